@@ -834,6 +834,7 @@ def test_extending_nn():
 
 def program_custom_optimizer(torch, log):
     Optimizer = torch.optim.Optimizer
+    setstate_calls = []
 
     class MomentumSGD(Optimizer):
         def __init__(self, params, lr=0.1, momentum=0.9, eps=1e-8):
@@ -841,6 +842,7 @@ def program_custom_optimizer(torch, log):
             super().__init__(params, defaults)
 
         def __setstate__(self, state):
+            setstate_calls.append(sorted(k for k in state if k in ("state", "param_groups")))
             super().__setstate__(state)
             for group in self.param_groups:
                 group.setdefault('momentum', 0.9)
@@ -895,6 +897,12 @@ def program_custom_optimizer(torch, log):
     opt2.add_param_group({"params": [b2], "lr": 0.01})
     opt2.load_state_dict(sd)
     log("loaded buf", opt2.state[w2]["buf"])
+    log("__setstate__ calls after load_state_dict", list(setstate_calls))
+    # __setstate__ serves pickling/copying too
+    opt3 = copy.deepcopy(opt2)
+    log("__setstate__ calls after deepcopy", list(setstate_calls))
+    log("deepcopy groups", [[g["lr"], g["momentum"]] for g in opt3.param_groups])
+    log("deepcopy buf", opt3.state[opt3.param_groups[0]["params"][0]]["buf"])
     for o, ww, bb in ((opt, w, b), (opt2, w2, b2)):
         o.zero_grad()
         ((ww * ww).sum() + (bb * 3).sum()).backward()

@@ -1,0 +1,48 @@
+"""tracegrad: PyTorch's eager autograd and training API on JAX/XLA.
+
+``import tracegrad as torch`` -- the same names and semantics as torch 2.13 for tensors,
+autograd (graph, hooks, custom Functions), nn, optim and data loading; arrays live on XLA
+(CPU or GPU). See DESIGN.md for the architecture and README.md for what differs from torch.
+"""
+import jax as _jax
+
+# torch has float64 and int64: JAX needs x64 mode for them. float32 stays the default dtype.
+_jax.config.update("jax_enable_x64", True)
+
+from ._ops.dtypes import (bfloat16, complex64, complex128, float16, float32, float64,  # noqa: E402
+                          int8, int16, int32, int64, uint8, dtype, get_default_dtype,
+                          set_default_dtype, promote_types, can_cast)
+from ._ops.dtypes import bool_ as bool  # noqa: E402,A001
+from ._ops import dtypes as _dtypes  # noqa: E402
+
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+
+from ._tensor import Size, Tensor  # noqa: E402
+from . import _tensor_methods  # noqa: E402,F401  (attaches methods)
+from ._tensor_methods import return_types  # noqa: E402
+from ._device import device, cuda  # noqa: E402
+from ._ops.random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
+                          manual_seed, seed, set_rng_state)
+from ._factories import (arange, as_tensor, asarray, bernoulli, empty, empty_like, eye,  # noqa: E402
+                         from_numpy, full, full_like, linspace, logspace, multinomial, normal,
+                         ones, ones_like, rand, rand_like, randint, randint_like, randn,
+                         randn_like, randperm, tensor, zeros, zeros_like)
+from ._functions import *  # noqa: E402,F401,F403
+from ._functions import _SAME  # noqa: E402
+from . import autograd  # noqa: E402
+from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
+                                 is_inference_mode_enabled, no_grad, set_grad_enabled)
+
+FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor
+
+__version__ = "0.1.0"
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """Accepted for compatibility; tracegrad prints with torch's default options."""
+
+
+def typename(obj):
+    return type(obj).__name__

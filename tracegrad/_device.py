@@ -1,0 +1,96 @@
+"""``tracegrad.device``: torch's device names mapped onto JAX devices ('cpu', 'cuda:N')."""
+from __future__ import annotations
+
+import jax
+
+
+class device:
+    """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
+    ``type`` is 'cpu' or 'cuda'; ``index`` the ordinal or None. CUDA maps to JAX's GPU devices."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        elif isinstance(type, str) and ":" in type:
+            type, idx = type.split(":", 1)
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
+            index = int(idx)
+        elif isinstance(type, int):
+            type, index = "cuda", type
+        if type not in ("cpu", "cuda", "gpu"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        self.type = "cuda" if type == "gpu" else type
+        self.index = index
+
+    def __repr__(self):
+        return f"device(type='{self.type}'" + (f", index={self.index})" if self.index is not None else ")")
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def jax_device(self):
+        """The JAX device; RuntimeError where no GPU exists for 'cuda'."""
+        if self.type == "cpu":
+            return jax.devices("cpu")[self.index or 0]
+        gpus = cuda_devices()
+        if not gpus:
+            raise RuntimeError("Torch not compiled with CUDA enabled: tracegrad found no GPU for JAX "
+                               "on this machine; keep tensors on 'cpu'")
+        i = self.index or 0
+        if i >= len(gpus):
+            raise RuntimeError(f"CUDA error: invalid device ordinal {i}; {len(gpus)} GPU(s) found")
+        return gpus[i]
+
+
+def cuda_devices():
+    try:
+        return jax.devices("gpu")
+    except RuntimeError:
+        return []
+
+
+def device_of(array) -> device:
+    try:
+        d = next(iter(array.devices()))
+    except Exception:  # a tracer: report the default device
+        d = jax.devices()[0]
+    if d.platform == "cpu":
+        return device("cpu")
+    return device("cuda", d.id)
+
+
+class _Cuda:
+    """``tracegrad.cuda``: ``is_available()``, ``device_count()``, ``manual_seed`` (no-op: one
+    PRNG key stream serves all devices), ``synchronize()``."""
+
+    @staticmethod
+    def is_available() -> bool:
+        return bool(cuda_devices())
+
+    @staticmethod
+    def device_count() -> int:
+        return len(cuda_devices())
+
+    @staticmethod
+    def manual_seed(seed):
+        pass
+
+    manual_seed_all = manual_seed
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
+
+
+cuda = _Cuda()

@@ -1,0 +1,217 @@
+"""The one dispatch path every op takes (STYLE 5).
+
+``apply_op(op, args, static)`` unwraps tensors to arrays, calls the op's jitted forward
+(cached per static arguments), wraps the outputs, and -- only when grad mode is on and an
+input requires grad -- records an ``OpNode`` holding exactly torch's saved set.
+View ops give outputs that share the input's storage; ``apply_inplace`` writes an op's
+result back through a tensor's view chain and rebases autograd history (``CopySlices``).
+"""
+from __future__ import annotations
+
+from ._ops.registry import Op
+from ._tensor import Tensor, _JaxTracer
+from .autograd._graph_impl import (SAVED_HOOKS, OpNode, SavedTensor, accumulate_node,
+                                   node_class)
+from .autograd.grad_mode import STATE
+
+_node_cls: dict = {}
+
+
+def _cls_for(op):
+    c = _node_cls.get(op)
+    if c is None:
+        c = _node_cls[op] = node_class(op.grad_fn, OpNode)
+    return c
+
+
+def edge(t):
+    gf = t._gf if t._base is None else t.grad_fn
+    if gf is not None:
+        return (gf, t._out_nr)
+    if t._rg:
+        return (accumulate_node(t), 0)
+    return (None, 0)
+
+
+def _forward(op, arrays, static):
+    for a in arrays:
+        if isinstance(a, _JaxTracer):
+            # inside a JAX trace: call the pure function, JAX traces through it once
+            return op.fn(*arrays, **dict(static)) if static else op.fn(*arrays)
+    return op.forward(static)(*arrays)
+
+
+def apply_op(op: Op, args, static=()):
+    """Run ``op`` on ``args`` (Tensors, Python scalars, None) with static keyword arguments
+    ``static`` (a tuple of (name, value) pairs). Returns a Tensor, or a tuple of Tensors for
+    multi-output ops."""
+    arrays = []
+    record = False
+    for a in args:
+        if isinstance(a, Tensor):
+            arrays.append(a._value)
+            if a._rg:
+                record = True
+        else:
+            arrays.append(a)
+    out = _forward(op, arrays, static)
+    record = record and STATE[0] and op.grad_fn is not None
+    if op.n_out == 1:
+        t = Tensor._make(out)
+        if op.view:
+            _make_view(t, args[0], op, static, None)
+            t._vcache = out
+        if record:
+            _record(op, args, static, (t,))
+        return t
+    outs = tuple(Tensor._make(o) for o in out)
+    if op.view:
+        for i, t in enumerate(outs):
+            _make_view(t, args[0], op, static, i)
+            t._vcache = out[i]
+    if record:
+        _record(op, args, static, outs if op.n_diff is None else outs[:op.n_diff])
+    return outs
+
+
+def _make_view(t, src, op, static, idx):
+    t._st, t._vc = src._st, src._vc
+    t._chain = src._chain + ((op, static, idx),)
+    t._vgen = t._st.gen    # the forward's output is the view's value until the storage changes
+    t._base = src._base if src._base is not None else src
+    t._gf_ver = src._vc[0]
+
+
+def _record(op, args, static, outs):
+    layout, avals, needs, consts, edges = [], [], [], [], []
+    save_pos, save_if = op.save_pos, op.save_if
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            rg = a._rg
+            needs.append(rg)
+            edges.append(edge(a) if rg else (None, 0))
+            if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
+                layout.append(0)
+            else:
+                layout.append(1)
+                v = a._value
+                avals.append((v.shape, v.dtype))
+        else:
+            layout.append(2)
+            consts.append(a)
+    node = _cls_for(op)(tuple(edges))
+    node.op, node.static = op, static
+    node.layout, node.avals, node.needs = tuple(layout), tuple(avals), tuple(needs)
+    node.consts, node.released = consts, False
+    for i, t in enumerate(outs):
+        t._gf, t._out_nr, t._rg = node, i, True
+    saved = []
+    if op.saves:
+        for p in op.save_order:
+            if p == -1:
+                saved.append(SavedTensor(outs[0], True))
+            elif p < len(args) and layout[p] == 0:
+                saved.append(SavedTensor(args[p]))
+    node.saved = saved
+    return node
+
+
+def _needs_grad(args, p):
+    a = args[p] if p < len(args) else None
+    return isinstance(a, Tensor) and a._rg
+
+
+def check_inplace(t):
+    if t._gf is None and t._rg and STATE[0] and t._base is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
+            "update in `with tracegrad.no_grad():` or use .data / .detach() if autograd must not "
+            "see it.")
+    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0]:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation. "
+            "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
+
+
+def apply_inplace(op: Op, self: Tensor, args, static=()):
+    """``self.<op>_(*args)``: compute ``op(self, *args)`` functionally, cast to self's dtype,
+    write it through self's view chain, and rebase autograd history onto the op's node (for a
+    view: the base gets a ``CopySlices`` node, the view's grad_fn is regenerated from it)."""
+    check_inplace(self)
+    all_args = (self, *args)
+    record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
+    if record and self._base is not None:
+        base = self._base
+        out = apply_op(op, all_args, static)   # recorded: a node whose input edge is self's history
+        _copy_slices(base, self, out)
+        self._write(out._value)
+        self._gf_ver = -1     # regenerate from the base's new history on next access
+        return self
+    out = _forward(op, [a._value if isinstance(a, Tensor) else a for a in all_args], static)
+    if out.dtype != self._value.dtype:
+        from ._ops import dtypes as _dt
+        src, dst = _dt.from_numpy_dtype(out.dtype), self.dtype
+        if not _dt.can_cast(src, dst):
+            raise RuntimeError(f"result type {_torch_name(src)} can't be cast to the desired output type {_torch_name(dst)}")
+    if record:
+        # the node must snapshot self's *current* history and value before the write
+        res = Tensor._make(out)
+        node = _record(op, all_args, static, (res,))
+        self._write(out)
+        self._gf, self._out_nr, self._rg, self._gf_ver = node, 0, True, self._vc[0]
+        # result-saving ops saved `res`, which shares nothing with self; re-point it at self
+        for s in node.saved:
+            if s.is_output and s.tensor is res:
+                s.tensor, s.version = self, self._vc[0]
+        return self
+    self._write(out)
+    return self
+
+
+def _torch_name(d):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+
+
+_copy_slices_ops: dict = {}
+
+
+def _copy_slices(base, view, new_view_value):
+    """Give ``base`` the history of writing ``new_view_value`` into its ``view`` region:
+    a ``CopySlices`` node over (base's old history, the written value's history)."""
+    from ._tensor import _chain_scatter
+    chain = view._chain[len(base._chain):]
+    op = _copy_slices_ops.get(chain)
+    if op is None:
+        def fn(b, v, _chain=chain):
+            return _chain_scatter(_chain, b, v)
+        op = _copy_slices_ops[chain] = Op("copy_slices", fn, ("self", "src"), "CopySlices", (), 1,
+                                          None, None, False, None)
+    res = apply_op(op, (base, new_view_value))
+    node = res._gf
+    base._gf, base._out_nr, base._rg = node, 0, True
+
+
+_view_of_base_ops: dict = {}
+
+
+def record_view_of_base(t):
+    """Regenerate a view's grad_fn after its base was written (torch: AsStridedBackward0)."""
+    from ._tensor import _chain_apply
+    base = t._base
+    chain = t._chain[len(base._chain):]
+    op = _view_of_base_ops.get(chain)
+    if op is None:
+        def fn(b, _chain=chain):
+            return _chain_apply(_chain, b)
+        op = _view_of_base_ops[chain] = Op("as_strided_view", fn, ("self",), "AsStridedBackward0",
+                                           (), 1, None, None, False, None)
+    saved_state = STATE[0]
+    STATE[0] = True
+    try:
+        node = _record(op, (base,), (), (Tensor._make(None),))
+    finally:
+        STATE[0] = saved_state
+    t._gf, t._out_nr, t._rg, t._gf_ver = node, 0, True, t._vc[0]
+    return node

@@ -1,0 +1,184 @@
+"""Elementwise ops: unary math, binary arithmetic, comparisons, where/clamp/lerp/addc*.
+
+Binary ops take the computation dtype as the static ``dtype`` (torch's promotion is decided
+by the caller, ``_tensor_methods.promote``); casting happens inside the op so the VJP returns
+gradients in each input's own dtype, as torch does.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .registry import defop
+
+
+def _c(x, dtype):
+    return jnp.asarray(x, dtype=dtype)
+
+
+def _u(fn):
+    def f(x, dtype=None):
+        return fn(x if dtype is None else x.astype(dtype))
+    return f
+
+
+# ---- unary -----------------------------------------------------------------------------
+# NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
+_UNARY = [
+    # name, jax fn, grad_fn, saves, vjp_result
+    ("abs", jnp.abs, "AbsBackward0", ("self",), None),
+    ("neg", jnp.negative, "NegBackward0", (), None),
+    ("exp", jnp.exp, "ExpBackward0", ("result",), lambda y, g: g * y),
+    ("exp2", jnp.exp2, "Exp2Backward0", ("result",), lambda y, g: g * y * jnp.log(jnp.asarray(2, y.dtype))),
+    ("expm1", jnp.expm1, "Expm1Backward0", ("result",), lambda y, g: g * (y + 1)),
+    ("log", jnp.log, "LogBackward0", ("self",), None),
+    ("log2", jnp.log2, "Log2Backward0", ("self",), None),
+    ("log10", jnp.log10, "Log10Backward0", ("self",), None),
+    ("log1p", jnp.log1p, "Log1PBackward0", ("self",), None),
+    ("sqrt", jnp.sqrt, "SqrtBackward0", ("result",), lambda y, g: g / (2 * y)),
+    ("rsqrt", jax.lax.rsqrt, "RsqrtBackward0", ("result",), lambda y, g: -0.5 * g * y * y * y),
+    ("sin", jnp.sin, "SinBackward0", ("self",), None),
+    ("cos", jnp.cos, "CosBackward0", ("self",), None),
+    ("tan", jnp.tan, "TanBackward0", ("result",), lambda y, g: g * (1 + y * y)),
+    ("asin", jnp.arcsin, "AsinBackward0", ("self",), None),
+    ("acos", jnp.arccos, "AcosBackward0", ("self",), None),
+    ("atan", jnp.arctan, "AtanBackward0", ("self",), None),
+    ("sinh", jnp.sinh, "SinhBackward0", ("self",), None),
+    ("cosh", jnp.cosh, "CoshBackward0", ("self",), None),
+    ("tanh", jnp.tanh, "TanhBackward0", ("result",), lambda y, g: g * (1 - y * y)),
+    ("sigmoid", jax.nn.sigmoid, "SigmoidBackward0", ("result",), lambda y, g: g * y * (1 - y)),
+    ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y > 0, g, 0).astype(g.dtype)),
+    ("erf", jax.scipy.special.erf, "ErfBackward0", ("self",), None),
+    ("erfinv", jax.scipy.special.erfinv, "ErfinvBackward0", ("self",), None),
+    ("sign", jnp.sign, "SignBackward0", (), None),
+    ("floor", jnp.floor, "FloorBackward0", (), None),
+    ("ceil", jnp.ceil, "CeilBackward0", (), None),
+    ("round", jnp.round, "RoundBackward0", (), None),
+    ("trunc", jnp.trunc, "TruncBackward0", (), None),
+    ("frac", lambda x: x - jnp.trunc(x), "FracBackward0", (), None),
+    ("reciprocal", jnp.reciprocal, "ReciprocalBackward0", ("result",), lambda y, g: -g * y * y),
+    ("square", jnp.square, "PowBackward0", ("self",), None),
+    ("logical_not", jnp.logical_not, None, (), None),
+    ("bitwise_not", jnp.invert, None, (), None),
+    ("isnan", jnp.isnan, None, (), None),
+    ("isinf", jnp.isinf, None, (), None),
+    ("isfinite", jnp.isfinite, None, (), None),
+    ("signbit", jnp.signbit, None, (), None),
+    ("silu", jax.nn.silu, "SiluBackward0", ("self",), None),
+    ("mish", lambda x: x * jnp.tanh(jax.nn.softplus(x)), "MishBackward0", ("self",), None),
+    ("sgn", jnp.sign, "SgnBackward0", ("result",), lambda y, g: jnp.zeros_like(g)),
+]
+# ops that turn integer inputs into the default float dtype, as torch's "unary float" ops
+FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
+               "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "erf",
+               "erfinv", "reciprocal", "silu", "mish"}
+
+for _name, _fn, _gf, _saves, _vr in _UNARY:
+    defop(_name, _u(_fn), grad_fn=_gf, saves=_saves, vjp_result=_vr)
+
+# ---- binary arithmetic ------------------------------------------------------------------
+
+
+def _add(a, b, alpha, dtype):
+    a, b = _c(a, dtype), _c(b, dtype)
+    return a + b if alpha is None else a + _c(alpha, dtype) * b
+
+
+def _sub(a, b, alpha, dtype):
+    a, b = _c(a, dtype), _c(b, dtype)
+    return a - b if alpha is None else a - _c(alpha, dtype) * b
+
+
+def _div(a, b, dtype, rounding_mode=None):
+    a, b = _c(a, dtype), _c(b, dtype)
+    if rounding_mode is None:
+        return a / b
+    if rounding_mode == "trunc":
+        q = a / b if jnp.issubdtype(dtype, jnp.floating) else jax.lax.div(a, b)
+        return jnp.trunc(q).astype(dtype)
+    return jnp.floor_divide(a, b)
+
+
+defop("add", _add, args=("self", "other", "alpha"), grad_fn="AddBackward0")
+defop("sub", _sub, args=("self", "other", "alpha"), grad_fn="SubBackward0")
+defop("rsub", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
+      grad_fn="RsubBackward1")
+defop("mul", lambda a, b, dtype: _c(a, dtype) * _c(b, dtype), args=("self", "other"),
+      grad_fn="MulBackward0", saves=("other", "self"), save_if={"other": "self", "self": "other"})
+defop("div", _div, args=("self", "other"), grad_fn="DivBackward0", saves=("other", "self"),
+      save_if={"self": "other"})
+defop("remainder", lambda a, b, dtype: jnp.remainder(_c(a, dtype), _c(b, dtype)),
+      args=("self", "other"), grad_fn="RemainderBackward0", saves=("other", "self"))
+defop("fmod", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="FmodBackward0", saves=("other", "self"))
+defop("atan2", lambda a, b, dtype: jnp.arctan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="Atan2Backward0", saves=("other", "self"))
+defop("pow", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
+      grad_fn="PowBackward0", saves=("self",))
+defop("pow_tensor", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
+      grad_fn="PowBackward1", saves=("exponent", "self", "result"))
+defop("pow_scalar_base", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)),
+      args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"))
+defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="MaximumBackward0", saves=("other", "self"))
+defop("minimum", lambda a, b, dtype: jnp.minimum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="MinimumBackward0", saves=("other", "self"))
+defop("fmax", lambda a, b, dtype: jnp.fmax(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="FmaxBackward0", saves=("other", "self"))
+defop("fmin", lambda a, b, dtype: jnp.fmin(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="FminBackward0", saves=("other", "self"))
+
+# ---- comparisons and logical (no grad) --------------------------------------------------
+for _name, _fn in [("eq", jnp.equal), ("ne", jnp.not_equal), ("lt", jnp.less), ("le", jnp.less_equal),
+                   ("gt", jnp.greater), ("ge", jnp.greater_equal), ("logical_and", jnp.logical_and),
+                   ("logical_or", jnp.logical_or), ("logical_xor", jnp.logical_xor)]:
+    defop(_name, (lambda f: lambda a, b, dtype: f(_c(a, dtype), _c(b, dtype)))(_fn), args=("self", "other"))
+for _name, _fn in [("bitwise_and", jnp.bitwise_and), ("bitwise_or", jnp.bitwise_or),
+                   ("bitwise_xor", jnp.bitwise_xor)]:
+    defop(_name, (lambda f: lambda a, b, dtype: f(_c(a, dtype), _c(b, dtype)))(_fn), args=("self", "other"))
+
+defop("isclose", lambda a, b, rtol, atol, equal_nan, dtype: jnp.isclose(
+    _c(a, dtype), _c(b, dtype), rtol=rtol, atol=atol, equal_nan=equal_nan), args=("self", "other"))
+
+# ---- ternary ----------------------------------------------------------------------------
+
+
+def _where(c, a, b, dtype):
+    return jnp.where(c, _c(a, dtype), _c(b, dtype))
+
+
+defop("where", _where, args=("condition", "self", "other"), grad_fn="WhereBackward0",
+      saves=("condition",))
+
+
+def _clamp(x, lo, hi, dtype):
+    x = _c(x, dtype)
+    if lo is not None:
+        x = jnp.maximum(x, _c(lo, dtype))
+    if hi is not None:
+        x = jnp.minimum(x, _c(hi, dtype))
+    return x
+
+
+defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", saves=("self",))
+defop("clamp_tensor", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward0",
+      saves=("max", "min", "self"))
+defop("lerp", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
+      args=("self", "end", "weight"), grad_fn="LerpBackward0")
+defop("lerp_tensor", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
+      args=("self", "end", "weight"), grad_fn="LerpBackward1", saves=("end", "self", "weight"))
+defop("addcmul", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype),
+      args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcmulBackward0",
+      saves=("tensor1", "tensor2"))
+defop("addcdiv", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) / _c(t2, dtype),
+      args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcdivBackward0",
+      saves=("tensor1", "tensor2"))
+
+# ---- dtype and copies -------------------------------------------------------------------
+defop("to_copy", lambda x, dtype: x.astype(dtype), grad_fn="ToCopyBackward0")
+defop("clone", lambda x: x, grad_fn="CloneBackward0")
+# `copy_` writes src (broadcast, cast) over self: the result does not depend on self's value
+defop("copy", lambda s, src: jnp.broadcast_to(src.astype(s.dtype), s.shape), args=("self", "src"),
+      grad_fn="CopyBackwards")
+defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value"), grad_fn="FillBackward0")
+defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")

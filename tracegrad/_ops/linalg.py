@@ -1,0 +1,39 @@
+"""Matrix products. Torch names its nodes by the underlying kernel (``MmBackward0`` for 2-D,
+``DotBackward0`` for 1-D, ``BmmBackward0``...); the method layer picks the op by rank."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from .registry import defop
+
+
+def _mm(a, b, dtype):
+    return jnp.matmul(a.astype(dtype), b.astype(dtype))
+
+
+defop("mm", _mm, args=("self", "mat2"), grad_fn="MmBackward0", saves=("mat2", "self"),
+      save_if={"self": "mat2", "mat2": "self"})
+defop("bmm", _mm, args=("self", "mat2"), grad_fn="BmmBackward0", saves=("mat2", "self"),
+      save_if={"self": "mat2", "mat2": "self"})
+defop("mv", _mm, args=("self", "vec"), grad_fn="MvBackward0", saves=("self", "vec"),
+      save_if={"self": "vec", "vec": "self"})
+defop("dot", _mm, args=("self", "tensor"), grad_fn="DotBackward0", saves=("self", "tensor"),
+      save_if={"self": "tensor", "tensor": "self"})
+# matmul of higher ranks: torch reshapes to bmm and returns an unsafe view
+defop("matmul", _mm, args=("self", "other"), grad_fn="UnsafeViewBackward0", saves=("other", "self"),
+      save_if={"self": "other", "other": "self"})
+
+
+def _addmm(inp, m1, m2, beta, alpha, dtype):
+    prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype))
+    inp = jnp.asarray(inp, dtype)
+    if alpha != 1:
+        prod = alpha * prod
+    return prod + (inp if beta == 1 else beta * inp)
+
+
+defop("addmm", _addmm, args=("self", "mat1", "mat2", "beta", "alpha"), grad_fn="AddmmBackward0",
+      saves=("mat1", "mat2"), save_if={"mat1": "mat2", "mat2": "mat1"})
+defop("einsum", lambda *xs, equation: jnp.einsum(equation, *xs),
+      args=tuple(f"t{i}" for i in range(64)), grad_fn="ViewBackward0",
+      saves=tuple(f"t{i}" for i in range(64)))

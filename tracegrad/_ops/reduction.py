@@ -1,0 +1,154 @@
+"""Reductions, scans and normalisers: sum, mean, prod, var/std, max/min, logsumexp, softmax,
+norm, cumsum/cumprod, all/any, sort/topk. ``dim`` is a static tuple of non-negative ints
+(or None for all dims)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .registry import defop
+
+
+def _sum(x, dim, keepdim, dtype):
+    return jnp.sum(x, axis=dim, keepdims=keepdim, dtype=dtype)
+
+
+def _mean(x, dim, keepdim, dtype):
+    return jnp.mean(x if dtype is None else x.astype(dtype), axis=dim, keepdims=keepdim)
+
+
+defop("sum", _sum, grad_fn="SumBackward0")
+defop("sum_dim", _sum, grad_fn="SumBackward1")
+defop("mean", _mean, grad_fn="MeanBackward0")
+defop("mean_dim", _mean, grad_fn="MeanBackward1")
+defop("prod", lambda x, dim, keepdim, dtype: jnp.prod(x, axis=dim, keepdims=keepdim, dtype=dtype),
+      grad_fn="ProdBackward0", saves=("self", "result"))
+defop("prod_dim", lambda x, dim, keepdim, dtype: jnp.prod(x, axis=dim, keepdims=keepdim, dtype=dtype),
+      grad_fn="ProdBackward1", saves=("self", "result"))
+defop("var", lambda x, dim, correction, keepdim: jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim),
+      grad_fn="VarBackward0", saves=("self",))
+defop("std", lambda x, dim, correction, keepdim: jnp.std(x, axis=dim, ddof=correction, keepdims=keepdim),
+      grad_fn="StdBackward0", saves=("self", "result"))
+
+
+def _var_mean(x, dim, correction, keepdim):
+    return (jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim), jnp.mean(x, axis=dim, keepdims=keepdim))
+
+
+defop("var_mean", _var_mean, grad_fn="VarMeanBackward0", saves=("self",), n_out=2)
+defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), grad_fn="AmaxBackward0",
+      saves=("self", "result"))
+defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), grad_fn="AminBackward0",
+      saves=("self", "result"))
+defop("max_all", lambda x: jnp.max(x), grad_fn="MaxBackward1", saves=("self", "result"))
+defop("min_all", lambda x: jnp.min(x), grad_fn="MinBackward1", saves=("self", "result"))
+
+
+def _max_dim(x, dim, keepdim):
+    i = jnp.argmax(x, axis=dim, keepdims=True)
+    v = jnp.take_along_axis(x, i, axis=dim)
+    if not keepdim:
+        v, i = jnp.squeeze(v, dim), jnp.squeeze(i, dim)
+    return v, i.astype(jnp.int64)
+
+
+def _min_dim(x, dim, keepdim):
+    i = jnp.argmin(x, axis=dim, keepdims=True)
+    v = jnp.take_along_axis(x, i, axis=dim)
+    if not keepdim:
+        v, i = jnp.squeeze(v, dim), jnp.squeeze(i, dim)
+    return v, i.astype(jnp.int64)
+
+
+# values take their gradient through the index actually chosen (torch: scatter to indices)
+defop("max_dim", _max_dim, grad_fn="MaxBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("min_dim", _min_dim, grad_fn="MinBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("argmax", lambda x, dim, keepdim: jnp.argmax(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
+defop("argmin", lambda x, dim, keepdim: jnp.argmin(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
+defop("logsumexp", lambda x, dim, keepdim: jax.scipy.special.logsumexp(x, axis=dim, keepdims=keepdim),
+      grad_fn="LogsumexpBackward0", saves=("self", "result"))
+
+
+def _softmax_vjp(y, g, dim, dtype=None):
+    return y * (g - jnp.sum(g * y, axis=dim, keepdims=True))
+
+
+def _log_softmax_vjp(y, g, dim, dtype=None):
+    return g - jnp.exp(y) * jnp.sum(g, axis=dim, keepdims=True)
+
+
+def _cast(x, dtype):
+    return x if dtype is None else x.astype(dtype)
+
+
+defop("softmax", lambda x, dim, dtype=None: jax.nn.softmax(_cast(x, dtype), axis=dim),
+      grad_fn="SoftmaxBackward0", saves=("result",), vjp_result=_softmax_vjp)
+defop("log_softmax", lambda x, dim, dtype=None: jax.nn.log_softmax(_cast(x, dtype), axis=dim),
+      grad_fn="LogSoftmaxBackward0", saves=("result",), vjp_result=_log_softmax_vjp)
+
+
+def _norm(x, ord, dim, keepdim):
+    a = jnp.abs(x)
+    if ord == 2:
+        # sqrt(sum(x^2)) with a zero-safe gradient (torch gives 0 at x == 0)
+        s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
+        return jnp.sqrt(s)
+    if ord == float("inf"):
+        return jnp.max(a, axis=dim, keepdims=keepdim)
+    if ord == float("-inf"):
+        return jnp.min(a, axis=dim, keepdims=keepdim)
+    if ord == 0:
+        return jnp.sum((a != 0).astype(x.dtype), axis=dim, keepdims=keepdim)
+    if ord == 1:
+        return jnp.sum(a, axis=dim, keepdims=keepdim)
+    return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+defop("norm", _norm, grad_fn="LinalgVectorNormBackward0", saves=("self", "result"))
+defop("cumsum", lambda x, dim, dtype: jnp.cumsum(x, axis=dim, dtype=dtype), grad_fn="CumsumBackward0")
+defop("cumprod", lambda x, dim, dtype: jnp.cumprod(x, axis=dim, dtype=dtype), grad_fn="CumprodBackward0",
+      saves=("self", "result"))
+defop("all", lambda x, dim, keepdim: jnp.all(x, axis=dim, keepdims=keepdim))
+defop("any", lambda x, dim, keepdim: jnp.any(x, axis=dim, keepdims=keepdim))
+defop("count_nonzero", lambda x, dim: jnp.count_nonzero(x, axis=dim).astype(jnp.int64))
+
+
+def _sort(x, dim, descending, stable):
+    i = jnp.argsort(x, axis=dim, stable=True, descending=descending)
+    return jnp.take_along_axis(x, i, axis=dim), i.astype(jnp.int64)
+
+
+defop("sort", _sort, grad_fn="SortBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("argsort", lambda x, dim, descending, stable: _sort(x, dim, descending, stable)[1])
+
+
+def _topk(x, k, dim, largest, sorted):
+    xm = jnp.moveaxis(x, dim, -1)
+    v, i = jax.lax.top_k(xm if largest else -xm, k)
+    if not largest:
+        v = -v
+    return jnp.moveaxis(v, -1, dim), jnp.moveaxis(i, -1, dim).astype(jnp.int64)
+
+
+defop("topk", _topk, grad_fn="TopkBackward0", n_out=2, n_diff=1, saves=("self",))
+
+
+def _kthvalue(x, k, dim, keepdim):
+    i = jnp.argsort(x, axis=dim, stable=True)
+    i = jnp.take(i, jnp.array([k - 1]), axis=dim)
+    v = jnp.take_along_axis(x, i, axis=dim)
+    if not keepdim:
+        v, i = jnp.squeeze(v, dim), jnp.squeeze(i, dim)
+    return v, i.astype(jnp.int64)
+
+
+defop("kthvalue", _kthvalue, grad_fn="KthvalueBackward0", n_out=2, n_diff=1, saves=("self",))
+
+
+def _median(x, dim, keepdim):
+    n = x.shape[dim]
+    return _kthvalue(x, (n + 1) // 2, dim, keepdim)
+
+
+defop("median_dim", _median, grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
+defop("median_all", lambda x: _median(x.ravel(), 0, False)[0], grad_fn="MedianBackward0", saves=("self",))

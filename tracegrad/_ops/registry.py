@@ -1,0 +1,148 @@
+"""The op table: every op is a pure JAX function plus the metadata autograd needs.
+
+``defop`` declares an op once (STYLE 3). The table row holds:
+
+* ``fn(*inputs, **static)`` -- a pure function on ``jax.Array``s (Python scalars may sit in
+  tensor positions); static arguments are hashable keyword arguments.
+* ``grad_fn`` -- torch's Node name (``MulBackward0``); ``None`` for non-differentiable ops.
+* ``args`` -- torch's names of the positional inputs (``self``, ``other``...), used for the
+  saved set and ``grad_fn._saved_<name>``.
+* ``saves`` -- the names torch saves for backward (inputs, or ``"result"``), see
+  NOTE [saved set].
+* ``n_out`` / ``n_diff`` -- number of outputs, and how many leading ones are differentiable.
+* ``view`` -- ``True`` for ops whose output aliases the input's storage (torch views),
+  ``"overlap"`` for views where several elements alias one (``expand``).
+
+NOTE [saved set]
+The backward of every op is ``jax.vjp`` of its forward, jitted and cached per
+(op, static args, layout). PyTorch's saved set is by construction enough to compute the
+backward, so the backward receives only the saved inputs; inputs torch does not save are
+rebuilt inside the jitted backward as zeros of the right shape (XLA removes them when the
+VJP does not read them). Ops whose torch backward reads the *result* (``exp``, ``tanh``,
+``sigmoid``, ``relu``, ``softmax``...) give a formula ``vjp_result(result, grad, **static)``
+instead, so they keep only their output alive, like torch.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+OPS: dict[str, "Op"] = {}
+
+
+class Op:
+    __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
+                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if")
+
+    def __init__(self, name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if=None):
+        self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
+        self.saves = tuple(saves)
+        self.saves_result = "result" in self.saves
+        # positions in ``args`` of the saved inputs, in torch's packing order; -1 is the result
+        self.save_order = tuple(-1 if s == "result" else self.args.index(s) for s in self.saves)
+        self.save_pos = frozenset(p for p in self.save_order if p >= 0)
+        # n_out == -1: the number of outputs depends on static args (split, unbind);
+        # n_diff None: every output is differentiable
+        self.n_out, self.n_diff = n_out, n_diff
+        self.vjp_result, self.view, self.doc = vjp_result, view, doc
+        # torch saves some inputs only when another input needs a gradient (mul saves self
+        # only if other requires grad): {saved position: position whose grad needs it}
+        self.save_if = {self.args.index(k): self.args.index(v) for k, v in (save_if or {}).items()}
+        self._fwd: dict = {}
+        self._bwd: dict = {}
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+    def forward(self, static: tuple):
+        """The jitted forward for these static arguments; one stable function per key so
+        JAX's C++ dispatch cache hits on every later call."""
+        f = self._fwd.get(static)
+        if f is None:
+            f = self._fwd[static] = jax.jit(partial(self.fn, **dict(static)) if static else self.fn)
+        return f
+
+    def backward_op(self, static, layout, avals, needs, ns, nc):
+        """The backward as an op of its own ``(*saved, *consts, *grads) -> grads``, so that
+        ``create_graph=True`` records it like any forward op (any order of derivatives).
+
+        ``layout`` has one entry per forward input: 0 saved tensor, 1 tensor torch does not
+        save (``avals`` gives its shape/dtype), 2 a constant (Python scalar, None).
+        ``needs`` marks the tensor inputs whose gradient is wanted; ``ns``/``nc`` count the
+        saved tensors and constants.
+        """
+        key = (static, layout, avals, needs)
+        b = self._bwd.get(key)
+        if b is None:
+            fn = _make_backward(self, static, layout, avals, needs)
+            n = sum(needs)
+
+            def flat(*a):
+                out = fn(a[:ns], a[ns:ns + nc], a[ns + nc:])
+                return tuple(out) if n > 1 else out[0]
+            nargs = len(layout) + (1 if self.saves_result else 0) + max(self.n_out, 256)
+            names = tuple(f"in{i}" for i in range(nargs + 2))
+            b = self._bwd[key] = Op(f"{self.name}_backward", flat, names, f"{self.grad_fn}Backward",
+                                    names, n, None, None, False, None)
+        return b
+
+
+def _make_backward(op, static, layout, avals, needs):
+    fwd = partial(op.fn, **dict(static)) if static else op.fn
+    tensor_pos = [i for i, k in enumerate(layout) if k != 2]
+    diff_pos = [p for p, n in zip(tensor_pos, needs) if n]
+
+    if op.vjp_result is not None:
+        rule = partial(op.vjp_result, **dict(static)) if static else op.vjp_result
+
+        ri = [p for p in op.save_order if p == -1 or (p < len(layout) and layout[p] == 0)].index(-1)
+
+        def bwd(saved, consts, grads):
+            out = rule(saved[ri], *grads)
+            return tuple(out) if isinstance(out, tuple) else (out,)
+        return bwd
+
+    n_diff, multi = op.n_diff, op.n_out != 1
+    # the saved list holds, in torch's packing order, the saved inputs that were tensors
+    save_order = [p for p in op.save_order if p == -1 or (p < len(layout) and layout[p] == 0)]
+
+    def bwd(saved, consts, grads):
+        by_pos = dict(zip(save_order, saved))
+        it_c, it_a = iter(consts), iter(avals)
+        args = []
+        for i, k in enumerate(layout):
+            if k == 0:
+                args.append(by_pos[i])
+            elif k == 1:
+                shape, dt = next(it_a)
+                args.append(jnp.zeros(shape, dt))
+            else:
+                args.append(next(it_c))
+
+        def f(*d):
+            a = list(args)
+            for p, v in zip(diff_pos, d):
+                a[p] = v
+            out = fwd(*a)
+            return tuple(out[:n_diff]) if multi else out
+
+        primals = [args[p] for p in diff_pos]
+        out, vjp = jax.vjp(f, *primals)
+        if multi:
+            cts = tuple(jnp.zeros_like(o) if g is None else g.astype(o.dtype) for o, g in zip(out, grads))
+        else:
+            cts = grads[0].astype(out.dtype)
+        return vjp(cts)
+    return bwd
+
+
+def defop(name, fn, *, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
+          vjp_result=None, view=False, doc=None, save_if=None) -> Op:
+    """Declare an op in the table and return it. ``grad_fn=None`` means not differentiable;
+    ``save_if={"self": "other"}`` saves ``self`` only when ``other`` requires grad."""
+    if name in OPS:
+        raise ValueError(f"op {name!r} declared twice")
+    op = OPS[name] = Op(name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if)
+    return op

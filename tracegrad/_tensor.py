@@ -1,0 +1,457 @@
+"""Storage, Tensor, views and version counters (DESIGN 2.2).
+
+A ``Storage`` holds one ``jax.Array`` and a write generation. A ``Tensor`` is a storage plus
+a *view chain*: a tuple of ``(op, static, out_index)`` steps that compute the tensor's value
+from the storage's array. Views (slicing, ``view``, ``transpose``, ``expand``...) share the
+storage and the version counter; ``detach()`` shares both with an unchanged chain; ``.data``
+shares the storage with a fresh counter.
+
+JAX arrays are immutable, so an in-place op computes the new value functionally and writes it
+back into the storage through the chain (``write``): the view's elements are located by
+running the chain over an iota of the storage's flat indices, then scattered. That is
+functionalization; it is what makes ``a.detach().fill_(10.)`` change ``a``.
+
+Operator methods live in ``_tensor_methods.py``; this file holds the state and its rules.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._ops import dtypes as _dt
+
+_JaxTracer = jax.core.Tracer
+
+
+class Storage:
+    __slots__ = ("array", "gen")
+
+    def __init__(self, array):
+        self.array = array
+        self.gen = 0
+
+
+# chain -> jitted function computing the view from the storage array
+_chain_fwd: dict = {}
+_chain_write: dict = {}
+
+
+def _chain_apply(chain, root):
+    x = root
+    for op, static, idx in chain:
+        x = op.fn(x, **dict(static)) if static else op.fn(x)
+        if idx is not None:
+            x = x[idx]
+    return x
+
+
+def chain_value_fn(chain):
+    f = _chain_fwd.get(chain)
+    if f is None:
+        f = _chain_fwd[chain] = jax.jit(partial(_chain_apply, chain))
+    return f
+
+
+def _chain_scatter(chain, root, new):
+    # each view element's flat position in the root: the chain run over an iota
+    pos = _chain_apply(chain, jnp.arange(root.size).reshape(root.shape))
+    new = jnp.broadcast_to(new.astype(root.dtype), pos.shape)
+    return root.ravel().at[pos.ravel()].set(new.ravel()).reshape(root.shape)
+
+
+def chain_write_fn(chain):
+    f = _chain_write.get(chain)
+    if f is None:
+        f = _chain_write[chain] = jax.jit(partial(_chain_scatter, chain))
+    return f
+
+
+class Size(tuple):
+    """Mirrors ``torch.Size``: a tuple of ints with ``numel()``."""
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"tracegrad.Size([{', '.join(map(str, self))}])"
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+
+class Tensor:
+    """Mirrors ``torch.Tensor``: an n-dimensional array on a JAX device with autograd state.
+
+    Build tensors with ``tracegrad.tensor`` and the other factories; ``Tensor(data)`` also
+    works (like ``torch.Tensor``, it gives float32). See the package README for what differs
+    from torch.
+    """
+
+    __slots__ = ("_st", "_chain", "_vcache", "_vgen", "_vc", "_base", "_rg", "_gf", "_out_nr",
+                 "_gf_ver", "_grad", "_hooks", "_retains_grad", "_post_acc_hooks", "_acc",
+                 "_is_param", "__dict__", "__weakref__")
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        _init_empty(self)
+        if args or kwargs:
+            from ._factories import _legacy_tensor_ctor
+            src = _legacy_tensor_ctor(*args, **kwargs)
+            _init_from(self, src._value)
+        return self
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # ----- construction fast path -------------------------------------------------------
+    @classmethod
+    def _make(cls, array, requires_grad=False):
+        t = object.__new__(cls)
+        t._st = Storage(array)
+        t._chain = ()
+        t._vcache = None
+        t._vgen = 0
+        t._vc = [0]
+        t._base = None
+        t._rg = requires_grad
+        t._gf = None
+        t._out_nr = 0
+        t._gf_ver = 0
+        t._grad = None
+        t._hooks = None
+        t._retains_grad = False
+        t._post_acc_hooks = None
+        t._acc = None
+        return t
+
+    # ----- value -------------------------------------------------------------------------
+    @property
+    def _value(self):
+        if not self._chain:
+            return self._st.array
+        st = self._st
+        if self._vgen != st.gen or self._vcache is None:
+            self._vcache = chain_value_fn(self._chain)(st.array)
+            self._vgen = st.gen
+        return self._vcache
+
+    def _write(self, new):
+        """Write ``new`` (same shape as self) into the storage through the view chain and bump
+        the version counter shared with views and ``detach()``."""
+        st = self._st
+        new = new.astype(st.array.dtype) if new.dtype != st.array.dtype else new
+        if self._chain:
+            from ._ops.registry import Op  # noqa: F401  (chain steps are ops)
+            for op, _, _ in self._chain:
+                if op.view == "overlap":
+                    raise RuntimeError(
+                        "unsupported operation: more than one element of the written-to tensor "
+                        "refers to a single memory location. Please clone() the tensor before "
+                        "performing the operation.")
+            st.array = chain_write_fn(self._chain)(st.array, new)
+            self._vcache = new
+        else:
+            st.array = new
+        st.gen += 1
+        self._vgen = st.gen
+        self._vc[0] += 1
+
+    # ----- metadata ----------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._value.shape)
+
+    def size(self, dim=None):
+        """Mirrors ``torch.Tensor.size``: the ``tracegrad.Size``, or one dim's length."""
+        s = self._value.shape
+        if dim is None:
+            return Size(s)
+        return s[_wrap_dim(dim, len(s))]
+
+    @property
+    def dtype(self):
+        return _dt.from_numpy_dtype(self._value.dtype)
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    def dim(self) -> int:
+        return self._value.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return int(self._value.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._value.dtype.itemsize
+
+    @property
+    def device(self):
+        from ._device import device_of
+        return device_of(self._value)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    is_cpu = property(lambda self: self.device.type == "cpu")
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self.dtype.is_complex
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return True
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def data_ptr(self) -> int:
+        return id(self._st)
+
+    def untyped_storage(self):
+        return self._st
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    # ----- autograd state ----------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        if self._base is not None and self._gf is None and self._base._rg and self._base._gf is not None:
+            return True
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        """Mirrors ``torch.Tensor.requires_grad_``. RuntimeError on a non-leaf (use detach())
+        or for an integer dtype."""
+        if self._gf is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use "
+                    "a computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad_fn(self):
+        if self._base is not None and self._base._rg:
+            from .autograd._graph_impl import view_grad_fn
+            return view_grad_fn(self)
+        return self._gf
+
+    @property
+    def output_nr(self) -> int:
+        return self._out_nr
+
+    @property
+    def grad(self):
+        if self._gf is not None and not self._retains_grad and self._grad is None:
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed want "
+                "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
+                "non-leaf Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: expected {tuple(self.shape)}, got {tuple(value.shape)}")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}")
+        self._grad = value
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def _base_tensor(self):
+        return self._base
+
+    def detach(self):
+        """Mirrors ``torch.Tensor.detach``: a tensor sharing storage and version counter, with
+        no history and ``requires_grad=False``. In-place writes to either are seen by both."""
+        t = Tensor._make(None)
+        t._st, t._chain, t._vc = self._st, self._chain, self._vc
+        t._vcache, t._vgen = self._vcache, self._vgen
+        return t
+
+    def detach_(self):
+        """Mirrors ``torch.Tensor.detach_``: drops this tensor's history in place."""
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._gf = None
+        self._rg = False
+        return self
+
+    @property
+    def data(self):
+        """Mirrors ``torch.Tensor.data``: shares storage, but has its own version counter, no
+        history and ``requires_grad=False``; in-place changes through it are invisible to
+        autograd's checks (as in torch)."""
+        t = self.detach()
+        t._vc = [0]
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._st, self._chain = Storage(value._value), ()
+        self._vcache = None
+
+    # ----- conversion --------------------------------------------------------------------
+    def numpy(self, *, force=False):
+        """Mirrors ``torch.Tensor.numpy``: a numpy copy (JAX arrays cannot share memory with numpy).
+        RuntimeError on a tensor that requires grad (call ``.detach().numpy()``)."""
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        _concrete(self, "numpy()")
+        return np.asarray(self._value)
+
+    def __array__(self, dtype=None, copy=None):
+        _concrete(self, "numpy conversion")
+        a = np.asarray(self._value)
+        return a.astype(dtype) if dtype is not None else a
+
+    def tolist(self):
+        """Mirrors ``torch.Tensor.tolist``: nested Python lists of Python numbers."""
+        _concrete(self, "tolist()")
+        return np.asarray(self._value).tolist()
+
+    def item(self):
+        """Mirrors ``torch.Tensor.item``: the Python number of a one-element tensor.
+        RuntimeError for more elements."""
+        v = self._value
+        if v.size != 1:
+            raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
+        _concrete(self, "item()")
+        return np.asarray(v).reshape(()).item()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self.dtype is _dt.bool_ or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __bool__(self):
+        v = self._value
+        if v.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        _concrete(self, "bool()")
+        return bool(np.asarray(v).reshape(()))
+
+    def __len__(self):
+        s = self._value.shape
+        if not s:
+            raise TypeError("len() of a 0-d tensor")
+        return s[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.ndim == 0 and not isinstance(self._value, _JaxTracer):
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto):
+        raise TypeError("tracegrad tensors are not picklable; use tracegrad.save (safetensors) instead")
+
+    def __deepcopy__(self, memo):
+        if self._gf is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.")
+        t = type(self).__new__(type(self))
+        _init_from(t, self._value)
+        t._rg = self._rg
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        t.__dict__.update({k: v for k, v in self.__dict__.items()})
+        memo[id(self)] = t
+        return t
+
+
+def _init_empty(t):
+    t._st, t._chain, t._vcache, t._vgen, t._vc = Storage(None), (), None, 0, [0]
+    t._base = None
+    t._rg = False
+    t._gf = None
+    t._out_nr = 0
+    t._gf_ver = 0
+    t._grad = None
+    t._hooks = None
+    t._retains_grad = False
+    t._post_acc_hooks = None
+    t._acc = None
+
+
+def _init_from(t, array):
+    t._st = Storage(array)
+    t._chain = ()
+    t._vcache = None
+
+
+def _concrete(t, what):
+    if isinstance(t._value, _JaxTracer):
+        raise RuntimeError(
+            f"{what} needs a concrete value, but this tensor is being traced (inside "
+            f"tracegrad.compile or a checkpointed region); keep the computation in tensor ops "
+            f"(tracegrad.where instead of if/else) or move {what} outside the compiled function")
+
+
+def _wrap_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n

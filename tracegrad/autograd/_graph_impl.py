@@ -1,0 +1,307 @@
+"""The autograd graph: ``Node`` and its kinds, saved tensors, and saved-tensor hooks.
+
+Mirrors ``torch.autograd.graph``. A Node is what a tensor's ``grad_fn`` points to; its
+``next_functions`` are edges ``(node, output_nr)`` to the nodes of its inputs, with an
+``AccumulateGrad`` node for each leaf that requires grad. The engine (``engine.py``) walks
+these; the dispatcher (``_dispatch.py``) creates them.
+
+Hooks live on nodes in ordered dicts, one per event (STYLE 9):
+``_tensor_pre_hooks[output_nr]`` (``Tensor.register_hook`` on a non-leaf),
+``_retains_grad[output_nr]`` (``retain_grad``), ``_pre_hooks`` (``Node.register_prehook``),
+``_post_hooks`` (``Node.register_hook``). A leaf's tensor hooks live on the tensor and act as
+its AccumulateGrad's tensor pre-hooks.
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+from collections import OrderedDict
+
+from ..utils.hooks import RemovableHandle
+
+_seq = itertools.count()
+_ACCUMULATE_SEQ = sys.maxsize  # torch gives AccumulateGrad the highest priority
+
+MSG_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward.")
+
+# saved_tensors_hooks stack: innermost (pack, unpack) pair is used
+SAVED_HOOKS: list = []
+# anomaly mode: [enabled, check_nan]
+ANOMALY = [False, True]
+
+
+class Node:
+    """Mirrors ``torch.autograd.graph.Node``: ``name()``, ``next_functions``, ``metadata``,
+    ``register_hook(fn(grad_inputs, grad_outputs))`` and ``register_prehook(fn(grad_outputs))``."""
+
+    __slots__ = ("next_functions", "_seq", "_post_hooks", "_pre_hooks", "_tensor_pre_hooks",
+                 "_retains_grad", "_metadata", "_trace", "__weakref__")
+
+    def __init__(self, next_functions=()):
+        self.next_functions = next_functions
+        self._seq = next(_seq)
+        self._post_hooks = None
+        self._pre_hooks = None
+        self._tensor_pre_hooks = None
+        self._retains_grad = None
+        self._metadata = None
+        self._trace = None
+        if ANOMALY[0]:
+            import traceback
+            self._trace = "".join(traceback.format_stack()[:-3])
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self) -> dict:
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs) -> None or new grad_inputs``, run after the node."""
+        if self._post_hooks is None:
+            self._post_hooks = OrderedDict()
+        h = RemovableHandle(self._post_hooks)
+        self._post_hooks[h.id] = fn
+        return h
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs) -> None or new grad_outputs``, run before the node."""
+        if self._pre_hooks is None:
+            self._pre_hooks = OrderedDict()
+        h = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[h.id] = fn
+        return h
+
+    def _tensor_hooks_for(self, output_nr):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        d = self._tensor_pre_hooks.get(output_nr)
+        if d is None:
+            d = self._tensor_pre_hooks[output_nr] = OrderedDict()
+        return d
+
+    def tensor_pre_hooks(self, output_nr):
+        d = self._tensor_pre_hooks
+        return d.get(output_nr) if d else None
+
+    def apply(self, grads, create_graph=False):
+        raise NotImplementedError
+
+    def __call__(self, *grads):
+        from .._tensor import Tensor  # noqa: F401
+        return self.apply(list(grads))
+
+    def release(self):
+        pass
+
+
+_node_classes: dict = {}
+
+
+def node_class(name: str, base):
+    """A Node subclass per torch name, so ``type(t.grad_fn).__name__ == 'MulBackward0'``."""
+    key = (name, base)
+    cls = _node_classes.get(key)
+    if cls is None:
+        cls = _node_classes[key] = type(name, (base,), {"__slots__": ()})
+    return cls
+
+
+class SavedTensor:
+    """One saved tensor, as torch's SavedVariable: the tensor with the version it had when
+    saved (checked at unpack), or what a saved_tensors_hooks pack function returned."""
+
+    __slots__ = ("tensor", "version", "packed", "unpack", "is_output")
+
+    def __init__(self, tensor, is_output=False):
+        self.is_output = is_output
+        if SAVED_HOOKS:
+            pack, unpack = SAVED_HOOKS[-1]
+            self.tensor, self.version = None, None
+            self.packed, self.unpack = pack(tensor), unpack
+        else:
+            self.tensor, self.version = tensor, tensor._vc[0]
+            self.packed = self.unpack = None
+
+    def get(self, node, index):
+        if self.unpack is not None:
+            from .._tensor import Tensor
+            t = self.unpack(self.packed)
+            if not isinstance(t, Tensor):
+                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(t).__name__}")
+            return t
+        t = self.tensor
+        if t._vc[0] != self.version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.dtype.name}{list(t.shape)}], which is output {index} of "
+                f"{node.name()}, is at version {t._vc[0]}; expected version {self.version} instead. "
+                "Hint: the backtrace further above can show the operation that failed to compute "
+                "its gradient; enable autograd.set_detect_anomaly(True) to find it.")
+        return t
+
+
+class OpNode(Node):
+    """The node of one op from the table; its backward is the op's cached jitted VJP."""
+
+    __slots__ = ("op", "static", "layout", "avals", "needs", "saved", "consts", "released")
+
+    def __getattr__(self, attr):
+        if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
+            raw = attr.startswith("_raw_")
+            name = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
+            op = object.__getattribute__(self, "op")
+            if name in op.saves:
+                if self.released:
+                    raise RuntimeError(MSG_FREED)
+                order = [p for p in op.save_order if p == -1 or (p < len(self.layout) and self.layout[p] == 0)]
+                want = -1 if name == "result" else op.args.index(name)
+                if want in order:
+                    s = self.saved[order.index(want)]
+                    return s if raw else s.get(self, 0)
+                return self.consts[[i for i, k in enumerate(self.layout) if k == 2].index(want)]
+            static = dict(object.__getattribute__(self, "static"))
+            if name in static:
+                return static[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+
+    def apply(self, grads, create_graph=False):
+        from .._dispatch import apply_op
+        if self.released:
+            raise RuntimeError(MSG_FREED)
+        saved = [s.get(self, i) for i, s in enumerate(self.saved)]
+        op = self.op
+        if op.n_out == 1:
+            grads = grads[:1]
+        elif op.n_diff is not None:
+            grads = grads[:op.n_diff]
+        ns, nc = len(saved), len(self.consts)
+        bop = op.backward_op(self.static, self.layout, self.avals, self.needs, ns, nc)
+        res = apply_op(bop, [*saved, *self.consts, *grads])
+        if bop.n_out == 1:
+            res = (res,)
+        it = iter(res)
+        return [next(it) if n else None for n in self.needs]
+
+    def release(self):
+        # torch raises on a second backward only through nodes that saved something
+        if self.saved:
+            self.released = True
+            self.saved = ()
+
+
+class AccumulateGrad(Node):
+    """Mirrors torch's AccumulateGrad: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        super().__init__(())
+        self._seq = _ACCUMULATE_SEQ
+        self.variable = variable
+
+    def tensor_pre_hooks(self, output_nr):
+        return self.variable._hooks
+
+    def _tensor_hooks_for(self, output_nr):
+        v = self.variable
+        if v._hooks is None:
+            v._hooks = OrderedDict()
+        return v._hooks
+
+    def apply(self, grads, create_graph=False):
+        from .grad_mode import STATE
+        from .._tensor import Tensor
+        g = grads[0]
+        var = self.variable
+        if g is None:
+            return []
+        if var._grad is None:
+            # a fresh storage: a later in-place accumulation must not write into a tensor the
+            # caller still holds (torch clones in that case)
+            var._grad = g if create_graph else Tensor._make(g._value)
+        elif STATE[0]:
+            var._grad = var._grad + g
+        else:
+            old = var._grad
+            old._write(old._value + g._value)
+        if var._post_acc_hooks:
+            for h in tuple(var._post_acc_hooks.values()):
+                h(var)
+        return []
+
+
+def accumulate_node(t):
+    """The tensor's AccumulateGrad node, created once and held weakly by the tensor (the
+    graph holds it strongly), like torch's grad accumulator."""
+    import weakref
+    ref = t._acc
+    n = ref() if ref is not None else None
+    if n is None:
+        n = AccumulateGrad(t)
+        t._acc = weakref.ref(n)
+    return n
+
+
+_view_ops: dict = {}
+
+
+def view_grad_fn(t):
+    """The grad_fn of a view whose base requires grad. After an in-place write anywhere in the
+    base's storage, torch regenerates the view's grad_fn from the base's new history
+    (``AsStridedBackward0``); so do we."""
+    gf = t._gf
+    if gf is not None and t._gf_ver == t._vc[0]:
+        return gf
+    base = t._base
+    if base._gf is None and gf is not None:
+        return gf
+    from .._dispatch import record_view_of_base
+    return record_view_of_base(t)
+
+
+class saved_tensors_hooks:
+    """Mirrors ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``: each tensor
+    an op saves for backward goes through ``pack_hook(tensor) -> anything`` once when saved;
+    ``unpack_hook(packed) -> Tensor`` runs whenever backward (or a ``grad_fn._saved_*``
+    access) needs it. Innermost hooks win."""
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
+
+    def __enter__(self):
+        SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        SAVED_HOOKS.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Mirrors ``torch.autograd.graph.save_on_cpu(pin_memory=False)``: saved tensors are moved
+    to host memory when saved (a ``jax.device_put`` to the CPU device) and back to their device
+    when backward needs them. ``pin_memory`` is accepted and ignored (JAX manages host buffers)."""
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            return (t.device, t.detach().cpu())
+
+        def unpack(packed):
+            dev, t = packed
+            return t.to(dev)
+        super().__init__(pack, unpack)
+
+
+def increment_version(t):
+    """Mirrors ``torch.autograd.graph.increment_version``."""
+    t._vc[0] += 1

@@ -1,0 +1,75 @@
+"""Autograd methods of Tensor: ``backward``, ``register_hook``, ``retain_grad``,
+``register_post_accumulate_grad_hook``. Attached to ``Tensor`` at import."""
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+
+from .._tensor import Tensor
+from ..utils.hooks import RemovableHandle
+from . import engine
+from ._graph_impl import accumulate_node
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Mirrors ``torch.Tensor.backward``: accumulates d(self)/d(leaf) into each leaf's ``.grad``.
+    ``gradient`` is required unless self has one element. RuntimeError on a second backward
+    through freed buffers (pass ``retain_graph=True``)."""
+    engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+def register_hook(self, hook):
+    """Mirrors ``torch.Tensor.register_hook``: ``hook(grad) -> Tensor or None`` runs each time
+    the gradient w.r.t. this tensor is computed; a returned tensor replaces the gradient.
+    Hooks run in registration order. Returns a handle with ``.remove()``.
+    RuntimeError on a tensor that does not require grad."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    gf = self.grad_fn
+    if gf is None:
+        if self._hooks is None:
+            self._hooks = OrderedDict()
+        d = self._hooks
+    else:
+        d = gf._tensor_hooks_for(self._out_nr)
+    h = RemovableHandle(d)
+    d[h.id] = hook
+    return h
+
+
+def retain_grad(self):
+    """Mirrors ``torch.Tensor.retain_grad``: a non-leaf keeps its ``.grad`` after backward (no-op
+    on leaves). RuntimeError on a tensor that does not require grad."""
+    if not self.requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    gf = self.grad_fn
+    if gf is None or self._retains_grad:
+        return
+    if gf._retains_grad is None:
+        gf._retains_grad = {}
+    gf._retains_grad[self._out_nr] = weakref.ref(self)
+    self._retains_grad = True
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    """Mirrors ``torch.Tensor.register_post_accumulate_grad_hook``: ``hook(tensor)`` runs after
+    the leaf's ``.grad`` has been accumulated. RuntimeError on a non-leaf or a tensor that
+    does not require grad."""
+    if not self.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if self._post_acc_hooks is None:
+        self._post_acc_hooks = OrderedDict()
+    h = RemovableHandle(self._post_acc_hooks)
+    self._post_acc_hooks[h.id] = hook
+    return h
+
+
+def _grad_accumulator(self):
+    return accumulate_node(self) if self.requires_grad and self.grad_fn is None else None
+
+
+for _name, _fn in [("backward", backward), ("register_hook", register_hook), ("retain_grad", retain_grad),
+                   ("register_post_accumulate_grad_hook", register_post_accumulate_grad_hook)]:
+    setattr(Tensor, _name, _fn)

@@ -1,0 +1,47 @@
+"""Anomaly detection: mirrors ``torch.autograd.detect_anomaly`` / ``set_detect_anomaly``.
+When on, each node records the Python stack of the forward op that created it, and a
+backward that produces NaN raises RuntimeError naming that op and showing the stack."""
+from __future__ import annotations
+
+from ._graph_impl import ANOMALY
+
+
+class detect_anomaly:
+    """Context manager / decorator turning anomaly detection on (``check_nan=True`` default)."""
+
+    def __init__(self, check_nan=True):
+        self.check_nan = check_nan
+
+    def __enter__(self):
+        self.prev = tuple(ANOMALY)
+        ANOMALY[0], ANOMALY[1] = True, self.check_nan
+
+    def __exit__(self, *exc):
+        ANOMALY[0], ANOMALY[1] = self.prev
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with self:
+                return fn(*a, **k)
+        return wrapper
+
+
+class set_detect_anomaly:
+    """Sets anomaly detection on/off at once; restores the previous setting as a context manager."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self.prev = tuple(ANOMALY)
+        ANOMALY[0], ANOMALY[1] = bool(mode), check_nan
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        ANOMALY[0], ANOMALY[1] = self.prev
+
+
+def is_anomaly_enabled() -> bool:
+    return ANOMALY[0]

@@ -1,0 +1,328 @@
+"""The backward engine: ``backward`` and ``grad`` over the Node graph (DESIGN 2.3).
+
+Plain Python over Tensors, so the same code runs on concrete arrays and inside a JAX trace.
+Order, as torch's engine: nodes run when all their dependents have run, highest sequence
+number first (AccumulateGrad first of all); for each node:
+
+1. tensor hooks (``Tensor.register_hook``) per output slot, in registration order,
+2. ``retain_grad`` updates,
+3. capture of the gradient for ``autograd.grad`` inputs (stop here if the node is not needed),
+4. Node pre-hooks, 5. the node itself (AccumulateGrad runs post-accumulate-grad hooks),
+6. Node post-hooks; then saved tensors are freed unless ``retain_graph``.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+
+from .._tensor import Tensor
+from . import grad_mode
+from ._graph_impl import ANOMALY, AccumulateGrad
+from .. import _dispatch
+
+_tie = itertools.count()
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _make_grads(outputs, grad_outputs, create_graph):
+    from .._factories import ones_like
+    grads = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
+                                   "`gradient=` (a tensor of the output's shape) or reduce the "
+                                   "output first, e.g. out.sum().backward()")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype!r}")
+            g = ones_like(out)
+        elif not isinstance(g, Tensor):
+            from .._factories import tensor
+            g = tensor(g, dtype=out.dtype)
+        elif tuple(g.shape) != tuple(out.shape):
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of {out.shape}.")
+        grads.append(g)
+    return grads
+
+
+def _check_outputs(outputs):
+    for i, out in enumerate(outputs):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"backward/grad expects Tensors as outputs, got {type(out).__name__} at index {i}")
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+
+
+def _discover(roots):
+    """All nodes reachable from roots and, per node, its number of incoming edges."""
+    deps, seen, stack = {}, set(), []
+    for n, _ in roots:
+        if n is not None and n not in seen:
+            seen.add(n)
+            stack.append(n)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps, seen
+
+
+def _needed(seen, targets):
+    """Nodes with a path to a target node (targets included)."""
+    memo = {}
+    for start in seen:
+        if start in memo:
+            continue
+        stack = [(start, iter(start.next_functions))]
+        on = {start}
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for nxt, _ in it:
+                if nxt is None:
+                    continue
+                if nxt in memo:
+                    if memo[nxt]:
+                        memo[node] = True
+                    continue
+                if nxt in on:
+                    continue
+                stack.append((nxt, iter(nxt.next_functions)))
+                on.add(nxt)
+                advanced = True
+                break
+            if not advanced:
+                stack.pop()
+                memo[node] = memo.get(node, False) or node in targets
+                if stack and memo[node]:
+                    memo[stack[-1][0]] = True
+    return {n for n, v in memo.items() if v}
+
+
+def _run_tensor_hooks(hooks, g):
+    for h in tuple(hooks.values()):
+        r = h(g)
+        if r is not None:
+            if not isinstance(r, Tensor):
+                raise TypeError(f"hook '{getattr(h, '__name__', h)}' returned {type(r).__name__}; a tensor hook must return a Tensor or None")
+            if tuple(r.shape) != tuple(g.shape):
+                raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the size of value: expected {list(g.shape)} but got {list(r.shape)}")
+            g = r
+    return g
+
+
+def _accumulate(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), allow_unused=True,
+                 accumulate_grad=True):
+    """Run the graph from ``outputs`` seeded with ``grad_outputs``. With ``accumulate_grad``
+    (``backward``) leaves' ``.grad`` fill in; else (``autograd.grad``) the gradients w.r.t.
+    ``inputs`` are captured and returned."""
+    roots = [_dispatch.edge(t) for t in outputs]
+    deps, seen = _discover(roots)
+    captures = {}         # (node, slot) -> [input index]
+    input_edges = []
+    for i, t in enumerate(inputs):
+        e = _dispatch.edge(t)
+        if e[0] is None:
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+        input_edges.append(e)
+        captures.setdefault(e, []).append(i)
+    if inputs:
+        targets = {e[0] for e in input_edges}
+        needed = _needed(seen, targets)
+        # run a node only if it leads to another wanted node; leaves' AccumulateGrad run
+        # only for backward(inputs=...), never for autograd.grad
+        execute = {n for n in needed if any(nx in needed for nx, _ in n.next_functions)}
+        if accumulate_grad:
+            execute |= {n for n in targets if isinstance(n, AccumulateGrad)}
+        visit = execute | targets
+    else:
+        execute = visit = None
+    captured = [None] * len(inputs)
+
+    buffers = {}
+    heap = []
+    root_nodes = []
+    for (node, slot), g in zip(roots, grad_outputs):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * _n_slots(node, slot)
+            root_nodes.append(node)
+        if slot >= len(buf):
+            buf.extend([None] * (slot + 1 - len(buf)))
+        buf[slot] = _accumulate(buf[slot], g)
+    for node in root_nodes:
+        if deps.get(node, 0) == 0:
+            heapq.heappush(heap, (-node._seq, next(_tie), node))
+
+    prev = grad_mode.STATE[0]
+    grad_mode.STATE[0] = bool(create_graph)
+    try:
+        while heap:
+            _, _, node = heapq.heappop(heap)
+            grads = buffers.pop(node, None) or []
+            # 1-2. tensor hooks and retain_grad, per output slot
+            for slot, g in enumerate(grads):
+                if g is None:
+                    continue
+                hooks = node.tensor_pre_hooks(slot)
+                if hooks:
+                    g = grads[slot] = _run_tensor_hooks(hooks, g)
+                rg = node._retains_grad
+                if rg:
+                    ref = rg.get(slot)
+                    t = ref() if ref is not None else None
+                    if t is not None:
+                        t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
+            # 3. captures for autograd.grad / backward(inputs=...)
+            if captures:
+                for slot in range(len(grads)):
+                    for i in captures.get((node, slot), ()):
+                        if not accumulate_grad:
+                            captured[i] = _accumulate(captured[i], grads[slot])
+                        elif not isinstance(node, AccumulateGrad):
+                            _accumulate_nonleaf(inputs[i], grads[slot], create_graph)
+            if execute is not None and node not in execute:
+                continue
+            # 4. node pre-hooks
+            if node._pre_hooks:
+                for h in tuple(node._pre_hooks.values()):
+                    r = h(tuple(grads))
+                    if r is not None:
+                        grads = list(r)
+            # 5. the node
+            if any(g is not None for g in grads):
+                outs = node.apply(grads, create_graph)
+                if ANOMALY[0] and ANOMALY[1]:
+                    _check_nan(node, outs)
+            else:
+                outs = [None] * len(node.next_functions)
+            # 6. node post-hooks
+            if node._post_hooks:
+                for h in tuple(node._post_hooks.values()):
+                    r = h(tuple(outs), tuple(grads))
+                    if r is not None:
+                        r = list(r)
+                        for k, (a, b) in enumerate(zip(outs, r)):
+                            if a is not None and b is not None and tuple(a.shape) != tuple(b.shape):
+                                raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the size of value: expected {list(a.shape)} but got {list(b.shape)}")
+                        outs = r
+            if not retain_graph:
+                node.release()
+            for (nxt, slot), g in zip(node.next_functions, outs):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * _n_slots(nxt, slot)
+                    if slot >= len(buf):
+                        buf.extend([None] * (slot + 1 - len(buf)))
+                    buf[slot] = _accumulate(buf[slot], g)
+                d = deps[nxt] - 1
+                deps[nxt] = d
+                if d == 0 and (visit is None or nxt in visit):
+                    heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
+    finally:
+        grad_mode.STATE[0] = prev
+    return captured
+
+
+def _n_slots(node, slot):
+    return slot + 1
+
+
+def _accumulate_nonleaf(t, g, create_graph):
+    if g is None:
+        return
+    t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
+
+
+def _check_nan(node, outs):
+    import numpy as np
+    for i, g in enumerate(outs):
+        if g is not None and bool(np.isnan(np.asarray(g._value)).any()):
+            msg = f"Function '{node.name()}' returned nan values in its {i}th output."
+            if node._trace:
+                import warnings
+                warnings.warn("Error detected in " + node.name() + ". Traceback of forward call that caused the error:\n" + node._trace)
+                msg += "\nForward call that created it:\n" + node._trace
+            raise RuntimeError(msg)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+             inputs=None):
+    """Mirrors ``torch.autograd.backward``: accumulates gradients of ``tensors`` into the
+    ``.grad`` of graph leaves (or only of ``inputs``). RuntimeError for a non-scalar output
+    without ``grad_tensors``, an output that does not require grad, or a freed graph."""
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = grad_variables
+    gts = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
+    if len(gts) != len(tensors):
+        raise RuntimeError(f"got {len(gts)} tensors and {len(tensors)} gradients")
+    if retain_graph is None:
+        retain_graph = create_graph
+    ins = _as_tuple(inputs)
+    if inputs is not None and not ins:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    _check_outputs(tensors)
+    grads = _make_grads(tensors, gts, create_graph)
+    run_backward(tensors, grads, retain_graph, create_graph, ins, accumulate_grad=True)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Mirrors ``torch.autograd.grad``: returns the gradients of ``outputs`` w.r.t. ``inputs``
+    (a tuple), without touching ``.grad``. RuntimeError if an input is not reached and
+    ``allow_unused`` is False; ``materialize_grads=True`` returns zeros instead of None."""
+    outs = _as_tuple(outputs)
+    ins = _as_tuple(inputs)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    gos = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
+    if len(gos) != len(outs):
+        raise RuntimeError(f"grad_outputs has {len(gos)} tensors but outputs has {len(outs)}")
+    if retain_graph is None:
+        retain_graph = create_graph
+    _check_outputs(outs)
+    for t in ins:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"grad expects Tensors as inputs, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    grads = _make_grads(outs, gos, create_graph)
+    res = run_backward(outs, grads, retain_graph, create_graph, ins, accumulate_grad=False)
+    out = []
+    for i, (t, g) in enumerate(zip(ins, res)):
+        if g is None:
+            if materialize_grads:
+                from .._factories import zeros_like
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")
+        elif not create_graph:
+            g = g.detach()
+        out.append(g)
+    return tuple(out)

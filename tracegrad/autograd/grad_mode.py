@@ -1,0 +1,112 @@
+"""Grad-mode switches. Mirrors ``torch.no_grad``, ``enable_grad``, ``set_grad_enabled``,
+``inference_mode`` and ``is_grad_enabled``: context managers that also work as decorators.
+
+The state is one module-level list so the dispatcher reads it with a single index.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+# [grad enabled, inference mode]
+STATE = [True, False]
+
+
+def is_grad_enabled() -> bool:
+    """Mirrors ``torch.is_grad_enabled``."""
+    return STATE[0]
+
+
+def is_inference_mode_enabled() -> bool:
+    """Mirrors ``torch.is_inference_mode_enabled``."""
+    return STATE[1]
+
+
+class _DecoratorContextManager:
+    def __call__(self, func):
+        if inspect.isclass(func):
+            raise TypeError(f"{type(self).__name__} decorates functions, not classes")
+        if inspect.isgeneratorfunction(func):
+            @functools.wraps(func)
+            def gen(*a, **k):
+                g = func(*a, **k)
+                with self.clone():
+                    resp = g.send(None)
+                while True:
+                    try:
+                        with self.clone():
+                            req = yield resp
+                        with self.clone():
+                            resp = g.send(req)
+                    except StopIteration as e:
+                        return e.value
+            return gen
+
+        @functools.wraps(func)
+        def wrapper(*a, **k):
+            with self.clone():
+                return func(*a, **k)
+        return wrapper
+
+    def clone(self):
+        return type(self)()
+
+
+class no_grad(_DecoratorContextManager):
+    """Mirrors ``torch.no_grad``: ops inside record no graph; results have requires_grad=False."""
+
+    def __enter__(self):
+        self.prev = STATE[0]
+        STATE[0] = False
+
+    def __exit__(self, *exc):
+        STATE[0] = self.prev
+
+
+class enable_grad(_DecoratorContextManager):
+    """Mirrors ``torch.enable_grad``: turns recording back on inside ``no_grad``."""
+
+    def __enter__(self):
+        self.prev = STATE[0]
+        STATE[0] = True
+
+    def __exit__(self, *exc):
+        STATE[0] = self.prev
+
+
+class set_grad_enabled(_DecoratorContextManager):
+    """Mirrors ``torch.set_grad_enabled(mode)``: sets grad mode at once (as a function call)
+    and restores the previous mode when used as a context manager."""
+
+    def __init__(self, mode: bool):
+        self.prev = STATE[0]
+        self.mode = bool(mode)
+        STATE[0] = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        STATE[0] = self.prev
+
+    def clone(self):
+        return type(self)(self.mode)
+
+
+class inference_mode(_DecoratorContextManager):
+    """Mirrors ``torch.inference_mode(mode=True)``. Differs from torch: tensors made inside are
+    ordinary tensors (no inference-tensor restrictions); recording is off as in ``no_grad``."""
+
+    def __init__(self, mode: bool = True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.prev = tuple(STATE)
+        if self.mode:
+            STATE[0], STATE[1] = False, True
+
+    def __exit__(self, *exc):
+        STATE[0], STATE[1] = self.prev
+
+    def clone(self):
+        return type(self)(self.mode)

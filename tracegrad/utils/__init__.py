@@ -1,0 +1,2 @@
+"""``tracegrad.utils``: mirrors ``torch.utils`` (``data``, ``checkpoint``, ``hooks``)."""
+from . import hooks  # noqa: F401

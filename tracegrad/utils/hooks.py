@@ -1,0 +1,39 @@
+"""``RemovableHandle``: mirrors ``torch.utils.hooks.RemovableHandle``.
+
+One handle per registered hook; it holds the hook dicts weakly (so a handle never keeps a
+graph alive) and removes its entry from each on ``remove()`` or when used as a context
+manager exits.
+"""
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+
+class RemovableHandle:
+    next_id: int = 0
+
+    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
+
+    def remove(self) -> None:
+        """Unregister the hook; removing twice is harmless."""
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            d = ref()
+            if d is not None and self.id in d:
+                del d[self.id]
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def new_hook_dict() -> OrderedDict:
+    return OrderedDict()
