@@ -1,0 +1,291 @@
+"""Custom autograd Functions: mirrors ``torch.autograd.Function`` and ``torch.autograd.function``.
+
+``MyFn.apply(*args)`` runs ``forward`` with grad recording off, then records one node whose
+class is ``MyFnBackward`` (the ctx *is* the node, as in torch) with edges to the tensor
+arguments. At backward the engine calls ``node.apply(grads)``, which runs the user's
+``backward(ctx, *grads)`` and checks what it returns.
+
+This module depends only on the graph and the dispatcher's ``edge``; the later region
+lowering maps the same classes onto ``jax.custom_vjp`` (DESIGN 2.4).
+"""
+from __future__ import annotations
+
+import functools
+
+from .._tensor import Tensor
+from . import grad_mode
+from ._graph_impl import MSG_FREED, Node, SavedTensor
+
+
+class FunctionCtx:
+    """The ctx API (mirrors ``torch.autograd.function.FunctionCtx``)."""
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or None) for ``backward``; call at most once, from forward/setup_context.
+        Version-checked: modifying one in place later makes ``saved_tensors`` raise."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *args):
+        """Declare inputs modified in place by forward (they must be returned as outputs)."""
+        self.dirty_tensors = args
+
+    def mark_non_differentiable(self, *args):
+        """Declare outputs that are not differentiable (integer indices, masks...)."""
+        self.non_differentiable = args
+
+    def set_materialize_grads(self, value: bool):
+        """Whether undefined output gradients reach backward as zeros (default True) or None."""
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """Node of one ``Function.apply`` call; subclassed per Function as ``<Name>Backward``."""
+
+    _forward_cls = None
+
+    def __init__(self):
+        Node.__init__(self, ())
+        self.to_save = ()
+        self._saved = None
+        self.dirty_tensors = ()
+        self.non_differentiable = ()
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self._released = False
+        self._out_meta = ()
+        self._in_meta = ()
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to ``save_for_backward`` (RuntimeError if one was modified in place
+        since, or after the graph was freed)."""
+        if self._released:
+            raise RuntimeError(MSG_FREED)
+        if self._saved is None:
+            return tuple(self.to_save)
+        return tuple(None if s is None else s.get(self, i) for i, s in enumerate(self._saved))
+
+    saved_variables = saved_tensors
+
+    def apply(self, grads, create_graph=False):
+        if self._released and self._saved:
+            raise RuntimeError(MSG_FREED)
+        from .._factories import zeros
+        gs = []
+        for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
+            if g is None and self.materialize_grads:
+                g = zeros(shape, dtype=dtype)
+            gs.append(g)
+        res = self._forward_cls.backward(self, *gs)
+        if not isinstance(res, tuple):
+            res = (res,)
+        n_in = len(self._in_meta)
+        if len(res) != n_in:
+            if len(res) > n_in and all(r is None for r in res[n_in:]):
+                res = res[:n_in]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients (expected {n_in}, got {len(res)})")
+        out = []
+        for i, (r, meta) in enumerate(zip(res, self._in_meta)):
+            if meta is None:  # a non-tensor argument
+                if r is not None and isinstance(r, Tensor):
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at position {i + 1}, but the corresponding forward input was not a Variable")
+                continue
+            shape, dtype, needs = meta
+            if r is None or not needs:
+                out.append(None)
+                continue
+            if not isinstance(r, Tensor):
+                raise TypeError(f"function {self.name()} returned a {type(r).__name__} as gradient {i}; expected a Tensor or None")
+            if tuple(r.shape) != tuple(shape):
+                r = _sum_to(r, shape, self.name(), i)
+            if r.dtype is not dtype:
+                r = r.to(dtype)
+            out.append(r)
+        return out
+
+    def release(self):
+        self._released = True
+        self._saved = ()
+
+
+def _sum_to(g, shape, name, i):
+    import numpy as np
+    try:
+        if np.broadcast_shapes(tuple(g.shape), tuple(shape)) != tuple(g.shape):
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got {list(g.shape)} "
+                           f"but expected shape compatible with {list(shape)}") from None
+    lead = g.ndim - len(shape)
+    if lead:
+        g = g.sum(tuple(range(lead)))
+    dims = tuple(d for d, s in enumerate(shape) if s == 1 and g.shape[d] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    return g
+
+
+_backward_classes: dict = {}
+
+
+def _backward_cls(fn_cls):
+    c = _backward_classes.get(fn_cls)
+    if c is None:
+        c = _backward_classes[fn_cls] = type(fn_cls.__name__ + "Backward", (BackwardCFunction,),
+                                             {"_forward_cls": fn_cls})
+    return c
+
+
+class _FunctionMeta(type):
+    pass
+
+
+class Function(metaclass=_FunctionMeta):
+    """Mirrors ``torch.autograd.Function``: subclass with static ``forward`` and ``backward``
+    and call ``apply``.
+
+    ``forward(ctx, *args, **kwargs)`` (or ``forward(*args)`` plus
+    ``setup_context(ctx, inputs, output)``) runs with grad recording off;
+    ``backward(ctx, *grad_outputs)`` returns one gradient (or None) per forward input.
+    RuntimeError when backward returns the wrong number of gradients.
+    """
+
+    def __init__(self, *args, **kwargs):
+        import warnings
+        warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
+                      "functions are all static, so you should invoke them on the class itself.",
+                      DeprecationWarning)
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from .. import _dispatch
+        ctx = _backward_cls(cls)()
+        needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        ctx.needs_input_grad = needs
+        record = grad_mode.STATE[0] and any(needs)
+        new_style = cls.setup_context is not Function.setup_context
+        prev = grad_mode.STATE[0]
+        grad_mode.STATE[0] = False
+        try:
+            if new_style:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, output)
+            else:
+                output = cls.forward(ctx, *args, **kwargs)
+        finally:
+            grad_mode.STATE[0] = prev
+        is_tuple = isinstance(output, tuple)
+        outs = output if is_tuple else (output,)
+        dirty = {id(t) for t in ctx.dirty_tensors}
+        nondiff = {id(t) for t in ctx.non_differentiable}
+        inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
+        if record:
+            ctx.next_functions = tuple(_dispatch.edge(a) if (isinstance(a, Tensor) and a.requires_grad) else (None, 0)
+                                       for a in args if isinstance(a, Tensor))
+        ctx._in_meta = tuple((tuple(a.shape), a.dtype, n) if isinstance(a, Tensor) else None
+                             for a, n in zip(args, needs))
+        result, meta = [], []
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                result.append(o)
+                meta.append(((), None, True))
+                continue
+            if id(o) in dirty:
+                if record:
+                    if o._gf is None and o._rg:
+                        raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
+                                           "operation (mark_dirty). Clone it before passing it in.")
+                    o._gf, o._out_nr, o._rg, o._gf_ver = ctx, i, True, o._vc[0]
+                res = o
+            elif id(o) in inputs_by_id:
+                # an input returned unchanged: the output is a new alias of it
+                res = o.detach()
+                if record and id(o) not in nondiff:
+                    res._gf, res._out_nr, res._rg = ctx, i, True
+            else:
+                res = o
+                if record and id(o) not in nondiff and (o.dtype.is_floating_point or o.dtype.is_complex):
+                    if o._gf is not None or o._base is not None:
+                        res = o.detach()
+                    res._gf, res._out_nr, res._rg = ctx, i, True
+            meta.append((tuple(o.shape), o.dtype, id(o) in nondiff))
+            result.append(res)
+        ctx._out_meta = tuple(meta)
+        if record:
+            # save after outputs exist: a saved output is checked against its own version
+            out_ids = {id(o) for o in outs}
+            pos = {id(o): k for k, o in enumerate(outs)}
+            ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
+                               for t in ctx.to_save)
+        return tuple(result) if is_tuple else result[0]
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+
+
+class NestedIOFunction(Function):
+    pass
+
+
+def once_differentiable(fn):
+    """Mirrors ``torch.autograd.function.once_differentiable``: the decorated ``backward`` runs
+    without recording; differentiating its result again raises RuntimeError."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with grad_mode.no_grad():
+            outputs = fn(ctx, *args)
+        if not grad_mode.is_grad_enabled():
+            return outputs
+        requires = any(isinstance(a, Tensor) and a.requires_grad for a in args)
+        if not requires:
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        wrapped = tuple(_DelayedError.apply(o, ctx.name()) if isinstance(o, Tensor) else o for o in outs)
+        return wrapped[0] if single else wrapped
+    return wrapper
+
+
+class _DelayedError(Function):
+    @staticmethod
+    def forward(ctx, x, name):
+        ctx.fn_name = name
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        raise RuntimeError(f"trying to differentiate twice a function that was marked with "
+                           f"@once_differentiable ({ctx.fn_name})")
+
+
+_DelayedError_cls = _backward_cls(_DelayedError)
+_DelayedError_cls.__name__ = "DelayedError"

@@ -1,0 +1,129 @@
+"""Finite-difference gradient checks: mirrors ``torch.autograd.gradcheck`` / ``gradgradcheck``.
+
+The numerical Jacobian uses central differences (``eps``) on each input element, the
+analytical one is built row by row with ``autograd.grad``; they must agree within
+``atol + rtol * |numerical|``. Inputs should be float64 (a UserWarning otherwise, as torch).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._tensor import Tensor
+from . import grad_mode
+from .engine import grad as _grad
+
+
+class GradcheckError(RuntimeError):
+    """Raised by gradcheck/gradgradcheck when ``raise_exception=True`` and a check fails."""
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _outputs(func, inputs):
+    out = _as_tuple(func(*inputs))
+    return [o for o in out if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex)]
+
+
+def _numerical(func, inputs, i, eps):
+    """d outputs / d inputs[i] as a list (per output) of (numel_in, numel_out) arrays."""
+    from .._factories import tensor
+    x = inputs[i]
+    base = np.asarray(x.detach()._value, dtype=np.float64).copy()
+    cols = []
+    for k in range(base.size):
+        vals = []
+        for sign in (1, -1):
+            pert = base.copy()
+            pert.reshape(-1)[k] += sign * eps
+            xs = list(inputs)
+            # keep requires_grad: gradgradcheck's function differentiates inside
+            xs[i] = tensor(pert, dtype=x.dtype, requires_grad=x.requires_grad)
+            vals.append([np.asarray(o._value, dtype=np.float64).ravel() for o in _outputs(func, xs)])
+        cols.append([(a - b) / (2 * eps) for a, b in zip(*vals)])
+    n_out = len(cols[0]) if cols else 0
+    return [np.stack([c[j] for c in cols]) if cols else np.zeros((0, 0)) for j in range(n_out)]
+
+
+def _analytical(func, inputs, diff_idx):
+    from .._factories import tensor
+    with grad_mode.enable_grad():
+        outs = _outputs(func, inputs)
+    jac = {}  # (out j, input i) -> (numel_in, numel_out)
+    for j, o in enumerate(outs):
+        n = o.numel()
+        rows = {i: np.zeros((inputs[i].numel(), n)) for i in diff_idx}
+        if not o.requires_grad:
+            for i in diff_idx:
+                jac[(j, i)] = rows[i]
+            continue
+        for k in range(n):
+            g = np.zeros(n)
+            g[k] = 1.0
+            go = tensor(g.reshape(tuple(o.shape)), dtype=o.dtype)
+            gs = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
+            for i, gi in zip(diff_idx, gs):
+                if gi is not None:
+                    rows[i][:, k] = np.asarray(gi._value, dtype=np.float64).ravel()
+        for i in diff_idx:
+            jac[(j, i)] = rows[i]
+    return jac, len(outs)
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None,
+              check_forward_ad=False, check_batched_forward_grad=False):
+    """Mirrors ``torch.autograd.gradcheck``: True when the analytical gradients of ``func`` at
+    ``inputs`` match finite differences; otherwise raises ``GradcheckError`` (a RuntimeError)
+    or returns False when ``raise_exception=False``."""
+    inputs = _as_tuple(inputs)
+    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not diff_idx:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of the them have requires_grad=True.")
+    for i in diff_idx:
+        if inputs[i].dtype.name != "float64":
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
+                          "This check will likely fail if all the inputs are not of double precision floating point. ")
+    analytical, n_out = _analytical(func, inputs, diff_idx)
+    for i in diff_idx:
+        numerical = _numerical(func, inputs, i, eps)
+        for j in range(n_out):
+            a, n = analytical[(j, i)], numerical[j]
+            if not np.allclose(a, n, rtol=rtol, atol=atol):
+                msg = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
+                       f"numerical:{n}\nanalytical:{a}\n")
+                if raise_exception:
+                    raise GradcheckError(msg)
+                return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
+    """Mirrors ``torch.autograd.gradgradcheck``: gradcheck of the map
+    ``(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs, grad_outputs, create_graph=True)``."""
+    from .._factories import tensor
+    inputs = _as_tuple(inputs)
+    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    with grad_mode.enable_grad():
+        outs = _outputs(func, inputs)
+    if grad_outputs is None:
+        rng = np.random.RandomState(0)
+        grad_outputs = tuple(tensor(rng.randn(*o.shape), dtype=o.dtype, requires_grad=True) for o in outs)
+    grad_outputs = _as_tuple(grad_outputs)
+    n_in = len(inputs)
+
+    def first_order(*args):
+        ins, gos = args[:n_in], args[n_in:]
+        outs_ = _outputs(func, ins)
+        gs = _grad(outs_, [ins[i] for i in diff_idx], list(gos), create_graph=True, allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
