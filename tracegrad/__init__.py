@@ -8,6 +8,11 @@ import jax as _jax
 
 # torch has float64 and int64: JAX needs x64 mode for them. float32 stays the default dtype.
 _jax.config.update("jax_enable_x64", True)
+# Eager tracegrad issues many tiny jitted calls; JAX's CPU async dispatch makes each one
+# 1.5-4x slower here (benchmarks/eager_overhead.py). TRACEGRAD_ASYNC_DISPATCH=1 keeps it on.
+import os as _os  # noqa: E402
+if _os.environ.get("TRACEGRAD_ASYNC_DISPATCH", "0") != "1":
+    _jax.config.update("jax_cpu_enable_async_dispatch", False)
 
 from ._ops.dtypes import (bfloat16, complex64, complex128, float16, float32, float64,  # noqa: E402
                           int8, int16, int32, int64, uint8, dtype, get_default_dtype,
