@@ -1,0 +1,276 @@
+"""tracegrad.utils.data against torch.utils.data: same batches (structure, values, dtypes)
+for unshuffled loaders, the same errors for conflicting options, and shuffling that is a
+true permutation, reproducible per seed."""
+import collections
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+import tracegrad.utils.data as tdata
+
+torch = pytest.importorskip("torch")
+import torch.utils.data as torch_data  # noqa: E402
+
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+def to_py(obj):
+    """A batch as plain Python: tensors -> (kind, dtype name, shape, values)."""
+    if isinstance(obj, (tracegrad.Tensor, torch.Tensor)):
+        return ("T", str(obj.dtype).split(".")[-1], tuple(obj.shape), obj.tolist())
+    if isinstance(obj, dict):
+        return {"type": type(obj).__name__, **{k: to_py(v) for k, v in obj.items()}}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return (type(obj).__name__, tuple(to_py(v) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [to_py(v) for v in obj])
+    return obj
+
+
+def both(make):
+    """Run ``make(module, data_module)`` for tracegrad and torch; return both results as Python."""
+    return to_py(make(tracegrad, tdata)), to_py(make(torch, torch_data))
+
+
+def tensor_ds(t, d, n=10):
+    x = t.arange(n * 3, dtype=t.float32).reshape(n, 3)
+    y = t.arange(n) % 4
+    return d.TensorDataset(x, y)
+
+
+class DictDataset:
+    """Map-style dataset (not a Dataset subclass, as torch allows) with mixed sample types."""
+
+    def __init__(self, t, n=7):
+        self.t, self.n = t, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        t = self.t
+        return {"img": t.full((2, 2), float(i)), "label": i, "w": i * 0.5,
+                "np": np.arange(3, dtype=np.int32) + i, "npf": np.float32(i) / 2,
+                "name": f"s{i}", "pt": Point(t.tensor([i]), i), "pair": (i, [i, -i]), "flag": i % 2 == 0}
+
+
+class CountStream:
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return iter(range(self.n))
+
+    def __len__(self):
+        return self.n
+
+
+def count_stream(d, n):
+    cls = type("Stream", (CountStream, d.IterableDataset), {})
+    return cls(n)
+
+
+@pytest.mark.parametrize("batch_size,drop_last", [(1, False), (3, False), (3, True), (4, True), (10, False), (32, False)])
+def test_tensor_dataset_batches_match_torch(batch_size, drop_last):
+    a, b = both(lambda t, d: list(d.DataLoader(tensor_ds(t, d), batch_size=batch_size, drop_last=drop_last)))
+    assert a == b
+    la = len(tdata.DataLoader(tensor_ds(tracegrad, tdata), batch_size=batch_size, drop_last=drop_last))
+    lb = len(torch_data.DataLoader(tensor_ds(torch, torch_data), batch_size=batch_size, drop_last=drop_last))
+    assert la == lb == len(a[1])
+
+
+def test_tensor_dataset_fast_path_equals_per_sample_collate():
+    ds = tensor_ds(tracegrad, tdata)
+    fast = list(tdata.DataLoader(ds, batch_size=4))
+    slow = list(tdata.DataLoader(ds, batch_size=4, collate_fn=lambda b: tdata.default_collate(b)))
+    assert to_py(fast) == to_py(slow)
+
+
+def test_tensor_dataset_with_grad_stacks_like_torch():
+    def make(t, d):
+        x = t.ones(4, 2, requires_grad=True)
+        (batch,) = next(iter(d.DataLoader(d.TensorDataset(x), batch_size=2)))
+        return type(batch.grad_fn).__name__, batch.requires_grad
+    assert make(tracegrad, tdata) == make(torch, torch_data)
+
+
+def test_mixed_sample_types_collate_like_torch():
+    a, b = both(lambda t, d: list(d.DataLoader(DictDataset(t), batch_size=3)))
+    assert a == b
+
+
+def test_default_collate_and_convert_direct():
+    samples = lambda t: [(t.tensor([1.0, 2.0]), 3, np.array([1.5]), "a"), (t.tensor([3.0, 4.0]), 4, np.array([2.5]), "b")]
+    assert to_py(tdata.default_collate(samples(tracegrad))) == to_py(torch_data.default_collate(samples(torch)))
+    conv = lambda t: {"a": np.arange(3), "b": [np.float64(2.0), 3], "c": (np.zeros(2, np.float32),), "s": "x"}
+    assert to_py(tdata.default_convert(conv(tracegrad))) == to_py(torch_data.default_convert(conv(torch)))
+
+
+def test_collate_errors_match_torch():
+    for bad in ([object(), object()], [[1, 2], [3]], [np.array(["a"]), np.array(["b"])]):
+        with pytest.raises(Exception) as e_torch:
+            torch_data.default_collate(bad)
+        with pytest.raises(e_torch.type) as e_ours:
+            tdata.default_collate(bad)
+        assert str(e_ours.value) == str(e_torch.value)
+
+
+def test_batch_size_none_uses_default_convert():
+    a, b = both(lambda t, d: list(d.DataLoader(DictDataset(t, 3), batch_size=None)))
+    assert a == b
+
+
+def test_samplers_and_batch_sampler_match_torch():
+    a, b = both(lambda t, d: [list(d.SequentialSampler(range(5))),
+                              list(d.BatchSampler(d.SequentialSampler(range(10)), 3, False)),
+                              list(d.BatchSampler(range(10), 3, True)),
+                              len(d.BatchSampler(range(10), 3, False)), len(d.BatchSampler(range(10), 3, True)),
+                              len(d.RandomSampler(range(7))), len(d.RandomSampler(range(7), True, 20)),
+                              len(d.WeightedRandomSampler([1.0, 2.0], 5)), len(d.SubsetRandomSampler([4, 5]))])
+    assert a == b
+
+
+def test_custom_sampler_and_batch_sampler_loaders_match_torch():
+    order = [3, 1, 4, 1, 5, 9, 2, 6]
+    a, b = both(lambda t, d: list(d.DataLoader(tensor_ds(t, d), batch_size=3, sampler=order)))
+    assert a == b
+    batches = [[0, 1], [9], [2, 3, 4]]
+    a, b = both(lambda t, d: (list(d.DataLoader(tensor_ds(t, d), batch_sampler=batches)),
+                              len(d.DataLoader(tensor_ds(t, d), batch_sampler=batches))))
+    assert a == b
+
+
+def test_subset_concat_stack_datasets_match_torch():
+    def make(t, d):
+        ds = tensor_ds(t, d)
+        cat = d.ConcatDataset([d.Subset(ds, [1, 3, 5]), ds])
+        stk = d.StackDataset(a=ds, b=ds)
+        return (len(cat), cat.cumulative_sizes, cat[-1], cat[2], cat[4], list(d.DataLoader(cat, batch_size=5)),
+                list(d.DataLoader(stk, batch_size=4)), len(ds + ds))
+    a, b = both(make)
+    assert a == b
+
+
+def test_iterable_dataset_loader_matches_torch():
+    for bs, drop in [(3, False), (3, True), (None, False), (5, False)]:
+        a, b = both(lambda t, d: (list(d.DataLoader(count_stream(d, 7), batch_size=bs, drop_last=drop)),
+                                  len(d.DataLoader(count_stream(d, 7), batch_size=bs, drop_last=drop))))
+        assert a == b
+    a, b = both(lambda t, d: list(count_stream(d, 2) + count_stream(d, 3)))
+    assert a == b
+
+
+def _errors(make):
+    """The exception (class, message) raised by make(t, d) for each module."""
+    out = []
+    for t, d in ((tracegrad, tdata), (torch, torch_data)):
+        with pytest.raises(Exception) as e:
+            make(t, d)
+        out.append((e.type, str(e.value)))
+    return out
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(sampler=[0, 1], shuffle=True),
+    dict(batch_sampler=[[0]], batch_size=2),
+    dict(batch_sampler=[[0]], shuffle=True),
+    dict(batch_sampler=[[0]], sampler=[0]),
+    dict(batch_sampler=[[0]], drop_last=True),
+    dict(batch_size=None, drop_last=True),
+    dict(num_workers=-1),
+    dict(timeout=-1),
+    dict(prefetch_factor=2),
+    dict(persistent_workers=True),
+    dict(batch_size=0),
+    dict(batch_size=2.5),
+])
+def test_conflicting_options_raise_like_torch(kwargs):
+    a, b = _errors(lambda t, d: d.DataLoader(tensor_ds(t, d), **kwargs))
+    assert a == b
+
+
+@pytest.mark.parametrize("kwargs", [dict(shuffle=True), dict(sampler=[0]), dict(batch_sampler=[[0]])])
+def test_iterable_dataset_option_errors_like_torch(kwargs):
+    a, b = _errors(lambda t, d: d.DataLoader(count_stream(d, 3), **kwargs))
+    assert a[0] == b[0] and a[1].split("got")[0] == b[1].split("got")[0]
+
+
+def test_other_errors_like_torch():
+    cases = [
+        lambda t, d: d.TensorDataset(t.zeros(3), t.zeros(4)),
+        lambda t, d: d.RandomSampler(range(3), replacement=1),
+        lambda t, d: d.RandomSampler(range(3), num_samples=0),
+        lambda t, d: d.WeightedRandomSampler([[1.0, 2.0]], 2),
+        lambda t, d: d.WeightedRandomSampler([1.0, 2.0], 0),
+        lambda t, d: d.BatchSampler(range(3), 2, drop_last=None),
+        lambda t, d: d.ConcatDataset([]),
+        lambda t, d: d.ConcatDataset([count_stream(d, 3)]),
+        lambda t, d: d.ConcatDataset([range(3)])[-4],
+        lambda t, d: d.random_split(range(10), [3, 3]),
+        lambda t, d: d.random_split(range(10), [1.2, -0.2]),
+        lambda t, d: setattr(d.DataLoader(range(3)), "batch_size", 2),
+        lambda t, d: d.Dataset()[0],
+    ]
+    for make in cases:
+        a, b = _errors(make)
+        assert a == b
+
+
+def test_shuffle_is_reproducible_permutation():
+    ds = tensor_ds(tracegrad, tdata, n=50)
+
+    def epoch(seed):
+        g = tracegrad.Generator().manual_seed(seed)
+        loader = tdata.DataLoader(ds, batch_size=8, shuffle=True, generator=g)
+        return [i for _, y in loader for i in y.tolist()], [row[0] // 3 for x, _ in loader for row in x.tolist()]
+
+    first, second = epoch(3)
+    assert sorted(second) == list(range(50)) and len(second) == 50
+    assert epoch(3) == (first, second)
+    assert epoch(4)[1] != second
+    assert second != list(range(50))
+    # the global seed fixes the order when no generator is given (as torch)
+    loader = tdata.DataLoader(ds, batch_size=50, shuffle=True)
+    tracegrad.manual_seed(7)
+    e1 = next(iter(loader))[0][:, 0].tolist()
+    e2 = next(iter(loader))[0][:, 0].tolist()
+    tracegrad.manual_seed(7)
+    assert next(iter(loader))[0][:, 0].tolist() == e1 and e1 != e2
+
+
+def test_random_samplers_properties():
+    g = lambda s: tracegrad.Generator().manual_seed(s)
+    assert sorted(tdata.SubsetRandomSampler([10, 20, 30, 40], g(0))) == [10, 20, 30, 40]
+    draws = list(tdata.RandomSampler(range(5), replacement=True, num_samples=70, generator=g(0)))
+    assert len(draws) == 70 and set(draws) <= set(range(5)) and len(set(draws)) > 1
+    wr = list(tdata.RandomSampler(range(4), num_samples=10, generator=g(1)))
+    assert sorted(wr[:4]) == sorted(wr[4:8]) == [0, 1, 2, 3] and len(wr) == 10
+    w = list(tdata.WeightedRandomSampler([0.0, 1.0, 0.0, 3.0], 200, generator=g(2)))
+    assert set(w) == {1, 3} and w.count(3) > w.count(1)
+    nr = list(tdata.WeightedRandomSampler([1.0, 1.0, 1.0, 0.5], 4, replacement=False, generator=g(3)))
+    assert sorted(nr) == [0, 1, 2, 3]
+    assert list(tdata.RandomSampler(range(9), generator=g(5))) == list(tdata.RandomSampler(range(9), generator=g(5)))
+
+
+def test_random_split_lengths_fractions_and_generator():
+    parts = tdata.random_split(range(10), [3, 7], generator=tracegrad.Generator().manual_seed(42))
+    again = tdata.random_split(range(10), [3, 7], generator=tracegrad.Generator().manual_seed(42))
+    assert [list(p) for p in parts] == [list(p) for p in again]
+    assert sorted(list(parts[0]) + list(parts[1])) == list(range(10))
+    fr = tdata.random_split(range(30), [0.3, 0.3, 0.4], generator=tracegrad.Generator().manual_seed(0))
+    tr = torch_data.random_split(range(30), [0.3, 0.3, 0.4], generator=torch.Generator().manual_seed(0))
+    assert [len(p) for p in fr] == [len(p) for p in tr]
+    odd = tdata.random_split(range(11), [0.5, 0.5])
+    assert [len(p) for p in odd] == [len(p) for p in torch_data.random_split(range(11), [0.5, 0.5])]
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tdata.random_split(range(2), [0.9, 0.1])
+    assert any("Length of split at index 1 is 0" in str(x.message) for x in w)
+
+
+def test_num_workers_accepted_and_loads_in_process():
+    loader = tdata.DataLoader(tensor_ds(tracegrad, tdata), batch_size=4, num_workers=2, persistent_workers=True)
+    assert to_py(list(loader)) == to_py(list(tdata.DataLoader(tensor_ds(tracegrad, tdata), batch_size=4)))
+    assert tdata.get_worker_info() is None

@@ -1,0 +1,212 @@
+"""``DataLoader``: iterate over a dataset in (optionally shuffled) batches.
+
+Mirrors ``torch.utils.data.DataLoader``: the same arguments, defaults, validation errors,
+``__len__`` and sampler/batch-sampler/collate pipeline, for map-style and iterable datasets.
+
+Differs from torch:
+- Loading always happens in the main process. ``num_workers > 0`` is accepted (and validated
+  like torch) but no worker processes are started; ``get_worker_info()`` is always None and
+  ``worker_init_fn`` is never called. XLA already uses the machine's cores for the math, and
+  the datasets here are in memory.
+- ``pin_memory`` / ``pin_memory_device`` / ``timeout`` / ``prefetch_factor`` /
+  ``persistent_workers`` / ``in_order`` are validated and otherwise have no effect.
+- Shuffling draws from JAX's PRNG: a seeded ``generator`` gives a reproducible order, but not
+  the order torch would give for the same seed.
+"""
+from __future__ import annotations
+
+import math
+
+import tracegrad
+
+from ._collate import default_collate, default_convert
+from .dataset import IterableDataset, TensorDataset
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+__all__ = ["DataLoader", "get_worker_info"]
+
+
+def get_worker_info():
+    """Mirrors ``torch.utils.data.get_worker_info``: always None (tracegrad loads in the main process)."""
+    return None
+
+
+class _InfiniteConstantSampler(Sampler):
+    """Yields None forever: the sampler of an IterableDataset (torch's private class)."""
+
+    def __iter__(self):
+        while True:
+            yield None
+
+
+class DataLoader:
+    """Batches of samples from ``dataset``. Mirrors ``torch.utils.data.DataLoader``.
+    Args:    ``batch_size`` (default 1; None turns off automatic batching, each sample then goes
+             through ``default_convert``); ``shuffle`` (a ``RandomSampler`` drawing from
+             ``generator``, a ``tracegrad.Generator``, or a seed from the global generator);
+             ``sampler`` / ``batch_sampler`` (custom index orders); ``drop_last``;
+             ``collate_fn`` (default ``default_collate``); ``num_workers`` and the other
+             multiprocessing options are accepted (see the module notes: no worker processes).
+    Returns: an iterable; ``len(loader)`` is the number of batches (for an IterableDataset,
+             computed from ``len(dataset)``).
+    Raises:  ValueError with torch's messages for conflicting options: ``sampler`` with
+             ``shuffle``; ``batch_sampler`` with ``batch_size``/``shuffle``/``sampler``/
+             ``drop_last``; ``batch_size=None`` with ``drop_last``; an IterableDataset with
+             ``shuffle``/``sampler``/``batch_sampler``; negative ``num_workers``/``timeout``;
+             ``prefetch_factor`` or ``persistent_workers`` without workers; setting
+             ``batch_size``/``sampler``/... after construction.
+
+    >>> ds = TensorDataset(tracegrad.arange(10.), tracegrad.arange(10))
+    >>> [tuple(x.shape) for x, y in DataLoader(ds, batch_size=4)]
+    [(4,), (4,), (2,)]
+    """
+
+    __initialized = False
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
+                 num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers=False, pin_memory_device="",
+                 in_order=True):
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; "
+                             "use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        elif num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        if multiprocessing_context is not None and num_workers == 0:
+            raise ValueError("multiprocessing_context can only be used with "
+                             "multi-process loading (num_workers > 0), but got "
+                             f"num_workers={num_workers}")
+
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+
+        if isinstance(dataset, IterableDataset):
+            self._iterable = True
+            # torch cannot check `shuffle is not None`: shuffle=False used to be the default
+            if shuffle not in {False, None}:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle "
+                                 f"option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler "
+                                 f"option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
+        else:
+            shuffle = bool(shuffle)
+            self._iterable = False
+
+        if sampler is not None and shuffle:
+            raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive "
+                                 "with batch_size, shuffle, sampler, and drop_last")
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching "
+                             "and is mutually exclusive with drop_last")
+
+        if sampler is None:
+            if self._iterable:
+                sampler = _InfiniteConstantSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+        self.persistent_workers = persistent_workers
+        self.__initialized = True
+
+    def __setattr__(self, attr, val):
+        if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler", "drop_last",
+                                           "dataset", "persistent_workers"):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{self.__class__.__name__} is initialized")
+        super().__setattr__(attr, val)
+
+    @property
+    def _auto_collation(self):
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def __iter__(self):
+        if self._iterable:
+            return self._iter_iterable()
+        return self._iter_map()
+
+    def _iter_map(self):
+        dataset, collate_fn = self.dataset, self.collate_fn
+        if not self._auto_collation:
+            for index in self.sampler:
+                yield collate_fn(dataset[index])
+            return
+        fast = (type(dataset) is TensorDataset and collate_fn is default_collate
+                and not any(t.requires_grad for t in dataset.tensors))
+        getitems = getattr(dataset, "__getitems__", None)
+        for indices in self.batch_sampler:
+            if fast:
+                # NOTE [TensorDataset fast path] one gather per tensor instead of len(indices)
+                # slices and a stack: the same values, dtypes and list-of-tensors structure as
+                # default_collate of the per-sample tuples (tensors without grad, so no graph).
+                idx = tracegrad.tensor(indices, dtype=tracegrad.int64)
+                yield [t[idx] for t in dataset.tensors]
+            elif callable(getitems):
+                yield collate_fn(getitems(indices))
+            else:
+                yield collate_fn([dataset[i] for i in indices])
+
+    def _iter_iterable(self):
+        it = iter(self.dataset)
+        if not self._auto_collation:
+            for data in it:
+                yield self.collate_fn(data)
+            return
+        while True:
+            batch = []
+            for data in it:
+                batch.append(data)
+                if len(batch) == self.batch_size:
+                    break
+            if not batch or (self.drop_last and len(batch) < self.batch_size):
+                return
+            yield self.collate_fn(batch)
+
+    def __len__(self):
+        if self._iterable:
+            length = len(self.dataset)
+            if self.batch_size is not None:
+                length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
+            return length
+        return len(self._index_sampler)
