@@ -176,7 +176,6 @@ class OpNode(Node):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def apply(self, grads, create_graph=False):
-        from .._dispatch import apply_op
         if self.released:
             raise RuntimeError(MSG_FREED)
         saved = [s.get(self, i) for i, s in enumerate(self.saved)]
@@ -187,7 +186,7 @@ class OpNode(Node):
             grads = grads[:op.n_diff]
         ns, nc = len(saved), len(self.consts)
         bop = op.backward_op(self.static, self.layout, self.avals, self.needs, ns, nc)
-        res = apply_op(bop, [*saved, *self.consts, *grads])
+        res = _dispatch().apply_op(bop, [*saved, *self.consts, *grads])
         if bop.n_out == 1:
             res = (res,)
         it = iter(res)
@@ -198,6 +197,17 @@ class OpNode(Node):
         if self.saved:
             self.released = True
             self.saved = ()
+
+
+_dispatch_mod = []
+
+
+def _dispatch():
+    # the dispatcher imports this module, so bind it on first use
+    if not _dispatch_mod:
+        from .. import _dispatch as d
+        _dispatch_mod.append(d)
+    return _dispatch_mod[0]
 
 
 class AccumulateGrad(Node):

@@ -181,18 +181,19 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node, None) or []
             # 1-2. tensor hooks and retain_grad, per output slot
-            for slot, g in enumerate(grads):
-                if g is None:
-                    continue
-                hooks = node.tensor_pre_hooks(slot)
-                if hooks:
-                    g = grads[slot] = _run_tensor_hooks(hooks, g)
-                rg = node._retains_grad
-                if rg:
-                    ref = rg.get(slot)
-                    t = ref() if ref is not None else None
-                    if t is not None:
-                        t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
+            if node._tensor_pre_hooks is not None or node._retains_grad or isinstance(node, AccumulateGrad):
+                for slot, g in enumerate(grads):
+                    if g is None:
+                        continue
+                    hooks = node.tensor_pre_hooks(slot)
+                    if hooks:
+                        g = grads[slot] = _run_tensor_hooks(hooks, g)
+                    rg = node._retains_grad
+                    if rg:
+                        ref = rg.get(slot)
+                        t = ref() if ref is not None else None
+                        if t is not None:
+                            t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
             # 3. captures for autograd.grad / backward(inputs=...)
             if captures:
                 for slot in range(len(grads)):
@@ -210,7 +211,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     if r is not None:
                         grads = list(r)
             # 5. the node
-            if any(g is not None for g in grads):
+            if (len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads):
                 outs = node.apply(grads, create_graph)
                 if ANOMALY[0] and ANOMALY[1]:
                     _check_nan(node, outs)
