@@ -27,9 +27,10 @@ defop("matmul", _mm, args=("self", "other"), grad_fn="UnsafeViewBackward0", save
 def _addmm(inp, m1, m2, beta, alpha, dtype):
     prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype))
     inp = jnp.asarray(inp, dtype)
-    if alpha != 1:
-        prod = alpha * prod
-    return prod + (inp if beta == 1 else beta * inp)
+    # alpha/beta arrive as traced scalars (dynamic constants): no Python branching on them;
+    # beta == 0 ignores inp (nan/inf in it do not propagate), as torch
+    prod = jnp.asarray(alpha, dtype) * prod
+    return prod + jnp.where(jnp.asarray(beta) == 0, jnp.zeros_like(inp), jnp.asarray(beta, dtype) * inp)
 
 
 defop("addmm", _addmm, args=("self", "mat1", "mat2", "beta", "alpha"), grad_fn="AddmmBackward0",
