@@ -26,7 +26,7 @@ g = globals()
 for _n in _SAME:
     g[_n] = getattr(_m, _n)
 for _n, _f in _m._unaries.items():
-    g[_n] = _f
+    g.setdefault(_n, _f)
 subtract, multiply, divide, true_divide = _m.sub, _m.mul, _m.div, _m.div
 rsub = _m.rsub
 neg = _m._unaries["neg"]

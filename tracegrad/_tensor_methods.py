@@ -46,8 +46,28 @@ def _check_operand(x, name):
         raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(x).__name__}")
 
 
+def _check_broadcast(*xs):
+    """RuntimeError with torch's message when tensor shapes do not broadcast."""
+    shapes = [x._value.shape for x in xs if isinstance(x, Tensor)]
+    out = ()
+    for s in shapes:
+        if s == out:
+            continue
+        n = builtins.max(len(out), len(s))
+        a, b = (1,) * (n - len(out)) + tuple(out), (1,) * (n - len(s)) + tuple(s)
+        res = []
+        for i, (p, q) in enumerate(zip(a, b)):
+            if p != q and p != 1 and q != 1:
+                raise RuntimeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at "
+                                   f"non-singleton dimension {i}")
+            res.append(q if p == 1 else p)
+        out = tuple(res)
+
+
 def _binary(opname, a, b, *extra):
     _check_operand(b, opname)
+    if isinstance(b, Tensor) and a._value.shape != b._value.shape:
+        _check_broadcast(a, b)
     if type(a) is type(b) and a._value.dtype == b._value.dtype:
         dt = a._value.dtype
     else:
@@ -75,7 +95,9 @@ def sub(self, other, *, alpha=None):
 
 
 def rsub(self, other, alpha=None):
-    return _binary("rsub", self, other, None if alpha == 1 else alpha)
+    """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
+    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number)."""
+    return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, None if alpha == 1 else alpha)
 
 
 def mul(self, other):
@@ -87,8 +109,10 @@ def div(self, other, *, rounding_mode=None):
     """Mirrors ``torch.div(input, other, rounding_mode=None)``: true division gives the default
     float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype."""
     if rounding_mode not in (None, "trunc", "floor"):
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     _check_operand(other, "div")
+    if isinstance(other, Tensor) and self._value.shape != other._value.shape:
+        _check_broadcast(self, other)
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
@@ -97,8 +121,9 @@ def div(self, other, *, rounding_mode=None):
 
 
 def _rdiv(self, other):
-    dt = _float_dtype(result_dtype(self, other))
-    return apply_op(OPS["div"], (other, self), (("dtype", dt.np),))
+    # torch: ``number / tensor`` is ``tensor.reciprocal() * number`` (ReciprocalBackward0, MulBackward0)
+    _check_operand(other, "div")
+    return mul(_unaries["reciprocal"](self), other)
 
 
 def floor_divide(self, other):
@@ -106,16 +131,22 @@ def floor_divide(self, other):
 
 
 def remainder(self, other):
-    return _binary("remainder", self, other)
+    """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
+    ``RemainderBackward0`` (number other) / ``RemainderBackward1`` (tensor)."""
+    return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
 
 
 def fmod(self, other):
-    return _binary("fmod", self, other)
+    """Mirrors ``torch.fmod`` (C's fmod: the sign of the dividend). Autograd: ``FmodBackward0``
+    (number other) / ``FmodBackward1`` (tensor)."""
+    return _binary("fmod_tensor" if isinstance(other, Tensor) else "fmod", self, other)
 
 
 def pow(self, exponent):
     """Mirrors ``torch.pow``: ``PowBackward0`` (scalar exponent), ``PowBackward1`` (tensor)."""
     _check_operand(exponent, "pow")
+    if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
+        _check_broadcast(self, exponent)
     dt = result_dtype(self, exponent).np
     if isinstance(exponent, Tensor):
         return apply_op(OPS["pow_tensor"], (self, exponent), (("dtype", dt),))
@@ -153,6 +184,8 @@ def fmin(self, other):
 def _cmp(name):
     def f(self, other):
         _check_operand(other, name)
+        if isinstance(other, Tensor) and self._value.shape != other._value.shape:
+            _check_broadcast(self, other)
         return apply_op(OPS[name], (self, other), (("dtype", result_dtype(self, other).np),))
     f.__name__ = name
     f.__doc__ = f"Mirrors ``torch.{name}``: elementwise, broadcasting; returns a bool tensor."
@@ -171,6 +204,9 @@ def _unary(name):
 
     def f(self):
         dt = self._value.dtype
+        if name == "neg" and dt == np.bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
         if floaty and not (np.issubdtype(dt, np.floating) or dt == _dt.bfloat16.np or np.issubdtype(dt, np.complexfloating)):
             return apply_op(op, (self,), (("dtype", _dt.get_default_dtype().np),))
         return apply_op(op, (self,))
@@ -181,7 +217,7 @@ def _unary(name):
 
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                 "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
-                "erf", "erfinv", "sign", "floor", "ceil", "trunc", "frac", "reciprocal", "square",
+                "erf", "erfinv", "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square",
                 "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "sgn"]
 _unaries = {n: _unary(n) for n in _UNARY_NAMES}
 negative, absolute, arcsin, arccos, arctan = _unaries["neg"], _unaries["abs"], _unaries["asin"], _unaries["acos"], _unaries["atan"]
@@ -189,13 +225,11 @@ fix = _unaries["trunc"]
 
 
 def round(self, decimals=0):
-    """Mirrors ``torch.round`` (half to even, as torch)."""
+    """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
+    ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
     if decimals:
-        return (self * 10 ** decimals).round() / 10 ** decimals
-    return _unaries["round"](self) if "round" in _unaries else apply_op(OPS["round"], (self,))
-
-
-_unaries["round"] = _unary("round")
+        return apply_op(OPS["round_decimals"], (self,), (("decimals", int(decimals)),))
+    return apply_op(OPS["round"], (self,))
 
 
 def clamp(self, min=None, max=None):
@@ -213,11 +247,15 @@ clip = clamp
 
 
 def clamp_min(self, min):
-    return clamp(self, min=min)
+    """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
+    t = isinstance(min, Tensor)
+    return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
 
 
 def clamp_max(self, max):
-    return clamp(self, max=max)
+    """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
+    t = isinstance(max, Tensor)
+    return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 
 
 def where(condition, input=None, other=None):
@@ -1437,7 +1475,7 @@ def register_all():
         var_mean=var_mean, std_mean=std_mean,
     )
     for name, fn in _unaries.items():
-        methods[name] = fn
+        methods.setdefault(name, fn)
         if name not in ("isnan", "isinf", "isfinite", "signbit", "sgn"):
             methods[name + "_"] = _inplace_unary(name)
     methods.update(negative=_unaries["neg"], absolute=_unaries["abs"], arcsin=_unaries["asin"],

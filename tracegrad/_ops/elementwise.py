@@ -76,6 +76,18 @@ FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
 for _name, _fn, _gf, _saves, _vr in _UNARY:
     defop(_name, _u(_fn), grad_fn=_gf, saves=_saves, vjp_result=_vr)
 
+
+def _round_decimals(x, decimals):
+    # torch: nearbyint(x * 10**d) / 10**d (half to even), for negative d x / 10**-d first
+    if decimals >= 0:
+        p = jnp.asarray(10.0 ** decimals, x.dtype)
+        return jnp.round(x * p) / p
+    p = jnp.asarray(10.0 ** -decimals, x.dtype)
+    return jnp.round(x / p) * p
+
+
+defop("round_decimals", _round_decimals, grad_fn="RoundBackward1")
+
 # ---- binary arithmetic ------------------------------------------------------------------
 
 
@@ -101,16 +113,24 @@ def _div(a, b, dtype, rounding_mode=None):
 
 defop("add", _add, args=("self", "other", "alpha"), grad_fn="AddBackward0")
 defop("sub", _sub, args=("self", "other", "alpha"), grad_fn="SubBackward0")
+# torch names the node by overload: RsubBackward0 for two tensors, RsubBackward1 for a scalar
 defop("rsub", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
       grad_fn="RsubBackward1")
+defop("rsub_tensor", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
+      grad_fn="RsubBackward0")
 defop("mul", lambda a, b, dtype: _c(a, dtype) * _c(b, dtype), args=("self", "other"),
       grad_fn="MulBackward0", saves=("other", "self"), save_if={"other": "self", "self": "other"})
 defop("div", _div, args=("self", "other"), grad_fn="DivBackward0", saves=("other", "self"),
       save_if={"self": "other"})
+# scalar ``other``: Backward0 (saves nothing); tensor ``other``: Backward1
 defop("remainder", lambda a, b, dtype: jnp.remainder(_c(a, dtype), _c(b, dtype)),
-      args=("self", "other"), grad_fn="RemainderBackward0", saves=("other", "self"))
+      args=("self", "other"), grad_fn="RemainderBackward0")
+defop("remainder_tensor", lambda a, b, dtype: jnp.remainder(_c(a, dtype), _c(b, dtype)),
+      args=("self", "other"), grad_fn="RemainderBackward1", saves=("other", "self"))
 defop("fmod", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
-      grad_fn="FmodBackward0", saves=("other", "self"))
+      grad_fn="FmodBackward0")
+defop("fmod_tensor", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+      grad_fn="FmodBackward1", saves=("other", "self"))
 defop("atan2", lambda a, b, dtype: jnp.arctan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="Atan2Backward0", saves=("other", "self"))
 defop("pow", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
@@ -163,6 +183,14 @@ def _clamp(x, lo, hi, dtype):
 defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", saves=("self",))
 defop("clamp_tensor", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward0",
       saves=("max", "min", "self"))
+defop("clamp_min", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
+      grad_fn="ClampMinBackward0", saves=("self",))
+defop("clamp_min_tensor", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
+      grad_fn="ClampMinBackward1", saves=("min", "self"))
+defop("clamp_max", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
+      grad_fn="ClampMaxBackward0", saves=("self",))
+defop("clamp_max_tensor", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
+      grad_fn="ClampMaxBackward1", saves=("max", "self"))
 defop("lerp", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
       args=("self", "end", "weight"), grad_fn="LerpBackward0")
 defop("lerp_tensor", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
