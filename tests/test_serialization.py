@@ -1,0 +1,235 @@
+"""tracegrad.save / tracegrad.load: round trips (values, dtypes, nesting, requires_grad),
+atomic writes, clear errors for damaged or foreign files, and no pickle anywhere."""
+import collections
+import io
+import json
+import os
+import pickle
+import struct
+
+import numpy as np
+import pytest
+import safetensors.numpy
+
+import tracegrad
+import tracegrad.serialization as ser
+
+ALL_DTYPES = [tracegrad.float16, tracegrad.bfloat16, tracegrad.float32, tracegrad.float64,
+              tracegrad.complex64, tracegrad.complex128, tracegrad.int8, tracegrad.uint8,
+              tracegrad.int16, tracegrad.int32, tracegrad.int64, tracegrad.bool]
+
+
+def sample(dtype, shape):
+    x = tracegrad.randn(*shape, dtype=tracegrad.float64) * 50
+    if dtype.is_complex:
+        return (x + 1j * tracegrad.randn(*shape, dtype=tracegrad.float64)).to(dtype)
+    if dtype is tracegrad.bool:
+        return x > 0
+    if dtype is tracegrad.uint8:
+        return x.abs().to(dtype)
+    return x.to(dtype)
+
+
+def roundtrip(obj, **kw):
+    buf = io.BytesIO()
+    tracegrad.save(obj, buf)
+    buf.seek(0)
+    return tracegrad.load(buf, **kw)
+
+
+def same_tensor(a, b):
+    return (type(a) is type(b) and a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape)
+            and a.requires_grad == b.requires_grad
+            and a.detach().numpy().tobytes() == b.detach().numpy().tobytes())
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 0, 3), (2, 3, 4)])
+def test_every_dtype_and_shape_round_trips_bit_exact(dtype, shape):
+    t = sample(dtype, shape)
+    assert same_tensor(roundtrip(t), t)
+
+
+def test_special_float_values_round_trip():
+    t = tracegrad.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 1e-45], dtype=tracegrad.float32)
+    assert same_tensor(roundtrip(t), t)
+    back = roundtrip({"nan": float("nan"), "inf": float("inf"), "tiny": 5e-324, "big": 2 ** 80})
+    assert np.isnan(back["nan"]) and back["inf"] == float("inf") and back["tiny"] == 5e-324
+    assert back["big"] == 2 ** 80 and type(back["big"]) is int
+
+
+def test_nested_structure_round_trips_with_types():
+    w = tracegrad.randn(3, 2)
+    obj = {"model": collections.OrderedDict([("fc.weight", w), ("fc.bias", tracegrad.zeros(3))]),
+           "optim": {"state": {0: {"step": tracegrad.tensor(3.0), "exp_avg": tracegrad.ones(3, 2)}},
+                     "param_groups": [{"params": [0, 1], "lr": 1e-3, "betas": (0.9, 0.999),
+                                       "foreach": None, "amsgrad": False, "name": "g"}]},
+           "epoch": 4, "history": [1.5, 0.25], "flags": (True, None, "x"), 2.5: "float key",
+           None: "none key", True: [[], (), {}]}
+    back = roundtrip(obj)
+    assert type(back["model"]) is collections.OrderedDict and list(back["model"]) == ["fc.weight", "fc.bias"]
+    assert same_tensor(back["model"]["fc.weight"], w)
+    st = back["optim"]["state"]
+    assert list(st) == [0] and same_tensor(st[0]["step"], tracegrad.tensor(3.0))
+    assert back["optim"]["param_groups"] == obj["optim"]["param_groups"]
+    assert type(back["optim"]["param_groups"][0]["betas"]) is tuple
+    assert back["epoch"] == 4 and back["history"] == [1.5, 0.25] and back["flags"] == (True, None, "x")
+    assert back[2.5] == "float key" and back[None] == "none key" and back[True] == [[], (), {}]
+    assert type(back) is dict and list(back) == list(obj)
+
+
+def test_requires_grad_views_and_parameters():
+    leaf = tracegrad.randn(4, 3, requires_grad=True)
+    nonleaf = leaf * 2
+    view = leaf.detach()[1:3].t()
+    back = roundtrip({"leaf": leaf, "nonleaf": nonleaf, "view": view})
+    assert back["leaf"].requires_grad and back["leaf"].is_leaf and back["leaf"].grad is None
+    assert back["nonleaf"].requires_grad and back["nonleaf"].is_leaf
+    assert np.array_equal(back["view"].numpy(), view.numpy()) and tuple(back["view"].shape) == (3, 2)
+    # documented difference: tensors sharing storage come back as separate tensors
+    base = tracegrad.zeros(3)
+    a, b = roundtrip([base, base[:2]])
+    a.add_(1)
+    assert b.tolist() == [0.0, 0.0]
+    Parameter = pytest.importorskip("tracegrad.nn.parameter").Parameter
+    p = Parameter(tracegrad.ones(2))
+    q = roundtrip({"p": p})["p"]
+    assert isinstance(q, Parameter) and q.requires_grad and q.tolist() == [1.0, 1.0]
+
+
+def test_path_and_pathlike_and_file_objects(tmp_path):
+    sd = {"w": tracegrad.arange(6.0).reshape(2, 3)}
+    tracegrad.save(sd, str(tmp_path / "a.tg"))
+    tracegrad.save(sd, tmp_path / "b.tg")
+    with open(tmp_path / "c.tg", "wb") as fh:
+        tracegrad.save(sd, fh)
+    for name in ("a.tg", "b.tg", "c.tg"):
+        assert same_tensor(tracegrad.load(tmp_path / name)["w"], sd["w"])
+        with open(tmp_path / name, "rb") as fh:
+            assert same_tensor(tracegrad.load(fh, map_location="cpu", weights_only=False)["w"], sd["w"])
+    assert sorted(os.listdir(tmp_path)) == ["a.tg", "b.tg", "c.tg"]  # no temp files left
+
+
+def test_map_location_forms():
+    t = tracegrad.ones(2)
+    assert roundtrip(t, map_location=tracegrad.device("cpu")).device == tracegrad.device("cpu")
+    assert roundtrip(t, map_location={"cpu": "cpu"}).tolist() == [1.0, 1.0]
+    seen = []
+    out = roundtrip(t, map_location=lambda x, loc: seen.append(loc) or x * 3)
+    assert seen == ["cpu"] and out.tolist() == [3.0, 3.0]
+
+
+def test_file_is_plain_safetensors_with_json_structure(tmp_path):
+    path = tmp_path / "sd.tg"
+    tracegrad.save({"w": tracegrad.ones(2, dtype=tracegrad.bfloat16), "n": 3}, path)
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    desc = json.loads(header["__metadata__"]["tracegrad"])
+    assert desc["tree"]["t"] == "dict"
+    assert list(safetensors.numpy.load(data)) == ["0"]
+
+
+def test_foreign_safetensors_file_loads_as_dict(tmp_path):
+    path = tmp_path / "plain.safetensors"
+    path.write_bytes(safetensors.numpy.save({"a": np.arange(3, dtype=np.int32)}))
+    back = tracegrad.load(path)
+    assert list(back) == ["a"] and back["a"].dtype is tracegrad.int32 and back["a"].tolist() == [0, 1, 2]
+
+
+def test_atomic_save_keeps_old_file_when_write_fails(tmp_path, monkeypatch):
+    path = tmp_path / "ckpt.tg"
+    tracegrad.save({"v": tracegrad.tensor([1.0])}, path)
+    before = path.read_bytes()
+
+    def crash(fd):
+        raise OSError("disk on fire")
+    monkeypatch.setattr(ser.os, "fsync", crash)  # fails after the temp file was written
+    with pytest.raises(OSError, match="disk on fire"):
+        tracegrad.save({"v": tracegrad.tensor([2.0])}, path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert tracegrad.load(path)["v"].tolist() == [1.0]
+    assert os.listdir(tmp_path) == ["ckpt.tg"]
+
+    def crash_replace(src, dst):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(ser.os, "replace", crash_replace)
+    with pytest.raises(KeyboardInterrupt):
+        tracegrad.save({"v": tracegrad.tensor([3.0])}, path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["ckpt.tg"]
+
+
+def test_unsupported_objects_raise_type_error():
+    class Thing:
+        pass
+    for bad, fragment in [(Thing(), "Thing at obj"), ({"a": [1, {2, 3}]}, "set at obj['a'][1]"),
+                          ({(1, 2): 3}, "dict key (1, 2)"), (np.ones(2), "ndarray"), (b"x", "bytes")]:
+        with pytest.raises(TypeError, match="supports tensors") if "key" not in fragment else \
+                pytest.raises(TypeError, match="keys must be"):
+            roundtrip(bad)
+        with pytest.raises(TypeError) as e:
+            roundtrip(bad)
+        assert fragment in str(e.value)
+
+
+@pytest.mark.parametrize("cut", [0, 4, 8, 20, -1, -7])
+def test_truncated_file_raises_runtime_error_naming_file(tmp_path, cut):
+    path = tmp_path / "ckpt.tg"
+    tracegrad.save({"w": tracegrad.randn(5, 5), "step": 3}, path)
+    data = path.read_bytes()
+    path.write_bytes(data[:cut])
+    with pytest.raises(RuntimeError, match="ckpt.tg"):
+        tracegrad.load(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"hello world, not a checkpoint", b"PK\x03\x04zipzipzip" * 4,
+                                     json.dumps({"a": 1}).encode(), pickle.dumps({"a": 1})])
+def test_foreign_files_raise_runtime_error(tmp_path, content):
+    path = tmp_path / "foreign.bin"
+    path.write_bytes(content)
+    with pytest.raises(RuntimeError, match="foreign.bin"):
+        tracegrad.load(path)
+
+
+def test_torch_save_file_is_refused_with_a_hint(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "torch.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    with pytest.raises(RuntimeError, match="torch.save"):
+        tracegrad.load(path)
+
+
+def test_damaged_structure_description_raises_runtime_error(tmp_path):
+    path = tmp_path / "bad.tg"
+    for meta in ["{not json", json.dumps({"format": "other/9", "tree": {}}),
+                 json.dumps({"format": ser._FORMAT, "tree": {"t": "tensor", "key": "99"}}),
+                 json.dumps({"format": ser._FORMAT, "tree": {"t": "evil", "v": "os.system"}})]:
+        path.write_bytes(safetensors.numpy.save({"0": np.ones(1, np.float32)}, metadata={"tracegrad": meta}))
+        with pytest.raises(RuntimeError, match="bad.tg"):
+            tracegrad.load(path)
+
+
+def test_load_never_unpickles(tmp_path, monkeypatch):
+    path = tmp_path / "x.tg"
+    tracegrad.save({"a": tracegrad.ones(2), "b": [1, "s"]}, path)
+
+    def forbidden(*a, **k):
+        raise AssertionError("pickle used")
+    for name in ("load", "loads", "Unpickler", "dump", "dumps", "Pickler"):
+        monkeypatch.setattr(pickle, name, forbidden)
+    tracegrad.save({"a": tracegrad.ones(2)}, tmp_path / "y.tg")
+    assert tracegrad.load(path)["b"] == [1, "s"]
+    source = open(ser.__file__).read()
+    assert "import pickle" not in source and "eval(" not in source and "exec(" not in source
+
+
+def test_torch_can_read_the_arrays():
+    torch = pytest.importorskip("torch")
+    st = pytest.importorskip("safetensors.torch")
+    buf = io.BytesIO()
+    w = tracegrad.randn(3, 2)
+    tracegrad.save({"w": w}, buf)
+    arrays = st.load(buf.getvalue())
+    assert torch.equal(arrays["0"], torch.tensor(w.numpy()))

@@ -1,0 +1,274 @@
+"""``tracegrad.save`` / ``tracegrad.load``: checkpoints without pickle.
+
+The file is a standard safetensors file: the arrays are its tensors (named ``"0"``, ``"1"``,
+...), and a JSON description of the saved object's structure sits in the safetensors
+metadata under ``"tracegrad"``. Loading parses JSON and copies bytes into arrays, so a
+checkpoint can never run code, whatever ``weights_only`` says.
+
+What can be saved: tensors (``nn.Parameter`` stays a Parameter), ``dict`` / ``OrderedDict``
+(keys: str, int, float, bool or None), ``list``, ``tuple``, and plain ``int``, ``float``,
+``str``, ``bool``, ``None`` values, nested to any depth: model and optimizer
+``state_dict()``s, and dicts holding both with an epoch number.
+
+Differs from torch:
+- No pickle, so arbitrary Python objects cannot be saved (TypeError lists what can).
+- Tensors that shared storage (views of one tensor, a tensor saved twice) are stored and
+  loaded as separate tensors; after loading, writing to one does not change the other.
+- Tensors are loaded on the device they were saved from (``map_location`` overrides); all of
+  them are contiguous copies.
+- ``torch.save`` files (zip/pickle) cannot be read; a plain safetensors file written by
+  another tool loads as a ``dict`` of tensors.
+"""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import struct
+import tempfile
+
+import numpy as np
+import safetensors.numpy
+
+from ._ops import dtypes as _dt
+from ._factories import from_numpy
+from ._tensor import Tensor
+
+__all__ = ["save", "load"]
+
+_FORMAT = "tracegrad.save/1"
+_PLAIN = (bool, int, float, str, type(None))
+_SUPPORTED = ("tensors, dict/OrderedDict (keys str, int, float, bool or None), list, tuple, "
+              "int, float, str, bool and None, nested")
+# dtypes safetensors' numpy reader lacks: stored as a same-size view of a dtype it has
+_STORED_AS = {"bfloat16": np.uint16, "complex128": np.float64, "complex64": np.float32}
+
+
+def _parameter_class():
+    try:
+        from .nn.parameter import Parameter
+        return Parameter
+    except ImportError:  # nn not importable: nothing can be a Parameter
+        return None
+
+
+# --- encode: object -> (JSON-able node, arrays) ------------------------------------------
+
+def _encode(obj, arrays, path):
+    if isinstance(obj, Tensor):
+        key = str(len(arrays))
+        arr = np.ascontiguousarray(obj.detach().numpy())
+        name = obj.dtype.name
+        if name in _STORED_AS:
+            arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize
+        arrays[key] = arr
+        node = {"t": "tensor", "key": key, "dtype": name, "shape": list(obj.shape),
+                "requires_grad": bool(obj.requires_grad), "device": str(obj.device)}
+        param = _parameter_class()
+        if param is not None and isinstance(obj, param):
+            node["t"] = "parameter"
+        return node
+    if isinstance(obj, bool):
+        return {"t": "bool", "v": obj}
+    if isinstance(obj, int):
+        return {"t": "int", "v": int(obj)}
+    if isinstance(obj, float):
+        return {"t": "float", "v": repr(float(obj))}  # repr keeps nan/inf and every bit
+    if isinstance(obj, str):
+        return {"t": "str", "v": obj}
+    if obj is None:
+        return {"t": "none"}
+    if isinstance(obj, dict) and type(obj) in (dict, collections.OrderedDict):
+        items = []
+        for k, v in obj.items():
+            if not isinstance(k, _PLAIN):
+                raise TypeError(f"tracegrad.save: dict key {k!r} at {path} has type "
+                                f"{type(k).__name__}; keys must be str, int, float, bool or None")
+            items.append([_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")])
+        return {"t": "odict" if type(obj) is collections.OrderedDict else "dict", "items": items}
+    if type(obj) in (list, tuple):
+        return {"t": type(obj).__name__,
+                "items": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]}
+    raise TypeError(f"tracegrad.save: cannot save {type(obj).__module__}.{type(obj).__qualname__} "
+                    f"at {path}; tracegrad.save supports {_SUPPORTED} (no pickle). Convert it "
+                    f"first, e.g. save model.state_dict() instead of the model.")
+
+
+def _to_bytes(obj):
+    arrays = {}
+    tree = _encode(obj, arrays, "obj")
+    meta = {"tracegrad": json.dumps({"format": _FORMAT, "tree": tree}, separators=(",", ":"))}
+    return safetensors.numpy.save(arrays, metadata=meta)
+
+
+# --- decode: (node, arrays) -> object -----------------------------------------------------
+
+class _Corrupt(Exception):
+    pass
+
+
+def _decode(node, arrays, place):
+    try:
+        kind = node["t"]
+        if kind in ("tensor", "parameter"):
+            d = _dt.to_dtype(node["dtype"])
+            arr = arrays[node["key"]]
+            if node["dtype"] in _STORED_AS:
+                arr = np.ascontiguousarray(arr).reshape(-1).view(d.np)
+            t = place(from_numpy(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
+            if kind == "parameter" and _parameter_class() is not None:
+                return _parameter_class()(t, requires_grad=node["requires_grad"])
+            return t.requires_grad_(True) if node["requires_grad"] else t
+        if kind in ("bool", "int", "str"):
+            return {"bool": bool, "int": int, "str": str}[kind](node["v"])
+        if kind == "float":
+            return float(node["v"])
+        if kind == "none":
+            return None
+        if kind in ("dict", "odict"):
+            out = collections.OrderedDict() if kind == "odict" else {}
+            for k, v in node["items"]:
+                out[_decode(k, arrays, place)] = _decode(v, arrays, place)
+            return out
+        if kind in ("list", "tuple"):
+            items = [_decode(v, arrays, place) for v in node["items"]]
+            return items if kind == "list" else tuple(items)
+    except _Corrupt:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise _Corrupt(f"bad entry {node!r:.200}: {type(e).__name__}: {e}") from None
+    raise _Corrupt(f"unknown entry type {kind!r}")
+
+
+def _header(data):
+    """The safetensors JSON header, or None when ``data`` is not a safetensors file."""
+    if len(data) < 8:
+        return None
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > len(data) - 8 or n == 0:
+        return None
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _placer(map_location):
+    def place(t, saved_device):
+        target = saved_device
+        if map_location is not None:
+            if callable(map_location):
+                moved = map_location(t, saved_device)
+                return t if moved is None else moved
+            if isinstance(map_location, dict):
+                target = map_location.get(saved_device, saved_device)
+            else:
+                target = map_location
+        if str(target) == str(t.device):
+            return t
+        try:
+            return t.to(target)
+        except Exception as e:
+            raise RuntimeError(f"tracegrad.load: tensor was saved on {saved_device!r}, which is not "
+                               f"available here ({e}); pass map_location='cpu'") from None
+    return place
+
+
+# --- public API ---------------------------------------------------------------------------
+
+def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
+    """Write ``obj`` to ``f``. Mirrors ``torch.save``, without pickle (see the module notes).
+
+    Args:    ``obj``: tensors, dicts (e.g. ``model.state_dict()``), lists, tuples and plain
+             int/float/str/bool/None values, nested; ``f``: a path (str or ``os.PathLike``)
+             or a binary file object opened for writing. ``pickle_module`` and
+             ``pickle_protocol`` are accepted for compatibility and ignored.
+    Atomic:  for a path, the bytes go to a temporary file in the same directory, are
+             ``fsync``'ed, and ``os.replace`` moves it over ``f``: a crash mid-save leaves the
+             old file intact. A file object is written in place (no such guarantee).
+    Dtypes:  every tracegrad dtype, bfloat16 and complex included, round-trips exactly.
+    Raises:  TypeError naming the unsupported object and its place in ``obj``.
+
+    >>> import io
+    >>> buf = io.BytesIO(); tracegrad.save({"w": tracegrad.ones(2)}, buf); _ = buf.seek(0)
+    >>> tracegrad.load(buf)["w"]
+    tensor([1., 1.])
+    """
+    data = _to_bytes(obj)
+    if hasattr(f, "write"):
+        f.write(data)
+        if hasattr(f, "flush"):
+            f.flush()
+        return
+    path = os.fspath(f)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable; not possible on every platform
+        dir_fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
+
+
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+    """Read an object written by :func:`save`. Mirrors ``torch.load``.
+
+    Args:    ``f``: a path or a binary file object opened for reading; ``map_location``:
+             None (each tensor back on the device it was saved from), a device or device
+             string, a dict ``{saved_device: device}``, or a callable ``(tensor, saved_device)
+             -> tensor``; ``weights_only``: accepted; loading never runs code either way.
+    Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
+             dicts come back as dict or OrderedDict as saved, tuples as tuples.
+    Raises:  RuntimeError naming the file when it is truncated, is not a safetensors file (a
+             ``torch.save`` zip, say), or its structure description is damaged;
+             FileNotFoundError for a missing path.
+    """
+    if hasattr(f, "read"):
+        name = getattr(f, "name", None) or repr(f)
+        data = f.read()
+    else:
+        name = os.fspath(f)
+        with open(name, "rb") as fh:
+            data = fh.read()
+    if isinstance(data, str):
+        raise RuntimeError(f"tracegrad.load: {name!r} was opened in text mode; open it with 'rb'")
+    data = bytes(data)
+    header = _header(data)
+    if header is None:
+        hint = (" It looks like a torch.save (zip) file: load it with torch and re-save the "
+                "tensors with tracegrad.save or safetensors." if data[:4] == b"PK\x03\x04" else "")
+        raise RuntimeError(f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid "
+                           f"safetensors header: the file is truncated, empty or of another "
+                           f"format).{hint}")
+    try:
+        arrays = safetensors.numpy.load(data)
+    except Exception as e:
+        raise RuntimeError(f"tracegrad.load: {name!r} is damaged or truncated: {e}") from None
+    desc = (header.get("__metadata__") or {}).get("tracegrad")
+    place = _placer(map_location)
+    if desc is None:  # a plain safetensors file from another tool
+        return {k: place(from_numpy(np.ascontiguousarray(v)), "cpu") for k, v in arrays.items()}
+    try:
+        desc = json.loads(desc)
+        if desc.get("format") != _FORMAT:
+            raise _Corrupt(f"unknown format {desc.get('format')!r} (this tracegrad reads {_FORMAT!r})")
+        return _decode(desc["tree"], arrays, place)
+    except (_Corrupt, ValueError, KeyError, AttributeError) as e:
+        raise RuntimeError(f"tracegrad.load: {name!r} has a damaged structure description: {e}") from None
+
