@@ -37,6 +37,7 @@ from ._factories import (arange, as_tensor, asarray, bernoulli, empty, empty_lik
 from ._functions import *  # noqa: E402,F401,F403
 from ._functions import _SAME  # noqa: E402
 from . import autograd  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 
