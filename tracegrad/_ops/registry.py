@@ -31,6 +31,28 @@ import jax.numpy as jnp
 
 OPS: dict[str, "Op"] = {}
 
+# NOTE [double-backward names]
+# With create_graph=True torch's gradient tensors carry the grad_fn of the last op in its
+# backward formula (grad * result -> MulBackward0). Ours is one node per backward; it takes
+# torch's name from this table (observed on torch 2.13), else "<grad_fn>Backward".
+BACKWARD_NAMES = {
+    "MulBackward0": "MulBackward0", "DivBackward0": "DivBackward0", "PowBackward0": "MulBackward0",
+    "PowBackward1": "WhereBackward0", "PowBackward2": "MulBackward0", "ExpBackward0": "MulBackward0",
+    "Exp2Backward0": "MulBackward0", "Expm1Backward0": "MulBackward0", "LogBackward0": "DivBackward0",
+    "Log2Backward0": "DivBackward0", "Log10Backward0": "DivBackward0", "Log1PBackward0": "DivBackward0",
+    "SinBackward0": "MulBackward0", "CosBackward0": "MulBackward0", "TanBackward0": "MulBackward0",
+    "SqrtBackward0": "DivBackward0", "RsqrtBackward0": "MulBackward0",
+    "ReciprocalBackward0": "MulBackward0", "AbsBackward0": "MulBackward0", "ErfBackward0": "MulBackward0",
+    "TanhBackward0": "TanhBackwardBackward0", "SigmoidBackward0": "SigmoidBackwardBackward0",
+    "ReluBackward0": "ThresholdBackwardBackward0", "SoftmaxBackward0": "SoftmaxBackwardDataBackward0",
+    "LogSoftmaxBackward0": "LogSoftmaxBackwardDataBackward0", "MmBackward0": "MmBackward0",
+    "AddmmBackward0": "AddBackward0", "LogsumexpBackward0": "MulBackward0", "StdBackward0": "MulBackward0",
+    "VarBackward0": "MulBackward0", "LinalgVectorNormBackward0": "MulBackward0",
+    "GeluBackward0": "GeluBackwardBackward0", "SiluBackward0": "MulBackward0",
+    "NllLossBackward0": "NllLossBackwardBackward0", "BmmBackward0": "BmmBackward0",
+    "MvBackward0": "MvBackward0", "DotBackward0": "MulBackward0", "UnsafeViewBackward0": "ViewBackward0",
+}
+
 
 class Op:
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
@@ -84,7 +106,8 @@ class Op:
                 return tuple(out) if n > 1 else out[0]
             nargs = len(layout) + (1 if self.saves_result else 0) + max(self.n_out, 256)
             names = tuple(f"in{i}" for i in range(nargs + 2))
-            b = self._bwd[key] = Op(f"{self.name}_backward", flat, names, f"{self.grad_fn}Backward",
+            name = BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward")
+            b = self._bwd[key] = Op(f"{self.name}_backward", flat, names, name,
                                     names, n, None, None, False, None)
         return b
 
