@@ -1,0 +1,70 @@
+"""``Adagrad``. Mirrors ``torch.optim.Adagrad`` (lr_decay, initial_accumulator_value)."""
+from __future__ import annotations
+
+from .._factories import full_like, tensor
+from .._ops.dtypes import float32
+from ._functional import adagrad_step
+from .optimizer import Optimizer, _use_grad_for_differentiable
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad. Mirrors ``torch.optim.Adagrad`` (dense gradients).
+
+    Args:
+        params: iterable of Tensors or of group dicts.
+        lr (float, default 1e-2), lr_decay (float, default 0), weight_decay (float, default 0),
+        initial_accumulator_value (float, default 0), eps (float, default 1e-10),
+        foreach (stored), maximize (bool, default False), differentiable, fused (stored).
+
+    State per parameter, created in ``__init__`` as torch: ``step`` (float32 0-d tensor) and
+    ``sum`` (filled with ``initial_accumulator_value``).
+
+    Raises:
+        ValueError: lr, lr_decay, weight_decay, initial_accumulator_value or eps < 0.
+    """
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = tensor(0.0, dtype=float32)
+                state["sum"] = full_like(p, initial_accumulator_value)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """One Adagrad step over every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                adagrad_step(p, p.grad, state["sum"], state["step"], lr=group["lr"],
+                             lr_decay=group["lr_decay"], eps=group["eps"],
+                             weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss

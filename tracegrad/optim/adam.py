@@ -1,0 +1,97 @@
+"""``Adam``. Mirrors ``torch.optim.Adam`` (amsgrad, weight decay, maximize, decoupled decay)."""
+from __future__ import annotations
+
+from .._factories import tensor, zeros_like
+from .._ops.dtypes import float32
+from ._functional import adam_step
+from .optimizer import Optimizer, _use_grad_for_differentiable
+
+__all__ = ["Adam"]
+
+
+class Adam(Optimizer):
+    """Adam. Mirrors ``torch.optim.Adam``.
+
+    Args:
+        params: iterable of Tensors or of group dicts.
+        lr (float, default 1e-3), betas (tuple of two floats, default (0.9, 0.999)),
+        eps (float, default 1e-8), weight_decay (float, default 0; L2 added to the gradient,
+        or decoupled when ``decoupled_weight_decay=True``), amsgrad (bool, default False),
+        maximize (bool, default False).
+        foreach, capturable, differentiable, fused: accepted and stored (no special kernels).
+
+    State per parameter (created lazily on the first step with a gradient): ``step`` (float32
+    0-d tensor), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq`` (zeros like
+    the parameter).
+
+    Raises:
+        ValueError: lr, eps or weight_decay < 0; a beta outside [0, 1).
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+                        amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not hasattr(p_state["step"], "_st"):
+                    p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
+
+    def _init_state(self, p, group):
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = tensor(0.0, dtype=float32)
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if group["amsgrad"]:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """One Adam step over every parameter with a gradient; returns ``closure()``'s loss.
+        RuntimeError for sparse gradients is not applicable (no sparse tensors)."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self._init_state(p, group)
+                adam_step(p, p.grad, state["exp_avg"], state["exp_avg_sq"],
+                          state.get("max_exp_avg_sq"), state["step"], lr=group["lr"],
+                          beta1=beta1, beta2=beta2, eps=group["eps"],
+                          weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
+                          maximize=group["maximize"],
+                          decoupled_weight_decay=group["decoupled_weight_decay"])
+        return loss

@@ -1,0 +1,414 @@
+"""``Optimizer`` base class. Mirrors ``torch.optim.optimizer``.
+
+The class keeps torch's public state and layout -- ``defaults``, ``param_groups`` (a list of
+dicts whose ``"params"`` is a list of tensors), ``state`` (a ``defaultdict(dict)`` keyed by the
+parameter tensor), ``state_dict()`` with parameters replaced by integer indices -- and torch's
+step hooks. Subclasses write ``step`` as a loop over groups that calls the pure update rules of
+``_functional.py`` (STYLE 4).
+
+NOTE [traceable step]: ``step()`` must run unchanged when the parameters' storages hold
+traced arrays (a whole training step compiled as one program). So ``state["step"]`` is a
+float32 0-d tensor (as torch), bias corrections are tensor ops on it, and Python branches only
+look at hyperparameters and ``None``-ness, never at tensor values (no ``.item()``, ``float()``,
+``bool()`` on tensors inside ``step``).
+"""
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+from .._tensor import Tensor
+from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from ..utils.hooks import RemovableHandle
+
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
+           "required"]
+
+
+class _RequiredParameter:
+    """Singleton class representing a required parameter for an Optimizer."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_global_optimizer_pre_hooks: "OrderedDict[int, Any]" = OrderedDict()
+_global_optimizer_post_hooks: "OrderedDict[int, Any]" = OrderedDict()
+
+
+def register_optimizer_step_pre_hook(hook) -> RemovableHandle:
+    """Mirrors ``torch.optim.optimizer.register_optimizer_step_pre_hook``: ``hook(optimizer,
+    args, kwargs)`` runs before every optimizer's ``step``; it may return ``(new_args,
+    new_kwargs)``. Returns a ``RemovableHandle``."""
+    handle = RemovableHandle(_global_optimizer_pre_hooks)
+    _global_optimizer_pre_hooks[handle.id] = hook
+    return handle
+
+
+def register_optimizer_step_post_hook(hook) -> RemovableHandle:
+    """Mirrors ``torch.optim.optimizer.register_optimizer_step_post_hook``: ``hook(optimizer,
+    args, kwargs)`` runs after every optimizer's ``step``. Returns a ``RemovableHandle``."""
+    handle = RemovableHandle(_global_optimizer_post_hooks)
+    _global_optimizer_post_hooks[handle.id] = hook
+    return handle
+
+
+def _use_grad_for_differentiable(func):
+    """Run ``step`` with grad mode set to ``defaults['differentiable']`` (False: no graph is
+    recorded for the update), as torch's decorator of the same name."""
+    @functools.wraps(func)
+    def _use_grad(self, *args, **kwargs):
+        prev = is_grad_enabled()
+        try:
+            set_grad_enabled(self.defaults.get("differentiable", False))
+            return func(self, *args, **kwargs)
+        finally:
+            set_grad_enabled(prev)
+    return _use_grad
+
+
+def _hooked_step(func):
+    """Wrap a subclass's ``step`` with the global and per-optimizer step hooks (torch's
+    ``Optimizer.profile_hook_step``)."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        self = args[0]
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                              self._optimizer_step_pre_hooks.values()):
+            result = pre_hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(
+                        f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
+                        f"{result}.")
+        out = func(*args, **kwargs)
+        for post_hook in chain(self._optimizer_step_post_hooks.values(),
+                               _global_optimizer_post_hooks.values()):
+            post_hook(self, args, kwargs)
+        return out
+    wrapper.hooked = True
+    return wrapper
+
+
+class Optimizer:
+    """Base class for all optimizers. Mirrors ``torch.optim.Optimizer``.
+
+    Args:
+        params: an iterable of Tensors, or of dicts (parameter groups, each with a
+            ``"params"`` entry and optional per-group options). Use ordered collections (a
+            ``set`` raises TypeError, as torch).
+        defaults: dict of default option values, used where a group does not set one.
+
+    Attributes: ``defaults``, ``param_groups`` (list of dicts), ``state``
+    (``defaultdict(dict)`` keyed by parameter tensor).
+
+    Raises:
+        TypeError: ``params`` is a single Tensor, or contains a non-Tensor, or a set.
+        ValueError: empty parameter list, a non-leaf tensor, a parameter in two groups, a group
+            missing a required option.
+
+    Differs from torch: no ``foreach``/``fused`` kernels (the options are accepted and stored);
+    the profiler ``record_function`` scopes are absent.
+    """
+
+    def __init__(self, params, defaults: dict) -> None:
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_step_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_pre_hooks: OrderedDict = OrderedDict()
+        self._optimizer_load_state_dict_post_hooks: OrderedDict = OrderedDict()
+        self._patch_step_function()
+
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def _patch_step_function(self) -> None:
+        cls = self.__class__
+        if not getattr(cls.step, "hooked", None):
+            cls.step = _hooked_step(cls.step)
+
+    # ----- pickling / repr -------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                     "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                setattr(self, name, OrderedDict())
+        self._patch_step_function()
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self) -> str:
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        return s + ")"
+
+    # ----- hooks -----------------------------------------------------------------------
+    def register_step_pre_hook(self, hook) -> RemovableHandle:
+        """Mirrors ``torch.optim.Optimizer.register_step_pre_hook``: ``hook(optimizer, args,
+        kwargs) -> None or (new_args, new_kwargs)`` runs before ``step``."""
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook) -> RemovableHandle:
+        """Mirrors ``torch.optim.Optimizer.register_step_post_hook``: ``hook(optimizer, args,
+        kwargs)`` runs after ``step``."""
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    def _register(self, d, hook, prepend):
+        handle = RemovableHandle(d)
+        d[handle.id] = hook
+        if prepend:
+            d.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Mirrors torch: ``hook(optimizer)`` runs before ``state_dict()``."""
+        return self._register(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Mirrors torch: ``hook(optimizer, state_dict) -> state_dict or None`` runs after
+        ``state_dict()``."""
+        return self._register(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Mirrors torch: ``hook(optimizer, state_dict) -> state_dict or None`` runs before
+        ``load_state_dict``."""
+        return self._register(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False) -> RemovableHandle:
+        """Mirrors torch: ``hook(optimizer)`` runs after ``load_state_dict``."""
+        return self._register(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # ----- state dict ------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Mirrors ``torch.optim.Optimizer.state_dict``: ``{"state": {index: {...}},
+        "param_groups": [{..., "params": [indices]}]}``. Parameters are numbered in group
+        order; the state tensors are the optimizer's own (not copies), as torch."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+        param_mappings: dict = {}
+        start_index = 0
+
+        def pack_group(group):
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
+        # floating state follows the param's dtype; "step" is kept as is unless fused/capturable
+        fused = capturable = False
+        for pg in param_groups:
+            if param_id in pg["params"]:
+                fused = pg.get("fused", False)
+                capturable = pg.get("capturable", False)
+                break
+        if key == "step":
+            if capturable or fused:
+                from .._ops.dtypes import float32
+                return value.to(dtype=float32, device=param.device)
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Mirrors ``torch.optim.Optimizer.load_state_dict``: matches saved indices to this
+        optimizer's parameters in group order, casts floating state tensors to each parameter's
+        dtype (``"step"`` is kept), and takes the saved groups' options.
+
+        Raises:
+            ValueError: different number of groups, or a group of a different size.
+        """
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match the "
+                             "size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def _cast(param, value, param_id=None, param_groups=None, key=None):
+            if isinstance(value, Tensor):
+                return Optimizer._process_value_according_to_param_policy(
+                    param, value, param_id, param_groups, key)
+            if isinstance(value, dict):
+                return {k: _cast(param, v, param_id=param_id, param_groups=param_groups, key=k)
+                        for k, v in value.items()}
+            if isinstance(value, (list, tuple)):
+                return type(value)(_cast(param, v, param_id=param_id, param_groups=param_groups)
+                                   for v in value)
+            return value
+
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = _cast(param, v, param_id=k, param_groups=state_dict["param_groups"])
+            else:
+                state[k] = v
+
+        def update_group(group, new_group):
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+    # ----- grads and step --------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Mirrors ``torch.optim.Optimizer.zero_grad``: sets every parameter's ``.grad`` to
+        None (default), or detaches it and fills it with zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        if g.grad_fn is not None:
+                            g.detach_()
+                        else:
+                            g.requires_grad_(False)
+                        g.zero_()
+
+    def step(self, closure=None):
+        """Perform one optimization step (subclasses implement it). ``closure`` re-evaluates
+        the model under ``enable_grad`` and returns the loss, which ``step`` returns."""
+        raise NotImplementedError
+
+    def _run_closure(self, closure):
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    def add_param_group(self, param_group: dict) -> None:
+        """Mirrors ``torch.optim.Optimizer.add_param_group``: appends a group, filling missing
+        options from ``defaults``.
+
+        Raises:
+            TypeError: ``param_group`` is not a dict; ``params`` is a set or holds a non-Tensor.
+            ValueError: a non-leaf tensor; a required option missing; a parameter already in
+                another group; names given for only some parameters.
+        """
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                            "the ordering of tensors in sets will change between runs. Please use a "
+                            "list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) == len(tensors):
+                param_group["param_names"] = names
+            else:
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required optimization "
+                                 f"parameter {name}")
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            import warnings
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen: set = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {txt} to the optimizer")
+        if not seen.isdisjoint(id(p) for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+
+def _typename(obj) -> str:
+    if isinstance(obj, Tensor):
+        return "tracegrad.Tensor"
+    t = type(obj)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"

@@ -1,0 +1,69 @@
+"""``SGD``. Mirrors ``torch.optim.SGD`` (momentum, dampening, Nesterov, weight decay, maximize)."""
+from __future__ import annotations
+
+from ._functional import sgd_step
+from .optimizer import Optimizer, _use_grad_for_differentiable
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent. Mirrors ``torch.optim.SGD``.
+
+    Args:
+        params: iterable of Tensors or of group dicts.
+        lr (float, default 1e-3), momentum (float, default 0), dampening (float, default 0),
+        weight_decay (float, default 0, L2 penalty added to the gradient),
+        nesterov (bool, default False), maximize (bool, default False).
+        foreach, differentiable, fused: accepted and stored in the groups (no special kernels).
+
+    State per parameter: ``momentum_buffer`` (Tensor, or None while momentum == 0), created on
+    the first step as a clone of the gradient, as torch. Parameters whose ``.grad`` is None are
+    skipped.
+
+    Raises:
+        ValueError: ``lr``, ``momentum`` or ``weight_decay`` < 0; ``nesterov`` without momentum
+            or with nonzero dampening.
+    """
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach,
+                        differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """One SGD step over every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                # torch touches self.state only when momentum is on (no empty entries otherwise)
+                state = self.state[p] if group["momentum"] != 0 else {}
+                buf = sgd_step(p, p.grad, state.get("momentum_buffer"), lr=group["lr"],
+                               momentum=group["momentum"], dampening=group["dampening"],
+                               nesterov=group["nesterov"], weight_decay=group["weight_decay"],
+                               maximize=group["maximize"])
+                if group["momentum"] != 0:
+                    state["momentum_buffer"] = buf
+        return loss
