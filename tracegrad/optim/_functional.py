@@ -13,9 +13,28 @@ scalar does in torch: cast to the parameter's dtype (0-d tensors do not promote)
 """
 from __future__ import annotations
 
-from .._ops.dtypes import float64
+from .. import Tensor, float64
 
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+
+
+def _scalar(x):
+    """A hyperparameter as a Python number or a 0-d Tensor (torch's ``_to_scalar``)."""
+    return x.reshape(()) if isinstance(x, Tensor) and x.ndim != 0 else x
+
+
+def _like_lr(value, lr):
+    """torch computes lr-derived scalars in lr's dtype when lr is a Tensor."""
+    return value.to(lr.dtype) if isinstance(lr, Tensor) else value
+
+
+def _add_scaled_(param, t, lr):
+    """``param -= lr * t`` in place. A Tensor ``lr`` (0-d, e.g. lifted for compilation) is
+    multiplied as a tensor, never read back as a Python number; the product rounds like torch's
+    ``add_(t, alpha=-lr)`` (lr cast to param's dtype, then one multiply and one add)."""
+    if isinstance(lr, Tensor):
+        return param.sub_(t * lr)
+    return param.add_(t, alpha=-lr)
 
 
 def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov, weight_decay,
@@ -26,6 +45,7 @@ def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov,
         the first step: the buffer starts as a clone of the (decayed) gradient, as torch).
     Returns: the momentum buffer (a new tensor on the first step), or None when momentum == 0.
     """
+    lr = _scalar(lr)
     if maximize:
         grad = -grad
     if weight_decay != 0:
@@ -37,7 +57,7 @@ def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov,
         else:
             buf.mul_(momentum).add_(grad, alpha=1 - dampening)
         grad = grad.add(buf, alpha=momentum) if nesterov else buf
-    param.add_(grad, alpha=-lr)
+    _add_scaled_(param, grad, lr)
     return buf
 
 
@@ -49,6 +69,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, bet
         ``amsgrad`` else None; step: float32 0-d tensor, incremented here.
         ``decoupled_weight_decay=True`` is AdamW (``param *= 1 - lr * weight_decay``).
     """
+    lr = _scalar(lr)
     if maximize:
         grad = -grad
     step.add_(1)
@@ -63,7 +84,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, bet
     t = step.to(float64)
     bias_correction1 = 1 - beta1 ** t
     bias_correction2 = 1 - beta2 ** t
-    step_size = lr / bias_correction1
+    step_size = _like_lr(lr / bias_correction1, lr)
     bias_correction2_sqrt = bias_correction2.sqrt()
     if amsgrad:
         max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
@@ -80,6 +101,7 @@ def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr
     Args: grad_avg: Tensor when ``centered`` else None; momentum_buffer: Tensor when
         ``momentum > 0`` else None; step: float32 0-d tensor, incremented here.
     """
+    lr = _scalar(lr)
     if maximize:
         grad = -grad
     step.add_(1)
@@ -94,7 +116,7 @@ def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr
     avg = avg.add_(eps)
     if momentum > 0:
         momentum_buffer.mul_(momentum).addcdiv_(grad, avg)
-        param.add_(momentum_buffer, alpha=-lr)
+        _add_scaled_(param, momentum_buffer, lr)
     else:
         param.addcdiv_(grad, avg, value=-lr)
 
@@ -104,12 +126,13 @@ def adagrad_step(param, grad, state_sum, step, *, lr, lr_decay, eps, weight_deca
 
     The decayed rate ``lr / (1 + (step - 1) * lr_decay)`` is a float64 0-d tensor from ``step``.
     """
+    lr = _scalar(lr)
     step.add_(1)
     if maximize:
         grad = -grad
     if weight_decay != 0:
         grad = grad.add(param, alpha=weight_decay)
-    clr = lr / (1 + (step.to(float64) - 1) * lr_decay)
+    clr = _like_lr(lr / (1 + (step.to(float64) - 1) * lr_decay), lr)
     state_sum.addcmul_(grad, grad, value=1)
     std = state_sum.sqrt().add_(eps)
     param.addcdiv_(grad, std, value=-clr)

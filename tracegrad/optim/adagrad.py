@@ -1,8 +1,7 @@
 """``Adagrad``. Mirrors ``torch.optim.Adagrad`` (lr_decay, initial_accumulator_value)."""
 from __future__ import annotations
 
-from .._factories import full_like, tensor
-from .._ops.dtypes import float32
+from .. import Tensor, float32, full_like, tensor
 from ._functional import adagrad_step
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
@@ -27,6 +26,8 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= lr_decay:

@@ -1,8 +1,7 @@
 """``Adam``. Mirrors ``torch.optim.Adam`` (amsgrad, weight decay, maximize, decoupled decay)."""
 from __future__ import annotations
 
-from .._factories import tensor, zeros_like
-from .._ops.dtypes import float32
+from .. import Tensor, float32, tensor, zeros_like
 from ._functional import adam_step
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
@@ -31,6 +30,8 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

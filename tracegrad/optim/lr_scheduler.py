@@ -16,7 +16,7 @@ from collections import Counter
 from functools import wraps
 from weakref import ref
 
-from .._tensor import Tensor
+from .. import Tensor
 from .optimizer import Optimizer
 
 __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR", "LinearLR",

@@ -20,8 +20,7 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from .._tensor import Tensor
-from ..autograd.grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
+from .. import Tensor, enable_grad, is_grad_enabled, set_grad_enabled
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -250,7 +249,7 @@ class Optimizer:
                 break
         if key == "step":
             if capturable or fused:
-                from .._ops.dtypes import float32
+                from .. import float32
                 return value.to(dtype=float32, device=param.device)
             return value
         if param.is_floating_point():

@@ -1,8 +1,7 @@
 """``RMSprop``. Mirrors ``torch.optim.RMSprop`` (alpha, eps, centered, momentum)."""
 from __future__ import annotations
 
-from .._factories import tensor, zeros_like
-from .._ops.dtypes import float32
+from .. import Tensor, float32, tensor, zeros_like
 from ._functional import rmsprop_step
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
@@ -28,6 +27,8 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

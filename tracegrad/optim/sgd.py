@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ._functional import sgd_step
+from .. import Tensor
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["SGD"]
@@ -28,6 +29,8 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
                  *, maximize=False, foreach=None, differentiable=False, fused=None):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
