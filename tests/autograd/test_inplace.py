@@ -1,0 +1,166 @@
+"""Parity: in-place autograd rules -- leaf errors and the ways around them, history rebase,
+CopySlices on a written view's base, saved-tensor version checks, ``_version`` counts."""
+import pytest
+
+from _ag import err, graph, rnd, run_both, tensor
+
+
+def p_leaf_rules(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    log("add_ on leaf", err(lambda: x.add_(1)))
+    log("setitem on leaf", err(lambda: x.__setitem__(0, 1.0)))
+    log("view of leaf", err(lambda: x[:2].mul_(2)))
+    log("x unchanged", x)
+    with torch.no_grad():
+        x.add_(1)
+        x[0] = 5.0
+    log("under no_grad", (x, x.requires_grad, x.is_leaf, x.grad_fn))
+    x.data.mul_(2)
+    log("via .data", x)
+    x.detach().sub_(1)
+    log("via detach()", x)
+    (x * x).sum().backward()
+    log("grad still works", x.grad)
+    x.grad.add_(1)
+    log("grad in place", x.grad)
+
+
+def p_nonleaf_rebase(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = x * x
+    log("before", graph(y))
+    y.add_(tensor(torch, rnd((3,), 8)))
+    log("after add_", graph(y))
+    y.mul_(tensor(torch, rnd((3,), 9)))
+    log("after mul_ const tensor", graph(y))
+    y2 = x.clone().exp_()
+    log("exp_", graph(y2))
+    (y.sum() + y2.sum()).backward()
+    log("grad", x.grad)
+
+
+def p_copy_slices(torch, log):
+    x = tensor(torch, rnd((4,), 0), requires_grad=True)
+    w = tensor(torch, rnd((2,), 1), requires_grad=True)
+    b = x.clone()
+    b[1:3] = w * 3
+    log("base grad_fn", type(b.grad_fn).__name__)
+    (b * b).sum().backward()
+    log("grads", (x.grad, w.grad))
+    # write through a view object
+    x2 = tensor(torch, rnd((2, 3), 2), requires_grad=True)
+    base = x2 * 1.0
+    v = base[0]
+    v.mul_(10)
+    log("view graph", (type(base.grad_fn).__name__, type(v.grad_fn).__name__))
+    base.sum().backward()
+    log("x2.grad", x2.grad)
+    # transpose view, then in-place
+    x3 = tensor(torch, rnd((2, 3), 3), requires_grad=True)
+    b3 = x3 * 1
+    t = b3.t()
+    t[0].zero_()
+    (b3 * tensor(torch, rnd((2, 3), 4))).sum().backward()
+    log("transpose view write", (x3.grad, type(b3.grad_fn).__name__))
+    # fill_ via index and masked
+    x4 = tensor(torch, rnd((3,), 5), requires_grad=True)
+    b4 = x4 + 0
+    b4[0] = 0.0
+    b4.sum().backward()
+    log("setitem const", x4.grad)
+
+
+def p_saved_modified(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = x * 1
+    z = y * y          # saves y
+    y.add_(1)
+    log("modified saved", err(lambda: z.sum().backward()))
+    a = x * 1
+    e = a.exp()        # saves its result
+    e.add_(1)
+    log("modified saved result", err(lambda: e.sum().backward()))
+    # nothing saved: no error
+    b = x * 1
+    c = b + 1
+    b.add_(1)
+    c.sum().backward()
+    log("add saves nothing", x.grad)
+    x.grad = None
+    d = x * 1
+    f = d * 2          # saves only the scalar
+    d.mul_(3)
+    f.sum().backward()
+    log("mul by constant does not save self", x.grad)
+    x.grad = None
+    g = x * 1
+    h = g.sin()
+    g.zero_()
+    log("sin saved input", err(lambda: h.sum().backward()))
+    k = x * 1
+    m = k.relu()
+    m.mul_(2)     # relu saves its result
+    log("relu result modified", err(lambda: m.sum().backward()))
+    n = x * 1
+    o = n.t() if n.dim() > 1 else n.view(3)
+    p = o * o
+    n.add_(1)      # modifies o via the shared storage
+    log("modified through view", err(lambda: p.sum().backward()))
+
+
+def p_version_counts(torch, log):
+    x = tensor(torch, rnd((3,), 0))
+    log("v0", x._version)
+    x.add_(1)
+    x.mul_(2)
+    log("v2", x._version)
+    v = x[:2]
+    v.zero_()
+    log("view write bumps both", (x._version, v._version))
+    d = x.detach()
+    d.fill_(1.0)
+    log("detach shares counter", (x._version, d._version))
+    x[0] = 3.0
+    log("setitem", x._version)
+    y = x + 1
+    log("new tensor", y._version)
+    dd = x.data
+    dd.add_(1)
+    log(".data separate counter", (x._version, dd._version))
+    r = x.view(3, 1)
+    r.add_(1)
+    log("view(3,1)", (x._version, r._version))
+    log("values", x)
+
+
+def p_inplace_into_nograd_tensor(torch, log):
+    # in-place on a tensor that did not require grad, with a requiring-grad operand: torch
+    # saves the *original* self for w's gradient, so the write does not trip the version check
+    c = tensor(torch, rnd((3,), 1))
+    w = tensor(torch, rnd((3,), 2), requires_grad=True)
+    c.mul_(w)
+    log("c now requires grad", (c.requires_grad, c.is_leaf, graph(c)))
+    c.sum().backward()
+    log("w.grad", w.grad)
+
+
+def p_copy_slices_graph(torch, log):
+    x = tensor(torch, rnd((4,), 0), requires_grad=True)
+    w = tensor(torch, rnd((2,), 1), requires_grad=True)
+    b = x.clone()
+    b[1:3] = w * w
+    log("setitem tensor", graph(b))
+    b2 = x.clone()
+    b2[1:3].mul_(w)
+    log("view mul_", graph(b2))
+    b3 = x.clone()
+    b3[0] = 1.0
+    log("setitem scalar", graph(b3))
+
+
+PROGRAMS = [p_inplace_into_nograd_tensor, p_copy_slices_graph, p_leaf_rules, p_nonleaf_rebase, p_copy_slices, p_saved_modified, p_version_counts]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_parity(program):
+    run_both(program)
