@@ -274,3 +274,21 @@ def test_num_workers_accepted_and_loads_in_process():
     loader = tdata.DataLoader(tensor_ds(tracegrad, tdata), batch_size=4, num_workers=2, persistent_workers=True)
     assert to_py(list(loader)) == to_py(list(tdata.DataLoader(tensor_ds(tracegrad, tdata), batch_size=4)))
     assert tdata.get_worker_info() is None
+
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(n=st.integers(0, 40), batch_size=st.integers(1, 12), drop_last=st.booleans(),
+                  sampler=st.sampled_from(["sequential", "list", "range"]))
+def test_batching_property_matches_torch(n, batch_size, drop_last, sampler):
+    def make(t, d):
+        src = {"sequential": d.SequentialSampler(range(n)), "list": list(range(n))[::-1],
+               "range": range(n)}[sampler]
+        bs = d.BatchSampler(src, batch_size, drop_last)
+        loader = d.DataLoader(list(range(n)), batch_size=batch_size, drop_last=drop_last, sampler=src,
+                              collate_fn=lambda b: b)
+        return list(bs), len(bs), [b for b in loader], len(loader)
+    assert make(tracegrad, tdata) == make(torch, torch_data)
