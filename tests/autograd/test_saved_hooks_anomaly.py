@@ -1,0 +1,144 @@
+"""Parity: saved_tensors_hooks (pack once per saved tensor in torch's order, unpack at backward
+and at every ``_saved_*`` access), save_on_cpu, and anomaly detection naming the node."""
+import warnings
+
+import pytest
+
+from _ag import err, err_msg, rnd, run_both, tensor
+
+
+def p_pack_unpack(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    w = tensor(torch, rnd((3,), 1), requires_grad=True)
+
+    def pack(t):
+        print("pack", tuple(t.shape), t.requires_grad)
+        return t * 1 if not t.requires_grad else t
+
+    def unpack(p):
+        print("unpack", tuple(p.shape))
+        return p
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = x * w          # saves self and other
+        z = y.exp()        # saves result
+        s = z.sin()        # saves self
+        p = x ** 2         # saves self
+        a = x + w          # saves nothing
+        out = s.sum() + p.sum() + a.sum()
+    print("forward done")
+    log("_saved_self access", y.grad_fn._saved_self)
+    log("_saved_other access", y.grad_fn._saved_other)
+    print("accessed")
+    out.backward()
+    log("grads", (x.grad, w.grad))
+
+
+def p_pack_order_and_nesting(torch, log):
+    x = tensor(torch, rnd((2, 2), 0), requires_grad=True)
+    packed = []
+
+    def outer_pack(t):
+        packed.append("outer")
+        return t
+
+    def inner_pack(t):
+        packed.append("inner")
+        return ("wrapped", t)
+
+    def inner_unpack(p):
+        return p[1]
+
+    with torch.autograd.graph.saved_tensors_hooks(outer_pack, lambda t: t):
+        y = x * x
+        with torch.autograd.graph.saved_tensors_hooks(inner_pack, inner_unpack):
+            z = y.tanh()
+            m = z @ x       # saves both
+        k = m.sigmoid()
+    log("packed", packed)
+    k.sum().backward()
+    log("grad", x.grad)
+
+
+def p_unpack_wrong_type(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda p: 3):
+        y = x.sin()
+    log("unpack returns int", err(lambda: y.sum().backward()))
+
+
+def p_pack_no_version_check(torch, log):
+    # with pack hooks that copy, an in-place write after saving does not trip the check
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda p: p):
+        y = x * 1
+        z = y.sin()
+    y.add_(1)
+    z.sum().backward()
+    log("grad uses the packed copy", x.grad)
+
+
+def p_save_on_cpu(torch, log):
+    x = tensor(torch, rnd((4, 3), 0), requires_grad=True)
+    w = tensor(torch, rnd((3, 2), 1), requires_grad=True)
+    with torch.autograd.graph.save_on_cpu():
+        h = (x @ w).tanh()
+        loss = (h * h).sum()
+    loss.backward()
+    log("grads", (x.grad, w.grad))
+    with torch.autograd.graph.save_on_cpu(pin_memory=False):
+        y = x.exp()
+    log("saved result", y.grad_fn._saved_result)
+
+
+def p_anomaly(torch, log):
+    x = tensor(torch, [0.0, 1.0, 4.0], requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.autograd.detect_anomaly():
+            y = x.sqrt()          # d/dx sqrt at 0 is inf; times 0 gives nan
+            z = (y * 0).sum()
+            cls, msg = err_msg(lambda: z.backward())
+            log("sqrt(0)*0", cls)
+            log("message names SqrtBackward0", "SqrtBackward0" in msg)
+            # no nan: fine
+            (x * 2).sum().backward()
+            log("clean backward", x.grad)
+    x.grad = None
+    (x.sqrt() * 0).sum().backward()
+    log("without anomaly: nan grad", x.grad)
+    torch.autograd.set_detect_anomaly(True)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cls, msg = err_msg(lambda: (x.sqrt() * 0).sum().backward())
+        log("set_detect_anomaly raises", (cls, "SqrtBackward0" in msg))
+    finally:
+        torch.autograd.set_detect_anomaly(False)
+    with torch.autograd.detect_anomaly(check_nan=False):
+        x.grad = None
+        (x.sqrt() * 0).sum().backward()
+        log("check_nan=False", x.grad)
+    x.grad = None
+    (x.sqrt() * 0).sum().backward()
+    log("off again", x.grad)
+
+
+def p_anomaly_flags(torch, log):
+    log("default", (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()))
+    with torch.autograd.detect_anomaly():
+        log("inside", torch.is_anomaly_enabled())
+    with torch.autograd.detect_anomaly(check_nan=False):
+        log("check_nan=False", (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()))
+    with torch.autograd.set_detect_anomaly(True):
+        log("set_detect_anomaly as context", torch.is_anomaly_enabled())
+    log("restored", torch.is_anomaly_enabled())
+
+
+PROGRAMS = [p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
+            p_save_on_cpu, p_anomaly]
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_parity(program):
+    run_both(program)
