@@ -53,6 +53,12 @@ SPECS = [
                         final_div_factor=100.0, base_momentum=0.8, max_momentum=0.9)),
     ("SequentialLR", {}),
     ("ChainedScheduler", {}),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=4)),
+    ("CyclicLR", dict(base_lr=[0.01, 0.02], max_lr=0.2, step_size_up=3, step_size_down=5, mode="triangular2")),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=5, mode="exp_range", gamma=0.97,
+                      base_momentum=0.7, max_momentum=0.95)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=5, eta_min=0.001)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=3, T_mult=2)),
 ]
 
 
@@ -94,6 +100,20 @@ def test_onecycle_cycles_adam_beta1():
     g, _, _ = _trace(tracegrad, spec, opt_name="Adam", steps=29)
     assert _close(t, g)
     assert t[5][3][0][0] != t[0][3][0][0]   # beta1 really moved
+
+
+def test_cosine_warm_restarts_fractional_epochs():
+    def run(mod):
+        opt = _opt(mod)
+        s = mod.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=4, T_mult=2, eta_min=0.01)
+        out = []
+        for e in range(12):
+            for i in range(3):
+                opt.step()
+                s.step(e + i / 3)
+                out.append((s.get_last_lr(), s.T_cur, s.T_i, s.last_epoch))
+        return out
+    assert _close(run(torch), run(tracegrad))
 
 
 def test_onecycle_past_total_steps_raises():
@@ -242,3 +262,14 @@ def test_order_warning_like_torch():
             s.step()   # before opt.step(): torch warns
         return [type(x.message).__name__ for x in w if "optimizer.step()" in str(x.message)]
     assert run(torch) == run(tracegrad) == ["UserWarning"]
+
+
+@pytest.mark.parametrize("spec", SPECS, ids=[s[0] + str(i) for i, s in enumerate(SPECS)])
+def test_state_dict_keys_match_torch(spec):
+    def run(mod):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _, opt, s = _trace(mod, spec, steps=3)
+        sd = s.state_dict()
+        return sorted(sd), sorted(k for k in opt.param_groups[0])
+    assert run(torch) == run(tracegrad)

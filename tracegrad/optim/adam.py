@@ -65,7 +65,7 @@ class Adam(Optimizer):
             group.setdefault("fused", None)
             for p in group["params"]:
                 p_state = self.state.get(p, [])
-                if len(p_state) != 0 and not hasattr(p_state["step"], "_st"):
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
 
     def _init_state(self, p, group):
