@@ -83,13 +83,15 @@ def _make_view(t, src, op, static, idx):
 
 
 def _record(op, args, static, outs):
-    layout, avals, needs, consts, edges = [], [], [], [], []
-    save_pos, save_if = op.save_pos, op.save_if
+    layout, avals, needs, consts, edges, edge_pos = [], [], [], [], [], []
+    saved_scalar = False  # torch saves a wrapped Python scalar like a tensor (freed after backward)
+    save_pos, save_if, no_edge = op.save_pos, op.save_if, op.no_edge_pos
     for i, a in enumerate(args):
+        if i not in no_edge:
+            edge_pos.append(i)
+            edges.append(edge(a) if isinstance(a, Tensor) and a._rg else (None, 0))
         if isinstance(a, Tensor):
-            rg = a._rg
-            needs.append(rg)
-            edges.append(edge(a) if rg else (None, 0))
+            needs.append(a._rg and i not in no_edge)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
                 layout.append(0)
             else:
@@ -99,10 +101,13 @@ def _record(op, args, static, outs):
         else:
             layout.append(2)
             consts.append(a)
+            if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
+                saved_scalar = True
     node = _cls_for(op)(tuple(edges))
     node.op, node.static = op, static
     node.layout, node.avals, node.needs = tuple(layout), tuple(avals), tuple(needs)
     node.consts, node.released = consts, False
+    node.edge_pos, node.nout, node.saved_scalar = tuple(edge_pos), len(outs), saved_scalar
     for i, t in enumerate(outs):
         t._gf, t._out_nr, t._rg = node, i, True
     saved = []
@@ -141,12 +146,7 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     all_args = (self, *args)
     record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
     if record and self._base is not None:
-        base = self._base
-        out = apply_op(op, all_args, static)   # recorded: a node whose input edge is self's history
-        _copy_slices(base, self, out)
-        self._write(out._value)
-        self._gf_ver = -1     # regenerate from the base's new history on next access
-        return self
+        return _inplace_on_view(op, self, args, static)
     out = _forward(op, [a._value if isinstance(a, Tensor) else a for a in all_args], static)
     if out.dtype != self._value.dtype:
         from ._ops import dtypes as _dt
@@ -154,9 +154,9 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         if not _dt.can_cast(src, dst):
             raise RuntimeError(f"result type {_torch_name(src)} can't be cast to the desired output type {_torch_name(dst)}")
     if record:
-        # the node must snapshot self's *current* history and value before the write
         res = Tensor._make(out)
         node = _record(op, all_args, static, (res,))
+        _snapshot_saved(node, self)
         self._write(out)
         self._gf, self._out_nr, self._rg, self._gf_ver = node, 0, True, self._vc[0]
         # result-saving ops saved `res`, which shares nothing with self; re-point it at self
@@ -168,6 +168,18 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     return self
 
 
+def _snapshot_saved(node, t):
+    """torch saves a clone of ``self`` when an in-place op needs its old value; JAX arrays are
+    immutable, so the clone is a new tensor over the same array, carrying self's old history."""
+    for s in node.saved:
+        if s.tensor is t and not s.is_output:
+            snap = Tensor._make(t._value)
+            snap._gf, snap._out_nr, snap._rg = t._gf, t._out_nr, t._rg
+            if t._gf is None and t._rg:
+                snap._acc = t._acc
+            s.tensor, s.version = snap, 0
+
+
 def _torch_name(d):
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
@@ -177,20 +189,36 @@ def _torch_name(d):
 _copy_slices_ops: dict = {}
 
 
-def _copy_slices(base, view, new_view_value):
-    """Give ``base`` the history of writing ``new_view_value`` into its ``view`` region:
-    a ``CopySlices`` node over (base's old history, the written value's history)."""
-    from ._tensor import _chain_scatter
+def _copy_slices_op(chain, op, static):
+    """One ``CopySlices`` op per (view chain, in-place op): ``base, *others -> new base`` where
+    the view's region of base is replaced by ``op(view, *others)``, as torch's CopySlices
+    wraps the in-place op's node."""
+    key = (chain, op, static)
+    cs = _copy_slices_ops.get(key)
+    if cs is None:
+        from ._tensor import _chain_apply, _chain_scatter
+        kw = dict(static)
+
+        def fn(base, *others):
+            view = _chain_apply(chain, base)
+            return _chain_scatter(chain, base, op.fn(view, *others, **kw))
+        names = ("self",) + op.args[1:]
+        no_edge = tuple(op.args[i] for i in op.no_edge_pos)
+        cs = _copy_slices_ops[key] = Op("copy_slices", fn, names, "CopySlices", names, 1, None, None,
+                                        False, None, None, no_edge)
+    return cs
+
+
+def _inplace_on_view(op, view, args, static):
+    base = view._base
     chain = view._chain[len(base._chain):]
-    op = _copy_slices_ops.get(chain)
-    if op is None:
-        def fn(b, v, _chain=chain):
-            return _chain_scatter(_chain, b, v)
-        op = _copy_slices_ops[chain] = Op("copy_slices", fn, ("self", "src"), "CopySlices", (), 1,
-                                          None, None, False, None)
-    res = apply_op(op, (base, new_view_value))
+    res = apply_op(_copy_slices_op(chain, op, static), (base, *args))
     node = res._gf
+    _snapshot_saved(node, base)
+    base._write(res._value)
     base._gf, base._out_nr, base._rg = node, 0, True
+    view._gf_ver = -1     # regenerate from the base's new history on next access
+    return view
 
 
 _view_of_base_ops: dict = {}

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 OPS: dict[str, "Op"] = {}
+_NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "rounding_mode"}
 
 # NOTE [double-backward names]
 # With create_graph=True torch's gradient tensors carry the grad_fn of the last op in its
@@ -56,9 +57,10 @@ BACKWARD_NAMES = {
 
 class Op:
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
-                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if")
+                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos")
 
-    def __init__(self, name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if=None):
+    def __init__(self, name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if=None,
+                 no_edge=()):
         self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
         self.saves = tuple(saves)
         self.saves_result = "result" in self.saves
@@ -72,6 +74,12 @@ class Op:
         # torch saves some inputs only when another input needs a gradient (mul saves self
         # only if other requires grad): {saved position: position whose grad needs it}
         self.save_if = {self.args.index(k): self.args.index(v) for k, v in (save_if or {}).items()}
+        # inputs that never get a next_functions slot: torch's Scalar arguments and
+        # non-differentiable tensors (conditions, masks, indices); a Python scalar in any
+        # other position gets the slot (None, 0), as torch's wrapped numbers do
+        no_edge = set(no_edge) | _NEVER_EDGE
+        self.no_edge_pos = frozenset(i for i, a in enumerate(self.args)
+                                     if a in no_edge or a.startswith("indices"))
         self._fwd: dict = {}
         self._bwd: dict = {}
 
@@ -162,10 +170,12 @@ def _make_backward(op, static, layout, avals, needs):
 
 
 def defop(name, fn, *, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
-          vjp_result=None, view=False, doc=None, save_if=None) -> Op:
+          vjp_result=None, view=False, doc=None, save_if=None, no_edge=()) -> Op:
     """Declare an op in the table and return it. ``grad_fn=None`` means not differentiable;
-    ``save_if={"self": "other"}`` saves ``self`` only when ``other`` requires grad."""
+    ``save_if={"self": "other"}`` saves ``self`` only when ``other`` requires grad;
+    ``no_edge`` names torch's Scalar arguments (no next_functions slot)."""
     if name in OPS:
         raise ValueError(f"op {name!r} declared twice")
-    op = OPS[name] = Op(name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if)
+    op = OPS[name] = Op(name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if,
+                        no_edge)
     return op

@@ -2,7 +2,8 @@
 grad modes, anomaly detection, ``gradcheck``/``gradgradcheck``. See README.md here."""
 from . import _tensor_hooks  # noqa: F401  (attaches Tensor.backward & co.)
 from . import graph  # noqa: F401
-from .anomaly_mode import detect_anomaly, is_anomaly_enabled, set_detect_anomaly  # noqa: F401
+from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
+                           set_detect_anomaly)
 from .engine import backward, grad  # noqa: F401
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F401
                         is_inference_mode_enabled, no_grad, set_grad_enabled)

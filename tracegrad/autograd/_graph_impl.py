@@ -55,10 +55,11 @@ class Node:
             self._trace = "".join(traceback.format_stack()[:-3])
 
     def name(self) -> str:
-        return type(self).__name__
+        n = type(self).__name__
+        return _QUALIFIED.get(n, n)
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{type(self).__name__} object at {hex(id(self))}>"
 
     @property
     def metadata(self) -> dict:
@@ -106,6 +107,8 @@ class Node:
 
 
 _node_classes: dict = {}
+# torch names its C++-only nodes with their namespace in name()
+_QUALIFIED = {"AccumulateGrad": "torch::autograd::AccumulateGrad", "CopySlices": "torch::autograd::CopySlices"}
 
 
 def node_class(name: str, base):
@@ -154,7 +157,8 @@ class SavedTensor:
 class OpNode(Node):
     """The node of one op from the table; its backward is the op's cached jitted VJP."""
 
-    __slots__ = ("op", "static", "layout", "avals", "needs", "saved", "consts", "released")
+    __slots__ = ("op", "static", "layout", "avals", "needs", "saved", "consts", "released", "edge_pos",
+                 "nout", "saved_scalar")
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
@@ -169,7 +173,27 @@ class OpNode(Node):
                 if want in order:
                     s = self.saved[order.index(want)]
                     return s if raw else s.get(self, 0)
-                return self.consts[[i for i, k in enumerate(self.layout) if k == 2].index(want)]
+                if want == -1 or want >= len(self.layout) or self.layout[want] != 2:
+                    return None
+                v = self.consts[[i for i, k in enumerate(self.layout) if k == 2].index(want)]
+                if v is None or isinstance(v, bool):
+                    return v
+                # torch saves a Python number as a wrapped 0-dim double/long tensor
+                from .._factories import tensor
+                from .._ops import dtypes as _dt
+                return tensor(v, dtype=_dt.float64 if isinstance(v, float) else _dt.int64)
+            if name in op.args:
+                p = op.args.index(name)
+                if p < len(self.layout) and self.layout[p] == 2:
+                    v = self.consts[sum(1 for k in self.layout[:p] if k == 2)]
+                    if name in op.saves and v is not None and not isinstance(v, bool):
+                        if self.released:
+                            raise RuntimeError(MSG_FREED)
+                        # torch saves a Python number as a wrapped 0-dim double/long tensor
+                        from .._factories import tensor
+                        import tracegrad
+                        return tensor(v, dtype=tracegrad.float64 if isinstance(v, float) else tracegrad.int64)
+                    return v
             static = dict(object.__getattribute__(self, "static"))
             if name in static:
                 return static[name]
@@ -180,21 +204,27 @@ class OpNode(Node):
             raise RuntimeError(MSG_FREED)
         saved = [s.get(self, i) for i, s in enumerate(self.saved)]
         op = self.op
-        if op.n_out == 1:
-            grads = grads[:1]
-        elif op.n_diff is not None:
-            grads = grads[:op.n_diff]
+        n = self.nout
+        grads = grads[:n] if len(grads) >= n else list(grads) + [None] * (n - len(grads))
         ns, nc = len(saved), len(self.consts)
         bop = op.backward_op(self.static, self.layout, self.avals, self.needs, ns, nc)
         res = _dispatch().apply_op(bop, [*saved, *self.consts, *grads])
         if bop.n_out == 1:
             res = (res,)
+        # gradients come per tensor input that needs one; hand them out per edge slot
         it = iter(res)
-        return [next(it) if n else None for n in self.needs]
+        by_pos = {}
+        k = 0
+        for p, kind in enumerate(self.layout):
+            if kind != 2:
+                if self.needs[k]:
+                    by_pos[p] = next(it)
+                k += 1
+        return [by_pos.get(p) for p in self.edge_pos]
 
     def release(self):
         # torch raises on a second backward only through nodes that saved something
-        if self.saved:
+        if self.saved or self.saved_scalar:
             self.released = True
             self.saved = ()
 

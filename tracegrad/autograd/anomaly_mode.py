@@ -10,7 +10,10 @@ class detect_anomaly:
     """Context manager / decorator turning anomaly detection on (``check_nan=True`` default)."""
 
     def __init__(self, check_nan=True):
+        import warnings
         self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and "
+                      "should only be enabled for debugging.", stacklevel=2)
 
     def __enter__(self):
         self.prev = tuple(ANOMALY)
@@ -45,3 +48,7 @@ class set_detect_anomaly:
 
 def is_anomaly_enabled() -> bool:
     return ANOMALY[0]
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return ANOMALY[1]

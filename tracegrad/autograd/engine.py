@@ -180,6 +180,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node, None) or []
+            # torch captures the raw gradient of a node it will also execute, and the hooked
+            # one of a node it only captures from (engine.cpp: evaluate_function)
+            raw = list(grads) if captures and execute is not None and node in execute else None
             # 1-2. tensor hooks and retain_grad, per output slot
             if node._tensor_pre_hooks is not None or node._retains_grad or isinstance(node, AccumulateGrad):
                 for slot, g in enumerate(grads):
@@ -196,12 +199,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                             t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
             # 3. captures for autograd.grad / backward(inputs=...)
             if captures:
+                src = raw if raw is not None else grads
                 for slot in range(len(grads)):
                     for i in captures.get((node, slot), ()):
                         if not accumulate_grad:
-                            captured[i] = _accumulate(captured[i], grads[slot])
-                        elif not isinstance(node, AccumulateGrad):
-                            _accumulate_nonleaf(inputs[i], grads[slot], create_graph)
+                            captured[i] = _accumulate(captured[i], src[slot])
+                        elif not isinstance(node, AccumulateGrad) and not inputs[i]._retains_grad:
+                            _accumulate_nonleaf(inputs[i], src[slot], create_graph)
             if execute is not None and node not in execute:
                 continue
             # 4. node pre-hooks

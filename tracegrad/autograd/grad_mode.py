@@ -52,7 +52,16 @@ class _DecoratorContextManager:
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator (``@no_grad`` without parentheses), as in torch."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Mirrors ``torch.no_grad``: ops inside record no graph; results have requires_grad=False."""
 
     def __enter__(self):
@@ -63,7 +72,7 @@ class no_grad(_DecoratorContextManager):
         STATE[0] = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecoratorContextManager):
     """Mirrors ``torch.enable_grad``: turns recording back on inside ``no_grad``."""
 
     def __enter__(self):
@@ -104,6 +113,8 @@ class inference_mode(_DecoratorContextManager):
         self.prev = tuple(STATE)
         if self.mode:
             STATE[0], STATE[1] = False, True
+        else:
+            STATE[1] = False
 
     def __exit__(self, *exc):
         STATE[0], STATE[1] = self.prev
