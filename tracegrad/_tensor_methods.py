@@ -425,7 +425,9 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(self, dim=None, keepdim=False, *, dtype=None):
-    return sum(where(isnan(self), 0.0, self), dim, keepdim, dtype=dtype)
+    """Mirrors ``torch.nansum``: sum treating NaN as zero. Autograd: ``NansumBackward0``."""
+    dims = _dims(dim, self.ndim)
+    return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
 
 
 def mean(self, dim=None, keepdim=False, *, dtype=None):
@@ -439,7 +441,8 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
 
 
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
-    m = ~isnan(self)
+    """Mirrors ``torch.nanmean``: ``nansum / count of non-NaN`` (``DivBackward0``)."""
+    m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
 
 
@@ -476,8 +479,8 @@ def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    v, m = var_mean(self, dim, unbiased, keepdim, correction=correction)
-    return v.sqrt(), m
+    """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
+    return apply_op(OPS["std_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
 
 
 def _minmax(kind):
@@ -636,6 +639,10 @@ def matmul(self, other):
         return apply_op(OPS["mv"], (self, other), st)
     if a == 2 and b == 2:
         return apply_op(OPS["mm"], (self, other), st)
+    if a == 1 and b == 2:
+        return apply_op(OPS["matmul_squeeze"], (self, other), st)
+    if a == 2:
+        return apply_op(OPS["matmul_clone"], (self, other), st)
     return apply_op(OPS["matmul"], (self, other), st)
 
 
@@ -874,10 +881,15 @@ def repeat(self, *repeats):
 
 
 def repeat_interleave(self, repeats, dim=None):
+    """Mirrors ``torch.repeat_interleave(input, repeats, dim=None)`` (int or 1-D tensor repeats;
+    flattens when dim is None)."""
+    op = OPS["repeat_interleave"]
     if isinstance(repeats, Tensor):
+        if repeats.ndim:
+            op = OPS["repeat_interleave_tensor"]
         repeats = tuple(repeats.tolist()) if repeats.ndim else int(repeats)
     x = self if dim is not None else flatten(self)
-    return apply_op(OPS["repeat_interleave"], (x,), (("repeats", repeats), ("dim", 0 if dim is None else _wrap_dim(dim, self.ndim))))
+    return apply_op(op, (x,), (("repeats", repeats), ("dim", 0 if dim is None else _wrap_dim(dim, self.ndim))))
 
 
 def narrow(self, dim, start, length):
@@ -935,7 +947,11 @@ def tensor_split(self, sections, dim=0):
     n = self.shape[d]
     base, extra = divmod(n, sections)
     sizes = [base + 1] * extra + [base] * (sections - extra)
-    return split(self, sizes, d)
+    out, start = [], 0
+    for s_ in sizes:     # torch slices each piece (SliceBackward0)
+        out.append(apply_op(OPS["slice"], (self,), (("dim", d), ("start", start), ("end", start + s_), ("step", 1))))
+        start += s_
+    return tuple(out)
 
 
 def flip(self, *dims):
@@ -955,7 +971,7 @@ def flipud(self):
 def roll(self, shifts, dims=None):
     """Mirrors ``torch.roll``."""
     if dims is None:
-        return view(roll(flatten(self), shifts, 0), tuple(self.shape))
+        return apply_op(OPS["roll_flat"], (self,), (("shifts", int(shifts if isinstance(shifts, int) else shifts[0])),))
     sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dm = (dims,) if isinstance(dims, int) else tuple(dims)
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
@@ -986,7 +1002,10 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
 
 
 def trace(self):
-    return sum(diagonal(self))
+    """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor. Autograd: ``TraceBackward0``."""
+    if self.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    return apply_op(OPS["trace"], (self,))
 
 
 def cat(tensors, dim=0, *, out=None):
@@ -994,15 +1013,16 @@ def cat(tensors, dim=0, *, out=None):
     shapes or an empty list."""
     tensors = [t for t in tensors]
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t_ in tensors:
         if not isinstance(t_, Tensor):
             raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
     # torch skips legacy empty 1-D tensors
     ref = next((t_ for t_ in tensors if t_.shape != (0,)), tensors[0])
     d = _wrap_dim(dim, ref.ndim)
-    tensors = [t_ for t_ in tensors if t_.shape != (0,) or t_ is ref]
     for i, t_ in enumerate(tensors):
+        if t_.shape == (0,) and t_ is not ref:
+            continue
         if t_.ndim != ref.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t_.ndim}")
         for k in range(ref.ndim):
@@ -1226,7 +1246,15 @@ def masked_fill(self, mask, value):
 
 
 def masked_select(self, mask):
-    return getitem(expand(self, *mask.shape) if self.shape != mask.shape else self, mask)
+    """Mirrors ``torch.masked_select``: the 1-D tensor of elements where the bool ``mask``
+    (broadcast with input) is True. Autograd: ``MaskedSelectBackward0``."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    x = expand(self, *shape) if tuple(self.shape) != shape else self
+    m = expand(mask, *shape) if tuple(mask.shape) != shape else mask
+    idx = nonzero(m, as_tuple=True)
+    return apply_op(OPS["masked_select"], (x, *idx), (("key", tuple(("t",) for _ in idx)),))
 
 
 def nonzero(self, *, as_tuple=False):

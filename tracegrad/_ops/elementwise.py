@@ -115,7 +115,7 @@ defop("add", _add, args=("self", "other", "alpha"), grad_fn="AddBackward0")
 defop("sub", _sub, args=("self", "other", "alpha"), grad_fn="SubBackward0")
 # torch names the node by overload: RsubBackward0 for two tensors, RsubBackward1 for a scalar
 defop("rsub", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
-      grad_fn="RsubBackward1")
+      grad_fn="RsubBackward1", no_edge=("other",))
 defop("rsub_tensor", lambda a, b, alpha, dtype: _sub(b, a, alpha, dtype), args=("self", "other", "alpha"),
       grad_fn="RsubBackward0")
 defop("mul", lambda a, b, dtype: _c(a, dtype) * _c(b, dtype), args=("self", "other"),
@@ -134,11 +134,11 @@ defop("fmod_tensor", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), a
 defop("atan2", lambda a, b, dtype: jnp.arctan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="Atan2Backward0", saves=("other", "self"))
 defop("pow", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
-      grad_fn="PowBackward0", saves=("self",))
+      grad_fn="PowBackward0", saves=("self",), no_edge=("exponent",))
 defop("pow_tensor", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
       grad_fn="PowBackward1", saves=("exponent", "self", "result"))
 defop("pow_scalar_base", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)),
-      args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"))
+      args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"), no_edge=("self",))
 defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="MaximumBackward0", saves=("other", "self"))
 defop("minimum", lambda a, b, dtype: jnp.minimum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
@@ -180,7 +180,8 @@ def _clamp(x, lo, hi, dtype):
     return x
 
 
-defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", saves=("self",))
+defop("clamp", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward1", saves=("self",),
+      no_edge=("min", "max"))
 defop("clamp_tensor", _clamp, args=("self", "min", "max"), grad_fn="ClampBackward0",
       saves=("max", "min", "self"))
 defop("clamp_min", lambda x, lo, dtype: _clamp(x, lo, None, dtype), args=("self", "min"),
@@ -192,15 +193,15 @@ defop("clamp_max", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self"
 defop("clamp_max_tensor", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
       grad_fn="ClampMaxBackward1", saves=("max", "self"))
 defop("lerp", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
-      args=("self", "end", "weight"), grad_fn="LerpBackward0")
+      args=("self", "end", "weight"), grad_fn="LerpBackward0", no_edge=("weight",))
 defop("lerp_tensor", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
       args=("self", "end", "weight"), grad_fn="LerpBackward1", saves=("end", "self", "weight"))
 defop("addcmul", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcmulBackward0",
-      saves=("tensor1", "tensor2"))
+      saves=("tensor1", "tensor2"), no_edge=("value",))
 defop("addcdiv", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) / _c(t2, dtype),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcdivBackward0",
-      saves=("tensor1", "tensor2"))
+      saves=("tensor1", "tensor2"), no_edge=("value",))
 
 # ---- dtype and copies -------------------------------------------------------------------
 defop("to_copy", lambda x, dtype: x.astype(dtype), grad_fn="ToCopyBackward0")
@@ -208,5 +209,5 @@ defop("clone", lambda x: x, grad_fn="CloneBackward0")
 # `copy_` writes src (broadcast, cast) over self: the result does not depend on self's value
 defop("copy", lambda s, src: jnp.broadcast_to(src.astype(s.dtype), s.shape), args=("self", "src"),
       grad_fn="CopyBackwards")
-defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value"), grad_fn="FillBackward0")
+defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value"), grad_fn="FillBackward0", no_edge=("value",))
 defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")

@@ -44,8 +44,9 @@ def _advanced(x, *idx, key):
     return x[decode_key(key, idx)]
 
 
-defop("index", _advanced, args=("self",) + tuple(f"indices{i}" for i in range(64)),
-      grad_fn="IndexBackward0")
+_IDX = tuple(f"indices{i}" for i in range(64))
+# the index arrays must be saved: the backward scatters into the positions they name
+defop("index", _advanced, args=("self",) + _IDX, grad_fn="IndexBackward0", saves=_IDX)
 
 
 def _index_put(x, v, *idx, key, accumulate):
@@ -54,8 +55,9 @@ def _index_put(x, v, *idx, key, accumulate):
     return x.at[k].add(v) if accumulate else x.at[k].set(v)
 
 
-defop("index_put", _index_put, args=("self", "values") + tuple(f"indices{i}" for i in range(64)),
-      grad_fn="IndexPutBackward0")
+# ``x[mask]`` written as ``masked_select``: same gather, torch's node name
+defop("masked_select", _advanced, args=("self",) + _IDX, grad_fn="MaskedSelectBackward0", saves=_IDX)
+defop("index_put", _index_put, args=("self", "values") + _IDX, grad_fn="IndexPutBackward0", saves=_IDX)
 defop("gather", lambda x, index, dim: jnp.take_along_axis(x, index, axis=dim),
       args=("self", "index"), grad_fn="GatherBackward0", saves=("index", "self"))
 
@@ -82,14 +84,14 @@ def _scatter(x, index, src, dim, reduce=None):
 defop("scatter", _scatter, args=("self", "index", "src"), grad_fn="ScatterBackward0",
       saves=("index",))
 defop("scatter_value", _scatter, args=("self", "index", "value"), grad_fn="ScatterBackward1",
-      saves=("index",))
+      saves=("index",), no_edge=("value",))
 defop("scatter_add", lambda x, index, src, dim: _scatter(x, index, src, dim, "add"),
       args=("self", "index", "src"), grad_fn="ScatterAddBackward0", saves=("index",))
 defop("index_select", lambda x, index, dim: jnp.take(x, index, axis=dim), args=("self", "index"),
       grad_fn="IndexSelectBackward0", saves=("index",))
 
 
-def _index_add(x, index, source, dim, alpha):
+def _index_add(x, index, source, alpha, dim):
     xm = jnp.moveaxis(x, dim, 0)
     sm = jnp.moveaxis(source.astype(x.dtype), dim, 0)
     return jnp.moveaxis(xm.at[index].add(alpha * sm), 0, dim)
@@ -98,7 +100,7 @@ def _index_add(x, index, source, dim, alpha):
 defop("index_add", _index_add, args=("self", "index", "source", "alpha"), grad_fn="IndexAddBackward0",
       saves=("index",))
 defop("masked_fill", lambda x, mask, value: jnp.where(mask, jnp.asarray(value, x.dtype), x),
-      args=("self", "mask", "value"), grad_fn="MaskedFillBackward0", saves=("mask",))
+      args=("self", "mask", "value"), grad_fn="MaskedFillBackward0", saves=("mask",), no_edge=("value",))
 defop("masked_fill_tensor", lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x),
       args=("self", "mask", "value"), grad_fn="MaskedFillBackward1", saves=("mask",))
 defop("one_hot", lambda x, num_classes: (x[..., None] == jnp.arange(num_classes)).astype(jnp.int64))

@@ -22,6 +22,12 @@ defop("dot", _mm, args=("self", "tensor"), grad_fn="DotBackward0", saves=("self"
 # matmul of higher ranks: torch reshapes to bmm and returns an unsafe view
 defop("matmul", _mm, args=("self", "other"), grad_fn="UnsafeViewBackward0", saves=("other", "self"),
       save_if={"self": "other", "other": "self"})
+# 1-D @ 2-D: torch unsqueezes, runs mm and squeezes the result (SqueezeBackward4);
+# 2-D @ batched: torch computes (b.mT @ a.mT).mT and copies it (CloneBackward0)
+defop("matmul_squeeze", _mm, args=("self", "other"), grad_fn="SqueezeBackward4",
+      saves=("other", "self"), save_if={"self": "other", "other": "self"})
+defop("matmul_clone", _mm, args=("self", "other"), grad_fn="CloneBackward0",
+      saves=("other", "self"), save_if={"self": "other", "other": "self"})
 
 
 def _addmm(inp, m1, m2, beta, alpha, dtype):

@@ -19,6 +19,8 @@ def _mean(x, dim, keepdim, dtype):
 
 defop("sum", _sum, grad_fn="SumBackward0")
 defop("sum_dim", _sum, grad_fn="SumBackward1")
+defop("nansum", lambda x, dim, keepdim, dtype: jnp.nansum(x, axis=dim, keepdims=keepdim, dtype=dtype),
+      grad_fn="NansumBackward0", saves=("self",))
 defop("mean", _mean, grad_fn="MeanBackward0")
 defop("mean_dim", _mean, grad_fn="MeanBackward1")
 defop("prod", lambda x, dim, keepdim, dtype: jnp.prod(x, axis=dim, keepdims=keepdim, dtype=dtype),
@@ -36,6 +38,9 @@ def _var_mean(x, dim, correction, keepdim):
 
 
 defop("var_mean", _var_mean, grad_fn="VarMeanBackward0", saves=("self",), n_out=2)
+defop("std_mean", lambda x, dim, correction, keepdim: (jnp.std(x, axis=dim, ddof=correction, keepdims=keepdim),
+                                                      jnp.mean(x, axis=dim, keepdims=keepdim)),
+      grad_fn="StdMeanBackward0", saves=("self",), n_out=2)
 defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), grad_fn="AmaxBackward0",
       saves=("self", "result"))
 defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), grad_fn="AminBackward0",

@@ -3,6 +3,7 @@ views): their single-input ``fn`` is also what a view chain replays (``_tensor.p
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from .registry import defop
 
@@ -43,19 +44,33 @@ defop("split_with_sizes", _split, grad_fn="SplitWithSizesBackward0", view=True, 
 
 # ---- copies -----------------------------------------------------------------------------
 defop("reshape_copy", lambda x, shape: jnp.reshape(x, shape), grad_fn="UnsafeViewBackward0")
-defop("cat", lambda *xs, dim, dtype: jnp.concatenate([x.astype(dtype) for x in xs], axis=dim),
-      args=tuple(f"t{i}" for i in range(256)), grad_fn="CatBackward0")
+def _cat(*xs, dim, dtype):
+    # torch skips legacy empty 1-D inputs (shape (0,)) when the others have more dims;
+    # they stay inputs of the op (and get an empty gradient)
+    nd = max(x.ndim for x in xs)
+    keep = [x for x in xs if not (nd > 1 and x.shape == (0,))]
+    return jnp.concatenate([x.astype(dtype) for x in keep], axis=dim)
+
+
+defop("cat", _cat, args=tuple(f"t{i}" for i in range(256)), grad_fn="CatBackward0")
 defop("stack", lambda *xs, dim, dtype: jnp.stack([x.astype(dtype) for x in xs], axis=dim),
       args=tuple(f"t{i}" for i in range(256)), grad_fn="StackBackward0")
 defop("flip", lambda x, dims: jnp.flip(x, dims), grad_fn="FlipBackward0")
 defop("roll", lambda x, shifts, dims: jnp.roll(x, shifts, dims), grad_fn="RollBackward0")
+defop("roll_flat", lambda x, shifts: jnp.roll(x, shifts), grad_fn="RollBackward0")
 defop("repeat", lambda x, repeats: jnp.tile(x, repeats), grad_fn="RepeatBackward0")
+# an int ``repeats`` is expand + reshape in torch (ViewBackward0); a tensor is index_select
 defop("repeat_interleave", lambda x, repeats, dim: jnp.repeat(x, repeats, axis=dim),
-      grad_fn="RepeatInterleaveBackward0")
+      grad_fn="ViewBackward0")
+defop("repeat_interleave_tensor", lambda x, repeats, dim: jnp.repeat(x, np.asarray(repeats), axis=dim,
+                                                                    total_repeat_length=sum(repeats)),
+      grad_fn="IndexSelectBackward0")
 defop("tril", lambda x, diagonal: jnp.tril(x, diagonal), grad_fn="TrilBackward0")
 defop("triu", lambda x, diagonal: jnp.triu(x, diagonal), grad_fn="TriuBackward0")
 defop("diag_embed", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagEmbedBackward0")
-defop("diag", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagBackward0")
+# torch 2.13 decomposes diag(2-D) into a diagonal copy
+defop("diag", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagonalBackward0_copy")
+defop("trace", lambda x: jnp.trace(x), grad_fn="TraceBackward0")
 defop("pad", lambda x, pad_width, value: jnp.pad(x, pad_width, constant_values=value),
       grad_fn="ConstantPadNdBackward0")
 defop("pad_mode", lambda x, pad_width, mode: jnp.pad(x, pad_width, mode=mode),
