@@ -108,7 +108,8 @@ class Node:
 
 _node_classes: dict = {}
 # torch names its C++-only nodes with their namespace in name()
-_QUALIFIED = {"AccumulateGrad": "torch::autograd::AccumulateGrad", "CopySlices": "torch::autograd::CopySlices"}
+_QUALIFIED = {"AccumulateGrad": "torch::autograd::AccumulateGrad", "CopySlices": "torch::autograd::CopySlices",
+              "Error": "torch::autograd::Error"}
 
 
 def node_class(name: str, base):

@@ -80,7 +80,7 @@ class BackwardCFunction(Node, FunctionCtx):
         from .._factories import zeros
         gs = []
         for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
-            if g is None and self.materialize_grads:
+            if g is None and self.materialize_grads and shape is not None:
                 g = zeros(shape, dtype=dtype)
             gs.append(g)
         res = self._forward_cls.backward(self, *gs)
@@ -214,7 +214,7 @@ class Function(metaclass=_FunctionMeta):
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 result.append(o)
-                meta.append(((), None, True))
+                meta.append((None, None, True))
                 continue
             if id(o) in dirty:
                 if record:
@@ -270,7 +270,9 @@ def once_differentiable(fn):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        wrapped = tuple(_DelayedError.apply(o, ctx.name()) if isinstance(o, Tensor) else o for o in outs)
+        # as torch: detached aliases that require grad, so the error node gets an edge
+        wrapped = tuple(_DelayedError.apply(o.detach().requires_grad_(), ctx.name())
+                        if isinstance(o, Tensor) and o.dtype.is_floating_point else o for o in outs)
         return wrapped[0] if single else wrapped
     return wrapper
 
@@ -283,9 +285,9 @@ class _DelayedError(Function):
 
     @staticmethod
     def backward(ctx, g):
-        raise RuntimeError(f"trying to differentiate twice a function that was marked with "
-                           f"@once_differentiable ({ctx.fn_name})")
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
 
 
 _DelayedError_cls = _backward_cls(_DelayedError)
-_DelayedError_cls.__name__ = "DelayedError"
+_DelayedError_cls.__name__ = "Error"  # torch's type name for its DelayedError node
