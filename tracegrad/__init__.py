@@ -36,11 +36,13 @@ from ._factories import (arange, as_tensor, asarray, bernoulli, empty, empty_lik
                          randn_like, randperm, tensor, zeros, zeros_like)
 from ._functions import *  # noqa: E402,F401,F403
 from ._functions import _SAME  # noqa: E402
+from ._nn_functions import *  # noqa: E402,F401,F403
 from . import autograd  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
+from . import nn  # noqa: E402  (torch imports torch.nn at import, too)
 
 FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor
 

@@ -1,0 +1,367 @@
+"""Neural-network functions at the ``tracegrad.*`` level (``tracegrad.conv2d``,
+``tracegrad.max_pool2d``, ``tracegrad.batch_norm``...), mirroring torch's free functions of the
+same names; functions torch keeps in ``torch._C._nn`` (``gelu``, ``nll_loss``, ``mse_loss``...)
+are in the ``tracegrad._nn`` namespace. Each one normalises its arguments and calls one op of
+``_ops/nn_ops.py``; ``tracegrad.nn.functional`` is written on top of these.
+"""
+from __future__ import annotations
+
+import types
+
+from ._dispatch import apply_op
+from ._ops.registry import OPS
+from ._tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
+           "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
+           "batch_norm", "native_batch_norm", "layer_norm", "group_norm", "embedding", "dropout",
+           "constant_pad_nd", "celu", "selu", "hardtanh"]
+
+
+def _tup(v, n, name="argument"):
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            return tuple(int(x) for x in v) * n
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values, got {list(v)}")
+        return tuple(int(x) for x in v)
+    return (int(v),) * n
+
+
+def _check_float_match(input, weight, name):
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"{name}: Input type ({input.dtype}) and weight type ({weight.dtype}) should be the same; "
+                           f"convert one with .to(dtype)")
+
+
+# ---- convolution ----------------------------------------------------------------------------
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """Mirrors ``torch.convolution``. ``padding`` may be ints, or 'same'/'valid' (not transposed).
+    Input ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``; weight ``(C_out, C_in/groups, *k)``
+    (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
+    Raises RuntimeError on channel/shape mismatches."""
+    nd = weight.ndim - 2
+    unbatched = input.ndim == nd + 1
+    if unbatched:
+        input = input.unsqueeze(0)
+    if input.ndim != nd + 2:
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to conv{nd}d, but got "
+                           f"input of size: {list(input.shape)}")
+    _check_float_match(input, weight, f"conv{nd}d")
+    stride, dilation = _tup(stride, nd, "stride"), _tup(dilation, nd, "dilation")
+    ks = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            tot = [d * (k - 1) for d, k in zip(dilation, ks)]
+            pads = tuple((t // 2, t - t // 2) for t in tot)
+        else:
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+    else:
+        pads = tuple((p, p) for p in _tup(padding, nd, "padding"))
+    cin = input.shape[1]
+    if not transposed and cin != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got {cin} "
+                           f"channels instead")
+    if transposed and cin != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[0]} channels, but got {cin} channels instead")
+    if not transposed:
+        for size, (lo, hi), d, k in zip(input.shape[2:], pads, dilation, ks):
+            if size + lo + hi < d * (k - 1) + 1:
+                raise RuntimeError(f"Calculated padded input size per channel: ({size + lo + hi}). Kernel size: "
+                                   f"({d * (k - 1) + 1}). Kernel size can't be greater than actual input size")
+    out = apply_op(OPS["convolution"], (input, weight, bias),
+                   (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
+                    ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Mirrors ``torch.conv1d``: input ``(N, C_in, L)``, weight ``(C_out, C_in/groups, k)``."""
+    return convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Mirrors ``torch.conv2d``: input ``(N, C_in, H, W)``, weight ``(C_out, C_in/groups, kH, kW)``;
+    padding ints or 'same'/'valid'. grad_fn ``ConvolutionBackward0``."""
+    return convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """Mirrors ``torch.conv3d``."""
+    return convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Mirrors ``torch.conv_transpose1d``: weight ``(C_in, C_out/groups, k)``."""
+    return convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Mirrors ``torch.conv_transpose2d``: weight ``(C_in, C_out/groups, kH, kW)``."""
+    return convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+# ---- pooling --------------------------------------------------------------------------------
+def _pool_args(nd, kernel_size, stride, padding, dilation, name):
+    k = _tup(kernel_size, nd, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tup(stride, nd, "stride")
+    p, d = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
+    for kk, pp in zip(k, p):
+        if pp * 2 > kk:
+            raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk}")
+    return k, s, p, d
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Mirrors ``torch.max_pool2d``: input ``(N, C, H, W)`` or ``(C, H, W)``; padding is -inf.
+    grad_fn ``MaxPool2DWithIndicesBackward0``."""
+    k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d")
+    return apply_op(OPS["max_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
+                                                  ("ceil_mode", bool(ceil_mode))))
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Mirrors ``torch._C._nn.max_pool2d_with_indices``: (values, int64 flat indices into H*W)."""
+    k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d")
+    return apply_op(OPS["max_pool2d_with_indices"], (input,),
+                    (("kernel", k), ("stride", s), ("padding", p), ("dilation", d), ("ceil_mode", bool(ceil_mode))))
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Mirrors ``torch.max_pool1d``: input ``(N, C, L)`` or ``(C, L)``."""
+    k, s, p, d = _pool_args(1, kernel_size, stride, padding, dilation, "max_pool1d")
+    return apply_op(OPS["max_pool1d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
+                                                  ("ceil_mode", bool(ceil_mode))))
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mirrors ``torch._C._nn.avg_pool2d``. grad_fn ``AvgPool2DBackward0``."""
+    k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d")
+    return apply_op(OPS["avg_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
+                                                  ("ceil_mode", bool(ceil_mode)),
+                                                  ("count_include_pad", bool(count_include_pad)),
+                                                  ("divisor_override", divisor_override)))
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mirrors ``torch.avg_pool1d``."""
+    k, s, p, _ = _pool_args(1, kernel_size, stride, padding, 1, "avg_pool1d")
+    return apply_op(OPS["avg_pool1d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
+                                                  ("ceil_mode", bool(ceil_mode)),
+                                                  ("count_include_pad", bool(count_include_pad)),
+                                                  ("divisor_override", None)))
+
+
+def _out_size(input, output_size, nd):
+    sp = tuple(input.shape[-nd:])
+    o = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
+    if len(o) == 1 and nd > 1:
+        o = tuple(o) * nd
+    return tuple(int(s if v is None else v) for s, v in zip(sp, o))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Mirrors ``torch._C._nn.adaptive_avg_pool2d``; ``None`` in output_size keeps that size.
+    Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch."""
+    if _out_size(input, output_size, 2) == (1, 1):
+        return input.mean((-1, -2), keepdim=True)
+    return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", _out_size(input, output_size, 2)),))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Mirrors ``torch.adaptive_avg_pool1d``."""
+    return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", _out_size(input, output_size, 1)),))
+
+
+def adaptive_max_pool2d(input, output_size):
+    """Mirrors ``torch._C._nn.adaptive_max_pool2d`` (values only)."""
+    return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", _out_size(input, output_size, 2)),))
+
+
+def adaptive_max_pool1d(input, output_size):
+    """Mirrors ``torch.adaptive_max_pool1d`` (values only)."""
+    return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", _out_size(input, output_size, 1)),))
+
+
+# ---- normalisation --------------------------------------------------------------------------
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Mirrors ``torch.native_batch_norm``: ``(output, batch mean, biased batch var)``; the caller
+    updates running statistics. grad_fn ``NativeBatchNormBackward0``."""
+    return apply_op(OPS["native_batch_norm"], (input, weight, bias, running_mean, running_var),
+                    (("training", bool(training)), ("eps", float(eps))))
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
+    """Mirrors ``torch.batch_norm``: normalises over all dims but 1; in training mode updates
+    ``running_mean``/``running_var`` in place (unbiased variance, ``momentum``; a cumulative
+    average is the caller's job). RuntimeError (torch: ValueError) on a batch of one value per
+    channel in training."""
+    if training:
+        n = input.numel() // input.shape[1]
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{list(input.shape)}")
+    out, mean, var = native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if training and running_mean is not None:
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+            unbiased = var.detach() * (n / (n - 1))
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    return out
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
+    """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
+    grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs."""
+    ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
+    if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+    return apply_op(OPS["native_layer_norm"], (input, weight, bias), (("n", len(ns)), ("eps", float(eps))))
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``.
+    grad_fn ``NativeGroupNormBackward0``."""
+    if input.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
+                           f"of shape {list(input.shape)} and num_groups={num_groups}")
+    return apply_op(OPS["native_group_norm"], (input, weight, bias), (("groups", int(num_groups)), ("eps", float(eps))))
+
+
+# ---- misc -----------------------------------------------------------------------------------
+def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    """Mirrors ``torch.embedding``: rows of ``weight`` picked by int64 ``indices``; the
+    ``padding_idx`` row (``-1``/None: none) gets no gradient. grad_fn ``EmbeddingBackward0``."""
+    if indices.dtype.is_floating_point:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {indices.dtype} instead (call .long())")
+    pidx = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
+    return apply_op(OPS["nn_embedding"], (weight, indices), (("padding_idx", pidx),))
+
+
+def dropout(input, p, train):
+    """Mirrors ``torch.dropout``: zeroes elements with probability ``p`` (tracegrad's RNG) and scales
+    the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU)."""
+    if not train or p == 0:
+        return input
+    from ._factories import empty_like
+    if p == 1:
+        return input * empty_like(input).fill_(0)
+    mask = empty_like(input, requires_grad=False).bernoulli_(1 - p).div_(1 - p)
+    return input * mask
+
+
+def constant_pad_nd(input, pad, value=0):
+    """Mirrors ``torch.constant_pad_nd``: ``pad`` pairs start from the last dim (negative crops).
+    grad_fn ``ConstantPadNdBackward0``."""
+    pad = tuple(int(x) for x in pad)
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length must be divisible by 2 and at most twice the number of dims "
+                           f"({input.ndim}), got {len(pad)}")
+    widths = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    crop = [(max(-lo, 0), max(-hi, 0)) for lo, hi in widths]
+    widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths)
+    out = apply_op(OPS["pad"], (input,), (("pad_width", widths), ("value", value)))
+    if any(c != (0, 0) for c in crop):
+        for d, (lo, hi) in enumerate(crop):
+            if lo or hi:
+                out = out.narrow(d, lo, out.shape[d] - lo - hi)
+    return out
+
+
+def relu(input):
+    """Mirrors ``torch.relu``: grad_fn ``ReluBackward0``."""
+    return input.relu()
+
+
+def sigmoid(input):
+    """Mirrors ``torch.sigmoid``."""
+    return input.sigmoid()
+
+
+def tanh(input):
+    """Mirrors ``torch.tanh``."""
+    return input.tanh()
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0):
+    """Mirrors ``torch._C._nn.hardtanh``: grad_fn ``HardtanhBackward0``."""
+    return apply_op(OPS["hardtanh"], (input,), (("min_val", min_val), ("max_val", max_val)))
+
+
+def selu(input):
+    """Mirrors ``torch.selu``."""
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return _elu(input, alpha) * scale
+
+
+def celu(input, alpha=1.0):
+    """Mirrors ``torch.celu``."""
+    return _elu(input / alpha, 1.0) * alpha
+
+
+def _elu(input, alpha=1.0):
+    return apply_op(OPS["elu"], (input,), (("alpha", float(alpha)),))
+
+
+def _loss(name, input, target, *rest, **static):
+    if not isinstance(target, Tensor):
+        raise TypeError(f"{name}(): argument 'target' must be Tensor, not {type(target).__name__}")
+    return apply_op(OPS[name], (input, target, *rest), tuple(static.items()))
+
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _red(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+_nn = types.SimpleNamespace(
+    gelu=lambda input, approximate="none": apply_op(OPS["gelu"], (input,), (("approximate", approximate),)),
+    leaky_relu=lambda input, negative_slope=0.01: apply_op(OPS["leaky_relu"], (input,),
+                                                           (("negative_slope", float(negative_slope)),)),
+    elu=_elu,
+    softplus=lambda input, beta=1.0, threshold=20.0: apply_op(OPS["softplus"], (input,),
+                                                              (("beta", float(beta)), ("threshold", float(threshold)))),
+    hardtanh=hardtanh,
+    silu=lambda input: apply_op(OPS["silu"], (input,)),
+    mish=lambda input: apply_op(OPS["mish"], (input,)),
+    nll_loss=lambda input, target, weight=None, reduction="mean", ignore_index=-100: _loss(
+        "nll_loss" if input.ndim <= 2 else "nll_loss2d", input, target, weight, reduction=_red(reduction),
+        ignore_index=int(ignore_index)),
+    mse_loss=lambda input, target, reduction="mean": _loss("mse_loss", input, target, reduction=_red(reduction)),
+    smooth_l1_loss=lambda input, target, reduction="mean", beta=1.0: _loss(
+        "smooth_l1_loss", input, target, reduction=_red(reduction), beta=float(beta)),
+    huber_loss=lambda input, target, reduction="mean", delta=1.0: _loss(
+        "huber_loss", input, target, reduction=_red(reduction), delta=float(delta)),
+    binary_cross_entropy=lambda input, target, weight=None, reduction="mean": _loss(
+        "binary_cross_entropy", input, target, weight, reduction=_red(reduction)),
+    binary_cross_entropy_with_logits=lambda input, target, weight=None, pos_weight=None, reduction="mean": _loss(
+        "binary_cross_entropy_with_logits", input, target, weight, pos_weight, reduction=_red(reduction)),
+    max_pool2d_with_indices=max_pool2d_with_indices,
+    adaptive_avg_pool2d=adaptive_avg_pool2d,
+    adaptive_max_pool2d=adaptive_max_pool2d,
+    avg_pool2d=avg_pool2d,
+)
+
+
+def _backward_hook_function(*tensors):
+    """The identity node torch's module backward hooks hang on (``BackwardHookFunctionBackward``):
+    returns new tensors, one per input, all sharing one node."""
+    return apply_op(OPS["backward_hook_function"], tensors)

@@ -1,0 +1,335 @@
+"""Neural-network ops: convolution, pooling, normalisation, activations, losses.
+
+Each op is a pure ``jax.lax``/``jax.numpy`` function with torch's ``grad_fn`` name and the
+inputs torch saves for backward (NOTE [saved set] in ``registry.py``). Inputs a backward
+needs that are not differentiable (targets, running statistics, indices) are in ``saves``:
+an unsaved input is rebuilt as zeros inside the jitted backward.
+"""
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .registry import defop
+
+_HI = lax.Precision.HIGHEST
+_SPATIAL = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"), 3: ("NCDHW", "OIDHW", "NCDHW")}
+
+
+# ---- convolution ----------------------------------------------------------------------------
+def _convolution(x, w, b, *, stride, padding, dilation, transposed, output_padding, groups):
+    """``padding`` is a tuple of (lo, hi) pairs, one per spatial dim."""
+    nd = x.ndim - 2
+    dn = lax.conv_dimension_numbers(x.shape, w.shape, _SPATIAL[nd])
+    if not transposed:
+        y = lax.conv_general_dilated(x, w, window_strides=stride, padding=padding, rhs_dilation=dilation,
+                                     dimension_numbers=dn, feature_group_count=groups, precision=_HI)
+    else:
+        # weight (Cin, Cout/g, *k) -> (Cout, Cin/g, *k), spatially flipped
+        cin, coutg, ks = w.shape[0], w.shape[1], w.shape[2:]
+        wt = w.reshape((groups, cin // groups, coutg) + ks)
+        wt = jnp.swapaxes(wt, 1, 2).reshape((groups * coutg, cin // groups) + ks)
+        wt = jnp.flip(wt, axis=tuple(range(2, 2 + nd)))
+        pads = tuple((d * (k - 1) - lo, d * (k - 1) - hi + op)
+                     for k, d, (lo, hi), op in zip(ks, dilation, padding, output_padding))
+        dn = lax.conv_dimension_numbers(x.shape, wt.shape, _SPATIAL[nd])
+        y = lax.conv_general_dilated(x, wt, window_strides=(1,) * nd, padding=pads, lhs_dilation=stride,
+                                     rhs_dilation=dilation, dimension_numbers=dn,
+                                     feature_group_count=groups, precision=_HI)
+    if b is not None:
+        y = y + b.reshape((1, -1) + (1,) * nd).astype(y.dtype)
+    return y
+
+
+defop("convolution", _convolution, args=("input", "weight", "bias"), grad_fn="ConvolutionBackward0",
+      saves=("input", "weight"))
+
+
+# ---- pooling --------------------------------------------------------------------------------
+def _pool_out(size, k, s, p, d, ceil_mode):
+    num = size + 2 * p - d * (k - 1) - 1
+    out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1       # the last window must start inside the input or the left padding
+    return out
+
+
+def _pool_pads(shape, kernel, stride, padding, dilation, ceil_mode):
+    pads = []
+    for size, k, s, p, d in zip(shape, kernel, stride, padding, dilation):
+        out = _pool_out(size, k, s, p, d, ceil_mode)
+        hi = max((out - 1) * s + d * (k - 1) + 1 - size - p, p)
+        pads.append((p, hi))
+    return pads
+
+
+def _max_pool(x, *, kernel, stride, padding, dilation, ceil_mode):
+    nd = len(kernel)
+    if any(d != 1 for d in dilation):
+        # lax has no VJP for dilated max windows: take the max over strided slices instead
+        return _max_pool_indices(x, kernel=kernel, stride=stride, padding=padding, dilation=dilation,
+                                 ceil_mode=ceil_mode)[0]
+    pads = [(0, 0)] * (x.ndim - nd) + _pool_pads(x.shape[-nd:], kernel, stride, padding, dilation, ceil_mode)
+    lead = (1,) * (x.ndim - nd)
+    # a concrete (numpy) init value makes this lax's differentiable reduce_window_max
+    init = np.array(-np.inf if jnp.issubdtype(x.dtype, jnp.floating) else jnp.iinfo(x.dtype).min, x.dtype)
+    return lax.reduce_window(x, init, lax.max, lead + kernel, lead + stride, pads,
+                             window_dilation=lead + dilation)
+
+
+def _max_pool_indices(x, *, kernel, stride, padding, dilation, ceil_mode):
+    """(values, flat spatial indices) as torch's ``max_pool2d_with_indices``."""
+    nd = len(kernel)
+    sp = x.shape[-nd:]
+    pads = _pool_pads(sp, kernel, stride, padding, dilation, ceil_mode)
+    idx = jnp.arange(int(np.prod(sp))).reshape(sp).astype(x.dtype if x.dtype == jnp.float64 else jnp.float32)
+    xp = jnp.pad(x, [(0, 0)] * (x.ndim - nd) + pads, constant_values=-jnp.inf)
+    ip = jnp.pad(idx, pads, constant_values=-1)
+    outs = [_pool_out(s, k, st, p, d, ceil_mode) for s, k, st, p, d in zip(sp, kernel, stride, padding, dilation)]
+    vals, inds = None, None
+    for off in np.ndindex(*kernel):
+        sl = tuple(slice(o * d, o * d + (n - 1) * st + 1, st) for o, d, n, st in zip(off, dilation, outs, stride))
+        v = xp[(Ellipsis,) + sl]
+        i = jnp.broadcast_to(ip[sl], v.shape)
+        if vals is None:
+            vals, inds = v, i
+        else:
+            take = (v > vals) | jnp.isnan(v)
+            vals, inds = jnp.where(take, v, vals), jnp.where(take, i, inds)
+    return vals, inds.astype(jnp.int64)
+
+
+defop("max_pool2d", _max_pool, grad_fn="MaxPool2DWithIndicesBackward0", saves=("self",))
+defop("max_pool1d", _max_pool, grad_fn="MaxPool1DWithIndicesBackward0", saves=("self",))
+defop("max_pool2d_with_indices", _max_pool_indices, grad_fn="MaxPool2DWithIndicesBackward0", saves=("self",),
+      n_out=2, n_diff=1)
+
+
+def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    nd = len(kernel)
+    sp = x.shape[-nd:]
+    ones = (1,) * nd
+    pads = _pool_pads(sp, kernel, stride, padding, ones, ceil_mode)
+    lead = (1,) * (x.ndim - nd)
+    full = [(0, 0)] * (x.ndim - nd) + pads
+    s = lax.reduce_window(x, np.array(0, x.dtype), lax.add, lead + kernel, lead + stride, full)
+    if divisor_override:
+        return s / divisor_override
+    if count_include_pad:
+        # windows count padding cells, but not cells past the padded input (ceil_mode overhang)
+        base = np.ones(tuple(n + 2 * p for n, p in zip(sp, padding)), np.float64)
+        cpads = [(0, hi - p) for (p, hi) in pads]
+    else:
+        base = np.ones(sp, np.float64)
+        cpads = pads
+    cnt = lax.reduce_window(np.asarray(base, x.dtype), np.array(0, x.dtype), lax.add, kernel, stride, cpads)
+    return s / cnt
+
+
+defop("avg_pool2d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",))
+defop("avg_pool1d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",))
+
+
+def _adaptive_bounds(n_in, n_out):
+    return [(math.floor(i * n_in / n_out), math.ceil((i + 1) * n_in / n_out)) for i in range(n_out)]
+
+
+def _adaptive_avg(x, *, output_size):
+    nd = len(output_size)
+    out = x
+    for k, o in enumerate(output_size):
+        ax = x.ndim - nd + k
+        n = x.shape[ax]
+        m = np.zeros((o, n))
+        for i, (a, b) in enumerate(_adaptive_bounds(n, o)):
+            m[i, a:b] = 1.0 / (b - a)
+        out = jnp.moveaxis(jnp.tensordot(out, jnp.asarray(m, x.dtype), axes=((ax,), (1,)), precision=_HI), -1, ax)
+    return out
+
+
+def _adaptive_max(x, *, output_size):
+    nd = len(output_size)
+    out = x
+    for k, o in enumerate(output_size):
+        ax = x.ndim - nd + k
+        parts = [jnp.max(lax.slice_in_dim(out, a, b, axis=ax), axis=ax, keepdims=True)
+                 for a, b in _adaptive_bounds(x.shape[ax], o)]
+        out = jnp.concatenate(parts, axis=ax)
+    return out
+
+
+defop("adaptive_avg_pool2d", _adaptive_avg, grad_fn="AdaptiveAvgPool2DBackward0")
+defop("adaptive_max_pool2d", _adaptive_max, grad_fn="AdaptiveMaxPool2DBackward0", saves=("self",))
+
+
+# ---- normalisation --------------------------------------------------------------------------
+def _bshape(x, v):
+    return v.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+
+def _batch_norm(x, w, b, rm, rv, *, training, eps):
+    """(output, batch mean, biased batch variance); in eval mode the statistics are rm/rv."""
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        mean = jnp.mean(x, axis=axes)
+        var = jnp.mean(jnp.square(x - _bshape(x, mean)), axis=axes)
+    else:
+        mean, var = rm.astype(x.dtype), rv.astype(x.dtype)
+    y = (x - _bshape(x, mean)) * _bshape(x, lax.rsqrt(var + eps))
+    if w is not None:
+        y = y * _bshape(x, w)
+    if b is not None:
+        y = y + _bshape(x, b)
+    return y, mean, var
+
+
+defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "running_mean", "running_var"),
+      grad_fn="NativeBatchNormBackward0", saves=("input", "weight", "running_mean", "running_var"),
+      n_out=3, n_diff=1)
+
+
+def _layer_norm(x, w, b, *, n, eps):
+    axes = tuple(range(x.ndim - n, x.ndim))
+    mean = jnp.mean(x, axis=axes, keepdims=True)
+    var = jnp.mean(jnp.square(x - mean), axis=axes, keepdims=True)
+    y = (x - mean) * lax.rsqrt(var + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+defop("native_layer_norm", _layer_norm, args=("input", "weight", "bias"), grad_fn="NativeLayerNormBackward0",
+      saves=("input", "weight", "bias"))
+
+
+def _group_norm(x, w, b, *, groups, eps):
+    n, c = x.shape[:2]
+    xg = x.reshape((n, groups, -1))
+    mean = jnp.mean(xg, axis=-1, keepdims=True)
+    var = jnp.mean(jnp.square(xg - mean), axis=-1, keepdims=True)
+    y = ((xg - mean) * lax.rsqrt(var + eps)).reshape(x.shape)
+    if w is not None:
+        y = y * _bshape(x, w)
+    if b is not None:
+        y = y + _bshape(x, b)
+    return y
+
+
+defop("native_group_norm", _group_norm, args=("input", "weight", "bias"), grad_fn="NativeGroupNormBackward0",
+      saves=("input", "weight"))
+
+
+# ---- activations ----------------------------------------------------------------------------
+defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "tanh"),
+      grad_fn="GeluBackward0", saves=("self",))
+defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype)),
+      grad_fn="LeakyReluBackward0", saves=("self",))
+defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.minimum(x, 0))),
+      grad_fn="EluBackward0", saves=("self",))
+defop("hardtanh", lambda x, min_val, max_val: jnp.clip(x, min_val, max_val), grad_fn="HardtanhBackward0",
+      saves=("self",))
+defop("softplus", lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta),
+      grad_fn="SoftplusBackward0", saves=("self",))
+
+
+# ---- embedding / dropout ----------------------------------------------------------------------
+def _embedding(w, idx, *, padding_idx):
+    if padding_idx is not None:
+        # the padding row receives no gradient (torch: EmbeddingBackward's padding_idx)
+        w = w.at[padding_idx].set(lax.stop_gradient(w[padding_idx]))
+    return jnp.take(w, idx, axis=0)
+
+
+defop("nn_embedding", _embedding, args=("weight", "indices"), grad_fn="EmbeddingBackward0", saves=("indices",))
+
+
+# ---- losses ---------------------------------------------------------------------------------
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return jnp.mean(loss)
+    if reduction == "sum":
+        return jnp.sum(loss)
+    return loss
+
+
+def _nll_loss(x, target, w, *, reduction, ignore_index):
+    """x: (N, C, *) or (C,) log-probabilities; target: (N, *) or () class indices."""
+    if x.ndim == 1:
+        x, target = x[None], target[None]
+    valid = target != ignore_index
+    t = jnp.where(valid, target, 0)
+    picked = jnp.take_along_axis(x, t[:, None], axis=1)[:, 0]
+    wt = jnp.ones(x.shape[1], x.dtype) if w is None else w.astype(x.dtype)
+    wi = jnp.where(valid, wt[t], 0).astype(x.dtype)
+    loss = -picked * wi
+    if reduction == "mean":
+        return jnp.sum(loss) / jnp.sum(wi)
+    if reduction == "sum":
+        return jnp.sum(loss)
+    return loss
+
+
+defop("nll_loss", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLossBackward0",
+      saves=("self", "target", "weight"))
+defop("nll_loss2d", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLoss2DBackward0",
+      saves=("self", "target", "weight"))
+defop("mse_loss", lambda x, t, reduction: _reduce(jnp.square(x - t), reduction), args=("self", "target"),
+      grad_fn="MseLossBackward0", saves=("self", "target"))
+
+
+def _smooth_l1(x, t, *, reduction, beta):
+    d = jnp.abs(x - t)
+    loss = d - 0.5 * beta if beta == 0 else jnp.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, reduction)
+
+
+defop("smooth_l1_loss", _smooth_l1, args=("self", "target"), grad_fn="SmoothL1LossBackward0",
+      saves=("self", "target"))
+
+
+def _huber(x, t, *, reduction, delta):
+    d = jnp.abs(x - t)
+    return _reduce(jnp.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta)), reduction)
+
+
+defop("huber_loss", _huber, args=("self", "target"), grad_fn="HuberLossBackward0", saves=("self", "target"))
+
+
+def _bce(x, t, w, *, reduction):
+    loss = -(t * jnp.maximum(jnp.log(x), -100.0) + (1 - t) * jnp.maximum(jnp.log1p(-x), -100.0))
+    if w is not None:
+        loss = loss * w
+    return _reduce(loss, reduction)
+
+
+defop("binary_cross_entropy", _bce, args=("self", "target", "weight"), grad_fn="BinaryCrossEntropyBackward0",
+      saves=("self", "target", "weight"))
+
+
+def _bce_logits(x, t, w, pw, *, reduction):
+    log_sig = jax.nn.log_sigmoid(x)
+    log_one_minus = jax.nn.log_sigmoid(-x)
+    if pw is not None:
+        loss = -(pw * t * log_sig + (1 - t) * log_one_minus)
+    else:
+        loss = -(t * log_sig + (1 - t) * log_one_minus)
+    if w is not None:
+        loss = loss * w
+    return _reduce(loss, reduction)
+
+
+defop("binary_cross_entropy_with_logits", _bce_logits, args=("self", "target", "weight", "pos_weight"),
+      grad_fn="BinaryCrossEntropyWithLogitsBackward0", saves=("self", "target", "weight", "pos_weight"))
+
+
+# ---- module backward hooks ------------------------------------------------------------------
+# torch wraps a module's inputs and outputs in ``BackwardHookFunction`` (an identity Function);
+# full backward hooks hang on that node. The identity takes any number of tensors.
+defop("backward_hook_function", lambda *xs: tuple(xs), args=tuple(f"in{i}" for i in range(256)),
+      grad_fn="BackwardHookFunctionBackward", n_out=-1)

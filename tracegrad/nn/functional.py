@@ -1,0 +1,528 @@
+"""``tracegrad.nn.functional``: mirrors ``torch.nn.functional``.
+
+Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` functions and the
+``tracegrad._nn_functions`` layer (torch's ``torch._C._nn``). grad_fn names follow torch
+(``AddmmBackward0`` for ``linear`` on 2-D input with bias, ``ConvolutionBackward0``,
+``NllLossBackward0`` after ``LogSoftmaxBackward0`` for ``cross_entropy``...).
+
+Differs from torch: where torch's C++ composites multiply or divide by a C++ scalar
+(``MulBackward1``/``DivBackward1`` in label smoothing and probability-target cross entropy),
+tracegrad's nodes are ``MulBackward0``/``DivBackward0``.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import tracegrad
+from tracegrad import Tensor
+from tracegrad import _nn_functions as _F
+
+_nn = _F._nn
+
+__all__ = [
+    "linear", "bilinear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "batch_norm", "layer_norm", "group_norm", "dropout",
+    "embedding", "relu", "relu_", "relu6", "leaky_relu", "gelu", "silu", "mish", "elu", "selu", "celu",
+    "softplus", "hardtanh", "sigmoid", "tanh", "logsigmoid", "softsign", "softmax", "log_softmax", "softmin",
+    "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
+    "cosine_similarity", "scaled_dot_product_attention", "flatten",
+]
+
+
+# ---- linear / conv --------------------------------------------------------------------------
+def linear(input, weight, bias=None):
+    """Affine map ``input @ weight.T + bias``. Mirrors ``torch.nn.functional.linear``.
+
+    Args: input ``(*, in_features)``; weight ``(out_features, in_features)``; bias ``(out_features,)`` or None.
+    Returns: ``(*, out_features)``. Autograd: ``AddmmBackward0`` (2-D input with bias),
+    ``MmBackward0`` (2-D, no bias), ``ViewBackward0`` (other ranks with bias, addmm on the
+    flattened input), ``UnsafeViewBackward0``/``SqueezeBackward4`` without bias.
+    Raises: RuntimeError if in_features differ.
+    """
+    if bias is None:
+        return input.matmul(weight.t())
+    if input.ndim == 2:
+        return tracegrad.addmm(bias, input, weight.t())
+    # torch: addmm on the flattened input, then a view back (ViewBackward0)
+    out = tracegrad.addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
+    return out.view(*input.shape[:-1], weight.shape[0])
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """Mirrors ``torch.nn.functional.bilinear``: ``y_k = x1 @ W_k @ x2 + b_k``; weight
+    ``(out, in1, in2)``, inputs ``(*, in1)``, ``(*, in2)``."""
+    out = tracegrad.einsum("...i,kij,...j->...k", input1, weight, input2)
+    return out if bias is None else out + bias
+
+
+conv1d, conv2d, conv3d = _F.conv1d, _F.conv2d, _F.conv3d
+conv_transpose1d, conv_transpose2d = _F.conv_transpose1d, _F.conv_transpose2d
+
+
+# ---- pooling --------------------------------------------------------------------------------
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Mirrors ``torch.nn.functional.max_pool2d``: input ``(N, C, H, W)`` or ``(C, H, W)``;
+    ``return_indices=True`` also gives int64 flat indices into ``H*W``.
+    grad_fn ``MaxPool2DWithIndicesBackward0``. RuntimeError if padding > kernel/2."""
+    if return_indices:
+        return _F.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _F.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Mirrors ``torch.nn.functional.max_pool1d`` (``return_indices`` not supported: NotImplementedError)."""
+    if return_indices:
+        raise NotImplementedError("max_pool1d(return_indices=True) is not supported by tracegrad; use max_pool2d "
+                                  "on input.unsqueeze(-2)")
+    return _F.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mirrors ``torch.nn.functional.avg_pool2d``. grad_fn ``AvgPool2DBackward0``."""
+    return _F.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """Mirrors ``torch.nn.functional.avg_pool1d``."""
+    return _F.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Mirrors ``torch.nn.functional.adaptive_avg_pool2d``: windows ``[floor(i*H/o), ceil((i+1)*H/o))``."""
+    return _F.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Mirrors ``torch.nn.functional.adaptive_avg_pool1d``."""
+    return _F.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Mirrors ``torch.nn.functional.adaptive_max_pool2d`` (``return_indices`` unsupported)."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported by tracegrad")
+    return _F.adaptive_max_pool2d(input, output_size)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Mirrors ``torch.nn.functional.adaptive_max_pool1d`` (``return_indices`` unsupported)."""
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool1d(return_indices=True) is not supported by tracegrad")
+    return _F.adaptive_max_pool1d(input, output_size)
+
+
+# ---- normalisation --------------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """Mirrors ``torch.nn.functional.batch_norm``: input ``(N, C, *)``; in training uses batch
+    statistics and updates running stats in place (unbiased var); else uses the running stats.
+    grad_fn ``NativeBatchNormBackward0``. ValueError for one value per channel in training."""
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    return _F.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Mirrors ``torch.nn.functional.layer_norm``. grad_fn ``NativeLayerNormBackward0``."""
+    return _F.layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Mirrors ``torch.nn.functional.group_norm``. grad_fn ``NativeGroupNormBackward0``."""
+    return _F.group_norm(input, num_groups, weight, bias, eps)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """Mirrors ``torch.nn.functional.normalize``: ``input / max(||input||_p, eps)`` along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denom
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Mirrors ``torch.nn.functional.cosine_similarity``."""
+    n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
+    n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+# ---- dropout / embedding / misc -------------------------------------------------------------
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Mirrors ``torch.nn.functional.dropout``: in training zeroes each element with probability
+    ``p`` (tracegrad's RNG stream) and scales the rest by ``1/(1-p)``; identity otherwise.
+    ValueError for p outside [0, 1]. Differs from torch: the random mask differs."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    out = _F.dropout(input, p, training)
+    if inplace and training:
+        return input.copy_(out)
+    return out
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    """Mirrors ``torch.nn.functional.embedding``: ``weight[input]``; the ``padding_idx`` row gets
+    no gradient. grad_fn ``EmbeddingBackward0``. ``max_norm`` renormalises rows in place."""
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            padding_idx = weight.size(0) + padding_idx
+    if max_norm is not None:
+        # torch renormalises the looked-up rows of weight in place, outside autograd
+        with tracegrad.no_grad():
+            idx = input.flatten()
+            rows = weight.index_select(0, idx)
+            scale = (max_norm / (rows.norm(norm_type, 1, keepdim=True) + 1e-7)).clamp_max(1.0)
+            weight[idx] = rows * scale
+    return _F.embedding(weight, input, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Mirrors ``torch.nn.functional.one_hot``: int64 ``(*, num_classes)``; ``-1`` infers max+1.
+    RuntimeError for non-int64 input or negative classes."""
+    if tensor.dtype is not tracegrad.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    return (tensor.unsqueeze(-1) == tracegrad.arange(num_classes)).long()
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Mirrors ``torch.nn.functional.pad``: ``pad=(left, right, top, bottom, ...)`` from the last dim.
+    Modes: constant (``ConstantPadNdBackward0``), reflect, replicate, circular."""
+    if mode == "constant":
+        return _F.constant_pad_nd(input, pad, 0 if value is None else value)
+    if value is not None and value != 0:
+        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    out = input
+    for i in range(len(pad) // 2):
+        d = input.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        n = out.shape[d]
+        if mode == "reflect":
+            idx = list(range(lo, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - hi, -1))
+        elif mode == "replicate":
+            idx = [0] * lo + list(range(n)) + [n - 1] * hi
+        elif mode == "circular":
+            idx = [(j - lo) % n for j in range(n + lo + hi)]
+        else:
+            raise NotImplementedError(f"padding mode {mode!r} is not supported")
+        out = out.index_select(d, tracegrad.tensor(idx))
+    return out
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)
+
+
+# ---- activations ----------------------------------------------------------------------------
+def relu(input, inplace=False):
+    """Mirrors ``torch.nn.functional.relu``: grad_fn ``ReluBackward0``."""
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def relu6(input, inplace=False):
+    """Mirrors ``torch.nn.functional.relu6`` (``hardtanh(0, 6)``)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Mirrors ``torch.nn.functional.hardtanh``: grad_fn ``HardtanhBackward0``."""
+    out = _F.hardtanh(input, min_val, max_val)
+    return input.copy_(out) if inplace else out
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``."""
+    out = _nn.leaky_relu(input, negative_slope)
+    return input.copy_(out) if inplace else out
+
+
+def gelu(input, approximate="none"):
+    """Mirrors ``torch.nn.functional.gelu``: exact (erf) or ``approximate='tanh'``.
+    grad_fn ``GeluBackward0``. RuntimeError for another ``approximate``."""
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    return _nn.gelu(input, approximate)
+
+
+def silu(input, inplace=False):
+    """Mirrors ``torch.nn.functional.silu``: ``x * sigmoid(x)``, grad_fn ``SiluBackward0``."""
+    out = _nn.silu(input)
+    return input.copy_(out) if inplace else out
+
+
+def mish(input, inplace=False):
+    """Mirrors ``torch.nn.functional.mish``: grad_fn ``MishBackward0``."""
+    out = _nn.mish(input)
+    return input.copy_(out) if inplace else out
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``."""
+    out = _nn.elu(input, alpha)
+    return input.copy_(out) if inplace else out
+
+
+def selu(input, inplace=False):
+    """Mirrors ``torch.nn.functional.selu``."""
+    return _F.selu(input)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """Mirrors ``torch.nn.functional.celu``."""
+    return _F.celu(input, alpha)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """Mirrors ``torch.nn.functional.softplus``: grad_fn ``SoftplusBackward0``."""
+    return _nn.softplus(input, beta, threshold)
+
+
+def sigmoid(input):
+    """Mirrors ``torch.nn.functional.sigmoid``."""
+    return input.sigmoid()
+
+
+def tanh(input):
+    """Mirrors ``torch.nn.functional.tanh``."""
+    return input.tanh()
+
+
+def logsigmoid(input):
+    """Mirrors ``torch.nn.functional.logsigmoid`` (as ``-softplus(-x)``)."""
+    return -softplus(-input)
+
+
+def softsign(input):
+    """Mirrors ``torch.nn.functional.softsign``."""
+    return input / (input.abs() + 1)
+
+
+def _softmax_dim(ndim):
+    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
+                  "as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Mirrors ``torch.nn.functional.softmax``: grad_fn ``SoftmaxBackward0``."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    return input.softmax(dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """Mirrors ``torch.nn.functional.softmin``."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    return (-input).softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Mirrors ``torch.nn.functional.log_softmax``: grad_fn ``LogSoftmaxBackward0``."""
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+    return input.log_softmax(dim, dtype=dtype)
+
+
+# ---- losses ---------------------------------------------------------------------------------
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.nll_loss``: input ``(N, C, *)`` or ``(C,)`` log-probabilities,
+    target int64 ``(N, *)``/``()``. grad_fn ``NllLossBackward0`` (``NllLoss2DBackward0`` for 4-D).
+    ValueError for a bad reduction; RuntimeError for a floating target."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if target.dtype.is_floating_point:
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if input.ndim >= 2 and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
+    return _nn.nll_loss(input, target, weight, reduction, ignore_index)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """Mirrors ``torch.nn.functional.cross_entropy``: ``nll_loss(log_softmax(input, 1), target)``.
+
+    input ``(N, C, *)`` or ``(C,)`` logits; target int64 class indices ``(N, *)`` or class
+    probabilities shaped like input (floating). Supports weight, ignore_index (indices only),
+    reduction and label_smoothing in [0, 1]. grad_fn ``NllLossBackward0`` for plain indices.
+    Raises ValueError for a bad reduction, RuntimeError for label_smoothing outside [0, 1].
+    """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    cdim = 1 if input.ndim >= 2 else 0
+    n_classes = input.shape[cdim]
+    logp = input.log_softmax(cdim)
+    wshape = [1] * input.ndim
+    wshape[cdim] = n_classes
+    if target.dtype.is_floating_point:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / n_classes
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.view(wshape)
+        if reduction == "none":
+            return -prod.sum(cdim)
+        if reduction == "sum":
+            return -prod.sum()
+        return -prod.sum() / (input.numel() / n_classes)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    ignore = target == ignore_index
+    if weight is not None:
+        smooth = -(logp * weight.view(wshape)).sum(cdim)
+    else:
+        smooth = -logp.sum(cdim)
+    smooth = smooth.masked_fill(ignore, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            ret = smooth.sum() / weight.gather(0, target.masked_select(~ignore).flatten()).sum()
+        else:
+            ret = smooth.sum() / (~ignore).sum()
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)
+
+
+def _bcast(input, target, name):
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      f"This will likely lead to incorrect results due to broadcasting. Please ensure they have "
+                      f"the same size.", stacklevel=3)
+        input, target = tracegrad.broadcast_tensors(input, target)
+    return input, target
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mirrors ``torch.nn.functional.mse_loss``: grad_fn ``MseLossBackward0``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    input, target = _bcast(input, target, "mse_loss")
+    return _nn.mse_loss(input, target, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mirrors ``torch.nn.functional.l1_loss``: ``|input - target|`` then mean/sum
+    (grad_fn ``MeanBackward0``/``SumBackward0``/``AbsBackward0``, as torch)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    input, target = _bcast(input, target, "l1_loss")
+    loss = (input - target).abs()
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """Mirrors ``torch.nn.functional.smooth_l1_loss``: grad_fn ``SmoothL1LossBackward0``.
+    ValueError... torch raises RuntimeError for negative beta; so does tracegrad."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    input, target = _bcast(input, target, "smooth_l1_loss")
+    return _nn.smooth_l1_loss(input, target, reduction, beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """Mirrors ``torch.nn.functional.huber_loss``: grad_fn ``HuberLossBackward0``."""
+    _check_reduction(reduction)
+    input, target = _bcast(input, target, "huber_loss")
+    return _nn.huber_loss(input, target, reduction, delta)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.binary_cross_entropy``: probabilities in [0, 1], log clamped
+    at -100. grad_fn ``BinaryCrossEntropyBackward0``. ValueError if sizes differ."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        weight = weight.expand(*input.shape)
+    return _nn.binary_cross_entropy(input, target, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Mirrors ``torch.nn.functional.binary_cross_entropy_with_logits`` (``pos_weight`` broadcast
+    over the last dim). grad_fn ``BinaryCrossEntropyWithLogitsBackward0``. ValueError if sizes differ."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    return _nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Mirrors ``torch.nn.functional.kl_div``: input log-probabilities; target probabilities (or
+    log-probabilities with ``log_target``). ``reduction='batchmean'`` divides the sum by the batch size."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        xlogy = tracegrad.where(target > 0, target * target.clamp_min(1e-45).log(), tracegrad.zeros_like(target))
+        loss = xlogy - target * input
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "none":
+        return loss
+    s = loss.sum()
+    return s / input.shape[0] if reduction == "batchmean" and input.ndim != 0 else s
+
+
+# ---- attention ------------------------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """Mirrors ``torch.nn.functional.scaled_dot_product_attention`` (the math reference path):
+    ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
+    A boolean mask marks positions that take part; a float mask is added."""
+    L, S = query.shape[-2], key.shape[-2]
+    scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    attn = query.matmul(key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        keep = tracegrad.ones(L, S, dtype=tracegrad.bool).tril(0)
+        attn = attn.masked_fill(~keep, float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype is tracegrad.bool:
+            attn = attn.masked_fill(~attn_mask, float("-inf"))
+        else:
+            attn = attn + attn_mask
+    attn = attn.softmax(-1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, True)
+    return attn.matmul(value)

@@ -1,0 +1,187 @@
+"""``tracegrad.nn.init``: mirrors ``torch.nn.init``. Every function fills its tensor in place
+under ``no_grad`` (so it works on Parameters) and returns it. Draws use tracegrad's RNG
+stream (values differ from torch's; distributions match)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+import tracegrad
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
+           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
+
+
+def calculate_gain(nonlinearity, param=None):
+    """Mirrors ``torch.nn.init.calculate_gain``: 1 for linear/conv/sigmoid, 5/3 tanh, sqrt(2) relu,
+    sqrt(2/(1+slope^2)) leaky_relu, 3/4 selu. ValueError for anything else."""
+    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
+    if nonlinearity in linear_fns or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif (not isinstance(param, bool) and isinstance(param, int)) or isinstance(param, float):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive = 1
+    for s in tensor.shape[2:]:
+        receptive *= s
+    return tensor.size(1) * receptive, tensor.size(0) * receptive
+
+
+def _calculate_correct_fan(tensor, mode):
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of ['fan_in', 'fan_out']")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    """Mirrors ``torch.nn.init.uniform_``: U(a, b) in place."""
+    with tracegrad.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    """Mirrors ``torch.nn.init.normal_``: N(mean, std^2) in place."""
+    with tracegrad.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Mirrors ``torch.nn.init.trunc_normal_``: N(mean, std^2) truncated to [a, b] (inverse CDF)."""
+    def norm_cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
+                      "may be incorrect.", stacklevel=2)
+    with tracegrad.no_grad():
+        lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+        tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
+        tensor.erfinv_()
+        tensor.mul_(std * math.sqrt(2.0))
+        tensor.add_(mean)
+        tensor.clamp_(min=a, max=b)
+        return tensor
+
+
+def constant_(tensor, val):
+    """Mirrors ``torch.nn.init.constant_``."""
+    with tracegrad.no_grad():
+        return tensor.fill_(val)
+
+
+def ones_(tensor):
+    """Mirrors ``torch.nn.init.ones_``."""
+    return constant_(tensor, 1.0)
+
+
+def zeros_(tensor):
+    """Mirrors ``torch.nn.init.zeros_``."""
+    with tracegrad.no_grad():
+        return tensor.zero_()
+
+
+def eye_(tensor):
+    """Mirrors ``torch.nn.init.eye_``: identity in a 2-D tensor. ValueError otherwise."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with tracegrad.no_grad():
+        return tensor.copy_(tracegrad.eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor, groups=1):
+    """Mirrors ``torch.nn.init.dirac_`` for 3-5-D tensors: identity-preserving conv weights."""
+    dims = tensor.dim()
+    if dims not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per = sizes[0] // groups
+    w = np.zeros(tuple(sizes), dtype=np.float64)
+    for g in range(groups):
+        for d in range(min(out_per, sizes[1])):
+            idx = (g * out_per + d, d) + tuple(s // 2 for s in sizes[2:])
+            w[idx] = 1
+    with tracegrad.no_grad():
+        return tensor.copy_(tracegrad.tensor(w, dtype=tensor.dtype))
+
+
+def xavier_uniform_(tensor, gain=1.0, generator=None):
+    """Mirrors ``torch.nn.init.xavier_uniform_``: U(-a, a), a = gain*sqrt(6/(fan_in+fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor, gain=1.0, generator=None):
+    """Mirrors ``torch.nn.init.xavier_normal_``: N(0, std^2), std = gain*sqrt(2/(fan_in+fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """Mirrors ``torch.nn.init.kaiming_uniform_``: U(-b, b), b = gain(nonlinearity, a)*sqrt(3/fan).
+    ValueError for a bad mode or nonlinearity."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op")
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
+    """Mirrors ``torch.nn.init.kaiming_normal_``: N(0, std^2), std = gain/sqrt(fan)."""
+    if 0 in tensor.shape:
+        warnings.warn("Initializing zero-element tensors is a no-op")
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
+    return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Mirrors ``torch.nn.init.orthogonal_``: a (semi-)orthogonal matrix from the QR of a
+    normal draw (tracegrad's RNG), reshaped to the tensor. ValueError below 2 dims."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flat = np.asarray(tracegrad.randn(rows, cols, generator=generator, dtype=tracegrad.float64).numpy())
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with tracegrad.no_grad():
+        return tensor.copy_(tracegrad.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype))
+
+
+# deprecated non-underscore aliases, as torch
+uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal, orthogonal = (
+    uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_, orthogonal_)

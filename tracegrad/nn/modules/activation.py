@@ -1,0 +1,190 @@
+"""Activation layers: mirror ``torch.nn.ReLU``, ``LeakyReLU``, ``GELU``, ``SiLU``, ``Sigmoid``,
+``Tanh``, ``Softmax``, ``LogSoftmax``... (MultiheadAttention lives in ``transformer.py``)."""
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+class ReLU(Module):
+    """Mirrors ``torch.nn.ReLU``: ``max(x, 0)``; ``inplace=True`` writes into the input."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU6(Module):
+    """Mirrors ``torch.nn.ReLU6``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.relu6(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class LeakyReLU(Module):
+    """Mirrors ``torch.nn.LeakyReLU``: grad_fn ``LeakyReluBackward0``."""
+
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
+
+
+class GELU(Module):
+    """Mirrors ``torch.nn.GELU``: ``approximate='none'`` (erf) or ``'tanh'``."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, input):
+        return F.gelu(input, approximate=self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """Mirrors ``torch.nn.SiLU``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Mish(Module):
+    """Mirrors ``torch.nn.Mish``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.mish(input)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ELU(Module):
+    """Mirrors ``torch.nn.ELU``."""
+
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class Softplus(Module):
+    """Mirrors ``torch.nn.Softplus``."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Hardtanh(Module):
+    """Mirrors ``torch.nn.Hardtanh``."""
+
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+        super().__init__()
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class Sigmoid(Module):
+    """Mirrors ``torch.nn.Sigmoid``."""
+
+    def forward(self, input):
+        return input.sigmoid()
+
+
+class Tanh(Module):
+    """Mirrors ``torch.nn.Tanh``."""
+
+    def forward(self, input):
+        return input.tanh()
+
+
+class LogSigmoid(Module):
+    """Mirrors ``torch.nn.LogSigmoid``."""
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    """Mirrors ``torch.nn.Softsign``."""
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class _DimModule(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Softmax(_DimModule):
+    """Mirrors ``torch.nn.Softmax``: grad_fn ``SoftmaxBackward0``."""
+
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+
+class Softmin(_DimModule):
+    """Mirrors ``torch.nn.Softmin``."""
+
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+
+class LogSoftmax(_DimModule):
+    """Mirrors ``torch.nn.LogSoftmax``: grad_fn ``LogSoftmaxBackward0``."""
+
+    def forward(self, input):
+        return F.log_softmax(input, self.dim, _stacklevel=5)

@@ -1,0 +1,169 @@
+"""Convolutions: mirror ``torch.nn.Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
+from __future__ import annotations
+
+import math
+
+import tracegrad
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+
+def _ntuple(v, n):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
+class _ConvNd(Module):
+    _n = 2
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, transposed,
+                 output_padding, groups, bias, padding_mode, device=None, dtype=None):
+        super().__init__()
+        n = self._n
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        valid = {"same", "valid"}
+        if isinstance(padding, str):
+            if padding not in valid:
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of {valid}")
+            if padding == "same" and any(s != 1 for s in _ntuple(stride, n)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], "
+                             f"but got padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride = _ntuple(kernel_size, n), _ntuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
+        self.dilation, self.transposed = _ntuple(dilation, n), transposed
+        self.output_padding, self.groups, self.padding_mode = _ntuple(output_padding, n), groups, padding_mode
+        if transposed:
+            shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(tracegrad.empty(shape, dtype=dtype))
+        if bias:
+            self.bias = Parameter(tracegrad.empty(out_channels, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        n = self._n
+        if self.padding != (0,) * n:
+            s += ", padding={padding}"
+        if self.dilation != (1,) * n:
+            s += ", dilation={dilation}"
+        if self.output_padding != (0,) * n:
+            s += ", output_padding={output_padding}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
+        return s.format(**self.__dict__)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            if isinstance(self.padding, str):
+                raise NotImplementedError("string padding with a non-zeros padding_mode is not supported")
+            pads = []
+            for p in reversed(self.padding):
+                pads += [p, p]
+            return self._fn(F.pad(input, pads, mode=self.padding_mode), weight, bias, self.stride, 0,
+                            self.dilation, self.groups)
+        return self._fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_ConvNd):
+    """Mirrors ``torch.nn.Conv1d``: input ``(N, C_in, L)``; weight ``(C_out, C_in/groups, k)``."""
+    _n = 1
+    _fn = staticmethod(F.conv1d)
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class Conv2d(_ConvNd):
+    """Mirrors ``torch.nn.Conv2d``: input ``(N, C_in, H, W)``; weight ``(C_out, C_in/groups, kH, kW)``;
+    padding ints or 'same'/'valid'; torch's default init. grad_fn ``ConvolutionBackward0``."""
+    _n = 2
+    _fn = staticmethod(F.conv2d)
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class Conv3d(_ConvNd):
+    """Mirrors ``torch.nn.Conv3d``."""
+    _n = 3
+    _fn = staticmethod(F.conv3d)
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, False, 0, groups,
+                         bias, padding_mode, device, dtype)
+
+
+class _ConvTransposeNd(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, True, output_padding,
+                         groups, bias, padding_mode, device, dtype)
+
+    def _output_padding(self, input, output_size):
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        output_size = list(output_size)[-n:]
+        res = []
+        for d in range(n):
+            size = input.shape[input.ndim - n + d]
+            min_size = ((size - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            extra = output_size[d] - min_size
+            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
+                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_size} "
+                                 f"(for an input of {list(input.shape[-n:])})")
+            res.append(extra)
+        return tuple(res)
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size)
+        return self._fnT(input, self.weight, self.bias, self.stride, self.padding, op, self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """Mirrors ``torch.nn.ConvTranspose1d``: weight ``(C_in, C_out/groups, k)``."""
+    _n = 1
+    _fnT = staticmethod(F.conv_transpose1d)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """Mirrors ``torch.nn.ConvTranspose2d``: weight ``(C_in, C_out/groups, kH, kW)``; ``output_size``
+    in forward picks the output padding."""
+    _n = 2
+    _fnT = staticmethod(F.conv_transpose2d)

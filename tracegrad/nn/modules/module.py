@@ -1,0 +1,702 @@
+"""``nn.Module``: mirrors ``torch.nn.Module`` (attribute registration, traversal, state_dict,
+hooks) and the global module hooks of ``torch.nn.modules.module``.
+
+Hooks: one ordered dict per event, each value a ``_Hook`` record (function, with_kwargs,
+always_call) -- STYLE 9/12. Call order as torch's ``_call_impl``: global forward pre-hooks,
+local forward pre-hooks, (backward-hook input wrapping), ``forward``, global forward hooks,
+local forward hooks, (backward-hook output wrapping). Backward: global then local pre-hooks
+when grad_output is known, global then local full backward hooks when grad_input is known.
+"""
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict, namedtuple
+
+import tracegrad
+from tracegrad import Tensor
+from tracegrad.utils.hooks import RemovableHandle
+
+from ..parameter import Buffer, Parameter
+from ._backward_hook import BackwardHook
+
+__all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_full_backward_pre_hook", "register_module_full_backward_hook",
+           "register_module_backward_hook"]
+
+
+class _Hook:
+    """One registered module hook and its flags."""
+    __slots__ = ("fn", "with_kwargs", "always_call")
+
+    def __init__(self, fn, with_kwargs=False, always_call=False):
+        self.fn, self.with_kwargs, self.always_call = fn, with_kwargs, always_call
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __repr__(self):
+        return f"_Hook({self.fn!r}, with_kwargs={self.with_kwargs}, always_call={self.always_call})"
+
+
+_global_forward_pre_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks: OrderedDict = OrderedDict()
+_global_backward_pre_hooks: OrderedDict = OrderedDict()
+_global_backward_hooks: OrderedDict = OrderedDict()
+_global_is_full_backward_hook = [None]
+
+
+def _add(d, record, prepend=False):
+    h = RemovableHandle(d)
+    d[h.id] = record
+    if prepend:
+        d.move_to_end(h.id, last=False)
+    return h
+
+
+def register_module_forward_pre_hook(hook):
+    """Mirrors ``torch.nn.modules.module.register_module_forward_pre_hook``: ``hook(module, args)``
+    runs before every module's forward, before the module's own pre-hooks."""
+    return _add(_global_forward_pre_hooks, _Hook(hook))
+
+
+def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
+    """Mirrors ``torch.nn.modules.module.register_module_forward_hook``: ``hook(module, args, output)``
+    (``hook(module, args, kwargs, output)`` with_kwargs) after every forward, before local hooks."""
+    return _add(_global_forward_hooks, _Hook(hook, with_kwargs, always_call))
+
+
+def register_module_full_backward_pre_hook(hook):
+    """Mirrors ``torch.nn.modules.module.register_module_full_backward_pre_hook``."""
+    return _add(_global_backward_pre_hooks, _Hook(hook))
+
+
+def register_module_full_backward_hook(hook):
+    """Mirrors ``torch.nn.modules.module.register_module_full_backward_hook``."""
+    if _global_is_full_backward_hook[0] is False:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
+                           "hook. Please use only one of them.")
+    _global_is_full_backward_hook[0] = True
+    return _add(_global_backward_hooks, _Hook(hook))
+
+
+def register_module_backward_hook(hook):
+    """Mirrors the deprecated ``register_module_backward_hook``; tracegrad runs it as a full
+    backward hook (differs from torch, whose legacy hooks see a node's grads)."""
+    return register_module_full_backward_hook(hook)
+
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+_IncompatibleKeys.__repr__ = (lambda self: "<All keys matched successfully>"
+                              if not self.missing_keys and not self.unexpected_keys
+                              else f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
+                                   f"unexpected_keys={self.unexpected_keys})")
+_IncompatibleKeys.__str__ = _IncompatibleKeys.__repr__
+
+
+def _addindent(s_, n):
+    s = s_.split("\n")
+    if len(s) == 1:
+        return s_
+    first = s.pop(0)
+    return first + "\n" + "\n".join(n * " " + line for line in s)
+
+
+def _typename(v):
+    if isinstance(v, Tensor):
+        return "torch." + {"float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+                           "bool": "BoolTensor", "int32": "IntTensor", "float16": "HalfTensor"}.get(v.dtype.name if hasattr(v.dtype, "name") else "", "Tensor")
+    t = type(v)
+    mod = t.__module__
+    return t.__qualname__ if mod in ("builtins", None) else f"{mod}.{t.__qualname__}"
+
+
+def _forward_unimplemented(self, *input):
+    raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+
+class Module:
+    """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
+    ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
+    (``named_parameters``...), ``state_dict``, ``train/eval``, ``to``, hooks and ``__call__`` as torch.
+    """
+
+    training: bool
+    _version = 1
+    call_super_init = False
+    dump_patches = False
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = {}
+        d["_buffers"] = {}
+        d["_non_persistent_buffers_set"] = set()
+        d["_backward_pre_hooks"] = OrderedDict()
+        d["_backward_hooks"] = OrderedDict()
+        d["_is_full_backward_hook"] = None
+        d["_forward_hooks"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_state_dict_hooks"] = OrderedDict()
+        d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_modules"] = {}
+
+    forward = _forward_unimplemented
+
+    # ---- registration -------------------------------------------------------------------
+    def register_buffer(self, name, tensor, persistent=True):
+        """Mirrors ``torch.nn.Module.register_buffer``: a named tensor in state_dict (unless
+        ``persistent=False``) that ``to()`` converts; not a parameter. KeyError on bad names."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('buffer name can\'t contain "."')
+        if name == "":
+            raise KeyError('buffer name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                            f"(torch Tensor or None required)")
+        if isinstance(tensor, Buffer):
+            persistent = tensor.persistent
+            tensor = tensor.detach()
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def register_parameter(self, name, param):
+        """Mirrors ``torch.nn.Module.register_parameter``. TypeError if ``param`` is not a
+        Parameter or None; ValueError for a non-leaf."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError('parameter name can\'t contain "."')
+        if name == "":
+            raise KeyError('parameter name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is None:
+            self._parameters[name] = None
+            return
+        if not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                            f"(torch.nn.Parameter or None required)")
+        if param.grad_fn is not None:
+            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                             f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                             f"the value in the forward() method.")
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        """Mirrors ``torch.nn.Module.add_module``."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target):
+        """Mirrors ``torch.nn.Module.get_submodule``: ``'a.b.c'`` -> that module. AttributeError if absent."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target):
+        """Mirrors ``torch.nn.Module.get_parameter``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        p = getattr(mod, name)
+        if not isinstance(p, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        return p
+
+    def get_buffer(self, target):
+        """Mirrors ``torch.nn.Module.get_buffer``."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        if name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return getattr(mod, name)
+
+    # ---- attributes ---------------------------------------------------------------------
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            s = d.get(store)
+            if s is not None and name in s:
+                return s[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __setattr__(self, name, value):
+        d = self.__dict__
+
+        def remove_from(*stores):
+            for s in stores:
+                if name in s:
+                    if isinstance(s, dict):
+                        del s[name]
+                    else:
+                        s.discard(name)
+
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            remove_from(d, self._buffers, self._modules, self._non_persistent_buffers_set)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                f"(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = d.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                remove_from(d, self._parameters, self._buffers, self._non_persistent_buffers_set)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
+                                    f"(torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = d.get("_buffers")
+                if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                                        f"(torch.Tensor or None expected)")
+                    if isinstance(value, Buffer):
+                        if buffers is None:
+                            raise AttributeError("cannot assign buffer before Module.__init__() call")
+                        remove_from(d, self._parameters, self._modules)
+                        self.register_buffer(name, value, value.persistent)
+                    else:
+                        buffers[name] = value
+                else:
+                    object.__setattr__(self, name, value)
+
+    def __delattr__(self, name):
+        d = self.__dict__
+        if name in d.get("_parameters", ()):
+            del self._parameters[name]
+        elif name in d.get("_buffers", ()):
+            del self._buffers[name]
+            self._non_persistent_buffers_set.discard(name)
+        elif name in d.get("_modules", ()):
+            del self._modules[name]
+        else:
+            object.__delattr__(self, name)
+
+    def __dir__(self):
+        keys = list(object.__dir__(self))
+        keys += list(self._parameters) + list(self._modules) + list(self._buffers)
+        return sorted(k for k in set(keys) if not k[0].isdigit())
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    # ---- traversal ----------------------------------------------------------------------
+    def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
+        memo = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for module_prefix, module in mods:
+            for k, v in get_members(module):
+                if v is None or id(v) in memo:
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield module_prefix + ("." if module_prefix else "") + k, v
+
+    def parameters(self, recurse=True):
+        """Mirrors ``torch.nn.Module.parameters``: each Parameter once, registration order."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """Mirrors ``torch.nn.Module.named_parameters``: ``('fc.weight', Parameter)`` pairs."""
+        yield from self._named_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        """Mirrors ``torch.nn.Module.buffers``."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """Mirrors ``torch.nn.Module.named_buffers`` (non-persistent buffers included)."""
+        yield from self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
+
+    def children(self):
+        """Mirrors ``torch.nn.Module.children``."""
+        for _, m in self.named_children():
+            yield m
+
+    def named_children(self):
+        """Mirrors ``torch.nn.Module.named_children``: direct submodules, each once."""
+        memo = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in memo:
+                memo.add(id(m))
+                yield name, m
+
+    def modules(self):
+        """Mirrors ``torch.nn.Module.modules``: self first, then every submodule once (preorder)."""
+        for _, m in self.named_modules():
+            yield m
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Mirrors ``torch.nn.Module.named_modules``: ``('', self)`` then ``('a.b', module)`` pairs."""
+        if memo is None:
+            memo = set()
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    __hash__ = object.__hash__
+
+    # ---- modes and conversion -----------------------------------------------------------
+    def train(self, mode=True):
+        """Mirrors ``torch.nn.Module.train``: sets ``training`` here and in every submodule."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self):
+        """Mirrors ``torch.nn.Module.eval``: ``train(False)``."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        """Mirrors ``torch.nn.Module.requires_grad_``."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        """Mirrors ``torch.nn.Module.zero_grad``: grads to None (default) or zeroed in place."""
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def _apply(self, fn, recurse=True):
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
+        for p in self._parameters.values():
+            if p is None:
+                continue
+            with tracegrad.no_grad():
+                new = fn(p)
+            if new is not p:
+                p.data = new
+            if p.grad is not None:
+                with tracegrad.no_grad():
+                    g = fn(p.grad)
+                if g is not p.grad:
+                    p._grad = g
+        for k, b in self._buffers.items():
+            if b is not None:
+                self._buffers[k] = fn(b)
+        return self
+
+    def apply(self, fn):
+        """Mirrors ``torch.nn.Module.apply``: ``fn(m)`` on every submodule (children first), then self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    def to(self, *args, **kwargs):
+        """Mirrors ``torch.nn.Module.to(device=None, dtype=None)`` / ``to(tensor)``: converts floating
+        parameters and buffers in place (parameters keep their identity). TypeError for a
+        non-floating dtype."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        for a in args:
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, tracegrad.dtype):
+                dtype = a
+            elif a is not None:
+                device = a
+        if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                            f"dtype={dtype}")
+
+        def convert(t):
+            d = dtype if (dtype is not None and (t.is_floating_point() or t.is_complex())) else None
+            out = t
+            if d is not None and t.dtype is not d:
+                out = t.to(d)
+            if device is not None:
+                out = out.to(device)
+            return out
+        return self._apply(convert)
+
+    def float(self):
+        """Mirrors ``torch.nn.Module.float``."""
+        return self._apply(lambda t: t.float() if t.is_floating_point() else t)
+
+    def double(self):
+        """Mirrors ``torch.nn.Module.double``."""
+        return self._apply(lambda t: t.double() if t.is_floating_point() else t)
+
+    def half(self):
+        """Mirrors ``torch.nn.Module.half``."""
+        return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def cpu(self):
+        return self._apply(lambda t: t.cpu())
+
+    def cuda(self, device=None):
+        return self._apply(lambda t: t.cuda(device))
+
+    def type(self, dst_type):
+        return self._apply(lambda t: t.to(dst_type))
+
+    # ---- state dict ---------------------------------------------------------------------
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """Mirrors ``torch.nn.Module.state_dict``: ordered ``{'fc.weight': tensor}`` of parameters
+        and persistent buffers (detached unless ``keep_vars``)."""
+        if args:
+            destination = args[0] if len(args) > 0 else destination
+            prefix = args[1] if len(args) > 1 else prefix
+            keep_vars = args[2] if len(args) > 2 else keep_vars
+        if destination is None:
+            destination = OrderedDict()
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return destination
+
+    def _local_state(self):
+        local = dict(self._parameters)
+        local.update({k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set})
+        return {k: v for k, v in local.items() if v is not None}
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Mirrors ``torch.nn.Module.load_state_dict``: copies tensors into parameters and buffers
+        (under no_grad). Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
+        Raises RuntimeError naming missing/unexpected keys (strict) and size mismatches.
+        Differs from torch: nothing is copied when an error is raised (torch copies what it can)."""
+        if not isinstance(state_dict, dict):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing, unexpected, errors, todo = [], [], [], []
+        expected = set()
+        for mprefix, module in self.named_modules(remove_duplicate=False):
+            p = mprefix + "." if mprefix else ""
+            for name, t in module._local_state().items():
+                key = p + name
+                expected.add(key)
+                if key not in state_dict:
+                    missing.append(key)
+                    continue
+                src = state_dict[key]
+                if not isinstance(src, Tensor):
+                    errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                                  f"object from checkpoint but received {type(src)}")
+                    continue
+                if tuple(src.shape) != tuple(t.shape):
+                    errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
+                                  f"the shape in current model is {t.shape}.")
+                    continue
+                todo.append((module, name, t, src))
+            # keys under this module's prefix that no module claims are unexpected
+        for key in state_dict:
+            if key not in expected:
+                unexpected.append(key)
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(), "\n\t".join(errors)))
+        with tracegrad.no_grad():
+            for module, name, t, src in todo:
+                if assign:
+                    if name in module._parameters:
+                        module._parameters[name] = Parameter(src, requires_grad=t.requires_grad)
+                    else:
+                        module._buffers[name] = src
+                else:
+                    t.copy_(src)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- hooks --------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Mirrors ``torch.nn.Module.register_forward_pre_hook``: ``hook(module, args)`` may return a
+        new args tuple (a non-tuple is wrapped); with_kwargs: ``hook(module, args, kwargs)`` returns
+        ``(args, kwargs)`` or None."""
+        return _add(self._forward_pre_hooks, _Hook(hook, with_kwargs), prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
+        """Mirrors ``torch.nn.Module.register_forward_hook``: ``hook(module, args, output)`` (with_kwargs:
+        ``hook(module, args, kwargs, output)``) may return a new output; always_call runs it even
+        if forward raised."""
+        return _add(self._forward_hooks, _Hook(hook, with_kwargs, always_call), prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Mirrors ``torch.nn.Module.register_full_backward_pre_hook``: ``hook(module, grad_output)``
+        runs when the gradients w.r.t. the module's outputs are known; may return a new grad_output."""
+        return _add(self._backward_pre_hooks, _Hook(hook), prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Mirrors ``torch.nn.Module.register_full_backward_hook``: ``hook(module, grad_input,
+        grad_output)`` runs when the gradients w.r.t. the module's inputs are known; may return a
+        new grad_input tuple. RuntimeError if legacy backward hooks are registered too."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = True
+        return _add(self._backward_hooks, _Hook(hook), prepend)
+
+    def register_backward_hook(self, hook):
+        """Mirrors the deprecated ``torch.nn.Module.register_backward_hook``; tracegrad runs it as
+        a full backward hook (differs from torch's legacy semantics on multi-op modules)."""
+        return self.register_full_backward_hook(hook)
+
+    def register_state_dict_pre_hook(self, hook):
+        return _add(self._state_dict_hooks, _Hook(hook))
+
+    def _backward_hook_lists(self):
+        pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        full = []
+        if _global_is_full_backward_hook[0] is True:
+            full += list(_global_backward_hooks.values())
+        if self._is_full_backward_hook is True:
+            full += list(self._backward_hooks.values())
+        return full, pre
+
+    # ---- call ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        forward = self.forward
+        if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
+            return forward(*args, **kwargs)
+        full, pre = [], []
+        if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks:
+            full, pre = self._backward_hook_lists()
+        called = set()
+        result = None
+        try:
+            for hid, h in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+                if h.with_kwargs:
+                    r = h.fn(self, args, kwargs)
+                    if r is not None:
+                        if isinstance(r, tuple) and len(r) == 2:
+                            args, kwargs = r
+                        else:
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
+                                               f"new_kwargs), but got {r}.")
+                else:
+                    r = h.fn(self, args)
+                    if r is not None:
+                        args = r if isinstance(r, tuple) else (r,)
+            bw = None
+            if full or pre:
+                bw = BackwardHook(self, [h.fn for h in full], [h.fn for h in pre])
+                args = bw.setup_input_hook(args)
+            result = forward(*args, **kwargs)
+            for hid, h in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if h.always_call:
+                    called.add(hid)
+                r = h.fn(self, args, kwargs, result) if h.with_kwargs else h.fn(self, args, result)
+                if r is not None:
+                    result = r
+            if bw is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                                  f"Tensors but received {type(result)}")
+                result = bw.setup_output_hook(result)
+            return result
+        except Exception:
+            for hid, h in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+                if h.always_call and hid not in called:
+                    try:
+                        r = h.fn(self, args, kwargs, result) if h.with_kwargs else h.fn(self, args, result)
+                        if r is not None:
+                            result = r
+                    except Exception as e:  # noqa: BLE001 -- torch silences these too
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+                                      f"silenced as another error was raised in forward: {e}")
+            raise
+
+    _call_impl = __call__
+
+    # ---- repr ---------------------------------------------------------------------------
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        """Mirrors ``torch.nn.Module.extra_repr``: the text inside ``Name(...)``; '' by default."""
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = ["(" + k + "): " + _addindent(repr(m), 2) for k, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        s = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                s += extra_lines[0]
+            else:
+                s += "\n  " + "\n  ".join(lines) + "\n"
+        return s + ")"

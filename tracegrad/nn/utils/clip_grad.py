@@ -1,0 +1,62 @@
+"""Gradient clipping: mirrors ``torch.nn.utils.clip_grad``."""
+from __future__ import annotations
+
+import math
+
+import tracegrad
+from tracegrad import Tensor
+
+
+def _grads(parameters):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Mirrors ``torch.nn.utils.get_total_norm``: the ``norm_type`` norm of the norms of ``tensors``."""
+    if isinstance(tensors, Tensor):
+        tensors = [tensors]
+    tensors = list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tracegrad.tensor(0.0)
+    if norm_type == math.inf:
+        norms = [t.detach().abs().max() for t in tensors]
+        total = norms[0] if len(norms) == 1 else tracegrad.stack(norms).max()
+    else:
+        norms = [t.detach().norm(norm_type) for t in tensors]
+        total = tracegrad.stack(norms).norm(norm_type)
+    if error_if_nonfinite and bool(total.isnan() | total.isinf()):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           f"it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           f"norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Mirrors ``torch.nn.utils.clip_grad_norm_``: scales every ``.grad`` in place by
+    ``min(1, max_norm / (total_norm + 1e-6))``; returns the total norm (a 0-d tensor).
+    ``norm_type`` may be ``inf``. RuntimeError for a non-finite norm with ``error_if_nonfinite``."""
+    grads = _grads(parameters)
+    if not grads:
+        return tracegrad.tensor(0.0)
+    total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    coef = (float(max_norm) / (total + 1e-6)).clamp_max(1.0)
+    with tracegrad.no_grad():
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+    return total
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated alias of ``clip_grad_norm_`` (as torch)."""
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Mirrors ``torch.nn.utils.clip_grad_value_``: clamps every ``.grad`` to [-clip_value, clip_value] in place."""
+    clip_value = float(clip_value)
+    with tracegrad.no_grad():
+        for g in _grads(parameters):
+            g.clamp_(min=-clip_value, max=clip_value)

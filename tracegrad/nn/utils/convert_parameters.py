@@ -1,0 +1,24 @@
+"""Mirrors ``torch.nn.utils.convert_parameters``."""
+from __future__ import annotations
+
+import tracegrad
+from tracegrad import Tensor
+
+
+def parameters_to_vector(parameters):
+    """Mirrors ``torch.nn.utils.parameters_to_vector``: one 1-D tensor of all parameters (differentiable)."""
+    if isinstance(parameters, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(parameters).__name__}")
+    return tracegrad.cat([p.view(-1) for p in parameters])
+
+
+def vector_to_parameters(vec, parameters):
+    """Mirrors ``torch.nn.utils.vector_to_parameters``: slices ``vec`` into the parameters' ``.data``.
+    TypeError if vec is not a Tensor."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    pointer = 0
+    for p in parameters:
+        n = p.numel()
+        p.data = vec[pointer:pointer + n].view_as(p).data.clone()
+        pointer += n
