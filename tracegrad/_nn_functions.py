@@ -210,7 +210,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         if n <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{list(input.shape)}")
-    out, mean, var = native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+    # training reads batch statistics only: running stats stay out of the op (and its saved set),
+    # so updating them in place below does not trip the saved-tensor version check
+    out, mean, var = native_batch_norm(input, weight, bias, None if training else running_mean,
+                                       None if training else running_var, training, momentum, eps)
     if training and running_mean is not None:
         from .autograd.grad_mode import no_grad
         with no_grad():

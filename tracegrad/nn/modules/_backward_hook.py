@@ -11,6 +11,8 @@ tensor and marks the others non-differentiable); their ``grad_input`` entries ar
 """
 from __future__ import annotations
 
+import warnings
+
 import tracegrad
 from tracegrad import Tensor
 from tracegrad._nn_functions import _backward_hook_function
@@ -90,6 +92,10 @@ class BackwardHook:
                 local = self.grad_outputs
                 if self.input_tensors_index is None:
                     # no input requires grad: the hooks run now, with grad_input all None
+                    if self.user_hooks:
+                        warnings.warn("Full backward hook is firing when gradients are computed with respect to "
+                                      "module outputs since no inputs require gradients. See the docs of "
+                                      "torch.nn.Module.register_full_backward_hook for more details.", stacklevel=2)
                     grad_inputs = self._pack_with_none([], [], self.n_inputs)
                     for h in self.user_hooks:
                         r = h(self.module, grad_inputs, self.grad_outputs)

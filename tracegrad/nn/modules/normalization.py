@@ -13,13 +13,16 @@ from .module import Module
 
 class _NormBase(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = Parameter(tracegrad.empty(num_features, dtype=dtype))
-            self.bias = Parameter(tracegrad.empty(num_features, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tracegrad.empty(num_features, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -43,14 +46,15 @@ class _NormBase(Module):
         self.reset_running_stats()
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
 
     def extra_repr(self):
-        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "track_running_stats={track_running_stats}".format(**self.__dict__))
+        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, bias={use_bias}, "
+                "track_running_stats={track_running_stats}".format(**self.__dict__, use_bias=self.bias is not None))
 
 
 class _BatchNorm(_NormBase):
@@ -123,20 +127,24 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+        return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, bias={use_bias}"
+                .format(**self.__dict__, use_bias=self.bias is not None))
 
 
 class GroupNorm(Module):
     """Mirrors ``torch.nn.GroupNorm``: ValueError if num_channels is not divisible by num_groups."""
 
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         if affine:
             self.weight = Parameter(tracegrad.empty(num_channels, dtype=dtype))
-            self.bias = Parameter(tracegrad.empty(num_channels, dtype=dtype))
+            if bias:
+                self.bias = Parameter(tracegrad.empty(num_channels, dtype=dtype))
+            else:
+                self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
@@ -145,10 +153,12 @@ class GroupNorm(Module):
     def reset_parameters(self):
         if self.affine:
             init.ones_(self.weight)
-            init.zeros_(self.bias)
+            if self.bias is not None:
+                init.zeros_(self.bias)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return "{num_groups}, {num_channels}, eps={eps}, affine={affine}".format(**self.__dict__)
+        return ("{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}"
+                .format(**self.__dict__, use_bias=self.bias is not None))

@@ -1,0 +1,241 @@
+"""nn.Module API parity: registration, traversal names/order, state_dict, load_state_dict
+errors, repr, train/eval, to/double, zero_grad, apply, attribute errors."""
+import copy
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import tracegrad
+from tests.nn._helpers import get_torch
+
+
+def both(program):
+    torch = get_torch()
+    logs = []
+    for mod in (torch, tracegrad):
+        log = []
+        program(mod, log)
+        logs.append(log)
+    assert logs[0] == logs[1]
+    return logs[1]
+
+
+def _net(mod):
+    nn = mod.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.bn = nn.BatchNorm1d(3)
+            self.register_buffer("stat", mod.zeros(2))
+            self.register_buffer("tmp", mod.ones(1), persistent=False)
+            self.scale = nn.Parameter(mod.ones(1))
+
+        def forward(self, x):
+            return self.bn(self.fc(x)) * self.scale
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Block()
+            self.b = Block()
+            self.shared = self.a.fc
+            self.head = nn.Sequential(nn.ReLU(), nn.Linear(3, 2, bias=False))
+            self.none_mod = None
+
+        def forward(self, x):
+            return self.head(self.b(self.a(x)))
+    return Net()
+
+
+def test_named_members_names_and_order():
+    def program(mod, log):
+        n = _net(mod)
+        log.append([k for k, _ in n.named_parameters()])
+        log.append([k for k, _ in n.named_parameters(remove_duplicate=False)])
+        log.append([k for k, _ in n.named_parameters(prefix="model", recurse=True)])
+        log.append([k for k, _ in n.a.named_parameters(recurse=False)])
+        log.append([k for k, _ in n.named_buffers()])
+        log.append([k for k, _ in n.named_children()])
+        log.append([k for k, _ in n.named_modules()])
+        log.append([k for k, _ in n.named_modules(remove_duplicate=False)])
+        log.append([type(m).__name__ for m in n.modules()])
+        log.append(len(list(n.parameters())))
+        log.append(list(n.state_dict().keys()))
+        log.append([type(v).__name__ for v in n.state_dict().values()][:1])
+    both(program)
+
+
+def test_repr_parity():
+    torch = get_torch()
+
+    def build(nn):
+        return nn.Sequential(OrderedDict([
+            ("conv", nn.Conv2d(1, 4, 3, stride=2, padding=1, bias=False)), ("bn", nn.BatchNorm2d(4)),
+            ("act", nn.LeakyReLU(0.2, inplace=True)), ("pool", nn.MaxPool2d(2)), ("avg", nn.AvgPool2d(2)),
+            ("ad", nn.AdaptiveAvgPool2d((1, 1))), ("flat", nn.Flatten()), ("drop", nn.Dropout(0.1)),
+            ("fc", nn.Linear(4, 3)), ("ln", nn.LayerNorm(3)), ("gn", nn.GroupNorm(1, 3)), ("gelu", nn.GELU()),
+            ("sm", nn.Softmax(dim=1)), ("lsm", nn.LogSoftmax(dim=1)), ("emb", nn.Embedding(5, 2, padding_idx=0)),
+            ("ml", nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2), nn.ReLU()])),
+            ("md", nn.ModuleDict({"x": nn.Tanh(), "y": nn.Sigmoid()})),
+            ("ct", nn.ConvTranspose2d(2, 3, 3, stride=2, output_padding=1)), ("c1", nn.Conv1d(2, 3, 3, dilation=2)),
+            ("loss", nn.CrossEntropyLoss()), ("bil", nn.Bilinear(2, 3, 4)), ("id", nn.Identity()),
+            ("unf", nn.Unflatten(1, (2, 2))), ("bn1", nn.BatchNorm1d(3, momentum=None, affine=False)),
+        ]))
+    assert repr(build(tracegrad.nn)) == repr(build(torch.nn))
+
+
+def test_parameter_repr_and_type():
+    torch = get_torch()
+    for mod in (torch, tracegrad):
+        p = mod.nn.Parameter(mod.tensor([1.0, 2.0]))
+        assert p.requires_grad and p.is_leaf
+        assert isinstance(p, mod.Tensor)
+        assert type(p * 2) is mod.Tensor
+    a = repr(tracegrad.nn.Parameter(tracegrad.tensor([1.0, 2.0])))
+    b = repr(torch.nn.Parameter(torch.tensor([1.0, 2.0])))
+    assert a == b
+
+
+def test_state_dict_round_trip_and_strict_errors():
+    def program(mod, log):
+        n1, n2 = _net(mod), _net(mod)
+        sd = n1.state_dict()
+        r = n2.load_state_dict(sd)
+        log.append(repr(r))
+        log.append(all(bool((a == b).all()) for a, b in zip(n1.state_dict().values(), n2.state_dict().values())))
+        bad = OrderedDict(sd)
+        del bad["a.fc.bias"]
+        bad["extra.weight"] = mod.zeros(1)
+        try:
+            n2.load_state_dict(bad)
+        except RuntimeError as e:
+            log.append(str(e).split("\n\t")[:3])
+        r = n2.load_state_dict(bad, strict=False)
+        log.append((r.missing_keys, r.unexpected_keys))
+        wrong = OrderedDict(sd)
+        wrong["head.1.weight"] = mod.zeros(5, 5)
+        try:
+            n2.load_state_dict(wrong)
+        except RuntimeError as e:
+            log.append(str(e).split("size mismatch for ")[1].split(":")[0])
+    both(program)
+
+
+def test_load_state_dict_is_atomic():
+    n1, n2 = _net(tracegrad), _net(tracegrad)
+    before = {k: v.clone() for k, v in n2.state_dict().items()}
+    sd = n1.state_dict()
+    sd["head.1.weight"] = tracegrad.zeros(9, 9)
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        n2.load_state_dict(sd)
+    for k, v in n2.state_dict().items():
+        assert bool((v == before[k]).all()), k
+
+
+def test_modes_zero_grad_apply_to():
+    def program(mod, log):
+        n = _net(mod)
+        n.eval()
+        log.append([m.training for m in n.modules()])
+        n.train()
+        log.append(n.a.bn.training)
+        x = mod.ones(4, 3)
+        n(x).sum().backward()
+        log.append([p.grad is None for p in n.parameters()])
+        n.zero_grad(set_to_none=False)
+        log.append([float(p.grad.abs().sum()) for p in n.parameters()])
+        n.zero_grad()
+        log.append([p.grad is None for p in n.parameters()])
+        seen = []
+        n.apply(lambda m: seen.append(type(m).__name__))
+        log.append(seen)
+        w = n.a.fc.weight
+        n.double()
+        log.append((n.a.fc.weight is w, str(w.dtype).split(".")[1], str(n.a.bn.num_batches_tracked.dtype).split(".")[1],
+                    str(n.a.stat.dtype).split(".")[1]))
+        n.to(mod.float32)
+        log.append(str(w.dtype).split(".")[1])
+        try:
+            n.to(mod.int64)
+        except TypeError:
+            log.append("TypeError")
+        n.requires_grad_(False)
+        log.append([p.requires_grad for p in n.parameters()])
+        try:
+            n.train("yes")
+        except ValueError:
+            log.append("ValueError")
+    both(program)
+
+
+def test_attribute_registration_rules():
+    def program(mod, log):
+        nn = mod.nn
+        m = nn.Module()
+        m.w = nn.Parameter(mod.ones(1))
+        m.sub = nn.Linear(1, 1)
+        m.register_buffer("buf", mod.zeros(1))
+        m.plain = 3
+        log.append((list(m._parameters), list(m._modules), list(m._buffers)))
+        for action in [lambda: setattr(m, "w", mod.ones(1)), lambda: setattr(m, "sub", 3),
+                       lambda: setattr(m, "buf", 3), lambda: m.register_buffer("a.b", None),
+                       lambda: m.register_buffer("plain", None), lambda: m.register_parameter("p", mod.ones(1)),
+                       lambda: m.add_module("x", 3), lambda: m.missing,
+                       lambda: m.register_parameter("q", nn.Parameter(mod.ones(1)) * 2),
+                       lambda: m.get_submodule("sub.nope"), lambda: m.get_parameter("sub.nope"),
+                       lambda: m.get_parameter("buf")]:
+            try:
+                action()
+                log.append("ok")
+            except Exception as e:  # noqa: BLE001
+                log.append(type(e).__name__)
+        m.w = None
+        log.append(("w" in m._parameters, m.w))
+        m.buf = mod.ones(2)
+        log.append(tuple(m.buf.shape))
+        m.sub = nn.Tanh()
+        del m.sub
+        del m.buf
+        del m.w
+        log.append((list(m._parameters), list(m._modules), list(m._buffers)))
+        m.x = nn.Linear(2, 2)
+        log.append((m.get_submodule("x") is m.x, m.get_parameter("x.bias") is m.x.bias))
+        m.x = nn.Parameter(mod.ones(1))   # a Parameter replaces a module of that name
+        log.append((list(m._parameters), list(m._modules)))
+    both(program)
+
+
+def test_deepcopy_and_not_implemented_forward():
+    n = _net(tracegrad)
+    c = copy.deepcopy(n)
+    assert c.a.fc.weight is not n.a.fc.weight
+    assert c.shared is c.a.fc
+    assert bool((c.a.fc.weight == n.a.fc.weight).all())
+    with pytest.raises(NotImplementedError):
+        tracegrad.nn.Module()(1)
+
+
+def test_sequential_ordereddict_modulelist_moduledict():
+    def program(mod, log):
+        nn = mod.nn
+        ml = nn.ModuleList([nn.Linear(1, 1) for _ in range(3)])
+        ml.append(nn.ReLU())
+        ml.extend([nn.Tanh()])
+        ml.insert(1, nn.Sigmoid())
+        log.append([type(m).__name__ for m in ml])
+        log.append(type(ml[1:3]).__name__)
+        del ml[0]
+        log.append([k for k, _ in ml.named_children()])
+        md = nn.ModuleDict({"b": nn.ReLU(), "a": nn.Tanh()})
+        md["c"] = nn.Identity()
+        log.append((list(md.keys()), "a" in md, len(md)))
+        md.pop("b")
+        log.append(list(md))
+        pl = nn.ParameterList([nn.Parameter(mod.ones(2)), mod.zeros(3)])
+        log.append([(k, tuple(p.shape), type(p).__name__) for k, p in pl.named_parameters()])
+        pd = nn.ParameterDict({"x": nn.Parameter(mod.ones(1))})
+        log.append([k for k, _ in pd.named_parameters()])
+    both(program)
