@@ -42,7 +42,7 @@ from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
-from . import nn  # noqa: E402  (torch imports torch.nn at import, too)
+from . import nn, optim, utils  # noqa: E402  (torch imports these at import, too)
 
 FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor
 

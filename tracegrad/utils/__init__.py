@@ -1,2 +1,3 @@
-"""``tracegrad.utils``: mirrors ``torch.utils`` (``data``, ``checkpoint``, ``hooks``)."""
-from . import hooks  # noqa: F401
+"""``tracegrad.utils``: mirrors ``torch.utils`` (``data``, ``hooks``; ``checkpoint`` comes with
+the region-lowering issue)."""
+from . import data, hooks  # noqa: F401
