@@ -27,10 +27,11 @@ def loss_fn(mod, params, x, y):
     return ((h - y) ** 2).mean() + 0.05 * (w * w).sum()
 
 
-def train(mod, opt_name, kw, steps=50, groups=False, dtype="float32"):
-    """Run ``steps`` optimizer steps; returns (params, optimizer)."""
-    params = make_params(mod, dtype=dtype)
-    x, y = inputs(mod, dtype=dtype)
+def train(mod, opt_name, kw, steps=50, groups=False, dtype="float32", seed=0):
+    """Run ``steps`` optimizer steps on the problem drawn with ``seed``; returns
+    (params, optimizer)."""
+    params = make_params(mod, seed=seed, dtype=dtype)
+    x, y = inputs(mod, seed=seed + 1, dtype=dtype)
     cls = getattr(mod.optim, opt_name)
     if groups:
         opt = cls([{"params": [params[0]]}, {"params": params[1:], "lr": kw.get("lr", 1e-2) * 0.5}], **kw)

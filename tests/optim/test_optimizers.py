@@ -85,6 +85,28 @@ def test_parity_float64_and_groups(name, kw):
     assert [g["lr"] for g in opt_t.param_groups] == [g["lr"] for g in opt_g.param_groups]
 
 
+@pytest.mark.parametrize("seed", [3, 11, 42])
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.05)),
+                                     ("Adam", dict(lr=0.03, amsgrad=True, weight_decay=0.02)),
+                                     ("AdamW", dict(lr=0.03, betas=(0.5, 0.9))),
+                                     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.2)),
+                                     ("Adagrad", dict(lr=0.2, lr_decay=0.02, initial_accumulator_value=0.5))])
+def test_parity_random_problems(name, kw, seed):
+    p_t, opt_t = train(torch, name, kw, seed=seed)
+    p_g, opt_g = train(tracegrad, name, kw, seed=seed)
+    for a, b in zip(p_t, p_g):
+        np.testing.assert_allclose(to_np(b), a.detach().numpy(), rtol=1e-5, atol=1e-6)
+    _compare_state(opt_t, opt_g, p_t, p_g)
+
+
+def test_complex_params_raise_clearly_in_adam_like_rules():
+    p = tracegrad.tensor([1.0 + 1.0j], dtype=tracegrad.complex64, requires_grad=True)
+    p.grad = tracegrad.tensor([0.5 + 0.0j], dtype=tracegrad.complex64)
+    for cls in (tracegrad.optim.Adam, tracegrad.optim.RMSprop, tracegrad.optim.Adagrad):
+        with pytest.raises(RuntimeError, match="complex parameters are not supported"):
+            cls([p]).step()
+
+
 def test_state_step_is_float32_tensor():
     _, opt = train(tracegrad, "Adam", dict(lr=0.01), steps=3)
     st = next(iter(opt.state.values()))

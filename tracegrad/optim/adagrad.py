@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import Tensor, float32, full_like, tensor
 from ._functional import adagrad_step
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
 
 __all__ = ["Adagrad"]
 
@@ -64,6 +64,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                _check_real(p, "Adagrad")
                 state = self.state[p]
                 adagrad_step(p, p.grad, state["sum"], state["step"], lr=group["lr"],
                              lr_decay=group["lr_decay"], eps=group["eps"],

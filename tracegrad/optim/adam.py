@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import Tensor, float32, tensor, zeros_like
 from ._functional import adam_step
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
 
 __all__ = ["Adam"]
 
@@ -88,6 +88,7 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                _check_real(p, self.__class__.__name__)
                 state = self._init_state(p, group)
                 adam_step(p, p.grad, state["exp_avg"], state["exp_avg_sq"],
                           state.get("max_exp_avg_sq"), state["step"], lr=group["lr"],

@@ -406,6 +406,14 @@ class Optimizer:
         self.param_groups.append(param_group)
 
 
+def _check_real(p, name):
+    """Adam-style rules square gradients elementwise; torch does that on ``view_as_real``
+    views of complex parameters, which tracegrad does not have yet."""
+    if p.is_complex():
+        raise RuntimeError(f"tracegrad.optim.{name}: complex parameters are not supported yet; "
+                           "optimize the real and imaginary parts as two real tensors instead")
+
+
 def _typename(obj) -> str:
     if isinstance(obj, Tensor):
         return "tracegrad.Tensor"

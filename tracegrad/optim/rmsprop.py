@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import Tensor, float32, tensor, zeros_like
 from ._functional import rmsprop_step
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
 
 __all__ = ["RMSprop"]
 
@@ -62,6 +62,7 @@ class RMSprop(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                _check_real(p, "RMSprop")
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = tensor(0.0, dtype=float32)
