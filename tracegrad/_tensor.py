@@ -361,9 +361,13 @@ class Tensor:
         return np.asarray(v).reshape(()).item()
 
     def __float__(self):
+        if self._value.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self.item())
 
     def __int__(self):
+        if self._value.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __complex__(self):

@@ -324,7 +324,12 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     if dtype is not None:
         d = _dt.to_dtype(dtype)
         if d is not self.dtype or copy:
-            out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
+            if d.is_floating_point or d.is_complex or not self._rg:
+                out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
+            else:   # an integer/bool result is not differentiable: no history (as torch)
+                from .autograd.grad_mode import no_grad
+                with no_grad():
+                    out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
     if device is not None:
         dev = _device(device)
         if dev != self.device:
@@ -1167,11 +1172,25 @@ def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
     advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
     markers, arrays = _parse_key(self, key)
+    full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
     if not arrays:
-        v = apply_op(_basic_op(markers), (self,), (("key", markers),)) if markers else self
+        if full:      # ``x[...] = v`` / ``x[:] = v`` write self itself (no view)
+            if isinstance(value, Tensor):
+                copy_(self, value)
+            else:
+                apply_inplace(OPS["fill_tensor"], self, (value,))
+            return
+        v = apply_op(_basic_op(markers), (self,), (("key", markers),))
         copy_(v, value)
         return
-    index_put_(self, arrays, value, markers=markers)
+    if full:
+        index_put_(self, arrays, value, markers=markers)
+        return
+    # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
+    basic = tuple(("s", None, None, None) if m[0] == "t" else m for m in markers)
+    rest = tuple(m if m[0] in "te" else ("s", None, None, None) for m in markers if m[0] != "i")
+    v = apply_op(_basic_op(basic), (self,), (("key", basic),))
+    index_put_(v, arrays, value, markers=rest)
 
 
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
@@ -1328,9 +1347,12 @@ def copy_(self, src, non_blocking=False):
 
 
 def fill_(self, value):
-    """Mirrors ``torch.Tensor.fill_``."""
+    """Mirrors ``torch.Tensor.fill_(value)``: a number (``FillBackward2``) or a 0-d tensor
+    (``FillBackward3``, the gradient flows to it). RuntimeError for a tensor with dims."""
     if isinstance(value, Tensor):
-        value = value.item()
+        if value.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+        return apply_inplace(OPS["fill_tensor"], self, (value,))
     return apply_inplace(OPS["fill"], self, (value,))
 
 

@@ -209,5 +209,9 @@ defop("clone", lambda x: x, grad_fn="CloneBackward0")
 # `copy_` writes src (broadcast, cast) over self: the result does not depend on self's value
 defop("copy", lambda s, src: jnp.broadcast_to(src.astype(s.dtype), s.shape), args=("self", "src"),
       grad_fn="CopyBackwards")
-defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value"), grad_fn="FillBackward0", no_edge=("value",))
+# torch 2.13: fill_(number) is FillBackward2, fill_(0-d tensor) FillBackward3
+defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value"), grad_fn="FillBackward2",
+      no_edge=("value",))
+defop("fill_tensor", lambda s, v: jnp.broadcast_to(jnp.asarray(v).astype(s.dtype), s.shape),
+      args=("self", "value"), grad_fn="FillBackward3")
 defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")

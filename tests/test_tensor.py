@@ -1,0 +1,179 @@
+"""Parity of Tensor metadata and conversions, ``__setitem__``, in-place ops, version
+counters and view/storage sharing with torch (one line per case)."""
+import numpy as np
+import pytest
+
+from _op_parity import A, B, C, F, I, check_parity, params
+
+torch = pytest.importorskip("torch")
+
+META = [
+    C("shape", lambda t, x: (x.shape, x.size(), x.size(1), x.size(-1), x.shape[1:]), [F(2, 3, 4)]),
+    C("size_repr", lambda t, x: repr(x.size()).replace("torch", "tracegrad"), [F(2, 3)]),
+    C("size_numel", lambda t, x: (x.size().numel(), len(x.size()), x.size() == (2, 3)), [F(2, 3)]),
+    C("size_bad_dim", lambda t, x: x.size(2), [F(2, 3)], raises=True),
+    C("dim", lambda t, x: (x.dim(), x.ndim, x.numel(), x.nelement(), x.ndimension()), [F(2, 3, 4)]),
+    C("dim_0d", lambda t, x: (x.dim(), x.numel(), x.shape), [F()]),
+    C("item_float", lambda t, x: x.item(), [F()]),
+    C("item_int", lambda t, x: x.item(), [A(np.int64(7))]),
+    C("item_bool", lambda t, x: x.item(), [A(np.bool_(True))]),
+    C("item_1elem", lambda t, x: x.item(), [F(1, 1)]),
+    C("item_many_raises", lambda t, x: x.item(), [F(3)], raises=True),
+    C("tolist", lambda t, x: x.tolist() == x.detach().numpy().tolist(), [F(2, 3)]),
+    C("tolist_int", lambda t, x: x.tolist(), [A([[1, 2], [3, 4]])]),
+    C("tolist_0d", lambda t, x: x.tolist(), [A(np.int64(3))]),
+    C("numpy_requires_grad_raises", lambda t, x: x.numpy(), [F(3)], raises=True),
+    C("numpy_detach", lambda t, x: t.tensor(x.detach().numpy()), [F(3)]),
+    C("numpy_dtype", lambda t, x: str(x.numpy().dtype), [A([1, 2], grad=False)]),
+    C("len", lambda t, x: len(x), [F(4, 3)]),
+    C("len_0d_raises", lambda t, x: len(x), [F()], raises=True),
+    C("iter", lambda t, x: list(x), [F(3, 2)]),
+    C("iter_0d_raises", lambda t, x: list(x), [F()], raises=True),
+    C("bool_1", lambda t, x: bool(x), [A([0.0])]),
+    C("bool_many_raises", lambda t, x: bool(x), [F(2)], raises=True),
+    C("float_conv", lambda t, x: float(x), [F(1)]),
+    C("int_conv", lambda t, x: int(x), [A([3.7])]),
+    C("float_many_raises", lambda t, x: float(x), [F(2)], raises=True),
+    C("int_many_raises", lambda t, x: int(x), [F(2)], raises=True),
+    C("index_conv", lambda t, x: [10, 20, 30][x], [A(np.int64(2))]),
+    C("index_float_raises", lambda t, x: [10, 20, 30][x], [A(np.float32(1.0), grad=False)], raises=True),
+    C("array", lambda t, x: t.tensor(np.asarray(x) * 2), [A([1.0, 2.0], grad=False)]),
+    C("array_dtype", lambda t, x: str(np.asarray(x, dtype=np.float64).dtype), [A([1, 2])]),
+    C("is_leaf", lambda t, x: (x.is_leaf, (x * 2).is_leaf, x.detach().is_leaf, x.requires_grad), [F(3)]),
+    C("requires_grad_int_raises", lambda t, x: x.requires_grad_(), [I(3)], raises=True),
+    C("is_floating_point", lambda t, x, y: (x.is_floating_point(), y.is_floating_point(), t.is_tensor(x), t.is_tensor(1)), [F(2), I(2)]),
+    C("element_size", lambda t, x, y: (x.element_size(), y.element_size()), [F(2), I(2)]),
+]
+
+
+def _setitem(key, value=None):
+    """``y = x.clone(); y[key] = value`` (value: a number, or the second input)."""
+    def fn(t, x, *v):
+        y = x.clone()
+        y[key(t) if callable(key) else key] = v[0] if v else value
+        return y
+    return fn
+
+
+_X = F(4, 5)
+SETITEM = [
+    C("set_int", _setitem(1, 2.0), [_X]),
+    C("set_int_tensor_value", _setitem(1), [_X, F(5)]),
+    C("set_int_int", _setitem((1, 2), -1.0), [_X]),
+    C("set_slice", _setitem(slice(1, 3), 0.5), [_X]),
+    C("set_slice_step", _setitem((slice(None, None, 2), slice(1, None)), 7.0), [_X]),
+    C("set_slice_neg", _setitem((slice(-2, None), -1), 3.0), [_X]),
+    C("set_slice_value_bcast", _setitem((slice(0, 2),)), [_X, F(5)]),
+    C("set_none", _setitem((None, 1), 4.0), [_X]),
+    C("set_ellipsis", _setitem((Ellipsis, 0), 1.0), [_X]),
+    C("set_all", _setitem(Ellipsis), [_X, F(4, 5)]),
+    C("set_all_scalar", _setitem(Ellipsis, 2.0), [_X]),
+    C("set_full_slice", _setitem(slice(None), 2.0), [_X]),
+    C("set_full_slice_tensor", _setitem((slice(None), slice(None))), [_X, F(5)]),
+    C("set_none_only", _setitem(None, 1.0), [_X]),
+    C("set_full_slice_tensor_idx", _setitem(lambda t: (slice(None), t.tensor([0, 1])), 0.0), [_X]),
+    C("set_none_tensor_idx", _setitem(lambda t: (None, t.tensor([0, 1])), 0.0), [_X]),
+    C("set_int_tensor_idx", _setitem(lambda t: (1, t.tensor([0, 3]))), [_X, F(2)]),
+    C("set_int_list", _setitem(([0, 2],), 9.0), [_X]),
+    C("set_int_tensor", _setitem(lambda t: t.tensor([3, 1])), [_X, F(2, 5)]),
+    C("set_two_tensors", _setitem(lambda t: (t.tensor([0, 3]), t.tensor([1, 4]))), [_X, F(2)]),
+    C("set_tensor_slice", _setitem(lambda t: (t.tensor([0, 2]), slice(1, 3)), 0.0), [_X]),
+    C("set_bool_mask", _setitem(lambda t: t.tensor([True, False, True, False]), -2.0), [_X]),
+    C("set_bool_mask_2d", _setitem(lambda t: t.arange(20).reshape(4, 5) % 3 == 0, 0.0), [_X]),
+    C("set_bool_mask_values", _setitem(lambda t: t.tensor([True, False, False, True])), [_X, F(2, 5)]),
+    C("set_int_into_float", _setitem(0, 3), [_X]),
+    C("set_into_int", lambda t, x: (x.__setitem__(0, 2.7), x)[1], [I(3, 2)]),
+    C("set_out_of_range", _setitem(4, 0.0), [_X], raises=True),
+    C("set_shape_mismatch", _setitem(0), [_X, F(3)], raises=True),
+    C("set_leaf_raises", lambda t, x: x.__setitem__(0, 1.0), [F(3)], raises=True),
+    C("set_version", lambda t, x: (x.__setitem__(0, 1.0), x.__setitem__(slice(1, 2), 2.0), x._version)[2], [A([1., 2., 3.], grad=False)]),
+]
+
+
+def _inplace(method, *args, pre=None):
+    """``y = pre(x.clone()); y.<method>_(*args); return y`` -- history rebased onto the op."""
+    def fn(t, x, *rest):
+        y = x.clone() if pre is None else pre(x.clone())
+        a = [r for r in rest] + [a(t) if callable(a) else a for a in args]
+        getattr(y, method)(*a)
+        return y, y._version
+    return fn
+
+
+POS = dict(lo=0.5, hi=2.0)
+INPLACE = [
+    C("add_", _inplace("add_", 1.5), [F(3, 4)]),
+    C("add_tensor_", _inplace("add_"), [F(3, 4), F(4)]),
+    C("sub_", _inplace("sub_"), [F(3, 4), F(3, 4)]),
+    C("mul_", _inplace("mul_", 2.0), [F(3, 4)]),
+    C("mul_tensor_", _inplace("mul_"), [F(3, 4), F(3, 4)]),
+    C("div_", _inplace("div_", 4.0), [F(3, 4)]),
+    C("div_tensor_", _inplace("div_"), [F(3, 4), F(3, 4, **POS)]),
+    C("pow_", _inplace("pow_", 2.0), [F(3, 4)]),
+    C("clamp_", _inplace("clamp_", -0.5, 0.5), [F(3, 4)]),
+    C("clamp_min_", lambda t, x: x.clone().clamp_(min=0.0), [F(3, 4)]),
+    C("fill_", _inplace("fill_", 3.0), [F(3, 4)]),
+    C("fill_tensor_", _inplace("fill_"), [F(3, 4), F()]),
+    C("fill_tensor_dims_raises", _inplace("fill_"), [F(3, 4), F(2)], raises=True),
+    C("zero_", _inplace("zero_"), [F(3, 4)]),
+    C("copy_", _inplace("copy_"), [F(3, 4), F(3, 4)]),
+    C("copy_bcast_", _inplace("copy_"), [F(3, 4), F(4)]),
+    C("copy_bad_shape", _inplace("copy_"), [F(3, 4), F(3)], raises=True),
+    C("masked_fill_", _inplace("masked_fill_", -1.0), [F(3, 4), B(3, 4)]),
+    C("exp_", _inplace("exp_"), [F(3, 4)]),
+    C("relu_", _inplace("relu_"), [F(3, 4)]),
+    C("sigmoid_", _inplace("sigmoid_"), [F(3, 4)]),
+    C("tanh_", _inplace("tanh_"), [F(3, 4)]),
+    C("neg_", _inplace("neg_"), [F(3, 4)]),
+    C("abs_", _inplace("abs_"), [F(3, 4)]),
+    C("sqrt_", _inplace("sqrt_"), [F(3, 4, **POS)]),
+    C("chain_", lambda t, x: x.clone().add_(1).mul_(2).exp_(), [F(3, 4)]),
+    C("iadd", lambda t, x: (lambda y: (y.__iadd__(1.0), y._version))(x * 1)[0], [F(3)]),
+    C("imul_tensor", lambda t, x, z: (lambda y: y.__imul__(z))(x * 1), [F(3), F(3)]),
+    C("leaf_inplace_raises", lambda t, x: x.add_(1), [F(3)], raises=True),
+    C("leaf_view_inplace_raises", lambda t, x: x[0].add_(1), [F(3)], raises=True),
+    C("leaf_inplace_no_grad_ok", lambda t, x: (t.no_grad().__enter__(), x.add_(1), t.set_grad_enabled(True))[1], [F(3)], grad=False),
+    C("view_write_copyslices", lambda t, x: (lambda y: (y[0].mul_(2), y)[1])(x.clone()), [F(3, 4)]),
+    C("view_write_view_gradfn", lambda t, x: (lambda y, v: (v.mul_(2), v, y)[1:])(*(lambda y: (y, y[:, 1]))(x.clone())), [F(3, 4)]),
+    C("transpose_view_write", lambda t, x: (lambda y: (y.t()[0].fill_(1.0), y)[1])(x.clone()), [F(3, 4)]),
+    C("expand_inplace_raises", lambda t, x: x.detach().expand(3, 4).add_(1), [F(3, 1)], raises=True),
+    C("t_", lambda t, x: (lambda y: (y.t_(), y.shape, y._version, y))(x.detach().clone()), [F(3, 4)]),
+]
+
+VIEWS = [
+    C("version_counts", lambda t, x: (lambda a: (a._version, a.add_(1)._version, a.mul_(2)._version,
+                                                  a.zero_()._version))(x.detach().clone()), [F(3)]),
+    C("view_write_base", lambda t, x: (lambda a: (a[1].fill_(2.0), a, a._version, a[1]._version))(x.detach().clone())[1:], [F(3, 4)]),
+    C("view_shares_version", lambda t, x: (lambda a, v: (a.add_(1), v._version, v))(*(lambda a: (a, a.view(-1)))(x.detach().clone()))[1:], [F(3, 4)]),
+    C("detach_shares", lambda t, x: (lambda a: (a.detach().zero_(), a, a._version))(x * 1)[1:], [F(3)], grad=False),
+    C("detach_fill_changes_base", lambda t, x: (lambda a: (a.detach().fill_(10.0), a))(x.detach().clone())[1], [F(3)]),
+    C("data_own_counter", lambda t, x: (lambda a, d: (d.add_(1), a, a._version, d._version))(*(lambda a: (a, a.data))(x * 1))[1:], [F(3)], grad=False),
+    C("slice_view_chain", lambda t, x: (lambda a: (a[1:][0].fill_(5.0), a))(x.detach().clone())[1], [F(3, 4)]),
+    C("unsqueeze_view_write", lambda t, x: (lambda a: (a.unsqueeze(0)[0, 1].fill_(5.0), a))(x.detach().clone())[1], [F(3, 4)]),
+    C("narrow_view_write", lambda t, x: (lambda a: (a.narrow(1, 1, 2).zero_(), a))(x.detach().clone())[1], [F(3, 4)]),
+    C("split_view_write", lambda t, x: (lambda a: (a.split(2)[1].fill_(3.0), a))(x.detach().clone())[1], [F(4, 2)]),
+    C("permute_view_write", lambda t, x: (lambda a: (a.permute(1, 0)[2].fill_(3.0), a))(x.detach().clone())[1], [F(3, 4)]),
+    C("is_view", lambda t, x: (x._base is None, x[0]._base is x, x.view(-1)._base is x, x.clone()._base is None), [F(3, 4)]),
+]
+
+
+@params(META + SETITEM + INPLACE + VIEWS)
+def test_parity(case):
+    check_parity(case, torch)
+
+
+def test_random_inplace():
+    import tracegrad
+    x = tracegrad.zeros(2000)
+    x.normal_(1.0, 2.0)
+    assert x._version == 1
+    v = x.numpy()
+    assert abs(v.mean() - 1.0) < 0.2 and abs(v.std() - 2.0) < 0.2
+    x.uniform_(-1.0, 3.0)
+    v = x.numpy()
+    assert v.min() >= -1.0 and v.max() < 3.0 and abs(v.mean() - 1.0) < 0.15
+    assert x._version == 2
+    # writes through a view change the base
+    y = tracegrad.zeros(4, 5)
+    y[1].normal_()
+    assert (y[1] != 0).all() and (y[0] == 0).all() and (y[2:] == 0).all()
