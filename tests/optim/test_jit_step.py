@@ -17,6 +17,10 @@ CONFIGS = [
     ("AdamW", dict(lr=0.02)),
     ("RMSprop", dict(lr=0.01, centered=True, momentum=0.5)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.05)),
+    ("Adadelta", dict(lr=0.5)),
+    ("Adamax", dict(lr=0.02, weight_decay=0.01)),
+    ("NAdam", dict(lr=0.02)),
+    ("RAdam", dict(lr=0.02, betas=(0.8, 0.9))),   # rho_t crosses 5 within the 8 steps
 ]
 
 

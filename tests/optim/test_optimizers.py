@@ -33,6 +33,16 @@ CONFIGS = [
     ("Adagrad", dict(lr=0.1)),
     ("Adagrad", dict(lr=0.1, lr_decay=0.05, initial_accumulator_value=0.1, weight_decay=0.01)),
     ("Adagrad", dict(lr=0.05, maximize=True, eps=1e-6)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.05, maximize=True)),
+    ("Adamax", dict(lr=0.02)),
+    ("Adamax", dict(lr=0.02, betas=(0.7, 0.99), weight_decay=0.1)),
+    ("NAdam", dict(lr=0.02)),
+    ("NAdam", dict(lr=0.02, weight_decay=0.1, momentum_decay=0.01)),
+    ("NAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("RAdam", dict(lr=0.02)),
+    ("RAdam", dict(lr=0.02, betas=(0.8, 0.9), weight_decay=0.1, maximize=True)),
+    ("RAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True)),
 ]
 
 
@@ -223,7 +233,11 @@ def test_param_group_errors_match_torch():
                     lambda: mod.optim.RMSprop([a], alpha=-1.0),
                     lambda: mod.optim.RMSprop([a], momentum=-1.0),
                     lambda: mod.optim.Adagrad([a], lr_decay=-1.0),
-                    lambda: mod.optim.Adagrad([a], initial_accumulator_value=-1.0)]:
+                    lambda: mod.optim.Adagrad([a], initial_accumulator_value=-1.0),
+                    lambda: mod.optim.Adadelta([a], rho=1.5),
+                    lambda: mod.optim.Adamax([a], betas=(0.9, 1.0)),
+                    lambda: mod.optim.NAdam([a], momentum_decay=-1.0),
+                    lambda: mod.optim.RAdam([a], eps=-1.0)]:
             try:
                 bad()
                 out.append(None)

@@ -1,16 +1,21 @@
 """``tracegrad.optim``: mirrors ``torch.optim`` -- ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``,
-``RMSprop``, ``Adagrad`` and ``lr_scheduler``.
+``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam`` and ``lr_scheduler``.
 
 Written against tracegrad's public tensor API only (no JAX here, DESIGN 2): the classes keep
 torch's API and state layout; the update math is in ``_functional.py``; ``step()`` is
 traceable (NOTE [traceable step] in ``optimizer.py``).
 """
 from . import lr_scheduler  # noqa: F401
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
+from .adamax import Adamax
 from .adamw import AdamW
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+           "NAdam", "RAdam", "lr_scheduler"]

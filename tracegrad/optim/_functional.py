@@ -13,9 +13,10 @@ scalar does in torch: cast to the parameter's dtype (0-d tensors do not promote)
 """
 from __future__ import annotations
 
-from .. import Tensor, float64
+from .. import Tensor, float64, where
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step"]
+__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
+           "nadam_step", "radam_step"]
 
 
 def _scalar(x):
@@ -136,3 +137,93 @@ def adagrad_step(param, grad, state_sum, step, *, lr, lr_decay, eps, weight_deca
     state_sum.addcmul_(grad, grad, value=1)
     std = state_sum.sqrt().add_(eps)
     param.addcdiv_(grad, std, value=-clr)
+
+
+def adadelta_step(param, grad, square_avg, acc_delta, step, *, lr, rho, eps, weight_decay, maximize):
+    """One Adadelta update in place. Mirrors torch's ``_single_tensor_adadelta``."""
+    lr = _scalar(lr)
+    step.add_(1)
+    if maximize:
+        grad = -grad
+    if weight_decay != 0:
+        grad = grad.add(param, alpha=weight_decay)
+    square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+    std = square_avg.add(eps).sqrt_()
+    delta = acc_delta.add(eps).sqrt_()
+    delta.div_(std).mul_(grad)
+    acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+    _add_scaled_(param, delta, lr)
+
+
+def adamax_step(param, grad, exp_avg, exp_inf, step, *, lr, beta1, beta2, eps, weight_decay,
+                maximize):
+    """One Adamax update in place. Mirrors torch's ``_single_tensor_adamax``; the bias
+    correction is a float64 0-d tensor from ``step``."""
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    step.add_(1)
+    if weight_decay != 0:
+        grad = grad.add(param, alpha=weight_decay)
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
+    clr = _like_lr(lr / (1 - beta1 ** step.to(float64)), lr)
+    param.addcdiv_(exp_avg, exp_inf, value=-clr)
+
+
+def nadam_step(param, grad, exp_avg, exp_avg_sq, mu_product, step, *, lr, beta1, beta2, eps,
+               weight_decay, momentum_decay, maximize, decoupled_weight_decay=False):
+    """One NAdam update in place. Mirrors torch's ``_single_tensor_nadam``. ``mu_product`` is
+    the float32 0-d running product of the momentum schedule (updated here, in float32 as
+    torch); mu and mu_next are float64 0-d tensors from ``step``."""
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    step.add_(1)
+    t = step.to(float64)
+    bias_correction2 = 1 - beta2 ** t
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * momentum_decay)))
+    mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * momentum_decay)))
+    mu_product.mul_(mu.to(mu_product.dtype))    # torch: float32 tensor *= Python float
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    denom = exp_avg_sq.div(bias_correction2).sqrt()
+    mp = mu_product.to(float64)
+    mu_product_next = mp * mu_next
+    denom.add_(eps)
+    param.addcdiv_(grad, denom, value=_like_lr(-lr * (1.0 - mu) / (1.0 - mp), lr))
+    param.addcdiv_(exp_avg, denom, value=_like_lr((-lr * mu_next) / (1.0 - mu_product_next), lr))
+
+
+def radam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2, eps, weight_decay,
+               maximize, decoupled_weight_decay=False):
+    """One RAdam update in place. Mirrors torch's ``_single_tensor_radam``. torch branches in
+    Python on ``rho_t > 5``; here both updates are computed and ``where`` picks one, so the
+    step stays traceable (the unused branch may hold NaN; it is never selected)."""
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    step.add_(1)
+    t = step.to(float64)
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    exp_avg.lerp_(grad, 1 - beta1)
+    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    bias_correction1 = 1 - beta1 ** t
+    bias_correction2 = 1 - beta2 ** t
+    bias_corrected_exp_avg = exp_avg / bias_correction1
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * t * (beta2 ** t) / bias_correction2
+    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)).sqrt()
+    # torch's ``float / tensor`` is ``tensor.reciprocal() * float``: same rounding here
+    adaptive_lr = exp_avg_sq.sqrt().add_(eps).reciprocal() * bias_correction2.sqrt()
+    plain = bias_corrected_exp_avg * lr
+    param.sub_(where(rho_t > 5.0, plain * adaptive_lr * rect, plain))

@@ -1,0 +1,22 @@
+"""Shared constructor checks for the optimizer classes (torch's messages)."""
+from __future__ import annotations
+
+from .. import Tensor
+
+
+def check_common(lr, eps=None, weight_decay=None, betas=None):
+    """ValueError like torch for a bad lr (negative, or a Tensor of more than one element),
+    eps, weight_decay or betas."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if eps is not None and not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if betas is not None:
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if weight_decay is not None and not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")

@@ -1,0 +1,48 @@
+"""``Adadelta``. Mirrors ``torch.optim.Adadelta``."""
+from __future__ import annotations
+
+from .. import float32, tensor, zeros_like
+from ._functional import adadelta_step
+from ._simple import check_common
+from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta. Mirrors ``torch.optim.Adadelta``.
+
+    Args: params; lr (default 1.0), rho (0.9), eps (1e-6), weight_decay (0), maximize (False);
+    foreach, capturable, differentiable: stored.
+    State per parameter: ``step`` (float32 0-d tensor), ``square_avg``, ``acc_delta``.
+    Raises: ValueError for lr, eps, weight_decay < 0 or rho outside [0, 1].
+    """
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        check_common(lr)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        check_common(0.0, eps=eps, weight_decay=weight_decay)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """One Adadelta step over every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                _check_real(p, "Adadelta")
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = tensor(0.0, dtype=float32)
+                    state["square_avg"] = zeros_like(p)
+                    state["acc_delta"] = zeros_like(p)
+                adadelta_step(p, p.grad, state["square_avg"], state["acc_delta"], state["step"],
+                              lr=group["lr"], rho=group["rho"], eps=group["eps"],
+                              weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss

@@ -1,0 +1,46 @@
+"""``Adamax``. Mirrors ``torch.optim.Adamax``."""
+from __future__ import annotations
+
+from .. import float32, tensor, zeros_like
+from ._functional import adamax_step
+from ._simple import check_common
+from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm). Mirrors ``torch.optim.Adamax``.
+
+    Args: params; lr (default 2e-3), betas ((0.9, 0.999)), eps (1e-8), weight_decay (0),
+    maximize (False); foreach, differentiable, capturable: stored.
+    State per parameter: ``step`` (float32 0-d tensor), ``exp_avg``, ``exp_inf``.
+    Raises: ValueError for lr, eps, weight_decay < 0 or a beta outside [0, 1).
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        check_common(lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """One Adamax step over every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                _check_real(p, "Adamax")
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = tensor(0.0, dtype=float32)
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_inf"] = zeros_like(p)
+                adamax_step(p, p.grad, state["exp_avg"], state["exp_inf"], state["step"],
+                            lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                            weight_decay=group["weight_decay"], maximize=group["maximize"])
+        return loss

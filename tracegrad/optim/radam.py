@@ -1,0 +1,50 @@
+"""``RAdam``. Mirrors ``torch.optim.RAdam``."""
+from __future__ import annotations
+
+from .. import float32, tensor, zeros_like
+from ._functional import radam_step
+from ._simple import check_common
+from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    """RAdam (rectified Adam). Mirrors ``torch.optim.RAdam``.
+
+    Args: params; lr (default 1e-3), betas ((0.9, 0.999)), eps (1e-8), weight_decay (0),
+    decoupled_weight_decay (False), maximize (False); foreach, capturable, differentiable:
+    stored.
+    State per parameter: ``step`` (float32 0-d tensor), ``exp_avg``, ``exp_avg_sq``.
+    Raises: ValueError for lr, eps, weight_decay < 0 or a beta outside [0, 1).
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        check_common(lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """One RAdam step over every parameter with a gradient; returns ``closure()``'s loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                _check_real(p, "RAdam")
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = tensor(0.0, dtype=float32)
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                radam_step(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
+                           lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                           weight_decay=group["weight_decay"], maximize=group["maximize"],
+                           decoupled_weight_decay=group["decoupled_weight_decay"])
+        return loss
