@@ -20,11 +20,12 @@ def _formatter(values, dtype):
             return lambda v: _special(v) or f"{v:.4f}"
         a = np.abs(finite.astype(np.float64))
         nz = a[a != 0]
+        # torch's _Formatter: integral values print as "1." unless the range is wide
         if np.all(finite == np.round(finite)):
-            if nz.size and (nz.max() >= 1e8):
+            if nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8):
                 return lambda v: _special(v) or f"{v:.4e}"
             return lambda v: _special(v) or f"{v:.0f}."
-        if nz.size and (nz.max() / nz.min() > 1000 or nz.max() >= 1e8 or nz.min() < 1e-4):
+        if nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8 or nz.min() < 1e-4):
             return lambda v: _special(v) or f"{v:.4e}"
         return lambda v: _special(v) or f"{v:.4f}"
     if dtype is _dt.bool_:
@@ -65,7 +66,7 @@ def format_array(arr, dtype, indent):
         if a.ndim == 1:
             items = [fmt(v).rjust(width) for v in (a[:3].tolist() + a[-3:].tolist() if summarize and n > 6 else a.tolist())]
             if summarize and n > 6:
-                items = items[:3] + ["..."] + items[3:]
+                items = items[:3] + [" ..."] + items[3:]   # torch's literal, not padded
             per_line = max(1, (80 - ind) // (width + 2))
             lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
             return "[" + (",\n" + " " * (ind + 1)).join(lines) + "]"
@@ -100,7 +101,7 @@ def tensor_repr(t, prefix="tensor("):
         suffixes.append(f"dtype={dtype!r}")
     gf = t.grad_fn
     if gf is not None:
-        suffixes.append(f"grad_fn=<{gf.name()}>")
+        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     return prefix + body + "".join(", " + s for s in suffixes) + ")"

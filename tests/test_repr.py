@@ -1,0 +1,67 @@
+"""``repr(tensor)`` must equal torch's with ``torch.`` replaced by ``tracegrad.`` (one line per
+case: a program building a tensor from fixed data on either module)."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+torch = pytest.importorskip("torch")
+
+_rs = np.random.RandomState(0)
+_N = _rs.standard_normal((4, 5)).astype(np.float32)
+
+CASES = [
+    ("floats", lambda t: t.tensor([1.5, -2.25, 3.0])),
+    ("integral_floats", lambda t: t.tensor([1.0, 2.0, -3.0])),
+    ("ints", lambda t: t.tensor([1, -20, 300])),
+    ("bools", lambda t: t.tensor([True, False])),
+    ("scalar_float", lambda t: t.tensor(3.25)),
+    ("scalar_int", lambda t: t.tensor(7)),
+    ("scalar_bool", lambda t: t.tensor(True)),
+    ("scalar_neg", lambda t: t.tensor(-0.5)),
+    ("zero_float", lambda t: t.tensor(0.0)),
+    ("matrix", lambda t: t.tensor(_N)),
+    ("matrix_int", lambda t: t.arange(12).reshape(3, 4)),
+    ("cube", lambda t: t.tensor(_N[:4, :4].reshape(2, 2, 4))),
+    ("cube_int", lambda t: t.arange(24).reshape(2, 3, 4)),
+    ("rank4", lambda t: t.arange(16.).reshape(2, 2, 2, 2)),
+    ("negative", lambda t: t.tensor([-1.5, -0.001, -100.0])),
+    ("big", lambda t: t.tensor([1e10, 2.0])),
+    ("small", lambda t: t.tensor([1e-5, 2e-6])),
+    ("wide_range", lambda t: t.tensor([1e-3, 1e3, 1.0])),
+    ("big_integral", lambda t: t.tensor([1e8, 1.0])),
+    ("nan_inf", lambda t: t.tensor([float("nan"), float("inf"), -float("inf"), 1.5])),
+    ("all_nan", lambda t: t.tensor([float("nan")])),
+    ("requires_grad", lambda t: t.tensor([1.0, 2.0], requires_grad=True)),
+    ("grad_fn", lambda t: t.tensor([1.0, 2.0], requires_grad=True) * 2),
+    ("grad_fn_scalar", lambda t: (t.tensor([1.0, 2.0], requires_grad=True) * 2).sum()),
+    ("float64", lambda t: t.tensor([1.5, 2.0], dtype=t.float64)),
+    ("float64_grad", lambda t: t.tensor([1.5], dtype=t.float64, requires_grad=True)),
+    ("float16", lambda t: t.tensor([1.5, 2.0], dtype=t.float16)),
+    ("bfloat16", lambda t: t.tensor([1.5, 2.0], dtype=t.bfloat16)),
+    ("int32", lambda t: t.tensor([1, 2], dtype=t.int32)),
+    ("uint8", lambda t: t.tensor([1, 255], dtype=t.uint8)),
+    ("int8_scalar", lambda t: t.tensor(-3, dtype=t.int8)),
+    ("empty", lambda t: t.tensor([])),
+    ("empty_2d", lambda t: t.zeros(0, 3)),
+    ("empty_int", lambda t: t.zeros(0, dtype=t.int64)),
+    ("empty_f64_2d", lambda t: t.zeros(2, 0, dtype=t.float64)),
+    ("long_row", lambda t: t.arange(30.) / 7),
+    ("long_int_row", lambda t: t.arange(100) * 1000),
+    ("summarized", lambda t: t.arange(2000.)),
+    ("summarized_2d", lambda t: t.arange(3000).reshape(100, 30)),
+    ("summarized_small", lambda t: t.arange(1500.) / 1000),
+    ("summarized_3d", lambda t: t.arange(2400).reshape(8, 10, 30)),
+    ("sci_row_wrap", lambda t: t.tensor([1e-5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])),
+    ("int_mode_ratio", lambda t: t.tensor([1.0, 5000.0])),
+    ("just_1e8", lambda t: t.tensor([1e8, 2e7])),
+    ("mixed_width", lambda t: t.tensor([[1.0, -10.5], [100.25, 0.0]])),
+    ("precision", lambda t: t.tensor([0.123456789, 1.0 / 3])),
+]
+
+
+@pytest.mark.parametrize("name,build", CASES, ids=[c[0] for c in CASES])
+def test_repr(name, build):
+    want = repr(build(torch)).replace("torch.", "tracegrad.")
+    got = repr(build(tracegrad))
+    assert got == want, f"\n--- tracegrad\n{got}\n--- torch\n{want}"
