@@ -112,3 +112,42 @@ def test_step_reads_no_tensor_value_under_trace():
     assert out.shape == (2,)
     with pytest.raises(RuntimeError, match="concrete value"):
         jax.jit(lambda a: bool(tracegrad.Tensor._make(a).sum() > 0))(np.ones(2, np.float32))
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "NAdam"])
+def test_tensor_lr_is_a_traced_input_no_retrace(name):
+    """A Tensor lr (how a compiled step can lift a hyperparameter) flows into the traced step:
+    changing it between calls changes the update without retracing."""
+    p = tracegrad.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    lr = tracegrad.tensor(0.1)
+    opt = getattr(tracegrad.optim, name)([p], lr=lr)
+    p.grad = tracegrad.tensor([0.3, -0.2, 0.1])
+    opt.step()                       # eager first step creates the state
+    keys = sorted(opt.state[p])
+    traces = []
+
+    def f(p_arr, lr_arr, state):
+        traces.append(1)
+        p._st.array = p_arr
+        lr._st.array = lr_arr
+        for k in keys:
+            opt.state[p][k]._st.array = state[k]
+        p.grad = tracegrad.Tensor._make(p_arr * 0 + 0.25)
+        opt.step()
+        return p._st.array, {k: opt.state[p][k]._st.array for k in keys}
+
+    jf = jax.jit(f)
+    # eager twin for comparison
+    q = tracegrad.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    lr_q = tracegrad.tensor(0.1)
+    opt_q = getattr(tracegrad.optim, name)([q], lr=lr_q)
+    q.grad = tracegrad.tensor([0.3, -0.2, 0.1])
+    opt_q.step()
+    p_arr, st = p._st.array, {k: opt.state[p][k]._st.array for k in keys}
+    for value in (0.1, 0.01, 0.5):
+        p_arr, st = jf(p_arr, np.float32(value), st)
+        lr_q.fill_(value)
+        q.grad = tracegrad.full_like(q, 0.25)
+        opt_q.step()
+        np.testing.assert_allclose(np.asarray(p_arr), to_np(q), rtol=1e-6, atol=1e-7)
+    assert len(traces) == 1

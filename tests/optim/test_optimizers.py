@@ -407,3 +407,17 @@ def test_named_parameters_and_state_dict_aliasing_like_torch():
             opt.add_param_group({"params": [mod.ones(1, requires_grad=True)]})
         return sd["param_groups"][0]["param_names"], shared, sorted(sd["param_groups"][0])
     assert program(torch) == program(tracegrad)
+
+
+def test_state_dict_survives_save_load(tmp_path):
+    params, opt = train(tracegrad, "Adam", dict(lr=0.01, amsgrad=True), steps=3)
+    f = str(tmp_path / "opt.pt")
+    tracegrad.save(opt.state_dict(), f)
+    sd = tracegrad.load(f)
+    opt2 = tracegrad.optim.Adam([p.detach().clone().requires_grad_(True) for p in params], lr=1.0)
+    opt2.load_state_dict(sd)
+    a, b = opt.state_dict(), opt2.state_dict()
+    assert a["param_groups"] == b["param_groups"]
+    for k in a["state"]:
+        for name, v in a["state"][k].items():
+            np.testing.assert_array_equal(to_np(b["state"][k][name]), to_np(v))
