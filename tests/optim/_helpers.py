@@ -1,9 +1,8 @@
 """Shared pieces for the optim tests: one training program run with torch and tracegrad."""
-import importlib
 
 import numpy as np
 
-import tracegrad
+import tracegrad  # noqa: F401
 import tracegrad.optim  # noqa: F401  (tracegrad.optim may not be imported by the package yet)
 
 

@@ -3,7 +3,6 @@ state_dict layout and round trip, param-group validation, closures, hooks, error
 import ast
 import copy
 import pathlib
-import warnings
 
 import numpy as np
 import pytest
