@@ -358,6 +358,8 @@ _nn = types.SimpleNamespace(
     binary_cross_entropy_with_logits=lambda input, target, weight=None, pos_weight=None, reduction="mean": _loss(
         "binary_cross_entropy_with_logits", input, target, weight, pos_weight, reduction=_red(reduction)),
     max_pool2d_with_indices=max_pool2d_with_indices,
+    mul_scalar=lambda input, other: apply_op(OPS["mul_scalar"], (input, float(other))),
+    div_scalar=lambda input, other: apply_op(OPS["div_scalar"], (input, float(other))),
     adaptive_avg_pool2d=adaptive_avg_pool2d,
     adaptive_max_pool2d=adaptive_max_pool2d,
     avg_pool2d=avg_pool2d,

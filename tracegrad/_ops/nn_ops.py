@@ -333,3 +333,7 @@ defop("binary_cross_entropy_with_logits", _bce_logits, args=("self", "target", "
 # full backward hooks hang on that node. The identity takes any number of tensors.
 defop("backward_hook_function", lambda *xs: tuple(xs), args=tuple(f"in{i}" for i in range(256)),
       grad_fn="BackwardHookFunctionBackward", n_out=-1)
+
+# torch's C++ composites (cross_entropy) multiply/divide by a C++ Scalar: MulBackward1 / DivBackward1
+defop("mul_scalar", lambda x, other: x * jnp.asarray(other, x.dtype), args=("self", "other"), grad_fn="MulBackward1")
+defop("div_scalar", lambda x, other: x / jnp.asarray(other, x.dtype), args=("self", "other"), grad_fn="DivBackward1")

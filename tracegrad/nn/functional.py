@@ -4,10 +4,6 @@ Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` function
 ``tracegrad._nn_functions`` layer (torch's ``torch._C._nn``). grad_fn names follow torch
 (``AddmmBackward0`` for ``linear`` on 2-D input with bias, ``ConvolutionBackward0``,
 ``NllLossBackward0`` after ``LogSoftmaxBackward0`` for ``cross_entropy``...).
-
-Differs from torch: where torch's C++ composites multiply or divide by a C++ scalar
-(``MulBackward1``/``DivBackward1`` in label smoothing and probability-target cross entropy),
-tracegrad's nodes are ``MulBackward0``/``DivBackward0``.
 """
 from __future__ import annotations
 
@@ -391,7 +387,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return -prod.sum(cdim)
         if reduction == "sum":
             return -prod.sum()
-        return -prod.sum() / (input.numel() / n_classes)
+        return _nn.div_scalar(-prod.sum(), input.numel() / n_classes)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
         return nll
@@ -410,7 +406,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         ret = smooth.sum()
     else:
         ret = smooth
-    return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)
+    return _nn.mul_scalar(nll, 1 - label_smoothing) + _nn.mul_scalar(ret, label_smoothing / n_classes)
 
 
 def _bcast(input, target, name):

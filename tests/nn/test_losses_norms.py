@@ -1,0 +1,196 @@
+"""Parity with torch for losses, normalisation layers and embedding (values, grads, grad_fn)."""
+import numpy as np
+import pytest
+
+import tracegrad
+from tests.nn._helpers import check_module, close, get_torch
+
+R = np.random.RandomState(0)
+
+
+def x(*shape):
+    return R.randn(*shape).astype(np.float32)
+
+
+def loss_parity(make, inputs, grad_mask, rtol=1e-5, atol=1e-6):
+    torch = get_torch()
+    outs = []
+    for mod in (torch, tracegrad):
+        ts = [mod.tensor(a, requires_grad=g) for a, g in zip(inputs, grad_mask)]
+        out = make(mod, *ts)
+        w = np.random.RandomState(2).randn(*out.shape).astype(np.float32) if out.ndim else np.float32(1.0)
+        out.backward(mod.tensor(w))
+        outs.append((out, type(out.grad_fn).__name__, [t.grad for t, g in zip(ts, grad_mask) if g]))
+    (to, tn, tg), (go, gn, gg) = outs
+    close(go, to, rtol, atol)
+    assert gn == tn
+    for a, b in zip(gg, tg):
+        close(a, b, rtol, atol)
+
+
+IDX = np.array([0, 2, 1, 2, 4], dtype=np.int64)
+IDX_IGN = np.array([0, -100, 1, 3, -100], dtype=np.int64)
+W5 = np.abs(x(5)) + 0.1
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("kw", [dict(), dict(weight=True), dict(label_smoothing=0.2), dict(ignore=True),
+                                dict(weight=True, label_smoothing=0.1, ignore=True)])
+def test_cross_entropy_class_indices(reduction, kw):
+    tgt = IDX_IGN if kw.get("ignore") else IDX
+
+    def make(mod, inp, t, w):
+        return mod.nn.CrossEntropyLoss(weight=w if kw.get("weight") else None, reduction=reduction,
+                                       label_smoothing=kw.get("label_smoothing", 0.0))(inp, t)
+    loss_parity(make, [x(5, 5), tgt, W5], [True, False, False])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ls", [0.0, 0.3])
+def test_cross_entropy_probabilities(reduction, ls):
+    p = np.exp(x(4, 5))
+    p = (p / p.sum(1, keepdims=True)).astype(np.float32)
+    loss_parity(lambda mod, i, t: mod.nn.functional.cross_entropy(i, t, reduction=reduction, label_smoothing=ls),
+                [x(4, 5), p], [True, False])
+
+
+def test_cross_entropy_spatial_and_unbatched():
+    t = R.randint(0, 3, size=(2, 4, 4)).astype(np.int64)
+    loss_parity(lambda mod, i, t: mod.nn.functional.cross_entropy(i, t), [x(2, 3, 4, 4), t], [True, False])
+    loss_parity(lambda mod, i, t: mod.nn.functional.cross_entropy(i, t), [x(5), np.array(3)], [True, False])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss(reduction):
+    loss_parity(lambda mod, i, t, w: mod.nn.NLLLoss(weight=w, reduction=reduction)(i.log_softmax(1), t),
+                [x(5, 5), IDX_IGN, W5], [True, False, False])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("name,kw", [("MSELoss", {}), ("L1Loss", {}), ("SmoothL1Loss", {}),
+                                     ("SmoothL1Loss", dict(beta=0.5)), ("HuberLoss", dict(delta=0.7))])
+def test_regression_losses(reduction, name, kw):
+    loss_parity(lambda mod, a, b: getattr(mod.nn, name)(reduction=reduction, **kw)(a, b), [x(3, 4), x(3, 4)],
+                [True, True])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_bce_losses(reduction):
+    p = (1 / (1 + np.exp(-x(3, 4)))).astype(np.float32)
+    t = (R.rand(3, 4) > 0.5).astype(np.float32)
+    w = np.abs(x(3, 4))
+    loss_parity(lambda mod, a, b, w: mod.nn.BCELoss(weight=w, reduction=reduction)(a, b), [p, t, w],
+                [True, False, False])
+    pw = np.abs(x(4)) + 0.5
+    loss_parity(lambda mod, a, b, pw: mod.nn.BCEWithLogitsLoss(pos_weight=pw, reduction=reduction)(a, b),
+                [x(3, 4), t, pw], [True, False, False])
+    loss_parity(lambda mod, a, b: mod.nn.BCEWithLogitsLoss(reduction=reduction)(a, b), [x(3, 4), t], [True, False])
+
+
+@pytest.mark.parametrize("reduction", ["batchmean", "sum", "none"])
+@pytest.mark.parametrize("log_target", [False, True])
+def test_kl_div(reduction, log_target):
+    p = np.exp(x(3, 4))
+    p = (p / p.sum(1, keepdims=True)).astype(np.float32)
+    t = np.log(p) if log_target else p
+    loss_parity(lambda mod, a, b: mod.nn.KLDivLoss(reduction=reduction, log_target=log_target)(a.log_softmax(1), b),
+                [x(3, 4), t], [True, False])
+
+
+def test_loss_errors():
+    torch = get_torch()
+    for mod in (torch, tracegrad):
+        with pytest.raises(ValueError):
+            mod.nn.functional.mse_loss(mod.ones(2), mod.ones(2), reduction="bogus")
+        with pytest.raises(ValueError):
+            mod.nn.functional.binary_cross_entropy(mod.ones(2) * 0.5, mod.ones(3))
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(momentum=None), dict(affine=False), dict(track_running_stats=False),
+                                dict(momentum=0.3, eps=1e-3)])
+def test_batchnorm(kw):
+    torch = get_torch()
+    for build, shape in [(lambda nn: nn.BatchNorm2d(3, **kw), (4, 3, 2, 2)), (lambda nn: nn.BatchNorm1d(3, **kw), (5, 3)),
+                         (lambda nn: nn.BatchNorm1d(3, **kw), (4, 3, 2))]:
+        tm, gm = check_module(build, [x(*shape)], rtol=1e-4, atol=1e-5)
+        # a second training step and then eval mode use the updated running statistics
+        for train in (True, False):
+            tm.train(train)
+            gm.train(train)
+            a = x(*shape)
+            close(gm(tracegrad.tensor(a)), tm(torch.tensor(a)), 1e-4, 1e-5)
+            for (n, tb), (_, gb) in zip(tm.named_buffers(), gm.named_buffers()):
+                close(gb, tb, 1e-5, 1e-6)
+
+
+def test_batchnorm_eval_grad_and_errors():
+    check_module(lambda nn: nn.BatchNorm2d(3), [x(2, 3, 2, 2)], train=False, rtol=1e-4)
+    torch = get_torch()
+    for mod in (torch, tracegrad):
+        with pytest.raises(ValueError):
+            mod.nn.BatchNorm2d(3)(mod.ones(2, 3))
+        with pytest.raises(ValueError):
+            mod.nn.BatchNorm1d(3)(mod.ones(1, 3))
+
+
+@pytest.mark.parametrize("build,shape", [
+    (lambda nn: nn.LayerNorm(4), (3, 4)), (lambda nn: nn.LayerNorm((2, 4)), (3, 2, 4)),
+    (lambda nn: nn.LayerNorm(4, elementwise_affine=False), (3, 4)), (lambda nn: nn.LayerNorm(4, bias=False), (2, 4)),
+    (lambda nn: nn.GroupNorm(2, 4), (3, 4, 5)), (lambda nn: nn.GroupNorm(1, 4, affine=False), (2, 4, 2, 2)),
+])
+def test_layer_group_norm(build, shape):
+    check_module(build, [x(*shape)], rtol=1e-4, atol=1e-5)
+
+
+def test_embedding():
+    idx = np.array([[0, 2, 1], [3, 0, 0]], dtype=np.int64)
+    check_module(lambda nn: nn.Embedding(5, 3), [idx])
+    tm, gm = check_module(lambda nn: nn.Embedding(5, 3, padding_idx=0), [idx])
+    assert float(gm.weight.grad[0].abs().sum()) == 0.0
+    g = tracegrad.nn.Embedding(6, 2, padding_idx=-1)
+    assert g.padding_idx == 5 and float(g.weight[5].abs().sum()) == 0.0
+
+
+def test_bilinear_and_functional_misc():
+    check_module(lambda nn: nn.Bilinear(3, 2, 4), [x(5, 3), x(5, 2)], rtol=1e-4)
+    torch = get_torch()
+    a = x(2, 3, 4)
+    for fn in [lambda F, t: F.normalize(t, dim=-1), lambda F, t: F.pad(t, (1, 2)), lambda F, t: F.pad(t, (1, 1, 2, 0)),
+               lambda F, t: F.pad(t, (2, 1), mode="reflect"), lambda F, t: F.pad(t, (1, 2), mode="replicate"),
+               lambda F, t: F.pad(t, (1, 2), mode="circular"), lambda F, t: F.pad(t, (-1, 1)),
+               lambda F, t: F.cosine_similarity(t, t * 2 + 1, dim=-1), lambda F, t: F.softmin(t, 1),
+               lambda F, t: F.logsigmoid(t), lambda F, t: F.relu6(t * 4), lambda F, t: F.selu(t), lambda F, t: F.celu(t),
+               lambda F, t: F.avg_pool1d(t, 2), lambda F, t: F.max_pool1d(t, 2), lambda F, t: F.adaptive_avg_pool1d(t, 3)]:
+        tt = torch.tensor(a, requires_grad=True)
+        gt = tracegrad.tensor(a, requires_grad=True)
+        to, go = fn(torch.nn.functional, tt), fn(tracegrad.nn.functional, gt)
+        close(go, to)
+        to.sum().backward()
+        go.sum().backward()
+        close(gt.grad, tt.grad)
+    i = np.array([0, 3, 1])
+    np.testing.assert_array_equal(tracegrad.nn.functional.one_hot(tracegrad.tensor(i)).numpy(),
+                                  torch.nn.functional.one_hot(torch.tensor(i)).numpy())
+    np.testing.assert_array_equal(tracegrad.nn.functional.one_hot(tracegrad.tensor(i), 6).numpy(),
+                                  torch.nn.functional.one_hot(torch.tensor(i), 6).numpy())
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(is_causal=True), dict(mask="bool"), dict(mask="float"), dict(scale=0.3)])
+def test_scaled_dot_product_attention(kw):
+    torch = get_torch()
+    q, k, v = x(2, 3, 4), x(2, 5, 4), x(2, 5, 6)
+    mb = R.rand(3, 5) > 0.3
+    mb[:, 0] = True
+    mf = x(3, 5)
+    res = []
+    for mod in (torch, tracegrad):
+        Q, K, V = (mod.tensor(a, requires_grad=True) for a in (q, k, v))
+        mask = mod.tensor(mb) if kw.get("mask") == "bool" else mod.tensor(mf) if kw.get("mask") == "float" else None
+        if kw.get("is_causal"):
+            K, V = K[:, :3], V[:, :3]
+        out = mod.nn.functional.scaled_dot_product_attention(Q, K, V, attn_mask=mask, is_causal=kw.get("is_causal", False),
+                                                             scale=kw.get("scale"))
+        out.sum().backward()
+        res.append((out, Q.grad))
+    close(res[1][0], res[0][0], 1e-5, 1e-5)
+    close(res[1][1], res[0][1], 1e-5, 1e-5)
