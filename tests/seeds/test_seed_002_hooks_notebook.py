@@ -606,6 +606,11 @@ def test_clip_grad_hooks():
 def program_clip_grad_resnet(torch, log):
     clipped_resnet = _clip_grad(_small_resnet(torch), -0.1, 0.1)
     init_params(torch, clipped_resnet, seed=12)
+    # keep |pred| away from 0 (log and 1/pred are ill-conditioned there); half the
+    # classes negative so that, as with the seed's resnet, the loss is nan but the
+    # gradients are finite
+    with torch.no_grad():
+        clipped_resnet.fc.bias.copy_(torch.tensor([2.0, -2.0] * 5))
     dummy_input = randn(torch, (4, 3, 28, 28), seed=13)
     pred = clipped_resnet(dummy_input)
     loss = pred.log().mean()      # log of negative logits is nan; its grad is finite
