@@ -69,6 +69,46 @@ def chain_write_fn(chain):
     return f
 
 
+_positions: dict = {}
+
+
+def element_positions(t):
+    """Flat storage position of each element of ``t`` (a numpy int array of t's shape), found
+    by running the view chain over an iota; torch's strides are what this array encodes."""
+    key = (t._chain, t._st.array.shape)
+    pos = _positions.get(key)
+    if pos is None:
+        root = np.arange(int(np.prod(t._st.array.shape)), dtype=np.int64).reshape(t._st.array.shape)
+        pos = _positions[key] = np.asarray(_chain_apply(t._chain, root)) if t._chain else root
+    return pos
+
+
+def is_strided(pos) -> bool:
+    """Whether positions ``pos`` can be described by one offset and one stride per dim."""
+    if pos.size <= 1:
+        return True
+    base = pos.reshape(-1)[0]
+    strides = [int(np.take(pos, 1, axis=k).reshape(-1)[0] - base) if pos.shape[k] > 1 else 0
+               for k in range(pos.ndim)]
+    grid = np.indices(pos.shape)
+    return bool(np.array_equal(pos, base + np.tensordot(np.asarray(strides), grid, axes=1)))
+
+
+def chain_is_contiguous(t) -> bool:
+    """torch's ``is_contiguous``: elements lie at consecutive storage positions in row-major order."""
+    if not t._chain:
+        return True
+    pos = element_positions(t).reshape(-1)
+    return bool(pos.size <= 1 or np.array_equal(pos, pos[0] + np.arange(pos.size)))
+
+
+def can_view_as(t, shape) -> bool:
+    """torch's ``view`` rule: the new shape must be expressible with strides over t's storage."""
+    if chain_is_contiguous(t):
+        return True
+    return is_strided(element_positions(t).reshape(shape))
+
+
 class Size(tuple):
     """Mirrors ``torch.Size``: a tuple of ints with ``numel()``."""
 
@@ -339,7 +379,7 @@ class Tensor:
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy()")
-        return np.asarray(self._value)
+        return np.array(self._value)  # a writable copy
 
     def __array__(self, dtype=None, copy=None):
         _concrete(self, "numpy conversion")

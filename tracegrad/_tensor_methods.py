@@ -386,20 +386,11 @@ def contiguous(self, memory_format=None):
     return self if is_contiguous(self) else clone(self)
 
 
-_NONCONTIG = {"transpose", "permute", "t", "expand", "diagonal"}
-
-
 def is_contiguous(self, memory_format=None) -> bool:
-    """Whether torch would call this tensor contiguous. Differs from torch: decided from the
-    view chain (transposes, permutes, expands, diagonals make it non-contiguous), not strides."""
-    for op, static, _ in self._chain:
-        if op.name in _NONCONTIG:
-            return False
-        if op.name == "index_slice" or op.name == "slice":
-            st = dict(static)
-            if st.get("step", 1) not in (1, None):
-                return False
-    return True
+    """Mirrors ``torch.Tensor.is_contiguous``: elements sit at consecutive storage positions in
+    row-major order (worked out from the view chain, since JAX arrays have no strides)."""
+    from ._tensor import chain_is_contiguous
+    return chain_is_contiguous(self)
 
 
 # ---- reductions -------------------------------------------------------------------------
@@ -734,18 +725,23 @@ def _infer(shape, numel, what="view"):
 
 def view(self, *shape):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
-    is not supported. RuntimeError on a size mismatch. Differs from torch: never refuses a
-    non-contiguous input (JAX has no strides)."""
+    is not supported. RuntimeError on a size mismatch, or when the new shape cannot be laid
+    over the input's storage with strides (as torch: use ``.reshape(...)``)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         raise NotImplementedError("tracegrad: Tensor.view(dtype) is not supported")
     s = _infer(_shape_arg(shape), self.numel())
+    from ._tensor import can_view_as
+    if self._chain and not can_view_as(self, s):
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return apply_op(OPS["view"], (self,), (("shape", s),))
 
 
 def reshape(self, *shape):
     """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
     s = _infer(_shape_arg(shape), self.numel())
-    if is_contiguous(self):
+    from ._tensor import can_view_as
+    if not self._chain or can_view_as(self, s):
         return apply_op(OPS["view"], (self,), (("shape", s),))
     return apply_op(OPS["reshape_copy"], (self,), (("shape", s),))
 

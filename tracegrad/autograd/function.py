@@ -164,6 +164,11 @@ class Function(metaclass=_FunctionMeta):
                       "functions are all static, so you should invoke them on the class itself.",
                       DeprecationWarning)
 
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please "
+                           "use new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
