@@ -13,3 +13,18 @@ for _name, _path in (("_seeds_parity", _here.parent / "seeds" / "_parity.py"),
         _mod = importlib.util.module_from_spec(_spec)
         sys.modules[_name] = _mod
         _spec.loader.exec_module(_mod)
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _restore_grad_mode():
+    """A test that leaves grad mode off (a bug under test) must not break the next ones."""
+    yield
+    import tracegrad
+    tracegrad.set_grad_enabled(True)
+    try:
+        import torch
+        torch.set_grad_enabled(True)
+    except ImportError:
+        pass
