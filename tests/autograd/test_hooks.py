@@ -194,7 +194,48 @@ def p_order_two_branches(torch, log):
     log("x.grad", x.grad)
 
 
-PROGRAMS = [p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
+def p_hook_sees_summed_grad(torch, log):
+    # a tensor used by several consumers: its hook fires once, with the summed gradient
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = x.exp()
+    y.register_hook(lambda g: log("y hook", g))
+    x.register_hook(lambda g: log("x hook", g))
+    (y * y + y.sin() + y).sum().backward()
+    log("x.grad", x.grad)
+
+
+def p_hooks_in_double_backward(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = x ** 3
+    y.register_hook(lambda g: print("y hook, requires_grad:", g.requires_grad) or g * 2)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    log("g", (g, g.requires_grad))
+    x.register_hook(lambda gg: print("x hook in second pass") or gg)
+    g.sum().backward()
+    log("x.grad", x.grad)
+
+
+def p_custom_function_node_hooks(torch, log):
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            print("Double.backward")
+            return g * 2
+
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = Double.apply(x)
+    y.grad_fn.register_prehook(lambda go: print("pre") or None)
+    y.grad_fn.register_hook(lambda gi, go: print("post") or (gi[0] * 10,))
+    y.register_hook(lambda g: print("tensor hook") or g)
+    y.sum().backward()
+    log("x.grad", x.grad)
+
+
+PROGRAMS = [p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
             p_post_accumulate, p_node_hooks, p_firing_order, p_order_two_branches]
 
 
