@@ -24,7 +24,7 @@ __all__ = [
     "softplus", "hardtanh", "sigmoid", "tanh", "logsigmoid", "softsign", "softmax", "log_softmax", "softmin",
     "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
-    "cosine_similarity", "scaled_dot_product_attention", "flatten",
+    "cosine_similarity", "scaled_dot_product_attention", "flatten", "multi_head_attention_forward",
 ]
 
 
@@ -522,3 +522,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(value)
+
+
+def multi_head_attention_forward(*args, **kwargs):
+    """Mirrors ``torch.nn.functional.multi_head_attention_forward`` (see ``nn.MultiheadAttention``)."""
+    from .modules.transformer import multi_head_attention_forward as f
+    return f(*args, **kwargs)

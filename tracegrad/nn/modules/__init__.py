@@ -13,7 +13,4 @@ from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, Lay
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,  # noqa: F401
                       AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d)
 from .sparse import Embedding  # noqa: F401
-try:
-    from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
-except ImportError:  # pragma: no cover - transformer.py lands after the core layers
-    pass
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
