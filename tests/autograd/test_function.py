@@ -344,7 +344,70 @@ def p_function_hooks_and_anomaly(torch, log):
     log("nan grad without anomaly", x.grad)
 
 
-PROGRAMS = [p_basic, p_setup_context, p_needs_input_grad_and_none, p_tuple_outputs,
+def p_function_edge_cases(torch, log):
+    class ReturnInput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    class SaveNone(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, None)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            log("saved None", b is None)
+            log("saved twice same", all(p is q or bool((p == q).all()) for p, q in
+                                        zip(ctx.saved_tensors[:1], ctx.saved_tensors[:1])))
+            return g * 2, None
+
+    class SaveNonTensor(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(3)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class SaveOutput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x.exp()
+            ctx.save_for_backward(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            (out,) = ctx.saved_tensors
+            return g * out
+
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    r = ReturnInput.apply(x)
+    log("returned input", (r is x, r.is_leaf, r.requires_grad, type(r.grad_fn).__name__))
+    r.sum().backward()
+    log("x.grad", x.grad)
+    SaveNone.apply(x, 2.0).sum().backward()
+    log("non-tensor saved", err(lambda: SaveNonTensor.apply(x)))
+    o = SaveOutput.apply(x)
+    o.sum().backward(retain_graph=True)
+    log("saved output ok", x.grad)
+    with torch.no_grad():
+        o.mul_(2)
+    log("saved output modified", err(lambda: o.sum().backward()))
+    log("apply with kwargs", err(lambda: SaveOutput.apply(x=x)))
+    log("calling forward on the class", err(lambda: SaveOutput()(x)))
+
+
+PROGRAMS = [p_function_edge_cases, p_basic, p_setup_context, p_needs_input_grad_and_none, p_tuple_outputs,
             p_materialize, p_wrong_grads, p_mark_dirty, p_non_differentiable,
             p_saved_version_check, p_double_backward, p_once_differentiable, p_gradcheck,
             p_function_hooks_and_anomaly]
