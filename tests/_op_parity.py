@@ -140,8 +140,9 @@ def _weights(obs):
     return ws
 
 
-def run(mod, case):
-    """Run a case on one module: (observations, input grads) or ('raise', exception)."""
+def run(mod, case, backward=True):
+    """Run a case on one module: (observations, input grads) or ('raise', exception).
+    ``backward=False`` skips the gradient pass."""
     ts = _make_inputs(mod, case.inputs, case.grad)
     try:
         out = case.fn(mod, *ts)
@@ -149,7 +150,7 @@ def run(mod, case):
         return ("raise", e), None
     obs = _observe(mod, out)
     grads = None
-    if case.grad:
+    if case.grad and backward:
         terms = []
         for o, w, (kind, *rest) in zip(_flatten(out), _weights(obs), obs):
             if kind == "tensor" and o.requires_grad and o.dtype.is_floating_point:
