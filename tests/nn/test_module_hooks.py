@@ -160,6 +160,19 @@ def test_hook_handles_and_legacy_mixing_error():
             assert len(m._forward_pre_hooks) == 1
         assert len(m._forward_pre_hooks) == 0
         m.register_full_backward_hook(lambda *a: None)
-        if mod is torch:
-            with pytest.raises(RuntimeError):
-                m.register_backward_hook(lambda *a: None)
+        with pytest.raises(RuntimeError):
+            m.register_backward_hook(lambda *a: None)
+        m2 = mod.nn.Linear(2, 2)
+        m2.register_backward_hook(lambda *a: None)
+        with pytest.raises(RuntimeError):
+            m2.register_full_backward_hook(lambda *a: None)
+
+
+def test_legacy_backward_hook_sees_last_node_grads():
+    def program(mod, log):
+        a = _lin(mod, 3, 2, 5)
+        a.register_backward_hook(lambda m, gi, go: log.append(("legacy", _desc(gi), _desc(go))))
+        x = mod.tensor(np.ones((2, 3), dtype=np.float32), requires_grad=True)
+        a(x).sum().backward()
+        log.append(_desc(x.grad))
+    both(program)

@@ -80,9 +80,13 @@ def register_module_full_backward_hook(hook):
 
 
 def register_module_backward_hook(hook):
-    """Mirrors the deprecated ``register_module_backward_hook``; tracegrad runs it as a full
-    backward hook (differs from torch, whose legacy hooks see a node's grads)."""
-    return register_module_full_backward_hook(hook)
+    """Mirrors the deprecated ``torch.nn.modules.module.register_module_backward_hook``: a legacy
+    hook on the grad_fn of each module's output (see ``Module.register_backward_hook``)."""
+    if _global_is_full_backward_hook[0] is True:
+        raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
+                           "hook. Please use only one of them.")
+    _global_is_full_backward_hook[0] = False
+    return _add(_global_backward_hooks, _Hook(hook))
 
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -108,6 +112,12 @@ def _typename(v):
     t = type(v)
     mod = t.__module__
     return t.__qualname__ if mod in ("builtins", None) else f"{mod}.{t.__qualname__}"
+
+
+def _legacy_wrapper(hook, module):
+    def wrapped(grad_input, grad_output):
+        return hook(module, grad_input, grad_output)
+    return wrapped
 
 
 def _forward_unimplemented(self, *input):
@@ -607,21 +617,30 @@ class Module:
         return _add(self._backward_hooks, _Hook(hook), prepend)
 
     def register_backward_hook(self, hook):
-        """Mirrors the deprecated ``torch.nn.Module.register_backward_hook``; tracegrad runs it as
-        a full backward hook (differs from torch's legacy semantics on multi-op modules)."""
-        return self.register_full_backward_hook(hook)
+        """Mirrors the deprecated ``torch.nn.Module.register_backward_hook``: ``hook(module, grad_input,
+        grad_output)`` hangs on the grad_fn of the module's (first) output, so ``grad_input`` are that
+        node's input grads (Linear: bias, input, weight.t()). RuntimeError if full hooks are registered."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self.__dict__["_is_full_backward_hook"] = False
+        return _add(self._backward_hooks, _Hook(hook))
 
     def register_state_dict_pre_hook(self, hook):
         return _add(self._state_dict_hooks, _Hook(hook))
 
     def _backward_hook_lists(self):
         pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
-        full = []
+        full, legacy = [], []
         if _global_is_full_backward_hook[0] is True:
             full += list(_global_backward_hooks.values())
+        elif _global_is_full_backward_hook[0] is False:
+            legacy += list(_global_backward_hooks.values())
         if self._is_full_backward_hook is True:
             full += list(self._backward_hooks.values())
-        return full, pre
+        elif self._is_full_backward_hook is False:
+            legacy += list(self._backward_hooks.values())
+        return full, pre, legacy
 
     # ---- call ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -630,9 +649,9 @@ class Module:
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
             return forward(*args, **kwargs)
-        full, pre = [], []
+        full, pre, legacy = [], [], []
         if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks:
-            full, pre = self._backward_hook_lists()
+            full, pre, legacy = self._backward_hook_lists()
         called = set()
         result = None
         try:
@@ -665,6 +684,14 @@ class Module:
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
                                   f"Tensors but received {type(result)}")
                 result = bw.setup_output_hook(result)
+            if legacy:
+                var = result
+                while not isinstance(var, Tensor):
+                    var = next(v for v in var.values() if isinstance(v, Tensor)) if isinstance(var, dict) else var[0]
+                grad_fn = var.grad_fn
+                if grad_fn is not None:
+                    for h in legacy:
+                        grad_fn.register_hook(_legacy_wrapper(h.fn, self))
             return result
         except Exception:
             for hid, h in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
