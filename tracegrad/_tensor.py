@@ -119,7 +119,8 @@ class Size(tuple):
         return n
 
     def __repr__(self):
-        return f"tracegrad.Size([{', '.join(map(str, self))}])"
+        # printed as torch prints it: programs written for torch print shapes (the seeds do)
+        return f"torch.Size([{', '.join(map(str, self))}])"
 
     def __getitem__(self, i):
         r = tuple.__getitem__(self, i)

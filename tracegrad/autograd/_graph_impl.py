@@ -132,7 +132,10 @@ class SavedTensor:
         if SAVED_HOOKS:
             pack, unpack = SAVED_HOOKS[-1]
             self.tensor, self.version = None, None
-            self.packed, self.unpack = pack(tensor), unpack
+            from .grad_mode import no_grad
+            with no_grad():  # torch runs pack hooks with grad recording off
+                self.packed = pack(tensor)
+            self.unpack = unpack
         else:
             self.tensor, self.version = tensor, tensor._vc[0]
             self.packed = self.unpack = None
