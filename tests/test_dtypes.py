@@ -125,3 +125,37 @@ def test_set_default_dtype():
         tracegrad.set_default_dtype(tracegrad.float32)
     with pytest.raises(TypeError):
         tracegrad.set_default_dtype(tracegrad.int64)
+
+
+_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+           "complex64")
+_SCALARS = (True, 2, 2.5, 1j)
+
+
+def _rt(mod, a, b):
+    try:
+        return str(mod.result_type(a, b)).split(".")[-1]
+    except Exception as e:  # noqa: BLE001 -- compared against torch
+        return type(e).__name__
+
+
+@pytest.mark.parametrize("da", _DTYPES)
+def test_result_type_all_pairs(da):
+    """torch.result_type over every dtype pair, for dimensioned / zero-dim tensors and Python
+    scalars (no kernels run: this is the promotion table itself)."""
+    for mod_a_dim in (True, False):
+        for db in _DTYPES:
+            for b_dim in (True, False):
+                got = _rt(tracegrad, tracegrad.zeros(2 if mod_a_dim else (), dtype=getattr(tracegrad, da)),
+                          tracegrad.zeros(2 if b_dim else (), dtype=getattr(tracegrad, db)))
+                want = _rt(torch, torch.zeros(2 if mod_a_dim else (), dtype=getattr(torch, da)),
+                           torch.zeros(2 if b_dim else (), dtype=getattr(torch, db)))
+                if want == "complex32":   # torch's ComplexHalf: JAX has none (README: differences)
+                    continue
+                assert got == want, (da, mod_a_dim, db, b_dim)
+        for s in _SCALARS:
+            got = _rt(tracegrad, tracegrad.zeros(2 if mod_a_dim else (), dtype=getattr(tracegrad, da)), s)
+            want = _rt(torch, torch.zeros(2 if mod_a_dim else (), dtype=getattr(torch, da)), s)
+            if want == "complex32":
+                continue
+            assert got == want, (da, mod_a_dim, s)
