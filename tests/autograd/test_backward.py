@@ -197,7 +197,25 @@ def p_third_order_two_output_backward(torch, log):
     log("g", (g1, g2, g3))
 
 
-PROGRAMS = [p_retain_graph_saved_scalar, p_third_order_two_output_backward, p_backward_args, p_backward_inputs, p_autograd_backward, p_grad_fn,
+def p_dtypes(torch, log):
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)          # float32 leaf
+    y = x.double() * tensor(torch, rnd((3,), 1))
+    y.sum().backward()
+    log("float32 leaf through float64 graph", x.grad)
+    h = x.to(torch.float64)
+    (g,) = torch.autograd.grad((h * h).sum(), x)
+    log("grad dtype", g)
+    z = x * x
+    log("gradient of another dtype", err(lambda: z.backward(torch.ones(3, dtype=torch.float64))))
+    log("integer output", err(lambda: (x * 2).long().sum().backward()))
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    g0 = torch.zeros(2)
+    w.grad = g0
+    (w * w).sum().backward(create_graph=True)
+    log("create_graph accumulation is out of place", (w.grad is g0, g0, w.grad, w.grad.requires_grad))
+
+
+PROGRAMS = [p_dtypes, p_retain_graph_saved_scalar, p_third_order_two_output_backward, p_backward_args, p_backward_inputs, p_autograd_backward, p_grad_fn,
             p_retain_graph_rules, p_accumulation, p_higher_order_scalar,
             p_higher_order_backward, p_mlp_hessian_vector, p_double_backward_graph]
 
