@@ -92,24 +92,57 @@ def _wrap(k):
     return jax.random.wrap_key_data(k)
 
 
+# NOTE [host draws]
+# Eager draws (a concrete key) come from numpy's Philox seeded with the JAX key's bits: the
+# stream is still fixed by manual_seed, but no XLA program is compiled per shape (jax.random
+# compiles one per new shape, 0.1-3 s each: every nn.init call on a new layer paid it).
+# Inside a trace (a tracer key) the draw is jax.random, so compiled steps stay pure.
+
+
+def _host(k):
+    if isinstance(k, jax.core.Tracer):
+        return None
+    bits = np.asarray(k).astype(np.uint64)
+    return np.random.Generator(np.random.Philox(key=int(bits[0]) << 32 | int(bits[-1])))
+
+
+def _np_float(dtype):
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
 def uniform(k, shape, dtype, low=0.0, high=1.0):
-    return jax.random.uniform(_wrap(k), shape, dtype, low, high)
+    g = _host(k)
+    if g is None:
+        return jax.random.uniform(_wrap(k), shape, dtype, low, high)
+    return jnp.asarray(g.uniform(low, high, shape).astype(_np_float(dtype)), dtype)
 
 
 def normal(k, shape, dtype, mean=0.0, std=1.0):
-    return mean + std * jax.random.normal(_wrap(k), shape, dtype)
+    g = _host(k)
+    if g is None:
+        return mean + std * jax.random.normal(_wrap(k), shape, dtype)
+    return jnp.asarray((mean + std * g.standard_normal(shape)).astype(_np_float(dtype)), dtype)
 
 
 def randint(k, shape, low, high, dtype):
-    return jax.random.randint(_wrap(k), shape, low, high, dtype)
+    g = _host(k)
+    if g is None:
+        return jax.random.randint(_wrap(k), shape, low, high, dtype)
+    return jnp.asarray(g.integers(low, high, shape), dtype)
 
 
 def permutation(k, n, dtype):
-    return jax.random.permutation(_wrap(k), n).astype(dtype)
+    g = _host(k)
+    if g is None:
+        return jax.random.permutation(_wrap(k), n).astype(dtype)
+    return jnp.asarray(g.permutation(n), dtype)
 
 
 def bernoulli(k, p, shape):
-    return jax.random.bernoulli(_wrap(k), p, shape)
+    g = _host(k)
+    if g is None or isinstance(p, jax.core.Tracer):
+        return jax.random.bernoulli(_wrap(k), p, shape)
+    return jnp.asarray(g.random(shape) < np.asarray(p))
 
 
 def multinomial(k, probs, num_samples, replacement):
@@ -121,4 +154,7 @@ def multinomial(k, probs, num_samples, replacement):
 
 
 def exponential(k, shape, dtype):
-    return jax.random.exponential(_wrap(k), shape, dtype)
+    g = _host(k)
+    if g is None:
+        return jax.random.exponential(_wrap(k), shape, dtype)
+    return jnp.asarray(g.exponential(1.0, shape).astype(_np_float(dtype)), dtype)
