@@ -255,7 +255,32 @@ def p_is_inference(torch, log):
     log("inference tensor in autograd", err(lambda: (y * x).sum().backward()))
 
 
-PROGRAMS = [p_saved_scalar, p_is_inference, p_addmm, p_node_name, p_saved_exponent, p_bare_no_grad_decorator, p_propagation, p_next_functions, p_saved, p_grad_modes,
+def p_grad_mode_generators_hooks(torch, log):
+    @torch.no_grad()
+    def gen():
+        for _ in range(2):
+            yield torch.is_grad_enabled()
+
+    log("no_grad generator", (list(gen()), torch.is_grad_enabled()))
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = x * x
+    y.register_hook(lambda g: log("grad mode inside hook", torch.is_grad_enabled()))
+    y.sum().backward(retain_graph=True)
+    y.sum().backward(create_graph=True)
+    log("after backward", torch.is_grad_enabled())
+
+
+def p_grad_mode_thread_local(torch, log):
+    import threading
+    seen = []
+    with torch.no_grad():
+        th = threading.Thread(target=lambda: seen.append(torch.is_grad_enabled()))
+        th.start()
+        th.join()
+    log("grad mode is thread-local", seen)
+
+
+PROGRAMS = [p_grad_mode_thread_local, p_grad_mode_generators_hooks, p_saved_scalar, p_is_inference, p_addmm, p_node_name, p_saved_exponent, p_bare_no_grad_decorator, p_propagation, p_next_functions, p_saved, p_grad_modes,
             p_detach_data]
 
 
