@@ -415,7 +415,7 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
     inputs sum to int64. Autograd: ``SumBackward0`` (all) / ``SumBackward1`` (dims)."""
     dims = _dims(dim, self.ndim)
-    if dims is None:
+    if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
         return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
     return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
 
@@ -433,7 +433,7 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {d.name.capitalize()}")
     dims = _dims(dim, self.ndim)
     st = (("dim", dims), ("keepdim", keepdim), ("dtype", None if dtype is None else d.np))
-    return apply_op(OPS["mean" if dims is None else "mean_dim"], (self,), st)
+    return apply_op(OPS["mean" if dim is None else "mean_dim"], (self,), st)
 
 
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
