@@ -135,7 +135,55 @@ def p_anomaly_flags(torch, log):
     log("restored", torch.is_anomaly_enabled())
 
 
-PROGRAMS = [p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
+def p_pack_hooks_custom_function(torch, log):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            print("backward got saved")
+            return g * y, g * x
+
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = tensor(torch, rnd((3,), 1))
+
+    def pack(t):
+        print("pack", tuple(t.shape), t.requires_grad)
+        return t.detach() * 2
+
+    def unpack(p):
+        print("unpack")
+        return p / 2
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = Sq.apply(x, y)
+    out.sum().backward()
+    log("grads", x.grad)
+
+
+def p_pack_hook_grad_mode(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+
+    def pack(t):
+        log("grad mode in pack", torch.is_grad_enabled())
+        return t
+
+    def unpack(p):
+        log("grad mode in unpack", torch.is_grad_enabled())
+        return p
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = x.sin()
+    y.sum().backward(retain_graph=True)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    log("g", g)
+
+
+PROGRAMS = [p_pack_hooks_custom_function, p_pack_hook_grad_mode, p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
             p_save_on_cpu, p_anomaly]
 
 
