@@ -38,6 +38,18 @@ def _add_scaled_(param, t, lr):
     return param.add_(t, alpha=-lr)
 
 
+def _weight_decay(param, grad, lr, weight_decay, decoupled=False):
+    """Weight decay, one rule for every optimizer: L2 returns ``grad + weight_decay * param``;
+    ``decoupled`` (AdamW, NAdam/RAdam option) instead shrinks ``param`` in place by
+    ``1 - lr * weight_decay`` and returns ``grad`` unchanged."""
+    if weight_decay != 0:
+        if decoupled:
+            param.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(param, alpha=weight_decay)
+    return grad
+
+
 def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov, weight_decay,
              maximize):
     """One SGD update of ``param`` in place. Mirrors torch's ``_single_tensor_sgd``.
@@ -49,8 +61,7 @@ def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov,
     lr = _scalar(lr)
     if maximize:
         grad = -grad
-    if weight_decay != 0:
-        grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay)
     buf = momentum_buffer
     if momentum != 0:
         if buf is None:
@@ -74,11 +85,7 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, bet
     if maximize:
         grad = -grad
     step.add_(1)
-    if weight_decay != 0:
-        if decoupled_weight_decay:
-            param.mul_(1 - lr * weight_decay)
-        else:
-            grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
@@ -106,8 +113,7 @@ def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr
     if maximize:
         grad = -grad
     step.add_(1)
-    if weight_decay != 0:
-        grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay)
     square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
     if centered:
         grad_avg.lerp_(grad, 1 - alpha)
@@ -131,8 +137,7 @@ def adagrad_step(param, grad, state_sum, step, *, lr, lr_decay, eps, weight_deca
     step.add_(1)
     if maximize:
         grad = -grad
-    if weight_decay != 0:
-        grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay)
     clr = _like_lr(lr / (1 + (step.to(float64) - 1) * lr_decay), lr)
     state_sum.addcmul_(grad, grad, value=1)
     std = state_sum.sqrt().add_(eps)
@@ -145,8 +150,7 @@ def adadelta_step(param, grad, square_avg, acc_delta, step, *, lr, rho, eps, wei
     step.add_(1)
     if maximize:
         grad = -grad
-    if weight_decay != 0:
-        grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay)
     square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
     std = square_avg.add(eps).sqrt_()
     delta = acc_delta.add(eps).sqrt_()
@@ -163,8 +167,7 @@ def adamax_step(param, grad, exp_avg, exp_inf, step, *, lr, beta1, beta2, eps, w
     if maximize:
         grad = -grad
     step.add_(1)
-    if weight_decay != 0:
-        grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay)
     exp_avg.lerp_(grad, 1 - beta1)
     exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
     clr = _like_lr(lr / (1 - beta1 ** step.to(float64)), lr)
@@ -182,11 +185,7 @@ def nadam_step(param, grad, exp_avg, exp_avg_sq, mu_product, step, *, lr, beta1,
     step.add_(1)
     t = step.to(float64)
     bias_correction2 = 1 - beta2 ** t
-    if weight_decay != 0:
-        if decoupled_weight_decay:
-            param.mul_(1 - lr * weight_decay)
-        else:
-            grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
     mu = beta1 * (1.0 - 0.5 * (0.96 ** (t * momentum_decay)))
     mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((t + 1) * momentum_decay)))
     mu_product.mul_(mu.to(mu_product.dtype))    # torch: float32 tensor *= Python float
@@ -210,11 +209,7 @@ def radam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2, eps,
         grad = -grad
     step.add_(1)
     t = step.to(float64)
-    if weight_decay != 0:
-        if decoupled_weight_decay:
-            param.mul_(1 - lr * weight_decay)
-        else:
-            grad = grad.add(param, alpha=weight_decay)
+    grad = _weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     bias_correction1 = 1 - beta1 ** t

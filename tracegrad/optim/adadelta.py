@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import adadelta_step
 from ._simple import check_common
-from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["Adadelta"]
 
@@ -31,18 +31,13 @@ class Adadelta(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One Adadelta step over every parameter with a gradient; returns ``closure()``'s loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                _check_real(p, "Adadelta")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = tensor(0.0, dtype=float32)
-                    state["square_avg"] = zeros_like(p)
-                    state["acc_delta"] = zeros_like(p)
-                adadelta_step(p, p.grad, state["square_avg"], state["acc_delta"], state["step"],
-                              lr=group["lr"], rho=group["rho"], eps=group["eps"],
-                              weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_each_param(closure)
+
+    def _init_state(self, p, group):
+        return {"step": tensor(0.0, dtype=float32), "square_avg": zeros_like(p),
+                "acc_delta": zeros_like(p)}
+
+    def _update(self, p, grad, state, group):
+        adadelta_step(p, grad, state["square_avg"], state["acc_delta"], state["step"],
+                      lr=group["lr"], rho=group["rho"], eps=group["eps"],
+                      weight_decay=group["weight_decay"], maximize=group["maximize"])

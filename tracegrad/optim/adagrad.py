@@ -1,9 +1,10 @@
 """``Adagrad``. Mirrors ``torch.optim.Adagrad`` (lr_decay, initial_accumulator_value)."""
 from __future__ import annotations
 
-from .. import Tensor, float32, full_like, tensor
+from .. import float32, full_like, tensor
 from ._functional import adagrad_step
-from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+from ._simple import check_common
+from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["Adagrad"]
 
@@ -26,10 +27,7 @@ class Adagrad(Optimizer):
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        check_common(lr)
         if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
         if not 0.0 <= weight_decay:
@@ -42,31 +40,22 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        # torch creates Adagrad's state here, for every parameter, and never lazily in step
+        # (so _init_state keeps the base's empty default)
         for group in self.param_groups:
             for p in group["params"]:
                 state = self.state[p]
                 state["step"] = tensor(0.0, dtype=float32)
                 state["sum"] = full_like(p, initial_accumulator_value)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", None)
+    _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One Adagrad step over every parameter with a gradient; returns ``closure()``'s loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                _check_real(p, "Adagrad")
-                state = self.state[p]
-                adagrad_step(p, p.grad, state["sum"], state["step"], lr=group["lr"],
-                             lr_decay=group["lr_decay"], eps=group["eps"],
-                             weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_each_param(closure)
+
+    def _update(self, p, grad, state, group):
+        adagrad_step(p, grad, state["sum"], state["step"], lr=group["lr"],
+                     lr_decay=group["lr_decay"], eps=group["eps"],
+                     weight_decay=group["weight_decay"], maximize=group["maximize"])

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .. import Tensor, float32, tensor, zeros_like
 from ._functional import adam_step
-from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+from ._simple import check_common
+from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["Adam"]
 
@@ -30,18 +31,7 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        check_common(lr, eps=eps, betas=betas, weight_decay=weight_decay)
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
@@ -53,47 +43,34 @@ class Adam(Optimizer):
             if foreach:
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
+    _setstate_group_defaults = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
+                                    differentiable=False, decoupled_weight_decay=False, fused=None)
+
     def __setstate__(self, state):
         super().__setstate__(state)
         for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
             for p in group["params"]:
                 p_state = self.state.get(p, [])
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
 
-    def _init_state(self, p, group):
-        state = self.state[p]
-        if len(state) == 0:
-            state["step"] = tensor(0.0, dtype=float32)
-            state["exp_avg"] = zeros_like(p)
-            state["exp_avg_sq"] = zeros_like(p)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = zeros_like(p)
-        return state
-
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One Adam step over every parameter with a gradient; returns ``closure()``'s loss.
         RuntimeError for sparse gradients is not applicable (no sparse tensors)."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                _check_real(p, self.__class__.__name__)
-                state = self._init_state(p, group)
-                adam_step(p, p.grad, state["exp_avg"], state["exp_avg_sq"],
-                          state.get("max_exp_avg_sq"), state["step"], lr=group["lr"],
-                          beta1=beta1, beta2=beta2, eps=group["eps"],
-                          weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
-                          maximize=group["maximize"],
-                          decoupled_weight_decay=group["decoupled_weight_decay"])
-        return loss
+        return self._step_each_param(closure)
+
+    def _init_state(self, p, group):
+        state = {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),
+                 "exp_avg_sq": zeros_like(p)}
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = zeros_like(p)
+        return state
+
+    def _update(self, p, grad, state, group):
+        beta1, beta2 = group["betas"]
+        adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                  state["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
+                  weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
+                  maximize=group["maximize"],
+                  decoupled_weight_decay=group["decoupled_weight_decay"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import adamax_step
 from ._simple import check_common
-from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["Adamax"]
 
@@ -28,19 +28,14 @@ class Adamax(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One Adamax step over every parameter with a gradient; returns ``closure()``'s loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                _check_real(p, "Adamax")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = tensor(0.0, dtype=float32)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_inf"] = zeros_like(p)
-                adamax_step(p, p.grad, state["exp_avg"], state["exp_inf"], state["step"],
-                            lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                            weight_decay=group["weight_decay"], maximize=group["maximize"])
-        return loss
+        return self._step_each_param(closure)
+
+    def _init_state(self, p, group):
+        return {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),
+                "exp_inf": zeros_like(p)}
+
+    def _update(self, p, grad, state, group):
+        beta1, beta2 = group["betas"]
+        adamax_step(p, grad, state["exp_avg"], state["exp_inf"], state["step"], lr=group["lr"],
+                    beta1=beta1, beta2=beta2, eps=group["eps"],
+                    weight_decay=group["weight_decay"], maximize=group["maximize"])

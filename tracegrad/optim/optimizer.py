@@ -3,8 +3,8 @@
 The class keeps torch's public state and layout -- ``defaults``, ``param_groups`` (a list of
 dicts whose ``"params"`` is a list of tensors), ``state`` (a ``defaultdict(dict)`` keyed by the
 parameter tensor), ``state_dict()`` with parameters replaced by integer indices -- and torch's
-step hooks. Subclasses write ``step`` as a loop over groups that calls the pure update rules of
-``_functional.py`` (STYLE 4).
+step hooks. The built-in subclasses' ``step`` is ``_step_each_param``: one shared loop that
+calls each class's ``_init_state`` and ``_update`` (a pure rule of ``_functional.py``, STYLE 4).
 
 NOTE [traceable step]: ``step()`` must run unchanged when the parameters' storages hold
 traced arrays (a whole training step compiled as one program). So ``state["step"]`` is a
@@ -147,6 +147,8 @@ class Optimizer:
             cls.step = _hooked_step(cls.step)
 
     # ----- pickling / repr -------------------------------------------------------------
+    _setstate_group_defaults: dict = {}   # per class, in torch's order (the groups keep it)
+
     def __getstate__(self) -> dict:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
 
@@ -159,6 +161,10 @@ class Optimizer:
                 setattr(self, name, OrderedDict())
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+        # options added to torch after a class shipped: fill them into older saved groups
+        for name, default in self._setstate_group_defaults.items():
+            for group in self.param_groups:
+                group.setdefault(name, default)
 
     def __repr__(self) -> str:
         s = self.__class__.__name__ + " ("
@@ -337,6 +343,41 @@ class Optimizer:
             return None
         with enable_grad():
             return closure()
+
+    # ----- the per-parameter loop shared by the built-in optimizers --------------------
+    # torch's classes each repeat one loop (skip params without a grad, create state on first
+    # use, call the ``_single_tensor_*`` rule); here it is written once and each class gives
+    # only ``_init_state`` and ``_update`` (MLX's init_single/apply_single, STYLE 4).
+    _supports_complex = False   # SGD's rule is elementwise-linear; the others square grads
+
+    def _step_each_param(self, closure):
+        """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
+        group)`` for every parameter with a gradient, in group order; return the loss."""
+        loss = self._run_closure(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if not self._supports_complex:
+                    _check_real(p, type(self).__name__)
+                self._update(p, p.grad, self._state_of(p, group), group)
+        return loss
+
+    def _state_of(self, p, group) -> dict:
+        """``self.state[p]``, filled from ``_init_state`` the first time it is empty (torch
+        creates state lazily, on a parameter's first step with a gradient)."""
+        state = self.state[p]
+        if len(state) == 0:
+            state.update(self._init_state(p, group))
+        return state
+
+    def _init_state(self, p, group) -> dict:
+        """The initial state entries of ``p``, in torch's key order (state_dict keeps it)."""
+        return {}
+
+    def _update(self, p, grad, state, group) -> None:
+        """Update ``p`` and its ``state`` in place with one pure rule from ``_functional``."""
+        raise NotImplementedError
 
     def add_param_group(self, param_group: dict) -> None:
         """Mirrors ``torch.optim.Optimizer.add_param_group``: appends a group, filling missing

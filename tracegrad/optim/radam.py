@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import radam_step
 from ._simple import check_common
-from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["RAdam"]
 
@@ -31,20 +31,15 @@ class RAdam(Optimizer):
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One RAdam step over every parameter with a gradient; returns ``closure()``'s loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                _check_real(p, "RAdam")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = tensor(0.0, dtype=float32)
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                radam_step(p, p.grad, state["exp_avg"], state["exp_avg_sq"], state["step"],
-                           lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                           weight_decay=group["weight_decay"], maximize=group["maximize"],
-                           decoupled_weight_decay=group["decoupled_weight_decay"])
-        return loss
+        return self._step_each_param(closure)
+
+    def _init_state(self, p, group):
+        return {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),
+                "exp_avg_sq": zeros_like(p)}
+
+    def _update(self, p, grad, state, group):
+        beta1, beta2 = group["betas"]
+        radam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], state["step"], lr=group["lr"],
+                   beta1=beta1, beta2=beta2, eps=group["eps"],
+                   weight_decay=group["weight_decay"], maximize=group["maximize"],
+                   decoupled_weight_decay=group["decoupled_weight_decay"])

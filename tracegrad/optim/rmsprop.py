@@ -1,9 +1,10 @@
 """``RMSprop``. Mirrors ``torch.optim.RMSprop`` (alpha, eps, centered, momentum)."""
 from __future__ import annotations
 
-from .. import Tensor, float32, tensor, zeros_like
+from .. import float32, tensor, zeros_like
 from ._functional import rmsprop_step
-from .optimizer import Optimizer, _check_real, _use_grad_for_differentiable
+from ._simple import check_common
+from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["RMSprop"]
 
@@ -27,12 +28,7 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_common(lr, eps=eps)
         if not 0.0 <= momentum:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if not 0.0 <= weight_decay:
@@ -44,36 +40,25 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+    _setstate_group_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
+                                    differentiable=False, capturable=False)
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One RMSprop step over every parameter with a gradient; returns ``closure()``'s loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                _check_real(p, "RMSprop")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = tensor(0.0, dtype=float32)
-                    state["square_avg"] = zeros_like(p)
-                    if group["momentum"] > 0:
-                        state["momentum_buffer"] = zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = zeros_like(p)
-                rmsprop_step(p, p.grad, state["square_avg"], state.get("grad_avg"),
-                             state.get("momentum_buffer"), state["step"], lr=group["lr"],
-                             alpha=group["alpha"], eps=group["eps"],
-                             weight_decay=group["weight_decay"], momentum=group["momentum"],
-                             centered=group["centered"], maximize=group["maximize"])
-        return loss
+        return self._step_each_param(closure)
+
+    def _init_state(self, p, group):
+        state = {"step": tensor(0.0, dtype=float32), "square_avg": zeros_like(p)}
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = zeros_like(p)
+        return state
+
+    def _update(self, p, grad, state, group):
+        rmsprop_step(p, grad, state["square_avg"], state.get("grad_avg"),
+                     state.get("momentum_buffer"), state["step"], lr=group["lr"],
+                     alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
+                     momentum=group["momentum"], centered=group["centered"],
+                     maximize=group["maximize"])

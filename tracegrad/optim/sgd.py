@@ -1,8 +1,8 @@
 """``SGD``. Mirrors ``torch.optim.SGD`` (momentum, dampening, Nesterov, weight decay, maximize)."""
 from __future__ import annotations
 
-from ._functional import sgd_step
 from .. import Tensor
+from ._functional import sgd_step
 from .optimizer import Optimizer, _use_grad_for_differentiable
 
 __all__ = ["SGD"]
@@ -31,7 +31,7 @@ class SGD(Optimizer):
                  *, maximize=False, foreach=None, differentiable=False, fused=None):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        if lr < 0.0:
+        if lr < 0.0:    # not check_common: torch's SGD lets a NaN lr through
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
@@ -44,29 +44,25 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+    _setstate_group_defaults = dict(nesterov=False, maximize=False, foreach=None,
+                                    differentiable=False, fused=False)
+
+    _supports_complex = True
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """One SGD step over every parameter with a gradient; returns ``closure()``'s loss."""
-        loss = self._run_closure(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                # torch touches self.state only when momentum is on (no empty entries otherwise)
-                state = self.state[p] if group["momentum"] != 0 else {}
-                buf = sgd_step(p, p.grad, state.get("momentum_buffer"), lr=group["lr"],
-                               momentum=group["momentum"], dampening=group["dampening"],
-                               nesterov=group["nesterov"], weight_decay=group["weight_decay"],
-                               maximize=group["maximize"])
-                if group["momentum"] != 0:
-                    state["momentum_buffer"] = buf
-        return loss
+        return self._step_each_param(closure)
+
+    def _state_of(self, p, group):
+        # torch touches self.state only when momentum is on (no empty entries otherwise); the
+        # buffer itself is created by sgd_step on the first step, not here
+        return self.state[p] if group["momentum"] != 0 else {}
+
+    def _update(self, p, grad, state, group):
+        buf = sgd_step(p, grad, state.get("momentum_buffer"), lr=group["lr"],
+                       momentum=group["momentum"], dampening=group["dampening"],
+                       nesterov=group["nesterov"], weight_decay=group["weight_decay"],
+                       maximize=group["maximize"])
+        if group["momentum"] != 0:
+            state["momentum_buffer"] = buf
