@@ -44,6 +44,13 @@ def p_hook_wrong_shape(torch, log):
     w = tensor(torch, rnd((3,), 1), requires_grad=True)
     w.register_hook(lambda g: torch.ones(4, dtype=torch.float64))
     log("leaf wrong shape", err(lambda: (w * 2).sum().backward()))
+    u = tensor(torch, rnd((3,), 2), requires_grad=True)
+    e = u.exp()
+    e.grad_fn.register_hook(lambda gi, go: (gi[0].sum(),))
+    log("node post-hook wrong shape", err(lambda: e.sum().backward()))
+    e4 = u.tanh()
+    e4.register_hook(lambda g: 3.0)
+    log("tensor hook returns a float", err(lambda: e4.sum().backward()))
 
 
 def p_hook_for_grad_inputs(torch, log):
@@ -235,7 +242,17 @@ def p_custom_function_node_hooks(torch, log):
     log("x.grad", x.grad)
 
 
-PROGRAMS = [p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
+def p_node_hook_wrong_count(torch, log):
+    u = tensor(torch, rnd((3,), 2), requires_grad=True)
+    e2 = u.sin()
+    e2.grad_fn.register_prehook(lambda go: (go[0], go[0]))
+    log("node pre-hook wrong count", err(lambda: e2.sum().backward()))
+    e3 = u.cos()
+    e3.grad_fn.register_hook(lambda gi, go: (gi[0], gi[0]))
+    log("node post-hook wrong count", err(lambda: e3.sum().backward()))
+
+
+PROGRAMS = [p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
             p_post_accumulate, p_node_hooks, p_firing_order, p_order_two_branches]
 
 
