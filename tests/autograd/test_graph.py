@@ -280,7 +280,19 @@ def p_grad_mode_thread_local(torch, log):
     log("grad mode is thread-local", seen)
 
 
-PROGRAMS = [p_grad_mode_thread_local, p_grad_mode_generators_hooks, p_saved_scalar, p_is_inference, p_addmm, p_node_name, p_saved_exponent, p_bare_no_grad_decorator, p_propagation, p_next_functions, p_saved, p_grad_modes,
+def p_numpy_of_requires_grad(torch, log):
+    import numpy as np
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    log("numpy()", err(lambda: x.numpy()))
+    log("non-leaf numpy()", err(lambda: (x * x).numpy()))
+    log("detach().numpy()", x.detach().numpy())
+    log("tolist", x.tolist())
+    log("np.asarray", err(lambda: np.asarray(x)))
+    with torch.no_grad():
+        log("numpy() under no_grad", err(lambda: x.numpy()))
+
+
+PROGRAMS = [p_numpy_of_requires_grad, p_grad_mode_thread_local, p_grad_mode_generators_hooks, p_saved_scalar, p_is_inference, p_addmm, p_node_name, p_saved_exponent, p_bare_no_grad_decorator, p_propagation, p_next_functions, p_saved, p_grad_modes,
             p_detach_data]
 
 
