@@ -27,6 +27,7 @@ UNARY = {
 BINARY = {
     "add": lambda m, a, b: a + b, "sub": lambda m, a, b: a - b, "mul": lambda m, a, b: a * b,
     "div": lambda m, a, b: a / (b * b + 1), "max": lambda m, a, b: m.maximum(a, b),
+    "where": lambda m, a, b: m.where(a > b, a, b * 0.5),
 }
 
 
@@ -69,7 +70,7 @@ class Program:
     def step(self):
         d = self.data
         n = len(self.shapes)
-        kind = d.draw(st.sampled_from(["unary", "binary", "view", "reduce", "matmul"]))
+        kind = d.draw(st.sampled_from(["unary", "binary", "view", "reduce", "matmul", "cat"]))
         i = d.draw(st.integers(0, n - 1))
         s = self.shapes[i]
         if kind == "unary":
@@ -81,6 +82,11 @@ class Program:
             j = d.draw(st.sampled_from(partners))
             name = d.draw(st.sampled_from(sorted(BINARY)))
             return self.add(BINARY[name], (i, j), name)
+        if kind == "cat" and len(s):
+            partners = [j for j in range(n) if len(s) and self.shapes[j][1:] == s[1:]
+                        and len(self.shapes[j]) == len(s)]
+            j = d.draw(st.sampled_from(partners))       # i itself always qualifies
+            return self.add(lambda m, a, b: m.cat([a, b], 0), (i, j), "cat")
         if kind == "matmul":
             partners = [j for j in range(n) if 1 <= len(s) <= 2 and 1 <= len(self.shapes[j]) <= 2
                         and s[-1] == self.shapes[j][0]]
