@@ -223,3 +223,20 @@ PROGRAMS = [p_dtypes, p_retain_graph_saved_scalar, p_third_order_two_output_back
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
 def test_parity(program):
     run_both(program)
+
+
+def test_deep_chain_no_recursion():
+    """A 3000-node chain backpropagates (iterative engine, no RecursionError) and frees."""
+    import tracegrad
+    x = tracegrad.tensor([0.5], dtype=tracegrad.float64, requires_grad=True)
+    y = x
+    for _ in range(3000):
+        y = y * 1.0001 + 0.0
+    y.sum().backward()
+    assert abs(x.grad.item() - 1.0001 ** 3000) < 1e-9
+    z = x
+    for _ in range(1500):
+        z = z.sin()
+    (g,) = tracegrad.autograd.grad(z.sum(), x, create_graph=True)
+    assert g.requires_grad
+    del y, z, g
