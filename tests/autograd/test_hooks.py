@@ -252,7 +252,28 @@ def p_node_hook_wrong_count(torch, log):
     log("node post-hook wrong count", err(lambda: e3.sum().backward()))
 
 
-PROGRAMS = [p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
+def p_hooks_with_backward_inputs(torch, log):
+    a = tensor(torch, rnd((3,), 0), requires_grad=True)
+    b = tensor(torch, rnd((3,), 1), requires_grad=True)
+    h = a * b
+    h.register_hook(lambda g: print("h hook"))
+    a.register_hook(lambda g: print("a hook"))
+    b.register_hook(lambda g: print("b hook"))
+    a.register_post_accumulate_grad_hook(lambda t: print("a post-acc"))
+    b.register_post_accumulate_grad_hook(lambda t: print("b post-acc"))
+    out = (h.exp() * b).sum()
+    print("-- inputs=[a]")
+    out.backward(inputs=[a], retain_graph=True)
+    print("-- inputs=[b]")
+    out.backward(inputs=[b], retain_graph=True)
+    print("-- autograd.grad wrt h")
+    torch.autograd.grad(out, h, retain_graph=True)
+    print("-- autograd.grad wrt a")
+    torch.autograd.grad(out, a)
+    log("grads", (a.grad, b.grad))
+
+
+PROGRAMS = [p_hooks_with_backward_inputs, p_node_hook_wrong_count, p_hook_sees_summed_grad, p_hooks_in_double_backward, p_custom_function_node_hooks, p_tensor_hooks, p_hook_wrong_shape, p_hook_for_grad_inputs, p_hook_for_grad_input_only, p_retain_grad,
             p_post_accumulate, p_node_hooks, p_firing_order, p_order_two_branches]
 
 
