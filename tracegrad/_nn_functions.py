@@ -136,10 +136,10 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-    """Mirrors ``torch.max_pool1d``: input ``(N, C, L)`` or ``(C, L)``."""
+    """Mirrors ``torch.max_pool1d``: input ``(N, C, L)`` or ``(C, L)``; as torch, a 2-D pool over
+    ``input.unsqueeze(-2)`` then ``squeeze(-2)`` (grad_fn ``SqueezeBackward1``)."""
     k, s, p, d = _pool_args(1, kernel_size, stride, padding, dilation, "max_pool1d")
-    return apply_op(OPS["max_pool1d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
-                                                  ("ceil_mode", bool(ceil_mode))))
+    return max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode).squeeze(-2)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -153,12 +153,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-    """Mirrors ``torch.avg_pool1d``."""
+    """Mirrors ``torch.avg_pool1d`` (2-D pool over ``input.unsqueeze(-2)``, as torch)."""
     k, s, p, _ = _pool_args(1, kernel_size, stride, padding, 1, "avg_pool1d")
-    return apply_op(OPS["avg_pool1d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
-                                                  ("ceil_mode", bool(ceil_mode)),
-                                                  ("count_include_pad", bool(count_include_pad)),
-                                                  ("divisor_override", None)))
+    return avg_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, ceil_mode, count_include_pad).squeeze(-2)
 
 
 def _out_size(input, output_size, nd):
@@ -178,8 +175,8 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Mirrors ``torch.adaptive_avg_pool1d``."""
-    return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", _out_size(input, output_size, 1)),))
+    """Mirrors ``torch.adaptive_avg_pool1d`` (2-D pool over ``input.unsqueeze(-2)``, as torch)."""
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1)).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size):
@@ -188,8 +185,8 @@ def adaptive_max_pool2d(input, output_size):
 
 
 def adaptive_max_pool1d(input, output_size):
-    """Mirrors ``torch.adaptive_max_pool1d`` (values only)."""
-    return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", _out_size(input, output_size, 1)),))
+    """Mirrors ``torch.adaptive_max_pool1d`` (values only; 2-D pool over ``input.unsqueeze(-2)``)."""
+    return adaptive_max_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1)).squeeze(-2)
 
 
 # ---- normalisation --------------------------------------------------------------------------
@@ -283,6 +280,17 @@ def constant_pad_nd(input, pad, value=0):
             if lo or hi:
                 out = out.narrow(d, lo, out.shape[d] - lo - hi)
     return out
+
+
+def _mode_pad(input, pad, mode):
+    """reflect / replicate padding of the last ``len(pad)//2`` dims (torch's ReflectionPadNd /
+    ReplicationPadNd nodes)."""
+    nd = len(pad) // 2
+    widths = [(0, 0)] * input.ndim
+    for i in range(nd):
+        widths[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    name = {"reflect": "reflection", "replicate": "replication"}[mode]
+    return apply_op(OPS[f"{name}_pad{nd}d"], (input,), (("pad_width", tuple(widths)),))
 
 
 def relu(input):

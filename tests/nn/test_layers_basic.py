@@ -146,3 +146,33 @@ def test_sequential_container_api():
             s[10]
         res.append(r)
     assert res[0] == res[1]
+
+
+def test_more_conv_and_pool_modules():
+    check_module(lambda nn: nn.Conv3d(2, 3, 2, stride=(1, 2, 1), padding=1), [x(1, 2, 4, 4, 3)], rtol=1e-4, atol=1e-5)
+    check_module(lambda nn: nn.ConvTranspose1d(2, 3, 3, stride=2), [x(2, 2, 5)], rtol=1e-4, atol=1e-5)
+    check_module(lambda nn: nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), [x(1, 2, 5, 5)], rtol=1e-4,
+                 atol=1e-5)
+    check_module(lambda nn: nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="circular"), [x(1, 2, 5, 5)], rtol=1e-4,
+                 atol=1e-5)
+    check_module(lambda nn: nn.MaxPool1d(3, 2, 1), [x(2, 3, 9)])
+    check_module(lambda nn: nn.AvgPool1d(3, 2, 1), [x(2, 3, 9)])
+    check_module(lambda nn: nn.AdaptiveAvgPool1d(4), [x(2, 3, 9)])
+    check_module(lambda nn: nn.AdaptiveMaxPool1d(4), [x(2, 3, 9)])
+    check_module(lambda nn: nn.ConvTranspose2d(2, 3, 3, stride=2), [x(1, 2, 4, 4)], rtol=1e-4, atol=1e-5,
+                 call=lambda m, t: m(t, output_size=[10, 10]))
+
+
+def test_conv_errors_match_torch_classes():
+    torch = get_torch()
+    for mod in (torch, tracegrad):
+        with pytest.raises(ValueError):
+            mod.nn.Conv2d(3, 4, 3, groups=2)
+        with pytest.raises(ValueError):
+            mod.nn.Conv2d(2, 4, 3, stride=2, padding="same")
+        with pytest.raises(RuntimeError):
+            mod.nn.Conv2d(2, 4, 3)(mod.ones(1, 3, 5, 5))
+        with pytest.raises(RuntimeError):
+            mod.nn.Conv2d(2, 4, 3)(mod.ones(1, 2, 2, 2))
+        with pytest.raises(RuntimeError):
+            mod.nn.functional.max_pool2d(mod.ones(1, 1, 4, 4), 2, padding=2)

@@ -194,3 +194,10 @@ def test_scaled_dot_product_attention(kw):
         res.append((out, Q.grad))
     close(res[1][0], res[0][0], 1e-5, 1e-5)
     close(res[1][1], res[0][1], 1e-5, 1e-5)
+
+
+@pytest.mark.parametrize("mode,pad,shape", [("reflect", (1, 2), (2, 3, 5)), ("reflect", (1, 1, 2, 0), (1, 2, 4, 4)),
+                                            ("replicate", (2, 1), (2, 3, 4)), ("replicate", (1, 2, 1, 0), (1, 1, 3, 3)),
+                                            ("constant", (1, 2), (2, 3))])
+def test_pad_modes_grad_fn(mode, pad, shape):
+    loss_parity(lambda mod, a: mod.nn.functional.pad(a, pad, mode=mode), [x(*shape)], [True])

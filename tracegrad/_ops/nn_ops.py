@@ -104,7 +104,6 @@ def _max_pool_indices(x, *, kernel, stride, padding, dilation, ceil_mode):
 
 
 defop("max_pool2d", _max_pool, grad_fn="MaxPool2DWithIndicesBackward0", saves=("self",))
-defop("max_pool1d", _max_pool, grad_fn="MaxPool1DWithIndicesBackward0", saves=("self",))
 defop("max_pool2d_with_indices", _max_pool_indices, grad_fn="MaxPool2DWithIndicesBackward0", saves=("self",),
       n_out=2, n_diff=1)
 
@@ -131,7 +130,6 @@ def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divis
 
 
 defop("avg_pool2d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",))
-defop("avg_pool1d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",))
 
 
 def _adaptive_bounds(n_in, n_out):
@@ -337,3 +335,10 @@ defop("backward_hook_function", lambda *xs: tuple(xs), args=tuple(f"in{i}" for i
 # torch's C++ composites (cross_entropy) multiply/divide by a C++ Scalar: MulBackward1 / DivBackward1
 defop("mul_scalar", lambda x, other: x * jnp.asarray(other, x.dtype), args=("self", "other"), grad_fn="MulBackward1")
 defop("div_scalar", lambda x, other: x / jnp.asarray(other, x.dtype), args=("self", "other"), grad_fn="DivBackward1")
+
+# reflect / replicate padding over the last nd dims: one op per torch node name
+for _nd in (1, 2, 3):
+    defop(f"reflection_pad{_nd}d", lambda x, pad_width: jnp.pad(x, pad_width, mode="reflect"),
+          grad_fn=f"ReflectionPad{_nd}DBackward0")
+    defop(f"replication_pad{_nd}d", lambda x, pad_width: jnp.pad(x, pad_width, mode="edge"),
+          grad_fn=f"ReplicationPad{_nd}DBackward0")

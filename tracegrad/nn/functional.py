@@ -188,11 +188,21 @@ def one_hot(tensor, num_classes=-1):
 
 def pad(input, pad, mode="constant", value=None):
     """Mirrors ``torch.nn.functional.pad``: ``pad=(left, right, top, bottom, ...)`` from the last dim.
-    Modes: constant (``ConstantPadNdBackward0``), reflect, replicate, circular."""
+    Modes: constant (``ConstantPadNdBackward0``), reflect/replicate (``ReflectionPad2DBackward0``...),
+    circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``)."""
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
         raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if mode in ("reflect", "replicate") and 1 <= len(pad) // 2 <= 3 and len(pad) % 2 == 0:
+        if mode == "reflect":
+            for i in range(len(pad) // 2):
+                n = input.shape[input.ndim - 1 - i]
+                if pad[2 * i] >= n or pad[2 * i + 1] >= n:
+                    raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input "
+                                       f"dimension, but got: padding ({pad[2 * i]}, {pad[2 * i + 1]}) at dimension "
+                                       f"{input.ndim - 1 - i} of input {list(input.shape)}")
+        return _F._mode_pad(input, pad, mode)
     out = input
     for i in range(len(pad) // 2):
         d = input.ndim - 1 - i
