@@ -407,7 +407,27 @@ def p_function_edge_cases(torch, log):
     log("calling forward on the class", err(lambda: SaveOutput()(x)))
 
 
-PROGRAMS = [p_function_edge_cases, p_basic, p_setup_context, p_needs_input_grad_and_none, p_tuple_outputs,
+def p_vjp_alias_and_freed_saved(torch, log):
+    class SqVjp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def vjp(ctx, g):          # torch: vjp is an alias of backward
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = SqVjp.apply(x)
+    log("saved_tensors via grad_fn", y.grad_fn.saved_tensors)
+    y.sum().backward()
+    log("x.grad", x.grad)
+    log("saved_tensors after backward", err(lambda: y.grad_fn.saved_tensors))
+
+
+PROGRAMS = [p_vjp_alias_and_freed_saved, p_function_edge_cases, p_basic, p_setup_context, p_needs_input_grad_and_none, p_tuple_outputs,
             p_materialize, p_wrong_grads, p_mark_dirty, p_non_differentiable,
             p_saved_version_check, p_double_backward, p_once_differentiable, p_gradcheck,
             p_function_hooks_and_anomaly]
