@@ -299,3 +299,38 @@ PROGRAMS = [p_numpy_of_requires_grad, p_grad_mode_thread_local, p_grad_mode_gene
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
 def test_parity(program):
     run_both(program)
+
+
+def _xs(t, s=(3, 4), seed=0):
+    return tensor(t, rnd(s, seed), requires_grad=True)
+
+
+SAVED_CASES = {
+    "mm _saved_self": lambda t: _xs(t).mm(_xs(t, (4, 2), 1)).grad_fn._saved_self,
+    "mm _saved_mat2": lambda t: _xs(t).mm(_xs(t, (4, 2), 1)).grad_fn._saved_mat2,
+    "softmax _saved_result": lambda t: _xs(t).softmax(1).grad_fn._saved_result,
+    "softmax _saved_dim": lambda t: _xs(t).softmax(1).grad_fn._saved_dim,
+    "max dim _saved_indices": lambda t: _xs(t).max(1).values.grad_fn._saved_indices,
+    "max dim _saved_dim": lambda t: _xs(t).max(1).values.grad_fn._saved_dim,
+    "sum dim _saved_dim": lambda t: list(_xs(t).sum(1).grad_fn._saved_dim),
+    "sum keepdim": lambda t: _xs(t).sum(1, keepdim=True).grad_fn._saved_keepdim,
+    "div _saved_other": lambda t: (_xs(t) / _xs(t, seed=2)).grad_fn._saved_other,
+    "sigmoid _saved_result": lambda t: _xs(t).sigmoid().grad_fn._saved_result,
+    "relu _saved_result": lambda t: _xs(t).relu().grad_fn._saved_result,
+    "pow _saved_exponent": lambda t: (_xs(t) ** 2.5).grad_fn._saved_exponent,
+    "transpose _saved_dim0": lambda t: _xs(t).transpose(0, 1).grad_fn._saved_dim0,
+    "select _saved_index": lambda t: _xs(t)[2].grad_fn._saved_index,
+    "mean _saved_self_sym_numel": lambda t: _xs(t).mean().grad_fn._saved_self_sym_numel,
+    "index _saved_indices": lambda t: _xs(t)[t.tensor([0, 2])].grad_fn._saved_indices,
+    "cat _saved_dim": lambda t: t.cat([_xs(t), _xs(t)], 1).grad_fn._saved_dim,
+    "addmm _saved_mat1": lambda t: t.addmm(_xs(t, (2,)), _xs(t), _xs(t, (4, 2), 3)).grad_fn._saved_mat1,
+    "addmm _saved_alpha": lambda t: t.addmm(_xs(t, (2,)), _xs(t), _xs(t, (4, 2), 3)).grad_fn._saved_alpha,
+    "mul _saved_self requires_grad": lambda t: (_xs(t) * _xs(t, seed=4)).grad_fn._saved_self.requires_grad,
+    "exp _saved_result grad_fn": lambda t: type(_xs(t).exp().grad_fn._saved_result.grad_fn).__name__,
+    "unknown attribute": lambda t: _xs(t).exp().grad_fn._saved_nonexistent,
+}
+
+
+def test_saved_attributes():
+    """``grad_fn._saved_<name>`` for a spread of ops: same values (and errors) as torch."""
+    run_table(SAVED_CASES)
