@@ -158,7 +158,10 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         node = _record(op, all_args, static, (res,))
         _snapshot_saved(node, self)
         self._write(out)
+        old, old_nr = self._gf, self._out_nr
         self._gf, self._out_nr, self._rg, self._gf_ver = node, 0, True, self._vc[0]
+        if self._retains_grad:  # retain_grad follows the tensor onto its new history
+            _move_retain_grad(self, old, old_nr, node)
         # result-saving ops saved `res`, which shares nothing with self; re-point it at self
         for s in node.saved:
             if s.is_output and s.tensor is res:
@@ -166,6 +169,15 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         return self
     self._write(out)
     return self
+
+
+def _move_retain_grad(t, old, old_nr, new):
+    if old is not None and old._retains_grad:
+        old._retains_grad.pop(old_nr, None)
+    import weakref
+    if new._retains_grad is None:
+        new._retains_grad = {}
+    new._retains_grad[0] = weakref.ref(t)
 
 
 def _snapshot_saved(node, t):

@@ -279,6 +279,11 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if self._gf is not None:  # the attribute refuses even True on a non-leaf, as torch
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
@@ -377,12 +382,14 @@ class Tensor:
     def numpy(self, *, force=False):
         """Mirrors ``torch.Tensor.numpy``: a numpy copy (JAX arrays cannot share memory with numpy).
         RuntimeError on a tensor that requires grad (call ``.detach().numpy()``)."""
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy()")
         return np.array(self._value)  # a writable copy
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad and _grad_enabled():
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy conversion")
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
@@ -485,6 +492,11 @@ def _init_from(t, array):
     t._st = Storage(array)
     t._chain = ()
     t._vcache = None
+
+
+def _grad_enabled():
+    from .autograd.grad_mode import STATE
+    return STATE[0]
 
 
 def _concrete(t, what):

@@ -18,6 +18,8 @@ import sys
 from collections import OrderedDict
 
 from ..utils.hooks import RemovableHandle
+from .._tensor import Tensor
+from . import grad_mode
 
 _seq = itertools.count()
 _ACCUMULATE_SEQ = sys.maxsize  # torch gives AccumulateGrad the highest priority
@@ -99,8 +101,8 @@ class Node:
         raise NotImplementedError
 
     def __call__(self, *grads):
-        from .._tensor import Tensor  # noqa: F401
-        return self.apply(list(grads))
+        out = self.apply(list(grads))
+        return out[0] if len(out) == 1 else tuple(out)
 
     def release(self):
         pass
@@ -207,24 +209,24 @@ class OpNode(Node):
         if self.released:
             raise RuntimeError(MSG_FREED)
         saved = [s.get(self, i) for i, s in enumerate(self.saved)]
-        op = self.op
         n = self.nout
-        grads = grads[:n] if len(grads) >= n else list(grads) + [None] * (n - len(grads))
-        ns, nc = len(saved), len(self.consts)
-        bop = op.backward_op(self.static, self.layout, self.avals, self.needs, ns, nc)
-        res = _dispatch().apply_op(bop, [*saved, *self.consts, *grads])
-        if bop.n_out == 1:
-            res = (res,)
-        # gradients come per tensor input that needs one; hand them out per edge slot
-        it = iter(res)
-        by_pos = {}
-        k = 0
-        for p, kind in enumerate(self.layout):
-            if kind != 2:
-                if self.needs[k]:
-                    by_pos[p] = next(it)
-                k += 1
-        return [by_pos.get(p) for p in self.edge_pos]
+        if len(grads) != n:
+            grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
+        key = (self.op, self.static, self.layout, self.avals, self.needs)
+        entry = _BWD.get(key)
+        if entry is None:
+            entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
+        bop, slots = entry
+        d = _dispatch()
+        if grad_mode.STATE[0]:   # create_graph: record the backward like any op
+            res = d.apply_op(bop, [*saved, *self.consts, *grads])
+            if bop.n_out == 1:
+                res = (res,)
+        else:                    # plain backward: call the jitted VJP directly
+            out = d._forward(bop, [*(t._value for t in saved), *self.consts,
+                                   *(None if g is None else g._value for g in grads)], ())
+            res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
+        return [None if s < 0 else res[s] for s in slots]
 
     def release(self):
         # torch raises on a second backward only through nodes that saved something
@@ -234,6 +236,21 @@ class OpNode(Node):
 
 
 _dispatch_mod = []
+_BWD: dict = {}
+
+
+def _backward_entry(node, ns, nc):
+    """The backward op of a node's (op, static, layout) and, per next_functions slot, which of
+    its outputs is that slot's gradient (-1: none)."""
+    bop = node.op.backward_op(node.static, node.layout, node.avals, node.needs, ns, nc)
+    by_pos, k, r = {}, 0, 0
+    for p, kind in enumerate(node.layout):
+        if kind != 2:
+            if node.needs[k]:
+                by_pos[p] = r
+                r += 1
+            k += 1
+    return bop, tuple(by_pos.get(p, -1) for p in node.edge_pos)
 
 
 def _dispatch():

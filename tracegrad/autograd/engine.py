@@ -123,6 +123,13 @@ def _run_tensor_hooks(hooks, g):
     return g
 
 
+def _check_count(hook, returned, expected):
+    if not isinstance(returned, (tuple, list)) or len(returned) != len(expected):
+        n = len(returned) if isinstance(returned, (tuple, list)) else 1
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', 'hook')}' has returned an incorrect number "
+                           f"of values (got {n}, but expected {len(expected)})")
+
+
 def _accumulate(a, b):
     if a is None:
         return b
@@ -213,6 +220,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 for h in tuple(node._pre_hooks.values()):
                     r = h(tuple(grads))
                     if r is not None:
+                        _check_count(h, r, grads)
                         grads = list(r)
             # 5. the node
             if (len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads):
@@ -226,6 +234,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 for h in tuple(node._post_hooks.values()):
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
+                        _check_count(h, r, outs)
                         r = list(r)
                         for k, (a, b) in enumerate(zip(outs, r)):
                             if a is not None and b is not None and tuple(a.shape) != tuple(b.shape):

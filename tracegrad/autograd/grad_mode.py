@@ -7,9 +7,27 @@ from __future__ import annotations
 
 import functools
 import inspect
+import threading
 
-# [grad enabled, inference mode]
-STATE = [True, False]
+
+class _ThreadState(threading.local):
+    """[grad enabled, inference mode], per thread as in torch: a new thread starts with grad
+    on whatever the thread that started it is doing."""
+
+    def __init__(self):
+        self.v = [True, False]
+
+    def __getitem__(self, i):
+        return self.v[i]
+
+    def __setitem__(self, i, value):
+        self.v[i] = value
+
+    def __iter__(self):
+        return iter(self.v)
+
+
+STATE = _ThreadState()
 
 
 def is_grad_enabled() -> bool:
@@ -91,6 +109,11 @@ class set_grad_enabled(_DecoratorContextManager):
         self.prev = STATE[0]
         self.mode = bool(mode)
         STATE[0] = self.mode
+
+    def __call__(self, func):
+        # used as a decorator: the call above already switched the mode; switch it back
+        STATE[0] = self.prev
+        return super().__call__(func)
 
     def __enter__(self):
         pass
