@@ -96,3 +96,36 @@ def test_hooks_and_grad_under_jit():
         np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-10)
     np.testing.assert_allclose(np.asarray(eager[0]), 2 * 2 * np.sin(xa) * np.cos(xa), rtol=1e-10)
     np.testing.assert_allclose(np.asarray(eager[2]), 6 * np.asarray(xa), rtol=1e-10)
+
+
+class _Sq(tracegrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
+def test_function_copyslices_and_pack_hooks_under_jit():
+    """Custom Function, a CopySlices write and saved_tensors_hooks inside jax.jit == eager."""
+    def body(xa):
+        x = tracegrad.Tensor._make(xa).requires_grad_()
+        y = _Sq.apply(x).sin()
+        b = x.clone()
+        b[1:] = y[1:] * 2
+        with tracegrad.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):
+            z = (b * b).sum()
+        z.backward()
+        return x.grad._value
+
+    xa = jnp.asarray(rnd((3,), 11))
+    eager = np.asarray(body(xa))
+    np.testing.assert_allclose(np.asarray(jax.jit(body)(xa)), eager, rtol=1e-10)
+    x = np.asarray(xa)
+    expect = 2 * x.copy()
+    expect[1:] = 2 * (2 * 2 * np.sin(x[1:] ** 2)) * np.cos(x[1:] ** 2) * 2 * x[1:]
+    np.testing.assert_allclose(eager, expect, rtol=1e-10)
