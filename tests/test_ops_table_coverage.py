@@ -54,3 +54,25 @@ def test_every_op_has_a_parity_case():
     assert not missing, f"ops without a parity case: {missing}"
     stale = sorted(set(EXCLUDED) - ours)
     assert not stale, f"EXCLUDED names that are not ops of the library: {stale}"
+
+
+# error cases whose message must be torch's, word for word (first line); the others keep
+# torch's class but add what to do (STYLE 8)
+SAME_MESSAGE = {"add_bad_type", "mul_shape_mismatch", "add_shape_mismatch", "where_nonbool", "mean_int_raises",
+                "matmul_dtype_mismatch", "gather_float_index", "masked_fill_int_mask", "set_shape_mismatch",
+                "copy_bad_shape", "tensor_ragged_raises", "neg_bool_raises", "sub_bool_raises", "div_bad_mode",
+                "cat_empty_list", "int_many_raises", "float_many_raises", "clamp_none", "topk_too_big",
+                "expand_bad", "view_bad", "out_of_range", "zero_dim_int_raises", "numpy_requires_grad_raises"}
+
+
+def test_error_messages_match_torch():
+    import torch
+    cases = {c.name: c for c in TABLES}
+    assert SAME_MESSAGE <= set(cases), sorted(SAME_MESSAGE - set(cases))
+    for name in sorted(SAME_MESSAGE):
+        want, _ = run(torch, cases[name], backward=False)
+        got, _ = run(tracegrad, cases[name], backward=False)
+        assert want[0] == "raise" and got[0] == "raise", name
+        w = str(want[1]).split("\n")[0].replace("torch.", "tracegrad.")
+        g = str(got[1]).split("\n")[0]
+        assert g == w, f"{name}: {g!r} != torch {w!r}"

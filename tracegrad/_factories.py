@@ -73,6 +73,33 @@ def _to_numpy(data):
     return np.asarray(data)
 
 
+def _ragged_message(data):
+    """torch's message for a ragged nested list: the first length that differs."""
+    def shape_of(x):
+        out = []
+        while isinstance(x, (list, tuple)):
+            out.append(len(x))
+            if not x:
+                break
+            x = x[0]
+        return out
+    want = shape_of(data)
+
+    def walk(x, dim):
+        if dim >= len(want):
+            return None
+        if not isinstance(x, (list, tuple)):
+            return f"expected sequence of length {want[dim]} at dim {dim} (got scalar)" if dim else None
+        if len(x) != want[dim]:
+            return f"expected sequence of length {want[dim]} at dim {dim} (got {len(x)})"
+        for e in x:
+            m = walk(e, dim + 1)
+            if m:
+                return m
+        return None
+    return walk(data, 0)
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Mirrors ``torch.tensor``: always copies ``data`` (nested lists/tuples of numbers or 0-d
     tensors, numpy arrays, tensors). TypeError for data it cannot read; RuntimeError when
@@ -93,7 +120,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     try:
         arr = _to_numpy(data)
     except ValueError as e:
-        raise ValueError(f"expected sequence of equal-length lists to build a tensor: {e}") from None
+        raise ValueError(_ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
     if arr.dtype == object:
         raise TypeError("tensor(): nested sequences must be rectangular and hold numbers")
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)

@@ -41,27 +41,37 @@ def result_dtype(*xs) -> _dt.dtype:
     return _dt.result_type(dim, zero, scal)
 
 
+# torch's ScalarType names (``Long``) and C++ type names (``long int``) used in its messages
+_SCALAR_NAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_CPP_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+             "complex128": "c10::complex<double>"}
+
+
 def _check_operand(x, name):
     if not isinstance(x, (Tensor,) + _Number) and x is not None:
-        raise TypeError(f"{name}(): argument 'other' must be Tensor or Number, not {type(x).__name__}")
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")
 
 
 def _check_broadcast(*xs):
     """RuntimeError with torch's message when tensor shapes do not broadcast."""
     shapes = [x._value.shape for x in xs if isinstance(x, Tensor)]
-    out = ()
+    out = None
     for s in shapes:
-        if s == out:
+        if out is None or s == out:
+            out = s if out is None else out
             continue
         n = builtins.max(len(out), len(s))
         a, b = (1,) * (n - len(out)) + tuple(out), (1,) * (n - len(s)) + tuple(s)
-        res = []
-        for i, (p, q) in enumerate(zip(a, b)):
+        for i in reversed(range(n)):     # torch reports the right-most mismatch
+            p, q = a[i], b[i]
             if p != q and p != 1 and q != 1:
                 raise RuntimeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at "
                                    f"non-singleton dimension {i}")
-            res.append(q if p == 1 else p)
-        out = tuple(res)
+        out = tuple(q if p == 1 else p for p, q in zip(a, b))
 
 
 def _binary(opname, a, b, *extra):
@@ -236,7 +246,7 @@ def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
     RuntimeError when both are None."""
     if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
@@ -265,7 +275,7 @@ def where(condition, input=None, other=None):
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
     if condition.dtype is not _dt.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {condition.dtype.name.capitalize()}")
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
     dt = result_dtype(input, other)
     return apply_op(OPS["where"], (condition, input, other), (("dtype", dt.np),))
 
@@ -430,7 +440,7 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.mean``. RuntimeError for integer inputs without ``dtype`` (as torch)."""
     d = _dt.to_dtype(dtype) if dtype is not None else self.dtype
     if not (d.is_floating_point or d.is_complex):
-        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {d.name.capitalize()}")
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {_SCALAR_NAME[d.name]}")
     dims = _dims(dim, self.ndim)
     st = (("dim", dims), ("keepdim", keepdim), ("dtype", None if dtype is None else d.np))
     return apply_op(OPS["mean" if dim is None else "mean_dim"], (self,), st)
@@ -606,7 +616,7 @@ def median(self, dim=None, keepdim=False):
 # ---- linear algebra ---------------------------------------------------------------------
 def _mm_dtype(a, b, name):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype.name} != {b.dtype.name}" if name != "dot" else
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[a.dtype.name]} != {_CPP_NAME[b.dtype.name]}" if name != "dot" else
                            f"dot : expected both vectors to have same dtype, but found {a.dtype.name} and {b.dtype.name}")
     return (("dtype", a._value.dtype),)
 
@@ -1014,7 +1024,7 @@ def cat(tensors, dim=0, *, out=None):
     shapes or an empty list."""
     tensors = [t for t in tensors]
     if not tensors:
-        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
     for t_ in tensors:
         if not isinstance(t_, Tensor):
             raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
@@ -1177,6 +1187,8 @@ def setitem(self, key, value):
                 apply_inplace(OPS["fill_tensor"], self, (value,))
             return
         v = apply_op(_basic_op(markers), (self,), (("key", markers),))
+        if isinstance(value, Tensor) and tuple(value.shape) != tuple(v.shape):
+            _check_expand(tuple(value.shape), tuple(v.shape))   # torch expands the value first
         copy_(v, value)
         return
     if full:
@@ -1203,7 +1215,7 @@ def index_put(self, indices, values, accumulate=False):
 
 def _index_arg(index, name):
     if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype is _dt.bool_:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
 def gather(self, dim, index, *, sparse_grad=False):
@@ -1225,6 +1237,8 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     _index_arg(index, "scatter")
     if src is None:
         src = value
+    if src is None:
+        raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     d = _wrap_dim(dim, self.ndim)
     if isinstance(src, Tensor):
         return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
@@ -1252,7 +1266,7 @@ def index_add(self, dim, index, source, *, alpha=1):
 def masked_fill(self, mask, value):
     """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__))
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s).")
@@ -1322,7 +1336,7 @@ def pow_(self, exponent):
 
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_inplace(op, self, (min, max), (("dtype", self._value.dtype),))
 
@@ -1333,13 +1347,24 @@ def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         from ._factories import tensor
         src = tensor(src, dtype=self.dtype)
-    try:
-        np.broadcast_shapes(tuple(src.shape), tuple(self.shape))
-        if len(src.shape) > len(self.shape) or np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
-            raise ValueError
-    except ValueError:
-        raise RuntimeError(f"The size of tensor a ({tuple(self.shape)}) must match the size of tensor b ({tuple(src.shape)}) at non-singleton dimension") from None
+    if tuple(src.shape) != tuple(self.shape):
+        _check_broadcast(self, src)
+        if np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
+            _check_expand(tuple(src.shape), tuple(self.shape))
     return apply_inplace(OPS["copy"], self, (src,))
+
+
+def _check_expand(shape, target):
+    """torch's message when ``shape`` cannot be expanded to ``target`` (copy_, setitem)."""
+    lead = len(target) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(shape)})")
+    for i, s_ in enumerate(shape):
+        if s_ != target[lead + i] and s_ != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match the existing size "
+                               f"({s_}) at non-singleton dimension {lead + i}.  Target sizes: {list(target)}.  "
+                               f"Tensor sizes: {list(shape)}")
 
 
 def fill_(self, value):
@@ -1376,8 +1401,11 @@ def _inplace_unary(name):
 
 
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """Mirrors ``torch.Tensor.scatter_(dim, index, src|value)``. TypeError without src/value."""
     if src is None:
         src = value
+    if src is None:
+        raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     d = _wrap_dim(dim, self.ndim)
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
     return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
