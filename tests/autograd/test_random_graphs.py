@@ -5,7 +5,8 @@ elementwise unary/binary (with broadcasting), views (view/reshape, transpose, sl
 unsqueeze, expand), reductions (sum/mean/amax over a dim) and matmul, each step picking its
 operands from the tensors made so far. The same program runs on torch and tracegrad from
 the same numpy inputs; the loss is a weighted sum of every produced tensor, and every leaf's
-``.grad`` (or its absence) must match torch's.
+``.grad`` (or its absence) must match torch's, as must the ``.grad`` of intermediates on which
+the program drew ``retain_grad()``.
 """
 import numpy as np
 import pytest
@@ -47,6 +48,7 @@ class Program:
         self.shapes = []
         self.leaves = {torch: [], tracegrad: []}
         self.log = []
+        self.retained = []     # pool indices of non-leaves with retain_grad()
 
     def add(self, fn, idx, name):
         outs = {}
@@ -54,8 +56,13 @@ class Program:
             outs[m] = fn(m, *[self.pools[m][i] for i in idx])
         shape = tuple(outs[torch].shape)
         assert tuple(outs[tracegrad].shape) == shape, (name, shape, tuple(outs[tracegrad].shape))
+        retain = outs[torch].requires_grad and self.data.draw(st.integers(0, 3)) == 0
         for m in (torch, tracegrad):
+            if retain:
+                outs[m].retain_grad()
             self.pools[m].append(outs[m])
+        if retain:
+            self.retained.append(len(self.shapes))
         self.shapes.append(shape)
         self.log.append(f"t{len(self.shapes) - 1} = {name}({', '.join(f't{i}' for i in idx)}) {shape}")
 
@@ -157,3 +164,9 @@ def test_random_graph_leaf_grads_match_torch(data):
             scale = max(1.0, float(np.abs(ref).max()))
             np.testing.assert_allclose(b.grad.numpy(), ref, rtol=1e-8, atol=1e-10 * scale,
                                        err_msg=f"leaf {k}\n{trace}")
+    for k in prog.retained:
+        a, b = prog.pools[torch][k], prog.pools[tracegrad][k]
+        assert (a.grad is None) == (b.grad is None), f"retained t{k}: grad None-ness differs\n{trace}"
+        if a.grad is not None:
+            np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-8, atol=1e-10,
+                                       err_msg=f"retained t{k}\n{trace}")
