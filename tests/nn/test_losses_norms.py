@@ -201,3 +201,13 @@ def test_scaled_dot_product_attention(kw):
                                             ("constant", (1, 2), (2, 3))])
 def test_pad_modes_grad_fn(mode, pad, shape):
     loss_parity(lambda mod, a: mod.nn.functional.pad(a, pad, mode=mode), [x(*shape)], [True])
+
+
+def test_target_out_of_bounds_raises_index_error():
+    torch = get_torch()
+    for mod in (torch, tracegrad):
+        with pytest.raises(IndexError, match="Target 5 is out of bounds"):
+            mod.nn.functional.cross_entropy(mod.zeros(2, 3), mod.tensor([0, 5]))
+        with pytest.raises(IndexError):
+            mod.nn.functional.nll_loss(mod.zeros(2, 3), mod.tensor([-2, 1]))
+        mod.nn.functional.cross_entropy(mod.zeros(2, 3), mod.tensor([-100, 1]))

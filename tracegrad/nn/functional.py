@@ -356,7 +356,8 @@ def _check_reduction(reduction):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.nll_loss``: input ``(N, C, *)`` or ``(C,)`` log-probabilities,
     target int64 ``(N, *)``/``()``. grad_fn ``NllLossBackward0`` (``NllLoss2DBackward0`` for 4-D).
-    ValueError for a bad reduction; RuntimeError for a floating target."""
+    ValueError for a bad reduction; RuntimeError for a floating target; IndexError for a class
+    index outside [0, C) (not ignore_index)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if target.dtype.is_floating_point:
@@ -364,7 +365,21 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.ndim >= 2 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
+    _check_targets(target, input.shape[1] if input.ndim >= 2 else input.shape[0], ignore_index)
     return _nn.nll_loss(input, target, weight, reduction, ignore_index)
+
+
+def _check_targets(target, n_classes, ignore_index):
+    """IndexError for class indices outside [0, C) (other than ignore_index), as torch; skipped
+    while tracing (inside tracegrad.compile there is no value to check)."""
+    bad = ((target < 0) | (target >= n_classes)) & (target != ignore_index)
+    try:
+        any_bad = bool(bad.any())
+    except RuntimeError:
+        return
+    if any_bad:
+        t = int(target[bad].flatten()[0])
+        raise IndexError(f"Target {t} is out of bounds.")
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
