@@ -215,7 +215,15 @@ def p_dtypes(torch, log):
     log("create_graph accumulation is out of place", (w.grad is g0, g0, w.grad, w.grad.requires_grad))
 
 
-PROGRAMS = [p_dtypes, p_retain_graph_saved_scalar, p_third_order_two_output_backward, p_backward_args, p_backward_inputs, p_autograd_backward, p_grad_fn,
+def p_grads_batched(torch, log):
+    x = tensor(torch, rnd((3,), 0), requires_grad=True)
+    y = x.sin() * 2
+    (jac,) = torch.autograd.grad(y, x, grad_outputs=torch.eye(3, dtype=torch.float64),
+                                 is_grads_batched=True)
+    log("jacobian rows via is_grads_batched", jac)
+
+
+PROGRAMS = [p_grads_batched, p_dtypes, p_retain_graph_saved_scalar, p_third_order_two_output_backward, p_backward_args, p_backward_inputs, p_autograd_backward, p_grad_fn,
             p_retain_graph_rules, p_accumulation, p_higher_order_scalar,
             p_higher_order_backward, p_mlp_hessian_vector, p_double_backward_graph]
 
