@@ -155,14 +155,16 @@ def test_random_graph_leaf_grads_match_torch(data):
         losses[m] = loss
         loss.backward()
     trace = "\n".join(prog.log)
+    # tolerance relative to the magnitude of the summed terms (sub/where can cancel)
+    mag = sum(float(t.detach().abs().sum()) for t in prog.pools[torch][n_leaves:])
     np.testing.assert_allclose(losses[tracegrad].item(), losses[torch].item(), rtol=1e-9,
-                               err_msg=trace)
+                               atol=1e-12 * mag, err_msg=trace)
     for k, (a, b) in enumerate(zip(prog.leaves[torch], prog.leaves[tracegrad])):
         assert (a.grad is None) == (b.grad is None), f"leaf {k}: grad None-ness differs\n{trace}"
         if a.grad is not None:
             ref = a.grad.numpy()
             scale = max(1.0, float(np.abs(ref).max()))
-            np.testing.assert_allclose(b.grad.numpy(), ref, rtol=1e-8, atol=1e-10 * scale,
+            np.testing.assert_allclose(b.grad.numpy(), ref, rtol=1e-8, atol=1e-9 * scale,
                                        err_msg=f"leaf {k}\n{trace}")
     for k in prog.retained:
         a, b = prog.pools[torch][k], prog.pools[tracegrad][k]
