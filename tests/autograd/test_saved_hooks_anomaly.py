@@ -183,7 +183,19 @@ def p_pack_hook_grad_mode(torch, log):
     log("g", g)
 
 
-PROGRAMS = [p_pack_hooks_custom_function, p_pack_hook_grad_mode, p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
+def p_anomaly_warning(torch, log):
+    x = tensor(torch, [0.0, 1.0], requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly():
+            z = (x.sqrt() * 0).sum()
+            log("raises", err(lambda: z.backward()))
+    msgs = [str(m.message) for m in w]
+    log("warns 'Error detected in SqrtBackward0'", any("Error detected in SqrtBackward0" in m for m in msgs))
+    log("names the forward line", any("x.sqrt()" in m for m in msgs))
+
+
+PROGRAMS = [p_anomaly_warning, p_pack_hooks_custom_function, p_pack_hook_grad_mode, p_anomaly_flags, p_pack_unpack, p_pack_order_and_nesting, p_unpack_wrong_type, p_pack_no_version_check,
             p_save_on_cpu, p_anomaly]
 
 
