@@ -88,3 +88,14 @@ def run_table(cases):
         if msg:
             bad.append(msg[:400])
     assert not bad, f"{len(bad)}/{len(cases)} cases differ:\n" + "\n".join(bad)
+
+
+def programs(progs, xfail=None):
+    """``pytest.param`` per program, named after it; ``xfail`` maps a program name to the root
+    cause of a known core bug (strict: the test fails loudly once the bug is fixed)."""
+    import pytest
+    xfail = xfail or {}
+    return [pytest.param(p, id=p.__name__,
+                         marks=[pytest.mark.xfail(reason=xfail[p.__name__], strict=True)]
+                         if p.__name__ in xfail else [])
+            for p in progs]

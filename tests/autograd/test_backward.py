@@ -2,7 +2,7 @@
 accumulation, retain_graph, and higher-order gradients (create_graph) to 3rd order."""
 import pytest
 
-from _ag import err, graph, rnd, run_both, tensor
+from _ag import err, graph, programs, rnd, run_both, tensor
 
 
 def p_backward_args(torch, log):
@@ -228,7 +228,11 @@ PROGRAMS = [p_grads_batched, p_dtypes, p_retain_graph_saved_scalar, p_third_orde
             p_higher_order_backward, p_mlp_hessian_vector, p_double_backward_graph]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)
 

@@ -6,7 +6,7 @@ import warnings
 
 import pytest
 
-from _ag import err, graph, rnd, run_both, tensor
+from _ag import err, graph, programs, rnd, run_both, tensor
 
 
 def p_basic(torch, log):
@@ -433,6 +433,10 @@ PROGRAMS = [p_vjp_alias_and_freed_saved, p_function_edge_cases, p_basic, p_setup
             p_function_hooks_and_anomaly]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)

@@ -2,7 +2,7 @@
 AccumulateGrad ``.variable``, ``Node.name()``, ``_saved_*`` values, grad modes, detach/.data."""
 import pytest
 
-from _ag import edges, err, graph, rnd, run_both, run_table, tensor
+from _ag import edges, err, graph, programs, rnd, run_both, run_table, tensor
 
 
 def p_propagation(torch, log):
@@ -296,7 +296,11 @@ PROGRAMS = [p_numpy_of_requires_grad, p_grad_mode_thread_local, p_grad_mode_gene
             p_detach_data]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)
 

@@ -2,7 +2,7 @@
 full firing order of a graph mixing all of them (logged and compared with torch)."""
 import pytest
 
-from _ag import err, rnd, run_both, tensor
+from _ag import err, programs, rnd, run_both, tensor
 
 
 def p_tensor_hooks(torch, log):
@@ -277,6 +277,10 @@ PROGRAMS = [p_hooks_with_backward_inputs, p_node_hook_wrong_count, p_hook_sees_s
             p_post_accumulate, p_node_hooks, p_firing_order, p_order_two_branches]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)

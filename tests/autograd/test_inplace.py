@@ -2,7 +2,7 @@
 CopySlices on a written view's base, saved-tensor version checks, ``_version`` counts."""
 import pytest
 
-from _ag import err, graph, rnd, run_both, tensor
+from _ag import err, graph, programs, rnd, run_both, tensor
 
 
 def p_leaf_rules(torch, log):
@@ -161,6 +161,10 @@ def p_copy_slices_graph(torch, log):
 PROGRAMS = [p_inplace_into_nograd_tensor, p_copy_slices_graph, p_leaf_rules, p_nonleaf_rebase, p_copy_slices, p_saved_modified, p_version_counts]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)

@@ -3,7 +3,7 @@ hooks across in-place ops and retained graphs, calling a Node directly, views of
 integer casts cutting the graph, set_grad_enabled as decorator, increment_version."""
 import pytest
 
-from _ag import err, graph, rnd, run_both, tensor
+from _ag import err, graph, programs, rnd, run_both, tensor
 
 
 def p_grad_setter(torch, log):
@@ -141,6 +141,10 @@ PROGRAMS = [p_grad_setter, p_hooks_and_inplace, p_hooks_retained_graph, p_call_n
             p_grad_with_views_and_inplace, p_retain_grad_inplace]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)

@@ -4,7 +4,7 @@ import warnings
 
 import pytest
 
-from _ag import err, err_msg, rnd, run_both, tensor
+from _ag import err, err_msg, programs, rnd, run_both, tensor
 
 
 def p_pack_unpack(torch, log):
@@ -199,6 +199,10 @@ PROGRAMS = [p_anomaly_warning, p_pack_hooks_custom_function, p_pack_hook_grad_mo
             p_save_on_cpu, p_anomaly]
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
+XFAIL = {}
+
+
+@pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)
