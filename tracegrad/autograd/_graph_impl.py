@@ -100,6 +100,9 @@ class Node:
     def apply(self, grads, create_graph=False):
         raise NotImplementedError
 
+    def num_outputs(self) -> int:
+        return 1
+
     def __call__(self, *grads):
         out = self.apply(list(grads))
         return out[0] if len(out) == 1 else tuple(out)
@@ -227,6 +230,9 @@ class OpNode(Node):
                                    *(None if g is None else g._value for g in grads)], ())
             res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
         return [None if s < 0 else res[s] for s in slots]
+
+    def num_outputs(self) -> int:
+        return self.nout
 
     def release(self):
         # torch raises on a second backward only through nodes that saved something

@@ -262,7 +262,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
 
 
 def _n_slots(node, slot):
-    return slot + 1
+    # one buffer entry per output of the node, so pre-hooks see torch's full tuple
+    return max(slot + 1, node.num_outputs())
 
 
 def _accumulate_nonleaf(t, g, create_graph):

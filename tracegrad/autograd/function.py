@@ -111,6 +111,9 @@ class BackwardCFunction(Node, FunctionCtx):
             out.append(r)
         return out
 
+    def num_outputs(self) -> int:
+        return max(len(self._out_meta), 1)
+
     def release(self):
         self._released = True
         self._saved = ()
