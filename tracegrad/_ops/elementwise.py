@@ -26,7 +26,7 @@ def _u(fn):
 # NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
 _UNARY = [
     # name, jax fn, grad_fn, saves, vjp_result
-    ("abs", jnp.abs, "AbsBackward0", ("self",), None),
+    ("abs", lambda x: jnp.abs(x) if jnp.iscomplexobj(x) else x * jnp.sign(x), "AbsBackward0", ("self",), None),
     ("neg", jnp.negative, "NegBackward0", (), None),
     ("exp", jnp.exp, "ExpBackward0", ("result",), lambda y, g: g * y),
     ("exp2", jnp.exp2, "Exp2Backward0", ("result",), lambda y, g: g * y * jnp.log(jnp.asarray(2, y.dtype))),
@@ -133,7 +133,17 @@ defop("fmod_tensor", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), a
       grad_fn="FmodBackward1", saves=("other", "self"))
 defop("atan2", lambda a, b, dtype: jnp.arctan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="Atan2Backward0", saves=("other", "self"))
-defop("pow", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
+def _pow(a, b, dtype):
+    # torch's gradient of x ** 0 is 0 everywhere (JAX's is nan at x == 0): route the base
+    # away from 0 where the exponent is 0
+    a, b = _c(a, dtype), _c(b, dtype)
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        return jnp.power(a, b)
+    safe = jnp.where(b == 0, jnp.ones_like(a), a)
+    return jnp.where(b == 0, jnp.ones_like(a), jnp.power(safe, b))
+
+
+defop("pow", _pow, args=("self", "exponent"),
       grad_fn="PowBackward0", saves=("self",), no_edge=("exponent",))
 defop("pow_tensor", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
       grad_fn="PowBackward1", saves=("exponent", "self", "result"))
@@ -172,11 +182,15 @@ defop("where", _where, args=("condition", "self", "other"), grad_fn="WhereBackwa
 
 
 def _clamp(x, lo, hi, dtype):
+    # where, not maximum/minimum: torch passes the gradient at the bounds (x == min or max),
+    # maximum/minimum would split it in half
     x = _c(x, dtype)
     if lo is not None:
-        x = jnp.maximum(x, _c(lo, dtype))
+        lo = _c(lo, dtype)
+        x = jnp.where(x < lo, lo, x)
     if hi is not None:
-        x = jnp.minimum(x, _c(hi, dtype))
+        hi = _c(hi, dtype)
+        x = jnp.where(x > hi, hi, x)
     return x
 
 

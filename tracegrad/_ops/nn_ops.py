@@ -230,7 +230,10 @@ defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarra
       grad_fn="LeakyReluBackward0", saves=("self",))
 defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.minimum(x, 0))),
       grad_fn="EluBackward0", saves=("self",))
-defop("hardtanh", lambda x, min_val, max_val: jnp.clip(x, min_val, max_val), grad_fn="HardtanhBackward0",
+# torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's
+defop("hardtanh", lambda x, min_val, max_val: jnp.where((x > min_val) & (x < max_val), x,
+                                                       jax.lax.stop_gradient(jnp.clip(x, min_val, max_val))),
+      grad_fn="HardtanhBackward0",
       saves=("self",))
 defop("softplus", lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta),
       grad_fn="SoftplusBackward0", saves=("self",))

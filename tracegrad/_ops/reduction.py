@@ -95,9 +95,11 @@ defop("log_softmax", lambda x, dim, dtype=None: jax.nn.log_softmax(_cast(x, dtyp
 def _norm(x, ord, dim, keepdim):
     a = jnp.abs(x)
     if ord == 2:
-        # sqrt(sum(x^2)) with a zero-safe gradient (torch gives 0 at x == 0)
+        # sqrt(sum(x^2)) with torch's zero gradient at x == 0 (the double where keeps the
+        # untaken sqrt branch from producing nan in the VJP)
         s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
-        return jnp.sqrt(s)
+        zero = s == 0
+        return jnp.where(zero, 0, jnp.sqrt(jnp.where(zero, 1, s)))
     if ord == float("inf"):
         return jnp.max(a, axis=dim, keepdims=keepdim)
     if ord == float("-inf"):
@@ -156,4 +158,11 @@ def _median(x, dim, keepdim):
 
 
 defop("median_dim", _median, grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
-defop("median_all", lambda x: _median(x.ravel(), 0, False)[0], grad_fn="MedianBackward0", saves=("self",))
+def _median_all(x):
+    # torch spreads the gradient evenly over the elements equal to the median
+    v = jax.lax.stop_gradient(_median(x.ravel(), 0, False)[0])
+    mask = (x == v).astype(x.dtype)
+    return jnp.sum(x * mask) / jnp.sum(mask)
+
+
+defop("median_all", _median_all, grad_fn="MedianBackward0", saves=("self",))
