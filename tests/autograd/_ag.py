@@ -99,3 +99,13 @@ def programs(progs, xfail=None):
                          marks=[pytest.mark.xfail(reason=xfail[p.__name__], strict=True)]
                          if p.__name__ in xfail else [])
             for p in progs]
+
+
+def table_cases(cases, xfail=None):
+    """``pytest.param((name, fn))`` per table case, with a strict xfail for known core bugs
+    (``xfail``: case name -> root cause); run each with ``run_table(dict([case]))``."""
+    import pytest
+    xfail = xfail or {}
+    return [pytest.param((k, f), id=k,
+                         marks=[pytest.mark.xfail(reason=xfail[k], strict=True)] if k in xfail else [])
+            for k, f in cases.items()]

@@ -433,8 +433,10 @@ PROGRAMS = [p_vjp_alias_and_freed_saved, p_function_edge_cases, p_basic, p_setup
             p_function_hooks_and_anomaly]
 
 
-# known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)
-XFAIL = {}
+# known core bugs: program name -> root cause
+XFAIL = {
+    'p_vjp_alias_and_freed_saved': "autograd/function.py: a Function that defines vjp (torch's alias of backward) but not backward raises NotImplementedError at backward",
+}
 
 
 @pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
