@@ -8,6 +8,9 @@ result back through a tensor's view chain and rebases autograd history (``CopySl
 """
 from __future__ import annotations
 
+import jax.numpy as jnp
+import numpy as np
+
 from ._ops.registry import Op
 from ._tensor import Tensor, _JaxTracer
 from .autograd._graph_impl import (SAVED_HOOKS, OpNode, SavedTensor, accumulate_node,
@@ -15,6 +18,8 @@ from .autograd._graph_impl import (SAVED_HOOKS, OpNode, SavedTensor, accumulate_
 from .autograd.grad_mode import STATE
 
 _node_cls: dict = {}
+_DIFF_DTYPES = frozenset(np.dtype(n) for n in ("float16", "float32", "float64", "complex64", "complex128")) | \
+    {np.dtype(jnp.bfloat16)}
 
 
 def _cls_for(op):
@@ -57,6 +62,8 @@ def apply_op(op: Op, args, static=()):
     out = _forward(op, arrays, static)
     record = record and STATE[0] and op.grad_fn is not None
     if op.n_out == 1:
+        # torch gives integer and bool results no history
+        record = record and out.dtype in _DIFF_DTYPES
         t = Tensor._make(out)
         if op.view:
             _make_view(t, args[0], op, static, None)
@@ -90,7 +97,12 @@ def _record(op, args, static, outs):
         if i not in no_edge:
             edge_pos.append(i)
             edges.append(edge(a) if isinstance(a, Tensor) and a._rg else (None, 0))
-        if isinstance(a, Tensor):
+        if isinstance(a, Tensor) and a._value.dtype not in _DIFF_DTYPES:
+            # integer/bool inputs (indices, masks) are never differentiated: hand their values
+            # to the backward as constants, so a VJP never sees a placeholder for them
+            layout.append(2)
+            consts.append(a._value)
+        elif isinstance(a, Tensor):
             needs.append(a._rg and i not in no_edge)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
                 layout.append(0)

@@ -187,6 +187,8 @@ class OpNode(Node):
                 v = self.consts[[i for i, k in enumerate(self.layout) if k == 2].index(want)]
                 if v is None or isinstance(v, bool):
                     return v
+                if hasattr(v, "dtype"):  # an integer/bool tensor input kept as a constant
+                    return Tensor._make(v)
                 # torch saves a Python number as a wrapped 0-dim double/long tensor
                 from .._factories import tensor
                 from .._ops import dtypes as _dt
