@@ -38,6 +38,7 @@ from ._tensor_methods import return_types  # noqa: E402
 from ._device import device, cuda  # noqa: E402
 from ._ops.random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                           manual_seed, seed, set_rng_state)
+from ._factories import range  # noqa: E402,A001
 from ._factories import (arange, as_tensor, asarray, bernoulli, empty, empty_like, eye,  # noqa: E402
                          from_numpy, full, full_like, linspace, logspace, multinomial, normal,
                          ones, ones_like, rand, rand_like, randint, randint_like, randn,

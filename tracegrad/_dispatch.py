@@ -97,9 +97,9 @@ def _record(op, args, static, outs):
         if i not in no_edge:
             edge_pos.append(i)
             edges.append(edge(a) if isinstance(a, Tensor) and a._rg else (None, 0))
-        if isinstance(a, Tensor) and a._value.dtype not in _DIFF_DTYPES:
-            # integer/bool inputs (indices, masks) are never differentiated: hand their values
-            # to the backward as constants, so a VJP never sees a placeholder for them
+        if isinstance(a, Tensor) and (a._value.dtype not in _DIFF_DTYPES or (i in no_edge and i not in save_pos)):
+            # inputs never differentiated (integer/bool indices and masks, a quantile's q...)
+            # reach the backward as constants, so a VJP never sees a placeholder for them
             layout.append(2)
             consts.append(a._value)
         elif isinstance(a, Tensor):

@@ -218,6 +218,19 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
 
 
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
+    float32 by default. Warns as torch does; prefer ``arange``."""
+    import warnings
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    d = _fdt(dtype)
+    n = int(np.floor((end - start) / step)) + 1
+    arr = np.arange(max(n, 0), dtype=np.float64) * step + start
+    return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
+
+
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive."""
     d = _fdt(dtype)

@@ -600,6 +600,23 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     return return_types.topk(v, i)
 
 
+def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """Mirrors ``torch.quantile``: ``q`` a float or 1-D tensor in [0, 1] (its dim comes first
+    in the result); ``interpolation`` one of linear, lower, higher, midpoint, nearest.
+    RuntimeError for q outside [0, 1] or a non-floating input."""
+    if not self.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    qv = q._value if isinstance(q, Tensor) else q
+    if not isinstance(qv, _JaxTracer) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    d = None if dim is None else _wrap_dim(dim, self.ndim)
+    return apply_op(OPS["quantile"], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
+
+
+def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+
 def kthvalue(self, k, dim=-1, keepdim=False):
     v, i = apply_op(OPS["kthvalue"], (self,), (("k", int(k)), ("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))
     return return_types.kthvalue(v, i)
@@ -1529,7 +1546,7 @@ def register_all():
         sum=sum, nansum=nansum, mean=mean, nanmean=nanmean, prod=prod, var=var, std=std, max=max, min=min,
         amax=amax, amin=amin, argmax=argmax, argmin=argmin, logsumexp=logsumexp, softmax=softmax,
         log_softmax=log_softmax, norm=norm, cumsum=cumsum, cumprod=cumprod, all=all, any=any,
-        count_nonzero=count_nonzero, sort=sort, argsort=argsort, topk=topk, kthvalue=kthvalue, median=median,
+        count_nonzero=count_nonzero, quantile=quantile, sort=sort, argsort=argsort, topk=topk, kthvalue=kthvalue, median=median,
         matmul=matmul, mm=mm, bmm=bmm, mv=mv, dot=dot, addmm=addmm, outer=outer, ger=outer,
         view=view, reshape=reshape, view_as=view_as, reshape_as=reshape_as, flatten=flatten,
         unflatten=unflatten, squeeze=squeeze, unsqueeze=unsqueeze, transpose=transpose,

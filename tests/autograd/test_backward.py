@@ -230,7 +230,6 @@ PROGRAMS = [p_grads_batched, p_dtypes, p_retain_graph_saved_scalar, p_third_orde
 
 # known core bugs: program name -> root cause
 XFAIL = {
-    'p_grads_batched': "engine.grad ignores is_grads_batched=True (treats the batched grad_outputs as one gradient and raises 'Mismatch in shape')",
 }
 
 

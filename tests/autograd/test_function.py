@@ -435,7 +435,6 @@ PROGRAMS = [p_vjp_alias_and_freed_saved, p_function_edge_cases, p_basic, p_setup
 
 # known core bugs: program name -> root cause
 XFAIL = {
-    'p_vjp_alias_and_freed_saved': "autograd/function.py: a Function that defines vjp (torch's alias of backward) but not backward raises NotImplementedError at backward",
 }
 
 

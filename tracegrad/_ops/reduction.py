@@ -166,3 +166,38 @@ def _median_all(x):
 
 
 defop("median_all", _median_all, grad_fn="MedianBackward0", saves=("self",))
+
+
+def _quantile(x, q, dim, keepdim, interpolation):
+    # sort + gather + lerp (as torch builds it); jnp.quantile's VJP disagreed with torch's for
+    # a vector q along a non-last dim
+    if dim is None:
+        x, dim = x.ravel(), 0
+    xs = jnp.moveaxis(jnp.sort(x, axis=dim), dim, -1)
+    n = xs.shape[-1]
+    q = jnp.asarray(q, x.dtype)
+    pos = q * (n - 1)
+    lo = jnp.floor(pos)
+    hi = jnp.ceil(pos)
+    if interpolation == "lower":
+        pos = lo
+    elif interpolation == "higher":
+        pos = hi
+    elif interpolation == "nearest":
+        pos = jnp.round(pos)
+    lo_i, hi_i = jnp.floor(pos).astype(jnp.int32), jnp.ceil(pos).astype(jnp.int32)
+    frac = 0.5 if interpolation == "midpoint" else (pos - jnp.floor(pos))
+    if interpolation == "midpoint":
+        lo_i, hi_i = lo.astype(jnp.int32), hi.astype(jnp.int32)
+        frac = jnp.where(lo_i == hi_i, 0.0, 0.5).astype(x.dtype)
+    a = jnp.take(xs, lo_i, axis=-1)      # (..., *q.shape)
+    b = jnp.take(xs, hi_i, axis=-1)
+    out = a + (b - a) * frac
+    out = jnp.moveaxis(out, tuple(range(out.ndim - q.ndim, out.ndim)), tuple(range(q.ndim)))
+    if keepdim:
+        out = jnp.expand_dims(out, q.ndim + dim) if x.ndim else out
+    return out
+
+
+# torch builds quantile from sort + lerp and names the result's node by its last view
+defop("quantile", _quantile, args=("self", "q"), grad_fn="SqueezeBackward4", saves=("self", "q"), no_edge=("q",))

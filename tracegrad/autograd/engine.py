@@ -321,6 +321,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise RuntimeError(f"grad_outputs has {len(gos)} tensors but outputs has {len(outs)}")
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads)
     _check_outputs(outs)
     for t in ins:
         if not isinstance(t, Tensor):
@@ -341,3 +343,17 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         out.append(g)
     return tuple(out)
+
+
+def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``is_grads_batched=True``: one vector-Jacobian product per row of the leading dim of
+    each grad_output (torch vmaps; tracegrad loops, retaining the graph until the last row)."""
+    from .._functions import stack
+    n = gos[0].shape[0]
+    rows = []
+    for k in range(n):
+        last = k == n - 1
+        rows.append(grad(outs, ins, [g[k] for g in gos], retain_graph=retain_graph if last else True,
+                         create_graph=create_graph, allow_unused=allow_unused,
+                         materialize_grads=materialize_grads))
+    return tuple(None if rows[0][i] is None else stack([r[i] for r in rows]) for i in range(len(ins)))

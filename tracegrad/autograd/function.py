@@ -83,7 +83,10 @@ class BackwardCFunction(Node, FunctionCtx):
             if g is None and self.materialize_grads and shape is not None:
                 g = zeros(shape, dtype=dtype)
             gs.append(g)
-        res = self._forward_cls.backward(self, *gs)
+        cls = self._forward_cls
+        # `vjp` and `backward` are aliases: a Function may define either
+        bwd = cls.backward if cls.backward is not Function.backward or cls.vjp is Function.vjp else cls.vjp
+        res = bwd(self, *gs)
         if not isinstance(res, tuple):
             res = (res,)
         n_in = len(self._in_meta)
