@@ -140,8 +140,7 @@ class Tensor:
                  "_is_param", "__dict__", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
-        self = object.__new__(cls)
-        _init_empty(self)
+        self = cls._make(None)
         if args or kwargs:
             from ._factories import _legacy_tensor_ctor
             src = _legacy_tensor_ctor(*args, **kwargs)
@@ -472,20 +471,6 @@ class Tensor:
         t.__dict__.update({k: v for k, v in self.__dict__.items()})
         memo[id(self)] = t
         return t
-
-
-def _init_empty(t):
-    t._st, t._chain, t._vcache, t._vgen, t._vc = Storage(None), (), None, 0, [0]
-    t._base = None
-    t._rg = False
-    t._gf = None
-    t._out_nr = 0
-    t._gf_ver = 0
-    t._grad = None
-    t._hooks = None
-    t._retains_grad = False
-    t._post_acc_hooks = None
-    t._acc = None
 
 
 def _init_from(t, array):

@@ -11,6 +11,7 @@ import copy
 import warnings
 
 import numpy as np
+import pytest
 
 from _seeds_parity import grad_fn_name, init_params, np_randn, randn, run_both
 
@@ -93,6 +94,8 @@ def program_basics_numpy_shares_memory(torch, log):
     log("torch.tensor(float64 array) dtype", t3.dtype)
 
 
+@pytest.mark.xfail(strict=True, reason="JAX arrays cannot alias numpy memory: from_numpy/numpy() copy "
+                   "(documented in README, 'Differences from torch')")
 def test_basics_numpy_shares_memory():
     run_both(program_basics_numpy_shares_memory)
 
