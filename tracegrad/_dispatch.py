@@ -94,16 +94,19 @@ def _record(op, args, static, outs):
     saved_scalar = False  # torch saves a wrapped Python scalar like a tensor (freed after backward)
     save_pos, save_if, no_edge = op.save_pos, op.save_if, op.no_edge_pos
     for i, a in enumerate(args):
+        is_t = isinstance(a, Tensor)
+        rg = is_t and a._rg
         if i not in no_edge:
             edge_pos.append(i)
-            edges.append(edge(a) if isinstance(a, Tensor) and a._rg else (None, 0))
-        if isinstance(a, Tensor) and (a._value.dtype not in _DIFF_DTYPES or (i in no_edge and i not in save_pos)):
-            # inputs never differentiated (integer/bool indices and masks, a quantile's q...)
-            # reach the backward as constants, so a VJP never sees a placeholder for them
+            edges.append(edge(a) if rg else (None, 0))
+        # inputs never differentiated (integer/bool indices and masks, a quantile's q...)
+        # reach the backward as constants, so a VJP never sees a placeholder for them
+        # (a tensor that requires grad is floating, so it skips the dtype check)
+        if is_t and not rg and (a._value.dtype not in _DIFF_DTYPES or (i in no_edge and i not in save_pos)):
             layout.append(2)
             consts.append(a._value)
-        elif isinstance(a, Tensor):
-            needs.append(a._rg and i not in no_edge)
+        elif is_t:
+            needs.append(rg and i not in no_edge)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
                 layout.append(0)
             else:

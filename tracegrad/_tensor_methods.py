@@ -74,11 +74,18 @@ def _check_broadcast(*xs):
         out = tuple(q if p == 1 else p for p, q in zip(a, b))
 
 
+_FLOAT_NP = frozenset(np.dtype(n) for n in ("float16", "float32", "float64")) | {_dt.bfloat16.np}
+
+
 def _binary(opname, a, b, *extra):
+    tb = type(b)
+    if (tb is float or tb is int) and isinstance(a, Tensor) and a._value.dtype in _FLOAT_NP:
+        # fast path: a floating tensor with a Python number keeps the tensor's dtype
+        return apply_op(OPS[opname], (a, b, *extra), (("dtype", a._value.dtype),))
     _check_operand(b, opname)
     if isinstance(b, Tensor) and a._value.shape != b._value.shape:
         _check_broadcast(a, b)
-    if type(a) is type(b) and a._value.dtype == b._value.dtype:
+    if type(a) is tb and a._value.dtype == b._value.dtype:
         dt = a._value.dtype
     else:
         dt = result_dtype(a, b).np
