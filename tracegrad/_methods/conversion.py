@@ -1,0 +1,93 @@
+"""Tensor methods, conversion family: to/type_as/casts, cpu/cuda, clone/contiguous."""
+from __future__ import annotations
+
+from .._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor import Tensor
+
+
+# ---- dtype and device -------------------------------------------------------------------
+def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    """Mirrors ``torch.Tensor.to``: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
+    ``to(other)``. Returns ``self`` when nothing changes (unless ``copy=True``).
+    Autograd: ``ToCopyBackward0``."""
+    from .._device import device as _device
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, (str, _device)) and not (isinstance(a, str) and (a in _dt.ALIASES or a.replace("torch.", "") in _dt._BY_NAME)):
+            device = a
+        elif a is not None:
+            dtype = a
+    out = self
+    if dtype is not None:
+        d = _dt.to_dtype(dtype)
+        if d is not self.dtype or copy:
+            if d.is_floating_point or d.is_complex or not self._rg:
+                out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
+            else:   # an integer/bool result is not differentiable: no history (as torch)
+                from ..autograd.grad_mode import no_grad
+                with no_grad():
+                    out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
+    if device is not None:
+        dev = _device(device)
+        if dev != self.device:
+            out = _move(out, dev)
+    return out
+
+
+def _move(t, dev):
+    import jax
+    jdev = dev.jax_device()
+    arr = jax.device_put(t._value, jdev)
+    res = Tensor._make(arr)
+    if t.requires_grad and _grad_on():
+        # device moves are identities for autograd: route the grad back with an alias op
+        res = apply_op(OPS["clone"], (t,))
+        res._st.array = arr
+    return res
+
+
+def _grad_on():
+    from ..autograd.grad_mode import STATE
+    return STATE[0]
+
+
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+def _cast(d):
+    def f(self, memory_format=None):
+        return to(self, d)
+    f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r})``."
+    return f
+
+
+def cpu(self, memory_format=None):
+    """Mirrors ``torch.Tensor.cpu``."""
+    return to(self, "cpu")
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    """Mirrors ``torch.Tensor.cuda``: RuntimeError where JAX sees no GPU."""
+    from .._device import device as _device
+    return to(self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device)
+
+
+def clone(self, *, memory_format=None):
+    """Mirrors ``torch.clone``: a copy with its own storage. Autograd: ``CloneBackward0``."""
+    return apply_op(OPS["clone"], (self,))
+
+
+def contiguous(self, memory_format=None):
+    """Mirrors ``torch.Tensor.contiguous``: self when already contiguous, else a clone."""
+    return self if is_contiguous(self) else clone(self)
+
+
+def is_contiguous(self, memory_format=None) -> bool:
+    """Mirrors ``torch.Tensor.is_contiguous``: elements sit at consecutive storage positions in
+    row-major order (worked out from the view chain, since JAX arrays have no strides)."""
+    from .._tensor import chain_is_contiguous
+    return chain_is_contiguous(self)

@@ -1,0 +1,240 @@
+"""Tensor methods, elementwise family: arithmetic, comparisons, unary math, clamp/where/lerp/addc*."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.elementwise import FLOAT_UNARY
+from .._ops.registry import OPS
+from .._tensor import Tensor
+from .indexing import nonzero
+from .promotion import _SCALAR_NAME, _binary, _check_broadcast, _check_operand, _float_dtype, result_dtype
+
+
+# ---- arithmetic -------------------------------------------------------------------------
+def add(self, other, *, alpha=None):
+    """Mirrors ``torch.add(input, other, alpha=1)``: ``input + alpha * other`` with torch's
+    type promotion. Autograd: ``AddBackward0``."""
+    return _binary("add", self, other, None if alpha == 1 else alpha)
+
+
+def sub(self, other, *, alpha=None):
+    """Mirrors ``torch.sub(input, other, alpha=1)``. RuntimeError on bool tensors (use logical_xor)."""
+    if isinstance(self, Tensor) and self.dtype is _dt.bool_ and (not isinstance(other, Tensor) or other.dtype is _dt.bool_):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    return _binary("sub", self, other, None if alpha == 1 else alpha)
+
+
+def rsub(self, other, alpha=None):
+    """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
+    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number)."""
+    return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, None if alpha == 1 else alpha)
+
+
+def mul(self, other):
+    """Mirrors ``torch.mul``. Autograd: ``MulBackward0`` (saves other/self as torch does)."""
+    return _binary("mul", self, other)
+
+
+def div(self, other, *, rounding_mode=None):
+    """Mirrors ``torch.div(input, other, rounding_mode=None)``: true division gives the default
+    float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype."""
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    _check_operand(other, "div")
+    if isinstance(other, Tensor) and self._value.shape != other._value.shape:
+        _check_broadcast(self, other)
+    dt = result_dtype(self, other)
+    if rounding_mode is None:
+        dt = _float_dtype(dt)
+    st = (("dtype", dt.np),) if rounding_mode is None else (("dtype", dt.np), ("rounding_mode", rounding_mode))
+    return apply_op(OPS["div"], (self, other), st)
+
+
+def _rdiv(self, other):
+    # torch: ``number / tensor`` is ``tensor.reciprocal() * number`` (ReciprocalBackward0, MulBackward0)
+    _check_operand(other, "div")
+    return mul(_unaries["reciprocal"](self), other)
+
+
+def floor_divide(self, other):
+    return div(self, other, rounding_mode="floor")
+
+
+def remainder(self, other):
+    """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
+    ``RemainderBackward0`` (number other) / ``RemainderBackward1`` (tensor)."""
+    return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
+
+
+def fmod(self, other):
+    """Mirrors ``torch.fmod`` (C's fmod: the sign of the dividend). Autograd: ``FmodBackward0``
+    (number other) / ``FmodBackward1`` (tensor)."""
+    return _binary("fmod_tensor" if isinstance(other, Tensor) else "fmod", self, other)
+
+
+def pow(self, exponent):
+    """Mirrors ``torch.pow``: ``PowBackward0`` (scalar exponent), ``PowBackward1`` (tensor)."""
+    _check_operand(exponent, "pow")
+    if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
+        _check_broadcast(self, exponent)
+    dt = result_dtype(self, exponent).np
+    if isinstance(exponent, Tensor):
+        return apply_op(OPS["pow_tensor"], (self, exponent), (("dtype", dt),))
+    return apply_op(OPS["pow"], (self, exponent), (("dtype", dt),))
+
+
+def _rpow(self, base):
+    dt = result_dtype(self, base).np
+    return apply_op(OPS["pow_scalar_base"], (base, self), (("dtype", dt),))
+
+
+def atan2(self, other):
+    dt = _float_dtype(result_dtype(self, other)).np
+    return apply_op(OPS["atan2"], (self, other), (("dtype", dt),))
+
+
+def maximum(self, other):
+    """Mirrors ``torch.maximum`` (elementwise, both tensors)."""
+    return _binary("maximum", self, other)
+
+
+def minimum(self, other):
+    """Mirrors ``torch.minimum`` (elementwise, both tensors)."""
+    return _binary("minimum", self, other)
+
+
+def fmax(self, other):
+    return _binary("fmax", self, other)
+
+
+def fmin(self, other):
+    return _binary("fmin", self, other)
+
+
+def _cmp(name):
+    def f(self, other):
+        _check_operand(other, name)
+        if isinstance(other, Tensor) and self._value.shape != other._value.shape:
+            _check_broadcast(self, other)
+        return apply_op(OPS[name], (self, other), (("dtype", result_dtype(self, other).np),))
+    f.__name__ = name
+    f.__doc__ = f"Mirrors ``torch.{name}``: elementwise, broadcasting; returns a bool tensor."
+    return f
+
+
+eq, ne, lt, le, gt, ge = (_cmp(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+logical_and, logical_or, logical_xor = (_cmp(n) for n in ("logical_and", "logical_or", "logical_xor"))
+bitwise_and, bitwise_or, bitwise_xor = (_cmp(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+
+
+def _unary(name):
+    op = OPS[name]
+    floaty = name in FLOAT_UNARY
+
+    def f(self):
+        dt = self._value.dtype
+        if name == "neg" and dt == np.bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        if floaty and not (np.issubdtype(dt, np.floating) or dt == _dt.bfloat16.np or np.issubdtype(dt, np.complexfloating)):
+            return apply_op(op, (self,), (("dtype", _dt.get_default_dtype().np),))
+        return apply_op(op, (self,))
+    f.__name__ = name
+    f.__doc__ = f"Mirrors ``torch.{name}`` (elementwise). Autograd: ``{op.grad_fn}``."
+    return f
+
+
+_UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+                "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
+                "erf", "erfinv", "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square",
+                "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "sgn"]
+_unaries = {n: _unary(n) for n in _UNARY_NAMES}
+negative, absolute, arcsin, arccos, arctan = _unaries["neg"], _unaries["abs"], _unaries["asin"], _unaries["acos"], _unaries["atan"]
+fix = _unaries["trunc"]
+
+
+def round(self, decimals=0):
+    """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
+    ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
+    if decimals:
+        return apply_op(OPS["round_decimals"], (self,), (("decimals", int(decimals)),))
+    return apply_op(OPS["round"], (self,))
+
+
+def clamp(self, min=None, max=None):
+    """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
+    RuntimeError when both are None."""
+    if min is None and max is None:
+        raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
+    dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
+        result_dtype(self, *(v for v in (min, max) if v is not None))
+    op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
+    return apply_op(op, (self, min, max), (("dtype", dt.np),))
+
+
+clip = clamp
+
+
+def clamp_min(self, min):
+    """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
+    t = isinstance(min, Tensor)
+    return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
+
+
+def clamp_max(self, max):
+    """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
+    t = isinstance(max, Tensor)
+    return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
+
+
+def where(condition, input=None, other=None):
+    """Mirrors ``torch.where(condition, input, other)``; ``where(condition)`` is ``nonzero(as_tuple=True)``."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if not isinstance(condition, Tensor):
+        raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is not _dt.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
+    dt = result_dtype(input, other)
+    return apply_op(OPS["where"], (condition, input, other), (("dtype", dt.np),))
+
+
+def lerp(self, end, weight):
+    """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``."""
+    dt = result_dtype(self, end)
+    op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
+    return apply_op(op, (self, end, weight), (("dtype", dt.np),))
+
+
+def addcmul(self, tensor1, tensor2, *, value=1):
+    """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2``."""
+    dt = result_dtype(self, tensor1, tensor2)
+    return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
+
+
+def addcdiv(self, tensor1, tensor2, *, value=1):
+    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2``."""
+    dt = _float_dtype(result_dtype(self, tensor1, tensor2))
+    return apply_op(OPS["addcdiv"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
+
+
+def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise."""
+    dt = result_dtype(self, other)
+    return apply_op(OPS["isclose"], (self, other), (("rtol", rtol), ("atol", atol), ("equal_nan", equal_nan), ("dtype", dt.np)))
+
+
+def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Mirrors ``torch.allclose``: a Python bool."""
+    return bool(isclose(self, other, rtol, atol, equal_nan).all())
+
+
+def equal(self, other) -> bool:
+    """Mirrors ``torch.equal``: same shape and same values (a Python bool)."""
+    if tuple(self.shape) != tuple(other.shape):
+        return False
+    return bool(eq(self, other).all())

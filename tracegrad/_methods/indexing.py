@@ -1,0 +1,246 @@
+"""Tensor methods, indexing family: getitem/setitem, index_put, gather/scatter, index_select/add, masked ops, nonzero."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .._dispatch import apply_inplace, apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor import Tensor, _JaxTracer, _wrap_dim
+from .inplace import _check_expand, copy_
+from .promotion import _CPP_NAME
+from .shape import expand, flatten
+
+
+# ---- indexing ---------------------------------------------------------------------------
+def _is_advanced(k):
+    return isinstance(k, (Tensor, list, np.ndarray)) or (isinstance(k, bool))
+
+
+def _parse_key(self, key):
+    """Split a torch index into static markers and dynamic index arrays."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    shp = tuple(self.shape)
+    n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis and not (isinstance(k, Tensor) and k.dtype is _dt.bool_))
+    n_real += builtins.sum(k.ndim for k in key if isinstance(k, Tensor) and k.dtype is _dt.bool_)
+    if n_real > len(shp):
+        raise IndexError(f"too many indices for tensor of dimension {len(shp)}")
+    markers, arrays = [], []
+    dim = 0
+    ell = [i for i, k in enumerate(key) if k is Ellipsis]
+    if len(ell) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    for k in key:
+        if k is None:
+            markers.append(("n",))
+        elif k is Ellipsis:
+            markers.append(("e",))
+            dim += len(shp) - n_real
+        elif isinstance(k, slice):
+            step = k.step
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            markers.append(("s", _idx(k.start), _idx(k.stop), _idx(step)))
+            dim += 1
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("tracegrad: indexing with a Python bool is not supported")
+        elif isinstance(k, (int, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating_point and k.dtype is not _dt.bool_):
+            i = int(k)
+            size = shp[dim]
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+            markers.append(("i", i % size))
+            dim += 1
+        else:
+            if not isinstance(k, Tensor):
+                k = _as_index_tensor(k)
+            if k.dtype is _dt.bool_:
+                if tuple(k.shape) != shp[dim:dim + k.ndim]:
+                    raise IndexError(f"The shape of the mask {list(k.shape)} at index {dim} does not match the shape of the indexed tensor {list(shp)} at index {dim}")
+                for nz in nonzero(k, as_tuple=True):
+                    markers.append(("t",))
+                    arrays.append(nz)
+                dim += k.ndim
+            elif k.dtype.is_floating_point:
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            else:
+                v = k._value
+                if not isinstance(v, _JaxTracer) and v.size:
+                    size = shp[dim]
+                    lo, hi = int(v.min()), int(v.max())
+                    if hi >= size or lo < -size:
+                        bad = hi if hi >= size else lo
+                        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                markers.append(("t",))
+                arrays.append(k)
+                dim += 1
+    return tuple(markers), arrays
+
+
+def _idx(v):
+    if v is None:
+        return None
+    return int(v)
+
+
+def _as_index_tensor(k):
+    from .._factories import tensor
+    t_ = tensor(k)
+    if t_.numel() == 0:
+        t_ = t_.long()
+    return t_
+
+
+def _basic_op(markers):
+    for m in reversed(markers):
+        if m[0] == "i":
+            return OPS["index_int"]
+        if m[0] == "s" and m[1:] != (None, None, None):
+            return OPS["index_slice"]
+        if m[0] == "n":
+            return OPS["index_none"]
+    return OPS["index_slice"] if builtins.any(m[0] == "s" for m in markers) else OPS["index_alias"]
+
+
+def getitem(self, key):
+    """Mirrors ``Tensor.__getitem__``: ints, slices, None, ..., integer tensors/lists and bool
+    masks. Basic keys give views; advanced keys give copies (``IndexBackward0``).
+    IndexError for out-of-range indices."""
+    if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    markers, arrays = _parse_key(self, key)
+    if not arrays:
+        return apply_op(_basic_op(markers), (self,), (("key", markers),))
+    return apply_op(OPS["index"], (self, *arrays), (("key", markers),))
+
+
+def setitem(self, key, value):
+    """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
+    advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
+    markers, arrays = _parse_key(self, key)
+    full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
+    if not arrays:
+        if full:      # ``x[...] = v`` / ``x[:] = v`` write self itself (no view)
+            if isinstance(value, Tensor):
+                copy_(self, value)
+            else:
+                apply_inplace(OPS["fill_tensor"], self, (value,))
+            return
+        v = apply_op(_basic_op(markers), (self,), (("key", markers),))
+        if isinstance(value, Tensor) and tuple(value.shape) != tuple(v.shape):
+            _check_expand(tuple(value.shape), tuple(v.shape))   # torch expands the value first
+        copy_(v, value)
+        return
+    if full:
+        index_put_(self, arrays, value, markers=markers)
+        return
+    # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
+    basic = tuple(("s", None, None, None) if m[0] == "t" else m for m in markers)
+    rest = tuple(m if m[0] in "te" else ("s", None, None, None) for m in markers if m[0] != "i")
+    v = apply_op(_basic_op(basic), (self,), (("key", basic),))
+    index_put_(v, arrays, value, markers=rest)
+
+
+def index_put_(self, indices, values, accumulate=False, *, markers=None):
+    """Mirrors ``torch.Tensor.index_put_``."""
+    if markers is None:
+        markers = tuple(("t",) for _ in indices)
+    return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
+
+
+def index_put(self, indices, values, accumulate=False):
+    markers = tuple(("t",) for _ in indices)
+    return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
+
+
+def _index_arg(index, name):
+    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype is _dt.bool_:
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+
+
+def gather(self, dim, index, *, sparse_grad=False):
+    """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index."""
+    _index_arg(index, "gather")
+    if index.ndim != self.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    return apply_op(OPS["gather"], (self, index), (("dim", _wrap_dim(dim, self.ndim)),))
+
+
+def take_along_dim(self, indices, dim=None):
+    if dim is None:
+        return gather(flatten(self), 0, flatten(indices))
+    return gather(self, dim, indices)
+
+
+def scatter(self, dim, index, src=None, *, value=None, reduce=None):
+    """Mirrors ``torch.scatter(input, dim, index, src|value)``."""
+    _index_arg(index, "scatter")
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
+    d = _wrap_dim(dim, self.ndim)
+    if isinstance(src, Tensor):
+        return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
+    return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))
+
+
+def scatter_add(self, dim, index, src):
+    """Mirrors ``torch.scatter_add``."""
+    _index_arg(index, "scatter_add")
+    return apply_op(OPS["scatter_add"], (self, index, src), (("dim", _wrap_dim(dim, self.ndim)),))
+
+
+def index_select(self, dim, index):
+    """Mirrors ``torch.index_select``: index must be a 1-D integer tensor."""
+    _index_arg(index, "index_select")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    return apply_op(OPS["index_select"], (self, index), (("dim", _wrap_dim(dim, self.ndim)),))
+
+
+def index_add(self, dim, index, source, *, alpha=1):
+    return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
+
+
+def masked_fill(self, mask, value):
+    """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s).")
+        return apply_op(OPS["masked_fill_tensor"], (self, mask, value))
+    return apply_op(OPS["masked_fill"], (self, mask, value))
+
+
+def masked_select(self, mask):
+    """Mirrors ``torch.masked_select``: the 1-D tensor of elements where the bool ``mask``
+    (broadcast with input) is True. Autograd: ``MaskedSelectBackward0``."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    x = expand(self, *shape) if tuple(self.shape) != shape else self
+    m = expand(mask, *shape) if tuple(mask.shape) != shape else mask
+    idx = nonzero(m, as_tuple=True)
+    return apply_op(OPS["masked_select"], (x, *idx), (("key", tuple(("t",) for _ in idx)),))
+
+
+def nonzero(self, *, as_tuple=False):
+    """Mirrors ``torch.nonzero``: int64 ``(n, ndim)`` indices, or a tuple of 1-D index tensors
+    with ``as_tuple=True``. Needs concrete values (the output shape depends on the data)."""
+    from .._tensor import _concrete
+    _concrete(self, "nonzero()")
+    arr = np.asarray(self._value)
+    nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
+    from .._factories import tensor
+    if as_tuple:
+        return tuple(tensor(a.astype(np.int64)) for a in nz)
+    return tensor(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
+
+
+def argwhere(self):
+    return nonzero(self)

@@ -1,0 +1,217 @@
+"""Tensor methods, in-place family: the ``*_`` methods, restriding in-place views, in-place random fills."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._dispatch import apply_inplace
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor import Tensor, _wrap_dim
+from .conversion import _grad_on
+from .promotion import _check_broadcast, _check_operand, _float_dtype, result_dtype
+from .shape import squeeze, t, transpose, unsqueeze
+
+
+# ---- in-place ---------------------------------------------------------------------------
+def _inplace_binary(opname):
+    op = OPS[opname]
+
+    def f(self, other, *, alpha=None):
+        _check_operand(other, opname + "_")
+        dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
+        args = (other, None if alpha == 1 else alpha) if opname in ("add", "sub") else (other,)
+        return apply_inplace(op, self, args, (("dtype", dt),))
+    f.__name__ = opname + "_"
+    f.__doc__ = f"Mirrors ``torch.Tensor.{opname}_``: in place, bumps ``_version``; RuntimeError when " \
+                "the result dtype cannot be cast to self's, or on a leaf that requires grad."
+    return f
+
+
+add_, sub_, mul_ = _inplace_binary("add"), _inplace_binary("sub"), _inplace_binary("mul")
+
+
+def div_(self, other, *, rounding_mode=None):
+    dt = result_dtype(self, other)
+    if rounding_mode is None:
+        dt = _float_dtype(dt)
+    st = (("dtype", dt.np),) if rounding_mode is None else (("dtype", dt.np), ("rounding_mode", rounding_mode))
+    return apply_inplace(OPS["div"], self, (other,), st)
+
+
+def pow_(self, exponent):
+    op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
+    return apply_inplace(op, self, (exponent,), (("dtype", result_dtype(self, exponent).np),))
+
+
+def clamp_(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
+    op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
+    return apply_inplace(op, self, (min, max), (("dtype", self._value.dtype),))
+
+
+def copy_(self, src, non_blocking=False):
+    """Mirrors ``torch.Tensor.copy_``: writes ``src`` (broadcast, cast) into self.
+    Autograd: ``CopyBackwards`` (``CopySlices`` on the base when self is a view)."""
+    if not isinstance(src, Tensor):
+        from .._factories import tensor
+        src = tensor(src, dtype=self.dtype)
+    if tuple(src.shape) != tuple(self.shape):
+        _check_broadcast(self, src)
+        if np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
+            _check_expand(tuple(src.shape), tuple(self.shape))
+    return apply_inplace(OPS["copy"], self, (src,))
+
+
+def _check_expand(shape, target):
+    """torch's message when ``shape`` cannot be expanded to ``target`` (copy_, setitem)."""
+    lead = len(target) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(target)}) must be greater or equal to "
+                           f"the number of dimensions in the tensor ({len(shape)})")
+    for i, s_ in enumerate(shape):
+        if s_ != target[lead + i] and s_ != 1:
+            raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match the existing size "
+                               f"({s_}) at non-singleton dimension {lead + i}.  Target sizes: {list(target)}.  "
+                               f"Tensor sizes: {list(shape)}")
+
+
+def fill_(self, value):
+    """Mirrors ``torch.Tensor.fill_(value)``: a number (``FillBackward2``) or a 0-d tensor
+    (``FillBackward3``, the gradient flows to it). RuntimeError for a tensor with dims."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
+        return apply_inplace(OPS["fill_tensor"], self, (value,))
+    return apply_inplace(OPS["fill"], self, (value,))
+
+
+def zero_(self):
+    """Mirrors ``torch.Tensor.zero_``."""
+    return apply_inplace(OPS["zero"], self, ())
+
+
+def masked_fill_(self, mask, value):
+    """Mirrors ``torch.Tensor.masked_fill_``."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks")
+    op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
+    return apply_inplace(op, self, (mask, value))
+
+
+def _inplace_unary(name):
+    op = OPS[name]
+
+    def f(self):
+        return apply_inplace(op, self, ())
+    f.__name__ = name + "_"
+    f.__doc__ = f"Mirrors ``torch.Tensor.{name}_`` (in place)."
+    return f
+
+
+def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+    """Mirrors ``torch.Tensor.scatter_(dim, index, src|value)``. TypeError without src/value."""
+    if src is None:
+        src = value
+    if src is None:
+        raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
+    d = _wrap_dim(dim, self.ndim)
+    op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
+    return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
+
+
+def scatter_add_(self, dim, index, src):
+    return apply_inplace(OPS["scatter_add"], self, (index, src), (("dim", _wrap_dim(dim, self.ndim)),))
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
+
+
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
+
+
+def lerp_(self, end, weight):
+    op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
+    return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
+
+
+def maximum_(self, other):
+    return apply_inplace(OPS["maximum"], self, (other,), (("dtype", self._value.dtype),))
+
+
+def t_(self):
+    """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change)."""
+    return _restride_(self, t(self.detach()))
+
+
+def transpose_(self, dim0, dim1):
+    return _restride_(self, transpose(self.detach(), dim0, dim1))
+
+
+def squeeze_(self, dim=None):
+    return _restride_(self, squeeze(self.detach(), dim))
+
+
+def unsqueeze_(self, dim):
+    return _restride_(self, unsqueeze(self.detach(), dim))
+
+
+def _restride_(self, new):
+    if self.requires_grad and _grad_on():
+        raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_) "
+                           "are not supported on tensors that require grad; use the out-of-place form")
+    self._st, self._chain, self._vcache = new._st, new._chain, None
+    self._vgen = -1
+    self._vc[0] += 1
+    return self
+
+
+def _random_inplace(fn):
+    def f(self, *args, generator=None, **kwargs):
+        from .._ops import random as _rnd
+        k = _rnd.key_for(generator)
+        with_grad = self.requires_grad and _grad_on()
+        if with_grad and self._gf is None:
+            from .._dispatch import check_inplace
+            check_inplace(self)
+        new = fn(k, tuple(self.shape), self._value.dtype, *args, **kwargs)
+        from .._factories import Tensor as _T
+        return copy_(self, _T._make(new))
+    f.__name__ = fn.__name__ + "_"
+    return f
+
+
+def _normal(k, shape, dtype, mean=0.0, std=1.0):
+    from .._ops import random as _rnd
+    return _rnd.normal(k, shape, dtype, mean, std)
+
+
+def _uniform(k, shape, dtype, a=0.0, b=1.0, *, from_=None, to=None):
+    from .._ops import random as _rnd
+    return _rnd.uniform(k, shape, dtype, a, b)
+
+
+def _bernoulli(k, shape, dtype, p=0.5):
+    from .._ops import random as _rnd
+    return _rnd.bernoulli(k, p, shape).astype(dtype)
+
+
+def _random(k, shape, dtype, low=0, high=None):
+    from .._ops import random as _rnd
+    if high is None:
+        low, high = 0, low if low else 2 ** 24
+    return _rnd.randint(k, shape, low, high, np.int64).astype(dtype)
+
+
+def _exponential(k, shape, dtype, lambd=1.0):
+    from .._ops import random as _rnd
+    return _rnd.exponential(k, shape, dtype) / lambd
+
+
+normal_, uniform_, bernoulli_, random_, exponential_ = (_random_inplace(f) for f in (_normal, _uniform, _bernoulli, _random, _exponential))

@@ -1,0 +1,103 @@
+"""Tensor methods, linear-algebra family: matmul/mm/bmm/mv/dot/addmm/outer/einsum."""
+from __future__ import annotations
+
+from .._dispatch import apply_op
+from .._ops.registry import OPS
+from .._tensor import Tensor
+from .elementwise import mul
+from .promotion import _CPP_NAME, result_dtype
+from .shape import unsqueeze
+
+
+# ---- linear algebra ---------------------------------------------------------------------
+def _mm_dtype(a, b, name):
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[a.dtype.name]} != {_CPP_NAME[b.dtype.name]}" if name != "dot" else
+                           f"dot : expected both vectors to have same dtype, but found {a.dtype.name} and {b.dtype.name}")
+    return (("dtype", a._value.dtype),)
+
+
+def matmul(self, other):
+    """Mirrors ``torch.matmul`` / ``@``: dot (1-D x 1-D), mv, mm, and batched products with
+    broadcasting. Autograd names follow torch's kernels (``DotBackward0``, ``MvBackward0``,
+    ``MmBackward0``, ``UnsafeViewBackward0`` for batched). RuntimeError on shape mismatch."""
+    if not isinstance(other, Tensor):
+        raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
+    a, b = self.ndim, other.ndim
+    if a == 0 or b == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D")
+    ka = self.shape[-1]
+    kb = other.shape[-2] if b >= 2 else other.shape[0]
+    if ka != kb:
+        if a == 1 and b == 1:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{ka}] and src [{kb}] to have the same number of elements, but got {ka} and {kb} elements respectively")
+        sa = "x".join(map(str, self.shape if a > 1 else (1, ka)))
+        sb = "x".join(map(str, other.shape if b > 1 else (kb, 1)))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
+    st = _mm_dtype(self, other, "matmul")
+    if a == 1 and b == 1:
+        return apply_op(OPS["dot"], (self, other), st)
+    if a == 2 and b == 1:
+        return apply_op(OPS["mv"], (self, other), st)
+    if a == 2 and b == 2:
+        return apply_op(OPS["mm"], (self, other), st)
+    if a == 1 and b == 2:
+        return apply_op(OPS["matmul_squeeze"], (self, other), st)
+    if a == 2:
+        return apply_op(OPS["matmul_clone"], (self, other), st)
+    return apply_op(OPS["matmul"], (self, other), st)
+
+
+def mm(self, mat2):
+    """Mirrors ``torch.mm``: 2-D x 2-D. RuntimeError for other ranks or mismatched shapes."""
+    if self.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"self must be a matrix" if self.ndim != 2 else "mat2 must be a matrix")
+    return matmul(self, mat2)
+
+
+def bmm(self, mat2):
+    """Mirrors ``torch.bmm``: ``(b, n, m) x (b, m, p) -> (b, n, p)``."""
+    if self.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if self.ndim != 3 else "batch2 must be a 3D tensor")
+    if self.shape[0] != mat2.shape[0] or self.shape[2] != mat2.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{self.shape[0]}, {self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return apply_op(OPS["bmm"], (self, mat2), _mm_dtype(self, mat2, "bmm"))
+
+
+def mv(self, vec):
+    """Mirrors ``torch.mv``: ``(n, m) x (m,) -> (n,)``."""
+    if self.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError("vector + matrix @ vector expected, got " + f"{self.ndim}, {vec.ndim}")
+    return matmul(self, vec)
+
+
+def dot(self, other):
+    """Mirrors ``torch.dot``: 1-D x 1-D -> 0-D."""
+    if self.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors")
+    return matmul(self, other)
+
+
+def addmm(self, mat1, mat2, *, beta=1, alpha=1):
+    """Mirrors ``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``. Autograd: ``AddmmBackward0``."""
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got {}-D tensor".format(mat1.ndim))
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    dt = result_dtype(mat1, mat2)
+    return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), (("dtype", dt.np),))
+
+
+def outer(self, vec2):
+    """Mirrors ``torch.outer``: ``(n,) x (m,) -> (n, m)``. Autograd: ``MulBackward0``."""
+    return mul(unsqueeze(self, 1), vec2)
+
+
+ger = outer
+
+
+def einsum(equation, *operands):
+    """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return apply_op(OPS["einsum"], operands, (("equation", equation.replace(" ", "")),))

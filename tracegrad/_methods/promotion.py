@@ -1,0 +1,81 @@
+"""Tensor methods, promotion family: torch's result dtype, operand and broadcast checks, binary-op helper."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor import Tensor
+
+
+_Number = (int, float, bool, complex, np.number, np.bool_)
+
+
+# ---- promotion --------------------------------------------------------------------------
+def result_dtype(*xs) -> _dt.dtype:
+    """torch.result_type over tensors and Python scalars."""
+    dim, zero, scal = [], [], []
+    for x in xs:
+        if isinstance(x, Tensor):
+            (dim if x._value.ndim else zero).append(x.dtype)
+        elif x is not None:
+            scal.append(x)
+    return _dt.result_type(dim, zero, scal)
+
+
+# torch's ScalarType names (``Long``) and C++ type names (``long int``) used in its messages
+_SCALAR_NAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_CPP_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+             "complex128": "c10::complex<double>"}
+
+
+def _check_operand(x, name):
+    if not isinstance(x, (Tensor,) + _Number) and x is not None:
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")
+
+
+def _check_broadcast(*xs):
+    """RuntimeError with torch's message when tensor shapes do not broadcast."""
+    shapes = [x._value.shape for x in xs if isinstance(x, Tensor)]
+    out = None
+    for s in shapes:
+        if out is None or s == out:
+            out = s if out is None else out
+            continue
+        n = builtins.max(len(out), len(s))
+        a, b = (1,) * (n - len(out)) + tuple(out), (1,) * (n - len(s)) + tuple(s)
+        for i in reversed(range(n)):     # torch reports the right-most mismatch
+            p, q = a[i], b[i]
+            if p != q and p != 1 and q != 1:
+                raise RuntimeError(f"The size of tensor a ({p}) must match the size of tensor b ({q}) at "
+                                   f"non-singleton dimension {i}")
+        out = tuple(q if p == 1 else p for p, q in zip(a, b))
+
+
+_FLOAT_NP = frozenset(np.dtype(n) for n in ("float16", "float32", "float64")) | {_dt.bfloat16.np}
+
+
+def _binary(opname, a, b, *extra):
+    tb = type(b)
+    if (tb is float or tb is int) and isinstance(a, Tensor) and a._value.dtype in _FLOAT_NP:
+        # fast path: a floating tensor with a Python number keeps the tensor's dtype
+        return apply_op(OPS[opname], (a, b, *extra), (("dtype", a._value.dtype),))
+    _check_operand(b, opname)
+    if isinstance(b, Tensor) and a._value.shape != b._value.shape:
+        _check_broadcast(a, b)
+    if type(a) is tb and a._value.dtype == b._value.dtype:
+        dt = a._value.dtype
+    else:
+        dt = result_dtype(a, b).np
+    return apply_op(OPS[opname], (a, b, *extra), (("dtype", dt),))
+
+
+def _float_dtype(dt):
+    return dt if (dt.is_floating_point or dt.is_complex) else _dt.get_default_dtype()

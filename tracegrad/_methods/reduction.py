@@ -1,0 +1,248 @@
+"""Tensor methods, reduction family: sum..var/std, max/min, softmax, cumulative ops, sort/topk/quantile/median."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+
+from .._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor import Size, Tensor, _JaxTracer, _wrap_dim
+from .elementwise import _unaries, maximum, minimum
+from .promotion import _SCALAR_NAME
+
+
+def _ret_type(name, fields=("values", "indices")):
+    return collections.namedtuple(name, fields)
+
+
+return_types = type("return_types", (), {n: _ret_type(n) for n in (
+    "max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")})
+
+
+# ---- reductions -------------------------------------------------------------------------
+def _dims(dim, ndim):
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple, Size)):
+        if len(dim) == 0:
+            return None
+        return tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
+    return (_wrap_dim(int(dim), ndim),)
+
+
+def _sum_dtype(self, dtype):
+    if dtype is not None:
+        return _dt.to_dtype(dtype).np
+    d = self.dtype
+    return _dt.int64.np if (d._cat <= 1) else None
+
+
+def sum(self, dim=None, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
+    inputs sum to int64. Autograd: ``SumBackward0`` (all) / ``SumBackward1`` (dims)."""
+    dims = _dims(dim, self.ndim)
+    if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
+        return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+    return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+
+
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.nansum``: sum treating NaN as zero. Autograd: ``NansumBackward0``."""
+    dims = _dims(dim, self.ndim)
+    return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+
+
+def mean(self, dim=None, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.mean``. RuntimeError for integer inputs without ``dtype`` (as torch)."""
+    d = _dt.to_dtype(dtype) if dtype is not None else self.dtype
+    if not (d.is_floating_point or d.is_complex):
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {_SCALAR_NAME[d.name]}")
+    dims = _dims(dim, self.ndim)
+    st = (("dim", dims), ("keepdim", keepdim), ("dtype", None if dtype is None else d.np))
+    return apply_op(OPS["mean" if dim is None else "mean_dim"], (self,), st)
+
+
+def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.nanmean``: ``nansum / count of non-NaN`` (``DivBackward0``)."""
+    m = ~_unaries["isnan"](self)
+    return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
+
+
+def prod(self, dim=None, keepdim=False, *, dtype=None):
+    """Mirrors ``torch.prod(input, dim=None, keepdim=False)``."""
+    if dim is None:
+        return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype))))
+    return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+
+
+def _correction(correction, unbiased):
+    if correction is not None:
+        return correction
+    return 1 if unbiased in (None, True) else 0
+
+
+def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return apply_op(OPS["var"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+
+
+def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return apply_op(OPS["std"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+
+
+def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
+    return apply_op(OPS["var_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+
+
+def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
+    return apply_op(OPS["std_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+
+
+def _minmax(kind):
+    def f(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return (maximum if kind == "max" else minimum)(self, dim)
+        if dim is None:
+            if self.numel() == 0:
+                raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+            return apply_op(OPS[f"{kind}_all"], (self,))
+        d = _wrap_dim(dim, self.ndim)
+        v, i = apply_op(OPS[f"{kind}_dim"], (self,), (("dim", d), ("keepdim", keepdim)))
+        return getattr(return_types, kind)(v, i)
+    f.__name__ = kind
+    f.__doc__ = (f"Mirrors ``torch.{kind}``: the {kind}imum of all elements, or with ``dim`` a namedtuple "
+                 f"``(values, indices)``, or with a tensor the elementwise {kind}imum.")
+    return f
+
+
+max, min = _minmax("max"), _minmax("min")
+
+
+def amax(self, dim=(), keepdim=False):
+    """Mirrors ``torch.amax`` (gradient split evenly between ties, as torch)."""
+    return apply_op(OPS["amax"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+
+
+def amin(self, dim=(), keepdim=False):
+    """Mirrors ``torch.amin``."""
+    return apply_op(OPS["amin"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+
+
+def argmax(self, dim=None, keepdim=False):
+    """Mirrors ``torch.argmax``: int64 index of the first maximum (flattened when dim=None)."""
+    d = None if dim is None else _wrap_dim(dim, self.ndim)
+    return apply_op(OPS["argmax"], (self,), (("dim", d), ("keepdim", keepdim)))
+
+
+def argmin(self, dim=None, keepdim=False):
+    """Mirrors ``torch.argmin``."""
+    d = None if dim is None else _wrap_dim(dim, self.ndim)
+    return apply_op(OPS["argmin"], (self,), (("dim", d), ("keepdim", keepdim)))
+
+
+def logsumexp(self, dim, keepdim=False):
+    """Mirrors ``torch.logsumexp(input, dim, keepdim=False)``, numerically stable."""
+    return apply_op(OPS["logsumexp"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+
+
+def softmax(self, dim, dtype=None):
+    """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
+    return apply_op(OPS["softmax"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
+
+
+def log_softmax(self, dim, dtype=None):
+    """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
+    return apply_op(OPS["log_softmax"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
+
+
+def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
+    """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)`` for vector norms
+    (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``."""
+    if p == "fro" or p is None:
+        p = 2
+    if p == "nuc":
+        raise NotImplementedError("tracegrad.norm: the nuclear norm is not supported")
+    return apply_op(OPS["norm"], (self,), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+
+
+def cumsum(self, dim, *, dtype=None):
+    """Mirrors ``torch.cumsum(input, dim)``."""
+    return apply_op(OPS["cumsum"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype))))
+
+
+def cumprod(self, dim, *, dtype=None):
+    """Mirrors ``torch.cumprod(input, dim)``."""
+    return apply_op(OPS["cumprod"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype))))
+
+
+def all(self, dim=None, keepdim=False):
+    """Mirrors ``torch.all``: a bool tensor."""
+    return apply_op(OPS["all"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+
+
+def any(self, dim=None, keepdim=False):
+    """Mirrors ``torch.any``: a bool tensor."""
+    return apply_op(OPS["any"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+
+
+def count_nonzero(self, dim=None):
+    return apply_op(OPS["count_nonzero"], (self,), (("dim", _dims(dim, self.ndim)),))
+
+
+def sort(self, dim=-1, descending=False, stable=False):
+    """Mirrors ``torch.sort``: namedtuple ``(values, indices)``; stable always."""
+    v, i = apply_op(OPS["sort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
+    return return_types.sort(v, i)
+
+
+def argsort(self, dim=-1, descending=False, stable=False):
+    """Mirrors ``torch.argsort``."""
+    return apply_op(OPS["argsort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
+
+
+def topk(self, k, dim=-1, largest=True, sorted=True):
+    """Mirrors ``torch.topk``: namedtuple ``(values, indices)``. RuntimeError if k is too large."""
+    d = _wrap_dim(dim, self.ndim)
+    if k > (self.shape[d] if self.ndim else 1):
+        raise RuntimeError("selected index k out of range")
+    v, i = apply_op(OPS["topk"], (self,), (("k", int(k)), ("dim", d), ("largest", largest), ("sorted", sorted)))
+    return return_types.topk(v, i)
+
+
+def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """Mirrors ``torch.quantile``: ``q`` a float or 1-D tensor in [0, 1] (its dim comes first
+    in the result); ``interpolation`` one of linear, lower, higher, midpoint, nearest.
+    RuntimeError for q outside [0, 1] or a non-floating input."""
+    if not self.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    qv = q._value if isinstance(q, Tensor) else q
+    if not isinstance(qv, _JaxTracer) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    d = None if dim is None else _wrap_dim(dim, self.ndim)
+    return apply_op(OPS["quantile"], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
+
+
+def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return quantile(self, q, dim, keepdim, interpolation=interpolation)
+
+
+def kthvalue(self, k, dim=-1, keepdim=False):
+    v, i = apply_op(OPS["kthvalue"], (self,), (("k", int(k)), ("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))
+    return return_types.kthvalue(v, i)
+
+
+def median(self, dim=None, keepdim=False):
+    """Mirrors ``torch.median``: lower median; with dim a namedtuple ``(values, indices)``."""
+    if dim is None:
+        return apply_op(OPS["median_all"], (self,))
+    v, i = apply_op(OPS["median_dim"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))
+    return return_types.median(v, i)

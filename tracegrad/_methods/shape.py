@@ -1,0 +1,373 @@
+"""Tensor methods, shape family: views, reshape, transpose/permute, expand/repeat, split/chunk, flip/roll, tril/triu/diag, cat/stack."""
+from __future__ import annotations
+
+import builtins
+
+from .._dispatch import apply_op
+from .._ops.registry import OPS
+from .._tensor import Size, Tensor, _wrap_dim
+from .promotion import result_dtype
+
+
+# ---- shape and views --------------------------------------------------------------------
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer(shape, numel, what="view"):
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def view(self, *shape):
+    """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
+    is not supported. RuntimeError on a size mismatch, or when the new shape cannot be laid
+    over the input's storage with strides (as torch: use ``.reshape(...)``)."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+        raise NotImplementedError("tracegrad: Tensor.view(dtype) is not supported")
+    s = _infer(_shape_arg(shape), self.numel())
+    from .._tensor import can_view_as
+    if self._chain and not can_view_as(self, s):
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return apply_op(OPS["view"], (self,), (("shape", s),))
+
+
+def reshape(self, *shape):
+    """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
+    s = _infer(_shape_arg(shape), self.numel())
+    from .._tensor import can_view_as
+    if not self._chain or can_view_as(self, s):
+        return apply_op(OPS["view"], (self,), (("shape", s),))
+    return apply_op(OPS["reshape_copy"], (self,), (("shape", s),))
+
+
+def view_as(self, other):
+    return view(self, tuple(other.shape))
+
+
+def reshape_as(self, other):
+    return reshape(self, tuple(other.shape))
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    """Mirrors ``torch.flatten``; a 0-d input becomes 1-d."""
+    n = self.ndim
+    if n == 0:
+        return reshape(self, (1,))
+    s, e = _wrap_dim(start_dim, n), _wrap_dim(end_dim, n)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self
+    shp = tuple(self.shape)
+    return reshape(self, shp[:s] + (-1,) + shp[e + 1:])
+
+
+def unflatten(self, dim, sizes):
+    """Mirrors ``torch.unflatten(input, dim, sizes)``."""
+    d = _wrap_dim(dim, self.ndim)
+    shp = tuple(self.shape)
+    inner = _infer(tuple(sizes), shp[d])
+    return view(self, shp[:d] + inner + shp[d + 1:])
+
+
+def squeeze(self, dim=None):
+    """Mirrors ``torch.squeeze``: drops size-1 dims (all, one, or a tuple of dims)."""
+    shp = tuple(self.shape)
+    if dim is None:
+        dims = tuple(i for i, s in enumerate(shp) if s == 1)
+        return apply_op(OPS["squeeze"], (self,), (("dim", dims),))
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(d for d in (_wrap_dim(x, self.ndim) for x in dim) if shp[d] == 1)
+        return apply_op(OPS["squeeze_dims"], (self,), (("dim", dims),))
+    d = _wrap_dim(dim, self.ndim) if self.ndim else 0
+    dims = (d,) if self.ndim and shp[d] == 1 else ()
+    return apply_op(OPS["squeeze_dim"], (self,), (("dim", dims),))
+
+
+def unsqueeze(self, dim):
+    """Mirrors ``torch.unsqueeze``: dim in ``[-ndim-1, ndim]``."""
+    n = self.ndim + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return apply_op(OPS["unsqueeze"], (self,), (("dim", dim % n),))
+
+
+def transpose(self, dim0, dim1):
+    """Mirrors ``torch.transpose``: swaps two dims; a view."""
+    n = self.ndim
+    return apply_op(OPS["transpose"], (self,), (("dim0", _wrap_dim(dim0, n)), ("dim1", _wrap_dim(dim1, n))))
+
+
+swapaxes = swapdims = transpose
+
+
+def t(self):
+    """Mirrors ``torch.t``: transpose of a <=2-D tensor. RuntimeError for more dims."""
+    if self.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
+    return apply_op(OPS["t"], (self,))
+
+
+def permute(self, *dims):
+    """Mirrors ``torch.permute``. RuntimeError when dims is not a permutation."""
+    dims = _shape_arg(dims)
+    n = self.ndim
+    if len(dims) != n:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to len(dims) = {len(dims)}")
+    d = tuple(_wrap_dim(x, n) for x in dims)
+    if len(set(d)) != n:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply_op(OPS["permute"], (self,), (("dims", d),))
+
+
+def movedim(self, source, destination):
+    n = self.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [_wrap_dim(s, n) for s in src]
+    dst = [_wrap_dim(s, n) for s in dst]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(self, order)
+
+
+moveaxis = movedim
+
+
+def expand(self, *sizes):
+    """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (-1 keeps a dim) without copying;
+    writing into the result in place raises RuntimeError, as torch."""
+    sizes = _shape_arg(sizes)
+    shp = tuple(self.shape)
+    if len(sizes) < len(shp):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shp)}}}, size=[{', '.join(map(str, sizes))}]): the number of sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
+    lead = len(sizes) - len(shp)
+    out = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s == -1:
+                raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dimension")
+            out.append(s)
+        else:
+            cur = shp[i - lead]
+            if s == -1:
+                s = cur
+            if cur != s and cur != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size ({cur}) at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: {list(shp)}")
+            out.append(s)
+    return apply_op(OPS["expand"], (self,), (("size", tuple(out)),))
+
+
+def expand_as(self, other):
+    return expand(self, tuple(other.shape))
+
+
+def broadcast_to(self, size):
+    return expand(self, tuple(size))
+
+
+def repeat(self, *repeats):
+    """Mirrors ``torch.Tensor.repeat`` (tiles). RuntimeError when fewer repeats than dims."""
+    r = _shape_arg(repeats)
+    if len(r) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    return apply_op(OPS["repeat"], (self,), (("repeats", r),))
+
+
+def repeat_interleave(self, repeats, dim=None):
+    """Mirrors ``torch.repeat_interleave(input, repeats, dim=None)`` (int or 1-D tensor repeats;
+    flattens when dim is None)."""
+    op = OPS["repeat_interleave"]
+    if isinstance(repeats, Tensor):
+        if repeats.ndim:
+            op = OPS["repeat_interleave_tensor"]
+        repeats = tuple(repeats.tolist()) if repeats.ndim else int(repeats)
+    x = self if dim is not None else flatten(self)
+    return apply_op(op, (x,), (("repeats", repeats), ("dim", 0 if dim is None else _wrap_dim(dim, self.ndim))))
+
+
+def narrow(self, dim, start, length):
+    """Mirrors ``torch.narrow``: a view of ``length`` elements from ``start`` along ``dim``."""
+    d = _wrap_dim(dim, self.ndim)
+    size = self.shape[d]
+    start = int(start)
+    if start < 0:
+        start += size
+    if start + length > size or start < 0 or length < 0:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return apply_op(OPS["slice"], (self,), (("dim", d), ("start", start), ("end", start + length), ("step", 1)))
+
+
+def select(self, dim, index):
+    """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
+    d = _wrap_dim(dim, self.ndim)
+    size = self.shape[d]
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} at dimension {d}")
+    return apply_op(OPS["select"], (self,), (("dim", d), ("index", index % size)))
+
+
+def unbind(self, dim=0):
+    """Mirrors ``torch.unbind``: a tuple of views along ``dim``."""
+    d = _wrap_dim(dim, self.ndim)
+    return apply_op(OPS["unbind"], (self,), (("dim", d),))
+
+
+def split(self, split_size_or_sections, dim=0):
+    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes."""
+    d = _wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    if isinstance(split_size_or_sections, int):
+        s = split_size_or_sections
+        sizes = tuple(builtins.min(s, n - i) for i in range(0, n, s)) if n else (0,)
+        return apply_op(OPS["split"], (self,), (("sizes", sizes), ("dim", d)))
+    sizes = tuple(int(x) for x in split_size_or_sections)
+    if builtins.sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
+    return apply_op(OPS["split_with_sizes"], (self,), (("sizes", sizes), ("dim", d)))
+
+
+def chunk(self, chunks, dim=0):
+    """Mirrors ``torch.chunk``: up to ``chunks`` pieces of size ceil(n / chunks)."""
+    d = _wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    size = -(-n // chunks) if n else 0
+    return split(self, builtins.max(size, 1), d)
+
+
+def tensor_split(self, sections, dim=0):
+    d = _wrap_dim(dim, self.ndim)
+    n = self.shape[d]
+    base, extra = divmod(n, sections)
+    sizes = [base + 1] * extra + [base] * (sections - extra)
+    out, start = [], 0
+    for s_ in sizes:     # torch slices each piece (SliceBackward0)
+        out.append(apply_op(OPS["slice"], (self,), (("dim", d), ("start", start), ("end", start + s_), ("step", 1))))
+        start += s_
+    return tuple(out)
+
+
+def flip(self, *dims):
+    """Mirrors ``torch.flip(input, dims)``."""
+    dims = _shape_arg(dims)
+    return apply_op(OPS["flip"], (self,), (("dims", tuple(_wrap_dim(d, self.ndim) for d in dims)),))
+
+
+def fliplr(self):
+    return flip(self, 1)
+
+
+def flipud(self):
+    return flip(self, 0)
+
+
+def roll(self, shifts, dims=None):
+    """Mirrors ``torch.roll``."""
+    if dims is None:
+        return apply_op(OPS["roll_flat"], (self,), (("shifts", int(shifts if isinstance(shifts, int) else shifts[0])),))
+    sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dm = (dims,) if isinstance(dims, int) else tuple(dims)
+    return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
+
+
+def tril(self, diagonal=0):
+    """Mirrors ``torch.tril``."""
+    return apply_op(OPS["tril"], (self,), (("diagonal", diagonal),))
+
+
+def triu(self, diagonal=0):
+    """Mirrors ``torch.triu``."""
+    return apply_op(OPS["triu"], (self,), (("diagonal", diagonal),))
+
+
+def diag(self, diagonal=0):
+    """Mirrors ``torch.diag``: 1-D -> diagonal matrix, 2-D -> its diagonal."""
+    if self.ndim == 1:
+        return apply_op(OPS["diag_embed"], (self,), (("diagonal", diagonal),))
+    if self.ndim != 2:
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{self.ndim}D")
+    return apply_op(OPS["diag"], (self,), (("diagonal", diagonal),))
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    """Mirrors ``torch.diagonal``: a view."""
+    return apply_op(OPS["diagonal"], (self,), (("offset", offset), ("dim1", _wrap_dim(dim1, self.ndim)), ("dim2", _wrap_dim(dim2, self.ndim))))
+
+
+def trace(self):
+    """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor. Autograd: ``TraceBackward0``."""
+    if self.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    return apply_op(OPS["trace"], (self,))
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Mirrors ``torch.cat(tensors, dim=0)`` with dtype promotion. RuntimeError for mismatched
+    shapes or an empty list."""
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
+    for t_ in tensors:
+        if not isinstance(t_, Tensor):
+            raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
+    # torch skips legacy empty 1-D tensors
+    ref = next((t_ for t_ in tensors if t_.shape != (0,)), tensors[0])
+    d = _wrap_dim(dim, ref.ndim)
+    for i, t_ in enumerate(tensors):
+        if t_.shape == (0,) and t_ is not ref:
+            continue
+        if t_.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t_.ndim}")
+        for k in range(ref.ndim):
+            if k != d and t_.shape[k] != ref.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {ref.shape[k]} but got size {t_.shape[k]} for tensor number {i} in the list.")
+    dt = result_dtype(*tensors)
+    return apply_op(OPS["cat"], tuple(tensors), (("dim", d), ("dtype", dt.np)))
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Mirrors ``torch.stack``: RuntimeError unless all shapes are equal."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    s0 = tuple(tensors[0].shape)
+    for i, t_ in enumerate(tensors):
+        if tuple(t_.shape) != s0:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and {list(t_.shape)} at entry {i}")
+    n = len(s0) + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    dt = result_dtype(*tensors)
+    return apply_op(OPS["stack"], tuple(tensors), (("dim", dim % n), ("dtype", dt.np)))
+
+
+def hstack(tensors):
+    tensors = list(tensors)
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t_ if t_.ndim > 1 else t_.unsqueeze(0) for t_ in tensors], 0)
