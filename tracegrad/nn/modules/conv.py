@@ -1,13 +1,8 @@
 """Convolutions: mirror ``torch.nn.Conv1d``, ``Conv2d``, ``Conv3d``, ``ConvTranspose1d``, ``ConvTranspose2d``."""
 from __future__ import annotations
 
-import math
-
-import tracegrad
-
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
+from .linear import reset_kaiming, weight_and_bias
 from .module import Module
 
 
@@ -46,20 +41,10 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *self.kernel_size)
-        self.weight = Parameter(tracegrad.empty(shape, dtype=dtype))
-        if bias:
-            self.bias = Parameter(tracegrad.empty(out_channels, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, shape, out_channels, bias, dtype)
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        reset_kaiming(self.weight, self.bias)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

@@ -11,6 +11,26 @@ from ..parameter import Parameter
 from .module import Module
 
 
+def weight_and_bias(module, weight_shape, out_features, bias, dtype):
+    """Register ``weight`` and an optional ``bias`` (None when absent), then initialise them with
+    the module's ``reset_parameters``; shared by Linear, Bilinear and the conv layers."""
+    module.weight = Parameter(tracegrad.empty(weight_shape, dtype=dtype))
+    if bias:
+        module.bias = Parameter(tracegrad.empty(out_features, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+    module.reset_parameters()
+
+
+def reset_kaiming(weight, bias):
+    """torch's default for Linear and Conv: kaiming_uniform_(a=sqrt(5)), bias U(+-1/sqrt(fan_in))."""
+    init.kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(bias, -bound, bound)
+
+
 class Identity(Module):
     """Mirrors ``torch.nn.Identity``: returns its input; constructor arguments are ignored."""
 
@@ -28,19 +48,10 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(tracegrad.empty((out_features, in_features), dtype=dtype))
-        if bias:
-            self.bias = Parameter(tracegrad.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, (out_features, in_features), out_features, bias, dtype)
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        reset_kaiming(self.weight, self.bias)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -55,12 +66,7 @@ class Bilinear(Module):
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(tracegrad.empty((out_features, in1_features, in2_features), dtype=dtype))
-        if bias:
-            self.bias = Parameter(tracegrad.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        weight_and_bias(self, (out_features, in1_features, in2_features), out_features, bias, dtype)
 
     def reset_parameters(self):
         bound = 1 / math.sqrt(self.weight.size(1))
