@@ -15,7 +15,7 @@ from ._ops.registry import Op
 from ._tensor import Tensor, _JaxTracer
 from .autograd._graph_impl import (SAVED_HOOKS, OpNode, SavedTensor, accumulate_node,
                                    node_class)
-from .autograd.grad_mode import STATE
+from .autograd.grad_mode import INFERENCE_DEPTH, STATE
 
 _node_cls: dict = {}
 _DIFF_DTYPES = frozenset(np.dtype(n) for n in ("float16", "float32", "float64", "complex64", "complex128")) | \
@@ -65,6 +65,8 @@ def apply_op(op: Op, args, static=()):
         # torch gives integer and bool results no history
         record = record and out.dtype in _DIFF_DTYPES
         t = Tensor._make(out)
+        if INFERENCE_DEPTH[0] and STATE[1]:
+            t._inference = True
         if op.view:
             _make_view(t, args[0], op, static, None)
             t._vcache = out

@@ -17,6 +17,7 @@ from ._device import device as _device
 from ._ops import dtypes as _dt
 from ._ops import random as _rnd
 from ._tensor import Size, Tensor
+from .autograd.grad_mode import in_inference_mode
 
 
 def _place(array, device):
@@ -30,6 +31,8 @@ def _place(array, device):
 
 def _finish(array, dtype=None, device=None, requires_grad=False):
     t = Tensor._make(_place(array, device))
+    if in_inference_mode():
+        t._inference = True
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -256,6 +256,10 @@ class Tensor:
     def is_contiguous(self, memory_format=None) -> bool:
         return True
 
+    def is_inference(self) -> bool:
+        """Mirrors ``torch.Tensor.is_inference``: made by an op inside ``inference_mode()``."""
+        return self.__dict__.get("_inference", False)
+
     def _is_view(self) -> bool:
         return self._base is not None
 

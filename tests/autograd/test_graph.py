@@ -298,7 +298,6 @@ PROGRAMS = [p_numpy_of_requires_grad, p_grad_mode_thread_local, p_grad_mode_gene
 
 # known core bugs: program name -> root cause
 XFAIL = {
-    'p_is_inference': 'Tensor.is_inference() missing; inference tensors are not refused when saved for backward',
 }
 
 

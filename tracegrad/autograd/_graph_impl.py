@@ -133,6 +133,9 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "packed", "unpack", "is_output")
 
     def __init__(self, tensor, is_output=False):
+        if tensor.__dict__.get("_inference"):
+            raise RuntimeError("Inference tensors cannot be saved for backward. To work around you can "
+                               "make a clone to get a normal tensor and use it in autograd.")
         self.is_output = is_output
         if SAVED_HOOKS:
             pack, unpack = SAVED_HOOKS[-1]

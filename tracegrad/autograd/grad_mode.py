@@ -28,6 +28,9 @@ class _ThreadState(threading.local):
 
 
 STATE = _ThreadState()
+# how many inference_mode(True) blocks are open in any thread: a cheap pre-check before the
+# thread-local one, so ops outside inference mode pay one list read
+INFERENCE_DEPTH = [0]
 
 
 def is_grad_enabled() -> bool:
@@ -126,8 +129,8 @@ class set_grad_enabled(_DecoratorContextManager):
 
 
 class inference_mode(_DecoratorContextManager):
-    """Mirrors ``torch.inference_mode(mode=True)``. Differs from torch: tensors made inside are
-    ordinary tensors (no inference-tensor restrictions); recording is off as in ``no_grad``."""
+    """Mirrors ``torch.inference_mode(mode=True)``: recording is off, and tensors made inside
+    are inference tensors (``is_inference()``; saving one for backward raises RuntimeError)."""
 
     def __init__(self, mode: bool = True):
         self.mode = bool(mode)
@@ -136,11 +139,19 @@ class inference_mode(_DecoratorContextManager):
         self.prev = tuple(STATE)
         if self.mode:
             STATE[0], STATE[1] = False, True
-        else:
-            STATE[1] = False
+            INFERENCE_DEPTH[0] += 1
+        else:  # as torch: inference_mode(False) turns recording back on
+            STATE[0], STATE[1] = True, False
 
     def __exit__(self, *exc):
         STATE[0], STATE[1] = self.prev
+        if self.mode:
+            INFERENCE_DEPTH[0] -= 1
 
     def clone(self):
         return type(self)(self.mode)
+
+
+def in_inference_mode() -> bool:
+    """True in an inference_mode(True) block of this thread (fast when none is open anywhere)."""
+    return bool(INFERENCE_DEPTH[0]) and STATE[1]
