@@ -13,8 +13,7 @@ import numpy as np
 
 from ._ops.registry import Op
 from ._tensor import Tensor, _JaxTracer
-from .autograd._graph_impl import (SAVED_HOOKS, OpNode, SavedTensor, accumulate_node,
-                                   node_class)
+from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
 from .autograd.grad_mode import INFERENCE_DEPTH, STATE
 
 _node_cls: dict = {}

@@ -115,7 +115,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
         return _finish(jnp.asarray(data, d.np), d, device, requires_grad)
     if isinstance(data, str):
-        raise TypeError(f"new(): invalid data type 'str'")
+        raise TypeError("new(): invalid data type 'str'")
     if isinstance(data, np.ndarray):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:

@@ -188,7 +188,6 @@ class Tensor:
         st = self._st
         new = new.astype(st.array.dtype) if new.dtype != st.array.dtype else new
         if self._chain:
-            from ._ops.registry import Op  # noqa: F401  (chain steps are ops)
             for op, _, _ in self._chain:
                 if op.view == "overlap":
                     raise RuntimeError(
@@ -432,7 +431,7 @@ class Tensor:
     def __bool__(self):
         v = self._value
         if v.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         _concrete(self, "bool()")
         return bool(np.asarray(v).reshape(()))
 

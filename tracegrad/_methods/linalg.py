@@ -51,7 +51,7 @@ def matmul(self, other):
 def mm(self, mat2):
     """Mirrors ``torch.mm``: 2-D x 2-D. RuntimeError for other ranks or mismatched shapes."""
     if self.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"self must be a matrix" if self.ndim != 2 else "mat2 must be a matrix")
+        raise RuntimeError("self must be a matrix" if self.ndim != 2 else "mat2 must be a matrix")
     return matmul(self, mat2)
 
 

@@ -150,7 +150,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     for i, t in enumerate(inputs):
         e = _dispatch.edge(t)
         if e[0] is None:
-            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
         input_edges.append(e)
         captures.setdefault(e, []).append(i)
     if inputs:

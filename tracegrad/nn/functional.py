@@ -11,7 +11,6 @@ import math
 import warnings
 
 import tracegrad
-from tracegrad import Tensor
 from tracegrad import _nn_functions as _F
 
 _nn = _F._nn

@@ -7,7 +7,6 @@ import copy
 import math
 
 import tracegrad
-from tracegrad import Tensor
 
 from .. import functional as F
 from .. import init
