@@ -336,12 +336,7 @@ SAVED_CASES = {
 }
 
 
-SAVED_XFAIL = {
-    "max dim _saved_indices": "MaxBackward0 does not expose torch's saved `indices` (int64 tensor)",
-    "select _saved_index": "SelectBackward0 does not expose torch's saved `index` (int)",
-    "mean _saved_self_sym_numel": "MeanBackward0 does not expose torch's saved `self_sym_numel`",
-    "index _saved_indices": "IndexBackward0 does not expose torch's saved `indices` (list of tensors)",
-}
+SAVED_XFAIL = {}
 
 
 @pytest.mark.parametrize("case", table_cases(SAVED_CASES, SAVED_XFAIL))

@@ -199,18 +199,15 @@ class OpNode(Node):
             if name in op.args:
                 p = op.args.index(name)
                 if p < len(self.layout) and self.layout[p] == 2:
-                    v = self.consts[sum(1 for k in self.layout[:p] if k == 2)]
-                    if name in op.saves and v is not None and not isinstance(v, bool):
-                        if self.released:
-                            raise RuntimeError(MSG_FREED)
-                        # torch saves a Python number as a wrapped 0-dim double/long tensor
-                        from .._factories import tensor
-                        import tracegrad
-                        return tensor(v, dtype=tracegrad.float64 if isinstance(v, float) else tracegrad.int64)
-                    return v
+                    return self.consts[sum(1 for k in self.layout[:p] if k == 2)]
             static = dict(object.__getattribute__(self, "static"))
             if name in static:
                 return static[name]
+            derived = _DERIVED_SAVED.get(name)
+            if derived is not None:
+                v = derived(self)
+                if v is not None:
+                    return v
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
     def apply(self, grads, create_graph=False):
@@ -270,6 +267,41 @@ def _dispatch():
         from .. import _dispatch as d
         _dispatch_mod.append(d)
     return _dispatch_mod[0]
+
+
+def _input_shape(node, p):
+    kinds = node.layout
+    if kinds[p] == 0:
+        order = [q for q in node.op.save_order if q == -1 or (q < len(kinds) and kinds[q] == 0)]
+        return tuple(node.saved[order.index(p)].get(node, 0).shape)
+    if kinds[p] == 1:
+        return tuple(node.avals[sum(1 for k in kinds[:p] if k == 1)][0])
+    return tuple(node.consts[sum(1 for k in kinds[:p] if k == 2)].shape)
+
+
+def _saved_indices(node):
+    if node.op.name == "index":      # advanced indexing: the index tensors
+        return [Tensor._make(c) for c in node.consts if hasattr(c, "dtype")]
+    if node.op.name in ("max_dim", "min_dim"):   # the indices output, recomputed from self
+        st = dict(node.static)
+        x = node._saved_self
+        return (x.argmax if node.op.name == "max_dim" else x.argmin)(st["dim"], st["keepdim"])
+    return None
+
+
+def _saved_key_index(node):
+    key = dict(node.static).get("key")
+    ints = [m[1] for m in key or () if m[0] == "i"]
+    return ints[-1] if ints else None
+
+
+# torch's saved attributes that tracegrad derives from what a node holds
+_DERIVED_SAVED = {
+    "self_sym_sizes": lambda n: _input_shape(n, 0),
+    "self_sym_numel": lambda n: int(__import__("math").prod(_input_shape(n, 0))),
+    "indices": _saved_indices,
+    "index": _saved_key_index,
+}
 
 
 class AccumulateGrad(Node):
