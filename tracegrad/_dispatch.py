@@ -40,9 +40,31 @@ def edge(t):
 def _forward(op, arrays, static):
     for a in arrays:
         if isinstance(a, _JaxTracer):
-            # inside a JAX trace: call the pure function, JAX traces through it once
+            # inside a JAX trace: call the pure function, JAX traces through it once (Python
+            # numbers stay numbers: a cached concrete array must not leak into a trace)
             return op.fn(*arrays, **dict(static)) if static else op.fn(*arrays)
-    return op.forward(static)(*arrays)
+    return op.forward(static)(*map(as_arg, arrays))
+
+
+# NOTE [scalar arguments]
+# A Python number passed to a jitted function is converted to a device array on every call
+# (3-4 us here, a third of a small op). Passing a cached weakly-typed 0-d array instead gives
+# the same trace (weak types promote like Python numbers) without the conversion.
+_PY_NUMBERS = (float, int, bool)
+_SCALARS: dict = {}
+
+
+def as_arg(v):
+    """``v`` as a jitted-call argument: Python numbers become cached weak 0-d arrays."""
+    if type(v) not in _PY_NUMBERS:
+        return v
+    key = (type(v), v)
+    a = _SCALARS.get(key)
+    if a is None:
+        if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh
+            _SCALARS.clear()
+        a = _SCALARS[key] = jnp.asarray(v)
+    return a
 
 
 def apply_op(op: Op, args, static=()):
