@@ -12,6 +12,18 @@ def get_torch():
     return pytest.importorskip("torch")
 
 
+def both(program):
+    """Run ``program(module, log)`` with torch and with tracegrad; the logs must be equal."""
+    torch = get_torch()
+    logs = []
+    for mod in (torch, tracegrad):
+        log = []
+        program(mod, log)
+        logs.append(log)
+    assert logs[0] == logs[1]
+    return logs[1]
+
+
 def copy_state(tmod, gmod):
     """torch module -> tracegrad module (parameters and buffers, by name)."""
     tp = dict(tmod.named_parameters())

@@ -3,22 +3,10 @@ errors, repr, train/eval, to/double, zero_grad, apply, attribute errors."""
 import copy
 from collections import OrderedDict
 
-import numpy as np
 import pytest
 
 import tracegrad
-from tests.nn._helpers import get_torch
-
-
-def both(program):
-    torch = get_torch()
-    logs = []
-    for mod in (torch, tracegrad):
-        log = []
-        program(mod, log)
-        logs.append(log)
-    assert logs[0] == logs[1]
-    return logs[1]
+from tests.nn._helpers import both, get_torch
 
 
 def _net(mod):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from tests.nn._helpers import get_torch
+from tests.nn._helpers import both, get_torch
 
 
 def _desc(v):
@@ -14,17 +14,6 @@ def _desc(v):
     if hasattr(v, "shape"):
         return ("T", tuple(v.shape), np.round(v.detach().numpy().astype(np.float64), 4).tolist())
     return repr(v)
-
-
-def both(program):
-    torch = get_torch()
-    logs = []
-    for mod in (torch, tracegrad):
-        log = []
-        program(mod, log)
-        logs.append(log)
-    assert logs[0] == logs[1]
-    return logs[1]
 
 
 def _lin(mod, i, o, seed):
