@@ -11,11 +11,13 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from . import _state
 from ._ops.registry import Op
 from ._tensor import Tensor, _JaxTracer
 from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
 from .autograd.grad_mode import INFERENCE_DEPTH, STATE
 
+_CAPTURE = _state.CAPTURE
 _node_cls: dict = {}
 _DIFF_DTYPES = frozenset(np.dtype(n) for n in ("float16", "float32", "float64", "complex64", "complex128")) | \
     {np.dtype(jnp.bfloat16)}
@@ -71,6 +73,8 @@ def apply_op(op: Op, args, static=()):
     """Run ``op`` on ``args`` (Tensors, Python scalars, None) with static keyword arguments
     ``static`` (a tuple of (name, value) pairs). Returns a Tensor, or a tuple of Tensors for
     multi-output ops."""
+    if _CAPTURE[0] is not None:
+        _CAPTURE[0].see_tensors(args)
     arrays = []
     record = False
     for a in args:
@@ -182,6 +186,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     view: the base gets a ``CopySlices`` node, the view's grad_fn is regenerated from it)."""
     check_inplace(self)
     all_args = (self, *args)
+    if _CAPTURE[0] is not None:
+        _CAPTURE[0].see_tensors(all_args)
     record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
     if record and self._base is not None:
         return _inplace_on_view(op, self, args, static)

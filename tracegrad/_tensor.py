@@ -21,17 +21,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _state
 from ._ops import dtypes as _dt
 
 _JaxTracer = jax.core.Tracer
+_CAPTURE = _state.CAPTURE
 
 
 class Storage:
-    __slots__ = ("array", "gen")
+    __slots__ = ("array", "gen", "__weakref__")
 
     def __init__(self, array):
         self.array = array
         self.gen = 0
+        if _CAPTURE[0] is not None:   # made inside a compiled region: not outside state
+            _CAPTURE[0].storage_created(self)
 
 
 # chain -> jitted function computing the view from the storage array
@@ -186,6 +190,8 @@ class Tensor:
         """Write ``new`` (same shape as self) into the storage through the view chain and bump
         the version counter shared with views and ``detach()``."""
         st = self._st
+        if _CAPTURE[0] is not None:
+            _CAPTURE[0].see_write(self)
         new = new.astype(st.array.dtype) if new.dtype != st.array.dtype else new
         if self._chain:
             for op, _, _ in self._chain:
@@ -300,6 +306,8 @@ class Tensor:
             return self
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if self._rg != bool(requires_grad):
+            _state.bump_structure()
         self._rg = bool(requires_grad)
         return self
 
@@ -338,6 +346,8 @@ class Tensor:
                 raise RuntimeError(f"assigned grad has data of a different size: expected {tuple(self.shape)}, got {tuple(value.shape)}")
             if value.dtype is not self.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}")
+        if _CAPTURE[0] is not None:
+            _CAPTURE[0].see_grad_owner(self)
         self._grad = value
 
     @property
@@ -488,6 +498,8 @@ def _grad_enabled():
 
 
 def _concrete(t, what):
+    if _CAPTURE[0] is not None:
+        _CAPTURE[0].python_read(t, what)
     if isinstance(t._value, _JaxTracer):
         raise RuntimeError(
             f"{what} needs a concrete value, but this tensor is being traced (inside "

@@ -18,6 +18,7 @@ import sys
 from collections import OrderedDict
 
 from ..utils.hooks import RemovableHandle
+from .. import _state
 from .._tensor import Tensor
 from . import grad_mode
 
@@ -139,6 +140,7 @@ class SavedTensor:
         self.is_output = is_output
         if SAVED_HOOKS:
             pack, unpack = SAVED_HOOKS[-1]
+            _state.note_hook("saved tensors pack", pack)
             self.tensor, self.version = None, None
             from .grad_mode import no_grad
             with no_grad():  # torch runs pack hooks with grad recording off
@@ -339,8 +341,11 @@ class AccumulateGrad(Node):
         else:
             old = var._grad
             old._write(old._value + g._value)
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].see_grad_owner(var)
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
+                _state.note_hook("post accumulate grad", h)
                 h(var)
         return []
 

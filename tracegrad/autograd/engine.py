@@ -15,12 +15,31 @@ from __future__ import annotations
 import heapq
 import itertools
 
+from .. import _state
 from .._tensor import Tensor
 from . import grad_mode
 from ._graph_impl import ANOMALY, AccumulateGrad
 from .. import _dispatch
 
 _tie = itertools.count()
+
+# NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
+# (task id, checkpoint valid). utils.checkpoint reads them as torch's
+# ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
+# (False when the call was given ``inputs``: reentrant checkpoint refuses those).
+_GRAPH_TASKS: list = []
+_task_ids = itertools.count()
+
+
+def _current_graph_task_id() -> int:
+    """Id of the innermost running backward call, -1 outside backward (torch's name)."""
+    return _GRAPH_TASKS[-1][0] if _GRAPH_TASKS else -1
+
+
+def _is_checkpoint_valid() -> bool:
+    """False inside a backward call that was given ``inputs`` (``autograd.grad``,
+    ``backward(inputs=...)``), as ``torch.autograd._is_checkpoint_valid``."""
+    return _GRAPH_TASKS[-1][1] if _GRAPH_TASKS else True
 
 
 def _as_tuple(x):
@@ -113,6 +132,8 @@ def _needed(seen, targets):
 
 def _run_tensor_hooks(hooks, g):
     for h in tuple(hooks.values()):
+        if _state.CAPTURE[0] is not None:
+            _state.note_hook("tensor", h)
         r = h(g)
         if r is not None:
             if not isinstance(r, Tensor):
@@ -183,6 +204,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
 
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
+    _GRAPH_TASKS.append((next(_task_ids), not inputs))
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
@@ -218,6 +240,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
             # 4. node pre-hooks
             if node._pre_hooks:
                 for h in tuple(node._pre_hooks.values()):
+                    _state.note_hook("Node pre", h)
                     r = h(tuple(grads))
                     if r is not None:
                         _check_count(h, r, grads)
@@ -232,6 +255,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
             # 6. node post-hooks
             if node._post_hooks:
                 for h in tuple(node._post_hooks.values()):
+                    _state.note_hook("Node post", h)
                     r = h(tuple(outs), tuple(grads))
                     if r is not None:
                         _check_count(h, r, outs)
@@ -258,6 +282,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
     finally:
         grad_mode.STATE[0] = prev
+        _GRAPH_TASKS.pop()
     return captured
 
 

@@ -10,6 +10,8 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from .. import _state
+
 
 class RemovableHandle:
     next_id: int = 0
@@ -18,6 +20,7 @@ class RemovableHandle:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
+        _state.bump_structure()   # compiled programs re-check which hooks exist
         extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
 
@@ -27,6 +30,7 @@ class RemovableHandle:
             d = ref()
             if d is not None and self.id in d:
                 del d[self.id]
+                _state.bump_structure()
 
     def __enter__(self) -> "RemovableHandle":
         return self

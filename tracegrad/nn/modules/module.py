@@ -13,7 +13,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 
 import tracegrad
-from tracegrad import Tensor
+from tracegrad import Tensor, _state
 from tracegrad.utils.hooks import RemovableHandle
 
 from ..parameter import Buffer, Parameter
@@ -266,6 +266,9 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
+        if name == "training" or isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
+                or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
+            _state.bump_structure()   # compiled calls re-check modes and module layout
 
         def remove_from(*stores):
             for s in stores:
@@ -649,6 +652,12 @@ class Module:
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
             return forward(*args, **kwargs)
+        if _state.CAPTURE[0] is not None:
+            for d in (_global_forward_pre_hooks, self._forward_pre_hooks, _global_forward_hooks,
+                      self._forward_hooks, _global_backward_pre_hooks, self._backward_pre_hooks,
+                      _global_backward_hooks, self._backward_hooks):
+                for h in d.values():
+                    _state.note_hook("module", getattr(h, "fn", h))
         full, pre, legacy = [], [], []
         if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks:
             full, pre, legacy = self._backward_hook_lists()

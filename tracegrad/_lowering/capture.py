@@ -1,0 +1,121 @@
+"""What one trace of a Python function over Tensors touched (DESIGN 2.4).
+
+A ``Capture`` is installed in ``_state.CAPTURE`` while a region is traced. The lower layers
+report to it: every op's tensor arguments (``see_tensors``), every in-place write
+(``see_write``), every PRNG draw (``see_generator``), Python reading a tensor's value
+(``python_read``), a user hook about to run (``on_hook``), an optimizer's ``step``/``zero_grad``
+(``see_optimizer``). From that it knows
+
+- which storages that existed before the trace were read or written without being lifted
+  (their values would be baked into the program as constants): the caller lifts them and
+  traces again, so a compiled program never holds a frozen copy of outside state;
+- which optimizers ran (their ``lr`` values become traced inputs, their other
+  hyper-parameters are guarded);
+- whether something makes the function untraceable (a value read by Python, a hook with
+  possible side effects): ``GraphBreak`` is raised at that point with the user's file and line.
+"""
+from __future__ import annotations
+
+import os
+import traceback
+import weakref
+
+import jax
+
+_Tracer = jax.core.Tracer
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class GraphBreak(RuntimeError):
+    """A compiled function does something a single XLA program cannot reproduce on every call
+    (Python reads a tensor's value, a hook with Python side effects runs, tensor state is
+    rebound). ``tracegrad.compile`` runs such a function eagerly, or raises this error when
+    ``fullgraph=True``. ``where`` is the user's ``file:line``."""
+
+    def __init__(self, reason, where=None):
+        self.reason, self.where = reason, where or user_frame()
+        super().__init__(f"tracegrad.compile cannot capture this function as one program: {reason}"
+                         + (f" (at {self.where})" if self.where else "")
+                         + ". Move it outside the compiled function, keep the computation in tensor "
+                           "ops (e.g. tracegrad.where instead of if/else on a tensor), or call "
+                           "tracegrad.compile without fullgraph=True to run such calls eagerly.")
+
+
+def user_frame(stack=None) -> str | None:
+    """``file:line`` of the innermost frame outside the tracegrad package (and outside JAX)."""
+    frames = stack if stack is not None else traceback.extract_stack()
+    for fr in reversed(frames):
+        f = os.path.abspath(fr.filename)
+        if not f.startswith(_PKG) and f"{os.sep}jax{os.sep}" not in f and "contextlib" not in f:
+            return f"{fr.filename}:{fr.lineno}"
+    return None
+
+
+class Capture:
+    """Bookkeeping for one trace. ``lifted``: ids of storages whose arrays are tracers now;
+    ``generators``: generators whose keys are traced; ``lr_inputs``: optimizer -> list of
+    per-group traced lr Tensors (None: lr stays a Python number for this trace)."""
+
+    def __init__(self, lifted_ids, generators, lr_inputs, traceable_hooks=()):
+        self.lifted = lifted_ids
+        self.generators = generators
+        self.lr_inputs = lr_inputs
+        self.created = weakref.WeakSet()       # storages made during this trace
+        self.found = {}                        # id(storage) -> a tensor over it (not lifted yet)
+        self.found_generators = []
+        self.optimizers = []                   # in first-seen order
+        self.grad_owners = {}                  # id(tensor) -> leaf tensor whose .grad is state
+        self.traceable_hooks = traceable_hooks
+
+    # ---- reports from the lower layers ----------------------------------------------------
+    def storage_created(self, st):
+        self.created.add(st)
+
+    def _external(self, t):
+        st = t._st
+        return id(st) not in self.lifted and st not in self.created and st.array is not None
+
+    def see_tensors(self, args):
+        for a in args:
+            st = getattr(a, "_st", None)
+            if st is not None and id(st) not in self.lifted and st not in self.created \
+                    and st.array is not None and not isinstance(st.array, _Tracer):
+                self.found.setdefault(id(st), a)
+
+    def see_write(self, t):
+        if self._external(t):
+            self.found.setdefault(id(t._st), t)
+
+    def see_generator(self, gen):
+        if gen not in self.generators and gen not in self.found_generators:
+            self.found_generators.append(gen)
+
+    def python_read(self, t, what):
+        """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a
+        constant made inside the trace; anything else would freeze one call's value."""
+        if isinstance(t._value, _Tracer) or self._external(t):
+            raise GraphBreak(f"{what} reads a tensor's value in Python (data-dependent control "
+                             "flow or a value taken out of the program)")
+
+    def on_hook(self, kind, fn):
+        if getattr(fn, "_tracegrad_traceable", False) or fn in self.traceable_hooks:
+            return
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        raise GraphBreak(f"the {kind} hook '{name}' runs inside the compiled function; its Python "
+                         "side effects would happen only while tracing")
+
+    def see_optimizer(self, opt):
+        if opt not in self.optimizers:
+            self.optimizers.append(opt)
+        for group in opt.param_groups:
+            for p in group["params"]:
+                self.grad_owners.setdefault(id(p), p)
+
+    def see_grad_owner(self, t):
+        self.grad_owners.setdefault(id(t), t)
+
+    # ---- results ------------------------------------------------------------------------
+    @property
+    def needs_retrace(self) -> bool:
+        return bool(self.found or self.found_generators or
+                    any(o not in self.lr_inputs for o in self.optimizers))
