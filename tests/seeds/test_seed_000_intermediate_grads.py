@@ -6,12 +6,8 @@ Each ``program(torch, log)`` keeps the seed's code; randn is replaced by
 deterministic inputs.  See _parity.py for what is compared.
 """
 
-import pytest
 
 from _seeds_parity import grad_fn_name, init_params, randn, run_both
-
-checkpoint_later = pytest.mark.xfail(reason="checkpoint: later issue", strict=False)
-
 
 # ---------------------------------------------------------------- 1. retain_grad
 
@@ -270,7 +266,6 @@ def program_checkpoint_basic(torch, log):
         log(f"grad {i} == no checkpoint", bool(torch.allclose(g, r)))
 
 
-@checkpoint_later
 def test_checkpoint_basic():
     run_both(program_checkpoint_basic)
 
@@ -303,7 +298,6 @@ def program_checkpoint_reentrant_no_grad(torch, log):
     log("x.grad", x.grad)
 
 
-@checkpoint_later
 def test_checkpoint_reentrant_no_grad():
     run_both(program_checkpoint_reentrant_no_grad)
 
@@ -325,7 +319,6 @@ def program_checkpoint_nonreentrant_containers(torch, log):
     log("x.grad", x.grad)
 
 
-@checkpoint_later
 def test_checkpoint_nonreentrant_containers():
     run_both(program_checkpoint_nonreentrant_containers)
 
@@ -368,7 +361,6 @@ def program_checkpoint_preserve_rng_state(torch, log):
     log("eval x.grad", x.grad)
 
 
-@checkpoint_later
 def test_checkpoint_preserve_rng_state():
     run_both(program_checkpoint_preserve_rng_state)
 
@@ -427,7 +419,6 @@ def program_checkpoint_closure_xbert(torch, log):
     log("dense.weight.grad", layer_module.dense.weight.grad)
 
 
-@checkpoint_later
 def test_checkpoint_closure_xbert():
     run_both(program_checkpoint_closure_xbert)
 
@@ -461,6 +452,5 @@ def program_checkpoint_sequential(torch, log):
     log("reentrant weight grad", model[0].weight.grad)
 
 
-@checkpoint_later
 def test_checkpoint_sequential():
     run_both(program_checkpoint_sequential)
