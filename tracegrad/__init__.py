@@ -52,6 +52,8 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from . import nn, optim, utils  # noqa: E402  (torch imports these at import, too)
+from . import compiler  # noqa: E402
+from .compiler import compile  # noqa: E402,A001
 
 FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor
 

@@ -61,11 +61,13 @@ class Capture:
         self.generators = generators
         self.lr_inputs = lr_inputs
         self.created = weakref.WeakSet()       # storages made during this trace
-        self.found = {}                        # id(storage) -> a tensor over it (not lifted yet)
-        self.found_generators = []
+        # first sight of outside state not lifted yet, with its value then (restored after)
+        self.found = {}                        # id(storage) -> (a tensor over it, array)
+        self.found_generators = {}             # generator -> key
         self.optimizers = []                   # in first-seen order
-        self.grad_owners = {}                  # id(tensor) -> leaf tensor whose .grad is state
+        self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.traceable_hooks = traceable_hooks
+        self.backward_ran = False              # backward() ran: results' graphs are consumed
 
     # ---- reports from the lower layers ----------------------------------------------------
     def storage_created(self, st):
@@ -80,15 +82,15 @@ class Capture:
             st = getattr(a, "_st", None)
             if st is not None and id(st) not in self.lifted and st not in self.created \
                     and st.array is not None and not isinstance(st.array, _Tracer):
-                self.found.setdefault(id(st), a)
+                self.found.setdefault(id(st), (a, st.array))
 
     def see_write(self, t):
         if self._external(t):
-            self.found.setdefault(id(t._st), t)
+            self.found.setdefault(id(t._st), (t, t._st.array))
 
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:
-            self.found_generators.append(gen)
+            self.found_generators[gen] = gen._key
 
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a
@@ -109,10 +111,21 @@ class Capture:
             self.optimizers.append(opt)
         for group in opt.param_groups:
             for p in group["params"]:
-                self.grad_owners.setdefault(id(p), p)
+                self.see_grad_owner(p)
 
     def see_grad_owner(self, t):
-        self.grad_owners.setdefault(id(t), t)
+        """``t.grad`` is about to change: it is state (call before the change)."""
+        if id(t) not in self.grad_owners:
+            self.grad_owners[id(t)] = (t, t._grad)
+
+    def restore_found(self):
+        """Put back what this trace changed in state it had not lifted (the trace is then
+        redone with that state lifted, or the call runs eagerly)."""
+        for t, array in self.found.values():
+            t._st.array = array
+            t._st.gen += 1
+        for gen, key in self.found_generators.items():
+            gen._key = key
 
     # ---- results ------------------------------------------------------------------------
     @property

@@ -332,6 +332,8 @@ class AccumulateGrad(Node):
         var = self.variable
         if g is None:
             return []
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].see_grad_owner(var)
         if var._grad is None:
             # a fresh storage: a later in-place accumulation must not write into a tensor the
             # caller still holds (torch clones in that case)
@@ -341,8 +343,6 @@ class AccumulateGrad(Node):
         else:
             old = var._grad
             old._write(old._value + g._value)
-        if _state.CAPTURE[0] is not None:
-            _state.CAPTURE[0].see_grad_owner(var)
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
                 _state.note_hook("post accumulate grad", h)

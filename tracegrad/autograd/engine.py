@@ -164,6 +164,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     """Run the graph from ``outputs`` seeded with ``grad_outputs``. With ``accumulate_grad``
     (``backward``) leaves' ``.grad`` fill in; else (``autograd.grad``) the gradients w.r.t.
     ``inputs`` are captured and returned."""
+    if accumulate_grad and _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].backward_ran = True   # a compiled region's results are consumed
     roots = [_dispatch.edge(t) for t in outputs]
     deps, seen = _discover(roots)
     captures = {}         # (node, slot) -> [input index]

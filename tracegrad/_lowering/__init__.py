@@ -1,0 +1,1 @@
+"""Region capture and lowering (DESIGN 2.4): Python over Tensors -> pure JAX programs."""

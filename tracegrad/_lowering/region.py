@@ -1,0 +1,409 @@
+"""Region capture: a Python function over Tensors becomes one jitted JAX program (DESIGN 2.4).
+
+``trace_region(fn, args, kwargs, plan)`` runs ``fn`` once inside ``jax.jit`` with every piece
+of outside tensor state it touches swapped for a traced input, and returns a ``Region``: the
+jitted program plus the Python-side recipe to feed it (``read_inputs``) and to write its
+results back into the same objects (``write_back``), so later calls run the program alone.
+
+State slots (what the program reads and writes), in input order:
+- ``storages``: storages that existed before the call and that the function read or wrote
+  (parameters, buffers, optimizer state, any captured tensor) -- read and written in place;
+- ``owners``: leaf tensors whose ``.grad`` is state (parameters of the optimizers that ran,
+  leaves that received a gradient). Their current ``.grad`` is read through the owner on every
+  call (so ``zero_grad`` or a new grad tensor between calls is seen), and after the call each
+  owner's ``.grad`` is set to what the traced call left there (None or a tensor);
+- ``generators``: PRNG keys (the draws advance the generator exactly as eagerly);
+- ``lrs``: each optimizer group's numeric ``lr``, passed as a traced float so a scheduler
+  changing it between calls needs no new program.
+Storages made during the trace that are still referenced afterwards (new ``.grad`` tensors,
+an activation stashed in a dict) are outputs too; the program writes them on every call.
+
+Anything the trace cannot reproduce raises ``capture.GraphBreak`` (the caller runs eagerly
+or reports it); outside state discovered late raises ``Retrace`` with the enlarged plan.
+"""
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _state
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from .capture import Capture, GraphBreak
+from .vjp_node import CompiledFunctionBackward, dead_node
+
+_Tracer = jax.core.Tracer
+_PY_CONST = (int, float, bool, str, complex, type(None), bytes)
+
+
+class Retrace(Exception):
+    """The trace found outside state it had not lifted; ``plan`` now includes it."""
+
+
+class Plan:
+    """What to lift for the next trace; grows by discovery until a trace finds nothing new."""
+
+    def __init__(self):
+        self.storages = {}        # id(storage) -> (storage, weakref to a tensor over it)
+        self.owners = {}          # id(tensor) -> leaf tensor whose .grad is state
+        self.generators = []
+        self.optimizers = []
+        self.vjp = False          # outputs stay differentiable: trace under jax.vjp
+
+    def absorb(self, cap: Capture) -> bool:
+        grown = False
+        for k, (t, _) in cap.grad_owners.items():
+            if k not in self.owners and t._st not in cap.created:
+                self.owners[k] = t
+                grown = True
+        owner_grads = {id(o._grad._st) for o in self.owners.values() if o._grad is not None}
+        for sid in owner_grads:
+            self.storages.pop(sid, None)
+        for sid, (t, _) in cap.found.items():
+            if sid not in self.storages and sid not in owner_grads:
+                self.storages[sid] = (t._st, weakref.ref(t))
+                grown = True
+        for g in cap.found_generators:
+            if g not in self.generators:
+                self.generators.append(g)
+                grown = True
+        for o in cap.optimizers:
+            if o not in self.optimizers:
+                self.optimizers.append(o)
+                grown = True
+        return grown
+
+
+def _flatten(tree):
+    return jax.tree_util.tree_flatten(tree, is_leaf=lambda x: isinstance(x, Tensor))
+
+
+def numeric_lr(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+class Region:
+    """One traced specialisation of a function: ``run(args_leaves)`` executes the program on
+    the current state and writes everything back; ``check()`` says whether the state still
+    has the shape the program was traced for."""
+
+    def __init__(self, plan, program, arg_kinds, out_recipe, owners_end, escapes, structure,
+                 diff_state, diff_args):
+        self.plan = plan
+        self.diff_state, self.diff_args = diff_state, diff_args
+        self.program = program
+        self.arg_kinds = arg_kinds
+        self.out_recipe = out_recipe
+        self.owners_end = owners_end
+        self.escapes = escapes
+        self.structure = structure
+        self.storages = tuple(st for st, _ in plan.storages.values())
+        self.owner_list = tuple(plan.owners.values())
+        self.grad_none = tuple(o._grad is None for o in self.owner_list)
+        self.hyper = hyper_signature(plan.optimizers)
+        self.calls = 0
+
+    # ---- guards -------------------------------------------------------------------------
+    def check(self) -> bool:
+        for o, was_none in zip(self.owner_list, self.grad_none):
+            g = o._grad
+            if (g is None) != was_none or (g is not None and g._chain):
+                return False
+        for st in self.storages:
+            # held only by this region (plan, tuple, loop variable, call argument): the user's
+            # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict)
+            if sys.getrefcount(st) <= 4:
+                return False
+        return hyper_signature(self.plan.optimizers) == self.hyper
+
+    # ---- one call -----------------------------------------------------------------------
+    def read_inputs(self):
+        plan = self.plan
+        state = [st.array for st in self.storages]
+        grads = [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
+        keys = [g._current_key() for g in plan.generators]
+        lrs = [jnp.asarray(g["lr"], jnp.float64) for o in plan.optimizers for g in o.param_groups
+               if numeric_lr(g["lr"])]
+        return state, grads, keys, lrs
+
+    def run(self, arg_leaves):
+        state, grads, keys, lrs = self.read_inputs()
+        data = [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
+        outs = self.program(state, grads, keys, lrs, data)
+        self.calls += 1
+        return self.write_back(outs, arg_leaves)
+
+    def write_back(self, outs, arg_leaves):
+        res, state, grads_end, keys, escapes, pullback = outs
+        vjp = None
+        if pullback is not None:
+            edges = tuple([_edge(r()) for r in self.diff_state] + [_edge(arg_leaves[i]) for i in self.diff_args])
+            vjp = (pullback, edges)
+        for st, a in zip(self.storages, state):
+            if a is not None:
+                st.array = a
+                st.gen += 1
+        for g, k in zip(self.plan.generators, keys):
+            g._key = k
+        for (o, t), a in zip(self.owners_end, grads_end):
+            if t is not None and a is not None:
+                t._st.array = a
+                t._st.gen += 1
+            o._grad = t
+        for st, a in zip(self.escapes, escapes):
+            st.array = a
+            st.gen += 1
+        return self.out_recipe.build(res, arg_leaves, vjp)
+
+
+def hyper_signature(optimizers):
+    """Every optimizer option except ``params``/numeric ``lr`` (those are traced), plus how
+    many parameters have state: a change means the traced Python took other branches."""
+    sig = []
+    for o in optimizers:
+        sig.append(len(o.state))
+        for g in o.param_groups:
+            for k, v in g.items():
+                if k == "params" or (k == "lr" and numeric_lr(v)):
+                    continue
+                sig.append((k, v if isinstance(v, _PY_CONST) or isinstance(v, tuple) else id(v)))
+            sig.append(len(g["params"]))
+    return tuple(sig)
+
+
+class OutRecipe:
+    """How the program's result arrays become the Python value ``fn`` returned."""
+
+    def __init__(self, treedef, leaves):
+        # leaves: ("new", rg, dead?) | ("const", value) | ("arg", index) | ("state", tensor)
+        self.treedef, self.leaves = treedef, leaves
+
+    def build(self, arrays, arg_leaves, vjp):
+        it = iter(arrays)
+        out, diff = [], []
+        for kind, v in self.leaves:
+            if kind == "new":
+                t = Tensor._make(next(it))
+                rg, how = v
+                if rg:
+                    t._rg = True
+                    if how == "dead":
+                        t._gf = dead_node()
+                    elif how == "diff":
+                        diff.append(t)
+                out.append(t)
+            elif kind == "arg":
+                out.append(arg_leaves[v])
+            else:
+                out.append(v)
+        if diff:
+            pullback, edges = vjp
+            node = CompiledFunctionBackward(edges, _bwd_program, pullback,
+                                            [(t._value.shape, t._value.dtype) for t in diff])
+            for i, t in enumerate(diff):
+                t._gf, t._out_nr = node, i
+        return jax.tree_util.tree_unflatten(self.treedef, out)
+
+
+def classify_args(leaves):
+    """Per flattened argument leaf: "data" (a tensor fed to the program), "state" (a leaf
+    tensor that requires grad, such as a Parameter: it is outside state, used as itself) or
+    "const" (a Python value baked into the program and part of the cache key)."""
+    kinds = []
+    for a in leaves:
+        if isinstance(a, Tensor):
+            kinds.append("state" if (a._rg and a._gf is None and a._base is None) else "data")
+        else:
+            kinds.append("const")
+    return tuple(kinds)
+
+
+def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
+    """Trace ``fn(*args, **kwargs)`` once under ``plan`` and execute it. Raises ``Retrace``
+    (plan grown), ``GraphBreak``, or the function's own exception; in every case the outside
+    state is as it was before the call."""
+    leaves, treedef = _flatten((args, kwargs))
+    kinds = classify_args(leaves)
+    storages = [st for st, _ in plan.storages.values()]
+    owners = list(plan.owners.values())
+    owner_grads = {id(o._grad._st): o for o in owners if o._grad is not None}
+    owner_ids = {id(o) for o in owners}
+    lr_slots = [(o, i) for o in plan.optimizers for i, g in enumerate(o.param_groups) if numeric_lr(g["lr"])]
+    diff_storages = [i for i, (st, r) in enumerate(plan.storages.values())
+                     if plan.vjp and r() is not None and r()._rg]
+    diff_args = [i for i, (a, k) in enumerate(zip(leaves, kinds)) if plan.vjp and k == "data" and a._rg]
+    info = {}
+
+    def body(state, grads, keys, lrs, data):
+        cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators, {})
+        lr_it = iter(lrs)
+        for o, i in lr_slots:
+            cap.lr_inputs.setdefault(o, [None] * len(o.param_groups))[i] = Tensor._make(next(lr_it))
+        saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
+        prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
+        try:
+            call_leaves = list(leaves)
+            d = iter(data)
+            for i, k in enumerate(kinds):
+                if k == "data":
+                    w = Tensor._make(next(d))
+                    w._rg = leaves[i]._rg
+                    call_leaves[i] = w
+            a2, kw2 = jax.tree_util.tree_unflatten(treedef, call_leaves)
+            result = fn(*a2, **kw2)
+            _state.CAPTURE[0] = prev_cap
+            if plan.absorb(cap):
+                raise Retrace()
+            r_leaves, r_def = _flatten(result)
+            recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap)
+            if diff_out and not plan.vjp and grad_mode.STATE[0]:
+                plan.vjp = True
+                raise Retrace()
+            owners_end = [(o, o._grad) for o in owners]
+            grads_end = [None if t is None else t._st.array for _, t in owners_end]
+            state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
+            keys_end = [g._key for g in plan.generators]
+            cap.lr_inputs.clear()
+            del result, a2, kw2, r_leaves, call_leaves
+            escapes = _escapes(cap, storages, owners_end, res_arrays)
+            info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
+                        structure=_state.STRUCTURE[0])
+            return res_arrays, state_end, grads_end, keys_end, [st.array for st in escapes]
+        finally:
+            _state.CAPTURE[0] = prev_cap
+            _swap_out(storages, owners, plan.generators, saved)
+            cap.restore_found()
+            for k, (t, g) in cap.grad_owners.items():
+                if k not in owner_ids:
+                    t._grad = g
+
+    def program(state, grads, keys, lrs, data):
+        if not plan.vjp:
+            res, st, gr, ks, es = body(state, grads, keys, lrs, data)
+            return res, st, gr, ks, es, None
+
+        def f(diff_state, diff_data):
+            s2, d2 = list(state), list(data)
+            for i, v in zip(diff_storages, diff_state):
+                s2[i] = v
+            for i, v in zip(diff_data_pos, diff_data):
+                d2[i] = v
+            res, st, gr, ks, es = body(s2, grads, keys, lrs, d2)
+            diff = [res[i] for i in info["diff_out"]]
+            return diff, (res, st, gr, ks, es)
+        diff_out, pullback, (res, st, gr, ks, es) = jax.vjp(
+            f, [state[i] for i in diff_storages], [data[i] for i in diff_data_pos], has_aux=True)
+        return res, st, gr, ks, es, pullback
+
+    data_pos = [i for i, k in enumerate(kinds) if k == "data"]
+    diff_data_pos = [data_pos.index(i) for i in diff_args]
+    jitted = jax.jit(program, **jit_options)
+    state0 = [st.array for st in storages]
+    grads0 = [o._grad._st.array for o in owners if o._grad is not None]
+    keys0 = [g._current_key() for g in plan.generators]
+    lrs0 = [jnp.asarray(o.param_groups[i]["lr"], jnp.float64) for o, i in lr_slots]
+    data0 = [leaves[i]._value for i in data_pos]
+    try:
+        outs = jitted(state0, grads0, keys0, lrs0, data0)
+    except jax.errors.ConcretizationTypeError as e:
+        raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
+    except jax.errors.NonConcreteBooleanIndexError:
+        raise GraphBreak("boolean-mask indexing gives a data-dependent shape") from None
+    st_refs = list(plan.storages.values())
+    region = Region(plan, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
+                    info["structure"], [st_refs[i][1] for i in diff_storages], diff_args)
+    return region, region.write_back(outs, leaves)
+
+
+@jax.jit
+def _bwd_program(pullback, cts):
+    return pullback(cts)
+
+
+def _edge(t):
+    from .._dispatch import edge
+    return edge(t)
+
+
+def _swap_in(storages, state, owners, grads, generators, keys):
+    saved = ([st.array for st in storages], [o._grad for o in owners],
+             [o._grad._st.array for o in owners if o._grad is not None], [g._key for g in generators])
+    for st, a in zip(storages, state):
+        st.array = a
+        st.gen += 1
+    g_it = iter(grads)
+    for o in owners:
+        if o._grad is not None:
+            o._grad._st.array = next(g_it)
+            o._grad._st.gen += 1
+    for g, k in zip(generators, keys):
+        g._key = k
+    return saved
+
+
+def _swap_out(storages, owners, generators, saved):
+    arrays, grad_objs, grad_arrays, keys = saved
+    for st, a in zip(storages, arrays):
+        st.array = a
+        st.gen += 1
+    g_it = iter(grad_arrays)
+    for o, g in zip(owners, grad_objs):
+        o._grad = g
+        if g is not None:
+            g._st.array = next(g_it)
+            g._st.gen += 1
+    for g, k in zip(generators, keys):
+        g._key = k
+
+
+def _out_recipe(r_leaves, r_def, call_leaves, cap):
+    leaves, arrays, diff = [], [], []
+    consumed = cap.backward_ran
+    for t in r_leaves:
+        if not isinstance(t, Tensor):
+            leaves.append(("const", t))
+            continue
+        idx = next((i for i, w in enumerate(call_leaves) if w is t), None)
+        if idx is not None and not t._st in cap.created:
+            leaves.append(("arg", idx))
+            continue
+        if t._st not in cap.created and not isinstance(t._st.array, _Tracer):
+            leaves.append(("const", t))       # a state tensor returned as itself
+            continue
+        if idx is not None:
+            leaves.append(("arg", idx))
+            continue
+        v = t._value
+        if not isinstance(v, _Tracer):
+            v = jnp.asarray(v)
+        rg = t.requires_grad
+        how = None
+        if rg and t.grad_fn is not None:
+            if consumed:
+                how = "dead"
+            else:
+                how = "diff"
+                diff.append(len(arrays))
+        leaves.append(("new", (rg, how)))
+        arrays.append(v)
+    return OutRecipe(r_def, leaves), arrays, diff
+
+
+def _escapes(cap, storages, owners_end, res_arrays):
+    """Storages made during the trace that outlive it (other than the results and the new
+    ``.grad`` tensors): they must receive their values on every call."""
+    gc.collect()
+    skip = {id(st) for st in storages} | {id(t._st) for _, t in owners_end if t is not None}
+    out = []
+    for st in list(cap.created):
+        if id(st) in skip or not isinstance(st.array, _Tracer):
+            continue
+        if any(st.array is a for a in res_arrays):
+            continue
+        out.append(st)
+    return out

@@ -1,0 +1,61 @@
+"""Autograd nodes for the results of a compiled region.
+
+``CompiledFunctionBackward`` (torch.compile's name for the same node) is one node for a whole
+region whose results stay differentiable: its backward is the region's VJP, run as one jitted
+program on the residuals the forward program returned (the forward is not run again).
+``dead_node()`` is what a result gets when the region already ran ``backward()`` through it:
+torch frees such a graph, so a second backward raises torch's error.
+"""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from .._tensor import Tensor
+from ..autograd._graph_impl import MSG_FREED, Node
+
+
+class CompiledFunctionBackward(Node):
+    """One node for a compiled region: ``next_functions`` are the edges of the region's
+    differentiable inputs (parameters' AccumulateGrad, the arguments' grad_fns)."""
+
+    __slots__ = ("_bwd", "_pullback", "_avals", "released")
+
+    def __init__(self, edges, bwd, pullback, avals):
+        super().__init__(edges)
+        self._bwd, self._pullback, self._avals = bwd, pullback, avals
+        self.released = False
+
+    def num_outputs(self) -> int:
+        return len(self._avals)
+
+    def apply(self, grads, create_graph=False):
+        if self.released or self._pullback is None:
+            raise RuntimeError(MSG_FREED)
+        if create_graph:
+            raise RuntimeError(
+                "tracegrad.compile: create_graph=True through a compiled function is not supported; "
+                "call the function uncompiled (or wrap it with tracegrad.compile(..., disable=True)) "
+                "when you need higher-order gradients through it.")
+        cts = [jnp.zeros(shape, dtype) if g is None else g._value
+               for g, (shape, dtype) in zip(list(grads) + [None] * len(self._avals), self._avals)]
+        d_state, d_data = self._bwd(self._pullback, cts)
+        return [Tensor._make(g) for g in [*d_state, *d_data]]
+
+    def release(self):
+        self.released = True
+        self._pullback = None
+
+
+class _Freed(Node):
+    __slots__ = ()
+
+    def apply(self, grads, create_graph=False):
+        raise RuntimeError(MSG_FREED)
+
+
+_Freed.__name__ = _Freed.__qualname__ = "CompiledFunctionBackward"
+
+
+def dead_node():
+    """A node whose backward raises torch's 'backward through the graph a second time'."""
+    return _Freed(())

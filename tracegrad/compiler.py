@@ -1,0 +1,220 @@
+"""``tracegrad.compile``: a torch-style function (a whole training step, or a forward) as one
+jitted XLA program per call, with eager's observable behaviour (DESIGN 2.5).
+
+The first call of a compiled function runs eagerly: lazily created state (``.grad``,
+optimizer state) comes into being as in eager. The second call traces the function once
+(``_lowering.region``): every outside tensor it touches becomes a program input/output,
+written back into the same storages after each call. Later calls with the same guards run
+the program alone: no Python per op.
+
+Guards (checked on every call, a few microseconds): argument structure, shapes, dtypes and
+Python values; grad mode; ``_state.STRUCTURE`` (hooks added/removed, ``train()``/``eval()``,
+modules' parameters rebound, ``requires_grad_`` flips); which ``.grad``s are None; that every
+lifted storage is still used by someone (``p.data = ...``, an optimizer's
+``load_state_dict``); optimizer options other than ``lr`` (``lr`` itself is a traced input, so
+an lr scheduler never causes a new trace). A failed guard traces again (at most
+``cache_size_limit`` programs per function, then it runs eagerly with a warning).
+
+What one program cannot reproduce -- Python reading a tensor's value (``.item()``,
+``if loss > 1``), a user hook with possible side effects, boolean-mask indexing -- is a graph
+break: with ``fullgraph=True`` it raises ``GraphBreak`` naming the file and line; otherwise
+that call signature runs eagerly (one warning, counted in ``stats()``). Results never differ
+from eager silently.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+import weakref
+
+from . import _state
+from ._lowering.capture import GraphBreak
+from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
+from .autograd import grad_mode
+
+__all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "disable", "cache_size_limit",
+           "CompiledFunction"]
+
+cache_size_limit = 8
+_EAGER = "eager"
+_ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+_BACKENDS = (None, "inductor", "eager", "aot_eager", "cudagraphs", "jax", "xla")
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class CompiledFunction:
+    """The callable ``tracegrad.compile(fn)`` returns (``functools.wraps`` of ``fn``).
+
+    Attributes: ``stats`` -- calls, traces, eager calls and the graph-break reasons."""
+
+    def __init__(self, fn, fullgraph=False, dynamic=None, backend=None, mode=None, options=None,
+                 disable=False):
+        functools.update_wrapper(self, fn, updated=())
+        self._fn = fn
+        self.fullgraph, self.disabled = bool(fullgraph), bool(disable)
+        self.dynamic, self.backend, self.mode, self.options = dynamic, backend, mode, options
+        self._cache = {}
+        self._plans = {}
+        self._warned = False
+        self.stats = {"calls": 0, "traces": 0, "eager_calls": 0, "graph_breaks": []}
+        _ALL.add(self)
+
+    def __get__(self, obj, objtype=None):   # decorating a method keeps binding
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        st = self.stats
+        st["calls"] += 1
+        if self.disabled or _state.CAPTURE[0] is not None:   # nested: part of the outer trace
+            return self._fn(*args, **kwargs)
+        leaves, treedef = _flatten((args, kwargs))
+        kinds = classify_args(leaves)
+        key = _key(leaves, treedef, kinds)
+        entries = self._cache.get(key)
+        if entries is _EAGER:
+            return self._eager(args, kwargs)
+        if entries:
+            for r in entries:
+                if r.check():
+                    return r.run(leaves)
+        if st["calls"] == 1:
+            # the first call runs eagerly, so lazily created state exists before tracing
+            return self._eager(args, kwargs)
+        if entries is not None and len(entries) >= cache_size_limit:
+            return self._break(key, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)
+        return self._trace(key, args, kwargs, leaves, treedef, kinds)
+
+    def _eager(self, args, kwargs):
+        self.stats["eager_calls"] += 1
+        return self._fn(*args, **kwargs)
+
+    def _trace(self, key, args, kwargs, leaves, treedef, kinds):
+        plan = self._plans.get(key) or Plan()
+        for _ in range(6):
+            try:
+                self.stats["traces"] += 1
+                region, result = trace_region(self._fn, args, kwargs, plan, _jit_options(self))
+                break
+            except Retrace:
+                continue
+            except GraphBreak as e:
+                if self.fullgraph:
+                    raise
+                return self._break(key, e.reason, e.where, args, kwargs)
+        else:
+            return self._break(key, "outside state kept changing while tracing", None, args, kwargs)
+        self._plans[key] = plan
+        new_key = _key(leaves, treedef, kinds)     # tracing may have changed STRUCTURE
+        self._cache.setdefault(new_key, []).insert(0, region)
+        return result
+
+    def _break(self, key, reason, where, args, kwargs):
+        self.stats["graph_breaks"].append((reason, where))
+        self._cache[key] = _EAGER
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
+                          f"eagerly: {reason}" + (f" (at {where})" if where else "")
+                          + ". See tracegrad.compiler.stats().", UserWarning, stacklevel=3)
+        return self._eager(args, kwargs)
+
+    def reset(self):
+        self._cache.clear()
+        self._plans.clear()
+        self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
+
+
+def _jit_options(cf):
+    return {}
+
+
+def _key(leaves, treedef, kinds):
+    parts = []
+    for a, k in zip(leaves, kinds):
+        if k == "const":
+            try:
+                hash(a)
+                parts.append((type(a), a))
+            except TypeError:
+                parts.append(("id", id(a)))
+        else:
+            v = a._value
+            parts.append((k, v.shape, v.dtype, a._rg, id(a) if k == "state" else a._grad is None))
+    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _state.STRUCTURE[0])
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
+            options=None, disable=False):
+    """Mirrors ``torch.compile``: returns ``model`` (a function or an ``nn.Module``) compiled
+    into one XLA program per call signature; usable as ``@compile`` and ``@compile(...)``.
+
+    Args:
+        model: a callable over Tensors (a training step with ``backward()`` and
+            ``optimizer.step()`` inside, or a forward), or an ``nn.Module`` (returns a module
+            whose calls are compiled; its ``state_dict`` keys gain ``_orig_mod.`` as in torch).
+        fullgraph: raise ``GraphBreak`` (a RuntimeError naming file and line) instead of
+            running a non-capturable call eagerly.
+        dynamic, mode, options: accepted for compatibility; every new input shape is traced
+            once and cached. backend: torch's names are accepted ("inductor", "eager",
+            "aot_eager", ...); all compile with XLA.
+        disable: return a wrapper that always runs eagerly.
+
+    Raises:
+        RuntimeError: ``model`` is not callable; ValueError: an unknown ``mode`` or a
+            ``mode`` together with ``options`` (as torch).
+    """
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
+    if backend not in _BACKENDS and not callable(backend):
+        raise RuntimeError(f"tracegrad.compile: unknown backend {backend!r}; tracegrad compiles with XLA "
+                           f"(accepted names: {', '.join(b for b in _BACKENDS if b)})")
+    kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
+              disable=disable)
+    if model is None:
+        return lambda m: compile(m, **kw)
+    wrap_module = getattr(model, "_tracegrad_compiled_wrapper", None)
+    if wrap_module is not None:          # an nn.Module (nn sits above this layer)
+        return wrap_module(CompiledFunction, kw)
+    if not callable(model):
+        raise RuntimeError("tracegrad.compile: model must be a callable (a function or an nn.Module), "
+                           f"got {type(model).__name__}")
+    return CompiledFunction(model, **kw)
+
+
+def reset():
+    """Mirrors ``torch.compiler.reset``: forget every compiled program (the next call of each
+    compiled function runs eagerly, then traces again)."""
+    for cf in list(_ALL):
+        cf.reset()
+
+
+def stats():
+    """Per compiled function (by qualified name): calls, traces, eager calls and graph-break
+    reasons with file and line."""
+    out = {}
+    for cf in list(_ALL):
+        name = getattr(cf._fn, "__qualname__", repr(cf._fn))
+        out[name] = dict(cf.stats)
+    return out
+
+
+def is_compiling() -> bool:
+    """Mirrors ``torch.compiler.is_compiling``: True while a compiled function is being traced."""
+    return _state.CAPTURE[0] is not None
+
+
+def disable(fn=None, recursive=True):
+    """Mirrors ``torch.compiler.disable``: ``fn`` always runs eagerly (inside a compiled
+    function too, where calling it is a graph break: its Python runs on every call)."""
+    if fn is None:
+        return lambda f: disable(f, recursive)
+
+    @functools.wraps(fn)
+    def eager_only(*args, **kwargs):
+        if _state.CAPTURE[0] is not None:
+            raise GraphBreak(f"{getattr(fn, '__qualname__', fn)} is marked tracegrad.compiler.disable")
+        return fn(*args, **kwargs)
+    return eager_only
+
