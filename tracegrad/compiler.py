@@ -115,7 +115,7 @@ class CompiledFunction:
             self._warned = True
             warnings.warn(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
                           f"eagerly: {reason}" + (f" (at {where})" if where else "")
-                          + ". See tracegrad.compiler.stats().", UserWarning, stacklevel=3)
+                          + ". See tracegrad.compiler.stats().", UserWarning, stacklevel=4)
         return self._eager(args, kwargs)
 
     def reset(self):

@@ -33,6 +33,7 @@ import numpy as np
 
 from .. import _state
 from .._tensor import Tensor
+from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from .capture import Capture, GraphBreak
 from .vjp_node import CompiledFunctionBackward, dead_node
@@ -132,9 +133,13 @@ class Region:
         return state, grads, keys, lrs
 
     def run(self, arg_leaves):
-        state, grads, keys, lrs = self.read_inputs()
-        data = [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
-        outs = self.program(state, grads, keys, lrs, data)
+        prev = x64_enter()
+        try:
+            state, grads, keys, lrs = self.read_inputs()
+            data = [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
+            outs = self.program(state, grads, keys, lrs, data)
+        finally:
+            x64_exit(prev)
         self.calls += 1
         return self.write_back(outs, arg_leaves)
 
@@ -303,17 +308,20 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     jitted = jax.jit(program, **jit_options)
-    state0 = [st.array for st in storages]
-    grads0 = [o._grad._st.array for o in owners if o._grad is not None]
-    keys0 = [g._current_key() for g in plan.generators]
-    lrs0 = [jnp.asarray(o.param_groups[i]["lr"], jnp.float64) for o, i in lr_slots]
-    data0 = [leaves[i]._value for i in data_pos]
+    prev = x64_enter()
     try:
+        state0 = [st.array for st in storages]
+        grads0 = [o._grad._st.array for o in owners if o._grad is not None]
+        keys0 = [g._current_key() for g in plan.generators]
+        lrs0 = [jnp.asarray(o.param_groups[i]["lr"], jnp.float64) for o, i in lr_slots]
+        data0 = [leaves[i]._value for i in data_pos]
         outs = jitted(state0, grads0, keys0, lrs0, data0)
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
     except jax.errors.NonConcreteBooleanIndexError:
         raise GraphBreak("boolean-mask indexing gives a data-dependent shape") from None
+    finally:
+        x64_exit(prev)
     st_refs = list(plan.storages.values())
     region = Region(plan, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
                     info["structure"], [st_refs[i][1] for i in diff_storages], diff_args)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .._tensor import Tensor
+from .._x64 import x64_enter, x64_exit
 from ..autograd._graph_impl import MSG_FREED, Node
 
 
@@ -36,9 +37,13 @@ class CompiledFunctionBackward(Node):
                 "tracegrad.compile: create_graph=True through a compiled function is not supported; "
                 "call the function uncompiled (or wrap it with tracegrad.compile(..., disable=True)) "
                 "when you need higher-order gradients through it.")
-        cts = [jnp.zeros(shape, dtype) if g is None else g._value
-               for g, (shape, dtype) in zip(list(grads) + [None] * len(self._avals), self._avals)]
-        d_state, d_data = self._bwd(self._pullback, cts)
+        prev = x64_enter()
+        try:
+            cts = [jnp.zeros(shape, dtype) if g is None else g._value
+                   for g, (shape, dtype) in zip(list(grads) + [None] * len(self._avals), self._avals)]
+            d_state, d_data = self._bwd(self._pullback, cts)
+        finally:
+            x64_exit(prev)
         return [Tensor._make(g) for g in [*d_state, *d_data]]
 
     def release(self):

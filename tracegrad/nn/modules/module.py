@@ -647,6 +647,12 @@ class Module:
 
     # ---- call ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        cc = self.__dict__.get("_compiled_call")
+        if cc is not None:
+            return cc(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
         forward = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
@@ -714,7 +720,15 @@ class Module:
                                       f"silenced as another error was raised in forward: {e}")
             raise
 
-    _call_impl = __call__
+    def compile(self, *args, **kwargs):
+        """Mirrors ``torch.nn.Module.compile``: from now on this module's calls (hooks
+        included) run through ``tracegrad.compile(..., *args, **kwargs)``; the module itself
+        is unchanged (same parameters, same ``state_dict`` keys)."""
+        self.__dict__["_compiled_call"] = tracegrad.compile(_BoundCall(self), *args, **kwargs)
+
+    def _tracegrad_compiled_wrapper(self, compiled_cls, options):
+        # tracegrad.compile(module) lands here: compile sits below nn and cannot import it
+        return OptimizedModule(self, compiled_cls(_BoundCall(self), **options))
 
     # ---- repr ---------------------------------------------------------------------------
     def _get_name(self):
@@ -736,3 +750,34 @@ class Module:
             else:
                 s += "\n  " + "\n  ".join(lines) + "\n"
         return s + ")"
+
+
+class _BoundCall:
+    """``module._call_impl`` as a plain callable (what a compiled module runs)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.__qualname__ = f"{type(module).__name__}.__call__"
+
+    def __call__(self, *args, **kwargs):
+        return self.module._call_impl(*args, **kwargs)
+
+
+class OptimizedModule(Module):
+    """What ``tracegrad.compile(module)`` returns, as torch's ``OptimizedModule``: calls go
+    through the compiled program; the original module is ``_orig_mod`` (so ``state_dict`` keys
+    gain the ``_orig_mod.`` prefix, as in torch) and its attributes are reachable directly."""
+
+    def __init__(self, mod, compiled_call):
+        super().__init__()
+        self._orig_mod = mod
+        self.__dict__["_compiled_call"] = compiled_call
+
+    def forward(self, *args, **kwargs):
+        return self.__dict__["_compiled_call"](*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
