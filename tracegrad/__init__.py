@@ -6,8 +6,9 @@ autograd (graph, hooks, custom Functions), nn, optim and data loading; arrays li
 """
 import jax as _jax
 
-# torch has float64 and int64: JAX needs x64 mode for them. float32 stays the default dtype.
-_jax.config.update("jax_enable_x64", True)
+# torch has float64 and int64: JAX makes them only in x64 mode. tracegrad turns it on
+# thread-locally around its own JAX calls (_x64.py), never for the process: the user's own
+# JAX code keeps its float32/int32 defaults (DESIGN 2.7). float32 stays the default dtype.
 # Eager tracegrad issues many tiny jitted calls; JAX's CPU async dispatch makes each one
 # 1.5-4x slower here (benchmarks/eager_overhead.py). TRACEGRAD_ASYNC_DISPATCH=1 keeps it on.
 import os as _os  # noqa: E402
@@ -52,6 +53,8 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
 from . import nn, optim, utils  # noqa: E402  (torch imports these at import, too)
+from . import func, viz  # noqa: E402
+from .func import from_dlpack, from_jax, jax_function  # noqa: E402
 from . import compiler  # noqa: E402
 from .compiler import compile  # noqa: E402,A001
 

@@ -1,0 +1,182 @@
+"""Modules as functions of their state: ``functional_call``, ``stack_module_state`` (torch.func's)
+and ``to_jax`` (a Module as a pure JAX function of a parameter pytree)."""
+from __future__ import annotations
+
+import contextlib
+
+from .._tensor import Tensor
+from . import _wrap
+
+_MISSING = object()
+
+
+def _owner(module, name):
+    """``(submodule, attribute)`` for a dotted state name such as ``'layers.0.weight'``."""
+    *path, attr = name.split(".")
+    mod = module
+    for p in path:
+        mod = getattr(mod, p)
+    return mod, attr
+
+
+def _swap(module, name, value):
+    """Put ``value`` where ``name`` lives (``_parameters``, ``_buffers`` or a plain attribute)
+    and return what was there (``_MISSING`` if nothing); ``value=_MISSING`` removes it."""
+    mod, attr = _owner(module, name)
+    for store in (mod._parameters, mod._buffers):
+        if attr in store:
+            old = store[attr]
+            if value is _MISSING:
+                del store[attr]
+            else:
+                store[attr] = value
+            return old
+    # not registered state: a plain attribute, set and removed in the instance dict (what
+    # torch's setattr/delattr do for it) without Module.__setattr__'s registration rules
+    old = mod.__dict__.get(attr, _MISSING)
+    if value is _MISSING:
+        mod.__dict__.pop(attr, None)
+    else:
+        mod.__dict__[attr] = value
+    return old
+
+
+def _state_names(module):
+    names = [n for n, _ in module.named_parameters(remove_duplicate=False)]
+    return names + [n for n, _ in module.named_buffers(remove_duplicate=False)]
+
+
+def _untie(module, given):
+    """torch's ``tie_weights=True``: a value given for one name of a tied group (one tensor
+    registered under several names) is used for every name of the group."""
+    groups: dict = {}
+    for name, t in list(module.named_parameters(remove_duplicate=False)) + \
+            list(module.named_buffers(remove_duplicate=False)):
+        groups.setdefault(id(t), set()).add(name)
+    tied = {n: g for g in groups.values() if len(g) > 1 for n in g}
+    out = dict(given)
+    for name in [n for n in given if n in tied]:
+        names = tied[name]
+        if len(names & set(given)) > 1 and len({id(given[n]) for n in names if n in given}) != 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, which are tied. "
+                             "Consider using tie_weights=False")
+        for n in names:
+            out[n] = given[name]
+    return out
+
+
+@contextlib.contextmanager
+def reparametrize(module, values, tie_weights=True, strict=False):
+    """Swap ``values`` (name -> Tensor) into ``module`` for the duration of the block; the
+    originals come back on exit, also when the block raises."""
+    if tie_weights:
+        values = _untie(module, values)
+    if strict:
+        valid = _state_names(module)
+        unexpected = [k for k in values if k not in valid]
+        missing = [k for k in valid if k not in values]
+        msgs = []
+        if unexpected:
+            msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
+        if missing:
+            msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
+        if msgs:
+            raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(msgs))
+    originals = []
+    try:
+        for name, v in values.items():
+            if v is not None and not isinstance(v, Tensor):
+                raise TypeError(f"functional_call: the value for {name!r} must be a Tensor, got {type(v).__name__}")
+            originals.append((name, _swap(module, name, v)))
+        yield
+    finally:
+        for name, old in reversed(originals):
+            _swap(module, name, old)
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
+    """Mirrors ``torch.func.functional_call``: calls ``module(*args, **kwargs)`` with its
+    parameters and buffers replaced by the given tensors (by dotted name, e.g. ``'0.weight'``),
+    restoring the originals afterwards (also on exceptions).
+
+    ``parameter_and_buffer_dicts``: a dict, or a tuple/list of dicts with disjoint keys. Names
+    not given keep the module's own tensors (``strict=True`` makes that, and unknown names, a
+    RuntimeError). ``args``: a tuple, or a single argument. ``tie_weights``: a value for one
+    name of tied weights is used for all of them.
+    Raises ValueError for repeated keys across dicts, non-dict arguments, or differing values
+    for tied names; RuntimeError for missing/unexpected keys with ``strict``.
+    Works on tracer-holding Tensors, so it composes with ``vmap``/``grad`` (the per-sample
+    gradient and ensembling recipes).
+    """
+    if isinstance(parameter_and_buffer_dicts, dict):
+        values = parameter_and_buffer_dicts
+    elif isinstance(parameter_and_buffer_dicts, (tuple, list)):
+        if not all(isinstance(d, dict) for d in parameter_and_buffer_dicts):
+            raise ValueError("Expected all elements of parameter_and_buffer_dicts to be dictionaries")
+        seen: dict = {}
+        for d in parameter_and_buffer_dicts:
+            for k in d:
+                seen[k] = seen.get(k, 0) + 1
+        repeated = [k for k, n in seen.items() if n > 1]
+        if repeated:
+            raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of functional call is ambiguous")
+        values = {k: v for d in parameter_and_buffer_dicts for k, v in d.items()}
+    else:
+        raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
+                         f"{type(parameter_and_buffer_dicts)}")
+    args = () if args is None else args if isinstance(args, tuple) else (args,)
+    with reparametrize(module, values, tie_weights=tie_weights, strict=strict):
+        return module(*args, **(kwargs or {}))
+
+
+def stack_module_state(models):
+    """Mirrors ``torch.func.stack_module_state``: ``(params, buffers)``, dicts mapping each
+    state name to the models' tensors stacked on a new leading dim (stacked parameters are
+    new leaves requiring grad when the originals do), for model ensembling with ``vmap``.
+    Raises RuntimeError for no models, mixed train/eval modes, different classes, or a
+    parameter that requires grad in some models only."""
+    import tracegrad
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if len({m.training for m in models}) != 1:
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if any(type(m) is not type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(named):
+        per_model = [dict(named(m)) for m in models]
+        out = {}
+        for k in per_model[0]:
+            ts = [d[k] for d in per_model]
+            flags = {t.requires_grad for t in ts}
+            if len(flags) != 1:
+                raise RuntimeError(f"Expected {k} from each model to have the same .requires_grad")
+            s = tracegrad.stack(ts)
+            out[k] = s.detach().requires_grad_() if flags == {True} else s
+        return out
+    return stacked(lambda m: m.named_parameters()), stacked(lambda m: m.named_buffers())
+
+
+def to_jax(module):
+    """A Module as a pure JAX function: returns ``(params, apply)`` where ``params`` is a dict
+    (dotted name -> ``jax.Array``, the module's parameters, no copy) and
+    ``apply(params, *args, **kwargs)`` runs the module on those values and returns its output
+    as ``jax.Array``s (a pytree mirroring the output). Arguments may be ``jax.Array``s or Tensors.
+
+    ``apply`` is pure in ``params`` and the arguments, so it works under ``jax.jit``,
+    ``jax.grad``, ``jax.vmap`` and with optax. Buffers are read from the module on each call
+    (current values); writes the module makes to them during ``apply`` (BatchNorm's running
+    stats in train mode) are discarded, so use ``eval()`` or ``functional_call`` with explicit
+    buffers for those. Random draws (dropout in train mode) under ``jax.jit`` are made once at
+    trace time; call ``module.eval()`` for deterministic functions.
+    Has no torch counterpart (torch.func.functional_call is the closest).
+    """
+    params = {k: v._value for k, v in module.named_parameters()}
+
+    def apply(params, *args, **kwargs):
+        values = {k: Tensor._make(v._value) for k, v in module.named_buffers()}
+        values.update(_wrap.to_tensors(dict(params)))
+        out = functional_call(module, values, _wrap.to_tensors(args), _wrap.to_tensors(kwargs))
+        return _wrap.to_arrays(out)
+    return params, apply

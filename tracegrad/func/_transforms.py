@@ -1,0 +1,231 @@
+"""``torch.func``'s differentiation transforms on JAX's: ``grad``, ``grad_and_value``, ``vjp``,
+``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` (``vmap`` is in ``_vmap.py``).
+
+Each transform turns the user's function over Tensors into a pure JAX function (``_wrap.pure``),
+applies ``jax.grad``/``jax.vjp``/``jax.jvp``/``jax.jacrev``/``jax.jacfwd`` and wraps the results
+back into Tensors. Transforms nest (``vmap(grad(f))``, ``jacrev(jacrev(f))``) because an inner
+transform called on tracer-holding Tensors just adds a JAX transform level.
+
+Differs from torch: results carry no tracegrad autograd history (as if detached): to
+differentiate through a transform, nest another ``tracegrad.func`` transform rather than calling
+``backward()`` on its result. Each call traces the function again (eager, like torch.func);
+wrap the outer function in ``jax.jit`` via ``tracegrad.func.to_jax`` for repeated calls.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._tensor import Tensor
+from . import _wrap
+
+_FLOAT_KINDS = "fc"
+
+
+def _argnums(argnums, nargs):
+    """Validate ``argnums`` as torch.func does; return it as a tuple of non-negative ints."""
+    items = argnums if isinstance(argnums, tuple) else (argnums,)
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in items) or not items:
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    out = []
+    for a in items:
+        if not -nargs <= a < nargs:
+            raise RuntimeError(f"Got argnum={a}, but only {nargs} positional inputs")
+        out.append(a % nargs)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"argnums must be unique, got {argnums}")
+    return tuple(out)
+
+
+def _diff_leaves(args, positions, api, need_float=True):
+    for p in positions:
+        for leaf in _wrap.check_tensor_tree(args[p], api):
+            if need_float and np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+                raise RuntimeError("only Tensors of floating point dtype can require gradients")
+
+
+def _jax_argnums(argnums, positions):
+    """The differentiated arguments reach JAX as its positional arguments 0..n-1; an int
+    ``argnums`` stays an int so JAX (like torch) returns bare results instead of 1-tuples."""
+    return tuple(range(len(positions))) if isinstance(argnums, tuple) else 0
+
+
+def _scalar_fn(fn, has_aux, api):
+    """``fn`` checked as torch checks the function given to grad: a scalar Tensor output
+    (plus an aux tree of Tensors with ``has_aux``)."""
+    def checked(*args):
+        out = fn(*args)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError(f"{api}(f)(*args): output of function f should be a tuple: (output, aux) "
+                                   "if has_aux is True")
+            out, aux = out
+            for leaf in _wrap.tensor_leaves(aux):
+                if not isinstance(leaf, Tensor):
+                    raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"{api}(f)(*args): Expected f(*args) to return a Tensor, got {type(out)}")
+        if out.dim() != 0:
+            raise RuntimeError(f"{api}(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
+                               f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+        return (out, aux) if has_aux else out
+    return checked
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """Mirrors ``torch.func.grad_and_value``: a function returning ``(grad, value)`` (or
+    ``(grad, (value, aux))`` with ``has_aux``), on ``jax.value_and_grad``.
+
+    ``func`` must return a scalar Tensor. ``grad`` has the structure of ``args[argnums]`` (a
+    tuple over argnums when ``argnums`` is a tuple); inputs may be trees (dicts, tuples) of
+    floating Tensors. Raises RuntimeError for bad ``argnums``, a non-scalar or non-Tensor
+    output, integer inputs; ValueError for non-Tensor differentiated inputs (torch's classes).
+    """
+    def wrapper(*args, **kwargs):
+        positions = _argnums(argnums, len(args))
+        _diff_leaves(args, positions, "grad_and_value")
+        checked = _scalar_fn(lambda *a: func(*a, **kwargs), has_aux, "grad_and_value")
+        jf = _wrap.pure(checked, args, positions)
+        diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
+        value, grads = jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux)(*diff)
+        return _wrap.to_tensors(grads), _wrap.to_tensors(value)
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """Mirrors ``torch.func.grad``: ``grad(f)(*args)`` is the gradient of the scalar
+    ``f(*args)`` with respect to ``args[argnums]``; with ``has_aux`` returns ``(grad, aux)``.
+    See :func:`grad_and_value` for shapes and errors."""
+    gv = grad_and_value(func, argnums, has_aux)
+
+    def wrapper(*args, **kwargs):
+        g, value = gv(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """Mirrors ``torch.func.vjp``: returns ``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with
+    ``has_aux``). ``vjp_fn(cotangents)`` takes Tensors shaped as ``output`` and returns a tuple
+    with one gradient per primal. Raises ValueError for non-Tensor primals, RuntimeError for a
+    cotangent whose shape differs from the output's."""
+    _diff_leaves(primals, range(len(primals)), "vjp")
+    positions = tuple(range(len(primals)))
+
+    def fn(*a):
+        out = func(*a)
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) "
+                                   "if has_aux is True")
+        _wrap.check_outputs(out[0] if has_aux else out, "vjp(f, *primals)")
+        return out
+    jf = _wrap.pure(fn, primals, positions)
+    res = jax.vjp(jf, *(_wrap.to_arrays(p) for p in primals), has_aux=has_aux)
+    out, pullback = res[0], res[1]
+
+    def vjp_fn(cotangents, *extra):
+        if extra:
+            cotangents = (cotangents, *extra)
+        cts = _wrap.to_arrays(cotangents)
+        want = jax.tree_util.tree_structure(out)
+        got = jax.tree_util.tree_structure(cts)
+        if want != got:
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
+                               f"outputs to the function. cotangents: {got}, primal output: {want}")
+        for o, c in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(cts)):
+            if tuple(o.shape) != tuple(c.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {_size(c.shape)} and "
+                                   f"output[0] has a shape of {_size(o.shape)}.")
+        cts = jax.tree_util.tree_map(lambda c, o: jnp.asarray(c, o.dtype), cts, out)
+        return tuple(_wrap.to_tensors(g) for g in pullback(cts))
+    result = (_wrap.to_tensors(out), vjp_fn)
+    return result + (_wrap.to_tensors(res[2]),) if has_aux else result
+
+
+def _size(shape):
+    return f"torch.Size([{', '.join(map(str, shape))}])"
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """Mirrors ``torch.func.jvp``: ``(func(*primals), J @ tangents)`` (plus ``aux`` with
+    ``has_aux``), on ``jax.jvp``. ``primals`` and ``tangents`` are tuples of the same structure
+    and shapes. Raises RuntimeError for non-tuples, mismatched structure or shapes."""
+    if strict:
+        raise RuntimeError("jvp(f, primals, tangents): strict=True is not implemented (torch.func has not "
+                           "implemented it either)")
+    for name, v in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(v, tuple):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
+                               "to call f(*primals).")
+    _diff_leaves(primals, range(len(primals)), "jvp")
+    p_arr, t_arr = _wrap.to_arrays(primals), _wrap.to_arrays(tangents)
+    sp, st = jax.tree_util.tree_structure(p_arr), jax.tree_util.tree_structure(t_arr)
+    if sp != st:
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
+                           f"structure. For example, if primals is a tuple of 3 tensors, tangents also must be. "
+                           f"Got primals with structure {sp} and tangents with structure {st}")
+    for p, t in zip(jax.tree_util.tree_leaves(p_arr), jax.tree_util.tree_leaves(t_arr)):
+        if tuple(p.shape) != tuple(t.shape):
+            raise RuntimeError("Trying to set a forward gradient that has a different size than that of the "
+                               f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} while "
+                               f"the given forward gradient is of size {list(t.shape)}.")
+    t_arr = jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), t_arr, p_arr)
+
+    def fn(*a):
+        out = func(*a)
+        if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, aux) "
+                               "if has_aux is True")
+        _wrap.check_outputs(out[0] if has_aux else out, "jvp(f, primals, tangents)")
+        return out
+    jf = _wrap.pure(fn, primals, range(len(primals)))
+    if has_aux:
+        out, tan, aux = jax.jvp(jf, p_arr, t_arr, has_aux=True)
+        return _wrap.to_tensors(out), _wrap.to_tensors(tan), _wrap.to_tensors(aux)
+    out, tan = jax.jvp(jf, p_arr, t_arr)
+    return _wrap.to_tensors(out), _wrap.to_tensors(tan)
+
+
+def _jacobian(jax_transform, api, func, argnums, has_aux):
+    """``jacrev``/``jacfwd``: ``jax_transform`` of ``func`` with torch.func's checks."""
+    def wrapper(*args, **kwargs):
+        positions = _argnums(argnums, len(args))
+        _diff_leaves(args, positions, api)
+
+        def fn(*a):
+            out = func(*a, **kwargs)
+            if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+                raise RuntimeError(f"{api}(f, ...)(*args): output of function f should be a tuple: "
+                                   "(output, aux) if has_aux is True")
+            _wrap.check_outputs(out[0] if has_aux else out, f"{api}(f, ...)(*args)")
+            return out
+        jf = _wrap.pure(fn, args, positions)
+        diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
+        res = jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux)(*diff)
+        if has_aux:
+            return _wrap.to_tensors(res[0]), _wrap.to_tensors(res[1])
+        return _wrap.to_tensors(res)
+    return wrapper
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):
+    """Mirrors ``torch.func.jacrev`` on ``jax.jacrev``: the Jacobian of each output leaf with
+    respect to ``args[argnums]``, shaped ``output.shape + input.shape`` (a tuple over argnums
+    when ``argnums`` is a tuple); ``(jacobian, aux)`` with ``has_aux``. ``chunk_size`` is
+    accepted and ignored (JAX vectorizes the whole basis at once).
+    Raises as :func:`grad_and_value` for bad ``argnums`` or inputs."""
+    return _jacobian(jax.jacrev, "jacrev", func, argnums, has_aux)
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """Mirrors ``torch.func.jacfwd`` on ``jax.jacfwd``; same result layout as :func:`jacrev`."""
+    return _jacobian(jax.jacfwd, "jacfwd", func, argnums, has_aux)
+
+
+def hessian(func, argnums=0):
+    """Mirrors ``torch.func.hessian``: ``jacfwd(jacrev(func, argnums), argnums)``, shaped
+    ``output.shape + input.shape + input.shape``."""
+    return jacfwd(jacrev(func, argnums), argnums)

@@ -1,0 +1,142 @@
+"""``tracegrad.func.vmap`` on ``jax.vmap`` with torch.func's argument rules and errors."""
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import jax
+
+from .._ops import random as _random
+from .._tensor import Tensor
+from . import _wrap
+
+_RANDOMNESS = ("error", "different", "same")
+
+
+def _name(func):
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def _flat_in_dims(in_dims, args, prefix):
+    """One in_dim per leaf of ``args`` (``in_dims`` is an int/None or a tuple tree that is a
+    prefix of ``args``' structure), as torch.func broadcasts it."""
+    if isinstance(in_dims, int) and not isinstance(in_dims, bool):
+        return [in_dims] * len(_wrap.tensor_leaves(args))
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"{prefix}: expected `in_dims` to be int or a (potentially nested) tuple matching the "
+                         f"structure of inputs, got: {type(in_dims)}.")
+    if len(in_dims) != len(args):
+        raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`. in_dims has "
+                         f"{len(in_dims)} entries but there are {len(args)} inputs.")
+    flat = []
+    for d, a in zip(in_dims, args):
+        n = len(_wrap.tensor_leaves(a))
+        if d is None or isinstance(d, int):
+            flat += [d] * n
+        elif isinstance(d, (tuple, list, dict)):
+            try:
+                leaves = jax.tree_util.tree_leaves(
+                    jax.tree_util.tree_map(lambda dd, x: [dd] * len(_wrap.tensor_leaves(x)), d, a,
+                                           is_leaf=lambda x: x is None or isinstance(x, int)))
+            except ValueError:
+                raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`.") from None
+            flat += leaves
+        else:
+            raise ValueError(f"{prefix}: expected `in_dims` to be int or a (potentially nested) tuple matching "
+                             f"the structure of inputs, got: {type(d)}.")
+    return flat
+
+
+def _check_inputs(args, flat_dims, prefix):
+    sizes = []
+    for leaf, d in zip(_wrap.tensor_leaves(args), flat_dims):
+        if d is None:
+            continue
+        if not isinstance(leaf, Tensor):
+            raise ValueError(f"{prefix}: Got in_dim={d} for an input but the input is of type {type(leaf)}. We cannot "
+                             "vmap over non-Tensor arguments, please use None as the respective in_dim")
+        nd = leaf.dim()
+        if not -nd <= d < nd:
+            raise ValueError(f"{prefix}: Got in_dim={d} for some input, but that input is a Tensor of dimensionality "
+                             f"{nd} so expected in_dim to satisfy -{nd} <= in_dim < {nd}.")
+        sizes.append(leaf.shape[d])
+    if not sizes:
+        raise ValueError(f"{prefix}: at least one input must be a Tensor mapped over a dimension "
+                         "(got no Tensor inputs with a non-None in_dim)")
+    if len(set(sizes)) > 1:
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+
+
+_GUARD_DEPTH = [0]
+
+
+@contextlib.contextmanager
+def _random_guard(randomness):
+    """torch's ``randomness='error'``: a random draw inside the mapped function is an error.
+    The draw goes through ``Generator.next_key``; it is swapped for a refusing one while the
+    function is traced (outermost 'error' vmap only; restored on exit, also on errors)."""
+    if randomness != "error" or _GUARD_DEPTH[0]:
+        yield
+        return
+    orig = _random.Generator.next_key
+
+    def refuse(self):
+        raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
+                           "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
+                           "of vmap")
+    _random.Generator.next_key = refuse
+    _GUARD_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        _GUARD_DEPTH[0] -= 1
+        _random.Generator.next_key = orig
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """Mirrors ``torch.func.vmap`` on ``jax.vmap``: maps ``func`` over dimension ``in_dims`` of
+    its Tensor arguments and stacks the results along ``out_dims``.
+
+    ``in_dims``: an int (every Tensor input), or a tuple with one entry per positional argument
+    (int, None for unmapped, or a nested tuple/dict for a tree argument). ``out_dims``: an int or
+    one per output. ``randomness``: ``'error'`` (default: a random draw inside raises
+    RuntimeError) or ``'same'`` (one draw shared by the batch). ``chunk_size`` is accepted and
+    ignored. vmap nests, and composes with ``grad``/``jacrev``/``functional_call``.
+    Raises ValueError for in_dims that do not fit the inputs, unequal batch sizes, non-Tensor
+    outputs; RuntimeError for an unknown ``randomness``.
+    Differs from torch: ``randomness='different'`` raises NotImplementedError (tracegrad's draws
+    are made with the per-example shape).
+    """
+    if randomness not in _RANDOMNESS:
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if randomness == "different":
+            raise NotImplementedError("tracegrad.func.vmap: randomness='different' is not supported yet; use "
+                                      "'same' (one draw shared by the batch) or draw outside vmap")
+        prefix = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
+        flat_dims = _flat_in_dims(in_dims, args, prefix)
+        _check_inputs(args, flat_dims, prefix)
+        arrays = _wrap.to_arrays(args)
+        treedef = jax.tree_util.tree_structure(arrays)
+        axes = jax.tree_util.tree_unflatten(treedef, flat_dims)
+
+        def jax_fn(*arrs):
+            out = func(*_wrap.to_tensors(arrs), **kwargs)
+            for leaf in _wrap.tensor_leaves(out):
+                if not isinstance(leaf, Tensor):
+                    raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
+                                     f"{type(leaf)}. Did you mean to set out_dims= to None for output?")
+            return _wrap.to_arrays(out)
+        with _random_guard(randomness):
+            try:
+                out = jax.vmap(jax_fn, in_axes=tuple(axes), out_axes=out_dims)(*arrays)
+            except ValueError as e:
+                if "out_axes" in str(e) or "out_axis" in str(e):
+                    raise IndexError(f"vmap({_name(func)}, ...): out_dims={out_dims} is out of range for an output "
+                                     "of the function (Dimension out of range)") from None
+                raise
+        return _wrap.to_tensors(out)
+    return wrapper
