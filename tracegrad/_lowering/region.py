@@ -36,6 +36,7 @@ from .._tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from .capture import Capture, GraphBreak
+from .program import Program
 from .vjp_node import CompiledFunctionBackward, dead_node
 
 _Tracer = jax.core.Tracer
@@ -123,21 +124,22 @@ class Region:
         return hyper_signature(self.plan.optimizers) == self.hyper
 
     # ---- one call -----------------------------------------------------------------------
-    def read_inputs(self):
+    def read_inputs(self, arg_leaves):
+        """The program's flat inputs: storages, .grad arrays, PRNG keys (donated), then the
+        lrs and the data arguments."""
         plan = self.plan
-        state = [st.array for st in self.storages]
-        grads = [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
-        keys = [g._current_key() for g in plan.generators]
-        lrs = [jnp.asarray(g["lr"], jnp.float64) for o in plan.optimizers for g in o.param_groups
-               if numeric_lr(g["lr"])]
-        return state, grads, keys, lrs
+        flat = [st.array for st in self.storages]
+        flat += [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
+        flat += [g._current_key() for g in plan.generators]
+        flat += [_lr_array(g["lr"]) for o in plan.optimizers for g in o.param_groups
+                 if numeric_lr(g["lr"])]
+        flat += [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
+        return flat
 
-    def run(self, arg_leaves):
+    def run(self, arg_leaves, donate=True):
         prev = x64_enter()
         try:
-            state, grads, keys, lrs = self.read_inputs()
-            data = [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
-            outs = self.program(state, grads, keys, lrs, data)
+            outs = self.program(self.read_inputs(arg_leaves), donate)
         finally:
             x64_exit(prev)
         self.calls += 1
@@ -164,6 +166,20 @@ class Region:
             st.array = a
             st.gen += 1
         return self.out_recipe.build(res, arg_leaves, vjp)
+
+
+_LRS: dict = {}
+
+
+def _lr_array(v):
+    """A numeric lr as the program's float64 input, cached per value (making a device array
+    from a Python float costs ~100 us; a scheduler revisits few values per call)."""
+    a = _LRS.get(v)
+    if a is None:
+        if len(_LRS) > 1024:
+            _LRS.clear()
+        a = _LRS[v] = jnp.asarray(v, jnp.float64)
+    return a
 
 
 def hyper_signature(optimizers):
@@ -277,7 +293,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             del result, a2, kw2, r_leaves, call_leaves
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
-                        structure=_state.STRUCTURE[0])
+                        structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
             return res_arrays, state_end, grads_end, keys_end, [st.array for st in escapes]
         finally:
             _state.CAPTURE[0] = prev_cap
@@ -307,15 +323,23 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
-    jitted = jax.jit(program, **jit_options)
     prev = x64_enter()
     try:
         state0 = [st.array for st in storages]
         grads0 = [o._grad._st.array for o in owners if o._grad is not None]
         keys0 = [g._current_key() for g in plan.generators]
-        lrs0 = [jnp.asarray(o.param_groups[i]["lr"], jnp.float64) for o, i in lr_slots]
+        lrs0 = [_lr_array(o.param_groups[i]["lr"]) for o, i in lr_slots]
         data0 = [leaves[i]._value for i in data_pos]
-        outs = jitted(state0, grads0, keys0, lrs0, data0)
+        jitted = Program.trace(program, (state0, grads0, keys0, lrs0, data0), jit_options)
+        # donate what the program overwrites: written storages, .grads that stay the owner's
+        # grad (the same tensor is the input next call), PRNG keys
+        ns, ng = len(state0), len(grads0)
+        grads_in = [o for o in owners if o._grad is not None]
+        final = {id(o): t for o, t in info["owners_end"]}
+        jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
+                              + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
+                              + list(range(ns + ng, ns + ng + len(keys0))))
+        del state0, grads0, keys0, lrs0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
     except jax.errors.NonConcreteBooleanIndexError:
@@ -325,7 +349,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     st_refs = list(plan.storages.values())
     region = Region(plan, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
                     info["structure"], [st_refs[i][1] for i in diff_storages], diff_args)
-    return region, region.write_back(outs, leaves)
+    # the first run feeds arrays from before the trace (eager-era tensors may hold them)
+    return region, region.run(leaves, donate=False)
 
 
 @jax.jit
