@@ -6,9 +6,10 @@ the few functions here; each is called only when ``CAPTURE[0] is not None``, so 
 one list read at each site.
 
 ``STRUCTURE[0]`` counts changes a compiled program cannot see in tensor values: hooks added
-or removed, modules' parameters/buffers/submodules rebound, ``train()``/``eval()``,
-``requires_grad_`` flips. A compiled call compares it with the count at its trace and
-re-traces when it moved (one int compare per call instead of walking every module).
+or removed, modules' parameters/buffers/submodules rebound, ``requires_grad_`` flips. A
+compiled call compares it with the count at its trace and re-traces when it moved (one int
+compare per call instead of walking every module). ``train()``/``eval()`` flips back and forth
+in every training loop, so modules' ``training`` flags are guarded one by one instead.
 """
 from __future__ import annotations
 

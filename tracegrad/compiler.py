@@ -8,8 +8,9 @@ written back into the same storages after each call. Later calls with the same g
 the program alone: no Python per op.
 
 Guards (checked on every call, a few microseconds): argument structure, shapes, dtypes and
-Python values; grad mode; ``_state.STRUCTURE`` (hooks added/removed, ``train()``/``eval()``,
-modules' parameters rebound, ``requires_grad_`` flips); which ``.grad``s are None; that every
+Python values; grad mode; ``_state.STRUCTURE`` (hooks added/removed, modules' parameters
+rebound, ``requires_grad_`` flips); the ``training`` flag of every module the trace called;
+which ``.grad``s are None; that every
 lifted storage is still used by someone (``p.data = ...``, an optimizer's
 ``load_state_dict``); optimizer options other than ``lr`` (``lr`` itself is a traced input, so
 an lr scheduler never causes a new trace). A failed guard traces again (at most
@@ -104,8 +105,7 @@ class CompiledFunction:
         else:
             return self._break(key, "outside state kept changing while tracing", None, args, kwargs)
         self._plans[key] = plan
-        new_key = _key(leaves, treedef, kinds)     # tracing may have changed STRUCTURE
-        self._cache.setdefault(new_key, []).insert(0, region)
+        self._cache.setdefault(key, []).insert(0, region)
         return result
 
     def _break(self, key, reason, where, args, kwargs):
@@ -140,7 +140,7 @@ def _key(leaves, treedef, kinds):
         else:
             v = a._value
             parts.append((k, v.shape, v.dtype, a._rg, id(a) if k == "state" else a._grad is None))
-    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _state.STRUCTURE[0])
+    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1])
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,

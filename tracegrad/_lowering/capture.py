@@ -68,6 +68,7 @@ class Capture:
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.traceable_hooks = traceable_hooks
         self.backward_ran = False              # backward() ran: results' graphs are consumed
+        self.modules = {}                      # id -> module called during the trace
 
     # ---- reports from the lower layers ----------------------------------------------------
     def storage_created(self, st):
@@ -112,6 +113,9 @@ class Capture:
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
+
+    def see_module(self, m):
+        self.modules.setdefault(id(m), m)
 
     def see_grad_owner(self, t):
         """``t.grad`` is about to change: it is state (call before the change)."""

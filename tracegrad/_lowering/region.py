@@ -95,8 +95,10 @@ class Region:
     has the shape the program was traced for."""
 
     def __init__(self, plan, program, arg_kinds, out_recipe, owners_end, escapes, structure,
-                 diff_state, diff_args):
+                 diff_state, diff_args, modules):
         self.plan = plan
+        self.modules = tuple(modules)
+        self.training = tuple(m.training for m in self.modules)
         self.diff_state, self.diff_args = diff_state, diff_args
         self.program = program
         self.arg_kinds = arg_kinds
@@ -112,6 +114,11 @@ class Region:
 
     # ---- guards -------------------------------------------------------------------------
     def check(self) -> bool:
+        if _state.STRUCTURE[0] != self.structure:
+            return False
+        for m, t in zip(self.modules, self.training):
+            if m.training is not t:
+                return False
         for o, was_none in zip(self.owner_list, self.grad_none):
             g = o._grad
             if (g is None) != was_none or (g is not None and g._chain):
@@ -293,6 +300,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             del result, a2, kw2, r_leaves, call_leaves
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
+                        modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
             return res_arrays, state_end, grads_end, keys_end, [st.array for st in escapes]
         finally:
@@ -348,7 +356,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         x64_exit(prev)
     st_refs = list(plan.storages.values())
     region = Region(plan, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
-                    info["structure"], [st_refs[i][1] for i in diff_storages], diff_args)
+                    info["structure"], [st_refs[i][1] for i in diff_storages], diff_args,
+                    info["modules"])
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)
     return region, region.run(leaves, donate=False)
 

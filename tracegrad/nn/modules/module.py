@@ -266,9 +266,9 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
-        if name == "training" or isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
+        if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
                 or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
-            _state.bump_structure()   # compiled calls re-check modes and module layout
+            _state.bump_structure()   # compiled calls re-check the module layout
 
         def remove_from(*stores):
             for s in stores:
@@ -653,6 +653,8 @@ class Module:
         return self._call_impl(*args, **kwargs)
 
     def _call_impl(self, *args, **kwargs):
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].see_module(self)   # its ``training`` flag is guarded
         forward = self.forward
         if not (self._forward_hooks or self._forward_pre_hooks or self._backward_hooks or self._backward_pre_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks or _global_backward_hooks
