@@ -56,7 +56,8 @@ class Capture:
     ``generators``: generators whose keys are traced; ``lr_inputs``: optimizer -> list of
     per-group traced lr Tensors (None: lr stays a Python number for this trace)."""
 
-    def __init__(self, lifted_ids, generators, lr_inputs, traceable_hooks=()):
+    def __init__(self, lifted_ids, generators, lr_inputs, vjp=False, traceable_hooks=()):
+        self.vjp = vjp      # JAX differentiates the trace: the engine's backward never runs in it
         self.lifted = lifted_ids
         self.generators = generators
         self.lr_inputs = lr_inputs
@@ -69,6 +70,7 @@ class Capture:
         self.traceable_hooks = traceable_hooks
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
+        self.uses_remat = False                # a checkpoint recomputes behind a barrier
 
     # ---- reports from the lower layers ----------------------------------------------------
     def storage_created(self, st):
@@ -103,6 +105,9 @@ class Capture:
     def on_hook(self, kind, fn):
         if getattr(fn, "_tracegrad_traceable", False) or fn in self.traceable_hooks:
             return
+        if fn is None:
+            raise GraphBreak("a hook is registered inside the compiled function (it would be "
+                             "registered once, while tracing)")
         name = getattr(fn, "__qualname__", None) or type(fn).__name__
         raise GraphBreak(f"the {kind} hook '{name}' runs inside the compiled function; its Python "
                          "side effects would happen only while tracing")
@@ -113,6 +118,17 @@ class Capture:
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
+
+    def see_function(self, cls):
+        if self.vjp:
+            raise GraphBreak(f"the custom autograd.Function {cls.__name__} runs inside a compiled "
+                             "function whose results are differentiated outside it (its backward "
+                             "would not run)")
+
+    def see_retain_grad(self, t):
+        if self.vjp:
+            raise GraphBreak("retain_grad() inside a compiled function whose results are "
+                             "differentiated outside it (the tensor's .grad would stay empty)")
 
     def see_module(self, m):
         self.modules.setdefault(id(m), m)

@@ -37,6 +37,7 @@ from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from .capture import Capture, GraphBreak
 from .program import Program
+from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import CompiledFunctionBackward, dead_node
 
 _Tracer = jax.core.Tracer
@@ -268,7 +269,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     info = {}
 
     def body(state, grads, keys, lrs, data):
-        cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators, {})
+        cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators, {}, plan.vjp)
         lr_it = iter(lrs)
         for o, i in lr_slots:
             cap.lr_inputs.setdefault(o, [None] * len(o.param_groups))[i] = Tensor._make(next(lr_it))
@@ -299,6 +300,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.lr_inputs.clear()
             del result, a2, kw2, r_leaves, call_leaves
             escapes = _escapes(cap, storages, owners_end, res_arrays)
+            if cap.uses_remat:
+                jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
             info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])

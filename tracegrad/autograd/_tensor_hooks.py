@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 
+from .. import _state
 from .._tensor import Tensor
 from ..utils.hooks import RemovableHandle
 from . import engine
@@ -45,6 +46,8 @@ def retain_grad(self):
     gf = self.grad_fn
     if gf is None or self._retains_grad:
         return
+    if _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].see_retain_grad(self)
     if gf._retains_grad is None:
         gf._retains_grad = {}
     gf._retains_grad[self._out_nr] = weakref.ref(self)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import _state
 from .._tensor import Tensor
 from . import grad_mode
 from ._graph_impl import MSG_FREED, Node, SavedTensor
@@ -200,6 +201,8 @@ class Function(metaclass=_FunctionMeta):
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = needs
         record = grad_mode.STATE[0] and any(needs)
+        if record and _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].see_function(cls)
         new_style = cls.setup_context is not Function.setup_context
         prev = grad_mode.STATE[0]
         grad_mode.STATE[0] = False
@@ -249,8 +252,9 @@ class Function(metaclass=_FunctionMeta):
             result.append(res)
         ctx._out_meta = tuple(meta)
         if record:
-            # save after outputs exist: a saved output is checked against its own version
-            out_ids = {id(o) for o in outs}
+            # save after outputs exist: a saved output is checked against its own version. An
+            # input returned unchanged stays an input (its output is a new alias), unless dirty
+            out_ids = {id(o) for o in outs if id(o) not in inputs_by_id or id(o) in dirty}
             pos = {id(o): k for k, o in enumerate(outs)}
             ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
                                for t in ctx.to_save)

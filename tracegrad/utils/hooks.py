@@ -21,6 +21,8 @@ class RemovableHandle:
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
         _state.bump_structure()   # compiled programs re-check which hooks exist
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].on_hook("registration", None)
         extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
         self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
 
