@@ -1,0 +1,138 @@
+"""Compiled-vs-eager harness for ``tracegrad.compile`` (MLX's test_compiled_optimizer idea,
+STYLE 11): build the same program twice from identical initial state, run it ``calls`` times
+eagerly and ``calls`` times through ``tracegrad.compile``, and compare everything a torch
+program can observe after every call: returned values (and requires_grad / is_leaf),
+parameters, every ``.grad`` (None-ness and values), optimizer ``state_dict()``, module buffers
+and modes, the global generator state and any Python log the program keeps.
+
+A program is ``make(mod, wrap) -> (step, state, batch)``: ``mod`` is ``tracegrad`` or ``torch``
+(the ``import tracegrad as torch`` contract), ``wrap`` turns ``step`` into the function that is
+called (identity or ``tracegrad.compile``), ``state`` is a dict of everything to observe
+(modules, optimizers, tensors, Python lists), ``batch(i)`` gives call ``i``'s arguments.
+"""
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import tracegrad
+
+RTOL, ATOL = 2e-5, 2e-6
+
+
+def np_init(model, mod, seed=0, scale=0.4):
+    """Fill every parameter of ``model`` (in ``named_parameters`` order) from a seeded numpy
+    stream, so torch and tracegrad modules start equal without sharing an RNG."""
+    rng = np.random.RandomState(seed)
+    with mod.no_grad():
+        for _, p in model.named_parameters():
+            p.copy_(mod.tensor((rng.randn(*p.shape) * scale).astype("float32")))
+    return model
+
+
+def data(mod, i, *shape, seed=100):
+    """Call ``i``'s float32 input of ``shape`` (the same numbers for torch and tracegrad)."""
+    return mod.tensor(np.random.RandomState(seed + i).randn(*shape).astype("float32"))
+
+
+def labels(mod, i, n, classes, seed=200):
+    return mod.tensor(np.random.RandomState(seed + i).randint(0, classes, size=n))
+
+
+def _is_tensor(x):
+    return hasattr(x, "detach") and hasattr(x, "requires_grad") and hasattr(x, "is_leaf")
+
+
+def _arr(t):
+    return np.array(t.detach().cpu().numpy() if hasattr(t, "cpu") else t.detach().numpy())
+
+
+def snapshot(x):
+    """Everything observable in ``x`` as nested Python/numpy values (torch and tracegrad alike)."""
+    if _is_tensor(x):
+        return {"value": _arr(x), "dtype": str(x.dtype).split(".")[-1], "requires_grad": x.requires_grad,
+                "is_leaf": x.is_leaf, "grad": None if x.grad is None else _arr(x.grad)}
+    if hasattr(x, "named_parameters") and hasattr(x, "named_buffers"):
+        return {"params": {n: snapshot(p) for n, p in x.named_parameters()},
+                "buffers": {n: _arr(b) for n, b in x.named_buffers()},
+                "training": [m.training for m in x.modules()]}
+    if hasattr(x, "param_groups") and hasattr(x, "state_dict"):
+        return snapshot(x.state_dict())
+    if isinstance(x, dict):
+        return {k: snapshot(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [snapshot(v) for v in x]
+    return x
+
+
+def assert_same(a, b, path="", rtol=RTOL, atol=ATOL):
+    """Recursive equality of two snapshots; floats and arrays to ``rtol``/``atol``."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict), f"{path}: {type(b).__name__} vs dict"
+        assert list(a) == list(b), f"{path}: keys {list(a)} vs {list(b)}"
+        for k in a:
+            assert_same(a[k], b[k], f"{path}.{k}", rtol, atol)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), f"{path}: {a!r} vs {b!r}"
+        for i, (u, v) in enumerate(zip(a, b)):
+            assert_same(u, v, f"{path}[{i}]", rtol, atol)
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray), f"{path}: array vs {b!r}"
+        assert a.shape == b.shape, f"{path}: shape {a.shape} vs {b.shape}"
+        np.testing.assert_allclose(b, a, rtol=rtol, atol=atol, err_msg=path)
+    elif isinstance(a, float) or isinstance(b, float):
+        assert b == pytest.approx(a, rel=rtol, abs=atol), f"{path}: {a!r} vs {b!r}"
+    else:
+        assert a == b, f"{path}: {a!r} vs {b!r}"
+
+
+def _rng(mod):
+    return _arr(mod.get_rng_state())
+
+
+def run_program(make, mod, wrap, calls, between=None):
+    """Build the program from seed 0 and run it ``calls`` times; returns the snapshots after
+    each call, the wrapped step, the state and the warnings raised."""
+    mod.manual_seed(0)
+    step, state, batch = make(mod, wrap)
+    snaps = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for i in range(calls):
+            out = step(*batch(i))
+            snaps.append({"call": i, "out": snapshot(out), "state": snapshot(state), "rng": _rng(mod)})
+            if between is not None:
+                between(state, i)
+    return SimpleNamespace(snaps=snaps, step=step, state=state, warnings=[str(x.message) for x in w])
+
+
+def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, **compile_kw):
+    """Run ``make`` eagerly and compiled (``tracegrad.compile(step, **compile_kw)``) ``calls``
+    times each and assert every snapshot equal. Returns the compiled run (``.step.stats``,
+    ``.warnings``, ``.state``)."""
+    eager = run_program(make, tracegrad, lambda f: f, calls, between)
+    comp = run_program(make, tracegrad, lambda f: tracegrad.compile(f, **compile_kw), calls, between)
+    for e, c in zip(eager.snaps, comp.snaps):
+        assert_same(e, c, f"call{e['call']}", rtol, atol)
+    comp.eager = eager
+    return comp
+
+
+def check_torch(make, calls=3, between=None, rtol=1e-4, atol=1e-5, **compile_kw):
+    """Run ``make`` with torch eagerly and with tracegrad compiled; compare everything but the
+    generator state (the two libraries' generators differ)."""
+    torch = pytest.importorskip("torch")
+    ref = run_program(make, torch, lambda f: f, calls, between)
+    comp = run_program(make, tracegrad, lambda f: tracegrad.compile(f, **compile_kw), calls, between)
+    for e, c in zip(ref.snaps, comp.snaps):
+        e, c = dict(e), dict(c)
+        e.pop("rng"), c.pop("rng")
+        assert_same(e, c, f"call{e['call']}", rtol, atol)
+    return comp
+
+
+def compiled_calls_ran_programs(step):
+    """The compiled step traced at least once and ran its later calls without eager fallback."""
+    st = step.stats
+    return st["traces"] >= 1 and not st["graph_breaks"]

@@ -1,0 +1,103 @@
+"""Compiled training steps equal eager ones for every optimizer in tracegrad.optim, with
+gradient clipping inside, accumulation without zero_grad, zero_grad(set_to_none=False),
+grads set to None outside, frozen/unused parameters and a new batch size."""
+import pytest
+
+import tracegrad
+
+from ._harness import check_compiled, check_torch, data, np_init
+
+OPTIMIZERS = [
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, dampening=0.0)),
+    ("Adam", dict(lr=0.05)),
+    ("Adam", dict(lr=0.05, amsgrad=True, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.05)),
+    ("AdamW", dict(lr=0.05, amsgrad=True)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01)),
+    ("Adadelta", dict(lr=1.0)),
+    ("Adamax", dict(lr=0.05)),
+    ("NAdam", dict(lr=0.05)),
+    ("RAdam", dict(lr=0.05)),
+]
+
+
+def mlp(mod, opt_name="SGD", opt_kw=None, clip=None, zero=True, set_to_none=True, bs=lambda i: 5):
+    """A 3-4-2 tanh MLP trained on MSE; ``clip`` is None, "norm" or "value"."""
+    def make(mod, wrap):
+        model = np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.Tanh(), mod.nn.Linear(4, 2)), mod)
+        opt = getattr(mod.optim, opt_name)(model.parameters(), **(opt_kw or {"lr": 0.1}))
+
+        def step(x, y):
+            if zero:
+                opt.zero_grad(set_to_none=set_to_none)
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            if clip == "norm":
+                mod.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            elif clip == "value":
+                mod.nn.utils.clip_grad_value_(model.parameters(), 0.05)
+            opt.step()
+            return loss
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, bs(i), 3), data(mod, i, bs(i), 2, seed=300))
+    return make
+
+
+@pytest.mark.parametrize("name,kw", OPTIMIZERS, ids=[f"{n}-{'-'.join(k for k in kw if k != 'lr') or 'plain'}" for n, kw in OPTIMIZERS])
+def test_optimizer_step(name, kw):
+    run = check_compiled(mlp(tracegrad, name, kw), calls=4)
+    assert run.step.stats["traces"] >= 1 and not run.step.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("clip", ["norm", "value"])
+def test_clip_inside_step(clip):
+    run = check_compiled(mlp(tracegrad, "SGD", dict(lr=0.1, momentum=0.9), clip=clip), calls=4)
+    assert not run.step.stats["graph_breaks"]
+
+
+def test_torch_parity_adamw_clip():
+    check_torch(mlp(None, "AdamW", dict(lr=0.05, amsgrad=True), clip="norm"), calls=4)
+
+
+def test_grad_accumulates_without_zero_grad():
+    check_compiled(mlp(tracegrad, "SGD", dict(lr=0.05), zero=False), calls=4)
+
+
+def test_zero_grad_set_to_none_false():
+    check_compiled(mlp(tracegrad, "Adam", dict(lr=0.05), set_to_none=False), calls=4)
+
+
+def test_grad_set_to_none_outside_between_calls():
+    def between(state, i):
+        if i % 2 == 0:
+            for p in state["model"].parameters():
+                p.grad = None
+    check_compiled(mlp(tracegrad, "SGD", dict(lr=0.05, momentum=0.9), zero=False), calls=5, between=between)
+
+
+def test_new_batch_size_retraces_and_momentum_carries():
+    run = check_compiled(mlp(tracegrad, "SGD", dict(lr=0.1, momentum=0.9), bs=lambda i: 5 if i < 3 else 7), calls=5)
+    assert run.step.stats["traces"] >= 2
+
+
+def test_frozen_and_unused_parameters():
+    def make(mod, wrap):
+        model = np_init(mod.nn.ModuleDict({"a": mod.nn.Linear(3, 2), "frozen": mod.nn.Linear(2, 2),
+                                           "unused": mod.nn.Linear(2, 2)}), mod)
+        model["frozen"].requires_grad_(False)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model["frozen"](model["a"](x)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 4, 3),)
+    run = check_compiled(make, calls=4)
+    opt = run.state["opt"]
+    assert len(opt.state) == 2          # only a.weight and a.bias
+    assert run.state["model"]["unused"].weight.grad is None
+    check_torch(make, calls=3)
