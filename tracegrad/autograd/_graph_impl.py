@@ -398,12 +398,16 @@ class saved_tensors_hooks:
 
 class save_on_cpu(saved_tensors_hooks):
     """Mirrors ``torch.autograd.graph.save_on_cpu(pin_memory=False)``: saved tensors are moved
-    to host memory when saved (a ``jax.device_put`` to the CPU device) and back to their device
-    when backward needs them. ``pin_memory`` is accepted and ignored (JAX manages host buffers)."""
+    to host memory when saved (``Tensor.cpu()``: a ``jax.device_put`` to the CPU device) and
+    back to their device when backward needs them (``Tensor.to(device)``). On CPU, as torch,
+    ``pin_memory=False`` keeps the tensor itself (an in-place change before backward is seen)
+    and ``pin_memory=True`` packs a copy (JAX manages host buffers: there is no pinning)."""
 
     def __init__(self, pin_memory=False, device_type="cuda"):
         def pack(t):
-            return (t.device, t.detach().cpu())
+            d = t.detach()
+            host = d.cpu()
+            return (t.device, d.clone() if pin_memory and host is d else host)
 
         def unpack(packed):
             dev, t = packed
