@@ -10,6 +10,7 @@ import numpy as np
 from .._dispatch import apply_op
 from .._ops.registry import Op
 from .._tensor import Tensor
+from ._wrap import run_jax
 
 
 def from_jax(array):
@@ -78,7 +79,7 @@ def from_dlpack(ext_tensor):
     if not hasattr(ext_tensor, "__dlpack__"):
         raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
                         f"{type(ext_tensor).__name__}")
-    return Tensor._make(jax.dlpack.from_dlpack(ext_tensor))
+    return Tensor._make(run_jax(jax.dlpack.from_dlpack, ext_tensor))
 
 
 def to_dlpack(tensor):
@@ -126,7 +127,10 @@ class jax_function:  # noqa: N801 -- used like a function decorator, as tracegra
         n = self._nouts.get(key)
         if n is None:
             specs = [jax.ShapeDtypeStruct(a.shape, a._value.dtype) if isinstance(a, Tensor) else a for a in args]
-            out = jax.eval_shape(functools.partial(self.fn, **kwargs), *specs)
+            shape_of = functools.partial(jax.eval_shape, functools.partial(self.fn, **kwargs))
+            traced = any(isinstance(a, Tensor) and isinstance(a._value, jax.core.Tracer) for a in args)
+            # inside a trace keep the trace's x64 mode (see _wrap.run_jax)
+            out = shape_of(*specs) if traced else run_jax(shape_of, *specs)
             if isinstance(out, (tuple, list)) and all(isinstance(o, jax.ShapeDtypeStruct) for o in out):
                 n = len(out)
             elif isinstance(out, jax.ShapeDtypeStruct):

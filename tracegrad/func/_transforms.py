@@ -13,6 +13,8 @@ wrap the outer function in ``jax.jit`` via ``tracegrad.func.to_jax`` for repeate
 """
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -89,7 +91,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
         checked = _scalar_fn(lambda *a: func(*a, **kwargs), has_aux, "grad_and_value")
         jf = _wrap.pure(checked, args, positions)
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
-        value, grads = jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux)(*diff)
+        value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
+                                                        has_aux=has_aux), *diff)
         return _wrap.to_tensors(grads), _wrap.to_tensors(value)
     return wrapper
 
@@ -123,7 +126,7 @@ def vjp(func, *primals, has_aux=False):
         _wrap.check_outputs(out[0] if has_aux else out, "vjp(f, *primals)")
         return out
     jf = _wrap.pure(fn, primals, positions)
-    res = jax.vjp(jf, *(_wrap.to_arrays(p) for p in primals), has_aux=has_aux)
+    res = _wrap.run_jax(functools.partial(jax.vjp, jf, has_aux=has_aux), *(_wrap.to_arrays(p) for p in primals))
     out, pullback = res[0], res[1]
 
     def vjp_fn(cotangents, *extra):
@@ -139,8 +142,8 @@ def vjp(func, *primals, has_aux=False):
             if tuple(o.shape) != tuple(c.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {_size(c.shape)} and "
                                    f"output[0] has a shape of {_size(o.shape)}.")
-        cts = jax.tree_util.tree_map(lambda c, o: jnp.asarray(c, o.dtype), cts, out)
-        return tuple(_wrap.to_tensors(g) for g in pullback(cts))
+        cts = _wrap.run_jax(lambda c: jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out), cts)
+        return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(pullback, cts))
     result = (_wrap.to_tensors(out), vjp_fn)
     return result + (_wrap.to_tensors(res[2]),) if has_aux else result
 
@@ -172,7 +175,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the "
                                f"original Tensor, this is not supported. Tensor is of size {list(p.shape)} while "
                                f"the given forward gradient is of size {list(t.shape)}.")
-    t_arr = jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), t_arr, p_arr)
+    t_arr = _wrap.run_jax(lambda ts: jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), ts, p_arr), t_arr)
 
     def fn(*a):
         out = func(*a)
@@ -183,9 +186,9 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         return out
     jf = _wrap.pure(fn, primals, range(len(primals)))
     if has_aux:
-        out, tan, aux = jax.jvp(jf, p_arr, t_arr, has_aux=True)
+        out, tan, aux = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=True), p_arr, t_arr)
         return _wrap.to_tensors(out), _wrap.to_tensors(tan), _wrap.to_tensors(aux)
-    out, tan = jax.jvp(jf, p_arr, t_arr)
+    out, tan = _wrap.run_jax(functools.partial(jax.jvp, jf), p_arr, t_arr)
     return _wrap.to_tensors(out), _wrap.to_tensors(tan)
 
 
@@ -204,7 +207,7 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
             return out
         jf = _wrap.pure(fn, args, positions)
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
-        res = jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux)(*diff)
+        res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
         if has_aux:
             return _wrap.to_tensors(res[0]), _wrap.to_tensors(res[1])
         return _wrap.to_tensors(res)

@@ -30,21 +30,21 @@ def _flat_in_dims(in_dims, args, prefix):
                          f"{len(in_dims)} entries but there are {len(args)} inputs.")
     flat = []
     for d, a in zip(in_dims, args):
-        n = len(_wrap.tensor_leaves(a))
-        if d is None or isinstance(d, int):
-            flat += [d] * n
-        elif isinstance(d, (tuple, list, dict)):
-            try:
-                leaves = jax.tree_util.tree_leaves(
-                    jax.tree_util.tree_map(lambda dd, x: [dd] * len(_wrap.tensor_leaves(x)), d, a,
-                                           is_leaf=lambda x: x is None or isinstance(x, int)))
-            except ValueError:
-                raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`.") from None
-            flat += leaves
-        else:
-            raise ValueError(f"{prefix}: expected `in_dims` to be int or a (potentially nested) tuple matching "
-                             f"the structure of inputs, got: {type(d)}.")
+        flat += _broadcast(d, a, prefix)
     return flat
+
+
+def _broadcast(d, a, prefix):
+    """``d`` (an in_dim or a tree of them that is a prefix of ``a``) as one entry per leaf of
+    ``a``, in JAX's flattening order (dict keys sorted)."""
+    if d is None or (isinstance(d, int) and not isinstance(d, bool)):
+        return [d] * len(_wrap.tensor_leaves(a))
+    if isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a):
+        return [x for di, ai in zip(d, a) for x in _broadcast(di, ai, prefix)]
+    if isinstance(d, dict) and isinstance(a, dict) and set(d) == set(a):
+        return [x for k in sorted(a) for x in _broadcast(d[k], a[k], prefix)]
+    raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`: in_dims entry {d!r} "
+                     f"does not match an input of type {type(a).__name__}.")
 
 
 def _check_inputs(args, flat_dims, prefix):
@@ -61,11 +61,19 @@ def _check_inputs(args, flat_dims, prefix):
                              f"{nd} so expected in_dim to satisfy -{nd} <= in_dim < {nd}.")
         sizes.append(leaf.shape[d])
     if not sizes:
-        raise ValueError(f"{prefix}: at least one input must be a Tensor mapped over a dimension "
-                         "(got no Tensor inputs with a non-None in_dim)")
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
     if len(set(sizes)) > 1:
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                          f"{sizes} for the mapped dimension")
+
+
+def _check_out_dims(out_dims, out, func):
+    """torch's IndexError for an out_dim outside ``[-(ndim+1), ndim]`` of a per-example output."""
+    prefix = f"vmap({_name(func)}, ..., out_dims={out_dims})"
+    for d, leaf in zip(_broadcast(out_dims, out, prefix), _wrap.tensor_leaves(out)):
+        nd = leaf.dim() + 1
+        if d is not None and not -nd <= d < nd:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})")
 
 
 _GUARD_DEPTH = [0]
@@ -129,14 +137,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
                                      f"{type(leaf)}. Did you mean to set out_dims= to None for output?")
+            _check_out_dims(out_dims, out, func)
             return _wrap.to_arrays(out)
         with _random_guard(randomness):
-            try:
-                out = jax.vmap(jax_fn, in_axes=tuple(axes), out_axes=out_dims)(*arrays)
-            except ValueError as e:
-                if "out_axes" in str(e) or "out_axis" in str(e):
-                    raise IndexError(f"vmap({_name(func)}, ...): out_dims={out_dims} is out of range for an output "
-                                     "of the function (Dimension out of range)") from None
-                raise
+            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=tuple(axes), out_axes=out_dims), *arrays)
         return _wrap.to_tensors(out)
     return wrapper

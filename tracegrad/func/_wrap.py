@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 
 from .._tensor import Tensor
+from .._x64 import x64_enter, x64_exit
 
 
 def is_tensor(x) -> bool:
@@ -59,3 +60,16 @@ def pure(fn, args, positions):
             call[p] = to_tensors(a)
         return to_arrays(fn(*call))
     return jax_fn
+
+
+def run_jax(fn, *args):
+    """``fn(*args)`` with JAX's x64 mode on (tracegrad's float64/int64, DESIGN 2.7) when the
+    arguments are concrete; inside someone else's trace (a tracer among them) the trace's own
+    mode stays, as the x64 scope must never flip mid-trace."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args)):
+        return fn(*args)
+    prev = x64_enter()
+    try:
+        return fn(*args)
+    finally:
+        x64_exit(prev)

@@ -1,0 +1,351 @@
+"""``tracegrad.func`` against ``torch.func``: the same program on both modules gives the same
+values, result structure and error classes; plus the per-sample-gradient and ensembling
+recipes from torch's tutorials, and checks against ``jax.grad``."""
+import copy
+
+import numpy as np
+import pytest
+
+import tracegrad
+
+torch = pytest.importorskip("torch")
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4))
+B = RNG.standard_normal((4,))
+BATCH = RNG.standard_normal((5, 4))
+
+
+def _t(m, a):
+    return m.tensor(np.asarray(a), dtype=m.float64)
+
+
+def _flat(res):
+    """Structure string + list of leaves for a nested result (tuples, lists, dicts, tensors)."""
+    if isinstance(res, dict):
+        parts = [(k, _flat(v)) for k, v in sorted(res.items())]
+        return "{" + ",".join(f"{k}:{p[0]}" for k, p in parts) + "}", [x for _, p in parts for x in p[1]]
+    if isinstance(res, (tuple, list)):
+        parts = [_flat(r) for r in res]
+        return "(" + ",".join(p[0] for p in parts) + ")", [x for p in parts for x in p[1]]
+    return "T", [res]
+
+
+def _compare(got, want, rtol=1e-9, atol=1e-10):
+    gs, gl = _flat(got)
+    ws, wl = _flat(want)
+    assert gs == ws
+    for g, w in zip(gl, wl):
+        assert isinstance(g, tracegrad.Tensor)
+        assert tuple(g.shape) == tuple(w.shape)
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def _both(program):
+    want = program(torch, torch.func)
+    got = program(tracegrad, tracegrad.func)
+    _compare(got, want)
+    return got
+
+
+def f2(x, y):
+    return (x.sin() * y).sum()
+
+
+# ---- grad / grad_and_value -----------------------------------------------------------------
+
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1), (1, 0), -1])
+def test_grad_argnums(argnums):
+    _both(lambda m, F: F.grad(f2, argnums=argnums)(_t(m, A), _t(m, B)))
+
+
+def test_grad_and_value_has_aux():
+    def f(x, y):
+        s = (x.tanh() * y).sum()
+        return s, {"sq": s * s, "parts": (x.cos(),)}
+    _both(lambda m, F: F.grad_and_value(f, argnums=(0, 1), has_aux=True)(_t(m, A), _t(m, B)))
+    _both(lambda m, F: F.grad(f, has_aux=True)(_t(m, A), _t(m, B)))
+
+
+def test_grad_over_dict_input_and_kwargs():
+    def f(p, x, *, scale):
+        return ((x @ p["w"]).exp() * p["b"]).sum() * scale
+    _both(lambda m, F: F.grad(f)({"w": _t(m, A.T), "b": _t(m, A[:, 0])}, _t(m, BATCH), scale=0.5))
+
+
+def test_grad_of_grad_and_matches_jax():
+    jax = pytest.importorskip("jax")
+    got = _both(lambda m, F: F.grad(lambda x: F.grad(lambda z: (z ** 3).sin().sum())(x).sum())(_t(m, B)))
+    with jax.enable_x64(True):   # the reference in float64 too
+        want = jax.grad(lambda x: jax.grad(lambda z: jax.numpy.sin(z ** 3).sum())(x).sum())(B)
+    np.testing.assert_allclose(got.numpy(), np.asarray(want), rtol=1e-10)
+
+
+# ---- vjp / jvp -----------------------------------------------------------------------------
+
+def test_vjp():
+    def prog(m, F):
+        out, fn = F.vjp(lambda x, y: (x * y, (x ** 2).sum(0)), _t(m, A), _t(m, B))
+        return out, fn((m.ones_like(out[0]), m.full_like(out[1], 2.0)))
+    _both(prog)
+
+
+def test_vjp_has_aux():
+    def prog(m, F):
+        out, fn, aux = F.vjp(lambda x: (x.exp(), x.sum()), _t(m, B), has_aux=True)
+        return out, fn(m.ones_like(out)), aux
+    _both(prog)
+
+
+def test_jvp():
+    _both(lambda m, F: F.jvp(lambda x, y: (x * y).sin(), (_t(m, A), _t(m, B)), (_t(m, A) * 0 + 1, _t(m, B))))
+    _both(lambda m, F: F.jvp(lambda x: (x.exp(), x.sum()), (_t(m, B),), (_t(m, B),), has_aux=True))
+
+
+# ---- jacrev / jacfwd / hessian ----------------------------------------------------------------
+
+@pytest.mark.parametrize("api", ["jacrev", "jacfwd"])
+@pytest.mark.parametrize("argnums", [0, 1, (0, 1)])
+def test_jacobians(api, argnums):
+    def prog(m, F):
+        fn = lambda x, y: ((x * y).tanh(), (x ** 2).sum(1))  # noqa: E731
+        return getattr(F, api)(fn, argnums=argnums)(_t(m, A), _t(m, B))
+    _both(prog)
+
+
+def test_jacrev_has_aux_and_hessian():
+    _both(lambda m, F: F.jacrev(lambda x: (x.sin(), x.sum()), has_aux=True)(_t(m, B)))
+    _both(lambda m, F: F.hessian(lambda x: (x ** 3).sum() * x.prod())(_t(m, B)))
+    _both(lambda m, F: F.hessian(f2, argnums=(0, 1))(_t(m, A), _t(m, B)))
+
+
+# ---- vmap ------------------------------------------------------------------------------------
+
+VMAP_CASES = {   # in_dims, out_dims, shapes of (a, b)
+    "both0": (0, 0, ((3, 4), (3, 4))),
+    "dim1_none": ((1, None), 0, ((3, 4), (3,))),
+    "out1": ((0, 0), 1, ((3, 4), (3, 4))),
+    "negative": ((-1, 0), -1, ((3, 4), (4, 3))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VMAP_CASES))
+def test_vmap_dims(case):
+    in_dims, out_dims, shapes = VMAP_CASES[case]
+    arrays = [RNG.standard_normal(s) for s in shapes]
+    _both(lambda m, F: F.vmap(lambda a, b: a * b + a.sum(), in_dims=in_dims, out_dims=out_dims)(
+        *(_t(m, a) for a in arrays)))
+
+
+def test_vmap_nested_tree_and_multiple_outputs():
+    xs = RNG.standard_normal((2, 3, 1, 4))
+
+    def prog(m, F):
+        def f(d, k):
+            return d["x"].mm(d["w"]).squeeze(0) * k, d["x"].sum()
+        inner = F.vmap(lambda d, k: f(d, k), in_dims=({"x": 0, "w": None}, None))
+        outer = F.vmap(inner, in_dims=({"x": 0, "w": None}, None), out_dims=(1, 0))
+        x = _t(m, xs)
+        return outer({"x": x, "w": _t(m, A.T)}, 2.0)
+    _both(prog)
+
+
+def test_vmap_randomness():
+    x = tracegrad.ones(3, 2)
+    with pytest.raises(RuntimeError, match="randomness error mode"):
+        tracegrad.func.vmap(lambda r: r + tracegrad.rand(2))(x)
+    out = tracegrad.func.vmap(lambda r: r + tracegrad.rand(2), randomness="same")(x)
+    assert tuple(out.shape) == (3, 2)
+    np.testing.assert_allclose(out.numpy()[0], out.numpy()[1])  # one draw for the batch
+    assert tracegrad.rand(2).shape == (2,)   # the generator works again after the error
+    with pytest.raises(RuntimeError):
+        torch.func.vmap(lambda r: r + torch.rand(2), randomness="bogus")(torch.ones(3, 2))
+    with pytest.raises(RuntimeError):
+        tracegrad.func.vmap(lambda r: r + tracegrad.rand(2), randomness="bogus")(x)
+
+
+def _raises_both(prog):
+    with pytest.raises(Exception) as want:
+        prog(torch, torch.func)
+    with pytest.raises(type(want.value)) as got:
+        prog(tracegrad, tracegrad.func)
+    return str(got.value), str(want.value)
+
+
+ERRORS = {
+    "grad_non_scalar": lambda m, F: F.grad(lambda x: x * 2)(_t(m, B)),
+    "grad_non_tensor_out": lambda m, F: F.grad(lambda x: 3.0)(_t(m, B)),
+    "grad_non_tensor_in": lambda m, F: F.grad(lambda x: x.sum())(3.0),
+    "grad_argnums_range": lambda m, F: F.grad(lambda x: x.sum(), argnums=2)(_t(m, B)),
+    "grad_argnums_type": lambda m, F: F.grad(lambda x: x.sum(), argnums=1.5)(_t(m, B)),
+    "grad_aux_not_tuple": lambda m, F: F.grad(lambda x: x.sum(), has_aux=True)(_t(m, B)),
+    "grad_int_input": lambda m, F: F.grad(lambda x: x.sum())(m.arange(3)),
+    "jvp_primals_not_tuple": lambda m, F: F.jvp(lambda x: x, _t(m, B), _t(m, B)),
+    "jvp_structure": lambda m, F: F.jvp(lambda x: x, (_t(m, B),), (_t(m, B), _t(m, B))),
+    "jvp_shape": lambda m, F: F.jvp(lambda x: x, (_t(m, B),), (m.ones(2, dtype=m.float64),)),
+    "vjp_cotangent_shape": lambda m, F: F.vjp(lambda x: x * 2, _t(m, B))[1](m.ones(2, dtype=m.float64)),
+    "vmap_sizes": lambda m, F: F.vmap(lambda x, y: x + y)(m.randn(2), m.randn(3)),
+    "vmap_in_dims_structure": lambda m, F: F.vmap(lambda x: x, in_dims=(0, 0))(m.randn(2)),
+    "vmap_in_dims_list": lambda m, F: F.vmap(lambda x: x, in_dims=[0])(m.randn(2)),
+    "vmap_in_dims_range": lambda m, F: F.vmap(lambda x: x, in_dims=2)(m.randn(2)),
+    "vmap_non_tensor_input": lambda m, F: F.vmap(lambda x: x)(1.0),
+    "vmap_non_tensor_output": lambda m, F: F.vmap(lambda x: 1.0)(m.randn(2)),
+    "vmap_out_dims_range": lambda m, F: F.vmap(lambda x: x, out_dims=2)(m.randn(2)),
+    "jacrev_non_tensor": lambda m, F: F.jacrev(lambda x: x * 2)(3.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_errors_match_torch(case):
+    got, want = _raises_both(ERRORS[case])
+    if case.startswith(("grad_", "vmap_sizes", "jvp_primals")):
+        assert want in got   # torch's wording (names and numbers included), ours may name the API first
+
+
+# ---- functional_call, stack_module_state, the tutorials' recipes -----------------------------
+
+def _twin(build):
+    """``build(m)`` on both modules, the tracegrad model loaded with the torch model's state."""
+    torch.manual_seed(0)
+    tm = build(torch)
+    gm = build(tracegrad)
+    gm.load_state_dict({k: tracegrad.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    return tm, gm
+
+
+def _mlp(m):
+    return m.nn.Sequential(m.nn.Linear(4, 6), m.nn.Tanh(), m.nn.Linear(6, 3))
+
+
+def _pair(build, fn):
+    tm, gm = _twin(build)
+    want = fn(torch, torch.func, tm)
+    got = fn(tracegrad, tracegrad.func, gm)
+    _compare(got, want, rtol=1e-5, atol=1e-6)
+    return tm, gm
+
+
+def test_per_sample_gradients_recipe():
+    data = RNG.standard_normal((8, 4)).astype(np.float32)
+    labels = RNG.integers(0, 3, 8)
+
+    def recipe(m, F, model):
+        params = {k: v.detach() for k, v in model.named_parameters()}
+        buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+        def compute_loss(params, buffers, sample, target):
+            predictions = F.functional_call(model, (params, buffers), (sample.unsqueeze(0),))
+            return m.nn.functional.cross_entropy(predictions, target.unsqueeze(0))
+        per_sample = F.vmap(F.grad(compute_loss), in_dims=(None, None, 0, 0))
+        return per_sample(params, buffers, m.tensor(data), m.tensor(labels))
+
+    tm, gm = _pair(_mlp, recipe)
+    # the same numbers as a Python loop of eager backward() calls
+    got = recipe(tracegrad, tracegrad.func, gm)
+    for i in range(len(data)):
+        gm.zero_grad()
+        out = gm(tracegrad.tensor(data[i:i + 1]))
+        tracegrad.nn.functional.cross_entropy(out, tracegrad.tensor(labels[i:i + 1])).backward()
+        for k, p in gm.named_parameters():
+            np.testing.assert_allclose(got[k].numpy()[i], p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    # the module's own parameters are back in place and untouched
+    for (k, p), (_, q) in zip(gm.named_parameters(), tm.named_parameters()):
+        assert isinstance(p, tracegrad.nn.Parameter) and p.requires_grad
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy())
+
+
+def test_model_ensembling_recipe():
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+
+    def recipe(m, F):
+        m.manual_seed(1)
+        models = [_mlp(m) for _ in range(3)]
+        if m is tracegrad:   # same weights as torch's models
+            torch.manual_seed(1)
+            for g, t in zip(models, [_mlp(torch) for _ in range(3)]):
+                g.load_state_dict({k: m.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+        params, buffers = F.stack_module_state(models)
+        base = copy.deepcopy(models[0])
+
+        def fmodel(params, buffers, x):
+            return F.functional_call(base, (params, buffers), (x,))
+        assert all(p.requires_grad and p.is_leaf for p in params.values())
+        same = F.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, m.tensor(x))
+        loop = m.stack([mod(m.tensor(x)) for mod in models]).detach()
+        return same, loop
+    want = recipe(torch, torch.func)
+    got = recipe(tracegrad, tracegrad.func)
+    _compare(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_functional_call_buffers_and_restore():
+    def build(m):
+        return m.nn.Sequential(m.nn.Linear(4, 3), m.nn.BatchNorm1d(3)).eval()
+
+    def prog(m, F, model):
+        state = {k: v * 2 for k, v in model.state_dict().items() if "num_batches" not in k}
+        out = F.functional_call(model, state, m.tensor(BATCH.astype(np.float32)))
+        return out.detach(), model(m.tensor(BATCH.astype(np.float32))).detach()
+    _pair(build, prog)
+
+    model = build(tracegrad)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = {k: id(v) for k, v in model.named_parameters()}
+
+    def bad(_):
+        raise ValueError("boom")
+    model.register_forward_pre_hook(lambda mod, args: bad(args))
+    with pytest.raises(ValueError, match="boom"):
+        tracegrad.func.functional_call(model, {"0.weight": tracegrad.zeros(3, 4)}, (tracegrad.ones(2, 4),))
+    assert {k: id(v) for k, v in model.named_parameters()} == ids
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), before[k].numpy())
+
+
+class _Tied:
+    @staticmethod
+    def build(m):
+        class Net(m.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = m.nn.Linear(3, 3, bias=False)
+                self.b = m.nn.Linear(3, 3, bias=False)
+                self.b.weight = self.a.weight
+
+            def forward(self, x):
+                return self.b(self.a(x))
+        return Net()
+
+
+def test_functional_call_tie_weights_and_strict():
+    x = RNG.standard_normal((2, 3)).astype(np.float32)
+    w = RNG.standard_normal((3, 3)).astype(np.float32)
+    _pair(_Tied.build, lambda m, F, model: F.functional_call(model, {"a.weight": m.tensor(w)}, (m.tensor(x),)))
+    _pair(_Tied.build, lambda m, F, model: F.functional_call(model, {"a.weight": m.tensor(w)}, (m.tensor(x),),
+                                                           tie_weights=False))
+    errors = {
+        "tied_twice": lambda m, F, model: F.functional_call(
+            model, {"a.weight": m.tensor(w), "b.weight": m.tensor(w * 2)}, (m.tensor(x),)),
+        "strict_missing": lambda m, F, model: F.functional_call(model, {}, (m.tensor(x),), strict=True),
+        "strict_unexpected": lambda m, F, model: F.functional_call(
+            model, {"a.weight": m.tensor(w), "c": m.tensor(w)}, (m.tensor(x),), strict=True),
+        "repeated": lambda m, F, model: F.functional_call(
+            model, ({"a.weight": m.tensor(w)}, {"a.weight": m.tensor(w)}), (m.tensor(x),)),
+        "not_dict": lambda m, F, model: F.functional_call(model, 3, (m.tensor(x),)),
+    }
+    tm, gm = _twin(_Tied.build)
+    for name, prog in errors.items():
+        with pytest.raises(Exception) as want:
+            prog(torch, torch.func, tm)
+        with pytest.raises(type(want.value)) as got:
+            prog(tracegrad, tracegrad.func, gm)
+        assert str(got.value).replace("tracegrad", "torch") == str(want.value), name
+
+
+def test_stack_module_state_errors():
+    for prog in (lambda m, F: F.stack_module_state([]),
+                 lambda m, F: F.stack_module_state([_mlp(m), _mlp(m).eval()]),
+                 lambda m, F: F.stack_module_state([_mlp(m), m.nn.Linear(4, 6)])):
+        got, want = _raises_both(prog)
+        assert got == want
