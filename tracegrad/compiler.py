@@ -31,10 +31,11 @@ import weakref
 from . import _state
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
+from ._tensor import Tensor
 from .autograd import grad_mode
 
-__all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "disable", "cache_size_limit",
-           "CompiledFunction"]
+__all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "disable", "allow_in_graph",
+           "cache_size_limit", "CompiledFunction"]
 
 cache_size_limit = 8
 _EAGER = "eager"
@@ -68,7 +69,10 @@ class CompiledFunction:
         st["calls"] += 1
         if self.disabled or _state.CAPTURE[0] is not None:   # nested: part of the outer trace
             return self._fn(*args, **kwargs)
-        leaves, treedef = _flatten((args, kwargs))
+        if not kwargs and all(isinstance(a, Tensor) for a in args):
+            leaves, treedef = args, len(args)          # the common case, without tree_flatten
+        else:
+            leaves, treedef = _flatten((args, kwargs))
         kinds = classify_args(leaves)
         key = _key(leaves, treedef, kinds)
         entries = self._cache.get(key)
@@ -203,6 +207,19 @@ def stats():
 def is_compiling() -> bool:
     """Mirrors ``torch.compiler.is_compiling``: True while a compiled function is being traced."""
     return _state.CAPTURE[0] is not None
+
+
+def allow_in_graph(fn):
+    """Mirrors ``torch.compiler.allow_in_graph`` for hooks: ``fn`` (a tensor, Node, module,
+    optimizer or saved-tensor hook) is traced into compiled programs instead of being a graph
+    break. Use it only for hooks without Python side effects (no counters, prints, ``.item()``,
+    appends): their Python runs once, while tracing; the tensor math they do runs every call.
+    Returns ``fn``."""
+    try:
+        fn._tracegrad_traceable = True
+    except AttributeError:
+        raise TypeError(f"tracegrad.compiler.allow_in_graph: cannot mark {fn!r}; wrap it in a Python function") from None
+    return fn
 
 
 def disable(fn=None, recursive=True):
