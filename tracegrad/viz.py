@@ -34,13 +34,14 @@ def _saved_items(node):
     if op is None or getattr(node, "released", False):
         return []
     items = []
-    for name in op.saves:
+    # torch's Nodes expose saved inputs and scalar arguments as _saved_<name> (the exponent of
+    # pow, the alpha of add); ours answer the same names for saved tensors and constants
+    for name in dict.fromkeys(op.saves + op.args):
         try:
             items.append((name, getattr(node, "_saved_" + name)))
         except (AttributeError, RuntimeError):
             continue
-    for name, value in getattr(node, "static", ()):
-        items.append((name, value))
+    items += [(name, value) for name, value in getattr(node, "static", ()) if name not in dict(items)]
     return items
 
 

@@ -34,10 +34,14 @@ def _tensor_jax(self):
 
 def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """The DLPack protocol (``torch.from_dlpack(t)``, ``np.from_dlpack(t)``): exports the
-    JAX array without a copy where the device allows. RuntimeError on a tensor that requires
+    JAX array without a copy where the device allows. BufferError on a tensor that requires
     grad, as torch's ``__dlpack__``."""
     if self.requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    return _export(self, stream, max_version, dl_device, copy)
+
+
+def _export(self, stream=None, max_version=None, dl_device=None, copy=None):
     kw = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
                             ("copy", copy)) if v is not None}
     return self._value.__dlpack__(**kw)
@@ -84,10 +88,11 @@ def from_dlpack(ext_tensor):
 
 def to_dlpack(tensor):
     """Mirrors ``torch.utils.dlpack.to_dlpack``: a DLPack capsule of the Tensor's array (no
-    copy), to be consumed once. Raises RuntimeError for a tensor that requires grad."""
+    copy), to be consumed once. Like torch's, it also exports a tensor that requires grad (its
+    value; autograd history does not travel). Raises TypeError for non-Tensors."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"to_dlpack: expected a Tensor, got {type(tensor).__name__}")
-    return _tensor_dlpack(tensor)
+    return _export(tensor)
 
 
 def _signature(args, kwargs):
