@@ -59,6 +59,10 @@ def snapshot(x):
                 "training": [m.training for m in x.modules()]}
     if hasattr(x, "param_groups") and hasattr(x, "state_dict"):
         return snapshot(x.state_dict())
+    if hasattr(x, "state_dict"):          # lr schedulers
+        return snapshot(x.state_dict())
+    if callable(x):
+        return getattr(x, "__qualname__", type(x).__name__)
     if isinstance(x, dict):
         return {k: snapshot(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

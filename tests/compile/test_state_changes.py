@@ -1,0 +1,161 @@
+"""State changed between compiled calls is seen by the next call (never a stale copy):
+load_state_dict on model and optimizer, in-place edits under no_grad, rebinding ``.data``,
+lr schedulers (without a new trace), other hyper-parameters, train()/eval() with Dropout and
+BatchNorm, requires_grad_ flips, hooks added and removed."""
+import pytest
+
+import tracegrad
+
+from ._harness import check_compiled, check_torch, data, np_init
+
+
+def program(opt_name="SGD", opt_kw=None, norm=False, dropout=False, scale=False, sched=None):
+    """A 3-4-2 MLP (optionally with BatchNorm1d / Dropout / a captured scale tensor) trained on
+    MSE; ``sched(opt)`` builds an lr scheduler kept in the state."""
+    def make(mod, wrap):
+        layers = [mod.nn.Linear(3, 4)]
+        if norm:
+            layers.append(mod.nn.BatchNorm1d(4))
+        layers.append(mod.nn.Tanh())
+        if dropout:
+            layers.append(mod.nn.Dropout(0.5))
+        layers.append(mod.nn.Linear(4, 2))
+        model = np_init(mod.nn.Sequential(*layers), mod)
+        opt = getattr(mod.optim, opt_name)(model.parameters(), **(opt_kw or {"lr": 0.1, "momentum": 0.9}))
+        s = mod.ones(2)
+        state = {"model": model, "opt": opt, "scale": s}
+        if sched is not None:
+            state["sched"] = sched(mod, opt)
+
+        def step(x, y):
+            opt.zero_grad()
+            out = model(x)
+            if scale:
+                out = out * s
+            loss = mod.nn.functional.mse_loss(out, y)
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), state, lambda i: (data(mod, i, 6, 3), data(mod, i, 6, 2, seed=300))
+    return make
+
+
+def test_model_load_state_dict_between_calls():
+    saved = {}
+
+    def between(state, i):
+        m = state["model"]
+        if i == 0:
+            saved[id(m)] = {k: v.clone() for k, v in m.state_dict().items()}
+        if i == 2:
+            m.load_state_dict(saved[id(m)])
+    check_compiled(program(norm=True), calls=5, between=between)
+
+
+def test_optimizer_load_state_dict_between_calls():
+    import copy
+    saved = {}
+
+    def between(state, i):
+        o = state["opt"]
+        if i == 1:
+            saved[id(o)] = copy.deepcopy(o.state_dict())
+        if i == 3:
+            o.load_state_dict(saved[id(o)])
+    check_compiled(program("Adam", dict(lr=0.05)), calls=6, between=between)
+
+
+def test_inplace_edit_of_parameters_and_captured_tensor_under_no_grad():
+    def between(state, i):
+        with tracegrad.no_grad():
+            state["model"][0].weight.mul_(0.5)
+            state["scale"].add_(1.0)
+    check_compiled(program(scale=True), calls=4, between=between)
+
+
+def test_data_rebound_between_calls():
+    def between(state, i):
+        if i == 1:
+            w = state["model"][0].weight
+            w.data = tracegrad.full_like(w, 0.1)
+    check_compiled(program(), calls=4, between=between)
+
+
+SCHEDULERS = {
+    "StepLR": lambda mod, o: mod.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5),
+    "CosineAnnealingLR": lambda mod, o: mod.optim.lr_scheduler.CosineAnnealingLR(o, T_max=7),
+    "OneCycleLR": lambda mod, o: mod.optim.lr_scheduler.OneCycleLR(o, max_lr=0.1, total_steps=20),
+}
+
+
+@pytest.mark.parametrize("sched", [
+    "StepLR", "CosineAnnealingLR",
+    pytest.param("OneCycleLR", marks=pytest.mark.xfail(
+        strict=True, reason="OneCycleLR cycles momentum: a guarded hyper-parameter, so every call traces again"))])
+def test_lr_scheduler_no_retrace(sched):
+    make = program("AdamW" if sched != "OneCycleLR" else "SGD",
+                   dict(lr=0.05) if sched != "OneCycleLR" else dict(lr=0.05, momentum=0.9),
+                   sched=SCHEDULERS[sched])
+    counts = []
+
+    def between(state, i):
+        state["sched"].step()
+        counts.append(getattr(run_step[0], "stats", {"traces": None})["traces"])
+    run_step = [None]
+
+    def make_and_remember(mod, wrap):
+        step, state, batch = make(mod, wrap)
+        run_step[0] = step
+        return step, state, batch
+    run = check_compiled(make_and_remember, calls=10, between=between)
+    compiled_counts = counts[10:]
+    assert compiled_counts[2:] == [compiled_counts[2]] * 8, compiled_counts   # no trace after warm-up
+    assert not run.step.stats["graph_breaks"]
+
+
+def test_lr_changed_by_hand_no_retrace():
+    def between(state, i):
+        state["opt"].param_groups[0]["lr"] = 0.1 / (i + 2)
+    run = check_compiled(program("Adam", dict(lr=0.05)), calls=8, between=between)
+    assert run.step.stats["traces"] <= 2
+
+
+@pytest.mark.parametrize("key,value", [("momentum", 0.5), ("weight_decay", 0.1)])
+def test_other_hyper_parameter_changed(key, value):
+    def between(state, i):
+        if i == 1:
+            state["opt"].param_groups[0][key] = value
+    check_compiled(program(), calls=4, between=between)
+
+
+@pytest.mark.xfail(strict=True, reason="train/eval/train/eval with Dropout: 4th call raises ValueError "
+                   "(foreach() argument 2 is longer) from the program call")
+def test_train_eval_switch_dropout_batchnorm():
+    def between(state, i):
+        state["model"].train(i % 2 == 1)
+    run = check_compiled(program(norm=True, dropout=True), calls=6, between=between)
+    assert not run.step.stats["graph_breaks"]
+
+
+def test_torch_parity_batchnorm_train_eval():
+    def between(state, i):
+        state["model"].train(i != 1)
+    check_torch(program(norm=True), calls=4, between=between)
+
+
+def test_requires_grad_flip_between_calls():
+    def between(state, i):
+        state["model"][0].weight.requires_grad_(i % 2 == 1)
+    check_compiled(program(opt_kw=dict(lr=0.1)), calls=5, between=between)
+
+
+def test_forward_hook_added_and_removed_between_calls():
+    handles = {}
+
+    def between(state, i):
+        m = state["model"]
+        if i == 1:
+            handles[id(m)] = m[0].register_forward_hook(lambda mod, inp, out: out * 0.5)
+        if i == 3:
+            handles[id(m)].remove()
+    check_compiled(program(), calls=5, between=between)
