@@ -53,6 +53,18 @@ def _jax_argnums(argnums, positions):
     return tuple(range(len(positions))) if isinstance(argnums, tuple) else 0
 
 
+def _checked_outputs(func, has_aux, api, kwargs=None):
+    """``func`` checked as torch.func checks a transformed function's result: Tensors (trees of
+    them), and with ``has_aux`` an ``(output, aux)`` pair. ``api`` prefixes the messages."""
+    def checked(*a):
+        out = func(*a, **(kwargs or {}))
+        if has_aux and not (isinstance(out, tuple) and len(out) == 2):
+            raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+        _wrap.check_outputs(out[0] if has_aux else out, api)
+        return out
+    return checked
+
+
 def _scalar_fn(fn, has_aux, api):
     """``fn`` checked as torch checks the function given to grad: a scalar Tensor output
     (plus an aux tree of Tensors with ``has_aux``)."""
@@ -117,14 +129,7 @@ def vjp(func, *primals, has_aux=False):
     _diff_leaves(primals, range(len(primals)), "vjp")
     positions = tuple(range(len(primals)))
 
-    def fn(*a):
-        out = func(*a)
-        if has_aux:
-            if not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: (output, aux) "
-                                   "if has_aux is True")
-        _wrap.check_outputs(out[0] if has_aux else out, "vjp(f, *primals)")
-        return out
+    fn = _checked_outputs(func, has_aux, "vjp(f, *primals)")
     jf = _wrap.pure(fn, primals, positions)
     res = _wrap.run_jax(functools.partial(jax.vjp, jf, has_aux=has_aux), *(_wrap.to_arrays(p) for p in primals))
     out, pullback = res[0], res[1]
@@ -177,13 +182,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                                f"the given forward gradient is of size {list(t.shape)}.")
     t_arr = _wrap.run_jax(lambda ts: jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), ts, p_arr), t_arr)
 
-    def fn(*a):
-        out = func(*a)
-        if has_aux and not (isinstance(out, tuple) and len(out) == 2):
-            raise RuntimeError("jvp(f, primals, tangents): output of function f should be a tuple: (output, aux) "
-                               "if has_aux is True")
-        _wrap.check_outputs(out[0] if has_aux else out, "jvp(f, primals, tangents)")
-        return out
+    fn = _checked_outputs(func, has_aux, "jvp(f, primals, tangents)")
     jf = _wrap.pure(fn, primals, range(len(primals)))
     if has_aux:
         out, tan, aux = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=True), p_arr, t_arr)
@@ -198,13 +197,7 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
         positions = _argnums(argnums, len(args))
         _diff_leaves(args, positions, api)
 
-        def fn(*a):
-            out = func(*a, **kwargs)
-            if has_aux and not (isinstance(out, tuple) and len(out) == 2):
-                raise RuntimeError(f"{api}(f, ...)(*args): output of function f should be a tuple: "
-                                   "(output, aux) if has_aux is True")
-            _wrap.check_outputs(out[0] if has_aux else out, f"{api}(f, ...)(*args)")
-            return out
+        fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs)
         jf = _wrap.pure(fn, args, positions)
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
