@@ -8,6 +8,9 @@ import pytest
 
 import tracegrad as tg
 
+# the float64 oracle (or hand-written jax.jit) is this file's own JAX code: x64 on for it
+pytestmark = pytest.mark.usefixtures("jax_x64")
+
 POS = (0.2, 2.0)
 UNIT = (-0.9, 0.9)
 

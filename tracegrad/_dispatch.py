@@ -14,6 +14,7 @@ import numpy as np
 from . import _state
 from ._ops.registry import Op
 from ._tensor import Tensor, _JaxTracer
+from ._x64 import x64_enter, x64_exit
 from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
 from .autograd.grad_mode import INFERENCE_DEPTH, STATE
 
@@ -45,7 +46,11 @@ def _forward(op, arrays, static):
             # inside a JAX trace: call the pure function, JAX traces through it once (Python
             # numbers stay numbers: a cached concrete array must not leak into a trace)
             return op.fn(*arrays, **dict(static)) if static else op.fn(*arrays)
-    return op.forward(static)(*map(as_arg, arrays))
+    prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
+    try:
+        return op.forward(static)(*map(as_arg, arrays))
+    finally:
+        x64_exit(prev)
 
 
 # NOTE [scalar arguments]

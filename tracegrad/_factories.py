@@ -3,7 +3,8 @@
 
 All mirror the torch functions of the same names and arguments (``dtype``, ``device``,
 ``requires_grad``, ``generator``). Python floats become the default dtype (float32), Python
-ints int64, bools bool; numpy arrays keep their dtype (as torch).
+ints int64, bools bool; numpy arrays keep their dtype (as torch). Every factory that makes a JAX
+array runs under ``with_x64`` (float64/int64 without turning x64 on for the user's JAX code).
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ._ops import dtypes as _dt
 from ._ops import random as _rnd
 from ._tensor import Size, Tensor
 from .autograd.grad_mode import in_inference_mode
+from ._x64 import with_x64
 
 
 def _place(array, device):
@@ -103,6 +105,7 @@ def _ragged_message(data):
     return walk(data, 0)
 
 
+@with_x64
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Mirrors ``torch.tensor``: always copies ``data`` (nested lists/tuples of numbers or 0-d
     tensors, numpy arrays, tensors). TypeError for data it cannot read; RuntimeError when
@@ -139,6 +142,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype=dtype, device=device)
 
 
+@with_x64
 def from_numpy(ndarray):
     """Mirrors ``torch.from_numpy``. Differs from torch: the tensor holds a *copy* (JAX arrays
     cannot share memory with numpy), so later writes to the numpy array are not seen.
@@ -173,12 +177,14 @@ def _fdt(dtype):
     return _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
 
+@with_x64
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32."""
     d = _fdt(dtype)
     return _finish(jnp.zeros(_size(size), d.np), d, device, requires_grad)
 
 
+@with_x64
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32."""
     d = _fdt(dtype)
@@ -191,6 +197,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@with_x64
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32)."""
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.scalar_dtype(fill_value if not isinstance(fill_value, Tensor) else fill_value.item())
@@ -199,12 +206,14 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     return _finish(jnp.full(_size((size,)), fill_value, d.np), d, device, requires_grad)
 
 
+@with_x64
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix."""
     d = _fdt(dtype)
     return _finish(jnp.eye(n, n if m is None else m, dtype=d.np), d, device, requires_grad)
 
 
+@with_x64
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32."""
     if end is None:
@@ -221,6 +230,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
 
 
+@with_x64
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
@@ -234,12 +244,14 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
 
 
+@with_x64
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive."""
     d = _fdt(dtype)
     return _finish(jnp.linspace(start, end, steps, dtype=d.np), d, device, requires_grad)
 
 
+@with_x64
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     d = _fdt(dtype)
     return _finish(jnp.logspace(start, end, steps, base=base, dtype=d.np), d, device, requires_grad)
@@ -267,18 +279,21 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 
 # ---- random -----------------------------------------------------------------------------
+@with_x64
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's."""
     d = _fdt(dtype)
     return _finish(_rnd.uniform(_rnd.key_for(generator), _size(size), d.np), d, device, requires_grad)
 
 
+@with_x64
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's."""
     d = _fdt(dtype)
     return _finish(_rnd.normal(_rnd.key_for(generator), _size(size), d.np), d, device, requires_grad)
 
 
+@with_x64
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high)."""
     if size is None:
@@ -288,6 +303,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     return _finish(arr.astype(d.np), d, device, requires_grad)
 
 
+@with_x64
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64)."""
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
@@ -308,6 +324,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
 
 
+@with_x64
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
@@ -319,6 +336,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return _finish(_rnd.normal(_rnd.key_for(generator), _size((size,)), d.np, mean, std), d, device, requires_grad)
 
 
+@with_x64
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype."""
     probs = input._value if p is None else jnp.full(input.shape, p)
@@ -326,6 +344,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     return Tensor._make(draw.astype(input._value.dtype))
 
 
+@with_x64
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input``."""
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)

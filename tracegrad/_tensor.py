@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _state
 from ._ops import dtypes as _dt
+from ._x64 import astype as _astype64, with_x64
 
 _JaxTracer = jax.core.Tracer
 _CAPTURE = _state.CAPTURE
@@ -55,7 +56,7 @@ def _chain_apply(chain, root):
 def chain_value_fn(chain):
     f = _chain_fwd.get(chain)
     if f is None:
-        f = _chain_fwd[chain] = jax.jit(partial(_chain_apply, chain))
+        f = _chain_fwd[chain] = with_x64(jax.jit(partial(_chain_apply, chain)))
     return f
 
 
@@ -69,7 +70,7 @@ def _chain_scatter(chain, root, new):
 def chain_write_fn(chain):
     f = _chain_write.get(chain)
     if f is None:
-        f = _chain_write[chain] = jax.jit(partial(_chain_scatter, chain))
+        f = _chain_write[chain] = with_x64(jax.jit(partial(_chain_scatter, chain)))
     return f
 
 
@@ -83,7 +84,7 @@ def element_positions(t):
     pos = _positions.get(key)
     if pos is None:
         root = np.arange(int(np.prod(t._st.array.shape)), dtype=np.int64).reshape(t._st.array.shape)
-        pos = _positions[key] = np.asarray(_chain_apply(t._chain, root)) if t._chain else root
+        pos = _positions[key] = np.asarray(with_x64(_chain_apply)(t._chain, root)) if t._chain else root
     return pos
 
 
@@ -192,7 +193,7 @@ class Tensor:
         st = self._st
         if _CAPTURE[0] is not None:
             _CAPTURE[0].see_write(self)
-        new = new.astype(st.array.dtype) if new.dtype != st.array.dtype else new
+        new = _astype64(new, st.array.dtype) if new.dtype != st.array.dtype else new
         if self._chain:
             for op, _, _ in self._chain:
                 if op.view == "overlap":

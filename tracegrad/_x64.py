@@ -29,6 +29,11 @@ Three forms, fastest first (measured on this machine, jax 0.10.2; a jitted call 
 * ``with x64_scope():`` -- a context manager, ~0.3 us (``jax.enable_x64(True)``, JAX's own,
   costs ~0.57 us; a ``contextlib`` one ~1 us).
 
+Never enter the scope while tracing someone else's ``jax.jit`` (an argument is a
+``jax.core.Tracer``): flipping x64 mid-trace mixes 64- and 32-bit avals. Tracer paths run in the
+mode of the trace (``tracegrad.compile`` traces inside a scope; a user's own ``jax.jit`` gets the
+user's setting). ``astype`` below follows that rule.
+
 All forms are thread-safe (the setting is thread-local) and nest (an inner scope restores
 "on"). For ``tracegrad.compile``: wrap the ``jax.jit`` object *and* every call on it
 (``.lower()``, ``.trace()``, ``.eval_shape``), e.g. ``step = with_x64(jax.jit(fn, donate_argnums=0))``
@@ -88,3 +93,15 @@ def with_x64(fn):
 def x64_enabled() -> bool:
     """Whether JAX's x64 mode is on in this thread right now (inside a scope or globally)."""
     return bool(_STATE.value)
+
+
+def astype(a, dtype):
+    """``a.astype(dtype)`` keeping 64-bit dtypes. A tracer is cast in its own trace's mode
+    (tracegrad never flips x64 in the middle of a trace)."""
+    if isinstance(a, jax.core.Tracer):
+        return a.astype(dtype)
+    prev = _STATE.swap_local(True)
+    try:
+        return a.astype(dtype)
+    finally:
+        _STATE.set_local(prev)

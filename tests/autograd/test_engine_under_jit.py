@@ -3,10 +3,14 @@ inside a hand-written ``jax.jit`` (tensors holding tracers) gives eager's values
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import tracegrad
 
 from _ag import rnd
+
+# the float64 oracle (or hand-written jax.jit) is this file's own JAX code: x64 on for it
+pytestmark = pytest.mark.usefixtures("jax_x64")
 
 LR = 0.1
 

@@ -115,7 +115,7 @@ def test_vjp_default_v_for_scalar_output():
     _both(lambda m, F: F.vjp(lambda x: (x ** 2).sum(), _inputs(m, False)))
 
 
-def test_results_match_jax_grad():
+def test_results_match_jax_grad(jax_x64):
     jax = pytest.importorskip("jax")
     f = lambda x: (x ** 3).sum() + x.prod()  # noqa: E731
     x = tracegrad.tensor(X, dtype=tracegrad.float64)

@@ -9,6 +9,9 @@ import tracegrad
 
 from _ag import rnd
 
+# the float64 oracle (or hand-written jax.jit) is this file's own JAX code: x64 on for it
+pytestmark = pytest.mark.usefixtures("jax_x64")
+
 POS = "pos"      # inputs mapped to [0.5, 2.5): log, sqrt, pow bases, division
 UNIT = "unit"    # inputs mapped into (-0.9, 0.9): asin/acos/atanh
 

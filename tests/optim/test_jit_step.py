@@ -10,6 +10,9 @@ import pytest
 import tracegrad
 from _helpers import inputs, loss_fn, make_params, to_np
 
+# the float64 oracle (or hand-written jax.jit) is this file's own JAX code: x64 on for it
+pytestmark = pytest.mark.usefixtures("jax_x64")
+
 CONFIGS = [
     ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01)),
     ("SGD", dict(lr=0.1)),

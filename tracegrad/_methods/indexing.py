@@ -70,7 +70,8 @@ def _parse_key(self, key):
                 v = k._value
                 if not isinstance(v, _JaxTracer) and v.size:
                     size = shp[dim]
-                    lo, hi = int(v.min()), int(v.max())
+                    h = np.asarray(v)   # host min/max: no XLA program per index shape
+                    lo, hi = int(h.min()), int(h.max())
                     if hi >= size or lo < -size:
                         bad = hi if hi >= size else lo
                         raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")

@@ -173,6 +173,8 @@ def _restride_(self, new):
 
 
 def _random_inplace(fn):
+    from .._x64 import with_x64
+    fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
     def f(self, *args, generator=None, **kwargs):
         from .._ops import random as _rnd
         k = _rnd.key_for(generator)

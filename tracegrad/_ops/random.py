@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
+from .._x64 import with_x64
 
 
 class Generator:
@@ -21,6 +22,7 @@ class Generator:
         self._seed = 67280421310721  # torch's default seed
         self._key = None
 
+    @with_x64   # a 64-bit seed (torch's default is > 2**32) needs x64 to make the key
     def manual_seed(self, seed):
         seed = int(seed)
         self._seed = seed
@@ -58,10 +60,12 @@ class Generator:
         return sub
 
 
-@jax.jit
 def _split(k):
     a, b = jax.random.split(jax.random.wrap_key_data(k))
     return jax.random.key_data(a), jax.random.key_data(b)
+
+
+_split = with_x64(jax.jit(_split))  # one cache entry: always called in the x64 mode
 
 
 default_generator = Generator()
@@ -113,7 +117,7 @@ def _philox(k):
 def _draw(k, sample, shape, dtype):
     """``sample(numpy_generator) -> numpy array`` of ``shape``/``dtype``, from key ``k``."""
     if not isinstance(k, jax.core.Tracer):
-        return jnp.asarray(sample(_philox(k)), dtype)
+        return with_x64(jnp.asarray)(sample(_philox(k)), dtype)
     dtype = jnp.dtype(dtype)
     return jax.pure_callback(lambda key: np.asarray(sample(_philox(key)), dtype),
                              jax.ShapeDtypeStruct(tuple(shape), dtype), k)

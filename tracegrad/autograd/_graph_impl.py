@@ -20,6 +20,7 @@ from collections import OrderedDict
 from ..utils.hooks import RemovableHandle
 from .. import _state
 from .._tensor import Tensor
+from .._x64 import x64_scope
 from . import grad_mode
 
 _seq = itertools.count()
@@ -342,7 +343,8 @@ class AccumulateGrad(Node):
             var._grad = var._grad + g
         else:
             old = var._grad
-            old._write(old._value + g._value)
+            with x64_scope():
+                old._write(old._value + g._value)
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
                 _state.note_hook("post accumulate grad", h)
