@@ -69,12 +69,7 @@ class CompiledFunction:
         st["calls"] += 1
         if self.disabled or _state.CAPTURE[0] is not None:   # nested: part of the outer trace
             return self._fn(*args, **kwargs)
-        if not kwargs and all(isinstance(a, Tensor) for a in args):
-            leaves, treedef = args, len(args)          # the common case, without tree_flatten
-        else:
-            leaves, treedef = _flatten((args, kwargs))
-        kinds = classify_args(leaves)
-        key = _key(leaves, treedef, kinds)
+        leaves, treedef, kinds, key = _signature(args, kwargs)
         entries = self._cache.get(key)
         if entries is _EAGER:
             return self._eager(args, kwargs)
@@ -122,6 +117,19 @@ class CompiledFunction:
                           + ". See tracegrad.compiler.stats().", UserWarning, stacklevel=4)
         return self._eager(args, kwargs)
 
+    def memory_analysis(self, *args, **kwargs):
+        """XLA's memory analysis (``temp_size_in_bytes``, ``argument_size_in_bytes``...) of the
+        program these arguments run (after the call that traced it), or None when they run
+        eagerly. Useful to check that checkpointing saves memory inside a compiled step."""
+        leaves, _, _, key = _signature(args, kwargs)
+        entries = self._cache.get(key)
+        if not entries or entries is _EAGER:
+            return None
+        from ._x64 import x64_scope
+        with x64_scope():
+            r = entries[0]
+            return r.program.memory_analysis(r.read_inputs(leaves))
+
     def reset(self):
         self._cache.clear()
         self._plans.clear()
@@ -130,6 +138,16 @@ class CompiledFunction:
 
 def _jit_options(cf):
     return {}
+
+
+def _signature(args, kwargs):
+    """(leaves, treedef, kinds, cache key) of one call's arguments."""
+    if not kwargs and all(isinstance(a, Tensor) for a in args):
+        leaves, treedef = args, len(args)          # the common case, without tree_flatten
+    else:
+        leaves, treedef = _flatten((args, kwargs))
+    kinds = classify_args(leaves)
+    return leaves, treedef, kinds, _key(leaves, treedef, kinds)
 
 
 def _key(leaves, treedef, kinds):

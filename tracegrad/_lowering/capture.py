@@ -71,6 +71,7 @@ class Capture:
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
+        self.current_grads = ()                # the gradients the engine's running node got
 
     # ---- reports from the lower layers ----------------------------------------------------
     def storage_created(self, st):

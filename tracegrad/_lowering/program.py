@@ -42,6 +42,11 @@ class Program:
         return jax.tree_util.tree_unflatten(self.out_tree, f(*flat))
 
 
+    def memory_analysis(self, flat):
+        """XLA's memory figures (``temp_size_in_bytes``...) of the compiled program."""
+        return jax.jit(self.fun, **self.options).lower(*flat).compile().memory_analysis()
+
+
 def _exclusively_held(flat, indices):
     # references: the storage (or generator / grad) slot, ``flat``, the call argument
     for i in indices:

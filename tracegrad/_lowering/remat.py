@@ -2,8 +2,10 @@
 
 Inside a trace, a checkpoint's recompute is the same computation as its forward; XLA's CSE
 would merge the two and keep every activation alive, saving nothing. ``barrier(values)``
-passes the recompute's inputs through ``lax.optimization_barrier``, so the recompute depends
-on values XLA cannot prove equal to the forward's, and tells the capture that the program
+passes the recompute's inputs through ``lax.optimization_barrier`` together with the gradient
+that reached the node asking for the recompute, so the recompute depends on values XLA cannot
+prove equal to the forward's and cannot start before the backward gets there; it also tells
+the capture that the program
 needs XLA:CPU's ``cse_barrier_expander`` pass off (it strips the barriers otherwise; the
 option is per program, never a process-global ``XLA_FLAGS``). Eagerly it does nothing.
 """
@@ -26,9 +28,13 @@ def barrier(tensors):
     if not idx:
         return tuple(tensors)
     cap = _state.CAPTURE[0]
+    after = []
     if cap is not None:
         cap.uses_remat = True
-    vals = jax.lax.optimization_barrier([tensors[i]._value for i in idx])
+        # tie the recompute to the gradient arriving at the node that needs it: without that
+        # data dependency XLA may schedule the recompute early, during the forward
+        after = [g._value for g in cap.current_grads if isinstance(g, Tensor) and isinstance(g._value, _Tracer)]
+    vals = jax.lax.optimization_barrier([tensors[i]._value for i in idx] + after)
     out = list(tensors)
     for i, v in zip(idx, vals):
         t = Tensor._make(v)

@@ -28,6 +28,7 @@ import weakref
 from collections import defaultdict
 
 import tracegrad
+from .._lowering.remat import barrier
 from ..autograd import engine as _engine
 from ..autograd._graph_impl import SavedTensor
 from ..autograd.function import Function
@@ -174,7 +175,7 @@ class CheckpointFunction(Function):
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t
         with _forked_rng(ctx.fwd_rng_key, ctx.preserve_rng_state):
-            detached = detach_variable(tuple(inputs))
+            detached = barrier(detach_variable(tuple(inputs)))
             for i, rg in zip(ctx.tensor_indices, ctx.input_requires_grad):
                 detached[i].requires_grad = rg
             with tracegrad.enable_grad():
@@ -271,7 +272,8 @@ class _Frame:
                 if rg and not a.requires_grad:
                     a = a.detach().requires_grad_()
             out.append(a)
-        return out
+        # inside tracegrad.compile: keep XLA from merging the recompute with the forward
+        return list(barrier(out))
 
     def log(self, phase, x):
         if self.debug_log is not None:
@@ -336,7 +338,8 @@ class _recompute_hooks(saved_tensors_hooks):
                 raise _StopRecomputation
             return x
 
-        super().__init__(pack, lambda x: x)
+        pack._tracegrad_traceable = True   # bookkeeping only: it may run while tracing
+        super().__init__(pack, _identity)
 
 
 _fresh_ids = itertools.count(-2, -1)  # task ids for unpacks outside any backward call
@@ -382,7 +385,15 @@ class _checkpoint_hooks(saved_tensors_hooks):
             holder.handles[task] = None
             return ret
 
+        pack._tracegrad_traceable = unpack._tracegrad_traceable = True
         super().__init__(pack, unpack)
+
+
+def _identity(x):
+    return x
+
+
+_identity._tracegrad_traceable = True
 
 
 def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check,
