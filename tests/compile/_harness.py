@@ -51,8 +51,9 @@ def _arr(t):
 def snapshot(x):
     """Everything observable in ``x`` as nested Python/numpy values (torch and tracegrad alike)."""
     if _is_tensor(x):
+        g = x.grad if (x.is_leaf or x.retains_grad) else None     # no non-leaf .grad warning
         return {"value": _arr(x), "dtype": str(x.dtype).split(".")[-1], "requires_grad": x.requires_grad,
-                "is_leaf": x.is_leaf, "grad": None if x.grad is None else _arr(x.grad)}
+                "is_leaf": x.is_leaf, "grad": None if g is None else _arr(g)}
     if hasattr(x, "named_parameters") and hasattr(x, "named_buffers"):
         return {"params": {n: snapshot(p) for n, p in x.named_parameters()},
                 "buffers": {n: _arr(b) for n, b in x.named_buffers()},

@@ -1,0 +1,154 @@
+"""A compiled function or module without a step inside (forward only) is differentiable from
+outside: ``loss.backward()`` accumulates into ``.grad`` as eager, ``retain_graph=True`` and a
+second backward, ``autograd.grad`` w.r.t. inputs, no graph under ``no_grad``, several compiled
+calls inside one graph; ``tracegrad.compile(model)``, ``model.compile()`` and the decorator
+with and without arguments."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+from . import _harness
+from ._harness import _arr, assert_same, check_compiled, check_torch, data, np_init, snapshot
+
+
+def _model(mod):
+    return np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.Tanh(), mod.nn.Linear(4, 2)), mod)
+
+
+def outer_program(kind="backward", opt=False):
+    """``wrap`` compiles only the forward ``f(x, y) -> loss``; the backward (and optimizer
+    step) run outside. ``kind`` picks what happens with the outputs."""
+    def make(mod, wrap):
+        model = _model(mod)
+        sgd = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if opt else None
+        stash = {}
+
+        def forward(x, y):
+            return mod.nn.functional.mse_loss(model(x), y)
+        f = wrap(forward)
+
+        def step(x, y):
+            if sgd is not None:
+                sgd.zero_grad()
+            if kind == "backward":
+                loss = f(x, y)
+                loss.backward()
+            elif kind == "retain_graph":
+                loss = f(x, y)
+                loss.backward(retain_graph=True)
+                loss.backward()
+            elif kind == "two_calls":
+                loss = f(x, y) + 0.5 * f(x * 2, y)
+                loss.backward()
+            elif kind == "input_grad":
+                x = x.detach().requires_grad_(True)
+                loss = f(x, y)
+                stash["gx"], = mod.autograd.grad(loss, [x])
+            elif kind == "no_grad":
+                with mod.no_grad():
+                    loss = f(x, y)
+            if sgd is not None:
+                sgd.step()
+            return loss
+        step.compiled = f
+        return step, {"model": model, "stash": stash, **({"opt": sgd} if sgd else {})}, \
+            lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
+    return make
+
+
+@pytest.mark.parametrize("kind", ["backward", "retain_graph", "two_calls", "input_grad", "no_grad"])
+def test_forward_only_differentiable_from_outside(kind):
+    run = check_compiled(outer_program(kind), calls=4)
+    f = run.step.compiled
+    assert f.stats["traces"] >= 1 and not f.stats["graph_breaks"]
+    if kind == "no_grad":
+        assert all(not s["out"]["requires_grad"] for s in run.snaps)
+
+
+def test_forward_only_with_optimizer_outside_torch_parity():
+    check_torch(outer_program("backward", opt=True), calls=4)
+
+
+def test_result_has_one_compiled_node_and_second_backward_raises():
+    model = _model(tracegrad)
+    f = tracegrad.compile(lambda x: model(x).pow(2).sum())
+    x = data(tracegrad, 0, 5, 3)
+    for _ in range(3):
+        loss = f(x)
+    assert type(loss.grad_fn).__name__ == "CompiledFunctionBackward"
+    assert loss.requires_grad and not loss.is_leaf
+    loss.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        loss.backward()
+
+
+def test_compile_module_state_dict_prefix_and_parity():
+    torch = pytest.importorskip("torch")
+    results = {}
+    for mod in (torch, tracegrad):
+        model = _model(mod)
+        cm = mod.compile(model) if mod is tracegrad else model
+        if mod is tracegrad:
+            assert all(k.startswith("_orig_mod.") for k in cm.state_dict())
+            assert [k[len("_orig_mod."):] for k in cm.state_dict()] == list(model.state_dict())
+        for i in range(3):
+            out = cm(data(mod, i, 5, 3))
+            out.pow(2).mean().backward()
+        results[mod.__name__] = snapshot({"out": out, "model": model})
+    assert_same(results["torch"], results["tracegrad"], rtol=1e-4, atol=1e-5)
+
+
+def test_module_compile_in_place_matches_eager():
+    eager_model, comp_model = _model(tracegrad), _model(tracegrad)
+    keys = list(comp_model.state_dict())
+    assert comp_model.compile() is None
+    assert list(comp_model.state_dict()) == keys        # in place: no prefix
+    for i in range(4):
+        x = data(tracegrad, i, 5, 3)
+        e, c = eager_model(x), comp_model(x)
+        e.sum().backward()
+        c.sum().backward()
+        assert_same(snapshot({"out": e, "m": eager_model}), snapshot({"out": c, "m": comp_model}))
+
+
+def test_decorator_with_and_without_arguments():
+    model = _model(tracegrad)
+
+    @tracegrad.compile
+    def f1(x):
+        return model(x).sum()
+
+    @tracegrad.compile(fullgraph=True)
+    def f2(x):
+        return model(x).sum()
+    x = data(tracegrad, 0, 5, 3)
+    want = _arr(model(x).sum())
+    for _ in range(3):
+        np.testing.assert_allclose(_arr(f1(x)), want, rtol=1e-6)
+        np.testing.assert_allclose(_arr(f2(x)), want, rtol=1e-6)
+    assert f1.__name__ == "f1" and f2.fullgraph
+    assert f1.stats["traces"] >= 1 and f2.stats["traces"] >= 1
+
+
+def test_compiled_module_trained_with_outside_optimizer():
+    def make(mod, wrap):
+        model = _model(mod)
+        cm = mod.compile(model) if wrap is not IDENTITY else model
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(cm(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step, {"model": model, "opt": opt}, lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
+    eager = _harness.run_program(make, tracegrad, IDENTITY, 4)
+    comp = _harness.run_program(make, tracegrad, tracegrad.compile, 4)
+    for e, c in zip(eager.snaps, comp.snaps):
+        assert_same(e, c)
+
+
+def IDENTITY(f):
+    return f
