@@ -1,4 +1,5 @@
 """The op table (DESIGN 2.1): importing this package declares every op once."""
 from . import elementwise, indexing, linalg, reduction, shape  # noqa: F401
 from . import nn_ops  # noqa: F401
+from . import vision  # noqa: F401
 from .registry import OPS, Op, defop  # noqa: F401

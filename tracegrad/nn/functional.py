@@ -13,6 +13,12 @@ import warnings
 import tracegrad
 from tracegrad import _nn_functions as _F
 
+from . import _vision_functional as _vision
+from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, conv_transpose3d,  # noqa: F401
+                                 embedding_bag, fold, grid_sample, instance_norm, interpolate, max_pool3d,
+                                 pairwise_distance, pixel_shuffle, pixel_unshuffle, unfold, upsample,
+                                 upsample_bilinear, upsample_nearest)
+
 _nn = _F._nn
 
 __all__ = [
@@ -24,7 +30,7 @@ __all__ = [
     "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
     "cosine_similarity", "scaled_dot_product_attention", "flatten", "multi_head_attention_forward",
-]
+] + _vision.__all__
 
 
 # ---- linear / conv --------------------------------------------------------------------------
@@ -167,11 +173,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             padding_idx = weight.size(0) + padding_idx
     if max_norm is not None:
         # torch renormalises the looked-up rows of weight in place, outside autograd
-        with tracegrad.no_grad():
-            idx = input.flatten()
-            rows = weight.index_select(0, idx)
-            scale = (max_norm / (rows.norm(norm_type, 1, keepdim=True) + 1e-7)).clamp_max(1.0)
-            weight[idx] = rows * scale
+        _vision.embedding_renorm_(weight, input, max_norm, norm_type)
     return _F.embedding(weight, input, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse)
 
 
@@ -192,7 +194,8 @@ def pad(input, pad, mode="constant", value=None):
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
-        raise ValueError(f'Padding mode "{mode}" doesn\'t take in value argument')
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    _vision.check_mode_pad(input, pad, mode)
     if mode in ("reflect", "replicate") and 1 <= len(pad) // 2 <= 3 and len(pad) % 2 == 0:
         if mode == "reflect":
             for i in range(len(pad) // 2):

@@ -152,3 +152,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     in forward picks the output padding."""
     _n = 2
     _fnT = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """Mirrors ``torch.nn.ConvTranspose3d``: weight ``(C_in, C_out/groups, kD, kH, kW)``."""
+    _n = 3
+    _fnT = staticmethod(F.conv_transpose3d)

@@ -119,3 +119,27 @@ class AdaptiveMaxPool2d(_AdaptiveNd):
 
     def forward(self, input):
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """Mirrors ``torch.nn.MaxPool3d``: input ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+    grad_fn ``MaxPool3DWithIndicesBackward0``."""
+
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    """Mirrors ``torch.nn.AvgPool3d``. grad_fn ``AvgPool3DBackward0``."""
+
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptiveNd):
+    """Mirrors ``torch.nn.AdaptiveAvgPool3d``."""
+
+    def forward(self, input):
+        return F.adaptive_avg_pool3d(input, self.output_size)

@@ -1,0 +1,240 @@
+"""Parity with torch for the vision layers and functions: padding, resampling, pixel shuffle,
+unfold/fold, 3-D pooling, instance norm, distances, affine_grid/grid_sample, EmbeddingBag.
+Each case runs the same program with torch and tracegrad: values, grad_fn names, input and
+parameter gradients, buffers, and the exception class for bad arguments."""
+import numpy as np
+import pytest
+
+import tracegrad
+from tests.nn._helpers import check_module, close, get_torch
+
+R = np.random.RandomState(0)
+
+
+def x(*shape):
+    return R.randn(*shape).astype(np.float32)
+
+
+def parity(program, *arrays, rtol=1e-5, atol=1e-5, names=True):
+    """``program(mod, F, *tensors) -> tensor``; float arrays require grad. Compares value, shape,
+    grad_fn name and the gradient of every float input under a fixed random output weighting."""
+    torch = get_torch()
+    res = []
+    for mod in (torch, tracegrad):
+        ins = [mod.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        out = program(mod, mod.nn.functional, *ins)
+        w = np.random.RandomState(1).randn(*out.shape).astype(np.float32)
+        if out.requires_grad:
+            (out * mod.tensor(w)).sum().backward()
+        res.append((out, ins))
+    (to, tin), (go, gin) = res
+    assert tuple(go.shape) == tuple(to.shape)
+    close(go, to, rtol, atol)
+    if names:
+        assert type(go.grad_fn).__name__ == type(to.grad_fn).__name__
+    for a, b in zip(gin, tin):
+        if b.requires_grad:
+            close(a.grad, b.grad, rtol, atol)
+
+
+def raises_like(program):
+    """torch and tracegrad raise the same exception class."""
+    torch = get_torch()
+    classes = []
+    for mod in (torch, tracegrad):
+        with pytest.raises(Exception) as e:
+            program(mod, mod.nn.functional)
+        classes.append(e.type)
+    assert classes[0] is classes[1], classes
+
+
+# ---- padding ----------------------------------------------------------------------------------
+PADS = [("Reflection", {}), ("Replication", {}), ("Circular", {}), ("Zero", {}), ("Constant", {"value": 1.5})]
+
+
+@pytest.mark.parametrize("prefix,kw", PADS, ids=[p for p, _ in PADS])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_pad_modules(prefix, kw, nd):
+    shape = (2, 2) + (3, 4, 4)[:nd]
+    pad = (2, 1, 1, 0, 1, 2)[:2 * nd]
+    # circular padding's node differs (README: torch CopySlices, ours IndexSelectBackward0): compare
+    # values and gradients through a trailing multiply
+    call = (lambda m, a: m(a) * 1.0) if prefix == "Circular" else None
+    check_module(lambda nn: getattr(nn, f"{prefix}Pad{nd}d")(pad, **kw), [x(*shape)], call=call)
+    check_module(lambda nn: getattr(nn, f"{prefix}Pad{nd}d")(1, **kw), [x(*shape[1:])], call=call)
+
+
+def test_pad_errors():
+    raises_like(lambda t, F: F.pad(t.zeros(2, 3, 4, 5), (6, 1, 0, 0), mode="reflect"))
+    raises_like(lambda t, F: F.pad(t.zeros(2, 3, 4, 5), (1, 1), mode="reflect"))
+    raises_like(lambda t, F: F.pad(t.zeros(2, 3, 4, 5), (7, 1, 0, 0), mode="circular"))
+    raises_like(lambda t, F: F.pad(t.zeros(2, 3, 4, 5), (1, 1, 1, 1), mode="reflect", value=2.0))
+
+
+# ---- interpolate / Upsample -------------------------------------------------------------------
+INTERP = [
+    ((2, 3, 5), dict(scale_factor=2)), ((2, 3, 5), dict(size=7, mode="linear")),
+    ((2, 3, 5), dict(scale_factor=2.3, mode="linear", align_corners=True)),
+    ((2, 3, 5), dict(scale_factor=1.6, mode="nearest-exact")),
+    ((1, 2, 5, 6), dict(scale_factor=2)), ((1, 2, 5, 6), dict(size=(3, 7))),
+    ((1, 2, 5, 6), dict(size=(4, 9), mode="bilinear")),
+    ((1, 2, 5, 6), dict(size=(4, 9), mode="bilinear", align_corners=True)),
+    ((1, 2, 5, 6), dict(scale_factor=0.7, mode="bilinear")),
+    ((1, 2, 5, 6), dict(scale_factor=1.5, mode="bicubic")),
+    ((1, 2, 5, 6), dict(scale_factor=(0.6, 2.5), mode="bicubic", align_corners=True)),
+    ((1, 2, 5, 6), dict(scale_factor=1.5, mode="bilinear", recompute_scale_factor=True)),
+    ((1, 2, 5, 6), dict(size=(3, 4), mode="area")),
+    ((1, 2, 3, 4, 5), dict(size=(4, 3, 7), mode="trilinear")),
+    ((1, 2, 3, 4, 5), dict(scale_factor=2)),
+]
+
+
+@pytest.mark.parametrize("shape,kw", INTERP, ids=[f"{len(s)}d-{k}" for s, k in INTERP])
+def test_interpolate(shape, kw):
+    parity(lambda t, F, a: F.interpolate(a, **kw), x(*shape))
+
+
+def test_upsample_modules():
+    check_module(lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"), [x(1, 2, 3, 4)])
+    check_module(lambda nn: nn.Upsample(size=(5, 3), mode="nearest"), [x(1, 2, 3, 4)])
+    check_module(lambda nn: nn.UpsamplingBilinear2d(scale_factor=2), [x(1, 2, 3, 4)])
+    check_module(lambda nn: nn.UpsamplingNearest2d(size=6), [x(1, 2, 3, 4)])
+
+
+@pytest.mark.parametrize("bad", [
+    dict(size=3, scale_factor=2), dict(), dict(size=3, align_corners=True), dict(size=3, mode="linear"),
+    dict(size=(3, 4, 5)), dict(size=3, mode="foo"),
+])
+def test_interpolate_errors(bad):
+    raises_like(lambda t, F: F.interpolate(t.zeros(1, 2, 4, 4), **bad))
+
+
+# ---- pixel shuffle / unfold / fold -------------------------------------------------------------
+def test_pixel_shuffle():
+    check_module(lambda nn: nn.PixelShuffle(2), [x(2, 8, 3, 2)])
+    check_module(lambda nn: nn.PixelShuffle(2), [x(8, 3, 2)])
+    check_module(lambda nn: nn.PixelUnshuffle(2), [x(2, 2, 4, 6)])
+    raises_like(lambda t, F: F.pixel_shuffle(t.zeros(1, 4, 2, 2), 3))
+    raises_like(lambda t, F: F.pixel_shuffle(t.zeros(4, 2), 2))
+    raises_like(lambda t, F: F.pixel_unshuffle(t.zeros(1, 4, 5, 2), 2))
+
+
+def test_unfold_fold():
+    check_module(lambda nn: nn.Unfold((2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), [x(2, 3, 5, 6)])
+    check_module(lambda nn: nn.Unfold(2), [x(3, 4, 4)])
+    check_module(lambda nn: nn.Fold((5, 6), (2, 3), padding=1, stride=(2, 1)), [x(2, 12, 18)])
+    check_module(lambda nn: nn.Fold((3, 3), 2), [x(8, 4)])
+    # fold(unfold(x)) counts each pixel once per window that covers it
+    parity(lambda t, F, a: F.fold(F.unfold(a, 2), (3, 4), 2), x(1, 2, 3, 4))
+    raises_like(lambda t, F: F.fold(t.zeros(1, 7, 4), (3, 3), 2))
+    raises_like(lambda t, F: F.fold(t.zeros(1, 8, 5), (3, 3), 2))
+
+
+# ---- convolution / pooling in 3-D ---------------------------------------------------------------
+def test_conv_transpose3d_and_conv3d():
+    check_module(lambda nn: nn.ConvTranspose3d(2, 3, 2, stride=2, padding=1, output_padding=1),
+                 [x(1, 2, 2, 3, 2)], rtol=1e-4, atol=1e-5)
+    check_module(lambda nn: nn.ConvTranspose1d(2, 3, 3, stride=2), [x(2, 2, 4)], rtol=1e-4, atol=1e-5)
+    check_module(lambda nn: nn.Conv3d(2, 3, 2, padding=1), [x(1, 2, 3, 3, 2)], rtol=1e-4, atol=1e-5)
+
+
+def test_pool3d():
+    check_module(lambda nn: nn.MaxPool3d(2, 1), [x(1, 2, 3, 4, 5)])
+    check_module(lambda nn: nn.MaxPool3d(2, ceil_mode=True), [x(2, 3, 4, 5)])
+    check_module(lambda nn: nn.AvgPool3d(2, 1, padding=1), [x(1, 2, 3, 4, 5)])
+    check_module(lambda nn: nn.AvgPool3d(2, count_include_pad=False, padding=1), [x(1, 2, 3, 4, 5)])
+    check_module(lambda nn: nn.AdaptiveAvgPool3d((2, 3, 2)), [x(1, 2, 3, 4, 5)])
+    check_module(lambda nn: nn.AdaptiveAvgPool3d(1), [x(1, 2, 3, 4, 5)])
+    check_module(lambda nn: nn.MaxPool1d(2), [x(2, 3, 5)])
+    check_module(lambda nn: nn.AvgPool1d(3, 2, padding=1), [x(2, 3, 6)])
+    raises_like(lambda t, F: F.max_pool3d(t.zeros(2, 3, 3), 2))
+
+
+# ---- instance norm -----------------------------------------------------------------------------
+@pytest.mark.parametrize("nd,kw", [(1, {}), (2, dict(affine=True)), (3, dict(track_running_stats=True)),
+                                   (2, dict(affine=True, track_running_stats=True))])
+def test_instance_norm(nd, kw):
+    shape = (2, 3) + (4, 3, 2)[:nd]
+    name = f"InstanceNorm{nd}d"
+    tm, gm = check_module(lambda nn: getattr(nn, name)(3, **kw), [x(*shape)])
+    check_module(lambda nn: getattr(nn, name)(3, **kw), [x(*shape[1:])])
+    if kw.get("track_running_stats"):
+        check_module(lambda nn: getattr(nn, name)(3, **kw), [x(*shape)], train=False)
+        assert [n for n, _ in gm.named_buffers()] == [n for n, _ in tm.named_buffers()]
+
+
+def test_instance_norm_errors():
+    torch = get_torch()
+    raises_like(lambda t, F: F.instance_norm(t.zeros(1, 3, 1)))
+    raises_like(lambda t, F: t.nn.InstanceNorm2d(3, affine=True)(t.zeros(2, 4, 4, 4)))
+    raises_like(lambda t, F: t.nn.InstanceNorm2d(3)(t.zeros(2, 3)))
+    assert list(tracegrad.nn.InstanceNorm2d(3, affine=True).state_dict()) == list(
+        torch.nn.InstanceNorm2d(3, affine=True).state_dict())
+
+
+# ---- distances / normalize -----------------------------------------------------------------------
+def test_distances():
+    a, b = x(4, 5), x(4, 5)
+    parity(lambda t, F, a, b: F.pairwise_distance(a, b), a, b)
+    parity(lambda t, F, a, b: F.pairwise_distance(a, b, p=1.0, keepdim=True), a, b)
+    parity(lambda t, F, a, b: F.pairwise_distance(a, b), x(5), x(3, 5))
+    check_module(lambda nn: nn.PairwiseDistance(p=3.0), [a, b])
+    check_module(lambda nn: nn.CosineSimilarity(dim=1), [a, b])
+    parity(lambda t, F, a, b: F.cosine_similarity(a, b, dim=0), a, b)
+    parity(lambda t, F, a: F.normalize(a, p=1.0, dim=0), a)
+
+
+# ---- affine_grid / grid_sample -------------------------------------------------------------------
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample(mode, padding_mode, align_corners):
+    # a grid scaled past [-1, 1] exercises the padding modes
+    parity(lambda t, F, a, th: F.grid_sample(a, F.affine_grid(th, (2, 3, 4, 5), align_corners=align_corners) * 1.3,
+                                             mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+           x(2, 3, 5, 6), x(2, 2, 3), rtol=1e-4, atol=1e-4)
+
+
+def test_affine_grid():
+    parity(lambda t, F, th: F.affine_grid(th, (1, 2, 3, 4, 5), align_corners=False), x(1, 3, 4))
+    parity(lambda t, F, th: F.affine_grid(th, (2, 2, 3, 1), align_corners=True), x(2, 2, 3))
+    raises_like(lambda t, F: F.affine_grid(t.zeros(2, 2, 3), (2, 3, 4)))
+    raises_like(lambda t, F: F.affine_grid(t.zeros(2, 3, 3), (2, 3, 4, 4)))
+    raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4), t.zeros(2, 3, 3, 2), mode="foo"))
+    raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4), t.zeros(2, 3, 3, 3)))
+
+
+# ---- embeddings ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(mode):
+    idx, off = np.array([1, 2, 4, 5, 2, 0]), np.array([0, 2, 2, 5])
+    check_module(lambda nn: nn.EmbeddingBag(6, 3, mode=mode), [idx, off])
+    check_module(lambda nn: nn.EmbeddingBag(6, 3, mode=mode, padding_idx=2), [idx, off])
+    check_module(lambda nn: nn.EmbeddingBag(6, 3, mode=mode), [np.array([[1, 2], [4, 4]])])
+    check_module(lambda nn: nn.EmbeddingBag(6, 3, mode=mode, include_last_offset=True), [idx, np.array([0, 2, 3, 6])])
+
+
+def test_embedding_bag_weights_and_errors():
+    idx, off, w = np.array([1, 2, 4, 5]), np.array([0, 1]), x(4)
+    check_module(lambda nn: nn.EmbeddingBag(6, 3, mode="sum"), [idx, off, w],
+                 call=lambda m, i, o, p: m(i, o, per_sample_weights=p))
+    raises_like(lambda t, F: t.nn.EmbeddingBag(6, 3, mode="mean")(t.tensor(idx), t.tensor(off), t.tensor(w)))
+    raises_like(lambda t, F: t.nn.EmbeddingBag(6, 3)(t.tensor([[1, 2]]), t.tensor([0])))
+    raises_like(lambda t, F: t.nn.EmbeddingBag(6, 3)(t.tensor([1, 2])))
+
+
+def test_embedding_padding_idx_max_norm():
+    torch = get_torch()
+    w = x(5, 3) * 3
+    grads, weights = [], []
+    for mod in (torch, tracegrad):
+        emb = mod.nn.Embedding(5, 3, padding_idx=1, max_norm=1.0)
+        with mod.no_grad():
+            emb.weight.copy_(mod.tensor(w))
+        out = emb(mod.tensor([[0, 1, 2], [1, 4, 4]]))
+        (out * mod.tensor(x(2, 3, 3) * 0 + 1)).sum().backward()
+        grads.append(emb.weight.grad.numpy())
+        weights.append(emb.weight.detach().numpy())
+    close(grads[1], grads[0])
+    close(weights[1], weights[0])
+    assert not grads[1][1].any()

@@ -1,0 +1,276 @@
+"""Vision functions on the ops of ``_ops/vision.py``: argument checks and normalisation as
+torch's ``torch.nn.functional`` does them, then one op call. ``tracegrad.nn.functional``
+re-exports these under torch's names."""
+from __future__ import annotations
+
+import math
+
+from ._dispatch import apply_op
+from ._nn_functions import _pool_args, _tup
+from ._ops.registry import OPS
+from ._ops.vision import UPSAMPLE_OPS, fold_out_hw
+
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
+_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Mirrors ``torch.nn.functional.interpolate`` for input ``(N, C, *spatial)`` with 1-3 spatial dims.
+    Modes: nearest, nearest-exact, linear (3-D input), bilinear/bicubic (4-D), trilinear (5-D), area.
+    Output spatial size is ``size``, or ``floor(in * scale_factor)``; a given ``scale_factor`` is
+    used for the source index (as torch) unless ``recompute_scale_factor=True``.
+    grad_fn ``UpsampleNearest2DBackward0``, ``UpsampleBilinear2DBackward0``... as torch.
+    Raises ValueError for size/scale_factor misuse or align_corners with nearest/area,
+    NotImplementedError for a mode/rank mismatch or ``antialias=True``.
+    Differs from torch: the bicubic/linear weights are computed in float64 then cast."""
+    nd = input.ndim - 2
+    if mode not in _MODES or nd not in (1, 2, 3):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+                                  f"the modes: {' | '.join(_MODES)} (got {mode})")
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif _LINEAR_MODES[mode] != nd:
+        need = _LINEAR_MODES[mode] + 2
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported by tracegrad; "
+                                  "use antialias=False")
+    spatial = tuple(input.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
+                             f"spatial dimensions of {list(spatial)} and output size of {size}. Please provide "
+                             f"input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, ...,oK) "
+                             f"format.")
+        out, scales = tuple(int(o) for o in out), (None,) * nd
+    elif scale_factor is not None:
+        scales = tuple(scale_factor) if isinstance(scale_factor, (list, tuple)) else (scale_factor,) * nd
+        if len(scales) != nd:
+            raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(spatial)} and scale_factor of shape {scale_factor}.")
+        scales = tuple(float(s) for s in scales)
+        out = tuple(int(math.floor(float(n) * s)) for n, s in zip(spatial, scales))
+        if recompute_scale_factor:
+            scales = (None,) * nd
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if mode == "area":
+        from ._nn_functions import adaptive_avg_pool1d, adaptive_avg_pool2d
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
+    kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    return apply_op(UPSAMPLE_OPS[kind, nd], (input,), (("mode", kind), ("output_size", out), ("scales", scales),
+                                                       ("align_corners", bool(align_corners))))
+
+
+def pixel_shuffle(input, upscale_factor):
+    """Mirrors ``torch.nn.functional.pixel_shuffle``: ``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``.
+    grad_fn ``PixelShuffleBackward0``. RuntimeError if C is not divisible by r*r."""
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if input.shape[-3] % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={input.shape[-3]} is not divisible by {r * r}")
+    return apply_op(OPS["pixel_shuffle"], (input,), (("r", r),))
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """Mirrors ``torch.nn.functional.pixel_unshuffle``: ``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``.
+    grad_fn ``PixelUnshuffleBackward0``. RuntimeError if H or W is not divisible by r."""
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    for name, d in (("height", -2), ("width", -1)):
+        if input.shape[d] % r:
+            raise RuntimeError(f"pixel_unshuffle expects {name} to be divisible by downscale_factor, but "
+                               f"input.size({d})={input.shape[d]} is not divisible by {r}")
+    return apply_op(OPS["pixel_unshuffle"], (input,), (("r", r),))
+
+
+def _fold_args(kernel_size, dilation, padding, stride):
+    return (("kernel", _tup(kernel_size, 2, "kernel_size")), ("dilation", _tup(dilation, 2, "dilation")),
+            ("padding", _tup(padding, 2, "padding")), ("stride", _tup(stride, 2, "stride")))
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Mirrors ``torch.nn.functional.unfold`` (im2col): ``(N, C, H, W)`` or ``(C, H, W)`` ->
+    ``(N, C*kh*kw, L)``, L the number of sliding-window positions. grad_fn ``Im2ColBackward0``.
+    RuntimeError for other ranks or a kernel larger than the padded input."""
+    static = _fold_args(kernel_size, dilation, padding, stride)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions, but got: {list(input.shape)}")
+    batched = input.ndim == 4
+    x = input if batched else input.unsqueeze(0)
+    k, d, p, s = (v for _, v in static)
+    if any(o < 1 for o in fold_out_hw(x.shape[2:], k, d, p, s)):
+        raise RuntimeError(f"Given input with spatial size {list(x.shape[2:])}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, calculated shape of the array of sliding blocks is non-positive; "
+                           f"use a smaller kernel or more padding")
+    return apply_op(OPS["im2col"], (input,), static)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Mirrors ``torch.nn.functional.fold`` (col2im): ``(N, C*kh*kw, L)`` or ``(C*kh*kw, L)`` ->
+    ``(N, C, *output_size)``, overlapping values summed. grad_fn ``Col2ImBackward0``.
+    RuntimeError if dim 1 is not divisible by kh*kw or L does not match the block count."""
+    static = _fold_args(kernel_size, dilation, padding, stride)
+    osz = _tup(output_size, 2, "output_size")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions, but got: {list(input.shape)}")
+    batched = input.ndim == 3
+    x = input if batched else input.unsqueeze(0)
+    k, d, p, s = (v for _, v in static)
+    if x.shape[1] % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, but "
+                           f"got input.size(1)={x.shape[1]} and kernel_size={k}.")
+    oh, ow = fold_out_hw(osz, k, d, p, s)
+    if x.shape[2] != oh * ow:
+        raise RuntimeError(f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
+                           f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
+                           f"{oh} * {ow} = {oh * ow}, but got input.size(2)={x.shape[2]}.")
+    return apply_op(OPS["col2im"], (input,), (("output_size", osz),) + static)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """Mirrors ``torch.nn.functional.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim
+    (inputs broadcast; 0-d inputs give ``|x1 - x2 + eps|``). grad_fn ``NormBackward1``."""
+    diff = x1 - x2 + eps
+    if diff.ndim == 0:
+        return diff.abs()
+    return apply_op(OPS["pairwise_norm"], (diff,), (("ord", float(p)), ("dim", (diff.ndim - 1,)),
+                                                    ("keepdim", bool(keepdim))))
+
+
+def _check_pool3d(input, name):
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{name}: non-empty 4D or 5D (batch mode) tensor expected for input, got "
+                           f"{list(input.shape)}")
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Mirrors ``torch.max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H, W)``; padding is -inf.
+    grad_fn ``MaxPool3DWithIndicesBackward0``."""
+    _check_pool3d(input, "max_pool3d")
+    k, s, p, d = _pool_args(3, kernel_size, stride, padding, dilation, "max_pool3d")
+    return apply_op(OPS["max_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
+                                                  ("ceil_mode", bool(ceil_mode))))
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mirrors ``torch._C._nn.avg_pool3d``. grad_fn ``AvgPool3DBackward0``."""
+    _check_pool3d(input, "avg_pool3d")
+    k, s, p, _ = _pool_args(3, kernel_size, stride, padding, 1, "avg_pool3d")
+    return apply_op(OPS["avg_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
+                                                  ("ceil_mode", bool(ceil_mode)),
+                                                  ("count_include_pad", bool(count_include_pad)),
+                                                  ("divisor_override", divisor_override)))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Mirrors ``torch._C._nn.adaptive_avg_pool3d``; ``None`` keeps a size; (1, 1, 1) is a mean
+    (``MeanBackward1``), as torch. grad_fn ``AdaptiveAvgPool3DBackward0``."""
+    from ._nn_functions import _out_size
+    _check_pool3d(input, "adaptive_avg_pool3d")
+    out = _out_size(input, output_size, 3)
+    if out == (1, 1, 1):
+        return input.mean((-1, -2, -3), keepdim=True)
+    return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))
+
+
+def affine_grid(theta, size, align_corners=False):
+    """Mirrors ``torch.nn.functional.affine_grid``: theta ``(N, 2, 3)`` with size ``(N, C, H, W)`` ->
+    grid ``(N, H, W, 2)``; theta ``(N, 3, 4)`` with a 5-D size -> ``(N, D, H, W, 3)``.
+    grad_fn ``AffineGridGeneratorBackward0``. ValueError for a theta/size mismatch,
+    NotImplementedError for sizes that are not 4-D or 5-D."""
+    size = tuple(int(v) for v in size)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape) != (size[0], nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {size}. "
+                         f"Got {theta.shape}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    return apply_op(OPS["affine_grid_generator"], (theta,), (("size", size), ("align_corners", bool(align_corners))))
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Mirrors ``torch.nn.functional.grid_sample`` for 4-D input ``(N, C, H, W)`` and grid
+    ``(N, Ho, Wo, 2)`` of (x, y) in [-1, 1]: output ``(N, C, Ho, Wo)``. Modes bilinear/nearest;
+    padding zeros/border/reflection. grad_fn ``GridSampler2DBackward0``; gradients reach input
+    and grid. Raises ValueError for an unknown mode, RuntimeError for bad shapes.
+    Differs from torch: 5-D input and ``mode='bicubic'`` raise NotImplementedError."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if input.ndim != 4 or mode == "bicubic":
+        raise NotImplementedError("grid_sample: tracegrad supports 4-D input with mode 'bilinear' or 'nearest'")
+    if grid.ndim != 4 or grid.shape[-1] != 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    return apply_op(OPS["grid_sampler_2d"], (input, grid),
+                    (("mode", mode), ("padding_mode", padding_mode), ("align_corners", bool(align_corners))))
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Mirrors ``torch.nn.functional.embedding_bag``: sums/means/maxes the rows of ``weight`` per bag.
+    ``input`` 2-D ``(B, L)`` (fixed-length bags, ``offsets`` must be None) or 1-D with ``offsets``
+    (bag starts; ``include_last_offset`` drops the trailing end offset). ``per_sample_weights`` only
+    with mode 'sum'. Empty bags give zeros. grad_fn ``EmbeddingBagBackward0``.
+    Raises ValueError for bad shapes/arguments as torch. ``max_norm`` is left to the caller
+    (``nn.functional`` renormalises first)."""
+    import tracegrad
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                      f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                      f"on GitHub.")
+        if tuple(per_sample_weights.shape) != tuple(input.shape):
+            raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
+                             f"then it must have the same shape as the input ({list(input.shape)})")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             "fixed length sequences.")
+        b, length = input.shape
+        offsets = tracegrad.arange(0, b * length, max(length, 1)) if b else tracegrad.zeros(0, dtype=tracegrad.int64)
+        input = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if include_last_offset:
+        offsets = offsets[:-1]
+    pidx = None
+    if padding_idx is not None:
+        pidx = int(padding_idx) + (weight.shape[0] if padding_idx < 0 else 0)
+    return apply_op(OPS["embedding_bag"], (weight, input, offsets.long(), per_sample_weights),
+                    (("mode", mode), ("n_bags", int(offsets.shape[0])), ("padding_idx", pidx)))

@@ -1,0 +1,117 @@
+"""Vision parts of ``tracegrad.nn.functional`` (re-exported there under torch's names):
+resampling, pixel shuffle, unfold/fold, 3-D pooling, instance norm, distances, grids,
+embedding bags. Written on tracegrad's public API and the ``tracegrad._vision_functions`` layer."""
+from __future__ import annotations
+
+import tracegrad
+from tracegrad import _nn_functions as _F
+from tracegrad import _vision_functions as _V
+
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
+           "unfold", "fold", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "conv_transpose3d",
+           "instance_norm", "pairwise_distance", "affine_grid", "grid_sample", "embedding_bag"]
+
+interpolate = _V.interpolate
+pixel_shuffle, pixel_unshuffle = _V.pixel_shuffle, _V.pixel_unshuffle
+unfold, fold = _V.unfold, _V.fold
+avg_pool3d, adaptive_avg_pool3d = _V.avg_pool3d, _V.adaptive_avg_pool3d
+affine_grid, grid_sample = _V.affine_grid, _V.grid_sample
+pairwise_distance = _V.pairwise_distance
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Mirrors the deprecated ``torch.nn.functional.upsample`` (same as :func:`interpolate`)."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """Mirrors ``torch.nn.functional.upsample_nearest``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """Mirrors ``torch.nn.functional.upsample_bilinear`` (``align_corners=True``, as torch)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """Mirrors ``torch.nn.functional.max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+    grad_fn ``MaxPool3DWithIndicesBackward0``. ``return_indices=True`` raises NotImplementedError."""
+    if return_indices:
+        raise NotImplementedError("max_pool3d(return_indices=True) is not supported by tracegrad")
+    return _V.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Mirrors ``torch.nn.functional.conv_transpose3d``: weight ``(C_in, C_out/groups, kD, kH, kW)``.
+    grad_fn ``ConvolutionBackward0``."""
+    return _F.convolution(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Mirrors ``torch.nn.functional.instance_norm``: normalises each (sample, channel) over its spatial
+    dims, as torch does it: a batch norm of the input viewed as ``(1, N*C, *spatial)`` (grad_fn
+    ``ViewBackward0``). With running statistics and ``use_input_stats`` they are updated in place
+    with the batch-mean of the per-instance statistics. ValueError when training sees a single
+    spatial element."""
+    if use_input_stats:
+        n = 1
+        for s in input.shape[2:]:
+            n *= s
+        if n <= 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"{tracegrad.Size(input.shape)}")
+    b, c = input.shape[:2]
+    x = input.reshape(1, b * c, *input.shape[2:])
+    rm = None if running_mean is None else running_mean.repeat(b)
+    rv = None if running_var is None else running_var.repeat(b)
+    w = None if weight is None else weight.repeat(b)
+    bb = None if bias is None else bias.repeat(b)
+    out = _F.batch_norm(x, w, bb, rm, rv, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        # torch folds the per-instance running statistics back by averaging over the batch
+        with tracegrad.no_grad():
+            running_mean.copy_(rm.view(b, c).mean(0))
+            running_var.copy_(rv.view(b, c).mean(0))
+    return out.view(input.shape)
+
+
+def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
+    """Mirrors ``torch.embedding_renorm_``: rescales the rows of ``weight`` that ``input`` picks to
+    norm at most ``max_norm``, in place and outside autograd."""
+    with tracegrad.no_grad():
+        idx = input.flatten()
+        rows = weight.index_select(0, idx)
+        scale = (max_norm / (rows.norm(norm_type, 1, keepdim=True) + 1e-7)).clamp_max(1.0)
+        weight[idx] = rows * scale
+    return weight
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Mirrors ``torch.nn.functional.embedding_bag`` (see ``tracegrad._vision_functions.embedding_bag``);
+    ``max_norm`` renormalises the used rows of ``weight`` in place first, as torch."""
+    if max_norm is not None:
+        embedding_renorm_(weight, input, max_norm, norm_type)
+    return _V.embedding_bag(input, weight, offsets, None, norm_type, scale_grad_by_freq, mode, sparse,
+                            per_sample_weights, include_last_offset, padding_idx)
+
+
+def check_mode_pad(input, pad, mode):
+    """torch's checks for non-constant ``pad`` modes: a pad of 2k values needs a (k+1)-D or (k+2)-D
+    input (NotImplementedError otherwise); circular padding may wrap at most once (RuntimeError)."""
+    k = len(pad) // 2
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}; use 'constant', 'reflect', 'replicate' or "
+                                  f"'circular'")
+    if len(pad) % 2 or not 1 <= k <= 3 or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+                                  f"Supported combinations for non-constant padding:\n"
+                                  f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                                  f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                                  f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode == "circular":
+        for i in range(k):
+            if max(pad[2 * i], pad[2 * i + 1]) > input.shape[input.ndim - 1 - i]:
+                raise RuntimeError("Padding value causes wrapping around more than once.")

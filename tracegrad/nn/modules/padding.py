@@ -1,0 +1,67 @@
+"""Padding layers: mirror ``torch.nn.ReflectionPad1d/2d/3d``, ``ReplicationPad*``, ``CircularPad*``,
+``ConstantPad*`` and ``ZeroPad*``, all thin wrappers over ``nn.functional.pad``."""
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+
+def _pairs(padding, nd):
+    if isinstance(padding, int):
+        return (padding,) * (2 * nd)
+    padding = tuple(padding)
+    if len(padding) != 2 * nd:
+        raise ValueError(f"padding must be an int or a {2 * nd}-tuple, got {padding}")
+    return padding
+
+
+class _PadNd(Module):
+    _mode = "constant"
+    _nd = 1
+
+    def __init__(self, padding, value=None):
+        super().__init__()
+        self.padding = _pairs(padding, self._nd)
+        if value is not None:
+            self.value = value
+
+    def forward(self, input):
+        if self._mode == "constant":
+            return F.pad(input, self.padding, "constant", self.value)
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+
+
+def _make(name, mode, nd, doc, zero):
+    if mode != "constant":
+        def init(self, padding):
+            _PadNd.__init__(self, padding)
+    elif zero:
+        def init(self, padding):
+            _PadNd.__init__(self, padding, 0.0)
+    else:
+        def init(self, padding, value):
+            _PadNd.__init__(self, padding, value)
+    return type(name, (_PadNd,), {"_mode": mode, "_nd": nd, "__init__": init, "__doc__": doc,
+                                  "__module__": __name__})
+
+
+_DOC = ("Mirrors ``torch.nn.{name}``: pads the last {nd} dim(s) of ``(N, C, *)`` or unbatched input; "
+        "``padding`` an int or a {n2}-tuple (left, right{more}). {extra}")
+_EXTRA = {"reflect": "grad_fn ``ReflectionPad{nd}DBackward0``; RuntimeError if a pad is not smaller than its dim.",
+          "replicate": "grad_fn ``ReplicationPad{nd}DBackward0``.",
+          "circular": "Wraps around; RuntimeError if a pad exceeds its dim.",
+          "constant": "grad_fn ``ConstantPadNdBackward0``."}
+
+for _nd in (1, 2, 3):
+    for _prefix, _mode, _zero in (("Reflection", "reflect", False), ("Replication", "replicate", False),
+                                  ("Circular", "circular", False), ("Constant", "constant", False),
+                                  ("Zero", "constant", True)):
+        _name = f"{_prefix}Pad{_nd}d"
+        _doc = _DOC.format(name=_name, nd=_nd, n2=2 * _nd, more=", top, bottom" if _nd > 1 else "",
+                           extra=_EXTRA[_mode].format(nd=_nd))
+        globals()[_name] = _make(_name, _mode, _nd, _doc, _zero)
+
+__all__ = [f"{p}Pad{n}d" for n in (1, 2, 3) for p in ("Reflection", "Replication", "Circular", "Constant", "Zero")]
