@@ -164,3 +164,21 @@ def test_to_jax_with_optax_matches_tracegrad_sgd():
         sgd.step()
     for k, p in model.named_parameters():
         np.testing.assert_allclose(np.asarray(params[k]), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_jax_function_under_compile_equals_eager():
+    op = tracegrad.jax_function(lambda x: jnp.logaddexp(x, 0.0), name="Softplus")
+    w = tracegrad.tensor(RNG.standard_normal(3), requires_grad=True)
+
+    def step(x):
+        loss = op(x * w).sum()
+        loss.backward()
+        return loss
+    x = tracegrad.tensor(RNG.standard_normal(3))
+    want = step(x).item(), w.grad.clone()
+    compiled = tracegrad.compile(step)
+    for _ in range(2):
+        w.grad = None
+        got = compiled(x).item()
+        assert got == pytest.approx(want[0], rel=1e-6)
+        np.testing.assert_allclose(w.grad.numpy(), want[1].numpy(), rtol=1e-6)

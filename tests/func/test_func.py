@@ -349,3 +349,15 @@ def test_stack_module_state_errors():
                  lambda m, F: F.stack_module_state([_mlp(m), m.nn.Linear(4, 6)])):
         got, want = _raises_both(prog)
         assert got == want
+
+
+def test_compiled_transform_equals_eager_and_sees_new_values():
+    w = tracegrad.tensor(A[:, :3], dtype=tracegrad.float64)
+    jac = tracegrad.func.jacrev(lambda z: (w @ z).tanh())
+    compiled = tracegrad.compile(jac)
+    v = tracegrad.tensor(A[0, :3], dtype=tracegrad.float64)
+    for _ in range(2):
+        np.testing.assert_allclose(compiled(v).numpy(), jac(v).numpy(), rtol=1e-12)
+    with tracegrad.no_grad():
+        w.mul_(2)     # outside state changed: the compiled program must not keep the old w
+    np.testing.assert_allclose(compiled(v).numpy(), jac(v).numpy(), rtol=1e-12)

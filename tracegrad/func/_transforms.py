@@ -8,8 +8,10 @@ transform called on tracer-holding Tensors just adds a JAX transform level.
 
 Differs from torch: results carry no tracegrad autograd history (as if detached): to
 differentiate through a transform, nest another ``tracegrad.func`` transform rather than calling
-``backward()`` on its result. Each call traces the function again (eager, like torch.func);
-wrap the outer function in ``jax.jit`` via ``tracegrad.func.to_jax`` for repeated calls.
+``backward()`` on its result. Each call traces the function again (eager, like torch.func:
+~70 ms for per-sample gradients of a small MLP at batch 256, benchmarks/func_transforms.py);
+for repeated calls wrap the transformed function in ``tracegrad.compile`` (one XLA program,
+~1.5 ms there, retraced when outside tensors it read change) -- as torch.compile over torch.func.
 """
 from __future__ import annotations
 
