@@ -49,6 +49,9 @@ def _forward(op, arrays, static):
     prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
     try:
         return op.forward(static)(*map(as_arg, arrays))
+    except Exception as e:  # JAX's errors become torch's (NOTE [errors at the dispatch boundary])
+        from ._op_errors import op_error
+        raise op_error(op, arrays, static, e) from None
     finally:
         x64_exit(prev)
 

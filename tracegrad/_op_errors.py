@@ -1,0 +1,74 @@
+"""Errors at the dispatch boundary: an op whose JAX forward failed raises torch's class with a
+message naming the tracegrad API, never JAX's or numpy's own exception or text.
+
+NOTE [errors at the dispatch boundary]
+The methods layer checks what torch checks before dispatching (dims in range, matmul shapes,
+dtypes it refuses). What slips through reaches ``jax.jit`` and fails there with JAX's classes
+(TypeError "add got incompatible shapes for broadcasting", ValueError "duplicate value in
+'axis'", ...). ``_dispatch._forward`` catches those in one ``except`` -- nothing runs on the
+success path -- and raises what this module builds instead: torch raises RuntimeError for
+these (shape mismatches, bad dims, unsupported dtypes), with torch's broadcasting text where
+that is the cause. The original is not chained (``from None``): its text is JAX's.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _shape(a):
+    return tuple(getattr(a, "shape", ()))
+
+
+def _broadcast_message(shapes):
+    """torch's text for the first pair of shapes that does not broadcast, or None."""
+    acc = ()
+    for s in shapes:
+        n = max(len(acc), len(s))
+        a, b = (1,) * (n - len(acc)) + acc, (1,) * (n - len(s)) + s
+        for d in range(n - 1, -1, -1):
+            if a[d] != b[d] and a[d] != 1 and b[d] != 1:
+                return (f"The size of tensor a ({a[d]}) must match the size of tensor b ({b[d]}) "
+                        f"at non-singleton dimension {d}")
+        acc = tuple(max(x, y) for x, y in zip(a, b))
+    return None
+
+
+def _api_name(op):
+    name = op.name
+    for suffix in ("_dim", "_all", "_scalar", "_tensor"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def op_error(op, arrays, static, err: BaseException) -> Exception:
+    """The exception to raise instead of ``err``, which ``op``'s jitted forward raised on
+    ``arrays`` (arrays, Python scalars or None) with static arguments ``static``."""
+    if isinstance(err, (KeyboardInterrupt, MemoryError, RecursionError)):
+        return err
+    api = f"tracegrad.{_api_name(op)}"
+    shapes = [_shape(a) for a in arrays if hasattr(a, "shape")]
+    dtypes = [str(np.dtype(a.dtype)) for a in arrays if hasattr(a, "dtype")]
+    text = str(err).lower()
+    if "broadcast" in text or "incompatible shapes" in text:
+        msg = _broadcast_message(shapes)
+        if msg is not None:
+            return RuntimeError(f"{api}(): {msg}")
+    if "duplicate" in text and "axis" in text:
+        dims = dict(static).get("dim")
+        return RuntimeError(f"{api}(): dim {_first_repeat(dims)} appears multiple times in the list of dims")
+    statics = ", ".join(f"{k}={v!r}" for k, v in static)
+    return RuntimeError(
+        f"{api}() cannot run on inputs of shapes {[list(s) for s in shapes]} and dtypes {dtypes}"
+        + (f" with {statics}" if statics else "")
+        + ": check that the shapes match (or broadcast), the dims are in range and the dtypes are "
+          "ones this op supports")
+
+
+def _first_repeat(dims):
+    seen = set()
+    for d in dims if isinstance(dims, (tuple, list)) else ():
+        if d in seen:
+            return d
+        seen.add(d)
+    return dims
