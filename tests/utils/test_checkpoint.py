@@ -574,6 +574,32 @@ def test_debug_message():
     run_both(program_debug_message)
 
 
+def program_double_backward(torch, log):
+    # torch's unpack gives a hook's (detached) result the saved tensor's place in the graph:
+    # double backward works through a non-reentrant checkpoint and through save_on_cpu, and a
+    # recomputed saved output keeps its grad_fn
+    x = T(torch, (3,), 40, rg=True)
+    for name, f in (("sin", lambda a: a.sin()), ("exp", lambda a: a.exp()), ("sq", lambda a: (a * a).sum())):
+        for how in ("checkpoint", "save_on_cpu"):
+            x.grad = None
+            if how == "checkpoint":
+                y = torch.utils.checkpoint.checkpoint(f, x, use_reentrant=False)
+            else:
+                with torch.autograd.graph.save_on_cpu():
+                    y = f(x)
+            (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+            log(f"{name} {how} grad", [g, g.requires_grad, gname(g)])
+            g.sum().backward()
+            log(f"{name} {how} second order", x.grad)
+    y = torch.utils.checkpoint.checkpoint(torch.exp, x, use_reentrant=False)
+    saved = y.grad_fn._saved_result
+    log("saved result", [saved, gname(saved), saved.requires_grad])
+
+
+def test_double_backward():
+    run_both(program_double_backward)
+
+
 # ----------------------------------------------------------------------------------- RNG
 
 def program_rng(torch, log):

@@ -132,7 +132,7 @@ class SavedTensor:
     """One saved tensor, as torch's SavedVariable: the tensor with the version it had when
     saved (checked at unpack), or what a saved_tensors_hooks pack function returned."""
 
-    __slots__ = ("tensor", "version", "packed", "unpack", "is_output")
+    __slots__ = ("tensor", "version", "packed", "unpack", "is_output", "grad_edge")
 
     def __init__(self, tensor, is_output=False):
         if tensor.__dict__.get("_inference"):
@@ -147,6 +147,12 @@ class SavedTensor:
             with no_grad():  # torch runs pack hooks with grad recording off
                 self.packed = pack(tensor)
             self.unpack = unpack
+            # where the saved tensor sits in the graph: torch's unpack gives that place back to
+            # what the hook returns (checkpoint's and save_on_cpu's are detached), so double
+            # backward works through hooks. An output's place is the node that saved it.
+            self.grad_edge = None
+            if tensor._rg:
+                self.grad_edge = (None, tensor._out_nr) if is_output else _dispatch().edge(tensor)
         else:
             self.tensor, self.version = tensor, tensor._vc[0]
             self.packed = self.unpack = None
@@ -157,6 +163,8 @@ class SavedTensor:
             t = self.unpack(self.packed)
             if not isinstance(t, Tensor):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(t).__name__}")
+            if self.grad_edge is not None and not t._rg:
+                t = _with_edge(t.detach(), self.grad_edge, node)
             return t
         t = self.tensor
         if t._vc[0] != self.version:
@@ -167,6 +175,19 @@ class SavedTensor:
                 "Hint: the backtrace further above can show the operation that failed to compute "
                 "its gradient; enable autograd.set_detect_anomaly(True) to find it.")
         return t
+
+
+def _with_edge(t, grad_edge, node):
+    """``t`` (a fresh alias) placed in the graph at ``grad_edge``: a leaf's grad accumulator, a
+    node's output, or (``(None, nr)``) output ``nr`` of ``node``, the node unpacking it."""
+    import weakref
+    gf, nr = grad_edge
+    t._rg = True
+    if isinstance(gf, AccumulateGrad):
+        t._acc = weakref.ref(gf)   # still a leaf, accumulating into the saved leaf's .grad
+    else:
+        t._gf, t._out_nr = (node if gf is None else gf), nr
+    return t
 
 
 class OpNode(Node):
