@@ -121,6 +121,7 @@ class BackwardCFunction(Node, FunctionCtx):
     def release(self):
         self._released = True
         self._saved = ()
+        self.to_save = ()   # the tensors themselves: freed after backward, as torch frees them
 
 
 def _sum_to(g, shape, name, i):
