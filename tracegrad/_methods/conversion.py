@@ -1,6 +1,8 @@
 """Tensor methods, conversion family: to/type_as/casts, cpu/cuda, clone/contiguous."""
 from __future__ import annotations
 
+import numpy as np
+
 from .._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
@@ -91,3 +93,23 @@ def is_contiguous(self, memory_format=None) -> bool:
     row-major order (worked out from the view chain, since JAX arrays have no strides)."""
     from .._tensor import chain_is_contiguous
     return chain_is_contiguous(self)
+
+
+def stride(self, dim=None):
+    """Mirrors ``torch.Tensor.stride(dim=None)``: elements to step in storage per index of each
+    dim (a tuple, or one int for ``dim``). JAX arrays have no strides: they are read off the
+    storage positions the view chain gives each element. A size-1 dim gets the stride torch
+    gives it in a fresh contiguous layout (size times stride of the dim after it)."""
+    from .._tensor import _wrap_dim, element_positions
+    shape = tuple(self.shape)
+    pos = element_positions(self) if self._chain else None
+    out = [0] * len(shape)
+    nxt = 1   # the stride a size-1 dim gets: contiguous over the dims after it
+    for k in range(len(shape) - 1, -1, -1):
+        s = nxt
+        if pos is not None and shape[k] > 1:
+            s = int(np.take(pos, 1, axis=k).reshape(-1)[0] - pos.reshape(-1)[0])
+        out[k] = s
+        nxt = s * shape[k] if s and shape[k] else nxt
+    out = tuple(out)
+    return out if dim is None else out[_wrap_dim(dim, len(shape))]

@@ -28,8 +28,19 @@ def _dims(dim, ndim):
     if isinstance(dim, (list, tuple, Size)):
         if len(dim) == 0:
             return None
-        return tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
-    return (_wrap_dim(int(dim), ndim),)
+        dims = [_wrap_dim(int(d), ndim) for d in dim]
+        for i, d in enumerate(dims):
+            if d in dims[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return () if ndim == 0 else tuple(sorted(dims))
+    d = _wrap_dim(int(dim), ndim)
+    return () if ndim == 0 else (d,)   # a 0-d tensor's dim 0 / -1 is itself: reduce over no axis
+
+
+def _dim1(dim, ndim):
+    """One dim for softmax-like ops; a 0-d tensor's is no axis at all (torch accepts 0 and -1)."""
+    d = _wrap_dim(dim, ndim)
+    return () if ndim == 0 else d
 
 
 def _sum_dtype(self, dtype):
@@ -156,12 +167,12 @@ def logsumexp(self, dim, keepdim=False):
 
 def softmax(self, dim, dtype=None):
     """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
-    return apply_op(OPS["softmax"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
+    return apply_op(OPS["softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
 
 
 def log_softmax(self, dim, dtype=None):
     """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
-    return apply_op(OPS["log_softmax"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
+    return apply_op(OPS["log_softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
 
 
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):

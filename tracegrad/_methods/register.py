@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .._ops import dtypes as _dt
 from .._tensor import Tensor
-from .conversion import _cast, clone, contiguous, cpu, cuda, is_contiguous, to, type_as
+from .conversion import _cast, clone, contiguous, cpu, cuda, is_contiguous, stride, to, type_as
 from .elementwise import (
     _rdiv, _rpow, _unaries, add, addcdiv, addcmul, allclose, atan2, bitwise_and, bitwise_or, bitwise_xor,
     clamp, clamp_max, clamp_min, div, eq, equal, floor_divide, fmax, fmin, fmod, ge, gt, isclose, le, lerp,
@@ -42,7 +42,7 @@ def register_all():
         addcmul=addcmul, addcdiv=addcdiv, isclose=isclose, allclose=allclose, equal=equal,
         where=lambda self, condition, other: where(condition, self, other),
         to=to, type_as=type_as, cpu=cpu, cuda=cuda, clone=clone, contiguous=contiguous,
-        is_contiguous=is_contiguous,
+        is_contiguous=is_contiguous, stride=stride,
         float=_cast(_dt.float32), double=_cast(_dt.float64), half=_cast(_dt.float16),
         bfloat16=_cast(_dt.bfloat16), long=_cast(_dt.int64), int=_cast(_dt.int32), short=_cast(_dt.int16),
         char=_cast(_dt.int8), byte=_cast(_dt.uint8), bool=_cast(_dt.bool_),
