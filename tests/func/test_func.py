@@ -38,6 +38,7 @@ def _compare(got, want, rtol=1e-9, atol=1e-10):
     for g, w in zip(gl, wl):
         assert isinstance(g, tracegrad.Tensor)
         assert tuple(g.shape) == tuple(w.shape)
+        assert g.requires_grad == w.requires_grad
         assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
         np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=rtol, atol=atol)
 
@@ -361,3 +362,45 @@ def test_compiled_transform_equals_eager_and_sees_new_values():
     with tracegrad.no_grad():
         w.mul_(2)     # outside state changed: the compiled program must not keep the old w
     np.testing.assert_allclose(compiled(v).numpy(), jac(v).numpy(), rtol=1e-12)
+
+
+BACKWARD_THROUGH = {
+    "grad": lambda m, F, w: F.grad(lambda x: (x ** 3).sin().sum())(w).sum() + w.sum(),
+    "grad_and_value": lambda m, F, w: sum(r.sum() for r in F.grad_and_value(lambda x: x.exp().sum())(w)),
+    "jacrev": lambda m, F, w: F.jacrev(lambda x: x.tanh() * x.sum())(w).sum(),
+    "jacfwd_argnums": lambda m, F, w: F.jacfwd(lambda x, y: x * y, argnums=(0, 1))(w, w * 2)[1].pow(2).sum(),
+    "vmap": lambda m, F, w: F.vmap(lambda a, b: (a * b).sum(), in_dims=(0, None))(_t(m, A[:, :3]), w).sum(),
+    "jvp": lambda m, F, w: sum(r.sum() for r in F.jvp(lambda a: a.exp() * a, (w,), (m.ones_like(w),))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BACKWARD_THROUGH))
+def test_backward_through_transform_reaches_inputs(case):
+    """torch's transforms give results that stay differentiable w.r.t. inputs that require grad."""
+    def prog(m, F):
+        w = _t(m, B[:3]).requires_grad_()
+        loss = BACKWARD_THROUGH[case](m, F, w)
+        loss.backward()
+        return loss.detach(), w.grad
+    _both(prog)
+
+
+def test_ensemble_training_step_grads_match_torch():
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+
+    def prog(m, F):
+        models = [_mlp(m) for _ in range(2)]
+        if m is tracegrad:
+            torch.manual_seed(3)
+            for g, t in zip(models, [_mlp(torch) for _ in range(2)]):
+                g.load_state_dict({k: m.tensor(v.detach().numpy()) for k, v in t.state_dict().items()})
+        params, buffers = F.stack_module_state(models)
+        base = copy.deepcopy(models[0])
+        out = F.vmap(lambda p, b, xx: F.functional_call(base, (p, b), (xx,)), in_dims=(0, 0, None))(
+            params, buffers, m.tensor(x))
+        (out ** 2).mean().backward()
+        return {k: v.grad for k, v in params.items()}
+    torch.manual_seed(3)
+    want = prog(torch, torch.func)
+    got = prog(tracegrad, tracegrad.func)
+    _compare(got, want, rtol=1e-5, atol=1e-6)

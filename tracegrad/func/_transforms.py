@@ -6,9 +6,11 @@ applies ``jax.grad``/``jax.vjp``/``jax.jvp``/``jax.jacrev``/``jax.jacfwd`` and w
 back into Tensors. Transforms nest (``vmap(grad(f))``, ``jacrev(jacrev(f))``) because an inner
 transform called on tracer-holding Tensors just adds a JAX transform level.
 
-Differs from torch: results carry no tracegrad autograd history (as if detached): to
-differentiate through a transform, nest another ``tracegrad.func`` transform rather than calling
-``backward()`` on its result. Each call traces the function again (eager, like torch.func:
+Autograd: called eagerly on Tensors that require grad, a transform's results are recorded as
+one ``FuncTransformBackward`` node over those Tensors (``_wrap.differentiable``), so
+``backward()`` reaches them as through torch's transforms. Differs from torch: that node's
+gradient is not differentiable again (nest ``tracegrad.func`` transforms for higher orders), and
+Tensors requiring grad that the function closes over (not passed as arguments) get no gradient. Each call traces the function again (eager, like torch.func:
 ~70 ms for per-sample gradients of a small MLP at batch 256, benchmarks/func_transforms.py);
 for repeated calls wrap the transformed function in ``tracegrad.compile`` (one XLA program,
 ~1.5 ms there, retraced when outside tensors it read change) -- as torch.compile over torch.func.
@@ -108,7 +110,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
         return _wrap.to_tensors(grads), _wrap.to_tensors(value)
-    return wrapper
+    return _wrap.recorded(wrapper)
 
 
 def grad(func, argnums=0, has_aux=False):
@@ -163,6 +165,10 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """Mirrors ``torch.func.jvp``: ``(func(*primals), J @ tangents)`` (plus ``aux`` with
     ``has_aux``), on ``jax.jvp``. ``primals`` and ``tangents`` are tuples of the same structure
     and shapes. Raises RuntimeError for non-tuples, mismatched structure or shapes."""
+    return _wrap.differentiable(lambda p, t: _jvp(func, p, t, strict, has_aux), (primals, tangents))
+
+
+def _jvp(func, primals, tangents, strict, has_aux):
     if strict:
         raise RuntimeError("jvp(f, primals, tangents): strict=True is not implemented (torch.func has not "
                            "implemented it either)")
@@ -206,7 +212,7 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
         if has_aux:
             return _wrap.to_tensors(res[0]), _wrap.to_tensors(res[1])
         return _wrap.to_tensors(res)
-    return wrapper
+    return _wrap.recorded(wrapper)
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):

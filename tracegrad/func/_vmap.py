@@ -119,6 +119,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     if randomness not in _RANDOMNESS:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
+    @_wrap.recorded
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         if randomness == "different":

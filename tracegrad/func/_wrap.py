@@ -8,9 +8,14 @@ dicts) whose leaves are Tensors on the tracegrad side and arrays on the JAX side
 """
 from __future__ import annotations
 
+import functools
+
 import jax
+import numpy as np
 
 from .._tensor import Tensor
+from ..autograd import grad_mode
+from ..autograd.function import Function
 from .._x64 import x64_enter, x64_exit
 
 
@@ -73,3 +78,61 @@ def run_jax(fn, *args):
         return fn(*args)
     finally:
         x64_exit(prev)
+
+
+class FuncTransform(Function):
+    """The node of a ``tracegrad.func`` transform called eagerly on Tensors that require grad
+    (torch's transforms give differentiable results then): its backward is the VJP of the
+    whole transformed function with respect to those Tensors (traced again at backward, eager
+    like the forward). Its gradient is not itself differentiable (once_differentiable)."""
+
+    @staticmethod
+    def forward(ctx, call, *diff):
+        ctx.call = call
+        ctx.save_for_backward(*diff)
+        return call(diff)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        diff, call = ctx.saved_tensors, ctx.call
+
+        def flat(*arrays):
+            return tuple(t._value for t in call(tuple(Tensor._make(a) for a in arrays)))
+        def vjp(primals, cotangents):
+            out, pullback = jax.vjp(flat, *primals)
+            cts = tuple(np.zeros(o.shape, jax.dtypes.float0) if np.dtype(o.dtype).kind not in "fc"
+                        else g.astype(o.dtype) for g, o in zip(cotangents, out))
+            return pullback(cts)
+        res = run_jax(vjp, tuple(d._value for d in diff), tuple(g._value for g in grads))
+        return (None,) + tuple(Tensor._make(r) for r in res)
+
+
+def differentiable(run, args):
+    """``run(*args)`` (a transform on Tensors, giving detached Tensors); when grad mode is on
+    and Tensor leaves of ``args`` require grad, the result is recorded as one ``FuncTransform``
+    node over those leaves, so ``backward()`` reaches them as through torch's transforms.
+    Tensors a function closes over are not seen (pass them as arguments)."""
+    leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=is_tensor)
+    pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
+    if not pos or not grad_mode.is_grad_enabled():
+        return run(*args)
+    out_def = []
+
+    def call(diff):
+        ls = list(leaves)
+        for p, d in zip(pos, diff):
+            ls[p] = d
+        flat, tdef = jax.tree_util.tree_flatten(run(*jax.tree_util.tree_unflatten(treedef, ls)), is_leaf=is_tensor)
+        out_def[:] = [tdef]
+        return tuple(flat)
+    res = FuncTransform.apply(call, *(leaves[p] for p in pos))
+    return jax.tree_util.tree_unflatten(out_def[0], res if isinstance(res, tuple) else (res,))
+
+
+def recorded(transformed):
+    """``transformed`` (a function over Tensors returned by a transform) made differentiable
+    with respect to its Tensor arguments that require grad (see ``differentiable``)."""
+    @functools.wraps(transformed)
+    def wrapper(*args, **kwargs):
+        return differentiable(lambda *a: transformed(*a, **kwargs), args)
+    return wrapper
