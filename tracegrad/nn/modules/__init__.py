@@ -21,3 +21,4 @@ from .pooling import AdaptiveAvgPool3d, AvgPool3d, MaxPool3d  # noqa: F401
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401

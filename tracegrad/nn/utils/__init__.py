@@ -1,3 +1,4 @@
 """``tracegrad.nn.utils``: mirrors ``torch.nn.utils`` (gradient clipping, parameter vectors)."""
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, get_total_norm  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+from . import rnn  # noqa: F401

@@ -1,0 +1,211 @@
+"""Variable-length sequences: mirrors ``torch.nn.utils.rnn`` (``PackedSequence``, ``pad_sequence``,
+``pack_padded_sequence``, ``pad_packed_sequence``, ``pack_sequence``, ``unpad_sequence``,
+``unpack_sequence``).
+
+A packed sequence stores the valid time steps of a batch sorted by decreasing length, time
+major: ``data[offset[t] + b]`` is step ``t`` of (sorted) sequence ``b`` for
+``b < batch_sizes[t]``. Packing and unpacking are gathers with integer index tensors, so they
+are differentiable (``IndexBackward0``; torch names its nodes ``PackPaddedSequenceBackward0``).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import tracegrad
+
+__all__ = ["PackedSequence", "pad_sequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
+           "unpad_sequence", "unpack_sequence", "invert_permutation"]
+
+
+def invert_permutation(permutation):
+    """The inverse of an int64 permutation tensor (None stays None)."""
+    if permutation is None:
+        return None
+    inv = [0] * permutation.numel()
+    for i, p in enumerate(permutation.tolist()):
+        inv[p] = i
+    return tracegrad.tensor(inv, dtype=tracegrad.int64)
+
+
+class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+    """Mirrors ``torch.nn.utils.rnn.PackedSequence``: ``data (sum(lengths), *)``, ``batch_sizes``
+    int64 ``(max_length,)``, ``sorted_indices``/``unsorted_indices`` int64 ``(B,)`` or None.
+    Build it with :func:`pack_padded_sequence` or :func:`pack_sequence`; recurrent layers accept it."""
+
+    def __new__(cls, data, batch_sizes=None, sorted_indices=None, unsorted_indices=None):
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:
+            raise RuntimeError("PackedSequence: batch_sizes is required; build packed sequences with "
+                               "pack_padded_sequence or pack_sequence")
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
+    def to(self, *args, **kwargs):
+        """``data.to(...)``; the index tensors stay as they are (torch keeps them on the data's device)."""
+        data = self.data.to(*args, **kwargs)
+        return self if data is self.data else type(self)(data, self.batch_sizes, self.sorted_indices,
+                                                          self.unsorted_indices)
+
+    def cpu(self, *args, **kwargs):
+        return self.to("cpu")
+
+    def cuda(self, *args, **kwargs):
+        return self.to("cuda")
+
+    def double(self):
+        return self.to(dtype=tracegrad.float64)
+
+    def float(self):
+        return self.to(dtype=tracegrad.float32)
+
+    def half(self):
+        return self.to(dtype=tracegrad.float16)
+
+    @property
+    def is_cuda(self):
+        return self.data.is_cuda
+
+    def is_pinned(self):
+        return False
+
+
+def _lengths_list(lengths):
+    if isinstance(lengths, tracegrad.Tensor):
+        if lengths.dim() != 1:
+            raise RuntimeError(f"pack_padded_sequence: 'lengths' must be a 1D tensor or list, got "
+                               f"{lengths.dim()}D")
+        return [int(v) for v in lengths.tolist()]
+    return [int(v) for v in lengths]
+
+
+def _batch_sizes(sorted_lengths):
+    return [sum(1 for n in sorted_lengths if n > t) for t in range(sorted_lengths[0])]
+
+
+def _packed_rows(batch_sizes, width):
+    """Row of each packed element in a ``(T * width)`` time-major flattening."""
+    return [t * width + b for t, n in enumerate(batch_sizes) for b in range(n)]
+
+
+def padded_to_packed(padded, batch_sizes):
+    """``(T, B, *)`` time-major padded (batch sorted by length) -> packed data ``(sum, *)``."""
+    T, B = padded.shape[0], padded.shape[1]
+    rows = tracegrad.tensor(_packed_rows(batch_sizes, B), dtype=tracegrad.int64)
+    return padded.reshape(T * B, *padded.shape[2:])[rows]
+
+
+def packed_to_padded(data, batch_sizes, padding_value=0.0, total_length=None):
+    """Packed data ``(sum, *)`` -> ``(T, B, *)`` time-major, sorted batch order, plus the sorted
+    lengths (a list). Padded cells hold ``padding_value``."""
+    B, T = batch_sizes[0], len(batch_sizes)
+    T_out = T if total_length is None else total_length
+    n = data.shape[0]
+    index, off = [], 0
+    for t in range(T_out):
+        bs = batch_sizes[t] if t < T else 0
+        index.append([off + b if b < bs else n for b in range(B)])
+        off += bs
+    pad_row = tracegrad.full((1, *data.shape[1:]), padding_value, dtype=data.dtype)
+    padded = tracegrad.cat([data, pad_row])[tracegrad.tensor(index, dtype=tracegrad.int64)]
+    lengths = [sum(1 for bs in batch_sizes if bs > b) for b in range(B)]
+    return padded, lengths
+
+
+def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True):
+    """Mirrors ``torch.nn.utils.rnn.pack_padded_sequence``.
+
+    Args: input ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``); lengths: list or 1-D int
+    tensor of ``B`` lengths, each in ``[1, T]``; enforce_sorted: lengths must be decreasing
+    (else they are sorted and ``sorted_indices`` records the order).
+    Returns: :class:`PackedSequence`. Raises: RuntimeError for unsorted lengths with
+    ``enforce_sorted=True``, a length <= 0 or > T, or a lengths count that is not B."""
+    lengths = _lengths_list(lengths)
+    if enforce_sorted:
+        if any(a < b for a, b in zip(lengths, lengths[1:])):
+            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                               "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to "
+                               "sidestep this requirement if you do not need ONNX exportability.")
+        sorted_indices = None
+    else:
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        sorted_indices = tracegrad.tensor(order, dtype=tracegrad.int64)
+        lengths = [lengths[i] for i in order]
+        input = input.index_select(0 if batch_first else 1, sorted_indices)
+    if batch_first:
+        input = input.transpose(0, 1)
+    if len(lengths) != input.shape[1]:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
+                           f"(batch_size={input.shape[1]})")
+    if not lengths or lengths[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if lengths[0] > input.shape[0]:
+        raise RuntimeError(f"pack_padded_sequence: a length ({lengths[0]}) is larger than the padded input's "
+                           f"time dimension ({input.shape[0]}); check `lengths` and `batch_first`")
+    bs = _batch_sizes(lengths)
+    data = padded_to_packed(input[:lengths[0]], bs)
+    return PackedSequence(data, tracegrad.tensor(bs, dtype=tracegrad.int64), sorted_indices, None)
+
+
+def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
+    """Mirrors ``torch.nn.utils.rnn.pad_packed_sequence``: the inverse of
+    :func:`pack_padded_sequence`. Returns ``(padded (T, B, *) or (B, T, *), lengths int64 (B,))``
+    in the original batch order; ``T`` is the longest length or ``total_length``.
+    Raises: ValueError when ``total_length`` is shorter than the longest sequence."""
+    bs = [int(v) for v in sequence.batch_sizes.tolist()]
+    if total_length is not None and total_length < len(bs):
+        raise ValueError(f"Expected total_length to be at least the length of the longest sequence in input, but "
+                         f"got total_length={total_length} and max sequence length being {len(bs)}")
+    padded, lengths = packed_to_padded(sequence.data, bs, padding_value, total_length)
+    lengths = tracegrad.tensor(lengths, dtype=tracegrad.int64)
+    if sequence.unsorted_indices is not None:
+        padded = padded.index_select(1, sequence.unsorted_indices)
+        lengths = lengths[sequence.unsorted_indices]
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    return padded, lengths
+
+
+def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
+    """Mirrors ``torch.nn.utils.rnn.pad_sequence``: a list of ``(L_i, *)`` tensors -> ``(T, B, *)``
+    (``(B, T, *)`` with ``batch_first``), ``T = max L_i``, padded with ``padding_value`` on
+    ``padding_side`` ('right' or 'left'). Raises ValueError for another padding_side and
+    RuntimeError for an empty list or mismatched trailing shapes."""
+    if padding_side not in ("left", "right"):
+        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+    if isinstance(sequences, tracegrad.Tensor):
+        sequences = list(sequences.unbind(0))
+    sequences = list(sequences)
+    if not sequences:
+        raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
+    trailing = tuple(sequences[0].shape[1:])
+    for s in sequences:
+        if tuple(s.shape[1:]) != trailing:
+            raise RuntimeError(f"pad_sequence: every sequence must have trailing shape {list(trailing)} but got "
+                               f"{list(s.shape)}; pad or reshape them to match")
+    T = max(s.shape[0] for s in sequences)
+    rows = []
+    for s in sequences:
+        fill = tracegrad.full((T - s.shape[0], *trailing), padding_value, dtype=s.dtype)
+        rows.append(tracegrad.cat([s, fill] if padding_side == "right" else [fill, s]))
+    return tracegrad.stack(rows, 0 if batch_first else 1)
+
+
+def unpad_sequence(padded_sequences, lengths, batch_first=False):
+    """Mirrors ``torch.nn.utils.rnn.unpad_sequence``: padded ``(T, B, *)`` -> list of ``(L_i, *)``."""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    return [seq[:int(n)] for seq, n in zip(padded_sequences, _lengths_list(lengths))]
+
+
+def pack_sequence(sequences, enforce_sorted=True):
+    """Mirrors ``torch.nn.utils.rnn.pack_sequence``: a list of ``(L_i, *)`` tensors -> PackedSequence
+    (``enforce_sorted`` as :func:`pack_padded_sequence`)."""
+    lengths = [s.shape[0] for s in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences):
+    """Mirrors ``torch.nn.utils.rnn.unpack_sequence``: PackedSequence -> list of ``(L_i, *)``."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
