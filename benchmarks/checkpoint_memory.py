@@ -1,6 +1,7 @@
 """Eager activation-checkpoint memory: tracegrad vs torch eager (1 thread), side by side. Not a test.
 
-Model: an MLP of N blocks ``Linear(W, W) + GELU`` (default 32 blocks, width 1024, batch 256),
+Model: an MLP of N blocks ``Linear(W, W) + GELU`` (or ReLU: ``--act relu``; default 32 blocks,
+width 1024, batch 256),
 loss ``out.square().mean()``, one forward + backward per measurement. Variants:
 
 * ``none``: no checkpointing;
@@ -23,7 +24,7 @@ Columns:
 * ``ms``: the step's wall time (second step; the first compiles tracegrad's per-op programs).
 * ``grad diff``: max |grad - grad without checkpointing| over all parameters (same process).
 
-    python benchmarks/checkpoint_memory.py [--blocks 32] [--width 1024] [--batch 256] [--variants ...]
+    python benchmarks/checkpoint_memory.py [--blocks 32] [--width 1024] [--batch 256] [--act gelu|relu] [--variants ...]
 """
 from __future__ import annotations
 
@@ -63,10 +64,11 @@ def _trim():
         pass
 
 
-def build(torch, blocks, width):
+def build(torch, blocks, width, act="gelu"):
     nn = torch.nn
     torch.manual_seed(0)
-    return nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.GELU()) for _ in range(blocks)])
+    a = {"gelu": nn.GELU, "relu": nn.ReLU}[act]
+    return nn.Sequential(*[nn.Sequential(nn.Linear(width, width), a()) for _ in range(blocks)])
 
 
 def forward(torch, model, x, variant):
@@ -132,7 +134,7 @@ class SavedCounter:
             self.total -= self.live.pop(k)
 
 
-def one(lib, variant, blocks, width, batch):
+def one(lib, variant, blocks, width, batch, act):
     """Measure one (library, variant) in this process; returns a dict."""
     import numpy as np
     if lib == "torch":
@@ -146,7 +148,7 @@ def one(lib, variant, blocks, width, batch):
 
         def key(t):
             return id(t._st)   # the Storage object: views and detach() share it
-    model = build(torch, blocks, width)
+    model = build(torch, blocks, width, act)
     # the input requires grad, as a block's input inside a network does (the reentrant
     # variant gives no parameter gradients otherwise)
     x = torch.tensor(np.random.RandomState(0).standard_normal((batch, width)).astype(np.float32),
@@ -190,16 +192,17 @@ def main():
     ap.add_argument("--width", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--act", default="gelu", choices=("gelu", "relu"))
     ap.add_argument("--one", nargs=2, metavar=("LIB", "VARIANT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.one[0], a.one[1], a.blocks, a.width, a.batch)))
+        print(json.dumps(one(a.one[0], a.one[1], a.blocks, a.width, a.batch, a.act)))
         return
     rows = []
     for variant in a.variants.split(","):
         for lib in ("torch", "tracegrad"):
             cmd = [sys.executable, __file__, "--one", lib, variant, "--blocks", str(a.blocks),
-                   "--width", str(a.width), "--batch", str(a.batch)]
+                   "--width", str(a.width), "--batch", str(a.batch), "--act", a.act]
             # a fixed mmap threshold: every large buffer is its own mapping, returned to the OS
             # when freed, so RSS follows the working set in both libraries
             env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
@@ -209,7 +212,8 @@ def main():
                 continue
             rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
     mib = 2 ** 20
-    print(f"MLP {a.blocks} x (Linear({a.width}, {a.width}) + GELU), batch {a.batch}, float32, one forward+backward")
+    print(f"MLP {a.blocks} x (Linear({a.width}, {a.width}) + {a.act.upper()}), batch {a.batch}, float32, "
+          "one forward+backward")
     print(f"{'variant':<22}{'library':<11}{'saved MiB':>10}{'peak MiB':>10}{'ms':>9}{'grad diff':>11}")
     for r in rows:
         print(f"{r['variant']:<22}{r['lib']:<11}{r['saved'] / mib:>10.1f}{r['peak'] / mib:>10.1f}"

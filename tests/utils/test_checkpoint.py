@@ -320,6 +320,29 @@ def test_nonreentrant_grad_fn_and_kwargs():
     run_both(program_nonreentrant_grad_fn_and_kwargs)
 
 
+def program_inputs_without_grad_params_inside(torch, log):
+    # the classic difference: with no input requiring grad, the reentrant checkpoint's output
+    # has no history (a warning; parameters inside get no gradient), the non-reentrant one's does
+    lin = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        lin.weight.copy_(T(torch, (2, 3), 41))
+        lin.bias.copy_(T(torch, (2,), 42))
+    x = T(torch, (4, 3), 43)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = torch.utils.checkpoint.checkpoint(lin, x, use_reentrant=True)
+    log("reentrant", [out.requires_grad, [str(m.message) for m in w]])
+    raises(log, lambda: out.sum().backward(), "does not require grad")
+    out = torch.utils.checkpoint.checkpoint(lin, x, use_reentrant=False)
+    log("non-reentrant", [out.requires_grad, gname(out)])
+    out.sum().backward()
+    log("param grads", [lin.weight.grad, lin.bias.grad])
+
+
+def test_inputs_without_grad_params_inside():
+    run_both(program_inputs_without_grad_params_inside)
+
+
 def program_nonreentrant_correct_grad(torch, log):
     # test_autograd.py test_checkpointing_without_reentrant_correct_grad: backward and
     # autograd.grad through a checkpoint give the plain gradient
