@@ -15,7 +15,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from ..autograd.function import Function
+from ..autograd.function import Function, once_differentiable
 from .._x64 import x64_enter, x64_exit
 
 
@@ -93,6 +93,7 @@ class FuncTransform(Function):
         return call(diff)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, *grads):
         diff, call = ctx.saved_tensors, ctx.call
 
