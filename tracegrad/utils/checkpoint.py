@@ -157,9 +157,6 @@ class CheckpointFunction(Function):
         ctx.inputs = [None if isinstance(a, tracegrad.Tensor) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, tracegrad.Tensor)]
         ctx.save_for_backward(*(args[i] for i in ctx.tensor_indices))
-        # a saved-tensor unpack hook (save_on_cpu) hands inputs back without requires_grad;
-        # torch's unpack restores it, so remember it here
-        ctx.input_requires_grad = [args[i].requires_grad for i in ctx.tensor_indices]
         with tracegrad.no_grad():
             return run_function(*args)
 
@@ -176,8 +173,6 @@ class CheckpointFunction(Function):
             inputs[i] = t
         with _forked_rng(ctx.fwd_rng_key, ctx.preserve_rng_state):
             detached = barrier(detach_variable(tuple(inputs)))
-            for i, rg in zip(ctx.tensor_indices, ctx.input_requires_grad):
-                detached[i].requires_grad = rg
             with tracegrad.enable_grad():
                 outputs = ctx.run_function(*detached)
         if isinstance(outputs, tracegrad.Tensor):
@@ -259,19 +254,13 @@ class _Frame:
         # through SavedTensor, so outer saved-tensor hooks (an enclosing checkpoint,
         # save_on_cpu) see the inputs and in-place changes to them are caught at backward
         self.saved_args = [SavedTensor(a) if isinstance(a, tracegrad.Tensor) else a for a in args]
-        self.input_requires_grad = [isinstance(a, tracegrad.Tensor) and a.requires_grad for a in args]
 
     def get_inputs(self):
-        out = []
-        for i, (a, rg) in enumerate(zip(self.saved_args, self.input_requires_grad)):
-            if isinstance(a, SavedTensor):
-                a = a.get(_InputsNode, i)
-                # an enclosing checkpoint hands back its recomputed input detached; the
-                # recomputation must record (and save) as the forward did, as torch's unpack
-                # restores requires_grad
-                if rg and not a.requires_grad:
-                    a = a.detach().requires_grad_()
-            out.append(a)
+        # an enclosing checkpoint's recomputed input comes back detached; SavedTensor's unpack
+        # puts it back in the graph (as torch's), so the recomputation records and saves as
+        # the forward did
+        out = [a.get(_InputsNode, i) if isinstance(a, SavedTensor) else a
+               for i, a in enumerate(self.saved_args)]
         # inside tracegrad.compile: keep XLA from merging the recompute with the forward
         return list(barrier(out))
 
