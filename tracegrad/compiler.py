@@ -77,8 +77,10 @@ class CompiledFunction:
             for r in entries:
                 if r.check():
                     return r.run(leaves)
-        if st["calls"] == 1:
-            # the first call runs eagerly, so lazily created state exists before tracing
+        if st["calls"] == 1 and not self.fullgraph:
+            # the first call runs eagerly, so lazily created state exists before tracing (with
+            # fullgraph=True it is traced, so a graph break raises on the first call as in torch;
+            # state it creates is written back and the next call traces again with it)
             return self._eager(args, kwargs)
         if entries is not None and len(entries) >= cache_size_limit:
             return self._break(key, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)

@@ -87,8 +87,6 @@ def test_fullgraph_raises_naming_file_and_line(kind):
         assert tracegrad.equal(v, before[k]), k
 
 
-@pytest.mark.xfail(strict=True, reason="fullgraph=True runs the first call eagerly, so a graph break is "
-                   "only reported on the second call (torch raises on the first)")
 def test_fullgraph_raises_on_first_call():
     step, state, batch = program(_item_branch)(tracegrad, lambda f: tracegrad.compile(f, fullgraph=True))
     with pytest.raises(RuntimeError, match=HERE):

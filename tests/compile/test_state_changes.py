@@ -128,8 +128,6 @@ def test_other_hyper_parameter_changed(key, value):
     check_compiled(program(), calls=4, between=between)
 
 
-@pytest.mark.xfail(strict=True, reason="train/eval/train/eval with Dropout: 4th call raises ValueError "
-                   "(foreach() argument 2 is longer) from the program call")
 def test_train_eval_switch_dropout_batchnorm():
     def between(state, i):
         state["model"].train(i % 2 == 1)

@@ -52,7 +52,7 @@ class Plan:
     """What to lift for the next trace; grows by discovery until a trace finds nothing new."""
 
     def __init__(self):
-        self.storages = {}        # id(storage) -> (storage, weakref to a tensor over it)
+        self.storages = {}        # id(storage) -> (weakref to it, weakref to a tensor over it)
         self.owners = {}          # id(tensor) -> leaf tensor whose .grad is state
         self.generators = []
         self.optimizers = []
@@ -69,7 +69,7 @@ class Plan:
             self.storages.pop(sid, None)
         for sid, (t, _) in cap.found.items():
             if sid not in self.storages and sid not in owner_grads:
-                self.storages[sid] = (t._st, weakref.ref(t))
+                self.storages[sid] = (weakref.ref(t._st), weakref.ref(t))
                 grown = True
         for g in cap.found_generators:
             if g not in self.generators:
@@ -95,9 +95,9 @@ class Region:
     the current state and writes everything back; ``check()`` says whether the state still
     has the shape the program was traced for."""
 
-    def __init__(self, plan, program, arg_kinds, out_recipe, owners_end, escapes, structure,
+    def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules):
-        self.plan = plan
+        self.plan = plan            # shared with later traces of this signature: not read here
         self.modules = tuple(modules)
         self.training = tuple(m.training for m in self.modules)
         self.diff_state, self.diff_args = diff_state, diff_args
@@ -107,10 +107,14 @@ class Region:
         self.owners_end = owners_end
         self.escapes = escapes
         self.structure = structure
-        self.storages = tuple(st for st, _ in plan.storages.values())
+        self.storages = tuple(storages)
+        self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
+        for st in self.storages:
+            _HELD[id(st)] = _HELD.get(id(st), 0) + 1
+        weakref.finalize(self, _release, [id(st) for st in self.storages])
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
-        self.hyper = hyper_signature(plan.optimizers)
+        self.hyper = hyper_signature(self.optimizers)
         self.calls = 0
 
     # ---- guards -------------------------------------------------------------------------
@@ -125,21 +129,20 @@ class Region:
             if (g is None) != was_none or (g is not None and g._chain):
                 return False
         for st in self.storages:
-            # held only by this region (plan, tuple, loop variable, call argument): the user's
+            # held only by regions (and the loop variable and the call argument): the user's
             # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict)
-            if sys.getrefcount(st) <= 4:
+            if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
                 return False
-        return hyper_signature(self.plan.optimizers) == self.hyper
+        return hyper_signature(self.optimizers) == self.hyper
 
     # ---- one call -----------------------------------------------------------------------
     def read_inputs(self, arg_leaves):
         """The program's flat inputs: storages, .grad arrays, PRNG keys (donated), then the
         lrs and the data arguments."""
-        plan = self.plan
         flat = [st.array for st in self.storages]
         flat += [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
-        flat += [g._current_key() for g in plan.generators]
-        flat += [_lr_array(g["lr"]) for o in plan.optimizers for g in o.param_groups
+        flat += [g._current_key() for g in self.generators]
+        flat += [_lr_array(g["lr"]) for o in self.optimizers for g in o.param_groups
                  if numeric_lr(g["lr"])]
         flat += [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
         return flat
@@ -163,7 +166,7 @@ class Region:
             if a is not None:
                 st.array = a
                 st.gen += 1
-        for g, k in zip(self.plan.generators, keys):
+        for g, k in zip(self.generators, keys):
             g._key = k
         for (o, t), a in zip(self.owners_end, grads_end):
             if t is not None and a is not None:
@@ -177,6 +180,16 @@ class Region:
 
 
 _LRS: dict = {}
+_HELD: dict = {}     # id(storage) -> how many live regions hold it (the orphan guard's baseline)
+
+
+def _release(ids):
+    for i in ids:
+        n = _HELD.get(i, 0) - 1
+        if n > 0:
+            _HELD[i] = n
+        else:
+            _HELD.pop(i, None)
 
 
 def _lr_array(v):
@@ -258,13 +271,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     state is as it was before the call."""
     leaves, treedef = _flatten((args, kwargs))
     kinds = classify_args(leaves)
-    storages = [st for st, _ in plan.storages.values()]
+    live = [(r(), t) for r, t in plan.storages.values() if r() is not None]
+    storages = [st for st, _ in live]
     owners = list(plan.owners.values())
     owner_grads = {id(o._grad._st): o for o in owners if o._grad is not None}
     owner_ids = {id(o) for o in owners}
     lr_slots = [(o, i) for o in plan.optimizers for i, g in enumerate(o.param_groups) if numeric_lr(g["lr"])]
-    diff_storages = [i for i, (st, r) in enumerate(plan.storages.values())
-                     if plan.vjp and r() is not None and r()._rg]
+    diff_storages = [i for i, (st, r) in enumerate(live) if plan.vjp and r() is not None and r()._rg]
     diff_args = [i for i, (a, k) in enumerate(zip(leaves, kinds)) if plan.vjp and k == "data" and a._rg]
     info = {}
 
@@ -357,10 +370,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         raise GraphBreak("boolean-mask indexing gives a data-dependent shape") from None
     finally:
         x64_exit(prev)
-    st_refs = list(plan.storages.values())
-    region = Region(plan, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
-                    info["structure"], [st_refs[i][1] for i in diff_storages], diff_args,
+    region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
+                    info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"])
+    del live
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)
     return region, region.run(leaves, donate=False)
 
