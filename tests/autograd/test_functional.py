@@ -167,3 +167,30 @@ def test_errors_match_torch(case):
 def test_non_strict_independent_gives_zeros():
     _both(lambda m, F: F.jacobian(lambda x, y: x.sum(1), _inputs(m, True)))
     _both(lambda m, F: F.vjp(lambda x, y: x.sum() * 2, _inputs(m, True), m.tensor(1.0, dtype=m.float64)))
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_hessian_and_jacobian_create_graph_then_backward(vectorize):
+    def call(m, F):
+        x = _inputs(m, False).requires_grad_()
+        h = F.hessian(_fns(m)["scalar"], x, create_graph=True, vectorize=vectorize)
+        j = F.jacobian(_fns(m)["single"], x, create_graph=True, vectorize=vectorize)
+        (g,) = m.autograd.grad(h.sum() + j.pow(2).sum(), x)
+        return h, j, g
+    _both(call)
+
+
+def test_hvp_default_v_for_single_element_input():
+    _both(lambda m, F: F.hvp(lambda x: (x ** 4).sum(), m.tensor([1.5], dtype=m.float64)))
+    _both(lambda m, F: F.jvp(lambda x: x.exp() * 2, m.tensor([0.5], dtype=m.float64)))
+
+
+def test_grad_mode_off_outside_is_kept():
+    def call(m, F):
+        with m.no_grad():
+            out, res = F.vjp(lambda x: (x ** 2).sum(), _inputs(m, False))
+        return out, res, m.is_grad_enabled()
+    got = call(tracegrad, tracegrad.autograd.functional)
+    want = call(torch, torch.autograd.functional)
+    _compare(got[:2], want[:2])
+    assert got[2] == want[2]
