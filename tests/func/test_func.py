@@ -139,6 +139,12 @@ def test_vmap_dims(case):
         *(_t(m, a) for a in arrays)))
 
 
+def test_vmap_non_tensor_arguments_pass_through():
+    _both(lambda m, F: F.vmap(lambda x, mode, k, n, y: x * k + y if mode == "mul" else x,
+                              in_dims=(0, None, None, None, None))(_t(m, A), "mul", 2.5, None, _t(m, B)))
+    _both(lambda m, F: F.vmap(lambda x, scale=1.0: x * scale)(_t(m, A), scale=3.0))
+
+
 def test_vmap_nested_tree_and_multiple_outputs():
     xs = RNG.standard_normal((2, 3, 1, 4))
 

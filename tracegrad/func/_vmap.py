@@ -128,19 +128,24 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         prefix = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
         flat_dims = _flat_in_dims(in_dims, args, prefix)
         _check_inputs(args, flat_dims, prefix)
-        arrays = _wrap.to_arrays(args)
-        treedef = jax.tree_util.tree_structure(arrays)
-        axes = jax.tree_util.tree_unflatten(treedef, flat_dims)
+        # only Tensor leaves go through jax.vmap; other leaves (numbers, strings, modules) are
+        # closed over unchanged, as torch passes non-Tensor arguments through
+        leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=_wrap.is_tensor)
+        tpos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
 
         def jax_fn(*arrs):
-            out = func(*_wrap.to_tensors(arrs), **kwargs)
+            ls = list(leaves)
+            for i, a in zip(tpos, arrs):
+                ls[i] = Tensor._make(a)
+            out = func(*jax.tree_util.tree_unflatten(treedef, ls), **kwargs)
             for leaf in _wrap.tensor_leaves(out):
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
                                      f"{type(leaf)}. Did you mean to set out_dims= to None for output?")
             _check_out_dims(out_dims, out, func)
             return _wrap.to_arrays(out)
+        axes = tuple(flat_dims[i] for i in tpos)
         with _random_guard(randomness):
-            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=tuple(axes), out_axes=out_dims), *arrays)
+            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=out_dims), *(leaves[i]._value for i in tpos))
         return _wrap.to_tensors(out)
     return wrapper
