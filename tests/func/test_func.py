@@ -377,6 +377,7 @@ BACKWARD_THROUGH = {
     "jacfwd_argnums": lambda m, F, w: F.jacfwd(lambda x, y: x * y, argnums=(0, 1))(w, w * 2)[1].pow(2).sum(),
     "vmap": lambda m, F, w: F.vmap(lambda a, b: (a * b).sum(), in_dims=(0, None))(_t(m, A[:, :3]), w).sum(),
     "jvp": lambda m, F, w: sum(r.sum() for r in F.jvp(lambda a: a.exp() * a, (w,), (m.ones_like(w),))),
+    "vjp": lambda m, F, w: (lambda o, fn: o.sum() + fn(o * w)[0].pow(2).sum())(*F.vjp(lambda a: a.sin() * a, w)),
 }
 
 

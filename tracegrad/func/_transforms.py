@@ -130,22 +130,40 @@ def grad(func, argnums=0, has_aux=False):
 def vjp(func, *primals, has_aux=False):
     """Mirrors ``torch.func.vjp``: returns ``(output, vjp_fn)`` (``(output, vjp_fn, aux)`` with
     ``has_aux``). ``vjp_fn(cotangents)`` takes Tensors shaped as ``output`` and returns a tuple
-    with one gradient per primal. Raises ValueError for non-Tensor primals, RuntimeError for a
-    cotangent whose shape differs from the output's."""
+    with one gradient per primal. Output and gradients stay differentiable with respect to
+    primals/cotangents that require grad (see the module docstring). Raises ValueError for
+    non-Tensor primals, RuntimeError for a cotangent whose shape differs from the output's."""
     _diff_leaves(primals, range(len(primals)), "vjp")
-    positions = tuple(range(len(primals)))
-
     fn = _checked_outputs(func, has_aux, "vjp(f, *primals)")
-    jf = _wrap.pure(fn, primals, positions)
-    res = _wrap.run_jax(functools.partial(jax.vjp, jf, has_aux=has_aux), *(_wrap.to_arrays(p) for p in primals))
-    out, pullback = res[0], res[1]
+    first = []   # (output arrays, pullback[, aux]) of the call on the given primals
 
-    def vjp_fn(cotangents, *extra):
+    def linearize(prims):
+        res = _wrap.run_jax(functools.partial(jax.vjp, _wrap.pure(fn, prims, range(len(prims))), has_aux=has_aux),
+                            *(_wrap.to_arrays(p) for p in prims))
+        if not first:
+            first.append(res)
+        return res
+
+    def forward(*prims):
+        res = linearize(prims)
+        return (_wrap.to_tensors(res[0]),) + ((_wrap.to_tensors(res[2]),) if has_aux else ())
+    outs = _wrap.differentiable(forward, primals)
+    out = first[0][0]
+    given = [leaf._value for leaf in _wrap.tensor_leaves(primals)]
+
+    def pull(prims, cts):
+        same = [leaf._value for leaf in _wrap.tensor_leaves(prims)]
+        pullback = first[0][1] if all(a is b for a, b in zip(same, given)) else linearize(prims)[1]
+
+        def run(c):
+            return pullback(jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))
+        return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts)))
+
+    def vjp_fn(cotangents, *extra, retain_graph=True, create_graph=None):
         if extra:
             cotangents = (cotangents, *extra)
         cts = _wrap.to_arrays(cotangents)
-        want = jax.tree_util.tree_structure(out)
-        got = jax.tree_util.tree_structure(cts)
+        want, got = jax.tree_util.tree_structure(out), jax.tree_util.tree_structure(cts)
         if want != got:
             raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
                                f"outputs to the function. cotangents: {got}, primal output: {want}")
@@ -153,10 +171,8 @@ def vjp(func, *primals, has_aux=False):
             if tuple(o.shape) != tuple(c.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {_size(c.shape)} and "
                                    f"output[0] has a shape of {_size(o.shape)}.")
-        cts = _wrap.run_jax(lambda c: jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out), cts)
-        return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(pullback, cts))
-    result = (_wrap.to_tensors(out), vjp_fn)
-    return result + (_wrap.to_tensors(res[2]),) if has_aux else result
+        return _wrap.differentiable(pull, (primals, cotangents))
+    return (outs[0], vjp_fn) + ((outs[1],) if has_aux else ())
 
 
 def _size(shape):
