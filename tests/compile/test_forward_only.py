@@ -152,3 +152,70 @@ def test_compiled_module_trained_with_outside_optimizer():
 
 def IDENTITY(f):
     return f
+
+
+def stateful_forward_program(mod, wrap):
+    """A forward with BatchNorm (running stats written by the forward) and Dropout (mask drawn
+    in the forward, used by the backward), two outputs of which the loss uses one; the raw
+    activation is stashed without detach."""
+    nn = mod.nn
+    model = np_init(nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Dropout(0.4), nn.Linear(4, 2)), mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    stash = {}
+
+    def forward(x):
+        h = model[2](model[1](model[0](x)))
+        stash["h"] = h
+        return model[3](h), h.sum(1)
+    f = wrap(forward)
+
+    def step(x, y):
+        opt.zero_grad()
+        out, aux = f(x)
+        mod.nn.functional.mse_loss(out, y).backward()
+        opt.step()
+        return out, aux
+    step.compiled = f
+    return step, {"model": model, "opt": opt, "stash": stash}, \
+        lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
+
+
+def test_stateful_forward_only_with_two_outputs():
+    run = check_compiled(stateful_forward_program, calls=4)
+    assert not run.step.compiled.stats["graph_breaks"]
+
+
+def test_unfrozen_layer_gets_optimizer_state_later():
+    def make(mod, wrap):
+        model = _model(mod)
+        model[0].requires_grad_(False)
+        opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
+
+    def between(state, i):
+        if i == 1:
+            state["model"][0].requires_grad_(True)
+    check_compiled(make, calls=5, between=between)
+
+
+def test_optimized_module_api():
+    torch = pytest.importorskip("torch")
+    for mod in (torch, tracegrad):
+        model = _model(mod)
+        cm = mod.compile(model)
+        assert cm._orig_mod is model
+        assert [id(p) for p in cm.parameters()] == [id(p) for p in model.parameters()]
+        cm.eval()
+        assert not model.training
+        cm.train()
+        assert model.training
+        sd = {k: v.clone() * 0 for k, v in cm.state_dict().items()}
+        cm.load_state_dict(sd)
+        assert float(model[0].weight.abs().sum()) == 0.0
