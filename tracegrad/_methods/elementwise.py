@@ -49,8 +49,27 @@ def div(self, other, *, rounding_mode=None):
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
+    if rounding_mode is not None and dt._cat <= 1:
+        _check_int_divisor(other)
     st = (("dtype", dt.np),) if rounding_mode is None else (("dtype", dt.np), ("rounding_mode", rounding_mode))
     return apply_op(OPS["div"], (self, other), st)
+
+
+def _concrete(v):
+    """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
+    from .._tensor import _JaxTracer
+    if isinstance(v, Tensor):
+        v = v._value
+        return None if isinstance(v, _JaxTracer) else np.asarray(v)
+    return np.asarray(v)
+
+
+def _check_int_divisor(other):
+    """torch raises for an integer division or remainder by zero (XLA gives garbage); one
+    host read of the divisor, only for integer dtypes."""
+    v = _concrete(other)
+    if v is not None and not np.all(v):
+        raise RuntimeError("ZeroDivisionError")
 
 
 def _rdiv(self, other):
@@ -66,12 +85,16 @@ def floor_divide(self, other):
 def remainder(self, other):
     """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
     ``RemainderBackward0`` (number other) / ``RemainderBackward1`` (tensor)."""
+    if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
+        _check_int_divisor(other)
     return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
 
 
 def fmod(self, other):
     """Mirrors ``torch.fmod`` (C's fmod: the sign of the dividend). Autograd: ``FmodBackward0``
     (number other) / ``FmodBackward1`` (tensor)."""
+    if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
+        _check_int_divisor(other)
     return _binary("fmod_tensor" if isinstance(other, Tensor) else "fmod", self, other)
 
 
@@ -80,10 +103,28 @@ def pow(self, exponent):
     _check_operand(exponent, "pow")
     if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
         _check_broadcast(self, exponent)
-    dt = result_dtype(self, exponent).np
+    rdt = result_dtype(self, exponent)
+    dt = rdt.np
+    if rdt._cat == 1 and isinstance(self, Tensor):
+        neg = _concrete(exponent)
+        if neg is not None and (neg < 0).any():
+            if not isinstance(exponent, Tensor):
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return _int_pow_negative(self, exponent)
     if isinstance(exponent, Tensor):
         return apply_op(OPS["pow_tensor"], (self, exponent), (("dtype", dt),))
     return apply_op(OPS["pow"], (self, exponent), (("dtype", dt),))
+
+
+def _int_pow_negative(base, exponent):
+    """Integer ``base ** exponent`` where some exponents are negative, as torch computes it:
+    ``1 ** -n`` is 1, ``(-1) ** -n`` is +-1 by parity, any other base gives 0 (XLA gives
+    garbage). Integer results carry no history, so a composite is safe here."""
+    safe = pow(base, clamp_min(exponent, 0))
+    zero = mul(safe, 0)   # result's shape and dtype
+    by_parity = where(ne(remainder(exponent, 2), 0), zero - 1, zero + 1)
+    neg_val = where(eq(base, 1), zero + 1, where(eq(base, -1), by_parity, zero))
+    return where(lt(exponent, 0), neg_val, safe)
 
 
 def _rpow(self, base):

@@ -1,6 +1,7 @@
 """Tensor methods, linear-algebra family: matmul/mm/bmm/mv/dot/addmm/outer/einsum."""
 from __future__ import annotations
 
+from .. import _autocast
 from .._dispatch import apply_op
 from .._ops.registry import OPS
 from .._tensor import Tensor
@@ -11,6 +12,8 @@ from .shape import unsqueeze
 
 # ---- linear algebra ---------------------------------------------------------------------
 def _mm_dtype(a, b, name):
+    if a.dtype.name == "bool" and name != "dot":   # torch's CPU matmul kernels refuse bool
+        raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[a.dtype.name]} != {_CPP_NAME[b.dtype.name]}" if name != "dot" else
                            f"dot : expected both vectors to have same dtype, but found {a.dtype.name} and {b.dtype.name}")
@@ -23,6 +26,7 @@ def matmul(self, other):
     ``MmBackward0``, ``UnsafeViewBackward0`` for batched). RuntimeError on shape mismatch."""
     if not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not {type(other).__name__}")
+    self, other = _autocast.cast("lower", "matmul", self, other)
     a, b = self.ndim, other.ndim
     if a == 0 or b == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a}D and {b}D")
@@ -61,6 +65,7 @@ def bmm(self, mat2):
         raise RuntimeError("batch1 must be a 3D tensor" if self.ndim != 3 else "batch2 must be a 3D tensor")
     if self.shape[0] != mat2.shape[0] or self.shape[2] != mat2.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{self.shape[0]}, {self.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    self, mat2 = _autocast.cast("lower", "bmm", self, mat2)
     return apply_op(OPS["bmm"], (self, mat2), _mm_dtype(self, mat2, "bmm"))
 
 
@@ -84,12 +89,17 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
         raise RuntimeError("mat1 must be a matrix, got {}-D tensor".format(mat1.ndim))
     if mat1.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    self, mat1, mat2 = _autocast.cast("lower", "addmm", self, mat1, mat2)
     dt = result_dtype(mat1, mat2)
     return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), (("dtype", dt.np),))
 
 
 def outer(self, vec2):
-    """Mirrors ``torch.outer``: ``(n,) x (m,) -> (n, m)``. Autograd: ``MulBackward0``."""
+    """Mirrors ``torch.outer``: ``(n,) x (m,) -> (n, m)``. Autograd: ``MulBackward0``.
+    RuntimeError unless both are 1-D."""
+    for name, v in (("self", self), ("vec2", vec2)):
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
     return mul(unsqueeze(self, 1), vec2)
 
 

@@ -37,6 +37,13 @@ def _dims(dim, ndim):
     return () if ndim == 0 else (d,)   # a 0-d tensor's dim 0 / -1 is itself: reduce over no axis
 
 
+def _check_floating(self, dtype, api):
+    """torch's CPU kernels for softmax-like ops are not built for integer/bool inputs."""
+    if dtype is None and self.dtype._cat <= 1:
+        raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[self.dtype.name]}\': pass '
+                                  f"dtype=tracegrad.float32 or convert the input with .float() first")
+
+
 def _dim1(dim, ndim):
     """One dim for softmax-like ops; a 0-d tensor's is no axis at all (torch accepts 0 and -1)."""
     d = _wrap_dim(dim, ndim)
@@ -167,11 +174,13 @@ def logsumexp(self, dim, keepdim=False):
 
 def softmax(self, dim, dtype=None):
     """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
+    _check_floating(self, dtype, "softmax")
     return apply_op(OPS["softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
 
 
 def log_softmax(self, dim, dtype=None):
     """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
+    _check_floating(self, dtype, "log_softmax")
     return apply_op(OPS["log_softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
 
 

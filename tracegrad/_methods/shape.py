@@ -142,8 +142,14 @@ def movedim(self, source, destination):
     n = self.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should "
+                           f"contain the same number of dims as destination ({dst} dims)")
     src = [_wrap_dim(s, n) for s in src]
     dst = [_wrap_dim(s, n) for s in dst]
+    for what, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({ds})")
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -249,6 +255,8 @@ def split(self, split_size_or_sections, dim=0):
 
 def chunk(self, chunks, dim=0):
     """Mirrors ``torch.chunk``: up to ``chunks`` pieces of size ceil(n / chunks)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap_dim(dim, self.ndim)
     n = self.shape[d]
     size = -(-n // chunks) if n else 0
@@ -267,10 +275,22 @@ def tensor_split(self, sections, dim=0):
     return tuple(out)
 
 
-def flip(self, *dims):
-    """Mirrors ``torch.flip(input, dims)``."""
-    dims = _shape_arg(dims)
-    return apply_op(OPS["flip"], (self,), (("dims", tuple(_wrap_dim(d, self.ndim) for d in dims)),))
+def flip(self, *dims, **kw):
+    """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
+    repeated dim."""
+    dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims)
+    if kw:
+        raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")
+    return apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))
+
+
+def _unique_dims(dims, ndim):
+    """``dims`` wrapped into range; RuntimeError as torch when one appears twice."""
+    out = tuple(_wrap_dim(d, ndim) for d in dims)
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
 
 
 def fliplr(self):
@@ -287,6 +307,8 @@ def roll(self, shifts, dims=None):
         return apply_op(OPS["roll_flat"], (self,), (("shifts", int(shifts if isinstance(shifts, int) else shifts[0])),))
     sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dm = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(sh) != len(dm):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dm)}")
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
 
 
@@ -324,6 +346,8 @@ def trace(self):
 def cat(tensors, dim=0, *, out=None):
     """Mirrors ``torch.cat(tensors, dim=0)`` with dtype promotion. RuntimeError for mismatched
     shapes or an empty list."""
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
     tensors = [t for t in tensors]
     if not tensors:
         raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
@@ -350,9 +374,14 @@ concat = concatenate = cat
 
 def stack(tensors, dim=0, *, out=None):
     """Mirrors ``torch.stack``: RuntimeError unless all shapes are equal."""
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t_ in enumerate(tensors):
+        if not isinstance(t_, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t_).__name__}")
     s0 = tuple(tensors[0].shape)
     for i, t_ in enumerate(tensors):
         if tuple(t_.shape) != s0:

@@ -1,0 +1,105 @@
+"""Tensor methods that make new tensors from a tensor's dtype and device (``new_zeros``,
+``new_ones``, ``new_full``, ``new_empty``, ``new_tensor``), the legacy ``type()`` names, and
+memory-layout queries (``pin_memory``, ``is_pinned``, ``nbytes``, ``itemsize``)."""
+from __future__ import annotations
+
+import warnings
+
+from .._ops import dtypes as _dt
+from .._tensor import Tensor
+
+# torch's legacy tensor type names, e.g. 'torch.FloatTensor' / 'torch.cuda.FloatTensor'
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+               "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def _like(self, dtype, device):
+    return (self.dtype if dtype is None else dtype), (self.device if device is None else device)
+
+
+def _sizes(size):
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` with ``self``'s dtype and device
+    unless given."""
+    from .._factories import zeros
+    d, dev = _like(self, dtype, device)
+    return zeros(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """Mirrors ``torch.Tensor.new_ones``."""
+    from .._factories import ones
+    d, dev = _like(self, dtype, device)
+    return ones(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
+    from .._factories import empty
+    d, dev = _like(self, dtype, device)
+    return empty(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False):
+    """Mirrors ``torch.Tensor.new_full``: ``fill_value`` cast to ``self``'s dtype (not inferred)."""
+    from .._factories import full
+    d, dev = _like(self, dtype, device)
+    return full(size, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+    """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
+    device (unless given); a Tensor ``data`` is detached first, with torch's warning."""
+    from .._factories import tensor
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                      "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        data = data.detach()
+    d, dev = _like(self, dtype, device)
+    return tensor(data, dtype=d, device=dev, requires_grad=requires_grad)
+
+
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """Mirrors ``torch.Tensor.type``: with no argument, the legacy name (``'torch.FloatTensor'``,
+    ``'torch.cuda.LongTensor'``); with a dtype or such a name, a converted tensor (``self`` when
+    nothing changes). ValueError for an unknown name."""
+    if dtype is None:
+        prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
+        return f"{prefix}{_TYPE_NAMES[self.dtype.name]}Tensor"
+    if isinstance(dtype, str):
+        name = dtype[len("torch."):] if dtype.startswith("torch.") else dtype
+        cuda = name.startswith("cuda.")
+        base = name[len("cuda."):] if cuda else name
+        if not base.endswith("Tensor") or base[:-len("Tensor")] not in _BY_TYPE_NAME:
+            raise ValueError(f"invalid type: '{dtype}'")
+        out = self.to(_dt.to_dtype(_BY_TYPE_NAME[base[:-len("Tensor")]]))
+        return out.to("cuda") if cuda else out.to("cpu")
+    return self.to(dtype)
+
+
+def pin_memory(self, device=None):
+    """Mirrors ``torch.Tensor.pin_memory``. Page-locked host memory is a CUDA staging buffer;
+    JAX manages its own transfers, so this returns ``self`` where a GPU exists. RuntimeError
+    without one, as torch."""
+    from .._device import cuda_devices
+    if not cuda_devices():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    return self
+
+
+def is_pinned(self, device=None):
+    """Mirrors ``torch.Tensor.is_pinned``: always False (JAX has no pinned host tensors)."""
+    return False
+
+
+METHODS = dict(new_zeros=new_zeros, new_ones=new_ones, new_empty=new_empty, new_full=new_full,
+               new_tensor=new_tensor, type=type, pin_memory=pin_memory, is_pinned=is_pinned)
+PROPERTIES = dict(itemsize=lambda self: self.dtype.itemsize,
+                  nbytes=lambda self: self.numel() * self.dtype.itemsize)
