@@ -48,26 +48,40 @@ class _DecoratorContextManager:
         if inspect.isclass(func):
             raise TypeError(f"{type(self).__name__} decorates functions, not classes")
         if inspect.isgeneratorfunction(func):
-            @functools.wraps(func)
-            def gen(*a, **k):
-                g = func(*a, **k)
-                with self.clone():
-                    resp = g.send(None)
-                while True:
-                    try:
-                        with self.clone():
-                            req = yield resp
-                        with self.clone():
-                            resp = g.send(req)
-                    except StopIteration as e:
-                        return e.value
-            return gen
-
+            return self._wrap_generator(func)
         @functools.wraps(func)
         def wrapper(*a, **k):
             with self.clone():
                 return func(*a, **k)
         return wrapper
+
+    def _wrap_generator(self, func):
+        """The mode holds while the generator body runs (first step, ``send``, ``throw``,
+        ``close``), and the caller's mode holds while it is suspended at a ``yield``, as torch's
+        ``_contextlib._wrap_generator``. (Coroutines are not wrapped, as in torch: the mode
+        covers only creating the coroutine object.)"""
+        @functools.wraps(func)
+        def gen(*a, **k):
+            g = func(*a, **k)
+            try:
+                with self.clone():
+                    resp = g.send(None)
+                while True:
+                    try:
+                        req = yield resp
+                    except GeneratorExit:
+                        with self.clone():
+                            g.close()
+                        raise
+                    except BaseException as exc:   # thrown in: rethrow into the body, in mode
+                        with self.clone():
+                            resp = g.throw(exc)
+                    else:
+                        with self.clone():
+                            resp = g.send(req)
+            except StopIteration as e:
+                return e.value
+        return gen
 
     def clone(self):
         return type(self)()
