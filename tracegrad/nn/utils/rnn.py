@@ -169,10 +169,10 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Mirrors ``torch.nn.utils.rnn.pad_sequence``: a list of ``(L_i, *)`` tensors -> ``(T, B, *)``
     (``(B, T, *)`` with ``batch_first``), ``T = max L_i``, padded with ``padding_value`` on
-    ``padding_side`` ('right' or 'left'). Raises ValueError for another padding_side and
-    RuntimeError for an empty list or mismatched trailing shapes."""
+    ``padding_side`` ('right' or 'left'). Raises RuntimeError for another padding_side, an empty
+    list or mismatched trailing shapes."""
     if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, tracegrad.Tensor):
         sequences = list(sequences.unbind(0))
     sequences = list(sequences)
