@@ -411,3 +411,20 @@ def test_ensemble_training_step_grads_match_torch():
     want = prog(torch, torch.func)
     got = prog(tracegrad, tracegrad.func)
     _compare(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_functional_call_refuses_to_leak_traced_buffer_writes():
+    model = tracegrad.nn.Sequential(tracegrad.nn.Linear(3, 4), tracegrad.nn.BatchNorm1d(4))
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    before = {k: v.clone() for k, v in model.named_buffers()}
+    x = tracegrad.tensor(A[:, :3], dtype=tracegrad.float32)
+    with pytest.raises(RuntimeError, match="running_mean"):
+        tracegrad.func.grad(lambda p, xx: tracegrad.func.functional_call(model, p, (xx,)).sum())(params, x)
+    for k, v in model.named_buffers():   # restored to concrete values, the module still works
+        np.testing.assert_array_equal(v.numpy(), before[k].numpy())
+    assert model(x).shape == (3, 4)
+    # passing the buffers explicitly is the way (as torch's recipes do)
+    buffers = {k: v.clone() for k, v in model.named_buffers()}
+    g = tracegrad.func.grad(lambda p, b, xx: tracegrad.func.functional_call(model, (p, b), (xx,)).pow(2).sum())(
+        params, buffers, x)
+    assert set(g) == set(params)

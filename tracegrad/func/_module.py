@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 
+import jax
+
 from .._tensor import Tensor
 from . import _wrap
 
@@ -83,6 +85,7 @@ def reparametrize(module, values, tie_weights=True, strict=False):
         if msgs:
             raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(msgs))
     originals = []
+    own = _concrete_state(module)
     try:
         for name, v in values.items():
             if v is not None and not isinstance(v, Tensor):
@@ -92,6 +95,32 @@ def reparametrize(module, values, tie_weights=True, strict=False):
     finally:
         for name, old in reversed(originals):
             _swap(module, name, old)
+        leaked = _restore_leaks(module, own)
+    if leaked:
+        raise RuntimeError(
+            f"tracegrad.func.functional_call: {module._get_name()} wrote to its own {', '.join(leaked)} inside a "
+            "tracegrad.func/JAX transform (e.g. BatchNorm running statistics in train mode); a transformed "
+            "function cannot write traced values to tensors outside it. Pass these buffers in "
+            "parameter_and_buffer_dicts, or call module.eval(). The module's values were restored.")
+
+
+def _concrete_state(module):
+    """The module's own parameters/buffers holding concrete arrays: name -> (tensor, array)."""
+    state = list(module.named_parameters(remove_duplicate=False)) + list(module.named_buffers(remove_duplicate=False))
+    return {n: (t, t._st.array) for n, t in state if t is not None and not isinstance(t._st.array, jax.core.Tracer)}
+
+
+def _restore_leaks(module, own):
+    """When a transform overwrote module state with tracers (they would escape the trace and
+    break every later use), put back every array the call changed, so the failed call leaves
+    the module as it was; returns the names that held tracers."""
+    leaked = [name for name, (t, _) in own.items() if isinstance(t._st.array, jax.core.Tracer)]
+    if leaked:
+        for t, array in own.values():
+            if t._st.array is not array:
+                t._st.array = array
+                t._st.gen += 1
+    return leaked
 
 
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
