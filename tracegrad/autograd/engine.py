@@ -341,6 +341,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     ``allow_unused`` is False; ``materialize_grads=True`` returns zeros instead of None."""
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
+    if not ins:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty: pass the tensors to "
+                           "differentiate with respect to")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")
     if allow_unused is None:

@@ -11,6 +11,7 @@ lowering maps the same classes onto ``jax.custom_vjp`` (DESIGN 2.4).
 from __future__ import annotations
 
 import functools
+import inspect
 
 from .. import _state
 from .._tensor import Tensor
@@ -198,13 +199,15 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         from .. import _dispatch
+        new_style = cls.setup_context is not Function.setup_context
+        if new_style:   # as torch: setup_context sees forward's defaults among the inputs
+            args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}
         ctx = _backward_cls(cls)()
         needs = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         ctx.needs_input_grad = needs
         record = grad_mode.STATE[0] and any(needs)
         if record and _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_function(cls)
-        new_style = cls.setup_context is not Function.setup_context
         prev = grad_mode.STATE[0]
         grad_mode.STATE[0] = False
         try:
@@ -236,6 +239,10 @@ class Function(metaclass=_FunctionMeta):
                     if o._gf is None and o._rg:
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                                            "operation (mark_dirty). Clone it before passing it in.")
+                    b = o._base
+                    if b is not None and b._gf is None and b._rg:
+                        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                                           "in-place operation (mark_dirty). Clone the leaf before taking the view.")
                     o._gf, o._out_nr, o._rg, o._gf_ver = ctx, i, True, o._vc[0]
                 res = o
             elif id(o) in inputs_by_id:
@@ -260,6 +267,20 @@ class Function(metaclass=_FunctionMeta):
             ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
                                for t in ctx.to_save)
         return tuple(result) if is_tuple else result[0]
+
+
+_SIGNATURES: dict = {}
+
+
+def _bind_defaults(forward, args, kwargs):
+    """``forward``'s arguments as one positional tuple with its defaults filled in (torch's
+    ``bind_default_args``); TypeError for arguments forward does not take, as a call would."""
+    sig = _SIGNATURES.get(forward)
+    if sig is None:
+        sig = _SIGNATURES[forward] = inspect.signature(forward)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args
 
 
 class InplaceFunction(Function):
