@@ -186,6 +186,18 @@ def check_inplace(t):
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
+    if t._base is not None and t._base._rg and STATE[0]:
+        for op, _, idx in t._chain:
+            if idx is not None:   # torch refuses: one node cannot rebase several views' histories
+                raise RuntimeError(
+                    f"Output {idx} of {op.grad_fn[:-len('Backward0')]} is a view and is being modified inplace. "
+                    "This view is the output of a function that returns multiple views (unbind, split, "
+                    "chunk), which do not allow the output views to be modified inplace. Replace the "
+                    "inplace operation by an out-of-place one, or clone() the output first.")
+    if not STATE[1] and t.__dict__.get("_inference"):
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "
+            "to get a normal tensor before doing the inplace update.")
 
 
 def apply_inplace(op: Op, self: Tensor, args, static=()):
