@@ -104,6 +104,15 @@ def test_jvp():
     _both(lambda m, F: F.jvp(lambda x: (x.exp(), x.sum()), (_t(m, B),), (_t(m, B),), has_aux=True))
 
 
+def test_linearize():
+    def prog(m, F):
+        out, fn = F.linearize(lambda x, y: ((x * y).sin(), x.sum() + y), _t(m, A), _t(m, B))
+        return out, fn(m.ones(3, 4, dtype=m.float64), _t(m, B))
+    _both(prog)
+    got, want = _raises_both(lambda m, F: F.linearize(lambda x: x.sin(), _t(m, B))[1](m.ones(2, dtype=m.float64)))
+    assert got == want
+
+
 # ---- jacrev / jacfwd / hessian ----------------------------------------------------------------
 
 @pytest.mark.parametrize("api", ["jacrev", "jacfwd"])

@@ -1,6 +1,6 @@
 """``tracegrad.func``: mirrors ``torch.func`` on JAX's transforms (DESIGN 2, layer L6).
 
-``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``,
+``grad``, ``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``,
 ``functional_call``, ``stack_module_state`` -- torch.func's names, arguments and errors; they
 nest and compose (per-sample gradients: ``vmap(grad(loss), in_dims=(None, 0, 0))`` over
 ``functional_call``). A Python function over Tensors runs under JAX's transform by wrapping
@@ -12,8 +12,8 @@ JAX interop: ``to_jax(module) -> (params, apply)`` (a Module as a pure JAX funct
 """
 from ._interop import from_dlpack, from_jax, jax_function, to_dlpack  # noqa: F401
 from ._module import functional_call, stack_module_state, to_jax  # noqa: F401
-from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, vjp  # noqa: F401
+from ._transforms import grad, grad_and_value, hessian, jacfwd, jacrev, jvp, linearize, vjp  # noqa: F401
 from ._vmap import vmap  # noqa: F401
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap", "functional_call",
-           "stack_module_state", "to_jax", "from_jax", "jax_function", "from_dlpack", "to_dlpack"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "vmap",
+           "functional_call", "stack_module_state", "to_jax", "from_jax", "jax_function", "from_dlpack", "to_dlpack"]

@@ -175,6 +175,27 @@ def vjp(func, *primals, has_aux=False):
     return (outs[0], vjp_fn) + ((outs[1],) if has_aux else ())
 
 
+def linearize(func, *primals):
+    """Mirrors ``torch.func.linearize`` on ``jax.linearize``: returns ``(output, jvp_fn)`` where
+    ``jvp_fn(*tangents)`` gives ``J @ tangents`` at ``primals`` without re-running ``func``
+    (tangents shaped as the primals). Raises RuntimeError for a tangent whose shape differs from
+    its primal's. Results carry no autograd history."""
+    _diff_leaves(primals, range(len(primals)), "linearize")
+    fn = _checked_outputs(func, False, "linearize(f, *primals)")
+    arrays = tuple(_wrap.to_arrays(p) for p in primals)
+    out, lin = _wrap.run_jax(functools.partial(jax.linearize, _wrap.pure(fn, primals, range(len(primals)))), *arrays)
+
+    def jvp_fn(*tangents):
+        tans = _wrap.to_arrays(tangents)
+        for i, (p, t) in enumerate(zip(jax.tree_util.tree_leaves(arrays), jax.tree_util.tree_leaves(tans))):
+            if tuple(p.shape) != tuple(t.shape):
+                raise RuntimeError(f"tangent:{i} with shape {_size(t.shape)} in flattened pytree doesn't match the "
+                                   f"shape {_size(p.shape)} of the corresponding primal.")
+        cast = _wrap.run_jax(lambda ts: jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), ts, arrays), tans)
+        return _wrap.to_tensors(_wrap.run_jax(lin, *cast))
+    return _wrap.to_tensors(out), jvp_fn
+
+
 def _size(shape):
     return f"torch.Size([{', '.join(map(str, shape))}])"
 
