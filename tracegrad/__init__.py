@@ -36,7 +36,7 @@ cfloat, cdouble = complex64, complex128
 from ._tensor import Size, Tensor  # noqa: E402
 from . import _tensor_methods  # noqa: E402,F401  (attaches methods)
 from ._tensor_methods import return_types  # noqa: E402
-from ._device import device, cuda  # noqa: E402
+from ._device import device  # noqa: E402
 from ._ops.random import (Generator, default_generator, get_rng_state, initial_seed,  # noqa: E402
                           manual_seed, seed, set_rng_state)
 from ._factories import range  # noqa: E402,A001
@@ -56,6 +56,27 @@ from . import nn, optim, utils  # noqa: E402  (torch imports these at import, to
 from . import func, viz  # noqa: E402
 from .func import from_dlpack, from_jax, jax_function  # noqa: E402
 from . import compiler  # noqa: E402
+from . import accelerator, amp, backends, cuda  # noqa: E402
+from ._runtime import (get_default_device, get_float32_matmul_precision, set_default_device,  # noqa: E402
+                       set_float32_matmul_precision)
+from .amp import autocast  # noqa: E402
+from .amp.autocast_mode import get_autocast_dtype, is_autocast_enabled  # noqa: E402
+
+
+def is_autocast_cpu_enabled():
+    """Mirrors ``torch.is_autocast_cpu_enabled``."""
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """Mirrors ``torch.get_autocast_cpu_dtype``."""
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """Mirrors ``torch.get_autocast_gpu_dtype``."""
+    return get_autocast_dtype("cuda")
+
 from .compiler import compile  # noqa: E402,A001
 
 FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor

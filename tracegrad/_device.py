@@ -68,29 +68,3 @@ def device_of(array) -> device:
     if d.platform == "cpu":
         return device("cpu")
     return device("cuda", d.id)
-
-
-class _Cuda:
-    """``tracegrad.cuda``: ``is_available()``, ``device_count()``, ``manual_seed`` (no-op: one
-    PRNG key stream serves all devices), ``synchronize()``."""
-
-    @staticmethod
-    def is_available() -> bool:
-        return bool(cuda_devices())
-
-    @staticmethod
-    def device_count() -> int:
-        return len(cuda_devices())
-
-    @staticmethod
-    def manual_seed(seed):
-        pass
-
-    manual_seed_all = manual_seed
-
-    @staticmethod
-    def synchronize(device=None):
-        pass
-
-
-cuda = _Cuda()

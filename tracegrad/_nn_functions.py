@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import types
 
+from . import _autocast
 from ._dispatch import apply_op
 from ._ops.registry import OPS
 from ._tensor import Tensor
@@ -41,6 +42,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     Input ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``; weight ``(C_out, C_in/groups, *k)``
     (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
     Raises RuntimeError on channel/shape mismatches."""
+    input, weight, bias = _autocast.cast("lower", "convolution", input, weight, bias)
     nd = weight.ndim - 2
     unbatched = input.ndim == nd + 1
     if unbatched:

@@ -34,3 +34,11 @@ from ._methods.inplace import (
 from ._methods.register import register_all
 
 register_all()
+
+from ._methods import creation as _creation  # noqa: E402
+from ._tensor import Tensor as _Tensor  # noqa: E402
+
+for _name, _fn in _creation.METHODS.items():
+    setattr(_Tensor, _name, _fn)
+for _name, _fn in _creation.PROPERTIES.items():
+    setattr(_Tensor, _name, property(_fn))

@@ -31,12 +31,16 @@ defop("matmul_clone", _mm, args=("self", "other"), grad_fn="CloneBackward0",
 
 
 def _addmm(inp, m1, m2, beta, alpha, dtype):
-    prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype))
-    inp = jnp.asarray(inp, dtype)
+    # torch computes half/bfloat16 addmm in float32 and rounds once at the end (autocast's
+    # linear layers depend on it); rounding the product first differs by one bf16 ulp
+    acc = jnp.float32 if jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) else dtype
+    prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype), preferred_element_type=acc)
+    inp = jnp.asarray(inp, dtype).astype(acc)
     # alpha/beta arrive as traced scalars (dynamic constants): no Python branching on them;
     # beta == 0 ignores inp (nan/inf in it do not propagate), as torch
-    prod = jnp.asarray(alpha, dtype) * prod
-    return prod + jnp.where(jnp.asarray(beta) == 0, jnp.zeros_like(inp), jnp.asarray(beta, dtype) * inp)
+    prod = jnp.asarray(alpha, acc) * prod
+    out = prod + jnp.where(jnp.asarray(beta) == 0, jnp.zeros_like(inp), jnp.asarray(beta, acc) * inp)
+    return out.astype(dtype)
 
 
 defop("addmm", _addmm, args=("self", "mat1", "mat2", "beta", "alpha"), grad_fn="AddmmBackward0",

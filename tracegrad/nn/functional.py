@@ -11,6 +11,7 @@ import math
 import warnings
 
 import tracegrad
+from tracegrad import _autocast
 from tracegrad import _nn_functions as _F
 
 from . import _vision_functional as _vision
@@ -43,6 +44,7 @@ def linear(input, weight, bias=None):
     flattened input), ``UnsafeViewBackward0``/``SqueezeBackward4`` without bias.
     Raises: RuntimeError if in_features differ.
     """
+    input, weight, bias = _autocast.cast("lower", "linear", input, weight, bias)
     if bias is None:
         return input.matmul(weight.t())
     if input.ndim == 2:
@@ -128,11 +130,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Mirrors ``torch.nn.functional.layer_norm``. grad_fn ``NativeLayerNormBackward0``."""
+    input, weight, bias = _autocast.cast("fp32", "layer_norm", input, weight, bias)
     return _F.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Mirrors ``torch.nn.functional.group_norm``. grad_fn ``NativeGroupNormBackward0``."""
+    input, weight, bias = _autocast.cast("fp32", "group_norm", input, weight, bias)
     return _F.group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -322,6 +326,7 @@ def _softmax_dim(ndim):
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Mirrors ``torch.nn.functional.softmax``: grad_fn ``SoftmaxBackward0``."""
+    input = _autocast.cast("fp32", "softmax", input)
     if dim is None:
         dim = _softmax_dim(input.ndim)
     return input.softmax(dim, dtype=dtype)
@@ -336,6 +341,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Mirrors ``torch.nn.functional.log_softmax``: grad_fn ``LogSoftmaxBackward0``."""
+    input = _autocast.cast("fp32", "log_softmax", input)
     if dim is None:
         dim = _softmax_dim(input.ndim)
     return input.log_softmax(dim, dtype=dtype)
@@ -361,6 +367,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     ValueError for a bad reduction; RuntimeError for a floating target; IndexError for a class
     index outside [0, C) (not ignore_index)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
@@ -394,6 +401,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     Raises ValueError for a bad reduction, RuntimeError for label_smoothing outside [0, 1].
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target, weight = _autocast.cast("fp32", "cross_entropy", input, target, weight)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -449,7 +457,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     """Mirrors ``torch.nn.functional.mse_loss``: grad_fn ``MseLossBackward0``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    input, target = _bcast(input, target, "mse_loss")
+    input, target = _bcast(*_autocast.cast("fp32", "mse_loss", input, target), "mse_loss")
     return _nn.mse_loss(input, target, reduction)
 
 
@@ -458,7 +466,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     (grad_fn ``MeanBackward0``/``SumBackward0``/``AbsBackward0``, as torch)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    input, target = _bcast(input, target, "l1_loss")
+    input, target = _bcast(*_autocast.cast("fp32", "l1_loss", input, target), "l1_loss")
     loss = (input - target).abs()
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
@@ -470,14 +478,14 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _check_reduction(reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    input, target = _bcast(input, target, "smooth_l1_loss")
+    input, target = _bcast(*_autocast.cast("fp32", "smooth_l1_loss", input, target), "smooth_l1_loss")
     return _nn.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Mirrors ``torch.nn.functional.huber_loss``: grad_fn ``HuberLossBackward0``."""
     _check_reduction(reduction)
-    input, target = _bcast(input, target, "huber_loss")
+    input, target = _bcast(*_autocast.cast("fp32", "huber_loss", input, target), "huber_loss")
     return _nn.huber_loss(input, target, reduction, delta)
 
 
@@ -485,6 +493,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """Mirrors ``torch.nn.functional.binary_cross_entropy``: probabilities in [0, 1], log clamped
     at -100. grad_fn ``BinaryCrossEntropyBackward0``. ValueError if sizes differ."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target, weight = _autocast.cast("fp32", "binary_cross_entropy", input, target, weight)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
@@ -499,6 +508,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """Mirrors ``torch.nn.functional.binary_cross_entropy_with_logits`` (``pos_weight`` broadcast
     over the last dim). grad_fn ``BinaryCrossEntropyWithLogitsBackward0``. ValueError if sizes differ."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target, weight, pos_weight = _autocast.cast("fp32", "binary_cross_entropy_with_logits", input, target,
+                                                       weight, pos_weight)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
@@ -509,6 +520,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """Mirrors ``torch.nn.functional.kl_div``: input log-probabilities; target probabilities (or
     log-probabilities with ``log_target``). ``reduction='batchmean'`` divides the sum by the batch size."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target = _autocast.cast("fp32", "kl_div", input, target)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean":
@@ -533,7 +545,21 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  enable_gqa=False):
     """Mirrors ``torch.nn.functional.scaled_dot_product_attention`` (the math reference path):
     ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
-    A boolean mask marks positions that take part; a float mask is added."""
+    A boolean mask marks positions that take part; a float mask is added; ``is_causal`` masks
+    keys after each query (top-left aligned) on top of ``attn_mask``. ``enable_gqa``: q
+    ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
+    ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
+    Raises RuntimeError when head counts do not divide (``enable_gqa``) or shapes differ.
+    Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
+    shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
+    query, key, value, attn_mask = _autocast.cast("lower", "scaled_dot_product_attention", query, key, value,
+                                                  attn_mask)
+    if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
+        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+        if hq % hk or hq % hv:
+            raise RuntimeError(f"Number of heads in key and value must divide the number of heads in query "
+                               f"(got {hq} query, {hk} key and {hv} value heads)")
+        key, value = key.repeat_interleave(hq // hk, -3), value.repeat_interleave(hq // hv, -3)
     L, S = query.shape[-2], key.shape[-2]
     scale_factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     attn = query.matmul(key.transpose(-2, -1)) * scale_factor
@@ -545,7 +571,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             attn = attn.masked_fill(~attn_mask, float("-inf"))
         else:
             attn = attn + attn_mask
-    attn = attn.softmax(-1)
+        # torch's CPU kernel returns zeros, not NaN, for a query with every key masked
+        row_ok = (attn != float("-inf")).any(-1, keepdim=True)
+        attn = attn.masked_fill(~row_ok, 0.0).softmax(-1).masked_fill(~row_ok, 0.0)
+    else:
+        attn = attn.softmax(-1)
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, True)
     return attn.matmul(value)

@@ -1,0 +1,164 @@
+"""Parity with torch for the tensor and runtime surface real programs touch: ``Tensor.type``,
+``new_*`` factories, ``stride``, ``pin_memory``, ``nbytes``/``itemsize``, ``tracegrad.cuda``,
+``accelerator``, ``backends`` flags, matmul precision and the default device."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+
+torch = pytest.importorskip("torch")
+
+HAS_GPU = tracegrad.cuda.is_available()
+
+
+def both(fn):
+    """``fn(mod)`` for torch and tracegrad; returns the two results (or exception classes)."""
+    out = []
+    for mod in (torch, tracegrad):
+        try:
+            out.append(fn(mod))
+        except Exception as e:   # compare the class torch raises
+            out.append(type(e))
+    return out
+
+
+def _sig(t):
+    return (str(t.dtype).split(".")[-1], tuple(t.shape), t.requires_grad, t.detach().numpy().tolist())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+                                   "uint8", "bool", "complex64"])
+def test_type_names(dtype):
+    a, b = both(lambda m: m.zeros(2).to(getattr(m, dtype)).type())
+    assert a == b
+
+
+@pytest.mark.parametrize("arg", ["torch.DoubleTensor", "torch.IntTensor", "torch.BoolTensor", "foo",
+                                 "torch.LongTensor", "torch.HalfTensor"])
+def test_type_convert_by_name(arg):
+    a, b = both(lambda m: _sig(m.tensor([[1.5, -2.0]]).type(arg)))
+    assert a == b
+
+
+def test_type_convert_by_dtype():
+    a, b = both(lambda m: _sig(m.tensor([1.5, 2.5]).type(m.int64)))
+    assert a == b
+    x = tracegrad.ones(2)
+    assert x.type(tracegrad.float32) is x   # nothing to change: the same tensor, as torch
+
+
+NEW = [
+    lambda m, x: x.new_zeros(2, 3), lambda m, x: x.new_zeros((2,)), lambda m, x: x.new_ones([3]),
+    lambda m, x: x.new_ones(2, dtype=m.float64), lambda m, x: x.new_full((2, 2), 3),
+    lambda m, x: x.long().new_full((2,), 3.5), lambda m, x: x.new_empty(2, 3).zero_(),
+    lambda m, x: x.new_tensor([1, 2]), lambda m, x: x.new_tensor([1.5, 2], requires_grad=True),
+    lambda m, x: x.long().new_tensor([1.7]), lambda m, x: x.new_zeros(2, requires_grad=True),
+    lambda m, x: x.new_tensor(np.array([1, 2])), lambda m, x: x.double().new_ones(()),
+]
+
+
+@pytest.mark.parametrize("i", range(len(NEW)))
+def test_new_factories(i):
+    a, b = both(lambda m: _sig(NEW[i](m, m.ones(2, 3, dtype=m.float32))))
+    assert a == b
+
+
+def test_new_tensor_from_tensor_warns_and_detaches():
+    for mod in (torch, tracegrad):
+        src = mod.ones(2, requires_grad=True)
+        with pytest.warns(UserWarning):
+            t = src.new_tensor(src)
+        assert not t.requires_grad and t.grad_fn is None
+
+
+def test_stride_and_sizes():
+    progs = [lambda m: m.zeros(2, 3, 4).stride(), lambda m: m.zeros(2, 3, 4).transpose(0, 2).stride(),
+             lambda m: m.zeros(2, 3)[:, 1:].stride(), lambda m: m.zeros(2, 3).stride(1),
+             lambda m: m.zeros(4, 3).nbytes, lambda m: m.zeros(4, dtype=m.float64).itemsize,
+             lambda m: m.zeros(3, dtype=m.int16).nbytes]
+    for p in progs:
+        a, b = both(p)
+        assert a == b
+
+
+@pytest.mark.skipif(HAS_GPU, reason="without a GPU torch and tracegrad both refuse pinned memory")
+def test_pin_memory_without_gpu():
+    a, b = both(lambda m: m.ones(2).pin_memory())
+    assert a is b is RuntimeError
+    assert tracegrad.ones(2).is_pinned() is False
+
+
+def test_cuda_and_accelerator_report_jax_gpus():
+    import jax
+    gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    assert tracegrad.cuda.is_available() == bool(gpus)
+    assert tracegrad.cuda.device_count() == len(gpus)
+    assert tracegrad.accelerator.is_available() == bool(gpus)
+    assert tracegrad.accelerator.device_count() == len(gpus)
+    acc = tracegrad.accelerator.current_accelerator()
+    assert (acc is None) if not gpus else (acc.type == "cuda")
+    if not gpus:
+        # torch's CPU build agrees: no accelerator, no CUDA
+        assert torch.accelerator.is_available() is False and torch.accelerator.current_accelerator() is None
+        a, b = both(lambda m: m.cuda.current_device())
+        assert a is b is AssertionError
+    else:
+        assert "H" in tracegrad.cuda.get_device_name(0) or tracegrad.cuda.get_device_name(0)
+    from tracegrad.cuda.amp import GradScaler, autocast  # noqa: F401  (torch's import path works)
+
+
+def test_backend_flags_are_settable():
+    import tracegrad.backends.cudnn as cudnn
+    assert both(lambda m: (m.backends.cudnn.benchmark, m.backends.cudnn.deterministic, m.backends.cudnn.enabled,
+                           m.backends.cudnn.allow_tf32, m.backends.cuda.matmul.allow_tf32,
+                           m.backends.mps.is_available())) == [(False, False, True, True, False, False)] * 2
+    old = cudnn.benchmark
+    try:
+        tracegrad.backends.cudnn.benchmark = True
+        assert cudnn.benchmark is True
+    finally:
+        tracegrad.backends.cudnn.benchmark = old
+
+
+def test_matmul_precision_flags():
+    import jax
+    before = jax.config.jax_default_matmul_precision
+    try:
+        assert tracegrad.get_float32_matmul_precision() == "highest"
+        tracegrad.backends.cuda.matmul.allow_tf32 = True
+        assert tracegrad.get_float32_matmul_precision() == "high"
+        assert jax.config.jax_default_matmul_precision == "tensorfloat32"
+        tracegrad.set_float32_matmul_precision("medium")
+        assert tracegrad.backends.cuda.matmul.allow_tf32 is True
+        with pytest.warns(UserWarning):
+            tracegrad.set_float32_matmul_precision("foo")   # torch: warns, no effect
+        assert tracegrad.get_float32_matmul_precision() == "medium"
+        tracegrad.backends.cuda.matmul.allow_tf32 = False
+        assert tracegrad.get_float32_matmul_precision() == "highest"
+        assert jax.config.jax_default_matmul_precision == "float32"
+        x = tracegrad.ones(3, 3)
+        np.testing.assert_allclose((x @ x).numpy(), np.full((3, 3), 3.0))
+    finally:
+        tracegrad._runtime._matmul_precision[0] = "highest"
+        jax.config.update("jax_default_matmul_precision", before)
+
+
+def test_default_device():
+    import jax
+    before = jax.config.jax_default_device
+    try:
+        assert str(tracegrad.get_default_device()) == ("cuda:0" if HAS_GPU else "cpu")
+        tracegrad.set_default_device("cpu")
+        assert tracegrad.get_default_device() == tracegrad.device("cpu")
+        assert tracegrad.zeros(2).device.type == "cpu"
+        if not HAS_GPU:
+            with pytest.raises(RuntimeError):
+                tracegrad.set_default_device("cuda")
+    finally:
+        tracegrad.set_default_device(None)
+        jax.config.update("jax_default_device", before)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert torch.get_default_device() == torch.device("cpu")

@@ -1,0 +1,58 @@
+"""Process-wide runtime settings that map onto JAX: float32 matmul precision (torch's
+``set_float32_matmul_precision`` / ``backends.cuda.matmul.allow_tf32``) and the default device
+(``set_default_device``). Nothing here runs at import: JAX's global configuration changes
+only when the user asks for a setting, as torch's settings are process-global too."""
+from __future__ import annotations
+
+import warnings
+
+import jax
+
+from ._device import cuda_devices, device
+
+# torch's float32 matmul precision names -> JAX's default_matmul_precision values
+_PRECISION = {"highest": "float32", "high": "tensorfloat32", "medium": "bfloat16"}
+_matmul_precision = ["highest"]     # torch's default
+_default_device = [None]
+
+
+def get_float32_matmul_precision() -> str:
+    """Mirrors ``torch.get_float32_matmul_precision``: 'highest' (default), 'high' or 'medium'."""
+    return _matmul_precision[0]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Mirrors ``torch.set_float32_matmul_precision``: 'highest' keeps float32 matmuls exact,
+    'high' allows TF32 (or bf16x3), 'medium' bfloat16. Sets JAX's ``default_matmul_precision``
+    to the matching value (it only changes GPU/TPU results; CPU matmuls stay float32).
+    An unknown name warns and changes nothing, as torch."""
+    if precision not in _PRECISION:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _matmul_precision[0] = precision
+    jax.config.update("jax_default_matmul_precision", _PRECISION[precision])
+
+
+def get_default_device() -> device:
+    """Mirrors ``torch.get_default_device``: the device new tensors are made on."""
+    if _default_device[0] is not None:
+        return _default_device[0]
+    d = jax.devices()[0]
+    return device("cpu") if d.platform == "cpu" else device("cuda", d.id)
+
+
+def set_default_device(dev) -> None:
+    """Mirrors ``torch.set_default_device``: factories create tensors on ``dev`` ('cpu', 'cuda',
+    'cuda:1', a device, or None for JAX's default). Sets JAX's ``jax_default_device``.
+    Differs from torch: 'cuda' without a GPU raises RuntimeError here (torch raises at the
+    first factory call)."""
+    if dev is None:
+        _default_device[0] = None
+        jax.config.update("jax_default_device", None)
+        return
+    d = device(dev) if not isinstance(dev, device) else dev
+    if d.type == "cuda" and d.index is None and cuda_devices():
+        d = device("cuda", 0)
+    jax.config.update("jax_default_device", d.jax_device())
+    _default_device[0] = d

@@ -1,0 +1,118 @@
+"""``autocast``: mirrors ``torch.autocast`` / ``torch.amp.autocast``. Inside the context, ops on
+torch's autocast lists run in lower precision (matmul, linear, conv, attention: the autocast
+dtype) or in float32 (losses), see ``tracegrad._autocast``. CPU default dtype bfloat16, CUDA
+float16, as torch."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from .. import _autocast
+from .._device import cuda_devices
+from .._ops import dtypes as _dt
+
+__all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]
+
+_DEFAULT = {"cpu": _dt.bfloat16, "cuda": _dt.float16}
+_KNOWN = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia", "xla",
+          "lazy", "vulkan", "mps", "meta", "hpu", "mtia")
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Mirrors ``torch.amp.is_autocast_available``: 'cpu', and 'cuda' where JAX has a GPU."""
+    return device_type == "cpu" or (device_type == "cuda" and bool(cuda_devices()))
+
+
+def get_autocast_dtype(device_type: str):
+    """Mirrors ``torch.get_autocast_dtype``: the active (or default) autocast dtype."""
+    return _autocast.dtype_for(device_type) or _DEFAULT.get(device_type, _dt.float16)
+
+
+def is_autocast_enabled(device_type: str | None = None) -> bool:
+    """Mirrors ``torch.is_autocast_enabled``: no argument means 'cuda', as torch."""
+    return _autocast.dtype_for(device_type or "cuda") is not None
+
+
+class autocast:
+    """Mirrors ``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``, as a
+    context manager or decorator. Nested contexts restore the outer setting on exit.
+
+    Args: device_type 'cpu' or 'cuda'; dtype (default bfloat16 on CPU, float16 on CUDA; CPU
+    accepts bfloat16/float16); enabled; cache_enabled (accepted: casts are not cached).
+    Raises: ValueError when ``device_type`` is not a str, RuntimeError for an unknown device type.
+    Like torch it warns and disables itself for an unsupported dtype, or 'cuda' without a GPU.
+    Differs from torch: the op lists cover the ops tracegrad has (matmul/mm/bmm/addmm, linear,
+    conv*, scaled_dot_product_attention in low precision; the losses, and on CUDA softmax/
+    log_softmax/layer_norm/group_norm, in float32); other ops run in their inputs' dtype.
+    """
+
+    def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        if device_type not in _KNOWN:
+            raise RuntimeError(f"Expected one of {', '.join(_KNOWN)} device type at start of device string: "
+                               f"{device_type}")
+        self.device = device_type
+        self.fast_dtype = _dt.to_dtype(dtype) if dtype is not None else get_autocast_dtype(device_type)
+        self._cache_enabled = True if cache_enabled is None else cache_enabled
+        if enabled and device_type == "cpu" and self.fast_dtype not in (_dt.bfloat16, _dt.float16):
+            warnings.warn(f"In CPU autocast, but the target dtype is not supported. Disabling autocast.\n"
+                          f"CPU Autocast only supports dtypes of torch.bfloat16, torch.float16 currently.")
+            enabled = False
+        elif enabled and device_type == "cuda" and not cuda_devices():
+            warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
+            enabled = False
+        elif enabled and device_type not in ("cpu", "cuda"):
+            warnings.warn(f"tracegrad autocast supports device types 'cpu' and 'cuda'; '{device_type}' is disabled")
+            enabled = False
+        self._enabled = enabled
+        self._prev = []
+
+    def __enter__(self):
+        self._prev.append(_autocast.set_dtype(self.device, self.fast_dtype if self._enabled else None))
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        _autocast.set_dtype(self.device, self._prev.pop())
+        return False
+
+    def __call__(self, func):
+        """Use as a decorator: each call runs inside a fresh context with these settings."""
+        @functools.wraps(func)
+        def wrapped(*args, **kwargs):
+            with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):
+                return func(*args, **kwargs)
+        return wrapped
+
+
+def _cast_floating(value, dtype):
+    if hasattr(value, "dtype") and value.dtype.is_floating_point and value.dtype.name != "float64":
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_floating(v, dtype) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_floating(v, dtype) for k, v in value.items()}
+    return value
+
+
+def custom_fwd(fwd=None, *, device_type="cuda", cast_inputs=None):
+    """Mirrors ``torch.amp.custom_fwd`` for a custom Function's ``forward``: with ``cast_inputs``
+    and autocast active, floating inputs are cast to it and the body runs with autocast off."""
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        if cast_inputs is None or not is_autocast_enabled(device_type):
+            return fwd(*args, **kwargs)
+        with autocast(device_type, enabled=False):
+            return fwd(*_cast_floating(args, cast_inputs), **_cast_floating(kwargs, cast_inputs))
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type="cuda"):
+    """Mirrors ``torch.amp.custom_bwd``: accepted; the backward runs under the autocast state
+    active when the engine calls it."""
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+    return bwd

@@ -1,0 +1,51 @@
+"""Mirrors ``torch.backends.cuda``: ``matmul.allow_tf32`` is tied to
+``tracegrad.set_float32_matmul_precision`` ('high' when True, 'highest' when False), which sets
+JAX's default matmul precision; the reduced-precision reduction flags are stored only."""
+from .. import _runtime
+from .._device import cuda_devices
+
+
+class _MatmulFlags:
+    """``torch.backends.cuda.matmul``."""
+
+    allow_fp16_reduced_precision_reduction = True
+    allow_bf16_reduced_precision_reduction = True
+
+    @property
+    def allow_tf32(self) -> bool:
+        return _runtime.get_float32_matmul_precision() != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, value) -> None:
+        _runtime.set_float32_matmul_precision("high" if value else "highest")
+
+
+matmul = _MatmulFlags()
+
+
+def is_built() -> bool:
+    """Mirrors ``torch.backends.cuda.is_built``: True when JAX has a GPU backend."""
+    return bool(cuda_devices())
+
+
+def is_flash_attention_available() -> bool:
+    return False
+
+
+def flash_sdp_enabled() -> bool:
+    """Fused attention kernels are XLA's choice: reported off, math on."""
+    return False
+
+
+mem_efficient_sdp_enabled = cudnn_sdp_enabled = flash_sdp_enabled
+
+
+def math_sdp_enabled() -> bool:
+    return True
+
+
+def enable_flash_sdp(enabled: bool) -> None:
+    """Accepted: attention runs as XLA decides."""
+
+
+enable_mem_efficient_sdp = enable_math_sdp = enable_cudnn_sdp = enable_flash_sdp
