@@ -62,6 +62,8 @@ def snapshot(x):
         return snapshot(x.state_dict())
     if hasattr(x, "state_dict"):          # lr schedulers
         return snapshot(x.state_dict())
+    if hasattr(x, "get_state") and hasattr(x, "manual_seed"):     # generators
+        return _arr(x.get_state())
     if callable(x):
         return getattr(x, "__qualname__", type(x).__name__)
     if isinstance(x, dict):

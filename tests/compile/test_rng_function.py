@@ -109,3 +109,37 @@ def test_dropout_train_step_with_optimizer():
             return loss
         return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
     check_compiled(make, calls=4)
+
+
+def generator_program(reseed=False):
+    """Draws from the global generator (randint, randperm, bernoulli) and from a captured
+    ``tracegrad.Generator``; with ``reseed`` the step calls ``manual_seed`` itself."""
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(3, 2), mod)
+        g = mod.Generator().manual_seed(3)
+
+        def fwd(x):
+            if reseed:
+                mod.manual_seed(11)
+            idx = mod.randperm(4)
+            noise = mod.randn(4, 2, generator=g)
+            k = mod.randint(0, 3, (4, 1)).float()
+            mask = mod.bernoulli(mod.full((4, 2), 0.5))
+            return model(x[idx]) * mask + noise + k
+        return wrap(fwd), {"model": model, "g": g}, lambda i: (data(mod, i, 4, 3),)
+    return make
+
+
+@pytest.mark.parametrize("reseed", [False, pytest.param(True, marks=pytest.mark.xfail(
+    strict=True, reason="manual_seed inside the compiled function leaks a tracer (jax UnexpectedTracerError)"))])
+def test_generators_inside_compiled_function(reseed):
+    gens = []
+
+    def make(mod, wrap):
+        step, state, batch = generator_program(reseed)(mod, wrap)
+        gens.append(state)
+        return step, state, batch
+    run = check_compiled(make, calls=4)
+    outs = [s["out"]["value"] for s in run.snaps]
+    assert np.array_equal(outs[2], outs[3]) == reseed
+    assert not run.step.stats["graph_breaks"]
