@@ -432,8 +432,26 @@ def test_functional_call_refuses_to_leak_traced_buffer_writes():
     for k, v in model.named_buffers():   # restored to concrete values, the module still works
         np.testing.assert_array_equal(v.numpy(), before[k].numpy())
     assert model(x).shape == (3, 4)
-    # passing the buffers explicitly is the way (as torch's recipes do)
+    # buffers passed as arguments are refused the same way; eval() mode reads them only
     buffers = {k: v.clone() for k, v in model.named_buffers()}
-    g = tracegrad.func.grad(lambda p, b, xx: tracegrad.func.functional_call(model, (p, b), (xx,)).pow(2).sum())(
-        params, buffers, x)
-    assert set(g) == set(params)
+
+    def loss(p, b, xx):
+        return tracegrad.func.functional_call(model, (p, b), (xx,)).pow(2).sum()
+    with pytest.raises(RuntimeError, match="in place"):
+        tracegrad.func.grad(loss)(params, buffers, x)
+    model.eval()
+    assert set(tracegrad.func.grad(loss)(params, buffers, x)) == set(params)
+
+
+def test_inplace_writes_to_arguments():
+    # a constant write happens for real, as in torch
+    def prog(m, F):
+        c = m.zeros(3, dtype=m.float64)
+        g = F.grad(lambda x, cc: (x * cc.add_(1)).sum())(_t(m, B[:3]), c)
+        return g, c
+    _both(prog)
+    # a traced value written into an argument would escape the trace: refused, argument restored
+    b = tracegrad.zeros(3)
+    with pytest.raises(RuntimeError, match="in place"):
+        tracegrad.func.grad(lambda x, bb: bb.add_(x).sum())(tracegrad.ones(3), b)
+    assert b.tolist() == [0.0, 0.0, 0.0]

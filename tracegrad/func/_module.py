@@ -100,8 +100,8 @@ def reparametrize(module, values, tie_weights=True, strict=False):
         raise RuntimeError(
             f"tracegrad.func.functional_call: {module._get_name()} wrote to its own {', '.join(leaked)} inside a "
             "tracegrad.func/JAX transform (e.g. BatchNorm running statistics in train mode); a transformed "
-            "function cannot write traced values to tensors outside it. Pass these buffers in "
-            "parameter_and_buffer_dicts, or call module.eval(). The module's values were restored.")
+            "function cannot write traced values to tensors outside it. Call module.eval() (or build "
+            "BatchNorm with track_running_stats=False) for the transformed call. The module's values were restored.")
 
 
 def _concrete_state(module):

@@ -114,6 +114,36 @@ def differentiable(run, args):
     node over those leaves, so ``backward()`` reaches them as through torch's transforms.
     Tensors a function closes over are not seen (pass them as arguments)."""
     leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=is_tensor)
+    with _no_traced_writes(leaves):
+        return _differentiable(run, args, leaves, treedef)
+
+
+class _no_traced_writes:
+    """An in-place op on an argument inside a transform that wrote a traced value into the
+    argument's storage would let the tracer escape: restore the arguments' arrays and raise."""
+
+    def __init__(self, leaves):
+        self.before = [(t._st, t._st.array) for t in leaves
+                       if isinstance(t, Tensor) and not isinstance(t._st.array, jax.core.Tracer)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not any(isinstance(st.array, jax.core.Tracer) for st, _ in self.before):
+            return False
+        for st, array in self.before:
+            if st.array is not array:
+                st.array, st.gen = array, st.gen + 1
+        if exc[0] is None:
+            raise RuntimeError("tracegrad.func: the transformed function wrote a value computed from the "
+                               "transformed inputs into one of its Tensor arguments in place; a transform cannot "
+                               "write traced values out of it. Return the new value instead. The arguments were "
+                               "restored.")
+        return False
+
+
+def _differentiable(run, args, leaves, treedef):
     pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
     if not pos or not grad_mode.is_grad_enabled():
         return run(*args)
