@@ -131,7 +131,22 @@ defop("fmod", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), args=("s
       grad_fn="FmodBackward0")
 defop("fmod_tensor", lambda a, b, dtype: jnp.fmod(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="FmodBackward1", saves=("other", "self"))
-defop("atan2", lambda a, b, dtype: jnp.arctan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
+@jax.custom_jvp
+def _atan2(a, b):
+    return jnp.arctan2(a, b)
+
+
+@_atan2.defjvp
+def _atan2_jvp(primals, tangents):
+    # torch zeroes the reciprocal where a^2 + b^2 == 0 (JAX's derivative is 0/0 = nan at 0, 0)
+    a, b = primals
+    da, db = tangents
+    den = a * a + b * b
+    recip = jnp.where(den == 0, 0, 1 / jnp.where(den == 0, 1, den))
+    return _atan2(a, b), (b * da - a * db) * recip
+
+
+defop("atan2", lambda a, b, dtype: _atan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="Atan2Backward0", saves=("other", "self"))
 def _pow(a, b, dtype):
     # torch's gradient of x ** 0 is 0 everywhere (JAX's is nan at x == 0): route the base
@@ -145,7 +160,31 @@ def _pow(a, b, dtype):
 
 defop("pow", _pow, args=("self", "exponent"),
       grad_fn="PowBackward0", saves=("self",), no_edge=("exponent",))
-defop("pow_tensor", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)), args=("self", "exponent"),
+@jax.custom_jvp
+def _pow_tensor_inexact(a, b):
+    return jnp.power(a, b)
+
+
+@_pow_tensor_inexact.defjvp
+def _pow_tensor_jvp(primals, tangents):
+    # torch's masks: d/da is 0 where the exponent is 0, d/db is 0 where a == 0 and b >= 0
+    # (JAX gives 0 * inf = nan at a == 0)
+    a, b = primals
+    da, db = tangents
+    y = _pow_tensor_inexact(a, b)
+    ga = jnp.where(b == 0, 0, b * jnp.power(a, b - 1))
+    gb = jnp.where((a == 0) & (b >= 0), 0, y * jnp.log(a))
+    return y, ga * da + gb * db
+
+
+def _pow_tensor(a, b, dtype):
+    a, b = _c(a, dtype), _c(b, dtype)
+    if jnp.issubdtype(a.dtype, jnp.inexact):
+        return _pow_tensor_inexact(a, b)
+    return jnp.power(a, b)
+
+
+defop("pow_tensor", _pow_tensor, args=("self", "exponent"),
       grad_fn="PowBackward1", saves=("exponent", "self", "result"))
 defop("pow_scalar_base", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)),
       args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"), no_edge=("self",))

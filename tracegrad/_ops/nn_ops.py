@@ -270,7 +270,11 @@ def _nll_loss(x, target, w, *, reduction, ignore_index):
     wi = jnp.where(valid, wt[t], 0).astype(x.dtype)
     loss = -picked * wi
     if reduction == "mean":
-        return jnp.sum(loss) / jnp.sum(wi)
+        # every target ignored: torch's loss is 0/0 = nan but its gradients are 0; dividing by a
+        # safe 1 keeps the gradient finite, the stop-gradient nan gives the value
+        den = jnp.sum(wi)
+        nan = lax.stop_gradient(jnp.where(den == 0, jnp.nan, 0).astype(x.dtype))
+        return jnp.sum(loss) / jnp.where(den == 0, 1, den) + nan
     if reduction == "sum":
         return jnp.sum(loss)
     return loss
@@ -302,8 +306,24 @@ def _huber(x, t, *, reduction, delta):
 defop("huber_loss", _huber, args=("self", "target"), grad_fn="HuberLossBackward0", saves=("self", "target"))
 
 
+@jax.custom_jvp
+def _bce_elem(x, t):
+    return -(t * jnp.maximum(jnp.log(x), -100.0) + (1 - t) * jnp.maximum(jnp.log1p(-x), -100.0))
+
+
+@_bce_elem.defjvp
+def _bce_elem_jvp(primals, tangents):
+    # torch's derivative: (x - t) / max(x (1 - x), 1e-12), finite at x == 0 or 1 where the
+    # clamped log's own derivative is 0 * inf
+    x, t = primals
+    dx, dt = tangents
+    gx = (x - t) / jnp.maximum((1 - x) * x, 1e-12)
+    gt = jnp.maximum(jnp.log1p(-x), -100.0) - jnp.maximum(jnp.log(x), -100.0)
+    return _bce_elem(x, t), gx * dx + gt * dt
+
+
 def _bce(x, t, w, *, reduction):
-    loss = -(t * jnp.maximum(jnp.log(x), -100.0) + (1 - t) * jnp.maximum(jnp.log1p(-x), -100.0))
+    loss = _bce_elem(x, t)
     if w is not None:
         loss = loss * w
     return _reduce(loss, reduction)

@@ -29,8 +29,14 @@ defop("prod_dim", lambda x, dim, keepdim, dtype: jnp.prod(x, axis=dim, keepdims=
       grad_fn="ProdBackward1", saves=("self", "result"))
 defop("var", lambda x, dim, correction, keepdim: jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim),
       grad_fn="VarBackward0", saves=("self",))
-defop("std", lambda x, dim, correction, keepdim: jnp.std(x, axis=dim, ddof=correction, keepdims=keepdim),
-      grad_fn="StdBackward0", saves=("self", "result"))
+def _std(x, dim, correction, keepdim):
+    # torch's gradient of std is 0 where std is 0 (a constant slice); sqrt's is inf there
+    v = jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim)
+    zero = v == 0
+    return jnp.where(zero, 0, jnp.sqrt(jnp.where(zero, 1, v)))
+
+
+defop("std", _std, grad_fn="StdBackward0", saves=("self", "result"))
 
 
 def _var_mean(x, dim, correction, keepdim):
@@ -38,7 +44,7 @@ def _var_mean(x, dim, correction, keepdim):
 
 
 defop("var_mean", _var_mean, grad_fn="VarMeanBackward0", saves=("self",), n_out=2)
-defop("std_mean", lambda x, dim, correction, keepdim: (jnp.std(x, axis=dim, ddof=correction, keepdims=keepdim),
+defop("std_mean", lambda x, dim, correction, keepdim: (_std(x, dim, correction, keepdim),
                                                       jnp.mean(x, axis=dim, keepdims=keepdim)),
       grad_fn="StdMeanBackward0", saves=("self",), n_out=2)
 defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), grad_fn="AmaxBackward0",
@@ -153,8 +159,18 @@ defop("kthvalue", _kthvalue, grad_fn="KthvalueBackward0", n_out=2, n_diff=1, sav
 
 
 def _median(x, dim, keepdim):
+    # torch: a slice holding NaN has median NaN (index: its first NaN), else the lower median.
+    # A stable argsort puts NaNs last, in order, so the first sits after the non-NaN values.
     n = x.shape[dim]
-    return _kthvalue(x, (n + 1) // 2, dim, keepdim)
+    order = jnp.argsort(x, axis=dim, stable=True)
+    n_nan = jnp.sum(jnp.isnan(x), axis=dim, keepdims=True) if jnp.issubdtype(x.dtype, jnp.inexact) else 0
+    pos = jnp.where(n_nan > 0, n - n_nan, (n + 1) // 2 - 1)
+    pos = jnp.broadcast_to(pos, x.shape[:dim] + (1,) + x.shape[dim + 1:])
+    i = jnp.take_along_axis(order, pos, axis=dim)
+    v = jnp.take_along_axis(x, i, axis=dim)
+    if not keepdim:
+        v, i = jnp.squeeze(v, dim), jnp.squeeze(i, dim)
+    return v, i.astype(jnp.int64)
 
 
 defop("median_dim", _median, grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
@@ -162,7 +178,8 @@ def _median_all(x):
     # torch spreads the gradient evenly over the elements equal to the median
     v = jax.lax.stop_gradient(_median(x.ravel(), 0, False)[0])
     mask = (x == v).astype(x.dtype)
-    return jnp.sum(x * mask) / jnp.sum(mask)
+    den = jnp.sum(mask)   # 0 when the median is NaN: the value is that NaN, gradients 0
+    return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))
 
 
 defop("median_all", _median_all, grad_fn="MedianBackward0", saves=("self",))
