@@ -106,3 +106,39 @@ def test_compiler_disable_inside_is_a_graph_break():
     run = check_compiled(program(body), calls=3)
     assert len(calls) == 6          # eager run and compiled run, every call
     assert run.step.stats["graph_breaks"]
+
+
+def test_graph_break_in_forward_only_function_backward_outside():
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(3, 2), mod)
+
+        def forward(x):
+            out = model(x)
+            if out.sum() > 0:                     # data-dependent branch
+                out = out * 2
+            return out.pow(2).mean()
+        f = wrap(forward)
+
+        def step(x):
+            loss = f(x)
+            loss.backward()
+            return loss
+        step.compiled = f
+        return step, {"model": model}, lambda i: (data(mod, i, 4, 3),)
+    run = check_compiled(make, calls=4)
+    assert run.step.compiled.stats["graph_breaks"]
+
+
+@pytest.mark.xfail(strict=True, reason="cache_size_limit counts programs per call signature, not per function: "
+                   "every new input shape traces again without bound (docstring and torch: per function)")
+def test_cache_size_limit_falls_back_to_eager():
+    f = tracegrad.compile(lambda x: (x * 2).sum())
+    limit = tracegrad.compiler.cache_size_limit
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for n in range(1, limit + 4):
+            x = tracegrad.ones(n)
+            assert f(x).item() == 2.0 * n
+    assert f.stats["traces"] <= limit + 1
+    assert any("cache_size_limit" in str(m.message) for m in w)
