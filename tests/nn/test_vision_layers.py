@@ -6,9 +6,20 @@ import numpy as np
 import pytest
 
 import tracegrad
+from tracegrad._ops import OPS
+from tests._op_parity import record_ops
 from tests.nn._helpers import check_module, close, get_torch
 
 R = np.random.RandomState(0)
+_SEEN = set()
+
+
+@pytest.fixture(autouse=True)
+def _record_vision_ops():
+    """Collect the ops each test dispatches (for the coverage test at the end)."""
+    with record_ops() as rec:
+        yield
+    _SEEN.update(rec.names)
 
 
 def x(*shape):
@@ -85,7 +96,8 @@ INTERP = [
     ((1, 2, 5, 6), dict(scale_factor=1.5, mode="bilinear", recompute_scale_factor=True)),
     ((1, 2, 5, 6), dict(size=(3, 4), mode="area")),
     ((1, 2, 3, 4, 5), dict(size=(4, 3, 7), mode="trilinear")),
-    ((1, 2, 3, 4, 5), dict(scale_factor=2)),
+    ((1, 2, 3, 4, 5), dict(scale_factor=2)), ((1, 2, 5, 6), dict(size=(7, 4), mode="nearest-exact")),
+    ((1, 2, 3, 4, 5), dict(scale_factor=(1.5, 0.5, 2), mode="nearest-exact")),
 ]
 
 
@@ -238,3 +250,13 @@ def test_embedding_padding_idx_max_norm():
     close(grads[1], grads[0])
     close(weights[1], weights[0])
     assert not grads[1][1].any()
+
+
+def test_every_vision_op_has_a_parity_case(request):
+    """STYLE 11: every op of ``_ops/vision.py`` ran in a parity case above."""
+    mine = [i for i in request.session.items if i.module is request.module]
+    if request.config.option.keyword or len(mine) < 50:
+        pytest.skip("runs only with the whole module")
+    ours = {n for n, op in OPS.items() if getattr(op.fn, "__module__", "").endswith("_ops.vision")}
+    missing = sorted(ours - _SEEN)
+    assert not missing, f"vision ops without a parity case: {missing}"
