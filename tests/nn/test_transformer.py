@@ -119,3 +119,160 @@ def test_transformer_encoder_and_repr():
     assert a == b
     assert ([n for n, _ in tracegrad.nn.MultiheadAttention(8, 2, add_bias_kv=True, kdim=3).named_parameters()] ==
             [n for n, _ in torch.nn.MultiheadAttention(8, 2, add_bias_kv=True, kdim=3).named_parameters()])
+
+
+# ---- decoder, full Transformer, masks ----------------------------------------------------------
+def _causal(mod, n):
+    return mod.nn.Transformer.generate_square_subsequent_mask(n)
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(norm_first=True), dict(batch_first=True, activation="gelu"),
+                                dict(bias=False)])
+def test_transformer_decoder_layer(kw):
+    tgt = x(2, 4, 8) if kw.get("batch_first") else x(4, 2, 8)
+    mem = x(2, 3, 8) if kw.get("batch_first") else x(3, 2, 8)
+    kpm = np.zeros((2, 3), dtype=bool)
+    kpm[0, 2] = True
+    run(lambda nn: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, **kw),
+        lambda mod, m, t, s: m(t, s, tgt_mask=_causal(mod, 4), memory_key_padding_mask=mod.tensor(kpm)), [tgt, mem])
+
+
+@pytest.mark.parametrize("kind", ["plain", "causal_detected", "causal_hint", "bool_masks", "padding", "batch_first",
+                                  "norm_first", "unbatched"])
+def test_transformer_parity(kind):
+    S, T, N, E = 3, 4, 2, 8
+    kw = dict(d_model=E, nhead=2, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=16, dropout=0.0)
+    src, tgt = x(S, N, E), x(T, N, E)
+    call = lambda mod, m, s, t: m(s, t)  # noqa: E731
+    if kind == "causal_detected":
+        call = lambda mod, m, s, t: m(s, t, tgt_mask=_causal(mod, T), src_mask=_causal(mod, S))  # noqa: E731
+    elif kind == "causal_hint":
+        call = lambda mod, m, s, t: m(s, t, tgt_mask=_causal(mod, T), tgt_is_causal=True)  # noqa: E731
+    elif kind == "bool_masks":
+        sm = np.zeros((S, S), dtype=bool)
+        sm[0, 2] = True
+        mm = np.zeros((T, S), dtype=bool)
+        mm[1, 0] = True
+        call = lambda mod, m, s, t: m(s, t, src_mask=mod.tensor(sm), memory_mask=mod.tensor(mm))  # noqa: E731
+    elif kind == "padding":
+        sk = np.zeros((N, S), dtype=bool)
+        sk[1, 2] = True
+        tk = np.zeros((N, T), dtype=bool)
+        tk[0, 3] = True
+        call = lambda mod, m, s, t: m(s, t, src_key_padding_mask=mod.tensor(sk), tgt_key_padding_mask=mod.tensor(tk),  # noqa: E731
+                                      memory_key_padding_mask=mod.tensor(sk), tgt_mask=_causal(mod, T))
+    elif kind == "batch_first":
+        kw["batch_first"] = True
+        src, tgt = src.transpose(1, 0, 2).copy(), tgt.transpose(1, 0, 2).copy()
+    elif kind == "norm_first":
+        kw["norm_first"] = True
+    elif kind == "unbatched":
+        src, tgt = src[:, 0], tgt[:, 0]
+    tm, gm = run(lambda nn: nn.Transformer(**kw), call, [src, tgt], rtol=2e-4, atol=2e-5)
+    if kind == "plain":
+        assert repr(gm) == repr(tm)
+        assert list(gm.state_dict()) == list(tm.state_dict())
+        assert type(gm.encoder.layers[0].self_attn.out_proj).__name__ == "NonDynamicallyQuantizableLinear"
+
+
+def test_transformer_encoder_is_causal_and_nested_flag():
+    def build(nn):
+        with pytest.warns(UserWarning) if nn is get_torch().nn else _nowarn():
+            layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+            return nn.TransformerEncoder(layer, 2, enable_nested_tensor=True)
+    run(build, lambda mod, m, s: m(s, mask=_causal(mod, 3), is_causal=True), [x(3, 2, 8)])
+    run(build, lambda mod, m, s: m(s, mask=mod.tensor(np.triu(np.ones((3, 3), dtype=bool), 1))), [x(3, 2, 8)])
+    _same_error(lambda mod: build(mod.nn)(mod.zeros(3, 2, 8), is_causal=True))
+
+
+def _nowarn():
+    import contextlib
+    return contextlib.nullcontext()
+
+
+def _same_error(fn):
+    torch = get_torch()
+    errs = []
+    for mod in (torch, tracegrad):
+        with pytest.raises(Exception) as ei:
+            fn(mod)
+        errs.append(ei.value)
+    assert type(errs[1]) is type(errs[0])
+    return errs
+
+
+@pytest.mark.parametrize("bad", ["batch", "d_model"])
+def test_transformer_errors(bad):
+    def f(mod):
+        m = mod.nn.Transformer(8, 2, 1, 1, 16, 0.0)
+        if bad == "batch":
+            return m(mod.zeros(3, 2, 8), mod.zeros(4, 3, 8))
+        return m(mod.zeros(3, 2, 6), mod.zeros(4, 2, 6))
+    torch_err, ours = _same_error(f)
+    assert str(ours) == str(torch_err)
+
+
+def test_generate_square_subsequent_mask_and_import_paths():
+    torch = get_torch()
+    for dt in (None, "float64"):
+        a = torch.nn.Transformer.generate_square_subsequent_mask(4, dtype=getattr(torch, dt) if dt else None)
+        b = tracegrad.nn.Transformer.generate_square_subsequent_mask(4, dtype=getattr(tracegrad, dt) if dt else None)
+        close(b, a)
+        assert str(b.dtype).split(".")[-1] == str(a.dtype).split(".")[-1]
+    from tracegrad.nn.modules.activation import MultiheadAttention
+    assert MultiheadAttention is tracegrad.nn.MultiheadAttention
+
+
+# ---- scaled_dot_product_attention ---------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["plain", "bool_mask", "float_mask_bcast", "causal_rect", "causal_and_mask", "scale",
+                                  "gqa", "all_masked_row", "3d"])
+def test_sdpa_parity(kind):
+    torch = get_torch()
+    q, k, v = x(2, 4, 3, 8), x(2, 4, 5, 8), x(2, 4, 5, 6)
+    kw = {}
+    bm = R.rand(3, 5) > 0.5
+    bm[:, 0] = True
+    if kind == "bool_mask":
+        kw["attn_mask"] = bm
+    elif kind == "float_mask_bcast":
+        kw["attn_mask"] = x(1, 4, 3, 5)
+    elif kind == "causal_rect":
+        kw["is_causal"] = True
+    elif kind == "causal_and_mask":
+        kw["is_causal"], kw["attn_mask"] = True, x(3, 5)
+        v = x(2, 4, 5, 8)     # torch's math path (other head sizes) refuses the pair
+    elif kind == "scale":
+        kw["scale"] = 0.3
+    elif kind == "gqa":
+        k, v = k[:, :2].copy(), v[:, :2].copy()
+        kw["enable_gqa"] = True
+    elif kind == "all_masked_row":
+        bm[1] = False
+        kw["attn_mask"] = bm
+    elif kind == "3d":
+        q, k, v = q[0], k[0], v[0]
+    # torch's fused CPU kernel combines is_causal with attn_mask (as we do); its math path, taken
+    # when inputs require grad or head sizes differ, refuses the pair: compare without autograd
+    grad = kind != "causal_and_mask"
+    res = []
+    for mod in (torch, tracegrad):
+        ts = [mod.tensor(a, requires_grad=grad) for a in (q, k, v)]
+        args = {n: (mod.tensor(a) if isinstance(a, np.ndarray) else a) for n, a in kw.items()}
+        out = mod.nn.functional.scaled_dot_product_attention(*ts, **args)
+        if grad:
+            (out * mod.tensor(np.linspace(-1, 1, out.numel()).reshape(out.shape).astype(np.float32))).sum().backward()
+        res.append([out] + ([t.grad for t in ts] if grad else []))
+    for a, b in zip(res[1], res[0]):
+        assert np.isfinite(a.detach().numpy()).all()
+        close(a, b, 1e-4, 1e-5)
+
+
+def test_sdpa_dropout_and_errors():
+    q = tracegrad.tensor(x(2, 3, 4))
+    a = tracegrad.nn.functional.scaled_dot_product_attention(q, q, q)
+    b = tracegrad.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    assert a.shape == b.shape and not np.allclose(a.numpy(), b.numpy())
+    _same_error(lambda mod: mod.nn.functional.scaled_dot_product_attention(
+        mod.zeros(1, 3, 2, 4), mod.zeros(1, 2, 2, 4), mod.zeros(1, 2, 2, 4), enable_gqa=True))
+    _same_error(lambda mod: mod.nn.functional.scaled_dot_product_attention(
+        mod.zeros(1, 4, 2, 4), mod.zeros(1, 2, 2, 4), mod.zeros(1, 2, 2, 4)))

@@ -20,5 +20,6 @@ from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d, A
 from .pooling import AdaptiveAvgPool3d, AvgPool3d, MaxPool3d  # noqa: F401
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
-from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,  # noqa: F401
+                          TransformerEncoder, TransformerEncoderLayer)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401

@@ -1,9 +1,11 @@
 """Activation layers: mirror ``torch.nn.ReLU``, ``LeakyReLU``, ``GELU``, ``SiLU``, ``Sigmoid``,
-``Tanh``, ``Softmax``, ``LogSoftmax``... (MultiheadAttention lives in ``transformer.py``)."""
+``Tanh``, ``Softmax``, ``LogSoftmax``... and ``MultiheadAttention`` (defined in ``transformer.py``,
+importable from here as in torch)."""
 from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .transformer import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: F401
 
 
 class ReLU(Module):

@@ -272,22 +272,178 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerEncoder(Module):
-    """Mirrors ``torch.nn.TransformerEncoder``: ``num_layers`` deep copies of ``encoder_layer``, then ``norm``."""
+    """Mirrors ``torch.nn.TransformerEncoder``: ``num_layers`` deep copies of ``encoder_layer``, then ``norm``.
+    ``forward(src, mask, src_key_padding_mask, is_causal)``; ``is_causal=None`` detects a causal
+    ``mask`` as torch does. ``enable_nested_tensor``/``mask_check`` are accepted and stored; there
+    are no nested tensors (torch's padded-token fast path gives the same values up to rounding)."""
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
-        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.layers = _get_clones(encoder_layer, num_layers)
         self.num_layers, self.norm = num_layers, norm
+        self.enable_nested_tensor, self.use_nested_tensor, self.mask_check = enable_nested_tensor, False, mask_check
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", None, "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype)
+        batch_first = getattr(getattr(self.layers[0], "self_attn", None), "batch_first", False)
+        is_causal = _detect_is_causal_mask(mask, is_causal, _get_seq_len(src, batch_first))
         out = src
         for mod in self.layers:
-            out = mod(out, src_mask=mask, is_causal=bool(is_causal), src_key_padding_mask=src_key_padding_mask)
+            out = mod(out, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
         if self.norm is not None:
             out = self.norm(out)
         return out
 
 
-def generate_square_subsequent_mask(sz, dtype=None):
+class TransformerDecoderLayer(Module):
+    """Mirrors ``torch.nn.TransformerDecoderLayer``: self-attention, cross-attention over ``memory``
+    and feed-forward, each with a residual and LayerNorm (post-norm, or pre-norm with
+    ``norm_first``). ``forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+    memory_key_padding_mask, tgt_is_causal, memory_is_causal)``; shapes as MultiheadAttention."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
+                                            dtype=dtype)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
+                                                 dtype=dtype)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
+        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
+        self.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerDecoder(Module):
+    """Mirrors ``torch.nn.TransformerDecoder``: ``num_layers`` deep copies of ``decoder_layer``, then
+    ``norm``; ``tgt_is_causal=None`` detects a causal ``tgt_mask`` as torch does."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = _get_clones(decoder_layer, num_layers)
+        self.num_layers, self.norm = num_layers, norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
+        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        out = tgt
+        for mod in self.layers:
+            out = mod(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
+                      tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            out = self.norm(out)
+        return out
+
+
+class Transformer(Module):
+    """Mirrors ``torch.nn.Transformer``: encoder (``num_encoder_layers`` layers + LayerNorm) and
+    decoder (``num_decoder_layers`` + LayerNorm), or ``custom_encoder``/``custom_decoder``;
+    matrices re-initialised with xavier_uniform_ as torch. ``forward(src, tgt, src_mask, tgt_mask,
+    memory_mask, src_key_padding_mask, tgt_key_padding_mask, memory_key_padding_mask,
+    src_is_causal, tgt_is_causal, memory_is_causal)``: src ``(S, N, E)``, tgt ``(T, N, E)``
+    (batch first with ``batch_first``) -> ``(T, N, E)``.
+    Raises RuntimeError when batch sizes differ or the feature size is not ``d_model``."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            layer = TransformerEncoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, dtype=dtype)
+            self.encoder = TransformerEncoder(layer, num_encoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            layer = TransformerDecoderLayer(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
+                                            batch_first, norm_first, bias, dtype=dtype)
+            self.decoder = TransformerDecoder(layer, num_decoder_layers,
+                                              LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        is_batched = src.dim() == 3
+        bdim = 0 if self.batch_first else 1
+        if is_batched and src.size(bdim) != tgt.size(bdim):
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """Mirrors ``torch.nn.Transformer.generate_square_subsequent_mask``: ``(sz, sz)`` float mask,
+        -inf above the diagonal, 0 elsewhere."""
+        return generate_square_subsequent_mask(sz, device=device, dtype=dtype)
+
+
+def generate_square_subsequent_mask(sz, device=None, dtype=None):
     """Mirrors ``torch.nn.Transformer.generate_square_subsequent_mask``: float mask, -inf above the diagonal."""
-    return tracegrad.triu(tracegrad.full((sz, sz), float("-inf"), dtype=dtype), diagonal=1)
+    return tracegrad.triu(tracegrad.full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
+
+
+def _get_clones(module, n):
+    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+
+
+def _get_seq_len(src, batch_first):
+    if src.dim() == 2:
+        return src.size(0)
+    return src.size(1 if batch_first else 0)
+
+
+def _detect_is_causal_mask(mask, is_causal=None, size=None):
+    """torch's rule: an explicit ``is_causal`` wins; with None, a mask equal to the square
+    subsequent mask of the sequence length counts as causal."""
+    make_causal = is_causal is True
+    if is_causal is None and mask is not None:
+        sz = size if size is not None else mask.size(-2)
+        causal = generate_square_subsequent_mask(sz, dtype=mask.dtype)
+        make_causal = tuple(mask.shape) == tuple(causal.shape) and bool((mask == causal).all())
+    return make_causal
