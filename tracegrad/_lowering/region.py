@@ -98,6 +98,7 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules):
         self.plan = plan            # shared with later traces of this signature: not read here
+        self.arg_grads = ()
         self.modules = tuple(modules)
         self.training = tuple(m.training for m in self.modules)
         self.diff_state, self.diff_args = diff_state, diff_args
@@ -176,6 +177,8 @@ class Region:
         for st, a in zip(self.escapes, escapes):
             st.array = a
             st.gen += 1
+        for i, a in zip(self.arg_grads, escapes[len(self.escapes):]):
+            arg_leaves[i]._grad = Tensor._make(a)   # the eager backward's leaf .grad
         return self.out_recipe.build(res, arg_leaves, vjp)
 
 
@@ -253,13 +256,15 @@ class OutRecipe:
 
 
 def classify_args(leaves):
-    """Per flattened argument leaf: "data" (a tensor fed to the program), "state" (a leaf
-    tensor that requires grad, such as a Parameter: it is outside state, used as itself) or
-    "const" (a Python value baked into the program and part of the cache key)."""
+    """Per flattened argument leaf: "data" (a tensor fed to the program; a leaf that requires
+    grad gets its ``.grad`` from the program), "state" (a Parameter or Buffer, or a leaf that
+    already has a ``.grad``: outside state, used as itself and keyed by identity) or "const"
+    (a Python value baked into the program and part of the cache key)."""
     kinds = []
     for a in leaves:
         if isinstance(a, Tensor):
-            kinds.append("state" if (a._rg and a._gf is None and a._base is None) else "data")
+            kinds.append("state" if type(a) is not Tensor or (a._grad is not None and a._gf is None)
+                         else "data")
         else:
             kinds.append("const")
     return tuple(kinds)
@@ -311,6 +316,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
             keys_end = [g._key for g in plan.generators]
             cap.lr_inputs.clear()
+            arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             del result, a2, kw2, r_leaves, call_leaves
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             if cap.uses_remat:
@@ -318,7 +324,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
-            return res_arrays, state_end, grads_end, keys_end, [st.array for st in escapes]
+            info["arg_grads"] = [i for i, _ in arg_grads]
+            return (res_arrays, state_end, grads_end, keys_end,
+                    [st.array for st in escapes] + [g for _, g in arg_grads])
         finally:
             _state.CAPTURE[0] = prev_cap
             _swap_out(storages, owners, plan.generators, saved)
@@ -374,6 +382,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"])
     del live
+    region.arg_grads = tuple(info["arg_grads"])
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)
     return region, region.run(leaves, donate=False)
 
@@ -450,6 +459,20 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap):
         leaves.append(("new", (rg, how)))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
+
+
+def _arg_grads(kinds, leaves, wrappers, vjp):
+    """(index, array) of the ``.grad`` a backward inside the trace gave each tensor argument:
+    a leaf argument receives it after every call; for a non-leaf one eager would carry on into
+    the graph built outside the call, which one program cannot do."""
+    out = []
+    for i, (k, w) in enumerate(zip(kinds, wrappers)):
+        if k == "data" and w._grad is not None:
+            if leaves[i]._gf is not None or leaves[i]._base is not None:
+                raise GraphBreak(f"backward() inside the compiled function reaches argument {i}, "
+                                 "whose graph was built outside it")
+            out.append((i, w._grad._value))
+    return out
 
 
 def _escapes(cap, storages, owners_end, res_arrays):
