@@ -4,6 +4,7 @@ re-exports these under torch's names."""
 from __future__ import annotations
 
 import math
+import warnings
 
 from ._dispatch import apply_op
 from ._nn_functions import _pool_args, _tup
@@ -188,12 +189,16 @@ def adaptive_avg_pool3d(input, output_size):
     return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))
 
 
-def affine_grid(theta, size, align_corners=False):
+def affine_grid(theta, size, align_corners=None):
     """Mirrors ``torch.nn.functional.affine_grid``: theta ``(N, 2, 3)`` with size ``(N, C, H, W)`` ->
     grid ``(N, H, W, 2)``; theta ``(N, 3, 4)`` with a 5-D size -> ``(N, D, H, W, 3)``.
     grad_fn ``AffineGridGeneratorBackward0``. ValueError for a theta/size mismatch,
     NotImplementedError for sizes that are not 4-D or 5-D."""
     size = tuple(int(v) for v in size)
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+                      "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+                      "documentation of grid_sample for details.")
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     if len(size) not in (4, 5):
@@ -210,18 +215,22 @@ def affine_grid(theta, size, align_corners=False):
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Mirrors ``torch.nn.functional.grid_sample`` for 4-D input ``(N, C, H, W)`` and grid
-    ``(N, Ho, Wo, 2)`` of (x, y) in [-1, 1]: output ``(N, C, Ho, Wo)``. Modes bilinear/nearest;
+    ``(N, Ho, Wo, 2)`` of (x, y) in [-1, 1]: output ``(N, C, Ho, Wo)``. Modes bilinear/nearest/bicubic;
     padding zeros/border/reflection. grad_fn ``GridSampler2DBackward0``; gradients reach input
     and grid. Raises ValueError for an unknown mode, RuntimeError for bad shapes.
-    Differs from torch: 5-D input and ``mode='bicubic'`` raise NotImplementedError."""
+    Differs from torch: 5-D input (volumetric sampling) raises NotImplementedError."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if input.ndim != 4 or mode == "bicubic":
-        raise NotImplementedError("grid_sample: tracegrad supports 4-D input with mode 'bilinear' or 'nearest'")
+    if input.ndim != 4:
+        raise NotImplementedError("grid_sample: tracegrad supports 4-D input (N, C, H, W) only")
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
+                      "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
+                      "documentation of grid_sample for details.")
     if grid.ndim != 4 or grid.shape[-1] != 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
                            f"{list(grid.shape)}")

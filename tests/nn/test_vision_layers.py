@@ -199,7 +199,7 @@ def test_distances():
 # ---- affine_grid / grid_sample -------------------------------------------------------------------
 @pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
 @pytest.mark.parametrize("align_corners", [False, True])
-@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
 def test_grid_sample(mode, padding_mode, align_corners):
     # a grid scaled past [-1, 1] exercises the padding modes
     parity(lambda t, F, a, th: F.grid_sample(a, F.affine_grid(th, (2, 3, 4, 5), align_corners=align_corners) * 1.3,

@@ -216,9 +216,13 @@ def _reflect(x, lo2, hi2):
     return jnp.where(jnp.fmod(flips, 2) == 0, extra + mn, span - extra + mn)
 
 
-def _source(coord, size, padding_mode, align_corners):
-    """torch's ``grid_sampler_compute_source_index``: [-1, 1] -> pixel coordinates."""
-    x = ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+def _unnormalize(coord, size, align_corners):
+    """[-1, 1] -> pixel coordinates (corner pixels' centres, or their outer edges)."""
+    return ((coord + 1) / 2) * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+
+
+def _pad_coords(x, size, padding_mode, align_corners):
+    """torch's ``compute_coordinates``: fold pixel coordinates back for border/reflection."""
     if padding_mode == "border":
         x = jnp.clip(x, 0, size - 1)
     elif padding_mode == "reflection":
@@ -229,8 +233,8 @@ def _source(coord, size, padding_mode, align_corners):
 
 def _grid_sampler_2d(inp, grid, *, mode, padding_mode, align_corners):
     n, c, h, w = inp.shape
-    ix = _source(grid[..., 0], w, padding_mode, align_corners)
-    iy = _source(grid[..., 1], h, padding_mode, align_corners)
+    ix = _unnormalize(grid[..., 0], w, align_corners)
+    iy = _unnormalize(grid[..., 1], h, align_corners)
     flat = inp.reshape(n, c, h * w)
     go = grid.shape[1:3]
 
@@ -240,6 +244,19 @@ def _grid_sampler_2d(inp, grid, *, mode, padding_mode, align_corners):
         v = jnp.take_along_axis(flat, jnp.broadcast_to(idx, (n, c, idx.shape[-1])), axis=2)
         return v.reshape(n, c, *go) * ok[:, None].astype(inp.dtype)
 
+    if mode == "bicubic":
+        # 4x4 taps around floor(ix, iy); padding applies to each tap's coordinate, as torch
+        x0, y0 = jnp.floor(ix), jnp.floor(iy)
+        wx = _cubic_weights((ix - x0)[:, None])
+        wy = _cubic_weights((iy - y0)[:, None])
+        out = 0
+        for i in range(4):
+            yy = _pad_coords(y0 - 1 + i, h, padding_mode, align_corners)
+            row = sum(tap(yy, _pad_coords(x0 - 1 + j, w, padding_mode, align_corners)) * wx[j] for j in range(4))
+            out = out + row * wy[i]
+        return out
+    ix = _pad_coords(ix, w, padding_mode, align_corners)
+    iy = _pad_coords(iy, h, padding_mode, align_corners)
     if mode == "nearest":
         return tap(jnp.round(iy), jnp.round(ix))   # round half to even, as torch's nearbyint
     x0, y0 = jnp.floor(ix), jnp.floor(iy)
