@@ -125,3 +125,32 @@ def test_returned_aliases_are_preserved():
         assert a is b
         a.add_(1.0)
         assert tracegrad.equal(v, a.view(-1)), "a view result must see writes to its base"
+
+
+def test_training_step_called_under_no_grad_raises_as_eager():
+    step, state, batch = program()(tracegrad, tracegrad.compile)
+    for i in range(3):
+        step(*batch(i))
+    before = snapshot(state)
+    with tracegrad.no_grad():
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            step.__wrapped__(*batch(3))
+        with pytest.raises(RuntimeError, match="does not require grad"):
+            step(*batch(3))
+    step(*batch(0))
+
+
+def test_container_arguments_and_results():
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(3, 2), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(batch, cfg):
+            opt.zero_grad()
+            loss = sum(model(x).pow(2).mean() * w for x, w in zip(batch["xs"], cfg["weights"]))
+            loss.backward()
+            opt.step()
+            return {"loss": loss, "parts": [loss.detach() / 2, cfg["tag"]]}
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (
+            {"xs": [data(mod, i, 4, 3), data(mod, i, 2, 3, seed=7)]}, {"weights": (1.0, 0.5), "tag": "t"})
+    check_compiled(make, calls=3)
