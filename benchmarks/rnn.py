@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
+
+from train_step import time_steps   # median ms over `steps` calls after `warmup` (benchmarks/ is on sys.path)
 
 LAYERS, HIDDEN, SEQ, BATCH = 2, 128, 64, 32
 
@@ -30,14 +30,7 @@ def measure(torch, steps, warmup, bidirectional):
         # reading one gradient value waits for the work (JAX dispatch is asynchronous)
         float(model.weight_hh_l0.grad[0, 0])
 
-    for _ in range(warmup):
-        step()
-    times = []
-    for _ in range(steps):
-        t = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+    return time_steps(step, steps, warmup)
 
 
 def _child(which, steps, warmup, bidirectional):
