@@ -226,6 +226,16 @@ def test_embedding_bag(mode):
     check_module(lambda nn: nn.EmbeddingBag(6, 3, mode=mode, include_last_offset=True), [idx, np.array([0, 2, 3, 6])])
 
 
+def test_embedding_bag_from_pretrained():
+    w = x(4, 3)
+    outs = []
+    for mod in (get_torch(), tracegrad):
+        bag = mod.nn.EmbeddingBag.from_pretrained(mod.tensor(w), mode="sum")
+        outs.append((bag(mod.tensor([[0, 3], [1, 1]])).detach().numpy(), bag.weight.requires_grad, repr(bag)))
+    close(outs[1][0], outs[0][0])
+    assert outs[1][1:] == outs[0][1:]
+
+
 def test_embedding_bag_weights_and_errors():
     idx, off, w = np.array([1, 2, 4, 5]), np.array([0, 1]), x(4)
     check_module(lambda nn: nn.EmbeddingBag(6, 3, mode="sum"), [idx, off, w],

@@ -100,6 +100,20 @@ class EmbeddingBag(Module):
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset,
                                self.padding_idx)
 
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+                        mode="mean", sparse=False, include_last_offset=False, padding_idx=None):
+        """Mirrors ``torch.nn.EmbeddingBag.from_pretrained``: wraps a 2-D ``embeddings`` tensor;
+        ``freeze`` turns its gradient off."""
+        if embeddings.dim() != 2:
+            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm=max_norm, norm_type=norm_type, scale_grad_by_freq=scale_grad_by_freq,
+                  mode=mode, sparse=sparse, _weight=embeddings, include_last_offset=include_last_offset,
+                  padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.max_norm is not None:
