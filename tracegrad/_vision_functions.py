@@ -22,8 +22,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     Output spatial size is ``size``, or ``floor(in * scale_factor)``; a given ``scale_factor`` is
     used for the source index (as torch) unless ``recompute_scale_factor=True``.
     grad_fn ``UpsampleNearest2DBackward0``, ``UpsampleBilinear2DBackward0``... as torch.
-    Raises ValueError for size/scale_factor misuse or align_corners with nearest/area,
-    NotImplementedError for a mode/rank mismatch or ``antialias=True``.
+    ``antialias=True`` (bilinear/bicubic) widens the filter when shrinking, as torch.
+    Raises ValueError for size/scale_factor misuse, align_corners with nearest/area, or antialias
+    with another mode; NotImplementedError for a mode/rank mismatch.
     Differs from torch: the bicubic/linear weights are computed in float64 then cast."""
     nd = input.ndim - 2
     if mode not in _MODES or nd not in (1, 2, 3):
@@ -36,9 +37,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     elif _LINEAR_MODES[mode] != nd:
         need = _LINEAR_MODES[mode] + 2
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by tracegrad; "
-                                  "use antialias=False")
+    if antialias and mode not in ("bilinear", "bicubic"):
+        raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
+                         "as input")
     spatial = tuple(input.shape[2:])
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
@@ -65,6 +66,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         from ._nn_functions import adaptive_avg_pool1d, adaptive_avg_pool2d
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
     kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
+    if antialias:
+        kind += "-aa"
     return apply_op(UPSAMPLE_OPS[kind, nd], (input,), (("mode", kind), ("output_size", out), ("scales", scales),
                                                        ("align_corners", bool(align_corners))))
 

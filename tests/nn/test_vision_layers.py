@@ -98,6 +98,9 @@ INTERP = [
     ((1, 2, 3, 4, 5), dict(size=(4, 3, 7), mode="trilinear")),
     ((1, 2, 3, 4, 5), dict(scale_factor=2)), ((1, 2, 5, 6), dict(size=(7, 4), mode="nearest-exact")),
     ((1, 2, 3, 4, 5), dict(scale_factor=(1.5, 0.5, 2), mode="nearest-exact")),
+    ((1, 2, 9, 11), dict(size=(4, 17), mode="bilinear", antialias=True)),
+    ((1, 2, 9, 11), dict(scale_factor=0.4, mode="bicubic", antialias=True)),
+    ((1, 2, 9, 11), dict(size=(5, 4), mode="bicubic", antialias=True, align_corners=True)),
 ]
 
 
@@ -115,7 +118,7 @@ def test_upsample_modules():
 
 @pytest.mark.parametrize("bad", [
     dict(size=3, scale_factor=2), dict(), dict(size=3, align_corners=True), dict(size=3, mode="linear"),
-    dict(size=(3, 4, 5)), dict(size=3, mode="foo"),
+    dict(size=(3, 4, 5)), dict(size=3, mode="foo"), dict(size=3, antialias=True),
 ])
 def test_interpolate_errors(bad):
     raises_like(lambda t, F: F.interpolate(t.zeros(1, 2, 4, 4), **bad))

@@ -73,7 +73,37 @@ def _cubic_matrix(n_in, n_out, align_corners, scale):
     return m
 
 
+def _antialias_matrix(n_in, n_out, align_corners, scale, cubic):
+    """torch's anti-aliased resampling (``antialias=True``): when shrinking, the filter (triangle,
+    or Keys cubic with a = -0.5) is widened by the scale so every input pixel contributes;
+    weights are normalised per output pixel."""
+    s = _scale(n_in, n_out, align_corners, scale, True)
+    support = (2.0 if cubic else 1.0) * (s if s >= 1.0 else 1.0)
+    inv = 1.0 / s if s >= 1.0 else 1.0
+
+    def filt(x):
+        x = abs(x)
+        if not cubic:
+            return max(1.0 - x, 0.0)
+        a = -0.5
+        if x < 1.0:
+            return ((a + 2) * x - (a + 3)) * x * x + 1
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a if x < 2.0 else 0.0
+
+    m = np.zeros((n_out, n_in))
+    for d in range(n_out):
+        center = s * (d + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        hi = min(int(center + support + 0.5), n_in)
+        w = np.array([filt((j - center + 0.5) * inv) for j in range(lo, hi)])
+        total = w.sum()
+        m[d, lo:hi] = w / total if total != 0 else w
+    return m
+
+
 def _resample_matrix(mode, n_in, n_out, align_corners, scale):
+    if mode in ("linear-aa", "cubic-aa"):
+        return _antialias_matrix(n_in, n_out, align_corners, scale, mode == "cubic-aa")
     if mode in ("nearest", "nearest-exact"):
         return _nearest_matrix(n_in, n_out, scale, mode == "nearest-exact")
     if mode == "cubic":
@@ -103,6 +133,8 @@ UPSAMPLE_OPS["linear", 1] = defop("upsample_linear1d", _upsample, grad_fn="Upsam
 UPSAMPLE_OPS["linear", 2] = defop("upsample_bilinear2d", _upsample, grad_fn="UpsampleBilinear2DBackward0")
 UPSAMPLE_OPS["linear", 3] = defop("upsample_trilinear3d", _upsample, grad_fn="UpsampleTrilinear3DBackward0")
 UPSAMPLE_OPS["cubic", 2] = defop("upsample_bicubic2d", _upsample, grad_fn="UpsampleBicubic2DBackward0")
+UPSAMPLE_OPS["linear-aa", 2] = defop("upsample_bilinear2d_aa", _upsample, grad_fn="UpsampleBilinear2DAaBackward0")
+UPSAMPLE_OPS["cubic-aa", 2] = defop("upsample_bicubic2d_aa", _upsample, grad_fn="UpsampleBicubic2DAaBackward0")
 
 
 # ---- pixel shuffle --------------------------------------------------------------------------
