@@ -19,14 +19,16 @@ import tracegrad
 
 # the global JAX settings tracegrad changes at import (README "Runtime settings")
 DOCUMENTED = {"jax_cpu_enable_async_dispatch", "jax_compilation_cache_dir",
-              "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes"}
+              "jax_persistent_cache_min_compile_time_secs"}
 
 SCRIPT = textwrap.dedent(r"""
     import json, os, sys, threading, warnings
     import numpy as np
     import jax, jax.numpy as jnp
 
-    double = jax.jit(lambda x: x * 2 + 1)
+    def user_double(x):
+        return x * 2 + 1
+    double = jax.jit(user_double)
 
     def probe():
         with warnings.catch_warnings():
@@ -89,9 +91,15 @@ SCRIPT = textwrap.dedent(r"""
 
 
 @pytest.fixture(scope="module")
-def probes():
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("xla_cache")
+
+
+@pytest.fixture(scope="module")
+def probes(cache_dir):
     env = dict(os.environ)
     env.pop("JAX_ENABLE_X64", None)
+    env["TRACEGRAD_CACHE_DIR"] = str(cache_dir)
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("PROBES"))
@@ -120,6 +128,10 @@ def test_only_documented_global_settings_change(probes, stage):
     changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
     assert changed <= DOCUMENTED, f"tracegrad changed undocumented JAX settings: {sorted(changed - DOCUMENTED)}"
     assert "jax_enable_x64" not in changed
+
+
+def test_persistent_cache_holds_tracegrad_programs(probes, cache_dir):
+    assert any(p.name.startswith("jit_") for p in cache_dir.iterdir())
 
 
 def test_tracegrad_keeps_64_bit_types_in_the_subprocess(probes):
@@ -211,3 +223,16 @@ def test_scope_is_thread_local_and_nests():
     with jax.enable_x64(False):                   # a caller that turned x64 off keeps it off
         assert tracegrad.ones(2, dtype=tracegrad.float64).dtype is tracegrad.float64
         assert not x64_enabled()
+
+
+@pytest.mark.parametrize("jax_first", [False, True])
+def test_async_dispatch_set_only_where_it_takes_effect(jax_first):
+    # JAX reads the flag when it creates its CPU client: tracegrad turns it off when imported
+    # first, and leaves it (and the config value the user reads) alone once the client exists
+    code = ("import jax, jax.numpy as jnp\n" + ("jnp.ones(1).block_until_ready()\n" if jax_first else "")
+            + "import tracegrad\nprint(jax.config.values['jax_cpu_enable_async_dispatch'])")
+    env = dict(os.environ, TRACEGRAD_CACHE_DIR="")
+    env.pop("TRACEGRAD_ASYNC_DISPATCH", None)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip().splitlines()[-1] == str(jax_first)

@@ -9,19 +9,26 @@ import jax as _jax
 # torch has float64 and int64: JAX makes them only in x64 mode. tracegrad turns it on
 # thread-locally around its own JAX calls (_x64.py), never for the process: the user's own
 # JAX code keeps its float32/int32 defaults (DESIGN 2.7). float32 stays the default dtype.
+# Process-global JAX settings tracegrad still changes (README "Runtime settings"):
 # Eager tracegrad issues many tiny jitted calls; JAX's CPU async dispatch makes each one
-# 1.5-4x slower here (benchmarks/eager_overhead.py). TRACEGRAD_ASYNC_DISPATCH=1 keeps it on.
+# 1.6-1.8x slower here (benchmarks/eager_overhead.py). JAX reads the flag once, when it creates
+# its CPU client: set after that it does nothing, so it is left alone then.
+# TRACEGRAD_ASYNC_DISPATCH=1 keeps JAX's default.
 import os as _os  # noqa: E402
-if _os.environ.get("TRACEGRAD_ASYNC_DISPATCH", "0") != "1":
+from jax._src import xla_bridge as _xb  # noqa: E402  (private: whether the client exists yet)
+if _os.environ.get("TRACEGRAD_ASYNC_DISPATCH", "0") != "1" and not _xb.backends_are_initialized():
     _jax.config.update("jax_cpu_enable_async_dispatch", False)
 # Eager mode compiles one small XLA program per (op, shapes): 20-250 ms each, paid again in
-# every new process. A persistent compilation cache makes later runs load them instead
-# (3x faster here). TRACEGRAD_CACHE_DIR picks the folder; set it empty to turn it off.
+# every new process. A persistent compilation cache makes later runs load them instead (a
+# small MLP's first 3 steps: 5-8 s -> 1-2 s). JAX keeps one cache per process (initialised at
+# the first compile), so the folder cannot be scoped; the 0 s write threshold (JAX's default, 1 s,
+# would skip every eager program) could be, as a thread-local, but that cost 0.3 us per op.
+# Both apply only when the user has set no cache folder. TRACEGRAD_CACHE_DIR picks the folder;
+# set it empty to turn it off.
 _cache = _os.environ.get("TRACEGRAD_CACHE_DIR", _os.path.join(_os.path.expanduser("~"), ".cache", "tracegrad", "xla"))
 if _cache and not _jax.config.jax_compilation_cache_dir:
     _jax.config.update("jax_compilation_cache_dir", _cache)
     _jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
-    _jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 from ._ops.dtypes import (bfloat16, complex64, complex128, float16, float32, float64,  # noqa: E402
                           int8, int16, int32, int64, uint8, dtype, get_default_dtype,
