@@ -7,7 +7,8 @@ from .._device import cuda_devices
 from . import amp  # noqa: F401
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
-           "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp"]
+           "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp", "set_device", "is_initialized",
+           "memory_allocated", "max_memory_allocated", "reset_peak_memory_stats"]
 
 
 def is_available() -> bool:
@@ -57,3 +58,41 @@ def synchronize(device=None) -> None:
 
 def empty_cache() -> None:
     """Mirrors ``torch.cuda.empty_cache``: JAX's allocator owns GPU memory; nothing to release."""
+
+
+def set_device(device) -> None:
+    """Mirrors ``torch.cuda.set_device``: accepted for device 0 (tracegrad places arrays with
+    ``.to(device)`` / ``set_default_device``); ValueError for an ordinal JAX does not have."""
+    _need_gpu()
+    from .._device import device as _device
+    i = device if isinstance(device, int) else (_device(device).index or 0)
+    if not 0 <= i < len(cuda_devices()):
+        raise ValueError(f"set_device: invalid device ordinal {i}; {len(cuda_devices())} GPU(s) found")
+
+
+def is_initialized() -> bool:
+    """Mirrors ``torch.cuda.is_initialized``: JAX starts its GPU backend on first use."""
+    return bool(cuda_devices())
+
+
+def _memory_stat(key, device=None) -> int:
+    gpus = cuda_devices()
+    if not gpus:
+        return 0
+    i = 0 if device is None else (device if isinstance(device, int) else (getattr(device, "index", None) or 0))
+    stats = gpus[i].memory_stats() or {}
+    return int(stats.get(key, 0))
+
+
+def memory_allocated(device=None) -> int:
+    """Mirrors ``torch.cuda.memory_allocated``: bytes in use by JAX's GPU allocator (0 without a GPU)."""
+    return _memory_stat("bytes_in_use", device)
+
+
+def max_memory_allocated(device=None) -> int:
+    """Mirrors ``torch.cuda.max_memory_allocated``: JAX's peak bytes in use (0 without a GPU)."""
+    return _memory_stat("peak_bytes_in_use", device)
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Accepted: JAX's allocator keeps its peak since start-up (no reset)."""
