@@ -161,13 +161,15 @@ def _check_pool3d(input, name):
                            f"{list(input.shape)}")
 
 
-def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Mirrors ``torch.max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H, W)``; padding is -inf.
+    ``return_indices`` also gives int64 flat indices into ``D*H*W``.
     grad_fn ``MaxPool3DWithIndicesBackward0``."""
     _check_pool3d(input, "max_pool3d")
     k, s, p, d = _pool_args(3, kernel_size, stride, padding, dilation, "max_pool3d")
-    return apply_op(OPS["max_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
-                                                  ("ceil_mode", bool(ceil_mode))))
+    name = "max_pool3d_with_indices" if return_indices else "max_pool3d"
+    return apply_op(OPS[name], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
+                                          ("ceil_mode", bool(ceil_mode))))
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,

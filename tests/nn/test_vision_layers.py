@@ -165,6 +165,17 @@ def test_pool3d():
     raises_like(lambda t, F: F.max_pool3d(t.zeros(2, 3, 3), 2))
 
 
+@pytest.mark.parametrize("nd,kw", [(1, dict(kernel_size=2)), (1, dict(kernel_size=3, stride=2, padding=1)),
+                                   (3, dict(kernel_size=2)), (3, dict(kernel_size=2, stride=1, padding=1))])
+def test_max_pool_return_indices(nd, kw):
+    shape = (2, 3, 7) if nd == 1 else (1, 2, 3, 4, 5)
+    fn = f"max_pool{nd}d"
+    parity(lambda t, F, a: getattr(F, fn)(a, return_indices=True, **kw)[0], x(*shape))
+    a = x(*shape)
+    idx = [getattr(m.nn.functional, fn)(m.tensor(a), return_indices=True, **kw)[1] for m in (get_torch(), tracegrad)]
+    assert str(idx[1].dtype).endswith("int64") and (idx[0].numpy() == idx[1].numpy()).all()
+
+
 # ---- instance norm -----------------------------------------------------------------------------
 @pytest.mark.parametrize("nd,kw", [(1, {}), (2, dict(affine=True)), (3, dict(track_running_stats=True)),
                                    (2, dict(affine=True, track_running_stats=True))])

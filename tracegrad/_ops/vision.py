@@ -206,6 +206,8 @@ defop("col2im", _col2im, grad_fn="Col2ImBackward0")
 
 # ---- 3-D pooling (the n-d pool functions of nn_ops under torch's 3-D node names) ------------
 defop("max_pool3d", nn_ops._max_pool, grad_fn="MaxPool3DWithIndicesBackward0", saves=("self",))
+defop("max_pool3d_with_indices", nn_ops._max_pool_indices, grad_fn="MaxPool3DWithIndicesBackward0",
+      saves=("self",), n_out=2, n_diff=1)
 defop("avg_pool3d", nn_ops._avg_pool, grad_fn="AvgPool3DBackward0", saves=("self",))
 defop("adaptive_avg_pool3d", nn_ops._adaptive_avg, grad_fn="AdaptiveAvgPool3DBackward0")
 

@@ -35,11 +35,18 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """Mirrors ``torch.nn.functional.max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
-    grad_fn ``MaxPool3DWithIndicesBackward0``. ``return_indices=True`` raises NotImplementedError."""
-    if return_indices:
-        raise NotImplementedError("max_pool3d(return_indices=True) is not supported by tracegrad")
-    return _V.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    """Mirrors ``torch.nn.functional.max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H, W)``;
+    ``return_indices=True`` also gives int64 flat indices into ``D*H*W``.
+    grad_fn ``MaxPool3DWithIndicesBackward0``."""
+    return _V.max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """(values, int64 indices into L) as torch: a 2-D pool over ``input.unsqueeze(-2)``, both
+    outputs squeezed (grad_fn ``SqueezeBackward1``)."""
+    k, s, p, d = _F._pool_args(1, kernel_size, stride, padding, dilation, "max_pool1d")
+    vals, idx = _F.max_pool2d_with_indices(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode)
+    return vals.squeeze(-2), idx.squeeze(-2)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):

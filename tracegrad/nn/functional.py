@@ -76,10 +76,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    """Mirrors ``torch.nn.functional.max_pool1d`` (``return_indices`` not supported: NotImplementedError)."""
+    """Mirrors ``torch.nn.functional.max_pool1d``; ``return_indices=True`` also gives int64 indices."""
     if return_indices:
-        raise NotImplementedError("max_pool1d(return_indices=True) is not supported by tracegrad; use max_pool2d "
-                                  "on input.unsqueeze(-2)")
+        return _vision.max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
     return _F.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
