@@ -159,8 +159,9 @@ def test_transformer_parity(kind):
         sk[1, 2] = True
         tk = np.zeros((N, T), dtype=bool)
         tk[0, 3] = True
-        call = lambda mod, m, s, t: m(s, t, src_key_padding_mask=mod.tensor(sk), tgt_key_padding_mask=mod.tensor(tk),  # noqa: E731
-                                      memory_key_padding_mask=mod.tensor(sk), tgt_mask=_causal(mod, T))
+        def call(mod, m, s, t):
+            return m(s, t, src_key_padding_mask=mod.tensor(sk), tgt_key_padding_mask=mod.tensor(tk),
+                     memory_key_padding_mask=mod.tensor(sk), tgt_mask=_causal(mod, T))
     elif kind == "batch_first":
         kw["batch_first"] = True
         src, tgt = src.transpose(1, 0, 2).copy(), tgt.transpose(1, 0, 2).copy()

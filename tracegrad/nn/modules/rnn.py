@@ -30,6 +30,10 @@ _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 _NAMES = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
 
 
+def _states(hx):
+    return hx if isinstance(hx, tuple) else (hx,)
+
+
 def _check_int(value, name):
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"{name} should be of type int, got: {type(value).__name__}")
@@ -191,8 +195,9 @@ class RNNBase(Module):
                 self.check_hidden_size(hx[1], exp_c, "Expected hidden[1] size {}, got {}")
             else:
                 self.check_hidden_size(hx, exp_h)
-            if sorted_indices is not None:
-                hx = tuple(h.index_select(1, sorted_indices) for h in hx) if lstm else hx.index_select(1, sorted_indices)
+            if sorted_indices is not None:     # the caller's batch order -> the packed (sorted) order
+                hx = tuple(h.index_select(1, sorted_indices) for h in _states(hx))
+                hx = hx if lstm else hx[0]
         if packed:
             x, lengths = packed_to_padded(data, bs)
             lengths = tracegrad.tensor(lengths, dtype=tracegrad.int64)

@@ -228,10 +228,11 @@ def _get_activation_fn(activation):
     raise RuntimeError(f"activation should be relu/gelu, not {activation}")
 
 
-def _add_feedforward_and_norms(layer, n, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first,
+def _add_feedforward_and_norms(layer, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first,
                                bias, dtype):
-    """The feed-forward block, ``n`` LayerNorms and ``n`` Dropouts of a transformer layer, registered
-    in torch's order (state_dict keys and repr follow it)."""
+    """The feed-forward block, ``n`` LayerNorms and ``n`` Dropouts (``n = layer._n_blocks``) of a
+    transformer layer, registered in torch's order (state_dict keys and repr follow it)."""
+    n = layer._n_blocks
     layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
     layer.dropout = Dropout(dropout)
     layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
@@ -243,7 +244,22 @@ def _add_feedforward_and_norms(layer, n, d_model, dim_feedforward, dropout, acti
     layer.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
 
 
-class TransformerEncoderLayer(Module):
+class _LayerBlocks(Module):
+    """Blocks shared by the encoder and decoder layers (torch's ``_sa_block``/``_ff_block``);
+    ``_n_blocks`` picks the feed-forward's output dropout (``dropout2`` or ``dropout3``)."""
+    _n_blocks = 2
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                           is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x):
+        out = getattr(self, f"dropout{self._n_blocks}")
+        return out(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoderLayer(_LayerBlocks):
     """Mirrors ``torch.nn.TransformerEncoderLayer``: self-attention + feed-forward with residuals and
     LayerNorm (post-norm, or pre-norm with ``norm_first``); ``activation`` 'relu'/'gelu' or a callable."""
 
@@ -252,8 +268,8 @@ class TransformerEncoderLayer(Module):
         super().__init__()
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             dtype=dtype)
-        _add_feedforward_and_norms(self, 2, d_model, dim_feedforward, dropout, activation, layer_norm_eps,
-                                   norm_first, bias, dtype)
+        _add_feedforward_and_norms(self, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first,
+                                   bias, dtype)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", None, "src_mask",
@@ -268,13 +284,6 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
-        return self.dropout1(x)
-
-    def _ff_block(self, x):
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 class TransformerEncoder(Module):
@@ -302,11 +311,12 @@ class TransformerEncoder(Module):
         return out
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_LayerBlocks):
     """Mirrors ``torch.nn.TransformerDecoderLayer``: self-attention, cross-attention over ``memory``
     and feed-forward, each with a residual and LayerNorm (post-norm, or pre-norm with
     ``norm_first``). ``forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
     memory_key_padding_mask, tgt_is_causal, memory_is_causal)``; shapes as MultiheadAttention."""
+    _n_blocks = 3
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
@@ -315,8 +325,8 @@ class TransformerDecoderLayer(Module):
                                             dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
                                                  dtype=dtype)
-        _add_feedforward_and_norms(self, 3, d_model, dim_feedforward, dropout, activation, layer_norm_eps,
-                                   norm_first, bias, dtype)
+        _add_feedforward_and_norms(self, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first,
+                                   bias, dtype)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -331,18 +341,10 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
-                           need_weights=False)[0]
-        return self.dropout1(x)
-
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
         return self.dropout2(x)
-
-    def _ff_block(self, x):
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
 class TransformerDecoder(Module):
