@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 
 import tracegrad
+from tracegrad._ops import OPS
+from tests._op_parity import record_ops
 from tests.nn._helpers import check_module, close, copy_state, get_torch
 
 R = np.random.RandomState(0)
 RTOL, ATOL = 1e-5, 1e-5
+_SEEN = set()     # ops the tracegrad side of run_both dispatched (coverage test at the end)
 
 
 def x(*shape):
@@ -30,8 +33,11 @@ def run_both(build, program, seed=0):
     copy_state(tm, gm)
     res = []
     for mod, m in ((torch, tm), (tracegrad, gm)):
-        outs, leaves, loss = program(mod, m)
-        loss.backward()
+        with record_ops() as rec:
+            outs, leaves, loss = program(mod, m)
+            loss.backward()
+        if mod is tracegrad:
+            _SEEN.update(rec.names)
         res.append((outs, [t.grad for t in leaves] + [p.grad for p in m.parameters()]))
     (to, tg), (go, gg) = res
     assert len(to) == len(go) and len(tg) == len(gg)
@@ -361,3 +367,11 @@ def test_compiled_training_step_equals_eager():
         warnings.simplefilter("error")      # a graph break (eager fallback) warns: none allowed
         compiled = losses(True)
     np.testing.assert_allclose(compiled, losses(False), rtol=1e-6)
+
+
+def test_every_rnn_op_has_a_parity_case(request):
+    """STYLE 11: every op of ``_ops/rnn.py`` ran in a torch parity case of this module."""
+    if request.config.option.keyword or len(_SEEN) == 0:
+        pytest.skip("runs only with the whole module")
+    ours = {n for n, op in OPS.items() if getattr(op.fn, "__module__", "").endswith("_ops.rnn")}
+    assert ours and not sorted(ours - _SEEN), f"rnn ops without a parity case: {sorted(ours - _SEEN)}"
