@@ -157,3 +157,24 @@ def test_forward_hook_added_and_removed_between_calls():
         if i == 3:
             handles[id(m)].remove()
     check_compiled(program(), calls=5, between=between)
+
+
+def test_tensor_lr_edited_in_place_between_calls():
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(3, 2), mod)
+        lr = mod.tensor(0.05)
+        opt = mod.optim.Adam(model.parameters(), lr=lr)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), {"model": model, "opt": opt, "lr": lr}, \
+            lambda i: (data(mod, i, 6, 3), data(mod, i, 6, 2, seed=300))
+
+    def between(state, i):
+        state["lr"].mul_(0.5)
+    check_compiled(make, calls=4, between=between)
+    check_torch(make, calls=3, between=between)
