@@ -101,3 +101,27 @@ def test_frozen_and_unused_parameters():
     assert len(opt.state) == 2          # only a.weight and a.bias
     assert run.state["model"]["unused"].weight.grad is None
     check_torch(make, calls=3)
+
+
+@pytest.mark.parametrize("name,kw", [("AdamW", dict(lr=0.05, amsgrad=True)), ("SGD", dict(lr=0.1, momentum=0.9))])
+def test_compiled_optimizer_step_only(name, kw):
+    """torch's compiled-optimizer pattern: forward/backward eager, ``tracegrad.compile(opt.step)``."""
+    def make(mod, wrap):
+        model = np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.Tanh(), mod.nn.Linear(4, 2)), mod)
+        opt = getattr(mod.optim, name)(model.parameters(), **kw)
+        opt_step = wrap(opt.step)
+        sched = mod.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt_step()
+            sched.step()
+            return loss
+        step.compiled = opt_step
+        return step, {"model": model, "opt": opt, "sched": sched}, \
+            lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
+    run = check_compiled(make, calls=5)
+    st = run.step.compiled.stats
+    assert 1 <= st["traces"] <= 2 and not st["graph_breaks"], st
