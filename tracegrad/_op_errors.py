@@ -57,12 +57,21 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
     if "duplicate" in text and "axis" in text:
         dims = dict(static).get("dim")
         return RuntimeError(f"{api}(): dim {_first_repeat(dims)} appears multiple times in the list of dims")
-    statics = ", ".join(f"{k}={v!r}" for k, v in static)
+    statics = ", ".join(f"{k}={_static_text(v)}" for k, v in static)
     return RuntimeError(
         f"{api}() cannot run on inputs of shapes {[list(s) for s in shapes]} and dtypes {dtypes}"
         + (f" with {statics}" if statics else "")
         + ": check that the shapes match (or broadcast), the dims are in range and the dtypes are "
           "ones this op supports")
+
+
+def _static_text(v):
+    if isinstance(v, (np.dtype, type)):
+        try:
+            return f"tracegrad.{np.dtype(v).name}"
+        except TypeError:
+            pass
+    return repr(v)
 
 
 def _first_repeat(dims):

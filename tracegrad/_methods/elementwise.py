@@ -35,6 +35,8 @@ def rsub(self, other, alpha=None):
 
 def mul(self, other):
     """Mirrors ``torch.mul``. Autograd: ``MulBackward0`` (saves other/self as torch does)."""
+    if other is None:
+        raise TypeError("mul(): argument 'other' (position 2) must be Tensor, not NoneType")
     return _binary("mul", self, other)
 
 
@@ -169,7 +171,20 @@ def _cmp(name):
 eq, ne, lt, le, gt, ge = (_cmp(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 logical_and, logical_or, logical_xor = (_cmp(n) for n in ("logical_and", "logical_or", "logical_xor"))
-bitwise_and, bitwise_or, bitwise_xor = (_cmp(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+def _bitwise(name):
+    f = _cmp(name)
+
+    def g(self, other):
+        for v in (self, other):
+            if isinstance(v, Tensor) and v.dtype._cat > 1 or isinstance(v, float):
+                raise NotImplementedError(f'"{name}_cpu" not implemented for floating-point or complex '
+                                          "inputs: bitwise ops take integer or bool tensors")
+        return f(self, other)
+    g.__name__, g.__doc__ = name, f"Mirrors ``torch.{name}``: integer and bool tensors only."
+    return g
+
+
+bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
 
 
 def _unary(name):

@@ -9,7 +9,7 @@ from .._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor import Tensor, _JaxTracer, _wrap_dim
-from .inplace import _check_expand, copy_
+from .inplace import _check_expand, check_index_range, copy_
 from .promotion import _CPP_NAME
 from .shape import expand, flatten
 
@@ -167,7 +167,9 @@ def gather(self, dim, index, *, sparse_grad=False):
     _index_arg(index, "gather")
     if index.ndim != self.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    return apply_op(OPS["gather"], (self, index), (("dim", _wrap_dim(dim, self.ndim)),))
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "gather")
+    return apply_op(OPS["gather"], (self, index), (("dim", d),))
 
 
 def take_along_dim(self, indices, dim=None):
@@ -184,6 +186,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
     if isinstance(src, Tensor):
         return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
     return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))
@@ -192,7 +195,9 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
 def scatter_add(self, dim, index, src):
     """Mirrors ``torch.scatter_add``."""
     _index_arg(index, "scatter_add")
-    return apply_op(OPS["scatter_add"], (self, index, src), (("dim", _wrap_dim(dim, self.ndim)),))
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
+    return apply_op(OPS["scatter_add"], (self, index, src), (("dim", d),))
 
 
 def index_select(self, dim, index):
@@ -200,11 +205,16 @@ def index_select(self, dim, index):
     _index_arg(index, "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    return apply_op(OPS["index_select"], (self, index), (("dim", _wrap_dim(dim, self.ndim)),))
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_select", IndexError)
+    return apply_op(OPS["index_select"], (self, index), (("dim", d),))
 
 
 def index_add(self, dim, index, source, *, alpha=1):
-    return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
+    """Mirrors ``torch.index_add``. IndexError for an index outside the dim (eager)."""
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add", IndexError)
+    return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 
 def masked_fill(self, mask, value):

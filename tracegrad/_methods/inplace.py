@@ -6,18 +6,44 @@ import numpy as np
 from .._dispatch import apply_inplace
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor, _JaxTracer, _wrap_dim
 from .conversion import _grad_on
 from .promotion import _check_broadcast, _check_operand, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
 # ---- in-place ---------------------------------------------------------------------------
+def check_index_range(index, size, dim, api, error=RuntimeError):
+    """torch raises for an index outside ``[0, size)`` where XLA clamps or drops it. One host read of the index, only in eager
+    (compiled code cannot raise on values: JAX clamps there, README known differences)."""
+    v = index._value
+    if isinstance(v, _JaxTracer) or v.size == 0:
+        return
+    v = np.asarray(v)
+    lo, hi = int(v.min()), int(v.max())
+    if hi >= size or lo < 0:
+        if error is IndexError:
+            raise IndexError(f"{api}(): index out of range in self (an index is outside [0, {size}) "
+                             f"for dimension {dim} of size {size})")
+        bad = hi if hi >= size else lo
+        raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _check_inplace_broadcast(self, other):
+    """An in-place op cannot grow self: torch's 'output with shape ... doesn't match the broadcast shape'."""
+    if isinstance(other, Tensor) and other._value.shape != self._value.shape:
+        _check_broadcast(self, other)   # torch's message when they do not broadcast at all
+        shape = np.broadcast_shapes(self._value.shape, other._value.shape)
+        if tuple(shape) != tuple(self._value.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
+
+
 def _inplace_binary(opname):
     op = OPS[opname]
 
     def f(self, other, *, alpha=None):
         _check_operand(other, opname + "_")
+        _check_inplace_broadcast(self, other)
         dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
         args = (other, None if alpha == 1 else alpha) if opname in ("add", "sub") else (other,)
         return apply_inplace(op, self, args, (("dtype", dt),))
@@ -116,15 +142,20 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
     return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
 
 
 def scatter_add_(self, dim, index, src):
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")
     return apply_inplace(OPS["scatter_add"], self, (index, src), (("dim", _wrap_dim(dim, self.ndim)),))
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add_", IndexError)
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
 
 

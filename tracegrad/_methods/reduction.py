@@ -101,15 +101,25 @@ def _correction(correction, unbiased):
     return 1 if unbiased in (None, True) else 0
 
 
+def _check_var_dtype(self):
+    if self.dtype._cat <= 1:
+        raise RuntimeError("std and var only support floating point and complex dtypes: convert the "
+                           "input with .float() first")
+
+
 def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``."""
+    """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
+    integer inputs."""
+    _check_var_dtype(self)
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     return apply_op(OPS["var"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
 
 
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``."""
+    """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
+    integer inputs."""
+    _check_var_dtype(self)
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     return apply_op(OPS["std"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
@@ -256,6 +266,11 @@ def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def kthvalue(self, k, dim=-1, keepdim=False):
+    """Mirrors ``torch.kthvalue``: the k-th smallest (1-based) along ``dim``; RuntimeError for k
+    outside [1, size]."""
+    n = self.shape[_wrap_dim(dim, self.ndim)] if self.ndim else 1
+    if not 1 <= int(k) <= n:
+        raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")
     v, i = apply_op(OPS["kthvalue"], (self,), (("k", int(k)), ("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))
     return return_types.kthvalue(v, i)
 

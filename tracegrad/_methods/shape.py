@@ -97,7 +97,7 @@ def squeeze(self, dim=None):
     if isinstance(dim, (tuple, list)):
         dims = tuple(d for d in (_wrap_dim(x, self.ndim) for x in dim) if shp[d] == 1)
         return apply_op(OPS["squeeze_dims"], (self,), (("dim", dims),))
-    d = _wrap_dim(dim, self.ndim) if self.ndim else 0
+    d = _wrap_dim(dim, self.ndim)   # a 0-d tensor takes dim 0 or -1, as torch
     dims = (d,) if self.ndim and shp[d] == 1 else ()
     return apply_op(OPS["squeeze_dim"], (self,), (("dim", dims),))
 
@@ -290,7 +290,7 @@ def _unique_dims(dims, ndim):
     for i, d in enumerate(out):
         if d in out[:i]:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-    return out
+    return () if ndim == 0 else out   # a 0-d tensor's dim 0 / -1 is no axis
 
 
 def fliplr(self):

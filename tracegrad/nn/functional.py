@@ -373,7 +373,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.ndim >= 2 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
-    _check_targets(target, input.shape[1] if input.ndim >= 2 else input.shape[0], ignore_index)
+    n_classes = input.shape[1] if input.ndim >= 2 else input.shape[0]
+    if weight is not None and tuple(weight.shape) != (n_classes,):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    _check_targets(target, n_classes, ignore_index)
     return _nn.nll_loss(input, target, weight, reduction, ignore_index)
 
 
@@ -444,12 +448,26 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _bcast(input, target, name):
+    if input.dtype.is_floating_point is False and not input.dtype.is_complex:
+        raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
+                                  "convert it with .float() first")
     if tuple(input.shape) != tuple(target.shape):
+        _check_broadcastable(input.shape, target.shape)
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       f"This will likely lead to incorrect results due to broadcasting. Please ensure they have "
                       f"the same size.", stacklevel=3)
         input, target = tracegrad.broadcast_tensors(input, target)
     return input, target
+
+
+def _check_broadcastable(a, b):
+    """torch's RuntimeError for shapes that do not broadcast (right-most mismatch)."""
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i in reversed(range(n)):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) "
+                               f"at non-singleton dimension {i}")
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -482,8 +500,11 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """Mirrors ``torch.nn.functional.huber_loss``: grad_fn ``HuberLossBackward0``."""
+    """Mirrors ``torch.nn.functional.huber_loss``: grad_fn ``HuberLossBackward0``.
+    RuntimeError for ``delta <= 0``."""
     _check_reduction(reduction)
+    if not delta > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     input, target = _bcast(*_autocast.cast("fp32", "huber_loss", input, target), "huber_loss")
     return _nn.huber_loss(input, target, reduction, delta)
 
@@ -499,7 +520,20 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(*input.shape)
+    _check_probabilities(input)
     return _nn.binary_cross_entropy(input, target, weight, reduction)
+
+
+def _check_probabilities(input):
+    """torch's BCE kernel refuses inputs outside [0, 1] (NaN passes, as torch); one host read
+    in eager, skipped while tracing (no value to check inside tracegrad.compile)."""
+    try:
+        bad = bool(((input < 0) | (input > 1)).any())
+    except RuntimeError:
+        return
+    if bad:
+        raise RuntimeError("all elements of input should be between 0 and 1: binary_cross_entropy takes "
+                           "probabilities (apply sigmoid, or use binary_cross_entropy_with_logits)")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
