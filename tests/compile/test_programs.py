@@ -235,3 +235,54 @@ def carried_state_program(mod, wrap):
 def test_carried_hidden_state():
     run = check_compiled(carried_state_program, calls=5)
     assert run.step.stats["traces"] <= 3, run.step.stats
+
+
+def aliases_program(mod, wrap):
+    """The caller holds aliases of state across calls: a detached alias and a view of a
+    parameter, and the .grad tensor (kept by zero_grad(set_to_none=False))."""
+    model = mlp(mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    held = {"w_alias": model[0].weight.detach(), "w_row": model[0].weight.detach()[1]}
+
+    def step(x, y):
+        opt.zero_grad(set_to_none=False)
+        loss = mod.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        held.setdefault("grad", model[0].weight.grad)
+        return held["grad"] is model[0].weight.grad
+    return wrap(step), {"model": model, "opt": opt, "held": held}, batch(mod)
+
+
+def train_eval_pair_program(mod, wrap):
+    """Two compiled functions over one model: a train step and a no_grad evaluation, interleaved."""
+    # no bias before BatchNorm: its gradient is rounding noise, which Adam would amplify
+    model = np_init(mod.nn.Sequential(mod.nn.Linear(3, 4, bias=False), mod.nn.BatchNorm1d(4), mod.nn.Linear(4, 2)), mod)
+    opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+    def train(x, y):
+        model.train()
+        opt.zero_grad()
+        loss = mod.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    @mod.no_grad()
+    def evaluate(x, y):
+        model.eval()
+        return mod.nn.functional.mse_loss(model(x), y)
+    train_c, eval_c = wrap(train), wrap(evaluate)
+
+    def step(x, y):
+        return train_c(x, y), eval_c(x, y)
+    return step, {"model": model, "opt": opt}, batch(mod)
+
+
+PROGRAMS["aliases"] = aliases_program
+PROGRAMS["train_eval_pair"] = train_eval_pair_program
+
+
+@pytest.mark.parametrize("name", ["aliases", "train_eval_pair"])
+def test_shared_state_programs(name):
+    check_compiled(PROGRAMS[name], calls=4)
