@@ -25,6 +25,7 @@ import collections
 import json
 import os
 import struct
+import sys
 import tempfile
 
 import numpy as np
@@ -40,8 +41,15 @@ _FORMAT = "tracegrad.save/1"
 _PLAIN = (bool, int, float, str, type(None))
 _SUPPORTED = ("tensors, dict/OrderedDict (keys str, int, float, bool or None), list, tuple, "
               "int, float, str, bool and None, nested")
-# dtypes safetensors' numpy reader lacks: stored as a same-size view of a dtype it has
-_STORED_AS = {"bfloat16": np.uint16, "complex128": np.float64, "complex64": np.float32}
+# complex128 has no safetensors dtype (torch's writer refuses it too): stored as a float64
+# view. bfloat16 and complex64 are stored as safetensors' own BF16 / C64, with their shape,
+# so torch's and safetensors' readers see them as they are. Files from older tracegrad
+# versions held bfloat16/complex64 as uint16/float32 views; the JSON dtype still says so.
+_STORED_AS = {"complex128": np.float64}
+# safetensors dtype names -> numpy dtypes, for reading (safetensors' numpy reader lacks BF16)
+_ST_DTYPES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I16": np.int16, "U16": np.uint16,
+              "I32": np.int32, "U32": np.uint32, "I64": np.int64, "U64": np.uint64, "F16": np.float16,
+              "F32": np.float32, "F64": np.float64, "BF16": _dt.bfloat16.np, "C64": np.complex64}
 
 
 def _parameter_class():
@@ -96,7 +104,12 @@ def _encode(obj, arrays, path):
 
 def _to_bytes(obj):
     arrays = {}
-    tree = _encode(obj, arrays, "obj")
+    try:
+        tree = _encode(obj, arrays, "obj")
+    except RecursionError:
+        raise ValueError(f"tracegrad.save: the object is nested too deeply to save (more than about "
+                         f"{sys.getrecursionlimit() // 2} levels of dicts/lists/tuples); flatten it "
+                         f"first") from None
     meta = {"tracegrad": json.dumps({"format": _FORMAT, "tree": tree}, separators=(",", ":"))}
     return safetensors.numpy.save(arrays, metadata=meta)
 
@@ -113,7 +126,7 @@ def _decode(node, arrays, place):
         if kind in ("tensor", "parameter"):
             d = _dt.to_dtype(node["dtype"])
             arr = arrays[node["key"]]
-            if node["dtype"] in _STORED_AS:
+            if arr.dtype != d.np:   # stored as a same-size view (complex128, older files)
                 arr = np.ascontiguousarray(arr).reshape(-1).view(d.np)
             t = place(from_numpy(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
             if kind == "parameter" and _parameter_class() is not None:
@@ -203,7 +216,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         return
     path = os.fspath(f)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    prefix = _temp_prefix(path)
+    _remove_stale_temps(directory, prefix)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -224,6 +239,61 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
             os.close(dir_fd)
     except OSError:
         pass
+
+
+def _temp_prefix(path):
+    return f".{os.path.basename(path)}.tracegrad-save."
+
+
+def _remove_stale_temps(directory, prefix):
+    """Delete temp files a killed save of the same target left behind. Their names carry the
+    writing process's id; a file is stale when that process is gone (a concurrent save by a
+    live process keeps its file)."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):].split(".", 1)[0]
+        if not pid.isdigit() or (int(pid) != os.getpid() and _alive(int(pid))):
+            continue
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:   # exists but is not ours to signal
+        return True
+    return True
+
+
+def _read_arrays(data, header, name):
+    """The tensors of a safetensors file, from its header (dtype, shape, byte offsets)."""
+    n = struct.unpack("<Q", data[:8])[0]
+    out = {}
+    for key, info in header.items():
+        if key == "__metadata__":
+            continue
+        try:
+            dt = np.dtype(_ST_DTYPES[info["dtype"]])
+            start, end = info["data_offsets"]
+            shape = tuple(info["shape"])
+            count = int(np.prod(shape, dtype=np.int64))
+            if end - start != count * dt.itemsize or 8 + n + end > len(data):
+                raise ValueError("byte range does not match its dtype and shape (truncated?)")
+            out[key] = np.frombuffer(data, dtype=dt, count=count, offset=8 + n + start).reshape(shape)
+        except (KeyError, TypeError, ValueError) as e:
+            raise RuntimeError(f"tracegrad.load: {name!r} is damaged, truncated or holds an unsupported "
+                               f"tensor {key!r} ({type(e).__name__}: {e})") from None
+    return out
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
@@ -256,10 +326,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         raise RuntimeError(f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid "
                            f"safetensors header: the file is truncated, empty or of another "
                            f"format).{hint}")
-    try:
-        arrays = safetensors.numpy.load(data)
-    except Exception as e:
-        raise RuntimeError(f"tracegrad.load: {name!r} is damaged or truncated: {e}") from None
+    arrays = _read_arrays(data, header, name)
     desc = (header.get("__metadata__") or {}).get("tracegrad")
     place = _placer(map_location)
     if desc is None:  # a plain safetensors file from another tool
