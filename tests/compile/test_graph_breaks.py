@@ -155,3 +155,28 @@ def test_print_of_a_tensor_inside_step_prints_every_call(capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 6 and out[:3] == out[3:]          # eager run, then compiled run: same lines
     assert run.step.stats["graph_breaks"]
+
+
+READS = {
+    "float": lambda t: float(t.sum()),
+    "tolist": lambda t: t.tolist()[0][0],
+    "numpy": lambda t: t.detach().numpy().sum(),
+    "format": lambda t: float(f"{t.sum():.3f}"),
+    "isfinite": lambda t: 1.0 if __import__("math").isfinite(t.sum()) else 0.0,
+    "index": lambda t: [0.5, 1.0, 2.0][(t.abs().sum() > 0).long()],
+}
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=pytest.mark.xfail(
+    strict=True, reason="f'{t:.3f}' inside a compiled function raises TypeError (Tensor.__format__) instead of a "
+    "graph break; eagerly it formats the value")) if k == "format" else k for k in READS])
+def test_python_reads_of_tensor_values_are_graph_breaks(kind):
+    model = np_init(tracegrad.nn.Linear(3, 2), tracegrad)
+
+    def fn(x):
+        h = model(x)
+        return h * READS[kind](h)
+    f = tracegrad.compile(fn, fullgraph=True)
+    with pytest.raises(RuntimeError, match=HERE):
+        for i in range(2):
+            f(data(tracegrad, i, 2, 3))
