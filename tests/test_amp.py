@@ -179,3 +179,16 @@ def test_scaler_with_autocast_training_loop():
     (lt, wt), (lg, wg) = run(torch), run(tracegrad)
     np.testing.assert_allclose(lg, lt, rtol=1e-2)
     np.testing.assert_allclose(wg, wt, rtol=1e-2, atol=1e-2)
+
+
+def test_compiled_function_guards_on_autocast():
+    """A program traced outside autocast is not reused inside it (and back), as eager."""
+    lin = tracegrad.nn.Linear(3, 2)
+    cf = tracegrad.compile(lambda x: lin(x))
+    x = tracegrad.ones(4, 3)
+    for _ in range(2):
+        assert cf(x).dtype is tracegrad.float32
+        with tracegrad.autocast("cpu"):
+            assert cf(x).dtype is tracegrad.bfloat16
+    with tracegrad.autocast("cpu", dtype=tracegrad.float16):
+        assert cf(x).dtype is tracegrad.float16

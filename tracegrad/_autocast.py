@@ -50,6 +50,13 @@ def active() -> bool:
     return bool(getattr(_local, "state", None))
 
 
+def key() -> tuple:
+    """The active settings as a hashable (part of ``tracegrad.compile``'s guards: a program
+    traced outside autocast must not serve calls inside it)."""
+    s = getattr(_local, "state", None)
+    return tuple(sorted((d, t.name) for d, t in s.items())) if s else ()
+
+
 def cast(kind: str, op: str, *tensors):
     """Cast ``tensors`` (None and non-tensors pass through) for op ``op`` of list ``kind``
     ('lower' or 'fp32') under the active autocast. Returns a tuple (or the one tensor)."""

@@ -28,7 +28,7 @@ import functools
 import warnings
 import weakref
 
-from . import _state
+from . import _autocast, _state
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
 from ._tensor import Tensor
@@ -164,7 +164,7 @@ def _key(leaves, treedef, kinds):
         else:
             v = a._value
             parts.append((k, v.shape, v.dtype, a._rg, id(a) if k == "state" else a._grad is None))
-    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1])
+    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key())
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
