@@ -219,30 +219,38 @@ def affine_grid(theta, size, align_corners=None):
 
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Mirrors ``torch.nn.functional.grid_sample`` for 4-D input ``(N, C, H, W)`` and grid
-    ``(N, Ho, Wo, 2)`` of (x, y) in [-1, 1]: output ``(N, C, Ho, Wo)``. Modes bilinear/nearest/bicubic;
+    """Mirrors ``torch.nn.functional.grid_sample``: input ``(N, C, H, W)`` with grid ``(N, Ho, Wo, 2)``
+    of (x, y) in [-1, 1] -> ``(N, C, Ho, Wo)``; or 5-D input ``(N, C, D, H, W)`` with grid
+    ``(N, Do, Ho, Wo, 3)`` (trilinear for 'bilinear'). Modes bilinear/nearest/bicubic (4-D only);
     padding zeros/border/reflection. grad_fn ``GridSampler2DBackward0``; gradients reach input
-    and grid. Raises ValueError for an unknown mode, RuntimeError for bad shapes.
-    Differs from torch: 5-D input (volumetric sampling) raises NotImplementedError."""
+    and grid (``GridSampler3DBackward0`` for 5-D). Raises ValueError for an unknown mode,
+    RuntimeError for bad shapes."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
                          f"'reflection', but got: '{padding_mode}'")
-    if input.ndim != 4:
-        raise NotImplementedError("grid_sample: tracegrad supports 4-D input (N, C, H, W) only")
+    nd = input.ndim - 2
+    if nd not in (2, 3):
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if nd == 3 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if align_corners is None:
         warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
                       "1.3.0. Please specify align_corners=True if the old behavior is desired. See the "
                       "documentation of grid_sample for details.")
-    if grid.ndim != 4 or grid.shape[-1] != 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with sizes "
-                           f"{list(grid.shape)}")
+    if grid.ndim != input.ndim:
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != nd:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
+                           f"sizes {list(grid.shape)}")
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    return apply_op(OPS["grid_sampler_2d"], (input, grid),
+    return apply_op(OPS[f"grid_sampler_{nd}d"], (input, grid),
                     (("mode", mode), ("padding_mode", padding_mode), ("align_corners", bool(align_corners))))
 
 

@@ -221,6 +221,15 @@ def test_grid_sample(mode, padding_mode, align_corners):
            x(2, 3, 5, 6), x(2, 2, 3), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_grid_sample_3d(mode, padding_mode, align_corners):
+    parity(lambda t, F, a, th: F.grid_sample(a, F.affine_grid(th, (2, 3, 3, 4, 5), align_corners=align_corners) * 1.2,
+                                             mode=mode, padding_mode=padding_mode, align_corners=align_corners),
+           x(2, 3, 4, 5, 6), x(2, 3, 4), rtol=1e-4, atol=1e-4)
+
+
 def test_affine_grid():
     parity(lambda t, F, th: F.affine_grid(th, (1, 2, 3, 4, 5), align_corners=False), x(1, 3, 4))
     parity(lambda t, F, th: F.affine_grid(th, (2, 2, 3, 1), align_corners=True), x(2, 2, 3))
@@ -228,6 +237,8 @@ def test_affine_grid():
     raises_like(lambda t, F: F.affine_grid(t.zeros(2, 3, 3), (2, 3, 4, 4)))
     raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4), t.zeros(2, 3, 3, 2), mode="foo"))
     raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4), t.zeros(2, 3, 3, 3)))
+    raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4, 4), t.zeros(2, 3, 3, 3, 3), mode="bicubic"))
+    raises_like(lambda t, F: F.grid_sample(t.zeros(2, 3, 4, 4), t.zeros(2, 3, 3, 3, 3)))
 
 
 # ---- embeddings ----------------------------------------------------------------------------------

@@ -299,6 +299,39 @@ def _grid_sampler_2d(inp, grid, *, mode, padding_mode, align_corners):
             + tap(y0 + 1, x0) * (1 - tx) * ty + tap(y0 + 1, x0 + 1) * tx * ty)
 
 
+def _grid_sampler_3d(inp, grid, *, mode, padding_mode, align_corners):
+    """Volumetric sampling: input (N, C, D, H, W), grid (N, Do, Ho, Wo, 3) of (x, y, z);
+    trilinear ('bilinear') or nearest."""
+    n, c, dd, h, w = inp.shape
+    sizes = (w, h, dd)
+    coords = [_pad_coords(_unnormalize(grid[..., k], sizes[k], align_corners), sizes[k], padding_mode,
+                          align_corners) for k in range(3)]
+    flat = inp.reshape(n, c, dd * h * w)
+    go = grid.shape[1:4]
+
+    def tap(z, y, x):
+        ok = (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1) & (z >= 0) & (z <= dd - 1)
+        lin = (jnp.clip(z, 0, dd - 1) * h + jnp.clip(y, 0, h - 1)) * w + jnp.clip(x, 0, w - 1)
+        idx = lin.astype(jnp.int32).reshape(n, 1, -1)
+        v = jnp.take_along_axis(flat, jnp.broadcast_to(idx, (n, c, idx.shape[-1])), axis=2)
+        return v.reshape(n, c, *go) * ok[:, None].astype(inp.dtype)
+
+    ix, iy, iz = coords
+    if mode == "nearest":
+        return tap(jnp.round(iz), jnp.round(iy), jnp.round(ix))
+    x0, y0, z0 = jnp.floor(ix), jnp.floor(iy), jnp.floor(iz)
+    tx, ty, tz = (ix - x0)[:, None], (iy - y0)[:, None], (iz - z0)[:, None]
+    out = 0
+    for dz in (0, 1):
+        for dy in (0, 1):
+            for dx in (0, 1):
+                wgt = (tx if dx else 1 - tx) * (ty if dy else 1 - ty) * (tz if dz else 1 - tz)
+                out = out + tap(z0 + dz, y0 + dy, x0 + dx) * wgt
+    return out
+
+
+defop("grid_sampler_3d", _grid_sampler_3d, args=("input", "grid"), grad_fn="GridSampler3DBackward0",
+      saves=("input", "grid"))
 defop("grid_sampler_2d", _grid_sampler_2d, args=("input", "grid"), grad_fn="GridSampler2DBackward0",
       saves=("input", "grid"))
 
