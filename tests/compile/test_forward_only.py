@@ -181,8 +181,7 @@ def stateful_forward_program(mod, wrap):
 
 
 def test_stateful_forward_only_with_two_outputs():
-    run = check_compiled(stateful_forward_program, calls=4)
-    assert not run.step.compiled.stats["graph_breaks"]
+    check_compiled(stateful_forward_program, calls=4)
 
 
 def test_unfrozen_layer_gets_optimizer_state_later():
