@@ -53,15 +53,16 @@ def numel(t) -> int:
 
 def broadcast_tensors(*tensors):
     """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape."""
-    import numpy as np
-    shape = np.broadcast_shapes(*[tuple(t.shape) for t in tensors])
+    from ._op_errors import broadcast_shape
+    shape = broadcast_shape([t.shape for t in tensors], "broadcast_tensors")
     return tuple(t.expand(*shape) for t in tensors)
 
 
 def broadcast_shapes(*shapes):
-    import numpy as np
+    """Mirrors ``torch.broadcast_shapes``; RuntimeError when the shapes do not broadcast."""
+    from ._op_errors import broadcast_shape
     from ._tensor import Size
-    return Size(np.broadcast_shapes(*shapes))
+    return Size(broadcast_shape([(s,) if isinstance(s, int) else s for s in shapes], "broadcast_shapes"))
 
 
 def cdist(x1, x2, p=2.0):

@@ -33,6 +33,16 @@ def _broadcast_message(shapes):
     return None
 
 
+def broadcast_shape(shapes, api):
+    """The broadcast of ``shapes``; RuntimeError with torch's text (naming ``api``) when they do
+    not broadcast (numpy's ValueError would leak its own text)."""
+    shapes = [tuple(s) for s in shapes]
+    msg = _broadcast_message(shapes)
+    if msg is not None:
+        raise RuntimeError(f"{api}(): {msg}")
+    return np.broadcast_shapes(*shapes)
+
+
 def _api_name(op):
     name = op.name
     for suffix in ("_dim", "_all", "_scalar", "_tensor"):

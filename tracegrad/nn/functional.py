@@ -452,22 +452,12 @@ def _bcast(input, target, name):
         raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
                                   "convert it with .float() first")
     if tuple(input.shape) != tuple(target.shape):
-        _check_broadcastable(input.shape, target.shape)
+        tracegrad.broadcast_shapes(input.shape, target.shape)   # RuntimeError as torch, before warning
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
                       f"This will likely lead to incorrect results due to broadcasting. Please ensure they have "
                       f"the same size.", stacklevel=3)
         input, target = tracegrad.broadcast_tensors(input, target)
     return input, target
-
-
-def _check_broadcastable(a, b):
-    """torch's RuntimeError for shapes that do not broadcast (right-most mismatch)."""
-    n = max(len(a), len(b))
-    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
-    for i in reversed(range(n)):
-        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
-            raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) "
-                               f"at non-singleton dimension {i}")
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
