@@ -276,6 +276,7 @@ def train_eval_pair_program(mod, wrap):
 
     def step(x, y):
         return train_c(x, y), eval_c(x, y)
+    step.compiled = (train_c, eval_c)
     return step, {"model": model, "opt": opt}, batch(mod)
 
 
@@ -285,4 +286,14 @@ PROGRAMS["train_eval_pair"] = train_eval_pair_program
 
 @pytest.mark.parametrize("name", ["aliases", "train_eval_pair"])
 def test_shared_state_programs(name):
-    check_compiled(PROGRAMS[name], calls=4)
+    check_compiled(PROGRAMS[name], calls=3 if name == "train_eval_pair" else 4)
+
+
+@pytest.mark.xfail(strict=True, reason="model.train()/model.eval() inside interleaved compiled functions bump the "
+                   "structure counter: every call traces again (8 traces in 8 calls)")
+def test_train_eval_inside_compiled_functions_do_not_retrace():
+    step, state, b = train_eval_pair_program(tracegrad, tracegrad.compile)
+    for i in range(6):
+        step(*b(i))
+    for f in step.compiled:
+        assert f.stats["traces"] <= 3, f.stats
