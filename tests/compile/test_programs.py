@@ -297,3 +297,26 @@ def test_train_eval_inside_compiled_functions_do_not_retrace():
         step(*b(i))
     for f in step.compiled:
         assert f.stats["traces"] <= 3, f.stats
+
+
+def gradient_penalty_program(mod, wrap):
+    """A double-backward step (WGAN-GP style gradient penalty with create_graph=True)."""
+    model = mlp(mod)
+    opt = mod.optim.Adam(model.parameters(), lr=0.05)
+
+    def step(x, y):
+        opt.zero_grad()
+        x = x.detach().requires_grad_(True)
+        out = model(x)
+        g, = mod.autograd.grad(out.sum(), x, create_graph=True)
+        loss = mod.nn.functional.mse_loss(out, y) + ((g.norm(dim=1) - 1) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "opt": opt}, batch(mod)
+
+
+def test_gradient_penalty_double_backward_step():
+    run = check_compiled(gradient_penalty_program, calls=4)
+    assert not run.step.stats["graph_breaks"]
+    check_torch(gradient_penalty_program, calls=3)
