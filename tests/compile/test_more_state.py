@@ -125,3 +125,35 @@ def test_activation_checkpoint_inside_step(reentrant):
         return wrap(step), {"model": model, "opt": opt}, \
             lambda i: (data(mod, i, 5, 3).requires_grad_(reentrant), data(mod, i, 5, 2, seed=300))
     check_compiled(make, calls=4)
+
+
+def test_autocast_around_and_inside_compiled_step():
+    """A program traced outside autocast is not reused inside it, and autocast entered inside
+    the step is traced as eagerly."""
+    def make(mod, wrap):
+        model = mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y, inner):
+            opt.zero_grad()
+            if inner:
+                with mod.autocast("cpu", dtype=mod.bfloat16):
+                    out = model(x)
+            else:
+                out = model(x)
+            loss = mod.nn.functional.mse_loss(out.float(), y)
+            loss.backward()
+            opt.step()
+            return loss, out.dtype == mod.bfloat16
+        n = [0]
+
+        def call(x, y):
+            n[0] += 1
+            if n[0] in (3, 4):
+                with mod.autocast("cpu", dtype=mod.bfloat16):
+                    return step(x, y, False)
+            return step(x, y, n[0] >= 5)
+        call.compiled = step
+        return call, {"model": model, "opt": opt}, batch(mod)
+    run = check_compiled(make, calls=6, rtol=1e-2, atol=1e-3)
+    assert [s["out"][1] for s in run.snaps] == [False, False, True, True, True, True]
