@@ -154,3 +154,24 @@ def test_container_arguments_and_results():
         return wrap(step), {"model": model, "opt": opt}, lambda i: (
             {"xs": [data(mod, i, 4, 3), data(mod, i, 2, 3, seed=7)]}, {"weights": (1.0, 0.5), "tag": "t"})
     check_compiled(make, calls=3)
+
+
+@pytest.mark.parametrize("bad", ["leaf_inplace", "shape"])
+def test_errors_inside_compiled_function_match_eager(bad):
+    model = np_init(tracegrad.nn.Linear(3, 2), tracegrad)
+
+    def fn(x):
+        if bad == "leaf_inplace":
+            model.weight.add_(1.0)               # in-place on a leaf that requires grad
+        else:
+            x = x @ tracegrad.ones(4, 2)         # (2, 3) @ (4, 2)
+        return model(x).sum()
+    f = tracegrad.compile(fn)
+    with pytest.raises(RuntimeError) as eager:
+        fn(data(tracegrad, 0, 2, 3))
+    for i in range(3):
+        before = model.weight.detach().clone()
+        with pytest.raises(RuntimeError) as comp:
+            f(data(tracegrad, i, 2, 3))
+        assert str(comp.value) == str(eager.value)
+        assert tracegrad.equal(model.weight, before)
