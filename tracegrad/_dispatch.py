@@ -98,7 +98,7 @@ def apply_op(op: Op, args, static=()):
         # torch gives integer and bool results no history
         record = record and out.dtype in _DIFF_DTYPES
         t = Tensor._make(out)
-        if INFERENCE_DEPTH[0] and STATE[1]:
+        if INFERENCE_DEPTH[0] and STATE[1] and not op.view:
             t._inference = True
         if op.view:
             _make_view(t, args[0], op, static, None)
@@ -107,6 +107,9 @@ def apply_op(op: Op, args, static=()):
             _record(op, args, static, (t,))
         return t
     outs = tuple(Tensor._make(o) for o in out)
+    if INFERENCE_DEPTH[0] and STATE[1] and not op.view:
+        for t in outs:
+            t._inference = True
     if op.view:
         for i, t in enumerate(outs):
             _make_view(t, args[0], op, static, i)
@@ -122,6 +125,8 @@ def _make_view(t, src, op, static, idx):
     t._vgen = t._st.gen    # the forward's output is the view's value until the storage changes
     t._base = src._base if src._base is not None else src
     t._gf_ver = src._vc[0]
+    if "_inference" in src.__dict__:   # torch: a view is an inference tensor iff its base is
+        t._inference = src._inference
 
 
 def _record(op, args, static, outs):

@@ -132,6 +132,26 @@ def test_inference_mode_inf_tensor_in_normal_mode_functional_op(T):
         (y * x).sum()
 
 
+def test_inference_mode_inf_tensor_in_normal_mode_view_op(T):
+    # TestAutograd.test_inference_mode_inf_tensor_in_normal_mode_view_op: views of an inference
+    # tensor are inference tensors, also outside the mode
+    with T.inference_mode():
+        x = T.ones(2, 3)
+    for v in (x[:1], x.view(6), x.transpose(0, 1), x.unbind()[0]):
+        assert v.is_inference()
+
+
+def test_inference_mode_tensor_creation_and_multi_output(T):
+    # TestAutograd.test_inference_mode_tensor_creation (+ a multi-output op inside the mode)
+    with T.inference_mode():
+        made = [T.ones(2), T.tensor([1.0]), T.zeros_like(T.ones(2)), *T.ones(4).sort()]
+    assert all(t.is_inference() for t in made)
+    normal = T.ones(2, 3)
+    with T.inference_mode():
+        assert not normal[:1].is_inference()   # a view of a normal tensor stays normal
+        assert (normal * 2).is_inference()
+
+
 # ---- custom Function ----------------------------------------------------------------------
 def test_function_returns_input_twice(T):
     # TestAutograd.test_function_returns_input / test_function_returns_undefined_tensor family
