@@ -82,6 +82,19 @@ def test_pad_errors():
     raises_like(lambda t, F: F.pad(t.zeros(2, 3, 4, 5), (1, 1, 1, 1), mode="reflect", value=2.0))
 
 
+def test_reprs():
+    torch = get_torch()
+    builds = [lambda nn: nn.ReflectionPad2d(2), lambda nn: nn.ZeroPad2d((1, 2, 3, 4)), lambda nn: nn.ConstantPad1d(2, 3.5),
+              lambda nn: nn.ReplicationPad3d(1), lambda nn: nn.Upsample(scale_factor=2, mode="bilinear"),
+              lambda nn: nn.Upsample(size=(3, 4)), lambda nn: nn.PixelShuffle(2), lambda nn: nn.PixelUnshuffle(3),
+              lambda nn: nn.Unfold(2), lambda nn: nn.Fold((4, 4), 2), lambda nn: nn.InstanceNorm2d(3),
+              lambda nn: nn.InstanceNorm1d(4, affine=True, track_running_stats=True), lambda nn: nn.MaxPool3d(2),
+              lambda nn: nn.AvgPool3d(2), lambda nn: nn.AdaptiveAvgPool3d(2), lambda nn: nn.ConvTranspose3d(2, 3, 2),
+              lambda nn: nn.EmbeddingBag(5, 3, mode="sum", padding_idx=1), lambda nn: nn.PairwiseDistance()]
+    for build in builds:
+        assert repr(build(tracegrad.nn)) == repr(build(torch.nn))
+
+
 # ---- interpolate / Upsample -------------------------------------------------------------------
 INTERP = [
     ((2, 3, 5), dict(scale_factor=2)), ((2, 3, 5), dict(size=7, mode="linear")),

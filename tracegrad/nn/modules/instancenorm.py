@@ -32,10 +32,6 @@ class _InstanceNorm(_NormBase):
                               is not None else 0.0, self.eps)
         return out if input.ndim == batched else out.squeeze(0)
 
-    def extra_repr(self):
-        return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-                "track_running_stats={track_running_stats}".format(**self.__dict__))
-
 
 class InstanceNorm1d(_InstanceNorm):
     """Mirrors ``torch.nn.InstanceNorm1d``: input ``(N, C, L)`` or ``(C, L)``."""

@@ -18,6 +18,7 @@ def _pairs(padding, nd):
 class _PadNd(Module):
     _mode = "constant"
     _nd = 1
+    _zero = False
 
     def __init__(self, padding, value=None):
         super().__init__()
@@ -31,7 +32,9 @@ class _PadNd(Module):
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self):
-        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+        if self._mode == "constant" and not self._zero:
+            return f"padding={self.padding}, value={self.value}"
+        return f"{self.padding}"
 
 
 def _make(name, mode, nd, doc, zero):
@@ -44,7 +47,7 @@ def _make(name, mode, nd, doc, zero):
     else:
         def init(self, padding, value):
             _PadNd.__init__(self, padding, value)
-    return type(name, (_PadNd,), {"_mode": mode, "_nd": nd, "__init__": init, "__doc__": doc,
+    return type(name, (_PadNd,), {"_mode": mode, "_nd": nd, "_zero": zero, "__init__": init, "__doc__": doc,
                                   "__module__": __name__})
 
 
