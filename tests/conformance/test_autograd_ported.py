@@ -108,8 +108,27 @@ def test_version_counter_error_names_output(T):
     a = T.ones(3, requires_grad=True)
     b = a.exp()
     b.add_(1)
-    with pytest.raises(RuntimeError, match=r"output 0 of Exp"):
+    with pytest.raises(RuntimeError, match=r"which is output 0 of Exp, is at version 1; expected version 0"):
         b.sum().backward()
+
+
+@pytest.mark.parametrize("case", ["input_rebased", "leaf_detached"])
+def test_version_counter_error_names_current_op(T, case):
+    # TestAutograd.test_saved_variable_version_counter / test_inplace_not_requires_grad: an input
+    # is named by the op that last wrote it; a leaf (through detach) is named by nothing
+    a = T.ones(3, requires_grad=True)
+    if case == "input_rebased":
+        b = a.sin()
+        c = b * b
+        b.add_(1)
+        pattern = r"\], which is output 0 of Add, is at version 1"
+    else:
+        b = a.detach()
+        c = a * b
+        b.add_(1)
+        pattern = r"\] is at version 1; expected version 0"
+    with pytest.raises(RuntimeError, match=pattern):
+        c.sum().backward()
 
 
 # ---- inference mode ------------------------------------------------------------------------

@@ -174,15 +174,27 @@ class SavedTensor:
             return t
         t = self.tensor
         if t._vc[0] != self.version:
+            origin = _saved_origin(node, t, self.is_output)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.dtype.name}{list(t.shape)}], which is output {index} of "
-                f"{node.name()}, is at version {t._vc[0]}; expected version {self.version} instead. "
+                f"inplace operation: [{t.dtype.name}{list(t.shape)}]{origin} is at version "
+                f"{t._vc[0]}; expected version {self.version} instead (saved by {node.name()}). "
                 "Hint: the backtrace further above can show the operation that failed to compute "
                 "its gradient; enable autograd.set_detect_anomaly(True) to find it.")
         if self.is_output and self.grad_edge is not None:
             return _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
         return t
+
+
+def _saved_origin(node, t, is_output):
+    """", which is output k of Op," for a saved tensor, as torch names it: for an output the node
+    that saved it, for an input the tensor's grad_fn now (the in-place op that bumped it); ""
+    for a leaf."""
+    import re
+    src, nr = (node, 0) if is_output else (t.grad_fn, t._out_nr)
+    if src is None or isinstance(src, AccumulateGrad):
+        return ""
+    return f", which is output {nr} of {re.sub(r'Backward[0-9]*$', '', src.name())},"
 
 
 def _with_edge(t, grad_edge, node):
