@@ -298,7 +298,10 @@ def _inplace_on_view(op, view, args, static):
     node = res._gf
     _snapshot_saved(node, base)
     base._write(res._value)
+    old, old_nr = base._gf, base._out_nr
     base._gf, base._out_nr, base._rg = node, 0, True
+    if base._retains_grad:   # as torch: the base's retained grad is that of its new history
+        _move_retain_grad(base, old, old_nr, node)
     view._gf_ver = -1     # regenerate from the base's new history on next access
     return view
 

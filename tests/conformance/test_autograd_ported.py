@@ -83,6 +83,29 @@ def test_inplace_on_multi_output_view_without_grad_writes_base(T):
     assert _np(base).tolist() == [[2.0] * 3, [1.0] * 3]
 
 
+def test_retain_grad_inplace_over_view(T):
+    # TestAutograd.test_retain_grad_inplace_on_view: the retained grad follows the base onto
+    # its CopySlices history
+    a = T.ones(3, requires_grad=True)
+    b = a * 1
+    b.retain_grad()
+    b[:2].mul_(2)
+    b.sum().backward()
+    assert _np(b.grad).tolist() == [1.0, 1.0, 1.0]
+    assert _np(a.grad).tolist() == [2.0, 2.0, 1.0]
+
+
+def test_backprop_through_view_after_inplace_on_base(T):
+    # TestAutograd.test_inplace_on_view_backprop_view / test_inplace_on_view_gradcheck-style
+    a = T.ones(4, requires_grad=True)
+    b = a.clone()
+    v = b[1:3]
+    b.mul_(2)
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    (v * v).sum().backward()
+    assert _np(a.grad).tolist() == [0.0, 8.0, 8.0, 0.0]
+
+
 def test_inplace_view_of_view(T):
     # TestAutograd.test_inplace_view_of_view
     a = T.ones(4, requires_grad=True)
