@@ -54,6 +54,20 @@ def test_post_accumulate_grad_hook_on_non_leaf(T):
         b.register_post_accumulate_grad_hook(lambda t: None)
 
 
+@pytest.mark.parametrize("returns", ["new", "self"])
+def test_post_accumulate_grad_hook_returns_not_none(T, returns):
+    # TestAutograd.test_post_accumulate_grad_hook_returns_not_None: a new value is an error;
+    # torch 2.13 tolerates the hook returning the tensor itself
+    a = T.ones(2, requires_grad=True)
+    a.register_post_accumulate_grad_hook(lambda t: t * 100 if returns == "new" else t)
+    if returns == "new":
+        with pytest.raises(RuntimeError, match="should return None"):
+            (a * 2).sum().backward()
+    else:
+        (a * 2).sum().backward()
+        assert _np(a.grad).tolist() == [2.0, 2.0]
+
+
 def test_post_accumulate_grad_hook_sees_accumulated_grad(T):
     # TestAutograd.test_post_accumulate_grad_hook_gets_cleaned_up / _multiple_hooks (values)
     a = T.ones(3, requires_grad=True)

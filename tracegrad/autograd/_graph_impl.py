@@ -389,7 +389,10 @@ class AccumulateGrad(Node):
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
                 _state.note_hook("post accumulate grad", h)
-                h(var)
+                r = h(var)
+                if r is not None and r is not var:   # torch tolerates the tensor itself only
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None: the hook "
+                                       "sees .grad already accumulated; modify it in place instead")
         return []
 
 
