@@ -114,28 +114,37 @@ def run_program(make, mod, wrap, calls, between=None):
     return SimpleNamespace(snaps=snaps, step=step, state=state, warnings=[str(x.message) for x in w])
 
 
-def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, **compile_kw):
+def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, torch_too=False, **compile_kw):
     """Run ``make`` eagerly and compiled (``tracegrad.compile(step, **compile_kw)``) ``calls``
-    times each and assert every snapshot equal. Returns the compiled run (``.step.stats``,
-    ``.warnings``, ``.state``)."""
+    times each and assert every snapshot equal; with ``torch_too`` also compare the compiled
+    run with torch eager (``_compare_torch``). Returns the compiled run (``.step.stats``,
+    ``.warnings``, ``.state``, ``.eager``)."""
     eager = run_program(make, tracegrad, lambda f: f, calls, between)
     comp = run_program(make, tracegrad, lambda f: tracegrad.compile(f, **compile_kw), calls, between)
     for e, c in zip(eager.snaps, comp.snaps):
         assert_same(e, c, f"call{e['call']}", rtol, atol)
     comp.eager = eager
+    if torch_too:
+        _compare_torch(make, comp, calls, between)
     return comp
 
 
-def check_torch(make, calls=3, between=None, rtol=1e-4, atol=1e-5, **compile_kw):
-    """Run ``make`` with torch eagerly and with tracegrad compiled; compare everything but the
-    generator state (the two libraries' generators differ)."""
+def _compare_torch(make, comp, calls, between, rtol=1e-4, atol=1e-5):
+    """torch eager against a compiled tracegrad run: everything but the generator state (the
+    two libraries' generators differ)."""
     torch = pytest.importorskip("torch")
     ref = run_program(make, torch, lambda f: f, calls, between)
-    comp = run_program(make, tracegrad, lambda f: tracegrad.compile(f, **compile_kw), calls, between)
     for e, c in zip(ref.snaps, comp.snaps):
         e, c = dict(e), dict(c)
         e.pop("rng"), c.pop("rng")
-        assert_same(e, c, f"call{e['call']}", rtol, atol)
+        assert_same(e, c, f"torch call{e['call']}", rtol, atol)
+
+
+def check_torch(make, calls=3, between=None, **compile_kw):
+    """Run ``make`` with torch eagerly and with tracegrad compiled and compare (for programs
+    whose compiled == eager check lives elsewhere)."""
+    comp = run_program(make, tracegrad, lambda f: tracegrad.compile(f, **compile_kw), calls, between)
+    _compare_torch(make, comp, calls, between)
     return comp
 
 

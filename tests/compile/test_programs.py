@@ -7,7 +7,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import check_compiled, check_torch, data, labels, np_init
+from ._harness import check_compiled, data, labels, np_init
 
 
 def mlp(mod, dtype=None):
@@ -199,13 +199,9 @@ XFAIL = {
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n]))
                                   if n in XFAIL else n for n in PROGRAMS])
 def test_program_compiled_equals_eager(name):
-    run = check_compiled(PROGRAMS[name], calls=4, atol=1e-5 if name == "cnn" else 2e-6)
+    run = check_compiled(PROGRAMS[name], calls=4, atol=1e-5 if name == "cnn" else 2e-6,
+                         torch_too=name in ("cnn", "tied", "bn_cumulative"))
     assert run.step.stats["traces"] >= 1
-
-
-@pytest.mark.parametrize("name", ["cnn", "tied", "bn_cumulative"])
-def test_program_torch_parity(name):
-    check_torch(PROGRAMS[name], calls=3)
 
 
 def carried_state_program(mod, wrap):
@@ -293,7 +289,7 @@ def test_shared_state_programs(name):
                    "structure counter: every call traces again (8 traces in 8 calls)")
 def test_train_eval_inside_compiled_functions_do_not_retrace():
     step, state, b = train_eval_pair_program(tracegrad, tracegrad.compile)
-    for i in range(6):
+    for i in range(5):
         step(*b(i))
     for f in step.compiled:
         assert f.stats["traces"] <= 3, f.stats
@@ -317,6 +313,5 @@ def gradient_penalty_program(mod, wrap):
 
 
 def test_gradient_penalty_double_backward_step():
-    run = check_compiled(gradient_penalty_program, calls=4)
+    run = check_compiled(gradient_penalty_program, calls=4, torch_too=True)
     assert not run.step.stats["graph_breaks"]
-    check_torch(gradient_penalty_program, calls=3)
