@@ -38,7 +38,7 @@ from ..autograd import grad_mode
 from .capture import Capture, GraphBreak
 from .program import Program
 from .remat import REMAT_COMPILER_OPTIONS
-from .vjp_node import CompiledFunctionBackward, dead_node
+from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
 _Tracer = jax.core.Tracer
 _PY_CONST = (int, float, bool, str, complex, type(None), bytes)
@@ -317,8 +317,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             keys_end = [g._key for g in plan.generators]
             cap.lr_inputs.clear()
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
+            wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
             del result, a2, kw2, r_leaves, call_leaves
+            cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
             escapes = _escapes(cap, storages, owners_end, res_arrays)
+            for i, w in wrappers:
+                if w() is not None:
+                    raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
+                                     f"{i} after returning (eager would keep the caller's tensor)")
             if cap.uses_remat:
                 jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
             info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
@@ -487,4 +493,11 @@ def _escapes(cap, storages, owners_end, res_arrays):
         if any(st.array is a for a in res_arrays):
             continue
         out.append(st)
+    if out:
+        # a kept tensor's graph is made of traced values: cut it (backward through it raises a
+        # clear error), so the trace's intermediates and arguments are not kept alive
+        for t in gc.get_referrers(*out):
+            if isinstance(t, Tensor) and t._gf is not None:
+                t._gf = dead_node(MSG_KEPT)
+        gc.collect()
     return out

@@ -52,15 +52,23 @@ class CompiledFunctionBackward(Node):
 
 
 class _Freed(Node):
-    __slots__ = ()
+    __slots__ = ("msg",)
 
     def apply(self, grads, create_graph=False):
-        raise RuntimeError(MSG_FREED)
+        raise RuntimeError(self.msg)
 
 
 _Freed.__name__ = _Freed.__qualname__ = "CompiledFunctionBackward"
 
+MSG_KEPT = ("this tensor was stored by a compiled function while it ran; its values are updated on "
+            "every call, but its graph exists only inside the compiled program, so there is nothing "
+            "to backward through. Store tensor.detach(), or run the function uncompiled "
+            "(tracegrad.compile(..., disable=True)) when you need its graph.")
 
-def dead_node():
-    """A node whose backward raises torch's 'backward through the graph a second time'."""
-    return _Freed(())
+
+def dead_node(msg=MSG_FREED):
+    """A node whose backward raises ``msg`` (default: torch's 'backward through the graph a
+    second time', for results whose graph the compiled call already consumed)."""
+    n = _Freed(())
+    n.msg = msg
+    return n
