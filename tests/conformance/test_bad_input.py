@@ -95,7 +95,8 @@ for op in ("sum", "mean", "amax", "amin", "std", "var", "logsumexp", "norm", "na
     case(f"{op}(repeated dims)", lambda T, f=DIM_OPS[op]: f(T.ones(2, 3), (0, 0)))
     case(f"{op}(repeated wrapped dims)", lambda T, f=DIM_OPS[op]: f(T.ones(2, 3), (1, -1)))
 for op in ("sum", "mean", "amax", "amin", "prod", "softmax", "log_softmax", "logsumexp", "all", "any",
-           "nansum", "norm", "squeeze", "unsqueeze", "flip", "std", "var"):
+           "nansum", "norm", "squeeze", "unsqueeze", "flip", "std", "var", "max", "min", "argmax",
+           "argmin", "cumsum", "cumprod", "sort", "argsort", "median", "kthvalue", "topk"):
     for d in (0, -1, 1):
         case(f"{op}(0-d, dim={d})", lambda T, f=DIM_OPS[op], d=d: f(T.tensor(2.0), d))
 

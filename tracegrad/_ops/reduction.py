@@ -3,10 +3,25 @@ norm, cumsum/cumprod, all/any, sort/topk. ``dim`` is a static tuple of non-negat
 (or None for all dims)."""
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
 from .registry import defop
+
+
+def _on_0d(fn):
+    """``fn`` (which reduces or scans along ``dim``) also on a 0-d tensor, whose dim 0 / -1
+    torch accepts: run on one element, give back 0-d results (inside the op, so grad_fn
+    names are unchanged)."""
+    @functools.wraps(fn)
+    def g(x, *args, **kw):
+        if x.ndim:
+            return fn(x, *args, **kw)
+        out = fn(x.reshape(1), *args, **kw)
+        return tuple(o.reshape(()) for o in out) if isinstance(out, tuple) else out.reshape(())
+    return g
 
 
 def _sum(x, dim, keepdim, dtype):
@@ -72,10 +87,10 @@ def _min_dim(x, dim, keepdim):
 
 
 # values take their gradient through the index actually chosen (torch: scatter to indices)
-defop("max_dim", _max_dim, grad_fn="MaxBackward0", n_out=2, n_diff=1, saves=("self",))
-defop("min_dim", _min_dim, grad_fn="MinBackward0", n_out=2, n_diff=1, saves=("self",))
-defop("argmax", lambda x, dim, keepdim: jnp.argmax(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
-defop("argmin", lambda x, dim, keepdim: jnp.argmin(x, axis=dim, keepdims=keepdim).astype(jnp.int64))
+defop("max_dim", _on_0d(_max_dim), grad_fn="MaxBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("min_dim", _on_0d(_min_dim), grad_fn="MinBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("argmax", _on_0d(lambda x, dim, keepdim: jnp.argmax(x, axis=dim, keepdims=keepdim).astype(jnp.int64)))
+defop("argmin", _on_0d(lambda x, dim, keepdim: jnp.argmin(x, axis=dim, keepdims=keepdim).astype(jnp.int64)))
 defop("logsumexp", lambda x, dim, keepdim: jax.scipy.special.logsumexp(x, axis=dim, keepdims=keepdim),
       grad_fn="LogsumexpBackward0", saves=("self", "result"))
 
@@ -118,8 +133,8 @@ def _norm(x, ord, dim, keepdim):
 
 
 defop("norm", _norm, grad_fn="LinalgVectorNormBackward0", saves=("self", "result"))
-defop("cumsum", lambda x, dim, dtype: jnp.cumsum(x, axis=dim, dtype=dtype), grad_fn="CumsumBackward0")
-defop("cumprod", lambda x, dim, dtype: jnp.cumprod(x, axis=dim, dtype=dtype), grad_fn="CumprodBackward0",
+defop("cumsum", _on_0d(lambda x, dim, dtype: jnp.cumsum(x, axis=dim, dtype=dtype)), grad_fn="CumsumBackward0")
+defop("cumprod", _on_0d(lambda x, dim, dtype: jnp.cumprod(x, axis=dim, dtype=dtype)), grad_fn="CumprodBackward0",
       saves=("self", "result"))
 defop("all", lambda x, dim, keepdim: jnp.all(x, axis=dim, keepdims=keepdim))
 defop("any", lambda x, dim, keepdim: jnp.any(x, axis=dim, keepdims=keepdim))
@@ -131,8 +146,8 @@ def _sort(x, dim, descending, stable):
     return jnp.take_along_axis(x, i, axis=dim), i.astype(jnp.int64)
 
 
-defop("sort", _sort, grad_fn="SortBackward0", n_out=2, n_diff=1, saves=("self",))
-defop("argsort", lambda x, dim, descending, stable: _sort(x, dim, descending, stable)[1])
+defop("sort", _on_0d(_sort), grad_fn="SortBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("argsort", _on_0d(lambda x, dim, descending, stable: _sort(x, dim, descending, stable)[1]))
 
 
 def _topk(x, k, dim, largest, sorted):
@@ -143,7 +158,7 @@ def _topk(x, k, dim, largest, sorted):
     return jnp.moveaxis(v, -1, dim), jnp.moveaxis(i, -1, dim).astype(jnp.int64)
 
 
-defop("topk", _topk, grad_fn="TopkBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("topk", _on_0d(_topk), grad_fn="TopkBackward0", n_out=2, n_diff=1, saves=("self",))
 
 
 def _kthvalue(x, k, dim, keepdim):
@@ -155,7 +170,7 @@ def _kthvalue(x, k, dim, keepdim):
     return v, i.astype(jnp.int64)
 
 
-defop("kthvalue", _kthvalue, grad_fn="KthvalueBackward0", n_out=2, n_diff=1, saves=("self",))
+defop("kthvalue", _on_0d(_kthvalue), grad_fn="KthvalueBackward0", n_out=2, n_diff=1, saves=("self",))
 
 
 def _median(x, dim, keepdim):
@@ -173,7 +188,7 @@ def _median(x, dim, keepdim):
     return v, i.astype(jnp.int64)
 
 
-defop("median_dim", _median, grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
+defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
 def _median_all(x):
     # torch spreads the gradient evenly over the elements equal to the median
     v = jax.lax.stop_gradient(_median(x.ravel(), 0, False)[0])
