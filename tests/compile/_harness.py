@@ -147,8 +147,3 @@ def check_torch(make, calls=3, between=None, **compile_kw):
     _compare_torch(make, comp, calls, between)
     return comp
 
-
-def compiled_calls_ran_programs(step):
-    """The compiled step traced at least once and ran its later calls without eager fallback."""
-    st = step.stats
-    return st["traces"] >= 1 and not st["graph_breaks"]
