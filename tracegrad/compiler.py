@@ -224,6 +224,34 @@ def stats():
     return out
 
 
+def traced_optimizer_step(step, opt, hooks, args, kwargs):
+    """How ``Optimizer.step`` runs while a compiled function is traced: each group's numeric
+    ``lr`` is swapped for the traced 0-d tensor the program receives (an lr scheduler changing
+    it between calls needs no new program), and the step hooks are reported (their Python side
+    effects must happen on every call)."""
+    cap = _state.CAPTURE[0]
+    cap.see_optimizer(opt)
+    for h in hooks:
+        _state.note_hook("optimizer step", h)
+    lrs = cap.lr_inputs.get(opt)
+    if not lrs:
+        return step(*args, **kwargs)
+    saved = [g["lr"] for g in opt.param_groups]
+    try:
+        for g, lr in zip(opt.param_groups, lrs):
+            if lr is not None:
+                g["lr"] = lr
+        return step(*args, **kwargs)
+    finally:
+        for g, lr in zip(opt.param_groups, saved):
+            g["lr"] = lr
+
+
+def traced_optimizer_zero_grad(opt):
+    """``Optimizer.zero_grad`` while tracing: the parameters' ``.grad`` is compiled state."""
+    _state.CAPTURE[0].see_optimizer(opt)
+
+
 def is_compiling() -> bool:
     """Mirrors ``torch.compiler.is_compiling``: True while a compiled function is being traced."""
     return _state.CAPTURE[0] is not None

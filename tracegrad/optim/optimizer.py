@@ -20,7 +20,7 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from .. import Tensor, _state, enable_grad, is_grad_enabled, set_grad_enabled
+from .. import Tensor, compiler, enable_grad, is_grad_enabled, set_grad_enabled
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -77,8 +77,10 @@ def _hooked_step(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         self = args[0]
-        if _state.CAPTURE[0] is not None:
-            return _captured_step(wrapper_body, self, args, kwargs)
+        if compiler.is_compiling():
+            hooks = chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values(),
+                          self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values())
+            return compiler.traced_optimizer_step(wrapper_body, self, hooks, args, kwargs)
         return wrapper_body(*args, **kwargs)
 
     def wrapper_body(*args, **kwargs):
@@ -100,30 +102,6 @@ def _hooked_step(func):
         return out
     wrapper.hooked = True
     return wrapper
-
-
-def _captured_step(step, opt, args, kwargs):
-    """``step`` inside ``tracegrad.compile``: each group's numeric ``lr`` is swapped for the
-    traced 0-d tensor the compiled program receives (so an lr scheduler changing it between
-    calls needs no new program), and step hooks are reported (their side effects must happen
-    on every call)."""
-    cap = _state.CAPTURE[0]
-    cap.see_optimizer(opt)
-    for h in chain(_global_optimizer_pre_hooks.values(), opt._optimizer_step_pre_hooks.values(),
-                   opt._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
-        _state.note_hook("optimizer step", h)
-    lrs = cap.lr_inputs.get(opt)
-    if not lrs:
-        return step(*args, **kwargs)
-    saved = [g["lr"] for g in opt.param_groups]
-    try:
-        for g, lr in zip(opt.param_groups, lrs):
-            if lr is not None:
-                g["lr"] = lr
-        return step(*args, **kwargs)
-    finally:
-        for g, lr in zip(opt.param_groups, saved):
-            g["lr"] = lr
 
 
 class Optimizer:
@@ -350,8 +328,8 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Mirrors ``torch.optim.Optimizer.zero_grad``: sets every parameter's ``.grad`` to
         None (default), or detaches it and fills it with zeros in place."""
-        if _state.CAPTURE[0] is not None:
-            _state.CAPTURE[0].see_optimizer(self)
+        if compiler.is_compiling():
+            compiler.traced_optimizer_zero_grad(self)
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad
