@@ -231,11 +231,10 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         self._gf, self._out_nr, self._rg, self._gf_ver = node, 0, True, self._vc[0]
         if self._retains_grad:  # retain_grad follows the tensor onto its new history
             _move_retain_grad(self, old, old_nr, node)
-        # result-saving ops saved (an alias of) `res`, which shares nothing with self; re-point
-        # it at an alias of self (self itself would hold its own node: a reference cycle)
+        # result-saving ops saved `res`, which shares nothing with self; re-point it at self
         for s in node.saved:
-            if s.is_output and s.tensor is not None and s.tensor._st is res._st:
-                s.tensor, s.version = self.detach(), self._vc[0]
+            if s.is_output and s.tensor is res:
+                s.tensor, s.version = self, self._vc[0]
         return self
     self._write(out)
     return self

@@ -154,12 +154,6 @@ class SavedTensor:
             if tensor._rg:
                 self.grad_edge = (None, tensor._out_nr) if is_output else _dispatch().edge(tensor)
         else:
-            if is_output:
-                # as torch's SavedVariable, an output is kept without its grad_fn (a detached
-                # alias: same storage and version counter): the node holding the tensor that
-                # holds the node would be a cycle only Python's cyclic GC frees
-                self.grad_edge = (None, tensor._out_nr) if tensor._rg else None
-                tensor = tensor.detach()
             self.tensor, self.version = tensor, tensor._vc[0]
             self.packed = self.unpack = None
 
@@ -181,8 +175,6 @@ class SavedTensor:
                 f"{t._vc[0]}; expected version {self.version} instead (saved by {node.name()}). "
                 "Hint: the backtrace further above can show the operation that failed to compute "
                 "its gradient; enable autograd.set_detect_anomaly(True) to find it.")
-        if self.is_output and self.grad_edge is not None:
-            return _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
         return t
 
 
