@@ -62,8 +62,6 @@ def test_reset_forgets_programs():
     check_compiled(program(), calls=4, between=between)
 
 
-@pytest.mark.xfail(strict=True, reason="a Python float read from a closure is baked into the program: "
-                   "changing it between calls is silently ignored (no guard, no retrace)")
 def test_python_value_read_by_function_is_not_frozen():
     """torch.compile guards Python values a function reads (a closure cell here): changing
     one between calls gives the new value's result."""

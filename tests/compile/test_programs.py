@@ -188,12 +188,7 @@ PROGRAMS = {f.__name__[:-8]: f for f in [
     two_optimizers_program, cnn_program, bn_cumulative_program, float64_program, model_zero_grad_program]}
 
 
-XFAIL = {
-    "returned_param": "a Parameter returned from a compiled step comes back as a new leaf without .grad, "
-                      "not the Parameter itself",
-    "inplace_arg": "an in-place write to a tensor argument (x.mul_) inside the compiled step is lost: "
-                   "the caller's tensor keeps its old value",
-}
+XFAIL = {}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=XFAIL[n]))
@@ -285,8 +280,6 @@ def test_shared_state_programs(name):
     check_compiled(PROGRAMS[name], calls=3 if name == "train_eval_pair" else 4)
 
 
-@pytest.mark.xfail(strict=True, reason="model.train()/model.eval() inside interleaved compiled functions bump the "
-                   "structure counter: every call traces again (8 traces in 8 calls)")
 def test_train_eval_inside_compiled_functions_do_not_retrace():
     step, state, b = train_eval_pair_program(tracegrad, tracegrad.compile)
     for i in range(5):

@@ -45,20 +45,14 @@ def accumulate_program(mod, wrap):
     return wrap(step), {"model": model, "opt": opt, "it": it}, batch(mod)
 
 
-@pytest.mark.xfail(strict=True, reason="Python side effects inside a compiled step (list.append) run only "
-                   "while tracing: later calls append nothing")
 def test_tensors_appended_to_python_list_every_call():
     check_compiled(history_program, calls=4)
 
 
-@pytest.mark.xfail(strict=True, reason="a Python counter mutated inside the compiled step is frozen after the "
-                   "trace: returned value and the step-every-2-calls pattern differ from eager")
 def test_python_counter_decides_optimizer_step():
     check_compiled(accumulate_program, calls=5)
 
 
-@pytest.mark.xfail(strict=True, reason="after add_param_group, the new params' Adam state is created inside "
-                   "the trace and the program re-creates it every call (state['step'] stays 1)")
 def test_add_param_group_between_calls():
     extra = {}
 

@@ -132,7 +132,9 @@ class Capture:
                              "differentiated outside it (the tensor's .grad would stay empty)")
 
     def see_module(self, m):
-        self.modules.setdefault(id(m), m)
+        """``m`` runs (or changes mode) in the trace: its ``training`` flag at call start is
+        guarded; a flag the function changes is set again after every compiled call."""
+        self.modules.setdefault(id(m), (m, m.training))
 
     def see_grad_owner(self, t):
         """``t.grad`` is about to change: it is state (call before the change)."""

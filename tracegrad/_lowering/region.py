@@ -37,6 +37,7 @@ from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from .capture import Capture, GraphBreak
 from .program import Program
+from .pystate import changed, effects_signature, python_refs, restore, scalar_signature, snapshot
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -96,11 +97,13 @@ class Region:
     has the shape the program was traced for."""
 
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
-                 diff_state, diff_args, modules):
+                 diff_state, diff_args, modules, hyper):
         self.plan = plan            # shared with later traces of this signature: not read here
-        self.arg_grads = ()
-        self.modules = tuple(modules)
-        self.training = tuple(m.training for m in self.modules)
+        self.arg_grads = self.arg_writes = ()
+        self.py_refs, self.py_scalars = (), ()
+        self.modules = tuple(m for m, _ in modules)
+        self.training = tuple(t for _, t in modules)                 # at call start
+        self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
         self.diff_state, self.diff_args = diff_state, diff_args
         self.program = program
         self.arg_kinds = arg_kinds
@@ -115,12 +118,14 @@ class Region:
         weakref.finalize(self, _release, [id(st) for st in self.storages])
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
-        self.hyper = hyper_signature(self.optimizers)
+        self.hyper = hyper       # before the trace: it may create optimizer state
         self.calls = 0
 
     # ---- guards -------------------------------------------------------------------------
     def check(self) -> bool:
         if _state.STRUCTURE[0] != self.structure:
+            return False
+        if self.py_scalars and scalar_signature(self.py_refs) != self.py_scalars:
             return False
         for m, t in zip(self.modules, self.training):
             if m.training is not t:
@@ -177,8 +182,13 @@ class Region:
         for st, a in zip(self.escapes, escapes):
             st.array = a
             st.gen += 1
-        for i, a in zip(self.arg_grads, escapes[len(self.escapes):]):
+        for m, flag in self.training_end:     # train()/eval() called inside the function
+            object.__setattr__(m, "training", flag)
+        rest = escapes[len(self.escapes):]
+        for i, a in zip(self.arg_grads, rest):
             arg_leaves[i]._grad = Tensor._make(a)   # the eager backward's leaf .grad
+        for i, a in zip(self.arg_writes, rest[len(self.arg_grads):]):
+            arg_leaves[i]._write(a)                 # an in-place op on the argument
         return self.out_recipe.build(res, arg_leaves, vjp)
 
 
@@ -296,18 +306,27 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         try:
             call_leaves = list(leaves)
             d = iter(data)
+            data_in = {}
             for i, k in enumerate(kinds):
                 if k == "data":
                     w = Tensor._make(next(d))
+                    data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
                     call_leaves[i] = w
             a2, kw2 = jax.tree_util.tree_unflatten(treedef, call_leaves)
             result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            moved = changed(refs, effects0)
+            if moved is not None:
+                raise GraphBreak(f"the function changes the Python variable '{moved}' (a counter, "
+                                 "an append...): the program would not repeat that on later calls")
             if plan.absorb(cap):
                 raise Retrace()
             r_leaves, r_def = _flatten(result)
-            recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap)
+            outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
+                | {id(g) for g in saved[1] if g is not None} \
+                | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
+            recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside)
             if diff_out and not plan.vjp and grad_mode.STATE[0]:
                 plan.vjp = True
                 raise Retrace()
@@ -317,6 +336,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             keys_end = [g._key for g in plan.generators]
             cap.lr_inputs.clear()
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
+            arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
+                          if k == "data" and w._st.array is not data_in[i]]
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
             del result, a2, kw2, r_leaves, call_leaves
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
@@ -331,8 +352,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                         modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
             info["arg_grads"] = [i for i, _ in arg_grads]
+            info["arg_writes"] = [i for i, _ in arg_writes]
             return (res_arrays, state_end, grads_end, keys_end,
-                    [st.array for st in escapes] + [g for _, g in arg_grads])
+                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
+        except BaseException:
+            restore(py_snap)
+            raise
         finally:
             _state.CAPTURE[0] = prev_cap
             _swap_out(storages, owners, plan.generators, saved)
@@ -361,6 +386,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
+    hyper0 = hyper_signature(plan.optimizers)
+    refs = python_refs(fn)
+    effects0 = effects_signature(refs)
+    py_snap = snapshot(refs)
     prev = x64_enter()
     try:
         state0 = [st.array for st in storages]
@@ -386,9 +415,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         x64_exit(prev)
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
-                    info["modules"])
+                    info["modules"], hyper0)
+    region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
     region.arg_grads = tuple(info["arg_grads"])
+    region.arg_writes = tuple(info["arg_writes"])
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)
     return region, region.run(leaves, donate=False)
 
@@ -434,7 +465,9 @@ def _swap_out(storages, owners, generators, saved):
         g._key = k
 
 
-def _out_recipe(r_leaves, r_def, call_leaves, cap):
+def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
+    """``outside``: ids of tensor objects that existed before the call (parameters, buffers,
+    optimizer state, ``.grad``s): returned as themselves, as eager returns them."""
     leaves, arrays, diff = [], [], []
     consumed = cap.backward_ran
     for t in r_leaves:
@@ -442,14 +475,11 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap):
             leaves.append(("const", t))
             continue
         idx = next((i for i, w in enumerate(call_leaves) if w is t), None)
-        if idx is not None and not t._st in cap.created:
-            leaves.append(("arg", idx))
-            continue
-        if t._st not in cap.created and not isinstance(t._st.array, _Tracer):
-            leaves.append(("const", t))       # a state tensor returned as itself
-            continue
         if idx is not None:
             leaves.append(("arg", idx))
+            continue
+        if id(t) in outside or (t._st not in cap.created and not isinstance(t._st.array, _Tracer)):
+            leaves.append(("const", t))       # a state tensor returned as itself
             continue
         v = t._value
         if not isinstance(v, _Tracer):

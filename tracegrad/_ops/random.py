@@ -24,6 +24,8 @@ class Generator:
 
     @with_x64   # a 64-bit seed (torch's default is > 2**32) needs x64 to make the key
     def manual_seed(self, seed):
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].see_generator(self)
         seed = int(seed)
         self._seed = seed
         self._key = jax.random.key_data(jax.random.PRNGKey(seed % (2 ** 63)))

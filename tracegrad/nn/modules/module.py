@@ -266,6 +266,8 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
+        if name == "training" and _state.CAPTURE[0] is not None and "training" in d:
+            _state.CAPTURE[0].see_module(self)   # its flag before the compiled function changed it
         if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
                 or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
             _state.bump_structure()   # compiled calls re-check the module layout
