@@ -461,12 +461,16 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
+        if _CAPTURE[0] is not None:      # printing inside a compiled function shows a value
+            _CAPTURE[0].python_read(self, "print()/repr()")
         from ._tensor_str import tensor_repr
         return tensor_repr(self)
 
     __str__ = __repr__
 
     def __format__(self, spec):
+        if _CAPTURE[0] is not None:
+            _CAPTURE[0].python_read(self, "format()")
         if self.ndim == 0 and not isinstance(self._value, _JaxTracer):
             return format(self.item(), spec)
         return object.__format__(self, spec)

@@ -41,7 +41,7 @@ cache_size_limit = 8
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
 _BACKENDS = (None, "inductor", "eager", "aot_eager", "cudagraphs", "jax", "xla")
-_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite")
 
 
 class CompiledFunction:
@@ -57,6 +57,7 @@ class CompiledFunction:
         self.dynamic, self.backend, self.mode, self.options = dynamic, backend, mode, options
         self._cache = {}
         self._plans = {}
+        self._programs = 0          # traced programs of this function (torch: per code object)
         self._warned = False
         self.stats = {"calls": 0, "traces": 0, "eager_calls": 0, "graph_breaks": []}
         _ALL.add(self)
@@ -82,7 +83,7 @@ class CompiledFunction:
             # fullgraph=True it is traced, so a graph break raises on the first call as in torch;
             # state it creates is written back and the next call traces again with it)
             return self._eager(args, kwargs)
-        if entries is not None and len(entries) >= cache_size_limit:
+        if self._programs >= cache_size_limit:
             return self._break(key, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)
         return self._trace(key, args, kwargs, leaves, treedef, kinds)
 
@@ -107,6 +108,7 @@ class CompiledFunction:
             return self._break(key, "outside state kept changing while tracing", None, args, kwargs)
         self._plans[key] = plan
         self._cache.setdefault(key, []).insert(0, region)
+        self._programs += 1
         return result
 
     def _break(self, key, reason, where, args, kwargs):
@@ -135,6 +137,7 @@ class CompiledFunction:
     def reset(self):
         self._cache.clear()
         self._plans.clear()
+        self._programs = 0
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 
 

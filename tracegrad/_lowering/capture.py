@@ -70,6 +70,7 @@ class Capture:
         self.traceable_hooks = traceable_hooks
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
+        self.opt_state = {}                    # id(optimizer) -> its state before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.current_grads = ()                # the gradients the engine's running node got
 
@@ -116,6 +117,8 @@ class Capture:
     def see_optimizer(self, opt):
         if opt not in self.optimizers:
             self.optimizers.append(opt)
+            # its per-parameter state dicts as they were, for an abandoned trace to put back
+            self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d)) for p, d in opt.state.items()})
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
@@ -149,6 +152,17 @@ class Capture:
             t._st.gen += 1
         for gen, key in self.found_generators.items():
             gen._key = key
+
+    def restore_optimizers(self):
+        """An abandoned trace may have created optimizer state holding traced values."""
+        for opt, before in self.opt_state.values():
+            for p in list(opt.state.keys()):
+                if id(p) not in before:
+                    del opt.state[p]
+            for p, d, items in before.values():
+                opt.state[p] = d
+                d.clear()
+                d.update(items)
 
     # ---- results ------------------------------------------------------------------------
     @property

@@ -166,7 +166,8 @@ class Region:
         res, state, grads_end, keys, escapes, pullback = outs
         vjp = None
         if pullback is not None:
-            edges = tuple([_edge(r()) for r in self.diff_state] + [_edge(arg_leaves[i]) for i in self.diff_args])
+            # reversed: the engine then accumulates the last-used parameters first, as eager does
+            edges = tuple(reversed([_edge(r()) for r in self.diff_state] + [_edge(arg_leaves[i]) for i in self.diff_args]))
             vjp = (pullback, edges)
         for st, a in zip(self.storages, state):
             if a is not None:
@@ -357,6 +358,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
         except BaseException:
             restore(py_snap)
+            cap.restore_optimizers()
             raise
         finally:
             _state.CAPTURE[0] = prev_cap

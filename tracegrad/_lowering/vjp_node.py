@@ -44,7 +44,7 @@ class CompiledFunctionBackward(Node):
             d_state, d_data = self._bwd(self._pullback, cts)
         finally:
             x64_exit(prev)
-        return [Tensor._make(g) for g in [*d_state, *d_data]]
+        return [Tensor._make(g) for g in reversed([*d_state, *d_data])]   # the edges' order
 
     def release(self):
         self.released = True
