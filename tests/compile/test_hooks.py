@@ -166,7 +166,5 @@ def test_parameter_hooks_with_forward_only_compiled_function():
     assert not run.step.compiled.stats["graph_breaks"]
 
 
-@pytest.mark.xfail(strict=True, reason="through CompiledFunctionBackward, parameters accumulate (and their hooks "
-                   "run) in parameter order, not eager's reverse order (torch.compile differs from eager too)")
 def test_post_accumulate_hook_order_with_forward_only_compiled_function():
     check_torch(forward_only_param_hooks(True), calls=3)
