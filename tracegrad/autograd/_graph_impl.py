@@ -156,6 +156,10 @@ class SavedTensor:
         else:
             self.tensor, self.version = tensor, tensor._vc[0]
             self.packed = self.unpack = None
+            if tensor._chain:
+                # a saved view (Linear's weight.t()) must not keep its materialized value alive
+                # until backward: torch's view costs no memory; recomputing it is one small op
+                tensor._vcache = None
 
     def get(self, node, index):
         if self.unpack is not None:
