@@ -6,7 +6,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "tracegrad"
-JAX_FREE = ["nn", "optim", "utils/data", "autograd", "viz.py"]
+JAX_FREE = ["nn", "optim", "utils/data", "autograd", "viz.py", "distributed"]
 
 
 def _files():

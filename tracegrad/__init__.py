@@ -59,6 +59,7 @@ from .serialization import load, save  # noqa: E402
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: E402
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled  # noqa: E402
+from . import distributed  # noqa: E402  (before nn: nn.parallel uses it)
 from . import nn, optim, utils  # noqa: E402  (torch imports these at import, too)
 from . import func, viz  # noqa: E402
 from .func import from_dlpack, from_jax, jax_function  # noqa: E402

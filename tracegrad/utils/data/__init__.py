@@ -9,12 +9,15 @@ from .dataset import (ChainDataset as ChainDataset, ConcatDataset as ConcatDatas
                       Dataset as Dataset, IterableDataset as IterableDataset,
                       StackDataset as StackDataset, Subset as Subset,
                       TensorDataset as TensorDataset, random_split as random_split)
+from . import distributed  # noqa: F401
+from .distributed import DistributedSampler as DistributedSampler
 from .sampler import (BatchSampler as BatchSampler, RandomSampler as RandomSampler,
                       Sampler as Sampler, SequentialSampler as SequentialSampler,
                       SubsetRandomSampler as SubsetRandomSampler,
                       WeightedRandomSampler as WeightedRandomSampler)
 
 __all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
-           "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset",
-           "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
+           "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler",
+           "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler",
+           "TensorDataset", "WeightedRandomSampler",
            "default_collate", "default_convert", "get_worker_info", "random_split"]
