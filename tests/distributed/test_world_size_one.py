@@ -145,9 +145,20 @@ def test_broadcast_and_gathers_copy(both):
     np.testing.assert_array_equal(out[0].numpy(), x)
     _raises(lambda: dist.all_gather([torch.zeros(2, 3)] * 2, torch.tensor(x)),
             lambda: tdist.all_gather([tracegrad.zeros(2, 3)] * 2, g))
-    for name in ("all_gather_into_tensor", "reduce_scatter_tensor"):
+    for name in ("all_gather_single", "reduce_scatter_single"):
         o = tracegrad.zeros(2, 3)
         assert getattr(tdist, name)(o, g) is None
+        np.testing.assert_array_equal(o.numpy(), x)
+    o = tracegrad.zeros(2, 3)
+    assert tdist.reduce_scatter(o, [g]) is None
+    np.testing.assert_array_equal(o.numpy(), x)
+    for name in ("all_gather_into_tensor", "reduce_scatter_tensor"):
+        o = tracegrad.zeros(2, 3)
+        with pytest.warns(FutureWarning) as wt:
+            getattr(dist, name)(torch.zeros(2, 3), torch.tensor(x))
+        with pytest.warns(FutureWarning) as wg:
+            assert getattr(tdist, name)(o, g) is None
+        assert str(wg[0].message) == str(wt[0].message)
         np.testing.assert_array_equal(o.numpy(), x)
     assert tdist.barrier() is None
 
@@ -253,3 +264,33 @@ def test_sampler_shuffle_properties():
                for r in range(replicas)]
     flat = [i for share in dropped for i in share]
     assert len(flat) == len(set(flat)) == 9
+
+
+def test_more_collectives_and_helpers(both, monkeypatch):
+    x = np.array([3.0, 2.0], np.float32)
+    g = tracegrad.tensor(x)
+    assert dist.group.WORLD is not None and tdist.group.WORLD is tdist.GroupMember.WORLD
+    assert tdist.get_global_rank(tdist.group.WORLD, 0) == dist.get_global_rank(dist.group.WORLD, 0)
+    assert tdist.get_backend() == tdist.Backend.GLOO == dist.Backend.GLOO
+    for name in ("gloo", "nccl", "mpi"):
+        assert getattr(tdist, f"is_{name}_available")() == getattr(dist, f"is_{name}_available")()
+    assert tdist.is_torchelastic_launched() is dist.is_torchelastic_launched()
+    assert tdist.get_node_local_rank(fallback_rank=0) == 0
+    _raises(dist.get_node_local_rank, tdist.get_node_local_rank)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert tdist.get_node_local_rank() == dist.get_node_local_rank() == 0
+    assert tdist.reduce(g, 0) is None
+    np.testing.assert_array_equal(g.numpy(), x)
+    out = [tracegrad.zeros(2)]
+    assert tdist.gather(g, out, dst=0) is None
+    np.testing.assert_array_equal(out[0].numpy(), x)
+    o = tracegrad.zeros(2)
+    assert tdist.scatter(o, [g], src=0) is None
+    np.testing.assert_array_equal(o.numpy(), x)
+    objs = [None]
+    tdist.all_gather_object(objs, {"a": 1})
+    assert objs == [{"a": 1}]
+    _raises(lambda: dist.all_gather_single(torch.zeros(3), torch.tensor(x)),
+            lambda: tdist.all_gather_single(tracegrad.zeros(3), g))
+    tdist.destroy_process_group()
+    assert tdist.group.WORLD is None
