@@ -294,3 +294,17 @@ def test_more_collectives_and_helpers(both, monkeypatch):
             lambda: tdist.all_gather_single(tracegrad.zeros(3), g))
     tdist.destroy_process_group()
     assert tdist.group.WORLD is None
+
+
+@pytest.mark.parametrize("make", [
+    lambda nn: nn.Linear(2, 2).requires_grad_(False),
+    lambda nn: nn.ReLU(),
+    lambda nn: (nn.Linear(2, 2), [0]),
+])
+def test_ddp_argument_errors_as_torch(both, make):
+    def build(lib):
+        made = make(lib.nn)
+        module, ids = made if isinstance(made, tuple) else (made, None)
+        return lib.nn.parallel.DistributedDataParallel(module, device_ids=ids)
+    msg_t, msg_g = _raises(lambda: build(torch), lambda: build(tracegrad))
+    assert msg_g == msg_t

@@ -12,7 +12,8 @@ class DistributedDataParallel(Module):
     """Mirrors ``torch.nn.parallel.DistributedDataParallel``: wraps ``module`` (``.module``;
     state_dict keys gain ``module.``), ``forward`` calls it, ``no_sync()`` is a context manager
     for gradient accumulation. Raises ValueError, as torch, when the default process group is
-    not initialized. At world size 1 gradients equal the plain module's."""
+    not initialized; RuntimeError for a module with no parameter requiring grad; ValueError for
+    ``device_ids`` with a CPU module. At world size 1 gradients equal the plain module's."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
                  broadcast_buffers=None, init_sync=True, process_group=None,
@@ -27,6 +28,14 @@ class DistributedDataParallel(Module):
         if not any(p.requires_grad for p in module.parameters()):
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't "
                                "have any parameter that requires a gradient.")
+        devices = {p.device for p in module.parameters()}
+        if device_ids and all(d.type == "cpu" for d in devices):
+            # torch: device_ids name accelerator devices; a CPU module takes none
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with "
+                "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                f"{list(device_ids)}, output_device {output_device}, and module parameters "
+                f"{devices}.")
         self.module = module
         self.device_ids = list(device_ids) if device_ids else None
         self.output_device, self.dim = output_device, dim
