@@ -84,7 +84,9 @@ def element_positions(t):
     pos = _positions.get(key)
     if pos is None:
         root = np.arange(int(np.prod(t._st.array.shape)), dtype=np.int64).reshape(t._st.array.shape)
-        pos = _positions[key] = np.asarray(with_x64(_chain_apply)(t._chain, root)) if t._chain else root
+        # metadata, not data: computed on the host even while a compiled function is traced
+        with jax.ensure_compile_time_eval():
+            pos = _positions[key] = np.asarray(with_x64(_chain_apply)(t._chain, root)) if t._chain else root
     return pos
 
 

@@ -95,8 +95,8 @@ class CompiledFunction:
         plan = self._plans.get(key) or Plan()
         for _ in range(6):
             try:
-                self.stats["traces"] += 1
                 region, result = trace_region(self._fn, args, kwargs, plan, _jit_options(self))
+                self.stats["traces"] += 1          # programs built (discovery retries not counted)
                 break
             except Retrace:
                 continue
