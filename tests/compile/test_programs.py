@@ -196,7 +196,12 @@ XFAIL = {}
 def test_program_compiled_equals_eager(name):
     run = check_compiled(PROGRAMS[name], calls=4, atol=1e-5 if name == "cnn" else 2e-6,
                          torch_too=name in ("cnn", "tied", "bn_cumulative"))
-    assert run.step.stats["traces"] >= 1
+    if name == "bn_cumulative":
+        # BatchNorm(momentum=None) reads float(num_batches_tracked) in Python, as torch's module
+        # does: a graph break, so these calls run eagerly (and still equal eager)
+        assert any("float()" in r or "item()" in r for r, _ in run.step.stats["graph_breaks"])
+    else:
+        assert run.step.stats["traces"] >= 1
 
 
 def carried_state_program(mod, wrap):
