@@ -95,7 +95,7 @@ class CompiledFunction:
         plan = self._plans.get(key) or Plan()
         for _ in range(6):
             try:
-                region, result = trace_region(self._fn, args, kwargs, plan, _jit_options(self))
+                region, result = trace_region(self._fn, args, kwargs, plan, {})
                 self.stats["traces"] += 1          # programs built (discovery retries not counted)
                 break
             except Retrace:
@@ -139,10 +139,6 @@ class CompiledFunction:
         self._plans.clear()
         self._programs = 0
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
-
-
-def _jit_options(cf):
-    return {}
 
 
 def _signature(args, kwargs):

@@ -56,7 +56,7 @@ class Capture:
     ``generators``: generators whose keys are traced; ``lr_inputs``: optimizer -> list of
     per-group traced lr Tensors (None: lr stays a Python number for this trace)."""
 
-    def __init__(self, lifted_ids, generators, lr_inputs, vjp=False, traceable_hooks=()):
+    def __init__(self, lifted_ids, generators, lr_inputs, vjp=False):
         self.vjp = vjp      # JAX differentiates the trace: the engine's backward never runs in it
         self.lifted = lifted_ids
         self.generators = generators
@@ -67,7 +67,6 @@ class Capture:
         self.found_generators = {}             # generator -> key
         self.optimizers = []                   # in first-seen order
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
-        self.traceable_hooks = traceable_hooks
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
         self.opt_state = {}                    # id(optimizer) -> its state before the trace
@@ -105,7 +104,7 @@ class Capture:
                              "flow or a value taken out of the program)")
 
     def on_hook(self, kind, fn):
-        if getattr(fn, "_tracegrad_traceable", False) or fn in self.traceable_hooks:
+        if getattr(fn, "_tracegrad_traceable", False):
             return
         if fn is None:
             raise GraphBreak("a hook is registered inside the compiled function (it would be "
@@ -163,9 +162,3 @@ class Capture:
                 opt.state[p] = d
                 d.clear()
                 d.update(items)
-
-    # ---- results ------------------------------------------------------------------------
-    @property
-    def needs_retrace(self) -> bool:
-        return bool(self.found or self.found_generators or
-                    any(o not in self.lr_inputs for o in self.optimizers))

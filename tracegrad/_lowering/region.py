@@ -98,7 +98,6 @@ class Region:
 
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
-        self.plan = plan            # shared with later traces of this signature: not read here
         self.arg_grads = self.arg_writes = ()
         self.py_refs, self.py_scalars = (), ()
         self.modules = tuple(m for m, _ in modules)
@@ -119,7 +118,6 @@ class Region:
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
         self.hyper = hyper       # before the trace: it may create optimizer state
-        self.calls = 0
 
     # ---- guards -------------------------------------------------------------------------
     def check(self) -> bool:
@@ -159,7 +157,6 @@ class Region:
             outs = self.program(self.read_inputs(arg_leaves), donate)
         finally:
             x64_exit(prev)
-        self.calls += 1
         return self.write_back(outs, arg_leaves)
 
     def write_back(self, outs, arg_leaves):
