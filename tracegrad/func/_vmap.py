@@ -5,6 +5,8 @@ import contextlib
 import functools
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 
 from .._ops import random as _random
 from .._tensor import Tensor
@@ -65,6 +67,7 @@ def _check_inputs(args, flat_dims, prefix):
     if len(set(sizes)) > 1:
         raise ValueError("vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                          f"{sizes} for the mapped dimension")
+    return sizes[0]
 
 
 def _check_out_dims(out_dims, out, func):
@@ -77,6 +80,58 @@ def _check_out_dims(out_dims, out, func):
 
 
 _GUARD_DEPTH = [0]
+
+
+# NOTE [vmap randomness]
+# A draw goes through ``Generator.next_key`` (one key per draw) and then a host draw from that
+# key (``_ops/random.py``, NOTE [host draws]). 'same': nothing changes; the key is concrete, so
+# the draw has the per-example shape and is broadcast over the batch. 'different': while the
+# mapped function runs, ``next_key`` still advances the generator once per draw, and then folds
+# in the example's index (a mapped input ``arange(batch)``), so each example gets its own key;
+# the host draw from a batched key runs once per example (``_batched_draw``). Nested vmaps fold in
+# one index per 'different' level: rows differ along those levels and repeat along 'same' ones,
+# as torch. 'error': ``next_key`` refuses. All patches are undone on exit, also on errors.
+
+
+@jax.jit
+def _fold_in(key, index):
+    return jax.random.key_data(jax.random.fold_in(jax.random.wrap_key_data(key), index))
+
+
+def _batched_draw(k, sample, shape, dtype):
+    """``_ops/random._draw`` for a key that may be batched by ``jax.vmap``: each example's key
+    seeds its own numpy draw (one host call for the whole batch)."""
+    if not isinstance(k, jax.core.Tracer):
+        return _ORIG_DRAW(k, sample, shape, dtype)
+    dtype = jnp.dtype(dtype)
+    shape = tuple(shape)
+
+    def host(keys):
+        keys = np.asarray(keys)
+        flat = keys.reshape(-1, keys.shape[-1])
+        draws = [np.asarray(sample(_random._philox(key)), dtype) for key in flat]
+        return np.stack(draws).reshape(keys.shape[:-1] + shape)
+    return jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), k, vmap_method="expand_dims")
+
+
+_ORIG_DRAW = _random._draw
+
+
+@contextlib.contextmanager
+def _different(index):
+    """Per-example keys while the mapped function runs (NOTE [vmap randomness])."""
+    outer = _random.Generator.next_key
+    prev_draw = _random._draw
+
+    def next_key(self):
+        return _fold_in(outer(self), index)
+    _random.Generator.next_key = next_key
+    _random._draw = _batched_draw
+    try:
+        yield
+    finally:
+        _random.Generator.next_key = outer
+        _random._draw = prev_draw
 
 
 @contextlib.contextmanager
@@ -109,12 +164,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     ``in_dims``: an int (every Tensor input), or a tuple with one entry per positional argument
     (int, None for unmapped, or a nested tuple/dict for a tree argument). ``out_dims``: an int or
     one per output. ``randomness``: ``'error'`` (default: a random draw inside raises
-    RuntimeError) or ``'same'`` (one draw shared by the batch). ``chunk_size`` is accepted and
-    ignored. vmap nests, and composes with ``grad``/``jacrev``/``functional_call``.
+    RuntimeError), ``'same'`` (one draw shared by the batch: every example sees the same values)
+    or ``'different'`` (independent draws per example, reproducible under ``manual_seed``).
+    Nested vmaps combine as torch's: values differ along 'different' levels and repeat along
+    'same' ones; an 'error' level anywhere raises. ``chunk_size`` is accepted and ignored.
+    vmap nests, and composes with ``grad``/``jacrev``/``functional_call``.
     Raises ValueError for in_dims that do not fit the inputs, unequal batch sizes, non-Tensor
     outputs; RuntimeError for an unknown ``randomness``.
-    Differs from torch: ``randomness='different'`` raises NotImplementedError (tracegrad's draws
-    are made with the per-example shape).
+    Differs from torch: the random streams. With 'different', an in-place draw into a tensor
+    that is not batched is allowed (torch raises); with 'same', a draw with batched parameters
+    (``bernoulli`` of a batched ``p``) shares one uniform draw across the batch (torch raises).
     """
     if randomness not in _RANDOMNESS:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
@@ -122,22 +181,23 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     @_wrap.recorded
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        if randomness == "different":
-            raise NotImplementedError("tracegrad.func.vmap: randomness='different' is not supported yet; use "
-                                      "'same' (one draw shared by the batch) or draw outside vmap")
         prefix = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
         flat_dims = _flat_in_dims(in_dims, args, prefix)
-        _check_inputs(args, flat_dims, prefix)
+        size = _check_inputs(args, flat_dims, prefix)
         # only Tensor leaves go through jax.vmap; other leaves (numbers, strings, modules) are
         # closed over unchanged, as torch passes non-Tensor arguments through
         leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=_wrap.is_tensor)
         tpos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
+        different = randomness == "different"
 
         def jax_fn(*arrs):
+            if different:   # the example's index comes last (NOTE [vmap randomness])
+                *arrs, index = arrs
             ls = list(leaves)
             for i, a in zip(tpos, arrs):
                 ls[i] = Tensor._make(a)
-            out = func(*jax.tree_util.tree_unflatten(treedef, ls), **kwargs)
+            with _different(index) if different else contextlib.nullcontext():
+                out = func(*jax.tree_util.tree_unflatten(treedef, ls), **kwargs)
             for leaf in _wrap.tensor_leaves(out):
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
@@ -145,7 +205,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             _check_out_dims(out_dims, out, func)
             return _wrap.to_arrays(out)
         axes = tuple(flat_dims[i] for i in tpos)
+        arrays = tuple(leaves[i]._value for i in tpos)
+        if different:
+            axes, arrays = axes + (0,), arrays + (np.arange(size, dtype=np.uint32),)
         with _random_guard(randomness):
-            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=out_dims), *(leaves[i]._value for i in tpos))
+            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=out_dims), *arrays)
         return _wrap.to_tensors(out)
     return wrapper

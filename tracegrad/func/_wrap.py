@@ -13,6 +13,7 @@ import functools
 import jax
 import numpy as np
 
+from .._ops import random as _random
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import Function, once_differentiable
@@ -143,17 +144,57 @@ class _no_traced_writes:
         return False
 
 
+class _KeyTape:
+    """The keys generators hand out while a transformed function runs forward, handed out again
+    in the same order when its backward runs the function again (``FuncTransform.backward``),
+    so random draws inside (dropout under ``vmap(randomness=...)``) repeat and the gradient
+    belongs to the forward's values. The first use records; every later use replays."""
+
+    def __init__(self):
+        self.keys, self.recorded = [], False
+
+    def __enter__(self):
+        self.orig = _random.Generator.next_key
+        if not self.recorded:
+            orig, keys = self.orig, self.keys
+
+            def next_key(gen):
+                k = orig(gen)
+                keys.append(k)
+                return k
+        else:
+            replay = iter(self.keys)
+
+            def next_key(gen):
+                k = next(replay, None)
+                if k is None:
+                    raise RuntimeError("tracegrad.func: the transformed function drew more random numbers in "
+                                       "backward than in its forward call; its draws must not depend on "
+                                       "Python state that changed in between")
+                return k
+        _random.Generator.next_key = next_key
+        return self
+
+    def __exit__(self, *exc):
+        _random.Generator.next_key = self.orig
+        self.recorded = True
+        return False
+
+
 def _differentiable(run, args, leaves, treedef):
     pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
     if not pos or not grad_mode.is_grad_enabled():
         return run(*args)
     out_def = []
+    tape = _KeyTape()
 
     def call(diff):
         ls = list(leaves)
         for p, d in zip(pos, diff):
             ls[p] = d
-        flat, tdef = jax.tree_util.tree_flatten(run(*jax.tree_util.tree_unflatten(treedef, ls)), is_leaf=is_tensor)
+        with tape:
+            res = run(*jax.tree_util.tree_unflatten(treedef, ls))
+        flat, tdef = jax.tree_util.tree_flatten(res, is_leaf=is_tensor)
         out_def[:] = [tdef]
         return tuple(flat)
     res = FuncTransform.apply(call, *(leaves[p] for p in pos))
