@@ -40,9 +40,25 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
     return t
 
 
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _check_data_leaf(data):
+    """torch's errors for non-numeric data: a str reached through the first element
+    of each level is read as one more dimension (ValueError "too many dimensions 'str'"),
+    elsewhere it is an invalid data type (TypeError)."""
+    x = data
+    while isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    if isinstance(x, str) and x is not data:
+        raise ValueError("tensor(): too many dimensions 'str' (strings are not numbers; convert them first)")
+
+
 def _infer_dtype(data):
-    """torch's rule for nested Python data: bool < int < float < complex, floats -> default."""
+    """torch's rule for nested Python data: bool < int < float < complex, floats -> default.
+    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64."""
     kinds = set()
+    big = [False]
 
     def walk(x):
         if isinstance(x, Tensor):
@@ -54,18 +70,40 @@ def _infer_dtype(data):
             kinds.add(_dt.bool_)
         elif isinstance(x, (numbers.Integral,)):
             kinds.add(_dt.int64)
+            if not _INT64_MIN <= x <= _INT64_MAX:
+                big[0] = True
         elif isinstance(x, numbers.Real):
             kinds.add(_dt.get_default_dtype())
         elif isinstance(x, numbers.Complex):
             kinds.add(_dt.complex64)
         elif isinstance(x, np.ndarray):
             kinds.add(_dt.from_numpy_dtype(x.dtype))
+        elif isinstance(x, (str, bytes)):
+            raise TypeError(f"tensor(): new(): invalid data type '{type(x).__name__}'")
         else:
-            raise TypeError(f"Could not infer dtype of {type(x).__name__}")
+            raise RuntimeError(f"tensor(): Could not infer dtype of {type(x).__name__}")
     walk(data)
     if not kinds:
-        return _dt.get_default_dtype()
-    return max(kinds, key=lambda d: (d._cat, d.itemsize))
+        return _dt.get_default_dtype(), big[0]
+    return max(kinds, key=lambda d: (d._cat, d.itemsize)), big[0]
+
+
+def _int_bounds(d):
+    """The values torch lets an integer dtype hold when converting a Python number (c10's
+    ``overflows``: an unsigned type also takes negatives that wrap, down to ``-max``)."""
+    info = np.iinfo(d.np)
+    return (-int(info.max) if info.min == 0 else int(info.min)), int(info.max)
+
+
+def _check_fits(arr, d, api):
+    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to."""
+    if d._cat != 1 or not arr.size or arr.dtype.kind not in "iuf":
+        return
+    lo, hi = _int_bounds(d)
+    amin, amax = arr.min(), arr.max()
+    if amin < lo or amax > hi:
+        raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
+                           f"(values span [{amin}, {amax}], {d.name} holds [{lo}, {hi}])")
 
 
 def _to_numpy(data):
@@ -117,19 +155,35 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     if isinstance(data, jax.Array):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
         return _finish(jnp.asarray(data, d.np), d, device, requires_grad)
-    if isinstance(data, str):
-        raise TypeError("new(): invalid data type 'str'")
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}'")
+    big = False
     if isinstance(data, np.ndarray):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
-        d = _dt.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        _check_data_leaf(data)
+        inferred, big = _infer_dtype(data)
+        d = _dt.to_dtype(dtype) if dtype is not None else inferred
+    if big:
+        if d._cat <= 1:   # torch reads Python ints as int64 before converting to an integer dtype
+            raise ValueError("tensor(): Overflow when unpacking long long (a Python int outside the int64 "
+                             "range; pass dtype=tracegrad.float64 to keep it approximately)")
+        try:
+            arr = np.array(data, dtype=np.complex128 if d.is_complex else np.float64)
+        except ValueError as e:
+            raise ValueError(_ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
+        return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
     try:
         arr = _to_numpy(data)
     except ValueError as e:
         raise ValueError(_ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
     if arr.dtype == object:
         raise TypeError("tensor(): nested sequences must be rectangular and hold numbers")
-    return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
+    if dtype is not None and not isinstance(data, np.ndarray):
+        _check_fits(arr, d, "tensor()")
+    with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, as torch
+        arr = arr.astype(d.np)
+    return _finish(jnp.asarray(arr), d, device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -199,32 +253,69 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 @with_x64
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32)."""
-    d = _dt.to_dtype(dtype) if dtype is not None else _dt.scalar_dtype(fill_value if not isinstance(fill_value, Tensor) else fill_value.item())
+    """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
+    TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
+    not fit an integer ``dtype``."""
+    return _full(size, fill_value, dtype, device, requires_grad, "full")
+
+
+def _check_fill(fill_value, api):
     if isinstance(fill_value, Tensor):
-        fill_value = fill_value.item()
+        if fill_value.ndim:
+            raise RuntimeError(f"{api}(): fill_value must be a number or a 0-dim tensor, got a tensor of shape "
+                               f"{list(fill_value.shape)}")
+        return fill_value.item()
+    if not isinstance(fill_value, (numbers.Number, np.bool_)):
+        raise TypeError(f"{api}(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
+    return fill_value
+
+
+@with_x64
+def _full(size, fill_value, dtype, device, requires_grad, api):
+    fill_value = _check_fill(fill_value, api)
+    d = _dt.to_dtype(dtype) if dtype is not None else _dt.scalar_dtype(fill_value)
+    if isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, (bool, np.bool_)) and d._cat == 1:
+        lo, hi = _int_bounds(d)
+        if not lo <= fill_value <= hi:
+            raise RuntimeError(f"{api}(): value cannot be converted to type {d.name} without overflow "
+                               f"(fill_value={fill_value})")
     return _finish(jnp.full(_size((size,)), fill_value, d.np), d, device, requires_grad)
 
 
 @with_x64
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix."""
+    """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
+    negative ``n`` or ``m``."""
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
     d = _fdt(dtype)
     return _finish(jnp.eye(n, n if m is None else m, dtype=d.np), d, device, requires_grad)
 
 
 @with_x64
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
-    """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32."""
+    """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
+    RuntimeError for a zero step, a non-finite bound, or bounds inconsistent with the step's
+    sign (``arange(0, 5, -1)``); NotImplementedError for ``dtype=bool``."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
+    if vals[2] == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    if not (np.isfinite(vals[0]) and np.isfinite(vals[1])):
+        raise RuntimeError(f"arange(): unsupported range: {vals[0]} -> {vals[1]}")
+    if (vals[2] > 0 and vals[1] < vals[0]) or (vals[2] < 0 and vals[1] > vals[0]):
+        raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign (start={vals[0]}, "
+                           f"end={vals[1]}, step={vals[2]})")
     if dtype is None:
         d = _dt.int64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) else _dt.get_default_dtype()
     else:
         d = _dt.to_dtype(dtype)
+    if d is _dt.bool_:
+        raise NotImplementedError("arange(): \"arange_cpu\" not implemented for 'Bool'; use an integer dtype "
+                                  "and compare, or .bool() the result")
     n = int(np.ceil((vals[1] - vals[0]) / vals[2]))
     arr = (np.arange(max(n, 0), dtype=np.float64) * vals[2] + vals[0]) if d.is_floating_point else np.arange(vals[0], vals[1], vals[2])
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
@@ -244,15 +335,27 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
 
 
+def _check_steps(steps, api):
+    if isinstance(steps, Tensor):
+        steps = steps.item()
+    if steps < 0:
+        raise RuntimeError(f"{api}(): number of steps must be non-negative, got steps={steps}")
+
+
 @with_x64
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
-    """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive."""
+    """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive.
+    RuntimeError for negative ``steps``."""
+    _check_steps(steps, "linspace")
     d = _fdt(dtype)
     return _finish(jnp.linspace(start, end, steps, dtype=d.np), d, device, requires_grad)
 
 
 @with_x64
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``. RuntimeError for
+    negative ``steps``."""
+    _check_steps(steps, "logspace")
     d = _fdt(dtype)
     return _finish(jnp.logspace(start, end, steps, base=base, dtype=d.np), d, device, requires_grad)
 
@@ -260,8 +363,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
         d = dtype if dtype is not None else input.dtype
-        return fn(*args, *input.shape, dtype=d, device=device or None, requires_grad=requires_grad) \
-            if fn is not full else full(input.shape, args[0], dtype=d, device=device, requires_grad=requires_grad)
+        return fn(*args, *input.shape, dtype=d, device=device or None, requires_grad=requires_grad)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``."
     return like
@@ -273,41 +375,54 @@ empty_like = _like(empty)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """Mirrors ``torch.full_like``."""
-    return full(input.shape, fill_value, dtype=dtype if dtype is not None else input.dtype,
-                device=device, requires_grad=requires_grad)
+    """Mirrors ``torch.full_like``: ``input``'s shape, and its dtype unless ``dtype`` is given.
+    TypeError when ``fill_value`` is not a number."""
+    return _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, device, requires_grad,
+                 "full_like")
 
 
 # ---- random -----------------------------------------------------------------------------
 @with_x64
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's."""
+    """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
+    NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
-    return _finish(_rnd.uniform(_rnd.key_for(generator), _size(size), d.np), d, device, requires_grad)
+    _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
+    return _finish(_rnd.uniform(_rnd.key_for(generator), _size(size), d.np, api="rand()"), d, device, requires_grad)
 
 
 @with_x64
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's."""
+    """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
+    NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
-    return _finish(_rnd.normal(_rnd.key_for(generator), _size(size), d.np), d, device, requires_grad)
+    _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
+    return _finish(_rnd.normal(_rnd.key_for(generator), _size(size), d.np, api="randn()"), d, device, requires_grad)
 
 
 @with_x64
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high)."""
+    """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high).
+    RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64."""
     if size is None:
         low, high, size = 0, low, high
+    for v in (low, high):
+        if isinstance(v, numbers.Integral) and not _INT64_MIN <= v <= _INT64_MAX:
+            raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
+    _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    arr = _rnd.randint(_rnd.key_for(generator), _size((size,)), low, high, jnp.int64)
+    arr = _rnd.randint(_rnd.key_for(generator), _size((size,)), low, high, jnp.int64, api="randint()")
     return _finish(arr.astype(d.np), d, device, requires_grad)
 
 
 @with_x64
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64)."""
+    """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64). RuntimeError for
+    a negative ``n``; NotImplementedError for ``dtype=bool``."""
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    return _finish(_rnd.permutation(_rnd.key_for(generator), n, d.np), d, device, requires_grad)
+    if n < 0:
+        raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
+    return _finish(_rnd.permutation(_rnd.key_for(generator), n, d.np, api="randperm()"), d, device, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
@@ -326,27 +441,38 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 
 @with_x64
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``."""
+    """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``.
+    RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
+    ``tracegrad.compile`` there is no value to check); NotImplementedError for an integer dtype."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
         shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         ref = mean if isinstance(mean, Tensor) else std
-        z = Tensor._make(_rnd.normal(_rnd.key_for(generator), shape, ref.dtype.np))
+        z = Tensor._make(_rnd.normal(_rnd.key_for(generator), shape, ref.dtype.np, api="normal()"))
         return z * std + mean
     d = _fdt(dtype)
-    return _finish(_rnd.normal(_rnd.key_for(generator), _size((size,)), d.np, mean, std), d, device, requires_grad)
+    _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
+    _rnd.check_std(std, "normal()")
+    return _finish(_rnd.normal(_rnd.key_for(generator), _size((size,)), d.np, mean, std, api="normal()"),
+                   d, device, requires_grad)
 
 
 @with_x64
 def bernoulli(input, p=None, *, generator=None, out=None):
-    """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype."""
+    """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
+    RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
+    _rnd.check_probs(input._value if p is None else p, "bernoulli()")
     probs = input._value if p is None else jnp.full(input.shape, p)
-    draw = _rnd.bernoulli(_rnd.key_for(generator), probs, tuple(input.shape))
+    draw = _rnd.bernoulli(_rnd.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
     return Tensor._make(draw.astype(input._value.dtype))
 
 
 @with_x64
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
-    """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input``."""
+    """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
+    floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
+    without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0."""
+    _rnd.check_multinomial(input._value, num_samples, replacement, "multinomial()")
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
     return Tensor._make(_rnd.multinomial(_rnd.key_for(generator), p, num_samples, replacement).astype(jnp.int64))
 

@@ -129,27 +129,122 @@ def _np_float(dtype):
     return np.float64 if np.dtype(dtype) == np.float64 else np.float32
 
 
-def uniform(k, shape, dtype, low=0.0, high=1.0):
+# ---- argument checks (torch's classes and messages; values only when concrete) -----------
+# torch's ScalarType names, used in its "not implemented for 'Long'" messages
+_SCALAR_NAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def scalar_name(dtype):
+    """torch's ScalarType name of a numpy/JAX dtype (``int64`` -> ``'Long'``)."""
+    n = np.dtype(dtype).name
+    return _SCALAR_NAME.get(n, n)
+
+
+def check_floating(dtype, api, kernel):
+    """NotImplementedError, as torch, when a float-only draw (``rand``, ``randn``, ``normal_``)
+    is asked for an integer or bool dtype."""
+    d = np.dtype(dtype)
+    if d.kind not in "fc" and d.name != "bfloat16":
+        raise NotImplementedError(f'{api}: "{kernel}" not implemented for \'{scalar_name(d)}\'; '
+                                  f"random floats need a floating dtype (e.g. dtype=tracegrad.float32)")
+
+
+def _concrete(x):
+    """A host numpy copy of ``x`` (a number or array), or None inside a trace (no value to check:
+    compiled code does what JAX does with the value)."""
+    if isinstance(x, jax.core.Tracer):
+        return None
+    return np.asarray(x)
+
+
+def check_std(std, api="normal"):
+    """RuntimeError for a negative ``std`` (a number or an array of them), as torch."""
+    if isinstance(std, (int, float, np.number)):
+        if std < 0:
+            raise RuntimeError(f"{api}: normal expects std >= 0.0, but found std {std:g}")
+        return
+    v = _concrete(std)
+    if v is not None and v.size and not bool(np.all(v >= 0)):
+        raise RuntimeError(f"{api}: normal expects all elements of std >= 0.0")
+
+
+def check_range(low, high, api):
+    """RuntimeError for an empty ``[low, high)`` integer range, as torch's ``random_``."""
+    if not low < high:
+        raise RuntimeError(f"{api}: random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+
+
+def check_probs(p, api):
+    """RuntimeError for a Bernoulli probability outside [0, 1] (NaN included), as torch."""
+    if isinstance(p, (int, float, np.number)):
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"{api}: bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+        return None
+    v = _concrete(p)
+    if v is not None and v.size and not bool(np.all((v >= 0) & (v <= 1))):
+        raise RuntimeError(f"{api}: Expected p_in >= 0 && p_in <= 1 to be true, but got false "
+                           f"(every probability must lie in [0, 1])")
+    return v
+
+
+def check_multinomial(probs, num_samples, replacement, api="multinomial"):
+    """torch's checks of ``multinomial``: 1-D/2-D floating input, ``num_samples > 0`` (and at most
+    the number of categories without replacement), finite non-negative probabilities with a
+    positive sum per row (values only when concrete)."""
+    d = np.dtype(probs.dtype)
+    if d.kind not in "fc" and d.name != "bfloat16":
+        raise RuntimeError(f"{api}: multinomial only supports floating-point dtypes for input, got: {scalar_name(d)}")
+    if probs.ndim not in (1, 2):
+        raise RuntimeError(f"{api}: prob_dist must be 1 or 2 dim, got {probs.ndim} dims")
+    if num_samples <= 0:
+        raise RuntimeError(f"{api}: cannot sample n_sample <= 0 samples (got num_samples={num_samples})")
+    if not replacement and num_samples > probs.shape[-1]:
+        raise RuntimeError(f"{api}: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
+                           f"({num_samples} > {probs.shape[-1]}); pass replacement=True")
+    v = _concrete(probs)
+    if v is None or not v.size:
+        return
+    v = v.astype(np.float64)
+    if not bool(np.all(np.isfinite(v) & (v >= 0))):
+        raise RuntimeError(f"{api}: probability tensor contains either `inf`, `nan` or element < 0")
+    if not bool(np.all(v.sum(-1) > 0)):
+        raise RuntimeError(f"{api}: invalid multinomial distribution (sum of probabilities <= 0)")
+
+
+def uniform(k, shape, dtype, low=0.0, high=1.0, api="uniform_"):
+    check_floating(dtype, api, "check_uniform_bounds")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high:
+        raise RuntimeError(f"{api}: uniform_ expects to return a [from, to) range, but found from={low:g} > to={high:g}")
     return _draw(k, lambda g: g.uniform(low, high, shape).astype(_np_float(dtype)), shape, dtype)
 
 
-def normal(k, shape, dtype, mean=0.0, std=1.0):
+def normal(k, shape, dtype, mean=0.0, std=1.0, api="normal_"):
+    check_floating(dtype, api, "normal_kernel_cpu")
+    check_std(std, api)
     return _draw(k, lambda g: (mean + std * g.standard_normal(shape)).astype(_np_float(dtype)), shape, dtype)
 
 
-def randint(k, shape, low, high, dtype):
+def randint(k, shape, low, high, dtype, api="random_"):
+    check_range(low, high, api)
     return _draw(k, lambda g: g.integers(low, high, shape), shape, dtype)
 
 
-def permutation(k, n, dtype):
+def permutation(k, n, dtype, api="randperm"):
+    if n < 0:
+        raise RuntimeError(f"{api}: Trying to create tensor with negative dimension {n}: [{n}]")
+    if np.dtype(dtype) == np.bool_:
+        raise NotImplementedError(f"{api}: \"randperm\" not implemented for 'Bool'; use an integer or floating dtype")
     return _draw(k, lambda g: g.permutation(n), (n,), dtype)
 
 
-def bernoulli(k, p, shape):
+def bernoulli(k, p, shape, api="bernoulli_"):
+    host = check_probs(p, api)
     if isinstance(p, jax.core.Tracer) or isinstance(k, jax.core.Tracer):
         # the same uniform draw eager compares with p; the comparison happens in the program
         return _draw(k, lambda g: g.random(shape), shape, jnp.float64) < p
-    return jnp.asarray(_philox(k).random(shape) < np.asarray(p))
+    return jnp.asarray(_philox(k).random(shape) < (host if host is not None else np.asarray(p)))
 
 
 def multinomial(k, probs, num_samples, replacement):
