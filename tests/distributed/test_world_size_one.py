@@ -111,13 +111,19 @@ def test_init_from_environment(monkeypatch):
 
 
 def test_world_size_above_one_raises_clearly(monkeypatch):
-    with pytest.raises(RuntimeError, match="jax.distributed"):
+    (tracegrad.ones(1) + 1).numpy()          # JAX has started its devices in this process
+    with pytest.raises(RuntimeError, match="before making tensors"):
         tdist.init_process_group("gloo", rank=0, world_size=2, init_method="tcp://127.0.0.1:1")
-    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(RuntimeError, match="host:port"):
+        tdist.init_process_group("gloo", rank=0, world_size=2, init_method="file:///tmp/x")
+    monkeypatch.setenv("RANK", "4")
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", "29500")
-    with pytest.raises(RuntimeError, match="not available in this build"):
+    with pytest.raises(ValueError, match="out of range"):
+        tdist.init_process_group()
+    monkeypatch.setenv("RANK", "1")
+    with pytest.raises(RuntimeError, match="before making tensors"):
         tdist.init_process_group()
     assert not tdist.is_initialized()
 

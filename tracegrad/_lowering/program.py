@@ -19,7 +19,7 @@ class Program:
 
     @classmethod
     def trace(cls, fn, inputs, jit_options):
-        closed, out_shape = jax.make_jaxpr(fn, return_shape=True)(*inputs)
+        closed, out_shape = jax.make_jaxpr(_keep_state_sharding(fn, inputs), return_shape=True)(*inputs)
         self = cls()
         self.fun = jax_core.jaxpr_as_fun(closed)
         self.out_tree = jax.tree_util.tree_structure(out_shape)
@@ -53,3 +53,26 @@ def _exclusively_held(flat, indices):
         if sys.getrefcount(flat[i]) > 3:
             return False
     return True
+
+
+def _keep_state_sharding(fn, inputs):
+    """NOTE [sharded state]: the written-back state keeps the layout it came in with. A region's
+    program takes ``(state, ...)`` and returns ``(results, state_end, ...)``, ``state_end[i]``
+    being the new value of ``state[i]`` (None: not written). When a state array is laid out
+    over several devices (``DistributedDataParallel``/``FullyShardedDataParallel`` on a mesh),
+    its new value is constrained to that same sharding, so XLA's partitioner never returns a
+    sharded parameter or optimizer buffer gathered (or a replicated one split). Arrays on one
+    device are left alone (no constraint, no cost)."""
+    def sharding(a):
+        s = getattr(a, "sharding", None)
+        return s if isinstance(s, jax.sharding.NamedSharding) and len(s.device_set) > 1 else None
+    shardings = [sharding(a) for a in inputs[0]]
+    if not any(shardings):
+        return fn
+
+    def constrained(*args):
+        out = fn(*args)
+        state_end = [a if a is None or s is None else jax.lax.with_sharding_constraint(a, s)
+                     for a, s in zip(out[1], shardings)]
+        return (out[0], state_end) + tuple(out[2:])
+    return constrained

@@ -1,10 +1,19 @@
-"""``tracegrad.distributed``: mirrors ``torch.distributed``'s names for one process.
+"""``tracegrad.distributed``: mirrors ``torch.distributed`` on ``jax.distributed`` (DESIGN 2.8).
 
-With world size 1 (the only size this build runs) ``init_process_group`` records the state and
-the collectives behave as torch's single-process gloo group: they leave their tensors as they
-are (or copy them into the outputs). Multi-process training would map onto ``jax.distributed``;
-it is not available here, so a world size above 1 raises. Written without JAX (nothing here
-needs a device program).
+One process (world size 1): ``init_process_group`` records the state and the collectives behave
+as torch's single-process gloo group (they leave their tensors as they are, or copy them into
+the outputs). Training over several devices of one process uses a ``DeviceMesh``
+(``tracegrad.distributed.device_mesh.init_device_mesh``) with ``DistributedDataParallel`` or
+``fsdp.FullyShardedDataParallel``.
+
+Several processes (``WORLD_SIZE`` > 1, e.g. under ``torchrun``): ``init_process_group`` calls
+``jax.distributed.initialize`` with torch's rendezvous values (``MASTER_ADDR:MASTER_PORT`` or a
+``tcp://`` address, ``RANK``, ``WORLD_SIZE``; with the ``nccl`` backend ``LOCAL_RANK`` picks the
+process's GPU). It must run before the process makes any tensor (JAX must know about the
+other processes before it starts its devices). The collectives (``all_reduce``, ``broadcast``,
+``all_gather``, ``reduce``, ``gather``, ``scatter``, ``reduce_scatter``, ``barrier``, the
+``*_object`` ones) are then each one jitted XLA program over a mesh of one device per process
+(JAX's CPU collectives are gloo). JAX calls live in ``_jax.py``.
 """
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ import os
 import warnings
 
 from .. import no_grad
+from .._tensor import Tensor
 
 __all__ = ["Backend", "GroupMember", "ReduceOp", "Work", "ProcessGroup", "all_gather",
            "all_gather_object", "broadcast_object_list", "gather", "get_global_rank",
@@ -23,7 +33,19 @@ __all__ = ["Backend", "GroupMember", "ReduceOp", "Work", "ProcessGroup", "all_ga
            "reduce_scatter_single",
            "all_reduce", "barrier", "broadcast", "destroy_process_group", "get_backend",
            "get_rank", "get_world_size", "init_process_group", "is_available",
-           "is_initialized", "new_group", "reduce_scatter_tensor"]
+           "is_initialized", "new_group", "reduce_scatter_tensor", "device_mesh", "fsdp",
+           "init_device_mesh", "DeviceMesh"]
+
+
+def __getattr__(name):
+    # torch.distributed.device_mesh / .fsdp: imported on first use (fsdp needs nn, which is
+    # imported after this package)
+    import importlib
+    if name in ("device_mesh", "fsdp"):
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in ("init_device_mesh", "DeviceMesh"):
+        return getattr(importlib.import_module(f"{__name__}.device_mesh"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
@@ -40,13 +62,15 @@ class ReduceOp(enum.IntEnum):
 
 
 class ProcessGroup:
-    """Mirrors ``torch.distributed.ProcessGroup`` for one process: ``rank()``, ``size()``."""
+    """Mirrors ``torch.distributed.ProcessGroup``: ``rank()`` (this process's position in the
+    group), ``size()``, ``name()`` (the backend)."""
 
     def __init__(self, backend, ranks=(0,)):
         self._backend, self._ranks = backend, tuple(ranks)
 
     def rank(self):
-        return 0
+        me = _state["rank"] or 0
+        return self._ranks.index(me) if me in self._ranks else GroupMember.NON_GROUP_MEMBER
 
     def size(self):
         return len(self._ranks)
@@ -113,7 +137,7 @@ def is_torchelastic_launched():
 
 
 def is_available():
-    """Mirrors ``torch.distributed.is_available``: True (the world-size-1 API is built)."""
+    """Mirrors ``torch.distributed.is_available``: True."""
     return True
 
 
@@ -136,10 +160,15 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     are read, as torch's ``env://`` rendezvous does, from ``RANK``/``WORLD_SIZE`` (and
     ``MASTER_ADDR``/``MASTER_PORT`` must be set for ``env://``); a ``tcp://``/``file://``
     ``init_method`` or a ``store`` supplies the address instead. World size 1 records the state.
+    A world size above 1 calls ``jax.distributed.initialize`` with the coordinator at
+    ``MASTER_ADDR:MASTER_PORT`` (or the ``tcp://`` address), ``num_processes=world_size``,
+    ``process_id=rank`` (and, for ``backend="nccl"``, the GPU ``LOCAL_RANK``/``device_id``);
+    ``timeout`` (a ``timedelta``) bounds the wait for the other processes.
 
-    Raises ValueError when called twice or when a needed environment variable is missing, and
-    RuntimeError for a world size above 1 (multi-process training maps onto
-    ``jax.distributed`` and is not available in this build).
+    Raises ValueError when called twice, when a needed environment variable is missing or for a
+    rank outside ``[0, world_size)``; RuntimeError for a world size above 1 with a ``file://``
+    address or a ``store`` (JAX's coordinator needs host:port), or when JAX already started
+    its devices in this process (call it before making any tensor).
     """
     if _state["group"] is not None:
         raise ValueError("trying to initialize the default process group twice!")
@@ -156,22 +185,32 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         if "MASTER_ADDR" not in os.environ:
             raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
                              "environment variable MASTER_ADDR expected, but not set")
+        address = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
     else:
         # tcp:// and file:// carry the address; rank/world size come from the arguments or env
         rank = rank if rank != -1 else int(os.environ.get("RANK", 0))
         world_size = world_size if world_size != -1 else int(os.environ.get("WORLD_SIZE", 1))
-    if world_size != 1:
-        raise RuntimeError(
-            f"torch.distributed.init_process_group: world_size={world_size} needs several "
-            "processes; multi-process training maps onto jax.distributed and is not available "
-            "in this build. Run with WORLD_SIZE=1 (one process), or use a device mesh within "
-            "one process.")
-    if rank != 0:
+        address = str(method)[len("tcp://"):].split("?")[0] if str(method).startswith("tcp://") \
+            else None
+    if not 0 <= rank < world_size:
         raise ValueError(f"torch.distributed.init_process_group: rank {rank} is out of range "
-                         "for world_size 1 (expected rank 0).")
+                         f"for world_size {world_size} (expected 0 <= rank < {world_size}).")
+    backend_name = backend if backend is not None else "undefined"
+    if world_size > 1:
+        if address is None:
+            raise RuntimeError(
+                f"torch.distributed.init_process_group: init_method={method!r} cannot start "
+                "jax.distributed, whose coordinator is a host:port; use env:// (MASTER_ADDR, "
+                "MASTER_PORT) or tcp://host:port.")
+        from . import _jax
+        local = device_id.index if hasattr(device_id, "index") else device_id
+        if local is None and str(backend).lower() == "nccl":
+            local = int(os.environ.get("LOCAL_RANK", 0))
+        _jax.initialize(address, world_size, rank, local,
+                        timeout.total_seconds() if timeout is not None else None)
     # torch reports the backend it was asked for; with none it reports "undefined"
-    _state.update(group=ProcessGroup(backend if backend is not None else "undefined"),
-                  rank=0, world_size=1)
+    _state.update(group=ProcessGroup(backend_name, range(world_size)), rank=rank,
+                  world_size=world_size)
     GroupMember.WORLD = _state["group"]
 
 
@@ -187,18 +226,31 @@ def destroy_process_group(group=None):
     if _state["group"] is None:
         raise AssertionError("Process group cannot be None")
     if group is None or group is _state["group"]:
+        if _multi():
+            from . import _jax
+            _jax.shutdown()
         _state.update(group=None, rank=None, world_size=None)
         GroupMember.WORLD = None
 
 
+def _multi():
+    return (_state["world_size"] or 1) > 1
+
+
+def _jax_process_count():
+    """Processes in the job (1 before ``init_process_group``)."""
+    return _state["world_size"] or 1
+
+
 def get_rank(group=None):
-    """Mirrors ``torch.distributed.get_rank``: 0. ValueError before ``init_process_group``."""
-    _group()
-    return 0
+    """Mirrors ``torch.distributed.get_rank``: this process's rank (``RANK``), in ``group``
+    when given. ValueError before ``init_process_group``."""
+    return (group or _group()).rank()
 
 
 def get_world_size(group=None):
-    """Mirrors ``torch.distributed.get_world_size``: 1. ValueError before init."""
+    """Mirrors ``torch.distributed.get_world_size``: the number of processes. ValueError
+    before init."""
     return (group or _group()).size()
 
 
@@ -212,34 +264,62 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
               sort_ranks=True):
     """Mirrors ``torch.distributed.new_group``: a group of this one process."""
     default = _group()
-    if ranks is not None and any(r != 0 for r in ranks):
+    world = default.size()
+    if ranks is not None and any(not 0 <= r < world for r in ranks):
         raise ValueError(f"torch.distributed.new_group: ranks {list(ranks)} are not all below "
-                         "the world size 1.")
-    return ProcessGroup(backend or default.name(), ranks or (0,))
+                         f"the world size {world}.")
+    if ranks is not None and world > 1 and sorted(ranks) != list(range(world)):
+        raise NotImplementedError("tracegrad.distributed.new_group: a group of some of the "
+                                  "processes is not supported (collectives span all of them).")
+    return ProcessGroup(backend or default.name(), ranks or range(world))
 
 
 def _done(async_op):
     return Work() if async_op else None
 
 
+def _collective(kind, tensors, arg=None):
+    from . import _jax
+    return _jax.process_collective(kind, [t._value for t in tensors], arg)
+
+
+def _set(out, array, api):
+    if tuple(out.shape) != tuple(array.shape):
+        raise RuntimeError(f"torch.distributed.{api}: invalid tensor size (expected "
+                           f"{tuple(array.shape)}, got {tuple(out.shape)})")
+    with no_grad():
+        out.copy_(Tensor._make(array))
+
+
 def barrier(group=None, async_op=False, device_ids=None, timeout=None):
-    """Mirrors ``torch.distributed.barrier``: one process has nothing to wait for."""
+    """Mirrors ``torch.distributed.barrier``: waits until every process reaches it (one
+    process has nothing to wait for)."""
     _group()
+    if _multi():
+        from . import _jax
+        _jax.barrier()
     return _done(async_op)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
-    """Mirrors ``torch.distributed.all_reduce``: any reduction over one rank leaves ``tensor``
-    unchanged (in place). Returns None, or a completed ``Work`` with ``async_op=True``."""
+    """Mirrors ``torch.distributed.all_reduce``: ``tensor`` becomes, in place on every process,
+    the reduction (``ReduceOp.SUM``, ``AVG``, ``PRODUCT``, ``MIN``, ``MAX``) of all processes'
+    values (unchanged with one process). Returns None, or a completed ``Work`` with
+    ``async_op=True`` (the collective has run when the call returns)."""
     _group()
+    if _multi():
+        _set(tensor, _collective("reduce", [tensor], int(op))[0], "all_reduce")
     return _done(async_op)
 
 
 def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
-    """Mirrors ``torch.distributed.broadcast``: from rank 0 to itself, ``tensor`` is unchanged.
-    RuntimeError for a source rank other than 0, as torch's gloo group."""
+    """Mirrors ``torch.distributed.broadcast``: ``tensor`` takes rank ``src``'s value on every
+    process. RuntimeError for a source rank outside the world, as torch's gloo group."""
     _group()
-    _check_root(src if src is not None else (group_src or 0), "broadcast")
+    root = src if src is not None else (group_src or 0)
+    _check_root(root, "broadcast")
+    if _multi():
+        _set(tensor, _collective("pick", [tensor], root)[0], "broadcast")
     return _done(async_op)
 
 
@@ -251,40 +331,69 @@ def _copy_into(out, tensor, api):
         out.copy_(tensor)
 
 
+def _gathered(tensor):
+    """(world, *shape) array of every process's ``tensor``."""
+    return _collective("gather", [tensor])[0]
+
+
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    """Mirrors ``torch.distributed.all_gather``: copies ``tensor`` into ``tensor_list[0]``;
-    RuntimeError when the list's length is not the world size (1)."""
+    """Mirrors ``torch.distributed.all_gather``: ``tensor_list[r]`` receives rank ``r``'s
+    ``tensor``; RuntimeError when the list's length is not the world size."""
     _group()
-    if len(tensor_list) != 1:
+    world = get_world_size()
+    if len(tensor_list) != world:
         raise RuntimeError("torch.distributed.all_gather: invalid output tensor list at index 0 "
-                           f"(expected length 1, got {len(tensor_list)})")
-    _copy_into(tensor_list[0], tensor, "all_gather")
+                           f"(expected length {world}, got {len(tensor_list)})")
+    if not _multi():
+        _copy_into(tensor_list[0], tensor, "all_gather")
+        return _done(async_op)
+    got = _gathered(tensor)
+    for r, out in enumerate(tensor_list):
+        _set(out, got[r], "all_gather")
     return _done(async_op)
 
 
 def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
-    """Mirrors ``torch.distributed.all_gather_single``: copies the input into the output (same
-    shape at world size 1); RuntimeError for another shape."""
+    """Mirrors ``torch.distributed.all_gather_single``: the output (world size times the input's
+    dim 0) receives every rank's input, concatenated in rank order; RuntimeError for another
+    shape."""
     _group()
-    _copy_into(output_tensor, input_tensor, "all_gather_single")
+    if not _multi():
+        _copy_into(output_tensor, input_tensor, "all_gather_single")
+        return _done(async_op)
+    got = _gathered(input_tensor)
+    _set(output_tensor, got.reshape((-1,) + got.shape[2:]) if got.ndim > 1 else got,
+         "all_gather_single")
     return _done(async_op)
 
 
 def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """Mirrors ``torch.distributed.reduce_scatter_single``: copies the input into the output
-    (one rank's share is everything)."""
+    """Mirrors ``torch.distributed.reduce_scatter_single``: the input (world size times the
+    output's dim 0) is reduced over the ranks and rank ``r`` keeps chunk ``r``."""
     _group()
-    _copy_into(output, input, "reduce_scatter_single")
+    if not _multi():
+        _copy_into(output, input, "reduce_scatter_single")
+        return _done(async_op)
+    red = _collective("reduce", [input], int(op))[0]
+    n = red.shape[0] // get_world_size()
+    _set(output, red[get_rank() * n:(get_rank() + 1) * n], "reduce_scatter_single")
     return _done(async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    """Mirrors ``torch.distributed.reduce_scatter``: copies ``input_list[0]`` into ``output``."""
+    """Mirrors ``torch.distributed.reduce_scatter``: rank ``r``'s ``output`` is the reduction
+    over the ranks of their ``input_list[r]``."""
     _group()
-    if len(input_list) != 1:
+    world = get_world_size()
+    if len(input_list) != world:
         raise RuntimeError("torch.distributed.reduce_scatter: input_list must hold one tensor "
-                           f"per rank (1), got {len(input_list)}.")
-    _copy_into(output, input_list[0], "reduce_scatter")
+                           f"per rank ({world}), got {len(input_list)}.")
+    if not _multi():
+        _copy_into(output, input_list[0], "reduce_scatter")
+        return _done(async_op)
+    import tracegrad
+    red = _collective("reduce", [tracegrad.stack(list(input_list))], int(op))[0]
+    _set(output, red[get_rank()], "reduce_scatter")
     return _done(async_op)
 
 
@@ -307,12 +416,13 @@ reduce_scatter_tensor = _deprecated("reduce_scatter_tensor", reduce_scatter_sing
 
 def get_global_rank(group, group_rank):
     """Mirrors ``torch.distributed.get_global_rank``: rank ``group_rank`` of ``group`` in the
-    default group (0 in a one-process world)."""
+    default group."""
     _group()
-    if group_rank != 0:
+    ranks = group._ranks if group is not None else (0,)
+    if not 0 <= group_rank < len(ranks):
         raise ValueError(f"torch.distributed.get_global_rank: group rank {group_rank} is not "
-                         "part of a one-process group.")
-    return 0
+                         f"part of a {len(ranks)}-process group.")
+    return ranks[group_rank]
 
 
 def get_node_local_rank(fallback_rank=None):
@@ -327,50 +437,83 @@ def get_node_local_rank(fallback_rank=None):
 
 
 def _check_root(root, api):
-    if root != 0:
+    world = _state["world_size"] or 1
+    if not 0 <= root < world:
         raise RuntimeError(f"torch.distributed.{api}: invalid root rank: {root} (the world "
-                           "size is 1, so it must be rank 0)")
+                           f"size is {world}, so it must be in [0, {world}))")
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op=False, group_dst=None):
-    """Mirrors ``torch.distributed.reduce``: one rank's reduction leaves ``tensor`` unchanged."""
+    """Mirrors ``torch.distributed.reduce``: rank ``dst``'s ``tensor`` becomes the reduction
+    over all ranks (here every rank receives it, as ``all_reduce``)."""
     _group()
     _check_root(dst if dst is not None else (group_dst or 0), "reduce")
+    if _multi():
+        _set(tensor, _collective("reduce", [tensor], int(op))[0], "reduce")
     return _done(async_op)
 
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
-    """Mirrors ``torch.distributed.gather``: copies ``tensor`` into ``gather_list[0]``."""
+    """Mirrors ``torch.distributed.gather``: on rank ``dst``, ``gather_list[r]`` receives rank
+    ``r``'s ``tensor`` (other ranks pass ``gather_list=None``)."""
     _group()
-    _check_root(dst if dst is not None else (group_dst or 0), "gather")
-    if gather_list is None or len(gather_list) != 1:
+    root = dst if dst is not None else (group_dst or 0)
+    _check_root(root, "gather")
+    world, me = get_world_size(), get_rank()
+    if me == root and (gather_list is None or len(gather_list) != world):
         raise ValueError("torch.distributed.gather: gather_list on the destination rank must "
-                         "hold one tensor per rank (1).")
-    _copy_into(gather_list[0], tensor, "gather")
+                         f"hold one tensor per rank ({world}).")
+    if not _multi():
+        _copy_into(gather_list[0], tensor, "gather")
+        return _done(async_op)
+    got = _gathered(tensor)
+    if me == root:
+        for r, out in enumerate(gather_list):
+            _set(out, got[r], "gather")
     return _done(async_op)
 
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
-    """Mirrors ``torch.distributed.scatter``: copies ``scatter_list[0]`` into ``tensor``."""
+    """Mirrors ``torch.distributed.scatter``: rank ``r``'s ``tensor`` receives rank ``src``'s
+    ``scatter_list[r]`` (other ranks pass ``scatter_list=None``)."""
     _group()
-    _check_root(src if src is not None else (group_src or 0), "scatter")
-    if scatter_list is None or len(scatter_list) != 1:
+    root = src if src is not None else (group_src or 0)
+    _check_root(root, "scatter")
+    world, me = get_world_size(), get_rank()
+    if me == root and (scatter_list is None or len(scatter_list) != world):
         raise ValueError("torch.distributed.scatter: scatter_list on the source rank must "
-                         "hold one tensor per rank (1).")
-    _copy_into(tensor, scatter_list[0], "scatter")
+                         f"hold one tensor per rank ({world}).")
+    if not _multi():
+        _copy_into(tensor, scatter_list[0], "scatter")
+        return _done(async_op)
+    import tracegrad
+    mine = tracegrad.stack(list(scatter_list)) if me == root else \
+        tracegrad.zeros((world,) + tuple(tensor.shape), dtype=tensor.dtype)
+    _set(tensor, _collective("pick", [mine], root)[0][me], "scatter")
     return _done(async_op)
 
 
 def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
-    """Mirrors ``torch.distributed.broadcast_object_list``: the list is left as it is."""
+    """Mirrors ``torch.distributed.broadcast_object_list``: every process's list takes rank
+    ``src``'s (picklable) objects, in place."""
     _group()
-    _check_root(src if src is not None else (group_src or 0), "broadcast_object_list")
+    root = src if src is not None else (group_src or 0)
+    _check_root(root, "broadcast_object_list")
+    if _multi():
+        from . import _jax
+        object_list[:] = _jax.broadcast_objects(list(object_list), root)
 
 
 def all_gather_object(object_list, obj, group=None):
-    """Mirrors ``torch.distributed.all_gather_object``: ``object_list[0] = obj``."""
+    """Mirrors ``torch.distributed.all_gather_object``: ``object_list[r]`` becomes rank
+    ``r``'s (picklable) ``obj``."""
     _group()
-    if len(object_list) != 1:
+    world = get_world_size()
+    if len(object_list) != world:
         raise RuntimeError("torch.distributed.all_gather_object: object_list must have one "
-                           f"entry per rank (1), got {len(object_list)}.")
-    object_list[0] = obj
+                           f"entry per rank ({world}), got {len(object_list)}.")
+    if not _multi():
+        object_list[0] = obj
+        return
+    from . import _jax
+    object_list[:] = _jax.gather_objects(obj)
