@@ -22,7 +22,7 @@ import time
 import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
-from tqdm import tqdm
+from tqdm.auto import tqdm   # widgets in Jupyter, text bars in a terminal
 
 import tracegrad as torch
 from tracegrad import nn, optim
