@@ -8,16 +8,36 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
+
 from . import _autocast
 from ._dispatch import apply_op
 from ._ops.registry import OPS
-from ._tensor import Tensor
+from ._ops.nn_ops import _pool_out
+from ._ops.random import scalar_name as _scalar_name
+from ._tensor import Tensor, _JaxTracer
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "batch_norm", "native_batch_norm", "layer_norm", "group_norm", "embedding", "dropout",
-           "constant_pad_nd", "celu", "selu", "hardtanh"]
+           "constant_pad_nd", "celu", "selu", "hardtanh", "one_hot"]
+
+
+# NOTE [eager value checks]
+# torch's kernels raise on out-of-range values (embedding ids, one_hot classes). Here such a
+# check costs one host read of the index tensor (numpy min/max: no XLA program per shape) and
+# runs only when the values are concrete. Inside tracegrad.compile, a checkpointed region or a
+# tracegrad.func transform the values are traced: there is nothing to read, and the compiled
+# program does what XLA does (a gather clamps an out-of-range id; one_hot gives a zero row).
+def _host_minmax(t):
+    """``(min, max)`` of an integer tensor's values read on the host, or None while tracing or
+    when the tensor is empty."""
+    v = t._value
+    if isinstance(v, _JaxTracer) or v.size == 0:
+        return None
+    h = np.asarray(v)
+    return int(h.min()), int(h.max())
 
 
 def _tup(v, n, name="argument"):
@@ -28,6 +48,18 @@ def _tup(v, n, name="argument"):
             raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values, got {list(v)}")
         return tuple(int(x) for x in v)
     return (int(v),) * n
+
+
+def _check_norm_dtype(input, weight, kernel, api):
+    """torch's errors for normalising integer input: a float weight beside it is a mixed-dtype
+    RuntimeError, otherwise the kernel is NotImplementedError for that dtype."""
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        return
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
+                           f"{input.dtype}, weight {weight.dtype}); convert the input with .float()")
+    raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                              f"convert the input with .float()")
 
 
 def _check_float_match(input, weight, name):
@@ -111,28 +143,53 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 # ---- pooling --------------------------------------------------------------------------------
-def _pool_args(nd, kernel_size, stride, padding, dilation, name):
+def _pool_args(nd, kernel_size, stride, padding, dilation, name, input=None, ceil_mode=False):
+    """Normalised ``(kernel, stride, padding, dilation)`` tuples, with torch's checks (all on
+    shapes and arguments, none on values): stride/kernel/dilation positive, padding in
+    ``[0, kernel/2]``, input ``(C, *spatial)`` or ``(N, C, *spatial)`` with non-empty
+    non-batch dims, and an output of at least one element per spatial dim. RuntimeError."""
     k = _tup(kernel_size, nd, "kernel_size")
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tup(stride, nd, "stride")
     p, d = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
+    if any(v == 0 for v in s):
+        raise RuntimeError(f"{name}: stride should not be zero, got stride={list(s)}")
+    if any(v < 0 for v in s):
+        raise RuntimeError(f"{name}: stride must be greater than zero, got stride={list(s)}")
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"{name}: kernel size should be greater than zero, got kernel_size={list(k)}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"{name}: dilation should be greater than zero, got dilation={list(d)}")
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"{name}: pad must be non-negative, but got pad: {list(p)}")
     for kk, pp in zip(k, p):
         if pp * 2 > kk:
             raise RuntimeError(f"{name}: pad should be at most half of effective kernel size, but got pad={pp}, "
                                f"kernel_size={kk}")
+    if input is not None:
+        shp = tuple(input.shape)
+        if len(shp) not in (nd + 1, nd + 2) or any(v == 0 for v in shp[-nd - 1:]):
+            raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim "
+                               f"batch size for input, but got: {list(shp)}")
+        out = [_pool_out(size, kk, ss, pp, dd, ceil_mode) for size, kk, ss, pp, dd in zip(shp[-nd:], k, s, p, d)]
+        if any(o < 1 for o in out):
+            fmt = "x".join
+            raise RuntimeError(f"{name}: Given input size: ({fmt(map(str, shp[-nd - 1:]))}). Calculated output size: "
+                               f"({fmt(map(str, (shp[-nd - 1], *out)))}). Output size is too small (the kernel "
+                               f"{list(k)} with padding {list(p)} does not fit the input)")
     return k, s, p, d
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Mirrors ``torch.max_pool2d``: input ``(N, C, H, W)`` or ``(C, H, W)``; padding is -inf.
     grad_fn ``MaxPool2DWithIndicesBackward0``."""
-    k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d")
+    k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d", input, ceil_mode)
     return apply_op(OPS["max_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
                                                   ("ceil_mode", bool(ceil_mode))))
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Mirrors ``torch._C._nn.max_pool2d_with_indices``: (values, int64 flat indices into H*W)."""
-    k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d")
+    k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d", input, ceil_mode)
     return apply_op(OPS["max_pool2d_with_indices"], (input,),
                     (("kernel", k), ("stride", s), ("padding", p), ("dilation", d), ("ceil_mode", bool(ceil_mode))))
 
@@ -140,14 +197,14 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Mirrors ``torch.max_pool1d``: input ``(N, C, L)`` or ``(C, L)``; as torch, a 2-D pool over
     ``input.unsqueeze(-2)`` then ``squeeze(-2)`` (grad_fn ``SqueezeBackward1``)."""
-    k, s, p, d = _pool_args(1, kernel_size, stride, padding, dilation, "max_pool1d")
+    k, s, p, d = _pool_args(1, kernel_size, stride, padding, dilation, "max_pool1d", input, ceil_mode)
     return max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode).squeeze(-2)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mirrors ``torch._C._nn.avg_pool2d``. grad_fn ``AvgPool2DBackward0``."""
-    k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d")
+    k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d", input, ceil_mode)
     return apply_op(OPS["avg_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),
@@ -156,7 +213,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """Mirrors ``torch.avg_pool1d`` (2-D pool over ``input.unsqueeze(-2)``, as torch)."""
-    k, s, p, _ = _pool_args(1, kernel_size, stride, padding, 1, "avg_pool1d")
+    k, s, p, _ = _pool_args(1, kernel_size, stride, padding, 1, "avg_pool1d", input, ceil_mode)
     return avg_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, ceil_mode, count_include_pad).squeeze(-2)
 
 
@@ -165,7 +222,11 @@ def _out_size(input, output_size, nd):
     o = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
     if len(o) == 1 and nd > 1:
         o = tuple(o) * nd
-    return tuple(int(s if v is None else v) for s, v in zip(sp, o))
+    out = tuple(int(s if v is None else v) for s, v in zip(sp, o))
+    if any(v < 0 for v in out):
+        raise RuntimeError(f"adaptive pool: elements of output_size must be greater than or equal to 0 but "
+                           f"received {list(out)}")
+    return out
 
 
 def adaptive_avg_pool2d(input, output_size):
@@ -204,6 +265,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     ``running_mean``/``running_var`` in place (unbiased variance, ``momentum``; a cumulative
     average is the caller's job). RuntimeError (torch: ValueError) on a batch of one value per
     channel in training."""
+    _check_norm_dtype(input, weight, "batch_norm", "batch_norm")
     if training:
         n = input.numel() // input.shape[1]
         if n <= 1:
@@ -225,6 +287,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
     grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs."""
+    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm")
     ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
@@ -235,6 +298,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``.
     grad_fn ``NativeGroupNormBackward0``."""
+    _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm")
     if input.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {list(input.shape)} and num_groups={num_groups}")
@@ -243,13 +307,51 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 
 # ---- misc -----------------------------------------------------------------------------------
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
-    """Mirrors ``torch.embedding``: rows of ``weight`` picked by int64 ``indices``; the
-    ``padding_idx`` row (``-1``/None: none) gets no gradient. grad_fn ``EmbeddingBackward0``."""
+    """Mirrors ``torch.embedding``: rows of ``weight`` ``(num_embeddings, dim)`` picked by integer
+    ``indices``; the ``padding_idx`` row (``-1``/None: none) gets no gradient. grad_fn
+    ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
+    for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks])."""
     if indices.dtype.is_floating_point:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {indices.dtype} instead (call .long())")
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding: 'weight' must be 2-D, got a weight of shape {list(weight.shape)}")
+    mm = _host_minmax(indices)   # NOTE [eager value checks]
+    n = weight.shape[0]
+    if mm is not None and (mm[0] < 0 or mm[1] >= n):
+        bad = mm[0] if mm[0] < 0 else mm[1]
+        raise IndexError(f"embedding: index out of range in self (index {bad} with num_embeddings={n}; "
+                         f"ids must lie in [0, {n}))")
     pidx = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
     return apply_op(OPS["nn_embedding"], (weight, indices), (("padding_idx", pidx),))
+
+
+def one_hot(tensor, num_classes=-1):
+    """Mirrors ``torch._C._nn.one_hot``: int64 ``(*, num_classes)``; ``num_classes=-1`` infers
+    ``max + 1`` (a host read, a graph break inside ``tracegrad.compile``). RuntimeError, as torch,
+    for non-int64 input, negative classes, classes >= num_classes, or inferring from an empty
+    tensor (values checked in eager only: NOTE [eager value checks])."""
+    from ._factories import arange
+    if tensor.dtype.name != "int64":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    mm = _host_minmax(tensor)
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("one_hot: Can not infer total number of classes from empty tensor; pass num_classes")
+        if mm is None:   # traced values: reading max is the data-dependent shape torch has too
+            mm = (int(tensor.min().item()), int(tensor.max().item()))
+        if mm[0] < 0:
+            raise RuntimeError("one_hot: Class values must be non-negative.")
+        num_classes = mm[1] + 1
+    elif mm is not None:
+        if mm[0] < 0:
+            raise RuntimeError(f"one_hot: Class values must be non-negative (got {mm[0]}).")
+        if mm[1] >= num_classes:
+            raise RuntimeError(f"one_hot: Class values must be smaller than num_classes (got {mm[1]} with "
+                               f"num_classes={num_classes}).")
+    if num_classes < 0:
+        raise RuntimeError(f"one_hot: Class values must be smaller than num_classes (num_classes={num_classes}).")
+    return (tensor.unsqueeze(-1) == arange(num_classes)).long()
 
 
 def dropout(input, p, train):

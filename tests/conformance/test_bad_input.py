@@ -308,6 +308,52 @@ NN = {
     "module_bad_attr": lambda T: T.nn.Linear(2, 2).nonexistent,
     "load_state_dict_missing": lambda T: T.nn.Linear(2, 2).load_state_dict({}),
     "load_state_dict_shape": lambda T: T.nn.Linear(2, 2).load_state_dict({"weight": T.ones(3, 3), "bias": T.ones(2)}),
+    # more layer argument checks (shapes and, in eager, index values), valid edges beside them
+    "maxpool_big_3d": lambda T: T.nn.functional.max_pool2d(T.ones(1, 2, 2), 3),
+    "maxpool_pad_fits_ok": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 2, 2), 3, padding=1),
+    "maxpool_ceil_ok": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 3, 3), 2, stride=2, ceil_mode=True),
+    "maxpool1d_big": lambda T: T.nn.functional.max_pool1d(T.ones(1, 1, 2), 3),
+    "avgpool1d_big": lambda T: T.nn.functional.avg_pool1d(T.ones(1, 1, 2), 3),
+    "maxpool_stride0": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 2, 2), 2, stride=0),
+    "maxpool_indices_stride0": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 4, 4), 2, stride=0,
+                                                                     return_indices=True),
+    "maxpool_2d_input": lambda T: T.nn.functional.max_pool2d(T.ones(2, 2), 1),
+    "maxpool_5d_input": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 1, 2, 2), 1),
+    "avgpool_5d_input": lambda T: T.nn.functional.avg_pool2d(T.ones(1, 1, 1, 2, 2), 1),
+    "maxpool_empty_channel": lambda T: T.nn.functional.max_pool2d(T.ones(1, 0, 2, 2), 1),
+    "maxpool_empty_batch_ok": lambda T: T.nn.functional.max_pool2d(T.ones(0, 1, 2, 2), 1),
+    "maxpool_dilation0": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 4, 4), 2, dilation=0),
+    "maxpool_pad_neg": lambda T: T.nn.functional.max_pool2d(T.ones(1, 1, 4, 4), 2, padding=-1),
+    "avgpool_pad_half": lambda T: T.nn.functional.avg_pool2d(T.ones(1, 1, 2, 2), 2, padding=2),
+    "avgpool1d_k0": lambda T: T.nn.functional.avg_pool1d(T.ones(1, 1, 4), 0),
+    "maxpool_module_big": lambda T: T.nn.MaxPool2d(3)(T.ones(1, 1, 2, 2)),
+    "avgpool_module_big": lambda T: T.nn.AvgPool2d(3)(T.ones(1, 1, 2, 2)),
+    "adaptive_avg_neg": lambda T: T.nn.functional.adaptive_avg_pool2d(T.ones(1, 1, 2, 2), -1),
+    "adaptive_avg_zero_ok": lambda T: T.nn.functional.adaptive_avg_pool2d(T.ones(1, 1, 2, 2), 0),
+    "embedding_module_oob": lambda T: T.nn.Embedding(3, 2)(T.tensor([3])),
+    "embedding_2d_ids_ok": lambda T: T.nn.functional.embedding(T.tensor([[0, 2]]), T.ones(3, 2)),
+    "embedding_int32_ok": lambda T: T.nn.functional.embedding(T.tensor([0], dtype=T.int32), T.ones(3, 2)),
+    "embedding_1d_weight": lambda T: T.nn.functional.embedding(T.tensor([0]), T.ones(3)),
+    "embedding_padding_idx": lambda T: T.nn.functional.embedding(T.tensor([0]), T.ones(3, 2), padding_idx=5),
+    "layernorm_int32": lambda T: T.nn.functional.layer_norm(T.ones(2, 3, dtype=T.int32), (3,)),
+    "layernorm_module_long": lambda T: T.nn.LayerNorm(3)(T.ones(2, 3, dtype=T.int64)),
+    "groupnorm_long": lambda T: T.nn.functional.group_norm(T.ones(2, 4, dtype=T.int64), 2),
+    "batchnorm_long": lambda T: T.nn.functional.batch_norm(T.ones(2, 3, dtype=T.int64), None, None, training=True),
+    "linear_fn_0d": lambda T: T.nn.functional.linear(T.tensor(1.0), T.ones(2, 3)),
+    "linear_0d_weight": lambda T: T.nn.functional.linear(T.ones(3), T.tensor(1.0)),
+    "linear_1d_ok": lambda T: T.nn.functional.linear(T.ones(3), T.ones(2, 3)),
+    "linear_1d_weight_ok": lambda T: T.nn.functional.linear(T.ones(3), T.ones(3)),
+    "linear_long_ok": lambda T: T.nn.functional.linear(T.ones(2, 3, dtype=T.int64), T.ones(2, 3, dtype=T.int64)),
+    "one_hot_infer_neg": lambda T: T.nn.functional.one_hot(T.tensor([-1])),
+    "one_hot_infer_empty": lambda T: T.nn.functional.one_hot(T.tensor([], dtype=T.int64)),
+    "one_hot_empty_ok": lambda T: T.nn.functional.one_hot(T.tensor([], dtype=T.int64), 3),
+    "one_hot_zero_classes": lambda T: T.nn.functional.one_hot(T.tensor([1]), 0),
+    "one_hot_neg_classes": lambda T: T.nn.functional.one_hot(T.tensor([1]), -2),
+    "one_hot_int32": lambda T: T.nn.functional.one_hot(T.tensor([1], dtype=T.int32), 3),
+    "one_hot_ok": lambda T: T.nn.functional.one_hot(T.tensor([0, 2]), 3),
+    "parameter_bool": lambda T: T.nn.Parameter(T.ones(2, dtype=T.bool)),
+    "parameter_int_no_grad_ok": lambda T: T.nn.Parameter(T.ones(2, dtype=T.int64), requires_grad=False),
+    "parameter_complex_ok": lambda T: T.nn.Parameter(T.ones(2, dtype=T.complex64)),
 }
 for k, f in NN.items():
     case(k, f)
@@ -437,13 +483,10 @@ for k, f in FACTORY.items():
 
 # tracegrad's deliberate differences (README "Differences from torch") and gaps not fixed yet;
 # each must fail (strict xfail), so fixing one is noticed.
-_LAYERS = "nn layer argument checks are outside this change (nn/modules, nn/functional layers)"
 KNOWN = {
     # deliberate: tracegrad checks the index where torch's CPU kernel reads out of bounds
     "take_along_dim_oob": "deliberate: tracegrad raises RuntimeError for an out-of-range index; torch's CPU "
                           "take_along_dim does not check (README known differences)",
-    **{k: _LAYERS for k in ("avgpool_big", "maxpool_big", "embedding_neg", "embedding_oob", "layernorm_long",
-                            "linear_0d", "one_hot_neg", "one_hot_oob", "parameter_int")},
 }
 
 

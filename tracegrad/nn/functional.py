@@ -42,8 +42,11 @@ def linear(input, weight, bias=None):
     Returns: ``(*, out_features)``. Autograd: ``AddmmBackward0`` (2-D input with bias),
     ``MmBackward0`` (2-D, no bias), ``ViewBackward0`` (other ranks with bias, addmm on the
     flattened input), ``UnsafeViewBackward0``/``SqueezeBackward4`` without bias.
-    Raises: RuntimeError if in_features differ.
+    Raises: RuntimeError if in_features differ or an operand is 0-d.
     """
+    if input.ndim == 0 or weight.ndim == 0:
+        raise RuntimeError(f"linear: both arguments to linear need to be at least 1D, but they are {input.ndim}D "
+                           f"and {weight.ndim}D")
     input, weight, bias = _autocast.cast("lower", "linear", input, weight, bias)
     if bias is None:
         return input.matmul(weight.t())
@@ -182,12 +185,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 
 def one_hot(tensor, num_classes=-1):
     """Mirrors ``torch.nn.functional.one_hot``: int64 ``(*, num_classes)``; ``-1`` infers max+1.
-    RuntimeError for non-int64 input or negative classes."""
-    if tensor.dtype is not tracegrad.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if num_classes == -1:
-        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
-    return (tensor.unsqueeze(-1) == tracegrad.arange(num_classes)).long()
+    RuntimeError for non-int64 input, negative classes or classes >= ``num_classes`` (values
+    checked in eager only; compiled code gives an all-zero row for such a class)."""
+    return _F.one_hot(tensor, num_classes)
 
 
 def pad(input, pad, mode="constant", value=None):

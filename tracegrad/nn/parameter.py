@@ -9,14 +9,18 @@ class Parameter(Tensor):
     """Mirrors ``torch.nn.Parameter``: a Tensor that a Module registers as a parameter when it is
     assigned as an attribute. ``Parameter(data)`` shares ``data``'s storage and version counter
     (as ``torch.Tensor._make_subclass``); ``requires_grad`` defaults to True. ``data=None`` gives
-    an empty float tensor. Results of ops on a Parameter are plain Tensors.
-    Raises RuntimeError when given a non-leaf needing grad is fine (the data is detached)."""
+    an empty float tensor. Results of ops on a Parameter are plain Tensors. ``data`` may be a
+    non-leaf (it is detached). Raises TypeError when ``data`` is not a Tensor and RuntimeError,
+    as torch, for ``requires_grad=True`` on an integer or bool tensor."""
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = tracegrad.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        if requires_grad and not (data.dtype.is_floating_point or data.dtype.is_complex):
+            raise RuntimeError(f"Parameter(): Only Tensors of floating point and complex dtype can require gradients "
+                               f"(got {data.dtype}); pass requires_grad=False or convert with .float()")
         self = Tensor.__new__(cls)
         src = data.detach()
         self._st, self._chain, self._vc = src._st, src._chain, src._vc
