@@ -29,6 +29,7 @@ import warnings
 import weakref
 
 from . import _autocast, _state
+from ._lowering import hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
 from ._tensor import Tensor
@@ -225,25 +226,18 @@ def stats():
 
 def traced_optimizer_step(step, opt, hooks, args, kwargs):
     """How ``Optimizer.step`` runs while a compiled function is traced: each group's numeric
-    ``lr`` is swapped for the traced 0-d tensor the program receives (an lr scheduler changing
-    it between calls needs no new program), and the step hooks are reported (their Python side
-    effects must happen on every call)."""
+    ``lr``, ``momentum`` and ``betas`` are swapped for the traced values the program receives
+    (a scheduler changing them between calls needs no new program), and the step hooks are
+    reported (their Python side effects must happen on every call)."""
     cap = _state.CAPTURE[0]
     cap.see_optimizer(opt)
     for h in hooks:
         _state.note_hook("optimizer step", h)
-    lrs = cap.lr_inputs.get(opt)
-    if not lrs:
+    values = cap.hyper_inputs.get(opt)
+    if not values:
         return step(*args, **kwargs)
-    saved = [g["lr"] for g in opt.param_groups]
-    try:
-        for g, lr in zip(opt.param_groups, lrs):
-            if lr is not None:
-                g["lr"] = lr
+    with _hyper.swapped(opt, values):
         return step(*args, **kwargs)
-    finally:
-        for g, lr in zip(opt.param_groups, saved):
-            g["lr"] = lr
 
 
 def traced_optimizer_zero_grad(opt):

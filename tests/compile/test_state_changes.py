@@ -84,17 +84,17 @@ def test_data_rebound_between_calls():
 SCHEDULERS = {
     "StepLR": lambda mod, o: mod.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5),
     "CosineAnnealingLR": lambda mod, o: mod.optim.lr_scheduler.CosineAnnealingLR(o, T_max=7),
+    # cycle momentum (SGD) and betas[0] (AdamW): lifted hyper-parameters, no retrace either
     "OneCycleLR": lambda mod, o: mod.optim.lr_scheduler.OneCycleLR(o, max_lr=0.1, total_steps=20),
+    "CyclicLR": lambda mod, o: mod.optim.lr_scheduler.CyclicLR(o, 0.01, 0.1, step_size_up=3),
 }
 
 
-@pytest.mark.parametrize("sched", [
-    "StepLR", "CosineAnnealingLR",
-    pytest.param("OneCycleLR", marks=pytest.mark.xfail(
-        strict=True, reason="OneCycleLR cycles momentum: a guarded hyper-parameter, so every call traces again"))])
-def test_lr_scheduler_no_retrace(sched):
-    make = program("AdamW" if sched != "OneCycleLR" else "SGD",
-                   dict(lr=0.05) if sched != "OneCycleLR" else dict(lr=0.05, momentum=0.9),
+@pytest.mark.parametrize("sched,opt", [("StepLR", "AdamW"), ("CosineAnnealingLR", "AdamW"),
+                                       ("OneCycleLR", "SGD"), ("OneCycleLR", "AdamW"),
+                                       ("CyclicLR", "SGD"), ("CyclicLR", "AdamW")])
+def test_lr_scheduler_no_retrace(sched, opt):
+    make = program(opt, dict(lr=0.05) if opt == "AdamW" else dict(lr=0.05, momentum=0.9),
                    sched=SCHEDULERS[sched])
     counts = []
 
@@ -120,12 +120,26 @@ def test_lr_changed_by_hand_no_retrace():
     assert run.step.stats["traces"] <= 2
 
 
-@pytest.mark.parametrize("key,value", [("momentum", 0.5), ("weight_decay", 0.1)])
+@pytest.mark.parametrize("key,value", [("momentum", 0.5), ("weight_decay", 0.1), ("dampening", 0.3),
+                                       ("betas", (0.5, 0.9)), ("betas", (0.0, 0.9))])
 def test_other_hyper_parameter_changed(key, value):
     def between(state, i):
         if i == 1:
             state["opt"].param_groups[0][key] = value
-    check_compiled(program(), calls=4, between=between)
+    opt = "Adam" if key == "betas" else "SGD"
+    check_compiled(program(opt, dict(lr=0.05) if opt == "Adam" else dict(lr=0.05, momentum=0.9)),
+                   calls=4, between=between)
+
+
+@pytest.mark.parametrize("values", [(0.9, 0.0, 0.9), (0.0, 0.5, 0.7)])
+def test_momentum_crossing_zero_retraces(values):
+    # momentum is a traced input, but whether it is zero decides whether a momentum buffer
+    # exists at all (torch's `if momentum != 0`): crossing zero must retrace, never reuse the
+    # other branch's program
+    def between(state, i):
+        state["opt"].param_groups[0]["momentum"] = values[min(i, len(values) - 1)]
+    run = check_compiled(program("SGD", dict(lr=0.05, momentum=values[0])), calls=5, between=between)
+    assert not run.step.stats["graph_breaks"]
 
 
 def test_train_eval_switch_dropout_batchnorm():

@@ -53,14 +53,14 @@ def user_frame(stack=None) -> str | None:
 
 class Capture:
     """Bookkeeping for one trace. ``lifted``: ids of storages whose arrays are tracers now;
-    ``generators``: generators whose keys are traced; ``lr_inputs``: optimizer -> list of
-    per-group traced lr Tensors (None: lr stays a Python number for this trace)."""
+    ``generators``: generators whose keys are traced; ``hyper_inputs``: optimizer ->
+    {group index: {key: traced value}} (``hyper.bind``): what its step sees instead of numbers."""
 
-    def __init__(self, lifted_ids, generators, lr_inputs, vjp=False):
+    def __init__(self, lifted_ids, generators, hyper_inputs, vjp=False):
         self.vjp = vjp      # JAX differentiates the trace: the engine's backward never runs in it
         self.lifted = lifted_ids
         self.generators = generators
-        self.lr_inputs = lr_inputs
+        self.hyper_inputs = hyper_inputs
         self.created = weakref.WeakSet()       # storages made during this trace
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array)

@@ -13,8 +13,8 @@ State slots (what the program reads and writes), in input order:
   call (so ``zero_grad`` or a new grad tensor between calls is seen), and after the call each
   owner's ``.grad`` is set to what the traced call left there (None or a tensor);
 - ``generators``: PRNG keys (the draws advance the generator exactly as eagerly);
-- ``lrs``: each optimizer group's numeric ``lr``, passed as a traced float so a scheduler
-  changing it between calls needs no new program.
+- ``hypers``: each optimizer group's numeric ``lr``, ``momentum`` and ``betas``, passed as
+  traced floats so a scheduler changing them between calls needs no new program (``hyper``).
 Storages made during the trace that are still referenced afterwards (new ``.grad`` tensors,
 an activation stashed in a dict) are outputs too; the program writes them on every call.
 
@@ -35,6 +35,7 @@ from .. import _state
 from .._tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
+from . import hyper
 from .capture import Capture, GraphBreak
 from .program import Program
 from .pystate import changed, effects_signature, python_refs, restore, scalar_signature, snapshot
@@ -42,7 +43,6 @@ from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
 _Tracer = jax.core.Tracer
-_PY_CONST = (int, float, bool, str, complex, type(None), bytes)
 
 
 class Retrace(Exception):
@@ -85,10 +85,6 @@ class Plan:
 
 def _flatten(tree):
     return jax.tree_util.tree_flatten(tree, is_leaf=lambda x: isinstance(x, Tensor))
-
-
-def numeric_lr(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 class Region:
@@ -137,17 +133,16 @@ class Region:
             # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict)
             if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
                 return False
-        return hyper_signature(self.optimizers) == self.hyper
+        return hyper.signature(self.optimizers) == self.hyper
 
     # ---- one call -----------------------------------------------------------------------
     def read_inputs(self, arg_leaves):
         """The program's flat inputs: storages, .grad arrays, PRNG keys (donated), then the
-        lrs and the data arguments."""
+        optimizer hyper-parameters and the data arguments."""
         flat = [st.array for st in self.storages]
         flat += [o._grad._st.array for o, none in zip(self.owner_list, self.grad_none) if not none]
         flat += [g._current_key() for g in self.generators]
-        flat += [_lr_array(g["lr"]) for o in self.optimizers for g in o.param_groups
-                 if numeric_lr(g["lr"])]
+        flat += hyper.read(self.hyper_slots)
         flat += [a._value for a, kind in zip(arg_leaves, self.arg_kinds) if kind == "data"]
         return flat
 
@@ -190,7 +185,6 @@ class Region:
         return self.out_recipe.build(res, arg_leaves, vjp)
 
 
-_LRS: dict = {}
 _HELD: dict = {}     # id(storage) -> how many live regions hold it (the orphan guard's baseline)
 
 
@@ -201,32 +195,6 @@ def _release(ids):
             _HELD[i] = n
         else:
             _HELD.pop(i, None)
-
-
-def _lr_array(v):
-    """A numeric lr as the program's float64 input, cached per value (making a device array
-    from a Python float costs ~100 us; a scheduler revisits few values per call)."""
-    a = _LRS.get(v)
-    if a is None:
-        if len(_LRS) > 1024:
-            _LRS.clear()
-        a = _LRS[v] = jnp.asarray(v, jnp.float64)
-    return a
-
-
-def hyper_signature(optimizers):
-    """Every optimizer option except ``params``/numeric ``lr`` (those are traced), plus how
-    many parameters have state: a change means the traced Python took other branches."""
-    sig = []
-    for o in optimizers:
-        sig.append(len(o.state))
-        for g in o.param_groups:
-            for k, v in g.items():
-                if k == "params" or (k == "lr" and numeric_lr(v)):
-                    continue
-                sig.append((k, v if isinstance(v, _PY_CONST) or isinstance(v, tuple) else id(v)))
-            sig.append(len(g["params"]))
-    return tuple(sig)
 
 
 class OutRecipe:
@@ -289,16 +257,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     owners = list(plan.owners.values())
     owner_grads = {id(o._grad._st): o for o in owners if o._grad is not None}
     owner_ids = {id(o) for o in owners}
-    lr_slots = [(o, i) for o in plan.optimizers for i, g in enumerate(o.param_groups) if numeric_lr(g["lr"])]
+    hyper_slots = hyper.slots(plan.optimizers)
     diff_storages = [i for i, (st, r) in enumerate(live) if plan.vjp and r() is not None and r()._rg]
     diff_args = [i for i, (a, k) in enumerate(zip(leaves, kinds)) if plan.vjp and k == "data" and a._rg]
     info = {}
 
-    def body(state, grads, keys, lrs, data):
-        cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators, {}, plan.vjp)
-        lr_it = iter(lrs)
-        for o, i in lr_slots:
-            cap.lr_inputs.setdefault(o, [None] * len(o.param_groups))[i] = Tensor._make(next(lr_it))
+    def body(state, grads, keys, hypers, data):
+        cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
+                      hyper.bind(hyper_slots, hypers), plan.vjp)
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         try:
@@ -332,7 +298,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
             state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
             keys_end = [g._key for g in plan.generators]
-            cap.lr_inputs.clear()
+            cap.hyper_inputs.clear()
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
@@ -365,9 +331,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 if k not in owner_ids:
                     t._grad = g
 
-    def program(state, grads, keys, lrs, data):
+    def program(state, grads, keys, hypers, data):
         if not plan.vjp:
-            res, st, gr, ks, es = body(state, grads, keys, lrs, data)
+            res, st, gr, ks, es = body(state, grads, keys, hypers, data)
             return res, st, gr, ks, es, None
 
         def f(diff_state, diff_data):
@@ -376,7 +342,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 s2[i] = v
             for i, v in zip(diff_data_pos, diff_data):
                 d2[i] = v
-            res, st, gr, ks, es = body(s2, grads, keys, lrs, d2)
+            res, st, gr, ks, es = body(s2, grads, keys, hypers, d2)
             diff = [res[i] for i in info["diff_out"]]
             return diff, (res, st, gr, ks, es)
         diff_out, pullback, (res, st, gr, ks, es) = jax.vjp(
@@ -385,7 +351,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
-    hyper0 = hyper_signature(plan.optimizers)
+    hyper0 = hyper.signature(plan.optimizers)
     refs = python_refs(fn)
     effects0 = effects_signature(refs)
     py_snap = snapshot(refs)
@@ -394,9 +360,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         state0 = [st.array for st in storages]
         grads0 = [o._grad._st.array for o in owners if o._grad is not None]
         keys0 = [g._current_key() for g in plan.generators]
-        lrs0 = [_lr_array(o.param_groups[i]["lr"]) for o, i in lr_slots]
+        hypers0 = hyper.read(hyper_slots)
         data0 = [leaves[i]._value for i in data_pos]
-        jitted = Program.trace(program, (state0, grads0, keys0, lrs0, data0), jit_options)
+        jitted = Program.trace(program, (state0, grads0, keys0, hypers0, data0), jit_options)
         # donate what the program overwrites: written storages, .grads that stay the owner's
         # grad (the same tensor is the input next call), PRNG keys
         ns, ng = len(state0), len(grads0)
@@ -405,7 +371,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
                               + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
                               + list(range(ns + ng, ns + ng + len(keys0))))
-        del state0, grads0, keys0, lrs0, data0
+        del state0, grads0, keys0, hypers0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
     except jax.errors.NonConcreteBooleanIndexError:
@@ -417,6 +383,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
+    region.hyper_slots = hyper_slots
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)

@@ -38,6 +38,15 @@ def _add_scaled_(param, t, lr):
     return param.add_(t, alpha=-lr)
 
 
+def _add_alpha(t, other, alpha):
+    """``t.add(other, alpha=alpha)``; a 0-d Tensor ``alpha`` (a hyper-parameter lifted for
+    compilation) multiplies as a tensor, rounding like the scalar (cast to t's dtype, one
+    multiply, one add)."""
+    if isinstance(alpha, Tensor):
+        return t.add(other * alpha)
+    return t.add(other, alpha=alpha)
+
+
 def _weight_decay(param, grad, lr, weight_decay, decoupled=False):
     """Weight decay, one rule for every optimizer: L2 returns ``grad + weight_decay * param``;
     ``decoupled`` (AdamW, NAdam/RAdam option) instead shrinks ``param`` in place by
@@ -68,7 +77,7 @@ def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov,
             buf = grad.detach().clone()
         else:
             buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-        grad = grad.add(buf, alpha=momentum) if nesterov else buf
+        grad = _add_alpha(grad, buf, momentum) if nesterov else buf
     _add_scaled_(param, grad, lr)
     return buf
 

@@ -1,0 +1,138 @@
+"""Optimizer hyper-parameters that schedulers change, as traced program inputs.
+
+An lr scheduler steps between compiled calls; ``OneCycleLR``/``CyclicLR`` also cycle
+``momentum`` (SGD, RMSprop) or ``betas[0]`` (the Adam family). Baking those numbers into the
+program would retrace on every call, so each group's numeric ``lr``, ``momentum`` and
+``betas`` enter the program as float64 0-d inputs (a Python float is float64; the update
+rules cast to the parameter's dtype exactly where torch casts the Python scalar).
+
+The update rules also *branch* on these numbers (``if momentum != 0``: whether a momentum
+buffer exists at all). While tracing, a lifted value is a ``Hyper`` tensor whose comparisons
+with zero answer in Python from the value the trace saw, and the region's guard keeps each
+lifted value's sign (``signature``): a call whose momentum crosses zero retraces instead of
+taking the other branch silently. Comparisons with any other number stay tensor comparisons,
+so a branch on them is a graph break, never a frozen answer.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import jax.numpy as jnp
+
+from .._tensor import Tensor
+
+LIFTED = ("lr", "momentum", "betas")
+_PY_CONST = (int, float, bool, str, complex, type(None), bytes)
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def lifted(group, key):
+    """The numbers of ``group[key]`` that are traced inputs: a numeric lr/momentum, or both
+    betas when each is a number; ``()`` when the value stays a Python constant."""
+    v = group.get(key)
+    if _number(v):
+        return (v,)
+    if key == "betas" and isinstance(v, tuple) and len(v) == 2 and all(map(_number, v)):
+        return v
+    return ()
+
+
+def _sign(v):
+    return (v > 0) - (v < 0)
+
+
+def signature(optimizers):
+    """What the traced Python decided on: every option except ``params`` by value (lifted
+    numbers by sign only), plus how many parameters have state."""
+    sig = []
+    for o in optimizers:
+        sig.append(len(o.state))
+        for g in o.param_groups:
+            for k, v in g.items():
+                if k == "params":
+                    continue
+                nums = lifted(g, k) if k in LIFTED else ()
+                if nums:
+                    sig.append((k, "traced", tuple(map(_sign, nums))))
+                else:
+                    sig.append((k, v if isinstance(v, (_PY_CONST, tuple)) else id(v)))
+            sig.append(len(g["params"]))
+    return tuple(sig)
+
+
+def slots(optimizers):
+    """``(optimizer, group index, key)`` of each lifted value, in program-input order."""
+    return [(o, i, k) for o in optimizers for i, g in enumerate(o.param_groups) for k in LIFTED
+            if lifted(g, k)]
+
+
+_ARRAYS: dict = {}
+
+
+def _array(v):
+    """A number as a float64 device array, cached per value (making one from a Python float
+    costs ~100 us; a scheduler revisits few values)."""
+    a = _ARRAYS.get(v)
+    if a is None:
+        if len(_ARRAYS) > 1024:
+            _ARRAYS.clear()
+        a = _ARRAYS[v] = jnp.asarray(v, jnp.float64)
+    return a
+
+
+def read(slot_list):
+    """The current values of ``slot_list`` as flat program inputs."""
+    return [_array(x) for o, i, k in slot_list for x in lifted(o.param_groups[i], k)]
+
+
+class Hyper(Tensor):
+    """A lifted hyper-parameter inside a trace: a float64 0-d tensor whose comparisons with
+    zero answer from the traced value's sign (guarded by ``signature``)."""
+
+    __hash__ = Tensor.__hash__
+
+    def _cmp(self, other, op, fallback):
+        if _number(other) and other == 0:
+            return op(self._known, 0)
+        return fallback(self, other)
+
+    def __eq__(self, o): return self._cmp(o, lambda a, b: a == b, Tensor.__eq__)
+    def __ne__(self, o): return self._cmp(o, lambda a, b: a != b, Tensor.__ne__)
+    def __gt__(self, o): return self._cmp(o, lambda a, b: a > b, Tensor.__gt__)
+    def __ge__(self, o): return self._cmp(o, lambda a, b: a >= b, Tensor.__ge__)
+    def __lt__(self, o): return self._cmp(o, lambda a, b: a < b, Tensor.__lt__)
+    def __le__(self, o): return self._cmp(o, lambda a, b: a <= b, Tensor.__le__)
+
+
+def make(array, known):
+    h = Hyper._make(array)
+    h._known = known
+    return h
+
+
+def bind(slot_list, arrays):
+    """``{optimizer: {group index: {key: traced value}}}`` for ``swapped``."""
+    out, it = {}, iter(arrays)
+    for o, i, k in slot_list:
+        nums = lifted(o.param_groups[i], k)
+        vals = tuple(make(next(it), n) for n in nums)
+        out.setdefault(o, {}).setdefault(i, {})[k] = vals if k == "betas" else vals[0]
+    return out
+
+
+@contextmanager
+def swapped(opt, values):
+    """Within the block, ``opt``'s groups hold the traced values instead of the numbers."""
+    saved = [dict(g) for g in opt.param_groups]
+    try:
+        for i, kv in values.items():
+            opt.param_groups[i].update(kv)
+        yield
+    finally:
+        for g, s in zip(opt.param_groups, saved):
+            for k in LIFTED:
+                if k in s:
+                    g[k] = s[k]
