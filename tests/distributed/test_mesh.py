@@ -20,7 +20,10 @@ WRAPPED = [f"{w}/{o}/{c}" for w in ("ddp", "fsdp") for o in ("sgd", "adamw")
 
 @pytest.fixture(scope="module")
 def report():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+    # single-threaded Eigen: 8 simulated devices on 2 cores can otherwise deadlock in an
+    # all-reduce (see benchmarks/data_parallel.py)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8 "
+                                     "--xla_cpu_multi_thread_eigen=false",
                PYTHONPATH=os.pathsep.join([str(HERE.parents[1])] + sys.path))
     proc = subprocess.run([sys.executable, str(HERE / "_mesh_worker.py")], env=env,
                           capture_output=True, text=True, timeout=300)
