@@ -38,6 +38,24 @@ for x, y in zip(X, Y):
 out["losses"] = losses
 out["state"] = {k: v.numpy().tolist() for k, v in model.state_dict().items()}
 
+# a compiled step across processes runs eagerly (a graph break with its reason), same values
+import warnings  # noqa: E402
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+
+    @torch.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((ddp(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    for _ in range(2):
+        step(torch.tensor(X[0][rank * half:(rank + 1) * half]), torch.tensor(Y[0][rank * half:(rank + 1) * half]))
+out["compiled"] = {"breaks": [r for r, _ in step.stats["graph_breaks"]],
+                   "state": {k: v.numpy().tolist() for k, v in model.state_dict().items()}}
+
 # no_sync: two local backward passes accumulate, the next synced one averages the sum
 ddp.zero_grad()
 xs = torch.tensor(X[0][rank * half:(rank + 1) * half])

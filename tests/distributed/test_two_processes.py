@@ -83,6 +83,15 @@ def test_ddp_two_processes_equal_one_process_on_global_batch(ranks):
     assert outs[0]["losses"] != outs[1]["losses"]
 
 
+def test_compiled_step_across_processes_runs_eagerly_with_reason(ranks):
+    outs, _ = ranks
+    for o in outs:
+        assert o["compiled"]["breaks"] and "across processes" in o["compiled"]["breaks"][0]
+    for k in outs[0]["compiled"]["state"]:
+        np.testing.assert_array_equal(outs[0]["compiled"]["state"][k], outs[1]["compiled"]["state"][k])
+        assert not np.array_equal(outs[0]["compiled"]["state"][k], outs[0]["state"][k])
+
+
 def test_no_sync_then_synced_backward(ranks):
     outs, _ = ranks
     local = [np.array(o["no_sync"]["local"]) for o in outs]

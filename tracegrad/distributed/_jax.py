@@ -134,6 +134,13 @@ def initialize(coordinator, world_size, rank, local_device=None, timeout_s=None)
     """``jax.distributed.initialize`` for torch's rendezvous values. RuntimeError when JAX has
     already started its backends (it must be told about the other processes first)."""
     from jax._src import xla_bridge
+    if jax.distributed.is_initialized():      # the user's own jax.distributed.initialize
+        if jax.process_count() != world_size or jax.process_index() != rank:
+            raise RuntimeError(
+                f"torch.distributed.init_process_group: jax.distributed already runs with "
+                f"{jax.process_count()} processes (this one is {jax.process_index()}), not "
+                f"world_size={world_size}, rank={rank}")
+        return
     if xla_bridge.backends_are_initialized():
         raise RuntimeError(
             "torch.distributed.init_process_group: JAX has already started its devices in this "
@@ -147,10 +154,17 @@ def initialize(coordinator, world_size, rank, local_device=None, timeout_s=None)
         kw["initialization_timeout"] = int(timeout_s)
     jax.distributed.initialize(coordinator_address=coordinator, num_processes=world_size,
                                process_id=rank, **kw)
+    _STARTED[0] = True
+
+
+_STARTED = [False]      # init_process_group started jax.distributed (not the user)
 
 
 def shutdown():
-    jax.distributed.shutdown()
+    """``jax.distributed.shutdown`` when ``initialize`` started it."""
+    if _STARTED[0]:
+        _STARTED[0] = False
+        jax.distributed.shutdown()
 
 
 def process_count():

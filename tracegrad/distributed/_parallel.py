@@ -18,7 +18,7 @@ inside ``no_sync()``.
 from __future__ import annotations
 
 from .. import no_grad
-from ..compiler import allow_in_graph
+from ..compiler import GraphBreak, allow_in_graph, is_compiling
 from .._tensor import Tensor
 from . import _jax
 
@@ -118,8 +118,13 @@ class ProcessAveraging:
 
     def _hook(self, owner):
         def average_grad(p):
+            if is_compiling():
+                raise GraphBreak("DistributedDataParallel across processes averages each gradient "
+                                 "with a collective between the processes' own programs, which "
+                                 "one compiled program per process cannot contain")
             if owner.require_backward_grad_sync and p._grad is not None:
                 (avg,) = _jax.process_collective("reduce", [p._grad._value], 1)
                 p._grad._st.array = avg
                 p._grad._st.gen += 1
-        return average_grad
+        # traced only to report the graph break above with its reason
+        return allow_in_graph(average_grad)
