@@ -126,18 +126,19 @@ def init_device_mesh(device_type, mesh_shape, *, mesh_dim_names=None, backend_ov
     not unique or not one per dimension, and when the shape's product is not the number of
     devices (torch: the world size)."""
     if ":" in str(device_type):
-        raise RuntimeError(f"Device type with index is not supported but got {device_type}. "
+        # torch raises with two arguments (its message prints as a tuple); so does this
+        raise RuntimeError(f"Device type with index is not supported but got {device_type}. ",
                            "If you maintained a 'torch.device' object, it's recommended to pass "
                            "in 'device.type'.")
     mesh_shape = tuple(int(s) for s in mesh_shape)
     if mesh_dim_names is not None:
         mesh_dim_names = tuple(mesh_dim_names)
         if len(set(mesh_dim_names)) != len(mesh_dim_names):
-            raise RuntimeError("Each mesh_dim_name must be unique.",
-                               f"Found repeated mesh_dim_name in mesh_dim_names {mesh_dim_names}")
+            raise RuntimeError("Each mesh_dim_name must be unique. Found repeated mesh_dim_name "
+                               f"in mesh_dim_names {mesh_dim_names}")
         if len(mesh_shape) != len(mesh_dim_names):
-            raise RuntimeError("mesh_shape and mesh_dim_names should have same length!",
-                               f"Found len(mesh_dim_names): {len(mesh_dim_names)} and "
+            raise RuntimeError("mesh_shape and mesh_dim_names should have same length! Found "
+                               f"len(mesh_dim_names): {len(mesh_dim_names)} and "
                                f"len(mesh_shape):{len(mesh_shape)}.")
     names = mesh_dim_names or tuple(f"dim{i}" for i in range(len(mesh_shape)))
     return DeviceMesh(str(device_type), mesh_dim_names=mesh_dim_names,

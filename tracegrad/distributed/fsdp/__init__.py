@@ -114,11 +114,11 @@ class FullyShardedDataParallel(Module):
         self.device_mesh = device_mesh
         self.require_backward_grad_sync = True
         self._placement = self._averaging = None
+        axes = _shard_axes(device_mesh, self.sharding_strategy) if device_mesh is not None else ()
         if _dist._jax_process_count() > 1:
             self._averaging = _parallel.ProcessAveraging(self, module, sync_module_states)
         elif device_mesh is not None and device_mesh.size() > 1:
-            self._placement = _parallel.MeshPlacement(device_mesh,
-                                                      _shard_axes(device_mesh, self.sharding_strategy))
+            self._placement = _parallel.MeshPlacement(device_mesh, axes)
             self._placement.place_module(module)
 
     @property
