@@ -27,6 +27,8 @@ _spec.loader.exec_module(run_notebooks)
 
 # Agg: figures are drawn but not sent to the (headless) test client
 KERNEL_ENV = {"MPLBACKEND": "Agg"}
+# each has a test below that checks what it prints
+TESTED = ["autograd_tour.ipynb", "training_digits.ipynb", "checkpointing.ipynb", "jax_and_func.ipynb"]
 
 
 def _run(name):
@@ -127,6 +129,3 @@ def test_jax_and_func():
     assert _number(text, "max |jax.grad - tracegrad backward|:") < 1e-5
     assert _number(text, "ensemble, max |vmap over stacked models - loop|:") < 1e-5
     assert "AccumulateGrad" in text
-
-
-TESTED = ["autograd_tour.ipynb", "training_digits.ipynb", "checkpointing.ipynb", "jax_and_func.ipynb"]
