@@ -135,3 +135,9 @@ def test_compiled_vmap_different_equals_eager():
     tracegrad.manual_seed(0)
     for e in eager:
         assert tracegrad.equal(compiled(x), e)
+
+
+def test_different_with_an_empty_batch():
+    for m in (torch, tracegrad):
+        out = m.func.vmap(lambda t: t + m.rand(3), randomness="different")(m.zeros(0, 3))
+        assert tuple(out.shape) == (0, 3), m.__name__

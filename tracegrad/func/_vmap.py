@@ -110,6 +110,8 @@ def _batched_draw(k, sample, shape, dtype):
         keys = np.asarray(keys)
         flat = keys.reshape(-1, keys.shape[-1])
         draws = [np.asarray(sample(_random._philox(key)), dtype) for key in flat]
+        if not draws:   # an empty batch
+            return np.zeros(keys.shape[:-1] + shape, dtype)
         return np.stack(draws).reshape(keys.shape[:-1] + shape)
     return jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), k, vmap_method="expand_dims")
 
