@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, full_like, tensor
 from ._functional import adagrad_step
 from ._simple import check_common
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["Adagrad"]
 
@@ -49,11 +49,6 @@ class Adagrad(Optimizer):
                 state["sum"] = full_like(p, initial_accumulator_value)
 
     _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One Adagrad step over every parameter with a gradient; returns ``closure()``'s loss."""
-        return self._step_each_param(closure)
 
     def _update(self, p, grad, state, group):
         adagrad_step(p, grad, state["sum"], state["step"], lr=group["lr"],

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import Tensor, float32, tensor, zeros_like
 from ._functional import adam_step
 from ._simple import check_common
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["Adam"]
 
@@ -53,12 +53,6 @@ class Adam(Optimizer):
                 p_state = self.state.get(p, [])
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One Adam step over every parameter with a gradient; returns ``closure()``'s loss.
-        RuntimeError for sparse gradients is not applicable (no sparse tensors)."""
-        return self._step_each_param(closure)
 
     def _init_state(self, p, group):
         state = {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),

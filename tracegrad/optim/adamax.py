@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import adamax_step
 from ._simple import check_common
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["Adamax"]
 
@@ -24,11 +24,6 @@ class Adamax(Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One Adamax step over every parameter with a gradient; returns ``closure()``'s loss."""
-        return self._step_each_param(closure)
 
     def _init_state(self, p, group):
         return {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import nadam_step
 from ._simple import check_common
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["NAdam"]
 
@@ -31,11 +31,6 @@ class NAdam(Optimizer):
                         maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable)
         super().__init__(params, defaults)
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One NAdam step over every parameter with a gradient; returns ``closure()``'s loss."""
-        return self._step_each_param(closure)
 
     def _init_state(self, p, group):
         return {"step": tensor(0.0, dtype=float32), "mu_product": tensor(1.0, dtype=float32),

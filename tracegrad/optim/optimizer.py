@@ -3,8 +3,8 @@
 The class keeps torch's public state and layout -- ``defaults``, ``param_groups`` (a list of
 dicts whose ``"params"`` is a list of tensors), ``state`` (a ``defaultdict(dict)`` keyed by the
 parameter tensor), ``state_dict()`` with parameters replaced by integer indices -- and torch's
-step hooks. The built-in subclasses' ``step`` is ``_step_each_param``: one shared loop that
-calls each class's ``_init_state`` and ``_update`` (a pure rule of ``_functional.py``, STYLE 4).
+step hooks. The base class's ``step`` is the built-in optimizers' one shared loop (``_step_each_param``):
+each class gives only ``_init_state`` and ``_update`` (a pure rule of ``_functional.py``, STYLE 4).
 
 NOTE [traceable step]: ``step()`` must run unchanged when the parameters' storages hold
 traced arrays (a whole training step compiled as one program). So ``state["step"]`` is a
@@ -343,10 +343,25 @@ class Optimizer:
                             g.requires_grad_(False)
                         g.zero_()
 
+    @_use_grad_for_differentiable
     def step(self, closure=None):
-        """Perform one optimization step (subclasses implement it). ``closure`` re-evaluates
-        the model under ``enable_grad`` and returns the loss, which ``step`` returns."""
-        raise NotImplementedError
+        """Perform one optimization step; returns the loss ``closure()`` returned (None without
+        a closure). Mirrors ``torch.optim.Optimizer.step``.
+
+        ``closure`` re-evaluates the model under ``enable_grad`` and returns the loss. The
+        built-in optimizers (but LBFGS) share this one loop: every parameter with a ``.grad``,
+        in group order, gets its state (``_init_state`` on first use) and one ``_update``; the
+        update runs with grad mode set to ``defaults["differentiable"]``. Step hooks run around
+        it (``register_step_pre_hook``/``register_step_post_hook``).
+
+        Raises:
+            NotImplementedError: the subclass defines neither ``step`` nor ``_update`` (as
+                torch's base class).
+            RuntimeError: complex parameters, for the rules that square gradients.
+        """
+        if type(self)._update is Optimizer._update:
+            raise NotImplementedError(f"{type(self).__name__} defines neither step() nor _update()")
+        return self._step_each_param(closure)
 
     def _run_closure(self, closure):
         if closure is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import radam_step
 from ._simple import check_common
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["RAdam"]
 
@@ -27,11 +27,6 @@ class RAdam(Optimizer):
                         foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One RAdam step over every parameter with a gradient; returns ``closure()``'s loss."""
-        return self._step_each_param(closure)
 
     def _init_state(self, p, group):
         return {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from .. import float32, tensor, zeros_like
 from ._functional import rmsprop_step
 from ._simple import check_common
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["RMSprop"]
 
@@ -42,11 +42,6 @@ class RMSprop(Optimizer):
 
     _setstate_group_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
                                     differentiable=False, capturable=False)
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One RMSprop step over every parameter with a gradient; returns ``closure()``'s loss."""
-        return self._step_each_param(closure)
 
     def _init_state(self, p, group):
         state = {"step": tensor(0.0, dtype=float32), "square_avg": zeros_like(p)}

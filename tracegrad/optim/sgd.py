@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import Tensor
 from ._functional import sgd_step
-from .optimizer import Optimizer, _use_grad_for_differentiable
+from .optimizer import Optimizer
 
 __all__ = ["SGD"]
 
@@ -48,11 +48,6 @@ class SGD(Optimizer):
                                     differentiable=False, fused=False)
 
     _supports_complex = True
-
-    @_use_grad_for_differentiable
-    def step(self, closure=None):
-        """One SGD step over every parameter with a gradient; returns ``closure()``'s loss."""
-        return self._step_each_param(closure)
 
     def _state_of(self, p, group):
         # torch touches self.state only when momentum is on (no empty entries otherwise); the
