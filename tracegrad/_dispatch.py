@@ -36,6 +36,8 @@ def edge(t):
     if gf is not None:
         return (gf, t._out_nr)
     if t._rg:
+        if t._base is not None and "_cmeta" in t.__dict__:
+            return (None, 0)   # a view made in inference mode: requires grad, leads nowhere (torch)
         return (accumulate_node(t), 0)
     return (None, 0)
 
@@ -94,6 +96,8 @@ def apply_op(op: Op, args, static=()):
             arrays.append(a)
     out = _forward(op, arrays, static)
     record = record and STATE[0] and op.grad_fn is not None
+    if record and op.view and "_inference" in args[0].__dict__:
+        record = False    # NOTE [inference views]: a view of an inference tensor has no history
     if op.n_out == 1:
         # torch gives integer and bool results no history
         record = record and out.dtype in _DIFF_DTYPES
@@ -125,8 +129,25 @@ def _make_view(t, src, op, static, idx):
     t._vgen = t._st.gen    # the forward's output is the view's value until the storage changes
     t._base = src._base if src._base is not None else src
     t._gf_ver = src._vc[0]
-    if "_inference" in src.__dict__:   # torch: a view is an inference tensor iff its base is
-        t._inference = src._inference
+    if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
+        t._inference = True               # and then not a view for autograd (it shares storage)
+        t._base = None
+    elif STATE[1] and INFERENCE_DEPTH[0] and (src._rg or src.requires_grad):
+        t._cmeta = "inference mode"
+        t._rg = True
+
+
+# NOTE [inference views]
+# torch's CreationMeta, for views made in inference mode (tensor.__dict__["_cmeta"]):
+# - a view of an inference tensor is an inference tensor with no autograd history, whatever
+#   mode it is made in: no node is recorded, and it is no view for autograd (``_base`` None,
+#   ``_is_view()`` False), only an alias of the storage, like ``detach()``;
+# - a view of a normal tensor that requires grad, made inside inference_mode(), requires grad
+#   but is a leaf with no grad_fn ("inference mode"); an op using it later records an edge to
+#   nowhere. Writing it in place with grad mode on, or asking its grad_fn after its base was
+#   written in place, raises torch's RuntimeError (autograd cannot rebase such a view).
+# Views made under no_grad() keep tracegrad's behaviour (a regenerated AsStridedBackward0 once
+# the base has history): torch's NO_GRAD_MODE creation meta is not mirrored.
 
 
 def _record(op, args, static, outs):
@@ -199,6 +220,11 @@ def check_inplace(t):
                     "This view is the output of a function that returns multiple views (unbind, split, "
                     "chunk), which do not allow the output views to be modified inplace. Replace the "
                     "inplace operation by an out-of-place one, or clone() the output first.")
+    if STATE[0] and t._base is not None and t.__dict__.get("_cmeta") == "inference mode":
+        raise RuntimeError(
+            "A view was created in inference mode and is being modified inplace in normal mode. "
+            "Autograd cannot track it (NOTE [inference views]): clone() the view, or create it "
+            "outside inference_mode().")
     if not STATE[1] and t.__dict__.get("_inference"):
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "
@@ -231,10 +257,11 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         self._gf, self._out_nr, self._rg, self._gf_ver = node, 0, True, self._vc[0]
         if self._retains_grad:  # retain_grad follows the tensor onto its new history
             _move_retain_grad(self, old, old_nr, node)
-        # result-saving ops saved `res`, which shares nothing with self; re-point it at self
+        # result-saving ops saved (an alias of) `res`, which shares nothing with self; re-point
+        # it at an alias of self (self itself would hold its own node: a reference cycle)
         for s in node.saved:
-            if s.is_output and s.tensor is res:
-                s.tensor, s.version = self, self._vc[0]
+            if s.is_output and s.tensor is not None and s.tensor._st is res._st:
+                s.tensor, s.version = self.detach(), self._vc[0]
         return self
     self._write(out)
     return self

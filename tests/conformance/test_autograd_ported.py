@@ -310,15 +310,10 @@ def test_max_min_ties(T):
 
 
 # ---- memory: a dropped graph is freed without the cyclic GC --------------------------------
-def test_graph_dropped_without_backward_freed_by_refcount(T, request):
+def test_graph_dropped_without_backward_freed_by_refcount(T):
     # TestAutograd.test_free_unneeded_tensor-style: with gc off, dropping the last reference
     # to an output whose node saved it must free the storage
     import weakref
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "known gap (README): an output saved by its own node (exp, tanh, sigmoid...) holds "
-            "that node, a cycle only the cyclic GC frees; keeping a detached alias instead "
-            "(torch's SavedVariable) broke compile's argument-escape handling, so it is reverted")))
     gc.collect()
     gc.disable()
     try:

@@ -154,6 +154,13 @@ class SavedTensor:
             if tensor._rg:
                 self.grad_edge = (None, tensor._out_nr) if is_output else _dispatch().edge(tensor)
         else:
+            self.grad_edge = None
+            if is_output:
+                # as torch's SavedVariable, an output is kept without its grad_fn (a detached
+                # alias: same storage and version counter): the node holding the tensor that
+                # holds the node would be a cycle only Python's cyclic GC frees
+                self.grad_edge = (None, tensor._out_nr) if tensor._rg else None
+                tensor = tensor.detach()
             self.tensor, self.version = tensor, tensor._vc[0]
             self.packed = self.unpack = None
             if tensor._chain:
@@ -179,6 +186,8 @@ class SavedTensor:
                 f"{t._vc[0]}; expected version {self.version} instead (saved by {node.name()}). "
                 "Hint: the backtrace further above can show the operation that failed to compute "
                 "its gradient; enable autograd.set_detect_anomaly(True) to find it.")
+        if self.is_output and self.grad_edge is not None:
+            return _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
         return t
 
 
@@ -414,6 +423,14 @@ def view_grad_fn(t):
     gf = t._gf
     if gf is not None and t._gf_ver == t._vc[0]:
         return gf
+    cmeta = t.__dict__.get("_cmeta")
+    if cmeta is not None:   # NOTE [inference views] (tracegrad/_dispatch.py)
+        if cmeta == "inference mode" and t._gf_ver != t._vc[0]:
+            raise RuntimeError(
+                "A view was created in inference mode and its base or another view of its base has "
+                "been modified inplace in normal mode. Autograd cannot rebase such a view: clone() "
+                "it, or create it outside inference_mode().")
+        return None
     base = t._base
     if base._gf is None and gf is not None:
         return gf
