@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from _op_parity import A, C, F, I, check_parity, params
+from parity import A, C, F, I, check_parity, params
 
 torch = pytest.importorskip("torch")
 

@@ -5,7 +5,7 @@ import pytest
 
 import tracegrad
 
-from _op_parity import A, B, C, D, F, H, I, check_parity, params
+from parity import A, B, C, D, F, H, I, check_parity, params
 
 torch = pytest.importorskip("torch")
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from _op_parity import A, B, C, D, F, I, check_parity, params
+from parity import A, B, C, D, F, I, check_parity, params
 
 torch = pytest.importorskip("torch")
 

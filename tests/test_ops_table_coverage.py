@@ -8,7 +8,7 @@ import pytest
 
 import tracegrad
 from tracegrad._ops import OPS
-from _op_parity import record_ops, run
+from parity import record_ops, run
 
 pytest.importorskip("torch")
 

@@ -1,13 +1,13 @@
 """Helpers for the autograd parity tests.
 
 ``run_both(program)`` runs ``program(torch_module, log)`` with real torch and with tracegrad
-and compares the logs (see tests/seeds/_parity.py). ``graph(t)`` renders the autograd graph
+and compares the logs (see tests/parity.py). ``graph(t)`` renders the autograd graph
 under ``t`` as a string, STYLE 11: ``'MulBackward0(AccumulateGrad, None)'``, walking
 ``grad_fn.next_functions`` the same way on both sides, so graphs are compared as text.
 """
 import numpy as np
 
-from _seeds_parity import compare, get_torch, get_tracegrad, run_both, run_program  # noqa: F401
+from parity import compare, get_torch, get_tracegrad, run_both, run_program  # noqa: F401
 
 
 def node_str(node, depth=0, max_depth=12):
@@ -64,7 +64,7 @@ def err_msg(fn):
 
 
 def _safe(mod, fn):
-    from _seeds_parity import _norm
+    from parity import _norm
     try:
         return _norm(mod, fn(mod))
     except Exception as e:  # noqa: BLE001 -- an exception class is an observation
@@ -74,7 +74,7 @@ def _safe(mod, fn):
 def run_table(cases):
     """``cases``: {name: fn(module) -> observation}. Runs every case on torch and tracegrad
     (an exception becomes ``('raised', class name)``) and reports *all* differing cases."""
-    from _seeds_parity import _same
+    from parity import _same
     torch, tg = get_torch(), get_tracegrad()
     bad = []
     for name, fn in cases.items():

@@ -1,20 +1,6 @@
-# Loads the shared parity helpers (tests/seeds/_parity.py) and this directory's graph
-# helpers (_ag.py) under unique module names, so tests can `from _ag import ...` without
-# colliding with other directories' helpers (test directories are not packages).
-import importlib.util
-import pathlib
-import sys
-
-_here = pathlib.Path(__file__).parent
-for _name, _path in (("_seeds_parity", _here.parent / "seeds" / "_parity.py"),
-                     ("_ag", _here / "_ag.py")):
-    if _name not in sys.modules:
-        _spec = importlib.util.spec_from_file_location(_name, _path)
-        _mod = importlib.util.module_from_spec(_spec)
-        sys.modules[_name] = _mod
-        _spec.loader.exec_module(_mod)
-
-import pytest  # noqa: E402
+"""Autograd tests: ``from _ag import ...`` (this folder is on sys.path) and ``from parity import
+...`` (tests/parity.py, the one parity runner)."""
+import pytest
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tracegrad
-from tests.nn._helpers import close, get_torch
+from parity import close, get_torch
 
 
 def _grads(mod, fn, arrays):

@@ -7,7 +7,7 @@ import pytest
 
 import tracegrad
 import tracegrad.nn as nn
-from tests.nn._helpers import close, get_torch
+from parity import close, get_torch
 
 init = nn.init
 

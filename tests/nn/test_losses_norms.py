@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from tests.nn._helpers import check_module, close, get_torch
+from parity import check_module, close, get_torch
 
 R = np.random.RandomState(0)
 

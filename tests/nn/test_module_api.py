@@ -6,7 +6,7 @@ from collections import OrderedDict
 import pytest
 
 import tracegrad
-from tests.nn._helpers import both, get_torch
+from parity import both, get_torch
 
 
 def _net(mod):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from tests.nn._helpers import both, get_torch
+from parity import both, get_torch
 
 
 def _desc(v):

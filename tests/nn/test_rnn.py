@@ -8,8 +8,7 @@ import pytest
 
 import tracegrad
 from tracegrad._ops import OPS
-from tests._op_parity import record_ops
-from tests.nn._helpers import check_module, close, copy_state, get_torch
+from parity import check_module, close, copy_state, get_torch, record_ops
 
 R = np.random.RandomState(0)
 RTOL, ATOL = 1e-5, 1e-5

@@ -7,8 +7,7 @@ import pytest
 
 import tracegrad
 from tracegrad._ops import OPS
-from tests._op_parity import record_ops
-from tests.nn._helpers import check_module, close, get_torch
+from parity import check_module, close, get_torch, record_ops
 
 R = np.random.RandomState(0)
 _SEEN = set()

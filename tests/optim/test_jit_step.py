@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from _helpers import inputs, loss_fn, make_params, to_np
+from parity import inputs, loss_fn, make_params, to_np
 
 # the float64 oracle (or hand-written jax.jit) is this file's own JAX code: x64 on for it
 pytestmark = pytest.mark.usefixtures("jax_x64")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from _helpers import inputs, loss_fn, make_params, to_np, train
+from parity import inputs, loss_fn, make_params, to_np, train
 
 torch = pytest.importorskip("torch")
 

@@ -3,11 +3,11 @@ autograd.grad with create_graph, register_hook + handle.remove), named_parameter
 grads, checkpoint / checkpoint_sequential and preserve_rng_state.
 
 Each ``program(torch, log)`` keeps the seed's code; randn is replaced by
-deterministic inputs.  See _parity.py for what is compared.
+deterministic inputs.  See tests/parity.py for what is compared.
 """
 
 
-from _seeds_parity import grad_fn_name, init_params, randn, run_both
+from parity import grad_fn_name, init_params, randn, run_both
 
 # ---------------------------------------------------------------- 1. retain_grad
 

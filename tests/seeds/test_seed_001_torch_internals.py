@@ -4,7 +4,7 @@ disabling gradient tracking, Jacobian products, retain_graph, optimizers and a
 custom Optimizer.
 
 Each ``program(torch, log)`` keeps the seed's code; randn is replaced by
-deterministic inputs.  See _parity.py for what is compared.
+deterministic inputs.  See tests/parity.py for what is compared.
 """
 
 import copy
@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from _seeds_parity import grad_fn_name, init_params, np_randn, randn, run_both
+from parity import grad_fn_name, init_params, np_randn, randn, run_both
 
 
 # ---------------------------------------------------------------- basics

@@ -5,7 +5,7 @@ save_on_cpu and saving saved tensors to disk.
 
 Each ``program(torch, log)`` keeps the notebook's code; randn is replaced by
 deterministic inputs, torchvision's resnet18 by a small ResNet-shaped module built
-here, torchviz is dropped.  Printed output is compared too (see _parity.py).
+here, torchviz is dropped.  Printed output is compared too (see tests/parity.py).
 """
 
 import gc
@@ -13,7 +13,7 @@ import os
 import tempfile
 import uuid
 
-from _seeds_parity import init_params, np_randn, randn, run_both
+from parity import init_params, np_randn, randn, run_both
 
 
 def _wbx(torch):

@@ -17,7 +17,7 @@ import tempfile
 
 import numpy as np
 
-from _seeds_parity import grad_fn_name, init_params, np_randn, randn, run_both
+from parity import grad_fn_name, init_params, np_randn, randn, run_both
 
 
 # ---------------------------------------------------------------- 1.2 / 2.2 tensors and dtypes

@@ -10,7 +10,7 @@ note shows an older torch (``a[:] = 0`` on a leaf), today's torch is the oracle.
 
 import warnings
 
-from _seeds_parity import grad_fn_name, init_params, randn, run_both
+from parity import grad_fn_name, init_params, randn, run_both
 
 
 # ---------------------------------------------------------------- 1. requires_grad
