@@ -49,11 +49,11 @@ KNOWN_UPWARD = {
     ("tracegrad._ops.random", "tracegrad._factories"):
         "Generator.get_state builds a tensor (local import): pure draws and Generator should split",
     ("tracegrad._factories", "tracegrad.autograd.grad_mode"):
-        "factories mark inference tensors: grad/inference mode state belongs in _state (L0)",
+        "factories mark inference tensors: read _state.GRAD_MODE/INFERENCE_DEPTH (same objects) instead",
     ("tracegrad._factories", "tracegrad.autograd"):
         "the grad_mode import above runs autograd/__init__ (engine, function...) mid-import",
     ("tracegrad._tensor", "tracegrad.autograd.grad_mode"):
-        "Tensor reads grad mode (local import): grad mode state belongs in _state (L0)",
+        "Tensor reads grad mode (local import): read _state.GRAD_MODE (the same object) instead",
     ("tracegrad._tensor", "tracegrad.autograd._graph_impl"):
         "Tensor.grad_fn of a view builds its view node lazily (local import)",
     ("tracegrad._tensor", "tracegrad.autograd"):

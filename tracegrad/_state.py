@@ -10,8 +10,21 @@ or removed, modules' parameters/buffers/submodules rebound, ``requires_grad_`` f
 compiled call compares it with the count at its trace and re-traces when it moved (one int
 compare per call instead of walking every module). ``train()``/``eval()`` flips back and forth
 in every training loop, so modules' ``training`` flags are guarded one by one instead.
+
+``GRAD_MODE`` is the thread-local ``[grad enabled, inference mode]`` pair (as torch: a new
+thread starts with grad on), written by ``autograd/grad_mode.py``'s context managers and read
+by dispatch with one index; ``INFERENCE_DEPTH[0]`` counts the ``inference_mode(True)`` blocks
+open in any thread (a cheap pre-check before the thread-local read). ``grad_mode.STATE`` and
+``grad_mode.INFERENCE_DEPTH`` are these same objects.
+
+The cache registry: a module that keeps a process-wide memo (jitted functions per op and
+static arguments, node classes, promotion results...) registers it once with
+``register_cache``; ``clear_caches()`` empties every registered one (``tracegrad.compiler``'s
+reset may call it) and ``cache_sizes()`` reports how full each is.
 """
 from __future__ import annotations
+
+import threading
 
 CAPTURE: list = [None]
 STRUCTURE: list = [0]
@@ -28,3 +41,69 @@ def note_hook(kind: str, fn) -> None:
     cap = CAPTURE[0]
     if cap is not None:
         cap.on_hook(kind, fn)
+
+
+# ---- grad mode ----------------------------------------------------------------------------------
+class _GradModeState(threading.local):
+    """``[grad enabled, inference mode]``, per thread as in torch: a new thread starts with grad
+    on, whatever the thread that started it is doing. Indexable like the list it replaces."""
+
+    def __init__(self):
+        self.v = [True, False]
+
+    def __getitem__(self, i):
+        return self.v[i]
+
+    def __setitem__(self, i, value):
+        self.v[i] = value
+
+    def __iter__(self):
+        return iter(self.v)
+
+
+GRAD_MODE = _GradModeState()
+INFERENCE_DEPTH: list = [0]
+
+
+# ---- the cache registry -------------------------------------------------------------------------
+_CACHES: dict = {}
+
+
+def register_cache(name: str, cache):
+    """Register a process-wide cache under ``name`` (``"module.variable"``) and return it, so a
+    module writes ``_BWD = _state.register_cache("autograd._graph_impl._BWD", {})``.
+
+    ``cache`` is anything with ``clear()`` (a dict, an OrderedDict) or ``cache_clear()`` (a
+    ``functools.lru_cache`` function). Registering another object under a taken name raises
+    ValueError (two modules would otherwise share one entry silently); registering the same
+    object again is a no-op (a module reloaded by a test).
+    """
+    if not (callable(getattr(cache, "clear", None)) or callable(getattr(cache, "cache_clear", None))):
+        raise TypeError(f"tracegrad._state.register_cache: {name!r} has neither clear() nor "
+                        f"cache_clear(); got {type(cache).__name__}")
+    old = _CACHES.get(name)
+    if old is not None and old is not cache:
+        raise ValueError(f"tracegrad._state.register_cache: a different cache is already "
+                         f"registered as {name!r}; pick another name")
+    _CACHES[name] = cache
+    return cache
+
+
+def clear_caches() -> None:
+    """Empty every registered cache (later calls rebuild entries on demand: slower, never
+    wrong). Does not touch user-visible state (grad mode, generators, hooks)."""
+    for cache in _CACHES.values():
+        if callable(getattr(cache, "cache_clear", None)):
+            cache.cache_clear()
+        else:
+            cache.clear()
+
+
+def cache_sizes() -> dict:
+    """``{name: number of entries}`` for every registered cache (``lru_cache`` functions report
+    their ``cache_info().currsize``)."""
+    out = {}
+    for name, cache in _CACHES.items():
+        info = getattr(cache, "cache_info", None)
+        out[name] = info().currsize if callable(info) else len(cache)
+    return out

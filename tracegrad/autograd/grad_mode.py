@@ -1,36 +1,20 @@
 """Grad-mode switches. Mirrors ``torch.no_grad``, ``enable_grad``, ``set_grad_enabled``,
 ``inference_mode`` and ``is_grad_enabled``: context managers that also work as decorators.
 
-The state is one module-level list so the dispatcher reads it with a single index.
+The state is ``tracegrad._state.GRAD_MODE``, indexed by the dispatcher with a single read.
 """
 from __future__ import annotations
 
 import functools
 import inspect
-import threading
 
-
-class _ThreadState(threading.local):
-    """[grad enabled, inference mode], per thread as in torch: a new thread starts with grad
-    on whatever the thread that started it is doing."""
-
-    def __init__(self):
-        self.v = [True, False]
-
-    def __getitem__(self, i):
-        return self.v[i]
-
-    def __setitem__(self, i, value):
-        self.v[i] = value
-
-    def __iter__(self):
-        return iter(self.v)
-
-
-STATE = _ThreadState()
-# how many inference_mode(True) blocks are open in any thread: a cheap pre-check before the
-# thread-local one, so ops outside inference mode pay one list read
-INFERENCE_DEPTH = [0]
+# The state lives in tracegrad/_state.py (all mutable global state in one place); these are
+# the same objects under the names dispatch, engine and function import from here.
+# STATE: [grad enabled, inference mode], thread-local. INFERENCE_DEPTH[0]: how many
+# inference_mode(True) blocks are open in any thread (a cheap pre-check before the
+# thread-local read, so ops outside inference mode pay one list read).
+from .._state import GRAD_MODE as STATE
+from .._state import INFERENCE_DEPTH as INFERENCE_DEPTH
 
 
 def is_grad_enabled() -> bool:

@@ -1,0 +1,76 @@
+"""tracegrad/_state.py: the one place for process-wide state (issue 7). Grad mode lives there
+(the names autograd.grad_mode exports are the same objects), and caches can be registered,
+measured and cleared."""
+import functools
+import threading
+
+import pytest
+
+import tracegrad
+from tracegrad import _state
+from tracegrad.autograd import grad_mode
+
+
+@pytest.fixture
+def registry():
+    before = dict(_state._CACHES)
+    yield _state
+    _state._CACHES.clear()
+    _state._CACHES.update(before)
+
+
+def test_grad_mode_state_is_the_one_in_state():
+    assert grad_mode.STATE is _state.GRAD_MODE and grad_mode.INFERENCE_DEPTH is _state.INFERENCE_DEPTH
+    assert _state.GRAD_MODE[0] is True
+    with tracegrad.no_grad():
+        assert _state.GRAD_MODE[0] is False and not tracegrad.is_grad_enabled()
+        x = tracegrad.ones(2, requires_grad=True) * 2
+        assert x.grad_fn is None
+    with tracegrad.inference_mode():
+        assert list(_state.GRAD_MODE) == [False, True] and _state.INFERENCE_DEPTH[0] == 1
+    assert list(_state.GRAD_MODE) == [True, False] and _state.INFERENCE_DEPTH[0] == 0
+    _state.GRAD_MODE[0] = False     # what a compiled call restoring a snapshot would do
+    try:
+        assert not tracegrad.is_grad_enabled()
+        assert (tracegrad.ones(2, requires_grad=True) * 2).grad_fn is None
+    finally:
+        _state.GRAD_MODE[0] = True
+
+
+def test_grad_mode_is_per_thread():
+    seen = []
+    with tracegrad.no_grad():
+        t = threading.Thread(target=lambda: seen.append(tracegrad.is_grad_enabled()))
+        t.start()
+        t.join()
+        assert not tracegrad.is_grad_enabled()
+    assert seen == [True]
+
+
+def test_registered_caches_are_cleared_and_measured(registry):
+    d = registry.register_cache("test.dict", {})
+    calls = []
+
+    @functools.lru_cache(maxsize=None)
+    def f(x):
+        calls.append(x)
+        return x * 2
+
+    registry.register_cache("test.lru", f)
+    d["a"], d["b"] = 1, 2
+    f(1), f(2), f(1)
+    sizes = registry.cache_sizes()
+    assert sizes["test.dict"] == 2 and sizes["test.lru"] == 2
+    registry.clear_caches()
+    assert d == {} and registry.cache_sizes()["test.lru"] == 0
+    f(1)
+    assert calls == [1, 2, 1]       # recomputed after the clear
+
+
+def test_register_cache_errors(registry):
+    d = registry.register_cache("test.same", {})
+    assert registry.register_cache("test.same", d) is d          # the same object again: fine
+    with pytest.raises(ValueError, match="already registered"):
+        registry.register_cache("test.same", {})
+    with pytest.raises(TypeError, match="register_cache"):
+        registry.register_cache("test.bad", (1, 2))
