@@ -20,7 +20,8 @@ Columns:
 
 Rows: ``torch``; ``tracegrad``; ``tracegrad no-trim``: tracegrad with the engine's return of
 freed memory off (NOTE [returning freed memory] in tracegrad/autograd/engine.py), i.e. before
-issue 9's fix.
+issue 9's fix; ``tracegrad zero_grad``: ``opt.zero_grad()`` also reports the gradients it drops
+to ``engine.note_released`` (done here by wrapping it, until the optimizer does it itself).
 
     python benchmarks/eager_memory.py [--blocks 24] [--width 1024] [--batch 2048] [--steps 3]
 """
@@ -39,7 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checkpoint_memory import SavedCounter, _reset_peak, _status  # noqa: E402
 
-LIBS = ("torch", "tracegrad", "tracegrad no-trim")
+LIBS = ("torch", "tracegrad", "tracegrad no-trim", "tracegrad zero_grad")
 
 
 def one(lib, blocks, width, batch, steps):
@@ -65,6 +66,16 @@ def one(lib, blocks, width, batch, steps):
     params = list(model.parameters())
     opt = torch.optim.SGD(params, lr=1e-3)
     x = torch.tensor(np.random.RandomState(0).standard_normal((batch, width)).astype(np.float32))
+    if lib.endswith("zero_grad") and not _reports_released(opt):
+        from tracegrad.autograd import engine
+        zero_grad = opt.zero_grad
+
+        def reporting_zero_grad(set_to_none=True):
+            n = sum(p.grad.numel() * p.grad.element_size() for p in params if p.grad is not None)
+            zero_grad(set_to_none)
+            if set_to_none:
+                engine.note_released(n)
+        opt.zero_grad = reporting_zero_grad
 
     def step(count=None):
         opt.zero_grad()
@@ -95,6 +106,14 @@ def one(lib, blocks, width, batch, steps):
     step(count)
     return {"lib": lib, "peak": peak, "saved": count.peak, "ms": statistics.median(wall[1:] or wall),
             "sys_ms": statistics.median(sys_ms[1:] or sys_ms), "losses": losses}
+
+
+def _reports_released(opt):
+    import inspect
+    try:
+        return "note_released" in inspect.getsource(type(opt).zero_grad)
+    except (OSError, TypeError):
+        return False
 
 
 def main():
