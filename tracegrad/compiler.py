@@ -79,6 +79,7 @@ class CompiledFunction:
             for r in entries:
                 if r.check():
                     return r.run(leaves)
+            entries[:] = [r for r in entries if not r.dead]
         if st["calls"] == 1 and not self.fullgraph:
             # the first call runs eagerly, so lazily created state exists before tracing (with
             # fullgraph=True it is traced, so a graph break raises on the first call as in torch;

@@ -226,11 +226,10 @@ def carried_state_program(mod, wrap):
         lambda i: (data(mod, i, 3, 2, 3), data(mod, i, 2, 2, seed=300))
 
 
-@pytest.mark.xfail(strict=True, reason="a hidden state carried in a dict between calls (rebound inside the step) "
-                   "leaks a tracer: jax UnexpectedTracerError on the traced call")
 def test_carried_hidden_state():
-    run = check_compiled(carried_state_program, calls=5)
-    assert run.step.stats["traces"] <= 3, run.step.stats
+    # NOTE [carried state] in _lowering/region.py: the rebound carry settles after one trace
+    run = check_compiled(carried_state_program, calls=6)
+    assert run.step.stats["traces"] == 1 and run.step.stats["eager_calls"] == 1, run.step.stats
 
 
 def aliases_program(mod, wrap):

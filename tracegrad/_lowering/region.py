@@ -95,6 +95,7 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = ()
+        self.dead = False
         self.py_refs, self.py_scalars = (), ()
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
@@ -108,9 +109,11 @@ class Region:
         self.structure = structure
         self.storages = tuple(storages)
         self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
-        for st in self.storages:
-            _HELD[id(st)] = _HELD.get(id(st), 0) + 1
-        weakref.finalize(self, _release, [id(st) for st in self.storages])
+        # a carried-over escape is an input storage too: the region holds it twice
+        held = [id(st) for st in self.storages] + [id(st) for st in escapes if st in self.storages]
+        for i in held:
+            _HELD[i] = _HELD.get(i, 0) + 1
+        weakref.finalize(self, _release, held)
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
         self.hyper = hyper       # before the trace: it may create optimizer state
@@ -130,8 +133,10 @@ class Region:
                 return False
         for st in self.storages:
             # held only by regions (and the loop variable and the call argument): the user's
-            # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict)
+            # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict).
+            # For good: no tensor can refer to that storage again (``dead``: drop the region)
             if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
+                self.dead = True
                 return False
         return hyper.signature(self.optimizers) == self.hyper
 
@@ -173,8 +178,9 @@ class Region:
                 t._st.gen += 1
             o._grad = t
         for st, a in zip(self.escapes, escapes):
-            st.array = a
-            st.gen += 1
+            if st is not None:
+                st.array = a
+                st.gen += 1
         for m, flag in self.training_end:     # train()/eval() called inside the function
             object.__setattr__(m, "training", flag)
         rest = escapes[len(self.escapes):]
@@ -378,7 +384,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         raise GraphBreak("boolean-mask indexing gives a data-dependent shape") from None
     finally:
         x64_exit(prev)
-    region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], info["escapes"],
+    del py_snap     # it holds the closure's containers as they were: old tensors, storages
+    escapes = _carry_over(info["escapes"], storages, info["state_written"])
+    region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
@@ -474,6 +482,44 @@ def _arg_grads(kinds, leaves, wrappers, vjp):
                 raise GraphBreak(f"backward() inside the compiled function reaches argument {i}, "
                                  "whose graph was built outside it")
             out.append((i, w._grad._value))
+    return out
+
+
+def _carry_over(escapes, storages, written):
+    """NOTE [carried state]: ``carry["h"] = h.detach()`` (truncated BPTT, an EMA rebound to a
+    new tensor) replaces, on every call, the tensor the next call reads by one the call made.
+    Traced as is, the program reads the old tensor's storage, which is orphaned once the call
+    returns, so every call would retrace. When an input storage no tensor refers to any more
+    (and no other region holds) has the shape and dtype of an escape, the escape's tensors are
+    pointed at that input storage instead: the program then writes the carried value where it
+    reads it on the next call, which no Python object can tell apart (the old storage was
+    unreachable). Returns the escapes with those storages substituted, and None for escapes no
+    tensor refers to any more (their values are never written back)."""
+    if not escapes:
+        return escapes
+    cands = [st for st, w in zip(storages, written) if not w and not _HELD.get(id(st))]
+    gc.collect()
+    users = {}
+    for t in gc.get_referrers(*cands, *escapes):
+        if isinstance(t, Tensor):
+            users.setdefault(id(t._st), []).append(t)
+    orphans = [st for st in cands if id(st) not in users]
+    out = []
+    for e in escapes:
+        if id(e) not in users:      # alive while tracing only (an engine buffer): never read
+            out.append(None)
+            continue
+        o = next((o for o in orphans if o.array.shape == e.array.shape and o.array.dtype == e.array.dtype),
+                 None)
+        if o is None:
+            out.append(e)
+            continue
+        orphans.remove(o)
+        for t in users.get(id(e), ()):
+            t._st = o
+            t._vcache = None
+        o.gen += 1
+        out.append(o)
     return out
 
 
