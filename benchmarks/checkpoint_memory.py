@@ -1,8 +1,10 @@
 """Eager activation-checkpoint memory: tracegrad vs torch eager (1 thread), side by side. Not a test.
 
 Model: an MLP of N blocks ``Linear(W, W) + GELU`` (or ReLU: ``--act relu``; default 32 blocks,
-width 1024, batch 256),
-loss ``out.square().mean()``, one forward + backward per measurement. Variants:
+width 1024, batch 256), or with ``--model transformer`` a stack of N
+``TransformerEncoderLayer(W, --heads, 4W, dropout=0, batch_first=True, GELU)`` on input
+``(batch, --seq, W)``; loss ``out.square().mean()``, one forward + backward per measurement.
+Variants:
 
 * ``none``: no checkpointing;
 * ``per-layer``: every block under ``checkpoint(use_reentrant=False)``;
@@ -24,7 +26,12 @@ Columns:
 * ``ms``: the step's wall time (second step; the first compiles tracegrad's per-op programs).
 * ``grad diff``: max |grad - grad without checkpointing| over all parameters (same process).
 
-    python benchmarks/checkpoint_memory.py [--blocks 32] [--width 1024] [--batch 256] [--act gelu|relu] [--variants ...]
+With ``--compiled``, a third row per variant, ``compiled``: ``tracegrad.compile`` of the whole
+training step (zero_grad, forward, backward, ``SGD`` step); ``XLA temp MiB`` is
+``memory_analysis().temp_size_in_bytes`` of its program and ``ms`` a compiled call.
+
+    python benchmarks/checkpoint_memory.py [--model mlp|transformer] [--blocks 32] [--width 1024]
+        [--batch 256] [--seq 64] [--heads 4] [--act gelu|relu] [--variants ...] [--compiled]
 """
 from __future__ import annotations
 
@@ -64,9 +71,13 @@ def _trim():
         pass
 
 
-def build(torch, blocks, width, act="gelu"):
+def build(torch, blocks, width, act="gelu", model="mlp", heads=4):
     nn = torch.nn
     torch.manual_seed(0)
+    if model == "transformer":
+        return nn.Sequential(*[nn.TransformerEncoderLayer(width, heads, 4 * width, dropout=0.0,
+                                                          activation=act, batch_first=True)
+                               for _ in range(blocks)])
     a = {"gelu": nn.GELU, "relu": nn.ReLU}[act]
     return nn.Sequential(*[nn.Sequential(nn.Linear(width, width), a()) for _ in range(blocks)])
 
@@ -134,9 +145,41 @@ class SavedCounter:
             self.total -= self.live.pop(k)
 
 
-def one(lib, variant, blocks, width, batch, act):
+def compiled_one(variant, blocks, width, batch, act, model_kind, seq, heads):
+    """XLA temp bytes and time of one compiled training step of ``variant`` (tracegrad)."""
+    import numpy as np
+    import tracegrad as torch
+    model = build(torch, blocks, width, act, model_kind, heads)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    shape = (batch, seq, width) if model_kind == "transformer" else (batch, width)
+    x = torch.tensor(np.random.RandomState(0).standard_normal(shape).astype(np.float32),
+                     requires_grad=True)
+
+    @torch.compile
+    def step(x):
+        opt.zero_grad()
+        loss = forward(torch, model, x, variant).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(2):      # eager first call, then the trace
+        step(x).item()
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        step(x).item()
+        times.append((time.perf_counter() - t0) * 1e3)
+    temp = step.memory_analysis(x).temp_size_in_bytes
+    return {"lib": "compiled", "variant": variant, "temp": temp, "ms": sorted(times)[1],
+            "breaks": len(step.stats["graph_breaks"])}
+
+
+def one(lib, variant, blocks, width, batch, act, model_kind="mlp", seq=64, heads=4):
     """Measure one (library, variant) in this process; returns a dict."""
     import numpy as np
+    if lib == "compiled":
+        return compiled_one(variant, blocks, width, batch, act, model_kind, seq, heads)
     if lib == "torch":
         import torch
         torch.set_num_threads(1)
@@ -148,10 +191,11 @@ def one(lib, variant, blocks, width, batch, act):
 
         def key(t):
             return id(t._st)   # the Storage object: views and detach() share it
-    model = build(torch, blocks, width, act)
+    model = build(torch, blocks, width, act, model_kind, heads)
     # the input requires grad, as a block's input inside a network does (the reentrant
     # variant gives no parameter gradients otherwise)
-    x = torch.tensor(np.random.RandomState(0).standard_normal((batch, width)).astype(np.float32),
+    shape = (batch, seq, width) if model_kind == "transformer" else (batch, width)
+    x = torch.tensor(np.random.RandomState(0).standard_normal(shape).astype(np.float32),
                      requires_grad=True)
     params = list(model.parameters())
 
@@ -193,16 +237,22 @@ def main():
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--act", default="gelu", choices=("gelu", "relu"))
+    ap.add_argument("--model", default="mlp", choices=("mlp", "transformer"))
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--compiled", action="store_true", help="add tracegrad.compile rows")
     ap.add_argument("--one", nargs=2, metavar=("LIB", "VARIANT"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
-        print(json.dumps(one(a.one[0], a.one[1], a.blocks, a.width, a.batch, a.act)))
+        print(json.dumps(one(a.one[0], a.one[1], a.blocks, a.width, a.batch, a.act, a.model,
+                             a.seq, a.heads)))
         return
     rows = []
     for variant in a.variants.split(","):
-        for lib in ("torch", "tracegrad"):
+        for lib in ("torch", "tracegrad") + (("compiled",) if a.compiled else ()):
             cmd = [sys.executable, __file__, "--one", lib, variant, "--blocks", str(a.blocks),
-                   "--width", str(a.width), "--batch", str(a.batch), "--act", a.act]
+                   "--width", str(a.width), "--batch", str(a.batch), "--act", a.act,
+                   "--model", a.model, "--seq", str(a.seq), "--heads", str(a.heads)]
             # a fixed mmap threshold: every large buffer is its own mapping, returned to the OS
             # when freed, so RSS follows the working set in both libraries
             env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072")
@@ -212,17 +262,28 @@ def main():
                 continue
             rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
     mib = 2 ** 20
-    print(f"MLP {a.blocks} x (Linear({a.width}, {a.width}) + {a.act.upper()}), batch {a.batch}, float32, "
-          "one forward+backward")
-    print(f"{'variant':<22}{'library':<11}{'saved MiB':>10}{'peak MiB':>10}{'ms':>9}{'grad diff':>11}")
+    if a.model == "transformer":
+        print(f"{a.blocks} x TransformerEncoderLayer(d_model={a.width}, nhead={a.heads}, "
+              f"dim_feedforward={4 * a.width}, {a.act}), input ({a.batch}, {a.seq}, {a.width}), "
+              "float32, one forward+backward")
+    else:
+        print(f"MLP {a.blocks} x (Linear({a.width}, {a.width}) + {a.act.upper()}), batch {a.batch}, "
+              "float32, one forward+backward")
+    print(f"{'variant':<22}{'library':<11}{'saved MiB':>10}{'peak MiB':>10}{'ms':>9}{'grad diff':>11}"
+          f"{'XLA temp MiB':>14}")
     for r in rows:
+        if r["lib"] == "compiled":
+            print(f"{r['variant']:<22}{r['lib']:<11}{'':>10}{'':>10}{r['ms']:>9.0f}{'':>11}"
+                  f"{r['temp'] / mib:>14.1f}" + (f"  ({r['breaks']} graph breaks)" if r["breaks"] else ""))
+            continue
         print(f"{r['variant']:<22}{r['lib']:<11}{r['saved'] / mib:>10.1f}{r['peak'] / mib:>10.1f}"
               f"{r['ms']:>9.0f}{r['diff']:>11.1e}")
-    base = {r["lib"]: r["saved"] for r in rows if r["variant"] == "none"}
-    for lib in ("torch", "tracegrad"):
-        red = [f"{r['variant']} {base[lib] / max(r['saved'], 1):.1f}x" for r in rows
-               if r["lib"] == lib and r["variant"] != "none" and lib in base]
-        print(f"saved-bytes reduction, {lib}: " + ", ".join(red))
+    for lib, field in (("torch", "saved"), ("tracegrad", "saved"), ("compiled", "temp")):
+        base = {r["variant"]: r[field] for r in rows if r["lib"] == lib}
+        if "none" not in base:
+            continue
+        red = [f"{v} {base['none'] / max(b, 1):.1f}x" for v, b in base.items() if v != "none"]
+        print(f"{'XLA temp' if lib == 'compiled' else 'saved-bytes'} reduction, {lib}: " + ", ".join(red))
 
 
 if __name__ == "__main__":

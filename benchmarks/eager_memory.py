@@ -24,6 +24,7 @@ issue 9's fix; ``tracegrad zero_grad``: ``opt.zero_grad()`` also reports the gra
 to ``engine.note_released`` (done here by wrapping it, until the optimizer does it itself).
 
     python benchmarks/eager_memory.py [--blocks 24] [--width 1024] [--batch 2048] [--steps 3]
+        [--repeat 1] [--no-mmap] [--libs torch,tracegrad,...]
 """
 from __future__ import annotations
 
@@ -64,6 +65,10 @@ def one(lib, blocks, width, batch, steps):
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Sequential(nn.Linear(width, width), nn.GELU()) for _ in range(blocks)])
     params = list(model.parameters())
+    rs = np.random.RandomState(1)   # the same initial weights in both libraries
+    with torch.no_grad():
+        for p in params:
+            p.copy_(torch.tensor(rs.uniform(-1, 1, tuple(p.shape)).astype(np.float32) / width ** 0.5))
     opt = torch.optim.SGD(params, lr=1e-3)
     x = torch.tensor(np.random.RandomState(0).standard_normal((batch, width)).astype(np.float32))
     if lib.endswith("zero_grad") and not _reports_released(opt):
@@ -124,6 +129,9 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--libs", default=",".join(LIBS))
     ap.add_argument("--no-mmap", action="store_true", help="skip the fixed-mmap-threshold runs")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="processes per row (the C allocator's placement varies run to run): "
+                         "the median is shown, with the range")
     ap.add_argument("--one", metavar="LIB", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one:
@@ -138,16 +146,23 @@ def main():
             env.pop("MALLOC_MMAP_THRESHOLD_", None)
             if mmap:
                 env["MALLOC_MMAP_THRESHOLD_"] = "131072"
-            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if r.returncode:
-                print(r.stderr[-2000:], file=sys.stderr)
-                continue
-            rows[(lib, mmap)] = json.loads(r.stdout.strip().splitlines()[-1])
+            runs = []
+            for _ in range(a.repeat):
+                r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                if r.returncode:
+                    print(r.stderr[-2000:], file=sys.stderr)
+                    continue
+                runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+            if runs:
+                runs.sort(key=lambda r: r["peak"])
+                row = dict(runs[len(runs) // 2])
+                row["range"] = (runs[0]["peak"], runs[-1]["peak"])
+                rows[(lib, mmap)] = row
     mib = 2 ** 20
     print(f"MLP {a.blocks} x (Linear({a.width}, {a.width}) + GELU), batch {a.batch}, float32, SGD, "
           f"{a.steps} training steps from a fresh model, no checkpointing")
     print(f"{'library':<20}{'peak MiB':>10}{'x torch':>9}{'mmap MiB':>10}{'x torch':>9}"
-          f"{'saved MiB':>11}{'ms':>8}{'sys ms':>8}")
+          f"{'saved MiB':>11}{'ms':>8}{'sys ms':>8}" + ("   peak range" if a.repeat > 1 else ""))
     ref = rows.get(("torch", False))
     ref_m = rows.get(("torch", True))
     for lib in a.libs.split(","):
@@ -158,11 +173,12 @@ def main():
         def ratio(v, base):
             return f"{v / base:>8.2f}x" if base else f"{'':>9}"
         mm = f"{m['peak'] / mib:>10.0f}{ratio(m['peak'], ref_m and ref_m['peak'])}" if m else f"{'':>19}"
+        rng = f"   {r['range'][0] / mib:.0f}-{r['range'][1] / mib:.0f}" if a.repeat > 1 else ""
         print(f"{lib:<20}{r['peak'] / mib:>10.0f}{ratio(r['peak'], ref and ref['peak'])}{mm}"
-              f"{r['saved'] / mib:>11.0f}{r['ms']:>8.0f}{r['sys_ms']:>8.0f}")
+              f"{r['saved'] / mib:>11.0f}{r['ms']:>8.0f}{r['sys_ms']:>8.0f}{rng}")
     if ref and ("tracegrad", False) in rows:
         d = max(abs(u - v) for u, v in zip(ref["losses"], rows[("tracegrad", False)]["losses"]))
-        print(f"max |loss difference| torch vs tracegrad over the steps: {d:.2e}")
+        print(f"max |loss difference| torch vs tracegrad over the steps (same initial weights): {d:.2e}")
 
 
 if __name__ == "__main__":
