@@ -51,6 +51,24 @@ def user_frame(stack=None) -> str | None:
     return None
 
 
+class StdoutGuard:
+    """``sys.stdout`` while a trace runs: a write (``print``) is a graph break, because the
+    program would print only while tracing, not on every call. The write raises before any
+    text goes out, so the eager rerun prints each line exactly once."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        if not text:
+            return 0
+        raise GraphBreak("print() or a write to sys.stdout happens on every eager call, but only "
+                         "once while tracing")
+
+    def __getattr__(self, name):      # flush, encoding, isatty...: the real stream's
+        return getattr(self._stream, name)
+
+
 class Capture:
     """Bookkeeping for one trace. ``lifted``: ids of storages whose arrays are tracers now;
     ``generators``: generators whose keys are traced; ``hyper_inputs``: optimizer ->

@@ -36,7 +36,7 @@ from .._tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from . import hyper
-from .capture import Capture, GraphBreak
+from .capture import Capture, GraphBreak, StdoutGuard
 from .program import Program
 from .pystate import changed, effects_signature, python_refs, restore, scalar_signature, snapshot
 from .remat import REMAT_COMPILER_OPTIONS
@@ -207,7 +207,8 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", rg, dead?) | ("const", value) | ("arg", index) | ("state", tensor)
+        # leaves: ("new", (rg, how)) | ("const", value) | ("arg", index) | ("same", position)
+        # | ("view", (root, chain, rg, how)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
 
     def build(self, arrays, arg_leaves, vjp):
@@ -226,6 +227,10 @@ class OutRecipe:
                 out.append(t)
             elif kind == "arg":
                 out.append(arg_leaves[v])
+            elif kind == "same":
+                out.append(out[v])
+            elif kind == "view":
+                out.append(_rebuild_view(v, out, arg_leaves))
             else:
                 out.append(v)
         if diff:
@@ -235,6 +240,25 @@ class OutRecipe:
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return jax.tree_util.tree_unflatten(self.treedef, out)
+
+
+def _rebuild_view(spec, out, arg_leaves):
+    """A view result over its root's storage, as eager's view: same storage, version counter
+    and ``_base``; its value is computed from the chain when read."""
+    (where, ref), chain, rg, how = spec
+    base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
+    if where == "arg":
+        chain = base._chain + chain     # traced relative to the argument's value
+    t = Tensor._make(base._st.array)
+    t._st, t._vc, t._chain = base._st, base._vc, chain
+    t._base = base._base if base._base is not None else base
+    t._gf_ver = base._vc[0]
+    t._vcache, t._vgen = None, -1
+    if rg:
+        t._rg = True
+        if how == "dead":
+            t._gf = dead_node()
+    return t
 
 
 def classify_args(leaves):
@@ -284,7 +308,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w._rg = leaves[i]._rg
                     call_leaves[i] = w
             a2, kw2 = jax.tree_util.tree_unflatten(treedef, call_leaves)
-            result = fn(*a2, **kw2)
+            out_stream, sys.stdout = sys.stdout, StdoutGuard(sys.stdout)
+            try:
+                result = fn(*a2, **kw2)
+            finally:
+                sys.stdout = out_stream
             _state.CAPTURE[0] = prev_cap
             moved = changed(refs, effects0)
             if moved is not None:
@@ -441,13 +469,21 @@ def _swap_out(storages, owners, generators, saved):
 
 def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
     """``outside``: ids of tensor objects that existed before the call (parameters, buffers,
-    optimizer state, ``.grad``s): returned as themselves, as eager returns them."""
+    optimizer state, ``.grad``s): returned as themselves, as eager returns them. A result
+    returned twice comes back twice as one object; a result that is a view of another result,
+    of an argument or of a state tensor (without a live graph) comes back as that view, sharing
+    storage and version counter as eagerly."""
     leaves, arrays, diff = [], [], []
     consumed = cap.backward_ran
+    seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
     for t in r_leaves:
         if not isinstance(t, Tensor):
             leaves.append(("const", t))
             continue
+        if id(t) in seen:
+            leaves.append(("same", seen[id(t)]))
+            continue
+        seen[id(t)] = len(leaves)
         idx = next((i for i, w in enumerate(call_leaves) if w is t), None)
         if idx is not None:
             leaves.append(("arg", idx))
@@ -455,20 +491,38 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         if id(t) in outside or (t._st not in cap.created and not isinstance(t._st.array, _Tracer)):
             leaves.append(("const", t))       # a state tensor returned as itself
             continue
-        v = t._value
-        if not isinstance(v, _Tracer):
-            v = jnp.asarray(v)
         rg = t.requires_grad
         how = None
         if rg and t.grad_fn is not None:
-            if consumed:
-                how = "dead"
-            else:
-                how = "diff"
-                diff.append(len(arrays))
+            how = "dead" if consumed else "diff"
+        root = _view_root(t, call_leaves, whole, outside) if t._chain and how != "diff" else None
+        if root is not None:
+            leaves.append(("view", (root, t._chain, rg, how)))
+            continue
+        if not t._chain:
+            whole[id(t._st)] = len(leaves)
+        v = t._value
+        if not isinstance(v, _Tracer):
+            v = jnp.asarray(v)
+        if how == "diff":
+            diff.append(len(arrays))
         leaves.append(("new", (rg, how)))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
+
+
+def _view_root(t, call_leaves, whole, outside):
+    """What the view result ``t`` views, rebuilt after each call: ("out", position of an
+    earlier plain result), ("arg", index) or ("state", the outside tensor); None otherwise."""
+    if id(t._st) in whole:
+        return ("out", whole[id(t._st)])
+    i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
+    if i is not None:
+        return ("arg", i)
+    b = t._base
+    if b is not None and id(b) in outside and b._st is t._st:
+        return ("state", b)
+    return None
 
 
 def _arg_grads(kinds, leaves, wrappers, vjp):
