@@ -7,7 +7,8 @@ edge too: it only defers the cycle to call time). Importing ``tracegrad.a.b`` al
 ``tracegrad/a/__init__.py``, so that package is an edge as well (unless the importer lives in
 it). The root package ``tracegrad`` is the public API: a module that ``import tracegrad`` to use
 ``tracegrad.<name>`` at call time depends on the API layer (L4), and the root's own imports are
-not checked (it assembles everything).
+not checked (it assembles everything). Lazy loads through ``importlib.import_module`` in a
+package's ``__getattr__`` (utils, distributed) are not read: they run on first attribute use.
 
 What does not hold yet is listed in ``KNOWN_UPWARD`` and ``KNOWN_CYCLE``, one line of reason
 per edge: a new upward import or cycle fails, and fixing a listed one fails until its entry is
