@@ -349,7 +349,7 @@ class Optimizer:
         a closure). Mirrors ``torch.optim.Optimizer.step``.
 
         ``closure`` re-evaluates the model under ``enable_grad`` and returns the loss. The
-        built-in optimizers (but LBFGS) share this one loop: every parameter with a ``.grad``,
+        built-in optimizers except LBFGS share this one loop: every parameter with a ``.grad``,
         in group order, gets its state (``_init_state`` on first use) and one ``_update``; the
         update runs with grad mode set to ``defaults["differentiable"]``. Step hooks run around
         it (``register_step_pre_hook``/``register_step_post_hook``).
