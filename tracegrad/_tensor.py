@@ -23,6 +23,7 @@ import numpy as np
 
 from . import _state
 from ._ops import dtypes as _dt
+from ._ops.shape import pos_arg
 from ._x64 import astype as _astype64, with_x64
 
 _JaxTracer = jax.core.Tracer
@@ -39,9 +40,15 @@ class Storage:
             _CAPTURE[0].storage_created(self)
 
 
-# chain -> jitted function computing the view from the storage array
-_chain_fwd: dict = {}
-_chain_write: dict = {}
+# NOTE [dynamic positions] (``_ops/shape.py``): a chain is split into its structure (the
+# ops, their static structure) and its positions (select indices, slice starts); the jitted
+# read and write programs are keyed by the structure and take the positions as operands, so
+# ``x[i]`` for a new ``i`` reuses the program. ``_chain_bound`` keeps, per full chain, the
+# structure's program with the chain's positions bound (bounded: it starts afresh when large).
+_BOUND_LIMIT = 4096
+_chain_fwd: dict = _state.register_cache("_tensor._chain_fwd", {})        # structure -> jit
+_chain_write: dict = _state.register_cache("_tensor._chain_write", {})    # structure -> jit
+_chain_bound: dict = _state.register_cache("_tensor._chain_bound", {})    # (kind, chain) -> fn
 
 
 def _chain_apply(chain, root):
@@ -53,28 +60,76 @@ def _chain_apply(chain, root):
     return x
 
 
-def chain_value_fn(chain):
-    f = _chain_fwd.get(chain)
-    if f is None:
-        f = _chain_fwd[chain] = with_x64(jax.jit(partial(_chain_apply, chain)))
-    return f
+def chain_split(chain):
+    """``(structure, positions)`` of a view chain: structure entries are ``(op, static, idx,
+    k)``, with ``k`` positions taken from ``positions`` by ``op.dfn`` (``k == 0``: ``op.fn``
+    with the entry's full static arguments)."""
+    struct, dyn = [], []
+    for op, static, idx in chain:
+        split = getattr(op, "split", None)
+        if split is not None and static:
+            s, d = split(static)
+            if d:
+                struct.append((op, s, idx, len(d)))
+                dyn.extend(d)
+                continue
+        struct.append((op, static, idx, 0))
+    return tuple(struct), tuple(dyn)
+
+
+def _chain_apply_dyn(struct, root, pos):
+    x, j = root, 0
+    for op, static, idx, k in struct:
+        if k:
+            x = op.dfn(x, *pos[j:j + k], **dict(static))
+            j += k
+        else:
+            x = op.fn(x, **dict(static)) if static else op.fn(x)
+        if idx is not None:
+            x = x[idx]
+    return x
+
+
+def _chain_scatter_dyn(struct, root, new, pos):
+    # each view element's flat position in the root: the chain run over an iota
+    at = _chain_apply_dyn(struct, jnp.arange(root.size).reshape(root.shape), pos)
+    new = jnp.broadcast_to(new.astype(root.dtype), at.shape)
+    return root.ravel().at[at.ravel()].set(new.ravel()).reshape(root.shape)
 
 
 def _chain_scatter(chain, root, new):
-    # each view element's flat position in the root: the chain run over an iota
-    pos = _chain_apply(chain, jnp.arange(root.size).reshape(root.shape))
-    new = jnp.broadcast_to(new.astype(root.dtype), pos.shape)
-    return root.ravel().at[pos.ravel()].set(new.ravel()).reshape(root.shape)
+    struct, pos = chain_split(chain)
+    return _chain_scatter_dyn(struct, root, new, pos)
 
 
-def chain_write_fn(chain):
-    f = _chain_write.get(chain)
+def _bound_chain_fn(kind, chain, cache, impl):
+    f = _chain_bound.get((kind, chain))
     if f is None:
-        f = _chain_write[chain] = with_x64(jax.jit(partial(_chain_scatter, chain)))
+        struct, dyn = chain_split(chain)
+        g = cache.get(struct)
+        if g is None:
+            g = cache[struct] = with_x64(jax.jit(partial(impl, struct)))
+        pos = tuple(pos_arg(v) for v in dyn)
+        if len(_chain_bound) > _BOUND_LIMIT:
+            _chain_bound.clear()
+        if kind == "r":
+            f = _chain_bound[(kind, chain)] = lambda root: g(root, pos)
+        else:
+            f = _chain_bound[(kind, chain)] = lambda root, new: g(root, new, pos)
     return f
 
 
-_positions: dict = {}
+def chain_value_fn(chain):
+    """``f(root) -> view value`` for a view chain (one jitted program per chain structure)."""
+    return _bound_chain_fn("r", chain, _chain_fwd, _chain_apply_dyn)
+
+
+def chain_write_fn(chain):
+    """``f(root, new) -> new root`` with the view's elements replaced by ``new``."""
+    return _bound_chain_fn("w", chain, _chain_write, _chain_scatter_dyn)
+
+
+_positions: dict = _state.register_cache("_tensor._positions", {})
 
 
 def element_positions(t):
@@ -84,6 +139,8 @@ def element_positions(t):
     pos = _positions.get(key)
     if pos is None:
         root = np.arange(int(np.prod(t._st.array.shape)), dtype=np.int64).reshape(t._st.array.shape)
+        if len(_positions) > _BOUND_LIMIT:
+            _positions.clear()
         # metadata, not data: computed on the host even while a compiled function is traced
         with jax.ensure_compile_time_eval():
             pos = _positions[key] = np.asarray(with_x64(_chain_apply)(t._chain, root)) if t._chain else root

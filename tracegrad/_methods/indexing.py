@@ -43,7 +43,10 @@ def _parse_key(self, key):
             step = k.step
             if step is not None and step <= 0:
                 raise ValueError("step must be greater than zero")
-            markers.append(("s", _idx(k.start), _idx(k.stop), _idx(step)))
+            if k.start is None and k.stop is None and step is None:
+                markers.append(("s", None, None, None))
+            else:   # bounds in range: the start is a runtime operand (NOTE [dynamic positions])
+                markers.append(("s",) + slice(_idx(k.start), _idx(k.stop), _idx(step)).indices(shp[dim]))
             dim += 1
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("tracegrad: indexing with a Python bool is not supported")

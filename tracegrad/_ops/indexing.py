@@ -8,8 +8,10 @@ Python 3.11 slices are unhashable, so keys travel as static tuples of markers:
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 from .registry import defop
+from .shape import _start, defdynview
 
 
 def decode_key(key, arrays=()):
@@ -34,10 +36,83 @@ def _basic(x, key):
     return x[decode_key(key)]
 
 
-defop("index_slice", _basic, grad_fn="SliceBackward0", view=True)
-defop("index_int", _basic, grad_fn="SelectBackward0", view=True)
-defop("index_none", _basic, grad_fn="UnsqueezeBackward0", view=True)
-defop("index_alias", _basic, grad_fn="AliasBackward0", view=True)
+def _key_split(static):
+    """NOTE [dynamic positions] (``_ops/shape.py``) for a basic key: ``("i", n)`` becomes
+    ``("i",)`` and a normalized slice ``("s", start, stop, step)`` becomes ``("s", length,
+    step)``, their ``n``/``start`` the positions; full slices, None and Ellipsis stay. A key
+    with a slice not normalized (None or negative bounds) stays all static."""
+    key = dict(static)["key"]
+    struct, dyn = [], []
+    for m in key:
+        tag = m[0]
+        if tag == "i":
+            if m[1] < 0:
+                return static, ()
+            struct.append(("i",))
+            dyn.append(m[1])
+        elif tag == "s" and m[1:] != (None, None, None):
+            start, stop, step = m[1:]
+            if start is None or stop is None or step is None or start < 0 or stop < 0 or step < 1:
+                return static, ()
+            struct.append(("s", len(range(start, stop, step)), step))
+            dyn.append(start)
+        else:
+            struct.append(m)
+    return (("key", tuple(struct)),), tuple(dyn)
+
+
+def _basic_dyn(x, *pos, key):
+    """``x[key]`` for a structure from ``_key_split``, positions as operands: one dynamic
+    slice (ints are length-1 slices), one strided slice for steps, one reshape for the ints
+    dropped and the Nones added."""
+    n_real = sum(1 for m in key if m[0] in "is")
+    starts, sizes, steps, out = [], [], [], []
+    it, d = iter(pos), 0
+
+    def full(d):
+        starts.append(0)
+        sizes.append(x.shape[d])
+        steps.append(1)
+        out.append(x.shape[d])
+    for m in key:
+        tag = m[0]
+        if tag == "n":
+            out.append(1)
+        elif tag == "e":
+            for _ in range(x.ndim - n_real):
+                full(d)
+                d += 1
+        elif tag == "i":
+            starts.append(_start(next(it)))
+            sizes.append(1)
+            steps.append(1)
+            d += 1
+        elif len(m) == 4:        # ("s", None, None, None)
+            full(d)
+            d += 1
+        else:
+            length, step = m[1], m[2]
+            span = (length - 1) * step + 1 if length else 0
+            starts.append(_start(next(it)))
+            sizes.append(span)
+            steps.append(step)
+            out.append(length)
+            d += 1
+    while d < x.ndim:
+        full(d)
+        d += 1
+    starts = [s if hasattr(s, "dtype") else _start(s) for s in starts]
+    y = lax.dynamic_slice(x, starts, sizes) if x.ndim else x
+    if any(s > 1 for s in steps):
+        y = lax.slice(y, (0,) * y.ndim, tuple(sizes), tuple(steps))
+    return y.reshape(tuple(out))
+
+
+# basic keys are views; positions are operands (NOTE [dynamic positions])
+defdynview("index_slice", _basic, _basic_dyn, _key_split, grad_fn="SliceBackward0")
+defdynview("index_int", _basic, _basic_dyn, _key_split, grad_fn="SelectBackward0")
+defdynview("index_none", _basic, _basic_dyn, _key_split, grad_fn="UnsqueezeBackward0")
+defdynview("index_alias", _basic, _basic_dyn, _key_split, grad_fn="AliasBackward0")
 
 
 def _advanced(x, *idx, key):

@@ -2,10 +2,161 @@
 views): their single-input ``fn`` is also what a view chain replays (``_tensor.py``)."""
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-from .registry import defop
+from .. import _state
+from .._x64 import x64_enter, x64_exit
+from .registry import OPS, BACKWARD_NAMES, Op, _make_backward, defop
+
+# NOTE [dynamic positions]
+# Eager ops are jitted per static arguments (registry.Op.forward). For the view ops that pick
+# a position (select's index, a slice's start, the ints and slice starts of ``x[key]``), a
+# static position would mean one XLA compile (~20-80 ms) per new position: ``for i in
+# range(n): x[i]`` compiles n programs. A ``DynViewOp`` keeps torch's static arguments (so
+# ``grad_fn._saved_index``, the node's static and the view chain are unchanged) but splits them
+# into a *structure* (dims, lengths, steps: what fixes the output shape) and *positions*,
+# which its jitted forward and backward take as int64 operands (``lax.dynamic_slice``); one
+# program then serves every position of a (structure, shape, dtype). Positions must already be
+# in range and non-negative (the methods check and wrap them, as torch does): the dynamic
+# slice would clamp an out-of-range start silently. Inside a trace (``tracegrad.compile``) the
+# plain ``fn`` runs with the positions as constants. The view chain (``_tensor.py``) uses the
+# same split to read and write views. Double backward (``create_graph=True``) through one of
+# these backward ops still compiles per position.
+_BOUND_LIMIT = 4096     # per-position closures kept per op; past this the dict starts afresh
+_POS: dict = _state.register_cache("_ops.shape._POS", {})
+
+
+def pos_arg(v: int):
+    """Position ``v`` as a cached int64 device scalar (an operand of a jitted call)."""
+    a = _POS.get(v)
+    if a is None:
+        if len(_POS) > _BOUND_LIMIT:
+            _POS.clear()
+        prev = x64_enter()
+        try:
+            a = _POS[v] = jnp.asarray(np.int64(v))
+        finally:
+            x64_exit(prev)
+    return a
+
+
+def _index_dtype():
+    return jax.dtypes.canonicalize_dtype(np.int64)
+
+
+class _BoundOp(Op):
+    """One position's backward: ``fn`` and the jitted call both close over the positions and
+    call the program shared by every position of the structure."""
+
+    __slots__ = ("_call",)
+
+    def forward(self, static):
+        return self._call
+
+
+class DynViewOp(Op):
+    """A view op whose positions are runtime operands (NOTE [dynamic positions]).
+
+    ``split(static) -> (structure, positions)``: a hashable structure (static keyword
+    arguments of ``dfn``) and a tuple of ints; ``()`` positions means "all static" (then the
+    op behaves as a plain ``Op``). ``dfn(x, *positions, **structure)`` computes what
+    ``fn(x, **static)`` computes."""
+
+    __slots__ = ("split", "dfn", "_dfwd", "_bound", "_dbwd", "_bbwd")
+
+    def __init__(self, name, fn, dfn, split, **kw):
+        super().__init__(name, fn, kw.pop("args", ("self",)), kw.pop("grad_fn"), (), 1, None, None,
+                         True, kw.pop("doc", None))
+        self.split, self.dfn = split, dfn
+        self._dfwd, self._bound, self._dbwd, self._bbwd = {}, {}, {}, {}
+
+    def forward(self, static):
+        f = self._bound.get(static)
+        if f is not None:
+            return f
+        struct, dyn = self.split(static)
+        if not dyn:
+            return Op.forward(self, static)
+        j = self._dfwd.get(struct)
+        if j is None:
+            j = self._dfwd[struct] = jax.jit(partial(self.dfn, **dict(struct)))
+        pos = tuple(pos_arg(v) for v in dyn)
+        if len(self._bound) > _BOUND_LIMIT:
+            self._bound.clear()
+        f = self._bound[static] = lambda x: j(x, *pos)
+        return f
+
+    def backward_op(self, static, layout, avals, needs, ns, nc):
+        struct, dyn = self.split(static)
+        if not dyn:
+            return Op.backward_op(self, static, layout, avals, needs, ns, nc)
+        key = (static, layout, avals, needs, ns, nc)
+        b = self._bbwd.get(key)
+        if b is not None:
+            return b
+        k, n = len(dyn), sum(needs)
+        skey = (struct, layout, avals, needs, ns, nc)
+        shared = self._dbwd.get(skey)
+        if shared is None:
+            # the positions are constants of the VJP (layout 2), after the op's own inputs
+            tmpl = Op(self.name, self.dfn, ("self",) + tuple(f"pos{i}" for i in range(k)),
+                      self.grad_fn, (), 1, None, None, False, None)
+            fn = _make_backward(tmpl, struct, layout + (2,) * k, avals, needs)
+
+            def flat(*a):   # (*saved, *consts, *positions, *grads)
+                out = fn(a[:ns], a[ns:ns + nc + k], a[ns + nc + k:])
+                return tuple(out) if n > 1 else out[0]
+            shared = self._dbwd[skey] = (flat, jax.jit(flat))
+        raw, jitted = shared
+        m = ns + nc
+        pos = tuple(pos_arg(v) for v in dyn)
+        names = tuple(f"in{i}" for i in range(len(layout) + 1 + 256 + 2))
+        b = _BoundOp(f"{self.name}_backward", lambda *a: raw(*a[:m], *dyn, *a[m:]), names,
+                     BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward"), names, n, None, None,
+                     False, None)
+        b._call = lambda *a: jitted(*a[:m], *pos, *a[m:])
+        if len(self._bbwd) > _BOUND_LIMIT:
+            self._bbwd.clear()
+        self._bbwd[key] = b
+        return b
+
+
+def defdynview(name, fn, dfn, split, *, grad_fn, doc=None) -> DynViewOp:
+    """Declare a ``DynViewOp`` in the op table (the ``defop`` of NOTE [dynamic positions])."""
+    if name in OPS:
+        raise ValueError(f"op {name!r} declared twice")
+    op = OPS[name] = DynViewOp(name, fn, dfn, split, grad_fn=grad_fn, doc=doc)
+    return op
+
+
+def _start(s):
+    return lax.convert_element_type(s, _index_dtype())
+
+
+def _slice_dyn(x, start, *, dim, length, step):
+    span = (length - 1) * step + 1 if length else 0
+    y = lax.dynamic_slice_in_dim(x, _start(start), span, axis=dim)
+    return lax.slice_in_dim(y, 0, span, step, axis=dim) if step > 1 and length else y
+
+
+def _slice_split(static):
+    st = dict(static)
+    start, end, step = st["start"], st["end"], st["step"]
+    if start < 0 or end < 0 or step < 1:
+        return static, ()
+    return (("dim", st["dim"]), ("length", len(range(start, end, step))), ("step", step)), (start,)
+
+
+def _select_split(static):
+    st = dict(static)
+    if st["index"] < 0:
+        return static, ()
+    return (("dim", st["dim"]),), (st["index"],)
 
 # ---- views ------------------------------------------------------------------------------
 defop("view", lambda x, shape: jnp.reshape(x, shape), grad_fn="ViewBackward0", view=True)
@@ -19,10 +170,12 @@ defop("transpose", lambda x, dim0, dim1: jnp.swapaxes(x, dim0, dim1), grad_fn="T
       view=True)
 defop("permute", lambda x, dims: jnp.transpose(x, dims), grad_fn="PermuteBackward0", view=True)
 defop("expand", lambda x, size: jnp.broadcast_to(x, size), grad_fn="ExpandBackward0", view="overlap")
-defop("slice", lambda x, dim, start, end, step: x[(slice(None),) * dim + (slice(start, end, step),)],
-      grad_fn="SliceBackward0", view=True)
-defop("select", lambda x, dim, index: x[(slice(None),) * dim + (index,)], grad_fn="SelectBackward0",
-      view=True)
+# slice/select: positions are operands (NOTE [dynamic positions]); start/end/index in range
+defdynview("slice", lambda x, dim, start, end, step: x[(slice(None),) * dim + (slice(start, end, step),)],
+           _slice_dyn, _slice_split, grad_fn="SliceBackward0")
+defdynview("select", lambda x, dim, index: x[(slice(None),) * dim + (index,)],
+           lambda x, index, dim: lax.dynamic_index_in_dim(x, _start(index), dim, keepdims=False),
+           _select_split, grad_fn="SelectBackward0")
 # basic indexing (ints, slices, None, Ellipsis) in one step; ``key`` is a static tuple
 defop("basic_index", lambda x, key: x[key], grad_fn="SliceBackward0", view=True)
 defop("diagonal", lambda x, offset, dim1, dim2: jnp.diagonal(x, offset, dim1, dim2),
