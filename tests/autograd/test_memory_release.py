@@ -147,6 +147,30 @@ def test_step_leaves_no_old_parameter_buffers(make):
     assert len(_live()) == n_live     # steady state: a step allocates nothing that stays
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_each_old_parameter_buffer_dies_at_its_own_update(momentum):
+    # an in-place update makes a new array (JAX arrays are immutable): the old one must be gone
+    # before the next parameter's update, not at the end of step()
+    torch.manual_seed(0)
+    params = [torch.randn(4, 4, requires_grad=True) for _ in range(4)]
+    opt = torch.optim.SGD(params, lr=0.1, momentum=momentum)
+    for _ in range(2):
+        opt.zero_grad()
+        sum((p * p).sum() for p in params).backward()
+        olds, dead_after = [], []
+        update = type(opt)._update
+
+        def spy(p, grad, state, group):
+            olds.append(weakref.ref(_arr(p)))
+            update(opt, p, grad, state, group)
+            dead_after.append([r() is None for r in olds])
+
+        opt._update = spy
+        opt.step()
+        del opt._update
+        assert dead_after == [[True] * (k + 1) for k in range(4)]
+
+
 def test_accumulated_gradient_replaces_the_old_buffer():
     w = torch.randn(4, 4, requires_grad=True)
     (w * 2).sum().backward()
