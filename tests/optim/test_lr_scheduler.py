@@ -273,3 +273,15 @@ def test_state_dict_keys_match_torch(spec):
         sd = s.state_dict()
         return sorted(sd), sorted(k for k in opt.param_groups[0])
     assert run(torch) == run(tracegrad)
+
+
+def test_module_exports_torchs_names_from_one_module():
+    """lr_scheduler is split into private modules; the public one still has every torch name,
+    and each class names it as its module (reprs, pickles), as torch's classes do."""
+    S, T = tracegrad.optim.lr_scheduler, torch.optim.lr_scheduler
+    missing = [n for n in T.__all__ if not hasattr(S, n)]
+    assert not missing
+    assert S.__all__ == T.__all__
+    for name in S.__all__:
+        assert getattr(S, name).__module__ == "tracegrad.optim.lr_scheduler", name
+    assert S._LRScheduler is S.LRScheduler and hasattr(T, "_LRScheduler")

@@ -420,3 +420,32 @@ def test_state_dict_survives_save_load(tmp_path):
     for k in a["state"]:
         for name, v in a["state"][k].items():
             np.testing.assert_array_equal(to_np(b["state"][k][name]), to_np(v))
+
+
+@pytest.mark.parametrize("define", ["nothing", "update"])
+def test_base_step_needs_a_subclass_rule(define):
+    """The base class's step is the built-in optimizers' shared loop; a subclass with neither
+    its own step nor an _update raises NotImplementedError, as torch's base class does."""
+    outs = []
+    for mod in (torch, tracegrad):
+        p = mod.ones(2, requires_grad=True)
+        p.grad = mod.ones(2)
+        body = {}
+        if define == "update" and mod is tracegrad:
+            body["_update"] = lambda self, p, grad, state, group: p.sub_(grad * group["lr"])
+        if define == "update" and mod is torch:   # torch: the subclass writes step itself
+            def step(self, closure=None):
+                for g in self.param_groups:
+                    for q in g["params"]:
+                        q.data.sub_(q.grad * g["lr"])
+            body["step"] = step
+        cls = type("Mine", (mod.optim.Optimizer,), body)
+        opt = cls([p], {"lr": 0.5})
+        if define == "nothing":
+            with pytest.raises(NotImplementedError):
+                opt.step()
+        else:
+            opt.step()
+            assert p.grad_fn is None and p.is_leaf
+        outs.append(to_np(p))
+    np.testing.assert_array_equal(outs[0], outs[1])
