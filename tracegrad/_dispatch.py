@@ -132,8 +132,8 @@ def _make_view(t, src, op, static, idx):
     if src.__dict__.get("_inference"):   # torch: a view is an inference tensor iff its base is,
         t._inference = True               # and then not a view for autograd (it shares storage)
         t._base = None
-    elif STATE[1] and INFERENCE_DEPTH[0] and (src._rg or src.requires_grad):
-        t._cmeta = "inference mode"
+    elif not STATE[0] and (src._rg or src.requires_grad):
+        t._cmeta = "inference mode" if STATE[1] and INFERENCE_DEPTH[0] else "no_grad mode"
         t._rg = True
 
 
@@ -146,8 +146,8 @@ def _make_view(t, src, op, static, idx):
 #   but is a leaf with no grad_fn ("inference mode"); an op using it later records an edge to
 #   nowhere. Writing it in place with grad mode on, or asking its grad_fn after its base was
 #   written in place, raises torch's RuntimeError (autograd cannot rebase such a view).
-# Views made under no_grad() keep tracegrad's behaviour (a regenerated AsStridedBackward0 once
-# the base has history): torch's NO_GRAD_MODE creation meta is not mirrored.
+# Views made under no_grad() of a tensor that requires grad are the same ("no_grad mode"), as
+# torch's NO_GRAD_MODE creation meta.
 
 
 def _record(op, args, static, outs):
@@ -220,11 +220,13 @@ def check_inplace(t):
                     "This view is the output of a function that returns multiple views (unbind, split, "
                     "chunk), which do not allow the output views to be modified inplace. Replace the "
                     "inplace operation by an out-of-place one, or clone() the output first.")
-    if STATE[0] and t._base is not None and t.__dict__.get("_cmeta") == "inference mode":
+    if STATE[0] and t._base is not None and "_cmeta" in t.__dict__:
+        where = t._cmeta
         raise RuntimeError(
-            "A view was created in inference mode and is being modified inplace in normal mode. "
+            f"A view was created in {where} and is being modified inplace "
+            f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'}. "
             "Autograd cannot track it (NOTE [inference views]): clone() the view, or create it "
-            "outside inference_mode().")
+            f"outside {'inference_mode()' if where == 'inference mode' else 'no_grad()'}.")
     if not STATE[1] and t.__dict__.get("_inference"):
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "

@@ -364,3 +364,37 @@ def test_saved_tensor_hooks_identity_sees_inplace(T):
         b.add_(1)
     c.sum().backward()
     assert np.allclose(_np(a.grad), np.cos(2.0))
+
+
+# ---- views made under no_grad (torch's NO_GRAD_MODE creation meta) -------------------------
+@pytest.mark.parametrize("leaf", [True, False])
+def test_no_grad_view_is_leaf_requiring_grad(T, leaf):
+    # TestAutograd.test_inplace_not_requires_grad / test_no_grad_modifies_version-family: a
+    # view made under no_grad of a tensor requiring grad requires grad, has no grad_fn, and an
+    # op using it records an edge to nowhere
+    a0 = T.ones(2, 3, requires_grad=True)
+    a = a0 if leaf else a0 * 1
+    with T.no_grad():
+        v = a.view(-1)
+    assert v.requires_grad and v.grad_fn is None and v.is_leaf and v._is_view()
+    y = (v * 2).sum()
+    assert y.grad_fn is not None
+    y.backward()
+    assert v.grad is None and a0.grad is None
+
+
+def test_no_grad_view_inplace_errors(T):
+    # TestAutograd.test_inplace_on_view_of_view_no_grad / torch's creation-meta errors: writing
+    # a no_grad view in place with grad mode on, or reading its grad_fn after its base was
+    # written in place with grad mode on, raise RuntimeError
+    a = T.ones(2, 3, requires_grad=True).clone()
+    with T.no_grad():
+        v = a.view(-1)
+    with pytest.raises(RuntimeError, match="created in no_grad mode and is being modified inplace"):
+        v.add_(1)
+    with T.no_grad():
+        v.add_(1)          # allowed under no_grad: the base sees it
+    assert a.tolist() == [[2.0] * 3] * 2
+    a.mul_(2)
+    with pytest.raises(RuntimeError, match="created in no_grad mode and its base"):
+        v.grad_fn

@@ -425,11 +425,12 @@ def view_grad_fn(t):
         return gf
     cmeta = t.__dict__.get("_cmeta")
     if cmeta is not None:   # NOTE [inference views] (tracegrad/_dispatch.py)
-        if cmeta == "inference mode" and t._gf_ver != t._vc[0]:
+        if t._gf_ver != t._vc[0] and t._base._gf is not None:
+            normal = "in normal mode" if cmeta == "inference mode" else "with grad mode enabled"
             raise RuntimeError(
-                "A view was created in inference mode and its base or another view of its base has "
-                "been modified inplace in normal mode. Autograd cannot rebase such a view: clone() "
-                "it, or create it outside inference_mode().")
+                f"A view was created in {cmeta} and its base or another view of its base has "
+                f"been modified inplace {normal}. Autograd cannot rebase such a view: clone() "
+                "it, or create it outside that mode.")
         return None
     base = t._base
     if base._gf is None and gf is not None:
