@@ -19,7 +19,8 @@ Columns:
   forward: every packed tensor is counted once per storage (parameters excluded: they live
   anyway) from pack until its node frees it. With checkpointing only the checkpoints' inputs
   reach these hooks (what the region saves inside goes to the checkpoint's own hooks).
-* ``peak MiB``: process working-set growth during one step from parameters and input alone
+* ``peak MiB``: process working-set growth during one step (without the counting hooks) from
+  parameters and input alone
   (Linux VmHWM after resetting it via /proc/self/clear_refs, minus VmRSS before; gradients,
   activations and temporaries), each (library, variant) in a fresh process with a fixed
   malloc mmap threshold so freed buffers leave RSS.
@@ -220,10 +221,11 @@ def one(lib, variant, blocks, width, batch, act, model_kind="mlp", seq=64, heads
     rss0 = _status("VmRSS")
     _reset_peak()
     t0 = time.perf_counter()
-    step(variant, count)
+    step(variant)   # no hooks here: a pack hook keeps what it is given (tracegrad: a view's copy)
     ms = (time.perf_counter() - t0) * 1e3
     peak = _status("VmHWM") - rss0
     got = [p.grad.detach().numpy().copy() for p in params]
+    step(variant, count)
     step("none")
     ref = [p.grad.detach().numpy() for p in params]
     diff = max(float(np.abs(a - b).max()) for a, b in zip(got, ref))

@@ -203,24 +203,30 @@ def note_released(nbytes: int) -> None:
         _return_memory()
 
 
-def _nbytes(t):
-    a = t._st.array
-    return getattr(a, "nbytes", 0) if a is not None else 0
+_SIZES: dict = {}
 
 
 def _released_bytes(node, grads, saved):
-    """Bytes let go of once ``node`` has run: its incoming gradients and, when the graph is
-    freed, its saved tensors. An estimate: a saved parameter view counts too."""
-    n = 0
+    """About the bytes let go of once ``node`` has run: its incoming gradient and, when the
+    graph is freed and the node saved tensors, as much again for them (a saved activation has
+    its gradient's size, give or take). An estimate from one array, ~0.5 us a node: counting
+    every array exactly cost ~3 us a node, 3% of a small MLP's step."""
     for g in grads:
         if g is not None:
-            n += _nbytes(g)
-    if saved:
-        for s in getattr(node, "saved", ()):
-            t = s.tensor
-            if t is not None:
-                n += _nbytes(t)
-    return n
+            a = g._st.array
+            key = (getattr(a, "shape", None), getattr(a, "dtype", None))
+            n = _SIZES.get(key)
+            if n is None:
+                n = 0
+                if key[0] is not None and key[1] is not None:
+                    n = key[1].itemsize
+                    for d in key[0]:
+                        n *= d
+                if len(_SIZES) > 4096:
+                    _SIZES.clear()
+                _SIZES[key] = n
+            return 2 * n if saved and getattr(node, "saved", None) else n
+    return 0
 
 
 def _accumulate(a, b):
