@@ -74,3 +74,14 @@ def test_register_cache_errors(registry):
         registry.register_cache("test.same", {})
     with pytest.raises(TypeError, match="register_cache"):
         registry.register_cache("test.bad", (1, 2))
+
+
+def test_in_inference_mode_reads_state():
+    assert grad_mode.in_inference_mode is _state.in_inference_mode
+    assert not _state.in_inference_mode()
+    with tracegrad.inference_mode():
+        assert _state.in_inference_mode()
+        assert tracegrad.ones(2).is_inference()
+        with tracegrad.inference_mode(False):
+            assert not _state.in_inference_mode()
+    assert not _state.in_inference_mode() and not tracegrad.ones(2).is_inference()

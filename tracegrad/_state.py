@@ -65,6 +65,12 @@ GRAD_MODE = _GradModeState()
 INFERENCE_DEPTH: list = [0]
 
 
+def in_inference_mode() -> bool:
+    """True in an ``inference_mode(True)`` block of this thread (one list read when no such block
+    is open in any thread). ``autograd.grad_mode.in_inference_mode`` is this function."""
+    return bool(INFERENCE_DEPTH[0]) and GRAD_MODE[1]
+
+
 # ---- the cache registry -------------------------------------------------------------------------
 _CACHES: dict = {}
 

@@ -15,6 +15,7 @@ import inspect
 # thread-local read, so ops outside inference mode pay one list read).
 from .._state import GRAD_MODE as STATE
 from .._state import INFERENCE_DEPTH as INFERENCE_DEPTH
+from .._state import in_inference_mode as in_inference_mode
 
 
 def is_grad_enabled() -> bool:
@@ -148,8 +149,3 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return type(self)(self.mode)
-
-
-def in_inference_mode() -> bool:
-    """True in an inference_mode(True) block of this thread (fast when none is open anywhere)."""
-    return bool(INFERENCE_DEPTH[0]) and STATE[1]
