@@ -7,12 +7,13 @@ the median milliseconds per call and the number of XLA programs the case compile
 
 * ``a[i]``, ``a[i:i+2]``, ``a[-i-1]``, ``a[i, 1:5:2]``, ``a.select(0, i)``, ``a.narrow(0, i, 2)``;
 * ``a[i][j]`` (a view of a view);
-
-each case on its own tensor ``randn(100 + k, 8)``, so no case reuses another's programs.
 * ``a[i] = v`` and ``a[i].add_(1)`` with no grad (writes through the view chain);
 * ``a[i].sum().backward()`` (case ``g[i]...``) with ``a`` a leaf that requires grad (forward + backward);
-* ``read after write``: a view ``a[i]`` read again after its base was written in place.
+* ``read after write``: a view ``a[i]`` read again after its base was written in place;
+* ``h[i] = x (grad)``: ``h = a * 1.0``, ``x`` requires grad: the write records ``CopySlices``;
+* ``a[i, [0, 2]]``: an int beside an index list (advanced indexing, a gather).
 
+Each case runs on its own tensor ``randn(100 + k, 8)``, so no case reuses another's programs.
 A position being "new" costs one XLA compile per program it needs when positions are
 static arguments of the programs; with positions as runtime operands it costs about what a
 repeated one costs.
@@ -54,6 +55,13 @@ def main():
     def backward(a, i):
         a[i].sum().backward()
 
+    x = torch.randn(8, requires_grad=True)
+
+    def copy_slices(a, i):
+        h = a * 1.0            # a non-leaf
+        h[i] = x               # CopySlices on h
+        return h
+
     def read_after_write(a, i):
         w = a[i]
         a.mul_(1.0)
@@ -72,6 +80,8 @@ def main():
         ("a[i].add_(1)", add_),
         ("g[i].sum().backward()", backward),
         ("read after write", read_after_write),
+        ("h[i] = x (grad)", copy_slices),
+        ("a[i, [0, 2]]", lambda a, i: a[i, [0, 2]]),
     ]
     print(f"{'case':24s} {'new ms':>9s} {'repeat ms':>10s} {'compiles':>9s}   (median of {n})")
     for k, (name, case) in enumerate(cases):

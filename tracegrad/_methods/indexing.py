@@ -118,7 +118,20 @@ def getitem(self, key):
     markers, arrays = _parse_key(self, key)
     if not arrays:
         return apply_op(_basic_op(markers), (self,), (("key", markers),))
+    if builtins.any(m[0] in "in" or (m[0] == "s" and m[1:] != (None, None, None)) for m in markers):
+        # as torch: ints, slices and None first (a view, positions as operands), then the
+        # advanced index on what is left (IndexBackward0 over SelectBackward0/SliceBackward0)
+        basic, markers = _split_basic(markers)
+        self = apply_op(_basic_op(basic), (self,), (("key", basic),))
     return apply_op(OPS["index"], (self, *arrays), (("key", markers),))
+
+
+def _split_basic(markers):
+    """``(basic, rest)``: the key's basic part with index arrays as full slices, and the key
+    to apply to that view (ints gone, slices and Nones full slices)."""
+    basic = tuple(("s", None, None, None) if m[0] == "t" else m for m in markers)
+    rest = tuple(m if m[0] in "te" else ("s", None, None, None) for m in markers if m[0] != "i")
+    return basic, rest
 
 
 def setitem(self, key, value):
@@ -142,8 +155,7 @@ def setitem(self, key, value):
         index_put_(self, arrays, value, markers=markers)
         return
     # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
-    basic = tuple(("s", None, None, None) if m[0] == "t" else m for m in markers)
-    rest = tuple(m if m[0] in "te" else ("s", None, None, None) for m in markers if m[0] != "i")
+    basic, rest = _split_basic(markers)
     v = apply_op(_basic_op(basic), (self,), (("key", basic),))
     index_put_(v, arrays, value, markers=rest)
 

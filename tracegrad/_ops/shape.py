@@ -59,6 +59,17 @@ class _BoundOp(Op):
         return self._call
 
 
+class _Programs(dict):
+    """``Op._fwd`` of a ``DynViewOp``: ``get(static)`` gives the structure's jitted program with
+    the positions bound (built on a miss), so ``Op.forward`` stays the one entry point."""
+
+    __slots__ = ("op",)
+
+    def get(self, static, default=None):
+        f = dict.get(self, static)
+        return f if f is not None else self.op._program(static)
+
+
 class DynViewOp(Op):
     """A view op whose positions are runtime operands (NOTE [dynamic positions]).
 
@@ -67,28 +78,33 @@ class DynViewOp(Op):
     op behaves as a plain ``Op``). ``dfn(x, *positions, **structure)`` computes what
     ``fn(x, **static)`` computes."""
 
-    __slots__ = ("split", "dfn", "_dfwd", "_bound", "_dbwd", "_bbwd")
+    __slots__ = ("split", "dfn", "_dfwd", "_dbwd", "_bbwd")
 
     def __init__(self, name, fn, dfn, split, **kw):
         super().__init__(name, fn, kw.pop("args", ("self",)), kw.pop("grad_fn"), (), 1, None, None,
                          True, kw.pop("doc", None))
         self.split, self.dfn = split, dfn
-        self._dfwd, self._bound, self._dbwd, self._bbwd = {}, {}, {}, {}
+        self._fwd = _Programs()
+        self._fwd.op = self
+        self._dfwd, self._dbwd, self._bbwd = {}, {}, {}
 
-    def forward(self, static):
-        f = self._bound.get(static)
-        if f is not None:
-            return f
+    def _program(self, static):
         struct, dyn = self.split(static)
-        if not dyn:
-            return Op.forward(self, static)
-        j = self._dfwd.get(struct)
-        if j is None:
-            j = self._dfwd[struct] = jax.jit(partial(self.dfn, **dict(struct)))
-        pos = tuple(pos_arg(v) for v in dyn)
-        if len(self._bound) > _BOUND_LIMIT:
-            self._bound.clear()
-        f = self._bound[static] = lambda x: j(x, *pos)
+        if not dyn:    # kept apart from the bounded dict: never rebuilt
+            f = self._dfwd.get((None, static))
+            if f is None:
+                f = self._dfwd[(None, static)] = jax.jit(partial(self.fn, **dict(static)) if static else self.fn)
+        else:
+            j = self._dfwd.get(struct)
+            if j is None:
+                j = self._dfwd[struct] = jax.jit(partial(self.dfn, **dict(struct)))
+            pos = tuple(pos_arg(v) for v in dyn)
+
+            def f(x):
+                return j(x, *pos)
+            if len(self._fwd) > _BOUND_LIMIT:
+                self._fwd.clear()
+        self._fwd[static] = f
         return f
 
     def backward_op(self, static, layout, avals, needs, ns, nc):
