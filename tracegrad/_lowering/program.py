@@ -15,7 +15,7 @@ from jax.extend import core as jax_core
 
 
 class Program:
-    __slots__ = ("fun", "out_tree", "donate", "options", "_donating", "_safe")
+    __slots__ = ("fun", "out_tree", "donate", "drop", "options", "_donating", "_safe")
 
     @classmethod
     def trace(cls, fn, inputs, jit_options):
@@ -23,7 +23,7 @@ class Program:
         self = cls()
         self.fun = jax_core.jaxpr_as_fun(closed)
         self.out_tree = jax.tree_util.tree_structure(out_shape)
-        self.donate = ()
+        self.donate = self.drop = ()
         self.options = jit_options
         self._donating = self._safe = None
         return self
@@ -34,17 +34,25 @@ class Program:
         if donate and self.donate and _exclusively_held(flat, self.donate):
             f = self._donating
             if f is None:
-                f = self._donating = jax.jit(self.fun, donate_argnums=self.donate, **self.options)
+                f = self._donating = jax.jit(self._pruned(), donate_argnums=self.donate, **self.options)
         else:
             f = self._safe
             if f is None:
-                f = self._safe = jax.jit(self.fun, **self.options)
+                f = self._safe = jax.jit(self._pruned(), **self.options)
         return jax.tree_util.tree_unflatten(self.out_tree, f(*flat))
 
 
+    def _pruned(self):
+        """``fun`` with the flat outputs in ``drop`` (values nobody reads after the trace)
+        returned as None, so XLA never computes or copies them."""
+        fun, drop = self.fun, frozenset(self.drop)
+        if not drop:
+            return fun
+        return lambda *a: [None if i in drop else o for i, o in enumerate(fun(*a))]
+
     def memory_analysis(self, flat):
         """XLA's memory figures (``temp_size_in_bytes``...) of the compiled program."""
-        return jax.jit(self.fun, **self.options).lower(*flat).compile().memory_analysis()
+        return jax.jit(self._pruned(), **self.options).lower(*flat).compile().memory_analysis()
 
 
 def _exclusively_held(flat, indices):

@@ -414,6 +414,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         x64_exit(prev)
     del py_snap     # it holds the closure's containers as they were: old tensors, storages
     escapes = _carry_over(info["escapes"], storages, info["state_written"])
+    positions = jax.tree_util.tree_unflatten(jitted.out_tree, range(jitted.out_tree.num_leaves))[4]
+    jitted.drop = tuple(positions[j] for j, st in enumerate(escapes) if st is None)
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
