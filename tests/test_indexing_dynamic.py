@@ -38,7 +38,7 @@ VALUES = [
     C("tensor_split", lambda t, x: x.tensor_split(3, 1), [F(7, 5)]),
     C("int_beside_list", lambda t, x: x[1, :, [0, 2]], [F(4, 5, 3)]),
     C("slice_beside_list", lambda t, x: x[[0, 2], 1:4], [F(4, 5, 3)]),
-    C("none_beside_list", lambda t, x: x[None, 1, [0, 1]], [F(4, 5, 3)], no_grad_fn=False),
+    C("none_beside_list", lambda t, x: x[None, 1, [0, 1]], [F(4, 5, 3)]),
     C("int_tensor_key", lambda t, x: x[t.tensor(3)], [F(7, 5)]),
     C("view_of_int", lambda t, x: x[2].view(5, 1), [F(7, 5)]),
     C("reshape_of_step", lambda t, x: x[::2, 1:3].reshape(-1), [F(7, 5)]),

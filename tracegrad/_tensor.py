@@ -9,7 +9,9 @@ shares the storage with a fresh counter.
 JAX arrays are immutable, so an in-place op computes the new value functionally and writes it
 back into the storage through the chain (``write``): the view's elements are located by
 running the chain over an iota of the storage's flat indices, then scattered. That is
-functionalization; it is what makes ``a.detach().fill_(10.)`` change ``a``.
+functionalization; it is what makes ``a.detach().fill_(10.)`` change ``a``. The jitted read and
+write programs are keyed by the chain's structure; its positions (select indices, slice starts)
+are runtime operands (NOTE [dynamic positions], ``_ops/shape.py``).
 
 Operator methods live in ``_tensor_methods.py``; this file holds the state and its rules.
 """
