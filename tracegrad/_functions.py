@@ -47,6 +47,11 @@ def is_floating_point(t) -> bool:
     return t.is_floating_point()
 
 
+def is_inference(input) -> bool:
+    """Mirrors ``torch.is_inference``: ``input.is_inference()`` (made inside ``inference_mode``)."""
+    return input.is_inference()
+
+
 def numel(t) -> int:
     return t.numel()
 

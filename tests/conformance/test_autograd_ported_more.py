@@ -133,10 +133,6 @@ def test_once_differentiable(T):
 
 def test_saved_output_of_function_freed_by_refcount(T, request):
     # TestAutograd.test_free_deep_graph-style, for a custom Function that saves its output
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "FunctionCtx keeps ctx.to_save (the output itself) after apply builds ctx._saved "
-            "(tracegrad/autograd/function.py): output -> ctx -> output is a cycle")))
     class F(T.autograd.Function):
         @staticmethod
         def forward(ctx, x):

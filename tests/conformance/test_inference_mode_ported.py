@@ -3,17 +3,6 @@ with test/test_autograd.py); each test names its original. The bodies are rewrit
 ``T`` fixture: each runs under torch 2.13 (the oracle) and under tracegrad."""
 import pytest
 
-# transpose_ (and the other shape-changing in-place ops) run outside the in-place dispatch
-# path (tracegrad/_methods/inplace.py _restride_): they skip its inference checks
-_RESTRIDE = ("shape-changing in-place ops bypass check_inplace (tracegrad/_methods/inplace.py "
-             "_restride_): no inference-tensor / inference-view error")
-
-
-def _xfail_restride(T, op, request, when=True):
-    if T.__name__ == "tracegrad" and op == "transpose_" and when:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=_RESTRIDE))
-
-
 def test_inference_mode_context_manager(T):
     # TestAutogradInferenceMode.test_inference_mode_context_manager
     assert not T.is_inference_mode_enabled()
@@ -108,7 +97,6 @@ def test_inference_mode_inf_tensor_in_normal_mode_functional_op_is_leaf(T, requi
 @pytest.mark.parametrize("op", ["add_", "transpose_"])
 def test_inference_mode_inf_tensor_in_normal_mode_inplace_op(T, op, request):
     # TestAutogradInferenceMode.test_inference_mode_inf_tensor_in_normal_mode_inplace_op
-    _xfail_restride(T, op, request)
     fn = {"add_": lambda x: x.add_(2), "transpose_": lambda x: x.transpose_(0, 1)}[op]
     with T.inference_mode():
         c = T.ones(1, 2, 3)
@@ -240,7 +228,6 @@ def test_mix_inference_and_normal_tensor_view_op(T, requires_grad):
 @pytest.mark.parametrize("requires_grad", [True, False])
 def test_inference_mode_handle_direct_view_on_rebase(T, op, requires_grad, request):
     # TestAutogradInferenceMode.test_inference_mode_handle_direct_view_on_rebase
-    _xfail_restride(T, op, request, when=requires_grad)
     fn = {"add_": lambda x: x.add_(2), "transpose_": lambda x: x.transpose_(0, 1)}[op]
     a = T.ones(1, 2, 3, requires_grad=requires_grad).clone()
     with T.inference_mode():

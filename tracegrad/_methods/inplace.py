@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import apply_inplace
+from .._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor import Tensor, _JaxTracer, _wrap_dim
@@ -194,6 +194,7 @@ def unsqueeze_(self, dim):
 
 
 def _restride_(self, new):
+    check_inplace(self)     # torch's inference-tensor / inference-view errors first
     if self.requires_grad and _grad_on():
         raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_) "
                            "are not supported on tensors that require grad; use the out-of-place form")

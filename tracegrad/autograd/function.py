@@ -266,6 +266,7 @@ class Function(metaclass=_FunctionMeta):
             pos = {id(o): k for k, o in enumerate(outs)}
             ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
                                for t in ctx.to_save)
+            ctx.to_save = ()    # the SavedTensors hold them now; an output kept here would be a cycle
         return tuple(result) if is_tuple else result[0]
 
 
