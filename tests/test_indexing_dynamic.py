@@ -264,3 +264,20 @@ def test_compiled_equals_eager_with_views():
         np.testing.assert_allclose(oc.item(), oe.item(), rtol=1e-5)
         np.testing.assert_allclose(bc.numpy(), be.numpy(), rtol=1e-5)
     np.testing.assert_allclose(wc.grad.numpy(), we.grad.numpy(), rtol=1e-5)
+
+
+def test_augmented_assignment_through_view_of_view_of_nonleaf():
+    # h[-1][::2] += 1 runs add_ on the view (CopySlices) and then copies the view into itself:
+    # CopySlices saves only what the wrapped op saves, so the second write does not invalidate
+    # the first node (torch runs this); mul_ and exp_ on views need the base's value and keep it
+    torch = pytest.importorskip("torch")
+
+    def run(M):
+        x = M.arange(12.0).reshape(3, 4).requires_grad_()
+        h = x * 2
+        h[-1][::2] += 1.0
+        h[0].mul_(x[1].detach() + 1)
+        h[1, 1:3].exp_()
+        (h * h).sum().backward()
+        return np.asarray(x.grad.tolist())
+    np.testing.assert_allclose(run(tracegrad), run(torch), rtol=1e-5)

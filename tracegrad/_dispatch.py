@@ -299,30 +299,42 @@ def _torch_name(d):
 _copy_slices_ops: dict = {}
 
 
-def _copy_slices_op(chain, op, static):
-    """One ``CopySlices`` op per (view chain, in-place op): ``base, *others -> new base`` where
-    the view's region of base is replaced by ``op(view, *others)``, as torch's CopySlices
-    wraps the in-place op's node."""
-    key = (chain, op, static)
+def _copy_slices_op(chain, op, static, n_others):
+    """One ``CopySlices`` op per (view-chain structure, in-place op): ``base, *others,
+    *positions -> new base`` where the view's region of base is replaced by
+    ``op(view, *others)``, as torch's CopySlices wraps the in-place op's node. The chain's
+    positions (NOTE [dynamic positions]) are trailing Python-int arguments: runtime operands
+    of the forward and of the backward, so a new position compiles nothing."""
+    from ._tensor import chain_split
+    struct, pos = chain_split(chain)
+    key = (struct, op, static, n_others)
     cs = _copy_slices_ops.get(key)
     if cs is None:
-        from ._tensor import _chain_apply, _chain_scatter
-        kw = dict(static)
+        from ._tensor import _chain_apply_dyn, _chain_scatter_dyn
+        kw, k = dict(static), len(pos)
 
-        def fn(base, *others):
-            view = _chain_apply(chain, base)
-            return _chain_scatter(chain, base, op.fn(view, *others, **kw))
-        names = ("self",) + op.args[1:]
-        no_edge = tuple(op.args[i] for i in op.no_edge_pos)
-        cs = _copy_slices_ops[key] = Op("copy_slices", fn, names, "CopySlices", names, 1, None, None,
+        def fn(base, *rest):
+            others, p = rest[:len(rest) - k], rest[len(rest) - k:]
+            view = _chain_apply_dyn(struct, base, p)
+            return _chain_scatter_dyn(struct, base, op.fn(view, *others, **kw), p)
+        pnames = tuple(f"position{i}" for i in range(k))
+        names = ("self",) + op.args[1:1 + n_others]
+        no_edge = tuple(op.args[i] for i in op.no_edge_pos if i <= n_others) + pnames
+        # save what the wrapped op saves (torch's CopySlices keeps the op's node): the view and
+        # scatter around it are linear, so only the op's own backward needs primal values; the
+        # base stands for the op's input and for its result (recomputed from the base)
+        wanted = set(op.saves)
+        saves = tuple(n for n in names if n in wanted or (n == "self" and "result" in wanted))
+        cs = _copy_slices_ops[key] = Op("copy_slices", fn, names + pnames, "CopySlices", saves, 1, None, None,
                                         False, None, None, no_edge)
-    return cs
+    return cs, pos
 
 
 def _inplace_on_view(op, view, args, static):
     base = view._base
     chain = view._chain[len(base._chain):]
-    res = apply_op(_copy_slices_op(chain, op, static), (base, *args))
+    cs, pos = _copy_slices_op(chain, op, static, len(args))
+    res = apply_op(cs, (base, *args, *pos))
     node = res._gf
     _snapshot_saved(node, base)
     base._write(res._value)
@@ -339,19 +351,21 @@ _view_of_base_ops: dict = {}
 
 def record_view_of_base(t):
     """Regenerate a view's grad_fn after its base was written (torch: AsStridedBackward0)."""
-    from ._tensor import _chain_apply
+    from ._tensor import _chain_apply_dyn, chain_split
     base = t._base
-    chain = t._chain[len(base._chain):]
-    op = _view_of_base_ops.get(chain)
+    struct, pos = chain_split(t._chain[len(base._chain):])
+    op = _view_of_base_ops.get(struct)
     if op is None:
-        def fn(b, _chain=chain):
-            return _chain_apply(_chain, b)
-        op = _view_of_base_ops[chain] = Op("as_strided_view", fn, ("self",), "AsStridedBackward0",
-                                           (), 1, None, None, False, None)
+        pnames = tuple(f"position{i}" for i in range(len(pos)))
+
+        def fn(b, *p, _struct=struct):
+            return _chain_apply_dyn(_struct, b, p)
+        op = _view_of_base_ops[struct] = Op("as_strided_view", fn, ("self",) + pnames, "AsStridedBackward0",
+                                            (), 1, None, None, False, None, None, pnames)
     saved_state = STATE[0]
     STATE[0] = True
     try:
-        node = _record(op, (base,), (), (Tensor._make(None),))
+        node = _record(op, (base, *pos), (), (Tensor._make(None),))
     finally:
         STATE[0] = saved_state
     t._gf, t._out_nr, t._rg, t._gf_ver = node, 0, True, t._vc[0]
