@@ -366,6 +366,9 @@ class Tensor:
                     "a computed variable in a subgraph that doesn't require differentiation use "
                     "var_no_grad = var.detach().")
             return self
+        if requires_grad and self.__dict__.get("_inference") and not _state.in_inference_mode():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is "
+                               "not allowed. Clone it outside inference_mode() (or use it inside one).")
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if self._rg != bool(requires_grad):

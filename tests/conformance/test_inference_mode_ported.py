@@ -257,9 +257,6 @@ def test_inference_mode_handle_indirect_view_on_rebase(T, requires_grad):
 def test_requires_grad_on_inference_tensor_outside_mode(T, request):
     # TestAutogradInferenceMode.test_inference_mode_tensor_creation's requires_grad_ half, used
     # outside the mode: torch 2.13 refuses to make an inference tensor require grad there
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "Tensor.requires_grad_ (tracegrad/_tensor.py) does not check inference tensors")))
     with T.inference_mode():
         c = T.ones(2)
         c.requires_grad_(False)     # allowed inside the mode

@@ -146,6 +146,8 @@ class SavedTensor:
             from .grad_mode import no_grad
             with no_grad():  # torch runs pack hooks with grad recording off
                 self.packed = pack(tensor)
+            if tensor._chain:
+                tensor._vcache = None   # a view the hook keeps must not keep its materialised copy
             self.unpack = unpack
             # where the saved tensor sits in the graph: torch's unpack gives that place back to
             # what the hook returns (checkpoint's and save_on_cpu's are detached), so double
