@@ -13,7 +13,7 @@ scalar does in torch: cast to the parameter's dtype (0-d tensors do not promote)
 """
 from __future__ import annotations
 
-from .. import Tensor, float64, where
+from .. import Tensor, float64, is_grad_enabled, where
 
 __all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
            "nadam_step", "radam_step"]
@@ -104,11 +104,14 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, bet
     step_size = _like_lr(lr / bias_correction1, lr)
     bias_correction2_sqrt = bias_correction2.sqrt()
     if amsgrad:
-        max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
+        prev = max_exp_avg_sq.clone() if is_grad_enabled() else max_exp_avg_sq   # as exp_avg below
+        max_exp_avg_sq.copy_(prev.maximum(exp_avg_sq))
         denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
     else:
         denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-    param.addcdiv_(exp_avg, denom, value=-step_size)
+    # differentiable=True (grad mode on in step): as torch, divide a clone, since the next
+    # step's lerp_ writes exp_avg in place while this step's node still needs its value
+    param.addcdiv_(exp_avg.clone() if is_grad_enabled() else exp_avg, denom, value=-step_size)
 
 
 def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr, alpha, eps,
