@@ -49,16 +49,10 @@ LAYERS = [
 KNOWN_UPWARD = {
     ("tracegrad._ops.random", "tracegrad._factories"):
         "Generator.get_state builds a tensor (local import): pure draws and Generator should split",
-    ("tracegrad._factories", "tracegrad.autograd.grad_mode"):
-        "factories mark inference tensors: read _state.GRAD_MODE/INFERENCE_DEPTH (same objects) instead",
-    ("tracegrad._factories", "tracegrad.autograd"):
-        "the grad_mode import above runs autograd/__init__ (engine, function...) mid-import",
-    ("tracegrad._tensor", "tracegrad.autograd.grad_mode"):
-        "Tensor reads grad mode (local import): read _state.GRAD_MODE (the same object) instead",
     ("tracegrad._tensor", "tracegrad.autograd._graph_impl"):
         "Tensor.grad_fn of a view builds its view node lazily (local import)",
     ("tracegrad._tensor", "tracegrad.autograd"):
-        "the two local autograd imports above run autograd/__init__",
+        "the local _graph_impl import above runs autograd/__init__",
     ("tracegrad.autograd", "tracegrad.autograd.functional"):
         "torch.autograd.functional is an attribute of torch.autograd; functional sits on func (L6)",
     ("tracegrad.autograd._graph_impl", "tracegrad.utils.hooks"):

@@ -85,3 +85,22 @@ def test_in_inference_mode_reads_state():
         with tracegrad.inference_mode(False):
             assert not _state.in_inference_mode()
     assert not _state.in_inference_mode() and not tracegrad.ones(2).is_inference()
+
+
+def test_process_wide_modes_are_the_ones_in_state():
+    from tracegrad._ops import dtypes
+    from tracegrad.autograd import _graph_impl
+    assert _graph_impl.SAVED_HOOKS is _state.SAVED_HOOKS and _graph_impl.ANOMALY is _state.ANOMALY
+    assert dtypes._default_float is _state.DEFAULT_DTYPE
+    assert _state.DEFAULT_DTYPE[0] is tracegrad.float32 is tracegrad.get_default_dtype()
+    tracegrad.set_default_dtype(tracegrad.float64)
+    try:
+        assert _state.DEFAULT_DTYPE[0] is tracegrad.float64 and tracegrad.ones(1).dtype == tracegrad.float64
+    finally:
+        tracegrad.set_default_dtype(tracegrad.float32)
+    with tracegrad.autograd.set_detect_anomaly(True, check_nan=False):
+        assert list(_state.ANOMALY) == [True, False]
+    assert list(_state.ANOMALY) == [False, True]
+    with tracegrad.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+        assert len(_state.SAVED_HOOKS) == 1
+    assert _state.SAVED_HOOKS == []

@@ -12,11 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _state
+from ._state import GRAD_MODE as STATE, INFERENCE_DEPTH
 from ._ops.registry import Op
 from ._tensor import Tensor, _JaxTracer
 from ._x64 import x64_enter, x64_exit
 from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
-from .autograd.grad_mode import INFERENCE_DEPTH, STATE
 
 _CAPTURE = _state.CAPTURE
 _node_cls: dict = {}

@@ -17,8 +17,8 @@ import numpy as np
 from ._device import device as _device
 from ._ops import dtypes as _dt
 from ._ops import random as _rnd
+from ._state import in_inference_mode
 from ._tensor import Size, Tensor
-from .autograd.grad_mode import in_inference_mode
 from ._x64 import with_x64
 
 

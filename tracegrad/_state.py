@@ -17,6 +17,12 @@ by dispatch with one index; ``INFERENCE_DEPTH[0]`` counts the ``inference_mode(T
 open in any thread (a cheap pre-check before the thread-local read). ``grad_mode.STATE`` and
 ``grad_mode.INFERENCE_DEPTH`` are these same objects.
 
+``SAVED_HOOKS`` is the ``saved_tensors_hooks`` stack of ``(pack, unpack)`` pairs (innermost
+last), ``ANOMALY`` is anomaly mode's ``[enabled, check_nan]`` and ``DEFAULT_DTYPE[0]`` is
+``get_default_dtype()``'s dtype (``_ops/dtypes.py`` sets it to float32 at import). All three are
+process-wide, as in torch; ``autograd._graph_impl.SAVED_HOOKS``/``ANOMALY`` and
+``_ops.dtypes._default_float`` are these same objects.
+
 The cache registry: a module that keeps a process-wide memo (jitted functions per op and
 static arguments, node classes, promotion results...) registers it once with
 ``register_cache``; ``clear_caches()`` empties every registered one (``tracegrad.compiler``'s
@@ -69,6 +75,12 @@ def in_inference_mode() -> bool:
     """True in an ``inference_mode(True)`` block of this thread (one list read when no such block
     is open in any thread). ``autograd.grad_mode.in_inference_mode`` is this function."""
     return bool(INFERENCE_DEPTH[0]) and GRAD_MODE[1]
+
+
+# ---- process-wide modes -------------------------------------------------------------------------
+SAVED_HOOKS: list = []            # saved_tensors_hooks stack: innermost (pack, unpack) pair last
+ANOMALY: list = [False, True]     # anomaly mode: [enabled, check_nan]
+DEFAULT_DTYPE: list = [None]      # [default float dtype]; _ops/dtypes.py sets float32 at import
 
 
 # ---- the cache registry -------------------------------------------------------------------------

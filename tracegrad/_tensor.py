@@ -562,8 +562,7 @@ def _init_from(t, array):
 
 
 def _grad_enabled():
-    from .autograd.grad_mode import STATE
-    return STATE[0]
+    return _state.GRAD_MODE[0]
 
 
 def _concrete(t, what):

@@ -11,6 +11,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _state
+
 
 class dtype:
     """Mirrors ``torch.dtype``. ``is_floating_point``, ``is_complex``, ``is_signed``, ``itemsize``."""
@@ -57,7 +59,9 @@ _BY_NAME = {d.name: d for d in ALL}
 ALIASES = {"half": float16, "float": float32, "double": float64, "short": int16, "int": int32,
            "long": int64, "cfloat": complex64, "cdouble": complex128}
 
-_default_float = [float32]
+# [default float dtype]: process-wide state, kept in _state (the same list)
+_default_float: list = _state.DEFAULT_DTYPE
+_default_float[0] = float32
 
 
 def _by_name(name):

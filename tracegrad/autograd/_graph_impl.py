@@ -32,10 +32,10 @@ MSG_FREED = (
     ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
     "graph a second time or if you need to access saved tensors after calling backward.")
 
-# saved_tensors_hooks stack: innermost (pack, unpack) pair is used
-SAVED_HOOKS: list = []
-# anomaly mode: [enabled, check_nan]
-ANOMALY = [False, True]
+# saved_tensors_hooks stack (innermost (pack, unpack) pair is used) and anomaly mode's
+# [enabled, check_nan]: process-wide state, kept in _state (these are the same objects)
+SAVED_HOOKS: list = _state.SAVED_HOOKS
+ANOMALY: list = _state.ANOMALY
 
 
 class Node:

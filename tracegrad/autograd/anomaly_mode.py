@@ -3,7 +3,7 @@ When on, each node records the Python stack of the forward op that created it, a
 backward that produces NaN raises RuntimeError naming that op and showing the stack."""
 from __future__ import annotations
 
-from ._graph_impl import ANOMALY
+from .._state import ANOMALY
 
 
 class detect_anomaly:
