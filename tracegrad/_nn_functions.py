@@ -203,7 +203,15 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """Mirrors ``torch._C._nn.avg_pool2d``. grad_fn ``AvgPool2DBackward0``."""
+    """Mirrors ``torch._C._nn.avg_pool2d``. grad_fn ``AvgPool2DBackward0``. IndexError for an
+    input of fewer than 3 dims (torch reads dim -3 before any other check)."""
+    if isinstance(input, Tensor) and input.ndim < 3:
+        if input.ndim == 0:
+            raise IndexError("avg_pool2d: Dimension specified as -3 but tensor has no dimensions; "
+                             "the input must be (C, H, W) or (N, C, H, W)")
+        raise IndexError(f"avg_pool2d: Dimension out of range (expected to be in range of [{-input.ndim}, "
+                         f"{input.ndim - 1}], but got -3); the input must be (C, H, W) or (N, C, H, W), "
+                         f"got {list(input.shape)}")
     k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d", input, ceil_mode)
     return apply_op(OPS["avg_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
@@ -243,8 +251,23 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size):
-    """Mirrors ``torch._C._nn.adaptive_max_pool2d`` (values only)."""
-    return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", _out_size(input, output_size, 2)),))
+    """Mirrors ``torch._C._nn.adaptive_max_pool2d`` (values only), with torch's checks: input
+    ``(C, H, W)`` or ``(N, C, H, W)`` with non-empty non-batch dims (RuntimeError), a floating
+    dtype (NotImplementedError). An output size of 0 gives an empty tensor, as torch."""
+    shp = tuple(input.shape)
+    if len(shp) not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(shp)}")
+    for i in range(len(shp) - 3, len(shp)):
+        if shp[i] == 0:
+            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(shp)} with dimension {i} being empty")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                                  f"convert the input with .float()")
+    out = _out_size(input, output_size, 2)
+    if 0 in out:   # empty output: no window to reduce; a slice gives the shape (and a graph edge)
+        return input[..., :out[0], :out[1]]
+    return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", out),))
 
 
 def adaptive_max_pool1d(input, output_size):

@@ -10,7 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor import Tensor, _JaxTracer, _wrap_dim
 from .inplace import _check_expand, check_index_range, copy_
-from .promotion import _CPP_NAME
+from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
 
@@ -236,6 +236,7 @@ def masked_fill(self, mask, value):
     """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
+    _check_scalar_value(value, "masked_fill", "Tensor mask, Tensor value")
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s).")

@@ -8,7 +8,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor import Tensor, _JaxTracer, _wrap_dim
 from .conversion import _grad_on
-from .promotion import _check_broadcast, _check_operand, _float_dtype, result_dtype
+from .promotion import _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -104,7 +104,12 @@ def _check_expand(shape, target):
 
 def fill_(self, value):
     """Mirrors ``torch.Tensor.fill_(value)``: a number (``FillBackward2``) or a 0-d tensor
-    (``FillBackward3``, the gradient flows to it). RuntimeError for a tensor with dims."""
+    (``FillBackward3``, the gradient flows to it). RuntimeError for a tensor with dims or a
+    complex number into a real tensor; TypeError for a value that is neither."""
+    _check_scalar_value(value, "fill_", "Tensor value")
+    if isinstance(value, (complex, np.complexfloating)) and not self.dtype.is_complex:
+        raise RuntimeError(f"fill_: value cannot be converted to type {self.dtype} without overflow "
+                           f"(a complex value into a real tensor)")
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
@@ -121,6 +126,7 @@ def masked_fill_(self, mask, value):
     """Mirrors ``torch.Tensor.masked_fill_``."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks")
+    _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value")
     op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
     return apply_inplace(op, self, (mask, value))
 

@@ -41,6 +41,14 @@ def _check_operand(x, name):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")
 
 
+def _check_scalar_value(value, api, sig):
+    """TypeError, as torch's argument parser, when a fill value is neither a tensor nor a
+    number (a str, None, a list, a numpy array). ``sig`` is the tensor signature torch lists."""
+    if not isinstance(value, (Tensor,) + _Number):
+        raise TypeError(f"{api}() received an invalid combination of arguments - got ({type(value).__name__}), but "
+                        f"expected one of: ({sig}) or a Number value; pass a Python number or a 0-dim tensor")
+
+
 def _check_broadcast(*xs):
     """RuntimeError with torch's message when tensor shapes do not broadcast."""
     shapes = [x._value.shape for x in xs if isinstance(x, Tensor)]
