@@ -104,3 +104,58 @@ def test_process_wide_modes_are_the_ones_in_state():
     with tracegrad.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
         assert len(_state.SAVED_HOOKS) == 1
     assert _state.SAVED_HOOKS == []
+
+
+MEMO_CACHES = ["_dispatch._SCALARS", "_dispatch._copy_slices_ops", "_dispatch._view_of_base_ops",
+               "_ops.dtypes._promote_cache", "autograd._graph_impl._BWD", "autograd._graph_impl._view_ops",
+               "autograd.function._SIGNATURES", "autograd.engine._SIZES", "_tensor._chain_fwd", "_ops.shape._POS"]
+
+
+def _train_step(model, opt, x, y):
+    opt.zero_grad()
+    h = model(x)
+    h2 = h.clone()
+    h2[:, :1] *= 2                     # CopySlices and view regeneration
+    loss = tracegrad.nn.functional.mse_loss(h2[::1] * 0.5 + 1, y)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+class _Double(tracegrad.autograd.Function):
+    @staticmethod
+    def forward(x, k=2.0):
+        return x * k
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        pass
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0, None
+
+
+def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
+    tracegrad.manual_seed(0)
+    model = tracegrad.nn.Sequential(tracegrad.nn.Linear(4, 8), tracegrad.nn.ReLU(), tracegrad.nn.Linear(8, 3))
+    opt = tracegrad.optim.SGD(model.parameters(), lr=0.1)
+    x, y = tracegrad.randn(5, 4), tracegrad.randn(5, 3)
+    _train_step(model, opt, x, y)
+    _Double.apply(tracegrad.ones(2, requires_grad=True)).sum().backward()
+    tracegrad.ones(2) + tracegrad.ones(2, dtype=tracegrad.float64)     # a promotion
+    sizes = _state.cache_sizes()
+    assert set(MEMO_CACHES) <= set(sizes)
+    assert all(sizes[n] > 0 for n in ("_dispatch._SCALARS", "_ops.dtypes._promote_cache",
+                                      "autograd._graph_impl._BWD", "autograd.function._SIGNATURES",
+                                      "autograd.engine._SIZES")), sizes
+    grad_fn_cls = type(model(x).grad_fn)
+    _state.clear_caches()
+    assert all(n == 0 for n in _state.cache_sizes().values()), _state.cache_sizes()
+    losses = [_train_step(model, opt, x, y) for _ in range(3)]
+    assert losses[2] < losses[0]
+    assert type(model(x).grad_fn) is grad_fn_cls          # node classes are not caches: same class
+    g = tracegrad.ones(2, requires_grad=True)
+    _Double.apply(g).sum().backward()
+    assert g.grad.tolist() == [2.0, 2.0]
+    assert _state.cache_sizes()["autograd._graph_impl._BWD"] > 0

@@ -63,7 +63,7 @@ def _forward(op, arrays, static):
 # (3-4 us here, a third of a small op). Passing a cached weakly-typed 0-d array instead gives
 # the same trace (weak types promote like Python numbers) without the conversion.
 _PY_NUMBERS = (float, int, bool)
-_SCALARS: dict = {}
+_SCALARS: dict = _state.register_cache("_dispatch._SCALARS", {})
 
 
 def as_arg(v):
@@ -296,7 +296,7 @@ def _torch_name(d):
             "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
 
 
-_copy_slices_ops: dict = {}
+_copy_slices_ops: dict = _state.register_cache("_dispatch._copy_slices_ops", {})
 
 
 def _copy_slices_op(chain, op, static, n_others):
@@ -346,7 +346,7 @@ def _inplace_on_view(op, view, args, static):
     return view
 
 
-_view_of_base_ops: dict = {}
+_view_of_base_ops: dict = _state.register_cache("_dispatch._view_of_base_ops", {})
 
 
 def record_view_of_base(t):

@@ -111,7 +111,7 @@ def to_dtype(d) -> dtype:
     return from_numpy_dtype(d)
 
 
-_promote_cache: dict = {}
+_promote_cache: dict = _state.register_cache("_ops.dtypes._promote_cache", {})
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:

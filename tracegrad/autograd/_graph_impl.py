@@ -295,7 +295,7 @@ class OpNode(Node):
 
 
 _dispatch_mod = []
-_BWD: dict = {}
+_BWD: dict = _state.register_cache("autograd._graph_impl._BWD", {})
 
 
 def _backward_entry(node, ns, nc):
@@ -415,7 +415,7 @@ def accumulate_node(t):
     return n
 
 
-_view_ops: dict = {}
+_view_ops: dict = _state.register_cache("autograd._graph_impl._view_ops", {})
 
 
 def view_grad_fn(t):

@@ -204,7 +204,7 @@ def note_released(nbytes: int) -> None:
         _return_memory()
 
 
-_SIZES: dict = {}
+_SIZES: dict = _state.register_cache("autograd.engine._SIZES", {})
 
 
 def _released_bytes(node, grads, saved):

@@ -270,7 +270,7 @@ class Function(metaclass=_FunctionMeta):
         return tuple(result) if is_tuple else result[0]
 
 
-_SIGNATURES: dict = {}
+_SIGNATURES: dict = _state.register_cache("autograd.function._SIGNATURES", {})
 
 
 def _bind_defaults(forward, args, kwargs):

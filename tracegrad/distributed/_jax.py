@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from .. import _state
 from .._tensor import Tensor
 from .._x64 import x64_scope
 
@@ -202,6 +203,9 @@ def _program(kind, arg):
         def fn(a):
             return a
     return jax.jit(lambda arrays: [fn(a) for a in arrays], out_shardings=out)
+
+
+_state.register_cache("distributed._jax._program", _program)
 
 
 def _stack_over_processes(arrays):
