@@ -254,15 +254,18 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         if e[0] is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         input_edges.append(e)
+        if accumulate_grad and not isinstance(e[0], AccumulateGrad):
+            t.retain_grad()   # as torch's backward(inputs=...): a non-leaf input retains its grad
         captures.setdefault(e, []).append(i)
     if inputs:
         targets = {e[0] for e in input_edges}
         needed = _needed(seen, targets)
-        # run a node only if it leads to another wanted node; leaves' AccumulateGrad run
-        # only for backward(inputs=...), never for autograd.grad
+        # run a node only if it leads to another wanted node; the inputs' own nodes (a leaf's
+        # AccumulateGrad, a non-leaf's grad_fn) run only for backward(inputs=...), never for
+        # autograd.grad (torch's engine.cpp init_to_execute)
         execute = {n for n in needed if any(nx in needed for nx, _ in n.next_functions)}
-        if accumulate_grad:
-            execute |= {n for n in targets if isinstance(n, AccumulateGrad)}
+        if accumulate_grad:   # torch marks every input's node needed (the non-leaf's grad_fn runs too)
+            execute |= targets
         visit = execute | targets
     else:
         execute = visit = None
