@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "tracegrad"
 LAYERS = [
     ("L0 state", ["tracegrad._state", "tracegrad._x64", "tracegrad._autocast"]),
     ("L1 ops", ["tracegrad._ops"]),
-    ("L2 tensor", ["tracegrad._device", "tracegrad._runtime", "tracegrad._op_errors", "tracegrad._tensor",
+    ("L2 tensor", ["tracegrad._device", "tracegrad._hooks", "tracegrad._runtime", "tracegrad._op_errors", "tracegrad._tensor",
                    "tracegrad._tensor_str", "tracegrad._factories"]),
     ("L3 autograd", ["tracegrad.autograd", "tracegrad._dispatch"]),
     ("L4 API", ["tracegrad", "tracegrad._methods", "tracegrad._tensor_methods", "tracegrad._functions",
@@ -55,14 +55,6 @@ KNOWN_UPWARD = {
         "the local _graph_impl import above runs autograd/__init__",
     ("tracegrad.autograd", "tracegrad.autograd.functional"):
         "torch.autograd.functional is an attribute of torch.autograd; functional sits on func (L6)",
-    ("tracegrad.autograd._graph_impl", "tracegrad.utils.hooks"):
-        "RemovableHandle lives in public utils.hooks: it should live below autograd, re-exported there",
-    ("tracegrad.autograd._graph_impl", "tracegrad.utils"):
-        "importing utils.hooks runs utils/__init__, which loads all of utils.data mid-import",
-    ("tracegrad.autograd._tensor_hooks", "tracegrad.utils.hooks"):
-        "RemovableHandle (as _graph_impl)",
-    ("tracegrad.autograd._tensor_hooks", "tracegrad.utils"):
-        "RemovableHandle (as _graph_impl): runs utils/__init__",
     ("tracegrad.autograd.engine", "tracegrad._functions"):
         "is_grads_batched stacks rows with tracegrad.stack (local import)",
 }

@@ -17,7 +17,7 @@ import itertools
 import sys
 from collections import OrderedDict
 
-from ..utils.hooks import RemovableHandle
+from .._hooks import RemovableHandle
 from .. import _state
 from .._tensor import Tensor
 from .._x64 import x64_scope

@@ -3,9 +3,8 @@ from . import data, hooks  # noqa: F401
 
 
 def __getattr__(name):
-    # autograd imports utils.hooks while it loads, and checkpoint imports autograd: load
-    # checkpoint on first use so ``tracegrad.utils.checkpoint`` works without an import cycle
-    # (dlpack likewise: it sits on tracegrad.func)
+    # checkpoint imports autograd and _lowering, and dlpack sits on tracegrad.func: load them
+    # on first use so importing tracegrad.utils stays light and free of import cycles
     if name in ("checkpoint", "dlpack"):
         import importlib
         return importlib.import_module("." + name, __name__)

@@ -1,44 +1,10 @@
-"""``RemovableHandle``: mirrors ``torch.utils.hooks.RemovableHandle``.
-
-One handle per registered hook; it holds the hook dicts weakly (so a handle never keeps a
-graph alive) and removes its entry from each on ``remove()`` or when used as a context
-manager exits.
-"""
+"""Mirrors ``torch.utils.hooks``: ``RemovableHandle``. The class lives in ``tracegrad/_hooks.py``
+(below autograd, whose nodes and tensor hooks return it); this is the same class."""
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
-from typing import Any
 
-from .. import _state
-
-
-class RemovableHandle:
-    next_id: int = 0
-
-    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
-        _state.bump_structure()   # compiled programs re-check which hooks exist
-        if _state.CAPTURE[0] is not None:
-            _state.CAPTURE[0].on_hook("registration", None)
-        extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
-
-    def remove(self) -> None:
-        """Unregister the hook; removing twice is harmless."""
-        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
-            d = ref()
-            if d is not None and self.id in d:
-                del d[self.id]
-                _state.bump_structure()
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
+from .._hooks import RemovableHandle as RemovableHandle
 
 
 def new_hook_dict() -> OrderedDict:

@@ -1,0 +1,45 @@
+"""``RemovableHandle``: mirrors ``torch.utils.hooks.RemovableHandle`` (layer L2: imports only
+``_state``, so autograd's nodes and tensor hooks use it without importing ``tracegrad.utils``).
+``tracegrad.utils.hooks.RemovableHandle`` is this class.
+
+One handle per registered hook; it holds the hook dicts weakly (so a handle never keeps a
+graph alive) and removes its entry from each on ``remove()`` or when used as a context
+manager exits.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from . import _state
+
+
+class RemovableHandle:
+    next_id: int = 0
+
+    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        _state.bump_structure()   # compiled programs re-check which hooks exist
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].on_hook("registration", None)
+        extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras)
+
+    def remove(self) -> None:
+        """Unregister the hook; removing twice is harmless."""
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            d = ref()
+            if d is not None and self.id in d:
+                del d[self.id]
+                _state.bump_structure()
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+RemovableHandle.__module__ = "tracegrad.utils.hooks"   # its public home, as torch's
