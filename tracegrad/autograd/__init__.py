@@ -10,4 +10,16 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F
 from . import function  # noqa: E402,F401
 from .function import Function  # noqa: E402,F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
-from . import functional  # noqa: E402,F401
+
+
+def __getattr__(name):
+    # torch.autograd.functional is an attribute of torch.autograd, but it stands on
+    # tracegrad.func (a layer above autograd): load it on first use
+    if name == "functional":
+        import importlib
+        return importlib.import_module(".functional", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"functional"})
