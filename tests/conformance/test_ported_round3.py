@@ -261,3 +261,392 @@ def test_sharded_grad(T):
     T.autograd.backward(inter, d)
     for i, leaf in enumerate(leaves):
         np.testing.assert_allclose(_np(leaf.grad), i * i * (1 + _np(leaf)))
+
+
+def test_backward_inputs_non_leaf_runs_its_node_and_retains_grad(T):
+    # TestAutograd.test_prehook_ordering (the backward(inputs=(b,)) part): the input's own
+    # grad_fn runs (pre- and post-hooks), and b keeps retaining its grad afterwards
+    a = T.tensor(1.0, requires_grad=True)
+    b = a.clone()
+    b.register_hook(lambda g: g * 3)
+    log = []
+    b.grad_fn.register_prehook(lambda go: log.append("pre"))
+    b.grad_fn.register_hook(lambda gi, go: log.append("post"))
+    b.sum().backward(inputs=(b,))
+    assert log == ["pre", "post"] and b.retains_grad and b.grad.item() == 3 and a.grad is None
+    (b * 2).sum().backward()
+    assert b.grad.item() == 9 and a.grad.item() == 6
+
+
+# ==== module hooks (test/nn/test_module_hooks.py) ============================================
+def _toy(T):
+    class Net(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.seq1 = T.nn.Sequential(*[T.nn.Linear(4, 4) for _ in range(2)])
+            self.seq2 = T.nn.Sequential(*[T.nn.Linear(4, 4) for _ in range(2)])
+
+        def forward(self, x):
+            return self.seq2(self.seq1(x))
+
+    class Toy(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net1, self.net2 = Net(), Net()
+
+        def forward(self, x):
+            return self.net2(self.net1(x))
+
+    return Toy()
+
+
+@pytest.mark.parametrize("kind,prepends,expected", [
+    ("forward", (False, True, False, False, True), [4, 1, 0, 2, 3]),          # test_forward_hooks
+    ("forward_pre", (True, False, False, False, True), [4, 0, 1, 2, 3]),      # test_forward_pre_hooks
+    ("full_backward", (False, False, False, True, True), [4, 3, 0, 1, 2]),    # test_full_backward_hooks
+    ("full_backward_pre", (True, True, False, False, False), [1, 0, 2, 3, 4]),  # test_full_backward_pre_hooks
+])
+def test_module_hooks_prepend_order(T, kind, prepends, expected):
+    # TestModuleHooks.test_forward_hooks / test_forward_pre_hooks / test_full_backward_hooks /
+    # test_full_backward_pre_hooks: prepend=True puts a hook first; forward hooks fire in
+    # forward only, backward hooks in backward only; each call fires them again
+    fired = []
+    model = _toy(T)
+    mod = model.net1.seq2 if kind.startswith("forward") else model.net1
+    reg = getattr(mod, f"register_{kind}_hook")
+    for i, pre in enumerate(prepends):
+        def hook(*args, i=i):
+            assert args[0] is mod and len(args[1]) == 1
+            fired.append(i)
+        reg(hook, prepend=pre)
+    x = T.randn(3, 4)
+    out = model(x)
+    assert fired == (expected if kind.startswith("forward") else [])
+    out.sum().backward()
+    assert fired == expected
+    model(x).sum().backward()
+    assert fired == expected + expected
+
+
+def test_full_backward_pre_hook_changes_grad(T):
+    # TestModuleHooks.test_full_backward_pre_hooks (second half)
+    a = T.ones(2, requires_grad=True)
+    m = T.nn.Linear(2, 2)
+    m.register_full_backward_pre_hook(lambda mod, go: (go[0] * 0,))
+    m(a).sum().backward()
+    assert _np(a.grad).tolist() == [0.0, 0.0]
+
+
+def test_mixed_hooks(T):
+    # TestModuleHooks.test_mixed_hooks
+    fired = []
+    model = _toy(T)
+    model.register_forward_pre_hook(lambda m, i: fired.append(0))
+    model.register_forward_hook(lambda m, i, o: fired.append(1))
+    model.register_full_backward_pre_hook(lambda m, go: fired.append(2))
+    model.register_full_backward_hook(lambda m, gi, go: fired.append(3))
+    x = T.randn(3, 4)
+    out = model(x)
+    assert fired == [0, 1]
+    out.sum().backward()
+    assert fired == [0, 1, 2, 3]
+    model(x).sum().backward()
+    assert fired == [0, 1, 2, 3] * 2
+
+
+def _kwarg_model(T):
+    class KwargModel(T.nn.Module):
+        def forward(self, x, bias=None):
+            return x + bias if bias is not None else x
+
+        def internal_forward_hook(self, module, args, kwargs, out):
+            return out + kwargs["bias"]
+
+    return KwargModel()
+
+
+def _kw_pre(fired):
+    def hook(m, args, kwargs):
+        fired.append(0)
+        assert len(args) == 1
+        kwargs["bias"] = 2 * kwargs["bias"]
+        return args, kwargs
+    return hook
+
+
+def _kw_post(fired):
+    def hook(m, args, kwargs, out):
+        fired.append(1)
+        assert len(args) == 1
+        return out + kwargs["bias"]
+    return hook
+
+
+def test_kwarg_hooks(T):
+    # TestModuleHooks.test_kwarg_hooks: with_kwargs pre-hooks rewrite kwargs, forward hooks
+    # see the rewritten ones; a bound method works as a hook
+    x, bias = T.ones(2, 2), T.ones(2, 2)
+    fired = []
+    m = _kwarg_model(T)
+    m.register_forward_pre_hook(_kw_pre(fired), with_kwargs=True)
+    assert _np(m(x, bias=bias)).tolist() == [[3.0] * 2] * 2 and fired == [0]
+    fired = []
+    m = _kwarg_model(T)
+    m.register_forward_hook(_kw_post(fired), with_kwargs=True)
+    m.register_forward_pre_hook(_kw_pre(fired), with_kwargs=True)
+    assert _np(m(x, bias=bias)).tolist() == [[5.0] * 2] * 2 and fired == [0, 1]
+    m = _kwarg_model(T)
+    m.register_forward_hook(m.internal_forward_hook, with_kwargs=True)
+    assert _np(m(x, bias=bias)).tolist() == [[3.0] * 2] * 2
+
+
+def test_remove_kwarg_hooks(T):
+    # TestModuleHooks.test_remove_kwarg_hooks
+    x, bias = T.ones(2, 2), T.ones(2, 2)
+    fired = []
+    m = _kwarg_model(T)
+    fh = m.register_forward_hook(_kw_post(fired), with_kwargs=True)
+    ph = m.register_forward_pre_hook(_kw_pre(fired), with_kwargs=True)
+    assert _np(m(x, bias=bias))[0, 0] == 5.0 and fired == [0, 1]
+    fh.remove()
+    assert _np(m(x, bias=bias))[0, 0] == 3.0 and fired == [0, 1, 0]
+    assert fh.id not in m._forward_hooks_with_kwargs
+    ph.remove()
+    assert _np(m(x, bias=bias))[0, 0] == 2.0 and fired == [0, 1, 0]
+    assert ph.id not in m._forward_pre_hooks_with_kwargs
+
+
+def test_bw_hook_warning_for_non_tensor_or_tuple(T):
+    # TestModuleHooks.test_bw_hook_warning_for_non_tensor_or_tuple: a module returning a dict
+    # gets its forward hooks, warns once and never runs its full backward hooks
+    import warnings
+    counter = {"f": 0, "b": 0}
+
+    class M(T.nn.Module):
+        def forward(self, d):
+            return {"x": T.nn.functional.softmax(d["x"], dim=0)}
+
+    x = T.ones(2, requires_grad=True)
+    m = M()
+    m.register_forward_pre_hook(lambda *a: counter.__setitem__("f", counter["f"] + 1))
+    m.register_forward_hook(lambda *a: counter.__setitem__("f", counter["f"] + 1))
+    m.register_full_backward_pre_hook(lambda *a: counter.__setitem__("b", counter["b"] + 1))
+    m.register_full_backward_hook(lambda *a: counter.__setitem__("b", counter["b"] + 1))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        m({"x": x})["x"].sum().backward()
+    assert counter == {"f": 2, "b": 0}
+    msgs = [str(i.message) for i in w if "should be a Tensor or a tuple of Tensors" in str(i.message)]
+    assert len(msgs) == 1
+
+
+def test_module_forward_hooks_removable_while_running(T):
+    # TestModuleGlobalHooks.test_module_forward_preforward_hook_removable /
+    # test_module_forward_forward_hook_removable: a hook may remove itself while hooks run
+    for kind in ("forward_pre", "forward"):
+        m = T.nn.Sigmoid()
+        handles = []
+
+        def make(k):
+            def hook(*args):
+                handles[k].remove()
+                return args[-1] if kind == "forward" else args[1]
+            return hook
+
+        handles.append(getattr(m, f"register_{kind}_hook")(make(0)))
+        handles.append(getattr(m, f"register_{kind}_hook")(make(1)))
+        assert len(handles[0].hooks_dict_ref()) == 2
+        x = T.randn(2, 2)
+        np.testing.assert_allclose(_np(m(x)), _np(T.sigmoid(x)), rtol=1e-6)
+        assert len(handles[0].hooks_dict_ref()) == 0 and len(handles[1].hooks_dict_ref()) == 0
+
+
+def test_module_global_hooks(T):
+    # TestModuleGlobalHooks.test_module_global_hooks / test_global_and_local_hooks_order:
+    # global forward/backward hooks fire for every module, before the module's own
+    mm = T.nn.modules.module
+    x = T.ones(5, 5, requires_grad=True)
+    log = []
+    m1, m2 = T.nn.Sigmoid(), T.nn.Sigmoid()
+    m1.register_forward_hook(lambda *a: log.append("local"))
+    handles = [mm.register_module_forward_hook(lambda m, i, o: log.append("global"))]
+    try:
+        m1(x)
+        m2(x)
+        assert log == ["global", "local", "global"]
+        handles.append(mm.register_module_full_backward_hook(
+            lambda m, gi, go: log.append(("bwd", round(float(go[0].sum()), 3)))))
+        log.clear()
+        m1(x).backward(T.ones(5, 5) * 2)
+        assert log == ["global", "local", ("bwd", 50.0)]
+    finally:
+        for h in handles:
+            h.remove()
+    log.clear()
+    m2(x).backward(T.ones(5, 5))
+    assert log == []
+
+
+@pytest.mark.parametrize("bad", ["fewer", "more"])
+def test_module_backward_hook_invalid_outputs(T, bad):
+    # TestModuleGlobalHooks.test_module_global_hook_invalid_outputs (on a module's own hook)
+    m = T.nn.Sigmoid()
+    x = T.randn(5, 5, requires_grad=True)
+    if bad == "fewer":
+        m.register_full_backward_hook(lambda mod, gi, go: gi[:-1])
+        match = "got 0, but expected 1"
+    else:
+        m.register_full_backward_hook(lambda mod, gi, go: gi + (T.randn(2, 2),))
+        match = "got 2, but expected 1"
+    with pytest.raises(RuntimeError, match=match):
+        m(x).sum().backward()
+
+
+# ---- state_dict hooks (TestStateDictHooks) ----------------------------------------------------
+def test_load_state_dict_pre_hook(T):
+    # TestStateDictHooks.test_load_state_dict_pre_hook (with and without the module argument)
+    m = T.nn.Linear(3, 3)
+    sd = m.state_dict()
+    m_load = T.nn.Linear(3, 3)
+    calls = []
+    m_load._register_load_state_dict_pre_hook(
+        lambda state_dict, prefix, md, strict, mk, uk, em: calls.append(sorted(state_dict)))
+    m_load.load_state_dict(sd)
+    assert calls == [["bias", "weight"]]
+    m_load._register_load_state_dict_pre_hook(
+        lambda module, state_dict, *rest: calls.append(module is m_load), True)
+    m_load.load_state_dict(sd)
+    assert calls == [["bias", "weight"]] * 2 + [True]
+
+
+def test_load_state_dict_module_pre_hook_on_submodule(T):
+    # TestStateDictHooks.test_load_state_dict_module_pre_hook: hooks on a submodule get the
+    # submodule, strict and empty key lists
+    calls = []
+
+    class Inner(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.foo = T.nn.Parameter(T.rand(3))
+
+        def pre(self, state_dict, prefix, md, strict, missing, unexpected, errors):
+            assert missing == [] and unexpected == [] and errors == [] and strict
+            calls.append(prefix)
+
+        def pre_with_module(self, module, *rest):
+            assert module is self
+            calls.append("module")
+
+    class Outer(T.nn.Module):
+        def __init__(self, mod):
+            super().__init__()
+            self.mod = mod
+
+    for wrap in (Outer, lambda x: x):
+        calls.clear()
+        m = wrap(Inner())
+        mod = m.mod if isinstance(m, Outer) else m
+        mod._register_load_state_dict_pre_hook(mod.pre)
+        m.load_state_dict(m.state_dict())
+        mod._register_load_state_dict_pre_hook(mod.pre_with_module, True)
+        m.load_state_dict(m.state_dict())
+        prefix = "mod." if isinstance(m, Outer) else ""
+        assert calls == [prefix, prefix, "module"]
+
+
+def test_load_state_dict_post_hook(T):
+    # TestStateDictHooks.test_load_state_dict_post_hook: the hook may edit incompatible keys
+    # (strict then raises naming them), a removed hook no longer fires, a hook clearing
+    # them makes a strict load with an extra key pass
+    calls = []
+
+    class Inner(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.foo = T.nn.Parameter(T.rand(3))
+
+        def post(self, module, incompatible):
+            assert module is self
+            incompatible.missing_keys.append("foo")
+            incompatible.unexpected_keys.append("bar")
+            calls.append(1)
+
+    nested = Inner()
+    wrapped = T.nn.ModuleList([nested])
+    h = nested.register_load_state_dict_post_hook(nested.post)
+    ret = wrapped.load_state_dict(wrapped.state_dict(), strict=False)
+    assert calls == [1] and ret.missing_keys == ["foo"] and ret.unexpected_keys == ["bar"]
+    with pytest.raises(RuntimeError, match="foo.*\n.*bar"):
+        wrapped.load_state_dict(wrapped.state_dict(), strict=True)
+    assert calls == [1, 1]
+    h.remove()
+    ret = wrapped.load_state_dict(wrapped.state_dict(), strict=False)
+    assert ret.missing_keys == [] and ret.unexpected_keys == [] and calls == [1, 1]
+
+    def clear(module, incompatible):
+        incompatible.missing_keys.clear()
+        incompatible.unexpected_keys.clear()
+
+    nested.register_load_state_dict_post_hook(clear)
+    sd = wrapped.state_dict()
+    sd["extra"] = T.ones(1)
+    ret = wrapped.load_state_dict(sd, strict=True)
+    assert ret.missing_keys == [] and ret.unexpected_keys == []
+
+
+def _hook_to_pickle(*args, **kwargs):
+    pass
+
+
+def test_state_dict_hook_no_extra_ref_and_pickle(T):
+    # TestStateDictHooks.test_no_extra_ref_to_module / test_pickled_hook
+    import gc
+    import pickle
+    import weakref
+    gc.disable()
+    try:
+        m = T.nn.Linear(3, 3)
+        m._register_load_state_dict_pre_hook(_hook_to_pickle, True)
+        ref = weakref.ref(m)
+        del m
+        assert ref() is None
+    finally:
+        gc.enable()
+    # tracegrad tensors do not pickle (README: use tracegrad.save), so the pickled module here
+    # holds no tensor: what is checked is that the hook record pickles
+    m = T.nn.ReLU()
+    m._register_load_state_dict_pre_hook(_hook_to_pickle, True)
+    m2 = pickle.loads(pickle.dumps(m))
+    m2.load_state_dict(m.state_dict())
+
+
+def test_state_dict_pre_and_post_hooks(T):
+    # TestStateDictHooks.test_state_dict_pre_hook / test_state_dict_post_hook-style: pre-hooks
+    # get (module, prefix, keep_vars) before saving, post-hooks the filled dict after the
+    # children; the private _register_state_dict_hook may return a replacement dict
+    log = []
+    m = T.nn.Sequential(T.nn.Linear(2, 2))
+    m[0].register_state_dict_pre_hook(lambda mod, prefix, keep_vars: log.append(("pre", prefix, keep_vars)))
+    m.register_state_dict_post_hook(lambda mod, sd, prefix, meta: log.append(("post", prefix, sorted(sd))))
+    sd = m.state_dict()
+    assert log == [("pre", "0.", False), ("post", "", ["0.bias", "0.weight"])]
+    h = m._register_state_dict_hook(lambda mod, sd, prefix, meta: {"only": sd["0.weight"]})
+    assert list(m.state_dict()) == ["only"]
+    h.remove()
+    assert sorted(m.state_dict()) == sorted(sd)
+
+
+def test_load_state_dict_pre_hook_may_rename_keys(T):
+    # TestStateDictHooks.test_load_state_dict_pre_hook-style use: a module pre-hook renames old
+    # keys in the (copied) state_dict before the module's keys are checked
+    m = T.nn.Linear(2, 2)
+    old = {"w": T.ones(2, 2), "b": T.zeros(2)}
+
+    def rename(module, sd, prefix, *rest):
+        for a, b in (("w", "weight"), ("b", "bias")):
+            if prefix + a in sd:
+                sd[prefix + b] = sd.pop(prefix + a)
+
+    m.register_load_state_dict_pre_hook(rename)
+    assert repr(m.load_state_dict(old)) == "<All keys matched successfully>"
+    assert _np(m.weight).tolist() == [[1.0, 1.0]] * 2 and sorted(old) == ["b", "w"]

@@ -149,7 +149,9 @@ class Module:
         d["_forward_hooks"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
+        d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
+        d["_load_state_dict_post_hooks"] = OrderedDict()
         d["_modules"] = {}
 
     forward = _forward_unimplemented
@@ -533,10 +535,19 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+        d = self.__dict__
+        for h in tuple(d.get("_state_dict_pre_hooks", {}).values()):
+            h.fn(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, m in self._modules.items():
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for h in tuple(d.get("_state_dict_hooks", {}).values()):
+            r = h.fn(self, destination, prefix, {})
+            if r is not None:
+                if not h.with_kwargs:   # the public post-hook must edit in place (torch asserts)
+                    raise RuntimeError("state_dict post-hook must return None; edit state_dict in place")
+                destination = r
         return destination
 
     def _local_state(self):
@@ -551,10 +562,17 @@ class Module:
         Differs from torch: nothing is copied when an error is raised (torch copies what it can)."""
         if not isinstance(state_dict, dict):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        meta = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)   # hooks may edit the copy, never the caller's dict
         missing, unexpected, errors, todo = [], [], [], []
         expected = set()
-        for mprefix, module in self.named_modules(remove_duplicate=False):
+        modules = list(self.named_modules(remove_duplicate=False))
+        for mprefix, module in modules:
             p = mprefix + "." if mprefix else ""
+            for h in tuple(module.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+                local_meta = meta.get(mprefix, {}) if meta is not None else {}
+                hook_args = (state_dict, p, local_meta, True, missing, unexpected, errors)
+                h.fn(module, *hook_args) if h.with_kwargs else h.fn(*hook_args)
             for name, t in module._local_state().items():
                 key = p + name
                 expected.add(key)
@@ -575,6 +593,21 @@ class Module:
         for key in state_dict:
             if key not in expected:
                 unexpected.append(key)
+        post = [m for _, m in reversed(modules) if m.__dict__.get("_load_state_dict_post_hooks")]
+        if post:
+            # torch runs post-hooks on the loaded module, before the strict check (they may edit
+            # the incompatible keys): copy first, then hooks, then the strict errors
+            if errors:
+                raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                    self._get_name(), "\n\t".join(errors)))
+            self._copy_loaded(todo, assign)
+            keys = _IncompatibleKeys(missing, unexpected)
+            for m in post:
+                for h in tuple(m._load_state_dict_post_hooks.values()):
+                    if h.fn(m, keys) is not None:
+                        raise RuntimeError("load_state_dict post-hook must return None; edit the incompatible "
+                                           "keys in place")
+            todo = []
         if strict:
             if unexpected:
                 errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected)))
@@ -582,6 +615,11 @@ class Module:
                 errors.insert(0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing)))
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(self._get_name(), "\n\t".join(errors)))
+        self._copy_loaded(todo, assign)
+        return _IncompatibleKeys(missing, unexpected)
+
+    @staticmethod
+    def _copy_loaded(todo, assign):
         with tracegrad.no_grad():
             for module, name, t, src in todo:
                 if assign:
@@ -591,7 +629,6 @@ class Module:
                         module._buffers[name] = src
                 else:
                     t.copy_(src)
-        return _IncompatibleKeys(missing, unexpected)
 
     # ---- hooks --------------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -632,7 +669,55 @@ class Module:
         return _add(self._backward_hooks, _Hook(hook))
 
     def register_state_dict_pre_hook(self, hook):
-        return _add(self._state_dict_hooks, _Hook(hook))
+        """Mirrors ``torch.nn.Module.register_state_dict_pre_hook``: ``hook(module, prefix,
+        keep_vars)`` runs before the module's entries are saved."""
+        return _add(self._hook_dict("_state_dict_pre_hooks"), _Hook(hook))
+
+    def register_state_dict_post_hook(self, hook):
+        """Mirrors ``torch.nn.Module.register_state_dict_post_hook``: ``hook(module, state_dict,
+        prefix, local_metadata)`` runs after the module (and its children) saved; edits in place."""
+        return _add(self._hook_dict("_state_dict_hooks"), _Hook(hook))
+
+    def _register_state_dict_hook(self, hook):
+        """Mirrors torch's private ``_register_state_dict_hook``: as the post-hook, but a returned
+        dict replaces the state_dict."""
+        return _add(self._hook_dict("_state_dict_hooks"), _Hook(hook, with_kwargs=True))
+
+    def register_load_state_dict_pre_hook(self, hook):
+        """Mirrors ``torch.nn.Module.register_load_state_dict_pre_hook``: ``hook(module, state_dict,
+        prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)`` runs before
+        the module's entries are checked; it may edit ``state_dict`` (a copy of the caller's)."""
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """Mirrors torch's ``_register_load_state_dict_pre_hook``: without ``with_module`` the hook
+        gets no module argument. The module is passed at call time (no reference is kept)."""
+        return _add(self._hook_dict("_load_state_dict_pre_hooks"), _Hook(hook, with_kwargs=bool(with_module)))
+
+    def register_load_state_dict_post_hook(self, hook):
+        """Mirrors ``torch.nn.Module.register_load_state_dict_post_hook``: ``hook(module,
+        incompatible_keys)`` runs after the module loaded, before the strict check; it may edit
+        ``incompatible_keys.missing_keys``/``unexpected_keys`` in place and must return None."""
+        return _add(self._hook_dict("_load_state_dict_post_hooks"), _Hook(hook))
+
+    def _hook_dict(self, name):
+        d = self.__dict__.get(name)
+        if d is None:   # a module pickled before the dict existed
+            d = self.__dict__[name] = OrderedDict()
+        return d
+
+    @property
+    def _forward_hooks_with_kwargs(self):
+        """torch's view: ids of the forward hooks registered ``with_kwargs``."""
+        return {k: True for k, h in self._forward_hooks.items() if h.with_kwargs}
+
+    @property
+    def _forward_pre_hooks_with_kwargs(self):
+        return {k: True for k, h in self._forward_pre_hooks.items() if h.with_kwargs}
+
+    @property
+    def _forward_hooks_always_called(self):
+        return {k: True for k, h in self._forward_hooks.items() if h.always_call}
 
     def _backward_hook_lists(self):
         pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
