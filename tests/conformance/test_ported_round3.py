@@ -650,3 +650,147 @@ def test_load_state_dict_pre_hook_may_rename_keys(T):
     m.register_load_state_dict_pre_hook(rename)
     assert repr(m.load_state_dict(old)) == "<All keys matched successfully>"
     assert _np(m.weight).tolist() == [[1.0, 1.0]] * 2 and sorted(old) == ["b", "w"]
+
+
+# ==== DataLoader (test/test_dataloader.py) ===================================================
+def _ds(T, n=10):
+    return T.utils.data.TensorDataset(T.arange(n * 2, dtype=T.float32).reshape(n, 2), T.arange(n))
+
+
+@pytest.mark.parametrize("attr,value", [("batch_size", 3), ("drop_last", True), ("sampler", [0]),
+                                        ("batch_sampler", [[0]]), ("dataset", [1, 2])])
+def test_invalid_assign_after_init(T, attr, value):
+    # TestDataLoader.test_invalid_assign_after_init
+    dl = T.utils.data.DataLoader(_ds(T))
+    with pytest.raises(ValueError, match=f"{attr} attribute should not be set after"):
+        setattr(dl, attr, value)
+
+
+@pytest.mark.parametrize("n,bs,drop_last", [(10, 3, False), (10, 3, True), (9, 3, True), (2, 5, True),
+                                            (0, 2, False), (7, 1, False)])
+def test_len(T, n, bs, drop_last):
+    # TestDataLoader.test_len / test_sequential_batch: len() and the batches' sizes
+    dl = T.utils.data.DataLoader(_ds(T, n), batch_size=bs, drop_last=drop_last)
+    sizes = [len(y) for _, y in dl]
+    want = [bs] * (n // bs) + ([] if drop_last or n % bs == 0 else [n % bs])
+    assert len(dl) == len(sizes) and sizes == want
+
+
+def test_len_of_iterable_dataset_without_len(T):
+    # TestDataLoader.test_iterable_style_dataset (len of a loader over a stream without __len__)
+    class Stream(T.utils.data.IterableDataset):
+        def __iter__(self):
+            return iter(range(5))
+
+    dl = T.utils.data.DataLoader(Stream(), batch_size=2)
+    with pytest.raises(TypeError):
+        len(dl)
+    assert [b.tolist() for b in dl] == [[0, 1], [2, 3], [4]]
+
+
+def test_worker_init_fn_not_called_in_process(T):
+    # TestDataLoader.test_worker_init_fn-style: with num_workers=0 the loader never calls it
+    calls = []
+    dl = T.utils.data.DataLoader(_ds(T, 4), batch_size=2, worker_init_fn=calls.append)
+    assert len(list(dl)) == 2 and calls == []
+
+
+def test_batch_sampler_and_sampler_loaders(T):
+    # TestDataLoader.test_batch_sampler / test_sampler: a custom batch_sampler and sampler set
+    # the order; the loader's attributes say which drives it
+    ds = _ds(T, 6)
+    dl = T.utils.data.DataLoader(ds, batch_sampler=[[5, 0], [3], [1, 2, 4]])
+    assert [y.tolist() for _, y in dl] == [[5, 0], [3], [1, 2, 4]] and len(dl) == 3
+    assert dl.batch_size is None and dl.drop_last is False
+    dl = T.utils.data.DataLoader(ds, batch_size=4, sampler=[5, 4, 3, 2, 1, 0])
+    assert [y.tolist() for _, y in dl] == [[5, 4, 3, 2], [1, 0]]
+    assert isinstance(dl.batch_sampler, T.utils.data.BatchSampler)
+    dl = T.utils.data.DataLoader(ds, batch_size=None, sampler=[2, 1])
+    assert [y.tolist() for _, y in dl] == [2, 1] and dl.batch_sampler is None
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: d.BatchSampler(range(3), 0, False),
+    lambda d: d.BatchSampler(range(3), -1, False),
+    lambda d: d.BatchSampler(range(3), True, False),
+    lambda d: d.BatchSampler(range(3), 2, 1),
+    lambda d: d.RandomSampler(range(3), num_samples=-1),
+    lambda d: d.RandomSampler(range(3), num_samples=1.5),
+    lambda d: d.WeightedRandomSampler([1.0, 1.0], -1),
+    lambda d: d.WeightedRandomSampler([1.0, 1.0], 2, replacement=0),
+])
+def test_sampler_argument_errors(T, make):
+    # TestDataLoader.test_batch_sampler / TestSamplers-style argument checks: ValueError
+    with pytest.raises(ValueError):
+        make(T.utils.data)
+
+
+def test_weighted_sampler_without_replacement_too_many(T):
+    # TestSamplers-style: more draws than weights without replacement fail when drawn
+    # (torch.multinomial's RuntimeError), not at construction
+    s = T.utils.data.WeightedRandomSampler([1.0, 1.0], 3, replacement=False)
+    with pytest.raises(RuntimeError):
+        list(s)
+
+
+def test_generator_seeded_shuffle_is_deterministic(T):
+    # TestDataLoader.test_shuffle_reproducibility / test_random_sampler generator
+    ds = _ds(T, 20)
+
+    def order(seed):
+        g = T.Generator().manual_seed(seed)
+        return [i for _, y in T.utils.data.DataLoader(ds, batch_size=6, shuffle=True, generator=g)
+                for i in y.tolist()]
+
+    a = order(1)
+    assert a == order(1) and sorted(a) == list(range(20)) and a != list(range(20))
+    assert order(2) != a
+    g = T.Generator().manual_seed(0)
+    dl = T.utils.data.DataLoader(ds, batch_size=20, shuffle=True, generator=g)
+    e1, e2 = next(iter(dl))[1].tolist(), next(iter(dl))[1].tolist()
+    assert e1 != e2   # the generator advances between epochs
+
+
+def test_default_collate_structures(T):
+    # TestCollate / TestDataLoader.test_default_collate_*: dicts keep their keys, namedtuples
+    # their type, tensors stack, Python ints/floats/bools become int64/float64/bool tensors,
+    # strings stay a list, sequences are collated element-wise
+    Point = collections.namedtuple("Point", ["x", "y"])
+    collate = T.utils.data.default_collate
+    out = collate([{"a": T.ones(2), "b": 1, "s": "p"}, {"a": T.zeros(2), "b": 2, "s": "q"}])
+    assert sorted(out) == ["a", "b", "s"] and out["a"].shape == (2, 2) and out["s"] == ["p", "q"]
+    assert out["b"].dtype == T.int64 and out["b"].tolist() == [1, 2]
+    p = collate([Point(1.0, T.ones(3)), Point(2.0, T.zeros(3))])
+    assert type(p) is Point and p.x.dtype == T.float64 and p.y.shape == (2, 3)
+    b = collate([True, False])
+    assert b.dtype == T.bool and b.tolist() == [True, False]
+    seq = collate([[1, 2.5], [3, 4.5]])
+    assert isinstance(seq, list) and seq[0].tolist() == [1, 3] and seq[1].dtype == T.float64
+    arr = collate([np.ones(2, dtype=np.float32), np.zeros(2, dtype=np.float32)])
+    assert isinstance(arr, T.Tensor) and arr.dtype == T.float32 and arr.shape == (2, 2)
+    nested = collate([(T.ones(1), {"k": [1, 2]}), (T.zeros(1), {"k": [3, 4]})])
+    assert nested[0].shape == (2, 1) and [t.tolist() for t in nested[1]["k"]] == [[1, 3], [2, 4]]
+
+
+@pytest.mark.parametrize("batch,exc", [
+    ([[1, 2], [3]], RuntimeError),                       # test_default_collate_bad_sequence_type
+    ([T_ for T_ in (object(), object())], TypeError),    # unsupported element type
+    ([np.array(["a"]), np.array(["b"])], TypeError),     # test_default_collate_bad_numpy_types
+])
+def test_default_collate_errors(T, batch, exc):
+    # TestDataLoader.test_default_collate_bad_* / _shared_tensor-style errors
+    with pytest.raises(exc):
+        T.utils.data.default_collate(batch)
+
+
+def test_default_collate_tensor_shape_mismatch(T):
+    # TestDataLoader.test_default_collate_* (stack of unequal tensors): RuntimeError
+    with pytest.raises(RuntimeError):
+        T.utils.data.default_collate([T.ones(2), T.ones(3)])
+
+
+def test_custom_collate_fn_gets_the_list(T):
+    # TestDataLoader.test_collate_fn-style: collate_fn receives the list of samples
+    seen = []
+    dl = T.utils.data.DataLoader(list(range(5)), batch_size=2, collate_fn=lambda b: seen.append(b) or len(b))
+    assert list(dl) == [2, 2, 1] and seen == [[0, 1], [2, 3], [4]]
