@@ -68,10 +68,6 @@ KNOWN_CYCLE = {
         "and function import dispatch back: the recording path belongs inside autograd/ (issue 7)",
     ("tracegrad.autograd._graph_impl", "tracegrad._dispatch"):
         "view nodes regenerate views and CopySlices through dispatch (two local imports)",
-    ("tracegrad.nn.functional", "tracegrad.nn.modules.transformer"):
-        "F.multi_head_attention_forward lives in modules/transformer.py (local import)",
-    ("tracegrad.nn.functional", "tracegrad.nn.modules"):
-        "the import above runs nn/modules/__init__, which imports every module (and functional)",
 }
 
 # STYLE 6: these never import jax (a module may be exempted with its reason).

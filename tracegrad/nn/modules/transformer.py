@@ -4,11 +4,11 @@ torch's fused inference fast path gives the same values up to rounding)."""
 from __future__ import annotations
 
 import copy
-import math
 
 import tracegrad
 
 from .. import functional as F
+from ..functional import _canonical_mask, multi_head_attention_forward
 from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
@@ -20,122 +20,6 @@ from .normalization import LayerNorm
 
 class NonDynamicallyQuantizableLinear(Linear):
     """Mirrors ``torch.nn.modules.linear.NonDynamicallyQuantizableLinear`` (MultiheadAttention.out_proj)."""
-
-
-def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
-    """Bool masks (True = masked out) become float masks with -inf; float masks pass through."""
-    if mask is None:
-        return None
-    if mask.dtype is tracegrad.bool:
-        return tracegrad.zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))
-    if not mask.is_floating_point():
-        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
-    return mask
-
-
-def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
-                                 add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True,
-                                 key_padding_mask=None, need_weights=True, attn_mask=None, q_proj_weight=None,
-                                 k_proj_weight=None, v_proj_weight=None, average_attn_weights=True, is_causal=False):
-    """Mirrors ``torch.nn.functional.multi_head_attention_forward`` (sequence-first layout:
-    query ``(L, N, E)`` or unbatched ``(L, E)``). Returns (output, weights or None)."""
-    is_batched = query.dim() == 3
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
-                           "method `generate_square_subsequent_mask` to create this mask.")
-    if is_causal and key_padding_mask is None and not need_weights:
-        attn_mask = None
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
-        if key_padding_mask is not None:
-            is_causal = False
-    if not is_batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-        if key_padding_mask is not None:
-            key_padding_mask = key_padding_mask.unsqueeze(0)
-    tgt_len, bsz, embed_dim = query.shape
-    head_dim = embed_dim // num_heads
-    if in_proj_weight is not None:
-        E = embed_dim
-        if key is value and query is key:
-            proj = F.linear(query, in_proj_weight, in_proj_bias)
-            proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
-            q, k, v = proj[0], proj[1], proj[2]
-        elif key is value:
-            w_q, w_kv = in_proj_weight.split([E, E * 2])
-            b_q, b_kv = (None, None) if in_proj_bias is None else in_proj_bias.split([E, E * 2])
-            q = F.linear(query, w_q, b_q)
-            kv = F.linear(key, w_kv, b_kv).unflatten(-1, (2, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
-            k, v = kv[0], kv[1]
-        else:
-            w_q, w_k, w_v = in_proj_weight.chunk(3)
-            b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-            q, k, v = F.linear(query, w_q, b_q), F.linear(key, w_k, b_k), F.linear(value, w_v, b_v)
-    else:
-        b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
-        q, k, v = F.linear(query, q_proj_weight, b_q), F.linear(key, k_proj_weight, b_k), F.linear(value, v_proj_weight, b_v)
-    if attn_mask is not None and attn_mask.dim() == 2:
-        attn_mask = attn_mask.unsqueeze(0)
-    if bias_k is not None and bias_v is not None:
-        k = tracegrad.cat([k, bias_k.repeat(1, bsz, 1)])
-        v = tracegrad.cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
-    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    if add_zero_attn:
-        zeros = tracegrad.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
-        k = tracegrad.cat([k, zeros], dim=1)
-        v = tracegrad.cat([v, zeros], dim=1)
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
-    src_len = k.size(1)
-    if key_padding_mask is not None:
-        key_padding_mask = (key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
-                            .reshape(bsz * num_heads, 1, src_len))
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
-    if not training:
-        dropout_p = 0.0
-    if need_weights:
-        B, Nt, E = q.shape
-        q_scaled = q * math.sqrt(1.0 / float(E))
-        w = q_scaled.bmm(k.transpose(-2, -1))
-        if attn_mask is not None:
-            w = attn_mask + w
-        w = w.softmax(-1)
-        if dropout_p > 0.0:
-            w = F.dropout(w, p=dropout_p)
-        out = w.bmm(v)
-        out = out.transpose(0, 1).contiguous().view(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias)
-        out = out.view(tgt_len, bsz, out.size(1))
-        w = w.view(bsz, num_heads, tgt_len, src_len)
-        if average_attn_weights:
-            w = w.mean(dim=1)
-        if not is_batched:
-            out, w = out.squeeze(1), w.squeeze(0)
-        return out, w
-    if attn_mask is not None:
-        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
-            attn_mask = attn_mask.unsqueeze(0)
-        else:
-            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
-    q = q.view(bsz, num_heads, tgt_len, head_dim)
-    k = k.view(bsz, num_heads, src_len, head_dim)
-    v = v.view(bsz, num_heads, src_len, head_dim)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    out = out.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias)
-    out = out.view(tgt_len, bsz, out.size(1))
-    if not is_batched:
-        out = out.squeeze(1)
-    return out, None
 
 
 class MultiheadAttention(Module):
