@@ -794,3 +794,170 @@ def test_custom_collate_fn_gets_the_list(T):
     seen = []
     dl = T.utils.data.DataLoader(list(range(5)), batch_size=2, collate_fn=lambda b: seen.append(b) or len(b))
     assert list(dl) == [2, 2, 1] and seen == [[0, 1], [2, 3], [4]]
+
+
+# ==== optimizers (test/test_optim.py, TestOptimRenewed) ======================================
+OPTIMS = [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.05)), ("AdamW", dict(lr=0.05)),
+          ("RMSprop", dict(lr=0.01, centered=True)), ("Adagrad", dict(lr=0.1)), ("Adadelta", dict(lr=0.5)),
+          ("Adamax", dict(lr=0.05)), ("NAdam", dict(lr=0.05)), ("RAdam", dict(lr=0.05))]
+
+
+def _problem(T, seed=0):
+    T.manual_seed(seed)
+    w = T.nn.Parameter(T.tensor([[0.5, -1.0], [1.5, 0.25]]))
+    b = T.nn.Parameter(T.tensor([0.1, -0.2]))
+    x = T.tensor([[1.0, 2.0], [-0.5, 0.3], [0.7, -1.2]])
+    return w, b, lambda: ((x @ w + b) ** 2).sum()
+
+
+@pytest.mark.parametrize("name,kw", OPTIMS, ids=[n for n, _ in OPTIMS])
+def test_maximize(T, name, kw):
+    # TestOptimRenewed.test_maximize: maximize=True on f is minimize on -f
+    def run(maximize):
+        w, b, f = _problem(T)
+        opt = getattr(T.optim, name)([w, b], maximize=maximize, **kw)
+        for _ in range(4):
+            opt.zero_grad()
+            (-f() if maximize else f()).backward()
+            opt.step()
+        return _np(w), _np(b)
+    for a, c in zip(run(False), run(True)):
+        np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,kw", OPTIMS, ids=[n for n, _ in OPTIMS])
+def test_step_is_noop_when_params_have_no_grad(T, name, kw):
+    # TestOptimRenewed.test_step_is_noop_when_params_have_no_grad
+    w, b, _ = _problem(T)
+    before = (_np(w), _np(b))
+    opt = getattr(T.optim, name)([w, b], **kw)
+    opt.step()
+    opt.step()
+    assert all((_np(p) == v).all() for p, v in zip((w, b), before))
+
+
+@pytest.mark.parametrize("name,kw", OPTIMS[:5], ids=[n for n, _ in OPTIMS[:5]])
+def test_param_groups_lr_and_weight_decay(T, name, kw):
+    # TestOptimRenewed.test_param_groups_lr / test_param_groups_weight_decay: per-group options
+    # win over the defaults; a group with lr=0 does not move
+    w, b, f = _problem(T)
+    opt = getattr(T.optim, name)([{"params": [w], "weight_decay": 0.1}, {"params": [b], "lr": 0.0}], **kw)
+    assert opt.param_groups[0]["lr"] == kw["lr"] and opt.param_groups[0]["weight_decay"] == 0.1
+    assert opt.param_groups[1]["weight_decay"] == opt.defaults["weight_decay"]
+    b0, w0 = _np(b), _np(w)
+    for _ in range(3):
+        opt.zero_grad()
+        f().backward()
+        opt.step()
+    assert (_np(b) == b0).all() and not np.allclose(_np(w), w0)
+
+
+@pytest.mark.parametrize("name,kw", OPTIMS[1:], ids=[n for n, _ in OPTIMS[1:]])
+def test_load_nontensor_step(T, name, kw):
+    # TestOptimRenewed.test_load_nontensor_step: a state_dict whose 'step' is a Python number
+    # loads and steps as the tensor one
+    def run(nontensor):
+        w, b, f = _problem(T)
+        opt = getattr(T.optim, name)([w, b], **kw)
+        for i in range(4):
+            opt.zero_grad()
+            f().backward()
+            opt.step()
+            if i == 1:
+                sd = opt.state_dict()
+                if nontensor:
+                    for st in sd["state"].values():
+                        for k in ("step", "mu_product"):
+                            if k in st:
+                                st[k] = float(st[k])
+                opt = getattr(T.optim, name)([w, b], **kw)
+                opt.load_state_dict(sd)
+        return _np(w)
+    np.testing.assert_allclose(run(True), run(False), rtol=1e-6)
+
+
+def test_can_load_older_state_dict(T):
+    # TestOptimRenewed.test_can_load_older_state_dict: group keys an older version did not
+    # save (maximize, foreach, differentiable, ...) come back as the defaults
+    w, b, f = _problem(T)
+    opt = T.optim.Adam([w, b], lr=0.05)
+    f().backward()
+    opt.step()
+    sd = opt.state_dict()
+    full = dict(sd["param_groups"][0])
+    for k in ("maximize", "foreach", "differentiable", "capturable", "fused"):
+        sd["param_groups"][0].pop(k, None)
+    opt2 = T.optim.Adam([w, b], lr=0.05)
+    opt2.load_state_dict(sd)
+    g = opt2.param_groups[0]
+    for k in ("maximize", "foreach", "differentiable"):
+        assert k in g and g[k] == full[k], k
+
+
+def test_optimizer_load_state_dict_hooks_modify(T):
+    # TestOptimRenewed.test_load_state_dict_pre_hook_and_post_hook-style: a load pre-hook may
+    # return a new state_dict (its lr is the one loaded), the post-hook sees the loaded optimizer
+    w, b, f = _problem(T)
+    opt = T.optim.SGD([w, b], lr=0.1)
+    sd = opt.state_dict()
+
+    def pre(o, state_dict):
+        state_dict = copy.deepcopy(state_dict)
+        state_dict["param_groups"][0]["lr"] = 0.5
+        return state_dict
+
+    seen = []
+    opt.register_load_state_dict_pre_hook(pre)
+    opt.register_load_state_dict_post_hook(lambda o: seen.append(o.param_groups[0]["lr"]))
+    opt.load_state_dict(sd)
+    assert seen == [0.5] and sd["param_groups"][0]["lr"] == 0.1
+
+
+def test_state_dict_post_hook_may_add_entries(T):
+    # TestOptimRenewed.test_state_dict_pre_hook / _post_hook-style
+    w, b, _ = _problem(T)
+    opt = T.optim.SGD([w, b], lr=0.1)
+    opt.register_state_dict_pre_hook(lambda o: o.param_groups[0].__setitem__("note", 1))
+    opt.register_state_dict_post_hook(lambda o, sd: sd.__setitem__("extra", 2))
+    sd = opt.state_dict()
+    assert sd["extra"] == 2 and sd["param_groups"][0]["note"] == 1
+
+
+@pytest.mark.parametrize("group", [
+    {"params": []},
+    {"params": "not params"},
+    {"lr": 0.1},
+])
+def test_add_param_group_bad_groups(T, group):
+    # TestOptimRenewed.test_add_param_group / test_param_group_*: torch's error classes
+    a = T.ones(2, requires_grad=True)
+    opt = T.optim.SGD([a], lr=0.1)
+    import torch as _torch
+    ref = _torch.optim.SGD([_torch.ones(2, requires_grad=True)], lr=0.1)
+    ref_group = {k: ([] if k == "params" and v == [] else v) for k, v in group.items()}
+    try:
+        ref.add_param_group(ref_group)
+        expected = None
+    except Exception as e:  # noqa: BLE001
+        expected = type(e)
+    if expected is None:
+        opt.add_param_group(dict(group))
+    else:
+        with pytest.raises(expected):
+            opt.add_param_group(dict(group))
+
+
+def test_lr_scheduler_goes_right_direction_with_groups(T):
+    # TestOptimRenewed.test_param_group_with_lrscheduler_goes_right_direction: a StepLR over a
+    # two-group optimizer lowers both lrs, and training still decreases the loss
+    w, b, f = _problem(T)
+    opt = T.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.02}], lr=0.01)
+    sched = T.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    first = f().item()
+    for _ in range(3):
+        opt.zero_grad()
+        f().backward()
+        opt.step()
+        sched.step()
+    assert f().item() < first
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.01 / 8, 0.02 / 8])

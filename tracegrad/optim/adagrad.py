@@ -25,6 +25,8 @@ class Adagrad(Optimizer):
         ValueError: lr, lr_decay, weight_decay, initial_accumulator_value or eps < 0.
     """
 
+    _tensor_state_keys = ("step",)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
                  eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         check_common(lr)

@@ -20,6 +20,8 @@ class NAdam(Optimizer):
     Raises: ValueError for lr, eps, weight_decay, momentum_decay < 0 or a beta outside [0, 1).
     """
 
+    _tensor_state_keys = ("step", "mu_product")
+
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):

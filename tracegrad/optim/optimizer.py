@@ -156,6 +156,10 @@ class Optimizer:
 
     # ----- pickling / repr -------------------------------------------------------------
     _setstate_group_defaults: dict = {}   # per class, in torch's order (the groups keep it)
+    # per-parameter state kept as float32 0-d tensors by this class: a state_dict holding Python
+    # numbers there (older checkpoints, hand-made ones) is converted on load, as torch's
+    # optimizers do in their __setstate__
+    _tensor_state_keys: tuple = ()
 
     def __getstate__(self) -> dict:
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
@@ -173,6 +177,13 @@ class Optimizer:
         for name, default in self._setstate_group_defaults.items():
             for group in self.param_groups:
                 group.setdefault(name, default)
+        if self._tensor_state_keys:
+            from .. import float32, tensor
+            for p_state in self.state.values():
+                for key in self._tensor_state_keys:
+                    v = p_state.get(key) if isinstance(p_state, dict) else None
+                    if v is not None and not isinstance(v, Tensor):
+                        p_state[key] = tensor(float(v), dtype=float32)
 
     def __repr__(self) -> str:
         s = self.__class__.__name__ + " ("
