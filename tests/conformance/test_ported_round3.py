@@ -961,3 +961,129 @@ def test_lr_scheduler_goes_right_direction_with_groups(T):
         sched.step()
     assert f().item() < first
     assert [g["lr"] for g in opt.param_groups] == pytest.approx([0.01 / 8, 0.02 / 8])
+
+
+# ==== grad-mode objects (test/test_autograd.py) ==============================================
+FACTORIES = {
+    "no_grad": (lambda T: T.no_grad(), False, False),
+    "enable_grad": (lambda T: T.enable_grad(), True, False),
+    "set_grad_enabled_false": (lambda T: T.set_grad_enabled(False), False, False),
+    "set_grad_enabled_true": (lambda T: T.set_grad_enabled(True), True, False),
+    "inference_mode": (lambda T: T.inference_mode(), False, True),
+    # torch's InferenceMode(false) guard turns grad mode on (c10 InferenceMode sets !enabled)
+    "inference_mode_false": (lambda T: T.inference_mode(False), True, False),
+}
+
+
+def _outer_mode(T, enabled):
+    return T.no_grad() if enabled else T.enable_grad()
+
+
+@pytest.mark.parametrize("name", list(FACTORIES))
+def test_grad_mode_generator_send_throw_close(T, name):
+    # TestAutograd.test_set_grad_coroutines / _benign_exceptions / _exit, for every grad-mode
+    # object: the mode holds inside the body at each resumption (send, throw), the caller's
+    # mode holds between them, and close() runs the body's finally under the decorator's mode
+    make, enabled, inference = FACTORIES[name]
+    seen = []
+
+    @make(T)
+    def coro():
+        try:
+            x = yield T.is_grad_enabled()
+            while True:
+                try:
+                    seen.append((x, T.is_grad_enabled(), T.is_inference_mode_enabled()))
+                    x = yield x
+                except ValueError:
+                    seen.append(("thrown", T.is_grad_enabled(), T.is_inference_mode_enabled()))
+                    x = yield "recovered"
+        finally:
+            seen.append(("closed", T.is_grad_enabled(), T.is_inference_mode_enabled()))
+
+    with _outer_mode(T, enabled):
+        caller = T.is_grad_enabled()
+        g = coro()
+        first = next(g)
+        assert T.is_grad_enabled() is caller
+        assert g.send(1) == 1 and T.is_grad_enabled() is caller
+        assert g.throw(ValueError("x")) == "recovered" and T.is_grad_enabled() is caller
+        assert g.send(2) == 2
+        g.close()
+        assert T.is_grad_enabled() is caller and not T.is_inference_mode_enabled()
+    inside = enabled
+    assert caller is not enabled and first is inside
+    assert [s[1:] for s in seen] == [(inside, inference)] * 4
+    assert [s[0] for s in seen] == [1, "thrown", 2, "closed"]
+
+
+@pytest.mark.parametrize("name", ["no_grad", "enable_grad", "inference_mode"])
+def test_grad_mode_bare_decorator(T, name):
+    # TestAutograd.test_no_grad / test_inference_mode_decorator: the class itself (without
+    # parentheses) decorates a function, a generator function too
+    deco = getattr(T, name)
+    enabled = name == "enable_grad"
+
+    @deco
+    def f():
+        return T.is_grad_enabled()
+
+    @deco
+    def gen():
+        yield T.is_grad_enabled()
+
+    with _outer_mode(T, enabled):
+        assert f() is enabled and next(gen()) is enabled
+        assert T.is_grad_enabled() is not enabled
+
+
+def test_set_grad_enabled_as_function_and_context(T):
+    # TestAutograd.test_set_grad_enabled: a call sets the mode at once; as a context manager it
+    # restores the previous mode on exit (also after an exception)
+    assert T.is_grad_enabled()
+    try:
+        T.set_grad_enabled(False)
+        assert not T.is_grad_enabled()
+        with T.set_grad_enabled(True):
+            assert T.is_grad_enabled()
+        assert not T.is_grad_enabled()
+    finally:
+        T.set_grad_enabled(True)
+    with pytest.raises(KeyError):
+        with T.set_grad_enabled(False):
+            raise KeyError
+    assert T.is_grad_enabled()
+    x = T.ones(2, requires_grad=True)
+    with T.set_grad_enabled(False):
+        y = x * 2
+    assert not y.requires_grad
+
+
+def test_no_grad_python_function(T):
+    # TestAutograd.test_no_grad_python_function: a custom Function applied under no_grad
+    # gives an output without a graph
+    class MyOp(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x + 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = T.ones(5, 5, requires_grad=True)
+    with T.no_grad():
+        y = MyOp.apply(x)
+    assert not y.requires_grad and y.grad_fn is None
+
+
+def test_no_grad_modifies_version(T):
+    # TestAutograd.test_no_grad_modifies_version: an in-place write under no_grad still bumps
+    # the version, so backward through a saved value raises
+    x = T.randn(5, requires_grad=True)
+    y = T.randn(5, requires_grad=True)
+    z = (x * y).sum()
+    with T.no_grad():
+        x *= 2
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
