@@ -1087,3 +1087,291 @@ def test_no_grad_modifies_version(T):
         x *= 2
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         z.backward()
+
+
+# ==== autograd: more hooks and backward(inputs=...) (test/test_autograd.py) =================
+def _mul2(T, custom):
+    if not custom:
+        return lambda x: x * 2
+
+    class Mul2(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    return Mul2.apply
+
+
+@pytest.mark.parametrize("custom", [True, False])
+def test_grad_fn_prehooks(T, custom):
+    # TestAutograd.test_grad_fn_prehooks: every pre-hook runs before any post-hook; None and
+    # the unchanged tuple keep the gradient; each post-hook sees the final grads
+    mul2 = _mul2(T, custom)
+    a = T.tensor([1.0], requires_grad=True)
+    b = mul2(a)
+    pre, post = [0], [0]
+
+    def posthook(gi, go):
+        assert pre[0] == 3
+        assert _np(go[0]).tolist() == [8.0] and _np(gi[0]).tolist() == [16.0]
+        post[0] += 1
+        return gi
+
+    def prehook(go):
+        pre[0] += 1
+        return (go[0] * 2,)
+
+    b.grad_fn.register_hook(posthook)
+    b.grad_fn.register_hook(posthook)
+    for h in (prehook, lambda g: None, prehook, prehook, lambda g: g, lambda g: None):
+        b.grad_fn.register_prehook(h)
+    b.sum().backward()
+    assert post[0] == 2 and pre[0] == 3 and _np(a.grad).tolist() == [16.0]
+    a = T.rand(3, 3, requires_grad=True)
+    b = mul2(a)
+    b.grad_fn.register_prehook(lambda g: None)
+    b.sum().backward()
+    assert (_np(a.grad) == 2).all()
+
+
+@pytest.mark.parametrize("custom", [True, False])
+def test_grad_fn_prehooks_remove_hooks(T, custom):
+    # TestAutograd.test_grad_fn_prehooks_remove_hooks: removal before and during backward
+    # (removing a removed handle is fine); hooks registered first run first
+    mul2 = _mul2(T, custom)
+    a = T.rand(3, 3, requires_grad=True)
+    b = mul2(a)
+    count = [0]
+
+    def prehook(g):
+        count[0] += 1
+
+    h = b.grad_fn.register_prehook(prehook)
+    b.grad_fn.register_prehook(prehook)
+    h.remove()
+    b.sum().backward()
+    assert count[0] == 1 and (_np(a.grad) == 2).all()
+
+    a = T.rand(3, 3, requires_grad=True)
+    b = mul2(a)
+    count = [0]
+    handles = {}
+
+    def remover(g):
+        handles[2].remove()
+        handles[3].remove()
+
+    b.grad_fn.register_prehook(remover)
+    handles[2] = b.grad_fn.register_prehook(prehook)
+    handles[3] = b.grad_fn.register_prehook(prehook)
+    handles[3].remove()
+    b.sum().backward()
+    assert count[0] == 1 and (_np(a.grad) == 2).all()
+
+
+def test_hooks_on_builtin_module_output(T):
+    # TestAutograd.test_hooks_cpp: a tensor hook on a BatchNorm (eval, no affine) output
+    bn = T.nn.BatchNorm1d(5, affine=False).double().eval()
+    count = [0]
+    x = T.ones(5, 5, dtype=T.float64, requires_grad=True)
+    z = bn(x)
+
+    def hook(g):
+        count[0] += 1
+        return g * 2
+
+    z.register_hook(hook)
+    z.sum().backward()
+    assert count[0] == 1
+    np.testing.assert_allclose(_np(x.grad), 2.0, atol=1e-5)
+
+
+def test_hook_none(T):
+    # TestAutograd.test_hook_none: an output whose input needs no grad still gets its hook
+    # called with a gradient; needs_input_grad reflects the inputs
+    class NoneGrad(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            assert ctx.needs_input_grad[0] and not ctx.needs_input_grad[1]
+            return x, y
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            return gx, None
+
+    called = []
+    x, y = T.randn(5, 5, requires_grad=True), T.randn(5, 5)
+    rx, ry = NoneGrad.apply(x, y)
+    rx.register_hook(lambda g: called.append(g is not None))
+    ry.register_hook(lambda g: called.append(g is not None))
+    sum(rx, ry).sum().backward()
+    assert called and all(called)
+
+
+def test_tensor_hooks_inplace_over_view(T):
+    # TestAutograd.test_tensor_hooks_inplace_over_view: hooks registered on views before an
+    # in-place write through one of them do not fire; one registered after (on the refreshed
+    # view) does
+    count = [0]
+
+    def fail(g):
+        raise AssertionError("must not run")
+
+    def ok(g):
+        count[0] += 1
+        assert _np(g).tolist() == [1.0]
+
+    base = T.tensor([1.0], requires_grad=True).clone()
+    view, view2 = base[:], base[:]
+    view.register_hook(fail)
+    view2.register_hook(fail)
+    view.mul_(2)
+    view2.grad_fn
+    view2.register_hook(ok)
+    (view + view2).sum().backward()
+    assert count[0] == 1
+
+
+def test_retain_grad_cycle(T):
+    # TestAutograd.test_retain_grad_cycle: retain_grad does not keep the tensor alive
+    import weakref
+    x = T.ones(5, 5, requires_grad=True)
+
+    def run():
+        y = x * 2
+        y.retain_grad()
+        return y / 2, weakref.ref(y)
+
+    z, ref = run()
+    assert ref() is None
+    z.sum().backward()
+    assert (_np(x.grad) == 1).all()
+
+
+def test_backward_with_inputs(T):
+    # TestAutograd.test_backward_with_inputs / test_backward_with_scalar_input
+    x = T.randn(2, 2, dtype=T.float64, requires_grad=True)
+    y = T.randn(2, 2, dtype=T.float64, requires_grad=True)
+    fn = lambda: x ** 2 + y * x + y ** 2  # noqa: E731
+    g = T.ones(2, 2, dtype=T.float64)
+    xe, ye = _np(2 * x + y), _np(x + 2 * y)
+
+    def reset():
+        for t in (x, y):
+            if t.grad is not None:
+                with T.no_grad():
+                    t.grad.zero_()
+
+    T.autograd.backward(fn(), g, inputs=[x, y])
+    np.testing.assert_allclose(_np(x.grad), xe)
+    np.testing.assert_allclose(_np(y.grad), ye)
+    for inputs, want, zero in (([x], x, y), ([y], y, x), (y, y, x)):
+        reset()
+        T.autograd.backward(fn(), g, inputs=inputs)
+        np.testing.assert_allclose(_np(want.grad), xe if want is x else ye)
+        assert (_np(zero.grad) == 0).all()
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        T.autograd.backward(fn(), g, inputs=[])
+    s = T.randn([], dtype=T.float64, requires_grad=True)
+    (s ** 2).backward(inputs=s)
+    np.testing.assert_allclose(_np(s.grad), 2 * _np(s))
+
+
+def test_backward_with_nonleaf_inputs(T):
+    # TestAutograd.test_backward_with_nonleaf_inputs: a non-leaf input gets .grad; an input
+    # outside the graph stays None (backward has no allow_unused)
+    x = T.randn(2, 2, dtype=T.float64, requires_grad=True)
+    xn = x * 1
+    y = T.randn(2, 2, dtype=T.float64, requires_grad=True)
+    z = T.randn(2, 2, dtype=T.float64, requires_grad=True)
+    out = xn ** 2 + y * xn + y ** 2
+    out.backward(T.ones(2, 2, dtype=T.float64), create_graph=True, inputs=[x, y, xn])
+    np.testing.assert_allclose(_np(x.grad), _np(2 * x + y))
+    np.testing.assert_allclose(_np(y.grad), _np(x + 2 * y))
+    np.testing.assert_allclose(_np(xn.grad), _np(2 * xn + y))
+    out.backward(T.ones(2, 2, dtype=T.float64), create_graph=True, inputs=[z])
+    assert z.grad is None
+    x.grad = y.grad = xn.grad = None
+
+
+def test_multi_and_dependent_backward(T):
+    # TestAutograd.test_multi_backward / test_multi_backward_no_grad / test_dependent_backward
+    x, y, q, a, b = (T.randn(5, 5, requires_grad=True) for _ in range(5))
+    q2 = q * 2
+    z, c = x + y + q2, a * b + q2
+    gz, gc = T.randn(5, 5), T.randn(5, 5)
+    T.autograd.backward([z, c], [gz, gc])
+    np.testing.assert_allclose(_np(x.grad), _np(gz))
+    np.testing.assert_allclose(_np(a.grad), _np(gc * b), rtol=1e-6)
+    np.testing.assert_allclose(_np(q.grad), _np((gc + gz) * 2), rtol=1e-6)
+    yy = T.randn(5, 5)
+    with pytest.raises(RuntimeError):
+        T.autograd.backward([x + yy, yy * 2], [T.ones(5, 5), T.ones(5, 5)])
+    w = T.randn(10, requires_grad=True)
+    p = w ** 2
+    r = p ** 3
+    gp, gr = T.randn(10), T.randn(10)
+    T.autograd.backward([p, r], [gp, gr])
+    np.testing.assert_allclose(_np(w.grad), _np(2 * w * gp + 6 * w.pow(5) * gr), rtol=1e-5, atol=1e-6)
+
+
+def test_save_output_nr(T):
+    # TestAutograd.test_save_output_nr: a saved second output keeps its output_nr
+    x = T.randn(10, requires_grad=True)
+
+    class Split(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:5], x[5:]
+
+        @staticmethod
+        def backward(ctx, *g):
+            return T.cat(g)
+
+    seen = []
+
+    class Save(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, b):
+            ctx.save_for_backward(b)
+            return b * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (b,) = ctx.saved_tensors
+            seen.append(b.output_nr)
+            return g
+
+    _, b = Split.apply(x)
+    assert b.output_nr == 1
+    Save.apply(b).sum().backward()
+    assert seen == [1]
+
+
+def test_no_unnecessary_save(T):
+    # TestAutograd.test_no_unnecessary_save: x * constant does not save x, so rewriting x
+    # (detach_ + copy_) between steps does not break backward
+    mu = T.ones(1, requires_grad=True)
+    x = T.empty(1)
+    loss = 0
+    for i in range(3):
+        x.detach_()
+        x.copy_(mu + i)
+        loss = loss + (x * T.tensor([float(i)])).sum()
+    loss.backward()
+    assert _np(mu.grad).tolist() == [3.0]
+
+
+def test_free_deep_graph(T):
+    # TestAutograd.test_free_deep_graph (shorter chain): dropping a deep graph does not
+    # overflow the stack
+    def scope():
+        y = T.randn(1, requires_grad=True).clone()
+        for _ in range(3000):
+            y = y + y * 0.000001
+
+    scope()
