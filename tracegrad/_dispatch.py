@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _state
 from ._state import GRAD_MODE as STATE, INFERENCE_DEPTH
-from ._ops.registry import Op
+from ._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
 from ._tensor import Tensor, _JaxTracer
 from ._x64 import x64_enter, x64_exit
 from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
@@ -150,8 +150,11 @@ def _make_view(t, src, op, static, idx):
 # torch's NO_GRAD_MODE creation meta.
 
 
+_tuple_new = tuple.__new__
+
+
 def _record(op, args, static, outs):
-    layout, avals, needs, consts, edges, edge_pos = [], [], [], [], [], []
+    kinds, avals, needs, consts, edges, edge_pos = [], [], [], [], [], []
     saved_scalar = False  # torch saves a wrapped Python scalar like a tensor (freed after backward)
     save_pos, save_if, no_edge = op.save_pos, op.save_if, op.no_edge_pos
     for i, a in enumerate(args):
@@ -164,34 +167,35 @@ def _record(op, args, static, outs):
         # reach the backward as constants, so a VJP never sees a placeholder for them
         # (a tensor that requires grad is floating, so it skips the dtype check)
         if is_t and not rg and (a._value.dtype not in _DIFF_DTYPES or (i in no_edge and i not in save_pos)):
-            layout.append(2)
+            kinds.append(CONST)
             consts.append(a._value)
         elif is_t:
             needs.append(rg and i not in no_edge)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
-                layout.append(0)
+                kinds.append(SAVED)
             else:
-                layout.append(1)
+                kinds.append(SHAPE)
                 v = a._value
                 avals.append((v.shape, v.dtype))
         else:
-            layout.append(2)
+            kinds.append(CONST)
             consts.append(a)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
                 saved_scalar = True
     node = _cls_for(op)(tuple(edges))
     node.op, node.static = op, static
-    node.layout, node.avals, node.needs = tuple(layout), tuple(avals), tuple(needs)
+    # NOTE [saved layout]; tuple.__new__ skips the NamedTuple's Python-level __new__ (hot path)
+    node.layout = _tuple_new(SavedLayout, (tuple(kinds), tuple(avals), tuple(needs), tuple(edge_pos)))
     node.consts, node.released = consts, False
-    node.edge_pos, node.nout, node.saved_scalar = tuple(edge_pos), len(outs), saved_scalar
+    node.nout, node.saved_scalar = len(outs), saved_scalar
     for i, t in enumerate(outs):
         t._gf, t._out_nr, t._rg = node, i, True
     saved = []
     if op.saves:
         for p in op.save_order:
-            if p == -1:
+            if p == RESULT:
                 saved.append(SavedTensor(outs[0], True))
-            elif p < len(args) and layout[p] == 0:
+            elif p < len(args) and kinds[p] == SAVED:
                 saved.append(SavedTensor(args[p]))
     node.saved = saved
     return node

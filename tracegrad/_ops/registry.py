@@ -15,7 +15,7 @@
 
 NOTE [saved set]
 The backward of every op is ``jax.vjp`` of its forward, jitted and cached per
-(op, static args, layout). PyTorch's saved set is by construction enough to compute the
+(op, static args, layout: NOTE [saved layout]). PyTorch's saved set is by construction enough to compute the
 backward, so the backward receives only the saved inputs; inputs torch does not save are
 rebuilt inside the jitted backward as zeros of the right shape (XLA removes them when the
 VJP does not read them). Ops whose torch backward reads the *result* (``exp``, ``tanh``,
@@ -25,6 +25,7 @@ instead, so they keep only their output alive, like torch.
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +54,53 @@ BACKWARD_NAMES = {
     "NllLossBackward0": "NllLossBackwardBackward0", "BmmBackward0": "BmmBackward0",
     "MvBackward0": "MvBackward0", "DotBackward0": "MulBackward0", "UnsafeViewBackward0": "ViewBackward0",
 }
+
+
+# NOTE [saved layout]
+# How a node keeps each input of its forward, one kind per input: built by dispatch's
+# ``_record``, read by the node (its backward, ``grad_fn._saved_<name>``) and by
+# ``Op.backward_op``, which builds the VJP of one layout.
+SAVED = 0    # a tensor torch saves: in the node's ``saved`` list, in torch's packing order
+SHAPE = 1    # a tensor torch does not save: only its (shape, dtype) is kept, rebuilt as zeros
+CONST = 2    # a constant (Python scalar, None, a never-differentiated tensor): in ``consts``
+RESULT = -1  # in ``Op.save_order``: the op's output
+
+
+class SavedLayout(NamedTuple):
+    """What a node keeps of its forward inputs; hashable (part of the backward cache keys).
+
+    ``kinds[p]`` is SAVED, SHAPE or CONST for input ``p``; ``avals`` the ``(shape, dtype)`` of
+    each SHAPE input, in input order; ``needs`` one flag per non-CONST input (its gradient is
+    wanted); ``edge_pos`` the inputs that have a ``next_functions`` slot, in slot order.
+    """
+    kinds: tuple
+    avals: tuple
+    needs: tuple
+    edge_pos: tuple
+
+    def save_order(self, op) -> list:
+        """The positions (RESULT for the output) of the node's ``saved`` tensors, in order."""
+        kinds, n = self.kinds, len(self.kinds)
+        return [p for p in op.save_order if p == RESULT or (p < n and kinds[p] == SAVED)]
+
+    def const_index(self, p: int) -> int:
+        """Where CONST input ``p`` sits in the node's ``consts``."""
+        return sum(1 for k in self.kinds[:p] if k == CONST)
+
+    def aval_index(self, p: int) -> int:
+        """Where SHAPE input ``p`` sits in ``avals``."""
+        return sum(1 for k in self.kinds[:p] if k == SHAPE)
+
+    def grad_slots(self) -> tuple:
+        """Per ``next_functions`` slot, which output of the backward is its gradient (-1: none)."""
+        by_pos, k, r = {}, 0, 0
+        for p, kind in enumerate(self.kinds):
+            if kind != CONST:
+                if self.needs[k]:
+                    by_pos[p] = r
+                    r += 1
+                k += 1
+        return tuple(by_pos.get(p, -1) for p in self.edge_pos)
 
 
 class Op:
@@ -94,25 +142,23 @@ class Op:
             f = self._fwd[static] = jax.jit(partial(self.fn, **dict(static)) if static else self.fn)
         return f
 
-    def backward_op(self, static, layout, avals, needs, ns, nc):
+    def backward_op(self, static, layout: SavedLayout, ns, nc):
         """The backward as an op of its own ``(*saved, *consts, *grads) -> grads``, so that
         ``create_graph=True`` records it like any forward op (any order of derivatives).
 
-        ``layout`` has one entry per forward input: 0 saved tensor, 1 tensor torch does not
-        save (``avals`` gives its shape/dtype), 2 a constant (Python scalar, None).
-        ``needs`` marks the tensor inputs whose gradient is wanted; ``ns``/``nc`` count the
-        saved tensors and constants.
+        ``layout`` says how the node keeps each forward input (NOTE [saved layout]);
+        ``ns``/``nc`` count the saved tensors and constants.
         """
-        key = (static, layout, avals, needs)
+        key = (static, layout)
         b = self._bwd.get(key)
         if b is None:
-            fn = _make_backward(self, static, layout, avals, needs)
-            n = sum(needs)
+            fn = _make_backward(self, static, layout)
+            n = sum(layout.needs)
 
             def flat(*a):
                 out = fn(a[:ns], a[ns:ns + nc], a[ns + nc:])
                 return tuple(out) if n > 1 else out[0]
-            nargs = len(layout) + (1 if self.saves_result else 0) + max(self.n_out, 256)
+            nargs = len(layout.kinds) + (1 if self.saves_result else 0) + max(self.n_out, 256)
             names = tuple(f"in{i}" for i in range(nargs + 2))
             name = BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward")
             b = self._bwd[key] = Op(f"{self.name}_backward", flat, names, name,
@@ -120,15 +166,16 @@ class Op:
         return b
 
 
-def _make_backward(op, static, layout, avals, needs):
+def _make_backward(op, static, layout: SavedLayout):
     fwd = partial(op.fn, **dict(static)) if static else op.fn
-    tensor_pos = [i for i, k in enumerate(layout) if k != 2]
+    kinds, avals, needs = layout.kinds, layout.avals, layout.needs
+    tensor_pos = [i for i, k in enumerate(kinds) if k != CONST]
     diff_pos = [p for p, n in zip(tensor_pos, needs) if n]
 
     if op.vjp_result is not None:
         rule = partial(op.vjp_result, **dict(static)) if static else op.vjp_result
 
-        ri = [p for p in op.save_order if p == -1 or (p < len(layout) and layout[p] == 0)].index(-1)
+        ri = layout.save_order(op).index(RESULT)
 
         def bwd(saved, consts, grads):
             out = rule(saved[ri], *grads)
@@ -137,16 +184,16 @@ def _make_backward(op, static, layout, avals, needs):
 
     n_diff, multi = op.n_diff, op.n_out != 1
     # the saved list holds, in torch's packing order, the saved inputs that were tensors
-    save_order = [p for p in op.save_order if p == -1 or (p < len(layout) and layout[p] == 0)]
+    save_order = layout.save_order(op)
 
     def bwd(saved, consts, grads):
         by_pos = dict(zip(save_order, saved))
         it_c, it_a = iter(consts), iter(avals)
         args = []
-        for i, k in enumerate(layout):
-            if k == 0:
+        for i, k in enumerate(kinds):
+            if k == SAVED:
                 args.append(by_pos[i])
-            elif k == 1:
+            elif k == SHAPE:
                 shape, dt = next(it_a)
                 args.append(jnp.zeros(shape, dt))
             else:

@@ -11,7 +11,7 @@ from jax import lax
 
 from .. import _state
 from .._x64 import x64_enter, x64_exit
-from .registry import OPS, BACKWARD_NAMES, Op, _make_backward, defop
+from .registry import CONST, OPS, BACKWARD_NAMES, Op, _make_backward, defop
 
 # NOTE [dynamic positions]
 # Eager ops are jitted per static arguments (registry.Op.forward). For the view ops that pick
@@ -107,22 +107,22 @@ class DynViewOp(Op):
         self._fwd[static] = f
         return f
 
-    def backward_op(self, static, layout, avals, needs, ns, nc):
+    def backward_op(self, static, layout, ns, nc):
         struct, dyn = self.split(static)
         if not dyn:
-            return Op.backward_op(self, static, layout, avals, needs, ns, nc)
-        key = (static, layout, avals, needs, ns, nc)
+            return Op.backward_op(self, static, layout, ns, nc)
+        key = (static, layout, ns, nc)
         b = self._bbwd.get(key)
         if b is not None:
             return b
-        k, n = len(dyn), sum(needs)
-        skey = (struct, layout, avals, needs, ns, nc)
+        k, n = len(dyn), sum(layout.needs)
+        skey = (struct, layout, ns, nc)
         shared = self._dbwd.get(skey)
         if shared is None:
-            # the positions are constants of the VJP (layout 2), after the op's own inputs
+            # the positions are constants of the VJP (CONST), after the op's own inputs
             tmpl = Op(self.name, self.dfn, ("self",) + tuple(f"pos{i}" for i in range(k)),
                       self.grad_fn, (), 1, None, None, False, None)
-            fn = _make_backward(tmpl, struct, layout + (2,) * k, avals, needs)
+            fn = _make_backward(tmpl, struct, layout._replace(kinds=layout.kinds + (CONST,) * k))
 
             def flat(*a):   # (*saved, *consts, *positions, *grads)
                 out = fn(a[:ns], a[ns:ns + nc + k], a[ns + nc + k:])
@@ -131,7 +131,7 @@ class DynViewOp(Op):
         raw, jitted = shared
         m = ns + nc
         pos = tuple(pos_arg(v) for v in dyn)
-        names = tuple(f"in{i}" for i in range(len(layout) + 1 + 256 + 2))
+        names = tuple(f"in{i}" for i in range(len(layout.kinds) + 1 + 256 + 2))
         b = _BoundOp(f"{self.name}_backward", lambda *a: raw(*a[:m], *dyn, *a[m:]), names,
                      BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward"), names, n, None, None,
                      False, None)

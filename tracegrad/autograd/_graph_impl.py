@@ -19,6 +19,7 @@ from collections import OrderedDict
 
 from .._hooks import RemovableHandle
 from .. import _state
+from .._ops.registry import CONST, RESULT, SAVED, SHAPE
 from .._tensor import Tensor
 from .._x64 import x64_scope
 from . import grad_mode
@@ -220,8 +221,8 @@ def _with_edge(t, grad_edge, node):
 class OpNode(Node):
     """The node of one op from the table; its backward is the op's cached jitted VJP."""
 
-    __slots__ = ("op", "static", "layout", "avals", "needs", "saved", "consts", "released", "edge_pos",
-                 "nout", "saved_scalar")
+    # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
+    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_scalar")
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
@@ -231,14 +232,15 @@ class OpNode(Node):
             if name in op.saves:
                 if self.released:
                     raise RuntimeError(MSG_FREED)
-                order = [p for p in op.save_order if p == -1 or (p < len(self.layout) and self.layout[p] == 0)]
-                want = -1 if name == "result" else op.args.index(name)
+                layout = self.layout
+                order = layout.save_order(op)
+                want = RESULT if name == "result" else op.args.index(name)
                 if want in order:
                     s = self.saved[order.index(want)]
                     return s if raw else s.get(self, 0)
-                if want == -1 or want >= len(self.layout) or self.layout[want] != 2:
+                if want == RESULT or want >= len(layout.kinds) or layout.kinds[want] != CONST:
                     return None
-                v = self.consts[[i for i, k in enumerate(self.layout) if k == 2].index(want)]
+                v = self.consts[layout.const_index(want)]
                 if v is None or isinstance(v, bool):
                     return v
                 if hasattr(v, "dtype"):  # an integer/bool tensor input kept as a constant
@@ -249,8 +251,9 @@ class OpNode(Node):
                 return tensor(v, dtype=_dt.float64 if isinstance(v, float) else _dt.int64)
             if name in op.args:
                 p = op.args.index(name)
-                if p < len(self.layout) and self.layout[p] == 2:
-                    return self.consts[sum(1 for k in self.layout[:p] if k == 2)]
+                kinds = self.layout.kinds
+                if p < len(kinds) and kinds[p] == CONST:
+                    return self.consts[self.layout.const_index(p)]
             static = dict(object.__getattribute__(self, "static"))
             if name in static:
                 return static[name]
@@ -268,7 +271,7 @@ class OpNode(Node):
         n = self.nout
         if len(grads) != n:
             grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
-        key = (self.op, self.static, self.layout, self.avals, self.needs)
+        key = (self.op, self.static, self.layout)
         entry = _BWD.get(key)
         if entry is None:
             entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
@@ -301,15 +304,7 @@ _BWD: dict = _state.register_cache("autograd._graph_impl._BWD", {})
 def _backward_entry(node, ns, nc):
     """The backward op of a node's (op, static, layout) and, per next_functions slot, which of
     its outputs is that slot's gradient (-1: none)."""
-    bop = node.op.backward_op(node.static, node.layout, node.avals, node.needs, ns, nc)
-    by_pos, k, r = {}, 0, 0
-    for p, kind in enumerate(node.layout):
-        if kind != 2:
-            if node.needs[k]:
-                by_pos[p] = r
-                r += 1
-            k += 1
-    return bop, tuple(by_pos.get(p, -1) for p in node.edge_pos)
+    return node.op.backward_op(node.static, node.layout, ns, nc), node.layout.grad_slots()
 
 
 def _dispatch():
@@ -321,13 +316,13 @@ def _dispatch():
 
 
 def _input_shape(node, p):
-    kinds = node.layout
-    if kinds[p] == 0:
-        order = [q for q in node.op.save_order if q == -1 or (q < len(kinds) and kinds[q] == 0)]
-        return tuple(node.saved[order.index(p)].get(node, 0).shape)
-    if kinds[p] == 1:
-        return tuple(node.avals[sum(1 for k in kinds[:p] if k == 1)][0])
-    return tuple(node.consts[sum(1 for k in kinds[:p] if k == 2)].shape)
+    layout = node.layout
+    kind = layout.kinds[p]
+    if kind == SAVED:
+        return tuple(node.saved[layout.save_order(node.op).index(p)].get(node, 0).shape)
+    if kind == SHAPE:
+        return tuple(layout.avals[layout.aval_index(p)][0])
+    return tuple(node.consts[layout.const_index(p)].shape)
 
 
 def _saved_indices(node):
