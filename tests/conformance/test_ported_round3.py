@@ -1375,3 +1375,226 @@ def test_free_deep_graph(T):
             y = y + y * 0.000001
 
     scope()
+
+
+# ==== module hooks, TestModuleHookNN (test/nn/test_module_hooks.py) ==========================
+@pytest.mark.parametrize("reg", ["register_backward_hook", "register_full_backward_hook",
+                                 "register_full_backward_pre_hook"])
+def test_module_hooks_counts(T, reg):
+    # TestModuleHookNN.test_hooks (_test_hooks): forward/backward counts as hooks are added and
+    # removed; each backward (retain_graph) fires the backward hooks again
+    import math
+    m = T.nn.Sigmoid()
+    x = T.ones(5, 5, requires_grad=True)
+    c = {"f": 0, "b": 0}
+    want = 1 / (1 + 1 / math.e)
+
+    def fw(inc):
+        def hook(mod, inp, out):
+            assert mod is m and isinstance(inp, tuple) and np.allclose(_np(out), want)
+            c["f"] += inc
+        return hook
+
+    def bw(inc):
+        def hook(mod, *grads):
+            assert mod is m and all(isinstance(g, tuple) for g in grads)
+            assert (_np(grads[-1][0]) == 2).all()
+            c["b"] += inc
+        return hook
+
+    h1 = m.register_forward_hook(fw(1))
+    m(x)
+    m(x)
+    assert c == {"f": 2, "b": 0}
+    b1 = getattr(m, reg)(bw(1))
+    out = m(x)
+    assert c == {"f": 3, "b": 0}
+    out.backward(T.ones(5, 5) * 2, retain_graph=True)
+    out.backward(T.ones(5, 5) * 2, retain_graph=True)
+    assert c == {"f": 3, "b": 2}
+    h2 = m.register_forward_hook(fw(2))
+    m(x)
+    assert c == {"f": 6, "b": 2}
+    b2 = getattr(m, reg)(bw(2))
+    m(x).backward(T.ones(5, 5) * 2)
+    assert c == {"f": 9, "b": 5}
+    b2.remove()
+    m(x).backward(T.ones(5, 5) * 2)
+    assert c == {"f": 12, "b": 6}
+    h2.remove()
+    m(x).backward(T.ones(5, 5) * 2)
+    assert c == {"f": 13, "b": 7}
+    h1.remove()
+    b1.remove()
+
+
+def test_full_backward_hook_on_batchnorm(T):
+    # TestModuleHookNN.test_hook_cpp
+    bn = T.nn.BatchNorm1d(5)
+    seen = []
+    bn.register_full_backward_hook(lambda mod, gi, go: seen.append((mod is bn, len(gi), len(go))))
+    bn(T.randn(5, 5, requires_grad=True)).sum().backward()
+    assert seen == [(True, 1, 1)]
+
+
+def test_backward_hooks_interaction(T):
+    # TestModuleHookNN.test_backward_hooks_interaction: the full backward hook sees the
+    # grad_output the pre-hook returned
+    m = T.nn.Sigmoid()
+    cnt = [0]
+
+    def pre(mod, go):
+        cnt[0] += 1
+        return (go[0] * 0.5,)
+
+    def post(mod, gi, go):
+        assert (_np(go[0]) == 0.5).all()
+        cnt[0] += 1
+        return go
+
+    m.register_full_backward_pre_hook(pre)
+    m.register_full_backward_hook(post)
+    m(T.ones(1, 2, requires_grad=True)).sum().backward()
+    assert cnt[0] == 2
+
+
+@pytest.mark.parametrize("bad", ["empty", "extra"])
+def test_backward_pre_hook_invalid_outputs(T, bad):
+    # TestModuleHookNN.test_hook_invalid_outputs (the backward pre-hook half)
+    m = T.nn.Sigmoid()
+    x = T.randn(5, 5, requires_grad=True)
+    fn = (lambda mod, go: ()) if bad == "empty" else (lambda mod, go: go + (T.randn(2, 2),))
+    with m.register_full_backward_pre_hook(fn):
+        with pytest.raises(RuntimeError, match="got 0, but expected 1" if bad == "empty" else "got 2, but expected 1"):
+            m(x).sum().backward()
+
+
+def test_hook_requires_grad_propagates(T):
+    # TestModuleHookNN.test_hook_requires_grad / test_hook_last_arg_requires_grad: the hooks'
+    # wrapping keeps each argument's requires_grad
+    seen = []
+
+    class M(T.nn.Module):
+        def forward(self, a, b, c):
+            seen.append((a.requires_grad, b.requires_grad, c.requires_grad))
+            return a.sum() + b.sum() + c.sum()
+
+    inp = T.rand(2, requires_grad=True)
+    mod = M()
+    mod(inp, inp.detach(), inp)
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    mod(inp, inp.detach(), inp)
+    assert seen == [(True, False, True)] * 2
+    loss = T.nn.L1Loss()
+    loss.register_full_backward_hook(lambda m, gi, go: None)
+    loss(inp.detach(), inp)
+
+
+def test_hook_no_requires_grad(T):
+    # TestModuleHookNN.test_hook_no_requires_grad: input without grad -> grad_input all None;
+    # returning a tensor there is an error
+    mod = T.nn.Linear(2, 3)
+    inp = T.rand(1, 2)
+    mode = ["None"]
+    called = [0]
+
+    def hook(m, gi, go):
+        called[0] += 1
+        assert all(g is None for g in gi) and all(tuple(g.shape) == (1, 3) for g in go)
+        return {"None": None, "grad_input": gi, "invalid": (inp,)}[mode[0]]
+
+    mod.register_full_backward_hook(hook)
+    mod(inp).sum().backward()
+    mode[0] = "grad_input"
+    mod(inp).sum().backward()
+    assert called[0] == 2
+    mode[0] = "invalid"
+    with pytest.raises(RuntimeError, match="where no input requires gradient"):
+        mod(inp).sum().backward()
+
+
+def test_hook_extra_input(T):
+    # TestModuleHookNN.test_hook_extra_input: a non-tensor argument/output gets None slots
+    class M(T.nn.Module):
+        def forward(self, flag, t):
+            return t.clone(), flag
+
+    seen = []
+
+    def hook(m, gi, go):
+        seen.append((gi[0] is None, isinstance(gi[1], T.Tensor), isinstance(go[0], T.Tensor), go[1] is None))
+
+    mod = M()
+    mod.register_full_backward_hook(hook)
+    out, _ = mod(True, T.rand(2, requires_grad=True))
+    out.sum().backward()
+    assert seen == [(True, True, True, True)]
+
+
+def test_hook_backward_size(T):
+    # TestModuleHookNN.test_hook_backward_size: grad_input/grad_output match the module's
+    # inputs and output, not the inner ops
+    class M(T.nn.Module):
+        def forward(self, a, b):
+            t = a.sum() * b
+            t = t + b.sum() * a.sum()
+            return t.sum().view(1).expand(8).contiguous()
+
+    seen = []
+    m = M()
+    with m.register_full_backward_hook(
+            lambda mod, gi, go: seen.append(([tuple(g.shape) for g in gi], [tuple(g.shape) for g in go]))):
+        m(T.randn(5, 5, requires_grad=True), T.randn(10, 10, requires_grad=True)).sum().backward()
+    assert seen == [([(5, 5), (10, 10)], [(8,)])]
+
+
+def test_hook_backward_and_forward_writeable(T):
+    # TestModuleHookNN.test_hook_backward_writeable / test_hook_forward_preforward_writable
+    x = T.randn(5, 5, requires_grad=True)
+    sig = T.sigmoid(x).detach()
+    m = T.nn.Sigmoid()
+    m.register_backward_hook(lambda mod, gi, go: tuple(g * 2 for g in gi))
+    m(x).backward(T.ones(5, 5))
+    np.testing.assert_allclose(_np(x.grad), _np(sig * (1 - sig) * 2), rtol=1e-5, atol=1e-7)
+    x.grad = None
+    m = T.nn.Sigmoid()
+    m.register_forward_pre_hook(lambda mod, inp: T.nn.functional.relu(inp[0]))
+    m.register_forward_hook(lambda mod, inp, out: -out)
+    out = m(x)
+    np.testing.assert_allclose(_np(out), _np(-T.sigmoid(T.relu(x))), rtol=1e-6)
+    out.backward(T.ones(5, 5) * 2)
+    mask = _np(x) > 0
+    np.testing.assert_allclose(_np(x.grad), -_np(sig * (1 - sig)) * 2 * mask, rtol=1e-5, atol=1e-7)
+
+
+def test_hook_non_full_warning(T):
+    # TestModuleHookNN.test_hook_non_full_warning: the legacy backward hook warns for inputs
+    # or outputs it cannot follow (torch 2.13: FutureWarning, the original asserted UserWarning)
+    def noop(*a):
+        pass
+
+    a, b = T.rand(2, requires_grad=True), T.rand(2, requires_grad=True)
+
+    class ListIn(T.nn.Module):
+        def forward(self, lst):
+            return lst[0].clone(), lst[1].clone()
+
+    class ListOut(T.nn.Module):
+        def forward(self, x, y):
+            return [x.clone(), y.clone()]
+
+    class TwoNodes(T.nn.Module):
+        def forward(self, x, y):
+            return x.clone(), y.clone()
+
+    class Chain(T.nn.Module):
+        def forward(self, x):
+            return x.clone().clone()
+
+    for mod, args, msg in ((ListIn(), ([a, b],), "does not take as input a single Tensor or a tuple of Tensors"),
+                           (ListOut(), (a, b), "does not return a single Tensor or a tuple of Tensors"),
+                           (TwoNodes(), (a, b), "outputs are generated by different autograd Nodes"),
+                           (Chain(), (a,), "the forward contains multiple autograd Nodes")):
+        mod.register_backward_hook(noop)
+        with pytest.warns(FutureWarning, match=msg):
+            mod(*args)
