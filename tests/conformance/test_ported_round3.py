@@ -1638,3 +1638,72 @@ def test_hook_inplace_torch():
 def test_hook_inplace_tracegrad():
     import tracegrad
     _hook_inplace_body(tracegrad)
+
+
+# ==== DataLoader, more (test/test_dataloader.py) =============================================
+def test_random_sampler_len(T):
+    # TestDataLoader.test_random_sampler_len_with_replacement / _without_replacement
+    d = T.utils.data
+    ds = list(range(10))
+    for num in (5, 10, 23):
+        s = d.RandomSampler(ds, replacement=True, num_samples=num)
+        assert len(s) == num and len(list(s)) == num
+        dl = d.DataLoader(ds, batch_size=4, sampler=s)
+        assert len(dl) == -(-num // 4) and sum(len(b) for b in dl) == num
+    s = d.RandomSampler(ds, replacement=False)
+    assert len(s) == 10 and sorted(s) == ds
+
+
+@pytest.mark.parametrize("rank,replicas", [(3, 3), (-1, 2)])
+def test_distributed_sampler_invalid_rank(T, rank, replicas):
+    # TestDataLoader.test_distributed_sampler_invalid_rank
+    with pytest.raises(ValueError, match="Invalid rank"):
+        T.utils.data.distributed.DistributedSampler(list(range(10)), num_replicas=replicas, rank=rank)
+
+
+def test_duplicating_data_with_drop_last(T):
+    # TestDataLoader.test_duplicating_data_with_drop_last: each rank's share, no index twice
+    d = T.utils.data
+    ds = list(range(11))
+    seen = []
+    for rank in range(3):
+        s = d.distributed.DistributedSampler(ds, num_replicas=3, rank=rank, shuffle=False, drop_last=True)
+        part = list(s)
+        assert len(s) == len(part) == 3
+        seen += part
+    assert len(set(seen)) == len(seen) == 9
+    pad = [list(d.distributed.DistributedSampler(ds, num_replicas=3, rank=r, shuffle=False)) for r in range(3)]
+    assert [len(p) for p in pad] == [4, 4, 4] and set(sum(pad, [])) == set(ds)
+
+
+def test_error_in_dataset_propagates(T):
+    # TestDataLoader.test_error: an exception raised by __getitem__ reaches the caller as is
+    class Bad(T.utils.data.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            if i == 2:
+                raise KeyError("bad sample")
+            return i
+
+    with pytest.raises(KeyError, match="bad sample"):
+        list(T.utils.data.DataLoader(Bad(), batch_size=1))
+
+
+def test_collate_keeps_mapping_and_sequence_types(T):
+    # TestDataLoader.test_default_convert_mapping_keep_type / test_default_collate_mapping_keep_type
+    # / test_default_collate_sequence_keep_type
+    class MyDict(collections.UserDict):
+        pass
+
+    class MySeq(collections.UserList):
+        pass
+
+    d = T.utils.data
+    conv = d.default_convert(MyDict({"a": np.ones(2)}))
+    assert type(conv) is MyDict and isinstance(conv["a"], T.Tensor)
+    col = d.default_collate([MyDict({"a": 1}), MyDict({"a": 2})])
+    assert type(col) is MyDict and col["a"].tolist() == [1, 2]
+    seq = d.default_collate([MySeq([1, 2]), MySeq([3, 4])])
+    assert type(seq) is MySeq and [t.tolist() for t in seq] == [[1, 3], [2, 4]]
