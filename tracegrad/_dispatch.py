@@ -13,8 +13,10 @@ import numpy as np
 
 from . import _state
 from ._state import GRAD_MODE as STATE, INFERENCE_DEPTH
+from ._op_errors import op_error
+from ._ops import dtypes as _dt
 from ._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
-from ._tensor import Tensor, _JaxTracer
+from ._tensor import Tensor, _JaxTracer, _chain_apply_dyn, _chain_scatter_dyn, chain_split
 from ._x64 import x64_enter, x64_exit
 from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
 
@@ -52,7 +54,6 @@ def _forward(op, arrays, static):
     try:
         return op.forward(static)(*map(as_arg, arrays))
     except Exception as e:  # JAX's errors become torch's (NOTE [errors at the dispatch boundary])
-        from ._op_errors import op_error
         raise op_error(op, arrays, static, e) from None
     finally:
         x64_exit(prev)
@@ -250,7 +251,6 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         return _inplace_on_view(op, self, args, static)
     out = _forward(op, [a._value if isinstance(a, Tensor) else a for a in all_args], static)
     if out.dtype != self._value.dtype:
-        from ._ops import dtypes as _dt
         src, dst = _dt.from_numpy_dtype(out.dtype), self.dtype
         if not _dt.can_cast(src, dst):
             raise RuntimeError(f"result type {_torch_name(src)} can't be cast to the desired output type {_torch_name(dst)}")
@@ -309,12 +309,10 @@ def _copy_slices_op(chain, op, static, n_others):
     ``op(view, *others)``, as torch's CopySlices wraps the in-place op's node. The chain's
     positions (NOTE [dynamic positions]) are trailing Python-int arguments: runtime operands
     of the forward and of the backward, so a new position compiles nothing."""
-    from ._tensor import chain_split
     struct, pos = chain_split(chain)
     key = (struct, op, static, n_others)
     cs = _copy_slices_ops.get(key)
     if cs is None:
-        from ._tensor import _chain_apply_dyn, _chain_scatter_dyn
         kw, k = dict(static), len(pos)
 
         def fn(base, *rest):
@@ -355,7 +353,6 @@ _view_of_base_ops: dict = _state.register_cache("_dispatch._view_of_base_ops", {
 
 def record_view_of_base(t):
     """Regenerate a view's grad_fn after its base was written (torch: AsStridedBackward0)."""
-    from ._tensor import _chain_apply_dyn, chain_split
     base = t._base
     struct, pos = chain_split(t._chain[len(base._chain):])
     op = _view_of_base_ops.get(struct)

@@ -18,7 +18,8 @@ import sys
 from collections import OrderedDict
 
 from .._hooks import RemovableHandle
-from .. import _state
+from .. import _factories, _state
+from .._ops import dtypes as _dt
 from .._ops.registry import CONST, RESULT, SAVED, SHAPE
 from .._tensor import Tensor
 from .._x64 import x64_scope
@@ -144,8 +145,7 @@ class SavedTensor:
             pack, unpack = SAVED_HOOKS[-1]
             _state.note_hook("saved tensors pack", pack)
             self.tensor, self.version = None, None
-            from .grad_mode import no_grad
-            with no_grad():  # torch runs pack hooks with grad recording off
+            with grad_mode.no_grad():  # torch runs pack hooks with grad recording off
                 self.packed = pack(tensor)
             if tensor._chain:
                 tensor._vcache = None   # a view the hook keeps must not keep its materialised copy
@@ -173,7 +173,6 @@ class SavedTensor:
 
     def get(self, node, index):
         if self.unpack is not None:
-            from .._tensor import Tensor
             t = self.unpack(self.packed)
             if not isinstance(t, Tensor):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of type {type(t).__name__}")
@@ -246,9 +245,7 @@ class OpNode(Node):
                 if hasattr(v, "dtype"):  # an integer/bool tensor input kept as a constant
                     return Tensor._make(v)
                 # torch saves a Python number as a wrapped 0-dim double/long tensor
-                from .._factories import tensor
-                from .._ops import dtypes as _dt
-                return tensor(v, dtype=_dt.float64 if isinstance(v, float) else _dt.int64)
+                return _factories.tensor(v, dtype=_dt.float64 if isinstance(v, float) else _dt.int64)
             if name in op.args:
                 p = op.args.index(name)
                 kinds = self.layout.kinds
@@ -370,8 +367,6 @@ class AccumulateGrad(Node):
         return v._hooks
 
     def apply(self, grads, create_graph=False):
-        from .grad_mode import STATE
-        from .._tensor import Tensor
         g = grads[0]
         var = self.variable
         if g is None:
@@ -382,7 +377,7 @@ class AccumulateGrad(Node):
             # a fresh storage: a later in-place accumulation must not write into a tensor the
             # caller still holds (torch clones in that case)
             var._grad = g if create_graph else Tensor._make(g._value)
-        elif STATE[0]:
+        elif grad_mode.STATE[0]:
             var._grad = var._grad + g
         else:
             old = var._grad
@@ -432,6 +427,7 @@ def view_grad_fn(t):
     base = t._base
     if base._gf is None and gf is not None:
         return gf
+    # dispatch imports this module (it builds OpNodes), so it is bound at call time
     from .._dispatch import record_view_of_base
     return record_view_of_base(t)
 

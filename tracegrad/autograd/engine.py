@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from .. import _state
+from .. import _factories, _state
 from .._tensor import Tensor
 from . import grad_mode
 from ._graph_impl import ANOMALY, AccumulateGrad
@@ -51,7 +51,6 @@ def _as_tuple(x):
 
 
 def _make_grads(outputs, grad_outputs, create_graph):
-    from .._factories import ones_like
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -61,10 +60,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
                                    "output first, e.g. out.sum().backward()")
             if not out.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype!r}")
-            g = ones_like(out)
+            g = _factories.ones_like(out)
         elif not isinstance(g, Tensor):
-            from .._factories import tensor
-            g = tensor(g, dtype=out.dtype)
+            g = _factories.tensor(g, dtype=out.dtype)
         elif tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of {out.shape}.")
         grads.append(g)
@@ -456,8 +454,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (t, g) in enumerate(zip(ins, res)):
         if g is None:
             if materialize_grads:
-                from .._factories import zeros_like
-                g = zeros_like(t)
+                g = _factories.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
@@ -469,7 +466,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads):
     """``is_grads_batched=True``: one vector-Jacobian product per row of the leading dim of
     each grad_output (torch vmaps; tracegrad loops, retaining the graph until the last row)."""
-    from .._functions import stack
+    from .._functions import stack   # the API layer (above autograd): bound at call time
     n = gos[0].shape[0]
     rows = []
     for k in range(n):

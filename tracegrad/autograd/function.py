@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .. import _state
+from .. import _factories, _state
 from .._tensor import Tensor
 from . import grad_mode
 from ._graph_impl import MSG_FREED, Node, SavedTensor
@@ -79,11 +79,10 @@ class BackwardCFunction(Node, FunctionCtx):
     def apply(self, grads, create_graph=False):
         if self._released and self._saved:
             raise RuntimeError(MSG_FREED)
-        from .._factories import zeros
         gs = []
         for g, (shape, dtype, nondiff) in zip(list(grads) + [None] * (len(self._out_meta) - len(grads)), self._out_meta):
             if g is None and self.materialize_grads and shape is not None:
-                g = zeros(shape, dtype=dtype)
+                g = _factories.zeros(shape, dtype=dtype)
             gs.append(g)
         cls = self._forward_cls
         # `vjp` and `backward` are aliases: a Function may define either
@@ -198,7 +197,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .. import _dispatch
+        from .. import _dispatch   # dispatch imports autograd (its graph), which imports this module
         new_style = cls.setup_context is not Function.setup_context
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
             args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from .._factories import tensor
 from .._tensor import Tensor
 from . import grad_mode
 from .engine import grad as _grad
@@ -30,7 +31,6 @@ def _outputs(func, inputs):
 
 def _numerical(func, inputs, i, eps):
     """d outputs / d inputs[i] as a list (per output) of (numel_in, numel_out) arrays."""
-    from .._factories import tensor
     x = inputs[i]
     base = np.asarray(x.detach()._value, dtype=np.float64).copy()
     cols = []
@@ -49,7 +49,6 @@ def _numerical(func, inputs, i, eps):
 
 
 def _analytical(func, inputs, diff_idx):
-    from .._factories import tensor
     with grad_mode.enable_grad():
         outs = _outputs(func, inputs)
     jac = {}  # (out j, input i) -> (numel_in, numel_out)
@@ -108,7 +107,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
                   check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False, masked=False):
     """Mirrors ``torch.autograd.gradgradcheck``: gradcheck of the map
     ``(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs, grad_outputs, create_graph=True)``."""
-    from .._factories import tensor
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     with grad_mode.enable_grad():
