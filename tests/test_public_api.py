@@ -26,10 +26,21 @@ KIND_DIFFERS = {
     "return_types": "a namespace class of named-tuple types, where torch has a module",
 }
 PRIVATE_SOURCES = ["tracegrad._functions", "tracegrad._nn_functions"]
+# tracegrad-only subpackages that `import tracegrad` does not load: they appear as attributes
+# only once something imports them (`python -m tracegrad.examples.digits`, a test)
+ON_DEMAND = {"examples": "the runnable examples (digits, charlm)"}
 
 
 def _public():
-    return [n for n in dir(tracegrad) if not n.startswith("_")]
+    return [n for n in dir(tracegrad) if not n.startswith("_") and n not in ON_DEMAND]
+
+
+def test_on_demand_subpackages_are_not_loaded_by_import():
+    import subprocess
+    import sys
+    code = "import tracegrad; print(sorted(n for n in %r if hasattr(tracegrad, n)))" % (sorted(ON_DEMAND),)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_no_private_names_leak():
