@@ -1816,3 +1816,37 @@ def test_second_grad_of_mul_is_unused_torch():
 def test_second_grad_of_mul_is_unused_tracegrad():
     import tracegrad
     _second_grad_of_mul_is_unused(tracegrad)
+
+
+@pytest.mark.parametrize("name,kw", OPTIMS, ids=[n for n, _ in OPTIMS])
+def test_step_is_noop_for_zero_grads(T, name, kw):
+    # TestOptimRenewed.test_step_is_noop_for_zero_grads: zero grads (no weight decay) leave
+    # the parameters as they are, though the state is created
+    w, b, _ = _problem(T)
+    before = (_np(w), _np(b))
+    kw = dict(kw)
+    if name == "AdamW":
+        kw["weight_decay"] = 0.0
+    opt = getattr(T.optim, name)([w, b], **kw)
+    for p in (w, b):
+        p.grad = T.zeros_like(p)
+    opt.step()
+    opt.step()
+    assert all((_np(p) == v).all() for p, v in zip((w, b), before))
+    assert len(opt.state) == 2
+
+
+@pytest.mark.parametrize("name,kw", OPTIMS, ids=[n for n, _ in OPTIMS])
+def test_deepcopy_copies_all_public_attrs(T, name, kw):
+    # TestOptimRenewed.test_deepcopy_copies_all_public_attrs: a deepcopy keeps every public
+    # attribute (defaults, param_groups' options) and the state's layout
+    w, b, f = _problem(T)
+    opt = getattr(T.optim, name)([w, b], **kw)
+    f().backward()
+    opt.step()
+    cp = copy.deepcopy(opt)
+    pub = lambda o: sorted(k for k in vars(o) if not k.startswith("_"))  # noqa: E731
+    assert pub(cp) == pub(opt) and cp.defaults == opt.defaults
+    strip = lambda g: {k: v for k, v in g.items() if k != "params"}  # noqa: E731
+    assert [strip(g) for g in cp.param_groups] == [strip(g) for g in opt.param_groups]
+    assert [sorted(s) for s in cp.state.values()] == [sorted(s) for s in opt.state.values()]
