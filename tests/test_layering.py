@@ -53,8 +53,6 @@ KNOWN_UPWARD = {
         "Tensor.grad_fn of a view builds its view node lazily (local import)",
     ("tracegrad._tensor", "tracegrad.autograd"):
         "the local _graph_impl import above runs autograd/__init__",
-    ("tracegrad.autograd.engine", "tracegrad._functions"):
-        "is_grads_batched stacks rows with tracegrad.stack (local import)",
 }
 
 # (importer, imported): the edge that closes an import cycle inside one layer, with why.

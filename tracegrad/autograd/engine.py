@@ -16,6 +16,7 @@ import heapq
 import itertools
 
 from .. import _factories, _state
+from .._ops.registry import OPS
 from .._tensor import Tensor
 from . import grad_mode
 from ._graph_impl import ANOMALY, AccumulateGrad
@@ -466,7 +467,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads):
     """``is_grads_batched=True``: one vector-Jacobian product per row of the leading dim of
     each grad_output (torch vmaps; tracegrad loops, retaining the graph until the last row)."""
-    from .._functions import stack   # the API layer (above autograd): bound at call time
     n = gos[0].shape[0]
     rows = []
     for k in range(n):
@@ -474,4 +474,10 @@ def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, mat
         rows.append(grad(outs, ins, [g[k] for g in gos], retain_graph=retain_graph if last else True,
                          create_graph=create_graph, allow_unused=allow_unused,
                          materialize_grads=materialize_grads))
-    return tuple(None if rows[0][i] is None else stack([r[i] for r in rows]) for i in range(len(ins)))
+    return tuple(None if rows[0][i] is None else _stack([r[i] for r in rows]) for i in range(len(ins)))
+
+
+def _stack(ts):
+    """``tracegrad.stack(ts)`` for rows of one gradient (equal shapes and dtype: no checks or
+    promotion needed), through the op table instead of the API layer above autograd."""
+    return _dispatch.apply_op(OPS["stack"], tuple(ts), (("dim", 0), ("dtype", ts[0].dtype.np)))
