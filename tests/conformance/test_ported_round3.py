@@ -1850,3 +1850,61 @@ def test_deepcopy_copies_all_public_attrs(T, name, kw):
     strip = lambda g: {k: v for k, v in g.items() if k != "params"}  # noqa: E731
     assert [strip(g) for g in cp.param_groups] == [strip(g) for g in opt.param_groups]
     assert [sorted(s) for s in cp.state.values()] == [sorted(s) for s in opt.state.values()]
+
+
+# ==== GradientEdge inputs (test/test_autograd.py) ============================================
+def test_grad_to_node(T):
+    # TestAutograd.test_grad_to_node: grad w.r.t. a tensor's edge equals grad w.r.t. the tensor
+    # (leaf AccumulateGrad, op node, multi-output node)
+    def check(out, inp):
+        ref = T.autograd.grad(out.sum(), inp, retain_graph=True)
+        new = T.autograd.grad(out.sum(), T.autograd.graph.get_gradient_edge(inp))
+        np.testing.assert_allclose(_np(new[0]), _np(ref[0]))
+
+    x = T.rand(2, requires_grad=True)
+    check(x.clone(), x)
+    x = x.clone()
+    check(x.clone(), x)
+    x = T.var_mean(x)[1]
+    check(x.clone(), x)
+    with pytest.raises(RuntimeError, match="does not require gradients"):
+        T.autograd.graph.get_gradient_edge(T.ones(2))
+
+
+def test_grad_to_node_inplace(T):
+    # TestAutograd.test_grad_to_node_inplace: an edge taken before an in-place op gives the
+    # gradient of the old value
+    x = T.rand(2, requires_grad=True).clone()
+    edge = T.autograd.graph.get_gradient_edge(x)
+    x *= 2
+    g_old, g_new = T.autograd.grad(x.sum(), (edge, x))
+    assert _np(g_old).tolist() == [2.0, 2.0] and _np(g_new).tolist() == [1.0, 1.0]
+
+
+def test_grad_to_node_multi_and_materialize(T):
+    # TestAutograd.test_grad_to_node_multi / test_grad_to_node_materialize
+    GradientEdge = T.autograd.graph.GradientEdge
+    x = T.rand(2, requires_grad=True).clone()
+    y = T.rand(2, requires_grad=True).clone()
+    out = x + y
+    ref = T.autograd.grad(out.sum(), (x, y), retain_graph=True)
+    new = T.autograd.grad(out.sum(), (GradientEdge(x.grad_fn, x.output_nr), GradientEdge(y.grad_fn, y.output_nr)))
+    assert [_np(g).tolist() for g in new] == [_np(g).tolist() for g in ref]
+    ex, ey = GradientEdge(x.grad_fn, x.output_nr), GradientEdge(y.grad_fn, y.output_nr)
+    out = x.clone()
+    T.autograd.grad(out.sum(), (ex, y), allow_unused=True, materialize_grads=True, retain_graph=True)
+    T.autograd.grad(out.sum(), (x, ey), allow_unused=True, retain_graph=True)
+    with pytest.raises(RuntimeError, match="materialize_grads cannot be used when the given input is a GradientEdge"):
+        T.autograd.grad(out.sum(), (x, ey), allow_unused=True, materialize_grads=True)
+
+
+def test_backward_to_node(T):
+    # TestAutograd.test_backward_to_node: backward(inputs=...) accepts edges and tensors mixed
+    GradientEdge = T.autograd.graph.GradientEdge
+    x = T.rand(2, requires_grad=True).clone()
+    y = T.rand(2, requires_grad=True).clone()
+    ex, ey = GradientEdge(x.grad_fn, x.output_nr), GradientEdge(y.grad_fn, y.output_nr)
+    out = x.clone()
+    for inputs in ((ex, y), (x, y), (x, ey), (ex, ey)):
+        T.autograd.backward(out.sum(), inputs=inputs, retain_graph=True)
+    assert x.grad is not None and y.grad is None

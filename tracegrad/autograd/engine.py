@@ -43,10 +43,40 @@ def _is_checkpoint_valid() -> bool:
     return _GRAPH_TASKS[-1][1] if _GRAPH_TASKS else True
 
 
+class GradientEdge(tuple):
+    """Mirrors ``torch.autograd.graph.GradientEdge``: ``(node, output_nr)``, the place in the
+    graph a tensor's gradient flows into; ``autograd.grad``/``backward`` accept it as an input
+    in place of the tensor (the gradient of the tensor's value at the time the edge was taken)."""
+    __slots__ = ()
+
+    def __new__(cls, node, output_nr):
+        return tuple.__new__(cls, (node, int(output_nr)))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"GradientEdge(node={self[0]!r}, output_nr={self[1]})"
+
+
+def get_gradient_edge(tensor):
+    """Mirrors ``torch.autograd.graph.get_gradient_edge``: the edge of ``tensor`` (its grad_fn
+    and output_nr, or a leaf's AccumulateGrad). RuntimeError if it does not require grad."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
+                           "gradients")
+    node, nr = _dispatch.edge(tensor)
+    return GradientEdge(node, nr)
+
+
+def _edge(t):
+    return tuple(t) if isinstance(t, GradientEdge) else _dispatch.edge(t)
+
+
 def _as_tuple(x):
     if x is None:
         return ()
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):
         return (x,)
     return tuple(x)
 
@@ -249,11 +279,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     captures = {}         # (node, slot) -> [input index]
     input_edges = []
     for i, t in enumerate(inputs):
-        e = _dispatch.edge(t)
+        e = _edge(t)
         if e[0] is None:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         input_edges.append(e)
-        if accumulate_grad and not isinstance(e[0], AccumulateGrad):
+        if accumulate_grad and not isinstance(e[0], AccumulateGrad) and not isinstance(t, GradientEdge):
             t.retain_grad()   # as torch's backward(inputs=...): a non-leaf input retains its grad
         captures.setdefault(e, []).append(i)
     if inputs:
@@ -318,7 +348,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     for i in captures.get((node, slot), ()):
                         if not accumulate_grad:
                             captured[i] = _accumulate(captured[i], src[slot])
-                        elif not isinstance(node, AccumulateGrad) and not inputs[i]._retains_grad:
+                        elif (not isinstance(node, AccumulateGrad) and not isinstance(inputs[i], GradientEdge)
+                              and not inputs[i]._retains_grad):
                             _accumulate_nonleaf(inputs[i], src[slot], create_graph)
             if execute is not None and node not in execute:
                 continue
@@ -445,6 +476,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         return _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads)
     _check_outputs(outs)
     for t in ins:
+        if isinstance(t, GradientEdge):
+            continue
         if not isinstance(t, Tensor):
             raise TypeError(f"grad expects Tensors as inputs, got {type(t).__name__}")
         if not t.requires_grad:
@@ -455,6 +488,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, (t, g) in enumerate(zip(ins, res)):
         if g is None:
             if materialize_grads:
+                if isinstance(t, GradientEdge):   # no tensor to take the zeros' shape from
+                    raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
                 g = _factories.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")
