@@ -49,10 +49,6 @@ LAYERS = [
 KNOWN_UPWARD = {
     ("tracegrad._ops.random", "tracegrad._factories"):
         "Generator.get_state builds a tensor (local import): pure draws and Generator should split",
-    ("tracegrad._tensor", "tracegrad.autograd._graph_impl"):
-        "Tensor.grad_fn of a view builds its view node lazily (local import)",
-    ("tracegrad._tensor", "tracegrad.autograd"):
-        "the local _graph_impl import above runs autograd/__init__",
 }
 
 # (importer, imported): the edge that closes an import cycle inside one layer, with why.

@@ -383,8 +383,7 @@ class Tensor:
     @property
     def grad_fn(self):
         if self._base is not None and self._base._rg:
-            from .autograd._graph_impl import view_grad_fn
-            return view_grad_fn(self)
+            return VIEW_GRAD_FN[0](self)
         return self._gf
 
     @property
@@ -559,6 +558,12 @@ def _init_from(t, array):
     t._st = Storage(array)
     t._chain = ()
     t._vcache = None
+
+
+# The grad_fn of a view whose base requires grad is built lazily by autograd, a layer above
+# this one: autograd/_graph_impl.py stores its ``view_grad_fn`` here when it loads (importing
+# tracegrad loads it before any tensor can require grad).
+VIEW_GRAD_FN: list = [None]
 
 
 def _grad_enabled():

@@ -21,6 +21,7 @@ from .._hooks import RemovableHandle
 from .. import _factories, _state
 from .._ops import dtypes as _dt
 from .._ops.registry import CONST, RESULT, SAVED, SHAPE
+from .. import _tensor as _tensor_mod
 from .._tensor import Tensor
 from .._x64 import x64_scope
 from . import grad_mode
@@ -430,6 +431,9 @@ def view_grad_fn(t):
     # dispatch imports this module (it builds OpNodes), so it is bound at call time
     from .._dispatch import record_view_of_base
     return record_view_of_base(t)
+
+
+_tensor_mod.VIEW_GRAD_FN[0] = view_grad_fn   # Tensor.grad_fn of a view calls it (tensor layer)
 
 
 class saved_tensors_hooks:
