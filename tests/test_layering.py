@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "tracegrad"
 LAYERS = [
     ("L0 state", ["tracegrad._state", "tracegrad._x64", "tracegrad._autocast"]),
     ("L1 ops", ["tracegrad._ops"]),
-    ("L2 tensor", ["tracegrad._device", "tracegrad._hooks", "tracegrad._runtime", "tracegrad._op_errors", "tracegrad._tensor",
+    ("L2 tensor", ["tracegrad._device", "tracegrad._generator", "tracegrad._hooks", "tracegrad._runtime", "tracegrad._op_errors", "tracegrad._tensor",
                    "tracegrad._tensor_str", "tracegrad._factories"]),
     ("L3 autograd", ["tracegrad.autograd", "tracegrad._dispatch"]),
     ("L4 API", ["tracegrad", "tracegrad._methods", "tracegrad._tensor_methods", "tracegrad._functions",
@@ -47,12 +47,13 @@ LAYERS = [
 # An edge to a package (``tracegrad.autograd``) is the implicit one: importing any module of it
 # runs its ``__init__``.
 KNOWN_UPWARD = {
-    ("tracegrad._ops.random", "tracegrad._factories"):
-        "Generator.get_state builds a tensor (local import): pure draws and Generator should split",
 }
 
 # (importer, imported): the edge that closes an import cycle inside one layer, with why.
 KNOWN_CYCLE = {
+    ("tracegrad._generator", "tracegrad._factories"):
+        "Generator.get_state builds a tensor with factories.tensor (local import); factories draw "
+        "through _generator.key_for",
     ("tracegrad._tensor", "tracegrad._factories"):
         "Tensor(...) (torch's legacy constructor) calls a factory (local import)",
     ("tracegrad._tensor", "tracegrad._tensor_str"):

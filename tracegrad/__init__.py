@@ -63,7 +63,7 @@ from ._tensor import Size as Size, Tensor as Tensor  # noqa: E402
 from . import _tensor_methods  # noqa: E402,F401  (attaches Tensor's methods)
 from ._tensor_methods import return_types as return_types  # noqa: E402
 from ._device import device as device  # noqa: E402
-from ._ops.random import (  # noqa: E402
+from ._generator import (  # noqa: E402
     Generator as Generator, default_generator as default_generator, get_rng_state as get_rng_state,
     initial_seed as initial_seed, manual_seed as manual_seed, seed as seed,
     set_rng_state as set_rng_state,

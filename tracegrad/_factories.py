@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _generator
 from ._device import device as _device
 from ._ops import dtypes as _dt
 from ._ops import random as _rnd
@@ -388,7 +389,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
-    return _finish(_rnd.uniform(_rnd.key_for(generator), _size(size), d.np, api="rand()"), d, device, requires_grad)
+    return _finish(_rnd.uniform(_generator.key_for(generator), _size(size), d.np, api="rand()"), d, device, requires_grad)
 
 
 @with_x64
@@ -397,7 +398,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
-    return _finish(_rnd.normal(_rnd.key_for(generator), _size(size), d.np, api="randn()"), d, device, requires_grad)
+    return _finish(_rnd.normal(_generator.key_for(generator), _size(size), d.np, api="randn()"), d, device, requires_grad)
 
 
 @with_x64
@@ -411,7 +412,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    arr = _rnd.randint(_rnd.key_for(generator), _size((size,)), low, high, jnp.int64, api="randint()")
+    arr = _rnd.randint(_generator.key_for(generator), _size((size,)), low, high, jnp.int64, api="randint()")
     return _finish(arr.astype(d.np), d, device, requires_grad)
 
 
@@ -422,7 +423,7 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
-    return _finish(_rnd.permutation(_rnd.key_for(generator), n, d.np, api="randperm()"), d, device, requires_grad)
+    return _finish(_rnd.permutation(_generator.key_for(generator), n, d.np, api="randperm()"), d, device, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
@@ -448,12 +449,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
         shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         ref = mean if isinstance(mean, Tensor) else std
-        z = Tensor._make(_rnd.normal(_rnd.key_for(generator), shape, ref.dtype.np, api="normal()"))
+        z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
         return z * std + mean
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
     _rnd.check_std(std, "normal()")
-    return _finish(_rnd.normal(_rnd.key_for(generator), _size((size,)), d.np, mean, std, api="normal()"),
+    return _finish(_rnd.normal(_generator.key_for(generator), _size((size,)), d.np, mean, std, api="normal()"),
                    d, device, requires_grad)
 
 
@@ -463,7 +464,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
     _rnd.check_probs(input._value if p is None else p, "bernoulli()")
     probs = input._value if p is None else jnp.full(input.shape, p)
-    draw = _rnd.bernoulli(_rnd.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
+    draw = _rnd.bernoulli(_generator.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
     return Tensor._make(draw.astype(input._value.dtype))
 
 
@@ -474,7 +475,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0."""
     _rnd.check_multinomial(input._value, num_samples, replacement, "multinomial()")
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
-    return Tensor._make(_rnd.multinomial(_rnd.key_for(generator), p, num_samples, replacement).astype(jnp.int64))
+    return Tensor._make(_rnd.multinomial(_generator.key_for(generator), p, num_samples, replacement).astype(jnp.int64))
 
 
 def _legacy_tensor_ctor(*args, **kwargs):

@@ -214,8 +214,8 @@ def _random_inplace(fn):
     from .._x64 import with_x64
     fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
     def f(self, *args, generator=None, **kwargs):
-        from .._ops import random as _rnd
-        k = _rnd.key_for(generator)
+        from .. import _generator
+        k = _generator.key_for(generator)
         with_grad = self.requires_grad and _grad_on()
         if with_grad and self._gf is None:
             from .._dispatch import check_inplace

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _generator
 from .._ops import random as _random
 from .._tensor import Tensor
 from . import _wrap
@@ -122,17 +123,17 @@ _ORIG_DRAW = _random._draw
 @contextlib.contextmanager
 def _different(index):
     """Per-example keys while the mapped function runs (NOTE [vmap randomness])."""
-    outer = _random.Generator.next_key
+    outer = _generator.Generator.next_key
     prev_draw = _random._draw
 
     def next_key(self):
         return _fold_in(outer(self), index)
-    _random.Generator.next_key = next_key
+    _generator.Generator.next_key = next_key
     _random._draw = _batched_draw
     try:
         yield
     finally:
-        _random.Generator.next_key = outer
+        _generator.Generator.next_key = outer
         _random._draw = prev_draw
 
 
@@ -144,19 +145,19 @@ def _random_guard(randomness):
     if randomness != "error" or _GUARD_DEPTH[0]:
         yield
         return
-    orig = _random.Generator.next_key
+    orig = _generator.Generator.next_key
 
     def refuse(self):
         raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use the "
                            "'same' or 'different' randomness flags on vmap or perform the randomness operation out "
                            "of vmap")
-    _random.Generator.next_key = refuse
+    _generator.Generator.next_key = refuse
     _GUARD_DEPTH[0] += 1
     try:
         yield
     finally:
         _GUARD_DEPTH[0] -= 1
-        _random.Generator.next_key = orig
+        _generator.Generator.next_key = orig
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):

@@ -13,6 +13,7 @@ import functools
 import jax
 import numpy as np
 
+from .. import _generator
 from .._ops import random as _random
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -154,7 +155,7 @@ class _KeyTape:
         self.keys, self.recorded = [], False
 
     def __enter__(self):
-        self.orig = _random.Generator.next_key
+        self.orig = _generator.Generator.next_key
         if not self.recorded:
             orig, keys = self.orig, self.keys
 
@@ -172,11 +173,11 @@ class _KeyTape:
                                        "backward than in its forward call; its draws must not depend on "
                                        "Python state that changed in between")
                 return k
-        _random.Generator.next_key = next_key
+        _generator.Generator.next_key = next_key
         return self
 
     def __exit__(self, *exc):
-        _random.Generator.next_key = self.orig
+        _generator.Generator.next_key = self.orig
         self.recorded = True
         return False
 
