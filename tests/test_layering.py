@@ -59,7 +59,7 @@ KNOWN_CYCLE = {
     ("tracegrad._tensor", "tracegrad._tensor_str"):
         "Tensor.__repr__ calls tensor_repr (local import)",
     ("tracegrad._dispatch", "tracegrad.autograd"):
-        "dispatch imports autograd._graph_impl/grad_mode, which runs autograd/__init__, whose engine "
+        "dispatch imports autograd._graph_impl (OpNode), which runs autograd/__init__, whose engine "
         "and function import dispatch back: the recording path belongs inside autograd/ (issue 7)",
     ("tracegrad.autograd._graph_impl", "tracegrad._dispatch"):
         "view nodes regenerate views and CopySlices through dispatch (two local imports)",
