@@ -430,16 +430,8 @@ def _same(a, b, path):
         return (f"{path}: {int(bad.sum())}/{x.size} values differ, max abs diff "
                 f"{np.nanmax(np.abs(xf - yf)):.3g}; first at {idx}: torch={xf[idx]!r} "
                 f"tracegrad={yf[idx]!r}")
-    if isinstance(a, tuple):
-        if not isinstance(b, tuple) or len(a) != len(b):
-            return f"{path}: torch={_short(a)} tracegrad={_short(b)}"
-        for i, (x, y) in enumerate(zip(a, b)):
-            m = _same(x, y, f"{path}[{i}]")
-            if m:
-                return m
-        return None
-    if isinstance(a, list):
-        if not isinstance(b, list) or len(a) != len(b):
+    if isinstance(a, (tuple, list)):
+        if not isinstance(b, tuple if isinstance(a, tuple) else list) or len(a) != len(b):
             return f"{path}: torch={_short(a)} tracegrad={_short(b)}"
         for i, (x, y) in enumerate(zip(a, b)):
             m = _same(x, y, f"{path}[{i}]")
