@@ -31,11 +31,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "tracegrad"
 LAYERS = [
     ("L0 state", ["tracegrad._state", "tracegrad._x64", "tracegrad._autocast"]),
     ("L1 ops", ["tracegrad._ops"]),
-    ("L2 tensor", ["tracegrad._device", "tracegrad._generator", "tracegrad._hooks", "tracegrad._runtime", "tracegrad._op_errors", "tracegrad._tensor",
-                   "tracegrad._tensor_str", "tracegrad._factories"]),
-    ("L3 autograd", ["tracegrad.autograd", "tracegrad._dispatch"]),
-    ("L4 API", ["tracegrad", "tracegrad._methods", "tracegrad._tensor_methods", "tracegrad._functions",
-                "tracegrad._nn_functions", "tracegrad._rnn_functions", "tracegrad._vision_functions"]),
+    ("L2 tensor", ["tracegrad._tensor"]),
+    ("L3 autograd", ["tracegrad.autograd"]),
+    ("L4 API", ["tracegrad", "tracegrad._api"]),
     ("L5 lowering", ["tracegrad._lowering"]),
     ("L6 compile and transforms", ["tracegrad.compiler", "tracegrad.func", "tracegrad.autograd.functional"]),
     ("L7 library", ["tracegrad.nn", "tracegrad.optim", "tracegrad.utils", "tracegrad.distributed",
@@ -51,17 +49,14 @@ KNOWN_UPWARD = {
 
 # (importer, imported): the edge that closes an import cycle inside one layer, with why.
 KNOWN_CYCLE = {
-    ("tracegrad._generator", "tracegrad._factories"):
+    ("tracegrad._tensor.generator", "tracegrad._tensor.factories"):
         "Generator.get_state builds a tensor with factories.tensor (local import); factories draw "
         "through _generator.key_for",
-    ("tracegrad._tensor", "tracegrad._factories"):
+    ("tracegrad._tensor.tensor", "tracegrad._tensor.factories"):
         "Tensor(...) (torch's legacy constructor) calls a factory (local import)",
-    ("tracegrad._tensor", "tracegrad._tensor_str"):
+    ("tracegrad._tensor.tensor", "tracegrad._tensor.tensor_str"):
         "Tensor.__repr__ calls tensor_repr (local import)",
-    ("tracegrad._dispatch", "tracegrad.autograd"):
-        "dispatch imports autograd._graph_impl (OpNode), which runs autograd/__init__, whose engine "
-        "and function import dispatch back: the recording path belongs inside autograd/ (issue 7)",
-    ("tracegrad.autograd._graph_impl", "tracegrad._dispatch"):
+    ("tracegrad.autograd._graph_impl", "tracegrad.autograd._dispatch"):
         "view nodes regenerate views and CopySlices through dispatch (two local imports)",
 }
 

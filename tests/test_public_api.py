@@ -25,7 +25,7 @@ EXTRAS = {
 KIND_DIFFERS = {
     "return_types": "a namespace class of named-tuple types, where torch has a module",
 }
-PRIVATE_SOURCES = ["tracegrad._functions", "tracegrad._nn_functions"]
+PRIVATE_SOURCES = ["tracegrad._api.functions", "tracegrad._api.nn_functions"]
 # tracegrad-only subpackages that `import tracegrad` does not load: they appear as attributes
 # only once something imports them (`python -m tracegrad.examples.digits`, a test)
 ON_DEMAND = {"examples": "the runnable examples (digits, charlm)"}

@@ -143,7 +143,7 @@ def test_matmul_precision_flags():
         x = tracegrad.ones(3, 3)
         np.testing.assert_allclose((x @ x).numpy(), np.full((3, 3), 3.0))
     finally:
-        tracegrad._runtime._matmul_precision[0] = "highest"
+        tracegrad._tensor.runtime._matmul_precision[0] = "highest"
         jax.config.update("jax_default_matmul_precision", before)
 
 

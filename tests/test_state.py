@@ -106,7 +106,7 @@ def test_process_wide_modes_are_the_ones_in_state():
     assert _state.SAVED_HOOKS == []
 
 
-MEMO_CACHES = ["_dispatch._SCALARS", "_dispatch._copy_slices_ops", "_dispatch._view_of_base_ops",
+MEMO_CACHES = ["_ops.registry._SCALARS", "_dispatch._copy_slices_ops", "_dispatch._view_of_base_ops",
                "_ops.dtypes._promote_cache", "autograd._graph_impl._BWD", "autograd._graph_impl._view_ops",
                "autograd.function._SIGNATURES", "autograd.engine._SIZES", "_tensor._chain_fwd", "_ops.shape._POS"]
 
@@ -146,7 +146,7 @@ def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
     tracegrad.ones(2) + tracegrad.ones(2, dtype=tracegrad.float64)     # a promotion
     sizes = _state.cache_sizes()
     assert set(MEMO_CACHES) <= set(sizes)
-    assert all(sizes[n] > 0 for n in ("_dispatch._SCALARS", "_ops.dtypes._promote_cache",
+    assert all(sizes[n] > 0 for n in ("_ops.registry._SCALARS", "_ops.dtypes._promote_cache",
                                       "autograd._graph_impl._BWD", "autograd.function._SIGNATURES",
                                       "autograd.engine._SIZES")), sizes
     grad_fn_cls = type(model(x).grad_fn)

@@ -51,7 +51,7 @@ from ._ops.dtypes import (  # noqa: E402
     bfloat16 as bfloat16, complex64 as complex64, complex128 as complex128, float16 as float16,
     float32 as float32, float64 as float64, int8 as int8, int16 as int16, int32 as int32,
     int64 as int64, uint8 as uint8, dtype as dtype, get_default_dtype as get_default_dtype,
-    set_default_dtype as set_default_dtype, promote_types as promote_types, can_cast as can_cast,
+    set_default_dtype as set_default_dtype, promote_types as promote_types, can_cast as can_cast
 )
 from ._ops.dtypes import bool_ as bool  # noqa: E402,A001
 
@@ -59,77 +59,73 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
-from ._tensor import Size as Size, Tensor as Tensor  # noqa: E402
-from . import _tensor_methods  # noqa: E402,F401  (attaches Tensor's methods)
-from ._tensor_methods import return_types as return_types  # noqa: E402
-from ._device import device as device  # noqa: E402
-from ._generator import (  # noqa: E402
+from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
+from ._api.tensor_methods import return_types as return_types  # noqa: E402  (attaches Tensor's methods)
+from ._tensor.device import device as device  # noqa: E402
+from ._tensor.generator import (
     Generator as Generator, default_generator as default_generator, get_rng_state as get_rng_state,
     initial_seed as initial_seed, manual_seed as manual_seed, seed as seed,
-    set_rng_state as set_rng_state,
+    set_rng_state as set_rng_state
 )
-from ._factories import range as range  # noqa: E402,A001
-from ._factories import (  # noqa: E402
+from ._tensor.factories import range as range  # noqa: E402,A001
+from ._tensor.factories import (
     arange as arange, as_tensor as as_tensor, asarray as asarray, bernoulli as bernoulli,
     empty as empty, empty_like as empty_like, eye as eye, from_numpy as from_numpy, full as full,
     full_like as full_like, linspace as linspace, logspace as logspace, multinomial as multinomial,
     normal as normal, ones as ones, ones_like as ones_like, rand as rand, rand_like as rand_like,
     randint as randint, randint_like as randint_like, randn as randn, randn_like as randn_like,
-    randperm as randperm, tensor as tensor, zeros as zeros, zeros_like as zeros_like,
+    randperm as randperm, tensor as tensor, zeros as zeros, zeros_like as zeros_like
 )
 # torch's free functions that alias Tensor methods (tracegrad.exp(x) is x.exp()).
-from ._functions import (  # noqa: E402
-    abs as abs, absolute as absolute, acos as acos, add as add, addcdiv as addcdiv,
-    addcmul as addcmul, addmm as addmm, all as all, allclose as allclose, amax as amax,
-    amin as amin, any as any, arccos as arccos, arcsin as arcsin, arctan as arctan,
-    argmax as argmax, argmin as argmin, argsort as argsort, argwhere as argwhere, asin as asin,
-    atan as atan, atan2 as atan2, bitwise_and as bitwise_and, bitwise_not as bitwise_not,
-    bitwise_or as bitwise_or, bitwise_xor as bitwise_xor, bmm as bmm,
-    broadcast_shapes as broadcast_shapes, broadcast_tensors as broadcast_tensors,
-    broadcast_to as broadcast_to, cat as cat, cdist as cdist, ceil as ceil, chunk as chunk,
-    clamp as clamp, clamp_max as clamp_max, clamp_min as clamp_min, clip as clip, clone as clone,
-    concat as concat, concatenate as concatenate, cos as cos, cosh as cosh,
-    count_nonzero as count_nonzero, cumprod as cumprod, cumsum as cumsum, diag as diag,
+from ._api.functions import (
+    abs as abs, absolute as absolute, acos as acos, add as add, addcdiv as addcdiv, addcmul as addcmul,
+    addmm as addmm, all as all, allclose as allclose, amax as amax, amin as amin, any as any,
+    arccos as arccos, arcsin as arcsin, arctan as arctan, argmax as argmax, argmin as argmin,
+    argsort as argsort, argwhere as argwhere, asin as asin, atan as atan, atan2 as atan2,
+    bitwise_and as bitwise_and, bitwise_not as bitwise_not, bitwise_or as bitwise_or,
+    bitwise_xor as bitwise_xor, bmm as bmm, broadcast_shapes as broadcast_shapes,
+    broadcast_tensors as broadcast_tensors, broadcast_to as broadcast_to, cat as cat, cdist as cdist,
+    ceil as ceil, chunk as chunk, clamp as clamp, clamp_max as clamp_max, clamp_min as clamp_min,
+    clip as clip, clone as clone, concat as concat, concatenate as concatenate, cos as cos,
+    cosh as cosh, count_nonzero as count_nonzero, cumprod as cumprod, cumsum as cumsum, diag as diag,
     diagonal as diagonal, div as div, divide as divide, dot as dot, einsum as einsum, eq as eq,
-    equal as equal, erf as erf, erfinv as erfinv, exp as exp, exp2 as exp2, expm1 as expm1,
-    fix as fix, flatten as flatten, flip as flip, fliplr as fliplr, flipud as flipud,
-    floor as floor, floor_divide as floor_divide, fmax as fmax, fmin as fmin, fmod as fmod,
-    frac as frac, gather as gather, ge as ge, ger as ger, greater as greater,
-    greater_equal as greater_equal, gt as gt, hstack as hstack, index_add as index_add,
-    index_put as index_put, index_select as index_select, is_floating_point as is_floating_point,
-    is_inference as is_inference, is_tensor as is_tensor, isclose as isclose, isfinite as isfinite, isinf as isinf,
-    isnan as isnan, kthvalue as kthvalue, le as le, lerp as lerp, less as less,
-    less_equal as less_equal, log as log, log10 as log10, log1p as log1p, log2 as log2,
-    log_softmax as log_softmax, logical_and as logical_and, logical_not as logical_not,
-    logical_or as logical_or, logical_xor as logical_xor, logsumexp as logsumexp, lt as lt,
-    masked_fill as masked_fill, masked_select as masked_select, matmul as matmul, max as max,
-    maximum as maximum, mean as mean, median as median, meshgrid as meshgrid, min as min,
-    minimum as minimum, mm as mm, moveaxis as moveaxis, movedim as movedim, mul as mul,
-    multiply as multiply, mv as mv, nanmean as nanmean, nansum as nansum, narrow as narrow,
-    ne as ne, neg as neg, negative as negative, nonzero as nonzero, norm as norm,
-    not_equal as not_equal, numel as numel, outer as outer, permute as permute, pow as pow,
-    prod as prod, quantile as quantile, reciprocal as reciprocal, relu as relu,
-    remainder as remainder, repeat_interleave as repeat_interleave, reshape as reshape,
+    equal as equal, erf as erf, erfinv as erfinv, exp as exp, exp2 as exp2, expm1 as expm1, fix as fix,
+    flatten as flatten, flip as flip, fliplr as fliplr, flipud as flipud, floor as floor,
+    floor_divide as floor_divide, fmax as fmax, fmin as fmin, fmod as fmod, frac as frac,
+    gather as gather, ge as ge, ger as ger, greater as greater, greater_equal as greater_equal,
+    gt as gt, hstack as hstack, index_add as index_add, index_put as index_put,
+    index_select as index_select, is_floating_point as is_floating_point, is_inference as is_inference,
+    is_tensor as is_tensor, isclose as isclose, isfinite as isfinite, isinf as isinf, isnan as isnan,
+    kthvalue as kthvalue, le as le, lerp as lerp, less as less, less_equal as less_equal, log as log,
+    log10 as log10, log1p as log1p, log2 as log2, log_softmax as log_softmax,
+    logical_and as logical_and, logical_not as logical_not, logical_or as logical_or,
+    logical_xor as logical_xor, logsumexp as logsumexp, lt as lt, masked_fill as masked_fill,
+    masked_select as masked_select, matmul as matmul, max as max, maximum as maximum, mean as mean,
+    median as median, meshgrid as meshgrid, min as min, minimum as minimum, mm as mm,
+    moveaxis as moveaxis, movedim as movedim, mul as mul, multiply as multiply, mv as mv,
+    nanmean as nanmean, nansum as nansum, narrow as narrow, ne as ne, neg as neg, negative as negative,
+    nonzero as nonzero, norm as norm, not_equal as not_equal, numel as numel, outer as outer,
+    permute as permute, pow as pow, prod as prod, quantile as quantile, reciprocal as reciprocal,
+    relu as relu, remainder as remainder, repeat_interleave as repeat_interleave, reshape as reshape,
     result_type as result_type, roll as roll, round as round, rsqrt as rsqrt, rsub as rsub,
-    scatter as scatter, scatter_add as scatter_add, select as select, sgn as sgn,
-    sigmoid as sigmoid, sign as sign, signbit as signbit, sin as sin, sinh as sinh,
-    softmax as softmax, sort as sort, split as split, sqrt as sqrt, square as square,
-    squeeze as squeeze, stack as stack, std as std, std_mean as std_mean, sub as sub,
-    subtract as subtract, sum as sum, swapaxes as swapaxes, swapdims as swapdims, t as t,
-    take_along_dim as take_along_dim, tan as tan, tanh as tanh, tensor_split as tensor_split,
-    topk as topk, trace as trace, transpose as transpose, tril as tril, triu as triu,
-    true_divide as true_divide, trunc as trunc, unbind as unbind, unflatten as unflatten,
-    unsqueeze as unsqueeze, var as var, var_mean as var_mean, vstack as vstack, where as where,
+    scatter as scatter, scatter_add as scatter_add, select as select, sgn as sgn, sigmoid as sigmoid,
+    sign as sign, signbit as signbit, sin as sin, sinh as sinh, softmax as softmax, sort as sort,
+    split as split, sqrt as sqrt, square as square, squeeze as squeeze, stack as stack, std as std,
+    std_mean as std_mean, sub as sub, subtract as subtract, sum as sum, swapaxes as swapaxes,
+    swapdims as swapdims, t as t, take_along_dim as take_along_dim, tan as tan, tanh as tanh,
+    tensor_split as tensor_split, topk as topk, trace as trace, transpose as transpose, tril as tril,
+    triu as triu, true_divide as true_divide, trunc as trunc, unbind as unbind, unflatten as unflatten,
+    unsqueeze as unsqueeze, var as var, var_mean as var_mean, vstack as vstack, where as where
 )
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
-from ._nn_functions import (  # noqa: E402
+from ._api.nn_functions import (
     adaptive_avg_pool1d as adaptive_avg_pool1d, adaptive_max_pool1d as adaptive_max_pool1d,
     avg_pool1d as avg_pool1d, batch_norm as batch_norm, celu as celu,
     constant_pad_nd as constant_pad_nd, conv1d as conv1d, conv2d as conv2d, conv3d as conv3d,
     conv_transpose1d as conv_transpose1d, conv_transpose2d as conv_transpose2d,
-    convolution as convolution, dropout as dropout, embedding as embedding,
-    group_norm as group_norm, layer_norm as layer_norm, max_pool1d as max_pool1d,
-    max_pool2d as max_pool2d, native_batch_norm as native_batch_norm, selu as selu,
+    convolution as convolution, dropout as dropout, embedding as embedding, group_norm as group_norm,
+    layer_norm as layer_norm, max_pool1d as max_pool1d, max_pool2d as max_pool2d,
+    native_batch_norm as native_batch_norm, selu as selu
 )
 from . import autograd as autograd  # noqa: E402
 from . import serialization as serialization  # noqa: E402
@@ -137,10 +133,11 @@ from .serialization import load as load, save as save  # noqa: E402
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad as enable_grad, inference_mode as inference_mode, is_grad_enabled as is_grad_enabled,
     is_inference_mode_enabled as is_inference_mode_enabled, no_grad as no_grad,
-    set_grad_enabled as set_grad_enabled,
+    set_grad_enabled as set_grad_enabled
 )
 from .autograd.anomaly_mode import (  # noqa: E402
-    is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled, is_anomaly_enabled as is_anomaly_enabled,
+    is_anomaly_check_nan_enabled as is_anomaly_check_nan_enabled,
+    is_anomaly_enabled as is_anomaly_enabled
 )
 from . import distributed as distributed  # noqa: E402  (before nn: nn.parallel uses it)
 from . import nn as nn, optim as optim, utils as utils  # noqa: E402  (torch imports these at import, too)
@@ -149,13 +146,15 @@ from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function
 from . import compiler as compiler  # noqa: E402
 from .compiler import compile as compile  # noqa: E402,A001
 from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
-from ._runtime import (  # noqa: E402
-    get_default_device as get_default_device, get_float32_matmul_precision as get_float32_matmul_precision,
-    set_default_device as set_default_device, set_float32_matmul_precision as set_float32_matmul_precision,
+from ._tensor.runtime import (
+    get_default_device as get_default_device,
+    get_float32_matmul_precision as get_float32_matmul_precision,
+    set_default_device as set_default_device,
+    set_float32_matmul_precision as set_float32_matmul_precision
 )
 from .amp import autocast as autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
-    get_autocast_dtype as get_autocast_dtype, is_autocast_enabled as is_autocast_enabled,
+    get_autocast_dtype as get_autocast_dtype, is_autocast_enabled as is_autocast_enabled
 )
 
 

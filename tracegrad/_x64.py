@@ -16,7 +16,7 @@ Reading an existing array (``.dtype``, ``.shape``, ``np.asarray(a)``) needs no s
 Three forms, fastest first (measured on this machine, jax 0.10.2; a jitted call is ~4-10 us):
 
 * ``prev = x64_enter()`` ... ``x64_exit(prev)`` in a ``try/finally`` -- ~0.09 us alone, +0.16-0.2 us
-  per eager op in ``_dispatch._forward`` (8.3 -> 8.5 us); for hot paths::
+  per eager op in ``Op.run`` (_ops/registry.py) (8.3 -> 8.5 us); for hot paths::
 
       prev = x64_enter()
       try:
@@ -40,7 +40,7 @@ All forms are thread-safe (the setting is thread-local) and nest (an inner scope
 and ``with x64_scope(): lowered = jitted.lower(*args)``; the traced function then sees x64 on,
 and its compiled-cache entry is the x64 one on every call.
 
-Where the scope is entered (keep this list when adding JAX calls): ``_dispatch._forward`` (every
+Where the scope is entered (keep this list when adding JAX calls): ``Op.run`` (_ops/registry.py) (every
 op forward and backward, Python-number arguments), ``_tensor`` view-chain read/write functions
 and dtype casts on write, every factory in ``_factories``, ``_generator``/``_ops.random`` (seeding, key split,
 host draws), in-place random fills, gradient accumulation, and ``tracegrad.compile``/``func``.

@@ -2,7 +2,7 @@
 when JAX sees a GPU, else there is none (the CPU is not an accelerator, as in torch)."""
 from __future__ import annotations
 
-from ._device import cuda_devices, device
+from ._tensor.device import cuda_devices, device
 
 __all__ = ["is_available", "current_accelerator", "device_count", "current_device_index", "synchronize"]
 

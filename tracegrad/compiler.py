@@ -32,7 +32,7 @@ from . import _autocast, _state
 from ._lowering import hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
-from ._tensor import Tensor
+from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
 __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "disable", "allow_in_graph",

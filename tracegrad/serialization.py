@@ -32,8 +32,8 @@ import numpy as np
 import safetensors.numpy
 
 from ._ops import dtypes as _dt
-from ._factories import from_numpy
-from ._tensor import Tensor
+from ._tensor.factories import from_numpy
+from ._tensor.tensor import Tensor
 
 __all__ = ["save", "load"]
 

@@ -14,7 +14,7 @@ and its size), edges from each Node's ``next_functions`` to the Node, and with
 """
 from __future__ import annotations
 
-from ._tensor import Tensor
+from ._tensor.tensor import Tensor
 
 __all__ = ["make_dot", "to_dot"]
 

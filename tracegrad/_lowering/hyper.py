@@ -19,7 +19,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 
 LIFTED = ("lr", "momentum", "betas")
 _PY_CONST = (int, float, bool, str, complex, type(None), bytes)

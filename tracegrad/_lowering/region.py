@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from . import hyper
@@ -434,7 +434,7 @@ def _bwd_program(pullback, cts):
 
 
 def _edge(t):
-    from .._dispatch import edge
+    from ..autograd._dispatch import edge
     return edge(t)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax
 
 from .. import _state
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 
 _Tracer = jax.core.Tracer
 REMAT_COMPILER_OPTIONS = {"xla_disable_hlo_passes": "cse_barrier_expander"}

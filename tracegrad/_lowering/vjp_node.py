@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd._graph_impl import MSG_FREED, Node
 

@@ -176,3 +176,8 @@ def result_type(tensor_dtypes_dim, tensor_dtypes_zero, scalars) -> dtype:
 def can_cast(from_: dtype, to: dtype) -> bool:
     """Mirrors ``torch.can_cast``: no cast to a lower category (float -> int, int -> bool)."""
     return from_._cat <= to._cat
+
+
+# dtypes whose results autograd records (torch differentiates floating and complex only)
+DIFFERENTIABLE = frozenset(np.dtype(n) for n in ("float16", "float32", "float64", "complex64", "complex128")) | \
+    {np.dtype(jnp.bfloat16)}

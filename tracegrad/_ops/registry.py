@@ -30,6 +30,10 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from .. import _state
+from .._x64 import x64_enter, x64_exit
+from .errors import op_error
+
 OPS: dict[str, "Op"] = {}
 _NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "rounding_mode"}
 
@@ -142,6 +146,22 @@ class Op:
             f = self._fwd[static] = jax.jit(partial(self.fn, **dict(static)) if static else self.fn)
         return f
 
+    def run(self, arrays, static: tuple):
+        """The forward on ``arrays`` (jax.Arrays, Python scalars, None): the cached jitted
+        function, or -- inside a JAX trace -- the pure function, which JAX traces through once
+        (Python numbers stay numbers there: a cached concrete array must not leak into a
+        trace). JAX's exceptions become torch's (NOTE [errors at the dispatch boundary])."""
+        for a in arrays:
+            if isinstance(a, jax.core.Tracer):
+                return self.fn(*arrays, **dict(static)) if static else self.fn(*arrays)
+        prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
+        try:
+            return self.forward(static)(*map(as_arg, arrays))
+        except Exception as e:
+            raise op_error(self, arrays, static, e) from None
+        finally:
+            x64_exit(prev)
+
     def backward_op(self, static, layout: SavedLayout, ns, nc):
         """The backward as an op of its own ``(*saved, *consts, *grads) -> grads``, so that
         ``create_graph=True`` records it like any forward op (any order of derivatives).
@@ -164,6 +184,27 @@ class Op:
             b = self._bwd[key] = Op(f"{self.name}_backward", flat, names, name,
                                     names, n, None, None, False, None)
         return b
+
+
+# NOTE [scalar arguments]
+# A Python number passed to a jitted function is converted to a device array on every call
+# (3-4 us here, a third of a small op). Passing a cached weakly-typed 0-d array instead gives
+# the same trace (weak types promote like Python numbers) without the conversion.
+_PY_NUMBERS = (float, int, bool)
+_SCALARS: dict = _state.register_cache("_ops.registry._SCALARS", {})
+
+
+def as_arg(v):
+    """``v`` as a jitted-call argument: Python numbers become cached weak 0-d arrays."""
+    if type(v) not in _PY_NUMBERS:
+        return v
+    key = (type(v), v)
+    a = _SCALARS.get(key)
+    if a is None:
+        if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh
+            _SCALARS.clear()
+        a = _SCALARS[key] = jnp.asarray(v)
+    return a
 
 
 def _make_backward(op, static, layout: SavedLayout):

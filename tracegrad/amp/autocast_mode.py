@@ -8,7 +8,7 @@ import functools
 import warnings
 
 from .. import _autocast
-from .._device import cuda_devices
+from .._tensor.device import cuda_devices
 from .._ops import dtypes as _dt
 
 __all__ = ["autocast", "is_autocast_available", "custom_fwd", "custom_bwd"]

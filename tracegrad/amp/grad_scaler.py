@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from enum import Enum
 
-from .._device import cuda_devices
+from .._tensor.device import cuda_devices
 
 __all__ = ["GradScaler", "OptState"]
 

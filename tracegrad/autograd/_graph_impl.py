@@ -17,12 +17,13 @@ import itertools
 import sys
 from collections import OrderedDict
 
-from .._hooks import RemovableHandle
-from .. import _factories, _state
+from .._tensor.hooks import RemovableHandle
+from .._tensor import factories as _factories
+from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.registry import CONST, RESULT, SAVED, SHAPE
-from .. import _tensor as _tensor_mod
-from .._tensor import Tensor
+from .._tensor import tensor as _tensor_mod
+from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
 from . import grad_mode
 
@@ -280,8 +281,8 @@ class OpNode(Node):
             if bop.n_out == 1:
                 res = (res,)
         else:                    # plain backward: call the jitted VJP directly
-            out = d._forward(bop, [*(t._value for t in saved), *self.consts,
-                                   *(None if g is None else g._value for g in grads)], ())
+            out = bop.run([*(t._value for t in saved), *self.consts,
+                           *(None if g is None else g._value for g in grads)], ())
             res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
         return [None if s < 0 else res[s] for s in slots]
 
@@ -308,7 +309,7 @@ def _backward_entry(node, ns, nc):
 def _dispatch():
     # the dispatcher imports this module, so bind it on first use
     if not _dispatch_mod:
-        from .. import _dispatch as d
+        from . import _dispatch as d
         _dispatch_mod.append(d)
     return _dispatch_mod[0]
 
@@ -429,7 +430,7 @@ def view_grad_fn(t):
     if base._gf is None and gf is not None:
         return gf
     # dispatch imports this module (it builds OpNodes), so it is bound at call time
-    from .._dispatch import record_view_of_base
+    from ._dispatch import record_view_of_base
     return record_view_of_base(t)
 
 

@@ -6,8 +6,8 @@ import weakref
 from collections import OrderedDict
 
 from .. import _state
-from .._hooks import RemovableHandle
-from .._tensor import Tensor
+from .._tensor.hooks import RemovableHandle
+from .._tensor.tensor import Tensor
 from . import engine
 from ._graph_impl import accumulate_node
 

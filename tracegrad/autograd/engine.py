@@ -15,12 +15,13 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from .. import _factories, _state
+from .._tensor import factories as _factories
+from .. import _state
 from .._ops.registry import OPS
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from . import grad_mode
 from ._graph_impl import ANOMALY, AccumulateGrad
-from .. import _dispatch
+from . import _dispatch
 
 _tie = itertools.count()
 

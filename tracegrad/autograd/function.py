@@ -13,8 +13,9 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .. import _factories, _state
-from .._tensor import Tensor
+from .._tensor import factories as _factories
+from .. import _state
+from .._tensor.tensor import Tensor
 from . import grad_mode
 from ._graph_impl import MSG_FREED, Node, SavedTensor
 
@@ -197,7 +198,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .. import _dispatch   # dispatch imports autograd (its graph), which imports this module
+        from . import _dispatch   # dispatch imports autograd (its graph), which imports this module
         new_style = cls.setup_context is not Function.setup_context
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
             args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}

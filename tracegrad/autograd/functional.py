@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import tracegrad as _tg
 
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from . import grad_mode
 from .engine import grad as _grad
 

@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from .._factories import tensor
-from .._tensor import Tensor
+from .._tensor.factories import tensor
+from .._tensor.tensor import Tensor
 from . import grad_mode
 from .engine import grad as _grad
 

@@ -1,8 +1,8 @@
 """Mirrors ``torch.backends.cuda``: ``matmul.allow_tf32`` is tied to
 ``tracegrad.set_float32_matmul_precision`` ('high' when True, 'highest' when False), which sets
 JAX's default matmul precision; the reduced-precision reduction flags are stored only."""
-from .. import _runtime
-from .._device import cuda_devices
+from .._tensor import runtime as _runtime
+from .._tensor.device import cuda_devices
 
 
 class _MatmulFlags:

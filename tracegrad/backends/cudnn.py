@@ -1,7 +1,7 @@
 """Mirrors ``torch.backends.cudnn``: plain settable flags. XLA picks convolution algorithms
 itself, so ``benchmark``/``deterministic``/``allow_tf32`` are stored and read back but do not
 change results."""
-from .._device import cuda_devices
+from .._tensor.device import cuda_devices
 
 enabled = True
 benchmark = False

@@ -23,7 +23,7 @@ import os
 import warnings
 
 from .. import no_grad
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 
 __all__ = ["Backend", "GroupMember", "ReduceOp", "Work", "ProcessGroup", "all_gather",
            "all_gather_object", "broadcast_object_list", "gather", "get_global_rank",

@@ -24,7 +24,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _state
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
 
 _Tracer = jax.core.Tracer

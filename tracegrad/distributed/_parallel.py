@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from .. import no_grad
 from ..compiler import GraphBreak, allow_in_graph, is_compiling
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from . import _jax
 
 

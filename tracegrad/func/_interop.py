@@ -7,9 +7,9 @@ import functools
 import jax
 import numpy as np
 
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops.registry import Op
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from ._wrap import run_jax
 
 

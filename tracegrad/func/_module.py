@@ -6,7 +6,7 @@ import contextlib
 
 import jax
 
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from . import _wrap
 
 _MISSING = object()

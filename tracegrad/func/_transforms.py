@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from . import _wrap
 
 _FLOAT_KINDS = "fc"

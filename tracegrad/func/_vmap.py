@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _generator
+from .._tensor import generator as _generator
 from .._ops import random as _random
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from . import _wrap
 
 _RANDOMNESS = ("error", "different", "same")

@@ -13,9 +13,9 @@ import functools
 import jax
 import numpy as np
 
-from .. import _generator
+from .._tensor import generator as _generator
 from .._ops import random as _random
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import Function, once_differentiable
 from .._x64 import x64_enter, x64_exit

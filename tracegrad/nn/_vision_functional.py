@@ -4,8 +4,8 @@ embedding bags. Written on tracegrad's public API and the ``tracegrad._vision_fu
 from __future__ import annotations
 
 import tracegrad
-from tracegrad import _nn_functions as _F
-from tracegrad import _vision_functions as _V
+from tracegrad._api import nn_functions as _F
+from tracegrad._api import vision_functions as _V
 
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
            "unfold", "fold", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "conv_transpose3d",

@@ -12,7 +12,7 @@ import warnings
 
 import tracegrad
 from tracegrad import _autocast
-from tracegrad import _nn_functions as _F
+from tracegrad._api import nn_functions as _F
 
 from . import _vision_functional as _vision
 from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, conv_transpose3d,  # noqa: F401

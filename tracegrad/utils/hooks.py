@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from .._hooks import RemovableHandle as RemovableHandle
+from .._tensor.hooks import RemovableHandle as RemovableHandle
 
 
 def new_hook_dict() -> OrderedDict:

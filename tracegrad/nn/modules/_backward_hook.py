@@ -15,7 +15,7 @@ import warnings
 
 import tracegrad
 from tracegrad import Tensor
-from tracegrad._nn_functions import _backward_hook_function
+from tracegrad._api.nn_functions import _backward_hook_function
 
 
 class BackwardHook:

@@ -16,7 +16,7 @@ import numbers
 import warnings
 
 import tracegrad
-from tracegrad import _rnn_functions as _R
+from tracegrad._api import rnn_functions as _R
 
 from .. import functional as F
 from .. import init

@@ -10,12 +10,12 @@ import types
 
 import numpy as np
 
-from . import _autocast
-from ._dispatch import apply_op
-from ._ops.registry import OPS
-from ._ops.nn_ops import _pool_out
-from ._ops.random import scalar_name as _scalar_name
-from ._tensor import Tensor, _JaxTracer
+from .. import _autocast
+from ..autograd._dispatch import apply_op
+from .._ops.registry import OPS
+from .._ops.nn_ops import _pool_out
+from .._ops.random import scalar_name as _scalar_name
+from .._tensor.tensor import Tensor, _JaxTracer
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -299,7 +299,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     out, mean, var = native_batch_norm(input, weight, bias, None if training else running_mean,
                                        None if training else running_var, training, momentum, eps)
     if training and running_mean is not None:
-        from .autograd.grad_mode import no_grad
+        from ..autograd.grad_mode import no_grad
         with no_grad():
             running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
             unbiased = var.detach() * (n / (n - 1))
@@ -354,7 +354,7 @@ def one_hot(tensor, num_classes=-1):
     ``max + 1`` (a host read, a graph break inside ``tracegrad.compile``). RuntimeError, as torch,
     for non-int64 input, negative classes, classes >= num_classes, or inferring from an empty
     tensor (values checked in eager only: NOTE [eager value checks])."""
-    from ._factories import arange
+    from .._tensor.factories import arange
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     mm = _host_minmax(tensor)
@@ -382,7 +382,7 @@ def dropout(input, p, train):
     the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU)."""
     if not train or p == 0:
         return input
-    from ._factories import empty_like
+    from .._tensor.factories import empty_like
     if p == 1:
         return input * empty_like(input).fill_(0)
     mask = empty_like(input, requires_grad=False).bernoulli_(1 - p).div_(1 - p)

@@ -5,10 +5,10 @@ import builtins
 
 import numpy as np
 
-from .._dispatch import apply_inplace, apply_op
+from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .inplace import _check_expand, check_index_range, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
@@ -91,7 +91,7 @@ def _idx(v):
 
 
 def _as_index_tensor(k):
-    from .._factories import tensor
+    from .._tensor.factories import tensor
     t_ = tensor(k)
     if t_.numel() == 0:
         t_ = t_.long()
@@ -259,11 +259,11 @@ def masked_select(self, mask):
 def nonzero(self, *, as_tuple=False):
     """Mirrors ``torch.nonzero``: int64 ``(n, ndim)`` indices, or a tuple of 1-D index tensors
     with ``as_tuple=True``. Needs concrete values (the output shape depends on the data)."""
-    from .._tensor import _concrete
+    from .._tensor.tensor import _concrete
     _concrete(self, "nonzero()")
     arr = np.asarray(self._value)
     nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
-    from .._factories import tensor
+    from .._tensor.factories import tensor
     if as_tuple:
         return tuple(tensor(a.astype(np.int64)) for a in nz)
     return tensor(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))

@@ -23,10 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _state
-from ._ops import dtypes as _dt
-from ._ops.shape import pos_arg
-from ._x64 import astype as _astype64, with_x64
+from .. import _state
+from .._ops import dtypes as _dt
+from .._ops.shape import pos_arg
+from .._x64 import astype as _astype64, with_x64
 
 _JaxTracer = jax.core.Tracer
 _CAPTURE = _state.CAPTURE
@@ -208,7 +208,7 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         self = cls._make(None)
         if args or kwargs:
-            from ._factories import _legacy_tensor_ctor
+            from .factories import _legacy_tensor_ctor
             src = _legacy_tensor_ctor(*args, **kwargs)
             _init_from(self, src._value)
         return self
@@ -305,7 +305,7 @@ class Tensor:
 
     @property
     def device(self):
-        from ._device import device_of
+        from .device import device_of
         return device_of(self._value)
 
     @property
@@ -526,7 +526,7 @@ class Tensor:
     def __repr__(self):
         if _CAPTURE[0] is not None:      # printing inside a compiled function shows a value
             _CAPTURE[0].python_read(self, "print()/repr()")
-        from ._tensor_str import tensor_repr
+        from .tensor_str import tensor_repr
         return tensor_repr(self)
 
     __str__ = __repr__

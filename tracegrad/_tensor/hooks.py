@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from . import _state
+from .. import _state
 
 
 class RemovableHandle:

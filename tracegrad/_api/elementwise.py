@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from .indexing import nonzero
 from .promotion import _SCALAR_NAME, _binary, _check_broadcast, _check_operand, _float_dtype, result_dtype
 
@@ -59,7 +59,7 @@ def div(self, other, *, rounding_mode=None):
 
 def _concrete(v):
     """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
-    from .._tensor import _JaxTracer
+    from .._tensor.tensor import _JaxTracer
     if isinstance(v, Tensor):
         v = v._value
         return None if isinstance(v, _JaxTracer) else np.asarray(v)

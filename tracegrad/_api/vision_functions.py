@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import warnings
 
-from ._dispatch import apply_op
-from ._nn_functions import _pool_args, _tup
-from ._ops.registry import OPS
-from ._ops.vision import UPSAMPLE_OPS, fold_out_hw
+from ..autograd._dispatch import apply_op
+from .nn_functions import _pool_args, _tup
+from .._ops.registry import OPS
+from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -63,7 +63,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
-        from ._nn_functions import adaptive_avg_pool1d, adaptive_avg_pool2d
+        from .nn_functions import adaptive_avg_pool1d, adaptive_avg_pool2d
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
     kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     if antialias:
@@ -186,7 +186,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def adaptive_avg_pool3d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool3d``; ``None`` keeps a size; (1, 1, 1) is a mean
     (``MeanBackward1``), as torch. grad_fn ``AdaptiveAvgPool3DBackward0``."""
-    from ._nn_functions import _out_size
+    from .nn_functions import _out_size
     _check_pool3d(input, "adaptive_avg_pool3d")
     out = _out_size(input, output_size, 3)
     if out == (1, 1, 1):

@@ -8,22 +8,15 @@ result back through a tensor's view chain and rebases autograd history (``CopySl
 """
 from __future__ import annotations
 
-import jax.numpy as jnp
-import numpy as np
-
-from . import _state
-from ._state import GRAD_MODE as STATE, INFERENCE_DEPTH
-from ._op_errors import op_error
-from ._ops import dtypes as _dt
-from ._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
-from ._tensor import Tensor, _JaxTracer, _chain_apply_dyn, _chain_scatter_dyn, chain_split
-from ._x64 import x64_enter, x64_exit
-from .autograd._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
+from .. import _state
+from .._state import GRAD_MODE as STATE, INFERENCE_DEPTH
+from .._ops import dtypes as _dt
+from .._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
+from .._tensor.tensor import Tensor, _chain_apply_dyn, _chain_scatter_dyn, chain_split
+from ._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
 
 _CAPTURE = _state.CAPTURE
 _node_cls: dict = {}
-_DIFF_DTYPES = frozenset(np.dtype(n) for n in ("float16", "float32", "float64", "complex64", "complex128")) | \
-    {np.dtype(jnp.bfloat16)}
 
 
 def _cls_for(op):
@@ -44,42 +37,6 @@ def edge(t):
     return (None, 0)
 
 
-def _forward(op, arrays, static):
-    for a in arrays:
-        if isinstance(a, _JaxTracer):
-            # inside a JAX trace: call the pure function, JAX traces through it once (Python
-            # numbers stay numbers: a cached concrete array must not leak into a trace)
-            return op.fn(*arrays, **dict(static)) if static else op.fn(*arrays)
-    prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
-    try:
-        return op.forward(static)(*map(as_arg, arrays))
-    except Exception as e:  # JAX's errors become torch's (NOTE [errors at the dispatch boundary])
-        raise op_error(op, arrays, static, e) from None
-    finally:
-        x64_exit(prev)
-
-
-# NOTE [scalar arguments]
-# A Python number passed to a jitted function is converted to a device array on every call
-# (3-4 us here, a third of a small op). Passing a cached weakly-typed 0-d array instead gives
-# the same trace (weak types promote like Python numbers) without the conversion.
-_PY_NUMBERS = (float, int, bool)
-_SCALARS: dict = _state.register_cache("_dispatch._SCALARS", {})
-
-
-def as_arg(v):
-    """``v`` as a jitted-call argument: Python numbers become cached weak 0-d arrays."""
-    if type(v) not in _PY_NUMBERS:
-        return v
-    key = (type(v), v)
-    a = _SCALARS.get(key)
-    if a is None:
-        if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh
-            _SCALARS.clear()
-        a = _SCALARS[key] = jnp.asarray(v)
-    return a
-
-
 def apply_op(op: Op, args, static=()):
     """Run ``op`` on ``args`` (Tensors, Python scalars, None) with static keyword arguments
     ``static`` (a tuple of (name, value) pairs). Returns a Tensor, or a tuple of Tensors for
@@ -95,13 +52,13 @@ def apply_op(op: Op, args, static=()):
                 record = True
         else:
             arrays.append(a)
-    out = _forward(op, arrays, static)
+    out = op.run(arrays, static)
     record = record and STATE[0] and op.grad_fn is not None
     if record and op.view and "_inference" in args[0].__dict__:
         record = False    # NOTE [inference views]: a view of an inference tensor has no history
     if op.n_out == 1:
         # torch gives integer and bool results no history
-        record = record and out.dtype in _DIFF_DTYPES
+        record = record and out.dtype in _dt.DIFFERENTIABLE
         t = Tensor._make(out)
         if INFERENCE_DEPTH[0] and STATE[1] and not op.view:
             t._inference = True
@@ -167,7 +124,7 @@ def _record(op, args, static, outs):
         # inputs never differentiated (integer/bool indices and masks, a quantile's q...)
         # reach the backward as constants, so a VJP never sees a placeholder for them
         # (a tensor that requires grad is floating, so it skips the dtype check)
-        if is_t and not rg and (a._value.dtype not in _DIFF_DTYPES or (i in no_edge and i not in save_pos)):
+        if is_t and not rg and (a._value.dtype not in _dt.DIFFERENTIABLE or (i in no_edge and i not in save_pos)):
             kinds.append(CONST)
             consts.append(a._value)
         elif is_t:
@@ -249,7 +206,7 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
     if record and self._base is not None:
         return _inplace_on_view(op, self, args, static)
-    out = _forward(op, [a._value if isinstance(a, Tensor) else a for a in all_args], static)
+    out = op.run([a._value if isinstance(a, Tensor) else a for a in all_args], static)
     if out.dtype != self._value.dtype:
         src, dst = _dt.from_numpy_dtype(out.dtype), self.dtype
         if not _dt.can_cast(src, dst):

@@ -2,7 +2,7 @@
 Tensor methods (``tracegrad.exp(x) is x.exp()``)."""
 from __future__ import annotations
 
-from . import _tensor_methods as _m
+from . import tensor_methods as _m
 
 _SAME = ["add", "sub", "mul", "div", "floor_divide", "remainder", "fmod", "pow",
          "atan2", "maximum", "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "greater",
@@ -39,7 +39,7 @@ def result_type(tensor1, tensor2):
 
 def is_tensor(obj) -> bool:
     """Mirrors ``torch.is_tensor``."""
-    from ._tensor import Tensor
+    from .._tensor.tensor import Tensor
     return isinstance(obj, Tensor)
 
 
@@ -58,15 +58,15 @@ def numel(t) -> int:
 
 def broadcast_tensors(*tensors):
     """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape."""
-    from ._op_errors import broadcast_shape
+    from .._ops.errors import broadcast_shape
     shape = broadcast_shape([t.shape for t in tensors], "broadcast_tensors")
     return tuple(t.expand(*shape) for t in tensors)
 
 
 def broadcast_shapes(*shapes):
     """Mirrors ``torch.broadcast_shapes``; RuntimeError when the shapes do not broadcast."""
-    from ._op_errors import broadcast_shape
-    from ._tensor import Size
+    from .._ops.errors import broadcast_shape
+    from .._tensor.tensor import Size
     return Size(broadcast_shape([(s,) if isinstance(s, int) else s for s in shapes], "broadcast_shapes"))
 
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import builtins
 
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
-from .._tensor import Size, Tensor, _wrap_dim
+from .._tensor.tensor import Size, Tensor, _wrap_dim
 from .promotion import result_dtype
 
 
@@ -42,7 +42,7 @@ def view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         raise NotImplementedError("tracegrad: Tensor.view(dtype) is not supported")
     s = _infer(_shape_arg(shape), self.numel())
-    from .._tensor import can_view_as
+    from .._tensor.tensor import can_view_as
     if self._chain and not can_view_as(self, s):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
@@ -52,7 +52,7 @@ def view(self, *shape):
 def reshape(self, *shape):
     """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
     s = _infer(_shape_arg(shape), self.numel())
-    from .._tensor import can_view_as
+    from .._tensor.tensor import can_view_as
     if not self._chain or can_view_as(self, s):
         return apply_op(OPS["view"], (self,), (("shape", s),))
     return apply_op(OPS["reshape_copy"], (self,), (("shape", s),))

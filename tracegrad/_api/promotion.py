@@ -5,10 +5,10 @@ import builtins
 
 import numpy as np
 
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 
 
 _Number = (int, float, bool, complex, np.number, np.bool_)

@@ -5,10 +5,10 @@ import collections
 
 import numpy as np
 
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor import Size, Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Size, Tensor, _JaxTracer, _wrap_dim
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
 

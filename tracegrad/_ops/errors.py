@@ -5,7 +5,7 @@ NOTE [errors at the dispatch boundary]
 The methods layer checks what torch checks before dispatching (dims in range, matmul shapes,
 dtypes it refuses). What slips through reaches ``jax.jit`` and fails there with JAX's classes
 (TypeError "add got incompatible shapes for broadcasting", ValueError "duplicate value in
-'axis'", ...). ``_dispatch._forward`` catches those in one ``except`` -- nothing runs on the
+'axis'", ...). ``Op.run`` (_ops/registry.py) catches those in one ``except`` -- nothing runs on the
 success path -- and raises what this module builds instead: torch raises RuntimeError for
 these (shape mismatches, bad dims, unsupported dtypes), with torch's broadcasting text where
 that is the cause. The original is not chained (``from None``): its text is JAX's.

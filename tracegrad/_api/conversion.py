@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 
 
 # ---- dtype and device -------------------------------------------------------------------
@@ -14,7 +14,7 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     """Mirrors ``torch.Tensor.to``: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
     ``to(other)``. Returns ``self`` when nothing changes (unless ``copy=True``).
     Autograd: ``ToCopyBackward0``."""
-    from .._device import device as _device
+    from .._tensor.device import device as _device
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -74,7 +74,7 @@ def cpu(self, memory_format=None):
 
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     """Mirrors ``torch.Tensor.cuda``: RuntimeError where JAX sees no GPU."""
-    from .._device import device as _device
+    from .._tensor.device import device as _device
     return to(self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device)
 
 
@@ -91,7 +91,7 @@ def contiguous(self, memory_format=None):
 def is_contiguous(self, memory_format=None) -> bool:
     """Mirrors ``torch.Tensor.is_contiguous``: elements sit at consecutive storage positions in
     row-major order (worked out from the view chain, since JAX arrays have no strides)."""
-    from .._tensor import chain_is_contiguous
+    from .._tensor.tensor import chain_is_contiguous
     return chain_is_contiguous(self)
 
 
@@ -100,7 +100,7 @@ def stride(self, dim=None):
     dim (a tuple, or one int for ``dim``). JAX arrays have no strides: they are read off the
     storage positions the view chain gives each element. A size-1 dim gets the stride torch
     gives it in a fresh contiguous layout (size times stride of the dim after it)."""
-    from .._tensor import _wrap_dim, element_positions
+    from .._tensor.tensor import _wrap_dim, element_positions
     shape = tuple(self.shape)
     pos = element_positions(self) if self._chain else None
     out = [0] * len(shape)

@@ -8,7 +8,7 @@ import warnings
 
 import jax
 
-from ._device import cuda_devices, device
+from .device import cuda_devices, device
 
 # torch's float32 matmul precision names -> JAX's default_matmul_precision values
 _PRECISION = {"highest": "float32", "high": "tensorfloat32", "medium": "bfloat16"}

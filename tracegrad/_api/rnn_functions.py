@@ -3,8 +3,8 @@
 op of ``_ops/rnn.py``. ``tracegrad.nn.modules.rnn`` stacks layers and directions on top."""
 from __future__ import annotations
 
-from ._dispatch import apply_op
-from ._ops.registry import OPS
+from ..autograd._dispatch import apply_op
+from .._ops.registry import OPS
 
 MODES = ("RNN_TANH", "RNN_RELU", "LSTM", "GRU")
 

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _state
-from ._x64 import with_x64
+from .. import _state
+from .._x64 import with_x64
 
 
 class Generator:
@@ -43,7 +43,7 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        from ._factories import tensor   # factories draw through key_for below: bound at call time
+        from .factories import tensor   # factories draw through key_for below: bound at call time
         return tensor(np.asarray(self._current_key()).astype(np.int64))
 
     def set_state(self, state):

@@ -14,13 +14,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _generator
-from ._device import device as _device
-from ._ops import dtypes as _dt
-from ._ops import random as _rnd
-from ._state import in_inference_mode
-from ._tensor import Size, Tensor
-from ._x64 import with_x64
+from . import generator as _generator
+from .device import device as _device
+from .._ops import dtypes as _dt
+from .._ops import random as _rnd
+from .._state import in_inference_mode
+from .tensor import Size, Tensor
+from .._x64 import with_x64
 
 
 def _place(array, device):

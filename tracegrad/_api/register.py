@@ -2,30 +2,35 @@
 from __future__ import annotations
 
 from .._ops import dtypes as _dt
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from .conversion import _cast, clone, contiguous, cpu, cuda, is_contiguous, stride, to, type_as
 from .elementwise import (
-    _rdiv, _rpow, _unaries, add, addcdiv, addcmul, allclose, atan2, bitwise_and, bitwise_or, bitwise_xor,
-    clamp, clamp_max, clamp_min, div, eq, equal, floor_divide, fmax, fmin, fmod, ge, gt, isclose, le, lerp,
-    logical_and, logical_or, logical_xor, lt, maximum, minimum, mul, ne, pow, remainder, round, rsub, sub,
-    where)
+    _rdiv, _rpow, _unaries, add, addcdiv, addcmul, allclose, atan2, bitwise_and, bitwise_or,
+    bitwise_xor, clamp, clamp_max, clamp_min, div, eq, equal, floor_divide, fmax, fmin, fmod, ge, gt,
+    isclose, le, lerp, logical_and, logical_or, logical_xor, lt, maximum, minimum, mul, ne, pow,
+    remainder, round, rsub, sub, where
+)
 from .indexing import (
-    argwhere, gather, getitem, index_add, index_put, index_put_, index_select, masked_fill, masked_select,
-    nonzero, scatter, scatter_add, setitem, take_along_dim)
+    argwhere, gather, getitem, index_add, index_put, index_put_, index_select, masked_fill,
+    masked_select, nonzero, scatter, scatter_add, setitem, take_along_dim
+)
 from .inplace import (
     _inplace_unary, add_, addcdiv_, addcmul_, bernoulli_, clamp_, copy_, div_, exponential_, fill_,
-    index_add_, lerp_, masked_fill_, mul_, normal_, pow_, random_, scatter_, scatter_add_, squeeze_, sub_,
-    t_, transpose_, uniform_, unsqueeze_, zero_)
+    index_add_, lerp_, masked_fill_, mul_, normal_, pow_, random_, scatter_, scatter_add_, squeeze_,
+    sub_, t_, transpose_, uniform_, unsqueeze_, zero_
+)
 from .linalg import addmm, bmm, dot, matmul, mm, mv, outer
 from .promotion import _Number, result_dtype
 from .reduction import (
-    all, amax, amin, any, argmax, argmin, argsort, count_nonzero, cumprod, cumsum, kthvalue, log_softmax,
-    logsumexp, max, mean, median, min, nanmean, nansum, norm, prod, quantile, softmax, sort, std, std_mean,
-    sum, topk, var, var_mean)
+    all, amax, amin, any, argmax, argmin, argsort, count_nonzero, cumprod, cumsum, kthvalue,
+    log_softmax, logsumexp, max, mean, median, min, nanmean, nansum, norm, prod, quantile, softmax,
+    sort, std, std_mean, sum, topk, var, var_mean
+)
 from .shape import (
-    broadcast_to, chunk, diag, diagonal, expand, expand_as, flatten, flip, fliplr, flipud, movedim, narrow,
-    permute, repeat, repeat_interleave, reshape, reshape_as, roll, select, split, squeeze, t, tensor_split,
-    trace, transpose, tril, triu, unbind, unflatten, unsqueeze, view, view_as)
+    broadcast_to, chunk, diag, diagonal, expand, expand_as, flatten, flip, fliplr, flipud, movedim,
+    narrow, permute, repeat, repeat_interleave, reshape, reshape_as, roll, select, split, squeeze, t,
+    tensor_split, trace, transpose, tril, triu, unbind, unflatten, unsqueeze, view, view_as
+)
 
 
 def register_all():
@@ -119,5 +124,5 @@ def register_all():
 
 
 def _full_like_scalar(s, o):
-    from .._factories import tensor
+    from .._tensor.factories import tensor
     return tensor(o, dtype=result_dtype(s, o))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._ops import dtypes as _dt
+from .._ops import dtypes as _dt
 
 _DEFAULT_SHOWN = ("float32", "int64", "bool")
 
@@ -80,7 +80,7 @@ def format_array(arr, dtype, indent):
 
 
 def tensor_repr(t, prefix="tensor("):
-    from ._tensor import _JaxTracer
+    from .tensor import _JaxTracer
     v = t._value
     dtype = t.dtype
     suffixes = []

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dispatch import apply_inplace, check_inplace
+from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .conversion import _grad_on
 from .promotion import _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
@@ -80,7 +80,7 @@ def copy_(self, src, non_blocking=False):
     """Mirrors ``torch.Tensor.copy_``: writes ``src`` (broadcast, cast) into self.
     Autograd: ``CopyBackwards`` (``CopySlices`` on the base when self is a view)."""
     if not isinstance(src, Tensor):
-        from .._factories import tensor
+        from .._tensor.factories import tensor
         src = tensor(src, dtype=self.dtype)
     if tuple(src.shape) != tuple(self.shape):
         _check_broadcast(self, src)
@@ -214,14 +214,14 @@ def _random_inplace(fn):
     from .._x64 import with_x64
     fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
     def f(self, *args, generator=None, **kwargs):
-        from .. import _generator
+        from .._tensor import generator as _generator
         k = _generator.key_for(generator)
         with_grad = self.requires_grad and _grad_on()
         if with_grad and self._gf is None:
-            from .._dispatch import check_inplace
+            from ..autograd._dispatch import check_inplace
             check_inplace(self)
         new = fn(k, tuple(self.shape), self._value.dtype, *args, **kwargs)
-        from .._factories import Tensor as _T
+        from .._tensor.factories import Tensor as _T
         return copy_(self, _T._make(new))
     f.__name__ = fn.__name__ + "_"
     return f

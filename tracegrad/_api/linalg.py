@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from .. import _autocast
-from .._dispatch import apply_op
+from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 from .elementwise import mul
 from .promotion import _CPP_NAME, result_dtype
 from .shape import unsqueeze

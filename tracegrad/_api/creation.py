@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 
 from .._ops import dtypes as _dt
-from .._tensor import Tensor
+from .._tensor.tensor import Tensor
 
 # torch's legacy tensor type names, e.g. 'torch.FloatTensor' / 'torch.cuda.FloatTensor'
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
@@ -26,21 +26,21 @@ def _sizes(size):
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` with ``self``'s dtype and device
     unless given."""
-    from .._factories import zeros
+    from .._tensor.factories import zeros
     d, dev = _like(self, dtype, device)
     return zeros(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_ones``."""
-    from .._factories import ones
+    from .._tensor.factories import ones
     d, dev = _like(self, dtype, device)
     return ones(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
-    from .._factories import empty
+    from .._tensor.factories import empty
     d, dev = _like(self, dtype, device)
     return empty(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
 
@@ -48,7 +48,7 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     """Mirrors ``torch.Tensor.new_full``: ``fill_value`` cast to ``self``'s dtype (not inferred)."""
-    from .._factories import full
+    from .._tensor.factories import full
     d, dev = _like(self, dtype, device)
     return full(size, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
@@ -56,7 +56,7 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
     device (unless given); a Tensor ``data`` is detached first, with torch's warning."""
-    from .._factories import tensor
+    from .._tensor.factories import tensor
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
                       "or sourceTensor.detach().clone().requires_grad_(True), rather than "
@@ -88,7 +88,7 @@ def pin_memory(self, device=None):
     """Mirrors ``torch.Tensor.pin_memory``. Page-locked host memory is a CUDA staging buffer;
     JAX manages its own transfers, so this returns ``self`` where a GPU exists. RuntimeError
     without one, as torch."""
-    from .._device import cuda_devices
+    from .._tensor.device import cuda_devices
     if not cuda_devices():
         raise RuntimeError("Cannot access accelerator device when none is available.")
     return self
