@@ -41,6 +41,20 @@ __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "disable",
 cache_size_limit = 8
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+
+
+class _Programs:
+    """Every compiled function's program cache, as one entry of ``_state``'s cache registry:
+    ``_state.clear_caches()`` forgets them as ``reset()`` does; ``len`` counts cached entries."""
+
+    def clear(self):
+        reset()
+
+    def __len__(self):
+        return sum(len(cf._cache) for cf in list(_ALL))
+
+
+_state.register_cache("compiler.programs", _Programs())
 _BACKENDS = (None, "inductor", "eager", "aot_eager", "cudagraphs", "jax", "xla")
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite")
 

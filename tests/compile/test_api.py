@@ -62,6 +62,24 @@ def test_reset_forgets_programs():
     check_compiled(program(), calls=4, between=between)
 
 
+def test_programs_are_in_the_cache_registry():
+    """Compiled programs are reachable from ``_state``'s cache registry (issue 7): sized there,
+    and ``clear_caches()`` forgets them as ``compiler.reset()`` does; the next calls still give
+    eager's values (a fresh trace)."""
+    from tracegrad import _state
+    step, state, batch = program()(tracegrad, tracegrad.compile)
+    for i in range(3):
+        step(*batch(i))
+    assert _state.cache_sizes()["compiler.programs"] >= 1
+    _state.clear_caches()
+    assert _state.cache_sizes()["compiler.programs"] == 0 and step.stats["traces"] == 0
+
+    def between(state, i):
+        if i == 1:
+            _state.clear_caches()
+    check_compiled(program(), calls=4, between=between)
+
+
 def test_python_value_read_by_function_is_not_frozen():
     """torch.compile guards Python values a function reads (a closure cell here): changing
     one between calls gives the new value's result."""
