@@ -49,13 +49,6 @@ KNOWN_UPWARD = {
 
 # (importer, imported): the edge that closes an import cycle inside one layer, with why.
 KNOWN_CYCLE = {
-    ("tracegrad._tensor.generator", "tracegrad._tensor.factories"):
-        "Generator.get_state builds a tensor with factories.tensor (local import); factories draw "
-        "through _generator.key_for",
-    ("tracegrad._tensor.tensor", "tracegrad._tensor.factories"):
-        "Tensor(...) (torch's legacy constructor) calls a factory (local import)",
-    ("tracegrad._tensor.tensor", "tracegrad._tensor.tensor_str"):
-        "Tensor.__repr__ calls tensor_repr (local import)",
     ("tracegrad.autograd._graph_impl", "tracegrad.autograd._dispatch"):
         "view nodes regenerate views and CopySlices through dispatch (two local imports)",
 }

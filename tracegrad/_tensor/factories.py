@@ -9,17 +9,19 @@ array runs under ``with_x64`` (float64/int64 without turning x64 on for the user
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from . import generator as _generator
+from .convert import INT64_MAX, INT64_MIN, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._state import in_inference_mode
-from .tensor import Size, Tensor
+from .tensor import Tensor
 from .._x64 import with_x64
 
 
@@ -41,150 +43,13 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
     return t
 
 
-_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
-
-
-def _check_data_leaf(data):
-    """torch's errors for non-numeric data: a str reached through the first element
-    of each level is read as one more dimension (ValueError "too many dimensions 'str'"),
-    elsewhere it is an invalid data type (TypeError)."""
-    x = data
-    while isinstance(x, (list, tuple)) and x:
-        x = x[0]
-    if isinstance(x, str) and x is not data:
-        raise ValueError("tensor(): too many dimensions 'str' (strings are not numbers; convert them first)")
-
-
-def _infer_dtype(data):
-    """torch's rule for nested Python data: bool < int < float < complex, floats -> default.
-    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64."""
-    kinds = set()
-    big = [False]
-
-    def walk(x):
-        if isinstance(x, Tensor):
-            kinds.add(x.dtype)
-        elif isinstance(x, (list, tuple)):
-            for e in x:
-                walk(e)
-        elif isinstance(x, (bool, np.bool_)):
-            kinds.add(_dt.bool_)
-        elif isinstance(x, (numbers.Integral,)):
-            kinds.add(_dt.int64)
-            if not _INT64_MIN <= x <= _INT64_MAX:
-                big[0] = True
-        elif isinstance(x, numbers.Real):
-            kinds.add(_dt.get_default_dtype())
-        elif isinstance(x, numbers.Complex):
-            kinds.add(_dt.complex64)
-        elif isinstance(x, np.ndarray):
-            kinds.add(_dt.from_numpy_dtype(x.dtype))
-        elif isinstance(x, (str, bytes)):
-            raise TypeError(f"tensor(): new(): invalid data type '{type(x).__name__}'")
-        else:
-            raise RuntimeError(f"tensor(): Could not infer dtype of {type(x).__name__}")
-    walk(data)
-    if not kinds:
-        return _dt.get_default_dtype(), big[0]
-    return max(kinds, key=lambda d: (d._cat, d.itemsize)), big[0]
-
-
-def _int_bounds(d):
-    """The values torch lets an integer dtype hold when converting a Python number (c10's
-    ``overflows``: an unsigned type also takes negatives that wrap, down to ``-max``)."""
-    info = np.iinfo(d.np)
-    return (-int(info.max) if info.min == 0 else int(info.min)), int(info.max)
-
-
-def _check_fits(arr, d, api):
-    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to."""
-    if d._cat != 1 or not arr.size or arr.dtype.kind not in "iuf":
-        return
-    lo, hi = _int_bounds(d)
-    amin, amax = arr.min(), arr.max()
-    if amin < lo or amax > hi:
-        raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
-                           f"(values span [{amin}, {amax}], {d.name} holds [{lo}, {hi}])")
-
-
-def _to_numpy(data):
-    if isinstance(data, Tensor):
-        return np.asarray(data._value)
-    if isinstance(data, (list, tuple)):
-        if any(isinstance(e, Tensor) for e in data):
-            return np.stack([_to_numpy(e) for e in data]) if data else np.zeros((0,))
-        return np.array([_to_numpy(e) if isinstance(e, (list, tuple, Tensor)) else e for e in data]) if data else np.zeros((0,))
-    return np.asarray(data)
-
-
-def _ragged_message(data):
-    """torch's message for a ragged nested list: the first length that differs."""
-    def shape_of(x):
-        out = []
-        while isinstance(x, (list, tuple)):
-            out.append(len(x))
-            if not x:
-                break
-            x = x[0]
-        return out
-    want = shape_of(data)
-
-    def walk(x, dim):
-        if dim >= len(want):
-            return None
-        if not isinstance(x, (list, tuple)):
-            return f"expected sequence of length {want[dim]} at dim {dim} (got scalar)" if dim else None
-        if len(x) != want[dim]:
-            return f"expected sequence of length {want[dim]} at dim {dim} (got {len(x)})"
-        for e in x:
-            m = walk(e, dim + 1)
-            if m:
-                return m
-        return None
-    return walk(data, 0)
-
-
 @with_x64
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Mirrors ``torch.tensor``: always copies ``data`` (nested lists/tuples of numbers or 0-d
     tensors, numpy arrays, tensors). TypeError for data it cannot read; RuntimeError when
     ``requires_grad=True`` with a non-floating dtype."""
-    if isinstance(data, Tensor):
-        arr = data._value
-        d = _dt.to_dtype(dtype) if dtype is not None else data.dtype
-        return _finish(jnp.asarray(arr, d.np), d, device, requires_grad)
-    if isinstance(data, jax.Array):
-        d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
-        return _finish(jnp.asarray(data, d.np), d, device, requires_grad)
-    if isinstance(data, (str, bytes)):
-        raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}'")
-    big = False
-    if isinstance(data, np.ndarray):
-        d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
-    else:
-        _check_data_leaf(data)
-        inferred, big = _infer_dtype(data)
-        d = _dt.to_dtype(dtype) if dtype is not None else inferred
-    if big:
-        if d._cat <= 1:   # torch reads Python ints as int64 before converting to an integer dtype
-            raise ValueError("tensor(): Overflow when unpacking long long (a Python int outside the int64 "
-                             "range; pass dtype=tracegrad.float64 to keep it approximately)")
-        try:
-            arr = np.array(data, dtype=np.complex128 if d.is_complex else np.float64)
-        except ValueError as e:
-            raise ValueError(_ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
-        return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
-    try:
-        arr = _to_numpy(data)
-    except ValueError as e:
-        raise ValueError(_ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
-    if arr.dtype == object:
-        raise TypeError("tensor(): nested sequences must be rectangular and hold numbers")
-    if dtype is not None and not isinstance(data, np.ndarray):
-        _check_fits(arr, d, "tensor()")
-    with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, as torch
-        arr = arr.astype(d.np)
-    return _finish(jnp.asarray(arr), d, device, requires_grad)
+    arr, d = to_array(data, dtype)
+    return _finish(arr, d, device, requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -213,21 +78,6 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
-def _size(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
-        size = tuple(size[0])
-    out = []
-    for s in size:
-        if isinstance(s, Tensor):
-            s = int(s)
-        if not isinstance(s, (int, np.integer)):
-            raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
-        if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
-        out.append(int(s))
-    return tuple(out)
-
-
 def _fdt(dtype):
     return _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
@@ -236,14 +86,14 @@ def _fdt(dtype):
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32."""
     d = _fdt(dtype)
-    return _finish(jnp.zeros(_size(size), d.np), d, device, requires_grad)
+    return _finish(jnp.zeros(size_tuple(size), d.np), d, device, requires_grad)
 
 
 @with_x64
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32."""
     d = _fdt(dtype)
-    return _finish(jnp.ones(_size(size), d.np), d, device, requires_grad)
+    return _finish(jnp.ones(size_tuple(size), d.np), d, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
@@ -277,11 +127,11 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
     fill_value = _check_fill(fill_value, api)
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.scalar_dtype(fill_value)
     if isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, (bool, np.bool_)) and d._cat == 1:
-        lo, hi = _int_bounds(d)
+        lo, hi = int_bounds(d)
         if not lo <= fill_value <= hi:
             raise RuntimeError(f"{api}(): value cannot be converted to type {d.name} without overflow "
                                f"(fill_value={fill_value})")
-    return _finish(jnp.full(_size((size,)), fill_value, d.np), d, device, requires_grad)
+    return _finish(jnp.full(size_tuple((size,)), fill_value, d.np), d, device, requires_grad)
 
 
 @with_x64
@@ -326,7 +176,6 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
-    import warnings
     warnings.warn("torch.range is deprecated and will be removed in a future release because its "
                   "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
                   "which produces values in [start, end).", UserWarning, stacklevel=2)
@@ -389,7 +238,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
-    return _finish(_rnd.uniform(_generator.key_for(generator), _size(size), d.np, api="rand()"), d, device, requires_grad)
+    return _finish(_rnd.uniform(_generator.key_for(generator), size_tuple(size), d.np, api="rand()"), d, device, requires_grad)
 
 
 @with_x64
@@ -398,7 +247,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
-    return _finish(_rnd.normal(_generator.key_for(generator), _size(size), d.np, api="randn()"), d, device, requires_grad)
+    return _finish(_rnd.normal(_generator.key_for(generator), size_tuple(size), d.np, api="randn()"), d, device, requires_grad)
 
 
 @with_x64
@@ -408,11 +257,11 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if size is None:
         low, high, size = 0, low, high
     for v in (low, high):
-        if isinstance(v, numbers.Integral) and not _INT64_MIN <= v <= _INT64_MAX:
+        if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
-    arr = _rnd.randint(_generator.key_for(generator), _size((size,)), low, high, jnp.int64, api="randint()")
+    arr = _rnd.randint(_generator.key_for(generator), size_tuple((size,)), low, high, jnp.int64, api="randint()")
     return _finish(arr.astype(d.np), d, device, requires_grad)
 
 
@@ -454,7 +303,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
     _rnd.check_std(std, "normal()")
-    return _finish(_rnd.normal(_generator.key_for(generator), _size((size,)), d.np, mean, std, api="normal()"),
+    return _finish(_rnd.normal(_generator.key_for(generator), size_tuple((size,)), d.np, mean, std, api="normal()"),
                    d, device, requires_grad)
 
 
@@ -477,9 +326,3 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
     return Tensor._make(_rnd.multinomial(_generator.key_for(generator), p, num_samples, replacement).astype(jnp.int64))
 
-
-def _legacy_tensor_ctor(*args, **kwargs):
-    """``tracegrad.Tensor(data)`` / ``Tensor(*sizes)``: float32, as ``torch.Tensor``."""
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-        return tensor(args[0], dtype=_dt.get_default_dtype())
-    return empty(*args)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _state
 from .._x64 import with_x64
+from .tensor import Tensor
 
 
 class Generator:
@@ -42,9 +43,13 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
+    @with_x64   # an int64 array
     def get_state(self):
-        from .factories import tensor   # factories draw through key_for below: bound at call time
-        return tensor(np.asarray(self._current_key()).astype(np.int64))
+        """The key as an int64 tensor (torch returns a ByteTensor of its own state layout)."""
+        t = Tensor._make(jnp.asarray(np.asarray(self._current_key()).astype(np.int64)))
+        if _state.in_inference_mode():   # as every factory (factories._finish)
+            t._inference = True
+        return t
 
     def set_state(self, state):
         self._key = jnp.asarray(np.asarray(state.tolist(), dtype=np.uint32))

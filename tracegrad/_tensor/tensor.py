@@ -17,6 +17,7 @@ Operator methods live in ``_tensor_methods.py``; this file holds the state and i
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import jax
@@ -27,6 +28,9 @@ from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.shape import pos_arg
 from .._x64 import astype as _astype64, with_x64
+from .convert import TensorBase, legacy_array
+from .device import device_of
+from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
 _CAPTURE = _state.CAPTURE
@@ -193,7 +197,7 @@ class Size(tuple):
         return Size(r) if isinstance(i, slice) else r
 
 
-class Tensor:
+class Tensor(TensorBase):
     """Mirrors ``torch.Tensor``: an n-dimensional array on a JAX device with autograd state.
 
     Build tensors with ``tracegrad.tensor`` and the other factories; ``Tensor(data)`` also
@@ -207,10 +211,8 @@ class Tensor:
 
     def __new__(cls, *args, **kwargs):
         self = cls._make(None)
-        if args or kwargs:
-            from .factories import _legacy_tensor_ctor
-            src = _legacy_tensor_ctor(*args, **kwargs)
-            _init_from(self, src._value)
+        if args or kwargs:   # torch's legacy constructor: Tensor(data) / Tensor(*sizes)
+            _init_from(self, legacy_array(*args, **kwargs))
         return self
 
     def __init__(self, *args, **kwargs):
@@ -305,7 +307,6 @@ class Tensor:
 
     @property
     def device(self):
-        from .device import device_of
         return device_of(self._value)
 
     @property
@@ -393,7 +394,6 @@ class Tensor:
     @property
     def grad(self):
         if self._gf is not None and not self._retains_grad and self._grad is None:
-            import warnings
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
                 ".grad attribute won't be populated during autograd.backward(). If you indeed want "
@@ -526,7 +526,6 @@ class Tensor:
     def __repr__(self):
         if _CAPTURE[0] is not None:      # printing inside a compiled function shows a value
             _CAPTURE[0].python_read(self, "print()/repr()")
-        from .tensor_str import tensor_repr
         return tensor_repr(self)
 
     __str__ = __repr__

@@ -6,11 +6,13 @@ elements are summarised with ``...`` keeping 3 items per edge.
 """
 from __future__ import annotations
 
+import jax
 import numpy as np
 
 from .._ops import dtypes as _dt
 
 _DEFAULT_SHOWN = ("float32", "int64", "bool")
+_JaxTracer = jax.core.Tracer
 
 
 def _formatter(values, dtype):
@@ -80,7 +82,8 @@ def format_array(arr, dtype, indent):
 
 
 def tensor_repr(t, prefix="tensor("):
-    from .tensor import _JaxTracer
+    """torch's ``repr`` of tensor ``t``, read duck-typed (``_value``, ``dtype``, ``device``,
+    ``grad_fn``, ``requires_grad``): this module sits below ``tensor.py``, which imports it."""
     v = t._value
     dtype = t.dtype
     suffixes = []

@@ -1,0 +1,200 @@
+"""Python data -> JAX array, with torch's dtype inference and errors: the conversion behind
+``tracegrad.tensor`` (``factories.py``) and torch's legacy constructor ``Tensor(data)`` /
+``Tensor(*sizes)`` (``tensor.py``). It sits below both, so neither imports the other for it.
+
+``TensorBase`` is the root of ``Tensor`` (as ``torch._C.TensorBase`` is torch's): declared here
+so the conversion recognises tensors nested in its data (``[t1, t2]``) without importing
+``tensor.py``. It adds no slots and no behaviour.
+"""
+from __future__ import annotations
+
+import numbers
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._ops import dtypes as _dt
+from .._x64 import with_x64
+
+
+class TensorBase:
+    """The base class of ``tracegrad.Tensor``; never instantiated on its own. Subclasses read
+    ``_value`` (the JAX array) and ``dtype``."""
+
+    __slots__ = ()
+
+
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def check_data_leaf(data):
+    """torch's errors for non-numeric data: a str reached through the first element
+    of each level is read as one more dimension (ValueError "too many dimensions 'str'"),
+    elsewhere it is an invalid data type (TypeError)."""
+    x = data
+    while isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    if isinstance(x, str) and x is not data:
+        raise ValueError("tensor(): too many dimensions 'str' (strings are not numbers; convert them first)")
+
+
+def infer_dtype(data):
+    """torch's rule for nested Python data: bool < int < float < complex, floats -> default.
+    Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64."""
+    kinds = set()
+    big = [False]
+
+    def walk(x):
+        if isinstance(x, TensorBase):
+            kinds.add(x.dtype)
+        elif isinstance(x, (list, tuple)):
+            for e in x:
+                walk(e)
+        elif isinstance(x, (bool, np.bool_)):
+            kinds.add(_dt.bool_)
+        elif isinstance(x, (numbers.Integral,)):
+            kinds.add(_dt.int64)
+            if not INT64_MIN <= x <= INT64_MAX:
+                big[0] = True
+        elif isinstance(x, numbers.Real):
+            kinds.add(_dt.get_default_dtype())
+        elif isinstance(x, numbers.Complex):
+            kinds.add(_dt.complex64)
+        elif isinstance(x, np.ndarray):
+            kinds.add(_dt.from_numpy_dtype(x.dtype))
+        elif isinstance(x, (str, bytes)):
+            raise TypeError(f"tensor(): new(): invalid data type '{type(x).__name__}'")
+        else:
+            raise RuntimeError(f"tensor(): Could not infer dtype of {type(x).__name__}")
+    walk(data)
+    if not kinds:
+        return _dt.get_default_dtype(), big[0]
+    return max(kinds, key=lambda d: (d._cat, d.itemsize)), big[0]
+
+
+def int_bounds(d):
+    """The values torch lets an integer dtype hold when converting a Python number (c10's
+    ``overflows``: an unsigned type also takes negatives that wrap, down to ``-max``)."""
+    info = np.iinfo(d.np)
+    return (-int(info.max) if info.min == 0 else int(info.min)), int(info.max)
+
+
+def check_fits(arr, d, api):
+    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to."""
+    if d._cat != 1 or not arr.size or arr.dtype.kind not in "iuf":
+        return
+    lo, hi = int_bounds(d)
+    amin, amax = arr.min(), arr.max()
+    if amin < lo or amax > hi:
+        raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
+                           f"(values span [{amin}, {amax}], {d.name} holds [{lo}, {hi}])")
+
+
+def to_numpy(data):
+    """Nested lists/tuples of numbers and tensors (or one tensor, or array-like) -> numpy array."""
+    if isinstance(data, TensorBase):
+        return np.asarray(data._value)
+    if isinstance(data, (list, tuple)):
+        if any(isinstance(e, TensorBase) for e in data):
+            return np.stack([to_numpy(e) for e in data]) if data else np.zeros((0,))
+        return np.array([to_numpy(e) if isinstance(e, (list, tuple, TensorBase)) else e for e in data]) if data else np.zeros((0,))
+    return np.asarray(data)
+
+
+def ragged_message(data):
+    """torch's message for a ragged nested list: the first length that differs."""
+    def shape_of(x):
+        out = []
+        while isinstance(x, (list, tuple)):
+            out.append(len(x))
+            if not x:
+                break
+            x = x[0]
+        return out
+    want = shape_of(data)
+
+    def walk(x, dim):
+        if dim >= len(want):
+            return None
+        if not isinstance(x, (list, tuple)):
+            return f"expected sequence of length {want[dim]} at dim {dim} (got scalar)" if dim else None
+        if len(x) != want[dim]:
+            return f"expected sequence of length {want[dim]} at dim {dim} (got {len(x)})"
+        for e in x:
+            m = walk(e, dim + 1)
+            if m:
+                return m
+        return None
+    return walk(data, 0)
+
+
+def size_tuple(size):
+    """A factory's ``*size`` arguments (ints, 0-d tensors, or one tuple/list/Size) -> a tuple of
+    ints. TypeError for a non-integer, RuntimeError for a negative dimension, as torch."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):   # a Size is a tuple
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, TensorBase):
+            s = int(s)
+        if not isinstance(s, (int, np.integer)):
+            raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+@with_x64
+def to_array(data, dtype=None):
+    """``tracegrad.tensor``'s conversion: ``(jax array, tracegrad dtype)`` for ``data`` (nested
+    lists/tuples of numbers or 0-d tensors, numpy or JAX arrays, tensors), always a copy.
+    TypeError for data it cannot read, ValueError for ragged lists or an int outside int64,
+    RuntimeError when numbers do not fit an integer ``dtype``."""
+    if isinstance(data, TensorBase):
+        d = _dt.to_dtype(dtype) if dtype is not None else data.dtype
+        return jnp.asarray(data._value, d.np), d
+    if isinstance(data, jax.Array):
+        d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
+        return jnp.asarray(data, d.np), d
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}'")
+    big = False
+    if isinstance(data, np.ndarray):
+        d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
+    else:
+        check_data_leaf(data)
+        inferred, big = infer_dtype(data)
+        d = _dt.to_dtype(dtype) if dtype is not None else inferred
+    if big:
+        if d._cat <= 1:   # torch reads Python ints as int64 before converting to an integer dtype
+            raise ValueError("tensor(): Overflow when unpacking long long (a Python int outside the int64 "
+                             "range; pass dtype=tracegrad.float64 to keep it approximately)")
+        try:
+            arr = np.array(data, dtype=np.complex128 if d.is_complex else np.float64)
+        except ValueError as e:
+            raise ValueError(ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
+        return jnp.asarray(arr.astype(d.np)), d
+    try:
+        arr = to_numpy(data)
+    except ValueError as e:
+        raise ValueError(ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
+    if arr.dtype == object:
+        raise TypeError("tensor(): nested sequences must be rectangular and hold numbers")
+    if dtype is not None and not isinstance(data, np.ndarray):
+        check_fits(arr, d, "tensor()")
+    with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, as torch
+        arr = arr.astype(d.np)
+    return jnp.asarray(arr), d
+
+
+@with_x64
+def legacy_array(*args, **kwargs):
+    """The array of ``tracegrad.Tensor(data)`` / ``Tensor(*sizes)``: default dtype (float32),
+    as ``torch.Tensor``; sizes give zeros (JAX has no uninitialised memory). Keyword arguments
+    are accepted and ignored."""
+    d = _dt.get_default_dtype()
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+        return to_array(args[0], d)[0]
+    return jnp.zeros(size_tuple(args), d.np)
