@@ -54,7 +54,7 @@ _ST_DTYPES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I16": np.int16, 
 
 def _parameter_class():
     try:
-        from .nn.parameter import Parameter
+        from .nn.parameter import Parameter   # local: tracegrad/__init__ imports this module (save/load) before nn
         return Parameter
     except ImportError:  # nn not importable: nothing can be a Parameter
         return None

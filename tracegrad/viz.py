@@ -137,7 +137,7 @@ def make_dot(var, params=None, show_attrs=False, show_saved=False, max_attr_char
     Raises ImportError naming the extra when the ``graphviz`` Python package is not installed
     (``to_dot`` gives the DOT source without it)."""
     try:
-        import graphviz
+        import graphviz   # local: an optional extra (tracegrad[viz])
     except ImportError:
         raise ImportError("tracegrad.viz.make_dot needs the graphviz Python package: pip install "
                           "'tracegrad[viz]' (or graphviz); tracegrad.viz.to_dot returns the DOT source "

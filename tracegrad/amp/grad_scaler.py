@@ -12,6 +12,8 @@ from __future__ import annotations
 import warnings
 from enum import Enum
 
+import tracegrad
+
 from .._tensor.device import cuda_devices
 
 __all__ = ["GradScaler", "OptState"]
@@ -58,7 +60,6 @@ class GradScaler:
 
     # ---- scale ----------------------------------------------------------------------------------
     def _lazy_init(self):
-        import tracegrad
         self._scale = tracegrad.full((), self._init_scale, dtype=tracegrad.float32)
         self._growth_tracker = tracegrad.full((), self._init_growth_tracker, dtype=tracegrad.int32)
 
@@ -81,7 +82,6 @@ class GradScaler:
     def unscale_(self, optimizer):
         """Divides ``optimizer``'s gradients by the scale in place and records whether any is
         inf/NaN. At most once per optimizer between ``update`` calls, before ``step``."""
-        import tracegrad
         if not self._enabled:
             return
         self._check_scale("unscale_")
@@ -129,7 +129,6 @@ class GradScaler:
         """Sets the next scale: ``new_scale`` if given, else backs off by ``backoff_factor`` after
         an overflow in any optimizer this iteration, or grows by ``growth_factor`` after
         ``growth_interval`` consecutive clean iterations."""
-        import tracegrad
         if not self._enabled:
             return
         self._check_scale("update")

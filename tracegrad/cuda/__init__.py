@@ -3,7 +3,7 @@ seeding (one PRNG key stream serves every device, so ``manual_seed`` is a no-op)
 ``tracegrad.cuda.amp`` (``autocast``, ``GradScaler``)."""
 from __future__ import annotations
 
-from .._tensor.device import cuda_devices
+from .._tensor.device import cuda_devices, device as _device
 from . import amp  # noqa: F401
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
@@ -35,7 +35,6 @@ def current_device() -> int:
 def get_device_name(device=None) -> str:
     """Mirrors ``torch.cuda.get_device_name``: JAX's device kind (e.g. 'NVIDIA H100 80GB HBM3')."""
     _need_gpu()
-    from .._tensor.device import device as _device
     i = 0 if device is None else (device if isinstance(device, int) else (_device(device).index or 0))
     return cuda_devices()[i].device_kind
 
@@ -64,7 +63,6 @@ def set_device(device) -> None:
     """Mirrors ``torch.cuda.set_device``: accepted for device 0 (tracegrad places arrays with
     ``.to(device)`` / ``set_default_device``); ValueError for an ordinal JAX does not have."""
     _need_gpu()
-    from .._tensor.device import device as _device
     i = device if isinstance(device, int) else (_device(device).index or 0)
     if not 0 <= i < len(cuda_devices()):
         raise ValueError(f"set_device: invalid device ordinal {i}; {len(cuda_devices())} GPU(s) found")

@@ -2,6 +2,7 @@
 ``GradScaler``, both from ``tracegrad.amp``."""
 from __future__ import annotations
 
+from .._ops.dtypes import float16
 from ..amp import GradScaler as _GradScaler
 from ..amp import autocast as _autocast
 
@@ -12,7 +13,6 @@ class autocast(_autocast):
     """Mirrors ``torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)``."""
 
     def __init__(self, enabled=True, dtype=None, cache_enabled=True):
-        from .._ops.dtypes import float16
         super().__init__("cuda", dtype=float16 if dtype is None else dtype, enabled=enabled,
                          cache_enabled=cache_enabled)
 

@@ -19,11 +19,15 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib
 import os
 import warnings
 
+import tracegrad
+
 from .. import no_grad
 from .._tensor.tensor import Tensor
+from . import _jax
 
 __all__ = ["Backend", "GroupMember", "ReduceOp", "Work", "ProcessGroup", "all_gather",
            "all_gather_object", "broadcast_object_list", "gather", "get_global_rank",
@@ -40,7 +44,6 @@ __all__ = ["Backend", "GroupMember", "ReduceOp", "Work", "ProcessGroup", "all_ga
 def __getattr__(name):
     # torch.distributed.device_mesh / .fsdp: imported on first use (fsdp needs nn, which is
     # imported after this package)
-    import importlib
     if name in ("device_mesh", "fsdp"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("init_device_mesh", "DeviceMesh"):
@@ -202,7 +205,6 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                 f"torch.distributed.init_process_group: init_method={method!r} cannot start "
                 "jax.distributed, whose coordinator is a host:port; use env:// (MASTER_ADDR, "
                 "MASTER_PORT) or tcp://host:port.")
-        from . import _jax
         local = device_id.index if hasattr(device_id, "index") else device_id
         if local is None and str(backend).lower() == "nccl":
             local = int(os.environ.get("LOCAL_RANK", 0))
@@ -227,8 +229,7 @@ def destroy_process_group(group=None):
         raise AssertionError("Process group cannot be None")
     if group is None or group is _state["group"]:
         if _multi():
-            from . import _jax
-            _jax.shutdown()
+                _jax.shutdown()
         _state.update(group=None, rank=None, world_size=None)
         GroupMember.WORLD = None
 
@@ -279,7 +280,6 @@ def _done(async_op):
 
 
 def _collective(kind, tensors, arg=None):
-    from . import _jax
     return _jax.process_collective(kind, [t._value for t in tensors], arg)
 
 
@@ -296,7 +296,6 @@ def barrier(group=None, async_op=False, device_ids=None, timeout=None):
     process has nothing to wait for)."""
     _group()
     if _multi():
-        from . import _jax
         _jax.barrier()
     return _done(async_op)
 
@@ -391,7 +390,6 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     if not _multi():
         _copy_into(output, input_list[0], "reduce_scatter")
         return _done(async_op)
-    import tracegrad
     red = _collective("reduce", [tracegrad.stack(list(input_list))], int(op))[0]
     _set(output, red[get_rank()], "reduce_scatter")
     return _done(async_op)
@@ -486,7 +484,6 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, gro
     if not _multi():
         _copy_into(tensor, scatter_list[0], "scatter")
         return _done(async_op)
-    import tracegrad
     mine = tracegrad.stack(list(scatter_list)) if me == root else \
         tracegrad.zeros((world,) + tuple(tensor.shape), dtype=tensor.dtype)
     _set(tensor, _collective("pick", [mine], root)[0][me], "scatter")
@@ -500,7 +497,6 @@ def broadcast_object_list(object_list, src=None, group=None, device=None, group_
     root = src if src is not None else (group_src or 0)
     _check_root(root, "broadcast_object_list")
     if _multi():
-        from . import _jax
         object_list[:] = _jax.broadcast_objects(list(object_list), root)
 
 
@@ -515,5 +511,4 @@ def all_gather_object(object_list, obj, group=None):
     if not _multi():
         object_list[0] = obj
         return
-    from . import _jax
     object_list[:] = _jax.gather_objects(obj)

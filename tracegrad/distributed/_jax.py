@@ -21,11 +21,13 @@ import pickle
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax._src import xla_bridge  # private: whether JAX has started its backends
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .. import _state
 from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
+from ..func import jax_function
 
 _Tracer = jax.core.Tracer
 
@@ -119,7 +121,6 @@ def _constrain(a, *, sharding):
 
 @functools.lru_cache(maxsize=None)
 def _constrain_op():
-    from ..func import jax_function
     return jax_function(_constrain, name="ShardBatch")
 
 
@@ -134,7 +135,6 @@ def shard_tensor(t: Tensor, sharding):
 def initialize(coordinator, world_size, rank, local_device=None, timeout_s=None):
     """``jax.distributed.initialize`` for torch's rendezvous values. RuntimeError when JAX has
     already started its backends (it must be told about the other processes first)."""
-    from jax._src import xla_bridge
     if jax.distributed.is_initialized():      # the user's own jax.distributed.initialize
         if jax.process_count() != world_size or jax.process_index() != rank:
             raise RuntimeError(
@@ -232,7 +232,7 @@ def process_collective(kind, arrays, arg=None):
 
 
 def barrier(name="tracegrad_barrier"):
-    from jax.experimental import multihost_utils
+    from jax.experimental import multihost_utils   # local: only multi-process runs load it
     multihost_utils.sync_global_devices(name)
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _jax
+import tracegrad
+
+from . import GroupMember, _group, _jax
 
 __all__ = ["DeviceMesh", "init_device_mesh"]
 
@@ -39,7 +41,6 @@ class DeviceMesh:
 
     @property
     def mesh(self):
-        import tracegrad
         return tracegrad.arange(self.jax_mesh.devices.size).reshape(*self.jax_mesh.devices.shape)
 
     @property
@@ -88,7 +89,6 @@ class DeviceMesh:
 
     def get_group(self, mesh_dim=None):
         """The process group of a mesh dimension: the default group (one per job here)."""
-        from . import GroupMember, _group
         if mesh_dim is None and self.ndim > 1:
             raise RuntimeError("Found the DeviceMesh have 2 dimensions; get_group() needs "
                                "mesh_dim when the mesh has more than one dimension")

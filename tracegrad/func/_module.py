@@ -6,6 +6,8 @@ import contextlib
 
 import jax
 
+import tracegrad
+
 from .._tensor.tensor import Tensor
 from . import _wrap
 
@@ -164,7 +166,6 @@ def stack_module_state(models):
     new leaves requiring grad when the originals do), for model ensembling with ``vmap``.
     Raises RuntimeError for no models, mixed train/eval modes, different classes, or a
     parameter that requires grad in some models only."""
-    import tracegrad
     models = list(models)
     if not models:
         raise RuntimeError("stack_module_state: Expected at least one model, got 0.")

@@ -15,12 +15,13 @@ look at hyperparameters and ``None``-ness, never at tensor values (no ``.item()`
 from __future__ import annotations
 
 import functools
+import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from .. import Tensor, compiler, enable_grad, is_grad_enabled, set_grad_enabled
+from .. import Tensor, compiler, enable_grad, float32, is_grad_enabled, set_grad_enabled, tensor
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -178,7 +179,6 @@ class Optimizer:
             for group in self.param_groups:
                 group.setdefault(name, default)
         if self._tensor_state_keys:
-            from .. import float32, tensor
             for p_state in self.state.values():
                 for key in self._tensor_state_keys:
                     v = p_state.get(key) if isinstance(p_state, dict) else None
@@ -274,7 +274,6 @@ class Optimizer:
                 break
         if key == "step":
             if capturable or fused:
-                from .. import float32
                 return value.to(dtype=float32, device=param.device)
             return value
         if param.is_floating_point():
@@ -466,7 +465,6 @@ class Optimizer:
 
         params = param_group["params"]
         if len(params) != len({id(p) for p in params}):
-            import warnings
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
                           "future, this will cause an error; see "
                           "github.com/pytorch/pytorch/issues/40967 for more information",

@@ -1,4 +1,6 @@
 """``tracegrad.utils``: mirrors ``torch.utils`` (``data``, ``hooks``, ``checkpoint``)."""
+import importlib
+
 from . import data, hooks  # noqa: F401
 
 
@@ -6,6 +8,5 @@ def __getattr__(name):
     # checkpoint imports autograd and _lowering, and dlpack sits on tracegrad.func: load them
     # on first use so importing tracegrad.utils stays light and free of import cycles
     if name in ("checkpoint", "dlpack"):
-        import importlib
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

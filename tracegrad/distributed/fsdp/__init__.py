@@ -23,6 +23,7 @@ import enum
 from ... import distributed as _dist
 from ...compiler import allow_in_graph
 from ...nn.modules.module import Module
+from ...nn.utils import clip_grad_norm_
 from .. import _parallel
 
 __all__ = ["FullyShardedDataParallel", "ShardingStrategy", "BackwardPrefetch", "CPUOffload",
@@ -148,7 +149,6 @@ class FullyShardedDataParallel(Module):
     def clip_grad_norm_(self, max_norm, norm_type=2.0):
         """Mirrors ``FullyShardedDataParallel.clip_grad_norm_``: clips the gradients of all
         parameters by their total norm (computed over the whole, sharded gradients)."""
-        from ...nn.utils import clip_grad_norm_
         return clip_grad_norm_(self.parameters(), max_norm, norm_type)
 
     @contextlib.contextmanager

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 
 from ... import distributed as _dist
+from ...distributed import _parallel
 from ..modules.module import Module
 
 
@@ -78,7 +79,6 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.require_backward_grad_sync = True
         self._placement = self._averaging = None
-        from ...distributed import _parallel
         if _dist._jax_process_count() > 1:
             self._averaging = _parallel.ProcessAveraging(self, module, init_sync)
         elif device_mesh is not None and device_mesh.size() > 1:
