@@ -121,7 +121,11 @@ def _constrain(a, *, sharding):
 
 @functools.lru_cache(maxsize=None)
 def _constrain_op():
+    # one jax_function: its own per-(shapes, sharding) program dict goes with it when cleared
     return jax_function(_constrain, name="ShardBatch")
+
+
+_state.register_cache("distributed._jax._constrain_op", _constrain_op)
 
 
 def shard_tensor(t: Tensor, sharding):
@@ -183,6 +187,9 @@ def process_mesh():
     for d in jax.devices():
         first.setdefault(d.process_index, d)
     return Mesh(np.array([first[i] for i in sorted(first)], dtype=object), ("rank",))
+
+
+_state.register_cache("distributed._jax.process_mesh", process_mesh)
 
 
 _REDUCE = {0: lambda a: a.sum(0), 1: lambda a: a.mean(0) if jnp.issubdtype(a.dtype, jnp.inexact)
