@@ -88,8 +88,9 @@ def test_same_kind_of_object_as_torch():
 
 @pytest.mark.parametrize("module", PRIVATE_SOURCES)
 def test_torch_names_of_private_namespaces_are_exported(module):
-    """The root re-exports by name: a function added to ``_functions``/``_nn_functions`` under
-    one of torch's top-level names must also be added to tracegrad/__init__.py (a module with
+    """The root re-exports by name: a function registered in ``_api/functions.py`` (the
+    registry's ``tracegrad.<name>`` functions) or defined in ``_api/nn_functions.py`` under one
+    of torch's top-level names must also be added to tracegrad/__init__.py (a module with
     ``__all__`` declares its exports there)."""
     mod = __import__(module, fromlist=["_"])
     missing = [n for n in getattr(mod, "__all__", dir(mod)) if not n.startswith("_") and hasattr(torch, n)

@@ -76,7 +76,9 @@ from ._tensor.factories import (
     randint as randint, randint_like as randint_like, randn as randn, randn_like as randn_like,
     randperm as randperm, tensor as tensor, zeros as zeros, zeros_like as zeros_like
 )
-# torch's free functions that alias Tensor methods (tracegrad.exp(x) is x.exp()).
+# torch's free functions: every function the op families register (_api/_registry.py; with a
+# Tensor method of the same name it is that method: tracegrad.exp is Tensor.exp).
+# tests/test_registration.py checks that this list is exactly _api.functions.__all__.
 from ._api.functions import (
     abs as abs, absolute as absolute, acos as acos, add as add, addcdiv as addcdiv, addcmul as addcmul,
     addmm as addmm, all as all, allclose as allclose, amax as amax, amin as amin, any as any,

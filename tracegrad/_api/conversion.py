@@ -1,20 +1,23 @@
-"""Tensor methods, conversion family: to/type_as/casts, cpu/cuda, clone/contiguous."""
+"""Tensor methods, conversion family: to/type_as/casts, cpu/cuda, clone/contiguous, strides."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..autograd._dispatch import apply_op
+from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.tensor import Tensor
+from .._tensor.device import device as _device
+from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, element_positions
+from ._registry import method, prop
 
 
 # ---- dtype and device -------------------------------------------------------------------
+@method()
 def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
     """Mirrors ``torch.Tensor.to``: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
     ``to(other)``. Returns ``self`` when nothing changes (unless ``copy=True``).
     Autograd: ``ToCopyBackward0``."""
-    from .._tensor.device import device as _device
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -29,7 +32,6 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
             if d.is_floating_point or d.is_complex or not self._rg:
                 out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
             else:   # an integer/bool result is not differentiable: no history (as torch)
-                from ..autograd.grad_mode import no_grad
                 with no_grad():
                     out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
     if device is not None:
@@ -40,7 +42,7 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
 
 
 def _move(t, dev):
-    import jax
+    import jax  # local: STYLE 6 keeps jax out of the API layer's imports; this device_put is the one use
     jdev = dev.jax_device()
     arr = jax.device_put(t._value, jdev)
     res = Tensor._make(arr)
@@ -52,10 +54,10 @@ def _move(t, dev):
 
 
 def _grad_on():
-    from ..autograd.grad_mode import STATE
-    return STATE[0]
+    return _GRAD_MODE[0]
 
 
+@method()
 def type_as(self, other):
     return to(self, other.dtype)
 
@@ -67,40 +69,49 @@ def _cast(d):
     return f
 
 
+for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16), ("bfloat16", _dt.bfloat16),
+                  ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16), ("char", _dt.int8),
+                  ("byte", _dt.uint8), ("bool", _dt.bool_)):
+    method(_name)(_cast(_d))
+
+
+@method()
 def cpu(self, memory_format=None):
     """Mirrors ``torch.Tensor.cpu``."""
     return to(self, "cpu")
 
 
+@method()
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     """Mirrors ``torch.Tensor.cuda``: RuntimeError where JAX sees no GPU."""
-    from .._tensor.device import device as _device
     return to(self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device)
 
 
+@method(function=True)
 def clone(self, *, memory_format=None):
     """Mirrors ``torch.clone``: a copy with its own storage. Autograd: ``CloneBackward0``."""
     return apply_op(OPS["clone"], (self,))
 
 
+@method()
 def contiguous(self, memory_format=None):
     """Mirrors ``torch.Tensor.contiguous``: self when already contiguous, else a clone."""
     return self if is_contiguous(self) else clone(self)
 
 
+@method()
 def is_contiguous(self, memory_format=None) -> bool:
     """Mirrors ``torch.Tensor.is_contiguous``: elements sit at consecutive storage positions in
     row-major order (worked out from the view chain, since JAX arrays have no strides)."""
-    from .._tensor.tensor import chain_is_contiguous
     return chain_is_contiguous(self)
 
 
+@method()
 def stride(self, dim=None):
     """Mirrors ``torch.Tensor.stride(dim=None)``: elements to step in storage per index of each
     dim (a tuple, or one int for ``dim``). JAX arrays have no strides: they are read off the
     storage positions the view chain gives each element. A size-1 dim gets the stride torch
     gives it in a fresh contiguous layout (size times stride of the dim after it)."""
-    from .._tensor.tensor import _wrap_dim, element_positions
     shape = tuple(self.shape)
     pos = element_positions(self) if self._chain else None
     out = [0] * len(shape)
@@ -113,3 +124,6 @@ def stride(self, dim=None):
         nxt = s * shape[k] if s and shape[k] else nxt
     out = tuple(out)
     return out if dim is None else out[_wrap_dim(dim, len(shape))]
+
+
+prop("real")(lambda self: self)   # real dtypes only: the tensor itself, as torch

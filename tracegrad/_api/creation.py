@@ -6,7 +6,10 @@ from __future__ import annotations
 import warnings
 
 from .._ops import dtypes as _dt
+from .._tensor.device import cuda_devices
+from .._tensor.factories import empty, full, ones, tensor, zeros
 from .._tensor.tensor import Tensor
+from ._registry import method, prop
 
 # torch's legacy tensor type names, e.g. 'torch.FloatTensor' / 'torch.cuda.FloatTensor'
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
@@ -23,40 +26,40 @@ def _sizes(size):
     return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
 
 
+@method()
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` with ``self``'s dtype and device
     unless given."""
-    from .._tensor.factories import zeros
     d, dev = _like(self, dtype, device)
     return zeros(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
 
 
+@method()
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_ones``."""
-    from .._tensor.factories import ones
     d, dev = _like(self, dtype, device)
     return ones(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
 
 
+@method()
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
-    from .._tensor.factories import empty
     d, dev = _like(self, dtype, device)
     return empty(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
 
 
+@method()
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     """Mirrors ``torch.Tensor.new_full``: ``fill_value`` cast to ``self``'s dtype (not inferred)."""
-    from .._tensor.factories import full
     d, dev = _like(self, dtype, device)
     return full(size, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 
 
+@method()
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
     device (unless given); a Tensor ``data`` is detached first, with torch's warning."""
-    from .._tensor.factories import tensor
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
                       "or sourceTensor.detach().clone().requires_grad_(True), rather than "
@@ -66,6 +69,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     return tensor(data, dtype=d, device=dev, requires_grad=requires_grad)
 
 
+@method()
 def type(self, dtype=None, non_blocking=False, **kwargs):
     """Mirrors ``torch.Tensor.type``: with no argument, the legacy name (``'torch.FloatTensor'``,
     ``'torch.cuda.LongTensor'``); with a dtype or such a name, a converted tensor (``self`` when
@@ -84,22 +88,21 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
     return self.to(dtype)
 
 
+@method()
 def pin_memory(self, device=None):
     """Mirrors ``torch.Tensor.pin_memory``. Page-locked host memory is a CUDA staging buffer;
     JAX manages its own transfers, so this returns ``self`` where a GPU exists. RuntimeError
     without one, as torch."""
-    from .._tensor.device import cuda_devices
     if not cuda_devices():
         raise RuntimeError("Cannot access accelerator device when none is available.")
     return self
 
 
+@method()
 def is_pinned(self, device=None):
     """Mirrors ``torch.Tensor.is_pinned``: always False (JAX has no pinned host tensors)."""
     return False
 
 
-METHODS = dict(new_zeros=new_zeros, new_ones=new_ones, new_empty=new_empty, new_full=new_full,
-               new_tensor=new_tensor, type=type, pin_memory=pin_memory, is_pinned=is_pinned)
-PROPERTIES = dict(itemsize=lambda self: self.dtype.itemsize,
-                  nbytes=lambda self: self.numel() * self.dtype.itemsize)
+prop("itemsize")(lambda self: self.dtype.itemsize)
+prop("nbytes")(lambda self: self.numel() * self.dtype.itemsize)

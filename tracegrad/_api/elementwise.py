@@ -1,4 +1,6 @@
-"""Tensor methods, elementwise family: arithmetic, comparisons, unary math, clamp/where/lerp/addc*."""
+"""Tensor methods, elementwise family: arithmetic, comparisons, unary math, clamp/where/lerp/addc*,
+and Tensor's arithmetic, comparison and bitwise operators (each registered where it is defined,
+``_registry``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,18 +9,23 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
-from .._tensor.tensor import Tensor
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor, _JaxTracer
+from ._registry import function, method
 from .indexing import nonzero
-from .promotion import _SCALAR_NAME, _binary, _check_broadcast, _check_operand, _float_dtype, result_dtype
+from .inplace import _inplace_unary
+from .promotion import _SCALAR_NAME, _Number, _binary, _check_broadcast, _check_operand, _float_dtype, result_dtype
 
 
 # ---- arithmetic -------------------------------------------------------------------------
+@method("add", function=True)
 def add(self, other, *, alpha=None):
     """Mirrors ``torch.add(input, other, alpha=1)``: ``input + alpha * other`` with torch's
     type promotion. Autograd: ``AddBackward0``."""
     return _binary("add", self, other, None if alpha == 1 else alpha)
 
 
+@method("sub", "subtract", function=True)
 def sub(self, other, *, alpha=None):
     """Mirrors ``torch.sub(input, other, alpha=1)``. RuntimeError on bool tensors (use logical_xor)."""
     if isinstance(self, Tensor) and self.dtype is _dt.bool_ and (not isinstance(other, Tensor) or other.dtype is _dt.bool_):
@@ -27,12 +34,14 @@ def sub(self, other, *, alpha=None):
     return _binary("sub", self, other, None if alpha == 1 else alpha)
 
 
+@function("rsub")
 def rsub(self, other, alpha=None):
     """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
     ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number)."""
     return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, None if alpha == 1 else alpha)
 
 
+@method("mul", "multiply", function=True)
 def mul(self, other):
     """Mirrors ``torch.mul``. Autograd: ``MulBackward0`` (saves other/self as torch does)."""
     if other is None:
@@ -40,6 +49,7 @@ def mul(self, other):
     return _binary("mul", self, other)
 
 
+@method("div", "divide", "true_divide", function=True)
 def div(self, other, *, rounding_mode=None):
     """Mirrors ``torch.div(input, other, rounding_mode=None)``: true division gives the default
     float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype."""
@@ -59,7 +69,6 @@ def div(self, other, *, rounding_mode=None):
 
 def _concrete(v):
     """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
-    from .._tensor.tensor import _JaxTracer
     if isinstance(v, Tensor):
         v = v._value
         return None if isinstance(v, _JaxTracer) else np.asarray(v)
@@ -80,10 +89,12 @@ def _rdiv(self, other):
     return mul(_unaries["reciprocal"](self), other)
 
 
+@method("floor_divide", function=True)
 def floor_divide(self, other):
     return div(self, other, rounding_mode="floor")
 
 
+@method("remainder", function=True)
 def remainder(self, other):
     """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
     ``RemainderBackward0`` (number other) / ``RemainderBackward1`` (tensor)."""
@@ -92,6 +103,7 @@ def remainder(self, other):
     return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
 
 
+@method("fmod", function=True)
 def fmod(self, other):
     """Mirrors ``torch.fmod`` (C's fmod: the sign of the dividend). Autograd: ``FmodBackward0``
     (number other) / ``FmodBackward1`` (tensor)."""
@@ -100,6 +112,7 @@ def fmod(self, other):
     return _binary("fmod_tensor" if isinstance(other, Tensor) else "fmod", self, other)
 
 
+@method("pow", function=True)
 def pow(self, exponent):
     """Mirrors ``torch.pow``: ``PowBackward0`` (scalar exponent), ``PowBackward1`` (tensor)."""
     _check_operand(exponent, "pow")
@@ -134,25 +147,30 @@ def _rpow(self, base):
     return apply_op(OPS["pow_scalar_base"], (base, self), (("dtype", dt),))
 
 
+@method("atan2", function=True)
 def atan2(self, other):
     dt = _float_dtype(result_dtype(self, other)).np
     return apply_op(OPS["atan2"], (self, other), (("dtype", dt),))
 
 
+@method("maximum", function=True)
 def maximum(self, other):
     """Mirrors ``torch.maximum`` (elementwise, both tensors)."""
     return _binary("maximum", self, other)
 
 
+@method("minimum", function=True)
 def minimum(self, other):
     """Mirrors ``torch.minimum`` (elementwise, both tensors)."""
     return _binary("minimum", self, other)
 
 
+@method("fmax", function=True)
 def fmax(self, other):
     return _binary("fmax", self, other)
 
 
+@method("fmin", function=True)
 def fmin(self, other):
     return _binary("fmin", self, other)
 
@@ -168,9 +186,15 @@ def _cmp(name):
     return f
 
 
-eq, ne, lt, le, gt, ge = (_cmp(n) for n in ("eq", "ne", "lt", "le", "gt", "ge"))
-greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
-logical_and, logical_or, logical_xor = (_cmp(n) for n in ("logical_and", "logical_or", "logical_xor"))
+eq = method("eq", function=True)(_cmp("eq"))
+ne = method("ne", "not_equal", function=True)(_cmp("ne"))
+lt = method("lt", "less", function=True)(_cmp("lt"))
+le = method("le", "less_equal", function=True)(_cmp("le"))
+gt = method("gt", "greater", function=True)(_cmp("gt"))
+ge = method("ge", "greater_equal", function=True)(_cmp("ge"))
+logical_and, logical_or, logical_xor = (method(n, function=True)(_cmp(n)) for n in ("logical_and", "logical_or", "logical_xor"))
+
+
 def _bitwise(name):
     f = _cmp(name)
 
@@ -184,7 +208,7 @@ def _bitwise(name):
     return g
 
 
-bitwise_and, bitwise_or, bitwise_xor = (_bitwise(n) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
+bitwise_and, bitwise_or, bitwise_xor = (method(n, function=True)(_bitwise(n)) for n in ("bitwise_and", "bitwise_or", "bitwise_xor"))
 
 
 def _unary(name):
@@ -208,11 +232,18 @@ _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "l
                 "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
                 "erf", "erfinv", "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square",
                 "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "sgn"]
+_UNARY_ALIASES = {"neg": ("negative",), "abs": ("absolute",), "asin": ("arcsin",), "acos": ("arccos",),
+                  "atan": ("arctan",), "trunc": ("fix",)}
+_NO_INPLACE = ("isnan", "isinf", "isfinite", "signbit", "sgn")   # predicates (and sgn: sgn_ not provided yet)
 _unaries = {n: _unary(n) for n in _UNARY_NAMES}
-negative, absolute, arcsin, arccos, arctan = _unaries["neg"], _unaries["abs"], _unaries["asin"], _unaries["acos"], _unaries["atan"]
-fix = _unaries["trunc"]
+for _name in _UNARY_NAMES:
+    if _name != "round":   # round takes decimals: its own definition below
+        method(_name, *_UNARY_ALIASES.get(_name, ()), function=True)(_unaries[_name])
+    if _name not in _NO_INPLACE:
+        method(_name + "_")(_inplace_unary(_name))
 
 
+@method("round", function=True)
 def round(self, decimals=0):
     """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
     ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
@@ -221,6 +252,7 @@ def round(self, decimals=0):
     return apply_op(OPS["round"], (self,))
 
 
+@method("clamp", "clip", function=True)
 def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
     RuntimeError when both are None."""
@@ -232,21 +264,21 @@ def clamp(self, min=None, max=None):
     return apply_op(op, (self, min, max), (("dtype", dt.np),))
 
 
-clip = clamp
-
-
+@method("clamp_min", function=True)
 def clamp_min(self, min):
     """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
     t = isinstance(min, Tensor)
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
 
 
+@method("clamp_max", function=True)
 def clamp_max(self, max):
     """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
     t = isinstance(max, Tensor)
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 
 
+@function("where")
 def where(condition, input=None, other=None):
     """Mirrors ``torch.where(condition, input, other)``; ``where(condition)`` is ``nonzero(as_tuple=True)``."""
     if input is None and other is None:
@@ -259,6 +291,7 @@ def where(condition, input=None, other=None):
     return apply_op(OPS["where"], (condition, input, other), (("dtype", dt.np),))
 
 
+@method("lerp", function=True)
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``."""
     dt = result_dtype(self, end)
@@ -266,31 +299,75 @@ def lerp(self, end, weight):
     return apply_op(op, (self, end, weight), (("dtype", dt.np),))
 
 
+@method("addcmul", function=True)
 def addcmul(self, tensor1, tensor2, *, value=1):
     """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2``."""
     dt = result_dtype(self, tensor1, tensor2)
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
+@method("addcdiv", function=True)
 def addcdiv(self, tensor1, tensor2, *, value=1):
     """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2``."""
     dt = _float_dtype(result_dtype(self, tensor1, tensor2))
     return apply_op(OPS["addcdiv"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
+@method("isclose", function=True)
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise."""
     dt = result_dtype(self, other)
     return apply_op(OPS["isclose"], (self, other), (("rtol", rtol), ("atol", atol), ("equal_nan", equal_nan), ("dtype", dt.np)))
 
 
+@method("allclose", function=True)
 def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Mirrors ``torch.allclose``: a Python bool."""
     return bool(isclose(self, other, rtol, atol, equal_nan).all())
 
 
+@method("equal", function=True)
 def equal(self, other) -> bool:
     """Mirrors ``torch.equal``: same shape and same values (a Python bool)."""
     if tuple(self.shape) != tuple(other.shape):
         return False
     return bool(eq(self, other).all())
+
+
+@method("where")
+def _where_method(self, condition, other):
+    """Mirrors ``torch.Tensor.where(condition, other)``: ``tracegrad.where(condition, self, other)``."""
+    return where(condition, self, other)
+
+
+# ---- operators --------------------------------------------------------------------------
+def _full_like_scalar(s, o):
+    return _tensor(o, dtype=result_dtype(s, o))
+
+
+method("__add__", "__radd__")(lambda s, o: add(s, o))
+method("__sub__")(lambda s, o: sub(s, o))
+method("__rsub__")(lambda s, o: rsub(s, o))
+method("__mul__", "__rmul__")(lambda s, o: mul(s, o))
+method("__truediv__")(lambda s, o: div(s, o))
+method("__rtruediv__")(_rdiv)
+method("__floordiv__")(lambda s, o: div(s, o, rounding_mode="floor"))
+method("__rfloordiv__")(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor"))
+method("__mod__")(lambda s, o: remainder(s, o))
+method("__rmod__")(lambda s, o: remainder(_full_like_scalar(s, o), s))
+method("__pow__")(lambda s, o: pow(s, o))
+method("__rpow__")(_rpow)
+method("__neg__")(_unaries["neg"])
+method("__pos__")(lambda s: s)
+method("__abs__")(_unaries["abs"])
+method("__invert__")(lambda s: _unaries["logical_not"](s) if s.dtype is _dt.bool_ else _unaries["bitwise_not"](s))
+method("__and__", "__rand__")(lambda s, o: bitwise_and(s, o) if s.dtype is not _dt.bool_ else logical_and(s, o))
+method("__or__", "__ror__")(lambda s, o: bitwise_or(s, o) if s.dtype is not _dt.bool_ else logical_or(s, o))
+method("__xor__", "__rxor__")(lambda s, o: bitwise_xor(s, o) if s.dtype is not _dt.bool_ else logical_xor(s, o))
+# ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
+method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
+method("__ne__")(lambda s, o: ne(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
+method("__lt__")(lambda s, o: lt(s, o))
+method("__le__")(lambda s, o: le(s, o))
+method("__gt__")(lambda s, o: gt(s, o))
+method("__ge__")(lambda s, o: ge(s, o))

@@ -8,7 +8,9 @@ import numpy as np
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.factories import tensor
+from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
+from ._registry import method
 from .inplace import _check_expand, check_index_range, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
@@ -91,7 +93,6 @@ def _idx(v):
 
 
 def _as_index_tensor(k):
-    from .._tensor.factories import tensor
     t_ = tensor(k)
     if t_.numel() == 0:
         t_ = t_.long()
@@ -109,6 +110,7 @@ def _basic_op(markers):
     return OPS["index_slice"] if builtins.any(m[0] == "s" for m in markers) else OPS["index_alias"]
 
 
+@method("__getitem__")
 def getitem(self, key):
     """Mirrors ``Tensor.__getitem__``: ints, slices, None, ..., integer tensors/lists and bool
     masks. Basic keys give views; advanced keys give copies (``IndexBackward0``).
@@ -134,6 +136,7 @@ def _split_basic(markers):
     return basic, rest
 
 
+@method("__setitem__")
 def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
     advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
@@ -160,6 +163,7 @@ def setitem(self, key, value):
     index_put_(v, arrays, value, markers=rest)
 
 
+@method()
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_``."""
     if markers is None:
@@ -167,6 +171,7 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
 
 
+@method(function=True)
 def index_put(self, indices, values, accumulate=False):
     markers = tuple(("t",) for _ in indices)
     return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
@@ -177,6 +182,7 @@ def _index_arg(index, name):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
+@method(function=True)
 def gather(self, dim, index, *, sparse_grad=False):
     """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index."""
     _index_arg(index, "gather")
@@ -187,12 +193,14 @@ def gather(self, dim, index, *, sparse_grad=False):
     return apply_op(OPS["gather"], (self, index), (("dim", d),))
 
 
+@method(function=True)
 def take_along_dim(self, indices, dim=None):
     if dim is None:
         return gather(flatten(self), 0, flatten(indices))
     return gather(self, dim, indices)
 
 
+@method(function=True)
 def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     """Mirrors ``torch.scatter(input, dim, index, src|value)``."""
     _index_arg(index, "scatter")
@@ -207,6 +215,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))
 
 
+@method(function=True)
 def scatter_add(self, dim, index, src):
     """Mirrors ``torch.scatter_add``."""
     _index_arg(index, "scatter_add")
@@ -215,6 +224,7 @@ def scatter_add(self, dim, index, src):
     return apply_op(OPS["scatter_add"], (self, index, src), (("dim", d),))
 
 
+@method(function=True)
 def index_select(self, dim, index):
     """Mirrors ``torch.index_select``: index must be a 1-D integer tensor."""
     _index_arg(index, "index_select")
@@ -225,6 +235,7 @@ def index_select(self, dim, index):
     return apply_op(OPS["index_select"], (self, index), (("dim", d),))
 
 
+@method(function=True)
 def index_add(self, dim, index, source, *, alpha=1):
     """Mirrors ``torch.index_add``. IndexError for an index outside the dim (eager)."""
     d = _wrap_dim(dim, self.ndim)
@@ -232,6 +243,7 @@ def index_add(self, dim, index, source, *, alpha=1):
     return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 
+@method(function=True)
 def masked_fill(self, mask, value):
     """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
@@ -244,6 +256,7 @@ def masked_fill(self, mask, value):
     return apply_op(OPS["masked_fill"], (self, mask, value))
 
 
+@method(function=True)
 def masked_select(self, mask):
     """Mirrors ``torch.masked_select``: the 1-D tensor of elements where the bool ``mask``
     (broadcast with input) is True. Autograd: ``MaskedSelectBackward0``."""
@@ -256,18 +269,18 @@ def masked_select(self, mask):
     return apply_op(OPS["masked_select"], (x, *idx), (("key", tuple(("t",) for _ in idx)),))
 
 
+@method(function=True)
 def nonzero(self, *, as_tuple=False):
     """Mirrors ``torch.nonzero``: int64 ``(n, ndim)`` indices, or a tuple of 1-D index tensors
     with ``as_tuple=True``. Needs concrete values (the output shape depends on the data)."""
-    from .._tensor.tensor import _concrete
     _concrete(self, "nonzero()")
     arr = np.asarray(self._value)
     nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
-    from .._tensor.factories import tensor
     if as_tuple:
         return tuple(tensor(a.astype(np.int64)) for a in nz)
     return tensor(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
 
 
+@method(function=True)
 def argwhere(self):
     return nonzero(self)

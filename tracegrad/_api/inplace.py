@@ -5,8 +5,13 @@ import numpy as np
 
 from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
+from .._ops import random as _rnd
 from .._ops.registry import OPS
+from .._tensor import generator as _generator
+from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._x64 import with_x64
+from ._registry import method
 from .conversion import _grad_on
 from .promotion import _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
@@ -53,9 +58,10 @@ def _inplace_binary(opname):
     return f
 
 
-add_, sub_, mul_ = _inplace_binary("add"), _inplace_binary("sub"), _inplace_binary("mul")
+add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", "mul"))
 
 
+@method()
 def div_(self, other, *, rounding_mode=None):
     dt = result_dtype(self, other)
     if rounding_mode is None:
@@ -64,11 +70,13 @@ def div_(self, other, *, rounding_mode=None):
     return apply_inplace(OPS["div"], self, (other,), st)
 
 
+@method()
 def pow_(self, exponent):
     op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
     return apply_inplace(op, self, (exponent,), (("dtype", result_dtype(self, exponent).np),))
 
 
+@method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
@@ -76,11 +84,11 @@ def clamp_(self, min=None, max=None):
     return apply_inplace(op, self, (min, max), (("dtype", self._value.dtype),))
 
 
+@method()
 def copy_(self, src, non_blocking=False):
     """Mirrors ``torch.Tensor.copy_``: writes ``src`` (broadcast, cast) into self.
     Autograd: ``CopyBackwards`` (``CopySlices`` on the base when self is a view)."""
     if not isinstance(src, Tensor):
-        from .._tensor.factories import tensor
         src = tensor(src, dtype=self.dtype)
     if tuple(src.shape) != tuple(self.shape):
         _check_broadcast(self, src)
@@ -102,6 +110,7 @@ def _check_expand(shape, target):
                                f"Tensor sizes: {list(shape)}")
 
 
+@method()
 def fill_(self, value):
     """Mirrors ``torch.Tensor.fill_(value)``: a number (``FillBackward2``) or a 0-d tensor
     (``FillBackward3``, the gradient flows to it). RuntimeError for a tensor with dims or a
@@ -117,11 +126,13 @@ def fill_(self, value):
     return apply_inplace(OPS["fill"], self, (value,))
 
 
+@method()
 def zero_(self):
     """Mirrors ``torch.Tensor.zero_``."""
     return apply_inplace(OPS["zero"], self, ())
 
 
+@method()
 def masked_fill_(self, mask, value):
     """Mirrors ``torch.Tensor.masked_fill_``."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
@@ -141,6 +152,7 @@ def _inplace_unary(name):
     return f
 
 
+@method()
 def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     """Mirrors ``torch.Tensor.scatter_(dim, index, src|value)``. TypeError without src/value."""
     if src is None:
@@ -153,26 +165,31 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
 
 
+@method()
 def scatter_add_(self, dim, index, src):
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")
     return apply_inplace(OPS["scatter_add"], self, (index, src), (("dim", _wrap_dim(dim, self.ndim)),))
 
 
+@method()
 def index_add_(self, dim, index, source, *, alpha=1):
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add_", IndexError)
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
 
 
+@method()
 def addcmul_(self, tensor1, tensor2, *, value=1):
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
+@method()
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
+@method()
 def lerp_(self, end, weight):
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
@@ -182,19 +199,23 @@ def maximum_(self, other):
     return apply_inplace(OPS["maximum"], self, (other,), (("dtype", self._value.dtype),))
 
 
+@method()
 def t_(self):
     """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change)."""
     return _restride_(self, t(self.detach()))
 
 
+@method()
 def transpose_(self, dim0, dim1):
     return _restride_(self, transpose(self.detach(), dim0, dim1))
 
 
+@method()
 def squeeze_(self, dim=None):
     return _restride_(self, squeeze(self.detach(), dim))
 
 
+@method()
 def unsqueeze_(self, dim):
     return _restride_(self, unsqueeze(self.detach(), dim))
 
@@ -211,47 +232,48 @@ def _restride_(self, new):
 
 
 def _random_inplace(fn):
-    from .._x64 import with_x64
     fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
+
     def f(self, *args, generator=None, **kwargs):
-        from .._tensor import generator as _generator
         k = _generator.key_for(generator)
         with_grad = self.requires_grad and _grad_on()
         if with_grad and self._gf is None:
-            from ..autograd._dispatch import check_inplace
             check_inplace(self)
         new = fn(k, tuple(self.shape), self._value.dtype, *args, **kwargs)
-        from .._tensor.factories import Tensor as _T
-        return copy_(self, _T._make(new))
+        return copy_(self, Tensor._make(new))
     f.__name__ = fn.__name__ + "_"
     return f
 
 
 def _normal(k, shape, dtype, mean=0.0, std=1.0):
-    from .._ops import random as _rnd
     return _rnd.normal(k, shape, dtype, mean, std)
 
 
 def _uniform(k, shape, dtype, a=0.0, b=1.0, *, from_=None, to=None):
-    from .._ops import random as _rnd
     return _rnd.uniform(k, shape, dtype, a, b)
 
 
 def _bernoulli(k, shape, dtype, p=0.5):
-    from .._ops import random as _rnd
     return _rnd.bernoulli(k, p, shape).astype(dtype)
 
 
 def _random(k, shape, dtype, low=0, high=None):
-    from .._ops import random as _rnd
     if high is None:
         low, high = 0, low if low else 2 ** 24
     return _rnd.randint(k, shape, low, high, np.int64).astype(dtype)
 
 
 def _exponential(k, shape, dtype, lambd=1.0):
-    from .._ops import random as _rnd
     return _rnd.exponential(k, shape, dtype) / lambd
 
 
-normal_, uniform_, bernoulli_, random_, exponential_ = (_random_inplace(f) for f in (_normal, _uniform, _bernoulli, _random, _exponential))
+normal_, uniform_, bernoulli_, random_, exponential_ = (
+    method(f.__name__[1:] + "_")(_random_inplace(f)) for f in (_normal, _uniform, _bernoulli, _random, _exponential))
+
+
+# ---- operators --------------------------------------------------------------------------
+method("__iadd__")(lambda s, o: add_(s, o))
+method("__isub__")(lambda s, o: sub_(s, o))
+method("__imul__")(lambda s, o: mul_(s, o))
+method("__itruediv__")(lambda s, o: div_(s, o))
+method("__ipow__")(lambda s, o: pow_(s, o))

@@ -1,10 +1,11 @@
-"""Tensor methods, linear-algebra family: matmul/mm/bmm/mv/dot/addmm/outer/einsum."""
+"""Tensor methods, linear-algebra family: matmul/mm/bmm/mv/dot/addmm/outer/einsum, and ``@``."""
 from __future__ import annotations
 
 from .. import _autocast
 from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
+from ._registry import function, method
 from .elementwise import mul
 from .promotion import _CPP_NAME, result_dtype
 from .shape import unsqueeze
@@ -20,6 +21,7 @@ def _mm_dtype(a, b, name):
     return (("dtype", a._value.dtype),)
 
 
+@method(function=True)
 def matmul(self, other):
     """Mirrors ``torch.matmul`` / ``@``: dot (1-D x 1-D), mv, mm, and batched products with
     broadcasting. Autograd names follow torch's kernels (``DotBackward0``, ``MvBackward0``,
@@ -52,6 +54,7 @@ def matmul(self, other):
     return apply_op(OPS["matmul"], (self, other), st)
 
 
+@method(function=True)
 def mm(self, mat2):
     """Mirrors ``torch.mm``: 2-D x 2-D. RuntimeError for other ranks or mismatched shapes."""
     if self.ndim != 2 or mat2.ndim != 2:
@@ -59,6 +62,7 @@ def mm(self, mat2):
     return matmul(self, mat2)
 
 
+@method(function=True)
 def bmm(self, mat2):
     """Mirrors ``torch.bmm``: ``(b, n, m) x (b, m, p) -> (b, n, p)``."""
     if self.ndim != 3 or mat2.ndim != 3:
@@ -69,6 +73,7 @@ def bmm(self, mat2):
     return apply_op(OPS["bmm"], (self, mat2), _mm_dtype(self, mat2, "bmm"))
 
 
+@method(function=True)
 def mv(self, vec):
     """Mirrors ``torch.mv``: ``(n, m) x (m,) -> (n,)``."""
     if self.ndim != 2 or vec.ndim != 1:
@@ -76,6 +81,7 @@ def mv(self, vec):
     return matmul(self, vec)
 
 
+@method(function=True)
 def dot(self, other):
     """Mirrors ``torch.dot``: 1-D x 1-D -> 0-D."""
     if self.ndim != 1 or other.ndim != 1:
@@ -83,6 +89,7 @@ def dot(self, other):
     return matmul(self, other)
 
 
+@method(function=True)
 def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     """Mirrors ``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``. Autograd: ``AddmmBackward0``."""
     if mat1.ndim != 2 or mat2.ndim != 2:
@@ -94,6 +101,7 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), (("dtype", dt.np),))
 
 
+@method("outer", "ger", function=True)
 def outer(self, vec2):
     """Mirrors ``torch.outer``: ``(n,) x (m,) -> (n, m)``. Autograd: ``MulBackward0``.
     RuntimeError unless both are 1-D."""
@@ -103,11 +111,13 @@ def outer(self, vec2):
     return mul(unsqueeze(self, 1), vec2)
 
 
-ger = outer
-
-
+@function()
 def einsum(equation, *operands):
     """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     return apply_op(OPS["einsum"], operands, (("equation", equation.replace(" ", "")),))
+
+
+method("__matmul__")(lambda s, o: matmul(s, o))
+method("__rmatmul__")(lambda s, o: matmul(o, s))

@@ -1,7 +1,7 @@
 """Neural-network functions at the ``tracegrad.*`` level (``tracegrad.conv2d``,
 ``tracegrad.max_pool2d``, ``tracegrad.batch_norm``...), mirroring torch's free functions of the
 same names; functions torch keeps in ``torch._C._nn`` (``gelu``, ``nll_loss``, ``mse_loss``...)
-are in the ``tracegrad._nn`` namespace. Each one normalises its arguments and calls one op of
+are in this module's ``_nn`` namespace. Each one normalises its arguments and calls one op of
 ``_ops/nn_ops.py``; ``tracegrad.nn.functional`` is written on top of these.
 """
 from __future__ import annotations
@@ -12,9 +12,11 @@ import numpy as np
 
 from .. import _autocast
 from ..autograd._dispatch import apply_op
+from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
 from .._ops.random import scalar_name as _scalar_name
+from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, _JaxTracer
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
@@ -299,7 +301,6 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     out, mean, var = native_batch_norm(input, weight, bias, None if training else running_mean,
                                        None if training else running_var, training, momentum, eps)
     if training and running_mean is not None:
-        from ..autograd.grad_mode import no_grad
         with no_grad():
             running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
             unbiased = var.detach() * (n / (n - 1))
@@ -354,7 +355,6 @@ def one_hot(tensor, num_classes=-1):
     ``max + 1`` (a host read, a graph break inside ``tracegrad.compile``). RuntimeError, as torch,
     for non-int64 input, negative classes, classes >= num_classes, or inferring from an empty
     tensor (values checked in eager only: NOTE [eager value checks])."""
-    from .._tensor.factories import arange
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     mm = _host_minmax(tensor)
@@ -382,7 +382,6 @@ def dropout(input, p, train):
     the rest by ``1/(1-p)``; grad_fn ``MulBackward0`` (as torch on CPU)."""
     if not train or p == 0:
         return input
-    from .._tensor.factories import empty_like
     if p == 1:
         return input * empty_like(input).fill_(0)
     mask = empty_like(input, requires_grad=False).bernoulli_(1 - p).div_(1 - p)

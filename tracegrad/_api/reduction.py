@@ -9,6 +9,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _JaxTracer, _wrap_dim
+from ._registry import method
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
 
@@ -57,6 +58,7 @@ def _sum_dtype(self, dtype):
     return _dt.int64.np if (d._cat <= 1) else None
 
 
+@method(function=True)
 def sum(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
     inputs sum to int64. Autograd: ``SumBackward0`` (all) / ``SumBackward1`` (dims)."""
@@ -66,12 +68,14 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
     return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
 
 
+@method(function=True)
 def nansum(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.nansum``: sum treating NaN as zero. Autograd: ``NansumBackward0``."""
     dims = _dims(dim, self.ndim)
     return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
 
 
+@method(function=True)
 def mean(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.mean``. RuntimeError for integer inputs without ``dtype`` (as torch)."""
     d = _dt.to_dtype(dtype) if dtype is not None else self.dtype
@@ -82,12 +86,14 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
     return apply_op(OPS["mean" if dim is None else "mean_dim"], (self,), st)
 
 
+@method(function=True)
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.nanmean``: ``nansum / count of non-NaN`` (``DivBackward0``)."""
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
 
 
+@method(function=True)
 def prod(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.prod(input, dim=None, keepdim=False)``."""
     if dim is None:
@@ -107,6 +113,7 @@ def _check_var_dtype(self):
                            "input with .float() first")
 
 
+@method(function=True)
 def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
@@ -116,6 +123,7 @@ def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return apply_op(OPS["var"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
@@ -125,11 +133,13 @@ def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return apply_op(OPS["std"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
     return apply_op(OPS["var_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
     return apply_op(OPS["std_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
@@ -152,48 +162,56 @@ def _minmax(kind):
     return f
 
 
-max, min = _minmax("max"), _minmax("min")
+max, min = method("max", function=True)(_minmax("max")), method("min", function=True)(_minmax("min"))
 
 
+@method(function=True)
 def amax(self, dim=(), keepdim=False):
     """Mirrors ``torch.amax`` (gradient split evenly between ties, as torch)."""
     return apply_op(OPS["amax"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def amin(self, dim=(), keepdim=False):
     """Mirrors ``torch.amin``."""
     return apply_op(OPS["amin"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def argmax(self, dim=None, keepdim=False):
     """Mirrors ``torch.argmax``: int64 index of the first maximum (flattened when dim=None)."""
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     return apply_op(OPS["argmax"], (self,), (("dim", d), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def argmin(self, dim=None, keepdim=False):
     """Mirrors ``torch.argmin``."""
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     return apply_op(OPS["argmin"], (self,), (("dim", d), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def logsumexp(self, dim, keepdim=False):
     """Mirrors ``torch.logsumexp(input, dim, keepdim=False)``, numerically stable."""
     return apply_op(OPS["logsumexp"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def softmax(self, dim, dtype=None):
     """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
     _check_floating(self, dtype, "softmax")
     return apply_op(OPS["softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
 
 
+@method(function=True)
 def log_softmax(self, dim, dtype=None):
     """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
     _check_floating(self, dtype, "log_softmax")
     return apply_op(OPS["log_softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
 
 
+@method(function=True)
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)`` for vector norms
     (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``."""
@@ -204,41 +222,49 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     return apply_op(OPS["norm"], (self,), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def cumsum(self, dim, *, dtype=None):
     """Mirrors ``torch.cumsum(input, dim)``."""
     return apply_op(OPS["cumsum"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype))))
 
 
+@method(function=True)
 def cumprod(self, dim, *, dtype=None):
     """Mirrors ``torch.cumprod(input, dim)``."""
     return apply_op(OPS["cumprod"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype))))
 
 
+@method(function=True)
 def all(self, dim=None, keepdim=False):
     """Mirrors ``torch.all``: a bool tensor."""
     return apply_op(OPS["all"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def any(self, dim=None, keepdim=False):
     """Mirrors ``torch.any``: a bool tensor."""
     return apply_op(OPS["any"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+@method(function=True)
 def count_nonzero(self, dim=None):
     return apply_op(OPS["count_nonzero"], (self,), (("dim", _dims(dim, self.ndim)),))
 
 
+@method(function=True)
 def sort(self, dim=-1, descending=False, stable=False):
     """Mirrors ``torch.sort``: namedtuple ``(values, indices)``; stable always."""
     v, i = apply_op(OPS["sort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
     return return_types.sort(v, i)
 
 
+@method(function=True)
 def argsort(self, dim=-1, descending=False, stable=False):
     """Mirrors ``torch.argsort``."""
     return apply_op(OPS["argsort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
 
 
+@method(function=True)
 def topk(self, k, dim=-1, largest=True, sorted=True):
     """Mirrors ``torch.topk``: namedtuple ``(values, indices)``. RuntimeError if k is too large."""
     d = _wrap_dim(dim, self.ndim)
@@ -248,6 +274,7 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     return return_types.topk(v, i)
 
 
+@method(function=True)
 def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     """Mirrors ``torch.quantile``: ``q`` a float or 1-D tensor in [0, 1] (its dim comes first
     in the result); ``interpolation`` one of linear, lower, higher, midpoint, nearest.
@@ -261,10 +288,12 @@ def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     return apply_op(OPS["quantile"], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
 
 
+# not registered (not Tensor.nanquantile nor tracegrad.nanquantile): NaNs are not skipped yet
 def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     return quantile(self, q, dim, keepdim, interpolation=interpolation)
 
 
+@method(function=True)
 def kthvalue(self, k, dim=-1, keepdim=False):
     """Mirrors ``torch.kthvalue``: the k-th smallest (1-based) along ``dim``; RuntimeError for k
     outside [1, size]."""
@@ -275,6 +304,7 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     return return_types.kthvalue(v, i)
 
 
+@method(function=True)
 def median(self, dim=None, keepdim=False):
     """Mirrors ``torch.median``: lower median; with dim a namedtuple ``(values, indices)``."""
     if dim is None:

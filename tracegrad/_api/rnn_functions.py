@@ -1,4 +1,4 @@
-"""Recurrent layers at the ``tracegrad._rnn_functions`` level (torch's ``_VF.lstm``/``gru``/
+"""Recurrent layers at the ``tracegrad._api.rnn_functions`` level (torch's ``_VF.lstm``/``gru``/
 ``rnn_tanh`` kernels, one layer and direction at a time): argument normalisation, then one
 op of ``_ops/rnn.py``. ``tracegrad.nn.modules.rnn`` stacks layers and directions on top."""
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Tensor methods, shape family: views, reshape, transpose/permute, expand/repeat, split/chunk, flip/roll, tril/triu/diag, cat/stack."""
+"""Tensor methods, shape family: views, reshape, transpose/permute, expand/repeat, split/chunk,
+flip/roll, tril/triu/diag, cat/stack, and the ``T``/``mT``/``H`` properties."""
 from __future__ import annotations
 
 import builtins
 
 from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
-from .._tensor.tensor import Size, Tensor, _wrap_dim
+from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
+from ._registry import function, method, prop
 from .promotion import result_dtype
 
 
@@ -35,6 +37,7 @@ def _infer(shape, numel, what="view"):
     return shape
 
 
+@method()
 def view(self, *shape):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
     is not supported. RuntimeError on a size mismatch, or when the new shape cannot be laid
@@ -42,30 +45,32 @@ def view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         raise NotImplementedError("tracegrad: Tensor.view(dtype) is not supported")
     s = _infer(_shape_arg(shape), self.numel())
-    from .._tensor.tensor import can_view_as
     if self._chain and not can_view_as(self, s):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
     return apply_op(OPS["view"], (self,), (("shape", s),))
 
 
+@method(function=True)
 def reshape(self, *shape):
     """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
     s = _infer(_shape_arg(shape), self.numel())
-    from .._tensor.tensor import can_view_as
     if not self._chain or can_view_as(self, s):
         return apply_op(OPS["view"], (self,), (("shape", s),))
     return apply_op(OPS["reshape_copy"], (self,), (("shape", s),))
 
 
+@method()
 def view_as(self, other):
     return view(self, tuple(other.shape))
 
 
+@method()
 def reshape_as(self, other):
     return reshape(self, tuple(other.shape))
 
 
+@method(function=True)
 def flatten(self, start_dim=0, end_dim=-1):
     """Mirrors ``torch.flatten``; a 0-d input becomes 1-d."""
     n = self.ndim
@@ -80,6 +85,7 @@ def flatten(self, start_dim=0, end_dim=-1):
     return reshape(self, shp[:s] + (-1,) + shp[e + 1:])
 
 
+@method(function=True)
 def unflatten(self, dim, sizes):
     """Mirrors ``torch.unflatten(input, dim, sizes)``."""
     d = _wrap_dim(dim, self.ndim)
@@ -88,6 +94,7 @@ def unflatten(self, dim, sizes):
     return view(self, shp[:d] + inner + shp[d + 1:])
 
 
+@method(function=True)
 def squeeze(self, dim=None):
     """Mirrors ``torch.squeeze``: drops size-1 dims (all, one, or a tuple of dims)."""
     shp = tuple(self.shape)
@@ -102,6 +109,7 @@ def squeeze(self, dim=None):
     return apply_op(OPS["squeeze_dim"], (self,), (("dim", dims),))
 
 
+@method(function=True)
 def unsqueeze(self, dim):
     """Mirrors ``torch.unsqueeze``: dim in ``[-ndim-1, ndim]``."""
     n = self.ndim + 1
@@ -110,15 +118,14 @@ def unsqueeze(self, dim):
     return apply_op(OPS["unsqueeze"], (self,), (("dim", dim % n),))
 
 
+@method("transpose", "swapaxes", "swapdims", function=True)
 def transpose(self, dim0, dim1):
     """Mirrors ``torch.transpose``: swaps two dims; a view."""
     n = self.ndim
     return apply_op(OPS["transpose"], (self,), (("dim0", _wrap_dim(dim0, n)), ("dim1", _wrap_dim(dim1, n))))
 
 
-swapaxes = swapdims = transpose
-
-
+@method(function=True)
 def t(self):
     """Mirrors ``torch.t``: transpose of a <=2-D tensor. RuntimeError for more dims."""
     if self.ndim > 2:
@@ -126,6 +133,7 @@ def t(self):
     return apply_op(OPS["t"], (self,))
 
 
+@method(function=True)
 def permute(self, *dims):
     """Mirrors ``torch.permute``. RuntimeError when dims is not a permutation."""
     dims = _shape_arg(dims)
@@ -138,6 +146,7 @@ def permute(self, *dims):
     return apply_op(OPS["permute"], (self,), (("dims", d),))
 
 
+@method("movedim", "moveaxis", function=True)
 def movedim(self, source, destination):
     n = self.ndim
     src = [source] if isinstance(source, int) else list(source)
@@ -156,9 +165,7 @@ def movedim(self, source, destination):
     return permute(self, order)
 
 
-moveaxis = movedim
-
-
+@method()
 def expand(self, *sizes):
     """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (-1 keeps a dim) without copying;
     writing into the result in place raises RuntimeError, as torch."""
@@ -183,14 +190,17 @@ def expand(self, *sizes):
     return apply_op(OPS["expand"], (self,), (("size", tuple(out)),))
 
 
+@method()
 def expand_as(self, other):
     return expand(self, tuple(other.shape))
 
 
+@method(function=True)
 def broadcast_to(self, size):
     return expand(self, tuple(size))
 
 
+@method()
 def repeat(self, *repeats):
     """Mirrors ``torch.Tensor.repeat`` (tiles). RuntimeError when fewer repeats than dims."""
     r = _shape_arg(repeats)
@@ -199,6 +209,7 @@ def repeat(self, *repeats):
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
 
 
+@method(function=True)
 def repeat_interleave(self, repeats, dim=None):
     """Mirrors ``torch.repeat_interleave(input, repeats, dim=None)`` (int or 1-D tensor repeats;
     flattens when dim is None)."""
@@ -211,6 +222,7 @@ def repeat_interleave(self, repeats, dim=None):
     return apply_op(op, (x,), (("repeats", repeats), ("dim", 0 if dim is None else _wrap_dim(dim, self.ndim))))
 
 
+@method(function=True)
 def narrow(self, dim, start, length):
     """Mirrors ``torch.narrow``: a view of ``length`` elements from ``start`` along ``dim``."""
     d = _wrap_dim(dim, self.ndim)
@@ -223,6 +235,7 @@ def narrow(self, dim, start, length):
     return apply_op(OPS["slice"], (self,), (("dim", d), ("start", start), ("end", start + length), ("step", 1)))
 
 
+@method(function=True)
 def select(self, dim, index):
     """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
     d = _wrap_dim(dim, self.ndim)
@@ -233,12 +246,14 @@ def select(self, dim, index):
     return apply_op(OPS["select"], (self,), (("dim", d), ("index", index % size)))
 
 
+@method(function=True)
 def unbind(self, dim=0):
     """Mirrors ``torch.unbind``: a tuple of views along ``dim``."""
     d = _wrap_dim(dim, self.ndim)
     return apply_op(OPS["unbind"], (self,), (("dim", d),))
 
 
+@method(function=True)
 def split(self, split_size_or_sections, dim=0):
     """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes."""
     d = _wrap_dim(dim, self.ndim)
@@ -253,6 +268,7 @@ def split(self, split_size_or_sections, dim=0):
     return apply_op(OPS["split_with_sizes"], (self,), (("sizes", sizes), ("dim", d)))
 
 
+@method(function=True)
 def chunk(self, chunks, dim=0):
     """Mirrors ``torch.chunk``: up to ``chunks`` pieces of size ceil(n / chunks)."""
     if chunks <= 0:
@@ -263,6 +279,7 @@ def chunk(self, chunks, dim=0):
     return split(self, builtins.max(size, 1), d)
 
 
+@method(function=True)
 def tensor_split(self, sections, dim=0):
     d = _wrap_dim(dim, self.ndim)
     n = self.shape[d]
@@ -275,6 +292,7 @@ def tensor_split(self, sections, dim=0):
     return tuple(out)
 
 
+@method(function=True)
 def flip(self, *dims, **kw):
     """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
     repeated dim."""
@@ -293,14 +311,17 @@ def _unique_dims(dims, ndim):
     return () if ndim == 0 else out   # a 0-d tensor's dim 0 / -1 is no axis
 
 
+@method(function=True)
 def fliplr(self):
     return flip(self, 1)
 
 
+@method(function=True)
 def flipud(self):
     return flip(self, 0)
 
 
+@method(function=True)
 def roll(self, shifts, dims=None):
     """Mirrors ``torch.roll``."""
     if dims is None:
@@ -312,16 +333,19 @@ def roll(self, shifts, dims=None):
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
 
 
+@method(function=True)
 def tril(self, diagonal=0):
     """Mirrors ``torch.tril``."""
     return apply_op(OPS["tril"], (self,), (("diagonal", diagonal),))
 
 
+@method(function=True)
 def triu(self, diagonal=0):
     """Mirrors ``torch.triu``."""
     return apply_op(OPS["triu"], (self,), (("diagonal", diagonal),))
 
 
+@method(function=True)
 def diag(self, diagonal=0):
     """Mirrors ``torch.diag``: 1-D -> diagonal matrix, 2-D -> its diagonal."""
     if self.ndim == 1:
@@ -331,11 +355,13 @@ def diag(self, diagonal=0):
     return apply_op(OPS["diag"], (self,), (("diagonal", diagonal),))
 
 
+@method(function=True)
 def diagonal(self, offset=0, dim1=0, dim2=1):
     """Mirrors ``torch.diagonal``: a view."""
     return apply_op(OPS["diagonal"], (self,), (("offset", offset), ("dim1", _wrap_dim(dim1, self.ndim)), ("dim2", _wrap_dim(dim2, self.ndim))))
 
 
+@method(function=True)
 def trace(self):
     """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor. Autograd: ``TraceBackward0``."""
     if self.ndim != 2:
@@ -343,6 +369,7 @@ def trace(self):
     return apply_op(OPS["trace"], (self,))
 
 
+@function("cat", "concat", "concatenate")
 def cat(tensors, dim=0, *, out=None):
     """Mirrors ``torch.cat(tensors, dim=0)`` with dtype promotion. RuntimeError for mismatched
     shapes or an empty list."""
@@ -369,9 +396,7 @@ def cat(tensors, dim=0, *, out=None):
     return apply_op(OPS["cat"], tuple(tensors), (("dim", d), ("dtype", dt.np)))
 
 
-concat = concatenate = cat
-
-
+@function()
 def stack(tensors, dim=0, *, out=None):
     """Mirrors ``torch.stack``: RuntimeError unless all shapes are equal."""
     if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
@@ -393,10 +418,17 @@ def stack(tensors, dim=0, *, out=None):
     return apply_op(OPS["stack"], tuple(tensors), (("dim", dim % n), ("dtype", dt.np)))
 
 
+@function()
 def hstack(tensors):
     tensors = list(tensors)
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
+@function()
 def vstack(tensors):
     return cat([t_ if t_.ndim > 1 else t_.unsqueeze(0) for t_ in tensors], 0)
+
+
+prop("T")(lambda self: permute(self, tuple(reversed(range(self.ndim)))))
+prop("mT")(lambda self: transpose(self, -2, -1))
+prop("H")(lambda self: permute(self, (1, 0)))

@@ -7,9 +7,11 @@ import math
 import warnings
 
 from ..autograd._dispatch import apply_op
-from .nn_functions import _pool_args, _tup
+from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
+from .._tensor.factories import arange, zeros
+from .nn_functions import _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -63,7 +65,6 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     else:
         raise ValueError("either size or scale_factor should be defined")
     if mode == "area":
-        from .nn_functions import adaptive_avg_pool1d, adaptive_avg_pool2d
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
     kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     if antialias:
@@ -186,7 +187,6 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def adaptive_avg_pool3d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool3d``; ``None`` keeps a size; (1, 1, 1) is a mean
     (``MeanBackward1``), as torch. grad_fn ``AdaptiveAvgPool3DBackward0``."""
-    from .nn_functions import _out_size
     _check_pool3d(input, "adaptive_avg_pool3d")
     out = _out_size(input, output_size, 3)
     if out == (1, 1, 1):
@@ -262,7 +262,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     with mode 'sum'. Empty bags give zeros. grad_fn ``EmbeddingBagBackward0``.
     Raises ValueError for bad shapes/arguments as torch. ``max_norm`` is left to the caller
     (``nn.functional`` renormalises first)."""
-    import tracegrad
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
     if per_sample_weights is not None:
@@ -278,7 +277,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
                              "fixed length sequences.")
         b, length = input.shape
-        offsets = tracegrad.arange(0, b * length, max(length, 1)) if b else tracegrad.zeros(0, dtype=tracegrad.int64)
+        offsets = arange(0, b * length, max(length, 1)) if b else zeros(0, dtype=_dt.int64)
         input = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)

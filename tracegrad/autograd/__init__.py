@@ -1,6 +1,5 @@
 """``tracegrad.autograd``: mirrors ``torch.autograd`` -- ``backward``, ``grad``, ``Function``,
 grad modes, anomaly detection, ``gradcheck``/``gradgradcheck``. See README.md here."""
-from . import _tensor_hooks  # noqa: F401  (attaches Tensor.backward & co.)
 from . import graph  # noqa: F401
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
                            set_detect_anomaly)

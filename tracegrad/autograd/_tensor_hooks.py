@@ -1,5 +1,6 @@
 """Autograd methods of Tensor: ``backward``, ``register_hook``, ``retain_grad``,
-``register_post_accumulate_grad_hook``. Attached to ``Tensor`` at import."""
+``register_post_accumulate_grad_hook``. Defined here, beside the engine and Node internals they
+reach; the API layer registers them as Tensor methods (``_api/autograd_methods.py``)."""
 from __future__ import annotations
 
 import weakref
@@ -7,7 +8,6 @@ from collections import OrderedDict
 
 from .. import _state
 from .._tensor.hooks import RemovableHandle
-from .._tensor.tensor import Tensor
 from . import engine
 from ._graph_impl import accumulate_node
 
@@ -71,8 +71,3 @@ def register_post_accumulate_grad_hook(self, hook):
 
 def _grad_accumulator(self):
     return accumulate_node(self) if self.requires_grad and self.grad_fn is None else None
-
-
-for _name, _fn in [("backward", backward), ("register_hook", register_hook), ("retain_grad", retain_grad),
-                   ("register_post_accumulate_grad_hook", register_post_accumulate_grad_hook)]:
-    setattr(Tensor, _name, _fn)

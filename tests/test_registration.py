@@ -1,0 +1,146 @@
+"""One registration for Tensor methods and ``tracegrad.<name>`` functions (issue 7).
+
+Each op family of ``tracegrad/_api/`` declares its methods, properties, operators and functions
+where they are defined (``_api/_registry.py``: ``@method("sub", "subtract", function=True)``);
+``_api/tensor_methods.py`` installs them on ``Tensor`` once and ``_api/functions.py`` is the
+``tracegrad.<name>`` namespace. These tests check that the registry is the only source: what it
+holds is on ``Tensor`` and ``tracegrad`` as the same objects, and nothing else is attached.
+"""
+import ast
+import pathlib
+import types
+
+import tracegrad
+from tracegrad._api import _registry, functions
+from tracegrad._api._registry import FUNCTIONS, METHODS
+
+ROOT = pathlib.Path(tracegrad.__file__).parent
+Tensor = tracegrad.Tensor
+
+# Registered names that a Tensor method and a tracegrad function share, as different objects.
+DIFFERENT_METHOD_AND_FUNCTION = {
+    "where": "Tensor.where(condition, other) vs tracegrad.where(condition, input, other)",
+}
+# Tensor's class body names the registry may replace, with why (the registry's definition wins).
+CLASS_BODY_STUBS = {
+    "is_contiguous": "tensor.py keeps a `return True` stub; conversion.is_contiguous reads the view chain",
+}
+# Tensor attributes set outside the registry (above the API layer, which cannot register them).
+ATTACHED_ELSEWHERE = {
+    "jax": "func/_interop.py (L6): Tensor.jax()",
+    "__dlpack__": "func/_interop.py (L6): DLPack export",
+    "__dlpack_device__": "func/_interop.py (L6): DLPack export",
+}
+PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
+                      "__firstlineno__", "__static_attributes__"}
+
+
+def _class_body_names():
+    """Names Tensor's class statement in ``_tensor/tensor.py`` defines (slots included)."""
+    tree = ast.parse((ROOT / "_tensor" / "tensor.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Tensor")
+    names = set()
+    for node in cls.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name))
+            if any(isinstance(t, ast.Name) and t.id == "__slots__" for t in targets):
+                names.update(ast.literal_eval(node.value))
+    return names
+
+
+def test_registered_methods_are_on_tensor_as_plain_functions():
+    wrong = [n for n, obj in METHODS.items() if vars(Tensor).get(n) is not obj]
+    assert not wrong, f"Tensor.{wrong} are not the registered objects (set again after install?)"
+    kinds = [n for n, obj in METHODS.items() if not isinstance(obj, (types.FunctionType, property))]
+    assert not kinds, f"Tensor.{kinds}: register plain functions or properties (no wrapper per call)"
+
+
+def test_registered_functions_are_tracegrad_names():
+    missing = [n for n, fn in FUNCTIONS.items() if getattr(tracegrad, n, None) is not fn]
+    assert not missing, f"registered but not tracegrad.<name>: {missing} (re-export them in tracegrad/__init__.py)"
+
+
+def test_function_flag_makes_method_and_function_one_object():
+    shared = FUNCTIONS.keys() & METHODS.keys()
+    differ = {n for n in shared if FUNCTIONS[n] is not METHODS[n]}
+    assert differ == set(DIFFERENT_METHOD_AND_FUNCTION)
+    for n in shared - differ:
+        assert getattr(tracegrad, n) is getattr(Tensor, n), n
+    # a sample of the identities users rely on
+    assert tracegrad.exp is Tensor.exp and tracegrad.subtract is Tensor.sub and tracegrad.clip is Tensor.clamp
+    assert Tensor.arcsin is Tensor.asin and Tensor.greater is Tensor.gt and Tensor.clip_ is Tensor.clamp_
+
+
+def test_root_reexports_exactly_the_registry():
+    """tracegrad/__init__.py names each function (no star import); it must list all of them."""
+    assert functions.__all__ == sorted(FUNCTIONS)
+    tree = ast.parse((ROOT / "__init__.py").read_text())
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "_api.functions"
+             for a in n.names]
+    assert len(names) == len(set(names))
+    assert sorted(names) == functions.__all__, (
+        f"add to tracegrad/__init__.py: {sorted(set(functions.__all__) - set(names))}; "
+        f"not registered: {sorted(set(names) - set(functions.__all__))}")
+
+
+def test_no_tensor_attribute_outside_the_registry():
+    body = _class_body_names()
+    overlap = body & METHODS.keys()
+    assert overlap <= set(CLASS_BODY_STUBS), f"defined both in Tensor's class body and the registry: {overlap - set(CLASS_BODY_STUBS)}"
+    assert Tensor.is_contiguous is METHODS["is_contiguous"]
+    extra = set(vars(Tensor)) - body - METHODS.keys() - PYTHON_CLASS_ATTRS - set(ATTACHED_ELSEWHERE)
+    assert not extra, f"Tensor.{sorted(extra)} are attached outside _api/_registry.py: register them there"
+
+
+def test_one_registration_adds_method_and_function():
+    saved = dict(METHODS), dict(FUNCTIONS)
+    try:
+        @_registry.method("probe_twice", "probe_double", function=True)
+        def probe_twice(self):
+            return self * 2
+
+        _registry.prop("probe_prop")(lambda self: 7)
+
+        class Probe:
+            pass
+        _registry.install(Probe)
+        assert Probe.probe_twice is Probe.probe_double is probe_twice
+        assert Probe().probe_prop == 7
+        assert functions.probe_twice is functions.probe_double is probe_twice   # the tracegrad.<name> namespace
+        assert all(hasattr(Probe, n) for n in saved[0])
+    finally:
+        METHODS.clear()
+        METHODS.update(saved[0])
+        FUNCTIONS.clear()
+        FUNCTIONS.update(saved[1])
+
+
+def test_a_name_registered_twice_raises():
+    saved = dict(METHODS)
+    try:
+        try:
+            _registry.method("add")(lambda self, other: other)
+        except RuntimeError as e:
+            assert "registered twice" in str(e)
+        else:
+            raise AssertionError("registering Tensor.add a second time should raise")
+    finally:
+        METHODS.clear()
+        METHODS.update(saved)
+
+
+def test_api_function_local_imports_say_why():
+    """A function-local import in _api/ hides an edge (or a cycle): each one says why on its line."""
+    bare = []
+    for path in sorted((ROOT / "_api").glob("*.py")):
+        lines = path.read_text().splitlines()
+        tree = ast.parse("\n".join(lines))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and "#" not in lines[node.lineno - 1]:
+                        bare.append(f"{path.name}:{node.lineno}")
+    assert not bare, f"function-local imports without a reason: {sorted(set(bare))}"

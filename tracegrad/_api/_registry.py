@@ -1,0 +1,63 @@
+"""One registration for Tensor methods and ``tracegrad.<name>`` functions (DESIGN 2, L4; issue 7).
+
+Each op family declares, where a function is defined, what it becomes:
+
+    @method("sub", "subtract", function=True)   # Tensor.sub, Tensor.subtract, tracegrad.sub, tracegrad.subtract
+    def sub(self, other, *, alpha=None): ...
+
+    @method("view")                             # a Tensor method only (names default to fn.__name__)
+    @function("cat", "concat", "concatenate")   # a tracegrad.<name> function only
+    prop("T")(lambda self: ...)                 # a Tensor property
+    method("__add__", "__radd__")(lambda s, o: add(s, o))   # operators the same way
+
+``tensor_methods`` imports every family, so that their declarations run, and calls
+``install(Tensor)`` once; ``functions`` is the ``tracegrad.<name>`` namespace, read from
+``FUNCTIONS``. The registered object itself goes on the class (a plain function or a
+``property``): no wrapper runs per call. A name registered twice with different objects raises.
+"""
+from __future__ import annotations
+
+METHODS: dict = {}     # Tensor.<name> -> function, or property
+FUNCTIONS: dict = {}   # tracegrad.<name> -> function
+
+
+def _put(table, names, obj, what):
+    for name in names:
+        old = table.setdefault(name, obj)
+        if old is not obj:
+            raise RuntimeError(f"tracegrad: {what}{name} is registered twice ({old!r} and {obj!r})")
+
+
+def method(*names, function=False):
+    """Register the decorated function as ``Tensor.<name>`` for each of ``names`` (default: its
+    ``__name__``); with ``function=True`` also as ``tracegrad.<name>``. Returns it unchanged."""
+    def register(fn):
+        ns = names or (fn.__name__,)
+        _put(METHODS, ns, fn, "Tensor.")
+        if function:
+            _put(FUNCTIONS, ns, fn, "tracegrad.")
+        return fn
+    return register
+
+
+def function(*names):
+    """Register the decorated function as ``tracegrad.<name>`` only (torch's free functions with
+    no Tensor method of the same meaning: ``cat``, ``einsum``, ``where(condition, input, other)``)."""
+    def register(fn):
+        _put(FUNCTIONS, names or (fn.__name__,), fn, "tracegrad.")
+        return fn
+    return register
+
+
+def prop(*names):
+    """Register the decorated getter as the property ``Tensor.<name>``. Returns the getter."""
+    def register(getter):
+        _put(METHODS, names or (getter.__name__,), property(getter), "Tensor.")
+        return getter
+    return register
+
+
+def install(cls):
+    """Put every registered method, property and operator on ``cls`` (``Tensor``), once, at import."""
+    for name, obj in METHODS.items():
+        setattr(cls, name, obj)
