@@ -13,7 +13,8 @@ functionalization; it is what makes ``a.detach().fill_(10.)`` change ``a``. The 
 write programs are keyed by the chain's structure; its positions (select indices, slice starts)
 are runtime operands (NOTE [dynamic positions], ``_ops/shape.py``).
 
-Operator methods live in ``_tensor_methods.py``; this file holds the state and its rules.
+Operator methods live in the API layer (``_api/tensor_methods.py`` attaches them); this file holds
+the state and its rules. ``Tensor(data)`` converts through ``convert.py``, ``repr`` is ``tensor_str.py``.
 """
 from __future__ import annotations
 

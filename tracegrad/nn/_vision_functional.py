@@ -1,6 +1,6 @@
 """Vision parts of ``tracegrad.nn.functional`` (re-exported there under torch's names):
 resampling, pixel shuffle, unfold/fold, 3-D pooling, instance norm, distances, grids,
-embedding bags. Written on tracegrad's public API and the ``tracegrad._vision_functions`` layer."""
+embedding bags. Written on tracegrad's public API and the ``tracegrad._api.vision_functions`` layer."""
 from __future__ import annotations
 
 import tracegrad
@@ -97,7 +97,7 @@ def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
                   sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
-    """Mirrors ``torch.nn.functional.embedding_bag`` (see ``tracegrad._vision_functions.embedding_bag``);
+    """Mirrors ``torch.nn.functional.embedding_bag`` (see ``tracegrad._api.vision_functions.embedding_bag``);
     ``max_norm`` renormalises the used rows of ``weight`` in place first, as torch."""
     if max_norm is not None:
         embedding_renorm_(weight, input, max_norm, norm_type)

@@ -1,7 +1,7 @@
 """``tracegrad.nn.functional``: mirrors ``torch.nn.functional``.
 
 Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` functions and the
-``tracegrad._nn_functions`` layer (torch's ``torch._C._nn``). grad_fn names follow torch
+``tracegrad._api.nn_functions`` layer (torch's ``torch._C._nn``). grad_fn names follow torch
 (``AddmmBackward0`` for ``linear`` on 2-D input with bias, ``ConvolutionBackward0``,
 ``NllLossBackward0`` after ``LogSoftmaxBackward0`` for ``cross_entropy``...).
 """

@@ -1,4 +1,4 @@
-"""Mirrors ``torch.utils.hooks``: ``RemovableHandle``. The class lives in ``tracegrad/_hooks.py``
+"""Mirrors ``torch.utils.hooks``: ``RemovableHandle``. The class lives in ``tracegrad/_tensor/hooks.py``
 (below autograd, whose nodes and tensor hooks return it); this is the same class."""
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 ``bias_hh_l1_reverse``, ``weight_hr_l0``...), shapes and initialisation
 (``uniform(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``), so ``state_dict``s interchange.
 
-Each layer and direction is one op (``tracegrad._rnn_functions.rnn_layer``: a scan over time
+Each layer and direction is one op (``tracegrad._api.rnn_functions.rnn_layer``: a scan over time
 inside one jitted program). The layers above it are plain tracegrad code: directions are
 concatenated (``CatBackward0``), dropout applies between layers in training mode, final
 states are stacked (``StackBackward0``) as torch does. The cells are written with public ops
