@@ -9,7 +9,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor
+from .._tensor.factories import tensor as _new_tensor
 from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
@@ -342,7 +342,7 @@ def _where_method(self, condition, other):
 
 # ---- operators --------------------------------------------------------------------------
 def _full_like_scalar(s, o):
-    return _tensor(o, dtype=result_dtype(s, o))
+    return _new_tensor(o, dtype=result_dtype(s, o))
 
 
 method("__add__", "__radd__")(lambda s, o: add(s, o))
