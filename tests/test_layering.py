@@ -49,8 +49,6 @@ KNOWN_UPWARD = {
 
 # (importer, imported): the edge that closes an import cycle inside one layer, with why.
 KNOWN_CYCLE = {
-    ("tracegrad.autograd._graph_impl", "tracegrad.autograd._dispatch"):
-        "view nodes regenerate views and CopySlices through dispatch (two local imports)",
 }
 
 # STYLE 6: these never import jax (a module may be exempted with its reason).

@@ -107,7 +107,7 @@ def test_process_wide_modes_are_the_ones_in_state():
 
 
 MEMO_CACHES = ["_ops.registry._SCALARS", "_dispatch._copy_slices_ops", "_dispatch._view_of_base_ops",
-               "_ops.dtypes._promote_cache", "autograd._graph_impl._BWD", "autograd._graph_impl._view_ops",
+               "_ops.dtypes._promote_cache", "autograd._dispatch._BWD",
                "autograd.function._SIGNATURES", "autograd.engine._SIZES", "_tensor._chain_fwd", "_ops.shape._POS"]
 
 
@@ -147,7 +147,7 @@ def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
     sizes = _state.cache_sizes()
     assert set(MEMO_CACHES) <= set(sizes)
     assert all(sizes[n] > 0 for n in ("_ops.registry._SCALARS", "_ops.dtypes._promote_cache",
-                                      "autograd._graph_impl._BWD", "autograd.function._SIGNATURES",
+                                      "autograd._dispatch._BWD", "autograd.function._SIGNATURES",
                                       "autograd.engine._SIZES")), sizes
     grad_fn_cls = type(model(x).grad_fn)
     _state.clear_caches()
@@ -158,4 +158,4 @@ def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
     g = tracegrad.ones(2, requires_grad=True)
     _Double.apply(g).sum().backward()
     assert g.grad.tolist() == [2.0, 2.0]
-    assert _state.cache_sizes()["autograd._graph_impl._BWD"] > 0
+    assert _state.cache_sizes()["autograd._dispatch._BWD"] > 0

@@ -1,19 +1,29 @@
-"""The one dispatch path every op takes (STYLE 5).
+"""The one dispatch path every op takes (STYLE 5), and the node it records.
 
 ``apply_op(op, args, static)`` unwraps tensors to arrays, calls the op's jitted forward
-(cached per static arguments), wraps the outputs, and -- only when grad mode is on and an
-input requires grad -- records an ``OpNode`` holding exactly torch's saved set.
+(``Op.run``: cached per static arguments), wraps the outputs, and -- only when grad mode is on
+and an input requires grad -- records an ``OpNode`` holding exactly torch's saved set.
+An ``OpNode``'s backward is the op's backward op (``Op.backward_op``); with
+``create_graph=True`` it goes through ``apply_op`` like any forward op, which is why the node
+lives here rather than in ``_graph_impl.py`` (the generic graph, which imports nothing from
+this module).
 View ops give outputs that share the input's storage; ``apply_inplace`` writes an op's
-result back through a tensor's view chain and rebases autograd history (``CopySlices``).
+result back through a tensor's view chain and rebases autograd history (``CopySlices``);
+``view_grad_fn`` regenerates a view's grad_fn after its base was written.
 """
 from __future__ import annotations
+
+import math
+import weakref
 
 from .. import _state
 from .._state import GRAD_MODE as STATE, INFERENCE_DEPTH
 from .._ops import dtypes as _dt
 from .._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
+from .._tensor import factories as _factories
+from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, _chain_apply_dyn, _chain_scatter_dyn, chain_split
-from ._graph_impl import OpNode, SavedTensor, accumulate_node, node_class
+from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
 
 _CAPTURE = _state.CAPTURE
 _node_cls: dict = {}
@@ -24,17 +34,6 @@ def _cls_for(op):
     if c is None:
         c = _node_cls[op] = node_class(op.grad_fn, OpNode)
     return c
-
-
-def edge(t):
-    gf = t._gf if t._base is None else t.grad_fn
-    if gf is not None:
-        return (gf, t._out_nr)
-    if t._rg:
-        if t._base is not None and "_cmeta" in t.__dict__:
-            return (None, 0)   # a view made in inference mode: requires grad, leads nowhere (torch)
-        return (accumulate_node(t), 0)
-    return (None, 0)
 
 
 def apply_op(op: Op, args, static=()):
@@ -164,6 +163,130 @@ def _needs_grad(args, p):
     return isinstance(a, Tensor) and a._rg
 
 
+# ---- the node of a table op ---------------------------------------------------------------------
+
+class OpNode(Node):
+    """The node of one op from the table; its backward is the op's cached jitted VJP."""
+
+    # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
+    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_scalar")
+
+    def __getattr__(self, attr):
+        if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
+            raw = attr.startswith("_raw_")
+            name = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
+            op = object.__getattribute__(self, "op")
+            if name in op.saves:
+                if self.released:
+                    raise RuntimeError(MSG_FREED)
+                layout = self.layout
+                order = layout.save_order(op)
+                want = RESULT if name == "result" else op.args.index(name)
+                if want in order:
+                    s = self.saved[order.index(want)]
+                    return s if raw else s.get(self, 0)
+                if want == RESULT or want >= len(layout.kinds) or layout.kinds[want] != CONST:
+                    return None
+                v = self.consts[layout.const_index(want)]
+                if v is None or isinstance(v, bool):
+                    return v
+                if hasattr(v, "dtype"):  # an integer/bool tensor input kept as a constant
+                    return Tensor._make(v)
+                # torch saves a Python number as a wrapped 0-dim double/long tensor
+                return _factories.tensor(v, dtype=_dt.float64 if isinstance(v, float) else _dt.int64)
+            if name in op.args:
+                p = op.args.index(name)
+                kinds = self.layout.kinds
+                if p < len(kinds) and kinds[p] == CONST:
+                    return self.consts[self.layout.const_index(p)]
+            static = dict(object.__getattribute__(self, "static"))
+            if name in static:
+                return static[name]
+            derived = _DERIVED_SAVED.get(name)
+            if derived is not None:
+                v = derived(self)
+                if v is not None:
+                    return v
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
+
+    def apply(self, grads, create_graph=False):
+        if self.released:
+            raise RuntimeError(MSG_FREED)
+        saved = [s.get(self, i) for i, s in enumerate(self.saved)]
+        n = self.nout
+        if len(grads) != n:
+            grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
+        key = (self.op, self.static, self.layout)
+        entry = _BWD.get(key)
+        if entry is None:
+            entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
+        bop, slots = entry
+        if STATE[0]:   # create_graph: record the backward like any op
+            res = apply_op(bop, [*saved, *self.consts, *grads])
+            if bop.n_out == 1:
+                res = (res,)
+        else:                    # plain backward: call the jitted VJP directly
+            out = bop.run([*(t._value for t in saved), *self.consts,
+                           *(None if g is None else g._value for g in grads)], ())
+            res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
+        return [None if s < 0 else res[s] for s in slots]
+
+    def num_outputs(self) -> int:
+        return self.nout
+
+    def release(self):
+        # torch raises on a second backward only through nodes that saved something
+        if self.saved or self.saved_scalar:
+            self.released = True
+            self.saved = ()
+
+
+_BWD: dict = _state.register_cache("autograd._dispatch._BWD", {})
+
+
+def _backward_entry(node, ns, nc):
+    """The backward op of a node's (op, static, layout) and, per next_functions slot, which of
+    its outputs is that slot's gradient (-1: none)."""
+    return node.op.backward_op(node.static, node.layout, ns, nc), node.layout.grad_slots()
+
+
+def _input_shape(node, p):
+    layout = node.layout
+    kind = layout.kinds[p]
+    if kind == SAVED:
+        return tuple(node.saved[layout.save_order(node.op).index(p)].get(node, 0).shape)
+    if kind == SHAPE:
+        return tuple(layout.avals[layout.aval_index(p)][0])
+    return tuple(node.consts[layout.const_index(p)].shape)
+
+
+def _saved_indices(node):
+    if node.op.name == "index":      # advanced indexing: the index tensors
+        return [Tensor._make(c) for c in node.consts if hasattr(c, "dtype")]
+    if node.op.name in ("max_dim", "min_dim"):   # the indices output, recomputed from self
+        st = dict(node.static)
+        x = node._saved_self
+        return (x.argmax if node.op.name == "max_dim" else x.argmin)(st["dim"], st["keepdim"])
+    return None
+
+
+def _saved_key_index(node):
+    key = dict(node.static).get("key")
+    ints = [m[1] for m in key or () if m[0] == "i"]
+    return ints[-1] if ints else None
+
+
+# torch's saved attributes that tracegrad derives from what a node holds
+_DERIVED_SAVED = {
+    "self_sym_sizes": lambda n: _input_shape(n, 0),
+    "self_sym_numel": lambda n: int(math.prod(_input_shape(n, 0))),
+    "indices": _saved_indices,
+    "index": _saved_key_index,
+}
+
+
+# ---- in-place ops ------------------------------------------------------------------------------
+
 def check_inplace(t):
     if t._gf is None and t._rg and STATE[0] and t._base is None:
         raise RuntimeError(
@@ -233,7 +356,6 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
 def _move_retain_grad(t, old, old_nr, new):
     if old is not None and old._retains_grad:
         old._retains_grad.pop(old_nr, None)
-    import weakref
     if new._retains_grad is None:
         new._retains_grad = {}
     new._retains_grad[0] = weakref.ref(t)
@@ -305,6 +427,8 @@ def _inplace_on_view(op, view, args, static):
     return view
 
 
+# ---- view regeneration ---------------------------------------------------------------------------
+
 _view_of_base_ops: dict = _state.register_cache("_dispatch._view_of_base_ops", {})
 
 
@@ -328,3 +452,28 @@ def record_view_of_base(t):
         STATE[0] = saved_state
     t._gf, t._out_nr, t._rg, t._gf_ver = node, 0, True, t._vc[0]
     return node
+
+
+def view_grad_fn(t):
+    """The grad_fn of a view whose base requires grad. After an in-place write anywhere in the
+    base's storage, torch regenerates the view's grad_fn from the base's new history
+    (``AsStridedBackward0``); so do we."""
+    gf = t._gf
+    if gf is not None and t._gf_ver == t._vc[0]:
+        return gf
+    cmeta = t.__dict__.get("_cmeta")
+    if cmeta is not None:   # NOTE [inference views]
+        if t._gf_ver != t._vc[0] and t._base._gf is not None:
+            normal = "in normal mode" if cmeta == "inference mode" else "with grad mode enabled"
+            raise RuntimeError(
+                f"A view was created in {cmeta} and its base or another view of its base has "
+                f"been modified inplace {normal}. Autograd cannot rebase such a view: clone() "
+                "it, or create it outside that mode.")
+        return None
+    base = t._base
+    if base._gf is None and gf is not None:
+        return gf
+    return record_view_of_base(t)
+
+
+_tensor_mod.VIEW_GRAD_FN[0] = view_grad_fn   # Tensor.grad_fn of a view calls it (tensor layer)

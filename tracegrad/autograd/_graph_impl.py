@@ -3,7 +3,9 @@
 Mirrors ``torch.autograd.graph``. A Node is what a tensor's ``grad_fn`` points to; its
 ``next_functions`` are edges ``(node, output_nr)`` to the nodes of its inputs, with an
 ``AccumulateGrad`` node for each leaf that requires grad. The engine (``engine.py``) walks
-these; the dispatcher (``_dispatch.py``) creates them.
+these; the recording path (``autograd/_dispatch.py``) creates them: it also holds ``OpNode``,
+the node of a table op, whose backward with ``create_graph=True`` is dispatched like any op.
+This module imports nothing from dispatch (the dependency goes one way).
 
 Hooks live on nodes in ordered dicts, one per event (STYLE 9):
 ``_tensor_pre_hooks[output_nr]`` (``Tensor.register_hook`` on a non-leaf),
@@ -14,15 +16,14 @@ its AccumulateGrad's tensor pre-hooks.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
+import traceback
+import weakref
 from collections import OrderedDict
 
-from .._tensor.hooks import RemovableHandle
-from .._tensor import factories as _factories
 from .. import _state
-from .._ops import dtypes as _dt
-from .._ops.registry import CONST, RESULT, SAVED, SHAPE
-from .._tensor import tensor as _tensor_mod
+from .._tensor.hooks import RemovableHandle
 from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
 from . import grad_mode
@@ -59,7 +60,6 @@ class Node:
         self._metadata = None
         self._trace = None
         if ANOMALY[0]:
-            import traceback
             self._trace = "".join(traceback.format_stack()[:-3])
 
     def name(self) -> str:
@@ -157,7 +157,7 @@ class SavedTensor:
             # backward works through hooks. An output's place is the node that saved it.
             self.grad_edge = None
             if tensor._rg:
-                self.grad_edge = (None, tensor._out_nr) if is_output else _dispatch().edge(tensor)
+                self.grad_edge = (None, tensor._out_nr) if is_output else edge(tensor)
         else:
             self.grad_edge = None
             if is_output:
@@ -199,7 +199,6 @@ def _saved_origin(node, t, is_output):
     """", which is output k of Op," for a saved tensor, as torch names it: for an output the node
     that saved it, for an input the tensor's grad_fn now (the in-place op that bumped it); ""
     for a leaf."""
-    import re
     src, nr = (node, 0) if is_output else (t.grad_fn, t._out_nr)
     if src is None or isinstance(src, AccumulateGrad):
         return ""
@@ -209,7 +208,6 @@ def _saved_origin(node, t, is_output):
 def _with_edge(t, grad_edge, node):
     """``t`` (a fresh alias) placed in the graph at ``grad_edge``: a leaf's grad accumulator, a
     node's output, or (``(None, nr)``) output ``nr`` of ``node``, the node unpacking it."""
-    import weakref
     gf, nr = grad_edge
     t._rg = True
     if isinstance(gf, AccumulateGrad):
@@ -217,136 +215,6 @@ def _with_edge(t, grad_edge, node):
     else:
         t._gf, t._out_nr = (node if gf is None else gf), nr
     return t
-
-
-class OpNode(Node):
-    """The node of one op from the table; its backward is the op's cached jitted VJP."""
-
-    # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
-    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_scalar")
-
-    def __getattr__(self, attr):
-        if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
-            raw = attr.startswith("_raw_")
-            name = attr[len("_raw_saved_"):] if raw else attr[len("_saved_"):]
-            op = object.__getattribute__(self, "op")
-            if name in op.saves:
-                if self.released:
-                    raise RuntimeError(MSG_FREED)
-                layout = self.layout
-                order = layout.save_order(op)
-                want = RESULT if name == "result" else op.args.index(name)
-                if want in order:
-                    s = self.saved[order.index(want)]
-                    return s if raw else s.get(self, 0)
-                if want == RESULT or want >= len(layout.kinds) or layout.kinds[want] != CONST:
-                    return None
-                v = self.consts[layout.const_index(want)]
-                if v is None or isinstance(v, bool):
-                    return v
-                if hasattr(v, "dtype"):  # an integer/bool tensor input kept as a constant
-                    return Tensor._make(v)
-                # torch saves a Python number as a wrapped 0-dim double/long tensor
-                return _factories.tensor(v, dtype=_dt.float64 if isinstance(v, float) else _dt.int64)
-            if name in op.args:
-                p = op.args.index(name)
-                kinds = self.layout.kinds
-                if p < len(kinds) and kinds[p] == CONST:
-                    return self.consts[self.layout.const_index(p)]
-            static = dict(object.__getattribute__(self, "static"))
-            if name in static:
-                return static[name]
-            derived = _DERIVED_SAVED.get(name)
-            if derived is not None:
-                v = derived(self)
-                if v is not None:
-                    return v
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
-
-    def apply(self, grads, create_graph=False):
-        if self.released:
-            raise RuntimeError(MSG_FREED)
-        saved = [s.get(self, i) for i, s in enumerate(self.saved)]
-        n = self.nout
-        if len(grads) != n:
-            grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
-        key = (self.op, self.static, self.layout)
-        entry = _BWD.get(key)
-        if entry is None:
-            entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
-        bop, slots = entry
-        d = _dispatch()
-        if grad_mode.STATE[0]:   # create_graph: record the backward like any op
-            res = d.apply_op(bop, [*saved, *self.consts, *grads])
-            if bop.n_out == 1:
-                res = (res,)
-        else:                    # plain backward: call the jitted VJP directly
-            out = bop.run([*(t._value for t in saved), *self.consts,
-                           *(None if g is None else g._value for g in grads)], ())
-            res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
-        return [None if s < 0 else res[s] for s in slots]
-
-    def num_outputs(self) -> int:
-        return self.nout
-
-    def release(self):
-        # torch raises on a second backward only through nodes that saved something
-        if self.saved or self.saved_scalar:
-            self.released = True
-            self.saved = ()
-
-
-_dispatch_mod = []
-_BWD: dict = _state.register_cache("autograd._graph_impl._BWD", {})
-
-
-def _backward_entry(node, ns, nc):
-    """The backward op of a node's (op, static, layout) and, per next_functions slot, which of
-    its outputs is that slot's gradient (-1: none)."""
-    return node.op.backward_op(node.static, node.layout, ns, nc), node.layout.grad_slots()
-
-
-def _dispatch():
-    # the dispatcher imports this module, so bind it on first use
-    if not _dispatch_mod:
-        from . import _dispatch as d
-        _dispatch_mod.append(d)
-    return _dispatch_mod[0]
-
-
-def _input_shape(node, p):
-    layout = node.layout
-    kind = layout.kinds[p]
-    if kind == SAVED:
-        return tuple(node.saved[layout.save_order(node.op).index(p)].get(node, 0).shape)
-    if kind == SHAPE:
-        return tuple(layout.avals[layout.aval_index(p)][0])
-    return tuple(node.consts[layout.const_index(p)].shape)
-
-
-def _saved_indices(node):
-    if node.op.name == "index":      # advanced indexing: the index tensors
-        return [Tensor._make(c) for c in node.consts if hasattr(c, "dtype")]
-    if node.op.name in ("max_dim", "min_dim"):   # the indices output, recomputed from self
-        st = dict(node.static)
-        x = node._saved_self
-        return (x.argmax if node.op.name == "max_dim" else x.argmin)(st["dim"], st["keepdim"])
-    return None
-
-
-def _saved_key_index(node):
-    key = dict(node.static).get("key")
-    ints = [m[1] for m in key or () if m[0] == "i"]
-    return ints[-1] if ints else None
-
-
-# torch's saved attributes that tracegrad derives from what a node holds
-_DERIVED_SAVED = {
-    "self_sym_sizes": lambda n: _input_shape(n, 0),
-    "self_sym_numel": lambda n: int(__import__("math").prod(_input_shape(n, 0))),
-    "indices": _saved_indices,
-    "index": _saved_key_index,
-}
 
 
 class AccumulateGrad(Node):
@@ -398,7 +266,6 @@ class AccumulateGrad(Node):
 def accumulate_node(t):
     """The tensor's AccumulateGrad node, created once and held weakly by the tensor (the
     graph holds it strongly), like torch's grad accumulator."""
-    import weakref
     ref = t._acc
     n = ref() if ref is not None else None
     if n is None:
@@ -407,34 +274,18 @@ def accumulate_node(t):
     return n
 
 
-_view_ops: dict = _state.register_cache("autograd._graph_impl._view_ops", {})
+def edge(t):
+    """``(node, output_nr)``: where a gradient for ``t`` flows -- its grad_fn (a view's is
+    regenerated if stale), a leaf's AccumulateGrad, or ``(None, 0)`` when it leads nowhere."""
+    gf = t._gf if t._base is None else t.grad_fn
+    if gf is not None:
+        return (gf, t._out_nr)
+    if t._rg:
+        if t._base is not None and "_cmeta" in t.__dict__:
+            return (None, 0)   # a view made in inference mode: requires grad, leads nowhere (torch)
+        return (accumulate_node(t), 0)
+    return (None, 0)
 
-
-def view_grad_fn(t):
-    """The grad_fn of a view whose base requires grad. After an in-place write anywhere in the
-    base's storage, torch regenerates the view's grad_fn from the base's new history
-    (``AsStridedBackward0``); so do we."""
-    gf = t._gf
-    if gf is not None and t._gf_ver == t._vc[0]:
-        return gf
-    cmeta = t.__dict__.get("_cmeta")
-    if cmeta is not None:   # NOTE [inference views] (tracegrad/_dispatch.py)
-        if t._gf_ver != t._vc[0] and t._base._gf is not None:
-            normal = "in normal mode" if cmeta == "inference mode" else "with grad mode enabled"
-            raise RuntimeError(
-                f"A view was created in {cmeta} and its base or another view of its base has "
-                f"been modified inplace {normal}. Autograd cannot rebase such a view: clone() "
-                "it, or create it outside that mode.")
-        return None
-    base = t._base
-    if base._gf is None and gf is not None:
-        return gf
-    # dispatch imports this module (it builds OpNodes), so it is bound at call time
-    from ._dispatch import record_view_of_base
-    return record_view_of_base(t)
-
-
-_tensor_mod.VIEW_GRAD_FN[0] = view_grad_fn   # Tensor.grad_fn of a view calls it (tensor layer)
 
 
 class saved_tensors_hooks:

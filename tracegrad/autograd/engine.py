@@ -20,7 +20,7 @@ from .. import _state
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
 from . import grad_mode
-from ._graph_impl import ANOMALY, AccumulateGrad
+from ._graph_impl import ANOMALY, AccumulateGrad, edge as _graph_edge
 from . import _dispatch
 
 _tie = itertools.count()
@@ -66,12 +66,12 @@ def get_gradient_edge(tensor):
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
                            "gradients")
-    node, nr = _dispatch.edge(tensor)
+    node, nr = _graph_edge(tensor)
     return GradientEdge(node, nr)
 
 
 def _edge(t):
-    return tuple(t) if isinstance(t, GradientEdge) else _dispatch.edge(t)
+    return tuple(t) if isinstance(t, GradientEdge) else _graph_edge(t)
 
 
 def _as_tuple(x):
@@ -275,7 +275,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     ``inputs`` are captured and returned."""
     if accumulate_grad and _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].backward_ran = True   # a compiled region's results are consumed
-    roots = [_dispatch.edge(t) for t in outputs]
+    roots = [_graph_edge(t) for t in outputs]
     deps, seen = _discover(roots)
     captures = {}         # (node, slot) -> [input index]
     input_edges = []

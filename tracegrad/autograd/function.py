@@ -17,7 +17,7 @@ from .._tensor import factories as _factories
 from .. import _state
 from .._tensor.tensor import Tensor
 from . import grad_mode
-from ._graph_impl import MSG_FREED, Node, SavedTensor
+from ._graph_impl import MSG_FREED, Node, SavedTensor, edge
 
 
 class FunctionCtx:
@@ -198,7 +198,6 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from . import _dispatch   # dispatch imports autograd (its graph), which imports this module
         new_style = cls.setup_context is not Function.setup_context
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
             args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}
@@ -224,7 +223,7 @@ class Function(metaclass=_FunctionMeta):
         nondiff = {id(t) for t in ctx.non_differentiable}
         inputs_by_id = {id(a): a for a in args if isinstance(a, Tensor)}
         if record:
-            ctx.next_functions = tuple(_dispatch.edge(a) if (isinstance(a, Tensor) and a.requires_grad) else (None, 0)
+            ctx.next_functions = tuple(edge(a) if (isinstance(a, Tensor) and a.requires_grad) else (None, 0)
                                        for a in args if isinstance(a, Tensor))
         ctx._in_meta = tuple((tuple(a.shape), a.dtype, n) if isinstance(a, Tensor) else None
                              for a, n in zip(args, needs))
