@@ -5,8 +5,8 @@ Each op family declares, where a function is defined, what it becomes:
     @method("sub", "subtract", function=True)   # Tensor.sub, Tensor.subtract, tracegrad.sub, tracegrad.subtract
     def sub(self, other, *, alpha=None): ...
 
-    @method("view")                             # a Tensor method only (names default to fn.__name__)
-    @function("cat", "concat", "concatenate")   # a tracegrad.<name> function only
+    @method()                                   # Tensor.<fn.__name__> only (names default to fn.__name__)
+    @function("cat", "concat", "concatenate")   # tracegrad.<name> only
     prop("T")(lambda self: ...)                 # a Tensor property
     method("__add__", "__radd__")(lambda s, o: add(s, o))   # operators the same way
 

@@ -25,6 +25,7 @@ def is_tensor(obj) -> bool:
 
 @function()
 def is_floating_point(t) -> bool:
+    """Mirrors ``torch.is_floating_point``."""
     return t.is_floating_point()
 
 
@@ -36,6 +37,7 @@ def is_inference(input) -> bool:
 
 @function()
 def numel(t) -> int:
+    """Mirrors ``torch.numel``."""
     return t.numel()
 
 

@@ -195,10 +195,6 @@ def lerp_(self, end, weight):
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 
 
-def maximum_(self, other):
-    return apply_inplace(OPS["maximum"], self, (other,), (("dtype", self._value.dtype),))
-
-
 @method()
 def t_(self):
     """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change)."""
