@@ -106,7 +106,7 @@ def test_process_wide_modes_are_the_ones_in_state():
     assert _state.SAVED_HOOKS == []
 
 
-MEMO_CACHES = ["_ops.registry._SCALARS", "_dispatch._copy_slices_ops", "_dispatch._view_of_base_ops",
+MEMO_CACHES = ["_ops.registry._SCALARS", "_ops.derived._copy_slices_ops", "_ops.derived._view_of_base_ops",
                "_ops.dtypes._promote_cache", "autograd._dispatch._BWD",
                "autograd.function._SIGNATURES", "autograd.engine._SIZES", "_tensor._chain_fwd", "_ops.shape._POS"]
 

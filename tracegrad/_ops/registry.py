@@ -108,11 +108,16 @@ class SavedLayout(NamedTuple):
 
 
 class Op:
+    """One op: a pure JAX function plus the metadata autograd needs (the module docstring lists
+    the fields; ``defop`` documents the arguments). Built only in the op layer: ``defop`` for the
+    table's rows, ``Op.backward_op`` and ``derived.py`` for ops derived from them; the arguments
+    are keyword-only."""
+
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
                  "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos")
 
-    def __init__(self, name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if=None,
-                 no_edge=()):
+    def __init__(self, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
+                 vjp_result=None, view=False, doc=None, save_if=None, no_edge=()):
         self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
         self.saves = tuple(saves)
         self.saves_result = "result" in self.saves
@@ -181,8 +186,8 @@ class Op:
             nargs = len(layout.kinds) + (1 if self.saves_result else 0) + max(self.n_out, 256)
             names = tuple(f"in{i}" for i in range(nargs + 2))
             name = BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward")
-            b = self._bwd[key] = Op(f"{self.name}_backward", flat, names, name,
-                                    names, n, None, None, False, None)
+            b = self._bwd[key] = Op(name=f"{self.name}_backward", fn=flat, args=names, grad_fn=name,
+                                    saves=names, n_out=n)
         return b
 
 
@@ -264,6 +269,6 @@ def defop(name, fn, *, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=N
     ``no_edge`` names torch's Scalar arguments (no next_functions slot)."""
     if name in OPS:
         raise ValueError(f"op {name!r} declared twice")
-    op = OPS[name] = Op(name, fn, args, grad_fn, saves, n_out, n_diff, vjp_result, view, doc, save_if,
-                        no_edge)
+    op = OPS[name] = Op(name=name, fn=fn, args=args, grad_fn=grad_fn, saves=saves, n_out=n_out, n_diff=n_diff,
+                        vjp_result=vjp_result, view=view, doc=doc, save_if=save_if, no_edge=no_edge)
     return op

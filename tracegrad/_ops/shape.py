@@ -80,9 +80,8 @@ class DynViewOp(Op):
 
     __slots__ = ("split", "dfn", "_dfwd", "_dbwd", "_bbwd")
 
-    def __init__(self, name, fn, dfn, split, **kw):
-        super().__init__(name, fn, kw.pop("args", ("self",)), kw.pop("grad_fn"), (), 1, None, None,
-                         True, kw.pop("doc", None))
+    def __init__(self, *, name, fn, dfn, split, grad_fn, args=("self",), doc=None):
+        super().__init__(name=name, fn=fn, args=args, grad_fn=grad_fn, view=True, doc=doc)
         self.split, self.dfn = split, dfn
         self._fwd = _Programs()
         self._fwd.op = self
@@ -120,8 +119,8 @@ class DynViewOp(Op):
         shared = self._dbwd.get(skey)
         if shared is None:
             # the positions are constants of the VJP (CONST), after the op's own inputs
-            tmpl = Op(self.name, self.dfn, ("self",) + tuple(f"pos{i}" for i in range(k)),
-                      self.grad_fn, (), 1, None, None, False, None)
+            tmpl = Op(name=self.name, fn=self.dfn, args=("self",) + tuple(f"pos{i}" for i in range(k)),
+                      grad_fn=self.grad_fn)
             fn = _make_backward(tmpl, struct, layout._replace(kinds=layout.kinds + (CONST,) * k))
 
             def flat(*a):   # (*saved, *consts, *positions, *grads)
@@ -132,9 +131,8 @@ class DynViewOp(Op):
         m = ns + nc
         pos = tuple(pos_arg(v) for v in dyn)
         names = tuple(f"in{i}" for i in range(len(layout.kinds) + 1 + 256 + 2))
-        b = _BoundOp(f"{self.name}_backward", lambda *a: raw(*a[:m], *dyn, *a[m:]), names,
-                     BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward"), names, n, None, None,
-                     False, None)
+        b = _BoundOp(name=f"{self.name}_backward", fn=lambda *a: raw(*a[:m], *dyn, *a[m:]), args=names,
+                     grad_fn=BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward"), saves=names, n_out=n)
         b._call = lambda *a: jitted(*a[:m], *pos, *a[m:])
         if len(self._bbwd) > _BOUND_LIMIT:
             self._bbwd.clear()
@@ -146,8 +144,54 @@ def defdynview(name, fn, dfn, split, *, grad_fn, doc=None) -> DynViewOp:
     """Declare a ``DynViewOp`` in the op table (the ``defop`` of NOTE [dynamic positions])."""
     if name in OPS:
         raise ValueError(f"op {name!r} declared twice")
-    op = OPS[name] = DynViewOp(name, fn, dfn, split, grad_fn=grad_fn, doc=doc)
+    op = OPS[name] = DynViewOp(name=name, fn=fn, dfn=dfn, split=split, grad_fn=grad_fn, doc=doc)
     return op
+
+
+# ---- view chains --------------------------------------------------------------------------
+# A tensor's view chain is a tuple of ``(op, static, out_index)`` steps from its storage's array
+# (``_tensor/tensor.py``). These pure functions split a chain into its structure and positions
+# and replay it with the positions as operands; the tensor layer's read/write programs and the
+# ops built from chains (``derived.py``) use them.
+
+def chain_split(chain):
+    """``(structure, positions)`` of a view chain: structure entries are ``(op, static, idx,
+    k)``, with ``k`` positions taken from ``positions`` by ``op.dfn`` (``k == 0``: ``op.fn``
+    with the entry's full static arguments)."""
+    struct, dyn = [], []
+    for op, static, idx in chain:
+        split = getattr(op, "split", None)
+        if split is not None and static:
+            s, d = split(static)
+            if d:
+                struct.append((op, s, idx, len(d)))
+                dyn.extend(d)
+                continue
+        struct.append((op, static, idx, 0))
+    return tuple(struct), tuple(dyn)
+
+
+def chain_apply_dyn(struct, root, pos):
+    """The view's value: the chain structure ``struct`` replayed on array ``root`` with the
+    positions ``pos`` (ints or int arrays)."""
+    x, j = root, 0
+    for op, static, idx, k in struct:
+        if k:
+            x = op.dfn(x, *pos[j:j + k], **dict(static))
+            j += k
+        else:
+            x = op.fn(x, **dict(static)) if static else op.fn(x)
+        if idx is not None:
+            x = x[idx]
+    return x
+
+
+def chain_scatter_dyn(struct, root, new, pos):
+    """``root`` with the view's elements replaced by ``new`` (broadcast, cast to root's dtype)."""
+    # each view element's flat position in the root: the chain run over an iota
+    at = chain_apply_dyn(struct, jnp.arange(root.size).reshape(root.shape), pos)
+    new = jnp.broadcast_to(new.astype(root.dtype), at.shape)
+    return root.ravel().at[at.ravel()].set(new.ravel()).reshape(root.shape)
 
 
 def _start(s):

@@ -18,11 +18,12 @@ import weakref
 
 from .. import _state
 from .._state import GRAD_MODE as STATE, INFERENCE_DEPTH
+from .._ops import derived as _derived
 from .._ops import dtypes as _dt
 from .._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
-from .._tensor.tensor import Tensor, _chain_apply_dyn, _chain_scatter_dyn, chain_split
+from .._tensor.tensor import Tensor
 from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
 
 _CAPTURE = _state.CAPTURE
@@ -379,42 +380,10 @@ def _torch_name(d):
             "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
 
 
-_copy_slices_ops: dict = _state.register_cache("_dispatch._copy_slices_ops", {})
-
-
-def _copy_slices_op(chain, op, static, n_others):
-    """One ``CopySlices`` op per (view-chain structure, in-place op): ``base, *others,
-    *positions -> new base`` where the view's region of base is replaced by
-    ``op(view, *others)``, as torch's CopySlices wraps the in-place op's node. The chain's
-    positions (NOTE [dynamic positions]) are trailing Python-int arguments: runtime operands
-    of the forward and of the backward, so a new position compiles nothing."""
-    struct, pos = chain_split(chain)
-    key = (struct, op, static, n_others)
-    cs = _copy_slices_ops.get(key)
-    if cs is None:
-        kw, k = dict(static), len(pos)
-
-        def fn(base, *rest):
-            others, p = rest[:len(rest) - k], rest[len(rest) - k:]
-            view = _chain_apply_dyn(struct, base, p)
-            return _chain_scatter_dyn(struct, base, op.fn(view, *others, **kw), p)
-        pnames = tuple(f"position{i}" for i in range(k))
-        names = ("self",) + op.args[1:1 + n_others]
-        no_edge = tuple(op.args[i] for i in op.no_edge_pos if i <= n_others) + pnames
-        # save what the wrapped op saves (torch's CopySlices keeps the op's node): the view and
-        # scatter around it are linear, so only the op's own backward needs primal values; the
-        # base stands for the op's input and for its result (recomputed from the base)
-        wanted = set(op.saves)
-        saves = tuple(n for n in names if n in wanted or (n == "self" and "result" in wanted))
-        cs = _copy_slices_ops[key] = Op("copy_slices", fn, names + pnames, "CopySlices", saves, 1, None, None,
-                                        False, None, None, no_edge)
-    return cs, pos
-
-
 def _inplace_on_view(op, view, args, static):
     base = view._base
     chain = view._chain[len(base._chain):]
-    cs, pos = _copy_slices_op(chain, op, static, len(args))
+    cs, pos = _derived.copy_slices_op(chain, op, static, len(args))
     res = apply_op(cs, (base, *args, *pos))
     node = res._gf
     _snapshot_saved(node, base)
@@ -429,21 +398,10 @@ def _inplace_on_view(op, view, args, static):
 
 # ---- view regeneration ---------------------------------------------------------------------------
 
-_view_of_base_ops: dict = _state.register_cache("_dispatch._view_of_base_ops", {})
-
-
 def record_view_of_base(t):
     """Regenerate a view's grad_fn after its base was written (torch: AsStridedBackward0)."""
     base = t._base
-    struct, pos = chain_split(t._chain[len(base._chain):])
-    op = _view_of_base_ops.get(struct)
-    if op is None:
-        pnames = tuple(f"position{i}" for i in range(len(pos)))
-
-        def fn(b, *p, _struct=struct):
-            return _chain_apply_dyn(_struct, b, p)
-        op = _view_of_base_ops[struct] = Op("as_strided_view", fn, ("self",) + pnames, "AsStridedBackward0",
-                                            (), 1, None, None, False, None, None, pnames)
+    op, pos = _derived.view_of_base_op(t._chain[len(base._chain):])
     saved_state = STATE[0]
     STATE[0] = True
     try:
