@@ -98,17 +98,31 @@ def _rng(mod):
     return _arr(mod.get_rng_state())
 
 
+def _grads(state):
+    out = []
+    for v in (state.values() if isinstance(state, dict) else ()):
+        if hasattr(v, "named_parameters") and hasattr(v, "named_buffers"):
+            out += [p.grad for _, p in v.named_parameters()]
+    return out
+
+
 def run_program(make, mod, wrap, calls, between=None):
     """Build the program from seed 0 and run it ``calls`` times; returns the snapshots after
     each call, the wrapped step, the state and the warnings raised."""
     mod.manual_seed(0)
     step, state, batch = make(mod, wrap)
-    snaps = []
+    snaps, grads = [], []
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         for i in range(calls):
             out = step(*batch(i))
-            snaps.append({"call": i, "out": snapshot(out), "state": snapshot(state), "rng": _rng(mod)})
+            # whether each parameter's .grad is the same tensor object as after the last call
+            # (accumulated in place) or a new one (zero_grad() then backward()), as eagerly
+            now = _grads(state)
+            same = [g is not None and g is h for g, h in zip(now, grads)]
+            grads = now
+            snaps.append({"call": i, "out": snapshot(out), "state": snapshot(state), "rng": _rng(mod),
+                          "grad_is_previous": same})
             if between is not None:
                 between(state, i)
     return SimpleNamespace(snaps=snaps, step=step, state=state, warnings=[str(x.message) for x in w])

@@ -34,7 +34,11 @@ class Program:
         if donate and self.donate and _exclusively_held(flat, self.donate):
             f = self._donating
             if f is None:
-                f = self._donating = jax.jit(self._pruned(), donate_argnums=self.donate, **self.options)
+                # keep_unused: a donated input the program does not read (the .grad that
+                # zero_grad() drops) still lends its buffer to an output of its shape (the new
+                # .grad) instead of being freed while a new one is allocated
+                f = self._donating = jax.jit(self._pruned(), donate_argnums=self.donate, keep_unused=True,
+                                             **self.options)
         else:
             f = self._safe
             if f is None:

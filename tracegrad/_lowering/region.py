@@ -94,7 +94,8 @@ class Region:
 
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
-        self.arg_grads = self.arg_writes = ()
+        self.arg_grads = self.arg_writes = self.fresh_in = ()
+        self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars = (), ()
         self.modules = tuple(m for m, _ in modules)
@@ -140,6 +141,17 @@ class Region:
                 return False
         return hyper.signature(self.optimizers) == self.hyper
 
+    def _grads_unshared(self) -> bool:
+        """Whether the ``.grad`` tensors this call replaces by new ones (NOTE [new .grad per
+        call]) are held only by their parameter: then their buffers may be donated. A ``.grad``
+        the user kept (or a view of it) must keep its values, as eagerly."""
+        for o in self.fresh_in:
+            g = o._grad
+            # references: the parameter's slot and getrefcount's argument (and ``g``)
+            if sys.getrefcount(g) > 3 or sys.getrefcount(g._st) > 2:
+                return False
+        return True
+
     # ---- one call -----------------------------------------------------------------------
     def read_inputs(self, arg_leaves):
         """The program's flat inputs: storages, .grad arrays, PRNG keys (donated), then the
@@ -154,7 +166,7 @@ class Region:
     def run(self, arg_leaves, donate=True):
         prev = x64_enter()
         try:
-            outs = self.program(self.read_inputs(arg_leaves), donate)
+            outs = self.program(self.read_inputs(arg_leaves), donate and self._grads_unshared())
         finally:
             x64_exit(prev)
         return self.write_back(outs, arg_leaves)
@@ -172,7 +184,12 @@ class Region:
                 st.gen += 1
         for g, k in zip(self.generators, keys):
             g._key = k
-        for (o, t), a in zip(self.owners_end, grads_end):
+        for (o, t), kind, a in zip(self.owners_end, self.grad_kinds, grads_end):
+            if kind is _NEW:
+                o._grad = Tensor._make(a)      # eager's backward makes a new .grad tensor
+                continue
+            if kind is _SAME:
+                t = o._grad                    # accumulated in place into this call's .grad
             if t is not None and a is not None:
                 t._st.array = a
                 t._st.gen += 1
@@ -329,6 +346,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 plan.vjp = True
                 raise Retrace()
             owners_end = [(o, o._grad) for o in owners]
+            grad_kinds = [_grad_kind(t, g0, cap) for (_, t), g0 in zip(owners_end, saved[1])]
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
             state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
             keys_end = [g._key for g in plan.generators]
@@ -346,7 +364,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                      f"{i} after returning (eager would keep the caller's tensor)")
             if cap.uses_remat:
                 jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
-            info.update(recipe=recipe, owners_end=owners_end, escapes=escapes, diff_out=diff_out,
+            info.update(recipe=recipe, owners_end=owners_end, grad_kinds=grad_kinds, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
             info["arg_grads"] = [i for i, _ in arg_grads]
@@ -424,6 +442,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.hyper_slots = hyper_slots
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
+    region.grad_kinds = tuple(info["grad_kinds"])
+    region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
+                            if k == _NEW and not none)
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)
     return region, region.run(leaves, donate=False)
 
@@ -436,6 +457,24 @@ def _bwd_program(pullback, cts):
 def _edge(t):
     from ..autograd._dispatch import edge
     return edge(t)
+
+
+# NOTE [new .grad per call]
+# What an owner's ``.grad`` is after the call, by what the trace saw: None; the same tensor it
+# had on entry (accumulated in place: the program's result goes into whichever tensor is the
+# ``.grad`` on entry of each call); a tensor made during the trace (``zero_grad()`` then
+# ``backward()``: eagerly each call makes a new tensor, so a ``.grad`` the user kept from an
+# earlier call keeps its values: each call wraps the result in a new tensor); or another
+# tensor from outside (``p.grad = t``: that tensor receives the values).
+_SAME, _NEW, _OTHER = "same", "new", "other"
+
+
+def _grad_kind(end, entry, cap):
+    if end is None:
+        return None
+    if end is entry:
+        return _SAME
+    return _NEW if end._st in cap.created else _OTHER
 
 
 def _swap_in(storages, state, owners, grads, generators, keys):
