@@ -22,15 +22,9 @@ DIFFERENT_METHOD_AND_FUNCTION = {
     "where": "Tensor.where(condition, other) vs tracegrad.where(condition, input, other)",
 }
 # Tensor's class body names the registry may replace, with why (the registry's definition wins).
-CLASS_BODY_STUBS = {
-    "is_contiguous": "tensor.py keeps a `return True` stub; conversion.is_contiguous reads the view chain",
-}
+CLASS_BODY_STUBS: dict = {}
 # Tensor attributes set outside the registry (above the API layer, which cannot register them).
-ATTACHED_ELSEWHERE = {
-    "jax": "func/_interop.py (L6): Tensor.jax()",
-    "__dlpack__": "func/_interop.py (L6): DLPack export",
-    "__dlpack_device__": "func/_interop.py (L6): DLPack export",
-}
+ATTACHED_ELSEWHERE: dict = {}
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
                       "__firstlineno__", "__static_attributes__"}
 

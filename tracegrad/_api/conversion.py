@@ -127,3 +127,35 @@ def stride(self, dim=None):
 
 
 prop("real")(lambda self: self)   # real dtypes only: the tensor itself, as torch
+
+
+# JAX and DLPack interop (tracegrad.func's from_jax/from_dlpack are the other direction)
+@method("jax")
+def _tensor_jax(self):
+    """The ``jax.Array`` this Tensor holds (no copy; a view's value is computed once and cached).
+    Carries no autograd history (like ``detach()``). Inside a JAX transform it is the tracer.
+    No torch counterpart."""
+    return self._value
+
+
+@method("__dlpack__")
+def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """The DLPack protocol (``torch.from_dlpack(t)``, ``np.from_dlpack(t)``): exports the
+    JAX array without a copy where the device allows. BufferError on a tensor that requires
+    grad, as torch's ``__dlpack__``."""
+    if self.requires_grad:
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    return export_dlpack(self, stream, max_version, dl_device, copy)
+
+
+def export_dlpack(self, stream=None, max_version=None, dl_device=None, copy=None):
+    """The DLPack capsule of ``self``'s array (no requires-grad check: ``to_dlpack``)."""
+    kw = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
+                            ("copy", copy)) if v is not None}
+    return self._value.__dlpack__(**kw)
+
+
+@method("__dlpack_device__")
+def _tensor_dlpack_device(self):
+    """The DLPack device tuple of the array (``(1, 0)`` on CPU)."""
+    return self._value.__dlpack_device__()

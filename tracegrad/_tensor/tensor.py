@@ -322,9 +322,6 @@ class Tensor(TensorBase):
     def is_complex(self) -> bool:
         return self.dtype.is_complex
 
-    def is_contiguous(self, memory_format=None) -> bool:
-        return True
-
     def is_inference(self) -> bool:
         """Mirrors ``torch.Tensor.is_inference``: made by an op inside ``inference_mode()``."""
         return self.__dict__.get("_inference", False)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..autograd._dispatch import apply_op
 from .._ops.registry import Op
+from .._api.conversion import export_dlpack
 from .._tensor.tensor import Tensor
 from ._wrap import run_jax
 
@@ -23,37 +24,6 @@ def from_jax(array):
         raise TypeError(f"tracegrad.from_jax: expected a jax.Array, got {type(array).__name__}; use "
                         "tracegrad.from_numpy or tracegrad.tensor for other data")
     return Tensor._make(array)
-
-
-def _tensor_jax(self):
-    """The ``jax.Array`` this Tensor holds (no copy; a view's value is computed once and cached).
-    Carries no autograd history (like ``detach()``). Inside a JAX transform it is the tracer.
-    No torch counterpart."""
-    return self._value
-
-
-def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-    """The DLPack protocol (``torch.from_dlpack(t)``, ``np.from_dlpack(t)``): exports the
-    JAX array without a copy where the device allows. BufferError on a tensor that requires
-    grad, as torch's ``__dlpack__``."""
-    if self.requires_grad:
-        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
-    return _export(self, stream, max_version, dl_device, copy)
-
-
-def _export(self, stream=None, max_version=None, dl_device=None, copy=None):
-    kw = {k: v for k, v in (("stream", stream), ("max_version", max_version), ("dl_device", dl_device),
-                            ("copy", copy)) if v is not None}
-    return self._value.__dlpack__(**kw)
-
-
-def _tensor_dlpack_device(self):
-    return self._value.__dlpack_device__()
-
-
-Tensor.jax = _tensor_jax
-Tensor.__dlpack__ = _tensor_dlpack
-Tensor.__dlpack_device__ = _tensor_dlpack_device
 
 
 class _Capsule:
@@ -92,7 +62,7 @@ def to_dlpack(tensor):
     value; autograd history does not travel). Raises TypeError for non-Tensors."""
     if not isinstance(tensor, Tensor):
         raise TypeError(f"to_dlpack: expected a Tensor, got {type(tensor).__name__}")
-    return _export(tensor)
+    return export_dlpack(tensor)
 
 
 def _signature(args, kwargs):
