@@ -159,3 +159,27 @@ def test_clear_caches_empties_the_memo_caches_and_training_goes_on():
     _Double.apply(g).sum().backward()
     assert g.grad.tolist() == [2.0, 2.0]
     assert _state.cache_sizes()["autograd._dispatch._BWD"] > 0
+
+
+def test_op_jit_caches_are_registered_cleared_and_rebuilt():
+    """Every Op's jitted forwards and backward ops (``Op._fwd``/``Op._bwd``, and a DynViewOp's
+    own dicts) are one registry entry: counted, emptied by clear_caches(), rebuilt on use."""
+    from tracegrad._ops.registry import OPS
+
+    def run():
+        x = tracegrad.arange(12.0).reshape(3, 4).requires_grad_()
+        y = (x * 2).tanh().narrow(0, 1, 2).select(1, 0)     # mul, tanh, slice/select (DynViewOps)
+        y.sum().backward()
+        return y.detach().tolist(), x.grad.tolist()
+
+    before = run()
+    mul, tanh, sl = OPS["mul"], OPS["tanh"], OPS["select"]
+    assert mul._fwd and mul._bwd and tanh._fwd and tanh._bwd and sl._fwd
+    n = _state.cache_sizes()["_ops.registry._OP_JIT_CACHES"]
+    assert n >= len(mul._fwd) + len(mul._bwd) + len(tanh._fwd) + len(tanh._bwd) + len(sl._fwd)
+    _state.clear_caches()
+    assert _state.cache_sizes()["_ops.registry._OP_JIT_CACHES"] == 0
+    assert not (mul._fwd or mul._bwd or tanh._fwd or tanh._bwd)
+    assert not any(sl._jit_caches())
+    assert run() == before
+    assert mul._fwd and tanh._bwd and _state.cache_sizes()["_ops.registry._OP_JIT_CACHES"] > 0

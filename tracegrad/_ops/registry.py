@@ -24,6 +24,7 @@ instead, so they keep only their output alive, like torch.
 """
 from __future__ import annotations
 
+import weakref
 from functools import partial
 from typing import NamedTuple
 
@@ -114,7 +115,7 @@ class Op:
     are keyword-only."""
 
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
-                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos")
+                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "__weakref__")
 
     def __init__(self, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
                  vjp_result=None, view=False, doc=None, save_if=None, no_edge=()):
@@ -137,11 +138,17 @@ class Op:
         no_edge = set(no_edge) | _NEVER_EDGE
         self.no_edge_pos = frozenset(i for i, a in enumerate(self.args)
                                      if a in no_edge or a.startswith("indices"))
+        # jitted forwards per static key, backward ops per (static, layout): NOTE [op jit caches]
         self._fwd: dict = {}
         self._bwd: dict = {}
+        _ALL_OPS.add(self)
 
     def __repr__(self):
         return f"<op {self.name}>"
+
+    def _jit_caches(self) -> tuple:
+        """This op's dicts of jitted functions and derived ops (NOTE [op jit caches])."""
+        return (self._fwd, self._bwd)
 
     def forward(self, static: tuple):
         """The jitted forward for these static arguments; one stable function per key so
@@ -189,6 +196,31 @@ class Op:
             b = self._bwd[key] = Op(name=f"{self.name}_backward", fn=flat, args=names, grad_fn=name,
                                     saves=names, n_out=n)
         return b
+
+
+# NOTE [op jit caches]
+# Each Op memoizes its jitted forward per static key (``_fwd``) and its backward op per
+# (static, layout) (``_bwd``); a subclass may keep more (``_jit_caches()`` lists them). Ops
+# live in the table and in other caches, so the registry cannot hold each dict by name: one
+# ``_state`` entry reaches every live Op through a weak set (an Op dropped by the cache that held
+# it leaves the set). ``clear()`` empties every Op's dicts (later calls jit again on demand),
+# ``len`` counts their entries.
+_ALL_OPS: "weakref.WeakSet[Op]" = weakref.WeakSet()
+
+
+class _OpJitCaches:
+    __slots__ = ()
+
+    def clear(self) -> None:
+        for op in list(_ALL_OPS):
+            for d in op._jit_caches():
+                d.clear()
+
+    def __len__(self) -> int:
+        return sum(len(d) for op in list(_ALL_OPS) for d in op._jit_caches())
+
+
+_OP_JIT_CACHES = _state.register_cache("_ops.registry._OP_JIT_CACHES", _OpJitCaches())
 
 
 # NOTE [scalar arguments]

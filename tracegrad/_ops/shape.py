@@ -87,6 +87,9 @@ class DynViewOp(Op):
         self._fwd.op = self
         self._dfwd, self._dbwd, self._bbwd = {}, {}, {}
 
+    def _jit_caches(self) -> tuple:
+        return (self._fwd, self._bwd, self._dfwd, self._dbwd, self._bbwd)
+
     def _program(self, static):
         struct, dyn = self.split(static)
         if not dyn:    # kept apart from the bounded dict: never rebuilt
