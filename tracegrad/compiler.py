@@ -29,6 +29,7 @@ import warnings
 import weakref
 
 from . import _autocast, _state
+from ._x64 import x64_scope
 from ._lowering import hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
@@ -145,7 +146,6 @@ class CompiledFunction:
         entries = self._cache.get(key)
         if not entries or entries is _EAGER:
             return None
-        from ._x64 import x64_scope
         with x64_scope():
             r = entries[0]
             return r.program.memory_analysis(r.read_inputs(leaves))

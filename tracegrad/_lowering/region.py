@@ -35,6 +35,7 @@ from .. import _state
 from .._tensor.tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
+from ..autograd._dispatch import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, StdoutGuard
 from .program import Program
@@ -452,11 +453,6 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 @jax.jit
 def _bwd_program(pullback, cts):
     return pullback(cts)
-
-
-def _edge(t):
-    from ..autograd._dispatch import edge
-    return edge(t)
 
 
 # NOTE [new .grad per call]
