@@ -42,7 +42,7 @@ and its compiled-cache entry is the x64 one on every call.
 
 Where the scope is entered (keep this list when adding JAX calls): ``Op.run`` (_ops/registry.py) (every
 op forward and backward, Python-number arguments), ``_tensor`` view-chain read/write functions
-and dtype casts on write, every factory in ``_factories``, ``_generator``/``_ops.random`` (seeding, key split,
+and dtype casts on write, every factory in ``_tensor/factories.py``, ``_tensor/generator.py``/``_ops.random`` (seeding, key split,
 host draws), in-place random fills, gradient accumulation, and ``tracegrad.compile``/``func``.
 Reading values (``.numpy()``, ``.item()``, ``repr``, saving) goes through numpy and needs none.
 
