@@ -1,7 +1,7 @@
 """Elementwise ops: unary math, binary arithmetic, comparisons, where/clamp/lerp/addc*.
 
 Binary ops take the computation dtype as the static ``dtype`` (torch's promotion is decided
-by the caller, ``_tensor_methods.promote``); casting happens inside the op so the VJP returns
+by the caller, ``_api/promotion.py``: ``result_dtype``); casting happens inside the op so the VJP returns
 gradients in each input's own dtype, as torch does.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Random draws from a PRNG key (pure: a key in, values out) and torch's argument checks.
 
 The stateful half -- ``Generator`` (torch.Generator), the default generator, ``manual_seed``
-and ``key_for`` (the key a draw splits off) -- is ``tracegrad/_generator.py``, at the tensor
+and ``key_for`` (the key a draw splits off) -- is ``tracegrad/_tensor/generator.py``, at the tensor
 layer (``Generator.get_state`` returns a tensor).
 """
 from __future__ import annotations

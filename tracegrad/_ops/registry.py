@@ -62,9 +62,9 @@ BACKWARD_NAMES = {
 
 
 # NOTE [saved layout]
-# How a node keeps each input of its forward, one kind per input: built by dispatch's
-# ``_record``, read by the node (its backward, ``grad_fn._saved_<name>``) and by
-# ``Op.backward_op``, which builds the VJP of one layout.
+# How a node keeps each input of its forward, one kind per input: built by
+# ``autograd/_dispatch.py``'s ``_record``, read by the node (its backward,
+# ``grad_fn._saved_<name>``) and by ``Op.backward_op``, which builds the VJP of one layout.
 SAVED = 0    # a tensor torch saves: in the node's ``saved`` list, in torch's packing order
 SHAPE = 1    # a tensor torch does not save: only its (shape, dtype) is kept, rebuilt as zeros
 CONST = 2    # a constant (Python scalar, None, a never-differentiated tensor): in ``consts``

@@ -1,5 +1,5 @@
 """Shape and movement ops. Those marked ``view=True`` alias their input's storage (torch
-views): their single-input ``fn`` is also what a view chain replays (``_tensor.py``)."""
+views): their single-input ``fn`` is also what a view chain replays (``_tensor/tensor.py``; ``chain_split`` below)."""
 from __future__ import annotations
 
 from functools import partial
@@ -24,7 +24,7 @@ from .registry import CONST, OPS, BACKWARD_NAMES, Op, _make_backward, defop
 # program then serves every position of a (structure, shape, dtype). Positions must already be
 # in range and non-negative (the methods check and wrap them, as torch does): the dynamic
 # slice would clamp an out-of-range start silently. Inside a trace (``tracegrad.compile``) the
-# plain ``fn`` runs with the positions as constants. The view chain (``_tensor.py``) uses the
+# plain ``fn`` runs with the positions as constants. The view chain (``_tensor/tensor.py``) uses the
 # same split to read and write views. Double backward (``create_graph=True``) through one of
 # these backward ops still compiles per position.
 _BOUND_LIMIT = 4096     # per-position closures kept per op; past this the dict starts afresh

@@ -3,6 +3,9 @@ When on, each node records the Python stack of the forward op that created it, a
 backward that produces NaN raises RuntimeError naming that op and showing the stack."""
 from __future__ import annotations
 
+import functools
+import warnings
+
 from .._state import ANOMALY
 
 
@@ -10,7 +13,6 @@ class detect_anomaly:
     """Context manager / decorator turning anomaly detection on (``check_nan=True`` default)."""
 
     def __init__(self, check_nan=True):
-        import warnings
         self.check_nan = check_nan
         warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and "
                       "should only be enabled for debugging.", stacklevel=2)
@@ -23,8 +25,6 @@ class detect_anomaly:
         ANOMALY[0], ANOMALY[1] = self.prev
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*a, **k):
             with self:

@@ -12,8 +12,12 @@ number first (AccumulateGrad first of all); for each node:
 """
 from __future__ import annotations
 
+import ctypes
 import heapq
 import itertools
+import warnings
+
+import numpy as np
 
 from .._tensor import factories as _factories
 from .. import _state
@@ -207,7 +211,6 @@ def _malloc_trim():
     """glibc's ``malloc_trim(0)``, or nothing where the C library has none (musl, macOS)."""
     if not _trim_fn:
         try:
-            import ctypes
             fn = ctypes.CDLL(None).malloc_trim
             fn.argtypes, fn.restype = (ctypes.c_size_t,), ctypes.c_int
         except (OSError, AttributeError):
@@ -422,12 +425,10 @@ def _accumulate_nonleaf(t, g, create_graph):
 
 
 def _check_nan(node, outs):
-    import numpy as np
     for i, g in enumerate(outs):
         if g is not None and bool(np.isnan(np.asarray(g._value)).any()):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             if node._trace:
-                import warnings
                 warnings.warn("Error detected in " + node.name() + ". Traceback of forward call that caused the error:\n" + node._trace)
                 msg += "\nForward call that created it:\n" + node._trace
             raise RuntimeError(msg)

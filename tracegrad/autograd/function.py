@@ -5,13 +5,16 @@ class is ``MyFnBackward`` (the ctx *is* the node, as in torch) with edges to the
 arguments. At backward the engine calls ``node.apply(grads)``, which runs the user's
 ``backward(ctx, *grads)`` and checks what it returns.
 
-This module depends only on the graph and the dispatcher's ``edge``; the later region
-lowering maps the same classes onto ``jax.custom_vjp`` (DESIGN 2.4).
+This module depends only on the graph (``_graph_impl``: ``Node``, ``SavedTensor``, ``edge``);
+the region lowering maps the same classes onto ``jax.custom_vjp`` (DESIGN 2.4).
 """
 from __future__ import annotations
 
 import functools
 import inspect
+import warnings
+
+import numpy as np
 
 from .._tensor import factories as _factories
 from .. import _state
@@ -126,7 +129,6 @@ class BackwardCFunction(Node, FunctionCtx):
 
 
 def _sum_to(g, shape, name, i):
-    import numpy as np
     try:
         if np.broadcast_shapes(tuple(g.shape), tuple(shape)) != tuple(g.shape):
             raise ValueError
@@ -168,7 +170,6 @@ class Function(metaclass=_FunctionMeta):
     """
 
     def __init__(self, *args, **kwargs):
-        import warnings
         warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
                       "functions are all static, so you should invoke them on the class itself.",
                       DeprecationWarning)

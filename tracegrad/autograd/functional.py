@@ -19,6 +19,7 @@ from __future__ import annotations
 import tracegrad as _tg
 
 from .._tensor.tensor import Tensor
+from ..func import vmap as _vmap
 from . import grad_mode
 from .engine import grad as _grad
 
@@ -122,8 +123,7 @@ def _grads(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=
         # one backward pass vmapped over the batch of grad_outputs (the engine runs on traced
         # tensors): 3-10x faster than a backward per row for a 100x100 jacobian. With
         # create_graph the rows must stay recorded, so the engine's batched loop runs instead.
-        from ..func import vmap
-        return vmap(lambda *g: _grad(outs, inputs, g, allow_unused=True, retain_graph=retain_graph))(*gos)
+        return _vmap(lambda *g: _grad(outs, inputs, g, allow_unused=True, retain_graph=retain_graph))(*gos)
     return _grad(outs, inputs, gos, allow_unused=True, create_graph=create_graph, retain_graph=retain_graph,
                  is_grads_batched=batched)
 

@@ -9,7 +9,7 @@ import functools
 import inspect
 
 # The state lives in tracegrad/_state.py (all mutable global state in one place); these are
-# the same objects under the names dispatch, engine and function import from here.
+# the same objects under the names engine and function import from here (dispatch reads _state).
 # STATE: [grad enabled, inference mode], thread-local. INFERENCE_DEPTH[0]: how many
 # inference_mode(True) blocks are open in any thread (a cheap pre-check before the
 # thread-local read, so ops outside inference mode pay one list read).
