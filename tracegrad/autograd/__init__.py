@@ -1,6 +1,6 @@
 """``tracegrad.autograd``: mirrors ``torch.autograd`` -- ``backward``, ``grad``, ``Function``,
 grad modes, anomaly detection, ``gradcheck``/``gradgradcheck``. See README.md here."""
-import importlib
+import importlib as _importlib
 
 from . import graph  # noqa: F401
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,  # noqa: F401
@@ -17,7 +17,7 @@ def __getattr__(name):
     # torch.autograd.functional is an attribute of torch.autograd, but it stands on
     # tracegrad.func (a layer above autograd): load it on first use
     if name == "functional":
-        return importlib.import_module(".functional", __name__)
+        return _importlib.import_module(".functional", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
