@@ -111,8 +111,8 @@ class SavedLayout(NamedTuple):
 class Op:
     """One op: a pure JAX function plus the metadata autograd needs (the module docstring lists
     the fields; ``defop`` documents the arguments). Built only in the op layer: ``defop`` for the
-    table's rows, ``Op.backward_op`` and ``derived.py`` for ops derived from them; the arguments
-    are keyword-only."""
+    table's rows, ``Op.backward_op`` and ``derived.py`` for ops derived from them, every
+    argument passed by keyword."""
 
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
                  "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "__weakref__")
