@@ -222,7 +222,7 @@ class OpNode(Node):
         if entry is None:
             entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
         bop, slots = entry
-        if STATE[0]:   # create_graph: record the backward like any op
+        if STATE[0]:             # create_graph: record the backward like any op
             res = apply_op(bop, [*saved, *self.consts, *grads])
             if bop.n_out == 1:
                 res = (res,)
