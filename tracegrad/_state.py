@@ -89,7 +89,7 @@ _CACHES: dict = {}
 
 def register_cache(name: str, cache):
     """Register a process-wide cache under ``name`` (``"module.variable"``) and return it, so a
-    module writes ``_BWD = _state.register_cache("autograd._graph_impl._BWD", {})``.
+    module writes ``_BWD = _state.register_cache("autograd._dispatch._BWD", {})``.
 
     ``cache`` is anything with ``clear()`` (a dict, an OrderedDict) or ``cache_clear()`` (a
     ``functools.lru_cache`` function). Registering another object under a taken name raises

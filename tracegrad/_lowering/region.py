@@ -35,7 +35,7 @@ from .. import _state
 from .._tensor.tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
-from ..autograd._dispatch import edge as _edge
+from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, StdoutGuard
 from .program import Program

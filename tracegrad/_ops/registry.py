@@ -117,7 +117,7 @@ class Op:
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
                  "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "__weakref__")
 
-    def __init__(self, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
+    def __init__(self, *, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
                  vjp_result=None, view=False, doc=None, save_if=None, no_edge=()):
         self.name, self.fn, self.args, self.grad_fn = name, fn, tuple(args), grad_fn
         self.saves = tuple(saves)

@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
-from .._ops.shape import pos_arg
+from .._ops.shape import (chain_apply_dyn as _chain_apply_dyn, chain_scatter_dyn as _chain_scatter_dyn,
+                          chain_split, pos_arg)
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
@@ -65,43 +66,6 @@ def _chain_apply(chain, root):
         if idx is not None:
             x = x[idx]
     return x
-
-
-def chain_split(chain):
-    """``(structure, positions)`` of a view chain: structure entries are ``(op, static, idx,
-    k)``, with ``k`` positions taken from ``positions`` by ``op.dfn`` (``k == 0``: ``op.fn``
-    with the entry's full static arguments)."""
-    struct, dyn = [], []
-    for op, static, idx in chain:
-        split = getattr(op, "split", None)
-        if split is not None and static:
-            s, d = split(static)
-            if d:
-                struct.append((op, s, idx, len(d)))
-                dyn.extend(d)
-                continue
-        struct.append((op, static, idx, 0))
-    return tuple(struct), tuple(dyn)
-
-
-def _chain_apply_dyn(struct, root, pos):
-    x, j = root, 0
-    for op, static, idx, k in struct:
-        if k:
-            x = op.dfn(x, *pos[j:j + k], **dict(static))
-            j += k
-        else:
-            x = op.fn(x, **dict(static)) if static else op.fn(x)
-        if idx is not None:
-            x = x[idx]
-    return x
-
-
-def _chain_scatter_dyn(struct, root, new, pos):
-    # each view element's flat position in the root: the chain run over an iota
-    at = _chain_apply_dyn(struct, jnp.arange(root.size).reshape(root.shape), pos)
-    new = jnp.broadcast_to(new.astype(root.dtype), at.shape)
-    return root.ravel().at[at.ravel()].set(new.ravel()).reshape(root.shape)
 
 
 def _chain_scatter(chain, root, new):
@@ -558,7 +522,7 @@ def _init_from(t, array):
 
 
 # The grad_fn of a view whose base requires grad is built lazily by autograd, a layer above
-# this one: autograd/_graph_impl.py stores its ``view_grad_fn`` here when it loads (importing
+# this one: autograd/_dispatch.py stores its ``view_grad_fn`` here when it loads (importing
 # tracegrad loads it before any tensor can require grad).
 VIEW_GRAD_FN: list = [None]
 

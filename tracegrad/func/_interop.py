@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from ..autograd._dispatch import apply_op
-from .._ops.registry import Op
+from .._ops.derived import jax_function_op
 from .._api.conversion import export_dlpack
 from .._tensor.tensor import Tensor
 from ._wrap import run_jax
@@ -120,10 +120,7 @@ class jax_function:  # noqa: N801 -- used like a function decorator, as tracegra
         op = self._ops.get((nargs, n_out))
         if op is None:
             fn = self.fn if n_out == 1 else _as_tuple_fn(self.fn)
-            names = tuple(f"input{i}" for i in range(nargs))
-            # every input is saved: the backward re-runs fn's VJP from them (DESIGN 2.1)
-            op = self._ops[(nargs, n_out)] = Op(self.name, fn, names, f"{self.name}Backward", names, n_out,
-                                                None, None, False, self.__doc__)
+            op = self._ops[(nargs, n_out)] = jax_function_op(self.name, fn, nargs, n_out, doc=self.__doc__)
         return op
 
     def __call__(self, *args, **kwargs):
