@@ -7,7 +7,7 @@ autograd (graph, hooks, custom Functions), nn, optim and data loading; arrays li
 Every public name here is one of torch's, re-exported explicitly below (no star imports; a
 private helper never becomes ``tracegrad.<name>``), plus three extras torch does not have:
 ``from_jax`` and ``jax_function`` (``tracegrad.func``: JAX arrays and functions as tracegrad
-tensors and ops) and ``viz`` (graph drawing). ``tests/test_public_api.py`` checks this.
+tensors and ops) and ``viz`` (graph drawing). ``tests/api/test_public_api.py`` checks this.
 """
 
 
@@ -78,7 +78,7 @@ from ._tensor.factories import (
 )
 # torch's free functions: every function the op families register (_api/_registry.py; with a
 # Tensor method of the same name it is that method: tracegrad.exp is Tensor.exp).
-# tests/test_registration.py checks that this list is exactly _api.functions.__all__.
+# tests/api/test_registration.py checks that this list is exactly _api.functions.__all__.
 from ._api.functions import (
     abs as abs, absolute as absolute, acos as acos, add as add, addcdiv as addcdiv, addcmul as addcmul,
     addmm as addmm, all as all, allclose as allclose, amax as amax, amin as amin, any as any,

@@ -12,12 +12,8 @@ from parity import record_ops, run
 
 pytest.importorskip("torch")
 
-import test_dtypes  # noqa: E402
-import test_factories  # noqa: E402
-import test_ops_elementwise  # noqa: E402
-import test_ops_reduction  # noqa: E402
-import test_ops_shape  # noqa: E402
-import test_tensor  # noqa: E402
+from . import test_dtypes, test_ops_elementwise, test_ops_reduction, test_ops_shape  # noqa: E402
+from tensor import test_factories, test_tensor  # noqa: E402  (tests/ is on sys.path)
 
 MODULES = ("elementwise", "reduction", "shape", "indexing", "linalg")
 
