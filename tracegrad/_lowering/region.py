@@ -38,7 +38,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, StdoutGuard
-from .program import Program
+from .program import Program, worth_donating
 from .pystate import changed, effects_signature, python_refs, restore, scalar_signature, snapshot
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
@@ -424,6 +424,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
                               + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
                               + list(range(ns + ng, ns + ng + len(keys0))))
+        owned = state0 + grads0 + keys0
+        if not worth_donating([owned[i] for i in jitted.donate]):
+            jitted.donate = ()
         del state0, grads0, keys0, hypers0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
