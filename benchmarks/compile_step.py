@@ -8,10 +8,13 @@ a 4-layer transformer LM (d=128, 4 heads, vocab 256) at batch 32 x seq 64 with A
 
 Prints median ms/step, each ratio to the JAX+optax step, first-call (trace + compile) seconds,
 the number of traces over all calls (an lr scheduler changes lr on every call: it must stay
-at one trace), and tracegrad.compile's Python cost per call (the whole call minus the jitted
-program alone).
+at one trace: counted on a second compiled step whose calls step a scheduler; the timed
+steps keep lr fixed, as the JAX+optax one does), and tracegrad.compile's guard cost per call
+(the whole call minus the jitted program with its state reads and write-back). The JAX+optax step, the compiled step and the
+program alone are timed interleaved (one call of each per round), so the ratios hold on a
+shared machine; the eager rows are timed on their own.
 
-    python benchmarks/compile_step.py [--steps 50] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile]
+    python benchmarks/compile_step.py [--steps 200] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile]
 """
 from __future__ import annotations
 
@@ -101,8 +104,26 @@ def time_calls(call, steps, warmup):
     return statistics.median(times) * 1e3, first
 
 
-def torch_style(torch, name, opt_name, steps, warmup, compiled):
-    """(ms/step, first-call s, extra) for tracegrad or torch, eager or compiled."""
+def interleaved(calls, steps, warmup):
+    """``{label: median ms}`` of ``calls`` (``{label: call}``, each already called once) timed
+    round-robin: one call of each per round, so load from elsewhere on a shared machine falls
+    on every variant alike instead of on whichever ran during it."""
+    for _ in range(warmup):
+        for call in calls.values():
+            call()
+    times = {label: [] for label in calls}
+    for _ in range(steps):
+        for label, call in calls.items():
+            t = time.perf_counter()
+            call()
+            times[label].append(time.perf_counter() - t)
+    return {label: statistics.median(v) * 1e3 for label, v in times.items()}
+
+
+def torch_style(torch, name, opt_name, compiled, schedule=False):
+    """``(call, first-call s, compiled function, (x, y))`` for tracegrad or torch, eager or
+    compiled: ``call()`` runs one step and waits for the loss; with ``schedule`` it also steps
+    an lr scheduler (lr changes on every call)."""
     torch.manual_seed(0)
     model = build(torch, name)
     opt = make_opt(torch, model, opt_name)
@@ -120,42 +141,33 @@ def torch_style(torch, name, opt_name, steps, warmup, compiled):
 
     def call():
         loss = f(x, y)
-        sched.step()                 # lr changes on every call
+        if schedule:
+            sched.step()
         return loss.item()           # waits for the result, as a loop that logs the loss
-    ms, first = time_calls(call, steps, warmup)
-    extra = {}
-    if compiled and hasattr(f, "stats"):
-        extra["traces"] = f.stats["traces"]
-        extra["eager_calls"] = f.stats["eager_calls"]
-        extra["overhead_us"] = _python_overhead(f, x, y, steps)
-    return ms, first, extra
+    t0 = time.perf_counter()
+    call()
+    return call, time.perf_counter() - t0, f, (x, y)
 
 
-def _python_overhead(f, x, y, steps):
-    """us per call spent outside the jitted program (guards, state gathering, write-back)."""
-    import jax
+def program_alone(f, leaves):
+    """A call of the compiled function's jitted program with its state reads and write-back
+    but without the guards and argument signature (``Python per call`` = whole call minus
+    this)."""
     from tracegrad._x64 import x64_enter, x64_exit
     region = next(r for entries in f._cache.values() if isinstance(entries, list) for r in entries)
-    whole, alone = [], []
-    for _ in range(steps):
-        t = time.perf_counter()
-        jax.block_until_ready(f(x, y)._value)
-        whole.append(time.perf_counter() - t)
-    for _ in range(steps):
-        t = time.perf_counter()
+
+    def call():
         prev = x64_enter()
         try:
-            outs = region.program(region.read_inputs([x, y]))
+            outs = region.program(region.read_inputs(leaves))
         finally:
             x64_exit(prev)
-        jax.block_until_ready(outs[0])
-        alone.append(time.perf_counter() - t)
-        region.write_back(outs, [x, y])
-    return (statistics.median(whole) - statistics.median(alone)) * 1e6
+        return region.write_back(outs, leaves).item()
+    return call
 
 
-def jax_optax(name, opt_name, steps, warmup):
-    """The same step written by hand in JAX + optax, jitted, state donated."""
+def jax_optax(name, opt_name):
+    """The same step written by hand in JAX + optax, jitted, state donated: ``(call, first s)``."""
     import jax
     import optax
     import tracegrad
@@ -195,7 +207,9 @@ def jax_optax(name, opt_name, steps, warmup):
         with x64_scope():
             state[0], state[1], loss = train_step(state[0], state[1], xa, ya)
         return float(loss)
-    return time_calls(call, steps, warmup)
+    t0 = time.perf_counter()
+    call()
+    return call, time.perf_counter() - t0
 
 
 def torch_worker(args):
@@ -206,10 +220,12 @@ def torch_worker(args):
         for opt in ("sgd", "adamw"):
             if name == "lm" and opt == "sgd":
                 continue
-            out[f"{name}/{opt}/eager"] = torch_style(torch, name, opt, args.steps, args.warmup, False)[:2]
+            call, first, _, _ = torch_style(torch, name, opt, False)
+            out[f"{name}/{opt}/eager"] = (time_calls(call, args.steps, args.warmup)[0], first)
             if args.torch_compile:
                 try:
-                    out[f"{name}/{opt}/compile"] = torch_style(torch, name, opt, args.steps, args.warmup, True)[:2]
+                    call, first, _, _ = torch_style(torch, name, opt, True)
+                    out[f"{name}/{opt}/compile"] = (time_calls(call, args.steps, args.warmup)[0], first)
                 except Exception as e:  # noqa: BLE001 -- a missing C++ toolchain, say
                     out[f"{name}/{opt}/compile"] = str(e).splitlines()[0][:80]
     print(json.dumps(out))
@@ -217,7 +233,7 @@ def torch_worker(args):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=50)
+    p.add_argument("--steps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--models", default="mlp,cnn,lm")
     p.add_argument("--no-torch-compile", dest="torch_compile", action="store_false")
@@ -244,9 +260,22 @@ def main():
         for opt in ("sgd", "adamw"):
             if name == "lm" and opt == "sgd":
                 continue
-            ref_ms, ref_first = jax_optax(name, opt, args.steps, args.warmup)
-            tc_ms, tc_first, extra = torch_style(tracegrad, name, opt, args.steps, args.warmup, True)
-            te_ms, _, _ = torch_style(tracegrad, name, opt, max(5, args.steps // 5), 2, False)
+            ref_call, ref_first = jax_optax(name, opt)
+            tc_call, tc_first, f, xy = torch_style(tracegrad, name, opt, True)
+            tc_call()                        # the first call runs eagerly; the second traces
+            ms = interleaved({"ref": ref_call, "tc": tc_call}, args.steps, args.warmup)
+            ref_ms, tc_ms = ms["ref"], ms["tc"]
+            # the guards' share: the whole call against the program with its state I/O, each
+            # following the other (both find the same state warm in the caches)
+            ms = interleaved({"tc": tc_call, "alone": program_alone(f, list(xy))}, args.steps, args.warmup)
+            # the same compiled step with an lr scheduler stepping between calls: one trace
+            sc_call, _, sc_f, _ = torch_style(tracegrad, name, opt, True, schedule=True)
+            for _ in range(args.steps):
+                sc_call()
+            extra = {"traces": sc_f.stats["traces"], "eager_calls": sc_f.stats["eager_calls"],
+                     "calls": sc_f.stats["calls"], "overhead_us": (ms["tc"] - ms["alone"]) * 1e3}
+            te_call, _, _, _ = torch_style(tracegrad, name, opt, False)
+            te_ms = time_calls(te_call, max(5, args.steps // 5), 2)[0]
             print(f"\n{name} + {opt}:")
             rows = [("jax+optax jit (donated)", ref_ms, ref_first),
                     ("tracegrad.compile", tc_ms, tc_first), ("tracegrad eager", te_ms, None)]
@@ -259,8 +288,9 @@ def main():
             for label, ms, first in rows:
                 f = f"   first call {first:6.2f} s" if first is not None else ""
                 print(f"  {label:<32} {ms:9.3f} ms  x{ms / ref_ms:6.2f}{f}")
-            print(f"  tracegrad.compile: {extra.get('traces')} traces over all calls (lr changes every call), "
-                  f"{extra.get('eager_calls')} eager call(s), Python per call ~{extra.get('overhead_us', 0):.0f} us")
+            print(f"  tracegrad.compile with an lr scheduler stepping every call: {extra['traces']} trace(s) "
+                  f"over {extra['calls']} calls, {extra['eager_calls']} eager call(s); guards and argument "
+                  f"signature ~{extra['overhead_us']:.0f} us per call")
 
 
 if __name__ == "__main__":
