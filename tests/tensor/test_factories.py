@@ -65,6 +65,8 @@ FACTORIES = [
     C("empty_like", lambda t, x: (t.empty_like(x).shape, t.empty_like(x).dtype), [I(2, 3)]),
     C("zeros_like_requires_grad", lambda t, x: t.zeros_like(x, requires_grad=True), [F(2)]),
     C("legacy_Tensor", lambda t: t.Tensor([1, 2]), []),
+    C("legacy_Tensor_sizes", lambda t: t.Tensor(2, 3).shape, []),
+    C("legacy_Tensor_empty", lambda t: (t.Tensor(), repr(t.Tensor())), []),
 ]
 
 

@@ -178,6 +178,8 @@ class Tensor(TensorBase):
         self = cls._make(None)
         if args or kwargs:   # torch's legacy constructor: Tensor(data) / Tensor(*sizes)
             _init_from(self, legacy_array(*args, **kwargs))
+        elif cls is Tensor:  # Tensor(): an empty 1-d tensor of the default dtype, as torch's
+            _init_from(self, legacy_array([]))
         return self
 
     def __init__(self, *args, **kwargs):

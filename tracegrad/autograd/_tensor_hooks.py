@@ -9,7 +9,6 @@ from collections import OrderedDict
 from .. import _state
 from .._tensor.hooks import RemovableHandle
 from . import engine
-from ._graph_impl import accumulate_node
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -67,7 +66,3 @@ def register_post_accumulate_grad_hook(self, hook):
     h = RemovableHandle(self._post_acc_hooks)
     self._post_acc_hooks[h.id] = hook
     return h
-
-
-def _grad_accumulator(self):
-    return accumulate_node(self) if self.requires_grad and self.grad_fn is None else None
