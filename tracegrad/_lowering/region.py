@@ -167,7 +167,9 @@ class Region:
     def run(self, arg_leaves, donate=True):
         prev = x64_enter()
         try:
-            outs = self.program(self.read_inputs(arg_leaves), donate and self._grads_unshared())
+            # the refcount check only where this program donates at all (NOTE [donation on CPU])
+            donate = donate and bool(self.program.donate) and self._grads_unshared()
+            outs = self.program(self.read_inputs(arg_leaves), donate)
         finally:
             x64_exit(prev)
         return self.write_back(outs, arg_leaves)
@@ -448,7 +450,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.arg_writes = tuple(info["arg_writes"])
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
-                            if k == _NEW and not none)
+                            if k is _NEW and not none)
     # the first run feeds arrays from before the trace (eager-era tensors may hold them)
     return region, region.run(leaves, donate=False)
 
