@@ -449,3 +449,40 @@ def test_base_step_needs_a_subclass_rule(define):
             assert p.grad_fn is None and p.is_leaf
         outs.append(to_np(p))
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+def test_adam_group_scalars_mixed_dtypes_and_shared_step(name):
+    """Adam's bias corrections are computed per group as one vector (NOTE [group scalars]):
+    a group mixing float32 and float64 parameters, and a step tensor shared by two parameters
+    through load_state_dict (each must see the count after its own increment, as torch's
+    per-parameter loop), give torch's values and state."""
+    def program(mod, share):
+        rng = np.random.RandomState(0)
+        ps = [mod.tensor(rng.randn(*s), dtype=dt, requires_grad=True)
+              for s, dt in (((3, 2), mod.float32), ((4,), mod.float64), ((2,), mod.float32))]
+        opt = getattr(mod.optim, name)(ps, lr=0.05, betas=(0.8, 0.9), amsgrad=share)
+
+        def one():
+            opt.zero_grad()
+            sum(((p.double() if p.dtype is mod.float32 else p) ** 2).sum() * (i + 1)
+                for i, p in enumerate(ps)).backward()
+            opt.step()
+        for _ in range(3):
+            one()
+        if share:
+            sd = opt.state_dict()
+            sd["state"][2]["step"] = sd["state"][0]["step"]
+            opt.load_state_dict(sd)
+            assert opt.state[ps[2]]["step"] is opt.state[ps[0]]["step"]
+        for _ in range(4):
+            one()
+        return ps, opt
+    for share in (False, True):
+        p_t, opt_t = program(torch, share)
+        p_g, opt_g = program(tracegrad, share)
+        for a, b in zip(p_t, p_g):
+            assert str(b.dtype).split(".")[-1] == str(a.dtype).split(".")[-1]
+            np.testing.assert_allclose(to_np(b), a.detach().numpy(), rtol=1e-6, atol=1e-7)
+        _compare_state(opt_t, opt_g, p_t, p_g)
+        assert [float(opt_g.state[p]["step"]) for p in p_g] == [float(opt_t.state[p]["step"]) for p in p_t]

@@ -13,9 +13,9 @@ scalar does in torch: cast to the parameter's dtype (0-d tensors do not promote)
 """
 from __future__ import annotations
 
-from .. import Tensor, float64, is_grad_enabled, where
+from .. import Tensor, float64, is_grad_enabled, stack, where
 
-__all__ = ["sgd_step", "adam_step", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
+__all__ = ["sgd_step", "adam_step", "adam_bias_corrections", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
            "nadam_step", "radam_step"]
 
 
@@ -82,27 +82,22 @@ def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov,
     return buf
 
 
-def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, beta1, beta2, eps,
-              weight_decay, amsgrad, maximize, decoupled_weight_decay=False):
-    """One Adam/AdamW update in place. Mirrors torch's ``_single_tensor_adam`` (eager path).
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, bias_correction2_sqrt, *,
+              lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay=False):
+    """One Adam/AdamW update in place, after the step count's increment. Mirrors torch's
+    ``_single_tensor_adam`` (eager path).
 
     Args: param, grad, exp_avg, exp_avg_sq: Tensors of one shape; max_exp_avg_sq: Tensor when
-        ``amsgrad`` else None; step: float32 0-d tensor, incremented here.
-        ``decoupled_weight_decay=True`` is AdamW (``param *= 1 - lr * weight_decay``).
+        ``amsgrad`` else None; step_size, bias_correction2_sqrt: 0-d tensors from
+        ``adam_bias_corrections``. ``decoupled_weight_decay=True`` is AdamW
+        (``param *= 1 - lr * weight_decay``).
     """
     lr = _scalar(lr)
     if maximize:
         grad = -grad
-    step.add_(1)
     grad = _weight_decay(param, grad, lr, weight_decay, decoupled_weight_decay)
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-
-    t = step.to(float64)
-    bias_correction1 = 1 - beta1 ** t
-    bias_correction2 = 1 - beta2 ** t
-    step_size = _like_lr(lr / bias_correction1, lr)
-    bias_correction2_sqrt = bias_correction2.sqrt()
     if amsgrad:
         prev = max_exp_avg_sq.clone() if is_grad_enabled() else max_exp_avg_sq   # as exp_avg below
         max_exp_avg_sq.copy_(prev.maximum(exp_avg_sq))
@@ -112,6 +107,40 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, *, lr, bet
     # differentiable=True (grad mode on in step): as torch, divide a clone, since the next
     # step's lerp_ writes exp_avg in place while this step's node still needs its value
     param.addcdiv_(exp_avg.clone() if is_grad_enabled() else exp_avg, denom, value=-step_size)
+
+
+# NOTE [group scalars]
+# torch's single-tensor rules derive per-step scalars (Adam's bias corrections) from each
+# parameter's step count, as Python floats. Here they are float64 tensors (module docstring).
+# Computed parameter by parameter they are a chain of scalar ops per parameter, which a
+# compiled step runs as that many tiny XLA:CPU kernels (the digits MLP's AdamW step: 12, some
+# 50 us of a 0.6 ms step). So a group's step tensors are stacked once and each derived scalar
+# is one vector op for the whole group; each parameter reads its element. The numbers are the
+# same float64 values, elementwise; eagerly it is also fewer ops.
+def _stacked(steps):
+    t = steps[0] if len(steps) == 1 else stack(steps)
+    return t.to(float64)
+
+
+def _each(v, n, dtype):
+    # cast once for the group: the parameter's op casts a 0-d operand to its own dtype first
+    if dtype is not None:
+        v = v.to(dtype)
+    return (v,) if n == 1 else v.unbind(0)
+
+
+def adam_bias_corrections(steps, lr, beta1, beta2, dtype=None):
+    """Adam's ``step_size = lr / (1 - beta1**step)`` and ``sqrt(1 - beta2**step)`` for each of
+    ``steps`` (float32 0-d tensors, already incremented), as two tuples of 0-d tensors
+    (NOTE [group scalars]); step_size in lr's dtype when lr is a Tensor. ``dtype``: the dtype
+    of every parameter they will scale, when they share one (both are cast to it)."""
+    lr = _scalar(lr)
+    t = _stacked(steps)
+    bias_correction1 = 1 - beta1 ** t
+    bias_correction2 = 1 - beta2 ** t
+    step_size = _like_lr(lr / bias_correction1, lr)
+    n = len(steps)
+    return _each(step_size, n, dtype), _each(bias_correction2.sqrt(), n, dtype)
 
 
 def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr, alpha, eps,

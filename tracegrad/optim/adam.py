@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import Tensor, float32, tensor, zeros_like
-from ._functional import adam_step
+from ._functional import adam_bias_corrections, adam_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
@@ -62,9 +62,26 @@ class Adam(Optimizer):
         return state
 
     def _update(self, p, grad, state, group):
+        self._adam(group, [(p, grad, state)])
+
+    def _update_group(self, group, items):
+        if len({id(state["step"]) for _, _, state in items}) != len(items):
+            # a step tensor shared by two parameters: each must see the count after its own
+            # increment, as in torch's per-parameter loop
+            return super()._update_group(group, items)
+        self._adam(group, items)
+
+    def _adam(self, group, items):
+        steps = [state["step"] for _, _, state in items]
+        for step in steps:
+            step.add_(1)
         beta1, beta2 = group["betas"]
-        adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
-                  state["step"], lr=group["lr"], beta1=beta1, beta2=beta2, eps=group["eps"],
-                  weight_decay=group["weight_decay"], amsgrad=group["amsgrad"],
-                  maximize=group["maximize"],
-                  decoupled_weight_decay=group["decoupled_weight_decay"])
+        dtypes = {p.dtype for p, _, _ in items}
+        scalars = adam_bias_corrections(steps, group["lr"], beta1, beta2,
+                                        dtypes.pop() if len(dtypes) == 1 else None)
+        for (p, grad, state), step_size, bc2_sqrt in zip(items, *scalars):
+            adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+                      step_size, bc2_sqrt, lr=group["lr"], beta1=beta1, beta2=beta2,
+                      eps=group["eps"], weight_decay=group["weight_decay"],
+                      amsgrad=group["amsgrad"], maximize=group["maximize"],
+                      decoupled_weight_decay=group["decoupled_weight_decay"])

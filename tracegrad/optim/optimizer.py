@@ -390,13 +390,25 @@ class Optimizer:
         group)`` for every parameter with a gradient, in group order; return the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
+            items = []
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 if not self._supports_complex:
                     _check_real(p, type(self).__name__)
-                self._update(p, p.grad, self._state_of(p, group), group)
+                items.append((p, p.grad, self._state_of(p, group)))
+            if items:
+                self._update_group(group, items)
         return loss
+
+    def _update_group(self, group, items) -> None:
+        """Update each ``(p, grad, state)`` of one group: one ``_update`` per parameter. A rule
+        whose per-step scalars depend only on each parameter's ``step`` (Adam's bias
+        corrections) overrides this to compute them for the whole group with one vector op:
+        in a compiled step each scalar chain would otherwise be its own small XLA kernel
+        (NOTE [group scalars] in ``_functional.py``)."""
+        for p, grad, state in items:
+            self._update(p, grad, state, group)
 
     def _state_of(self, p, group) -> dict:
         """``self.state[p]``, filled from ``_init_state`` the first time it is empty (torch
