@@ -1,6 +1,7 @@
 """A whole training step (forward, cross-entropy, backward, optimizer) compiled with
 ``tracegrad.compile``, side by side with the same step as a hand-written ``jax.jit`` + optax
-function with donated state (the limit), tracegrad eager, torch eager (1 thread) and
+function with donated state (the limit; also timed returning its gradients, which a torch step
+keeps as ``.grad``), tracegrad eager, torch eager (1 thread) and
 ``torch.compile`` (torch in its own process). Not a test.
 
 Models: the digits MLP (64-256-256-10) and CNN at batch 64, with SGD momentum and AdamW, and
@@ -166,8 +167,11 @@ def program_alone(f, leaves):
     return call
 
 
-def jax_optax(name, opt_name):
-    """The same step written by hand in JAX + optax, jitted, state donated: ``(call, first s)``."""
+def jax_optax(name, opt_name, with_grads=False):
+    """The same step written by hand in JAX + optax, jitted, state donated: ``(call, first s)``.
+    ``with_grads``: the step also returns its gradients, as a torch step must (each
+    parameter's ``.grad`` is a new tensor after the call); on XLA:CPU that alone costs 10-25%
+    on the digits MLP (NOTE [donation on CPU] in ``tracegrad/_lowering/program.py``)."""
     import jax
     import optax
     import tracegrad
@@ -198,14 +202,14 @@ def jax_optax(name, opt_name):
     def train_step(p, s, xa, ya):
         loss, g = jax.value_and_grad(loss_fn)(p, xa, ya)
         updates, s = tx.update(g, s, p)
-        return optax.apply_updates(p, updates), s, loss
+        return (optax.apply_updates(p, updates), s, loss) + ((g,) if with_grads else ())
     train_step = jax.jit(train_step, donate_argnums=(0, 1))
     xa, ya = x._value, y._value
     from tracegrad._x64 import x64_scope
 
     def call():
         with x64_scope():
-            state[0], state[1], loss = train_step(state[0], state[1], xa, ya)
+            state[0], state[1], loss = train_step(state[0], state[1], xa, ya)[:3]
         return float(loss)
     t0 = time.perf_counter()
     call()
@@ -263,8 +267,9 @@ def main():
             ref_call, ref_first = jax_optax(name, opt)
             tc_call, tc_first, f, xy = torch_style(tracegrad, name, opt, True)
             tc_call()                        # the first call runs eagerly; the second traces
-            ms = interleaved({"ref": ref_call, "tc": tc_call}, args.steps, args.warmup)
-            ref_ms, tc_ms = ms["ref"], ms["tc"]
+            grads_call, grads_first = jax_optax(name, opt, with_grads=True)
+            ms = interleaved({"ref": ref_call, "grads": grads_call, "tc": tc_call}, args.steps, args.warmup)
+            ref_ms, tc_ms, ms_grads = ms["ref"], ms["tc"], ms["grads"]
             # the guards' share: the whole call against the program with its state I/O, each
             # following the other (both find the same state warm in the caches)
             ms = interleaved({"tc": tc_call, "alone": program_alone(f, list(xy))}, args.steps, args.warmup)
@@ -278,6 +283,7 @@ def main():
             te_ms = time_calls(te_call, max(5, args.steps // 5), 2)[0]
             print(f"\n{name} + {opt}:")
             rows = [("jax+optax jit (donated)", ref_ms, ref_first),
+                    ("  the same, returning its grads", ms_grads, grads_first),
                     ("tracegrad.compile", tc_ms, tc_first), ("tracegrad eager", te_ms, None)]
             for label, key in (("torch eager (1 thread)", "eager"), ("torch.compile (1 thread)", "compile")):
                 v = torch_rows.get(f"{name}/{opt}/{key}")

@@ -49,6 +49,14 @@ def note_hook(kind: str, fn) -> None:
         cap.on_hook(kind, fn)
 
 
+def note_effect(what: str) -> None:
+    """Python state outside the tensors is about to change inside a capture (an attribute set
+    on a module): the program would not repeat it, so the capture makes the call run eagerly."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        cap.python_effect(what)
+
+
 # ---- grad mode ----------------------------------------------------------------------------------
 class _GradModeState(threading.local):
     """``[grad enabled, inference mode]``, per thread as in torch: a new thread starts with grad

@@ -65,6 +65,8 @@ class CompiledFunction:
 
     Attributes: ``stats`` -- calls, traces, eager calls and the graph-break reasons."""
 
+    _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
+
     def __init__(self, fn, fullgraph=False, dynamic=None, backend=None, mode=None, options=None,
                  disable=False):
         functools.update_wrapper(self, fn, updated=())

@@ -2,11 +2,12 @@
 inside the step, a Python counter that decides when to step (gradient accumulation), a new
 param group added between calls, inputs that require grad, compiled functions nested and
 used as methods, an evaluation function under no_grad."""
+import numpy as np
 import pytest
 
 import tracegrad
 
-from ._harness import check_compiled, data, np_init
+from ._harness import _arr, check_compiled, data, np_init
 
 
 def mlp(mod):
@@ -134,3 +135,153 @@ def test_evaluate_under_no_grad():
 
 def IDENTITY(f):
     return f
+
+
+# ---- Python attributes changed by the step (NOTE [object attributes] in _lowering/pystate.py) ----
+class _Counted:
+    """An nn.Module whose forward counts its calls in a Python attribute (built per library)."""
+
+    @staticmethod
+    def build(mod):
+        class Counted(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = mod.nn.Linear(3, 2)
+                self.calls = 0
+
+            def forward(self, x):
+                self.calls += 1
+                return self.lin(x)
+        return np_init(Counted(), mod)
+
+
+def _counted_program(mod, wrap):
+    model = _Counted.build(mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = mod.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "opt": opt, "calls": lambda: model.calls}, batch(mod)
+
+
+def test_module_attribute_set_in_forward_happens_every_call():
+    """``self.calls += 1`` in a forward is a side effect a program would do once: the call runs
+    eagerly (recorded as a graph break naming the attribute), and the count matches eager."""
+    run = check_compiled(_counted_program, calls=4)
+    assert run.state["calls"]() == run.eager.state["calls"]() == 4
+    reasons = [r for r, _ in run.step.stats["graph_breaks"]]
+    assert reasons and "attribute 'calls' of Counted" in reasons[0]
+    step, _, batch_of = _counted_program(tracegrad, lambda f: tracegrad.compile(f, fullgraph=True))
+    with pytest.raises(tracegrad.compiler.GraphBreak, match="attribute 'calls'.*test_python_state.py:"):
+        step(*batch_of(0))
+
+
+def test_module_attribute_set_to_same_value_is_not_a_side_effect():
+    def make(mod, wrap):
+        model = mlp(mod)
+        model.mode = "fast"
+
+        def fwd(x):
+            model.mode = "fast"        # unchanged: nothing to repeat
+            return model(x)
+        return wrap(fwd), {"model": model}, lambda i: (data(mod, i, 5, 3),)
+    run = check_compiled(make, calls=3)
+    assert not run.step.stats["graph_breaks"] and run.step.stats["traces"] == 1
+
+
+def test_attributes_of_closure_objects_and_bound_self_change_every_call():
+    """A counter on a plain object the step closes over, and on the object a compiled method
+    is bound to: as many increments as calls, as eagerly."""
+    class Meter:
+        def __init__(self):
+            self.n, self.total = 0, 0.0
+
+    class Trainer:
+        def __init__(self, mod):
+            self.model = mlp(mod)
+            self.opt = mod.optim.SGD(self.model.parameters(), lr=0.1)
+            self.steps = 0
+
+        def step(self, x, y):
+            self.opt.zero_grad()
+            loss = tracegrad.nn.functional.mse_loss(self.model(x), y)
+            loss.backward()
+            self.opt.step()
+            self.steps += 1
+            return loss
+    meter = Meter()
+
+    def counted(x):
+        meter.n += 1
+        return x * 2
+    f = tracegrad.compile(counted)
+    for i in range(4):
+        f(data(tracegrad, i, 2, 3))
+    assert meter.n == 4 and f.stats["graph_breaks"]
+    assert "'meter.n'" in f.stats["graph_breaks"][0][0]
+
+    tracegrad.manual_seed(0)
+    eager, comp = Trainer(tracegrad), Trainer(tracegrad)
+    comp.step = tracegrad.compile(comp.step)
+    for i in range(4):
+        le, lc = eager.step(*batch(tracegrad)(i)), comp.step(*batch(tracegrad)(i))
+        assert float(le) == pytest.approx(float(lc), rel=1e-6)
+    assert eager.steps == comp.steps == 4
+    assert "'self.steps'" in comp.step.stats["graph_breaks"][0][0]
+
+
+def test_abandoned_trace_puts_object_attributes_back():
+    """A trace that breaks after writing traced tensors into an object's dict and attributes
+    leaves the object as it was: the eager rerun finds no traced value (this is what a
+    GradScaler's per-optimizer state needs)."""
+    class Book:
+        def __init__(self):
+            self.notes, self.seen = {}, []
+            self.last = None
+
+    def make(mod, wrap):
+        model, book = mlp(mod), Book()
+
+        def fwd(x):
+            out = model(x)
+            book.notes["out"] = out.detach()
+            book.seen.append(out.detach())
+            book.last = out.sum()
+            if book.last.item() > -1e9:           # reads a value: graph break
+                return out
+            return -out
+        state = {"model": model, "book": lambda: book}
+        return wrap(fwd), state, lambda i: (data(mod, i, 5, 3),)
+    run = check_compiled(make, calls=3)
+    book = run.state["book"]()
+    assert run.step.stats["graph_breaks"] and sorted(book.notes) == ["out"]
+    assert len(book.seen) == 3               # no fourth entry left by the abandoned trace
+    for t in book.seen:
+        _arr(t)                              # concrete values, no tracer
+    np.testing.assert_allclose(_arr(book.last), float(book.notes["out"].sum()), rtol=1e-6)
+
+
+def grad_scaler_program(mod, wrap):
+    model = mlp(mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scaler = mod.amp.GradScaler("cpu", init_scale=2.0 ** 8, growth_interval=2)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = mod.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return loss
+    return wrap(step), {"model": model, "opt": opt, "scaler": scaler}, batch(mod)
+
+
+def test_grad_scaler_step_in_compiled_function():
+    """GradScaler.step reads found_inf with .item() (a graph break in torch.compile too): the
+    compiled function gives eager's results, scaler state included, on every call."""
+    run = check_compiled(grad_scaler_program, calls=5, torch_too=True)
+    assert run.step.stats["graph_breaks"]

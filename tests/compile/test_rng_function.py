@@ -6,7 +6,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import _arr, check_compiled, data, np_init
+from ._harness import _arr, check_compiled, data, labels, np_init
 
 
 def _scaled_tanh(mod):
@@ -145,4 +145,37 @@ def test_generators_inside_compiled_function(reseed):
             run.step(data(tracegrad, i, 4, 3))
             keys.append(np.asarray(tracegrad.default_generator._current_key()))
         assert np.array_equal(keys[0], keys[1])
+    assert not run.step.stats["graph_breaks"]
+
+
+def test_dropout_in_a_step_big_enough_to_run_on_xla_threads():
+    """Dropout draws its float64 uniforms through a host callback; XLA runs the callback of a
+    program this size on its own threads, where x64 is off (NOTE [64-bit callback results]):
+    the compiled step must still equal eager, call after call."""
+    def make(mod, wrap):
+        model = np_init(mod.nn.Sequential(mod.nn.Linear(16, 64), mod.nn.ReLU(), mod.nn.Dropout(0.2),
+                                          mod.nn.Linear(64, 3)), mod)
+        opt = mod.optim.AdamW(model.parameters(), lr=1e-2)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 64, 16), labels(mod, i, 64, 3))
+    run = check_compiled(make, calls=4)
+    assert not run.step.stats["graph_breaks"] and run.step.stats["traces"] == 1
+
+
+def test_float64_and_int64_draws_inside_a_compiled_function():
+    """rand/randint/randperm in float64/int64 inside a compiled function: eager's values."""
+    def make(mod, wrap):
+        def fwd(x):
+            a = mod.rand(64, 32, dtype=mod.float64)
+            b = mod.randint(0, 1000, (64, 32))
+            c = mod.randperm(50)
+            return x.double() * a + b, c
+        return wrap(fwd), {}, lambda i: (data(mod, i, 64, 32),)
+    run = check_compiled(make, calls=3)
     assert not run.step.stats["graph_breaks"]

@@ -131,6 +131,10 @@ class Capture:
         raise GraphBreak(f"the {kind} hook '{name}' runs inside the compiled function; its Python "
                          "side effects would happen only while tracing")
 
+    def python_effect(self, what):
+        raise GraphBreak(f"{what} is a Python side effect: the program would not repeat it on "
+                         "later calls")
+
     def see_optimizer(self, opt):
         if opt not in self.optimizers:
             self.optimizers.append(opt)

@@ -1,24 +1,48 @@
-"""The Python values a compiled function reads directly: its closure cells and the globals
-its code names. A number, string or bool among them is baked into the program when traced, so
-it is guarded (a new value traces again); a list, dict or set it changes while tracing (an
-``append``, a counter) is a side effect the program would not repeat: a graph break.
+"""The Python values a compiled function reads directly: its closure cells, the globals its
+code names, the object a bound method is bound to and its non-tensor arguments. A number,
+string or bool among them is baked into the program when traced, so it is guarded (a new value
+traces again); a list, dict or set it changes while tracing (an ``append``, a counter) is a
+side effect the program would not repeat: a graph break.
 
-Only the function's own code is inspected (not the functions it calls): modules' and
-optimizers' Python attributes are guarded elsewhere (training flags, optimizer options).
+NOTE [object attributes]: a plain Python object among them (a ``GradScaler``, a trainer, a
+counter object) is looked at one level down, its attributes: rebinding a number on it
+(``self.step += 1``), growing a container it holds, or binding a new non-tensor value is the
+same kind of side effect (a graph break), and an abandoned trace puts every attribute back, so
+no traced value or half-done update stays in it for the eager rerun. A tensor attribute
+rebound to a new tensor is not a side effect (the program writes carried tensors back every
+call, NOTE [carried state] in ``region.py``). Objects whose Python state the capture tracks by
+other means are skipped: tensors and generators, and the classes that set
+``_tracegrad_state_is_captured`` (modules, optimizers, compiled functions).
+
+Only these values are inspected, not what the functions the code calls reach.
 """
 from __future__ import annotations
+
+import functools
+import types
+
+from .._tensor.generator import Generator
+from .._tensor.tensor import Tensor
 
 _SCALARS = (int, float, bool, str, complex, type(None))
 _CONTAINERS = (list, dict, set)
 
 
-def python_refs(fn):
-    """(name, getter) for the closure cells and globals ``fn``'s code reads."""
+def python_refs(fn, args=()):
+    """``(name, cell, globals)`` for the closure cells and globals ``fn``'s code reads, plus
+    the object ``fn`` is bound to and the non-tensor objects among ``args`` (each in a dict of
+    its own, read like a global that is never rebound)."""
+    refs = []
+    bound = getattr(fn, "__self__", None)
+    if bound is not None and not isinstance(bound, types.ModuleType):
+        refs.append(("self", None, {"self": bound}))
+    for i, a in enumerate(args):
+        if _plain_object(a):
+            refs.append((f"argument {i}", None, {f"argument {i}": a}))
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
     if code is None:
-        return ()
-    refs = []
+        return tuple(refs)
     for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
         refs.append((name, cell, None))
     g = getattr(fn, "__globals__", {})
@@ -26,6 +50,26 @@ def python_refs(fn):
         if name in g:
             refs.append((name, None, g))
     return tuple(refs)
+
+
+_NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
+                functools.partial)
+
+
+def _plain_object(v):
+    """An object whose attributes are user Python state (NOTE [object attributes])."""
+    return hasattr(v, "__dict__") and not isinstance(v, _NOT_OBJECTS + (Tensor, Generator)) \
+        and not getattr(type(v), "_tracegrad_state_is_captured", False)
+
+
+def _attr_signature(v):
+    if type(v) in _SCALARS:
+        return v
+    if isinstance(v, _CONTAINERS):
+        return (id(v), len(v))
+    if isinstance(v, Tensor):
+        return "tensor"          # rebinding a tensor is carried state, not a side effect
+    return id(v)
 
 
 def _value(cell, g, name):
@@ -50,21 +94,36 @@ def scalar_signature(refs):
     return tuple(out)
 
 
+def _copy(v):
+    return list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else \
+        set(v) if isinstance(v, set) else None
+
+
 def snapshot(refs):
-    """What ``restore`` needs to undo a trace's changes to these variables."""
+    """What ``restore`` needs to undo a trace's changes to these variables (and to the
+    attributes of the plain objects among them)."""
     snap = []
     for name, cell, g in refs:
         v = _value(cell, g, name)
-        copy = list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else \
-            set(v) if isinstance(v, set) else None
-        snap.append((name, cell, g, v, copy))
+        attrs = None
+        if _plain_object(v):
+            attrs = {k: (a, _copy(a)) for k, a in vars(v).items()}
+        snap.append((name, cell, g, v, _copy(v), attrs))
     return snap
+
+
+def _put_back(v, copy):
+    if isinstance(v, list):
+        v[:] = copy
+    elif isinstance(v, (dict, set)):
+        v.clear()
+        v.update(copy)
 
 
 def restore(snap):
     """Undo what an abandoned trace did to the function's closure/global variables (rebinding,
     appends, updates), so no traced value is left behind in them."""
-    for name, cell, g, v, copy in snap:
+    for name, cell, g, v, copy, attrs in snap:
         if cell is not None:
             try:
                 if cell.cell_contents is not v:
@@ -73,11 +132,14 @@ def restore(snap):
                 pass
         elif g.get(name) is not v:
             g[name] = v
-        if isinstance(v, list):
-            v[:] = copy
-        elif isinstance(v, (dict, set)):
-            v.clear()
-            v.update(copy)
+        _put_back(v, copy)
+        if attrs is not None:
+            d = vars(v)
+            for k in [k for k in d if k not in attrs]:
+                del d[k]
+            for k, (a, c) in attrs.items():
+                d[k] = a
+                _put_back(a, c)
 
 
 def effects_signature(refs):
@@ -91,15 +153,27 @@ def effects_signature(refs):
             out.append((name, id(v), tuple(v)))      # a counter kept in a one-element list
         elif isinstance(v, _CONTAINERS):
             out.append((name, id(v), len(v)))
+        elif _plain_object(v):
+            out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in vars(v).items())))
         else:
             out.append((name, id(v)))
     return tuple(out)
 
 
 def changed(refs, before):
-    """Name of the first closure/global variable whose value changed since ``before``."""
+    """Name of the first closure/global variable whose value changed since ``before``
+    (``name.attribute`` for an object's attribute)."""
     now = effects_signature(refs)
     for a, b in zip(before, now):
         if a != b:
+            if len(a) == 4 and a[2] is _ATTRS and len(b) == 4 and a[:2] == b[:2]:
+                old, new = dict(a[3]), dict(b[3])
+                attr = next((k for k in {**old, **new} if old.get(k, _MISSING) != new.get(k, _MISSING)), None)
+                if attr is not None:
+                    return f"{a[0]}.{attr}"
             return a[0]
     return None
+
+
+_MISSING = object()
+_ATTRS = "attributes"

@@ -336,8 +336,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             _state.CAPTURE[0] = prev_cap
             moved = changed(refs, effects0)
             if moved is not None:
-                raise GraphBreak(f"the function changes the Python variable '{moved}' (a counter, "
-                                 "an append...): the program would not repeat that on later calls")
+                raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
+                                 "append, an attribute...): the program would not repeat that on later calls")
             if plan.absorb(cap):
                 raise Retrace()
             r_leaves, r_def = _flatten(result)
@@ -407,7 +407,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.signature(plan.optimizers)
-    refs = python_refs(fn)
+    refs = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
     effects0 = effects_signature(refs)
     py_snap = snapshot(refs)
     prev = x64_enter()

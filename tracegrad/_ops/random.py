@@ -35,9 +35,30 @@ def _draw(k, sample, shape, dtype):
     """``sample(numpy_generator) -> numpy array`` of ``shape``/``dtype``, from key ``k``."""
     if not isinstance(k, jax.core.Tracer):
         return with_x64(jnp.asarray)(sample(_philox(k)), dtype)
+    return host_call(lambda key: sample(_philox(key)), shape, dtype, k)
+
+
+# NOTE [64-bit callback results]
+# XLA may run a host callback on one of its own threads, where tracegrad's x64 scope (thread
+# local) is off: JAX then canonicalizes a float64/int64 result to 32 bits and fails the call
+# ("Incorrect output dtype"), depending on whether the program ran on the caller's thread
+# (small programs did, so only bigger steps failed). 64-bit values therefore cross as uint32
+# words, which no x64 setting changes, and are bitcast back inside the program.
+def host_call(fn, shape, dtype, *args, **kwargs):
+    """``jax.pure_callback(fn, ...)`` for a result of ``shape`` and ``dtype`` (leading batch
+    dims allowed under ``vmap``), correct whatever x64 setting XLA's thread has
+    (NOTE [64-bit callback results]). ``kwargs`` go to ``pure_callback``."""
     dtype = jnp.dtype(dtype)
-    return jax.pure_callback(lambda key: np.asarray(sample(_philox(key)), dtype),
-                             jax.ShapeDtypeStruct(tuple(shape), dtype), k)
+    shape = tuple(shape)
+    if dtype.itemsize != 8 or dtype.kind not in "fiu":
+        return jax.pure_callback(lambda *a: np.asarray(fn(*a), dtype), jax.ShapeDtypeStruct(shape, dtype),
+                                 *args, **kwargs)
+
+    def words(*a):
+        v = np.ascontiguousarray(np.asarray(fn(*a), dtype))
+        return v.view(np.uint32).reshape(v.shape + (2,))
+    out = jax.pure_callback(words, jax.ShapeDtypeStruct(shape + (2,), np.uint32), *args, **kwargs)
+    return jax.lax.bitcast_convert_type(out, dtype)
 
 
 def _np_float(dtype):

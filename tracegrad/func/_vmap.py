@@ -114,7 +114,7 @@ def _batched_draw(k, sample, shape, dtype):
         if not draws:   # an empty batch
             return np.zeros(keys.shape[:-1] + shape, dtype)
         return np.stack(draws).reshape(keys.shape[:-1] + shape)
-    return jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), k, vmap_method="expand_dims")
+    return _random.host_call(host, shape, dtype, k, vmap_method="expand_dims")
 
 
 _ORIG_DRAW = _random._draw

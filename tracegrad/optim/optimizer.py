@@ -126,6 +126,8 @@ class Optimizer:
     the profiler ``record_function`` scopes are absent.
     """
 
+    _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
+
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()

@@ -166,11 +166,22 @@ def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
+def _same_value(d, name, value):
+    """Whether setting ``name`` to ``value`` changes nothing observable."""
+    if name not in d:
+        return False
+    old = d[name]
+    return old is value or (type(old) is type(value) and type(value) in (int, float, bool, str)
+                            and old == value)
+
+
 class Module:
     """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
     ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
     (``named_parameters``...), ``state_dict``, ``train/eval``, ``to``, hooks and ``__call__`` as torch.
     """
+
+    _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
 
     training: bool
     _version = 1
@@ -310,8 +321,13 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
-        if name == "training" and _state.CAPTURE[0] is not None and "training" in d:
-            _state.CAPTURE[0].see_module(self)   # its flag before the compiled function changed it
+        if _state.CAPTURE[0] is not None:
+            if name == "training":
+                if "training" in d:
+                    _state.CAPTURE[0].see_module(self)   # its flag before the compiled function changed it
+            elif not isinstance(value, (Tensor, Module)) and not _same_value(d, name, value):
+                # ``self.calls += 1`` in a forward: eager does it every call, a program never
+                _state.note_effect(f"setting attribute '{name}' of {type(self).__name__}")
         if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
                 or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
             _state.bump_structure()   # compiled calls re-check the module layout
