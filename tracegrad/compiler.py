@@ -36,8 +36,9 @@ from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_regi
 from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
-__all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "disable", "allow_in_graph",
-           "cache_size_limit", "CompiledFunction"]
+__all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "is_dynamo_compiling", "is_exporting",
+           "disable", "allow_in_graph", "cache_size_limit", "CompiledFunction", "set_stance",
+           "cudagraph_mark_step_begin", "list_backends"]
 
 cache_size_limit = 8
 _EAGER = "eager"
@@ -86,8 +87,12 @@ class CompiledFunction:
     def __call__(self, *args, **kwargs):
         st = self.stats
         st["calls"] += 1
-        if self.disabled or _state.CAPTURE[0] is not None:   # nested: part of the outer trace
-            return self._fn(*args, **kwargs)
+        stance = _STANCE[0]
+        if self.disabled or _state.CAPTURE[0] is not None or stance == "force_eager":
+            return self._fn(*args, **kwargs)     # nested: part of the outer trace
+        if stance != "default" and stance not in _STANCES:
+            raise RuntimeError(f"tracegrad.compiler.set_stance: invalid stance {stance!r}; "
+                               f"use one of {', '.join(_STANCES)}")
         leaves, treedef, kinds, key = _signature(args, kwargs)
         entries = self._cache.get(key)
         if entries is _EAGER:
@@ -102,6 +107,15 @@ class CompiledFunction:
             # fullgraph=True it is traced, so a graph break raises on the first call as in torch;
             # state it creates is written back and the next call traces again with it)
             return self._eager(args, kwargs)
+        if self._programs and stance != "default":
+            if stance == "eager_on_recompile":
+                return self._fn(*args, **kwargs)
+            if stance == "fail_on_recompile":
+                code = getattr(self._fn, "__code__", None)
+                raise RuntimeError("Detected recompile when torch.compile stance is 'fail_on_recompile'. "
+                                   f"function name: '{getattr(self._fn, '__qualname__', self._fn)}'"
+                                   + (f", filename: '{code.co_filename}', line number: {code.co_firstlineno}"
+                                      if code is not None else ""))
         if self._programs >= cache_size_limit:
             return self._break(key, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)
         return self._trace(key, args, kwargs, leaves, treedef, kinds)
@@ -265,6 +279,70 @@ def traced_optimizer_zero_grad(opt):
 def is_compiling() -> bool:
     """Mirrors ``torch.compiler.is_compiling``: True while a compiled function is being traced."""
     return _state.CAPTURE[0] is not None
+
+
+is_dynamo_compiling = is_compiling
+
+
+def is_exporting() -> bool:
+    """Mirrors ``torch.compiler.is_exporting``: always False (tracegrad has no export)."""
+    return False
+
+
+def cudagraph_mark_step_begin() -> None:
+    """Mirrors ``torch.compiler.cudagraph_mark_step_begin``, which ``mode="reduce-overhead"``
+    programs call between steps. A compiled program here never reuses output buffers that
+    a previous call returned, so there is nothing to mark: a no-op."""
+
+
+def list_backends(exclude_tags=("debug", "experimental")) -> list:
+    """Mirrors ``torch.compiler.list_backends``: the backend names ``compile`` accepts (all
+    compile with XLA)."""
+    return sorted(b for b in _BACKENDS if b and b not in ("aot_eager", "eager", "jax", "xla")) \
+        if exclude_tags else sorted(b for b in _BACKENDS if b)
+
+
+_STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile", "eager_then_compile",
+            "aot_eager_then_compile")
+_STANCE = ["default"]
+
+
+class set_stance:
+    """Mirrors ``torch.compiler.set_stance``: how compiled functions behave from now on; also a
+    context manager and a decorator (the previous stance comes back on exit).
+
+    Stances: ``"default"``; ``"force_eager"`` (every compiled function runs its Python
+    eagerly); ``"eager_on_recompile"`` (a call whose guards match no cached program runs
+    eagerly instead of tracing a new one); ``"fail_on_recompile"`` (that call raises
+    RuntimeError); ``"eager_then_compile"`` and ``"aot_eager_then_compile"`` (the first call
+    runs eagerly, then calls are compiled: what ``"default"`` already does here).
+
+    Raises:
+        RuntimeError: called inside a compiled function; an unknown stance (when a compiled
+            function next needs it, as torch).
+    """
+
+    def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
+        if _state.CAPTURE[0] is not None:
+            raise RuntimeError("tracegrad.compiler.set_stance: do not call it inside a compiled function")
+        self.prev, self.stance = _STANCE[0], stance
+        _STANCE[0] = stance
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _STANCE[0] = self.prev
+
+    def __call__(self, fn):
+        stance = self.stance
+        _STANCE[0] = self.prev          # as a decorator it applies only while fn runs
+
+        @functools.wraps(fn)
+        def with_stance(*args, **kwargs):
+            with set_stance(stance):
+                return fn(*args, **kwargs)
+        return with_stance
 
 
 def allow_in_graph(fn):

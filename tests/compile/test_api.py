@@ -209,3 +209,82 @@ def test_errors_inside_compiled_function_match_eager(bad):
             f(data(tracegrad, i, 2, 3))
         assert str(comp.value) == str(eager.value)
         assert tracegrad.equal(model.weight, before)
+
+
+def _double():
+    def f(x):
+        return x * 2
+    assert tracegrad.compiler.is_dynamo_compiling is tracegrad.compiler.is_compiling
+    return tracegrad.compile(f), None
+
+
+def test_set_stance_force_eager_as_function_context_and_decorator():
+    f, seen = _double()
+    x = tracegrad.ones(3)
+    tracegrad.compiler.set_stance("force_eager")
+    try:
+        for _ in range(3):
+            assert f(x).tolist() == [2.0, 2.0, 2.0]
+        assert f.stats["traces"] == 0
+    finally:
+        tracegrad.compiler.set_stance("default")
+    with tracegrad.compiler.set_stance("force_eager"):
+        f(x)
+    assert f.stats["traces"] == 0
+
+    @tracegrad.compiler.set_stance("force_eager")
+    def run():
+        return f(x)
+    run()
+    assert f.stats["traces"] == 0
+    f(x), f(x)                       # default again: the second call traces
+    assert f.stats["traces"] == 1
+
+
+def test_set_stance_recompile_stances_and_errors():
+    f, _ = _double()
+    f(tracegrad.ones(3)), f(tracegrad.ones(3))            # eager, then one program
+    with tracegrad.compiler.set_stance("fail_on_recompile"):
+        f(tracegrad.ones(3))                               # cached program: fine
+        with pytest.raises(RuntimeError, match="fail_on_recompile"):
+            f(tracegrad.ones(4))                           # a new shape would trace again
+    with tracegrad.compiler.set_stance("eager_on_recompile"):
+        assert f(tracegrad.ones(5)).tolist() == [2.0] * 5
+    assert f.stats["traces"] == 1
+    with tracegrad.compiler.set_stance("bogus"):
+        with pytest.raises(RuntimeError, match="invalid stance"):
+            f(tracegrad.ones(3))
+    assert f(tracegrad.ones(6)).tolist() == [2.0] * 6       # default again
+
+    @tracegrad.compile(fullgraph=True)
+    def inside(x):
+        tracegrad.compiler.set_stance("force_eager")
+        return x
+    with pytest.raises(RuntimeError, match="inside a compiled function"):
+        inside(tracegrad.ones(2))
+
+
+def test_dynamo_config_and_marks():
+    dyn = tracegrad._dynamo
+    old = dyn.config.cache_size_limit
+    try:
+        dyn.config.cache_size_limit = 2
+        assert tracegrad.compiler.cache_size_limit == 2 and dyn.config.recompile_limit == 2
+        f, _ = _double()
+        for n in (2, 2, 3, 4, 5):
+            x = tracegrad.ones(n)
+            dyn.mark_dynamic(x, 0)
+            assert f(x).tolist() == [2.0] * n
+        assert f.stats["traces"] == 2 and f.stats["graph_breaks"]   # the third shape runs eagerly
+    finally:
+        dyn.config.cache_size_limit = old
+    dyn.config.suppress_errors = True
+    assert dyn.config.suppress_errors is True
+    dyn.config.suppress_errors = False
+    with pytest.raises(AttributeError, match="does not exist"):
+        dyn.config.no_such_flag = 1
+    with pytest.raises(AttributeError):
+        dyn.config.no_such_flag
+    dyn.reset()
+    tracegrad.compiler.cudagraph_mark_step_begin()
+    assert "inductor" in tracegrad.compiler.list_backends()

@@ -285,3 +285,28 @@ def test_grad_scaler_step_in_compiled_function():
     compiled function gives eager's results, scaler state included, on every call."""
     run = check_compiled(grad_scaler_program, calls=5, torch_too=True)
     assert run.step.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("how", ["by_hand", "scheduler"])
+def test_lr_changed_inside_the_step_changes_every_call(how):
+    """An lr decayed inside the compiled function (a scheduler stepping there, or by hand) is a
+    Python side effect: each call decays it once, as eagerly, and the steps use those lrs."""
+    def make(mod, wrap):
+        model = mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.2, momentum=0.5)
+        sched = mod.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            if how == "scheduler":
+                sched.step()
+            else:
+                opt.param_groups[0]["lr"] *= 0.5
+            return loss
+        return wrap(step), {"model": model, "opt": opt, "lr": lambda: opt.param_groups[0]["lr"]}, batch(mod)
+    run = check_compiled(make, calls=4, torch_too=True)
+    assert run.state["lr"]() == pytest.approx(0.2 * 0.5 ** 4)
+    assert run.step.stats["graph_breaks"]

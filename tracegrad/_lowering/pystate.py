@@ -12,7 +12,9 @@ no traced value or half-done update stays in it for the eager rerun. A tensor at
 rebound to a new tensor is not a side effect (the program writes carried tensors back every
 call, NOTE [carried state] in ``region.py``). Objects whose Python state the capture tracks by
 other means are skipped: tensors and generators, and the classes that set
-``_tracegrad_state_is_captured`` (modules, optimizers, compiled functions).
+``_tracegrad_state_is_captured`` (modules, optimizers, compiled functions). An optimizer's
+param-group options are looked at the same way (``_tracegrad_option_dicts``): an lr changed
+inside the step (by hand or by a scheduler stepping there) is a side effect.
 
 Only these values are inspected, not what the functions the code calls reach.
 """
@@ -62,6 +64,13 @@ def _plain_object(v):
         and not getattr(type(v), "_tracegrad_state_is_captured", False)
 
 
+def _option_dicts(v):
+    """An optimizer's list of param-group dicts (``_tracegrad_option_dicts``): Python options
+    a step may change (``group["lr"] *= 0.5``, a scheduler stepping inside), or None."""
+    get = getattr(type(v), "_tracegrad_option_dicts", None)
+    return get(v) if get is not None and not isinstance(v, type) else None
+
+
 def _attr_signature(v):
     if type(v) in _SCALARS:
         return v
@@ -108,6 +117,9 @@ def snapshot(refs):
         attrs = None
         if _plain_object(v):
             attrs = {k: (a, _copy(a)) for k, a in vars(v).items()}
+        dicts = _option_dicts(v)
+        if dicts is not None:
+            attrs = (list(dicts), [(d, dict(d)) for d in dicts])
         snap.append((name, cell, g, v, _copy(v), attrs))
     return snap
 
@@ -133,7 +145,13 @@ def restore(snap):
         elif g.get(name) is not v:
             g[name] = v
         _put_back(v, copy)
-        if attrs is not None:
+        if isinstance(attrs, tuple):             # an optimizer's param groups
+            dicts, copies = attrs
+            dicts_now = _option_dicts(v)
+            dicts_now[:] = dicts
+            for d, c in copies:
+                _put_back(d, c)
+        elif attrs is not None:
             d = vars(v)
             for k in [k for k in d if k not in attrs]:
                 del d[k]
@@ -155,6 +173,11 @@ def effects_signature(refs):
             out.append((name, id(v), len(v)))
         elif _plain_object(v):
             out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in vars(v).items())))
+        elif _option_dicts(v) is not None:
+            dicts = _option_dicts(v)
+            out.append((name, id(v), _ATTRS, (("param_groups", len(dicts)),) + tuple(
+                (f"param_groups[{i}][{k!r}]", _attr_signature(a)) for i, d in enumerate(dicts)
+                for k, a in d.items() if k != "params")))
         else:
             out.append((name, id(v)))
     return tuple(out)

@@ -128,6 +128,10 @@ class Optimizer:
 
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
 
+    def _tracegrad_option_dicts(self):
+        # the dicts whose values compile checks for changes made inside a compiled step
+        return self.param_groups
+
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
