@@ -176,3 +176,43 @@ def test_python_reads_of_tensor_values_are_graph_breaks(kind):
     with pytest.raises(RuntimeError, match=HERE):
         for i in range(2):
             f(data(tracegrad, i, 2, 3))
+
+
+def test_logging_and_stderr_inside_step_happen_every_call(caplog):
+    """A user's logging call or a print to stderr inside the compiled function would come out
+    once while tracing: the call runs eagerly (a graph break), each call logs, as eagerly. A
+    warning passes through (eager shows it once per place too)."""
+    import logging
+    import sys
+    import warnings
+    log = logging.getLogger("user.train")
+
+    def logged(x):
+        log.warning("step")
+        return x + 1
+
+    def to_stderr(x):
+        print("err", file=sys.stderr)
+        return x + 1
+
+    def warns(x):
+        warnings.warn("careful", UserWarning)
+        return x + 1
+    f = tracegrad.compile(logged)
+    with caplog.at_level(logging.WARNING, logger="user.train"):
+        for _ in range(3):
+            f(tracegrad.ones(2))
+    assert [r.getMessage() for r in caplog.records if r.name == "user.train"] == ["step"] * 3
+    assert "logging call 'step'" in f.stats["graph_breaks"][0][0]
+    g = tracegrad.compile(to_stderr)
+    for _ in range(3):
+        g(tracegrad.ones(2))
+    assert "sys.stderr" in g.stats["graph_breaks"][0][0]
+    h = tracegrad.compile(warns)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("default")
+        for _ in range(3):
+            h(tracegrad.ones(2))
+    assert not h.stats["graph_breaks"] and h.stats["traces"] == 1
+    with pytest.raises(tracegrad.compiler.GraphBreak, match="logging call"):
+        tracegrad.compile(logged, fullgraph=True)(tracegrad.ones(2))

@@ -16,7 +16,11 @@ report to it: every op's tensor arguments (``see_tensors``), every in-place writ
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import sys
+import threading
 import traceback
 import weakref
 
@@ -51,22 +55,48 @@ def user_frame(stack=None) -> str | None:
     return None
 
 
-class StdoutGuard:
-    """``sys.stdout`` while a trace runs: a write (``print``) is a graph break, because the
-    program would print only while tracing, not on every call. The write raises before any
-    text goes out, so the eager rerun prints each line exactly once."""
+class StreamGuard:
+    """``sys.stdout``/``sys.stderr`` while a trace runs: a write (``print``) is a graph break,
+    because the program would print only while tracing, not on every call. The write raises
+    before any text goes out, so the eager rerun prints each line exactly once. A warning
+    passes through: eager shows it once per place as well (Python's default filter)."""
 
-    def __init__(self, stream):
-        self._stream = stream
+    def __init__(self, stream, name):
+        self._stream, self._name = stream, name
+        self._thread = threading.get_ident()       # other threads' output is not the trace's
 
     def write(self, text):
         if not text:
             return 0
-        raise GraphBreak("print() or a write to sys.stdout happens on every eager call, but only "
-                         "once while tracing")
+        if threading.get_ident() != self._thread or sys._getframe(1).f_code.co_name == "_showwarnmsg_impl":
+            return self._stream.write(text)
+        raise GraphBreak(f"print() or a write to sys.{self._name} happens on every eager call, but "
+                         "only once while tracing")
 
     def __getattr__(self, name):      # flush, encoding, isatty...: the real stream's
         return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def guard_output():
+    """While tracing: ``print`` to stdout/stderr and a logging record that a user's logger
+    would emit are graph breaks (their text would come out once, not on every call). Loggers
+    of tracegrad, JAX and absl are left alone (their records are about tracing itself)."""
+    out, err, log = sys.stdout, sys.stderr, logging.Logger._log
+    thread = threading.get_ident()
+
+    def _log(logger, level, msg, *args, **kwargs):
+        if threading.get_ident() != thread or logger.name.split(".")[0] in ("tracegrad", "jax", "jaxlib", "absl"):
+            return log(logger, level, msg, *args, **kwargs)
+        raise GraphBreak(f"the logging call {msg!r} on logger '{logger.name}' happens on every eager "
+                         "call, but only once while tracing")
+    sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
+    logging.Logger._log = _log
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
+        logging.Logger._log = log
 
 
 class Capture:

@@ -37,7 +37,7 @@ from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
-from .capture import Capture, GraphBreak, StdoutGuard
+from .capture import Capture, GraphBreak, guard_output
 from .program import Program, worth_donating
 from .pystate import changed, effects_signature, python_refs, restore, scalar_signature, snapshot
 from .remat import REMAT_COMPILER_OPTIONS
@@ -328,11 +328,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w._rg = leaves[i]._rg
                     call_leaves[i] = w
             a2, kw2 = jax.tree_util.tree_unflatten(treedef, call_leaves)
-            out_stream, sys.stdout = sys.stdout, StdoutGuard(sys.stdout)
-            try:
+            with guard_output():
                 result = fn(*a2, **kw2)
-            finally:
-                sys.stdout = out_stream
             _state.CAPTURE[0] = prev_cap
             moved = changed(refs, effects0)
             if moved is not None:
