@@ -310,3 +310,55 @@ def test_lr_changed_inside_the_step_changes_every_call(how):
     run = check_compiled(make, calls=4, torch_too=True)
     assert run.state["lr"]() == pytest.approx(0.2 * 0.5 ** 4)
     assert run.step.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("source", ["random", "numpy_global", "numpy_generator"])
+def test_python_random_numbers_inside_are_drawn_every_call(source):
+    """NOTE [Python random numbers]: a flip decided by Python's or NumPy's generator inside the
+    compiled function is drawn on every call, as eagerly (the same draws for the same seed)."""
+    import random
+
+    def run(wrap):
+        random.seed(0)
+        np.random.seed(0)
+        rng = np.random.default_rng(0)
+
+        def augment(x):
+            u = {"random": random.random, "numpy_global": np.random.rand,
+                 "numpy_generator": rng.random}[source]()
+            return x.flip(-1) * float(u) if u < 0.5 else x * float(u)
+        f = wrap(augment)
+        x = tracegrad.arange(6.0).reshape(2, 3)
+        return [f(x).tolist() for _ in range(8)], f
+    eager, _ = run(lambda f: f)
+    comp, f = run(tracegrad.compile)
+    assert comp == eager
+    assert f.stats["graph_breaks"] and "generator" in f.stats["graph_breaks"][0][0] or "'rng'" in f.stats["graph_breaks"][0][0]
+
+
+def test_counters_inside_dicts_and_object_dicts_count_every_call():
+    class Logger:
+        def __init__(self):
+            self.counts = {"steps": 0}
+    stats, lg = {"calls": 0, "last": None}, Logger()
+
+    def step(x):
+        stats["calls"] += 1
+        stats["last"] = x.sum()               # a tensor stored: carried state, not a side effect
+        lg.counts["steps"] += 1
+        return x * 2
+    f = tracegrad.compile(step)
+    for i in range(4):
+        f(data(tracegrad, i, 2, 3))
+    assert stats["calls"] == 4 and lg.counts["steps"] == 4
+    assert float(stats["last"]) == pytest.approx(float(data(tracegrad, 3, 2, 3).sum()))
+    assert "'lg.counts'" in f.stats["graph_breaks"][0][0]
+    del lg.counts                                          # only the dict counter left
+    g = tracegrad.compile(lambda x: _bump(stats, x))
+    g(tracegrad.ones(2)), g(tracegrad.ones(2))
+    assert stats["calls"] == 6 and "stats['calls']" in g.stats["graph_breaks"][0][0]
+
+
+def _bump(stats, x):
+    stats["calls"] += 1
+    return x + 1

@@ -21,7 +21,10 @@ Only these values are inspected, not what the functions the code calls reach.
 from __future__ import annotations
 
 import functools
+import random
 import types
+
+import numpy as np
 
 from .._tensor.generator import Generator
 from .._tensor.tensor import Tensor
@@ -71,14 +74,28 @@ def _option_dicts(v):
     return get(v) if get is not None and not isinstance(v, type) else None
 
 
-def _attr_signature(v):
+def _leaf(v):
     if type(v) in _SCALARS:
         return v
-    if isinstance(v, _CONTAINERS):
-        return (id(v), len(v))
     if isinstance(v, Tensor):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
     return id(v)
+
+
+def _items(v):
+    """A container's entries one level down, as (label, signature) pairs: a counter kept in a
+    dict or list (``stats["n"] += 1``) changes them; a tensor stored there does not."""
+    if isinstance(v, dict):
+        return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a)) for k, a in v.items())
+    if isinstance(v, list):
+        return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a)) for i, a in enumerate(v))
+    return (("len", len(v)),)
+
+
+def _attr_signature(v):
+    if isinstance(v, _CONTAINERS):
+        return (id(v),) + _items(v)
+    return _leaf(v)
 
 
 def _value(cell, g, name):
@@ -110,8 +127,10 @@ def _copy(v):
 
 def snapshot(refs):
     """What ``restore`` needs to undo a trace's changes to these variables (and to the
-    attributes of the plain objects among them)."""
-    snap = []
+    attributes of the plain objects among them, and the random generators)."""
+    snap = [(random.getstate(), np.random.get_state(),
+             [(v, v.bit_generator.state if isinstance(v, np.random.Generator) else v.get_state())
+              for v in (_value(c, g, n) for n, c, g in refs) if _rng_state(v) is not None])]
     for name, cell, g in refs:
         v = _value(cell, g, name)
         attrs = None
@@ -135,7 +154,15 @@ def _put_back(v, copy):
 def restore(snap):
     """Undo what an abandoned trace did to the function's closure/global variables (rebinding,
     appends, updates), so no traced value is left behind in them."""
-    for name, cell, g, v, copy, attrs in snap:
+    py_state, np_state, rngs = snap[0]
+    random.setstate(py_state)
+    np.random.set_state(np_state)
+    for v, st in rngs:
+        if isinstance(v, np.random.Generator):
+            v.bit_generator.state = st
+        else:
+            v.set_state(st)
+    for name, cell, g, v, copy, attrs in snap[1:]:
         if cell is not None:
             try:
                 if cell.cell_contents is not v:
@@ -160,17 +187,37 @@ def restore(snap):
                 _put_back(a, c)
 
 
+# NOTE [Python random numbers]: ``random.random()`` or ``np.random.rand()`` inside a compiled
+# function would be drawn once, while tracing, and baked into the program (augmentation that
+# flips the same way on every call). A trace that moves Python's or NumPy's global generator,
+# or a NumPy generator the function closes over, is a graph break; an abandoned trace puts
+# the generators back, so the eager rerun draws what eager would have drawn.
+def _rng_state(v):
+    if isinstance(v, np.random.Generator):
+        return repr(v.bit_generator.state)
+    if isinstance(v, np.random.RandomState):
+        kind, keys, pos, has_gauss, gauss = v.get_state()
+        return (kind, keys.tobytes(), pos, has_gauss, gauss)
+    return None
+
+
+def _global_rngs():
+    return (("the random module's generator", random.getstate()),
+            ("numpy.random's global generator", _rng_state(np.random.mtrand._rand)))
+
+
 def effects_signature(refs):
-    """Everything a trace could change: scalar values, containers' sizes, bindings."""
-    out = []
+    """Everything a trace could change: scalar values, containers' contents, objects'
+    attributes, bindings, Python's and NumPy's random generators."""
+    out = list(_global_rngs())
     for name, cell, g in refs:
         v = _value(cell, g, name)
-        if type(v) in _SCALARS:
+        if _rng_state(v) is not None:
+            out.append((name, _rng_state(v)))
+        elif type(v) in _SCALARS:
             out.append((name, v))
-        elif type(v) is list and len(v) <= 8 and all(type(e) in _SCALARS for e in v):
-            out.append((name, id(v), tuple(v)))      # a counter kept in a one-element list
         elif isinstance(v, _CONTAINERS):
-            out.append((name, id(v), len(v)))
+            out.append((name, id(v), _ATTRS, _items(v)))
         elif _plain_object(v):
             out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in vars(v).items())))
         elif _option_dicts(v) is not None:
@@ -193,7 +240,7 @@ def changed(refs, before):
                 old, new = dict(a[3]), dict(b[3])
                 attr = next((k for k in {**old, **new} if old.get(k, _MISSING) != new.get(k, _MISSING)), None)
                 if attr is not None:
-                    return f"{a[0]}.{attr}"
+                    return a[0] if attr == "len" else f"{a[0]}{attr}" if attr.startswith("[") else f"{a[0]}.{attr}"
             return a[0]
     return None
 
