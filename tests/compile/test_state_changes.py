@@ -191,3 +191,85 @@ def test_tensor_lr_edited_in_place_between_calls():
     def between(state, i):
         state["lr"].mul_(0.5)
     check_compiled(make, calls=4, between=between, torch_too=True)
+
+
+# ---- NOTE [Python values read] (_lowering/pystate.py) ----------------------------------------
+CONFIG = {"shift": 0.0, "name": "a"}
+
+
+def _tempered(mod):
+    class Tempered(mod.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = mod.nn.Linear(3, 4)
+            self.bn = mod.nn.BatchNorm1d(4)
+            self.drop = mod.nn.Dropout(0.0)
+            self.temperature, self.use_relu, self.cfg = 1.0, False, {"scale": 1.0}
+
+        def forward(self, x):
+            y = self.drop(self.bn(self.lin(x))) / self.temperature * self.cfg["scale"]
+            return self._act(y) + CONFIG["shift"]
+
+        def _act(self, y):
+            return y.relu() if self.use_relu else y
+    return np_init(Tempered(), mod)
+
+
+def test_python_values_read_by_the_trace_are_guarded():
+    """Numbers and flags read from modules (also in a helper method and in a dict attribute),
+    from a library module (Dropout.p, BatchNorm momentum/eps), from a global dict and from an
+    object the function closes over: changed between calls, the next call uses the new value
+    (eager's result), never the traced constant."""
+    class Holder:
+        def __init__(self):
+            self.scale = 1.0
+
+        def factor(self):
+            return self.scale * 2
+    changes = [lambda m, h: setattr(m, "temperature", 2.0), lambda m, h: setattr(m, "use_relu", True),
+               lambda m, h: m.cfg.__setitem__("scale", 3.0), lambda m, h: setattr(m.drop, "p", 0.5),
+               lambda m, h: setattr(m.bn, "momentum", 0.5), lambda m, h: setattr(m.bn, "eps", 0.1),
+               lambda m, h: CONFIG.__setitem__("shift", 1.5), lambda m, h: setattr(h, "scale", 4.0)]
+
+    def make(mod, wrap):
+        model, holder = _tempered(mod), Holder()
+        CONFIG["shift"] = 0.0
+
+        def fwd(x):
+            return model(x) * holder.factor()
+        state = {"model": model, "holder": lambda: holder}
+        return wrap(fwd), state, lambda i: (data(mod, 0, 6, 3),)
+
+    def between(state, i):
+        if i < len(changes):
+            changes[i](state["model"], state["holder"]())
+    CONFIG["shift"] = 0.0
+    try:
+        run = check_compiled(make, calls=len(changes) + 2, between=between)
+    finally:
+        CONFIG["shift"] = 0.0
+    assert run.step.stats["traces"] == len(changes) and not run.step.stats["graph_breaks"]
+
+
+def test_attribute_the_trace_does_not_read_causes_no_new_trace():
+    """A trainer's counter bumped outside between calls is not read by the compiled step:
+    one program for all calls."""
+    class Trainer:
+        def __init__(self):
+            tracegrad.manual_seed(0)
+            self.model = tracegrad.nn.Linear(3, 2)
+            self.opt = tracegrad.optim.SGD(self.model.parameters(), lr=0.1)
+            self.global_step, self.lr_scale = 0, 1.0
+
+        def step(self, x):
+            self.opt.zero_grad()
+            loss = self.model(x).pow(2).mean()
+            loss.backward()
+            self.opt.step()
+            return loss
+    t = Trainer()
+    step = tracegrad.compile(t.step)
+    for i in range(6):
+        step(data(tracegrad, i, 4, 3))
+        t.global_step += 1
+    assert step.stats["traces"] == 1 and not step.stats["graph_breaks"]

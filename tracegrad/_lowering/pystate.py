@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import random
 import types
+import weakref
 
 import numpy as np
 
@@ -247,3 +248,126 @@ def changed(refs, before):
 
 _MISSING = object()
 _ATTRS = "attributes"
+
+
+# NOTE [Python values read]: a number, string or bool the trace reads from an object (a
+# module's ``self.temperature`` or ``self.p``, ``cfg["shift"]``, ``holder.scale``) is baked
+# into the program. Each such value is guarded on every call (a new value traces again), so a
+# change between calls is never answered with a frozen constant. Which attributes the trace
+# may read is taken from the code: the names the function's code loads (and that of the
+# methods it calls on those objects), and for a module every name its class's methods load
+# (with the numbers and small dicts among the globals they name).
+# An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
+# guarded, so it never causes a new trace.
+_GUARD_DICT_MAX = 64
+
+
+def _code_names(code, out):
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code_names(c, out)
+    return out
+
+
+_NAMES = weakref.WeakKeyDictionary()      # class -> names its methods load
+_GLOBALS = weakref.WeakKeyDictionary()    # class -> globals its methods name
+
+
+def _class_names(cls, cache=_NAMES):
+    names = cache.get(cls)
+    if names is None:
+        names = set()
+        for klass in cls.__mro__:
+            if klass is object or klass.__dict__.get("_tracegrad_base_module"):
+                continue
+            for f in klass.__dict__.values():
+                f = getattr(f, "__func__", f)
+                if isinstance(f, property):
+                    f = f.fget
+                if isinstance(f, types.FunctionType):
+                    _code_names(f.__code__, names)
+        cache[cls] = names
+    return names
+
+
+def _class_globals(cls, cache=_GLOBALS):
+    """``(name, globals)`` of the globals a user class's methods name (tracegrad's own classes
+    read no user globals)."""
+    refs = cache.get(cls)
+    if refs is None:
+        refs = []
+        for klass in cls.__mro__:
+            if klass.__module__.split(".")[0] in ("tracegrad", "builtins"):
+                continue
+            for f in klass.__dict__.values():
+                f = getattr(f, "__func__", f)
+                if isinstance(f, types.FunctionType):
+                    g = f.__globals__
+                    refs += [(n, g) for n in sorted(_code_names(f.__code__, set())) if n in g]
+        unique = {(n, id(g)): (n, g) for n, g in refs}
+        cache[cls] = refs = tuple(unique.values())
+    return refs
+
+
+def _guard_globals(refs, checks, seen):
+    for name, g in refs:
+        v = g.get(name)
+        if type(v) in _SCALARS:
+            checks.append((g, name, v))
+        elif isinstance(v, dict):
+            if len(v) <= _GUARD_DICT_MAX and id(v) not in seen:
+                seen.add(id(v))
+                _guard_dict(v, checks)
+
+
+def _guard_object(o, names, checks, seen):
+    if id(o) in seen:
+        return
+    seen.add(id(o))
+    d = vars(o)
+    for k, v in d.items():
+        if k == "training" or k not in names:
+            continue
+        if type(v) in _SCALARS:
+            checks.append((d, k, v))
+        elif isinstance(v, dict) and len(v) <= _GUARD_DICT_MAX:
+            _guard_dict(v, checks)
+        elif _plain_object(v):
+            _guard_object(v, names | _class_names(type(v)), checks, seen)
+
+
+def _guard_dict(d, checks):
+    for k, v in d.items():
+        if type(v) in _SCALARS:
+            checks.append((d, k, v))
+
+
+def value_guards(fn, refs, modules):
+    """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
+    that called ``modules`` and reads ``refs``."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    names = _code_names(code, set()) if code is not None else set()
+    checks, seen = [], set()
+    for m in modules:
+        _guard_object(m, _class_names(type(m)), checks, seen)
+        _guard_globals(_class_globals(type(m)), checks, seen)
+    for name, cell, g in refs:
+        v = _value(cell, g, name)
+        if isinstance(v, dict):
+            if len(v) <= _GUARD_DICT_MAX:
+                _guard_dict(v, checks)
+        elif _plain_object(v):
+            called = {n for n in names if isinstance(getattr(type(v), n, None), types.FunctionType)}
+            extra = set().union(*(_code_names(getattr(type(v), n).__code__, set()) for n in called)) if called else set()
+            _guard_object(v, names | extra, checks, seen)
+    return tuple(checks)
+
+
+def guards_hold(checks) -> bool:
+    """Whether every value of ``value_guards`` is still what the trace read."""
+    for d, k, v in checks:
+        cur = d.get(k, _MISSING)
+        if cur is not v and (type(cur) is not type(v) or cur != v):
+            return False
+    return True

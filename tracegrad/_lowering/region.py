@@ -39,7 +39,8 @@ from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .program import Program, worth_donating
-from .pystate import changed, effects_signature, python_refs, restore, scalar_signature, snapshot
+from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature,
+                      snapshot, value_guards)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -98,7 +99,7 @@ class Region:
         self.arg_grads = self.arg_writes = self.fresh_in = ()
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
-        self.py_refs, self.py_scalars = (), ()
+        self.py_refs, self.py_scalars, self.value_guards = (), (), ()
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
@@ -125,6 +126,8 @@ class Region:
         if _state.STRUCTURE[0] != self.structure:
             return False
         if self.py_scalars and scalar_signature(self.py_refs) != self.py_scalars:
+            return False
+        if self.value_guards and not guards_hold(self.value_guards):
             return False
         for m, t in zip(self.modules, self.training):
             if m.training is not t:
@@ -441,6 +444,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
+    region.value_guards = value_guards(fn, refs, region.modules)
     del live
     region.hyper_slots = hyper_slots
     region.arg_grads = tuple(info["arg_grads"])

@@ -182,6 +182,7 @@ class Module:
     """
 
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
+    _tracegrad_base_module = True         # compile guards the names subclasses' code reads, not these
 
     training: bool
     _version = 1
