@@ -273,3 +273,30 @@ def test_attribute_the_trace_does_not_read_causes_no_new_trace():
         step(data(tracegrad, i, 4, 3))
         t.global_step += 1
     assert step.stats["traces"] == 1 and not step.stats["graph_breaks"]
+
+
+LOSS_WEIGHT = 1.0
+
+
+def _weighted(out):
+    return out.sum() * LOSS_WEIGHT
+
+
+def _helper(out):
+    return _weighted(out) + 1
+
+
+def test_global_number_read_by_a_helper_function_is_guarded():
+    global LOSS_WEIGHT
+    lin = tracegrad.nn.Linear(3, 1)
+    f = tracegrad.compile(lambda x: _helper(lin(x)))
+    x = tracegrad.ones(2, 3)
+    try:
+        outs = []
+        for w in (1.0, 1.0, 2.0, 2.0, 3.0):
+            LOSS_WEIGHT = w
+            outs.append(float(f(x)))
+        base = float(lin(x).sum())
+        assert outs == pytest.approx([base + 1, base + 1, 2 * base + 1, 2 * base + 1, 3 * base + 1])
+    finally:
+        LOSS_WEIGHT = 1.0

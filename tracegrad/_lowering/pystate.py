@@ -256,7 +256,8 @@ _ATTRS = "attributes"
 # change between calls is never answered with a frozen constant. Which attributes the trace
 # may read is taken from the code: the names the function's code loads (and that of the
 # methods it calls on those objects), and for a module every name its class's methods load
-# (with the numbers and small dicts among the globals they name).
+# (with the numbers and small dicts among the globals they name), and the globals the user's
+# helper functions it calls name (two levels down).
 # An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
 # guarded, so it never causes a new trace.
 _GUARD_DICT_MAX = 64
@@ -310,6 +311,22 @@ def _class_globals(cls, cache=_GLOBALS):
     return refs
 
 
+def _function_globals(f, depth=2):
+    """``(name, globals)`` a user helper function (and the helpers it names, ``depth`` levels
+    down) reads: numbers and small dicts among them are guarded like the compiled function's
+    own globals."""
+    if depth == 0 or f.__module__ is None or f.__module__.split(".")[0] in ("tracegrad", "jax", "numpy"):
+        return ()
+    g = f.__globals__
+    out = []
+    for n in sorted(_code_names(f.__code__, set())):
+        if n in g:
+            out.append((n, g))
+            if isinstance(g[n], types.FunctionType) and g[n] is not f:
+                out += _function_globals(g[n], depth - 1)
+    return tuple(out)
+
+
 def _guard_globals(refs, checks, seen):
     for name, g in refs:
         v = g.get(name)
@@ -357,6 +374,8 @@ def value_guards(fn, refs, modules):
         if isinstance(v, dict):
             if len(v) <= _GUARD_DICT_MAX:
                 _guard_dict(v, checks)
+        elif isinstance(v, types.FunctionType):
+            _guard_globals(_function_globals(v), checks, seen)
         elif _plain_object(v):
             called = {n for n in names if isinstance(getattr(type(v), n, None), types.FunctionType)}
             extra = set().union(*(_code_names(getattr(type(v), n).__code__, set()) for n in called)) if called else set()
