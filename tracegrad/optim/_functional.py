@@ -82,13 +82,13 @@ def sgd_step(param, grad, momentum_buffer, *, lr, momentum, dampening, nesterov,
     return buf
 
 
-def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, bias_correction2_sqrt, *,
+def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, inv_bias_correction2_sqrt, *,
               lr, beta1, beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay=False):
     """One Adam/AdamW update in place, after the step count's increment. Mirrors torch's
     ``_single_tensor_adam`` (eager path).
 
     Args: param, grad, exp_avg, exp_avg_sq: Tensors of one shape; max_exp_avg_sq: Tensor when
-        ``amsgrad`` else None; step_size, bias_correction2_sqrt: 0-d tensors from
+        ``amsgrad`` else None; step_size, inv_bias_correction2_sqrt: 0-d tensors from
         ``adam_bias_corrections``. ``decoupled_weight_decay=True`` is AdamW
         (``param *= 1 - lr * weight_decay``).
     """
@@ -101,9 +101,9 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, bias_
     if amsgrad:
         prev = max_exp_avg_sq.clone() if is_grad_enabled() else max_exp_avg_sq   # as exp_avg below
         max_exp_avg_sq.copy_(prev.maximum(exp_avg_sq))
-        denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        denom = (max_exp_avg_sq.sqrt() * inv_bias_correction2_sqrt).add_(eps)
     else:
-        denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        denom = (exp_avg_sq.sqrt() * inv_bias_correction2_sqrt).add_(eps)
     # differentiable=True (grad mode on in step): as torch, divide a clone, since the next
     # step's lerp_ writes exp_avg in place while this step's node still needs its value
     param.addcdiv_(exp_avg.clone() if is_grad_enabled() else exp_avg, denom, value=-step_size)
@@ -116,7 +116,10 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, bias_
 # compiled step runs as that many tiny XLA:CPU kernels (the digits MLP's AdamW step: 12, some
 # 50 us of a 0.6 ms step). So a group's step tensors are stacked once and each derived scalar
 # is one vector op for the whole group; each parameter reads its element. The numbers are the
-# same float64 values, elementwise; eagerly it is also fewer ops.
+# same float64 values, elementwise; eagerly it is also fewer ops. Torch divides by
+# ``sqrt(bias_correction2)``; XLA:CPU computes ``a / scalar`` as ``a * (1 / scalar)`` in the
+# parameter's dtype (measured: bit for bit), so that reciprocal is taken here once per group,
+# in that dtype, giving the bits the per-parameter division gave.
 def _stacked(steps):
     t = steps[0] if len(steps) == 1 else stack(steps)
     return t.to(float64)
@@ -129,18 +132,22 @@ def _each(v, n, dtype):
     return (v,) if n == 1 else v.unbind(0)
 
 
-def adam_bias_corrections(steps, lr, beta1, beta2, dtype=None):
-    """Adam's ``step_size = lr / (1 - beta1**step)`` and ``sqrt(1 - beta2**step)`` for each of
-    ``steps`` (float32 0-d tensors, already incremented), as two tuples of 0-d tensors
-    (NOTE [group scalars]); step_size in lr's dtype when lr is a Tensor. ``dtype``: the dtype
-    of every parameter they will scale, when they share one (both are cast to it)."""
+def adam_bias_corrections(steps, lr, beta1, beta2, dtypes):
+    """Adam's ``step_size = lr / (1 - beta1**step)`` and ``1 / sqrt(1 - beta2**step)`` for each
+    of ``steps`` (float32 0-d tensors, already incremented), as two tuples of 0-d tensors
+    (NOTE [group scalars]); step_size in lr's dtype when lr is a Tensor. ``dtypes``: the dtype
+    of each parameter they will scale (both come in it)."""
     lr = _scalar(lr)
     t = _stacked(steps)
     bias_correction1 = 1 - beta1 ** t
     bias_correction2 = 1 - beta2 ** t
     step_size = _like_lr(lr / bias_correction1, lr)
-    n = len(steps)
-    return _each(step_size, n, dtype), _each(bias_correction2.sqrt(), n, dtype)
+    n, common = len(steps), (dtypes[0] if len(set(dtypes)) == 1 else None)
+    sqrt = bias_correction2.sqrt()
+    if common is not None:
+        return _each(step_size, n, common), _each(1 / sqrt.to(common), n, None)
+    sqrts = _each(sqrt, n, None)
+    return _each(step_size, n, None), tuple(1 / s.to(d) for s, d in zip(sqrts, dtypes))
 
 
 def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr, alpha, eps,

@@ -76,12 +76,10 @@ class Adam(Optimizer):
         for step in steps:
             step.add_(1)
         beta1, beta2 = group["betas"]
-        dtypes = {p.dtype for p, _, _ in items}
-        scalars = adam_bias_corrections(steps, group["lr"], beta1, beta2,
-                                        dtypes.pop() if len(dtypes) == 1 else None)
-        for (p, grad, state), step_size, bc2_sqrt in zip(items, *scalars):
+        scalars = adam_bias_corrections(steps, group["lr"], beta1, beta2, [p.dtype for p, _, _ in items])
+        for (p, grad, state), step_size, inv_bc2_sqrt in zip(items, *scalars):
             adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
-                      step_size, bc2_sqrt, lr=group["lr"], beta1=beta1, beta2=beta2,
+                      step_size, inv_bc2_sqrt, lr=group["lr"], beta1=beta1, beta2=beta2,
                       eps=group["eps"], weight_decay=group["weight_decay"],
                       amsgrad=group["amsgrad"], maximize=group["maximize"],
                       decoupled_weight_decay=group["decoupled_weight_decay"])
