@@ -16,7 +16,8 @@ other means are skipped: tensors and generators, and the classes that set
 param-group options are looked at the same way (``_tracegrad_option_dicts``): an lr changed
 inside the step (by hand or by a scheduler stepping there) is a side effect.
 
-Only these values are inspected, not what the functions the code calls reach.
+Side effects are looked for in these values only; the values a trace reads are found further
+out, from the code of the modules and helper functions it calls (NOTE [Python values read]).
 """
 from __future__ import annotations
 
