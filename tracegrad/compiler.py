@@ -28,6 +28,8 @@ import functools
 import warnings
 import weakref
 
+import numpy as np
+
 from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering import hyper as _hyper
@@ -117,7 +119,8 @@ class CompiledFunction:
                                    + (f", filename: '{code.co_filename}', line number: {code.co_firstlineno}"
                                       if code is not None else ""))
         if self._programs >= cache_size_limit:
-            return self._break(key, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)
+            # not remembered per key: arguments that differ on every call would fill the cache
+            return self._break(None, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)
         return self._trace(key, args, kwargs, leaves, treedef, kinds)
 
     def _eager(self, args, kwargs):
@@ -145,8 +148,11 @@ class CompiledFunction:
         return result
 
     def _break(self, key, reason, where, args, kwargs):
-        self.stats["graph_breaks"].append((reason, where))
-        self._cache[key] = _EAGER
+        breaks = self.stats["graph_breaks"]
+        if not breaks or breaks[-1] != (reason, where):     # once per run of the same reason
+            breaks.append((reason, where))
+        if key is not None:
+            self._cache[key] = _EAGER
         if not self._warned:
             self._warned = True
             warnings.warn(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
@@ -191,11 +197,43 @@ def _key(leaves, treedef, kinds):
                 hash(a)
                 parts.append((type(a), a))
             except TypeError:
-                parts.append(("id", id(a)))
+                parts.append(_unhashable_key(a))
         else:
             v = a._value
             parts.append((k, v.shape, v.dtype, a._rg, id(a) if k == "state" else a._grad is None))
     return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key())
+
+
+class _Same:
+    """A cache-key part that is one object by identity. It holds the object, so its id cannot be
+    reused by another object while the program is cached (an ``("id", id(a))`` key matched a
+    new array at a freed one's address and ran the old one's baked values); what the trace
+    read from it is guarded by value (``_lowering/pystate.value_guards``)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
+def _unhashable_key(a):
+    """The key part of an argument that is neither a tensor nor hashable. A NumPy array (and a
+    set) is keyed by value: the trace bakes its contents, so an array changed in place or a new
+    array at a freed one's address must not match; anything else by identity (``_Same``)."""
+    if isinstance(a, np.ndarray):
+        return ("ndarray", a.shape, a.dtype.str, hash(a.tobytes()))
+    if isinstance(a, set):
+        try:
+            return ("set", frozenset(a))
+        except TypeError:
+            pass
+    return _Same(a)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,

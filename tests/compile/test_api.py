@@ -288,3 +288,44 @@ def test_dynamo_config_and_marks():
     dyn.reset()
     tracegrad.compiler.cudagraph_mark_step_begin()
     assert "inductor" in tracegrad.compiler.list_backends()
+
+
+def test_numpy_array_arguments_are_keyed_by_value():
+    """A NumPy array argument is baked into the program: a new array (also one allocated at a
+    freed array's address) or the same array changed in place gives that call's values."""
+    import numpy as np
+    f = tracegrad.compile(lambda a: tracegrad.as_tensor(a) * 2)
+    for i in range(5):
+        assert f(np.full((3,), float(i), dtype=np.float32)).tolist() == [2.0 * i] * 3
+    buf = np.zeros(2, dtype=np.float32)
+    for i in range(3):
+        buf[:] = i
+        assert f(buf).tolist() == [2.0 * i] * 2
+
+
+def test_unhashable_object_arguments_keep_identity_and_guard_values():
+    """An unhashable object argument (an eq dataclass) is the key by identity, held so its id
+    is never reused by another object, and the numbers the trace reads from it are guarded."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Cfg:
+        scale: float
+        shift: float = 0.0
+    f = tracegrad.compile(lambda x, cfg: x * cfg.scale + cfg.shift)
+    x = tracegrad.ones(2)
+    for i in range(4):
+        assert f(x, Cfg(float(i))).tolist() == [float(i)] * 2      # a new object each call
+    cfg = Cfg(1.0)
+    f(x, cfg), f(x, cfg)
+    cfg.shift = 5.0
+    assert f(x, cfg).tolist() == [6.0, 6.0]
+
+
+def test_arguments_new_on_every_call_past_the_limit_do_not_fill_the_cache():
+    import numpy as np
+    f = tracegrad.compile(lambda a: tracegrad.as_tensor(a) + 1)
+    for i in range(tracegrad.compiler.cache_size_limit + 20):
+        assert f(np.full((2,), float(i))).tolist() == [i + 1.0] * 2
+    assert len(f._cache) <= tracegrad.compiler.cache_size_limit + 1
+    assert len(f.stats["graph_breaks"]) == 1
