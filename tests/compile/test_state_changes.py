@@ -2,6 +2,7 @@
 load_state_dict on model and optimizer, in-place edits under no_grad, rebinding ``.data``,
 lr schedulers (without a new trace), other hyper-parameters, train()/eval() with Dropout and
 BatchNorm, requires_grad_ flips, hooks added and removed."""
+import numpy as np
 import pytest
 
 import tracegrad
@@ -300,3 +301,39 @@ def test_global_number_read_by_a_helper_function_is_guarded():
         assert outs == pytest.approx([base + 1, base + 1, 2 * base + 1, 2 * base + 1, 3 * base + 1])
     finally:
         LOSS_WEIGHT = 1.0
+
+
+TABLE = np.arange(4, dtype=np.float32)
+
+
+def test_numpy_arrays_read_from_globals_closures_and_modules_are_guarded():
+    """A NumPy array the trace converts is baked: changed in place or rebound between calls
+    (a global, a closure variable, a module attribute), the next call uses its new contents."""
+    global TABLE
+    local = np.ones(4, dtype=np.float32)
+
+    class WithTable(tracegrad.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = np.zeros(4, dtype=np.float32)
+
+        def forward(self, x):
+            return x + tracegrad.as_tensor(self.table)
+    m = WithTable()
+
+    def fwd(x):
+        return m(x) * tracegrad.as_tensor(TABLE) + tracegrad.as_tensor(local)
+    f = tracegrad.compile(fwd)
+    x = tracegrad.ones(4)
+    try:
+        for i in range(4):
+            if i == 1:
+                TABLE[:] = 2.0                      # in place
+            if i == 2:
+                local[:] = 5.0
+                m.table = np.full(4, 3.0, dtype=np.float32)   # rebound
+            if i == 3:
+                TABLE = np.full(4, 10.0, dtype=np.float32)
+            assert f(x).tolist() == fwd(x).tolist()
+    finally:
+        TABLE = np.arange(4, dtype=np.float32)

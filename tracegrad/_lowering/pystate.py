@@ -251,8 +251,9 @@ _MISSING = object()
 _ATTRS = "attributes"
 
 
-# NOTE [Python values read]: a number, string or bool the trace reads from an object (a
-# module's ``self.temperature`` or ``self.p``, ``cfg["shift"]``, ``holder.scale``) is baked
+# NOTE [Python values read]: a number, string or bool (or a NumPy array, by its bytes) the
+# trace reads from an object (a module's ``self.temperature`` or ``self.p``, ``cfg["shift"]``,
+# ``holder.scale``) or from a closure cell or global is baked
 # into the program. Each such value is guarded on every call (a new value traces again), so a
 # change between calls is never answered with a frozen constant. Which attributes the trace
 # may read is taken from the code: the names the function's code loads (and that of the
@@ -331,8 +332,8 @@ def _function_globals(f, depth=2):
 def _guard_globals(refs, checks, seen):
     for name, g in refs:
         v = g.get(name)
-        if type(v) in _SCALARS:
-            checks.append((g, name, v))
+        if _guard_value(g, name, v, checks):
+            pass
         elif isinstance(v, dict):
             if len(v) <= _GUARD_DICT_MAX and id(v) not in seen:
                 seen.add(id(v))
@@ -347,8 +348,8 @@ def _guard_object(o, names, checks, seen):
     for k, v in d.items():
         if k == "training" or k not in names:
             continue
-        if type(v) in _SCALARS:
-            checks.append((d, k, v))
+        if _guard_value(d, k, v, checks):
+            pass
         elif isinstance(v, dict) and len(v) <= _GUARD_DICT_MAX:
             _guard_dict(v, checks)
         elif _plain_object(v):
@@ -357,8 +358,34 @@ def _guard_object(o, names, checks, seen):
 
 def _guard_dict(d, checks):
     for k, v in d.items():
-        if type(v) in _SCALARS:
-            checks.append((d, k, v))
+        _guard_value(d, k, v, checks)
+
+
+class _CellMap:
+    """A closure cell read like a one-entry dict (for ``guards_hold``)."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, name, default):
+        try:
+            return self.cell.cell_contents
+        except ValueError:
+            return default
+
+
+def _guard_value(d, k, v, checks) -> bool:
+    """Add the check of ``d[k]`` (value ``v``) when it is a number, string or bool, or a NumPy
+    array (by its bytes: the trace bakes its contents, changed in place or not)."""
+    if type(v) in _SCALARS:
+        checks.append((d, k, v, None))
+    elif isinstance(v, np.ndarray):
+        checks.append((d, k, v, hash(v.tobytes())))
+    else:
+        return False
+    return True
 
 
 def value_guards(fn, refs, modules):
@@ -372,7 +399,9 @@ def value_guards(fn, refs, modules):
         _guard_globals(_class_globals(type(m)), checks, seen)
     for name, cell, g in refs:
         v = _value(cell, g, name)
-        if isinstance(v, dict):
+        if isinstance(v, np.ndarray):
+            _guard_value(_CellMap(cell) if cell is not None else g, name, v, checks)
+        elif isinstance(v, dict):
             if len(v) <= _GUARD_DICT_MAX:
                 _guard_dict(v, checks)
         elif isinstance(v, types.FunctionType):
@@ -386,8 +415,11 @@ def value_guards(fn, refs, modules):
 
 def guards_hold(checks) -> bool:
     """Whether every value of ``value_guards`` is still what the trace read."""
-    for d, k, v in checks:
+    for d, k, v, h in checks:
         cur = d.get(k, _MISSING)
-        if cur is not v and (type(cur) is not type(v) or cur != v):
+        if h is None:
+            if cur is not v and (type(cur) is not type(v) or cur != v):
+                return False
+        elif cur is not v or hash(cur.tobytes()) != h:
             return False
     return True
