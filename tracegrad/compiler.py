@@ -8,12 +8,14 @@ written back into the same storages after each call. Later calls with the same g
 the program alone: no Python per op.
 
 Guards (checked on every call, a few microseconds): argument structure, shapes, dtypes and
-Python values; grad mode; ``_state.STRUCTURE`` (hooks added/removed, modules' parameters
+Python values; grad mode, autocast and the default dtype; ``_state.STRUCTURE`` (hooks added/removed, modules' parameters
 rebound, ``requires_grad_`` flips); the ``training`` flag of every module the trace called;
 which ``.grad``s are None; that every
 lifted storage is still used by someone (``p.data = ...``, an optimizer's
 ``load_state_dict``); optimizer options other than ``lr`` (``lr`` itself is a traced input, so
-an lr scheduler never causes a new trace). A failed guard traces again (at most
+an lr scheduler never causes a new trace); the Python numbers, flags, small dicts and NumPy
+arrays the trace read from modules, objects and globals (``_lowering/pystate.value_guards``).
+A failed guard traces again (at most
 ``cache_size_limit`` programs per function, then it runs eagerly with a warning).
 
 What one program cannot reproduce -- Python reading a tensor's value (``.item()``,
@@ -201,7 +203,9 @@ def _key(leaves, treedef, kinds):
         else:
             v = a._value
             parts.append((k, v.shape, v.dtype, a._rg, id(a) if k == "state" else a._grad is None))
-    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key())
+    # the default dtype decides what factories inside make (torch.zeros(3), tensor(1.5))
+    return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key(),
+            _state.DEFAULT_DTYPE[0])
 
 
 class _Same:

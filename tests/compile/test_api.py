@@ -329,3 +329,16 @@ def test_arguments_new_on_every_call_past_the_limit_do_not_fill_the_cache():
         assert f(np.full((2,), float(i))).tolist() == [i + 1.0] * 2
     assert len(f._cache) <= tracegrad.compiler.cache_size_limit + 1
     assert len(f.stats["graph_breaks"]) == 1
+
+
+def test_default_dtype_change_between_calls_traces_again():
+    f = tracegrad.compile(lambda: tracegrad.zeros(2) + tracegrad.tensor(1.5))
+    try:
+        got = []
+        for i in range(4):
+            if i == 2:
+                tracegrad.set_default_dtype(tracegrad.float64)
+            got.append(f().dtype)
+    finally:
+        tracegrad.set_default_dtype(tracegrad.float32)
+    assert got == [tracegrad.float32] * 2 + [tracegrad.float64] * 2
