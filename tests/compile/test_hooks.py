@@ -168,3 +168,27 @@ def test_parameter_hooks_with_forward_only_compiled_function():
 
 def test_post_accumulate_hook_order_with_forward_only_compiled_function():
     check_torch(forward_only_param_hooks(True), calls=3)
+
+
+def test_saved_tensors_hooks_around_a_compiled_call_run_every_call():
+    """saved_tensors_hooks entered around later calls of a step traced without them: the pack
+    hook runs on each of those calls, as eagerly (the call runs eagerly: a graph break)."""
+    def run(wrap):
+        tracegrad.manual_seed(0)
+        lin = tracegrad.nn.Linear(3, 3)
+
+        def step(x):
+            lin.zero_grad()
+            lin(x).tanh().sum().backward()
+            return lin.weight.grad.clone()
+        f, packed = wrap(step), []
+        x = tracegrad.ones(2, 3)
+        outs = []
+        for i in range(4):
+            if i >= 2:
+                with tracegrad.autograd.graph.saved_tensors_hooks(lambda t: packed.append(1) or t, lambda t: t):
+                    outs.append(f(x).tolist())
+            else:
+                outs.append(f(x).tolist())
+        return outs, len(packed)
+    assert run(tracegrad.compile) == run(lambda f: f)
