@@ -8,7 +8,8 @@ written back into the same storages after each call. Later calls with the same g
 the program alone: no Python per op.
 
 Guards (checked on every call, a few microseconds): argument structure, shapes, dtypes and
-Python values; grad mode, autocast, the default dtype and the active ``saved_tensors_hooks``;
+Python values; grad mode, autocast, anomaly mode, the default dtype and the active
+``saved_tensors_hooks``;
 ``_state.STRUCTURE`` (hooks added/removed, modules' parameters
 rebound, ``requires_grad_`` flips); the ``training`` flag of every module the trace called;
 which ``.grad``s are None; that every
@@ -208,7 +209,7 @@ def _key(leaves, treedef, kinds):
     # saved_tensors_hooks active around the call must run on every call (a trace under them
     # reaches the hooks: a graph break unless allow_in_graph)
     return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key(),
-            _state.DEFAULT_DTYPE[0],
+            _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
             tuple(_Same(f) for pair in _state.SAVED_HOOKS for f in pair) if _state.SAVED_HOOKS else ())
 
 

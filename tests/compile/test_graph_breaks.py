@@ -216,3 +216,27 @@ def test_logging_and_stderr_inside_step_happen_every_call(caplog):
     assert not h.stats["graph_breaks"] and h.stats["traces"] == 1
     with pytest.raises(tracegrad.compiler.GraphBreak, match="logging call"):
         tracegrad.compile(logged, fullgraph=True)(tracegrad.ones(2))
+
+
+def test_anomaly_mode_around_a_compiled_step_checks_like_eager():
+    """detect_anomaly entered around later calls: the NaN check reads gradient values, so
+    those calls run eagerly (a graph break) and raise eager's RuntimeError; anomaly mode is
+    part of the program's key, so calls traced without it never skip the check."""
+    lin = tracegrad.nn.Linear(2, 1)
+    with tracegrad.no_grad():
+        lin.weight.fill_(1.0)
+        lin.bias.fill_(0.0)
+
+    def step(x):
+        lin.zero_grad()
+        lin(x).sqrt().sum().backward()
+        return lin.weight.grad
+    f = tracegrad.compile(step)
+    bad, good = tracegrad.tensor([[-1.0, -2.0]]), tracegrad.tensor([[1.0, 2.0]])
+    f(bad), f(bad)                                   # traced without anomaly mode: no check
+    with tracegrad.autograd.set_detect_anomaly(True):
+        with pytest.raises(RuntimeError, match="SqrtBackward0' returned nan"):
+            step(bad)
+        with pytest.raises(RuntimeError, match="SqrtBackward0' returned nan"):
+            f(bad)
+        assert f(good).tolist() == step(good).tolist()

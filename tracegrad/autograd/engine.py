@@ -425,7 +425,12 @@ def _accumulate_nonleaf(t, g, create_graph):
 
 
 def _check_nan(node, outs):
+    cap = _state.CAPTURE[0]
     for i, g in enumerate(outs):
+        if g is not None and cap is not None:
+            # the check reads the gradient's values in Python: inside a compiled function a
+            # graph break (the call runs eagerly, where the check happens)
+            cap.python_read(g, "anomaly mode's NaN check of a gradient")
         if g is not None and bool(np.isnan(np.asarray(g._value)).any()):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
             if node._trace:
