@@ -147,6 +147,7 @@ from . import func as func, viz as viz  # noqa: E402
 from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function as jax_function  # noqa: E402
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
+from . import linalg as linalg  # noqa: E402
 from .compiler import compile as compile  # noqa: E402,A001
 from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
 from ._tensor.runtime import (

@@ -1,0 +1,328 @@
+"""``tracegrad.linalg``: the common part of ``torch.linalg`` (norms, inverse, determinants,
+solve, factorizations), each one tracegrad op whose backward is JAX's VJP of the same JAX
+function (``tracegrad.func.jax_function``, DESIGN 2.1). Batched over leading dimensions as in
+torch. Results are float tensors of the input's dtype; gradients match torch's where torch's
+are defined (``svd``/``eigh`` gradients assume distinct singular values / eigenvalues, as
+torch's do).
+
+Errors: a non-square or non-floating input raises RuntimeError naming the function, as torch;
+a singular input to ``inv``/``solve`` or a non positive-definite one to ``cholesky`` raises
+``LinAlgError`` (a RuntimeError) when computed eagerly (inside a compiled function or a
+transform the value is not inspected: it holds inf/nan, as JAX returns).
+"""
+from __future__ import annotations
+
+import collections
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._tensor.factories import eye
+from ._tensor.tensor import Tensor
+from .func import jax_function
+
+__all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve",
+           "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "cross", "matrix_power",
+           "multi_dot", "matmul", "diagonal", "vecdot"]
+
+
+class LinAlgError(RuntimeError):
+    """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
+
+
+SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])
+QRResult = collections.namedtuple("qr", ["Q", "R"])
+SVDResult = collections.namedtuple("svd", ["U", "S", "Vh"])
+EighResult = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+
+
+def _check(A, api, square=True, min_dim=2):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
+    if A.dim() < min_dim:
+        raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
+    if not (A.is_floating_point() or A.is_complex()):
+        raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
+                           f"Got {str(A.dtype).split('.')[-1].capitalize()}")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _finite_or_raise(out, api, why):
+    if isinstance(out._value, jax.core.Tracer):
+        return out
+    if not bool(np.isfinite(np.asarray(out.detach()._value)).all()):
+        raise LinAlgError(f"linalg.{api}: {why}")
+    return out
+
+
+def _op(name):
+    """A JAX function as a tracegrad op named ``name`` (grad_fn ``<name>Backward``)."""
+    return lambda fn: jax_function(fn, name=name)
+
+
+@_op("LinalgVectorNorm")
+def _vector_norm(x, *, ord, dim, keepdim):
+    a = jnp.abs(x)
+    if ord == float("inf"):
+        return jnp.max(a, axis=dim, keepdims=keepdim)
+    if ord == float("-inf"):
+        return jnp.min(a, axis=dim, keepdims=keepdim)
+    if ord == 0:
+        return jnp.sum(a != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
+    if ord == 2:
+        # the 2-norm's gradient at 0 is 0 (as torch), not NaN
+        s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
+        safe = jnp.where(s == 0, 1, s)
+        return jnp.where(s == 0, 0, jnp.sqrt(safe))
+    if ord == 1:
+        return jnp.sum(a, axis=dim, keepdims=keepdim)
+    return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mirrors ``torch.linalg.vector_norm``: ``sum(|x|**ord) ** (1/ord)`` over ``dim`` (all
+    elements when None); ``ord`` inf/-inf: max/min of ``|x|``, 0: the count of non-zeros.
+    Raises RuntimeError for a non-floating input."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if not (x.is_floating_point() or x.is_complex()):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {str(x.dtype).split('.')[-1].capitalize()}")
+    if dtype is not None:
+        x = x.to(dtype)
+    if isinstance(dim, int):
+        dim = (dim,)
+    dim = None if dim is None else tuple(d % max(x.dim(), 1) for d in dim)
+    if x.dim() == 0:
+        dim = None
+    return _vector_norm(x, ord=float(ord), dim=dim, keepdim=bool(keepdim))
+
+
+@_op("LinalgMatrixNorm")
+def _matrix_norm(A, *, ord, dim, keepdim):
+    return jnp.linalg.norm(A, ord=ord, axis=dim, keepdims=keepdim)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """Mirrors ``torch.linalg.matrix_norm``: ``ord`` in 'fro', 'nuc', 2, -2, 1, -1, inf, -inf
+    over the two dims ``dim``. Raises RuntimeError for fewer than 2 dims."""
+    _check(A, "matrix_norm", square=False)
+    if dtype is not None:
+        A = A.to(dtype)
+    if ord not in ("fro", "nuc", 2, -2, 1, -1, float("inf"), float("-inf")):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    dim = tuple(d % A.dim() for d in dim)
+    if ord == "fro":
+        return _vector_norm(A, ord=2.0, dim=dim, keepdim=bool(keepdim))
+    return _matrix_norm(A, ord=ord, dim=dim, keepdim=bool(keepdim))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mirrors ``torch.linalg.norm``: with ``ord`` None, the 2-norm of the flattened input (or
+    over ``dim``); a vector norm for one dim, a matrix norm for two."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.norm(): argument 'input' (position 1) must be Tensor, not {type(A).__name__}")
+    if isinstance(dim, int):
+        dim = (dim,)
+    if ord is None:
+        return vector_norm(A, 2, dim, keepdim, dtype=dtype)
+    if dim is None:
+        if A.dim() == 1:
+            return vector_norm(A, ord, None, keepdim, dtype=dtype)
+        if A.dim() == 2:
+            return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
+        raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                           f"Got {A.dim()}D.")
+    if len(dim) == 1:
+        return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+    return matrix_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+@_op("LinalgInvEx")
+def _inv(A):
+    return jnp.linalg.inv(A)
+
+
+def inv(A, *, out=None):
+    """Mirrors ``torch.linalg.inv`` (batched). Raises LinAlgError for a singular matrix (eagerly)."""
+    _check(A, "inv")
+    return _finite_or_raise(_inv(A), "inv", "The input matrix is singular, so it cannot be inverted.")
+
+
+@_op("LinalgDet")
+def _det(A):
+    return jnp.linalg.det(A)
+
+
+def det(A, *, out=None):
+    """Mirrors ``torch.linalg.det`` (batched): the determinant, shape ``A.shape[:-2]``."""
+    _check(A, "det")
+    return _det(A)
+
+
+@_op("LinalgSlogdet")
+def _slogdet(A):
+    sign, logabs = jnp.linalg.slogdet(A)
+    return sign, logabs
+
+
+def slogdet(A, *, out=None):
+    """Mirrors ``torch.linalg.slogdet``: ``(sign, logabsdet)`` of the determinant (a named
+    tuple; ``logabsdet`` is ``-inf`` for a singular matrix, as torch)."""
+    _check(A, "slogdet")
+    return SlogdetResult(*_slogdet(A))
+
+
+@_op("LinalgSolveEx")
+def _solve(A, B, *, vector):
+    if vector:
+        return jnp.linalg.solve(A, B[..., None])[..., 0]
+    return jnp.linalg.solve(A, B)
+
+
+def solve(A, B, *, left=True, out=None):
+    """Mirrors ``torch.linalg.solve``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
+    ``left=False``); ``B`` may be a batch of vectors. Raises LinAlgError for a singular ``A``."""
+    _check(A, "solve")
+    if not left:
+        return solve(A.mT, B.mT).mT
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    return _finite_or_raise(_solve(A, B, vector=vector), "solve",
+                            "The solver failed because the input matrix is singular.")
+
+
+@_op("LinalgCholeskyEx")
+def _cholesky(A):
+    return jnp.linalg.cholesky(A)
+
+
+def cholesky(A, *, upper=False, out=None):
+    """Mirrors ``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L @ L.mH`` (``L.mH``
+    with ``upper=True``). Raises LinAlgError when ``A`` is not positive-definite (eagerly)."""
+    _check(A, "cholesky")
+    L = _finite_or_raise(_cholesky(A), "cholesky",
+                         "The factorization could not be completed because the input is not positive-definite.")
+    return L.mT if upper else L
+
+
+@_op("LinalgQr")
+def _qr(A, *, mode):
+    return tuple(jnp.linalg.qr(A, mode=mode))
+
+
+def qr(A, mode="reduced", *, out=None):
+    """Mirrors ``torch.linalg.qr``: ``(Q, R)`` with ``mode`` 'reduced' or 'complete'."""
+    _check(A, "qr", square=False)
+    if mode not in ("reduced", "complete"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
+                           "(default), 'r', or 'complete'")
+    return QRResult(*_qr(A, mode=mode))
+
+
+@_op("LinalgSvd")
+def _svd(A, *, full_matrices):
+    U, S, Vh = jnp.linalg.svd(A, full_matrices=full_matrices)
+    return U, S, Vh
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """Mirrors ``torch.linalg.svd``: ``(U, S, Vh)``, singular values in descending order."""
+    _check(A, "svd", square=False)
+    return SVDResult(*_svd(A, full_matrices=bool(full_matrices)))
+
+
+@_op("LinalgSvdvals")
+def _svdvals(A):
+    return jnp.linalg.svd(A, compute_uv=False)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """Mirrors ``torch.linalg.svdvals``: the singular values, descending."""
+    _check(A, "svdvals", square=False)
+    return _svdvals(A)
+
+
+@_op("LinalgEigh")
+def _eigh(A, *, lower):
+    w, v = jnp.linalg.eigh(A, UPLO="L" if lower else "U", symmetrize_input=False)
+    return w, v
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """Mirrors ``torch.linalg.eigh``: ascending eigenvalues and eigenvectors of a symmetric
+    (Hermitian) matrix, reading its ``UPLO`` triangle."""
+    _check(A, "eigh")
+    if UPLO not in ("L", "U"):
+        raise RuntimeError("Expected UPLO argument to be 'L' or 'U', but got " + str(UPLO))
+    return EighResult(*_eigh(A, lower=UPLO == "L"))
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """Mirrors ``torch.linalg.eigvalsh``: the ascending eigenvalues of ``eigh``."""
+    return eigh(A, UPLO).eigenvalues
+
+
+@_op("LinalgPinv")
+def _pinv(A, *, hermitian):
+    return jnp.linalg.pinv(A, hermitian=hermitian)
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """Mirrors ``torch.linalg.pinv`` (default tolerances): the Moore-Penrose pseudo-inverse."""
+    _check(A, "pinv", square=False)
+    return _pinv(A, hermitian=bool(hermitian))
+
+
+@_op("LinalgCross")
+def _cross(a, b, *, dim):
+    return jnp.cross(a, b, axis=dim)
+
+
+def cross(input, other, *, dim=-1, out=None):
+    """Mirrors ``torch.linalg.cross``: the cross product of 3-vectors along ``dim`` (inputs
+    broadcast). Raises RuntimeError when that dim is not of size 3."""
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
+                           f"Got {input.shape[dim]} and {other.shape[dim]}")
+    return _cross(input, other, dim=dim)
+
+
+def matrix_power(A, n, *, out=None):
+    """Mirrors ``torch.linalg.matrix_power``: ``A`` multiplied by itself ``n`` times (``n`` < 0:
+    of its inverse; 0: the identity)."""
+    _check(A, "matrix_power")
+    if n == 0:
+        return eye(A.shape[-1], dtype=A.dtype).expand(A.shape)
+    if n < 0:
+        A, n = inv(A), -n
+    out = A
+    for _ in range(n - 1):
+        out = out @ A
+    return out
+
+
+def multi_dot(tensors, *, out=None):
+    """Mirrors ``torch.linalg.multi_dot``: the chained product, left to right (1-d first/last
+    arguments are treated as row/column vectors)."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    return functools.reduce(lambda a, b: a @ b, tensors)
+
+
+def matmul(input, other, *, out=None):
+    """Mirrors ``torch.linalg.matmul``: ``input @ other``."""
+    return input @ other
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """Mirrors ``torch.linalg.diagonal``: ``A.diagonal(offset, dim1, dim2)``."""
+    return A.diagonal(offset, dim1, dim2)
+
+
+def vecdot(x, y, *, dim=-1, out=None):
+    """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)``."""
+    return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)
