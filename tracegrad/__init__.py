@@ -119,6 +119,15 @@ from ._api.functions import (
     triu as triu, true_divide as true_divide, trunc as trunc, unbind as unbind, unflatten as unflatten,
     unsqueeze as unsqueeze, var as var, var_mean as var_mean, vstack as vstack, where as where
 )
+# torch functions composed of other tracegrad functions (_api/composite.py).
+from ._api.functions import (
+    atleast_1d as atleast_1d, atleast_2d as atleast_2d, atleast_3d as atleast_3d, bincount as bincount,
+    bucketize as bucketize, cartesian_prod as cartesian_prod, column_stack as column_stack,
+    deg2rad as deg2rad, diff as diff, dstack as dstack, inner as inner, isin as isin, kron as kron,
+    logaddexp as logaddexp, nan_to_num as nan_to_num, rad2deg as rad2deg, rot90 as rot90,
+    searchsorted as searchsorted, tensordot as tensordot, tile as tile, tril_indices as tril_indices,
+    triu_indices as triu_indices, unique as unique, xlogy as xlogy
+)
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
 from ._api.nn_functions import (
     adaptive_avg_pool1d as adaptive_avg_pool1d, adaptive_max_pool1d as adaptive_max_pool1d,

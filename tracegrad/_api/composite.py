@@ -1,0 +1,316 @@
+"""torch functions written with other tracegrad functions: their gradients follow from the ops
+they are made of (no op-table entry of their own). The data-dependent ones (``unique``,
+``bincount``) read values on the host: inside a compiled function that is a graph break.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._ops.dtypes import bool_, int32, int64
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor
+from .._x64 import with_x64
+from ._registry import function, method
+from .elementwise import maximum, where
+from .reduction import any as _any
+from .shape import cat, hstack, stack
+
+
+def _t(x, like=None):
+    if isinstance(x, Tensor):
+        return x
+    return _tensor(x, dtype=like.dtype) if like is not None and not isinstance(x, bool) else _tensor(x)
+
+
+@method("tile", function=True)
+def tile(input, dims):
+    """Mirrors ``torch.tile``: ``input`` repeated ``dims`` times per dim (fewer dims than the
+    input: leading 1s are assumed; more: the input gains leading dims of size 1)."""
+    dims = tuple(dims)
+    if len(dims) < input.dim():
+        dims = (1,) * (input.dim() - len(dims)) + dims
+    elif len(dims) > input.dim():
+        input = input.reshape((1,) * (len(dims) - input.dim()) + tuple(input.shape))
+    return input.repeat(*dims)
+
+
+def _atleast(tensors, n):
+    def one(t):
+        shape = tuple(t.shape)
+        if len(shape) >= n:
+            return t
+        if n == 1:
+            return t.reshape(1)
+        if n == 2:
+            return t.reshape((1,) * (2 - len(shape)) + shape)
+        return t.reshape({0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)])
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(one(t) for t in tensors[0])
+    return one(tensors[0]) if len(tensors) == 1 else tuple(one(t) for t in tensors)
+
+
+@function()
+def atleast_1d(*tensors):
+    """Mirrors ``torch.atleast_1d``: a 0-d tensor as shape (1,); others unchanged."""
+    return _atleast(tensors, 1)
+
+
+@function()
+def atleast_2d(*tensors):
+    """Mirrors ``torch.atleast_2d``: 0-d -> (1, 1), 1-d (n,) -> (1, n)."""
+    return _atleast(tensors, 2)
+
+
+@function()
+def atleast_3d(*tensors):
+    """Mirrors ``torch.atleast_3d``: 0-d -> (1, 1, 1), (n,) -> (1, n, 1), (m, n) -> (m, n, 1)."""
+    return _atleast(tensors, 3)
+
+
+@function()
+def column_stack(tensors):
+    """Mirrors ``torch.column_stack``: 0-d and 1-d tensors become columns, then ``hstack``."""
+    return hstack([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors])
+
+
+@function()
+def dstack(tensors):
+    """Mirrors ``torch.dstack``: ``atleast_3d`` of each, concatenated along dim 2."""
+    return cat([_atleast((t,), 3) for t in tensors], 2)
+
+
+@method("deg2rad", function=True)
+def deg2rad(input):
+    """Mirrors ``torch.deg2rad``: ``input * pi / 180`` (integers give the default float dtype)."""
+    return input * (math.pi / 180)
+
+
+@method("rad2deg", function=True)
+def rad2deg(input):
+    """Mirrors ``torch.rad2deg``: ``input * 180 / pi``."""
+    return input * (180 / math.pi)
+
+
+@method("logaddexp", function=True)
+def logaddexp(input, other):
+    """Mirrors ``torch.logaddexp``: ``log(exp(input) + exp(other))`` without overflow; equal
+    infinities give that infinity."""
+    other = _t(other, input)
+    m = maximum(input, other)
+    d = (input - other).abs()
+    safe = where(d.isnan(), 0.0, d)     # equal infinities: inf - inf
+    return where((input == other) & input.isinf(), input, m + (-safe).exp().log1p())
+
+
+@method("xlogy", function=True)
+def xlogy(input, other):
+    """Mirrors ``torch.xlogy``: ``input * log(other)``, 0 where ``input`` is 0 (unless ``other``
+    is NaN)."""
+    input, other = _t(input, other if isinstance(other, Tensor) else None), _t(other, input)
+    safe = where(input == 0, 1.0, other)
+    out = where(input == 0, 0.0, input * safe.log())
+    return where(other.isnan(), other, out) if other.is_floating_point() else out
+
+
+@method("nan_to_num", function=True)
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+    """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
+    largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
+    a copy."""
+    if not input.is_floating_point():
+        return input.clone()
+    info = np.finfo(np.dtype(input._value.dtype))
+    posinf = float(info.max) if posinf is None else posinf
+    neginf = float(info.min) if neginf is None else neginf
+    out = where(input.isnan(), nan, input)
+    out = where(out == float("inf"), posinf, out)
+    return where(out == float("-inf"), neginf, out)
+
+
+@method("diff", function=True)
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """Mirrors ``torch.diff``: the ``n``-th forward difference along ``dim`` (after
+    concatenating ``prepend``/``append``); bool inputs use ``!=``."""
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        size = x.shape[dim]
+        a, b = x.narrow(dim, 1, size - 1), x.narrow(dim, 0, size - 1)
+        x = a != b if x.dtype is bool_ else a - b
+    return x
+
+
+@function()
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Mirrors ``torch.isin``: whether each element of ``elements`` is in ``test_elements``
+    (either may be a Python number); a bool tensor of ``elements``' shape."""
+    scalar = not isinstance(elements, Tensor)
+    elements = _t(elements, test_elements if isinstance(test_elements, Tensor) else None)
+    test = _t(test_elements, elements).flatten()
+    if test.numel():
+        hit = _any(elements.unsqueeze(-1) == test, -1)
+    else:
+        hit = (elements != elements) & (elements == elements)      # all False, elements' shape
+    out = hit.logical_not() if invert else hit
+    return out.reshape(()) if scalar else out
+
+
+@method("kron", function=True)
+def kron(input, other):
+    """Mirrors ``torch.kron``: the Kronecker product (dims aligned from the right)."""
+    n = max(input.dim(), other.dim())
+    a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
+    b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
+    a_shape = sum(((s, 1) for s in a.shape), ())
+    b_shape = sum(((1, s) for s in b.shape), ())
+    out = a.reshape(a_shape) * b.reshape(b_shape)
+    return out.reshape(tuple(x * y for x, y in zip(a.shape, b.shape)))
+
+
+@function()
+def tensordot(a, b, dims=2, out=None):
+    """Mirrors ``torch.tensordot``: contract the last ``dims`` dims of ``a`` with the first
+    ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
+    if isinstance(dims, int):
+        da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
+    else:
+        da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    da = [d % a.dim() for d in da]
+    db = [d % b.dim() for d in db]
+    fa = [d for d in range(a.dim()) if d not in da]
+    fb = [d for d in range(b.dim()) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    am = a.permute(*fa, *da).reshape(-1, k)
+    bm = b.permute(*db, *fb).reshape(k, -1)
+    return (am @ bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
+
+
+@method("inner", function=True)
+def inner(input, other):
+    """Mirrors ``torch.inner``: the sum over the last dims (a product when either is 0-d)."""
+    if input.dim() == 0 or other.dim() == 0:
+        return input * other
+    return tensordot(input, other, ([-1], [-1]))
+
+
+@method("rot90", function=True)
+def rot90(input, k=1, dims=(0, 1)):
+    """Mirrors ``torch.rot90``: rotate by 90 degrees ``k`` times in the plane ``dims``."""
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return input.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return input.flip(d0, d1)
+    if k == 3:
+        return input.flip(d0).transpose(d0, d1)
+    return input.clone()
+
+
+@function()
+def cartesian_prod(*tensors):
+    """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself)."""
+    if len(tensors) == 1:
+        return tensors[0]
+    sizes = tuple(t.numel() for t in tensors)
+    cols = []
+    for i, t in enumerate(tensors):
+        shape = tuple(n if j == i else 1 for j, n in enumerate(sizes))
+        cols.append(t.reshape(shape).expand(sizes).reshape(-1))
+    return stack(cols, 1)
+
+
+def _indices(fn, row, col, offset, dtype):
+    r, c = fn(row, offset, col)
+    return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64)
+
+
+@function()
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Mirrors ``torch.tril_indices``: the (2, N) row/column indices of the lower triangle."""
+    return _indices(np.tril_indices, row, col, offset, dtype)
+
+
+@function()
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Mirrors ``torch.triu_indices``: the (2, N) row/column indices of the upper triangle."""
+    return _indices(np.triu_indices, row, col, offset, dtype)
+
+
+def _host(t):
+    return np.asarray(t.detach().numpy()) if t.numel() else np.zeros(tuple(t.shape), np.dtype(t._value.dtype))
+
+
+@method("unique", function=True)
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Mirrors ``torch.unique``: the sorted distinct values (or rows/slices along ``dim``), with
+    the inverse indices and counts (int64) when asked. The output size depends on the values:
+    inside a compiled function this is a graph break."""
+    a = _host(input)
+    vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)
+    out = [_tensor(vals, dtype=input.dtype)]
+    if return_inverse:
+        out.append(_tensor(inv.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64), dtype=int64))
+    if return_counts:
+        out.append(_tensor(counts.astype(np.int64), dtype=int64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@method("bincount", function=True)
+def bincount(input, weights=None, minlength=0):
+    """Mirrors ``torch.bincount``: counts (int64) of each value of a 1-d non-negative integer
+    tensor, or sums of ``weights`` (in the weights' dtype). RuntimeError for negative values or
+    another shape."""
+    if input.dim() != 1:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    a = _host(input)
+    if a.size and a.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is None:
+        return _tensor(np.bincount(a, minlength=minlength).astype(np.int64), dtype=int64)
+    w = _host(weights)
+    return _tensor(np.bincount(a, weights=w, minlength=minlength), dtype=weights.dtype)
+
+
+@functools.partial(jax.jit, static_argnames="side")
+def _searchsorted_jax(seq, vals, side):
+    if seq.ndim == 1:
+        return jnp.searchsorted(seq, vals, side=side)
+    f = jnp.vectorize(lambda s, v: jnp.searchsorted(s, v, side=side), signature="(n),(m)->(m)")
+    return f(seq, vals)
+
+
+_searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op, no node
+
+
+@function()
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    """Mirrors ``torch.searchsorted``: for each value of ``input``, the index where it would be
+    inserted in (each row of) ``sorted_sequence`` to keep it sorted (``right``/``side="right"``:
+    after equal values). int64 (int32 with ``out_int32``)."""
+    if side is not None:
+        right = side == "right"
+    if sorter is not None:
+        sorted_sequence = sorted_sequence.gather(-1, sorter)
+    scalar = not isinstance(input, Tensor)
+    values = _t(input, sorted_sequence)
+    out = Tensor._make(_searchsorted(sorted_sequence._value, values._value, "right" if right else "left"))
+    out = out.to(int32 if out_int32 else int64)
+    return out.reshape(()) if scalar else out
+
+
+@function()
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    """Mirrors ``torch.bucketize``: the bucket index of each value of ``input`` in the 1-d
+    ``boundaries`` (``searchsorted(boundaries, input, right=right)``)."""
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+__all__ = ["tile", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack", "deg2rad", "rad2deg",
+           "logaddexp", "xlogy", "nan_to_num", "diff", "isin", "kron", "tensordot", "inner", "rot90",
+           "cartesian_prod", "tril_indices", "triu_indices", "unique", "bincount", "searchsorted", "bucketize"]
