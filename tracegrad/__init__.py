@@ -126,7 +126,8 @@ from ._api.functions import (
     deg2rad as deg2rad, diff as diff, dstack as dstack, inner as inner, isin as isin, kron as kron,
     logaddexp as logaddexp, nan_to_num as nan_to_num, rad2deg as rad2deg, rot90 as rot90,
     searchsorted as searchsorted, tensordot as tensordot, tile as tile, tril_indices as tril_indices,
-    triu_indices as triu_indices, unique as unique, xlogy as xlogy
+    triu_indices as triu_indices, unique as unique, xlogy as xlogy, hypot as hypot, copysign as copysign,
+    heaviside as heaviside, sinc as sinc, float_power as float_power
 )
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
 from ._api.nn_functions import (

@@ -311,6 +311,53 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
+@method("hypot", function=True)
+def hypot(input, other):
+    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating inputs)."""
+    other = _t(other, input)
+    return (input * input + other * other).sqrt()
+
+
+@method("copysign", function=True)
+def copysign(input, other):
+    """Mirrors ``torch.copysign``: ``|input|`` with the sign of ``other`` (including -0.0);
+    integers give the default float dtype."""
+    other = _t(other, input if input.is_floating_point() else None)
+    mag = input.abs()
+    if not mag.is_floating_point():
+        mag = mag * 1.0
+    return where(other.signbit(), -mag, mag)
+
+
+@method("heaviside", function=True)
+def heaviside(input, values):
+    """Mirrors ``torch.heaviside``: 0 where ``input`` < 0, ``values`` where it is 0, 1 where
+    > 0. RuntimeError when the dtypes differ, as torch."""
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    values = _t(values, input)
+    return where(input == 0, values, (input > 0).to(input.dtype))
+
+
+@method("sinc", function=True)
+def sinc(input):
+    """Mirrors ``torch.sinc``: ``sin(pi x) / (pi x)``, 1 at 0 (gradient 0 there)."""
+    x = input * math.pi
+    zero = x == 0
+    safe = where(zero, 1.0, x)
+    return where(zero, 1.0, safe.sin() / safe)
+
+
+@method("float_power", function=True)
+def float_power(input, exponent):
+    """Mirrors ``torch.float_power``: ``input ** exponent`` computed in float64."""
+    exp_t = exponent.double() if isinstance(exponent, Tensor) else exponent
+    if not isinstance(input, Tensor):            # float_power(2, tensor)
+        return _tensor(float(input), dtype=exp_t.dtype) ** exp_t
+    return input.double() ** exp_t
+
+
 __all__ = ["tile", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack", "deg2rad", "rad2deg",
            "logaddexp", "xlogy", "nan_to_num", "diff", "isin", "kron", "tensordot", "inner", "rot90",
-           "cartesian_prod", "tril_indices", "triu_indices", "unique", "bincount", "searchsorted", "bucketize"]
+           "cartesian_prod", "tril_indices", "triu_indices", "unique", "bincount", "searchsorted", "bucketize",
+           "hypot", "copysign", "heaviside", "sinc", "float_power"]
