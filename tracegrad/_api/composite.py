@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._ops.dtypes import bool_, int32, int64
-from .._tensor.factories import tensor as _tensor
+from .._tensor.factories import tensor as _tensor, zeros as _zeros
 from .._tensor.tensor import Tensor
 from .._x64 import with_x64
 from ._registry import function, method
@@ -155,7 +155,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     if test.numel():
         hit = _any(elements.unsqueeze(-1) == test, -1)
     else:
-        hit = (elements != elements) & (elements == elements)      # all False, elements' shape
+        hit = _zeros(tuple(elements.shape), dtype=bool_)          # nothing to be in
     out = hit.logical_not() if invert else hit
     return out.reshape(()) if scalar else out
 
