@@ -362,3 +362,36 @@ def test_counters_inside_dicts_and_object_dicts_count_every_call():
 def _bump(stats, x):
     stats["calls"] += 1
     return x + 1
+
+
+def test_counters_in_nested_containers_count_every_call():
+    """A counter in a dict inside a dict, an append to a list inside a dict, a counter in a list
+    of lists: a side effect the program would not repeat, so the function runs eagerly and
+    every call counts; an abandoned trace puts the nested values back (no double count)."""
+    stats, hist, grid = {"train": {"n": 0}}, {"loss": []}, [[0]]
+
+    def step(x):
+        stats["train"]["n"] += 1
+        hist["loss"].append(1)
+        grid[0][0] += 1
+        return x * 2
+    f = tracegrad.compile(step)
+    for _ in range(4):
+        f(tracegrad.ones(2))
+    assert stats == {"train": {"n": 4}} and hist == {"loss": [1] * 4} and grid == [[4]]
+    assert "changes the Python value" in f.stats["graph_breaks"][0][0]
+
+
+def test_abandoned_trace_puts_nested_containers_back():
+    """A trace that bumps a nested counter and then meets a graph break (``.item()``) is
+    abandoned: the eager rerun starts from the counter as it was, so each call counts once."""
+    log = {"steps": {"n": 0}, "seen": [[]]}
+
+    def step(x):
+        log["steps"]["n"] += 1
+        log["seen"][0].append(len(log["seen"][0]))
+        return x * float((x * 0).sum().item() + 1)
+    f = tracegrad.compile(step)
+    for _ in range(3):
+        f(tracegrad.ones(2))
+    assert log == {"steps": {"n": 3}, "seen": [[0, 1, 2]]}

@@ -337,3 +337,36 @@ def test_numpy_arrays_read_from_globals_closures_and_modules_are_guarded():
             assert f(x).tolist() == fwd(x).tolist()
     finally:
         TABLE = np.arange(4, dtype=np.float32)
+
+
+NESTED = {"model": {"scale": 1.0, "sizes": [1.0, 2.0]}, "shape": (2, 3)}
+
+
+def test_values_in_nested_containers_are_guarded():
+    """A number read from a dict inside a dict, from a list inside a dict, from a list of lists,
+    and a tuple of numbers (``cfg["model"]["scale"]``, a global and a closure object's
+    attribute): changed between calls, the next call gives eager's result."""
+    class Box:
+        def __init__(self):
+            self.grid = [[1.0, 2.0], [3.0]]
+    box = Box()
+
+    def fwd(x):
+        y = x * NESTED["model"]["scale"] + NESTED["model"]["sizes"][1] + box.grid[1][0]
+        return y.reshape(NESTED["shape"])
+    f = tracegrad.compile(fwd)
+    x = tracegrad.arange(6.0)
+    changes = [lambda: NESTED["model"].__setitem__("scale", 2.0),
+               lambda: NESTED["model"]["sizes"].__setitem__(1, 5.0),
+               lambda: box.grid[1].__setitem__(0, -1.0),
+               lambda: NESTED.__setitem__("shape", (3, 2))]
+    try:
+        for i in range(len(changes) + 2):
+            np.testing.assert_allclose(f(x).numpy(), fwd(x).numpy())
+            if i < len(changes):
+                changes[i]()
+        np.testing.assert_allclose(f(x).numpy(), fwd(x).numpy())
+        assert tuple(f(x).shape) == (3, 2)
+    finally:
+        NESTED.update(model={"scale": 1.0, "sizes": [1.0, 2.0]}, shape=(2, 3))
+    assert not f.stats["graph_breaks"] and f.stats["eager_calls"] == 1

@@ -76,21 +76,27 @@ def _option_dicts(v):
     return get(v) if get is not None and not isinstance(v, type) else None
 
 
-def _leaf(v):
+_NESTED = 3      # containers inside containers looked into: stats["train"]["n"] += 1
+
+
+def _leaf(v, depth=_NESTED):
     if type(v) in _SCALARS:
         return v
     if isinstance(v, Tensor):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
+    if depth > 1 and isinstance(v, _CONTAINERS):
+        return (id(v),) + _items(v, depth - 1)
     return id(v)
 
 
-def _items(v):
-    """A container's entries one level down, as (label, signature) pairs: a counter kept in a
-    dict or list (``stats["n"] += 1``) changes them; a tensor stored there does not."""
+def _items(v, depth=_NESTED):
+    """A container's entries (and those of the containers in it, ``depth`` levels down), as
+    (label, signature) pairs: a counter kept in a dict or list (``stats["n"] += 1``,
+    ``stats["train"]["n"] += 1``) changes them; a tensor stored there does not."""
     if isinstance(v, dict):
-        return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a)) for k, a in v.items())
+        return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a, depth)) for k, a in v.items())
     if isinstance(v, list):
-        return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a)) for i, a in enumerate(v))
+        return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a, depth)) for i, a in enumerate(v))
     return (("len", len(v)),)
 
 
@@ -122,9 +128,16 @@ def scalar_signature(refs):
     return tuple(out)
 
 
-def _copy(v):
-    return list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else \
-        set(v) if isinstance(v, set) else None
+def _copy(v, depth=_NESTED):
+    """What ``_put_back`` needs to restore a container's contents, and those of the containers
+    in it (``depth`` levels down); None for anything else."""
+    if not isinstance(v, _CONTAINERS):
+        return None
+    shallow = list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else set(v)
+    inner = () if depth <= 1 or isinstance(v, set) else tuple(
+        (a, c) for a in (shallow.values() if isinstance(v, dict) else shallow)
+        for c in (_copy(a, depth - 1),) if c is not None)
+    return shallow, inner
 
 
 def snapshot(refs):
@@ -140,17 +153,22 @@ def snapshot(refs):
             attrs = {k: (a, _copy(a)) for k, a in vars(v).items()}
         dicts = _option_dicts(v)
         if dicts is not None:
-            attrs = (list(dicts), [(d, dict(d)) for d in dicts])
+            attrs = (list(dicts), [(d, _copy(d)) for d in dicts])
         snap.append((name, cell, g, v, _copy(v), attrs))
     return snap
 
 
 def _put_back(v, copy):
+    if copy is None:
+        return
+    shallow, inner = copy
     if isinstance(v, list):
-        v[:] = copy
-    elif isinstance(v, (dict, set)):
+        v[:] = shallow
+    else:
         v.clear()
-        v.update(copy)
+        v.update(shallow)
+    for a, c in inner:
+        _put_back(a, c)
 
 
 def restore(snap):
@@ -253,8 +271,9 @@ _ATTRS = "attributes"
 
 # NOTE [Python values read]: a number, string or bool (or a NumPy array, by its bytes) the
 # trace reads from an object (a module's ``self.temperature`` or ``self.p``, ``cfg["shift"]``,
-# ``holder.scale``) or from a closure cell or global is baked
-# into the program. Each such value is guarded on every call (a new value traces again), so a
+# ``holder.scale``, ``cfg["model"]["scale"]``, ``sizes[1]``, a tuple of numbers) or from a
+# closure cell or global is baked into the program (dicts and lists are looked into
+# ``_GUARD_DEPTH`` levels deep, as side effects are ``_NESTED`` levels deep). Each such value is guarded on every call (a new value traces again), so a
 # change between calls is never answered with a frozen constant. Which attributes the trace
 # may read is taken from the code: the names the function's code loads (and that of the
 # methods it calls on those objects), and for a module every name its class's methods load
@@ -263,6 +282,7 @@ _ATTRS = "attributes"
 # An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
 # guarded, so it never causes a new trace.
 _GUARD_DICT_MAX = 64
+_GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
 
 
 def _code_names(code, out):
@@ -332,12 +352,8 @@ def _function_globals(f, depth=2):
 def _guard_globals(refs, checks, seen):
     for name, g in refs:
         v = g.get(name)
-        if _guard_value(g, name, v, checks):
-            pass
-        elif isinstance(v, dict):
-            if len(v) <= _GUARD_DICT_MAX and id(v) not in seen:
-                seen.add(id(v))
-                _guard_dict(v, checks)
+        if not _guard_value(g, name, v, checks):
+            _guard_container(v, checks, seen)
 
 
 def _guard_object(o, names, checks, seen):
@@ -348,17 +364,46 @@ def _guard_object(o, names, checks, seen):
     for k, v in d.items():
         if k == "training" or k not in names:
             continue
-        if _guard_value(d, k, v, checks):
+        if _guard_value(d, k, v, checks) or _guard_container(v, checks, seen):
             pass
-        elif isinstance(v, dict) and len(v) <= _GUARD_DICT_MAX:
-            _guard_dict(v, checks)
         elif _plain_object(v):
             _guard_object(v, names | _class_names(type(v)), checks, seen)
 
 
-def _guard_dict(d, checks):
-    for k, v in d.items():
-        _guard_value(d, k, v, checks)
+def _guard_container(c, checks, seen, depth=_GUARD_DEPTH) -> bool:
+    """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
+    dicts and lists inside it, ``depth`` levels down; True when ``c`` is one of them."""
+    if isinstance(c, dict):
+        items, view = c.items(), c
+    elif isinstance(c, list):
+        items, view = enumerate(c), _ListMap(c)
+    else:
+        return False
+    if len(c) > _GUARD_DICT_MAX or id(c) in seen:
+        return True
+    seen.add(id(c))
+    for k, v in list(items):
+        if not _guard_value(view, k, v, checks) and depth > 1:
+            _guard_container(v, checks, seen, depth - 1)
+    return True
+
+
+class _ListMap:
+    """A list read like a dict of its indices (for ``guards_hold``)."""
+
+    __slots__ = ("lst",)
+
+    def __init__(self, lst):
+        self.lst = lst
+
+    def get(self, i, default):
+        return self.lst[i] if i < len(self.lst) else default
+
+
+def _scalar_tuple(t, depth=2):
+    """A tuple of numbers, strings and bools (nested up to ``depth``): compared by value."""
+    return all(type(e) in _SCALARS or (type(e) is tuple and depth > 0 and _scalar_tuple(e, depth - 1))
+               for e in t)
 
 
 class _CellMap:
@@ -379,7 +424,7 @@ class _CellMap:
 def _guard_value(d, k, v, checks) -> bool:
     """Add the check of ``d[k]`` (value ``v``) when it is a number, string or bool, or a NumPy
     array (by its bytes: the trace bakes its contents, changed in place or not)."""
-    if type(v) in _SCALARS:
+    if type(v) in _SCALARS or (type(v) is tuple and _scalar_tuple(v)):
         checks.append((d, k, v, None))
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
@@ -401,9 +446,8 @@ def value_guards(fn, refs, modules):
         v = _value(cell, g, name)
         if isinstance(v, np.ndarray):
             _guard_value(_CellMap(cell) if cell is not None else g, name, v, checks)
-        elif isinstance(v, dict):
-            if len(v) <= _GUARD_DICT_MAX:
-                _guard_dict(v, checks)
+        elif isinstance(v, (dict, list)):
+            _guard_container(v, checks, seen)
         elif isinstance(v, types.FunctionType):
             _guard_globals(_function_globals(v), checks, seen)
         elif _plain_object(v):
