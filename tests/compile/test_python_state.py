@@ -395,3 +395,73 @@ def test_abandoned_trace_puts_nested_containers_back():
     for _ in range(3):
         f(tracegrad.ones(2))
     assert log == {"steps": {"n": 3}, "seen": [[0, 1, 2]]}
+
+
+HELPER_CALLS = {"n": 0}
+
+
+def _counting_helper(t):
+    HELPER_CALLS["n"] += 1
+    return t * 2
+
+
+class _CountingCallable:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, t):
+        self.calls += 1
+        return t + 1
+
+
+def test_side_effects_in_helper_functions_happen_every_call():
+    """A counter bumped by a helper function (in a global dict, in a nonlocal of a closure) and
+    by a callable object passed as an argument: each is a side effect the program would not
+    repeat, so every call counts, as eagerly."""
+    HELPER_CALLS["n"] = 0
+    n = 0
+
+    def bump(t):
+        nonlocal n
+        n += 1
+        return t - 1
+    counter = _CountingCallable()
+    f = tracegrad.compile(lambda x, g: bump(_counting_helper(g(x))))
+    for _ in range(4):
+        f(tracegrad.ones(2), counter)
+    assert (HELPER_CALLS["n"], n, counter.calls) == (4, 4, 4)
+    assert f.stats["graph_breaks"]
+
+
+def _note_forward():
+    HELPER_CALLS["forward"] += 1
+
+
+class _NotingModel(tracegrad.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = tracegrad.nn.Linear(3, 2)
+
+    def forward(self, x):
+        _note_forward()
+        return self.lin(x)
+
+
+def test_side_effect_in_a_helper_a_module_calls_happens_every_call():
+    """A model whose forward calls a helper that bumps a global counter, inside a compiled
+    training step: every call counts (the step runs eagerly, with the reason in stats)."""
+    HELPER_CALLS["forward"] = 0
+    tracegrad.manual_seed(0)
+    model = _NotingModel()
+    opt = tracegrad.optim.SGD(model.parameters(), lr=0.1)
+
+    @tracegrad.compile
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    for _ in range(4):
+        step(tracegrad.ones(2, 3))
+    assert HELPER_CALLS["forward"] == 4 and step.stats["graph_breaks"]

@@ -2,6 +2,9 @@
 load_state_dict on model and optimizer, in-place edits under no_grad, rebinding ``.data``,
 lr schedulers (without a new trace), other hyper-parameters, train()/eval() with Dropout and
 BatchNorm, requires_grad_ flips, hooks added and removed."""
+import functools
+import types
+
 import numpy as np
 import pytest
 
@@ -370,3 +373,69 @@ def test_values_in_nested_containers_are_guarded():
     finally:
         NESTED.update(model={"scale": 1.0, "sizes": [1.0, 2.0]}, shape=(2, 3))
     assert not f.stats["graph_breaks"] and f.stats["eager_calls"] == 1
+
+
+_SETTINGS = types.ModuleType("settings")      # a Python module holding settings (config.SCALE)
+_SETTINGS.SCALE = 1.0
+HELPER_SHIFT = 0.0
+
+
+def _shifted(t):
+    return t + HELPER_SHIFT
+
+
+class _Scaled(tracegrad.nn.Module):
+    FACTOR = 1.0                                     # a class attribute read as self.FACTOR
+
+    def __init__(self):
+        super().__init__()
+        self.lin = tracegrad.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return _shifted(self.lin(x)) * self.FACTOR   # a helper reading a global
+
+
+class _Multiplier:
+    def __init__(self):
+        self.k = 1.0
+
+    def __call__(self, t):
+        return t * self.k
+
+
+def test_values_read_by_helpers_classes_and_python_modules_are_guarded():
+    """Values the compiled function reaches through other code: a global read by a helper a
+    module's forward calls, a class attribute, a Python module's attribute, a closure cell of
+    a helper, a global read by a lambda argument, a ``functools.partial`` argument and a
+    callable object's attribute. Changed between calls, the next call gives eager's result."""
+    global HELPER_SHIFT
+    tracegrad.manual_seed(0)
+    model, box, mult, lam = _Scaled(), [1.0], _Multiplier(), (lambda t: t - HELPER_SHIFT)
+
+    def helper(t):
+        return t * box[0]
+
+    def step(x, f, g):
+        return helper(model(x)) * _SETTINGS.SCALE + f(x).sum() + g(x).sum() + lam(x).mean()
+    f = tracegrad.compile(step)
+    x = data(tracegrad, 0, 2, 3)
+    part = [functools.partial(torch_mul, s=1.0)]
+
+    changes = [lambda: globals().__setitem__("HELPER_SHIFT", 0.5), lambda: setattr(_Scaled, "FACTOR", 2.0),
+               lambda: setattr(_SETTINGS, "SCALE", 3.0), lambda: box.__setitem__(0, -1.0),
+               lambda: setattr(mult, "k", 4.0), lambda: part.__setitem__(0, functools.partial(torch_mul, s=5.0))]
+    try:
+        for i in range(len(changes) + 2):
+            with tracegrad.no_grad():
+                expect = step(x, part[0], mult)
+                got = f(x, part[0], mult)
+            np.testing.assert_allclose(got.numpy(), expect.numpy(), rtol=1e-5, atol=1e-6)
+            if i < len(changes):
+                changes[i]()
+    finally:
+        HELPER_SHIFT, _Scaled.FACTOR, _SETTINGS.SCALE = 0.0, 1.0, 1.0
+    assert not f.stats["graph_breaks"] and f.stats["traces"] == len(changes)
+
+
+def torch_mul(t, s):
+    return t * s

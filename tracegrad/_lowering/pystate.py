@@ -22,7 +22,11 @@ out, from the code of the modules and helper functions it calls (NOTE [Python va
 from __future__ import annotations
 
 import functools
+import gc
+import os
 import random
+import sys
+import sysconfig
 import types
 import weakref
 
@@ -36,27 +40,161 @@ _CONTAINERS = (list, dict, set)
 
 
 def python_refs(fn, args=()):
-    """``(name, cell, globals)`` for the closure cells and globals ``fn``'s code reads, plus
-    the object ``fn`` is bound to and the non-tensor objects among ``args`` (each in a dict of
-    its own, read like a global that is never rebound)."""
-    refs = []
+    """``(refs, names)``: ``refs`` are ``(name, cell, globals)`` for the closure cells and
+    globals ``fn``'s code reads, and those of the user functions it can reach (NOTE [helper
+    functions]), plus the object ``fn`` is bound to and the non-tensor objects among ``args``
+    (each in a dict of its own, read like a global that is never rebound); ``names[i]`` is
+    the set of names the code reading ``refs[i]`` loads (which attributes it may read)."""
+    found = {}                     # ref key -> (ref, names)
+
+    def add(ref, names):
+        k = _ref_key(ref)
+        if k in found:
+            found[k][1].update(names)
+        else:
+            found[k] = (ref, set(names))
+    queue = []
     bound = getattr(fn, "__self__", None)
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    own = _code_names(code, set()) if code is not None else set()
     if bound is not None and not isinstance(bound, types.ModuleType):
-        refs.append(("self", None, {"self": bound}))
+        add(("self", None, {"self": bound}), _object_names(type(bound), own))
+        queue.append((bound, 1))
     for i, a in enumerate(args):
         if _plain_object(a):
-            refs.append((f"argument {i}", None, {f"argument {i}": a}))
-    fn = getattr(fn, "__func__", fn)
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return tuple(refs)
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        refs.append((name, cell, None))
-    g = getattr(fn, "__globals__", {})
-    for name in code.co_names:
-        if name in g:
-            refs.append((name, None, g))
-    return tuple(refs)
+            add((f"argument {i}", None, {f"argument {i}": a}), _object_names(type(a), own | {"__call__"}))
+        queue.append((a, 1))
+    _scan(getattr(fn, "__func__", fn), 0, add, queue, top=True)
+    seen = set()
+    while queue and len(seen) < _SCAN_MAX:
+        f, depth = queue.pop(0)
+        if id(f) not in seen:
+            seen.add(id(f))
+            _scan(f, depth, add, queue)
+    refs = tuple(r for r, _ in found.values())
+    return refs, tuple(frozenset(n) for _, n in found.values())
+
+
+# NOTE [helper functions]: a compiled function reaches Python values through the functions it
+# calls: a global read by a helper or by a lambda passed as an argument, a helper's closure
+# cell, an attribute of a Python module (``config.SCALE``) or of a class (``Config.SCALE``),
+# the attributes a callable object's methods read. Those functions are found from the code
+# (``_SCAN_DEPTH`` calls down: functions, lambdas, ``functools.partial``, bound methods and
+# callable objects named by a global, a closure cell, an argument or a Python module's
+# attribute; user code only); their cells and globals are references like the compiled
+# function's own: read values are guarded, changes made while tracing are side effects.
+# Code is not run to find them (a trace function over every frame doubled trace time), so a
+# function reached only through a value computed at run time is not looked into.
+_SCAN_DEPTH = 3
+_SCAN_MAX = 64
+
+
+def _scan(f, depth, add, queue, top=False):
+    """Add the references of one callable's code and queue the callables it names."""
+    if isinstance(f, functools.partial):
+        queue.append((f.func, depth))
+        for a in tuple(f.args) + tuple(f.keywords.values()):
+            queue.append((a, depth))
+        return
+    if isinstance(f, types.MethodType):
+        if _plain_object(f.__self__):
+            add((f"{f.__name__}.__self__", None, {f"{f.__name__}.__self__": f.__self__}),
+                _object_names(type(f.__self__), {f.__name__}))
+        f = f.__func__
+    elif _plain_object(f) and callable(f):
+        for m in _user_methods(type(f)):
+            queue.append((m, depth))
+        return
+    elif getattr(type(f), "_tracegrad_state_is_captured", False) and not isinstance(f, type):
+        # a module (each submodule) or an optimizer: the user-written methods of its classes
+        subs = f.modules() if callable(getattr(f, "modules", None)) else (f,)
+        for cls in {type(m) for m in subs}:
+            queue += [(m, depth) for m in _user_methods(cls)]
+        return
+    if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
+        return
+    code = f.__code__
+    names = _code_names(code, set())
+    g = f.__globals__
+    follow = depth < _SCAN_DEPTH
+    for n, cell in zip(code.co_freevars, f.__closure__ or ()):
+        add((n, cell, None), names)
+        if follow:
+            try:
+                queue.append((cell.cell_contents, depth + 1))
+            except ValueError:
+                pass
+    for n in sorted(names):
+        if n not in g:
+            continue
+        add((n, None, g), names)
+        v = g[n]
+        if not follow:
+            continue
+        if isinstance(v, types.ModuleType):
+            ns = vars(v)
+            queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
+        elif _callable_value(v):
+            queue.append((v, depth + 1))
+
+
+def _callable_value(v):
+    return isinstance(v, (types.FunctionType, functools.partial, types.MethodType)) or \
+        (_plain_object(v) and callable(v)) or \
+        (getattr(type(v), "_tracegrad_state_is_captured", False) and not isinstance(v, type))
+
+
+def _user_methods(cls):
+    return [f for klass in cls.__mro__ if klass is not object
+            for f in (getattr(a, "__func__", a) for a in klass.__dict__.values())
+            if isinstance(f, types.FunctionType) and _user_code(f.__code__)]
+
+
+def _object_names(cls, used):
+    """The attribute names code naming ``used`` may read on an instance of ``cls``: ``used``
+    and what the user methods it names load (``holder.factor()`` reads ``self.scale``), and
+    so on through the methods those name -- not the names of methods never called (a
+    trainer's ``__init__`` naming its ``global_step``)."""
+    methods = {m.__name__: m for m in _user_methods(cls)}
+    names, todo = set(used), [n for n in used if n in methods]
+    done = set()
+    while todo:
+        n = todo.pop()
+        if n in done:
+            continue
+        done.add(n)
+        new = _code_names(methods[n].__code__, set()) - names
+        names |= new
+        todo += [m for m in new if m in methods]
+    return names
+
+
+def _ref_key(ref):
+    name, cell, g = ref
+    if cell is not None:
+        return ("cell", id(cell))
+    if len(g) == 1 and name in g:         # a one-object holder: the object itself
+        return ("object", id(g[name]))
+    return ("global", id(g), name)
+
+
+_LIBRARY_DIRS = tuple(
+    os.path.dirname(getattr(sys.modules.get(m), "__file__", "") or "") + os.sep
+    for m in ("tracegrad", "jax", "jaxlib", "numpy", "ml_dtypes", "opt_einsum")
+    if getattr(sys.modules.get(m), "__file__", None)) + tuple(
+    {os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+_USER: dict = {}      # file name -> whether it is user code
+
+
+def _user_code(code) -> bool:
+    """Code outside tracegrad, JAX, NumPy and the standard library (cached per file)."""
+    f = code.co_filename
+    user = _USER.get(f)
+    if user is None:
+        path = f if f.startswith("<") else os.path.realpath(f)
+        user = _USER[f] = not (f.startswith("<frozen") or path.startswith(_LIBRARY_DIRS)
+                               or f.startswith(_LIBRARY_DIRS))
+    return user
 
 
 _NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
@@ -333,22 +471,6 @@ def _class_globals(cls, cache=_GLOBALS):
     return refs
 
 
-def _function_globals(f, depth=2):
-    """``(name, globals)`` a user helper function (and the helpers it names, ``depth`` levels
-    down) reads: numbers and small dicts among them are guarded like the compiled function's
-    own globals."""
-    if depth == 0 or f.__module__ is None or f.__module__.split(".")[0] in ("tracegrad", "jax", "numpy"):
-        return ()
-    g = f.__globals__
-    out = []
-    for n in sorted(_code_names(f.__code__, set())):
-        if n in g:
-            out.append((n, g))
-            if isinstance(g[n], types.FunctionType) and g[n] is not f:
-                out += _function_globals(g[n], depth - 1)
-    return tuple(out)
-
-
 def _guard_globals(refs, checks, seen):
     for name, g in refs:
         v = g.get(name)
@@ -368,6 +490,19 @@ def _guard_object(o, names, checks, seen):
             pass
         elif _plain_object(v):
             _guard_object(v, names | _class_names(type(v)), checks, seen)
+    _guard_class_attributes(o, d, names, checks)
+
+
+def _guard_class_attributes(o, d, names, checks):
+    """``self.SCALE`` read from the class (``Model.SCALE = 2.0`` between calls): guarded in the
+    user class that defines it, with the instance still not shadowing it."""
+    for klass in type(o).__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("tracegrad", "builtins"):
+            continue
+        cd = klass.__dict__
+        for k in names:
+            if k not in d and k in cd and _guard_value(cd, k, cd[k], checks):
+                checks.append((d, k, _MISSING, None))
 
 
 def _guard_container(c, checks, seen, depth=_GUARD_DEPTH) -> bool:
@@ -433,28 +568,48 @@ def _guard_value(d, k, v, checks) -> bool:
     return True
 
 
-def value_guards(fn, refs, modules):
+def value_guards(fn, refs, modules, names=()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
-    that called ``modules`` and reads ``refs``."""
-    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
-    names = _code_names(code, set()) if code is not None else set()
-    checks, seen = [], set()
+    that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
+    it loads, from ``python_refs``)."""
+    checks, seen, classes = [], set(), set()
     for m in modules:
         _guard_object(m, _class_names(type(m)), checks, seen)
         _guard_globals(_class_globals(type(m)), checks, seen)
-    for name, cell, g in refs:
-        v = _value(cell, g, name)
-        if isinstance(v, np.ndarray):
-            _guard_value(_CellMap(cell) if cell is not None else g, name, v, checks)
-        elif isinstance(v, (dict, list)):
-            _guard_container(v, checks, seen)
-        elif isinstance(v, types.FunctionType):
-            _guard_globals(_function_globals(v), checks, seen)
-        elif _plain_object(v):
-            called = {n for n in names if isinstance(getattr(type(v), n, None), types.FunctionType)}
-            extra = set().union(*(_code_names(getattr(type(v), n).__code__, set()) for n in called)) if called else set()
-            _guard_object(v, names | extra, checks, seen)
+        if type(m) not in classes:          # the helpers a user module's methods call
+            classes.add(type(m))
+            for ref, used in zip(*python_refs(None, _user_methods(type(m)))):
+                _guard_ref(ref, used, checks, seen)
+    for ref, used in zip(refs, names or [frozenset()] * len(refs)):
+        _guard_ref(ref, used, checks, seen)
     return tuple(checks)
+
+
+def _guard_ref(ref, used, checks, seen):
+    name, cell, g = ref
+    v = _value(cell, g, name)
+    if (cell is None and len(g) == 1) or not _guard_value(_CellMap(cell) if cell is not None else g, name, v, checks):
+        if _guard_container(v, checks, seen):
+            pass
+        elif isinstance(v, types.ModuleType):
+            _guard_namespace(vars(v), used, checks, seen)
+        elif isinstance(v, type) and v.__module__.split(".")[0] not in ("tracegrad", "builtins"):
+            _guard_namespace(v.__dict__, used, checks, seen)
+        elif _plain_object(v):
+            _guard_object(v, _object_names(type(v), used), checks, seen)
+
+
+def _guard_namespace(ns, names, checks, seen):
+    """A Python module's or a user class's attributes among ``names`` (``config.SCALE``,
+    ``Config.SCALE``): guarded as globals are."""
+    if id(ns) in seen:
+        return
+    seen.add(id(ns))
+    for k in names:
+        if k in ns and not k.startswith("__"):
+            v = ns[k]
+            if not _guard_value(ns, k, v, checks):
+                _guard_container(v, checks, seen)
 
 
 def guards_hold(checks) -> bool:

@@ -407,7 +407,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.signature(plan.optimizers)
-    refs = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
+    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
     effects0 = effects_signature(refs)
     py_snap = snapshot(refs)
     prev = x64_enter()
@@ -444,7 +444,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
-    region.value_guards = value_guards(fn, refs, region.modules)
+    region.value_guards = value_guards(fn, refs, region.modules, ref_names)
     del live
     region.hyper_slots = hyper_slots
     region.arg_grads = tuple(info["arg_grads"])

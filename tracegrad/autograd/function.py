@@ -26,6 +26,10 @@ from ._graph_impl import MSG_FREED, Node, SavedTensor, edge
 class FunctionCtx:
     """The ctx API (mirrors ``torch.autograd.function.FunctionCtx``)."""
 
+    # made for one call: what forward stores on it is part of that call's graph (inside a
+    # compiled function, of the trace), not outside Python state (_lowering/pystate.py)
+    _tracegrad_state_is_captured = True
+
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for ``backward``; call at most once, from forward/setup_context.
         Version-checked: modifying one in place later makes ``saved_tensors`` raise."""
