@@ -138,7 +138,7 @@ from ._api.functions import (
 # special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).
 from ._api.functions import (
     cummax as cummax, cummin as cummin, digamma as digamma, erfc as erfc, frexp as frexp, i0 as i0,
-    ldexp as ldexp, lgamma as lgamma, logcumsumexp as logcumsumexp, mvlgamma as mvlgamma,
+    ldexp as ldexp, lgamma as lgamma, logcumsumexp as logcumsumexp, logit as logit, mvlgamma as mvlgamma,
     nextafter as nextafter, polar as polar, polygamma as polygamma
 )
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
@@ -170,6 +170,7 @@ from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import linalg as linalg  # noqa: E402
+from . import special as special  # noqa: E402
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd

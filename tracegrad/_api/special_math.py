@@ -54,6 +54,18 @@ _special_i1 = _float_unary("i1")
 _special_i1e = _float_unary("i1e")
 _special_ndtri = _float_unary("ndtri")
 _special_log_ndtr = _float_unary("log_ndtr")
+_special_entr = _float_unary("entr")
+
+
+@method("logit", function=True)
+def logit(input, eps=None):
+    """Mirrors ``torch.logit``: ``log(p / (1 - p))`` elementwise, with ``p`` clamped to
+    ``[eps, 1 - eps]`` when ``eps`` is given (the gradient is 0 outside). Integers give the
+    default float dtype."""
+    x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return (x / (1 - x)).log()
 
 
 @method("polygamma")
@@ -169,5 +181,5 @@ def _cum_extreme(kind):
 cummax = method("cummax", function=True)(_cum_extreme("cummax"))
 cummin = method("cummin", function=True)(_cum_extreme("cummin"))
 
-__all__ = ["lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "i0", "nextafter", "frexp", "ldexp", "polar",
+__all__ = ["logit", "lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "i0", "nextafter", "frexp", "ldexp", "polar",
            "logcumsumexp", "cummax", "cummin"]

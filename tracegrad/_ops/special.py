@@ -24,7 +24,8 @@ def _u(fn):
 _UNARY = [
     # name, jax fn, torch grad_fn
     ("lgamma", jss.gammaln, "LgammaBackward0"),
-    ("digamma", jss.digamma, "DigammaBackward0"),
+    ("digamma", lambda x: jnp.where(x == 0, jnp.copysign(jnp.inf, -x).astype(x.dtype), jss.digamma(x)),
+     "DigammaBackward0"),   # torch: -inf at +0, +inf at -0 (JAX: NaN)
     ("erfc", jss.erfc, "ErfcBackward0"),
     ("i0", jss.i0, "I0Backward0"),
     ("i0e", jss.i0e, "SpecialI0EBackward0"),
@@ -42,6 +43,19 @@ def _polygamma(x, n, dtype=None):
     return jss.polygamma(jnp.asarray(n, jnp.int32), x)
 
 
+@jax.custom_jvp
+def _entr(x):
+    safe = jnp.where(x > 0, x, 1)
+    return jnp.where(x > 0, -x * jnp.log(safe), jnp.where(x == 0, 0, jnp.where(x < 0, -jnp.inf, x))).astype(x.dtype)
+
+
+@_entr.defjvp
+def _entr_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _entr(x), -(1 + jnp.log(x)) * t        # torch's formula everywhere (NaN below 0, inf at 0)
+
+
+defop("entr", _u(_entr), grad_fn="SpecialEntrBackward0", saves=("self",))
 defop("polygamma", _polygamma, grad_fn="PolygammaBackward0", saves=("self",))
 
 
