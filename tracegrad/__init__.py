@@ -171,6 +171,7 @@ from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import special as special  # noqa: E402
+from . import fft as fft  # noqa: E402
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd
