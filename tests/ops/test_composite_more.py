@@ -210,3 +210,25 @@ def test_messages_say_what_to_do():
         tracegrad.take(tracegrad.ones(3), tracegrad.tensor([1.0]))
     with pytest.raises(NotImplementedError, match=r"\.float\(\)"):
         tracegrad.histc(tracegrad.tensor([1, 2]))
+
+
+def test_compiled_equals_eager():
+    def step(x):
+        return (tracegrad.cummax(x, 1).values.sum() + tracegrad.logcumsumexp(x, 0).sum()
+                + tracegrad.lgamma(x.abs() + 1).sum() + tracegrad.mode(x.round(), 1).values.sum()
+                + tracegrad.take(x, tracegrad.tensor([0, 3])).sum() + tracegrad.diag_embed(x).sum()
+                + tracegrad.trapezoid(x).sum() + tracegrad.baddbmm(x, x.unsqueeze(0), x.T.unsqueeze(0)).sum())
+    f = tracegrad.compile(step)
+    x = tracegrad.tensor(F(3, 3))
+    for _ in range(3):
+        np.testing.assert_allclose(f(x).item(), step(x).item(), rtol=1e-5)
+    assert f.stats["traces"] == 1 and not f.stats["graph_breaks"]
+
+
+def test_data_dependent_ones_run_eagerly_when_compiled():
+    f = tracegrad.compile(lambda x: tracegrad.unique_consecutive(x) * 2 + tracegrad.histc(x.float(), 3).sum().long())
+    x = tracegrad.tensor([3, 3, 1, 1, 2])
+    with pytest.warns(UserWarning, match="eagerly"):
+        for _ in range(3):
+            assert f(x).tolist() == [11, 7, 9]
+    assert f.stats["graph_breaks"]

@@ -143,7 +143,7 @@ def combinations(input, r=2, with_replacement=False):
     if input.dim() != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}; flatten the input first")
     if r < 0:
-        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+        raise RuntimeError(f"combinations: Expect a non-negative number, but got r={r}")
     if r == 0:
         return _zeros((0,), dtype=input.dtype)
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
@@ -160,7 +160,7 @@ def block_diag(*tensors):
     for i, t in enumerate(tensors):
         if t.dim() > 2:
             raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
-                               f"{t.dim()} dimensions")
+                               f"{t.dim()} dimensions; reshape it to at most 2 dims")
         mats.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t)
     if not mats:
         return _zeros((1, 0))
@@ -184,10 +184,10 @@ def vander(x, N=None, increasing=False):
     inputs stay int64 (bool becomes int64). Gradient through ``cumprod``. RuntimeError for a
     non-1-d ``x`` or a negative ``N``, as torch."""
     if x.dim() != 1:
-        raise RuntimeError("x must be a one-dimensional tensor.")
+        raise RuntimeError(f"vander: x must be a one-dimensional tensor, got {x.dim()} dims; flatten it first")
     n = x.shape[0] if N is None else N
     if n < 0:
-        raise RuntimeError("N must be non-negative.")
+        raise RuntimeError(f"vander: N must be non-negative, got {n}")
     if not (x.is_floating_point() or x.is_complex()):
         x = x.to(_dt.int64)
     if n == 0:
@@ -209,9 +209,9 @@ def histc(input, bins=100, min=0, max=0):
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(input)}'; convert the input "
                                   "with .float() first")
     if bins <= 0:
-        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}; pass a positive bin count")
     if min > max:
-        raise RuntimeError("torch.histc: max must be larger than min")
+        raise RuntimeError(f"torch.histc: max must be larger than min, got min={min} and max={max}; swap them")
     a = _host(input).reshape(-1)
     lo, hi = a.dtype.type(min), a.dtype.type(max)
     if lo == hi and a.size:
@@ -235,7 +235,7 @@ def mode(input, dim=-1, keepdim=False):
     d = _wrap_dim(dim, input.dim())
     n = input.shape[d]
     if n == 0:
-        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size; pass a dim with elements")
     x = input.movedim(d, -1)
     counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)
     best = counts.amax(-1, keepdim=True)
