@@ -129,6 +129,18 @@ from ._api.functions import (
     triu_indices as triu_indices, unique as unique, xlogy as xlogy, hypot as hypot, copysign as copysign,
     heaviside as heaviside, sinc as sinc, float_power as float_power
 )
+# more composites: builders, take, baddbmm, integration, statistics (_api/composite_more.py).
+from ._api.functions import (
+    baddbmm as baddbmm, block_diag as block_diag, combinations as combinations, diag_embed as diag_embed,
+    dist as dist, histc as histc, mode as mode, take as take, trapezoid as trapezoid, trapz as trapz,
+    unique_consecutive as unique_consecutive, vander as vander
+)
+# special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).
+from ._api.functions import (
+    cummax as cummax, cummin as cummin, digamma as digamma, erfc as erfc, frexp as frexp, i0 as i0,
+    ldexp as ldexp, lgamma as lgamma, logcumsumexp as logcumsumexp, logit as logit, mvlgamma as mvlgamma,
+    nextafter as nextafter, polar as polar, polygamma as polygamma
+)
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
 from ._api.nn_functions import (
     adaptive_avg_pool1d as adaptive_avg_pool1d, adaptive_max_pool1d as adaptive_max_pool1d,
@@ -158,6 +170,13 @@ from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import linalg as linalg  # noqa: E402
+from . import special as special  # noqa: E402
+from . import fft as fft  # noqa: E402
+# torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
+from ._linalg_functions import (  # noqa: E402
+    cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd
+)
+from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 from .compiler import compile as compile  # noqa: E402,A001
 from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
 from ._tensor.runtime import (

@@ -20,11 +20,19 @@ Tensor = tracegrad.Tensor
 # Registered names that a Tensor method and a tracegrad function share, as different objects.
 DIFFERENT_METHOD_AND_FUNCTION = {
     "where": "Tensor.where(condition, other) vs tracegrad.where(condition, input, other)",
+    "polygamma": "Tensor.polygamma(n) vs tracegrad.polygamma(n, input)",
 }
 # Tensor's class body names the registry may replace, with why (the registry's definition wins).
 CLASS_BODY_STUBS: dict = {}
 # Tensor attributes set outside the registry (above the API layer, which cannot register them).
-ATTACHED_ELSEWHERE: dict = {}
+ATTACHED_ELSEWHERE: dict = {
+    "det": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "inverse": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "logdet": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "slogdet": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "svd": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "cross": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+}
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
                       "__firstlineno__", "__static_attributes__"}
 

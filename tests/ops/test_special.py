@@ -1,0 +1,120 @@
+"""tracegrad.special against torch.special: values (float32 and float64, with the edge values
+0, -0, negatives, NaN), dtypes, shapes, gradients, and the errors torch raises."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+torch = pytest.importorskip("torch")
+
+EDGES = np.array([-2.5, -1.0, -0.0, 0.0, 0.25, 0.5, 1.0, 3.0, np.nan])
+SMOOTH = np.array([0.3, 0.7, 1.4, 2.2, 3.1, 5.0])           # inside every function's domain
+PROB = np.array([0.05, 0.2, 0.5, 0.7, 0.95])                  # for logit / ndtri
+
+UNARY = ["expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "gammaln", "digamma", "psi",
+         "entr", "sinc", "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "round"]
+
+
+def _values(x):
+    return x.detach().numpy(), str(x.dtype).split(".")[-1], tuple(x.shape)
+
+
+def _tol(dtype):
+    return dict(rtol=2e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_values_at_edges(name, dtype):
+    x = (EDGES if name not in ("erfinv",) else np.append(EDGES, [0.9, -0.99])).astype(dtype)
+    (rv, rd, rs), (gv, gd, gs) = (_values(getattr(m.special, name)(m.tensor(x))) for m in (torch, tracegrad))
+    assert (gd, gs) == (rd, rs)
+    np.testing.assert_allclose(gv, rv, equal_nan=True, err_msg=name, **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name", [n for n in UNARY if n != "round"])
+def test_unary_gradients(name, dtype):
+    x = (PROB if name in ("logit", "ndtri", "erfinv") else SMOOTH).astype(dtype)
+    grads = []
+    for m in (torch, tracegrad):
+        t = m.tensor(x, requires_grad=True)
+        getattr(m.special, name)(t).backward(m.tensor(np.linspace(0.5, 1.5, x.size), dtype=t.dtype))
+        grads.append(t.grad.numpy())
+    # float64: JAX's polygamma(1, x) (digamma's derivative) is accurate to ~5e-10 relative
+    tol = _tol(dtype) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(grads[1], grads[0], err_msg=name, **tol)
+
+
+@pytest.mark.parametrize("name", [n for n in UNARY if n not in ("round",)])
+def test_integer_inputs_give_the_default_float(name):
+    x = np.array([0, 1, 2, 3])
+    (rv, rd, rs), (gv, gd, gs) = (_values(getattr(m.special, name)(m.tensor(x))) for m in (torch, tracegrad))
+    assert (gd, gs) == (rd, rs)
+    np.testing.assert_allclose(gv, rv, equal_nan=True, rtol=2e-5, atol=1e-6)
+
+
+CASES = [
+    ("polygamma", lambda m, x: m.special.polygamma(3, x), SMOOTH),
+    ("multigammaln", lambda m, x: m.special.multigammaln(x + 2, 4), SMOOTH),
+    ("xlogy", lambda m, x: m.special.xlogy(x - 1, x), SMOOTH),
+    ("xlog1py", lambda m, x: m.special.xlog1py(x.reshape(2, 3), x[:3]), SMOOTH),
+    ("logsumexp", lambda m, x: m.special.logsumexp(x.reshape(2, 3), 1, keepdim=True), SMOOTH),
+    ("softmax", lambda m, x: m.special.softmax(x.reshape(2, 3), 0), SMOOTH),
+    ("log_softmax", lambda m, x: m.special.log_softmax(x.reshape(3, 2), -1), SMOOTH),
+    ("logit_eps", lambda m, x: m.special.logit(x * 0.3 - 0.2, eps=0.1), SMOOTH),
+    ("round_decimals", lambda m, x: m.special.round(x * 1.2345, decimals=2), SMOOTH),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("name,fn,x", CASES, ids=[c[0] for c in CASES])
+def test_functions_with_arguments(name, fn, x, dtype):
+    x = x.astype(dtype)
+    outs, grads = [], []
+    for m in (torch, tracegrad):
+        t = m.tensor(x, requires_grad=True)
+        out = fn(m, t)
+        outs.append(_values(out))
+        if name != "round_decimals":
+            (out * m.tensor(np.arange(out.numel()).reshape(tuple(out.shape)) + 1.0, dtype=out.dtype)).sum().backward()
+            grads.append(t.grad.numpy())
+    assert outs[0][1:] == outs[1][1:], name
+    np.testing.assert_allclose(outs[1][0], outs[0][0], err_msg=name, **_tol(dtype))
+    if grads:
+        np.testing.assert_allclose(grads[1], grads[0], err_msg=name + " grad", **_tol(dtype))
+
+
+def test_xlog1py_zero_and_nan_and_scalars():
+    y = np.array([0.0, 1.0, 0.0, 2.0], np.float32)
+    z = np.array([-1.0, 2.0, np.nan, -0.5], np.float32)
+    for f in (lambda m: m.special.xlog1py(m.tensor(y), m.tensor(z)), lambda m: m.special.xlog1py(2.0, m.tensor(z)),
+              lambda m: m.special.xlog1py(m.tensor(y), 3)):
+        (rv, rd, rs), (gv, gd, gs) = _values(f(torch)), _values(f(tracegrad))
+        assert (gd, gs) == (rd, rs)
+        np.testing.assert_allclose(gv, rv, equal_nan=True, rtol=1e-6)
+
+
+def test_grad_fn_names_as_torch():
+    x = SMOOTH.astype(np.float32)
+    for name in ("i0e", "i1", "i1e", "log_ndtr", "entr"):
+        names = [getattr(m.special, name)(m.tensor(x, requires_grad=True)).grad_fn.name() for m in (torch, tracegrad)]
+        assert names[0] == names[1], name
+
+
+def test_aliases_are_tracegrad_functions():
+    assert tracegrad.special.expit is tracegrad.sigmoid and tracegrad.special.gammaln is tracegrad.lgamma
+    assert tracegrad.special.psi is tracegrad.digamma and tracegrad.special.multigammaln is tracegrad.mvlgamma
+
+
+def test_bad_inputs_raise_as_torch():
+    for m in (torch, tracegrad):
+        for name in ("i0e", "ndtr", "entr", "log_ndtr"):
+            with pytest.raises(TypeError):
+                getattr(m.special, name)(1.0)
+        with pytest.raises(RuntimeError):
+            m.special.polygamma(-1, m.ones(2))
+        with pytest.raises(RuntimeError):
+            m.special.multigammaln(m.ones(2), 0)
+    with pytest.raises(TypeError, match="must be Tensor"):
+        tracegrad.special.i1(2.0)

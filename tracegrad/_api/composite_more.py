@@ -1,0 +1,287 @@
+"""More torch functions composed of other tracegrad functions (the sibling of ``composite.py``):
+array builders (diag_embed, block_diag, vander, combinations), indexing (take), batched
+products (baddbmm), integration (trapezoid/trapz), distances (dist) and statistics over values
+(histc, mode, unique_consecutive). Gradients follow from the ops they are made of. ``histc``
+and ``unique_consecutive`` read values on the host (inside a compiled function: a graph break).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from .._ops import dtypes as _dt
+from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _zeros
+from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from ._registry import function, method
+from .composite import _host
+from .elementwise import where
+from .linalg import bmm
+from .promotion import _SCALAR_NAME, result_dtype
+from .reduction import return_types
+from .shape import cat, stack
+
+
+def _name(t):
+    return _SCALAR_NAME.get(t.dtype.name, t.dtype.name)
+
+
+@method("baddbmm", function=True)
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """Mirrors ``torch.baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for ``(b, n, m)``
+    and ``(b, m, p)`` batches; ``input`` broadcasts to ``(b, n, p)``. With ``beta=0`` the
+    input is ignored (its NaNs do not propagate), as torch. RuntimeError for shapes or dtypes
+    that differ (from ``bmm``)."""
+    prod = bmm(batch1, batch2)
+    if input.dtype is not prod.dtype:
+        raise RuntimeError(f"baddbmm: expected self and batch1 to have the same dtype, but got: "
+                           f"{_name(input)} != {_name(prod)}; convert them to one dtype")
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:     # zeros of input's shape, with a zero gradient for input (as torch's grad * beta)
+        return prod + where(_tensor(False), input, _tensor(0, dtype=input.dtype))
+    return prod + (input if beta == 1 else input * beta)
+
+
+@method("diag_embed", function=True)
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Mirrors ``torch.diag_embed``: a tensor whose (``dim1``, ``dim2``) planes hold the last
+    dim of ``input`` on their ``offset`` diagonal, zeros elsewhere; the output has one more dim,
+    of size ``n + |offset|`` in both planes' dims. RuntimeError when ``dim1 == dim2``."""
+    nd = input.dim() + 1
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}; pass two different dims")
+    x = input.reshape(1) if input.dim() == 0 else input
+    n, k = x.shape[-1], abs(offset)
+    batch = tuple(x.shape[:-1])
+    eye = _tensor(np.eye(n, dtype=bool))
+    out = where(eye, x.unsqueeze(-2), _tensor(0, dtype=x.dtype))      # (..., n, n): x on the diagonal
+    if k:
+        z = dict(dtype=x.dtype)
+        if offset > 0:    # x[i] at (i, i + k): k zero columns before, k zero rows after
+            out = cat([_zeros(batch + (n, k), **z), out], -1)
+            out = cat([out, _zeros(batch + (k, n + k), **z)], -2)
+        else:             # x[i] at (i + k, i): k zero rows before, k zero columns after
+            out = cat([_zeros(batch + (k, n), **z), out], -2)
+            out = cat([out, _zeros(batch + (n + k, k), **z)], -1)
+    return out.movedim((-2, -1), (d1, d2))
+
+
+@method("take", function=True)
+def take(input, index):
+    """Mirrors ``torch.take``: ``input.flatten()[index]``, shaped like ``index`` (int64;
+    negative indices count from the end). RuntimeError for a non-int64 index, IndexError for
+    one out of range (checked eagerly), as torch."""
+    if index.dtype is not _dt.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_name(index)}; "
+                           "convert it with .long()")
+    n = input.numel()
+    if not isinstance(index._value, _JaxTracer) and index.numel():
+        a = _host(index)
+        bad = a[(a >= n) | (a < -n)]
+        if bad.size:
+            raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of {n} elements.")
+    flat = input.reshape(-1)
+    idx = where(index < 0, index + n, index).reshape(-1)
+    return flat.index_select(0, idx).reshape(tuple(index.shape))
+
+
+@method("dist", function=True)
+def dist(input, other, p=2):
+    """Mirrors ``torch.dist``: the ``p``-norm of ``input - other`` (broadcast) as a 0-d tensor
+    (``p`` 0: the count of non-zeros; inf/-inf: max/min of the absolute difference).
+    RuntimeError for non-floating inputs, as torch."""
+    if not (input.is_floating_point() and other.is_floating_point()):
+        bad = input if not input.is_floating_point() else other
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_name(bad)} "
+                           "instead; convert the inputs with .float()")
+    d = (input - other).abs()
+    p = float(p)
+    if p == math.inf:
+        return d.amax()
+    if p == -math.inf:
+        return d.amin()
+    if p == 0:
+        return (d != 0).sum().to(d.dtype)
+    return (input - other).norm(p)
+
+
+@function("trapezoid", "trapz")
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """Mirrors ``torch.trapezoid`` (and ``torch.trapz``): the trapezoidal-rule integral of ``y``
+    along ``dim``, with sample points ``x`` (a tensor, 1-d or of ``y``'s shape) or spacing
+    ``dx`` (default 1); the dim is reduced. Integer ``y`` gives the default float dtype.
+    RuntimeError when ``x`` has a different length along ``dim``, as torch."""
+    if isinstance(x, (int, float)):                 # trapz(y, dx, dim=...) positional spacing
+        x, dx = None, x
+    d = _wrap_dim(dim, y.dim())
+    n = y.shape[d]
+    if not y.is_floating_point():
+        y = y.to(_dt.get_default_dtype())
+    if n == 0:
+        return y.sum(d)
+    pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    if x is None:
+        return pair.sum(d) * ((1.0 if dx is None else dx) / 2.0)
+    xd = d if x.dim() == y.dim() else x.dim() - 1
+    if x.shape[xd] != n:
+        raise RuntimeError("trapezoid: There must be one `x` value for each sample point; "
+                           f"got {x.shape[xd]} x values and {n} samples")
+    spacing = x.narrow(xd, 1, n - 1) - x.narrow(xd, 0, n - 1)
+    if x.dim() == 1 and y.dim() > 1:
+        spacing = spacing.reshape((n - 1,) + (1,) * (y.dim() - 1 - d))
+    return (spacing * pair).sum(d) / 2.0
+
+
+@function()
+def combinations(input, r=2, with_replacement=False):
+    """Mirrors ``torch.combinations``: the rows of all length-``r`` combinations of the 1-d
+    ``input`` (itertools order; with replacement when asked): ``(count, r)``, or ``(0,)`` for
+    ``r == 0``. RuntimeError for a non-1-d input, as torch."""
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}; flatten the input first")
+    if r < 0:
+        raise RuntimeError(f"combinations: Expect a non-negative number, but got r={r}")
+    if r == 0:
+        return _zeros((0,), dtype=input.dtype)
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    idx = np.array(list(pick(range(input.shape[0]), r)), np.int64).reshape(-1, r)
+    return input.index_select(0, _tensor(idx.reshape(-1))).reshape(idx.shape)
+
+
+@function()
+def block_diag(*tensors):
+    """Mirrors ``torch.block_diag``: the tensors (0-d as 1x1, 1-d as one row, 2-d) on the
+    diagonal of a 2-d tensor of zeros, in their promoted dtype. RuntimeError for an input of
+    more than 2 dims, as torch."""
+    mats = []
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.dim()} dimensions; reshape it to at most 2 dims")
+        mats.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t)
+    if not mats:
+        return _zeros((1, 0))
+    dt = mats[0].dtype
+    for t in mats[1:]:
+        dt = result_dtype(_tensor(0, dtype=dt), t)
+    width = sum(t.shape[1] for t in mats)
+    rows, left = [], 0
+    for t in mats:
+        r, c = t.shape
+        parts = [_zeros((r, left), dtype=dt), t.to(dt), _zeros((r, width - left - c), dtype=dt)]
+        rows.append(cat(parts, 1))
+        left += c
+    return cat(rows, 0)
+
+
+@function()
+def vander(x, N=None, increasing=False):
+    """Mirrors ``torch.vander``: the Vandermonde matrix of the 1-d ``x`` with ``N`` columns
+    (default ``len(x)``): powers ``N-1 .. 0`` (``0 .. N-1`` when ``increasing``); integer
+    inputs stay int64 (bool becomes int64). Gradient through ``cumprod``. RuntimeError for a
+    non-1-d ``x`` or a negative ``N``, as torch."""
+    if x.dim() != 1:
+        raise RuntimeError(f"vander: x must be a one-dimensional tensor, got {x.dim()} dims; flatten it first")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError(f"vander: N must be non-negative, got {n}")
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.to(_dt.int64)
+    if n == 0:
+        return _zeros((x.shape[0], 0), dtype=x.dtype)
+    ones = _zeros((x.shape[0], 1), dtype=x.dtype) + 1
+    cols = cat([ones, x.unsqueeze(1).expand(x.shape[0], n - 1)], 1) if n > 1 else ones
+    out = cols.cumprod(1)
+    return out if increasing else out.flip(1)
+
+
+@method("histc", function=True)
+def histc(input, bins=100, min=0, max=0):
+    """Mirrors ``torch.histc``: counts of ``input``'s values in ``bins`` equal-width bins over
+    ``[min, max]`` (both 0: the data's min and max; equal: widened by 1 each way); values
+    outside are ignored, ``max`` falls in the last bin. A 1-d tensor of the input's (floating)
+    dtype, no gradient. Reads the values on the host (a graph break when compiled).
+    NotImplementedError for integer inputs, RuntimeError for ``bins <= 0`` or ``min > max``."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{_name(input)}'; convert the input "
+                                  "with .float() first")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins}; pass a positive bin count")
+    if min > max:
+        raise RuntimeError(f"torch.histc: max must be larger than min, got min={min} and max={max}; swap them")
+    a = _host(input).reshape(-1)
+    lo, hi = a.dtype.type(min), a.dtype.type(max)
+    if lo == hi and a.size:
+        lo, hi = a.min(), a.max()
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    keep = a[(a >= lo) & (a <= hi)]
+    pos = ((keep - lo) * a.dtype.type(bins) / (hi - lo)).astype(np.int64)
+    pos[pos == bins] = bins - 1
+    return _tensor(np.bincount(pos, minlength=bins).astype(a.dtype), dtype=input.dtype)
+
+
+@method("mode", function=True)
+def mode(input, dim=-1, keepdim=False):
+    """Mirrors ``torch.mode``: the most frequent value along ``dim`` (the smallest among equally
+    frequent ones) and the index of its last occurrence (int64), a named tuple ``(values,
+    indices)``. Gradient to the chosen elements. Uses ``n x n`` comparisons per slice.
+    IndexError for an empty ``dim``, as torch."""
+    if input.dim() == 0:
+        return return_types.mode(input.clone(), _zeros((), dtype=_dt.int64))
+    d = _wrap_dim(dim, input.dim())
+    n = input.shape[d]
+    if n == 0:
+        raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size; pass a dim with elements")
+    x = input.movedim(d, -1)
+    counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)
+    best = counts.amax(-1, keepdim=True)
+    cand = counts == best
+    xd = x.detach()
+    smallest = where(cand, xd, xd.amax(-1, keepdim=True)).amin(-1, keepdim=True)
+    pos = _arange(n, dtype=_dt.int64)
+    idx = where(xd == smallest, pos, -1).amax(-1, keepdim=True)
+    values = x.gather(-1, idx)
+    if not keepdim:
+        values, idx = values.squeeze(-1), idx.squeeze(-1)
+    else:
+        values, idx = values.movedim(-1, d), idx.movedim(-1, d)
+    return return_types.mode(values, idx)
+
+
+@method("unique_consecutive", function=True)
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Mirrors ``torch.unique_consecutive``: drops consecutive repeats (of elements of the
+    flattened input, or of slices along ``dim``), with the inverse indices and run lengths
+    (int64) when asked. Output size depends on the values: read on the host (a graph break
+    when compiled). IndexError for a bad ``dim``."""
+    a = _host(input)
+    if dim is None:
+        flat = a.reshape(-1)
+        change = np.ones(flat.shape[0], bool)
+        change[1:] = flat[1:] != flat[:-1]
+        vals = flat[change]
+        inv_shape = a.shape
+    else:
+        d = _wrap_dim(dim, input.dim())
+        moved = np.moveaxis(a, d, 0)
+        change = np.ones(moved.shape[0], bool)
+        if moved.shape[0] > 1:
+            change[1:] = (moved[1:] != moved[:-1]).reshape(moved.shape[0] - 1, -1).any(1)
+        vals = np.moveaxis(moved[change], 0, d)
+        inv_shape = (moved.shape[0],)
+    starts = np.flatnonzero(change)
+    out = [_tensor(vals, dtype=input.dtype)]
+    if return_inverse:
+        out.append(_tensor((np.cumsum(change) - 1).reshape(inv_shape).astype(np.int64), dtype=_dt.int64))
+    if return_counts:
+        counts = np.diff(np.append(starts, change.shape[0])).astype(np.int64)
+        out.append(_tensor(counts, dtype=_dt.int64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+__all__ = ["baddbmm", "diag_embed", "take", "dist", "trapezoid", "combinations", "block_diag", "vander",
+           "histc", "mode", "unique_consecutive"]

@@ -1,0 +1,185 @@
+"""Tensor methods and ``tracegrad.<name>`` functions for the special-function and scan ops
+(``_ops/special.py``): lgamma, digamma, polygamma, mvlgamma, erfc, i0, nextafter, frexp,
+ldexp, polar, logcumsumexp, cummax, cummin. The ``_special_*`` helpers without a torch
+top-level name (i0e, i1, i1e, ndtri, log_ndtr) are used by ``tracegrad.special``.
+
+Dtypes as torch: integer and bool inputs of the unary functions compute in the default float
+dtype; gradients are JAX's VJP of the op (DESIGN 2.1).
+"""
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+
+from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor, _wrap_dim
+from ._registry import function, method
+from .promotion import _SCALAR_NAME, result_dtype
+from .reduction import return_types
+
+
+def _float_unary(name):
+    op = OPS[name]
+
+    def f(input):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        if input.is_floating_point():
+            return apply_op(op, (input,))
+        if input.is_complex():
+            raise NotImplementedError(f"tracegrad.{name}: complex inputs are not supported; pass a real tensor")
+        return apply_op(op, (input,), (("dtype", _dt.get_default_dtype().np),))
+    f.__name__ = name
+    return f
+
+
+lgamma = method("lgamma", function=True)(_float_unary("lgamma"))
+lgamma.__doc__ = ("Mirrors ``torch.lgamma``: ``log|Gamma(x)|`` elementwise (integers give the default float "
+                  "dtype). Autograd: ``LgammaBackward0`` (digamma).")
+digamma = method("digamma", function=True)(_float_unary("digamma"))
+digamma.__doc__ = ("Mirrors ``torch.digamma``: the derivative of ``lgamma`` elementwise. Autograd: "
+                   "``DigammaBackward0`` (polygamma(1, x)).")
+erfc = method("erfc", function=True)(_float_unary("erfc"))
+erfc.__doc__ = "Mirrors ``torch.erfc``: ``1 - erf(x)`` computed without cancellation. Autograd: ``ErfcBackward0``."
+i0 = method("i0", function=True)(_float_unary("i0"))
+i0.__doc__ = ("Mirrors ``torch.i0``: the modified Bessel function of the first kind, order 0, elementwise. "
+              "Autograd: ``I0Backward0`` (i1).")
+_special_i0e = _float_unary("i0e")
+_special_i1 = _float_unary("i1")
+_special_i1e = _float_unary("i1e")
+_special_ndtri = _float_unary("ndtri")
+_special_log_ndtr = _float_unary("log_ndtr")
+_special_entr = _float_unary("entr")
+
+
+@method("logit", function=True)
+def logit(input, eps=None):
+    """Mirrors ``torch.logit``: ``log(p / (1 - p))`` elementwise, with ``p`` clamped to
+    ``[eps, 1 - eps]`` when ``eps`` is given (the gradient is 0 outside). Integers give the
+    default float dtype."""
+    x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return (x / (1 - x)).log()
+
+
+@method("polygamma")
+def _polygamma_method(self, n):
+    """Mirrors ``Tensor.polygamma(n)``: see ``tracegrad.polygamma``."""
+    return polygamma(n, self)
+
+
+@function()
+def polygamma(n, input):
+    """Mirrors ``torch.polygamma(n, input)``: the ``n``-th derivative of digamma, elementwise
+    (``n`` a non-negative int). Integers give the default float dtype. Autograd:
+    ``PolygammaBackward0``. RuntimeError for a negative ``n``, as torch."""
+    if int(n) < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n, got n={n}; pass n >= 0")
+    if n == 0:
+        return digamma(input)
+    st = () if input.is_floating_point() else (("dtype", _dt.get_default_dtype().np),)
+    return apply_op(OPS["polygamma"], (input,), (("n", int(n)),) + st)
+
+
+@method("mvlgamma", function=True)
+def mvlgamma(input, p):
+    """Mirrors ``torch.mvlgamma(input, p)``: the multivariate log-gamma of dimension ``p``,
+    ``p(p-1)/4 log(pi) + sum_j lgamma(x - j/2)`` for ``j < p`` (inf where an argument hits a
+    pole; torch 2.13 no longer checks ``x > (p-1)/2``). Integers give the default float dtype.
+    RuntimeError for ``p < 1``, as torch."""
+    if p < 1:
+        raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p}")
+    x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())
+    j = _tensor(np.arange(p, dtype=np.float64) / 2, dtype=x.dtype)
+    return lgamma(x.unsqueeze(-1) - j).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def _require_float(api, *ts):
+    for t in ts:
+        if not t.is_floating_point():
+            raise NotImplementedError(f'"{api}_cpu" not implemented for \'{_SCALAR_NAME.get(t.dtype.name, t.dtype.name)}\': '
+                                      "convert the input with .float() first")
+
+
+@method("nextafter", function=True)
+def nextafter(input, other):
+    """Mirrors ``torch.nextafter``: the next representable float after ``input`` towards
+    ``other``, elementwise (broadcast; the promoted floating dtype). No gradient, as torch.
+    NotImplementedError for integer inputs."""
+    other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
+    _require_float("nextafter", input, other)
+    return apply_op(OPS["nextafter"], (input, other), (("dtype", result_dtype(input, other).np),))
+
+
+@method("frexp", function=True)
+def frexp(input):
+    """Mirrors ``torch.frexp``: ``(mantissa, exponent)`` with ``input = mantissa * 2**exponent``,
+    ``|mantissa|`` in [0.5, 1); mantissa in the input's dtype, exponent int32 (0 for 0, inf,
+    NaN). No gradient. RuntimeError for a non-floating input, as torch."""
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes; convert the input with .float()")
+    m, e = apply_op(OPS["frexp"], (input,))
+    return _frexp_type(m, e)
+
+
+_frexp_type = collections.namedtuple("frexp", ["mantissa", "exponent"])
+
+
+@method("ldexp", function=True)
+def ldexp(input, other):
+    """Mirrors ``torch.ldexp``: ``input * 2**other`` (``2**other`` in the default float dtype,
+    then torch's promotion: integer inputs give float32). Gradient through the product.
+    Differs from torch: torch 2.13's gradient for ``input`` is 0 where an integer ``other`` is
+    negative (it computes ``2**other`` in integers); tracegrad's is ``2**other``."""
+    return input * (2.0 ** other)
+
+
+@function()
+def polar(abs, angle):
+    """Mirrors ``torch.polar``: the complex tensor ``abs * (cos(angle) + i sin(angle))``
+    (complex64 for float32 inputs, complex128 for float64). RuntimeError unless both are
+    float tensors of one dtype, as torch."""
+    if not (abs.is_floating_point() and angle.is_floating_point()) or abs.dtype is not angle.dtype:
+        n1, n2 = (_SCALAR_NAME.get(t.dtype.name, t.dtype.name) for t in (abs, angle))
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {n1} and {n2}; "
+                           "pass float tensors of one dtype")
+    return abs * angle.cos() + (abs * angle.sin()) * 1j
+
+
+@method("logcumsumexp", function=True)
+def logcumsumexp(input, dim):
+    """Mirrors ``torch.logcumsumexp``: ``log(cumsum(exp(input), dim))`` without overflow; same
+    shape and dtype. Autograd: ``LogcumsumexpBackward0``. NotImplementedError for integer
+    inputs, IndexError for a bad ``dim``, as torch."""
+    _require_float("logcumsumexp_out", input)
+    return apply_op(OPS["logcumsumexp"], (input,), (("dim", _wrap_dim(dim, input.ndim) if input.ndim else 0),))
+
+
+def _cum_extreme(kind):
+    op = OPS[kind]
+
+    def f(input, dim):
+        d = _wrap_dim(dim, input.ndim)
+        if input.ndim == 0:
+            v, i = apply_op(op, (input.reshape(1),), (("dim", 0),))
+            return getattr(return_types, kind)(v.reshape(()), i.reshape(()))
+        return getattr(return_types, kind)(*apply_op(op, (input,), (("dim", d),)))
+    f.__name__ = kind
+    f.__doc__ = (f"Mirrors ``torch.{kind}(input, dim)``: the running {kind[3:]}imum along ``dim`` and the "
+                 f"index (int64) where it was found (the later one on ties; a NaN sticks), a named tuple "
+                 f"``(values, indices)``. Autograd: ``{kind.capitalize()}Backward0`` (to the chosen elements). "
+                 "IndexError for a bad ``dim``.")
+    return f
+
+
+cummax = method("cummax", function=True)(_cum_extreme("cummax"))
+cummin = method("cummin", function=True)(_cum_extreme("cummin"))
+
+__all__ = ["logit", "lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "i0", "nextafter", "frexp", "ldexp", "polar",
+           "logcumsumexp", "cummax", "cummin"]

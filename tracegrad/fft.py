@@ -1,0 +1,158 @@
+"""``tracegrad.fft``: ``torch.fft``'s transforms, frequencies and shifts, same names and arguments.
+
+Each transform is one op whose backward is JAX's VJP of ``jax.numpy.fft`` (``tracegrad.func.
+jax_function``; grad_fn ``FftR2CBackward`` / ``FftC2CBackward`` / ``FftC2RBackward``, torch's names
+without the trailing 0). Dtypes as torch: float32 -> complex64, float64 -> complex128; integer
+inputs compute in the default float dtype; ``irfft``/``hfft`` return the real dtype. ``norm`` is
+``"backward"`` (default: no scaling forward, ``1/n`` inverse), ``"ortho"`` or ``"forward"``.
+
+Complex numbers: a real input whose result reaches a real loss (``fft.rfft(x).abs().sum()``,
+``fft.irfft(fft.rfft(x) * w)``) gets torch's gradient. A complex tensor that requires grad as a
+leaf gets the conjugate of torch's ``.grad`` (tracegrad keeps JAX's convention there), and
+``Tensor.real``/``.imag`` of complex tensors are not available yet; see README.
+
+Errors as torch: RuntimeError for an unknown ``norm``, ``n < 1`` or a complex input to
+``rfft``/``ihfft``; IndexError for a dim out of range.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax.numpy as jnp
+import numpy as np
+
+from ._ops.dtypes import get_default_dtype, to_dtype
+from ._tensor.factories import tensor as _tensor
+from ._tensor.tensor import Tensor, _wrap_dim
+from .func import jax_function
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+_KIND = {"fft": "C2C", "ifft": "C2C", "fftn": "C2C", "ifftn": "C2C", "rfft": "R2C", "ihfft": "R2C", "rfftn": "R2C",
+         "irfft": "C2R", "hfft": "C2R", "irfftn": "C2R"}
+_REAL_ONLY = ("rfft", "ihfft", "rfftn", "rfft2")
+
+
+@functools.lru_cache(maxsize=None)
+def _op(jname):
+    """One jax_function per ``jax.numpy.fft`` function (its static kwargs pick the variant)."""
+    jfn = getattr(jnp.fft, jname)
+    return jax_function(lambda a, **kw: jfn(a, **kw), name=f"Fft{_KIND[jname]}")
+
+
+def _prepare(input, api):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fft_{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.is_complex():
+        if api in _REAL_ONLY:
+            name = "ComplexFloat" if input.dtype.name == "complex64" else "ComplexDouble"
+            raise RuntimeError(f"{api} expects a real input tensor, but got {name}; pass a real tensor "
+                               "(or use the complex transform)")
+        return input
+    if not input.is_floating_point():
+        return input.to(get_default_dtype())
+    return input
+
+
+def _norm(norm):
+    if norm not in (None, "backward", "ortho", "forward"):
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"; use "backward", "ortho" or "forward"')
+    return norm or "backward"
+
+
+def _one_dim(api, jname):
+    def f(input, n=None, dim=-1, norm=None, *, out=None):
+        x = _prepare(input, api)
+        d = _wrap_dim(dim, x.dim())
+        if n is not None and n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified; pass n >= 1")
+        return _op(jname)(x, n=n, axis=d, norm=_norm(norm))
+    f.__name__ = api
+    kind = {"C2C": "complex -> complex", "R2C": "real -> complex (the n//2 + 1 non-negative frequencies)",
+            "C2R": "Hermitian half -> real (length n, default 2 * (m - 1))"}[_KIND[jname]]
+    f.__doc__ = (f"Mirrors ``torch.fft.{api}(input, n=None, dim=-1, norm=None)``: the 1-d "
+                 f"{'inverse ' if api.startswith('i') else ''}discrete Fourier transform along ``dim``, {kind}; "
+                 "``n`` zero-pads or trims the input along ``dim`` first. Autograd: JAX's VJP. Raises "
+                 "RuntimeError for a bad ``norm``/``n`` (or a complex input where a real one is needed), "
+                 "IndexError for a bad ``dim``.")
+    return f
+
+
+fft = _one_dim("fft", "fft")
+ifft = _one_dim("ifft", "ifft")
+rfft = _one_dim("rfft", "rfft")
+irfft = _one_dim("irfft", "irfft")
+hfft = _one_dim("hfft", "hfft")
+ihfft = _one_dim("ihfft", "ihfft")
+
+
+def _n_dim(api, jname, default_dim=None):
+    def f(input, s=None, dim=default_dim, norm=None, *, out=None):
+        x = _prepare(input, api)
+        if dim is None and s is not None:
+            dim = tuple(range(-len(s), 0))
+        axes = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in ((dim,) if isinstance(dim, int) else dim))
+        if s is not None:
+            s = tuple(int(v) for v in s)
+            if any(v < 1 and v != -1 for v in s):
+                raise RuntimeError(f"Invalid number of data points ({min(s)}) specified; pass sizes >= 1")
+            if axes is not None and len(s) != len(axes):
+                raise RuntimeError(f"When given, dim and shape arguments must have the same length; got "
+                                   f"{len(axes)} dims and {len(s)} sizes")
+            s = tuple(x.shape[a] if v == -1 else v for v, a in zip(s, axes or range(x.dim() - len(s), x.dim())))
+        return _op(jname)(x, s=s, axes=axes, norm=_norm(norm))
+    f.__name__ = api
+    f.__doc__ = (f"Mirrors ``torch.fft.{api}(input, s=None, dim={default_dim}, norm=None)``: the "
+                 f"{'inverse ' if jname.startswith('i') else ''}discrete Fourier transform over the dims ``dim`` "
+                 "(all dims when None, or the last ``len(s)`` when only ``s`` is given); ``s`` gives the signal "
+                 "size per dim (-1: unchanged). Same dtypes, autograd and errors as the 1-d transform.")
+    return f
+
+
+fft2 = _n_dim("fft2", "fftn", (-2, -1))
+ifft2 = _n_dim("ifft2", "ifftn", (-2, -1))
+rfft2 = _n_dim("rfft2", "rfftn", (-2, -1))
+irfft2 = _n_dim("irfft2", "irfftn", (-2, -1))
+fftn = _n_dim("fftn", "fftn")
+ifftn = _n_dim("ifftn", "ifftn")
+rfftn = _n_dim("rfftn", "rfftn")
+irfftn = _n_dim("irfftn", "irfftn")
+
+
+def _freq(values, n, d, dtype, requires_grad):
+    dt = get_default_dtype() if dtype is None else to_dtype(dtype)
+    out = _tensor(values, dtype=dt) * (1.0 / (n * d))
+    return out.requires_grad_() if requires_grad else out
+
+
+def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Mirrors ``torch.fft.fftfreq``: the sample frequencies ``[0, 1, ..., -(n//2), ..., -1] / (d*n)``
+    of an ``n``-point transform (1-d, the default float dtype or ``dtype``)."""
+    k = np.concatenate([np.arange(0, (n + 1) // 2), np.arange(-(n // 2), 0)])
+    return _freq(k, n, d, dtype, requires_grad)
+
+
+def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
+    """Mirrors ``torch.fft.rfftfreq``: the ``n//2 + 1`` non-negative frequencies ``[0, ..., n//2] / (d*n)``."""
+    return _freq(np.arange(n // 2 + 1), n, d, dtype, requires_grad)
+
+
+def _shift(input, dim, sign):
+    dims = tuple(range(input.dim())) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
+    dims = tuple(_wrap_dim(d, input.dim()) for d in dims)
+    if not dims:
+        return input.clone()
+    shifts = tuple(sign * (input.shape[d] // 2) for d in dims)
+    return input.roll(shifts, dims)
+
+
+def fftshift(input, dim=None):
+    """Mirrors ``torch.fft.fftshift``: rolls each of ``dim`` (all when None) by ``size // 2`` so the
+    zero frequency is in the middle. Gradient through ``roll``. IndexError for a bad dim."""
+    return _shift(input, dim, 1)
+
+
+def ifftshift(input, dim=None):
+    """Mirrors ``torch.fft.ifftshift``: the inverse of ``fftshift`` (rolls by ``-(size // 2)``)."""
+    return _shift(input, dim, -1)

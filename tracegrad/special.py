@@ -1,0 +1,77 @@
+"""``tracegrad.special``: the commonly used part of ``torch.special``, same names and arguments.
+
+Most names are tracegrad's own functions under torch.special's spelling (``expit`` is
+``tracegrad.sigmoid``, ``gammaln`` is ``tracegrad.lgamma``, ``psi`` is ``tracegrad.digamma``,
+``multigammaln`` is ``tracegrad.mvlgamma``...); the rest are ops of the op table
+(``_ops/special.py``: i0e, i1, i1e, ndtri, log_ndtr, entr, with JAX's derivatives) or short
+compositions (``ndtr``, ``xlog1py``). Integer inputs give the default float dtype, as torch.
+Non-Tensor inputs raise TypeError, as torch's.
+"""
+from __future__ import annotations
+
+import math
+
+from ._api import special_math as _sm
+from ._api.functions import (
+    digamma, erf, erfc, erfinv, exp2, expm1, i0, lgamma, log1p, log_softmax, logit, logsumexp, mvlgamma, polygamma,
+    round, sigmoid, sinc, softmax, xlogy
+)
+from ._ops.dtypes import get_default_dtype
+from ._tensor.factories import tensor as _tensor
+from ._tensor.tensor import Tensor
+
+__all__ = ["expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "gammaln", "digamma", "psi",
+           "polygamma", "multigammaln", "xlogy", "xlog1py", "entr", "sinc", "logsumexp", "softmax", "log_softmax",
+           "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "round"]
+
+expit = sigmoid            # torch.special.expit: the logistic sigmoid
+gammaln = lgamma           # torch.special.gammaln: log|Gamma(x)|
+psi = digamma              # torch.special.psi: an alias of digamma
+multigammaln = mvlgamma    # torch.special.multigammaln(input, p)
+
+i0e = _sm._special_i0e
+i0e.__doc__ = ("Mirrors ``torch.special.i0e``: ``exp(-|x|) * i0(x)`` elementwise, without overflow. "
+               "Autograd: ``SpecialI0EBackward0``. TypeError for a non-Tensor.")
+i1 = _sm._special_i1
+i1.__doc__ = ("Mirrors ``torch.special.i1``: the modified Bessel function of the first kind, order 1. "
+              "Autograd: ``SpecialI1Backward0``. TypeError for a non-Tensor.")
+i1e = _sm._special_i1e
+i1e.__doc__ = ("Mirrors ``torch.special.i1e``: ``exp(-|x|) * i1(x)`` elementwise. Autograd: "
+               "``SpecialI1EBackward0``. TypeError for a non-Tensor.")
+ndtri = _sm._special_ndtri
+ndtri.__doc__ = ("Mirrors ``torch.special.ndtri``: the inverse of the standard normal CDF (``-inf``/``inf`` "
+                 "at 0/1, NaN outside [0, 1]). Autograd: ``SpecialNdtriBackward0``. TypeError for a non-Tensor.")
+log_ndtr = _sm._special_log_ndtr
+log_ndtr.__doc__ = ("Mirrors ``torch.special.log_ndtr``: ``log`` of the standard normal CDF, accurate in the "
+                    "far left tail. Autograd: ``SpecialLogNdtrBackward0``. TypeError for a non-Tensor.")
+entr = _sm._special_entr
+entr.__doc__ = ("Mirrors ``torch.special.entr``: ``-x * log(x)`` for ``x > 0``, 0 at 0, ``-inf`` below. "
+                "Autograd: ``SpecialEntrBackward0`` with torch's ``-(1 + log x)`` everywhere (inf at 0, NaN "
+                "below). TypeError for a non-Tensor.")
+
+
+def _float(x, api):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"special_{api}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    return x if x.is_floating_point() else x.to(get_default_dtype())
+
+
+def ndtr(input):
+    """Mirrors ``torch.special.ndtr``: the standard normal CDF ``(1 + erf(x / sqrt 2)) / 2``
+    elementwise (computed as ``erfc(-x / sqrt 2) / 2``, accurate in the left tail). Gradient
+    through ``erfc``. TypeError for a non-Tensor."""
+    return erfc(_float(input, "ndtr") * (-1 / math.sqrt(2))) * 0.5
+
+
+def xlog1py(input, other):
+    """Mirrors ``torch.special.xlog1py``: ``input * log1p(other)``, 0 where ``input`` is 0
+    (unless ``other`` is NaN); either may be a Python number; broadcast, promoted to floating."""
+    if not isinstance(input, Tensor):
+        input = _tensor(input, dtype=other.dtype if other.is_floating_point() else get_default_dtype())
+    if not isinstance(other, Tensor):
+        other = _tensor(other, dtype=input.dtype if input.is_floating_point() else get_default_dtype())
+    zero = input == 0
+    safe = other.where(zero.logical_not(), 0.0)
+    out = (input * safe.log1p()).where(zero.logical_not(), 0.0)
+    out = out if out.is_floating_point() else out.to(get_default_dtype())
+    return other.to(out.dtype).where(other.isnan(), out)
