@@ -262,9 +262,16 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         disable: return a wrapper that always runs eagerly.
 
     Raises:
-        RuntimeError: ``model`` is not callable; ValueError: an unknown ``mode`` or a
-            ``mode`` together with ``options`` (as torch).
+        AssertionError: ``model`` is not callable, ``dynamic`` is not a bool or None (as
+            torch); RuntimeError: an unknown ``mode`` or ``backend``, or a ``mode`` together with
+            ``options`` (as torch).
     """
+    if model is not None and not callable(model):
+        # torch asserts it (AssertionError), before looking at the other arguments
+        raise AssertionError(f"tracegrad.compile: a callable function is expected (a function or an nn.Module), "
+                             f"but {type(model)} is provided")
+    if dynamic is not None and not isinstance(dynamic, bool):
+        raise AssertionError(f"tracegrad.compile: expected dynamic to be a bool or None, got {type(dynamic)}")
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if mode not in _MODES:
@@ -279,9 +286,6 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     wrap_module = getattr(model, "_tracegrad_compiled_wrapper", None)
     if wrap_module is not None:          # an nn.Module (nn sits above this layer)
         return wrap_module(CompiledFunction, kw)
-    if not callable(model):
-        raise RuntimeError("tracegrad.compile: model must be a callable (a function or an nn.Module), "
-                           f"got {type(model).__name__}")
     return CompiledFunction(model, **kw)
 
 
@@ -398,6 +402,8 @@ def allow_in_graph(fn):
     break. Use it only for hooks without Python side effects (no counters, prints, ``.item()``,
     appends): their Python runs once, while tracing; the tensor math they do runs every call.
     Returns ``fn``."""
+    if not callable(fn):
+        raise AssertionError("tracegrad.compiler.allow_in_graph expects a callable")
     try:
         fn._tracegrad_traceable = True
     except AttributeError:
@@ -410,6 +416,8 @@ def disable(fn=None, recursive=True):
     function too, where calling it is a graph break: its Python runs on every call)."""
     if fn is None:
         return lambda f: disable(f, recursive)
+    if not callable(fn):
+        raise AssertionError("tracegrad.compiler.disable: fn must be callable")
 
     @functools.wraps(fn)
     def eager_only(*args, **kwargs):

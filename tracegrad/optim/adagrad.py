@@ -42,6 +42,11 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
+        if fused:          # torch's argument checks (no fused kernel here either way)
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
         # torch creates Adagrad's state here, for every parameter, and never lazily in step
         # (so _init_state keeps the base's empty default)
         for group in self.param_groups:

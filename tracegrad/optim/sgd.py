@@ -43,6 +43,11 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+        if fused:          # torch's argument checks (no fused kernel here either way)
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     _setstate_group_defaults = dict(nesterov=False, maximize=False, foreach=None,
                                     differentiable=False, fused=False)
