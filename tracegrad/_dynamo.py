@@ -8,7 +8,7 @@ from __future__ import annotations
 from . import compiler as _compiler
 from .compiler import allow_in_graph, disable, is_compiling, reset
 
-__all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic",
+__all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
            "maybe_mark_dynamic", "mark_static"]
 
 
@@ -46,6 +46,14 @@ class _Config:
 
 
 config = _Config()
+
+
+def graph_break(msg=""):
+    """Mirrors ``torch._dynamo.graph_break``: inside a compiled function, a graph break here
+    (the call runs eagerly, with the reason in ``tracegrad.compiler.stats()``; with
+    ``fullgraph=True`` it raises ``GraphBreak``); outside one, nothing."""
+    if is_compiling():
+        raise _compiler.GraphBreak("torch._dynamo.graph_break() called" + (f": {msg}" if msg else ""))
 
 
 def mark_dynamic(t, index, *, min=None, max=None):   # noqa: A002 -- torch's argument names

@@ -34,6 +34,8 @@ import threading
 
 CAPTURE: list = [None]
 STRUCTURE: list = [0]
+# id(storage) -> how many live compiled programs read it as state (``_lowering/region.py``)
+HELD_STORAGES: dict = {}
 
 
 def bump_structure() -> None:

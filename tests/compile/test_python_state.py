@@ -465,3 +465,25 @@ def test_side_effect_in_a_helper_a_module_calls_happens_every_call():
     for _ in range(4):
         step(tracegrad.ones(2, 3))
     assert HELPER_CALLS["forward"] == 4 and step.stats["graph_breaks"]
+
+
+def test_param_group_lr_set_inside_the_step_to_its_current_value_is_a_side_effect():
+    """``group["lr"] = lr`` inside a compiled step, traced on a call that stores the lr the
+    group already holds: the write is still a side effect (the program reads the group's lr
+    as an input and would not repeat the assignment), so calls with other lrs equal eager."""
+    def run(wrap):
+        w = tracegrad.nn.Parameter(tracegrad.zeros(1))
+        opt = tracegrad.optim.SGD([w], lr=1.0)
+
+        def step(lr):
+            opt.param_groups[0]["lr"] = lr
+            opt.zero_grad()
+            (w * 1.0).sum().backward()
+            opt.step()
+        f = wrap(step)
+        out = []
+        for lr in [1.0, 1.0, 1.0, 2.0, 1.0, 3.0, 1.0]:
+            f(lr)
+            out.append((float(w), opt.param_groups[0]["lr"]))
+        return out
+    assert run(tracegrad.compile) == run(lambda f: f)

@@ -676,7 +676,6 @@ def test_autograd_function_stride_in_backward():
     check(build, lambda T, i: (_rand(T, i, 2, 2).double(),), backward=bw)
 
 
-@pytest.mark.xfail(strict=True, reason="tracegrad._dynamo has no graph_break() (torch._dynamo.graph_break)")
 def test_autograd_function_with_graph_break_in_forward():
     # AutogradFunctionTests.test_autograd_function_has_graph_break: a forward with a graph
     # break (torch._dynamo.graph_break) still gives eager's results

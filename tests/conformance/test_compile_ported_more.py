@@ -546,8 +546,6 @@ def test_inplace_on_input_and_view_visible_to_caller():
         np.testing.assert_allclose(_np(a), [3.0, (a0[1] + 1) * 2, (a0[2] + 1) * 2], err_msg=str(i))
 
 
-@pytest.mark.xfail(strict=True, reason="no_grad / set_grad_enabled(False) inside a compiled forward-only "
-                   "function are ignored by the backward through it: x.grad 9 instead of 3")
 def test_grad_mode_inside_compiled_function():
     # MiscTests.test_no_grad / test_enable_grad / test_set_grad_enabled inside the function
     def build(T):
@@ -568,8 +566,6 @@ def test_grad_mode_inside_compiled_function():
             assert enabled is False and out.requires_grad is False
 
 
-@pytest.mark.xfail(strict=True, reason="gradient flows through .detach() and no_grad results of a "
-                   "compiled forward-only function when the output is differentiated outside it")
 @pytest.mark.parametrize("cut", ["detach", "no_grad"])
 def test_detached_values_inside_compiled_forward_get_no_grad(cut):
     # MiscTests.test_detach / test_no_grad_inline: a value cut from the graph inside the
@@ -586,8 +582,6 @@ def test_detached_values_inside_compiled_forward_get_no_grad(cut):
     check(build, lambda T, i: (T.ones(3, requires_grad=True),), backward=_bw_sum)
 
 
-@pytest.mark.xfail(strict=True, reason="a fresh requires_grad leaf argument on every call traces a new "
-                   "program each call; past cache_size_limit the function warns and runs eagerly")
 def test_fresh_requires_grad_argument_reuses_program():
     # MiscTests.test_no_recompile_on_new_tensor-style (torch guards on metadata, not identity):
     # new input tensors with the same shape, dtype and requires_grad reuse one program

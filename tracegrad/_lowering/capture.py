@@ -25,6 +25,7 @@ import traceback
 import weakref
 
 import jax
+import jax.numpy as jnp
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -99,6 +100,17 @@ def guard_output():
         logging.Logger._log = log
 
 
+@jax.custom_jvp
+def _written(old, new):
+    """``new``, with the derivative of ``old`` (an identity through an unrecorded write)."""
+    return new
+
+
+@_written.defjvp
+def _written_jvp(primals, tangents):
+    return primals[1], tangents[0]
+
+
 class Capture:
     """Bookkeeping for one trace. ``lifted``: ids of storages whose arrays are tracers now;
     ``generators``: generators whose keys are traced; ``hyper_inputs``: optimizer ->
@@ -135,6 +147,30 @@ class Capture:
             if st is not None and id(st) not in self.lifted and st not in self.created \
                     and st.array is not None and not isinstance(st.array, _Tracer):
                 self.found.setdefault(id(st), (a, st.array))
+
+    # NOTE [gradients in a differentiated trace]: when JAX differentiates the trace (a compiled
+    # forward whose outputs are differentiated outside, ``vjp``), it follows every array, but
+    # torch's gradients follow only the recorded graph. So an op's input that is not part of
+    # it -- a ``detach()``ed tensor, ``.data``, a value computed under ``no_grad`` or any tensor
+    # that does not require grad, or every input while grad mode is off -- enters the op behind
+    # ``stop_gradient``; and an in-place op that records nothing on a tensor that requires
+    # grad (``with no_grad(): y.mul_(2)``) leaves its history as it was: the gradient passes
+    # through the write as through an identity, as torch's unchanged grad_fn does.
+    def graph_inputs(self, args, arrays, grad_on):
+        """``arrays`` (the op's inputs) with those outside the recorded graph cut from JAX's
+        derivative (NOTE [gradients in a differentiated trace])."""
+        out = list(arrays)
+        for i, a in enumerate(args):
+            if getattr(a, "_st", None) is not None and not (grad_on and a._rg):
+                out[i] = jax.lax.stop_gradient(out[i])
+        return out
+
+    def unrecorded_write(self, old, new):
+        """The value an unrecorded in-place op writes into a tensor that requires grad: ``new``,
+        differentiated as ``old`` (NOTE [gradients in a differentiated trace])."""
+        if new.dtype != old.dtype or new.shape != old.shape or not jnp.issubdtype(old.dtype, jnp.inexact):
+            return new
+        return _written(old, new)
 
     def see_write(self, t):
         if self._external(t):

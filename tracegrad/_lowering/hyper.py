@@ -121,11 +121,13 @@ def swapped(opt, values):
     """Within the block, ``opt``'s groups hold the traced values instead of the numbers."""
     saved = [dict(g) for g in opt.param_groups]
     try:
+        # dict's own methods: the groups report writes by the traced function (optim's
+        # ParamGroup), not these
         for i, kv in values.items():
-            opt.param_groups[i].update(kv)
+            dict.update(opt.param_groups[i], kv)
         yield
     finally:
         for g, s in zip(opt.param_groups, saved):
             for k in LIFTED:
                 if k in s:
-                    g[k] = s[k]
+                    dict.__setitem__(g, k, s[k])

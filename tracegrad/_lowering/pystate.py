@@ -302,6 +302,9 @@ def _put_back(v, copy):
     shallow, inner = copy
     if isinstance(v, list):
         v[:] = shallow
+    elif isinstance(v, dict):         # dict's methods: a subclass may report writes (ParamGroup)
+        dict.clear(v)
+        dict.update(v, shallow)
     else:
         v.clear()
         v.update(shallow)

@@ -214,7 +214,7 @@ class Region:
         return self.out_recipe.build(res, arg_leaves, vjp)
 
 
-_HELD: dict = {}     # id(storage) -> how many live regions hold it (the orphan guard's baseline)
+_HELD = _state.HELD_STORAGES   # id(storage) -> how many live regions hold it (the orphan guard's baseline)
 
 
 def _release(ids):

@@ -336,7 +336,9 @@ class Tensor(TensorBase):
                                "not allowed. Clone it outside inference_mode() (or use it inside one).")
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        if self._rg != bool(requires_grad):
+        if self._rg != bool(requires_grad) and id(self._st) in _state.HELD_STORAGES:
+            # only state a compiled program reads (a parameter frozen between calls); a new
+            # tensor made with requires_grad=True changes no program
             _state.bump_structure()
         self._rg = bool(requires_grad)
         return self

@@ -41,8 +41,9 @@ def apply_op(op: Op, args, static=()):
     """Run ``op`` on ``args`` (Tensors, Python scalars, None) with static keyword arguments
     ``static`` (a tuple of (name, value) pairs). Returns a Tensor, or a tuple of Tensors for
     multi-output ops."""
-    if _CAPTURE[0] is not None:
-        _CAPTURE[0].see_tensors(args)
+    cap = _CAPTURE[0]
+    if cap is not None:
+        cap.see_tensors(args)
     arrays = []
     record = False
     for a in args:
@@ -52,6 +53,8 @@ def apply_op(op: Op, args, static=()):
                 record = True
         else:
             arrays.append(a)
+    if cap is not None and cap.vjp:
+        arrays = cap.graph_inputs(args, arrays, STATE[0])
     out = op.run(arrays, static)
     record = record and STATE[0] and op.grad_fn is not None
     if record and op.view and "_inference" in args[0].__dict__:
@@ -325,12 +328,16 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     view: the base gets a ``CopySlices`` node, the view's grad_fn is regenerated from it)."""
     check_inplace(self)
     all_args = (self, *args)
-    if _CAPTURE[0] is not None:
-        _CAPTURE[0].see_tensors(all_args)
+    cap = _CAPTURE[0]
+    if cap is not None:
+        cap.see_tensors(all_args)
     record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
     if record and self._base is not None:
         return _inplace_on_view(op, self, args, static)
-    out = op.run([a._value if isinstance(a, Tensor) else a for a in all_args], static)
+    arrays = [a._value if isinstance(a, Tensor) else a for a in all_args]
+    if cap is not None and cap.vjp:
+        arrays = cap.graph_inputs(all_args, arrays, record)
+    out = op.run(arrays, static)
     if out.dtype != self._value.dtype:
         src, dst = _dt.from_numpy_dtype(out.dtype), self.dtype
         if not _dt.can_cast(src, dst):
@@ -350,6 +357,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
             if s.is_output and s.tensor is not None and s.tensor._st is res._st:
                 s.tensor, s.version = self.detach(), self._vc[0]
         return self
+    if cap is not None and cap.vjp:          # (self may share its storage with a tensor in the graph)
+        out = cap.unrecorded_write(self._value, out)
     self._write(out)
     return self
 

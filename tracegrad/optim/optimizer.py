@@ -173,6 +173,7 @@ class Optimizer:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
+        self.param_groups = [g if type(g) is ParamGroup else ParamGroup(g) for g in self.param_groups]
         for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
                      "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
                      "_optimizer_load_state_dict_pre_hooks", "_optimizer_load_state_dict_post_hooks"):
@@ -496,7 +497,59 @@ class Optimizer:
                                  f"cannot add param group {txt} to the optimizer")
         if not seen.isdisjoint(id(p) for p in param_group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
-        self.param_groups.append(param_group)
+        self.param_groups.append(ParamGroup(param_group))
+
+
+class ParamGroup(dict):
+    """One entry of ``Optimizer.param_groups``: a dict (as torch's) that reports a write made
+    while a compiled function is being traced. ``group["lr"] = lr`` inside a compiled step is
+    a Python side effect even when it stores the value already there: the program reads the
+    group's lr as an input and would not repeat the assignment on a later call with another
+    lr, so the call runs eagerly (a graph break)."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key, value):
+        _note_write(key)
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key):
+        _note_write(key)
+        dict.__delitem__(self, key)
+
+    def __ior__(self, other):
+        _note_write("|=")
+        return dict.__ior__(self, other)
+
+    def update(self, *args, **kwargs):
+        _note_write("update()")
+        dict.update(self, *args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            _note_write(key)
+        return dict.setdefault(self, key, default)
+
+    def pop(self, key, *default):
+        _note_write(key)
+        return dict.pop(self, key, *default)
+
+    def popitem(self):
+        _note_write("popitem()")
+        return dict.popitem(self)
+
+    def clear(self):
+        _note_write("clear()")
+        dict.clear(self)
+
+    def __reduce__(self):            # pickles (and deep-copies) as the plain dict torch has
+        return (ParamGroup, (dict(self),))
+
+
+def _note_write(key):
+    if compiler.is_compiling():
+        raise compiler.GraphBreak(f"setting the optimizer's param_groups option {key!r} is a Python side "
+                                  "effect: the program would not repeat it on later calls")
 
 
 def _check_real(p, name):
