@@ -3,6 +3,7 @@ in-place writes to arguments and captured tensors, EMA weights under no_grad, mi
 gradient accumulation, weight tying, several optimizers and param groups, a small CNN with
 BatchNorm2d / LayerNorm / Embedding / cross_entropy, BatchNorm with momentum=None, tensors
 returned in containers, float64 models."""
+import numpy as np
 import pytest
 
 import tracegrad
@@ -312,3 +313,29 @@ def gradient_penalty_program(mod, wrap):
 def test_gradient_penalty_double_backward_step():
     run = check_compiled(gradient_penalty_program, calls=4, torch_too=True)
     assert not run.step.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM"])
+def test_fullgraph_recurrent_step_traced_on_the_first_call(cls):
+    """With fullgraph=True the first call is traced (no eager call before it): a recurrent
+    layer's state views (``h_n[layer]``) take their positions from a cache that outlives the
+    trace, which must hold concrete values (a traced one leaked into the next program and
+    crashed it). Four calls equal eager's."""
+    def run(wrap):
+        tracegrad.manual_seed(0)
+        rnn = getattr(tracegrad.nn, cls)(4, 8)
+        opt = tracegrad.optim.SGD(rnn.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = rnn(x)[0].pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+        return [float(f(data(tracegrad, i, 5, 2, 4))) for i in range(4)], [p.detach().numpy() for p in rnn.parameters()]
+    tracegrad._state.clear_caches()       # the trace is the first to ask for those positions
+    (lc, pc), (le, pe) = run(lambda f: tracegrad.compile(f, fullgraph=True)), run(lambda f: f)
+    np.testing.assert_allclose(lc, le, rtol=1e-5)
+    for a, b in zip(pc, pe):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -240,7 +240,8 @@ def as_arg(v):
     if a is None:
         if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh
             _SCALARS.clear()
-        a = _SCALARS[key] = jnp.asarray(v)
+        with jax.ensure_compile_time_eval():     # concrete inside a trace too: the cache outlives it
+            a = _SCALARS[key] = jnp.asarray(v)
     return a
 
 

@@ -39,7 +39,10 @@ def pos_arg(v: int):
             _POS.clear()
         prev = x64_enter()
         try:
-            a = _POS[v] = jnp.asarray(np.int64(v))
+            # concrete even when first asked for inside a trace: the cache outlives it (a
+            # traced scalar kept here leaked into later programs as a dead tracer)
+            with jax.ensure_compile_time_eval():
+                a = _POS[v] = jnp.asarray(np.int64(v))
         finally:
             x64_exit(prev)
     return a
