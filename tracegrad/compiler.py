@@ -84,6 +84,8 @@ class CompiledFunction:
         self._plans = {}
         self._programs = 0          # traced programs of this function (torch: per code object)
         self._warned = False
+        self._break_sites = {}      # file:line of a graph break -> signatures that broke there
+        self._always_eager = False
         self.stats = {"calls": 0, "traces": 0, "eager_calls": 0, "graph_breaks": []}
         _ALL.add(self)
 
@@ -99,6 +101,8 @@ class CompiledFunction:
         if stance != "default" and stance not in _STANCES:
             raise RuntimeError(f"tracegrad.compiler.set_stance: invalid stance {stance!r}; "
                                f"use one of {', '.join(_STANCES)}")
+        if self._always_eager:
+            return self._eager(args, kwargs)
         leaves, treedef, kinds, key = _signature(args, kwargs)
         entries = self._cache.get(key)
         if entries is _EAGER:
@@ -157,6 +161,12 @@ class CompiledFunction:
             breaks.append((reason, where))
         if key is not None:
             self._cache[key] = _EAGER
+            # the same break in the code for a second signature: the code breaks whatever the
+            # arguments, so new signatures run eagerly too instead of each paying a trace
+            sites = self._break_sites.setdefault(where, set())
+            sites.add(key)
+            if where is not None and len(sites) >= 2:
+                self._always_eager = True
         if not self._warned:
             self._warned = True
             warnings.warn(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
@@ -179,6 +189,8 @@ class CompiledFunction:
     def reset(self):
         self._cache.clear()
         self._plans.clear()
+        self._break_sites.clear()
+        self._always_eager = False
         self._programs = 0
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
 

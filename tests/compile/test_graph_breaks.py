@@ -240,3 +240,25 @@ def test_anomaly_mode_around_a_compiled_step_checks_like_eager():
         with pytest.raises(RuntimeError, match="SqrtBackward0' returned nan"):
             f(bad)
         assert f(good).tolist() == step(good).tolist()
+
+
+def test_a_break_at_the_same_line_for_two_signatures_stops_tracing_new_ones():
+    """A graph break at one line of the code for two argument signatures (here: a Python lr
+    that differs per call, set into a dict) means the code breaks whatever the arguments:
+    later signatures run eagerly without a trace attempt each (an attempt runs the body one
+    more time, counted here by an iterator the trace does not restore)."""
+    import itertools
+    runs, seen = itertools.count(), {}
+
+    def step(x, lr):
+        next(runs)
+        seen["lr"] = lr                       # a side effect: graph break
+        return x * lr
+    f = tracegrad.compile(step)
+    for lr in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0):
+        assert f(tracegrad.ones(2), lr).tolist() == [lr, lr]
+    # six eager runs, plus the abandoned traces of the 2nd and 3rd calls only
+    assert next(runs) == 8 and f.stats["eager_calls"] == 6 and seen["lr"] == 6.0
+    f.reset()
+    f(tracegrad.ones(2), 7.0), f(tracegrad.ones(2), 8.0)
+    assert next(runs) == 9 + 3              # after reset() a new signature is traced again
