@@ -127,8 +127,6 @@ def test_compiled_step_with_lr_scheduler(sched):
             np.testing.assert_allclose(v, u, rtol=2e-5, atol=2e-6, err_msg=f"step {i}")
 
 
-@pytest.mark.xfail(strict=True, reason="an lr of exactly 0.0 (CosineAnnealingLR's minimum) traces a new program; "
-                   "DESIGN 2.5 says lr is a traced input and a scheduler never retraces")
 def test_lr_scheduler_reaching_zero_does_not_retrace():
     # test_compiled_optimizers make_test(scheduler_cls=CosineAnnealingLR) with its recompile
     # check: the scheduler's lr values (down to eta_min=0) feed one program

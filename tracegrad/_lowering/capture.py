@@ -121,6 +121,7 @@ class Capture:
         self.lifted = lifted_ids
         self.generators = generators
         self.hyper_inputs = hyper_inputs
+        self.hyper_signs = {}                  # lifted value compared with zero -> its sign then
         self.created = weakref.WeakSet()       # storages made during this trace
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array)

@@ -8,9 +8,10 @@ rules cast to the parameter's dtype exactly where torch casts the Python scalar)
 
 The update rules also *branch* on these numbers (``if momentum != 0``: whether a momentum
 buffer exists at all). While tracing, a lifted value is a ``Hyper`` tensor whose comparisons
-with zero answer in Python from the value the trace saw, and the region's guard keeps each
-lifted value's sign (``signature``): a call whose momentum crosses zero retraces instead of
-taking the other branch silently. Comparisons with any other number stay tensor comparisons,
+with zero answer in Python from the value the trace saw, and the region's guard keeps the
+sign of each value compared so (``signs_hold``): a call whose momentum crosses zero retraces
+instead of taking the other branch silently, while an lr a scheduler takes down to 0 (never
+compared) feeds the same program. Comparisons with any other number stay tensor comparisons,
 so a branch on them is a graph break, never a frozen answer.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from .. import _state
 from .._tensor.tensor import Tensor
 
 LIFTED = ("lr", "momentum", "betas")
@@ -46,7 +48,8 @@ def _sign(v):
 
 def signature(optimizers):
     """What the traced Python decided on: every option except ``params`` by value (lifted
-    numbers by sign only), plus how many parameters have state."""
+    numbers only by how many there are: their signs are ``signs_hold``'s), plus how many
+    parameters have state."""
     sig = []
     for o in optimizers:
         sig.append(len(o.state))
@@ -56,11 +59,22 @@ def signature(optimizers):
                     continue
                 nums = lifted(g, k) if k in LIFTED else ()
                 if nums:
-                    sig.append((k, "traced", tuple(map(_sign, nums))))
+                    sig.append((k, "traced", len(nums)))
                 else:
                     sig.append((k, v if isinstance(v, (_PY_CONST, tuple)) else id(v)))
             sig.append(len(g["params"]))
     return tuple(sig)
+
+
+def signs_hold(signs) -> bool:
+    """Whether each lifted value the trace compared with zero still has the sign it saw
+    (``signs``: ``((optimizer, group, key, position), sign)`` pairs)."""
+    for (o, i, k, j), s in signs:
+        groups = o.param_groups
+        nums = lifted(groups[i], k) if i < len(groups) else ()
+        if j >= len(nums) or _sign(nums[j]) != s:
+            return False
+    return True
 
 
 def slots(optimizers):
@@ -89,6 +103,9 @@ class Hyper(Tensor):
 
     def _cmp(self, other, op, fallback):
         if _number(other) and other == 0:
+            cap = _state.CAPTURE[0]
+            if cap is not None and self._slot is not None:
+                cap.hyper_signs[self._slot] = _sign(self._known)     # guarded from now on
             return op(self._known, 0)
         return fallback(self, other)
 
@@ -100,9 +117,9 @@ class Hyper(Tensor):
     def __le__(self, o): return self._cmp(o, lambda a, b: a <= b, Tensor.__le__)
 
 
-def make(array, known):
+def make(array, known, slot=None):
     h = Hyper._make(array)
-    h._known = known
+    h._known, h._slot = known, slot
     return h
 
 
@@ -111,7 +128,7 @@ def bind(slot_list, arrays):
     out, it = {}, iter(arrays)
     for o, i, k in slot_list:
         nums = lifted(o.param_groups[i], k)
-        vals = tuple(make(next(it), n) for n in nums)
+        vals = tuple(make(next(it), n, (o, i, k, j)) for j, n in enumerate(nums))
         out.setdefault(o, {}).setdefault(i, {})[k] = vals if k == "betas" else vals[0]
     return out
 

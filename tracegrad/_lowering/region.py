@@ -100,6 +100,7 @@ class Region:
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
+        self.hyper_signs = ()
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
         self.training_end = tuple((m, m.training) for m, t in modules if m.training is not t)
@@ -143,7 +144,7 @@ class Region:
             if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
                 self.dead = True
                 return False
-        return hyper.signature(self.optimizers) == self.hyper
+        return hyper.signature(self.optimizers) == self.hyper and hyper.signs_hold(self.hyper_signs)
 
     def _grads_unshared(self) -> bool:
         """Whether the ``.grad`` tensors this call replaces by new ones (NOTE [new .grad per
@@ -354,6 +355,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
             keys_end = [g._key for g in plan.generators]
             cap.hyper_inputs.clear()
+            info["hyper_signs"] = tuple(cap.hyper_signs.items())
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
@@ -447,6 +449,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.value_guards = value_guards(fn, refs, region.modules, ref_names)
     del live
     region.hyper_slots = hyper_slots
+    region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
     region.grad_kinds = tuple(info["grad_kinds"])
