@@ -215,6 +215,7 @@ def _option_dicts(v):
 
 
 _NESTED = 3      # containers inside containers looked into: stats["train"]["n"] += 1
+_NESTED_MAX = 64  # ... when they are that small (a list of records is data, not a counter)
 
 
 def _leaf(v, depth=_NESTED):
@@ -222,7 +223,7 @@ def _leaf(v, depth=_NESTED):
         return v
     if isinstance(v, Tensor):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
-    if depth > 1 and isinstance(v, _CONTAINERS):
+    if depth > 1 and isinstance(v, _CONTAINERS) and len(v) <= _NESTED_MAX:
         return (id(v),) + _items(v, depth - 1)
     return id(v)
 
@@ -272,7 +273,7 @@ def _copy(v, depth=_NESTED):
     if not isinstance(v, _CONTAINERS):
         return None
     shallow = list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else set(v)
-    inner = () if depth <= 1 or isinstance(v, set) else tuple(
+    inner = () if depth <= 1 or isinstance(v, set) or len(v) > _NESTED_MAX else tuple(
         (a, c) for a in (shallow.values() if isinstance(v, dict) else shallow)
         for c in (_copy(a, depth - 1),) if c is not None)
     return shallow, inner
