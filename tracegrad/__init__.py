@@ -173,6 +173,7 @@ from . import _dynamo as _dynamo  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import random as random  # noqa: E402
 from . import testing as testing  # noqa: E402
+from . import distributions as distributions  # noqa: E402
 from . import special as special  # noqa: E402
 from . import fft as fft  # noqa: E402
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
