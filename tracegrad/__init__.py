@@ -59,6 +59,7 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
+from ._ops.dtype_info import finfo as finfo, iinfo as iinfo  # noqa: E402
 from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
 from ._api.tensor_methods import return_types as return_types  # noqa: E402  (attaches Tensor's methods)
 from ._tensor.device import device as device  # noqa: E402
@@ -170,6 +171,9 @@ from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import linalg as linalg  # noqa: E402
+from . import random as random  # noqa: E402
+from . import testing as testing  # noqa: E402
+from . import distributions as distributions  # noqa: E402
 from . import special as special  # noqa: E402
 from . import fft as fft  # noqa: E402
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
@@ -180,6 +184,9 @@ from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 from .compiler import compile as compile  # noqa: E402,A001
 from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
 from ._tensor.runtime import (
+    are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms as use_deterministic_algorithms,
     get_default_device as get_default_device,
     get_float32_matmul_precision as get_float32_matmul_precision,
     set_default_device as set_default_device,

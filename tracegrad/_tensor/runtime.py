@@ -56,3 +56,33 @@ def set_default_device(dev) -> None:
         d = device("cuda", 0)
     jax.config.update("jax_default_device", d.jax_device())
     _default_device[0] = d
+
+
+# torch.use_deterministic_algorithms: recorded only (XLA's CPU and GPU kernels tracegrad uses
+# are deterministic run to run, but for scatter-add on GPU, which this flag does not change)
+_deterministic = [False, False]   # [mode, warn_only]
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
+    """Mirrors ``torch.use_deterministic_algorithms(mode, *, warn_only=False)``: records the
+    flag that ``are_deterministic_algorithms_enabled`` and
+    ``is_deterministic_algorithms_warn_only_enabled`` read back.
+    Raises: TypeError when ``mode`` or ``warn_only`` is not a bool (as torch).
+    Differs from torch: no op raises or warns under it (the flag changes no kernel)."""
+    if not isinstance(mode, bool):
+        raise TypeError(f"use_deterministic_algorithms(): argument 'mode' (position 1) must be bool, "
+                        f"not {type(mode).__name__}")
+    if not isinstance(warn_only, bool):
+        raise TypeError(f"use_deterministic_algorithms(): argument 'warn_only' must be bool, "
+                        f"not {type(warn_only).__name__}")
+    _deterministic[:] = [mode, warn_only]
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """Mirrors ``torch.are_deterministic_algorithms_enabled``."""
+    return _deterministic[0]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """Mirrors ``torch.is_deterministic_algorithms_warn_only_enabled``."""
+    return _deterministic[1]

@@ -14,11 +14,15 @@ import tracegrad
 from tracegrad import _autocast
 from tracegrad._api import nn_functions as _F
 
+from . import _more_functional as _more
 from . import _vision_functional as _vision
 from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, conv_transpose3d,  # noqa: F401
                                  embedding_bag, fold, grid_sample, instance_norm, interpolate, max_pool3d,
                                  pairwise_distance, pixel_shuffle, pixel_unshuffle, unfold, upsample,
                                  upsample_bilinear, upsample_nearest)
+
+from ._more_functional import (alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,  # noqa: F401,E402
+                               glu, gumbel_softmax, hardsigmoid, hardswish, prelu, rms_norm, triplet_margin_loss)
 
 _nn = _F._nn
 
@@ -31,7 +35,7 @@ __all__ = [
     "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
     "cosine_similarity", "scaled_dot_product_attention", "flatten", "multi_head_attention_forward",
-] + _vision.__all__
+] + _vision.__all__ + _more.__all__
 
 
 # ---- linear / conv --------------------------------------------------------------------------

@@ -3,7 +3,10 @@
 importable from here as in torch)."""
 from __future__ import annotations
 
+import tracegrad
+
 from .. import functional as F
+from ..parameter import Parameter
 from .module import Module
 from .transformer import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: F401
 
@@ -86,7 +89,7 @@ class Mish(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.mish(input)
+        return F.mish(input, inplace=self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -190,3 +193,61 @@ class LogSoftmax(_DimModule):
 
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
+
+
+class PReLU(Module):
+    """Mirrors ``torch.nn.PReLU(num_parameters=1, init=0.25)``: ``x`` for ``x >= 0``, else
+    ``weight * x``; ``weight`` is a Parameter ``(num_parameters,)`` filled with ``init``
+    (1, or the channel count, dim 1 of the input)."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(tracegrad.empty(num_parameters, dtype=dtype, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        with tracegrad.no_grad():
+            self.weight.fill_(self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    """Mirrors ``torch.nn.GLU(dim=-1)``: ``a * sigmoid(b)`` of input's two halves along ``dim``."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Hardswish(Module):
+    """Mirrors ``torch.nn.Hardswish``: ``x * relu6(x + 3) / 6``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardswish(input, self.inplace)
+
+
+class Hardsigmoid(Module):
+    """Mirrors ``torch.nn.Hardsigmoid``: ``relu6(x + 3) / 6``."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)

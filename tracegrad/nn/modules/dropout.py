@@ -23,3 +23,42 @@ class Dropout(_DropoutNd):
 
     def forward(self, input):
         return F.dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Mirrors ``torch.nn.Dropout1d``: zeroes whole channels of ``(N, C, L)`` / ``(C, L)`` input
+    with probability ``p`` in training (``F.dropout1d``); identity after ``eval()``."""
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Mirrors ``torch.nn.Dropout2d``: zeroes whole channels of ``(N, C, H, W)`` input
+    (``F.dropout2d``: 3-D input is read as ``(N, C, L)`` with a warning, as torch)."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Mirrors ``torch.nn.Dropout3d``: zeroes whole channels of ``(N, C, D, H, W)`` /
+    ``(C, D, H, W)`` input (``F.dropout3d``)."""
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Mirrors ``torch.nn.AlphaDropout``: dropout for SELU networks that keeps zero mean and unit
+    variance (``F.alpha_dropout``) in training; identity after ``eval()``."""
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Mirrors ``torch.nn.FeatureAlphaDropout``: alpha dropout of whole channels."""
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

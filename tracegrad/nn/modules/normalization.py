@@ -1,4 +1,4 @@
-"""Normalisation layers: mirror ``torch.nn.BatchNorm1d/2d/3d``, ``LayerNorm``, ``GroupNorm``."""
+"""Normalisation layers: mirror ``torch.nn.BatchNorm1d/2d/3d``, ``LayerNorm``, ``GroupNorm``, ``RMSNorm``."""
 from __future__ import annotations
 
 import numbers
@@ -117,6 +117,34 @@ class LayerNorm(Module):
     def extra_repr(self):
         return ("{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, bias={use_bias}"
                 .format(**self.__dict__, use_bias=self.bias is not None))
+
+
+class RMSNorm(Module):
+    """Mirrors ``torch.nn.RMSNorm(normalized_shape, eps=None, elementwise_affine=True)``:
+    ``x / sqrt(mean(x**2) + eps) * weight`` over the trailing ``normalized_shape`` dims
+    (``F.rms_norm``; ``eps=None`` is the dtype's ``finfo.eps``); weight ones, no bias."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tracegrad.empty(self.normalized_shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
 
 
 def _affine_params(module, affine, bias, shape, dtype):

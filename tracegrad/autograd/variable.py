@@ -1,0 +1,30 @@
+"""Mirrors ``torch.autograd.Variable``: torch's deprecated wrapper, now a name for Tensor.
+``Variable(t, requires_grad=False)`` returns a new tensor sharing ``t``'s data, detached from
+its graph, and ``isinstance(x, Variable)`` holds for every tensor."""
+from __future__ import annotations
+
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """Mirrors ``torch.autograd.Variable(data=None, requires_grad=False, volatile=False)``.
+
+    Returns: a Tensor (not a Variable object) that shares ``data``'s storage, detached from
+    its graph, with ``requires_grad`` set; with no data, an empty float tensor.
+    Raises: TypeError when ``data`` is not a tensor; RuntimeError (from ``requires_grad_``)
+    for ``requires_grad=True`` on an integer tensor.
+    Differs from torch: ``volatile`` is accepted and ignored without torch's warning.
+    """
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        if data is None:
+            return _tensor([]).requires_grad_(requires_grad)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        return data.detach().requires_grad_(requires_grad)

@@ -1,0 +1,15 @@
+"""``tracegrad.distributions``: mirrors ``torch.distributions`` -- ``Distribution``, ``Normal``,
+``Categorical``, ``Bernoulli``, ``Uniform``, ``kl_divergence``/``register_kl`` and
+``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
+tracegrad's generator (reproducible under ``tracegrad.manual_seed``, different numbers from
+torch's), and log-probabilities, entropies and reparameterised samples are differentiable."""
+from . import constraints  # noqa: F401
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .distribution import Distribution
+from .kl import kl_divergence, register_kl
+from .normal import Normal
+from .uniform import Uniform
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform", "constraints", "kl_divergence",
+           "register_kl"]

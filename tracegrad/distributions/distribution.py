@@ -1,0 +1,150 @@
+"""Mirrors ``torch.distributions.Distribution``: batch/event shapes, argument and sample
+validation (on by default, as torch: ``Distribution.set_default_validate_args``), and the
+``sample``/``rsample``/``log_prob``/``entropy`` interface the concrete classes fill in."""
+from __future__ import annotations
+
+import tracegrad
+
+from . import constraints
+from .utils import lazy_property
+
+__all__ = ["Distribution"]
+
+
+def _show(value):
+    return str(value.item()) if isinstance(value, tracegrad.Tensor) and value.dim() == 0 else str(value)
+
+
+class Distribution:
+    """Mirrors ``torch.distributions.Distribution``.
+
+    ``batch_shape``/``event_shape`` are ``tracegrad.Size``; ``sample(sample_shape)`` draws
+    without gradient, ``rsample`` with the reparameterisation gradient (where ``has_rsample``).
+    With validation on, bad parameters raise ValueError at construction and out-of-support
+    values raise ValueError in ``log_prob``, with torch's messages.
+    """
+
+    has_rsample = False
+    has_enumerate_support = False
+    _validate_args = __debug__
+
+    @staticmethod
+    def set_default_validate_args(value):
+        """Turns validation on or off for distributions made afterwards (ValueError for a non-bool)."""
+        if value not in (True, False):
+            raise ValueError
+        Distribution._validate_args = value
+
+    def __init__(self, batch_shape=(), event_shape=(), validate_args=None):
+        self._batch_shape = tracegrad.Size(batch_shape)
+        self._event_shape = tracegrad.Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if self._validate_args:
+            for param, constraint in self.arg_constraints.items():
+                if constraints.is_dependent(constraint):
+                    continue
+                if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
+                    continue
+                value = getattr(self, param)
+                if not bool(constraint.check(value).all()):
+                    raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape "
+                                     f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
+                                     f"{constraint!r}, but found invalid values:\n{_show(value)}")
+
+    arg_constraints: dict = {}
+
+    @property
+    def batch_shape(self):
+        return self._batch_shape
+
+    @property
+    def event_shape(self):
+        return self._event_shape
+
+    @property
+    def support(self):
+        raise NotImplementedError
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{self.__class__} does not implement mean")
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{self.__class__} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{self.__class__} does not implement variance")
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    def expand(self, batch_shape, _instance=None):
+        raise NotImplementedError
+
+    def sample(self, sample_shape=()):
+        """Draws ``sample_shape + batch_shape + event_shape`` values without gradient."""
+        with tracegrad.no_grad():
+            return self.rsample(sample_shape)
+
+    def rsample(self, sample_shape=()):
+        raise NotImplementedError
+
+    def sample_n(self, n):
+        return self.sample((n,))
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
+
+    def perplexity(self):
+        return self.entropy().exp()
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
+
+    def _extended_shape(self, sample_shape=()):
+        if not isinstance(sample_shape, tuple):
+            sample_shape = tuple(sample_shape)
+        return tracegrad.Size(tuple(sample_shape) + tuple(self._batch_shape) + tuple(self._event_shape))
+
+    def _validate_sample(self, value):
+        if not isinstance(value, tracegrad.Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        event_start = value.dim() - len(self._event_shape)
+        if tuple(value.shape[event_start:]) != tuple(self._event_shape):
+            raise ValueError(f"The right-most size of value must match event_shape: {value.shape} vs "
+                             f"{self._event_shape}.")
+        expected = tuple(self._batch_shape) + tuple(self._event_shape)
+        for i, j in zip(reversed(tuple(value.shape)), reversed(expected)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {value.shape} vs "
+                                 f"{tracegrad.Size(expected)}.")
+        support = self.support
+        if not bool(support.check(value).all()):
+            raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
+                             f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
+                             f"values:\n{_show(value)}")
+
+    def _get_checked_instance(self, cls, _instance=None):
+        if _instance is None and type(self).__init__ != cls.__init__:
+            raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
+                                      f"__init__ method must also define a custom .expand() method.")
+        return self.__new__(type(self)) if _instance is None else _instance
+
+    def __repr__(self):
+        names = [k for k in self.arg_constraints if k in self.__dict__]
+        args = ", ".join(f"{p}: {_show(self.__dict__[p]) if self.__dict__[p].numel() == 1 else self.__dict__[p].shape}"
+                         for p in names)
+        return f"{self.__class__.__name__}({args})"

@@ -1,0 +1,55 @@
+"""Mirrors ``torch.distributions.utils``: ``broadcast_all``, probs <-> logits, ``lazy_property``."""
+from __future__ import annotations
+
+import numbers
+
+import tracegrad
+
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+
+
+def broadcast_all(*values):
+    """Mirrors ``broadcast_all``: Python numbers become tensors (the dtype and device of the first
+    tensor argument, else the default dtype) and everything is broadcast to one shape.
+    Raises: ValueError for an argument that is neither a number nor a tensor."""
+    if not all(isinstance(v, (tracegrad.Tensor, numbers.Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number, tracegrad.Tensor or objects "
+                         "implementing __torch_function__.")
+    like = next((v for v in values if isinstance(v, tracegrad.Tensor)), None)
+    opts = dict(dtype=like.dtype, device=like.device) if like is not None else dict(dtype=tracegrad.get_default_dtype())
+    tensors = [v if isinstance(v, tracegrad.Tensor) else tracegrad.tensor(v, **opts) for v in values]
+    return tuple(tracegrad.broadcast_tensors(*tensors))
+
+
+def clamp_probs(probs):
+    """Clamps to ``[eps, 1 - eps]`` (``eps`` = ``finfo(dtype).eps``)."""
+    eps = tracegrad.finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def logits_to_probs(logits, is_binary=False):
+    """Sigmoid for binary, softmax over the last dim otherwise."""
+    return logits.sigmoid() if is_binary else logits.softmax(-1)
+
+
+def probs_to_logits(probs, is_binary=False):
+    """``log(p) - log1p(-p)`` for binary, ``log(p)`` otherwise, of the clamped probabilities."""
+    ps = clamp_probs(probs)
+    return ps.log() - (-ps).log1p() if is_binary else ps.log()
+
+
+class lazy_property:
+    """Mirrors ``torch.distributions.utils.lazy_property``: computed on first access (with grad
+    enabled) and cached in the instance's ``__dict__``."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return self
+        with tracegrad.enable_grad():
+            value = self.wrapped(instance)
+        instance.__dict__[self.wrapped.__name__] = value
+        return value

@@ -1,0 +1,209 @@
+"""``assert_close``: torch.testing's comparison of tensors, numbers and nested sequences or
+mappings of them, with torch's default tolerances per dtype and its mismatch messages."""
+from __future__ import annotations
+
+import cmath
+import collections.abc
+import math
+
+import numpy as np
+
+import tracegrad
+from tracegrad import Tensor
+
+# (rtol, atol) when neither is given; other dtypes (integers, bool) compare exactly
+_DEFAULT_TOLERANCES = {
+    tracegrad.float16: (1e-3, 1e-5), tracegrad.bfloat16: (1.6e-2, 1e-5), tracegrad.float32: (1.3e-6, 1e-5),
+    tracegrad.float64: (1e-7, 1e-7), tracegrad.complex64: (1.3e-6, 1e-5), tracegrad.complex128: (1e-7, 1e-7),
+}
+# a Python number's tolerances are those of the dtype it would become in a float64/complex128 tensor
+_NUMBER_DTYPE = {bool: tracegrad.bool, int: tracegrad.int64, float: tracegrad.float64, complex: tracegrad.complex128}
+
+
+class _Mismatch(Exception):
+    """A failed comparison: the class to raise, its message, and the path of the item."""
+
+    def __init__(self, cls, msg, path=()):
+        super().__init__(msg)
+        self.cls, self.msg, self.path = cls, msg, path
+
+
+def _tolerances(*dtypes, rtol, atol):
+    if (rtol is None) != (atol is None):
+        raise ValueError(f"Both 'rtol' and 'atol' must be either specified or omitted, "
+                         f"but got no {'rtol' if rtol is None else 'atol'}.")
+    if rtol is not None:
+        return rtol, atol
+    pairs = [_DEFAULT_TOLERANCES.get(d, (0.0, 0.0)) for d in dtypes]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
+def _diff_lines(what, abs_diff, rel_diff, rtol, atol, *, extra=None, abs_idx=None, rel_idx=None):
+    equal = rtol == 0 and atol == 0
+    lines = [f"{what} are not {'equal' if equal else 'close'}!", ""]
+    if extra:
+        lines.append(extra)
+    for kind, diff, idx, tol in (("absolute", abs_diff, abs_idx, atol), ("relative", rel_diff, rel_idx, rtol)):
+        line = f"{kind.title()} difference: {diff}" if idx is None else f"Greatest {kind} difference: {diff} at index {idx}"
+        lines.append(line if equal else f"{line} (up to {tol} allowed)")
+    return "\n".join(lines)
+
+
+def _first_max(values):
+    """Index and value of the largest entry (the first NaN wins, as torch.max)."""
+    best = 0
+    for i, v in enumerate(values):
+        if v != v:
+            return i, v
+        if v > values[best]:
+            best = i
+    return best, values[best]
+
+
+def _compare_numbers(actual, expected, *, rtol, atol, equal_nan, check_dtype):
+    if check_dtype and type(actual) is not type(expected):
+        raise _Mismatch(AssertionError, f"The (d)types do not match: {type(actual)} != {type(expected)}.")
+    if isinstance(actual, bool) and isinstance(expected, bool):
+        if actual is not expected:
+            raise _Mismatch(AssertionError, f"Booleans mismatch: {actual} is not {expected}")
+        return
+    rtol, atol = _tolerances(_NUMBER_DTYPE[type(actual)], _NUMBER_DTYPE[type(expected)], rtol=rtol, atol=atol)
+    if actual == expected:
+        return
+    if equal_nan and cmath.isnan(actual) and cmath.isnan(expected):
+        return
+    diff = abs(actual - expected)
+    finite = not (cmath.isinf(actual) or cmath.isinf(expected))
+    if finite and not math.isnan(diff) and diff <= atol + rtol * abs(expected):
+        return
+    rel = float("inf") if expected == 0 else diff / abs(expected)
+    raise _Mismatch(AssertionError, _diff_lines("Scalars", diff, rel, rtol, atol,
+                                                extra=f"Expected {expected} but got {actual}."))
+
+
+def _as_tensor(x):
+    return tracegrad.from_numpy(np.asarray(x)) if isinstance(x, np.ndarray) else x
+
+
+def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, check_dtype, check_stride):
+    for attr in ("shape",) + (("device",) if check_device else ()) + (("dtype",) if check_dtype else ()):
+        a, e = getattr(actual, attr), getattr(expected, attr)
+        if a != e:
+            raise _Mismatch(AssertionError, f"The values for attribute '{attr}' do not match: {a} != {e}.")
+    if check_stride and actual.stride() != expected.stride():
+        raise _Mismatch(AssertionError, f"The values for attribute 'stride()' do not match: "
+                                        f"{actual.stride()} != {expected.stride()}.")
+    rtol, atol = _tolerances(actual.dtype, expected.dtype, rtol=rtol, atol=atol)
+    actual, expected = actual.detach(), expected.detach()
+    if actual.device != expected.device:
+        actual = actual.cpu()
+        expected = expected.cpu()
+    if actual.dtype != expected.dtype:
+        common = tracegrad.promote_types(actual.dtype, expected.dtype)
+        actual, expected = actual.to(common), expected.to(common)
+    matches = tracegrad.isclose(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    if bool(matches.all()):
+        return
+    if actual.dim() == 0:
+        return _compare_numbers(actual.item(), expected.item(), rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                check_dtype=False)
+    a, e, m = actual.flatten(), expected.flatten(), matches.flatten()
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        a, e = a.to(tracegrad.int64), e.to(tracegrad.int64)
+    abs_diff = (a - e).abs()
+    abs_diff[m] = 0
+    rel_diff = abs_diff / e.abs()
+    rel_diff[m] = 0
+    n, bad = m.numel(), m.numel() - int(m.sum())
+    shape = tuple(matches.shape)
+
+    def unravel(i):
+        return tuple(int(k) for k in np.unravel_index(i, shape))
+    (ai, av), (ri, rv) = _first_max(abs_diff.tolist()), _first_max(rel_diff.tolist())
+    raise _Mismatch(AssertionError, _diff_lines("Tensor-likes", av, rv, rtol, atol,
+                                                extra=f"Mismatched elements: {bad} / {n} ({bad / n:.1%})",
+                                                abs_idx=unravel(ai), rel_idx=unravel(ri)))
+
+
+def _is_number(x):
+    return isinstance(x, (bool, int, float, complex))
+
+
+def _is_tensor_like(x):
+    return isinstance(x, (Tensor, np.ndarray))
+
+
+def _compare(actual, expected, path, **kw):
+    if actual is None and expected is None:
+        return
+    if _is_tensor_like(actual) and _is_tensor_like(expected):
+        try:
+            return _compare_tensors(_as_tensor(actual), _as_tensor(expected), **kw)
+        except _Mismatch as m:
+            raise _Mismatch(m.cls, m.msg, path) from None
+    if _is_number(actual) and _is_number(expected):
+        try:
+            return _compare_numbers(actual, expected, rtol=kw["rtol"], atol=kw["atol"], equal_nan=kw["equal_nan"],
+                                    check_dtype=kw["check_dtype"])
+        except _Mismatch as m:
+            raise _Mismatch(m.cls, m.msg, path) from None
+    seq = (collections.abc.Sequence,)
+    if isinstance(actual, seq) and isinstance(expected, seq) and not isinstance(actual, str) \
+            and not isinstance(expected, str):
+        if len(actual) != len(expected):
+            raise _Mismatch(AssertionError, f"The length of the sequences mismatch: {len(actual)} != {len(expected)}", path)
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, path + (i,), **kw)
+        return
+    if isinstance(actual, collections.abc.Mapping) and isinstance(expected, collections.abc.Mapping):
+        a_keys, e_keys = set(actual), set(expected)
+        if a_keys != e_keys:
+            missing, extra = sorted(e_keys - a_keys, key=str), sorted(a_keys - e_keys, key=str)
+            msg = "The keys of the mappings do not match:\n"
+            if missing:
+                msg += f"Missing keys in the actual mapping: {missing}\n"
+            if extra:
+                msg += f"Additional keys in the actual mapping: {extra}\n"
+            raise _Mismatch(AssertionError, msg.strip(), path)
+        for k in actual:
+            _compare(actual[k], expected[k], path + (k,), **kw)
+        return
+    raise _Mismatch(TypeError, f"No comparison pair was able to handle inputs of type {_type(actual)} and "
+                               f"{_type(expected)}.", path)
+
+
+def _type(x):
+    return "<class 'tracegrad.Tensor'>" if isinstance(x, Tensor) else str(type(x))
+
+
+def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None, equal_nan=False,
+                 check_device=True, check_dtype=True, check_layout=True, check_stride=False, msg=None):
+    """Mirrors ``torch.testing.assert_close``: passes when ``actual`` and ``expected`` are close,
+    elementwise ``|actual - expected| <= atol + rtol * |expected|`` (NaNs equal only with
+    ``equal_nan``; infinities must be equal).
+
+    Args: tensors (or numpy arrays), Python numbers, ``None``, or sequences/mappings of them,
+    nested; both sides of each pair of the same kind. ``rtol``/``atol``: both or neither; when
+    omitted, the larger defaults of the two dtypes (float16 ``(1e-3, 1e-5)``, bfloat16
+    ``(1.6e-2, 1e-5)``, float32/complex64 ``(1.3e-6, 1e-5)``, float64/complex128/Python
+    float ``(1e-7, 1e-7)``, integers and bool exact). Tensors must agree in shape, and in
+    device and dtype unless ``check_device``/``check_dtype`` is False (then both are moved to
+    the CPU and the common dtype). ``check_stride`` compares strides. ``msg``: a string that
+    replaces the message, or a callable that gets the generated message and returns one.
+    Raises: AssertionError listing the mismatched count, the greatest absolute and relative
+    differences and their indices (and which item of a sequence/mapping failed); TypeError
+    for an uncomparable pair (a tensor against a number or list); ValueError when only one of
+    ``rtol``/``atol`` is given.
+    Differs from torch: no sparse, quantized or nested layouts (tracegrad has none);
+    ``allow_subclasses`` and ``check_layout`` are accepted and have nothing to check.
+    """
+    try:
+        _compare(actual, expected, (), rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device,
+                 check_dtype=check_dtype, check_stride=check_stride)
+    except _Mismatch as m:
+        text = m.msg
+        if m.cls is AssertionError and msg is not None:
+            text = msg(text) if callable(msg) else msg
+        elif m.path:
+            text += "\n\nThe failure occurred for item " + "".join(f"[{k!r}]" for k in m.path)
+        raise m.cls(text) from None
