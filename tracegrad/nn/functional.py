@@ -234,6 +234,15 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 # ---- activations ----------------------------------------------------------------------------
+def _write_activation(input, fn):
+    """``fn(input)`` written into ``input`` (an ``inplace=True`` activation). The activation
+    runs on a copy when ``input`` is in a graph: its backward needs the values before the
+    write (torch's in-place kernels recompute them from the result), so differentiating
+    through the written tensor gives the activation's gradient instead of raising that a
+    saved tensor was modified in place."""
+    return input.copy_(fn(input.clone() if input.requires_grad else input))
+
+
 def relu(input, inplace=False):
     """Mirrors ``torch.nn.functional.relu``: grad_fn ``ReluBackward0``."""
     return input.relu_() if inplace else input.relu()
@@ -250,14 +259,16 @@ def relu6(input, inplace=False):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Mirrors ``torch.nn.functional.hardtanh``: grad_fn ``HardtanhBackward0``."""
-    out = _F.hardtanh(input, min_val, max_val)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
+    return _F.hardtanh(input, min_val, max_val)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``."""
-    out = _nn.leaky_relu(input, negative_slope)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _write_activation(input, lambda x: _nn.leaky_relu(x, negative_slope))
+    return _nn.leaky_relu(input, negative_slope)
 
 
 def gelu(input, approximate="none"):
@@ -270,20 +281,19 @@ def gelu(input, approximate="none"):
 
 def silu(input, inplace=False):
     """Mirrors ``torch.nn.functional.silu``: ``x * sigmoid(x)``, grad_fn ``SiluBackward0``."""
-    out = _nn.silu(input)
-    return input.copy_(out) if inplace else out
+    return _write_activation(input, _nn.silu) if inplace else _nn.silu(input)
 
 
 def mish(input, inplace=False):
     """Mirrors ``torch.nn.functional.mish``: grad_fn ``MishBackward0``."""
-    out = _nn.mish(input)
-    return input.copy_(out) if inplace else out
+    return _write_activation(input, _nn.mish) if inplace else _nn.mish(input)
 
 
 def elu(input, alpha=1.0, inplace=False):
     """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``."""
-    out = _nn.elu(input, alpha)
-    return input.copy_(out) if inplace else out
+    if inplace:
+        return _write_activation(input, lambda x: _nn.elu(x, alpha))
+    return _nn.elu(input, alpha)
 
 
 def selu(input, inplace=False):
