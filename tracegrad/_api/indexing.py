@@ -18,13 +18,15 @@ from .shape import expand, flatten
 
 # ---- indexing ---------------------------------------------------------------------------
 def _is_advanced(k):
-    return isinstance(k, (Tensor, list, np.ndarray)) or (isinstance(k, bool))
+    return isinstance(k, (Tensor, list, range, np.ndarray)) or (isinstance(k, bool))
 
 
 def _parse_key(self, key):
     """Split a torch index into static markers and dynamic index arrays."""
     if not isinstance(key, tuple):
         key = (key,)
+    if builtins.any(isinstance(k, range) for k in key):      # x[range(n), y], as a list
+        key = tuple(list(k) if isinstance(k, range) else k for k in key)
     shp = tuple(self.shape)
     n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis and not (isinstance(k, Tensor) and k.dtype is _dt.bool_))
     n_real += builtins.sum(k.ndim for k in key if isinstance(k, Tensor) and k.dtype is _dt.bool_)

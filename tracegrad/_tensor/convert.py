@@ -48,7 +48,7 @@ def infer_dtype(data):
     def walk(x):
         if isinstance(x, TensorBase):
             kinds.add(x.dtype)
-        elif isinstance(x, (list, tuple)):
+        elif isinstance(x, (list, tuple, range)):
             for e in x:
                 walk(e)
         elif isinstance(x, (bool, np.bool_)):
