@@ -24,3 +24,56 @@ def test_range_in_getitem_setitem_and_tensor_as_torch():
             assert a == b
         else:
             np.testing.assert_array_equal(a, b)
+
+
+KEYS = {
+    "range": lambda T: range(3),
+    "range_step": lambda T: (range(0, 3, 2), 1),
+    "empty_range": lambda T: range(0),
+    "slice_then_range": lambda T: (slice(None), range(1, 3)),
+    "tuple_inside_key": lambda T: (slice(None), (1, 2)),
+    "np_int_array": lambda T: np.array([0, 2]),
+    "np_int_2d": lambda T: np.array([[0, 1], [2, 2]]),
+    "np_int_scalar": lambda T: np.int64(1),
+    "np_bool_array": lambda T: np.array([True, False, True]),
+    "np_bool_2d": lambda T: np.arange(12).reshape(3, 4) % 3 == 0,
+    "np_arange_and_tensor": lambda T: (np.arange(3), T.tensor([1, 0, 3])),
+    "list_of_np_ints": lambda T: [np.int64(0), np.int64(2)],
+    # torch's legacy rule: a list holding sequences, tensors, slices, None or ... is a tuple
+    "list_of_lists": lambda T: [[0, 1], [2, 2]],
+    "list_of_ranges": lambda T: [range(2), range(2)],
+    "list_with_slice": lambda T: [0, slice(None)],
+    "list_with_none": lambda T: [None, 0],
+    "list_with_ellipsis": lambda T: [0, Ellipsis],
+    "list_of_tensors": lambda T: [T.tensor(0), T.tensor(2)],
+    "list_of_bool_tensor": lambda T: [T.tensor([True, False, True])],
+}
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_sequence_index_getitem_and_setitem_as_torch(name):
+    def run(T):
+        x = T.arange(12.0).reshape(3, 4).requires_grad_(True)
+        y = x[KEYS[name](T)]
+        (y * (T.arange(float(y.numel())).reshape(y.shape) + 1)).sum().backward()
+        z = T.zeros(3, 4)
+        z[KEYS[name](T)] = 7.0
+        return list(y.shape), y.detach().numpy(), x.grad.numpy(), z.numpy()
+    got, want = run(tracegrad), run(torch)
+    assert got[0] == want[0]
+    for a, b in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_list_index_read_as_a_tuple_warns_as_torch():
+    for T in (tracegrad, torch):
+        with pytest.warns(UserWarning, match="non-tuple sequence for multidimensional indexing"):
+            T.zeros(3, 4)[[0, slice(None)]]
+
+
+@pytest.mark.parametrize("data", [range(1, 8, 3), [range(2), range(2)], (1, 2), np.array([1, 2]), range(0)])
+def test_tensor_of_ranges_and_sequences_as_torch(data):
+    a, b = tracegrad.tensor(data), torch.tensor(data)
+    assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+    assert a.tolist() == b.tolist() and list(a.shape) == list(b.shape)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -21,8 +22,29 @@ def _is_advanced(k):
     return isinstance(k, (Tensor, list, range, np.ndarray)) or (isinstance(k, bool))
 
 
+_SEQUENCE_AS_TUPLE = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+                      "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted "
+                      "as tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
+                      "result")
+
+
+def _sequence_as_tuple(key):
+    """torch's (and NumPy's) legacy rule: a list index of fewer than 32 elements holding a tensor,
+    a sequence, a slice, None or Ellipsis is a tuple of indices (``x[[rows, cols]]`` is
+    ``x[rows, cols]``), with torch's deprecation warning; otherwise it is one index tensor."""
+    if len(key) >= 32:
+        return False
+    for k in key:
+        if k is None or k is Ellipsis or isinstance(k, (Tensor, list, tuple, range, slice, np.ndarray)):
+            warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=4)
+            return True
+    return False
+
+
 def _parse_key(self, key):
     """Split a torch index into static markers and dynamic index arrays."""
+    if isinstance(key, list) and _sequence_as_tuple(key):
+        key = tuple(key)
     if not isinstance(key, tuple):
         key = (key,)
     if builtins.any(isinstance(k, range) for k in key):      # x[range(n), y], as a list
