@@ -228,7 +228,7 @@ def carried_state_program(mod, wrap):
 
 
 def test_carried_hidden_state():
-    # NOTE [carried state] in _lowering/region.py: the rebound carry settles after one trace
+    # NOTE [carried state] in _lowering/carry.py: the rebound carry settles after one trace
     run = check_compiled(carried_state_program, calls=6)
     assert run.step.stats["traces"] == 1 and run.step.stats["eager_calls"] == 1, run.step.stats
 

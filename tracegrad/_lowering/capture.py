@@ -131,6 +131,7 @@ class Capture:
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
         self.opt_state = {}                    # id(optimizer) -> its state before the trace
+        self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.current_grads = ()                # the gradients the engine's running node got
 
@@ -227,6 +228,13 @@ class Capture:
         guarded; a flag the function changes is set again after every compiled call."""
         self.modules.setdefault(id(m), (m, m.training))
 
+    def see_attribute(self, stores):
+        """A module is about to get a tensor or module attribute (``self.h = h.detach()``); its
+        attribute dicts (``stores``: ``__dict__``, ``_parameters``...) as they were, for an
+        abandoned trace to put back: a retried trace must not read the tensor the abandoned one
+        made, which holds a value of that trace."""
+        self.attr_stores.setdefault(id(stores[0]), [(s, dict(s)) for s in stores])
+
     def see_grad_owner(self, t):
         """``t.grad`` is about to change: it is state (call before the change)."""
         if id(t) not in self.grad_owners:
@@ -241,8 +249,13 @@ class Capture:
         for gen, key in self.found_generators.items():
             gen._key = key
 
-    def restore_optimizers(self):
-        """An abandoned trace may have created optimizer state holding traced values."""
+    def restore_objects(self):
+        """An abandoned trace may have created optimizer state holding traced values, or set
+        module attributes to them."""
+        for stores in self.attr_stores.values():
+            for s, items in stores:
+                s.clear()
+                s.update(items)
         for opt, before in self.opt_state.values():
             for p in list(opt.state.keys()):
                 if id(p) not in before:

@@ -10,7 +10,7 @@ counter object) is looked at one level down, its attributes: rebinding a number 
 same kind of side effect (a graph break), and an abandoned trace puts every attribute back, so
 no traced value or half-done update stays in it for the eager rerun. A tensor attribute
 rebound to a new tensor is not a side effect (the program writes carried tensors back every
-call, NOTE [carried state] in ``region.py``). Objects whose Python state the capture tracks by
+call, NOTE [carried state] in ``carry.py``). Objects whose Python state the capture tracks by
 other means are skipped: tensors and generators, and the classes that set
 ``_tracegrad_state_is_captured`` (modules, optimizers, compiled functions). An optimizer's
 param-group options are looked at the same way (``_tracegrad_option_dicts``): an lr changed

@@ -38,6 +38,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, guard_output
+from .carry import carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program, worth_donating
 from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature,
                       snapshot, value_guards)
@@ -111,13 +112,14 @@ class Region:
         self.owners_end = owners_end
         self.escapes = escapes
         self.structure = structure
-        self.storages = tuple(storages)
+        self.storages = list(storages)     # a carried input follows its place (NOTE [carried state])
+        self.rebinds = self.carried = ()
         self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
         # a carried-over escape is an input storage too: the region holds it twice
-        held = [id(st) for st in self.storages] + [id(st) for st in escapes if st in self.storages]
+        held = self._held = [id(st) for st in self.storages] + [id(st) for st in escapes if st in self.storages]
         for i in held:
             _HELD[i] = _HELD.get(i, 0) + 1
-        weakref.finalize(self, _release, held)
+        weakref.finalize(self, _release, held)     # the list as it is then (``_hold``)
         self.owner_list = tuple(plan.owners.values())
         self.grad_none = tuple(o._grad is None for o in self.owner_list)
         self.hyper = hyper       # before the trace: it may create optimizer state
@@ -137,6 +139,12 @@ class Region:
             g = o._grad
             if (g is None) != was_none or (g is not None and g._chain):
                 return False
+        for r in self.carried:
+            t = slot_get(r.slots[0])
+            if not isinstance(t, Tensor):
+                return False
+            if t._st is not self.storages[r.carried] and not self._follow(r, t):
+                return False
         for st in self.storages:
             # held only by regions (and the loop variable and the call argument): the user's
             # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict).
@@ -145,6 +153,25 @@ class Region:
                 self.dead = True
                 return False
         return hyper.signature(self.optimizers) == self.hyper and hyper.signs_hold(self.hyper_signs)
+
+    def _follow(self, r, t) -> bool:
+        """The place of carried input ``r`` holds ``t``, bound there outside the program
+        (``carry["h"] = torch.zeros(...)``): read ``t`` from now on, when it can stand for the
+        traced tensor."""
+        old = self.storages[r.carried].array
+        if t._chain or t._base is not None or t._rg != r.requires_grad or t._st.array is None \
+                or t._st.array.shape != old.shape or t._st.array.dtype != old.dtype \
+                or any(st is t._st for st in self.storages):
+            return False
+        self._hold(r.carried, t._st)
+        return True
+
+    def _hold(self, j, st):
+        """Input storage ``j`` is ``st`` from now on (the orphan guard's count moves with it)."""
+        _release([id(self.storages[j])])
+        self._held[self._held.index(id(self.storages[j]))] = id(st)
+        _HELD[id(st)] = _HELD.get(id(st), 0) + 1
+        self.storages[j] = st
 
     def _grads_unshared(self) -> bool:
         """Whether the ``.grad`` tensors this call replaces by new ones (NOTE [new .grad per
@@ -205,6 +232,16 @@ class Region:
             if st is not None:
                 st.array = a
                 st.gen += 1
+        for r in self.rebinds:                # a new tensor per call, as eager binds
+            t = Tensor._make(escapes[r.index])
+            if r.requires_grad:
+                t._rg = True
+                if r.kept_graph:
+                    t._gf = dead_node(MSG_KEPT)
+            for slot in r.slots:
+                slot_put(slot, t)
+            if r.carried is not None:
+                self._hold(r.carried, t._st)
         for m, flag in self.training_end:     # train()/eval() called inside the function
             object.__setattr__(m, "training", flag)
         rest = escapes[len(self.escapes):]
@@ -363,6 +400,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             del result, a2, kw2, r_leaves, call_leaves
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
             escapes = _escapes(cap, storages, owners_end, res_arrays)
+            info["rebinds"] = plan_rebinds(rebound_places(py_snap, cap.attr_stores.values()), escapes, storages,
+                                            cap.created, {id(o) for o, _ in owners_end} | set(cap.grad_owners))
             for i, w in wrappers:
                 if w() is not None:
                     raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
@@ -378,7 +417,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
         except BaseException:
             restore(py_snap)
-            cap.restore_optimizers()
+            cap.restore_objects()
             raise
         finally:
             _state.CAPTURE[0] = prev_cap
@@ -439,9 +478,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     finally:
         x64_exit(prev)
     del py_snap     # it holds the closure's containers as they were: old tensors, storages
-    escapes = _carry_over(info["escapes"], storages, info["state_written"])
+    rebinds = info["rebinds"]
+    rebound = {r.index for r in rebinds}
+    escapes = carry_over([None if i in rebound else e for i, e in enumerate(info["escapes"])], storages,
+                         info["state_written"], {id(storages[r.carried]) for r in rebinds if r.carried is not None})
     positions = jax.tree_util.tree_unflatten(jitted.out_tree, range(jitted.out_tree.num_leaves))[4]
-    jitted.drop = tuple(positions[j] for j, st in enumerate(escapes) if st is None)
+    jitted.drop = tuple(positions[j] for j, st in enumerate(escapes) if st is None and j not in rebound)
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
@@ -449,6 +491,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.value_guards = value_guards(fn, refs, region.modules, ref_names)
     del live
     region.hyper_slots = hyper_slots
+    region.rebinds = tuple(rebinds)
+    region.carried = tuple(r for r in rebinds if r.carried is not None)
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
@@ -582,44 +626,6 @@ def _arg_grads(kinds, leaves, wrappers, vjp):
                 raise GraphBreak(f"backward() inside the compiled function reaches argument {i}, "
                                  "whose graph was built outside it")
             out.append((i, w._grad._value))
-    return out
-
-
-def _carry_over(escapes, storages, written):
-    """NOTE [carried state]: ``carry["h"] = h.detach()`` (truncated BPTT, an EMA rebound to a
-    new tensor) replaces, on every call, the tensor the next call reads by one the call made.
-    Traced as is, the program reads the old tensor's storage, which is orphaned once the call
-    returns, so every call would retrace. When an input storage no tensor refers to any more
-    (and no other region holds) has the shape and dtype of an escape, the escape's tensors are
-    pointed at that input storage instead: the program then writes the carried value where it
-    reads it on the next call, which no Python object can tell apart (the old storage was
-    unreachable). Returns the escapes with those storages substituted, and None for escapes no
-    tensor refers to any more (their values are never written back)."""
-    if not escapes:
-        return escapes
-    cands = [st for st, w in zip(storages, written) if not w and not _HELD.get(id(st))]
-    gc.collect()
-    users = {}
-    for t in gc.get_referrers(*cands, *escapes):
-        if isinstance(t, Tensor):
-            users.setdefault(id(t._st), []).append(t)
-    orphans = [st for st in cands if id(st) not in users]
-    out = []
-    for e in escapes:
-        if id(e) not in users:      # alive while tracing only (an engine buffer): never read
-            out.append(None)
-            continue
-        o = next((o for o in orphans if o.array.shape == e.array.shape and o.array.dtype == e.array.dtype),
-                 None)
-        if o is None:
-            out.append(e)
-            continue
-        orphans.remove(o)
-        for t in users.get(id(e), ()):
-            t._st = o
-            t._vcache = None
-        o.gen += 1
-        out.append(o)
     return out
 
 

@@ -322,13 +322,17 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
-        if _state.CAPTURE[0] is not None:
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            if isinstance(value, (Tensor, Module)) or isinstance(d.get(name), (Tensor, Module)) \
+                    or name in d.get("_parameters", ()) or name in d.get("_buffers", ()) or name in d.get("_modules", ()):
+                cap.see_attribute([d] + [d[k] for k in ("_parameters", "_buffers", "_modules") if k in d])
             if name == "training":
                 if "training" in d:
-                    _state.CAPTURE[0].see_module(self)   # its flag before the compiled function changed it
+                    cap.see_module(self)   # its flag before the compiled function changed it
             elif not isinstance(value, (Tensor, Module)) and not _same_value(d, name, value):
                 # ``self.calls += 1`` in a forward: eager does it every call, a program never
-                _state.note_effect(f"setting attribute '{name}' of {type(self).__name__}")
+                cap.python_effect(f"setting attribute '{name}' of {type(self).__name__}")
         if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
                 or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
             _state.bump_structure()   # compiled calls re-check the module layout

@@ -1,0 +1,189 @@
+"""Tensors a compiled function binds to Python places that outlive the call.
+
+NOTE [carried state]: ``carry["h"] = h.detach()`` (truncated BPTT), ``self.h = out.detach()``
+on a module, ``nonlocal h; h = ...``, an EMA dict rebound to new tensors, ``stats["last"] =
+loss.detach()``: eagerly, every call binds a *new* tensor holding that call's values to the
+place, and the next call reads whatever tensor the place holds then. A compiled call keeps both
+halves:
+
+- the place is found by path: after the trace, the function's variables, the containers in
+  them, plain objects' attributes (``pystate.snapshot``) and the attribute dicts of modules it
+  set attributes on (``Capture.attr_stores``) are compared with what they held before; a place
+  that now holds a tensor made in the trace is a ``Rebind``;
+- after every call a new tensor with the call's value is bound there (a tensor the caller kept
+  from an earlier call keeps its own values, as eagerly);
+- when the place held, before the trace, a tensor the program reads (``carried``: the hidden
+  state fed back), the program's input is whatever tensor the place holds at each call:
+  ``Region.check`` follows it, so ``carry["h"] = torch.zeros(...)`` between calls (a new
+  sequence) is read by the next call without a retrace, and a program never reads a tensor the
+  place no longer holds.
+
+Places not found that way (a tensor reachable only through an object the scan does not look
+into) fall back to ``carry_over``: the value is written into the same tensor on every call.
+"""
+from __future__ import annotations
+
+import gc
+import types
+
+from .. import _state
+from .._tensor.tensor import Tensor
+from .capture import GraphBreak
+
+
+class Rebind:
+    """Escape ``index`` of the program is bound, after each call, to the places ``slots``
+    (``(container, key)``: a dict and its key, a list and its index, a cell and None); with
+    ``carried`` set, program input ``carried`` is the tensor the first place holds."""
+
+    __slots__ = ("index", "slots", "carried", "requires_grad", "kept_graph")
+
+    def __init__(self, index, slots, carried, requires_grad, kept_graph):
+        self.index, self.slots, self.carried = index, slots, carried
+        self.requires_grad, self.kept_graph = requires_grad, kept_graph
+
+
+def get(slot):
+    c, k = slot
+    if isinstance(c, types.CellType):
+        try:
+            return c.cell_contents
+        except ValueError:
+            return None
+    if isinstance(c, dict):
+        return c.get(k)
+    return c[k] if k < len(c) else None
+
+
+def put(slot, value):
+    c, k = slot
+    if isinstance(c, types.CellType):
+        c.cell_contents = value
+    elif isinstance(c, dict):
+        dict.__setitem__(c, k, value)     # dict's own: a module's stores, a user dict subclass
+    else:
+        c[k] = value
+
+
+def rebound_places(snap, attr_stores):
+    """``(slot, before, after)`` for every place in ``snap`` (``pystate.snapshot``) and in
+    ``attr_stores`` (``[(dict, dict as it was)]``) that holds a tensor now and held something
+    else before (``before``: that value, or None)."""
+    out = []
+
+    def compare(container, before_items):
+        if isinstance(container, dict):
+            for k, a in container.items():
+                if isinstance(a, Tensor) and a is not before_items.get(k):
+                    out.append(((container, k), before_items.get(k), a))
+        elif isinstance(container, list):
+            for i, a in enumerate(container):
+                b = before_items[i] if i < len(before_items) else None
+                if isinstance(a, Tensor) and a is not b:
+                    out.append(((container, i), b, a))
+
+    def walk(v, copy):
+        if copy is None:
+            return
+        shallow, inner = copy
+        compare(v, shallow)
+        for a, c in inner:
+            walk(a, c)
+    for name, cell, g, v, copy, attrs in snap[1:]:
+        slot = (cell, None) if cell is not None else (g, name)
+        now = get(slot)
+        if isinstance(now, Tensor) and now is not v:
+            out.append((slot, v, now))
+        walk(v, copy)
+        if isinstance(attrs, dict):
+            d = vars(v)
+            compare(d, {k: a for k, (a, _) in attrs.items()})
+            for a, c in attrs.values():
+                walk(a, c)
+    for stores in attr_stores:
+        for d, before in stores:
+            compare(d, before)
+    return out
+
+
+def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset()):
+    """The ``Rebind`` of each escape (a storage made in the trace that outlives it) bound to
+    found places as a whole tensor. ``storages``: the program's input storages, for the
+    carried input; ``created``: the storages made in the trace; ``grad_owners``: ids of the
+    tensors whose ``.grad`` the program writes (those, and tensors with a ``.grad``, stay the
+    same tensor every call). Raises ``GraphBreak`` for a
+    place bound to a tensor made in the trace that a compiled call cannot bind again: a view,
+    or a tensor sharing its storage with a result."""
+    where = {id(e): i for i, e in enumerate(escapes)}
+    inputs = {id(st): j for j, st in enumerate(storages)}
+    out = {}
+    for slot, before, after in places:
+        i = where.get(id(after._st))
+        if id(after) in grad_owners or after._grad is not None:
+            continue
+        if i is None or after._chain or after._base is not None:
+            if after._st in created:
+                raise GraphBreak(f"the function binds a view of a tensor, or a tensor sharing a result's "
+                                 f"storage, to {describe(slot)}; a compiled call cannot bind it again")
+            continue
+        r = out.get(i)
+        if r is None:
+            r = out[i] = Rebind(i, [], None, after._rg, after._gf is not None)
+        r.slots.append(slot)
+        e = escapes[i].array
+        if r.carried is None and isinstance(before, Tensor) and not before._chain and before._base is None \
+                and id(before._st) in inputs and before._rg == after._rg \
+                and before._st.array.shape == e.shape and before._st.array.dtype == e.dtype:
+            r.carried = inputs[id(before._st)]
+    # one place feeds one input: a second rebind claiming it reads by identity as before
+    claimed = set()
+    for r in out.values():
+        if r.carried in claimed:
+            r.carried = None
+        elif r.carried is not None:
+            claimed.add(r.carried)
+        r.slots = tuple(r.slots)
+    return list(out.values())
+
+
+def describe(slot) -> str:
+    c, k = slot
+    if isinstance(c, types.CellType):
+        return "a closure variable"
+    return f"key {k!r} of a dict" if isinstance(c, dict) else f"item {k} of a list"
+
+
+def carry_over(escapes, storages, written, skip=()):
+    """The fallback of NOTE [carried state] for escapes whose places were not found (``skip``:
+    the input storages rebinds feed): when an input storage no tensor refers to any more (and
+    no other region holds) has the shape and dtype of an escape, the escape's tensors are
+    pointed at that input storage: the program then writes the carried value where it reads it
+    on the next call, which no Python object can tell apart (the old storage was unreachable).
+    Returns the escapes with those storages substituted, and None for escapes no tensor refers
+    to any more (their values are never written back)."""
+    if not any(e is not None for e in escapes):
+        return escapes
+    cands = [st for st, w in zip(storages, written) if not w and not _state.HELD_STORAGES.get(id(st)) and id(st) not in skip]
+    gc.collect()
+    users = {}
+    for t in gc.get_referrers(*cands, *(e for e in escapes if e is not None)):
+        if isinstance(t, Tensor):
+            users.setdefault(id(t._st), []).append(t)
+    orphans = [st for st in cands if id(st) not in users]
+    out = []
+    for e in escapes:
+        if e is None or id(e) not in users:      # alive while tracing only (an engine buffer)
+            out.append(None)
+            continue
+        o = next((o for o in orphans if o.array.shape == e.array.shape and o.array.dtype == e.array.dtype),
+                 None)
+        if o is None:
+            out.append(e)
+            continue
+        orphans.remove(o)
+        for t in users.get(id(e), ()):
+            t._st = o
+            t._vcache = None
+        o.gen += 1
+        out.append(o)
+    return out
