@@ -266,3 +266,25 @@ def test_values_outside_the_graph_give_no_gradient_through_a_compiled_forward(fn
     for _ in range(3):
         np.testing.assert_allclose(grads(tracegrad, cf), expect, rtol=1e-6)
     assert cf.stats["traces"] == 1
+
+
+def test_create_graph_through_a_compiled_forward_gives_gradients_and_refuses_double_backward():
+    """As torch.compile: ``autograd.grad(..., create_graph=True)`` through a compiled forward
+    returns the gradients (requiring grad); a backward through them raises RuntimeError."""
+    def run(compiled):
+        tracegrad.manual_seed(0)
+        m = tracegrad.nn.Sequential(tracegrad.nn.Linear(4, 6), tracegrad.nn.Tanh(), tracegrad.nn.Linear(6, 2))
+        f = tracegrad.compile(m) if compiled else m
+        outs = []
+        for i in range(3):
+            x = (tracegrad.arange(12.0).reshape(3, 4) * (0.1 * i - 0.2)).requires_grad_()
+            g, = tracegrad.autograd.grad(f(x).sum(), x, create_graph=True)
+            outs.append((g.detach().numpy(), g.requires_grad))
+        return outs, g
+    eager, _ = run(False)
+    compiled, g = run(True)
+    for (a, ra), (b, rb) in zip(compiled, eager):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        assert ra and rb
+    with pytest.raises(RuntimeError, match="double backward"):
+        g.pow(2).sum().backward()

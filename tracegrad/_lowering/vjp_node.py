@@ -32,11 +32,6 @@ class CompiledFunctionBackward(Node):
     def apply(self, grads, create_graph=False):
         if self.released or self._pullback is None:
             raise RuntimeError(MSG_FREED)
-        if create_graph:
-            raise RuntimeError(
-                "tracegrad.compile: create_graph=True through a compiled function is not supported; "
-                "call the function uncompiled (or wrap it with tracegrad.compile(..., disable=True)) "
-                "when you need higher-order gradients through it.")
         prev = x64_enter()
         try:
             cts = [jnp.zeros(shape, dtype) if g is None else g._value
@@ -44,7 +39,14 @@ class CompiledFunctionBackward(Node):
             d_state, d_data = self._bwd(self._pullback, cts)
         finally:
             x64_exit(prev)
-        return [Tensor._make(g) for g in reversed([*d_state, *d_data])]   # the edges' order
+        out = [Tensor._make(g) for g in reversed([*d_state, *d_data])]   # the edges' order
+        if create_graph:
+            # as torch's compiled backward: the gradients exist and require grad, and a
+            # backward through them (double backward) raises
+            node = dead_node(MSG_DOUBLE)
+            for t in out:
+                t._rg, t._gf = True, node
+        return out
 
     def release(self):
         self.released = True
@@ -64,6 +66,11 @@ MSG_KEPT = ("this tensor was stored by a compiled function while it ran; its val
             "every call, but its graph exists only inside the compiled program, so there is nothing "
             "to backward through. Store tensor.detach(), or run the function uncompiled "
             "(tracegrad.compile(..., disable=True)) when you need its graph.")
+
+
+MSG_DOUBLE = ("tracegrad.compile: backward through the gradient of a compiled function (double "
+              "backward) is not supported, as in torch.compile; call the function uncompiled "
+              "(tracegrad.compile(..., disable=True)) when you need higher-order gradients through it.")
 
 
 def dead_node(msg=MSG_FREED):
