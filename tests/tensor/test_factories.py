@@ -133,6 +133,29 @@ def test_manual_seed_reproducible():
     np.testing.assert_array_equal(tracegrad.rand(4).numpy(), c)
 
 
+@pytest.mark.parametrize("mod", ["tracegrad", "torch"])
+def test_rng_state_restores_initial_seed_and_rejects_bad_states(mod):
+    m = tracegrad if mod == "tracegrad" else torch
+    m.manual_seed(5)
+    state = m.get_rng_state()
+    assert state.dtype == m.uint8 and state.dim() == 1
+    a = m.rand(3).tolist()
+    m.manual_seed(7)
+    m.set_rng_state(state)
+    assert m.initial_seed() == 5                 # torch's state holds the seed too
+    assert m.rand(3).tolist() == a
+    g = m.Generator().manual_seed(11)
+    st = g.get_state()
+    g.manual_seed(3)
+    assert g.set_state(st) is g and g.initial_seed() == 11
+    with pytest.raises(TypeError):
+        m.set_rng_state(m.zeros(3))
+    with pytest.raises(TypeError):
+        m.set_rng_state([1, 2])
+    with pytest.raises(RuntimeError):
+        m.set_rng_state(m.zeros(3, dtype=m.uint8))
+
+
 def test_generator_api():
     g = tracegrad.Generator()
     assert g.manual_seed(7) is g

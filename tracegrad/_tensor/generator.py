@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
+from .._ops import dtypes as _dt
 from .._x64 import with_x64
 from .tensor import Tensor
 
@@ -43,16 +44,31 @@ class Generator:
     def initial_seed(self):
         return self._seed
 
-    @with_x64   # an int64 array
     def get_state(self):
-        """The key as an int64 tensor (torch returns a ByteTensor of its own state layout)."""
-        t = Tensor._make(jnp.asarray(np.asarray(self._current_key()).astype(np.int64)))
+        """Mirrors ``torch.Generator.get_state``: the generator's state as a uint8 tensor (its
+        layout is tracegrad's: the 8 bytes of the key, then the 8 bytes of the seed, so
+        ``set_state`` also restores ``initial_seed()``, as torch's does)."""
+        key = np.asarray(self._current_key(), dtype=np.uint32)
+        raw = np.concatenate([key.astype("<u4").view(np.uint8), np.array([self._seed % 2 ** 64], "<u8").view(np.uint8)])
+        t = Tensor._make(jnp.asarray(raw))
         if _state.in_inference_mode():   # as every factory (factories._finish)
             t._inference = True
         return t
 
-    def set_state(self, state):
-        self._key = jnp.asarray(np.asarray(state.tolist(), dtype=np.uint32))
+    def set_state(self, new_state):
+        """Mirrors ``torch.Generator.set_state``: restores a state from ``get_state``. Raises
+        TypeError for anything but a uint8 tensor and RuntimeError for one of another size."""
+        if not isinstance(new_state, Tensor) or new_state.dtype is not _dt.uint8:
+            raise TypeError(f"Generator.set_state: RNG state must be a tracegrad.ByteTensor (uint8), "
+                            f"as returned by get_state(); got {_describe(new_state)}")
+        raw = np.asarray(new_state.detach().numpy(), dtype=np.uint8).reshape(-1)
+        if raw.size != _STATE_BYTES:
+            raise RuntimeError(f"Generator.set_state: expected a state of {_STATE_BYTES} bytes (from "
+                               f"get_state()), but found the input RNG state size to be {raw.size}")
+        if _state.CAPTURE[0] is not None:
+            _state.CAPTURE[0].see_generator(self)
+        self._key = jnp.asarray(raw[:8].view("<u4").astype(np.uint32))
+        self._seed = int(raw[8:].view("<u8")[0])
         return self
 
     def _current_key(self):
@@ -79,6 +95,13 @@ _split = with_x64(jax.jit(_split))  # one cache entry: always called in the x64 
 
 
 default_generator = Generator()
+
+
+_STATE_BYTES = 16
+
+
+def _describe(v):
+    return str(v.dtype) if isinstance(v, Tensor) else type(v).__name__
 
 
 def manual_seed(seed):
