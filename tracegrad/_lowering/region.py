@@ -39,7 +39,7 @@ from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
-from .program import Program, worth_donating
+from .program import Program
 from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature,
                       snapshot, value_guards)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -468,9 +468,6 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
                               + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
                               + list(range(ns + ng, ns + ng + len(keys0))))
-        owned = state0 + grads0 + keys0
-        if not worth_donating([owned[i] for i in jitted.donate]):
-            jitted.donate = ()
         del state0, grads0, keys0, hypers0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
