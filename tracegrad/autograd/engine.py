@@ -367,9 +367,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                         grads = list(r)
             # 5. the node
             if (len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads):
-                if _state.CAPTURE[0] is not None:   # a checkpoint's recompute waits for these
-                    _state.CAPTURE[0].current_grads = grads
+                cap = _state.CAPTURE[0]
+                if cap is not None:   # a checkpoint's recompute waits for these
+                    cap.current_grads = grads
                 outs = node.apply(grads, create_graph)
+                if cap is not None:   # not kept past the node: the trace would see them escape
+                    cap.current_grads = ()
                 if ANOMALY[0] and ANOMALY[1]:
                     _check_nan(node, outs)
             else:
