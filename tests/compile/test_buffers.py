@@ -68,3 +68,34 @@ def test_a_kept_grad_keeps_its_values():
     # and the call after that (nothing kept) is back on the donating path with eager's values
     step(data(tracegrad, 4, 5, 8))
     assert all(np.isfinite(p.grad.numpy()).all() for p in model.parameters())
+
+
+def test_retraces_keep_no_copy_of_the_state():
+    """NOTE [abandoned traces] in _lowering/program.py: every new batch size traces again (a
+    discovery trace that is abandoned, then the real one); neither may keep the state arrays it
+    read alive, so live memory stays flat across retraces."""
+    import gc
+
+    import jax
+    nn = tracegrad.nn
+    model = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 4))
+    opt = tracegrad.optim.SGD(model.parameters(), lr=0.1)
+
+    @tracegrad.compile
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    def live_bytes():
+        gc.collect()
+        return sum(a.nbytes for a in jax.live_arrays())
+    sizes = []
+    for bs in (4, 6, 8, 10):
+        for i in range(3):
+            step(data(tracegrad, i, bs, 64), tracegrad.zeros(bs, dtype=tracegrad.int64))
+        sizes.append(live_bytes())
+    params = sum(p.numel() * 4 for p in model.parameters())
+    assert sizes[-1] - sizes[0] < params // 4, (sizes, params)

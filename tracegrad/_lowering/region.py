@@ -497,8 +497,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
-    # the first run feeds arrays from before the trace (eager-era tensors may hold them)
-    return region, region.run(leaves, donate=False)
+    # donating when nothing else holds the state (``_exclusively_held``), as every later call:
+    # one program compiled, not a second one for this first run
+    return region, region.run(leaves)
 
 
 @jax.jit
