@@ -268,3 +268,11 @@ defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value")
 defop("fill_tensor", lambda s, v: jnp.broadcast_to(jnp.asarray(v).astype(s.dtype), s.shape),
       args=("self", "value"), grad_fn="FillBackward3")
 defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")
+
+
+# ---- complex -----------------------------------------------------------------------------------
+# conj is materialized (torch's is a lazily conjugated view: NOTE in _api/complex_api.py)
+defop("conj", jnp.conj, grad_fn="ConjBackward0")
+defop("conj_physical", jnp.conj, grad_fn="ConjPhysicalBackward0")
+defop("angle", jnp.angle, grad_fn="AngleBackward0", saves=("self",))
+defop("complex", lambda re, im: jax.lax.complex(*jnp.broadcast_arrays(re, im)), args=("real", "imag"), grad_fn="ComplexBackward0")
