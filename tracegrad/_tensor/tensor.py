@@ -223,7 +223,10 @@ class Tensor(TensorBase):
         st = self._st
         if _CAPTURE[0] is not None:
             _CAPTURE[0].see_write(self)
-        new = _astype64(new, st.array.dtype) if new.dtype != st.array.dtype else new
+        dt = st.array.dtype
+        if self._chain and self._vcache is not None:
+            dt = self._vcache.dtype   # a complex part view is float over a complex storage
+        new = _astype64(new, dt) if new.dtype != dt else new
         if self._chain:
             for op, _, _ in self._chain:
                 if op.view == "overlap":

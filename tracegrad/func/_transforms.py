@@ -111,8 +111,14 @@ def grad_and_value(func, argnums=0, has_aux=False):
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
-        return _wrap.to_tensors(grads), _wrap.to_tensors(value)
+        return _wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)
     return _wrap.recorded(wrapper)
+
+
+def _conj_complex(tree):
+    """NOTE [complex gradients] (``_ops/registry.py``): torch.func's gradient of a complex input
+    is the conjugate of JAX's; real leaves pass through untouched."""
+    return jax.tree_util.tree_map(lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, tree)
 
 
 def grad(func, argnums=0, has_aux=False):
@@ -156,7 +162,9 @@ def vjp(func, *primals, has_aux=False):
         pullback = first[0][1] if all(a is b for a, b in zip(same, given)) else linearize(prims)[1]
 
         def run(c):
-            return pullback(jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))
+            # torch's convention: conj(JAX vjp(conj(cotangent))) (NOTE [complex gradients])
+            return _conj_complex(pullback(_conj_complex(
+                jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))))
         return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts)))
 
     def vjp_fn(cotangents, *extra, retain_graph=True, create_graph=None):
