@@ -257,3 +257,18 @@ def test_backward_through_func_transform_output():
         (out.real + 2 * out.imag).sum().backward()
         res.append(z.grad)
     _close(*res)
+
+
+def test_part_setters_and_strides():
+    res = []
+    for lib in (tracegrad, torch):
+        z = lib.tensor(M)
+        z.imag = lib.tensor([5.0, 6.0])
+        z[0].real = lib.tensor(-1.0)
+        strides = [v.stride() for v in (z.real, z.imag, lib.view_as_real(z), z.T.real, z[:, 1].imag,
+                                         lib.view_as_complex(lib.ones(3, 2)), lib.view_as_real(z)[..., 1])]
+        contig = [v.is_contiguous() for v in (z.real, lib.view_as_real(z), lib.view_as_complex(lib.ones(3, 2)))]
+        res.append((z, strides, contig, z.real.view(4)))
+    _close(res[0][0], res[1][0])
+    _close(res[0][3], res[1][3])
+    assert res[0][1:3] == res[1][1:3]

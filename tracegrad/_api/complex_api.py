@@ -23,7 +23,6 @@ def _name(d):
     return _NAMES.get(d.name, d.name)
 
 
-@prop("real")
 def real(self):
     """Mirrors ``torch.Tensor.real``: for a complex tensor a float view of its real parts
     (``z.real.mul_(2)`` changes ``z``; autograd ``RealBackward0``); for a real tensor the tensor
@@ -33,7 +32,6 @@ def real(self):
     return self
 
 
-@prop("imag")
 def imag(self):
     """Mirrors ``torch.Tensor.imag``: a float view of a complex tensor's imaginary parts (writes
     through it change the tensor; autograd ``ImagBackward0``). RuntimeError for a real tensor,
@@ -42,6 +40,19 @@ def imag(self):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes. "
                            "Use a complex tensor (e.g. x.to(tracegrad.complex64)).")
     return apply_op(OPS["imag_view"], (self,))
+
+
+def _set_real(self, value):
+    self.real.copy_(value)
+
+
+def _set_imag(self, value):
+    self.imag.copy_(value)
+
+
+# torch's setters: ``z.real = x`` / ``z.imag = x`` copy ``x`` into the part (through the view)
+prop("real", setter=_set_real)(real)
+prop("imag", setter=_set_imag)(imag)
 
 
 @function("real")

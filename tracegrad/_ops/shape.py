@@ -333,3 +333,13 @@ UNVIEW[defop("view_as_real", _view_as_real, grad_fn="ViewAsRealBackward0", view=
     lambda old, new: _complex_of(new[..., 0].astype(jnp.real(old).dtype), new[..., 1]))
 UNVIEW[defop("view_as_complex", lambda x: _complex_of(x[..., 0], x[..., 1]), grad_fn="ViewAsComplexBackward0",
              view=True)] = (lambda old, new: _view_as_real(new).astype(old.dtype))
+
+# storage positions (``element_positions``, strides) of a part view's elements, in units of the
+# view's own dtype, as torch's strides count them: a complex storage seen as floats has two
+# float positions per complex element (real at 2p, imaginary at 2p + 1)
+POSITIONS: dict = {
+    OPS["real_view"]: lambda p: 2 * p,
+    OPS["imag_view"]: lambda p: 2 * p + 1,
+    OPS["view_as_real"]: lambda p: jnp.stack([2 * p, 2 * p + 1], axis=-1),
+    OPS["view_as_complex"]: lambda p: p[..., 0] // 2,
+}

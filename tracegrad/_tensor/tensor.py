@@ -27,8 +27,8 @@ import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
-from .._ops.shape import (chain_apply_dyn as _chain_apply_dyn, chain_scatter_dyn as _chain_scatter_dyn,
-                          chain_split, pos_arg)
+from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
+                          chain_scatter_dyn as _chain_scatter_dyn, chain_split, pos_arg)
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
@@ -60,9 +60,15 @@ _chain_bound: dict = _state.register_cache("_tensor._chain_bound", {})    # (kin
 
 
 def _chain_apply(chain, root):
+    """The chain run over ``root``, an iota of storage positions (NOTE [complex part views]:
+    part views map positions with ``POSITIONS``)."""
     x = root
     for op, static, idx in chain:
-        x = op.fn(x, **dict(static)) if static else op.fn(x)
+        pmap = _POSITIONS.get(op)
+        if pmap is not None:
+            x = pmap(x)
+        else:
+            x = op.fn(x, **dict(static)) if static else op.fn(x)
         if idx is not None:
             x = x[idx]
     return x
