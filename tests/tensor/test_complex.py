@@ -186,12 +186,45 @@ def test_grad_through_inplace_on_real_view():
     _close(*res)
 
 
-def test_conj_flags():
-    z = tracegrad.tensor(Z)
-    assert not z.conj().is_conj() and not tracegrad.is_conj(z)  # NOTE [materialized conj]
-    assert z.resolve_conj() is z and z.resolve_neg() is z and not z.is_neg()
+def test_conj_view_flags():
+    res = []
+    for lib in (tracegrad, torch):
+        z = lib.tensor(Z)
+        c = z.conj()
+        flags = (c.is_conj(), c.conj().is_conj(), z.is_conj(), c[0].is_conj(), c.clone().is_conj(), (c * 1).is_conj(),
+                 c.detach().is_conj(), lib.is_conj(c), c._is_view(), c._base is z, c.resolve_conj().is_conj(),
+                 c.resolve_conj()._is_view(), z.resolve_conj() is z, lib.ones(2).conj().is_conj(), z.is_neg())
+        res.append((flags, c.resolve_conj(), repr(c)))
+    assert res[0][0] == res[1][0]
+    _close(res[0][1], res[1][1])
+    assert res[0][2] == res[1][2]
     x = tracegrad.ones(2)
     assert x.conj() is x and x.real is x
+
+
+@pytest.mark.parametrize("write", [
+    lambda t, z: z.conj().mul_(1j),
+    lambda t, z: z.conj().imag.fill_(5),
+    lambda t, z: z.conj()[1:].add_(1 + 1j),
+])
+def test_writes_through_conj_view(write):
+    res = []
+    for lib in (tracegrad, torch):
+        z = lib.tensor(Z)
+        write(lib, z)
+        res.append(z)
+    _close(*res)
+
+
+def test_grad_inplace_on_conj_view():
+    res = []
+    for lib in (tracegrad, torch):
+        w = lib.tensor(Z, requires_grad=True)
+        y = w * (1 + 1j)
+        y.conj().mul_(2 - 1j)
+        (y.abs() ** 2).sum().backward()
+        res.append(w.grad)
+    _close(*res, tol=1e-4)
 
 
 @pytest.mark.parametrize("call", [
@@ -202,6 +235,8 @@ def test_conj_flags():
     lambda t: t.complex(t.ones(2), t.ones(2, dtype=t.float64)),
     lambda t: t.complex(t.ones(2, dtype=t.int64), t.ones(2, dtype=t.int64)),
     lambda t: t.tensor([1j]).backward(),
+    lambda t: t.tensor([1j]).conj().numpy(),
+    lambda t: t.view_as_real(t.tensor([1j]).conj()),
 ])
 def test_errors_match_torch(call):
     with pytest.raises(Exception) as et:

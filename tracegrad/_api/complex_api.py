@@ -2,17 +2,21 @@
 torch: writes through them change the complex tensor, NOTE [complex part views] in
 ``_ops/shape.py``), ``conj`` and friends, ``angle``, ``complex``, ``is_complex``.
 
-NOTE [materialized conj]
-torch's ``conj()`` of a complex tensor is a lazily conjugated view (``is_conj()`` True, shares
-storage, ``resolve_conj()`` materializes it). tracegrad's ``conj()`` computes the conjugate as
-a new tensor: it shares no storage with its input, so ``is_conj()`` is always False and
-``resolve_conj()``/``resolve_neg()`` return the tensor itself. Values and gradients are torch's.
+NOTE [conj views]
+As torch, ``conj()`` of a complex tensor is a view of the same storage whose values are the
+conjugates (writes through it land conjugated in the base); its conjugate bit, ``is_conj()``,
+is an odd number of ``conj`` views in its view chain (``chain_is_conj``), so ``conj().conj()``
+has it cleared, and any non-view op gives a tensor without it. ``resolve_conj()`` materializes
+(a new tensor with the bit cleared); ``numpy()`` and ``view_as_real`` refuse a tensor with the
+bit set, as torch. Differs from torch: tracegrad has no negative bit (``imag`` of a conj view is
+a plain view whose values are negated; ``is_neg()`` is always False).
 """
 from __future__ import annotations
 
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
+from .._ops.shape import chain_is_conj
 from .._tensor.tensor import Tensor
 from ._registry import function, method, prop
 
@@ -69,9 +73,9 @@ def imag_fn(input):
 
 @method("conj", function=True)
 def conj(input):
-    """Mirrors ``torch.conj``: the complex conjugate (autograd ``ConjBackward0``); a real tensor
-    is returned itself. Differs from torch: the result is a new tensor, not a lazily
-    conjugated view (NOTE [materialized conj]), so ``is_conj()`` is False."""
+    """Mirrors ``torch.conj``: a view of a complex tensor with conjugated values and the
+    conjugate bit flipped (NOTE [conj views]; autograd ``ConjBackward0``); a real tensor is
+    returned itself."""
     if not input.dtype.is_complex:
         return input
     return apply_op(OPS["conj"], (input,))
@@ -96,8 +100,11 @@ def conj_physical_(self):
 
 @method("resolve_conj", function=True)
 def resolve_conj(input):
-    """Mirrors ``torch.resolve_conj``: materializes a lazy conjugation. tracegrad never
-    conjugates lazily (NOTE [materialized conj]): returns ``input`` itself."""
+    """Mirrors ``torch.resolve_conj``: a tensor with the conjugate bit set (NOTE [conj views])
+    becomes a new tensor holding the conjugated values, bit cleared (autograd ``CloneBackward0``);
+    any other tensor is returned itself."""
+    if is_conj(input):
+        return input.clone()
     return input
 
 
@@ -109,9 +116,9 @@ def resolve_neg(input):
 
 @method("is_conj", function=True)
 def is_conj(input) -> bool:
-    """Mirrors ``torch.is_conj``: whether the conjugate bit is set; always False in tracegrad
-    (NOTE [materialized conj])."""
-    return False
+    """Mirrors ``torch.is_conj``: whether the conjugate bit is set (a complex view through an
+    odd number of ``conj()``: NOTE [conj views])."""
+    return bool(input._chain) and input.dtype.is_complex and chain_is_conj(input._chain)
 
 
 @method("is_neg", function=True)
@@ -144,10 +151,14 @@ def angle(input):
 def view_as_real(input):
     """Mirrors ``torch.view_as_real``: a complex tensor of shape ``s`` seen as a float tensor of
     shape ``s + (2,)`` (real, imaginary); a view, writes go back to ``input``. Autograd
-    ``ViewAsRealBackward0``. RuntimeError for a non-complex input, as torch."""
+    ``ViewAsRealBackward0``. RuntimeError for a non-complex input or one with the conjugate bit
+    set, as torch."""
     if not input.dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors; got "
                            f"{_name(input.dtype)}. Convert with .to(tracegrad.complex64) first.")
+    if is_conj(input):
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors. To resolve the "
+                           "conjugate tensor so you can view it as real, use self.resolve_conj()")
     return apply_op(OPS["view_as_real"], (input,))
 
 

@@ -333,6 +333,8 @@ UNVIEW[defop("view_as_real", _view_as_real, grad_fn="ViewAsRealBackward0", view=
     lambda old, new: _complex_of(new[..., 0].astype(jnp.real(old).dtype), new[..., 1]))
 UNVIEW[defop("view_as_complex", lambda x: _complex_of(x[..., 0], x[..., 1]), grad_fn="ViewAsComplexBackward0",
              view=True)] = (lambda old, new: _view_as_real(new).astype(old.dtype))
+UNVIEW[defop("conj", jnp.conj, grad_fn="ConjBackward0", view=True)] = (
+    lambda old, new: jnp.conj(new).astype(old.dtype))
 
 # storage positions (``element_positions``, strides) of a part view's elements, in units of the
 # view's own dtype, as torch's strides count them: a complex storage seen as floats has two
@@ -342,4 +344,12 @@ POSITIONS: dict = {
     OPS["imag_view"]: lambda p: 2 * p + 1,
     OPS["view_as_real"]: lambda p: jnp.stack([2 * p, 2 * p + 1], axis=-1),
     OPS["view_as_complex"]: lambda p: p[..., 0] // 2,
+    OPS["conj"]: lambda p: p,
 }
+
+
+def chain_is_conj(chain) -> bool:
+    """Whether a view chain conjugates its storage (an odd number of ``conj`` views): torch's
+    conjugate bit."""
+    conj = OPS["conj"]
+    return sum(1 for e in chain if e[0] is conj) % 2 == 1

@@ -28,7 +28,8 @@ import numpy as np
 from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
-                          chain_scatter_dyn as _chain_scatter_dyn, chain_split, pos_arg)
+                          chain_is_conj as _chain_is_conj, chain_scatter_dyn as _chain_scatter_dyn,
+                          chain_split, pos_arg)
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
@@ -436,12 +437,18 @@ class Tensor(TensorBase):
         if self.requires_grad and not force and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy()")
+        if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                               "Use tensor.resolve_conj().numpy() instead.")
         return np.array(self._value)  # a writable copy
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy conversion")
+        if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                               "Use tensor.resolve_conj().numpy() instead.")
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
 
