@@ -274,4 +274,5 @@ defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")
 # (conj itself is a view: _ops/shape.py, NOTE [conj views] in _api/complex_api.py)
 defop("conj_physical", jnp.conj, grad_fn="ConjPhysicalBackward0")
 defop("angle", jnp.angle, grad_fn="AngleBackward0", saves=("self",))
-defop("complex", lambda re, im: jax.lax.complex(*jnp.broadcast_arrays(re, im)), args=("real", "imag"), grad_fn="ComplexBackward0")
+defop("complex", lambda re, im: jax.lax.complex(*jnp.broadcast_arrays(re, im)), args=("real", "imag"),
+      grad_fn="ComplexBackward0")
