@@ -307,3 +307,19 @@ def test_part_setters_and_strides():
     _close(res[0][0], res[1][0])
     _close(res[0][3], res[1][3])
     assert res[0][1:3] == res[1][1:3]
+
+
+@pytest.mark.parametrize("e", [2, 3, 0.5, -1, -2, 1.5])
+def test_pow_complex_base(e):
+    _both(lambda t, z: (z ** e * (1 - 1j)).real.sum(), Z)
+    assert (tracegrad.tensor([1 + 1j]) ** 2).tolist() == (torch.tensor([1 + 1j]) ** 2).tolist() or e != 2
+
+
+@pytest.mark.parametrize("e", [2, 0.5, 1.5])
+def test_pow_complex_zero_base_grad(e):
+    res = []
+    for lib in (tracegrad, torch):
+        z = lib.tensor([0j, 1 + 1j], requires_grad=True)
+        (z ** e).abs().sum().backward()
+        res.append(z.grad)
+    _close(*res)
