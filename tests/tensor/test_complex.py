@@ -323,3 +323,21 @@ def test_pow_complex_zero_base_grad(e):
         (z ** e).abs().sum().backward()
         res.append(z.grad)
     _close(*res)
+
+
+@pytest.mark.parametrize("name", ["jacrev", "jacfwd"])
+def test_jacobians_refuse_complex_inputs(name):
+    from torch import func as tfunc
+    with pytest.raises(RuntimeError):
+        getattr(tfunc, name)(lambda z: z.abs())(torch.tensor(Z))
+    with pytest.raises(RuntimeError, match="real"):
+        getattr(tracegrad.func, name)(lambda z: z.abs())(tracegrad.tensor(Z))
+
+
+def test_func_jvp_complex():
+    from torch import func as tfunc
+    c = np.array([1 + 1j, 2j, -1], dtype=np.complex64)
+    t_out = tracegrad.func.jvp(lambda z: z * tracegrad.tensor(c), (tracegrad.tensor(Z),), (tracegrad.tensor(Z),))
+    r_out = tfunc.jvp(lambda z: z * torch.tensor(c), (torch.tensor(Z),), (torch.tensor(Z),))
+    for a, b in zip(t_out, r_out):
+        _close(a, b)

@@ -251,6 +251,13 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
     def wrapper(*args, **kwargs):
         positions = _argnums(argnums, len(args))
         _diff_leaves(args, positions, api)
+        # torch.func's Jacobians take real inputs only
+        leaves = [leaf for p in positions for leaf in _wrap.tensor_leaves(args[p])]
+        for i, leaf in enumerate(leaves):
+            if leaf.dtype.is_complex:
+                raise RuntimeError(f"{api}: Expected all inputs to be real but received complex tensor at flattened "
+                                   f"input idx: {i}; differentiate the real and imaginary parts (view_as_real) "
+                                   "instead")
 
         fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs)
         jf = _wrap.pure(fn, args, positions)
@@ -267,7 +274,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     respect to ``args[argnums]``, shaped ``output.shape + input.shape`` (a tuple over argnums
     when ``argnums`` is a tuple); ``(jacobian, aux)`` with ``has_aux``. ``chunk_size`` is
     accepted and ignored (JAX vectorizes the whole basis at once).
-    Raises as :func:`grad_and_value` for bad ``argnums`` or inputs."""
+    Raises as :func:`grad_and_value` for bad ``argnums`` or inputs; RuntimeError for a complex
+    input, as torch."""
     return _jacobian(jax.jacrev, "jacrev", func, argnums, has_aux)
 
 
