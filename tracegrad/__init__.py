@@ -142,6 +142,12 @@ from ._api.functions import (
     ldexp as ldexp, lgamma as lgamma, logcumsumexp as logcumsumexp, logit as logit, mvlgamma as mvlgamma,
     nextafter as nextafter, polar as polar, polygamma as polygamma
 )
+# complex tensors: part views, conj, angle (_api/complex_api.py).
+from ._api.functions import (
+    angle as angle, complex as complex, conj as conj, conj_physical as conj_physical, imag as imag,
+    is_complex as is_complex, is_conj as is_conj, is_neg as is_neg, real as real, resolve_conj as resolve_conj,
+    resolve_neg as resolve_neg, view_as_complex as view_as_complex, view_as_real as view_as_real
+)
 # torch's nn-level free functions (tracegrad.conv2d, tracegrad.batch_norm...).
 from ._api.nn_functions import (
     adaptive_avg_pool1d as adaptive_avg_pool1d, adaptive_max_pool1d as adaptive_max_pool1d,

@@ -65,7 +65,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
         batch = tuple(input.shape[:-2])
         return SVDResult(zeros(batch + (m, m), dtype=input.dtype), S, zeros(batch + (n, n), dtype=input.dtype))
     U, S, Vh = linalg.svd(input, full_matrices=not some)
-    return SVDResult(U, S, Vh.mT.conj() if Vh.is_complex() else Vh.mT)
+    return SVDResult(U, S, Vh.mT.conj_physical() if Vh.is_complex() else Vh.mT)
 
 
 def cross(input, other, dim=None, *, out=None):

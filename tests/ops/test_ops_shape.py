@@ -56,6 +56,11 @@ SHAPE = [
     C("select_neg", lambda t, x: t.select(x, 0, -1), [F(3, 4)]),
     C("select_bad", lambda t, x: x.select(0, 3), [F(3, 4)], raises=True),
     C("unbind", lambda t, x: x.unbind(1), [F(3, 4)]),
+    # complex part views (tests/tensor/test_complex.py has the rest): float outputs, so the
+    # parity loss reaches the real leaves through complex ops
+    C("view_as_real_of_complex", lambda t, x, y: t.view_as_real(t.complex(x, y) * (1 - 2j)), [F(3), F(3)]),
+    C("view_as_complex", lambda t, x: t.view_as_real(t.view_as_complex(x) * (0.5 + 1j)).exp(), [F(2, 3, 2)]),
+    C("complex_broadcast_angle", lambda t, x, y: t.complex(x, y).angle(), [F(2, 3), F(3)]),
     C("unbind_fn", lambda t, x: t.unbind(x), [F(3, 4)]),
     C("chunk", lambda t, x: x.chunk(3, 1), [F(2, 7)]),
     C("chunk_fn", lambda t, x: t.chunk(x, 2), [F(4, 3)]),

@@ -49,10 +49,11 @@ def function(*names):
     return register
 
 
-def prop(*names):
-    """Register the decorated getter as the property ``Tensor.<name>``. Returns the getter."""
+def prop(*names, setter=None):
+    """Register the decorated getter as the property ``Tensor.<name>`` (with ``setter`` when
+    given: ``t.<name> = v`` calls ``setter(t, v)``). Returns the getter."""
     def register(getter):
-        _put(METHODS, names or (getter.__name__,), property(getter), "Tensor.")
+        _put(METHODS, names or (getter.__name__,), property(getter, setter, doc=getter.__doc__), "Tensor.")
         return getter
     return register
 

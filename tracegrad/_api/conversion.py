@@ -126,7 +126,7 @@ def stride(self, dim=None):
     return out if dim is None else out[_wrap_dim(dim, len(shape))]
 
 
-prop("real")(lambda self: self)   # real dtypes only: the tensor itself, as torch
+
 
 
 # JAX and DLPack interop (tracegrad.func's from_jax/from_dlpack are the other direction)

@@ -502,9 +502,15 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     return region, region.run(leaves)
 
 
+def _conj_complex(tree):
+    return jax.tree_util.tree_map(lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, tree)
+
+
 @jax.jit
 def _bwd_program(pullback, cts):
-    return pullback(cts)
+    # NOTE [complex gradients] (_ops/registry.py): torch's gradient is conj(JAX vjp(conj(ct)));
+    # decided while tracing, so real programs are unchanged
+    return _conj_complex(pullback(_conj_complex(cts)))
 
 
 # NOTE [new .grad per call]

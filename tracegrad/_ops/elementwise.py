@@ -155,7 +155,16 @@ def _pow(a, b, dtype):
     if not jnp.issubdtype(a.dtype, jnp.inexact):
         return jnp.power(a, b)
     safe = jnp.where(b == 0, jnp.ones_like(a), a)
-    return jnp.where(b == 0, jnp.ones_like(a), jnp.power(safe, b))
+    out = jnp.power(safe, b)
+    if jnp.iscomplexobj(a):
+        # torch computes a complex base to the exponents 2, 3, 0.5, -1, -2 exactly as products,
+        # sqrt and reciprocals (the general exp(b log a) leaves 1e-8 residues: (1+1j)**2)
+        for e, f in ((2, lambda z: z * z), (3, lambda z: z * z * z), (0.5, jnp.sqrt), (-1, lambda z: 1 / z),
+                     (-2, lambda z: 1 / (z * z))):
+            # (b is cast to a's complex dtype); unused branches see 1 (no nan in their gradient)
+            hit = b == e
+            out = jnp.where(hit, f(jnp.where(hit, safe, jnp.ones_like(safe))), out)
+    return jnp.where(b == 0, jnp.ones_like(a), out)
 
 
 defop("pow", _pow, args=("self", "exponent"),
@@ -268,3 +277,11 @@ defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value")
 defop("fill_tensor", lambda s, v: jnp.broadcast_to(jnp.asarray(v).astype(s.dtype), s.shape),
       args=("self", "value"), grad_fn="FillBackward3")
 defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")
+
+
+# ---- complex -----------------------------------------------------------------------------------
+# (conj itself is a view: _ops/shape.py, NOTE [conj views] in _api/complex_api.py)
+defop("conj_physical", jnp.conj, grad_fn="ConjPhysicalBackward0")
+defop("angle", jnp.angle, grad_fn="AngleBackward0", saves=("self",))
+defop("complex", lambda re, im: jax.lax.complex(*jnp.broadcast_arrays(re, im)), args=("real", "imag"),
+      grad_fn="ComplexBackward0")

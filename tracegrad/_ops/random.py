@@ -159,6 +159,12 @@ def uniform(k, shape, dtype, low=0.0, high=1.0, api="uniform_"):
 def normal(k, shape, dtype, mean=0.0, std=1.0, api="normal_"):
     check_floating(dtype, api, "normal_kernel_cpu")
     check_std(std, api)
+    if np.issubdtype(np.dtype(dtype), np.complexfloating):
+        # torch: real and imaginary parts each normal with variance std**2 / 2
+        def draw(g):
+            pair = g.standard_normal(tuple(shape) + (2,)) * np.sqrt(0.5)
+            return (mean + std * (pair[..., 0] + 1j * pair[..., 1])).astype(np.dtype(dtype))
+        return _draw(k, draw, shape, dtype)
     return _draw(k, lambda g: (mean + std * g.standard_normal(shape)).astype(_np_float(dtype)), shape, dtype)
 
 

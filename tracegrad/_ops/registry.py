@@ -245,7 +245,33 @@ def as_arg(v):
     return a
 
 
+def _conj_if_complex(x):
+    # trace-time dtype test: real arrays pass through untouched (no op in the jitted backward)
+    return jnp.conj(x) if x is not None and jnp.iscomplexobj(x) else x
+
+
+def _torch_convention(bwd):
+    """NOTE [complex gradients]: torch's gradient of a complex tensor is the conjugate of JAX's
+    cotangent: ``torch_bwd(g) = conj(jax_vjp(conj(g)))``. The rule composes (conj twice is the
+    identity), so applying it per op gives torch's convention for any chain. It runs inside the
+    jitted backward, where ``iscomplexobj`` is decided while tracing: real backwards are the
+    same program as without it."""
+    def wrapped(saved, consts, grads):
+        if any(g is not None and jnp.iscomplexobj(g) for g in grads):
+            grads = tuple(_conj_if_complex(g) for g in grads)
+            return tuple(_conj_if_complex(r) for r in bwd(saved, consts, grads))
+        out = bwd(saved, consts, grads)
+        if any(r is not None and jnp.iscomplexobj(r) for r in out):
+            return tuple(_conj_if_complex(r) for r in out)
+        return out
+    return wrapped
+
+
 def _make_backward(op, static, layout: SavedLayout):
+    return _torch_convention(_make_backward_jax(op, static, layout))
+
+
+def _make_backward_jax(op, static, layout: SavedLayout):
     fwd = partial(op.fn, **dict(static)) if static else op.fn
     kinds, avals, needs = layout.kinds, layout.avals, layout.needs
     tensor_pos = [i for i, k in enumerate(kinds) if k != CONST]

@@ -194,6 +194,17 @@ def chain_apply_dyn(struct, root, pos):
 
 def chain_scatter_dyn(struct, root, new, pos):
     """``root`` with the view's elements replaced by ``new`` (broadcast, cast to root's dtype)."""
+    for i in range(len(struct) - 1, -1, -1):
+        unview = UNVIEW.get(struct[i][0])
+        if unview is not None:     # NOTE [complex part views]
+            j = sum(e[3] for e in struct[:i])
+            head, entry = struct[:i], struct[i]
+            old_in = chain_apply_dyn(head, root, pos[:j])
+            old_out = chain_apply_dyn((entry,), old_in, ())
+            new_out = chain_scatter_dyn(struct[i + 1:], old_out, new, pos[j:])
+            return chain_scatter_dyn(head, root, unview(old_in, new_out), pos[:j])
+    if not struct:
+        return jnp.broadcast_to(new.astype(root.dtype), root.shape)
     # each view element's flat position in the root: the chain run over an iota
     at = chain_apply_dyn(struct, jnp.arange(root.size).reshape(root.shape), pos)
     new = jnp.broadcast_to(new.astype(root.dtype), at.shape)
@@ -294,3 +305,51 @@ defop("pad", lambda x, pad_width, value: jnp.pad(x, pad_width, constant_values=v
       grad_fn="ConstantPadNdBackward0")
 defop("pad_mode", lambda x, pad_width, mode: jnp.pad(x, pad_width, mode=mode),
       grad_fn="ReflectionPad2DBackward0")
+
+
+# ---- complex part views --------------------------------------------------------------------------
+# NOTE [complex part views]
+# torch's ``real``/``imag``/``view_as_real``/``view_as_complex`` are views that reinterpret a
+# complex storage as floats (or back). Their elements are not a gather of storage elements, so
+# the iota trick of ``chain_scatter_dyn`` cannot place a write; each of these ops instead
+# gives ``UNVIEW[op](old_input, new_output) -> new_input``, and a write through a chain that
+# holds one is scattered into that op's output first, then mapped back through ``UNVIEW`` and
+# scattered on through the rest of the chain.
+
+def _complex_of(re, im):
+    return lax.complex(re, im.astype(re.dtype))
+
+
+def _view_as_real(x):
+    return jnp.stack([jnp.real(x), jnp.imag(x)], axis=-1)
+
+
+UNVIEW: dict = {}
+UNVIEW[defop("real_view", jnp.real, grad_fn="RealBackward0", view=True)] = (
+    lambda old, new: _complex_of(new.astype(jnp.real(old).dtype), jnp.imag(old)))
+UNVIEW[defop("imag_view", jnp.imag, grad_fn="ImagBackward0", view=True)] = (
+    lambda old, new: _complex_of(jnp.real(old), new.astype(jnp.real(old).dtype)))
+UNVIEW[defop("view_as_real", _view_as_real, grad_fn="ViewAsRealBackward0", view=True)] = (
+    lambda old, new: _complex_of(new[..., 0].astype(jnp.real(old).dtype), new[..., 1]))
+UNVIEW[defop("view_as_complex", lambda x: _complex_of(x[..., 0], x[..., 1]), grad_fn="ViewAsComplexBackward0",
+             view=True)] = (lambda old, new: _view_as_real(new).astype(old.dtype))
+UNVIEW[defop("conj", jnp.conj, grad_fn="ConjBackward0", view=True)] = (
+    lambda old, new: jnp.conj(new).astype(old.dtype))
+
+# storage positions (``element_positions``, strides) of a part view's elements, in units of the
+# view's own dtype, as torch's strides count them: a complex storage seen as floats has two
+# float positions per complex element (real at 2p, imaginary at 2p + 1)
+POSITIONS: dict = {
+    OPS["real_view"]: lambda p: 2 * p,
+    OPS["imag_view"]: lambda p: 2 * p + 1,
+    OPS["view_as_real"]: lambda p: jnp.stack([2 * p, 2 * p + 1], axis=-1),
+    OPS["view_as_complex"]: lambda p: p[..., 0] // 2,
+    OPS["conj"]: lambda p: p,
+}
+
+
+def chain_is_conj(chain) -> bool:
+    """Whether a view chain conjugates its storage (an odd number of ``conj`` views): torch's
+    conjugate bit."""
+    conj = OPS["conj"]
+    return sum(1 for e in chain if e[0] is conj) % 2 == 1

@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
-from .._ops.shape import (chain_apply_dyn as _chain_apply_dyn, chain_scatter_dyn as _chain_scatter_dyn,
+from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
+                          chain_is_conj as _chain_is_conj, chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
@@ -60,9 +61,15 @@ _chain_bound: dict = _state.register_cache("_tensor._chain_bound", {})    # (kin
 
 
 def _chain_apply(chain, root):
+    """The chain run over ``root``, an iota of storage positions (NOTE [complex part views]:
+    part views map positions with ``POSITIONS``)."""
     x = root
     for op, static, idx in chain:
-        x = op.fn(x, **dict(static)) if static else op.fn(x)
+        pmap = _POSITIONS.get(op)
+        if pmap is not None:
+            x = pmap(x)
+        else:
+            x = op.fn(x, **dict(static)) if static else op.fn(x)
         if idx is not None:
             x = x[idx]
     return x
@@ -223,7 +230,10 @@ class Tensor(TensorBase):
         st = self._st
         if _CAPTURE[0] is not None:
             _CAPTURE[0].see_write(self)
-        new = _astype64(new, st.array.dtype) if new.dtype != st.array.dtype else new
+        dt = st.array.dtype
+        if self._chain and self._vcache is not None:
+            dt = self._vcache.dtype   # a complex part view is float over a complex storage
+        new = _astype64(new, dt) if new.dtype != dt else new
         if self._chain:
             for op, _, _ in self._chain:
                 if op.view == "overlap":
@@ -427,12 +437,18 @@ class Tensor(TensorBase):
         if self.requires_grad and not force and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy()")
+        if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                               "Use tensor.resolve_conj().numpy() instead.")
         return np.array(self._value)  # a writable copy
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy conversion")
+        if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
+                               "Use tensor.resolve_conj().numpy() instead.")
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 
-_DEFAULT_SHOWN = ("float32", "int64", "bool")
+_DEFAULT_SHOWN = ("float32", "complex64", "int64", "bool")
 _JaxTracer = jax.core.Tracer
 
 
@@ -33,6 +33,27 @@ def _formatter(values, dtype):
     if dtype is _dt.bool_:
         return lambda v: "True" if v else "False"
     return lambda v: str(int(v))
+
+
+def _complex_formatter(sample, dtype):
+    """torch's complex format: the real and imaginary parts each get the float formatter of
+    all real (imaginary) parts; the real part is right-aligned, the imaginary part follows
+    with its sign and ``j`` (``1.+2.j``). Returns (format, element width, per-line width)."""
+    real_dt = dtype.to_real()
+    re = np.real(sample).astype(np.float64)
+    im = np.imag(sample).astype(np.float64)
+    fr, fi = _formatter(re, real_dt), _formatter(im, real_dt)
+    # torch's widths count the nonzero finite values only
+    wr = max((len(fr(v)) for v in re.ravel() if v != 0 and np.isfinite(v)), default=0)
+    wi = max((len(fi(v)) for v in im.ravel() if v != 0 and np.isfinite(v)), default=0)
+
+    def fmt(v):
+        v = complex(v)
+        imag = fi(v.imag)
+        if not imag.startswith("-") and not imag.startswith("+"):
+            imag = "+" + imag
+        return fr(v.real).rjust(wr) + imag + "j"
+    return fmt, 0, wr + wi + 1
 
 
 def _special(v):
@@ -57,9 +78,12 @@ def format_array(arr, dtype, indent):
         for ax in range(arr.ndim):
             idx = np.r_[0:min(3, arr.shape[ax]), max(arr.shape[ax] - 3, 0):arr.shape[ax]] if arr.shape[ax] > 6 else np.arange(arr.shape[ax])
             sample = np.take(sample, idx, axis=ax)
-    fmt = _formatter(sample.astype(np.float64) if dtype.is_floating_point else sample, dtype)
-    flat = [fmt(v) for v in sample.ravel()]
-    width = max((len(s) for s in flat), default=0)
+    if dtype.is_complex:
+        fmt, width, per_width = _complex_formatter(sample, dtype)
+    else:
+        fmt = _formatter(sample.astype(np.float64) if dtype.is_floating_point else sample, dtype)
+        flat = [fmt(v) for v in sample.ravel()]
+        width = per_width = max((len(s) for s in flat), default=0)
 
     def rec(a, ind):
         if a.ndim == 0:
@@ -69,7 +93,7 @@ def format_array(arr, dtype, indent):
             items = [fmt(v).rjust(width) for v in (a[:3].tolist() + a[-3:].tolist() if summarize and n > 6 else a.tolist())]
             if summarize and n > 6:
                 items = items[:3] + [" ..."] + items[3:]   # torch's literal, not padded
-            per_line = max(1, (80 - ind) // (width + 2))
+            per_line = max(1, (80 - ind) // (per_width + 2))
             lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
             return "[" + (",\n" + " " * (ind + 1)).join(lines) + "]"
         rows = list(range(n))

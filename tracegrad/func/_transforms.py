@@ -111,8 +111,14 @@ def grad_and_value(func, argnums=0, has_aux=False):
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
-        return _wrap.to_tensors(grads), _wrap.to_tensors(value)
+        return _wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)
     return _wrap.recorded(wrapper)
+
+
+def _conj_complex(tree):
+    """NOTE [complex gradients] (``_ops/registry.py``): torch.func's gradient of a complex input
+    is the conjugate of JAX's; real leaves pass through untouched."""
+    return jax.tree_util.tree_map(lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, tree)
 
 
 def grad(func, argnums=0, has_aux=False):
@@ -156,7 +162,9 @@ def vjp(func, *primals, has_aux=False):
         pullback = first[0][1] if all(a is b for a, b in zip(same, given)) else linearize(prims)[1]
 
         def run(c):
-            return pullback(jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))
+            # torch's convention: conj(JAX vjp(conj(cotangent))) (NOTE [complex gradients])
+            return _conj_complex(pullback(_conj_complex(
+                jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))))
         return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts)))
 
     def vjp_fn(cotangents, *extra, retain_graph=True, create_graph=None):
@@ -243,6 +251,13 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
     def wrapper(*args, **kwargs):
         positions = _argnums(argnums, len(args))
         _diff_leaves(args, positions, api)
+        # torch.func's Jacobians take real inputs only
+        leaves = [leaf for p in positions for leaf in _wrap.tensor_leaves(args[p])]
+        for i, leaf in enumerate(leaves):
+            if leaf.dtype.is_complex:
+                raise RuntimeError(f"{api}: Expected all inputs to be real but received complex tensor at flattened "
+                                   f"input idx: {i}; differentiate the real and imaginary parts (view_as_real) "
+                                   "instead")
 
         fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs)
         jf = _wrap.pure(fn, args, positions)
@@ -259,7 +274,8 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     respect to ``args[argnums]``, shaped ``output.shape + input.shape`` (a tuple over argnums
     when ``argnums`` is a tuple); ``(jacobian, aux)`` with ``has_aux``. ``chunk_size`` is
     accepted and ignored (JAX vectorizes the whole basis at once).
-    Raises as :func:`grad_and_value` for bad ``argnums`` or inputs."""
+    Raises as :func:`grad_and_value` for bad ``argnums`` or inputs; RuntimeError for a complex
+    input, as torch."""
     return _jacobian(jax.jacrev, "jacrev", func, argnums, has_aux)
 
 

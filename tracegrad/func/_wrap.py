@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from .._tensor import generator as _generator
@@ -105,7 +106,10 @@ class FuncTransform(Function):
             out, pullback = jax.vjp(flat, *primals)
             cts = tuple(np.zeros(o.shape, jax.dtypes.float0) if np.dtype(o.dtype).kind not in "fc"
                         else g.astype(o.dtype) for g, o in zip(cotangents, out))
-            return pullback(cts)
+            # torch's convention: conj(JAX vjp(conj(ct))) (NOTE [complex gradients])
+            conj = lambda t: jax.tree_util.tree_map(  # noqa: E731
+                lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, t)
+            return conj(pullback(conj(cts)))
         res = run_jax(vjp, tuple(d._value for d in diff), tuple(g._value for g in grads))
         return (None,) + tuple(Tensor._make(r) for r in res)
 

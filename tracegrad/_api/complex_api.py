@@ -1,0 +1,197 @@
+"""Complex tensors: ``real``/``imag`` and ``view_as_real``/``view_as_complex`` (views, as
+torch: writes through them change the complex tensor, NOTE [complex part views] in
+``_ops/shape.py``), ``conj`` and friends, ``angle``, ``complex``, ``is_complex``.
+
+NOTE [conj views]
+As torch, ``conj()`` of a complex tensor is a view of the same storage whose values are the
+conjugates (writes through it land conjugated in the base); its conjugate bit, ``is_conj()``,
+is an odd number of ``conj`` views in its view chain (``chain_is_conj``), so ``conj().conj()``
+has it cleared, and any non-view op gives a tensor without it. ``resolve_conj()`` materializes
+(a new tensor with the bit cleared); ``numpy()`` and ``view_as_real`` refuse a tensor with the
+bit set, as torch. Differs from torch: tracegrad has no negative bit (``imag`` of a conj view is
+a plain view whose values are negated; ``is_neg()`` is always False).
+"""
+from __future__ import annotations
+
+from ..autograd._dispatch import apply_inplace, apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._ops.shape import chain_is_conj
+from .._tensor.tensor import Tensor
+from ._registry import function, method, prop
+
+_NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16"}
+
+
+def _name(d):
+    return _NAMES.get(d.name, d.name)
+
+
+def real(self):
+    """Mirrors ``torch.Tensor.real``: for a complex tensor a float view of its real parts
+    (``z.real.mul_(2)`` changes ``z``; autograd ``RealBackward0``); for a real tensor the tensor
+    itself."""
+    if self.dtype.is_complex:
+        return apply_op(OPS["real_view"], (self,))
+    return self
+
+
+def imag(self):
+    """Mirrors ``torch.Tensor.imag``: a float view of a complex tensor's imaginary parts (writes
+    through it change the tensor; autograd ``ImagBackward0``). RuntimeError for a real tensor,
+    as torch."""
+    if not self.dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes. "
+                           "Use a complex tensor (e.g. x.to(tracegrad.complex64)).")
+    return apply_op(OPS["imag_view"], (self,))
+
+
+def _set_real(self, value):
+    self.real.copy_(value)
+
+
+def _set_imag(self, value):
+    self.imag.copy_(value)
+
+
+# torch's setters: ``z.real = x`` / ``z.imag = x`` copy ``x`` into the part (through the view)
+prop("real", setter=_set_real)(real)
+prop("imag", setter=_set_imag)(imag)
+
+
+@function("real")
+def real_fn(input):
+    """Mirrors ``torch.real``: ``input.real`` (a view for a complex input)."""
+    return input.real
+
+
+@function("imag")
+def imag_fn(input):
+    """Mirrors ``torch.imag``: ``input.imag`` (a view; RuntimeError for a real input)."""
+    return input.imag
+
+
+@method("conj", function=True)
+def conj(input):
+    """Mirrors ``torch.conj``: a view of a complex tensor with conjugated values and the
+    conjugate bit flipped (NOTE [conj views]; autograd ``ConjBackward0``); a real tensor is
+    returned itself."""
+    if not input.dtype.is_complex:
+        return input
+    return apply_op(OPS["conj"], (input,))
+
+
+@method("conj_physical", function=True)
+def conj_physical(input):
+    """Mirrors ``torch.conj_physical``: the conjugate computed into a new tensor (autograd
+    ``ConjPhysicalBackward0``); a real tensor is returned itself."""
+    if not input.dtype.is_complex:
+        return input
+    return apply_op(OPS["conj_physical"], (input,))
+
+
+@method("conj_physical_")
+def conj_physical_(self):
+    """Mirrors ``torch.Tensor.conj_physical_``: conjugate in place (no-op for real tensors)."""
+    if not self.dtype.is_complex:
+        return self
+    return apply_inplace(OPS["conj_physical"], self, ())
+
+
+@method("resolve_conj", function=True)
+def resolve_conj(input):
+    """Mirrors ``torch.resolve_conj``: a tensor with the conjugate bit set (NOTE [conj views])
+    becomes a new tensor holding the conjugated values, bit cleared (autograd ``CloneBackward0``);
+    any other tensor is returned itself."""
+    if is_conj(input):
+        return input.clone()
+    return input
+
+
+@method("resolve_neg", function=True)
+def resolve_neg(input):
+    """Mirrors ``torch.resolve_neg``: tracegrad never negates lazily; returns ``input`` itself."""
+    return input
+
+
+@method("is_conj", function=True)
+def is_conj(input) -> bool:
+    """Mirrors ``torch.is_conj``: whether the conjugate bit is set (a complex view through an
+    odd number of ``conj()``: NOTE [conj views])."""
+    return bool(input._chain) and input.dtype.is_complex and chain_is_conj(input._chain)
+
+
+@method("is_neg", function=True)
+def is_neg(input) -> bool:
+    """Mirrors ``torch.is_neg``: whether the negative bit is set; always False in tracegrad."""
+    return False
+
+
+@function("is_complex")
+def is_complex(input) -> bool:
+    """Mirrors ``torch.is_complex``: whether ``input``'s dtype is complex. TypeError for a
+    non-tensor, as torch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_complex(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input.dtype.is_complex
+
+
+@method("angle", function=True)
+def angle(input):
+    """Mirrors ``torch.angle``: the argument of each element in radians (``atan2(imag, real)``),
+    a float tensor (complex64 -> float32; integer inputs give the default float dtype; real
+    inputs give 0 or pi). Autograd ``AngleBackward0``."""
+    d = input.dtype
+    if not (d.is_floating_point or d.is_complex):
+        input = input.to(_dt.get_default_dtype())
+    return apply_op(OPS["angle"], (input,))
+
+
+@function("view_as_real")
+def view_as_real(input):
+    """Mirrors ``torch.view_as_real``: a complex tensor of shape ``s`` seen as a float tensor of
+    shape ``s + (2,)`` (real, imaginary); a view, writes go back to ``input``. Autograd
+    ``ViewAsRealBackward0``. RuntimeError for a non-complex input or one with the conjugate bit
+    set, as torch."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors; got "
+                           f"{_name(input.dtype)}. Convert with .to(tracegrad.complex64) first.")
+    if is_conj(input):
+        raise RuntimeError("view_as_real doesn't work on unresolved conjugated tensors. To resolve the "
+                           "conjugate tensor so you can view it as real, use self.resolve_conj()")
+    return apply_op(OPS["view_as_real"], (input,))
+
+
+@function("view_as_complex")
+def view_as_complex(input):
+    """Mirrors ``torch.view_as_complex``: a float32/float64 tensor whose last dim has size 2
+    seen as a complex64/complex128 tensor without that dim; a view, writes go back to
+    ``input``. Autograd ``ViewAsComplexBackward0``. RuntimeError for other dtypes or a last
+    dim of another size, as torch."""
+    if input.dtype not in (_dt.float32, _dt.float64):
+        raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
+                           f"of scalar type: {_name(input.dtype)}. Convert with .float() first.")
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2 (view_as_complex reads the last dim "
+                           "as (real, imaginary))")
+    return apply_op(OPS["view_as_complex"], (input,))
+
+
+@function("complex")
+def complex_(real, imag):
+    """Mirrors ``torch.complex(real, imag)``: the complex tensor ``real + i*imag`` (broadcast;
+    float32 -> complex64, float64 -> complex128). Autograd ``ComplexBackward0``. RuntimeError
+    unless both are float tensors of one dtype, as torch."""
+    ok = (_dt.float16, _dt.float32, _dt.float64)
+    if real.dtype not in ok or imag.dtype not in ok or real.dtype is not imag.dtype:
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{_name(real.dtype)} and {_name(imag.dtype)}; pass float tensors of one dtype")
+    return apply_op(OPS["complex"], (real, imag))
+
+
+__all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg",
+           "is_complex", "angle", "view_as_real", "view_as_complex", "complex_"]
+
+complex_.__name__ = complex_.__qualname__ = "complex"
+real_fn.__name__ = real_fn.__qualname__ = "real"
+imag_fn.__name__ = imag_fn.__qualname__ = "imag"
