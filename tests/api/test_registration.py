@@ -21,6 +21,8 @@ Tensor = tracegrad.Tensor
 DIFFERENT_METHOD_AND_FUNCTION = {
     "where": "Tensor.where(condition, other) vs tracegrad.where(condition, input, other)",
     "polygamma": "Tensor.polygamma(n) vs tracegrad.polygamma(n, input)",
+    "real": "Tensor.real is a property (a view, settable) vs the function tracegrad.real(input)",
+    "imag": "Tensor.imag is a property (a view, settable) vs the function tracegrad.imag(input)",
 }
 # Tensor's class body names the registry may replace, with why (the registry's definition wins).
 CLASS_BODY_STUBS: dict = {}
