@@ -8,6 +8,7 @@ so the conversion recognises tensors nested in its data (``[t1, t2]``) without i
 """
 from __future__ import annotations
 
+import collections.abc
 import numbers
 
 import jax
@@ -37,6 +38,18 @@ def check_data_leaf(data):
         x = x[0]
     if isinstance(x, str) and x is not data:
         raise ValueError("tensor(): too many dimensions 'str' (strings are not numbers; convert them first)")
+
+
+def plain_sequences(data):
+    """Other Python sequences (``collections.deque``, ``UserList``, any ``collections.abc.Sequence``
+    that is not a list, tuple, range, str or bytes) as lists, at every level: torch reads any
+    sequence as nested data (REINFORCE's ``torch.tensor(deque_of_returns)``)."""
+    if isinstance(data, (list, tuple)):
+        out = [plain_sequences(e) for e in data]
+        return data if all(a is b for a, b in zip(out, data)) else out
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (range, str, bytes, TensorBase)):
+        return [plain_sequences(e) for e in data]
+    return data
 
 
 def infer_dtype(data):
@@ -161,6 +174,7 @@ def to_array(data, dtype=None):
     if isinstance(data, (str, bytes)):
         raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}'")
     big = False
+    data = plain_sequences(data)
     if isinstance(data, np.ndarray):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
