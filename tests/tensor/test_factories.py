@@ -88,6 +88,7 @@ RANDOM = [
     ("randn", lambda t, g: t.randn(500, 4, generator=g), ("float32", (500, 4)), None),
     ("randint", lambda t, g: t.randint(3, 10, (400,), generator=g), ("int64", (400,)), (3, 9)),
     ("randint_high_only", lambda t, g: t.randint(5, (400,), generator=g), ("int64", (400,)), (0, 4)),
+    ("randint_high_size_kw", lambda t, g: t.randint(5, size=(400,), generator=g), ("int64", (400,)), (0, 4)),
     ("randperm", lambda t, g: t.randperm(10, generator=g), ("int64", (10,)), (0, 9)),
     ("normal_floats", lambda t, g: t.normal(2.0, 3.0, (2000,), generator=g), ("float32", (2000,)), None),
     ("normal_tensor", lambda t, g: t.normal(t.zeros(3), t.ones(3), generator=g), ("float32", (3,)), None),
@@ -159,5 +160,7 @@ def test_random_requires_grad_and_errors():
     for mod in (torch, tracegrad):
         with pytest.raises(RuntimeError):
             mod.randint(0, 5, (3,), requires_grad=True)
+        with pytest.raises(TypeError):
+            mod.randint(5)   # no size
         with pytest.raises(RuntimeError):
             mod.rand(-1)
