@@ -213,7 +213,11 @@ def get_autocast_gpu_dtype():
     return get_autocast_dtype("cuda")
 
 
-FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor
+from ._api.creation import (  # noqa: E402  (typed legacy constructors)
+    BFloat16Tensor as BFloat16Tensor, BoolTensor as BoolTensor, ByteTensor as ByteTensor, CharTensor as CharTensor,
+    DoubleTensor as DoubleTensor, FloatTensor as FloatTensor, HalfTensor as HalfTensor, IntTensor as IntTensor,
+    LongTensor as LongTensor, ShortTensor as ShortTensor,
+)
 
 __version__ = "0.1.0"
 

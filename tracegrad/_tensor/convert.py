@@ -208,7 +208,13 @@ def legacy_array(*args, **kwargs):
     """The array of ``tracegrad.Tensor(data)`` / ``Tensor(*sizes)``: default dtype (float32),
     as ``torch.Tensor``; sizes give zeros (JAX has no uninitialised memory). Keyword arguments
     are accepted and ignored."""
-    d = _dt.get_default_dtype()
+    return legacy_array_of(_dt.get_default_dtype(), *args)
+
+
+@with_x64
+def legacy_array_of(d, *args):
+    """The array of a typed legacy constructor (``LongTensor(data)`` / ``LongTensor(*sizes)``):
+    ``legacy_array`` with the tracegrad dtype ``d`` in place of the default dtype."""
     if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
         return to_array(args[0], d)[0]
     return jnp.zeros(size_tuple(args), d.np)
