@@ -226,6 +226,12 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     """Accepted for compatibility; tracegrad prints with torch's default options."""
 
 
+from ._api.threads import (  # noqa: E402
+    get_num_interop_threads as get_num_interop_threads, get_num_threads as get_num_threads,
+    set_num_interop_threads as set_num_interop_threads, set_num_threads as set_num_threads,
+)
+
+
 def typename(obj):
     """``torch.typename``, simplified: the type's name (``'Tensor'`` where torch says
     ``'torch.FloatTensor'``)."""

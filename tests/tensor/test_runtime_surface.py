@@ -197,3 +197,19 @@ def test_legacy_typed_isinstance_type_and_errors(name):
     assert a == b == TypeError
     a, b = both(lambda m: getattr(m, name)(m.zeros(2, dtype=m.float16)))
     assert a == b == TypeError
+
+
+@pytest.mark.parametrize("api", ["set_num_threads", "set_num_interop_threads"])
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "2", True])
+def test_num_threads_errors(api, bad):
+    a, b = both(lambda m: getattr(m, api)(bad))
+    assert a == b == RuntimeError
+
+
+def test_num_threads_roundtrip():
+    before = tracegrad.get_num_threads(), tracegrad.get_num_interop_threads()
+    assert all(isinstance(n, int) and n >= 1 for n in before)
+    tracegrad.set_num_threads(3)
+    assert tracegrad.get_num_threads() == 3
+    tracegrad.set_num_threads(before[0])
+    assert tracegrad.get_num_threads() == before[0]
