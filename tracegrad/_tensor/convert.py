@@ -94,10 +94,15 @@ def int_bounds(d):
 
 
 def check_fits(arr, d, api):
-    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to."""
+    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to
+    (ints: torch's wrap range, down to ``-max`` for unsigned types; floats: the type's own range)."""
     if d._cat != 1 or not arr.size or arr.dtype.kind not in "iuf":
         return
-    lo, hi = int_bounds(d)
+    if arr.dtype.kind == "f":   # a float must lie in the type's real range (no unsigned wrap), as c10
+        info = np.iinfo(d.np)
+        lo, hi = int(info.min), int(info.max)
+    else:
+        lo, hi = int_bounds(d)
     amin, amax = arr.min(), arr.max()
     if amin < lo or amax > hi:
         raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
