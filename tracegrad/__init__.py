@@ -219,13 +219,23 @@ def get_autocast_gpu_dtype():
     return get_autocast_dtype("cuda")
 
 
-FloatTensor = DoubleTensor = LongTensor = BoolTensor = Tensor
+from ._api.creation import (  # noqa: E402  (typed legacy constructors)
+    BFloat16Tensor as BFloat16Tensor, BoolTensor as BoolTensor, ByteTensor as ByteTensor, CharTensor as CharTensor,
+    DoubleTensor as DoubleTensor, FloatTensor as FloatTensor, HalfTensor as HalfTensor, IntTensor as IntTensor,
+    LongTensor as LongTensor, ShortTensor as ShortTensor,
+)
 
 __version__ = "0.1.0"
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
     """Accepted for compatibility; tracegrad prints with torch's default options."""
+
+
+from ._api.threads import (  # noqa: E402
+    get_num_interop_threads as get_num_interop_threads, get_num_threads as get_num_threads,
+    set_num_interop_threads as set_num_interop_threads, set_num_threads as set_num_threads,
+)
 
 
 def typename(obj):

@@ -176,3 +176,21 @@ def test_conv_errors_match_torch_classes():
             mod.nn.Conv2d(2, 4, 3)(mod.ones(1, 2, 2, 2))
         with pytest.raises(RuntimeError):
             mod.nn.functional.max_pool2d(mod.ones(1, 1, 4, 4), 2, padding=2)
+
+
+@pytest.mark.parametrize("name", ["softmax", "softmin", "log_softmax"])
+def test_implicit_dim_warning_names_the_function(name):
+    """F.log_softmax(x) without dim warns naming log_softmax (as torch), and picks torch's dim."""
+    import warnings
+    torch = get_torch()
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    got = []
+    for mod in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = getattr(mod.nn.functional, name)(mod.tensor(x))
+        msgs = [str(m.message) for m in w if "Implicit dimension" in str(m.message)]
+        got.append((msgs, out.numpy()))
+    assert got[0][0] == got[1][0] == [f"Implicit dimension choice for {name} has been deprecated. "
+                                      f"Change the call to include dim=X as an argument."]
+    np.testing.assert_allclose(got[1][1], got[0][1], rtol=1e-6)

@@ -22,6 +22,17 @@ FACTORIES = [
     C("tensor_int_requires_grad_raises", lambda t: t.tensor([1, 2], requires_grad=True), [], raises=True),
     C("tensor_ragged_raises", lambda t: t.tensor([[1, 2], [3]]), [], raises=True),
     C("tensor_str_raises", lambda t: t.tensor("abc"), [], raises=True),
+    C("tensor_neg_int_uint8_wraps", lambda t: t.tensor([-2, 3], dtype=t.uint8), []),
+    C("tensor_neg_float_uint8_raises", lambda t: t.tensor([1.7, -2.5], dtype=t.uint8), [], raises=True),
+    C("tensor_small_neg_float_uint8_raises", lambda t: t.tensor([-0.5], dtype=t.uint8), [], raises=True),
+    C("tensor_float_over_int8_raises", lambda t: t.tensor([127.9], dtype=t.int8), [], raises=True),
+    C("tensor_float_int8_truncates", lambda t: t.tensor([-0.5, -2.0, 126.9], dtype=t.int8), []),
+    C("tensor_deque", lambda t: t.tensor(__import__("collections").deque([1.0, 2.5])), []),
+    C("tensor_nested_deque_tuple", lambda t: t.tensor([__import__("collections").deque([1, 2]), (3, 4)]), []),
+    C("tensor_userlist_ragged_raises",
+      lambda t: t.tensor(__import__("collections").UserList([[1, 2], __import__("collections").deque([3])])), [],
+      raises=True),
+    C("tensor_set_raises", lambda t: t.tensor({1, 2}), [], raises=True),
     C("tensor_of_0d_tensors", lambda t: t.tensor([t.tensor(1.0), t.tensor(2.0)]), []),
     C("tensor_numpy_f64", lambda t: t.tensor(np.array([1.0, 2.0])), []),
     C("tensor_numpy_i32", lambda t: t.tensor(np.array([1, 2], dtype=np.int32)), []),
@@ -82,6 +93,7 @@ RANDOM = [
     ("randn", lambda t, g: t.randn(500, 4, generator=g), ("float32", (500, 4)), None),
     ("randint", lambda t, g: t.randint(3, 10, (400,), generator=g), ("int64", (400,)), (3, 9)),
     ("randint_high_only", lambda t, g: t.randint(5, (400,), generator=g), ("int64", (400,)), (0, 4)),
+    ("randint_high_size_kw", lambda t, g: t.randint(5, size=(400,), generator=g), ("int64", (400,)), (0, 4)),
     ("randperm", lambda t, g: t.randperm(10, generator=g), ("int64", (10,)), (0, 9)),
     ("normal_floats", lambda t, g: t.normal(2.0, 3.0, (2000,), generator=g), ("float32", (2000,)), None),
     ("normal_tensor", lambda t, g: t.normal(t.zeros(3), t.ones(3), generator=g), ("float32", (3,)), None),
@@ -176,5 +188,7 @@ def test_random_requires_grad_and_errors():
     for mod in (torch, tracegrad):
         with pytest.raises(RuntimeError):
             mod.randint(0, 5, (3,), requires_grad=True)
+        with pytest.raises(TypeError):
+            mod.randint(5)   # no size
         with pytest.raises(RuntimeError):
             mod.rand(-1)

@@ -36,6 +36,12 @@ CASES = [
     ("grad_fn", lambda t: t.tensor([1.0, 2.0], requires_grad=True) * 2),
     ("grad_fn_scalar", lambda t: (t.tensor([1.0, 2.0], requires_grad=True) * 2).sum()),
     ("float64", lambda t: t.tensor([1.5, 2.0], dtype=t.float64)),
+    # a suffix that would pass 80 columns goes on its own line (char_rnn_classification's printed output)
+    ("grad_fn_wraps", lambda t: t.log_softmax(t.tensor([[-1.66, -1.6, -1.64, -1.58, -1.56]], requires_grad=True), 1)),
+    ("dtype_wraps", lambda t: t.arange(12, dtype=t.int32).reshape(2, 6) * 1000),
+    ("two_suffixes_wrap", lambda t: t.tensor([[1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5]], dtype=t.float64,
+                                             requires_grad=True) * 2),
+    ("grad_fn_fits", lambda t: t.tensor([[-1.66, -1.6]], requires_grad=True) * 2),
     ("float64_grad", lambda t: t.tensor([1.5], dtype=t.float64, requires_grad=True)),
     ("float16", lambda t: t.tensor([1.5, 2.0], dtype=t.float16)),
     ("bfloat16", lambda t: t.tensor([1.5, 2.0], dtype=t.bfloat16)),

@@ -164,3 +164,52 @@ def test_default_device():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert torch.get_default_device() == torch.device("cpu")
+
+
+LEGACY = ["FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor", "IntTensor", "ShortTensor",
+          "CharTensor", "ByteTensor", "BoolTensor"]
+
+
+@pytest.mark.parametrize("name", LEGACY)
+@pytest.mark.parametrize("args", [((1.7, 2.5, 0.0),), ([[1, 0], [3, -4]],), (2, 3), ()],
+                         ids=["floats", "nested_ints", "sizes", "empty"])
+def test_legacy_typed_constructors(name, args):
+    """torch.LongTensor([...]) etc. build a tensor of their own dtype (data converted, floats truncated)."""
+    def make(m):
+        t = getattr(m, name)(*args)
+        if args and isinstance(args[0], int):   # sizes: torch's memory is uninitialised, compare dtype/shape only
+            return str(t.dtype).split(".")[-1], tuple(t.shape)
+        return str(t.dtype).split(".")[-1], tuple(t.shape), t.float().tolist()
+    a, b = both(make)
+    assert a == b
+
+
+@pytest.mark.parametrize("name", ["FloatTensor", "LongTensor", "BoolTensor"])
+def test_legacy_typed_isinstance_type_and_errors(name):
+    for src in ("float32", "int64", "bool"):
+        a, b = both(lambda m: isinstance(m.zeros(2, dtype=getattr(m, src)), getattr(m, name)))
+        assert a == b
+    a, b = both(lambda m: _sig(m.tensor([1.5, 0.0]).type(getattr(m, name))))
+    assert a == b
+    a, b = both(lambda m: issubclass(getattr(m, name), m.Tensor))
+    assert a == b
+    a, b = both(lambda m: getattr(m, name)([1], dtype=m.float64))
+    assert a == b == TypeError
+    a, b = both(lambda m: getattr(m, name)(m.zeros(2, dtype=m.float16)))
+    assert a == b == TypeError
+
+
+@pytest.mark.parametrize("api", ["set_num_threads", "set_num_interop_threads"])
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "2", True])
+def test_num_threads_errors(api, bad):
+    a, b = both(lambda m: getattr(m, api)(bad))
+    assert a == b == RuntimeError
+
+
+def test_num_threads_roundtrip():
+    before = tracegrad.get_num_threads(), tracegrad.get_num_interop_threads()
+    assert all(isinstance(n, int) and n >= 1 for n in before)
+    tracegrad.set_num_threads(3)
+    assert tracegrad.get_num_threads() == 3
+    tracegrad.set_num_threads(before[0])
+    assert tracegrad.get_num_threads() == before[0]

@@ -1,5 +1,7 @@
 """Parity of Tensor metadata and conversions, ``__setitem__``, in-place ops, version
 counters and view/storage sharing with torch (one line per case)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,12 @@ def _inplace(method, *args, pre=None):
 
 
 POS = dict(lo=0.5, hi=2.0)
+def _quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
 INPLACE = [
     C("add_", _inplace("add_", 1.5), [F(3, 4)]),
     C("add_tensor_", _inplace("add_"), [F(3, 4), F(4)]),
@@ -133,6 +141,15 @@ INPLACE = [
     C("index_add_", lambda t, x, s: x.clone().index_add_(0, t.tensor([0, 2]), s, alpha=2), [F(3, 4), F(2, 4)]),
     C("index_put_", lambda t, x, v: x.clone().index_put_((t.tensor([1, 0]),), v), [F(3, 4), F(2, 4)]),
     C("index_put_acc_", lambda t, x, v: x.clone().index_put_((t.tensor([1, 1]),), v, accumulate=True), [F(3, 4), F(2, 4)]),
+    # torch's deprecated alpha-first overloads (old tutorials' p.data.add_(-lr, p.grad.data)); warnings: below
+    C("add_alpha_first_", lambda t, x, y: _quiet(lambda: x.clone().add_(-0.5, y)), [F(3, 4), F(3, 4)]),
+    C("sub_alpha_first_", lambda t, x, y: _quiet(lambda: x.clone().sub_(2, y)), [F(3, 4), F(4)]),
+    C("add_alpha_first", lambda t, x, y: _quiet(lambda: x.add(-0.5, y)), [F(3, 4), F(3, 4)]),
+    C("torch_add_alpha_first", lambda t, x, y: _quiet(lambda: t.add(x, 3, y)), [F(3, 4), F(4)]),
+    C("sub_alpha_first", lambda t, x, y: _quiet(lambda: x.sub(0.25, y)), [F(3, 4), F(3, 4)]),
+    C("add_extra_positional_raises", lambda t, x, y: x.add(y, 2.0), [F(3), F(3)], raises=True),
+    C("add__extra_positional_raises", lambda t, x, y: x.clone().add_(y, 2.0), [F(3), F(3)], raises=True),
+    C("mul__extra_positional_raises", lambda t, x, y: x.clone().mul_(2.0, y), [F(3), F(3)], raises=True),
     C("addcmul_", lambda t, x, a, b: x.clone().addcmul_(a, b, value=0.5), [F(3, 4), F(3, 4), F(4)]),
     C("addcdiv_", lambda t, x, a, b: x.clone().addcdiv_(a, b), [F(3, 4), F(3, 4), F(3, 4, **POS)]),
     C("lerp_", lambda t, x, e: x.clone().lerp_(e, 0.25), [F(3, 4), F(3, 4)]),
@@ -195,3 +212,12 @@ def test_random_inplace():
     y = tracegrad.zeros(4, 5)
     y[1].normal_()
     assert (y[1] != 0).all() and (y[0] == 0).all() and (y[2:] == 0).all()
+
+
+@pytest.mark.parametrize("call", [lambda t, x, y: x.add(2.0, y), lambda t, x, y: t.sub(x, 2.0, y),
+                                  lambda t, x, y: x.add_(2, y), lambda t, x, y: x.sub_(2.0, y)])
+def test_alpha_first_overload_warns(call):
+    """tracegrad warns as torch does (torch warns once per process, so only tracegrad is checked here)."""
+    import tracegrad
+    with pytest.warns(UserWarning, match="deprecated"):
+        call(tracegrad, tracegrad.ones(2), tracegrad.ones(2))

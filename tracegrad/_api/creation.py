@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 from .._ops import dtypes as _dt
+from .._tensor.convert import legacy_array_of
 from .._tensor.device import cuda_devices
 from .._tensor.factories import empty, full, ones, tensor, zeros
 from .._tensor.tensor import Tensor
@@ -16,6 +17,39 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bflo
                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
 _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+class LegacyTensorType(type):
+    """The metaclass of torch's typed legacy constructors (``torch.FloatTensor``,
+    ``torch.LongTensor``, ...; torch's ``tensortype``). Calling one gives a CPU tensor of its
+    dtype: ``LongTensor([1.7, -2.5])`` (data converted, floats truncated), ``LongTensor(2, 3)``
+    (zeros: JAX has no uninitialised memory), ``LongTensor()`` (empty), or ``LongTensor(t)``
+    for a tensor ``t`` of that dtype (``t`` itself). ``isinstance(x, LongTensor)`` is True for
+    a CPU int64 tensor. TypeError for a tensor of another dtype or an unknown keyword, as torch."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls.dtype and obj.device.type == "cpu"
+
+    def __call__(cls, *args, device=None, **kwargs):
+        if kwargs:
+            raise TypeError(f"{cls.__name__}(): unexpected keyword argument(s) {sorted(kwargs)}; "
+                            f"only device= is accepted (use tracegrad.tensor(data, dtype=...) for a dtype)")
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            if args[0].dtype != cls.dtype:
+                raise TypeError(f"{cls.__name__}(): expected a tensor of dtype {cls.dtype} (got {args[0].dtype}); "
+                                f"convert it with .to({cls.dtype}) instead")
+            return args[0]
+        return Tensor._make(legacy_array_of(cls.dtype, *(args or ([],))))
+
+
+def _legacy_type(kind):
+    return LegacyTensorType(f"{kind}Tensor", (), {"dtype": _dt.to_dtype(_BY_TYPE_NAME[kind]),
+                                                  "__module__": "tracegrad"})
+
+
+FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor = (_legacy_type(k) for k in ("Float", "Double", "Half", "BFloat16"))
+LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor, BoolTensor = (
+    _legacy_type(k) for k in ("Long", "Int", "Short", "Char", "Byte", "Bool"))
 
 
 def _like(self, dtype, device):
@@ -85,6 +119,8 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
             raise ValueError(f"invalid type: '{dtype}'")
         out = self.to(_dt.to_dtype(_BY_TYPE_NAME[base[:-len("Tensor")]]))
         return out.to("cuda") if cuda else out.to("cpu")
+    if isinstance(dtype, LegacyTensorType):   # x.type(torch.LongTensor)
+        return self.to(dtype.dtype)
     return self.to(dtype)
 
 

@@ -14,20 +14,23 @@ from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary
-from .promotion import _SCALAR_NAME, _Number, _binary, _check_broadcast, _check_operand, _float_dtype, result_dtype
+from .promotion import _SCALAR_NAME, _Number, _binary, alpha_first, _check_broadcast, _check_operand, _float_dtype, result_dtype
 
 
 # ---- arithmetic -------------------------------------------------------------------------
 @method("add", function=True)
-def add(self, other, *, alpha=None):
+def add(self, other, *rest, alpha=None):
     """Mirrors ``torch.add(input, other, alpha=1)``: ``input + alpha * other`` with torch's
-    type promotion. Autograd: ``AddBackward0``."""
+    type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Autograd: ``AddBackward0``."""
+    other, alpha = alpha_first("add", other, rest, alpha)
     return _binary("add", self, other, None if alpha == 1 else alpha)
 
 
 @method("sub", "subtract", function=True)
-def sub(self, other, *, alpha=None):
-    """Mirrors ``torch.sub(input, other, alpha=1)``. RuntimeError on bool tensors (use logical_xor)."""
+def sub(self, other, *rest, alpha=None):
+    """Mirrors ``torch.sub(input, other, alpha=1)`` (and the deprecated ``sub(alpha, other)``, with
+    torch's warning). RuntimeError on bool tensors (use logical_xor)."""
+    other, alpha = alpha_first("sub", other, rest, alpha)
     if isinstance(self, Tensor) and self.dtype is _dt.bool_ and (not isinstance(other, Tensor) or other.dtype is _dt.bool_):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")

@@ -13,7 +13,7 @@ from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
-from .promotion import _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
+from .promotion import alpha_first, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -46,7 +46,11 @@ def _check_inplace_broadcast(self, other):
 def _inplace_binary(opname):
     op = OPS[opname]
 
-    def f(self, other, *, alpha=None):
+    def f(self, other, *rest, alpha=None):
+        if opname in ("add", "sub"):
+            other, alpha = alpha_first(opname + "_", other, rest, alpha)
+        elif rest:
+            raise TypeError(f"{opname}_() takes 1 positional argument but {1 + len(rest)} were given")
         _check_operand(other, opname + "_")
         _check_inplace_broadcast(self, other)
         dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np

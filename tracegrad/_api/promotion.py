@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import warnings
 
 import numpy as np
 
@@ -87,3 +88,19 @@ def _binary(opname, a, b, *extra):
 
 def _float_dtype(dt):
     return dt if (dt.is_floating_point or dt.is_complex) else _dt.get_default_dtype()
+
+
+def alpha_first(api, other, rest, alpha):
+    """torch's deprecated overload ``add(Number alpha, Tensor other)`` (also ``add_``, ``sub``,
+    ``sub_``), still accepted with a UserWarning by torch and used by old tutorials
+    (``p.data.add_(-lr, p.grad.data)``). Returns ``(other, alpha)``; TypeError, as torch, for any
+    other extra positional argument."""
+    if not rest:
+        return other, alpha
+    if len(rest) == 1 and isinstance(other, _Number) and isinstance(rest[0], Tensor) and alpha is None:
+        warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
+                      f"Consider using one of the following signatures instead:\n"
+                      f"\t{api}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+        return rest[0], other
+    raise TypeError(f"{api}() takes 1 positional argument but {1 + len(rest)} were given "
+                    f"(pass alpha by keyword: {api}(other, alpha=...))")

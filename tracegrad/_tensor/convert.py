@@ -8,6 +8,7 @@ so the conversion recognises tensors nested in its data (``[t1, t2]``) without i
 """
 from __future__ import annotations
 
+import collections.abc
 import numbers
 
 import jax
@@ -37,6 +38,18 @@ def check_data_leaf(data):
         x = x[0]
     if isinstance(x, str) and x is not data:
         raise ValueError("tensor(): too many dimensions 'str' (strings are not numbers; convert them first)")
+
+
+def plain_sequences(data):
+    """Other Python sequences (``collections.deque``, ``UserList``, any ``collections.abc.Sequence``
+    that is not a list, tuple, range, str or bytes) as lists, at every level: torch reads any
+    sequence as nested data (REINFORCE's ``torch.tensor(deque_of_returns)``)."""
+    if isinstance(data, (list, tuple)):
+        out = [plain_sequences(e) for e in data]
+        return data if all(a is b for a, b in zip(out, data)) else out
+    if isinstance(data, collections.abc.Sequence) and not isinstance(data, (range, str, bytes, TensorBase)):
+        return [plain_sequences(e) for e in data]
+    return data
 
 
 def infer_dtype(data):
@@ -81,10 +94,15 @@ def int_bounds(d):
 
 
 def check_fits(arr, d, api):
-    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to."""
+    """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to
+    (ints: torch's wrap range, down to ``-max`` for unsigned types; floats: the type's own range)."""
     if d._cat != 1 or not arr.size or arr.dtype.kind not in "iuf":
         return
-    lo, hi = int_bounds(d)
+    if arr.dtype.kind == "f":   # a float must lie in the type's real range (no unsigned wrap), as c10
+        info = np.iinfo(d.np)
+        lo, hi = int(info.min), int(info.max)
+    else:
+        lo, hi = int_bounds(d)
     amin, amax = arr.min(), arr.max()
     if amin < lo or amax > hi:
         raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
@@ -161,6 +179,7 @@ def to_array(data, dtype=None):
     if isinstance(data, (str, bytes)):
         raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}'")
     big = False
+    data = plain_sequences(data)
     if isinstance(data, np.ndarray):
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
@@ -194,7 +213,13 @@ def legacy_array(*args, **kwargs):
     """The array of ``tracegrad.Tensor(data)`` / ``Tensor(*sizes)``: default dtype (float32),
     as ``torch.Tensor``; sizes give zeros (JAX has no uninitialised memory). Keyword arguments
     are accepted and ignored."""
-    d = _dt.get_default_dtype()
+    return legacy_array_of(_dt.get_default_dtype(), *args)
+
+
+@with_x64
+def legacy_array_of(d, *args):
+    """The array of a typed legacy constructor (``LongTensor(data)`` / ``LongTensor(*sizes)``):
+    ``legacy_array`` with the tracegrad dtype ``d`` in place of the default dtype."""
     if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
         return to_array(args[0], d)[0]
     return jnp.zeros(size_tuple(args), d.np)

@@ -256,6 +256,10 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64."""
     if size is None:
         low, high, size = 0, low, high
+    elif high is None:   # randint(high, size=...)
+        low, high = 0, low
+    if size is None or high is None:
+        raise TypeError("randint(): missing the size argument: call randint(high, size) or randint(low, high, size)")
     for v in (low, high):
         if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")

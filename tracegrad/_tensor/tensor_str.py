@@ -131,4 +131,19 @@ def tensor_repr(t, prefix="tensor("):
         suffixes.append(f"grad_fn=<{type(gf).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
-    return prefix + body + "".join(", " + s for s in suffixes) + ")"
+    return join_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def join_suffixes(text, suffixes, indent, linewidth=80):
+    """Appends ``, suffix`` items as torch's repr does: an item that would take the current last
+    line past ``linewidth`` goes on a new line indented by ``indent``."""
+    out = [text]
+    line = len(text) - text.rfind("\n") + 1   # torch's count (one more than the visible length)
+    for s in suffixes:
+        if line + len(s) + 2 > linewidth:
+            out.append(",\n" + " " * indent + s)
+            line = indent + len(s)
+        else:
+            out.append(", " + s)
+            line += len(s) + 2
+    return "".join(out) + ")"

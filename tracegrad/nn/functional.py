@@ -331,8 +331,8 @@ def softsign(input):
     return input / (input.abs() + 1)
 
 
-def _softmax_dim(ndim):
-    warnings.warn("Implicit dimension choice for softmax has been deprecated. Change the call to include dim=X "
+def _softmax_dim(ndim, name="softmax"):
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
                   "as an argument.", stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
 
@@ -348,7 +348,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """Mirrors ``torch.nn.functional.softmin``."""
     if dim is None:
-        dim = _softmax_dim(input.ndim)
+        dim = _softmax_dim(input.ndim, "softmin")
     return (-input).softmax(dim, dtype=dtype)
 
 
@@ -356,7 +356,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Mirrors ``torch.nn.functional.log_softmax``: grad_fn ``LogSoftmaxBackward0``."""
     input = _autocast.cast("fp32", "log_softmax", input)
     if dim is None:
-        dim = _softmax_dim(input.ndim)
+        dim = _softmax_dim(input.ndim, "log_softmax")
     return input.log_softmax(dim, dtype=dtype)
 
 
