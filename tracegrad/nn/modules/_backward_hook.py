@@ -6,8 +6,10 @@ The module's tensor inputs and outputs pass through an identity node
 *input* identity sees the gradients w.r.t. the module's inputs and runs the full backward
 hooks ``hook(module, grad_input, grad_output)``, which may replace ``grad_input``.
 
-Differs from torch: only inputs that require grad pass through the identity (torch passes every
-tensor and marks the others non-differentiable); their ``grad_input`` entries are ``None`` either way.
+Only inputs that require grad pass through the identity (torch passes every tensor and marks the
+others non-differentiable). As in torch, a tensor input that does not require grad shows up in
+``grad_input`` as zeros (torch materializes the non-differentiable output's grad) when some other
+input requires grad, and as ``None`` when none does; what a hook returns for it is ignored.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ class BackwardHook:
         self.output_tensors_index = None
         self.n_inputs = -1
         self.input_tensors_index = None
+        self.input_no_grad = ()
 
     @staticmethod
     def _pack_with_none(indices, values, size):
@@ -58,6 +61,11 @@ class BackwardHook:
                     # the gradient reached the inputs without passing through the outputs
                     return None
                 res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+                if self.input_no_grad:
+                    res = list(res)
+                    for i, t in self.input_no_grad:
+                        res[i] = tracegrad.zeros_like(t)
+                    res = tuple(res)
                 for h in self.user_hooks:
                     out = h(self.module, res, self.grad_outputs)
                     if out is None:
@@ -71,6 +79,8 @@ class BackwardHook:
             grad_fn.register_hook(hook)
         res, idx = self._apply_on_tensors(fn, args)
         self.n_inputs = len(args)
+        self.input_no_grad = tuple((i, a) for i, a in enumerate(args)
+                                   if idx is not None and isinstance(a, Tensor) and i not in idx)
         self.input_tensors_index = idx
         return res
 

@@ -43,6 +43,39 @@ _global_forward_hooks: OrderedDict = OrderedDict()
 _global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
 _global_is_full_backward_hook = [None]
+_global_buffer_registration_hooks: OrderedDict = OrderedDict()
+_global_parameter_registration_hooks: OrderedDict = OrderedDict()
+_global_module_registration_hooks: OrderedDict = OrderedDict()
+
+
+def _run_registration_hooks(hooks, module, name, value):
+    """Each global registration hook sees ``(module, name, value)``; a non-None return replaces the value."""
+    for hook in list(hooks.values()):
+        out = hook(module, name, value)
+        if out is not None:
+            value = out
+    return value
+
+
+def register_module_buffer_registration_hook(hook):
+    """Mirrors ``torch.nn.modules.module.register_module_buffer_registration_hook``:
+    ``hook(module, name, buffer)`` runs whenever any module registers (or re-assigns) a buffer;
+    a non-None return replaces the buffer. Returns a handle whose ``remove()`` unregisters it."""
+    return _add(_global_buffer_registration_hooks, hook)
+
+
+def register_module_parameter_registration_hook(hook):
+    """Mirrors ``torch.nn.modules.module.register_module_parameter_registration_hook``:
+    ``hook(module, name, param)`` runs whenever any module registers a (non-None) Parameter;
+    a non-None return replaces it. Returns a removable handle."""
+    return _add(_global_parameter_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook):
+    """Mirrors ``torch.nn.modules.module.register_module_module_registration_hook``:
+    ``hook(module, name, submodule)`` runs whenever any module registers a submodule;
+    a non-None return replaces it. Returns a removable handle."""
+    return _add(_global_module_registration_hooks, hook)
 
 
 def _add(d, record, prepend=False):
@@ -230,6 +263,7 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()
+        tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -259,6 +293,7 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              f"created explicitly. To express '{name}' as a function of another Tensor, compute "
                              f"the value in the forward() method.")
+        param = _run_registration_hooks(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -273,6 +308,7 @@ class Module:
             raise KeyError(f'module name can\'t contain ".", got: {name}')
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
+        module = _run_registration_hooks(_global_module_registration_hooks, self, name, module)
         self._modules[name] = module
 
     register_module = add_module
@@ -362,12 +398,12 @@ class Module:
                 if modules is None:
                     raise AttributeError("cannot assign module before Module.__init__() call")
                 remove_from(d, self._parameters, self._buffers, self._non_persistent_buffers_set)
-                modules[name] = value
+                modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                     f"(torch.nn.Module or None expected)")
-                modules[name] = value
+                modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             else:
                 buffers = d.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
@@ -380,7 +416,8 @@ class Module:
                         remove_from(d, self._parameters, self._modules)
                         self.register_buffer(name, value, value.persistent)
                     else:
-                        buffers[name] = value
+                        buffers[name] = _run_registration_hooks(_global_buffer_registration_hooks, self, name,
+                                                                value)
                 else:
                     object.__setattr__(self, name, value)
 
@@ -609,7 +646,7 @@ class Module:
             r = h.fn(self, destination, prefix, {})
             if r is not None:
                 if not h.with_kwargs:   # the public post-hook must edit in place (torch asserts)
-                    raise RuntimeError("state_dict post-hook must return None; edit state_dict in place")
+                    raise AssertionError("state_dict post-hook must return None; edit state_dict in place")
                 destination = r
         return destination
 
@@ -668,8 +705,9 @@ class Module:
             for m in post:
                 for h in tuple(m._load_state_dict_post_hooks.values()):
                     if h.fn(m, keys) is not None:
-                        raise RuntimeError("load_state_dict post-hook must return None; edit the incompatible "
-                                           "keys in place")
+                        # torch asserts: AssertionError, raised explicitly so ``python -O`` keeps it
+                        raise AssertionError("load_state_dict post-hook must return None; edit the incompatible "
+                                             "keys in place")
             todo = []
         if strict:
             if unexpected:
