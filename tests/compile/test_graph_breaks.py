@@ -3,6 +3,7 @@ RuntimeError naming the file and line; otherwise eager's results, a one-time war
 reason recorded in ``tracegrad.compiler.stats()``."""
 import os
 
+import numpy as np
 import pytest
 
 import tracegrad
@@ -262,3 +263,45 @@ def test_a_break_at_the_same_line_for_two_signatures_stops_tracing_new_ones():
     f.reset()
     f(tracegrad.ones(2), 7.0), f(tracegrad.ones(2), 8.0)
     assert next(runs) == 9 + 3              # after reset() a new signature is traced again
+
+
+def test_backward_over_a_graph_built_before_the_call_breaks_before_running_it():
+    """REINFORCE (pytorch/examples reinforce.py): log-probabilities computed eagerly with a
+    graph, kept in a global list, and a compiled ``finish_episode`` that backpropagates through
+    them and clears the list. The trace must not run (and free) that eager graph: the call runs
+    eagerly, with eager's and torch's results on every episode."""
+    torch = pytest.importorskip("torch")
+
+    def run(m, compiled):
+        lin = m.nn.Linear(2, 2)
+        with m.no_grad():
+            lin.weight.copy_(m.tensor([[0.3, -0.2], [0.1, 0.4]]))
+            lin.bias.fill_(0.05)
+        opt = m.optim.Adam(lin.parameters(), lr=1e-2)
+        log_probs, rewards = [], []
+
+        def finish():
+            returns = m.tensor([float(len(rewards) - i) for i in range(len(rewards))])
+            returns = (returns - returns.mean()) / (returns.std() + 1e-6)
+            opt.zero_grad()
+            loss = m.cat([-lp * r for lp, r in zip(log_probs, returns)]).sum()
+            loss.backward()
+            opt.step()
+            del rewards[:]
+            del log_probs[:]
+            return loss
+        f = tracegrad.compile(finish) if compiled else finish
+        out = []
+        for ep in range(3):
+            for t in range(3 + ep):
+                log_probs.append(m.log_softmax(lin(m.full((1, 2), float(t))), 1)[:, 0])
+                rewards.append(1.0)
+            out.append(float(f()))
+        return out + lin.weight.detach().reshape(-1).tolist(), f
+    t_out, _ = run(torch, False)
+    e_out, _ = run(tracegrad, False)
+    with pytest.warns(UserWarning, match="graph of a tensor computed before the call"):
+        c_out, f = run(tracegrad, True)
+    np.testing.assert_allclose(e_out, t_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c_out, e_out, rtol=1e-6, atol=1e-7)
+    assert any("computed before the call" in r for r, _ in f.stats["graph_breaks"])

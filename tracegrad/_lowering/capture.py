@@ -27,6 +27,8 @@ import weakref
 import jax
 import jax.numpy as jnp
 
+from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
+
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -134,6 +136,7 @@ class Capture:
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.current_grads = ()                # the gradients the engine's running node got
+        self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
 
     # ---- reports from the lower layers ----------------------------------------------------
     def storage_created(self, st):
@@ -217,6 +220,19 @@ class Capture:
             raise GraphBreak(f"the custom autograd.Function {cls.__name__} runs inside a compiled "
                              "function whose results are differentiated outside it (its backward "
                              "would not run)")
+
+    def see_backward_graph(self, nodes):
+        """A backward inside the trace is about to run over ``nodes``: a node recorded before
+        the trace began (an eager graph the function reaches through a list or an attribute,
+        REINFORCE's kept log-probabilities) belongs to one call's Python, not to the program; and
+        running it while tracing would free its saved tensors before the eager rerun. A graph
+        break, raised before any node runs. (Leaves' accumulators are state, not graph.)"""
+        first = self.first_node
+        for n in nodes:
+            if n._seq < first and not isinstance(n, AccumulateGrad):
+                raise GraphBreak(f"backward() inside the compiled function reaches the graph of a tensor "
+                                 f"computed before the call ({n.name()}); a compiled call cannot replay "
+                                 "a graph built outside it")
 
     def see_retain_grad(self, t):
         if self.vjp:

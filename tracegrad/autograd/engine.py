@@ -280,6 +280,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         _state.CAPTURE[0].backward_ran = True   # a compiled region's results are consumed
     roots = [_graph_edge(t) for t in outputs]
     deps, seen = _discover(roots)
+    if _state.CAPTURE[0] is not None:   # before any node runs (and frees what it saved)
+        _state.CAPTURE[0].see_backward_graph(seen)
     captures = {}         # (node, slot) -> [input index]
     input_edges = []
     for i, t in enumerate(inputs):
