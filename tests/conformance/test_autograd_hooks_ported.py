@@ -181,8 +181,7 @@ def test_post_accumulate_grad_hook_with_grad_api_not_called(T):
     assert log == []
 
 
-def test_multi_grad_hook_all(T, request):
-    _engine_gap(T, request, "tracegrad.autograd.graph has no register_multi_grad_hook (graph.py is engine-owned)")
+def test_multi_grad_hook_all(T):
     # TestAutograd.test_multi_grad_all_hooks
     a = T.ones(2, requires_grad=True)
     b = T.ones(2, requires_grad=True)
@@ -204,8 +203,7 @@ def test_multi_grad_hook_all(T, request):
     assert log == []
 
 
-def test_multi_grad_hook_any(T, request):
-    _engine_gap(T, request, "tracegrad.autograd.graph has no register_multi_grad_hook (graph.py is engine-owned)")
+def test_multi_grad_hook_any(T):
     # TestAutograd.test_multi_grad_any_hooks: fires once, with the first tensor whose grad is computed
     a = T.ones(2, requires_grad=True)
     b = T.ones(2, requires_grad=True)
@@ -218,8 +216,7 @@ def test_multi_grad_hook_any(T, request):
     assert log == [[5.0, 5.0]]
 
 
-def test_multi_grad_hook_bad_mode(T, request):
-    _engine_gap(T, request, "tracegrad.autograd.graph has no register_multi_grad_hook (graph.py is engine-owned)")
+def test_multi_grad_hook_bad_mode(T):
     a = T.ones(1, requires_grad=True)
     with pytest.raises(ValueError):
         T.autograd.graph.register_multi_grad_hook((a,), lambda g: None, mode="some")
@@ -266,8 +263,7 @@ def test_saved_tensors_hooks_pack_inplace_raises(T, request):
             (x * 1).exp()
 
 
-def test_disable_saved_tensors_hooks(T, request):
-    _engine_gap(T, request, "tracegrad.autograd.graph has no disable_saved_tensors_hooks (graph.py is engine-owned)")
+def test_disable_saved_tensors_hooks(T):
     # TestAutograd.test_disabling_saved_tensor_hooks
     with T.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
         with pytest.raises(RuntimeError, match="no hooks here"):

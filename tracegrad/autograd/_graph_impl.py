@@ -288,6 +288,10 @@ def edge(t):
 
 
 
+# the message ``disable_saved_tensors_hooks`` makes entering saved_tensors_hooks raise, or None
+SAVED_HOOKS_DISABLED: list = [None]
+
+
 class saved_tensors_hooks:
     """Mirrors ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``: each tensor
     an op saves for backward goes through ``pack_hook(tensor) -> anything`` once when saved;
@@ -298,6 +302,8 @@ class saved_tensors_hooks:
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
     def __enter__(self):
+        if SAVED_HOOKS_DISABLED[0] is not None:
+            raise RuntimeError(SAVED_HOOKS_DISABLED[0])
         SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
         return self
 

@@ -30,9 +30,10 @@ from . import _dispatch
 _tie = itertools.count()
 
 # NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
-# (task id, checkpoint valid). utils.checkpoint reads them as torch's
+# (task id, checkpoint valid, nodes it runs). utils.checkpoint reads them as torch's
 # ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
-# (False when the call was given ``inputs``: reentrant checkpoint refuses those).
+# (False when the call was given ``inputs``: reentrant checkpoint refuses those);
+# ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
 _GRAPH_TASKS: list = []
 _task_ids = itertools.count()
 
@@ -46,6 +47,19 @@ def _is_checkpoint_valid() -> bool:
     """False inside a backward call that was given ``inputs`` (``autograd.grad``,
     ``backward(inputs=...)``), as ``torch.autograd._is_checkpoint_valid``."""
     return _GRAPH_TASKS[-1][1] if _GRAPH_TASKS else True
+
+
+def _will_engine_execute_node(node) -> bool:
+    """Whether the innermost running backward call runs ``node`` (or captures its gradient,
+    for ``autograd.grad``'s inputs), as torch's ``_will_engine_execute_node``. RuntimeError
+    outside backward."""
+    if not _GRAPH_TASKS:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    _, whole, runs = _GRAPH_TASKS[-1]
+    if not whole and isinstance(node, AccumulateGrad):
+        raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                           "autograd.grad(). This is currently not supported.")
+    return node in runs
 
 
 class GradientEdge(tuple):
@@ -325,7 +339,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     trim = _state.CAPTURE[0] is None
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
-    _GRAPH_TASKS.append((next(_task_ids), not inputs))
+    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit))
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
