@@ -118,3 +118,40 @@ def test_weight_norm_parametrization(dim):
     parametrize.remove_parametrizations(m, "weight")
     torch.nn.utils.parametrize.remove_parametrizations(tm, "weight")
     np.testing.assert_allclose(m.weight.detach().numpy(), tm.weight.detach().numpy(), rtol=1e-5)
+
+
+def _copy_sd(m, tm):
+    sd = {k: tracegrad.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()}
+    m.load_state_dict(sd)
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_spectral_norm_parametrization(train):
+    m, tm = _pair(2)
+    tracegrad.manual_seed(0)
+    parametrizations.spectral_norm(m)
+    torch.nn.utils.parametrizations.spectral_norm(tm)
+    assert list(m.state_dict()) == list(tm.state_dict())
+    _copy_sd(m, tm)   # torch's random u/v differ: copy them across
+    m.train(train); tm.train(train)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    y, ty = m(tracegrad.tensor(x)), tm(torch.tensor(x))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (y * y).sum().backward(); (ty * ty).sum().backward()
+    np.testing.assert_allclose(m.parametrizations.weight.original.grad.numpy(),
+                               tm.parametrizations.weight.original.grad.numpy(), rtol=1e-4, atol=1e-5)
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(m.state_dict()[k].numpy(), v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_spectral_norm_seeded_and_errors():
+    a, _ = _pair(3)
+    b, _ = _pair(3)
+    tracegrad.manual_seed(5); parametrizations.spectral_norm(a)
+    tracegrad.manual_seed(5); parametrizations.spectral_norm(b)
+    np.testing.assert_array_equal(a.parametrizations.weight[0]._u.numpy(), b.parametrizations.weight[0]._u.numpy())
+    for mod, lin in ((parametrizations, nn.Linear(2, 2)), (torch.nn.utils.parametrizations, torch.nn.Linear(2, 2))):
+        with pytest.raises(ValueError):
+            mod.spectral_norm(lin, n_power_iterations=0)
+        with pytest.raises(IndexError):
+            mod.spectral_norm(lin, dim=3)
