@@ -6,6 +6,7 @@ torch's API and state layout; the update math is in ``_functional.py``; ``step()
 traceable (NOTE [traceable step] in ``optimizer.py``).
 """
 from . import lr_scheduler  # noqa: F401
+from . import swa_utils  # noqa: F401
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam
