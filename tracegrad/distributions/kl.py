@@ -7,6 +7,7 @@ import tracegrad
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .exponential import Exponential
+from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .normal import Normal
 from .uniform import Uniform
@@ -94,3 +95,11 @@ def _kl_laplace_laplace(p, q):
     scale_ratio = p.scale / q.scale
     loc_abs_diff = (p.loc - q.loc).abs()
     return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * tracegrad.exp(-loc_abs_diff / p.scale) - 1
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence(Independent, Independent): the two must reinterpret the same "
+                                  "number of batch dims")
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
