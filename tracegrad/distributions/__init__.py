@@ -1,5 +1,5 @@
 """``tracegrad.distributions``: mirrors ``torch.distributions`` -- ``Distribution``, ``Normal``,
-``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Independent``, ``kl_divergence``/``register_kl`` and
+``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Independent``, ``OneHotCategorical``, ``kl_divergence``/``register_kl`` and
 ``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, different numbers from
 torch's), and log-probabilities, entropies and reparameterised samples are differentiable."""
@@ -12,7 +12,8 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "Normal", "Uniform", "constraints", "kl_divergence",
-           "register_kl"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "Normal",
+           "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]

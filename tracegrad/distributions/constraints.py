@@ -6,7 +6,7 @@ import tracegrad
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
            "half_open_interval", "independent", "integer_interval", "interval", "less_than", "nonnegative",
-           "nonnegative_integer", "positive", "real", "real_vector", "simplex", "unit_interval", "is_dependent"]
+           "nonnegative_integer", "one_hot", "positive", "real", "real_vector", "simplex", "unit_interval", "is_dependent"]
 
 
 class Constraint:
@@ -143,6 +143,15 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_int = (value == 0) | (value == 1)
+        return is_int.all(-1) & (value.sum(-1) == 1)
+
+
 class _IndependentConstraint(Constraint):
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         self.base_constraint, self.reinterpreted_batch_ndims = base_constraint, reinterpreted_batch_ndims
@@ -162,6 +171,7 @@ class _IndependentConstraint(Constraint):
 dependent = _Dependent()
 independent = _IndependentConstraint
 boolean = _Boolean()
+one_hot = _OneHot()
 nonnegative_integer = _IntegerGreaterThan(0)
 integer_interval = _IntegerInterval
 real = _Real()

@@ -9,6 +9,7 @@ from .categorical import Categorical
 from .exponential import Exponential
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
+from .one_hot_categorical import OneHotCategorical
 from .normal import Normal
 from .uniform import Uniform
 
@@ -103,3 +104,8 @@ def _kl_independent_independent(p, q):
         raise NotImplementedError("kl_divergence(Independent, Independent): the two must reinterpret the same "
                                   "number of batch dims")
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)
