@@ -7,9 +7,8 @@ import itertools
 import math
 
 import tracegrad
-from tracegrad import Tensor
 
-from ..nn.modules.module import Module
+from .. import Tensor, nn
 from ._lr_base import LRScheduler
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
@@ -66,7 +65,7 @@ def get_swa_avg_fn():
     return swa_update
 
 
-class AveragedModel(Module):
+class AveragedModel(nn.Module):
     """Mirrors ``torch.optim.swa_utils.AveragedModel``: a deep copy of ``model`` (at ``.module``)
     whose parameters (and buffers with ``use_buffers=True``) are averaged by
     ``update_parameters(model)``: equal weights by default, or ``avg_fn(avg, current, n)`` /
@@ -120,10 +119,11 @@ def update_bn(loader, model, device=None):
     """Mirrors ``torch.optim.swa_utils.update_bn``: recomputes every BatchNorm's running
     statistics as the plain average over one pass of ``loader`` (a batch that is a list/tuple
     uses its first element), then restores momenta and the train/eval mode."""
-    from ..nn.modules.normalization import _BatchNorm
+    batchnorms = tuple(getattr(nn, n) for n in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm")
+                       if hasattr(nn, n))
     momenta = {}
     for module in model.modules():
-        if isinstance(module, _BatchNorm):
+        if isinstance(module, batchnorms):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:
