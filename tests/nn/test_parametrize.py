@@ -158,3 +158,14 @@ def test_spectral_norm_seeded_and_errors():
             mod.spectral_norm(lin, n_power_iterations=0)
         with pytest.raises(IndexError):
             mod.spectral_norm(lin, dim=3)
+
+
+def test_pickle_raises_deepcopy_works():
+    import copy
+    import pickle
+    for mod, P in ((nn, parametrizations), (torch.nn, torch.nn.utils.parametrizations)):
+        m = P.weight_norm(mod.Linear(3, 2))
+        with pytest.raises(RuntimeError):
+            pickle.dumps(m)
+        c = copy.deepcopy(m)
+        assert type(c) is type(m) and list(c.state_dict()) == list(m.state_dict())

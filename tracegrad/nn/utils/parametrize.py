@@ -143,9 +143,25 @@ def _make_property(name):
     return property(get_parametrized, set_original)
 
 
+def _no_pickle(self):
+    raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(): "
+                       "save module.state_dict() and load it into a module parametrized the same way.")
+
+
+def _deepcopy(self, memo):
+    import copy
+    obj = object.__new__(type(self))
+    memo[id(self)] = obj
+    for k, v in self.__dict__.items():
+        obj.__dict__[k] = copy.deepcopy(v, memo)
+    return obj
+
+
 def _inject_new_class(module):
     cls = module.__class__
-    param_cls = type(f"Parametrized{cls.__name__}", (cls,), {"_tg_unparametrized_class": cls})
+    param_cls = type(f"Parametrized{cls.__name__}", (cls,),
+                     {"_tg_unparametrized_class": cls, "__getstate__": _no_pickle,
+                      "__deepcopy__": _deepcopy})
     module.__class__ = param_cls
 
 
