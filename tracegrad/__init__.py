@@ -182,6 +182,7 @@ from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402
 from . import special as special  # noqa: E402
 from . import fft as fft  # noqa: E402
+from . import onnx as onnx  # noqa: E402  (export raises: tracegrad has no ONNX exporter)
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd

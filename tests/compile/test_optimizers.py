@@ -21,6 +21,8 @@ OPTIMIZERS = [
     ("Adamax", dict(lr=0.05)),
     ("NAdam", dict(lr=0.05)),
     ("RAdam", dict(lr=0.05)),
+    ("Rprop", dict(lr=0.05)),
+    ("ASGD", dict(lr=0.05, t0=2)),
 ]
 
 

@@ -42,6 +42,10 @@ CONFIGS = [
     ("RAdam", dict(lr=0.02)),
     ("RAdam", dict(lr=0.02, betas=(0.8, 0.9), weight_decay=0.1, maximize=True)),
     ("RAdam", dict(lr=0.02, weight_decay=0.1, decoupled_weight_decay=True)),
+    ("Rprop", dict()),
+    ("Rprop", dict(lr=0.05, etas=(0.3, 1.5), step_sizes=(1e-3, 0.06), maximize=True)),
+    ("ASGD", dict()),
+    ("ASGD", dict(lr=0.05, lambd=0.01, alpha=0.5, t0=2, weight_decay=0.1, maximize=True)),
 ]
 
 
@@ -83,7 +87,8 @@ def test_parity_50_steps(cfg):
 
 @pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.05, momentum=0.9)), ("Adam", dict(lr=0.01, amsgrad=True)),
                                      ("RMSprop", dict(lr=0.01, centered=True, momentum=0.3)),
-                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01))])
+                                     ("Adagrad", dict(lr=0.1, lr_decay=0.01)), ("Rprop", dict(lr=0.02)),
+                                     ("ASGD", dict(lr=0.05, t0=3, lambd=0.01))])
 def test_parity_float64_and_groups(name, kw):
     p_t, opt_t = train(torch, name, kw, steps=30, groups=True, dtype="float64")
     p_g, opt_g = train(tracegrad, name, kw, steps=30, groups=True, dtype="float64")
@@ -236,7 +241,12 @@ def test_param_group_errors_match_torch():
                     lambda: mod.optim.Adadelta([a], rho=1.5),
                     lambda: mod.optim.Adamax([a], betas=(0.9, 1.0)),
                     lambda: mod.optim.NAdam([a], momentum_decay=-1.0),
-                    lambda: mod.optim.RAdam([a], eps=-1.0)]:
+                    lambda: mod.optim.RAdam([a], eps=-1.0),
+                    lambda: mod.optim.Rprop([a], lr=-1.0),
+                    lambda: mod.optim.Rprop([a], etas=(1.5, 1.2)),
+                    lambda: mod.optim.Rprop([a], etas=(0.5, 0.9)),
+                    lambda: mod.optim.ASGD([a], lr=-1.0),
+                    lambda: mod.optim.ASGD([a], weight_decay=-1.0)]:
             try:
                 bad()
                 out.append(None)

@@ -1,5 +1,5 @@
 """``tracegrad.distributions``: mirrors ``torch.distributions`` -- ``Distribution``, ``Normal``,
-``Categorical``, ``Bernoulli``, ``Uniform``, ``kl_divergence``/``register_kl`` and
+``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Independent``, ``MultivariateNormal``, ``OneHotCategorical``, ``kl_divergence``/``register_kl`` and
 ``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, different numbers from
 torch's), and log-probabilities, entropies and reparameterised samples are differentiable."""
@@ -7,9 +7,14 @@ from . import constraints  # noqa: F401
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
+from .exponential import Exponential
+from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal
 from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform", "constraints", "kl_divergence",
-           "register_kl"]
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace", "MultivariateNormal", "Normal",
+           "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import tracegrad
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
-           "half_open_interval", "independent", "integer_interval", "interval", "less_than", "nonnegative",
-           "nonnegative_integer", "positive", "real", "real_vector", "simplex", "unit_interval", "is_dependent"]
+           "half_open_interval", "independent", "integer_interval", "interval", "less_than", "lower_cholesky", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval", "is_dependent"]
 
 
 class Constraint:
@@ -143,6 +143,32 @@ class _Simplex(Constraint):
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
+class _OneHot(Constraint):
+    is_discrete = True
+    event_dim = 1
+
+    def check(self, value):
+        is_int = (value == 0) | (value == 1)
+        return is_int.all(-1) & (value.sum(-1) == 1)
+
+
+class _LowerCholesky(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+        return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
+
+
+class _PositiveDefinite(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        import tracegrad
+        sym = (value - value.transpose(-2, -1)).abs().reshape(tuple(value.shape[:-2]) + (-1,)).amax(-1) < 1e-6
+        return sym & (tracegrad.linalg.eigvalsh(value) > 0).all(-1)
+
+
 class _IndependentConstraint(Constraint):
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         self.base_constraint, self.reinterpreted_batch_ndims = base_constraint, reinterpreted_batch_ndims
@@ -162,6 +188,9 @@ class _IndependentConstraint(Constraint):
 dependent = _Dependent()
 independent = _IndependentConstraint
 boolean = _Boolean()
+one_hot = _OneHot()
+lower_cholesky = _LowerCholesky()
+positive_definite = _PositiveDefinite()
 nonnegative_integer = _IntegerGreaterThan(0)
 integer_interval = _IntegerInterval
 real = _Real()

@@ -6,6 +6,10 @@ import tracegrad
 
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .exponential import Exponential
+from .independent import Independent, _sum_rightmost
+from .laplace import Laplace
+from .one_hot_categorical import OneHotCategorical
 from .normal import Normal
 from .uniform import Uniform
 
@@ -79,3 +83,29 @@ def _kl_bernoulli_bernoulli(p, q):
 def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     return result.masked_fill((q.low > p.low) | (q.high < p.high), float("inf"))
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p, q):
+    ratio = q.rate / p.rate
+    return ratio - ratio.log() - 1
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p, q):
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    return -scale_ratio.log() + loc_abs_diff / q.scale + scale_ratio * tracegrad.exp(-loc_abs_diff / p.scale) - 1
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence(Independent, Independent): the two must reinterpret the same "
+                                  "number of batch dims")
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehotcategorical_onehotcategorical(p, q):
+    return _kl_categorical_categorical(p._categorical, q._categorical)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from .. import Tensor, float64, is_grad_enabled, stack, where
 
 __all__ = ["sgd_step", "adam_step", "adam_bias_corrections", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
-           "nadam_step", "radam_step"]
+           "nadam_step", "radam_step", "rprop_step", "asgd_step"]
 
 
 def _scalar(x):
@@ -270,3 +270,39 @@ def radam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2, eps,
     adaptive_lr = exp_avg_sq.sqrt().add_(eps).reciprocal() * bias_correction2.sqrt()
     plain = bias_corrected_exp_avg * lr
     param.sub_(where(rho_t > 5.0, plain * adaptive_lr * rect, plain))
+
+
+def rprop_step(param, grad, prev, step_size, step, *, etaminus, etaplus, step_size_min,
+               step_size_max, maximize):
+    """One Rprop update in place. Mirrors torch's ``_single_tensor_rprop``: the per-element step
+    size grows by ``etaplus`` where the gradient kept its sign, shrinks by ``etaminus`` where it
+    flipped (and that gradient is then zeroed), and is clamped to the step size range."""
+    if maximize:
+        grad = -grad
+    step.add_(1)
+    s = grad.mul(prev).sign()
+    # the factors in grad's dtype (a float64 parameter gets 1.2, not float32's 1.2)
+    factor = where(s > 0, s.new_tensor(etaplus), where(s < 0, s.new_tensor(etaminus), s.new_tensor(1.0)))
+    step_size.mul_(factor).clamp_(step_size_min, step_size_max)
+    grad = where(factor == factor.new_tensor(etaminus), 0.0, grad).to(grad.dtype)
+    param.addcmul_(grad.sign(), step_size, value=-1)
+    prev.copy_(grad)
+
+
+def asgd_step(param, grad, ax, eta, mu, step, *, lr, lambd, alpha, t0, weight_decay, maximize):
+    """One ASGD update in place. Mirrors torch's ``_single_tensor_asgd``; ``eta`` and ``mu`` are
+    float32 0-d tensors (the new values are computed in float64 from ``step``, as torch's Python
+    floats, then stored in float32); ``ax`` is the running average of the parameter."""
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    step.add_(1)
+    t = step.to(float64)
+    if weight_decay != 0:
+        grad = _add_alpha(grad, param, weight_decay)
+    eta64 = eta.to(float64)
+    param.mul_((1 - lambd * eta64).to(param.dtype))
+    param.sub_(grad * eta64.to(param.dtype))
+    ax.copy_(where(mu == 1, param, ax.add(param.sub(ax).mul(mu.to(param.dtype)))))
+    eta.copy_(lr / ((1 + lambd * lr * t) ** alpha))
+    mu.copy_(1 / (t - t0).clamp(min=1))

@@ -2,3 +2,14 @@
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, get_total_norm  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from . import rnn  # noqa: F401
+from ._norm_hooks import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
+
+_LAZY = ("parametrize", "parametrizations")
+
+
+def __getattr__(name):
+    # loaded on first use: they build on nn.modules, which itself imports nn.utils (rnn packing)
+    if name in _LAZY:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

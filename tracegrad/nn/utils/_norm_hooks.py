@@ -1,0 +1,157 @@
+"""The older hook-based ``torch.nn.utils.weight_norm`` / ``remove_weight_norm`` and
+``torch.nn.utils.spectral_norm`` / ``remove_spectral_norm``: the weight is recomputed by a
+forward pre-hook from ``<name>_g``/``<name>_v`` parameters (weight norm) or from the parameter
+``<name>_orig`` and the buffers ``<name>_u``/``<name>_v`` (spectral norm), with torch's
+state_dict keys."""
+import warnings
+
+import tracegrad
+
+from ..parameter import Parameter
+
+__all__ = ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
+
+
+def _normalize(x, eps):
+    import tracegrad.nn.functional as F
+    return F.normalize(x, dim=0, eps=eps)
+
+
+def _norm_except_dim(v, dim):
+    if dim == -1:
+        return v.norm(2)
+    dims = [d for d in range(v.dim()) if d != dim]
+    return (v * v).sum(dim=dims, keepdim=True).sqrt()
+
+
+def _hooks(module, kind, name):
+    for hid, rec in list(module._forward_pre_hooks.items()):
+        fn = getattr(rec, "fn", rec)
+        if isinstance(fn, kind) and fn.name == name:
+            yield hid, fn
+
+
+class _WeightNormHook:
+    def __init__(self, name, dim):
+        self.name, self.dim = name, dim
+
+    def compute_weight(self, module):
+        g, v = getattr(module, self.name + "_g"), getattr(module, self.name + "_v")
+        return v * (g / _norm_except_dim(v, self.dim))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Mirrors ``torch.nn.utils.weight_norm`` (the hook version): replaces parameter ``name`` by
+    ``name_g`` (norm over every dim but ``dim``; the whole tensor when ``dim=None``) and
+    ``name_v``, recomputing ``module.<name>`` before each forward. Raises RuntimeError when
+    ``name`` already has a weight_norm hook."""
+    warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                  "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+    for _ in _hooks(module, _WeightNormHook, name):
+        raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+    if dim is None:
+        dim = -1
+    weight = getattr(module, name)
+    if dim < -1:
+        dim += weight.dim()
+    fn = _WeightNormHook(name, dim)
+    del module._parameters[name]
+    with tracegrad.no_grad():
+        module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, dim).detach().clone()))
+        module.register_parameter(name + "_v", Parameter(weight.detach().clone()))
+    setattr(module, name, fn.compute_weight(module))
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    """Mirrors ``torch.nn.utils.remove_weight_norm``: folds ``name_g``/``name_v`` back into one
+    parameter ``name``. Raises ValueError when ``module`` has no weight_norm on ``name``."""
+    for hid, fn in _hooks(module, _WeightNormHook, name):
+        weight = fn.compute_weight(module)
+        if name in module.__dict__:
+            delattr(module, name)
+        del module._parameters[name + "_g"]
+        del module._parameters[name + "_v"]
+        setattr(module, name, Parameter(weight.detach().clone()))
+        del module._forward_pre_hooks[hid]
+        return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+
+
+def _to_matrix(weight, dim):
+    if dim != 0:
+        weight = weight.permute(dim, *[d for d in range(weight.dim()) if d != dim])
+    return weight.flatten(1)
+
+
+class _SpectralNormHook:
+    def __init__(self, name, n_power_iterations, dim, eps):
+        self.name, self.n_power_iterations, self.dim, self.eps = name, n_power_iterations, dim, eps
+
+    def compute_weight(self, module, do_power_iteration):
+        weight = getattr(module, self.name + "_orig")
+        u, v = getattr(module, self.name + "_u"), getattr(module, self.name + "_v")
+        w = _to_matrix(weight, self.dim)
+        if do_power_iteration:
+            with tracegrad.no_grad():
+                for _ in range(self.n_power_iterations):
+                    v.copy_(_normalize(w.t().mv(u), self.eps))
+                    u.copy_(_normalize(w.mv(v), self.eps))
+        u, v = u.clone(), v.clone()
+        sigma = (u * w.mv(v)).sum()
+        return weight / sigma
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
+
+
+def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+    """Mirrors ``torch.nn.utils.spectral_norm`` (the hook version): parameter ``name`` moves to
+    ``name_orig``; buffers ``name_u``/``name_v`` (drawn with tracegrad's generator, so
+    ``manual_seed`` reproduces them; torch's own draw differs) feed one power iteration per
+    forward in training mode; ``module.<name>`` is ``name_orig / sigma``. ``dim`` defaults to 1
+    for ConvTranspose modules, else 0. Raises RuntimeError when ``name`` already has the hook,
+    ValueError when ``n_power_iterations <= 0``."""
+    for _ in _hooks(module, _SpectralNormHook, name):
+        raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
+    if n_power_iterations <= 0:
+        raise ValueError("spectral_norm: expected n_power_iterations to be positive, but got "
+                         f"n_power_iterations={n_power_iterations}")
+    if dim is None:
+        dim = 1 if type(module).__name__.startswith("ConvTranspose") else 0
+    weight = module._parameters[name]
+    fn = _SpectralNormHook(name, n_power_iterations, dim, eps)
+    with tracegrad.no_grad():
+        w = _to_matrix(weight, dim)
+        h, wd = w.shape
+        u = _normalize(tracegrad.randn(h, dtype=weight.dtype), eps)
+        v = _normalize(tracegrad.randn(wd, dtype=weight.dtype), eps)
+    delattr(module, name)
+    module.register_parameter(name + "_orig", weight)
+    setattr(module, name, weight.detach())
+    module.register_buffer(name + "_u", u)
+    module.register_buffer(name + "_v", v)
+    module.register_forward_pre_hook(fn)
+    return module
+
+
+def remove_spectral_norm(module, name="weight"):
+    """Mirrors ``torch.nn.utils.remove_spectral_norm``: puts back one parameter ``name`` equal
+    to the current normalized weight (no power iteration). Raises ValueError when ``module``
+    has no spectral_norm on ``name``."""
+    for hid, fn in _hooks(module, _SpectralNormHook, name):
+        with tracegrad.no_grad():
+            weight = fn.compute_weight(module, do_power_iteration=False)
+        if name in module.__dict__:
+            delattr(module, name)
+        delattr(module, name + "_u")
+        delattr(module, name + "_v")
+        delattr(module, name + "_orig")
+        module.register_parameter(name, Parameter(weight.detach().clone()))
+        del module._forward_pre_hooks[hid]
+        return module
+    raise ValueError(f"spectral_norm of '{name}' not found in {module}")

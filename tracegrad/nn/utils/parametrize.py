@@ -1,0 +1,265 @@
+"""``tracegrad.nn.utils.parametrize``: mirrors ``torch.nn.utils.parametrize``.
+
+A parametrized tensor ``module.<name>`` becomes a property computed from the unconstrained
+tensor(s) stored at ``module.parametrizations.<name>.original`` (or ``original0``,
+``original1``... when a ``right_inverse`` returns a tuple), so the state_dict keys are torch's
+(``parametrizations.weight.original``). The module's class is swapped for a subclass
+``Parametrized<Class>`` holding the properties, as torch does.
+"""
+import contextlib
+
+from tracegrad import Tensor
+from ..modules.container import ModuleDict, ModuleList
+from ..modules.module import Module
+from ..parameter import Parameter
+
+__all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",
+           "ParametrizationList", "type_before_parametrizations"]
+
+_cache_enabled = 0
+_cache = {}
+
+
+@contextlib.contextmanager
+def cached():
+    """Mirrors ``torch.nn.utils.parametrize.cached``: inside the block each parametrized tensor is
+    computed once and reused; the cache is dropped on exit."""
+    global _cache_enabled
+    _cache_enabled += 1
+    try:
+        yield
+    finally:
+        _cache_enabled -= 1
+        if not _cache_enabled:
+            _cache.clear()
+
+
+def _no_grad():
+    import tracegrad
+    return tracegrad.no_grad()
+
+
+class ParametrizationList(ModuleList):
+    """Mirrors ``torch.nn.utils.parametrize.ParametrizationList``: the chain of parametrizations of
+    one tensor and its unconstrained original(s)."""
+
+    def __init__(self, modules, original, unsafe=False):
+        if len(modules) == 0:
+            raise ValueError("ParametrizationList requires one or more modules.")
+        super().__init__(modules)
+        self.unsafe = unsafe
+        new = original
+        with _no_grad():
+            for m in reversed(self):
+                if hasattr(m, "right_inverse"):
+                    new = m.right_inverse(new)
+        self.is_tensor = isinstance(new, Tensor)
+        self.ntensors = 1 if self.is_tensor else len(new)
+        if self.is_tensor:
+            if original.dtype != new.dtype:
+                raise ValueError("When `right_inverse` outputs one tensor, it may not change the dtype.\n"
+                                 f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}")
+            self._set_original("original", original, new)
+        else:
+            for i, o in enumerate(new):
+                if not isinstance(o, Tensor):
+                    raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors "
+                                     f"(list, tuple...). Got element {i} of type {type(o).__name__}")
+                p = Parameter(o.detach().clone(), requires_grad=original.requires_grad) \
+                    if isinstance(original, Parameter) else o.detach().clone()
+                self._register(f"original{i}", p)
+        if not unsafe:
+            z = self()
+            if not isinstance(z, Tensor):
+                raise ValueError(f"A parametrization must return a tensor. Got {type(z).__name__}.")
+            if z.dtype != original.dtype or tuple(z.shape) != tuple(original.shape):
+                raise ValueError("Registering a parametrization may not change the shape or dtype of the "
+                                 f"tensor, unless `unsafe` flag is enabled.\nunparametrized dtype: "
+                                 f"{original.dtype}\nparametrized dtype: {z.dtype}\nunparametrized shape: "
+                                 f"{tuple(original.shape)}\nparametrized shape: {tuple(z.shape)}")
+
+    def _register(self, name, t):
+        if isinstance(t, Parameter):
+            self.register_parameter(name, t)
+        else:
+            self.register_buffer(name, t)
+
+    def _set_original(self, name, original, new):
+        with _no_grad():
+            if new is not original:
+                if tuple(new.shape) == tuple(original.shape):
+                    original.copy_(new)
+                elif isinstance(original, Parameter):
+                    original = Parameter(new.detach().clone(), requires_grad=original.requires_grad)
+                else:
+                    original = new.detach().clone()
+        self._register(name, original)
+
+    def right_inverse(self, value):
+        """Sets the original(s) so that the parametrized tensor equals ``value``."""
+        with _no_grad():
+            for m in reversed(self):
+                if hasattr(m, "right_inverse"):
+                    value = m.right_inverse(value)
+                else:
+                    raise RuntimeError(f"parametrization {type(m).__name__} does not implement right_inverse.")
+            if self.is_tensor:
+                if not isinstance(value, Tensor):
+                    raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
+                if value.dtype != self.original.dtype:
+                    raise ValueError(f"The tensor returned by `right_inverse` has dtype {value.dtype} while "
+                                     f"`original` has dtype {self.original.dtype}")
+                self.original.copy_(value)
+            else:
+                if len(value) != self.ntensors:
+                    raise ValueError(f"'right_inverse' must return a sequence of tensors of length "
+                                     f"{self.ntensors}. Got a sequence of length {len(value)}")
+                for i, t in enumerate(value):
+                    getattr(self, f"original{i}").copy_(t)
+
+    def forward(self):
+        if self.is_tensor:
+            x = self[0](self.original)
+        else:
+            x = self[0](*(getattr(self, f"original{i}") for i in range(self.ntensors)))
+        for m in list(self)[1:]:
+            x = m(x)
+        return x
+
+
+def _make_property(name):
+    def get_parametrized(self):
+        parametrization = self.parametrizations[name]
+        if _cache_enabled:
+            key = (id(self), name)
+            if key not in _cache:
+                _cache[key] = parametrization()
+            return _cache[key]
+        return parametrization()
+
+    def set_original(self, value):
+        self.parametrizations[name].right_inverse(value)
+
+    return property(get_parametrized, set_original)
+
+
+def _no_pickle(self):
+    raise RuntimeError("Serialization of parametrized modules is only supported through state_dict(): "
+                       "save module.state_dict() and load it into a module parametrized the same way.")
+
+
+def _deepcopy(self, memo):
+    import copy
+    obj = object.__new__(type(self))
+    memo[id(self)] = obj
+    for k, v in self.__dict__.items():
+        obj.__dict__[k] = copy.deepcopy(v, memo)
+    return obj
+
+
+def _inject_new_class(module):
+    cls = module.__class__
+    param_cls = type(f"Parametrized{cls.__name__}", (cls,),
+                     {"_tg_unparametrized_class": cls, "__getstate__": _no_pickle,
+                      "__deepcopy__": _deepcopy})
+    module.__class__ = param_cls
+
+
+def type_before_parametrizations(module):
+    """Mirrors ``torch.nn.utils.parametrize.type_before_parametrizations``: the module's class
+    before any parametrization swapped it."""
+    if is_parametrized(module):
+        return module.__class__._tg_unparametrized_class
+    return type(module)
+
+
+def is_parametrized(module, tensor_name=None):
+    """Mirrors ``torch.nn.utils.parametrize.is_parametrized``: whether ``module`` has any
+    parametrization (or one on ``tensor_name``)."""
+    parametrizations = module.__dict__.get("_modules", {}).get("parametrizations")
+    if parametrizations is None or not isinstance(parametrizations, ModuleDict):
+        return False
+    if tensor_name is None:
+        return len(parametrizations) > 0
+    return tensor_name in parametrizations
+
+
+def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
+    """Mirrors ``torch.nn.utils.parametrize.register_parametrization``: ``module.<tensor_name>``
+    becomes ``parametrization(original)``; the original moves to
+    ``module.parametrizations.<tensor_name>.original``. A second call on the same name chains.
+
+    Raises ValueError when ``module`` has no parameter/buffer ``tensor_name``, or (unless
+    ``unsafe``) when the parametrization changes the tensor's shape or dtype.
+    """
+    if not isinstance(parametrization, Module):
+        raise TypeError("register_parametrization: the parametrization must be an nn.Module; "
+                        f"got {type(parametrization).__name__}")
+    if is_parametrized(module, tensor_name):
+        plist = module.parametrizations[tensor_name]
+        if not unsafe:
+            Y = getattr(module, tensor_name)
+            X = parametrization(Y)
+            if not isinstance(X, Tensor):
+                raise ValueError(f"A parametrization must return a tensor. Got {type(X).__name__}.")
+            if X.dtype != Y.dtype or tuple(X.shape) != tuple(Y.shape):
+                raise ValueError("Registering a parametrization may not change the shape or dtype of the "
+                                 f"tensor, unless `unsafe` flag is enabled.\nunparametrized dtype: {Y.dtype}\n"
+                                 f"parametrized dtype: {X.dtype}\nunparametrized shape: {tuple(Y.shape)}\n"
+                                 f"parametrized shape: {tuple(X.shape)}")
+        plist.append(parametrization)
+        plist.unsafe = plist.unsafe or unsafe
+        return module
+    if tensor_name not in module._buffers and tensor_name not in module._parameters:
+        raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a parametrized "
+                         f"element with name '{tensor_name}'")
+    original = getattr(module, tensor_name)
+    plist = ParametrizationList([parametrization], original, unsafe=unsafe)
+    delattr(module, tensor_name)
+    if not is_parametrized(module):
+        _inject_new_class(module)
+        module.parametrizations = ModuleDict()
+    setattr(module.__class__, tensor_name, _make_property(tensor_name))
+    module.parametrizations[tensor_name] = plist
+    return module
+
+
+def remove_parametrizations(module, tensor_name, leave_parametrized=True):
+    """Mirrors ``torch.nn.utils.parametrize.remove_parametrizations``: puts a plain tensor back at
+    ``module.<tensor_name>``: the current parametrized value (``leave_parametrized=True``) or the
+    original. Raises ValueError when the tensor is not parametrized, or when
+    ``leave_parametrized=False`` and the parametrization has several originals."""
+    if not is_parametrized(module, tensor_name):
+        raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
+    plist = module.parametrizations[tensor_name]
+    if plist.is_tensor:
+        original = plist.original
+        if leave_parametrized:
+            with _no_grad():
+                t = getattr(module, tensor_name)
+                if tuple(t.shape) == tuple(original.shape) and t.dtype == original.dtype:
+                    original.copy_(t)
+                elif isinstance(original, Parameter):
+                    original = Parameter(t.detach().clone(), requires_grad=original.requires_grad)
+                else:
+                    original = t.detach().clone()
+    else:
+        if not leave_parametrized:
+            raise ValueError("Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is "
+                             "parametrized in terms of a sequence of tensors.")
+        with _no_grad():
+            t = getattr(module, tensor_name)
+        if isinstance(plist.original0, Parameter):
+            original = Parameter(t.detach().clone(), requires_grad=plist.original0.requires_grad)
+        else:
+            original = t.detach().clone()
+    delattr(module.__class__, tensor_name)
+    del module.parametrizations[tensor_name]
+    if isinstance(original, Parameter):
+        module.register_parameter(tensor_name, original)
+    else:
+        module.register_buffer(tensor_name, original)
+    if not is_parametrized(module):
+        delattr(module, "parametrizations")
+        module.__class__ = module.__class__._tg_unparametrized_class
+    return module

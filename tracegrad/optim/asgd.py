@@ -1,0 +1,41 @@
+"""``ASGD``. Mirrors ``torch.optim.ASGD``."""
+from __future__ import annotations
+
+from .. import float32, ones, tensor, zeros_like
+from ._functional import asgd_step
+from ._simple import check_common
+from .optimizer import Optimizer
+
+__all__ = ["ASGD"]
+
+
+class ASGD(Optimizer):
+    """Averaged stochastic gradient descent. Mirrors ``torch.optim.ASGD``.
+
+    Args: params; lr (default 1e-2), lambd (1e-4), alpha (0.75), t0 (1e6), weight_decay (0),
+    maximize (False); foreach, differentiable, capturable: stored.
+    State per parameter: ``step``, ``eta`` (starts at lr), ``mu`` (starts at 1), all float32
+    0-d tensors, and ``ax`` (the averaged parameter).
+    Raises: ValueError for lr < 0 or weight_decay < 0.
+    """
+
+    _tensor_state_keys = ("step", "eta", "mu")
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
+                 foreach=None, maximize=False, differentiable=False, capturable=False):
+        check_common(lr, weight_decay=weight_decay)
+        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                        foreach=foreach, maximize=maximize, differentiable=differentiable,
+                        capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _init_state(self, p, group):
+        lr = group["lr"]
+        eta = lr.detach().clone().to(float32).reshape(()) if hasattr(lr, "shape") else tensor(lr, dtype=float32)
+        return {"step": tensor(0.0, dtype=float32), "eta": eta, "mu": ones((), dtype=float32),
+                "ax": zeros_like(p)}
+
+    def _update(self, p, grad, state, group):
+        asgd_step(p, grad, state["ax"], state["eta"], state["mu"], state["step"], lr=group["lr"],
+                  lambd=group["lambd"], alpha=group["alpha"], t0=group["t0"],
+                  weight_decay=group["weight_decay"], maximize=group["maximize"])
