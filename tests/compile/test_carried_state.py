@@ -93,7 +93,10 @@ def test_closure_variable_rebound_matches_eager():
             h = (lin(h) + x).tanh().detach()
             return h.sum()
         f = tracegrad.compile(step) if compiled else step
-        return [float(f(tracegrad.ones(1, 3) * i)) for i in range(4)] + h.tolist()[0]
+        out = [float(f(tracegrad.ones(1, 3) * i)) for i in range(4)] + h.tolist()[0]
+        if compiled:
+            assert f.stats["traces"] == 1 and f.stats["eager_calls"] == 1, f.stats
+        return out
     np.testing.assert_allclose(run(True), run(False), rtol=1e-5, atol=1e-6)
 
 
@@ -164,3 +167,102 @@ def test_abandoned_trace_puts_module_attributes_back():
         out, h2 = rnn2(x, h2)
         ref.append(float(out.sum()))
         assert float(f(x)) == pytest.approx(ref[-1], rel=1e-5, abs=1e-5)
+
+
+def _lstm_program(mod, container):
+    """The LSTM tutorial's pattern: the hidden state lives on the module as a tuple (or list,
+    namedtuple) of tensors, detached and rebound on every training step."""
+    import collections
+    HC = collections.namedtuple("HC", "h c")
+    make = {"tuple": lambda h, c: (h, c), "list": lambda h, c: [h, c], "namedtuple": HC}[container]
+
+    class Tagger(mod.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = mod.nn.LSTM(4, 3)
+            self.out = mod.nn.Linear(3, 2)
+            self.hidden = self.init_hidden()
+
+        def init_hidden(self):
+            return make(mod.zeros(1, 1, 3), mod.zeros(1, 1, 3))
+
+        def forward(self, x):
+            y, hc = self.lstm(x, tuple(self.hidden))
+            self.hidden = make(*hc)
+            return self.out(y)
+    model = np_init(Tagger(), mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        model.hidden = make(*(t.detach() for t in model.hidden))
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def _lstm_run(mod, container, compiled):
+    mod.manual_seed(0)
+    model, step = _lstm_program(mod, container)
+    f = tracegrad.compile(step) if compiled else step
+    losses, kept = [], []
+    for i in range(8):
+        if i in (3, 6):
+            model.hidden = model.init_hidden()          # a new sequence, bound by the caller
+        x = mod.tensor(np.random.RandomState(i).randn(5, 1, 4).astype("float32"))
+        losses.append(float(f(x)))
+        kept.append(model.hidden)                       # the caller keeps every call's state
+    return losses, [[t.detach().numpy().copy() for t in k] for k in kept], kept, f
+
+
+@pytest.mark.parametrize("container", ["tuple", "list", "namedtuple"])
+def test_tuple_of_tensors_module_attribute_is_carried(container):
+    e_loss, e_vals, e_kept, _ = _lstm_run(tracegrad, container, False)
+    c_loss, c_vals, kept, f = _lstm_run(tracegrad, container, True)
+    assert [[t.requires_grad for t in k] for k in kept] == [[t.requires_grad for t in k] for k in e_kept]
+    # two programs: one reads the caller's zero state (requires_grad False), one the state the
+    # previous call bound (the LSTM's output, requires_grad True); later resets retrace nothing
+    assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 2, f.stats
+    np.testing.assert_allclose(c_loss, e_loss, rtol=1e-5, atol=1e-6)
+    for got, want, k in zip(c_vals, e_vals, kept):
+        # a new sequence of the same type per call, whose tensors keep their own call's values
+        assert type(k).__name__ == {"tuple": "tuple", "list": "list", "namedtuple": "HC"}[container]
+        for a, b, t in zip(got, want, k):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(t.detach().numpy(), b, rtol=1e-5, atol=1e-6)
+    assert len({id(k) for k in kept}) == len(kept)
+    torch = pytest.importorskip("torch")
+    t_loss, t_vals, _, _ = _lstm_run(torch, container, False)
+    np.testing.assert_allclose(c_loss, t_loss, rtol=1e-5, atol=1e-5)
+    for got, want in zip(c_vals, t_vals):
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_tuple_of_tensors_in_a_dict_is_carried():
+    def run(compiled):
+        tracegrad.manual_seed(0)
+        cell = np_init(tracegrad.nn.GRUCell(3, 3), tracegrad)
+        state = {"hc": (tracegrad.zeros(1, 3), tracegrad.ones(1, 3))}
+
+        def step(x):
+            h, c = state["hc"]
+            h = cell(x, h)
+            state["hc"] = (h.detach(), c * 0.5)
+            return h.sum()
+        f = tracegrad.compile(step) if compiled else step
+        out, kept = [], []
+        for i in range(5):
+            out.append(float(f(tracegrad.ones(1, 3) * i)))
+            kept.append(state["hc"])
+        return out, [[t.numpy().copy() for t in k] for k in kept], kept, f
+    e_out, e_vals, _, _ = run(False)
+    c_out, c_vals, kept, f = run(True)
+    assert f.stats["traces"] == 1 and f.stats["eager_calls"] == 1, f.stats
+    np.testing.assert_allclose(c_out, e_out, rtol=1e-5, atol=1e-6)
+    for got, want, k in zip(c_vals, e_vals, kept):
+        for a, b, t in zip(got, want, k):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(t.numpy(), b, rtol=1e-5, atol=1e-6)

@@ -18,6 +18,10 @@ halves:
   sequence) is read by the next call without a retrace, and a program never reads a tensor the
   place no longer holds.
 
+A place may also hold a tuple or list of tensors bound anew each call (``self.hidden = (h, c)``,
+the LSTM tutorial's state): each tensor item is a place of its own (``InSequence``), and binding
+one builds a new sequence, as eager's assignment does (a tuple the caller kept is never changed).
+
 Places not found that way (a tensor reachable only through an object the scan does not look
 into) fall back to ``carry_over``: the value is written into the same tensor on every call.
 """
@@ -34,17 +38,37 @@ from .capture import GraphBreak
 class Rebind:
     """Escape ``index`` of the program is bound, after each call, to the places ``slots``
     (``(container, key)``: a dict and its key, a list and its index, a cell and None); with
-    ``carried`` set, program input ``carried`` is the tensor the first place holds."""
+    ``carried`` set, program input ``carried`` is the tensor the first place holds, when it has
+    ``read_rg`` (the ``requires_grad`` of the tensor the trace read there)."""
 
-    __slots__ = ("index", "slots", "carried", "requires_grad", "kept_graph")
+    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph")
 
     def __init__(self, index, slots, carried, requires_grad, kept_graph):
-        self.index, self.slots, self.carried = index, slots, carried
+        self.index, self.slots, self.carried, self.read_rg = index, slots, carried, None
         self.requires_grad, self.kept_graph = requires_grad, kept_graph
+
+
+class InSequence:
+    """The container of a slot ``(InSequence(place), j)``: item ``j`` of the tuple or list that
+    slot ``place`` holds."""
+
+    __slots__ = ("place",)
+
+    def __init__(self, place):
+        self.place = place
+
+
+def _sequence(v):
+    """Whether ``v`` is a tuple or list (or namedtuple) holding a tensor."""
+    seq = type(v) in (tuple, list) or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
+    return seq and any(isinstance(x, Tensor) for x in v)
 
 
 def get(slot):
     c, k = slot
+    if isinstance(c, InSequence):
+        seq = get(c.place)
+        return seq[k] if isinstance(seq, (tuple, list)) and k < len(seq) else None
     if isinstance(c, types.CellType):
         try:
             return c.cell_contents
@@ -57,7 +81,12 @@ def get(slot):
 
 def put(slot, value):
     c, k = slot
-    if isinstance(c, types.CellType):
+    if isinstance(c, InSequence):
+        seq = get(c.place)
+        items = list(seq)
+        items[k] = value
+        put(c.place, type(seq)._make(items) if hasattr(type(seq), "_fields") else type(seq)(items))
+    elif isinstance(c, types.CellType):
         c.cell_contents = value
     elif isinstance(c, dict):
         dict.__setitem__(c, k, value)     # dict's own: a module's stores, a user dict subclass
@@ -71,16 +100,22 @@ def rebound_places(snap, attr_stores):
     else before (``before``: that value, or None)."""
     out = []
 
+    def found(slot, b, a):
+        if isinstance(a, Tensor):
+            if a is not b:
+                out.append((slot, b, a))
+        elif a is not b and _sequence(a):       # a new tuple/list bound there: item by item
+            olds = b if isinstance(b, (tuple, list)) else ()
+            for j, x in enumerate(a):
+                found((InSequence(slot), j), olds[j] if j < len(olds) else None, x)
+
     def compare(container, before_items):
         if isinstance(container, dict):
             for k, a in container.items():
-                if isinstance(a, Tensor) and a is not before_items.get(k):
-                    out.append(((container, k), before_items.get(k), a))
+                found((container, k), before_items.get(k), a)
         elif isinstance(container, list):
             for i, a in enumerate(container):
-                b = before_items[i] if i < len(before_items) else None
-                if isinstance(a, Tensor) and a is not b:
-                    out.append(((container, i), b, a))
+                found((container, i), before_items[i] if i < len(before_items) else None, a)
 
     def walk(v, copy):
         if copy is None:
@@ -91,9 +126,7 @@ def rebound_places(snap, attr_stores):
             walk(a, c)
     for name, cell, g, v, copy, attrs in snap[1:]:
         slot = (cell, None) if cell is not None else (g, name)
-        now = get(slot)
-        if isinstance(now, Tensor) and now is not v:
-            out.append((slot, v, now))
+        found(slot, v, get(slot))
         walk(v, copy)
         if isinstance(attrs, dict):
             d = vars(v)
@@ -132,9 +165,9 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset()):
         r.slots.append(slot)
         e = escapes[i].array
         if r.carried is None and isinstance(before, Tensor) and not before._chain and before._base is None \
-                and id(before._st) in inputs and before._rg == after._rg \
+                and id(before._st) in inputs \
                 and before._st.array.shape == e.shape and before._st.array.dtype == e.dtype:
-            r.carried = inputs[id(before._st)]
+            r.carried, r.read_rg = inputs[id(before._st)], before._rg
     # one place feeds one input: a second rebind claiming it reads by identity as before
     claimed = set()
     for r in out.values():
@@ -148,6 +181,8 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset()):
 
 def describe(slot) -> str:
     c, k = slot
+    if isinstance(c, InSequence):
+        return f"item {k} of a sequence held in {describe(c.place)}"
     if isinstance(c, types.CellType):
         return "a closure variable"
     return f"key {k!r} of a dict" if isinstance(c, dict) else f"item {k} of a list"

@@ -218,11 +218,21 @@ _NESTED = 3      # containers inside containers looked into: stats["train"]["n"]
 _NESTED_MAX = 64  # ... when they are that small (a list of records is data, not a counter)
 
 
+def _tensors(v):
+    """The signature of a tuple or list of tensors (``(h, c)``): rebinding one to a new such
+    sequence is carried state too (``_lowering/carry.py``); its length is not."""
+    if isinstance(v, (tuple, list)) and v and all(isinstance(x, Tensor) for x in v):
+        return ("tensors", len(v))
+    return None
+
+
 def _leaf(v, depth=_NESTED):
     if type(v) in _SCALARS:
         return v
     if isinstance(v, Tensor):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
+    if _tensors(v) is not None:
+        return _tensors(v)
     if depth > 1 and isinstance(v, _CONTAINERS) and len(v) <= _NESTED_MAX:
         return (id(v),) + _items(v, depth - 1)
     return id(v)
@@ -378,6 +388,8 @@ def effects_signature(refs):
             out.append((name, _rng_state(v)))
         elif type(v) in _SCALARS:
             out.append((name, v))
+        elif isinstance(v, Tensor) or _tensors(v) is not None:
+            out.append((name, _leaf(v)))      # rebinding tensors is carried state
         elif isinstance(v, _CONTAINERS):
             out.append((name, id(v), _ATTRS, _items(v)))
         elif _plain_object(v):

@@ -141,7 +141,9 @@ class Region:
                 return False
         for r in self.carried:
             t = slot_get(r.slots[0])
-            if not isinstance(t, Tensor):
+            # the trace read a tensor with this requires_grad (a zero state the caller binds
+            # and the tensor the call binds may differ: each gets its own program)
+            if not isinstance(t, Tensor) or t._rg != r.read_rg:
                 return False
             if t._st is not self.storages[r.carried] and not self._follow(r, t):
                 return False
@@ -159,7 +161,7 @@ class Region:
         (``carry["h"] = torch.zeros(...)``): read ``t`` from now on, when it can stand for the
         traced tensor."""
         old = self.storages[r.carried].array
-        if t._chain or t._base is not None or t._rg != r.requires_grad or t._st.array is None \
+        if t._chain or t._base is not None or t._st.array is None \
                 or t._st.array.shape != old.shape or t._st.array.dtype != old.dtype \
                 or any(st is t._st for st in self.storages):
             return False

@@ -199,6 +199,12 @@ def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
+def _tensor_sequence(v):
+    """A tuple or list of tensors (``self.hidden = (h, c)``): compile binds it again after every
+    call (NOTE [carried state] in ``_lowering/carry.py``)."""
+    return isinstance(v, (tuple, list)) and any(isinstance(x, Tensor) for x in v)
+
+
 def _same_value(d, name, value):
     """Whether setting ``name`` to ``value`` changes nothing observable."""
     if name not in d:
@@ -360,13 +366,14 @@ class Module:
         d = self.__dict__
         cap = _state.CAPTURE[0]
         if cap is not None:
-            if isinstance(value, (Tensor, Module)) or isinstance(d.get(name), (Tensor, Module)) \
+            tensors = isinstance(value, (Tensor, Module)) or _tensor_sequence(value)
+            if tensors or isinstance(d.get(name), (Tensor, Module)) or _tensor_sequence(d.get(name)) \
                     or name in d.get("_parameters", ()) or name in d.get("_buffers", ()) or name in d.get("_modules", ()):
                 cap.see_attribute([d] + [d[k] for k in ("_parameters", "_buffers", "_modules") if k in d])
             if name == "training":
                 if "training" in d:
                     cap.see_module(self)   # its flag before the compiled function changed it
-            elif not isinstance(value, (Tensor, Module)) and not _same_value(d, name, value):
+            elif not tensors and not _same_value(d, name, value):
                 # ``self.calls += 1`` in a forward: eager does it every call, a program never
                 cap.python_effect(f"setting attribute '{name}' of {type(self).__name__}")
         if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
