@@ -266,3 +266,27 @@ def test_tuple_of_tensors_in_a_dict_is_carried():
         for a, b, t in zip(got, want, k):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(t.numpy(), b, rtol=1e-5, atol=1e-6)
+
+
+def test_sequence_with_a_number_bound_to_a_place_runs_eagerly():
+    """``self.state = (h, n + 1)``: the number changes every call and a program would not bind
+    it again, so the call runs eagerly (the counter keeps counting)."""
+    lin = tracegrad.nn.Linear(2, 2)
+    lin.state = (tracegrad.zeros(1, 2), 0)
+    box = {"s": (tracegrad.zeros(1, 2), 0)}
+
+    def on_module(x):
+        h, n = lin.state
+        lin.state = (lin(h + x).detach(), n + 1)
+        return lin.state[0].sum()
+
+    def in_dict(x):
+        h, n = box["s"]
+        box["s"] = (lin(h + x).detach(), n + 1)
+        return box["s"][0].sum()
+    for fn, read in ((on_module, lambda: lin.state), (in_dict, lambda: box["s"])):
+        f = tracegrad.compile(fn)
+        with pytest.warns(UserWarning, match="side effect|changes the Python value"):
+            for _ in range(4):
+                f(tracegrad.ones(1, 2))
+        assert read()[1] == 4 and f.stats["traces"] == 0

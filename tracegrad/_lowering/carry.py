@@ -59,9 +59,11 @@ class InSequence:
 
 
 def _sequence(v):
-    """Whether ``v`` is a tuple or list (or namedtuple) holding a tensor."""
+    """Whether ``v`` is a tuple or list (or namedtuple) of tensors only (a number in it could
+    differ per call, and the program would not bind it again: ``pystate`` keeps that a graph
+    break)."""
     seq = type(v) in (tuple, list) or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
-    return seq and any(isinstance(x, Tensor) for x in v)
+    return seq and len(v) > 0 and all(isinstance(x, Tensor) for x in v)
 
 
 def get(slot):

@@ -202,7 +202,7 @@ def _forward_unimplemented(self, *input):
 def _tensor_sequence(v):
     """A tuple or list of tensors (``self.hidden = (h, c)``): compile binds it again after every
     call (NOTE [carried state] in ``_lowering/carry.py``)."""
-    return isinstance(v, (tuple, list)) and any(isinstance(x, Tensor) for x in v)
+    return isinstance(v, (tuple, list)) and len(v) > 0 and all(isinstance(x, Tensor) for x in v)
 
 
 def _same_value(d, name, value):
