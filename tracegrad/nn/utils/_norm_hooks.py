@@ -32,6 +32,10 @@ def _hooks(module, kind, name):
 
 
 class _WeightNormHook:
+    # tensor math only, inside a compiled function too: the module.<name> it sets is carried
+    # state that every compiled call binds again (NOTE [carried state])
+    _tracegrad_traceable = True
+
     def __init__(self, name, dim):
         self.name, self.dim = name, dim
 
@@ -89,6 +93,8 @@ def _to_matrix(weight, dim):
 
 
 class _SpectralNormHook:
+    _tracegrad_traceable = True     # as _WeightNormHook's; the power iteration writes buffers
+
     def __init__(self, name, n_power_iterations, dim, eps):
         self.name, self.n_power_iterations, self.dim, self.eps = name, n_power_iterations, dim, eps
 
