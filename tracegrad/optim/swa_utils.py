@@ -97,21 +97,34 @@ class AveragedModel(nn.Module):
         avg = [p.detach() for p in self_param]
         cur = [p.detach() for p in model_param]
         with tracegrad.no_grad():
-            if int(self.n_averaged) == 0:
+            if tracegrad.compiler.is_compiling():
+                # inside a compiled step the first-update branch is a select in the program:
+                # reading n_averaged in Python would run the whole step eagerly
+                first = self.n_averaged == 0
+                folded = [a.clone() for a in avg]
+                self._fold(folded, cur)
+                for a, c, f in zip(avg, cur, folded):
+                    a.copy_(tracegrad.where(first, c, f))
+            elif int(self.n_averaged) == 0:
                 for a, c in zip(avg, cur):
                     a.copy_(c)
-            elif self.multi_avg_fn is not None:
-                self.multi_avg_fn(avg, cur, self.n_averaged)
-            elif self.avg_fn is not None:
-                for a, c in zip(avg, cur):
-                    a.copy_(self.avg_fn(a, c, self.n_averaged))
             else:
-                get_swa_multi_avg_fn()(avg, cur, self.n_averaged)
+                self._fold(avg, cur)
             if not self.use_buffers:
                 # buffers are not averaged: keep them in sync with the source model
                 for b_swa, b_model in zip(self.module.buffers(), model.buffers()):
                     b_swa.detach().copy_(b_model.detach())
             self.n_averaged.add_(1)
+
+    def _fold(self, avg, cur):
+        """Averages ``cur`` into ``avg`` in place with the chosen rule."""
+        if self.multi_avg_fn is not None:
+            self.multi_avg_fn(avg, cur, self.n_averaged)
+        elif self.avg_fn is not None:
+            for a, c in zip(avg, cur):
+                a.copy_(self.avg_fn(a, c, self.n_averaged))
+        else:
+            get_swa_multi_avg_fn()(avg, cur, self.n_averaged)
 
 
 @tracegrad.no_grad()
