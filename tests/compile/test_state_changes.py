@@ -13,13 +13,13 @@ import tracegrad
 from ._harness import check_compiled, check_torch, data, np_init
 
 
-def program(opt_name="SGD", opt_kw=None, norm=False, dropout=False, scale=False, sched=None):
+def program(opt_name="SGD", opt_kw=None, norm=False, dropout=False, scale=False, sched=None, norm_kw=None):
     """A 3-4-2 MLP (optionally with BatchNorm1d / Dropout / a captured scale tensor) trained on
     MSE; ``sched(opt)`` builds an lr scheduler kept in the state."""
     def make(mod, wrap):
         layers = [mod.nn.Linear(3, 4)]
         if norm:
-            layers.append(mod.nn.BatchNorm1d(4))
+            layers.append(mod.nn.BatchNorm1d(4, **(norm_kw or {})))
         layers.append(mod.nn.Tanh())
         if dropout:
             layers.append(mod.nn.Dropout(0.5))
@@ -151,6 +151,16 @@ def test_train_eval_switch_dropout_batchnorm():
         state["model"].train(i % 2 == 1)
     run = check_compiled(program(norm=True, dropout=True), calls=5, between=between)
     assert not run.step.stats["graph_breaks"]
+
+
+def test_batchnorm_cumulative_average_stays_compiled():
+    """``momentum=None``: the running stats are a cumulative average over num_batches_tracked;
+    its factor is a program value, not a Python float read from the counter (a graph break)."""
+    def between(state, i):
+        state["model"].train(i != 2)
+    run = check_compiled(program(norm=True, norm_kw={"momentum": None}), calls=5, between=between)
+    assert not run.step.stats["graph_breaks"]
+    check_torch(program(norm=True, norm_kw={"momentum": None}), calls=5, between=between)
 
 
 def test_torch_parity_batchnorm_train_eval():

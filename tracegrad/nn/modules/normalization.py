@@ -9,6 +9,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from ... import _state
 
 
 class _NormBase(Module):
@@ -63,7 +64,14 @@ class _BatchNorm(_NormBase):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+            if self.momentum is not None:
+                factor = self.momentum
+            elif _state.CAPTURE[0] is not None:
+                # the cumulative average's factor as a float64 program value (a Python float
+                # read from the counter would run a compiled step eagerly)
+                factor = 1.0 / self.num_batches_tracked.to(tracegrad.float64)
+            else:
+                factor = 1.0 / float(self.num_batches_tracked)
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None, self.running_var if use_stats else None,
