@@ -451,7 +451,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smooth = smooth.masked_fill(ignore, 0.0)
     if reduction == "mean":
         if weight is not None:
-            ret = smooth.sum() / weight.gather(0, target.masked_select(~ignore).flatten()).sum()
+            # the kept targets' weights by a mask, not masked_select: no data-dependent shape,
+            # so a compiled step stays one program
+            kept = weight.gather(0, target.masked_fill(ignore, 0).flatten()) * (~ignore).flatten().to(weight.dtype)
+            ret = smooth.sum() / kept.sum()
         else:
             ret = smooth.sum() / (~ignore).sum()
     elif reduction == "sum":
