@@ -148,6 +148,8 @@ class CompiledFunction:
                 if self.fullgraph:
                     raise
                 return self._break(key, e.reason, e.where, args, kwargs)
+            except Exception as e:     # noqa: BLE001 -- the function raised while tracing
+                return self._raised_while_tracing(key, e, args, kwargs)
         else:
             return self._break(key, "outside state kept changing while tracing", None, args, kwargs)
         self._plans[key] = plan
@@ -155,7 +157,21 @@ class CompiledFunction:
         self._programs += 1
         return result
 
-    def _break(self, key, reason, where, args, kwargs):
+    def _raised_while_tracing(self, key, error, args, kwargs):
+        """The function raised while being traced; the trace put every storage and Python value
+        back. The call then runs eagerly, as it would without compile: the user's own error is
+        raised again from there, after the side effects eager has before it (an optimizer step
+        ahead of the ``raise``: torch.compile keeps them too). When the eager run succeeds, the
+        error came from tracing alone: that signature runs eagerly from now on, with the reason
+        in ``stats()``."""
+        if getattr(error, "_tracegrad_misuse", False):
+            raise error
+        result = self._eager(args, kwargs)
+        self.stats["eager_calls"] -= 1      # counted below as a break
+        return self._break(key, f"tracing raised {type(error).__name__}: {error}", None, args, kwargs,
+                           ran=result)
+
+    def _break(self, key, reason, where, args, kwargs, ran=_EAGER):
         breaks = self.stats["graph_breaks"]
         if not breaks or breaks[-1] != (reason, where):     # once per run of the same reason
             breaks.append((reason, where))
@@ -172,6 +188,9 @@ class CompiledFunction:
             warnings.warn(f"tracegrad.compile: running {getattr(self._fn, '__qualname__', self._fn)} "
                           f"eagerly: {reason}" + (f" (at {where})" if where else "")
                           + ". See tracegrad.compiler.stats().", UserWarning, stacklevel=4)
+        if ran is not _EAGER:
+            self.stats["eager_calls"] += 1
+            return ran
         return self._eager(args, kwargs)
 
     def memory_analysis(self, *args, **kwargs):
@@ -193,6 +212,13 @@ class CompiledFunction:
         self._always_eager = False
         self._programs = 0
         self.stats.update(calls=0, traces=0, eager_calls=0, graph_breaks=[])
+
+
+def _misuse(error):
+    """``error`` is about calling an API inside a compiled function: raised as it is (not
+    answered by running the call eagerly, where it would not occur)."""
+    error._tracegrad_misuse = True
+    return error
 
 
 def _signature(args, kwargs):
@@ -387,7 +413,7 @@ class set_stance:
 
     def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
         if _state.CAPTURE[0] is not None:
-            raise RuntimeError("tracegrad.compiler.set_stance: do not call it inside a compiled function")
+            raise _misuse(RuntimeError("tracegrad.compiler.set_stance: do not call it inside a compiled function"))
         self.prev, self.stance = _STANCE[0], stance
         _STANCE[0] = stance
 

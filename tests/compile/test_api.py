@@ -1,5 +1,5 @@
 """``tracegrad.compile``'s API around the program: an exception inside a compiled call leaves
-every storage as it was, ``disable=True`` runs eagerly, ``tracegrad.compiler.reset()``, bad
+every storage as eager leaves it (nothing half-written, no tracer), ``disable=True`` runs eagerly, ``tracegrad.compiler.reset()``, bad
 arguments raise what torch raises, Python values the function reads are not frozen."""
 import pytest
 
@@ -29,18 +29,46 @@ def program(fail_rows=None, scale=None):
     return make
 
 
-def test_exception_inside_compiled_call_leaves_state_unchanged():
+def test_exception_inside_compiled_call_leaves_state_as_eager_does():
+    """The function raises after ``opt.step()`` on a call that traces: the trace's changes are
+    undone and the call runs eagerly, so the error comes with eager's side effects (the step
+    happened), as torch.compile does; no storage holds a traced value."""
     step, state, batch = program(fail_rows=7)(tracegrad, tracegrad.compile)
+    ref, ref_state, _ = program(fail_rows=7)(tracegrad, lambda f: f)
     for i in range(3):
         step(*batch(i))
+        ref(*batch(i))
     before = snapshot(state)
-    rng = tracegrad.get_rng_state().clone()
-    with pytest.raises(ValueError, match="boom"):
-        step(*batch(3))               # a new shape: traced, raises after opt.step()
-    assert_same(before, snapshot(state))
-    assert tracegrad.equal(rng, tracegrad.get_rng_state())
-    # and the function still works afterwards
-    step(*batch(2))
+    for f in (step, ref):
+        with pytest.raises(ValueError, match="boom"):
+            f(*batch(3))               # a new shape: traced, raises after opt.step()
+    assert_same(snapshot(ref_state), snapshot(state))
+    with pytest.raises(AssertionError):
+        assert_same(before, snapshot(state))     # the step before the raise happened
+    # and the function still works afterwards, compiled
+    for i in (2, 1):
+        step(*batch(i))
+        ref(*batch(i))
+    assert_same(snapshot(ref_state), snapshot(state))
+    assert step.stats["traces"] >= 1
+
+
+def test_error_raised_only_while_tracing_runs_the_call_eagerly():
+    """A function that fails only when traced (it checks ``is_compiling()``) gives eager's result,
+    with the reason in stats, instead of the tracing error."""
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        if tracegrad.compiler.is_compiling():
+            raise KeyError("only while tracing")
+        return x * 2
+    f = tracegrad.compile(fn)
+    with pytest.warns(UserWarning, match="tracing raised KeyError"):
+        outs = [f(tracegrad.ones(2)) for _ in range(3)]
+    assert all(o.tolist() == [2.0, 2.0] for o in outs)
+    assert any("tracing raised KeyError" in r for r, _ in f.stats["graph_breaks"])
+    assert f.stats["eager_calls"] == 3 and f.stats["traces"] == 0
 
 
 def test_disable_runs_eagerly():
