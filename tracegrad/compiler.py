@@ -128,7 +128,8 @@ class CompiledFunction:
                                       if code is not None else ""))
         if self._programs >= cache_size_limit:
             # not remembered per key: arguments that differ on every call would fill the cache
-            return self._break(None, f"guards failed {cache_size_limit} times (cache_size_limit)", None, args, kwargs)
+            return self._break(None, f"guards failed {cache_size_limit} times (cache_size_limit)"
+                               + _changing_numbers(key, self._cache), None, args, kwargs)
         return self._trace(key, args, kwargs, leaves, treedef, kinds)
 
     def _eager(self, args, kwargs):
@@ -249,6 +250,26 @@ def _key(leaves, treedef, kinds):
     return (treedef, tuple(parts), grad_mode.STATE[0], grad_mode.STATE[1], _autocast.key(),
             _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
             tuple(_Same(f) for pair in _state.SAVED_HOOKS for f in pair) if _state.SAVED_HOOKS else ())
+
+
+def _changing_numbers(key, cache) -> str:
+    """A hint for the cache-limit warning: the Python number arguments whose value differs
+    between this call and the cached programs of the same structure (each value is baked into
+    its own program; torch.compile would make them dynamic)."""
+    parts = key[1]
+    seen = set()
+    for other in cache:
+        if other[0] != key[0] or len(other[1]) != len(parts):
+            continue
+        for i, (a, b) in enumerate(zip(parts, other[1])):
+            if a != b and type(a) is tuple and len(a) == 2 and a[0] in (int, float):
+                seen.add(i)
+    if not seen:
+        return ""
+    where = ", ".join(str(i) for i in sorted(seen))
+    return (f"; the Python number argument(s) at position {where} change between calls and each value "
+            "is traced into its own program: pass such a value as a tensor (tracegrad.tensor(v)) to "
+            "trace it once")
 
 
 class _Same:

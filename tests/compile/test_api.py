@@ -370,3 +370,14 @@ def test_default_dtype_change_between_calls_traces_again():
     finally:
         tracegrad.set_default_dtype(tracegrad.float32)
     assert got == [tracegrad.float32] * 2 + [tracegrad.float64] * 2
+
+
+def test_cache_limit_warning_names_the_changing_number_argument():
+    f = tracegrad.compile(lambda x, beta: x * beta)
+    with pytest.warns(UserWarning, match=r"number argument\(s\) at position 1 change"):
+        for i in range(tracegrad.compiler.cache_size_limit + 3):
+            assert f(tracegrad.ones(2), 0.5 * i).tolist() == [0.5 * i] * 2
+    g = tracegrad.compile(lambda x, beta: x * beta)
+    for i in range(tracegrad.compiler.cache_size_limit + 3):     # the advice: a tensor traces once
+        assert g(tracegrad.ones(2), tracegrad.tensor(0.5 * i)).tolist() == [0.5 * i] * 2
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
