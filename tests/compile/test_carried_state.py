@@ -290,3 +290,76 @@ def test_sequence_with_a_number_bound_to_a_place_runs_eagerly():
             for _ in range(4):
                 f(tracegrad.ones(1, 2))
         assert read()[1] == 4 and f.stats["traces"] == 0
+
+
+def test_dict_of_tensors_bound_per_call_is_carried():
+    """``self.logs = {"loss": ..., "out": ...}`` and a global rebound to a new dict of tensors
+    each call (a training loop's logging stash): a new dict of new tensors after every call."""
+    def run(compiled):
+        tracegrad.manual_seed(0)
+        lin = np_init(tracegrad.nn.Linear(3, 2), tracegrad)
+        opt = tracegrad.optim.SGD(lin.parameters(), lr=0.1)
+        box = {}
+
+        def step(x):
+            opt.zero_grad()
+            out = lin(x)
+            loss = out.pow(2).mean()
+            loss.backward()
+            opt.step()
+            lin.logs = {"loss": loss.detach(), "out": out.detach()}
+            box["last"] = {"scaled": loss.detach() * 2}
+            return loss
+        f = tracegrad.compile(step) if compiled else step
+        kept = []
+        for i in range(5):
+            f(tracegrad.ones(4, 3) * (i + 1))
+            kept.append((lin.logs, box["last"]))
+        return kept, f
+    e, _ = run(False)
+    c, f = run(True)
+    assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 1, f.stats
+    assert len({id(logs) for logs, _ in c}) == len(c)
+    for (cl, cb), (el, eb) in zip(c, e):
+        assert cl.keys() == el.keys() and cb.keys() == eb.keys()
+        for k in el:
+            np.testing.assert_allclose(cl[k].numpy(), el[k].numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(cb["scaled"].numpy(), eb["scaled"].numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_place_bound_to_the_returned_result_or_an_alias_of_it():
+    """``self.out = out`` (the returned tensor itself), ``self.last = loss.detach()`` and
+    ``self.raw = loss.data`` alongside ``return out, loss``: after each call the places hold the
+    call's result itself / an alias sharing its storage (and, for detach, its version counter),
+    as eagerly."""
+    def run(compiled):
+        tracegrad.manual_seed(0)
+        lin = np_init(tracegrad.nn.Linear(3, 2), tracegrad)
+        opt = tracegrad.optim.SGD(lin.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            out = lin(x)
+            loss = out.pow(2).mean()
+            loss.backward()
+            opt.step()
+            lin.out = out
+            lin.last, lin.raw = loss.detach(), loss.data
+            return out, loss
+        f = tracegrad.compile(step) if compiled else step
+        seen = []
+        for i in range(4):
+            out, loss = f(tracegrad.ones(4, 3) * (i + 1))
+            assert lin.out is out
+            before = float(lin.last)
+            with tracegrad.no_grad():
+                loss.add_(1.0)                  # through the result: both aliases see it
+            seen.append((before, float(lin.last), float(lin.raw), lin.last._version, lin.raw._version,
+                         lin.out.requires_grad, lin.out.grad_fn is not None))
+        return seen, f
+    e, _ = run(False)
+    c, f = run(True)
+    assert f.stats["graph_breaks"] == [] and f.stats["traces"] == 1, f.stats
+    for a, b in zip(c, e):
+        np.testing.assert_allclose(a[:3], b[:3], rtol=1e-5, atol=1e-6)
+        assert a[3:] == b[3:]

@@ -18,9 +18,10 @@ halves:
   sequence) is read by the next call without a retrace, and a program never reads a tensor the
   place no longer holds.
 
-A place may also hold a tuple or list of tensors bound anew each call (``self.hidden = (h, c)``,
-the LSTM tutorial's state): each tensor item is a place of its own (``InSequence``), and binding
-one builds a new sequence, as eager's assignment does (a tuple the caller kept is never changed).
+A place may also hold a tuple, list or dict of tensors bound anew each call (``self.hidden =
+(h, c)``, the LSTM tutorial's state; ``self.last = {"loss": loss.detach()}``): each tensor item is
+a place of its own (``InSequence``), and binding one builds a new container, as eager's
+assignment does (a tuple or dict the caller kept is never changed).
 
 Places not found that way (a tensor reachable only through an object the scan does not look
 into) fall back to ``carry_over``: the value is written into the same tensor on every call.
@@ -49,8 +50,8 @@ class Rebind:
 
 
 class InSequence:
-    """The container of a slot ``(InSequence(place), j)``: item ``j`` of the tuple or list that
-    slot ``place`` holds."""
+    """The container of a slot ``(InSequence(place), j)``: item ``j`` of the tuple, list or dict
+    that slot ``place`` holds."""
 
     __slots__ = ("place",)
 
@@ -59,9 +60,11 @@ class InSequence:
 
 
 def _sequence(v):
-    """Whether ``v`` is a tuple or list (or namedtuple) of tensors only (a number in it could
-    differ per call, and the program would not bind it again: ``pystate`` keeps that a graph
-    break)."""
+    """Whether ``v`` is a tuple, list (or namedtuple) or dict of tensors only (a number in it
+    could differ per call, and the program would not bind it again: ``pystate`` keeps that a
+    graph break)."""
+    if type(v) is dict:
+        return len(v) > 0 and all(isinstance(x, Tensor) for x in v.values())
     seq = type(v) in (tuple, list) or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
     return seq and len(v) > 0 and all(isinstance(x, Tensor) for x in v)
 
@@ -70,6 +73,8 @@ def get(slot):
     c, k = slot
     if isinstance(c, InSequence):
         seq = get(c.place)
+        if type(seq) is dict:
+            return seq.get(k)
         return seq[k] if isinstance(seq, (tuple, list)) and k < len(seq) else None
     if isinstance(c, types.CellType):
         try:
@@ -85,7 +90,7 @@ def put(slot, value):
     c, k = slot
     if isinstance(c, InSequence):
         seq = get(c.place)
-        items = list(seq)
+        items = dict(seq) if type(seq) is dict else list(seq)
         items[k] = value
         put(c.place, type(seq)._make(items) if hasattr(type(seq), "_fields") else type(seq)(items))
     elif isinstance(c, types.CellType):
@@ -106,7 +111,12 @@ def rebound_places(snap, attr_stores):
         if isinstance(a, Tensor):
             if a is not b:
                 out.append((slot, b, a))
-        elif a is not b and _sequence(a):       # a new tuple/list bound there: item by item
+        elif a is not b and _sequence(a):       # a new tuple/list/dict bound there: item by item
+            if type(a) is dict:
+                olds = b if type(b) is dict else {}
+                for k, x in a.items():
+                    found((InSequence(slot), k), olds.get(k), x)
+                return
             olds = b if isinstance(b, (tuple, list)) else ()
             for j, x in enumerate(a):
                 found((InSequence(slot), j), olds[j] if j < len(olds) else None, x)
@@ -141,21 +151,45 @@ def rebound_places(snap, attr_stores):
     return out
 
 
-def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset()):
+class Shared:
+    """Places bound, after each call, to result leaf ``result`` itself (``same``) or to a
+    detached alias of it (``loss.detach()``; ``same_version``: sharing its version counter, as
+    ``detach()`` does, else its own, as ``.data``)."""
+
+    __slots__ = ("result", "slots", "same", "same_version")
+
+    def __init__(self, result, same, same_version):
+        self.result, self.slots, self.same, self.same_version = result, [], same, same_version
+
+
+def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), results=None):
     """The ``Rebind`` of each escape (a storage made in the trace that outlives it) bound to
     found places as a whole tensor. ``storages``: the program's input storages, for the
     carried input; ``created``: the storages made in the trace; ``grad_owners``: ids of the
     tensors whose ``.grad`` the program writes (those, and tensors with a ``.grad``, stay the
-    same tensor every call). Raises ``GraphBreak`` for a
+    same tensor every call); ``results``: ``{id(storage): (leaf position, id(tensor), version
+    counter)}`` of the plain new results, for places bound to a result or a detached alias of
+    one (``Shared``). Returns ``(rebinds, shared)``. Raises ``GraphBreak`` for a
     place bound to a tensor made in the trace that a compiled call cannot bind again: a view,
     or a tensor sharing its storage with a result."""
     where = {id(e): i for i, e in enumerate(escapes)}
     inputs = {id(st): j for j, st in enumerate(storages)}
-    out = {}
+    out, shared = {}, {}
     for slot, before, after in places:
         i = where.get(id(after._st))
         if id(after) in grad_owners or after._grad is not None:
             continue
+        res = (results or {}).get(id(after._st))
+        if i is None and res is not None and not after._chain and after._base is None:
+            pos, rid, vc = res
+            same = id(after) == rid
+            if same or not after._rg:
+                key = (pos, same, after._vc is vc)
+                sh = shared.get(key)
+                if sh is None:
+                    sh = shared[key] = Shared(pos, same, after._vc is vc)
+                sh.slots.append(slot)
+                continue
         if i is None or after._chain or after._base is not None:
             if after._st in created:
                 raise GraphBreak(f"the function binds a view of a tensor, or a tensor sharing a result's "
@@ -178,13 +212,15 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset()):
         elif r.carried is not None:
             claimed.add(r.carried)
         r.slots = tuple(r.slots)
-    return list(out.values())
+    for sh in shared.values():
+        sh.slots = tuple(sh.slots)
+    return list(out.values()), list(shared.values())
 
 
 def describe(slot) -> str:
     c, k = slot
     if isinstance(c, InSequence):
-        return f"item {k} of a sequence held in {describe(c.place)}"
+        return f"item {k!r} of a container held in {describe(c.place)}"
     if isinstance(c, types.CellType):
         return "a closure variable"
     return f"key {k!r} of a dict" if isinstance(c, dict) else f"item {k} of a list"

@@ -219,10 +219,12 @@ _NESTED_MAX = 64  # ... when they are that small (a list of records is data, not
 
 
 def _tensors(v):
-    """The signature of a tuple or list of tensors (``(h, c)``): rebinding one to a new such
-    sequence is carried state too (``_lowering/carry.py``); its length is not."""
+    """The signature of a tuple, list or dict of tensors (``(h, c)``): rebinding one to a new
+    such container is carried state too (``_lowering/carry.py``); its length (keys) is not."""
     if isinstance(v, (tuple, list)) and v and all(isinstance(x, Tensor) for x in v):
         return ("tensors", len(v))
+    if type(v) is dict and v and all(isinstance(x, Tensor) for x in v.values()):
+        return ("tensors", tuple(v))
     return None
 
 

@@ -113,7 +113,7 @@ class Region:
         self.escapes = escapes
         self.structure = structure
         self.storages = list(storages)     # a carried input follows its place (NOTE [carried state])
-        self.rebinds = self.carried = ()
+        self.rebinds = self.carried = self.shared = ()
         self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
         # a carried-over escape is an input storage too: the region holds it twice
         held = self._held = [id(st) for st in self.storages] + [id(st) for st in escapes if st in self.storages]
@@ -251,7 +251,16 @@ class Region:
             arg_leaves[i]._grad = Tensor._make(a)   # the eager backward's leaf .grad
         for i, a in zip(self.arg_writes, rest[len(self.arg_grads):]):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
-        return self.out_recipe.build(res, arg_leaves, vjp)
+        out = self.out_recipe.leaves_out(res, arg_leaves, vjp)
+        for s in self.shared:                 # the result itself, or a detached alias of it
+            t = out[s.result]
+            if not s.same:
+                t = t.detach()
+                if not s.same_version:
+                    t._vc = [0]               # ``.data``: its own version counter
+            for slot in s.slots:
+                slot_put(slot, t)
+        return jax.tree_util.tree_unflatten(self.out_recipe.treedef, out)
 
 
 _HELD = _state.HELD_STORAGES   # id(storage) -> how many live regions hold it (the orphan guard's baseline)
@@ -275,6 +284,10 @@ class OutRecipe:
         self.treedef, self.leaves = treedef, leaves
 
     def build(self, arrays, arg_leaves, vjp):
+        return jax.tree_util.tree_unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
+
+    def leaves_out(self, arrays, arg_leaves, vjp):
+        """The flat result leaves (tensors made from ``arrays``, arguments, constants)."""
         it = iter(arrays)
         out, diff = [], []
         for kind, v in self.leaves:
@@ -302,7 +315,7 @@ class OutRecipe:
                                             [(t._value.shape, t._value.dtype) for t in diff])
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
-        return jax.tree_util.tree_unflatten(self.treedef, out)
+        return out
 
 
 def _rebuild_view(spec, out, arg_leaves):
@@ -386,6 +399,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
             recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside)
+            # plain new results by storage, for places bound to them (``self.last = loss.detach()``)
+            results = {id(t._st): (k, id(t), t._vc) for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
+                       if kind == "new" and not t._chain and t._base is None}
             if diff_out and not plan.vjp and grad_mode.STATE[0]:
                 plan.vjp = True
                 raise Retrace()
@@ -403,8 +419,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             del result, a2, kw2, r_leaves, call_leaves
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
             escapes = _escapes(cap, storages, owners_end, res_arrays)
-            info["rebinds"] = plan_rebinds(rebound_places(py_snap, cap.attr_stores.values()), escapes, storages,
-                                            cap.created, {id(o) for o, _ in owners_end} | set(cap.grad_owners))
+            info["rebinds"], info["shared"] = plan_rebinds(
+                rebound_places(py_snap, cap.attr_stores.values()), escapes, storages, cap.created,
+                {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
             for i, w in wrappers:
                 if w() is not None:
                     raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
@@ -492,6 +509,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
+    region.shared = tuple(info["shared"])
     region.carried = tuple(r for r in rebinds if r.carried is not None)
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])

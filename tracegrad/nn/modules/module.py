@@ -200,8 +200,10 @@ def _forward_unimplemented(self, *input):
 
 
 def _tensor_sequence(v):
-    """A tuple or list of tensors (``self.hidden = (h, c)``): compile binds it again after every
-    call (NOTE [carried state] in ``_lowering/carry.py``)."""
+    """A tuple, list or dict of tensors (``self.hidden = (h, c)``): compile binds it again after
+    every call (NOTE [carried state] in ``_lowering/carry.py``)."""
+    if type(v) is dict:
+        return len(v) > 0 and all(isinstance(x, Tensor) for x in v.values())
     return isinstance(v, (tuple, list)) and len(v) > 0 and all(isinstance(x, Tensor) for x in v)
 
 
