@@ -5,11 +5,14 @@ through it (``torch._dynamo.config.cache_size_limit = 64``, ``torch._dynamo.rese
 """
 from __future__ import annotations
 
+import time
+import warnings
+
 from . import compiler as _compiler
 from .compiler import allow_in_graph, disable, is_compiling, reset
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
-           "maybe_mark_dynamic", "mark_static"]
+           "maybe_mark_dynamic", "mark_static", "explain"]
 
 
 class _Config:
@@ -67,3 +70,70 @@ def maybe_mark_dynamic(t, index):
 
 def mark_static(t, index=None):
     """Mirrors ``torch._dynamo.mark_static``: accepted; shapes are always static here."""
+
+
+class _BreakReason:
+    """One graph break of ``explain``: ``reason`` (text) and ``user_stack`` (``["file:line"]``)."""
+
+    def __init__(self, reason, where):
+        self.reason, self.user_stack = reason, [where] if where else []
+
+    def __repr__(self):
+        return f"GraphCompileReason(reason={self.reason!r}, user_stack={self.user_stack!r})"
+
+
+class ExplainOutput:
+    """Mirrors ``torch._dynamo.explain``'s result: ``graph_count`` (programs traced: 1, or 0
+    when the call breaks: tracegrad runs a call with a break eagerly as a whole), ``graph_break_count``,
+    ``break_reasons`` (``.reason``, ``.user_stack``), ``op_count`` (JAX primitives in the
+    program), ``ops_per_graph``, ``compile_times`` (seconds, as text)."""
+
+    def __init__(self, graph_count, break_reasons, ops_per_graph, seconds):
+        self.graphs = []
+        self.graph_count = graph_count
+        self.graph_break_count = len(break_reasons)
+        self.break_reasons = break_reasons
+        self.ops_per_graph = ops_per_graph
+        self.op_count = sum(len(ops) for ops in ops_per_graph)
+        self.out_guards = None
+        self.compile_times = f"trace and compile: {seconds:.4f} s"
+
+    def __str__(self):
+        lines = [f"Graph Count: {self.graph_count}", f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}", "Break Reasons:"]
+        for i, r in enumerate(self.break_reasons, 1):
+            lines += [f"  Break Reason {i}:", f"    Reason: {r.reason}", "    User Stack:"]
+            lines += [f"      {w}" for w in r.user_stack]
+        lines.append("Ops per Graph:")
+        for i, ops in enumerate(self.ops_per_graph, 1):
+            lines.append(f"  Ops {i}:")
+            lines += [f"    {op}" for op in ops]
+        lines.append(f"Compile Times: {self.compile_times}")
+        return "\n".join(lines) + "\n"
+
+
+def explain(f, *extra_args, **extra_kwargs):
+    """Mirrors ``torch._dynamo.explain(f)(*args, **kwargs)``: traces ``f`` on these arguments
+    (running it once, as torch does) and returns an ``ExplainOutput`` saying whether it is one
+    program and, if not, why (the graph breaks with file and line). Passing the arguments to
+    ``explain`` itself is deprecated in torch and warns the same way."""
+    def inner(*args, **kwargs):
+        cf = _compiler.CompiledFunction(f)
+        cf.stats["calls"] = 1          # trace on this call (no eager first call)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)    # the break is reported, not warned
+            cf(*args, **kwargs)
+        seconds = time.perf_counter() - t0
+        reasons = [_BreakReason(r, w) for r, w in cf.stats["graph_breaks"]]
+        ops = []
+        for entries in cf._cache.values():
+            if isinstance(entries, list):
+                ops += [[str(e.primitive) for e in r.program.jaxpr.jaxpr.eqns] for r in entries]
+        return ExplainOutput(len(ops), reasons, ops, seconds)
+    if extra_args or extra_kwargs:
+        warnings.warn("explain(f, *args, **kwargs) is deprecated, use explain(f)(*args, **kwargs) instead.  "
+                      "If you don't migrate, we may break your explain call in the future if your user defined "
+                      "kwargs conflict with future kwargs added to explain(f).", FutureWarning, stacklevel=2)
+        return inner(*extra_args, **extra_kwargs)
+    return inner

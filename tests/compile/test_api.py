@@ -381,3 +381,33 @@ def test_cache_limit_warning_names_the_changing_number_argument():
     for i in range(tracegrad.compiler.cache_size_limit + 3):     # the advice: a tensor traces once
         assert g(tracegrad.ones(2), tracegrad.tensor(0.5 * i)).tolist() == [0.5 * i] * 2
     assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+def test_dynamo_explain_reports_programs_and_breaks():
+    m = np_init(tracegrad.nn.Linear(2, 2), tracegrad)
+    opt = tracegrad.optim.SGD(m.parameters(), lr=0.1)
+    w0 = m.weight.detach().clone()
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    out = tracegrad._dynamo.explain(step)(tracegrad.ones(3, 2))
+    assert (out.graph_count, out.graph_break_count, out.break_reasons) == (1, 0, [])
+    assert out.op_count > 0 and any("dot_general" in op for op in out.ops_per_graph[0])
+    assert not tracegrad.equal(w0, m.weight)          # it ran the function once, as torch
+
+    def breaks(x):
+        y = x * 2
+        if y.sum() > 0:
+            return y
+        return -y
+    out = tracegrad._dynamo.explain(breaks)(tracegrad.ones(3))
+    assert out.graph_break_count == 1 and out.graph_count == 0
+    assert "reads a tensor's value" in out.break_reasons[0].reason
+    assert out.break_reasons[0].user_stack[0].endswith(f":{breaks.__code__.co_firstlineno + 2}")
+    assert "Graph Break Count: 1" in str(out)
+    with pytest.warns(FutureWarning, match="deprecated"):
+        assert tracegrad._dynamo.explain(breaks, tracegrad.ones(3)).graph_break_count == 1

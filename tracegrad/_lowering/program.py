@@ -17,7 +17,7 @@ from jax.extend import core as jax_core
 
 
 class Program:
-    __slots__ = ("fun", "out_tree", "donate", "drop", "options", "_donating", "_safe")
+    __slots__ = ("fun", "jaxpr", "out_tree", "donate", "drop", "options", "_donating", "_safe")
 
     @classmethod
     def trace(cls, fn, inputs, jit_options):
@@ -25,6 +25,7 @@ class Program:
             closed, out_shape = jax.make_jaxpr(_keep_state_sharding(fn, inputs), return_shape=True)(*inputs)
         self = cls()
         self.fun = jax_core.jaxpr_as_fun(closed)
+        self.jaxpr = closed          # what ``fun`` runs (``torch._dynamo.explain`` counts its ops)
         self.out_tree = jax.tree_util.tree_structure(out_shape)
         self.donate = self.drop = ()
         self.options = jit_options
