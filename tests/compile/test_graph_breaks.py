@@ -305,3 +305,26 @@ def test_backward_over_a_graph_built_before_the_call_breaks_before_running_it():
     np.testing.assert_allclose(e_out, t_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(c_out, e_out, rtol=1e-6, atol=1e-7)
     assert any("computed before the call" in r for r, _ in f.stats["graph_breaks"])
+
+
+def test_break_caught_by_the_users_own_except_still_stands():
+    """``try: v = y.item() except Exception: v = 0.0``: the GraphBreak raised in ``item()`` is
+    caught by the user's code, which goes on with a value eager would not have; the trace is
+    void all the same and the call runs eagerly (no program that multiplies by 0)."""
+    lin = tracegrad.nn.Linear(2, 1)
+
+    def f(x):
+        y = lin(x).sum()
+        try:
+            v = y.item()
+        except Exception:          # noqa: BLE001 -- the user's broad except
+            v = 0.0
+        return y * v
+    g = tracegrad.compile(f)
+    x = tracegrad.ones(3, 2)
+    with pytest.warns(UserWarning, match="item"):
+        got = [float(g(x)) for _ in range(3)]
+    assert got == [float(f(x))] * 3 and got[0] != 0.0
+    assert g.stats["traces"] == 0
+    with pytest.raises(tracegrad.compiler.GraphBreak):
+        tracegrad.compile(f, fullgraph=True)(x)

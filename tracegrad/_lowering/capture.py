@@ -27,6 +27,7 @@ import weakref
 import jax
 import jax.numpy as jnp
 
+from .. import _state
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 
 _Tracer = jax.core.Tracer
@@ -41,6 +42,11 @@ class GraphBreak(RuntimeError):
 
     def __init__(self, reason, where=None):
         self.reason, self.where = reason, where or user_frame()
+        cap = _state.CAPTURE[0]
+        if cap is not None and cap.broken is None:
+            # the trace is void even if the user's code catches this error (kept as text: the
+            # exception's traceback would keep the trace's frames alive)
+            cap.broken = (reason, self.where)
         super().__init__(f"tracegrad.compile cannot capture this function as one program: {reason}"
                          + (f" (at {self.where})" if self.where else "")
                          + ". Move it outside the compiled function, keep the computation in tensor "
@@ -120,6 +126,7 @@ class Capture:
 
     def __init__(self, lifted_ids, generators, hyper_inputs, vjp=False):
         self.vjp = vjp      # JAX differentiates the trace: the engine's backward never runs in it
+        self.broken = None  # the first GraphBreak raised in this trace
         self.lifted = lifted_ids
         self.generators = generators
         self.hyper_inputs = hyper_inputs

@@ -388,6 +388,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            if cap.broken is not None:
+                # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
+                # break with a value eager would not have; the break stands
+                raise GraphBreak(*cap.broken)
             moved = changed(refs, effects0)
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
