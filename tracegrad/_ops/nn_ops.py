@@ -228,7 +228,9 @@ defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "
       grad_fn="GeluBackward0", saves=("self",))
 defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype)),
       grad_fn="LeakyReluBackward0", saves=("self",))
-defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.minimum(x, 0))),
+# the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
+# torch's elu gradient at 0 is alpha
+defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x > 0, 0, x))),
       grad_fn="EluBackward0", saves=("self",))
 # torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's
 defop("hardtanh", lambda x, min_val, max_val: jnp.where((x > min_val) & (x < max_val), x,

@@ -1,6 +1,7 @@
 """``tracegrad.nn.modules``: mirrors ``torch.nn.modules``."""
 from .activation import (ELU, GELU, GLU, Hardsigmoid, Hardswish, PReLU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, ReLU, ReLU6, Sigmoid,  # noqa: F401
                          SiLU, Softmax, Softmin, Softplus, Softsign, Tanh)
+from .activation_more import CELU, RReLU, SELU, Hardshrink, Softmax2d, Softshrink, Tanhshrink, Threshold  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
