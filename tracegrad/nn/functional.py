@@ -15,6 +15,7 @@ from tracegrad import _autocast
 from tracegrad._api import nn_functions as _F
 
 from . import _activations_more as _act
+from . import _losses_more as _losses
 from . import _more_functional as _more
 from . import _vision_functional as _vision
 from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, conv_transpose3d,  # noqa: F401
@@ -24,6 +25,10 @@ from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, c
 
 from ._activations_more import (celu_, elu_, hardshrink, hardtanh_, leaky_relu_, rrelu, rrelu_, selu_,  # noqa: F401
                                 softshrink, tanhshrink, threshold, threshold_)
+from ._losses_more import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
+                           margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+                           multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
+                           triplet_margin_with_distance_loss)
 from ._more_functional import (alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,  # noqa: F401,E402
                                glu, gumbel_softmax, hardsigmoid, hardswish, prelu, rms_norm, triplet_margin_loss)
 
@@ -38,7 +43,7 @@ __all__ = [
     "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
     "cosine_similarity", "scaled_dot_product_attention", "flatten", "multi_head_attention_forward",
-] + _vision.__all__ + _more.__all__ + _act.__all__
+] + _vision.__all__ + _more.__all__ + _act.__all__ + _losses.__all__
 
 
 # ---- linear / conv --------------------------------------------------------------------------

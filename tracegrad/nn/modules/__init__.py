@@ -12,6 +12,9 @@ from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa
 from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss, SmoothL1Loss, TripletMarginLoss)
+from .loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
+                        MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+                        SoftMarginLoss, TripletMarginWithDistanceLoss)
 from .module import Module  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .padding import *  # noqa: F401,F403
