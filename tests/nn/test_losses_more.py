@@ -163,3 +163,91 @@ def _make(mod, wrap):
 def test_compiled_training_step_with_new_losses_equals_eager():
     comp = check_compiled(_make, calls=3, torch_too=True)
     assert comp.step.stats["graph_breaks"] == [], comp.step.stats
+
+
+CTC_LOGITS = R.randn(6, 3, 5).astype(np.float32)
+CTC_TARGETS = np.array([[1, 2, 2], [3, 1, 0], [4, 4, 0]])
+
+
+def _ctc(T, reduction, *, layout="padded", blank=0, zero_infinity=False, il=(6, 5, 3), tl=(3, 2, 2),
+         unbatched=False, module=False):
+    x = T.tensor(CTC_LOGITS[:, :1] if unbatched else CTC_LOGITS, requires_grad=True)
+    lp = x.log_softmax(-1)
+    lp.retain_grad()
+    tg = T.tensor(np.where(CTC_TARGETS == 0, blank + 1, CTC_TARGETS) if blank else CTC_TARGETS)
+    il, tl = list(il), list(tl)
+    if unbatched:
+        lp_in, tg, il, tl = lp[:, 0], tg[0], il[0], tl[0]
+        lens = (T.tensor(il), T.tensor(tl))
+    else:
+        lp_in = lp
+        if layout == "concat":
+            tg = T.cat([tg[i, :tl[i]] for i in range(len(tl))])
+        lens = (T.tensor(il), T.tensor(tl)) if layout != "lists" else (il, tl)
+    if module:
+        out = T.nn.CTCLoss(blank=blank, reduction=reduction, zero_infinity=zero_infinity)(lp_in, tg, *lens)
+    else:
+        out = T.nn.functional.ctc_loss(lp_in, tg, *lens, blank=blank, reduction=reduction,
+                                       zero_infinity=zero_infinity)
+    (out * T.linspace(0.5, 1.5, out.numel()).reshape(out.shape)).sum().backward()
+    return out.detach().numpy(), x.grad.numpy(), lp.grad.numpy()
+
+
+CTC_CASES = {
+    "padded": {}, "concat": {"layout": "concat"}, "lists": {"layout": "lists"}, "blank3": {"blank": 3},
+    "zero_len_target": {"tl": (3, 0, 1)}, "unbatched": {"unbatched": True}, "module": {"module": True},
+    "impossible_zero_infinity": {"il": (6, 1, 3), "zero_infinity": True},
+}
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("case", sorted(CTC_CASES))
+def test_ctc_loss_values_and_grads_match_torch(case, reduction):
+    got, want = _ctc(tracegrad, reduction, **CTC_CASES[case]), _ctc(torch, reduction, **CTC_CASES[case])
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_ctc_impossible_alignment_is_inf_without_zero_infinity():
+    lp = tracegrad.tensor(CTC_LOGITS, requires_grad=True).log_softmax(-1)
+    out = tracegrad.nn.functional.ctc_loss(lp, tracegrad.tensor(CTC_TARGETS), [6, 1, 3], [3, 2, 2], reduction="none")
+    want = torch.nn.functional.ctc_loss(torch.tensor(CTC_LOGITS).log_softmax(-1), torch.tensor(CTC_TARGETS),
+                                        [6, 1, 3], [3, 2, 2], reduction="none")
+    np.testing.assert_allclose(out.detach().numpy(), want.numpy(), rtol=1e-5)
+    assert np.isinf(out.detach().numpy()[1]) and out.grad_fn.name() == "CtcLossBackward0"
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), [4, 4], [2, 2], blank=3),
+    lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), [4, 4], [2, 2], reduction="x"),
+    lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), T.tensor([4, 4]), [2, 2]),
+    lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3, 1), T.ones(2, 2, dtype=T.long), [4, 4], [2, 2]),
+])
+def test_ctc_errors_match_torch(call):
+    with pytest.raises(Exception) as et:
+        call(torch)
+    with pytest.raises(et.type):
+        call(tracegrad)
+
+
+def _make_ctc(mod, wrap):
+    nn = mod.nn
+    model = np_init(nn.Linear(4, 5), mod)
+    opt = mod.optim.Adam(model.parameters(), lr=0.01)
+    ctc = nn.CTCLoss(zero_infinity=True)
+
+    def step(x, tg):
+        opt.zero_grad()
+        lp = model(x).log_softmax(-1)                      # (T=6, N=2, C=5)
+        loss = ctc(lp, tg, mod.tensor([6, 4]), mod.tensor([2, 2]))
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "opt": opt}, \
+        lambda i: (data(mod, i, 6, 2, 4), mod.tensor(CTC_TARGETS[(i % 2):(i % 2) + 2]))
+
+
+def test_compiled_ctc_training_step_equals_eager_and_torch():
+    comp = check_compiled(_make_ctc, calls=3, torch_too=True)
+    assert comp.step.stats["graph_breaks"] == [], comp.step.stats

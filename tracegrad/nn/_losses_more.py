@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 
 import tracegrad
+from tracegrad._api import nn_functions as _F
 
 from ._vision_functional import pairwise_distance
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss",
            "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss",
-           "gaussian_nll_loss", "triplet_margin_with_distance_loss"]
+           "gaussian_nll_loss", "triplet_margin_with_distance_loss", "ctc_loss"]
 
 
 def _legacy(size_average, reduce, reduction):
@@ -239,3 +240,63 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = tracegrad.minimum(d_neg, dist(positive, negative))
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def _lengths(x, n, name):
+    if isinstance(x, tracegrad.Tensor):
+        t = x.long()
+    else:
+        t = tracegrad.tensor([int(v) for v in (x if isinstance(x, (list, tuple)) else [x])], dtype=tracegrad.long)
+    t = t.reshape(-1)
+    if t.numel() != n:
+        raise RuntimeError(f"ctc_loss: expected {name} to have {n} entries (one per batch element), got "
+                           f"{t.numel()}")
+    return t
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Mirrors ``torch.nn.functional.ctc_loss``: connectionist temporal classification.
+
+    ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``) log-probabilities (``log_softmax``);
+    ``targets`` padded ``(N, S)`` or all targets concatenated 1-D (``sum(target_lengths)``);
+    ``input_lengths``/``target_lengths`` ``(N,)`` tensors or lists of ints. ``reduction='mean'``
+    divides each sample's loss by its target length (at least 1) then averages over the batch;
+    ``zero_infinity`` zeroes infinite losses (impossible alignments) and their gradients.
+    The recursion is one op with a JAX-derived backward (``_ops/nn_ops.py``); as torch, the
+    gradient given to ``log_probs`` is ``exp(log_probs) - posterior`` (right for the logits
+    behind a ``log_softmax``). Raises RuntimeError for a bad layout or a blank outside
+    ``[0, C)``; ValueError for an unknown reduction. Lengths beyond ``T``/``S`` are not
+    value-checked (XLA clamps)."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if not isinstance(targets, tracegrad.Tensor):
+        raise TypeError(f"ctc_loss(): argument 'targets' must be Tensor, not {type(targets).__name__}")
+    if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
+        raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
+                        "of ints")
+    unbatched = log_probs.dim() == 2
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be (T, N, C) or unbatched (T, C), got "
+                           f"{list(log_probs.shape)}")
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    n, c = log_probs.shape[1], log_probs.shape[2]
+    if not 0 <= blank < c:
+        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {c}), got {blank}")
+    in_len = _lengths(input_lengths, n, "input_lengths")
+    tg_len = _lengths(target_lengths, n, "target_lengths")
+    if targets.dim() == 1:                      # concatenated: gather each sample's run into a padded row
+        total = targets.numel()
+        offsets = tg_len.cumsum(0) - tg_len
+        idx = (offsets.unsqueeze(1) + tracegrad.arange(max(total, 1)).unsqueeze(0)).clamp(0, max(total - 1, 0))
+        targets = targets[idx] if total else tracegrad.zeros((n, 0), dtype=tracegrad.long)
+    elif targets.dim() != 2 or targets.shape[0] != n:
+        raise RuntimeError(f"ctc_loss: expected targets (N, S) padded or 1-D concatenated with N={n}, got "
+                           f"{list(targets.shape)}")
+    loss = _F._nn.ctc_loss(log_probs, targets.long(), in_len, tg_len, blank, zero_infinity)
+    if unbatched:
+        loss = loss.squeeze(0)
+    if reduction == "mean":
+        return (loss / tg_len.clamp_min(1).to(loss.dtype).reshape(loss.shape)).mean()
+    return _reduce(loss, reduction)

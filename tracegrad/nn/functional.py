@@ -25,7 +25,7 @@ from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, c
 
 from ._activations_more import (celu_, elu_, hardshrink, hardtanh_, leaky_relu_, rrelu, rrelu_, selu_,  # noqa: F401
                                 softshrink, tanhshrink, threshold, threshold_)
-from ._losses_more import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
+from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
                            margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
                            triplet_margin_with_distance_loss)
