@@ -128,3 +128,157 @@ def test_compiled_step_with_lazy_modules_built_before_the_optimizer_equals_eager
     comp = check_compiled(_make_lazy, calls=3, torch_too=True)
     assert comp.step.stats["graph_breaks"] == [], comp.step.stats
     assert [type(m).__name__ for m in comp.state["model"]] == ["Conv1d", "BatchNorm1d", "Flatten", "Linear"]
+
+
+RS = np.random.RandomState(1)
+X3 = RS.randn(2, 4, 9).astype(np.float32)
+X4 = RS.randn(2, 4, 6, 5).astype(np.float32)
+X5 = RS.randn(1, 4, 5, 4, 6).astype(np.float32)
+
+FUNCS = {
+    "lp_pool1d": lambda F, x3, x4, x5: F.lp_pool1d(x3, 2.0, 3),
+    "lp_pool1d_p1.5_stride": lambda F, x3, x4, x5: F.lp_pool1d(x3.abs() + 0.1, 1.5, 3, 2, ceil_mode=True),
+    "lp_pool2d": lambda F, x3, x4, x5: F.lp_pool2d(x4, 2, (2, 3)),
+    "lp_pool2d_p3_stride": lambda F, x3, x4, x5: F.lp_pool2d(x4, 3.0, 2, 1),
+    "lp_pool3d": lambda F, x3, x4, x5: F.lp_pool3d(x5, 2, 2),
+    "unpool1d": lambda F, x3, x4, x5: F.max_unpool1d(*F.max_pool1d(x3, 2, return_indices=True), 2),
+    "unpool1d_size": lambda F, x3, x4, x5: F.max_unpool1d(*F.max_pool1d(x3, 3, 2, 1, return_indices=True), 3, 2,
+                                                          1, output_size=[9]),
+    "unpool2d": lambda F, x3, x4, x5: F.max_unpool2d(*F.max_pool2d(x4[..., :4], 2, return_indices=True), 2),
+    "unpool2d_full_size": lambda F, x3, x4, x5: F.max_unpool2d(*F.max_pool2d(x4, 2, return_indices=True), 2,
+                                                               output_size=(2, 4, 6, 5)),
+    "unpool2d_unbatched": lambda F, x3, x4, x5: F.max_unpool2d(*F.max_pool2d(x4[0], 3, 2, 1, return_indices=True),
+                                                               3, 2, 1, output_size=(6, 5)),
+    "unpool3d": lambda F, x3, x4, x5: F.max_unpool3d(*F.max_pool3d(x5, 2, return_indices=True), 2),
+    "adaptive_max3d": lambda F, x3, x4, x5: F.adaptive_max_pool3d(x5, (2, 3, 4)),
+    "adaptive_max3d_none": lambda F, x3, x4, x5: F.adaptive_max_pool3d(x5[0], (3, None, 1)),
+    "lrn3d": lambda F, x3, x4, x5: F.local_response_norm(x3, 3),
+    "lrn4d": lambda F, x3, x4, x5: F.local_response_norm(x4, 2, 0.1, 0.5, 2.0),
+    "lrn5d": lambda F, x3, x4, x5: F.local_response_norm(x5, 4, 0.3),
+    "channel_shuffle": lambda F, x3, x4, x5: F.channel_shuffle(x4, 2),
+    "pdist": lambda F, x3, x4, x5: F.pdist(x3[0]),
+    "pdist_p1": lambda F, x3, x4, x5: F.pdist(x3[1], 1),
+    "pdist_p3": lambda F, x3, x4, x5: F.pdist(x3[1], 3.0),
+    "pdist_inf": lambda F, x3, x4, x5: F.pdist(x3[1], float("inf")),
+}
+
+
+def _run_f(T, name):
+    xs = [T.tensor(a, requires_grad=True) for a in (X3, X4, X5)]
+    out = FUNCS[name](T.nn.functional, *(x * 1.0 for x in xs))
+    (out * T.linspace(-1, 2, out.numel()).reshape(out.shape)).sum().backward()
+    return [_arr(out)] + [_arr(x.grad) if x.grad is not None else None for x in xs]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCS))
+def test_functional_layers_values_and_grads_match_torch(name):
+    for g, w in zip(_run_f(tracegrad, name), _run_f(torch, name)):
+        assert (g is None) == (w is None)
+        if w is not None:
+            assert g.shape == w.shape
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+LAYERS = [("LPPool1d", (2, 3)), ("LPPool2d", (1.5, 2, 1, True)), ("LPPool3d", (2, 2)),
+          ("AdaptiveMaxPool3d", ((2, 1, 3),)), ("LocalResponseNorm", (3, 0.01, 0.5, 1.5)),
+          ("ChannelShuffle", (2,)), ("SyncBatchNorm", (4,)), ("SyncBatchNorm", (4, 1e-3, None, False, True))]
+
+
+@pytest.mark.parametrize("name,args", LAYERS, ids=[f"{n}{i}" for i, (n, _) in enumerate(LAYERS)])
+def test_layer_modules_match_torch(name, args):
+    x = {"LPPool1d": X3, "LPPool3d": X5, "AdaptiveMaxPool3d": X5}.get(name, X4)
+    if name.startswith("LPPool"):
+        x = np.abs(x) + 0.1
+    res = []
+    for T in (tracegrad, torch):
+        m = getattr(T.nn, name)(*args)
+        xt = T.tensor(x, requires_grad=True)
+        out = m(xt)
+        (out * T.linspace(-1, 2, out.numel()).reshape(out.shape)).sum().backward()
+        res.append((repr(m), _arr(out), _arr(xt.grad), {n: _arr(b) for n, b in m.named_buffers()}))
+    assert res[0][0] == res[1][0]
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-4, atol=1e-5)
+    assert res[0][3].keys() == res[1][3].keys()
+    for k in res[0][3]:
+        np.testing.assert_allclose(res[0][3][k], res[1][3][k], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_max_unpool_modules_invert_max_pool_like_torch(n):
+    x = {1: X3, 2: X4, 3: X5}[n]
+    res = []
+    for T in (tracegrad, torch):
+        pool = getattr(T.nn, f"MaxPool{n}d")(2, return_indices=True)
+        unpool = getattr(T.nn, f"MaxUnpool{n}d")(2)
+        xt = T.tensor(x, requires_grad=True)
+        y, idx = pool(xt)
+        out = unpool(y, idx, output_size=xt.size())
+        (out * out).sum().backward()
+        res.append((repr(unpool), _arr(out), _arr(xt.grad)))
+    assert res[0][0] == res[1][0]
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-6)
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-5, atol=1e-6)
+
+
+def test_convert_sync_batchnorm_like_torch():
+    res = []
+    for T in (tracegrad, torch):
+        T.manual_seed(0)
+        net = T.nn.Sequential(T.nn.Conv2d(4, 4, 1), T.nn.BatchNorm2d(4), T.nn.Sequential(T.nn.BatchNorm1d(3)))
+        np_init(net, T)
+        net[1].eval()
+        bn_w = net[1].weight
+        conv = T.nn.SyncBatchNorm.convert_sync_batchnorm(net)
+        assert conv[1].weight is bn_w and type(conv[2][0]).__name__ == "SyncBatchNorm"
+        assert conv[1].training is False and conv[2][0].training is True
+        res.append((repr(conv), _arr(conv[1](conv[0](T.tensor(X4))))))
+    assert res[0][0] == res[1][0]
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.nn.functional.lp_pool2d(T.ones(1, 1, 1, 1), 2, 3),
+    lambda T: T.nn.functional.max_unpool2d(T.ones(1, 1, 2, 2), T.zeros(1, 1, 2, 2, dtype=T.long), 2,
+                                           output_size=(9, 9)),
+    lambda T: T.nn.functional.max_unpool2d(T.ones(1, 1, 2, 2), T.zeros(1, 1, 2, 2, dtype=T.long), 2,
+                                           output_size=(4, 4, 4)),
+    lambda T: T.nn.functional.adaptive_max_pool3d(T.ones(2, 3), 2),
+    lambda T: T.nn.functional.local_response_norm(T.ones(2, 3), 2),
+    lambda T: T.nn.functional.channel_shuffle(T.ones(1, 3, 2), 2),
+    lambda T: T.nn.functional.channel_shuffle(T.ones(3, 2), 1),
+    lambda T: T.nn.functional.pdist(T.ones(2, 3, 4)),
+    lambda T: T.nn.functional.pdist(T.ones(2, 3), -1),
+    lambda T: T.nn.SyncBatchNorm(3)(T.ones(3)),
+])
+def test_layer_errors_match_torch(call):
+    with pytest.raises(Exception) as et:
+        call(torch)
+    with pytest.raises(et.type):
+        call(tracegrad)
+
+
+def _make_layers(mod, wrap):
+    nn = mod.nn
+    model = np_init(nn.Sequential(nn.Conv2d(2, 4, 3, padding=1, bias=False), nn.LocalResponseNorm(3), nn.ChannelShuffle(2),
+                                  nn.SyncBatchNorm(4), nn.LPPool2d(2, 2)), mod)
+    head = np_init(nn.Linear(4 * 3 * 3 + 3, 2), mod, seed=1)
+    opt = mod.optim.SGD(list(model.parameters()) + list(head.parameters()), lr=0.05, momentum=0.9)
+    pool, unpool = nn.MaxPool2d(2, return_indices=True), nn.MaxUnpool2d(2)
+
+    def step(x):
+        opt.zero_grad()
+        h = model(x)                                            # (N, 4, 3, 3)
+        y, idx = pool(h)
+        h = h + unpool(y, idx, output_size=h.shape)
+        v = nn.functional.adaptive_max_pool3d(h.unsqueeze(1), (1, 2, 2)).flatten(1)
+        loss = head(mod.cat([h.flatten(1), nn.functional.pdist(v)[None].expand(h.shape[0], 3)], 1)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "head": head, "opt": opt}, lambda i: (data(mod, i, 3, 2, 6, 6),)
+
+
+def test_compiled_step_with_new_layers_equals_eager_and_torch():
+    comp = check_compiled(_make_layers, calls=3, torch_too=True)
+    assert comp.step.stats["graph_breaks"] == [], comp.step.stats

@@ -15,6 +15,7 @@ from tracegrad import _autocast
 from tracegrad._api import nn_functions as _F
 
 from . import _activations_more as _act
+from . import _layers_functional as _layers
 from . import _losses_more as _losses
 from . import _more_functional as _more
 from . import _vision_functional as _vision
@@ -25,6 +26,8 @@ from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, c
 
 from ._activations_more import (celu_, elu_, hardshrink, hardtanh_, leaky_relu_, rrelu, rrelu_, selu_,  # noqa: F401
                                 softshrink, tanhshrink, threshold, threshold_)
+from ._layers_functional import (adaptive_max_pool3d, channel_shuffle, local_response_norm,  # noqa: F401
+                                 lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d, pdist)
 from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
                            margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
@@ -43,7 +46,7 @@ __all__ = [
     "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
     "cosine_similarity", "scaled_dot_product_attention", "flatten", "multi_head_attention_forward",
-] + _vision.__all__ + _more.__all__ + _act.__all__ + _losses.__all__
+] + _vision.__all__ + _more.__all__ + _act.__all__ + _losses.__all__ + _layers.__all__
 
 
 # ---- linear / conv --------------------------------------------------------------------------
