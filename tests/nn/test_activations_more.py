@@ -20,7 +20,6 @@ FUNCS = {
     "softshrink": lambda F, x: F.softshrink(x, 0.4),
     "tanhshrink": lambda F, x: F.tanhshrink(x),
     "rrelu_eval": lambda F, x: F.rrelu(x, 0.1, 0.3),
-    "softmax2d": lambda F, x: F.softmax(x.reshape(1, 2, 5, 1), -3),
 }
 
 

@@ -282,3 +282,72 @@ def _make_layers(mod, wrap):
 def test_compiled_step_with_new_layers_equals_eager_and_torch():
     comp = check_compiled(_make_layers, calls=3, torch_too=True)
     assert comp.step.stats["graph_breaks"] == [], comp.step.stats
+
+
+FRAC = [(2, (2, 3, 9, 8), 2, {"output_size": (4, 5)}), (2, (3, 7, 7), 3, {"output_size": 3}),
+        (2, (1, 2, 8, 9), (2, 3), {"output_ratio": 0.5}), (3, (1, 2, 6, 7, 5), 2, {"output_size": (3, 4, 2)}),
+        (3, (2, 5, 6, 4), 2, {"output_ratio": (0.5, 0.6, 0.5)})]
+
+
+@pytest.mark.parametrize("n,shape,k,kw", FRAC)
+def test_fractional_max_pool_with_given_samples_matches_torch(n, shape, k, kw):
+    rs = np.random.RandomState(3)
+    x0 = rs.randn(*shape).astype(np.float32)
+    nb, c = (shape[0] if len(shape) == n + 2 else 1), shape[-n - 1]
+    s0 = rs.rand(nb, c, n).astype(np.float32)
+    res = []
+    for T in (tracegrad, torch):
+        x = T.tensor(x0, requires_grad=True)
+        m = getattr(T.nn, f"FractionalMaxPool{n}d")(k, return_indices=True, _random_samples=T.tensor(s0), **kw)
+        v, i = m(x)
+        (v * T.linspace(-1, 2, v.numel()).reshape(v.shape)).sum().backward()
+        back = x.detach().flatten(-n).gather(-1, i.flatten(-n)).reshape(v.shape)   # the indices point at the maxima
+        res.append((repr(m), _arr(v), i.numpy(), _arr(x.grad), _arr(back)))
+    assert res[0][0] == res[1][0]
+    for a, b in zip(res[0][1:], res[1][1:]):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_fractional_max_pool_random_samples_from_tracegrads_generator():
+    x = tracegrad.randn(2, 3, 10, 10)
+    tracegrad.manual_seed(5)
+    a = tracegrad.nn.functional.fractional_max_pool2d(x, 2, output_size=5)
+    tracegrad.manual_seed(5)
+    b = tracegrad.nn.functional.fractional_max_pool2d(x, 2, output_size=5)
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    assert tuple(a.shape) == (2, 3, 5, 5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.nn.FractionalMaxPool2d(2),
+    lambda T: T.nn.FractionalMaxPool2d(2, output_size=3, output_ratio=0.5),
+    lambda T: T.nn.FractionalMaxPool3d(2, output_ratio=1.5),
+    lambda T: T.nn.functional.fractional_max_pool2d(T.ones(1, 1, 9, 9), 3, output_size=8),
+    lambda T: T.nn.functional.fractional_max_pool2d(T.ones(1, 1, 9, 9), 3),
+])
+def test_fractional_max_pool_errors_match_torch(call):
+    with pytest.raises(Exception) as et:
+        call(torch)
+    with pytest.raises(et.type):
+        call(tracegrad)
+
+
+def _make_frac(mod, wrap):
+    nn = mod.nn
+    model = np_init(nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.FractionalMaxPool2d(2, output_size=3),
+                                  nn.Flatten(), nn.Linear(27, 2)), mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.05)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 2, 2, 7, 7),)
+
+
+def test_compiled_step_with_fractional_max_pool_equals_eager():
+    comp = check_compiled(_make_frac, calls=3)          # random starts: same generator draws compiled and eager
+    assert comp.step.stats["graph_breaks"] == [], comp.step.stats

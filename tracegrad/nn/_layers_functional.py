@@ -1,6 +1,6 @@
 """More of ``torch.nn.functional``'s layers, composed of tracegrad ops: ``lp_pool1d/2d/3d``,
-``max_unpool1d/2d/3d``, ``adaptive_max_pool3d``, ``local_response_norm``, ``channel_shuffle``
-and ``pdist``. Re-exported by ``functional.py``. Index sets (unpool output sizes, adaptive bins,
+``max_unpool1d/2d/3d``, ``adaptive_max_pool3d``, ``local_response_norm``, ``channel_shuffle``,
+``pdist`` and ``fractional_max_pool2d/3d``. Re-exported by ``functional.py``. Index sets (unpool output sizes, adaptive bins,
 pdist pairs) come from static shapes only, so each traces into one program."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import tracegrad
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-           "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist"]
+           "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
+           "fractional_max_pool3d"]
 
 
 def _tuple(v, n):
@@ -182,3 +183,95 @@ def pdist(input, p=2):
         return tracegrad.zeros(0, dtype=input.dtype, device=input.device) + input.sum() * 0
     diff = input[tracegrad.tensor(i)] - input[tracegrad.tensor(j)]
     return tracegrad.linalg.vector_norm(diff, ord=p, dim=1)
+
+
+def _fractional_starts(sample, size, out, k):
+    """torch's interval sequence for one spatial dim: ``floor((i + u) * alpha) - floor(u * alpha)``
+    for ``i < out - 1`` and ``size - k`` last, ``alpha = (size - k) / (out - 1)`` (float32 as
+    the kernel computes it); ``sample`` ``(N, C)`` gives ``(N, C, out)`` int64 starts."""
+    if out == 1:
+        return tracegrad.full((*sample.shape, 1), size - k, dtype=tracegrad.long, device=sample.device)
+    alpha = float(np.float32(size - k) / np.float32(out - 1))
+    i = tracegrad.arange(out - 1, dtype=sample.dtype, device=sample.device)
+    u = sample.unsqueeze(-1)
+    seq = ((i + u) * alpha).floor() - (u * alpha).floor()
+    last = tracegrad.full((*sample.shape, 1), size - k, dtype=tracegrad.long, device=sample.device)
+    return tracegrad.cat([seq.long(), last], -1)
+
+
+def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, samples, n):
+    name = f"fractional_max_pool{n}d"
+    if input.dim() not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    spatial = tuple(input.shape[-n:])
+    k = _tuple(kernel_size, n)
+    if output_size is None:
+        ratio = _tuple(output_ratio, n)
+        if len(ratio) != n:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
+        output_size = [int(s * r) for s, r in zip(spatial, ratio)]
+    out = [int(o) for o in _tuple(output_size, n)]
+    dims = ["time", "height", "width"][-n:]
+    for d in range(n):
+        if out[d] + k[d] - 1 > spatial[d]:
+            raise RuntimeError(f"{name}(): pool {dims[d]} {k[d]} too large relative to input {dims[d]} "
+                               f"{spatial[d]}")
+    batched = input.dim() == n + 2
+    x = input if batched else input.unsqueeze(0)
+    nb, c = x.shape[0], x.shape[1]
+    if samples is None:
+        samples = tracegrad.rand(nb, c, n, dtype=input.dtype, device=input.device)
+    if tuple(samples.shape) != (nb, c, n):
+        raise RuntimeError(f"{name}(): expected _random_samples of shape {[nb, c, n]}, got {list(samples.shape)}")
+    # torch's sample order: (w, h) for 2-D, (t, h, w) for 3-D
+    order = [1, 0] if n == 2 else [0, 1, 2]
+    starts = [_fractional_starts(samples[..., order[d]], spatial[d], out[d], k[d]) for d in range(n)]
+    # gather each dim's windows (out_d * k_d rows) one dim at a time, then max over the k-box
+    for d in range(n):
+        dim = 2 + d
+        idx = (starts[d].unsqueeze(-1) + tracegrad.arange(k[d], device=input.device)).reshape(nb, c, -1)
+        shape = list(x.shape)
+        shape[dim] = idx.shape[-1]
+        view = [nb, c] + [1] * n
+        view[dim] = idx.shape[-1]
+        x = x.gather(dim, idx.reshape(view).expand(shape))
+    split = [nb, c]
+    for d in range(n):
+        split += [out[d], k[d]]
+    x = x.reshape(split).permute(0, 1, *[2 + 2 * d for d in range(n)], *[3 + 2 * d for d in range(n)])
+    values, arg = x.reshape(nb, c, *out, -1).max(-1)
+    if not batched:
+        values = values.squeeze(0)
+    if not return_indices:
+        return values
+    flat = tracegrad.zeros_like(arg)
+    rem = arg
+    for d in range(n):
+        inner = math.prod(k[d + 1:])
+        off = rem // inner
+        rem = rem - off * inner
+        view = [nb, c] + [1] * n
+        view[2 + d] = out[d]
+        pos = starts[d].reshape(view) + off
+        flat = flat * spatial[d] + pos
+    return values, (flat if batched else flat.squeeze(0))
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Mirrors ``torch.nn.functional.fractional_max_pool2d``: max over ``kernel_size`` windows at
+    pseudo-random fractional starts (one uniform sample per (sample, channel, dim), from
+    tracegrad's generator unless ``_random_samples`` ``(N, C, 2)`` is given; torch's interval
+    rule), to ``output_size`` or ``int(size * output_ratio)``. ``return_indices`` adds int64
+    flat indices into ``H*W`` (for ``max_unpool2d``). Raises ValueError without an output size
+    or ratio; RuntimeError when the pool is too large for the input."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                          _random_samples=None):
+    """Mirrors ``torch.nn.functional.fractional_max_pool3d`` (see ``fractional_max_pool2d``);
+    ``_random_samples`` ``(N, C, 3)``, indices into ``D*H*W``."""
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 3)

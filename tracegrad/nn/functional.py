@@ -27,7 +27,8 @@ from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, c
 from ._activations_more import (celu_, elu_, hardshrink, hardtanh_, leaky_relu_, rrelu, rrelu_, selu_,  # noqa: F401
                                 softshrink, tanhshrink, threshold, threshold_)
 from ._layers_functional import (adaptive_max_pool3d, channel_shuffle, local_response_norm,  # noqa: F401
-                                 lp_pool1d, lp_pool2d, lp_pool3d, max_unpool1d, max_unpool2d, max_unpool3d, pdist)
+                                 fractional_max_pool2d, fractional_max_pool3d, lp_pool1d, lp_pool2d, lp_pool3d,
+                                 max_unpool1d, max_unpool2d, max_unpool3d, pdist)
 from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
                            margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,

@@ -1,5 +1,6 @@
 """More layers: mirror ``torch.nn.LPPool1d/2d/3d``, ``MaxUnpool1d/2d/3d``,
-``AdaptiveMaxPool3d``, ``LocalResponseNorm``, ``ChannelShuffle`` and ``SyncBatchNorm``
+``AdaptiveMaxPool3d``, ``LocalResponseNorm``, ``ChannelShuffle``, ``SyncBatchNorm`` and
+``FractionalMaxPool2d/3d``
 (constructor arguments and ``extra_repr`` as torch)."""
 from __future__ import annotations
 
@@ -157,3 +158,39 @@ class SyncBatchNorm(_BatchNorm):
             out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
         del module
         return out
+
+
+class _FractionalMaxPoolNd(Module):
+    _n = 2
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None, return_indices=False, _random_samples=None):
+        super().__init__()
+        n, name = self._n, type(self).__name__
+        self.kernel_size = _tuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _tuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _tuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        fn = F.fractional_max_pool2d if self._n == 2 else F.fractional_max_pool3d
+        return fn(input, self.kernel_size, self.output_size, self.output_ratio, self.return_indices,
+                  _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    """Mirrors ``torch.nn.FractionalMaxPool2d``: ``F.fractional_max_pool2d`` (random starts from
+    tracegrad's generator each call unless ``_random_samples`` is given). Raises ValueError for no
+    or both of output_size/output_ratio, or a ratio outside (0, 1)."""
+    _n = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    """Mirrors ``torch.nn.FractionalMaxPool3d`` (see ``FractionalMaxPool2d``)."""
+    _n = 3
