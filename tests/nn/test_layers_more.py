@@ -2,8 +2,6 @@
 materialization, cls_to_become, an optimizer built before the first forward), LPPool,
 MaxUnpool, AdaptiveMaxPool3d, LocalResponseNorm, ChannelShuffle, pdist and SyncBatchNorm:
 values, gradients, reprs and errors against torch, and a compiled training step."""
-import warnings
-
 import numpy as np
 import pytest
 
@@ -12,8 +10,6 @@ import tracegrad
 from tests.compile._harness import check_compiled, data, np_init
 
 torch = pytest.importorskip("torch")
-
-warnings.filterwarnings("ignore", message="Lazy modules are a new feature")
 
 LAZY = [
     ("LazyLinear", (3,), (2, 6)), ("LazyLinear", (2, False), (2, 4, 6)),

@@ -46,7 +46,7 @@ def softshrink(input, lambd=0.5):
     """Mirrors ``torch.nn.functional.softshrink``: ``x - lambd`` above ``lambd``, ``x + lambd``
     below ``-lambd``, 0 between. Raises RuntimeError for a negative ``lambd`` (as torch)."""
     if lambd < 0:
-        raise RuntimeError(f"softshrink: lambda must be in range [0, 3.40282e+38] for input dtype "
+        raise RuntimeError("softshrink: lambda must be in range [0, 3.40282e+38] for input dtype "
                            f"{str(input.dtype).split('.')[-1].capitalize()}, but found {lambd}; pass a lambd >= 0")
     zero = tracegrad.zeros_like(input)
     return tracegrad.where(input > lambd, input - lambd, tracegrad.where(input < -lambd, input + lambd, zero))

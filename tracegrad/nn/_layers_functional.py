@@ -123,7 +123,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         size = input.shape[dim]
         o = size if o is None else int(o)
         if size == 0 or o <= 0:
-            raise RuntimeError(f"adaptive_max_pool3d(): expected non-empty input and positive output_size, got input "
+            raise RuntimeError("adaptive_max_pool3d(): expected non-empty input and positive output_size, got input "
                                f"{list(input.shape)} and output_size {output_size}")
         parts = [x.narrow(dim, (i * size) // o, -(-((i + 1) * size) // o) - (i * size) // o).amax(dim, keepdim=True)
                  for i in range(o)]
@@ -158,7 +158,7 @@ def channel_shuffle(input, groups):
     ``(g, C/g) -> (C/g, g)``. Raises RuntimeError for fewer than 3 dims, ``groups <= 0`` or
     ``C`` not divisible by ``groups``."""
     if input.dim() < 3:
-        raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
+        raise RuntimeError("channel_shuffle expects input to have at least 3 dimensions, but got input with sizes "
                            f"{list(input.shape)}")
     if groups <= 0:
         raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")

@@ -51,7 +51,7 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     number of dims; ValueError for an unknown reduction."""
     reduction = _legacy(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
-        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 
@@ -74,12 +74,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
     reduction = _legacy(size_average, reduce, reduction)
     td = target.dim()
     if td not in (0, 1):
-        raise RuntimeError(f"cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
+        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
     if td == 1 and (input1.dim() != 2 or input2.dim() != 2):
-        raise RuntimeError(f"cosine_embedding_loss: 1D target tensor expects 2D input tensors, but found inputs "
+        raise RuntimeError("cosine_embedding_loss: 1D target tensor expects 2D input tensors, but found inputs "
                            f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
     if td == 0 and (input1.dim() != 1 or input2.dim() != 1):
-        raise RuntimeError(f"cosine_embedding_loss: 0D target tensor expects 1D input tensors, but found inputs "
+        raise RuntimeError("cosine_embedding_loss: 0D target tensor expects 1D input tensors, but found inputs "
                            f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
     d = input1.dim() - 1
     eps = 1e-12
@@ -113,7 +113,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 
 def _check_class_input(name, input, target):
-    if input.dim() > 2 or (input.dim() != 0 and input.dim() != 1 and input.dim() != 2):
+    if input.dim() > 2:
         raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
     if target.dtype not in (tracegrad.int64, tracegrad.int32, tracegrad.int16, tracegrad.int8, tracegrad.uint8):
@@ -233,7 +233,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
         raise ValueError(f"margin must be greater than 0, got {margin}")
     a, p, n = anchor.dim(), positive.dim(), negative.dim()
     if not (a == p and p == n):
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
                            f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
     dist = pairwise_distance if distance_function is None else distance_function
     d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
@@ -276,7 +276,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
                         "of ints")
     unbatched = log_probs.dim() == 2
     if log_probs.dim() not in (2, 3):
-        raise RuntimeError(f"ctc_loss: expected log_probs to be (T, N, C) or unbatched (T, C), got "
+        raise RuntimeError("ctc_loss: expected log_probs to be (T, N, C) or unbatched (T, C), got "
                            f"{list(log_probs.shape)}")
     if unbatched:
         log_probs = log_probs.unsqueeze(1)

@@ -134,7 +134,7 @@ def _lazy_conv(name, base):
         self.out_channels = out_channels
         self._lazy_placeholders(bias, dtype)
     doc = (f"Mirrors ``torch.nn.{name}``: ``{base.__name__}`` whose ``in_channels`` is the channel dim of "
-           f"the first input (``initialize_parameters``).")
+           "the first input (``initialize_parameters``).")
     return type(name, (_LazyConvXdMixin, base), {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
                                                  "__module__": __name__})
 
@@ -147,7 +147,7 @@ def _lazy_conv_transpose(name, base):
         self.out_channels = out_channels
         self._lazy_placeholders(bias, dtype)
     doc = (f"Mirrors ``torch.nn.{name}``: ``{base.__name__}`` whose ``in_channels`` is the channel dim of "
-           f"the first input.")
+           "the first input.")
     return type(name, (_LazyConvXdMixin, base), {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
                                                  "__module__": __name__})
 
@@ -192,7 +192,7 @@ def _lazy_norm(name, base, affine, track):
     def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None, dtype=None):
         _LazyNormBase.__init__(self, eps, momentum, affine, track_running_stats, device, dtype)
     doc = (f"Mirrors ``torch.nn.{name}``: ``{base.__name__}`` whose ``num_features`` is ``input.shape[1]`` "
-           f"of the first input.")
+           "of the first input.")
     return type(name, (_LazyNormBase, base), {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
                                               "__module__": __name__})
 
