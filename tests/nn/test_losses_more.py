@@ -223,6 +223,8 @@ def test_ctc_impossible_alignment_is_inf_without_zero_infinity():
     lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), [4, 4], [2, 2], reduction="x"),
     lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), T.tensor([4, 4]), [2, 2]),
     lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3, 1), T.ones(2, 2, dtype=T.long), [4, 4], [2, 2]),
+    lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), [5, 4], [2, 2]),
+    lambda T: T.nn.functional.ctc_loss(T.zeros(4, 2, 3), T.ones(2, 2, dtype=T.long), [4, 4], [3, 2]),
 ])
 def test_ctc_errors_match_torch(call):
     with pytest.raises(Exception) as et:

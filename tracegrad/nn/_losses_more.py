@@ -254,6 +254,20 @@ def _lengths(x, n, name):
     return t
 
 
+def _check_ctc_lengths(in_len, tg_len, t_max, s_max):
+    """torch's length checks: one host read of the lengths, eagerly only (inside
+    ``tracegrad.compile`` the lengths are program values and are not checked)."""
+    if tracegrad.compiler.is_compiling():
+        return
+    top = int(in_len.max()) if in_len.numel() else 0
+    if top > t_max:
+        raise RuntimeError(f"ctc_loss: expected input_lengths to have value at most {t_max}, but got value {top}")
+    top = int(tg_len.max()) if tg_len.numel() else 0
+    if top > s_max:
+        raise RuntimeError(f"ctc_loss: a target length {top} is longer than the targets' size {s_max} at dimension "
+                           f"1; pad targets to the longest target")
+
+
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
     """Mirrors ``torch.nn.functional.ctc_loss``: connectionist temporal classification.
 
@@ -265,8 +279,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     The recursion is one op with a JAX-derived backward (``_ops/nn_ops.py``); as torch, the
     gradient given to ``log_probs`` is ``exp(log_probs) - posterior`` (right for the logits
     behind a ``log_softmax``). Raises RuntimeError for a bad layout or a blank outside
-    ``[0, C)``; ValueError for an unknown reduction. Lengths beyond ``T``/``S`` are not
-    value-checked (XLA clamps)."""
+    ``[0, C)`` or lengths beyond ``T``/``S`` (checked eagerly only); ValueError for an unknown
+    reduction."""
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if not isinstance(targets, tracegrad.Tensor):
@@ -294,6 +308,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     elif targets.dim() != 2 or targets.shape[0] != n:
         raise RuntimeError(f"ctc_loss: expected targets (N, S) padded or 1-D concatenated with N={n}, got "
                            f"{list(targets.shape)}")
+    _check_ctc_lengths(in_len, tg_len, log_probs.shape[0], targets.shape[1])
     loss = _F._nn.ctc_loss(log_probs, targets.long(), in_len, tg_len, blank, zero_infinity)
     if unbatched:
         loss = loss.squeeze(0)
