@@ -479,6 +479,9 @@ _nn = types.SimpleNamespace(
     hardtanh=hardtanh,
     silu=lambda input: apply_op(OPS["silu"], (input,)),
     mish=lambda input: apply_op(OPS["mish"], (input,)),
+    ctc_loss=lambda log_probs, targets, input_lengths, target_lengths, blank=0, zero_infinity=False: apply_op(
+        OPS["ctc_loss"], (log_probs, targets, input_lengths, target_lengths),
+        (("blank", int(blank)), ("zero_infinity", bool(zero_infinity)))),
     nll_loss=lambda input, target, weight=None, reduction="mean", ignore_index=-100: _loss(
         "nll_loss" if input.ndim <= 2 else "nll_loss2d", input, target, weight, reduction=_red(reduction),
         ignore_index=int(ignore_index)),

@@ -228,7 +228,9 @@ defop("gelu", lambda x, approximate: jax.nn.gelu(x, approximate=approximate == "
       grad_fn="GeluBackward0", saves=("self",))
 defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarray(negative_slope, x.dtype)),
       grad_fn="LeakyReluBackward0", saves=("self",))
-defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.minimum(x, 0))),
+# the negative branch reads x itself at 0 (not minimum(x, 0), whose gradient splits 1/2 there):
+# torch's elu gradient at 0 is alpha
+defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x > 0, 0, x))),
       grad_fn="EluBackward0", saves=("self",))
 # torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's
 defop("hardtanh", lambda x, min_val, max_val: jnp.where((x > min_val) & (x < max_val), x,
@@ -304,6 +306,59 @@ def _huber(x, t, *, reduction, delta):
 
 
 defop("huber_loss", _huber, args=("self", "target"), grad_fn="HuberLossBackward0", saves=("self", "target"))
+
+
+def _logsumexp3(a, b, c):
+    """``log(exp(a) + exp(b) + exp(c))`` that is -inf (with zero, not NaN, gradients) when all
+    three are -inf: CTC's unreachable states."""
+    m = jnp.maximum(jnp.maximum(a, b), c)
+    m = lax.stop_gradient(jnp.where(jnp.isfinite(m), m, 0))
+    s = jnp.exp(a - m) + jnp.exp(b - m) + jnp.exp(c - m)
+    return jnp.where(s > 0, jnp.log(jnp.where(s > 0, s, 1)) + m, -jnp.inf)
+
+
+def _ctc_loss(lp, targets, input_lengths, target_lengths, *, blank, zero_infinity):
+    """Per-sample CTC negative log-likelihood ``(N,)``: ``lp`` ``(T, N, C)`` log-probabilities,
+    ``targets`` ``(N, S)`` padded labels, lengths ``(N,)``. The forward (alpha) recursion over the
+    extended label sequence (blanks between and around the labels) is a ``lax.scan`` over time;
+    a sample's state stops changing after its input length. As torch's kernel, the gradient with
+    respect to ``lp`` is ``exp(lp) - posterior`` for ``t < input_length`` (the gradient for the
+    logits when ``lp`` is ``log_softmax(logits)``): a zero-valued ``exp(lp) - stop_gradient``
+    term adds the ``exp(lp)`` part to the true gradient ``-posterior``."""
+    t_max, n, _ = lp.shape
+    s = targets.shape[1]
+    ext = jnp.full((n, 2 * s + 1), blank, dtype=targets.dtype).at[:, 1::2].set(targets)
+    ext_lp = jnp.take_along_axis(lp, jnp.broadcast_to(ext[None], (t_max,) + ext.shape).astype(jnp.int32), axis=2)
+    prev2 = jnp.concatenate([jnp.full((n, 2), blank, ext.dtype), ext[:, :-2]], axis=1)
+    skip = (ext != blank) & (ext != prev2) & (jnp.arange(ext.shape[1]) >= 2)[None]
+    neg = jnp.asarray(-jnp.inf, lp.dtype)
+    pos = jnp.arange(ext.shape[1])[None]
+    alpha0 = jnp.where(pos < 2, ext_lp[0], neg)
+    alpha0 = jnp.where((pos == 1) & (target_lengths[:, None] == 0), neg, alpha0)
+
+    def step(alpha, xs):
+        t, lpt = xs
+        a1 = jnp.concatenate([jnp.full((n, 1), neg), alpha[:, :-1]], axis=1)
+        a2 = jnp.concatenate([jnp.full((n, 2), neg), alpha[:, :-2]], axis=1)
+        new = _logsumexp3(alpha, a1, jnp.where(skip, a2, neg)) + lpt
+        return jnp.where((t < input_lengths)[:, None], new, alpha), None
+
+    alpha, _ = lax.scan(step, alpha0, (jnp.arange(1, t_max), ext_lp[1:]))
+    last = (2 * target_lengths).astype(jnp.int32)
+    a_last = jnp.take_along_axis(alpha, last[:, None], axis=1)[:, 0]
+    a_prev = jnp.take_along_axis(alpha, jnp.maximum(last - 1, 0)[:, None], axis=1)[:, 0]
+    a_prev = jnp.where(target_lengths > 0, a_prev, neg)
+    nll = -_logsumexp3(a_last, a_prev, jnp.full_like(a_last, neg))
+    live = (jnp.arange(t_max)[:, None] < input_lengths[None]).astype(lp.dtype)[..., None]
+    e = jnp.exp(lp) * live
+    nll = nll + jnp.sum(e - lax.stop_gradient(e), axis=(0, 2))
+    if zero_infinity:
+        nll = jnp.where(jnp.isinf(nll), jnp.zeros_like(nll), nll)
+    return nll
+
+
+defop("ctc_loss", _ctc_loss, args=("log_probs", "targets", "input_lengths", "target_lengths"),
+      grad_fn="CtcLossBackward0", saves=("log_probs", "targets", "input_lengths", "target_lengths"))
 
 
 @jax.custom_jvp

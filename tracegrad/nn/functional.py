@@ -14,6 +14,9 @@ import tracegrad
 from tracegrad import _autocast, _state
 from tracegrad._api import nn_functions as _F
 
+from . import _activations_more as _act
+from . import _layers_functional as _layers
+from . import _losses_more as _losses
 from . import _more_functional as _more
 from . import _vision_functional as _vision
 from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, conv_transpose3d,  # noqa: F401
@@ -21,6 +24,15 @@ from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, c
                                  pairwise_distance, pixel_shuffle, pixel_unshuffle, unfold, upsample,
                                  upsample_bilinear, upsample_nearest)
 
+from ._activations_more import (celu_, elu_, hardshrink, hardtanh_, leaky_relu_, rrelu, rrelu_, selu_,  # noqa: F401
+                                softshrink, tanhshrink, threshold, threshold_)
+from ._layers_functional import (adaptive_max_pool3d, channel_shuffle, local_response_norm,  # noqa: F401
+                                 fractional_max_pool2d, fractional_max_pool3d, lp_pool1d, lp_pool2d, lp_pool3d,
+                                 max_unpool1d, max_unpool2d, max_unpool3d, pdist)
+from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
+                           margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+                           multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
+                           triplet_margin_with_distance_loss)
 from ._more_functional import (alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,  # noqa: F401,E402
                                glu, gumbel_softmax, hardsigmoid, hardswish, prelu, rms_norm, triplet_margin_loss)
 
@@ -35,7 +47,7 @@ __all__ = [
     "one_hot", "pad", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div", "normalize",
     "cosine_similarity", "scaled_dot_product_attention", "flatten", "multi_head_attention_forward",
-] + _vision.__all__ + _more.__all__
+] + _vision.__all__ + _more.__all__ + _act.__all__ + _losses.__all__ + _layers.__all__
 
 
 # ---- linear / conv --------------------------------------------------------------------------
@@ -297,13 +309,13 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def selu(input, inplace=False):
-    """Mirrors ``torch.nn.functional.selu``."""
-    return _F.selu(input)
+    """Mirrors ``torch.nn.functional.selu``: ``scale * elu(x, alpha)`` with torch's constants."""
+    return _act.selu_(input) if inplace else _F.selu(input)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """Mirrors ``torch.nn.functional.celu``."""
-    return _F.celu(input, alpha)
+    """Mirrors ``torch.nn.functional.celu``: ``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    return _act.celu_(input, alpha) if inplace else _F.celu(input, alpha)
 
 
 def softplus(input, beta=1.0, threshold=20.0):

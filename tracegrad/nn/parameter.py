@@ -1,4 +1,5 @@
-"""``nn.Parameter`` and ``nn.Buffer``: mirror ``torch.nn.parameter``."""
+"""``nn.Parameter``, ``nn.Buffer`` and the lazy modules' ``UninitializedParameter``/``UninitializedBuffer``:
+mirror ``torch.nn.parameter``."""
 from __future__ import annotations
 
 import tracegrad
@@ -65,5 +66,82 @@ class Buffer(Tensor):
         pass
 
 
+class UninitializedTensorMixin:
+    """Shared by ``UninitializedParameter``/``UninitializedBuffer`` (torch's mixin of the same
+    name): an empty placeholder whose shape is unknown until ``materialize``, which fills the
+    object itself (same identity, so an optimizer built before a lazy module's first forward
+    trains it) and turns it into ``cls_to_become``."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Give the placeholder ``shape`` (uninitialized values, as ``torch.empty``) and make it
+        a ``cls_to_become`` in place."""
+        dtype = self.dtype if dtype is None else dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        with tracegrad.no_grad():
+            self.data = tracegrad.empty(shape, dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually "
+                           "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+                           "initialized one. Call `forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                           "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self):
+        return f"<{self.__class__.__name__}>"
+
+    __str__ = __repr__
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """Mirrors ``torch.nn.UninitializedParameter``: the weight of a lazy module before its first
+    forward; ``materialize(shape)`` makes it a ``Parameter`` (same object)."""
+
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return Parameter.__new__(cls, tracegrad.empty(0, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, None, self.dtype)
+        return memo[id(self)]
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """Mirrors ``torch.nn.UninitializedBuffer``: a lazy module's running statistics before its
+    first forward; ``materialize(shape)`` makes it a plain ``Tensor`` (same object)."""
+
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        self = Tensor.__new__(cls)
+        src = tracegrad.empty(0, dtype=dtype)
+        self._st, self._chain, self._vc = src._st, src._chain, src._vc
+        self._vcache, self._vgen = src._vcache, src._vgen
+        self._rg = bool(requires_grad)
+        self.persistent = persistent
+        return self
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, None, self.dtype, self.persistent)
+        return memo[id(self)]
+
+
 def is_lazy(param) -> bool:
-    return False
+    """Mirrors ``torch.nn.parameter.is_lazy``: True for an uninitialized parameter or buffer."""
+    return isinstance(param, UninitializedTensorMixin)

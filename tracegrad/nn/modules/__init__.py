@@ -1,6 +1,7 @@
 """``tracegrad.nn.modules``: mirrors ``torch.nn.modules``."""
 from .activation import (ELU, GELU, GLU, Hardsigmoid, Hardswish, PReLU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, ReLU, ReLU6, Sigmoid,  # noqa: F401
                          SiLU, Softmax, Softmin, Softplus, Softsign, Tanh)
+from .activation_more import CELU, RReLU, SELU, Hardshrink, Softmax2d, Softshrink, Tanhshrink, Threshold  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
@@ -11,6 +12,15 @@ from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa
 from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,  # noqa: F401
                    NLLLoss, SmoothL1Loss, TripletMarginLoss)
+from .loss_more import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
+                        MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+                        SoftMarginLoss, TripletMarginWithDistanceLoss)
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,  # noqa: F401
+                   LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
+                   LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
+from .layers_more import (AdaptiveMaxPool3d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d,  # noqa: F401
+                          LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, SyncBatchNorm, FractionalMaxPool2d,
+                          FractionalMaxPool3d)
 from .module import Module  # noqa: F401
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .padding import *  # noqa: F401,F403

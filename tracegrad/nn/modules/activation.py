@@ -251,3 +251,5 @@ class Hardsigmoid(Module):
 
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
+
+from .activation_more import CELU, RReLU, SELU, Hardshrink, Softmax2d, Softshrink, Tanhshrink, Threshold  # noqa: F401,E402

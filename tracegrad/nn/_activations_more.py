@@ -1,0 +1,106 @@
+"""More of ``torch.nn.functional``'s activations, composed of tracegrad ops: ``threshold``,
+``hardshrink``, ``softshrink``, ``tanhshrink``, ``rrelu`` and the in-place ``_`` variants torch
+has (``selu_``, ``celu_``, ``elu_``, ``leaky_relu_``, ``hardtanh_``, ``threshold_``, ``rrelu_``).
+Re-exported by ``functional.py``. Masks are ``where`` selections (no value read in Python), so
+they trace into one program under ``tracegrad.compile``; ``rrelu``'s training slopes come from
+tracegrad's generator (reproducible under ``tracegrad.manual_seed``, not torch's draws)."""
+from __future__ import annotations
+
+import tracegrad
+from tracegrad._api import nn_functions as _F
+
+__all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
+           "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
+
+
+def _write(input, fn):
+    """``fn(input)`` written into ``input``; computed from a copy when ``input`` is in a graph,
+    so the backward sees the values before the write (as ``functional._write_activation``)."""
+    return input.copy_(fn(input.clone() if input.requires_grad else input))
+
+
+def _threshold(x, threshold, value):
+    return tracegrad.where(x > threshold, x, tracegrad.full_like(x, value))
+
+
+def threshold(input, threshold, value, inplace=False):
+    """Mirrors ``torch.nn.functional.threshold``: ``input`` where ``input > threshold``, else
+    ``value``; same shape and dtype. Gradient 1 where kept, 0 elsewhere."""
+    if inplace:
+        return _write(input, lambda x: _threshold(x, threshold, value))
+    return _threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    """Mirrors ``torch.nn.functional.threshold_`` (in place)."""
+    return _write(input, lambda x: _threshold(x, threshold, value))
+
+
+def hardshrink(input, lambd=0.5):
+    """Mirrors ``torch.nn.functional.hardshrink``: ``x`` where ``|x| > lambd``, else 0."""
+    keep = (input > lambd).logical_or(input < -lambd)
+    return tracegrad.where(keep, input, tracegrad.zeros_like(input))
+
+
+def softshrink(input, lambd=0.5):
+    """Mirrors ``torch.nn.functional.softshrink``: ``x - lambd`` above ``lambd``, ``x + lambd``
+    below ``-lambd``, 0 between. Raises RuntimeError for a negative ``lambd`` (as torch)."""
+    if lambd < 0:
+        raise RuntimeError("softshrink: lambda must be in range [0, 3.40282e+38] for input dtype "
+                           f"{str(input.dtype).split('.')[-1].capitalize()}, but found {lambd}; pass a lambd >= 0")
+    zero = tracegrad.zeros_like(input)
+    return tracegrad.where(input > lambd, input - lambd, tracegrad.where(input < -lambd, input + lambd, zero))
+
+
+def tanhshrink(input):
+    """Mirrors ``torch.nn.functional.tanhshrink``: ``x - tanh(x)``."""
+    return input - input.tanh()
+
+
+def _rrelu(x, lower, upper, training):
+    if not training:
+        return _F._nn.leaky_relu(x, (lower + upper) / 2)
+    slope = tracegrad.rand(tuple(x.shape), dtype=x.dtype, device=x.device) * (upper - lower) + lower
+    return tracegrad.where(x >= 0, x, x * slope)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Mirrors ``torch.nn.functional.rrelu``: randomized leaky ReLU. Training: each negative
+    element is scaled by its own slope drawn uniformly from ``[lower, upper]`` (tracegrad's
+    generator); eval: the fixed slope ``(lower + upper) / 2``. Raises RuntimeError when
+    ``lower > upper`` (as torch's kernel)."""
+    if lower > upper:
+        raise RuntimeError("rrelu: Lower bound should be less than or equal to the upper bound; pass lower <= upper")
+    if inplace:
+        return _write(input, lambda x: _rrelu(x, lower, upper, training))
+    return _rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """Mirrors ``torch.nn.functional.rrelu_`` (in place)."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def selu_(input):
+    """Mirrors ``torch.nn.functional.selu_`` (in place)."""
+    return _write(input, _F.selu)
+
+
+def celu_(input, alpha=1.0):
+    """Mirrors ``torch.nn.functional.celu_`` (in place)."""
+    return _write(input, lambda x: _F.celu(x, alpha))
+
+
+def elu_(input, alpha=1.0):
+    """Mirrors ``torch.nn.functional.elu_`` (in place)."""
+    return _write(input, lambda x: _F._nn.elu(x, alpha))
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """Mirrors ``torch.nn.functional.leaky_relu_`` (in place)."""
+    return _write(input, lambda x: _F._nn.leaky_relu(x, negative_slope))
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """Mirrors ``torch.nn.functional.hardtanh_`` (in place)."""
+    return _write(input, lambda x: _F.hardtanh(x, min_val, max_val))

@@ -1,0 +1,317 @@
+"""More of ``torch.nn.functional``'s losses, composed of tracegrad ops (autograd and
+``tracegrad.compile`` for free): margin ranking, hinge embedding, cosine embedding, soft margin,
+multilabel soft margin, multi margin, multilabel margin, Poisson and Gaussian NLL, triplet margin
+with a distance function, and CTC (``_ctc.py``). Re-exported by ``functional.py``. Masks are
+``where``/one-hot selections, never a Python read of tensor values (the few value checks torch
+makes, such as a negative ``var``, run eagerly only)."""
+from __future__ import annotations
+
+import math
+
+import tracegrad
+from tracegrad._api import nn_functions as _F
+
+from ._vision_functional import pairwise_distance
+
+__all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss",
+           "multilabel_soft_margin_loss", "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss",
+           "gaussian_nll_loss", "triplet_margin_with_distance_loss", "ctc_loss"]
+
+
+def _legacy(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"
+
+
+def _reduce(loss, reduction, msg="{} is not a valid value for reduction"):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(msg.format(reduction))
+
+
+def _zeros(x):
+    return tracegrad.zeros_like(x)
+
+
+def _relu(x):
+    """``max(x, 0)`` with gradient 0 at 0 (torch's margin kernels use a strict ``> 0`` mask)."""
+    return tracegrad.where(x > 0, x, _zeros(x))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.margin_ranking_loss``: ``max(0, -target * (input1 - input2) +
+    margin)``, broadcast, then reduced. Raises RuntimeError when the three tensors differ in
+    number of dims; ValueError for an unknown reduction."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.hinge_embedding_loss``: ``input`` where ``target == 1`` plus
+    ``max(0, margin - input)`` where ``target == -1`` (torch's exact split: an element whose
+    target is neither contributes both terms)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    margin_clamp = (margin - input).clamp_min(0)
+    out = (tracegrad.where(target != 1, margin_clamp, _zeros(margin_clamp))
+           + tracegrad.where(target != -1, input, _zeros(input)))
+    return _reduce(out, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.cosine_embedding_loss``: ``1 - cos(x1, x2)`` for
+    ``target == 1``, ``max(0, cos - margin)`` for ``target == -1``; inputs ``(N, D)`` or ``(D)``,
+    target ``(N)`` or ``()``. Raises RuntimeError for mismatched dims (as torch)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    td = target.dim()
+    if td not in (0, 1):
+        raise RuntimeError("cosine_embedding_loss: 0D or 1D target tensor expected, multi-target not supported")
+    if td == 1 and (input1.dim() != 2 or input2.dim() != 2):
+        raise RuntimeError("cosine_embedding_loss: 1D target tensor expects 2D input tensors, but found inputs "
+                           f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if td == 0 and (input1.dim() != 1 or input2.dim() != 1):
+        raise RuntimeError("cosine_embedding_loss: 0D target tensor expects 1D input tensors, but found inputs "
+                           f"with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    d = input1.dim() - 1
+    eps = 1e-12
+    prod = (input1 * input2).sum(d)
+    denom = (((input1 * input1).sum(d) + eps) * ((input2 * input2).sum(d) + eps)).sqrt()
+    cos = prod / denom
+    pos = tracegrad.where(target == 1, 1 - cos, _zeros(cos))
+    neg = tracegrad.where(target == -1, (cos - margin).clamp_min(0), _zeros(cos))
+    return _reduce(pos + neg, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.soft_margin_loss``: ``log(1 + exp(-target * input))``."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return _reduce((-input * target).exp().log1p(), reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.multilabel_soft_margin_loss``: per-class logistic loss,
+    optionally weighted, averaged over the class (last) dim, then reduced over the batch."""
+    reduction = _legacy(size_average, reduce, reduction)
+    ls = tracegrad.nn.functional.logsigmoid
+    loss = -(target * ls(input) + (1 - target) * ls(-input))
+    if weight is not None:
+        loss = loss * weight
+    d = input.dim() - 1
+    loss = loss.sum(dim=d) / input.size(d)
+    return _reduce(loss, reduction, "{} is not valid")
+
+
+def _check_class_input(name, input, target):
+    if input.dim() > 2:
+        raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if target.dtype not in (tracegrad.int64, tracegrad.int32, tracegrad.int16, tracegrad.int8, tracegrad.uint8):
+        raise RuntimeError(f"{name}: expected target of an integer (class index) dtype, got {target.dtype}")
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Mirrors ``torch.nn.functional.multi_margin_loss``: for each sample ``sum over i != y of
+    max(0, margin - x[y] + x[i])^p / C`` (times ``weight[y]``); input ``(N, C)`` or ``(C)``,
+    int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _check_class_input("multi_margin_loss", input, target)
+    x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
+    n, c = x.shape
+    t = target.reshape(-1).long()
+    if t.numel() != n:
+        raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    onehot = tracegrad.nn.functional.one_hot(t, c).to(x.dtype)
+    xy = (x * onehot).sum(1, keepdim=True)
+    z = _relu(margin - xy + x)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t].unsqueeze(1)
+    loss = (z * (1 - onehot)).sum(1) / c
+    if input.dim() < 2 and reduction == "none":
+        loss = loss.reshape(target.shape)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Mirrors ``torch.nn.functional.multilabel_margin_loss``: ``target`` holds class indices per
+    sample, padded with -1 (the first -1 ends the list); each sample's loss is
+    ``sum over targets j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C``. Input and
+    target ``(N, C)`` or ``(C)``."""
+    reduction = _legacy(size_average, reduce, reduction)
+    _check_class_input("multilabel_margin_loss", input, target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for input of "
+                           f"size: {list(input.shape)}")
+    x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
+    n, c = x.shape
+    t = target.reshape(n, c).long()
+    valid = (t >= 0).long().cumprod(1).to(x.dtype)                   # (N, S): before the first -1
+    oh = tracegrad.nn.functional.one_hot(t.clamp_min(0), c).to(x.dtype) * valid.unsqueeze(2)   # (N, S, C)
+    is_target = oh.sum(1).clamp_max(1)                                  # (N, C)
+    xj = (oh * x.unsqueeze(1)).sum(2)                                  # (N, S): x[target_j]
+    z = _relu(1 - xj.unsqueeze(2) + x.unsqueeze(1))                    # (N, S, C)
+    loss = (z * valid.unsqueeze(2) * (1 - is_target).unsqueeze(1)).sum((1, 2)) / c
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                     reduction="mean"):
+    """Mirrors ``torch.nn.functional.poisson_nll_loss``: ``exp(input) - target * input`` with
+    ``log_input``, else ``input - target * log(input + eps)``; ``full`` adds the Stirling term
+    ``target * log(target) - target + 0.5 * log(2 * pi * target)`` where ``target > 1``."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        safe = tracegrad.where(target > 1, target, tracegrad.ones_like(target))
+        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+        loss = loss + tracegrad.where(target > 1, stirling, _zeros(stirling))
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """Mirrors ``torch.nn.functional.gaussian_nll_loss``: ``0.5 * (log(var) + (input - target)^2 /
+    var)`` (+ ``0.5 * log(2 pi)`` with ``full``), ``var`` clamped to ``eps`` without gradient
+    through the clamp. ``var`` may be a float, the input's shape, the input's shape less the last
+    dim, or broadcastable with one mismatched size. Raises ValueError for a negative var (checked
+    eagerly only: no value is read inside ``tracegrad.compile``), a var of another size, or an
+    unknown reduction."""
+    if isinstance(var, (int, float)):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * tracegrad.ones_like(input)
+    elif not tracegrad.compiler.is_compiling() and bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif input.dim() == var.dim() and sum(v for i, v in zip(input.shape, var.shape) if i != v) == 1:
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with tracegrad.no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
+                                      reduction="mean"):
+    """Mirrors ``torch.nn.functional.triplet_margin_with_distance_loss``: ``max(0, margin +
+    d(a, p) - d(a, n))`` with ``distance_function`` (default ``pairwise_distance``); ``swap``
+    uses ``min(d(a, n), d(p, n))``. Raises ValueError for an unknown reduction or ``margin <= 0``;
+    RuntimeError when the three inputs differ in number of dims."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a, p, n = anchor.dim(), positive.dim(), negative.dim()
+    if not (a == p and p == n):
+        raise RuntimeError("The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {a}D, positive {p}D, and negative {n}D inputs")
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = tracegrad.minimum(d_neg, dist(positive, negative))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def _lengths(x, n, name):
+    if isinstance(x, tracegrad.Tensor):
+        t = x.long()
+    else:
+        t = tracegrad.tensor([int(v) for v in (x if isinstance(x, (list, tuple)) else [x])], dtype=tracegrad.long)
+    t = t.reshape(-1)
+    if t.numel() != n:
+        raise RuntimeError(f"ctc_loss: expected {name} to have {n} entries (one per batch element), got "
+                           f"{t.numel()}")
+    return t
+
+
+def _check_ctc_lengths(in_len, tg_len, t_max, s_max):
+    """torch's length checks: one host read of the lengths, eagerly only (inside
+    ``tracegrad.compile`` the lengths are program values and are not checked)."""
+    if tracegrad.compiler.is_compiling():
+        return
+    top = int(in_len.max()) if in_len.numel() else 0
+    if top > t_max:
+        raise RuntimeError(f"ctc_loss: expected input_lengths to have value at most {t_max}, but got value {top}")
+    top = int(tg_len.max()) if tg_len.numel() else 0
+    if top > s_max:
+        raise RuntimeError(f"ctc_loss: a target length {top} is longer than the targets' size {s_max} at dimension "
+                           f"1; pad targets to the longest target")
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean", zero_infinity=False):
+    """Mirrors ``torch.nn.functional.ctc_loss``: connectionist temporal classification.
+
+    ``log_probs`` ``(T, N, C)`` (or unbatched ``(T, C)``) log-probabilities (``log_softmax``);
+    ``targets`` padded ``(N, S)`` or all targets concatenated 1-D (``sum(target_lengths)``);
+    ``input_lengths``/``target_lengths`` ``(N,)`` tensors or lists of ints. ``reduction='mean'``
+    divides each sample's loss by its target length (at least 1) then averages over the batch;
+    ``zero_infinity`` zeroes infinite losses (impossible alignments) and their gradients.
+    The recursion is one op with a JAX-derived backward (``_ops/nn_ops.py``); as torch, the
+    gradient given to ``log_probs`` is ``exp(log_probs) - posterior`` (right for the logits
+    behind a ``log_softmax``). Raises RuntimeError for a bad layout or a blank outside
+    ``[0, C)`` or lengths beyond ``T``/``S`` (checked eagerly only); ValueError for an unknown
+    reduction."""
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if not isinstance(targets, tracegrad.Tensor):
+        raise TypeError(f"ctc_loss(): argument 'targets' must be Tensor, not {type(targets).__name__}")
+    if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
+        raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
+                        "of ints")
+    unbatched = log_probs.dim() == 2
+    if log_probs.dim() not in (2, 3):
+        raise RuntimeError("ctc_loss: expected log_probs to be (T, N, C) or unbatched (T, C), got "
+                           f"{list(log_probs.shape)}")
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.unsqueeze(0) if targets.dim() == 1 else targets
+    n, c = log_probs.shape[1], log_probs.shape[2]
+    if not 0 <= blank < c:
+        raise RuntimeError(f"ctc_loss: blank must be in label range [0, {c}), got {blank}")
+    in_len = _lengths(input_lengths, n, "input_lengths")
+    tg_len = _lengths(target_lengths, n, "target_lengths")
+    if targets.dim() == 1:                      # concatenated: gather each sample's run into a padded row
+        total = targets.numel()
+        offsets = tg_len.cumsum(0) - tg_len
+        idx = (offsets.unsqueeze(1) + tracegrad.arange(max(total, 1)).unsqueeze(0)).clamp(0, max(total - 1, 0))
+        targets = targets[idx] if total else tracegrad.zeros((n, 0), dtype=tracegrad.long)
+    elif targets.dim() != 2 or targets.shape[0] != n:
+        raise RuntimeError(f"ctc_loss: expected targets (N, S) padded or 1-D concatenated with N={n}, got "
+                           f"{list(targets.shape)}")
+    _check_ctc_lengths(in_len, tg_len, log_probs.shape[0], targets.shape[1])
+    loss = _F._nn.ctc_loss(log_probs, targets.long(), in_len, tg_len, blank, zero_infinity)
+    if unbatched:
+        loss = loss.squeeze(0)
+    if reduction == "mean":
+        return (loss / tg_len.clamp_min(1).to(loss.dtype).reshape(loss.shape)).mean()
+    return _reduce(loss, reduction)
