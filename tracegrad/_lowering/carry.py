@@ -32,7 +32,7 @@ import gc
 import types
 
 from .. import _state
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, is_tensor_container
 from .capture import GraphBreak
 
 
@@ -57,16 +57,6 @@ class InSequence:
 
     def __init__(self, place):
         self.place = place
-
-
-def _sequence(v):
-    """Whether ``v`` is a tuple, list (or namedtuple) or dict of tensors only (a number in it
-    could differ per call, and the program would not bind it again: ``pystate`` keeps that a
-    graph break)."""
-    if type(v) is dict:
-        return len(v) > 0 and all(isinstance(x, Tensor) for x in v.values())
-    seq = type(v) in (tuple, list) or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
-    return seq and len(v) > 0 and all(isinstance(x, Tensor) for x in v)
 
 
 def get(slot):
@@ -111,7 +101,7 @@ def rebound_places(snap, attr_stores):
         if isinstance(a, Tensor):
             if a is not b:
                 out.append((slot, b, a))
-        elif a is not b and _sequence(a):       # a new tuple/list/dict bound there: item by item
+        elif a is not b and is_tensor_container(a):       # a new tuple/list/dict bound there: item by item
             if type(a) is dict:
                 olds = b if type(b) is dict else {}
                 for k, x in a.items():

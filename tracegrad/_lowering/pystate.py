@@ -33,7 +33,7 @@ import weakref
 import numpy as np
 
 from .._tensor.generator import Generator
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, is_tensor_container
 
 _SCALARS = (int, float, bool, str, complex, type(None))
 _CONTAINERS = (list, dict, set)
@@ -221,11 +221,9 @@ _NESTED_MAX = 64  # ... when they are that small (a list of records is data, not
 def _tensors(v):
     """The signature of a tuple, list or dict of tensors (``(h, c)``): rebinding one to a new
     such container is carried state too (``_lowering/carry.py``); its length (keys) is not."""
-    if isinstance(v, (tuple, list)) and v and all(isinstance(x, Tensor) for x in v):
-        return ("tensors", len(v))
-    if type(v) is dict and v and all(isinstance(x, Tensor) for x in v.values()):
-        return ("tensors", tuple(v))
-    return None
+    if not is_tensor_container(v):
+        return None
+    return ("tensors", tuple(v) if type(v) is dict else len(v))
 
 
 def _leaf(v, depth=_NESTED):

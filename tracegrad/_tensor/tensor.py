@@ -566,3 +566,14 @@ def _wrap_dim(dim, ndim):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def is_tensor_container(v) -> bool:
+    """Whether ``v`` is a non-empty tuple, list (namedtuple included) or dict holding only
+    tensors (``(h, c)``, ``{"loss": loss}``): what a compiled function may bind to a place as
+    carried state (NOTE [carried state] in ``_lowering/carry.py``); a number in it could differ
+    per call and would not be bound again."""
+    if type(v) is dict:
+        return len(v) > 0 and all(isinstance(x, Tensor) for x in v.values())
+    seq = type(v) in (tuple, list) or (isinstance(v, tuple) and hasattr(type(v), "_fields"))
+    return seq and len(v) > 0 and all(isinstance(x, Tensor) for x in v)

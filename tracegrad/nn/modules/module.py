@@ -14,6 +14,7 @@ from collections import OrderedDict, namedtuple
 
 import tracegrad
 from tracegrad import Tensor, _state
+from tracegrad._tensor.tensor import is_tensor_container
 from tracegrad.utils.hooks import RemovableHandle
 
 from ..parameter import Buffer, Parameter
@@ -199,14 +200,6 @@ def _forward_unimplemented(self, *input):
     raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
-def _tensor_sequence(v):
-    """A tuple, list or dict of tensors (``self.hidden = (h, c)``): compile binds it again after
-    every call (NOTE [carried state] in ``_lowering/carry.py``)."""
-    if type(v) is dict:
-        return len(v) > 0 and all(isinstance(x, Tensor) for x in v.values())
-    return isinstance(v, (tuple, list)) and len(v) > 0 and all(isinstance(x, Tensor) for x in v)
-
-
 def _same_value(d, name, value):
     """Whether setting ``name`` to ``value`` changes nothing observable."""
     if name not in d:
@@ -368,8 +361,8 @@ class Module:
         d = self.__dict__
         cap = _state.CAPTURE[0]
         if cap is not None:
-            tensors = isinstance(value, (Tensor, Module)) or _tensor_sequence(value)
-            if tensors or isinstance(d.get(name), (Tensor, Module)) or _tensor_sequence(d.get(name)) \
+            tensors = isinstance(value, (Tensor, Module)) or is_tensor_container(value)
+            if tensors or isinstance(d.get(name), (Tensor, Module)) or is_tensor_container(d.get(name)) \
                     or name in d.get("_parameters", ()) or name in d.get("_buffers", ()) or name in d.get("_modules", ()):
                 cap.see_attribute([d] + [d[k] for k in ("_parameters", "_buffers", "_modules") if k in d])
             if name == "training":
