@@ -28,6 +28,7 @@ import weakref
 from collections import defaultdict
 
 import tracegrad
+from .. import _autocast
 from .._lowering.remat import barrier
 from ..autograd import engine as _engine
 from ..autograd._graph_impl import SavedTensor
@@ -38,12 +39,13 @@ __all__ = [
     "checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
     "check_backward_validity", "detach_variable", "noop_context_fn", "set_checkpoint_early_stop",
     "set_checkpoint_debug_enabled", "CheckpointPolicy", "SelectiveCheckpointContext",
-    "create_selective_checkpoint_contexts",
+    "create_selective_checkpoint_contexts", "GraphExecGroup",
 ]
 
 _DEFAULT_DETERMINISM_MODE = "default"
 _debug_enabled = [None]       # set_checkpoint_debug_enabled (None: defer to debug=)
 _early_stop_enabled = [None]  # set_checkpoint_early_stop (None: defer to early_stop=)
+_graph_exec_group = [None]    # the active GraphExecGroup
 
 _MSG_USE_REENTRANT = (
     "{api}: the use_reentrant parameter should be passed explicitly. {when} use_reentrant=False is "
@@ -88,6 +90,23 @@ def set_checkpoint_early_stop(enable):
         yield
     finally:
         _early_stop_enabled[0] = prev
+
+
+class GraphExecGroup:
+    """Mirrors ``torch.utils.checkpoint.GraphExecGroup``: backward calls made inside one
+    instance share one recomputation of each non-reentrant checkpoint they reach (normally
+    every backward call recomputes), so they must cover disjoint parts of the graph: two of
+    them needing the same saved activation raise CheckpointError, even with retain_graph.
+    Groups do not nest (RuntimeError). No effect on ``use_reentrant=True``."""
+
+    def __enter__(self):
+        if _graph_exec_group[0] is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {_graph_exec_group[0]}")
+        _graph_exec_group[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        _graph_exec_group[0] = None
 
 
 def detach_variable(inputs):
@@ -141,6 +160,22 @@ def _forked_rng(key, enabled):
         _set_rng_key(outer)
 
 
+@contextlib.contextmanager
+def _autocast_as(settings):
+    """Run the block under the autocast ``settings`` (a snapshot of ``_autocast._state()``
+    taken at checkpoint entry), as torch's checkpoint re-enters the forward's autocast for
+    the recomputation: a backward outside autocast must recompute in the forward's dtypes."""
+    state = _autocast._state()
+    outer = dict(state)
+    state.clear()
+    state.update(settings)
+    try:
+        yield
+    finally:
+        state.clear()
+        state.update(outer)
+
+
 # ------------------------------------------------------------------------ use_reentrant=True
 
 class CheckpointFunction(Function):
@@ -154,6 +189,7 @@ class CheckpointFunction(Function):
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
         ctx.fwd_rng_key = _rng_key() if preserve_rng_state else None
+        ctx.autocast = dict(_autocast._state())
         ctx.inputs = [None if isinstance(a, tracegrad.Tensor) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, tracegrad.Tensor)]
         ctx.save_for_backward(*(args[i] for i in ctx.tensor_indices))
@@ -173,7 +209,7 @@ class CheckpointFunction(Function):
             inputs[i] = t
         with _forked_rng(ctx.fwd_rng_key, ctx.preserve_rng_state):
             detached = barrier(detach_variable(tuple(inputs)))
-            with tracegrad.enable_grad():
+            with tracegrad.enable_grad(), _autocast_as(ctx.autocast):
                 outputs = ctx.run_function(*detached)
         if isinstance(outputs, tracegrad.Tensor):
             outputs = (outputs,)
@@ -295,7 +331,9 @@ class _Frame:
 
     def fail(self, msg):
         if self.debug_log is not None:
-            msg += ("\nTensors saved (producing node, shape, dtype, where) during the original forward:\n"
+            msg += ("\nYou are seeing this error because you passed `debug=True` to checkpoint and the "
+                    "tensors saved during the original forward differ from those saved during the "
+                    "recomputation.\nTensors saved (producing node, shape, dtype, where) during the original forward:\n"
                     + "\n".join(self.debug_log["forward"])
                     + "\n\nTensors saved during recomputation:\n" + "\n".join(self.debug_log["recompute"]))
         else:
@@ -349,11 +387,17 @@ class _checkpoint_hooks(saved_tensors_hooks):
             return holder
 
         def unpack(holder):
+            # the recomputation is keyed by the backward call (graph task), or by the active
+            # GraphExecGroup: all backward calls under one group share one recomputation
+            task = _graph_exec_group[0]
+            if task is None:
+                task = _engine._current_graph_task_id()
+                if task == -1:   # e.g. grad_fn._saved_self outside backward: recompute each time
+                    task = next(_fresh_ids)
+            if frame.policy is not None:
+                frame.policy.check_single_backward(frame, task)
             if holder.kept is not None:
                 return _SelectiveForward.unkeep(holder, frame)
-            task = _engine._current_graph_task_id()
-            if task == -1:   # e.g. grad_fn._saved_self outside backward: recompute each time
-                task = next(_fresh_ids)
             if not frame.is_recomputed[task]:
                 args = frame.get_inputs()
                 try:
@@ -365,9 +409,13 @@ class _checkpoint_hooks(saved_tensors_hooks):
                 frame.check_recomputed(task)
             h = holder.handles.get(task)
             if h is None:
+                overlap = ("Performing two backward calls that overlap (i.e. require the same saved "
+                           "activation in order to compute gradients) is not allowed while under the "
+                           "torch.utils.checkpoint.GraphExecGroup context. "
+                           if _graph_exec_group[0] is not None else "")
                 raise CheckpointError(
                     "torch.utils.checkpoint: Unpack is being triggered for a tensor that was "
-                    "already unpacked once. If you are calling ctx.saved_tensors in backward, make "
+                    f"already unpacked once. {overlap}If you are calling ctx.saved_tensors in backward, make "
                     "sure to do so only once. Otherwise please open an issue with details on your "
                     "use case.")
             ret = frame.recomputed[task][h]
@@ -397,9 +445,10 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, dete
     if not tracegrad.is_grad_enabled():   # nothing will be saved: just run it (as torch: no context)
         return function(*args, **kwargs)
     fwd_key = _rng_key() if preserve_rng_state else None
+    fwd_autocast = dict(_autocast._state())
 
     def recompute_fn(*inputs):
-        with _forked_rng(fwd_key, preserve_rng_state), recompute_context:
+        with _forked_rng(fwd_key, preserve_rng_state), _autocast_as(fwd_autocast), recompute_context:
             function(*inputs, **kwargs)
 
     frame = _Frame(recompute_fn,
@@ -551,6 +600,11 @@ class _SelectiveForward:
     def __init__(self, policy_fn, allow_cache_entry_mutation):
         self.policy_fn = policy_fn
         self.allow_mutation = allow_cache_entry_mutation
+        # one decision per op (grad_fn node), as torch asks once per op call: var_mean's
+        # two outputs, or a tensor saved twice, do not ask again
+        self.decided = weakref.WeakKeyDictionary()
+        self.kept_any = False
+        self.used_by = None   # the backward call (task) that used the kept tensors
 
     def __enter__(self):
         return self
@@ -562,18 +616,36 @@ class _SelectiveForward:
         gf = x.grad_fn
         if gf is None:   # an input, a leaf or a tensor outside autograd: nothing to decide
             return
-        policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=x), _op_name(gf))
-        if isinstance(policy, bool):
-            policy = CheckpointPolicy.MUST_SAVE if policy else CheckpointPolicy.PREFER_RECOMPUTE
-        if not isinstance(policy, CheckpointPolicy):
-            raise TypeError("torch.utils.checkpoint: a selective checkpoint policy must return a "
-                            f"CheckpointPolicy or a bool, got {type(policy).__name__}")
+        policy = self.decided.get(gf)
+        if policy is None:
+            policy = self.decided[gf] = self._ask(gf, x)
         if policy in _SAVE:
             holder.kept = (x.detach(), x._version, None)
         elif policy in _OFFLOAD:
             d = x.detach()
             host = d.cpu()
             holder.kept = (d.clone() if host is d else host, None, x.device)   # a copy, as on GPU
+        self.kept_any = self.kept_any or holder.kept is not None
+
+    def _ask(self, gf, x):
+        policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=x), _op_name(gf))
+        if isinstance(policy, bool):
+            policy = CheckpointPolicy.MUST_SAVE if policy else CheckpointPolicy.PREFER_RECOMPUTE
+        if not isinstance(policy, CheckpointPolicy):
+            raise TypeError("torch.utils.checkpoint: a selective checkpoint policy must return a "
+                            f"CheckpointPolicy or a bool, got {type(policy).__name__}")
+        return policy
+
+    def check_single_backward(self, frame, task):
+        """torch consumes the kept tensors in the first backward through the region: a second
+        one (another graph task, e.g. after retain_graph=True) is a RuntimeError."""
+        if not self.kept_any:
+            return
+        if self.used_by is None:
+            self.used_by = task
+        elif self.used_by != task:
+            raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once "
+                               "on any region computed under selective activation checkpoint.")
 
     @staticmethod
     def unkeep(holder, frame):
