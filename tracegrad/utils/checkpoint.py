@@ -458,8 +458,14 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, dete
     frame.save_inputs(args)
     if isinstance(forward_context, _SelectiveForward):
         frame.policy = forward_context
+    done = False
     with _checkpoint_hooks(frame), forward_context:
         out = function(*args, **kwargs)
+        done = True
+    if not done:   # forward_context swallowed the function's exception: no value to return
+        raise RuntimeError("torch.utils.checkpoint: the forward context provided by context_fn suppressed an "
+                           "exception raised during the checkpointed forward. This is not supported because "
+                           "checkpoint cannot return a value for a failed forward.")
     frame.forward_completed = True
     return out
 
