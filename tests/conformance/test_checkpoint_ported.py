@@ -721,6 +721,66 @@ def test_nested_checkpoint_set_early_stop_no_recomputation_needed(T):
             assert counter[0] == want
 
 
+@pytest.mark.parametrize("outer,inner", [(True, True), (True, False), (False, True)])
+def test_nested_checkpoint_reentrant_variants(T, outer, inner):
+    # TestNestedCheckpoint.test_nested_checkpoint_two_children with the reentrant variant
+    # on either level (torch's tests nest only use_reentrant=False): plain gradients
+    def f(x):
+        return x.sin().exp().sin()
+
+    def g(x):
+        return x.cos().sin().exp()
+
+    ck = T.utils.checkpoint
+
+    def hc(x):
+        h = ck.checkpoint(f, x, use_reentrant=inner)
+        return ck.checkpoint(g, h, use_reentrant=inner)
+
+    a = _rand(T, 21, 3, 3, rg=True)
+    ck.checkpoint(hc, a, use_reentrant=outer).sum().backward()
+    got, a.grad = a.grad, None
+    g(f(a)).sum().backward()
+    _close(got, a.grad)
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+@pytest.mark.parametrize("early_stop", [True, False])
+@pytest.mark.parametrize("tail", [False, True])
+def test_checkpoint_reruns_buffer_updates(T, use_reentrant, early_stop, tail, request):
+    # torch.utils.checkpoint docs ("the forward runs twice"): a BatchNorm in training mode
+    # inside the checkpoint updates its running stats in the forward and again in the
+    # recomputation, whether it is the region's last op or not, with or without early stop
+    if not use_reentrant and early_stop and not tail:
+        _gap(T, request, "tracegrad's batch_norm updates the running stats after its op has saved "
+             "its tensors; when it is the region's last saving op, early stop ends the "
+             "recomputation inside that save and the second update is skipped (torch's kernel "
+             "updates them before autograd saves anything)")
+    bn = T.nn.BatchNorm1d(3)
+    x = T.tensor(np.arange(12, dtype="float32").reshape(4, 3), requires_grad=True)
+    with T.utils.checkpoint.set_checkpoint_early_stop(early_stop):
+        out = T.utils.checkpoint.checkpoint(lambda v: bn(v).sin() if tail else bn(v), x,
+                                            use_reentrant=use_reentrant)
+    assert int(bn.num_batches_tracked) == 1
+    out.sum().backward()
+    assert int(bn.num_batches_tracked) == 2
+    _close(bn.running_mean, 0.19 * T.tensor([4.5, 5.5, 6.5]))
+    _close(bn.running_var, 0.81 + 0.19 * T.full((3,), 15.0))   # unbiased batch variance 15
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_input_modified_in_place_before_backward(T, use_reentrant):
+    # both variants keep the checkpoint's tensor inputs as saved tensors: changing one in
+    # place between forward and backward is autograd's version-counter error
+    x = T.ones(3, requires_grad=True)
+    x2 = x * 1
+    out = T.utils.checkpoint.checkpoint(lambda v: v.sin(), x2, use_reentrant=use_reentrant)
+    with T.no_grad():
+        x2.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
 # ---- TestSelectiveActivationCheckpoint (test/test_autograd.py) --------------------------------
 def _sac(T, policy, **kw):
     ck = T.utils.checkpoint
