@@ -33,6 +33,7 @@ import contextlib
 import copy
 import functools
 import gc
+import warnings
 import weakref
 
 import numpy as np
@@ -738,7 +739,14 @@ def test_nested_checkpoint_reentrant_variants(T, outer, inner):
         return ck.checkpoint(g, h, use_reentrant=inner)
 
     a = _rand(T, 21, 3, 3, rg=True)
-    ck.checkpoint(hc, a, use_reentrant=outer).sum().backward()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = ck.checkpoint(hc, a, use_reentrant=outer)
+    # a reentrant outer forward runs under no_grad: a reentrant inner one sees no input
+    # requiring grad and warns (its recomputation, under enable_grad, does not)
+    assert [str(m.message) for m in w] == (["None of the inputs have requires_grad=True. Gradients will be None"]
+                                           if outer and inner else [])
+    out.sum().backward()
     got, a.grad = a.grad, None
     g(f(a)).sum().backward()
     _close(got, a.grad)
