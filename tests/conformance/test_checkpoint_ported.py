@@ -39,7 +39,6 @@ import pytest
 from _checkpoint_helpers import _close, _np, _rand
 
 
-
 def _mlp(T, sizes=(6, 5, 4, 3)):
     T.manual_seed(0)
     layers = []

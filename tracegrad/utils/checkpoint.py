@@ -15,7 +15,8 @@ Two mechanisms, as torch has them:
 
 Everything here is plain Python over Tensors (no ``.item()``, no branching on values), so it
 runs the same inside a trace (``tracegrad.compile``) as eagerly. The recompute reproduces
-random draws by restoring the default generator's key taken at entry.
+random draws by restoring the default generator's key taken at entry, and runs under the
+autocast settings active at entry (as torch), whatever is active at backward.
 """
 from __future__ import annotations
 
@@ -677,9 +678,12 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
     Raises: ValueError for a list entry that is not an op name; TypeError otherwise.
     Differs from torch: tracegrad has no ``torch.ops`` objects, so ops are named by strings
     (the aten name of the op that made the tensor, read from its ``grad_fn``); the policy is
-    asked per saved tensor that has a ``grad_fn`` (tensors without one are recomputed) and
-    gets no op arguments; kept ops are still re-run by the recomputation (their values are
-    not recomputed into memory: the kept tensor is used), so the saving is memory, not time.
+    asked once per op (``grad_fn`` node) whose output is saved for backward, not about every
+    op the forward runs (tensors without a ``grad_fn`` are recomputed), and gets no op
+    arguments; kept ops are still re-run by the recomputation (their values are not
+    recomputed into memory: the kept tensor is used), so the saving is memory, not time.
+    As torch, a region whose policy kept a tensor can be backpropagated through once: a
+    second backward call (``retain_graph=True``) raises RuntimeError.
     """
     if isinstance(policy_fn_or_list, list):
         for op in policy_fn_or_list:
