@@ -32,6 +32,7 @@ import collections
 import contextlib
 import copy
 import gc
+import warnings
 import weakref
 
 import pytest
@@ -133,7 +134,41 @@ def test_checkpoint_not_preserve_rng_state(T, use_reentrant):
     assert (fwd_mask != grad_mask).any()
 
 
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_sequential_rng(T, use_reentrant):
+    # TestCheckpoint.test_checkpoint_rng_cpu through checkpoint_sequential: dropouts in the
+    # checkpointed segments; with the generator state restored, the plain run gives the same
+    # output and input gradient; preserve_rng_state is passed through as a keyword
+    model = T.nn.Sequential(T.nn.Linear(8, 8), T.nn.Dropout(), T.nn.Tanh(), T.nn.Dropout(), T.nn.Linear(8, 2))
+    x = _rand(T, 30, 16, 8, rg=True)
+    state = T.get_rng_state()
+    out = T.utils.checkpoint.checkpoint_sequential(model, 2, x, use_reentrant=use_reentrant,
+                                                   preserve_rng_state=True)
+    out.sum().backward()
+    got, x.grad = x.grad, None
+    T.set_rng_state(state)
+    ref = model(x)
+    ref.sum().backward()
+    _close(out, ref)
+    _close(got, x.grad)
+
+
 # ---- TestAutograd checkpoint tests (test/test_autograd.py) ------------------------------------
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_identity_function(T, use_reentrant):
+    # the identity function of TestAutograd.test_checkpoint_warns_if_use_reentrant_not_passed_
+    # explcitly: no warning when use_reentrant is passed; the non-reentrant checkpoint returns
+    # the input itself, the reentrant one a new output of CheckpointFunctionBackward
+    a = T.ones(3, requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = T.utils.checkpoint.checkpoint(lambda v: v, a, use_reentrant=use_reentrant)
+    assert w == []
+    assert (out is a) == (not use_reentrant)
+    assert (type(out.grad_fn).__name__ if out.grad_fn else None) == (
+        "CheckpointFunctionBackward" if use_reentrant else None)
+    (out * 2).sum().backward()
+    _close(a.grad, T.full((3,), 2.0))
 def test_checkpointing_reentrant_many_inputs(T):
     # TestAutograd.test_checkpointing (scaled down): one module checkpointed once per input,
     # outputs stacked and reduced; the gradients equal an un-checkpointed copy's
