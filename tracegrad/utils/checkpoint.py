@@ -102,7 +102,8 @@ class GraphExecGroup:
 
     def __enter__(self):
         if _graph_exec_group[0] is not None:
-            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {_graph_exec_group[0]}")
+            raise RuntimeError("GraphExecGroup contexts cannot be nested. Already inside group "
+                               f"{_graph_exec_group[0]}")
         _graph_exec_group[0] = self
         return self
 
@@ -332,9 +333,10 @@ class _Frame:
 
     def fail(self, msg):
         if self.debug_log is not None:
-            msg += ("\nYou are seeing this error because you passed `debug=True` to checkpoint and the "
-                    "tensors saved during the original forward differ from those saved during the "
-                    "recomputation.\nTensors saved (producing node, shape, dtype, where) during the original forward:\n"
+            msg += ("\nYou are seeing this error because you passed `debug=True` to checkpoint and "
+                    "the tensors saved during the original forward differ from those saved during "
+                    "the recomputation.\n"
+                    "Tensors saved (producing node, shape, dtype, where) during the original forward:\n"
                     + "\n".join(self.debug_log["forward"])
                     + "\n\nTensors saved during recomputation:\n" + "\n".join(self.debug_log["recompute"]))
         else:
@@ -396,7 +398,7 @@ class _checkpoint_hooks(saved_tensors_hooks):
                 if task == -1:   # e.g. grad_fn._saved_self outside backward: recompute each time
                     task = next(_fresh_ids)
             if frame.policy is not None:
-                frame.policy.check_single_backward(frame, task)
+                frame.policy.check_single_backward(task)
             if holder.kept is not None:
                 return _SelectiveForward.unkeep(holder, frame)
             if not frame.is_recomputed[task]:
@@ -416,9 +418,9 @@ class _checkpoint_hooks(saved_tensors_hooks):
                            if _graph_exec_group[0] is not None else "")
                 raise CheckpointError(
                     "torch.utils.checkpoint: Unpack is being triggered for a tensor that was "
-                    f"already unpacked once. {overlap}If you are calling ctx.saved_tensors in backward, make "
-                    "sure to do so only once. Otherwise please open an issue with details on your "
-                    "use case.")
+                    f"already unpacked once. {overlap}If you are calling ctx.saved_tensors in "
+                    "backward, make sure to do so only once. Otherwise please open an issue with "
+                    "details on your use case.")
             ret = frame.recomputed[task][h]
             holder.handles[task] = None
             return ret
@@ -464,9 +466,9 @@ def _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, dete
         out = function(*args, **kwargs)
         done = True
     if not done:   # forward_context swallowed the function's exception: no value to return
-        raise RuntimeError("torch.utils.checkpoint: the forward context provided by context_fn suppressed an "
-                           "exception raised during the checkpointed forward. This is not supported because "
-                           "checkpoint cannot return a value for a failed forward.")
+        raise RuntimeError("torch.utils.checkpoint: the forward context provided by context_fn "
+                           "suppressed an exception raised during the checkpointed forward. This is "
+                           "not supported because checkpoint cannot return a value for a failed forward.")
     frame.forward_completed = True
     return out
 
@@ -643,7 +645,7 @@ class _SelectiveForward:
                             f"CheckpointPolicy or a bool, got {type(policy).__name__}")
         return policy
 
-    def check_single_backward(self, frame, task):
+    def check_single_backward(self, task):
         """torch consumes the kept tensors in the first backward through the region: a second
         one (another graph task, e.g. after retain_graph=True) is a RuntimeError."""
         if not self.kept_any:
@@ -651,8 +653,8 @@ class _SelectiveForward:
         if self.used_by is None:
             self.used_by = task
         elif self.used_by != task:
-            raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once "
-                               "on any region computed under selective activation checkpoint.")
+            raise RuntimeError("Trying to backward an extra time. You are only allowed to backward "
+                               "once on any region computed under selective activation checkpoint.")
 
     @staticmethod
     def unkeep(holder, frame):
