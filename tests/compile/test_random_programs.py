@@ -1,0 +1,219 @@
+"""Randomly composed training steps, each run eagerly and through ``tracegrad.compile`` from the
+same initial state and compared after every call (``_harness.check_compiled``), and against
+torch eager where the program draws no random numbers.
+
+A seed picks a program from a small grammar of what training code does: layers (Linear,
+LayerNorm, BatchNorm1d, Dropout, activations, a residual), tensor code in the forward (views
+and transposes, slices and ``cat``, an in-place op on a clone, ``where``, ``clamp``), a loss,
+an optimizer from ``tracegrad.optim`` with its options, param groups, a frozen parameter, an
+intermediate's ``retain_grad`` whose ``.grad`` is kept, gradient clipping, micro-batch
+accumulation, ``.grad`` accumulated across calls, and between calls an lr scheduler, a
+``train()``/``eval()`` switch or a new batch size. The seeds in ``SEEDS`` run in the suite;
+``python tests/compile/test_random_programs.py N`` runs seeds 0..N-1 and prints failures.
+"""
+import random
+import sys
+
+import pytest
+
+import tracegrad
+
+from ._harness import check_compiled, data, labels, np_init
+
+# eps 1e-3: a gradient that is zero up to rounding (a bias whose effect the next normalization
+# removes, a column the forward overwrites) becomes a full-size step of rounding noise under
+# g / (sqrt(v) + 1e-8), differing between any two correct evaluation orders. Rprop (the sign
+# of g alone) is covered by test_optimizers on a well-conditioned model instead.
+E = 1e-3
+OPTIMIZERS = [
+    ("SGD", dict(lr=0.05)), ("SGD", dict(lr=0.05, momentum=0.9)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("Adam", dict(lr=0.01, eps=E)), ("Adam", dict(lr=0.01, amsgrad=True, eps=E)),
+    ("AdamW", dict(lr=0.01, weight_decay=0.1, eps=E)), ("RMSprop", dict(lr=0.01, eps=E)),
+    ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True, eps=E)), ("Adagrad", dict(lr=0.05, eps=E)),
+    ("Adadelta", dict(lr=0.5)), ("Adamax", dict(lr=0.01, eps=E)), ("NAdam", dict(lr=0.01, eps=E)),
+    ("RAdam", dict(lr=0.01, eps=E)), ("ASGD", dict(lr=0.01)),
+]
+ACTIVATIONS = ["ReLU", "Tanh", "GELU", "SiLU", "Sigmoid", "LeakyReLU", "ELU", "Softplus"]
+LOSSES = ["mse", "cross_entropy", "smooth_l1", "huber", "sum_sq"]
+D_IN, CLASSES = 6, 3
+
+
+class Spec:
+    """One program's choices, drawn from ``random.Random(seed)`` (the same for every library)."""
+
+    def __init__(self, seed):
+        r = random.Random(seed)
+        self.seed = seed
+        self.widths = [D_IN] + [r.choice([4, 5, 8]) for _ in range(r.randint(1, 3))]
+        self.layers = []           # per hidden layer: (activation, norm, dropout, residual)
+        for i in range(len(self.widths) - 1):
+            self.layers.append((r.choice(ACTIVATIONS), r.choice([None, None, "LayerNorm", "BatchNorm1d"]),
+                                r.random() < 0.2, self.widths[i] == self.widths[i + 1] and r.random() < 0.5))
+        self.tensor_code = r.sample(["view", "slice_cat", "inplace", "where", "clamp", "scale"], r.randint(0, 3))
+        self.loss = r.choice(LOSSES)
+        self.opt = r.choice(OPTIMIZERS)
+        self.groups = r.random() < 0.3
+        self.freeze = r.random() < 0.2
+        self.retain = r.random() < 0.3
+        self.clip = r.choice([None, None, "norm", "value"])
+        self.micro = r.random() < 0.2
+        self.zero = r.choice(["none", "zeros", "skip"] if r.random() < 0.3 else ["none"])
+        self.between = r.choice([None, None, "scheduler", "mode", "batch"])
+        self.calls = 3
+
+    @property
+    def random_draws(self):
+        return any(drop for _, _, drop, _ in self.layers)
+
+    def __repr__(self):
+        return f"Spec(seed={self.seed}, {self.__dict__})"
+
+
+def make_program(spec):
+    def make(mod, wrap):
+        nn, F = mod.nn, mod.nn.functional
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lins, self.norms, self.acts, self.drops = nn.ModuleList(), nn.ModuleList(), nn.ModuleList(), nn.ModuleList()
+                for (a, b), (act, norm, drop, _) in zip(zip(spec.widths, spec.widths[1:]), spec.layers):
+                    # a bias feeding BatchNorm has a zero gradient up to rounding, which an
+                    # adaptive optimizer (g / sqrt(v)) turns into full-size steps of rounding
+                    # noise: no bias there, as models are written
+                    self.lins.append(nn.Linear(a, b, bias=norm != "BatchNorm1d"))
+                    self.norms.append(getattr(nn, norm)(b) if norm else nn.Identity())
+                    self.acts.append(getattr(nn, act)())
+                    self.drops.append(nn.Dropout(0.3) if drop else nn.Identity())
+                self.head = nn.Linear(spec.widths[-1], CLASSES if spec.loss == "cross_entropy" else 2)
+
+            def forward(self, x):
+                for lin, norm, act, drop, (_, _, _, res) in zip(self.lins, self.norms, self.acts, self.drops, spec.layers):
+                    h = drop(act(norm(lin(x))))
+                    x = x + h if res else h
+                x = tensor_code(mod, x, spec.tensor_code)
+                if spec.retain:
+                    x.retain_grad()
+                    stash["inter"] = x
+                return self.head(x)
+
+        stash = {}
+        model = np_init(Net(), mod, seed=spec.seed)
+        params = [p for _, p in model.named_parameters()]
+        if spec.freeze:
+            params[0].requires_grad_(False)
+        name, kw = spec.opt
+        trainable = [p for p in params if p.requires_grad]
+        groups = [{"params": trainable[:1], "lr": kw["lr"] * 2}, {"params": trainable[1:]}] if spec.groups else trainable
+        opt = getattr(mod.optim, name)(groups, **kw)
+        sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+
+        def loss_of(x, y):
+            out = model(x)
+            if spec.loss == "cross_entropy":
+                return F.cross_entropy(out, y)
+            t = y[:, :2] if y.dim() == 2 else None
+            if spec.loss == "mse":
+                return F.mse_loss(out, t)
+            if spec.loss == "smooth_l1":
+                return F.smooth_l1_loss(out, t, beta=0.5)
+            if spec.loss == "huber":
+                return F.huber_loss(out, t, delta=0.3)
+            return ((out - t) ** 2).sum() / out.shape[0]
+
+        def step(x, y):
+            if spec.zero == "none":
+                opt.zero_grad()
+            elif spec.zero == "zeros":
+                opt.zero_grad(set_to_none=False)
+            if spec.micro:
+                half = x.shape[0] // 2
+                total = 0.0
+                for xs, ys in ((x[:half], y[:half]), (x[half:], y[half:])):
+                    loss = loss_of(xs, ys) / 2
+                    loss.backward()
+                    total = total + loss.detach()
+            else:
+                total = loss_of(x, y)
+                total.backward()
+            if spec.retain:
+                stash["inter_grad"] = stash.pop("inter").grad.clone()
+            if spec.clip == "norm":
+                mod.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            elif spec.clip == "value":
+                mod.nn.utils.clip_grad_value_(model.parameters(), 0.02)
+            opt.step()
+            return total
+
+        def batch(i):
+            n = 6 if spec.between == "batch" and i == 2 else 4
+            y = labels(mod, i, n, CLASSES) if spec.loss == "cross_entropy" else data(mod, i, n, 2, seed=300)
+            return data(mod, i, n, D_IN), y
+
+        return wrap(step), {"model": model, "opt": opt, "sched": sched, "stash": stash}, batch
+    return make
+
+
+def tensor_code(mod, x, ops):
+    """What forward code does to activations besides layers, on an (n, d) tensor."""
+    for op in ops:
+        n, d = x.shape
+        if op == "view":
+            x = x.reshape(n, 1, d).transpose(0, 1).contiguous().view(n, d) * 1.0
+        elif op == "slice_cat":
+            k = d // 2
+            x = mod.cat([x[:, k:], x[:, :k] * 0.5], dim=1)
+        elif op == "inplace":
+            x = x.clone()
+            x.mul_(1.5).add_(0.1)
+            x[:, 0] = x[:, 0] * 2
+        elif op == "where":
+            x = mod.where(x > 0, x, x * 0.1)
+        elif op == "clamp":
+            x = x.clamp(-1.0, 1.0)
+        else:
+            x = x / (1.0 + x.abs().mean())
+    return x
+
+
+def between_calls(spec):
+    if spec.between == "scheduler":
+        return lambda state, i: state["sched"].step()
+    if spec.between == "mode":
+        return lambda state, i: state["model"].train(i % 2 == 1)
+    return None
+
+
+def run_seed(seed, torch_too=True):
+    spec = Spec(seed)
+    torch_too = torch_too and not spec.random_draws
+    return check_compiled(make_program(spec), calls=spec.calls, between=between_calls(spec),
+                          torch_too=torch_too, rtol=1e-4, atol=1e-4)
+
+
+SEEDS = list(range(20))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_program(seed):
+    pytest.importorskip("torch")
+    run = run_seed(seed)
+    assert run.step.stats["traces"] >= 1, Spec(seed)
+
+
+if __name__ == "__main__":         # a longer search: python tests/compile/test_random_programs.py 300
+    import traceback
+    import torch
+    torch.set_num_threads(1)
+    bad = []
+    for s in range(int(sys.argv[1]) if len(sys.argv) > 1 else 100):
+        try:
+            run = run_seed(s)
+            if run.step.stats["graph_breaks"]:
+                print(s, "breaks", run.step.stats["graph_breaks"])
+        except Exception:  # noqa: BLE001 -- report every failing seed
+            bad.append(s)
+            print(f"seed {s} FAILED: {Spec(s)}")
+            traceback.print_exc(limit=3)
+    print("failed seeds:", bad)
