@@ -248,6 +248,14 @@ def test_gradient_for_non_tensor_input(T):
         _returns(T, lambda g: (g, g)).apply(x, 2.0).sum().backward()
 
 
+def test_gradient_broadcast_shape_is_summed(T):
+    # validate_outputs in torch's engine: a gradient the input's shape expands to is summed
+    # back to that shape (leading and size-1 dimensions)
+    x = T.ones(1, 3, requires_grad=True)
+    _returns(T, lambda g: g.expand(4, 2, 3)).apply(x).sum().backward()
+    assert _np(x.grad).tolist() == [[8.0] * 3]
+
+
 def test_too_many_grads_trailing_none(T):
     # TestAutograd.test_too_many_grads: extra trailing Nones are accepted and dropped
     x = T.ones(3, requires_grad=True)
@@ -710,9 +718,6 @@ def test_custom_function_local_inplace(T):
         np.testing.assert_allclose(_np(out), _np(base)[:3] + (2 if inplace else 0), rtol=1e-6)
 
 
-@_gap("gap: tracegrad does not mark a view returned by a custom Function as made inside one "
-      "(torch's CreationMeta::IN_CUSTOM_FUNCTION), so an in-place write to it is not refused with "
-      "torch's error (needs view-from-Function support in _dispatch)")
 def test_custom_function_return_view_in_nograd(T):
     # TestAutograd.test_custom_function_return_view_in_nograd: applied under no_grad, a view
     # output behaves like the same view op (no grad), and writing it in place under grad mode
@@ -735,9 +740,6 @@ def test_custom_function_return_view_in_nograd(T):
         out.zero_()
 
 
-@_gap("gap: tracegrad does not mark a view returned by a custom Function as made inside one "
-      "(torch's CreationMeta::IN_CUSTOM_FUNCTION), so an in-place write to it is not refused with "
-      "torch's error (needs view-from-Function support in _dispatch)")
 def test_custom_function_view_output_inplace(T):
     # TestAutograd.test_autograd_simple_views_python (the inplace part): a view returned by a
     # Function under grad mode may not be modified in place
@@ -754,6 +756,105 @@ def test_custom_function_view_output_inplace(T):
     assert type(out.grad_fn).__name__ == "AliasBackward"
     with pytest.raises(RuntimeError, match="Output 0 of Alias is a view and is being modified inplace"):
         out.zero_()
+
+
+def test_function_returns_input_inplace_refused(T):
+    # TestAutograd.test_function_returns_input / test_autograd_simple_views_python: the alias
+    # of an input returned as-is may not be modified in place
+    class Id(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    out = Id.apply(T.ones(2, requires_grad=True).clone())
+    with pytest.raises(RuntimeError, match="Output 0 of Id is a view and is being modified inplace"):
+        out.add_(1)
+
+
+def test_mark_dirty_non_input_warns(T):
+    # custom_function.cpp _wrap_outputs: mark_dirty on a tensor forward made (not an input)
+    # warns when the graph is recorded and is otherwise harmless
+    class Dirty(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            t = x * 2
+            ctx.mark_dirty(t)
+            return t
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = T.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="mark_dirty.. received a tensor that was not an input"):
+        y = Dirty.apply(x)
+    y.sum().backward()
+    assert _np(x.grad).tolist() == [2.0, 2.0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Dirty.apply(T.ones(2))
+
+
+def test_saved_tensors_hooks_on_function(T):
+    # TestAutograd saved-tensor hooks on a custom Function (test_custom_function_saved_tensors,
+    # the intermediates case): pack runs at save for the input and for a tensor made in forward
+    # (not None), in order; unpack runs when backward reads them and its values are used
+    log = []
+
+    class Saves(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            inter = x.exp()
+            ctx.save_for_backward(x, inter, None)
+            return inter * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            x, inter, none = ctx.saved_tensors
+            assert none is None
+            return g * inter * 2
+
+    def pack(t):
+        log.append(("pack", _np(t).round(4).tolist()))
+        return t * 10
+
+    def unpack(t):
+        log.append(("unpack", _np(t).round(4).tolist()))
+        return t / 10
+
+    x = T.tensor([0.0, 1.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = Saves.apply(x)
+    assert log == [("pack", [0.0, 1.0]), ("pack", [1.0, 2.7183])]
+    y.sum().backward()
+    assert log[2:] == [("unpack", [0.0, 10.0]), ("unpack", [10.0, 27.1828])]
+    np.testing.assert_allclose(_np(x.grad), 2 * np.exp([0.0, 1.0]), rtol=1e-5)
+
+
+def test_integer_output_not_differentiable(T):
+    # TestAutograd.test_mark_non_differentiable-style: an integer output needs no marking; its
+    # gradient reaches backward materialized as an integer zero
+    seen = []
+
+    class ArgMax(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x.argmax()
+
+        @staticmethod
+        def backward(ctx, g, g_idx):
+            seen.append((g_idx.dtype == T.int64, g_idx.item()))
+            return g * 2
+
+    x = T.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    y, idx = ArgMax.apply(x)
+    assert y.requires_grad and not idx.requires_grad and idx.grad_fn is None and idx.item() == 1
+    y.sum().backward()
+    assert seen == [(True, 0)] and _np(x.grad).tolist() == [2.0] * 3
 
 
 # ---- mark_non_differentiable ------------------------------------------------------------------

@@ -261,6 +261,9 @@ class Function(metaclass=_FunctionMeta):
                                            "in-place operation (mark_dirty). Clone the leaf before taking the view.")
                     if b is not None and len(outs) > 1:   # the view rebase needs a single-output node
                         raise RuntimeError(MSG_DIRTY_VIEW_MULTI_OUTPUT)
+                    if id(o) not in inputs_by_id:
+                        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                                      "Tensors that have been mutated should be passed to ctx.mark_dirty().")
                     o._gf, o._out_nr, o._rg, o._gf_ver = ctx, i, True, o._vc[0]
                 made[id(o)] = res = o
             elif id(o) in inputs_by_id:
@@ -268,6 +271,7 @@ class Function(metaclass=_FunctionMeta):
                 res = o.detach()
                 if record and id(o) not in nondiff:
                     res._gf, res._out_nr, res._rg = ctx, i, True
+                    res._cfn = (i, cls.__name__)   # in-place writes refused (_dispatch.check_inplace)
             elif id(o) in made:
                 res = made[id(o)]
             else:
@@ -276,6 +280,10 @@ class Function(metaclass=_FunctionMeta):
                     if o._gf is not None or o._base is not None:
                         res = o.detach()
                     res._gf, res._out_nr, res._rg = ctx, i, True
+                if o._base is not None and id(o) not in nondiff:
+                    # a view returned by forward: torch forbids writing it in place (the view
+                    # rebase would bypass this backward); _dispatch.check_inplace raises
+                    res._cfn = (i, cls.__name__)
                 made[id(o)] = res
             meta.append((tuple(o.shape), o.dtype, id(o) in nondiff))
             result.append(res)
