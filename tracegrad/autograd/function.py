@@ -345,8 +345,9 @@ def once_differentiable(fn):
         outs = (outputs,) if single else outputs
         # as torch: one Error node over detached aliases (that require grad) of all the outputs,
         # with an edge per output (None for a None gradient), so double backward reaches it
-        fakes = tuple(o.detach().requires_grad_() if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex)
-                      else o for o in outs)
+        fakes = tuple(o.detach().requires_grad_()
+                      if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) else o
+                      for o in outs)
         wrapped = _DelayedError.apply(ctx.name(), *fakes)
         node = next((w.grad_fn for w in wrapped if isinstance(w, Tensor) and w.grad_fn is not None), None)
         if node is not None:
