@@ -199,6 +199,38 @@ def reentrant_program(mod, wrap):
     return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 3, 2),)
 
 
+def _passthrough_dup(mod):
+    class PassDup(mod.autograd.Function):
+        """Returns its input as-is, then one new tensor twice (the same object); backward
+        weights the three gradients 1, 2 and 5 (whatever the forward did)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            y = x.tanh()
+            return x, y, y
+
+        @staticmethod
+        def backward(ctx, g_x, g_y1, g_y2):
+            return g_x + 2 * g_y1 + 5 * g_y2
+    return PassDup
+
+
+def passthrough_program(mod, wrap):
+    model = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.SGD(model.parameters(), lr=0.1)
+    fn = _passthrough_dup(mod)
+
+    def step(x):
+        opt.zero_grad()
+        same, y1, y2 = fn.apply(model(x))
+        assert y1 is y2
+        loss = (same * y1).sum() + y2.mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 4, 3),)
+
+
 def _check_whole_step(make):
     """Compiled == eager tracegrad == eager torch, every call; the step is one trace, no breaks."""
     run = check_compiled(make, calls=3, torch_too=True)
@@ -226,3 +258,7 @@ def test_mark_dirty_discarded_output_in_step():
 
 def test_reentrant_backward_in_step():
     _check_whole_step(reentrant_program)
+
+
+def test_input_returned_as_is_and_duplicate_output_in_step():
+    _check_whole_step(passthrough_program)

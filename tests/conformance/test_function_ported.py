@@ -723,6 +723,28 @@ def test_return_duplicate(T):
     assert T.autograd.gradcheck(fn, (x,)) and T.autograd.gradgradcheck(fn, (x,))
 
 
+def test_return_duplicate_takes_last_position(T):
+    # TestAutograd.test_return_duplicate (which slot): the one object's edge is its last
+    # position, so that slot gets the gradient and the earlier ones get zeros
+    seen = []
+
+    class Three(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            return y, y, y
+
+        @staticmethod
+        def backward(ctx, *gs):
+            seen.append([_np(g).tolist() for g in gs])
+            return sum(gs)
+
+    p, q, r = Three.apply(T.ones(2, requires_grad=True))
+    assert p is q is r and p.output_nr == 2
+    p.sum().backward()
+    assert seen == [[[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]]
+
+
 def test_return_duplicate_inplace(T):
     # TestAutograd.test_return_duplicate_inplace: a dirty input returned twice; a leaf that
     # requires grad is refused, and so is a view when the Function has more than one output
@@ -744,6 +766,7 @@ def test_return_duplicate_inplace(T):
 
     x = _rand(T, 3, dtype=T.float64, requires_grad=True)
     assert T.autograd.gradcheck(fn, (x,)) and T.autograd.gradgradcheck(fn, (x,))
+    assert DupInplace.apply(x.clone())[0].output_nr == 1
     with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
         DupInplace.apply(x)
     with pytest.raises(RuntimeError, match="cannot return more than one Tensor"):

@@ -244,14 +244,21 @@ class Function(metaclass=_FunctionMeta):
         ctx._in_meta = tuple((tuple(a.shape), a.dtype, n) if isinstance(a, Tensor) else None
                              for a, n in zip(args, needs))
         result, meta = [], []
-        made = {}    # id of a new (non-input) output -> its result: a duplicate is the same object, as torch
+        made = {}    # id of a new or dirty output -> its result: a duplicate is the same object, as torch
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 result.append(o)
                 meta.append((None, None, True))
                 continue
-            if id(o) in dirty:
-                if record and id(o) not in made:
+            if id(o) in made:
+                # the same tensor returned again: one object, whose edge is its last position
+                res = made[id(o)]
+                if res._gf is ctx:
+                    res._out_nr = i
+                if "_cfn" in res.__dict__:
+                    res._cfn = (i, cls.__name__)
+            elif id(o) in dirty:
+                if record:
                     if o._gf is None and o._rg:
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
                                            "operation (mark_dirty). Clone it before passing it in.")
@@ -272,8 +279,6 @@ class Function(metaclass=_FunctionMeta):
                 if record and id(o) not in nondiff:
                     res._gf, res._out_nr, res._rg = ctx, i, True
                     res._cfn = (i, cls.__name__)   # in-place writes refused (_dispatch.check_inplace)
-            elif id(o) in made:
-                res = made[id(o)]
             else:
                 res = o
                 if record and id(o) not in nondiff and (o.dtype.is_floating_point or o.dtype.is_complex):
