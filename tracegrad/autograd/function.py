@@ -43,7 +43,9 @@ class FunctionCtx:
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *args):
-        """Declare inputs modified in place by forward (they must be returned as outputs)."""
+        """Declare inputs modified in place by forward (they must be returned as outputs).
+        RuntimeError at apply for a leaf that requires grad, a view of one, or a view when the
+        Function returns several tensors; UserWarning for a tensor that is not an input."""
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):
@@ -180,8 +182,12 @@ class Function(metaclass=_FunctionMeta):
 
     ``forward(ctx, *args, **kwargs)`` (or ``forward(*args)`` plus
     ``setup_context(ctx, inputs, output)``) runs with grad recording off;
-    ``backward(ctx, *grad_outputs)`` returns one gradient (or None) per forward input.
-    RuntimeError when backward returns the wrong number of gradients.
+    ``backward(ctx, *grad_outputs)`` (or ``vjp``, not both) returns one gradient (or None) per
+    forward input; a gradient of another dtype is cast, one the input's shape broadcasts to is
+    summed to it. An input returned as-is comes back as a new alias; a tensor returned twice is
+    one object. RuntimeError when backward returns the wrong number of gradients, a non-tensor
+    gradient, a gradient for a non-tensor input or one of an incompatible shape, and when a view
+    (or an as-is input) the Function returned is later modified in place.
     """
 
     def __init__(self, *args, **kwargs):
