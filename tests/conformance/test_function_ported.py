@@ -956,6 +956,39 @@ def test_mark_non_differentiable_none(T):
     np.testing.assert_allclose(_np(x.grad), _np(x) ** 2, rtol=1e-6)
 
 
+def test_non_differentiable_input_returned_and_no_grad_apply(T):
+    # TestAutograd.test_no_grad_input / test_mark_non_differentiable_mixed: an input returned
+    # as-is and marked non-differentiable is a new alias without history; forward always runs
+    # with grad off and sees needs_input_grad from its inputs, under no_grad too; a second
+    # save_for_backward replaces the first
+    seen = []
+
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            seen.append((tuple(ctx.needs_input_grad), T.is_grad_enabled()))
+            ctx.mark_non_differentiable(x)
+            ctx.save_for_backward(x)
+            ctx.save_for_backward(y * 3)
+            return x, y * 2
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            seen.append(_np(gx).tolist())
+            (y3,) = ctx.saved_tensors
+            return None, gy * y3
+
+    a, b = T.ones(2, requires_grad=True), T.ones(2, requires_grad=True)
+    with T.no_grad():
+        p, q = F.apply(a, b)
+    assert p is not a and not p.requires_grad and not q.requires_grad and q.grad_fn is None
+    p, q = F.apply(a, b)
+    assert p is not a and not p.requires_grad and p.grad_fn is None and q.grad_fn.name() == "FBackward"
+    (q + q).sum().backward()
+    assert seen == [((True, True), False), ((True, True), False), [0.0, 0.0]]
+    assert _np(b.grad).tolist() == [6.0, 6.0] and a.grad is None
+
+
 def test_dep_nograd(T):
     # TestAutograd.test_dep_nograd: a non-differentiable output feeding another Function does
     # not make it require a gradient there
