@@ -291,7 +291,21 @@ _DERIVED_SAVED = {
 
 # ---- in-place ops ------------------------------------------------------------------------------
 
+MSG_CUSTOM_FUNCTION_VIEW = (
+    "This view was created inside a custom Function (or because an input was returned as-is) and "
+    "the autograd logic to handle view+inplace would override the custom backward associated with "
+    "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+    "this by cloning the output of the custom Function.")
+
+
 def check_inplace(t):
+    if STATE[0] and t._rg and "_cfn" in t.__dict__:
+        # a view (or an input returned as-is) that a custom Function returned: torch's
+        # IN_CUSTOM_FUNCTION creation meta, checked before the leaf checks as torch does
+        nr, name = t._cfn
+        where = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+                 if "_cmeta" in t.__dict__ else f"Output {nr} of {name} is a view and is being modified inplace. ")
+        raise RuntimeError(where + MSG_CUSTOM_FUNCTION_VIEW)
     if t._gf is None and t._rg and STATE[0] and t._base is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "

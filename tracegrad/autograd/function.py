@@ -43,7 +43,9 @@ class FunctionCtx:
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *args):
-        """Declare inputs modified in place by forward (they must be returned as outputs)."""
+        """Declare inputs modified in place by forward (they must be returned as outputs).
+        RuntimeError at apply for a leaf that requires grad, a view of one, or a view when the
+        Function returns several tensors; UserWarning for a tensor that is not an input."""
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):
@@ -82,7 +84,11 @@ class BackwardCFunction(Node, FunctionCtx):
             return tuple(self.to_save)
         return tuple(None if s is None else s.get(self, i) for i, s in enumerate(self._saved))
 
-    saved_variables = saved_tensors
+    @property
+    def saved_variables(self):
+        """Deprecated alias of ``saved_tensors`` (DeprecationWarning, as torch)."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
+        return self.saved_tensors
 
     def apply(self, grads, create_graph=False):
         if self._released and self._saved:
@@ -93,8 +99,11 @@ class BackwardCFunction(Node, FunctionCtx):
                 g = _factories.zeros(shape, dtype=dtype)
             gs.append(g)
         cls = self._forward_cls
-        # `vjp` and `backward` are aliases: a Function may define either
-        bwd = cls.backward if cls.backward is not Function.backward or cls.vjp is Function.vjp else cls.vjp
+        # `vjp` and `backward` are aliases: a Function may define either, not both (as torch)
+        if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+                               "You should only implement one of them.")
+        bwd = cls.backward if cls.backward is not Function.backward else cls.vjp
         res = bwd(self, *gs)
         if not isinstance(res, tuple):
             res = (res,)
@@ -114,8 +123,9 @@ class BackwardCFunction(Node, FunctionCtx):
             if r is None or not needs:
                 out.append(None)
                 continue
-            if not isinstance(r, Tensor):
-                raise TypeError(f"function {self.name()} returned a {type(r).__name__} as gradient {i}; expected a Tensor or None")
+            if not isinstance(r, Tensor):   # torch: RuntimeError from validate_outputs
+                raise RuntimeError(f"function {self.name()} returned a {type(r).__name__} as gradient {i}: "
+                                   f"expected Variable or None (got {type(r).__name__})")
             if tuple(r.shape) != tuple(shape):
                 r = _sum_to(r, shape, self.name(), i)
             if r.dtype is not dtype:
@@ -160,7 +170,10 @@ def _backward_cls(fn_cls):
 
 
 class _FunctionMeta(type):
-    pass
+    @property
+    def _backward_cls(cls):
+        """The node class of this Function (``<Name>Backward``), as torch's ``Function._backward_cls``."""
+        return _backward_cls(cls)
 
 
 class Function(metaclass=_FunctionMeta):
@@ -169,8 +182,12 @@ class Function(metaclass=_FunctionMeta):
 
     ``forward(ctx, *args, **kwargs)`` (or ``forward(*args)`` plus
     ``setup_context(ctx, inputs, output)``) runs with grad recording off;
-    ``backward(ctx, *grad_outputs)`` returns one gradient (or None) per forward input.
-    RuntimeError when backward returns the wrong number of gradients.
+    ``backward(ctx, *grad_outputs)`` (or ``vjp``, not both) returns one gradient (or None) per
+    forward input; a gradient of another dtype is cast, one the input's shape broadcasts to is
+    summed to it. An input returned as-is comes back as a new alias; a tensor returned twice is
+    one object. RuntimeError when backward returns the wrong number of gradients, a non-tensor
+    gradient, a gradient for a non-tensor input or one of an incompatible shape, and when a view
+    (or an as-is input) the Function returned is later modified in place.
     """
 
     def __init__(self, *args, **kwargs):
@@ -233,12 +250,20 @@ class Function(metaclass=_FunctionMeta):
         ctx._in_meta = tuple((tuple(a.shape), a.dtype, n) if isinstance(a, Tensor) else None
                              for a, n in zip(args, needs))
         result, meta = [], []
+        made = {}    # id of a new or dirty output -> its result: a duplicate is the same object, as torch
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 result.append(o)
                 meta.append((None, None, True))
                 continue
-            if id(o) in dirty:
+            if id(o) in made:
+                # the same tensor returned again: one object, whose edge is its last position
+                res = made[id(o)]
+                if res._gf is ctx:
+                    res._out_nr = i
+                if "_cfn" in res.__dict__:
+                    res._cfn = (i, cls.__name__)
+            elif id(o) in dirty:
                 if record:
                     if o._gf is None and o._rg:
                         raise RuntimeError("a leaf Variable that requires grad has been used in an in-place "
@@ -247,19 +272,30 @@ class Function(metaclass=_FunctionMeta):
                     if b is not None and b._gf is None and b._rg:
                         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
                                            "in-place operation (mark_dirty). Clone the leaf before taking the view.")
+                    if b is not None and len(outs) > 1:   # the view rebase needs a single-output node
+                        raise RuntimeError(MSG_DIRTY_VIEW_MULTI_OUTPUT)
+                    if id(o) not in inputs_by_id:
+                        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                                      "Tensors that have been mutated should be passed to ctx.mark_dirty().")
                     o._gf, o._out_nr, o._rg, o._gf_ver = ctx, i, True, o._vc[0]
-                res = o
+                made[id(o)] = res = o
             elif id(o) in inputs_by_id:
                 # an input returned unchanged: the output is a new alias of it
                 res = o.detach()
                 if record and id(o) not in nondiff:
                     res._gf, res._out_nr, res._rg = ctx, i, True
+                    res._cfn = (i, cls.__name__)   # in-place writes refused (_dispatch.check_inplace)
             else:
                 res = o
                 if record and id(o) not in nondiff and (o.dtype.is_floating_point or o.dtype.is_complex):
                     if o._gf is not None or o._base is not None:
                         res = o.detach()
                     res._gf, res._out_nr, res._rg = ctx, i, True
+                if o._base is not None and id(o) not in nondiff:
+                    # a view returned by forward: torch forbids writing it in place (the view
+                    # rebase would bypass this backward); _dispatch.check_inplace raises
+                    res._cfn = (i, cls.__name__)
+                made[id(o)] = res
             meta.append((tuple(o.shape), o.dtype, id(o) in nondiff))
             result.append(res)
         ctx._out_meta = tuple(meta)
@@ -272,6 +308,12 @@ class Function(metaclass=_FunctionMeta):
                                for t in ctx.to_save)
             ctx.to_save = ()    # the SavedTensors hold them now; an output kept here would be a cycle
         return tuple(result) if is_tuple else result[0]
+
+
+MSG_DIRTY_VIEW_MULTI_OUTPUT = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot "
+    "return more than one Tensor. Make sure the input is not a view (clone() it first) or make the "
+    "Function return a single Tensor (split it into two Functions).")
 
 
 _SIGNATURES: dict = _state.register_cache("autograd.function._SIGNATURES", {})
@@ -312,21 +354,30 @@ def once_differentiable(fn):
             return outputs
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        # as torch: detached aliases that require grad, so the error node gets an edge
-        wrapped = tuple(_DelayedError.apply(o.detach().requires_grad_(), ctx.name())
-                        if isinstance(o, Tensor) and o.dtype.is_floating_point else o for o in outs)
+        # as torch: one Error node over detached aliases (that require grad) of all the outputs,
+        # with an edge per output (None for a None gradient), so double backward reaches it
+        fakes = tuple(o.detach().requires_grad_()
+                      if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) else o
+                      for o in outs)
+        wrapped = _DelayedError.apply(ctx.name(), *fakes)
+        node = next((w.grad_fn for w in wrapped if isinstance(w, Tensor) and w.grad_fn is not None), None)
+        if node is not None:
+            node.next_functions = tuple(edge(f) if isinstance(f, Tensor) and f.requires_grad else (None, 0)
+                                        for f in fakes)
         return wrapped[0] if single else wrapped
     return wrapper
 
 
 class _DelayedError(Function):
-    @staticmethod
-    def forward(ctx, x, name):
-        ctx.fn_name = name
-        return x.clone()
+    """The node ``once_differentiable`` puts after a backward: differentiating it raises."""
 
     @staticmethod
-    def backward(ctx, g):
+    def forward(ctx, name, *xs):
+        ctx.fn_name = name
+        return xs
+
+    @staticmethod
+    def backward(ctx, *grads):
         raise RuntimeError("trying to differentiate twice a function that was marked with "
                            "@once_differentiable")
 
