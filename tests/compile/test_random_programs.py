@@ -50,7 +50,8 @@ class Spec:
         for i in range(len(self.widths) - 1):
             self.layers.append((r.choice(ACTIVATIONS), r.choice([None, None, "LayerNorm", "BatchNorm1d"]),
                                 r.random() < 0.2, self.widths[i] == self.widths[i + 1] and r.random() < 0.5))
-        self.tensor_code = r.sample(["view", "slice_cat", "inplace", "where", "clamp", "scale"], r.randint(0, 3))
+        self.tensor_code = r.sample(["view", "slice_cat", "inplace", "where", "clamp", "scale", "detach_mix",
+                                     "no_grad_stat", "checkpoint", "softmax"], r.randint(0, 3))
         self.loss = r.choice(LOSSES)
         self.opt = r.choice(OPTIMIZERS)
         self.groups = r.random() < 0.3
@@ -59,7 +60,9 @@ class Spec:
         self.clip = r.choice([None, None, "norm", "value"])
         self.micro = r.random() < 0.2
         self.zero = r.choice(["none", "zeros", "skip"] if r.random() < 0.3 else ["none"])
-        self.between = r.choice([None, None, "scheduler", "mode", "batch"])
+        self.between = r.choice([None, None, "scheduler", "mode", "batch", "edit", "grad_none", "freeze",
+                                 "load_state"])
+        self.split = r.random() < 0.3     # only the forward + loss compiled; backward and step outside
         self.calls = 3
 
     @property
@@ -87,12 +90,13 @@ def make_program(spec):
                     self.acts.append(getattr(nn, act)())
                     self.drops.append(nn.Dropout(0.3) if drop else nn.Identity())
                 self.head = nn.Linear(spec.widths[-1], CLASSES if spec.loss == "cross_entropy" else 2)
+                self.register_buffer("seen", mod.zeros(spec.widths[-1]))
 
             def forward(self, x):
                 for lin, norm, act, drop, (_, _, _, res) in zip(self.lins, self.norms, self.acts, self.drops, spec.layers):
                     h = drop(act(norm(lin(x))))
                     x = x + h if res else h
-                x = tensor_code(mod, x, spec.tensor_code)
+                x = tensor_code(mod, x, spec.tensor_code, self)
                 if spec.retain:
                     x.retain_grad()
                     stash["inter"] = x
@@ -122,6 +126,8 @@ def make_program(spec):
                 return F.huber_loss(out, t, delta=0.3)
             return ((out - t) ** 2).sum() / out.shape[0]
 
+        compiled_loss = wrap(loss_of) if spec.split else loss_of
+
         def step(x, y):
             if spec.zero == "none":
                 opt.zero_grad()
@@ -131,11 +137,11 @@ def make_program(spec):
                 half = x.shape[0] // 2
                 total = 0.0
                 for xs, ys in ((x[:half], y[:half]), (x[half:], y[half:])):
-                    loss = loss_of(xs, ys) / 2
+                    loss = compiled_loss(xs, ys) / 2
                     loss.backward()
                     total = total + loss.detach()
             else:
-                total = loss_of(x, y)
+                total = compiled_loss(x, y)
                 total.backward()
             if spec.retain:
                 stash["inter_grad"] = stash.pop("inter").grad.clone()
@@ -151,11 +157,13 @@ def make_program(spec):
             y = labels(mod, i, n, CLASSES) if spec.loss == "cross_entropy" else data(mod, i, n, 2, seed=300)
             return data(mod, i, n, D_IN), y
 
-        return wrap(step), {"model": model, "opt": opt, "sched": sched, "stash": stash}, batch
+        if spec.split:
+            step.stats = getattr(compiled_loss, "stats", None)
+        return (step if spec.split else wrap(step)), {"model": model, "opt": opt, "sched": sched, "stash": stash}, batch
     return make
 
 
-def tensor_code(mod, x, ops):
+def tensor_code(mod, x, ops, net):
     """What forward code does to activations besides layers, on an (n, d) tensor."""
     for op in ops:
         n, d = x.shape
@@ -172,17 +180,44 @@ def tensor_code(mod, x, ops):
             x = mod.where(x > 0, x, x * 0.1)
         elif op == "clamp":
             x = x.clamp(-1.0, 1.0)
+        elif op == "detach_mix":
+            x = 0.5 * x + 0.5 * x.detach() ** 2
+        elif op == "no_grad_stat":
+            with mod.no_grad():          # a buffer updated by the forward, as a running statistic
+                net.seen.mul_(0.9).add_(x.mean(0) * 0.1)
+            x = x - net.seen
+        elif op == "checkpoint":
+            x = mod.utils.checkpoint.checkpoint(lambda h: mod.tanh(h) * h, x, use_reentrant=False)
+        elif op == "softmax":
+            x = mod.softmax(x, dim=1) * d
         else:
             x = x / (1.0 + x.abs().mean())
     return x
 
 
 def between_calls(spec):
+    """What a training loop does between two calls of the step."""
     if spec.between == "scheduler":
         return lambda state, i: state["sched"].step()
     if spec.between == "mode":
         return lambda state, i: state["model"].train(i % 2 == 1)
+    if spec.between in ("edit", "grad_none", "freeze", "load_state"):
+        return lambda state, i: _outside(spec.between, state["model"], state["opt"])
     return None
+
+
+def _outside(what, model, opt):
+    params = [p for p in model.parameters() if p.requires_grad]
+    if what == "edit":               # an in-place edit of a parameter outside the step
+        params[-1].data.mul_(0.5)
+    elif what == "grad_none":
+        params[0].grad = None
+    elif what == "freeze":           # frozen from now on: no .grad change, no state change
+        params[0].requires_grad_(False)
+    else:                            # reload both from their state dicts (new tensors, same values)
+        model.load_state_dict({k: v.clone() * 1.0 for k, v in model.state_dict().items()})
+        opt.load_state_dict(opt.state_dict())
+
 
 
 def run_seed(seed, torch_too=True):
