@@ -1,17 +1,20 @@
-"""``tracegrad.save`` / ``tracegrad.load``: checkpoints without pickle.
+"""``tracegrad.save`` / ``tracegrad.load``: checkpoints as safetensors files.
 
 The file is a standard safetensors file: the arrays are its tensors (named ``"0"``, ``"1"``,
 ...), and a JSON description of the saved object's structure sits in the safetensors
-metadata under ``"tracegrad"``. Loading parses JSON and copies bytes into arrays, so a
-checkpoint can never run code, whatever ``weights_only`` says.
+metadata under ``"tracegrad"``. Loading parses JSON and copies bytes into arrays: a
+checkpoint of tensors, containers and plain values can never run code.
 
-What can be saved: tensors (``nn.Parameter`` stays a Parameter), ``dict`` / ``OrderedDict``
-(keys: str, int, float, bool or None), ``list``, ``tuple``, and plain ``int``, ``float``,
-``str``, ``bool``, ``None`` values, nested to any depth: model and optimizer
-``state_dict()``s, and dicts holding both with an epoch number.
+What is described in JSON: tensors (``nn.Parameter`` stays a Parameter), ``dict`` /
+``OrderedDict`` (keys: str, int, float, bool or None), ``list``, ``tuple``, and plain ``int``,
+``float``, ``str``, ``bool``, ``None`` values, nested to any depth: model and optimizer
+``state_dict()``s, and dicts holding both with an epoch number. Any other object (a whole
+``nn.Module``, an optimizer, a user class) is pickled, as ``torch.save`` does, with the tensors
+it holds stored as arrays of the file (one array per tensor object: tied weights stay tied);
+loading such an entry runs its pickle, so it needs ``weights_only=False``, as in torch 2.6+
+(with ``weights_only=True`` it raises ``pickle.UnpicklingError``).
 
 Differs from torch:
-- No pickle, so arbitrary Python objects cannot be saved (TypeError lists what can).
 - Tensors that shared storage (views of one tensor, a tensor saved twice) are stored and
   loaded as separate tensors; after loading, writing to one does not change the other.
 - Tensors are loaded on the device they were saved from (``map_location`` overrides); all of
@@ -21,9 +24,12 @@ Differs from torch:
 """
 from __future__ import annotations
 
+import base64
 import collections
+import io
 import json
 import os
+import pickle
 import struct
 import sys
 import tempfile
@@ -87,23 +93,59 @@ def _encode(obj, arrays, path):
     if obj is None:
         return {"t": "none"}
     if isinstance(obj, dict) and type(obj) in (dict, collections.OrderedDict):
+        if not all(isinstance(k, _PLAIN) for k in obj):     # tuple keys...: pickled whole
+            return _encode_pickled(obj, arrays, path)
         items = []
         for k, v in obj.items():
-            if not isinstance(k, _PLAIN):
-                raise TypeError(f"tracegrad.save: dict key {k!r} at {path} has type "
-                                f"{type(k).__name__}; keys must be str, int, float, bool or None")
             items.append([_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")])
         return {"t": "odict" if type(obj) is collections.OrderedDict else "dict", "items": items}
     if type(obj) in (list, tuple):
         return {"t": type(obj).__name__,
                 "items": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]}
-    raise TypeError(f"tracegrad.save: cannot save {type(obj).__module__}.{type(obj).__qualname__} "
-                    f"at {path}; tracegrad.save supports {_SUPPORTED} (no pickle). Convert it "
-                    f"first, e.g. save model.state_dict() instead of the model.")
+    return _encode_pickled(obj, arrays, path)
+
+
+class _TensorPickler(pickle.Pickler):
+    """Pickles an object with every tensor in it written as an array of the file (its
+    persistent id is the tensor's JSON node); the same tensor object twice is one array."""
+
+    def __init__(self, buf, arrays, path):
+        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        self.arrays, self.path, self.tensors = arrays, path, arrays.pickled
+
+    def persistent_id(self, obj):
+        if not isinstance(obj, Tensor):
+            return None
+        node = self.tensors.get(id(obj))
+        if node is None:
+            node = self.tensors[id(obj)] = (obj, json.dumps(_encode(obj, self.arrays, self.path)))
+        return node[1]
+
+
+def _encode_pickled(obj, arrays, path):
+    buf = io.BytesIO()
+    try:
+        _TensorPickler(buf, arrays, path).dump(obj)
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        # torch.save raises pickle's own error; this one also says where in ``obj`` it was
+        raise type(e)(f"tracegrad.save: cannot pickle {type(obj).__module__}.{type(obj).__qualname__} "
+                      f"at {path} ({e}); {_SUPPORTED} are saved without pickle: save "
+                      f"model.state_dict() instead of the model, say") from None
+    return {"t": "pickle", "v": base64.b64encode(buf.getvalue()).decode("ascii")}
+
+
+class _Arrays(dict):
+    """The file's arrays by name, and the JSON node of each tensor object met inside pickled
+    entries (``pickled``): one array per object across all of them, so a module and its
+    optimizer saved side by side still share their parameters after loading, as in torch."""
+
+    def __init__(self):
+        super().__init__()
+        self.pickled = {}
 
 
 def _to_bytes(obj):
-    arrays = {}
+    arrays = _Arrays()
     try:
         tree = _encode(obj, arrays, "obj")
     except RecursionError:
@@ -120,7 +162,41 @@ class _Corrupt(Exception):
     pass
 
 
+class _TensorUnpickler(pickle.Unpickler):
+    def __init__(self, data, arrays, place):
+        super().__init__(io.BytesIO(data))
+        self.arrays, self.place, self.tensors = arrays, place, place.pickled
+
+    def persistent_load(self, pid):
+        t = self.tensors.get(pid)
+        if t is None:
+            t = self.tensors[pid] = _decode(json.loads(pid), self.arrays, self.place)
+        return t
+
+
+class _Unpickling(Exception):
+    """An error raised by unpickling a saved object (a class no longer importable...): re-raised
+    by ``load`` as it is, not reported as a damaged file."""
+
+
 def _decode(node, arrays, place):
+    if isinstance(node, dict) and node.get("t") == "pickle":
+        if place.weights_only:
+                raise pickle.UnpicklingError(
+                    "tracegrad.load: weights-only load failed: the checkpoint holds a pickled Python "
+                    "object (a whole module, an optimizer or another class instance), and unpickling "
+                    "can run arbitrary code. If you trust the file's source, load it with "
+                    "weights_only=False; otherwise save and load state_dict()s instead.")
+        try:
+            data = base64.b64decode(node["v"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise _Corrupt(f"bad pickled entry: {type(e).__name__}: {e}") from None
+        try:
+            return _TensorUnpickler(data, arrays, place).load()
+        except (_Corrupt, _Unpickling):
+            raise
+        except Exception as e:
+            raise _Unpickling(e) from e
     try:
         kind = node["t"]
         if kind in ("tensor", "parameter"):
@@ -146,7 +222,7 @@ def _decode(node, arrays, place):
         if kind in ("list", "tuple"):
             items = [_decode(v, arrays, place) for v in node["items"]]
             return items if kind == "list" else tuple(items)
-    except _Corrupt:
+    except (_Corrupt, _Unpickling, pickle.UnpicklingError):
         raise
     except (KeyError, TypeError, ValueError) as e:
         raise _Corrupt(f"bad entry {node!r:.200}: {type(e).__name__}: {e}") from None
@@ -191,17 +267,20 @@ def _placer(map_location):
 # --- public API ---------------------------------------------------------------------------
 
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
-    """Write ``obj`` to ``f``. Mirrors ``torch.save``, without pickle (see the module notes).
+    """Write ``obj`` to ``f``. Mirrors ``torch.save`` (see the module notes).
 
     Args:    ``obj``: tensors, dicts (e.g. ``model.state_dict()``), lists, tuples and plain
-             int/float/str/bool/None values, nested; ``f``: a path (str or ``os.PathLike``)
+             int/float/str/bool/None values, nested, are stored without pickle; any other
+             object (a whole module, an optimizer) is pickled, its tensors stored as arrays;
+             ``f``: a path (str or ``os.PathLike``)
              or a binary file object opened for writing. ``pickle_module`` and
              ``pickle_protocol`` are accepted for compatibility and ignored.
     Atomic:  for a path, the bytes go to a temporary file in the same directory, are
              ``fsync``'ed, and ``os.replace`` moves it over ``f``: a crash mid-save leaves the
              old file intact. A file object is written in place (no such guarantee).
     Dtypes:  every tracegrad dtype, bfloat16 and complex included, round-trips exactly.
-    Raises:  TypeError naming the unsupported object and its place in ``obj``.
+    Raises:  pickle's error (``AttributeError`` for a local class or a lambda,
+             ``TypeError``, ``PicklingError``) naming the object and its place in ``obj``.
 
     >>> import io
     >>> buf = io.BytesIO(); tracegrad.save({"w": tracegrad.ones(2)}, buf); _ = buf.seek(0)
@@ -302,10 +381,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     Args:    ``f``: a path or a binary file object opened for reading; ``map_location``:
              None (each tensor back on the device it was saved from), a device or device
              string, a dict ``{saved_device: device}``, or a callable ``(tensor, saved_device)
-             -> tensor``; ``weights_only``: accepted; loading never runs code either way.
+             -> tensor``; ``weights_only``: True (the default, as torch 2.6+) refuses to
+             unpickle a saved object that is not tensors, containers and plain values.
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
              dicts come back as dict or OrderedDict as saved, tuples as tuples.
-    Raises:  RuntimeError naming the file when it is truncated, is not a safetensors file (a
+    Raises:  pickle.UnpicklingError for a pickled object under ``weights_only=True``; the
+             unpickling's own error (a class no longer importable) under False;
+             RuntimeError naming the file when it is truncated, is not a safetensors file (a
              ``torch.save`` zip, say), or its structure description is damaged;
              FileNotFoundError for a missing path.
     """
@@ -329,6 +411,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     arrays = _read_arrays(data, header, name)
     desc = (header.get("__metadata__") or {}).get("tracegrad")
     place = _placer(map_location)
+    place.weights_only, place.pickled = weights_only, {}     # one tensor per saved object
     if desc is None:  # a plain safetensors file from another tool
         return {k: place(from_numpy(np.ascontiguousarray(v)), "cpu") for k, v in arrays.items()}
     try:
@@ -336,6 +419,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         if desc.get("format") != _FORMAT:
             raise _Corrupt(f"unknown format {desc.get('format')!r} (this tracegrad reads {_FORMAT!r})")
         return _decode(desc["tree"], arrays, place)
+    except _Unpickling as e:
+        raise e.args[0] from None
     except (_Corrupt, ValueError, KeyError, AttributeError) as e:
         raise RuntimeError(f"tracegrad.load: {name!r} has a damaged structure description: {e}") from None
 
