@@ -37,7 +37,7 @@ LAYERS = [
     ("L5 lowering", ["tracegrad._lowering"]),
     ("L6 compile and transforms", ["tracegrad.compiler", "tracegrad._dynamo", "tracegrad.func", "tracegrad.autograd.functional"]),
     ("L7 library", ["tracegrad.linalg", "tracegrad._linalg_functions", "tracegrad.special", "tracegrad.fft", "tracegrad.nn", "tracegrad.optim", "tracegrad.utils", "tracegrad.distributed",
-                    "tracegrad.amp", "tracegrad.cuda", "tracegrad.random", "tracegrad.testing", "tracegrad.distributions", "tracegrad.backends", "tracegrad.accelerator"]),
+                    "tracegrad.amp", "tracegrad.cuda", "tracegrad.random", "tracegrad.testing", "tracegrad.distributions", "tracegrad.backends", "tracegrad.accelerator", "tracegrad.jit"]),
     ("L8 applications", ["tracegrad.serialization", "tracegrad.viz", "tracegrad.examples"]),
 ]
 

@@ -176,6 +176,7 @@ from . import func as func, viz as viz  # noqa: E402
 from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function as jax_function  # noqa: E402
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
+from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import random as random  # noqa: E402
 from . import testing as testing  # noqa: E402

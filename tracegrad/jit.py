@@ -1,0 +1,140 @@
+"""``torch.jit``'s user-facing names, for programs that script or trace a function or module
+on the way (``@torch.jit.script`` on a fused activation, ``torch.jit.trace(model, x)`` before
+an export, ``@torch.jit.ignore`` on a debugging method).
+
+tracegrad has no TorchScript: ``script`` and ``trace`` return what they are given, which
+computes what the scripted or traced version computes (TorchScript's contract is to keep eager
+semantics), with gradients as eagerly. To compile a function into one XLA program, use
+``tracegrad.compile``. Saving and loading TorchScript archives is not supported: ``save`` and
+``load`` raise RuntimeError pointing at ``tracegrad.save`` of the module or its
+``state_dict()``.
+"""
+from __future__ import annotations
+
+import typing
+
+__all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
+           "annotate", "Final", "save", "load", "freeze", "optimize_for_inference", "fork", "wait",
+           "ScriptModule", "ScriptFunction", "interface"]
+
+Final = typing.Final
+
+
+class ScriptModule:
+    """Stands for ``torch.jit.ScriptModule`` in ``isinstance`` checks: nothing tracegrad
+    returns is one (``script`` gives back the module itself)."""
+
+
+class ScriptFunction:
+    """Stands for ``torch.jit.ScriptFunction`` in ``isinstance`` checks (nothing is one)."""
+
+
+def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
+    """Mirrors ``torch.jit.script``: returns ``obj`` (a function, an ``nn.Module`` or a class)
+    unchanged; it runs eagerly with torch's semantics. Use ``tracegrad.compile`` for a
+    compiled program."""
+    return obj
+
+
+def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inputs=None,
+          check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
+          _compilation_unit=None, example_kwarg_inputs=None, _store_inputs=True):
+    """Mirrors ``torch.jit.trace``: returns ``func`` (a function or an ``nn.Module``)
+    unchanged, without running it on ``example_inputs``. Unlike a torch trace it keeps
+    data-dependent Python control flow live (a trace would freeze the branch the example
+    took); results equal eager's either way for the traced inputs."""
+    return func
+
+
+def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None, check_tolerance=1e-5,
+                 strict=True, _force_outplace=False, _module_class=None, _compilation_unit=None,
+                 example_inputs_is_kwarg=False, _store_inputs=True):
+    """Mirrors ``torch.jit.trace_module``: returns ``mod`` unchanged (see ``trace``)."""
+    return mod
+
+
+def _decorator_with_options(fn=None, **_):
+    # usable as ``@ignore`` and ``@ignore(drop=True)``: both leave the function as it is
+    if callable(fn):
+        return fn
+    return lambda f: f
+
+
+def ignore(drop=False, **kwargs):
+    """Mirrors ``torch.jit.ignore`` (``@ignore`` or ``@ignore(drop=True)``): the function is
+    left as it is (nothing is compiled by TorchScript here)."""
+    return _decorator_with_options(drop, **kwargs)
+
+
+def unused(fn):
+    """Mirrors ``torch.jit.unused``: returns ``fn`` unchanged."""
+    return fn
+
+
+def export(fn):
+    """Mirrors ``torch.jit.export``: returns ``fn`` unchanged."""
+    return fn
+
+
+def interface(obj):
+    """Mirrors ``torch.jit.interface``: returns the class unchanged."""
+    return obj
+
+
+def is_scripting() -> bool:
+    """Mirrors ``torch.jit.is_scripting``: always False (code runs as Python)."""
+    return False
+
+
+def is_tracing() -> bool:
+    """Mirrors ``torch.jit.is_tracing``: always False."""
+    return False
+
+
+def annotate(the_type, the_value):
+    """Mirrors ``torch.jit.annotate``: returns ``the_value``."""
+    return the_value
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    """Mirrors ``torch.jit.freeze``: returns ``mod`` unchanged."""
+    return mod
+
+
+def optimize_for_inference(mod, other_methods=None):
+    """Mirrors ``torch.jit.optimize_for_inference``: returns ``mod`` unchanged."""
+    return mod
+
+
+class _Future:
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        self._value = value
+
+    def wait(self):
+        return self._value
+
+
+def fork(func, *args, **kwargs):
+    """Mirrors ``torch.jit.fork``: runs ``func`` now and returns a future holding its result
+    (``wait`` returns it)."""
+    return _Future(func(*args, **kwargs))
+
+
+def wait(future):
+    """Mirrors ``torch.jit.wait``: the result of a ``fork``."""
+    return future.wait()
+
+
+def save(m, f, _extra_files=None):
+    """``torch.jit.save`` writes a TorchScript archive, which tracegrad cannot: RuntimeError."""
+    raise RuntimeError("tracegrad.jit.save: TorchScript archives are not supported (tracegrad.jit.script "
+                       "returns the module itself); save the module with tracegrad.save(model, f) or its "
+                       "weights with tracegrad.save(model.state_dict(), f)")
+
+
+def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
+    """``torch.jit.load`` reads a TorchScript archive, which tracegrad cannot: RuntimeError."""
+    raise RuntimeError("tracegrad.jit.load: TorchScript archives are not supported; load a checkpoint "
+                       "written by tracegrad.save with tracegrad.load(f, weights_only=False)")
