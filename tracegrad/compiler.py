@@ -29,6 +29,7 @@ from eager silently.
 from __future__ import annotations
 
 import functools
+import itertools
 import warnings
 import weakref
 
@@ -49,6 +50,7 @@ __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "is_dynamo
 cache_size_limit = 8
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+_ORDER = itertools.count()
 
 
 class _Programs:
@@ -87,6 +89,7 @@ class CompiledFunction:
         self._break_sites = {}      # file:line of a graph break -> signatures that broke there
         self._always_eager = False
         self.stats = {"calls": 0, "traces": 0, "eager_calls": 0, "graph_breaks": []}
+        self._order = next(_ORDER)
         _ALL.add(self)
 
     def __get__(self, obj, objtype=None):   # decorating a method keeps binding
@@ -357,10 +360,15 @@ def reset():
 
 def stats():
     """Per compiled function (by qualified name): calls, traces, eager calls and graph-break
-    reasons with file and line."""
+    reasons with file and line. Live functions sharing a name (a notebook cell run twice, two
+    ``step`` closures) get ``name [2]``, ``name [3]``... in the order they were compiled."""
     out = {}
-    for cf in list(_ALL):
-        name = getattr(cf._fn, "__qualname__", repr(cf._fn))
+    for cf in sorted(_ALL, key=lambda cf: cf._order):
+        name = base = getattr(cf._fn, "__qualname__", repr(cf._fn))
+        k = 1
+        while name in out:
+            k += 1
+            name = f"{base} [{k}]"
         out[name] = dict(cf.stats)
     return out
 

@@ -411,3 +411,22 @@ def test_dynamo_explain_reports_programs_and_breaks():
     assert "Graph Break Count: 1" in str(out)
     with pytest.warns(FutureWarning, match="deprecated"):
         assert tracegrad._dynamo.explain(breaks, tracegrad.ones(3)).graph_break_count == 1
+
+
+def test_stats_keeps_functions_that_share_a_name_apart():
+    """Two live compiled functions named ``step`` (a notebook cell run twice) each keep their
+    own entry in ``tracegrad.compiler.stats()``: ``step``, then ``step [2]``."""
+    tracegrad.compiler.reset()
+
+    def make(k):
+        def step(x):
+            return x * k
+        return tracegrad.compile(step)
+    first, second = make(2.0), make(3.0)
+    x = tracegrad.ones(2)
+    for _ in range(3):
+        first(x)
+    second(x)
+    st = {k: v for k, v in tracegrad.compiler.stats().items() if k.startswith(first.__qualname__)}
+    base = first.__qualname__
+    assert st[base]["calls"] == 3 and st[f"{base} [2]"]["calls"] == 1
