@@ -597,7 +597,11 @@ def compiled_model_program(mod, wrap):
         opt.zero_grad(set_to_none=True)
         sd = model.state_dict()
         keys.append(sorted(k[len("_orig_mod."):] if k.startswith("_orig_mod.") else k for k in sd))
-        return sd["_orig_mod.3.bias" if "_orig_mod.3.bias" in sd else "3.bias"]
+        model.eval()                              # estimate_loss: the compiled model under no_grad
+        with mod.no_grad():
+            val = nn.functional.mse_loss(model(x), y)
+        model.train()
+        return sd["_orig_mod.3.bias" if "_orig_mod.3.bias" in sd else "3.bias"], val
     step.stats = getattr(model.__dict__.get("_compiled_call"), "stats", None)
     return step, {"model": raw, "opt": opt, "keys": keys}, \
         lambda i: (data(mod, i, 6, 3), data(mod, i, 6, 2, seed=300))
@@ -606,5 +610,5 @@ def compiled_model_program(mod, wrap):
 def test_compiled_model_with_eager_backward_and_optimizer():
     run = check_compiled(compiled_model_program, calls=4, torch_too=True, rtol=1e-4, atol=1e-5)
     assert run.state["keys"][0] == sorted(n for n, _ in run.state["model"].named_parameters())
-    stats = run.step.stats     # the compiled forward: 8 calls, one program (its first call eager)
-    assert stats["calls"] == 8 and stats["traces"] == 1 and stats["eager_calls"] == 1, stats
+    stats = run.step.stats     # the compiled forward: a training and a no_grad program
+    assert stats["calls"] == 12 and stats["traces"] == 2 and stats["eager_calls"] == 1, stats
