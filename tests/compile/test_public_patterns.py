@@ -21,7 +21,9 @@ minGPT's trainer), each rewritten small and run compiled == eager with the harne
 - the LBFGS closure compiled on its own, called by an eager LBFGS.step;
 - evaluation (eval() + no_grad) inside the compiled step;
 - word_language_model's causal mask cached on the module and remade when the length changes
-  (equal to eager; one program per length is left xfail).
+  (equal to eager; one program per length is left xfail);
+- the transfer-learning tutorial's train/val phases under set_grad_enabled(phase == "train"), with
+  a frozen backbone, short last batches and StepLR.
 """
 import math
 
@@ -617,3 +619,48 @@ def test_compiled_model_with_eager_backward_and_optimizer():
     assert run.state["keys"][0] == sorted(n for n, _ in run.state["model"].named_parameters())
     stats = run.step.stats     # the compiled forward: a training and a no_grad program
     assert stats["calls"] == 12 and stats["traces"] == 2 and stats["eager_calls"] == 1, stats
+
+
+# ---- the transfer-learning tutorial: phases, set_grad_enabled, a frozen backbone, StepLR ------------
+def phases_program(mod, wrap):
+    nn = mod.nn
+    backbone = np_init(nn.Sequential(nn.Conv2d(2, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                                     nn.Flatten()), mod, seed=1)
+    for p in backbone.parameters():
+        p.requires_grad = False
+    fc = np_init(nn.Linear(3, 2), mod, seed=2)
+    model = nn.Sequential(backbone, fc)
+    opt = mod.optim.SGD(fc.parameters(), lr=0.1, momentum=0.9)
+    sched = mod.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+
+    def step(x, y, phase):
+        opt.zero_grad()
+        with mod.set_grad_enabled(phase == "train"):
+            out = model(x)
+            _, preds = mod.max(out, 1)
+            loss = nn.functional.cross_entropy(out, y)
+            if phase == "train":
+                loss.backward()
+                opt.step()
+        return loss.detach() * x.size(0), mod.sum(preds == y.data), loss.requires_grad
+
+    f = wrap(step)
+    plan = [("train", 4), ("train", 3), ("val", 4), ("val", 3)]   # the last batch of each phase is short
+
+    def call(x, y, i):
+        phase = plan[i % 4][0]
+        model.train(phase == "train")
+        out = f(x, y, phase)
+        if i % 4 == 1:
+            sched.step()
+        return out
+    call.stats = getattr(f, "stats", None)
+    return call, {"model": model, "opt": opt, "sched": sched}, \
+        lambda i: (data(mod, i, plan[i % 4][1], 2, 5, 5), labels(mod, i, plan[i % 4][1], 2), i)
+
+
+def test_train_and_val_phases_with_set_grad_enabled_and_a_frozen_backbone():
+    run = check_compiled(phases_program, calls=8, torch_too=True, rtol=1e-4, atol=1e-5)
+    _no_breaks(run)
+    assert [s["out"][2] for s in run.snaps[:4]] == [True, True, False, False]
+    assert run.step.stats["traces"] <= 4, run.step.stats       # one per (phase, batch size); StepLR adds none
