@@ -299,3 +299,27 @@ def test_torch_can_read_the_arrays():
     tracegrad.save({"w": w}, buf)
     arrays = st.load(buf.getvalue())
     assert torch.equal(arrays["0"], torch.tensor(w.numpy()))
+
+
+def test_safe_globals_context_and_list_as_torch_programs_use_them(tmp_path):
+    """Programs written for torch >= 2.6 wrap ``torch.load`` in ``safe_globals([...])`` (the
+    examples' word_language_model does); load never unpickles, so the list changes nothing,
+    but the calls work and keep torch's list semantics and argument checks."""
+    path = tmp_path / "m.pt"
+    lin = tracegrad.nn.Linear(2, 1)
+    tracegrad.save(lin.state_dict(), path)
+    ser.clear_safe_globals()
+    with ser.safe_globals([tracegrad.nn.Linear, tracegrad.nn.modules.linear.NonDynamicallyQuantizableLinear]):
+        assert ser.get_safe_globals() == [tracegrad.nn.Linear, tracegrad.nn.modules.linear.NonDynamicallyQuantizableLinear]
+        sd = tracegrad.load(path)
+    assert ser.get_safe_globals() == []
+    np.testing.assert_array_equal(sd["weight"].numpy(), lin.weight.detach().numpy())
+    ser.add_safe_globals([collections.OrderedDict])
+    assert ser.get_safe_globals() == [collections.OrderedDict]
+    ser.clear_safe_globals()
+    assert ser.get_safe_globals() == []
+    with pytest.raises(TypeError, match="list"):
+        ser.add_safe_globals(collections.OrderedDict)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError):
+        torch.serialization.add_safe_globals(collections.OrderedDict)

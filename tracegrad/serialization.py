@@ -41,7 +41,7 @@ from ._ops import dtypes as _dt
 from ._tensor.factories import from_numpy
 from ._tensor.tensor import Tensor
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
 
 _FORMAT = "tracegrad.save/1"
 _PLAIN = (bool, int, float, str, type(None))
@@ -424,3 +424,47 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     except (_Corrupt, ValueError, KeyError, AttributeError) as e:
         raise RuntimeError(f"tracegrad.load: {name!r} has a damaged structure description: {e}") from None
 
+
+# torch's weights_only unpickler reads a list of allowed classes and functions. tracegrad.load
+# never unpickles (nothing it reads can name a class), so the list changes nothing here; the
+# functions exist so that programs written for torch >= 2.6, which wrap torch.load in
+# ``with torch.serialization.safe_globals([...])``, run unchanged.
+_SAFE_GLOBALS: list = []
+
+
+def add_safe_globals(safe_globals):
+    """Mirrors ``torch.serialization.add_safe_globals``: records ``safe_globals`` (a list of
+    classes/functions, or ``(obj, "name")`` pairs). Has no effect on :func:`load`, which never
+    runs pickle. Raises TypeError for a non-list, as torch."""
+    if not isinstance(safe_globals, list):
+        raise TypeError(f"add_safe_globals: expected a list of globals, got {type(safe_globals).__name__}")
+    _SAFE_GLOBALS.extend(safe_globals)
+
+
+def get_safe_globals():
+    """Mirrors ``torch.serialization.get_safe_globals``: the list :func:`add_safe_globals` built."""
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals():
+    """Mirrors ``torch.serialization.clear_safe_globals``."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:  # noqa: N801  (torch's name: a context manager class)
+    """Mirrors ``torch.serialization.safe_globals``: ``with safe_globals([...]):`` adds the list
+    for the duration of the block and puts the previous list back on exit."""
+
+    def __init__(self, safe_globals):
+        if not isinstance(safe_globals, list):
+            raise TypeError(f"safe_globals: expected a list of globals, got {type(safe_globals).__name__}")
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        self._saved = list(_SAFE_GLOBALS)
+        _SAFE_GLOBALS.extend(self.safe_globals)
+        return self
+
+    def __exit__(self, *exc):
+        _SAFE_GLOBALS[:] = self._saved
+        return False

@@ -4,6 +4,7 @@ validation (on by default, as torch: ``Distribution.set_default_validate_args``)
 from __future__ import annotations
 
 import tracegrad
+from tracegrad import _state
 
 from . import constraints
 from .utils import lazy_property
@@ -13,6 +14,22 @@ __all__ = ["Distribution"]
 
 def _show(value):
     return str(value.item()) if isinstance(value, tracegrad.Tensor) and value.dim() == 0 else str(value)
+
+
+def _all_valid(valid, what):
+    """``bool(valid.all())`` for argument/sample validation. Inside a compiled function the check
+    reads values Python cannot see while tracing (a graph break, as any ``bool(tensor)``): the
+    break then says that validation is the reason and how to compile without it."""
+    try:
+        return bool(valid.all())
+    except tracegrad.compiler.GraphBreak as e:
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            cap.broken = None          # replaced by the more precise reason below
+        raise tracegrad.compiler.GraphBreak(
+            f"{what} checks its values in Python (validate_args, on by default as in torch); build the "
+            f"distribution with validate_args=False, or call "
+            f"torch.distributions.Distribution.set_default_validate_args(False), to compile it", e.where) from None
 
 
 class Distribution:
@@ -47,7 +64,7 @@ class Distribution:
                 if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
                     continue
                 value = getattr(self, param)
-                if not bool(constraint.check(value).all()):
+                if not _all_valid(constraint.check(value), f"{type(self).__name__}(validate_args=True) argument '{param}'"):
                     raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape "
                                      f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
                                      f"{constraint!r}, but found invalid values:\n{_show(value)}")
@@ -132,7 +149,7 @@ class Distribution:
                 raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {value.shape} vs "
                                  f"{tracegrad.Size(expected)}.")
         support = self.support
-        if not bool(support.check(value).all()):
+        if not _all_valid(support.check(value), f"{type(self).__name__}.log_prob(validate_args=True)"):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
                              f"values:\n{_show(value)}")

@@ -183,6 +183,12 @@ class LBFGS(Optimizer):
         enabled). Returns the loss of the first evaluation."""
         if closure is None:
             raise RuntimeError("LBFGS.step requires a closure that reevaluates the model and returns the loss")
+        if tracegrad.compiler.is_compiling():
+            # it would break at its first float(loss) anyway; say why, and what compiles
+            raise tracegrad.compiler.GraphBreak(
+                "LBFGS.step decides its iterations and line search from loss and gradient values in "
+                "Python; compile the closure (forward and backward) instead and call LBFGS.step "
+                "outside the compiled function")
         closure = tracegrad.enable_grad()(closure)
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]

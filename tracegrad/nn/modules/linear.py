@@ -60,6 +60,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """Mirrors ``torch.nn.modules.linear.NonDynamicallyQuantizableLinear``: a plain Linear under
+    another name (``MultiheadAttention.out_proj``; programs list it in ``safe_globals``)."""
+
+
 class Bilinear(Module):
     """Mirrors ``torch.nn.Bilinear``: ``y_k = x1 @ W_k @ x2 + b_k``; weight ``(out, in1, in2)``."""
 

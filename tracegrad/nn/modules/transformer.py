@@ -13,13 +13,9 @@ from .. import init
 from ..parameter import Parameter
 from .container import ModuleList
 from .dropout import Dropout
-from .linear import Linear
+from .linear import Linear, NonDynamicallyQuantizableLinear
 from .module import Module
 from .normalization import LayerNorm
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """Mirrors ``torch.nn.modules.linear.NonDynamicallyQuantizableLinear`` (MultiheadAttention.out_proj)."""
 
 
 class MultiheadAttention(Module):
@@ -327,6 +323,12 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     """torch's rule: an explicit ``is_causal`` wins; with None, a mask equal to the square
     subsequent mask of the sequence length counts as causal."""
     make_causal = is_causal is True
+    if is_causal is None and mask is not None and tracegrad.compiler.is_compiling():
+        # inside a compiled function the mask's values are not known while tracing. The flag is
+        # only a hint: attention with the causal mask given as ``attn_mask`` computes the same
+        # numbers as with ``is_causal=True`` (adding 0 leaves a score unchanged, -inf masks it),
+        # so the trace keeps the mask (torch.compile also reads no mask value here)
+        return False
     if is_causal is None and mask is not None:
         sz = size if size is not None else mask.size(-2)
         causal = generate_square_subsequent_mask(sz, dtype=mask.dtype)
