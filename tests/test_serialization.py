@@ -168,16 +168,20 @@ class Thing:
         self.w, self.name = w, "thing"
 
 
-def test_other_objects_are_pickled_and_need_weights_only_false():
+def test_other_objects_are_pickled_and_classes_need_allowlisting():
+    """Objects JSON cannot describe are pickled; under weights_only=True (the default) a pickle
+    naming a class loads only once the class is allowlisted, as torch's weights-only load."""
     w = tracegrad.tensor([1.0, 2.0])
     for obj in [Thing(w), {"a": [1, {2, 3}]}, {(1, 2): w}, np.ones(2), b"x"]:
         buf = io.BytesIO()
         tracegrad.save({"obj": obj}, buf)
         buf.seek(0)
-        with pytest.raises(pickle.UnpicklingError, match="weights_only=False"):
-            tracegrad.load(buf)
-        buf.seek(0)
-        back = tracegrad.load(buf, weights_only=False)["obj"]
+        names_a_class = isinstance(obj, (Thing, np.ndarray))
+        if names_a_class:
+            with pytest.raises(pickle.UnpicklingError, match="add_safe_globals.*weights_only=False"):
+                tracegrad.load(buf)
+            buf.seek(0)
+        back = tracegrad.load(buf, weights_only=not names_a_class)["obj"]
         if isinstance(obj, Thing):
             assert back.name == "thing" and back.w.tolist() == [1.0, 2.0]
         elif isinstance(obj, np.ndarray):
@@ -235,6 +239,23 @@ def test_whole_module_load_refused_by_default_as_torch(tmp_path):
         with pytest.raises(pickle.UnpicklingError):
             mod.load(path)
         assert isinstance(mod.load(path, weights_only=False), mod.nn.Linear)
+        with mod.serialization.safe_globals([mod.nn.Linear]):      # allowlisted: loads as it is
+            assert isinstance(mod.load(path), mod.nn.Linear)
+        with pytest.raises(pickle.UnpicklingError):                  # the list is put back
+            mod.load(path)
+
+
+def test_weights_only_refuses_before_importing(tmp_path, monkeypatch):
+    """A class that is not allowlisted is refused by name: its module is never imported."""
+    buf = io.BytesIO()
+    tracegrad.save({"obj": Thing(tracegrad.ones(1))}, buf)
+    imported = []
+    real = __builtins__["__import__"] if isinstance(__builtins__, dict) else __builtins__.__import__
+    monkeypatch.setattr("builtins.__import__", lambda name, *a, **k: (imported.append(name), real(name, *a, **k))[1])
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="Thing"):
+        tracegrad.load(buf)
+    assert __name__ not in imported
 
 
 @pytest.mark.parametrize("cut", [0, 4, 8, 20, -1, -7])

@@ -11,8 +11,9 @@ What is described in JSON: tensors (``nn.Parameter`` stays a Parameter), ``dict`
 ``state_dict()``s, and dicts holding both with an epoch number. Any other object (a whole
 ``nn.Module``, an optimizer, a user class) is pickled, as ``torch.save`` does, with the tensors
 it holds stored as arrays of the file (one array per tensor object: tied weights stay tied);
-loading such an entry runs its pickle, so it needs ``weights_only=False``, as in torch 2.6+
-(with ``weights_only=True`` it raises ``pickle.UnpicklingError``).
+loading such an entry runs its pickle, so with ``weights_only=True`` (the default, as in torch
+2.6+) every class it names must be allowlisted (``add_safe_globals``, ``safe_globals``), else
+``pickle.UnpicklingError``; ``weights_only=False`` loads anything.
 
 Differs from torch:
 - Tensors that shared storage (views of one tensor, a tensor saved twice) are stored and
@@ -163,6 +164,11 @@ class _Corrupt(Exception):
 
 
 class _TensorUnpickler(pickle.Unpickler):
+    """Unpickles a saved object, its tensors read from the file's arrays. With
+    ``weights_only`` (torch's default) only the classes and functions allowlisted with
+    ``add_safe_globals`` / ``safe_globals`` (and ``_ALWAYS_SAFE``) may be named by the pickle:
+    anything else is an ``UnpicklingError`` naming it, as torch's weights-only unpickler."""
+
     def __init__(self, data, arrays, place):
         super().__init__(io.BytesIO(data))
         self.arrays, self.place, self.tensors = arrays, place, place.pickled
@@ -173,6 +179,32 @@ class _TensorUnpickler(pickle.Unpickler):
             t = self.tensors[pid] = _decode(json.loads(pid), self.arrays, self.place)
         return t
 
+    def find_class(self, module, name):
+        # checked by name before importing anything: an import can run code too
+        if not self.place.weights_only or _allowed(f"{module}.{name}"):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"tracegrad.load: weights-only load failed: the checkpoint names {module}.{name}, which is "
+            f"not an allowed global. If you trust the file's source, allowlist it with "
+            f"tracegrad.serialization.add_safe_globals([{name}]) or the safe_globals([{name}]) context "
+            f"manager, or load with weights_only=False (unpickling can run arbitrary code).")
+
+
+_ALWAYS_SAFE = ("collections.OrderedDict", "builtins.set", "builtins.frozenset", "builtins.bytearray",
+                "builtins.complex", "builtins.slice")
+
+
+def _allowed(qualified):
+    if qualified in _ALWAYS_SAFE:
+        return True
+    for g in _SAFE_GLOBALS:
+        if isinstance(g, tuple) and len(g) == 2:
+            if g[1] == qualified:
+                return True
+        elif f"{getattr(g, '__module__', '')}.{getattr(g, '__qualname__', '')}" == qualified:
+            return True
+    return False
+
 
 class _Unpickling(Exception):
     """An error raised by unpickling a saved object (a class no longer importable...): re-raised
@@ -181,19 +213,13 @@ class _Unpickling(Exception):
 
 def _decode(node, arrays, place):
     if isinstance(node, dict) and node.get("t") == "pickle":
-        if place.weights_only:
-                raise pickle.UnpicklingError(
-                    "tracegrad.load: weights-only load failed: the checkpoint holds a pickled Python "
-                    "object (a whole module, an optimizer or another class instance), and unpickling "
-                    "can run arbitrary code. If you trust the file's source, load it with "
-                    "weights_only=False; otherwise save and load state_dict()s instead.")
         try:
             data = base64.b64decode(node["v"])
         except (KeyError, TypeError, ValueError) as e:
             raise _Corrupt(f"bad pickled entry: {type(e).__name__}: {e}") from None
         try:
             return _TensorUnpickler(data, arrays, place).load()
-        except (_Corrupt, _Unpickling):
+        except (_Corrupt, _Unpickling, pickle.UnpicklingError):
             raise
         except Exception as e:
             raise _Unpickling(e) from e
@@ -381,11 +407,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     Args:    ``f``: a path or a binary file object opened for reading; ``map_location``:
              None (each tensor back on the device it was saved from), a device or device
              string, a dict ``{saved_device: device}``, or a callable ``(tensor, saved_device)
-             -> tensor``; ``weights_only``: True (the default, as torch 2.6+) refuses to
-             unpickle a saved object that is not tensors, containers and plain values.
+             -> tensor``; ``weights_only``: True (the default, as torch 2.6+) unpickles a
+             saved object (not tensors, containers or plain values) only when every class it
+             names is allowlisted (``add_safe_globals``).
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
              dicts come back as dict or OrderedDict as saved, tuples as tuples.
-    Raises:  pickle.UnpicklingError for a pickled object under ``weights_only=True``; the
+    Raises:  pickle.UnpicklingError for a pickled object naming a class that is not
+             allowlisted, under ``weights_only=True``; the
              unpickling's own error (a class no longer importable) under False;
              RuntimeError naming the file when it is truncated, is not a safetensors file (a
              ``torch.save`` zip, say), or its structure description is damaged;
@@ -425,17 +453,16 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         raise RuntimeError(f"tracegrad.load: {name!r} has a damaged structure description: {e}") from None
 
 
-# torch's weights_only unpickler reads a list of allowed classes and functions. tracegrad.load
-# never unpickles (nothing it reads can name a class), so the list changes nothing here; the
-# functions exist so that programs written for torch >= 2.6, which wrap torch.load in
-# ``with torch.serialization.safe_globals([...])``, run unchanged.
+# torch's weights-only unpickler accepts the classes and functions allowlisted here; so does
+# ``load`` for the entries ``save`` pickled (whole modules, optimizers, user objects).
 _SAFE_GLOBALS: list = []
 
 
 def add_safe_globals(safe_globals):
-    """Mirrors ``torch.serialization.add_safe_globals``: records ``safe_globals`` (a list of
-    classes/functions, or ``(obj, "name")`` pairs). Has no effect on :func:`load`, which never
-    runs pickle. Raises TypeError for a non-list, as torch."""
+    """Mirrors ``torch.serialization.add_safe_globals``: allowlists ``safe_globals`` (a list of
+    classes/functions, or ``(obj, "module.name")`` pairs) for :func:`load` with
+    ``weights_only=True`` (a pickled entry may name them). Raises TypeError for a non-list, as
+    torch."""
     if not isinstance(safe_globals, list):
         raise TypeError(f"add_safe_globals: expected a list of globals, got {type(safe_globals).__name__}")
     _SAFE_GLOBALS.extend(safe_globals)
