@@ -331,6 +331,11 @@ class Tensor(TensorBase):
                 "var_no_grad = var.detach().")
         self.requires_grad_(value)
 
+    @requires_grad.deleter
+    def requires_grad(self):
+        # torch refuses the deletion with RuntimeError (TestAutograd.test_attribute_deletion)
+        raise RuntimeError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad=True):
         """Mirrors ``torch.Tensor.requires_grad_``. RuntimeError on a non-leaf (use detach())
         or for an integer dtype."""
@@ -390,6 +395,11 @@ class Tensor(TensorBase):
             _CAPTURE[0].see_grad_owner(self)
         self._grad = value
 
+    @grad.deleter
+    def grad(self):
+        # torch: `del t.grad` is the same as `t.grad = None` (TestAutograd.test_attribute_deletion)
+        self.grad = None
+
     @property
     def retains_grad(self) -> bool:
         return self._retains_grad
@@ -429,6 +439,11 @@ class Tensor(TensorBase):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._st, self._chain = Storage(value._value), ()
         self._vcache = None
+
+    @data.deleter
+    def data(self):
+        # torch refuses the deletion with RuntimeError (TestAutograd.test_attribute_deletion)
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     # ----- conversion --------------------------------------------------------------------
     def numpy(self, *, force=False):
