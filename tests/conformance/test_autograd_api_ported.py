@@ -654,3 +654,151 @@ def test_set_detect_anomaly_nesting(T):
     # without anomaly mode a NaN gradient passes silently
     x = _nan_backward(T)
     assert np.isnan(_np(x.grad)[0])
+
+
+def test_anomaly_grad_warnings_on_version_error(T):
+    # TestAutograd.test_anomaly_grad_warnings: an error that is not a NaN (here a version
+    # check) also gets the "Error detected in" warning, after the mode's own warning
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been "
+                                           "modified by an inplace operation"):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with T.autograd.detect_anomaly():
+                a = T.ones(5, requires_grad=True)
+                d1 = a + 1
+                d2 = d1 ** 2
+                d1 += 1
+                T.autograd.grad(d2.sum(), a)
+    msgs = [str(w.message) for w in seen]
+    assert len(msgs) == 2
+    assert "Anomaly Detection has been enabled" in msgs[0]
+    assert "Error detected in PowBackward0" in msgs[1]
+
+
+# ---- detach, .data and assignment --------------------------------------------------------------
+def test_detach(T):
+    # TestAutograd.test_detach: a detached tensor is a leaf without grad that still feeds
+    # values; detach_() cuts a non-view in place and refuses a view
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = x * 2
+    y = y.detach()
+    assert not y.requires_grad and y.grad_fn is None and y.is_leaf
+    z = x + y
+    z.sum().backward()
+    assert _np(x.grad).tolist() == [[1.0, 1.0]] * 2
+    a = x * 2
+    a.detach_()
+    assert not a.requires_grad and a.grad_fn is None and a.is_leaf
+    view = (x * 2)[0]
+    with pytest.raises(RuntimeError, match="Can't detach views in-place. Use detach\\(\\) instead."):
+        view.detach_()
+    # a detached tensor shares storage and version counter with its source
+    s = x * 3
+    d = s.detach()
+    d.add_(1)
+    assert d._version == s._version == 1 and _np(s).tolist() == [[4.0, 7.0], [10.0, 13.0]]
+
+
+def test_set_data_self_requires_grad(T):
+    # TestAutograd.test_set_data_self_requires_grad: .data may change the storage of a tensor
+    # that requires grad, but not to an integer dtype
+    a = T.tensor(1.0, requires_grad=True)
+    a.data = T.tensor(2.0)
+    assert a.requires_grad and a.is_leaf and float(a.detach()) == 2.0
+    with pytest.raises(RuntimeError, match="must be floating point or complex dtype"):
+        a.data = T.tensor(3, dtype=T.int64)
+    b = T.ones(2)
+    b.data = T.zeros(3, dtype=T.int64)   # fine when grad is not required
+    assert tuple(b.shape) == (3,) and not b.requires_grad
+
+
+def test_no_grad_assignment(T):
+    # TestAutograd.test_no_grad_assignment: writing into a leaf that requires grad is allowed
+    # under no_grad and keeps it a leaf
+    x = T.ones(3, 3, requires_grad=True)
+    y = T.arange(3.0) * 4
+    with T.no_grad():
+        x[0] = y
+    assert x.requires_grad and x.is_leaf and x.grad_fn is None
+    assert _np(x[0]).tolist() == [0.0, 4.0, 8.0]
+
+
+def test_leaf_assignment(T):
+    # TestAutograd.test_leaf_assignment: writing tensors that require grad into a plain tensor
+    # makes it a non-leaf whose gradient reaches the written values
+    x = T.zeros(3, 3)
+    y = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    z = T.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    x[0] = y
+    x[1] = 2 * z
+    assert x.requires_grad and x.grad_fn is not None
+    (x * T.arange(9.0).reshape(3, 3)).sum().backward()
+    assert _np(y.grad).tolist() == [0.0, 1.0, 2.0]
+    assert _np(z.grad).tolist() == [6.0, 8.0, 10.0]
+
+
+# ---- gradients through dtype changes and in-place views -------------------------------------
+def test_reduce_dtype(T):
+    # TestAutograd.test_reduce_dtype: a reduction to float64 still gives a float32 gradient
+    x = T.tensor([[1.0, 2.0, 3.0], [0.5, 0.25, 2.0], [1.0, 1.0, 4.0]], requires_grad=True)
+    for op, dimless in ((T.sum, True), (T.prod, True), (T.cumsum, False), (T.cumprod, False)):
+        if dimless:
+            (g1,) = T.autograd.grad([op(x)], [x])
+            (g2,) = T.autograd.grad([op(x, dtype=T.float64)], [x])
+            assert g2.dtype == T.float32
+            np.testing.assert_allclose(_np(g1), _np(g2), rtol=1e-6)
+        shape = tuple(op(x, dim=0).shape)
+        gi = T.linspace(-1, 1, int(np.prod(shape))).reshape(shape)
+        (g1,) = T.autograd.grad([op(x, dim=0)], [x], gi)
+        (g2,) = T.autograd.grad([op(x, dim=0, dtype=T.float64)], [x], gi.double())
+        assert g2.dtype == T.float32
+        np.testing.assert_allclose(_np(g1), _np(g2), rtol=1e-6)
+
+
+def test_type_conversions_backward(T):
+    # TestAutograd.test_type_conversions-style: a dtype conversion is differentiable and the
+    # gradient comes back in the input's dtype
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x.double()
+    assert y.dtype == T.float64 and type(y.grad_fn).__name__ == "ToCopyBackward0"
+    (y * y).sum().backward()
+    assert x.grad.dtype == T.float32 and _np(x.grad).tolist() == [2.0, 4.0]
+
+
+def test_isolated_node(T):
+    # TestAutograd.test_isolated_node: an integer branch (argmax indices) joins the graph
+    # without breaking backward
+    x = T.tensor([1.0, 5.0], requires_grad=True)
+    y = T.tensor([2.0, -1.0], requires_grad=True)
+    a = x + y
+    b = T.max(a, 0, True)[1].repeat(2).to(a.dtype)
+    (b + a).sum().backward()
+    assert _np(x.grad).tolist() == [1.0, 1.0] and _np(y.grad).tolist() == [1.0, 1.0]
+
+
+def test_inplace_view_weak_grad_fn(T):
+    # TestAutograd.test_inplace_view_weak_grad_fn: the grad_fn of an in-place-modified view of
+    # a clone survives the view's deletion
+    import gc
+    a = T.arange(10.0, requires_grad=True)
+    b = a.narrow(0, 0, 2).clone().view(-1)
+    b.relu_()
+    c = b.clone()
+    del b
+    gc.collect()
+    s = c.sum()
+    s.backward()
+    assert float(s.detach()) == 1.0
+    assert _np(a.grad).tolist() == [0.0, 1.0] + [0.0] * 8
+
+
+def test_diagonal_derivative_requires_grad(T):
+    # TestAutograd.test_diagonal_derivative_requires_grad: the first derivative through
+    # diagonal keeps a graph under create_graph
+    a = T.arange(12.0).reshape(3, 4).requires_grad_()
+    (d,) = T.autograd.grad((T.diagonal(a) ** 2).sum(), a, create_graph=True)
+    assert d.requires_grad
+    (dd,) = T.autograd.grad(d.sum(), a)
+    want = np.zeros((3, 4))
+    want[[0, 1, 2], [0, 1, 2]] = 2.0
+    np.testing.assert_allclose(_np(dd), want)

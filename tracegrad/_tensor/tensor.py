@@ -437,6 +437,10 @@ class Tensor(TensorBase):
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        if self._rg and not (value.dtype.is_floating_point or value.dtype.is_complex):
+            # torch keeps requires_grad across .data = ..., so the new dtype must allow it
+            # (TestAutograd.test_set_data_self_requires_grad)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._st, self._chain = Storage(value._value), ()
         self._vcache = None
 
