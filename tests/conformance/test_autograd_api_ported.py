@@ -802,3 +802,40 @@ def test_diagonal_derivative_requires_grad(T):
     want = np.zeros((3, 4))
     want[[0, 1, 2], [0, 1, 2]] = 2.0
     np.testing.assert_allclose(_np(dd), want)
+
+
+def test_no_unnecessary_unwrapping(T):
+    # TestAutograd.test_no_unnecessary_unwrapping: a saved input is the very tensor given to the
+    # op; a saved output equals the output but is a distinct object; freed after backward
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = a * a
+    c = a * b
+    d = T.exp(a)
+    assert b.grad_fn._saved_self is a and b.grad_fn._saved_other is a
+    assert c.grad_fn._saved_self is a and c.grad_fn._saved_other is b
+    assert d.grad_fn._saved_result is not d
+    np.testing.assert_allclose(_np(d.grad_fn._saved_result), _np(d))
+    c.sum().backward()
+    with pytest.raises(RuntimeError, match="after they have already been freed"):
+        c.grad_fn._saved_self
+    assert _np(a).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("via", ["grad", "backward"])
+def test_grad_output_dtype(T, via):
+    # torch's _make_grads / validate_outputs: a real grad_output of another dtype is cast (the
+    # gradient comes back in the input's dtype); a complex one must match the output exactly
+    x = T.ones(2, requires_grad=True)
+    go = T.tensor([1.0, 2.0], dtype=T.float64)
+    if via == "grad":
+        (g,) = T.autograd.grad(x * 2, x, go)
+    else:
+        (x * 2).backward(go)
+        g = x.grad
+    assert g.dtype == T.float32 and _np(g).tolist() == [2.0, 4.0]
+    with pytest.raises(RuntimeError, match="For complex Tensors, both grad_output and output are required to "
+                                           "have the same dtype"):
+        if via == "grad":
+            T.autograd.grad(x * 2, x, T.ones(2, dtype=T.complex64))
+        else:
+            (x * 2).backward(T.ones(2, dtype=T.complex64))

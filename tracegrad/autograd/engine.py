@@ -116,6 +116,12 @@ def _make_grads(outputs, grad_outputs, create_graph):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of {out.shape}.")
+        elif (g.dtype.is_complex or out.dtype.is_complex) and g.dtype != out.dtype:
+            # as torch's _make_grads: a real gradient is cast to a real output's dtype, but a
+            # complex one must match exactly (no silent drop of the imaginary part)
+            raise RuntimeError("For complex Tensors, both grad_output and output are required to have the same dtype. "
+                               f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a "
+                               f"dtype of {out.dtype}.")
         grads.append(g)
     return grads
 
