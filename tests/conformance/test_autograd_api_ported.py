@@ -839,3 +839,29 @@ def test_grad_output_dtype(T, via):
             T.autograd.grad(x * 2, x, T.ones(2, dtype=T.complex64))
         else:
             (x * 2).backward(T.ones(2, dtype=T.complex64))
+
+
+def test_grad_dict_inputs(T):
+    # torch.autograd.grad (2.13): inputs given as a dict give the gradients back keyed the same;
+    # another Mapping type is a TypeError
+    from collections import OrderedDict
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = T.tensor([3.0], requires_grad=True)
+    out = (x * y).sum()
+    res = T.autograd.grad(out, {"y": y, "x": x}, retain_graph=True)
+    assert type(res) is dict and list(res) == ["y", "x"]
+    assert _np(res["x"]).tolist() == [3.0, 3.0] and _np(res["y"]).tolist() == [3.0]
+    with pytest.raises(TypeError, match="must be a dict, not OrderedDict"):
+        T.autograd.grad(out, OrderedDict(x=x))
+
+
+@pytest.mark.parametrize("via", ["grad", "backward"])
+def test_gradient_count(T, via):
+    # torch.autograd.grad / backward: fewer gradients than outputs is an error naming both
+    # counts; extra ones are ignored (torch pairs them with zip)
+    x = T.ones(2, requires_grad=True)
+    call = (lambda outs, gs: T.autograd.grad(outs, x, gs, retain_graph=True)) if via == "grad" else \
+        (lambda outs, gs: T.autograd.backward(outs, gs, retain_graph=True))
+    with pytest.raises(RuntimeError, match="got 2 tensors and 1 gradients"):
+        call([x * 2, x * 3], [T.ones(2)])
+    call([x * 2], [T.ones(2), T.ones(5)])

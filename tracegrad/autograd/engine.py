@@ -16,6 +16,7 @@ import ctypes
 import heapq
 import itertools
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -488,8 +489,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if grad_tensors is None:
         grad_tensors = grad_variables
     gts = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
-    if len(gts) != len(tensors):
-        raise RuntimeError(f"got {len(gts)} tensors and {len(tensors)} gradients")
+    if len(gts) < len(tensors):   # torch pairs them up with zip: extra gradients are ignored
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(gts)} gradients")
+    gts = gts[:len(tensors)]
     if retain_graph is None:
         retain_graph = create_graph
     ins = _as_tuple(inputs)
@@ -510,7 +512,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Mirrors ``torch.autograd.grad``: returns the gradients of ``outputs`` w.r.t. ``inputs``
     (a tuple), without touching ``.grad``. RuntimeError if an input is not reached and
-    ``allow_unused`` is False; ``materialize_grads=True`` returns zeros instead of None."""
+    ``allow_unused`` is False; ``materialize_grads=True`` returns zeros instead of None.
+    ``inputs`` may be a dict (torch 2.13): the gradients come back in a dict with its keys."""
+    if type(inputs) is dict:
+        keys = list(inputs)
+        res = grad(outputs, tuple(inputs.values()), grad_outputs, retain_graph, create_graph, only_inputs,
+                   allow_unused, is_grads_batched, materialize_grads)
+        return dict(zip(keys, res))
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     if not ins:
@@ -521,8 +532,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is None:
         allow_unused = materialize_grads
     gos = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
-    if len(gos) != len(outs):
-        raise RuntimeError(f"grad_outputs has {len(gos)} tensors but outputs has {len(outs)}")
+    if len(gos) < len(outs):   # torch pairs them up with zip: extra gradients are ignored
+        raise RuntimeError(f"got {len(outs)} tensors and {len(gos)} gradients")
+    gos = gos[:len(outs)]
     if retain_graph is None:
         retain_graph = create_graph
     if not only_inputs:
