@@ -865,3 +865,57 @@ def test_gradient_count(T, via):
     with pytest.raises(RuntimeError, match="got 2 tensors and 1 gradients"):
         call([x * 2, x * 3], [T.ones(2)])
     call([x * 2], [T.ones(2), T.ones(5)])
+
+
+# ---- gradcheck (the argument checks and verdicts, not the op coverage) ------------------------
+def _f64(T, *vals, rg=True):
+    return T.tensor(list(vals), dtype=T.float64, requires_grad=rg)
+
+
+def test_gradcheck_validates_inputs(T):
+    # TestAutograd.test_gradcheck_validates_inputs (dense part): at least one input must require
+    # grad; a float32 input that does warns about precision
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient, but none of them "
+                                         "have requires_grad=True"):
+        T.autograd.gradcheck(lambda x: x * x, (_f64(T, 1.0, 2.0, rg=False),))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        T.autograd.gradcheck(lambda x: x * 2, (T.tensor([1.0, 2.0], requires_grad=True),), eps=1e-2, atol=1e-2)
+    assert any("Input #0 requires gradient and is not a double precision floating point" in str(w.message)
+               for w in seen)
+
+
+def test_gradcheck_single_input_and_unrelated_inputs(T):
+    # TestAutograd.test_gradcheck_single_input / test_unrelated_inputs: a bare tensor is an
+    # input tuple of one; an input the output ignores passes gradcheck and gradgradcheck
+    assert T.autograd.gradcheck(lambda x: x.exp(), _f64(T, 0.5, 1.5))
+    f = lambda x, y: x * x  # noqa: E731
+    args = (_f64(T, 1.0, 2.0), _f64(T, 3.0, 4.0))
+    assert T.autograd.gradcheck(f, args) and T.autograd.gradgradcheck(f, args)
+
+
+def test_gradcheck_jacobian_mismatch(T):
+    # TestAutograd.test_gradcheck_jacobian_mismatch: a wrong backward is reported (GradcheckError,
+    # a RuntimeError) or, with raise_exception=False, gives False
+    class Wrong(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = _f64(T, 1.0, 2.0)
+    with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0") as e:
+        T.autograd.gradcheck(Wrong.apply, (x,))
+    assert type(e.value).__name__ == "GradcheckError"
+    assert T.autograd.gradcheck(Wrong.apply, (x,), raise_exception=False) is False
+
+
+def test_gradcheck_outputs_without_gradient(T):
+    # TestAutograd.test_gradcheck_check_no_differentiable_outputs / test_gradcheck_test_outputs:
+    # constant and integer outputs are skipped
+    x = _f64(T, 1.0, 2.0)
+    assert T.autograd.gradcheck(lambda a: T.ones(2, dtype=T.float64), (x,))
+    assert T.autograd.gradcheck(lambda a: (a * 2, a.long()), (x,))
