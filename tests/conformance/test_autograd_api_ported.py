@@ -11,7 +11,9 @@ Not ported: CUDA/device tests, sparse gradients (the sparse halves of
 test_accumulate_grad_tensor_reference and test_sparse_*), forward-mode AD (tracegrad has no
 ``autograd.forward_ad``), the profiler, checkpointing, reentrant/multithreaded backward, and
 ``Tensor.volatile``/``_backward_hooks``/``_grad_fn`` (legacy or private attributes tracegrad does
-not have).
+not have), test_mul_out* (tracegrad ops take no ``out=``), test_nested_anomaly_detect_nan (the
+"Previous calculation was induced by" parent traces) and the non-Tensor *output* check of
+``autograd.grad`` (torch raises a bare AssertionError there; tracegrad a TypeError).
 """
 import warnings
 
