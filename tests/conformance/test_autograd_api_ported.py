@@ -921,3 +921,124 @@ def test_gradcheck_outputs_without_gradient(T):
     x = _f64(T, 1.0, 2.0)
     assert T.autograd.gradcheck(lambda a: T.ones(2, dtype=T.float64), (x,))
     assert T.autograd.gradcheck(lambda a: (a * 2, a.long()), (x,))
+
+
+# ---- version counters, .data identity, backward inside hooks, final callbacks -------------
+def test_version_counter(T):
+    # TestAutograd.test_version_counter: in-place ops bump it, a view shares it, `x.data = y`
+    # keeps x's counter (still shared with the view)
+    x = T.ones(1, 2)
+    v0 = x._version
+    x.add_(1).add_(1)
+    assert x._version > v0
+    xz = x[:]
+    assert x._version == xz._version
+    xz.add_(1)
+    assert x._version == xz._version
+    saved = x._version
+    x.data = T.ones(2, 3)
+    assert x._version == saved
+    x.add_(1)
+    assert x._version > saved and x._version == xz._version
+    xz.add_(1)
+    assert x._version == xz._version
+
+
+def test_set_data_preserve_pyobj(T):
+    # TestAutograd.test_set_data_preserve_pyobj
+    a = T.tensor([[1.0, 2.0]])
+    b = T.zeros(1, 2)
+    ident = id(b)
+    b.data = a
+    assert id(b) == ident and _np(b).tolist() == [[1.0, 2.0]]
+
+
+def test_reentrant_with_leaf_variable_hook(T):
+    # TestAutograd.test_reentrant_with_leaf_variable_hook: a leaf's hook runs a backward of its
+    # own and returns a changed gradient
+    handle = None
+    param = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
+
+    def penalty(grad):
+        handle.remove()
+        old = grad
+        param.grad = None
+        with T.enable_grad():
+            g = grad.detach().requires_grad_()
+            new_param = param.detach().requires_grad_()
+            ((g * 2) + new_param).sum().backward()
+        res = g.grad + grad
+        param.grad = old
+        return res
+
+    handle = param.register_hook(penalty)
+    (param * param).sum().backward()
+    # the hook restored .grad to the plain gradient, then its result (2p + 2) accumulated onto it
+    np.testing.assert_allclose(_np(param.grad), 4 * _np(param) + 2)
+
+
+def test_reentrant_with_non_leaf_variable_hook(T):
+    # TestAutograd.test_reentrant_with_non_leaf_variable_hook
+    handle = None
+    param = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
+
+    def increase(grad):
+        handle.remove()
+        with T.enable_grad():
+            g = grad.detach().requires_grad_()
+            ((g * 2) + 5).sum().backward()
+        return g.grad + grad
+
+    tmp = param * param
+    handle = tmp.register_hook(increase)
+    tmp.sum().backward()
+    np.testing.assert_allclose(_np(param.grad), 6 * _np(param))
+
+
+def test_callback_adds_callback(T):
+    # TestAutograd.test_callback_adds_callback (queued from a tensor hook instead of a custom
+    # Function): callbacks run after the leaves got their .grad, and may queue more
+    engine = T.autograd.Variable._execution_engine
+    log = []
+    x = T.ones(2, requires_grad=True)
+
+    def final():
+        log.append("final")
+
+    def adds():
+        log.append(("adds", _np(x.grad).tolist()))
+        engine.queue_callback(final)
+
+    y = x * 3
+    y.register_hook(lambda g: engine.queue_callback(adds))
+    y.sum().backward()
+    assert log == [("adds", [3.0, 3.0]), "final"]
+    with pytest.raises(RuntimeError, match="Final callbacks can only be installed during backward pass"):
+        engine.queue_callback(final)
+
+
+@pytest.mark.parametrize("depths", [(0,), (1,), (0, 1)])
+def test_reentrant_with_callbacks(T, depths):
+    # TestAutograd.test_reentrant_with_callbacks_depth_0 / _depth_1 / _both_depths (a hook runs
+    # the inner backward): each callback runs once, at the end of the backward it was queued in
+    engine = T.autograd.Variable._execution_engine
+    counter = {"outer": 0, "inner": 0}
+
+    def inner_hook(g):
+        if 1 in depths:
+            engine.queue_callback(lambda: counter.__setitem__("inner", counter["inner"] + 1))
+
+    def outer_hook(g):
+        if 0 in depths:
+            engine.queue_callback(lambda: counter.__setitem__("outer", counter["outer"] + 1))
+        tmp = g.detach().requires_grad_()
+        with T.enable_grad():
+            out = tmp * 1
+            out.register_hook(inner_hook)
+            out.sum().backward()
+
+    t1 = T.ones(3, 3, requires_grad=True)
+    t2 = t1 * 1
+    t2.register_hook(outer_hook)
+    T.autograd.backward([t2.sum()])
+    assert counter == {"outer": int(0 in depths), "inner": int(1 in depths)}

@@ -37,6 +37,17 @@ _tie = itertools.count()
 # ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
 _GRAPH_TASKS: list = []
 _task_ids = itertools.count()
+# the final callbacks queued during each running backward call (same nesting as _GRAPH_TASKS)
+_FINAL_CALLBACKS: list = []
+
+
+def queue_callback(callback) -> None:
+    """Mirrors ``Variable._execution_engine.queue_callback``: run ``callback()`` once the
+    innermost running backward call has run all its nodes (leaves' ``.grad`` are set by then).
+    A callback may queue more; they run in order. RuntimeError outside backward."""
+    if not _GRAPH_TASKS:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _FINAL_CALLBACKS[-1].append(callback)
 
 
 def _current_graph_task_id() -> int:
@@ -354,6 +365,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
     _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit))
+    _FINAL_CALLBACKS.append([])
     node = None
     try:
         while heap:
@@ -438,6 +450,12 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 deps[nxt] = d
                 if d == 0 and (visit is None or nxt in visit):
                     heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
+        node = None
+        callbacks = _FINAL_CALLBACKS[-1]
+        k = 0
+        while k < len(callbacks):   # a callback may queue another
+            callbacks[k]()
+            k += 1
     except Exception:
         # anomaly mode: whatever fails while a node runs (its hooks, its backward, the NaN
         # check) is reported with the forward traceback of that node, as torch's engine does
@@ -449,6 +467,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     finally:
         grad_mode.STATE[0] = prev
         _GRAPH_TASKS.pop()
+        _FINAL_CALLBACKS.pop()
     if trim and _PENDING[0] >= _TRIM_BYTES:
         buffers = grads = outs = raw = src = g = r = None   # the engine's last references first
         _return_memory()
