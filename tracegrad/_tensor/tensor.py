@@ -331,6 +331,11 @@ class Tensor(TensorBase):
                 "var_no_grad = var.detach().")
         self.requires_grad_(value)
 
+    @requires_grad.deleter
+    def requires_grad(self):
+        # torch refuses the deletion with RuntimeError (TestAutograd.test_attribute_deletion)
+        raise RuntimeError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad=True):
         """Mirrors ``torch.Tensor.requires_grad_``. RuntimeError on a non-leaf (use detach())
         or for an integer dtype."""
@@ -390,6 +395,11 @@ class Tensor(TensorBase):
             _CAPTURE[0].see_grad_owner(self)
         self._grad = value
 
+    @grad.deleter
+    def grad(self):
+        # torch: `del t.grad` is the same as `t.grad = None` (TestAutograd.test_attribute_deletion)
+        self.grad = None
+
     @property
     def retains_grad(self) -> bool:
         return self._retains_grad
@@ -427,8 +437,17 @@ class Tensor(TensorBase):
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        if self._rg and not (value.dtype.is_floating_point or value.dtype.is_complex):
+            # torch keeps requires_grad across .data = ..., so the new dtype must allow it
+            # (TestAutograd.test_set_data_self_requires_grad)
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._st, self._chain = Storage(value._value), ()
         self._vcache = None
+
+    @data.deleter
+    def data(self):
+        # torch refuses the deletion with RuntimeError (TestAutograd.test_attribute_deletion)
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     # ----- conversion --------------------------------------------------------------------
     def numpy(self, *, force=False):

@@ -16,6 +16,7 @@ import ctypes
 import heapq
 import itertools
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -36,6 +37,17 @@ _tie = itertools.count()
 # ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
 _GRAPH_TASKS: list = []
 _task_ids = itertools.count()
+# the final callbacks queued during each running backward call (same nesting as _GRAPH_TASKS)
+_FINAL_CALLBACKS: list = []
+
+
+def queue_callback(callback) -> None:
+    """Mirrors ``Variable._execution_engine.queue_callback``: run ``callback()`` once the
+    innermost running backward call has run all its nodes (leaves' ``.grad`` are set by then).
+    A callback may queue more; they run in order. RuntimeError outside backward."""
+    if not _GRAPH_TASKS:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _FINAL_CALLBACKS[-1].append(callback)
 
 
 def _current_graph_task_id() -> int:
@@ -112,11 +124,24 @@ def _make_grads(outputs, grad_outputs, create_graph):
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {out.dtype!r}")
             g = _factories.ones_like(out)
         elif not isinstance(g, Tensor):
-            g = _factories.tensor(g, dtype=out.dtype)
+            # as torch (_make_grads): a Python number is not a gradient
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         elif tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a shape of {out.shape}.")
+        elif (g.dtype.is_complex or out.dtype.is_complex) and g.dtype != out.dtype:
+            # as torch's _make_grads: a real gradient is cast to a real output's dtype, but a
+            # complex one must match exactly (no silent drop of the imaginary part)
+            raise RuntimeError("For complex Tensors, both grad_output and output are required to have the same dtype. "
+                               f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a "
+                               f"dtype of {out.dtype}.")
         grads.append(g)
     return grads
+
+
+def _check_inputs(inputs):
+    for t in inputs:
+        if not isinstance(t, (Tensor, GradientEdge)):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
 
 
 def _check_outputs(outputs):
@@ -340,6 +365,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
     _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit))
+    _FINAL_CALLBACKS.append([])
+    node = None
     try:
         while heap:
             _, _, node = heapq.heappop(heap)
@@ -423,9 +450,24 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 deps[nxt] = d
                 if d == 0 and (visit is None or nxt in visit):
                     heapq.heappush(heap, (-nxt._seq, next(_tie), nxt))
+        node = None
+        callbacks = _FINAL_CALLBACKS[-1]
+        k = 0
+        while k < len(callbacks):   # a callback may queue another
+            callbacks[k]()
+            k += 1
+    except Exception:
+        # anomaly mode: whatever fails while a node runs (its hooks, its backward, the NaN
+        # check) is reported with the forward traceback of that node, as torch's engine does
+        trace = getattr(node, "_trace", None)
+        if ANOMALY[0] and trace:
+            warnings.warn("Error detected in " + node.name() + ". Traceback of forward call that caused the "
+                          "error:\n" + trace)
+        raise
     finally:
         grad_mode.STATE[0] = prev
         _GRAPH_TASKS.pop()
+        _FINAL_CALLBACKS.pop()
     if trim and _PENDING[0] >= _TRIM_BYTES:
         buffers = grads = outs = raw = src = g = r = None   # the engine's last references first
         _return_memory()
@@ -452,8 +494,7 @@ def _check_nan(node, outs):
             cap.python_read(g, "anomaly mode's NaN check of a gradient")
         if g is not None and bool(np.isnan(np.asarray(g._value)).any()):
             msg = f"Function '{node.name()}' returned nan values in its {i}th output."
-            if node._trace:
-                warnings.warn("Error detected in " + node.name() + ". Traceback of forward call that caused the error:\n" + node._trace)
+            if node._trace:   # run_backward's handler warns with the same traceback
                 msg += "\nForward call that created it:\n" + node._trace
             raise RuntimeError(msg)
 
@@ -467,15 +508,22 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if grad_tensors is None:
         grad_tensors = grad_variables
     gts = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
-    if len(gts) != len(tensors):
-        raise RuntimeError(f"got {len(gts)} tensors and {len(tensors)} gradients")
+    if len(gts) < len(tensors):   # torch pairs them up with zip: extra gradients are ignored
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(gts)} gradients")
+    gts = gts[:len(tensors)]
     if retain_graph is None:
         retain_graph = create_graph
     ins = _as_tuple(inputs)
     if inputs is not None and not ins:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    _check_inputs(ins)
     _check_outputs(tensors)
     grads = _make_grads(tensors, gts, create_graph)
+    if create_graph:
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                      "of your parameters to None after use to break the cycle and avoid the leak.", stacklevel=2)
     run_backward(tensors, grads, retain_graph, create_graph, ins, accumulate_grad=True)
 
 
@@ -483,7 +531,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Mirrors ``torch.autograd.grad``: returns the gradients of ``outputs`` w.r.t. ``inputs``
     (a tuple), without touching ``.grad``. RuntimeError if an input is not reached and
-    ``allow_unused`` is False; ``materialize_grads=True`` returns zeros instead of None."""
+    ``allow_unused`` is False; ``materialize_grads=True`` returns zeros instead of None.
+    ``inputs`` may be a dict (torch 2.13): the gradients come back in a dict with its keys."""
+    if type(inputs) is dict:
+        keys = list(inputs)
+        res = grad(outputs, tuple(inputs.values()), grad_outputs, retain_graph, create_graph, only_inputs,
+                   allow_unused, is_grads_batched, materialize_grads)
+        return dict(zip(keys, res))
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
+                        "Other Mapping types are not supported.")
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     if not ins:
@@ -494,18 +551,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if allow_unused is None:
         allow_unused = materialize_grads
     gos = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
-    if len(gos) != len(outs):
-        raise RuntimeError(f"grad_outputs has {len(gos)} tensors but outputs has {len(outs)}")
+    if len(gos) < len(outs):   # torch pairs them up with zip: extra gradients are ignored
+        raise RuntimeError(f"got {len(outs)} tensors and {len(gos)} gradients")
+    gos = gos[:len(outs)]
     if retain_graph is None:
         retain_graph = create_graph
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use tracegrad.autograd.backward.",
+                      FutureWarning, stacklevel=2)
+    _check_inputs(ins)
     if is_grads_batched:
         return _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads)
     _check_outputs(outs)
     for t in ins:
         if isinstance(t, GradientEdge):
             continue
-        if not isinstance(t, Tensor):
-            raise TypeError(f"grad expects Tensors as inputs, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     grads = _make_grads(outs, gos, create_graph)
@@ -518,7 +579,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
                 g = _factories.zeros_like(t)
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
+                                   "Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
             g = g.detach()
         out.append(g)
@@ -528,6 +590,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, materialize_grads):
     """``is_grads_batched=True``: one vector-Jacobian product per row of the leading dim of
     each grad_output (torch vmaps; tracegrad loops, retaining the graph until the last row)."""
+    for i, (o, g) in enumerate(zip(outs, gos)):
+        if isinstance(g, Tensor) and isinstance(o, Tensor) and tuple(g.shape[1:]) != tuple(o.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of {g.shape[1:]} and "
+                f"output[{i}] has a shape of {o.shape}. If you only want some tensors in `grad_output` to be "
+                "considered batched, consider using vmap.")
     n = gos[0].shape[0]
     rows = []
     for k in range(n):

@@ -183,7 +183,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         out_tuple, outputs = _call(func, inputs, "vjp", strict)
         v = _v_or_default(v, outputs, out_tuple, create_graph, "vjp",
                           "user-provided function returns")
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(bool(create_graph) or grad_mode.is_grad_enabled()):
         res = _zeros_for_none(_grads(outputs, inputs, v, create_graph=create_graph), inputs, strict,
                               create_graph, "back")
     return _unpack(_finish(outputs, create_graph), out_tuple), _unpack(_finish(res, create_graph), in_tuple)
@@ -203,7 +203,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         dummies = tuple(_tg.zeros_like(o, requires_grad=True) for o in outputs)
         back = _grads(outputs, inputs, dummies, create_graph=True)
         _check_requires(back, "grad_inputs", strict)
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(bool(create_graph) or grad_mode.is_grad_enabled()):
         res = _zeros_for_none(_grads(back, dummies, v, create_graph=create_graph), outputs, strict,
                               create_graph, "back_trick")
     return _unpack(_finish(outputs, create_graph), out_tuple), _unpack(_finish(res, create_graph), out_tuple)
@@ -341,7 +341,7 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
     returning one single-element Tensor; ``v`` and the result have the inputs' shapes."""
     with grad_mode.enable_grad():
         in_tuple, inputs, v, out_tuple, outputs, jac = _first_derivative(func, inputs, v, create_graph, strict, "vhp")
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(bool(create_graph) or grad_mode.is_grad_enabled()):
         res = _zeros_for_none(_grads(jac, inputs, v, create_graph=create_graph), inputs, strict, create_graph,
                               "double_back")
     return _unpack(_finish(outputs, create_graph), out_tuple), _unpack(_finish(res, create_graph), in_tuple)
@@ -355,7 +355,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
         dummies = tuple(_tg.zeros_like(x, requires_grad=True) for x in inputs)
         back = _grads(jac, inputs, dummies, create_graph=True)
         _check_requires(jac, "hessian", strict)
-    with grad_mode.set_grad_enabled(create_graph or grad_mode.is_grad_enabled()):
+    with grad_mode.set_grad_enabled(bool(create_graph) or grad_mode.is_grad_enabled()):
         res = _zeros_for_none(_grads(back, dummies, v, create_graph=create_graph), inputs, strict, create_graph,
                               "double_back_trick")
     return _unpack(_finish(outputs, create_graph), out_tuple), _unpack(_finish(res, create_graph), in_tuple)

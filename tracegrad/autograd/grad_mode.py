@@ -108,8 +108,13 @@ class set_grad_enabled(_DecoratorContextManager):
     and restores the previous mode when used as a context manager."""
 
     def __init__(self, mode: bool):
+        if not isinstance(mode, bool):
+            # torch's binding accepts only a bool (TestAutograd.test_set_grad_enabled-style
+            # bad input); a truthy string would otherwise silently enable grad
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {type(mode).__name__}")
         self.prev = STATE[0]
-        self.mode = bool(mode)
+        self.mode = mode
         STATE[0] = self.mode
 
     def __call__(self, func):

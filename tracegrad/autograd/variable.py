@@ -12,6 +12,18 @@ class _VariableMeta(type):
         return isinstance(other, Tensor)
 
 
+class _ExecutionEngine:
+    """Mirrors the object torch exposes as ``Variable._execution_engine`` (only
+    ``queue_callback``, the part user code such as DDP-style reducers calls)."""
+
+    @staticmethod
+    def queue_callback(callback):
+        """Run ``callback()`` at the end of the running backward call; see
+        ``tracegrad.autograd.engine.queue_callback``."""
+        from .engine import queue_callback
+        queue_callback(callback)
+
+
 class Variable(metaclass=_VariableMeta):
     """Mirrors ``torch.autograd.Variable(data=None, requires_grad=False, volatile=False)``.
 
@@ -21,6 +33,8 @@ class Variable(metaclass=_VariableMeta):
     for ``requires_grad=True`` on an integer tensor.
     Differs from torch: ``volatile`` is accepted and ignored without torch's warning.
     """
+
+    _execution_engine = _ExecutionEngine()
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
         if data is None:

@@ -65,7 +65,7 @@ def _use_grad_for_differentiable(func):
     def _use_grad(self, *args, **kwargs):
         prev = is_grad_enabled()
         try:
-            set_grad_enabled(self.defaults.get("differentiable", False))
+            set_grad_enabled(bool(self.defaults.get("differentiable", False)))
             return func(self, *args, **kwargs)
         finally:
             set_grad_enabled(prev)
