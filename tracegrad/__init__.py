@@ -81,9 +81,10 @@ from ._tensor.factories import (
 # Tensor method of the same name it is that method: tracegrad.exp is Tensor.exp).
 # tests/api/test_registration.py checks that this list is exactly _api.functions.__all__.
 from ._api.functions import (
-    abs as abs, absolute as absolute, acos as acos, add as add, addcdiv as addcdiv, addcmul as addcmul,
+    abs as abs, absolute as absolute, acos as acos, acosh as acosh, add as add, addcdiv as addcdiv, addcmul as addcmul,
     addmm as addmm, all as all, allclose as allclose, amax as amax, amin as amin, any as any,
-    arccos as arccos, arcsin as arcsin, arctan as arctan, argmax as argmax, argmin as argmin,
+    arccos as arccos, arccosh as arccosh, arcsin as arcsin, arcsinh as arcsinh, arctan as arctan,
+    arctanh as arctanh, asinh as asinh, atanh as atanh, argmax as argmax, argmin as argmin,
     argsort as argsort, argwhere as argwhere, asin as asin, atan as atan, atan2 as atan2,
     bitwise_and as bitwise_and, bitwise_not as bitwise_not, bitwise_or as bitwise_or,
     bitwise_xor as bitwise_xor, bmm as bmm, broadcast_shapes as broadcast_shapes,
@@ -137,6 +138,21 @@ from ._api.functions import (
     dist as dist, histc as histc, mode as mode, take as take, trapezoid as trapezoid, trapz as trapz,
     unique_consecutive as unique_consecutive, vander as vander
 )
+# aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
+from ._api.functions import (  # noqa: E402
+    abs_ as abs_, acos_ as acos_, acosh_ as acosh_, addbmm as addbmm, addmv as addmv, addr as addr,
+    arccos_ as arccos_, arccosh_ as arccosh_, arcsin_ as arcsin_, arcsinh_ as arcsinh_, arctan2 as arctan2,
+    arctan_ as arctan_, arctanh_ as arctanh_, asin_ as asin_, asinh_ as asinh_, atan_ as atan_, atanh_ as atanh_,
+    ceil_ as ceil_, clamp_ as clamp_, clip_ as clip_, conj_physical_ as conj_physical_, cos_ as cos_,
+    cosh_ as cosh_, detach_ as detach_, diagflat as diagflat, dsplit as dsplit, erf_ as erf_, exp2_ as exp2_,
+    exp_ as exp_, expm1_ as expm1_, fill_ as fill_, fix_ as fix_, floor_ as floor_, frac_ as frac_,
+    hsplit as hsplit, index_put_ as index_put_, isneginf as isneginf, isposinf as isposinf, isreal as isreal,
+    log10_ as log10_, log1p_ as log1p_, log2_ as log2_, log_ as log_, logaddexp2 as logaddexp2, msort as msort,
+    neg_ as neg_, negative_ as negative_, positive as positive, ravel as ravel, reciprocal_ as reciprocal_,
+    relu_ as relu_, round_ as round_, row_stack as row_stack, rsqrt_ as rsqrt_, sigmoid_ as sigmoid_,
+    sin_ as sin_, sinh_ as sinh_, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
+    trunc_ as trunc_, vdot as vdot, vsplit as vsplit, zero_ as zero_
+)
 # special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).
 from ._api.functions import (
     cummax as cummax, cummin as cummin, digamma as digamma, erfc as erfc, frexp as frexp, i0 as i0,
@@ -189,6 +205,19 @@ from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd
 )
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
+# torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)
+from .nn._toplevel import (  # noqa: E402
+    alpha_dropout as alpha_dropout, alpha_dropout_ as alpha_dropout_, bilinear as bilinear, celu_ as celu_,
+    binary_cross_entropy_with_logits as binary_cross_entropy_with_logits, channel_shuffle as channel_shuffle,
+    conv_transpose3d as conv_transpose3d, cosine_embedding_loss as cosine_embedding_loss, ctc_loss as ctc_loss,
+    dropout_ as dropout_, feature_alpha_dropout as feature_alpha_dropout,
+    feature_alpha_dropout_ as feature_alpha_dropout_, hardshrink as hardshrink,
+    hinge_embedding_loss as hinge_embedding_loss, instance_norm as instance_norm, kl_div as kl_div,
+    margin_ranking_loss as margin_ranking_loss, max_pool3d as max_pool3d, pairwise_distance as pairwise_distance,
+    pdist as pdist, pixel_shuffle as pixel_shuffle, pixel_unshuffle as pixel_unshuffle,
+    poisson_nll_loss as poisson_nll_loss, prelu as prelu, rms_norm as rms_norm, rrelu as rrelu, rrelu_ as rrelu_,
+    selu_ as selu_, threshold as threshold, threshold_ as threshold_, triplet_margin_loss as triplet_margin_loss
+)
 from .compiler import compile as compile  # noqa: E402,A001
 from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
 from ._tensor.runtime import (

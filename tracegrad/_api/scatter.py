@@ -12,7 +12,7 @@ from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from ._registry import method
 from .indexing import _index_arg
 from .inplace import check_index_range
-from .promotion import _CPP_NAME, _check_scalar_value
+from .promotion import _SCALAR_NAME, _check_scalar_value
 from .shape import expand
 
 _REDUCES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin",
@@ -20,7 +20,7 @@ _REDUCES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin"
 
 
 def _cpp(dtype):
-    return _CPP_NAME[dtype.name]
+    return _SCALAR_NAME[dtype.name]
 
 
 def _same_dtype(self, other, api, what):

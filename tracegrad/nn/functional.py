@@ -586,7 +586,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        xlogy = tracegrad.where(target > 0, target * target.clamp_min(1e-45).log(), tracegrad.zeros_like(target))
+        xlogy = tracegrad.xlogy(target, target)     # NaN for a negative target, as torch
         loss = xlogy - target * input
     if reduction == "mean":
         return loss.mean()
