@@ -54,6 +54,10 @@ COMPOSITES = [
     C("addmv_beta0_nan", lambda t, i, m, v: t.addmv(i, m, v, beta=0), [A([np.nan, 1.0, 2.0]), F(3, 4), F(4)], no_grad_fn=True),
     C("addr", lambda t, i, a, b: t.addr(i, a, b, beta=2), [F(3, 4), F(3), F(4)], no_grad_fn=True),
     C("addbmm", lambda t, i, a, b: t.addbmm(i, a, b, alpha=0.5), [F(3, 5), F(2, 3, 4), F(2, 4, 5)], no_grad_fn=True),
+    # d/dinput of xlogy is log(other) also where input is 0 (distributions' log_prob at c = 1)
+    C("xlogy_zero_input", lambda t, x, y: t.xlogy(x, y), [A([0.0, 1.0, 0.0, 2.0]), A([0.05, 3.0, 0.4, 0.5])],
+      no_grad_fn=True),
+    C("xlogy_edges", lambda t, x, y: t.xlogy(x, y), [A([0.0, 0.0, 1.5, 0.0]), A([-2.0, np.nan, 0.0, 7.0])], grad=False),
     C("row_stack", lambda t, x, y: t.row_stack((x, y)), [F(3), F(3)]),
     C("hsplit", lambda t, x: t.hsplit(x, 2), [F(3, 4)]),
     C("hsplit_list", lambda t, x: x.hsplit([1, 3]), [F(3, 4)]),
