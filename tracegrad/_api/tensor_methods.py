@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._tensor.tensor import Tensor
 from . import (  # noqa: F401  (each family registers its methods at import)
     autograd_methods, complex_api, composite, composite_more, composite_names, conversion, creation, elementwise, indexing, inplace,
-    linalg, reduction, scatter, shape,
+    linalg, random_draws, reduction, scatter, shape,
     special_math
 )
 from ._registry import install
