@@ -140,7 +140,10 @@ from ._api.functions import (
 )
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
 from ._api.functions import (  # noqa: E402
-    abs_ as abs_, acos_ as acos_, acosh_ as acosh_, addbmm as addbmm, addmv as addmv, addr as addr,
+    abs_ as abs_, acos_ as acos_, acosh_ as acosh_, addbmm as addbmm, addmv as addmv, addmv_ as addmv_, addr as addr,
+    aminmax as aminmax, clamp_max_ as clamp_max_, clamp_min_ as clamp_min_, deg2rad_ as deg2rad_, erfc_ as erfc_,
+    i0_ as i0_, ldexp_ as ldexp_, logit_ as logit_, nan_to_num_ as nan_to_num_, rad2deg_ as rad2deg_, sinc_ as sinc_,
+    xlogy_ as xlogy_,
     arccos_ as arccos_, arccosh_ as arccosh_, arcsin_ as arcsin_, arcsinh_ as arcsinh_, arctan2 as arctan2,
     arctan_ as arctan_, arctanh_ as arctanh_, asin_ as asin_, asinh_ as asinh_, atan_ as atan_, atanh_ as atanh_,
     ceil_ as ceil_, clamp_ as clamp_, clip_ as clip_, conj_physical_ as conj_physical_, cos_ as cos_,
@@ -202,7 +205,8 @@ from . import fft as fft  # noqa: E402
 from . import onnx as onnx  # noqa: E402  (export raises: tracegrad has no ONNX exporter)
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
-    cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd
+    cross as cross, det as det, inverse as inverse, logdet as logdet, matrix_power as matrix_power,
+    pinverse as pinverse, slogdet as slogdet, svd as svd
 )
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 # torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)

@@ -58,6 +58,12 @@ COMPOSITES = [
     C("xlogy_zero_input", lambda t, x, y: t.xlogy(x, y), [A([0.0, 1.0, 0.0, 2.0]), A([0.05, 3.0, 0.4, 0.5])],
       no_grad_fn=True),
     C("xlogy_edges", lambda t, x, y: t.xlogy(x, y), [A([0.0, 0.0, 1.5, 0.0]), A([-2.0, np.nan, 0.0, 7.0])], grad=False),
+    C("aminmax", lambda t, x: t.aminmax(x), [F(3, 4)], no_grad_fn=True),
+    C("aminmax_dim", lambda t, x: x.aminmax(dim=1, keepdim=True), [F(3, 4)], no_grad_fn=True),
+    C("aminmax_ties", lambda t, x: t.aminmax(x, dim=0), [A([[1.0, 2.0], [1.0, 0.5], [0.2, 2.0]])], no_grad_fn=True),
+    C("matrix_power", lambda t, x: t.matrix_power(x, 3), [F(2, 3, 3)], no_grad_fn=True, tol=(1e-4, 1e-5)),
+    C("matrix_power_neg", lambda t, x: x.matrix_power(-2), [D(3, 3) + 3 * np.eye(3)], no_grad_fn=True),
+    C("pinverse", lambda t, x: t.pinverse(x), [D(4, 3)], no_grad_fn=True),
     C("row_stack", lambda t, x, y: t.row_stack((x, y)), [F(3), F(3)]),
     C("hsplit", lambda t, x: t.hsplit(x, 2), [F(3, 4)]),
     C("hsplit_list", lambda t, x: x.hsplit([1, 3]), [F(3, 4)]),
@@ -77,6 +83,9 @@ TOPLEVEL_INPLACE = [
 ] + [C("top_atanh_", lambda t, x: t.atanh_(x.clone()), [F(3, 4, **UNIT)], grad=False),
      C("top_clamp_", lambda t, x: t.clamp_(x.clone(), -0.5, 0.5), [F(3, 4)]),
      C("top_fill_", lambda t, x: t.fill_(x.clone(), 2.0), [F(3)]),
+     C("top_xlogy_", lambda t, x, y: t.xlogy_(x.clone(), y), [F(3), F(3, lo=0.5, hi=2.0)], no_grad_fn=True),
+     C("top_clamp_min_", lambda t, x: t.clamp_min_(x.clone(), 0.0), [F(3)], no_grad_fn=True),
+     C("top_addmv_", lambda t, i, m, v: t.addmv_(i.clone(), m, v), [F(3), F(3, 4), F(4)], no_grad_fn=True),
      C("top_index_put_", lambda t, x, v: t.index_put_(x.clone(), (t.tensor([0, 2]),), v), [F(3, 2), F(2, 2)])]
 
 # in-place methods written as out-of-place + copy_ (grad_fn CopyBackwards, torch: the op's own)

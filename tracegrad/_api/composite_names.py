@@ -17,7 +17,7 @@ from .promotion import _SCALAR_NAME
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, outer
-from .reduction import sort
+from .reduction import return_types, sort
 from .shape import diag, flatten, reshape, tensor_split
 
 _LN2 = math.log(2.0)
@@ -32,6 +32,16 @@ def logaddexp2(input, other):
     """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow."""
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
     return logaddexp(input * _LN2, other * _LN2) / _LN2
+
+
+@method("aminmax", function=True)
+def aminmax(input, *, dim=None, keepdim=False):
+    """Mirrors ``torch.aminmax``: namedtuple ``(min, max)`` of ``amin``/``amax`` over ``dim``
+    (all dims when None). Gradients as ``amin``/``amax`` (ties share evenly)."""
+    dims = tuple(range(input.ndim)) if dim is None else dim
+    if dim is None and not keepdim:
+        return return_types.aminmax(input.amin(), input.amax())
+    return return_types.aminmax(input.amin(dims, keepdim), input.amax(dims, keepdim))
 
 
 @method("positive", function=True)
@@ -169,10 +179,10 @@ INPLACE_FUNCTIONS = (
     "log1p_", "log2_", "log_", "neg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_",
     "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_", "arccos_", "arcsin_", "arctan_",
     "negative_", "fix_", "asinh_", "acosh_", "atanh_", "arcsinh_", "arccosh_", "arctanh_",
+    # the in-place methods written through copy_ below (looked up when called)
+    "addmv_", "clamp_max_", "clamp_min_", "deg2rad_", "erfc_", "i0_", "ldexp_", "logit_", "nan_to_num_",
+    "rad2deg_", "sinc_", "xlogy_",
 )
-for _name in INPLACE_FUNCTIONS:
-    _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
-
 
 # NOTE [in-place through copy_]
 # The in-place forms of functions without an in-place op of their own compute the result out
@@ -210,3 +220,5 @@ for _name in _VIA_COPY:
 for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_", "div_"),
                         ("true_divide_", "div_"), ("swapaxes_", "transpose_"), ("swapdims_", "transpose_")):
     _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
+for _name in INPLACE_FUNCTIONS:
+    _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
