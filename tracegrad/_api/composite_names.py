@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from .._tensor.factories import ones_like as _ones_like, tensor as _tensor
+from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, method
 from .complex_api import conj
 from .inplace import copy_
@@ -222,3 +222,39 @@ for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_"
     _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
 for _name in INPLACE_FUNCTIONS:
     _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
+
+
+@method("unfold")
+def unfold(self, dimension, size, step):
+    """Mirrors ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
+    ``dimension``, ``step`` apart, as a new last dim: ``dimension`` becomes
+    ``(length - size) // step + 1`` long. Differs from torch: a gather (``IndexSelectBackward0``),
+    not a view of self (torch: ``UnfoldBackward0``; writes into it do not reach self).
+    RuntimeError for ``size`` larger than the dim or ``step <= 0``."""
+    d = _wrap(dimension, self.ndim)
+    length = self.shape[d] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return reshape(self, 1)
+    n = (length - size) // step + 1
+    idx = (_arange(n) * step).reshape(n, 1) + _arange(size)
+    out = self.index_select(d, idx.reshape(-1))
+    shape = tuple(self.shape[:d]) + (n, size) + tuple(self.shape[d + 1:])
+    return out.reshape(shape).movedim(d + 1, -1)
+
+
+@method("sum_to_size")
+def sum_to_size(self, *size):
+    """Mirrors ``Tensor.sum_to_size(*size)``: self summed down to ``size``, which must expand to
+    self's shape (leading dims dropped, size-1 dims kept). RuntimeError otherwise."""
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    out = self.sum(tuple(range(lead))) if lead else self
+    dims = tuple(i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1)
+    return out.sum(dims, keepdim=True) if dims else out
