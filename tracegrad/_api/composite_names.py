@@ -258,3 +258,25 @@ def sum_to_size(self, *size):
     out = self.sum(tuple(range(lead))) if lead else self
     dims = tuple(i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1)
     return out.sum(dims, keepdim=True) if dims else out
+
+
+@method("fill_diagonal_")
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Mirrors ``Tensor.fill_diagonal_(fill_value, wrap=False)``: writes ``fill_value`` on the
+    main diagonal (``i, i, ..., i``); a tall 2-D matrix with ``wrap`` restarts the diagonal
+    every ``columns + 1`` rows, as torch (one row left out between). In place through
+    ``index_put_`` (grad_fn ``IndexPutBackward0``; torch: ``CopySlices`` over a diagonal view).
+    RuntimeError for fewer than 2 dims or, above 2, dims of different lengths."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = tuple(self.shape)
+    if self.ndim > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if self.ndim == 2:
+        h, w = shape
+        end = h * w if wrap else min(h, w) * w
+        flat = _arange(0, end, w + 1)
+        keys = (flat // w, flat % w)
+    else:
+        keys = (_arange(shape[0]),) * self.ndim
+    return self.index_put_(keys, _tensor(fill_value, dtype=self.dtype))
