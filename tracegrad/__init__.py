@@ -81,9 +81,10 @@ from ._tensor.factories import (
 # Tensor method of the same name it is that method: tracegrad.exp is Tensor.exp).
 # tests/api/test_registration.py checks that this list is exactly _api.functions.__all__.
 from ._api.functions import (
-    abs as abs, absolute as absolute, acos as acos, add as add, addcdiv as addcdiv, addcmul as addcmul,
+    abs as abs, absolute as absolute, acos as acos, acosh as acosh, add as add, addcdiv as addcdiv, addcmul as addcmul,
     addmm as addmm, all as all, allclose as allclose, amax as amax, amin as amin, any as any,
-    arccos as arccos, arcsin as arcsin, arctan as arctan, argmax as argmax, argmin as argmin,
+    arccos as arccos, arccosh as arccosh, arcsin as arcsin, arcsinh as arcsinh, arctan as arctan,
+    arctanh as arctanh, asinh as asinh, atanh as atanh, argmax as argmax, argmin as argmin,
     argsort as argsort, argwhere as argwhere, asin as asin, atan as atan, atan2 as atan2,
     bitwise_and as bitwise_and, bitwise_not as bitwise_not, bitwise_or as bitwise_or,
     bitwise_xor as bitwise_xor, bmm as bmm, broadcast_shapes as broadcast_shapes,
@@ -96,14 +97,15 @@ from ._api.functions import (
     flatten as flatten, flip as flip, fliplr as fliplr, flipud as flipud, floor as floor,
     floor_divide as floor_divide, fmax as fmax, fmin as fmin, fmod as fmod, frac as frac,
     gather as gather, ge as ge, ger as ger, greater as greater, greater_equal as greater_equal,
-    gt as gt, hstack as hstack, index_add as index_add, index_put as index_put,
+    gt as gt, hstack as hstack, index_add as index_add, index_copy as index_copy, index_fill as index_fill,
+    index_put as index_put,
     index_select as index_select, is_floating_point as is_floating_point, is_inference as is_inference,
     is_tensor as is_tensor, isclose as isclose, isfinite as isfinite, isinf as isinf, isnan as isnan,
     kthvalue as kthvalue, le as le, lerp as lerp, less as less, less_equal as less_equal, log as log,
     log10 as log10, log1p as log1p, log2 as log2, log_softmax as log_softmax,
     logical_and as logical_and, logical_not as logical_not, logical_or as logical_or,
     logical_xor as logical_xor, logsumexp as logsumexp, lt as lt, masked_fill as masked_fill,
-    masked_select as masked_select, matmul as matmul, max as max, maximum as maximum, mean as mean,
+    masked_scatter as masked_scatter, masked_select as masked_select, matmul as matmul, max as max, maximum as maximum, mean as mean,
     median as median, meshgrid as meshgrid, min as min, minimum as minimum, mm as mm,
     moveaxis as moveaxis, movedim as movedim, mul as mul, multiply as multiply, mv as mv,
     nanmean as nanmean, nansum as nansum, narrow as narrow, ne as ne, neg as neg, negative as negative,
@@ -111,7 +113,7 @@ from ._api.functions import (
     permute as permute, pow as pow, prod as prod, quantile as quantile, reciprocal as reciprocal,
     relu as relu, remainder as remainder, repeat_interleave as repeat_interleave, reshape as reshape,
     result_type as result_type, roll as roll, round as round, rsqrt as rsqrt, rsub as rsub,
-    scatter as scatter, scatter_add as scatter_add, select as select, sgn as sgn, sigmoid as sigmoid,
+    scatter as scatter, scatter_add as scatter_add, scatter_reduce as scatter_reduce, select as select, sgn as sgn, sigmoid as sigmoid,
     sign as sign, signbit as signbit, sin as sin, sinh as sinh, softmax as softmax, sort as sort,
     split as split, sqrt as sqrt, square as square, squeeze as squeeze, stack as stack, std as std,
     std_mean as std_mean, sub as sub, subtract as subtract, sum as sum, swapaxes as swapaxes,
@@ -135,6 +137,24 @@ from ._api.functions import (
     baddbmm as baddbmm, block_diag as block_diag, combinations as combinations, diag_embed as diag_embed,
     dist as dist, histc as histc, mode as mode, take as take, trapezoid as trapezoid, trapz as trapz,
     unique_consecutive as unique_consecutive, vander as vander
+)
+# aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
+from ._api.functions import (  # noqa: E402
+    abs_ as abs_, acos_ as acos_, acosh_ as acosh_, addbmm as addbmm, addmv as addmv, addmv_ as addmv_, addr as addr,
+    aminmax as aminmax, clamp_max_ as clamp_max_, clamp_min_ as clamp_min_, deg2rad_ as deg2rad_, erfc_ as erfc_,
+    i0_ as i0_, ldexp_ as ldexp_, logit_ as logit_, nan_to_num_ as nan_to_num_, rad2deg_ as rad2deg_, sinc_ as sinc_,
+    xlogy_ as xlogy_,
+    arccos_ as arccos_, arccosh_ as arccosh_, arcsin_ as arcsin_, arcsinh_ as arcsinh_, arctan2 as arctan2,
+    arctan_ as arctan_, arctanh_ as arctanh_, asin_ as asin_, asinh_ as asinh_, atan_ as atan_, atanh_ as atanh_,
+    ceil_ as ceil_, clamp_ as clamp_, clip_ as clip_, conj_physical_ as conj_physical_, cos_ as cos_,
+    cosh_ as cosh_, detach_ as detach_, diagflat as diagflat, dsplit as dsplit, erf_ as erf_, exp2_ as exp2_,
+    exp_ as exp_, expm1_ as expm1_, fill_ as fill_, fix_ as fix_, floor_ as floor_, frac_ as frac_,
+    hsplit as hsplit, index_put_ as index_put_, isneginf as isneginf, isposinf as isposinf, isreal as isreal,
+    log10_ as log10_, log1p_ as log1p_, log2_ as log2_, log_ as log_, logaddexp2 as logaddexp2, msort as msort,
+    neg_ as neg_, negative_ as negative_, positive as positive, ravel as ravel, reciprocal_ as reciprocal_,
+    relu_ as relu_, round_ as round_, row_stack as row_stack, rsqrt_ as rsqrt_, sigmoid_ as sigmoid_,
+    sin_ as sin_, sinh_ as sinh_, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
+    trunc_ as trunc_, vdot as vdot, vsplit as vsplit, zero_ as zero_
 )
 # special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).
 from ._api.functions import (
@@ -186,9 +206,23 @@ from . import fft as fft  # noqa: E402
 from . import onnx as onnx  # noqa: E402  (export raises: tracegrad has no ONNX exporter)
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
-    cross as cross, det as det, inverse as inverse, logdet as logdet, slogdet as slogdet, svd as svd
+    cross as cross, det as det, inverse as inverse, logdet as logdet, matrix_power as matrix_power,
+    pinverse as pinverse, slogdet as slogdet, svd as svd
 )
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
+# torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)
+from .nn._toplevel import (  # noqa: E402
+    alpha_dropout as alpha_dropout, alpha_dropout_ as alpha_dropout_, bilinear as bilinear, celu_ as celu_,
+    binary_cross_entropy_with_logits as binary_cross_entropy_with_logits, channel_shuffle as channel_shuffle,
+    conv_transpose3d as conv_transpose3d, cosine_embedding_loss as cosine_embedding_loss, ctc_loss as ctc_loss,
+    dropout_ as dropout_, feature_alpha_dropout as feature_alpha_dropout,
+    feature_alpha_dropout_ as feature_alpha_dropout_, hardshrink as hardshrink,
+    hinge_embedding_loss as hinge_embedding_loss, instance_norm as instance_norm, kl_div as kl_div,
+    margin_ranking_loss as margin_ranking_loss, max_pool3d as max_pool3d, pairwise_distance as pairwise_distance,
+    pdist as pdist, pixel_shuffle as pixel_shuffle, pixel_unshuffle as pixel_unshuffle,
+    poisson_nll_loss as poisson_nll_loss, prelu as prelu, rms_norm as rms_norm, rrelu as rrelu, rrelu_ as rrelu_,
+    selu_ as selu_, threshold as threshold, threshold_ as threshold_, triplet_margin_loss as triplet_margin_loss
+)
 from .compiler import compile as compile  # noqa: E402,A001
 from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
 from ._tensor.runtime import (

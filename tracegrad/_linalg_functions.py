@@ -17,7 +17,7 @@ from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
 
-__all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross"]
+__all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse"]
 
 SVDResult = collections.namedtuple("svd", ["U", "S", "V"])
 
@@ -82,6 +82,18 @@ def cross(input, other, dim=None, *, out=None):
     return linalg.cross(input, other, dim=dim)
 
 
+def matrix_power(input, n):
+    """Mirrors ``torch.matrix_power``: ``tracegrad.linalg.matrix_power`` (``n`` < 0 inverts)."""
+    return linalg.matrix_power(input, n)
+
+
+def pinverse(input, rcond=1e-15):
+    """Mirrors ``torch.pinverse``: ``tracegrad.linalg.pinv`` (singular values below ``rcond``
+    times the largest count as zero; tracegrad uses linalg.pinv's default cut, which equals
+    torch's for ``rcond`` at or below float eps -- differs from torch for larger ``rcond``)."""
+    return linalg.pinv(input)
+
+
 def _cross_method(self, other, dim=None):
     """Mirrors ``Tensor.cross(other, dim=None)``: see ``tracegrad.cross``."""
     return cross(self, other, dim)
@@ -94,3 +106,5 @@ Tensor.logdet = logdet
 Tensor.slogdet = slogdet
 Tensor.svd = svd
 Tensor.cross = _cross_method
+Tensor.matrix_power = matrix_power
+Tensor.pinverse = pinverse

@@ -34,6 +34,8 @@ ATTACHED_ELSEWHERE: dict = {
     "slogdet": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
     "svd": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
     "cross": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "matrix_power": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
+    "pinverse": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
 }
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
                       "__firstlineno__", "__static_attributes__"}

@@ -12,8 +12,9 @@ from parity import record_ops, run
 
 pytest.importorskip("torch")
 
-from . import test_dtypes, test_ops_elementwise, test_ops_reduction, test_ops_shape  # noqa: E402
+from . import test_dtypes, test_ops_elementwise, test_ops_reduction, test_ops_shape, test_scatter_repeated  # noqa: E402
 from tensor import test_factories, test_tensor  # noqa: E402  (tests/ is on sys.path)
+from api import test_torch_names  # noqa: E402
 
 MODULES = ("elementwise", "reduction", "shape", "indexing", "linalg")
 
@@ -29,7 +30,7 @@ EXCLUDED = {
 }
 
 TABLES = (test_ops_elementwise.ALL + test_ops_reduction.REDUCE + test_ops_reduction.LINALG
-          + test_ops_shape.SHAPE + test_ops_shape.INDEX_OPS + test_ops_shape.GETITEM
+          + test_ops_shape.SHAPE + test_ops_shape.INDEX_OPS + test_ops_shape.GETITEM + test_scatter_repeated.SCATTER + test_torch_names.HYPERBOLIC
           + test_tensor.META + test_tensor.SETITEM + test_tensor.INPLACE + test_tensor.VIEWS
           + test_dtypes.PROMOTION + test_dtypes.CASTS + test_factories.FACTORIES)
 

@@ -110,11 +110,13 @@ def logaddexp(input, other):
 @method("xlogy", function=True)
 def xlogy(input, other):
     """Mirrors ``torch.xlogy``: ``input * log(other)``, 0 where ``input`` is 0 (unless ``other``
-    is NaN)."""
+    is NaN). Gradient with respect to ``input``: ``log(other)`` (also where ``input`` is 0), 0
+    where ``other`` is 0, as torch."""
     input, other = _t(input, other if isinstance(other, Tensor) else None), _t(other, input)
-    safe = where(input == 0, 1.0, other)
-    out = where(input == 0, 0.0, input * safe.log())
-    return where(other.isnan(), other, out) if other.is_floating_point() else out
+    # input * log(other), with log(other) read as 0 where input is 0 and other is <= 0 or inf: the
+    # value is 0 there, and d/dinput is log(other) for other > 0 finite (torch's derivative)
+    safe = where((input == 0) & ((other <= 0) | other.isinf()), 1.0, other)
+    return input * safe.log()
 
 
 @method("nan_to_num", function=True)

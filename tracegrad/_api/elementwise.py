@@ -150,7 +150,7 @@ def _rpow(self, base):
     return apply_op(OPS["pow_scalar_base"], (base, self), (("dtype", dt),))
 
 
-@method("atan2", function=True)
+@method("atan2", "arctan2", function=True)
 def atan2(self, other):
     dt = _float_dtype(result_dtype(self, other)).np
     return apply_op(OPS["atan2"], (self, other), (("dtype", dt),))
@@ -232,18 +232,20 @@ def _unary(name):
 
 
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-                "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "relu",
+                "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
+                "sigmoid", "relu",
                 "erf", "erfinv", "sign", "floor", "ceil", "round", "trunc", "frac", "reciprocal", "square",
                 "logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "signbit", "sgn"]
 _UNARY_ALIASES = {"neg": ("negative",), "abs": ("absolute",), "asin": ("arcsin",), "acos": ("arccos",),
-                  "atan": ("arctan",), "trunc": ("fix",)}
+                  "atan": ("arctan",), "trunc": ("fix",), "asinh": ("arcsinh",), "acosh": ("arccosh",),
+                  "atanh": ("arctanh",)}
 _NO_INPLACE = ("isnan", "isinf", "isfinite", "signbit", "sgn")   # predicates (and sgn: sgn_ not provided yet)
 _unaries = {n: _unary(n) for n in _UNARY_NAMES}
 for _name in _UNARY_NAMES:
     if _name != "round":   # round takes decimals: its own definition below
         method(_name, *_UNARY_ALIASES.get(_name, ()), function=True)(_unaries[_name])
-    if _name not in _NO_INPLACE:
-        method(_name + "_")(_inplace_unary(_name))
+    if _name not in _NO_INPLACE:    # torch's aliases have in-place forms too (arcsin_, negative_...)
+        method(*(a + "_" for a in (_name,) + _UNARY_ALIASES.get(_name, ())))(_inplace_unary(_name))
 
 
 @method("round", function=True)

@@ -20,6 +20,7 @@ def _ret_type(name, fields=("values", "indices")):
 
 return_types = type("return_types", (), {n: _ret_type(n) for n in (
     "max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")})
+return_types.aminmax = _ret_type("aminmax", ("min", "max"))
 
 
 # ---- reductions -------------------------------------------------------------------------

@@ -424,7 +424,7 @@ def hstack(tensors):
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
-@function()
+@function("vstack", "row_stack")
 def vstack(tensors):
     return cat([t_ if t_.ndim > 1 else t_.unsqueeze(0) for t_ in tensors], 0)
 

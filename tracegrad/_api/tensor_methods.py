@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from .._tensor.tensor import Tensor
 from . import (  # noqa: F401  (each family registers its methods at import)
-    autograd_methods, complex_api, composite, composite_more, conversion, creation, elementwise, indexing, inplace,
-    linalg, reduction, shape,
+    autograd_methods, complex_api, composite, composite_more, composite_names, conversion, creation, elementwise, indexing, inplace,
+    linalg, random_draws, reduction, scatter, shape,
     special_math
 )
 from ._registry import install

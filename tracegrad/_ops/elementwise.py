@@ -43,6 +43,9 @@ _UNARY = [
     ("asin", jnp.arcsin, "AsinBackward0", ("self",), None),
     ("acos", jnp.arccos, "AcosBackward0", ("self",), None),
     ("atan", jnp.arctan, "AtanBackward0", ("self",), None),
+    ("asinh", jnp.arcsinh, "AsinhBackward0", ("self",), None),
+    ("acosh", jnp.arccosh, "AcoshBackward0", ("self",), None),
+    ("atanh", jnp.arctanh, "AtanhBackward0", ("self",), None),
     ("sinh", jnp.sinh, "SinhBackward0", ("self",), None),
     ("cosh", jnp.cosh, "CoshBackward0", ("self",), None),
     ("tanh", jnp.tanh, "TanhBackward0", ("result",), lambda y, g: g * (1 - y * y)),
@@ -70,7 +73,7 @@ _UNARY = [
 ]
 # ops that turn integer inputs into the default float dtype, as torch's "unary float" ops
 FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
-               "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "erf",
+               "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh", "sigmoid", "erf",
                "erfinv", "reciprocal", "silu", "mish"}
 
 for _name, _fn, _gf, _saves, _vr in _UNARY:

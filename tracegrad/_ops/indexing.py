@@ -7,6 +7,9 @@ Python 3.11 slices are unhashable, so keys travel as static tuples of markers:
 """
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 from jax import lax
 
@@ -124,10 +127,33 @@ _IDX = tuple(f"indices{i}" for i in range(64))
 defop("index", _advanced, args=("self",) + _IDX, grad_fn="IndexBackward0", saves=_IDX)
 
 
+# NOTE [overwriting scatter]
+# torch differentiates an overwriting write ``out = x; out[k] = v`` (scatter, index_put,
+# index_copy) as: ``x`` gets ``grad`` with the written positions zeroed, and EVERY element of
+# ``v`` gets ``grad[k]`` -- also the ones a repeated position overwrote. JAX's own derivative
+# gives only the element that won the write a gradient. ``set_at`` keeps JAX's forward and
+# declares the tangent ``where(written, 0, tx) + zeros.at[k].add(tv)``, whose transpose is
+# torch's backward; it is linear in the tangents, so every order of derivative follows.
+@partial(jax.custom_jvp, nondiff_argnums=(2,))
+def set_at(x, v, key, *idx):
+    """``x.at[decode_key(key, idx)].set(v)`` with torch's derivative (NOTE [overwriting scatter])."""
+    return x.at[decode_key(key, idx)].set(v)
+
+
+@set_at.defjvp
+def _set_at_jvp(key, primals, tangents):
+    x, v, *idx = primals
+    tx, tv = tangents[:2]
+    k = decode_key(key, idx)
+    written = jnp.zeros(x.shape, bool).at[k].set(True)
+    tangent = jnp.where(written, jnp.zeros((), tx.dtype), tx) + jnp.zeros_like(tx).at[k].add(tv)
+    return set_at(x, v, key, *idx), tangent
+
+
 def _index_put(x, v, *idx, key, accumulate):
     k = decode_key(key, idx)
-    v = v.astype(x.dtype) if hasattr(v, "astype") else v
-    return x.at[k].add(v) if accumulate else x.at[k].set(v)
+    v = jnp.asarray(v).astype(x.dtype)
+    return x.at[k].add(v) if accumulate else set_at(x, v, key, *idx)
 
 
 # ``x[mask]`` written as ``masked_select``: same gather, torch's node name
@@ -153,7 +179,7 @@ def _scatter(x, index, src, dim, reduce=None):
         return x.at[idx].add(vals)
     if reduce == "multiply":
         return x.at[idx].multiply(vals)
-    return x.at[idx].set(vals)
+    return set_at(x, vals, (("t",),) * len(idx), *idx)
 
 
 defop("scatter", _scatter, args=("self", "index", "src"), grad_fn="ScatterBackward0",
@@ -181,3 +207,126 @@ defop("masked_fill_tensor", lambda x, mask, value: jnp.where(mask, value.astype(
 defop("one_hot", lambda x, num_classes: (x[..., None] == jnp.arange(num_classes)).astype(jnp.int64))
 defop("embedding", lambda weight, indices: jnp.take(weight, indices, axis=0),
       args=("weight", "indices"), grad_fn="EmbeddingBackward0", saves=("indices",))
+
+
+def _dim_key(dim):
+    """The static key of ``x[:, ..., index, ...]`` with the index array at ``dim``."""
+    return (("s", None, None, None),) * dim + (("t",),)
+
+
+def _index_copy(x, index, source, dim):
+    return set_at(x, source.astype(x.dtype), _dim_key(dim), index)
+
+
+def _index_fill(x, index, value, dim):
+    """A 0-D tensor ``value`` gets the sum of the gradient over the filled positions, each
+    counted once even where ``index`` repeats (torch uniques the index there)."""
+    written = jnp.zeros(x.shape, bool).at[decode_key(_dim_key(dim), (index,))].set(True)
+    return jnp.where(written, jnp.asarray(value).astype(x.dtype), x)
+
+
+defop("index_copy", _index_copy, args=("self", "index", "source"), grad_fn="IndexCopyBackward0",
+      saves=("index",))
+defop("index_fill", _index_fill, args=("self", "index", "value"), grad_fn="IndexFillBackward0",
+      saves=("index",), no_edge=("value",))
+defop("index_fill_tensor", _index_fill, args=("self", "index", "value"), grad_fn="IndexFillBackward1",
+      saves=("index",))
+
+
+def _masked_scatter(x, mask, source):
+    """Positions where ``mask`` (broadcast to ``x``) is True take ``source``'s elements in
+    row-major order; the gather's derivative is torch's (unused source elements get 0)."""
+    m = jnp.broadcast_to(mask, x.shape).reshape(-1)
+    pos = jnp.clip(jnp.cumsum(m) - 1, 0, max(source.size - 1, 0))
+    vals = source.reshape(-1).astype(x.dtype)[pos] if source.size else jnp.zeros_like(x).reshape(-1)
+    return jnp.where(m, vals, x.reshape(-1)).reshape(x.shape)
+
+
+defop("masked_scatter", _masked_scatter, args=("self", "mask", "source"), grad_fn="MaskedScatterBackward0",
+      saves=("mask",))
+
+
+# NOTE [scatter_reduce derivative]
+# torch's ScatterReduceBackward0: "sum"/"mean" are linear (JAX's derivative is torch's);
+# "amax"/"amin" split the gradient evenly between the elements equal to the result, and
+# count self's element among them even with include_self=False (then give it nothing);
+# "prod" gives each element the product of the others at its position, exact with zeros.
+# JAX has no derivative for a multiplying scatter with repeated indices and splits max ties
+# only between the elements it reduced, so these three declare their tangent with
+# ``custom_jvp``: linear in the tangents, so it transposes to torch's backward.
+def _reduce_start(x, written, reduce, include_self):
+    """``x`` with the written positions set to the reduction's identity unless ``include_self``."""
+    if include_self:
+        return x
+    if reduce in ("sum", "mean"):
+        ident = 0
+    elif reduce == "prod":
+        ident = 1
+    elif jnp.issubdtype(x.dtype, jnp.floating):
+        ident = -jnp.inf if reduce == "amax" else jnp.inf
+    else:
+        info = jnp.iinfo(x.dtype)
+        ident = info.min if reduce == "amax" else info.max
+    return jnp.where(written, jnp.asarray(ident, x.dtype), x)
+
+
+def _scatter_combine(x, src, written, idx, reduce, include_self):
+    start = _reduce_start(x, written, reduce, include_self)
+    if reduce == "prod":
+        return start.at[idx].multiply(src)
+    return start.at[idx].max(src) if reduce == "amax" else start.at[idx].min(src)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0, 1))
+def _scatter_nonlinear(reduce, include_self, x, src, written, *idx):
+    """``scatter_reduce`` for "prod", "amax", "amin" (NOTE [scatter_reduce derivative]);
+    ``written`` marks the positions ``idx`` names."""
+    return _scatter_combine(x, src, written, tuple(idx), reduce, include_self)
+
+
+@_scatter_nonlinear.defjvp
+def _scatter_nonlinear_jvp(reduce, include_self, primals, tangents):
+    x, src, written, *idx = primals
+    tx, tsrc = tangents[:2]
+    idx = tuple(idx)
+    out = _scatter_nonlinear(reduce, include_self, x, src, written, *idx)
+    keep = jnp.logical_not(written) if not include_self else jnp.ones(x.shape, bool)
+    if reduce == "prod":
+        one = jnp.ones((), x.dtype)
+        x1 = jnp.where(keep, x, one)
+        # per position: product of the nonzero factors and the number of zero factors
+        # (through this function again, so that the tangent has a derivative of its own)
+        nz = _scatter_nonlinear("prod", True, jnp.where(x1 == 0, one, x1), jnp.where(src == 0, one, src),
+                                written, *idx)
+        zeros = (x1 == 0).astype(jnp.int32).at[idx].add((src == 0).astype(jnp.int32))
+
+        def others(v, nz, zeros):           # product of the factors other than ``v``
+            safe = jnp.where(v == 0, one, v)
+            return jnp.where(v == 0, jnp.where(zeros == 1, nz, 0), jnp.where(zeros == 0, nz / safe, 0))
+        dx = jnp.where(written, jnp.where(keep, tx * others(x1, nz, zeros), 0), tx)
+        return out, dx + jnp.zeros_like(tx).at[idx].add(tsrc * others(src, nz[idx], zeros[idx]))
+    self_tie = x == out
+    src_tie = src == out[idx]
+    n = self_tie.astype(x.dtype).at[idx].add(src_tie.astype(x.dtype))
+    n = jnp.where(n == 0, jnp.ones((), x.dtype), n)
+    dx = jnp.where(written, jnp.where(self_tie & keep, tx, 0) / n, tx)
+    return out, dx + jnp.zeros_like(tx).at[idx].add(jnp.where(src_tie, tsrc, 0)) / n
+
+
+def _scatter_reduce(x, index, src, dim, reduce, include_self):
+    idx = _scatter_idx(x, index, dim)
+    vals = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
+    written = jnp.zeros(x.shape, bool).at[idx].set(True)
+    if reduce in ("prod", "amax", "amin"):
+        return _scatter_nonlinear(reduce, include_self, x, vals, written, *idx)
+    total = _reduce_start(x, written, reduce, include_self).at[idx].add(vals)
+    if reduce == "sum":
+        return total
+    # mean: self counts once when include_self; integers divide by flooring, as torch
+    count = jnp.zeros(x.shape, x.dtype).at[idx].add(jnp.ones_like(vals)) + (1 if include_self else 0)
+    count = jnp.where(count == 0, jnp.ones((), x.dtype), count)
+    return total / count if jnp.issubdtype(x.dtype, jnp.inexact) else total // count
+
+
+defop("scatter_reduce", _scatter_reduce, args=("self", "index", "src"), grad_fn="ScatterReduceBackward0",
+      saves=("self", "index", "src"))

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._x64 import with_x64
+from .registry import defop
 
 
 def _wrap(k):
@@ -199,3 +200,40 @@ def multinomial(k, probs, num_samples, replacement):
 
 def exponential(k, shape, dtype):
     return _draw(k, lambda g: g.exponential(1.0, shape).astype(_np_float(dtype)), shape, dtype)
+
+
+# ---- Gamma draws with reparameterized gradients --------------------------------------------
+def standard_gamma(k, alpha):
+    """Gamma(``alpha``, 1) draws of ``alpha``'s shape and dtype from key ``k`` (NOTE [host draws]);
+    torch's floor: a draw that underflows to 0 becomes the dtype's smallest normal number."""
+    dtype = jnp.dtype(alpha.dtype)
+    tiny = np.finfo(_np_float(dtype)).tiny
+
+    def sample(key, a):
+        draw = _philox(key).standard_gamma(np.asarray(a, np.float64))
+        return np.maximum(draw, tiny).astype(_np_float(dtype))
+    if isinstance(k, jax.core.Tracer) or isinstance(alpha, jax.core.Tracer):
+        return host_call(sample, alpha.shape, dtype, k, alpha)
+    return with_x64(jnp.asarray)(sample(k, alpha), dtype)
+
+
+# NOTE [gamma reparameterization]
+# A Gamma(alpha) draw x is a function of alpha through the inverse CDF at a fixed uniform
+# level; its derivative is -(dF/dalpha)/(dF/dx) (implicit reparameterization, torch's
+# ``_standard_gamma_grad``, JAX's ``random_gamma_grad``). The draw happens on the host, so the op
+# takes it as an input and only declares that derivative.
+@jax.custom_jvp
+def gamma_reparam(alpha, sample):
+    """``sample`` (a Gamma(``alpha``) draw) with derivative ``random_gamma_grad(alpha, sample)``
+    with respect to ``alpha`` (NOTE [gamma reparameterization])."""
+    return sample
+
+
+@gamma_reparam.defjvp
+def _gamma_reparam_jvp(primals, tangents):
+    alpha, sample = primals
+    return sample, tangents[0] * jax.lax.random_gamma_grad(alpha, sample)
+
+
+defop("standard_gamma", gamma_reparam, args=("self", "sample"), grad_fn="StandardGammaBackward0",
+      saves=("self", "sample"), no_edge=("sample",))

@@ -11,6 +11,7 @@ import math
 import tracegrad
 from tracegrad._api import nn_functions as _F
 
+from . import _reduction
 from ._vision_functional import pairwise_distance
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss", "soft_margin_loss",
@@ -18,12 +19,8 @@ __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss
            "gaussian_nll_loss", "triplet_margin_with_distance_loss", "ctc_loss"]
 
 
-def _legacy(size_average, reduce, reduction):
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return ("mean" if size_average else "sum") if reduce else "none"
+def _legacy(size_average, reduce, reduction, old_names=True):
+    return _reduction.resolve(size_average, reduce, reduction, old_names=old_names)
 
 
 def _reduce(loss, reduction, msg="{} is not a valid value for reduction"):
@@ -102,7 +99,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.multilabel_soft_margin_loss``: per-class logistic loss,
     optionally weighted, averaged over the class (last) dim, then reduced over the batch."""
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
     ls = tracegrad.nn.functional.logsigmoid
     loss = -(target * ls(input) + (1 - target) * ls(-input))
     if weight is not None:
@@ -179,7 +176,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     """Mirrors ``torch.nn.functional.poisson_nll_loss``: ``exp(input) - target * input`` with
     ``log_input``, else ``input - target * log(input + eps)``; ``full`` adds the Stirling term
     ``target * log(target) - target + 0.5 * log(2 * pi * target)`` where ``target > 1``."""
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction, old_names=False)   # torch: no 'elementwise_mean'
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not a valid value for reduction")
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()

@@ -9,6 +9,7 @@ import warnings
 
 import tracegrad
 
+from . import _reduction
 from ._vision_functional import pairwise_distance
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "prelu", "glu",
@@ -212,9 +213,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     ``min(d(a, n), d(p, n))``. Inputs ``(N, D)`` or ``(D,)``, all the same rank.
     Returns a scalar for 'mean'/'sum', ``(N,)`` for 'none'.
     Raises: ValueError for ``margin <= 0`` or an unknown reduction; RuntimeError for ranks that differ."""
-    if size_average is not None or reduce is not None:   # torch's legacy arguments win over reduction
-        size_average = True if size_average is None else size_average
-        reduction = ("mean" if size_average else "sum") if (True if reduce is None else reduce) else "none"
+    reduction = _reduction.resolve(size_average, reduce, reduction)   # legacy arguments win
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:

@@ -15,6 +15,7 @@ from tracegrad import _autocast, _state
 from tracegrad._api import nn_functions as _F
 
 from . import _activations_more as _act
+from . import _reduction
 from . import _layers_functional as _layers
 from . import _losses_more as _losses
 from . import _more_functional as _more
@@ -374,11 +375,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 # ---- losses ---------------------------------------------------------------------------------
 def _legacy_reduction(size_average, reduce, reduction):
-    if size_average is None and reduce is None:
-        return reduction
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    return ("mean" if size_average else "sum") if reduce else "none"
+    return _reduction.resolve(size_average, reduce, reduction)
 
 
 def _check_reduction(reduction):
@@ -523,6 +520,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """Mirrors ``torch.nn.functional.huber_loss``: grad_fn ``HuberLossBackward0``.
     RuntimeError for ``delta <= 0``."""
+    reduction = _reduction.resolve(None, None, reduction)    # 'elementwise_mean' is 'mean', as torch
     _check_reduction(reduction)
     if not delta > 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -575,18 +573,20 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Mirrors ``torch.nn.functional.kl_div``: input log-probabilities; target probabilities (or
     log-probabilities with ``log_target``). ``reduction='batchmean'`` divides the sum by the batch size."""
+    # torch gives its 'batchmean' advice only for reduction='mean' itself
+    legacy = size_average is not None or reduce is not None or reduction == "elementwise_mean"
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target = _autocast.cast("fp32", "kl_div", input, target)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
                       "'mean' will be changed to behave the same as 'batchmean' in the next major release.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
-        xlogy = tracegrad.where(target > 0, target * target.clamp_min(1e-45).log(), tracegrad.zeros_like(target))
+        xlogy = tracegrad.xlogy(target, target)     # NaN for a negative target, as torch
         loss = xlogy - target * input
     if reduction == "mean":
         return loss.mean()

@@ -2,6 +2,7 @@
 ``BCELoss``, ``BCEWithLogitsLoss``, ``SmoothL1Loss``, ``HuberLoss``, ``KLDivLoss``."""
 from __future__ import annotations
 
+from .. import _reduction
 from .. import functional as F
 from .module import Module
 
@@ -9,7 +10,8 @@ from .module import Module
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        self.reduction = F._legacy_reduction(size_average, reduce, reduction)
+        # the legacy pair is mapped (and warned about) once, here, as torch's _Loss does
+        self.reduction = _reduction.resolve(size_average, reduce, reduction, old_names=False)
 
 
 class _WeightedLoss(_Loss):

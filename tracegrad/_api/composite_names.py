@@ -1,0 +1,282 @@
+"""Small torch names written with other tracegrad functions: aliases and one-line compositions
+(``logaddexp2``, ``msort``, ``diagflat``, ``vdot``, ``addmv``/``addr``/``addbmm``, ``hsplit``
+family, ``isposinf``...) and torch's top-level in-place functions (``torch.exp_(x)`` is
+``x.exp_()``). Gradients follow from the ops they are made of; grad_fn names are those ops'
+(torch names a node of its own for ``addmv``, ``addr``, ``addbmm``: documented per function)."""
+from __future__ import annotations
+
+import math
+
+from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
+from .._ops.dtypes import bool_ as _bool, can_cast
+from .._tensor.tensor import Tensor, _wrap_dim as _wrap
+from ._registry import FUNCTIONS, METHODS, _put, method
+from .complex_api import conj
+from .inplace import copy_
+from .promotion import _SCALAR_NAME
+from .composite import logaddexp
+from .elementwise import where
+from .linalg import bmm, dot, matmul, outer
+from .reduction import return_types, sort
+from .shape import diag, flatten, reshape, tensor_split
+
+_LN2 = math.log(2.0)
+
+
+def _cpp(dtype):
+    return _SCALAR_NAME[dtype.name]
+
+
+@method("logaddexp2", function=True)
+def logaddexp2(input, other):
+    """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow."""
+    other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
+    return logaddexp(input * _LN2, other * _LN2) / _LN2
+
+
+@method("aminmax", function=True)
+def aminmax(input, *, dim=None, keepdim=False):
+    """Mirrors ``torch.aminmax``: namedtuple ``(min, max)`` of ``amin``/``amax`` over ``dim``
+    (all dims when None). Gradients as ``amin``/``amax`` (ties share evenly)."""
+    dims = tuple(range(input.ndim)) if dim is None else dim
+    if dim is None and not keepdim:
+        return return_types.aminmax(input.amin(), input.amax())
+    return return_types.aminmax(input.amin(dims, keepdim), input.amax(dims, keepdim))
+
+
+@method("positive", function=True)
+def positive(input):
+    """Mirrors ``torch.positive``: ``input`` itself. RuntimeError for a bool tensor, as torch."""
+    if input.dtype.name == "bool":
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@method("ravel", function=True)
+def ravel(input):
+    """Mirrors ``torch.ravel``: the 1-D ``reshape(-1)`` (a view when input is contiguous)."""
+    return reshape(input, -1)
+
+
+@method("msort", function=True)
+def msort(input):
+    """Mirrors ``torch.msort``: ``sort(input, dim=0).values``."""
+    return sort(input, 0).values
+
+
+@method("isposinf", function=True)
+def isposinf(input):
+    """Mirrors ``torch.isposinf``: bool tensor, True where ``input`` is +inf (never for integers)."""
+    return input == math.inf
+
+
+@method("isneginf", function=True)
+def isneginf(input):
+    """Mirrors ``torch.isneginf``: bool tensor, True where ``input`` is -inf (never for integers)."""
+    return input == -math.inf
+
+
+@method("isreal", function=True)
+def isreal(input):
+    """Mirrors ``torch.isreal``: bool tensor, True where the imaginary part is 0 (everywhere for
+    real dtypes)."""
+    if input.is_complex():
+        return input.imag == 0
+    return _ones_like(input, dtype=_bool)
+
+
+@method("diagflat", function=True)
+def diagflat(input, offset=0):
+    """Mirrors ``torch.diagflat``: the flattened input on the ``offset`` diagonal of a square matrix."""
+    return diag(flatten(input), offset)
+
+
+@method("vdot", function=True)
+def vdot(input, other):
+    """Mirrors ``torch.vdot``: ``sum(conj(input) * other)`` for two 1-D tensors (``dot`` for
+    real ones). RuntimeError unless both are 1-D of one length and dtype (from ``dot``)."""
+    return dot(conj(input) if input.is_complex() else input, other)
+
+
+def _add_scaled(input, prod, beta, alpha, api):
+    """``beta * input + alpha * prod`` with torch's rules: ``beta=0`` ignores input's values (its
+    NaNs do not propagate) but keeps its shape and a zero gradient; dtypes must match."""
+    if input.dtype is not prod.dtype:
+        raise RuntimeError(f"{api}: expected input and the product to have the same dtype, got {input.dtype} "
+                           f"and {prod.dtype}; convert them to one dtype")
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:
+        return prod + where(_tensor(False), input, _tensor(0, dtype=input.dtype))
+    return prod + (input if beta == 1 else input * beta)
+
+
+@method("addmv", function=True)
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """Mirrors ``torch.addmv``: ``beta * input + alpha * (mat @ vec)``, mat ``(n, m)``, vec ``(m,)``,
+    input broadcastable to ``(n,)``. grad_fn: ``AddBackward0`` (torch: ``AddmvBackward0``)."""
+    if mat.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"addmv: vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    return _add_scaled(input, matmul(mat, vec), beta, alpha, "addmv")
+
+
+@method("addr", function=True)
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """Mirrors ``torch.addr``: ``beta * input + alpha * outer(vec1, vec2)``; input broadcastable
+    to ``(n, m)``. grad_fn: ``AddBackward0`` (torch: ``AddrBackward0``)."""
+    return _add_scaled(input, outer(vec1, vec2), beta, alpha, "addr")
+
+
+@method("addbmm", function=True)
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """Mirrors ``torch.addbmm``: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` for
+    ``(b, n, m)`` and ``(b, m, p)``; input broadcastable to ``(n, p)``. grad_fn: ``AddBackward0``
+    (torch: ``AddbmmBackward0``)."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError(f"addbmm: batch1 must be a 3D tensor, got {batch1.ndim}D and {batch2.ndim}D")
+    return _add_scaled(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm")
+
+
+def _split_along(input, indices_or_sections, dim, api, min_dims):
+    if input.ndim < min_dims:
+        raise RuntimeError(f"torch.{api} requires a tensor with at least {min_dims} dimension, but got a tensor "
+                           f"with {input.ndim} dimensions!")
+    if isinstance(indices_or_sections, int):
+        size = input.shape[dim]
+        if indices_or_sections == 0 or size % indices_or_sections:
+            raise RuntimeError(f"torch.{api} attempted to split along dimension {dim}, but the size of the "
+                               f"dimension {size} is not divisible by the split_size {indices_or_sections}!")
+        return tensor_split(input, indices_or_sections, dim)
+    size, bounds = input.shape[dim], [0]
+    for i in list(indices_or_sections) + [input.shape[dim]]:
+        bounds.append(min(max(int(i), bounds[-1]), size))   # torch clamps split points into [prev, size]
+    return tuple(input.narrow(dim, a, b - a) for a, b in zip(bounds, bounds[1:]))
+
+
+@method("hsplit", function=True)
+def hsplit(input, indices_or_sections):
+    """Mirrors ``torch.hsplit``: ``tensor_split`` along dim 1 (dim 0 for 1-D input); an int must
+    divide that dim (RuntimeError otherwise)."""
+    return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
+
+
+@method("vsplit", function=True)
+def vsplit(input, indices_or_sections):
+    """Mirrors ``torch.vsplit``: ``tensor_split`` along dim 0 of an at least 2-D input."""
+    return _split_along(input, indices_or_sections, 0, "vsplit", 2)
+
+
+@method("dsplit", function=True)
+def dsplit(input, indices_or_sections):
+    """Mirrors ``torch.dsplit``: ``tensor_split`` along dim 2 of an at least 3-D input."""
+    return _split_along(input, indices_or_sections, 2, "dsplit", 3)
+
+
+# torch's top-level in-place functions: the Tensor methods themselves (torch.exp_(x) is x.exp_())
+INPLACE_FUNCTIONS = (
+    "abs_", "acos_", "asin_", "atan_", "ceil_", "clamp_", "clip_", "conj_physical_", "cos_", "cosh_",
+    "detach_", "erf_", "exp2_", "exp_", "expm1_", "fill_", "floor_", "frac_", "index_put_", "log10_",
+    "log1p_", "log2_", "log_", "neg_", "reciprocal_", "relu_", "round_", "rsqrt_", "sigmoid_", "sin_",
+    "sinh_", "sqrt_", "square_", "tan_", "tanh_", "trunc_", "zero_", "arccos_", "arcsin_", "arctan_",
+    "negative_", "fix_", "asinh_", "acosh_", "atanh_", "arcsinh_", "arccosh_", "arctanh_",
+    # the in-place methods written through copy_ below (looked up when called)
+    "addmv_", "clamp_max_", "clamp_min_", "deg2rad_", "erfc_", "i0_", "ldexp_", "logit_", "nan_to_num_",
+    "rad2deg_", "sinc_", "xlogy_",
+)
+
+# NOTE [in-place through copy_]
+# The in-place forms of functions without an in-place op of their own compute the result out
+# of place (from a clone when self is in a graph, so the backward sees the values before the
+# write) and ``copy_`` it into self: values, version counter, leaf and view rules are copy_'s,
+# the grad_fn is ``CopyBackwards`` where torch names the function's own node.
+def _inplace_via_copy(name):
+    def f(self, *args, **kwargs):
+        out_of_place = METHODS[name]    # looked up late: some families register after this one
+        out = out_of_place(self.clone() if self.requires_grad else self, *args, **kwargs)
+        if out.dtype is not self.dtype and not can_cast(out.dtype, self.dtype):
+            raise RuntimeError(f"result type {_cpp(out.dtype)} can't be cast to the desired output type "
+                               f"{_cpp(self.dtype)} ({name}_ writes into self; use {name}() for a new tensor)")
+        if tuple(out.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(out.shape)}")
+        return copy_(self, out)
+    f.__name__ = name + "_"
+    f.__doc__ = (f"Mirrors ``torch.Tensor.{name}_``: ``{name}`` written into self (NOTE [in-place through "
+                 f"copy_]). RuntimeError when the result dtype cannot be cast to self's, when self would "
+                 f"have to grow, or on a leaf that requires grad.")
+    return f
+
+
+_VIA_COPY = ("addbmm", "addmm", "addmv", "addr", "atan2", "baddbmm", "bitwise_and", "bitwise_or", "bitwise_xor",
+             "clamp_max", "clamp_min", "copysign", "cumprod", "cumsum", "deg2rad", "digamma", "eq", "erfc",
+             "floor_divide", "fmod", "ge", "gt", "heaviside", "hypot", "i0", "ldexp", "le", "lgamma",
+             "logical_and", "logical_or", "logical_xor", "logit", "lt", "mvlgamma", "nan_to_num", "ne",
+             "nextafter", "polygamma", "rad2deg", "remainder", "sgn", "sinc", "tril", "triu", "xlogy")
+_ALIASES_OF = {"atan2": ("arctan2",), "ge": ("greater_equal",), "gt": ("greater",), "le": ("less_equal",),
+               "lt": ("less",), "ne": ("not_equal",)}
+for _name in _VIA_COPY:
+    method(*(n + "_" for n in (_name,) + _ALIASES_OF.get(_name, ())))(_inplace_via_copy(_name))
+# torch's alias spellings of in-place methods tracegrad has
+for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_", "div_"),
+                        ("true_divide_", "div_"), ("swapaxes_", "transpose_"), ("swapdims_", "transpose_")):
+    _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
+for _name in INPLACE_FUNCTIONS:
+    _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
+
+
+@method("unfold")
+def unfold(self, dimension, size, step):
+    """Mirrors ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
+    ``dimension``, ``step`` apart, as a new last dim: ``dimension`` becomes
+    ``(length - size) // step + 1`` long. Differs from torch: a gather (``IndexSelectBackward0``),
+    not a view of self (torch: ``UnfoldBackward0``; writes into it do not reach self).
+    RuntimeError for ``size`` larger than the dim or ``step <= 0``."""
+    d = _wrap(dimension, self.ndim)
+    length = self.shape[d] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if self.ndim == 0:
+        return reshape(self, 1)
+    n = (length - size) // step + 1
+    idx = (_arange(n) * step).reshape(n, 1) + _arange(size)
+    out = self.index_select(d, idx.reshape(-1))
+    shape = tuple(self.shape[:d]) + (n, size) + tuple(self.shape[d + 1:])
+    return out.reshape(shape).movedim(d + 1, -1)
+
+
+@method("sum_to_size")
+def sum_to_size(self, *size):
+    """Mirrors ``Tensor.sum_to_size(*size)``: self summed down to ``size``, which must expand to
+    self's shape (leading dims dropped, size-1 dims kept). RuntimeError otherwise."""
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(size)
+    if lead < 0 or any(s != 1 and s != t for s, t in zip(size, shape[lead:])):
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
+    out = self.sum(tuple(range(lead))) if lead else self
+    dims = tuple(i for i, (s, t) in enumerate(zip(size, shape[lead:])) if s == 1 and t != 1)
+    return out.sum(dims, keepdim=True) if dims else out
+
+
+@method("fill_diagonal_")
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Mirrors ``Tensor.fill_diagonal_(fill_value, wrap=False)``: writes ``fill_value`` on the
+    main diagonal (``i, i, ..., i``); a tall 2-D matrix with ``wrap`` restarts the diagonal
+    every ``columns + 1`` rows, as torch (one row left out between). In place through
+    ``index_put_`` (grad_fn ``IndexPutBackward0``; torch: ``CopySlices`` over a diagonal view).
+    RuntimeError for fewer than 2 dims or, above 2, dims of different lengths."""
+    if self.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    shape = tuple(self.shape)
+    if self.ndim > 2 and len(set(shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    if self.ndim == 2:
+        h, w = shape
+        end = h * w if wrap else min(h, w) * w
+        flat = _arange(0, end, w + 1)
+        keys = (flat // w, flat % w)
+    else:
+        keys = (_arange(shape[0]),) * self.ndim
+    return self.index_put_(keys, _tensor(fill_value, dtype=self.dtype))

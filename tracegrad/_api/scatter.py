@@ -1,0 +1,174 @@
+"""Tensor methods, overwriting and reducing scatters: index_copy, index_fill, masked_scatter,
+scatter_reduce and their in-place forms. Their derivatives are torch's also where an index
+repeats (NOTE [overwriting scatter] and NOTE [scatter_reduce derivative], ``_ops/indexing.py``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..autograd._dispatch import apply_inplace, apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from ._registry import method
+from .indexing import _index_arg
+from .inplace import check_index_range
+from .promotion import _SCALAR_NAME, _check_scalar_value
+from .shape import expand
+
+_REDUCES = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin",
+            "max": "amax", "min": "amin"}     # torch 2.13 still takes "max"/"min" as amax/amin
+
+
+def _cpp(dtype):
+    return _SCALAR_NAME[dtype.name]
+
+
+def _same_dtype(self, other, api, what):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{api}(): {what} must be a Tensor, got {type(other).__name__}")
+    if other.dtype is not self.dtype:
+        raise RuntimeError(f"{api}(): self and {what} expected to have the same dtype, but got (self) "
+                           f"{_cpp(self.dtype)} and ({what}) {_cpp(other.dtype)}; cast one with .to()")
+
+
+def _index_vector(self, dim, index, api):
+    """The checks torch makes on an ``index_*`` index: int64, at most 1-D, inside ``dim``."""
+    if not isinstance(index, Tensor) or index.dtype is not _dt.int64:
+        got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {got}")
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError)
+    return d
+
+
+def _index_copy_args(self, dim, index, source, api):
+    d = _index_vector(self, dim, index, api)
+    if index.ndim > 1:
+        raise IndexError(f"{api}(): Index should have dimension 1 or 0 (got {index.ndim})")
+    _same_dtype(self, source, api, "source")
+    n = index.numel()
+    want = list(self.shape)
+    if self.ndim:
+        want[d] = n
+    if list(source.shape) != want and not (source.ndim == 0 and n == 1 and self.ndim <= 1):
+        raise IndexError(f"{api}(): source of shape {list(source.shape)} does not fit: expected {want} "
+                         f"(self's shape with dimension {d} the number of indices, {n})")
+    return d, index.reshape(-1), source.reshape(want) if self.ndim else source.reshape(())
+
+
+@method(function=True)
+def index_copy(self, dim, index, source):
+    """Mirrors ``torch.index_copy(input, dim, index, source)``: ``out[..., index[i], ...] =
+    source[..., i, ...]`` along ``dim``. index: int64, 0-D or 1-D; source: input's dtype and
+    shape with ``dim`` of length ``index.numel()``. Autograd: ``IndexCopyBackward0``; a repeated
+    index gives every source slice the gradient of its position, as torch.
+    Raises: RuntimeError (index dtype, source dtype), IndexError (index dims, out-of-range index
+    in eager, source shape)."""
+    d, index, source = _index_copy_args(self, dim, index, source, "index_copy")
+    return apply_op(OPS["index_copy"], (self, index, source), (("dim", d),))
+
+
+@method()
+def index_copy_(self, dim, index, source):
+    """Mirrors ``torch.Tensor.index_copy_`` (in place); see ``index_copy``."""
+    d, index, source = _index_copy_args(self, dim, index, source, "index_copy_")
+    return apply_inplace(OPS["index_copy"], self, (index, source), (("dim", d),))
+
+
+def _index_fill_args(self, dim, index, value, api):
+    d = _index_vector(self, dim, index, "index_fill_")
+    if index.ndim > 1:
+        raise RuntimeError(f"{api}(): Index has to be a vector/scalar")
+    _check_scalar_value(value, api, "Tensor value")
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                               f"{value.ndim} dimension(s).")
+        return d, index.reshape(-1), OPS["index_fill_tensor"]
+    return d, index.reshape(-1), OPS["index_fill"]
+
+
+@method(function=True)
+def index_fill(self, dim, index, value):
+    """Mirrors ``torch.index_fill(input, dim, index, value)``: the slices ``index`` names along
+    ``dim`` set to ``value`` (a number, or a 0-D tensor that gets a gradient: the sum over the
+    filled positions, repeats counted, as torch). Autograd: ``IndexFillBackward0``/``1``.
+    Raises: RuntimeError (index dtype or dims, value not 0-D), IndexError (index out of range, eager)."""
+    d, index, op = _index_fill_args(self, dim, index, value, "index_fill")
+    return apply_op(op, (self, index, value), (("dim", d),))
+
+
+@method()
+def index_fill_(self, dim, index, value):
+    """Mirrors ``torch.Tensor.index_fill_`` (in place); see ``index_fill``."""
+    d, index, op = _index_fill_args(self, dim, index, value, "index_fill_")
+    return apply_inplace(op, self, (index, value), (("dim", d),))
+
+
+def _masked_scatter_args(self, mask, source):
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
+        got = _cpp(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {got}")
+    if not isinstance(source, Tensor) or source.dtype is not self.dtype:
+        got = _cpp(source.dtype) if isinstance(source, Tensor) else type(source).__name__
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
+                           f"{_cpp(self.dtype)} and {got}")
+    m = mask._value
+    if not isinstance(m, _JaxTracer):   # eager only: a compiled program cannot raise on values
+        ones = int(np.broadcast_to(np.asarray(m), np.broadcast_shapes(m.shape, tuple(self.shape))).sum())
+        if source.numel() < ones:
+            raise RuntimeError(f"Number of elements of source < number of ones in mask ({source.numel()} < {ones})")
+
+
+@method(function=True)
+def masked_scatter(self, mask, source):
+    """Mirrors ``torch.masked_scatter(input, mask, source)``: where the bool ``mask`` (broadcast
+    with input) is True, take ``source``'s elements in row-major order. source: input's dtype,
+    at least as many elements as True entries. Autograd: ``MaskedScatterBackward0`` (unused
+    source elements get zero). Raises: RuntimeError (mask dtype, source dtype, source too
+    small -- that last check in eager only)."""
+    _masked_scatter_args(self, mask, source)
+    shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    x = expand(self, *shape) if tuple(self.shape) != shape else self
+    return apply_op(OPS["masked_scatter"], (x, mask, source))
+
+
+@method()
+def masked_scatter_(self, mask, source):
+    """Mirrors ``torch.Tensor.masked_scatter_`` (in place; mask broadcasts to self)."""
+    _masked_scatter_args(self, mask, source)
+    return apply_inplace(OPS["masked_scatter"], self, (mask, source))
+
+
+def _scatter_reduce_args(self, dim, index, src, reduce, api):
+    _index_arg(index, api)
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if not isinstance(src, Tensor) or src.dtype is not self.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if index.ndim != self.ndim or src.ndim != self.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    d = _wrap_dim(dim, self.ndim)
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, api)
+    return d, _REDUCES[reduce]
+
+
+@method(function=True)
+def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+    """Mirrors ``torch.scatter_reduce(input, dim, index, src, reduce, include_self=True)``:
+    reduces ``src`` into input at ``index`` along ``dim`` with "sum", "prod", "mean", "amax" or
+    "amin" (input's own value counted when ``include_self``; integer "mean" floors). index:
+    int64 of input's rank; src: input's dtype. Autograd: ``ScatterReduceBackward0`` with torch's
+    rules: ties of amax/amin share the gradient evenly, prod is exact with zeros.
+    Raises: RuntimeError (reduce name, dtypes, ranks, out-of-range index in eager)."""
+    d, reduce = _scatter_reduce_args(self, dim, index, src, reduce, "scatter_reduce")
+    return apply_op(OPS["scatter_reduce"], (self, index, src),
+                    (("dim", d), ("reduce", reduce), ("include_self", bool(include_self))))
+
+
+@method()
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    """Mirrors ``torch.Tensor.scatter_reduce_`` (in place); see ``scatter_reduce``."""
+    d, reduce = _scatter_reduce_args(self, dim, index, src, reduce, "scatter_reduce_")
+    return apply_inplace(OPS["scatter_reduce"], self, (index, src),
+                         (("dim", d), ("reduce", reduce), ("include_self", bool(include_self))))

@@ -1,0 +1,185 @@
+"""torch's top-level spellings of nn ops (``torch.pdist``, ``torch.threshold``, ``torch.kl_div``...):
+ATen signatures, so positional arguments where ``torch.nn.functional`` has keywords and an
+integer ``reduction`` for the losses (0 none, 1 mean, 2 sum, as ``torch.nn._reduction.get_enum``).
+Each forwards to ``tracegrad.nn.functional``; values, gradients and errors are that function's.
+Re-exported by ``tracegrad/__init__.py``.
+
+NOTE [enum reduction]: observed on torch 2.13, these bindings reduce only for 1 (mean) and 2
+(sum); any other value, and a reduction left out, gives the unreduced loss (their schema
+says 1, the Python binding does not apply it). tracegrad does the same: default 0."""
+from __future__ import annotations
+
+from . import functional as F
+
+__all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "dropout_",
+           "celu_", "selu_", "rrelu", "rrelu_", "threshold", "threshold_", "hardshrink", "channel_shuffle",
+           "pixel_shuffle", "pixel_unshuffle", "pdist", "pairwise_distance", "prelu", "bilinear", "rms_norm",
+           "conv_transpose3d", "max_pool3d", "instance_norm", "kl_div", "binary_cross_entropy_with_logits",
+           "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
+           "triplet_margin_loss", "ctc_loss"]
+
+def _reduction(reduction):
+    """The name of an ATen reduction enum (NOTE [enum reduction])."""
+    return {1: "mean", 2: "sum"}.get(reduction, "none")
+
+
+def alpha_dropout(input, p, train):
+    """Mirrors ``torch.alpha_dropout(input, p, train)``: ``F.alpha_dropout``."""
+    return F.alpha_dropout(input, p, train)
+
+
+def alpha_dropout_(input, p, train):
+    """Mirrors ``torch.alpha_dropout_`` (in place): ``F.alpha_dropout(..., inplace=True)``."""
+    return F.alpha_dropout(input, p, train, inplace=True)
+
+
+def feature_alpha_dropout(input, p, train):
+    """Mirrors ``torch.feature_alpha_dropout(input, p, train)``: ``F.feature_alpha_dropout``."""
+    return F.feature_alpha_dropout(input, p, train)
+
+
+def feature_alpha_dropout_(input, p, train):
+    """Mirrors ``torch.feature_alpha_dropout_`` (in place)."""
+    return F.feature_alpha_dropout(input, p, train, inplace=True)
+
+
+def dropout_(input, p, train):
+    """Mirrors ``torch.dropout_(input, p, train)`` (in place): ``F.dropout(..., inplace=True)``."""
+    return F.dropout(input, p, train, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """Mirrors ``torch.celu_`` (in place): ``F.celu_``."""
+    return F.celu_(input, alpha)
+
+
+def selu_(input):
+    """Mirrors ``torch.selu_`` (in place): ``F.selu_``."""
+    return F.selu_(input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """Mirrors ``torch.rrelu``: ``F.rrelu`` (slopes drawn from tracegrad's generator when
+    training; ``generator`` is accepted and not used)."""
+    return F.rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """Mirrors ``torch.rrelu_`` (in place): ``F.rrelu_``."""
+    return F.rrelu_(input, lower, upper, training)
+
+
+def threshold(input, threshold, value):
+    """Mirrors ``torch.threshold(input, threshold, value)``: ``value`` where ``input <= threshold``."""
+    return F.threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    """Mirrors ``torch.threshold_`` (in place)."""
+    return F.threshold_(input, threshold, value)
+
+
+def hardshrink(input, lambd=0.5):
+    """Mirrors ``torch.hardshrink``: ``F.hardshrink``."""
+    return F.hardshrink(input, lambd)
+
+
+def channel_shuffle(input, groups):
+    """Mirrors ``torch.channel_shuffle``: ``F.channel_shuffle``."""
+    return F.channel_shuffle(input, groups)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """Mirrors ``torch.pixel_shuffle``: ``F.pixel_shuffle``."""
+    return F.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """Mirrors ``torch.pixel_unshuffle``: ``F.pixel_unshuffle``."""
+    return F.pixel_unshuffle(input, downscale_factor)
+
+
+def pdist(input, p=2):
+    """Mirrors ``torch.pdist``: ``F.pdist`` (the upper triangle of the row distance matrix)."""
+    return F.pdist(input, p)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """Mirrors ``torch.pairwise_distance``: ``F.pairwise_distance``."""
+    return F.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def prelu(input, weight):
+    """Mirrors ``torch.prelu``: ``F.prelu``."""
+    return F.prelu(input, weight)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """Mirrors ``torch.bilinear``: ``F.bilinear``."""
+    return F.bilinear(input1, input2, weight, bias)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Mirrors ``torch.rms_norm``: ``F.rms_norm``."""
+    return F.rms_norm(input, normalized_shape, weight, eps)
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Mirrors ``torch.conv_transpose3d``: ``F.conv_transpose3d``."""
+    return F.conv_transpose3d(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Mirrors ``torch.max_pool3d`` (ATen: no ``return_indices``; an empty ``stride`` is the kernel size)."""
+    return F.max_pool3d(input, kernel_size, stride if stride not in ((), []) else None, padding, dilation, ceil_mode)
+
+
+def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps, cudnn_enabled):
+    """Mirrors ``torch.instance_norm`` (ATen argument order): ``F.instance_norm``."""
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def kl_div(input, target, reduction=0, *, log_target=False):
+    """Mirrors ``torch.kl_div``: ``F.kl_div`` with an enum reduction (NOTE [enum reduction]); mean
+    (1) averages over all elements, without ``F.kl_div``'s advice to use 'batchmean'."""
+    name = _reduction(reduction)
+    loss = F.kl_div(input, target, reduction="none", log_target=log_target)
+    return loss if name == "none" else (loss.mean() if name == "mean" else loss.sum())
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
+    """Mirrors ``torch.binary_cross_entropy_with_logits`` (enum reduction)."""
+    return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
+                                              pos_weight=pos_weight)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """Mirrors ``torch.cosine_embedding_loss`` (enum reduction)."""
+    return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """Mirrors ``torch.hinge_embedding_loss`` (enum reduction)."""
+    return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """Mirrors ``torch.margin_ranking_loss`` (enum reduction)."""
+    return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """Mirrors ``torch.poisson_nll_loss`` (every argument positional, enum reduction)."""
+    return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=0):
+    """Mirrors ``torch.triplet_margin_loss`` (enum reduction)."""
+    return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                 reduction=_reduction(reduction))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
+    """Mirrors ``torch.ctc_loss`` (enum reduction): ``F.ctc_loss``."""
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
+                      reduction=_reduction(reduction), zero_infinity=zero_infinity)
