@@ -35,12 +35,7 @@ class Dirichlet(Distribution):
         super().__init__(shape[:-1], shape[-1:], validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Dirichlet, _instance)
-        batch_shape = tracegrad.Size(batch_shape)
-        new.concentration = self.concentration.expand(tuple(batch_shape) + tuple(self.event_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Dirichlet, batch_shape, _instance, ("concentration",), self.event_shape)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)

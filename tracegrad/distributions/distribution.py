@@ -154,6 +154,19 @@ class Distribution:
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
                              f"values:\n{_show(value)}")
 
+    def _expand_params(self, cls, batch_shape, _instance, names, event_shape=()):
+        """``expand`` for a distribution whose parameters ``names`` are tensors of shape
+        ``batch_shape + event_shape``: ``_instance`` (or a new ``cls``) over expanded views of
+        them, validation as this one's."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = tracegrad.Size(batch_shape)
+        full = tuple(batch_shape) + tuple(event_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(full))
+        Distribution.__init__(new, batch_shape, event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
