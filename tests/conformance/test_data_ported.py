@@ -437,6 +437,33 @@ def test_weighted_random_sampler_draws(T):
     assert sorted(once) == [0, 1, 2] and len(D.WeightedRandomSampler([1.0, 5.0], 7)) == 7
 
 
+@pytest.mark.parametrize("weights,num_samples,replacement,msg", [
+    ([1.0, 2.0], 3, False, "cannot sample n_sample > prob_dist.size"),
+    ([1.0, -2.0], 3, True, "< 0"),
+    ([0.0, 0.0], 3, True, "sum of probabilities <= 0"),
+])
+def test_weighted_random_sampler_bad_weights_fail_when_drawn(T, weights, num_samples, replacement, msg):
+    # WeightedRandomSampler defers the distribution checks to multinomial at iteration time
+    sampler = _D(T).WeightedRandomSampler(weights, num_samples, replacement=replacement)
+    assert len(sampler) == num_samples
+    with pytest.raises(RuntimeError, match=msg):
+        list(sampler)
+
+
+def test_random_sampler_generator_advances_across_passes(T):
+    # RandomSampler with one generator: each pass is a new permutation drawn from it, and the
+    # global seed does not affect it
+    D = _D(T)
+    s = D.RandomSampler(range(30), generator=T.Generator().manual_seed(3))
+    T.manual_seed(0)
+    first = list(s)
+    T.manual_seed(0)
+    second = list(s)
+    assert sorted(first) == sorted(second) == list(range(30)) and first != second
+    again = D.RandomSampler(range(30), generator=T.Generator().manual_seed(3))
+    assert list(again) == first
+
+
 @pytest.mark.parametrize("batch_size,drop_last,msg", [
     (0, False, "batch_size should be a positive integer value, but got batch_size=0"),
     (-1, False, "batch_size should be a positive integer value"),
@@ -940,6 +967,21 @@ def test_default_collate_unsupported_type(T):
     # default_collate's error for element types it cannot batch
     with pytest.raises(TypeError, match="default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists"):
         _D(T).default_collate([{1, 2}, {3}])
+
+
+def test_default_collate_unequal_tensor_shapes(T):
+    # default_collate stacks tensors, so their shapes must agree (torch.stack's error)
+    with pytest.raises(RuntimeError, match="stack expects each tensor to be equal size"):
+        _D(T).default_collate([T.zeros(2), T.zeros(3)])
+
+
+def test_empty_datasets(T):
+    # DataLoader over empty map-style and iterable datasets: no batches, len 0
+    D = _D(T)
+    for ds in ([], _Counting(0), _counting_iterable(D, 0)):
+        loader = D.DataLoader(ds, batch_size=2)
+        assert len(loader) == 0 and list(loader) == []
+    assert list(D.SubsetRandomSampler([])) == [] and list(D.SequentialSampler([])) == []
 
 
 def test_default_collate_numpy_memmap(T):
