@@ -696,6 +696,40 @@ def test_sampler_and_batch_sampler_iterables(T):
     assert [_rows(x) for x, _ in dl] == [list(b) for b in batches]
 
 
+@pytest.mark.parametrize("drop_last,n_batches", [(False, 2), (True, 1)])
+def test_tensor_as_dataset(T, drop_last, n_batches):
+    # test_utils.py TestDataLoaderUtils.test_single_keep / test_single_drop: a bare tensor
+    # (not a Dataset) is indexed along dim 0
+    data = T.rand(5, 3, 3, 2)
+    batches = list(_D(T).DataLoader(data, batch_size=3, num_workers=0, drop_last=drop_last))
+    assert len(batches) == n_batches and tuple(batches[0].shape) == (3, 3, 3, 2)
+    assert _vals(batches[0]) == _vals(data[:3])
+
+
+def test_global_seed_fixes_shuffle_and_random_samples(T):
+    # test_utils.py TestDataLoaderUtils.test_random_seed (num_workers=0): after the same
+    # manual_seed, a shuffled loader over a dataset that itself draws random numbers gives the
+    # same first batch
+    D = _D(T)
+
+    class RandomData(D.Dataset):
+        def __getitem__(self, i):
+            return T.rand(3), i
+
+        def __len__(self):
+            return 100
+
+    def run():
+        x, i = next(iter(D.DataLoader(RandomData(), batch_size=2, shuffle=True)))
+        return _vals(x), _vals(i)
+
+    T.manual_seed(2018)
+    first = run()
+    T.manual_seed(2018)
+    assert run() == first
+    assert run() != first
+
+
 def test_bulk_loading_nobatch(T):
     # TestDataLoader.test_bulk_loading_nobatch: batch_size=None with a sampler of index lists
     D = _D(T)

@@ -161,8 +161,12 @@ class DataLoader:
              ``shuffle``; ``batch_sampler`` with ``batch_size``/``shuffle``/``sampler``/
              ``drop_last``; ``batch_size=None`` with ``drop_last``; an IterableDataset with
              ``shuffle``/``sampler``/``batch_sampler``; negative ``num_workers``/``timeout``;
-             ``prefetch_factor`` or ``persistent_workers`` without workers; setting
-             ``batch_size``/``sampler``/... after construction.
+             ``prefetch_factor``, ``persistent_workers`` or ``multiprocessing_context``
+             without workers; an unknown start method; setting ``batch_size``/``sampler``/...
+             after construction. TypeError for a ``multiprocessing_context`` that is neither a
+             start-method name nor a context. AssertionError from ``iter(loader)`` for a
+             nonzero ``timeout`` without workers. UserWarning for each batch an
+             IterableDataset yields past the ``len(dataset)`` read by ``len(loader)``.
 
     >>> ds = TensorDataset(tracegrad.arange(10.), tracegrad.arange(10))
     >>> [tuple(x.shape) for x, y in DataLoader(ds, batch_size=4)]
