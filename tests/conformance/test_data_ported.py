@@ -812,6 +812,25 @@ def test_iterable_dataset_len_warning(T):
         next(it)
 
 
+def test_starting_a_pass_draws_from_the_rng(T):
+    # _BaseDataLoaderIter draws its base seed when a pass starts (as
+    # TestDatasetRandomSplit.test_splits_generator checks for random_split): from the global RNG
+    # by default, from the loader's generator when one is given
+    D = _D(T)
+    state = T.get_rng_state()
+    a = _vals(T.rand(4))
+    T.set_rng_state(state)
+    iter(D.DataLoader(range(6)))
+    assert _vals(T.rand(4)) != a
+    state = T.get_rng_state()
+    a = _vals(T.rand(4))
+    T.set_rng_state(state)
+    g = T.Generator().manual_seed(1)
+    fresh = _vals(T.Generator().manual_seed(1).get_state())
+    iter(D.DataLoader(range(6), generator=g))
+    assert _vals(T.rand(4)) == a and _vals(g.get_state()) != fresh
+
+
 def test_iterator_len_and_independent_passes(T):
     # _BaseDataLoaderIter.__len__; each iter() starts a fresh pass (num_workers=0)
     D = _D(T)

@@ -89,6 +89,11 @@ class _SingleProcessDataLoaderIter:
         self._IterableDataset_len_called = loader._IterableDataset_len_called
         self._num_yielded = 0
         self._sampler_iter = iter(loader._index_sampler)
+        # torch draws the workers' base seed here, from the loader's generator or the global
+        # RNG. No workers here, but the draw is kept so that starting a pass advances that
+        # generator as in torch (code seeding once and then iterating sees the same streams).
+        self._base_seed = int(tracegrad.empty((), dtype=tracegrad.int64)
+                              .random_(generator=loader.generator).item())
         if self._iterable:
             self._dataset_iter = iter(self._dataset)
             self._ended = False
