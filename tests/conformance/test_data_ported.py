@@ -1,5 +1,6 @@
 """Ported from PyTorch's test/test_dataloader.py (datasets, random_split, samplers, DataLoader
-options and collation; the datapipe and worker-process tests are left out). Each test names its
+options and collation; the datapipe and worker-process tests are left out) and test/test_utils.py
+(TestDataLoaderUtils). Each test names its
 original. Bodies run under torch and tracegrad (the ``T`` fixture), so torch 2.13 checks every
 expectation; tests/utils/test_data.py holds the side-by-side batch comparisons."""
 import collections
