@@ -8,14 +8,18 @@ Differs from torch:
   like torch) but no worker processes are started; ``get_worker_info()`` is always None and
   ``worker_init_fn`` is never called. XLA already uses the machine's cores for the math, and
   the datasets here are in memory.
-- ``pin_memory`` / ``pin_memory_device`` / ``timeout`` / ``prefetch_factor`` /
-  ``persistent_workers`` / ``in_order`` are validated and otherwise have no effect.
+- ``pin_memory`` / ``pin_memory_device`` / ``prefetch_factor`` / ``persistent_workers`` /
+  ``in_order`` / ``multiprocessing_context`` are validated and otherwise have no effect;
+  ``timeout`` likewise with workers, while without workers a nonzero one fails when iterating
+  (AssertionError, as torch's single-process iterator).
 - Shuffling draws from JAX's PRNG: a seeded ``generator`` gives a reproducible order, but not
   the order torch would give for the same seed.
 """
 from __future__ import annotations
 
 import math
+import multiprocessing
+import warnings
 
 import tracegrad
 
@@ -39,6 +43,115 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
+def _check_multiprocessing_context(context, num_workers):
+    """The validated ``multiprocessing_context`` (a start-method name becomes its context), with
+    torch's errors: ValueError without workers or for an unknown start method, TypeError for
+    anything that is neither a name nor a ``multiprocessing`` context. (No process is started
+    with it: see the module notes.)"""
+    if context is None:
+        return None
+    if num_workers == 0:
+        raise ValueError("multiprocessing_context can only be used with "
+                         "multi-process loading (num_workers > 0), but got "
+                         f"num_workers={num_workers}")
+    if isinstance(context, str):
+        valid = multiprocessing.get_all_start_methods()
+        if context not in valid:
+            raise ValueError("multiprocessing_context option should specify a valid start method "
+                             f"in {valid!r}, but got multiprocessing_context={context!r}")
+        context = multiprocessing.get_context(context)
+    if not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError("multiprocessing_context option should be a valid context object or a "
+                        "string specifying the start method, but got "
+                        f"multiprocessing_context={context}")
+    return context
+
+
+class _SingleProcessDataLoaderIter:
+    """One pass over a DataLoader, loading in this process. Mirrors torch's iterator object
+    rather than a generator because torch's behaviour depends on it: an exception while
+    fetching one batch of a map-style dataset does not end the pass (the next ``next()`` reads
+    the next batch), ``len(iterator)`` is the number of batches, and once ``len(loader)`` was
+    read for an IterableDataset each batch past that count warns.
+    Raises: AssertionError for ``timeout != 0`` without workers (as torch's single-process
+    iterator)."""
+
+    def __init__(self, loader):
+        if loader.num_workers == 0 and loader.timeout != 0:
+            raise AssertionError("DataLoader with num_workers=0 requires timeout == 0 "
+                                 "(single-process loading)")
+        self._loader = loader
+        self._dataset = loader.dataset
+        self._iterable = loader._iterable
+        self._auto_collation = loader._auto_collation
+        self._collate_fn = loader.collate_fn
+        self._drop_last = loader.drop_last
+        self._IterableDataset_len_called = loader._IterableDataset_len_called
+        self._num_yielded = 0
+        self._sampler_iter = iter(loader._index_sampler)
+        # torch draws the workers' base seed here, from the loader's generator or the global
+        # RNG. No workers here, but the draw is kept so that starting a pass advances that
+        # generator as in torch (code seeding once and then iterating sees the same streams).
+        self._base_seed = int(tracegrad.empty((), dtype=tracegrad.int64)
+                              .random_(generator=loader.generator).item())
+        if self._iterable:
+            self._dataset_iter = iter(self._dataset)
+            self._ended = False
+        # NOTE [TensorDataset fast path] one gather per tensor instead of len(indices) slices and
+        # a stack: the same values, dtypes and list-of-tensors structure as default_collate of
+        # the per-sample tuples (only for tensors without grad, so no graph differs).
+        self._fast = (type(self._dataset) is TensorDataset and self._collate_fn is default_collate
+                      and self._auto_collation
+                      and not any(t.requires_grad for t in self._dataset.tensors))
+
+    def __iter__(self):
+        return self
+
+    def __len__(self):
+        return len(self._loader._index_sampler)
+
+    def __next__(self):
+        data = self._next_data()
+        self._num_yielded += 1
+        if self._iterable and self._IterableDataset_len_called is not None \
+                and self._num_yielded > self._IterableDataset_len_called:
+            warnings.warn(f"Length of IterableDataset {self._dataset} was reported to be "
+                          f"{self._IterableDataset_len_called}(when accessing len(dataloader)), "
+                          f"but {self._num_yielded} samples have been fetched. ", stacklevel=2)
+        return data
+
+    def _next_data(self):
+        index = next(self._sampler_iter)  # StopIteration ends the pass
+        if self._iterable:
+            return self._fetch_iterable(index)
+        dataset = self._dataset
+        if not self._auto_collation:
+            return self._collate_fn(dataset[index])
+        if self._fast:
+            idx = tracegrad.tensor(list(index), dtype=tracegrad.int64)
+            return [t[idx] for t in dataset.tensors]
+        getitems = getattr(dataset, "__getitems__", None)
+        if callable(getitems):
+            return self._collate_fn(getitems(index))
+        return self._collate_fn([dataset[i] for i in index])
+
+    def _fetch_iterable(self, index):
+        if self._ended:
+            raise StopIteration
+        if not self._auto_collation:
+            return self._collate_fn(next(self._dataset_iter))
+        batch = []
+        for _ in index:
+            try:
+                batch.append(next(self._dataset_iter))
+            except StopIteration:
+                self._ended = True
+                break
+        if not batch or (self._drop_last and len(batch) < len(index)):
+            raise StopIteration
+        return self._collate_fn(batch)
+
+
 class DataLoader:
     """Batches of samples from ``dataset``. Mirrors ``torch.utils.data.DataLoader``.
     Args:    ``batch_size`` (default 1; None turns off automatic batching, each sample then goes
@@ -53,8 +166,12 @@ class DataLoader:
              ``shuffle``; ``batch_sampler`` with ``batch_size``/``shuffle``/``sampler``/
              ``drop_last``; ``batch_size=None`` with ``drop_last``; an IterableDataset with
              ``shuffle``/``sampler``/``batch_sampler``; negative ``num_workers``/``timeout``;
-             ``prefetch_factor`` or ``persistent_workers`` without workers; setting
-             ``batch_size``/``sampler``/... after construction.
+             ``prefetch_factor``, ``persistent_workers`` or ``multiprocessing_context``
+             without workers; an unknown start method; setting ``batch_size``/``sampler``/...
+             after construction. TypeError for a ``multiprocessing_context`` that is neither a
+             start-method name nor a context. AssertionError from ``iter(loader)`` for a
+             nonzero ``timeout`` without workers. UserWarning for each batch an
+             IterableDataset yields past the ``len(dataset)`` read by ``len(loader)``.
 
     >>> ds = TensorDataset(tracegrad.arange(10.), tracegrad.arange(10))
     >>> [tuple(x.shape) for x, y in DataLoader(ds, batch_size=4)]
@@ -62,6 +179,9 @@ class DataLoader:
     """
 
     __initialized = False
+
+    def __class_getitem__(cls, item):  # DataLoader[T] in annotations, as torch's Generic
+        return cls
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
@@ -82,10 +202,7 @@ class DataLoader:
             raise ValueError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if multiprocessing_context is not None and num_workers == 0:
-            raise ValueError("multiprocessing_context can only be used with "
-                             "multi-process loading (num_workers > 0), but got "
-                             f"num_workers={num_workers}")
+        multiprocessing_context = _check_multiprocessing_context(multiprocessing_context, num_workers)
 
         self.dataset = dataset
         self.num_workers = num_workers
@@ -96,6 +213,7 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
+        self._IterableDataset_len_called = None  # set by __len__ for an IterableDataset
 
         if isinstance(dataset, IterableDataset):
             self._iterable = True
@@ -162,50 +280,13 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self):
-        if self._iterable:
-            return self._iter_iterable()
-        return self._iter_map()
-
-    def _iter_map(self):
-        dataset, collate_fn = self.dataset, self.collate_fn
-        if not self._auto_collation:
-            for index in self.sampler:
-                yield collate_fn(dataset[index])
-            return
-        fast = (type(dataset) is TensorDataset and collate_fn is default_collate
-                and not any(t.requires_grad for t in dataset.tensors))
-        getitems = getattr(dataset, "__getitems__", None)
-        for indices in self.batch_sampler:
-            if fast:
-                # NOTE [TensorDataset fast path] one gather per tensor instead of len(indices)
-                # slices and a stack: the same values, dtypes and list-of-tensors structure as
-                # default_collate of the per-sample tuples (tensors without grad, so no graph).
-                idx = tracegrad.tensor(indices, dtype=tracegrad.int64)
-                yield [t[idx] for t in dataset.tensors]
-            elif callable(getitems):
-                yield collate_fn(getitems(indices))
-            else:
-                yield collate_fn([dataset[i] for i in indices])
-
-    def _iter_iterable(self):
-        it = iter(self.dataset)
-        if not self._auto_collation:
-            for data in it:
-                yield self.collate_fn(data)
-            return
-        while True:
-            batch = []
-            for data in it:
-                batch.append(data)
-                if len(batch) == self.batch_size:
-                    break
-            if not batch or (self.drop_last and len(batch) < self.batch_size):
-                return
-            yield self.collate_fn(batch)
+        return _SingleProcessDataLoaderIter(self)
 
     def __len__(self):
         if self._iterable:
-            length = len(self.dataset)
+            # remembered (a sample count, as torch) so the iterator can warn when the
+            # dataset yields more than it reported
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else math.ceil(length / self.batch_size)
             return length

@@ -91,6 +91,27 @@ class StackDataset(Dataset):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices):
+        """The samples at ``indices`` (a list), fetched per member dataset with its own
+        ``__getitems__`` when it has one (torch's batched path, used by the DataLoader).
+        Raises: ValueError when a member's ``__getitems__`` returns a different number of
+        samples than ``indices`` (torch's message)."""
+        named = isinstance(self.datasets, dict)
+        members = self.datasets.items() if named else enumerate(self.datasets)
+        columns = {}
+        for key, d in members:
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. "
+                                     f"Expected {len(indices)}, got {len(items)}")
+                columns[key] = list(items)
+            else:
+                columns[key] = [d[i] for i in indices]
+        if named:
+            return [{k: col[j] for k, col in columns.items()} for j in range(len(indices))]
+        return [tuple(col[j] for col in columns.values()) for j in range(len(indices))]
+
     def __len__(self):
         return self._length
 
