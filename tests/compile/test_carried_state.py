@@ -363,3 +363,38 @@ def test_place_bound_to_the_returned_result_or_an_alias_of_it():
     for a, b in zip(c, e):
         np.testing.assert_allclose(a[:3], b[:3], rtol=1e-5, atol=1e-6)
         assert a[3:] == b[3:]
+
+
+def test_module_tensor_attribute_rebound_by_another_compiled_function_is_read_by_place():
+    """NOTE [module tensor attributes]: one compiled function binds a new tensor to a module's
+    plain attribute on every call, another reads it: the reader sees each call's tensor (also
+    when the caller keeps the previous one alive), with one program each, as eagerly."""
+    nn = tracegrad.nn
+
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.buf = tracegrad.zeros(3)
+
+        def forward(self, y):
+            return (self.buf * y).sum()
+
+    def run(wrap):
+        m = Holder()
+
+        def set_buf(x):
+            m.buf = x * 2.0
+
+        def read(y):
+            return m(y)
+
+        setter, reader, kept, outs = wrap(set_buf), wrap(read), [], []
+        for i in range(5):
+            setter(tracegrad.arange(3.0) + i)
+            kept.append(m.buf)                       # the previous tensor stays alive
+            outs.append(float(reader(tracegrad.ones(3))))
+        return outs, setter, reader
+    eager, _, _ = run(lambda f: f)
+    outs, setter, reader = run(tracegrad.compile)
+    assert outs == eager == [2.0 * (3 + 3 * i) for i in range(5)]
+    assert setter.stats["traces"] == 1 and reader.stats["traces"] == 1, (setter.stats, reader.stats)

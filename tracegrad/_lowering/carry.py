@@ -91,6 +91,43 @@ def put(slot, value):
         c[k] = value
 
 
+def attribute_places(modules, storages, attr_stores, carried):
+    """NOTE [module tensor attributes]: a plain tensor attribute of a module the trace called
+    (``self.src_mask``, a cache remade when the length changes: word_language_model's
+    Transformer) is read by place, as eager reads it on every call, not by identity:
+
+    - ``guards``: ``(dict, name, shape, dtype)`` of each such attribute as the call found it;
+      the region runs only while the attribute holds a tensor of that shape and dtype (what the
+      traced Python decided from, ``if self.src_mask.size(0) != len(src)``, holds again);
+    - ``follows``: for an attribute whose tensor the program reads (a lifted storage not already
+      carried), a ``Rebind`` without an escape (``index`` None) whose ``carried`` input is the
+      tensor the attribute holds at each call (``Region.check`` follows it).
+
+    So a trace that rebinds the attribute (a ``Rebind`` of its own) leaves the other programs
+    valid (``Module.__setattr__`` does not bump the structure counter for it): each finds the
+    attribute's new tensor, and a length whose mask is cached runs its program again.
+    ``carried``: the input indices already carried (grows with the follows)."""
+    before = {}
+    for stores in attr_stores:
+        d, old = stores[0]
+        before[id(d)] = old
+    index = {id(st): j for j, st in enumerate(storages)}
+    follows, guards = [], []
+    for m in modules:
+        d = m.__dict__
+        for name, v in before.get(id(d), d).items():
+            if type(v) is not Tensor:       # Parameters and buffers live in their own dicts
+                continue
+            guards.append((d, name, tuple(v.shape), v.dtype))
+            j = index.get(id(v._st))
+            if j is not None and j not in carried and not v._chain and v._base is None:
+                r = Rebind(None, [(d, name)], j, v._rg, False)
+                r.read_rg = v._rg
+                follows.append(r)
+                carried.add(j)
+    return follows, guards
+
+
 def rebound_places(snap, attr_stores):
     """``(slot, before, after)`` for every place in ``snap`` (``pystate.snapshot``) and in
     ``attr_stores`` (``[(dict, dict as it was)]``) that holds a tensor now and held something

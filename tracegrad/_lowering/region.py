@@ -38,7 +38,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, guard_output
-from .carry import carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
+from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
 from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature,
                       snapshot, value_guards)
@@ -101,6 +101,7 @@ class Region:
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
+        self.attr_guards = ()      # NOTE [module tensor attributes]
         self.hyper_signs = ()
         self.modules = tuple(m for m, _ in modules)
         self.training = tuple(t for _, t in modules)                 # at call start
@@ -134,6 +135,10 @@ class Region:
             return False
         for m, t in zip(self.modules, self.training):
             if m.training is not t:
+                return False
+        for d, name, shape, dtype in self.attr_guards:
+            v = d.get(name)
+            if not isinstance(v, Tensor) or v.dtype is not dtype or tuple(v.shape) != shape:
                 return False
         for o, was_none in zip(self.owner_list, self.grad_none):
             g = o._grad
@@ -358,6 +363,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     state is as it was before the call."""
     leaves, treedef = _flatten((args, kwargs))
     kinds = classify_args(leaves)
+    # a storage no tensor holds any more, only programs (a mask a program replaced on its
+    # module, NOTE [module tensor attributes]), cannot be read by the function: not an input of
+    # a new trace, which would die with it (``Region.check``'s orphan guard)
+    for sid, (r, _) in list(plan.storages.items()):
+        st = r()
+        if st is not None and sys.getrefcount(st) <= 2 + _HELD.get(sid, 0):
+            del plan.storages[sid]
+        st = None
     live = [(r(), t) for r, t in plan.storages.values() if r() is not None]
     storages = [st for st, _ in live]
     owners = list(plan.owners.values())
@@ -432,6 +445,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                      f"{i} after returning (eager would keep the caller's tensor)")
             if cap.uses_remat:
                 jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
+            info["attr_stores"] = list(cap.attr_stores.values())
             info.update(recipe=recipe, owners_end=owners_end, grad_kinds=grad_kinds, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
@@ -515,6 +529,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.rebinds = tuple(rebinds)
     region.shared = tuple(info["shared"])
     region.carried = tuple(r for r in rebinds if r.carried is not None)
+    follows, region.attr_guards = attribute_places(region.modules, storages, info.pop("attr_stores"),
+                                                   {r.carried for r in region.carried})
+    region.carried += tuple(follows)
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])

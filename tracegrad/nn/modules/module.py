@@ -373,7 +373,11 @@ class Module:
                 cap.python_effect(f"setting attribute '{name}' of {type(self).__name__}")
         if isinstance(value, (Tensor, Module)) or name in d.get("_parameters", ()) \
                 or name in d.get("_modules", ()) or name in d.get("_buffers", ()):
-            _state.bump_structure()   # compiled calls re-check the module layout
+            # compiled calls re-check the module layout; but a trace rebinding a plain tensor
+            # attribute (``self.src_mask = mask``) leaves the other programs valid: they read
+            # such attributes by place (NOTE [module tensor attributes], _lowering/carry.py)
+            if not (cap is not None and type(value) is Tensor and type(d.get(name)) is Tensor):
+                _state.bump_structure()
 
         def remove_from(*stores):
             for s in stores:
