@@ -1322,4 +1322,114 @@ def test_scheduler_between_compiled_steps(name):
     compiled = traces[8:16]
     assert len(set(lrs[8:16])) >= 3, lrs                           # the lr really changed
     assert compiled[1:] == [compiled[1]] * 7, compiled             # no trace after warm-up
-    assert run.step.stats["traces"] <= 2
+    assert run.step.stats["traces"] == compiled[-1] <= 2 and not run.step.stats["graph_breaks"]
+
+
+# ---- more behaviour the original's helpers rely on -----------------------------------------
+def test_reduce_lr_on_plateau_eps(T):
+    # ReduceLROnPlateau(eps=...): a cut smaller than eps is skipped (group 0 at 0.05 would
+    # move by 0.025 < 0.03; group 1 at 0.5 is halved until its cut, 0.015625, is below eps too)
+    opt = _opt(T)
+    s = _S(T).ReduceLROnPlateau(opt, patience=0, factor=0.5, eps=0.03)
+    seen = []
+    for m in [1, 2, 3, 4, 5, 6]:
+        opt.step()
+        s.step(m)
+        seen.append([_f(g["lr"]) for g in opt.param_groups])
+    assert seen == [[0.05, 0.5], [0.05, 0.25], [0.05, 0.125], [0.05, 0.0625], [0.05, 0.03125], [0.05, 0.03125]]
+
+
+def test_reduce_lr_on_plateau_epoch_argument(T):
+    # ReduceLROnPlateau.step(metrics, epoch): deprecated, warns, sets last_epoch
+    s = _S(T).ReduceLROnPlateau(_opt(T))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        s.step(1.0, 3)
+    assert [x.message.args[0] for x in w] == [_S(T).EPOCH_DEPRECATION_WARNING]
+    assert s.last_epoch == 3
+
+
+def test_get_lr_outside_step_warns(T):
+    # calling get_lr() directly (not from step) points to get_last_lr()
+    s = _S(T).StepLR(_opt(T), 2)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        lrs = s.get_lr()
+    assert len(w) == 1 and "get_last_lr()" in str(w[0].message)
+    assert lrs == [0.05, 0.5]
+
+
+def test_multi_step_lr_repeated_milestone(T):
+    # MultiStepLR counts a repeated milestone twice (gamma ** 2 there)
+    opt = _opt(T)
+    s = _S(T).MultiStepLR(opt, [2, 2, 4], gamma=0.5)
+    _run(opt, s, _two([0.05, 0.05, 0.0125, 0.0125, 0.00625, 0.00625]), 6)
+
+
+@pytest.mark.parametrize("scale_mode", ["cycle", "iterations"])
+def test_cycle_lr_custom_scale_fn(T, scale_mode):
+    # CyclicLR(scale_fn=..., scale_mode=...): the amplitude scales by cycle number or by
+    # iteration count
+    opt = _opt(T)
+    s = _S(T).CyclicLR(opt, 0.1, 1.0, step_size_up=2, scale_fn=lambda x: 1 / (x + 1), scale_mode=scale_mode)
+    if scale_mode == "cycle":
+        amp = [0, 0.45 / 2, 0.45, 0.45 / 2, 0, 0.3 / 2, 0.3, 0.3 / 2, 0]
+    else:
+        amp = [0, 0.9 / 2 / 2, 0.9 / 3, 0.9 / 2 / 4, 0, 0.9 / 2 / 6, 0.9 / 7, 0.9 / 2 / 8, 0]
+    _run(opt, s, [[0.1 + a for a in amp]], 9)
+
+
+@pytest.mark.parametrize("kind", ["SequentialLR", "ChainedScheduler"])
+def test_composite_state_dict_round_trip(T, kind):
+    # SequentialLR / ChainedScheduler.state_dict keeps each inner scheduler's state; loading it
+    # into a fresh composite continues the same schedule
+    S = _S(T)
+
+    def build(opt):
+        inner = [S.LinearLR(opt, 0.1, total_iters=3), S.ExponentialLR(opt, 0.9)]
+        return S.SequentialLR(opt, inner, milestones=[3]) if kind == "SequentialLR" else S.ChainedScheduler(inner)
+    opt = _opt(T)
+    s = build(opt)
+    for _ in range(5):
+        opt.step()
+        s.step()
+    state = s.state_dict()
+    assert [sorted(x) for x in state["_schedulers"]][1][:3] == ["_get_lr_called_within_step", "_is_initial",
+                                                               "_last_lr"]
+    opt2 = _opt(T)
+    s2 = build(opt2)
+    s2.load_state_dict(state)
+    for g, lr in zip(opt2.param_groups, s.get_last_lr()):
+        g["lr"] = lr
+    for _ in range(4):
+        opt.step()
+        s.step()
+        opt2.step()
+        s2.step()
+        assert s2.get_last_lr() == s.get_last_lr()
+        assert [g["lr"] for g in opt2.param_groups] == [g["lr"] for g in opt.param_groups]
+
+
+def test_polynomial_lr_defaults_and_cosine_past_T_max(T):
+    # PolynomialLR's defaults (total_iters=5, power=1) and CosineAnnealingLR's chainable form
+    # past T_max (it climbs back up)
+    opt = _opt(T)
+    _run(opt, _S(T).PolynomialLR(opt), _two([0.05 * (1 - i / 5) for i in range(5)] + [0.0, 0.0]), 7)
+    opt = _opt(T)
+    _run(opt, _S(T).CosineAnnealingLR(opt, T_max=3), _two([_cos(0.05, 0, e, 3) for e in range(9)]), 9)
+
+
+@pytest.mark.parametrize("case", ["lambda_not_callable", "sequential_not_scheduler", "onecycle_max_lr_len",
+                                  "constant_negative", "exponential_not_optimizer"])
+def test_more_constructor_errors(T, case):
+    # the error class torch raises for each bad argument
+    S, opt = _S(T), _opt(T)
+    cls, build = {
+        "lambda_not_callable": (TypeError, lambda: S.LambdaLR(opt, [1, 2]).step()),
+        "sequential_not_scheduler": (TypeError, lambda: S.SequentialLR(opt, [1], milestones=[])),
+        "onecycle_max_lr_len": (ValueError, lambda: S.OneCycleLR(opt, max_lr=[1, 2, 3], total_steps=3)),
+        "constant_negative": (ValueError, lambda: S.ConstantLR(opt, factor=-0.1)),
+        "exponential_not_optimizer": (TypeError, lambda: S.ExponentialLR("x", 0.5)),
+    }[case]
+    with pytest.raises(cls):
+        build()
