@@ -6,6 +6,7 @@ torch's params). Bodies run under torch and tracegrad (the ``T`` fixture). Part 
 test_lr_scheduler_ported.py."""
 import copy
 import gc
+import importlib
 import io
 import math
 import warnings
@@ -154,6 +155,11 @@ def test_CosineAnnealingWarmRestarts_negative_epoch(T):
 
 
 # ---- SWALR ---------------------------------------------------------------------------------
+def _swalr(mod):
+    """``swa_utils.SWALR`` of the library ``mod`` (``T``, or its lr_scheduler module) belongs to."""
+    return importlib.import_module(mod.__name__.split(".")[0] + ".optim.swa_utils").SWALR
+
+
 def _run_swalr(opt, swa, sched, targets, swa_start, epochs):
     """TestLRScheduler._test_swalr: the plain scheduler until ``swa_start``, then SWALR."""
     for i in range(epochs):
@@ -169,8 +175,7 @@ def _run_swalr(opt, swa, sched, targets, swa_start, epochs):
 def test_swalr(T, strategy):
     # test_swalr_no_anneal, test_swalr_cosine_anneal_after_multiplicative,
     # test_swalr_linear_anneal_after_multiplicative
-    from importlib import import_module
-    SWALR = import_module(T.__name__ + ".optim.swa_utils").SWALR
+    SWALR = _swalr(T)
     opt = _opt(T)
     lrs0 = [0.05, 0.5]
     if strategy == "none":
@@ -200,10 +205,8 @@ def test_swalr(T, strategy):
                                       (dict(swa_lr=[1.0, 0.1, 0.01]), "swa_lr must")])
 def test_swalr_hypers(T, kw, match):
     # TestLRScheduler.test_swalr_hypers
-    from importlib import import_module
-    SWALR = import_module(T.__name__ + ".optim.swa_utils").SWALR
     with pytest.raises(ValueError, match=match):
-        SWALR(_opt(T), **kw)
+        _swalr(T)(_opt(T), **kw)
 
 
 # ---- state_dict / load_state_dict ----------------------------------------------------------
@@ -223,13 +226,15 @@ STATE_DICT = {
                  lambda S, o: S.OneCycleLR(o, max_lr=1.0, total_steps=30, anneal_strategy="linear")),
     "cyclic": (lambda S, o: S.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="exp_range", gamma=0.9),
                lambda S, o: S.CyclicLR(o, 0.02, 0.2)),
+    "test_swa_lr_state_dict": (lambda S, o: _swalr(S)(o, anneal_epochs=3, swa_lr=0.5),
+                               lambda S, o: _swalr(S)(o, anneal_epochs=10, anneal_strategy="linear", swa_lr=5.0)),
 }
 
 
 @pytest.mark.parametrize("name", list(STATE_DICT))
 def test_scheduler_state_dict(T, name):
     # TestLRScheduler._check_scheduler_state_dict (the originals named by ``name``; the last
-    # three extend it to PolynomialLR, OneCycleLR and CyclicLR): after 10 steps, a differently
+    # three unnamed ones extend it to PolynomialLR, OneCycleLR and CyclicLR): after 10 steps, a differently
     # built scheduler loaded from the state dict has every attribute equal and continues the same
     build, build2 = STATE_DICT[name]
     S = _S(T)
@@ -273,6 +278,7 @@ def _state_dict_cases():
         "CyclicLR": lambda S, o, kw: S.CyclicLR(o, base_lr=0.01, max_lr=0.1, **kw),
         "OneCycleLR": lambda S, o, kw: S.OneCycleLR(o, max_lr=0.01, total_steps=10, anneal_strategy="linear", **kw),
         "CosineAnnealingWarmRestarts": lambda S, o, kw: S.CosineAnnealingWarmRestarts(o, T_0=20, **kw),
+        "SWALR": lambda S, o, kw: _swalr(S)(o, swa_lr=0.01, **kw),
     }
 
 
@@ -401,6 +407,35 @@ def test_constructor_errors(T, case):
     }[case]
     with pytest.raises(cls, match=match):
         build()
+
+
+def test_constant_initial_params_swalr(T):
+    # TestLRScheduler.test_constant_initial_params_swalr: a Tensor swa_lr is copied into the group
+    lr, swa_lr = T.as_tensor(0.1), T.as_tensor(0.05)
+    opt = T.optim.SGD([T.nn.Parameter(T.randn(1))], lr=lr)
+    s = _swalr(T)(opt, swa_lr=swa_lr)
+    for _ in range(2):
+        lr.mul_(0.5)
+        swa_lr.mul_(0.5)
+        opt.step()
+        s.step()
+        g = opt.param_groups[0]
+        assert _f(g["swa_lr"]) == pytest.approx(0.05) and _f(g["initial_lr"]) == pytest.approx(0.1)
+        assert [_f(x) for x in s.base_lrs] == pytest.approx([0.1])
+
+
+def test_optimizer_has_no_reference_cycle_through_scheduler(T):
+    # TestLRScheduler.test_no_cyclic_references: wrapping optimizer.step for the order warning
+    # must not make the optimizer refer to itself; once the scheduler is gone, nothing else
+    # refers to it and collecting finds no garbage
+    gc.collect()
+    opt = T.optim.SGD([T.nn.Parameter(T.zeros(10))], lr=0.5)
+    s = _S(T).LambdaLR(opt, lambda e: 1.0)
+    del s
+    assert gc.get_referrers(opt) == []
+    gc.collect()
+    del opt
+    assert gc.collect() == 0
 
 
 def test_no_cyclic_references(T):
