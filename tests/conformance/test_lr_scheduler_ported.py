@@ -116,16 +116,18 @@ def test_lr_sequence(T, name):
     _run(opt, build(_S(T), opt), targets, epochs)
 
 
-@pytest.mark.parametrize("name", ["test_step_lr", "test_multi_step_lr", "test_constantlr", "test_linearlr",
-                                  "test_exp_lr", "test_sequentiallr3", "test_chained_lr4"])
+@pytest.mark.parametrize("name", [n for n in SEQUENCES if n not in ("test_lambda_lr", "test_multiplicative_lr")])
 def test_lr_sequence_with_tensor_lr_group(T, name):
     # TestLRScheduler.setUp gives the second group a Tensor lr (torch.tensor(0.5)): schedulers
     # update it in place and keep it a Tensor
     build, targets, epochs = SEQUENCES[name]
     opt = _opt(T, lr2=T.tensor(0.5))
     lr_tensor = opt.param_groups[1]["lr"]
-    _run(opt, build(_S(T), opt), targets, epochs)
+    sched = build(_S(T), opt)
+    _run(opt, sched, targets, epochs)
     assert opt.param_groups[1]["lr"] is lr_tensor
+    last = (sched[-1] if isinstance(sched, list) else sched).get_last_lr()
+    assert last[1] is not lr_tensor and _f(last[1]) == _f(lr_tensor)     # get_last_lr gives copies
 
 
 @pytest.mark.parametrize("name,build,targets", [
@@ -578,11 +580,13 @@ CYCLIC = {
 }
 
 
+@pytest.mark.parametrize("tensor_lr", [False, True], ids=["float_lr", "tensor_lr"])
 @pytest.mark.parametrize("name", list(CYCLIC))
-def test_cycle_lr(T, name):
-    # the original tests named by ``name``: lr and momentum cycle in opposite directions
+def test_cycle_lr(T, name, tensor_lr):
+    # the original tests named by ``name``: lr and momentum cycle in opposite directions (with
+    # the second group's lr a float or, as in the original's setUp, a Tensor)
     kw, lrs, moms = CYCLIC[name]
-    opt = _opt(T)
+    opt = _opt(T, lr2=T.tensor(0.5) if tensor_lr else 0.5)
     s = _S(T).CyclicLR(opt, cycle_momentum=True, **kw)
     _run_cycle(opt, s, lrs, moms, len(lrs[0]))
 
@@ -717,11 +721,12 @@ ONECYCLE = {
 }
 
 
+@pytest.mark.parametrize("tensor_lr", [False, True], ids=["float_lr", "tensor_lr"])
 @pytest.mark.parametrize("name", list(ONECYCLE))
-def test_onecycle_lr(T, name):
-    # the original tests named by ``name``
+def test_onecycle_lr(T, name, tensor_lr):
+    # the original tests named by ``name`` (second group's lr a float or a Tensor)
     kw, lr, mom = ONECYCLE[name]
-    opt = _opt(T)
+    opt = _opt(T, lr2=T.tensor(0.5) if tensor_lr else 0.5)
     _run_cycle(opt, _S(T).OneCycleLR(opt, **kw), [lr] * 2, [mom] * 2, 10)
 
 
