@@ -628,3 +628,46 @@ def test_more_constructor_errors(T, case):
     }[case]
     with pytest.raises(cls):
         build()
+
+
+def test_chained_scheduler_optimizer_argument(T):
+    # ChainedScheduler(schedulers, optimizer=...): must be the schedulers' optimizer
+    S, opt, other = _S(T), _opt(T), _opt(T)
+    assert S.ChainedScheduler([S.StepLR(opt, 2)], optimizer=opt).optimizer is opt
+    with pytest.raises(ValueError, match="same optimizer"):
+        S.ChainedScheduler([S.StepLR(opt, 2)], optimizer=other)
+
+
+def test_removed_and_unsupported_arguments(T):
+    # torch 2.13 schedulers no longer take ``verbose``; SequentialLR.step takes no epoch
+    S, opt = _S(T), _opt(T)
+    with pytest.raises(TypeError, match="verbose"):
+        S.StepLR(opt, 2, verbose=True)
+    s = S.SequentialLR(opt, [S.StepLR(opt, 2), S.StepLR(opt, 3)], milestones=[2])
+    with pytest.raises(TypeError):
+        s.step(3)
+
+
+def test_onecycle_lr_with_momentumless_optimizer(T):
+    # OneCycleLR on Rprop (no momentum, no betas): cycle_momentum=True is a ValueError, off it
+    # schedules the lr alone from max_lr / div_factor
+    S = _S(T)
+    rprop = T.optim.Rprop(T.nn.Linear(1, 1).parameters())
+    with pytest.raises(ValueError, match="momentum or beta1"):
+        S.OneCycleLR(rprop, max_lr=1.0, total_steps=4)
+    s = S.OneCycleLR(rprop, max_lr=1.0, total_steps=4, cycle_momentum=False)
+    assert s.get_last_lr() == pytest.approx([0.04])
+    assert "momentum" not in rprop.param_groups[0]
+
+
+def test_reduce_lr_on_plateau_max_abs_bookkeeping(T):
+    # ReduceLROnPlateau(mode="max", threshold_mode="abs"): best, num_bad_epochs and the lr after
+    # each metric (an improvement must beat best by more than the threshold 0.5)
+    opt = _opt(T)
+    s = _S(T).ReduceLROnPlateau(opt, mode="max", threshold_mode="abs", threshold=0.5, patience=1)
+    seen = []
+    for m in [1, 1.4, 1.6, 1.7, 1.8, 3.0, 3.2, 3.3]:
+        s.step(m)
+        seen += [s.best, s.num_bad_epochs, _f(opt.param_groups[0]["lr"])]
+    assert seen == pytest.approx([1.0, 0, 0.05, 1.0, 1, 0.05, 1.6, 0, 0.05, 1.6, 1, 0.05, 1.6, 0, 0.005,
+                                  3.0, 0, 0.005, 3.0, 1, 0.005, 3.0, 0, 0.0005])
