@@ -190,7 +190,9 @@ class _TensorUnpickler(pickle.Unpickler):
             f"manager, or load with weights_only=False (unpickling can run arbitrary code).")
 
 
-_ALWAYS_SAFE = ("collections.OrderedDict", "builtins.set", "builtins.frozenset", "builtins.bytearray",
+# collections.Counter as torch's weights-only unpickler: MultiStepLR keeps its milestones in one,
+# so an lr scheduler's state_dict must load with weights_only=True
+_ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.frozenset", "builtins.bytearray",
                 "builtins.complex", "builtins.slice")
 
 

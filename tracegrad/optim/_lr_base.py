@@ -24,6 +24,10 @@ EPOCH_DEPRECATION_WARNING = (
     "where available.")
 
 
+# the page torch's call-order warnings point to (users and tests look for it in the message)
+_ORDER_DOCS = "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+
+
 def _format_param(name, optimizer, param):
     """One value per param group (a list/tuple must have one entry per group)."""
     if isinstance(param, (list, tuple)):
@@ -155,13 +159,15 @@ class LRScheduler:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn("Seems like `optimizer.step()` has been overridden after learning "
                               "rate scheduler initialization. Please, make sure to call "
-                              "`optimizer.step()` before `lr_scheduler.step()`.", UserWarning,
+                              "`optimizer.step()` before `lr_scheduler.step()`. See more details at "
+                              f"{_ORDER_DOCS}", UserWarning,
                               stacklevel=2)
             elif not getattr(self.optimizer, "_opt_called", False):
                 warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
                               "You should call them in the opposite order: `optimizer.step()` "
                               "before `lr_scheduler.step()`.  Failure to do this will result in "
-                              "skipping the first value of the learning rate schedule.",
+                              "skipping the first value of the learning rate schedule. See more "
+                              f"details at {_ORDER_DOCS}",
                               UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:

@@ -89,9 +89,16 @@ class OneCycleLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def _anneal_func(self, *args):
-        if self._anneal_func_type == "cos":
+        # state dicts saved before ``_anneal_func_type`` existed hold the function itself as
+        # ``anneal_func``; torch still loads and uses those
+        kind = getattr(self, "_anneal_func_type", None)
+        if kind is None:
+            return self.anneal_func(*args)
+        if kind == "cos":
             return self._annealing_cos(*args)
-        return self._annealing_linear(*args)
+        if kind == "linear":
+            return self._annealing_linear(*args)
+        raise ValueError(f"OneCycleLR: unknown _anneal_func_type: {kind}")
 
     @staticmethod
     def _annealing_cos(start, end, pct):

@@ -9,7 +9,7 @@ import math
 import tracegrad
 
 from .. import Tensor, nn
-from ._lr_base import LRScheduler
+from ._lr_base import LRScheduler, _format_param
 
 __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn",
            "get_ema_avg_fn", "get_swa_avg_fn"]
@@ -163,27 +163,33 @@ class SWALR(LRScheduler):
     or non-int ``anneal_epochs`` or a ``swa_lr`` list of the wrong length."""
 
     def __init__(self, optimizer, swa_lr, anneal_epochs=10, anneal_strategy="cos", last_epoch=-1):
-        swa_lrs = self._format_param(optimizer, swa_lr)
+        # _format_param clones Tensor swa_lrs, so changing the caller's tensor later does not
+        # move the schedule (torch's test_constant_initial_params_swalr)
+        swa_lrs = _format_param("swa_lr", optimizer, swa_lr)
         for lr, group in zip(swa_lrs, optimizer.param_groups):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError("anneal_strategy must by one of 'cos' or 'linear', "
+            raise ValueError("anneal_strategy must be one of 'cos' or 'linear', "
                              f"instead got {anneal_strategy}")
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+        self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
 
-    @staticmethod
-    def _format_param(optimizer, swa_lrs):
-        if isinstance(swa_lrs, (list, tuple)):
-            if len(swa_lrs) != len(optimizer.param_groups):
-                raise ValueError("swa_lr must have the same length as optimizer.param_groups: "
-                                 f"swa_lr has {len(swa_lrs)}, optimizer.param_groups has "
-                                 f"{len(optimizer.param_groups)}")
-            return swa_lrs
-        return [swa_lrs] * len(optimizer.param_groups)
+    def _set_anneal_func(self, anneal_strategy):
+        self._anneal_strategy = anneal_strategy
+        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
+
+    def state_dict(self):
+        """Every attribute but the optimizer and ``anneal_func`` (a function: the state dict
+        keeps ``_anneal_strategy`` instead, so it loads with ``weights_only=True``), as torch."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict):
+        """Restore attributes from ``state_dict()`` and the anneal function they name."""
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self._anneal_strategy)
 
     @staticmethod
     def _linear_anneal(t):
