@@ -213,7 +213,7 @@ def _outside(what, model, opt):
     elif what == "grad_none":
         params[0].grad = None
     elif what == "freeze":           # frozen from now on: no .grad change, no state change
-        params[0].requires_grad_(False)
+        model.head.weight.requires_grad_(False)     # (not a hidden layer: retain_grad needs one)
     else:                            # reload both from their state dicts (new tensors, same values)
         model.load_state_dict({k: v.clone() * 1.0 for k, v in model.state_dict().items()})
         opt.load_state_dict(opt.state_dict())
