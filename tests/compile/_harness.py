@@ -138,8 +138,8 @@ def check_compiled(make, calls=3, between=None, rtol=RTOL, atol=ATOL, torch_too=
     for e, c in zip(eager.snaps, comp.snaps):
         assert_same(e, c, f"call{e['call']}", rtol, atol)
     comp.eager = eager
-    if torch_too:
-        _compare_torch(make, comp, calls, between)
+    if torch_too:   # a looser tolerance asked for the compiled run holds against torch too
+        _compare_torch(make, comp, calls, between, max(rtol, 1e-4), max(atol, 1e-5))
     return comp
 
 
