@@ -138,6 +138,15 @@ def _make_grads(outputs, grad_outputs, create_graph):
     return grads
 
 
+def _paired_grads(grads, outputs):
+    """One gradient (or None) per output, as torch pairs them up with zip: fewer is a
+    RuntimeError, extra ones are ignored."""
+    gs = _as_tuple(grads) if grads is not None else (None,) * len(outputs)
+    if len(gs) < len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(gs)} gradients")
+    return gs[:len(outputs)]
+
+
 def _check_inputs(inputs):
     for t in inputs:
         if not isinstance(t, (Tensor, GradientEdge)):
@@ -507,10 +516,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = grad_variables
-    gts = _as_tuple(grad_tensors) if grad_tensors is not None else (None,) * len(tensors)
-    if len(gts) < len(tensors):   # torch pairs them up with zip: extra gradients are ignored
-        raise RuntimeError(f"got {len(tensors)} tensors and {len(gts)} gradients")
-    gts = gts[:len(tensors)]
+    gts = _paired_grads(grad_tensors, tensors)
     if retain_graph is None:
         retain_graph = create_graph
     ins = _as_tuple(inputs)
@@ -550,10 +556,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    gos = _as_tuple(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
-    if len(gos) < len(outs):   # torch pairs them up with zip: extra gradients are ignored
-        raise RuntimeError(f"got {len(outs)} tensors and {len(gos)} gradients")
-    gos = gos[:len(outs)]
+    gos = _paired_grads(grad_outputs, outs)
     if retain_graph is None:
         retain_graph = create_graph
     if not only_inputs:
