@@ -25,12 +25,6 @@ def _np(t):
     return np.asarray(t.detach().tolist(), dtype=np.float64)
 
 
-def _gap(T, request, reason):
-    """xfail (strict) on tracegrad only: the fix is deep in the engine/dispatch layer."""
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
 # ---- autograd.grad arguments ---------------------------------------------------------------
 def test_grad_unreachable_names_the_index(T):
     # TestAutograd.test_grad_unreachable: with and without a grad accumulator allocated for the
@@ -200,11 +194,9 @@ def _index_put_graph(T):
     return b, c
 
 
-def test_backward_twice_with_saved_values(T, request):
+def test_backward_twice_with_saved_values(T):
     # TestAutograd.test_backward_twice_with_saved_values: the indexing nodes saved their
     # indices, so a second backward without retain_graph is an error
-    _gap(T, request, "gap: index/index_put nodes keep their integer indices as constants, not saved "
-                     "tensors, so OpNode.release does not free them and a second backward succeeds")
     b, c = _index_put_graph(T)
     c.backward(T.ones(3, dtype=T.float64))
     with pytest.raises(RuntimeError, match="Specify retain_graph=True"):

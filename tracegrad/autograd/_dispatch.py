@@ -116,7 +116,8 @@ _tuple_new = tuple.__new__
 
 def _record(op, args, static, outs):
     kinds, avals, needs, consts, edges, edge_pos = [], [], [], [], [], []
-    saved_scalar = False  # torch saves a wrapped Python scalar like a tensor (freed after backward)
+    # torch saves a wrapped Python scalar, or an integer index, like a tensor (freed after backward)
+    saved_const = False
     save_pos, save_if, no_edge = op.save_pos, op.save_if, op.no_edge_pos
     for i, a in enumerate(args):
         is_t = isinstance(a, Tensor)
@@ -130,6 +131,8 @@ def _record(op, args, static, outs):
         if is_t and not rg and (a._value.dtype not in _dt.DIFFERENTIABLE or (i in no_edge and i not in save_pos)):
             kinds.append(CONST)
             consts.append(a._value)
+            if i in save_pos:      # torch saves it (an index): a second backward must raise
+                saved_const = True
         elif is_t:
             needs.append(rg and i not in no_edge)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
@@ -142,13 +145,13 @@ def _record(op, args, static, outs):
             kinds.append(CONST)
             consts.append(a)
             if i in save_pos and (not save_if or i not in save_if or _needs_grad(args, save_if[i])):
-                saved_scalar = True
+                saved_const = True
     node = _cls_for(op)(tuple(edges))
     node.op, node.static = op, static
     # NOTE [saved layout]; tuple.__new__ skips the NamedTuple's Python-level __new__ (hot path)
     node.layout = _tuple_new(SavedLayout, (tuple(kinds), tuple(avals), tuple(needs), tuple(edge_pos)))
     node.consts, node.released = consts, False
-    node.nout, node.saved_scalar = len(outs), saved_scalar
+    node.nout, node.saved_const = len(outs), saved_const
     for i, t in enumerate(outs):
         t._gf, t._out_nr, t._rg = node, i, True
     saved = []
@@ -173,7 +176,7 @@ class OpNode(Node):
     """The node of one op from the table; its backward is the op's cached jitted VJP."""
 
     # layout: the SavedLayout of NOTE [saved layout] (how each forward input is kept)
-    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_scalar")
+    __slots__ = ("op", "static", "layout", "saved", "consts", "released", "nout", "saved_const")
 
     def __getattr__(self, attr):
         if attr.startswith("_saved_") or attr.startswith("_raw_saved_"):
@@ -240,7 +243,7 @@ class OpNode(Node):
 
     def release(self):
         # torch raises on a second backward only through nodes that saved something
-        if self.saved or self.saved_scalar:
+        if self.saved or self.saved_const:
             self.released = True
             self.saved = ()
 
