@@ -91,15 +91,10 @@ def test_first_order_err_check_strict(T, api):
 
 
 @pytest.mark.parametrize("api", ["vjp", "jvp", "jacobian"])
-def test_first_order_strict_create_graph_constant_jacobian(T, api, request):
+def test_first_order_strict_create_graph_constant_jacobian(T, api):
     # TestAutogradFunctional.test_vjp_err_check_strict / test_jvp_err_check_strict /
     # test_jacobian_err_check_strict (last part): the Jacobian of a clone does not depend on
     # the input, which only create_graph=True with strict=True notices
-    if api == "jvp" and T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "gap: a create_graph backward node records its backward-of-backward as depending on "
-            "every saved input, so jvp's double-backward result for a linear function (clone) "
-            "requires grad although v does not; torch's is constant and strict mode raises")))
     F = T.autograd.functional
 
     def call(f, inp, **kw):

@@ -1809,10 +1809,6 @@ def test_second_grad_of_mul_is_unused_torch():
     _second_grad_of_mul_is_unused(torch)
 
 
-@pytest.mark.xfail(strict=True, reason="gap: a create_graph backward node (MulBackward0 of the double "
-                                       "backward) has edges to every saved input of the op, so d(x*a)/dx = a "
-                                       "still reaches x and the unused second derivative is a zero tensor, "
-                                       "not None (the backward formulas live in _ops/_dispatch)")
 def test_second_grad_of_mul_is_unused_tracegrad():
     import tracegrad
     _second_grad_of_mul_is_unused(tracegrad)

@@ -115,7 +115,8 @@ class Op:
     argument passed by keyword."""
 
     __slots__ = ("name", "fn", "args", "grad_fn", "saves", "save_order", "save_pos", "saves_result", "n_out",
-                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "__weakref__")
+                 "n_diff", "vjp_result", "view", "_fwd", "_bwd", "doc", "save_if", "no_edge_pos", "derivative_of",
+                 "__weakref__")
 
     def __init__(self, *, name, fn, args=("self",), grad_fn=None, saves=(), n_out=1, n_diff=None,
                  vjp_result=None, view=False, doc=None, save_if=None, no_edge=()):
@@ -141,6 +142,7 @@ class Op:
         # jitted forwards per static key, backward ops per (static, layout): NOTE [op jit caches]
         self._fwd: dict = {}
         self._bwd: dict = {}
+        self.derivative_of = None    # the op whose backward this is (``backward_op``)
         _ALL_OPS.add(self)
 
     def __repr__(self):
@@ -195,6 +197,7 @@ class Op:
             name = BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward")
             b = self._bwd[key] = Op(name=f"{self.name}_backward", fn=flat, args=names, grad_fn=name,
                                     saves=names, n_out=n)
+            b.derivative_of = self
         return b
 
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import math
 import weakref
+from functools import partial
 
 from .. import _state
 from .._state import GRAD_MODE as STATE, INFERENCE_DEPTH
+from .._ops import deps as _deps
 from .._ops import derived as _derived
 from .._ops import dtypes as _dt
 from .._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
@@ -227,16 +229,19 @@ class OpNode(Node):
         entry = _BWD.get(key)
         if entry is None:
             entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
-        bop, slots = entry
+        bop, slots, prune = entry
         if STATE[0]:             # create_graph: record the backward like any op
-            res = apply_op(bop, [*saved, *self.consts, *grads])
+            res = apply_op(bop, _unread_detached(bop, [*saved, *self.consts, *grads]))
             if bop.n_out == 1:
                 res = (res,)
         else:                    # plain backward: call the jitted VJP directly
             out = bop.run([*(t._value for t in saved), *self.consts,
                            *(None if g is None else g._value for g in grads)], ())
             res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
-        return [None if s < 0 else res[s] for s in slots]
+        res = [None if s < 0 else res[s] for s in slots]
+        if prune:
+            _drop_unread(self, saved, grads, res)
+        return res
 
     def num_outputs(self) -> int:
         return self.nout
@@ -252,9 +257,47 @@ _BWD: dict = _state.register_cache("autograd._dispatch._BWD", {})
 
 
 def _backward_entry(node, ns, nc):
-    """The backward op of a node's (op, static, layout) and, per next_functions slot, which of
-    its outputs is that slot's gradient (-1: none)."""
-    return node.op.backward_op(node.static, node.layout, ns, nc), node.layout.grad_slots()
+    """The backward op of a node's (op, static, layout); per next_functions slot, which of
+    its outputs is that slot's gradient (-1: none); and whether the node is itself a backward
+    (NOTE [double-backward edges])."""
+    return (node.op.backward_op(node.static, node.layout, ns, nc), node.layout.grad_slots(),
+            node.op.derivative_of is not None)
+
+
+_DEPS: dict = _state.register_cache("autograd._dispatch._DEPS", {})
+
+
+def _reads(op, static, args) -> list:
+    """Per input of ``op`` on ``args`` (Tensors, ``_deps.aval``s, constants), the outputs that
+    read it (NOTE [double-backward edges]); cached per op, static arguments and input avals."""
+    key = (op, static, tuple((a.shape, a.dtype) if hasattr(a, "dtype") else type(a) for a in args))
+    deps = _DEPS.get(key)
+    if deps is None:
+        fn = partial(op.fn, **dict(static)) if static else op.fn
+        deps = _DEPS[key] = _deps.input_deps(fn, [a._value if isinstance(a, Tensor) else a for a in args])
+    return deps
+
+
+def _unread_detached(bop, args):
+    """``args`` of a backward op about to be recorded (create_graph), with the tensors no
+    output reads detached: the recorded node gets no edge to them, as torch's formula has none."""
+    deps = _reads(bop, (), args)
+    return [a.detach() if not d and isinstance(a, Tensor) and a._rg else a for a, d in zip(args, deps)]
+
+
+def _drop_unread(node, saved, grads, res):
+    """The node of a backward op gives None to each input that none of its outputs with an
+    incoming gradient reads (NOTE [double-backward edges])."""
+    layout = node.layout
+    by_pos = dict(zip(layout.save_order(node.op), saved))
+    consts, avals = iter(node.consts), iter(layout.avals)
+    args = [by_pos[p] if k == SAVED else _deps.aval(*next(avals)) if k == SHAPE else next(consts)
+            for p, k in enumerate(layout.kinds)]
+    deps = _reads(node.op, node.static, args)
+    live = {j for j, g in enumerate(grads) if g is not None}
+    for s, p in enumerate(layout.edge_pos):
+        if res[s] is not None and not (deps[p] & live):
+            res[s] = None
 
 
 def _input_shape(node, p):

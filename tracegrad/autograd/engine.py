@@ -581,6 +581,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 if isinstance(t, GradientEdge):   # no tensor to take the zeros' shape from
                     raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
                 g = _factories.zeros_like(t)
+                if create_graph:          # as torch: a leaf the caller can differentiate again
+                    g.requires_grad_(True)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
