@@ -487,3 +487,82 @@ def test_param_group_lr_set_inside_the_step_to_its_current_value_is_a_side_effec
             out.append((float(w), opt.param_groups[0]["lr"]))
         return out
     assert run(tracegrad.compile) == run(lambda f: f)
+
+
+@pytest.mark.parametrize("source", ["count", "generator", "list_iterator", "dataloader_iterator",
+                                    "iterator_attribute", "iterator_argument"])
+def test_iterators_inside_advance_every_call(source, tmp_path):
+    """NOTE [iterators and files]: ``next(it)`` inside a compiled function gives the next item on
+    every call, as eagerly (never the item the trace read, never an item skipped by an abandoned
+    trace), and the reason is in the stats; with fullgraph=True it is an error."""
+    import itertools
+
+    def make():
+        if source == "count":
+            return itertools.count(1)
+        if source == "generator":
+            return (float(i) for i in range(1, 100))
+        if source == "list_iterator":
+            return iter([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+        ds = tracegrad.utils.data.TensorDataset(tracegrad.arange(1.0, 7.0))
+        return iter(tracegrad.utils.data.DataLoader(ds, batch_size=1))
+
+    def run(wrap):
+        it = make()
+
+        class Trainer:
+            def __init__(self):
+                self.it = it
+
+            def step(self, x):
+                return x * next(self.it)[0]
+
+        if source == "iterator_attribute":
+            f = wrap(Trainer().step)
+            return [f(tracegrad.ones(2)).tolist() for _ in range(4)], f
+        if source == "iterator_argument":
+            f = wrap(lambda x, src: x * next(src)[0])
+            return [f(tracegrad.ones(2), it).tolist() for _ in range(4)], f
+
+        def step(x):
+            v = next(it)
+            return x * (v[0] if isinstance(v, list) else v)
+        f = wrap(step)
+        return [f(tracegrad.ones(2)).tolist() for _ in range(4)], f
+    eager, _ = run(lambda f: f)
+    assert eager == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]]
+    comp, f = run(tracegrad.compile)
+    assert comp == eager
+    assert "position moves on every eager call" in f.stats["graph_breaks"][0][0]
+    with pytest.raises(tracegrad.compiler.GraphBreak, match="position moves"):
+        run(lambda fn: tracegrad.compile(fn, fullgraph=True))
+
+
+def test_file_written_inside_is_written_every_call(tmp_path):
+    """NOTE [iterators and files]: a line written to a file inside a compiled function is
+    written once per call (no line lost to the program, none doubled by an abandoned trace)."""
+    path = tmp_path / "log.txt"
+    with open(path, "w") as fh:
+        def step(x):
+            y = x * 2
+            fh.write("step\n")
+            return y
+        f = tracegrad.compile(step)
+        outs = [f(tracegrad.ones(2)).tolist() for _ in range(4)]
+    assert outs == [[2.0, 2.0]] * 4
+    assert path.read_text().splitlines() == ["step"] * 4
+    assert "the file 'fh'" in f.stats["graph_breaks"][0][0]
+
+
+def test_deque_appended_inside_grows_every_call():
+    import collections
+    window = collections.deque(maxlen=3)
+
+    def step(x):
+        y = x * 2
+        window.append(y.detach())
+        return y
+    f = tracegrad.compile(step)
+    for i in range(5):
+        f(tracegrad.full((2,), float(i)))
+    assert [t.tolist() for t in window] == [[4.0, 4.0], [6.0, 6.0], [8.0, 8.0]]

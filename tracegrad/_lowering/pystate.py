@@ -21,8 +21,10 @@ out, from the code of the modules and helper functions it calls (NOTE [Python va
 """
 from __future__ import annotations
 
+import collections
 import functools
 import gc
+import io
 import os
 import random
 import sys
@@ -36,7 +38,7 @@ from .._tensor.generator import Generator
 from .._tensor.tensor import Tensor, is_tensor_container
 
 _SCALARS = (int, float, bool, str, complex, type(None))
-_CONTAINERS = (list, dict, set)
+_CONTAINERS = (list, dict, set, collections.deque)
 
 
 def python_refs(fn, args=()):
@@ -244,7 +246,7 @@ def _items(v, depth=_NESTED):
     ``stats["train"]["n"] += 1``) changes them; a tensor stored there does not."""
     if isinstance(v, dict):
         return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a, depth)) for k, a in v.items())
-    if isinstance(v, list):
+    if isinstance(v, (list, collections.deque)):
         return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a, depth)) for i, a in enumerate(v))
     return (("len", len(v)),)
 
@@ -282,7 +284,7 @@ def _copy(v, depth=_NESTED):
     in it (``depth`` levels down); None for anything else."""
     if not isinstance(v, _CONTAINERS):
         return None
-    shallow = list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else set(v)
+    shallow = dict(v) if isinstance(v, dict) else set(v) if isinstance(v, set) else list(v)
     inner = () if depth <= 1 or isinstance(v, set) or len(v) > _NESTED_MAX else tuple(
         (a, c) for a in (shallow.values() if isinstance(v, dict) else shallow)
         for c in (_copy(a, depth - 1),) if c is not None)
@@ -313,6 +315,9 @@ def _put_back(v, copy):
     shallow, inner = copy
     if isinstance(v, list):
         v[:] = shallow
+    elif isinstance(v, collections.deque):
+        v.clear()
+        v.extend(shallow)
     elif isinstance(v, dict):         # dict's methods: a subclass may report writes (ParamGroup)
         dict.clear(v)
         dict.update(v, shallow)
@@ -357,6 +362,41 @@ def restore(snap):
             for k, (a, c) in attrs.items():
                 d[k] = a
                 _put_back(a, c)
+
+
+# NOTE [iterators and files]: an iterator, a generator or a file object keeps its position
+# where no snapshot reaches (C state, or a list iterator inside a DataLoader iterator): a
+# ``next(it)`` or ``f.readline()`` while tracing would be baked into the program (the same batch
+# on every call) and could not be undone for the eager rerun of an abandoned trace (a batch
+# skipped, a line written twice). A function that can reach one (a global, a closure cell, an
+# argument, or an attribute its code names on an object it reads) is a graph break before it
+# is traced; sys.stdout and sys.stderr are left to the print check, which sees each write.
+def _stateful_kind(v):
+    if isinstance(v, (types.GeneratorType, types.AsyncGeneratorType, types.CoroutineType)):
+        return "generator"
+    if isinstance(v, io.IOBase):
+        return None if v in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) else "file"
+    if hasattr(type(v), "__next__") and not isinstance(v, (type, Tensor)):
+        return "iterator"
+    return None
+
+
+def stateful_reads(refs, names) -> str | None:
+    """A description of the first iterator, generator or file among ``refs`` (and the
+    attributes ``names`` says the code reads on the plain objects among them), or None
+    (NOTE [iterators and files])."""
+    for (name, cell, g), used in zip(refs, names):
+        v = _value(cell, g, name)
+        kind = _stateful_kind(v)
+        if kind is not None:
+            return f"the {kind} '{name}'"
+        if _plain_object(v):
+            for k, a in vars(v).items():
+                if k in used:
+                    kind = _stateful_kind(a)
+                    if kind is not None:
+                        return f"the {kind} '{name}.{k}'"
+    return None
 
 
 # NOTE [Python random numbers]: ``random.random()`` or ``np.random.rand()`` inside a compiled

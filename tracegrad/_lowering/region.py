@@ -40,7 +40,7 @@ from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
-from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature,
+from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature, stateful_reads,
                       snapshot, value_guards)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
@@ -487,6 +487,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.signature(plan.optimizers)
     refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
+    stateful = stateful_reads(refs, ref_names)
+    if stateful is not None:
+        raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
+                         "would move once while tracing (read it outside and pass what it gives as arguments)")
     effects0 = effects_signature(refs)
     py_snap = snapshot(refs)
     prev = x64_enter()
