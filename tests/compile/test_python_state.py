@@ -566,3 +566,40 @@ def test_deque_appended_inside_grows_every_call():
     for i in range(5):
         f(tracegrad.full((2,), float(i)))
     assert [t.tolist() for t in window] == [[4.0, 4.0], [6.0, 6.0], [8.0, 8.0]]
+
+
+@pytest.mark.parametrize("holder", ["numpy", "array", "bytearray", "slots", "dataclass_slots"])
+def test_counters_in_buffers_and_slot_objects_count_every_call(holder):
+    """A count kept in a NumPy array, an ``array.array``, a bytearray or on an object with
+    ``__slots__`` is Python state like a list entry: the compiled function bumps it on every
+    call (graph break), and an abandoned trace leaves no extra bump behind."""
+    import array
+    import dataclasses
+
+    class Slots:
+        __slots__ = ("n",)
+
+        def __init__(self):
+            self.n = 0
+
+    @dataclasses.dataclass(slots=True)
+    class Counter:
+        n: int = 0
+
+    def run(wrap):
+        box = {"numpy": np.zeros(2), "array": array.array("d", [0.0]), "bytearray": bytearray(1),
+               "slots": Slots(), "dataclass_slots": Counter()}[holder]
+
+        def step(x):
+            if holder in ("slots", "dataclass_slots"):
+                box.n += 1
+            else:
+                box[0] += 1
+            return x * 2
+        f = wrap(step)
+        outs = [f(tracegrad.ones(2)).tolist() for _ in range(4)]
+        return outs, (box.n if holder in ("slots", "dataclass_slots") else box[0]), f
+    eager, n_eager, _ = run(lambda f: f)
+    comp, n_comp, f = run(tracegrad.compile)
+    assert comp == eager and n_eager == n_comp == 4
+    assert f.stats["graph_breaks"]

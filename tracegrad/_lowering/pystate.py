@@ -1,11 +1,12 @@
 """The Python values a compiled function reads directly: its closure cells, the globals its
 code names, the object a bound method is bound to and its non-tensor arguments. A number,
 string or bool among them is baked into the program when traced, so it is guarded (a new value
-traces again); a list, dict or set it changes while tracing (an ``append``, a counter) is a
-side effect the program would not repeat: a graph break.
+traces again); a list, dict, set or deque it changes while tracing (an ``append``, a counter),
+or a buffer it writes (a NumPy array, an ``array.array``, a bytearray) is a side effect the
+program would not repeat: a graph break. Iterators and files: NOTE [iterators and files].
 
 NOTE [object attributes]: a plain Python object among them (a ``GradScaler``, a trainer, a
-counter object) is looked at one level down, its attributes: rebinding a number on it
+counter object, with a ``__dict__`` or ``__slots__``) is looked at one level down, its attributes: rebinding a number on it
 (``self.step += 1``), growing a container it holds, or binding a new non-tensor value is the
 same kind of side effect (a graph break), and an abandoned trace puts every attribute back, so
 no traced value or half-done update stays in it for the eager rerun. A tensor attribute
@@ -21,6 +22,7 @@ out, from the code of the modules and helper functions it calls (NOTE [Python va
 """
 from __future__ import annotations
 
+import array
 import collections
 import functools
 import gc
@@ -39,6 +41,10 @@ from .._tensor.tensor import Tensor, is_tensor_container
 
 _SCALARS = (int, float, bool, str, complex, type(None))
 _CONTAINERS = (list, dict, set, collections.deque)
+# written in place by index (``hist[i] = 1``): compared by their bytes, put back from a copy
+_BUFFERS = (np.ndarray, array.array, bytearray)
+_BUFFER_COPY_MAX = 64 << 20     # bytes; a larger buffer a trace wrote is still a break, not undone
+_BUF = object()                 # marks a buffer's copy in ``_copy``'s result
 
 
 def python_refs(fn, args=()):
@@ -204,9 +210,60 @@ _NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctio
 
 
 def _plain_object(v):
-    """An object whose attributes are user Python state (NOTE [object attributes])."""
-    return hasattr(v, "__dict__") and not isinstance(v, _NOT_OBJECTS + (Tensor, Generator)) \
+    """An object whose attributes are user Python state (NOTE [object attributes]): one with a
+    ``__dict__``, or an instance of a user class with ``__slots__``."""
+    return (hasattr(v, "__dict__") or _slot_names(type(v))) and not isinstance(v, _NOT_OBJECTS + (Tensor, Generator)) \
         and not getattr(type(v), "_tracegrad_state_is_captured", False)
+
+
+_SLOTS: dict = {}     # class -> its slot attribute names (empty: not a user class with slots)
+
+
+def _slot_names(cls) -> tuple:
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = ()
+        if all(k.__module__ != "builtins" for k in cls.__mro__[:-1]) and "__slots__" in cls.__dict__:
+            for klass in cls.__mro__[:-1]:
+                slots = klass.__dict__.get("__slots__", ())
+                names += (slots,) if isinstance(slots, str) else tuple(slots)
+            names = tuple(n for n in names if n not in ("__dict__", "__weakref__"))
+        _SLOTS[cls] = names
+    return names
+
+
+def _attrs(v):
+    """A plain object's attributes as a mapping: its ``__dict__``, or a view of its slots."""
+    d = getattr(v, "__dict__", None)
+    return d if d is not None else _SlotMap(v)
+
+
+class _SlotMap:
+    """The set slots of an object read and written like a dict (frozen dataclasses too: the
+    writes only put back what a trace changed)."""
+
+    __slots__ = ("obj", "names")
+
+    def __init__(self, obj):
+        self.obj, self.names = obj, _slot_names(type(obj))
+
+    def get(self, k, default=None):
+        return getattr(self.obj, k, default) if k in self.names else default
+
+    def items(self):
+        return [(k, getattr(self.obj, k)) for k in self]
+
+    def __iter__(self):
+        return iter([k for k in self.names if hasattr(self.obj, k)])
+
+    def __contains__(self, k):
+        return k in self.names and hasattr(self.obj, k)
+
+    def __setitem__(self, k, v):
+        object.__setattr__(self.obj, k, v)
+
+    def __delitem__(self, k):
+        object.__delattr__(self.obj, k)
 
 
 def _option_dicts(v):
@@ -228,9 +285,15 @@ def _tensors(v):
     return ("tensors", tuple(v) if type(v) is dict else len(v))
 
 
+def _buffer_signature(v):
+    return (id(v), getattr(v, "shape", len(v)), hash(bytes(v) if isinstance(v, bytearray) else v.tobytes()))
+
+
 def _leaf(v, depth=_NESTED):
     if type(v) in _SCALARS:
         return v
+    if isinstance(v, _BUFFERS):
+        return _buffer_signature(v)
     if isinstance(v, Tensor):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
     if _tensors(v) is not None:
@@ -282,6 +345,9 @@ def scalar_signature(refs):
 def _copy(v, depth=_NESTED):
     """What ``_put_back`` needs to restore a container's contents, and those of the containers
     in it (``depth`` levels down); None for anything else."""
+    if isinstance(v, _BUFFERS):
+        size = v.nbytes if isinstance(v, np.ndarray) else len(v) * getattr(v, "itemsize", 1)
+        return None if size > _BUFFER_COPY_MAX else (_BUF, v.copy() if isinstance(v, np.ndarray) else v[:])
     if not isinstance(v, _CONTAINERS):
         return None
     shallow = dict(v) if isinstance(v, dict) else set(v) if isinstance(v, set) else list(v)
@@ -301,7 +367,7 @@ def snapshot(refs):
         v = _value(cell, g, name)
         attrs = None
         if _plain_object(v):
-            attrs = {k: (a, _copy(a)) for k, a in vars(v).items()}
+            attrs = {k: (a, _copy(a)) for k, a in _attrs(v).items()}
         dicts = _option_dicts(v)
         if dicts is not None:
             attrs = (list(dicts), [(d, _copy(d)) for d in dicts])
@@ -313,6 +379,12 @@ def _put_back(v, copy):
     if copy is None:
         return
     shallow, inner = copy
+    if shallow is _BUF:
+        if isinstance(v, np.ndarray):
+            np.copyto(v, inner)
+        else:
+            v[:] = inner
+        return
     if isinstance(v, list):
         v[:] = shallow
     elif isinstance(v, collections.deque):
@@ -356,7 +428,7 @@ def restore(snap):
             for d, c in copies:
                 _put_back(d, c)
         elif attrs is not None:
-            d = vars(v)
+            d = _attrs(v)
             for k in [k for k in d if k not in attrs]:
                 del d[k]
             for k, (a, c) in attrs.items():
@@ -391,7 +463,7 @@ def stateful_reads(refs, names) -> str | None:
         if kind is not None:
             return f"the {kind} '{name}'"
         if _plain_object(v):
-            for k, a in vars(v).items():
+            for k, a in _attrs(v).items():
                 if k in used:
                     kind = _stateful_kind(a)
                     if kind is not None:
@@ -432,8 +504,10 @@ def effects_signature(refs):
             out.append((name, _leaf(v)))      # rebinding tensors is carried state
         elif isinstance(v, _CONTAINERS):
             out.append((name, id(v), _ATTRS, _items(v)))
+        elif isinstance(v, _BUFFERS):
+            out.append((name, _buffer_signature(v)))
         elif _plain_object(v):
-            out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in vars(v).items())))
+            out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in _attrs(v).items())))
         elif _option_dicts(v) is not None:
             dicts = _option_dicts(v)
             out.append((name, id(v), _ATTRS, (("param_groups", len(dicts)),) + tuple(
@@ -538,7 +612,7 @@ def _guard_object(o, names, checks, seen):
     if id(o) in seen:
         return
     seen.add(id(o))
-    d = vars(o)
+    d = _attrs(o)
     for k, v in d.items():
         if k == "training" or k not in names:
             continue
