@@ -1,0 +1,172 @@
+"""Forward-mode AD's machinery: the dual level, tangents on tensors, and tangent propagation
+through every op (``autograd/forward_ad.py`` is the public face).
+
+A tangent is an ordinary Tensor kept in its primal's ``__dict__["_fw"]``. While a level is open,
+``_state.FORWARD_AD[0]`` holds it, and dispatch (``apply_op``, ``apply_inplace``,
+``Function.apply``) hands it each op; ops whose inputs carry no tangent go straight back to
+dispatch. The level propagates tangents so:
+
+* a table op: its output tangents come from the op's ``jvp_op`` (``_ops/derived.py``: ``jax.jvp``
+  of the op's pure function, jitted and cached per (op, static, which inputs carry tangents)),
+  applied through ``apply_op`` like any op, so tangents record reverse-mode history when a
+  primal or tangent requires grad (reverse-over-forward comes for free);
+* a view op: the output's tangent is the same view of the input's tangent, so writing a dual
+  view's tangent writes its base's (torch: a view's forward grad is a view of its base's);
+* an in-place op: the new tangent is computed from the old values, then copied into the written
+  tensor's tangent (created as zeros over its base when it had none, as torch), so views that
+  share it see the write;
+* integer and bool outputs, outputs past an op's ``n_diff`` and ops without a ``grad_fn`` get
+  no tangent.
+
+While the level computes (the primal op, the tangent op), ``FORWARD_AD[0]`` is None, so the
+ops it runs itself are plain ops. Exiting the level drops every tangent it handed out.
+"""
+from __future__ import annotations
+
+import weakref
+
+from .. import _state
+from .._ops import dtypes as _dt
+from .._ops.derived import jvp_op
+from .._ops.registry import OPS
+from .._tensor import factories as _factories
+from .._tensor.tensor import Tensor
+from . import _dispatch
+
+_FWD = _state.FORWARD_AD
+_LEVEL: list = [-1]     # the open level's number (torch's ``forward_ad._current_level``), -1: none
+
+MSG_NO_LEVEL = ("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
+                "enter_dual_level() first.")
+MSG_NESTED = ("Nested forward mode AD is not supported at the moment: tracegrad, as torch, has one "
+              "dual level; use tracegrad.func.jvp for higher-order forward derivatives.")
+MSG_CAPTURED = ("forward-mode AD: a dual tensor reached an op inside a captured region "
+                "(tracegrad.compile, utils.checkpoint or a tracegrad.func transform), where tangents "
+                "are not propagated; call that function outside the dual level, or use "
+                "tracegrad.func.jvp.")
+
+
+class Level:
+    """An open dual level: the tensors it gave tangents to (to drop them at exit), and the
+    dispatch of ops while it is open."""
+
+    def __init__(self, number):
+        self.number = number
+        self.duals: list = []   # weak references to every tensor given a tangent at this level
+
+    # ---- dispatch ----------------------------------------------------------------------------
+    def apply_op(self, op, args, static):
+        tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+        _FWD[0] = None
+        try:
+            out = _dispatch.apply_op(op, args, static)
+            if op.grad_fn is None or all(t is None for t in tangents):
+                return out
+            if _state.CAPTURE[0] is not None:
+                raise RuntimeError(MSG_CAPTURED)
+            if op.view:
+                if tangents[0] is not None:
+                    tan = _dispatch.apply_op(op, (tangents[0], *args[1:]), static)
+                    for o, t in zip(_as_tuple(out), _as_tuple(tan)):
+                        self.set_tangent(o, t)
+                return out
+            self._attach(op, args, static, tangents, out)
+            return out
+        finally:
+            _FWD[0] = self
+
+    def _attach(self, op, args, static, tangents, out):
+        outs = _as_tuple(out)
+        n_diff = len(outs) if op.n_diff is None else op.n_diff
+        out_idx = tuple(i for i, o in enumerate(outs[:n_diff]) if o._value.dtype in _dt.DIFFERENTIABLE)
+        if not out_idx:
+            return
+        mask = tuple(t is not None for t in tangents)
+        jop = jvp_op(op, static, mask, None if op.n_out == 1 else out_idx)
+        res = _dispatch.apply_op(jop, (*args, *(t for t in tangents if t is not None)))
+        for i, t in zip(out_idx, _as_tuple(res)):
+            self.set_tangent(outs[i], t)
+
+    def apply_inplace(self, op, self_t, args, static):
+        tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in (self_t, *args)]
+        _FWD[0] = None
+        try:
+            if op.grad_fn is None or all(t is None for t in tangents):
+                return _dispatch.apply_inplace(op, self_t, args, static)
+            if _state.CAPTURE[0] is not None:
+                raise RuntimeError(MSG_CAPTURED)
+            # the new tangent reads the old values: compute it before the write
+            mask = tuple(t is not None for t in tangents)
+            jop = jvp_op(op, static, mask, None)
+            # self's old value with its old history: the write below must not invalidate what
+            # the tangent's reverse-mode node saved
+            old = _dispatch.snapshot(self_t)
+            new = _dispatch.apply_op(jop, (old, *args, *(t for t in tangents if t is not None)))
+            _dispatch.apply_inplace(op, self_t, args, static)
+            if self_t._value.dtype not in _dt.DIFFERENTIABLE:
+                return self_t
+            tan = tangents[0] if tangents[0] is not None else self.zero_tangent(self_t)
+            _dispatch.apply_inplace(OPS["copy"], tan, (new,))
+            return self_t
+        finally:
+            _FWD[0] = self
+
+    def zero_tangent(self, t):
+        """A zero tangent for ``t``, which had none; for a view, a view of a zero tangent given
+        to its base (torch: the view's forward grad is a view of its base's)."""
+        base = t._base
+        if base is None:
+            tan = _factories.zeros(tuple(t.shape), dtype=t.dtype)
+        else:
+            btan = base.__dict__.get("_fw")
+            if btan is None:
+                btan = _factories.zeros(tuple(base.shape), dtype=base.dtype)
+                self.set_tangent(base, btan)
+            tan = _view_of(btan, t._chain[len(base._chain):])
+        self.set_tangent(t, tan)
+        return tan
+
+    def set_tangent(self, t, tangent):
+        t.__dict__["_fw"] = tangent
+        self.duals.append(weakref.ref(t))
+
+    def drop_tangents(self):
+        for r in self.duals:
+            t = r()
+            if t is not None:
+                t.__dict__.pop("_fw", None)
+        self.duals = []
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _view_of(tangent, chain):
+    """``tangent`` seen through the view ``chain`` (entries ``(op, static, output index)``)."""
+    for op, static, idx in chain:
+        tangent = _dispatch.apply_op(op, (tangent,), static)
+        if idx is not None:
+            tangent = tangent[idx]
+    return tangent
+
+
+def tangent_of(t):
+    """``t``'s tangent at the open level, or None. A view made before its base got a tangent
+    (an in-place op made the base dual) sees the same view of the base's tangent."""
+    d = t.__dict__
+    tan = d.get("_fw")
+    if tan is not None or t._base is None:
+        return tan
+    btan = t._base.__dict__.get("_fw")
+    if btan is None:
+        return None
+    level = _FWD[0]
+    prev, _FWD[0] = level, None
+    try:
+        tan = _view_of(btan, t._chain[len(t._base._chain):])
+    finally:
+        _FWD[0] = prev
+    if level is not None:
+        level.set_tangent(t, tan)
+    return tan
