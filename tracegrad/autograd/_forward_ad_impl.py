@@ -32,9 +32,11 @@ from .._ops.registry import OPS
 from .._tensor import factories as _factories
 from .._tensor.tensor import Tensor
 from . import _dispatch
+from .function import Function
 
 _FWD = _state.FORWARD_AD
 _LEVEL: list = [-1]     # the open level's number (torch's ``forward_ad._current_level``), -1: none
+_OPEN: list = [None]    # the open Level, also while it computes (when FORWARD_AD[0] is None)
 
 MSG_NO_LEVEL = ("Trying to create a dual Tensor for forward AD but no level exists, make sure to "
                 "enter_dual_level() first.")
@@ -111,6 +113,42 @@ class Level:
         finally:
             _FWD[0] = self
 
+    # ---- custom Functions ---------------------------------------------------------------------
+    def function_tangents(self, cls, args):
+        """The tangents ``cls.jvp`` receives, one per ``apply`` argument (zeros for a tensor
+        without tangent, None for a non-tensor), or None when no argument is dual."""
+        tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+        if all(t is None for t in tangents):
+            return None
+        if cls.jvp is Function.jvp:
+            raise NotImplementedError(f"You must implement the jvp function for custom autograd.Function "
+                                      f"{cls.__name__} to use it with forward mode AD.")
+        return [t if t is not None or not isinstance(a, Tensor) else _factories.zeros(tuple(a.shape), dtype=a.dtype)
+                for a, t in zip(args, tangents)]
+
+    def function_outputs(self, cls, ctx, tangents, result, nondiff=frozenset()):
+        """Run ``cls.jvp(ctx, *tangents)`` and give its tangents to the Function's outputs."""
+        _FWD[0] = None
+        ctx._in_jvp = True
+        try:
+            out_t = cls.jvp(ctx, *tangents)
+        finally:
+            ctx._in_jvp = False
+            _FWD[0] = self
+        out_t = _as_tuple(out_t)
+        if len(out_t) != len(result):
+            raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of forward "
+                               f"gradients (expected {len(result)}, got {len(out_t)})")
+        for o, t in zip(result, out_t):
+            if (t is None or not isinstance(o, Tensor) or id(o) in nondiff
+                    or o._value.dtype not in _dt.DIFFERENTIABLE):
+                continue
+            if not isinstance(t, Tensor) or tuple(t.shape) != tuple(o.shape):
+                raise RuntimeError(f"function {cls.__name__}Backward's jvp returned a forward gradient of "
+                                   f"shape {list(getattr(t, 'shape', ()))} for an output of shape "
+                                   f"{list(o.shape)}; return one tensor of the output's shape per output.")
+            self.set_tangent(o, t)
+
     def zero_tangent(self, t):
         """A zero tangent for ``t``, which had none; for a view, a view of a zero tangent given
         to its base (torch: the view's forward grad is a view of its base's)."""
@@ -161,12 +199,15 @@ def tangent_of(t):
     btan = t._base.__dict__.get("_fw")
     if btan is None:
         return None
-    level = _FWD[0]
-    prev, _FWD[0] = level, None
+    tan = plain(_view_of, btan, t._chain[len(t._base._chain):])
+    _OPEN[0].set_tangent(t, tan)
+    return tan
+
+
+def plain(fn, *args):
+    """``fn(*args)`` with tangent propagation off: the ops it runs are plain ops."""
+    prev, _FWD[0] = _FWD[0], None
     try:
-        tan = _view_of(btan, t._chain[len(t._base._chain):])
+        return fn(*args)
     finally:
         _FWD[0] = prev
-    if level is not None:
-        level.set_tangent(t, tan)
-    return tan

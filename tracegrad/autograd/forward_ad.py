@@ -38,7 +38,7 @@ def enter_dual_level() -> int:
         raise RuntimeError(_impl.MSG_NESTED)
     _state.note_effect("entering a forward-AD dual level (autograd.forward_ad.dual_level)")
     _impl._LEVEL[0] = 0
-    _state.FORWARD_AD[0] = _impl.Level(0)
+    _state.FORWARD_AD[0] = _impl._OPEN[0] = _impl.Level(0)
     return 0
 
 
@@ -56,11 +56,10 @@ def exit_dual_level(*, level: Optional[int] = None) -> None:
     if level < 0:
         raise RuntimeError("exit_dual_level: no forward AD level is open; enter one with enter_dual_level() "
                            "or dual_level() first.")
-    lvl = _state.FORWARD_AD[0]
-    _state.FORWARD_AD[0] = None
+    lvl = _impl._OPEN[0]
+    _state.FORWARD_AD[0] = _impl._OPEN[0] = None
     _impl._LEVEL[0] = -1
-    if lvl is not None:
-        lvl.drop_tangents()
+    lvl.drop_tangents()
 
 
 def _check_level(level, what):
@@ -98,13 +97,8 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: Optional[int] = None) -
     if _impl.tangent_of(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the "
                            f"same level {level} is not supported.")
-    lvl = _state.FORWARD_AD[0]
-    _state.FORWARD_AD[0] = None
-    try:
-        dual = _dispatch.apply_op(OPS["view"], (tensor,), (("shape", tuple(tensor.shape)),))
-    finally:
-        _state.FORWARD_AD[0] = lvl
-    lvl.set_tangent(dual, tangent)
+    dual = _impl.plain(_dispatch.apply_op, OPS["view"], (tensor,), (("shape", tuple(tensor.shape)),))
+    _impl._OPEN[0].set_tangent(dual, tangent)
     return dual
 
 
@@ -123,14 +117,11 @@ def unpack_dual(tensor: Tensor, *, level: Optional[int] = None) -> UnpackedDualT
     current = _impl._LEVEL[0]
     if level is None and current < 0:
         return UnpackedDualTensor(tensor, None)
-    # as torch, a level that is not the open one has no tangents (no error)
-    tangent = _impl.tangent_of(tensor) if level in (None, current) else None
-    lvl = _state.FORWARD_AD[0]
-    _state.FORWARD_AD[0] = None
-    try:
-        primal = _dispatch.apply_op(OPS["alias"], (tensor,), ())
-    finally:
-        _state.FORWARD_AD[0] = lvl
+    # as torch, a level that is not the open one has no tangents (no error), and neither has a
+    # custom Function's forward or jvp (the level is computing: FORWARD_AD[0] is None)
+    live = level in (None, current) and _state.FORWARD_AD[0] is not None
+    tangent = _impl.tangent_of(tensor) if live else None
+    primal = _impl.plain(_dispatch.apply_op, OPS["alias"], (tensor,), ())
     return UnpackedDualTensor(primal, tangent)
 
 
