@@ -103,6 +103,38 @@ def test_integer_outputs_and_non_differentiable_ops_have_no_tangent():
     assert res["tracegrad"] == [True, True, True, True]
 
 
+def test_unpacked_primal_carries_no_tangent():
+    # unpack_dual's primal (and make_dual's source) are aliases that share no tangent
+    def program(L):
+        fa = L.autograd.forward_ad
+        with fa.dual_level():
+            y = fa.make_dual(_arr(L, (3,), 0), _arr(L, (3,), 1)) * 2
+            p = fa.unpack_dual(y).primal
+            return [fa.unpack_dual(p).tangent is None, fa.unpack_dual(p / 3).tangent is None,
+                    fa.unpack_dual(p[1:]).tangent is None]
+    res = both(program)
+    assert res["tracegrad"] == [True, True, True]
+
+
+def test_complex_tangents_match_torch():
+    def program(L):
+        fa = L.autograd.forward_ad
+        with fa.dual_level():
+            z = fa.make_dual(L.tensor([1 + 2j, -0.5 + 0.3j]), L.tensor([0.3 - 1j, 2 + 0.5j]))
+            outs = [z.abs(), z * z.conj(), z.exp(), z.real * z.imag, z.angle()]
+            return [L.view_as_real(t) if t.is_complex() else t for t in (fa.unpack_dual(o).tangent for o in outs)]
+    both(program)
+
+
+def test_dropout_tangent_uses_the_primal_mask():
+    fa = tracegrad.autograd.forward_ad
+    x, t = tracegrad.rand(200) + 0.5, tracegrad.rand(200) + 0.5
+    with fa.dual_level():
+        p, tan = fa.unpack_dual(tracegrad.nn.functional.dropout(fa.make_dual(x, t), 0.5, training=True))
+    np.testing.assert_allclose(_np(tan) / _np(t), _np(p) / _np(x), rtol=1e-6)
+    assert 0 < (_np(p) == 0).mean() < 1
+
+
 def test_module_forward_jvp_matches_torch():
     # an MLP's jvp at its input, the same weights on both sides
     def program(L):
@@ -408,3 +440,29 @@ def test_repeated_calls_compile_nothing_new():
         run()
     assert tracegrad._state.cache_sizes() == sizes and traced() == programs
 
+
+
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_dual_tensor_inside_a_func_transform_raises(transform):
+    # tracegrad.func transforms trace their function: a tangent there would be lost with the
+    # trace, so it is an error rather than a result without tangent
+    fa = tracegrad.autograd.forward_ad
+    with fa.dual_level():
+        x = fa.make_dual(tracegrad.ones(2), tracegrad.ones(2))
+        with pytest.raises(RuntimeError, match="forward-mode AD: a dual tensor reached an op inside a traced"):
+            if transform == "grad":
+                tracegrad.func.grad(lambda a: (a * x).sum())(tracegrad.ones(2))
+            else:
+                tracegrad.func.vmap(lambda a: a * x)(tracegrad.ones(3, 2))
+
+
+def test_checkpointed_function_tangent_matches_torch():
+    def program(L):
+        from importlib import import_module
+        checkpoint = import_module(f"{L.__name__}.utils.checkpoint").checkpoint
+        fa = L.autograd.forward_ad
+        with fa.dual_level():
+            x = fa.make_dual(_arr(L, (3,), 0), _arr(L, (3,), 1))
+            y = checkpoint(lambda a: a.sin() * a, x, use_reentrant=False)
+            return tuple(fa.unpack_dual(y))
+    both(program)

@@ -30,7 +30,7 @@ from .._ops import dtypes as _dt
 from .._ops.derived import jvp_op
 from .._ops.registry import OPS
 from .._tensor import factories as _factories
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, _JaxTracer
 from . import _dispatch
 from .function import Function
 
@@ -42,10 +42,10 @@ MSG_NO_LEVEL = ("Trying to create a dual Tensor for forward AD but no level exis
                 "enter_dual_level() first.")
 MSG_NESTED = ("Nested forward mode AD is not supported at the moment: tracegrad, as torch, has one "
               "dual level; use tracegrad.func.jvp for higher-order forward derivatives.")
-MSG_CAPTURED = ("forward-mode AD: a dual tensor reached an op inside a captured region "
-                "(tracegrad.compile, utils.checkpoint or a tracegrad.func transform), where tangents "
-                "are not propagated; call that function outside the dual level, or use "
-                "tracegrad.func.jvp.")
+MSG_CAPTURED = ("forward-mode AD: a dual tensor reached an op inside a traced region (a tracegrad.func "
+                "transform, a checkpoint recompute or a compiled region), whose results would lose their "
+                "tangents; keep dual tensors out of the transformed function, or use tracegrad.func.jvp "
+                "for forward derivatives there.")
 
 
 class Level:
@@ -62,22 +62,28 @@ class Level:
         _FWD[0] = None
         try:
             out = _dispatch.apply_op(op, args, static)
-            if op.grad_fn is None or all(t is None for t in tangents):
-                return out
-            if _state.CAPTURE[0] is not None:
-                raise RuntimeError(MSG_CAPTURED)
             if op.view:
-                if tangents[0] is not None:
-                    tan = _dispatch.apply_op(op, (tangents[0], *args[1:]), static)
-                    for o, t in zip(_as_tuple(out), _as_tuple(tan)):
-                        self.set_tangent(o, t)
-                return out
-            self._attach(op, args, static, tangents, out)
+                self._view(op, args, static, tangents[0], out)
+            elif op.grad_fn is not None and any(t is not None for t in tangents):
+                self._attach(op, args, static, tangents, out)
             return out
         finally:
             _FWD[0] = self
 
+    def _view(self, op, args, static, tangent, out):
+        if tangent is not None:         # the same view of the tangent
+            _check_eager(args)
+            tan = _dispatch.apply_op(op, (tangent, *args[1:]), static)
+            for o, t in zip(_as_tuple(out), _as_tuple(tan)):
+                self.set_tangent(o, t)
+            return
+        root = _alias_root(args[0])
+        if root is not None:            # a view of make_dual/unpack_dual's alias: see _fw_base
+            for o in _as_tuple(out):
+                o.__dict__["_fw_root"] = root
+
     def _attach(self, op, args, static, tangents, out):
+        _check_eager((*args, *tangents))
         outs = _as_tuple(out)
         n_diff = len(outs) if op.n_diff is None else op.n_diff
         out_idx = tuple(i for i, o in enumerate(outs[:n_diff]) if o._value.dtype in _dt.DIFFERENTIABLE)
@@ -95,8 +101,7 @@ class Level:
         try:
             if op.grad_fn is None or all(t is None for t in tangents):
                 return _dispatch.apply_inplace(op, self_t, args, static)
-            if _state.CAPTURE[0] is not None:
-                raise RuntimeError(MSG_CAPTURED)
+            _check_eager((self_t, *args, *tangents))
             # the new tangent reads the old values: compute it before the write
             mask = tuple(t is not None for t in tangents)
             jop = jvp_op(op, static, mask, None)
@@ -152,7 +157,7 @@ class Level:
     def zero_tangent(self, t):
         """A zero tangent for ``t``, which had none; for a view, a view of a zero tangent given
         to its base (torch: the view's forward grad is a view of its base's)."""
-        base = t._base
+        base = _fw_base(t)
         if base is None:
             tan = _factories.zeros(tuple(t.shape), dtype=t.dtype)
         else:
@@ -176,6 +181,15 @@ class Level:
         self.duals = []
 
 
+def _check_eager(tensors):
+    """Tangents propagate on concrete values only: inside a captured region or a JAX trace
+    (tracegrad.func transforms, checkpoint's recompute) the outputs of the region would silently
+    lose them, so a dual tensor meeting a trace is an error."""
+    if _state.CAPTURE[0] is not None or any(isinstance(t, Tensor) and isinstance(t._value, _JaxTracer)
+                                             for t in tensors):
+        raise RuntimeError(MSG_CAPTURED)
+
+
 def _as_tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
@@ -194,14 +208,38 @@ def tangent_of(t):
     (an in-place op made the base dual) sees the same view of the base's tangent."""
     d = t.__dict__
     tan = d.get("_fw")
-    if tan is not None or t._base is None:
+    if tan is not None:
         return tan
-    btan = t._base.__dict__.get("_fw")
+    base = _fw_base(t)
+    btan = None if base is None else base.__dict__.get("_fw")
     if btan is None:
         return None
-    tan = plain(_view_of, btan, t._chain[len(t._base._chain):])
+    tan = plain(_view_of, btan, t._chain[len(base._chain):])
     _OPEN[0].set_tangent(t, tan)
     return tan
+
+
+def _fw_base(t):
+    """The tensor whose tangent ``t``'s tangent is a view of: ``t._base``, except that the
+    aliases ``make_dual``/``unpack_dual`` return share no tangent with their base (torch: forward
+    non-differentiable views), so they and the views taken of them stop at the alias."""
+    d = t.__dict__
+    if "_fw_alias" in d:
+        return None
+    return d.get("_fw_root", t._base)
+
+
+def _alias_root(t):
+    if not isinstance(t, Tensor):
+        return None
+    d = t.__dict__
+    return t if "_fw_alias" in d else d.get("_fw_root")
+
+
+def mark_alias(t):
+    """Mark ``t``, a view made by make_dual/unpack_dual, as sharing no tangent with its base."""
+    t.__dict__["_fw_alias"] = True
+    return t
 
 
 def plain(fn, *args):

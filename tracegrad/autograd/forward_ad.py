@@ -97,7 +97,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: Optional[int] = None) -
     if _impl.tangent_of(tensor) is not None:
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the "
                            f"same level {level} is not supported.")
-    dual = _impl.plain(_dispatch.apply_op, OPS["view"], (tensor,), (("shape", tuple(tensor.shape)),))
+    dual = _impl.mark_alias(_impl.plain(_dispatch.apply_op, OPS["view"], (tensor,), (("shape", tuple(tensor.shape)),)))
     _impl._OPEN[0].set_tangent(dual, tangent)
     return dual
 
@@ -121,7 +121,7 @@ def unpack_dual(tensor: Tensor, *, level: Optional[int] = None) -> UnpackedDualT
     # custom Function's forward or jvp (the level is computing: FORWARD_AD[0] is None)
     live = level in (None, current) and _state.FORWARD_AD[0] is not None
     tangent = _impl.tangent_of(tensor) if live else None
-    primal = _impl.plain(_dispatch.apply_op, OPS["alias"], (tensor,), ())
+    primal = _impl.mark_alias(_impl.plain(_dispatch.apply_op, OPS["alias"], (tensor,), ()))
     return UnpackedDualTensor(primal, tangent)
 
 
