@@ -277,3 +277,32 @@ def test_backward_graph_destruction(T):
     with fa.dual_level():
         fn()
     gc.collect()
+
+
+@pytest.mark.parametrize("op", ["add_", "mul_", "copy_"])
+def test_view_inplace_always_creates_a_view(T, op):
+    # TestAutogradForwardMode.test_view_inplace_always_creates_a_view: a non-dual view written
+    # with a dual value: its base's primal and tangent are both tied to the view afterwards
+    fa = T.autograd.forward_ad
+    base = T.randn(2, 2)
+    view = base.transpose(0, 1)
+    with fa.dual_level():
+        dual = fa.make_dual(T.randn(2, 2), T.randn(2, 2))
+        getattr(view, op)(dual)
+        p, t = fa.unpack_dual(base)
+        p_clone, t_clone = p.clone(), t.clone()
+        view *= 2
+        p, t = fa.unpack_dual(base)
+        assert T.allclose(p_clone * 2, p) and T.allclose(t_clone * 2, t)
+
+
+@pytest.mark.parametrize("op", ["uniform_", "normal_", "bernoulli_", "zero_", "fill_", "floor_"])
+def test_inplace_without_derivative_zeroes_the_tangent(T, op):
+    # random fills, constant fills and piecewise-constant ops leave a zero tangent (torch's
+    # formulas for them)
+    fa = T.autograd.forward_ad
+    args = {"bernoulli_": (0.5,), "fill_": (2.0,)}.get(op, ())
+    with fa.dual_level():
+        x = fa.make_dual(T.rand(3), T.ones(3))
+        getattr(x, op)(*args)
+        assert _eq(fa.unpack_dual(x).tangent, T.zeros(3))

@@ -228,7 +228,8 @@ class OpNode(Node):
         if entry is None:
             entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
         bop, slots = entry
-        if STATE[0]:             # create_graph: record the backward like any op
+        if STATE[0] or _FORWARD_AD[0] is not None:   # create_graph (record it like any op), or
+            # an open dual level (gradients of dual tensors get tangents: forward-over-reverse)
             res = apply_op(bop, [*saved, *self.consts, *grads])
             if bop.n_out == 1:
                 res = (res,)
@@ -405,7 +406,14 @@ def snapshot(t):
     snap._gf, snap._out_nr, snap._rg = t._gf, t._out_nr, t._rg
     if t._gf is None and t._rg:
         snap._acc = t._acc
+    if "_fw" in t.__dict__:     # a dual tensor: the snapshot keeps (a copy of) its old tangent
+        SNAPSHOT_TANGENT[0](t, snap)
     return snap
+
+
+# set by autograd/_forward_ad_impl.py (which imports this module): gives a snapshot of a dual
+# tensor a copy of its tangent, which the in-place op is about to overwrite
+SNAPSHOT_TANGENT: list = [None]
 
 
 def _torch_name(d):

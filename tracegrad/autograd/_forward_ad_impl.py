@@ -55,6 +55,7 @@ class Level:
     def __init__(self, number):
         self.number = number
         self.duals: list = []   # weak references to every tensor given a tangent at this level
+        self._compact_at = 1024
 
     # ---- dispatch ----------------------------------------------------------------------------
     def apply_op(self, op, args, static):
@@ -94,6 +95,16 @@ class Level:
         res = _dispatch.apply_op(jop, (*args, *(t for t in tangents if t is not None)))
         for i, t in zip(out_idx, _as_tuple(res)):
             self.set_tangent(outs[i], t)
+        if op.saves_result and outs[0]._gf is not None:
+            self._share_with_saved_result(outs[0])
+
+    def _share_with_saved_result(self, t):
+        """The alias of ``t`` its node saved (``exp``'s result) gets ``t``'s tangent, so a
+        backward run under the level differentiates through it (forward-over-reverse)."""
+        tangent = t.__dict__.get("_fw")
+        for s in getattr(t._gf, "saved", ()):
+            if s.is_output and s.tensor is not None and tangent is not None:
+                self.set_tangent(s.tensor, tangent)
 
     def apply_inplace(self, op, self_t, args, static):
         tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in (self_t, *args)]
@@ -114,6 +125,8 @@ class Level:
                 return self_t
             tan = tangents[0] if tangents[0] is not None else self.zero_tangent(self_t)
             _dispatch.apply_inplace(OPS["copy"], tan, (new,))
+            if op.saves_result and self_t._gf is not None:
+                self._share_with_saved_result(self_t)
             return self_t
         finally:
             _FWD[0] = self
@@ -171,7 +184,11 @@ class Level:
 
     def set_tangent(self, t, tangent):
         t.__dict__["_fw"] = tangent
-        self.duals.append(weakref.ref(t))
+        duals = self.duals
+        duals.append(weakref.ref(t))
+        if len(duals) >= self._compact_at:    # a long level (a loop): forget dead tensors
+            self.duals = [r for r in duals if r() is not None]
+            self._compact_at = max(1024, 2 * len(self.duals))
 
     def drop_tangents(self):
         for r in self.duals:
@@ -179,6 +196,15 @@ class Level:
             if t is not None:
                 t.__dict__.pop("_fw", None)
         self.duals = []
+
+
+def _snapshot_tangent(t, snap):
+    level = _OPEN[0]
+    if level is not None:
+        level.set_tangent(snap, plain(_dispatch.apply_op, OPS["clone"], (t.__dict__["_fw"],)))
+
+
+_dispatch.SNAPSHOT_TANGENT[0] = _snapshot_tangent
 
 
 def _check_eager(tensors):
