@@ -8,8 +8,9 @@
 Tangents propagate through every op of the table (``jax.jvp`` of the op, cached), views (a
 view's tangent is the same view of its base's tangent), in-place ops and custom
 ``autograd.Function``s with a ``jvp``. A tangent computed from tensors that require grad records
-reverse-mode history, so ``autograd.grad`` of a tangent works (reverse-over-forward). As in
-torch, one level exists at a time. Inside ``tracegrad.compile`` a dual level makes the call run
+reverse-mode history, so ``autograd.grad`` of a tangent works (reverse-over-forward); gradients
+computed under the level carry tangents too (forward-over-reverse: Hessian-vector products). As
+in torch, one level exists at a time. Inside ``tracegrad.compile`` a dual level makes the call run
 eagerly (a graph break); tangents never enter ``utils.checkpoint`` or ``tracegrad.func`` regions
 (RuntimeError). The machinery is in ``_forward_ad_impl.py``.
 """
