@@ -34,6 +34,9 @@ import threading
 
 CAPTURE: list = [None]
 STRUCTURE: list = [0]
+# the forward-mode AD level whose tangents ops propagate right now (``autograd/_forward_ad_impl.py``'s
+# ``Level``), or None: dispatch reads it once per op and hands the op to the level when set
+FORWARD_AD: list = [None]
 # id(storage) -> how many live compiled programs read it as state (``_lowering/region.py``)
 HELD_STORAGES: dict = {}
 

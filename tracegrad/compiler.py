@@ -101,6 +101,9 @@ class CompiledFunction:
         stance = _STANCE[0]
         if self.disabled or _state.CAPTURE[0] is not None or stance == "force_eager":
             return self._fn(*args, **kwargs)     # nested: part of the outer trace
+        if _state.FORWARD_AD[0] is not None:
+            # a forward-AD dual level is open: tangents propagate op by op in eager only
+            return self._eager(args, kwargs)
         if stance != "default" and stance not in _STANCES:
             raise RuntimeError(f"tracegrad.compiler.set_stance: invalid stance {stance!r}; "
                                f"use one of {', '.join(_STANCES)}")

@@ -8,8 +8,8 @@ grad_nonleaf*, backward(inputs=...), GradientEdge, generators under grad modes, 
 are not repeated here.
 
 Not ported: CUDA/device tests, sparse gradients (the sparse halves of
-test_accumulate_grad_tensor_reference and test_sparse_*), forward-mode AD (tracegrad has no
-``autograd.forward_ad``), the profiler, checkpointing, reentrant/multithreaded backward, and
+test_accumulate_grad_tensor_reference and test_sparse_*), forward-mode AD (ported in
+test_autograd_forward_mode_ported.py), the profiler, checkpointing, reentrant/multithreaded backward, and
 ``Tensor.volatile``/``_backward_hooks``/``_grad_fn`` (legacy or private attributes tracegrad does
 not have), test_mul_out* (tracegrad ops take no ``out=``), test_nested_anomaly_detect_nan (the
 "Previous calculation was induced by" parent traces) and the non-Tensor *output* check of

@@ -6,7 +6,9 @@
 * ``view_of_base_op(chain)``: a view regenerated from its base after the base was written
   (torch's ``AsStridedBackward0``);
 * ``jax_function_op(name, fn, nargs, n_out)``: a user's pure JAX function as one op
-  (``tracegrad.func.jax_function``).
+  (``tracegrad.func.jax_function``);
+* ``jvp_op(op, static, mask, out_idx)``: the tangents of ``op``'s outputs (forward-mode AD,
+  ``autograd.forward_ad``), ``jax.jvp`` of its pure function.
 
 The first two are cached per view-chain *structure* (NOTE [dynamic positions], ``shape.py``):
 the chain's positions are trailing Python-int inputs of the op, runtime operands of its forward
@@ -15,12 +17,18 @@ with ``_state`` (``clear_caches()`` empties them; they are rebuilt on demand).
 """
 from __future__ import annotations
 
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
 from .. import _state
 from .registry import Op
 from .shape import chain_apply_dyn, chain_scatter_dyn, chain_split
 
 _copy_slices_ops: dict = _state.register_cache("_ops.derived._copy_slices_ops", {})
 _view_of_base_ops: dict = _state.register_cache("_ops.derived._view_of_base_ops", {})
+_jvp_ops: dict = _state.register_cache("_ops.derived._jvp_ops", {})
 
 
 def _position_names(k: int) -> tuple:
@@ -80,3 +88,47 @@ def jax_function_op(name: str, fn, nargs: int, n_out: int, doc=None) -> Op:
     here: each wrapped function keeps its own ops (one per arity and output count)."""
     names = tuple(f"input{i}" for i in range(nargs))
     return Op(name=name, fn=fn, args=names, grad_fn=f"{name}Backward", saves=names, n_out=n_out, doc=doc)
+
+
+def jvp_op(op: Op, static: tuple, mask: tuple, out_idx):
+    """The op computing ``op``'s output tangents (forward-mode AD): inputs are ``op``'s own
+    inputs followed by one tangent per input flagged in ``mask``; outputs are the tangents of the
+    outputs ``out_idx`` lists (``None``: ``op`` has one output). Its ``fn`` is ``jax.jvp`` of
+    ``op.fn`` (static arguments bound, unflagged inputs closed over), so the tangents of every
+    table op come from JAX, and the op's own backward (``jax.vjp`` of that) makes tangents
+    differentiable in reverse mode. Every input is saved, since its VJP needs the primals.
+
+    Cached per ``(op, static, mask, out_idx)``; the jitted program per input shapes is
+    ``Op.forward``'s, so a repeated call re-traces nothing."""
+    key = (op, static, mask, out_idx)
+    j = _jvp_ops.get(key)
+    if j is None:
+        if len(_jvp_ops) > 4096:    # many distinct static arguments: start afresh
+            _jvp_ops.clear()
+        fwd = partial(op.fn, **dict(static)) if static else op.fn
+        n, pos = len(mask), tuple(i for i, m in enumerate(mask) if m)
+
+        def fn(*a):
+            primals, tangents = list(a[:n]), []
+            for p, t in zip(pos, a[n:]):
+                # torch keeps a tangent of another floating dtype than its primal (a float64
+                # tangent of a float32 primal): the derivative is taken in the wider of the two
+                dt = jnp.promote_types(primals[p].dtype, t.dtype)
+                primals[p] = primals[p].astype(dt)
+                tangents.append(t.astype(dt))
+
+            def f(*d):
+                args = list(primals)
+                for p, v in zip(pos, d):
+                    args[p] = v
+                return fwd(*args)
+            _, out_t = jax.jvp(f, tuple(primals[p] for p in pos), tuple(tangents))
+            if out_idx is None:
+                return out_t
+            picked = tuple(out_t[i] for i in out_idx)
+            return picked if len(picked) > 1 else picked[0]
+        names = tuple(f"input{i}" for i in range(n + len(pos)))
+        stem = op.grad_fn.rpartition("Backward")[0] if op.grad_fn else op.name
+        j = _jvp_ops[key] = Op(name=f"{op.name}_jvp", fn=fn, args=names, grad_fn=f"{stem}JvpBackward0",
+                               saves=names, n_out=1 if out_idx is None else len(out_idx))
+    return j

@@ -422,6 +422,7 @@ class Tensor(TensorBase):
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._gf = None
         self._rg = False
+        self.__dict__.pop("_fw", None)   # as torch, the forward-mode tangent goes too
         return self
 
     @property

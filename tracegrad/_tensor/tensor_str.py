@@ -131,6 +131,9 @@ def tensor_repr(t, prefix="tensor("):
         suffixes.append(f"grad_fn=<{type(gf).__name__}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    tangent = t.__dict__.get("_fw")      # forward-mode AD's tangent (autograd/_forward_ad_impl.py)
+    if tangent is not None:
+        suffixes.append(f"tangent={tangent}")
     return join_suffixes(prefix + body, suffixes, len(prefix))
 
 

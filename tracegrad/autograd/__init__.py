@@ -11,6 +11,7 @@ from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,  # noqa: F
 from . import function  # noqa: E402,F401
 from .function import Function  # noqa: E402,F401
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from . import forward_ad  # noqa: E402,F401
 from . import variable  # noqa: E402,F401
 from .variable import Variable  # noqa: E402,F401
 

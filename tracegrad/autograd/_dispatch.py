@@ -29,6 +29,7 @@ from .._tensor.tensor import Tensor
 from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
 
 _CAPTURE = _state.CAPTURE
+_FORWARD_AD = _state.FORWARD_AD   # the open forward-AD level (_forward_ad_impl.Level) or None
 _node_cls: dict = {}
 
 
@@ -43,6 +44,8 @@ def apply_op(op: Op, args, static=()):
     """Run ``op`` on ``args`` (Tensors, Python scalars, None) with static keyword arguments
     ``static`` (a tuple of (name, value) pairs). Returns a Tensor, or a tuple of Tensors for
     multi-output ops."""
+    if _FORWARD_AD[0] is not None:   # a dual level is open: it propagates tangents, then calls back here
+        return _FORWARD_AD[0].apply_op(op, args, static)
     cap = _CAPTURE[0]
     if cap is not None:
         cap.see_tensors(args)
@@ -230,8 +233,10 @@ class OpNode(Node):
         if entry is None:
             entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
         bop, slots, prune = entry
-        if STATE[0]:             # create_graph: record the backward like any op
-            res = apply_op(bop, _unread_detached(bop, [*saved, *self.consts, *grads]))
+        if STATE[0] or _FORWARD_AD[0] is not None:   # create_graph (record it like any op), or
+            # an open dual level (gradients of dual tensors get tangents: forward-over-reverse)
+            args = [*saved, *self.consts, *grads]
+            res = apply_op(bop, _unread_detached(bop, args) if STATE[0] else args)
             if bop.n_out == 1:
                 res = (res,)
         else:                    # plain backward: call the jitted VJP directly
@@ -386,6 +391,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     """``self.<op>_(*args)``: compute ``op(self, *args)`` functionally, cast to self's dtype,
     write it through self's view chain, and rebase autograd history onto the op's node (for a
     view: the base gets a ``CopySlices`` node, the view's grad_fn is regenerated from it)."""
+    if _FORWARD_AD[0] is not None:
+        return _FORWARD_AD[0].apply_inplace(op, self, args, static)
     check_inplace(self)
     all_args = (self, *args)
     cap = _CAPTURE[0]
@@ -436,11 +443,24 @@ def _snapshot_saved(node, t):
     immutable, so the clone is a new tensor over the same array, carrying self's old history."""
     for s in node.saved:
         if s.tensor is t and not s.is_output:
-            snap = Tensor._make(t._value)
-            snap._gf, snap._out_nr, snap._rg = t._gf, t._out_nr, t._rg
-            if t._gf is None and t._rg:
-                snap._acc = t._acc
-            s.tensor, s.version = snap, 0
+            s.tensor, s.version = snapshot(t), 0
+
+
+def snapshot(t):
+    """A new tensor over ``t``'s current array carrying ``t``'s history: what ``t`` was before an
+    in-place write, for whatever must still read (and differentiate) that value after it."""
+    snap = Tensor._make(t._value)
+    snap._gf, snap._out_nr, snap._rg = t._gf, t._out_nr, t._rg
+    if t._gf is None and t._rg:
+        snap._acc = t._acc
+    if "_fw" in t.__dict__:     # a dual tensor: the snapshot keeps (a copy of) its old tangent
+        SNAPSHOT_TANGENT[0](t, snap)
+    return snap
+
+
+# set by autograd/_forward_ad_impl.py (which imports this module): gives a snapshot of a dual
+# tensor a copy of its tangent, which the in-place op is about to overwrite
+SNAPSHOT_TANGENT: list = [None]
 
 
 def _torch_name(d):

@@ -194,7 +194,11 @@ class SavedTensor:
                 "Hint: the backtrace further above can show the operation that failed to compute "
                 "its gradient; enable autograd.set_detect_anomaly(True) to find it.")
         if self.is_output and self.grad_edge is not None:
-            return _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
+            out = _with_edge(t.detach(), self.grad_edge, node)   # back in the graph at its node
+            tangent = t.__dict__.get("_fw")
+            if tangent is not None and _state.FORWARD_AD[0] is not None:   # forward AD's tangent too
+                _state.FORWARD_AD[0].set_tangent(out, tangent)
+            return out
         return t
 
 

@@ -311,6 +311,16 @@ def _released_bytes(node, grads, saved):
     return 0
 
 
+def _detached(g):
+    """``g.detach()`` keeping forward AD's tangent: under a dual level, torch's gradients of
+    dual tensors carry tangents (forward-over-reverse) with or without ``create_graph``."""
+    d = g.detach()
+    tangent = g.__dict__.get("_fw")
+    if tangent is not None and _state.FORWARD_AD[0] is not None:
+        _state.FORWARD_AD[0].set_tangent(d, tangent)
+    return d
+
+
 def _accumulate(a, b):
     if a is None:
         return b
@@ -396,7 +406,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                         ref = rg.get(slot)
                         t = ref() if ref is not None else None
                         if t is not None:
-                            t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
+                            t._grad = (_detached(g) if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
             # 3. captures for autograd.grad / backward(inputs=...)
             if captures:
                 src = raw if raw is not None else grads
@@ -491,7 +501,7 @@ def _n_slots(node, slot):
 def _accumulate_nonleaf(t, g, create_graph):
     if g is None:
         return
-    t._grad = (g.detach() if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
+    t._grad = (_detached(g) if not create_graph else g) if t._grad is None else _accumulate(t._grad, g)
 
 
 def _check_nan(node, outs):
@@ -587,7 +597,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")
         elif not create_graph:
-            g = g.detach()
+            g = _detached(g)
         out.append(g)
     return tuple(out)
 

@@ -40,6 +40,12 @@ class FunctionCtx:
         self.to_save = tensors
 
     def save_for_forward(self, *tensors):
+        """Save tensors (or None) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
+        returns them; call at most once, from forward/setup_context."""
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_forward expects all arguments to be tensors; you should "
+                                f"save non-tensors as attributes on ctx, got {type(t).__name__}")
         self.saved_for_forward = tensors
 
     def mark_dirty(self, *args):
@@ -78,6 +84,8 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self):
         """The tensors given to ``save_for_backward`` (RuntimeError if one was modified in place
         since, or after the graph was freed)."""
+        if self.__dict__.get("_in_jvp"):     # inside jvp: what save_for_forward kept
+            return tuple(getattr(self, "saved_for_forward", ()))
         if self._released:
             raise RuntimeError(MSG_FREED)
         if self._saved is None:
@@ -229,6 +237,11 @@ class Function(metaclass=_FunctionMeta):
         record = grad_mode.STATE[0] and any(needs)
         if record and _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_function(cls)
+        fw = _state.FORWARD_AD[0]
+        # forward-mode AD: the input tangents (None: no input is dual); forward sees plain tensors
+        fw_in = fw.function_tangents(cls, args) if fw is not None else None
+        if fw_in is not None:
+            _state.FORWARD_AD[0] = None
         prev = grad_mode.STATE[0]
         grad_mode.STATE[0] = False
         try:
@@ -239,6 +252,8 @@ class Function(metaclass=_FunctionMeta):
                 output = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode.STATE[0] = prev
+            if fw_in is not None:
+                _state.FORWARD_AD[0] = fw
         is_tuple = isinstance(output, tuple)
         outs = output if is_tuple else (output,)
         dirty = {id(t) for t in ctx.dirty_tensors}
@@ -307,6 +322,8 @@ class Function(metaclass=_FunctionMeta):
             ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
                                for t in ctx.to_save)
             ctx.to_save = ()    # the SavedTensors hold them now; an output kept here would be a cycle
+        if fw_in is not None:
+            fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff})
         return tuple(result) if is_tuple else result[0]
 
 

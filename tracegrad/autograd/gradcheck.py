@@ -12,7 +12,7 @@ import numpy as np
 
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor
-from . import grad_mode
+from . import forward_ad, grad_mode
 from .engine import grad as _grad
 
 
@@ -72,13 +72,39 @@ def _analytical(func, inputs, diff_idx):
     return jac, len(outs)
 
 
+def _forward(func, inputs, diff_idx):
+    """The Jacobians from forward-mode AD: one dual-level run per input element (its tangent a
+    one-hot), each giving a row of d outputs / d input."""
+    jac = {}
+    for i in diff_idx:
+        x = inputs[i].detach()
+        rows = None
+        for k in range(x.numel()):
+            onehot = np.zeros(x.numel())
+            onehot[k] = 1.0
+            xs = list(inputs)
+            with forward_ad.dual_level():
+                xs[i] = forward_ad.make_dual(x, tensor(onehot.reshape(tuple(x.shape)), dtype=x.dtype))
+                outs = _outputs(func, xs)
+                tans = [forward_ad.unpack_dual(o).tangent for o in outs]
+            if rows is None:
+                rows = [np.zeros((x.numel(), o.numel())) for o in outs]
+            for j, (o, t) in enumerate(zip(outs, tans)):
+                if t is not None:
+                    rows[j][k] = np.asarray(t.detach()._value, dtype=np.float64).ravel()
+        for j, r in enumerate(rows or ()):
+            jac[(j, i)] = r
+    return jac
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
               nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
               check_batched_grad=False, check_backward_ad=True, fast_mode=False, masked=None,
               check_forward_ad=False, check_batched_forward_grad=False):
     """Mirrors ``torch.autograd.gradcheck``: True when the analytical gradients of ``func`` at
     ``inputs`` match finite differences; otherwise raises ``GradcheckError`` (a RuntimeError)
-    or returns False when ``raise_exception=False``."""
+    or returns False when ``raise_exception=False``. ``check_backward_ad`` checks reverse mode
+    (``autograd.grad``), ``check_forward_ad`` forward mode (``autograd.forward_ad`` tangents)."""
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff_idx:
@@ -87,17 +113,22 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         if inputs[i].dtype.name != "float64":
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
-    analytical, n_out = _analytical(func, inputs, diff_idx)
+    checks = []     # (analytical Jacobians by (output, input), how torch's message names them)
+    if check_backward_ad:
+        checks.append((_analytical(func, inputs, diff_idx)[0], "Jacobian mismatch"))
+    if check_forward_ad:
+        checks.append((_forward(func, inputs, diff_idx), "Jacobian computed with forward mode mismatch"))
     for i in diff_idx:
         numerical = _numerical(func, inputs, i, eps)
-        for j in range(n_out):
-            a, n = analytical[(j, i)], numerical[j]
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
-                msg = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
-                       f"numerical:{n}\nanalytical:{a}\n")
-                if raise_exception:
-                    raise GradcheckError(msg)
-                return False
+        for analytical, what in checks:
+            for j, n in enumerate(numerical):
+                a = analytical[(j, i)]
+                if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    msg = (f"{what} for output {j} with respect to input {i},\n"
+                           f"numerical:{n}\nanalytical:{a}\n")
+                    if raise_exception:
+                        raise GradcheckError(msg)
+                    return False
     return True
 
 

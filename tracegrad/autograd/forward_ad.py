@@ -1,0 +1,144 @@
+"""Forward-mode AD with dual tensors: mirrors ``torch.autograd.forward_ad``.
+
+    with forward_ad.dual_level():
+        x = forward_ad.make_dual(primal, tangent)
+        y = f(x)                                   # any tracegrad ops, modules, functionals
+        value, jvp = forward_ad.unpack_dual(y)     # jvp = J_f(primal) @ tangent
+
+Tangents propagate through every op of the table (``jax.jvp`` of the op, cached), views (a
+view's tangent is the same view of its base's tangent), in-place ops and custom
+``autograd.Function``s with a ``jvp``. A tangent computed from tensors that require grad records
+reverse-mode history, so ``autograd.grad`` of a tangent works (reverse-over-forward); gradients
+computed under the level carry tangents too (forward-over-reverse: Hessian-vector products). As
+in torch, one level exists at a time. Inside ``tracegrad.compile`` a dual level makes the call run
+eagerly (a graph break); tangents never enter ``utils.checkpoint`` or ``tracegrad.func`` regions
+(RuntimeError). The machinery is in ``_forward_ad_impl.py``.
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple, Optional
+
+from .. import _state
+from .._ops.registry import OPS
+from .._tensor.tensor import Tensor
+from . import _dispatch
+from . import _forward_ad_impl as _impl
+
+__all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
+
+
+def enter_dual_level() -> int:
+    """Mirrors ``torch.autograd.forward_ad.enter_dual_level``: opens the forward-AD level and
+    returns its number (0), the default ``level`` of ``make_dual``/``unpack_dual``.
+
+    Raises RuntimeError when a level is already open (torch supports one level; use
+    ``tracegrad.func.jvp`` for higher orders). Inside a ``tracegrad.compile``d function, the call
+    runs eagerly instead (a graph break)."""
+    if _impl._LEVEL[0] >= 0:
+        raise RuntimeError(_impl.MSG_NESTED)
+    _state.note_effect("entering a forward-AD dual level (autograd.forward_ad.dual_level)")
+    _impl._LEVEL[0] = 0
+    _state.FORWARD_AD[0] = _impl._OPEN[0] = _impl.Level(0)
+    return 0
+
+
+def exit_dual_level(*, level: Optional[int] = None) -> None:
+    """Mirrors ``torch.autograd.forward_ad.exit_dual_level``: closes the level (default: the
+    open one) and drops every tangent it gave; ``unpack_dual`` then returns tangent None.
+
+    Raises RuntimeError when ``level`` is not the open level, or no level is open."""
+    current = _impl._LEVEL[0]
+    if level is None:
+        level = current
+    if level != current:
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one that was created. "
+                           "This is not supported.")
+    if level < 0:
+        raise RuntimeError("exit_dual_level: no forward AD level is open; enter one with enter_dual_level() "
+                           "or dual_level() first.")
+    lvl = _impl._OPEN[0]
+    _state.FORWARD_AD[0] = _impl._OPEN[0] = None
+    _impl._LEVEL[0] = -1
+    lvl.drop_tangents()
+
+
+def _check_level(level, what):
+    current = _impl._LEVEL[0]
+    if level is None:
+        level = current
+    if level < 0 and what == "_make_dual":
+        raise RuntimeError(_impl.MSG_NO_LEVEL)
+    if level != current or level < 0:
+        raise RuntimeError(f"Invalid level given to {what}: {level}; the open forward AD level is {current}.")
+    return level
+
+
+def make_dual(tensor: Tensor, tangent: Tensor, *, level: Optional[int] = None) -> Tensor:
+    """Mirrors ``torch.autograd.forward_ad.make_dual``: a new tensor aliasing ``tensor`` (a view,
+    ``grad_fn`` ``ViewBackward0`` when ``tensor`` requires grad) with ``tangent`` as its forward
+    gradient, kept as-is (``unpack_dual`` gives back the same object).
+
+    Args: ``tensor`` floating or complex; ``tangent`` of the same shape, floating or complex (a
+    wider dtype than the primal is kept, as torch). Differentiable in reverse mode through both.
+    Raises: RuntimeError outside a dual level or for another ``level``, for a shape mismatch, or
+    when ``tensor`` already has a tangent; ValueError for a non-floating primal or tangent."""
+    level = _check_level(level, "_make_dual")
+    if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
+        raise TypeError("make_dual(): expected Tensors for tensor and tangent, got "
+                        f"{type(tensor).__name__} and {type(tangent).__name__}")
+    if not (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        raise ValueError(f"Expected primal to be floating point or complex, but got: {tensor.dtype}")
+    if not (tangent.dtype.is_floating_point or tangent.dtype.is_complex):
+        raise ValueError(f"Expected tangent to be floating point or complex, but got: {tangent.dtype}")
+    if tuple(tensor.shape) != tuple(tangent.shape):
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {list(tensor.shape)} while the given "
+                           f"forward gradient is of size {list(tangent.shape)}.")
+    if _impl.tangent_of(tensor) is not None:
+        raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward gradient at the "
+                           f"same level {level} is not supported.")
+    dual = _impl.mark_alias(_impl.plain(_dispatch.apply_op, OPS["view"], (tensor,), (("shape", tuple(tensor.shape)),)))
+    _impl._OPEN[0].set_tangent(dual, tangent)
+    return dual
+
+
+class UnpackedDualTensor(NamedTuple):
+    """Mirrors ``torch.autograd.forward_ad.UnpackedDualTensor``: ``(primal, tangent)``."""
+    primal: Tensor
+    tangent: Optional[Tensor]
+
+
+def unpack_dual(tensor: Tensor, *, level: Optional[int] = None) -> UnpackedDualTensor:
+    """Mirrors ``torch.autograd.forward_ad.unpack_dual``: ``(primal, tangent)`` where
+    ``primal`` is a view of ``tensor`` without tangent (``AliasBackward0`` when it requires grad)
+    and ``tangent`` its forward gradient as-is, or None (no tangent, or no level open).
+
+    Another ``level`` than the open one gives tangent None, as torch."""
+    current = _impl._LEVEL[0]
+    if level is None and current < 0:
+        return UnpackedDualTensor(tensor, None)
+    # as torch, a level that is not the open one has no tangents (no error), and neither has a
+    # custom Function's forward or jvp (the level is computing: FORWARD_AD[0] is None)
+    live = level in (None, current) and _state.FORWARD_AD[0] is not None
+    tangent = _impl.tangent_of(tensor) if live else None
+    primal = _impl.mark_alias(_impl.plain(_dispatch.apply_op, OPS["alias"], (tensor,), ()))
+    return UnpackedDualTensor(primal, tangent)
+
+
+class dual_level:
+    """Mirrors ``torch.autograd.forward_ad.dual_level``: a context manager (and decorator) that
+    enters the dual level on entry and exits it, dropping every tangent, on exit."""
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        exit_dual_level()
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with dual_level():
+                return fn(*args, **kwargs)
+        return wrapper
