@@ -77,11 +77,16 @@ def _will_engine_execute_node(node) -> bool:
 class GradientEdge(tuple):
     """Mirrors ``torch.autograd.graph.GradientEdge``: ``(node, output_nr)``, the place in the
     graph a tensor's gradient flows into; ``autograd.grad``/``backward`` accept it as an input
-    in place of the tensor (the gradient of the tensor's value at the time the edge was taken)."""
-    __slots__ = ()
+    in place of the tensor (the gradient of the tensor's value at the time the edge was taken),
+    and as an output (the gradient flowing into that place; its shape and dtype are those of the
+    tensor ``get_gradient_edge`` took it from)."""
+    # a __dict__ (tuple subclasses take no slots): ``_meta``, the (shape, dtype) of the tensor
+    # whose edge it is, which seeds an output edge's gradient (torch reads the node's metadata)
 
     def __new__(cls, node, output_nr):
-        return tuple.__new__(cls, (node, int(output_nr)))
+        self = tuple.__new__(cls, (node, int(output_nr)))
+        self._meta = None
+        return self
 
     node = property(lambda self: self[0])
     output_nr = property(lambda self: self[1])
@@ -97,7 +102,9 @@ def get_gradient_edge(tensor):
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require "
                            "gradients")
     node, nr = _graph_edge(tensor)
-    return GradientEdge(node, nr)
+    edge = GradientEdge(node, nr)
+    edge._meta = (tuple(tensor.shape), tensor.dtype)
+    return edge
 
 
 def _edge(t):
@@ -115,6 +122,8 @@ def _as_tuple(x):
 def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if isinstance(out, GradientEdge):
+            out = _edge_output(out, g)
         if g is None:
             if out.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs; pass "
@@ -153,8 +162,23 @@ def _check_inputs(inputs):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
 
 
+def _edge_output(edge, g):
+    """A stand-in with the shape and dtype of the tensor whose gradient flows into ``edge``
+    (for ``_make_grads``' checks and implicit ones)."""
+    meta = edge._meta
+    if meta is None:
+        if g is None:
+            raise RuntimeError("backward/grad: a GradientEdge built by hand as an output needs its gradient: "
+                               "pass grad_tensors/grad_outputs, or take the edge with "
+                               "autograd.graph.get_gradient_edge(tensor)")
+        return g
+    return _factories.empty(meta[0], dtype=meta[1])
+
+
 def _check_outputs(outputs):
     for i, out in enumerate(outputs):
+        if isinstance(out, GradientEdge):
+            continue
         if not isinstance(out, Tensor):
             raise TypeError(f"backward/grad expects Tensors as outputs, got {type(out).__name__} at index {i}")
         if not out.requires_grad:
@@ -336,7 +360,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     ``inputs`` are captured and returned."""
     if accumulate_grad and _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].backward_ran = True   # a compiled region's results are consumed
-    roots = [_graph_edge(t) for t in outputs]
+    roots = [_edge(t) for t in outputs]
     deps, seen = _discover(roots)
     if _state.CAPTURE[0] is not None:   # before any node runs (and frees what it saved)
         _state.CAPTURE[0].see_backward_graph(seen)
