@@ -187,6 +187,18 @@ class Carrier:
         return x
 
 
+def carries_over(sample):
+    """Whether tracegrad can take the sample: every value converts, and no ``out=`` (tracegrad
+    has no out= arguments)."""
+    if "out" in sample.kwargs:
+        return False
+    try:
+        Carrier()((sample.input, sample.args, sample.kwargs))
+    except Unsupported:
+        return False
+    return True
+
+
 def call(fn, sample, carry=None):
     """``fn(input, *args, **kwargs)`` on the sample, carried over by ``carry`` when given."""
     c = carry or (lambda v: v)

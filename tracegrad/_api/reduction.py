@@ -312,6 +312,8 @@ def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     if not isinstance(qv, _JaxTracer) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     d = None if dim is None else _wrap_dim(dim, self.ndim)
+    if self.ndim == 0:   # torch: one element, and no dim to keep
+        self, d, keepdim = self.reshape(1), None if d is None else 0, False
     return apply_op(OPS["quantile"], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
 
 
