@@ -55,6 +55,14 @@ def _prepare(input, api):
     return input
 
 
+def _fft_dim(dim, ndim):
+    """A transform dim; unlike reductions, a 0-d tensor has none to transform over."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions; an FFT needs a "
+                         "tensor with at least one dimension")
+    return _wrap_dim(dim, ndim)
+
+
 def _norm(norm):
     if norm not in (None, "backward", "ortho", "forward"):
         raise RuntimeError(f'Invalid normalization mode: "{norm}"; use "backward", "ortho" or "forward"')
@@ -64,7 +72,7 @@ def _norm(norm):
 def _one_dim(api, jname):
     def f(input, n=None, dim=-1, norm=None, *, out=None):
         x = _prepare(input, api)
-        d = _wrap_dim(dim, x.dim())
+        d = _fft_dim(dim, x.dim())
         if n is not None and n < 1:
             raise RuntimeError(f"Invalid number of data points ({n}) specified; pass n >= 1")
         return _op(jname)(x, n=n, axis=d, norm=_norm(norm))
@@ -92,7 +100,7 @@ def _n_dim(api, jname, default_dim=None):
         x = _prepare(input, api)
         if dim is None and s is not None:
             dim = tuple(range(-len(s), 0))
-        axes = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in ((dim,) if isinstance(dim, int) else dim))
+        axes = None if dim is None else tuple(_fft_dim(d, x.dim()) for d in ((dim,) if isinstance(dim, int) else dim))
         if s is not None:
             s = tuple(int(v) for v in s)
             if any(v < 1 and v != -1 for v in s):

@@ -155,6 +155,8 @@ def inv(A, *, out=None):
 
 @_op("LinalgDet")
 def _det(A):
+    if A.shape[-1] == 0:   # the empty product; jnp.linalg.det's VJP fails on 0x0 matrices
+        return jnp.ones(A.shape[:-2], A.dtype) + jnp.sum(A, axis=(-2, -1))
     return jnp.linalg.det(A)
 
 
@@ -267,14 +269,26 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 
 @_op("LinalgPinv")
-def _pinv(A, *, hermitian):
-    return jnp.linalg.pinv(A, hermitian=hermitian)
+def _pinv(A, *, hermitian, atol=None, rtol=None):
+    if atol is None and rtol is None:
+        return jnp.linalg.pinv(A, hermitian=hermitian)
+    # torch keeps the singular values above max(atol, rtol * largest); rtol defaults to
+    # eps * max(m, n) unless a positive atol is given. JAX's pinv takes the relative cutoff only.
+    if rtol is None:
+        rtol = 0.0 if atol else float(jnp.finfo(A.dtype).eps) * max(A.shape[-2:])
+    sv = jnp.abs(jnp.linalg.eigvalsh(A)) if hermitian else jnp.linalg.svd(A, compute_uv=False)
+    smax = jax.lax.stop_gradient(jnp.max(sv, axis=-1))
+    rel = jnp.maximum((atol or 0.0) / jnp.where(smax > 0, smax, 1), rtol)
+    return jnp.linalg.pinv(A, rtol=rel, hermitian=hermitian)
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
-    """Mirrors ``torch.linalg.pinv`` (default tolerances): the Moore-Penrose pseudo-inverse."""
+    """Mirrors ``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse, treating singular values
+    (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero (numbers or
+    0-d tensors; torch's defaults)."""
     _check(A, "pinv", square=False)
-    return _pinv(A, hermitian=bool(hermitian))
+    atol, rtol = (float(v.item()) if isinstance(v, Tensor) else v for v in (atol, rtol))
+    return _pinv(A, hermitian=bool(hermitian), atol=atol, rtol=rtol)
 
 
 @_op("LinalgCross")
@@ -284,7 +298,10 @@ def _cross(a, b, *, dim):
 
 def cross(input, other, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.cross``: the cross product of 3-vectors along ``dim`` (inputs
-    broadcast). Raises RuntimeError when that dim is not of size 3."""
+    broadcast). Raises RuntimeError when that dim is not of size 3 or the ranks differ."""
+    if input.ndim != other.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions; got {input.ndim} and "
+                           f"{other.ndim}")
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
                            f"Got {input.shape[dim]} and {other.shape[dim]}")
@@ -293,10 +310,11 @@ def cross(input, other, *, dim=-1, out=None):
 
 def matrix_power(A, n, *, out=None):
     """Mirrors ``torch.linalg.matrix_power``: ``A`` multiplied by itself ``n`` times (``n`` < 0:
-    of its inverse; 0: the identity)."""
+    of its inverse; 0: the identity, written into a copy of ``A`` as torch does, so it stays in
+    A's graph with a zero gradient)."""
     _check(A, "matrix_power")
     if n == 0:
-        return eye(A.shape[-1], dtype=A.dtype).expand(A.shape)
+        return A.clone().copy_(eye(A.shape[-1], dtype=A.dtype).expand(A.shape))
     if n < 0:
         A, n = inv(A), -n
     out = A

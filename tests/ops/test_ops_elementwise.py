@@ -105,6 +105,11 @@ BINARY = [
     C("pow_int", lambda t, x: x ** 2, [I(3, 4)]),
     C("pow_int_float", lambda t, x: x ** 0.5, [I(3, 4)]),
     C("atan2", lambda t, x, y: t.atan2(x, y), [F(3, 4), F(3, 4)]),
+    # other's gradient is a zero tensor (CopysignBackward0); -0.0 and 0 in both operands
+    C("copysign", lambda t, x, y: t.copysign(x, y), [A([1.0, -2.0, 0.0, -0.0, 3.0]), A([-1.0, 3.0, -1.0, 1.0, -0.0])]),
+    C("copysign_scalar", lambda t, x: t.copysign(x, -2.0), [F(3, 4)]),
+    C("maximum_number_raises", lambda t, x: t.maximum(x, 2), [F(3)], raises=True),
+    C("eq_two_numbers_raises", lambda t: t.eq(2, 3), [], raises=True),
     C("maximum", lambda t, x, y: t.maximum(x, y), [F(3, 4), F(3, 4)]),
     C("minimum", lambda t, x, y: t.minimum(x, y), [F(3, 4), F(4)]),
     C("fmax", lambda t, x, y: t.fmax(x, y), [A([1.0, np.nan, 3.0]), A([np.nan, 2.0, 1.0])]),

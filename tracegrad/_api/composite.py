@@ -11,14 +11,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..autograd._dispatch import apply_op
 from .._ops.dtypes import bool_, int32, int64
+from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor, zeros as _zeros
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
 from .elementwise import maximum, where
+from .promotion import _float_dtype, check_tensors, result_dtype
 from .reduction import any as _any
-from .shape import cat, hstack, stack
+from .shape import _stack_list, cat, hstack, stack
 
 
 def _t(x, like=None):
@@ -81,7 +84,7 @@ def column_stack(tensors):
 @function()
 def dstack(tensors):
     """Mirrors ``torch.dstack``: ``atleast_3d`` of each, concatenated along dim 2."""
-    return cat([_atleast((t,), 3) for t in tensors], 2)
+    return cat([_atleast((t,), 3) for t in _stack_list(tensors, "dstack")], 2)
 
 
 @method("deg2rad", function=True)
@@ -99,8 +102,8 @@ def rad2deg(input):
 @method("logaddexp", function=True)
 def logaddexp(input, other):
     """Mirrors ``torch.logaddexp``: ``log(exp(input) + exp(other))`` without overflow; equal
-    infinities give that infinity."""
-    other = _t(other, input)
+    infinities give that infinity. TypeError for a number operand (torch has no such overload)."""
+    check_tensors("logaddexp", input, other)
     m = maximum(input, other)
     d = (input - other).abs()
     safe = where(d.isnan(), 0.0, d)     # equal infinities: inf - inf
@@ -137,7 +140,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 @method("diff", function=True)
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """Mirrors ``torch.diff``: the ``n``-th forward difference along ``dim`` (after
-    concatenating ``prepend``/``append``); bool inputs use ``!=``."""
+    concatenating ``prepend``/``append``); bool inputs use ``!=``. RuntimeError for ``n < 0``."""
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
@@ -202,8 +207,16 @@ def inner(input, other):
 
 @method("rot90", function=True)
 def rot90(input, k=1, dims=(0, 1)):
-    """Mirrors ``torch.rot90``: rotate by 90 degrees ``k`` times in the plane ``dims``."""
-    d0, d1 = dims
+    """Mirrors ``torch.rot90``: rotate by 90 degrees ``k`` times in the plane ``dims``.
+    RuntimeError unless ``dims`` names two different dims of an at least 2-D input; IndexError for a
+    dim out of range."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = (_wrap_dim(d, input.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
     k %= 4
     if k == 1:
         return input.flip(d1).transpose(d0, d1)
@@ -309,32 +322,36 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 @function()
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Mirrors ``torch.bucketize``: the bucket index of each value of ``input`` in the 1-d
-    ``boundaries`` (``searchsorted(boundaries, input, right=right)``)."""
+    ``boundaries`` (``searchsorted(boundaries, input, right=right)``). RuntimeError unless
+    ``boundaries`` is 1-D."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 @method("hypot", function=True)
 def hypot(input, other):
-    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating inputs)."""
-    other = _t(other, input)
+    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating tensors)."""
+    check_tensors("hypot", input, other)
     return (input * input + other * other).sqrt()
 
 
 @method("copysign", function=True)
 def copysign(input, other):
     """Mirrors ``torch.copysign``: ``|input|`` with the sign of ``other`` (including -0.0);
-    integers give the default float dtype."""
-    other = _t(other, input if input.is_floating_point() else None)
-    mag = input.abs()
-    if not mag.is_floating_point():
-        mag = mag * 1.0
-    return where(other.signbit(), -mag, mag)
+    integers give the default float dtype. Autograd: ``CopysignBackward0`` (tensor other, whose
+    gradient is zero) / ``CopysignBackward1`` (number)."""
+    check_tensors("copysign", input, names=("input",))
+    dt = _float_dtype(result_dtype(input, other)).np
+    op = OPS["copysign" if isinstance(other, Tensor) else "copysign_scalar"]
+    return apply_op(op, (input, other), (("dtype", dt),))
 
 
 @method("heaviside", function=True)
 def heaviside(input, values):
     """Mirrors ``torch.heaviside``: 0 where ``input`` < 0, ``values`` where it is 0, 1 where
-    > 0. RuntimeError when the dtypes differ, as torch."""
+    > 0. RuntimeError when the dtypes differ, TypeError for a number, as torch."""
+    check_tensors("heaviside", input, values, names=("input", "values"))
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     values = _t(values, input)

@@ -100,10 +100,13 @@ def vdot(input, other):
 
 def _add_scaled(input, prod, beta, alpha, api):
     """``beta * input + alpha * prod`` with torch's rules: ``beta=0`` ignores input's values (its
-    NaNs do not propagate) but keeps its shape and a zero gradient; dtypes must match."""
+    NaNs do not propagate) but keeps its shape and a zero gradient; dtypes must match. Integer
+    operands take integer scalars (torch truncates ``beta=0.5`` to 0)."""
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"{api}: expected input and the product to have the same dtype, got {input.dtype} "
                            f"and {prod.dtype}; convert them to one dtype")
+    if not (input.is_floating_point() or input.is_complex()):
+        beta, alpha = int(beta), int(alpha)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
@@ -138,6 +141,11 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def _split_along(input, indices_or_sections, dim, api, min_dims):
+    ok = isinstance(indices_or_sections, int) or (
+        isinstance(indices_or_sections, (list, tuple)) and all(isinstance(i, int) for i in indices_or_sections))
+    if isinstance(indices_or_sections, bool) or not ok:
+        raise TypeError(f"{api}() received an invalid combination of arguments: expected (Tensor input, int "
+                        f"sections) or (Tensor input, tuple of ints indices), got {type(indices_or_sections).__name__}")
     if input.ndim < min_dims:
         raise RuntimeError(f"torch.{api} requires a tensor with at least {min_dims} dimension, but got a tensor "
                            f"with {input.ndim} dimensions!")

@@ -14,7 +14,8 @@ from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary
-from .promotion import _SCALAR_NAME, _Number, _binary, alpha_first, _check_broadcast, _check_operand, _float_dtype, result_dtype
+from .promotion import (_SCALAR_NAME, _Number, _binary, alpha_first, _check_broadcast, _check_operand, _float_dtype,
+                        check_not_two_numbers, check_tensors, result_dtype)
 
 
 # ---- arithmetic -------------------------------------------------------------------------
@@ -118,6 +119,9 @@ def fmod(self, other):
 @method("pow", function=True)
 def pow(self, exponent):
     """Mirrors ``torch.pow``: ``PowBackward0`` (scalar exponent), ``PowBackward1`` (tensor)."""
+    check_not_two_numbers("pow", self, exponent)
+    if not isinstance(self, Tensor):   # torch.pow(2, t): the Scalar-base overload
+        return _rpow(exponent, self)
     _check_operand(exponent, "pow")
     if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
         _check_broadcast(self, exponent)
@@ -152,34 +156,45 @@ def _rpow(self, base):
 
 @method("atan2", "arctan2", function=True)
 def atan2(self, other):
+    """Mirrors ``torch.atan2`` (both tensors; integers give the default float dtype)."""
+    check_tensors("atan2", self, other)
     dt = _float_dtype(result_dtype(self, other)).np
     return apply_op(OPS["atan2"], (self, other), (("dtype", dt),))
 
 
 @method("maximum", function=True)
 def maximum(self, other):
-    """Mirrors ``torch.maximum`` (elementwise, both tensors)."""
+    """Mirrors ``torch.maximum`` (elementwise, both tensors: TypeError for a number)."""
+    check_tensors("maximum", self, other)
     return _binary("maximum", self, other)
 
 
 @method("minimum", function=True)
 def minimum(self, other):
-    """Mirrors ``torch.minimum`` (elementwise, both tensors)."""
+    """Mirrors ``torch.minimum`` (elementwise, both tensors: TypeError for a number)."""
+    check_tensors("minimum", self, other)
     return _binary("minimum", self, other)
 
 
 @method("fmax", function=True)
 def fmax(self, other):
+    """Mirrors ``torch.fmax``: maximum ignoring NaN (both tensors)."""
+    check_tensors("fmax", self, other)
     return _binary("fmax", self, other)
 
 
 @method("fmin", function=True)
 def fmin(self, other):
+    """Mirrors ``torch.fmin``: minimum ignoring NaN (both tensors)."""
+    check_tensors("fmin", self, other)
     return _binary("fmin", self, other)
 
 
 def _cmp(name):
     def f(self, other):
+        if not isinstance(self, Tensor):   # bitwise ops accept a number first; _bitwise checks them
+            check_not_two_numbers(name, self, other) if name.startswith("bitwise") else \
+                check_tensors(name, self, names=("input",))
         _check_operand(other, name)
         if isinstance(other, Tensor) and self._value.shape != other._value.shape:
             _check_broadcast(self, other)
@@ -195,7 +210,18 @@ lt = method("lt", "less", function=True)(_cmp("lt"))
 le = method("le", "less_equal", function=True)(_cmp("le"))
 gt = method("gt", "greater", function=True)(_cmp("gt"))
 ge = method("ge", "greater_equal", function=True)(_cmp("ge"))
-logical_and, logical_or, logical_xor = (method(n, function=True)(_cmp(n)) for n in ("logical_and", "logical_or", "logical_xor"))
+_logical = {n: _cmp(n) for n in ("logical_and", "logical_or", "logical_xor")}
+
+
+def _logical_api(name):
+    def f(self, other):
+        check_tensors(name, self, other)   # the operators (``t & True``) go to _logical directly
+        return _logical[name](self, other)
+    f.__name__, f.__doc__ = name, f"Mirrors ``torch.{name}``: elementwise on two tensors; a bool tensor."
+    return f
+
+
+logical_and, logical_or, logical_xor = (method(n, function=True)(_logical_api(n)) for n in _logical)
 
 
 def _bitwise(name):
@@ -272,6 +298,7 @@ def clamp(self, min=None, max=None):
 @method("clamp_min", function=True)
 def clamp_min(self, min):
     """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
+    check_tensors("clamp_min", self, names=("input",))
     t = isinstance(min, Tensor)
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
 
@@ -279,6 +306,7 @@ def clamp_min(self, min):
 @method("clamp_max", function=True)
 def clamp_max(self, max):
     """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
+    check_tensors("clamp_max", self, names=("input",))
     t = isinstance(max, Tensor)
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 
@@ -320,7 +348,12 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
 
 @method("isclose", function=True)
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise."""
+    """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise, on two tensors.
+    RuntimeError for a negative ``rtol``/``atol``."""
+    check_tensors("isclose", self, other)
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if v < 0:
+            raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but got {v}")
     dt = result_dtype(self, other)
     return apply_op(OPS["isclose"], (self, other), (("rtol", rtol), ("atol", atol), ("equal_nan", equal_nan), ("dtype", dt.np)))
 
@@ -366,9 +399,9 @@ method("__neg__")(_unaries["neg"])
 method("__pos__")(lambda s: s)
 method("__abs__")(_unaries["abs"])
 method("__invert__")(lambda s: _unaries["logical_not"](s) if s.dtype is _dt.bool_ else _unaries["bitwise_not"](s))
-method("__and__", "__rand__")(lambda s, o: bitwise_and(s, o) if s.dtype is not _dt.bool_ else logical_and(s, o))
-method("__or__", "__ror__")(lambda s, o: bitwise_or(s, o) if s.dtype is not _dt.bool_ else logical_or(s, o))
-method("__xor__", "__rxor__")(lambda s, o: bitwise_xor(s, o) if s.dtype is not _dt.bool_ else logical_xor(s, o))
+method("__and__", "__rand__")(lambda s, o: bitwise_and(s, o) if s.dtype is not _dt.bool_ else _logical["logical_and"](s, o))
+method("__or__", "__ror__")(lambda s, o: bitwise_or(s, o) if s.dtype is not _dt.bool_ else _logical["logical_or"](s, o))
+method("__xor__", "__rxor__")(lambda s, o: bitwise_xor(s, o) if s.dtype is not _dt.bool_ else _logical["logical_xor"](s, o))
 # ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
 method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
 method("__ne__")(lambda s, o: ne(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)

@@ -55,7 +55,10 @@ def broadcast_shapes(*shapes):
 
 
 @function()
-def cdist(x1, x2, p=2.0):
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Mirrors ``torch.cdist``: p-norm distances between the rows of ``x1 (*, P, M)`` and ``x2
+    (*, R, M)``, shape ``(*, P, R)``. ``compute_mode`` is accepted; tracegrad always takes the
+    direct difference (torch's matrix-product shortcut only changes rounding)."""
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return diff.norm(p=p, dim=-1)
 

@@ -12,7 +12,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
 from ._registry import method
-from .inplace import _check_expand, check_index_range, copy_
+from .inplace import _check_expand, check_index_add_source, check_index_range, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
@@ -187,16 +187,26 @@ def setitem(self, key, value):
     index_put_(v, arrays, value, markers=rest)
 
 
+def _mask_to_indices(indices):
+    return [j for i in indices
+            for j in (nonzero(i, as_tuple=True) if isinstance(i, Tensor) and i.dtype is _dt.bool_ else (i,))]
+
+
 @method()
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
-    """Mirrors ``torch.Tensor.index_put_``."""
+    """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
+        indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
 
 
 @method(function=True)
 def index_put(self, indices, values, accumulate=False):
+    """Mirrors ``torch.index_put``: ``self[indices] = values`` (``+=`` with ``accumulate``) out of
+    place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
+    (so it needs concrete values)."""
+    indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
     return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
 
@@ -224,6 +234,12 @@ def take_along_dim(self, indices, dim=None):
     return gather(self, dim, indices)
 
 
+def _check_src_dtype(self, src, api):
+    if isinstance(src, Tensor) and src.dtype is not self.dtype:
+        raise RuntimeError(f"{api}(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and {src.dtype}, "
+                           "convert src with .to(input.dtype)")
+
+
 @method(function=True)
 def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     """Mirrors ``torch.scatter(input, dim, index, src|value)``."""
@@ -234,6 +250,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
+    _check_src_dtype(self, src, "scatter")
     if isinstance(src, Tensor):
         return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
     return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))
@@ -245,6 +262,7 @@ def scatter_add(self, dim, index, src):
     _index_arg(index, "scatter_add")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
+    _check_src_dtype(self, src, "scatter_add")
     return apply_op(OPS["scatter_add"], (self, index, src), (("dim", d),))
 
 
@@ -261,9 +279,11 @@ def index_select(self, dim, index):
 
 @method(function=True)
 def index_add(self, dim, index, source, *, alpha=1):
-    """Mirrors ``torch.index_add``. IndexError for an index outside the dim (eager)."""
+    """Mirrors ``torch.index_add``. IndexError for an index outside the dim (eager); RuntimeError
+    when ``source`` does not match ``self`` outside ``dim``."""
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add", IndexError)
+    check_index_add_source(self, source, d)
     return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 
@@ -273,6 +293,9 @@ def masked_fill(self, mask, value):
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
     _check_scalar_value(value, "masked_fill", "Tensor mask, Tensor value")
+    if (value.is_complex() if isinstance(value, Tensor) else isinstance(value, complex)) and not self.is_complex():
+        raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
+                           "fill a complex tensor or pass a real value")
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} dimension(s).")
@@ -302,7 +325,9 @@ def nonzero(self, *, as_tuple=False):
     nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
     if as_tuple:
         return tuple(tensor(a.astype(np.int64)) for a in nz)
-    return tensor(np.stack(nz, axis=1).astype(np.int64) if nz else np.zeros((0, 0), np.int64))
+    if arr.ndim == 0:   # torch: one (empty) index row per nonzero element of a 0-d tensor
+        return tensor(np.zeros((int(bool(arr)), 0), np.int64))
+    return tensor(np.stack(nz, axis=1).astype(np.int64))
 
 
 @method(function=True)

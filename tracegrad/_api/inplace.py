@@ -18,6 +18,14 @@ from .shape import squeeze, t, transpose, unsqueeze
 
 
 # ---- in-place ---------------------------------------------------------------------------
+def check_index_add_source(self, source, d):
+    """torch's shape rule for index_add: ``source`` has ``self``'s shape except along ``d``."""
+    if self.ndim and (source.ndim != self.ndim or any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape))
+                                                      if k != d)):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+
+
 def check_index_range(index, size, dim, api, error=RuntimeError):
     """torch raises for an index outside ``[0, size)`` where XLA clamps or drops it. One host read of the index, only in eager
     (compiled code cannot raise on values: JAX clamps there, README known differences)."""
@@ -180,6 +188,7 @@ def scatter_add_(self, dim, index, src):
 def index_add_(self, dim, index, source, *, alpha=1):
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add_", IndexError)
+    check_index_add_source(self, source, d)
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
 
 
@@ -246,10 +255,14 @@ def _random_inplace(fn):
 
 
 def _normal(k, shape, dtype, mean=0.0, std=1.0):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _rnd.normal(k, shape, dtype, mean, std)
 
 
 def _uniform(k, shape, dtype, a=0.0, b=1.0, *, from_=None, to=None):
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     return _rnd.uniform(k, shape, dtype, a, b)
 
 
@@ -264,6 +277,8 @@ def _random(k, shape, dtype, low=0, high=None):
 
 
 def _exponential(k, shape, dtype, lambd=1.0):
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return _rnd.exponential(k, shape, dtype) / lambd
 
 

@@ -85,6 +85,9 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to conv{nd}d, but got "
                            f"input of size: {list(input.shape)}")
     _check_float_match(input, weight, f"conv{nd}d")
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(f"conv{nd}d: Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same; "
+                           "convert the bias with .to(input.dtype)")
     stride, dilation = _tup(stride, nd, "stride"), _tup(dilation, nd, "dilation")
     ks = tuple(weight.shape[2:])
     if isinstance(padding, str):
@@ -99,6 +102,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
             raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
     else:
         pads = tuple((p, p) for p in _tup(padding, nd, "padding"))
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError(f"conv{nd}d: negative padding is not supported; got padding={padding}")
     cin = input.shape[1]
     if not transposed and cin != weight.shape[1] * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
@@ -227,11 +232,19 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     return avg_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, ceil_mode, count_include_pad).squeeze(-2)
 
 
-def _out_size(input, output_size, nd):
+def _out_size(input, output_size, nd, api="adaptive pool"):
+    """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
+    needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
+    ``nd`` entries and none negative (RuntimeError)."""
     sp = tuple(input.shape[-nd:])
-    o = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * nd
-    if len(o) == 1 and nd > 1:
-        o = tuple(o) * nd
+    seq = isinstance(output_size, (list, tuple))
+    if seq and nd > 1 and input.ndim <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+    if seq and len(output_size) != nd:
+        if nd == 1:
+            raise RuntimeError(f"{api}() argument 'output_size' should contain one int (got {len(output_size)})")
+        raise RuntimeError(f"{api}: output_size must be {nd}")
+    o = output_size if seq else (output_size,) * nd
     out = tuple(int(s if v is None else v) for s, v in zip(sp, o))
     if any(v < 0 for v in out):
         raise RuntimeError(f"adaptive pool: elements of output_size must be greater than or equal to 0 but "
@@ -242,14 +255,15 @@ def _out_size(input, output_size, nd):
 def adaptive_avg_pool2d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool2d``; ``None`` in output_size keeps that size.
     Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch."""
-    if _out_size(input, output_size, 2) == (1, 1):
+    out = _out_size(input, output_size, 2, "adaptive_avg_pool2d")
+    if out == (1, 1):
         return input.mean((-1, -2), keepdim=True)
-    return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", _out_size(input, output_size, 2)),))
+    return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 
 def adaptive_avg_pool1d(input, output_size):
     """Mirrors ``torch.adaptive_avg_pool1d`` (2-D pool over ``input.unsqueeze(-2)``, as torch)."""
-    return adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1)).squeeze(-2)
+    return adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_avg_pool1d")).squeeze(-2)
 
 
 def adaptive_max_pool2d(input, output_size):
@@ -257,6 +271,7 @@ def adaptive_max_pool2d(input, output_size):
     ``(C, H, W)`` or ``(N, C, H, W)`` with non-empty non-batch dims (RuntimeError), a floating
     dtype (NotImplementedError). An output size of 0 gives an empty tensor, as torch."""
     shp = tuple(input.shape)
+    out = _out_size(input, output_size, 2, "adaptive_max_pool2d")
     if len(shp) not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(shp)}")
     for i in range(len(shp) - 3, len(shp)):
@@ -266,7 +281,6 @@ def adaptive_max_pool2d(input, output_size):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   f"convert the input with .float()")
-    out = _out_size(input, output_size, 2)
     if 0 in out:   # empty output: no window to reduce; a slice gives the shape (and a graph edge)
         return input[..., :out[0], :out[1]]
     return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", out),))
@@ -274,7 +288,7 @@ def adaptive_max_pool2d(input, output_size):
 
 def adaptive_max_pool1d(input, output_size):
     """Mirrors ``torch.adaptive_max_pool1d`` (values only; 2-D pool over ``input.unsqueeze(-2)``)."""
-    return adaptive_max_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1)).squeeze(-2)
+    return adaptive_max_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_max_pool1d")).squeeze(-2)
 
 
 # ---- normalisation --------------------------------------------------------------------------
@@ -323,6 +337,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
     """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``.
     grad_fn ``NativeGroupNormBackward0``."""
     _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm")
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     if input.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {list(input.shape)} and num_groups={num_groups}")

@@ -42,6 +42,22 @@ def _check_operand(x, name):
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")
 
 
+def check_tensors(api, *args, names=("input", "other")):
+    """TypeError, as torch's argument parser, for ops with no Python-number overload
+    (``maximum(x, 2)``, ``atan2(2, x)``): each of ``args`` must be a Tensor."""
+    for pos, (name, v) in enumerate(zip(names, args), 1):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Tensor, not {type(v).__name__}; "
+                            "wrap a number with tracegrad.tensor()")
+
+
+def check_not_two_numbers(api, a, b):
+    """TypeError, as torch, when neither operand of ``api(a, b)`` is a Tensor (``eq(2, 3)``)."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{api}() received an invalid combination of arguments - got ({type(a).__name__}, "
+                        f"{type(b).__name__}): at least one argument must be a Tensor")
+
+
 def _check_scalar_value(value, api, sig):
     """TypeError, as torch's argument parser, when a fill value is neither a tensor nor a
     number (a str, None, a list, a numpy array). ``sig`` is the tensor signature torch lists."""

@@ -52,6 +52,12 @@ def _dim1(dim, ndim):
     return () if ndim == 0 else d
 
 
+def _to_dtype(self, dtype):
+    """softmax-like ops with ``dtype=`` convert the input first (torch's graph: ToCopyBackward0
+    below the op), so the gradient reaches the input in its own dtype."""
+    return self if dtype is None else self.to(_dt.to_dtype(dtype))
+
+
 def _sum_dtype(self, dtype):
     if dtype is not None:
         return _dt.to_dtype(dtype).np
@@ -114,36 +120,39 @@ def _check_var_dtype(self):
                            "input with .float() first")
 
 
+def _var_static(self, dim, unbiased, keepdim, correction):
+    """Static arguments of the var/std family; ``var(x, True)`` is torch's legacy
+    ``var(input, unbiased)`` overload, so a bool in the dim slot is ``unbiased``."""
+    _check_var_dtype(self)
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim))
+
+
 @method(function=True)
 def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
-    _check_var_dtype(self)
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    return apply_op(OPS["var"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+    return apply_op(OPS["var"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
-    _check_var_dtype(self)
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    return apply_op(OPS["std"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+    return apply_op(OPS["std"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
 def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
-    return apply_op(OPS["var_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+    return apply_op(OPS["var_mean"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
 def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
-    return apply_op(OPS["std_mean"], (self,), (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim)))
+    return apply_op(OPS["std_mean"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
 
 
 def _minmax(kind):
@@ -166,16 +175,30 @@ def _minmax(kind):
 max, min = method("max", function=True)(_minmax("max")), method("min", function=True)(_minmax("min"))
 
 
+def _extremum_dims(self, dim, api):
+    """Reduced dims of amax/amin/aminmax; torch has no identity to give an empty slice."""
+    dims = _dims(dim, self.ndim)
+    if self.numel() == 0:
+        if dims is None:
+            raise RuntimeError(f"{api}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if self.shape[d] == 0:
+                raise IndexError(f"{api}(): Expected reduction dim {d} to have non-zero size.")
+    return dims
+
+
 @method(function=True)
 def amax(self, dim=(), keepdim=False):
-    """Mirrors ``torch.amax`` (gradient split evenly between ties, as torch)."""
-    return apply_op(OPS["amax"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    """Mirrors ``torch.amax`` (gradient split evenly between ties, as torch). IndexError when a
+    reduced dim is empty."""
+    return apply_op(OPS["amax"], (self,), (("dim", _extremum_dims(self, dim, "amax")), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def amin(self, dim=(), keepdim=False):
-    """Mirrors ``torch.amin``."""
-    return apply_op(OPS["amin"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    """Mirrors ``torch.amin``. IndexError when a reduced dim is empty."""
+    return apply_op(OPS["amin"], (self,), (("dim", _extremum_dims(self, dim, "amin")), ("keepdim", keepdim)))
 
 
 @method(function=True)
@@ -194,7 +217,10 @@ def argmin(self, dim=None, keepdim=False):
 
 @method(function=True)
 def logsumexp(self, dim, keepdim=False):
-    """Mirrors ``torch.logsumexp(input, dim, keepdim=False)``, numerically stable."""
+    """Mirrors ``torch.logsumexp(input, dim, keepdim=False)``, numerically stable; integer and
+    bool inputs give the default float dtype."""
+    if self.dtype._cat <= 1:
+        self = self.to(_dt.get_default_dtype())
     return apply_op(OPS["logsumexp"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
@@ -202,14 +228,14 @@ def logsumexp(self, dim, keepdim=False):
 def softmax(self, dim, dtype=None):
     """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
     _check_floating(self, dtype, "softmax")
-    return apply_op(OPS["softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
+    return apply_op(OPS["softmax"], (_to_dtype(self, dtype),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
 
 
 @method(function=True)
 def log_softmax(self, dim, dtype=None):
     """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
     _check_floating(self, dtype, "log_softmax")
-    return apply_op(OPS["log_softmax"], (self,), (("dim", _dim1(dim, self.ndim)), ("dtype", None if dtype is None else _dt.to_dtype(dtype).np)))
+    return apply_op(OPS["log_softmax"], (_to_dtype(self, dtype),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
 
 
 @method(function=True)
@@ -286,6 +312,8 @@ def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     if not isinstance(qv, _JaxTracer) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     d = None if dim is None else _wrap_dim(dim, self.ndim)
+    if self.ndim == 0:   # torch: one element, and no dim to keep
+        self, d, keepdim = self.reshape(1), None if d is None else 0, False
     return apply_op(OPS["quantile"], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
 
 

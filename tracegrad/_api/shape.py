@@ -224,10 +224,17 @@ def repeat_interleave(self, repeats, dim=None):
 
 @method(function=True)
 def narrow(self, dim, start, length):
-    """Mirrors ``torch.narrow``: a view of ``length`` elements from ``start`` along ``dim``."""
+    """Mirrors ``torch.narrow``: a view of ``length`` elements from ``start`` along ``dim``.
+    RuntimeError for a 0-d tensor or a range past the end."""
+    if self.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     start = int(start)
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
         start += size
     if start + length > size or start < 0 or length < 0:
@@ -248,7 +255,9 @@ def select(self, dim, index):
 
 @method(function=True)
 def unbind(self, dim=0):
-    """Mirrors ``torch.unbind``: a tuple of views along ``dim``."""
+    """Mirrors ``torch.unbind``: a tuple of views along ``dim``. IndexError for a 0-d tensor."""
+    if self.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions; unbind needs at least one")
     d = _wrap_dim(dim, self.ndim)
     return apply_op(OPS["unbind"], (self,), (("dim", d),))
 
@@ -280,15 +289,29 @@ def chunk(self, chunks, dim=0):
 
 
 @method(function=True)
-def tensor_split(self, sections, dim=0):
+def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indices=None):
+    """Mirrors ``torch.tensor_split``: views along ``dim``; an int gives that many near-equal
+    pieces (the first ``n % sections`` one longer), a sequence of ints gives split points (sliced
+    as Python slices), a tensor holds either (0-d: sections, 1-d: indices)."""
+    spec = next(v for v in (indices_or_sections, sections, indices, 1) if v is not None)
+    if isinstance(spec, Tensor):
+        spec = int(spec.item()) if spec.ndim == 0 else [int(i) for i in spec.tolist()]
     d = _wrap_dim(dim, self.ndim)
     n = self.shape[d]
-    base, extra = divmod(n, sections)
-    sizes = [base + 1] * extra + [base] * (sections - extra)
-    out, start = [], 0
-    for s_ in sizes:     # torch slices each piece (SliceBackward0)
+    if isinstance(spec, int):
+        if spec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+        base, extra = divmod(n, spec)
+        sizes = [base + 1] * extra + [base] * (spec - extra)
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    else:
+        points = [0] + [int(i) for i in spec] + [n]
+        pieces = [range(n)[a:b] for a, b in zip(points, points[1:])]
+        starts = [r.start if len(r) else min(r.start, n) for r in pieces]
+        sizes = [len(r) for r in pieces]
+    out = []
+    for start, s_ in zip(starts, sizes):     # torch slices each piece (SliceBackward0)
         out.append(apply_op(OPS["slice"], (self,), (("dim", d), ("start", start), ("end", start + s_), ("step", 1))))
-        start += s_
     return tuple(out)
 
 
@@ -313,21 +336,34 @@ def _unique_dims(dims, ndim):
 
 @method(function=True)
 def fliplr(self):
+    """Mirrors ``torch.fliplr``: reverses dim 1. RuntimeError below 2 dims."""
+    if self.ndim < 2:
+        raise RuntimeError(f"Input must be >= 2-d. (fliplr got a {self.ndim}-d tensor)")
     return flip(self, 1)
 
 
 @method(function=True)
 def flipud(self):
+    """Mirrors ``torch.flipud``: reverses dim 0. RuntimeError for a 0-d tensor."""
+    if self.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d. (flipud got a 0-d tensor)")
     return flip(self, 0)
 
 
 @method(function=True)
 def roll(self, shifts, dims=None):
-    """Mirrors ``torch.roll``."""
+    """Mirrors ``torch.roll``: without ``dims`` the flattened tensor is rolled by one shift.
+    RuntimeError when ``shifts`` is empty or does not match ``dims``."""
+    if not isinstance(shifts, int) and len(shifts) == 0:
+        raise RuntimeError("`shifts` required")
+    if dims is None and not isinstance(shifts, int) and len(shifts) != 1:
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
     if dims is None:
         return apply_op(OPS["roll_flat"], (self,), (("shifts", int(shifts if isinstance(shifts, int) else shifts[0])),))
     sh = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     dm = (dims,) if isinstance(dims, int) else tuple(dims)
+    if self.ndim == 0 and dm:
+        raise IndexError(f"Dimension specified as {dm[0]} but tensor has no dimensions")
     if len(sh) != len(dm):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dm)}")
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
@@ -418,15 +454,26 @@ def stack(tensors, dim=0, *, out=None):
     return apply_op(OPS["stack"], tuple(tensors), (("dim", dim % n), ("dtype", dt.np)))
 
 
+def _stack_list(tensors, api):
+    """The tensors of hstack/vstack/dstack as a list; RuntimeError when empty (torch's class, where
+    ``cat`` raises ValueError)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{api} expects a non-empty TensorList")
+    return tensors
+
+
 @function()
 def hstack(tensors):
-    tensors = list(tensors)
+    """Mirrors ``torch.hstack``: cat along dim 1 (dim 0 for 1-D tensors)."""
+    tensors = _stack_list(tensors, "hstack")
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 @function("vstack", "row_stack")
 def vstack(tensors):
-    return cat([t_ if t_.ndim > 1 else t_.unsqueeze(0) for t_ in tensors], 0)
+    """Mirrors ``torch.vstack``: cat along dim 0 after making 0-/1-D tensors rows."""
+    return cat([t_ if t_.ndim > 1 else t_.reshape(1, -1) for t_ in _stack_list(tensors, "vstack")], 0)
 
 
 prop("T")(lambda self: permute(self, tuple(reversed(range(self.ndim)))))

@@ -19,7 +19,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
-from .promotion import _SCALAR_NAME, result_dtype
+from .promotion import _SCALAR_NAME, check_tensors, result_dtype
 from .reduction import return_types
 
 
@@ -110,8 +110,9 @@ def _require_float(api, *ts):
 @method("nextafter", function=True)
 def nextafter(input, other):
     """Mirrors ``torch.nextafter``: the next representable float after ``input`` towards
-    ``other``, elementwise (broadcast; the promoted floating dtype). No gradient, as torch.
-    NotImplementedError for integer inputs."""
+    ``other``, elementwise (broadcast; the promoted floating dtype). Autograd as torch
+    (``NextafterBackward0``): gradient 1 for ``input``, 0 for ``other``. NotImplementedError for
+    integer inputs."""
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
     _require_float("nextafter", input, other)
     return apply_op(OPS["nextafter"], (input, other), (("dtype", result_dtype(input, other).np),))
@@ -121,7 +122,8 @@ def nextafter(input, other):
 def frexp(input):
     """Mirrors ``torch.frexp``: ``(mantissa, exponent)`` with ``input = mantissa * 2**exponent``,
     ``|mantissa|`` in [0.5, 1); mantissa in the input's dtype, exponent int32 (0 for 0, inf,
-    NaN). No gradient. RuntimeError for a non-floating input, as torch."""
+    NaN). Autograd: ``FrexpBackward0``, the mantissa's gradient ``grad / 2**exponent``.
+    RuntimeError for a non-floating input, as torch."""
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes; convert the input with .float()")
     m, e = apply_op(OPS["frexp"], (input,))
@@ -136,7 +138,9 @@ def ldexp(input, other):
     """Mirrors ``torch.ldexp``: ``input * 2**other`` (``2**other`` in the default float dtype,
     then torch's promotion: integer inputs give float32). Gradient through the product.
     Differs from torch: torch 2.13's gradient for ``input`` is 0 where an integer ``other`` is
-    negative (it computes ``2**other`` in integers); tracegrad's is ``2**other``."""
+    negative (it computes ``2**other`` in integers); tracegrad's is ``2**other``. TypeError for a
+    number operand, as torch."""
+    check_tensors("ldexp", input, other)
     return input * (2.0 ** other)
 
 

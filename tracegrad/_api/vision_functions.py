@@ -187,8 +187,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def adaptive_avg_pool3d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool3d``; ``None`` keeps a size; (1, 1, 1) is a mean
     (``MeanBackward1``), as torch. grad_fn ``AdaptiveAvgPool3DBackward0``."""
+    out = _out_size(input, output_size, 3, "adaptive_avg_pool3d")
     _check_pool3d(input, "adaptive_avg_pool3d")
-    out = _out_size(input, output_size, 3)
     if out == (1, 1, 1):
         return input.mean((-1, -2, -3), keepdim=True)
     return apply_op(OPS["adaptive_avg_pool3d"], (input,), (("output_size", out),))

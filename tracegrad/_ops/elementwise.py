@@ -149,6 +149,17 @@ def _atan2_jvp(primals, tangents):
     return _atan2(a, b), (b * da - a * db) * recip
 
 
+def _copysign(a, b, dtype):
+    a = _c(a, dtype)
+    mag = a * jnp.sign(a)   # |a| with torch's zero gradient at a == 0 (JAX's abs has 1 there)
+    return jnp.where(jnp.signbit(_c(b, dtype)), -mag, mag)   # -0.0 counts as negative, as torch
+
+
+# other's gradient is zero (it only reaches the result through its sign bit), as torch. torch
+# saves (self, result), the result carrying other's sign; the VJP here reads other itself.
+defop("copysign", _copysign, args=("self", "other"), grad_fn="CopysignBackward0", saves=("self", "other"))
+defop("copysign_scalar", _copysign, args=("self", "other"), grad_fn="CopysignBackward1", saves=("self",),
+      no_edge=("other",))
 defop("atan2", lambda a, b, dtype: _atan2(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="Atan2Backward0", saves=("other", "self"))
 def _pow(a, b, dtype):

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from .reduction import _on_0d
 from .registry import defop
 from .shape import _start, defdynview
 
@@ -188,17 +189,19 @@ defop("scatter_value", _scatter, args=("self", "index", "value"), grad_fn="Scatt
       saves=("index",), no_edge=("value",))
 defop("scatter_add", lambda x, index, src, dim: _scatter(x, index, src, dim, "add"),
       args=("self", "index", "src"), grad_fn="ScatterAddBackward0", saves=("index",))
-defop("index_select", lambda x, index, dim: jnp.take(x, index, axis=dim), args=("self", "index"),
+# torch treats a 0-d self as one element along dim 0 (index [0]) and gives a 0-d result
+defop("index_select", _on_0d(lambda x, index, dim: jnp.take(x, index, axis=dim)), args=("self", "index"),
       grad_fn="IndexSelectBackward0", saves=("index",))
 
 
 def _index_add(x, index, source, alpha, dim):
+    source = source.reshape(x.shape) if source.ndim == 0 else source   # a 0-d self's 0-d source (_on_0d)
     xm = jnp.moveaxis(x, dim, 0)
     sm = jnp.moveaxis(source.astype(x.dtype), dim, 0)
     return jnp.moveaxis(xm.at[index].add(alpha * sm), 0, dim)
 
 
-defop("index_add", _index_add, args=("self", "index", "source", "alpha"), grad_fn="IndexAddBackward0",
+defop("index_add", _on_0d(_index_add), args=("self", "index", "source", "alpha"), grad_fn="IndexAddBackward0",
       saves=("index",))
 defop("masked_fill", lambda x, mask, value: jnp.where(mask, jnp.asarray(value, x.dtype), x),
       args=("self", "mask", "value"), grad_fn="MaskedFillBackward0", saves=("mask",), no_edge=("value",))
@@ -225,11 +228,11 @@ def _index_fill(x, index, value, dim):
     return jnp.where(written, jnp.asarray(value).astype(x.dtype), x)
 
 
-defop("index_copy", _index_copy, args=("self", "index", "source"), grad_fn="IndexCopyBackward0",
+defop("index_copy", _on_0d(_index_copy), args=("self", "index", "source"), grad_fn="IndexCopyBackward0",
       saves=("index",))
-defop("index_fill", _index_fill, args=("self", "index", "value"), grad_fn="IndexFillBackward0",
+defop("index_fill", _on_0d(_index_fill), args=("self", "index", "value"), grad_fn="IndexFillBackward0",
       saves=("index",), no_edge=("value",))
-defop("index_fill_tensor", _index_fill, args=("self", "index", "value"), grad_fn="IndexFillBackward1",
+defop("index_fill_tensor", _on_0d(_index_fill), args=("self", "index", "value"), grad_fn="IndexFillBackward1",
       saves=("index",))
 
 

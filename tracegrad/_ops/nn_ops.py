@@ -116,8 +116,11 @@ def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divis
     lead = (1,) * (x.ndim - nd)
     full = [(0, 0)] * (x.ndim - nd) + pads
     s = lax.reduce_window(x, np.array(0, x.dtype), lax.add, lead + kernel, lead + stride, full)
+    # torch divides integer sums in C++: truncating integer division, the dtype kept
+    div = (lambda a, b: lax.div(a, jnp.broadcast_to(jnp.asarray(b, x.dtype), a.shape))) if jnp.issubdtype(x.dtype, jnp.integer) \
+        else (lambda a, b: a / b)
     if divisor_override:
-        return s / divisor_override
+        return div(s, divisor_override)
     if count_include_pad:
         # windows count padding cells, but not cells past the padded input (ceil_mode overhang)
         base = np.ones(tuple(n + 2 * p for n, p in zip(sp, padding)), np.float64)
@@ -126,7 +129,7 @@ def _avg_pool(x, *, kernel, stride, padding, ceil_mode, count_include_pad, divis
         base = np.ones(sp, np.float64)
         cpads = pads
     cnt = lax.reduce_window(np.asarray(base, x.dtype), np.array(0, x.dtype), lax.add, kernel, stride, cpads)
-    return s / cnt
+    return div(s, cnt)
 
 
 defop("avg_pool2d", _avg_pool, grad_fn="AvgPool2DBackward0", saves=("self",))
@@ -233,8 +236,10 @@ defop("leaky_relu", lambda x, negative_slope: jnp.where(x > 0, x, x * jnp.asarra
 defop("elu", lambda x, alpha: jnp.where(x > 0, x, jnp.asarray(alpha, x.dtype) * jnp.expm1(jnp.where(x > 0, 0, x))),
       grad_fn="EluBackward0", saves=("self",))
 # torch's hardtanh gradient is 0 at the bounds (exclusive mask), unlike clamp's
-defop("hardtanh", lambda x, min_val, max_val: jnp.where((x > min_val) & (x < max_val), x,
-                                                       jax.lax.stop_gradient(jnp.clip(x, min_val, max_val))),
+# bounds in x's dtype: integer inputs stay integers, as torch
+defop("hardtanh", lambda x, min_val, max_val: jnp.where(
+          (x > min_val) & (x < max_val), x,
+          jax.lax.stop_gradient(jnp.clip(x, jnp.asarray(min_val).astype(x.dtype), jnp.asarray(max_val).astype(x.dtype)))),
       grad_fn="HardtanhBackward0",
       saves=("self",))
 defop("softplus", lambda x, beta, threshold: jnp.where(x * beta > threshold, x, jnp.logaddexp(x * beta, 0) / beta),

@@ -192,6 +192,8 @@ defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=
 def _median_all(x):
     # torch spreads the gradient evenly over the elements equal to the median
     v = jax.lax.stop_gradient(_median(x.ravel(), 0, False)[0])
+    if not jnp.issubdtype(x.dtype, jnp.inexact):
+        return v   # nothing to differentiate, and the mean below would turn integers to floats
     mask = (x == v).astype(x.dtype)
     den = jnp.sum(mask)   # 0 when the median is NaN: the value is that NaN, gradients 0
     return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))

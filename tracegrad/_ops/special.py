@@ -21,11 +21,44 @@ def _u(fn):
     return f
 
 
+# NOTE [polygamma below zero]: JAX's polygamma(n, x) is a Hurwitz zeta, wrong for x < 0 (at
+# x = -8.99 it gives -53098 for trigamma, where the function is 7516.7); torch's is right there.
+# Below zero we use the reflection formula
+#   psi_n(x) = (-1)^(n+1) * ((-1)^n * pi * d^n/dx^n cot(pi x) - psi_n(1 - x)),
+# whose derivative JAX's AD gets right. digamma's own value is right below zero, but its JAX
+# derivative is that trigamma, so digamma takes ours as its derivative.
+def _cot_derivative(x, n):
+    f = lambda v: 1 / jnp.tan(jnp.pi * v)   # noqa: E731
+    for _ in range(n):
+        f = jax.grad(f)
+    return jnp.vectorize(f)(x)
+
+
+def _polygamma_n(x, n):
+    """polygamma(n, x) for n >= 1, right on the whole real line. float32 is computed in float64:
+    the reflection cancels digits (torch's float32 kernel is within 1e-4 of the float64 value)."""
+    w = x.astype(jnp.float64) if x.dtype == jnp.float32 else x
+    neg = w < 0
+    pos = jss.polygamma(jnp.asarray(n, jnp.int32), jnp.where(neg, 1 - w, w))
+    refl = (-1) ** (n + 1) * ((-1) ** n * jnp.pi * _cot_derivative(jnp.where(neg, w, 0.5), n) - pos)
+    return jnp.where(neg, refl, pos).astype(x.dtype)
+
+
+@jax.custom_jvp
+def _digamma(x):
+    return jnp.where(x == 0, jnp.copysign(jnp.inf, -x).astype(x.dtype), jss.digamma(x))   # torch: -inf at +0, +inf at -0 (JAX: NaN)
+
+
+@_digamma.defjvp
+def _digamma_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _digamma(x), _polygamma_n(x, 1) * t
+
+
 _UNARY = [
     # name, jax fn, torch grad_fn
     ("lgamma", jss.gammaln, "LgammaBackward0"),
-    ("digamma", lambda x: jnp.where(x == 0, jnp.copysign(jnp.inf, -x).astype(x.dtype), jss.digamma(x)),
-     "DigammaBackward0"),   # torch: -inf at +0, +inf at -0 (JAX: NaN)
+    ("digamma", _digamma, "DigammaBackward0"),
     ("erfc", jss.erfc, "ErfcBackward0"),
     ("i0", jss.i0, "I0Backward0"),
     ("i0e", jss.i0e, "SpecialI0EBackward0"),
@@ -40,7 +73,7 @@ for _name, _fn, _gf in _UNARY:
 
 def _polygamma(x, n, dtype=None):
     x = x if dtype is None else x.astype(dtype)
-    return jss.polygamma(jnp.asarray(n, jnp.int32), x)
+    return _digamma(x) if n == 0 else _polygamma_n(x, n)   # NOTE [polygamma below zero]
 
 
 @jax.custom_jvp
@@ -59,12 +92,24 @@ defop("entr", _u(_entr), grad_fn="SpecialEntrBackward0", saves=("self",))
 defop("polygamma", _polygamma, grad_fn="PolygammaBackward0", saves=("self",))
 
 
+@jax.custom_jvp
+def _nextafter_fn(a, b):
+    return jnp.nextafter(a, b)
+
+
+@_nextafter_fn.defjvp
+def _nextafter_jvp(primals, tangents):
+    # torch's gradient: 1 for self, 0 for other (the step is treated as a constant)
+    return _nextafter_fn(*primals), tangents[0]
+
+
 def _nextafter(a, b, dtype):
-    return jnp.nextafter(a.astype(dtype), b.astype(dtype))
+    return _nextafter_fn(a.astype(dtype), b.astype(dtype))
 
 
-defop("nextafter", _nextafter, args=("self", "other"))                 # no gradient, as torch
-defop("frexp", lambda x: tuple(jnp.frexp(x)), n_out=2)                 # mantissa, int32 exponent
+defop("nextafter", _nextafter, args=("self", "other"), grad_fn="NextafterBackward0")
+# JAX's frexp already differentiates the mantissa as torch does (grad / 2**exponent)
+defop("frexp", lambda x: tuple(jnp.frexp(x)), grad_fn="FrexpBackward0", n_out=2, n_diff=1, saves=("self",))   # mantissa, int32 exponent
 
 
 def _logcumsumexp(x, dim):

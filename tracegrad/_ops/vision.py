@@ -114,6 +114,14 @@ def _resample_matrix(mode, n_in, n_out, align_corners, scale):
 def _upsample(x, *, mode, output_size, scales, align_corners):
     """Resize the trailing ``len(output_size)`` dims; ``scales`` are the user's scale factors
     (or None), which torch uses for the source index instead of ``in/out``."""
+    if not (jnp.issubdtype(x.dtype, jnp.inexact) or mode in ("nearest", "nearest-exact")):
+        # fractional weights in an integer dtype would truncate to 0: interpolate in float32 and
+        # round to the nearest integer (torch's uint8 kernels use fixed-point weights: results can
+        # differ by one)
+        y = _upsample(x.astype(jnp.float32), mode=mode, output_size=output_size, scales=scales,
+                      align_corners=align_corners)
+        info = jnp.iinfo(x.dtype)
+        return jnp.clip(jnp.round(y), info.min, info.max).astype(x.dtype)
     nd = len(output_size)
     out = x
     for k, (o, sc) in enumerate(zip(output_size, scales)):

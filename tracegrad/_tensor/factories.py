@@ -192,10 +192,25 @@ def _check_steps(steps, api):
         raise RuntimeError(f"{api}(): number of steps must be non-negative, got steps={steps}")
 
 
+def _endpoints(start, end, api):
+    """linspace/logspace endpoints as numbers; torch takes 0-d tensors too (RuntimeError otherwise)."""
+    out = []
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, Tensor):
+            if v.ndim != 0:
+                raise RuntimeError(f"{api} only supports 0-dimensional start and end tensors, but got {name} "
+                                   f"with {v.ndim} dimension(s).")
+            v = v.item()
+        out.append(v)
+    return out
+
+
 @with_x64
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
-    """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive.
-    RuntimeError for negative ``steps``."""
+    """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive
+    (numbers or 0-d tensors). RuntimeError for negative ``steps`` or a tensor endpoint that is
+    not 0-d."""
+    start, end = _endpoints(start, end, "linspace")
     _check_steps(steps, "linspace")
     d = _fdt(dtype)
     return _finish(jnp.linspace(start, end, steps, dtype=d.np), d, device, requires_grad)
@@ -204,7 +219,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 @with_x64
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``. RuntimeError for
-    negative ``steps``."""
+    negative ``steps`` or a tensor endpoint that is not 0-d."""
+    start, end = _endpoints(start, end, "logspace")
     _check_steps(steps, "logspace")
     d = _fdt(dtype)
     return _finish(jnp.logspace(start, end, steps, base=base, dtype=d.np), d, device, requires_grad)

@@ -114,9 +114,13 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     ``return_indices=True`` raises NotImplementedError (as tracegrad's adaptive_max_pool2d)."""
     if return_indices:
         raise NotImplementedError("adaptive_max_pool3d(return_indices=True) is not supported by tracegrad")
+    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
     out = _tuple(output_size, 3)
+    if len(out) != 3:
+        raise RuntimeError(f"adaptive_max_pool3d(): internal error: output_size.size() must be 3, got {len(out)}")
     x = input
     for d, o in enumerate(out):
         dim = input.dim() - 3 + d

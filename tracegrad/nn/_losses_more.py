@@ -123,6 +123,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     max(0, margin - x[y] + x[i])^p / C`` (times ``weight[y]``); input ``(N, C)`` or ``(C)``,
     int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D."""
     reduction = _legacy(size_average, reduce, reduction)
+    _reduction.get_enum(reduction)   # a bad name is torch's first error, before any on the inputs
     if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
@@ -153,6 +154,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     ``sum over targets j and non-target classes i of max(0, 1 - (x[j] - x[i])) / C``. Input and
     target ``(N, C)`` or ``(C)``."""
     reduction = _legacy(size_average, reduce, reduction)
+    _reduction.get_enum(reduction)
     _check_class_input("multilabel_margin_loss", input, target)
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"multilabel_margin_loss: inconsistent target size: {list(target.shape)} for input of "

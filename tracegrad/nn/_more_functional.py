@@ -126,6 +126,8 @@ def prelu(input, weight):
     ``(1,)`` or ``(C,)`` with C = ``input.shape[1]`` (a 0-D/1-D input has one channel, as torch).
     Gradients flow to input and weight. Raises: RuntimeError when weight has another count.
     Differs from torch: grad_fn is the composite's (torch: ``PreluKernelBackward0``)."""
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     n = weight.numel()
     if n != 1:
         channels = input.shape[1] if input.dim() >= 2 else 1

@@ -271,7 +271,10 @@ def relu6(input, inplace=False):
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """Mirrors ``torch.nn.functional.hardtanh``: grad_fn ``HardtanhBackward0``."""
+    """Mirrors ``torch.nn.functional.hardtanh``: grad_fn ``HardtanhBackward0``. ValueError when
+    ``min_val > max_val``."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
@@ -648,12 +651,18 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     return mask
 
 
-def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
-                                 add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True,
-                                 key_padding_mask=None, need_weights=True, attn_mask=None, q_proj_weight=None,
-                                 k_proj_weight=None, v_proj_weight=None, average_attn_weights=True, is_causal=False):
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
     """Mirrors ``torch.nn.functional.multi_head_attention_forward`` (sequence-first layout:
-    query ``(L, N, E)`` or unbatched ``(L, E)``). Returns (output, weights or None)."""
+    query ``(L, N, E)`` or unbatched ``(L, E)``), torch's argument order. ``use_separate_proj_weight``
+    takes ``q/k/v_proj_weight`` instead of ``in_proj_weight``; ``static_k``/``static_v``
+    ``(N * num_heads, S, E / num_heads)`` replace the projected keys/values. Returns (output,
+    weights or None). AssertionError when the embedding size is not ``embed_dim_to_check``
+    (as torch)."""
     is_batched = query.dim() == 3
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
@@ -670,8 +679,10 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
+    assert embed_dim == embed_dim_to_check, \
+        f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
     head_dim = embed_dim // num_heads
-    if in_proj_weight is not None:
+    if not use_separate_proj_weight:
         E = embed_dim
         if key is value and query is key:
             proj = linear(query, in_proj_weight, in_proj_bias)
@@ -700,8 +711,8 @@ def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, i
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
     q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
     if add_zero_attn:
         zeros = tracegrad.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
         k = tracegrad.cat([k, zeros], dim=1)

@@ -90,10 +90,10 @@ class MultiheadAttention(Module):
             else:
                 query, key, value = (t.transpose(1, 0) for t in (query, key, value))
         out, w = multi_head_attention_forward(
-            query, key, value, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k, self.bias_v,
-            self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias, training=self.training,
-            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
-            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.bias_k,
+            self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+            training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=self.in_proj_weight is None, q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight,
             average_attn_weights=average_attn_weights, is_causal=is_causal)
         if self.batch_first and is_batched:
             return out.transpose(1, 0), w
