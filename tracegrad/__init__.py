@@ -138,6 +138,11 @@ from ._api.functions import (
     dist as dist, histc as histc, mode as mode, take as take, trapezoid as trapezoid, trapz as trapz,
     unique_consecutive as unique_consecutive, vander as vander
 )
+# statistics (_api/statistics.py), and functions tracegrad gained with them (adjoint, cumulative_trapezoid).
+from ._api.functions import (  # noqa: E402
+    adjoint as adjoint, corrcoef as corrcoef, cov as cov, cumulative_trapezoid as cumulative_trapezoid,
+    histogram as histogram, nanmedian as nanmedian, nanquantile as nanquantile
+)
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
 from ._api.functions import (  # noqa: E402
     abs_ as abs_, acos_ as acos_, acosh_ as acosh_, addbmm as addbmm, addmv as addmv, addmv_ as addmv_, addr as addr,
