@@ -208,6 +208,12 @@ from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402
 from . import special as special  # noqa: E402
 from . import fft as fft  # noqa: E402
+from . import signal as signal  # noqa: E402
+# short-time Fourier transforms and windows (_spectral.py; it also sets Tensor.stft/istft)
+from ._spectral import (  # noqa: E402
+    bartlett_window as bartlett_window, blackman_window as blackman_window, hamming_window as hamming_window,
+    hann_window as hann_window, istft as istft, kaiser_window as kaiser_window, stft as stft
+)
 from . import onnx as onnx  # noqa: E402  (export raises: tracegrad has no ONNX exporter)
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
