@@ -73,7 +73,7 @@ from ._tensor.factories import (
     arange as arange, as_tensor as as_tensor, asarray as asarray, bernoulli as bernoulli,
     empty as empty, empty_like as empty_like, eye as eye, from_numpy as from_numpy, full as full,
     full_like as full_like, linspace as linspace, logspace as logspace, multinomial as multinomial,
-    normal as normal, ones as ones, ones_like as ones_like, rand as rand, rand_like as rand_like,
+    ones as ones, ones_like as ones_like, rand as rand, rand_like as rand_like,
     randint as randint, randint_like as randint_like, randn as randn, randn_like as randn_like,
     randperm as randperm, tensor as tensor, zeros as zeros, zeros_like as zeros_like
 )
@@ -142,6 +142,10 @@ from ._api.functions import (
 from ._api.functions import (  # noqa: E402
     adjoint as adjoint, corrcoef as corrcoef, cov as cov, cumulative_trapezoid as cumulative_trapezoid,
     histogram as histogram, nanmedian as nanmedian, nanquantile as nanquantile
+)
+# draws from tensor parameters and empty_strided (_api/random_draws.py)
+from ._api.functions import (  # noqa: E402
+    binomial as binomial, empty_strided as empty_strided, normal as normal, poisson as poisson
 )
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
 from ._api.functions import (  # noqa: E402
