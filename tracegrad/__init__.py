@@ -143,6 +143,17 @@ from ._api.functions import (  # noqa: E402
     adjoint as adjoint, corrcoef as corrcoef, cov as cov, cumulative_trapezoid as cumulative_trapezoid,
     histogram as histogram, nanmedian as nanmedian, nanquantile as nanquantile
 )
+# integer functions (_api/integer_math.py), incomplete gamma (_api/special_math.py) and more small
+# compositions (_api/composite_extra.py)
+from ._api.functions import (  # noqa: E402
+    bitwise_left_shift as bitwise_left_shift, bitwise_right_shift as bitwise_right_shift, gcd as gcd, gcd_ as gcd_,
+    lcm as lcm, lcm_ as lcm_, igamma as igamma, igammac as igammac, chain_matmul as chain_matmul,
+    diagonal_scatter as diagonal_scatter, is_nonzero as is_nonzero, is_same_size as is_same_size,
+    is_signed as is_signed, nonzero_static as nonzero_static, put as put, renorm as renorm,
+    scalar_tensor as scalar_tensor, select_scatter as select_scatter, slice_scatter as slice_scatter,
+    split_with_sizes as split_with_sizes, unravel_index as unravel_index, unsafe_chunk as unsafe_chunk,
+    unsafe_split as unsafe_split, unsafe_split_with_sizes as unsafe_split_with_sizes
+)
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
     binomial as binomial, empty_strided as empty_strided, normal as normal, poisson as poisson
@@ -203,6 +214,7 @@ from . import distributed as distributed  # noqa: E402  (before nn: nn.parallel 
 from . import nn as nn, optim as optim, utils as utils  # noqa: E402  (torch imports these at import, too)
 from . import func as func, viz as viz  # noqa: E402
 from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function as jax_function  # noqa: E402
+from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import jit as jit  # noqa: E402
