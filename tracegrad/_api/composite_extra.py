@@ -14,9 +14,10 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .._tensor.factories import tensor as _tensor
-from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
-from .composite import _host, float_power
+from .composite import float_power
+from .composite_more import flat_index
 from .elementwise import where
 from .inplace import copy_
 from .shape import cat, chunk, split
@@ -116,25 +117,13 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
     return _scatter_into("diagonal_scatter", input, src, lambda t: t.diagonal(offset, dim1, dim2))
 
 
-def _flat_index(input, index, api):
-    if index.dtype is not _dt.int64:
-        raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {index.dtype}; convert it with .long()")
-    n = input.numel()
-    if not isinstance(index._value, _JaxTracer) and index.numel():
-        a = _host(index)
-        bad = a[(a >= n) | (a < -n)]
-        if bad.size:
-            raise IndexError(f"{api}(): index {int(bad[0])} is out of bounds for a tensor of {n} elements")
-    return where(index < 0, index + n, index).reshape(-1)
-
-
 @method("put", function=True)
 def put(input, index, source, accumulate=False):
     """Mirrors ``torch.put``: a copy of ``input`` with ``source``'s values written (added, with
     ``accumulate``) at the flat positions ``index`` (int64; negative counts from the end).
     Gradients to ``input`` and ``source``. IndexError for an index out of range (eager),
     RuntimeError for a non-int64 index or sizes that differ."""
-    idx = _flat_index(input, index, "put")
+    idx = flat_index(input, index, "put")
     if source.numel() != idx.numel():
         raise RuntimeError(f"put(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")

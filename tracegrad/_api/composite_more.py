@@ -74,8 +74,15 @@ def take(input, index):
     """Mirrors ``torch.take``: ``input.flatten()[index]``, shaped like ``index`` (int64;
     negative indices count from the end). RuntimeError for a non-int64 index, IndexError for
     one out of range (checked eagerly), as torch."""
+    return input.reshape(-1).index_select(0, flat_index(input, index, "take")).reshape(tuple(index.shape))
+
+
+def flat_index(input, index, api):
+    """``index`` (int64, negative counting from the end) as non-negative positions into
+    ``input.flatten()``, a 1-d tensor. RuntimeError for a non-int64 index; IndexError for one
+    out of range (checked eagerly), as torch's ``take``/``put``."""
     if index.dtype is not _dt.int64:
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_name(index)}; "
+        raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {_name(index)}; "
                            "convert it with .long()")
     n = input.numel()
     if not isinstance(index._value, _JaxTracer) and index.numel():
@@ -83,9 +90,7 @@ def take(input, index):
         bad = a[(a >= n) | (a < -n)]
         if bad.size:
             raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of {n} elements.")
-    flat = input.reshape(-1)
-    idx = where(index < 0, index + n, index).reshape(-1)
-    return flat.index_select(0, idx).reshape(tuple(index.shape))
+    return where(index < 0, index + n, index).reshape(-1)
 
 
 @method("dist", function=True)

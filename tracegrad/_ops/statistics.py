@@ -3,10 +3,9 @@
 are its first ``k`` sorted ones; an all-NaN slice gives NaN."""
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 
-from .reduction import _on_0d
+from .reduction import _on_0d, sorted_pick, spread_to_equal
 from .registry import defop
 
 
@@ -15,30 +14,13 @@ def _valid(x, axis):
 
 
 def _nanmedian(x, dim, keepdim):
-    # the lower median of the non-NaN values; a stable argsort keeps equal values in input
-    # order, so the index is the first occurrence of that value in sorted position, as torch
-    order = jnp.argsort(x, axis=dim, stable=True)
-    pos = jnp.maximum((_valid(x, dim) - 1) // 2, 0)
-    pos = jnp.broadcast_to(pos, x.shape[:dim] + (1,) + x.shape[dim + 1:])
-    i = jnp.take_along_axis(order, pos, axis=dim)
-    v = jnp.take_along_axis(x, i, axis=dim)
-    if not keepdim:
-        v, i = jnp.squeeze(v, dim), jnp.squeeze(i, dim)
-    return v, i.astype(jnp.int64)
+    # the lower median of the non-NaN values (position 0 of an all-NaN slice: NaN)
+    return sorted_pick(x, dim, keepdim, jnp.maximum((_valid(x, dim) - 1) // 2, 0))
 
 
 defop("nanmedian_dim", _on_0d(_nanmedian), grad_fn="NanmedianBackward1", n_out=2, n_diff=1, saves=("self",))
-
-
-def _nanmedian_all(x):
-    # torch spreads the gradient evenly over the elements equal to the median (as median_all)
-    v = jax.lax.stop_gradient(_nanmedian(x.ravel(), 0, False)[0])
-    mask = (x == v).astype(x.dtype)
-    den = jnp.sum(mask)    # 0 when every element is NaN: the value is NaN, gradients 0
-    return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))
-
-
-defop("nanmedian_all", _nanmedian_all, grad_fn="NanmedianBackward0", saves=("self",))
+defop("nanmedian_all", lambda x: spread_to_equal(x, _nanmedian(x.ravel(), 0, False)[0]),
+      grad_fn="NanmedianBackward0", saves=("self",))
 
 
 def _nanquantile(x, q, dim, keepdim, interpolation):
