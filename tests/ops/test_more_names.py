@@ -87,6 +87,27 @@ CASES = [
     C("mH_adjoint", lambda m, x: (x.mH, x.adjoint(), m.adjoint(x)), [F(2, 3, 4)], no_grad_fn=True),
     C("mH_complex", lambda m, x: m.view_as_real((x * (1 + 2j)).mH), [D(2, 3)], no_grad_fn=True),
     C("mH_1d_raises", lambda m, x: x.mH, [F(3)], raises=True),
+    C("gradient", lambda m, x: m.gradient(x), [F(3, 5)], no_grad_fn=True),
+    C("gradient_spacing_edge2", lambda m, x: m.gradient(x, spacing=[0.5, 2.0], edge_order=2), [D(4, 3)],
+      no_grad_fn=True),
+    C("gradient_coords_dims", lambda m, x, c0, c1: m.gradient(x, spacing=[c1, c0], dim=[1, 0], edge_order=2),
+      [D(3, 4), A(np.array([0.0, 1.0, 3.0]), grad=False), A(np.array([0.0, 0.5, 2.0, 2.2]), grad=False)],
+      no_grad_fn=True),
+    C("gradient_coords_edge1", lambda m, x, c: m.gradient(x, spacing=(c,)), [F(5), A(np.array([0.0, 1, 3, 4, 7]),
+                                                                                    grad=False)], no_grad_fn=True),
+    C("gradient_int", lambda m, x: m.gradient(x, dim=0), [I(4, 2, hi=9)]),
+    C("gradient_short_raises", lambda m, x: m.gradient(x, edge_order=2), [F(2)], raises=True),
+    C("gradient_edge_order_raises", lambda m, x: m.gradient(x, edge_order=3), [F(5)], raises=True),
+    C("gradient_spacing_len_raises", lambda m, x: m.gradient(x, spacing=[1.0, 2.0, 3.0]), [F(3, 4)], raises=True),
+    *[C(f"index_reduce_{r}", lambda m, x, s, r=r: x.index_reduce(0, m.tensor([0, 2, 0, 1]), s, r), [D(3, 4), D(4, 4)],
+        no_grad_fn=True) for r in ("prod", "mean", "amax", "amin")],
+    C("index_reduce_exclude_self_dim1", lambda m, x, s: m.index_reduce(x, 1, m.tensor([0, 3, 3]), s, "mean",
+                                                                       include_self=False), [D(3, 4), D(3, 3)],
+      no_grad_fn=True),
+    C("index_reduce_inplace", lambda m, x, s: x.clone().index_reduce_(0, m.tensor([1, 1]), s, "amax"),
+      [D(3, 2), D(2, 2)], no_grad_fn=True),
+    C("index_reduce_bad_reduce_raises", lambda m, x, s: x.index_reduce(0, m.tensor([0]), s, "sum"), [F(2, 2), F(1, 2)],
+      raises=True),
 ]
 
 
@@ -99,7 +120,7 @@ def _ishift(a):
 @params(CASES)
 def test_more_names_parity(case):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # chain_matmul's deprecation warning, both sides
+        warnings.simplefilter("ignore")   # chain_matmul's deprecation, index_reduce's beta warning (torch)
         check_parity(case, torch)
 
 

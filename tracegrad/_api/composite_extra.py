@@ -2,7 +2,8 @@
 (``is_nonzero``, ``is_same_size``, ``is_signed``), splitting spellings (``split_with_sizes``,
 ``unsafe_split``, ``unsafe_chunk``), writes into a view of a copy (``select_scatter``,
 ``slice_scatter``, ``diagonal_scatter``, ``put``/``put_``), index helpers (``unravel_index``,
-``nonzero_static``), ``renorm``, ``chain_matmul``, ``scalar_tensor`` and ``float_power_``.
+``nonzero_static``), ``renorm``, ``chain_matmul``, ``scalar_tensor``, ``float_power_``,
+``index_reduce`` and the finite-difference ``gradient``.
 Gradients follow from the ops they are made of (the scatters: ``CopySlices`` as torch's
 decompositions; torch names their nodes ``SelectScatterBackward0``...)."""
 from __future__ import annotations
@@ -225,6 +226,109 @@ def float_power_(self, exponent):
     return copy_(self, float_power(self.clone(), exponent))
 
 
-__all__ = ["is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
+# ---- finite differences ----------------------------------------------------------------------
+def _diff_uniform(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def at(i, k=1):
+        return f.narrow(d, i if i >= 0 else n + i, k)
+    inner = (at(2, n - 2) - at(0, n - 2)) / (2.0 * h)
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / h, (at(-1) - at(-2)) / h
+    else:
+        first = (-1.5 * at(0) + 2.0 * at(1) - 0.5 * at(2)) / h
+        last = (0.5 * at(-3) - 2.0 * at(-2) + 1.5 * at(-1)) / h
+    return cat([first, inner, last], d)
+
+
+def _diff_coords(f, d, x, edge_order):
+    """Second-order differences on the sample points ``x`` (1-d), numpy's formulas."""
+    n = f.shape[d]
+    shape = [1] * f.dim()
+    shape[d] = -1
+
+    def at(i, k=1):
+        return f.narrow(d, i if i >= 0 else n + i, k)
+
+    def along(v):
+        return v.reshape(shape)
+    dx = x[1:] - x[:-1]
+    dx1, dx2 = along(dx[:-1]), along(dx[1:])
+    inner = (-dx2 / (dx1 * (dx1 + dx2)) * at(0, n - 2) + (dx2 - dx1) / (dx1 * dx2) * at(1, n - 2)
+             + dx1 / (dx2 * (dx1 + dx2)) * at(2, n - 2))
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / float(dx[0]), (at(-1) - at(-2)) / float(dx[-1])
+    else:
+        a, b = float(dx[0]), float(dx[1])
+        first = (-(2 * a + b) / (a * (a + b)) * at(0) + (a + b) / (a * b) * at(1) - a / (b * (a + b)) * at(2))
+        a, b = float(dx[-2]), float(dx[-1])
+        last = (b / (a * (a + b)) * at(-3) - (a + b) / (a * b) * at(-2) + (2 * b + a) / (b * (a + b)) * at(-1))
+    return cat([first, inner, last], d)
+
+
+@function()
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Mirrors ``torch.gradient``: one tensor per dim in ``dim`` (all dims when None) holding
+    the derivative estimated by central differences inside and one-sided differences of order
+    ``edge_order`` (1 or 2) at the edges. ``spacing``: a number (the sample distance), a list of
+    numbers (one per dim) or a list of 1-d tensors of sample coordinates (non-uniform spacing,
+    second-order accurate). Integer inputs give the default float dtype. Differentiable.
+    RuntimeError for a dim shorter than ``edge_order + 1``, another ``edge_order`` or a
+    ``spacing`` list of the wrong length, as torch."""
+    dims = list(range(input.dim())) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [_wrap_dim(d, input.dim()) for d in dims]
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(spacings) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                           f"equal to 'self.dim() = {input.dim()}', since dim argument was not given, but got a list "
+                           f"of length {len(spacings)}" if dim is None else
+                           f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                           f"arguments to have the same length, but got a spacing argument of length "
+                           f"{len(spacings)} and a dim argument of length {len(dims)}.")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    f = input if (input.is_floating_point() or input.is_complex()) else input.to(_dt.get_default_dtype())
+    out = []
+    for d, h in zip(dims, spacings):
+        if isinstance(h, Tensor) and h.dim() == 1:
+            # floating coordinates promote with the input, as torch's arithmetic does
+            x = h if h.is_floating_point() else h.to(f.real.dtype if f.is_complex() else f.dtype)
+            out.append(_diff_coords(f, d, x, edge_order))
+        else:
+            out.append(_diff_uniform(f, d, float(h), edge_order))
+    return tuple(out)
+
+
+@method("index_reduce", function=True)
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """Mirrors ``torch.index_reduce`` / ``Tensor.index_reduce``: rows ``index[i]`` of ``input``
+    along ``dim`` reduced with ``source``'s row ``i`` by ``reduce`` ('prod', 'mean', 'amax',
+    'amin'), counting the original row unless ``include_self=False`` (rows no index names stay
+    as they are). Gradients as ``scatter_reduce``, which it is built on. RuntimeError for
+    another ``reduce``, a non-1-d index or mismatched sizes."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = _wrap_dim(dim, input.dim())
+    if index.dim() > 1:
+        raise RuntimeError("index_reduce_(): Index is supposed to be a vector")
+    if source.dim() != input.dim() or source.shape[d] != index.numel():
+        raise RuntimeError(f"index_reduce_(): source must have the input's dims and index.numel() = {index.numel()} "
+                           f"rows along dim {dim}, got source of shape {list(source.shape)}")
+    shape = [1] * source.dim()
+    shape[d] = -1
+    idx = index.reshape(shape).expand(*source.shape)
+    return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+@method("index_reduce_")
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """Mirrors ``Tensor.index_reduce_``: ``index_reduce`` written into ``self``."""
+    return copy_(self, index_reduce(self.clone(), dim, index, source, reduce, include_self=include_self))
+
+
+__all__ = ["gradient", "index_reduce", "index_reduce_", "is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
            "unsafe_chunk", "select_scatter", "slice_scatter", "diagonal_scatter", "put", "put_", "unravel_index",
            "nonzero_static", "renorm", "renorm_", "chain_matmul", "float_power_"]
