@@ -132,6 +132,17 @@ def test_vmap_is_func_vmap():
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
 
 
+def test_legacy_tensor_new():
+    for mod in (torch, tracegrad):
+        x = mod.ones(2, dtype=mod.float64)
+        assert tuple(x.new(2, 3).shape) == (2, 3) and x.new(2, 3).dtype == mod.float64
+        assert tuple(x.new(mod.Size([1, 2])).shape) == (1, 2) and tuple(x.new().shape) == (0,)
+        np.testing.assert_array_equal(x.new([1, 2]).numpy(), [1.0, 2.0])
+        np.testing.assert_array_equal(mod.ones(1, dtype=mod.int64).new([1.7, -2.5]).numpy(), [1, -2])
+        with pytest.raises(TypeError):
+            x.new(mod.ones(2))
+
+
 def test_chain_matmul_warns():
     with pytest.warns(UserWarning, match="deprecated"):
         tracegrad.chain_matmul(tracegrad.ones(2, 2), tracegrad.ones(2, 2))
