@@ -87,6 +87,8 @@ CASES = [
     C("mH_adjoint", lambda m, x: (x.mH, x.adjoint(), m.adjoint(x)), [F(2, 3, 4)], no_grad_fn=True),
     C("mH_complex", lambda m, x: m.view_as_real((x * (1 + 2j)).mH), [D(2, 3)], no_grad_fn=True),
     C("mH_1d_raises", lambda m, x: x.mH, [F(3)], raises=True),
+    C("cfloat_cdouble", lambda m, x: (m.view_as_real(x.cfloat()), m.view_as_real(x.cdouble())), [F(2, 3)],
+      no_grad_fn=True),
     C("gradient", lambda m, x: m.gradient(x), [F(3, 5)], no_grad_fn=True),
     C("gradient_spacing_edge2", lambda m, x: m.gradient(x, spacing=[0.5, 2.0], edge_order=2), [D(4, 3)],
       no_grad_fn=True),
