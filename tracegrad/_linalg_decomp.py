@@ -20,7 +20,7 @@ import numpy as np
 from ._api.shape import cat
 from ._ops import dtypes as _dt
 from ._tensor.factories import zeros as _zeros
-from ._tensor.tensor import Tensor
+from ._tensor.tensor import Tensor, _JaxTracer
 from .func import jax_function
 
 __all__ = ["LinAlgError", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
@@ -61,6 +61,12 @@ def _op(name):
 def _ints(*ts):
     """Integer results as plain tensors (the op marks every output as requiring grad)."""
     return tuple(t.detach() for t in ts)
+
+
+def has_error(info):
+    """Whether any ``info`` code is nonzero; False inside a compiled function or transform,
+    where there is no value to check (the results then hold NaN/inf, as JAX returns)."""
+    return not isinstance(info._value, _JaxTracer) and bool((info != 0).any())
 
 
 def _mT(x):
@@ -124,7 +130,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     _check(A, "cholesky_ex")
     L = _cholesky_ex(A)
     info = _cholesky_info(A.detach())
-    if check_errors and bool((info != 0).any()):
+    if check_errors and has_error(info):
         raise LinAlgError("linalg.cholesky_ex: The factorization could not be completed because the input "
                               f"is not positive-definite (the leading minor of order {int(info.max())} is not).")
     return CholeskyExResult(L.mH if upper else L, info.detach())
@@ -188,7 +194,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     LinAlgError with ``check_errors=True`` when a matrix is singular."""
     _check(A, "inv_ex")
     info = _singular_info(A.detach()).detach()
-    if check_errors and bool((info != 0).any()):
+    if check_errors and has_error(info):
         raise LinAlgError("linalg.inv_ex: The input matrix is singular, so it cannot be inverted.")
     return InvExResult(_inv_ex(A), info)
 
@@ -198,7 +204,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     ``info`` code of ``inv_ex``. LinAlgError with ``check_errors=True`` for a singular ``A``."""
     _check(A, "solve_ex")
     info = _singular_info(A.detach()).detach()
-    if check_errors and bool((info != 0).any()):
+    if check_errors and has_error(info):
         raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
     if not left:
         return SolveExResult(_solve_ex(A.mT, B.mT, vector=False).mT, info)
@@ -227,7 +233,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU; pass pivot=True")
     LU, piv, info = _lu_factor(A)
     piv, info = _ints(piv, info)
-    if check_errors and bool((info != 0).any()):
+    if check_errors and has_error(info):
         raise LinAlgError(f"linalg.lu_factor_ex: U[{int(info.max())},{int(info.max())}] is zero and "
                               "using it on lu_solve would result in a division by zero.")
     return LUFactorExResult(LU, piv, info)
@@ -237,7 +243,7 @@ def lu_factor(A, *, pivot=True, out=None):
     """Mirrors ``torch.linalg.lu_factor``: ``(LU, pivots)`` of ``lu_factor_ex``; LinAlgError
     for an exactly singular (square) ``A``, as torch."""
     LU, piv, info = lu_factor_ex(A, pivot=pivot)
-    if A.shape[-1] == A.shape[-2] and bool((info != 0).any()):
+    if A.shape[-1] == A.shape[-2] and has_error(info):
         raise LinAlgError("linalg.lu_factor: The factorization could not be completed because the input "
                               "is singular; use linalg.lu_factor_ex to get the error code instead")
     return LUFactorResult(LU, piv)
@@ -397,7 +403,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     empty = _zeros((0,), dtype=S.dtype)
     rank = (S > cut * S.amax(-1, keepdim=True)).sum(-1) if S.numel() else _zeros(tuple(S.shape[:-1]), dtype=_dt.int64)
     resid = X.reshape(-1)[:0]     # empty, on the graph (torch's empty residuals require grad too)
-    if m > n and driver != "gelsy" and bool((rank == n).all()):
+    # traced: no value to test, the residuals are computed (as for a full-rank A)
+    full_rank = isinstance(rank._value, _JaxTracer) or bool((rank == n).all())
+    if m > n and driver != "gelsy" and full_rank:
         r = A @ X - Bm
         resid = (r.abs() ** 2).sum(-2) if r.is_complex() else (r * r).sum(-2)
     out_S = S if driver in ("gelsd", "gelss") else empty
@@ -423,7 +431,7 @@ def eig(A, *, out=None):
     """Mirrors ``torch.linalg.eig``: complex ``(eigenvalues, eigenvectors)`` (complex64 for
     float32 input, complex128 for float64), eigenvectors of norm 1 (LAPACK's geev, as torch:
     the same phases). Gradients assume distinct eigenvalues and a loss invariant to the
-    eigenvectors' phases, as torch's. Computed on the host CPU (XLA has no GPU eig).
+    eigenvectors' phases, as torch's. JAX's ``eig`` (LAPACK's geev on CPU; tested on CPU only).
     RuntimeError for non-square or non-floating input."""
     _check(A, "eig")
     return EigResult(*_eig(A))

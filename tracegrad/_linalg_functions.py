@@ -154,7 +154,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
     if get_infos:
         return LUResult(LU, piv, info)
-    if bool((info != 0).any()):
+    if _linalg_decomp.has_error(info):
         raise linalg.LinAlgError("torch.lu: The factorization could not be completed because the input is "
                                  "singular; pass get_infos=True to get the error code instead")
     return LU, piv

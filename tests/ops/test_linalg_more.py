@@ -174,3 +174,17 @@ def test_cholesky_ex_info_inside_compile():
     f = tracegrad.compile(lambda a: tracegrad.linalg.cholesky_ex(a).info)
     bad = tracegrad.tensor([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
     assert int(f(bad)) == 2 and int(f(bad)) == 2
+
+
+def test_compiled_factorizations_equal_eager():
+    def step(a, b):
+        LU, piv = tracegrad.linalg.lu_factor(a)
+        res = tracegrad.linalg.lstsq(a[:, :2], b, driver="gelsd").residuals
+        return tracegrad.linalg.lu_solve(LU, piv, b), res, tracegrad.lu(a)[0]
+    a, b = tracegrad.tensor(_mat(4, 4)), tracegrad.tensor(_mat(4, 2, seed=1))
+    f = tracegrad.compile(step)
+    f(a, b)
+    for got, want in zip(f(a, b), step(a, b)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    stats = [v for k, v in tracegrad.compiler.stats().items() if k.endswith("step")]
+    assert stats and all(v["graph_breaks"] == [] for v in stats)

@@ -150,3 +150,15 @@ def test_stft_return_complex_false_warns_and_gives_the_real_view():
         want = torch.stft(torch.tensor(x), 8, return_complex=False)
     assert got.dtype is tracegrad.float32 and tuple(got.shape) == tuple(want.shape)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_stft_istft_compiled_equal_eager():
+    w = tracegrad.hann_window(8, dtype=tracegrad.float64)
+
+    def roundtrip(x):
+        return tracegrad.istft(tracegrad.stft(x, 8, 2, window=w, return_complex=True), 8, 2, window=w)
+    x = tracegrad.tensor(np.random.RandomState(0).randn(2, 24))
+    f = tracegrad.compile(roundtrip)
+    f(x)
+    np.testing.assert_allclose(f(x).numpy(), roundtrip(x).numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(f(x).numpy(), x.numpy(), rtol=1e-10, atol=1e-12)

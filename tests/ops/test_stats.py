@@ -82,3 +82,14 @@ def test_cov_warns_when_correction_eats_every_degree_of_freedom():
         with pytest.warns(UserWarning, match="degrees of freedom"):
             out = mod.cov(mod.tensor([[1.0, 2.0]]), correction=2)
         assert np.isinf(out.numpy()) or np.isnan(out.numpy())
+
+
+def test_weighted_cov_compiled_equal_eager():
+    x = tracegrad.tensor(np.random.RandomState(0).randn(3, 10))
+    w = tracegrad.tensor(np.random.RandomState(1).rand(10))
+
+    def f(x, w):
+        return tracegrad.cov(x, correction=1, aweights=w)
+    g = tracegrad.compile(f)
+    g(x, w)
+    np.testing.assert_allclose(g(x, w).numpy(), f(x, w).numpy(), rtol=1e-12)

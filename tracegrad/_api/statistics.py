@@ -11,7 +11,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
-from .._tensor.tensor import Tensor, _wrap_dim
+from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from ._registry import method
 from .composite import _host
 from .reduction import _ret_type, quantile_op, return_types
@@ -88,10 +88,11 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = w_sum - correction
         else:
             norm = w_sum - correction * (w * aweights).sum() / w_sum
-    if float(norm) <= 0:
+    concrete = not (isinstance(norm, Tensor) and isinstance(norm._value, _JaxTracer))   # eager: warn as torch
+    if concrete and float(norm) <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
-        norm = 0.0 if not isinstance(norm, Tensor) else norm.clamp(min=0)
+    norm = norm.clamp(min=0) if isinstance(norm, Tensor) else max(norm, 0.0)
     xm = x - avg.unsqueeze(1)
     xw = xm if w is None else xm * w
     out = (xw @ (xm.mT.conj() if xm.is_complex() else xm.mT)) / norm
