@@ -336,7 +336,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if pivots.dtype.name != "int32":
         raise RuntimeError(f"linalg.lu_solve: pivots should be a Tensor of scalar type int32, got {pivots.dtype}")
     if tuple(pivots.shape) != tuple(LU.shape[:-1]):
-        raise RuntimeError(f"linalg.lu_solve: pivots should have shape {tuple(LU.shape[:-1])}, got {tuple(pivots.shape)}")
+        raise RuntimeError(f"linalg.lu_solve: pivots should have shape {tuple(LU.shape[:-1])}, got "
+                           f"{tuple(pivots.shape)}")
     return _lu_solve(LU, pivots, B, left=bool(left), adjoint=bool(adjoint))
 
 

@@ -106,7 +106,8 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
 # ---- stft / istft ----------------------------------------------------------------------------
 def _describe(api, input, n_fft, hop_length, win_length, window):
     w = "None" if window is None else f"tensor{list(window.shape)}"
-    return f"{api}(tensor{list(input.shape)}, n_fft={n_fft}, hop_length={hop_length}, win_length={win_length}, window={w})"
+    return (f"{api}(tensor{list(input.shape)}, n_fft={n_fft}, hop_length={hop_length}, win_length={win_length}, "
+            f"window={w})")
 
 
 def _frame_window(api, input, n_fft, hop_length, win_length, window):

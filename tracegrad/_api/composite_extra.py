@@ -329,6 +329,7 @@ def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     return copy_(self, index_reduce(self.clone(), dim, index, source, reduce, include_self=include_self))
 
 
-__all__ = ["gradient", "index_reduce", "index_reduce_", "is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
+__all__ = ["gradient", "index_reduce", "index_reduce_",
+           "is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
            "unsafe_chunk", "select_scatter", "slice_scatter", "diagonal_scatter", "put", "put_", "unravel_index",
            "nonzero_static", "renorm", "renorm_", "chain_matmul", "float_power_"]

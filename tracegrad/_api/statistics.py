@@ -145,8 +145,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
     gradient (torch has none). Counted on the host. NotImplementedError for integer input,
     RuntimeError for ``bins <= 0``, a reversed range or a ``weight`` of another shape."""
     if not input.is_floating_point():
-        raise NotImplementedError(f"\"histogramdd\" not implemented for '{_SCALAR_NAME.get(input.dtype.name, input.dtype.name)}'; "
-                                  "convert the input with .float() first")
+        name = _SCALAR_NAME.get(input.dtype.name, input.dtype.name)
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{name}'; convert the input with .float() first")
     a = _host(input).reshape(-1)
     dt = a.dtype
     if isinstance(bins, Tensor):
