@@ -148,7 +148,7 @@ from ._api.functions import (  # noqa: E402
 from ._api.functions import (  # noqa: E402
     bitwise_left_shift as bitwise_left_shift, bitwise_right_shift as bitwise_right_shift, gcd as gcd, gcd_ as gcd_,
     lcm as lcm, lcm_ as lcm_, igamma as igamma, igammac as igammac, chain_matmul as chain_matmul,
-    diagonal_scatter as diagonal_scatter, gradient as gradient, index_reduce as index_reduce, is_nonzero as is_nonzero, is_same_size as is_same_size,
+    diagonal_scatter as diagonal_scatter, get_device as get_device, gradient as gradient, index_reduce as index_reduce, is_nonzero as is_nonzero, is_same_size as is_same_size,
     is_signed as is_signed, nonzero_static as nonzero_static, put as put, renorm as renorm,
     scalar_tensor as scalar_tensor, select_scatter as select_scatter, slice_scatter as slice_scatter,
     split_with_sizes as split_with_sizes, unravel_index as unravel_index, unsafe_chunk as unsafe_chunk,

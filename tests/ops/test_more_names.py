@@ -46,6 +46,7 @@ CASES = [
     C("is_nonzero", lambda m, x: (m.is_nonzero(x), x.is_nonzero()), [A(np.array([0.0]))], grad=False),
     C("is_nonzero_many_raises", lambda m, x: m.is_nonzero(x), [F(2)], raises=True),
     C("is_nonzero_empty_raises", lambda m, x: x.is_nonzero(), [F(0)], raises=True),
+    C("get_device", lambda m, x: (x.get_device(), m.get_device(x)), [F(2)], grad=False),
     C("is_same_size", lambda m, a, b: (m.is_same_size(a, b), a.is_same_size(a)), [F(2, 3), F(3, 2)], grad=False),
     C("is_signed", lambda m, a, b: (a.is_signed(), m.is_signed(b), a.to(m.uint8).is_signed(), (b > 0).is_signed()),
       [I(2), F(2)], grad=False),

@@ -88,6 +88,14 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 
 
 @method(function=True)
+def get_device(self):
+    """Mirrors ``torch.get_device`` / ``Tensor.get_device``: -1 for a CPU tensor, else the
+    index of its accelerator."""
+    d = self.device
+    return -1 if d.type == "cpu" else (d.index or 0)
+
+
+@method(function=True)
 def clone(self, *, memory_format=None):
     """Mirrors ``torch.clone``: a copy with its own storage. Autograd: ``CloneBackward0``."""
     return apply_op(OPS["clone"], (self,))
