@@ -73,7 +73,7 @@ from ._tensor.factories import (
     arange as arange, as_tensor as as_tensor, asarray as asarray, bernoulli as bernoulli,
     empty as empty, empty_like as empty_like, eye as eye, from_numpy as from_numpy, full as full,
     full_like as full_like, linspace as linspace, logspace as logspace, multinomial as multinomial,
-    normal as normal, ones as ones, ones_like as ones_like, rand as rand, rand_like as rand_like,
+    ones as ones, ones_like as ones_like, rand as rand, rand_like as rand_like,
     randint as randint, randint_like as randint_like, randn as randn, randn_like as randn_like,
     randperm as randperm, tensor as tensor, zeros as zeros, zeros_like as zeros_like
 )
@@ -138,6 +138,26 @@ from ._api.functions import (
     dist as dist, histc as histc, mode as mode, take as take, trapezoid as trapezoid, trapz as trapz,
     unique_consecutive as unique_consecutive, vander as vander
 )
+# statistics (_api/statistics.py), and functions tracegrad gained with them (adjoint, cumulative_trapezoid).
+from ._api.functions import (  # noqa: E402
+    adjoint as adjoint, corrcoef as corrcoef, cov as cov, cumulative_trapezoid as cumulative_trapezoid,
+    histogram as histogram, nanmedian as nanmedian, nanquantile as nanquantile
+)
+# integer functions (_api/integer_math.py), incomplete gamma (_api/special_math.py) and more small
+# compositions (_api/composite_extra.py)
+from ._api.functions import (  # noqa: E402
+    bitwise_left_shift as bitwise_left_shift, bitwise_right_shift as bitwise_right_shift, gcd as gcd, gcd_ as gcd_,
+    lcm as lcm, lcm_ as lcm_, igamma as igamma, igammac as igammac, chain_matmul as chain_matmul,
+    diagonal_scatter as diagonal_scatter, get_device as get_device, gradient as gradient, index_reduce as index_reduce, is_nonzero as is_nonzero, is_same_size as is_same_size,
+    is_signed as is_signed, nonzero_static as nonzero_static, put as put, renorm as renorm,
+    scalar_tensor as scalar_tensor, select_scatter as select_scatter, slice_scatter as slice_scatter,
+    split_with_sizes as split_with_sizes, unravel_index as unravel_index, unsafe_chunk as unsafe_chunk,
+    unsafe_split as unsafe_split, unsafe_split_with_sizes as unsafe_split_with_sizes
+)
+# draws from tensor parameters and empty_strided (_api/random_draws.py)
+from ._api.functions import (  # noqa: E402
+    binomial as binomial, empty_strided as empty_strided, normal as normal, poisson as poisson
+)
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
 from ._api.functions import (  # noqa: E402
     abs_ as abs_, acos_ as acos_, acosh_ as acosh_, addbmm as addbmm, addmv as addmv, addmv_ as addmv_, addr as addr,
@@ -194,6 +214,7 @@ from . import distributed as distributed  # noqa: E402  (before nn: nn.parallel 
 from . import nn as nn, optim as optim, utils as utils  # noqa: E402  (torch imports these at import, too)
 from . import func as func, viz as viz  # noqa: E402
 from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function as jax_function  # noqa: E402
+from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler as compiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import jit as jit  # noqa: E402
@@ -203,11 +224,19 @@ from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402
 from . import special as special  # noqa: E402
 from . import fft as fft  # noqa: E402
+from . import signal as signal  # noqa: E402
+# short-time Fourier transforms and windows (_spectral.py; it also sets Tensor.stft/istft)
+from ._spectral import (  # noqa: E402
+    bartlett_window as bartlett_window, blackman_window as blackman_window, hamming_window as hamming_window,
+    hann_window as hann_window, istft as istft, kaiser_window as kaiser_window, stft as stft
+)
 from . import onnx as onnx  # noqa: E402  (export raises: tracegrad has no ONNX exporter)
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, matrix_power as matrix_power,
-    pinverse as pinverse, slogdet as slogdet, svd as svd
+    pinverse as pinverse, slogdet as slogdet, svd as svd, cholesky as cholesky, cholesky_solve as cholesky_solve,
+    cholesky_inverse as cholesky_inverse, lu as lu, lu_unpack as lu_unpack, lu_solve as lu_solve, qr as qr,
+    triangular_solve as triangular_solve, matrix_exp as matrix_exp
 )
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 # torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)

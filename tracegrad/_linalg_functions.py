@@ -1,7 +1,9 @@
 """torch's older top-level linear-algebra functions, written on ``tracegrad.linalg``: ``det``,
-``inverse``, ``logdet``, ``slogdet``, ``svd`` (returns ``V``, not ``Vh``) and ``cross`` (the
-first dim of size 3 by default), bound as ``tracegrad.<name>`` in ``tracegrad/__init__.py``
-and as Tensor methods here.
+``inverse``, ``logdet``, ``slogdet``, ``svd`` (returns ``V``, not ``Vh``), ``cross`` (the
+first dim of size 3 by default), the Cholesky/LU/QR/triangular spellings (``cholesky``,
+``cholesky_solve``, ``cholesky_inverse``, ``lu``, ``lu_unpack``, ``lu_solve``, ``qr``,
+``triangular_solve``) and ``matrix_exp``, bound as ``tracegrad.<name>`` in
+``tracegrad/__init__.py`` and as Tensor methods here.
 
 Layering (tests/test_layering.py): ``tracegrad.linalg`` is L7, above the API layer whose
 registry installs Tensor's methods, so this L7 module sets its Tensor methods itself;
@@ -12,14 +14,24 @@ from __future__ import annotations
 import collections
 import warnings
 
-from . import linalg
+from . import _linalg_decomp, linalg
 from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
 
-__all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse"]
+__all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
+           "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp"]
 
 SVDResult = collections.namedtuple("svd", ["U", "S", "V"])
+QRResult = collections.namedtuple("qr", ["Q", "R"])
+LUResult = collections.namedtuple("_lu_with_info", ["LU", "pivots", "info"])
+LUUnpackResult = collections.namedtuple("lu_unpack", ["P", "L", "U"])
+TriangularSolveResult = collections.namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+
+
+def _deprecated(name, instead):
+    warnings.warn(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
+                  "a future PyTorch release (as torch warns)", UserWarning, stacklevel=3)
 
 
 def det(input):
@@ -94,6 +106,99 @@ def pinverse(input, rcond=1e-15):
     return linalg.pinv(input)
 
 
+def cholesky(input, upper=False, *, out=None):
+    """Mirrors ``torch.cholesky`` (deprecated in torch, which warns the same): ``linalg.cholesky``
+    with ``upper``. LinAlgError for a matrix that is not positive-definite."""
+    _deprecated("cholesky", "cholesky")
+    return linalg.cholesky(input, upper=upper)
+
+
+def _check_pair(api, a, b, a_name, b_name):
+    for name, t in ((a_name, a), (b_name, b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{api}(): argument '{name}' must be Tensor, not {type(t).__name__}")
+        if t.dim() < 2:
+            raise RuntimeError(f"{api}: {name} should have at least 2 dimensions, but has {t.dim()} dimensions "
+                               "instead; pass a (batch of) matrices")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{api}: Expected b and A to have the same dtype, but found b of type {a.dtype} and A "
+                           f"of type {b.dtype} instead.")
+
+
+def cholesky_solve(input, input2, upper=False, *, out=None):
+    """Mirrors ``torch.cholesky_solve(B, L, upper=False)``: ``X`` with ``A @ X = B`` where
+    ``A = L @ L.mH`` (``L.mH @ L`` with ``upper=True``), reading only ``L``'s triangle; batch dims
+    broadcast. Gradients for ``B`` and the whole of ``L`` (as torch's). RuntimeError for
+    mismatched sizes, dtypes or fewer than 2 dims."""
+    _check_pair("cholesky_solve", input, input2, "input", "input2")
+    if input.shape[-2] != input2.shape[-1] or input2.shape[-1] != input2.shape[-2]:
+        raise RuntimeError(f"cholesky_solve: Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{input2.shape[-2]} by {input2.shape[-1]} but each b matrix is {input.shape[-2]} by "
+                           f"{input.shape[-1]}")
+    return _linalg_decomp.cholesky_solve_op(input, input2, upper)
+
+
+def cholesky_inverse(input, upper=False, *, out=None):
+    """Mirrors ``torch.cholesky_inverse(L, upper=False)``: the inverse of ``A = L @ L.mH``
+    (``L.mH @ L`` with ``upper=True``) from its Cholesky factor. RuntimeError for fewer than 2
+    dims or a non-square input."""
+    if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but got shape "
+                           f"{tuple(input.shape)}")
+    return _linalg_decomp.cholesky_inverse_op(input, upper)
+
+
+def lu(A, pivot=True, get_infos=False, out=None):
+    """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
+    with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch)."""
+    LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
+    if get_infos:
+        return LUResult(LU, piv, info)
+    if _linalg_decomp.has_error(info):
+        raise linalg.LinAlgError("torch.lu: The factorization could not be completed because the input is "
+                                 "singular; pass get_infos=True to get the error code instead")
+    return LU, piv
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
+    """Mirrors ``torch.lu_unpack``: ``(P, L, U)`` from ``lu_factor``'s packed result (``P`` a
+    permutation matrix of ``LU``'s dtype; empty tensors for the parts not asked for).
+    Gradients through ``L`` and ``U``. RuntimeError for pivots that are not int32."""
+    if LU_data.dim() < 2:
+        raise RuntimeError(f"lu_unpack: LU_data must have at least 2 dimensions, got {LU_data.dim()}")
+    return LUUnpackResult(*_linalg_decomp.lu_unpack_arrays(LU_data, LU_pivots, unpack_data, unpack_pivots))
+
+
+def lu_solve(b, LU_data, LU_pivots, *, out=None):
+    """Mirrors ``torch.lu_solve(b, LU_data, LU_pivots)``: ``linalg.lu_solve(LU, pivots, b)``."""
+    return linalg.lu_solve(LU_data, LU_pivots, b)
+
+
+def qr(input, some=True, *, out=None):
+    """Mirrors ``torch.qr`` (deprecated in torch, which warns the same): ``linalg.qr`` in mode
+    'reduced' (``some=True``) or 'complete'."""
+    _deprecated("qr", "qr")
+    return QRResult(*linalg.qr(input, "reduced" if some else "complete"))
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
+    """Mirrors ``torch.triangular_solve`` (deprecated in torch, which warns the same):
+    ``(solution, cloned_coefficient)`` with ``op(A) @ solution = b``, ``op`` the transpose when
+    ``transpose``; ``A``'s upper (default) or lower triangle is read."""
+    _deprecated("triangular_solve", "solve_triangular")
+    _check_pair("triangular_solve", b, A, "b", "A")
+    if transpose:
+        X = linalg.solve_triangular(A.mT, b, upper=not upper, unitriangular=unitriangular)
+    else:
+        X = linalg.solve_triangular(A, b, upper=upper, unitriangular=unitriangular)
+    return TriangularSolveResult(X, A.expand(*X.shape[:-2], *A.shape[-2:]).clone())
+
+
+def matrix_exp(input):
+    """Mirrors ``torch.matrix_exp``: ``tracegrad.linalg.matrix_exp``."""
+    return linalg.matrix_exp(input)
+
+
 def _cross_method(self, other, dim=None):
     """Mirrors ``Tensor.cross(other, dim=None)``: see ``tracegrad.cross``."""
     return cross(self, other, dim)
@@ -108,3 +213,11 @@ Tensor.svd = svd
 Tensor.cross = _cross_method
 Tensor.matrix_power = matrix_power
 Tensor.pinverse = pinverse
+Tensor.cholesky = cholesky
+Tensor.cholesky_solve = cholesky_solve
+Tensor.cholesky_inverse = cholesky_inverse
+Tensor.lu = lu
+Tensor.lu_solve = lu_solve
+Tensor.qr = qr
+Tensor.triangular_solve = triangular_solve
+Tensor.matrix_exp = matrix_exp

@@ -27,17 +27,32 @@ from ._tensor.tensor import Tensor, _wrap_dim
 from .func import jax_function
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
-           "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+           "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 _KIND = {"fft": "C2C", "ifft": "C2C", "fftn": "C2C", "ifftn": "C2C", "rfft": "R2C", "ihfft": "R2C", "rfftn": "R2C",
-         "irfft": "C2R", "hfft": "C2R", "irfftn": "C2R"}
-_REAL_ONLY = ("rfft", "ihfft", "rfftn", "rfft2")
+         "irfft": "C2R", "hfft": "C2R", "irfftn": "C2R", "hfftn": "C2R", "ihfftn": "R2C"}
+_REAL_ONLY = ("rfft", "ihfft", "rfftn", "rfft2", "ihfftn", "ihfft2")
+
+# The n-dim Hermitian transforms JAX lacks: a Hermitian transform is the real one of the
+# conjugate with the scaling of the opposite direction (norm "backward" <-> "forward").
+_OPPOSITE = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _hfftn(a, s=None, axes=None, norm="backward"):
+    return jnp.fft.irfftn(jnp.conj(a), s=s, axes=axes, norm=_OPPOSITE[norm])
+
+
+def _ihfftn(a, s=None, axes=None, norm="backward"):
+    return jnp.conj(jnp.fft.rfftn(a, s=s, axes=axes, norm=_OPPOSITE[norm]))
+
+
+_HERMITIAN = {"hfftn": _hfftn, "ihfftn": _ihfftn}
 
 
 @functools.lru_cache(maxsize=None)
 def _op(jname):
     """One jax_function per ``jax.numpy.fft`` function (its static kwargs pick the variant)."""
-    jfn = getattr(jnp.fft, jname)
+    jfn = _HERMITIAN.get(jname) or getattr(jnp.fft, jname)
     return jax_function(lambda a, **kw: jfn(a, **kw), name=f"Fft{_KIND[jname]}")
 
 
@@ -126,6 +141,10 @@ fftn = _n_dim("fftn", "fftn")
 ifftn = _n_dim("ifftn", "ifftn")
 rfftn = _n_dim("rfftn", "rfftn")
 irfftn = _n_dim("irfftn", "irfftn")
+hfft2 = _n_dim("hfft2", "hfftn", (-2, -1))
+ihfft2 = _n_dim("ihfft2", "ihfftn", (-2, -1))
+hfftn = _n_dim("hfftn", "hfftn")
+ihfftn = _n_dim("ihfftn", "ihfftn")
 
 
 def _freq(values, n, d, dtype, requires_grad):

@@ -14,41 +14,36 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._tensor.factories import eye
+from ._linalg_decomp import LinAlgError, _check
+from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations and solves)
+    cholesky_ex as cholesky_ex, eig as eig, eigvals as eigvals, householder_product as householder_product,
+    inv_ex as inv_ex, lstsq as lstsq, lu as lu, lu_factor as lu_factor, lu_factor_ex as lu_factor_ex,
+    lu_solve as lu_solve, matrix_exp as matrix_exp, solve_ex as solve_ex, solve_triangular as solve_triangular,
+    vander as vander
+)
+from ._ops import dtypes as _dt
+from ._tensor.factories import eye, zeros as _zeros
 from ._tensor.tensor import Tensor
 from .func import jax_function
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve",
            "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "cross", "matrix_power",
-           "multi_dot", "matmul", "diagonal", "vecdot"]
-
-
-class LinAlgError(RuntimeError):
-    """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
+           "multi_dot", "matmul", "diagonal", "vecdot", "matrix_rank", "cond", "tensorinv", "tensorsolve",
+           # the factorizations and solves of _linalg_decomp.py
+           "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve_triangular",
+           "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander"]
 
 
 SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])
 QRResult = collections.namedtuple("qr", ["Q", "R"])
 SVDResult = collections.namedtuple("svd", ["U", "S", "Vh"])
 EighResult = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
-
-
-def _check(A, api, square=True, min_dim=2):
-    if not isinstance(A, Tensor):
-        raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
-    if A.dim() < min_dim:
-        raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
-    if not (A.is_floating_point() or A.is_complex()):
-        raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
-                           f"Got {str(A.dtype).split('.')[-1].capitalize()}")
-    if square and A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
-                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
 
 
 def _finite_or_raise(out, api, why):
@@ -217,11 +212,14 @@ def _qr(A, *, mode):
 
 
 def qr(A, mode="reduced", *, out=None):
-    """Mirrors ``torch.linalg.qr``: ``(Q, R)`` with ``mode`` 'reduced' or 'complete'."""
+    """Mirrors ``torch.linalg.qr``: ``(Q, R)`` with ``mode`` 'reduced' or 'complete'; 'r'
+    returns only ``R`` (reduced), with an empty ``Q``, as torch."""
     _check(A, "qr", square=False)
-    if mode not in ("reduced", "complete"):
+    if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' "
                            "(default), 'r', or 'complete'")
+    if mode == "r":
+        return QRResult(eye(0, dtype=A.dtype).reshape(0), _qr(A, mode="reduced")[1])
     return QRResult(*_qr(A, mode=mode))
 
 
@@ -344,3 +342,72 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def vecdot(x, y, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)``."""
     return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)
+
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
+    """Mirrors ``torch.linalg.matrix_rank``: the number of singular values (``|eigenvalues|``
+    with ``hermitian=True``) above ``max(atol, rtol * largest)``; with neither given
+    ``rtol = eps * max(m, n)``, with only ``atol`` (or the legacy ``tol``) ``rtol = 0``.
+    int64, shape ``A.shape[:-2]``. RuntimeError for fewer than 2 dims or non-floating input."""
+    _check(A, "matrix_rank", square=bool(hermitian))
+    if tol is not None:
+        atol = tol
+    A = A.detach()
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    m, n = A.shape[-2:]
+    if rtol is None:
+        rtol = 0.0 if atol is not None else float(np.finfo(np.dtype(S._value.dtype)).eps * max(m, n))
+    if S.numel() == 0:
+        return _zeros(tuple(A.shape[:-2]), dtype=_dt.int64)
+    top = S.amax(-1, keepdim=True)
+    cut = top * rtol if not isinstance(rtol, Tensor) else top * rtol.unsqueeze(-1)
+    if atol is not None:
+        a = atol.unsqueeze(-1) if isinstance(atol, Tensor) else atol
+        cut = (cut * 0 + a).maximum(cut) if isinstance(a, Tensor) else cut.clamp(min=float(a))
+    return (S > cut).sum(-1)
+
+
+def cond(A, p=None, *, out=None):
+    """Mirrors ``torch.linalg.cond``: ``p`` None/2: ratio of the largest to the smallest
+    singular value (-2: its inverse); 'fro', 'nuc', inf, -inf, 1, -1: ``norm(A, p) *
+    norm(inv(A), p)`` (square ``A``). Differentiable. RuntimeError for an unknown ``p`` or a
+    non-square ``A`` with a norm-based ``p``."""
+    if p in (None, 2, -2):
+        _check(A, "cond", square=False)
+        S = svdvals(A)
+        big, small = S[..., 0], S[..., -1]
+        return big / small if p != -2 else small / big
+    if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    _check(A, "cond")
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """Mirrors ``torch.linalg.tensorinv``: the tensor ``X`` of shape ``A.shape[ind:] +
+    A.shape[:ind]`` with ``tensordot(X, A, ind)`` the identity. RuntimeError for ``ind <= 0``
+    or when ``prod(A.shape[:ind]) != prod(A.shape[ind:])``."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """Mirrors ``torch.linalg.tensorsolve``: ``X`` of shape ``A.shape[B.dim():]`` with
+    ``tensordot(A, X, X.dim()) == B`` (``dims`` of ``A`` are moved to the end first).
+    RuntimeError when the sizes do not make a square system."""
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        rest = [d for d in range(A.dim()) if d not in dims]
+        A = A.permute(*rest, *dims)
+    xs = tuple(A.shape[B.dim():])
+    rows, cols = B.numel(), math.prod(xs)
+    if tuple(A.shape[:B.dim()]) != tuple(B.shape) or rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(xs)

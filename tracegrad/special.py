@@ -13,8 +13,8 @@ import math
 
 from ._api import special_math as _sm
 from ._api.functions import (
-    digamma, erf, erfc, erfinv, exp2, expm1, i0, lgamma, log1p, log_softmax, logit, logsumexp, mvlgamma, polygamma,
-    round, sigmoid, sinc, softmax, xlogy
+    digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p, log_softmax, logit, logsumexp,
+    mvlgamma, polygamma, round, sigmoid, sinc, softmax, xlogy
 )
 from ._ops.dtypes import get_default_dtype
 from ._tensor.factories import tensor as _tensor
@@ -22,12 +22,15 @@ from ._tensor.tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "gammaln", "digamma", "psi",
            "polygamma", "multigammaln", "xlogy", "xlog1py", "entr", "sinc", "logsumexp", "softmax", "log_softmax",
-           "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "round"]
+           "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "round", "gammainc", "gammaincc", "erfcx", "zeta"]
 
 expit = sigmoid            # torch.special.expit: the logistic sigmoid
 gammaln = lgamma           # torch.special.gammaln: log|Gamma(x)|
 psi = digamma              # torch.special.psi: an alias of digamma
 multigammaln = mvlgamma    # torch.special.multigammaln(input, p)
+gammainc = igamma          # torch.special.gammainc: the regularized lower incomplete gamma function
+gammaincc = igammac        # torch.special.gammaincc: the regularized upper incomplete gamma function
+zeta = _sm.special_zeta
 
 i0e = _sm._special_i0e
 i0e.__doc__ = ("Mirrors ``torch.special.i0e``: ``exp(-|x|) * i0(x)`` elementwise, without overflow. "
@@ -44,6 +47,9 @@ ndtri.__doc__ = ("Mirrors ``torch.special.ndtri``: the inverse of the standard n
 log_ndtr = _sm._special_log_ndtr
 log_ndtr.__doc__ = ("Mirrors ``torch.special.log_ndtr``: ``log`` of the standard normal CDF, accurate in the "
                     "far left tail. Autograd: ``SpecialLogNdtrBackward0``. TypeError for a non-Tensor.")
+erfcx = _sm._special_erfcx
+erfcx.__doc__ = ("Mirrors ``torch.special.erfcx``: the scaled complementary error function ``exp(x**2) * "
+                 "erfc(x)``, without overflow. Autograd: ``SpecialErfcxBackward0``. TypeError for a non-Tensor.")
 entr = _sm._special_entr
 entr.__doc__ = ("Mirrors ``torch.special.entr``: ``-x * log(x)`` for ``x > 0``, 0 at 0, ``-inf`` below. "
                 "Autograd: ``SpecialEntrBackward0`` with torch's ``-(1 + log x)`` everywhere (inf at 0, NaN "

@@ -37,6 +37,11 @@ ATTACHED_ELSEWHERE: dict = {
     "matrix_power": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
     "pinverse": "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the registry's layer",
 }
+ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the "
+                           "registry's layer" for name in ("cholesky", "cholesky_solve", "cholesky_inverse", "lu",
+                                                           "lu_solve", "qr", "triangular_solve", "matrix_exp")})
+ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_spectral.py (L7): it needs tracegrad.fft, above the registry's "
+                           "layer" for name in ("stft", "istft")})
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
                       "__firstlineno__", "__static_attributes__"}
 

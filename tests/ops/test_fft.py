@@ -32,6 +32,10 @@ CASES = [
     ("fftshift_dims", lambda m, a: m.fft.fftshift(a, dim=(0, 2))),
     ("ifftshift_all", lambda m, a: m.fft.ifftshift(a)),
     ("shift_of_fft", lambda m, a: m.fft.fftshift(m.fft.fft(a), dim=-1)),
+    ("hfft2", lambda m, a: m.fft.hfft2(a * (1 + 0.5j))),
+    ("hfftn_s_forward", lambda m, a: m.fft.hfftn(a, s=(3, 4, 5), norm="forward")),
+    ("ihfft2_ortho", lambda m, a: m.fft.ihfft2(a, norm="ortho")),
+    ("ihfftn_dims", lambda m, a: m.fft.ihfftn(a, dim=(0, 2))),
 ]
 
 
@@ -77,6 +81,7 @@ BAD = [
     (lambda m: m.fft.fft(m.ones(4), n=0), RuntimeError),
     (lambda m: m.fft.rfft(m.ones(4, dtype=m.complex64)), RuntimeError),
     (lambda m: m.fft.ihfft(m.ones(4, dtype=m.complex64)), RuntimeError),
+    (lambda m: m.fft.ihfftn(m.ones(2, 4, dtype=m.complex64)), RuntimeError),
     (lambda m: m.fft.fft(m.ones(4), dim=1), IndexError),
     (lambda m: m.fft.fft2(m.ones(4)), IndexError),
     (lambda m: m.fft.fftshift(m.ones(4), dim=2), IndexError),

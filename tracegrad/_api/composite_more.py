@@ -74,8 +74,15 @@ def take(input, index):
     """Mirrors ``torch.take``: ``input.flatten()[index]``, shaped like ``index`` (int64;
     negative indices count from the end). RuntimeError for a non-int64 index, IndexError for
     one out of range (checked eagerly), as torch."""
+    return input.reshape(-1).index_select(0, flat_index(input, index, "take")).reshape(tuple(index.shape))
+
+
+def flat_index(input, index, api):
+    """``index`` (int64, negative counting from the end) as non-negative positions into
+    ``input.flatten()``, a 1-d tensor. RuntimeError for a non-int64 index; IndexError for one
+    out of range (checked eagerly), as torch's ``take``/``put``."""
     if index.dtype is not _dt.int64:
-        raise RuntimeError(f"take(): Expected a long tensor for index, but got {_name(index)}; "
+        raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {_name(index)}; "
                            "convert it with .long()")
     n = input.numel()
     if not isinstance(index._value, _JaxTracer) and index.numel():
@@ -83,9 +90,7 @@ def take(input, index):
         bad = a[(a >= n) | (a < -n)]
         if bad.size:
             raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of {n} elements.")
-    flat = input.reshape(-1)
-    idx = where(index < 0, index + n, index).reshape(-1)
-    return flat.index_select(0, idx).reshape(tuple(index.shape))
+    return where(index < 0, index + n, index).reshape(-1)
 
 
 @method("dist", function=True)
@@ -108,31 +113,56 @@ def dist(input, other, p=2):
     return (input - other).norm(p)
 
 
+def _trapezoid_terms(y, x, dx, dim, api):
+    """``(pair, scale, d)``: the sums of neighbours of ``y`` along dim ``d`` and the spacing
+    (a number, ``dx / 2``, or the tensor of ``x`` differences, to halve after multiplying)."""
+    if isinstance(x, (int, float)):                 # trapz(y, dx, dim=...) positional spacing
+        x, dx = None, x
+    d = _wrap_dim(dim, y.dim())
+    n = y.shape[d]
+    if not (y.is_floating_point() or y.is_complex()):
+        y = y.to(_dt.get_default_dtype())
+    if n == 0:
+        return y, None, d
+    pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
+    if x is None:
+        return pair, (1.0 if dx is None else dx) / 2.0, d
+    xd = d if x.dim() == y.dim() else x.dim() - 1
+    if x.shape[xd] != n:
+        raise RuntimeError(f"{api}: There must be one `x` value for each sample point; "
+                           f"got {x.shape[xd]} x values and {n} samples")
+    spacing = x.narrow(xd, 1, n - 1) - x.narrow(xd, 0, n - 1)
+    if x.dim() == 1 and y.dim() > 1:
+        spacing = spacing.reshape((n - 1,) + (1,) * (y.dim() - 1 - d))
+    return pair, spacing, d
+
+
 @function("trapezoid", "trapz")
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """Mirrors ``torch.trapezoid`` (and ``torch.trapz``): the trapezoidal-rule integral of ``y``
     along ``dim``, with sample points ``x`` (a tensor, 1-d or of ``y``'s shape) or spacing
     ``dx`` (default 1); the dim is reduced. Integer ``y`` gives the default float dtype.
     RuntimeError when ``x`` has a different length along ``dim``, as torch."""
-    if isinstance(x, (int, float)):                 # trapz(y, dx, dim=...) positional spacing
-        x, dx = None, x
-    d = _wrap_dim(dim, y.dim())
-    n = y.shape[d]
-    if not y.is_floating_point():
-        y = y.to(_dt.get_default_dtype())
-    if n == 0:
-        return y.sum(d)
-    pair = y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)
-    if x is None:
-        return pair.sum(d) * ((1.0 if dx is None else dx) / 2.0)
-    xd = d if x.dim() == y.dim() else x.dim() - 1
-    if x.shape[xd] != n:
-        raise RuntimeError("trapezoid: There must be one `x` value for each sample point; "
-                           f"got {x.shape[xd]} x values and {n} samples")
-    spacing = x.narrow(xd, 1, n - 1) - x.narrow(xd, 0, n - 1)
-    if x.dim() == 1 and y.dim() > 1:
-        spacing = spacing.reshape((n - 1,) + (1,) * (y.dim() - 1 - d))
-    return (spacing * pair).sum(d) / 2.0
+    pair, scale, d = _trapezoid_terms(y, x, dx, dim, "trapezoid")
+    if scale is None:
+        return pair.sum(d)
+    if not isinstance(scale, Tensor):
+        return pair.sum(d) * scale
+    return (scale * pair).sum(d) / 2.0
+
+
+@function()
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """Mirrors ``torch.cumulative_trapezoid``: the running trapezoidal-rule integral of ``y``
+    along ``dim`` (one element shorter there), with sample points ``x`` (1-d or ``y``'s shape)
+    or spacing ``dx`` (default 1). Integer ``y`` gives the default float dtype.
+    RuntimeError when ``x`` has a different length along ``dim``, as torch."""
+    pair, scale, d = _trapezoid_terms(y, x, dx, dim, "cumulative_trapezoid")
+    if scale is None:
+        return pair
+    if not isinstance(scale, Tensor):
+        return (scale * pair).cumsum(d)
+    return (scale * pair).cumsum(d) / 2.0
 
 
 @function()
@@ -283,5 +313,5 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out[0] if len(out) == 1 else tuple(out)
 
 
-__all__ = ["baddbmm", "diag_embed", "take", "dist", "trapezoid", "combinations", "block_diag", "vander",
+__all__ = ["baddbmm", "diag_embed", "take", "dist", "trapezoid", "cumulative_trapezoid", "combinations", "block_diag", "vander",
            "histc", "mode", "unique_consecutive"]

@@ -71,7 +71,7 @@ def _cast(d):
 
 for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.float16), ("bfloat16", _dt.bfloat16),
                   ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16), ("char", _dt.int8),
-                  ("byte", _dt.uint8), ("bool", _dt.bool_)):
+                  ("byte", _dt.uint8), ("bool", _dt.bool_), ("cfloat", _dt.complex64), ("cdouble", _dt.complex128)):
     method(_name)(_cast(_d))
 
 
@@ -85,6 +85,14 @@ def cpu(self, memory_format=None):
 def cuda(self, device=None, non_blocking=False, memory_format=None):
     """Mirrors ``torch.Tensor.cuda``: RuntimeError where JAX sees no GPU."""
     return to(self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device)
+
+
+@method(function=True)
+def get_device(self):
+    """Mirrors ``torch.get_device`` / ``Tensor.get_device``: -1 for a CPU tensor, else the
+    index of its accelerator."""
+    d = self.device
+    return -1 if d.type == "cpu" else (d.index or 0)
 
 
 @method(function=True)

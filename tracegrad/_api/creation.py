@@ -9,7 +9,7 @@ from .._ops import dtypes as _dt
 from .._tensor.convert import legacy_array_of
 from .._tensor.device import cuda_devices
 from .._tensor.factories import empty, full, ones, tensor, zeros
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Size, Tensor
 from ._registry import method, prop
 
 # torch's legacy tensor type names, e.g. 'torch.FloatTensor' / 'torch.cuda.FloatTensor'
@@ -40,6 +40,22 @@ class LegacyTensorType(type):
                                 f"convert it with .to({cls.dtype}) instead")
             return args[0]
         return Tensor._make(legacy_array_of(cls.dtype, *(args or ([],))))
+
+
+@method()
+def new(self, *args, device=None):
+    """Mirrors the legacy ``Tensor.new``: a tensor of ``self``'s dtype from sizes
+    (``x.new(2, 3)``, ``x.new(torch.Size)``: zero-filled, JAX has no uninitialised memory),
+    from data (``x.new([1, 2])``), or empty (``x.new()``); a tensor argument of the same dtype
+    is returned as is. TypeError for a tensor of another dtype, as the typed constructors."""
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype != self.dtype:
+            raise TypeError(f"new(): expected a tensor of dtype {self.dtype} (got {args[0].dtype}); convert it "
+                            f"with .to({self.dtype}) instead")
+        return args[0]
+    if len(args) == 1 and isinstance(args[0], Size):      # sizes, not data
+        args = tuple(args[0])
+    return Tensor._make(legacy_array_of(self.dtype, *(args or ([],))))
 
 
 def _legacy_type(kind):

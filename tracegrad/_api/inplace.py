@@ -282,8 +282,21 @@ def _exponential(k, shape, dtype, lambd=1.0):
     return _rnd.exponential(k, shape, dtype) / lambd
 
 
-normal_, uniform_, bernoulli_, random_, exponential_ = (
-    method(f.__name__[1:] + "_")(_random_inplace(f)) for f in (_normal, _uniform, _bernoulli, _random, _exponential))
+def _geometric(k, shape, dtype, p):
+    return _rnd.geometric(k, shape, dtype, p)
+
+
+def _log_normal(k, shape, dtype, mean=1.0, std=2.0):
+    return _rnd.log_normal(k, shape, dtype, mean, std)
+
+
+def _cauchy(k, shape, dtype, median=0.0, sigma=1.0):
+    return _rnd.cauchy(k, shape, dtype, median, sigma)
+
+
+normal_, uniform_, bernoulli_, random_, exponential_, geometric_, log_normal_, cauchy_ = (
+    method(f.__name__[1:] + "_")(_random_inplace(f))
+    for f in (_normal, _uniform, _bernoulli, _random, _exponential, _geometric, _log_normal, _cauchy))
 
 
 # ---- operators --------------------------------------------------------------------------

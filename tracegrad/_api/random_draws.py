@@ -1,14 +1,20 @@
-"""Random draws that stay differentiable: ``standard_gamma`` (torch's private
-``torch._standard_gamma``; tracegrad keeps private names off its top level), the
-reparameterized Gamma sampler under ``distributions.Gamma``, ``Dirichlet`` and ``Beta``."""
+"""Random draws at the API layer: the ones that stay differentiable (``standard_gamma``, torch's
+private ``torch._standard_gamma``, behind ``distributions.Gamma``, ``Dirichlet`` and ``Beta``),
+draws from tensor parameters (``normal(mean, std)`` with tensors, ``poisson``, ``binomial``),
+the Tensor spellings of ``bernoulli``/``multinomial`` and ``empty_strided``. Streams come from
+tracegrad's generator (they differ from torch's; ``manual_seed`` makes them repeatable)."""
 from __future__ import annotations
+
+import jax.numpy as jnp
 
 from ..autograd._dispatch import apply_op
 from .._ops import random as _rnd
 from .._ops.registry import OPS
-from .._tensor import generator as _generator
+from .._tensor import factories as _factories, generator as _generator
 from .._tensor.tensor import Tensor
 from .._x64 import with_x64
+from ._registry import function, method
+from .creation import _sizes
 
 
 def standard_gamma(concentration, generator=None):
@@ -23,3 +29,74 @@ def standard_gamma(concentration, generator=None):
     k = _generator.key_for(generator)
     sample = Tensor._make(with_x64(_rnd.standard_gamma)(k, concentration._value))
     return apply_op(OPS["standard_gamma"], (concentration, sample))
+
+
+@function()
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+    """Mirrors ``torch.normal``'s four overloads: tensor ``mean`` and/or ``std`` (broadcast;
+    the other may be a float) give one draw per element, in the tensor's dtype, with a node
+    (``NormalBackward1/2/3``) whose gradient for ``mean`` and ``std`` is zero, as torch's; two
+    floats and ``size`` give a fresh tensor (``tracegrad.normal`` of the factories).
+    RuntimeError for a negative ``std`` (tensor values checked in eager only)."""
+    if not (isinstance(mean, Tensor) or isinstance(std, Tensor)):
+        return _factories.normal(mean, std, size, generator=generator, dtype=dtype, device=device,
+                                 requires_grad=requires_grad)
+    _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
+    ref = mean if isinstance(mean, Tensor) else std
+    if not (ref.is_floating_point() or ref.is_complex()):
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{_rnd.scalar_name(ref._value.dtype)}'")
+    shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+    z = Tensor._make(with_x64(_rnd.normal)(_generator.key_for(generator), shape, ref._value.dtype, api="normal()"))
+    sample = (z * std + mean).detach()
+    if isinstance(mean, Tensor) and isinstance(std, Tensor):
+        return apply_op(OPS["normal_tensor_tensor"], (mean, std, sample))
+    if isinstance(mean, Tensor):
+        return apply_op(OPS["normal_tensor_float"], (mean, sample))
+    return apply_op(OPS["normal_float_tensor"], (std, sample))
+
+
+@function()
+def poisson(input, generator=None):
+    """Mirrors ``torch.poisson``: one Poisson(``input``) count per element, as floats of
+    ``input``'s dtype; gradient zero for ``input`` (``PoissonBackward0``), as torch.
+    NotImplementedError for integer input; RuntimeError for a negative rate (eager)."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{_rnd.scalar_name(input._value.dtype)}'; "
+                                  "pass floating rates")
+    sample = Tensor._make(with_x64(_rnd.poisson)(_generator.key_for(generator), input._value))
+    return apply_op(OPS["poisson"], (input, sample))
+
+
+@function()
+def binomial(count, prob, generator=None):
+    """Mirrors ``torch.binomial``: one Binomial(``count``, ``prob``) draw per element of the
+    broadcast shape, as floats of ``count``'s dtype. Not differentiable (torch's backward is
+    not implemented either; here the result simply does not require grad). ValueError for
+    non-floating ``count`` or ``prob``, as torch."""
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.is_floating_point():
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{_rnd.scalar_name(t._value.dtype)}")
+    return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator), count._value, prob._value))
+
+
+method("bernoulli")(_factories.bernoulli)
+method("multinomial")(_factories.multinomial)
+
+
+@function()
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """Mirrors ``torch.empty_strided``: a tensor of ``size`` (zero-filled, as ``tracegrad.empty``).
+    tracegrad keeps no strides (arrays are XLA's): ``stride`` is checked for length only.
+    RuntimeError when ``stride`` and ``size`` differ in length."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
+    return _factories.empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@method()
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                      pin_memory=False):
+    """Mirrors ``Tensor.new_empty_strided``: ``empty_strided`` with ``self``'s dtype by default."""
+    return empty_strided(_sizes((size,)), stride, dtype=dtype or self.dtype, requires_grad=requires_grad)

@@ -19,7 +19,7 @@ def _ret_type(name, fields=("values", "indices")):
 
 
 return_types = type("return_types", (), {n: _ret_type(n) for n in (
-    "max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")})
+    "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin")})
 return_types.aminmax = _ret_type("aminmax", ("min", "max"))
 
 
@@ -306,20 +306,26 @@ def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     """Mirrors ``torch.quantile``: ``q`` a float or 1-D tensor in [0, 1] (its dim comes first
     in the result); ``interpolation`` one of linear, lower, higher, midpoint, nearest.
     RuntimeError for q outside [0, 1] or a non-floating input."""
+    return quantile_op("quantile", self, q, dim, keepdim, interpolation)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def quantile_op(api, self, q, dim, keepdim, interpolation):
+    """``quantile``/``nanquantile`` (op ``api``) after torch's argument checks."""
     if not self.dtype.is_floating_point:
-        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+        raise RuntimeError(f"{api}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{api}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
+                           f"Got {interpolation}")
     qv = q._value if isinstance(q, Tensor) else q
     if not isinstance(qv, _JaxTracer) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
-        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        raise RuntimeError(f"{api}() q values must be in the range [0, 1]")
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     if self.ndim == 0:   # torch: one element, and no dim to keep
         self, d, keepdim = self.reshape(1), None if d is None else 0, False
-    return apply_op(OPS["quantile"], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
-
-
-# not registered (not Tensor.nanquantile nor tracegrad.nanquantile): NaNs are not skipped yet
-def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
-    return quantile(self, q, dim, keepdim, interpolation=interpolation)
+    return apply_op(OPS[api], (self, q), (("dim", d), ("keepdim", keepdim), ("interpolation", interpolation)))
 
 
 @method(function=True)

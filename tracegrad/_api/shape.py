@@ -479,3 +479,19 @@ def vstack(tensors):
 prop("T")(lambda self: permute(self, tuple(reversed(range(self.ndim)))))
 prop("mT")(lambda self: transpose(self, -2, -1))
 prop("H")(lambda self: permute(self, (1, 0)))
+
+
+@prop("mH")
+def _mH(self):
+    """Mirrors ``Tensor.mH``: the conjugate transpose of the last two dims (``mT`` for real
+    tensors). RuntimeError for fewer than 2 dims (from ``transpose``)."""
+    if self.dim() < 2:
+        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
+    t = transpose(self, -2, -1)
+    return t.conj() if self.is_complex() else t
+
+
+@method(function=True)
+def adjoint(self):
+    """Mirrors ``Tensor.adjoint()`` / ``torch.adjoint``: ``self.mH``."""
+    return _mH(self)

@@ -19,6 +19,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
+from .inplace import _inplace_binary
 from .promotion import _SCALAR_NAME, check_tensors, result_dtype
 from .reduction import return_types
 
@@ -55,6 +56,7 @@ _special_i1e = _float_unary("i1e")
 _special_ndtri = _float_unary("ndtri")
 _special_log_ndtr = _float_unary("log_ndtr")
 _special_entr = _float_unary("entr")
+_special_erfcx = _float_unary("erfcx")
 
 
 @method("logit", function=True)
@@ -187,3 +189,41 @@ cummin = method("cummin", function=True)(_cum_extreme("cummin"))
 
 __all__ = ["logit", "lgamma", "digamma", "polygamma", "mvlgamma", "erfc", "i0", "nextafter", "frexp", "ldexp", "polar",
            "logcumsumexp", "cummax", "cummin"]
+
+
+def _igamma(name):
+    op = OPS[name]
+
+    def f(input, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        _require_float(name, input, other)
+        return apply_op(op, (input, other), (("dtype", result_dtype(input, other).np),))
+    f.__name__ = name
+    return method(name, function=True)(f)
+
+
+igamma = _igamma("igamma")
+igamma.__doc__ = ("Mirrors ``torch.igamma`` (``special.gammainc``): the regularized lower incomplete gamma "
+                  "function ``P(input, other)``, broadcasting, floating inputs. Autograd: ``IgammaBackward0``, "
+                  "a gradient for ``other`` only (torch has none for ``input``). NotImplementedError for "
+                  "integer inputs.")
+igammac = _igamma("igammac")
+igammac.__doc__ = ("Mirrors ``torch.igammac`` (``special.gammaincc``): ``1 - igamma(input, other)``, the "
+                   "regularized upper incomplete gamma function. Autograd: ``IgammacBackward0`` (``other`` only).")
+igamma_ = method("igamma_")(_inplace_binary("igamma"))
+igammac_ = method("igammac_")(_inplace_binary("igammac"))
+
+
+def special_zeta(input, other):
+    """``torch.special.zeta(input, other)``: the Hurwitz zeta function ``sum_k (k + other) ** -input``,
+    broadcasting (numbers allowed on either side), promoted to floating. No gradient, as torch."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError("special_zeta(): expected at least one Tensor argument")
+    ref = input if isinstance(input, Tensor) else other
+    input = input if isinstance(input, Tensor) else _tensor(input, dtype=ref.dtype)
+    other = other if isinstance(other, Tensor) else _tensor(other, dtype=ref.dtype)
+    dt = result_dtype(input, other)
+    if not dt.is_floating_point:
+        dt = _dt.get_default_dtype()
+    return apply_op(OPS["zeta"], (input, other), (("dtype", dt.np),))

@@ -237,3 +237,82 @@ def _gamma_reparam_jvp(primals, tangents):
 
 defop("standard_gamma", gamma_reparam, args=("self", "sample"), grad_fn="StandardGammaBackward0",
       saves=("self", "sample"), no_edge=("sample",))
+
+
+# ---- draws whose parameters are tensors (poisson, binomial) ----------------------------------
+def param_draw(k, sample, params, shape, dtype):
+    """``sample(numpy_generator, *params_as_numpy)`` from key ``k`` with tensor-valued
+    parameters (NOTE [host draws]): directly when everything is concrete, else through a host
+    callback that receives the traced parameters."""
+    dtype = jnp.dtype(dtype)
+
+    def run(key, *ps):
+        return np.asarray(sample(_philox(key), *(np.asarray(p) for p in ps))).astype(dtype)
+    if isinstance(k, jax.core.Tracer) or any(isinstance(p, jax.core.Tracer) for p in params):
+        return host_call(run, shape, dtype, k, *params)
+    return with_x64(jnp.asarray)(run(k, *params), dtype)
+
+
+def poisson(k, rate):
+    """Poisson(``rate``) counts, in ``rate``'s (floating) dtype. RuntimeError for a negative
+    rate (values checked when concrete)."""
+    v = _concrete(rate)
+    if v is not None and v.size and not bool(np.all(v >= 0)):
+        raise RuntimeError("poisson(): invalid Poisson rate, expected rate to be non-negative")
+    return param_draw(k, lambda g, r: g.poisson(np.maximum(r.astype(np.float64), 0)), (rate,), rate.shape, rate.dtype)
+
+
+def binomial(k, count, prob):
+    """Binomial(``count``, ``prob``) draws of the broadcast shape, in ``count``'s dtype; a count
+    or probability outside its range (negative count, prob outside [0, 1]) gives 0 where torch's
+    kernel returns a garbage value or NaN."""
+    shape = jnp.broadcast_shapes(count.shape, prob.shape)
+
+    def sample(g, n, p):
+        n = np.broadcast_to(n, shape).astype(np.float64)
+        p = np.broadcast_to(p, shape).astype(np.float64)
+        ok = (n >= 0) & (p >= 0) & (p <= 1)
+        return np.where(ok, g.binomial(np.where(ok, n, 0).astype(np.int64), np.where(ok, p, 0)), 0)
+    return param_draw(k, sample, (count, prob), shape, count.dtype)
+
+
+def geometric(k, shape, dtype, p):
+    """Geometric(``p``) counts of trials up to the first success (1, 2, ...); any dtype."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _draw(k, lambda g: g.geometric(p, shape).astype(np.dtype(dtype)), shape, dtype)
+
+
+def log_normal(k, shape, dtype, mean, std):
+    """``exp(Normal(mean, std))`` draws; floating dtypes only."""
+    if np.dtype(dtype).kind not in "fc" and np.dtype(dtype).name != "bfloat16":
+        raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{scalar_name(dtype)}'; "
+                                  "log_normal_ fills floating tensors only")
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    return _draw(k, lambda g: g.lognormal(mean, std, shape).astype(_np_float(dtype)), shape, dtype)
+
+
+def cauchy(k, shape, dtype, median, sigma):
+    """Cauchy(``median``, ``sigma``) draws; floating dtypes only."""
+    if np.dtype(dtype).kind not in "fc" and np.dtype(dtype).name != "bfloat16":
+        raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
+                           f"point but you specified {scalar_name(dtype)}")
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    return _draw(k, lambda g: (median + sigma * g.standard_cauchy(shape)).astype(_np_float(dtype)), shape, dtype)
+
+
+# NOTE [zero-gradient draws]
+# torch's draws from tensor parameters that it does not reparameterize (``normal(mean, std)``,
+# ``poisson(rate)``) record a node whose gradient for the parameters is zero. These ops take
+# the host draw as an input and return it: JAX's VJP of an unused input is that zero.
+def _passthrough(*args):
+    return args[-1]
+
+
+defop("normal_tensor_tensor", _passthrough, args=("mean", "std", "sample"), grad_fn="NormalBackward3",
+      no_edge=("sample",))
+defop("normal_tensor_float", _passthrough, args=("mean", "sample"), grad_fn="NormalBackward1", no_edge=("sample",))
+defop("normal_float_tensor", _passthrough, args=("std", "sample"), grad_fn="NormalBackward2", no_edge=("sample",))
+defop("poisson", _passthrough, args=("self", "sample"), grad_fn="PoissonBackward0", no_edge=("sample",))

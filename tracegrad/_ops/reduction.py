@@ -173,13 +173,11 @@ def _kthvalue(x, k, dim, keepdim):
 defop("kthvalue", _on_0d(_kthvalue), grad_fn="KthvalueBackward0", n_out=2, n_diff=1, saves=("self",))
 
 
-def _median(x, dim, keepdim):
-    # torch: a slice holding NaN has median NaN (index: its first NaN), else the lower median.
-    # A stable argsort puts NaNs last, in order, so the first sits after the non-NaN values.
-    n = x.shape[dim]
+def sorted_pick(x, dim, keepdim, pos):
+    """The value and (int64) index of the element at sorted position ``pos`` (a count per
+    slice, keepdims-shaped) along ``dim``. A stable argsort keeps equal values in input order
+    and puts NaNs last, in order."""
     order = jnp.argsort(x, axis=dim, stable=True)
-    n_nan = jnp.sum(jnp.isnan(x), axis=dim, keepdims=True) if jnp.issubdtype(x.dtype, jnp.inexact) else 0
-    pos = jnp.where(n_nan > 0, n - n_nan, (n + 1) // 2 - 1)
     pos = jnp.broadcast_to(pos, x.shape[:dim] + (1,) + x.shape[dim + 1:])
     i = jnp.take_along_axis(order, pos, axis=dim)
     v = jnp.take_along_axis(x, i, axis=dim)
@@ -188,18 +186,30 @@ def _median(x, dim, keepdim):
     return v, i.astype(jnp.int64)
 
 
+def _median(x, dim, keepdim):
+    # torch: a slice holding NaN has median NaN (index: its first NaN, which sorts right after
+    # the non-NaN values), else the lower median
+    n = x.shape[dim]
+    n_nan = jnp.sum(jnp.isnan(x), axis=dim, keepdims=True) if jnp.issubdtype(x.dtype, jnp.inexact) else 0
+    return sorted_pick(x, dim, keepdim, jnp.where(n_nan > 0, n - n_nan, (n + 1) // 2 - 1))
+
+
 defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=1, saves=("self",))
-def _median_all(x):
-    # torch spreads the gradient evenly over the elements equal to the median
-    v = jax.lax.stop_gradient(_median(x.ravel(), 0, False)[0])
+
+
+def spread_to_equal(x, v):
+    """``v`` (the whole tensor's median, no gradient) with torch's gradient: spread evenly over
+    the elements equal to it (none when ``v`` is NaN: then gradients are 0)."""
+    v = jax.lax.stop_gradient(v)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
         return v   # nothing to differentiate, and the mean below would turn integers to floats
     mask = (x == v).astype(x.dtype)
-    den = jnp.sum(mask)   # 0 when the median is NaN: the value is that NaN, gradients 0
+    den = jnp.sum(mask)
     return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))
 
 
-defop("median_all", _median_all, grad_fn="MedianBackward0", saves=("self",))
+defop("median_all", lambda x: spread_to_equal(x, _median(x.ravel(), 0, False)[0]), grad_fn="MedianBackward0",
+      saves=("self",))
 
 
 def _quantile(x, q, dim, keepdim, interpolation):

@@ -66,6 +66,7 @@ _UNARY = [
     ("i1e", jss.i1e, "SpecialI1EBackward0"),
     ("ndtri", jss.ndtri, "SpecialNdtriBackward0"),
     ("log_ndtr", jss.log_ndtr, "SpecialLogNdtrBackward0"),
+    ("erfcx", jss.erfcx, "SpecialErfcxBackward0"),
 ]
 for _name, _fn, _gf in _UNARY:
     defop(_name, _u(_fn), grad_fn=_gf, saves=("self",))
@@ -137,3 +138,18 @@ defop("cummax", lambda x, dim: _cum_extreme(x, dim, lambda b, a: b >= a), grad_f
       saves=("self",), n_out=2, n_diff=1)
 defop("cummin", lambda x, dim: _cum_extreme(x, dim, lambda b, a: b <= a), grad_fn="CumminBackward0",
       saves=("self",), n_out=2, n_diff=1)
+
+
+def _igamma(a, x, dtype, upper):
+    a, x = jnp.asarray(a, dtype), jnp.asarray(x, dtype)
+    # torch has no derivative for ``input`` (the shape parameter): only ``other`` gets one
+    a = jax.lax.stop_gradient(a)
+    return jax.scipy.special.gammaincc(a, x) if upper else jax.scipy.special.gammainc(a, x)
+
+
+defop("igamma", lambda a, x, dtype: _igamma(a, x, dtype, False), args=("self", "other"), grad_fn="IgammaBackward0",
+      saves=("self", "other"), no_edge=("self",))
+defop("igammac", lambda a, x, dtype: _igamma(a, x, dtype, True), args=("self", "other"), grad_fn="IgammacBackward0",
+      saves=("self", "other"), no_edge=("self",))
+# Hurwitz zeta: no derivative in torch either
+defop("zeta", lambda x, q, dtype: jss.zeta(jnp.asarray(x, dtype), jnp.asarray(q, dtype)), args=("self", "other"))

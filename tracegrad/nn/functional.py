@@ -762,3 +762,43 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not is_batched:
         out = out.squeeze(1)
     return out, None
+
+
+# ---- torch's *_with_indices spellings: the pooling above with return_indices=True ----------
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """Mirrors ``F.max_pool1d_with_indices``: ``(values, indices)`` of ``max_pool1d``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """Mirrors ``F.max_pool2d_with_indices``: ``(values, indices)`` of ``max_pool2d``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """Mirrors ``F.max_pool3d_with_indices``: ``(values, indices)`` of ``max_pool3d``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """Mirrors ``F.fractional_max_pool2d_with_indices``: ``(values, indices)`` of ``fractional_max_pool2d``."""
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """Mirrors ``F.fractional_max_pool3d_with_indices``: ``(values, indices)`` of ``fractional_max_pool3d``."""
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def native_channel_shuffle(input, groups):
+    """Mirrors ``F.native_channel_shuffle``: ``channel_shuffle``."""
+    return channel_shuffle(input, groups)
+
+
+__all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle"]

@@ -1,6 +1,7 @@
 """``tracegrad.nn.modules``: mirrors ``torch.nn.modules``."""
 from .activation import (ELU, GELU, GLU, Hardsigmoid, Hardswish, PReLU, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, ReLU, ReLU6, Sigmoid,  # noqa: F401
                          SiLU, Softmax, Softmin, Softplus, Softsign, Tanh)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .activation_more import CELU, RReLU, SELU, Hardshrink, Softmax2d, Softshrink, Tanhshrink, Threshold  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
@@ -11,7 +12,7 @@ from .fold import Fold, Unfold  # noqa: F401
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .linear import Bilinear, Identity, Linear  # noqa: F401
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss,  # noqa: F401
-                   NLLLoss, SmoothL1Loss, TripletMarginLoss)
+                   NLLLoss, NLLLoss2d, SmoothL1Loss, TripletMarginLoss)
 from .loss_more import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: F401
                         MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, PoissonNLLLoss,
                         SoftMarginLoss, TripletMarginWithDistanceLoss)

@@ -45,6 +45,11 @@ class NLLLoss(_WeightedLoss):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
+
+class NLLLoss2d(NLLLoss):
+    """Mirrors ``torch.nn.NLLLoss2d`` (deprecated in torch): ``NLLLoss``, whose ``(N, C, H, W)``
+    inputs it was once for."""
+
 class MSELoss(_Loss):
     """Mirrors ``torch.nn.MSELoss``."""
 

@@ -1,0 +1,335 @@
+"""More small torch names written with other tracegrad functions: tensor queries
+(``is_nonzero``, ``is_same_size``, ``is_signed``), splitting spellings (``split_with_sizes``,
+``unsafe_split``, ``unsafe_chunk``), writes into a view of a copy (``select_scatter``,
+``slice_scatter``, ``diagonal_scatter``, ``put``/``put_``), index helpers (``unravel_index``,
+``nonzero_static``), ``renorm``, ``chain_matmul``, ``scalar_tensor``, ``float_power_``,
+``index_reduce`` and the finite-difference ``gradient``.
+Gradients follow from the ops they are made of (the scatters: ``CopySlices`` as torch's
+decompositions; torch names their nodes ``SelectScatterBackward0``...)."""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from .._ops import dtypes as _dt
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor, _wrap_dim
+from ._registry import function, method
+from .composite import float_power
+from .composite_more import flat_index
+from .elementwise import where
+from .inplace import copy_
+from .shape import cat, chunk, split
+
+
+# ---- queries ---------------------------------------------------------------------------------
+@method("is_nonzero", function=True)
+def is_nonzero(input):
+    """Mirrors ``torch.is_nonzero``: whether the single element of ``input`` is nonzero.
+    RuntimeError for a tensor of no or several elements, as torch."""
+    n = input.numel()
+    if n != 1:
+        raise RuntimeError(f"Boolean value of Tensor with {'no values' if n == 0 else 'more than one value'} is "
+                           "ambiguous; reduce it to one element first (any(), all(), item())")
+    return bool(input.item() != 0)
+
+
+@method("is_same_size", function=True)
+def is_same_size(input, other):
+    """Mirrors ``torch.is_same_size``: ``input.shape == other.shape``."""
+    return tuple(input.shape) == tuple(other.shape)
+
+
+@method("is_signed", function=True)
+def is_signed(input):
+    """Mirrors ``torch.is_signed``: True for signed dtypes (every floating, complex and signed
+    integer dtype); False for uint8 and bool."""
+    return input.dtype.name not in ("uint8", "bool", "uint16", "uint32", "uint64")
+
+
+@function()
+def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
+    """Mirrors ``torch.scalar_tensor``: a 0-d tensor holding ``s``, of the default float dtype
+    unless ``dtype`` is given."""
+    return _tensor(s, dtype=dtype or _dt.get_default_dtype(), requires_grad=requires_grad)
+
+
+# ---- splitting -------------------------------------------------------------------------------
+@method("split_with_sizes", "unsafe_split_with_sizes", function=True)
+def split_with_sizes(input, split_sizes, dim=0):
+    """Mirrors ``torch.split_with_sizes`` (and ``unsafe_split_with_sizes``): views of the given
+    sizes along ``dim``. RuntimeError unless the sizes add up to that dim's length."""
+    d = _wrap_dim(dim, input.dim())
+    sizes = [int(s) for s in split_sizes]
+    if sum(sizes) != input.shape[d] or any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {input.shape[d]} (input tensor's "
+                           f"size at dimension {dim}), but got split_sizes={sizes}")
+    return split(input, sizes, d)
+
+
+@method("unsafe_split", function=True)
+def unsafe_split(input, split_size, dim=0):
+    """Mirrors ``torch.unsafe_split``: ``split`` (tracegrad's views are always safe to write)."""
+    return split(input, split_size, dim)
+
+
+@method("unsafe_chunk", function=True)
+def unsafe_chunk(input, chunks, dim=0):
+    """Mirrors ``torch.unsafe_chunk``: ``chunk``."""
+    return chunk(input, chunks, dim)
+
+
+# ---- writes into a view of a copy ------------------------------------------------------------
+def _scatter_into(api, input, src, view):
+    out = input.clone()
+    target = view(out)
+    if tuple(target.shape) != tuple(src.shape):
+        raise RuntimeError(f"{api}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(target.shape)}")
+    target.copy_(src)
+    return out
+
+
+@method("select_scatter", function=True)
+def select_scatter(input, src, dim, index):
+    """Mirrors ``torch.select_scatter``: a copy of ``input`` with ``src`` written at ``index``
+    along ``dim`` (``src`` has ``input.select(dim, index)``'s shape). Gradients to both.
+    RuntimeError for a ``src`` of another shape, IndexError for a bad index."""
+    return _scatter_into("select_scatter", input, src, lambda t: t.select(dim, index))
+
+
+@method("slice_scatter", function=True)
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """Mirrors ``torch.slice_scatter``: a copy of ``input`` with ``src`` written into
+    ``[start:end:step]`` along ``dim``. Gradients to both. RuntimeError for a ``src`` of
+    another shape."""
+    d = _wrap_dim(dim, input.dim())
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return _scatter_into("slice_scatter", input, src, lambda t: t[key])
+
+
+@method("diagonal_scatter", function=True)
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """Mirrors ``torch.diagonal_scatter``: a copy of ``input`` with ``src`` written on its
+    ``offset`` diagonal of dims (``dim1``, ``dim2``). Gradients to both. RuntimeError for a
+    ``src`` of another shape."""
+    return _scatter_into("diagonal_scatter", input, src, lambda t: t.diagonal(offset, dim1, dim2))
+
+
+@method("put", function=True)
+def put(input, index, source, accumulate=False):
+    """Mirrors ``torch.put``: a copy of ``input`` with ``source``'s values written (added, with
+    ``accumulate``) at the flat positions ``index`` (int64; negative counts from the end).
+    Gradients to ``input`` and ``source``. IndexError for an index out of range (eager),
+    RuntimeError for a non-int64 index or sizes that differ."""
+    idx = flat_index(input, index, "put")
+    if source.numel() != idx.numel():
+        raise RuntimeError(f"put(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")
+    flat = input.reshape(-1).index_put((idx,), source.reshape(-1).to(input.dtype), accumulate)
+    return flat.reshape(tuple(input.shape))
+
+
+@method("put_")
+def put_(self, index, source, accumulate=False):
+    """Mirrors ``Tensor.put_``: ``put`` written into ``self`` (in place)."""
+    return copy_(self, put(self.clone(), index, source, accumulate))
+
+
+# ---- index helpers ---------------------------------------------------------------------------
+@function()
+def unravel_index(indices, shape):
+    """Mirrors ``torch.unravel_index``: the coordinates in a tensor of ``shape`` of the flat
+    ``indices`` (int64 tensors shaped like ``indices``, one per dim; negative indices count from
+    the end; out-of-range ones wrap, as torch's do). TypeError for a non-integer ``indices``,
+    ValueError for a negative size."""
+    if not isinstance(indices, Tensor) or indices.is_floating_point() or indices.is_complex() \
+            or indices.dtype is _dt.bool_:
+        got = indices.dtype if isinstance(indices, Tensor) else type(indices).__name__
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {got}; pass an int64 tensor")
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {shape}")
+    # floor division and modulo, as torch: an index outside the range wraps around (no error)
+    flat = indices.long()
+    out = []
+    for s in reversed(shape):
+        out.append(flat % s)
+        flat = flat // s
+    return tuple(reversed(out))
+
+
+@method("nonzero_static", function=True)
+def nonzero_static(input, *, size, fill_value=-1):
+    """Mirrors ``torch.nonzero_static``: ``nonzero(input)`` cut or padded with ``fill_value``
+    rows to exactly ``size`` rows (``(size, input.dim())``, int64). Reads the values on the host
+    (a graph break when compiled). RuntimeError for a negative ``size``."""
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got {size}")
+    nz = input.nonzero()[:size]
+    if nz.shape[0] < size:
+        pad = _tensor(np.full((size - nz.shape[0], input.dim()), fill_value, np.int64))
+        nz = cat([nz, pad], 0)
+    return nz
+
+
+# ---- norms and products ----------------------------------------------------------------------
+@method("renorm", function=True)
+def renorm(input, p, dim, maxnorm):
+    """Mirrors ``torch.renorm``: each slice ``input.select(dim, i)`` whose ``p``-norm exceeds
+    ``maxnorm`` is scaled to norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as torch); the
+    others are unchanged. Differentiable. RuntimeError for ``p <= 0``, ``maxnorm < 0`` or a
+    non-floating input."""
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"renorm: Expected a floating point or complex tensor as input. Got {input.dtype}")
+    if p <= 0:
+        raise RuntimeError(f"renorm: non-positive-norm not supported (got p={p})")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = _wrap_dim(dim, input.dim())
+    others = tuple(i for i in range(input.dim()) if i != d)
+    norm = input.norm(p, dim=others, keepdim=True) if others else input.abs()
+    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), _tensor(1.0, dtype=norm.dtype))
+    return input * factor
+
+
+@method("renorm_")
+def renorm_(self, p, dim, maxnorm):
+    """Mirrors ``Tensor.renorm_``: ``renorm`` written into ``self``."""
+    return copy_(self, renorm(self.clone(), p, dim, maxnorm))   # the clone is what backward saves
+
+
+@function()
+def chain_matmul(*matrices, out=None):
+    """Mirrors ``torch.chain_matmul`` (deprecated in torch, which warns the same): the product
+    of 2-d matrices, left to right. RuntimeError for no matrices or one that is not 2-d."""
+    warnings.warn("tracegrad.chain_matmul is deprecated (as in torch); use tracegrad.linalg.multi_dot",
+                  UserWarning, stacklevel=2)
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:
+        if m.dim() != 2:
+            raise RuntimeError(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+    return matrices[0].clone() if len(matrices) == 1 else functools.reduce(lambda a, b: a @ b, matrices)
+
+
+@method("float_power_")
+def float_power_(self, exponent):
+    """Mirrors ``Tensor.float_power_``: ``float_power`` in place; ``self`` must be float64 (or
+    complex128), RuntimeError otherwise, as torch."""
+    if self.dtype.name not in ("float64", "complex128"):
+        name = {"float32": "Float", "int64": "Long"}.get(self.dtype.name, self.dtype.name)
+        raise RuntimeError(f"the base given to float_power_ has dtype {name} but the operation's result requires "
+                           "dtype Double; convert self with .double() first")
+    return copy_(self, float_power(self.clone(), exponent))
+
+
+# ---- finite differences ----------------------------------------------------------------------
+def _diff_uniform(f, d, h, edge_order):
+    n = f.shape[d]
+
+    def at(i, k=1):
+        return f.narrow(d, i if i >= 0 else n + i, k)
+    inner = (at(2, n - 2) - at(0, n - 2)) / (2.0 * h)
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / h, (at(-1) - at(-2)) / h
+    else:
+        first = (-1.5 * at(0) + 2.0 * at(1) - 0.5 * at(2)) / h
+        last = (0.5 * at(-3) - 2.0 * at(-2) + 1.5 * at(-1)) / h
+    return cat([first, inner, last], d)
+
+
+def _diff_coords(f, d, x, edge_order):
+    """Second-order differences on the sample points ``x`` (1-d), numpy's formulas."""
+    n = f.shape[d]
+    shape = [1] * f.dim()
+    shape[d] = -1
+
+    def at(i, k=1):
+        return f.narrow(d, i if i >= 0 else n + i, k)
+
+    def along(v):
+        return v.reshape(shape)
+    dx = x[1:] - x[:-1]
+    dx1, dx2 = along(dx[:-1]), along(dx[1:])
+    inner = (-dx2 / (dx1 * (dx1 + dx2)) * at(0, n - 2) + (dx2 - dx1) / (dx1 * dx2) * at(1, n - 2)
+             + dx1 / (dx2 * (dx1 + dx2)) * at(2, n - 2))
+    if edge_order == 1:
+        first, last = (at(1) - at(0)) / float(dx[0]), (at(-1) - at(-2)) / float(dx[-1])
+    else:
+        a, b = float(dx[0]), float(dx[1])
+        first = (-(2 * a + b) / (a * (a + b)) * at(0) + (a + b) / (a * b) * at(1) - a / (b * (a + b)) * at(2))
+        a, b = float(dx[-2]), float(dx[-1])
+        last = (b / (a * (a + b)) * at(-3) - (a + b) / (a * b) * at(-2) + (2 * b + a) / (b * (a + b)) * at(-1))
+    return cat([first, inner, last], d)
+
+
+@function()
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Mirrors ``torch.gradient``: one tensor per dim in ``dim`` (all dims when None) holding
+    the derivative estimated by central differences inside and one-sided differences of order
+    ``edge_order`` (1 or 2) at the edges. ``spacing``: a number (the sample distance), a list of
+    numbers (one per dim) or a list of 1-d tensors of sample coordinates (non-uniform spacing,
+    second-order accurate). Integer inputs give the default float dtype. Differentiable.
+    RuntimeError for a dim shorter than ``edge_order + 1``, another ``edge_order`` or a
+    ``spacing`` list of the wrong length, as torch."""
+    dims = list(range(input.dim())) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
+    dims = [_wrap_dim(d, input.dim()) for d in dims]
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
+    if len(spacings) != len(dims):
+        raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length "
+                           f"equal to 'self.dim() = {input.dim()}', since dim argument was not given, but got a list "
+                           f"of length {len(spacings)}" if dim is None else
+                           f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                           f"arguments to have the same length, but got a spacing argument of length "
+                           f"{len(spacings)} and a dim argument of length {len(dims)}.")
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    f = input if (input.is_floating_point() or input.is_complex()) else input.to(_dt.get_default_dtype())
+    out = []
+    for d, h in zip(dims, spacings):
+        if isinstance(h, Tensor) and h.dim() == 1:
+            # floating coordinates promote with the input, as torch's arithmetic does
+            x = h if h.is_floating_point() else h.to(f.real.dtype if f.is_complex() else f.dtype)
+            out.append(_diff_coords(f, d, x, edge_order))
+        else:
+            out.append(_diff_uniform(f, d, float(h), edge_order))
+    return tuple(out)
+
+
+@method("index_reduce", function=True)
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):
+    """Mirrors ``torch.index_reduce`` / ``Tensor.index_reduce``: rows ``index[i]`` of ``input``
+    along ``dim`` reduced with ``source``'s row ``i`` by ``reduce`` ('prod', 'mean', 'amax',
+    'amin'), counting the original row unless ``include_self=False`` (rows no index names stay
+    as they are). Gradients as ``scatter_reduce``, which it is built on. RuntimeError for
+    another ``reduce``, a non-1-d index or mismatched sizes."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    d = _wrap_dim(dim, input.dim())
+    if index.dim() > 1:
+        raise RuntimeError("index_reduce_(): Index is supposed to be a vector")
+    if source.dim() != input.dim() or source.shape[d] != index.numel():
+        raise RuntimeError(f"index_reduce_(): source must have the input's dims and index.numel() = {index.numel()} "
+                           f"rows along dim {dim}, got source of shape {list(source.shape)}")
+    shape = [1] * source.dim()
+    shape[d] = -1
+    idx = index.reshape(shape).expand(*source.shape)
+    return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+@method("index_reduce_")
+def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    """Mirrors ``Tensor.index_reduce_``: ``index_reduce`` written into ``self``."""
+    return copy_(self, index_reduce(self.clone(), dim, index, source, reduce, include_self=include_self))
+
+
+__all__ = ["gradient", "index_reduce", "index_reduce_",
+           "is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
+           "unsafe_chunk", "select_scatter", "slice_scatter", "diagonal_scatter", "put", "put_", "unravel_index",
+           "nonzero_static", "renorm", "renorm_", "chain_matmul", "float_power_"]

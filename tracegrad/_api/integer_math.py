@@ -1,0 +1,65 @@
+"""Integer functions: ``gcd``/``lcm`` and the bit shifts ``bitwise_left_shift``/
+``bitwise_right_shift`` (also ``<<``, ``>>``, their reflected and in-place forms), with their
+in-place ``*_`` methods. Integer (and bool) tensors only, broadcasting, torch's promotion;
+no gradients (integer results)."""
+from __future__ import annotations
+
+from ..autograd._dispatch import apply_op
+from .._ops.registry import OPS
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor
+from ._registry import method
+from .inplace import _inplace_binary
+from .promotion import _SCALAR_NAME, _check_broadcast, _check_operand, result_dtype
+
+
+def _require_integer(api, kernel, *operands):
+    for v in operands:
+        if (isinstance(v, Tensor) and (v.is_floating_point() or v.is_complex())) or isinstance(v, (float, complex)):
+            name = _SCALAR_NAME.get(v.dtype.name, v.dtype.name) if isinstance(v, Tensor) else "Float"
+            raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for '{name}'; {api} takes integer (or "
+                                      "bool) tensors")
+
+
+def _integer_binary(name, kernel, tensor_other, inplace_function=False):
+    def f(input, other):
+        if tensor_other and not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        _check_operand(other, name)
+        _require_integer(name, kernel, input, other)
+        if isinstance(other, Tensor) and input._value.shape != other._value.shape:
+            _check_broadcast(input, other)
+        return apply_op(OPS[name], (input, other), (("dtype", result_dtype(input, other).np),))
+
+    def f_(self, other):
+        _require_integer(name + "_", kernel, self, other)
+        return _inplace(self, other)
+    _inplace = _inplace_binary(name)
+    f.__name__, f_.__name__ = name, name + "_"
+    f.__doc__ = (f"Mirrors ``torch.{name}``: elementwise over integer (or bool) tensors, broadcasting, in the "
+                 f"promoted dtype; no gradient. NotImplementedError for floating inputs, as torch.")
+    f_.__doc__ = f"Mirrors ``torch.Tensor.{name}_``: ``{name}`` written into ``self``."
+    return method(name, function=True)(f), method(name + "_", function=inplace_function)(f_)
+
+
+# torch.gcd_ and torch.lcm_ exist as functions too
+gcd, gcd_ = _integer_binary("gcd", "gcd", True, True)
+lcm, lcm_ = _integer_binary("lcm", "lcm", True, True)
+bitwise_left_shift, bitwise_left_shift_ = _integer_binary("bitwise_left_shift", "lshift", False)
+bitwise_right_shift, bitwise_right_shift_ = _integer_binary("bitwise_right_shift", "rshift", False)
+
+
+def _scalar_first(fn):
+    """``number <op> tensor``: the number as a 0-d tensor of the promoted kind."""
+    return lambda self, other: fn(_tensor(other), self) if isinstance(other, (bool, int)) else NotImplemented
+
+
+method("__lshift__")(lambda s, o: bitwise_left_shift(s, o))
+method("__rshift__")(lambda s, o: bitwise_right_shift(s, o))
+method("__rlshift__")(_scalar_first(bitwise_left_shift))
+method("__rrshift__")(_scalar_first(bitwise_right_shift))
+method("__ilshift__")(lambda s, o: bitwise_left_shift_(s, o))
+method("__irshift__")(lambda s, o: bitwise_right_shift_(s, o))
+
+__all__ = ["gcd", "gcd_", "lcm", "lcm_", "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift",
+           "bitwise_right_shift_"]

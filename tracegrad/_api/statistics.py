@@ -1,0 +1,182 @@
+"""Statistics: ``nanmedian``/``nanquantile`` (ops of ``_ops/statistics.py``), ``cov`` and
+``corrcoef`` (composites, differentiable) and ``histogram`` (counted on the host, like
+``histc``: a graph break when compiled)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor.factories import tensor as _tensor
+from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from ._registry import method
+from .composite import _host
+from .reduction import _ret_type, quantile_op, return_types
+from .promotion import _SCALAR_NAME
+
+return_types.histogram = _ret_type("histogram", ("hist", "bin_edges"))
+
+
+@method("nanmedian", function=True)
+def nanmedian(input, dim=None, keepdim=False):
+    """Mirrors ``torch.nanmedian``: the lower median of the non-NaN values (NaN when all are
+    NaN); with ``dim`` a named tuple ``(values, indices)`` (int64). The whole-tensor form
+    spreads the gradient evenly over the elements equal to the median, as torch."""
+    if dim is None:
+        return apply_op(OPS["nanmedian_all"], (input,))
+    v, i = apply_op(OPS["nanmedian_dim"], (input,), (("dim", _wrap_dim(dim, input.ndim)), ("keepdim", keepdim)))
+    return return_types.nanmedian(v, i)
+
+
+@method("nanquantile", function=True)
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """Mirrors ``torch.nanquantile``: ``torch.quantile`` over the non-NaN values of each slice
+    (NaN for a slice with none); ``q`` a float or 1-D tensor in [0, 1] (its dim comes first).
+    RuntimeError for ``q`` outside [0, 1], an unknown ``interpolation`` or a non-floating input."""
+    return quantile_op("nanquantile", input, q, dim, keepdim, interpolation)
+
+
+def _weights(w, n_obs, name):
+    if w.dim() > 1:
+        raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got {name} with "
+                           f"{w.dim()} dimensions")
+    if w.numel() != n_obs:
+        raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the "
+                           f"input but got {w.numel()} != {n_obs}")
+    return w
+
+
+@method("cov", function=True)
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Mirrors ``torch.cov``: the covariance matrix of the variables in the rows of ``input``
+    (``(vars, obs)``; a 1-D input is one variable: a 0-d result), with frequency weights
+    ``fweights`` (integers) and observation weights ``aweights``; normalized by the weight sum
+    minus ``correction`` (Bessel's correction by default). Integer inputs give the default
+    float dtype. Differentiable. RuntimeError for more than 2 dims or bad weights; a
+    non-positive normalizer warns and gives inf/NaN, as torch."""
+    if input.dim() > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.dim()} dimensions")
+    x = input.reshape(1, -1) if input.dim() < 2 else input
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.to(_dt.get_default_dtype())
+    n_obs = x.shape[1]
+    w = None
+    if fweights is not None:
+        if fweights.is_floating_point() or fweights.is_complex():
+            raise RuntimeError("cov(): expected fweights to have integral dtype")
+        w = _weights(fweights, n_obs, "fweights")
+    if aweights is not None:
+        if not aweights.is_floating_point():
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got {aweights.dtype}")
+        aw = _weights(aweights, n_obs, "aweights")
+        w = aw if w is None else w * aw
+    if w is None:
+        w_sum = float(n_obs)
+        avg = x.mean(1)
+        norm = w_sum - correction
+    else:
+        w = w.to(x.real.dtype if x.is_complex() else x.dtype)
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aweights).sum() / w_sum
+    concrete = not (isinstance(norm, Tensor) and isinstance(norm._value, _JaxTracer))   # eager: warn as torch
+    if concrete and float(norm) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+    norm = norm.clamp(min=0) if isinstance(norm, Tensor) else max(norm, 0.0)
+    xm = x - avg.unsqueeze(1)
+    xw = xm if w is None else xm * w
+    out = (xw @ (xm.mT.conj() if xm.is_complex() else xm.mT)) / norm
+    return out.squeeze()
+
+
+@method("corrcoef", function=True)
+def corrcoef(input):
+    """Mirrors ``torch.corrcoef``: Pearson correlation coefficients of the rows of ``input``
+    (``cov`` normalized by the standard deviations, real parts clipped to [-1, 1]).
+    Differentiable. RuntimeError for more than 2 dims."""
+    if input.dim() > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
+                           f"{input.dim()} dimensions")
+    c = cov(input)
+    if c.dim() == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    c = c / std.unsqueeze(1) / std.unsqueeze(0)
+    return c.clamp(-1, 1) if not c.is_complex() else c
+
+
+def _bin_edges(a, bins, range_, dtype):
+    if range_ is not None:
+        lo, hi = float(range_[0]), float(range_[1])
+        if lo > hi:
+            raise RuntimeError(f"histogram: min should not exceed max, but got min {lo} max {hi}")
+    elif a.size:
+        lo, hi = float(a.min()), float(a.max())
+    else:
+        lo, hi = 0.0, 1.0                # torch's range for an empty input
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5      # torch's widening of a one-value range
+    # torch's linspace in the input dtype: the first half counts up from lo, the rest down from hi
+    lo, hi = dtype.type(lo), dtype.type(hi)
+    step = (hi - lo) / dtype.type(bins)
+    i = np.arange(bins + 1)
+    up = lo + i.astype(dtype) * step
+    down = hi - (bins - i).astype(dtype) * step
+    return np.where(i < (bins + 1) // 2, up, down).astype(dtype)
+
+
+@method("histogram", function=True)
+def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002 -- torch's name
+    """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
+    bins over ``range`` (default: the data's min and max) or the increasing edges in the 1-d
+    tensor ``bins``; each bin holds ``[left, right)``, the last also its right edge; values
+    outside are ignored. ``weight`` (``input``'s shape) weighs each value; ``density=True``
+    divides by the total and the bin widths. Both outputs have ``input``'s floating dtype; no
+    gradient (torch has none). Counted on the host. NotImplementedError for integer input,
+    RuntimeError for ``bins <= 0``, a reversed range or a ``weight`` of another shape."""
+    if not input.is_floating_point():
+        name = _SCALAR_NAME.get(input.dtype.name, input.dtype.name)
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{name}'; convert the input with .float() first")
+    a = _host(input).reshape(-1)
+    dt = a.dtype
+    if isinstance(bins, Tensor):
+        if bins.dim() != 1 or bins.numel() < 1:
+            raise RuntimeError("torch.histogram(): bins tensor should have one dimension and at least 1 element")
+        edges = _host(bins).astype(dt)
+    else:
+        if int(bins) <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        edges = _bin_edges(a, int(bins), range, dt)
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise RuntimeError("histogram: if weight tensor is provided it should have the same shape as the input "
+                           f"tensor, got {tuple(weight.shape)} and {tuple(input.shape)}")
+    w = None if weight is None else _host(weight).reshape(-1).astype(dt)
+    n = edges.shape[0] - 1
+    keep = (a >= edges[0]) & (a <= edges[-1])
+    v = a[keep]
+    if not isinstance(bins, Tensor):
+        # torch's equal-width rule: the index from the position in the range, then moved by one
+        # where rounding put it on the wrong side of an edge
+        pos = np.clip(((v - edges[0]) * dt.type(n) / (edges[-1] - edges[0])).astype(np.int64), 0, n - 1)
+        pos -= v < edges[pos]
+        pos += (pos < n - 1) & (v >= edges[np.minimum(pos + 1, n)])
+    else:
+        pos = np.searchsorted(edges, v, side="right") - 1
+    pos = np.clip(pos, 0, n - 1)
+    hist = np.bincount(pos, weights=None if w is None else w[keep], minlength=n).astype(dt) if n else np.zeros(0, dt)
+    if density:
+        hist = hist / (hist.sum() * np.diff(edges))
+    return return_types.histogram(_tensor(hist.astype(dt), dtype=input.dtype), _tensor(edges, dtype=input.dtype))
+
+
+__all__ = ["nanmedian", "nanquantile", "cov", "corrcoef", "histogram"]

@@ -1,0 +1,508 @@
+"""The factorization half of ``tracegrad.linalg``: LU (``lu_factor``, ``lu``, ``lu_solve``),
+Cholesky with an error code (``cholesky_ex``), ``inv_ex``/``solve_ex``, triangular and
+least-squares solves, the general eigen-decomposition (``eig``/``eigvals``, complex results),
+Householder products, the matrix exponential and ``vander``; also the input checks and
+``LinAlgError`` that ``tracegrad.linalg`` shares (it imports this module and re-exports each
+name). torch's older top-level spellings built on these live in ``_linalg_functions.py``.
+
+Each differentiable function is one tracegrad op whose backward is JAX's VJP of the same JAX
+function (``jax_function``, DESIGN 2.1). Integer results (pivots, ``info``, ``rank``) never
+require grad. Batch dimensions broadcast where torch's do (``lu_solve``, ``solve_triangular``).
+"""
+from __future__ import annotations
+
+import collections
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._api.shape import cat
+from ._ops import dtypes as _dt
+from ._tensor.factories import zeros as _zeros
+from ._tensor.tensor import Tensor, _JaxTracer
+from .func import jax_function
+
+__all__ = ["LinAlgError", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+           "solve_triangular", "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander"]
+
+CholeskyExResult = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
+InvExResult = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
+SolveExResult = collections.namedtuple("linalg_solve_ex", ["result", "info"])
+LUFactorResult = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
+LUFactorExResult = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUResult = collections.namedtuple("linalg_lu", ["P", "L", "U"])
+LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+EigResult = collections.namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+
+class LinAlgError(RuntimeError):
+    """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
+
+
+def _check(A, api, square=True, min_dim=2):
+    """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
+    floating or complex dtype, square matrices when ``square`` (RuntimeError)."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
+    if A.dim() < min_dim:
+        raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
+    if not (A.is_floating_point() or A.is_complex()):
+        raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
+                           f"Got {str(A.dtype).split('.')[-1].capitalize()}")
+    if square and A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _op(name):
+    return lambda fn: jax_function(fn, name=name)
+
+
+def _ints(*ts):
+    """Integer results as plain tensors (the op marks every output as requiring grad)."""
+    return tuple(t.detach() for t in ts)
+
+
+def has_error(info):
+    """Whether any ``info`` code is nonzero; False inside a compiled function or transform,
+    where there is no value to check (the results then hold NaN/inf, as JAX returns)."""
+    return not isinstance(info._value, _JaxTracer) and bool((info != 0).any())
+
+
+def _mT(x):
+    return jnp.swapaxes(x, -1, -2)
+
+
+def _mH(x):
+    return jnp.conj(_mT(x)) if jnp.iscomplexobj(x) else _mT(x)
+
+
+def _batch_pair(a, b):
+    """``a`` and ``b`` broadcast over their batch dims (all but the last two)."""
+    batch = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    return jnp.broadcast_to(a, batch + a.shape[-2:]), jnp.broadcast_to(b, batch + b.shape[-2:])
+
+
+def _first_bad(bad):
+    """``info`` as LAPACK reports it: 1 + the index of the first True along the last dim, else 0."""
+    n = bad.shape[-1]
+    idx = jnp.where(bad, jnp.arange(1, n + 1), n + 1).min(-1, initial=n + 1)
+    return jnp.where(idx > n, 0, idx).astype(jnp.int32)
+
+
+# ---- Cholesky ------------------------------------------------------------------------------
+def _cholesky_pivots(A):
+    """The pivots ``d_j`` of an unblocked Cholesky of ``A`` (the same order LAPACK's potrf
+    meets them): ``info`` is the first ``j`` with ``d_j <= 0`` (NaN included)."""
+    n = A.shape[-1]
+    rows = jnp.arange(n)
+
+    def body(j, carry):
+        L, d = carry
+        lj = L[..., j, :]                                   # row j: zeros from column j on
+        dj = jnp.real(A[..., j, j]) - jnp.sum(jnp.abs(lj) ** 2, -1)
+        ok = dj > 0
+        ljj = jnp.sqrt(jnp.where(ok, dj, 1))
+        col = (A[..., :, j] - jnp.einsum("...ik,...k->...i", L, jnp.conj(lj))) / ljj[..., None]
+        col = jnp.where(rows > j, col, jnp.where(rows == j, ljj[..., None].astype(col.dtype), 0))
+        return L.at[..., :, j].set(col), d.at[..., j].set(dj)
+    L0 = jnp.zeros_like(A)
+    d0 = jnp.zeros(A.shape[:-1], jnp.real(A).dtype)
+    return jax.lax.fori_loop(0, n, body, (L0, d0))[1]
+
+
+@_op("LinalgCholeskyEx")
+def _cholesky_ex(A):
+    return jnp.linalg.cholesky(A)
+
+
+@_op("LinalgCholeskyExInfo")
+def _cholesky_info(A):
+    return _first_bad(~(_cholesky_pivots(A) > 0))
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """Mirrors ``torch.linalg.cholesky_ex``: ``(L, info)``, a named tuple; ``info`` (int32, shape
+    ``A.shape[:-2]``) is 0 where ``A`` is positive-definite, else the order of the first leading
+    minor that is not (``L`` is then not meaningful: NaN where torch has partial results).
+    ``upper=True`` returns ``L.mH``. Raises LinAlgError for a failure only with
+    ``check_errors=True``; RuntimeError for non-square or non-floating input."""
+    _check(A, "cholesky_ex")
+    L = _cholesky_ex(A)
+    info = _cholesky_info(A.detach())
+    if check_errors and has_error(info):
+        raise LinAlgError("linalg.cholesky_ex: The factorization could not be completed because the input "
+                              f"is not positive-definite (the leading minor of order {int(info.max())} is not).")
+    return CholeskyExResult(L.mH if upper else L, info.detach())
+
+
+def _tril_ste(L, upper):
+    """``L``'s triangle as the value, the whole of ``L`` for the gradient: torch's
+    ``cholesky_solve``/``cholesky_inverse`` gradients treat the factor as a full matrix."""
+    tri = jnp.triu(L) if upper else jnp.tril(L)
+    return L + jax.lax.stop_gradient(tri - L)
+
+
+@_op("CholeskySolve")
+def _cholesky_solve(B, L, *, upper):
+    B, L = _batch_pair(B, L)
+    F = _tril_ste(L, upper)
+    A = _mH(F) @ F if upper else F @ _mH(F)
+    return jnp.linalg.solve(A, B)
+
+
+@_op("CholeskyInverse")
+def _cholesky_inverse(L, *, upper):
+    F = _tril_ste(L, upper)
+    return jnp.linalg.inv(_mH(F) @ F if upper else F @ _mH(F))
+
+
+def cholesky_solve_op(B, L, upper):
+    return _cholesky_solve(B, L, upper=bool(upper))
+
+
+def cholesky_inverse_op(L, upper):
+    return _cholesky_inverse(L, upper=bool(upper))
+
+
+# ---- inverse and solve with an error code --------------------------------------------------
+def _lu_info(lu):
+    k = min(lu.shape[-2:])
+    return _first_bad(jnp.diagonal(lu, axis1=-2, axis2=-1)[..., :k] == 0)
+
+
+@_op("LinalgInvEx")
+def _inv_ex(A):
+    return jnp.linalg.inv(A)
+
+
+@_op("LinalgSolveEx")
+def _solve_ex(A, B, *, vector):
+    A, B = _batch_pair(A, B[..., None] if vector else B)
+    X = jnp.linalg.solve(A, B)
+    return X[..., 0] if vector else X
+
+
+@_op("LinalgLuFactorExInfo")
+def _singular_info(A):
+    return _lu_info(jax.lax.linalg.lu(A)[0])
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """Mirrors ``torch.linalg.inv_ex``: ``(inverse, info)``; ``info`` (int32) is 0 for an
+    invertible matrix, else 1 + the index of the first zero pivot of its LU factorization.
+    LinAlgError with ``check_errors=True`` when a matrix is singular."""
+    _check(A, "inv_ex")
+    info = _singular_info(A.detach()).detach()
+    if check_errors and has_error(info):
+        raise LinAlgError("linalg.inv_ex: The input matrix is singular, so it cannot be inverted.")
+    return InvExResult(_inv_ex(A), info)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """Mirrors ``torch.linalg.solve_ex``: ``(result, info)`` of ``linalg.solve`` with the
+    ``info`` code of ``inv_ex``. LinAlgError with ``check_errors=True`` for a singular ``A``."""
+    _check(A, "solve_ex")
+    info = _singular_info(A.detach()).detach()
+    if check_errors and has_error(info):
+        raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
+    if not left:
+        return SolveExResult(_solve_ex(A.mT, B.mT, vector=False).mT, info)
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    return SolveExResult(_solve_ex(A, B, vector=vector), info)
+
+
+# ---- LU --------------------------------------------------------------------------------------
+@_op("LinalgLuFactorEx")
+def _lu_factor(A):
+    lu, piv, _ = jax.lax.linalg.lu(A)
+    return lu, (piv + 1).astype(jnp.int32), _lu_info(lu)
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+    """Mirrors ``torch.linalg.lu_factor_ex``: ``(LU, pivots, info)`` with ``A = P @ L @ U``
+    packed in ``LU`` (``L`` unit lower below the diagonal, ``U`` on and above it), ``pivots``
+    int32 (1-based row swaps, LAPACK's), ``info`` int32 (1 + index of the first zero pivot,
+    else 0). Rectangular and batched inputs work. RuntimeError for ``pivot=False`` (torch has
+    it on CUDA only), LinAlgError with ``check_errors=True`` for an exactly singular ``A``."""
+    if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
+        raise NotImplementedError(f"linalg.lu_factor: \"linalg_lu_factor_ex_out\" not implemented for "
+                                  f"'{A.dtype}'; convert the input with .double() or .float()")
+    _check(A, "lu_factor_ex", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU; pass pivot=True")
+    LU, piv, info = _lu_factor(A)
+    piv, info = _ints(piv, info)
+    if check_errors and has_error(info):
+        raise LinAlgError(f"linalg.lu_factor_ex: U[{int(info.max())},{int(info.max())}] is zero and "
+                              "using it on lu_solve would result in a division by zero.")
+    return LUFactorExResult(LU, piv, info)
+
+
+def lu_factor(A, *, pivot=True, out=None):
+    """Mirrors ``torch.linalg.lu_factor``: ``(LU, pivots)`` of ``lu_factor_ex``; LinAlgError
+    for an exactly singular (square) ``A``, as torch."""
+    LU, piv, info = lu_factor_ex(A, pivot=pivot)
+    if A.shape[-1] == A.shape[-2] and has_error(info):
+        raise LinAlgError("linalg.lu_factor: The factorization could not be completed because the input "
+                              "is singular; use linalg.lu_factor_ex to get the error code instead")
+    return LUFactorResult(LU, piv)
+
+
+@_op("LuPivots")
+def _perm_matrix(pivots, *, m, dtype):
+    """The matrix ``P`` of ``A = P @ L @ U`` for LAPACK's 1-based ``pivots`` (``m`` rows)."""
+    perm = jax.lax.linalg.lu_pivots_to_permutation(pivots - 1, m)
+    return jnp.swapaxes(jax.nn.one_hot(perm, m, dtype=dtype), -1, -2)
+
+
+def _unpack(lu):
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    L = jnp.tril(lu[..., :, :k], -1) + jnp.eye(m, k, dtype=lu.dtype)
+    U = jnp.triu(lu[..., :k, :])
+    return L, U
+
+
+@_op("LuUnpack")
+def _lu_unpack(lu):
+    return _unpack(lu)
+
+
+def lu_unpack_arrays(LU, pivots, unpack_data=True, unpack_pivots=True):
+    """``(P, L, U)`` of ``torch.lu_unpack`` (empty tensors for the parts not asked for)."""
+    m = LU.shape[-2]
+    if unpack_pivots:
+        if pivots.dtype.name != "int32":
+            raise RuntimeError(f"lu_unpack: LU_pivots is expected to be a contiguous tensor of torch.int32 dtype, "
+                               f"got {pivots.dtype}; pass the pivots lu_factor returned")
+        P = _perm_matrix(pivots, m=m, dtype=LU._value.dtype.name)
+    else:
+        P = _zeros((0,), dtype=LU.dtype)
+    if unpack_data:
+        L, U = _lu_unpack(LU)
+    else:
+        L, U = _zeros((0,), dtype=LU.dtype), _zeros((0,), dtype=LU.dtype)
+    return P, L, U
+
+
+def lu(A, *, pivot=True, out=None):
+    """Mirrors ``torch.linalg.lu``: ``(P, L, U)`` with ``A = P @ L @ U``, ``L`` ``(*, m, k)``
+    unit lower, ``U`` ``(*, k, n)`` upper, ``k = min(m, n)``, ``P`` a permutation matrix of
+    ``A``'s dtype. Gradients through ``L`` and ``U`` (as torch). RuntimeError for
+    ``pivot=False`` (CUDA only in torch) and non-floating input."""
+    _check(A, "lu", square=False)
+    if not pivot:
+        raise RuntimeError("linalg.lu: LU without pivoting is not implemented on the CPU; pass pivot=True")
+    LU, piv, _ = _lu_factor(A)
+    return LUResult(*lu_unpack_arrays(LU, piv.detach()))
+
+
+@_op("LinalgLuSolve")
+def _lu_solve(lu, piv, B, *, left, adjoint):
+    lu, B = _batch_pair(lu, B)
+    if not left:             # X A = B  <=>  A^H X^H = B^H
+        return _mH(_lu_solve_left(lu, piv, _mH(B), not adjoint))
+    return _lu_solve_left(lu, piv, B, adjoint)
+
+
+def _lu_solve_left(lu, piv, B, adjoint):
+    n = lu.shape[-1]
+    perm = jax.lax.linalg.lu_pivots_to_permutation(piv - 1, n)
+    perm = jnp.broadcast_to(perm, B.shape[:-2] + (n,))
+    tri = jax.lax.linalg.triangular_solve
+    if not adjoint:          # A = P L U: X = U^-1 L^-1 P^T B
+        PB = jnp.take_along_axis(B, perm[..., :, None], axis=-2)
+        Y = tri(lu, PB, left_side=True, lower=True, unit_diagonal=True)
+        return tri(lu, Y, left_side=True, lower=False)
+    # A^H = U^H L^H P^T: X = P L^-H U^-H B
+    conj = jnp.iscomplexobj(lu)
+    Y = tri(lu, B, left_side=True, lower=False, transpose_a=True, conjugate_a=conj)
+    Z = tri(lu, Y, left_side=True, lower=True, transpose_a=True, conjugate_a=conj, unit_diagonal=True)
+    inv = jnp.argsort(perm, axis=-1)
+    return jnp.take_along_axis(Z, inv[..., :, None], axis=-2)
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
+    """Mirrors ``torch.linalg.lu_solve``: ``X`` with ``A @ X = B`` for ``A`` given by
+    ``lu_factor``'s ``(LU, pivots)`` (``X @ A = B`` with ``left=False``; ``A^H`` with
+    ``adjoint=True``); batch dims broadcast. Gradients for ``LU`` and ``B``.
+    RuntimeError for a non-square ``LU`` or mismatched sizes."""
+    _check(LU, "lu_solve")
+    n = LU.shape[-1]
+    if B.dim() < 2 or (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({tuple(LU.shape)} and {tuple(B.shape)})")
+    if pivots.dtype.name != "int32":
+        raise RuntimeError(f"linalg.lu_solve: pivots should be a Tensor of scalar type int32, got {pivots.dtype}")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"linalg.lu_solve: pivots should have shape {tuple(LU.shape[:-1])}, got "
+                           f"{tuple(pivots.shape)}")
+    return _lu_solve(LU, pivots, B, left=bool(left), adjoint=bool(adjoint))
+
+
+# ---- triangular and least-squares solves -----------------------------------------------------
+@_op("LinalgSolveTriangular")
+def _solve_triangular(A, B, *, upper, left, unitriangular):
+    A, B = _batch_pair(A, B)
+    return jax.lax.linalg.triangular_solve(A, B, left_side=left, lower=not upper, unit_diagonal=unitriangular)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+    """Mirrors ``torch.linalg.solve_triangular``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
+    ``left=False``) reading only ``A``'s upper or lower triangle (unit diagonal when
+    ``unitriangular``); batch dims broadcast; the gradient of ``A`` is on that triangle, as
+    torch. RuntimeError for mismatched sizes or dtypes, or a non-floating input."""
+    _check(A, "solve_triangular")
+    if B.dim() < 2:
+        raise RuntimeError(f"linalg.solve_triangular: The input tensor B must have at least 2 dimensions, got "
+                           f"{B.dim()}; pass B as a (batch of) matrices")
+    if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but found A of "
+                           f"type {A.dtype} and B of type {B.dtype} instead")
+    return _solve_triangular(A, B, upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))
+
+
+@_op("LinalgLstsq")
+def _lstsq(A, B, *, rcond):
+    A, B = _batch_pair(A, B)
+    return jnp.linalg.pinv(A, rtol=rcond) @ B, jnp.linalg.svd(A, compute_uv=False)
+
+
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """Mirrors ``torch.linalg.lstsq``: the named tuple ``(solution, residuals, rank,
+    singular_values)`` of ``min ||A X - B||``; ``solution`` ``(*, n, k)`` is the minimum-norm
+    least-squares solution (computed through the pseudo-inverse; equal to LAPACK's for every
+    driver when ``A`` has full rank). As on torch's CPU: ``rank`` (int64) for drivers other
+    than 'gels', ``singular_values`` for 'gelsd'/'gelss', ``residuals`` (squared, ``(*, k)``)
+    when ``m > n``, every ``A`` has full rank and the driver is not 'gelsy' (the default);
+    otherwise empty tensors. A 1-d ``B`` is a single right-hand side only when ``A`` is 2-d.
+    RuntimeError for mismatched rows or dtypes, or an unknown driver."""
+    _check(A, "lstsq", square=False)
+    driver = "gelsy" if driver is None else driver
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of {_DRIVERS}, got {driver!r}")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {A.dtype} and other's dtype {B.dtype}")
+    vector = B.dim() == A.dim() - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2) ({A.shape[-2]} vs "
+                           f"{Bm.shape[-2]})")
+    m, n = A.shape[-2:]
+    eps = np.finfo(np.dtype(A._value.real.dtype)).eps
+    cut = float(rcond) if rcond is not None else float(eps * max(m, n))
+    X, S = _lstsq(A, Bm, rcond=cut)
+    S = S.detach()
+    empty = _zeros((0,), dtype=S.dtype)
+    rank = (S > cut * S.amax(-1, keepdim=True)).sum(-1) if S.numel() else _zeros(tuple(S.shape[:-1]), dtype=_dt.int64)
+    resid = X.reshape(-1)[:0]     # empty, on the graph (torch's empty residuals require grad too)
+    # traced: no value to test, the residuals are computed (as for a full-rank A)
+    full_rank = isinstance(rank._value, _JaxTracer) or bool((rank == n).all())
+    if m > n and driver != "gelsy" and full_rank:
+        r = A @ X - Bm
+        resid = (r.abs() ** 2).sum(-2) if r.is_complex() else (r * r).sum(-2)
+    out_S = S if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(X.squeeze(-1) if vector else X, resid,
+                       rank.detach() if driver != "gels" else _zeros((0,), dtype=rank.dtype), out_S)
+
+
+# ---- eigen-decomposition of general matrices -------------------------------------------------
+@_op("LinalgEig")
+def _eig(A):
+    # torch differentiates the eigenvectors under the same assumption (distinct eigenvalues,
+    # a phase-invariant loss); JAX asks for it explicitly
+    w, v = jax.lax.linalg.eig(A, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
+    return w, v
+
+
+@_op("LinalgEigvals")
+def _eigvals(A):
+    return jnp.linalg.eigvals(A)
+
+
+def eig(A, *, out=None):
+    """Mirrors ``torch.linalg.eig``: complex ``(eigenvalues, eigenvectors)`` (complex64 for
+    float32 input, complex128 for float64), eigenvectors of norm 1 (LAPACK's geev, as torch:
+    the same phases). Gradients assume distinct eigenvalues and a loss invariant to the
+    eigenvectors' phases, as torch's. JAX's ``eig`` (LAPACK's geev on CPU; tested on CPU only).
+    RuntimeError for non-square or non-floating input."""
+    _check(A, "eig")
+    return EigResult(*_eig(A))
+
+
+def eigvals(A, *, out=None):
+    """Mirrors ``torch.linalg.eigvals``: the complex eigenvalues of ``eig``."""
+    _check(A, "eigvals")
+    return _eigvals(A)
+
+
+# ---- Householder products, rank, condition number, exp, tensor inverse/solve ---------------
+@_op("LinalgHouseholderProduct")
+def _householder(A, tau):
+    m, n = A.shape[-2:]
+    k = tau.shape[-1]
+    Q = jnp.broadcast_to(jnp.eye(m, n, dtype=A.dtype), A.shape)
+    rows = jnp.arange(m)[:, None]
+    for i in reversed(range(k)):          # Q = H_0 (H_1 (... (H_{k-1} I)))
+        v = jnp.where(rows > i, A[..., :, i:i + 1], jnp.where(rows == i, 1, 0).astype(A.dtype))
+        Q = Q - tau[..., i, None, None] * v @ (_mH(v) @ Q)
+    return Q
+
+
+def householder_product(A, tau, *, out=None):
+    """Mirrors ``torch.linalg.householder_product`` (LAPACK's orgqr): the first ``n`` columns
+    of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with ``v_i`` column ``i`` of ``A`` below the
+    diagonal and 1 on it; ``A`` ``(*, m, n)``, ``tau`` ``(*, k)``, ``k <= n <= m``. Gradients for
+    both. RuntimeError for shapes that break those bounds or differing dtypes."""
+    _check(A, "householder_product", square=False)
+    m, n = A.shape[-2:]
+    if n > m:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1] (got {m} < {n})")
+    if tau.dim() < 1 or tau.shape[-1] > n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+                           f"tau.shape[-1] (got {n} and tau of shape {tuple(tau.shape)})")
+    if tau.dim() != A.dim() - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"torch.linalg.householder_product: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], got tau of shape {tuple(tau.shape)} for input {tuple(A.shape)}")
+    if A.dtype is not tau.dtype:
+        raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
+                           f"{A.dtype}")
+    return _householder(A, tau)
+
+
+@_op("LinalgMatrixExp")
+def _matrix_exp(A):
+    return jax.scipy.linalg.expm(A)
+
+
+def matrix_exp(A):
+    """Mirrors ``torch.linalg.matrix_exp`` (and ``torch.matrix_exp``): ``sum_k A^k / k!`` of a
+    (batch of) square matrices, through scaling and squaring (Pade); differentiable.
+    RuntimeError for non-square or non-floating input."""
+    _check(A, "matrix_exp")
+    return _matrix_exp(A)
+
+
+def vander(x, *, N=None):
+    """Mirrors ``torch.linalg.vander``: ``(*, n, N)`` with ``x[..., i] ** j`` in column ``j``
+    (increasing powers, ``N`` default ``x.shape[-1]``); integer inputs stay int64.
+    RuntimeError for a 0-d ``x`` or ``N <= 1``."""
+    if x.dim() == 0:
+        raise RuntimeError("linalg.vander: x must have at least one dimension; pass a (batch of) vectors")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError(f"linalg.vander: N must be greater than 1, got N={n}")
+    if not (x.is_floating_point() or x.is_complex()):
+        x = x.long()
+    cols = x.unsqueeze(-1).expand(*x.shape, n - 1)
+    ones = (x.unsqueeze(-1) * 0 + 1).detach()
+    return cat([ones, cols.cumprod(-1)], -1)

@@ -1,0 +1,251 @@
+"""Short-time Fourier transforms and windows: ``stft``/``istft`` (composites of
+``tracegrad.fft``, ``unfold``, ``pad`` and ``index_add``: differentiable through them), torch's
+top-level windows (``hann_window``, ``hamming_window``, ``blackman_window``,
+``bartlett_window``, ``kaiser_window``) and the sampled window shapes that
+``tracegrad.signal.windows`` builds on. Bound as ``tracegrad.<name>`` in
+``tracegrad/__init__.py``; ``Tensor.stft``/``Tensor.istft`` are set here (this module is above
+the API layer's registry, as ``_linalg_functions.py``)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from . import fft as _fft
+from ._api.complex_api import view_as_real
+from ._ops import dtypes as _dt
+from ._tensor.factories import arange as _arange, ones as _ones, tensor as _tensor, zeros as _zeros
+from ._tensor.tensor import Tensor, _JaxTracer
+from .nn import functional as _F
+
+__all__ = ["stft", "istft", "hann_window", "hamming_window", "blackman_window", "bartlett_window", "kaiser_window"]
+
+
+# ---- windows -------------------------------------------------------------------------------
+def window_tensor(values, dtype, requires_grad):
+    """A window computed in float64 on the host as a tensor of ``dtype`` (a leaf)."""
+    return _tensor(np.asarray(values, np.float64), dtype=dtype, requires_grad=requires_grad)
+
+
+def cosine_sum(n, coeffs, denom):
+    """``sum_i (-1)^i a_i cos(2 pi i k / denom)`` for ``k = 0..n-1`` (float64 numpy)."""
+    k = np.arange(n) * (2 * math.pi / denom)
+    return sum((-1) ** i * a * np.cos(i * k) for i, a in enumerate(coeffs))
+
+
+def _window_dtype(api, dtype):
+    d = _dt.get_default_dtype() if dtype is None else _dt.to_dtype(dtype)
+    if not d.is_floating_point:
+        raise RuntimeError(f"{api} expects floating point dtypes, got: {d}; pass dtype=tracegrad.float32")
+    return d
+
+
+def _aten_window(api, window_length, periodic, dtype, requires_grad, shape):
+    """torch's top-level window convention: length 0 is empty, 1 is ``[1]``; ``periodic``
+    computes ``window_length + 1`` symmetric points and drops the last. ``shape(n)`` gives
+    ``n`` symmetric points (``n >= 2``)."""
+    d = _window_dtype(api, dtype)
+    if window_length < 0:
+        raise RuntimeError(f"{api} requires non-negative window_length, got window_length={window_length}")
+    if window_length <= 1:
+        return window_tensor(np.ones(window_length), d, requires_grad)
+    n = window_length + 1 if periodic else window_length
+    return window_tensor(shape(n)[:window_length], d, requires_grad)
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None, layout=None, device=None,
+                   pin_memory=False, requires_grad=False):
+    """Mirrors ``torch.hamming_window``: ``alpha - beta cos(2 pi k / (N - 1))`` (periodic: of
+    ``N + 1`` points, the last dropped). 1-d, default float dtype. RuntimeError for a negative
+    length or a non-floating dtype."""
+    return _aten_window("hamming_window", window_length, periodic, dtype, requires_grad,
+                        lambda n: alpha - beta * np.cos(np.arange(n) * (2 * math.pi / (n - 1))))
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                requires_grad=False):
+    """Mirrors ``torch.hann_window``: ``0.5 - 0.5 cos(2 pi k / (N - 1))`` (periodic by default).
+    RuntimeError for a negative length or a non-floating dtype."""
+    return _aten_window("hann_window", window_length, periodic, dtype, requires_grad,
+                        lambda n: cosine_sum(n, (0.5, 0.5), n - 1))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    """Mirrors ``torch.blackman_window``: ``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k /
+    (N - 1))``. RuntimeError for a negative length or a non-floating dtype."""
+    return _aten_window("blackman_window", window_length, periodic, dtype, requires_grad,
+                        lambda n: cosine_sum(n, (0.42, 0.5, 0.08), n - 1))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, pin_memory=False,
+                    requires_grad=False):
+    """Mirrors ``torch.bartlett_window``: the triangle ``1 - |2k / (N - 1) - 1|``.
+    RuntimeError for a negative length or a non-floating dtype."""
+    return _aten_window("bartlett_window", window_length, periodic, dtype, requires_grad,
+                        lambda n: 1 - np.abs(np.arange(n) * (2 / (n - 1)) - 1))
+
+
+def kaiser_shape(n, beta, denom):
+    """``I0(beta sqrt(1 - ((k - c) / c)^2)) / I0(beta)`` over ``n`` points, ``c = denom / 2``."""
+    c = denom / 2
+    r = (np.arange(n) - c) / c
+    return np.i0(beta * np.sqrt(np.clip(1 - r * r, 0, None))) / np.i0(beta)
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+                  pin_memory=False, requires_grad=False):
+    """Mirrors ``torch.kaiser_window``: the Kaiser window of shape parameter ``beta``
+    (``I0`` is the modified Bessel function of order 0). RuntimeError for a negative length or
+    a non-floating dtype."""
+    return _aten_window("kaiser_window", window_length, periodic, dtype, requires_grad,
+                        lambda n: kaiser_shape(n, beta, n - 1))
+
+
+# ---- stft / istft ----------------------------------------------------------------------------
+def _describe(api, input, n_fft, hop_length, win_length, window):
+    w = "None" if window is None else f"tensor{list(window.shape)}"
+    return (f"{api}(tensor{list(input.shape)}, n_fft={n_fft}, hop_length={hop_length}, win_length={win_length}, "
+            f"window={w})")
+
+
+def _frame_window(api, input, n_fft, hop_length, win_length, window):
+    """Defaults and checks shared by stft and istft: ``(hop, full window of n_fft or None)``."""
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    where = _describe(api, input, n_fft, hop, win, window)
+    if n_fft <= 0:
+        raise RuntimeError(f"{where}: expected 0 < n_fft, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(f"{where}: expected hop_length > 0, but got hop_length={hop}")
+    if not 0 < win <= n_fft:
+        raise RuntimeError(f"{where}: expected 0 < win_length <= n_fft, but got win_length={win}")
+    if window is not None and (window.dim() != 1 or window.shape[0] != win):
+        raise RuntimeError(f"{where}: expected a 1D window tensor of size equal to win_length={win}, but got "
+                           f"window with size {list(window.shape)}")
+    if window is not None and win < n_fft:      # centre the window in n_fft samples
+        left = (n_fft - win) // 2
+        window = _F.pad(window, (left, n_fft - win - left))
+    elif window is None and win < n_fft:
+        left = (n_fft - win) // 2
+        window = _F.pad(_ones(win, dtype=input.real.dtype if input.is_complex() else input.dtype),
+                        (left, n_fft - win - left))
+    return hop, window
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+         normalized=False, onesided=None, return_complex=None):
+    """Mirrors ``torch.stft``: the short-time Fourier transform of ``input`` ``(L,)`` or
+    ``(B, L)``: frames of ``n_fft`` samples every ``hop_length`` (default ``n_fft // 4``), each
+    times ``window`` (``win_length`` samples, default all ones, centred in ``n_fft``), then
+    ``fft``. ``center`` pads ``n_fft // 2`` samples each side with ``pad_mode`` ('reflect',
+    'constant', 'replicate', 'circular'). Returns complex ``(B?, n_fft // 2 + 1, n_frames)``
+    (``n_fft`` rows when ``onesided=False``, the default for complex input or window);
+    ``normalized`` scales by ``n_fft ** -0.5``. ``return_complex=False`` (deprecated in torch,
+    which warns the same) gives the real view ``(..., 2)``. Differentiable.
+    RuntimeError: ``return_complex`` not given for a real input, bad sizes (as torch)."""
+    if return_complex is None:
+        if not (input.is_complex() or (window is not None and window.is_complex())):
+            raise RuntimeError("stft requires the return_complex parameter be given for real inputs; pass "
+                               "return_complex=True")
+        return_complex = True
+    if not return_complex:
+        warnings.warn("stft with return_complex=False is deprecated (as in torch); pass return_complex=True "
+                      "and call tracegrad.view_as_real on the result", UserWarning, stacklevel=2)
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
+                           f"2D tensor, got {input.dim()}D")
+    x = input.unsqueeze(0) if input.dim() == 1 else input
+    if center:
+        if pad_mode not in ("reflect", "constant", "replicate", "circular"):
+            raise RuntimeError(f"stft: pad_mode must be 'reflect', 'constant', 'replicate' or 'circular', got "
+                               f"{pad_mode!r}")
+        p = n_fft // 2
+        x = _F.pad(x.unsqueeze(1), (p, p), mode=pad_mode).squeeze(1)
+    hop, w = _frame_window("stft", x if input.dim() == 2 else x[0], n_fft, hop_length, win_length, window)
+    if x.shape[-1] < n_fft:
+        raise RuntimeError(f"{_describe('stft', input, n_fft, hop, win_length, window)}: expected 0 < n_fft <= "
+                           f"{x.shape[-1]}, but got n_fft={n_fft}")
+    frames = x.unfold(-1, n_fft, hop)                     # (B, n_frames, n_fft)
+    if w is not None:
+        frames = frames * w
+    if onesided is None:
+        onesided = not (frames.is_complex())
+    if onesided and frames.is_complex():
+        raise RuntimeError("Cannot have onesided output if window or input is complex; pass onesided=False")
+    norm = "ortho" if normalized else "backward"
+    spec = _fft.rfft(frames, dim=-1, norm=norm) if onesided else _fft.fft(frames, dim=-1, norm=norm)
+    spec = spec.transpose(-1, -2)
+    if input.dim() == 1:
+        spec = spec.squeeze(0)
+    return spec if return_complex else view_as_real(spec)
+
+
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+          onesided=None, length=None, return_complex=False):
+    """Mirrors ``torch.istft``: the inverse of ``stft`` by windowed overlap-add, divided by the
+    summed squared window (which must not vanish anywhere in the kept range: RuntimeError, as
+    torch's NOLA check). ``input`` complex ``(B?, freq, n_frames)``; ``onesided`` (default: when
+    ``freq != n_fft``) inverts with ``irfft``; ``center`` trims ``n_fft // 2`` samples each side;
+    ``length`` trims or zero-pads the end. Real output unless ``return_complex``.
+    Differentiable. RuntimeError for a real input or mismatched sizes."""
+    if not input.is_complex():
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
+                           "return_complex=True.")
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex dtype, got {input.dim()}D")
+    spec = input.unsqueeze(0) if input.dim() == 2 else input
+    hop, w = _frame_window("istft", input, n_fft, hop_length, win_length, window)
+    n_freq, n_frames = spec.shape[-2], spec.shape[-1]
+    if onesided is None:
+        onesided = n_freq != n_fft
+    if onesided and n_freq != n_fft // 2 + 1:
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the input tensor to "
+                           f"match n_fft / 2 + 1 when onesided=True, but got {n_freq}")
+    if not onesided and n_freq != n_fft:
+        raise RuntimeError(f"istft: expected the frequency dimension of the input tensor to match n_fft when "
+                           f"onesided=False, but got {n_freq}")
+    if onesided and return_complex:
+        raise RuntimeError("istft: cannot have onesided output if the output is complex; pass onesided=False")
+    norm = "ortho" if normalized else "backward"
+    frames = spec.transpose(-1, -2)                        # (B, n_frames, freq)
+    frames = _fft.irfft(frames, n=n_fft, dim=-1, norm=norm) if onesided else _fft.ifft(frames, dim=-1, norm=norm)
+    if not return_complex and frames.is_complex():
+        frames = frames.real
+    real_dt = frames.real.dtype if frames.is_complex() else frames.dtype
+    if w is None:
+        w = _ones(n_fft, dtype=real_dt)
+    frames = frames * w
+    total = n_fft + hop * (n_frames - 1)
+    pos = (_arange(n_frames).unsqueeze(1) * hop + _arange(n_fft)).reshape(-1)
+    y = _zeros(spec.shape[0], total, dtype=frames.dtype).index_add(1, pos, frames.reshape(spec.shape[0], -1))
+    env = _zeros(total, dtype=real_dt).index_add(0, pos, (w * w).detach().repeat(n_frames))
+    start = n_fft // 2 if center else 0
+    end = total - (n_fft // 2 if center else 0) if length is None else min(start + length, total)
+    env = env[start:end]
+    if not isinstance(env._value, _JaxTracer) and bool((env.abs() < 1e-11).any()):   # eager only
+        raise RuntimeError(f"{_describe('istft', input, n_fft, hop, win_length, window)}: window overlap add min: "
+                           f"{float(env.abs().min()):g}; pass a window and hop_length whose squared overlap-add "
+                           "is nonzero (NOLA)")
+    y = y[:, start:end] / env
+    if length is not None and y.shape[-1] < length:
+        y = _F.pad(y, (0, length - y.shape[-1]))
+    return y.squeeze(0) if input.dim() == 2 else y
+
+
+def _stft_method(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+                 normalized=False, onesided=None, return_complex=None):
+    """Mirrors ``Tensor.stft``: see ``tracegrad.stft``."""
+    return stft(self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex)
+
+
+def _istft_method(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+                  onesided=None, length=None, return_complex=False):
+    """Mirrors ``Tensor.istft``: see ``tracegrad.istft``."""
+    return istft(self, n_fft, hop_length, win_length, window, center, normalized, onesided, length, return_complex)
+
+
+# Tensor methods of the same meaning (ATTACHED_ELSEWHERE in tests/api/test_registration.py)
+Tensor.stft = _stft_method
+Tensor.istft = _istft_method
