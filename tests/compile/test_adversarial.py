@@ -568,3 +568,109 @@ def test_returned_dict_keeps_its_key_order():
             return {"sum": x.sum(), "n": x.shape[0], "double": x * 2}
         return wrap(step), {"change": no_change}, ones(mod)
     check(make, torch_too=True)
+
+
+@silent("hasattr(obj, name) False at trace: the attribute added later is not seen (an absent "
+        "attribute is not guarded)")
+def test_attribute_added_after_the_trace_is_seen_by_hasattr():
+    class Cfg:
+        pass
+
+    def make(mod, wrap):
+        cfg = Cfg()
+
+        def step(x):
+            return x * (cfg.scale if hasattr(cfg, "scale") else 1.0)
+
+        def add(i):
+            if i == 1:
+                cfg.scale = 5.0
+        return wrap(step), {"change": add}, ones(mod)
+    check(make)
+
+
+@silent("a function read from a global / a list and called (the activation) rebound between "
+        "calls: the program keeps the traced function (only numbers, strings, flags, small "
+        "dicts and arrays are guarded)")
+@pytest.mark.parametrize("holder", ["global", "list"])
+def test_function_rebound_between_calls_is_called(holder):
+    def make(mod, wrap):
+        acts = [mod.relu]
+        namespace = {"ACT": mod.relu}
+        exec("def step(x):\n    return ACT(x)\n", namespace)
+        if holder == "list":
+            def step(x):
+                return acts[0](x)
+        else:
+            step = namespace["step"]
+
+        def rebind(i):
+            if i == 1:
+                acts[0] = namespace["ACT"] = mod.tanh
+        return wrap(step), {"change": rebind}, lambda i: (mod.full((2,), -1.0),)
+    check(make, torch_too=True)
+
+
+@silent("module.forward replaced on the instance between calls: the program keeps the traced "
+        "forward")
+def test_forward_replaced_on_the_instance_is_called():
+    def make(mod, wrap):
+        net = mod.nn.Linear(2, 2)
+
+        def step(x):
+            return net(x).detach()
+
+        def patch(i):
+            if i == 1:
+                net.forward = lambda x: x * 7
+        return wrap(step), {"change": patch}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("x.requires_grad_() on an input inside the function: after a compiled call the "
+        "caller's tensor still has requires_grad False")
+def test_requires_grad_set_on_an_input_inside_sticks():
+    def make(mod, wrap):
+        xs = {}
+
+        def step(x):
+            x.requires_grad_()
+            return (x * 2).sum().detach()
+
+        def batch(i):
+            xs[i] = mod.ones(2)
+            return (xs[i],)
+        return wrap(step), {"change": no_change, "inputs": xs}, batch
+    check(make, torch_too=True)
+
+
+@silent("is_contiguous() / stride() of an argument decide Python; a transposed or sliced "
+        "argument of the same shape runs the traced branch (strides are not in the signature)")
+@pytest.mark.parametrize("read", ["is_contiguous", "stride"])
+def test_layout_of_an_argument_decides_a_branch(read):
+    def make(mod, wrap):
+        def step(x):
+            if read == "is_contiguous":
+                return x * (2 if x.is_contiguous() else 3)
+            return x * x.stride()[0]
+
+        def batch(i):
+            x = mod.ones(2, 3)
+            return (x[:, :2] if i >= 2 else x[:, :2].contiguous(),)
+        return wrap(step), {"change": no_change}, batch
+    check(make, torch_too=True)
+
+
+@silent("an argument that is (a view of) a tensor the function also captures, written in "
+        "place: the captured tensor reads the old value and one write is lost (no aliasing "
+        "between arguments and captured state)")
+@pytest.mark.parametrize("view", [False, True])
+def test_argument_aliasing_captured_state_written_in_place(view):
+    def make(mod, wrap):
+        w = mod.ones(4)
+
+        def step(x):
+            x.add_(1)
+            return w * 2
+        return wrap(step), {"change": no_change, "w": w}, lambda i: (w[:2] if view else w,)
+    check(make, torch_too=True)
