@@ -14,6 +14,8 @@ import weakref
 
 import pytest
 
+import tracegrad
+
 from ._harness import check_compiled
 
 CALLS = 5
@@ -534,7 +536,6 @@ def test_programs_that_match_eager(build):
 
 
 def test_grad_mode_around_the_call_and_the_input_itself_returned():
-    import tracegrad
     w = tracegrad.ones(2, requires_grad=True)
     step = tracegrad.compile(lambda x: (x, x * w))
     for i in range(4):
@@ -616,6 +617,9 @@ def test_function_rebound_between_calls_is_called(holder):
 def test_forward_replaced_on_the_instance_is_called():
     def make(mod, wrap):
         net = mod.nn.Linear(2, 2)
+        with mod.no_grad():
+            net.weight.fill_(0.5)
+            net.bias.fill_(0.1)
 
         def step(x):
             return net(x).detach()
@@ -674,3 +678,86 @@ def test_argument_aliasing_captured_state_written_in_place(view):
             return w * 2
         return wrap(step), {"change": no_change, "w": w}, lambda i: (w[:2] if view else w,)
     check(make, torch_too=True)
+
+
+# ---- global and module state changed inside ----------------------------------------------
+
+@silent("torch.set_grad_enabled(False) / set_default_dtype(float64) inside the function: after "
+        "a program call the global setting is not changed as eager leaves it")
+@pytest.mark.parametrize("setting", ["grad_mode", "default_dtype"])
+def test_global_setting_changed_inside_stays_changed(setting):
+    def make(mod, wrap):
+        seen = []
+
+        def step(x):
+            if setting == "grad_mode":
+                mod.set_grad_enabled(False)
+            else:
+                mod.set_default_dtype(mod.float64)
+            return x * 2
+
+        def observe_and_restore(i):
+            seen.append(mod.is_grad_enabled() if setting == "grad_mode"
+                        else str(mod.get_default_dtype()).split(".")[-1])
+            mod.set_grad_enabled(True)
+            mod.set_default_dtype(mod.float32)
+        return wrap(step), {"change": observe_and_restore, "seen": seen}, ones(mod)
+    try:
+        check(make, torch_too=True)
+    finally:
+        tracegrad.set_grad_enabled(True)
+        tracegrad.set_default_dtype(tracegrad.float32)
+
+
+@silent("register_buffer inside the function registers once (at trace): later program calls "
+        "do not add the buffer eager adds (module structure changes inside are not side effects)")
+def test_buffer_registered_inside_every_call():
+    def make(mod, wrap):
+        net = mod.nn.Module()
+
+        def step(x):
+            net.register_buffer(f"b{len(list(net.buffers()))}", mod.ones(1))
+            return x * 2
+        return wrap(step), {"change": no_change, "net": net}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("a Python attribute set on an input tensor inside (x.tag = ...) is set on the trace's "
+        "stand-in, not on the caller's tensor")
+def test_python_attribute_set_on_an_input_tensor_inside():
+    def make(mod, wrap):
+        tags = []
+
+        def step(x):
+            x.tag = "seen"
+            return x * 2
+
+        def batch(i):
+            x = mod.ones(2)
+            tags.append(x)
+            return (x,)
+
+        def observe(i):
+            tags[i] = getattr(tags[i], "tag", None)
+        return wrap(step), {"change": observe, "tags": tags}, batch
+    check(make, torch_too=True)
+
+
+@silent("warnings.warn inside warns at trace only: later program calls do not warn (a warning "
+        "is a side effect that is not a graph break, unlike print and logging)")
+def test_warning_issued_inside_warns_every_call():
+    import warnings
+
+    def warned(fn):
+        counts = []
+        for i in range(CALLS):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn(tracegrad.ones(2))
+            counts.append(sum("adversarial warning" in str(w.message) for w in caught))
+        return counts
+
+    def step(x):
+        warnings.warn("adversarial warning")
+        return x * 2
+    assert warned(tracegrad.compile(step)) == warned(step) == [1] * CALLS
