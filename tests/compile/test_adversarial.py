@@ -761,3 +761,28 @@ def test_warning_issued_inside_warns_every_call():
         warnings.warn("adversarial warning")
         return x * 2
     assert warned(tracegrad.compile(step)) == warned(step) == [1] * CALLS
+
+
+@silent("a double backward (create_graph=True) through a compiled function's output fails "
+        "with autograd.grad's 'appears to not have been used in the graph', not the eager "
+        "result nor a clear error naming double backward (torch.compile raises one that does)")
+def test_double_backward_through_a_compiled_output_works_or_says_why():
+    def second_derivative(fn, w):
+        y = fn(tracegrad.ones(2))
+        g, = tracegrad.autograd.grad(y, w, create_graph=True)
+        gg, = tracegrad.autograd.grad(g.sum(), w)
+        return gg.numpy()
+
+    w = tracegrad.ones(2, requires_grad=True)
+
+    def step(x):
+        return (x * w * w).sum()
+    expected = second_derivative(step, w)
+    compiled = tracegrad.compile(step)
+    for _ in range(3):
+        try:
+            got = second_derivative(compiled, w)
+        except RuntimeError as e:
+            assert "double backward" in str(e) or "create_graph" in str(e), str(e)
+        else:
+            assert (got == expected).all()
