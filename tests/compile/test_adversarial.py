@@ -786,3 +786,21 @@ def test_double_backward_through_a_compiled_output_works_or_says_why():
             assert "double backward" in str(e) or "create_graph" in str(e), str(e)
         else:
             assert (got == expected).all()
+
+
+@silent("a call under torch.inference_mode() returns a tensor that is_inference() False "
+        "(eager gives an inference tensor); inference mode is not part of the guards")
+def test_call_under_inference_mode_returns_inference_tensors():
+    def make(mod, wrap):
+        w = mod.ones(2, requires_grad=True)
+        step = wrap(lambda x: x * w)
+
+        def call(x, i):
+            if i % 2:
+                with mod.inference_mode():
+                    out = step(x)
+            else:
+                out = step(x)
+            return out.detach() if out.requires_grad else out, out.is_inference()
+        return call, {"change": no_change}, lambda i: (mod.ones(2), i)
+    check(make, torch_too=True)
