@@ -804,3 +804,39 @@ def test_call_under_inference_mode_returns_inference_tensors():
             return out.detach() if out.requires_grad else out, out.is_inference()
         return call, {"change": no_change}, lambda i: (mod.ones(2), i)
     check(make, torch_too=True)
+
+
+# ---- returned tensors and carried state ---------------------------------------------------
+
+@silent("a dict entry rebound inside to a new tensor that is also returned: from the first "
+        "program call on the state stops advancing (each call starts from the traced value; "
+        "carry.py write-back when a rebound carried tensor is also an output)")
+def test_rebound_state_that_is_also_returned_keeps_advancing():
+    def make(mod, wrap):
+        state = {"h": mod.ones(2)}
+
+        def step(x):
+            state["h"] = state["h"] * 0.5 + x
+            return state["h"]
+        return wrap(step), {"change": no_change, "state": state}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("a returned view of a Parameter (w[:2]) does not alias it: a later in-place change of "
+        "the parameter is not seen through the returned tensor and ._base is not the "
+        "parameter (a plain captured tensor's view is aliased correctly)")
+def test_returned_view_of_a_parameter_aliases_it():
+    def make(mod, wrap):
+        w = mod.nn.Parameter(mod.ones(3))
+        outs = []
+        step = wrap(lambda x: w[:2])
+
+        def call(x):
+            outs.append(step(x))      # observed after later calls: should follow w
+            return outs[-1]._base is w
+
+        def bump(i):
+            with mod.no_grad():
+                w.add_(1)
+        return call, {"change": bump, "outs": outs}, ones(mod)
+    check(make, torch_too=True)
