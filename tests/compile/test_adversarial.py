@@ -808,17 +808,39 @@ def test_call_under_inference_mode_returns_inference_tensors():
 
 # ---- returned tensors and carried state ---------------------------------------------------
 
-@silent("a dict entry rebound inside to a new tensor that is also returned: from the first "
-        "program call on the state stops advancing (each call starts from the traced value; "
-        "carry.py write-back when a rebound carried tensor is also an output)")
-def test_rebound_state_that_is_also_returned_keeps_advancing():
+@silent("a carried tensor (dict entry, list slot, object attribute, module buffer) rebound "
+        "inside to a new tensor that is also returned: from the first program call on the "
+        "state stops advancing, every call starts from the traced value (carry.py write-back "
+        "when the rebound tensor is also an output)")
+@pytest.mark.parametrize("holder", ["dict", "list", "object", "module_buffer"])
+def test_rebound_state_that_is_also_returned_keeps_advancing(holder):
+    class Holder:
+        pass
+
     def make(mod, wrap):
-        state = {"h": mod.ones(2)}
+        class Accumulate(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("h", mod.ones(2))
+
+            def forward(self, x):
+                self.h = self.h * 0.5 + x
+                return self.h
+        if holder == "module_buffer":
+            net = Accumulate()
+            return wrap(net), {"change": no_change, "net": net}, ones(mod)
+        box = {"dict": {0: mod.ones(2)}, "list": [mod.ones(2)], "object": Holder()}[holder]
+        if holder == "object":
+            box.h = mod.ones(2)
 
         def step(x):
-            state["h"] = state["h"] * 0.5 + x
-            return state["h"]
-        return wrap(step), {"change": no_change, "state": state}, ones(mod)
+            if holder == "object":
+                box.h = box.h * 0.5 + x
+                return box.h
+            box[0] = box[0] * 0.5 + x
+            return box[0]
+        # the returned tensor is the state itself (observed as the output)
+        return wrap(step), {"change": no_change, "box": box if holder != "object" else None}, ones(mod)
     check(make, torch_too=True)
 
 
