@@ -1,0 +1,864 @@
+"""Adversarial programs for ``tracegrad.compile``: Python state reached in unusual ways
+(default arguments, ChainMaps, class attributes, ``__getattr__`` configs, computed attribute
+names, ``os.environ``), tensor attributes deciding Python branches, state registered between
+calls, aliased arguments written in place, and returned structures.
+
+Each program runs eagerly and compiled from identical state (``_harness.check_compiled``),
+``CALLS`` times, with ``state["change"](i)`` run after call ``i`` (the first call runs eagerly,
+the second traces, the later ones run the program): compiled must equal eager, or break to
+eager. ``xfail(strict=True)`` marks a known silent difference; its reason says what differs."""
+import collections
+import enum
+import os
+import weakref
+
+import pytest
+
+import tracegrad
+
+from ._harness import check_compiled
+
+CALLS = 5
+
+
+def change(state, i):
+    state["change"](i)
+
+
+def check(make, calls=CALLS, **kw):
+    return check_compiled(make, calls=calls, between=change, **kw)
+
+
+def no_change(i):
+    pass
+
+
+def ones(mod):
+    return lambda i: (mod.ones(2),)
+
+
+def silent(reason):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+# ---- Python state reached through unusual holders ------------------------------------------
+
+@silent("a mutable default argument appended inside changes once (at trace), not every call: "
+        "__defaults__ is not among the references pystate.python_refs looks at")
+def test_mutable_default_argument_appended_every_call():
+    def make(mod, wrap):
+        def step(x, acc=[]):
+            acc.append(1)
+            return x * len(acc)
+        return wrap(step), {"change": no_change, "acc": step.__defaults__[0]}, ones(mod)
+    check(make)
+
+
+@silent("a value read from a default argument (a list) or a keyword-only default is frozen "
+        "at trace: __defaults__/__kwdefaults__ are not guarded")
+@pytest.mark.parametrize("how", ["default_list", "kwdefaults"])
+def test_default_argument_values_read_are_guarded(how):
+    def make(mod, wrap):
+        holder = [1.0]
+
+        def step(x, k=holder, *, s=1.0):
+            return x * k[0] * s
+
+        def set_value(i):
+            if how == "default_list":
+                holder[0] = float(i + 2)
+            else:
+                step.__kwdefaults__["s"] = float(i + 2)
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@silent("a number read through a ChainMap / WeakKeyDictionary, or a set's len(), is frozen at "
+        "trace: only list/dict/set-element/deque values are guarded (pystate value_guards)")
+@pytest.mark.parametrize("holder", ["chainmap", "weakkeydict", "set_len"])
+def test_values_read_through_other_mappings_are_guarded(holder):
+    class Key:
+        pass
+
+    def make(mod, wrap):
+        key = Key()
+        cm = collections.ChainMap({"a": 1.0}, {"b": 2.0})
+        wk = weakref.WeakKeyDictionary({key: 1.0})
+        s = {0}
+
+        def step(x):
+            if holder == "chainmap":
+                return x * cm["a"]
+            if holder == "weakkeydict":
+                return x * wk[key]
+            return x * len(s)
+
+        def set_value(i):
+            cm.maps[0]["a"] = wk[key] = float(i + 2)
+            s.add(i + 10)
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@silent("an enum member stored in a dict decides a branch; changed between calls the "
+        "program keeps the traced branch (non-scalar dict values are not guarded)")
+def test_enum_value_in_a_config_dict_is_guarded():
+    class Mode(enum.Enum):
+        A = 1
+        B = 2
+
+    def make(mod, wrap):
+        cfg = {"mode": Mode.A}
+
+        def step(x):
+            return x * (2 if cfg["mode"] is Mode.A else 3)
+        return wrap(step), {"change": lambda i: cfg.update(mode=Mode(1 + i % 2))}, ones(mod)
+    check(make)
+
+
+@silent("an attribute of an object held in a list is frozen at trace (objects are looked "
+        "at one level down from a reference, not inside containers)")
+def test_attribute_of_an_object_inside_a_list_is_guarded():
+    class Cfg:
+        scale = 1.0
+
+    def make(mod, wrap):
+        cfgs = [Cfg()]
+
+        def step(x):
+            return x * cfgs[0].scale
+
+        def set_value(i):
+            cfgs[0].scale = float(i + 2)
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@silent("a class attribute counter (C.n += 1, or type(obj).n += 1) counts once, at trace: "
+        "class __dict__ writes are not looked for as side effects")
+@pytest.mark.parametrize("via", ["class", "type_of_instance"])
+def test_class_attribute_counter_counts_every_call(via):
+    def make(mod, wrap):
+        class Counter:
+            n = 0
+        c = Counter()
+
+        def step(x):
+            if via == "class":
+                Counter.n += 1
+            else:
+                type(c).n += 1
+            return x * c.n
+        return wrap(step), {"change": no_change, "n": lambda: Counter.n}, ones(mod)
+    comp = check(make)
+    assert comp.state["n"]() == CALLS
+
+
+@silent("a config object answering attributes from __getattr__ (a dict behind it) is frozen "
+        "at trace: only __dict__/__slots__ attributes are guarded")
+def test_getattr_based_config_is_guarded():
+    class Cfg:
+        def __init__(self):
+            self._values = {"scale": 1.0}
+
+        def __getattr__(self, name):
+            return self._values[name]
+
+    def make(mod, wrap):
+        cfg = Cfg()
+
+        def step(x):
+            return x * cfg.scale
+
+        def set_value(i):
+            cfg._values["scale"] = float(i + 2)
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@silent("getattr(obj, name) with a name computed at run time is not guarded: the guarded "
+        "attribute names come from the code's co_names (pystate._object_names)")
+def test_attribute_read_by_computed_name_is_guarded():
+    class Cfg:
+        alpha = 1.0
+
+    def make(mod, wrap):
+        cfg, prefix = Cfg(), "al"
+
+        def step(x):
+            return x * getattr(cfg, prefix + "pha")
+
+        def set_value(i):
+            cfg.alpha = float(i + 2)
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@silent("dict.get(key, default) when the key is absent at trace: adding the key later is "
+        "not seen (the guard checks keys that were read, not the absence of one)")
+def test_dict_get_default_then_key_added_is_guarded():
+    def make(mod, wrap):
+        cfg = {}
+
+        def step(x):
+            return x * cfg.get("scale", 1.0)
+
+        def set_value(i):
+            if i >= 1:          # after the trace
+                cfg["scale"] = float(i + 2)
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@silent("os.environ read inside is frozen at trace (os.environ is a _Environ mapping, not "
+        "guarded)")
+def test_environment_variable_read_inside_is_guarded(monkeypatch):
+    monkeypatch.setenv("TRACEGRAD_ADVERSARIAL_SCALE", "1")
+
+    def make(mod, wrap):
+        def step(x):
+            return x * float(os.environ["TRACEGRAD_ADVERSARIAL_SCALE"])
+
+        def set_value(i):
+            monkeypatch.setenv("TRACEGRAD_ADVERSARIAL_SCALE", str(i + 2))
+        monkeypatch.setenv("TRACEGRAD_ADVERSARIAL_SCALE", "1")
+        return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+# ---- tensor attributes deciding Python branches --------------------------------------------
+
+@silent("'w.grad is None' of a captured tensor decides a branch; a backward outside between "
+        "calls gives w a grad, the program keeps the traced branch (the None-grad guard "
+        "covers only grads the trace itself touches)")
+def test_grad_appearing_outside_between_calls_changes_the_branch():
+    def make(mod, wrap):
+        w = mod.ones(2, requires_grad=True)
+
+        def step(x):
+            y = x * w
+            if w.grad is not None:
+                y = y + w.grad
+            return y.detach()
+
+        def backward_outside(i):
+            if i == 1:
+                (w * 3).sum().backward()
+        return wrap(step), {"change": backward_outside}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("requires_grad of a tensor the trace only reads the attribute of (never uses in an "
+        "op) is not guarded: requires_grad_(True) between calls keeps the traced branch")
+def test_requires_grad_of_a_tensor_read_only_for_the_flag_is_guarded():
+    def make(mod, wrap):
+        w = mod.ones(2)
+
+        def step(x):
+            return x * (2 if w.requires_grad else 3)
+        return wrap(step), {"change": lambda i: i == 1 and w.requires_grad_(True)}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("x.is_leaf of an argument is not part of the call signature: a non-leaf argument "
+        "after a leaf one runs the leaf branch")
+def test_is_leaf_of_an_argument_decides_a_branch():
+    def make(mod, wrap):
+        a = mod.ones(2, requires_grad=True)
+
+        def step(x):
+            return (x * 2 if x.is_leaf else x * 3).detach()
+        return wrap(step), {"change": no_change}, lambda i: (a if i < 2 else a * 1,)
+    check(make, torch_too=True)
+
+
+@silent("a tensor's _version read in Python is frozen at trace")
+def test_version_counter_read_inside_is_not_frozen():
+    def make(mod, wrap):
+        w = mod.ones(2)
+
+        def step(x):
+            return x * w._version
+
+        def bump(i):
+            w.add_(0)
+        return wrap(step), {"change": bump}, ones(mod)
+    check(make)
+
+
+@silent("the training flag of a submodule the trace reads but never calls is not guarded")
+def test_training_flag_of_a_module_not_called_is_guarded():
+    def make(mod, wrap):
+        net = mod.nn.Sequential(mod.nn.Linear(2, 2), mod.nn.Dropout(0.5))
+
+        def step(x):
+            return x * (2 if net[1].training else 3)
+        return wrap(step), {"change": lambda i: net.train(i % 2 == 1)}, ones(mod)
+    check(make, torch_too=True)
+
+
+# ---- state registered between calls ------------------------------------------------------
+
+@silent("a buffer registered between calls on a module whose forward iterates buffers() is "
+        "missed: the program keeps the traced (empty) buffer list")
+def test_buffer_registered_between_calls_is_used():
+    def make(mod, wrap):
+        class AddBuffers(mod.nn.Module):
+            def forward(self, x):
+                for b in self.buffers():
+                    x = x + b
+                return x
+        net = AddBuffers()
+
+        def add(i):
+            if i == 1:
+                net.register_buffer("b", mod.ones(2))
+        return wrap(net), {"change": add, "net": net}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("a Python list of tensors that grows between calls: the program keeps the traced "
+        "length (list length is guarded for len(), not for iteration over tensors)")
+def test_list_of_tensors_grown_between_calls_is_iterated_in_full():
+    def make(mod, wrap):
+        ts = [mod.ones(2)]
+
+        def step(x):
+            return sum(t * x for t in ts)
+
+        def grow(i):
+            if i == 1:
+                ts.append(mod.full((2,), 5.0))
+        return wrap(step), {"change": grow}, ones(mod)
+    check(make, torch_too=True)
+
+
+# ---- aliased arguments -------------------------------------------------------------------
+
+@silent("the same tensor passed as two arguments, one written in place: the program treats "
+        "them as separate inputs, the other argument reads the old value and the write-back "
+        "of the first is lost (region.classify_args / carry: no aliasing between arguments)")
+def test_same_tensor_as_two_arguments_written_in_place():
+    def make(mod, wrap):
+        def step(a, b):
+            a.add_(1)
+            return b * 2
+        xs = {}
+
+        def batch(i):
+            xs[i] = mod.full((2,), float(i))
+            return xs[i], xs[i]
+        return wrap(step), {"change": no_change, "inputs": xs}, batch
+    check(make, torch_too=True)
+
+
+@silent("overlapping views of one base passed as two arguments, one written in place: the "
+        "other view and the base miss the write (no aliasing between argument views)")
+def test_overlapping_views_as_arguments_written_in_place():
+    def make(mod, wrap):
+        def step(a, b):
+            a.add_(1)
+            return b * 2
+        bases = {}
+
+        def batch(i):
+            bases[i] = mod.arange(4.0) + i
+            return bases[i][:2], bases[i][1:3]
+        return wrap(step), {"change": no_change, "bases": bases}, batch
+    check(make, torch_too=True)
+
+
+# ---- programs that behave as eager (kept: not covered elsewhere) -------------------------
+
+def _nonlocal_counter(mod, log):
+    n = 0
+
+    def step(x):
+        nonlocal n
+        n += 1
+        log.append(n)
+        return x * n
+    return step, no_change
+
+
+def _namespace_config(mod, log):
+    import types
+    cfg = types.SimpleNamespace(scale=1.0)
+
+    def step(x):
+        return x * cfg.scale
+
+    def set_value(i):
+        cfg.scale = float(i + 2)
+    return step, set_value
+
+
+def _property_with_side_effect(mod, log):
+    class Reader:
+        reads = 0
+
+        @property
+        def scale(self):
+            self.reads += 1
+            log.append(self.reads)
+            return float(self.reads)
+    r = Reader()
+
+    def step(x):
+        return x * r.scale
+    return step, no_change
+
+
+def _lru_cached_helper(mod, log):
+    import functools
+
+    @functools.lru_cache(maxsize=None)
+    def factor(k):
+        log.append(k)
+        return 2.0 * k
+
+    def step(x, k):
+        return x * factor(k)
+    return step, no_change
+
+
+def _grad_mode_branch(mod, log):
+    def step(x):
+        return x * (2 if mod.is_grad_enabled() else 3)
+    return step, no_change
+
+
+def _seed_inside(mod, log):
+    def step(x):
+        mod.manual_seed(3)
+        return (x + mod.rand(2)) * 0 + 1    # the draw itself differs between libraries
+    return step, no_change
+
+
+def _tensor_from_changing_list(mod, log):
+    values = [1.0, 2.0]
+
+    def step(x):
+        return x * mod.tensor(values)
+
+    def set_value(i):
+        values[0] = float(i + 2)
+    return step, set_value
+
+
+def _module_list_appended(mod, log):
+    layers = mod.nn.ModuleList([mod.nn.Linear(2, 2)])
+    with mod.no_grad():
+        layers[0].weight.fill_(0.5)
+        layers[0].bias.fill_(0.1)
+
+    def step(x):
+        for layer in layers:
+            x = layer(x)
+        return x.detach()
+
+    def grow(i):
+        if i == 1:
+            layers.append(mod.nn.Linear(2, 2))
+            with mod.no_grad():
+                layers[1].weight.fill_(-0.25)
+                layers[1].bias.fill_(1.0)
+    return step, grow
+
+
+def _tensor_in_dict_rebound_to_a_view(mod, log):
+    d = {"t": mod.ones(2)}
+
+    def step(x):
+        return x * d["t"]
+
+    def rebind(i):
+        d["t"] = (mod.arange(3.0) + i)[1:]
+    return step, rebind
+
+
+def _recursion_on_a_python_int(mod, log):
+    def step(x, k):
+        return x if k == 0 else step(x * 2, k - 1)
+    return step, no_change
+
+
+def _exception_caught_inside(mod, log):
+    def step(x):
+        try:
+            raise ValueError("inside")
+        except ValueError:
+            y = x * 2
+        finally:
+            y = y + 1
+        return y
+    return step, no_change
+
+
+def _inplace_on_a_view_of_the_input(mod, log):
+    def step(x):
+        x[0].mul_(3)
+        return x.sum()
+    return step, no_change
+
+
+def _returned_structures(mod, log):
+    pair = collections.namedtuple("Pair", "a b")
+
+    def step(x):
+        return {"n": x.shape[0], "pair": pair(x * 2, 3), "sum": x.sum(), "t": (x, 1.5)}
+    return step, no_change
+
+
+ARGS = {"_lru_cached_helper": lambda mod: (lambda i: (mod.ones(2), i % 2)),
+        "_recursion_on_a_python_int": lambda mod: (lambda i: (mod.ones(2), i % 3)),
+        "_inplace_on_a_view_of_the_input": lambda mod: (lambda i: (mod.arange(4.0).reshape(2, 2) + i,)),
+        "_grad_mode_branch": lambda mod: (lambda i: (mod.ones(2, requires_grad=bool(i % 2)),))}
+BREAKS = {"_nonlocal_counter"}
+
+
+@pytest.mark.parametrize("build", [_nonlocal_counter, _namespace_config,
+                                   _lru_cached_helper, _grad_mode_branch, _seed_inside,
+                                   _tensor_from_changing_list, _module_list_appended,
+                                   _tensor_in_dict_rebound_to_a_view, _recursion_on_a_python_int,
+                                   _exception_caught_inside, _inplace_on_a_view_of_the_input,
+                                   _returned_structures], ids=lambda b: b.__name__.strip("_"))
+def test_programs_that_match_eager(build):
+    name = build.__name__
+
+    def make(mod, wrap):
+        log = []
+        step, set_value = build(mod, log)
+        batch = ARGS[name](mod) if name in ARGS else ones(mod)
+        return wrap(step), {"change": set_value, "log": log}, batch
+    comp = check(make, torch_too=True)
+    assert bool(comp.step.stats["graph_breaks"]) == (name in BREAKS), comp.step.stats
+
+
+def test_grad_mode_around_the_call_and_the_input_itself_returned():
+    w = tracegrad.ones(2, requires_grad=True)
+    step = tracegrad.compile(lambda x: (x, x * w))
+    for i in range(4):
+        x = tracegrad.ones(2) * i
+        if i % 2:
+            with tracegrad.no_grad():
+                same, y = step(x)
+        else:
+            same, y = step(x)
+        assert same is x
+        assert y.requires_grad == (i % 2 == 0)
+
+
+@silent("a property with a side effect (appending to a list its getter closes over) on the "
+        "call that traces: the trace's append is not put back when the trace breaks on the "
+        "object's changed attribute, and the eager rerun appends again (the getter's closure "
+        "is not among pystate's references, so it is not restored)")
+def test_side_effect_of_a_property_getter_happens_once_on_the_tracing_call():
+    def make(mod, wrap):
+        log = []
+        step, set_value = _property_with_side_effect(mod, log)
+        return wrap(step), {"change": set_value, "log": log}, ones(mod)
+    check(make)
+
+
+@silent("a returned dict comes back with its keys sorted (pytree order), not in the order "
+        "the function built it")
+def test_returned_dict_keeps_its_key_order():
+    def make(mod, wrap):
+        def step(x):
+            return {"sum": x.sum(), "n": x.shape[0], "double": x * 2}
+        return wrap(step), {"change": no_change}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("hasattr(obj, name) False at trace: the attribute added later is not seen (an absent "
+        "attribute is not guarded)")
+def test_attribute_added_after_the_trace_is_seen_by_hasattr():
+    class Cfg:
+        pass
+
+    def make(mod, wrap):
+        cfg = Cfg()
+
+        def step(x):
+            return x * (cfg.scale if hasattr(cfg, "scale") else 1.0)
+
+        def add(i):
+            if i == 1:
+                cfg.scale = 5.0
+        return wrap(step), {"change": add}, ones(mod)
+    check(make)
+
+
+@silent("a function read from a global / a list and called (the activation) rebound between "
+        "calls: the program keeps the traced function (only numbers, strings, flags, small "
+        "dicts and arrays are guarded)")
+@pytest.mark.parametrize("holder", ["global", "list"])
+def test_function_rebound_between_calls_is_called(holder):
+    def make(mod, wrap):
+        acts = [mod.relu]
+        namespace = {"ACT": mod.relu}
+        exec("def step(x):\n    return ACT(x)\n", namespace)
+        if holder == "list":
+            def step(x):
+                return acts[0](x)
+        else:
+            step = namespace["step"]
+
+        def rebind(i):
+            if i == 1:
+                acts[0] = namespace["ACT"] = mod.tanh
+        return wrap(step), {"change": rebind}, lambda i: (mod.full((2,), -1.0),)
+    check(make, torch_too=True)
+
+
+@silent("module.forward replaced on the instance between calls: the program keeps the traced "
+        "forward")
+def test_forward_replaced_on_the_instance_is_called():
+    def make(mod, wrap):
+        net = mod.nn.Linear(2, 2)
+        with mod.no_grad():
+            net.weight.fill_(0.5)
+            net.bias.fill_(0.1)
+
+        def step(x):
+            return net(x).detach()
+
+        def patch(i):
+            if i == 1:
+                net.forward = lambda x: x * 7
+        return wrap(step), {"change": patch}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("x.requires_grad_() on an input inside the function: after a compiled call the "
+        "caller's tensor still has requires_grad False")
+def test_requires_grad_set_on_an_input_inside_sticks():
+    def make(mod, wrap):
+        xs = {}
+
+        def step(x):
+            x.requires_grad_()
+            return (x * 2).sum().detach()
+
+        def batch(i):
+            xs[i] = mod.ones(2)
+            return (xs[i],)
+        return wrap(step), {"change": no_change, "inputs": xs}, batch
+    check(make, torch_too=True)
+
+
+@silent("is_contiguous() / stride() of an argument decide Python; a transposed or sliced "
+        "argument of the same shape runs the traced branch (strides are not in the signature)")
+@pytest.mark.parametrize("read", ["is_contiguous", "stride"])
+def test_layout_of_an_argument_decides_a_branch(read):
+    def make(mod, wrap):
+        def step(x):
+            if read == "is_contiguous":
+                return x * (2 if x.is_contiguous() else 3)
+            return x * x.stride()[0]
+
+        def batch(i):
+            x = mod.ones(2, 3)
+            return (x[:, :2] if i >= 2 else x[:, :2].contiguous(),)
+        return wrap(step), {"change": no_change}, batch
+    check(make, torch_too=True)
+
+
+@silent("an argument that is (a view of) a tensor the function also captures, written in "
+        "place: the captured tensor reads the old value and one write is lost (no aliasing "
+        "between arguments and captured state)")
+@pytest.mark.parametrize("view", [False, True])
+def test_argument_aliasing_captured_state_written_in_place(view):
+    def make(mod, wrap):
+        w = mod.ones(4)
+
+        def step(x):
+            x.add_(1)
+            return w * 2
+        return wrap(step), {"change": no_change, "w": w}, lambda i: (w[:2] if view else w,)
+    check(make, torch_too=True)
+
+
+# ---- global and module state changed inside ----------------------------------------------
+
+@silent("torch.set_grad_enabled(False) / set_default_dtype(float64) inside the function: after "
+        "a program call the global setting is not changed as eager leaves it")
+@pytest.mark.parametrize("setting", ["grad_mode", "default_dtype"])
+def test_global_setting_changed_inside_stays_changed(setting):
+    def make(mod, wrap):
+        seen = []
+
+        def step(x):
+            if setting == "grad_mode":
+                mod.set_grad_enabled(False)
+            else:
+                mod.set_default_dtype(mod.float64)
+            return x * 2
+
+        def observe_and_restore(i):
+            seen.append(mod.is_grad_enabled() if setting == "grad_mode"
+                        else str(mod.get_default_dtype()).split(".")[-1])
+            mod.set_grad_enabled(True)
+            mod.set_default_dtype(mod.float32)
+        return wrap(step), {"change": observe_and_restore, "seen": seen}, ones(mod)
+    try:
+        check(make, torch_too=True)
+    finally:
+        tracegrad.set_grad_enabled(True)
+        tracegrad.set_default_dtype(tracegrad.float32)
+
+
+@silent("register_buffer inside the function registers once (at trace): later program calls "
+        "do not add the buffer eager adds (module structure changes inside are not side effects)")
+def test_buffer_registered_inside_every_call():
+    def make(mod, wrap):
+        net = mod.nn.Module()
+
+        def step(x):
+            net.register_buffer(f"b{len(list(net.buffers()))}", mod.ones(1))
+            return x * 2
+        return wrap(step), {"change": no_change, "net": net}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("a Python attribute set on an input tensor inside (x.tag = ...) is set on the trace's "
+        "stand-in, not on the caller's tensor")
+def test_python_attribute_set_on_an_input_tensor_inside():
+    def make(mod, wrap):
+        tags = []
+
+        def step(x):
+            x.tag = "seen"
+            return x * 2
+
+        def batch(i):
+            x = mod.ones(2)
+            tags.append(x)
+            return (x,)
+
+        def observe(i):
+            tags[i] = getattr(tags[i], "tag", None)
+        return wrap(step), {"change": observe, "tags": tags}, batch
+    check(make, torch_too=True)
+
+
+@silent("warnings.warn inside warns at trace only: later program calls do not warn (a warning "
+        "is a side effect that is not a graph break, unlike print and logging)")
+def test_warning_issued_inside_warns_every_call():
+    import warnings
+
+    def warned(fn):
+        counts = []
+        for i in range(CALLS):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fn(tracegrad.ones(2))
+            counts.append(sum("adversarial warning" in str(w.message) for w in caught))
+        return counts
+
+    def step(x):
+        warnings.warn("adversarial warning")
+        return x * 2
+    assert warned(tracegrad.compile(step)) == warned(step) == [1] * CALLS
+
+
+@silent("a double backward (create_graph=True) through a compiled function's output fails "
+        "with autograd.grad's 'appears to not have been used in the graph', not the eager "
+        "result nor a clear error naming double backward (torch.compile raises one that does)")
+def test_double_backward_through_a_compiled_output_works_or_says_why():
+    def second_derivative(fn, w):
+        y = fn(tracegrad.ones(2))
+        g, = tracegrad.autograd.grad(y, w, create_graph=True)
+        gg, = tracegrad.autograd.grad(g.sum(), w)
+        return gg.numpy()
+
+    w = tracegrad.ones(2, requires_grad=True)
+
+    def step(x):
+        return (x * w * w).sum()
+    expected = second_derivative(step, w)
+    compiled = tracegrad.compile(step)
+    for _ in range(3):
+        try:
+            got = second_derivative(compiled, w)
+        except RuntimeError as e:
+            assert "double backward" in str(e) or "create_graph" in str(e), str(e)
+        else:
+            assert (got == expected).all()
+
+
+@silent("a call under torch.inference_mode() returns a tensor that is_inference() False "
+        "(eager gives an inference tensor); inference mode is not part of the guards")
+def test_call_under_inference_mode_returns_inference_tensors():
+    def make(mod, wrap):
+        w = mod.ones(2, requires_grad=True)
+        step = wrap(lambda x: x * w)
+
+        def call(x, i):
+            if i % 2:
+                with mod.inference_mode():
+                    out = step(x)
+            else:
+                out = step(x)
+            return out.detach() if out.requires_grad else out, out.is_inference()
+        return call, {"change": no_change}, lambda i: (mod.ones(2), i)
+    check(make, torch_too=True)
+
+
+# ---- returned tensors and carried state ---------------------------------------------------
+
+@silent("a carried tensor (dict entry, list slot, object attribute, module buffer) rebound "
+        "inside to a new tensor that is also returned: from the first program call on the "
+        "state stops advancing, every call starts from the traced value (carry.py write-back "
+        "when the rebound tensor is also an output)")
+@pytest.mark.parametrize("holder", ["dict", "list", "object", "module_buffer"])
+def test_rebound_state_that_is_also_returned_keeps_advancing(holder):
+    class Holder:
+        pass
+
+    def make(mod, wrap):
+        class Accumulate(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("h", mod.ones(2))
+
+            def forward(self, x):
+                self.h = self.h * 0.5 + x
+                return self.h
+        if holder == "module_buffer":
+            net = Accumulate()
+            return wrap(net), {"change": no_change, "net": net}, ones(mod)
+        box = {"dict": {0: mod.ones(2)}, "list": [mod.ones(2)], "object": Holder()}[holder]
+        if holder == "object":
+            box.h = mod.ones(2)
+
+        def step(x):
+            if holder == "object":
+                box.h = box.h * 0.5 + x
+                return box.h
+            box[0] = box[0] * 0.5 + x
+            return box[0]
+        # the returned tensor is the state itself (observed as the output)
+        return wrap(step), {"change": no_change, "box": box if holder != "object" else None}, ones(mod)
+    check(make, torch_too=True)
+
+
+@silent("a returned view of a Parameter (w[:2]) does not alias it: a later in-place change of "
+        "the parameter is not seen through the returned tensor and ._base is not the "
+        "parameter (a plain captured tensor's view is aliased correctly)")
+def test_returned_view_of_a_parameter_aliases_it():
+    def make(mod, wrap):
+        w = mod.nn.Parameter(mod.ones(3))
+        outs = []
+        step = wrap(lambda x: w[:2])
+
+        def call(x):
+            outs.append(step(x))      # observed after later calls: should follow w
+            return outs[-1]._base is w
+
+        def bump(i):
+            with mod.no_grad():
+                w.add_(1)
+        return call, {"change": bump, "outs": outs}, ones(mod)
+    check(make, torch_too=True)
