@@ -16,6 +16,7 @@ from . import linalg
 from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
+from ._tensor.out import accepts_out
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse"]
 
@@ -28,6 +29,7 @@ def det(input):
     return linalg.det(input)
 
 
+@accepts_out()
 def inverse(input, *, out=None):
     """Mirrors ``torch.inverse``: ``tracegrad.linalg.inv`` (batched). LinAlgError (a
     RuntimeError) for a singular matrix, computed eagerly."""
@@ -50,6 +52,7 @@ def logdet(input):
     return logabs.where(sign >= 0, float("nan"))
 
 
+@accepts_out()
 def svd(input, some=True, compute_uv=True, *, out=None):
     """Mirrors ``torch.svd``: ``(U, S, V)`` with ``input = U @ diag(S) @ V.mT`` (``V``, where
     ``tracegrad.linalg.svd`` returns ``Vh``); ``some=True``: reduced ``U`` ``(*, m, k)`` and
@@ -68,6 +71,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return SVDResult(U, S, Vh.mT.conj_physical() if Vh.is_complex() else Vh.mT)
 
 
+@accepts_out()
 def cross(input, other, dim=None, *, out=None):
     """Mirrors ``torch.cross``: the cross product of 3-vectors along ``dim``; with ``dim=None``
     (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast

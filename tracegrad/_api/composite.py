@@ -19,6 +19,7 @@ from ._registry import function, method
 from .elementwise import maximum, where
 from .reduction import any as _any
 from .shape import cat, hstack, stack
+from .._tensor.out import accepts_out
 
 
 def _t(x, like=None):
@@ -120,6 +121,7 @@ def xlogy(input, other):
 
 
 @method("nan_to_num", function=True)
+@accepts_out()
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
@@ -175,6 +177,7 @@ def kron(input, other):
 
 
 @function()
+@accepts_out()
 def tensordot(a, b, dims=2, out=None):
     """Mirrors ``torch.tensordot``: contract the last ``dims`` dims of ``a`` with the first
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
@@ -291,6 +294,7 @@ _searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op
 
 
 @function()
+@accepts_out()
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """Mirrors ``torch.searchsorted``: for each value of ``input``, the index where it would be
     inserted in (each row of) ``sorted_sequence`` to keep it sorted (``right``/``side="right"``:
@@ -307,6 +311,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 @function()
+@accepts_out()
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Mirrors ``torch.bucketize``: the bucket index of each value of ``input`` in the 1-d
     ``boundaries`` (``searchsorted(boundaries, input, right=right)``)."""

@@ -23,6 +23,7 @@ from .._ops import random as _rnd
 from .._state import in_inference_mode
 from .tensor import Tensor
 from .._x64 import with_x64
+from .out import accepts_out
 
 
 def _place(array, device):
@@ -83,6 +84,7 @@ def _fdt(dtype):
 
 
 @with_x64
+@accepts_out()
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32."""
     d = _fdt(dtype)
@@ -90,12 +92,14 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 
 
 @with_x64
+@accepts_out()
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32."""
     d = _fdt(dtype)
     return _finish(jnp.ones(size_tuple(size), d.np), d, device, requires_grad)
 
 
+@accepts_out()
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.empty``. Differs from torch: the memory is zero-filled (JAX has no
     uninitialised arrays)."""
@@ -103,6 +107,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 
 @with_x64
+@accepts_out()
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
@@ -146,6 +151,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 @with_x64
+@accepts_out()
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
     RuntimeError for a zero step, a non-finite bound, or bounds inconsistent with the step's
@@ -193,6 +199,7 @@ def _check_steps(steps, api):
 
 
 @with_x64
+@accepts_out()
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive.
     RuntimeError for negative ``steps``."""
@@ -233,6 +240,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 # ---- random -----------------------------------------------------------------------------
 @with_x64
+@accepts_out()
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
@@ -242,6 +250,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 
 @with_x64
+@accepts_out()
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
@@ -294,6 +303,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 
 
 @with_x64
+@accepts_out()
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``.
     RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
@@ -312,6 +322,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 @with_x64
+@accepts_out()
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
@@ -322,6 +333,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 @with_x64
+@accepts_out()
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
