@@ -8,6 +8,7 @@ array runs under ``with_x64`` (float64/int64 without turning x64 on for the user
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -79,12 +80,26 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
+def _size_keyword(fn):
+    """torch's ``zeros(size=(2, 3))`` spelling of ``zeros(2, 3)`` for the ``*size`` factories
+    (gat/main.py: ``torch.empty(size=(in_features, out_features))``)."""
+    @functools.wraps(fn)
+    def with_size(*size, **kwargs):
+        if "size" in kwargs:
+            if size:
+                raise TypeError(f"{fn.__name__}() got multiple values for argument 'size'")
+            size = (kwargs.pop("size"),)
+        return fn(*size, **kwargs)
+    return with_size
+
+
 def _fdt(dtype):
     return _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
 
 @with_x64
 @accepts_out()
+@_size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32."""
     d = _fdt(dtype)
@@ -93,6 +108,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 
 @with_x64
 @accepts_out()
+@_size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32."""
     d = _fdt(dtype)
@@ -100,6 +116,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
 
 
 @accepts_out()
+@_size_keyword
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.empty``. Differs from torch: the memory is zero-filled (JAX has no
     uninitialised arrays)."""
@@ -241,6 +258,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 # ---- random -----------------------------------------------------------------------------
 @with_x64
 @accepts_out()
+@_size_keyword
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
@@ -251,6 +269,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 @with_x64
 @accepts_out()
+@_size_keyword
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
