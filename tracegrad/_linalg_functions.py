@@ -29,7 +29,7 @@ def det(input):
     return linalg.det(input)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def inverse(input, *, out=None):
     """Mirrors ``torch.inverse``: ``tracegrad.linalg.inv`` (batched). LinAlgError (a
     RuntimeError) for a singular matrix, computed eagerly."""
@@ -52,7 +52,7 @@ def logdet(input):
     return logabs.where(sign >= 0, float("nan"))
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def svd(input, some=True, compute_uv=True, *, out=None):
     """Mirrors ``torch.svd``: ``(U, S, V)`` with ``input = U @ diag(S) @ V.mT`` (``V``, where
     ``tracegrad.linalg.svd`` returns ``Vh``); ``some=True``: reduced ``U`` ``(*, m, k)`` and
@@ -71,7 +71,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return SVDResult(U, S, Vh.mT.conj_physical() if Vh.is_complex() else Vh.mT)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def cross(input, other, dim=None, *, out=None):
     """Mirrors ``torch.cross``: the cross product of 3-vectors along ``dim``; with ``dim=None``
     (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast

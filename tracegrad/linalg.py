@@ -84,7 +84,7 @@ def _vector_norm(x, *, ord, dim, keepdim):
     return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.vector_norm``: ``sum(|x|**ord) ** (1/ord)`` over ``dim`` (all
     elements when None); ``ord`` inf/-inf: max/min of ``|x|``, 0: the count of non-zeros.
@@ -109,7 +109,7 @@ def _matrix_norm(A, *, ord, dim, keepdim):
     return jnp.linalg.norm(A, ord=ord, axis=dim, keepdims=keepdim)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.matrix_norm``: ``ord`` in 'fro', 'nuc', 2, -2, 1, -1, inf, -inf
     over the two dims ``dim``. Raises RuntimeError for fewer than 2 dims."""
@@ -124,7 +124,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return _matrix_norm(A, ord=ord, dim=dim, keepdim=bool(keepdim))
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.norm``: with ``ord`` None, the 2-norm of the flattened input (or
     over ``dim``); a vector norm for one dim, a matrix norm for two."""
@@ -151,7 +151,7 @@ def _inv(A):
     return jnp.linalg.inv(A)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def inv(A, *, out=None):
     """Mirrors ``torch.linalg.inv`` (batched). Raises LinAlgError for a singular matrix (eagerly)."""
     _check(A, "inv")
@@ -163,7 +163,7 @@ def _det(A):
     return jnp.linalg.det(A)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def det(A, *, out=None):
     """Mirrors ``torch.linalg.det`` (batched): the determinant, shape ``A.shape[:-2]``."""
     _check(A, "det")
@@ -176,7 +176,7 @@ def _slogdet(A):
     return sign, logabs
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def slogdet(A, *, out=None):
     """Mirrors ``torch.linalg.slogdet``: ``(sign, logabsdet)`` of the determinant (a named
     tuple; ``logabsdet`` is ``-inf`` for a singular matrix, as torch)."""
@@ -191,7 +191,7 @@ def _solve(A, B, *, vector):
     return jnp.linalg.solve(A, B)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def solve(A, B, *, left=True, out=None):
     """Mirrors ``torch.linalg.solve``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
     ``left=False``); ``B`` may be a batch of vectors. Raises LinAlgError for a singular ``A``."""
@@ -208,7 +208,7 @@ def _cholesky(A):
     return jnp.linalg.cholesky(A)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def cholesky(A, *, upper=False, out=None):
     """Mirrors ``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L @ L.mH`` (``L.mH``
     with ``upper=True``). Raises LinAlgError when ``A`` is not positive-definite (eagerly)."""
@@ -223,7 +223,7 @@ def _qr(A, *, mode):
     return tuple(jnp.linalg.qr(A, mode=mode))
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def qr(A, mode="reduced", *, out=None):
     """Mirrors ``torch.linalg.qr``: ``(Q, R)`` with ``mode`` 'reduced' or 'complete'."""
     _check(A, "qr", square=False)
@@ -239,7 +239,7 @@ def _svd(A, *, full_matrices):
     return U, S, Vh
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svd``: ``(U, S, Vh)``, singular values in descending order."""
     _check(A, "svd", square=False)
@@ -251,7 +251,7 @@ def _svdvals(A):
     return jnp.linalg.svd(A, compute_uv=False)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def svdvals(A, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svdvals``: the singular values, descending."""
     _check(A, "svdvals", square=False)
@@ -264,7 +264,7 @@ def _eigh(A, *, lower):
     return w, v
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def eigh(A, UPLO="L", *, out=None):
     """Mirrors ``torch.linalg.eigh``: ascending eigenvalues and eigenvectors of a symmetric
     (Hermitian) matrix, reading its ``UPLO`` triangle."""
@@ -274,7 +274,7 @@ def eigh(A, UPLO="L", *, out=None):
     return EighResult(*_eigh(A, lower=UPLO == "L"))
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def eigvalsh(A, UPLO="L", *, out=None):
     """Mirrors ``torch.linalg.eigvalsh``: the ascending eigenvalues of ``eigh``."""
     return eigh(A, UPLO).eigenvalues
@@ -285,7 +285,7 @@ def _pinv(A, *, hermitian):
     return jnp.linalg.pinv(A, hermitian=hermitian)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Mirrors ``torch.linalg.pinv`` (default tolerances): the Moore-Penrose pseudo-inverse."""
     _check(A, "pinv", square=False)
@@ -297,7 +297,7 @@ def _cross(a, b, *, dim):
     return jnp.cross(a, b, axis=dim)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def cross(input, other, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.cross``: the cross product of 3-vectors along ``dim`` (inputs
     broadcast). Raises RuntimeError when that dim is not of size 3."""
@@ -307,7 +307,7 @@ def cross(input, other, *, dim=-1, out=None):
     return _cross(input, other, dim=dim)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def matrix_power(A, n, *, out=None):
     """Mirrors ``torch.linalg.matrix_power``: ``A`` multiplied by itself ``n`` times (``n`` < 0:
     of its inverse; 0: the identity)."""
@@ -322,7 +322,7 @@ def matrix_power(A, n, *, out=None):
     return out
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def multi_dot(tensors, *, out=None):
     """Mirrors ``torch.linalg.multi_dot``: the chained product, left to right (1-d first/last
     arguments are treated as row/column vectors)."""
@@ -331,7 +331,7 @@ def multi_dot(tensors, *, out=None):
     return functools.reduce(lambda a, b: a @ b, tensors)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def matmul(input, other, *, out=None):
     """Mirrors ``torch.linalg.matmul``: ``input @ other``."""
     return input @ other
@@ -342,7 +342,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return A.diagonal(offset, dim1, dim2)
 
 
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def vecdot(x, y, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)``."""
     return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)

@@ -121,7 +121,7 @@ def xlogy(input, other):
 
 
 @method("nan_to_num", function=True)
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
@@ -177,7 +177,7 @@ def kron(input, other):
 
 
 @function()
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def tensordot(a, b, dims=2, out=None):
     """Mirrors ``torch.tensordot``: contract the last ``dims`` dims of ``a`` with the first
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""

@@ -371,7 +371,7 @@ def trace(self):
 
 
 @function("cat", "concat", "concatenate")
-@accepts_out()
+@accepts_out(cast_error=TypeError)
 def cat(tensors, dim=0, *, out=None):
     """Mirrors ``torch.cat(tensors, dim=0)`` with dtype promotion. RuntimeError for mismatched
     shapes or an empty list."""
@@ -399,7 +399,7 @@ def cat(tensors, dim=0, *, out=None):
 
 
 @function()
-@accepts_out()
+@accepts_out(cast_error=TypeError)
 def stack(tensors, dim=0, *, out=None):
     """Mirrors ``torch.stack``: RuntimeError unless all shapes are equal."""
     if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
