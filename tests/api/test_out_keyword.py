@@ -109,3 +109,4 @@ def test_spmm_on_dense_tensors_is_mm():
     np.testing.assert_allclose(outs[tracegrad][0], outs[torch][0], rtol=1e-5)
     np.testing.assert_allclose(outs[tracegrad][1], outs[torch][1], rtol=1e-5)
     assert outs[tracegrad][2] == outs[torch][2] == "MmBackward0"
+

@@ -322,3 +322,87 @@ def test_introyt_autograd_graph_walk_and_functional_api():
         log("vjp", torch.autograd.functional.vjp(do_some_doubling, randn(torch, (3,), 8),
                                                    v=torch.tensor([0.1, 1.0, 0.0001])))
     run_both(program)
+
+
+# pytorch/tutorials intermediate_source/custom_function_conv_bn_tutorial.py: a fused conv + batch
+# norm Function whose backward uses torch.nn.grad.conv2d_input
+def test_fused_conv_bn_custom_function_with_nn_grad():
+    def program(torch, log):
+        F = torch.nn.functional
+
+        def convolution_backward(grad_out, X, weight):
+            grad_input = F.conv2d(X.transpose(0, 1), grad_out.transpose(0, 1)).transpose(0, 1)
+            grad_X = torch.nn.grad.conv2d_input(X.shape, weight, grad_out)
+            return grad_X, grad_input
+
+        class Conv2D(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, X, weight):
+                ctx.save_for_backward(X, weight)
+                return F.conv2d(X, weight)
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                X, weight = ctx.saved_tensors
+                return convolution_backward(grad_out, X, weight)
+
+        def unsqueeze_all(t):
+            return t[None, :, None, None]
+
+        def batch_norm_backward(grad_out, X, sum, sqrt_var, N, eps):
+            tmp = ((X - unsqueeze_all(sum) / N) * grad_out).sum(dim=(0, 2, 3))
+            tmp *= -1
+            d_denom = tmp / (sqrt_var + eps)**2
+            d_var = d_denom / (2 * sqrt_var)
+            d_mean_dx = grad_out / unsqueeze_all(sqrt_var + eps)
+            d_mean_dx = unsqueeze_all(-d_mean_dx.sum(dim=(0, 2, 3)) / N)
+            grad_input = X * unsqueeze_all(d_var * N)
+            grad_input += unsqueeze_all(-d_var * sum)
+            grad_input *= 2 / ((N - 1) * N)
+            grad_input += d_mean_dx
+            grad_input *= unsqueeze_all(sqrt_var + eps)
+            grad_input += grad_out
+            grad_input /= unsqueeze_all(sqrt_var + eps)
+            return grad_input
+
+        class FusedConvBN2DFunction(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, X, conv_weight, eps=1e-3):
+                ctx.save_for_backward(X, conv_weight)
+                X = F.conv2d(X, conv_weight)
+                sum = X.sum(dim=(0, 2, 3))
+                var = X.var(unbiased=True, dim=(0, 2, 3))
+                N = X.numel() / X.size(1)
+                sqrt_var = torch.sqrt(var)
+                ctx.eps, ctx.sum, ctx.N, ctx.sqrt_var = eps, sum, N, sqrt_var
+                out = X - unsqueeze_all(sum / N)
+                out /= unsqueeze_all(sqrt_var + eps)
+                return out
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                X, conv_weight, = ctx.saved_tensors
+                X_conv_out = F.conv2d(X, conv_weight)
+                grad_out = batch_norm_backward(grad_out, X_conv_out, ctx.sum, ctx.sqrt_var, ctx.N, ctx.eps)
+                grad_X, grad_input = convolution_backward(grad_out, X, conv_weight)
+                return grad_X, grad_input, None
+
+        weight = randn(torch, (2, 3, 3, 3), 0, requires_grad=True, dtype=torch.double)
+        X = randn(torch, (3, 3, 5, 5), 1, requires_grad=True, dtype=torch.double)
+        log("gradcheck conv", torch.autograd.gradcheck(Conv2D.apply, (X, weight)))
+        log("gradcheck fused", torch.autograd.gradcheck(FusedConvBN2DFunction.apply, (X, weight)))
+        # FusedConvBN(nn.Module) training steps
+        conv_weight = torch.nn.Parameter(randn(torch, (2, 1, 3, 3), 2))
+        head = torch.nn.Linear(2 * 4 * 4, 3)
+        with torch.no_grad():
+            head.weight.copy_(randn(torch, (3, 32), 3, scale=0.2)), head.bias.zero_()
+        opt = torch.optim.Adadelta([conv_weight, *head.parameters()], lr=1.0)
+        for i in range(2):
+            x, y = randn(torch, (4, 1, 6, 6), 10 + i), torch.tensor([0, 1, 2, 1])
+            out = FusedConvBN2DFunction.apply(x, conv_weight, 1e-3)
+            loss = F.nll_loss(F.log_softmax(head(F.relu(out).flatten(1)), dim=1), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        log("train", (loss, conv_weight))
+    run_both(program)
