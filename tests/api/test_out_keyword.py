@@ -110,3 +110,16 @@ def test_spmm_on_dense_tensors_is_mm():
     np.testing.assert_allclose(outs[tracegrad][1], outs[torch][1], rtol=1e-5)
     assert outs[tracegrad][2] == outs[torch][2] == "MmBackward0"
 
+
+
+def test_out_into_an_outside_buffer_inside_a_compiled_function():
+    buf = tracegrad.zeros(4)
+
+    def f(x):
+        tracegrad.cat([x, x * 2], out=buf)
+        return buf.sum()
+    g = tracegrad.compile(f)
+    for i in range(3):
+        assert g(tracegrad.ones(2) * i).item() == 6.0 * i
+        assert buf.tolist() == [i, i, 2 * i, 2 * i]
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
