@@ -173,7 +173,7 @@ from ._api.functions import (  # noqa: E402
     log10_ as log10_, log1p_ as log1p_, log2_ as log2_, log_ as log_, logaddexp2 as logaddexp2, msort as msort,
     neg_ as neg_, negative_ as negative_, positive as positive, ravel as ravel, reciprocal_ as reciprocal_,
     relu_ as relu_, round_ as round_, row_stack as row_stack, rsqrt_ as rsqrt_, sigmoid_ as sigmoid_,
-    sin_ as sin_, sinh_ as sinh_, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
+    sin_ as sin_, sinh_ as sinh_, spmm as spmm, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
     trunc_ as trunc_, vdot as vdot, vsplit as vsplit, zero_ as zero_
 )
 # special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).

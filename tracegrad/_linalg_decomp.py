@@ -22,6 +22,7 @@ from ._ops import dtypes as _dt
 from ._tensor.factories import zeros as _zeros
 from ._tensor.tensor import Tensor, _JaxTracer
 from .func import jax_function
+from ._tensor.out import accepts_out
 
 __all__ = ["LinAlgError", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
            "solve_triangular", "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander"]
@@ -121,6 +122,7 @@ def _cholesky_info(A):
     return _first_bad(~(_cholesky_pivots(A) > 0))
 
 
+@accepts_out(exact_dtype=True)
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """Mirrors ``torch.linalg.cholesky_ex``: ``(L, info)``, a named tuple; ``info`` (int32, shape
     ``A.shape[:-2]``) is 0 where ``A`` is positive-definite, else the order of the first leading
@@ -188,6 +190,7 @@ def _singular_info(A):
     return _lu_info(jax.lax.linalg.lu(A)[0])
 
 
+@accepts_out(exact_dtype=True)
 def inv_ex(A, *, check_errors=False, out=None):
     """Mirrors ``torch.linalg.inv_ex``: ``(inverse, info)``; ``info`` (int32) is 0 for an
     invertible matrix, else 1 + the index of the first zero pivot of its LU factorization.
@@ -199,6 +202,7 @@ def inv_ex(A, *, check_errors=False, out=None):
     return InvExResult(_inv_ex(A), info)
 
 
+@accepts_out(exact_dtype=True)
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """Mirrors ``torch.linalg.solve_ex``: ``(result, info)`` of ``linalg.solve`` with the
     ``info`` code of ``inv_ex``. LinAlgError with ``check_errors=True`` for a singular ``A``."""
@@ -219,6 +223,7 @@ def _lu_factor(A):
     return lu, (piv + 1).astype(jnp.int32), _lu_info(lu)
 
 
+@accepts_out(exact_dtype=True)
 def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     """Mirrors ``torch.linalg.lu_factor_ex``: ``(LU, pivots, info)`` with ``A = P @ L @ U``
     packed in ``LU`` (``L`` unit lower below the diagonal, ``U`` on and above it), ``pivots``
@@ -239,6 +244,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     return LUFactorExResult(LU, piv, info)
 
 
+@accepts_out(exact_dtype=True)
 def lu_factor(A, *, pivot=True, out=None):
     """Mirrors ``torch.linalg.lu_factor``: ``(LU, pivots)`` of ``lu_factor_ex``; LinAlgError
     for an exactly singular (square) ``A``, as torch."""
@@ -286,6 +292,7 @@ def lu_unpack_arrays(LU, pivots, unpack_data=True, unpack_pivots=True):
     return P, L, U
 
 
+@accepts_out(exact_dtype=True)
 def lu(A, *, pivot=True, out=None):
     """Mirrors ``torch.linalg.lu``: ``(P, L, U)`` with ``A = P @ L @ U``, ``L`` ``(*, m, k)``
     unit lower, ``U`` ``(*, k, n)`` upper, ``k = min(m, n)``, ``P`` a permutation matrix of
@@ -323,6 +330,7 @@ def _lu_solve_left(lu, piv, B, adjoint):
     return jnp.take_along_axis(Z, inv[..., :, None], axis=-2)
 
 
+@accepts_out(exact_dtype=True)
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """Mirrors ``torch.linalg.lu_solve``: ``X`` with ``A @ X = B`` for ``A`` given by
     ``lu_factor``'s ``(LU, pivots)`` (``X @ A = B`` with ``left=False``; ``A^H`` with
@@ -348,6 +356,7 @@ def _solve_triangular(A, B, *, upper, left, unitriangular):
     return jax.lax.linalg.triangular_solve(A, B, left_side=left, lower=not upper, unit_diagonal=unitriangular)
 
 
+@accepts_out(exact_dtype=True)
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """Mirrors ``torch.linalg.solve_triangular``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
     ``left=False``) reading only ``A``'s upper or lower triangle (unit diagonal when
@@ -428,6 +437,7 @@ def _eigvals(A):
     return jnp.linalg.eigvals(A)
 
 
+@accepts_out(exact_dtype=True)
 def eig(A, *, out=None):
     """Mirrors ``torch.linalg.eig``: complex ``(eigenvalues, eigenvectors)`` (complex64 for
     float32 input, complex128 for float64), eigenvectors of norm 1 (LAPACK's geev, as torch:
@@ -438,6 +448,7 @@ def eig(A, *, out=None):
     return EigResult(*_eig(A))
 
 
+@accepts_out(exact_dtype=True)
 def eigvals(A, *, out=None):
     """Mirrors ``torch.linalg.eigvals``: the complex eigenvalues of ``eig``."""
     _check(A, "eigvals")
@@ -457,6 +468,7 @@ def _householder(A, tau):
     return Q
 
 
+@accepts_out(exact_dtype=True)
 def householder_product(A, tau, *, out=None):
     """Mirrors ``torch.linalg.householder_product`` (LAPACK's orgqr): the first ``n`` columns
     of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with ``v_i`` column ``i`` of ``A`` below the
@@ -496,8 +508,8 @@ def vander(x, *, N=None):
     """Mirrors ``torch.linalg.vander``: ``(*, n, N)`` with ``x[..., i] ** j`` in column ``j``
     (increasing powers, ``N`` default ``x.shape[-1]``); integer inputs stay int64.
     RuntimeError for a 0-d ``x`` or ``N <= 1``."""
-    if x.dim() == 0:
-        raise RuntimeError("linalg.vander: x must have at least one dimension; pass a (batch of) vectors")
+    if x.dim() == 0:              # torch: a 0-d x is one value
+        x = x.reshape(1)
     n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError(f"linalg.vander: N must be greater than 1, got N={n}")

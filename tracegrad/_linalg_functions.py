@@ -18,6 +18,7 @@ from . import _linalg_decomp, linalg
 from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
+from ._tensor.out import accepts_out
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
            "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp"]
@@ -40,6 +41,7 @@ def det(input):
     return linalg.det(input)
 
 
+@accepts_out(exact_dtype=True)
 def inverse(input, *, out=None):
     """Mirrors ``torch.inverse``: ``tracegrad.linalg.inv`` (batched). LinAlgError (a
     RuntimeError) for a singular matrix, computed eagerly."""
@@ -62,6 +64,7 @@ def logdet(input):
     return logabs.where(sign >= 0, float("nan"))
 
 
+@accepts_out(exact_dtype=True)
 def svd(input, some=True, compute_uv=True, *, out=None):
     """Mirrors ``torch.svd``: ``(U, S, V)`` with ``input = U @ diag(S) @ V.mT`` (``V``, where
     ``tracegrad.linalg.svd`` returns ``Vh``); ``some=True``: reduced ``U`` ``(*, m, k)`` and
@@ -80,6 +83,7 @@ def svd(input, some=True, compute_uv=True, *, out=None):
     return SVDResult(U, S, Vh.mT.conj_physical() if Vh.is_complex() else Vh.mT)
 
 
+@accepts_out(exact_dtype=True)
 def cross(input, other, dim=None, *, out=None):
     """Mirrors ``torch.cross``: the cross product of 3-vectors along ``dim``; with ``dim=None``
     (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast
@@ -106,6 +110,7 @@ def pinverse(input, rcond=1e-15):
     return linalg.pinv(input)
 
 
+@accepts_out(exact_dtype=True)
 def cholesky(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky`` (deprecated in torch, which warns the same): ``linalg.cholesky``
     with ``upper``. LinAlgError for a matrix that is not positive-definite."""
@@ -125,6 +130,7 @@ def _check_pair(api, a, b, a_name, b_name):
                            f"of type {b.dtype} instead.")
 
 
+@accepts_out(exact_dtype=True)
 def cholesky_solve(input, input2, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_solve(B, L, upper=False)``: ``X`` with ``A @ X = B`` where
     ``A = L @ L.mH`` (``L.mH @ L`` with ``upper=True``), reading only ``L``'s triangle; batch dims
@@ -138,6 +144,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     return _linalg_decomp.cholesky_solve_op(input, input2, upper)
 
 
+@accepts_out(exact_dtype=True)
 def cholesky_inverse(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_inverse(L, upper=False)``: the inverse of ``A = L @ L.mH``
     (``L.mH @ L`` with ``upper=True``) from its Cholesky factor. RuntimeError for fewer than 2
@@ -148,6 +155,7 @@ def cholesky_inverse(input, upper=False, *, out=None):
     return _linalg_decomp.cholesky_inverse_op(input, upper)
 
 
+@accepts_out(exact_dtype=True)
 def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch)."""
@@ -160,6 +168,7 @@ def lu(A, pivot=True, get_infos=False, out=None):
     return LU, piv
 
 
+@accepts_out(exact_dtype=True)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """Mirrors ``torch.lu_unpack``: ``(P, L, U)`` from ``lu_factor``'s packed result (``P`` a
     permutation matrix of ``LU``'s dtype; empty tensors for the parts not asked for).
@@ -169,11 +178,13 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
     return LUUnpackResult(*_linalg_decomp.lu_unpack_arrays(LU_data, LU_pivots, unpack_data, unpack_pivots))
 
 
+@accepts_out(exact_dtype=True)
 def lu_solve(b, LU_data, LU_pivots, *, out=None):
     """Mirrors ``torch.lu_solve(b, LU_data, LU_pivots)``: ``linalg.lu_solve(LU, pivots, b)``."""
     return linalg.lu_solve(LU_data, LU_pivots, b)
 
 
+@accepts_out(exact_dtype=True)
 def qr(input, some=True, *, out=None):
     """Mirrors ``torch.qr`` (deprecated in torch, which warns the same): ``linalg.qr`` in mode
     'reduced' (``some=True``) or 'complete'."""
@@ -181,6 +192,7 @@ def qr(input, some=True, *, out=None):
     return QRResult(*linalg.qr(input, "reduced" if some else "complete"))
 
 
+@accepts_out(exact_dtype=True)
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """Mirrors ``torch.triangular_solve`` (deprecated in torch, which warns the same):
     ``(solution, cloned_coefficient)`` with ``op(A) @ solution = b``, ``op`` the transpose when

@@ -25,6 +25,7 @@ from ._ops.dtypes import get_default_dtype, to_dtype
 from ._tensor.factories import tensor as _tensor
 from ._tensor.tensor import Tensor, _wrap_dim
 from .func import jax_function
+from ._tensor.out import accepts_out
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
            "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -85,6 +86,7 @@ def _norm(norm):
 
 
 def _one_dim(api, jname):
+    @accepts_out(api)
     def f(input, n=None, dim=-1, norm=None, *, out=None):
         x = _prepare(input, api)
         d = _fft_dim(dim, x.dim())
@@ -111,6 +113,7 @@ ihfft = _one_dim("ihfft", "ihfft")
 
 
 def _n_dim(api, jname, default_dim=None):
+    @accepts_out(api)
     def f(input, s=None, dim=default_dim, norm=None, *, out=None):
         x = _prepare(input, api)
         if dim is None and s is not None:
@@ -153,6 +156,7 @@ def _freq(values, n, d, dtype, requires_grad):
     return out.requires_grad_() if requires_grad else out
 
 
+@accepts_out()
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Mirrors ``torch.fft.fftfreq``: the sample frequencies ``[0, 1, ..., -(n//2), ..., -1] / (d*n)``
     of an ``n``-point transform (1-d, the default float dtype or ``dtype``)."""
@@ -160,6 +164,7 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     return _freq(k, n, d, dtype, requires_grad)
 
 
+@accepts_out()
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Mirrors ``torch.fft.rfftfreq``: the ``n//2 + 1`` non-negative frequencies ``[0, ..., n//2] / (d*n)``."""
     return _freq(np.arange(n // 2 + 1), n, d, dtype, requires_grad)

@@ -31,6 +31,7 @@ from ._ops import dtypes as _dt
 from ._tensor.factories import eye, zeros as _zeros
 from ._tensor.tensor import Tensor
 from .func import jax_function
+from ._tensor.out import accepts_out
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "slogdet", "solve",
            "cholesky", "qr", "svd", "svdvals", "eigh", "eigvalsh", "pinv", "cross", "matrix_power",
@@ -78,6 +79,7 @@ def _vector_norm(x, *, ord, dim, keepdim):
     return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
 
 
+@accepts_out(exact_dtype=True)
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.vector_norm``: ``sum(|x|**ord) ** (1/ord)`` over ``dim`` (all
     elements when None); ``ord`` inf/-inf: max/min of ``|x|``, 0: the count of non-zeros.
@@ -102,6 +104,7 @@ def _matrix_norm(A, *, ord, dim, keepdim):
     return jnp.linalg.norm(A, ord=ord, axis=dim, keepdims=keepdim)
 
 
+@accepts_out(exact_dtype=True)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.matrix_norm``: ``ord`` in 'fro', 'nuc', 2, -2, 1, -1, inf, -inf
     over the two dims ``dim``. Raises RuntimeError for fewer than 2 dims."""
@@ -116,6 +119,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return _matrix_norm(A, ord=ord, dim=dim, keepdim=bool(keepdim))
 
 
+@accepts_out(exact_dtype=True)
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.norm``: with ``ord`` None, the 2-norm of the flattened input (or
     over ``dim``); a vector norm for one dim, a matrix norm for two."""
@@ -142,6 +146,7 @@ def _inv(A):
     return jnp.linalg.inv(A)
 
 
+@accepts_out(exact_dtype=True)
 def inv(A, *, out=None):
     """Mirrors ``torch.linalg.inv`` (batched). Raises LinAlgError for a singular matrix (eagerly)."""
     _check(A, "inv")
@@ -155,6 +160,7 @@ def _det(A):
     return jnp.linalg.det(A)
 
 
+@accepts_out(exact_dtype=True)
 def det(A, *, out=None):
     """Mirrors ``torch.linalg.det`` (batched): the determinant, shape ``A.shape[:-2]``."""
     _check(A, "det")
@@ -167,6 +173,7 @@ def _slogdet(A):
     return sign, logabs
 
 
+@accepts_out(exact_dtype=True)
 def slogdet(A, *, out=None):
     """Mirrors ``torch.linalg.slogdet``: ``(sign, logabsdet)`` of the determinant (a named
     tuple; ``logabsdet`` is ``-inf`` for a singular matrix, as torch)."""
@@ -181,6 +188,7 @@ def _solve(A, B, *, vector):
     return jnp.linalg.solve(A, B)
 
 
+@accepts_out(exact_dtype=True)
 def solve(A, B, *, left=True, out=None):
     """Mirrors ``torch.linalg.solve``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
     ``left=False``); ``B`` may be a batch of vectors. Raises LinAlgError for a singular ``A``."""
@@ -197,6 +205,7 @@ def _cholesky(A):
     return jnp.linalg.cholesky(A)
 
 
+@accepts_out(exact_dtype=True)
 def cholesky(A, *, upper=False, out=None):
     """Mirrors ``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L @ L.mH`` (``L.mH``
     with ``upper=True``). Raises LinAlgError when ``A`` is not positive-definite (eagerly)."""
@@ -211,6 +220,7 @@ def _qr(A, *, mode):
     return tuple(jnp.linalg.qr(A, mode=mode))
 
 
+@accepts_out(exact_dtype=True)
 def qr(A, mode="reduced", *, out=None):
     """Mirrors ``torch.linalg.qr``: ``(Q, R)`` with ``mode`` 'reduced' or 'complete'; 'r'
     returns only ``R`` (reduced), with an empty ``Q``, as torch."""
@@ -229,6 +239,7 @@ def _svd(A, *, full_matrices):
     return U, S, Vh
 
 
+@accepts_out(exact_dtype=True)
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svd``: ``(U, S, Vh)``, singular values in descending order."""
     _check(A, "svd", square=False)
@@ -240,6 +251,7 @@ def _svdvals(A):
     return jnp.linalg.svd(A, compute_uv=False)
 
 
+@accepts_out(exact_dtype=True)
 def svdvals(A, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svdvals``: the singular values, descending."""
     _check(A, "svdvals", square=False)
@@ -252,6 +264,7 @@ def _eigh(A, *, lower):
     return w, v
 
 
+@accepts_out(exact_dtype=True)
 def eigh(A, UPLO="L", *, out=None):
     """Mirrors ``torch.linalg.eigh``: ascending eigenvalues and eigenvectors of a symmetric
     (Hermitian) matrix, reading its ``UPLO`` triangle."""
@@ -261,6 +274,7 @@ def eigh(A, UPLO="L", *, out=None):
     return EighResult(*_eigh(A, lower=UPLO == "L"))
 
 
+@accepts_out(exact_dtype=True)
 def eigvalsh(A, UPLO="L", *, out=None):
     """Mirrors ``torch.linalg.eigvalsh``: the ascending eigenvalues of ``eigh``."""
     return eigh(A, UPLO).eigenvalues
@@ -280,6 +294,7 @@ def _pinv(A, *, hermitian, atol=None, rtol=None):
     return jnp.linalg.pinv(A, rtol=rel, hermitian=hermitian)
 
 
+@accepts_out(exact_dtype=True)
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Mirrors ``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse, treating singular values
     (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero (numbers or
@@ -294,6 +309,7 @@ def _cross(a, b, *, dim):
     return jnp.cross(a, b, axis=dim)
 
 
+@accepts_out(exact_dtype=True)
 def cross(input, other, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.cross``: the cross product of 3-vectors along ``dim`` (inputs
     broadcast). Raises RuntimeError when that dim is not of size 3 or the ranks differ."""
@@ -306,6 +322,7 @@ def cross(input, other, *, dim=-1, out=None):
     return _cross(input, other, dim=dim)
 
 
+@accepts_out(exact_dtype=True)
 def matrix_power(A, n, *, out=None):
     """Mirrors ``torch.linalg.matrix_power``: ``A`` multiplied by itself ``n`` times (``n`` < 0:
     of its inverse; 0: the identity, written into a copy of ``A`` as torch does, so it stays in
@@ -321,6 +338,7 @@ def matrix_power(A, n, *, out=None):
     return out
 
 
+@accepts_out(exact_dtype=True)
 def multi_dot(tensors, *, out=None):
     """Mirrors ``torch.linalg.multi_dot``: the chained product, left to right (1-d first/last
     arguments are treated as row/column vectors)."""
@@ -329,6 +347,7 @@ def multi_dot(tensors, *, out=None):
     return functools.reduce(lambda a, b: a @ b, tensors)
 
 
+@accepts_out(exact_dtype=True)
 def matmul(input, other, *, out=None):
     """Mirrors ``torch.linalg.matmul``: ``input @ other``."""
     return input @ other
@@ -339,12 +358,14 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return A.diagonal(offset, dim1, dim2)
 
 
+@accepts_out(exact_dtype=True)
 def vecdot(x, y, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)``."""
     return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)
 
 
 
+@accepts_out(exact_dtype=True)
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Mirrors ``torch.linalg.matrix_rank``: the number of singular values (``|eigenvalues|``
     with ``hermitian=True``) above ``max(atol, rtol * largest)``; with neither given
@@ -368,6 +389,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     return (S > cut).sum(-1)
 
 
+@accepts_out(exact_dtype=True)
 def cond(A, p=None, *, out=None):
     """Mirrors ``torch.linalg.cond``: ``p`` None/2: ratio of the largest to the smallest
     singular value (-2: its inverse); 'fro', 'nuc', inf, -inf, 1, -1: ``norm(A, p) *
@@ -384,6 +406,7 @@ def cond(A, p=None, *, out=None):
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
+@accepts_out(exact_dtype=True)
 def tensorinv(A, ind=2, *, out=None):
     """Mirrors ``torch.linalg.tensorinv``: the tensor ``X`` of shape ``A.shape[ind:] +
     A.shape[:ind]`` with ``tensordot(X, A, ind)`` the identity. RuntimeError for ``ind <= 0``
@@ -397,6 +420,7 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
 
 
+@accepts_out(exact_dtype=True)
 def tensorsolve(A, B, dims=None, *, out=None):
     """Mirrors ``torch.linalg.tensorsolve``: ``X`` of shape ``A.shape[B.dim():]`` with
     ``tensordot(A, X, X.dim()) == B`` (``dims`` of ``A`` are moved to the end first).
@@ -407,7 +431,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.permute(*rest, *dims)
     xs = tuple(A.shape[B.dim():])
     rows, cols = B.numel(), math.prod(xs)
-    if tuple(A.shape[:B.dim()]) != tuple(B.shape) or rows != cols:
+    if math.prod(A.shape[:B.dim()]) != rows or rows != cols:
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
     return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(xs)

@@ -156,6 +156,8 @@ class Carrier:
             if key not in self.memo:
                 if x.layout != torch.strided or x.is_quantized or x.is_conj() or x.is_neg():
                     raise Unsupported("sparse, quantized or lazily conjugated tensor")
+                if x.device.type != "cpu":
+                    raise Unsupported(f"a tensor on the {x.device.type} device (no values to carry over)")
                 if x.dim() > 32:
                     raise Unsupported(f"{x.dim()}-d tensor (numpy holds at most 64 dimensions)")
                 v = x.detach().resolve_conj()

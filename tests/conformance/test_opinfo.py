@@ -54,7 +54,6 @@ _BOTH = {
     "nn.functional.adaptive_max_pool3d": _RET_IDX,
     "nn.functional.pad.replicate_negative": "negative padding in replicate mode (cropping) raises RuntimeError; "
                                             "torch crops",
-    "svd": "OpInfo's sample post-processing reads Tensor.mH, which tracegrad lacks",
     "norm.nuc": "the nuclear norm (p='nuc') raises NotImplementedError",
 }
 XFAIL: dict[tuple[str, str], str] = {

@@ -292,3 +292,16 @@ def test_batching_property_matches_torch(n, batch_size, drop_last, sampler):
                               collate_fn=lambda b: b)
         return list(bs), len(bs), [b for b in loader], len(loader)
     assert make(tracegrad, tdata) == make(torch, torch_data)
+
+
+def test_pin_memory_without_an_accelerator_warns_on_every_pass_like_torch():
+    counts = []
+    for m in (torch, tracegrad):
+        dl = m.utils.data.DataLoader(range(4), batch_size=2, pin_memory=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            list(dl), list(dl)
+        counts.append(sum("pin_memory" in str(x.message) for x in w))
+    if torch.accelerator.is_available() or tracegrad.accelerator.is_available():
+        pytest.skip("an accelerator is present: no warning on either side")
+    assert counts == [2, 2]

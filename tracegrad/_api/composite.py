@@ -22,6 +22,7 @@ from .elementwise import maximum, where
 from .promotion import _float_dtype, check_tensors, result_dtype
 from .reduction import any as _any
 from .shape import _stack_list, cat, hstack, stack
+from .._tensor.out import accepts_out
 
 
 def _t(x, like=None):
@@ -123,6 +124,7 @@ def xlogy(input, other):
 
 
 @method("nan_to_num", function=True)
+@accepts_out(exact_dtype=True)
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
@@ -180,6 +182,7 @@ def kron(input, other):
 
 
 @function()
+@accepts_out(exact_dtype=True)
 def tensordot(a, b, dims=2, out=None):
     """Mirrors ``torch.tensordot``: contract the last ``dims`` dims of ``a`` with the first
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
@@ -304,6 +307,7 @@ _searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op
 
 
 @function()
+@accepts_out()
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """Mirrors ``torch.searchsorted``: for each value of ``input``, the index where it would be
     inserted in (each row of) ``sorted_sequence`` to keep it sorted (``right``/``side="right"``:
@@ -320,6 +324,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 @function()
+@accepts_out()
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Mirrors ``torch.bucketize``: the bucket index of each value of ``input`` in the 1-d
     ``boundaries`` (``searchsorted(boundaries, input, right=right)``). RuntimeError unless

@@ -22,6 +22,7 @@ from .composite_more import flat_index
 from .elementwise import where
 from .inplace import copy_
 from .shape import cat, chunk, split
+from .._tensor.out import accepts_out
 
 
 # ---- queries ---------------------------------------------------------------------------------
@@ -182,6 +183,8 @@ def renorm(input, p, dim, maxnorm):
     ``maxnorm`` is scaled to norm ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as torch); the
     others are unchanged. Differentiable. RuntimeError for ``p <= 0``, ``maxnorm < 0`` or a
     non-floating input."""
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} dimensions")
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(f"renorm: Expected a floating point or complex tensor as input. Got {input.dtype}")
     if p <= 0:
@@ -202,6 +205,7 @@ def renorm_(self, p, dim, maxnorm):
 
 
 @function()
+@accepts_out()
 def chain_matmul(*matrices, out=None):
     """Mirrors ``torch.chain_matmul`` (deprecated in torch, which warns the same): the product
     of 2-d matrices, left to right. RuntimeError for no matrices or one that is not 2-d."""
@@ -277,6 +281,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     ``spacing`` list of the wrong length, as torch."""
     dims = list(range(input.dim())) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
     dims = [_wrap_dim(d, input.dim()) for d in dims]
+    for d in dims:
+        if dims.count(d) > 1:
+            raise RuntimeError(f"gradient(): dim {d} appears multiple times in the list of dims")
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
@@ -298,7 +305,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
             x = h if h.is_floating_point() else h.to(f.real.dtype if f.is_complex() else f.dtype)
             out.append(_diff_coords(f, d, x, edge_order))
         else:
-            out.append(_diff_uniform(f, d, float(h), edge_order))
+            out.append(_diff_uniform(f, d, 1.0 if h is None else float(h), edge_order))
     return tuple(out)
 
 
@@ -311,6 +318,9 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     another ``reduce``, a non-1-d index or mismatched sizes."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if input.dim() == 0 and source.dim() == 0:     # torch: a 0-d tensor is one row
+        return index_reduce(input.reshape(1), dim, index, source.reshape(1), reduce,
+                            include_self=include_self).reshape(())
     d = _wrap_dim(dim, input.dim())
     if index.dim() > 1:
         raise RuntimeError("index_reduce_(): Index is supposed to be a vector")

@@ -21,6 +21,7 @@ from .linalg import bmm
 from .promotion import _SCALAR_NAME, result_dtype
 from .reduction import return_types
 from .shape import cat, stack
+from .._tensor.out import accepts_out
 
 
 def _name(t):
@@ -28,6 +29,7 @@ def _name(t):
 
 
 @method("baddbmm", function=True)
+@accepts_out()
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """Mirrors ``torch.baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for ``(b, n, m)``
     and ``(b, m, p)`` batches; ``input`` broadcasts to ``(b, n, p)``. With ``beta=0`` the

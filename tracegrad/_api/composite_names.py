@@ -10,13 +10,13 @@ import math
 from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
-from ._registry import FUNCTIONS, METHODS, _put, method
+from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .complex_api import conj
 from .inplace import copy_
 from .promotion import _SCALAR_NAME
 from .composite import logaddexp
 from .elementwise import where
-from .linalg import bmm, dot, matmul, outer
+from .linalg import bmm, dot, matmul, mm, outer
 from .reduction import return_types, sort
 from .shape import diag, flatten, reshape, tensor_split
 
@@ -32,6 +32,14 @@ def logaddexp2(input, other):
     """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow."""
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
     return logaddexp(input * _LN2, other * _LN2) / _LN2
+
+
+@function()
+def spmm(input, mat2):
+    """Mirrors ``torch.spmm(input, mat2)`` for strided (dense) tensors, which torch computes as
+    ``torch.mm`` (grad_fn ``MmBackward0``). tracegrad has no sparse layouts, so a sparse ``input``
+    cannot reach it; shapes and errors are ``mm``'s."""
+    return mm(input, mat2)
 
 
 @method("aminmax", function=True)

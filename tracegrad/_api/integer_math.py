@@ -10,7 +10,7 @@ from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor
 from ._registry import method
 from .inplace import _inplace_binary
-from .promotion import _SCALAR_NAME, _check_broadcast, _check_operand, result_dtype
+from .promotion import _SCALAR_NAME, check_not_two_numbers, _check_broadcast, _check_operand, result_dtype
 
 
 def _require_integer(api, kernel, *operands):
@@ -25,6 +25,7 @@ def _integer_binary(name, kernel, tensor_other, inplace_function=False):
     def f(input, other):
         if tensor_other and not isinstance(other, Tensor):
             raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        check_not_two_numbers(name, input, other)
         _check_operand(other, name)
         _require_integer(name, kernel, input, other)
         if isinstance(other, Tensor) and input._value.shape != other._value.shape:

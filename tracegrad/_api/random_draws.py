@@ -15,6 +15,7 @@ from .._tensor.tensor import Tensor
 from .._x64 import with_x64
 from ._registry import function, method
 from .creation import _sizes
+from .._tensor.out import accepts_out
 
 
 def standard_gamma(concentration, generator=None):
@@ -32,6 +33,7 @@ def standard_gamma(concentration, generator=None):
 
 
 @function()
+@accepts_out()
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.normal``'s four overloads: tensor ``mean`` and/or ``std`` (broadcast;
     the other may be a float) give one draw per element, in the tensor's dtype, with a node

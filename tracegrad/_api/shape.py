@@ -9,6 +9,7 @@ from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
 from .promotion import result_dtype
+from .._tensor.out import accepts_out
 
 
 # ---- shape and views --------------------------------------------------------------------
@@ -406,6 +407,7 @@ def trace(self):
 
 
 @function("cat", "concat", "concatenate")
+@accepts_out(cast_error=TypeError)
 def cat(tensors, dim=0, *, out=None):
     """Mirrors ``torch.cat(tensors, dim=0)`` with dtype promotion. RuntimeError for mismatched
     shapes or an empty list."""
@@ -433,6 +435,7 @@ def cat(tensors, dim=0, *, out=None):
 
 
 @function()
+@accepts_out(cast_error=TypeError)
 def stack(tensors, dim=0, *, out=None):
     """Mirrors ``torch.stack``: RuntimeError unless all shapes are equal."""
     if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):

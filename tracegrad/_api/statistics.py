@@ -16,6 +16,7 @@ from ._registry import method
 from .composite import _host
 from .reduction import _ret_type, quantile_op, return_types
 from .promotion import _SCALAR_NAME
+from .._tensor.out import accepts_out
 
 return_types.histogram = _ret_type("histogram", ("hist", "bin_edges"))
 
@@ -136,6 +137,7 @@ def _bin_edges(a, bins, range_, dtype):
 
 
 @method("histogram", function=True)
+@accepts_out()
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002 -- torch's name
     """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
     bins over ``range`` (default: the data's min and max) or the increasing edges in the 1-d

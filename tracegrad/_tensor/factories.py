@@ -8,6 +8,7 @@ array runs under ``with_x64`` (float64/int64 without turning x64 on for the user
 """
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -23,6 +24,7 @@ from .._ops import random as _rnd
 from .._state import in_inference_mode
 from .tensor import Tensor
 from .._x64 import with_x64
+from .out import accepts_out
 
 
 def _place(array, device):
@@ -78,11 +80,26 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
+def _size_keyword(fn):
+    """torch's ``zeros(size=(2, 3))`` spelling of ``zeros(2, 3)`` for the ``*size`` factories
+    (gat/main.py: ``torch.empty(size=(in_features, out_features))``)."""
+    @functools.wraps(fn)
+    def with_size(*size, **kwargs):
+        if "size" in kwargs:
+            if size:
+                raise TypeError(f"{fn.__name__}() got multiple values for argument 'size'")
+            size = (kwargs.pop("size"),)
+        return fn(*size, **kwargs)
+    return with_size
+
+
 def _fdt(dtype):
     return _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
 
 @with_x64
+@accepts_out()
+@_size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32."""
     d = _fdt(dtype)
@@ -90,12 +107,16 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 
 
 @with_x64
+@accepts_out()
+@_size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32."""
     d = _fdt(dtype)
     return _finish(jnp.ones(size_tuple(size), d.np), d, device, requires_grad)
 
 
+@accepts_out()
+@_size_keyword
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.empty``. Differs from torch: the memory is zero-filled (JAX has no
     uninitialised arrays)."""
@@ -103,6 +124,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 
 @with_x64
+@accepts_out()
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
@@ -146,6 +168,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 @with_x64
+@accepts_out()
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
     RuntimeError for a zero step, a non-finite bound, or bounds inconsistent with the step's
@@ -206,6 +229,7 @@ def _endpoints(start, end, api):
 
 
 @with_x64
+@accepts_out()
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive
     (numbers or 0-d tensors). RuntimeError for negative ``steps`` or a tensor endpoint that is
@@ -249,6 +273,8 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 # ---- random -----------------------------------------------------------------------------
 @with_x64
+@accepts_out()
+@_size_keyword
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
@@ -258,6 +284,8 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 
 @with_x64
+@accepts_out()
+@_size_keyword
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
@@ -310,6 +338,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 
 
 @with_x64
+@accepts_out()
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``.
     RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
@@ -328,6 +357,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 @with_x64
+@accepts_out()
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
@@ -338,6 +368,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 @with_x64
+@accepts_out()
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories

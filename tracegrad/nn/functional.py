@@ -12,6 +12,7 @@ import warnings
 
 import tracegrad
 from tracegrad import _autocast, _state
+from tracegrad._tensor.out import accepts_out
 from tracegrad._api import nn_functions as _F
 
 from . import _activations_more as _act
@@ -159,6 +160,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     return _F.group_norm(input, num_groups, weight, bias, eps)
 
 
+@accepts_out()
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """Mirrors ``torch.nn.functional.normalize``: ``input / max(||input||_p, eps)`` along ``dim``."""
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)

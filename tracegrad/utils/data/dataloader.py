@@ -89,6 +89,10 @@ class _SingleProcessDataLoaderIter:
         self._IterableDataset_len_called = loader._IterableDataset_len_called
         self._num_yielded = 0
         self._sampler_iter = iter(loader._index_sampler)
+        if loader.pin_memory and not tracegrad.accelerator.is_available():
+            # torch says so on every pass (makemore passes pin_memory=True on any device)
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device "
+                          "pinned memory won't be used.", UserWarning, stacklevel=3)
         # torch draws the workers' base seed here, from the loader's generator or the global
         # RNG. No workers here, but the draw is kept so that starting a pass advances that
         # generator as in torch (code seeding once and then iterating sees the same streams).

@@ -1,0 +1,73 @@
+"""torch's ``out=`` keyword for the functions that take one: the result is written into the given
+tensor (or tuple of tensors), which is returned.
+
+torch's rules, kept here once for every such function:
+- autograd does not flow through ``out=``: RuntimeError when grad mode is on and an input or
+  ``out`` requires grad;
+- the result is cast to ``out``'s dtype, but never to a lower category (float -> int, int ->
+  bool): RuntimeError "result type Float can't be cast to the desired output type Long" (TypeError
+  for ``cat``/``stack``, as torch); functions whose torch kernels insist on the result's own dtype
+  (``linalg``, ``tensordot``, ``nan_to_num``) raise RuntimeError for any other dtype;
+- an ``out`` of another shape is resized (a UserWarning unless it had no elements), an ``out`` of
+  the right shape is written in place (its views and version counter see the write).
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from .._ops import dtypes as _dt
+from .._ops.random import scalar_name
+from .tensor import Tensor, _grad_enabled
+
+_RESIZED = ("An output with one or more elements was resized since it had shape {old}, which does "
+            "not match the required output shape {new}. This behavior is deprecated, and in a future "
+            "PyTorch release outputs will not be resized unless they have zero elements. You can "
+            "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
+
+
+def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError):
+    """Write ``result`` (a Tensor or a tuple of Tensors) into ``out`` (the same structure) the way
+    torch's ``<name>(..., out=out)`` does, and return ``out``. ``exact_dtype``: ``out`` must have
+    the result's dtype; ``cast_error``: the class raised for a cast to a lower category."""
+    if isinstance(result, Tensor):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        return _write_one(name, result, out, exact_dtype, cast_error)
+    if not isinstance(out, (tuple, list)) or len(out) != len(result):
+        raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
+    written = tuple(_write_one(name, r, o, exact_dtype, cast_error) for r, o in zip(result, out))
+    return type(result)(*written) if hasattr(result, "_fields") else written
+
+
+def _write_one(name, result, out, exact_dtype, cast_error):
+    if _grad_enabled() and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if exact_dtype and result.dtype != out.dtype:
+        raise RuntimeError(f"{name}: expected the out tensor to have dtype {scalar_name(result.dtype.np)}, "
+                           f"but got {scalar_name(out.dtype.np)}; pass an out tensor of the result's dtype")
+    if not _dt.can_cast(result.dtype, out.dtype):
+        what = "input types" if cast_error is TypeError else f"result type {scalar_name(result.dtype.np)}"
+        raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel() != 0:
+            warnings.warn(_RESIZED.format(old=list(out.shape), new=list(result.shape)), UserWarning, stacklevel=4)
+        out.data = result.detach().to(out.dtype)     # a new storage of the new shape, as torch reallocates
+        return out
+    out.copy_(result)
+    return out
+
+
+def accepts_out(name=None, **how):
+    """Decorator for a function with torch's ``out=`` keyword: the function computes its result
+    as usual and this writes it into ``out`` (``write_out(..., **how)``) when one is given."""
+    def wrap(fn):
+        label = name or fn.__name__
+
+        @functools.wraps(fn)
+        def with_out(*args, out=None, **kwargs):
+            result = fn(*args, **kwargs)
+            return result if out is None else write_out(label, result, out, **how)
+        return with_out
+    return wrap
