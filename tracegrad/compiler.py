@@ -39,7 +39,7 @@ from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering import hyper as _hyper
 from ._lowering.capture import GraphBreak
-from ._lowering.region import Plan, Retrace, _flatten, classify_args, trace_region
+from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, trace_region
 from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
@@ -113,6 +113,9 @@ class CompiledFunction:
         entries = self._cache.get(key)
         if entries is _EAGER:
             return self._eager(args, kwargs)
+        aliased = aliased_args(leaves, kinds)
+        if aliased is not None:          # this call only: the next one may pass separate tensors
+            return self._break(None, aliased, None, args, kwargs)
         if entries:
             for r in entries:
                 if r.check():

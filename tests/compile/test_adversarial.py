@@ -335,9 +335,6 @@ def test_list_of_tensors_grown_between_calls_is_iterated_in_full():
 
 # ---- aliased arguments -------------------------------------------------------------------
 
-@silent("the same tensor passed as two arguments, one written in place: the program treats "
-        "them as separate inputs, the other argument reads the old value and the write-back "
-        "of the first is lost (region.classify_args / carry: no aliasing between arguments)")
 def test_same_tensor_as_two_arguments_written_in_place():
     def make(mod, wrap):
         def step(a, b):
@@ -352,8 +349,6 @@ def test_same_tensor_as_two_arguments_written_in_place():
     check(make, torch_too=True)
 
 
-@silent("overlapping views of one base passed as two arguments, one written in place: the "
-        "other view and the base miss the write (no aliasing between argument views)")
 def test_overlapping_views_as_arguments_written_in_place():
     def make(mod, wrap):
         def step(a, b):
@@ -665,9 +660,6 @@ def test_layout_of_an_argument_decides_a_branch(read):
     check(make, torch_too=True)
 
 
-@silent("an argument that is (a view of) a tensor the function also captures, written in "
-        "place: the captured tensor reads the old value and one write is lost (no aliasing "
-        "between arguments and captured state)")
 @pytest.mark.parametrize("view", [False, True])
 def test_argument_aliasing_captured_state_written_in_place(view):
     def make(mod, wrap):
@@ -808,10 +800,6 @@ def test_call_under_inference_mode_returns_inference_tensors():
 
 # ---- returned tensors and carried state ---------------------------------------------------
 
-@silent("a carried tensor (dict entry, list slot, object attribute, module buffer) rebound "
-        "inside to a new tensor that is also returned: from the first program call on the "
-        "state stops advancing, every call starts from the traced value (carry.py write-back "
-        "when the rebound tensor is also an output)")
 @pytest.mark.parametrize("holder", ["dict", "list", "object", "module_buffer"])
 def test_rebound_state_that_is_also_returned_keeps_advancing(holder):
     class Holder:

@@ -183,10 +183,14 @@ class Shared:
     detached alias of it (``loss.detach()``; ``same_version``: sharing its version counter, as
     ``detach()`` does, else its own, as ``.data``)."""
 
-    __slots__ = ("result", "slots", "same", "same_version")
+    # ``carried``/``read_rg``: as a ``Rebind``'s -- the program input the place held before the
+    # call (``self.h = self.h * 0.5 + x; return self.h``): it follows the place, so the next call
+    # reads the result this call bound there
+    __slots__ = ("result", "slots", "same", "same_version", "carried", "read_rg")
 
     def __init__(self, result, same, same_version):
         self.result, self.slots, self.same, self.same_version = result, [], same, same_version
+        self.carried = self.read_rg = None
 
 
 def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), results=None):
@@ -216,6 +220,7 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
                 if sh is None:
                     sh = shared[key] = Shared(pos, same, after._vc is vc)
                 sh.slots.append(slot)
+                _carry(sh, before, inputs, after._st.array)
                 continue
         if i is None or after._chain or after._base is not None:
             if after._st in created:
@@ -226,14 +231,10 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
         if r is None:
             r = out[i] = Rebind(i, [], None, after._rg, after._gf is not None)
         r.slots.append(slot)
-        e = escapes[i].array
-        if r.carried is None and isinstance(before, Tensor) and not before._chain and before._base is None \
-                and id(before._st) in inputs \
-                and before._st.array.shape == e.shape and before._st.array.dtype == e.dtype:
-            r.carried, r.read_rg = inputs[id(before._st)], before._rg
+        _carry(r, before, inputs, escapes[i].array)
     # one place feeds one input: a second rebind claiming it reads by identity as before
     claimed = set()
-    for r in out.values():
+    for r in (*out.values(), *shared.values()):
         if r.carried in claimed:
             r.carried = None
         elif r.carried is not None:
@@ -242,6 +243,16 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
     for sh in shared.values():
         sh.slots = tuple(sh.slots)
     return list(out.values()), list(shared.values())
+
+
+def _carry(r, before, inputs, e):
+    """Set ``r.carried`` (a ``Rebind`` or ``Shared``) to the program input its place held
+    before the call, when that tensor can stand for what the call binds there (same shape and
+    dtype, a whole storage)."""
+    if r.carried is None and isinstance(before, Tensor) and not before._chain and before._base is None \
+            and id(before._st) in inputs \
+            and before._st.array.shape == e.shape and before._st.array.dtype == e.dtype:
+        r.carried, r.read_rg = inputs[id(before._st)], before._rg
 
 
 def describe(slot) -> str:

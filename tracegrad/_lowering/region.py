@@ -265,6 +265,8 @@ class Region:
                     t._vc = [0]               # ``.data``: its own version counter
             for slot in s.slots:
                 slot_put(slot, t)
+            if s.carried is not None:
+                self._hold(s.carried, t._st)
         return jax.tree_util.tree_unflatten(self.out_recipe.treedef, out)
 
 
@@ -357,6 +359,24 @@ def classify_args(leaves):
     return tuple(kinds)
 
 
+def aliased_args(leaves, kinds, state=_HELD):
+    """Why one XLA program cannot run this call: a tensor argument sharing memory with another
+    argument (``f(x, x)``, two views of one tensor) or with outside state the function reads
+    (``state``: storage ids; by default those any compiled program holds) -- the program gets
+    each as an array of its own, so an in-place write through one would not reach the other.
+    None when every argument has memory of its own."""
+    seen = set()
+    for i, (a, k) in enumerate(zip(leaves, kinds)):
+        if k == "data":
+            sid = id(a._st)
+            if sid in seen:
+                return f"tensor argument {i} shares memory with another argument"
+            if state.get(sid) if isinstance(state, dict) else sid in state:
+                return f"tensor argument {i} shares memory with a tensor a compiled function reads from outside"
+            seen.add(sid)
+    return None
+
+
 def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     """Trace ``fn(*args, **kwargs)`` once under ``plan`` and execute it. Raises ``Retrace``
     (plan grown), ``GraphBreak``, or the function's own exception; in every case the outside
@@ -373,6 +393,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         st = None
     live = [(r(), t) for r, t in plan.storages.values() if r() is not None]
     storages = [st for st, _ in live]
+    shared_with_state = aliased_args(leaves, kinds, {id(st) for st in storages})
+    if shared_with_state is not None:
+        raise GraphBreak(shared_with_state)
     owners = list(plan.owners.values())
     owner_grads = {id(o._grad._st): o for o in owners if o._grad is not None}
     owner_ids = {id(o) for o in owners}
@@ -520,7 +543,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     rebinds = info["rebinds"]
     rebound = {r.index for r in rebinds}
     escapes = carry_over([None if i in rebound else e for i, e in enumerate(info["escapes"])], storages,
-                         info["state_written"], {id(storages[r.carried]) for r in rebinds if r.carried is not None})
+                         info["state_written"], {id(storages[r.carried]) for r in (*rebinds, *info["shared"])
+                                                 if r.carried is not None})
     positions = jax.tree_util.tree_unflatten(jitted.out_tree, range(jitted.out_tree.num_leaves))[4]
     jitted.drop = tuple(positions[j] for j, st in enumerate(escapes) if st is None and j not in rebound)
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
@@ -532,7 +556,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
     region.shared = tuple(info["shared"])
-    region.carried = tuple(r for r in rebinds if r.carried is not None)
+    region.carried = tuple(r for r in (*rebinds, *region.shared) if r.carried is not None)
     follows, region.attr_guards = attribute_places(region.modules, storages, info.pop("attr_stores"),
                                                    {r.carried for r in region.carried})
     region.carried += tuple(follows)
