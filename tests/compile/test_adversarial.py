@@ -43,8 +43,6 @@ def silent(reason):
 
 # ---- Python state reached through unusual holders ------------------------------------------
 
-@silent("a mutable default argument appended inside changes once (at trace), not every call: "
-        "__defaults__ is not among the references pystate.python_refs looks at")
 def test_mutable_default_argument_appended_every_call():
     def make(mod, wrap):
         def step(x, acc=[]):
@@ -54,8 +52,6 @@ def test_mutable_default_argument_appended_every_call():
     check(make)
 
 
-@silent("a value read from a default argument (a list) or a keyword-only default is frozen "
-        "at trace: __defaults__/__kwdefaults__ are not guarded")
 @pytest.mark.parametrize("how", ["default_list", "kwdefaults"])
 def test_default_argument_values_read_are_guarded(how):
     def make(mod, wrap):
@@ -556,8 +552,6 @@ def test_side_effect_of_a_property_getter_happens_once_on_the_tracing_call():
     check(make)
 
 
-@silent("a returned dict comes back with its keys sorted (pytree order), not in the order "
-        "the function built it")
 def test_returned_dict_keeps_its_key_order():
     def make(mod, wrap):
         def step(x):

@@ -603,3 +603,20 @@ def test_counters_in_buffers_and_slot_objects_count_every_call(holder):
     comp, n_comp, f = run(tracegrad.compile)
     assert comp == eager and n_eager == n_comp == 4
     assert f.stats["graph_breaks"]
+
+
+def test_list_argument_appended_inside_grows_every_call():
+    """A list passed as an argument reaches the function as a rebuilt copy inside the trace:
+    an append to it is a graph break, so the caller's list grows on every call, as eagerly."""
+    def run(wrap):
+        acc, cfg = [], {"s": 2.0}
+        f = wrap(lambda x, acc, cfg: (acc.append(1), x * cfg["s"])[1])
+        outs = []
+        for i in range(4):
+            cfg["s"] = float(i)
+            outs.append(f(tracegrad.ones(1), acc, cfg).tolist())
+        return outs, len(acc), f
+    eager, n, _ = run(lambda f: f)
+    comp, m, f = run(tracegrad.compile)
+    assert comp == eager and n == m == 4
+    assert "list or dict it was passed" in f.stats["graph_breaks"][0][0]

@@ -72,6 +72,16 @@ def python_refs(fn, args=()):
         if _plain_object(a):
             add((f"argument {i}", None, {f"argument {i}": a}), _object_names(type(a), own | {"__call__"}))
         queue.append((a, 1))
+    # default values (``def step(x, acc=[])``, keyword-only ones too): the same object every
+    # call, read and changed like a global
+    f0 = getattr(fn, "__func__", fn)
+    for k, v in enumerate(getattr(f0, "__defaults__", None) or ()):
+        if type(v) not in _SCALARS:
+            label = f"default argument {k}"
+            add((label, None, {label: v}), _object_names(type(v), own) if _plain_object(v) else own)
+    kwdefaults = getattr(f0, "__kwdefaults__", None)
+    if kwdefaults:           # a dict the function's keyword-only defaults are read from
+        add(("keyword defaults", None, {"keyword defaults": kwdefaults}), own)
     _scan(getattr(fn, "__func__", fn), 0, add, queue, top=True)
     seen = set()
     while queue and len(seen) < _SCAN_MAX:

@@ -87,7 +87,51 @@ class Plan:
 
 
 def _flatten(tree):
-    return jax.tree_util.tree_flatten(tree, is_leaf=lambda x: isinstance(x, Tensor))
+    """Leaves and treedef of arguments or results; plain dicts keep their insertion order (a
+    JAX pytree sorts dict keys: a returned ``{"loss": .., "acc": ..}`` came back reordered, and
+    a dict argument was iterated in another order inside the trace than eagerly)."""
+    return jax.tree_util.tree_flatten(_ordered(tree), is_leaf=lambda x: isinstance(x, Tensor))
+
+
+def _unflatten(treedef, leaves):
+    return _plain(jax.tree_util.tree_unflatten(treedef, leaves))
+
+
+def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
+    """Whether the call changed the list/dict arguments it was given (their rebuilt copies):
+    other leaves, or another structure. Holds no leaf afterwards (escape analysis counts them)."""
+    now, now_def = _flatten((args, kwargs))
+    return now_def != treedef or any(x is not y for x, y in zip(now, leaves))
+
+
+class _InOrder(dict):
+    """A plain dict inside ``_flatten``: a pytree node whose children keep insertion order."""
+
+
+jax.tree_util.register_pytree_node(_InOrder, lambda d: (list(d.values()), tuple(d)),
+                                   lambda keys, values: _InOrder(zip(keys, values)))
+
+
+def _ordered(x):
+    t = type(x)
+    if t is dict:
+        return _InOrder((k, _ordered(v)) for k, v in x.items())
+    if t is list:
+        return [_ordered(v) for v in x]
+    if t is tuple:
+        return tuple(_ordered(v) for v in x)
+    return x
+
+
+def _plain(x):
+    t = type(x)
+    if t is _InOrder:
+        return {k: _plain(v) for k, v in x.items()}
+    if t is list:
+        return [_plain(v) for v in x]
+    if t is tuple:
+        return tuple(_plain(v) for v in x)
+    return x
 
 
 class Region:
@@ -267,7 +311,7 @@ class Region:
                 slot_put(slot, t)
             if s.carried is not None:
                 self._hold(s.carried, t._st)
-        return jax.tree_util.tree_unflatten(self.out_recipe.treedef, out)
+        return _unflatten(self.out_recipe.treedef, out)
 
 
 _HELD = _state.HELD_STORAGES   # id(storage) -> how many live regions hold it (the orphan guard's baseline)
@@ -291,7 +335,7 @@ class OutRecipe:
         self.treedef, self.leaves = treedef, leaves
 
     def build(self, arrays, arg_leaves, vjp):
-        return jax.tree_util.tree_unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
+        return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
     def leaves_out(self, arrays, arg_leaves, vjp):
         """The flat result leaves (tensors made from ``arrays``, arguments, constants)."""
@@ -420,10 +464,15 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w._rg = leaves[i]._rg
                     call_leaves[i] = w
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
-            a2, kw2 = jax.tree_util.tree_unflatten(treedef, call_leaves)
+            a2, kw2 = _unflatten(treedef, call_leaves)
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            if _arguments_changed(a2, kw2, treedef, call_leaves):
+                # the function got rebuilt copies of its list/dict arguments; eagerly it changes
+                # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
+                raise GraphBreak("the function changes a list or dict it was passed (an append, an item "
+                                 "set): the program would not repeat that on later calls")
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
