@@ -190,8 +190,6 @@ def test_attribute_read_by_computed_name_is_guarded():
     check(make)
 
 
-@silent("dict.get(key, default) when the key is absent at trace: adding the key later is "
-        "not seen (the guard checks keys that were read, not the absence of one)")
 def test_dict_get_default_then_key_added_is_guarded():
     def make(mod, wrap):
         cfg = {}
@@ -295,8 +293,6 @@ def test_training_flag_of_a_module_not_called_is_guarded():
 
 # ---- state registered between calls ------------------------------------------------------
 
-@silent("a buffer registered between calls on a module whose forward iterates buffers() is "
-        "missed: the program keeps the traced (empty) buffer list")
 def test_buffer_registered_between_calls_is_used():
     def make(mod, wrap):
         class AddBuffers(mod.nn.Module):
@@ -313,8 +309,6 @@ def test_buffer_registered_between_calls_is_used():
     check(make, torch_too=True)
 
 
-@silent("a Python list of tensors that grows between calls: the program keeps the traced "
-        "length (list length is guarded for len(), not for iteration over tensors)")
 def test_list_of_tensors_grown_between_calls_is_iterated_in_full():
     def make(mod, wrap):
         ts = [mod.ones(2)]
@@ -579,9 +573,6 @@ def test_attribute_added_after_the_trace_is_seen_by_hasattr():
     check(make)
 
 
-@silent("a function read from a global / a list and called (the activation) rebound between "
-        "calls: the program keeps the traced function (only numbers, strings, flags, small "
-        "dicts and arrays are guarded)")
 @pytest.mark.parametrize("holder", ["global", "list"])
 def test_function_rebound_between_calls_is_called(holder):
     def make(mod, wrap):

@@ -40,6 +40,7 @@ from .._tensor.generator import Generator
 from .._tensor.tensor import Tensor, is_tensor_container
 
 _SCALARS = (int, float, bool, str, complex, type(None))
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, functools.partial)
 _CONTAINERS = (list, dict, set, collections.deque)
 # written in place by index (``hist[i] = 1``): compared by their bytes, put back from a copy
 _BUFFERS = (np.ndarray, array.array, bytearray)
@@ -657,10 +658,25 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH) -> bool:
     if len(c) > _GUARD_DICT_MAX or id(c) in seen:
         return True
     seen.add(id(c))
+    # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
+    # function loops over
+    checks.append((_Len(c), None, len(c), None))
     for k, v in list(items):
         if not _guard_value(view, k, v, checks) and depth > 1:
             _guard_container(v, checks, seen, depth - 1)
     return True
+
+
+class _Len:
+    """A container's length read like a dict entry (for ``guards_hold``)."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, c):
+        self.c = c
+
+    def get(self, _key, default):
+        return len(self.c)
 
 
 class _ListMap:
@@ -699,8 +715,8 @@ class _CellMap:
 def _guard_value(d, k, v, checks) -> bool:
     """Add the check of ``d[k]`` (value ``v``) when it is a number, string or bool, or a NumPy
     array (by its bytes: the trace bakes its contents, changed in place or not)."""
-    if type(v) in _SCALARS or (type(v) is tuple and _scalar_tuple(v)):
-        checks.append((d, k, v, None))
+    if type(v) in _SCALARS or (type(v) is tuple and _scalar_tuple(v)) or isinstance(v, _FUNCTIONS):
+        checks.append((d, k, v, None))       # a function by identity: rebinding it calls another
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
     else:

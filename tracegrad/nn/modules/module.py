@@ -209,6 +209,13 @@ def _same_value(d, name, value):
                             and old == value)
 
 
+def _layout_changed():
+    """A parameter, buffer or submodule registered outside a compiled call: compiled programs
+    re-check the module layout (``self.buffers()`` now yields one more)."""
+    if _state.CAPTURE[0] is None:
+        _state.bump_structure()
+
+
 class Module:
     """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
     ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
@@ -265,6 +272,7 @@ class Module:
             persistent = tensor.persistent
             tensor = tensor.detach()
         tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
+        _layout_changed()
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -284,6 +292,7 @@ class Module:
             raise KeyError('parameter name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
+        _layout_changed()
         if param is None:
             self._parameters[name] = None
             return
@@ -310,6 +319,7 @@ class Module:
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
         module = _run_registration_hooks(_global_module_registration_hooks, self, name, module)
+        _layout_changed()
         self._modules[name] = module
 
     register_module = add_module
