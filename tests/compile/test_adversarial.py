@@ -222,9 +222,6 @@ def test_environment_variable_read_inside_is_guarded(monkeypatch):
 
 # ---- tensor attributes deciding Python branches --------------------------------------------
 
-@silent("'w.grad is None' of a captured tensor decides a branch; a backward outside between "
-        "calls gives w a grad, the program keeps the traced branch (the None-grad guard "
-        "covers only grads the trace itself touches)")
 def test_grad_appearing_outside_between_calls_changes_the_branch():
     def make(mod, wrap):
         w = mod.ones(2, requires_grad=True)

@@ -380,6 +380,9 @@ class Tensor(TensorBase):
                 ".grad attribute won't be populated during autograd.backward(). If you indeed want "
                 "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
                 "non-leaf Tensor.", UserWarning, stacklevel=2)
+        cap = _CAPTURE[0]
+        if cap is not None and self._st not in cap.created:
+            cap.see_grad_owner(self)     # outside state: whether it is None is guarded
         return self._grad
 
     @grad.setter
