@@ -717,8 +717,6 @@ def test_python_attribute_set_on_an_input_tensor_inside():
     check(make, torch_too=True)
 
 
-@silent("warnings.warn inside warns at trace only: later program calls do not warn (a warning "
-        "is a side effect that is not a graph break, unlike print and logging)")
 def test_warning_issued_inside_warns_every_call():
     import warnings
 
@@ -762,8 +760,6 @@ def test_double_backward_through_a_compiled_output_works_or_says_why():
             assert (got == expected).all()
 
 
-@silent("a call under torch.inference_mode() returns a tensor that is_inference() False "
-        "(eager gives an inference tensor); inference mode is not part of the guards")
 def test_call_under_inference_mode_returns_inference_tensors():
     def make(mod, wrap):
         w = mod.ones(2, requires_grad=True)

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import threading
+import warnings
 import traceback
 import weakref
 
@@ -99,13 +100,35 @@ def guard_output():
             return log(logger, level, msg, *args, **kwargs)
         raise GraphBreak(f"the logging call {msg!r} on logger '{logger.name}' happens on every eager "
                          "call, but only once while tracing")
+    show = warnings._showwarnmsg
+
+    def _show(msg):
+        # under an "always" filter (pytest.warns, simplefilter("always")) eager warns on every
+        # call; under the others it warns once per place, which the trace does as well
+        if threading.get_ident() == thread and _action(msg) == "always" \
+                and f"{os.sep}jax" not in msg.filename:
+            raise GraphBreak(f"a {msg.category.__name__} (warnings.warn) is issued on every eager call "
+                             "under an 'always' filter, but only once while tracing")
+        return show(msg)
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
+    warnings._showwarnmsg = _show
     try:
         yield
     finally:
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
+        warnings._showwarnmsg = show
+
+
+def _action(msg) -> str:
+    """The action ``warnings.filters`` takes for the warning ``msg`` (Python's first-match rule)."""
+    text, module = str(msg.message), os.path.splitext(os.path.basename(msg.filename))[0]
+    for action, text_re, category, module_re, lineno in warnings.filters:
+        if (text_re is None or text_re.match(text)) and issubclass(msg.category, category) \
+                and (module_re is None or module_re.match(module)) and lineno in (0, msg.lineno):
+            return action
+    return warnings.defaultaction
 
 
 @jax.custom_jvp

@@ -34,6 +34,7 @@ import types
 from .. import _state
 from .._tensor.tensor import Tensor, is_tensor_container
 from .capture import GraphBreak
+from .pystate import attributes
 
 
 class Rebind:
@@ -160,6 +161,8 @@ def rebound_places(snap, attr_stores):
         if copy is None:
             return
         shallow, inner = copy
+        if not isinstance(inner, tuple):      # a buffer's copy (pystate._copy): holds no tensors
+            return
         compare(v, shallow)
         for a, c in inner:
             walk(a, c)
@@ -168,7 +171,7 @@ def rebound_places(snap, attr_stores):
         found(slot, v, get(slot))
         walk(v, copy)
         if isinstance(attrs, dict):
-            d = vars(v)
+            d = attributes(v)
             compare(d, {k: a for k, (a, _) in attrs.items()})
             for a, c in attrs.values():
                 walk(a, c)

@@ -243,7 +243,7 @@ def _slot_names(cls) -> tuple:
     return names
 
 
-def _attrs(v):
+def attributes(v):
     """A plain object's attributes as a mapping: its ``__dict__``, or a view of its slots."""
     d = getattr(v, "__dict__", None)
     return d if d is not None else _SlotMap(v)
@@ -378,7 +378,7 @@ def snapshot(refs):
         v = _value(cell, g, name)
         attrs = None
         if _plain_object(v):
-            attrs = {k: (a, _copy(a)) for k, a in _attrs(v).items()}
+            attrs = {k: (a, _copy(a)) for k, a in attributes(v).items()}
         dicts = _option_dicts(v)
         if dicts is not None:
             attrs = (list(dicts), [(d, _copy(d)) for d in dicts])
@@ -439,7 +439,7 @@ def restore(snap):
             for d, c in copies:
                 _put_back(d, c)
         elif attrs is not None:
-            d = _attrs(v)
+            d = attributes(v)
             for k in [k for k in d if k not in attrs]:
                 del d[k]
             for k, (a, c) in attrs.items():
@@ -474,7 +474,7 @@ def stateful_reads(refs, names) -> str | None:
         if kind is not None:
             return f"the {kind} '{name}'"
         if _plain_object(v):
-            for k, a in _attrs(v).items():
+            for k, a in attributes(v).items():
                 if k in used:
                     kind = _stateful_kind(a)
                     if kind is not None:
@@ -518,7 +518,7 @@ def effects_signature(refs):
         elif isinstance(v, _BUFFERS):
             out.append((name, _buffer_signature(v)))
         elif _plain_object(v):
-            out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in _attrs(v).items())))
+            out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in attributes(v).items())))
         elif _option_dicts(v) is not None:
             dicts = _option_dicts(v)
             out.append((name, id(v), _ATTRS, (("param_groups", len(dicts)),) + tuple(
@@ -623,7 +623,7 @@ def _guard_object(o, names, checks, seen):
     if id(o) in seen:
         return
     seen.add(id(o))
-    d = _attrs(o)
+    d = attributes(o)
     for k, v in d.items():
         if k == "training" or k not in names:
             continue

@@ -341,9 +341,13 @@ class OutRecipe:
         """The flat result leaves (tensors made from ``arrays``, arguments, constants)."""
         it = iter(arrays)
         out, diff = [], []
+        # made under inference_mode(): inference tensors, as eager's ops make
+        inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
                 t = Tensor._make(next(it))
+                if inference:
+                    t._inference = True
                 rg, how = v
                 if rg:
                     t._rg = True
