@@ -608,8 +608,6 @@ def test_forward_replaced_on_the_instance_is_called():
     check(make, torch_too=True)
 
 
-@silent("x.requires_grad_() on an input inside the function: after a compiled call the "
-        "caller's tensor still has requires_grad False")
 def test_requires_grad_set_on_an_input_inside_sticks():
     def make(mod, wrap):
         xs = {}
@@ -656,8 +654,6 @@ def test_argument_aliasing_captured_state_written_in_place(view):
 
 # ---- global and module state changed inside ----------------------------------------------
 
-@silent("torch.set_grad_enabled(False) / set_default_dtype(float64) inside the function: after "
-        "a program call the global setting is not changed as eager leaves it")
 @pytest.mark.parametrize("setting", ["grad_mode", "default_dtype"])
 def test_global_setting_changed_inside_stays_changed(setting):
     def make(mod, wrap):
@@ -696,8 +692,6 @@ def test_buffer_registered_inside_every_call():
     check(make, torch_too=True)
 
 
-@silent("a Python attribute set on an input tensor inside (x.tag = ...) is set on the trace's "
-        "stand-in, not on the caller's tensor")
 def test_python_attribute_set_on_an_input_tensor_inside():
     def make(mod, wrap):
         tags = []

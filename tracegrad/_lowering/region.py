@@ -97,6 +97,10 @@ def _unflatten(treedef, leaves):
     return _plain(jax.tree_util.tree_unflatten(treedef, leaves))
 
 
+def _global_modes():
+    return grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0]
+
+
 def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
     """Whether the call changed the list/dict arguments it was given (their rebuilt copies):
     other leaves, or another structure. Holds no leaf afterwards (escape analysis counts them)."""
@@ -469,9 +473,17 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     call_leaves[i] = w
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
             a2, kw2 = _unflatten(treedef, call_leaves)
+            modes = _global_modes()
+            wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            if _global_modes() != modes:
+                raise GraphBreak("the function leaves grad mode or the default dtype changed (set_grad_enabled, "
+                                 "set_default_dtype): the program would not change it on later calls")
+            if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
+                raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
+                                 "the program would do that to a stand-in, not to the caller's tensor")
             if _arguments_changed(a2, kw2, treedef, call_leaves):
                 # the function got rebuilt copies of its list/dict arguments; eagerly it changes
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
