@@ -38,7 +38,7 @@ LAYERS = [
     ("L6 compile and transforms", ["tracegrad.compiler", "tracegrad._dynamo", "tracegrad.func", "tracegrad.autograd.functional"]),
     ("L7 library", ["tracegrad.linalg", "tracegrad._linalg_functions", "tracegrad._linalg_decomp", "tracegrad._spectral", "tracegrad.signal", "tracegrad.special", "tracegrad.fft", "tracegrad.nn", "tracegrad.optim", "tracegrad.utils", "tracegrad.distributed",
                     "tracegrad.amp", "tracegrad.cuda", "tracegrad.random", "tracegrad.testing", "tracegrad.distributions", "tracegrad.backends", "tracegrad.accelerator", "tracegrad.jit"]),
-    ("L8 applications", ["tracegrad.serialization", "tracegrad.viz", "tracegrad.examples"]),
+    ("L8 applications", ["tracegrad.serialization", "tracegrad._serialization_torch", "tracegrad.viz", "tracegrad.examples"]),
 ]
 
 # (importer, imported): why the upward edge is still there. Remove the entry with the edge.

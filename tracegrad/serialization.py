@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import importlib
 import io
 import json
 import os
@@ -38,6 +39,7 @@ import tempfile
 import numpy as np
 import safetensors.numpy
 
+from . import _serialization_torch as _torch_format
 from ._ops import dtypes as _dt
 from ._tensor.factories import from_numpy
 from ._tensor.tensor import Tensor
@@ -183,11 +185,16 @@ class _TensorUnpickler(pickle.Unpickler):
         # checked by name before importing anything: an import can run code too
         if not self.place.weights_only or _allowed(f"{module}.{name}"):
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(
-            f"tracegrad.load: weights-only load failed: the checkpoint names {module}.{name}, which is "
-            f"not an allowed global. If you trust the file's source, allowlist it with "
-            f"tracegrad.serialization.add_safe_globals([{name}]) or the safe_globals([{name}]) context "
-            f"manager, or load with weights_only=False (unpickling can run arbitrary code).")
+        raise _refuse(module, name)
+
+
+def _refuse(module, name):
+    """The error of a weights-only load meeting a global that is not allowlisted, as torch's."""
+    return pickle.UnpicklingError(
+        f"tracegrad.load: weights-only load failed: the checkpoint names {module}.{name}, which is "
+        f"not an allowed global. If you trust the file's source, allowlist it with "
+        f"tracegrad.serialization.add_safe_globals([{name}]) or the safe_globals([{name}]) context "
+        f"manager, or load with weights_only=False (unpickling can run arbitrary code).")
 
 
 # collections.Counter as torch's weights-only unpickler: MultiStepLR keeps its milestones in one,
@@ -197,15 +204,22 @@ _ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set"
 
 
 def _allowed(qualified):
+    return qualified in _ALWAYS_SAFE or _safe_global(qualified) is not None
+
+
+def _safe_global(qualified):
+    """The object allowlisted under ``qualified`` (``module.name``), or None: an ``(obj, name)``
+    pair maps a name to any object (a torch class's name to tracegrad's, say)."""
     if qualified in _ALWAYS_SAFE:
-        return True
+        module, _, name = qualified.rpartition(".")
+        return getattr(importlib.import_module(module), name)
     for g in _SAFE_GLOBALS:
         if isinstance(g, tuple) and len(g) == 2:
             if g[1] == qualified:
-                return True
+                return g[0]
         elif f"{getattr(g, '__module__', '')}.{getattr(g, '__qualname__', '')}" == qualified:
-            return True
-    return False
+            return g
+    return None
 
 
 class _Unpickling(Exception):
@@ -422,22 +436,32 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
              FileNotFoundError for a missing path.
     """
     if hasattr(f, "read"):
+        if mmap:
+            raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
         name = getattr(f, "name", None) or repr(f)
         data = f.read()
     else:
         name = os.fspath(f)
-        with open(name, "rb") as fh:
-            data = fh.read()
+        if mmap:
+            data = _torch_format.open_mmap(name)
+        else:
+            with open(name, "rb") as fh:
+                data = fh.read()
     if isinstance(data, str):
         raise RuntimeError(f"tracegrad.load: {name!r} was opened in text mode; open it with 'rb'")
+    if data[:4] == b"PK\x03\x04" or _torch_format.is_legacy(data):   # written by torch.save
+        if mmap and data[:4] != b"PK\x03\x04":
+            raise RuntimeError(f"tracegrad.load: mmap can only be used with files saved with "
+                               f"`torch.save({name}, _use_new_zipfile_serialization=True)`, please torch.save "
+                               f"your checkpoint with this option in order to use mmap.")
+        return _torch_format.load_torch(data, name, _placer(map_location), weights_only, _safe_global,
+                                        _refuse, pickle_load_args)
     data = bytes(data)
     header = _header(data)
     if header is None:
-        hint = (" It looks like a torch.save (zip) file: load it with torch and re-save the "
-                "tensors with tracegrad.save or safetensors." if data[:4] == b"PK\x03\x04" else "")
         raise RuntimeError(f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid "
-                           f"safetensors header: the file is truncated, empty or of another "
-                           f"format).{hint}")
+                           f"safetensors header) nor a torch.save file: the file is truncated, empty "
+                           f"or of another format.")
     arrays = _read_arrays(data, header, name)
     desc = (header.get("__metadata__") or {}).get("tracegrad")
     place = _placer(map_location)
