@@ -277,12 +277,14 @@ def test_foreign_files_raise_runtime_error(tmp_path, content):
         tracegrad.load(path)
 
 
-def test_torch_save_file_is_refused_with_a_hint(tmp_path):
+def test_torch_save_files_are_recognised_by_content(tmp_path):
+    """load tells its own safetensors files from torch.save's zip and legacy files by their
+    first bytes, whatever the name (tests/test_serialization_torch.py covers the torch reader)."""
     torch = pytest.importorskip("torch")
-    path = tmp_path / "torch.pt"
-    torch.save({"w": torch.ones(2)}, path)
-    with pytest.raises(RuntimeError, match="torch.save"):
-        tracegrad.load(path)
+    for legacy in (False, True):
+        path = tmp_path / f"ckpt-{legacy}.tg"
+        torch.save({"w": torch.arange(3.)}, path, _use_new_zipfile_serialization=not legacy)
+        np.testing.assert_array_equal(tracegrad.load(path)["w"].numpy(), np.arange(3.))
 
 
 def test_damaged_structure_description_raises_runtime_error(tmp_path):

@@ -19,6 +19,7 @@ can express the layout as views (NOTE [shared storages]), else they are equal-va
 """
 from __future__ import annotations
 
+import _compat_pickle
 import io
 import math
 import mmap as _mmap
@@ -296,6 +297,9 @@ class _Unpickler(pickle.Unpickler):
         self.reader = reader
 
     def find_class(self, module, name):
+        # protocol 2 (torch's) writes Python 2 names (``__builtin__.set``): map them, as pickle does
+        module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         qualified = f"{module}.{name}"
         found = _TORCH_GLOBALS.get(qualified)
         if found is not None:
@@ -309,14 +313,14 @@ class _Unpickler(pickle.Unpickler):
             return safe
         if module == "torch" or module.startswith("torch."):
             if self.reader.weights_only:
-                raise self.reader.refuse(module, name)
+                raise self.reader.refusal(module, name)
             raise RuntimeError(
                 f"tracegrad.load: {self.reader.name!r} holds a {qualified} object, which cannot be rebuilt "
                 f"without PyTorch. In PyTorch, save its state_dict() instead (torch.save(model.state_dict(), "
                 f"path)) and load that into the tracegrad model with model.load_state_dict(tracegrad.load(path)); "
                 f"or map the name to a tracegrad class with add_safe_globals([(cls, {qualified!r})]).")
         if self.reader.weights_only:
-            raise self.reader.refuse(module, name)
+            raise self.reader.refusal(module, name)
         return super().find_class(module, name)
 
     def persistent_load(self, pid):
@@ -330,10 +334,15 @@ class _Reader:
     def __init__(self, name, place, weights_only, safe_global, refuse):
         self.name, self.place, self.weights_only = name, place, weights_only
         self.safe_global, self.refuse = safe_global, refuse
-        self.big_endian, self.storages = False, {}
+        self.big_endian, self.storages, self.refused = False, {}, None
 
     def storage_bytes(self, key, nbytes):
         raise NotImplementedError
+
+    def refusal(self, module, name):
+        # kept, so that load_torch tells this UnpicklingError from a damaged pickle's
+        self.refused = self.refuse(module, name)
+        return self.refused
 
     def persistent_load(self, pid):
         if not isinstance(pid, tuple) or not pid:
@@ -546,8 +555,13 @@ def load_torch(data, name, place, weights_only, safe_global, refuse, pickle_load
     reader = (_LegacyReader if legacy else _ZipReader)(data, name, place, weights_only, safe_global, refuse)
     try:
         return reader.load(pickle_load_args)
-    except (RuntimeError, pickle.UnpicklingError):
+    except RuntimeError:
         raise
+    except pickle.UnpicklingError as e:
+        if e is reader.refused:
+            raise
+        raise RuntimeError(f"tracegrad.load: {name!r} is damaged or truncated: its pickle could not be read "
+                           f"({e})") from e
     except (EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError, struct.error,
             zipfile.BadZipFile) as e:
         raise RuntimeError(f"tracegrad.load: {name!r} is damaged or truncated: its pickle could not be read "
