@@ -270,12 +270,16 @@ def test_a_pickled_torch_module_is_refused_by_name(tmp_path):
         tracegrad.load(tmp_path / "module.pt", weights_only=False)
 
 
-def test_dtypes_tracegrad_lacks_are_named(tmp_path):
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_dtypes_and_tensor_kinds_tracegrad_lacks_are_named(tmp_path, legacy):
     torch = _torch()
-    for value in (torch.ones(2, dtype=torch.uint16), torch.uint32):
-        torch.save({"v": value}, tmp_path / "u.pt")
-        with pytest.raises(RuntimeError, match=r"torch\.uint(16|32)"):
-            tracegrad.load(tmp_path / "u.pt")
+    cases = [(torch.ones(2, dtype=torch.uint16), r"torch\.uint16"), (torch.uint32, r"torch\.uint32"),
+             (torch.eye(2).to_sparse(), "_rebuild_sparse_tensor")]
+    for value, match in cases:
+        torch.save({"v": value}, tmp_path / "u.pt", _use_new_zipfile_serialization=not legacy)
+        for weights_only in (True, False):
+            with pytest.raises(RuntimeError, match=match):
+                tracegrad.load(tmp_path / "u.pt", weights_only=weights_only)
 
 
 # --- map_location and mmap ------------------------------------------------------------------
@@ -395,6 +399,7 @@ def test_big_endian_files_are_byteswapped(tmp_path):
     assert_same(tracegrad.load(tmp_path / "be.pt"), obj)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_torchscript_archive_is_refused(tmp_path):
     torch = _torch()
     torch.jit.save(torch.jit.script(torch.nn.Identity()), tmp_path / "ts.pt")

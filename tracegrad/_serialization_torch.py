@@ -61,10 +61,19 @@ class _StorageClass:
         self.name, self.dtype = name, dtype
 
 
-def _missing_dtype(reader, name):
-    return RuntimeError(f"tracegrad.load: {reader.name!r} holds a tensor or value of dtype torch.{name}, which "
-                        f"tracegrad does not have (it has {', '.join(sorted(_DTYPES))}); convert it in "
-                        f"PyTorch (e.g. .to(torch.float32)) and save again")
+def _refuse_unsupported(reader, module, name):
+    """RuntimeError for what torch's own loader rebuilds but tracegrad cannot: a dtype (or its
+    storage class) tracegrad lacks, and sparse, quantized, meta, nested or subclass tensors."""
+    dtype = name if name in _MISSING_DTYPES else name.removesuffix("Storage").lower()
+    if module == "torch" and dtype in _MISSING_DTYPES:
+        raise RuntimeError(f"tracegrad.load: {reader.name!r} holds a tensor or value of dtype torch.{dtype}, "
+                           f"which tracegrad does not have (it has {', '.join(sorted(_DTYPES))}); convert it "
+                           f"in PyTorch (e.g. .to(torch.float32)) and save again")
+    if module == "torch._utils" and name.startswith("_rebuild_"):
+        raise RuntimeError(f"tracegrad.load: {reader.name!r} holds a tensor torch rebuilds with "
+                           f"torch._utils.{name} (a sparse, quantized, meta, nested or subclass tensor), "
+                           f"which tracegrad does not have; save it as a dense tensor in PyTorch (.to_dense(), "
+                           f".dequantize()) and save again")
 
 
 # --- tensors ---------------------------------------------------------------------------------
@@ -279,7 +288,8 @@ _TORCH_GLOBALS = {
     **{f"torch.{name}": _StorageClass(name, d) for name, d in _STORAGE_CLASSES.items()},
     **{f"torch.{name}": d for name, d in _DTYPES.items()},
 }
-# classes, resolved when first named (tracegrad.nn imports this module's importer)
+# classes looked up when named: tracegrad.nn cannot be imported while tracegrad (which imports
+# this module) is still loading
 _TORCH_CLASSES = {"torch.Tensor": lambda: Tensor, "torch._tensor.Tensor": lambda: Tensor,
                   "torch.nn.parameter.Parameter": _parameter_class}
 
@@ -306,8 +316,7 @@ class _Unpickler(pickle.Unpickler):
             return found
         if qualified in _TORCH_CLASSES:
             return _TORCH_CLASSES[qualified]()
-        if module == "torch" and (name in _MISSING_DTYPES or name.removesuffix("Storage").lower() in _MISSING_DTYPES):
-            raise _missing_dtype(self.reader, name.removesuffix("Storage"))
+        _refuse_unsupported(self.reader, module, name)
         safe = self.reader.safe_global(qualified)
         if safe is not None:     # allowlisted (a class, or an (object, name) pair mapping a torch name)
             return safe
@@ -317,14 +326,18 @@ class _Unpickler(pickle.Unpickler):
             raise RuntimeError(
                 f"tracegrad.load: {self.reader.name!r} holds a {qualified} object, which cannot be rebuilt "
                 f"without PyTorch. In PyTorch, save its state_dict() instead (torch.save(model.state_dict(), "
-                f"path)) and load that into the tracegrad model with model.load_state_dict(tracegrad.load(path)); "
-                f"or map the name to a tracegrad class with add_safe_globals([(cls, {qualified!r})]).")
+                f"path)) and load that into the tracegrad model with model.load_state_dict(tracegrad.load(path)).")
         if self.reader.weights_only:
             raise self.reader.refusal(module, name)
         return super().find_class(module, name)
 
     def persistent_load(self, pid):
         return self.reader.persistent_load(pid)
+
+
+def _pickle_kwargs(pickle_load_args):
+    # torch.load reads Python 2 strings as utf-8 unless told otherwise
+    return {"encoding": pickle_load_args.get("encoding", "utf-8"), "errors": pickle_load_args.get("errors", "strict")}
 
 
 class _Reader:
@@ -369,8 +382,7 @@ class _Reader:
         return storage
 
     def unpickle(self, file, pickle_load_args):
-        kwargs = {k: pickle_load_args[k] for k in ("encoding", "errors") if k in pickle_load_args}
-        return _Unpickler(file, self, **kwargs).load()
+        return _Unpickler(file, self, **_pickle_kwargs(pickle_load_args)).load()
 
 
 class _SeekableMmap:
@@ -482,7 +494,11 @@ class _ScanUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         found = _TORCH_GLOBALS.get(f"{module}.{name}")
-        return found if isinstance(found, _StorageClass) else _Anything
+        if isinstance(found, _StorageClass):
+            return found
+        if found is None:
+            _refuse_unsupported(self.reader, module, name)
+        return _Anything
 
     def persistent_load(self, pid):
         return self.reader.persistent_load(pid)
@@ -502,7 +518,7 @@ class _LegacyReader(_Reader):
 
     def load(self, pickle_load_args):
         f = io.BytesIO(self.buf)
-        kwargs = {k: pickle_load_args[k] for k in ("encoding", "errors") if k in pickle_load_args}
+        kwargs = _pickle_kwargs(pickle_load_args)
         if _PlainUnpickler(f).load() != MAGIC_NUMBER:
             raise RuntimeError(f"tracegrad.load: {self.name!r}: invalid magic number; corrupt file?")
         version = _PlainUnpickler(f).load()

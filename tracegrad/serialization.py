@@ -1,4 +1,5 @@
-"""``tracegrad.save`` / ``tracegrad.load``: checkpoints as safetensors files.
+"""``tracegrad.save`` / ``tracegrad.load``: checkpoints as safetensors files; ``load`` also
+reads files written by PyTorch's ``torch.save`` (``_serialization_torch.py``), without torch.
 
 The file is a standard safetensors file: the arrays are its tensors (named ``"0"``, ``"1"``,
 ...), and a JSON description of the saved object's structure sits in the safetensors
@@ -20,8 +21,21 @@ Differs from torch:
   loaded as separate tensors; after loading, writing to one does not change the other.
 - Tensors are loaded on the device they were saved from (``map_location`` overrides); all of
   them are contiguous copies.
-- ``torch.save`` files (zip/pickle) cannot be read; a plain safetensors file written by
-  another tool loads as a ``dict`` of tensors.
+- A plain safetensors file written by another tool loads as a ``dict`` of tensors.
+
+``torch.save`` files (zip, and the legacy format of ``_use_new_zipfile_serialization=False``;
+``load`` tells them apart by their first bytes) load as torch loads them: a state_dict of a torch
+model loads into the same tracegrad model (``model.load_state_dict(tracegrad.load("m.pt"))``),
+an optimizer's into the same tracegrad optimizer. Tensors sharing a storage (``x``, ``x[1:]``,
+``x.t()``, tied weights) share one after loading: each is ``x`` or a view of it (or of a base
+holding the storage); a layout no chain of views can express (overlapping windows, a view whose
+rows wrap past the storage's end) loads as an equal-valued copy. ``weights_only=True`` admits
+tensors, containers, plain values, ``torch.Size``/``device``/dtypes, Parameters and the
+allowlist; a pickled torch object (a whole ``nn.Module``, an optimizer) cannot be rebuilt
+without torch and is refused by name also under ``weights_only=False``. Differs from torch: a
+callable ``map_location`` receives each storage as a tracegrad tensor (of its storage's dtype;
+``lambda storage, loc: storage`` works as in torch); torch dtypes tracegrad lacks (uint16/32/64,
+float8, quantized) raise RuntimeError; TorchScript archives are refused.
 """
 from __future__ import annotations
 
@@ -420,20 +434,25 @@ def _read_arrays(data, header, name):
 def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
     """Read an object written by :func:`save`. Mirrors ``torch.load``.
 
-    Args:    ``f``: a path or a binary file object opened for reading; ``map_location``:
+    Args:    ``f``: a path or a binary file object opened for reading, holding a tracegrad
+             checkpoint or a ``torch.save`` file (zip or legacy); ``map_location``:
              None (each tensor back on the device it was saved from), a device or device
              string, a dict ``{saved_device: device}``, or a callable ``(tensor, saved_device)
              -> tensor``; ``weights_only``: True (the default, as torch 2.6+) unpickles a
              saved object (not tensors, containers or plain values) only when every class it
-             names is allowlisted (``add_safe_globals``).
+             names is allowlisted (``add_safe_globals``); ``mmap``: for a ``torch.save`` zip
+             at a path, map the file instead of reading it (storages are read in place).
+             ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files.
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
              dicts come back as dict or OrderedDict as saved, tuples as tuples.
     Raises:  pickle.UnpicklingError for a pickled object naming a class that is not
              allowlisted, under ``weights_only=True``; the
              unpickling's own error (a class no longer importable) under False;
-             RuntimeError naming the file when it is truncated, is not a safetensors file (a
-             ``torch.save`` zip, say), or its structure description is damaged;
-             FileNotFoundError for a missing path.
+             RuntimeError naming the file when it is truncated or damaged, is neither a
+             safetensors nor a ``torch.save`` file, holds a pickled torch object (a whole
+             module) or a dtype tracegrad lacks, or its tensors' device is missing here (use
+             ``map_location``); ValueError for ``mmap=True`` with a file object, RuntimeError
+             with a legacy torch file; FileNotFoundError for a missing path.
     """
     if hasattr(f, "read"):
         if mmap:
