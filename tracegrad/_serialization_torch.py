@@ -79,11 +79,14 @@ def _refuse_unsupported(reader, module, name):
 # --- tensors ---------------------------------------------------------------------------------
 
 class _Storage:
-    """One storage of the file: its bytes (``raw``, uint8; None until read) and, per dtype, the
-    tensor the storage's later tensors are views of (NOTE [shared storages])."""
+    """One storage of the file: its class (``cls``: the dtype its ``numel`` counts), its bytes
+    (``raw``, uint8; None until read) and, per dtype, the tensor the storage's later tensors are
+    views of (NOTE [shared storages])."""
 
-    def __init__(self, reader, key, location, nbytes):
-        self.reader, self.key, self.location, self.nbytes = reader, key, location, nbytes
+    def __init__(self, reader, key, cls, location, numel):
+        self.reader, self.key, self.cls, self.location = reader, key, cls, location
+        self.itemsize = 1 if cls.dtype is None else np.dtype(cls.dtype.np).itemsize
+        self.nbytes = numel * self.itemsize
         self.raw, self.owners, self.arrays = None, {}, {}
 
     def array(self, dtype):
@@ -375,10 +378,8 @@ class _Reader:
         if storage is None:
             if not isinstance(numel, int) or numel < 0:
                 raise RuntimeError(f"tracegrad.load: {self.name!r} is damaged: storage {key!r} has {numel!r} elements")
-            itemsize = 1 if cls.dtype is None else np.dtype(cls.dtype.np).itemsize
             location = location.decode("ascii") if isinstance(location, bytes) else str(location)
-            storage = self.storages[key] = _Storage(self, key, location, numel * itemsize)
-            storage.cls = cls
+            storage = self.storages[key] = _Storage(self, key, cls, location, numel)
         return storage
 
     def unpickle(self, file, pickle_load_args):
@@ -524,8 +525,7 @@ class _LegacyReader(_Reader):
         version = _PlainUnpickler(f).load()
         if version != LEGACY_PROTOCOL_VERSION:
             raise RuntimeError(f"tracegrad.load: {self.name!r}: invalid protocol version: {version!r}")
-        sys_info = _PlainUnpickler(f, **kwargs).load()
-        self.big_endian = isinstance(sys_info, dict) and sys_info.get("little_endian") is False
+        _PlainUnpickler(f, **kwargs).load()     # system info; legacy storages are little-endian always
         start = f.tell()
         _ScanUnpickler(f, self, **kwargs).load()
         keys = _PlainUnpickler(f, **kwargs).load()
@@ -537,10 +537,10 @@ class _LegacyReader(_Reader):
             if storage is None or pos + 8 > len(self.buf):
                 raise RuntimeError(f"tracegrad.load: {self.name!r} is damaged or truncated: storage {key!r} "
                                    f"is missing")
-            (numel,) = struct.unpack("<q", self.buf[pos:pos + 8])
-            itemsize = 1 if storage.cls.dtype is None else np.dtype(storage.cls.dtype.np).itemsize
-            nbytes = numel * itemsize
-            if numel < 0 or nbytes != storage.nbytes or pos + 8 + nbytes > len(self.buf):
+            # each storage's element count is in the writer's byte order (its elements are not)
+            head, nbytes = bytes(self.buf[pos:pos + 8]), storage.nbytes
+            counts = {struct.unpack("<q", head)[0], struct.unpack(">q", head)[0]}
+            if nbytes // storage.itemsize not in counts or pos + 8 + nbytes > len(self.buf):
                 raise RuntimeError(f"tracegrad.load: {self.name!r} is damaged or truncated: storage {key!r} "
                                    f"should hold {storage.nbytes} bytes")
             storage.raw = np.frombuffer(self.buf, np.uint8, nbytes, pos + 8)

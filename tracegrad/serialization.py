@@ -438,7 +438,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
              checkpoint or a ``torch.save`` file (zip or legacy); ``map_location``:
              None (each tensor back on the device it was saved from), a device or device
              string, a dict ``{saved_device: device}``, or a callable ``(tensor, saved_device)
-             -> tensor``; ``weights_only``: True (the default, as torch 2.6+) unpickles a
+             -> tensor``; ``weights_only``: True (the default, as torch 2.6+; None means True
+             unless ``pickle_module`` is given, as torch) unpickles a
              saved object (not tensors, containers or plain values) only when every class it
              names is allowlisted (``add_safe_globals``); ``mmap``: for a ``torch.save`` zip
              at a path, map the file instead of reading it (storages are read in place).
@@ -454,6 +455,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
              ``map_location``); ValueError for ``mmap=True`` with a file object, RuntimeError
              with a legacy torch file; FileNotFoundError for a missing path.
     """
+    if weights_only is None:    # not given: torch's default, unless a pickle module is passed
+        weights_only = pickle_module is None
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
