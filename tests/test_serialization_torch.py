@@ -248,17 +248,29 @@ class Hyper:
         self.lr = lr
 
 
-def test_weights_only_refuses_unknown_globals_naming_them(tmp_path):
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_weights_only_refuses_unknown_globals_naming_them(tmp_path, legacy):
     torch = _torch()
-    torch.save({"hp": Hyper(0.1), "w": torch.ones(1)}, tmp_path / "user.pt")
-    with pytest.raises(pickle.UnpicklingError, match=r"Hyper.*weights_only=False.*|Hyper.*add_safe_globals"):
+    torch.save({"hp": Hyper(0.1), "w": torch.ones(1)}, tmp_path / "user.pt", _use_new_zipfile_serialization=not legacy)
+    with pytest.raises(pickle.UnpicklingError, match=r"Hyper.*add_safe_globals.*weights_only=False"):
         tracegrad.load(tmp_path / "user.pt")
     out = tracegrad.load(tmp_path / "user.pt", weights_only=False)
     assert isinstance(out["hp"], Hyper) and out["hp"].lr == 0.1
+    assert_same(out["w"], torch.ones(1))
     with ser.safe_globals([Hyper]):
         assert tracegrad.load(tmp_path / "user.pt")["hp"].lr == 0.1
     with pytest.raises(pickle.UnpicklingError, match="Hyper"):   # the context restored the list
         tracegrad.load(tmp_path / "user.pt", weights_only=None)  # None: torch's default, True
+
+
+def test_numpy_values_need_weights_only_false_or_the_allowlist(tmp_path):
+    torch = _torch()
+    obj = {"best": np.float64(0.75), "w": torch.ones(2)}
+    torch.save(obj, tmp_path / "np.pt")
+    with pytest.raises(pickle.UnpicklingError, match="numpy"):
+        tracegrad.load(tmp_path / "np.pt")
+    out = tracegrad.load(tmp_path / "np.pt", weights_only=False)
+    assert type(out["best"]) is np.float64 and out["best"] == 0.75
 
 
 def test_a_pickled_torch_module_is_refused_by_name(tmp_path):

@@ -584,12 +584,20 @@ def load_torch(data, name, place, weights_only, safe_global, refuse, pickle_load
                            f"({type(e).__name__}: {e})") from e
 
 
-def open_mmap(path):
-    """The file at ``path``, memory-mapped read-only (``load(..., mmap=True)``)."""
+def read_file(path, mmap):
+    """The bytes of the file at ``path``. A torch zip file (and any file with ``mmap``) is
+    memory-mapped read-only rather than read: its storages are then read once, straight into
+    tensors (tracegrad copies them, so nothing keeps the mapping after ``load``), and a large
+    checkpoint does not sit in memory twice. A file that cannot be mapped is read."""
     with open(path, "rb") as fh:
-        if os.fstat(fh.fileno()).st_size == 0:
-            return b""
-        return _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_READ)
+        head = fh.read(4)
+        if mmap or head == b"PK\x03\x04":
+            try:
+                if os.fstat(fh.fileno()).st_size > 0:
+                    return _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_READ)
+            except (OSError, ValueError):   # not a regular file (a pipe...): read it
+                pass
+        return head + fh.read()
 
 
-__all__ = ["load_torch", "is_legacy", "open_mmap", "MAGIC_NUMBER"]
+__all__ = ["load_torch", "is_legacy", "read_file", "MAGIC_NUMBER"]

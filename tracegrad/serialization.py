@@ -441,8 +441,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
              -> tensor``; ``weights_only``: True (the default, as torch 2.6+; None means True
              unless ``pickle_module`` is given, as torch) unpickles a
              saved object (not tensors, containers or plain values) only when every class it
-             names is allowlisted (``add_safe_globals``); ``mmap``: for a ``torch.save`` zip
-             at a path, map the file instead of reading it (storages are read in place).
+             names is allowlisted (``add_safe_globals``); ``mmap``: as torch, for a path only
+             and not for a legacy torch file (a torch zip file at a path is always mapped,
+             its storages read in place, so the flag changes nothing else).
              ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files.
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
              dicts come back as dict or OrderedDict as saved, tuples as tuples.
@@ -464,11 +465,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         data = f.read()
     else:
         name = os.fspath(f)
-        if mmap:
-            data = _torch_format.open_mmap(name)
-        else:
-            with open(name, "rb") as fh:
-                data = fh.read()
+        data = _torch_format.read_file(name, mmap)
     if isinstance(data, str):
         raise RuntimeError(f"tracegrad.load: {name!r} was opened in text mode; open it with 'rb'")
     if data[:4] == b"PK\x03\x04" or _torch_format.is_legacy(data):   # written by torch.save
