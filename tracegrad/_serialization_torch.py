@@ -123,7 +123,7 @@ class _Storage:
             if offset == 0 and math.prod(size) == arr.size and _is_contiguous(size, stride):
                 owner = self.owners[dtype] = self.reader.place(from_numpy(arr.reshape(size)), self.location)
                 return owner
-            if _grid(arr.size, offset, size, stride) is not None:
+            if _plan((arr.size,), arr.size, offset, size, stride) is not None:
                 owner = self.owners[dtype] = self.reader.place(from_numpy(arr), self.location)
         if owner is not None:
             view = _strided_view(owner, arr.size, offset, size, stride)
@@ -144,50 +144,91 @@ def _is_contiguous(size, stride):
 
 # NOTE [shared storages]
 # torch's tensors are (storage, offset, size, stride); tracegrad's are a storage and a chain of
-# views (slicing, view, permute, unsqueeze, expand) from a base. The first tensor of a storage
-# that covers it whole and contiguously becomes that storage's base, as it is; otherwise a base
-# holding the whole storage, flat, is made (not returned: the tensor is a view of it, which keeps
-# the whole storage alive as torch does). Each later tensor of the storage is a view of the base
-# when its layout is a grid of the flat storage: its strides, sorted, each a multiple of the next
-# one's span (slices, transposes, steps, broadcast dims: ``x``, ``x[1:]``, ``x.t()``,
-# ``x[:, ::2]``). Layouts that are not (overlapping windows, a row that wraps the storage's end)
-# load as copies: equal values, but a write to one is not seen by the other.
+# views (slicing with steps, view, permute, unsqueeze, expand) from a base. The first tensor of a
+# storage that covers it whole and contiguously becomes that storage's base, as it is; otherwise
+# a base holding the whole storage, flat, is made (not returned: the tensor is a view of it, which
+# keeps the whole storage alive as torch does). Each later tensor of the storage is a view of the
+# base when each of its dims walks one dim of the base's shape, with a step (``x``, ``x[1:]``,
+# ``x.t()``, ``x[::2, 1:]``, ``x[:, 3]``, broadcast dims); failing that, one dim of a grid of the
+# flat storage built from its own strides (each a multiple of the next one's span: a view of a
+# view, with the base shaped otherwise). Layouts that are neither (overlapping windows, rows that
+# wrap past the storage's end) load as copies: equal values, but a write to one is not seen by
+# the other.
 
-def _grid(n, offset, size, stride):
-    """For a tensor ``(offset, size, stride)`` of a flat storage of ``n`` elements: ``(grid shape,
-    index into it, order of the tensor's dims in it)`` such that ``flat[:prod(grid)].view(grid)[index]``
-    is the tensor with its non-trivial dims permuted by ``order``; None when no grid exists."""
-    dims = sorted((i for i, (k, s) in enumerate(zip(size, stride)) if k > 1 and s > 0),
-                  key=lambda i: -stride[i])
-    for a, b in zip(dims, dims[1:]):
-        if stride[a] % stride[b] or stride[a] < size[b] * stride[b]:
+def _row_major(shape):
+    out, step = [], 1
+    for k in reversed(shape):
+        out.append(step)
+        step *= k
+    return tuple(reversed(out))
+
+
+def _walk(shape, offset, size, stride):
+    """``(index, dims)`` such that ``base[index]``, for a contiguous ``base`` of ``shape``, is the
+    tensor ``(offset, size, stride)`` of its storage without its size-1 and broadcast dims, with
+    the others in the order ``dims`` (tensor dim numbers); None when no such index exists."""
+    steps, coords, rest = _row_major(shape), [], offset
+    for st in steps:
+        coords.append(rest // st)
+        rest -= coords[-1] * st
+    if any(c >= k for c, k in zip(coords, shape)) or (not shape and offset):
+        return None
+    walks = {}                      # base dim -> (tensor dim, step)
+    for i, (k, s) in enumerate(zip(size, stride)):
+        if k == 1 or s == 0:
+            continue
+        for j, st in enumerate(steps):     # the coarsest base dim the tensor dim can walk
+            if j not in walks and s % st == 0 and coords[j] + (k - 1) * (s // st) < shape[j]:
+                walks[j] = (i, s // st)
+                break
+        else:
+            return None
+    index = tuple(slice(c, c + (size[walks[j][0]] - 1) * walks[j][1] + 1, walks[j][1]) if j in walks else c
+                  for j, c in enumerate(coords))
+    return index, [walks[j][0] for j in sorted(walks)]
+
+
+def _grid(n, size, stride):
+    """A shape for the flat storage of ``n`` elements with one dim per non-trivial dim of the
+    tensor ``(size, stride)``, of that dim's stride, or None when its strides do not nest."""
+    dims = sorted(((s, k) for k, s in zip(size, stride) if k > 1 and s > 0), reverse=True)
+    for (sa, _), (sb, kb) in zip(dims, dims[1:]):
+        if sa % sb or sa < kb * sb:
             return None
     if not dims:
-        return (n,), (offset,), ()
-    steps = [stride[i] for i in dims]
-    shape = [n // steps[0]] + [steps[j] // steps[j + 1] for j in range(len(steps) - 1)] + [steps[-1]]
-    index, rest = [], offset
-    for j, step in enumerate(steps):
-        c = rest // step
-        rest -= c * step
-        if c + size[dims[j]] > shape[j]:
-            return None
-        index.append(slice(c, c + size[dims[j]]))
-    return tuple(shape), tuple(index) + (rest,), tuple(dims)
+        return (n,)
+    strides = [s for s, _ in dims]
+    return (n // strides[0],) + tuple(a // b for a, b in zip(strides, strides[1:])) + (strides[-1],)
+
+
+def _plan(base_shape, n, offset, size, stride):
+    """``(grid, index, dims)``: the tensor ``(offset, size, stride)`` is ``base[index]`` (``base``
+    contiguous, of ``base_shape``, holding its whole storage of ``n`` elements), or that of
+    ``base`` flattened and viewed as ``grid`` (when not None), as in ``_walk``; None if neither."""
+    found = _walk(base_shape, offset, size, stride)
+    if found is not None:
+        return (None,) + found
+    grid = _grid(n, size, stride)
+    found = None if grid is None else _walk(grid, offset, size, stride)
+    return None if found is None else (grid,) + found
 
 
 def _strided_view(base, n, offset, size, stride):
-    found = _grid(n, offset, size, stride)
-    if found is None:
+    """The tensor ``(offset, size, stride)`` as a view of ``base`` (which holds its whole storage
+    of ``n`` elements, contiguous), or None (NOTE [shared storages])."""
+    plan = _plan(tuple(base.shape), n, offset, size, stride)
+    if plan is None:
         return None
-    shape, index, dims = found
-    flat = base.detach().view(-1)
-    v = flat[:math.prod(shape)].view(shape)[index]
-    # the grid orders dims by stride; put them back in the tensor's order, then add its size-1
-    # and broadcast (stride 0) dims
-    v = v.permute(*sorted(range(len(dims)), key=lambda j: dims[j])) if len(dims) > 1 else v
+    grid, index, dims = plan
+    v = base.detach()
+    if grid is not None:
+        v = v.view(-1)[:math.prod(grid)].view(grid)
+    v = v[index]
+    # back in the tensor's order, then its size-1 and broadcast (stride 0) dims added
+    if len(dims) > 1:
+        v = v.permute(*sorted(range(len(dims)), key=lambda j: dims[j]))
     for i, (k, s) in enumerate(zip(size, stride)):
-        if not (k > 1 and s > 0):
+        if k == 1 or s == 0:
             v = v.unsqueeze(i)
     return v.expand(*size) if tuple(v.shape) != size else v
 
