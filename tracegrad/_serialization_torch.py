@@ -9,7 +9,7 @@ Formats:
 - legacy (``_use_new_zipfile_serialization=False``): pickled magic number, protocol version and
   system info, the object's pickle, the pickled list of storage keys, then each storage as an
   int64 element count and its raw bytes. The storages' dtypes are known only from the object's
-  pickle, which comes first; NOTE [legacy scan] says how they are found without running it twice.
+  pickle, which comes first; NOTE [legacy scan] says how they are found before it runs.
 
 The object's pickle names torch globals (``torch._utils._rebuild_tensor_v2``, ``torch.FloatStorage``,
 ``torch.float32``, ``torch.Size``, ``torch.device``...); each maps onto tracegrad's own in
