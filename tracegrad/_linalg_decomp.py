@@ -384,6 +384,7 @@ def _lstsq(A, B, *, rcond):
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@accepts_out()
 def lstsq(A, B, rcond=None, *, driver=None):
     """Mirrors ``torch.linalg.lstsq``: the named tuple ``(solution, residuals, rank,
     singular_values)`` of ``min ||A X - B||``; ``solution`` ``(*, n, k)`` is the minimum-norm
@@ -437,7 +438,7 @@ def _eigvals(A):
     return jnp.linalg.eigvals(A)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def eig(A, *, out=None):
     """Mirrors ``torch.linalg.eig``: complex ``(eigenvalues, eigenvectors)`` (complex64 for
     float32 input, complex128 for float64), eigenvectors of norm 1 (LAPACK's geev, as torch:
@@ -448,7 +449,7 @@ def eig(A, *, out=None):
     return EigResult(*_eig(A))
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def eigvals(A, *, out=None):
     """Mirrors ``torch.linalg.eigvals``: the complex eigenvalues of ``eig``."""
     _check(A, "eigvals")
@@ -468,7 +469,7 @@ def _householder(A, tau):
     return Q
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def householder_product(A, tau, *, out=None):
     """Mirrors ``torch.linalg.householder_product`` (LAPACK's orgqr): the first ``n`` columns
     of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with ``v_i`` column ``i`` of ``A`` below the

@@ -110,7 +110,7 @@ def pinverse(input, rcond=1e-15):
     return linalg.pinv(input)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def cholesky(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky`` (deprecated in torch, which warns the same): ``linalg.cholesky``
     with ``upper``. LinAlgError for a matrix that is not positive-definite."""
@@ -130,7 +130,7 @@ def _check_pair(api, a, b, a_name, b_name):
                            f"of type {b.dtype} instead.")
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def cholesky_solve(input, input2, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_solve(B, L, upper=False)``: ``X`` with ``A @ X = B`` where
     ``A = L @ L.mH`` (``L.mH @ L`` with ``upper=True``), reading only ``L``'s triangle; batch dims
@@ -144,7 +144,7 @@ def cholesky_solve(input, input2, upper=False, *, out=None):
     return _linalg_decomp.cholesky_solve_op(input, input2, upper)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def cholesky_inverse(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_inverse(L, upper=False)``: the inverse of ``A = L @ L.mH``
     (``L.mH @ L`` with ``upper=True``) from its Cholesky factor. RuntimeError for fewer than 2
@@ -155,7 +155,7 @@ def cholesky_inverse(input, upper=False, *, out=None):
     return _linalg_decomp.cholesky_inverse_op(input, upper)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out(any_dtype=True)
 def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch)."""

@@ -294,7 +294,7 @@ def _pinv(A, *, hermitian, atol=None, rtol=None):
     return jnp.linalg.pinv(A, rtol=rel, hermitian=hermitian)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Mirrors ``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse, treating singular values
     (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero (numbers or
@@ -365,7 +365,7 @@ def vecdot(x, y, *, dim=-1, out=None):
 
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
     """Mirrors ``torch.linalg.matrix_rank``: the number of singular values (``|eigenvalues|``
     with ``hermitian=True``) above ``max(atol, rtol * largest)``; with neither given
@@ -389,7 +389,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     return (S > cut).sum(-1)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def cond(A, p=None, *, out=None):
     """Mirrors ``torch.linalg.cond``: ``p`` None/2: ratio of the largest to the smallest
     singular value (-2: its inverse); 'fro', 'nuc', inf, -inf, 1, -1: ``norm(A, p) *
@@ -406,7 +406,7 @@ def cond(A, p=None, *, out=None):
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def tensorinv(A, ind=2, *, out=None):
     """Mirrors ``torch.linalg.tensorinv``: the tensor ``X`` of shape ``A.shape[ind:] +
     A.shape[:ind]`` with ``tensordot(X, A, ind)`` the identity. RuntimeError for ``ind <= 0``
@@ -420,7 +420,7 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(rows, cols)).reshape(tuple(A.shape[ind:]) + tuple(A.shape[:ind]))
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def tensorsolve(A, B, dims=None, *, out=None):
     """Mirrors ``torch.linalg.tensorsolve``: ``X`` of shape ``A.shape[B.dim():]`` with
     ``tensordot(A, X, X.dim()) == B`` (``dims`` of ``A`` are moved to the end first).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ._api import special_math as _sm
+from ._api.out_functions import add_out
 from ._api.functions import (
     digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p, log_softmax, logit, logsumexp,
     mvlgamma, polygamma, round, sigmoid, sinc, softmax, xlogy
@@ -81,3 +82,9 @@ def xlog1py(input, other):
     out = (input * safe.log1p()).where(zero.logical_not(), 0.0)
     out = out if out.is_floating_point() else out.to(get_default_dtype())
     return other.to(out.dtype).where(other.isnan(), out)
+
+
+# every torch.special function takes ``out=`` (the names bound to tracegrad's functions above
+# already do: ``tracegrad.<name>`` has it)
+add_out(globals(), ("zeta", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "entr", "ndtr", "xlog1py"),
+        prefix="special_")

@@ -9,9 +9,10 @@ holds is on ``Tensor`` and ``tracegrad`` as the same objects, and nothing else i
 import ast
 import pathlib
 import types
+import pytest
 
 import tracegrad
-from tracegrad._api import _registry, functions
+from tracegrad._api import _registry, functions, out_functions
 from tracegrad._api._registry import FUNCTIONS, METHODS
 
 ROOT = pathlib.Path(tracegrad.__file__).parent
@@ -75,14 +76,27 @@ def test_registered_functions_are_tracegrad_names():
 
 
 def test_function_flag_makes_method_and_function_one_object():
+    """A name registered with function=True is one object on Tensor and in tracegrad, except where
+    the function form takes torch's out= (``out_functions``): then it wraps the method itself."""
     shared = FUNCTIONS.keys() & METHODS.keys()
     differ = {n for n in shared if FUNCTIONS[n] is not METHODS[n]}
-    assert differ == set(DIFFERENT_METHOD_AND_FUNCTION)
+    wrapped = {n for n in differ if getattr(FUNCTIONS[n], "__wrapped__", None) is METHODS[n]}
+    assert differ - wrapped == set(DIFFERENT_METHOD_AND_FUNCTION)
+    assert wrapped <= set(out_functions.RULES)
     for n in shared - differ:
         assert getattr(tracegrad, n) is getattr(Tensor, n), n
     # a sample of the identities users rely on
-    assert tracegrad.exp is Tensor.exp and tracegrad.subtract is Tensor.sub and tracegrad.clip is Tensor.clamp
     assert Tensor.arcsin is Tensor.asin and Tensor.greater is Tensor.gt and Tensor.clip_ is Tensor.clamp_
+    assert tracegrad.exp.__wrapped__ is Tensor.exp and tracegrad.subtract.__wrapped__ is Tensor.sub
+    assert tracegrad.clip.__wrapped__ is Tensor.clamp
+
+
+def test_function_forms_take_out_and_methods_do_not():
+    x = tracegrad.tensor([1.0, 4.0])
+    out = tracegrad.empty(2)
+    assert tracegrad.sqrt(x, out=out) is out and out.tolist() == [1.0, 2.0]
+    with pytest.raises(TypeError):
+        x.sqrt(out=out)          # torch: Tensor.sqrt takes no out either
 
 
 def test_root_reexports_exactly_the_registry():

@@ -307,7 +307,7 @@ _searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op
 
 
 @function()
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """Mirrors ``torch.searchsorted``: for each value of ``input``, the index where it would be
     inserted in (each row of) ``sorted_sequence`` to keep it sorted (``right``/``side="right"``:
@@ -324,7 +324,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 @function()
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Mirrors ``torch.bucketize``: the bucket index of each value of ``input`` in the 1-d
     ``boundaries`` (``searchsorted(boundaries, input, right=right)``). RuntimeError unless

@@ -29,7 +29,7 @@ def _name(t):
 
 
 @method("baddbmm", function=True)
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """Mirrors ``torch.baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for ``(b, n, m)``
     and ``(b, m, p)`` batches; ``input`` broadcasts to ``(b, n, p)``. With ``beta=0`` the

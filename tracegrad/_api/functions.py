@@ -8,6 +8,7 @@ from .._ops.errors import broadcast_shape
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
+from .out_functions import add_out
 from .promotion import result_dtype
 
 
@@ -82,6 +83,7 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(out)
 
 
+add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
 __all__ = sorted(FUNCTIONS)
 
 

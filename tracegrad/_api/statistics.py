@@ -137,7 +137,7 @@ def _bin_edges(a, bins, range_, dtype):
 
 
 @method("histogram", function=True)
-@accepts_out()
+@accepts_out(exact_dtype=True)
 def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002 -- torch's name
     """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
     bins over ``range`` (default: the data's min and max) or the increasing edges in the 1-d

@@ -152,4 +152,16 @@ defop("igamma", lambda a, x, dtype: _igamma(a, x, dtype, False), args=("self", "
 defop("igammac", lambda a, x, dtype: _igamma(a, x, dtype, True), args=("self", "other"), grad_fn="IgammacBackward0",
       saves=("self", "other"), no_edge=("self",))
 # Hurwitz zeta: no derivative in torch either
-defop("zeta", lambda x, q, dtype: jss.zeta(jnp.asarray(x, dtype), jnp.asarray(q, dtype)), args=("self", "other"))
+def _zeta(x, q, dtype):
+    """Hurwitz zeta with torch's (Cephes') domain rules, which JAX's series does not follow for
+    q <= 0: a pole (inf) at x == 1 and at integer q <= 0, NaN for x < 1 and for a fractional
+    power (x) of a negative base (q < 0)."""
+    x, q = jnp.asarray(x, dtype), jnp.asarray(q, dtype)
+    inf, nan = jnp.array(jnp.inf, dtype), jnp.array(jnp.nan, dtype)
+    out = jss.zeta(x, q)
+    out = jnp.where((q < 0) & (x != jnp.floor(x)), nan, out)
+    out = jnp.where(((q <= 0) & (q == jnp.floor(q))) | (x == 1), inf, out)
+    return jnp.where(x < 1, nan, out)
+
+
+defop("zeta", _zeta, args=("self", "other"))

@@ -98,7 +98,7 @@ def _fdt(dtype):
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 @_size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32."""
@@ -107,7 +107,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 @_size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32."""
@@ -115,7 +115,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
     return _finish(jnp.ones(size_tuple(size), d.np), d, device, requires_grad)
 
 
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 @_size_keyword
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.empty``. Differs from torch: the memory is zero-filled (JAX has no
@@ -124,7 +124,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
@@ -157,6 +157,7 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
 
 
 @with_x64
+@accepts_out(dtype_from_out=True)
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
     negative ``n`` or ``m``."""
@@ -168,7 +169,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
     RuntimeError for a zero step, a non-finite bound, or bounds inconsistent with the step's
@@ -229,7 +230,7 @@ def _endpoints(start, end, api):
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive
     (numbers or 0-d tensors). RuntimeError for negative ``steps`` or a tensor endpoint that is
@@ -241,6 +242,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 
 
 @with_x64
+@accepts_out(dtype_from_out=True)
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``. RuntimeError for
     negative ``steps`` or a tensor endpoint that is not 0-d."""
@@ -273,7 +275,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 # ---- random -----------------------------------------------------------------------------
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 @_size_keyword
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
@@ -284,7 +286,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 @_size_keyword
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
@@ -338,7 +340,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.normal``: tensor or float ``mean``/``std`` (broadcast), or floats with ``size``.
     RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
@@ -357,7 +359,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
@@ -368,7 +370,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 @with_x64
-@accepts_out()
+@accepts_out(dtype_from_out=True)
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories

@@ -26,28 +26,30 @@ _RESIZED = ("An output with one or more elements was resized since it had shape 
             "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
 
 
-def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError):
+def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any_dtype=False):
     """Write ``result`` (a Tensor or a tuple of Tensors) into ``out`` (the same structure) the way
     torch's ``<name>(..., out=out)`` does, and return ``out``. ``exact_dtype``: ``out`` must have
-    the result's dtype; ``cast_error``: the class raised for a cast to a lower category."""
+    the result's dtype (``"tuples"``: only where the result is a tuple, as ``max(x, dim)`` against
+    ``max(x, y)``); ``cast_error``: the class raised for a cast to a lower category;
+    ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``)."""
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-        return _write_one(name, result, out, exact_dtype, cast_error)
+        return _write_one(name, result, out, exact_dtype is True, cast_error, any_dtype)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
-    written = tuple(_write_one(name, r, o, exact_dtype, cast_error) for r, o in zip(result, out))
+    written = tuple(_write_one(name, r, o, bool(exact_dtype), cast_error, any_dtype) for r, o in zip(result, out))
     return type(result)(*written) if hasattr(result, "_fields") else written
 
 
-def _write_one(name, result, out, exact_dtype, cast_error):
+def _write_one(name, result, out, exact_dtype, cast_error, any_dtype):
     if _grad_enabled() and (result.requires_grad or out.requires_grad):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     if exact_dtype and result.dtype != out.dtype:
         raise RuntimeError(f"{name}: expected the out tensor to have dtype {scalar_name(result.dtype.np)}, "
                            f"but got {scalar_name(out.dtype.np)}; pass an out tensor of the result's dtype")
-    if not _dt.can_cast(result.dtype, out.dtype):
+    if not any_dtype and not _dt.can_cast(result.dtype, out.dtype):
         what = "input types" if cast_error is TypeError else f"result type {scalar_name(result.dtype.np)}"
         raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
     if tuple(out.shape) != tuple(result.shape):
@@ -59,15 +61,25 @@ def _write_one(name, result, out, exact_dtype, cast_error):
     return out
 
 
-def accepts_out(name=None, **how):
+def accepts_out(name=None, dtype_from_out=False, **how):
     """Decorator for a function with torch's ``out=`` keyword: the function computes its result
-    as usual and this writes it into ``out`` (``write_out(..., **how)``) when one is given."""
+    as usual and this writes it into ``out`` (``write_out(..., **how)``) when one is given.
+    ``dtype_from_out``: the function takes ``dtype=`` and, as torch's reductions and scans do,
+    computes in ``out``'s dtype when no dtype is given (``sum(x_float, out=long_t)`` sums the
+    truncated values)."""
     def wrap(fn):
         label = name or fn.__name__
 
         @functools.wraps(fn)
         def with_out(*args, out=None, **kwargs):
-            result = fn(*args, **kwargs)
-            return result if out is None else write_out(label, result, out, **how)
+            if out is None:
+                return fn(*args, **kwargs)
+            if dtype_from_out and isinstance(out, Tensor):
+                dtype = kwargs.get("dtype")
+                if dtype is not None and dtype != out.dtype:
+                    raise RuntimeError(f"{label}(): dtype {scalar_name(dtype.np)} does not match the dtype of "
+                                       f"the out parameter ({scalar_name(out.dtype.np)}); pass one or the other")
+                kwargs["dtype"] = out.dtype
+            return write_out(label, fn(*args, **kwargs), out, **how)
         return with_out
     return wrap

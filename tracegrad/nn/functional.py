@@ -13,6 +13,7 @@ import warnings
 import tracegrad
 from tracegrad import _autocast, _state
 from tracegrad._tensor.out import accepts_out
+from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 
 from . import _activations_more as _act
@@ -804,3 +805,8 @@ def native_channel_shuffle(input, groups):
 
 __all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
             "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle"]
+
+
+# torch's native nn functions take ``out=`` (the result's own dtype only)
+_add_out(globals(), ("linear", "avg_pool2d", "avg_pool3d", "gelu", "softplus", "logsigmoid", "hardshrink",
+                     "softshrink"), exact_dtype=True)

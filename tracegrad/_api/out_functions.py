@@ -1,0 +1,62 @@
+"""torch's ``out=`` keyword on the ``tracegrad.<name>`` form of functions that are also Tensor
+methods (``torch.add(a, b, out=c)``; ``Tensor.add`` takes no ``out``, in torch as here), and on
+the ``torch.special`` / ``torch.nn.functional`` functions that take one.
+
+The registry shares one object between ``Tensor.<name>`` and ``tracegrad.<name>``; for the names
+below the namespace gets ``accepts_out``'s wrapper instead, so the method's hot path is untouched
+and the function form costs one extra Python call. Which rule each name follows is torch's
+(checked against torch on PyTorch's OpInfo samples by tests/conformance/test_out_functions.py):
+
+* ``CAST`` (TensorIterator ops): the result is cast to ``out``'s dtype unless that lowers its
+  category (float -> int: RuntimeError); ``STACKS`` raise TypeError there, as ``cat`` does;
+* ``DTYPE_FROM_OUT``: reductions and scans with a ``dtype=`` argument compute in ``out``'s dtype;
+* ``EXACT``: kernels that insist on ``out`` having the result's own dtype (matrix products,
+  ``where``, index results, ``abs``/``floor``/``neg``, gathers and selections).
+"""
+from __future__ import annotations
+
+import inspect
+
+from .._tensor.out import accepts_out
+
+CAST = (
+    "acos", "acosh", "add", "addcdiv", "addcmul", "addr", "angle", "asin", "asinh", "atan", "atan2",
+    "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "clamp", "clamp_max", "clamp_min", "clip", "copysign", "cos", "cosh", "deg2rad", "digamma", "div",
+    "divide", "eq", "erf", "erfc", "erfinv", "exp", "exp2", "expm1", "floor_divide", "fmax", "fmin",
+    "fmod", "gcd", "ge", "ger", "greater", "greater_equal", "gt", "hypot", "i0", "igamma", "igammac",
+    "kron", "lcm", "ldexp", "le", "lerp", "less", "less_equal", "lgamma", "log", "log10",
+    "log1p", "log2", "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "logit", "logsumexp", "lt", "maximum", "minimum", "mul", "multiply", "mvlgamma",
+    "ne", "nextafter", "not_equal", "outer", "polygamma", "pow", "rad2deg", "reciprocal", "remainder",
+    "rsqrt", "sigmoid", "sin", "sinc", "sinh", "sqrt", "square", "std", "std_mean", "sub", "subtract",
+    "tan", "tanh", "true_divide", "var", "var_mean", "xlogy",
+)
+STACKS = ("column_stack", "dstack", "hstack", "row_stack", "vstack")
+DTYPE_FROM_OUT = ("sum", "prod", "nansum", "mean", "nanmean", "cumsum", "cumprod")
+EXACT = (
+    "abs", "absolute", "addbmm", "addmm", "addmv", "all", "amax", "amin", "aminmax", "any", "argmax",
+    "argmin", "bitwise_not", "bmm", "ceil", "complex", "conj_physical", "cummax", "cummin", "diag",
+    "diff", "dot", "fix", "float_power", "floor", "frac", "frexp", "gather", "heaviside", "histc",
+    "index_add", "index_copy", "index_reduce", "index_select", "inner", "isin", "isneginf", "isposinf",
+    "kthvalue", "log_softmax", "logcumsumexp", "masked_select", "matmul", "median", "mm", "mode",
+    "msort", "mv", "nanmedian", "nanquantile", "neg", "negative", "nonzero", "norm", "polar",
+    "quantile", "renorm", "round", "scatter", "scatter_add", "scatter_reduce", "sgn", "sign", "signbit",
+    "slice_scatter", "softmax", "sort", "take", "take_along_dim", "topk", "tril", "triu", "trunc",
+    "vdot", "where",
+)
+# (values, indices) forms insist on exact dtypes; max(x) and max(x, y) cast
+MINMAX = ("max", "min")
+RULES = {**{n: {} for n in CAST}, **{n: {"cast_error": TypeError} for n in STACKS},
+         **{n: {"dtype_from_out": True} for n in DTYPE_FROM_OUT}, **{n: {"exact_dtype": True} for n in EXACT},
+         **{n: {"exact_dtype": "tuples"} for n in MINMAX}}
+
+
+def add_out(namespace: dict, names=None, prefix="", **how) -> None:
+    """Replace each ``namespace[name]`` (``names``: default every name in ``RULES``, with its
+    rule; otherwise the given names with rule ``how``) by its ``out=``-taking form, unless it
+    already takes ``out``. ``prefix`` starts the API name in error messages (``special_``)."""
+    for name in (RULES if names is None else names):
+        fn = namespace.get(name)
+        if fn is not None and "out" not in inspect.signature(fn, follow_wrapped=False).parameters:
+            namespace[name] = accepts_out(prefix + name, **(RULES[name] if names is None else how))(fn)
