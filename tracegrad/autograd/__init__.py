@@ -20,7 +20,7 @@ def __getattr__(name):
     # torch.autograd.functional and .profiler are attributes of torch.autograd, but stand on
     # layers above autograd (tracegrad.func, tracegrad.profiler): load them on first use
     if name in ("functional", "profiler"):
-        return _importlib.import_module(".functional", __name__)
+        return _importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -35,13 +35,15 @@ def format_memory(nbytes: int) -> str:
 
 
 class FunctionEvent:
-    """One recorded range: ``name``, ``id``, ``thread``, ``time_range`` start/end (``cpu_time_total``,
+    """One recorded range: ``name`` (``ProfilerStep#N`` ranges are all named ``ProfilerStep*``,
+    as torch, so tables add them up; ``trace_name`` keeps the number), ``id``, ``thread``, ``time_range`` start/end (``cpu_time_total``,
     ``self_cpu_time_total`` in us), ``input_shapes`` (with ``record_shapes``), ``stack`` (with
     ``with_stack``, innermost frame first), memory the op's outputs took (``profile_memory``;
     allocations only: frees are not seen), and ``cpu_parent``'s id in ``parent_id``."""
 
     def __init__(self, id, name, category, thread, input_shapes, stack):
-        self.id, self.name, self.category, self.thread = id, name, category, thread
+        self.id, self.category, self.thread, self.trace_name = id, category, thread, name
+        self.name = "ProfilerStep*" if name.startswith("ProfilerStep#") else name
         self.input_shapes, self.stack = input_shapes, stack
         self.start_ns = self.end_ns = self.self_ns = 0
         self.cpu_memory_usage = self.self_cpu_memory_usage = 0
@@ -197,7 +199,7 @@ class EventList(list):
                 args["Python stack"] = e.stack
             if self._profile_memory:
                 args["Self CPU Mem"] = e.self_cpu_memory_usage
-            events.append({"ph": "X", "cat": e.category, "name": e.name, "pid": pid, "tid": e.thread,
+            events.append({"ph": "X", "cat": e.category, "name": e.trace_name, "pid": pid, "tid": e.thread,
                            "ts": (e.start_ns - base) / 1e3, "dur": (e.end_ns - e.start_ns) / 1e3, "args": args})
         doc = {"schemaVersion": 1, "traceName": str(path), "host_name": socket.gethostname(),
                "displayTimeUnit": "ms", "baseTimeNanoseconds": base + wall_minus_perf, "record_shapes": int(self._record_shapes),
