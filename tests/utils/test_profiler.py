@@ -240,6 +240,42 @@ def test_compiled_call_is_one_event():
     assert not [e for e in prof.events() if e.name.startswith("aten::")]
 
 
+def test_optimizer_ranges_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def program(t):
+        p = t.nn.Parameter(t.ones(2))
+        opt = t.optim.SGD([p], lr=0.1)
+        for _ in range(2):
+            opt.zero_grad()
+            (p * p).sum().backward()
+            opt.step()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as theirs:
+        program(torch)
+    with tp.profile() as ours:
+        program(tracegrad)
+    keys = ["Optimizer.step#SGD.step", "Optimizer.zero_grad#SGD.zero_grad"]
+    assert [_counts(ours).get(k) for k in keys] == [_counts(theirs).get(k) for k in keys] == [2, 2]
+
+
+def test_event_names_are_torchs():
+    torch = pytest.importorskip("torch")
+    from tracegrad._ops.registry import OPS
+    from tracegrad.profiler._names import _TORCH_NAMES, event_name
+    assert all(hasattr(torch.ops.aten, v) for v in _TORCH_NAMES.values())
+    assert set(_TORCH_NAMES) <= set(OPS)
+
+    def program(t):
+        x = t.ones(3, 2)
+        x[0], x[:, 1], x[None], x.sum(0), x.pow(x), x.squeeze(1), x.unsqueeze(0)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as theirs:
+        program(torch)
+    with tp.profile() as ours:
+        program(tracegrad)
+    assert set(_counts(ours)) <= set(_counts(theirs))
+    assert event_name(OPS["add"], inplace=True) == "aten::add_"
+
+
 def test_autograd_profiler_legacy_api():
     from tracegrad.autograd import profiler as ap
     p = ap.profile(record_shapes=True)

@@ -2,11 +2,12 @@
 by name), ``EventList`` with ``key_averages``, ``table`` and ``export_chrome_trace``. Mirrors
 ``torch.autograd.profiler_util``: times in microseconds (floats), memory in bytes.
 
-Op names are ``aten::<op>``: tracegrad's op table uses torch's aten names where they exist
-(``aten::mm``, ``aten::add``, in place ``aten::add_``), so most names read as torch's; ops torch
-decomposes differently keep tracegrad's name (torch's ``aten::matmul`` calling ``aten::mm`` is
-one ``aten::matmul`` here, and torch's helper ops such as ``aten::resolve_conj`` or
-``aten::empty_strided`` do not appear)."""
+Op names are torch's ``aten::<op>`` (``aten::mm``, in place ``aten::add_``; ``_names.py`` maps the
+op-table rows whose names differ from torch's). One op here is one event: torch's nested
+decompositions (``aten::linear`` calling ``aten::t`` and ``aten::addmm``) show only where
+tracegrad runs them as separate ops, and torch's helper ops (``aten::resolve_conj``,
+``aten::empty_strided``) and factory ops (``aten::ones``: tensors made without an op) do not
+appear."""
 from __future__ import annotations
 
 import gzip

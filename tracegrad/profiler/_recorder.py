@@ -14,6 +14,7 @@ transforms) hold no values and are not recorded: a compiled call is one event,
 """
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ from .. import _state
 from .._tensor.tensor import Tensor, _JaxTracer
 from ..autograd import _dispatch
 from ._events import FunctionEvent
+from ._names import event_name
 
 _INTERPOSE = _state.INTERPOSE
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -79,7 +81,7 @@ class Recorder:
         self.events: list = []
         self.active = False
         self._local = threading.local()     # each thread's stack of open ranges
-        self._next_id = 0
+        self._ids = itertools.count(1)      # (next() on it is atomic: ops may run in several threads)
 
     # ---- start / stop --------------------------------------------------------------------------
     def start(self):
@@ -100,8 +102,7 @@ class Recorder:
 
     def begin(self, name, category, args=()):
         """Open a range named ``name`` (``category``: "cpu_op", "user_annotation", ...)."""
-        self._next_id += 1
-        ev = FunctionEvent(self._next_id, name, category, threading.get_ident(),
+        ev = FunctionEvent(next(self._ids), name, category, threading.get_ident(),
                            [_shape(a) for a in args] if self.record_shapes else [],
                            _user_stack() if self.with_stack else [])
         frame = _Open(ev, time.perf_counter_ns())
@@ -130,17 +131,19 @@ class Recorder:
     def call(self, name, category, fn, *args):
         """``fn(*args)`` timed as one range (the result waited for), its ops recorded inside it."""
         frame = self.begin(name, category)
-        out = fn(*args)
-        block(out)
-        self.end(frame)
-        return out
+        try:
+            out = fn(*args)
+            block(out)
+            return out
+        finally:             # a call that raised is recorded too, as torch records it
+            self.end(frame)
 
     # ---- the interposer protocol --------------------------------------------------------------
     def apply_op(self, op, args, static):
-        return self._op("aten::" + op.name, op, args, _dispatch.apply_op, (op, args, static))
+        return self._op(event_name(op), op, args, _dispatch.apply_op, (op, args, static))
 
     def apply_inplace(self, op, self_t, args, static):
-        return self._op("aten::" + op.name + "_", op, (self_t, *args), _dispatch.apply_inplace,
+        return self._op(event_name(op, inplace=True), op, (self_t, *args), _dispatch.apply_inplace,
                         (op, self_t, args, static))
 
     def _op(self, name, op, args, fn, fn_args):
@@ -149,11 +152,15 @@ class Recorder:
         try:
             if _state.CAPTURE[0] is not None:   # traced, not run: no time to measure
                 return fn(*fn_args)
-            frame = self.begin(name, "cpu_op", args)
-            out = fn(*fn_args)
-            block(out)           # NOTE [profiler blocking]
-            self.end(frame, 0 if op.view or not self.profile_memory else _out_bytes(out))
-            return out
+            frame, mem = self.begin(name, "cpu_op", args), 0
+            try:
+                out = fn(*fn_args)
+                block(out)           # NOTE [profiler blocking]
+                if self.profile_memory and not op.view:
+                    mem = _out_bytes(out)
+                return out
+            finally:
+                self.end(frame, mem)
         finally:
             _INTERPOSE[0] = prev
 
