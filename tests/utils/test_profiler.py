@@ -292,3 +292,15 @@ def test_autograd_profiler_legacy_api():
     with ap.profile(enabled=False) as off:
         tracegrad.ones(2) + 1
     assert off._events is None and tracegrad.autograd.profiler is ap
+
+
+def test_nested_profiles_each_record_their_block():
+    with tp.profile() as outer:
+        tracegrad.ones(2).exp()
+        with tp.profile() as inner:
+            tracegrad.ones(2).sin()
+        tracegrad.ones(2).cos()
+    assert sorted(_counts(inner)) == ["aten::sin"]
+    assert sorted(_counts(outer)) == ["aten::cos", "aten::exp"]
+    from tracegrad import _state
+    assert _state.INTERPOSE[0] is None

@@ -162,3 +162,20 @@ def test_media_errors(tmp_path):
             w.add_hparams({"opt": [1]}, {})
         with pytest.raises(NotImplementedError, match="viz"):
             w.add_graph(tracegrad.nn.Linear(2, 2), tracegrad.ones(1, 2))
+
+
+def test_purge_step_marks_a_restart_as_torch(tmp_path):
+    pytest.importorskip("tensorboard")
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from tracegrad.utils.tensorboard import SummaryWriter
+
+    def program(writer_cls, log_dir):
+        with writer_cls(log_dir, purge_step=5) as w:
+            w.add_scalar("loss", 0.5, 5)
+        return _events(log_dir)
+    ours, theirs = program(SummaryWriter, str(tmp_path / "ours")), program(TorchWriter, str(tmp_path / "theirs"))
+    assert ours == theirs
+    assert [(step, what) for step, what, _ in ours["."]] == [(0, "file_version"), (5, "file_version"),
+                                                             (5, "session_log"), (5, "summary")]

@@ -85,13 +85,16 @@ class Recorder:
 
     # ---- start / stop --------------------------------------------------------------------------
     def start(self):
-        self.active = True
+        # a profile opened inside another records its own block; the outer one resumes after it
+        # (torch's outer profile loses everything once an inner one ends)
+        self.active, self._outer = True, _state.PROFILER[0]
         _state.set_profiler(self)
 
     def stop(self):
         self.active = False
         if _state.PROFILER[0] is self:
-            _state.set_profiler(None)
+            outer = self._outer
+            _state.set_profiler(outer if outer is not None and outer.active else None)
 
     # ---- ranges -------------------------------------------------------------------------------
     def _open_stack(self):
