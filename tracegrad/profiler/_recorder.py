@@ -34,7 +34,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def block(obj) -> None:
     """Wait until every array in ``obj`` (Tensors, JAX arrays, nested in tuples/lists/dicts)
-    has been computed. Traced values are skipped (nothing to wait for)."""
+    has been computed. Traced values and deleted (donated) arrays are skipped: nothing to wait for."""
     if isinstance(obj, Tensor):
         obj = obj._value
     if isinstance(obj, (tuple, list)):
@@ -43,7 +43,7 @@ def block(obj) -> None:
     elif isinstance(obj, dict):
         for o in obj.values():
             block(o)
-    elif isinstance(obj, jax.Array) and not isinstance(obj, _JaxTracer):
+    elif isinstance(obj, jax.Array) and not isinstance(obj, _JaxTracer) and not obj.is_deleted():
         obj.block_until_ready()
 
 

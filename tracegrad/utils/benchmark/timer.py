@@ -5,7 +5,8 @@ computed them wherever JAX dispatches asynchronously (GPU; CPU with
 ``TRACEGRAD_ASYNC_DISPATCH=1``). torch's Timer synchronizes the accelerator before reading the
 clock; JAX has no "wait for everything", so after each block of runs the Timer waits for every
 tensor or JAX array the statement's namespace holds -- the value of a final expression
-statement, the names it assigned, and the globals passed in. XLA runs one device's work in
+statement and the names it assigned (also inside tuples, lists and dicts), and the tensors among
+the globals passed in (written in place by the statement). XLA runs one device's work in
 dispatch order, so waiting for the last results waits for the work before them."""
 from __future__ import annotations
 
@@ -70,6 +71,8 @@ class Timer:
         import tracegrad
         self._globals = dict(globals or {})
         self._globals.setdefault("torch", tracegrad)
+        # only these globals are waited for: walking every global container would add to the timed block
+        self._global_tensors = [v for v in self._globals.values() if isinstance(v, tracegrad.Tensor)]
         stmt, setup = textwrap.dedent(stmt), textwrap.dedent(setup)
         self._task_spec = TaskSpec(stmt=stmt, setup=setup, global_setup=global_setup, label=label,
                                    sub_label=sub_label, description=description, env=env, num_threads=num_threads)
@@ -88,7 +91,7 @@ class Timer:
 
     def _wait(self, local_vars):
         block(list(local_vars.values()))
-        block(list(self._globals.values()))
+        block(self._global_tensors)
 
     def _timeit(self, number: int) -> float:
         return self._inner(number, self._timer, self._wait)
