@@ -1,10 +1,11 @@
-"""What forward-mode AD costs the per-op hot path, and what a dual op costs.
+"""What the interposer check (forward-mode AD and the profiler, NOTE [interposer] in _state)
+costs the per-op hot path, and what a dual op and a profiled op cost.
 
 1. ``a + b`` on (4,) float32 tensors with ``apply_op`` as built, against the same function
-   without its forward-AD check (rebuilt from its own source), in alternating blocks of one
+   without its interposer check (rebuilt from its own source), in alternating blocks of one
    process, so machine load drifts over both alike: the check's cost is the paired difference.
 2. Inside a dual level: ``a + b`` on plain tensors (the level's pass-through) and with a dual
-   ``a`` (the op plus its cached jvp op).
+   ``a`` (the op plus its cached jvp op); inside ``tracegrad.profiler.profile()``.
 
     python benchmarks/forward_ad_dispatch.py [--blocks 20] [--ops 5000]
 """
@@ -22,7 +23,7 @@ from tracegrad.autograd import _dispatch
 
 def _without_check():
     lines = inspect.getsource(_dispatch.apply_op).splitlines()
-    i = next(k for k, line in enumerate(lines) if "if _FORWARD_AD[0] is not None" in line)
+    i = next(k for k, line in enumerate(lines) if "if _INTERPOSE[0] is not None" in line)
     ns = dict(vars(_dispatch))
     exec("\n".join(lines[:i] + lines[i + 2:]), ns)   # the check and its return line
     return ns["apply_op"]
@@ -61,6 +62,8 @@ def main():
         d = fa.make_dual(a, tracegrad.randn(4))
         print(f"in a dual level, plain a + b: {_per_op(lambda: a + b, args.ops // 5):.1f} us; "
               f"dual a + b: {_per_op(lambda: d + b, args.ops // 5):.1f} us")
+    with tracegrad.profiler.profile():
+        print(f"profiled a + b: {_per_op(lambda: a + b, args.ops // 5):.1f} us")
 
 
 if __name__ == "__main__":

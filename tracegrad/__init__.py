@@ -216,6 +216,7 @@ from . import func as func, viz as viz  # noqa: E402
 from .func import from_dlpack as from_dlpack, from_jax as from_jax, jax_function as jax_function  # noqa: E402
 from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler as compiler  # noqa: E402
+from . import profiler as profiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402

@@ -34,11 +34,32 @@ import threading
 
 CAPTURE: list = [None]
 STRUCTURE: list = [0]
-# the forward-mode AD level whose tangents ops propagate right now (``autograd/_forward_ad_impl.py``'s
-# ``Level``), or None: dispatch reads it once per op and hands the op to the level when set
+# NOTE [interposer]
+# ``INTERPOSE[0]`` is the one slot dispatch (``apply_op``/``apply_inplace``) reads per op: None,
+# or an object whose ``apply_op``/``apply_inplace`` take the op instead. Two things interpose:
+# the forward-mode AD level while it propagates tangents (``FORWARD_AD[0]``, also read on its
+# own by Function.apply, the engine and compile) and the running profiler (``PROFILER[0]``).
+# Forward AD sits outside: while it computes (FORWARD_AD[0] None) its primal and tangent ops
+# reach the profiler, which times each one and then calls plain dispatch with the slot empty.
+# Write FORWARD_AD/PROFILER only through ``set_forward_ad``/``set_profiler``, which keep the
+# slot in step, so entering and leaving either in any order leaves the right one in charge.
 FORWARD_AD: list = [None]
+PROFILER: list = [None]
+INTERPOSE: list = [None]
 # id(storage) -> how many live compiled programs read it as state (``_lowering/region.py``)
 HELD_STORAGES: dict = {}
+
+
+def set_forward_ad(level) -> None:
+    """Open (a Level) or pause/close (None) forward-AD tangent propagation; see NOTE [interposer]."""
+    FORWARD_AD[0] = level
+    INTERPOSE[0] = level if level is not None else PROFILER[0]
+
+
+def set_profiler(recorder) -> None:
+    """Start (a recorder) or stop (None) the profiler's per-op recording; see NOTE [interposer]."""
+    PROFILER[0] = recorder
+    INTERPOSE[0] = FORWARD_AD[0] if FORWARD_AD[0] is not None else recorder
 
 
 def bump_structure() -> None:

@@ -80,6 +80,7 @@ class CompiledFunction:
                  disable=False):
         functools.update_wrapper(self, fn, updated=())
         self._fn = fn
+        self._label = getattr(fn, "__qualname__", None) or type(fn).__name__   # the profiler's event name
         self.fullgraph, self.disabled = bool(fullgraph), bool(disable)
         self.dynamic, self.backend, self.mode, self.options = dynamic, backend, mode, options
         self._cache = {}
@@ -119,6 +120,9 @@ class CompiledFunction:
         if entries:
             for r in entries:
                 if r.check():
+                    prof = _state.PROFILER[0]
+                    if prof is not None:   # one profiler event per run of the compiled program
+                        return prof.compiled_call(self._label, r.run, leaves)
                     return r.run(leaves)
             entries[:] = [r for r in entries if not r.dead]
         if st["calls"] == 1 and not self.fullgraph:
@@ -139,6 +143,9 @@ class CompiledFunction:
             # not remembered per key: arguments that differ on every call would fill the cache
             return self._break(None, f"guards failed {cache_size_limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache), None, args, kwargs)
+        prof = _state.PROFILER[0]
+        if prof is not None:       # the traced run is one event too (its ops are traced, not timed)
+            return prof.compiled_call(self._label, self._trace, key, args, kwargs, leaves, treedef, kinds)
         return self._trace(key, args, kwargs, leaves, treedef, kinds)
 
     def _eager(self, args, kwargs):

@@ -13,7 +13,8 @@ import tracegrad
 
 
 def test_import_without_tensorboard_says_how_to_install():
-    code = ("import sys; sys.modules['tensorboard'] = None\n"
+    # importing tracegrad itself never loads tensorboard (it would fail here if it tried)
+    code = ("import sys; sys.modules['tensorboard'] = None\nimport tracegrad, tracegrad.utils\n"
             "try:\n    import tracegrad.utils.tensorboard\nexcept ImportError as e:\n    print(type(e).__name__, e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
@@ -89,3 +90,92 @@ def test_summary_writer_default_dir_reopen_and_errors(tmp_path, monkeypatch):
             w2.add_scalar("bad", tracegrad.ones(3), 0)
         with pytest.raises(ValueError):
             w2.add_histogram("empty", tracegrad.zeros(0), 0)
+
+
+def _media_program(t, writer_cls, log_dir):
+    rng = np.random.default_rng(1)
+    chw = rng.uniform(size=(3, 5, 4)).astype(np.float32)
+    batch = rng.uniform(-0.2, 1.2, size=(10, 1, 3, 2)).astype(np.float32)   # clipped, 1 channel, 2 grid rows
+    with writer_cls(log_dir) as w:
+        w.add_image("chw", t.tensor(chw), 0)
+        w.add_image("hwc", t.tensor(chw.transpose(1, 2, 0)), 1, dataformats="HWC")
+        w.add_image("hw_uint8", np.arange(12, dtype=np.uint8).reshape(3, 4) * 20, 2, dataformats="HW")
+        w.add_images("batch", t.tensor(batch), 3)
+        w.add_images("nhwc", t.tensor(batch.transpose(0, 2, 3, 1)), 4, dataformats="NHWC")
+        w.add_text("notes", "lr **0.1** é", 5)
+        w.add_hparams({"lr": 0.1, "opt": "sgd", "nesterov": True, "depth": t.tensor([3.0]), "skip": None},
+                      {"hparam/acc": 0.9}, hparam_domain_discrete={"opt": ["sgd", "adam"]}, run_name="hp",
+                      global_step=6)
+    return _events(log_dir)
+
+
+def test_images_text_hparams_match_torch(tmp_path):
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("PIL")
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from tracegrad.utils.tensorboard import SummaryWriter
+    ours = _media_program(tracegrad, SummaryWriter, str(tmp_path / "ours"))
+    theirs = _media_program(torch, TorchWriter, str(tmp_path / "theirs"))
+    assert sorted(ours) == sorted(theirs) == [".", "hp"]
+    # same tags, steps, image sizes and PNG bytes, text and hparams plugin payloads
+    assert ours == theirs
+
+
+def test_read_back_with_event_accumulator(tmp_path):
+    pytest.importorskip("tensorboard")
+    pytest.importorskip("PIL")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from tracegrad.utils.tensorboard import SummaryWriter
+    w = SummaryWriter(str(tmp_path), purge_step=0)
+    for step in range(4):
+        w.add_scalar("loss", tracegrad.tensor(2.0) ** -step, step)
+    w.add_histogram("w", tracegrad.arange(10.0), 3)
+    w.add_image("img", tracegrad.ones(1, 4, 6) * 0.5, 3)
+    w.close()
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0}).Reload()
+    assert [(e.step, e.value) for e in acc.Scalars("loss")] == [(s, 2.0 ** -s) for s in range(4)]
+    (h,) = acc.Histograms("w")
+    assert (h.step, h.histogram_value.num, h.histogram_value.sum, h.histogram_value.max) == (3, 10, 45, 9)
+    (img,) = acc.Images("img")
+    assert (img.step, img.width, img.height) == (3, 6, 4)
+    from PIL import Image
+    import io
+    assert np.asarray(Image.open(io.BytesIO(img.encoded_image_string))).tolist() == [[[127] * 3] * 6] * 4
+
+
+def test_media_errors(tmp_path):
+    pytest.importorskip("tensorboard")
+    from tracegrad.utils.tensorboard import SummaryWriter
+    with SummaryWriter(str(tmp_path)) as w:
+        with pytest.raises(AssertionError, match="dataformats"):
+            w.add_image("bad", tracegrad.ones(2, 3), 0)           # rank 2 against 'CHW'
+        with pytest.raises(AssertionError, match="twice"):
+            w.add_image("bad", tracegrad.ones(2, 3, 3), 0, dataformats="HHW")
+        with pytest.raises(TypeError, match="dictionar"):
+            w.add_hparams([("lr", 0.1)], {})
+        with pytest.raises(TypeError, match="hparam_domain_discrete"):
+            w.add_hparams({"lr": 0.1}, {}, hparam_domain_discrete={"lr": ["a"]})
+        with pytest.raises(ValueError, match="'opt'"):
+            w.add_hparams({"opt": [1]}, {})
+        with pytest.raises(NotImplementedError, match="viz"):
+            w.add_graph(tracegrad.nn.Linear(2, 2), tracegrad.ones(1, 2))
+
+
+def test_purge_step_marks_a_restart_as_torch(tmp_path):
+    pytest.importorskip("tensorboard")
+    torch = pytest.importorskip("torch")
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    from tracegrad.utils.tensorboard import SummaryWriter
+
+    def program(writer_cls, log_dir):
+        with writer_cls(log_dir, purge_step=5) as w:
+            w.add_scalar("loss", 0.5, 5)
+        return _events(log_dir)
+    ours, theirs = program(SummaryWriter, str(tmp_path / "ours")), program(TorchWriter, str(tmp_path / "theirs"))
+    assert ours == theirs
+    assert [(step, what) for step, what, _ in ours["."]] == [(0, "file_version"), (5, "file_version"),
+                                                             (5, "session_log"), (5, "summary")]

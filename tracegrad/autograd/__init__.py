@@ -17,12 +17,12 @@ from .variable import Variable  # noqa: E402,F401
 
 
 def __getattr__(name):
-    # torch.autograd.functional is an attribute of torch.autograd, but it stands on
-    # tracegrad.func (a layer above autograd): load it on first use
-    if name == "functional":
-        return _importlib.import_module(".functional", __name__)
+    # torch.autograd.functional and .profiler are attributes of torch.autograd, but stand on
+    # layers above autograd (tracegrad.func, tracegrad.profiler): load them on first use
+    if name in ("functional", "profiler"):
+        return _importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"functional"})
+    return sorted(set(globals()) | {"functional", "profiler"})

@@ -30,6 +30,7 @@ from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
 
 _CAPTURE = _state.CAPTURE
 _FORWARD_AD = _state.FORWARD_AD   # the open forward-AD level (_forward_ad_impl.Level) or None
+_INTERPOSE = _state.INTERPOSE     # forward AD's level or the profiler: NOTE [interposer] in _state
 _node_cls: dict = {}
 
 
@@ -44,8 +45,8 @@ def apply_op(op: Op, args, static=()):
     """Run ``op`` on ``args`` (Tensors, Python scalars, None) with static keyword arguments
     ``static`` (a tuple of (name, value) pairs). Returns a Tensor, or a tuple of Tensors for
     multi-output ops."""
-    if _FORWARD_AD[0] is not None:   # a dual level is open: it propagates tangents, then calls back here
-        return _FORWARD_AD[0].apply_op(op, args, static)
+    if _INTERPOSE[0] is not None:   # a dual level or the profiler: it does its part, then calls back here
+        return _INTERPOSE[0].apply_op(op, args, static)
     cap = _CAPTURE[0]
     if cap is not None:
         cap.see_tensors(args)
@@ -391,8 +392,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     """``self.<op>_(*args)``: compute ``op(self, *args)`` functionally, cast to self's dtype,
     write it through self's view chain, and rebase autograd history onto the op's node (for a
     view: the base gets a ``CopySlices`` node, the view's grad_fn is regenerated from it)."""
-    if _FORWARD_AD[0] is not None:
-        return _FORWARD_AD[0].apply_inplace(op, self, args, static)
+    if _INTERPOSE[0] is not None:
+        return _INTERPOSE[0].apply_inplace(op, self, args, static)
     check_inplace(self)
     all_args = (self, *args)
     cap = _CAPTURE[0]

@@ -60,7 +60,7 @@ class Level:
     # ---- dispatch ----------------------------------------------------------------------------
     def apply_op(self, op, args, static):
         tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
-        _FWD[0] = None
+        _state.set_forward_ad(None)
         try:
             out = _dispatch.apply_op(op, args, static)
             if op.view:
@@ -69,7 +69,7 @@ class Level:
                 self._attach(op, args, static, tangents, out)
             return out
         finally:
-            _FWD[0] = self
+            _state.set_forward_ad(self)
 
     def _view(self, op, args, static, tangent, out):
         if tangent is not None:         # the same view of the tangent
@@ -108,7 +108,7 @@ class Level:
 
     def apply_inplace(self, op, self_t, args, static):
         tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in (self_t, *args)]
-        _FWD[0] = None
+        _state.set_forward_ad(None)
         try:
             if op.grad_fn is None or all(t is None for t in tangents):
                 return _dispatch.apply_inplace(op, self_t, args, static)
@@ -129,7 +129,7 @@ class Level:
                 self._share_with_saved_result(self_t)
             return self_t
         finally:
-            _FWD[0] = self
+            _state.set_forward_ad(self)
 
     # ---- custom Functions ---------------------------------------------------------------------
     def function_tangents(self, cls, args):
@@ -146,13 +146,13 @@ class Level:
 
     def function_outputs(self, cls, ctx, tangents, result, nondiff=frozenset()):
         """Run ``cls.jvp(ctx, *tangents)`` and give its tangents to the Function's outputs."""
-        _FWD[0] = None
+        _state.set_forward_ad(None)
         ctx._in_jvp = True
         try:
             out_t = cls.jvp(ctx, *tangents)
         finally:
             ctx._in_jvp = False
-            _FWD[0] = self
+            _state.set_forward_ad(self)
         out_t = _as_tuple(out_t)
         if len(out_t) != len(result):
             raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of forward "
@@ -270,8 +270,9 @@ def mark_alias(t):
 
 def plain(fn, *args):
     """``fn(*args)`` with tangent propagation off: the ops it runs are plain ops."""
-    prev, _FWD[0] = _FWD[0], None
+    prev = _FWD[0]
+    _state.set_forward_ad(None)
     try:
         return fn(*args)
     finally:
-        _FWD[0] = prev
+        _state.set_forward_ad(prev)

@@ -456,7 +456,11 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                 cap = _state.CAPTURE[0]
                 if cap is not None:   # a checkpoint's recompute waits for these
                     cap.current_grads = grads
-                outs = node.apply(grads, create_graph)
+                prof = _state.PROFILER[0]
+                if prof is None:
+                    outs = node.apply(grads, create_graph)
+                else:                 # timed as torch's autograd::engine::evaluate_function range
+                    outs = prof.evaluate_function(node, grads, create_graph)
                 if cap is not None:   # not kept past the node: the trace would see them escape
                     cap.current_grads = ()
                 if ANOMALY[0] and ANOMALY[1]:

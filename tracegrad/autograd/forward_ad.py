@@ -39,7 +39,8 @@ def enter_dual_level() -> int:
         raise RuntimeError(_impl.MSG_NESTED)
     _state.note_effect("entering a forward-AD dual level (autograd.forward_ad.dual_level)")
     _impl._LEVEL[0] = 0
-    _state.FORWARD_AD[0] = _impl._OPEN[0] = _impl.Level(0)
+    _impl._OPEN[0] = _impl.Level(0)
+    _state.set_forward_ad(_impl._OPEN[0])
     return 0
 
 
@@ -58,7 +59,8 @@ def exit_dual_level(*, level: Optional[int] = None) -> None:
         raise RuntimeError("exit_dual_level: no forward AD level is open; enter one with enter_dual_level() "
                            "or dual_level() first.")
     lvl = _impl._OPEN[0]
-    _state.FORWARD_AD[0] = _impl._OPEN[0] = None
+    _impl._OPEN[0] = None
+    _state.set_forward_ad(None)
     _impl._LEVEL[0] = -1
     lvl.drop_tangents()
 

@@ -241,7 +241,7 @@ class Function(metaclass=_FunctionMeta):
         # forward-mode AD: the input tangents (None: no input is dual); forward sees plain tensors
         fw_in = fw.function_tangents(cls, args) if fw is not None else None
         if fw_in is not None:
-            _state.FORWARD_AD[0] = None
+            _state.set_forward_ad(None)
         prev = grad_mode.STATE[0]
         grad_mode.STATE[0] = False
         try:
@@ -253,7 +253,7 @@ class Function(metaclass=_FunctionMeta):
         finally:
             grad_mode.STATE[0] = prev
             if fw_in is not None:
-                _state.FORWARD_AD[0] = fw
+                _state.set_forward_ad(fw)
         is_tuple = isinstance(output, tuple)
         outs = output if is_tuple else (output,)
         dirty = {id(t) for t in ctx.dirty_tensors}

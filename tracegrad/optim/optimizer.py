@@ -22,6 +22,7 @@ from itertools import chain
 from typing import Any
 
 from .. import Tensor, compiler, enable_grad, float32, is_grad_enabled, set_grad_enabled, tensor
+from .. import profiler
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -86,21 +87,22 @@ def _hooked_step(func):
 
     def wrapper_body(*args, **kwargs):
         self = args[0]
-        for pre_hook in chain(_global_optimizer_pre_hooks.values(),
-                              self._optimizer_step_pre_hooks.values()):
-            result = pre_hook(self, args, kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    args, kwargs = result
-                else:
-                    raise RuntimeError(
-                        f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
-                        f"{result}.")
-        out = func(*args, **kwargs)
-        for post_hook in chain(self._optimizer_step_post_hooks.values(),
-                               _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
-        return out
+        with profiler.record_function(f"Optimizer.step#{type(self).__name__}.step"):   # torch's profiler range
+            for pre_hook in chain(_global_optimizer_pre_hooks.values(),
+                                  self._optimizer_step_pre_hooks.values()):
+                result = pre_hook(self, args, kwargs)
+                if result is not None:
+                    if isinstance(result, tuple) and len(result) == 2:
+                        args, kwargs = result
+                    else:
+                        raise RuntimeError(
+                            f"{func} must return None or a tuple of (new_args, new_kwargs), but got "
+                            f"{result}.")
+            out = func(*args, **kwargs)
+            for post_hook in chain(self._optimizer_step_post_hooks.values(),
+                                   _global_optimizer_post_hooks.values()):
+                post_hook(self, args, kwargs)
+            return out
     wrapper.hooked = True
     return wrapper
 
@@ -122,8 +124,7 @@ class Optimizer:
         ValueError: empty parameter list, a non-leaf tensor, a parameter in two groups, a group
             missing a required option.
 
-    Differs from torch: no ``foreach``/``fused`` kernels (the options are accepted and stored);
-    the profiler ``record_function`` scopes are absent.
+    Differs from torch: no ``foreach``/``fused`` kernels (the options are accepted and stored).
     """
 
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
@@ -347,6 +348,10 @@ class Optimizer:
         None (default), or detaches it and fills it with zeros in place."""
         if compiler.is_compiling():
             compiler.traced_optimizer_zero_grad(self)
+        with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 g = p.grad

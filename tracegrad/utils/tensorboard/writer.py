@@ -51,10 +51,13 @@ class SummaryWriter:
 
     ``log_dir`` defaults to ``runs/<Mon DD_HH-MM-SS>_<hostname><comment>``. Methods here:
     ``add_scalar``, ``add_scalars`` (one sub-writer per tag, in ``<log_dir>/<main_tag>_<tag>``),
-    ``add_histogram``, ``flush``, ``close``, ``get_logdir``; it is a context manager that closes
-    on exit. Values may be tracegrad tensors, numpy arrays or numbers.
-    Differs from torch: images, audio, text, graphs, embeddings, hparams, PR curves and meshes
-    are not provided (AttributeError).
+    ``add_histogram``, ``add_image``, ``add_images``, ``add_text``, ``add_hparams``,
+    ``add_graph`` (raises NotImplementedError), ``flush``, ``close``, ``get_logdir``; it is a
+    context manager that closes on exit. Values may be tracegrad tensors, numpy arrays or
+    numbers. ``purge_step``: the first event written is a restart marker at that step, so
+    TensorBoard hides events of an earlier (crashed) run at or after it.
+    Differs from torch: ``add_graph`` (no TorchScript tracer), audio, video, figures,
+    embeddings, PR curves, meshes and custom scalars are not provided.
     """
 
     def __init__(self, log_dir=None, comment="", purge_step=None, max_queue=10, flush_secs=120, filename_suffix=""):
@@ -106,6 +109,44 @@ class SummaryWriter:
         Raises: ValueError for empty ``values``."""
         bins = self.default_bins if isinstance(bins, str) and bins == "tensorflow" else bins
         self._get_file_writer().add_summary(_summary.histogram(tag, values, bins, max_bins), global_step, walltime)
+
+    def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
+        """Records one image. ``img_tensor``: a tensor or numpy array laid out as ``dataformats``
+        ("CHW" default, "HWC", "HW"; C is 1, 3 or 4). Floating images are read as [0, 1],
+        uint8 as [0, 255]; out-of-range values are clipped. Needs Pillow (ImportError naming it).
+        Raises AssertionError, as torch, when the layout does not fit the array's rank."""
+        self._get_file_writer().add_summary(_summary.image(tag, img_tensor, dataformats), global_step, walltime)
+
+    def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW"):
+        """Records a batch of images as one image, tiled eight per row. ``img_tensor``:
+        ``(N, C, H, W)`` by default (C 1 or 3), or any layout named by ``dataformats``."""
+        self._get_file_writer().add_summary(_summary.image(tag, img_tensor, dataformats), global_step, walltime)
+
+    def add_text(self, tag, text_string, global_step=None, walltime=None):
+        """Records ``text_string`` (markdown in TensorBoard's text tab) under ``<tag>/text_summary``."""
+        self._get_file_writer().add_summary(_summary.text(tag, text_string), global_step, walltime)
+
+    def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None, global_step=None):
+        """Records one hyperparameter run for TensorBoard's HPARAMS tab, as torch: the
+        experiment, session start/end summaries and each metric as a scalar go to a sub-run
+        ``<log_dir>/<run_name>`` (``run_name`` defaults to ``str(time.time())``).
+        ``hparam_dict`` values: int, float, str, bool, one-element Tensor or None (skipped).
+        Raises TypeError when either dict is not a dict, ValueError for another value type."""
+        if type(hparam_dict) is not dict or type(metric_dict) is not dict:
+            raise TypeError("add_hparams: hparam_dict and metric_dict should be dictionaries.")
+        summaries = _summary.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
+        log_dir = os.path.join(self._get_file_writer().get_logdir(), run_name or str(time.time()))
+        with SummaryWriter(log_dir=log_dir) as run:
+            for summary in summaries:
+                run.file_writer.add_summary(summary, global_step)
+            for k, v in metric_dict.items():
+                run.add_scalar(k, v, global_step)
+
+    def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True):
+        """Not provided: torch builds the graph with its TorchScript tracer, which tracegrad
+        has no counterpart of. Raises NotImplementedError (nothing is written)."""
+        raise NotImplementedError("SummaryWriter.add_graph: tracegrad has no TorchScript tracer to build a model "
+                                  "graph from; draw the autograd graph of an output with tracegrad.viz.make_dot instead.")
 
     def flush(self):
         """Writes every pending event of every sub-writer to disk."""
