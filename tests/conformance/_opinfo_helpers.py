@@ -190,8 +190,8 @@ class Carrier:
 
 
 def carries_over(sample):
-    """Whether tracegrad can take the sample: every value converts, and no ``out=`` (tracegrad
-    has no out= arguments)."""
+    """Whether tracegrad can take the sample: every value converts, and no ``out=`` (checked
+    separately, by test_out_functions.py)."""
     if "out" in sample.kwargs:
         return False
     try:
