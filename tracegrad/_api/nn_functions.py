@@ -299,6 +299,16 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
                     (("training", bool(training)), ("eps", float(eps))))
 
 
+def verify_batch_size(input) -> int:
+    """Values per channel of ``input (N, C, *)``; ValueError, as torch, when there is only one
+    (a batch statistic in training would be a constant)."""
+    n = input.numel() // input.shape[1]
+    if n <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{list(input.shape)}")
+    return n
+
+
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
     """Mirrors ``torch.batch_norm``: normalises over all dims but 1; in training mode updates
     ``running_mean``/``running_var`` in place (unbiased variance, ``momentum``; a cumulative
@@ -306,10 +316,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     channel in training."""
     _check_norm_dtype(input, weight, "batch_norm", "batch_norm")
     if training:
-        n = input.numel() // input.shape[1]
-        if n <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                             f"{list(input.shape)}")
+        n = verify_batch_size(input)
     # training reads batch statistics only: running stats stay out of the op (and its saved set),
     # so updating them in place below does not trip the saved-tensor version check
     out, mean, var = native_batch_norm(input, weight, bias, None if training else running_mean,

@@ -13,6 +13,7 @@ import warnings
 import tracegrad
 from tracegrad import _autocast, _state
 from tracegrad._tensor.out import accepts_out
+from tracegrad._ops.random import scalar_name
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 
@@ -143,9 +144,16 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Mirrors ``torch.nn.functional.batch_norm``: input ``(N, C, *)``; in training uses batch
     statistics and updates running stats in place (unbiased var); else uses the running stats.
-    grad_fn ``NativeBatchNormBackward0``. ValueError for one value per channel in training."""
+    grad_fn ``NativeBatchNormBackward0``. ValueError for one value per channel in training, and
+    for an ``eps`` that is not positive in training (negative in eval)."""
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    if training:
+        _F.verify_batch_size(input)
+        if eps <= 0.0:
+            raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    elif eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
     return _F.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
 
 
@@ -403,6 +411,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
     n_classes = input.shape[1] if input.ndim >= 2 else input.shape[0]
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_name(input.dtype.np)} but found "
+                           f"{scalar_name(weight.dtype.np)} (nll_loss: weight must have the input's dtype)")
     if weight is not None and tuple(weight.shape) != (n_classes,):
         raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
@@ -447,6 +458,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if target.dtype.is_floating_point:
         if tuple(target.shape) != tuple(input.shape):
             raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / n_classes
         prod = logp * target

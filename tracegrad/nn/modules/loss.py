@@ -99,6 +99,8 @@ class HuberLoss(_Loss):
     """Mirrors ``torch.nn.HuberLoss`` (``delta``)."""
 
     def __init__(self, reduction="mean", delta=1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         super().__init__(reduction=reduction)
         self.delta = delta
 

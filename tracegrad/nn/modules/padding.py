@@ -27,6 +27,9 @@ class _PadNd(Module):
             self.value = value
 
     def forward(self, input):
+        if self._mode == "circular" and input.dim() not in (self._nd + 1, self._nd + 2):
+            # torch's CircularPad*d checks the rank itself (ValueError), before F.pad would
+            raise ValueError(f"expected {self._nd + 1}D or {self._nd + 2}D input (got {input.dim()}D input)")
         if self._mode == "constant":
             return F.pad(input, self.padding, "constant", self.value)
         return F.pad(input, self.padding, self._mode)
@@ -55,7 +58,8 @@ _DOC = ("Mirrors ``torch.nn.{name}``: pads the last {nd} dim(s) of ``(N, C, *)``
         "``padding`` an int or a {n2}-tuple (left, right{more}). {extra}")
 _EXTRA = {"reflect": "grad_fn ``ReflectionPad{nd}DBackward0``; RuntimeError if a pad is not smaller than its dim.",
           "replicate": "grad_fn ``ReplicationPad{nd}DBackward0``.",
-          "circular": "Wraps around; RuntimeError if a pad exceeds its dim.",
+          "circular": "Wraps around; RuntimeError if a pad exceeds its dim, ValueError for an input of "
+                      "another rank.",
           "constant": "grad_fn ``ConstantPadNdBackward0``."}
 
 for _nd in (1, 2, 3):
