@@ -293,8 +293,7 @@ from ._api.creation import (  # noqa: E402  (typed legacy constructors)
 __version__ = "0.1.0"
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    """Accepted for compatibility; tracegrad prints with torch's default options."""
+from ._tensor.tensor_str import set_printoptions as set_printoptions  # noqa: E402
 
 
 from ._api.threads import (  # noqa: E402

@@ -1,0 +1,112 @@
+"""Adversarial eager parity hunt: small programs run once with torch 2.13 (the oracle) and once
+with tracegrad, comparing everything observable (values, dtypes, shapes, strides, grad_fn names,
+gradients, printed text, exception classes). One test per difference found (fixed, or a strict
+xfail naming what differs) plus programs that already agreed, kept as regression guards."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tracegrad
+from parity import run_both
+
+torch = pytest.importorskip("torch")
+
+
+def show(x):
+    """Print ``repr(x)`` with tracegrad's module prefix spelled as torch's (``dtype=torch.float64``)."""
+    print(repr(x).replace("tracegrad.", "torch."))
+
+
+def outcome(log, name, fn):
+    """Log ``fn()``'s result, or the builtin exception class it raised (with whether it had a message)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = fn()
+    except Exception as e:  # noqa: BLE001 -- the class is what is compared
+        cls = next(k for k in type(e).__mro__ if k.__module__ == "builtins")
+        log(name, f"raised {cls.__name__}" + ("" if str(e) else " without a message"))
+        return
+    log(name, value)
+
+
+def dtype_name(d):
+    return str(d).rsplit(".", 1)[-1]
+
+
+# ---- printing ----------------------------------------------------------------------------------
+def test_repr_inf_does_not_widen_columns():
+    # torch sizes the column from nonzero finite values only: -inf stays unpadded
+    def program(T, log):
+        show(T.tensor([float("-inf"), 1.]))
+        show(T.tensor([[1.5, float("inf")], [-2., 3.]]))
+        show(T.tensor([1 + 1j, float("inf") - 2j, 0j]))
+        show(T.tensor([0., 0.]))
+        show(T.tensor([1., float("nan")]))
+    run_both(program)
+
+
+@pytest.fixture
+def printoptions():
+    """Both libraries back at the default print options afterwards."""
+    yield
+    for mod in (torch, tracegrad):
+        mod.set_printoptions(profile="default")
+
+
+def test_set_printoptions(printoptions):
+    def program(T, log):
+        T.set_printoptions(precision=2)
+        show(T.tensor([1.23456, 2.]))
+        show(T.tensor(3.14159))
+        T.set_printoptions(sci_mode=True)
+        show(T.tensor([1.5, 2.]))
+        T.set_printoptions(profile="default")
+        show(T.tensor([1.23456, 2.]))
+        T.set_printoptions(threshold=5, edgeitems=1)
+        show(T.arange(10))
+        show(T.arange(24.).reshape(2, 3, 4))
+        T.set_printoptions(linewidth=20)
+        show(T.arange(8.) + 0.5)
+        show(T.tensor([1., 2.], requires_grad=True))
+        T.set_printoptions(profile="short")
+        show(T.arange(100.) / 3)
+        T.set_printoptions(profile="full")
+        show(T.arange(1200).reshape(30, 40)[:2])
+        T.set_printoptions(profile="default")
+        show(T.arange(8.) + 0.5)
+    run_both(program)
+
+
+def test_repr_names_dtype_against_the_default_dtype():
+    def program(T, log):
+        T.set_default_dtype(T.float64)
+        try:
+            show(T.tensor([1.5, 2.], dtype=T.float64))
+            show(T.tensor([1.5, 2.], dtype=T.float32))
+            show(T.tensor([1j], dtype=T.complex64))
+            show(T.tensor([1j], dtype=T.complex128))
+            show(T.zeros(0))
+            show(T.zeros(0, dtype=T.float32))
+        finally:
+            T.set_default_dtype(T.float32)
+        show(T.zeros(0, dtype=T.complex64))
+        show(T.zeros(0, 2, dtype=T.bool))
+    run_both(program)
+
+
+def test_repr_formats_agree():
+    def program(T, log):
+        for x in [T.tensor([1e-5, 1.5]), T.tensor([1e-3, 0.5]), T.arange(1001.), T.arange(30.).reshape(5, 6) ** 3,
+                  T.arange(3000).reshape(10, 10, 30), T.tensor([1.0e8, 2.]), T.tensor([123456.7, 1.]),
+                  T.tensor(1e-10), T.tensor(123456789.), T.tensor([2.5], dtype=T.float16) * 1000,
+                  T.tensor([[True], [False]]), T.arange(24.).reshape(2, 3, 4) * 1e-6, T.tensor([-0.]),
+                  T.tensor([0.5 + 1j, -2j]), T.tensor([2.], dtype=T.bfloat16), T.zeros(3, 0, 2),
+                  T.tensor([1, 2], dtype=T.uint8), T.arange(2000).reshape(40, 50)]:
+            show(x)
+        a = T.tensor([1., 2.], requires_grad=True)
+        show(a[0])
+        show(a.view(2, 1))
+        show(T.nn.Parameter(T.ones(2, dtype=T.float64)))
+    run_both(program)
