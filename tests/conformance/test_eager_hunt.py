@@ -110,3 +110,64 @@ def test_repr_formats_agree():
         show(a.view(2, 1))
         show(T.nn.Parameter(T.ones(2, dtype=T.float64)))
     run_both(program)
+
+
+# ---- indexing ----------------------------------------------------------------------------------
+def grad_fn_name(t):
+    return None if t.grad_fn is None else type(t.grad_fn).__name__
+
+
+def test_bool_scalar_index_adds_a_dim():
+    # torch: a Python bool / 0-d bool tensor in a key is a new size-1 dim, kept (True) or emptied (False)
+    def program(T, log):
+        a = T.arange(6.).reshape(2, 3).requires_grad_()
+        keys = [True, False, T.tensor(True), T.tensor(False), (0, True), (True, 1), (..., True), (True, [0, 1]),
+                (slice(None), T.tensor(False)), (None, True, ..., False), (True, True)]
+        for i, k in enumerate(keys):
+            b = a[k]
+            log(f"key{i}", [b, grad_fn_name(b), b._is_view()])
+        z = T.tensor(5.)
+        log("0-d", [z[True], z[False].shape, z[T.tensor(True)], z[None, True].shape])
+        c = T.zeros(2, 3)
+        c[True] = 1
+        c[False] = 5
+        c[0, True] = 2
+        c[..., True] = T.tensor([7.])
+        log("written", c)
+        (a * 1)[True].sum().backward()
+        log("grad", a.grad)
+        outcome(log, "too many", lambda: a[0, 0, True, 0])
+    run_both(program)
+
+
+def test_index_put_checks_dtype_and_range():
+    # XLA drops an out-of-range scatter index and casts values: torch raises
+    def program(T, log):
+        a = T.zeros(3)
+        cases = {
+            "long values": lambda: a.index_put_((T.tensor([0]),), T.tensor([1])),
+            "0-d long": lambda: a.index_put_((T.tensor([0]),), T.tensor(5)),
+            "float64": lambda: a.index_put_((T.tensor([0]),), T.tensor(5., dtype=T.float64)),
+            "out of range": lambda: a.index_put_((T.tensor([3]),), T.tensor(1.)),
+            "below range": lambda: a.index_put_((T.tensor([-4]),), T.tensor(1.), accumulate=True),
+            "negative": lambda: a.index_put_((T.tensor([-3]),), T.tensor(1.), accumulate=True),
+            "float index": lambda: a.index_put_((T.tensor([0.]),), T.tensor(1.)),
+            "out of place": lambda: T.index_put(a, (T.tensor([0]),), T.tensor([1])),
+            "too many": lambda: a.index_put_([T.tensor([0]), T.tensor([0])], T.tensor(1.)),
+            "mask": lambda: a.index_put_((T.tensor([True, False, True]),), T.tensor(2.)),
+            "python value": lambda: a.index_put_((T.tensor([0]),), 1.0),
+            "2-d out of range": lambda: T.zeros(2, 3).index_put_((T.tensor([1]), T.tensor([3])), T.tensor(1.)),
+        }
+        for name, fn in cases.items():
+            outcome(log, name, fn)
+    run_both(program)
+
+
+def test_advanced_setitem_needs_the_dtype_basic_setitem_casts():
+    def program(T, log):
+        a = T.zeros(3)
+        for i, (k, v) in enumerate([(T.tensor([0]), T.tensor([1])), (T.tensor([0, 1]), T.tensor(1)), (0, T.tensor(1)),
+                                    (slice(0, 2), T.tensor([1, 2])), (T.tensor([True, False, True]), T.tensor([1, 2])),
+                                    ([0, 1], T.tensor([1, 2])), (T.tensor([2]), 4)]):
+            outcome(log, f"set{i}", lambda: a.__setitem__(k, v) or a.clone())
+    run_both(program)
