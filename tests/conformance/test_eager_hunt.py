@@ -171,3 +171,98 @@ def test_advanced_setitem_needs_the_dtype_basic_setitem_casts():
                                     ([0, 1], T.tensor([1, 2])), (T.tensor([2]), 4)]):
             outcome(log, f"set{i}", lambda: a.__setitem__(k, v) or a.clone())
     run_both(program)
+
+
+# ---- factories ---------------------------------------------------------------------------------
+def test_tensor_infers_numpy_scalar_and_tensor_element_dtypes():
+    # torch promotes the leaves' own dtypes: numpy scalars keep theirs, tensors are one number each
+    def program(T, log):
+        data = [[np.float64(1.5)], [np.int32(1)], [np.uint8(1), np.int8(1)], [np.float16(1), 2], [np.float16(1), 2.0],
+                [1, np.float64(2)], [np.complex64(1j)], [T.tensor(1, dtype=T.int32), 2], [T.tensor([[1.]])],
+                [T.tensor(1., dtype=T.float16), T.tensor(1., dtype=T.bfloat16)], [True, 2], [1, 2.5], [[1, 2], [3., 4]],
+                np.float16(2)]
+        for i, d in enumerate(data):
+            outcome(log, f"data{i}", lambda: (lambda t: (dtype_name(t.dtype), t.shape, t.float().tolist()))(T.tensor(d)))
+        outcome(log, "multi-element tensors", lambda: T.tensor([T.tensor([1., 2.]), T.tensor([3., 4.])]))
+        T.set_default_dtype(T.float64)
+        try:
+            log("complex under float64", [dtype_name(T.tensor([1j]).dtype), dtype_name(T.tensor(1j).dtype),
+                                          dtype_name(T.tensor([np.float32(1)]).dtype)])
+        finally:
+            T.set_default_dtype(T.float32)
+    run_both(program)
+
+
+def test_tensor_from_a_tensor_warns_and_detaches():
+    def program(T, log):
+        src = T.tensor([1., 2.], requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            t = T.tensor(src * 2)
+        log("warnings", [c.category.__name__ for c in w])
+        log("copy", [t, t.requires_grad, t.is_leaf, t.grad_fn is None])
+    run_both(program)
+
+
+# ---- nn.Module state dicts ---------------------------------------------------------------------
+def test_state_dict_metadata_versions_and_old_batchnorm_dicts():
+    # torch records each module's _version in state_dict()._metadata; a BatchNorm dict without
+    # metadata (or from version 1) lacks num_batches_tracked and still loads strictly
+    from collections import OrderedDict
+
+    def program(T, log):
+        nn = T.nn
+        m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3), nn.Sequential(nn.LayerNorm(3)))
+        sd = m.state_dict()
+        log("metadata", [(k, dict(v)) for k, v in sd._metadata.items()])
+        log("versions", [nn.Module._version, nn.BatchNorm1d._version, nn.Linear._version])
+        plain = {k: v for k, v in sd.items() if "num_batches" not in k}
+        outcome(log, "no metadata", lambda: str(m.load_state_dict(plain)))
+        with_meta = OrderedDict(plain)
+        with_meta._metadata = OrderedDict((k, dict(v)) for k, v in sd._metadata.items())
+        outcome(log, "version 2 metadata", lambda: str(m.load_state_dict(with_meta)))
+        seen = []
+        m[0]._register_load_state_dict_pre_hook(lambda *a: seen.append(a[2]))
+        m.load_state_dict(sd)
+        log("pre-hook metadata", seen)
+        calls = []
+        m[1].register_state_dict_post_hook(lambda mod, d, p, meta: calls.append(dict(meta)))
+        m.state_dict()
+        log("post-hook metadata", calls)
+        h = m[1].register_state_dict_post_hook(lambda mod, d, p, meta: d)
+        outcome(log, "post-hook returns", lambda: m.state_dict())
+        h.remove()
+        r = m.load_state_dict({**sd, "extra": T.ones(1)}, strict=False)
+        log("incompatible", [type(r).__name__, repr(r), str(m.load_state_dict(sd))])
+        log("given destination", hasattr(m.state_dict(destination=OrderedDict(), prefix="q."), "_metadata"))
+    run_both(program)
+
+
+# ---- views -------------------------------------------------------------------------------------
+def test_unfold_is_a_view_and_storage_offset():
+    def program(T, log):
+        a = T.arange(12.).reshape(3, 4)
+        for args in [(1, 2, 1), (1, 2, 2), (0, 2, 1), (0, 3, 1), (1, 1, 3), (-1, 3, 1)]:
+            u = a.unfold(*args)
+            log(str(args), [u, u.stride(), u.is_contiguous(), u._is_view(), u._base is a, u.storage_offset()])
+        b = T.arange(12.).reshape(3, 4)
+        u = b.unfold(1, 2, 2)
+        u.mul_(10)
+        log("written through", [b, b._version, u._version])
+        x = T.arange(6., requires_grad=True)
+        y = x * 1
+        w = y.unfold(0, 2, 2)
+        w.mul_(2)
+        log("grad_fns", [grad_fn_name(y), grad_fn_name(w)])
+        y.sum().backward()
+        log("grad", x.grad)
+        x.grad = None
+        z = x.unfold(0, 3, 1)
+        (z * T.arange(12.).reshape(4, 3)).sum().backward()
+        log("overlapping windows", [grad_fn_name(z), x.grad])
+        log("0-d", [T.tensor(5.).unfold(0, 1, 1)])
+        outcome(log, "too big", lambda: a.unfold(1, 5, 1))
+        outcome(log, "step 0", lambda: a.unfold(1, 2, 0))
+        log("offsets", [a[1:].storage_offset(), a[:, 2:].storage_offset(), a.t()[1].storage_offset(), a.storage_offset(),
+                        a[1, 1:].storage_offset(), a.diagonal(1).storage_offset(), a.view(-1)[5:].view(1, 7).storage_offset()])
+    run_both(program)

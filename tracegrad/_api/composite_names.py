@@ -9,6 +9,8 @@ import math
 
 from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
+from .._ops.registry import OPS
+from ..autograd._dispatch import apply_op
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .complex_api import conj
@@ -244,8 +246,8 @@ for _name in INPLACE_FUNCTIONS:
 def unfold(self, dimension, size, step):
     """Mirrors ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
     ``dimension``, ``step`` apart, as a new last dim: ``dimension`` becomes
-    ``(length - size) // step + 1`` long. Differs from torch: a gather (``IndexSelectBackward0``),
-    not a view of self (torch: ``UnfoldBackward0``; writes into it do not reach self).
+    ``(length - size) // step + 1`` long. A view of self (``UnfoldBackward0``), as torch: writes
+    into it reach self, except where windows overlap (``step < size``: RuntimeError, as torch).
     RuntimeError for ``size`` larger than the dim or ``step <= 0``."""
     d = _wrap(dimension, self.ndim)
     length = self.shape[d] if self.ndim else 1
@@ -255,11 +257,8 @@ def unfold(self, dimension, size, step):
         raise RuntimeError(f"step is {step} but must be > 0")
     if self.ndim == 0:
         return reshape(self, 1)
-    n = (length - size) // step + 1
-    idx = (_arange(n) * step).reshape(n, 1) + _arange(size)
-    out = self.index_select(d, idx.reshape(-1))
-    shape = tuple(self.shape[:d]) + (n, size) + tuple(self.shape[d + 1:])
-    return out.reshape(shape).movedim(d + 1, -1)
+    op = OPS["unfold_overlap" if step < size and (length - size) // step > 0 else "unfold"]
+    return apply_op(op, (self,), (("dimension", d), ("size", size), ("step", step)))
 
 
 @method("sum_to_size")
