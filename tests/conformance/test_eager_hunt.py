@@ -266,3 +266,65 @@ def test_unfold_is_a_view_and_storage_offset():
         log("offsets", [a[1:].storage_offset(), a[:, 2:].storage_offset(), a.t()[1].storage_offset(), a.storage_offset(),
                         a[1, 1:].storage_offset(), a.diagonal(1).storage_offset(), a.view(-1)[5:].view(1, 7).storage_offset()])
     run_both(program)
+
+
+# ---- dtypes: kernels that do not promote -------------------------------------------------------
+def test_mixed_dtype_operands_raise_where_torch_does_not_promote():
+    def program(T, log):
+        F = T.nn.functional
+        f32, f64 = T.ones(2, 3), T.ones(3, 2, dtype=T.float64)
+        d = T.float64
+        cases = {
+            "addmm self": lambda: T.addmm(T.ones(2, 2, dtype=d), f32, f32.T),
+            "addmm mats": lambda: T.addmm(T.ones(2, 2), f32, f64),
+            "linear bias": lambda: F.linear(f32, T.ones(2, 3), T.ones(2, dtype=d)),
+            "Linear on float64": lambda: T.nn.Linear(3, 2)(T.ones(2, 3, dtype=d)),
+            "Linear on int64": lambda: T.nn.Linear(3, 2)(T.ones(2, 3, dtype=T.long)),
+            "einsum": lambda: T.einsum("ij,jk->ik", f32, f64),
+            "layer_norm weight": lambda: F.layer_norm(T.ones(2, 3), (3,), T.ones(3, dtype=d)),
+            "layer_norm bias": lambda: F.layer_norm(T.ones(2, 3), (3,), T.ones(3), T.ones(3, dtype=d)),
+            "layer_norm bf16 input": lambda: F.layer_norm(T.ones(2, 3, dtype=T.bfloat16), (3,), T.ones(3)),
+            "batch_norm stats": lambda: F.batch_norm(T.ones(2, 3), T.zeros(3, dtype=d), T.ones(3, dtype=d)),
+            "batch_norm weight": lambda: F.batch_norm(T.ones(2, 3), None, None, T.ones(3, dtype=d), training=True),
+            "group_norm": lambda: F.group_norm(T.ones(2, 4), 2, T.ones(4, dtype=d)),
+            "lerp end": lambda: T.lerp(T.ones(1), T.ones(1, dtype=d), 0.5),
+            "lerp weight": lambda: T.lerp(T.ones(1), T.ones(1), T.tensor(0.5, dtype=d)),
+            "addr promotes": lambda: T.addr(T.ones(2, 2, dtype=d), T.ones(2), T.ones(2)),
+            "prelu": lambda: F.prelu(T.ones(2), T.ones(1, dtype=d)),
+            "bce target": lambda: F.binary_cross_entropy(T.ones(2) * 0.5, T.ones(2, dtype=d)),
+            "nll weight": lambda: F.nll_loss(T.ones(2, 3), T.tensor([0, 1]), weight=T.ones(3, dtype=d)),
+            "cdist": lambda: T.cdist(T.ones(1, 2), T.ones(1, 2, dtype=d)),
+            "linalg.cross": lambda: T.linalg.cross(T.ones(3), T.ones(3, dtype=d)),
+            "bilinear": lambda: F.bilinear(T.ones(1, 2), T.ones(1, 2), T.ones(1, 2, 2, dtype=d)),
+            "GRUCell": lambda: T.nn.GRUCell(2, 2)(T.ones(1, 2, dtype=d)),
+            "mse promotes": lambda: F.mse_loss(T.ones(2), T.ones(2, dtype=d)),
+        }
+        for name, fn in cases.items():
+            outcome(log, name, lambda: dtype_name(fn().dtype))
+    run_both(program)
+
+
+def test_rms_norm_keeps_the_input_dtype():
+    def program(T, log):
+        F = T.nn.functional
+        x = T.tensor([[1., 2., 3., 4.], [0.5, -1, 2, 0.1]])
+        w = T.tensor([1., 2., 3., 0.5])
+        for xd in [T.float32, T.bfloat16, T.float64]:
+            for wd in [T.float32, T.bfloat16, T.float64]:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    r = F.rms_norm(x.to(xd), (4,), w.to(wd))
+                log(dtype_name(xd) + " x " + dtype_name(wd), [dtype_name(r.dtype), r.float()])
+    run_both(program)
+
+
+# ---- special functions -------------------------------------------------------------------------
+def test_erfcx_just_below_the_overflow_switch():
+    # jax's erfcx gave 0 where erfc(x) is subnormal (flushed): x in (26.55, 26.64) float64, (9.19, 9.4) float32
+    def program(T, log):
+        for dt, xs in [(T.float64, [25.0, 26.0, 26.56, 26.6, 26.63, 27.0, 1e5]), (T.float32, [8.5, 9.0, 9.2, 9.3, 9.39, 9.5])]:
+            x = T.tensor(xs, dtype=dt, requires_grad=True)
+            y = T.special.erfcx(x)
+            y.sum().backward()
+            log(dtype_name(dt), [y, x.grad])
+    run_both(program)

@@ -15,7 +15,7 @@ from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .complex_api import conj
 from .inplace import copy_
-from .promotion import _SCALAR_NAME
+from .promotion import _SCALAR_NAME, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -136,7 +136,10 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 @method("addr", function=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """Mirrors ``torch.addr``: ``beta * input + alpha * outer(vec1, vec2)``; input broadcastable
-    to ``(n, m)``. grad_fn: ``AddBackward0`` (torch: ``AddrBackward0``)."""
+    to ``(n, m)``; the three promote to one dtype, as torch. grad_fn: ``AddBackward0`` (torch:
+    ``AddrBackward0``)."""
+    dt = result_dtype(input, vec1, vec2)
+    input, vec1, vec2 = (x if x.dtype is dt else x.to(dt) for x in (input, vec1, vec2))
     return _add_scaled(input, outer(vec1, vec2), beta, alpha, "addr")
 
 

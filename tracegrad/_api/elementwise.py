@@ -14,7 +14,7 @@ from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary
-from .promotion import (_SCALAR_NAME, _Number, _binary, alpha_first, _check_broadcast, _check_operand, _float_dtype,
+from .promotion import (_SCALAR_NAME, _Number, _binary, check_same_dtype, alpha_first, _check_broadcast, _check_operand, _float_dtype,
                         check_not_two_numbers, check_tensors, result_dtype)
 
 
@@ -326,7 +326,9 @@ def where(condition, input=None, other=None):
 
 @method("lerp", function=True)
 def lerp(self, end, weight):
-    """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``."""
+    """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
+    RuntimeError when ``end`` has another dtype (torch does not promote it)."""
+    check_same_dtype("lerp", self, end)
     dt = result_dtype(self, end)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_op(op, (self, end, weight), (("dtype", dt.np),))

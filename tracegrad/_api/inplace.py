@@ -13,7 +13,7 @@ from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
-from .promotion import alpha_first, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
+from .promotion import alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -204,6 +204,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 
 @method()
 def lerp_(self, end, weight):
+    check_same_dtype("lerp_", self, end)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 
