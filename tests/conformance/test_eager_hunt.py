@@ -409,3 +409,54 @@ def test_autograd_corners_that_agree():
                             materialize_grads=True)
         log("materialized", g)
     run_both(program)
+
+
+# ---- optimizers --------------------------------------------------------------------------------
+def test_adam_tensor_lr_with_foreach_is_refused():
+    def program(T, log):
+        for name in ("Adam", "AdamW"):
+            p = T.ones(2, requires_grad=True)
+            for kw in (dict(foreach=True), dict(foreach=True, capturable=True), dict(), dict(foreach=False)):
+                outcome(log, f"{name} {sorted(kw.items())}",
+                        lambda: type(getattr(T.optim, name)([p], lr=T.tensor(0.01), **kw)).__name__)
+            outcome(log, f"{name} 2-element lr", lambda: getattr(T.optim, name)([p], lr=T.tensor([0.01, 0.02])))
+    run_both(program)
+
+
+_OPTIMIZER_CASES = [
+    ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)),
+    ("SGD", dict(lr=0.1, momentum=0.9, dampening=0.5, maximize=True)),
+    ("Adam", dict(lr=0.01, amsgrad=True, weight_decay=0.1, maximize=True)),
+    ("Adam", dict(lr=0.01, foreach=True, betas=(0.8, 0.9))),
+    ("AdamW", dict(lr=0.01, weight_decay=0.5, amsgrad=True)),
+    ("Adagrad", dict(lr=0.1, lr_decay=0.01, weight_decay=0.1, initial_accumulator_value=0.1)),
+    ("Adadelta", dict(lr=1.0, rho=0.8, weight_decay=0.1, maximize=True)),
+    ("Adamax", dict(lr=0.01, weight_decay=0.1)),
+    ("NAdam", dict(lr=0.01, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("RAdam", dict(lr=0.01, decoupled_weight_decay=True, weight_decay=0.1)),
+    ("RMSprop", dict(lr=0.01, momentum=0.9, centered=True, weight_decay=0.1)),
+    ("Rprop", dict(lr=0.01, etas=(0.4, 1.3), step_sizes=(1e-5, 1))),
+    ("ASGD", dict(lr=0.01, t0=2, lambd=1e-3, weight_decay=0.1)),
+]
+
+
+def test_optimizers_five_steps_a_group_added_later_and_their_state_dicts():
+    from parity import inputs, loss_fn, make_params
+
+    def program(T, log):
+        for name, kw in _OPTIMIZER_CASES:
+            params = make_params(T)
+            x, y = inputs(T)
+            opt = getattr(T.optim, name)([params[0]], **kw)
+            for i in range(5):
+                if i == 2:
+                    opt.add_param_group({"params": params[1:], "lr": 0.003})
+                opt.zero_grad()
+                loss_fn(T, params, x, y).backward()
+                opt.step()
+            log(name, [p.detach() for p in params])
+            sd = opt.state_dict()
+            log(name + " state", [sorted((k, v if not hasattr(v, "shape") else (dtype_name(v.dtype), tuple(v.shape)))
+                                         for k, v in s.items()) for s in sd["state"].values()])
+            log(name + " groups", [sorted(g.items()) for g in sd["param_groups"]])
+    run_both(program)
