@@ -460,3 +460,54 @@ def test_optimizers_five_steps_a_group_added_later_and_their_state_dicts():
                                          for k, v in s.items()) for s in sd["state"].values()])
             log(name + " groups", [sorted(g.items()) for g in sd["param_groups"]])
     run_both(program)
+
+
+# ---- elementwise and reduction corners ---------------------------------------------------------
+def test_integer_and_bool_corners_raise_as_torch():
+    def program(T, log):
+        b, i = T.tensor([True]), T.tensor([1])
+        cases = {
+            "int pow_ negative": lambda: T.tensor([2]).pow_(-1),
+            "int pow_ negative tensor": lambda: T.tensor([2, 1, -1]).pow_(T.tensor([-1, -2, -3])),
+            "int clamp_ float bounds": lambda: T.tensor([1, 5]).clamp_(1.5, 3.5),
+            "int clamp_ int bounds": lambda: T.tensor([1, 5]).clamp_(2, 3),
+            "int8 fill_ 300": lambda: T.tensor([1], dtype=T.int8).fill_(300),
+            "int fill_ 2.7": lambda: T.tensor([1, 5]).fill_(2.7),
+            "uint8 fill_ -1": lambda: T.tensor([1], dtype=T.uint8).fill_(-1),
+            "bool fill_ 2": lambda: T.tensor([False]).fill_(2),
+            "int - bool": lambda: i - b, "bool - int": lambda: b - i, "1 - bool": lambda: 1 - b,
+            "int - True": lambda: i - True, "True - int": lambda: True - i, "rsub": lambda: T.rsub(b, 1),
+            "float - bool": lambda: T.tensor([1.]) - b, "int - int": lambda: i - 1,
+            "sign bool": lambda: b.sign(), "sgn bool": lambda: b.sgn(), "abs bool": lambda: b.abs(),
+            "norm int": lambda: i.norm(), "norm float": lambda: T.tensor([3., 4.]).norm(),
+            "max over empty dim": lambda: T.zeros(0, 3).max(0), "min over kept dim": lambda: T.zeros(0, 3).min(1),
+        }
+        for name, fn in cases.items():
+            outcome(log, name, lambda: (lambda r: [dtype_name(r.dtype), r])(fn()))
+    run_both(program)
+
+
+def test_conv_padding_string_errors():
+    # the functional form raises RuntimeError, the module constructor ValueError (both as torch)
+    def program(T, log):
+        F = T.nn.functional
+        x = T.ones(1, 1, 5, 5)
+        for kw in (dict(padding="same", stride=2), dict(padding="bogus"), dict(padding="valid", stride=2),
+                   dict(padding="same", dilation=2)):
+            outcome(log, f"F {sorted(kw.items())}", lambda: F.conv2d(x, T.ones(1, 1, 3, 3), **kw).shape)
+            outcome(log, f"module {sorted(kw.items())}", lambda: T.nn.Conv2d(1, 1, 3, **kw)(x).shape)
+    run_both(program)
+
+
+def test_module_set_submodule_and_bfloat16():
+    def program(T, log):
+        nn = T.nn
+        m = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.Linear(3, 3)))
+        for target, mod, kw in [("1.0", nn.Tanh(), {}), ("1.5", nn.ReLU(), {}), ("1.7", nn.ReLU(), dict(strict=True)),
+                                ("", nn.ReLU(), {}), ("0", 3, {}), ("0.weight", nn.ReLU(), {}), ("9.0", nn.ReLU(), {}),
+                                ("new", nn.ELU(), {})]:
+            outcome(log, f"{target!r} {kw}", lambda: (m.set_submodule(target, mod, **kw),
+                                                      [(n, type(x).__name__) for n, x in m.named_modules()])[1])
+        b = nn.BatchNorm1d(2).bfloat16()
+        log("bfloat16", [dtype_name(t.dtype) for t in list(b.parameters()) + list(b.buffers())])
+    run_both(program)

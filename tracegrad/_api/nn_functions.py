@@ -103,11 +103,12 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
             pads = ((0, 0),) * nd
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions; give the padding as "
+                                   "ints (the module constructor raises ValueError, as torch)")
             tot = [d * (k - 1) for d, k in zip(dilation, ks)]
             pads = tuple((t // 2, t - t // 2) for t in tot)
         else:
-            raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+            raise RuntimeError(f"Invalid padding string: {padding!r}, should be one of 'valid', 'same'")
     else:
         pads = tuple((p, p) for p in _tup(padding, nd, "padding"))
         if any(p < 0 for p, _ in pads):

@@ -164,6 +164,8 @@ def _minmax(kind):
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
             return apply_op(OPS[f"{kind}_all"], (self,))
         d = _wrap_dim(dim, self.ndim)
+        if self.ndim and self.shape[d] == 0:
+            raise IndexError(f"{kind}(): Expected reduction dim {d} to have non-zero size.")
         v, i = apply_op(OPS[f"{kind}_dim"], (self,), (("dim", d), ("keepdim", keepdim)))
         return getattr(return_types, kind)(v, i)
     f.__name__ = kind
@@ -241,7 +243,11 @@ def log_softmax(self, dim, dtype=None):
 @method(function=True)
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)`` for vector norms
-    (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``."""
+    (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``.
+    RuntimeError for an integer or bool input (torch takes floating or complex only)."""
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{self.dtype}; convert it with .float()")
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":

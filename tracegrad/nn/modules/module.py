@@ -342,6 +342,22 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target, module, strict=False):
+        """Mirrors ``torch.nn.Module.set_submodule``: ``'a.b.c'`` names the submodule to (re)bind;
+        its parent must exist. ValueError for an empty target or a non-Module; AttributeError when
+        the parent lacks the name (``strict=True``) or the name holds something else than a Module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         """Mirrors ``torch.nn.Module.get_parameter``."""
         module_path, _, name = target.rpartition(".")
@@ -628,6 +644,10 @@ class Module:
     def half(self):
         """Mirrors ``torch.nn.Module.half``."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
+
+    def bfloat16(self):
+        """Mirrors ``torch.nn.Module.bfloat16``: floating parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
 
     def cpu(self):
         return self._apply(lambda t: t.cpu())
