@@ -511,3 +511,28 @@ def test_module_set_submodule_and_bfloat16():
         b = nn.BatchNorm1d(2).bfloat16()
         log("bfloat16", [dtype_name(t.dtype) for t in list(b.parameters()) + list(b.buffers())])
     run_both(program)
+
+
+def test_warnings_torch_gives():
+    def program(T, log):
+        F = T.nn.functional
+        cases = {
+            "std of one": lambda: T.ones(1).std(), "var over a dim of one": lambda: T.ones(2, 1).var(1),
+            "var_mean correction": lambda: T.var_mean(T.ones(2, 3), 1, correction=3),
+            "std_mean fine": lambda: T.std_mean(T.ones(3)), "std fine": lambda: T.ones(3).std(correction=0),
+            "upsample": lambda: F.upsample(T.ones(1, 1, 2, 2), scale_factor=2),
+            "upsample_nearest": lambda: F.upsample_nearest(T.ones(1, 1, 2, 2), scale_factor=2),
+            "upsample_bilinear": lambda: F.upsample_bilinear(T.ones(1, 1, 2, 2), scale_factor=2),
+            "init.normal": lambda: T.nn.init.normal(T.empty(2)), "init.xavier_uniform": lambda: T.nn.init.xavier_uniform(T.empty(2, 2)),
+            "init.normal_": lambda: T.nn.init.normal_(T.empty(2)),
+            "lu": lambda: T.lu(T.eye(2)),
+            "float of requires_grad": lambda: float(T.ones(1, requires_grad=True)),
+            "int of requires_grad": lambda: int(T.ones(1, requires_grad=True)),
+            "item of requires_grad": lambda: T.ones(1, requires_grad=True).item(),
+        }
+        for name, fn in cases.items():
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                fn()
+            log(name, [c.category.__name__ for c in w])
+    run_both(program)

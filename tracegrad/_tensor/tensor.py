@@ -492,6 +492,9 @@ class Tensor(TensorBase):
     def __float__(self):
         if self._value.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self.requires_grad:
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):
