@@ -373,6 +373,25 @@ def test_grad_fn_dir_lists_saved_attributes():
     run_both(program)
 
 
+@pytest.mark.xfail(strict=True, reason="ctx.save_for_backward of a non-tensor: torch ignores it when no input "
+                                       "needs grad and raises TypeError otherwise; tracegrad raises TypeError in the "
+                                       "first case and RuntimeError ('Boolean value of Tensor...') in the second")
+def test_function_save_for_backward_of_a_number():
+    def program(T, log):
+        class Scale(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, n):
+                ctx.save_for_backward(x, n)
+                return x * n
+
+            @staticmethod
+            def backward(ctx, g):
+                return g, None
+        outcome(log, "numbers only", lambda: Scale.apply(3.0, 2))
+        outcome(log, "with a tensor", lambda: Scale.apply(T.ones(2, requires_grad=True), 3))
+    run_both(program)
+
+
 def test_autograd_corners_that_agree():
     def program(T, log):
         a = T.tensor([1., 2.], requires_grad=True)
