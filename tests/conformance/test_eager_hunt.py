@@ -555,3 +555,22 @@ def test_warnings_torch_gives():
                 fn()
             log(name, [c.category.__name__ for c in w])
     run_both(program)
+
+
+def test_size_arithmetic_allclose_dtypes_and_narrow_copy():
+    def program(T, log):
+        s = T.ones(2, 3).shape
+        log("Size results", [type(r).__name__ for r in (s + (4,), (4,) + s, s * 2, 2 * s, s[:1], s + s)])
+        log("Size values", [s + (4,), (4,) + s, s * 2])
+        for name, fn in {"isclose f32/f64": lambda: T.isclose(T.ones(1), T.ones(1, dtype=T.float64)),
+                         "allclose f32/f64": lambda: T.allclose(T.ones(1), T.ones(1, dtype=T.float64)),
+                         "allclose int/float": lambda: T.allclose(T.tensor([1]), T.tensor([1.])),
+                         "allclose same": lambda: T.allclose(T.ones(2), T.ones(2) + 1e-9)}.items():
+            outcome(log, name, fn)
+        x = T.arange(12., requires_grad=True).reshape(3, 4)
+        y = T.narrow_copy(x, 1, -3, 2)
+        log("narrow_copy", [y, y._is_view(), grad_fn_name(y)])
+        (y * T.tensor([[1., 2.]])).sum().backward()
+        log("narrow_copy grad", x.grad if x.grad is not None else T.autograd.grad((T.narrow_copy(x, 1, -3, 2) * 2).sum(), x))
+        outcome(log, "narrow_copy out of range", lambda: T.narrow_copy(x, 1, 3, 2))
+    run_both(program)

@@ -96,6 +96,7 @@ SHAPE = [
     C("diagonal", lambda t, x: x.diagonal(), [F(3, 4)]),
     C("diagonal_off", lambda t, x: t.diagonal(x, 1, 0, 1), [F(3, 4)]),
     C("unfold", lambda t, x: x.unfold(1, 2, 2), [F(3, 4)]),
+    C("narrow_copy", lambda t, x: t.narrow_copy(x, 1, -3, 2), [F(3, 4)]),
     C("unfold_overlap", lambda t, x: x.unfold(-1, 3, 1), [F(2, 5)]),
     C("trace", lambda t, x: x.trace(), [F(3, 3)]),
     C("movedim", lambda t, x: t.movedim(x, 0, 2), [F(2, 3, 4)]),

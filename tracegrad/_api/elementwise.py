@@ -384,8 +384,11 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
 @method("isclose", function=True)
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise, on two tensors.
-    RuntimeError for a negative ``rtol``/``atol``."""
+    RuntimeError for a negative ``rtol``/``atol`` or different dtypes (torch does not promote)."""
     check_tensors("isclose", self, other)
+    if self.dtype is not other.dtype:
+        raise RuntimeError(f"{_SCALAR_NAME[self.dtype.name]} did not match {_SCALAR_NAME[other.dtype.name]}: "
+                           "isclose/allclose compare tensors of one dtype; convert one with .to()")
     for name, v in (("rtol", rtol), ("atol", atol)):
         if v < 0:
             raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but got {v}")

@@ -245,6 +245,16 @@ def narrow(self, dim, start, length):
 
 
 @method(function=True)
+def narrow_copy(self, dim, start, length):
+    """Mirrors ``torch.narrow_copy``: :func:`narrow` as a new tensor (not a view).
+    Autograd: ``NarrowCopyBackward0``. Errors as :func:`narrow`."""
+    narrow(self.detach(), dim, start, length)   # narrow's checks of the range
+    d = _wrap_dim(dim, self.ndim)
+    start = int(start) + (self.shape[d] if int(start) < 0 else 0)
+    return apply_op(OPS["narrow_copy"], (self,), (("dim", d), ("start", start), ("length", int(length))))
+
+
+@method(function=True)
 def select(self, dim, index):
     """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
     d = _wrap_dim(dim, self.ndim)

@@ -299,6 +299,8 @@ defop("cat", _cat, args=tuple(f"t{i}" for i in range(256)), grad_fn="CatBackward
 defop("stack", lambda *xs, dim, dtype: jnp.stack([x.astype(dtype) for x in xs], axis=dim),
       args=tuple(f"t{i}" for i in range(256)), grad_fn="StackBackward0")
 defop("flip", lambda x, dims: jnp.flip(x, dims), grad_fn="FlipBackward0")
+defop("narrow_copy", lambda x, dim, start, length: lax.slice_in_dim(x, start, start + length, axis=dim),
+      grad_fn="NarrowCopyBackward0")
 defop("roll", lambda x, shifts, dims: jnp.roll(x, shifts, dims), grad_fn="RollBackward0")
 defop("roll_flat", lambda x, shifts: jnp.roll(x, shifts), grad_fn="RollBackward0")
 defop("repeat", lambda x, repeats: jnp.tile(x, repeats), grad_fn="RepeatBackward0")
