@@ -590,3 +590,34 @@ def test_size_arithmetic_allclose_dtypes_and_narrow_copy():
         log("narrow_copy grad", x.grad if x.grad is not None else T.autograd.grad((T.narrow_copy(x, 1, -3, 2) * 2).sum(), x))
         outcome(log, "narrow_copy out of range", lambda: T.narrow_copy(x, 1, 3, 2))
     run_both(program)
+
+
+def test_autograd_grad_api_that_agrees():
+    def program(T, log):
+        a = T.tensor([1., 2., 3.], requires_grad=True)
+        y = a * a
+        cases = {
+            "grad_outputs shape": lambda: T.autograd.grad(y, a, grad_outputs=T.ones(2), retain_graph=True),
+            "non-scalar without grad_outputs": lambda: T.autograd.grad(y, a, retain_graph=True),
+            "grad_outputs dtype": lambda: T.autograd.grad(y, a, grad_outputs=T.ones(3, dtype=T.float64), retain_graph=True),
+            "outputs list": lambda: T.autograd.grad([y.sum(), (a * 3).sum()], a, retain_graph=True),
+            "grad_outputs with None": lambda: T.autograd.grad([y, (a * 3).sum()], a, grad_outputs=[T.ones(3), None],
+                                                              retain_graph=True),
+            "batched": lambda: T.autograd.grad(y, a, grad_outputs=T.eye(3), is_grads_batched=True, retain_graph=True),
+            "output is the input": lambda: T.autograd.grad(a, a, grad_outputs=T.ones(3)),
+            "output needs no grad": lambda: T.autograd.grad(T.ones(1).sum(), a, allow_unused=True),
+            "integer input": lambda: T.autograd.grad(y.sum(), T.ones(1, dtype=T.long)),
+            "backward of a constant": lambda: T.ones(1).sum().backward(),
+        }
+        for name, fn in cases.items():
+            outcome(log, name, fn)
+        b = T.tensor(2., requires_grad=True)
+        T.autograd.backward([y.sum(), b * 3], [T.tensor(2.), T.tensor(1.)])
+        log("backward with grad_tensors", [a.grad, b.grad])
+        c = T.tensor([1., 2.], requires_grad=True)
+        g1, = T.autograd.grad((c ** 3).sum(), c, create_graph=True)
+        log("double backward", [grad_fn_name(g1), T.autograd.grad(g1.sum(), c)])
+        with T.no_grad():
+            q = b * 2
+        outcome(log, "grad of a no_grad result", lambda: T.autograd.grad(q, b))
+    run_both(program)
