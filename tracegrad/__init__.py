@@ -108,7 +108,7 @@ from ._api.functions import (
     masked_scatter as masked_scatter, masked_select as masked_select, matmul as matmul, max as max, maximum as maximum, mean as mean,
     median as median, meshgrid as meshgrid, min as min, minimum as minimum, mm as mm,
     moveaxis as moveaxis, movedim as movedim, mul as mul, multiply as multiply, mv as mv,
-    nanmean as nanmean, nansum as nansum, narrow as narrow, ne as ne, neg as neg, negative as negative,
+    nanmean as nanmean, nansum as nansum, narrow as narrow, narrow_copy as narrow_copy, ne as ne, neg as neg, negative as negative,
     nonzero as nonzero, norm as norm, not_equal as not_equal, numel as numel, outer as outer,
     permute as permute, pow as pow, prod as prod, quantile as quantile, reciprocal as reciprocal,
     relu as relu, remainder as remainder, repeat_interleave as repeat_interleave, reshape as reshape,
@@ -294,8 +294,7 @@ from ._api.creation import (  # noqa: E402  (typed legacy constructors)
 __version__ = "0.1.0"
 
 
-def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    """Accepted for compatibility; tracegrad prints with torch's default options."""
+from ._tensor.tensor_str import set_printoptions as set_printoptions  # noqa: E402
 
 
 from ._api.threads import (  # noqa: E402

@@ -158,7 +158,10 @@ def cholesky_inverse(input, upper=False, *, out=None):
 @accepts_out(any_dtype=True)
 def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
-    with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch)."""
+    with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch), with
+    torch's deprecation warning."""
+    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
     if get_infos:
         return LUResult(LU, piv, info)

@@ -27,6 +27,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
     lu_solve as lu_solve, matrix_exp as matrix_exp, solve_ex as solve_ex, solve_triangular as solve_triangular,
     vander as vander
 )
+from ._api.promotion import check_same_dtype
 from ._ops import dtypes as _dt
 from ._tensor.factories import eye, zeros as _zeros
 from ._tensor.tensor import Tensor
@@ -316,6 +317,7 @@ def cross(input, other, *, dim=-1, out=None):
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions; got {input.ndim} and "
                            f"{other.ndim}")
+    check_same_dtype("linalg.cross", input, other)
     if input.shape[dim] != 3 or other.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
                            f"Got {input.shape[dim]} and {other.shape[dim]}")

@@ -9,11 +9,13 @@ import math
 
 from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
+from .._ops.registry import OPS
+from ..autograd._dispatch import apply_op
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .complex_api import conj
 from .inplace import copy_
-from .promotion import _SCALAR_NAME
+from .promotion import _SCALAR_NAME, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -134,7 +136,10 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
 @method("addr", function=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """Mirrors ``torch.addr``: ``beta * input + alpha * outer(vec1, vec2)``; input broadcastable
-    to ``(n, m)``. grad_fn: ``AddBackward0`` (torch: ``AddrBackward0``)."""
+    to ``(n, m)``; the three promote to one dtype, as torch. grad_fn: ``AddBackward0`` (torch:
+    ``AddrBackward0``)."""
+    dt = result_dtype(input, vec1, vec2)
+    input, vec1, vec2 = (x if x.dtype is dt else x.to(dt) for x in (input, vec1, vec2))
     return _add_scaled(input, outer(vec1, vec2), beta, alpha, "addr")
 
 
@@ -244,8 +249,8 @@ for _name in INPLACE_FUNCTIONS:
 def unfold(self, dimension, size, step):
     """Mirrors ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
     ``dimension``, ``step`` apart, as a new last dim: ``dimension`` becomes
-    ``(length - size) // step + 1`` long. Differs from torch: a gather (``IndexSelectBackward0``),
-    not a view of self (torch: ``UnfoldBackward0``; writes into it do not reach self).
+    ``(length - size) // step + 1`` long. A view of self (``UnfoldBackward0``), as torch: writes
+    into it reach self, except where windows overlap (``step < size``: RuntimeError, as torch).
     RuntimeError for ``size`` larger than the dim or ``step <= 0``."""
     d = _wrap(dimension, self.ndim)
     length = self.shape[d] if self.ndim else 1
@@ -255,11 +260,8 @@ def unfold(self, dimension, size, step):
         raise RuntimeError(f"step is {step} but must be > 0")
     if self.ndim == 0:
         return reshape(self, 1)
-    n = (length - size) // step + 1
-    idx = (_arange(n) * step).reshape(n, 1) + _arange(size)
-    out = self.index_select(d, idx.reshape(-1))
-    shape = tuple(self.shape[:d]) + (n, size) + tuple(self.shape[d + 1:])
-    return out.reshape(shape).movedim(d + 1, -1)
+    op = OPS["unfold_overlap" if step < size and (length - size) // step > 0 else "unfold"]
+    return apply_op(op, (self,), (("dimension", d), ("size", size), ("step", step)))
 
 
 @method("sum_to_size")

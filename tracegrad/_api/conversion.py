@@ -136,6 +136,16 @@ def stride(self, dim=None):
 
 
 
+@method()
+def storage_offset(self) -> int:
+    """Mirrors ``torch.Tensor.storage_offset()``: the storage position (in elements) of the
+    view's first element, read off the view chain as :func:`stride` is (0 for a tensor that is
+    not a view). Differs from torch: an empty view reports 0 (it has no element to locate)."""
+    if not self._chain:
+        return 0
+    pos = element_positions(self)
+    return int(pos.reshape(-1)[0]) if pos.size else 0
+
 
 # JAX and DLPack interop (tracegrad.func's from_jax/from_dlpack are the other direction)
 @method("jax")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd._dispatch import apply_op
+from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
@@ -13,8 +13,8 @@ from .._tensor.factories import tensor as _new_tensor
 from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
-from .inplace import _inplace_unary
-from .promotion import (_SCALAR_NAME, _Number, _binary, alpha_first, _check_broadcast, _check_operand, _float_dtype,
+from .inplace import _inplace_unary, copy_
+from .promotion import (_SCALAR_NAME, _Number, _binary, check_same_dtype, alpha_first, _check_broadcast, _check_operand, _float_dtype,
                         check_not_two_numbers, check_tensors, result_dtype)
 
 
@@ -27,14 +27,24 @@ def add(self, other, *rest, alpha=None):
     return _binary("add", self, other, None if alpha == 1 else alpha)
 
 
+def check_sub_bool(a, b):
+    """torch refuses a subtraction with any bool operand (a bool tensor or a Python bool)."""
+    def is_bool(v):
+        return isinstance(v, (bool, np.bool_)) or (isinstance(v, Tensor) and v.dtype is _dt.bool_)
+    if is_bool(a) and is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if is_bool(a) or is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 @method("sub", "subtract", function=True)
 def sub(self, other, *rest, alpha=None):
     """Mirrors ``torch.sub(input, other, alpha=1)`` (and the deprecated ``sub(alpha, other)``, with
-    torch's warning). RuntimeError on bool tensors (use logical_xor)."""
+    torch's warning). RuntimeError when an operand is bool (use logical_xor / logical_not)."""
     other, alpha = alpha_first("sub", other, rest, alpha)
-    if isinstance(self, Tensor) and self.dtype is _dt.bool_ and (not isinstance(other, Tensor) or other.dtype is _dt.bool_):
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
+    check_sub_bool(self, other)
     return _binary("sub", self, other, None if alpha == 1 else alpha)
 
 
@@ -42,6 +52,7 @@ def sub(self, other, *rest, alpha=None):
 def rsub(self, other, alpha=None):
     """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
     ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number)."""
+    check_sub_bool(other, self)
     return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, None if alpha == 1 else alpha)
 
 
@@ -125,17 +136,34 @@ def pow(self, exponent):
     _check_operand(exponent, "pow")
     if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
         _check_broadcast(self, exponent)
-    rdt = result_dtype(self, exponent)
-    dt = rdt.np
-    if rdt._cat == 1 and isinstance(self, Tensor):
-        neg = _concrete(exponent)
-        if neg is not None and (neg < 0).any():
-            if not isinstance(exponent, Tensor):
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            return _int_pow_negative(self, exponent)
+    dt = result_dtype(self, exponent).np
+    if check_int_pow(self, exponent):
+        return _int_pow_negative(self, exponent)
     if isinstance(exponent, Tensor):
         return apply_op(OPS["pow_tensor"], (self, exponent), (("dtype", dt),))
     return apply_op(OPS["pow"], (self, exponent), (("dtype", dt),))
+
+
+@method()
+def pow_(self, exponent):
+    """Mirrors ``torch.Tensor.pow_``; an integer self with negative exponents as :func:`pow`."""
+    if check_int_pow(self, exponent):
+        return copy_(self, _int_pow_negative(self, exponent))
+    op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
+    return apply_inplace(op, self, (exponent,), (("dtype", result_dtype(self, exponent).np),))
+
+
+def check_int_pow(base, exponent):
+    """For integer ``base ** exponent``: True when some exponent is negative (the caller takes
+    ``_int_pow_negative``); RuntimeError, as torch, when that exponent is a number."""
+    if result_dtype(base, exponent)._cat != 1:
+        return False
+    neg = _concrete(exponent)
+    if neg is None or not (neg < 0).any():
+        return False
+    if not isinstance(exponent, Tensor):
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return True
 
 
 def _int_pow_negative(base, exponent):
@@ -246,9 +274,14 @@ def _unary(name):
 
     def f(self):
         dt = self._value.dtype
-        if name == "neg" and dt == np.bool_:
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                               "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+        if dt == np.bool_:
+            if name == "neg":
+                raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                                   "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            if name in ("sign", "sgn"):      # torch: a bool's sign is itself
+                return apply_op(OPS["clone"], (self,))
+            if name == "abs":
+                raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'; convert the tensor with .int()")
         if floaty and not (np.issubdtype(dt, np.floating) or dt == _dt.bfloat16.np or np.issubdtype(dt, np.complexfloating)):
             return apply_op(op, (self,), (("dtype", _dt.get_default_dtype().np),))
         return apply_op(op, (self,))
@@ -326,7 +359,9 @@ def where(condition, input=None, other=None):
 
 @method("lerp", function=True)
 def lerp(self, end, weight):
-    """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``."""
+    """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
+    RuntimeError when ``end`` has another dtype (torch does not promote it)."""
+    check_same_dtype("lerp", self, end)
     dt = result_dtype(self, end)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_op(op, (self, end, weight), (("dtype", dt.np),))
@@ -349,8 +384,11 @@ def addcdiv(self, tensor1, tensor2, *, value=1):
 @method("isclose", function=True)
 def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Mirrors ``torch.isclose``: ``|a - b| <= atol + rtol * |b|`` elementwise, on two tensors.
-    RuntimeError for a negative ``rtol``/``atol``."""
+    RuntimeError for a negative ``rtol``/``atol`` or different dtypes (torch does not promote)."""
     check_tensors("isclose", self, other)
+    if self.dtype is not other.dtype:
+        raise RuntimeError(f"{_SCALAR_NAME[self.dtype.name]} did not match {_SCALAR_NAME[other.dtype.name]}: "
+                           "isclose/allclose compare tensors of one dtype; convert one with .to()")
     for name, v in (("rtol", rtol), ("atol", atol)):
         if v < 0:
             raise RuntimeError(f"isclose(): {name} must be greater than or equal to zero, but got {v}")

@@ -9,7 +9,7 @@ from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
 from .out_functions import add_out
-from .promotion import result_dtype
+from .promotion import check_same_dtype, result_dtype
 
 
 @function()
@@ -59,7 +59,9 @@ def broadcast_shapes(*shapes):
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Mirrors ``torch.cdist``: p-norm distances between the rows of ``x1 (*, P, M)`` and ``x2
     (*, R, M)``, shape ``(*, P, R)``. ``compute_mode`` is accepted; tracegrad always takes the
-    direct difference (torch's matrix-product shortcut only changes rounding)."""
+    direct difference (torch's matrix-product shortcut only changes rounding). RuntimeError
+    when the dtypes differ (torch does not promote)."""
+    check_same_dtype("cdist", x1, x2)
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return diff.norm(p=p, dim=-1)
 

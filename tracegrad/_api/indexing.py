@@ -74,8 +74,6 @@ def _parse_key(self, key):
             else:   # bounds in range: the start is a runtime operand (NOTE [dynamic positions])
                 markers.append(("s",) + slice(_idx(k.start), _idx(k.stop), _idx(step)).indices(shp[dim]))
             dim += 1
-        elif isinstance(k, (bool, np.bool_)):
-            raise IndexError("tracegrad: indexing with a Python bool is not supported")
         elif isinstance(k, (int, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating_point and k.dtype is not _dt.bool_):
             i = int(k)
             size = shp[dim]
@@ -96,18 +94,82 @@ def _parse_key(self, key):
             elif k.dtype.is_floating_point:
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             else:
-                v = k._value
-                if not isinstance(v, _JaxTracer) and v.size:
-                    size = shp[dim]
-                    h = np.asarray(v)   # host min/max: no XLA program per index shape
-                    lo, hi = int(h.min()), int(h.max())
-                    if hi >= size or lo < -size:
-                        bad = hi if hi >= size else lo
-                        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+                _check_bounds(k, shp[dim], dim)
                 markers.append(("t",))
                 arrays.append(k)
                 dim += 1
     return tuple(markers), arrays
+
+
+def _check_bounds(index, size, dim):
+    """IndexError for an integer index tensor with a value outside ``[-size, size)`` (XLA would
+    clamp or drop it). One host read of the index, only in eager (a tracer is not checked)."""
+    v = index._value
+    if not isinstance(v, _JaxTracer) and v.size:
+        h = np.asarray(v)   # host min/max: no XLA program per index shape
+        lo, hi = int(h.min()), int(h.max())
+        if hi >= size or lo < -size:
+            bad = hi if hi >= size else lo
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def _is_bool_scalar(k):
+    return isinstance(k, (bool, np.bool_)) or (isinstance(k, Tensor) and k.ndim == 0 and k.dtype is _dt.bool_)
+
+
+def _unsqueeze_bools(self, key):
+    """torch's rule for a Python bool or a 0-d bool tensor in an index: a new size-1 dim at its
+    place, indexed by ``[0]`` when True and by no index at all when False (a 0-long dim), so
+    ``x[True]`` is ``x[None]`` as a copy and ``x[False]`` is empty. Returns ``(self', key')``
+    with those dims added to self and the bools replaced by int64 index tensors."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not builtins.any(_is_bool_scalar(k) for k in items):
+        return self, key
+
+    def dims_used(k):   # how many dims of (the unsqueezed) self an index item consumes
+        if k is None or k is Ellipsis:
+            return 0
+        if isinstance(k, Tensor) and k.dtype is _dt.bool_ and not _is_bool_scalar(k):
+            return k.ndim
+        return 1
+    n_bools = builtins.sum(1 for k in items if _is_bool_scalar(k))
+    ellipsis_dims = self.ndim + n_bools - builtins.sum(dims_used(k) for k in items)
+    out, dim = [], 0
+    for k in items:
+        if _is_bool_scalar(k):
+            self = self.unsqueeze(dim)
+            k = tensor([0] if bool(k) else [], dtype=_dt.int64)
+        dim += ellipsis_dims if k is Ellipsis else dims_used(k)
+        out.append(k)
+    return self, tuple(out)
+
+
+def _check_index_put(self, indices, values, api):
+    """torch's checks of a public ``index_put``/``index_put_`` call (``x[i] = v`` casts ``v``
+    instead): values a Tensor of self's dtype, integer or bool indices, at most one per dim, every
+    index in range (IndexError; XLA would silently drop or clamp it)."""
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{api}(): argument 'values' must be Tensor, not {type(values).__name__}")
+    _check_put_dtype(self, values)
+    dim = 0
+    for i in indices:
+        if i is None:
+            continue
+        if not isinstance(i, Tensor) or i.dtype.is_floating_point or i.dtype.is_complex:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        n = i.ndim if i.dtype is _dt.bool_ else 1
+        if dim + n > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+        if i.dtype is not _dt.bool_:
+            _check_bounds(i, self.shape[dim], dim)
+        dim += n
+
+
+def _check_put_dtype(self, values):
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_CPP_NAME[self.dtype.name]} for the destination and {_CPP_NAME[values.dtype.name]} "
+                           "for the source; convert values with .to(self.dtype)")
 
 
 def _idx(v):
@@ -139,6 +201,7 @@ def getitem(self, key):
     """Mirrors ``Tensor.__getitem__``: ints, slices, None, ..., integer tensors/lists and bool
     masks. Basic keys give views; advanced keys give copies (``IndexBackward0``).
     IndexError for out-of-range indices."""
+    self, key = _unsqueeze_bools(self, key)
     if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     markers, arrays = _parse_key(self, key)
@@ -164,6 +227,7 @@ def _split_basic(markers):
 def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
     advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
+    self, key = _unsqueeze_bools(self, key)
     markers, arrays = _parse_key(self, key)
     full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
     if not arrays:
@@ -178,6 +242,7 @@ def setitem(self, key, value):
             _check_expand(tuple(value.shape), tuple(v.shape))   # torch expands the value first
         copy_(v, value)
         return
+    _check_put_dtype(self, value)   # torch casts only for basic keys (copy_)
     if full:
         index_put_(self, arrays, value, markers=markers)
         return
@@ -196,6 +261,7 @@ def _mask_to_indices(indices):
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
+        _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
@@ -205,7 +271,9 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
 def index_put(self, indices, values, accumulate=False):
     """Mirrors ``torch.index_put``: ``self[indices] = values`` (``+=`` with ``accumulate``) out of
     place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
-    (so it needs concrete values)."""
+    (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
+    float indices, too many indices or an index out of range."""
+    _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
     return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))

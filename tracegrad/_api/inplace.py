@@ -13,7 +13,8 @@ from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
-from .promotion import alpha_first, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
+from .._tensor.convert import check_fits
+from .promotion import _SCALAR_NAME, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -82,16 +83,14 @@ def div_(self, other, *, rounding_mode=None):
     return apply_inplace(OPS["div"], self, (other,), st)
 
 
-@method()
-def pow_(self, exponent):
-    op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
-    return apply_inplace(op, self, (exponent,), (("dtype", result_dtype(self, exponent).np),))
-
-
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
+    dt = result_dtype(self, *(v for v in (min, max) if v is not None))
+    if not _dt.can_cast(dt, self.dtype):
+        raise RuntimeError(f"clamp_: result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
+                           f"{_SCALAR_NAME[self.dtype.name]}; use clamp (out of place) or bounds of self's dtype")
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_inplace(op, self, (min, max), (("dtype", self._value.dtype),))
 
@@ -135,6 +134,8 @@ def fill_(self, value):
         if value.ndim:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
         return apply_inplace(OPS["fill_tensor"], self, (value,))
+    if self.dtype._cat == 1 and not isinstance(value, (bool, np.bool_)):
+        check_fits(np.asarray(value), self.dtype, "fill_")   # torch refuses a value the dtype cannot hold
     return apply_inplace(OPS["fill"], self, (value,))
 
 
@@ -204,6 +205,7 @@ def addcdiv_(self, tensor1, tensor2, *, value=1):
 
 @method()
 def lerp_(self, end, weight):
+    check_same_dtype("lerp_", self, end)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 

@@ -7,7 +7,7 @@ from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul
-from .promotion import _CPP_NAME, result_dtype
+from .promotion import _CPP_NAME
 from .shape import unsqueeze
 
 
@@ -97,8 +97,11 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
     if mat1.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     self, mat1, mat2 = _autocast.cast("lower", "addmm", self, mat1, mat2)
-    dt = result_dtype(mat1, mat2)
-    return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), (("dtype", dt.np),))
+    if isinstance(self, Tensor) and self.dtype is not mat2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_CPP_NAME[self.dtype.name]} and "
+                           f"{_CPP_NAME[mat2.dtype.name]}; convert them to one dtype (nn.Linear: cast the input "
+                           "or the module)")
+    return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), _mm_dtype(mat1, mat2, "addmm"))
 
 
 @method("outer", "ger", function=True)
@@ -116,6 +119,10 @@ def einsum(equation, *operands):
     """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    for t in operands[1:]:   # torch contracts in one dtype and does not promote
+        if isinstance(t, Tensor) and isinstance(operands[0], Tensor) and t.dtype is not operands[0].dtype:
+            raise RuntimeError(f"einsum(): expected scalar type {_CPP_NAME[operands[0].dtype.name]} but found "
+                               f"{_CPP_NAME[t.dtype.name]}; convert the operands to one dtype")
     return apply_op(OPS["einsum"], operands, (("equation", equation.replace(" ", "")),))
 
 

@@ -52,10 +52,18 @@ def _tup(v, n, name="argument"):
     return (int(v),) * n
 
 
-def _check_norm_dtype(input, weight, kernel, api):
-    """torch's errors for normalising integer input: a float weight beside it is a mixed-dtype
+def _check_norm_dtype(input, weight, kernel, api, *params):
+    """torch's dtype rules for normalisation: weight and the other ``params`` (bias, running
+    stats) share the input's dtype, except float32 parameters beside float16/bfloat16 input
+    (RuntimeError, no promotion). For integer input, a float weight beside it is a mixed-dtype
     RuntimeError, otherwise the kernel is NotImplementedError for that dtype."""
     if input.dtype.is_floating_point or input.dtype.is_complex:
+        half = input.dtype.name in ("float16", "bfloat16")
+        for p in (weight,) + params:
+            if p is not None and p.dtype is not input.dtype and not (half and p.dtype.name == "float32"):
+                raise RuntimeError(f"{api}: mixed dtype (CPU): expect parameter to have scalar type of "
+                                   f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
+                                   "convert the parameters or the input to one dtype")
         return
     if weight is not None and weight.dtype is not input.dtype:
         raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
@@ -95,11 +103,12 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
             pads = ((0, 0),) * nd
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions; give the padding as "
+                                   "ints (the module constructor raises ValueError, as torch)")
             tot = [d * (k - 1) for d, k in zip(dilation, ks)]
             pads = tuple((t // 2, t - t // 2) for t in tot)
         else:
-            raise ValueError(f"Invalid padding string {padding!r}, should be one of ['valid', 'same']")
+            raise RuntimeError(f"Invalid padding string: {padding!r}, should be one of 'valid', 'same'")
     else:
         pads = tuple((p, p) for p in _tup(padding, nd, "padding"))
         if any(p < 0 for p, _ in pads):
@@ -314,7 +323,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     ``running_mean``/``running_var`` in place (unbiased variance, ``momentum``; a cumulative
     average is the caller's job). RuntimeError (torch: ValueError) on a batch of one value per
     channel in training."""
-    _check_norm_dtype(input, weight, "batch_norm", "batch_norm")
+    _check_norm_dtype(input, weight, "batch_norm", "batch_norm", bias, running_mean, running_var)
     if training:
         n = verify_batch_size(input)
     # training reads batch statistics only: running stats stay out of the op (and its saved set),
@@ -332,7 +341,7 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
     grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs."""
-    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm")
+    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm", bias)
     ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
@@ -343,7 +352,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``.
     grad_fn ``NativeGroupNormBackward0``."""
-    _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm")
+    _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm", bias)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     if input.shape[1] % num_groups:

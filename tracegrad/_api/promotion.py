@@ -37,6 +37,15 @@ _CPP_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "b
              "complex128": "c10::complex<double>"}
 
 
+def check_same_dtype(api, first, *others):
+    """RuntimeError, as torch's kernels that compute in one dtype and do not promote (lerp's
+    ``end``, cdist, cross, a loss's weight): every Tensor among ``others`` has ``first``'s dtype."""
+    for t in others:
+        if isinstance(t, Tensor) and t.dtype is not first.dtype:
+            raise RuntimeError(f"{api}: expected scalar type {_SCALAR_NAME[first.dtype.name]} but found "
+                               f"{_SCALAR_NAME[t.dtype.name]}; convert the tensors to one dtype with .to()")
+
+
 def _check_operand(x, name):
     if not isinstance(x, (Tensor,) + _Number) and x is not None:
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")

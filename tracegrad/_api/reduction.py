@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import warnings
 
 import numpy as np
 
@@ -120,39 +121,45 @@ def _check_var_dtype(self):
                            "input with .float() first")
 
 
-def _var_static(self, dim, unbiased, keepdim, correction):
+def _var_static(api, self, dim, unbiased, keepdim, correction):
     """Static arguments of the var/std family; ``var(x, True)`` is torch's legacy
-    ``var(input, unbiased)`` overload, so a bool in the dim slot is ``unbiased``."""
+    ``var(input, unbiased)`` overload, so a bool in the dim slot is ``unbiased``. Warns, as
+    torch, when the correction leaves no degrees of freedom (the result is inf or nan)."""
     _check_var_dtype(self)
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    return (("dim", _dims(dim, self.ndim)), ("correction", _correction(correction, unbiased)), ("keepdim", keepdim))
+    dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased)
+    n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
+    if n - corr <= 0:
+        warnings.warn(f"{api}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return (("dim", dims), ("correction", corr), ("keepdim", keepdim))
 
 
 @method(function=True)
 def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
-    return apply_op(OPS["var"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
+    return apply_op(OPS["var"], (self,), _var_static("var", self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
 def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std(input, dim=None, *, correction=1, keepdim=False)``. RuntimeError for
     integer inputs."""
-    return apply_op(OPS["std"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
+    return apply_op(OPS["std"], (self,), _var_static("std", self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
 def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.var_mean``: a tuple ``(var, mean)``."""
-    return apply_op(OPS["var_mean"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
+    return apply_op(OPS["var_mean"], (self,), _var_static("var_mean", self, dim, unbiased, keepdim, correction))
 
 
 @method(function=True)
 def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Mirrors ``torch.std_mean``: a tuple ``(std, mean)``. Autograd: ``StdMeanBackward0``."""
-    return apply_op(OPS["std_mean"], (self,), _var_static(self, dim, unbiased, keepdim, correction))
+    return apply_op(OPS["std_mean"], (self,), _var_static("std_mean", self, dim, unbiased, keepdim, correction))
 
 
 def _minmax(kind):
@@ -164,6 +171,8 @@ def _minmax(kind):
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
             return apply_op(OPS[f"{kind}_all"], (self,))
         d = _wrap_dim(dim, self.ndim)
+        if self.ndim and self.shape[d] == 0:
+            raise IndexError(f"{kind}(): Expected reduction dim {d} to have non-zero size.")
         v, i = apply_op(OPS[f"{kind}_dim"], (self,), (("dim", d), ("keepdim", keepdim)))
         return getattr(return_types, kind)(v, i)
     f.__name__ = kind
@@ -241,7 +250,11 @@ def log_softmax(self, dim, dtype=None):
 @method(function=True)
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)`` for vector norms
-    (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``."""
+    (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``.
+    RuntimeError for an integer or bool input (torch takes floating or complex only)."""
+    if not (self.dtype.is_floating_point or self.dtype.is_complex):
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{self.dtype}; convert it with .float()")
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":

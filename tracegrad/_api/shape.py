@@ -3,6 +3,7 @@ flip/roll, tril/triu/diag, cat/stack, and the ``T``/``mT``/``H`` properties."""
 from __future__ import annotations
 
 import builtins
+import warnings
 
 from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
@@ -244,6 +245,16 @@ def narrow(self, dim, start, length):
 
 
 @method(function=True)
+def narrow_copy(self, dim, start, length):
+    """Mirrors ``torch.narrow_copy``: :func:`narrow` as a new tensor (not a view).
+    Autograd: ``NarrowCopyBackward0``. Errors as :func:`narrow`."""
+    narrow(self.detach(), dim, start, length)   # narrow's checks of the range
+    d = _wrap_dim(dim, self.ndim)
+    start = int(start) + (self.shape[d] if int(start) < 0 else 0)
+    return apply_op(OPS["narrow_copy"], (self,), (("dim", d), ("start", start), ("length", int(length))))
+
+
+@method(function=True)
 def select(self, dim, index):
     """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
     d = _wrap_dim(dim, self.ndim)
@@ -479,7 +490,23 @@ def vstack(tensors):
     return cat([t_ if t_.ndim > 1 else t_.reshape(1, -1) for t_ in _stack_list(tensors, "vstack")], 0)
 
 
-prop("T")(lambda self: permute(self, tuple(reversed(range(self.ndim)))))
+_WARNED_T = set()   # torch warns once per process about each misuse of ``.T``
+
+
+@prop("T")
+def _t_property(self):
+    """Mirrors ``Tensor.T``: the dims reversed; torch's one-time UserWarning for other than 2 dims."""
+    if self.ndim != 2:
+        kind = "0-d" if self.ndim == 0 else "n-d"
+        if kind not in _WARNED_T:
+            _WARNED_T.add(kind)
+            warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+                          if self.ndim == 0 else
+                          "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                          "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                          "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                          "tensor.", UserWarning, stacklevel=2)
+    return permute(self, tuple(reversed(range(self.ndim))))
 prop("mT")(lambda self: transpose(self, -2, -1))
 prop("H")(lambda self: permute(self, (1, 0)))
 

@@ -172,8 +172,15 @@ def _bshape(x, v):
     return v.reshape((1, -1) + (1,) * (x.ndim - 2))
 
 
+def _upcast(x):
+    """torch's norm kernels compute float16/bfloat16 input in float32 (with float32 or
+    same-dtype parameters); the caller casts the output back to the input's dtype."""
+    return x.astype(jnp.float32) if x.dtype in (jnp.float16, jnp.bfloat16) else x
+
+
 def _batch_norm(x, w, b, rm, rv, *, training, eps):
     """(output, batch mean, biased batch variance); in eval mode the statistics are rm/rv."""
+    dt, x = x.dtype, _upcast(x)
     if training:
         axes = (0,) + tuple(range(2, x.ndim))
         mean = jnp.mean(x, axis=axes)
@@ -185,7 +192,7 @@ def _batch_norm(x, w, b, rm, rv, *, training, eps):
         y = y * _bshape(x, w)
     if b is not None:
         y = y + _bshape(x, b)
-    return y, mean, var
+    return y.astype(dt), mean, var
 
 
 defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "running_mean", "running_var"),
@@ -194,6 +201,7 @@ defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "runnin
 
 
 def _layer_norm(x, w, b, *, n, eps):
+    dt, x = x.dtype, _upcast(x)
     axes = tuple(range(x.ndim - n, x.ndim))
     mean = jnp.mean(x, axis=axes, keepdims=True)
     var = jnp.mean(jnp.square(x - mean), axis=axes, keepdims=True)
@@ -202,7 +210,7 @@ def _layer_norm(x, w, b, *, n, eps):
         y = y * w
     if b is not None:
         y = y + b
-    return y
+    return y.astype(dt)
 
 
 defop("native_layer_norm", _layer_norm, args=("input", "weight", "bias"), grad_fn="NativeLayerNormBackward0",
@@ -210,6 +218,7 @@ defop("native_layer_norm", _layer_norm, args=("input", "weight", "bias"), grad_f
 
 
 def _group_norm(x, w, b, *, groups, eps):
+    dt, x = x.dtype, _upcast(x)
     n, c = x.shape[:2]
     xg = x.reshape((n, groups, -1))
     mean = jnp.mean(xg, axis=-1, keepdims=True)
@@ -219,7 +228,7 @@ def _group_norm(x, w, b, *, groups, eps):
         y = y * _bshape(x, w)
     if b is not None:
         y = y + _bshape(x, b)
-    return y
+    return y.astype(dt)
 
 
 defop("native_group_norm", _group_norm, args=("input", "weight", "bias"), grad_fn="NativeGroupNormBackward0",

@@ -55,6 +55,30 @@ def _digamma_jvp(primals, tangents):
     return _digamma(x), _polygamma_n(x, 1) * t
 
 
+# NOTE [erfcx underflow]: jax.scipy.special.erfcx switches to its asymptotic series only where
+# exp(x^2) would overflow (x > 26.64 in float64, 9.4 in float32); just below, erfc(x) is a
+# subnormal that XLA's CPU flushes to zero, so exp(x^2) * erfc(x) gave 0 for x in (26.55, 26.64)
+# (float64) and (9.19, 9.4) (float32) where torch gives 0.0212 / 0.0606. The series (with its
+# terms' sizes at the switch point well under the dtype's epsilon) takes over earlier here.
+_ERFCX_SWITCH = {jnp.dtype(jnp.float64): (26.0, 9), jnp.dtype(jnp.float32): (9.0, 5)}
+
+
+def _erfcx(x):
+    if x.dtype not in _ERFCX_SWITCH:            # half precision: computed in float32
+        return _erfcx(x.astype(jnp.float32)).astype(x.dtype) if jnp.issubdtype(x.dtype, jnp.floating) else jss.erfcx(x)
+    switch, nterms = _ERFCX_SWITCH[x.dtype]
+    large = x > switch
+    safe = jnp.where(large, 1.0, x).astype(x.dtype)   # no overflow (nor its NaN gradient) off the branch
+    direct = jnp.exp(safe * safe) * jss.erfc(safe)
+    big = jnp.where(large, x, switch + 1.0).astype(x.dtype)
+    inv2 = 1.0 / (2.0 * big * big)
+    term, series = jnp.ones_like(big), jnp.ones_like(big)
+    for k in range(1, nterms + 1):            # sum_k (-1)^k (2k-1)!! / (2 x^2)^k
+        term = -term * (2 * k - 1) * inv2
+        series = series + term
+    return jnp.where(large, series / (big * jnp.sqrt(jnp.pi).astype(x.dtype)), direct)
+
+
 _UNARY = [
     # name, jax fn, torch grad_fn
     ("lgamma", jss.gammaln, "LgammaBackward0"),
@@ -66,7 +90,7 @@ _UNARY = [
     ("i1e", jss.i1e, "SpecialI1EBackward0"),
     ("ndtri", jss.ndtri, "SpecialNdtriBackward0"),
     ("log_ndtr", jss.log_ndtr, "SpecialLogNdtrBackward0"),
-    ("erfcx", jss.erfcx, "SpecialErfcxBackward0"),
+    ("erfcx", _erfcx, "SpecialErfcxBackward0"),   # NOTE [erfcx underflow]
 ]
 for _name, _fn, _gf in _UNARY:
     defop(_name, _u(_fn), grad_fn=_gf, saves=("self",))

@@ -9,6 +9,7 @@ so the conversion recognises tensors nested in its data (``[t1, t2]``) without i
 from __future__ import annotations
 
 import collections.abc
+import functools
 import numbers
 
 import jax
@@ -52,19 +53,31 @@ def plain_sequences(data):
     return data
 
 
+def _one_element(t):
+    """A tensor nested in a list is one number to torch (``item()``): ValueError unless it has one."""
+    if int(np.prod(t._value.shape)) != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars (a tensor nested "
+                         "in a list is read as a number; use tracegrad.stack for tensors)")
+
+
 def infer_dtype(data):
-    """torch's rule for nested Python data: bool < int < float < complex, floats -> default.
+    """torch's rule for nested Python data: the promotion (``promote_types``) of every leaf's
+    dtype, where a Python bool is bool, an int int64, a float the default dtype, a complex its
+    complex partner, and a numpy scalar or array, or a one-element tensor, its own dtype.
     Returns ``(dtype, big)``: ``big`` is True when a Python int lies outside int64."""
     kinds = set()
     big = [False]
 
     def walk(x):
         if isinstance(x, TensorBase):
+            _one_element(x)
             kinds.add(x.dtype)
         elif isinstance(x, (list, tuple, range)):
             for e in x:
                 walk(e)
-        elif isinstance(x, (bool, np.bool_)):
+        elif isinstance(x, (np.ndarray, np.generic)):   # before the Python types: np.float64 is a float
+            kinds.add(_dt.from_numpy_dtype(x.dtype))
+        elif isinstance(x, bool):
             kinds.add(_dt.bool_)
         elif isinstance(x, (numbers.Integral,)):
             kinds.add(_dt.int64)
@@ -73,9 +86,7 @@ def infer_dtype(data):
         elif isinstance(x, numbers.Real):
             kinds.add(_dt.get_default_dtype())
         elif isinstance(x, numbers.Complex):
-            kinds.add(_dt.complex64)
-        elif isinstance(x, np.ndarray):
-            kinds.add(_dt.from_numpy_dtype(x.dtype))
+            kinds.add(_dt.complex128 if _dt.get_default_dtype() is _dt.float64 else _dt.complex64)
         elif isinstance(x, (str, bytes)):
             raise TypeError(f"tensor(): new(): invalid data type '{type(x).__name__}'")
         else:
@@ -83,7 +94,7 @@ def infer_dtype(data):
     walk(data)
     if not kinds:
         return _dt.get_default_dtype(), big[0]
-    return max(kinds, key=lambda d: (d._cat, d.itemsize)), big[0]
+    return functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name)), big[0]
 
 
 def int_bounds(d):
@@ -109,13 +120,21 @@ def check_fits(arr, d, api):
                            f"(values span [{amin}, {amax}], {d.name} holds [{lo}, {hi}])")
 
 
+def _number_of(t):
+    """A one-element tensor as a 0-d numpy array numpy can combine with others (bfloat16 is
+    widened to float32: numpy has no common type for it and float16)."""
+    a = np.asarray(t._value).reshape(())
+    return a.astype(np.float32) if a.dtype == _dt.bfloat16.np else a
+
+
 def to_numpy(data):
     """Nested lists/tuples of numbers and tensors (or one tensor, or array-like) -> numpy array."""
     if isinstance(data, TensorBase):
         return np.asarray(data._value)
     if isinstance(data, (list, tuple)):
-        if any(isinstance(e, TensorBase) for e in data):
-            return np.stack([to_numpy(e) for e in data]) if data else np.zeros((0,))
+        if any(isinstance(e, TensorBase) for e in data):   # each one number (``_one_element``)
+            return np.stack([_number_of(e) if isinstance(e, TensorBase) else to_numpy(e)
+                             for e in data]) if data else np.zeros((0,))
         return np.array([to_numpy(e) if isinstance(e, (list, tuple, TensorBase)) else e for e in data]) if data else np.zeros((0,))
     return np.asarray(data)
 

@@ -49,7 +49,12 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Mirrors ``torch.tensor``: always copies ``data`` (nested lists/tuples of numbers or 0-d
     tensors, numpy arrays, tensors). TypeError for data it cannot read; RuntimeError when
-    ``requires_grad=True`` with a non-floating dtype."""
+    ``requires_grad=True`` with a non-floating dtype. A tensor ``data`` is copied without its
+    history, with torch's UserWarning recommending ``detach().clone()``."""
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                      "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=3)
     arr, d = to_array(data, dtype)
     return _finish(arr, d, device, requires_grad)
 

@@ -168,6 +168,18 @@ class Size(tuple):
         r = tuple.__getitem__(self, i)
         return Size(r) if isinstance(i, slice) else r
 
+    # as torch.Size: concatenation and repetition stay Sizes, from either side
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other))) if isinstance(other, tuple) else NotImplemented
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n)) if isinstance(n, int) else NotImplemented
+
+    __rmul__ = __mul__
+
 
 class Tensor(TensorBase):
     """Mirrors ``torch.Tensor``: an n-dimensional array on a JAX device with autograd state.
@@ -492,6 +504,9 @@ class Tensor(TensorBase):
     def __float__(self):
         if self._value.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self.requires_grad:
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                          "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())
 
     def __int__(self):

@@ -1,108 +1,150 @@
 """``repr`` of tensors in torch's format: ``tensor([1., 2.], requires_grad=True)``.
 
-Floats print with 4 decimals (or as ``1.`` when all are integral, or in scientific notation
-when the range is wide), columns right-aligned, rows wrapped like torch; more than 1000
-elements are summarised with ``...`` keeping 3 items per edge.
+One column format serves every element of a tensor (complex: one for the real parts, one for
+the imaginary parts). It is chosen from the nonzero finite values, as torch does: integral
+values print as ``1.``, others with ``precision`` decimals, and scientific notation when the
+magnitudes span more than a factor 1000, exceed 1e8 or (non-integral) go below 1e-4. Values
+are right-aligned to the widest of those values, so ``inf``/``nan`` do not widen the column.
+More than ``threshold`` elements are summarised with ``...``, keeping ``edgeitems`` per edge;
+rows wrap at ``linewidth``. ``set_printoptions`` changes these settings (``_state.PRINT_OPTS``).
 """
 from __future__ import annotations
+
+import math
 
 import jax
 import numpy as np
 
+from .. import _state
 from .._ops import dtypes as _dt
 
-_DEFAULT_SHOWN = ("float32", "complex64", "int64", "bool")
 _JaxTracer = jax.core.Tracer
+_OPTS = _state.PRINT_OPTS
+_PROFILES = {
+    "default": {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80},
+    "short": {"precision": 2, "threshold": 1000, "edgeitems": 2, "linewidth": 80},
+    "full": {"precision": 4, "threshold": math.inf, "edgeitems": 3, "linewidth": 80},
+}
 
 
-def _formatter(values, dtype):
-    if dtype.is_floating_point:
-        finite = values[np.isfinite(values)]
-        if finite.size == 0:
-            return lambda v: _special(v) or f"{v:.4f}"
-        a = np.abs(finite.astype(np.float64))
-        nz = a[a != 0]
-        # torch's _Formatter: integral values print as "1." unless the range is wide
-        if np.all(finite == np.round(finite)):
-            if nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8):
-                return lambda v: _special(v) or f"{v:.4e}"
-            return lambda v: _special(v) or f"{v:.0f}."
-        if nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8 or nz.min() < 1e-4):
-            return lambda v: _special(v) or f"{v:.4e}"
-        return lambda v: _special(v) or f"{v:.4f}"
-    if dtype is _dt.bool_:
-        return lambda v: "True" if v else "False"
-    return lambda v: str(int(v))
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """Mirrors ``torch.set_printoptions``: how ``repr`` prints tensors from now on.
+
+    Args: precision (decimals, default 4); threshold (element count above which a tensor is
+    summarised, default 1000); edgeitems (items kept per edge when summarised, default 3);
+    linewidth (characters per line, default 80); profile (``'default'``, ``'short'`` or
+    ``'full'``: sets the four above first); sci_mode (True/False forces scientific notation
+    on/off, None lets each tensor choose). As torch, every call sets ``sci_mode`` (to None when
+    not given) and an unknown profile name changes nothing."""
+    if profile in _PROFILES:
+        _OPTS.update(_PROFILES[profile])
+    for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
+                       ("linewidth", linewidth)):
+        if value is not None:
+            _OPTS[key] = value
+    _OPTS["sci_mode"] = sci_mode
 
 
-def _complex_formatter(sample, dtype):
-    """torch's complex format: the real and imaginary parts each get the float formatter of
-    all real (imaginary) parts; the real part is right-aligned, the imaginary part follows
-    with its sign and ``j`` (``1.+2.j``). Returns (format, element width, per-line width)."""
-    real_dt = dtype.to_real()
-    re = np.real(sample).astype(np.float64)
-    im = np.imag(sample).astype(np.float64)
-    fr, fi = _formatter(re, real_dt), _formatter(im, real_dt)
-    # torch's widths count the nonzero finite values only
-    wr = max((len(fr(v)) for v in re.ravel() if v != 0 and np.isfinite(v)), default=0)
-    wi = max((len(fi(v)) for v in im.ravel() if v != 0 and np.isfinite(v)), default=0)
+class _Column:
+    """The format shared by all elements of one (real) array: ``width`` and ``format(v)``."""
 
-    def fmt(v):
-        v = complex(v)
-        imag = fi(v.imag)
-        if not imag.startswith("-") and not imag.startswith("+"):
-            imag = "+" + imag
-        return fr(v.real).rjust(wr) + imag + "j"
-    return fmt, 0, wr + wi + 1
+    def __init__(self, values, floating):
+        self.floating, self.int_mode, self.sci = floating, True, False
+        prec = self.prec = _OPTS["precision"]
+        flat = values.ravel()
+        if not floating:
+            self.width = max((len(_plain(v)) for v in flat.tolist()), default=1)
+            return
+        self.width = 1
+        shown = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
+        if shown.size:
+            mag = np.abs(shown)
+            lo, hi = float(mag.min()), float(mag.max())
+            self.int_mode = bool(np.all(shown == np.ceil(shown)))
+            self.sci = hi / lo > 1000.0 or hi > 1e8 or (not self.int_mode and lo < 1e-4)
+            if self.sci:
+                texts = [f"{v:.{prec}e}" for v in shown.tolist()]
+            elif self.int_mode:
+                texts = [f"{v:.0f}." for v in shown.tolist()]
+            else:
+                texts = [f"{v:.{prec}f}" for v in shown.tolist()]
+            self.width = max(len(t) for t in texts)
+        if _OPTS["sci_mode"] is not None:
+            self.sci = _OPTS["sci_mode"]
+
+    def format(self, v) -> str:
+        if not self.floating:
+            s = _plain(v)
+        elif self.sci:
+            s = f"{v:.{self.prec}e}"
+        elif self.int_mode:
+            s = f"{v:.0f}" + ("." if math.isfinite(v) else "")
+        else:
+            s = f"{v:.{self.prec}f}"
+        return s.rjust(self.width)
 
 
-def _special(v):
-    if np.isnan(v):
-        return "nan"
-    if np.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return None
+def _plain(v) -> str:
+    return ("True" if v else "False") if isinstance(v, bool) else str(v)
 
 
-def _summarize(arr, edge=3):
-    if arr.ndim == 0 or arr.shape[0] <= 2 * edge:
-        return arr
-    return np.concatenate([arr[:edge], arr[-edge:]])
+class _Formats:
+    """How to print one element: a real column, or a real and an imaginary column."""
+
+    def __init__(self, sample, dtype):
+        if dtype.is_complex:
+            self.re, self.im = _Column(np.real(sample), True), _Column(np.imag(sample), True)
+            self.width = self.re.width + self.im.width + 3   # ", " between items and the "j"
+        else:
+            self.re, self.im = _Column(sample, dtype.is_floating_point), None
+            self.width = self.re.width + 2
+
+    def element(self, v) -> str:
+        if self.im is None:
+            return self.re.format(v)
+        imag = (self.im.format(v.imag) + "j").lstrip()
+        return self.re.format(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
+def _edges(arr, edge):
+    """The elements a summarised print shows: ``edge`` items at each end of every dim."""
+    for ax in range(arr.ndim):
+        n = arr.shape[ax]
+        if n > 2 * edge:
+            arr = np.take(arr, np.r_[0:edge, n - edge:n], axis=ax)
+    return arr
 
 
 def format_array(arr, dtype, indent):
-    summarize = arr.size > 1000
-    sample = arr
-    if summarize:
-        sample = arr
-        for ax in range(arr.ndim):
-            idx = np.r_[0:min(3, arr.shape[ax]), max(arr.shape[ax] - 3, 0):arr.shape[ax]] if arr.shape[ax] > 6 else np.arange(arr.shape[ax])
-            sample = np.take(sample, idx, axis=ax)
-    if dtype.is_complex:
-        fmt, width, per_width = _complex_formatter(sample, dtype)
-    else:
-        fmt = _formatter(sample.astype(np.float64) if dtype.is_floating_point else sample, dtype)
-        flat = [fmt(v) for v in sample.ravel()]
-        width = per_width = max((len(s) for s in flat), default=0)
+    """The bracketed body of a tensor's repr (``[1., 2.]``), ``indent`` columns after the prefix."""
+    summarize = arr.size > _OPTS["threshold"]
+    edge = _OPTS["edgeitems"]
+    fmt = _Formats(_edges(arr, edge) if summarize else arr, dtype)
 
     def rec(a, ind):
-        if a.ndim == 0:
-            return fmt(a.item()).rjust(width)
         n = a.shape[0]
+        cut = summarize and n > 2 * edge
         if a.ndim == 1:
-            items = [fmt(v).rjust(width) for v in (a[:3].tolist() + a[-3:].tolist() if summarize and n > 6 else a.tolist())]
-            if summarize and n > 6:
-                items = items[:3] + [" ..."] + items[3:]   # torch's literal, not padded
-            per_line = max(1, (80 - ind) // (per_width + 2))
+            vals = a[:edge].tolist() + a[n - edge:].tolist() if cut else a.tolist()
+            items = [fmt.element(v) for v in vals]
+            if cut:
+                items = items[:edge] + [" ..."] + items[edge:]   # torch's literal, not padded
+            per_line = max(1, int((_OPTS["linewidth"] - ind) // fmt.width))
             lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
             return "[" + (",\n" + " " * (ind + 1)).join(lines) + "]"
-        rows = list(range(n))
-        if summarize and n > 6:
-            rows = [0, 1, 2, None, n - 3, n - 2, n - 1]
+        rows = list(range(edge)) + [None] + list(range(n - edge, n)) if cut else range(n)
         parts = ["..." if r is None else rec(a[r], ind + 1) for r in rows]
-        sep = "," + "\n" * (a.ndim - 1) + " " * (ind + 1)
-        return "[" + sep.join(parts) + "]"
+        return "[" + ("," + "\n" * (a.ndim - 1) + " " * (ind + 1)).join(parts) + "]"
+    if arr.ndim == 0:
+        return fmt.element(arr.item())
     return rec(arr, indent)
+
+
+def _shows_dtype(dtype) -> bool:
+    """torch leaves the dtype out for the default float dtype, its complex partner, int64 and bool."""
+    default = _state.DEFAULT_DTYPE[0]
+    complex_default = _dt.complex128 if default is _dt.float64 else _dt.complex64
+    return dtype not in (default, complex_default, _dt.int64, _dt.bool_)
 
 
 def tensor_repr(t, prefix="tensor("):
@@ -111,21 +153,25 @@ def tensor_repr(t, prefix="tensor("):
     v = t._value
     dtype = t.dtype
     suffixes = []
-    if isinstance(v, _JaxTracer):
-        body = f"<traced {tuple(v.shape)}>"
-    else:
-        arr = np.asarray(v)
-        if arr.dtype == _dt.bfloat16.np:
-            arr = arr.astype(np.float32)
-        if arr.size == 0 and arr.ndim != 1:
-            body = "[]"
-            suffixes.append(f"size={tuple(arr.shape)}")
-        else:
-            body = format_array(arr, dtype, len(prefix))
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    if dtype.name not in _DEFAULT_SHOWN or (arr.size == 0 if not isinstance(v, _JaxTracer) else False) and dtype.name != "float32":
-        suffixes.append(f"dtype={dtype!r}")
+    if isinstance(v, _JaxTracer):
+        body = f"<traced {tuple(v.shape)}>"
+        if _shows_dtype(dtype):
+            suffixes.append(f"dtype={dtype!r}")
+    elif v.size == 0:
+        body = "[]"
+        if v.ndim != 1:
+            suffixes.append(f"size={tuple(v.shape)}")
+        if dtype is not _state.DEFAULT_DTYPE[0]:   # no element tells the dtype: torch names it
+            suffixes.append(f"dtype={dtype!r}")
+    else:
+        arr = np.asarray(v)
+        if arr.dtype == _dt.bfloat16.np or arr.dtype == np.float16:
+            arr = arr.astype(np.float32)   # torch prints half precision through float
+        body = format_array(arr, dtype, len(prefix))
+        if _shows_dtype(dtype):
+            suffixes.append(f"dtype={dtype!r}")
     gf = t.grad_fn
     if gf is not None:
         suffixes.append(f"grad_fn=<{type(gf).__name__}>")
@@ -137,9 +183,10 @@ def tensor_repr(t, prefix="tensor("):
     return join_suffixes(prefix + body, suffixes, len(prefix))
 
 
-def join_suffixes(text, suffixes, indent, linewidth=80):
+def join_suffixes(text, suffixes, indent, linewidth=None):
     """Appends ``, suffix`` items as torch's repr does: an item that would take the current last
-    line past ``linewidth`` goes on a new line indented by ``indent``."""
+    line past ``linewidth`` (the print option by default) goes on a new line indented by ``indent``."""
+    linewidth = _OPTS["linewidth"] if linewidth is None else linewidth
     out = [text]
     line = len(text) - text.rfind("\n") + 1   # torch's count (one more than the visible length)
     for s in suffixes:

@@ -128,6 +128,9 @@ def prelu(input, weight):
     Differs from torch: grad_fn is the composite's (torch: ``PreluKernelBackward0``)."""
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype} and {weight.dtype}; "
+                           "convert the weight or the input")
     n = weight.numel()
     if n != 1:
         channels = input.shape[1] if input.dim() >= 2 else 1
@@ -190,8 +193,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     eps = tracegrad.finfo(x.dtype).eps if eps is None else eps
     dims = tuple(range(input.dim() - k, input.dim()))
     out = x * (x.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
-    out = out.to(input.dtype) if low else out
-    return out * weight if weight is not None else out
+    if weight is not None:
+        out = out * weight
+    # as torch: the weight is applied in the computation dtype, the result has input's dtype
+    return out.to(input.dtype) if out.dtype is not input.dtype else out
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):

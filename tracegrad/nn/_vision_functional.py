@@ -3,6 +3,8 @@ resampling, pixel shuffle, unfold/fold, 3-D pooling, instance norm, distances, g
 embedding bags. Written on tracegrad's public API and the ``tracegrad._api.vision_functions`` layer."""
 from __future__ import annotations
 
+import warnings
+
 import tracegrad
 from tracegrad._api import nn_functions as _F
 from tracegrad._api import vision_functions as _V
@@ -19,18 +21,28 @@ affine_grid, grid_sample = _V.affine_grid, _V.grid_sample
 pairwise_distance = _V.pairwise_distance
 
 
+def _warn_upsample(name):
+    spelled = f"`nn.functional.{name}`" if name != "upsample" else "`nn.functional.upsample`"
+    warnings.warn(f"{spelled} is deprecated. Use `nn.functional.interpolate` instead.", UserWarning, stacklevel=3)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Mirrors the deprecated ``torch.nn.functional.upsample`` (same as :func:`interpolate`)."""
+    """Mirrors the deprecated ``torch.nn.functional.upsample`` (same as :func:`interpolate`, with
+    torch's deprecation warning)."""
+    _warn_upsample("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """Mirrors ``torch.nn.functional.upsample_nearest``."""
+    """Mirrors ``torch.nn.functional.upsample_nearest`` (deprecated, with torch's warning)."""
+    _warn_upsample("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """Mirrors ``torch.nn.functional.upsample_bilinear`` (``align_corners=True``, as torch)."""
+    """Mirrors ``torch.nn.functional.upsample_bilinear`` (``align_corners=True``, as torch;
+    deprecated, with torch's warning)."""
+    _warn_upsample("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

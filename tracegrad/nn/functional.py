@@ -16,6 +16,7 @@ from tracegrad._tensor.out import accepts_out
 from tracegrad._ops.random import scalar_name
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype
 
 from . import _activations_more as _act
 from . import _reduction
@@ -407,6 +408,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if weight is not None:
+        check_same_dtype("nll_loss", input, weight)
     if input.ndim >= 2 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
@@ -556,6 +559,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"binary_cross_entropy: Found dtype {_SCALAR_NAME[target.dtype.name]} but expected "
+                           f"{_SCALAR_NAME[input.dtype.name]}; convert the target with .to(input.dtype)")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(*input.shape)
     _check_probabilities(input)

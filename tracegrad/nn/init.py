@@ -182,6 +182,18 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor.copy_(tracegrad.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype))
 
 
-# deprecated non-underscore aliases, as torch
-uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal, orthogonal = (
-    uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_, orthogonal_)
+def _deprecated(fn):
+    """torch's deprecated non-underscore alias of an initializer: the same call, with its FutureWarning."""
+    old = fn.__name__[:-1]
+
+    def alias(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old}` is now deprecated in favor of `nn.init.{fn.__name__}`.", FutureWarning,
+                      stacklevel=2)
+        return fn(*args, **kwargs)
+    alias.__name__, alias.__doc__ = old, f"Deprecated alias of :func:`{fn.__name__}` (FutureWarning, as torch)."
+    return alias
+
+
+uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal, orthogonal = map(
+    _deprecated, (uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_,
+                  orthogonal_))

@@ -47,15 +47,17 @@ class Adagrad(Optimizer):
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:
                 raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-        # torch creates Adagrad's state here, for every parameter, and never lazily in step
-        # (so _init_state keeps the base's empty default)
+        # torch creates Adagrad's state here, for every parameter; parameters of a group added
+        # later get theirs on their first step (``_init_state``)
         for group in self.param_groups:
             for p in group["params"]:
-                state = self.state[p]
-                state["step"] = tensor(0.0, dtype=float32)
-                state["sum"] = full_like(p, initial_accumulator_value)
+                self.state[p].update(self._init_state(p, group))
 
     _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
+    def _init_state(self, p, group):
+        # as torch: the constructor's initial_accumulator_value, even for a group that set its own
+        return {"step": tensor(0.0, dtype=float32), "sum": full_like(p, self.defaults["initial_accumulator_value"])}
 
     def _update(self, p, grad, state, group):
         adagrad_step(p, grad, state["sum"], state["step"], lr=group["lr"],

@@ -25,13 +25,17 @@ class Adam(Optimizer):
     the parameter).
 
     Raises:
-        ValueError: lr, eps or weight_decay < 0; a beta outside [0, 1).
+        ValueError: lr, eps or weight_decay < 0; a beta outside [0, 1); a Tensor lr with
+        ``foreach=True`` (and not ``capturable``), as torch.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
         check_common(lr, eps=eps, betas=betas, weight_decay=weight_decay)
+        if isinstance(lr, Tensor) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True; pass a float lr "
+                             "or leave foreach unset")
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,

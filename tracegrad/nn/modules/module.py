@@ -165,12 +165,17 @@ def _warn_non_full_backward_hook(inputs, result, grad_fn):
                           "grad_input." + tail, FutureWarning, stacklevel=3)
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
-_IncompatibleKeys.__repr__ = (lambda self: "<All keys matched successfully>"
-                              if not self.missing_keys and not self.unexpected_keys
-                              else f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
-                                   f"unexpected_keys={self.unexpected_keys})")
-_IncompatibleKeys.__str__ = _IncompatibleKeys.__repr__
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns (torch's class of the same name)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 def _addindent(s_, n):
@@ -336,6 +341,22 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target, module, strict=False):
+        """Mirrors ``torch.nn.Module.set_submodule``: ``'a.b.c'`` names the submodule to (re)bind;
+        its parent must exist. ValueError for an empty target or a non-Module; AttributeError when
+        the parent lacks the name (``strict=True``) or the name holds something else than a Module."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         """Mirrors ``torch.nn.Module.get_parameter``."""
@@ -624,6 +645,10 @@ class Module:
         """Mirrors ``torch.nn.Module.half``."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
+    def bfloat16(self):
+        """Mirrors ``torch.nn.Module.bfloat16``: floating parameters and buffers to bfloat16."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
@@ -651,6 +676,10 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()   # each module's version, read back by loads
+        local_metadata = dict(version=self._version)
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
         d = self.__dict__
         for h in tuple(d.get("_state_dict_pre_hooks", {}).values()):
             h.fn(self, prefix, keep_vars)
@@ -659,12 +688,18 @@ class Module:
             if m is not None:
                 m.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
         for h in tuple(d.get("_state_dict_hooks", {}).values()):
-            r = h.fn(self, destination, prefix, {})
+            r = h.fn(self, destination, prefix, local_metadata)
             if r is not None:
-                if not h.with_kwargs:   # the public post-hook must edit in place (torch asserts)
-                    raise AssertionError("state_dict post-hook must return None; edit state_dict in place")
+                if not h.with_kwargs:   # the public post-hook must edit in place
+                    raise RuntimeError("state_dict post-hook must return None; edit state_dict in place")
                 destination = r
         return destination
+
+    def _upgrade_state_dict(self, state_dict, prefix, local_metadata):
+        """Bring this module's entries of a state dict saved by an older version of the module
+        (``local_metadata['version']``, None when the dict carries no metadata) up to date, in
+        place, before loading. The part of torch's ``_load_from_state_dict`` that classes with a
+        ``_version`` above 1 override; nothing to do here."""
 
     def _local_state(self):
         local = dict(self._parameters)
@@ -685,8 +720,9 @@ class Module:
         modules = list(self.named_modules(remove_duplicate=False))
         for mprefix, module in modules:
             p = mprefix + "." if mprefix else ""
+            local_meta = meta.get(mprefix, {}) if meta is not None else {}
+            module._upgrade_state_dict(state_dict, p, local_meta)
             for h in tuple(module.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
-                local_meta = meta.get(mprefix, {}) if meta is not None else {}
                 hook_args = (state_dict, p, local_meta, True, missing, unexpected, errors)
                 h.fn(module, *hook_args) if h.with_kwargs else h.fn(*hook_args)
             for name, t in module._local_state().items():

@@ -13,6 +13,8 @@ from ... import _state
 
 
 class _NormBase(Module):
+    _version = 2    # version 2 added the num_batches_tracked buffer
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
         super().__init__()
@@ -52,6 +54,14 @@ class _NormBase(Module):
 
     def _check_input_dim(self, input):
         raise NotImplementedError
+
+    def _upgrade_state_dict(self, state_dict, prefix, local_metadata):
+        # a dict from before version 2 (or without metadata) has no counter: keep the current one
+        version = local_metadata.get("version", None)
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
+            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                               else tracegrad.tensor(0, dtype=tracegrad.long))
 
     def extra_repr(self):
         return ("{num_features}, eps={eps}, momentum={momentum}, affine={affine}, bias={use_bias}, "
