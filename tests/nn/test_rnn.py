@@ -361,7 +361,7 @@ def test_compiled_training_step_equals_eager():
             opt.step()
             return loss
         step = tracegrad.compile(step) if compiled else step
-        return [float(step(xs, ys)) for _ in range(3)]
+        return [step(xs, ys).item() for _ in range(3)]
     with warnings.catch_warnings():
         warnings.simplefilter("error")      # a graph break (eager fallback) warns: none allowed
         compiled = losses(True)

@@ -40,7 +40,7 @@ EXACT = (
     "diff", "dot", "fix", "float_power", "floor", "frac", "frexp", "gather", "heaviside", "histc",
     "index_add", "index_copy", "index_reduce", "index_select", "inner", "isin", "isneginf", "isposinf",
     "kthvalue", "log_softmax", "logcumsumexp", "masked_select", "matmul", "median", "mm", "mode",
-    "msort", "mv", "nanmedian", "nanquantile", "neg", "negative", "nonzero", "norm", "polar",
+    "msort", "mv", "nanmedian", "narrow_copy", "nanquantile", "neg", "negative", "nonzero", "norm", "polar",
     "quantile", "renorm", "round", "scatter", "scatter_add", "scatter_reduce", "sgn", "sign", "signbit",
     "slice_scatter", "softmax", "sort", "take", "take_along_dim", "topk", "tril", "triu", "trunc",
     "vdot", "where",
