@@ -12,6 +12,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
 from ._registry import method
+from .promotion import _SCALAR_NAME
 from .inplace import _check_expand, check_index_add_source, check_index_range, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
@@ -187,6 +188,15 @@ def setitem(self, key, value):
     index_put_(v, arrays, value, markers=rest)
 
 
+def _check_put_dtype(self, values):
+    """torch's index_put does not promote: a tensor of values must have self's dtype
+    (TestTypePromotion.test_indexing_fail); a Python number is cast."""
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_SCALAR_NAME[self.dtype.name]} for the destination and {_SCALAR_NAME[values.dtype.name]} "
+                           "for the source. Convert the values with .to(destination.dtype).")
+
+
 def _mask_to_indices(indices):
     return [j for i in indices
             for j in (nonzero(i, as_tuple=True) if isinstance(i, Tensor) and i.dtype is _dt.bool_ else (i,))]
@@ -198,6 +208,7 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
     if markers is None:
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
+    _check_put_dtype(self, values)
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
 
 
@@ -208,6 +219,7 @@ def index_put(self, indices, values, accumulate=False):
     (so it needs concrete values)."""
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
+    _check_put_dtype(self, values)
     return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
 
 

@@ -13,7 +13,7 @@ from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
-from .promotion import alpha_first, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
+from .promotion import ADDCDIV_INT, alpha_first, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -199,6 +199,9 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 @method()
 def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """Mirrors ``torch.Tensor.addcdiv_``; RuntimeError for two integral tensors, as ``addcdiv``."""
+    if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
+        raise RuntimeError(ADDCDIV_INT)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
