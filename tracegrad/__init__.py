@@ -154,6 +154,17 @@ from ._api.functions import (  # noqa: E402
     split_with_sizes as split_with_sizes, unravel_index as unravel_index, unsafe_chunk as unsafe_chunk,
     unsafe_split as unsafe_split, unsafe_split_with_sizes as unsafe_split_with_sizes
 )
+# storage-addressing views and torch's *_copy functions (_api/strided.py)
+from ._api.functions import (  # noqa: E402
+    as_strided as as_strided, view_copy as view_copy, diagonal_copy as diagonal_copy,
+    split_copy as split_copy, split_with_sizes_copy as split_with_sizes_copy, select_copy as select_copy,
+    slice_copy as slice_copy, transpose_copy as transpose_copy, permute_copy as permute_copy,
+    t_copy as t_copy, unsqueeze_copy as unsqueeze_copy, squeeze_copy as squeeze_copy,
+    expand_copy as expand_copy, unbind_copy as unbind_copy, as_strided_copy as as_strided_copy,
+    narrow_copy as narrow_copy, unfold_copy as unfold_copy, alias_copy as alias_copy,
+    detach_copy as detach_copy, view_as_real_copy as view_as_real_copy,
+    view_as_complex_copy as view_as_complex_copy
+)
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
     binomial as binomial, empty_strided as empty_strided, normal as normal, poisson as poisson

@@ -240,28 +240,6 @@ for _name in INPLACE_FUNCTIONS:
     _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
 
 
-@method("unfold")
-def unfold(self, dimension, size, step):
-    """Mirrors ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
-    ``dimension``, ``step`` apart, as a new last dim: ``dimension`` becomes
-    ``(length - size) // step + 1`` long. Differs from torch: a gather (``IndexSelectBackward0``),
-    not a view of self (torch: ``UnfoldBackward0``; writes into it do not reach self).
-    RuntimeError for ``size`` larger than the dim or ``step <= 0``."""
-    d = _wrap(dimension, self.ndim)
-    length = self.shape[d] if self.ndim else 1
-    if size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    if self.ndim == 0:
-        return reshape(self, 1)
-    n = (length - size) // step + 1
-    idx = (_arange(n) * step).reshape(n, 1) + _arange(size)
-    out = self.index_select(d, idx.reshape(-1))
-    shape = tuple(self.shape[:d]) + (n, size) + tuple(self.shape[d + 1:])
-    return out.reshape(shape).movedim(d + 1, -1)
-
-
 @method("sum_to_size")
 def sum_to_size(self, *size):
     """Mirrors ``Tensor.sum_to_size(*size)``: self summed down to ``size``, which must expand to

@@ -41,10 +41,11 @@ def _infer(shape, numel, what="view"):
 @method()
 def view(self, *shape):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
-    is not supported. RuntimeError on a size mismatch, or when the new shape cannot be laid
-    over the input's storage with strides (as torch: use ``.reshape(...)``)."""
+    reinterprets the bytes (``strided.view_dtype``). RuntimeError on a size mismatch, or when the
+    new shape cannot be laid over the input's storage with strides (as torch: use ``.reshape(...)``)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
-        raise NotImplementedError("tracegrad: Tensor.view(dtype) is not supported")
+        from .strided import view_dtype   # late: strided imports the in-place family, which imports this one
+        return view_dtype(self, shape[0])
     s = _infer(_shape_arg(shape), self.numel())
     if self._chain and not can_view_as(self, s):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "

@@ -338,7 +338,8 @@ UNVIEW[defop("conj", jnp.conj, grad_fn="ConjBackward0", view=True)] = (
 
 # storage positions (``element_positions``, strides) of a part view's elements, in units of the
 # view's own dtype, as torch's strides count them: a complex storage seen as floats has two
-# float positions per complex element (real at 2p, imaginary at 2p + 1)
+# float positions per complex element (real at 2p, imaginary at 2p + 1). Each map is called
+# with the step's static arguments (``view_dtype`` needs them, ``strided.py``).
 POSITIONS: dict = {
     OPS["real_view"]: lambda p: 2 * p,
     OPS["imag_view"]: lambda p: 2 * p + 1,
