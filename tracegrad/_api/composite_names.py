@@ -62,8 +62,9 @@ def positive(input):
 
 @method("ravel", function=True)
 def ravel(input):
-    """Mirrors ``torch.ravel``: the 1-D ``reshape(-1)`` (a view when input is contiguous)."""
-    return reshape(input, -1)
+    """Mirrors ``torch.ravel``: input flattened to 1-D and contiguous (a view when input is
+    contiguous, else a copy)."""
+    return reshape(input.contiguous(), -1)
 
 
 @method("msort", function=True)

@@ -94,8 +94,10 @@ def to_dtype(d) -> dtype:
     """Accepts a tracegrad dtype, a numpy dtype, a Python type or a torch-style name."""
     if isinstance(d, dtype):
         return d
-    if d is float:
-        return get_default_dtype()
+    if d is float:      # torch reads Python's float as double, whatever the default dtype
+        return float64
+    if d is complex:
+        return complex128
     if d is int:
         return int64
     if d is bool:
