@@ -225,9 +225,8 @@ def test_mixed_type_backward(T, dd):
 
 
 # one pair per promotion category (bool/unsigned/signed/float/complex, across and within)
-_PAIRS = [("bool", "bool"), ("bool", "uint8"), ("uint8", "int8"), ("int8", "int64"), ("int16", "int32"),
-          ("uint8", "float32"), ("int64", "float16"), ("bfloat16", "float16"), ("float32", "float64"),
-          ("bool", "float64"), ("int32", "complex64"), ("float64", "complex64"), ("complex64", "complex128"),
+_PAIRS = [("bool", "uint8"), ("uint8", "int8"), ("int8", "int64"), ("uint8", "float32"), ("int64", "float16"),
+          ("bfloat16", "float16"), ("float32", "float64"), ("int32", "complex64"), ("float64", "complex64"),
           ("bfloat16", "int32")]
 
 
@@ -312,7 +311,7 @@ def _kind(T, x):
     return {bool: T.bool, int: T.int64, float: T.float32, complex: T.complex64}[type(x)]
 
 
-@pytest.mark.parametrize("pair", _PAIRS + [("float16", "complex128"), ("int8", "uint8")], ids="-".join)
+@pytest.mark.parametrize("pair", _PAIRS + [("bool", "bool"), ("float16", "complex128")], ids="-".join)
 def test_result_type(T, pair):
     # TestTypePromotion.test_result_type: for tensors, 0-dim tensors and Python scalars of two
     # dtypes, ``a + b`` has dtype ``result_type(a, b)`` (and ``promote_types`` within a class)
@@ -501,7 +500,7 @@ def test_numpy_array_binary_ufunc_promotion(T, dd, np_name, t_name):
 
 def test_cat_different_dtypes(T):
     # TestTypePromotion.test_cat_different_dtypes: cat promotes; an empty operand too
-    names = ("bool", "uint8", "int64", "float16", "float64", "complex64")
+    names = ("bool", "uint8", "float16", "float64", "complex64")
     for xn, yn in itertools.product(names, names):
         xd, yd = _dt(T, xn), _dt(T, yn)
         xv, yv = [1, 2, 3], [4, 5, 6]

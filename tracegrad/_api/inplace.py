@@ -235,8 +235,9 @@ def unsqueeze_(self, dim):
 def _restride_(self, new):
     check_inplace(self)     # torch's inference-tensor / inference-view errors first
     if self.requires_grad and _grad_on():
-        raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_) "
-                           "are not supported on tensors that require grad; use the out-of-place form")
+        raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_, "
+                           "as_strided_, set_, resize_) are not supported on tensors that require grad; use the "
+                           "out-of-place form")
     self._st, self._chain, self._vcache = new._st, new._chain, None
     self._vgen = -1
     self._vc[0] += 1

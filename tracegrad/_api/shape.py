@@ -10,6 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
+from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor.out import accepts_out
 
@@ -46,10 +47,9 @@ def _infer(shape, numel, what="view"):
 @method()
 def view(self, *shape):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
-    reinterprets the bytes (``strided.view_dtype``). RuntimeError on a size mismatch, or when the
+    reinterprets the bytes (``dtype_views.view_dtype``). RuntimeError on a size mismatch, or when the
     new shape cannot be laid over the input's storage with strides (as torch: use ``.reshape(...)``)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
-        from .strided import view_dtype   # late: strided imports the in-place family, which imports this one
         return view_dtype(self, shape[0])
     s = _infer(_shape_arg(shape), self.numel())
     if self._chain and not can_view_as(self, s):

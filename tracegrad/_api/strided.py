@@ -1,5 +1,4 @@
-"""Tensor methods that address storage directly: ``as_strided``/``as_strided_``, ``view(dtype)``,
-``unfold``, ``set_``, ``resize_``/``resize_as_``, and torch's ``*_copy`` functions (a view
+"""Tensor methods that address storage directly: ``as_strided``/``as_strided_``, ``unfold``, ``set_``, ``resize_``/``resize_as_``, and torch's ``*_copy`` functions (a view
 op's values in a new tensor: ``view_copy``, ``diagonal_copy``, ``split_copy``...).
 
 Strides and storage offsets are read off the view chain (``_tensor/tensor.py``); NOTE [as_strided
@@ -12,17 +11,14 @@ import math
 
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE
-from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._ops.strided import COPY_OF, as_strided_index
+from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.factories import zeros
 from .._tensor.out import write_out
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
 from ._registry import function, method
-from .complex_api import is_conj
 from .inplace import _restride_
-from .promotion import _SCALAR_NAME
 
 
 def _ints(seq, what):
@@ -103,36 +99,6 @@ def as_strided_(self, size, stride, storage_offset=None):
     return _restride_(self, as_strided(self.detach(), size, stride, storage_offset))
 
 
-def view_dtype(self, dtype):
-    """``Tensor.view(dtype)``: the same bytes read as ``dtype``; the last dim scales by the ratio
-    of the element sizes. Not differentiable (no history, ``requires_grad`` False, as torch);
-    writes through it reach self. RuntimeError, as torch, for a conjugate view, or (element sizes
-    differing) a 0-dim tensor, a last dim with stride != 1, or a wider dtype whose ratio does
-    not divide the last size, the storage offset and the other strides. Differs from torch:
-    ``_is_view()`` is False (an alias of self's storage, like ``detach()``)."""
-    d = _dt.to_dtype(dtype)
-    if is_conj(self):
-        raise RuntimeError("view(dtype) is not supported for conjugate view tensors; call resolve_conj() first")
-    a, b = self._value.dtype.itemsize, d.itemsize
-    if a != b:
-        how = f"to view {_SCALAR_NAME[self.dtype.name]} as {_SCALAR_NAME[d.name]} (different element sizes)"
-        if self.ndim == 0:
-            raise RuntimeError(f"self.dim() cannot be 0 {how}")
-        strides = strides_of(self)
-        if strides[-1] != 1:
-            raise RuntimeError(f"self.stride(-1) must be 1 {how}, but got {strides[-1]}")
-        if b > a:
-            r = b // a
-            for what, v in [("self.size(-1)", self.shape[-1]), ("self.storage_offset()", storage_offset_of(self))] + \
-                    [(f"self.stride({i})", s) for i, s in enumerate(strides[:-1])]:
-                if v % r:
-                    raise RuntimeError(f"{what} must be divisible by {r} {how}, but got {v}")
-    out = apply_op(OPS["view_dtype"], (self,), (("dtype", d.np), ("src", self._value.dtype)))
-    out._base, out._rg = None, False
-    out.__dict__.pop("_cmeta", None)
-    return out
-
-
 @method("unfold")
 def unfold(self, dimension, size, step):
     """Mirrors ``Tensor.unfold(dimension, size, step)``: a view holding every window of ``size``
@@ -196,6 +162,9 @@ def resize_(self, *sizes, memory_format=None):
     if builtins.any(s < 0 for s in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
     n, offset = math.prod(shape), storage_offset_of(self)
+    if (n + offset) * self._value.dtype.itemsize >= 2 ** 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(_contiguous_strides(shape))}")
     root = _storage_tensor(self)
     if root._value.dtype != self._value.dtype:
         raise NotImplementedError("tracegrad: resize_ of a part view of a complex storage is not supported")
@@ -214,18 +183,18 @@ def resize_as_(self, other, memory_format=None):
 
 
 # ---- the *_copy functions ------------------------------------------------------------------------
-def _copy_function(name, make_view):
+def _copy_function(name, make_view, copy_of=COPY_OF):
     """torch's ``<view>_copy``: the view's values in a new tensor (grad_fn ``<View>Backward0_copy``),
     with ``out=``. ``make_view(input, *args)`` is the view function; it parses the arguments and
-    its last view step gives the copy op's static arguments."""
+    its last view step gives the copy op's static arguments; ``copy_of`` maps it to the copy op."""
     def f(input, *args, out=None, **kwargs):
         probe = make_view(input.detach(), *args, **kwargs)
         outs = probe if isinstance(probe, tuple) else (probe,)
         n = len(input._chain)
         step = outs[0]._chain[n:] if outs and outs[0]._st is input._st else ()
-        if len(step) == 1 and step[0][0] in COPY_OF:
+        if len(step) == 1 and step[0][0] in copy_of:
             op, static, _ = step[0]
-            res = apply_op(COPY_OF[op], (input,), static)
+            res = apply_op(copy_of[op], (input,), static)
         else:   # no single view step (the input itself, or a storage-wide as_strided): a clone
             res = make_view(input, *args, **kwargs)
             res = tuple(r.clone() for r in res) if isinstance(res, tuple) else res.clone()
@@ -236,6 +205,14 @@ def _copy_function(name, make_view):
     return f
 
 
+def _slice(input, dim=0, start=None, end=None, step=1):
+    """torch's ``slice`` (``aten::slice``): elements ``start:end:step`` of ``dim`` (a view)."""
+    d = _wrap_dim(dim, input.ndim)
+    r = range(input.shape[d])[builtins.slice(start, end, step)]
+    static = (("dim", d), ("start", r.start), ("end", builtins.max(r.stop, r.start)), ("step", r.step))
+    return apply_op(OPS["slice"], (input,), static)
+
+
 def _method(name):
     return lambda input, *args, **kwargs: getattr(input, name)(*args, **kwargs)
 
@@ -244,15 +221,15 @@ for _name in ("view", "diagonal", "split", "split_with_sizes", "select", "slice"
               "unsqueeze", "squeeze", "expand", "unbind", "as_strided", "narrow", "unfold", "alias", "detach",
               "view_as_real", "view_as_complex"):
     if _name == "slice":
-        _view = (lambda input, dim=0, start=None, end=None, step=1:
-                 input[(builtins.slice(None),) * _wrap_dim(dim, input.ndim) + (builtins.slice(start, end, step),)])
+        _view = _slice
     elif _name == "split_with_sizes":
         _view = _method("split")
     elif _name == "alias":
-        _view = (lambda input: input.view(tuple(input.shape)))
+        _view = (lambda input: apply_op(OPS["alias"], (input,)))
     elif _name in ("view_as_real", "view_as_complex"):
         from . import complex_api as _complex
         _view = getattr(_complex, _name)
     else:
         _view = _method(_name)
-    function(_name + "_copy")(_copy_function(_name + "_copy", _view))
+    copies = {OPS["slice"]: NARROW_COPY} if _name == "narrow" else COPY_OF
+    function(_name + "_copy")(_copy_function(_name + "_copy", _view, copies))

@@ -144,8 +144,13 @@ defop("unfold", _unfold, grad_fn="UnfoldBackward0", view="overlap")
 
 # ---- *_copy ops --------------------------------------------------------------------------------
 # torch's ``<view>_copy`` functions compute a view op's values into a new tensor; their nodes
-# are the view's name with ``_copy`` (``ViewBackward0_copy``). One copy op per differentiable
-# view op, the same pure function without the aliasing.
+# are the view's name with ``_copy`` (``ViewBackward0_copy``). One copy op per view op those
+# functions reach (``_api/strided.py``), the same pure function without the aliasing.
 COPY_OF: dict = {}
-for _op in [o for o in OPS.values() if o.view and o.grad_fn is not None]:
-    COPY_OF[_op] = defop(_op.name + "_copy", _op.fn, args=_op.args, grad_fn=_op.grad_fn + "_copy", n_out=_op.n_out)
+for _name in ("alias", "view", "diagonal", "split", "split_with_sizes", "select", "slice", "transpose", "permute", "t",
+              "unsqueeze", "squeeze", "squeeze_dim", "expand", "unbind", "as_strided", "unfold", "view_as_real",
+              "view_as_complex"):
+    _op = OPS[_name]
+    COPY_OF[_op] = defop(_name + "_copy", _op.fn, args=_op.args, grad_fn=_op.grad_fn + "_copy", n_out=_op.n_out)
+# torch's narrow_copy has a node of its own name
+NARROW_COPY = defop("narrow_copy", OPS["slice"].fn, grad_fn="NarrowCopyBackward0")
