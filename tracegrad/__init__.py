@@ -211,6 +211,7 @@ from ._api.nn_functions import (
 )
 from . import autograd as autograd  # noqa: E402
 from . import serialization as serialization  # noqa: E402
+from . import _utils as _utils  # noqa: E402  (torch._utils._element_size, used by torch's own tests)
 from .serialization import load as load, save as save  # noqa: E402
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad as enable_grad, inference_mode as inference_mode, is_grad_enabled as is_grad_enabled,

@@ -169,10 +169,8 @@ def resize_(self, *sizes, memory_format=None):
     if root._value.dtype != self._value.dtype:
         raise NotImplementedError("tracegrad: resize_ of a part view of a complex storage is not supported")
     if offset + n > root.numel():    # grow: a new storage holding the old elements, then zeros
-        flat = root.reshape(-1).detach()
-        grown = apply_op(OPS["cat"], (flat, zeros(offset + n - root.numel(), dtype=self.dtype)),
-                         (("dim", 0), ("dtype", self._value.dtype)))
-        root = grown
+        root = apply_op(OPS["cat"], (root.reshape(-1), zeros(offset + n - root.numel(), dtype=self.dtype)),
+                        (("dim", 0), ("dtype", self._value.dtype)))
     return _retarget(self, as_strided(root, shape, _contiguous_strides(shape), offset))
 
 
