@@ -424,6 +424,17 @@ def test_indexing_fail(T, dd):
         a[:, [1]] = b.unsqueeze(-1)
 
 
+def test_index_put_dtype_rules(T):
+    # (not ported; around test_indexing_fail) index_put needs the values' dtype, a 0-dim value
+    # included, except under a bool mask, where torch fills (and casts) like masked_fill
+    a = T.ones(5, dtype=T.double)
+    for key, value in (([0, 1], T.tensor(1)), ([0, 1], T.tensor([1.0, 2.0]))):
+        with pytest.raises(RuntimeError, match="Index put requires the source and destination dtypes match"):
+            a[key] = value
+    a[T.tensor([True, False, True, False, True])] = T.tensor(2, dtype=T.int32)
+    _same(a, T.tensor([2.0, 1.0, 2.0, 1.0, 2.0], dtype=T.double))
+
+
 def test_indexing(T, dd):
     # TestTypePromotion.test_indexing (pytorch#27824): index_put of the same dtype; a uint8
     # slice added to a float tensor

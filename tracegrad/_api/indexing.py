@@ -165,6 +165,7 @@ def _split_basic(markers):
 def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
     advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
+    masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
     full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
     if not arrays:
@@ -179,6 +180,8 @@ def setitem(self, key, value):
             _check_expand(tuple(value.shape), tuple(v.shape))   # torch expands the value first
         copy_(v, value)
         return
+    if masked and isinstance(value, Tensor) and value._value.ndim == 0 and value.dtype is not self.dtype:
+        value = value.to(self.dtype)    # torch: a bool mask with a 0-dim value is masked_fill, which casts
     if full:
         index_put_(self, arrays, value, markers=markers)
         return
@@ -186,6 +189,12 @@ def setitem(self, key, value):
     basic, rest = _split_basic(markers)
     v = apply_op(_basic_op(basic), (self,), (("key", basic),))
     index_put_(v, arrays, value, markers=rest)
+
+
+def _has_bool_mask(key):
+    """Whether an indexing key holds a bool tensor (torch's masked paths)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return builtins.any(isinstance(k, Tensor) and k.dtype is _dt.bool_ for k in parts)
 
 
 def _check_put_dtype(self, values):
