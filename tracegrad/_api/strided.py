@@ -211,6 +211,15 @@ def _slice(input, dim=0, start=None, end=None, step=1):
     return apply_op(OPS["slice"], (input,), static)
 
 
+def _narrow_checked(input, dim, start, length):
+    """``narrow`` for ``narrow_copy``, whose torch kernel reports a dim past the last as
+    RuntimeError (a negative one out of range stays IndexError, as torch)."""
+    if input.ndim and dim >= input.ndim:
+        raise RuntimeError(f"narrow_copy(): Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           f"but got false. (dim {dim} for a {input.ndim}-d input)")
+    return input.narrow(dim, start, length)
+
+
 def _method(name):
     return lambda input, *args, **kwargs: getattr(input, name)(*args, **kwargs)
 
@@ -224,6 +233,8 @@ for _name in ("view", "diagonal", "split", "split_with_sizes", "select", "slice"
         _view = _method("split")
     elif _name == "alias":
         _view = (lambda input: apply_op(OPS["alias"], (input,)))
+    elif _name == "narrow":
+        _view = _narrow_checked
     elif _name in ("view_as_real", "view_as_complex"):
         from . import complex_api as _complex
         _view = getattr(_complex, _name)
