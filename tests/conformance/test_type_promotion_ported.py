@@ -217,7 +217,7 @@ def test_mixed_type_backward(T, dd):
     assert f.grad.dtype == T.float
     _same(tens, f.grad.to(T.double))
     for func in (T.add, T.sub, T.rsub, T.mul, T.div):
-        for d1, d2 in itertools.product((T.float, T.double), (T.float, T.double, T.int, T.long)):
+        for d1, d2 in ((T.float, T.double), (T.float, T.int), (T.double, T.float), (T.double, T.long)):
             x = T.ones(10, requires_grad=True, dtype=d1)
             y = T.ones(10, dtype=d2)
             func(x, y).sum().backward()
@@ -225,9 +225,8 @@ def test_mixed_type_backward(T, dd):
 
 
 # one pair per promotion category (bool/unsigned/signed/float/complex, across and within)
-_PAIRS = [("bool", "uint8"), ("uint8", "int8"), ("int8", "int64"), ("uint8", "float32"), ("int64", "float16"),
-          ("bfloat16", "float16"), ("float32", "float64"), ("int32", "complex64"), ("float64", "complex64"),
-          ("bfloat16", "int32")]
+_PAIRS = [("bool", "uint8"), ("uint8", "int8"), ("int64", "float16"), ("bfloat16", "float16"),
+          ("float32", "float64"), ("int32", "complex64"), ("float64", "complex64")]
 
 
 @pytest.mark.parametrize("pair", _PAIRS, ids="-".join)
@@ -311,7 +310,7 @@ def _kind(T, x):
     return {bool: T.bool, int: T.int64, float: T.float32, complex: T.complex64}[type(x)]
 
 
-@pytest.mark.parametrize("pair", _PAIRS + [("bool", "bool"), ("float16", "complex128")], ids="-".join)
+@pytest.mark.parametrize("pair", _PAIRS + [("bool", "bool")], ids="-".join)
 def test_result_type(T, pair):
     # TestTypePromotion.test_result_type: for tensors, 0-dim tensors and Python scalars of two
     # dtypes, ``a + b`` has dtype ``result_type(a, b)`` (and ``promote_types`` within a class)
@@ -366,8 +365,7 @@ def test_comparison_ops_with_type_promotion(T, name):
     # that only fits the wider dtype compares right), give bool, with and without out=,
     # for 1-element and 0-dim operands; operand dtypes are unchanged
     fn, pyop = getattr(T, name), _CMP[name]
-    for n1, n2 in (("uint8", "int64"), ("int8", "float64"), ("int32", "float16"), ("float32", "int64"),
-                   ("int16", "complex128"), ("complex64", "float64")):
+    for n1, n2 in (("uint8", "int64"), ("int32", "float16"), ("float32", "int64"), ("int16", "complex128")):
         d1, d2 = _dt(T, n1), _dt(T, n2)
         if (d1.is_complex or d2.is_complex) and name not in ("eq", "ne"):
             continue
@@ -392,7 +390,7 @@ def test_complex_assertraises(T, name):
 
 def test_lt_with_type_promotion(T, dd):
     # TestTypePromotion.test_lt_with_type_promotion: an integer 0 is below the float 0.5
-    for d in (T.uint8, T.int8, T.int16, T.int32, T.int64, T.float16, T.float32, T.float64):
+    for d in (T.uint8, T.int32, T.float16, T.float64):
         for shape_val in ([0], 0):
             x = T.tensor(shape_val, dtype=d)
             for other in (0.5, T.tensor(0.5)):
@@ -452,7 +450,7 @@ def test_transpose(T, dd):
     _same(a.t() == 0, a.t() == False)  # noqa: E712
 
 
-@pytest.mark.parametrize("name", ["bool", "uint8", "int16", "int64"])
+@pytest.mark.parametrize("name", ["bool", "uint8", "int64"])
 def test_div_promotion(T, dd, name):
     # TestTypePromotion.test_div_promotion: true division of integers gives the default dtype
     dtype = _dt(T, name)
@@ -511,7 +509,7 @@ def test_numpy_array_binary_ufunc_promotion(T, dd, np_name, t_name):
 
 def test_cat_different_dtypes(T):
     # TestTypePromotion.test_cat_different_dtypes: cat promotes; an empty operand too
-    names = ("bool", "uint8", "float16", "float64", "complex64")
+    names = ("bool", "uint8", "float64", "complex64")
     for xn, yn in itertools.product(names, names):
         xd, yd = _dt(T, xn), _dt(T, yn)
         xv, yv = [1, 2, 3], [4, 5, 6]
@@ -576,9 +574,7 @@ def test_computation_ignores_out(T):
     assert result.item() != (a.double() - b).item()
 
 
-@pytest.mark.parametrize("dtypes", [("bool", "int32", "float32"), ("int32", "float64", "int32"),
-                                    ("float32", "float64", "bool"), ("float64", "int32", "int32"),
-                                    ("int32", "int32", "float32")], ids="-".join)
+@pytest.mark.parametrize("dtypes", [("bool", "int32", "float32"), ("int32", "float64", "int32")], ids="-".join)
 def test_clamp_type_promotion(T, dtypes):
     # TestTypePromotion.test_clamp_type_promotion: clamp with tensor/0-dim/scalar bounds
     # promotes as result_type over its arguments; clamp_min/clamp_max likewise

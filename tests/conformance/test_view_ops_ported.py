@@ -75,7 +75,7 @@ def _view_dtype_inputs(T, name):
     yield _make(T, (), name)
 
 
-@pytest.mark.parametrize("name", ["uint8", "int32", "float64", "complex64"])
+@pytest.mark.parametrize("name", ["uint8", "float64", "complex64"])
 def test_view_dtype_new(T, name):
     # TestViewOps.test_view_dtype_new: view(dtype) reinterprets the bytes; the last dim scales
     # by the size ratio, strides follow, a 0-dim or non-unit last stride refuses a size change
@@ -872,7 +872,7 @@ def test_contiguous(T):
     assert x.is_contiguous()
 
 
-_SPLIT_SIZES = [(0,), (10,), (10, 0), (0, 10), (4, 10), (12, 3)]
+_SPLIT_SIZES = [(0,), (10,), (10, 0), (4, 10)]
 
 
 def test_tensor_split_sections_and_indices(T):
