@@ -108,7 +108,7 @@ from ._api.functions import (
     masked_scatter as masked_scatter, masked_select as masked_select, matmul as matmul, max as max, maximum as maximum, mean as mean,
     median as median, meshgrid as meshgrid, min as min, minimum as minimum, mm as mm,
     moveaxis as moveaxis, movedim as movedim, mul as mul, multiply as multiply, mv as mv,
-    nanmean as nanmean, nansum as nansum, narrow as narrow, narrow_copy as narrow_copy, ne as ne, neg as neg, negative as negative,
+    nanmean as nanmean, nansum as nansum, narrow as narrow, ne as ne, neg as neg, negative as negative,
     nonzero as nonzero, norm as norm, not_equal as not_equal, numel as numel, outer as outer,
     permute as permute, pow as pow, prod as prod, quantile as quantile, reciprocal as reciprocal,
     relu as relu, remainder as remainder, repeat_interleave as repeat_interleave, reshape as reshape,
@@ -153,6 +153,17 @@ from ._api.functions import (  # noqa: E402
     scalar_tensor as scalar_tensor, select_scatter as select_scatter, slice_scatter as slice_scatter,
     split_with_sizes as split_with_sizes, unravel_index as unravel_index, unsafe_chunk as unsafe_chunk,
     unsafe_split as unsafe_split, unsafe_split_with_sizes as unsafe_split_with_sizes
+)
+# storage-addressing views and torch's *_copy functions (_api/strided.py)
+from ._api.functions import (  # noqa: E402
+    as_strided as as_strided, view_copy as view_copy, diagonal_copy as diagonal_copy,
+    split_copy as split_copy, split_with_sizes_copy as split_with_sizes_copy, select_copy as select_copy,
+    slice_copy as slice_copy, transpose_copy as transpose_copy, permute_copy as permute_copy,
+    t_copy as t_copy, unsqueeze_copy as unsqueeze_copy, squeeze_copy as squeeze_copy,
+    expand_copy as expand_copy, unbind_copy as unbind_copy, as_strided_copy as as_strided_copy,
+    narrow_copy as narrow_copy, unfold_copy as unfold_copy, alias_copy as alias_copy,
+    detach_copy as detach_copy, view_as_real_copy as view_as_real_copy,
+    view_as_complex_copy as view_as_complex_copy
 )
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
@@ -200,6 +211,7 @@ from ._api.nn_functions import (
 )
 from . import autograd as autograd  # noqa: E402
 from . import serialization as serialization  # noqa: E402
+from . import _utils as _utils  # noqa: E402  (torch._utils._element_size, used by torch's own tests)
 from .serialization import load as load, save as save  # noqa: E402
 from .autograd.grad_mode import (  # noqa: E402
     enable_grad as enable_grad, inference_mode as inference_mode, is_grad_enabled as is_grad_enabled,

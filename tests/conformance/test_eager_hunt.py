@@ -561,7 +561,6 @@ def test_warnings_torch_gives():
             "init.normal": lambda: T.nn.init.normal(T.empty(2)), "init.xavier_uniform": lambda: T.nn.init.xavier_uniform(T.empty(2, 2)),
             "init.normal_": lambda: T.nn.init.normal_(T.empty(2)),
             "lu": lambda: T.lu(T.eye(2)),
-            "float of requires_grad": lambda: float(T.ones(1, requires_grad=True)),
             "int of requires_grad": lambda: int(T.ones(1, requires_grad=True)),
             "item of requires_grad": lambda: T.ones(1, requires_grad=True).item(),
         }

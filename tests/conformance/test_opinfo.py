@@ -73,6 +73,9 @@ XFAIL: dict[tuple[str, str], str] = {
     ("linalg.eigh", "backward"): _UPLO,
     ("linalg.eigvalsh", "backward"): _UPLO,
     ("logcumsumexp", "backward"): "float32 gradient differs from torch's by up to 2.6e-3 relative",
+    ("as_strided.partial_views", "forward"): ("harness, not tracegrad: the sample's input is a view into a larger "
+                                              "torch storage that as_strided reads outside of; the conversion to "
+                                              "tracegrad copies only the view's elements"),
 }
 
 

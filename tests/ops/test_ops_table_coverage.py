@@ -16,7 +16,7 @@ from . import test_dtypes, test_ops_elementwise, test_ops_reduction, test_ops_sh
 from tensor import test_factories, test_tensor  # noqa: E402  (tests/ is on sys.path)
 from api import test_torch_names  # noqa: E402
 
-MODULES = ("elementwise", "reduction", "shape", "indexing", "linalg")
+MODULES = ("elementwise", "reduction", "shape", "indexing", "linalg", "strided")
 
 EXCLUDED = {
     "silu": "nn.functional.silu: tests/nn",

@@ -132,6 +132,7 @@ def test_tensor_bernoulli_multinomial_and_empty_strided():
     for mod in (torch, tracegrad):
         e = mod.empty_strided((2, 3), (1, 2), dtype=mod.float64)
         assert tuple(e.shape) == (2, 3) and e.dtype == mod.float64
+        assert e.stride() == (1, 2) and e.is_leaf and not e._is_view() and not e.is_contiguous()
         n = mod.ones(2, dtype=mod.int32).new_empty_strided((2, 2), (2, 1))
         assert tuple(n.shape) == (2, 2) and n.dtype == mod.int32
 

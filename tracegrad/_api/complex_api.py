@@ -17,7 +17,7 @@ from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.shape import chain_is_conj
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, storage_offset_of, strides_of
 from ._registry import function, method, prop
 
 _NAMES = {"float16": "Half", "float32": "Float", "float64": "Double", "bfloat16": "BFloat16"}
@@ -171,9 +171,20 @@ def view_as_complex(input):
     if input.dtype not in (_dt.float32, _dt.float64):
         raise RuntimeError("view_as_complex is only supported for float and double tensors, but got a tensor "
                            f"of scalar type: {_name(input.dtype)}. Convert with .float() first.")
-    if input.ndim == 0 or input.shape[-1] != 2:
+    if input.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions (view_as_complex reads the last dim "
+                           "as (real, imaginary))")
+    if input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2 (view_as_complex reads the last dim "
                            "as (real, imaginary))")
+    strides = strides_of(input)
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1; call .contiguous() first")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension; call "
+                           ".contiguous() first")
+    if storage_offset_of(input) % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2; call .contiguous() first")
     return apply_op(OPS["view_as_complex"], (input,))
 
 

@@ -64,8 +64,9 @@ def positive(input):
 
 @method("ravel", function=True)
 def ravel(input):
-    """Mirrors ``torch.ravel``: the 1-D ``reshape(-1)`` (a view when input is contiguous)."""
-    return reshape(input, -1)
+    """Mirrors ``torch.ravel``: input flattened to 1-D and contiguous (a view when input is
+    contiguous, else a copy)."""
+    return reshape(input.contiguous(), -1)
 
 
 @method("msort", function=True)
@@ -243,25 +244,6 @@ for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_"
     _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
 for _name in INPLACE_FUNCTIONS:
     _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
-
-
-@method("unfold")
-def unfold(self, dimension, size, step):
-    """Mirrors ``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
-    ``dimension``, ``step`` apart, as a new last dim: ``dimension`` becomes
-    ``(length - size) // step + 1`` long. A view of self (``UnfoldBackward0``), as torch: writes
-    into it reach self, except where windows overlap (``step < size``: RuntimeError, as torch).
-    RuntimeError for ``size`` larger than the dim or ``step <= 0``."""
-    d = _wrap(dimension, self.ndim)
-    length = self.shape[d] if self.ndim else 1
-    if size > length:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    if self.ndim == 0:
-        return reshape(self, 1)
-    op = OPS["unfold_overlap" if step < size and (length - size) // step > 0 else "unfold"]
-    return apply_op(op, (self,), (("dimension", d), ("size", size), ("step", step)))
 
 
 @method("sum_to_size")

@@ -1,14 +1,13 @@
 """Tensor methods, conversion family: to/type_as/casts, cpu/cuda, clone/contiguous, strides."""
 from __future__ import annotations
 
-import numpy as np
 
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.device import device as _device
-from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, element_positions
+from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method, prop
 
 
@@ -120,31 +119,8 @@ def stride(self, dim=None):
     dim (a tuple, or one int for ``dim``). JAX arrays have no strides: they are read off the
     storage positions the view chain gives each element. A size-1 dim gets the stride torch
     gives it in a fresh contiguous layout (size times stride of the dim after it)."""
-    shape = tuple(self.shape)
-    pos = element_positions(self) if self._chain else None
-    out = [0] * len(shape)
-    nxt = 1   # the stride a size-1 dim gets: contiguous over the dims after it
-    for k in range(len(shape) - 1, -1, -1):
-        s = nxt
-        if pos is not None and shape[k] > 1:
-            s = int(np.take(pos, 1, axis=k).reshape(-1)[0] - pos.reshape(-1)[0])
-        out[k] = s
-        nxt = s * shape[k] if s and shape[k] else nxt
-    out = tuple(out)
-    return out if dim is None else out[_wrap_dim(dim, len(shape))]
-
-
-
-
-@method()
-def storage_offset(self) -> int:
-    """Mirrors ``torch.Tensor.storage_offset()``: the storage position (in elements) of the
-    view's first element, read off the view chain as :func:`stride` is (0 for a tensor that is
-    not a view). Differs from torch: an empty view reports 0 (it has no element to locate)."""
-    if not self._chain:
-        return 0
-    pos = element_positions(self)
-    return int(pos.reshape(-1)[0]) if pos.size else 0
+    out = strides_of(self)
+    return out if dim is None else out[_wrap_dim(dim, len(out))]
 
 
 # JAX and DLPack interop (tracegrad.func's from_jax/from_dlpack are the other direction)

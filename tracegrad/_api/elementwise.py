@@ -10,21 +10,56 @@ from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _new_tensor
+from .._tensor.out import write_out
 from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_
-from .promotion import (_SCALAR_NAME, _Number, _binary, check_same_dtype, alpha_first, _check_broadcast, _check_operand, _float_dtype,
+from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _float_dtype,
                         check_not_two_numbers, check_tensors, result_dtype)
 
 
 # ---- arithmetic -------------------------------------------------------------------------
+def _out(name, result, out, **how):
+    """``result``, or (torch's ``out=``) ``result`` written into ``out`` (``_tensor/out.py``)."""
+    return result if out is None else write_out(name, result, out, **how)
+
+
+def _wrap_numbers(self, other):
+    """torch wraps ``add(2, 3)``'s two numbers into 0-dim tensors (int64, the default float
+    dtype, bool or the default complex dtype); an ndarray operand is a tensor to torch."""
+    if not isinstance(self, Tensor) and not isinstance(other, Tensor) and isinstance(self, _Number) \
+            and isinstance(other, _Number):
+        self = _new_tensor(self)
+    if isinstance(other, np.ndarray):
+        other = _new_tensor(other)
+    return self, other
+
+
+def _check_alpha(api, self, other, alpha):
+    """torch's alpha rules: a bool alpha only for bool results; no float alpha for integral ones."""
+    if alpha is None or isinstance(alpha, Tensor):
+        return
+    cat = result_dtype(self, other)._cat
+    if isinstance(alpha, bool):
+        if cat != 0:
+            raise RuntimeError(f"{api}: Boolean alpha only supported for Boolean results; pass alpha=1")
+        return
+    if cat <= 1 and isinstance(alpha, (float, complex)):
+        raise RuntimeError(f"{api}: For integral input tensors, argument alpha must not be a floating point "
+                           "number; pass an int alpha or a float tensor")
+
+
 @method("add", function=True)
-def add(self, other, *rest, alpha=None):
-    """Mirrors ``torch.add(input, other, alpha=1)``: ``input + alpha * other`` with torch's
-    type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Autograd: ``AddBackward0``."""
+def add(self, other, *rest, alpha=None, out=None):
+    """Mirrors ``torch.add(input, other, alpha=1, out=None)``: ``input + alpha * other`` with torch's
+    type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
+    are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
+    with integral inputs, a bool alpha with non-bool results, or an ``out`` of a lower category."""
     other, alpha = alpha_first("add", other, rest, alpha)
-    return _binary("add", self, other, None if alpha == 1 else alpha)
+    self, other = _wrap_numbers(self, other)
+    _check_alpha("add", self, other, alpha)
+    return _out("add", _binary("add", self, other, None if alpha == 1 else alpha), out)
 
 
 def check_sub_bool(a, b):
@@ -40,34 +75,40 @@ def check_sub_bool(a, b):
 
 
 @method("sub", "subtract", function=True)
-def sub(self, other, *rest, alpha=None):
-    """Mirrors ``torch.sub(input, other, alpha=1)`` (and the deprecated ``sub(alpha, other)``, with
-    torch's warning). RuntimeError when an operand is bool (use logical_xor / logical_not)."""
+def sub(self, other, *rest, alpha=None, out=None):
+    """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
+    other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
     other, alpha = alpha_first("sub", other, rest, alpha)
+    self, other = _wrap_numbers(self, other)
     check_sub_bool(self, other)
-    return _binary("sub", self, other, None if alpha == 1 else alpha)
+    _check_alpha("sub", self, other, alpha)
+    return _out("sub", _binary("sub", self, other, None if alpha == 1 else alpha), out)
 
 
 @function("rsub")
 def rsub(self, other, alpha=None):
     """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
-    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number)."""
+    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number). RuntimeError for bools."""
     check_sub_bool(other, self)
     return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, None if alpha == 1 else alpha)
 
 
 @method("mul", "multiply", function=True)
-def mul(self, other):
+def mul(self, other, *, out=None):
     """Mirrors ``torch.mul``. Autograd: ``MulBackward0`` (saves other/self as torch does)."""
     if other is None:
         raise TypeError("mul(): argument 'other' (position 2) must be Tensor, not NoneType")
-    return _binary("mul", self, other)
+    self, other = _wrap_numbers(self, other)
+    return _out("mul", _binary("mul", self, other), out)
 
 
 @method("div", "divide", "true_divide", function=True)
-def div(self, other, *, rounding_mode=None):
-    """Mirrors ``torch.div(input, other, rounding_mode=None)``: true division gives the default
-    float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype."""
+def div(self, other, *, rounding_mode=None, out=None):
+    """Mirrors ``torch.div(input, other, rounding_mode=None, out=None)``: true division gives the
+    default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
+    RuntimeError for an ``out`` of a lower category (an integer out for a true division)."""
+    if out is not None:
+        return _out("div", div(self, other, rounding_mode=rounding_mode), out)
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     _check_operand(other, "div")
@@ -219,19 +260,26 @@ def fmin(self, other):
 
 
 def _cmp(name):
-    def f(self, other):
+    def f(self, other, *, out=None):
+        if out is not None:
+            return _out(name, f(self, other), out)
         if not isinstance(self, Tensor):   # bitwise ops accept a number first; _bitwise checks them
             check_not_two_numbers(name, self, other) if name.startswith("bitwise") else \
                 check_tensors(name, self, names=("input",))
         _check_operand(other, name)
         if isinstance(other, Tensor) and self._value.shape != other._value.shape:
             _check_broadcast(self, other)
-        return apply_op(OPS[name], (self, other), (("dtype", result_dtype(self, other).np),))
+        dt = result_dtype(self, other)
+        if dt._cat == 3 and name in _ORDERED:
+            raise NotImplementedError(f'"{name}_cpu" not implemented for complex tensors: ordering comparisons '
+                                      "take real inputs (compare .abs() or .real)")
+        return apply_op(OPS[name], (self, other), (("dtype", dt.np),))
     f.__name__ = name
     f.__doc__ = f"Mirrors ``torch.{name}``: elementwise, broadcasting; returns a bool tensor."
     return f
 
 
+_ORDERED = ("lt", "le", "gt", "ge")
 eq = method("eq", function=True)(_cmp("eq"))
 ne = method("ne", "not_equal", function=True)(_cmp("ne"))
 lt = method("lt", "less", function=True)(_cmp("lt"))
@@ -272,8 +320,12 @@ def _unary(name):
     op = OPS[name]
     floaty = name in FLOAT_UNARY
 
-    def f(self):
+    def f(self, *, out=None):
+        if out is not None:   # only the floating ops may cast; the others need out's dtype to match
+            return _out(name, f(self), out, exact_dtype=not floaty)
         dt = self._value.dtype
+        if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
+            raise NotImplementedError(f"{name} is not supported for complex inputs")
         if dt == np.bool_:
             if name == "neg":
                 raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
@@ -290,6 +342,7 @@ def _unary(name):
     return f
 
 
+_REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign")
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                 "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
                 "sigmoid", "relu",
@@ -375,8 +428,13 @@ def addcmul(self, tensor1, tensor2, *, value=1):
 
 
 @method("addcdiv", function=True)
-def addcdiv(self, tensor1, tensor2, *, value=1):
-    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2``."""
+def addcdiv(self, tensor1, tensor2, *, value=1, out=None):
+    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2``. RuntimeError, as torch,
+    when tensor1 and tensor2 are both integral (torch dropped integer division here)."""
+    if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
+        raise RuntimeError(ADDCDIV_INT)
+    if out is not None:
+        return _out("addcdiv", addcdiv(self, tensor1, tensor2, value=value), out)
     dt = _float_dtype(result_dtype(self, tensor1, tensor2))
     return apply_op(OPS["addcdiv"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 

@@ -51,8 +51,27 @@ def broadcast_tensors(*tensors):
 
 @function()
 def broadcast_shapes(*shapes):
-    """Mirrors ``torch.broadcast_shapes``; RuntimeError when the shapes do not broadcast."""
-    return Size(broadcast_shape([(s,) if isinstance(s, int) else s for s in shapes], "broadcast_shapes"))
+    """Mirrors ``torch.broadcast_shapes`` (ints count as 1-D shapes; None is skipped). Errors as
+    torch 2.13: RuntimeError for a non-int shape or two sizes that do not broadcast, ValueError
+    for a negative size met where the common size is still 1."""
+    shapes = [(s,) if isinstance(s, int) else s for s in shapes if s is not None]
+    for s in shapes:
+        if not isinstance(s, (tuple, list, Size)) or not all(isinstance(n, int) for n in s):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
+    common = [1] * max((len(s) for s in shapes), default=0)
+    for i, s in enumerate(shapes):
+        for k in range(1, len(s) + 1):
+            n = s[-k]
+            if n == common[-k]:
+                continue
+            if common[-k] == 1:
+                if n < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[-k] = n
+            elif n != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {n} at {-k}! Mismatching argument "
+                                   f"at index {i} had {s}; but expected shape should be broadcastable to {common}")
+    return Size(common)
 
 
 @function()

@@ -12,6 +12,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
 from ._registry import method
+from .promotion import _SCALAR_NAME
 from .inplace import _check_expand, check_index_add_source, check_index_range, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
@@ -165,13 +166,6 @@ def _check_index_put(self, indices, values, api):
         dim += n
 
 
-def _check_put_dtype(self, values):
-    if isinstance(values, Tensor) and values.dtype is not self.dtype:
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_CPP_NAME[self.dtype.name]} for the destination and {_CPP_NAME[values.dtype.name]} "
-                           "for the source; convert values with .to(self.dtype)")
-
-
 def _idx(v):
     if v is None:
         return None
@@ -228,6 +222,7 @@ def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
     advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
     self, key = _unsqueeze_bools(self, key)
+    masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
     full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
     if not arrays:
@@ -242,6 +237,8 @@ def setitem(self, key, value):
             _check_expand(tuple(value.shape), tuple(v.shape))   # torch expands the value first
         copy_(v, value)
         return
+    if masked and isinstance(value, Tensor) and value._value.ndim == 0 and value.dtype is not self.dtype:
+        value = value.to(self.dtype)    # torch: a bool mask with a 0-dim value is masked_fill, which casts
     _check_put_dtype(self, value)   # torch casts only for basic keys (copy_)
     if full:
         index_put_(self, arrays, value, markers=markers)
@@ -250,6 +247,21 @@ def setitem(self, key, value):
     basic, rest = _split_basic(markers)
     v = apply_op(_basic_op(basic), (self,), (("key", basic),))
     index_put_(v, arrays, value, markers=rest)
+
+
+def _has_bool_mask(key):
+    """Whether an indexing key holds a bool tensor (torch's masked paths)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return builtins.any(isinstance(k, Tensor) and k.dtype is _dt.bool_ for k in parts)
+
+
+def _check_put_dtype(self, values):
+    """torch's index_put does not promote: a tensor of values must have self's dtype
+    (TestTypePromotion.test_indexing_fail); a Python number is cast."""
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_SCALAR_NAME[self.dtype.name]} for the destination and {_SCALAR_NAME[values.dtype.name]} "
+                           "for the source. Convert the values with .to(destination.dtype).")
 
 
 def _mask_to_indices(indices):
@@ -264,6 +276,7 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
         _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
+    _check_put_dtype(self, values)
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
 
 
@@ -276,6 +289,7 @@ def index_put(self, indices, values, accumulate=False):
     _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
+    _check_put_dtype(self, values)
     return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
 
 

@@ -14,7 +14,7 @@ from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
-from .promotion import _SCALAR_NAME, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
+from .promotion import ADDCDIV_INT, _SCALAR_NAME, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -200,6 +200,9 @@ def addcmul_(self, tensor1, tensor2, *, value=1):
 
 @method()
 def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """Mirrors ``torch.Tensor.addcdiv_``; RuntimeError for two integral tensors, as ``addcdiv``."""
+    if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
+        raise RuntimeError(ADDCDIV_INT)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -234,8 +237,9 @@ def unsqueeze_(self, dim):
 def _restride_(self, new):
     check_inplace(self)     # torch's inference-tensor / inference-view errors first
     if self.requires_grad and _grad_on():
-        raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_) "
-                           "are not supported on tensors that require grad; use the out-of-place form")
+        raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_, "
+                           "as_strided_, set_, resize_) are not supported on tensors that require grad; use the "
+                           "out-of-place form")
     self._st, self._chain, self._vcache = new._st, new._chain, None
     self._vgen = -1
     self._vc[0] += 1

@@ -46,6 +46,12 @@ def check_same_dtype(api, first, *others):
                                f"{_SCALAR_NAME[t.dtype.name]}; convert the tensors to one dtype with .to()")
 
 
+ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a future release addcdiv will "
+                "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be "
+                "implemented as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer "
+                "inputs and as (input + value * tensor1 / tensor2) for float inputs.")
+
+
 def _check_operand(x, name):
     if not isinstance(x, (Tensor,) + _Number) and x is not None:
         raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")
@@ -122,10 +128,12 @@ def alpha_first(api, other, rest, alpha):
     other extra positional argument."""
     if not rest:
         return other, alpha
-    if len(rest) == 1 and isinstance(other, _Number) and isinstance(rest[0], Tensor) and alpha is None:
+    # a 0-dim tensor also binds as the Number alpha (torch.add(t, tensor(True), True))
+    scalar = isinstance(other, _Number) or (isinstance(other, Tensor) and other._value.ndim == 0)
+    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and alpha is None:
         warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
                       f"Consider using one of the following signatures instead:\n"
                       f"\t{api}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
-        return rest[0], other
+        return rest[0], other.item() if isinstance(other, Tensor) else other
     raise TypeError(f"{api}() takes 1 positional argument but {1 + len(rest)} were given "
                     f"(pass alpha by keyword: {api}(other, alpha=...))")

@@ -15,6 +15,7 @@ from .._tensor.tensor import Tensor
 from .._x64 import with_x64
 from ._registry import function, method
 from .creation import _sizes
+from .strided import as_strided
 from .._tensor.out import accepts_out
 
 
@@ -88,13 +89,16 @@ method("multinomial")(_factories.multinomial)
 
 @function()
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    """Mirrors ``torch.empty_strided``: a tensor of ``size`` (zero-filled, as ``tracegrad.empty``).
-    tracegrad keeps no strides (arrays are XLA's): ``stride`` is checked for length only.
-    RuntimeError when ``stride`` and ``size`` differ in length."""
+    """Mirrors ``torch.empty_strided``: a tensor of ``size`` laid over a fresh (zero-filled, as
+    ``tracegrad.empty``) storage with ``stride`` (``stride()`` reports it). RuntimeError when
+    ``stride`` and ``size`` differ in length or a stride is negative."""
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
-    return _factories.empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+    n = 1 + sum((k - 1) * s for k, s in zip(size, stride)) if all(size) else 0
+    out = as_strided(_factories.empty(n, dtype=dtype, device=device), size, stride, 0)
+    out._base = None      # a tensor of its own (no view of the storage-sized one it was cut from)
+    return out.requires_grad_(requires_grad)
 
 
 @method()

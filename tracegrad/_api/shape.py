@@ -6,10 +6,12 @@ import builtins
 import warnings
 
 from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
-from .promotion import result_dtype
+from .dtype_views import view_dtype
+from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor.out import accepts_out
 
 
@@ -31,6 +33,9 @@ def _infer(shape, numel, what="view"):
                 raise RuntimeError(f"invalid shape dimension {s}")
             known *= s
     if neg:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
         shape = tuple(numel // known if s == -1 else s for s in shape)
@@ -42,10 +47,10 @@ def _infer(shape, numel, what="view"):
 @method()
 def view(self, *shape):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
-    is not supported. RuntimeError on a size mismatch, or when the new shape cannot be laid
-    over the input's storage with strides (as torch: use ``.reshape(...)``)."""
+    reinterprets the bytes (``dtype_views.view_dtype``). RuntimeError on a size mismatch, or when the
+    new shape cannot be laid over the input's storage with strides (as torch: use ``.reshape(...)``)."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
-        raise NotImplementedError("tracegrad: Tensor.view(dtype) is not supported")
+        return view_dtype(self, shape[0])
     s = _infer(_shape_arg(shape), self.numel())
     if self._chain and not can_view_as(self, s):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
@@ -120,11 +125,18 @@ def unsqueeze(self, dim):
     return apply_op(OPS["unsqueeze"], (self,), (("dim", dim % n),))
 
 
-@method("transpose", "swapaxes", "swapdims", function=True)
+@method("transpose", "swapdims", function=True)
 def transpose(self, dim0, dim1):
-    """Mirrors ``torch.transpose``: swaps two dims; a view."""
+    """Mirrors ``torch.transpose`` / ``torch.swapdims``: swaps two dims; a view. IndexError for a
+    dim out of range."""
     n = self.ndim
     return apply_op(OPS["transpose"], (self,), (("dim0", _wrap_dim(dim0, n)), ("dim1", _wrap_dim(dim1, n))))
+
+
+@method("swapaxes", function=True)
+def swapaxes(self, axis0, axis1):
+    """Mirrors ``torch.swapaxes(input, axis0, axis1)`` (numpy's names for ``transpose``)."""
+    return transpose(self, axis0, axis1)
 
 
 @method(function=True)
@@ -230,6 +242,8 @@ def narrow(self, dim, start, length):
     RuntimeError for a 0-d tensor or a range past the end."""
     if self.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if isinstance(start, Tensor) and (start.ndim != 0 or start.dtype._cat != 1):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     start = int(start)
@@ -242,16 +256,6 @@ def narrow(self, dim, start, length):
     if start + length > size or start < 0 or length < 0:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     return apply_op(OPS["slice"], (self,), (("dim", d), ("start", start), ("end", start + length), ("step", 1)))
-
-
-@method(function=True)
-def narrow_copy(self, dim, start, length):
-    """Mirrors ``torch.narrow_copy``: :func:`narrow` as a new tensor (not a view).
-    Autograd: ``NarrowCopyBackward0``. Errors as :func:`narrow`."""
-    narrow(self.detach(), dim, start, length)   # narrow's checks of the range
-    d = _wrap_dim(dim, self.ndim)
-    start = int(start) + (self.shape[d] if int(start) < 0 else 0)
-    return apply_op(OPS["narrow_copy"], (self,), (("dim", d), ("start", start), ("length", int(length))))
 
 
 @method(function=True)
@@ -306,7 +310,15 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
     pieces (the first ``n % sections`` one longer), a sequence of ints gives split points (sliced
     as Python slices), a tensor holds either (0-d: sections, 1-d: indices)."""
     spec = next(v for v in (indices_or_sections, sections, indices, 1) if v is not None)
+    if self.ndim == 0:
+        raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with {self.ndim} dims")
     if isinstance(spec, Tensor):
+        if spec.dtype is not _dt.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                               f"{_SCALAR_NAME[spec.dtype.name]}")
+        if spec.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {spec.ndim} dims")
         spec = int(spec.item()) if spec.ndim == 0 else [int(i) for i in spec.tolist()]
     d = _wrap_dim(dim, self.ndim)
     n = self.shape[d]
@@ -507,21 +519,51 @@ def _t_property(self):
                           "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
                           "tensor.", UserWarning, stacklevel=2)
     return permute(self, tuple(reversed(range(self.ndim))))
-prop("mT")(lambda self: transpose(self, -2, -1))
-prop("H")(lambda self: permute(self, (1, 0)))
+
+
+def _deprecated_0d(what, hint):
+    warnings.warn(f"{what} is deprecated on 0-D tensors. {hint}", UserWarning, stacklevel=3)
+
+
+@prop("H")
+def _H(self):
+    """Mirrors ``Tensor.H``: the conjugate transpose of a matrix (a view). RuntimeError for other
+    than 2 dims (a 0-dim tensor: its conj, deprecated)."""
+    if self.ndim == 0:
+        _deprecated_0d("Tensor.H", "Consider using x.conj().")
+        return self.conj()
+    if self.ndim != 2:
+        extra = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.ndim}-D tensor.{extra}")
+    return transpose(self, 0, 1).conj()
+
+
+def _batched_transpose(self, name, conj):
+    """mT / mH / adjoint(): ``name`` as torch's messages spell it."""
+    if self.ndim == 0:
+        _deprecated_0d(name if name.endswith("()") else f"Tensor.{name}",
+                       "Consider using x.conj()." if conj else "This function is the identity in these cases.")
+        return self.conj() if conj else self
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
+    t = transpose(self, -2, -1)
+    return t.conj() if conj else t
+
+
+@prop("mT")
+def _mT(self):
+    """Mirrors ``Tensor.mT``: the last two dims swapped (a view). RuntimeError for 1 dim."""
+    return _batched_transpose(self, "mT", False)
 
 
 @prop("mH")
 def _mH(self):
     """Mirrors ``Tensor.mH``: the conjugate transpose of the last two dims (``mT`` for real
-    tensors). RuntimeError for fewer than 2 dims (from ``transpose``)."""
-    if self.dim() < 2:
-        raise RuntimeError(f"tensor.mH is only supported on matrices or batches of matrices. Got {self.dim()}-D tensor.")
-    t = transpose(self, -2, -1)
-    return t.conj() if self.is_complex() else t
+    tensors). RuntimeError for 1 dim."""
+    return _batched_transpose(self, "mH", True)
 
 
 @method(function=True)
 def adjoint(self):
-    """Mirrors ``Tensor.adjoint()`` / ``torch.adjoint``: ``self.mH``."""
-    return _mH(self)
+    """Mirrors ``Tensor.adjoint()`` / ``torch.adjoint``: ``self.mH``. RuntimeError for 1 dim."""
+    return _batched_transpose(self, "adjoint()", True)

@@ -94,8 +94,10 @@ def to_dtype(d) -> dtype:
     """Accepts a tracegrad dtype, a numpy dtype, a Python type or a torch-style name."""
     if isinstance(d, dtype):
         return d
-    if d is float:
-        return get_default_dtype()
+    if d is float:      # torch reads Python's float as double, whatever the default dtype
+        return float64
+    if d is complex:
+        return complex128
     if d is int:
         return int64
     if d is bool:
@@ -141,6 +143,12 @@ def scalar_dtype(x) -> dtype:
     return get_default_dtype()
 
 
+def to_complex(d: dtype) -> dtype:
+    """torch's ``toComplexType`` for a floating dtype (half and bfloat16 give complex64:
+    tracegrad has no complex32)."""
+    return complex128 if d is float64 else complex64
+
+
 def _combine(higher, lower):
     # torch's combine_categories: a group of higher priority (tensors with dims) keeps its
     # dtype unless a lower-priority group belongs to a higher category.
@@ -151,7 +159,8 @@ def _combine(higher, lower):
     if higher.is_complex:
         return higher
     if lower.is_complex:
-        return promote_types(higher, lower) if higher.is_floating_point else lower
+        # a complex scalar keeps the value type of floating tensors (float32 -> complex64)
+        return to_complex(higher) if higher.is_floating_point else lower
     if higher.is_floating_point:
         return higher
     if higher is bool_ or lower.is_floating_point:

@@ -261,19 +261,6 @@ defop("unbind", lambda x, dim: tuple(jnp.moveaxis(x, dim, 0)), grad_fn="UnbindBa
       view=True, n_out=-1)
 
 
-def _unfold(x, dimension, size, step):
-    """Every window of ``size`` elements along ``dimension``, ``step`` apart, as a new last dim."""
-    n = (x.shape[dimension] - size) // step + 1
-    windows = jnp.take(x, (jnp.arange(n) * step)[:, None] + jnp.arange(size), axis=dimension)
-    return jnp.moveaxis(windows, dimension + 1, -1)
-
-
-# torch's unfold is a strided view; windows that overlap (step < size) alias one element twice,
-# so writes into them are refused as into ``expand`` (NOTE: the same op with the other view kind)
-defop("unfold", _unfold, grad_fn="UnfoldBackward0", view=True)
-defop("unfold_overlap", _unfold, grad_fn="UnfoldBackward0", view="overlap")
-
-
 def _split(x, sizes, dim):
     out, start = [], 0
     for s in sizes:
@@ -299,8 +286,6 @@ defop("cat", _cat, args=tuple(f"t{i}" for i in range(256)), grad_fn="CatBackward
 defop("stack", lambda *xs, dim, dtype: jnp.stack([x.astype(dtype) for x in xs], axis=dim),
       args=tuple(f"t{i}" for i in range(256)), grad_fn="StackBackward0")
 defop("flip", lambda x, dims: jnp.flip(x, dims), grad_fn="FlipBackward0")
-defop("narrow_copy", lambda x, dim, start, length: lax.slice_in_dim(x, start, start + length, axis=dim),
-      grad_fn="NarrowCopyBackward0")
 defop("roll", lambda x, shifts, dims: jnp.roll(x, shifts, dims), grad_fn="RollBackward0")
 defop("roll_flat", lambda x, shifts: jnp.roll(x, shifts), grad_fn="RollBackward0")
 defop("repeat", lambda x, repeats: jnp.tile(x, repeats), grad_fn="RepeatBackward0")
@@ -353,7 +338,8 @@ UNVIEW[defop("conj", jnp.conj, grad_fn="ConjBackward0", view=True)] = (
 
 # storage positions (``element_positions``, strides) of a part view's elements, in units of the
 # view's own dtype, as torch's strides count them: a complex storage seen as floats has two
-# float positions per complex element (real at 2p, imaginary at 2p + 1)
+# float positions per complex element (real at 2p, imaginary at 2p + 1). Each map is called
+# with the step's static arguments (``view_dtype`` needs them, ``strided.py``).
 POSITIONS: dict = {
     OPS["real_view"]: lambda p: 2 * p,
     OPS["imag_view"]: lambda p: 2 * p + 1,

@@ -86,7 +86,9 @@ def infer_dtype(data):
         elif isinstance(x, numbers.Real):
             kinds.add(_dt.get_default_dtype())
         elif isinstance(x, numbers.Complex):
-            kinds.add(_dt.complex128 if _dt.get_default_dtype() is _dt.float64 else _dt.complex64)
+            kinds.add(_dt.scalar_dtype(complex(x)))   # complex128 under a float64 default, as torch
+        elif isinstance(x, np.ndarray):
+            kinds.add(_dt.from_numpy_dtype(x.dtype))
         elif isinstance(x, (str, bytes)):
             raise TypeError(f"tensor(): new(): invalid data type '{type(x).__name__}'")
         else:

@@ -190,7 +190,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign (start={vals[0]}, "
                            f"end={vals[1]}, step={vals[2]})")
     if dtype is None:
-        d = _dt.int64 if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals) else _dt.get_default_dtype()
+        # bools count as integers, as torch (arange(False, True) is int64)
+        d = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
     else:
         d = _dt.to_dtype(dtype)
     if d is _dt.bool_:

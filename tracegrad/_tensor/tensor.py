@@ -33,20 +33,11 @@ from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_app
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
+from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
 _CAPTURE = _state.CAPTURE
-
-
-class Storage:
-    __slots__ = ("array", "gen", "__weakref__")
-
-    def __init__(self, array):
-        self.array = array
-        self.gen = 0
-        if _CAPTURE[0] is not None:   # made inside a compiled region: not outside state
-            _CAPTURE[0].storage_created(self)
 
 
 # NOTE [dynamic positions] (``_ops/shape.py``): a chain is split into its structure (the
@@ -67,7 +58,7 @@ def _chain_apply(chain, root):
     for op, static, idx in chain:
         pmap = _POSITIONS.get(op)
         if pmap is not None:
-            x = pmap(x)
+            x = pmap(x, **dict(static)) if static else pmap(x)
         else:
             x = op.fn(x, **dict(static)) if static else op.fn(x)
         if idx is not None:
@@ -144,6 +135,39 @@ def chain_is_contiguous(t) -> bool:
     return bool(pos.size <= 1 or np.array_equal(pos, pos[0] + np.arange(pos.size)))
 
 
+def storage_offset_of(t) -> int:
+    """torch's ``storage_offset()``: the storage position of t's first element, in t's element
+    units (a part view of a complex storage counts floats). An empty view has no element to
+    locate: 0."""
+    if not t._chain:
+        return 0
+    pos = element_positions(t)
+    return int(pos.reshape(-1)[0]) if pos.size else 0
+
+
+def strides_of(t) -> tuple:
+    """torch's ``stride()``: storage positions to step per index of each dim, read off the
+    element positions; a size-1 (or empty) dim gets the stride a fresh contiguous layout gives it."""
+    shape = tuple(t._value.shape)
+    pos = element_positions(t) if t._chain and t._value.size else None
+    out = [0] * len(shape)
+    nxt = 1
+    for k in range(len(shape) - 1, -1, -1):
+        s = nxt
+        if pos is not None and shape[k] > 1:
+            s = int(np.take(pos, 1, axis=k).reshape(-1)[0] - pos.reshape(-1)[0])
+        out[k] = s
+        nxt = s * shape[k] if s and shape[k] else nxt
+    return tuple(out)
+
+
+def has_internal_overlap(t) -> bool:
+    """torch's ``has_internal_overlap`` "yes" case: a dim of more than one element with stride 0
+    (several elements of t are one storage element). Other overlaps torch calls "too hard" to
+    prove and lets through; so do we."""
+    return any(n > 1 and s == 0 for n, s in zip(t._value.shape, strides_of(t)))
+
+
 def can_view_as(t, shape) -> bool:
     """torch's ``view`` rule: the new shape must be expressible with strides over t's storage."""
     if chain_is_contiguous(t):
@@ -179,6 +203,9 @@ class Size(tuple):
         return Size(tuple.__mul__(self, n)) if isinstance(n, int) else NotImplemented
 
     __rmul__ = __mul__
+
+
+_WARNED_SCALAR: list = []   # float() of a tensor requiring grad has warned (torch: once)
 
 
 class Tensor(TensorBase):
@@ -247,12 +274,12 @@ class Tensor(TensorBase):
             dt = self._vcache.dtype   # a complex part view is float over a complex storage
         new = _astype64(new, dt) if new.dtype != dt else new
         if self._chain:
-            for op, _, _ in self._chain:
-                if op.view == "overlap":
-                    raise RuntimeError(
-                        "unsupported operation: more than one element of the written-to tensor "
-                        "refers to a single memory location. Please clone() the tensor before "
-                        "performing the operation.")
+            # only chains through expand/as_strided can alias elements; then check t itself
+            if any(op.view == "overlap" for op, _, _ in self._chain) and has_internal_overlap(self):
+                raise RuntimeError(
+                    "unsupported operation: more than one element of the written-to tensor "
+                    "refers to a single memory location. Please clone() the tensor before "
+                    "performing the operation.")
             st.array = chain_write_fn(self._chain)(st.array, new)
             self._vcache = new
         else:
@@ -318,10 +345,21 @@ class Tensor(TensorBase):
         return self._base is not None
 
     def data_ptr(self) -> int:
-        return id(self._st)
+        """Mirrors ``torch.Tensor.data_ptr``: the address of the first element, the storage's
+        (synthetic) address plus ``storage_offset() * element_size()`` (``_tensor/storage.py``)."""
+        return self._st.data_ptr() + storage_offset_of(self) * self._value.dtype.itemsize
+
+    def storage_offset(self) -> int:
+        """Mirrors ``torch.Tensor.storage_offset``: the storage position of the first element."""
+        return storage_offset_of(self)
 
     def untyped_storage(self):
+        """Mirrors ``torch.Tensor.untyped_storage``: the storage shared by the tensor's views."""
         return self._st
+
+    def storage(self):
+        """Mirrors the deprecated ``torch.Tensor.storage``: a ``TypedStorage`` of the tensor's dtype."""
+        return typed_storage(self)
 
     @property
     def _version(self) -> int:
@@ -504,7 +542,8 @@ class Tensor(TensorBase):
     def __float__(self):
         if self._value.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self.requires_grad:
+        if self.requires_grad and not _WARNED_SCALAR:
+            _WARNED_SCALAR.append(True)      # torch warns once per process
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                           "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())

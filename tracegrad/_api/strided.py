@@ -1,0 +1,244 @@
+"""Tensor methods that address storage directly: ``as_strided``/``as_strided_``, ``unfold``, ``set_``, ``resize_``/``resize_as_``, and torch's ``*_copy`` functions (a view
+op's values in a new tensor: ``view_copy``, ``diagonal_copy``, ``split_copy``...).
+
+Strides and storage offsets are read off the view chain (``_tensor/tensor.py``); NOTE [as_strided
+views] in ``_ops/strided.py`` says how as_strided becomes a chain step.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+from ..autograd._dispatch import apply_op
+from ..autograd.grad_mode import STATE as _GRAD_MODE
+from .._ops.registry import OPS
+from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
+from .._tensor.factories import zeros
+from .._tensor.out import write_out
+from .._tensor.storage import Storage, TypedStorage
+from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
+from ._registry import function, method
+from .inplace import _restride_
+
+
+def _ints(seq, what):
+    if isinstance(seq, int):
+        seq = (seq,)
+    try:
+        return tuple(int(s) for s in seq)
+    except TypeError:
+        raise TypeError(f"as_strided(): argument '{what}' must be a tuple of ints") from None
+
+
+def _contiguous_strides(shape):
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= builtins.max(n, 1)
+    return tuple(reversed(out))
+
+
+def _storage_tensor(t):
+    """A tensor over the whole of t's storage (no view chain), sharing its version counter."""
+    r = Tensor._make(t._st.array)
+    r._st, r._vc = t._st, t._vc
+    return r
+
+
+@method(function=True)
+def as_strided(self, size, stride, storage_offset=None):
+    """Mirrors ``torch.as_strided(input, size, stride, storage_offset=None)``: a view reading
+    storage positions ``storage_offset + sum(i_k * stride_k)`` (offset default: input's). Autograd
+    ``AsStridedBackward0`` when every position is one of input's elements (NOTE [as_strided
+    views]). RuntimeError for mismatched lengths, negative strides or offset, or positions past
+    the storage's end. Differs from torch: reading storage outside input's elements is allowed
+    only without autograd (NotImplementedError when input requires grad)."""
+    size, stride = _ints(size, "size"), _ints(stride, "stride")
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: as_strided got size {list(size)} and "
+                           f"stride {list(stride)}")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: {list(stride)}")
+    if builtins.any(n < 0 for n in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(size)}")
+    offset = storage_offset_of(self) if storage_offset is None else int(storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    itemsize = self._value.dtype.itemsize
+    n_storage = self._st.nbytes() // itemsize
+    need = offset + builtins.sum((n - 1) * s for n, s in zip(size, stride)) + 1 if math.prod(size) else 0
+    if need > n_storage:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {itemsize} requiring a storage size of {need * itemsize} are out of bounds "
+                           f"for storage of size {n_storage * itemsize}")
+    in_stride, in_offset = strides_of(self), storage_offset_of(self)
+    if as_strided_index(tuple(self.shape), in_stride, in_offset, size, stride, offset) is not None:
+        static = (("size", size), ("stride", stride), ("offset", offset), ("in_stride", in_stride),
+                  ("in_offset", in_offset))
+        return apply_op(OPS["as_strided"], (self,), static)
+    # positions outside self's elements: read them from the whole storage
+    if self.requires_grad and _GRAD_MODE[0]:
+        raise NotImplementedError("tracegrad.as_strided: reading storage outside the input's elements is not "
+                                  "differentiable here; as_strided the base tensor instead")
+    root = _storage_tensor(self)
+    if root._value.dtype != self._value.dtype:
+        raise NotImplementedError("tracegrad.as_strided: a part view of a complex storage can only address its own "
+                                  "elements; as_strided the complex tensor instead")
+    static = (("size", size), ("stride", stride), ("offset", offset),
+              ("in_stride", _contiguous_strides(tuple(root.shape))), ("in_offset", 0))
+    out = apply_op(OPS["as_strided"], (root,), static)
+    base = self._base if self._base is not None else self
+    out._base = base if not base._chain else None   # a view of base only when base is the storage
+    return out
+
+
+@method()
+def as_strided_(self, size, stride, storage_offset=None):
+    """Mirrors ``torch.Tensor.as_strided_``: self becomes ``as_strided(size, stride, offset)``
+    of its storage (a metadata change; same rules as ``as_strided``)."""
+    return _restride_(self, as_strided(self.detach(), size, stride, storage_offset))
+
+
+@method("unfold")
+def unfold(self, dimension, size, step):
+    """Mirrors ``Tensor.unfold(dimension, size, step)``: a view holding every window of ``size``
+    elements along ``dimension``, ``step`` apart, as a new last dim (``dimension`` becomes
+    ``(length - size) // step + 1`` long). Autograd ``UnfoldBackward0``. RuntimeError for
+    ``size`` larger than the dim or ``step <= 0``."""
+    d = _wrap_dim(dimension, self.ndim)
+    length = self.shape[d] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return apply_op(OPS["unfold"], (self,), (("dimension", d), ("size", int(size)), ("step", int(step))))
+
+
+@method()
+def set_(self, source=None, storage_offset=0, size=None, stride=None):
+    """Mirrors ``torch.Tensor.set_``: self becomes a view of ``source`` (a tensor: its storage and
+    layout; a storage: ``size``/``stride``/``storage_offset`` over it, contiguous by default;
+    nothing: an empty tensor). A metadata change that bumps the version counter."""
+    if source is None:
+        new = Tensor._make(self._value.reshape(-1)[:0])
+    elif isinstance(source, Tensor):
+        new = source.detach()
+    elif isinstance(source, (Storage, TypedStorage)):
+        st = source if isinstance(source, Storage) else source.untyped()
+        if st.array.dtype != self._value.dtype:
+            raise RuntimeError(f"Expected a Storage of type {self.dtype} but got a storage of another type")
+        carrier = Tensor._make(st.array)
+        carrier._st = st
+        size = (st.nbytes() // self._value.dtype.itemsize,) if size is None else tuple(size)
+        stride = _contiguous_strides(size) if stride is None else tuple(stride)
+        new = as_strided(carrier, size, stride, storage_offset)
+    else:
+        raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+    return _retarget(self, new)
+
+
+def _retarget(self, new):
+    """self takes ``new``'s storage and view chain (``_restride_``); it stays a view of its base
+    only while the base's chain still leads to it."""
+    _restride_(self, new)
+    base = self._base
+    if base is not None and (base._st is not self._st or self._chain[:len(base._chain)] != base._chain):
+        self._base = None
+    return self
+
+
+@method()
+def resize_(self, *sizes, memory_format=None):
+    """Mirrors ``torch.Tensor.resize_``: self takes the new shape over its storage, contiguous
+    from its storage offset; elements past the storage's end are new (zeros here, uninitialized
+    in torch). Unchanged shape: nothing happens. RuntimeError for a tensor that requires grad or
+    a negative size. Differs from torch: growing the storage gives self a new one (views of the
+    old storage keep it)."""
+    shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
+    if shape == tuple(self.shape):
+        return self
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if builtins.any(s < 0 for s in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(shape)}: {list(shape)}")
+    n, offset = math.prod(shape), storage_offset_of(self)
+    if (n + offset) * self._value.dtype.itemsize >= 2 ** 63:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(_contiguous_strides(shape))}")
+    root = _storage_tensor(self)
+    if root._value.dtype != self._value.dtype:
+        raise NotImplementedError("tracegrad: resize_ of a part view of a complex storage is not supported")
+    if offset + n > root.numel():    # grow: a new storage holding the old elements, then zeros
+        root = apply_op(OPS["cat"], (root.reshape(-1), zeros(offset + n - root.numel(), dtype=self.dtype)),
+                        (("dim", 0), ("dtype", self._value.dtype)))
+    return _retarget(self, as_strided(root, shape, _contiguous_strides(shape), offset))
+
+
+@method()
+def resize_as_(self, other, memory_format=None):
+    """Mirrors ``torch.Tensor.resize_as_``: ``resize_(other.shape)``."""
+    return resize_(self, tuple(other.shape))
+
+
+# ---- the *_copy functions ------------------------------------------------------------------------
+def _copy_function(name, make_view, copy_of=COPY_OF):
+    """torch's ``<view>_copy``: the view's values in a new tensor (grad_fn ``<View>Backward0_copy``),
+    with ``out=``. ``make_view(input, *args)`` is the view function; it parses the arguments and
+    its last view step gives the copy op's static arguments; ``copy_of`` maps it to the copy op."""
+    def f(input, *args, out=None, **kwargs):
+        probe = make_view(input.detach(), *args, **kwargs)
+        outs = probe if isinstance(probe, tuple) else (probe,)
+        n = len(input._chain)
+        step = outs[0]._chain[n:] if outs and outs[0]._st is input._st else ()
+        if len(step) == 1 and step[0][0] in copy_of:
+            op, static, _ = step[0]
+            res = apply_op(copy_of[op], (input,), static)
+        else:   # no single view step (the input itself, or a storage-wide as_strided): a clone
+            res = make_view(input, *args, **kwargs)
+            res = tuple(r.clone() for r in res) if isinstance(res, tuple) else res.clone()
+        return res if out is None else write_out(name, res, out)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = (f"Mirrors ``torch.{name}``: ``{name[:-5]}``'s values in a new tensor (no view of input); "
+                 f"``out=`` as torch. Autograd: the view's node name with ``_copy``.")
+    return f
+
+
+def _slice(input, dim=0, start=None, end=None, step=1):
+    """torch's ``slice`` (``aten::slice``): elements ``start:end:step`` of ``dim`` (a view)."""
+    d = _wrap_dim(dim, input.ndim)
+    r = range(input.shape[d])[builtins.slice(start, end, step)]
+    static = (("dim", d), ("start", r.start), ("end", builtins.max(r.stop, r.start)), ("step", r.step))
+    return apply_op(OPS["slice"], (input,), static)
+
+
+def _narrow_checked(input, dim, start, length):
+    """``narrow`` for ``narrow_copy``, whose torch kernel reports a dim past the last as
+    RuntimeError (a negative one out of range stays IndexError, as torch)."""
+    if input.ndim and dim >= input.ndim:
+        raise RuntimeError(f"narrow_copy(): Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, "
+                           f"but got false. (dim {dim} for a {input.ndim}-d input)")
+    return input.narrow(dim, start, length)
+
+
+def _method(name):
+    return lambda input, *args, **kwargs: getattr(input, name)(*args, **kwargs)
+
+
+for _name in ("view", "diagonal", "split", "split_with_sizes", "select", "slice", "transpose", "permute", "t",
+              "unsqueeze", "squeeze", "expand", "unbind", "as_strided", "narrow", "unfold", "alias", "detach",
+              "view_as_real", "view_as_complex"):
+    if _name == "slice":
+        _view = _slice
+    elif _name == "split_with_sizes":
+        _view = _method("split")
+    elif _name == "alias":
+        _view = (lambda input: apply_op(OPS["alias"], (input,)))
+    elif _name == "narrow":
+        _view = _narrow_checked
+    elif _name in ("view_as_real", "view_as_complex"):
+        from . import complex_api as _complex
+        _view = getattr(_complex, _name)
+    else:
+        _view = _method(_name)
+    copies = {OPS["slice"]: NARROW_COPY} if _name == "narrow" else COPY_OF
+    function(_name + "_copy")(_copy_function(_name + "_copy", _view, copies))

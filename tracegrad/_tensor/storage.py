@@ -1,0 +1,109 @@
+"""Storage: the one ``jax.Array`` behind a tensor and its views, and torch's storage API on it.
+
+A ``Storage`` holds one ``jax.Array`` and a write generation (``gen``). torch code reads a
+storage's address to tell views from copies (``x.untyped_storage().data_ptr() ==
+y.untyped_storage().data_ptr()``, ``x.data_ptr() == x.reshape(-1).data_ptr()``). JAX arrays have no
+stable address (an in-place write replaces the array), so a storage gets a synthetic one the
+first time it is asked for: addresses come from a counter, each storage's range as long as its
+bytes (at least one), so ``data_ptr() + storage_offset() * element_size()`` of two different
+storages never meet, as real allocations do not.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _state
+from .._ops import dtypes as _dt
+
+_CAPTURE = _state.CAPTURE
+_ALIGN = 64
+_NEXT_ADDRESS = [1 << 20]   # addresses handed out so far (the first is far from 0, a null pointer)
+
+
+class Storage:
+    """Mirrors ``torch.UntypedStorage`` for what programs read of it: ``data_ptr()``, ``nbytes()``,
+    ``size()``/``len()`` (bytes), ``element_size()`` (1) and ``device``. Its bytes cannot be read
+    or written through it (JAX owns them): go through a tensor."""
+
+    __slots__ = ("array", "gen", "_address", "__weakref__")
+
+    def __init__(self, array):
+        self.array = array
+        self.gen = 0
+        if _CAPTURE[0] is not None:   # made inside a compiled region: not outside state
+            _CAPTURE[0].storage_created(self)
+
+    def data_ptr(self) -> int:
+        """The storage's (synthetic, stable) address: equal for views of one storage only."""
+        try:
+            return self._address
+        except AttributeError:
+            a = self._address = _NEXT_ADDRESS[0]
+            _NEXT_ADDRESS[0] += -(-max(self.nbytes(), 1) // _ALIGN) * _ALIGN + _ALIGN
+            return a
+
+    def nbytes(self) -> int:
+        """Bytes held (elements times the storage dtype's size)."""
+        a = self.array
+        return int(np.prod(a.shape)) * a.dtype.itemsize
+
+    size = nbytes
+    __len__ = nbytes
+
+    def element_size(self) -> int:
+        return 1
+
+    @property
+    def device(self):
+        from .device import device_of   # a sibling module; imported late to keep this one small
+        return device_of(self.array)
+
+    def __repr__(self):
+        return f"tracegrad.UntypedStorage(nbytes={self.nbytes()}, data_ptr={self.data_ptr():#x})"
+
+
+_TYPED_WARNED = [False]
+
+
+class TypedStorage:
+    """Mirrors ``torch.TypedStorage`` (``Tensor.storage()``, deprecated in torch as here): a
+    storage seen in elements of ``dtype``. ``data_ptr()``, ``size()``/``len()`` (elements),
+    ``element_size()``, ``dtype``, ``untyped()``."""
+
+    __slots__ = ("_untyped", "dtype")
+
+    def __init__(self, untyped: Storage, dtype):
+        if not _TYPED_WARNED[0]:    # torch warns once per process
+            _TYPED_WARNED[0] = True
+            warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will "
+                          "be the only storage class. Use tensor.untyped_storage() instead of tensor.storage()",
+                          UserWarning, stacklevel=3)
+        self._untyped, self.dtype = untyped, dtype
+
+    def data_ptr(self) -> int:
+        return self._untyped.data_ptr()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def size(self) -> int:
+        return self._untyped.nbytes() // self.dtype.itemsize
+
+    __len__ = size
+
+    def untyped(self) -> Storage:
+        return self._untyped
+
+    @property
+    def device(self):
+        return self._untyped.device
+
+    def __repr__(self):
+        return f"tracegrad.TypedStorage(dtype={self.dtype}, size={self.size()})"
+
+
+def typed_storage(t) -> TypedStorage:
+    """``t.storage()``: t's storage in elements of t's dtype (a complex part view counts floats)."""
+    return TypedStorage(t._st, _dt.from_numpy_dtype(t._value.dtype))
