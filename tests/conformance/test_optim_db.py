@@ -286,3 +286,13 @@ def test_errors(info, tg_cls, error_input):
         fn = make if error_input.error_on == OptimizerErrorEnum.CONSTRUCTION_ERROR else _construct_then_step(make)
         msg = _expect(error_input, fn)
         assert not FOREIGN.search(msg), f"{T.__name__}: foreign text leaked: {msg[:300]}"
+
+
+def test_report():
+    """Prints the optimizers tracegrad lacks; fails on XFAIL entries naming no collected case."""
+    ids = {vid for info, _ in MATCHED for table in (_variants, _error_inputs) for vid, _ in table(info)}
+    stale = [k for k in XFAIL if k[0] not in ids]
+    missing = sorted(info.optim_cls.__name__ for info in optim_db if info not in {i for i, _ in MATCHED})
+    print(f"\nOptimizerInfos matched: {len(MATCHED)} of {len(optim_db)}; tracegrad lacks: {', '.join(missing)}")
+    assert not stale, f"XFAIL entries for cases not collected: {stale}"
+    assert len(MATCHED) >= 12, "the name lookup found fewer optimizers than tracegrad has: _matched() broke"
