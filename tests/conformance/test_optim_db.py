@@ -10,7 +10,7 @@ collection time, so optimizers added later are picked up):
   (a closure over a tiny loss where the optimizer needs one); params and ``state_dict()`` (state
   tensors, step counts, param_groups entries) must equal torch's;
 * round trip: torch's ``state_dict()`` after step 1, loaded into a fresh tracegrad optimizer, gives
-  torch's params and state after 2 more steps;
+  torch's params and state after 2 more steps; and the other way, tracegrad's into torch;
 * errors: every ``optim_error_inputs_func`` case raises (or warns) torch's class, with a message free
   of JAX/XLA/numpy text.
 
@@ -30,7 +30,7 @@ import tracegrad  # noqa: E402
 import tracegrad.optim  # noqa: E402
 from torch.testing._internal.common_optimizers import OptimizerErrorEnum, optim_db  # noqa: E402
 
-from _opinfo_helpers import Carrier, assert_same  # noqa: E402
+from _opinfo_helpers import Carrier, assert_same, tg_to_torch  # noqa: E402
 from test_bad_input import FOREIGN  # noqa: E402
 
 N_STEPS = 3
@@ -221,6 +221,34 @@ def test_state_dict_round_trip(info, tg_cls, kwargs):
         ref.step(i, closure)
         tg.step(i, closure)
     _check_same(tg, ref, "after loading torch's state_dict")
+
+
+def _tg_to_torch_values(x):
+    if isinstance(x, tracegrad.Tensor):
+        return tg_to_torch(x)
+    if isinstance(x, dict):
+        return {k: _tg_to_torch_values(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(_tg_to_torch_values(v) for v in x)
+    return x
+
+
+@pytest.mark.parametrize("info,tg_cls,kwargs", _params("into_torch", _variants))
+def test_state_dict_into_torch(info, tg_cls, kwargs):
+    """The other way: tracegrad's state_dict after step 1, loaded into torch, continues as
+    tracegrad does (a checkpoint saved by tracegrad resumes in torch)."""
+    closure = info.step_requires_closure
+    tg = Run(tracegrad, tg_cls, _to_tg(kwargs), _init_values(_dtype(info)))
+    tg.step(0, closure)
+    after_one = {k: v.numpy() for k, v in tg.values().items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = Run(torch, info.optim_cls, kwargs, after_one)
+        ref.opt.load_state_dict(_tg_to_torch_values(tg.opt.state_dict()))
+        for i in range(1, N_STEPS):
+            ref.step(i, closure)
+            tg.step(i, closure)
+    _check_same(tg, ref, "torch after loading tracegrad's state_dict")
 
 
 # --- errors --------------------------------------------------------------------------------------
