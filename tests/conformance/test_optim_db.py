@@ -34,8 +34,8 @@ from _opinfo_helpers import Carrier, assert_same, tg_to_torch  # noqa: E402
 from test_bad_input import FOREIGN  # noqa: E402
 
 N_STEPS = 3
-# XLA and ATen float32 kernels differ by a few ulps; LBFGS compounds them over 20 inner iterations
-TOL = {torch.float32: dict(rtol=1e-4, atol=1e-5), torch.float64: dict(rtol=1e-7, atol=1e-9)}
+# XLA's and ATen's float32 kernels (sqrt, pow, fused multiply-adds) differ by a few ulps
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.float64: dict(rtol=1e-7, atol=1e-9)}
 SHAPES = {"weight": (3, 4), "bias": (3,), "frozen": (2,)}   # "frozen" never gets a gradient
 # implementation flags torch takes on CPU (capturable is for accelerator devices only there)
 FLAGS = ("foreach", "fused", "differentiable")
