@@ -35,7 +35,8 @@ from test_bad_input import FOREIGN  # noqa: E402
 
 N_STEPS = 3
 # XLA's and ATen's float32 kernels (sqrt, pow, fused multiply-adds) differ by a few ulps
-TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.float64: dict(rtol=1e-7, atol=1e-9)}
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.complex64: dict(rtol=1e-5, atol=1e-6),
+       torch.float64: dict(rtol=1e-7, atol=1e-9)}
 SHAPES = {"weight": (3, 4), "bias": (3,), "frozen": (2,)}   # "frozen" never gets a gradient
 # implementation flags torch takes on CPU (capturable is for accelerator devices only there)
 FLAGS = ("foreach", "fused", "differentiable")
@@ -105,14 +106,21 @@ def _dtype(info):
     return np.float64 if info.step_requires_closure else np.float32
 
 
+def _draw(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
 def _init_values(dtype):
     rng = np.random.default_rng(0)
-    return {k: rng.standard_normal(s).astype(dtype) for k, s in SHAPES.items()}
+    return {k: _draw(rng, s, dtype) for k, s in SHAPES.items()}
 
 
-def _grads(step):
+def _grads(step, dtype):
     rng = np.random.default_rng(100 + step)
-    return {k: rng.standard_normal(SHAPES[k]).astype(np.float32) for k in ("weight", "bias")}
+    return {k: _draw(rng, SHAPES[k], dtype) for k in ("weight", "bias")}
 
 
 _SCALES = np.geomspace(1.0, 100.0, 15)   # an ill-conditioned loss: many inner iterations
@@ -145,7 +153,7 @@ class Run:
                 return loss
             self.opt.step(fn)
         else:
-            for k, g in _grads(i).items():
+            for k, g in _grads(i, self.params["weight"].detach().numpy().dtype).items():
                 self.params[k].grad = self.T.tensor(g)
             self.opt.step()
 
@@ -196,9 +204,8 @@ def _torch_run(info, kwargs, values):
         pytest.skip(f"torch on CPU rejects {kwargs}: {str(e)[:100]}")
 
 
-@pytest.mark.parametrize("info,tg_cls,kwargs", _params("values", _variants))
-def test_values(info, tg_cls, kwargs):
-    values = _init_values(_dtype(info))
+def _run_both(info, tg_cls, kwargs, values):
+    """3 steps in torch and tracegrad from ``values``: params and state_dict alike after the first and the last."""
     ref = _torch_run(info, kwargs, values)
     tg = Run(tracegrad, tg_cls, _to_tg(kwargs), values)
     closure = info.step_requires_closure
@@ -208,6 +215,25 @@ def test_values(info, tg_cls, kwargs):
         ref.step(i, closure)
         tg.step(i, closure)
     _check_same(tg, ref, f"step {N_STEPS}")
+
+
+@pytest.mark.parametrize("info,tg_cls,kwargs", _params("values", _variants))
+def test_values(info, tg_cls, kwargs):
+    _run_both(info, tg_cls, kwargs, _init_values(_dtype(info)))
+
+
+def _complex_variants(info):
+    """The default input of each optimizer torch steps on complex parameters with fixed
+    gradients (LBFGS's closure loss is real-valued over real params here)."""
+    if not info.supports_complex or info.step_requires_closure:
+        return []
+    return [v for v in _variants(info) if not v[0].endswith(("-fused", "-differentiable"))]
+
+
+@pytest.mark.parametrize("info,tg_cls,kwargs", _params("complex", _complex_variants))
+def test_complex(info, tg_cls, kwargs):
+    """Complex parameters: torch steps each as two independent reals (``view_as_real``)."""
+    _run_both(info, tg_cls, kwargs, _init_values(np.complex64))
 
 
 @pytest.mark.parametrize("info,tg_cls,kwargs", _params("round_trip", _variants))

@@ -1,10 +1,10 @@
 """``Adagrad``. Mirrors ``torch.optim.Adagrad`` (lr_decay, initial_accumulator_value)."""
 from __future__ import annotations
 
-from .. import float32, full_like, tensor
+from .. import float32, tensor
 from ._functional import adagrad_step
 from ._simple import check_common
-from .optimizer import Optimizer
+from .optimizer import Optimizer, full_like_reals
 
 __all__ = ["Adagrad"]
 
@@ -53,7 +53,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 state = self.state[p]
                 state["step"] = tensor(0.0, dtype=float32)
-                state["sum"] = full_like(p, initial_accumulator_value)
+                state["sum"] = full_like_reals(p, initial_accumulator_value)
 
     _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
