@@ -36,7 +36,7 @@ from test_bad_input import FOREIGN  # noqa: E402
 N_STEPS = 3
 # XLA's and ATen's float32 kernels (sqrt, pow, fused multiply-adds) differ by a few ulps
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.complex64: dict(rtol=1e-5, atol=1e-6),
-       torch.float64: dict(rtol=1e-7, atol=1e-9)}
+       torch.float64: dict(rtol=1e-7, atol=1e-9), torch.complex128: dict(rtol=1e-7, atol=1e-9)}
 SHAPES = {"weight": (3, 4), "bias": (3,), "frozen": (2,)}   # "frozen" never gets a gradient
 # implementation flags torch takes on CPU (capturable is for accelerator devices only there)
 FLAGS = ("foreach", "fused", "differentiable")
@@ -123,9 +123,6 @@ def _grads(step, dtype):
     return {k: _draw(rng, SHAPES[k], dtype) for k in ("weight", "bias")}
 
 
-_SCALES = np.geomspace(1.0, 100.0, 15)   # an ill-conditioned loss: many inner iterations
-
-
 class Run:
     """One library's params and optimizer; ``T`` is torch or tracegrad."""
 
@@ -140,8 +137,12 @@ class Run:
     def _loss(self):
         # convex and without a minimum: a quadratic converges within LBFGS's 20 inner iterations
         # (the state left is rounding noise), a curved valley (Rosenbrock) amplifies rounding
-        x = self.T.cat([self.params["weight"].reshape(-1), self.params["bias"]])
-        return self.T.nn.functional.softplus(x * self.T.tensor(_SCALES.astype(x.detach().numpy().dtype))).sum()
+        T = self.T
+        x = T.cat([self.params["weight"].reshape(-1), self.params["bias"]])
+        if x.is_complex():
+            x = T.view_as_real(x).reshape(-1)
+        scales = np.geomspace(1.0, 100.0, x.numel()).astype(x.detach().numpy().dtype)
+        return T.nn.functional.softplus(x * T.tensor(scales)).sum()
 
     def step(self, i, closure):
         if closure:
@@ -223,9 +224,9 @@ def test_values(info, tg_cls, kwargs):
 
 
 def _complex_variants(info):
-    """The default input of each optimizer torch steps on complex parameters with fixed
-    gradients (LBFGS's closure loss is real-valued over real params here)."""
-    if not info.supports_complex or info.step_requires_closure:
+    """The inputs of each optimizer torch steps on complex parameters (not fused, which torch
+    takes for real floating parameters only; differentiable is covered by the real runs)."""
+    if not info.supports_complex:
         return []
     return [v for v in _variants(info) if not v[0].endswith(("-fused", "-differentiable"))]
 
@@ -233,7 +234,8 @@ def _complex_variants(info):
 @pytest.mark.parametrize("info,tg_cls,kwargs", _params("complex", _complex_variants))
 def test_complex(info, tg_cls, kwargs):
     """Complex parameters: torch steps each as two independent reals (``view_as_real``)."""
-    _run_both(info, tg_cls, kwargs, _init_values(np.complex64))
+    dtype = np.complex128 if _dtype(info) == np.float64 else np.complex64
+    _run_both(info, tg_cls, kwargs, _init_values(dtype))
 
 
 @pytest.mark.parametrize("info,tg_cls,kwargs", _params("round_trip", _variants))
