@@ -8,7 +8,8 @@ collection time, so optimizers added later are picked up):
   Tensor lr or betas, ``capturable`` dropped) runs 3 steps on the same tiny
   params (a weight, a bias, and a param that never gets a gradient) with the same fixed gradients
   (a closure over a tiny loss where the optimizer needs one); params and ``state_dict()`` (state
-  tensors, step counts, param_groups entries) must equal torch's;
+  tensors, step counts, param_groups entries) must equal torch's; the same again with complex
+  params for the optimizers torch's info marks ``supports_complex``;
 * round trip: torch's ``state_dict()`` after step 1, loaded into a fresh tracegrad optimizer, gives
   torch's params and state after 2 more steps; and the other way, tracegrad's into torch;
 * errors: every ``optim_error_inputs_func`` case raises (or warns) torch's class, with a message free
@@ -194,7 +195,7 @@ def _check_same(tg, ref, where):
 
 
 def _torch_run(info, kwargs, values):
-    """torch's Run, or None where torch on CPU rejects the variant (a flag it lacks here)."""
+    """torch's Run after one step; skips the case where torch on CPU rejects the variant."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -206,7 +207,8 @@ def _torch_run(info, kwargs, values):
 
 
 def _run_both(info, tg_cls, kwargs, values):
-    """3 steps in torch and tracegrad from ``values``: params and state_dict alike after the first and the last."""
+    """3 steps in torch and tracegrad from ``values``: params and state_dict alike after the
+    first and the last."""
     ref = _torch_run(info, kwargs, values)
     tg = Run(tracegrad, tg_cls, _to_tg(kwargs), values)
     closure = info.step_requires_closure
