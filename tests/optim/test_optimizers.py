@@ -113,12 +113,21 @@ def test_parity_random_problems(name, kw, seed):
     _compare_state(opt_t, opt_g, p_t, p_g)
 
 
-def test_complex_params_raise_clearly_in_adam_like_rules():
-    p = tracegrad.tensor([1.0 + 1.0j], dtype=tracegrad.complex64, requires_grad=True)
-    p.grad = tracegrad.tensor([0.5 + 0.0j], dtype=tracegrad.complex64)
-    for cls in (tracegrad.optim.Adam, tracegrad.optim.RMSprop, tracegrad.optim.Adagrad):
-        with pytest.raises(RuntimeError, match="complex parameters are not supported"):
-            cls([p]).step()
+@pytest.mark.parametrize("name", ["Adam", "RMSprop", "Adagrad"])
+def test_complex_params_step_as_two_reals_like_torch(name):
+    # torch runs these rules on view_as_real views; state stays complex in the state dict
+    out = {}
+    for T in (torch, tracegrad):
+        p = T.tensor([1.0 + 1.0j, -0.5 + 2.0j], dtype=T.complex64, requires_grad=True)
+        opt = getattr(T.optim, name)([p], lr=0.1)
+        for g in ([0.5 + 0.0j, -1.0 + 0.25j], [0.1 - 0.3j, 0.2 + 0.2j]):
+            p.grad = T.tensor(g, dtype=T.complex64)
+            opt.step()
+        out[T] = p.detach().numpy(), [v.detach().numpy() for v in opt.state[p].values()]
+    np.testing.assert_allclose(out[tracegrad][0], out[torch][0], rtol=1e-5, atol=1e-6)
+    for a, b in zip(out[tracegrad][1], out[torch][1]):
+        assert a.dtype == b.dtype
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_state_step_is_float32_tensor():

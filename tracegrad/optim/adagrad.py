@@ -1,10 +1,10 @@
 """``Adagrad``. Mirrors ``torch.optim.Adagrad`` (lr_decay, initial_accumulator_value)."""
 from __future__ import annotations
 
-from .. import float32, full_like, tensor
+from .. import float32, tensor
 from ._functional import adagrad_step
 from ._simple import check_common
-from .optimizer import Optimizer
+from .optimizer import Optimizer, full_like_reals
 
 __all__ = ["Adagrad"]
 
@@ -57,7 +57,7 @@ class Adagrad(Optimizer):
 
     def _init_state(self, p, group):
         # as torch: the constructor's initial_accumulator_value, even for a group that set its own
-        return {"step": tensor(0.0, dtype=float32), "sum": full_like(p, self.defaults["initial_accumulator_value"])}
+        return {"step": tensor(0.0, dtype=float32), "sum": full_like_reals(p, self.defaults["initial_accumulator_value"])}
 
     def _update(self, p, grad, state, group):
         adagrad_step(p, grad, state["sum"], state["step"], lr=group["lr"],

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import Tensor, float32, tensor, zeros_like
-from ._functional import adam_bias_corrections, adam_step
+from ._functional import _scalar, adam_bias_corrections, adam_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
@@ -25,18 +25,18 @@ class Adam(Optimizer):
     the parameter).
 
     Raises:
-        ValueError: lr, eps or weight_decay < 0; a beta outside [0, 1); a Tensor lr with
-        ``foreach=True`` (and not ``capturable``), as torch.
+        ValueError: lr, eps or weight_decay < 0; a beta outside [0, 1); betas not both floats or
+            both Tensors; a Tensor lr or beta of more than one element, or with ``foreach=True``
+            and ``capturable=False``.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
+        _check_tensor_hyperparameter("lr", lr, foreach=foreach, capturable=capturable)
         check_common(lr, eps=eps, betas=betas, weight_decay=weight_decay)
-        if isinstance(lr, Tensor) and foreach and not capturable:
-            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True; pass a float lr "
-                             "or leave foreach unset")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
+        _check_betas(betas, foreach=foreach, capturable=capturable)
+        defaults = dict(lr=lr, betas=tuple(_scalar(b) for b in betas), eps=eps, weight_decay=weight_decay,
                         amsgrad=amsgrad, maximize=maximize, foreach=foreach, capturable=capturable,
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
@@ -87,3 +87,21 @@ class Adam(Optimizer):
                       eps=group["eps"], weight_decay=group["weight_decay"],
                       amsgrad=group["amsgrad"], maximize=group["maximize"],
                       decoupled_weight_decay=group["decoupled_weight_decay"])
+
+
+def _check_tensor_hyperparameter(name, value, *, foreach, capturable):
+    """torch's checks on a Tensor lr or beta: not with foreach unless capturable (torch's foreach
+    kernels read it as a host number), and one element."""
+    if isinstance(value, Tensor):
+        if foreach and not capturable:
+            raise ValueError(f"{name} as a Tensor is not supported for capturable=False and foreach=True")
+        if value.numel() != 1:
+            raise ValueError(f"Tensor {name} must be 1-element")
+
+
+def _check_betas(betas, *, foreach, capturable):
+    # torch accepts two floats or two Tensors, nothing mixed (an int beta counts as mixed there too)
+    if not (all(isinstance(b, float) for b in betas) or all(isinstance(b, Tensor) for b in betas)):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for i, b in enumerate(betas):
+        _check_tensor_hyperparameter(f"betas[{i}]", b, foreach=foreach, capturable=capturable)

@@ -131,7 +131,8 @@ class LBFGS(Optimizer):
     ``step(closure)`` requires a closure that zeroes the gradients, computes the loss, calls
     ``backward`` and returns the loss; it returns the first loss. State (on the first
     parameter, as torch): ``func_evals``, ``n_iter``, ``d``, ``t``, ``old_dirs``, ``old_stps``,
-    ``ro``, ``H_diag``, ``prev_flat_grad``, ``prev_loss``, ``al``.
+    ``ro``, ``H_diag``, ``prev_flat_grad``, ``prev_loss``, ``al``. A complex parameter counts
+    as two real entries (its ``view_as_real``) in the flat vectors, as torch.
 
     Raises:
         ValueError: more than one parameter group, or ``lr`` < 0.
@@ -156,14 +157,20 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     # ---- the parameters as one flat vector ------------------------------------------------------
+    # A complex parameter counts as two reals in the flat vectors (as torch: view_as_real), so
+    # the dot products and comparisons of the search stay real.
     def _flat_grad(self):
-        parts = [p.new_zeros(p.numel()) if p.grad is None else p.grad.reshape(-1) for p in self._params]
+        parts = []
+        for p in self._params:
+            g = p.new_zeros(p.shape) if p.grad is None else p.grad
+            parts.append(_real(g).reshape(-1))
         return tracegrad.cat(parts, 0)
 
     def _move(self, t, d):
         """params += t * d (d flat, split in parameter order)."""
         offset = 0
         for p in self._params:
+            p = _real(p)
             n = p.numel()
             p.add_(d[offset:offset + n].view_as(p) * t)
             offset += n
@@ -288,3 +295,7 @@ class LBFGS(Optimizer):
             be_i = old_dirs[i].dot(r) * ro[i]
             r.add_(old_stps[i] * (al[i] - be_i))
         return r, H_diag
+
+
+def _real(t):
+    return tracegrad.view_as_real(t) if t.is_complex() else t

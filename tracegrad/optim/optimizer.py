@@ -21,7 +21,8 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from .. import Tensor, compiler, enable_grad, float32, is_grad_enabled, set_grad_enabled, tensor
+from .. import (Tensor, compiler, enable_grad, float32, full_like, is_grad_enabled, set_grad_enabled, tensor,
+                view_as_complex, view_as_real)
 from .. import profiler
 from ..utils.hooks import RemovableHandle
 
@@ -374,12 +375,12 @@ class Optimizer:
         built-in optimizers except LBFGS share this one loop: every parameter with a ``.grad``,
         in group order, gets its state (``_init_state`` on first use) and one ``_update``; the
         update runs with grad mode set to ``defaults["differentiable"]``. Step hooks run around
-        it (``register_step_pre_hook``/``register_step_post_hook``).
+        it (``register_step_pre_hook``/``register_step_post_hook``). A complex parameter is
+        stepped as two independent reals (the rule sees ``view_as_real`` views), as torch.
 
         Raises:
             NotImplementedError: the subclass defines neither ``step`` nor ``_update`` (as
                 torch's base class).
-            RuntimeError: complex parameters, for the rules that square gradients.
         """
         if type(self)._update is Optimizer._update:
             raise NotImplementedError(f"{type(self).__name__} defines neither step() nor _update()")
@@ -395,22 +396,32 @@ class Optimizer:
     # torch's classes each repeat one loop (skip params without a grad, create state on first
     # use, call the ``_single_tensor_*`` rule); here it is written once and each class gives
     # only ``_init_state`` and ``_update`` (MLX's init_single/apply_single, STYLE 4).
-    _supports_complex = False   # SGD's rule is elementwise-linear; the others square grads
+    # True: the rule takes complex tensors as they are (SGD's is linear); False: it squares or
+    # compares gradients elementwise, so it runs on view_as_real views of complex parameters
+    _supports_complex = False
 
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
         group)`` for every parameter with a gradient, in group order; return the loss."""
         loss = self._run_closure(closure)
         for group in self.param_groups:
-            items = []
+            items, complex_states = [], []
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                if not self._supports_complex:
-                    _check_real(p, type(self).__name__)
-                items.append((p, p.grad, self._state_of(p, group)))
+                state = self._state_of(p, group)
+                if p.is_complex() and not self._supports_complex:
+                    # as torch: a complex number is two independent reals, so the rule runs on
+                    # view_as_real views of the parameter, its gradient and its complex state
+                    views = _real_views(state)
+                    complex_states.append((state, views, dict(views)))
+                    items.append((view_as_real(p), view_as_real(p.grad), views))
+                else:
+                    items.append((p, p.grad, state))
             if items:
                 self._update_group(group, items)
+            for state, views, before in complex_states:
+                _write_back(state, views, before)
         return loss
 
     def _update_group(self, group, items) -> None:
@@ -557,12 +568,30 @@ def _note_write(key):
                                   "effect: the program would not repeat it on later calls")
 
 
-def _check_real(p, name):
-    """Adam-style rules square gradients elementwise; torch does that on ``view_as_real``
-    views of complex parameters, which tracegrad does not have yet."""
-    if p.is_complex():
-        raise RuntimeError(f"tracegrad.optim.{name}: complex parameters are not supported yet; "
-                           "optimize the real and imaginary parts as two real tensors instead")
+def full_like_reals(p, value):
+    """``full_like(p, value)``; for a complex ``p``, ``value`` in both the real and the imaginary
+    part (torch's Adagrad and Rprop initialise state so: a complex number is two independent reals)."""
+    return full_like(p, complex(value, value) if p.is_complex() else value)
+
+
+def _real_views(state) -> dict:
+    """``state`` with each complex tensor replaced by its ``view_as_real`` view (writes to the
+    view reach the complex tensor)."""
+    return {k: view_as_real(v) if isinstance(v, Tensor) and v.is_complex() else v for k, v in state.items()}
+
+
+def _write_back(state, views, before) -> None:
+    """Entries a rule added to or replaced in ``views`` (the real-view state of a complex
+    parameter; ``before``: its entries before the rule ran) back into ``state``: a replaced
+    complex entry, or a new one shaped like the parameter's real view, as a complex tensor."""
+    shape = next((v.shape for v in before.values() if isinstance(v, Tensor) and v.ndim), None)
+    for k, v in views.items():
+        if k in before and v is before[k]:
+            continue   # updated in place: the complex tensor already holds it
+        old = state.get(k)
+        was_complex = isinstance(old, Tensor) and old.is_complex()
+        new_complex = k not in before and isinstance(v, Tensor) and shape is not None and v.shape == shape
+        state[k] = view_as_complex(v) if was_complex or new_complex else v
 
 
 def _typename(obj) -> str:

@@ -1,10 +1,10 @@
 """``Rprop``. Mirrors ``torch.optim.Rprop``."""
 from __future__ import annotations
 
-from .. import float32, full_like, tensor, zeros_like
+from .. import float32, tensor, zeros_like
 from ._functional import rprop_step
 from ._simple import check_common
-from .optimizer import Optimizer
+from .optimizer import Optimizer, full_like_reals
 
 __all__ = ["Rprop"]
 
@@ -34,7 +34,7 @@ class Rprop(Optimizer):
         lr = group["lr"]
         lr = float(lr) if not hasattr(lr, "shape") else lr.item()
         return {"step": tensor(0.0, dtype=float32), "prev": zeros_like(p),
-                "step_size": full_like(p, lr)}
+                "step_size": full_like_reals(p, lr)}
 
     def _update(self, p, grad, state, group):
         etaminus, etaplus = group["etas"]
