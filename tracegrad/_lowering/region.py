@@ -40,8 +40,9 @@ from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
-from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature, stateful_reads,
-                      snapshot, value_guards)
+from .guards import guards_hold, value_guards
+from .pystate import (changed, effects_signature, python_refs, restore, scalar_signature, stateful_reads,
+                      snapshot)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
