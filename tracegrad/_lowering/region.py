@@ -473,6 +473,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w._rg = leaves[i]._rg
                     call_leaves[i] = w
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
+            cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
             a2, kw2 = _unflatten(treedef, call_leaves)
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}

@@ -306,6 +306,9 @@ class Tensor(TensorBase):
         return self._base is not None
 
     def data_ptr(self) -> int:
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            cap.see_layout(self, "data_ptr()", every=True)
         return id(self._st)
 
     def untyped_storage(self):
@@ -313,6 +316,9 @@ class Tensor(TensorBase):
 
     @property
     def _version(self) -> int:
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            cap.see_version(self)
         return self._vc[0]
 
     # ----- autograd state ----------------------------------------------------------------
@@ -366,6 +372,9 @@ class Tensor(TensorBase):
     def grad_fn(self):
         if self._base is not None and self._base._rg:
             return VIEW_GRAD_FN[0](self)
+        cap = _state.CAPTURE[0]
+        if cap is not None and cap.stand_ins:      # NOTE [argument stand-ins] (_lowering/capture.py)
+            cap.see_leaf(self)
         return self._gf
 
     @property
