@@ -726,7 +726,11 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         how = None
         if rg and t.grad_fn is not None:
             how = "dead" if consumed else "diff"
-        root = _view_root(t, call_leaves, whole, outside) if t._chain and how != "diff" else None
+        root = _view_root(t, call_leaves, whole, outside) if t._chain else None
+        if root is not None and how == "diff":
+            # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
+            # grad_fn is made from the base's view chain as eager's is (no region VJP needed)
+            root, how = (root, None) if root[0] == "state" and root[1]._gf is None else (None, how)
         if root is not None:
             leaves.append(("view", (root, t._chain, rg, how)))
             continue
