@@ -627,7 +627,8 @@ def test_function_rebound_between_calls_is_called(holder):
     check(make, torch_too=True)
 
 
-def test_forward_replaced_on_the_instance_is_called():
+@pytest.mark.parametrize("delete_again", [False, True])
+def test_forward_replaced_on_the_instance_is_called(delete_again):
     def make(mod, wrap):
         net = mod.nn.Linear(2, 2)
         with mod.no_grad():
@@ -640,8 +641,10 @@ def test_forward_replaced_on_the_instance_is_called():
         def patch(i):
             if i == 1:
                 net.forward = lambda x: x * 7
+            elif i == 3 and delete_again:       # the class's forward again
+                del net.forward
         return wrap(step), {"change": patch}, ones(mod)
-    check(make, torch_too=True)
+    check(make, calls=6 if delete_again else CALLS, torch_too=True)
 
 
 def test_requires_grad_set_on_an_input_inside_sticks():
@@ -880,25 +883,6 @@ def test_what_the_new_checks_leave_compiled():
         return wrap(step), {"change": no_change}, lambda i: (mod.ones(2, 2) * i, base[:, :2] + 0 if i % 2 else base[:, 1:3])
     comp = check(make, torch_too=True)
     assert comp.step.stats["graph_breaks"] == [] and comp.step.stats["traces"] == 2, comp.step.stats
-
-
-def test_method_replaced_on_the_instance_and_deleted_again():
-    def make(mod, wrap):
-        net = mod.nn.Linear(2, 2)
-        with mod.no_grad():
-            net.weight.fill_(0.5)
-            net.bias.fill_(0.1)
-
-        def step(x):
-            return net(x).detach()
-
-        def patch(i):
-            if i == 1:
-                net.forward = lambda x: x * 7
-            elif i == 3:
-                del net.forward
-        return wrap(step), {"change": patch}, ones(mod)
-    check(make, calls=6, torch_too=True)
 
 
 # ---- known silent differences (found while fixing the ones above) --------------------------
