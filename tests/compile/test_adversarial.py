@@ -322,9 +322,20 @@ def test_version_counter_read_inside_is_not_frozen():
     check(make)
 
 
-def test_training_flag_of_a_module_not_called_is_guarded():
+@pytest.mark.parametrize("via", ["closure", "compiled_module"])
+def test_training_flag_of_a_module_not_called_is_guarded(via):
     def make(mod, wrap):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.drop = mod.nn.Dropout(0.5)
+
+            def forward(self, x):          # reads the flag of a submodule it never calls
+                return x * (2 if self.drop.training else 3)
         net = mod.nn.Sequential(mod.nn.Linear(2, 2), mod.nn.Dropout(0.5))
+        if via == "compiled_module":
+            net = Net()
+            return wrap(net), {"change": lambda i: net.drop.train(i % 2 == 1)}, ones(mod)
 
         def step(x):
             return x * (2 if net[1].training else 3)

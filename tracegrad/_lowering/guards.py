@@ -302,6 +302,7 @@ def value_guards(fn, refs, modules, names=()):
     checks.called = {id(m) for m in modules}
     for m in modules:
         _guard_object(m, _class_names(type(m)), checks, seen)
+        _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
         _guard_globals(_class_globals(type(m)), checks, seen)
         if type(m) not in classes:          # the helpers a user module's methods call
             classes.add(type(m))
