@@ -602,21 +602,27 @@ def test_returned_dict_keeps_its_key_order():
     check(make, torch_too=True)
 
 
-def test_attribute_added_after_the_trace_is_seen_by_hasattr():
+@pytest.mark.parametrize("holder", ["object", "module"])
+def test_attribute_added_after_the_trace_is_seen_by_hasattr(holder):
     class Cfg:
         pass
 
     def make(mod, wrap):
-        cfg = Cfg()
+        class Scaled(mod.nn.Module):
+            def forward(self, x):
+                return x * (self.scale if hasattr(self, "scale") else 1.0)
+        cfg = Cfg() if holder == "object" else Scaled()
 
         def step(x):
+            if holder == "module":
+                return cfg(x)
             return x * (cfg.scale if hasattr(cfg, "scale") else 1.0)
 
         def add(i):
             if i == 1:
                 cfg.scale = 5.0
         return wrap(step), {"change": add}, ones(mod)
-    check(make)
+    check(make, torch_too=True)
 
 
 @pytest.mark.parametrize("holder", ["global", "list"])

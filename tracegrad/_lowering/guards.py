@@ -16,8 +16,8 @@ import numpy as np
 
 from .. import _state
 from .._tensor.tensor import Tensor
-from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_methods,
-                      _value, attributes, python_refs)
+from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
+                      _user_methods, _value, attributes, python_refs)
 
 _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags bump STRUCTURE
 
@@ -96,11 +96,11 @@ def _guard_object(o, names, checks, seen):
         return
     seen.add(id(o))
     d = attributes(o)
-    # a plain object's attribute count, and with getattr()/vars() in the code every attribute
-    # (NOTE [other holders])
+    # a plain object's attribute count (a user module's when its code calls hasattr/getattr), and
+    # with getattr()/vars() in the code every attribute (NOTE [other holders])
     plain = _plain_object(o)
     every = plain and not names.isdisjoint(_DYNAMIC_READS)
-    if plain:
+    if plain or (not names.isdisjoint(_PROBES) and _user_class(type(o))):
         checks.append((_Len(d), None, len(d), None))
     for k, v in d.items():
         if k == "training" or (k not in names and not every):
@@ -111,6 +111,7 @@ def _guard_object(o, names, checks, seen):
 
 
 _DYNAMIC_READS = frozenset({"getattr", "vars", "__dict__"})
+_PROBES = _DYNAMIC_READS | {"hasattr"}     # code that may ask for an attribute the object lacks
 
 
 def _guard_held(v, names, checks, seen):
@@ -170,7 +171,8 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
 # contents: ``len(s)``, ``k in s``), ``os.environ``/``os.getenv`` (the environment's contents:
 # one dict comparison), an enum member, a NumPy scalar or a class (by value or identity), an
 # object inside a list (``cfgs[0].scale``: its attributes, as an object's). Attributes: a plain
-# object's attribute count (``hasattr(cfg, "scale")`` False at trace: one added later is seen),
+# object's attribute count (``hasattr(cfg, "scale")`` False at trace: one added later is seen;
+# a user module's too when its code calls ``hasattr``/``getattr``),
 # and with ``getattr``/``vars`` in the code (a name computed at run time) every attribute, its
 # class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
 # a program input's flip bumps ``_state.STRUCTURE`` instead) and the ``training`` flag of a
