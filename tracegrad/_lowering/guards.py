@@ -33,7 +33,10 @@ _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags b
 # (with the numbers and small dicts among the globals they name), and the globals the user's
 # helper functions it calls name (two levels down).
 # An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
-# guarded, so it never causes a new trace.
+# guarded, so it never causes a new trace (unless that code calls ``getattr``/``vars``: NOTE
+# [other holders]). A dict or list of more than ``_GUARD_DICT_MAX`` entries is not looked into
+# (comparing a vocabulary on every call would cost more than the call): a value read from one
+# and changed between calls is still frozen (a known gap, a strict xfail in the tests).
 _GUARD_DICT_MAX = 64
 _GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
 
