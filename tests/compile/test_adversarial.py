@@ -10,6 +10,7 @@ eager. ``xfail(strict=True)`` marks a known silent difference; its reason says w
 import collections
 import enum
 import os
+import types
 import weakref
 
 import pytest
@@ -97,8 +98,6 @@ def test_values_read_through_other_mappings_are_guarded(holder):
 @pytest.mark.parametrize("holder", ["deque", "mappingproxy", "numpy_scalar", "set_member", "class_in_dict",
                                     "getenv", "property_over_dict"])
 def test_values_read_through_more_holders_are_guarded(holder, monkeypatch):
-    import types
-
     import numpy as np
 
     class Slow:
@@ -147,6 +146,53 @@ def test_values_read_through_more_holders_are_guarded(holder, monkeypatch):
             members.symmetric_difference_update({2, 5})      # same length, other members
             monkeypatch.setenv("TRACEGRAD_ADVERSARIAL_SCALE", str(i + 2))
         return wrap(step), {"change": set_value}, ones(mod)
+    check(make)
+
+
+@pytest.mark.parametrize("place", ["variable", "list", "attribute", "module_attribute", "namedtuple",
+                                   "enum_in_tuple"])
+def test_object_rebound_between_calls_is_guarded(place):
+    """A new object bound where the trace read one (not the old one changed): the program must
+    not keep reading the values of the object it was traced with."""
+    class Cfg:
+        def __init__(self, scale):
+            self.scale = scale
+
+    class Mode(enum.Enum):
+        A = 1
+        B = 2
+    Pair = collections.namedtuple("Pair", "scale")
+
+    def make(mod, wrap):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cfg = Cfg(1.0)
+
+            def forward(self, x):
+                return x * self.cfg.scale
+        cfg, box, holder, net = Cfg(1.0), [Cfg(1.0)], types.SimpleNamespace(cfg=Cfg(1.0)), Net()
+        pair, modes = Pair(1.0), [(Mode.A, 1)]
+
+        def step(x):
+            if place == "variable":
+                return x * cfg.scale
+            if place == "list":
+                return x * box[0].scale
+            if place == "attribute":
+                return x * holder.cfg.scale
+            if place == "module_attribute":
+                return net(x)
+            if place == "namedtuple":
+                return x * pair.scale
+            return x * (2 if modes[0][0] is Mode.A else 3)
+
+        def rebind(i):
+            nonlocal cfg, pair
+            cfg = box[0] = holder.cfg = net.cfg = Cfg(float(i + 2))
+            pair = Pair(float(i + 2))
+            modes[0] = (Mode(1 + i % 2), 1)
+        return wrap(step), {"change": rebind}, ones(mod)
     check(make)
 
 
@@ -419,7 +465,6 @@ def _nonlocal_counter(mod, log):
 
 
 def _namespace_config(mod, log):
-    import types
     cfg = types.SimpleNamespace(scale=1.0)
 
     def step(x):

@@ -109,7 +109,7 @@ def _guard_object(o, names, checks, seen):
         if k == "training" or (k not in names and not every):
             continue
         if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names)):
-            _guard_held(v, names | _class_names(type(v)), checks, seen)
+            _guard_held(v, names | _class_names(type(v)), checks, seen, (d, k))
     _guard_class_attributes(o, d, names, checks, every)
 
 
@@ -117,11 +117,14 @@ _DYNAMIC_READS = frozenset({"getattr", "vars", "__dict__"})
 _PROBES = _DYNAMIC_READS | {"hasattr"}     # code that may ask for an attribute the object lacks
 
 
-def _guard_held(v, names, checks, seen):
-    """A plain object (its attributes ``names`` names) or a module (the ``training`` flags of
-    the submodules the trace did not call: NOTE [other holders]) found in a container or an
-    attribute."""
+def _guard_held(v, names, checks, seen, place=None):
+    """A plain object (its attributes ``names`` names; and that ``place``, ``(mapping, key)``,
+    still holds this very object: one bound there between calls is another object) or a module
+    (the ``training`` flags of the submodules the trace did not call: NOTE [other holders])
+    found in a variable, a container or an attribute."""
     if _plain_object(v):
+        if place is not None:
+            checks.append((*place, v, _IDENTITY))
         _guard_object(v, names, checks, seen)
     elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
             and ("modes", id(v)) not in seen:
@@ -164,7 +167,7 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
     for k, v in list(items):
         if not _guard_value(view, k, v, checks) and depth > 1 \
                 and not _guard_container(v, checks, seen, depth - 1, names) and names is not None:
-            _guard_held(v, _object_names(type(v), names), checks, seen)
+            _guard_held(v, _object_names(type(v), names), checks, seen, (view, k))
     return True
 
 
@@ -259,8 +262,9 @@ class _ListMap:
 
 
 def _scalar_tuple(t, depth=2):
-    """A tuple of numbers, strings and bools (nested up to ``depth``): compared by value."""
-    return all(type(e) in _SCALARS or (type(e) is tuple and depth > 0 and _scalar_tuple(e, depth - 1))
+    """A tuple (a namedtuple too) of numbers, strings, bools and the other values compared by
+    value or identity (``_ATOMS``: enum members...), nested up to ``depth``."""
+    return all(type(e) in _SCALARS or isinstance(e, _ATOMS) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1))
                for e in t)
 
 
@@ -284,7 +288,7 @@ def _guard_value(d, k, v, checks) -> bool:
     member, a NumPy scalar, bytes), a function or class (by identity: rebinding it calls
     another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
-    if type(v) in _SCALARS or (type(v) is tuple and _scalar_tuple(v)) or isinstance(v, _ATOMS):
+    if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
         checks.append((d, k, v, None))
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
@@ -321,8 +325,8 @@ def value_guards(fn, refs, modules, names=()):
 def _guard_ref(ref, used, checks, seen):
     name, cell, g = ref
     v = _value(cell, g, name)
-    if (cell is None and len(g) == 1) or not _guard_value(_CellMap(cell) if cell is not None else g, name, v, checks) \
-            or isinstance(v, type):
+    holder = None if cell is None and len(g) == 1 else _CellMap(cell) if cell is not None else g
+    if holder is None or not _guard_value(holder, name, v, checks) or isinstance(v, type):
         if _guard_container(v, checks, seen, names=used):
             pass
         elif isinstance(v, types.ModuleType):
@@ -330,7 +334,7 @@ def _guard_ref(ref, used, checks, seen):
         elif isinstance(v, type) and v.__module__.split(".")[0] not in ("tracegrad", "builtins"):
             _guard_namespace(v.__dict__, used, checks, seen)
         else:
-            _guard_held(v, _object_names(type(v), used), checks, seen)
+            _guard_held(v, _object_names(type(v), used), checks, seen, None if holder is None else (holder, name))
 
 
 def _guard_namespace(ns, names, checks, seen):
@@ -358,6 +362,9 @@ def guards_hold(checks) -> bool:
         if h is None:
             if cur is not v and (type(cur) is not type(v) or cur != v):
                 return False
-        elif cur is not v or hash(cur.tobytes()) != h:
+        elif cur is not v or (h is not _IDENTITY and hash(cur.tobytes()) != h):
             return False
     return True
+
+
+_IDENTITY = "identity"     # a check's marker: the place holds this very object

@@ -324,6 +324,9 @@ class _SlotMap:
     def __contains__(self, k):
         return k in self.names and hasattr(self.obj, k)
 
+    def __len__(self):
+        return sum(1 for _ in self)
+
     def __setitem__(self, k, v):
         object.__setattr__(self.obj, k, v)
 
