@@ -175,12 +175,14 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
 # where it is read from: a ChainMap, a WeakKeyDictionary (by weak references to its keys), a
 # MappingProxy or any other Mapping (by ``get``, as a dict), a deque (by index), a set (by its
 # contents: ``len(s)``, ``k in s``), ``os.environ``/``os.getenv`` (the environment's contents:
-# one dict comparison), an enum member, a NumPy scalar or a class (by value or identity), an
-# object inside a list (``cfgs[0].scale``: its attributes, as an object's). Attributes: a plain
+# one dict comparison), an enum member, a NumPy scalar, a class or a (named) tuple of those (by
+# value or identity), an object inside a list (``cfgs[0].scale``: its attributes, as an
+# object's). A plain object read through a variable, an entry or an attribute is also guarded
+# by identity there: a new object bound in its place between calls (``cfg = Config(...)``,
+# ``self.cfg = ...``) is not the one whose attributes the trace read. Attributes: a plain
 # object's attribute count (``hasattr(cfg, "scale")`` False at trace: one added later is seen;
-# a user module's too when its code calls ``hasattr``/``getattr``),
-# and with ``getattr``/``vars`` in the code (a name computed at run time) every attribute, its
-# class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
+# a user module's too when its code calls ``hasattr``/``getattr``), and with ``getattr``/``vars``
+# in the code (a name computed at run time) every attribute, its class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
 # a program input's flip bumps ``_state.STRUCTURE`` instead) and the ``training`` flag of a
 # module the trace reads but did not call (``net[1].training``; called ones are the region's).
 def _entries(c):
