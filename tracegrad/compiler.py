@@ -8,7 +8,7 @@ written back into the same storages after each call. Later calls with the same g
 the program alone: no Python per op.
 
 Guards (checked on every call, a few microseconds): argument structure, shapes, dtypes and
-Python values; grad mode, autocast, anomaly mode, the default dtype and the active
+Python values, whether a tensor argument is a leaf and a view; grad mode, autocast, anomaly mode, the default dtype and the active
 ``saved_tensors_hooks``;
 ``_state.STRUCTURE`` (hooks added/removed, modules' parameters
 rebound, ``requires_grad_`` flips); the ``training`` flag of every module the trace called;
@@ -16,7 +16,7 @@ which ``.grad``s are None; that every
 lifted storage is still used by someone (``p.data = ...``, an optimizer's
 ``load_state_dict``); optimizer options other than ``lr`` (``lr`` itself is a traced input, so
 an lr scheduler never causes a new trace); the Python numbers, flags, small dicts and NumPy
-arrays the trace read from modules, objects and globals (``_lowering/pystate.value_guards``).
+arrays the trace read from modules, objects and globals (``_lowering/guards.value_guards``).
 A failed guard traces again (at most
 ``cache_size_limit`` programs per function, then it runs eagerly with a warning).
 
@@ -259,7 +259,9 @@ def _key(leaves, treedef, kinds):
                 parts.append(_unhashable_key(a))
         else:
             v = a._value
-            parts.append((k, v.shape, v.dtype, a._rg, id(a) if k == "state" else a._grad is None))
+            # a data argument's leaf-ness and view-ness: NOTE [argument stand-ins] (capture.py)
+            parts.append((k, v.shape, v.dtype, a._rg,
+                          id(a) if k == "state" else (a._grad is None, a._gf is None, not a._chain)))
     # the default dtype decides what factories inside make (torch.zeros(3), tensor(1.5)); the
     # saved_tensors_hooks active around the call must run on every call (a trace under them
     # reaches the hooks: a graph break unless allow_in_graph)
@@ -292,7 +294,7 @@ class _Same:
     """A cache-key part that is one object by identity. It holds the object, so its id cannot be
     reused by another object while the program is cached (an ``("id", id(a))`` key matched a
     new array at a freed one's address and ran the old one's baked values); what the trace
-    read from it is guarded by value (``_lowering/pystate.value_guards``)."""
+    read from it is guarded by value (``_lowering/guards.value_guards``)."""
 
     __slots__ = ("obj",)
 

@@ -207,7 +207,7 @@ def test_tensor_lr_edited_in_place_between_calls():
     check_compiled(make, calls=4, between=between, torch_too=True)
 
 
-# ---- NOTE [Python values read] (_lowering/pystate.py) ----------------------------------------
+# ---- NOTE [Python values read] (_lowering/guards.py) -----------------------------------------
 CONFIG = {"shift": 0.0, "name": "a"}
 
 

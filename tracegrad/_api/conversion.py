@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 
+from .. import _state
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
@@ -110,6 +111,8 @@ def contiguous(self, memory_format=None):
 def is_contiguous(self, memory_format=None) -> bool:
     """Mirrors ``torch.Tensor.is_contiguous``: elements sit at consecutive storage positions in
     row-major order (worked out from the view chain, since JAX arrays have no strides)."""
+    if _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].see_layout(self, "is_contiguous()")
     return chain_is_contiguous(self)
 
 
@@ -119,6 +122,8 @@ def stride(self, dim=None):
     dim (a tuple, or one int for ``dim``). JAX arrays have no strides: they are read off the
     storage positions the view chain gives each element. A size-1 dim gets the stride torch
     gives it in a fresh contiguous layout (size times stride of the dim after it)."""
+    if _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].see_layout(self, "stride()")
     out = strides_of(self)
     return out if dim is None else out[_wrap_dim(dim, len(out))]
 

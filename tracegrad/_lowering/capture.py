@@ -167,6 +167,10 @@ class Capture:
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
+        self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
+        # ids of the modules constructed during this trace (an object from before the call
+        # cannot share an id with one of them; a set of ids works for unhashable modules too)
+        self.made_modules = set()
 
     # ---- reports from the lower layers ----------------------------------------------------
     def storage_created(self, st):
@@ -231,6 +235,35 @@ class Capture:
         name = getattr(fn, "__qualname__", None) or type(fn).__name__
         raise GraphBreak(f"the {kind} hook '{name}' runs inside the compiled function; its Python "
                          "side effects would happen only while tracing")
+
+    # NOTE [argument stand-ins]: the trace runs the function on a fresh tensor per tensor
+    # argument (a leaf, contiguous, version 0, storage of its own), which answers Python's
+    # questions about the argument's history, layout and identity as the caller's tensor may
+    # not. The call signature says whether an argument is a leaf and whether it is a view
+    # (``compiler._key``); asking ``grad_fn``/``is_leaf`` of a non-leaf argument, the layout
+    # (``stride()``, ``is_contiguous()``) of a view argument or of a view of it, ``data_ptr()`` of
+    # any argument (another storage each call), or ``_version`` of any tensor from outside the call
+    # (a write between calls would not be seen) is a graph break.
+    def _argument(self, t):
+        return self.stand_ins.get(id(t._st))
+
+    def see_layout(self, t, what, every=False):
+        real = self._argument(t)
+        if real is not None and (every or real._chain):
+            raise GraphBreak(f"{what} of a tensor argument{'' if every else ' that is a view'}: the "
+                             "program's signature does not hold it")
+
+    def see_leaf(self, t):
+        real = self._argument(t)
+        # the stand-in itself (a view of it or its detach() answers as eager's would)
+        if real is not None and t._rg and t._gf is None and not t._chain and (real._gf is not None or real._chain):
+            raise GraphBreak("grad_fn or is_leaf of a tensor argument that is not a leaf: the program "
+                             "runs on a leaf stand-in for it")
+
+    def see_version(self, t):
+        if t._st not in self.created or self._argument(t) is not None:
+            raise GraphBreak("a tensor's _version read in Python: writes between calls would not "
+                             "change the value the program holds")
 
     def python_effect(self, what):
         raise GraphBreak(f"{what} is a Python side effect: the program would not repeat it on "

@@ -18,21 +18,20 @@ param-group options are looked at the same way (``_tracegrad_option_dicts``): an
 inside the step (by hand or by a scheduler stepping there) is a side effect.
 
 Side effects are looked for in these values only; the values a trace reads are found further
-out, from the code of the modules and helper functions it calls (NOTE [Python values read]).
+out, from the code of the modules and helper functions it calls (NOTE [Python values read] in
+``guards.py``).
 """
 from __future__ import annotations
 
 import array
 import collections
 import functools
-import gc
 import io
 import os
 import random
 import sys
 import sysconfig
 import types
-import weakref
 
 import numpy as np
 
@@ -90,6 +89,9 @@ def python_refs(fn, args=()):
         if id(f) not in seen:
             seen.add(id(f))
             _scan(f, depth, add, queue)
+    for (name, cell, g), _ in list(found.values()):
+        for klass in _classes_of(_value(cell, g, name)):
+            add((klass.__qualname__, None, {klass.__qualname__: klass}), ())
     refs = tuple(r for r, _ in found.values())
     return refs, tuple(frozenset(n) for _, n in found.values())
 
@@ -120,7 +122,9 @@ def _scan(f, depth, add, queue, top=False):
             add((f"{f.__name__}.__self__", None, {f"{f.__name__}.__self__": f.__self__}),
                 _object_names(type(f.__self__), {f.__name__}))
         f = f.__func__
-    elif _plain_object(f) and callable(f):
+    elif _plain_object(f):
+        # its methods and property getters (NOTE [getters and classes]): ``r.scale`` runs
+        # code whose closure cells and globals are read and changed like the function's own
         for m in _user_methods(type(f)):
             queue.append((m, depth))
         return
@@ -157,15 +161,53 @@ def _scan(f, depth, add, queue, top=False):
             queue.append((v, depth + 1))
 
 
+# NOTE [getters and classes]: reading ``r.scale`` may run a property getter (or ``__getattr__``)
+# whose closure cells and globals are state like the function's own (a list it appends to):
+# the methods and getters of the plain objects the function reads are scanned as helper
+# functions are. And a class is state too: ``Counter.n += 1`` or ``type(self).n += 1`` changes
+# the class of an object the function reads, so the user classes of those objects (and of the
+# classes it names) are references of their own: a class attribute changed while tracing is a
+# side effect (a graph break), put back for the eager rerun (``_ClassDict``).
+def _classes_of(v):
+    """The user classes behind ``v`` (a plain object, or a user class): its (base) classes."""
+    mro = v.__mro__ if _user_class(v) else type(v).__mro__ if _plain_object(v) else ()
+    return [k for k in mro if k is not v and _user_class(k)]
+
+
+def _class_attributes(cls):
+    """A user class's own attributes that code may rebind (not ``__dunder__`` ones)."""
+    return [(k, a) for k, a in list(vars(cls).items()) if not (k.startswith("__") and k.endswith("__"))]
+
+
+class _ClassDict:
+    """A class's attributes written like a dict (``restore`` puts back what a trace changed)."""
+
+    __slots__ = ("cls",)
+
+    def __init__(self, cls):
+        self.cls = cls
+
+    def __iter__(self):
+        return iter([k for k, _ in _class_attributes(self.cls)])
+
+    def __setitem__(self, k, v):
+        if vars(self.cls).get(k, _MISSING) is not v:
+            setattr(self.cls, k, v)
+
+    def __delitem__(self, k):
+        delattr(self.cls, k)
+
+
 def _callable_value(v):
-    return isinstance(v, (types.FunctionType, functools.partial, types.MethodType)) or \
-        (_plain_object(v) and callable(v)) or \
+    return isinstance(v, (types.FunctionType, functools.partial, types.MethodType)) or _plain_object(v) or \
         (getattr(type(v), "_tracegrad_state_is_captured", False) and not isinstance(v, type))
 
 
 def _user_methods(cls):
+    """The user-written functions of ``cls``: methods, static/class methods, property getters."""
     return [f for klass in cls.__mro__ if klass is not object
-            for f in (getattr(a, "__func__", a) for a in klass.__dict__.values())
+            for f in (a.fget if isinstance(a, property) else getattr(a, "__func__", a)
+                      for a in klass.__dict__.values())
             if isinstance(f, types.FunctionType) and _user_code(f.__code__)]
 
 
@@ -175,7 +217,8 @@ def _object_names(cls, used):
     so on through the methods those name -- not the names of methods never called (a
     trainer's ``__init__`` naming its ``global_step``)."""
     methods = {m.__name__: m for m in _user_methods(cls)}
-    names, todo = set(used), [n for n in used if n in methods]
+    # ``__getattr__`` answers every attribute the instance lacks (a config backed by a dict)
+    names, todo = set(used), [n for n in (*used, "__getattr__", "__getattribute__") if n in methods]
     done = set()
     while todo:
         n = todo.pop()
@@ -207,7 +250,18 @@ _USER: dict = {}      # file name -> whether it is user code
 
 def _user_code(code) -> bool:
     """Code outside tracegrad, JAX, NumPy and the standard library (cached per file)."""
-    f = code.co_filename
+    return _user_file(code.co_filename)
+
+
+def _user_class(v) -> bool:
+    """A class defined in user code (its module's file is), whose attributes are user state."""
+    if not isinstance(v, type) or v is object:
+        return False
+    f = getattr(sys.modules.get(v.__module__), "__file__", None)
+    return f is not None and _user_file(f)
+
+
+def _user_file(f) -> bool:
     user = _USER.get(f)
     if user is None:
         path = f if f.startswith("<") else os.path.realpath(f)
@@ -269,6 +323,9 @@ class _SlotMap:
 
     def __contains__(self, k):
         return k in self.names and hasattr(self.obj, k)
+
+    def __len__(self):
+        return sum(1 for _ in self)
 
     def __setitem__(self, k, v):
         object.__setattr__(self.obj, k, v)
@@ -379,6 +436,8 @@ def snapshot(refs):
         attrs = None
         if _plain_object(v):
             attrs = {k: (a, _copy(a)) for k, a in attributes(v).items()}
+        elif _user_class(v):
+            attrs = {k: (a, _copy(a)) for k, a in _class_attributes(v)}
         dicts = _option_dicts(v)
         if dicts is not None:
             attrs = (list(dicts), [(d, _copy(d)) for d in dicts])
@@ -439,7 +498,7 @@ def restore(snap):
             for d, c in copies:
                 _put_back(d, c)
         elif attrs is not None:
-            d = attributes(v)
+            d = _ClassDict(v) if isinstance(v, type) else attributes(v)
             for k in [k for k in d if k not in attrs]:
                 del d[k]
             for k, (a, c) in attrs.items():
@@ -519,6 +578,8 @@ def effects_signature(refs):
             out.append((name, _buffer_signature(v)))
         elif _plain_object(v):
             out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in attributes(v).items())))
+        elif _user_class(v):
+            out.append((name, id(v), _ATTRS, tuple((k, _attr_signature(a)) for k, a in _class_attributes(v))))
         elif _option_dicts(v) is not None:
             dicts = _option_dicts(v)
             out.append((name, id(v), _ATTRS, (("param_groups", len(dicts)),) + tuple(
@@ -548,233 +609,9 @@ _MISSING = object()
 _ATTRS = "attributes"
 
 
-# NOTE [Python values read]: a number, string or bool (or a NumPy array, by its bytes) the
-# trace reads from an object (a module's ``self.temperature`` or ``self.p``, ``cfg["shift"]``,
-# ``holder.scale``, ``cfg["model"]["scale"]``, ``sizes[1]``, a tuple of numbers) or from a
-# closure cell or global is baked into the program (dicts and lists are looked into
-# ``_GUARD_DEPTH`` levels deep, as side effects are ``_NESTED`` levels deep). Each such value is guarded on every call (a new value traces again), so a
-# change between calls is never answered with a frozen constant. Which attributes the trace
-# may read is taken from the code: the names the function's code loads (and that of the
-# methods it calls on those objects), and for a module every name its class's methods load
-# (with the numbers and small dicts among the globals they name), and the globals the user's
-# helper functions it calls name (two levels down).
-# An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
-# guarded, so it never causes a new trace.
-_GUARD_DICT_MAX = 64
-_GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
-
-
 def _code_names(code, out):
     out.update(code.co_names)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             _code_names(c, out)
     return out
-
-
-_NAMES = weakref.WeakKeyDictionary()      # class -> names its methods load
-_GLOBALS = weakref.WeakKeyDictionary()    # class -> globals its methods name
-
-
-def _class_names(cls, cache=_NAMES):
-    names = cache.get(cls)
-    if names is None:
-        names = set()
-        for klass in cls.__mro__:
-            if klass is object or klass.__dict__.get("_tracegrad_base_module"):
-                continue
-            for f in klass.__dict__.values():
-                f = getattr(f, "__func__", f)
-                if isinstance(f, property):
-                    f = f.fget
-                if isinstance(f, types.FunctionType):
-                    _code_names(f.__code__, names)
-        cache[cls] = names
-    return names
-
-
-def _class_globals(cls, cache=_GLOBALS):
-    """``(name, globals)`` of the globals a user class's methods name (tracegrad's own classes
-    read no user globals)."""
-    refs = cache.get(cls)
-    if refs is None:
-        refs = []
-        for klass in cls.__mro__:
-            if klass.__module__.split(".")[0] in ("tracegrad", "builtins"):
-                continue
-            for f in klass.__dict__.values():
-                f = getattr(f, "__func__", f)
-                if isinstance(f, types.FunctionType):
-                    g = f.__globals__
-                    refs += [(n, g) for n in sorted(_code_names(f.__code__, set())) if n in g]
-        unique = {(n, id(g)): (n, g) for n, g in refs}
-        cache[cls] = refs = tuple(unique.values())
-    return refs
-
-
-def _guard_globals(refs, checks, seen):
-    for name, g in refs:
-        v = g.get(name)
-        if not _guard_value(g, name, v, checks):
-            _guard_container(v, checks, seen)
-
-
-def _guard_object(o, names, checks, seen):
-    if id(o) in seen:
-        return
-    seen.add(id(o))
-    d = attributes(o)
-    for k, v in d.items():
-        if k == "training" or k not in names:
-            continue
-        if _guard_value(d, k, v, checks) or _guard_container(v, checks, seen):
-            pass
-        elif _plain_object(v):
-            _guard_object(v, names | _class_names(type(v)), checks, seen)
-    _guard_class_attributes(o, d, names, checks)
-
-
-def _guard_class_attributes(o, d, names, checks):
-    """``self.SCALE`` read from the class (``Model.SCALE = 2.0`` between calls): guarded in the
-    user class that defines it, with the instance still not shadowing it."""
-    for klass in type(o).__mro__:
-        if klass is object or klass.__module__.split(".")[0] in ("tracegrad", "builtins"):
-            continue
-        cd = klass.__dict__
-        for k in names:
-            if k not in d and k in cd and _guard_value(cd, k, cd[k], checks):
-                checks.append((d, k, _MISSING, None))
-
-
-def _guard_container(c, checks, seen, depth=_GUARD_DEPTH) -> bool:
-    """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
-    dicts and lists inside it, ``depth`` levels down; True when ``c`` is one of them."""
-    if isinstance(c, dict):
-        items, view = c.items(), c
-    elif isinstance(c, list):
-        items, view = enumerate(c), _ListMap(c)
-    else:
-        return False
-    if len(c) > _GUARD_DICT_MAX or id(c) in seen:
-        return True
-    seen.add(id(c))
-    # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
-    # function loops over
-    checks.append((_Len(c), None, len(c), None))
-    for k, v in list(items):
-        if not _guard_value(view, k, v, checks) and depth > 1:
-            _guard_container(v, checks, seen, depth - 1)
-    return True
-
-
-class _Len:
-    """A container's length read like a dict entry (for ``guards_hold``)."""
-
-    __slots__ = ("c",)
-
-    def __init__(self, c):
-        self.c = c
-
-    def get(self, _key, default):
-        return len(self.c)
-
-
-class _ListMap:
-    """A list read like a dict of its indices (for ``guards_hold``)."""
-
-    __slots__ = ("lst",)
-
-    def __init__(self, lst):
-        self.lst = lst
-
-    def get(self, i, default):
-        return self.lst[i] if i < len(self.lst) else default
-
-
-def _scalar_tuple(t, depth=2):
-    """A tuple of numbers, strings and bools (nested up to ``depth``): compared by value."""
-    return all(type(e) in _SCALARS or (type(e) is tuple and depth > 0 and _scalar_tuple(e, depth - 1))
-               for e in t)
-
-
-class _CellMap:
-    """A closure cell read like a one-entry dict (for ``guards_hold``)."""
-
-    __slots__ = ("cell",)
-
-    def __init__(self, cell):
-        self.cell = cell
-
-    def get(self, name, default):
-        try:
-            return self.cell.cell_contents
-        except ValueError:
-            return default
-
-
-def _guard_value(d, k, v, checks) -> bool:
-    """Add the check of ``d[k]`` (value ``v``) when it is a number, string or bool, or a NumPy
-    array (by its bytes: the trace bakes its contents, changed in place or not)."""
-    if type(v) in _SCALARS or (type(v) is tuple and _scalar_tuple(v)) or isinstance(v, _FUNCTIONS):
-        checks.append((d, k, v, None))       # a function by identity: rebinding it calls another
-    elif isinstance(v, np.ndarray):
-        checks.append((d, k, v, hash(v.tobytes())))
-    else:
-        return False
-    return True
-
-
-def value_guards(fn, refs, modules, names=()):
-    """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
-    that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
-    it loads, from ``python_refs``)."""
-    checks, seen, classes = [], set(), set()
-    for m in modules:
-        _guard_object(m, _class_names(type(m)), checks, seen)
-        _guard_globals(_class_globals(type(m)), checks, seen)
-        if type(m) not in classes:          # the helpers a user module's methods call
-            classes.add(type(m))
-            for ref, used in zip(*python_refs(None, _user_methods(type(m)))):
-                _guard_ref(ref, used, checks, seen)
-    for ref, used in zip(refs, names or [frozenset()] * len(refs)):
-        _guard_ref(ref, used, checks, seen)
-    return tuple(checks)
-
-
-def _guard_ref(ref, used, checks, seen):
-    name, cell, g = ref
-    v = _value(cell, g, name)
-    if (cell is None and len(g) == 1) or not _guard_value(_CellMap(cell) if cell is not None else g, name, v, checks):
-        if _guard_container(v, checks, seen):
-            pass
-        elif isinstance(v, types.ModuleType):
-            _guard_namespace(vars(v), used, checks, seen)
-        elif isinstance(v, type) and v.__module__.split(".")[0] not in ("tracegrad", "builtins"):
-            _guard_namespace(v.__dict__, used, checks, seen)
-        elif _plain_object(v):
-            _guard_object(v, _object_names(type(v), used), checks, seen)
-
-
-def _guard_namespace(ns, names, checks, seen):
-    """A Python module's or a user class's attributes among ``names`` (``config.SCALE``,
-    ``Config.SCALE``): guarded as globals are."""
-    if id(ns) in seen:
-        return
-    seen.add(id(ns))
-    for k in names:
-        if k in ns and not k.startswith("__"):
-            v = ns[k]
-            if not _guard_value(ns, k, v, checks):
-                _guard_container(v, checks, seen)
-
-
-def guards_hold(checks) -> bool:
-    """Whether every value of ``value_guards`` is still what the trace read."""
-    for d, k, v, h in checks:
-        cur = d.get(k, _MISSING)
-        if h is None:
-            if cur is not v and (type(cur) is not type(v) or cur != v):
-                return False
-        elif cur is not v or hash(cur.tobytes()) != h:
-            return False
-    return True

@@ -40,8 +40,9 @@ from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
-from .pystate import (changed, effects_signature, guards_hold, python_refs, restore, scalar_signature, stateful_reads,
-                      snapshot, value_guards)
+from .guards import guards_hold, value_guards
+from .pystate import (changed, effects_signature, python_refs, restore, scalar_signature, stateful_reads,
+                      snapshot)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -472,6 +473,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w._rg = leaves[i]._rg
                     call_leaves[i] = w
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
+            cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
             a2, kw2 = _unflatten(treedef, call_leaves)
             modes = _global_modes()
             wrappers = {i: (call_leaves[i]._rg, set(vars(call_leaves[i]))) for i in data_in}
@@ -724,7 +726,11 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         how = None
         if rg and t.grad_fn is not None:
             how = "dead" if consumed else "diff"
-        root = _view_root(t, call_leaves, whole, outside) if t._chain and how != "diff" else None
+        root = _view_root(t, call_leaves, whole, outside) if t._chain else None
+        if root is not None and how == "diff":
+            # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
+            # grad_fn is made from the base's view chain as eager's is (no region VJP needed)
+            root, how = (root, None) if root[0] == "state" and root[1]._gf is None else (None, how)
         if root is not None:
             leaves.append(("view", (root, t._chain, rg, how)))
             continue

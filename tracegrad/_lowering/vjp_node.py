@@ -42,8 +42,9 @@ class CompiledFunctionBackward(Node):
         out = [Tensor._make(g) for g in reversed([*d_state, *d_data])]   # the edges' order
         if create_graph:
             # as torch's compiled backward: the gradients exist and require grad, and a
-            # backward through them (double backward) raises
-            node = dead_node(MSG_DOUBLE)
+            # backward through them (double backward) raises; the node keeps this node's edges
+            # so that backward reaches it (and raises) instead of finding the inputs unused
+            node = dead_node(MSG_DOUBLE, self.next_functions)
             for t in out:
                 t._rg, t._gf = True, node
         return out
@@ -69,13 +70,15 @@ MSG_KEPT = ("this tensor was stored by a compiled function while it ran; its val
 
 
 MSG_DOUBLE = ("tracegrad.compile: backward through the gradient of a compiled function (double "
-              "backward) is not supported, as in torch.compile; call the function uncompiled "
-              "(tracegrad.compile(..., disable=True)) when you need higher-order gradients through it.")
+              "backward, a gradient taken with create_graph=True) is not supported, as in torch.compile; "
+              "run that part eagerly: call the function uncompiled (tracegrad.compile(..., disable=True)) "
+              "when you need higher-order gradients through it.")
 
 
-def dead_node(msg=MSG_FREED):
+def dead_node(msg=MSG_FREED, edges=()):
     """A node whose backward raises ``msg`` (default: torch's 'backward through the graph a
-    second time', for results whose graph the compiled call already consumed)."""
-    n = _Freed(())
+    second time', for results whose graph the compiled call already consumed); ``edges``: the
+    inputs a backward reaching it must find used."""
+    n = _Freed(edges)
     n.msg = msg
     return n

@@ -347,10 +347,16 @@ class Tensor(TensorBase):
     def data_ptr(self) -> int:
         """Mirrors ``torch.Tensor.data_ptr``: the address of the first element, the storage's
         (synthetic) address plus ``storage_offset() * element_size()`` (``_tensor/storage.py``)."""
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            cap.see_layout(self, "data_ptr()", every=True)
         return self._st.data_ptr() + storage_offset_of(self) * self._value.dtype.itemsize
 
     def storage_offset(self) -> int:
         """Mirrors ``torch.Tensor.storage_offset``: the storage position of the first element."""
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            cap.see_layout(self, "storage_offset()")
         return storage_offset_of(self)
 
     def untyped_storage(self):
@@ -363,6 +369,9 @@ class Tensor(TensorBase):
 
     @property
     def _version(self) -> int:
+        cap = _state.CAPTURE[0]
+        if cap is not None:
+            cap.see_version(self)
         return self._vc[0]
 
     # ----- autograd state ----------------------------------------------------------------
@@ -416,6 +425,9 @@ class Tensor(TensorBase):
     def grad_fn(self):
         if self._base is not None and self._base._rg:
             return VIEW_GRAD_FN[0](self)
+        cap = _state.CAPTURE[0]
+        if cap is not None and cap.stand_ins:      # NOTE [argument stand-ins] (_lowering/capture.py)
+            cap.see_leaf(self)
         return self._gf
 
     @property

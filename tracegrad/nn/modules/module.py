@@ -214,10 +214,23 @@ def _same_value(d, name, value):
                             and old == value)
 
 
-def _layout_changed():
-    """A parameter, buffer or submodule registered outside a compiled call: compiled programs
-    re-check the module layout (``self.buffers()`` now yields one more)."""
-    if _state.CAPTURE[0] is None:
+def _layout_changed(module, name, store):
+    """A parameter, buffer or submodule ``name`` is registered in ``store``. Outside a compiled
+    call, compiled programs re-check the module layout (``self.buffers()`` now yields one more);
+    inside one, a new name on a module from before the call is a Python side effect the program
+    would not repeat (eager registers one more on every call): the call runs eagerly."""
+    cap = _state.CAPTURE[0]
+    if cap is None:
+        _state.bump_structure()
+    elif name not in store and id(module) not in cap.made_modules:
+        cap.python_effect(f"registering '{name}' on a {type(module).__name__} made before the call")
+
+
+def _method_shadowed(module, name, cap):
+    """An instance attribute set or deleted outside a compiled call over one of the class's
+    methods (``net.forward = f``, ``del net.forward``): compiled programs that called the
+    method trace again (``module.forward`` is not a value the trace guards)."""
+    if cap is None and callable(getattr(type(module), name, None)):
         _state.bump_structure()
 
 
@@ -239,6 +252,8 @@ class Module:
         if args or kwargs:
             raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments {args} {kwargs}")
         d = self.__dict__
+        if _state.CAPTURE[0] is not None:     # made while tracing: registering on it is no side effect
+            _state.CAPTURE[0].made_modules.add(id(self))
         d["training"] = True
         d["_parameters"] = {}
         d["_buffers"] = {}
@@ -277,7 +292,7 @@ class Module:
             persistent = tensor.persistent
             tensor = tensor.detach()
         tensor = _run_registration_hooks(_global_buffer_registration_hooks, self, name, tensor)
-        _layout_changed()
+        _layout_changed(self, name, self._buffers)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -297,7 +312,7 @@ class Module:
             raise KeyError('parameter name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
-        _layout_changed()
+        _layout_changed(self, name, self._parameters)
         if param is None:
             self._parameters[name] = None
             return
@@ -324,7 +339,7 @@ class Module:
         if name == "":
             raise KeyError('module name can\'t be empty string ""')
         module = _run_registration_hooks(_global_module_registration_hooks, self, name, module)
-        _layout_changed()
+        _layout_changed(self, name, self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -456,6 +471,7 @@ class Module:
                         buffers[name] = _run_registration_hooks(_global_buffer_registration_hooks, self, name,
                                                                 value)
                 else:
+                    _method_shadowed(self, name, cap)
                     object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
@@ -468,6 +484,7 @@ class Module:
         elif name in d.get("_modules", ()):
             del self._modules[name]
         else:
+            _method_shadowed(self, name, _state.CAPTURE[0])
             object.__delattr__(self, name)
 
     def __dir__(self):

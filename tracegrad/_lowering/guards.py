@@ -1,0 +1,372 @@
+"""The Python values a trace read, guarded on every call (NOTE [Python values read]): a number,
+flag, string, function or NumPy array the program baked in, found from the code of the function
+and of the modules it called; ``guards_hold`` says whether they are all still what the trace
+read. ``pystate`` finds the references these are read through and the side effects on them.
+"""
+from __future__ import annotations
+
+import collections
+import collections.abc
+import enum
+import os
+import types
+import weakref
+
+import numpy as np
+
+from .. import _state
+from .._tensor.tensor import Tensor
+from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
+                      _user_methods, _value, attributes, python_refs)
+
+_HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags bump STRUCTURE
+
+
+# NOTE [Python values read]: a number, string or bool (or a NumPy array, by its bytes) the
+# trace reads from an object (a module's ``self.temperature`` or ``self.p``, ``cfg["shift"]``,
+# ``holder.scale``, ``cfg["model"]["scale"]``, ``sizes[1]``, a tuple of numbers) or from a
+# closure cell or global is baked into the program (dicts and lists are looked into
+# ``_GUARD_DEPTH`` levels deep, as side effects are ``_NESTED`` levels deep). Each such value is guarded on every call (a new value traces again), so a
+# change between calls is never answered with a frozen constant. Which attributes the trace
+# may read is taken from the code: the names the function's code loads (and that of the
+# methods it calls on those objects), and for a module every name its class's methods load
+# (with the numbers and small dicts among the globals they name), and the globals the user's
+# helper functions it calls name (two levels down).
+# An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
+# guarded, so it never causes a new trace (unless that code calls ``getattr``/``vars``: NOTE
+# [other holders]). A dict or list of more than ``_GUARD_DICT_MAX`` entries is not looked into
+# (comparing a vocabulary on every call would cost more than the call): a value read from one
+# and changed between calls is still frozen (a known gap, a strict xfail in the tests).
+_GUARD_DICT_MAX = 64
+_GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
+
+
+_NAMES = weakref.WeakKeyDictionary()      # class -> names its methods load
+_GLOBALS = weakref.WeakKeyDictionary()    # class -> globals its methods name
+
+
+def _class_names(cls, cache=_NAMES):
+    names = cache.get(cls)
+    if names is None:
+        names = set()
+        for klass in cls.__mro__:
+            if klass is object or klass.__dict__.get("_tracegrad_base_module"):
+                continue
+            for f in klass.__dict__.values():
+                f = getattr(f, "__func__", f)
+                if isinstance(f, property):
+                    f = f.fget
+                if isinstance(f, types.FunctionType):
+                    _code_names(f.__code__, names)
+        cache[cls] = names
+    return names
+
+
+def _class_globals(cls, cache=_GLOBALS):
+    """``(name, globals)`` of the globals a user class's methods name (tracegrad's own classes
+    read no user globals)."""
+    refs = cache.get(cls)
+    if refs is None:
+        refs = []
+        for klass in cls.__mro__:
+            if klass.__module__.split(".")[0] in ("tracegrad", "builtins"):
+                continue
+            for f in klass.__dict__.values():
+                f = getattr(f, "__func__", f)
+                if isinstance(f, types.FunctionType):
+                    g = f.__globals__
+                    refs += [(n, g) for n in sorted(_code_names(f.__code__, set())) if n in g]
+        unique = {(n, id(g)): (n, g) for n, g in refs}
+        cache[cls] = refs = tuple(unique.values())
+    return refs
+
+
+def _guard_globals(refs, checks, seen):
+    for name, g in refs:
+        v = g.get(name)
+        if not _guard_value(g, name, v, checks):
+            _guard_container(v, checks, seen)
+
+
+class _Checks(list):
+    """The checks being built, and the ids of the modules the trace called (``called``)."""
+
+    called = frozenset()
+
+
+def _guard_object(o, names, checks, seen):
+    if id(o) in seen:
+        return
+    seen.add(id(o))
+    d = attributes(o)
+    # a plain object's attribute count (a user module's when its code calls hasattr/getattr), and
+    # with getattr()/vars() in the code every attribute (NOTE [other holders])
+    plain = _plain_object(o)
+    every = plain and not names.isdisjoint(_DYNAMIC_READS)
+    if plain or (not names.isdisjoint(_PROBES) and _user_class(type(o))):
+        checks.append((_Len(d), None, len(d), None))
+    for k, v in d.items():
+        if k == "training" or (k not in names and not every):
+            continue
+        if not (_guard_value(d, k, v, checks) or _guard_container(v, checks, seen, names=names)):
+            _guard_held(v, names | _class_names(type(v)), checks, seen, (d, k))
+    _guard_class_attributes(o, d, names, checks, every)
+
+
+_DYNAMIC_READS = frozenset({"getattr", "vars", "__dict__"})
+_PROBES = _DYNAMIC_READS | {"hasattr"}     # code that may ask for an attribute the object lacks
+
+
+def _guard_held(v, names, checks, seen, place=None):
+    """A plain object (its attributes ``names`` names; and that ``place``, ``(mapping, key)``,
+    still holds this very object: one bound there between calls is another object) or a module
+    (the ``training`` flags of the submodules the trace did not call: NOTE [other holders])
+    found in a variable, a container or an attribute."""
+    if _plain_object(v):
+        if place is not None:
+            checks.append((*place, v, _IDENTITY))
+        _guard_object(v, names, checks, seen)
+    elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
+            and ("modes", id(v)) not in seen:
+        seen.add(("modes", id(v)))
+        for m in v.modules():
+            if id(m) not in checks.called and "training" in vars(m):
+                checks.append((vars(m), "training", m.training, None))
+
+
+def _guard_class_attributes(o, d, names, checks, every=False):
+    """``self.SCALE`` read from the class (``Model.SCALE = 2.0`` between calls): guarded in the
+    user class that defines it, with the instance still not shadowing it."""
+    for klass in type(o).__mro__:
+        if klass is object or klass.__module__.split(".")[0] in ("tracegrad", "builtins"):
+            continue
+        cd = klass.__dict__
+        for k, v in list(cd.items()) if every else ((k, cd[k]) for k in names if k in cd):
+            if k not in d and not (every and (k.startswith("__") or isinstance(v, _FUNCTIONS))) \
+                    and _guard_value(cd, k, v, checks):
+                checks.append((d, k, _MISSING, None))
+
+
+def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
+    """Guard the values in a dict or list (``cfg["opt"]["lr"]``, ``sizes[1]``), and in the
+    dicts and lists inside it, ``depth`` levels down (and the attributes ``names`` of the plain
+    objects there); True when ``c`` is one of them. Other holders: NOTE [other holders]."""
+    held = _entries(c)
+    if held is None:
+        return False
+    if len(c) > _GUARD_DICT_MAX or id(c) in seen:
+        return True
+    seen.add(id(c))
+    # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
+    # function loops over
+    checks.append((_Len(c), None, len(c), None))
+    items, view = held
+    if view is None:         # a set: by its contents
+        checks.append((_Same(c), None, set(c), None))
+        return True
+    for k, v in list(items):
+        if not _guard_value(view, k, v, checks) and depth > 1 \
+                and not _guard_container(v, checks, seen, depth - 1, names) and names is not None:
+            _guard_held(v, _object_names(type(v), names), checks, seen, (view, k))
+    return True
+
+
+# NOTE [other holders]: values are read through more than dicts and lists, and each is guarded
+# where it is read from: a ChainMap, a WeakKeyDictionary (by weak references to its keys), a
+# MappingProxy or any other Mapping (by ``get``, as a dict), a deque (by index), a set (by its
+# contents: ``len(s)``, ``k in s``), ``os.environ``/``os.getenv`` (the environment's contents:
+# one dict comparison), an enum member, a NumPy scalar, a class or a (named) tuple of those (by
+# value or identity), an object inside a list (``cfgs[0].scale``: its attributes, as an
+# object's). A plain object read through a variable, an entry or an attribute is also guarded
+# by identity there: a new object bound in its place between calls (``cfg = Config(...)``,
+# ``self.cfg = ...``) is not the one whose attributes the trace read. Attributes: a plain
+# object's attribute count (``hasattr(cfg, "scale")`` False at trace: one added later is seen;
+# a user module's too when its code calls ``hasattr``/``getattr``), and with ``getattr``/``vars``
+# in the code (a name computed at run time) every attribute, its class's too. Flags: the ``requires_grad`` of a tensor no program reads (``if w.requires_grad``;
+# a program input's flip bumps ``_state.STRUCTURE`` instead) and the ``training`` flag of a
+# module the trace reads but did not call (``net[1].training``; called ones are the region's).
+def _entries(c):
+    """``(items, view)`` of a container the trace reads values from (``view.get(key)``: one
+    value now); ``(None, None)`` for a set; None for anything else."""
+    if isinstance(c, dict):
+        return c.items(), c
+    if isinstance(c, (list, collections.deque)):
+        return enumerate(c), _ListMap(c)
+    if type(c) is set:
+        return None, None
+    if isinstance(c, weakref.WeakKeyDictionary):     # keys held weakly by the guard too
+        return [(weakref.ref(k), v) for k, v in list(c.items())], _WeakKeys(c)
+    if isinstance(c, collections.abc.Mapping) and not isinstance(c, type(os.environ)):
+        return list(c.items()), c
+    return None
+
+
+class _WeakKeys:
+    """A WeakKeyDictionary read by weak references to its keys (a dead key: missing)."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, c):
+        self.c = c
+
+    def get(self, ref, default):
+        k = ref()
+        return default if k is None else self.c.get(k, default)
+
+
+class _Same:
+    """An object read like a dict entry: itself (a set, compared with a copy)."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, c):
+        self.c = c
+
+    def get(self, _key, default):
+        return self.c
+
+
+class _RequiresGrad:
+    """The ``requires_grad`` flag of the tensor a place holds, read like the place's entry."""
+
+    __slots__ = ("d",)
+
+    def __init__(self, d):
+        self.d = d
+
+    def get(self, k, default):
+        t = self.d.get(k, default)
+        return t._rg if isinstance(t, Tensor) else t
+
+
+class _Len:
+    """A container's length read like a dict entry (for ``guards_hold``)."""
+
+    __slots__ = ("c",)
+
+    def __init__(self, c):
+        self.c = c
+
+    def get(self, _key, default):
+        return len(self.c)
+
+
+class _ListMap:
+    """A list read like a dict of its indices (for ``guards_hold``)."""
+
+    __slots__ = ("lst",)
+
+    def __init__(self, lst):
+        self.lst = lst
+
+    def get(self, i, default):
+        return self.lst[i] if i < len(self.lst) else default
+
+
+def _scalar_tuple(t, depth=2):
+    """A tuple (a namedtuple too) of numbers, strings, bools and the other values compared by
+    value or identity (``_ATOMS``: enum members...), nested up to ``depth``."""
+    return all(type(e) in _SCALARS or isinstance(e, _ATOMS) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1))
+               for e in t)
+
+
+class _CellMap:
+    """A closure cell read like a one-entry dict (for ``guards_hold``)."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, name, default):
+        try:
+            return self.cell.cell_contents
+        except ValueError:
+            return default
+
+
+def _guard_value(d, k, v, checks) -> bool:
+    """Add the check of ``d[k]`` (value ``v``) when it is a number, string or bool (an enum
+    member, a NumPy scalar, bytes), a function or class (by identity: rebinding it calls
+    another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
+    not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
+    if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
+        checks.append((d, k, v, None))
+    elif isinstance(v, np.ndarray):
+        checks.append((d, k, v, hash(v.tobytes())))
+    elif isinstance(v, Tensor):
+        if id(v._st) not in _HELD:
+            checks.append((_RequiresGrad(d), k, v._rg, None))
+    else:
+        return False
+    return True
+
+
+_ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
+
+
+def value_guards(fn, refs, modules, names=()):
+    """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
+    that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
+    it loads, from ``python_refs``)."""
+    checks, seen, classes = _Checks(), set(), set()
+    checks.called = {id(m) for m in modules}
+    for m in modules:
+        _guard_object(m, _class_names(type(m)), checks, seen)
+        _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
+        _guard_globals(_class_globals(type(m)), checks, seen)
+        if type(m) not in classes:          # the helpers a user module's methods call
+            classes.add(type(m))
+            for ref, used in zip(*python_refs(None, _user_methods(type(m)))):
+                _guard_ref(ref, used, checks, seen)
+    for ref, used in zip(refs, names or [frozenset()] * len(refs)):
+        _guard_ref(ref, used, checks, seen)
+    return tuple(checks)
+
+
+def _guard_ref(ref, used, checks, seen):
+    name, cell, g = ref
+    v = _value(cell, g, name)
+    holder = None if cell is None and len(g) == 1 else _CellMap(cell) if cell is not None else g
+    if holder is None or not _guard_value(holder, name, v, checks) or isinstance(v, type):
+        if _guard_container(v, checks, seen, names=used):
+            pass
+        elif isinstance(v, types.ModuleType):
+            _guard_namespace(vars(v), used, checks, seen)
+        elif isinstance(v, type) and v.__module__.split(".")[0] not in ("tracegrad", "builtins"):
+            _guard_namespace(v.__dict__, used, checks, seen)
+        else:
+            _guard_held(v, _object_names(type(v), used), checks, seen, None if holder is None else (holder, name))
+
+
+def _guard_namespace(ns, names, checks, seen):
+    """A Python module's or a user class's attributes among ``names`` (``config.SCALE``,
+    ``Config.SCALE``): guarded as globals are."""
+    if id(ns) in seen:
+        return
+    seen.add(id(ns))
+    for k in names:
+        if k in ns and not k.startswith("__"):
+            v = ns[k]
+            if not _guard_value(ns, k, v, checks):
+                _guard_container(v, checks, seen)
+    if ns is vars(os) and not names.isdisjoint(("environ", "getenv")):
+        # ``os.environ[...]``, ``os.getenv(...)``: the environment as a whole (one comparison)
+        env = getattr(os.environ, "_data", None)
+        if isinstance(env, dict):
+            checks.append((_Same(env), None, dict(env), None))
+
+
+def guards_hold(checks) -> bool:
+    """Whether every value of ``value_guards`` is still what the trace read."""
+    for d, k, v, h in checks:
+        cur = d.get(k, _MISSING)
+        if h is None:
+            if cur is not v and (type(cur) is not type(v) or cur != v):
+                return False
+        elif cur is not v or (h is not _IDENTITY and hash(cur.tobytes()) != h):
+            return False
+    return True
+
+
+_IDENTITY = "identity"     # a check's marker: the place holds this very object
