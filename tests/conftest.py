@@ -1,5 +1,6 @@
 """Shared test setup: seeds, the ``jax_x64`` fixture, and torch at one thread
 (torch's and JAX's thread pools fight on small machines and slow torch ops 50x)."""
+import gc
 import os
 
 import numpy as np
@@ -38,5 +39,36 @@ def _seed():
     np.random.seed(0)
     tracegrad.manual_seed(0)
     if _torch is not None:
-        _torch.manual_seed(0)
+        # CPU torch has only this generator to seed; torch.manual_seed also queues a lazy seed
+        # for every accelerator backend, formatting the whole Python stack for each (~4 ms a
+        # test under pytest's deep stacks)
+        _torch.default_generator.manual_seed(0)
     yield
+
+
+# Long-lived objects (torch, JAX, op_db's samples, the caches earlier modules filled) are frozen
+# out of the cyclic collector: a full ``gc.collect()`` then scans only what the running module
+# made. Unfrozen, the heap late in the run is ~10x an import's, and each collection (a test's own
+# or Python's automatic ones) took seconds. What a test allocates stays collectable, so tests
+# that check an object is freed still check it; one that must see every referrer asks for
+# ``whole_heap_gc``.
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _freeze_module_survivors():
+    yield
+    gc.collect()
+    gc.freeze()
+
+
+@pytest.fixture
+def whole_heap_gc():
+    """The cyclic collector over the whole heap for this test (``gc.get_referrers`` and
+    ``gc.get_objects`` see no frozen object); frozen again afterwards."""
+    gc.unfreeze()
+    yield
+    gc.collect()
+    gc.freeze()

@@ -424,7 +424,7 @@ def test_constant_initial_params_swalr(T):
         assert [_f(x) for x in s.base_lrs] == pytest.approx([0.1])
 
 
-def test_optimizer_has_no_reference_cycle_through_scheduler(T):
+def test_optimizer_has_no_reference_cycle_through_scheduler(T, whole_heap_gc):
     # TestLRScheduler.test_no_cyclic_references: wrapping optimizer.step for the order warning
     # must not make the optimizer refer to itself; once the scheduler is gone, nothing else
     # refers to it and collecting finds no garbage

@@ -25,7 +25,9 @@ pytest.importorskip("expecttest")   # op_db's module imports it
 import tracegrad  # noqa: E402
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
-from _opinfo_helpers import Carrier, assert_same, call, carries_over, cotangents, flat, is_random, resolve  # noqa: E402
+from _opinfo_helpers import (  # noqa: E402
+    Carrier, assert_same, call, carries_over, cotangents, flat, is_random, resolve, seed_torch
+)
 from test_bad_input import FOREIGN  # noqa: E402
 
 # Samples per OpInfo and check: the first few cover the common shapes (scalar, empty, broadcast)
@@ -135,7 +137,7 @@ def _run_torch(op, s):
 def _forward(op, fn, dtype, n):
     checked = 0
     for s in _samples(op, dtype, n):
-        torch.manual_seed(0)
+        seed_torch(0)
         ref = _run_torch(op, s)
         if ref is None:
             continue
@@ -168,7 +170,7 @@ def test_backward(op, fn):
     dtype = torch.float32 if torch.float32 in op.supported_backward_dtypes("cpu") else torch.float64
     checked = 0
     for s in _samples(op, dtype, N_GRAD, grad=True):
-        torch.manual_seed(0)
+        seed_torch(0)
         ref = _run_torch(op, s)
         if ref is None or is_random(op.op, s):
             continue
