@@ -319,10 +319,11 @@ bitwise_and, bitwise_or, bitwise_xor = (method(n, function=True)(_bitwise(n)) fo
 def _unary(name):
     op = OPS[name]
     floaty = name in FLOAT_UNARY
+    casts_out = floaty or name in ("logical_not", "square")   # torch casts into their out too
 
     def f(self, *, out=None):
         if out is not None:   # only the floating ops may cast; the others need out's dtype to match
-            return _out(name, f(self), out, exact_dtype=not floaty)
+            return _out(name, f(self), out, exact_dtype=not casts_out)
         dt = self._value.dtype
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")

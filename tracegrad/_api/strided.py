@@ -196,7 +196,7 @@ def _copy_function(name, make_view, copy_of=COPY_OF):
         else:   # no single view step (the input itself, or a storage-wide as_strided): a clone
             res = make_view(input, *args, **kwargs)
             res = tuple(r.clone() for r in res) if isinstance(res, tuple) else res.clone()
-        return res if out is None else write_out(name, res, out)
+        return res if out is None else write_out(name, res, out, exact_dtype=True)   # torch: out's own dtype
     f.__name__ = f.__qualname__ = name
     f.__doc__ = (f"Mirrors ``torch.{name}``: ``{name[:-5]}``'s values in a new tensor (no view of input); "
                  f"``out=`` as torch. Autograd: the view's node name with ``_copy``.")

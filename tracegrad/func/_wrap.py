@@ -16,6 +16,7 @@ import numpy as np
 
 from .._tensor import generator as _generator
 from .._ops import random as _random
+from .._tensor.factories import from_numpy
 from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import Function, once_differentiable
@@ -32,9 +33,15 @@ def to_arrays(tree):
 
 
 def to_tensors(tree):
-    """Every array leaf of ``tree`` (``jax.Array`` or tracer) as a Tensor that holds it."""
-    return jax.tree_util.tree_map(lambda a: Tensor._make(a) if isinstance(a, (jax.Array, jax.core.Tracer)) else a,
-                                  tree)
+    """Every array leaf of ``tree`` (``jax.Array``, tracer or NumPy array, as a JAX function
+    takes them) as a Tensor that holds it."""
+    def wrap(a):
+        if isinstance(a, (jax.Array, jax.core.Tracer)):
+            return Tensor._make(a)
+        if isinstance(a, np.ndarray):
+            return from_numpy(a)
+        return a
+    return jax.tree_util.tree_map(wrap, tree)
 
 
 def tensor_leaves(tree):
