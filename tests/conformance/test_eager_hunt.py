@@ -373,9 +373,6 @@ def test_grad_fn_dir_lists_saved_attributes():
     run_both(program)
 
 
-@pytest.mark.xfail(strict=True, reason="ctx.save_for_backward of a non-tensor: torch ignores it when no input "
-                                       "needs grad and raises TypeError otherwise; tracegrad raises TypeError in the "
-                                       "first case and RuntimeError ('Boolean value of Tensor...') in the second")
 def test_function_save_for_backward_of_a_number():
     def program(T, log):
         class Scale(T.autograd.Function):

@@ -23,6 +23,15 @@ from . import grad_mode
 from ._graph_impl import MSG_FREED, Node, SavedTensor, edge
 
 
+def _check_saved(tensors):
+    """torch checks what ``save_for_backward`` got only when the call records a node: a Python
+    number saved by a call no input of which requires grad is ignored."""
+    for i, t in enumerate(tensors):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
+                            f"{type(t).__name__}")
+
+
 class FunctionCtx:
     """The ctx API (mirrors ``torch.autograd.function.FunctionCtx``)."""
 
@@ -33,11 +42,7 @@ class FunctionCtx:
     def save_for_backward(self, *tensors):
         """Save tensors (or None) for ``backward``; call at most once, from forward/setup_context.
         Version-checked: modifying one in place later makes ``saved_tensors`` raise."""
-        for t in tensors:
-            if t is not None and not isinstance(t, Tensor):
-                raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
-        self.to_save = tensors
+        self.to_save = tensors     # checked when the call records a node (_check_saved), as torch
 
     def save_for_forward(self, *tensors):
         """Save tensors (or None) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
@@ -319,6 +324,7 @@ class Function(metaclass=_FunctionMeta):
             # input returned unchanged stays an input (its output is a new alias), unless dirty
             out_ids = {id(o) for o in outs if id(o) not in inputs_by_id or id(o) in dirty}
             pos = {id(o): k for k, o in enumerate(outs)}
+            _check_saved(ctx.to_save)
             ctx._saved = tuple(None if t is None else SavedTensor(result[pos[id(t)]] if id(t) in out_ids else t, id(t) in out_ids)
                                for t in ctx.to_save)
             ctx.to_save = ()    # the SavedTensors hold them now; an output kept here would be a cycle
