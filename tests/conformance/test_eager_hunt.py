@@ -362,8 +362,6 @@ def test_create_graph_accumulated_grad_is_a_copy():
     run_both(program)
 
 
-@pytest.mark.xfail(strict=True, reason="grad_fn's _saved_*/_raw_saved_* attributes work but dir(grad_fn) does "
-                                       "not list them (they are looked up dynamically)")
 def test_grad_fn_dir_lists_saved_attributes():
     def program(T, log):
         a = T.tensor([1., 2.], requires_grad=True)

@@ -222,6 +222,22 @@ class OpNode(Node):
                     return v
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{attr}'")
 
+    def __dir__(self):
+        """The ``_saved_<name>`` attributes of torch's saved set (and ``_raw_saved_<name>``, the
+        SavedTensor, for those kept as tensors), as ``dir(grad_fn)`` lists them in torch."""
+        op = object.__getattribute__(self, "op")
+        order = self.layout.save_order(op)
+        names = []
+        for name in op.saves:
+            names.append(f"_saved_{name}")
+            if (RESULT if name == "result" else op.args.index(name)) in order:
+                names.append(f"_raw_saved_{name}")
+        kinds = self.layout.kinds
+        # Python numbers among the inputs: torch saves them as scalars (``_saved_exponent``)
+        names += [f"_saved_{a}" for p, a in enumerate(op.args[:len(kinds)]) if kinds[p] == CONST
+                  and self.consts[self.layout.const_index(p)] is not None]
+        return sorted(set(super().__dir__()) | set(names))
+
     def apply(self, grads, create_graph=False):
         if self.released:
             raise RuntimeError(MSG_FREED)
