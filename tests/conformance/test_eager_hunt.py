@@ -350,8 +350,6 @@ def test_function_returning_a_view_of_its_input():
     run_both(program)
 
 
-@pytest.mark.xfail(strict=True, reason="the first gradient accumulated with create_graph=True is stored as the "
-                                       "incoming gradient itself; torch stores a copy (grad_fn CopyBackwards)")
 def test_create_graph_accumulated_grad_is_a_copy():
     def program(T, log):
         a = T.tensor([1., 2.], requires_grad=True)

@@ -43,6 +43,9 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
 
 
 def _write_one(name, result, out, exact_dtype, cast_error, any_dtype):
+    if "_fw" in result.__dict__ or "_fw" in out.__dict__:   # a forward-AD tangent (autograd/forward_ad)
+        raise RuntimeError(f"Trying to use forward AD with {name}_out that does not support it because it is "
+                           "an out= function; call it without out= inside the dual level")
     if _grad_enabled() and (result.requires_grad or out.requires_grad):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")

@@ -253,7 +253,8 @@ class AccumulateGrad(Node):
         if var._grad is None:
             # a fresh storage: a later in-place accumulation must not write into a tensor the
             # caller still holds (torch clones in that case)
-            var._grad = g if create_graph else Tensor._make(g._value)
+            # (with create_graph, torch's copy into a new tensor: its node is CopyBackwards)
+            var._grad = g.new_empty(g.shape).copy_(g) if create_graph else Tensor._make(g._value)
         elif grad_mode.STATE[0]:
             var._grad = var._grad + g
         else:
