@@ -385,9 +385,6 @@ def test_function_save_for_backward_of_a_number():
     run_both(program)
 
 
-@pytest.mark.xfail(strict=True, reason="retain_grad() on a view whose base is then modified in place: the view's "
-                                       "regenerated grad_fn does not carry the retain_grad, so view.grad stays None "
-                                       "(torch moves it to the new node)")
 def test_retain_grad_on_a_view_survives_an_inplace_on_its_base():
     def program(T, log):
         x = T.ones(3, requires_grad=True)

@@ -537,7 +537,11 @@ def view_grad_fn(t):
     base = t._base
     if base._gf is None and gf is not None:
         return gf
-    return record_view_of_base(t)
+    old_nr = t._out_nr
+    new = record_view_of_base(t)
+    if t._retains_grad and gf is not None and new is not None and new is not gf:
+        _move_retain_grad(t, gf, old_nr, new)     # torch moves retain_grad to the new grad_fn
+    return new
 
 
 _tensor_mod.VIEW_GRAD_FN[0] = view_grad_fn   # Tensor.grad_fn of a view calls it (tensor layer)
