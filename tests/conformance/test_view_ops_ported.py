@@ -990,10 +990,6 @@ def test_view_metadata_parity(name):
     assert facts(tracegrad) == facts(torch)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "autograd/_dispatch.py (not this task's to edit): an in-place op on a view of a tensor in a graph "
-    "goes through _inplace_on_view, which writes the base through CopySlices and never asks whether "
-    "the view itself aliases elements (a stride-0 dim); Tensor._write, which checks, sees only the base"))
 def test_inplace_on_expanded_view_in_graph_refused():
     # (not ported; the rule test_expand_view leans on) writing into a view with a stride-0 dim
     # of more than one element is refused, also when the base is in an autograd graph

@@ -161,6 +161,14 @@ def strides_of(t) -> tuple:
     return tuple(out)
 
 
+def check_no_internal_overlap(t) -> None:
+    """RuntimeError, as torch, before writing into a view whose elements alias each other (only
+    chains through expand/as_strided/unfold can; then t itself is checked)."""
+    if any(op.view == "overlap" for op, _, _ in t._chain) and has_internal_overlap(t):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+
+
 def has_internal_overlap(t) -> bool:
     """torch's ``has_internal_overlap`` "yes" case: a dim of more than one element with stride 0
     (several elements of t are one storage element). Other overlaps torch calls "too hard" to
@@ -274,12 +282,7 @@ class Tensor(TensorBase):
             dt = self._vcache.dtype   # a complex part view is float over a complex storage
         new = _astype64(new, dt) if new.dtype != dt else new
         if self._chain:
-            # only chains through expand/as_strided can alias elements; then check t itself
-            if any(op.view == "overlap" for op, _, _ in self._chain) and has_internal_overlap(self):
-                raise RuntimeError(
-                    "unsupported operation: more than one element of the written-to tensor "
-                    "refers to a single memory location. Please clone() the tensor before "
-                    "performing the operation.")
+            check_no_internal_overlap(self)
             st.array = chain_write_fn(self._chain)(st.array, new)
             self._vcache = new
         else:

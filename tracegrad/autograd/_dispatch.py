@@ -487,6 +487,7 @@ def _torch_name(d):
 
 
 def _inplace_on_view(op, view, args, static):
+    _tensor_mod.check_no_internal_overlap(view)   # CopySlices writes the base: check the view itself
     base = view._base
     chain = view._chain[len(base._chain):]
     cs, pos = _derived.copy_slices_op(chain, op, static, len(args))
