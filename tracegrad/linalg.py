@@ -28,6 +28,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
     vander as vander
 )
 from ._api.promotion import check_same_dtype
+from ._api import reduction as _reduction
 from ._ops import dtypes as _dt
 from ._tensor.factories import eye, zeros as _zeros
 from ._tensor.tensor import Tensor
@@ -118,6 +119,9 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord == "fro":
         return _vector_norm(A, ord=2.0, dim=dim, keepdim=bool(keepdim))
     return _matrix_norm(A, ord=ord, dim=dim, keepdim=bool(keepdim))
+
+
+_reduction.MATRIX_NORM[0] = matrix_norm   # torch.norm(p="nuc") calls it
 
 
 @accepts_out(exact_dtype=True)

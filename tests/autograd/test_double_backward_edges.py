@@ -115,3 +115,39 @@ def test_constant_gradient_does_not_require_grad():
         gx, = T.autograd.grad(x.clone(), x, u, create_graph=True)
         r, = T.autograd.grad(gx, u, T.ones(3), create_graph=True)
         assert not r.requires_grad
+
+
+# ---- the node a create_graph gradient carries (NOTE [double-backward names] and
+# NOTE [non-differentiable backwards]): torch's name, or no node at all where torch's formula
+# uses the saved tensors only through masks/indices (max, sort, clamp...)
+_NODE_CASES = {
+    "sum": lambda T, x: x.sum(), "acos": lambda T, x: x.acos(), "atanh": lambda T, x: x.atanh(),
+    "lgamma": lambda T, x: x.lgamma(), "elu": lambda T, x: T.nn.functional.elu(x),
+    "softplus": lambda T, x: T.nn.functional.softplus(x), "leaky_relu": lambda T, x: T.nn.functional.leaky_relu(x),
+    "hardtanh": lambda T, x: T.nn.functional.hardtanh(x), "bce": lambda T, x: T.nn.functional.binary_cross_entropy(x, x.detach().flip(0)),
+    "layer_norm": lambda T, x: T.nn.functional.layer_norm(x, (4,)), "prod": lambda T, x: x.prod(1),
+    "cumprod": lambda T, x: x.cumprod(1), "neg": lambda T, x: -x, "unsqueeze": lambda T, x: x.unsqueeze(0),
+    "amax": lambda T, x: x.amax(1), "max": lambda T, x: x.max(), "max_dim": lambda T, x: x.max(1)[0],
+    "min": lambda T, x: x.min(), "median": lambda T, x: x.median(), "nansum": lambda T, x: x.nansum(1),
+    "cummax": lambda T, x: x.cummax(1)[0], "sort": lambda T, x: x.sort(1)[0], "topk": lambda T, x: x.topk(2)[0],
+    "kthvalue": lambda T, x: x.kthvalue(2)[0], "clamp": lambda T, x: x.clamp(0.2, 0.6),
+    "clamp_min": lambda T, x: x.clamp(min=0.3), "maximum": lambda T, x: T.maximum(x, x.flip(0)),
+    "fmin": lambda T, x: T.fmin(x, x.flip(0)), "angle": lambda T, x: x.angle(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NODE_CASES))
+def test_create_graph_gradient_node_matches_torch(name):
+    def program(T):
+        x = T.tensor([[0.3, 0.7, 0.2, 0.45], [0.15, 0.55, 0.35, 0.65]], requires_grad=True)
+        y = _NODE_CASES[name](T, x)
+        g, = T.autograd.grad(y.sum(), x, create_graph=True)
+        node = None if g.grad_fn is None else type(g.grad_fn).__name__
+        if g.requires_grad:   # differentiating it again: same values as torch
+            return node, g.requires_grad, T.autograd.grad(g.square().sum(), x, allow_unused=True)
+        with pytest.raises(RuntimeError):   # torch: it does not require grad
+            T.autograd.grad(g.sum(), x)
+        return node, g.requires_grad, ()
+    (na, ra, ga), (nb, rb, gb) = _both(program)
+    assert (nb, rb) == (na, ra)
+    _same(ga, gb)

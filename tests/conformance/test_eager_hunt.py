@@ -331,9 +331,10 @@ def test_erfcx_just_below_the_overflow_switch():
 
 
 # ---- autograd: differences in the engine / Function layer (not fixed here) ---------------------
-@pytest.mark.xfail(strict=True, reason="a custom Function's output that is a view of its input is not marked "
-                                       "as a view (_is_view() False); torch marks it and refuses in-place on it")
 def test_function_returning_a_view_of_its_input():
+    """torch's IN_CUSTOM_FUNCTION views: a view (or an input returned as-is) a Function returns
+    is a view of the input's base; writing it in place, or reading its grad_fn after the base
+    changed, raises (the view rebase would bypass the custom backward)."""
     def program(T, log):
         class Flatten(T.autograd.Function):
             @staticmethod
@@ -342,11 +343,36 @@ def test_function_returning_a_view_of_its_input():
 
             @staticmethod
             def backward(ctx, g):
-                return g.view(2, 2)
-        b = T.ones(2, 2, requires_grad=True) * 1
+                return g.view(2, 2) * 3
+
+        class Ident(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 3
+        a = T.ones(2, 2, requires_grad=True)
+        b = a * 1
         c = Flatten.apply(b)
-        log("is view", c._is_view())
+        log("is view", [c._is_view(), c._base is b, type(c.grad_fn).__name__])
         outcome(log, "in-place", lambda: c.mul_(2))
+        c.sum().backward(retain_graph=True)
+        log("grad", a.grad)
+        d, f = Ident.apply(b), Ident.apply(b[0])
+        log("as-is", [d._is_view(), d._base is b, d is b, f._is_view(), f._base is b])
+        e = Flatten.apply(a)
+        log("leaf input", [e._is_view(), e._base is a])
+        b.mul_(2)
+        outcome(log, "grad_fn after base write", lambda: c.grad_fn)
+        outcome(log, "as-is grad_fn after base write", lambda: d.grad_fn)
+        with T.no_grad():
+            a.mul_(2)
+            g = Flatten.apply(b)
+        outcome(log, "leaf base written", lambda: e.grad_fn)
+        log("no-grad call", [g._is_view(), g._base is b, g.grad_fn])
+        log("no input needs grad", Flatten.apply(T.ones(2, 2))._is_view())
     run_both(program)
 
 

@@ -86,12 +86,8 @@ def test_function_create_graph(T, once):
 
 
 @pytest.mark.parametrize("once", [False, True])
-def test_function_create_graph_graph_desc(T, once, request):
+def test_function_create_graph_graph_desc(T, once):
     # TestAutograd.test_function / test_once_differentiable (graph_desc of x.grad.grad_fn)
-    if T.__name__ == "tracegrad" and not once:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "gap: the graph of SumBackward0's gradient is a SumBackward0Backward node where torch "
-            "records ExpandBackward0")))
     x, y = _rand(T, 2, 3, requires_grad=True), _rand(T, 2, 3, seed=1, requires_grad=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -56,15 +56,11 @@ _BOTH = {
     "nn.functional.adaptive_max_pool3d": _RET_IDX,
     "nn.functional.pad.replicate_negative": "negative padding in replicate mode (cropping) raises RuntimeError; "
                                             "torch crops",
-    "norm.nuc": "the nuclear norm (p='nuc') raises NotImplementedError",
 }
 XFAIL: dict[tuple[str, str], str] = {
     **{(op, check): why for op, why in _BOTH.items() for check in ("forward", "backward")},
     ("kthvalue", "forward"): "int64 ties: the index picked among equal values differs from torch's (values equal)",
     ("topk", "forward"): "int64 ties: the indices picked among equal values differ from torch's (values equal)",
-    ("native_batch_norm", "forward"): ("returns (out, batch mean, biased batch var) without updating running "
-                                       "stats; torch returns (out, save_mean, save_invstd) and, in eval mode, "
-                                       "empty tensors for the last two"),
     ("nn.functional.interpolate.bilinear", "forward"): _UINT8_RESAMPLE,
     ("nn.functional.upsample_bilinear", "forward"): _UINT8_RESAMPLE,
     ("nn.functional.interpolate.bicubic", "forward"): ("uint8: torch's bicubic uint8 kernel (separable, "

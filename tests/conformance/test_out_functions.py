@@ -33,9 +33,6 @@ _TIES = "int64 ties: the index picked among equal values differs from torch's (v
 XFAIL = {
     **{("kthvalue", c): _TIES for c in ("same", "empty", "long")},
     **{("topk", c): _TIES for c in ("same", "empty", "long")},
-    **{("native_batch_norm", c): "returns (out, batch mean, biased batch var); torch (out, save_mean, save_invstd)"
-       for c in ("same", "empty", "other_dtype", "long")},
-    **{("norm.nuc", c): "the nuclear norm raises NotImplementedError" for c in ("same", "empty")},
     **{("linalg.pinv.hermitian", c): "hermitian=True on a non-symmetric input: JAX's eigh averages A and A^H"
        for c in ("same", "empty")},
     **{("nonzero", c): "as_tuple=True with out=: torch raises TypeError (out must be a Tensor); tracegrad writes"

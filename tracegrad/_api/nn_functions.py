@@ -18,6 +18,7 @@ from .._ops.nn_ops import _pool_out
 from .._ops.random import scalar_name as _scalar_name
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, _JaxTracer
+from .._tensor.out import accepts_out
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -301,11 +302,38 @@ def adaptive_max_pool1d(input, output_size):
 
 
 # ---- normalisation --------------------------------------------------------------------------
-def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
-    """Mirrors ``torch.native_batch_norm``: ``(output, batch mean, biased batch var)``; the caller
-    updates running statistics. grad_fn ``NativeBatchNormBackward0``."""
+def _batch_norm_op(input, weight, bias, running_mean, running_var, training, eps):
+    """``(output, batch mean, biased batch var)``: batch statistics in training, the running
+    ones otherwise (which it does not update). grad_fn ``NativeBatchNormBackward0``."""
     return apply_op(OPS["native_batch_norm"], (input, weight, bias, running_mean, running_var),
                     (("training", bool(training)), ("eps", float(eps))))
+
+
+@accepts_out(exact_dtype=True)
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Mirrors ``torch.native_batch_norm``: ``(output, save_mean, save_invstd)``. In training,
+    the batch mean and ``1 / sqrt(biased var + eps)`` per channel (shape ``(C,)``), and the
+    running statistics, when given, updated in place as ``batch_norm`` does; otherwise two
+    empty tensors. Only ``output`` is differentiable (grad_fn ``NativeBatchNormBackward0``).
+    ``out=`` takes a tuple of three tensors of the results' dtypes (RuntimeError otherwise)."""
+    if not training:
+        out = _batch_norm_op(input, weight, bias, running_mean, running_var, False, eps)[0]
+        return out, input.new_empty((0,)), input.new_empty((0,))
+    out, mean, var = _batch_norm_op(input, weight, bias, None, None, True, eps)
+    if running_mean is not None or running_var is not None:
+        _update_running_stats(running_mean, running_var, mean, var, momentum, verify_batch_size(input))
+    with no_grad():
+        return out, mean.detach(), (var.detach() + eps).rsqrt()
+
+
+def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
+    """torch's running-statistics update: ``momentum`` of the batch's mean and unbiased var."""
+    with no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
+        if running_var is not None:
+            unbiased = var.detach() * (n / (n - 1))
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
 
 
 def verify_batch_size(input) -> int:
@@ -328,13 +356,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         n = verify_batch_size(input)
     # training reads batch statistics only: running stats stay out of the op (and its saved set),
     # so updating them in place below does not trip the saved-tensor version check
-    out, mean, var = native_batch_norm(input, weight, bias, None if training else running_mean,
-                                       None if training else running_var, training, momentum, eps)
+    out, mean, var = _batch_norm_op(input, weight, bias, None if training else running_mean,
+                                    None if training else running_var, training, eps)
     if training and running_mean is not None:
-        with no_grad():
-            running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
-            unbiased = var.detach() * (n / (n - 1))
-            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+        _update_running_stats(running_mean, running_var, mean, var, momentum, n)
     return out
 
 

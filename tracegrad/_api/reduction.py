@@ -247,18 +247,29 @@ def log_softmax(self, dim, dtype=None):
     return apply_op(OPS["log_softmax"], (_to_dtype(self, dtype),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
 
 
+# ``linalg.matrix_norm``, for ``norm(p="nuc")``: the linalg layer, above this one, stores it
+# here when it loads (importing tracegrad loads it)
+MATRIX_NORM: list = [None]
+
+
 @method(function=True)
 def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
-    """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)`` for vector norms
-    (``p`` a number, inf, -inf or 'fro'). Autograd: ``LinalgVectorNormBackward0``.
+    """Mirrors ``torch.norm(input, p='fro', dim=None, keepdim=False)``: vector norms (``p`` a
+    number, inf, -inf or 'fro') and the nuclear norm (``p='nuc'``, over two dims: all of a 2-D
+    input's when ``dim`` is None). Autograd: ``LinalgVectorNormBackward0``.
     RuntimeError for an integer or bool input (torch takes floating or complex only)."""
     if not (self.dtype.is_floating_point or self.dtype.is_complex):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
                            f"{self.dtype}; convert it with .float()")
     if p == "fro" or p is None:
         p = 2
-    if p == "nuc":
-        raise NotImplementedError("tracegrad.norm: the nuclear norm is not supported")
+    if p == "nuc":   # torch: the matrix norm over two dims (all of them when dim is None)
+        dims = tuple(range(self.ndim)) if dim is None else (dim,) if isinstance(dim, int) else tuple(dim)
+        if len(dims) != 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
+        if dims[0] % (self.ndim or 1) == dims[1] % (self.ndim or 1):
+            raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got {dims}")
+        return MATRIX_NORM[0](self, "nuc", dims, keepdim, dtype=dtype)
     return apply_op(OPS["norm"], (self,), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 

@@ -41,7 +41,8 @@ _NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "roundi
 # NOTE [double-backward names]
 # With create_graph=True torch's gradient tensors carry the grad_fn of the last op in its
 # backward formula (grad * result -> MulBackward0). Ours is one node per backward; it takes
-# torch's name from this table (observed on torch 2.13), else "<grad_fn>Backward".
+# torch's name from this table (observed on torch 2.13), else that of a native backward
+# function (``_backward_name``: EluBackward0 -> EluBackwardBackward0).
 BACKWARD_NAMES = {
     "MulBackward0": "MulBackward0", "DivBackward0": "DivBackward0", "PowBackward0": "MulBackward0",
     "PowBackward1": "WhereBackward0", "PowBackward2": "MulBackward0", "ExpBackward0": "MulBackward0",
@@ -58,7 +59,30 @@ BACKWARD_NAMES = {
     "GeluBackward0": "GeluBackwardBackward0", "SiluBackward0": "MulBackward0",
     "NllLossBackward0": "NllLossBackwardBackward0", "BmmBackward0": "BmmBackward0",
     "MvBackward0": "MvBackward0", "DotBackward0": "MulBackward0", "UnsafeViewBackward0": "ViewBackward0",
+    "SumBackward0": "ExpandBackward0", "AcosBackward0": "MulBackward0", "AsinBackward0": "MulBackward0",
+    "AtanBackward0": "DivBackward0", "SinhBackward0": "MulBackward0", "CoshBackward0": "MulBackward0",
+    "AsinhBackward0": "MulBackward0", "AtanhBackward0": "DivBackward0", "ErfcBackward0": "MulBackward0",
+    "ErfinvBackward0": "MulBackward0", "LgammaBackward0": "MulBackward0", "DigammaBackward0": "MulBackward0",
+    "I0Backward0": "MulBackward0", "MvlgammaBackward0": "MulBackward0", "MishBackward0": "MulBackward0",
+    "ProdBackward0": "MulBackward0", "ProdBackward1": "MulBackward0", "CumprodBackward0": "DivBackward0",
+    "LogcumsumexpBackward0": "SubBackward0", "LogSigmoidBackward0": "LogSigmoidBackwardBackward0",
+    "GluBackward0": "GluBackwardBackward0", "SincBackward0": "WhereBackward0", "LogitBackward0": "WhereBackward0",
+    "NegBackward0": "NegBackward0", "UnsqueezeBackward0": "SqueezeBackward1",
 }
+
+# NOTE [non-differentiable backwards]
+# These ops' backward formulas use their saved tensors only through masks or indices (which
+# element was the max, clamped, sorted where): torch's gradient depends on the incoming gradient
+# alone, so with create_graph it requires grad only if that does (often: no grad_fn at all). Their
+# backward is recorded with its saved tensors detached (autograd/_dispatch.py: the derivative
+# there is zero almost everywhere).
+NONDIFF_SAVED = frozenset((
+    "AmaxBackward0", "AminBackward0", "MaxBackward0", "MaxBackward1", "MinBackward0", "MinBackward1",
+    "MedianBackward0", "MedianBackward1", "NanmedianBackward0", "NanmedianBackward1", "ModeBackward0",
+    "NansumBackward0", "CummaxBackward0", "CumminBackward0", "SortBackward0", "SortBackward1",
+    "TopkBackward0", "KthvalueBackward0", "ClampBackward0", "ClampBackward1", "ClampMinBackward0",
+    "ClampMinBackward1", "ClampMaxBackward0", "ClampMaxBackward1", "AngleBackward0",
+    "MaximumBackward0", "MinimumBackward0", "FmaxBackward0", "FminBackward0"))
 
 
 # NOTE [saved layout]
@@ -194,11 +218,18 @@ class Op:
                 return tuple(out) if n > 1 else out[0]
             nargs = len(layout.kinds) + (1 if self.saves_result else 0) + max(self.n_out, 256)
             names = tuple(f"in{i}" for i in range(nargs + 2))
-            name = BACKWARD_NAMES.get(self.grad_fn, f"{self.grad_fn}Backward")
+            name = BACKWARD_NAMES.get(self.grad_fn) or _backward_name(self.grad_fn)
             b = self._bwd[key] = Op(name=f"{self.name}_backward", fn=flat, args=names, grad_fn=name,
                                     saves=names, n_out=n)
             b.derivative_of = self
         return b
+
+
+def _backward_name(grad_fn):
+    """torch's name for the node of a backward it implements as one native function
+    (``EluBackward0`` -> ``EluBackwardBackward0``); the table above holds the composite ones."""
+    stem, digit = grad_fn.rstrip("0123456789"), grad_fn[len(grad_fn.rstrip("0123456789")):]
+    return f"{stem}Backward{digit or 0}" if stem.endswith("Backward") else f"{grad_fn}Backward"
 
 
 # NOTE [op jit caches]

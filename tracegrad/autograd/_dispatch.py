@@ -22,7 +22,7 @@ from .._state import GRAD_MODE as STATE, INFERENCE_DEPTH
 from .._ops import deps as _deps
 from .._ops import derived as _derived
 from .._ops import dtypes as _dt
-from .._ops.registry import CONST, RESULT, SAVED, SHAPE, Op, SavedLayout
+from .._ops.registry import CONST, NONDIFF_SAVED, RESULT, SAVED, SHAPE, Op, SavedLayout
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor
@@ -249,9 +249,11 @@ class OpNode(Node):
         entry = _BWD.get(key)
         if entry is None:
             entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
-        bop, slots, prune = entry
+        bop, slots, prune, nondiff = entry
         if STATE[0] or _FORWARD_AD[0] is not None:   # create_graph (record it like any op), or
             # an open dual level (gradients of dual tensors get tangents: forward-over-reverse)
+            if nondiff and STATE[0]:   # NOTE [non-differentiable backwards]
+                saved = [t.detach() for t in saved]
             args = [*saved, *self.consts, *grads]
             res = apply_op(bop, _unread_detached(bop, args) if STATE[0] else args)
             if bop.n_out == 1:
@@ -283,7 +285,7 @@ def _backward_entry(node, ns, nc):
     its outputs is that slot's gradient (-1: none); and whether the node is itself a backward
     (NOTE [double-backward edges])."""
     return (node.op.backward_op(node.static, node.layout, ns, nc), node.layout.grad_slots(),
-            node.op.derivative_of is not None)
+            node.op.derivative_of is not None, ns if node.op.grad_fn in NONDIFF_SAVED else 0)
 
 
 _DEPS: dict = _state.register_cache("autograd._dispatch._DEPS", {})
@@ -535,6 +537,10 @@ def view_grad_fn(t):
                 f"been modified inplace {normal}. Autograd cannot rebase such a view: clone() "
                 "it, or create it outside that mode.")
         return None
+    cfn = t.__dict__.get("_cfn")
+    if cfn is not None and gf is not None:
+        raise RuntimeError(f"Output {cfn[0]} of {cfn[1]} is a view and its base or another view of its "
+                           "base has been modified inplace. " + MSG_CUSTOM_FUNCTION_VIEW)
     base = t._base
     if base._gf is None and gf is not None:
         return gf

@@ -303,17 +303,17 @@ class Function(metaclass=_FunctionMeta):
                 # an input returned unchanged: the output is a new alias of it
                 res = o.detach()
                 if record and id(o) not in nondiff:
-                    res._gf, res._out_nr, res._rg = ctx, i, True
-                    res._cfn = (i, cls.__name__)   # in-place writes refused (_dispatch.check_inplace)
+                    _custom_view(res, o, ctx, i, cls)
             else:
                 res = o
                 if record and id(o) not in nondiff and (o.dtype.is_floating_point or o.dtype.is_complex):
-                    if o._gf is not None or o._base is not None:
-                        res = o.detach()
-                    res._gf, res._out_nr, res._rg = ctx, i, True
-                if o._base is not None and id(o) not in nondiff:
-                    # a view returned by forward: torch forbids writing it in place (the view
-                    # rebase would bypass this backward); _dispatch.check_inplace raises
+                    if o._base is not None:
+                        res = _custom_view(o.detach(), o, ctx, i, cls)
+                    else:
+                        if o._gf is not None:
+                            res = o.detach()
+                        res._gf, res._out_nr, res._rg = ctx, i, True
+                elif o._base is not None and id(o) not in nondiff:
                     res._cfn = (i, cls.__name__)
                 made[id(o)] = res
             meta.append((tuple(o.shape), o.dtype, id(o) in nondiff))
@@ -331,6 +331,19 @@ class Function(metaclass=_FunctionMeta):
         if fw_in is not None:
             fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff})
         return tuple(result) if is_tuple else result[0]
+
+
+def _custom_view(res, o, ctx, i, cls):
+    """Make ``res`` (a detached alias of forward's output ``o``, a view of an input or an input
+    itself) output ``i`` of ``ctx``: still a view of ``o``'s base for autograd, as torch's
+    IN_CUSTOM_FUNCTION creation meta. Writing it in place (``_dispatch.check_inplace``), or
+    reading its grad_fn after its base changed (``_dispatch.view_grad_fn``), raises: the view
+    rebase would bypass this Function's backward."""
+    res._base = o._base if o._base is not None else o
+    res._gf, res._out_nr, res._rg, res._gf_ver = ctx, i, True, res._vc[0]
+    res._chain = o._chain
+    res._cfn = (i, cls.__name__)
+    return res
 
 
 MSG_DIRTY_VIEW_MULTI_OUTPUT = (
