@@ -276,10 +276,12 @@ def adaptive_avg_pool1d(input, output_size):
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_avg_pool1d")).squeeze(-2)
 
 
-def adaptive_max_pool2d(input, output_size):
-    """Mirrors ``torch._C._nn.adaptive_max_pool2d`` (values only), with torch's checks: input
-    ``(C, H, W)`` or ``(N, C, H, W)`` with non-empty non-batch dims (RuntimeError), a floating
-    dtype (NotImplementedError). An output size of 0 gives an empty tensor, as torch."""
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Mirrors ``torch._C._nn.adaptive_max_pool2d``, with torch's checks: input ``(C, H, W)`` or
+    ``(N, C, H, W)`` with non-empty non-batch dims (RuntimeError), a floating dtype
+    (NotImplementedError). An output size of 0 gives an empty tensor, as torch. With
+    ``return_indices``, ``(values, indices)``: int64 flat positions ``h * W + w`` of each
+    window's first maximum."""
     shp = tuple(input.shape)
     out = _out_size(input, output_size, 2, "adaptive_max_pool2d")
     if len(shp) not in (3, 4):
@@ -292,13 +294,26 @@ def adaptive_max_pool2d(input, output_size):
         raise NotImplementedError(f"\"adaptive_max_pool2d\" not implemented for '{_scalar_name(input.dtype.np)}'; "
                                   f"convert the input with .float()")
     if 0 in out:   # empty output: no window to reduce; a slice gives the shape (and a graph edge)
-        return input[..., :out[0], :out[1]]
-    return apply_op(OPS["adaptive_max_pool2d"], (input,), (("output_size", out),))
+        values = input[..., :out[0], :out[1]]
+        return (values, values.detach().long()) if return_indices else values
+    return adaptive_max_pool(input, out, return_indices)
 
 
-def adaptive_max_pool1d(input, output_size):
-    """Mirrors ``torch.adaptive_max_pool1d`` (values only; 2-D pool over ``input.unsqueeze(-2)``)."""
-    return adaptive_max_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_max_pool1d")).squeeze(-2)
+def adaptive_max_pool(input, out, return_indices):
+    """An adaptive max pool of the trailing ``len(out)`` (2 or 3) dims to sizes ``out``, already
+    checked; with ``return_indices``, ``(values, indices)``: int64 flat positions of each
+    window's first maximum in the pooled dims, which the gradient reaches (as torch's)."""
+    static = (("output_size", tuple(out)),)
+    values = apply_op(OPS[f"adaptive_max_pool{len(out)}d"], (input,), static)
+    return (values, apply_op(OPS["adaptive_max_pool_indices"], (input,), static)) if return_indices else values
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Mirrors ``torch.adaptive_max_pool1d`` (a 2-D pool over ``input.unsqueeze(-2)``, as torch);
+    with ``return_indices``, ``(values, indices)``."""
+    res = adaptive_max_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_max_pool1d"),
+                              return_indices)
+    return tuple(r.squeeze(-2) for r in res) if return_indices else res.squeeze(-2)
 
 
 # ---- normalisation --------------------------------------------------------------------------

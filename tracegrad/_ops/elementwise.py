@@ -215,10 +215,19 @@ defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), ar
       grad_fn="MaximumBackward0", saves=("other", "self"))
 defop("minimum", lambda a, b, dtype: jnp.minimum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="MinimumBackward0", saves=("other", "self"))
-defop("fmax", lambda a, b, dtype: jnp.fmax(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
-      grad_fn="FmaxBackward0", saves=("other", "self"))
-defop("fmin", lambda a, b, dtype: jnp.fmin(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
-      grad_fn="FminBackward0", saves=("other", "self"))
+def _fmax_fmin(keep_self):
+    """NaN-ignoring max/min written as a select, so that the derivative is torch's: ``self``
+    takes the whole gradient where it is kept (ties, and where ``other`` is NaN), not half."""
+    def f(a, b, dtype):
+        a, b = _c(a, dtype), _c(b, dtype)
+        return jnp.where(keep_self(a, b) | jnp.isnan(b), a, b)
+    return f
+
+
+defop("fmax", _fmax_fmin(lambda a, b: a >= b), args=("self", "other"), grad_fn="FmaxBackward0",
+      saves=("other", "self"))
+defop("fmin", _fmax_fmin(lambda a, b: a <= b), args=("self", "other"), grad_fn="FminBackward0",
+      saves=("other", "self"))
 
 # ---- comparisons and logical (no grad) --------------------------------------------------
 for _name, _fn in [("eq", jnp.equal), ("ne", jnp.not_equal), ("lt", jnp.less), ("le", jnp.less_equal),

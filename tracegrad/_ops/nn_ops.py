@@ -153,18 +153,47 @@ def _adaptive_avg(x, *, output_size):
 
 
 def _adaptive_max(x, *, output_size):
-    nd = len(output_size)
-    out = x
+    """Adaptive max pool over the trailing ``len(output_size)`` dims, read at the indices torch
+    returns: the derivative then reaches the one element torch's does (JAX's max would split
+    it between tied elements)."""
+    idx = _adaptive_max_indices(x, output_size=output_size)
+    lead = x.ndim - len(output_size)
+    flat = x.reshape(x.shape[:lead] + (-1,))
+    return jnp.take_along_axis(flat, idx.reshape(idx.shape[:lead] + (-1,)), axis=-1).reshape(idx.shape)
+
+
+def _adaptive_max_indices(x, *, output_size):
+    """torch's ``return_indices`` of an adaptive max pool over the trailing ``len(output_size)``
+    dims: per window, the flat position (within those dims) of its first maximum (NaN counts as
+    the maximum). Each window is gathered along each pooled dim, padded to the widest window by
+    repeating its last element (which cannot change the first maximum)."""
+    nd, lead = len(output_size), x.ndim - len(output_size)
+    sizes = x.shape[lead:]
+    windows = []
     for k, o in enumerate(output_size):
-        ax = x.ndim - nd + k
-        parts = [jnp.max(lax.slice_in_dim(out, a, b, axis=ax), axis=ax, keepdims=True)
-                 for a, b in _adaptive_bounds(x.shape[ax], o)]
-        out = jnp.concatenate(parts, axis=ax)
-    return out
+        bounds = _adaptive_bounds(sizes[k], o)
+        width = max(b - a for a, b in bounds)
+        windows.append(np.array([[min(a + j, b - 1) for j in range(width)] for a, b in bounds]))
+    g = x
+    for k, w in enumerate(windows):   # axis lead + 2k becomes (output position, place in window)
+        ax = lead + 2 * k
+        g = jnp.take(g, w.reshape(-1), axis=ax).reshape(g.shape[:ax] + w.shape + g.shape[ax + 1:])
+    perm = (*range(lead), *(lead + 2 * k for k in range(nd)), *(lead + 2 * k + 1 for k in range(nd)))
+    g = g.transpose(perm).reshape(x.shape[:lead] + tuple(output_size) + (-1,))
+    local = jnp.argmax(jnp.where(jnp.isnan(g), jnp.inf, g) if jnp.issubdtype(g.dtype, jnp.floating) else g, axis=-1)
+    flat = jnp.zeros(local.shape, jnp.int64)
+    for k in reversed(range(nd)):
+        width = windows[k].shape[1]
+        j, local = local % width, local // width
+        pos = jnp.arange(output_size[k]).reshape((-1,) + (1,) * (nd - 1 - k))
+        flat = flat + jnp.asarray(windows[k])[pos, j].astype(jnp.int64) * int(np.prod(sizes[k + 1:], dtype=np.int64))
+    return flat
 
 
 defop("adaptive_avg_pool2d", _adaptive_avg, grad_fn="AdaptiveAvgPool2DBackward0")
+defop("adaptive_max_pool_indices", _adaptive_max_indices)
 defop("adaptive_max_pool2d", _adaptive_max, grad_fn="AdaptiveMaxPool2DBackward0", saves=("self",))
+defop("adaptive_max_pool3d", _adaptive_max, grad_fn="AdaptiveMaxPool3DBackward0", saves=("self",))
 
 
 # ---- normalisation --------------------------------------------------------------------------

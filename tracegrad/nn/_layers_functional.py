@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 import tracegrad
+from tracegrad._api.nn_functions import adaptive_max_pool as _adaptive_max_pool
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
            "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
@@ -110,10 +111,8 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Mirrors ``torch.nn.functional.adaptive_max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H,
     W)`` to ``output_size`` (an int, a triple, ``None`` keeps a size) with torch's bins
-    ``[floor(i*In/Out), ceil((i+1)*In/Out))``; the box max taken one dim at a time.
-    ``return_indices=True`` raises NotImplementedError (as tracegrad's adaptive_max_pool2d)."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool3d(return_indices=True) is not supported by tracegrad")
+    ``[floor(i*In/Out), ceil((i+1)*In/Out))``; grad_fn ``AdaptiveMaxPool3DBackward0``.
+    With ``return_indices``, ``(values, indices)``: int64 positions ``(d * H + h) * W + w``."""
     if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
@@ -121,18 +120,15 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     out = _tuple(output_size, 3)
     if len(out) != 3:
         raise RuntimeError(f"adaptive_max_pool3d(): internal error: output_size.size() must be 3, got {len(out)}")
-    x = input
+    sizes = []
     for d, o in enumerate(out):
-        dim = input.dim() - 3 + d
-        size = input.shape[dim]
+        size = input.shape[input.dim() - 3 + d]
         o = size if o is None else int(o)
         if size == 0 or o <= 0:
             raise RuntimeError("adaptive_max_pool3d(): expected non-empty input and positive output_size, got input "
                                f"{list(input.shape)} and output_size {output_size}")
-        parts = [x.narrow(dim, (i * size) // o, -(-((i + 1) * size) // o) - (i * size) // o).amax(dim, keepdim=True)
-                 for i in range(o)]
-        x = tracegrad.cat(parts, dim)
-    return x
+        sizes.append(o)
+    return _adaptive_max_pool(input, sizes, return_indices)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

@@ -128,17 +128,15 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Mirrors ``torch.nn.functional.adaptive_max_pool2d`` (``return_indices`` unsupported)."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported by tracegrad")
-    return _F.adaptive_max_pool2d(input, output_size)
+    """Mirrors ``torch.nn.functional.adaptive_max_pool2d``; with ``return_indices``,
+    ``(values, indices)`` (int64 positions ``h * W + w`` in each input plane)."""
+    return _F.adaptive_max_pool2d(input, output_size, return_indices)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Mirrors ``torch.nn.functional.adaptive_max_pool1d`` (``return_indices`` unsupported)."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool1d(return_indices=True) is not supported by tracegrad")
-    return _F.adaptive_max_pool1d(input, output_size)
+    """Mirrors ``torch.nn.functional.adaptive_max_pool1d``; with ``return_indices``,
+    ``(values, indices)``."""
+    return _F.adaptive_max_pool1d(input, output_size, return_indices)
 
 
 # ---- normalisation --------------------------------------------------------------------------
