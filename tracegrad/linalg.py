@@ -263,9 +263,22 @@ def svdvals(A, *, driver=None, out=None):
     return _svdvals(A)
 
 
+def _hermitian_from(A, lower):
+    """The Hermitian matrix torch's ``UPLO`` reads from ``A`` (its ``lower`` or upper triangle),
+    differentiated as torch's eigh is: the gradient reaches both triangles of ``A`` and is the
+    Hermitian part of JAX's (torch projects ``V^H gV`` onto the skew-Hermitian matrices)."""
+    tri = jnp.tril(A) if lower else jnp.triu(A)
+    strict = jnp.tril(A, -1) if lower else jnp.triu(A, 1)
+    herm = tri + jnp.conj(jnp.swapaxes(strict, -1, -2))
+    herm = herm - 1j * jnp.imag(jnp.diagonal(herm, axis1=-2, axis2=-1))[..., None] * jnp.eye(A.shape[-1]) \
+        if jnp.iscomplexobj(A) else herm   # LAPACK ignores the diagonal's imaginary part
+    x = A + jax.lax.stop_gradient(herm - A)     # herm's value, A's derivative
+    return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
+
+
 @_op("LinalgEigh")
 def _eigh(A, *, lower):
-    w, v = jnp.linalg.eigh(A, UPLO="L" if lower else "U", symmetrize_input=False)
+    w, v = jnp.linalg.eigh(_hermitian_from(A, lower), UPLO="L" if lower else "U", symmetrize_input=False)
     return w, v
 
 
@@ -287,6 +300,8 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 @_op("LinalgPinv")
 def _pinv(A, *, hermitian, atol=None, rtol=None):
+    if hermitian:    # torch reads the lower triangle only
+        A = _hermitian_from(A, lower=True)
     if atol is None and rtol is None:
         return jnp.linalg.pinv(A, hermitian=hermitian)
     # torch keeps the singular values above max(atol, rtol * largest); rtol defaults to

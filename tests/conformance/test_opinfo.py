@@ -44,8 +44,6 @@ UNINITIALISED = ("empty", "empty_like", "new_empty", "empty_strided", "new_empty
 INT_DTYPES = (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8)
 
 # (OpInfo id, check) -> what differs from torch. Applied as strict xfails: a fix makes them XPASS.
-_UPLO = ("JAX's eigh symmetrises the input, so the gradient reaches both triangles; torch's reaches only "
-         "the UPLO triangle it reads")
 _UINT8_RESAMPLE = ("uint8: tracegrad interpolates in float32 and rounds once; torch's fixed-point uint8 kernel "
                    "differs by 1 on ~15% of pixels")
 # differences that fail the forward check and, through it, the backward one
@@ -61,11 +59,9 @@ XFAIL: dict[tuple[str, str], str] = {
     ("nn.functional.upsample_bilinear", "forward"): _UINT8_RESAMPLE,
     ("nn.functional.interpolate.bicubic", "forward"): ("uint8: torch's bicubic uint8 kernel (separable, "
                                                        "clamped fixed-point passes) differs by up to 30"),
-    ("linalg.pinv.hermitian", "forward"): ("hermitian=True on a non-symmetric input: JAX's eigh averages A and "
-                                           "A^H, torch reads the lower triangle only"),
-    ("linalg.pinv.hermitian", "backward"): _UPLO,
-    ("linalg.eigh", "backward"): _UPLO,
-    ("linalg.eigvalsh", "backward"): _UPLO,
+    ("linalg.pinv.hermitian", "backward"): ("torch differentiates pinv(hermitian=True) with its general pinv "
+                                            "formula on the whole input; tracegrad through the eigendecomposition "
+                                            "of the lower triangle"),
     ("logcumsumexp", "backward"): "float32 gradient differs from torch's by up to 2.6e-3 relative",
     ("as_strided.partial_views", "forward"): ("harness, not tracegrad: the sample's input is a view into a larger "
                                               "torch storage that as_strided reads outside of; the conversion to "

@@ -33,15 +33,12 @@ _TIES = "int64 ties: the index picked among equal values differs from torch's (v
 XFAIL = {
     **{("kthvalue", c): _TIES for c in ("same", "empty", "long")},
     **{("topk", c): _TIES for c in ("same", "empty", "long")},
-    **{("linalg.pinv.hermitian", c): "hermitian=True on a non-symmetric input: JAX's eigh averages A and A^H"
-       for c in ("same", "empty")},
     **{("nonzero", c): "as_tuple=True with out=: torch raises TypeError (out must be a Tensor); tracegrad writes"
        for c in ("same",)},
     ("nansum", "long"): "int64 with an int64 out: torch raises NotImplementedError (no nansum kernel for Long)",
     ("nanmean", "long"): "int64 with an int64 out: torch raises NotImplementedError (no nansum kernel for Long)",
     ("fft.ifft", "other_dtype"): "a complex128 out: torch's ifft/ihfft insist on complex64, its fft casts",
     ("fft.ihfft", "other_dtype"): "a complex128 out: torch's ifft/ihfft insist on complex64, its fft casts",
-    ("linalg.pinv.hermitian", "other_dtype"): "hermitian=True on a non-symmetric input: JAX's eigh averages A and A^H",
     ("linalg.matrix_power", "other_dtype"): "n == 0: torch copies an identity (casting to out); tracegrad asks for "
                                              "out's exact dtype",
     ("nn.functional.linear", "same"): "a 1-d input: torch resizes the out through a 2-d shape and warns",
