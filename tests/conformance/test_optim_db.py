@@ -42,6 +42,8 @@ SHAPES = {"weight": (3, 4), "bias": (3,), "frozen": (2,)}   # "frozen" never get
 # optimizers that take 2-D parameters only (torch refuses others at construction)
 SHAPES_2D = {"weight": (3, 4), "bias": (1, 3), "frozen": (1, 2)}
 ONLY_2D = {"Muon"}
+# optimizers that take sparse COO gradients only (the same gradients, made sparse)
+SPARSE_GRADS = {"SparseAdam"}
 # implementation flags torch takes on CPU (capturable is for accelerator devices only there)
 FLAGS = ("foreach", "fused", "differentiable")
 
@@ -160,8 +162,9 @@ class Run:
             self.opt.step(fn)
         else:
             shapes = {k: tuple(p.shape) for k, p in self.params.items()}
+            sparse = type(self.opt).__name__ in SPARSE_GRADS
             for k, g in _grads(i, self.params["weight"].detach().numpy().dtype, shapes).items():
-                self.params[k].grad = self.T.tensor(g)
+                self.params[k].grad = self.T.tensor(g).to_sparse() if sparse else self.T.tensor(g)
             self.opt.step()
 
     def values(self):
@@ -170,7 +173,7 @@ class Run:
 
 def _to_tg(x):
     """torch values (nested in dicts/lists/tuples) as tracegrad values."""
-    return Carrier()(x)
+    return Carrier(sparse=True)(x)
 
 
 def _compare(tg, ref, where):
@@ -301,7 +304,7 @@ def _build(T, cls, error_input):
     params = inp.params
     if params is None:
         params = [torch.nn.Parameter(torch.ones(2, 2))]
-    carry = (lambda v: v) if T is torch else Carrier()
+    carry = (lambda v: v) if T is torch else Carrier(sparse=True)
     params = carry(params)
     if T is tracegrad:   # the carried tensors are plain; optimizers are given Parameters
         params = _as_parameters(params, {})
@@ -309,7 +312,7 @@ def _build(T, cls, error_input):
 
 
 def _as_parameters(x, memo):
-    if isinstance(x, tracegrad.Tensor):
+    if isinstance(x, tracegrad.Tensor) and not x.is_sparse:   # torch's sparse params stay plain tensors
         if id(x) not in memo:
             memo[id(x)] = tracegrad.nn.Parameter(x)
         return memo[id(x)]

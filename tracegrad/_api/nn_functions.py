@@ -18,6 +18,7 @@ from .._ops.nn_ops import _pool_out
 from .._ops.random import scalar_name as _scalar_name
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, _JaxTracer
+from .sparse_embedding import sparse_embedding
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
@@ -379,6 +380,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
         raise IndexError(f"embedding: index out of range in self (index {bad} with num_embeddings={n}; "
                          f"ids must lie in [0, {n}))")
     pidx = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
+    if sparse:
+        return sparse_embedding(weight, indices, pidx, scale_grad_by_freq)
     return apply_op(OPS["nn_embedding"], (weight, indices), (("padding_idx", pidx),))
 
 

@@ -1,6 +1,6 @@
 """``tracegrad.optim``: mirrors ``torch.optim`` -- ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``,
 ``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``,
-``Adafactor``, ``Muon`` and ``lr_scheduler``.
+``Adafactor``, ``Muon``, ``SparseAdam`` and ``lr_scheduler``.
 
 Written against tracegrad's public tensor API only (no JAX here, DESIGN 2): the classes keep
 torch's API and state layout; the update math is in ``_functional.py``; ``step()`` is
@@ -23,7 +23,8 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
            "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS",
-           "Adafactor", "Muon", "lr_scheduler"]
+           "Adafactor", "Muon", "SparseAdam", "lr_scheduler"]

@@ -13,10 +13,13 @@ scalar does in torch: cast to the parameter's dtype (0-d tensors do not promote)
 """
 from __future__ import annotations
 
-from .. import Tensor, float64, is_grad_enabled, stack, where
+import math
+
+from .. import Tensor, float64, is_grad_enabled, sparse_coo_tensor, stack, where
 
 __all__ = ["sgd_step", "adam_step", "adam_bias_corrections", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
-           "nadam_step", "radam_step", "rprop_step", "asgd_step", "adafactor_step", "muon_step"]
+           "nadam_step", "radam_step", "rprop_step", "asgd_step", "adafactor_step", "muon_step",
+           "sparse_adam_step"]
 
 
 def _scalar(x):
@@ -177,16 +180,27 @@ def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr
 
 
 def adagrad_step(param, grad, state_sum, step, *, lr, lr_decay, eps, weight_decay, maximize):
-    """One Adagrad update in place. Mirrors torch's ``_single_tensor_adagrad`` (dense grads).
+    """One Adagrad update in place. Mirrors torch's ``_single_tensor_adagrad``, its sparse
+    branch included (a sparse COO ``grad`` updates only the rows it holds; eager only).
 
     The decayed rate ``lr / (1 + (step - 1) * lr_decay)`` is a float64 0-d tensor from ``step``.
+    Raises: RuntimeError for weight decay with a sparse gradient (torch's message).
     """
     lr = _scalar(lr)
     step.add_(1)
     if maximize:
         grad = -grad
+    if weight_decay != 0 and grad.is_sparse:
+        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
     grad = _weight_decay(param, grad, lr, weight_decay)
     clr = _like_lr(lr / (1 + (step.to(float64) - 1) * lr_decay), lr)
+    if grad.is_sparse:
+        grad = grad.coalesce()     # the update is not linear in the gradient: one entry per row
+        indices, values = grad._indices(), grad._values()
+        state_sum.add_(sparse_coo_tensor(indices, values.pow(2), grad.size()))
+        std_values = state_sum.sparse_mask(grad)._values().sqrt_().add_(eps)
+        _add_scaled_(param, sparse_coo_tensor(indices, values / std_values, grad.size()), clr)
+        return
     state_sum.addcmul_(grad, grad, value=1)
     std = state_sum.sqrt().add_(eps)
     param.addcdiv_(grad, std, value=-clr)
@@ -398,3 +412,30 @@ def muon_step(param, grad, momentum_buffer, *, lr, weight_decay, momentum, neste
     # torch adds the bfloat16 update in the parameter's dtype (a 0-d Tensor lr must not pull the
     # product down to bfloat16: the cast first, which is exact)
     _add_scaled_(param, update.to(param.dtype), lr * muon_lr_ratio(adjust_lr_fn, param.shape))
+
+
+def sparse_adam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2, eps, maximize):
+    """One SparseAdam update in place. Mirrors torch's ``_functional.sparse_adam``: Adam on the
+    rows a sparse COO ``grad`` holds (coalesced first); ``step`` is the Python int count after
+    this step's increment. Eager only (the rows are found on the host)."""
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    grad = grad.coalesce()
+    indices, values = grad._indices(), grad._values()
+    if values.numel() == 0:
+        return
+    size = grad.size()
+
+    def rows(v):
+        return sparse_coo_tensor(indices, v, size)
+    old_exp_avg = exp_avg.sparse_mask(grad)._values()
+    exp_avg_update = values.sub(old_exp_avg).mul_(1 - beta1)
+    exp_avg.add_(rows(exp_avg_update))
+    old_exp_avg_sq = exp_avg_sq.sparse_mask(grad)._values()
+    exp_avg_sq_update = values.pow(2).sub_(old_exp_avg_sq).mul_(1 - beta2)
+    exp_avg_sq.add_(rows(exp_avg_sq_update))
+    numer = exp_avg_update.add_(old_exp_avg)
+    denom = exp_avg_sq_update.add_(old_exp_avg_sq).sqrt_().add_(eps)
+    step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+    param.add_(rows(-step_size * numer.div_(denom)))

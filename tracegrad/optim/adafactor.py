@@ -34,6 +34,7 @@ class Adafactor(Optimizer):
     """
 
     _tensor_state_keys = ("step",)
+    _sparse_grad_error = None   # checked in _state_of, after the complex check (torch's order)
     _setstate_group_defaults = dict(foreach=None)
 
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0,

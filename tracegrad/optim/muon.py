@@ -56,6 +56,8 @@ class Muon(Optimizer):
                 if p.ndim != 2:
                     raise ValueError(f"Muon only supports 2D parameters whereas we found a parameter with size: {p.size()}")
 
+    _sparse_grad_error = None   # checked in _state_of, after the complex check (torch's order)
+
     def _state_of(self, p, group):
         _refuse_complex_or_sparse(type(self).__name__, p)
         state = self.state[p]
