@@ -4,7 +4,6 @@ from __future__ import annotations
 from .. import _autocast
 from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
-from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul
@@ -58,12 +57,11 @@ def matmul(self, other):
 @method(function=True)
 def mm(self, mat2):
     """Mirrors ``torch.mm``: 2-D x 2-D. RuntimeError for other ranks or mismatched shapes."""
+    if self.is_sparse:   # torch.mm(sparse, dense): the sparse tensor's own mm, with torch's checks
+        return self.mm(mat2)
     if self.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError("self must be a matrix" if self.ndim != 2 else "mat2 must be a matrix")
-    try:
-        return matmul(self, mat2)
-    except SparseOperand as e:   # torch.mm(sparse, dense) (NOTE in _tensor/layout.py)
-        return e.tensor._sparse_operand(e, "mm", self, mat2)
+    return matmul(self, mat2)
 
 
 @method(function=True)

@@ -18,10 +18,10 @@ Index-dependent shapes (coalesce's nnz, to_sparse's nonzeros, invariant checks) 
 the host, so these tensors work in eager mode only (not inside ``tracegrad.compile``).
 
 Differs from torch: ``type(s)`` is ``SparseCooTensor`` (a subclass of ``tracegrad.Tensor``;
-torch's is ``torch.Tensor``); ``s.grad`` is a new tensor on each read; ``s + t`` of two
-uncoalesced tensors lists self's entries then other's (torch interleaves them; the tensors are
-equal); index bounds are always checked, where torch checks only with ``check_invariants=True``;
-``s1 + s2`` records ``CatBackward0`` (torch ``AddBackward0``).
+torch's is ``torch.Tensor``); ``s.grad`` is a new tensor on each read; ``s + t`` walks both entry lists as torch's CPU kernel does for contiguous
+values (torch concatenates instead when a values tensor is non-contiguous, e.g. an expanded
+gradient, so nnz may differ there; the tensors are equal); index bounds are always checked, where torch checks only with ``check_invariants=True``;
+``s1 + s2`` records ``CoalesceBackward0`` (torch ``AddBackward0``).
 """
 from __future__ import annotations
 
@@ -215,9 +215,11 @@ class SparseCooTensor(Tensor):
             raise RuntimeError("add: expected 'self' and 'other' to have the same number of sparse dims")
         dt = _dt.promote_types(self.dtype, other.dtype)
         theirs = other._sp_values if alpha == 1 else other._sp_values * alpha
-        out = make_sparse(cat([self._sp_indices, other._sp_indices], 1),
-                          cat([self._sp_values.to(dt), theirs.to(dt)], 0), self._sp_size)
-        return out.coalesce() if self._sp_coalesced and other._sp_coalesced else out
+        idx, slots = _merge_walk(self, other)
+        values = apply_op(OPS["sparse_coo_coalesce"], (cat([self._sp_values.to(dt), theirs.to(dt)], 0),
+                                                      _tensor(slots, dtype=_dt.int64)), (("n", idx.shape[1]),))
+        return make_sparse(_tensor(idx, dtype=_dt.int64), values, self._sp_size,
+                           self._sp_coalesced and other._sp_coalesced)
 
     def sub(self, other, *, alpha=1):
         return self.add(other, alpha=-alpha)
@@ -306,7 +308,7 @@ class SparseCooTensor(Tensor):
     @staticmethod
     def _accumulate_grad(old, new):
         """AccumulateGrad's sum with a sparse side (torch's rules): a first sparse gradient is
-        copied, sparse into sparse adds in place (entries appended), sparse into dense adds in
+        copied, sparse into sparse adds in place (torch's merge walk), sparse into dense adds in
         place, dense into sparse gives the dense sum."""
         if old is None:
             return new.detach().clone()
@@ -371,14 +373,47 @@ def sparse_sum(s, dim=None, *, keepdim=False, dtype=None):
     return make_sparse(ind, values, size).coalesce()
 
 
+def _linear(s):
+    idx = _host(s._sp_indices).reshape(s.sparse_dim(), -1)
+    dims = tuple(s._sp_size[:idx.shape[0]])
+    return idx, (np.ravel_multi_index(tuple(idx), dims) if dims and idx.shape[1] else np.zeros(idx.shape[1], np.int64))
+
+
+def _merge_walk(a, b):
+    """torch's CPU sparse add: one walk over both entry lists in order, taking the smaller
+    position first and merging the heads when they are equal (so coalesced inputs give the
+    coalesced sum; other inputs merge only the equal heads the walk meets). Returns the result's
+    indices and, for each entry of ``a`` then ``b``, its result slot."""
+    ia, la = _linear(a)
+    ib, lb = _linear(b)
+    na, nb = la.shape[0], lb.shape[0]
+    slots = np.empty(na + nb, np.int64)
+    src = []
+    i = j = r = 0
+    la_, lb_ = la.tolist(), lb.tolist()
+    while i < na or j < nb:
+        take_a = j >= nb or (i < na and la_[i] <= lb_[j])
+        take_b = i >= na or (j < nb and lb_[j] <= la_[i])
+        if take_a:
+            slots[i] = r
+            src.append(ia[:, i])
+            i += 1
+        if take_b:
+            slots[na + j] = r
+            if not take_a:
+                src.append(ib[:, j])
+            j += 1
+        r += 1
+    idx = np.stack(src, 1) if src else np.zeros((ia.shape[0], 0), np.int64)
+    return idx, slots
+
+
 def _unique_positions(s):
     """(sorted unique indices ``(sparse_dim, n)``, first entry of each, entry -> unique slot),
     on the host."""
-    idx = _host(s._sp_indices).reshape(s.sparse_dim(), -1)
-    dims = tuple(s._sp_size[:idx.shape[0]])
+    idx, linear = _linear(s)
     if idx.shape[1] == 0:
         return idx, np.zeros(0, np.int64), np.zeros(0, np.int64)
-    linear = np.ravel_multi_index(tuple(idx), dims) if dims else np.zeros(idx.shape[1], np.int64)
     _, first, inverse = np.unique(linear, return_index=True, return_inverse=True)
     return idx[:, first], first, inverse.reshape(-1)
 
@@ -467,7 +502,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     elif values.requires_grad:
         # torch's tensor is a node over the values it was given
         values = apply_op(OPS["sparse_coo_values"], (values,))
-    return make_sparse(indices, values, size, bool(is_coalesced))
+    # torch marks a tensor of at most one entry coalesced (nothing to sum or sort)
+    return make_sparse(indices, values, size, bool(is_coalesced) or nnz < 2)
 
 
 @method()

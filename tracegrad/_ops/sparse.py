@@ -28,10 +28,13 @@ def _segment_sum(values, inverse, n):
     return jnp.zeros((n,) + values.shape[1:], values.dtype).at[inverse].add(values)
 
 
-defop("sparse_coo_to_dense", _to_dense, args=("indices", "values"), grad_fn="ToDenseBackward0")
+defop("sparse_coo_to_dense", _to_dense, args=("indices", "values"), grad_fn="ToDenseBackward0", saves=("indices",))
 # torch.mm / Tensor.mm of a sparse matrix record MmBackward0, torch.sparse.mm SparseAddmmBackward0
-defop("sparse_coo_mm", _mm, args=("indices", "values", "mat2"), grad_fn="MmBackward0")
-defop("sparse_coo_addmm", _mm, args=("indices", "values", "mat2"), grad_fn="SparseAddmmBackward0")
-defop("sparse_coo_coalesce", _segment_sum, args=("values", "index"), grad_fn="CoalesceBackward0")
+# (the backward needs both factors: saved, as torch's MmBackward0 saves self and mat2)
+defop("sparse_coo_mm", _mm, args=("indices", "values", "mat2"), grad_fn="MmBackward0",
+      saves=("indices", "values", "mat2"))
+defop("sparse_coo_addmm", _mm, args=("indices", "values", "mat2"), grad_fn="SparseAddmmBackward0",
+      saves=("indices", "values", "mat2"))
+defop("sparse_coo_coalesce", _segment_sum, args=("values", "index"), grad_fn="CoalesceBackward0", saves=("index",))
 # sparse_coo_tensor over values that require grad: torch's node between them and the tensor
 defop("sparse_coo_values", lambda v: v, args=("values",), grad_fn="SparseCooTensorWithDimsAndTensorsBackward0")

@@ -24,7 +24,7 @@ class layout:
         self.name = name
 
     def __repr__(self):
-        return f"torch.{self.name}"
+        return f"tracegrad.{self.name}"   # as dtypes print (torch: "torch.<name>")
 
     def __reduce__(self):
         return self.name     # pickles as the module-level singleton
