@@ -32,7 +32,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor, zeros as _zeros
 from .._tensor.layout import SparseOperand, sparse_coo, strided
 from .._tensor.tensor import Size, Tensor
-from .._tensor.tensor_str import _shows_dtype, format_array, join_suffixes
+from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
 from ..autograd._dispatch import apply_op
 from ._registry import function, method, prop
 from .promotion import _SCALAR_NAME
@@ -424,9 +424,7 @@ def sparse_repr(s, prefix="tensor("):
     indent = len(prefix)
     parts = []
     for name, t in (("indices=tensor(", s._sp_indices), ("values=tensor(", s._sp_values)):
-        arr = _host(t)
-        if arr.dtype == _dt.bfloat16.np or arr.dtype == np.float16:
-            arr = arr.astype(np.float32)
+        arr = printable(t.detach().numpy())
         body = "[]" if arr.size == 0 else format_array(arr, t.dtype, indent + len(name))
         if arr.size == 0:
             body += f", size={tuple(arr.shape)}"
@@ -435,12 +433,7 @@ def sparse_repr(s, prefix="tensor("):
     suffixes = [f"size={tuple(s._sp_size)}", f"nnz={s._nnz()}"]
     if _shows_dtype(s.dtype):
         suffixes.append(f"dtype={s.dtype!r}")
-    suffixes.append(f"layout={sparse_coo!r}")
-    gf = s.grad_fn
-    if gf is not None:
-        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-    elif s.requires_grad:
-        suffixes.append("requires_grad=True")
+    suffixes += [f"layout={sparse_coo!r}"] + autograd_suffixes(s)
     # torch starts the suffixes on a line of their own for sparse tensors
     return join_suffixes(text + ",\n" + " " * indent + suffixes[0], suffixes[1:], indent)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import Tensor, finfo, float32, tensor, zeros, zeros_like
 from ._functional import adafactor_step
+from ._simple import check_bounds
 from .optimizer import Optimizer
 
 __all__ = ["Adafactor"]
@@ -41,18 +42,9 @@ class Adafactor(Optimizer):
                  weight_decay=0.0, *, foreach=None, maximize=False):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
-        if not 0.0 >= beta2_decay:
-            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
-        if eps[0] is not None and not 0.0 <= eps[0]:
-            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
-        if not 0.0 <= eps[1]:
-            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
-        if not 1.0 <= d:
-            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        check_bounds(("Learning rate", lr, ">=", 0), ("beta2_decay", beta2_decay, "<=", 0),
+                     ("epsilon1", eps[0], ">=", 0), ("epsilon2", eps[1], ">=", 0),
+                     ("Clipping threshold d", d, ">=", 1), ("weight_decay", weight_decay, ">=", 0))
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize)
         super().__init__(params, defaults)

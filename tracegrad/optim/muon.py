@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import Tensor, zeros_like
 from ._functional import muon_step
+from ._simple import check_bounds
 from .adafactor import _refuse_complex_or_sparse
 from .optimizer import Optimizer
 
@@ -39,12 +40,8 @@ class Muon(Optimizer):
                  adjust_lr_fn=None):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"momentum should be >= 0 but is: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"weight decay should be >= 0 but is: {weight_decay}")
+        check_bounds(("Learning rate", lr, ">=", 0), ("momentum", momentum, ">=", 0),
+                     ("weight decay", weight_decay, ">=", 0))
         if adjust_lr_fn not in _ADJUST_LR_FNS:
             raise ValueError(f"Adjust learning rate function {adjust_lr_fn} is not supported")
         defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum, nesterov=nesterov,
