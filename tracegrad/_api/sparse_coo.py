@@ -31,7 +31,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor, zeros as _zeros
 from .._tensor.layout import SparseOperand, sparse_coo, strided
-from .._tensor.tensor import Size, Tensor
+from .._tensor.tensor import Size, Tensor, _JaxTracer
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
 from ..autograd._dispatch import apply_op
 from ._registry import function, method, prop
@@ -39,7 +39,12 @@ from .promotion import _SCALAR_NAME
 from .shape import cat
 
 
-def _host(t) -> np.ndarray:
+def host_values(t) -> np.ndarray:
+    """``t``'s values on the host: sparse structure (nnz, positions) is decided there."""
+    if isinstance(t._value, _JaxTracer):
+        raise RuntimeError("tracegrad: sparse COO tensors work in eager mode only; their structure depends on "
+                           "index values, which a compiled or traced function does not have. Move the sparse "
+                           "step out of tracegrad.compile (or use nn.Embedding(sparse=False)).")
     return np.asarray(t.detach().numpy())
 
 
@@ -323,6 +328,16 @@ class SparseCooTensor(Tensor):
         self._sp_coalesced = True
         return self
 
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = make_sparse(self._sp_indices.clone(), self._sp_values.detach().clone()
+                                         .requires_grad_(self._sp_values.requires_grad), self._sp_size, self._sp_coalesced)
+        return memo[id(self)]
+
+    def __reduce_ex__(self, proto):
+        raise NotImplementedError("tracegrad: pickling or saving a sparse COO tensor is not supported; save "
+                                  "._indices(), ._values() and .shape instead")
+
     def __repr__(self):
         return sparse_repr(self)
 
@@ -374,7 +389,7 @@ def sparse_sum(s, dim=None, *, keepdim=False, dtype=None):
 
 
 def _linear(s):
-    idx = _host(s._sp_indices).reshape(s.sparse_dim(), -1)
+    idx = host_values(s._sp_indices).reshape(s.sparse_dim(), -1)
     dims = tuple(s._sp_size[:idx.shape[0]])
     return idx, (np.ravel_multi_index(tuple(idx), dims) if dims and idx.shape[1] else np.zeros(idx.shape[1], np.int64))
 
@@ -471,7 +486,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     if values.ndim == 0 or values.shape[0] != nnz:
         raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: {nnz}, nnz from "
                            f"values: {values.shape[0] if values.ndim else 0}")
-    host = _host(indices)
+    host = host_values(indices)
     if size is None:
         size = tuple(int(m) + 1 if nnz else 0 for m in (host.max(1) if nnz else [0] * sparse_dim)) + tuple(values.shape[1:])
     size = tuple(int(n) for n in size)
@@ -512,7 +527,7 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     sd = nd if sparse_dim is None else int(sparse_dim)
     if not 0 <= sd <= nd:
         raise RuntimeError(f"sparse_dim must be in [0, {nd}], got {sd}")
-    nz = _host(self) != 0
+    nz = host_values(self) != 0
     if sd < nd:
         nz = nz.reshape(nz.shape[:sd] + (-1,)).any(-1)
     idx = np.stack(np.nonzero(nz)).reshape(sd, -1).astype(np.int64)

@@ -10,7 +10,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from ..autograd._dispatch import apply_op
 from ..autograd.function import Function, _backward_cls
-from .sparse_coo import make_sparse
+from .sparse_coo import host_values, make_sparse
 
 
 class _SparseEmbedding(Function):
@@ -27,7 +27,7 @@ class _SparseEmbedding(Function):
         flat = indices.reshape(-1)
         values = grad.reshape(-1, dim)
         if ctx.padding_idx is not None:
-            keep = np.nonzero(np.asarray(flat.numpy()) != ctx.padding_idx)[0]
+            keep = np.nonzero(host_values(flat) != ctx.padding_idx)[0]
             if keep.size != flat.shape[0]:
                 keep = _tensor(keep, dtype=_dt.int64)
                 flat, values = flat[keep], values[keep]
