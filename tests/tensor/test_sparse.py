@@ -255,3 +255,42 @@ def test_errors_match_torch(i):
                 T.sparse_coo_tensor(IDX, VAL, (2, 2), **kw)
             else:
                 make(T)
+
+
+def test_lbfgs_densifies_sparse_grads_like_torch():
+    def prog(T):
+        e = T.nn.Embedding(5, 3, sparse=True)
+        with T.no_grad():
+            e.weight.copy_(T.arange(15.0).reshape(5, 3) / 10)
+        opt = T.optim.LBFGS(e.parameters(), lr=0.5, max_iter=3)
+        x = T.tensor([0, 2, 2])
+
+        def closure():
+            opt.zero_grad()
+            loss = e(x).pow(2).sum()
+            loss.backward()
+            return loss.detach()
+        opt.step(closure)
+        return e.weight
+    t, g = _both(prog)
+    np.testing.assert_allclose(_np(g), t.detach().numpy(), rtol=1e-6, atol=1e-7)
+
+
+def test_dense_factories_refuse_a_sparse_layout_instead_of_a_dense_result():
+    s = tracegrad.sparse_coo_tensor(IDX, VAL, (2, 3))
+    assert torch.zeros_like(torch.sparse_coo_tensor(IDX, VAL, (2, 3))).is_sparse   # torch: a sparse result
+    for fn in (lambda: tracegrad.zeros_like(s), lambda: tracegrad.zeros(2, layout=tracegrad.sparse_coo),
+               lambda: tracegrad.ones_like(s)):
+        with pytest.raises(NotImplementedError, match="sparse_coo_tensor or Tensor.to_sparse"):
+            fn()
+    assert tracegrad.zeros(2, layout=tracegrad.strided).layout is tracegrad.strided
+
+
+def test_module_and_copy_helpers():
+    import copy
+    s = tracegrad.sparse_coo_tensor(IDX, VAL, (2, 3), requires_grad=True)
+    c = copy.deepcopy(s)
+    assert c is not s and c.requires_grad and not c.is_coalesced()
+    np.testing.assert_array_equal(_np(c.to_dense()), _np(s.to_dense()))
+    with pytest.raises(NotImplementedError, match="nn.Parameter of a sparse COO tensor"):
+        tracegrad.nn.Parameter(s.detach())

@@ -18,10 +18,12 @@ Index-dependent shapes (coalesce's nnz, to_sparse's nonzeros, invariant checks) 
 the host, so these tensors work in eager mode only (not inside ``tracegrad.compile``).
 
 Differs from torch: ``type(s)`` is ``SparseCooTensor`` (a subclass of ``tracegrad.Tensor``;
-torch's is ``torch.Tensor``); ``s.grad`` is a new tensor on each read; ``s + t`` walks both entry lists as torch's CPU kernel does for contiguous
-values (torch concatenates instead when a values tensor is non-contiguous, e.g. an expanded
-gradient, so nnz may differ there; the tensors are equal); index bounds are always checked, where torch checks only with ``check_invariants=True``;
-``s1 + s2`` records ``CoalesceBackward0`` (torch ``AddBackward0``).
+torch's is ``torch.Tensor``); ``s.grad`` is a new tensor on each read and cannot be assigned but
+to None; ``s + t`` walks both entry lists as torch's CPU kernel does for contiguous values (torch
+concatenates instead when a values tensor is non-contiguous, e.g. an expanded gradient, so nnz
+may differ there; the tensors are equal) and records ``CoalesceBackward0`` (torch
+``AddBackward0``); index bounds are always checked (torch: only with ``check_invariants=True``);
+no pickling/``tracegrad.save``; no sparse parameters (``nn.Parameter`` of one raises).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.factories import tensor as _tensor, zeros as _zeros
+from .._tensor.factories import tensor as _tensor
 from .._tensor.layout import SparseOperand, sparse_coo, strided
 from .._tensor.tensor import Size, Tensor, _JaxTracer
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
@@ -190,7 +192,8 @@ class SparseCooTensor(Tensor):
     def to_dense(self, dtype=None, *, masked_grad=None):
         """Mirrors ``torch.Tensor.to_dense``: the dense tensor (duplicates summed); grad_fn
         ``ToDenseBackward0``, differentiable with respect to the values."""
-        out = apply_op(OPS["sparse_coo_to_dense"], (self._sp_indices, self._sp_values), (("size", tuple(self._sp_size)),))
+        out = apply_op(OPS["sparse_coo_to_dense"], (self._sp_indices, self._sp_values),
+                       (("size", tuple(self._sp_size)),))
         return out if dtype is None else out.to(dtype)
 
     def to_sparse(self, *args, **kwargs):
@@ -330,8 +333,8 @@ class SparseCooTensor(Tensor):
 
     def __deepcopy__(self, memo):
         if id(self) not in memo:
-            memo[id(self)] = make_sparse(self._sp_indices.clone(), self._sp_values.detach().clone()
-                                         .requires_grad_(self._sp_values.requires_grad), self._sp_size, self._sp_coalesced)
+            values = self._sp_values.detach().clone().requires_grad_(self._sp_values.requires_grad)
+            memo[id(self)] = make_sparse(self._sp_indices.clone(), values, self._sp_size, self._sp_coalesced)
         return memo[id(self)]
 
     def __reduce_ex__(self, proto):
@@ -488,7 +491,8 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                            f"values: {values.shape[0] if values.ndim else 0}")
     host = host_values(indices)
     if size is None:
-        size = tuple(int(m) + 1 if nnz else 0 for m in (host.max(1) if nnz else [0] * sparse_dim)) + tuple(values.shape[1:])
+        extent = host.max(1) + 1 if nnz else np.zeros(sparse_dim, np.int64)
+        size = tuple(int(m) for m in extent) + tuple(values.shape[1:])
     size = tuple(int(n) for n in size)
     dense_dim = values.ndim - 1
     if len(size) != sparse_dim + dense_dim:
