@@ -9,7 +9,7 @@ import pytest
 import tracegrad
 
 torch = pytest.importorskip("torch")
-warnings.filterwarnings("ignore", message="Sparse invariant checks")
+pytestmark = pytest.mark.filterwarnings("ignore:Sparse invariant checks")
 
 IDX = [[0, 1, 1, 0], [2, 0, 2, 2]]          # (0, 2) twice: uncoalesced
 VAL = [1.0, 2.0, 3.0, 4.0]
