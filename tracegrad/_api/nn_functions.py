@@ -11,6 +11,7 @@ import types
 import numpy as np
 
 from .. import _autocast
+from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
@@ -18,7 +19,6 @@ from .._ops.nn_ops import _pool_out
 from .._ops.random import scalar_name as _scalar_name
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, _JaxTracer
-from .sparse_embedding import sparse_embedding
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
            "max_pool1d", "max_pool2d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d",
