@@ -294,3 +294,24 @@ def test_module_and_copy_helpers():
     np.testing.assert_array_equal(_np(c.to_dense()), _np(s.to_dense()))
     with pytest.raises(NotImplementedError, match="nn.Parameter of a sparse COO tensor"):
         tracegrad.nn.Parameter(s.detach())
+
+
+@pytest.mark.parametrize("mode,padding_idx,weighted", [("mean", 1, False), ("sum", None, True)])
+def test_embedding_bag_sparse_grad_matches_torch(mode, padding_idx, weighted):
+    def prog(T):
+        e = T.nn.EmbeddingBag(5, 3, sparse=True, mode=mode, padding_idx=padding_idx)
+        with T.no_grad():
+            e.weight.copy_(T.arange(15.0).reshape(5, 3))
+        w = T.tensor([1.0, 2, 3, 4, 5]) if weighted else None
+        y = e(T.tensor([0, 1, 2, 1, 3]), T.tensor([0, 2]), per_sample_weights=w)
+        (y * T.arange(6.0).reshape(2, 3)).sum().backward()
+        return y, type(y.grad_fn).__name__, e.weight.grad
+    (yt, nt, gt), (yg, ng, gg) = _both(prog)
+    assert ng == nt
+    np.testing.assert_allclose(_np(yg), yt.detach().numpy())
+    _same_sparse(gg, gt, coalesced=False)
+    np.testing.assert_array_equal(_np(gg._indices()), gt._indices().numpy())
+    np.testing.assert_allclose(_np(gg._values()), gt._values().numpy())
+    for T in (torch, tracegrad):
+        with pytest.raises(ValueError, match="max mode does not support sparse weights"):
+            T.nn.EmbeddingBag(5, 3, sparse=True, mode="max")(T.tensor([[0, 1]]))
