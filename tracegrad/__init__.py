@@ -61,6 +61,7 @@ cfloat, cdouble = complex64, complex128
 
 from ._ops.dtype_info import finfo as finfo, iinfo as iinfo  # noqa: E402
 from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
+from ._tensor.layout import layout as layout, sparse_coo as sparse_coo, strided as strided  # noqa: E402
 from ._api.tensor_methods import return_types as return_types  # noqa: E402  (attaches Tensor's methods)
 from ._tensor.device import device as device  # noqa: E402
 from ._tensor.generator import (
@@ -184,7 +185,7 @@ from ._api.functions import (  # noqa: E402
     log10_ as log10_, log1p_ as log1p_, log2_ as log2_, log_ as log_, logaddexp2 as logaddexp2, msort as msort,
     neg_ as neg_, negative_ as negative_, positive as positive, ravel as ravel, reciprocal_ as reciprocal_,
     relu_ as relu_, round_ as round_, row_stack as row_stack, rsqrt_ as rsqrt_, sigmoid_ as sigmoid_,
-    sin_ as sin_, sinh_ as sinh_, spmm as spmm, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
+    sin_ as sin_, sinh_ as sinh_, sparse_coo_tensor as sparse_coo_tensor, spmm as spmm, sqrt_ as sqrt_, square_ as square_, tan_ as tan_, tanh_ as tanh_,
     trunc_ as trunc_, vdot as vdot, vsplit as vsplit, zero_ as zero_
 )
 # special functions and scans, ops of their own (_ops/special.py, _api/special_math.py).
@@ -232,6 +233,7 @@ from . import profiler as profiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
 from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
+from . import sparse as sparse  # noqa: E402
 from . import random as random  # noqa: E402
 from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402

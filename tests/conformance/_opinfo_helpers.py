@@ -145,14 +145,19 @@ class Carrier:
     """Converts torch values to tracegrad ones; each torch tensor object maps to one tracegrad
     tensor (an input passed twice stays one input), requiring grad where torch's does."""
 
-    def __init__(self, grad=False):
+    def __init__(self, grad=False, sparse=False):
         self.grad = grad
+        self.sparse = sparse   # carry sparse COO tensors (as tracegrad.sparse_coo_tensor) too
         self.memo = {}
         self.leaves = []   # (torch tensor, tracegrad tensor) pairs that require grad
 
     def __call__(self, x):
         if isinstance(x, torch.Tensor):
             key = id(x)
+            if key not in self.memo and self.sparse and x.layout == torch.sparse_coo:
+                # the parts are temporaries (their ids are reused): carried outside the memo
+                parts = [Carrier()(p) for p in (x._indices(), x._values())]
+                self.memo[key] = tracegrad.sparse_coo_tensor(*parts, tuple(x.shape), is_coalesced=x.is_coalesced())
             if key not in self.memo:
                 if x.layout != torch.strided or x.is_quantized or x.is_conj() or x.is_neg():
                     raise Unsupported("sparse, quantized or lazily conjugated tensor")

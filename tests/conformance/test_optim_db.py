@@ -39,6 +39,11 @@ N_STEPS = 3
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-6), torch.complex64: dict(rtol=1e-5, atol=1e-6),
        torch.float64: dict(rtol=1e-7, atol=1e-9), torch.complex128: dict(rtol=1e-7, atol=1e-9)}
 SHAPES = {"weight": (3, 4), "bias": (3,), "frozen": (2,)}   # "frozen" never gets a gradient
+# optimizers that take 2-D parameters only (torch refuses others at construction)
+SHAPES_2D = {"weight": (3, 4), "bias": (1, 3), "frozen": (1, 2)}
+ONLY_2D = {"Muon"}
+# optimizers that take sparse COO gradients only (the same gradients, made sparse)
+SPARSE_GRADS = {"SparseAdam"}
 # implementation flags torch takes on CPU (capturable is for accelerator devices only there)
 FLAGS = ("foreach", "fused", "differentiable")
 
@@ -114,14 +119,15 @@ def _draw(rng, shape, dtype):
     return x.astype(dtype)
 
 
-def _init_values(dtype):
+def _init_values(dtype, info):
     rng = np.random.default_rng(0)
-    return {k: _draw(rng, s, dtype) for k, s in SHAPES.items()}
+    shapes = SHAPES_2D if info.optim_cls.__name__ in ONLY_2D else SHAPES
+    return {k: _draw(rng, s, dtype) for k, s in shapes.items()}
 
 
-def _grads(step, dtype):
+def _grads(step, dtype, shapes):
     rng = np.random.default_rng(100 + step)
-    return {k: _draw(rng, SHAPES[k], dtype) for k in ("weight", "bias")}
+    return {k: _draw(rng, shapes[k], dtype) for k in ("weight", "bias")}
 
 
 class Run:
@@ -155,8 +161,10 @@ class Run:
                 return loss
             self.opt.step(fn)
         else:
-            for k, g in _grads(i, self.params["weight"].detach().numpy().dtype).items():
-                self.params[k].grad = self.T.tensor(g)
+            shapes = {k: tuple(p.shape) for k, p in self.params.items()}
+            sparse = type(self.opt).__name__ in SPARSE_GRADS
+            for k, g in _grads(i, self.params["weight"].detach().numpy().dtype, shapes).items():
+                self.params[k].grad = self.T.tensor(g).to_sparse() if sparse else self.T.tensor(g)
             self.opt.step()
 
     def values(self):
@@ -165,7 +173,7 @@ class Run:
 
 def _to_tg(x):
     """torch values (nested in dicts/lists/tuples) as tracegrad values."""
-    return Carrier()(x)
+    return Carrier(sparse=True)(x)
 
 
 def _compare(tg, ref, where):
@@ -222,7 +230,7 @@ def _run_both(info, tg_cls, kwargs, values):
 
 @pytest.mark.parametrize("info,tg_cls,kwargs", _params("values", _variants))
 def test_values(info, tg_cls, kwargs):
-    _run_both(info, tg_cls, kwargs, _init_values(_dtype(info)))
+    _run_both(info, tg_cls, kwargs, _init_values(_dtype(info), info))
 
 
 def _complex_variants(info):
@@ -237,12 +245,12 @@ def _complex_variants(info):
 def test_complex(info, tg_cls, kwargs):
     """Complex parameters: torch steps each as two independent reals (``view_as_real``)."""
     dtype = np.complex128 if _dtype(info) == np.float64 else np.complex64
-    _run_both(info, tg_cls, kwargs, _init_values(dtype))
+    _run_both(info, tg_cls, kwargs, _init_values(dtype, info))
 
 
 @pytest.mark.parametrize("info,tg_cls,kwargs", _params("round_trip", _variants))
 def test_state_dict_round_trip(info, tg_cls, kwargs):
-    ref = _torch_run(info, kwargs, _init_values(_dtype(info)))
+    ref = _torch_run(info, kwargs, _init_values(_dtype(info), info))
     after_one = {k: v.numpy() for k, v in ref.values().items()}
     tg = Run(tracegrad, tg_cls, _to_tg(kwargs), after_one)
     tg.opt.load_state_dict(_to_tg(ref.opt.state_dict()))
@@ -268,7 +276,7 @@ def test_state_dict_into_torch(info, tg_cls, kwargs):
     """The other way: tracegrad's state_dict after step 1, loaded into torch, continues as
     tracegrad does (a checkpoint saved by tracegrad resumes in torch)."""
     closure = info.step_requires_closure
-    tg = Run(tracegrad, tg_cls, _to_tg(kwargs), _init_values(_dtype(info)))
+    tg = Run(tracegrad, tg_cls, _to_tg(kwargs), _init_values(_dtype(info), info))
     tg.step(0, closure)
     after_one = {k: v.numpy() for k, v in tg.values().items()}
     with warnings.catch_warnings():
@@ -296,7 +304,7 @@ def _build(T, cls, error_input):
     params = inp.params
     if params is None:
         params = [torch.nn.Parameter(torch.ones(2, 2))]
-    carry = (lambda v: v) if T is torch else Carrier()
+    carry = (lambda v: v) if T is torch else Carrier(sparse=True)
     params = carry(params)
     if T is tracegrad:   # the carried tensors are plain; optimizers are given Parameters
         params = _as_parameters(params, {})
@@ -304,7 +312,7 @@ def _build(T, cls, error_input):
 
 
 def _as_parameters(x, memo):
-    if isinstance(x, tracegrad.Tensor):
+    if isinstance(x, tracegrad.Tensor) and not x.is_sparse:   # torch's sparse params stay plain tensors
         if id(x) not in memo:
             memo[id(x)] = tracegrad.nn.Parameter(x)
         return memo[id(x)]

@@ -38,9 +38,8 @@ def logaddexp2(input, other):
 
 @function()
 def spmm(input, mat2):
-    """Mirrors ``torch.spmm(input, mat2)`` for strided (dense) tensors, which torch computes as
-    ``torch.mm`` (grad_fn ``MmBackward0``). tracegrad has no sparse layouts, so a sparse ``input``
-    cannot reach it; shapes and errors are ``mm``'s."""
+    """Mirrors ``torch.spmm(input, mat2)``: ``torch.mm`` (grad_fn ``MmBackward0``), for a dense or
+    a sparse COO ``input``; shapes and errors are ``mm``'s."""
     return mm(input, mat2)
 
 

@@ -156,6 +156,22 @@ def is_pinned(self, device=None):
     return False
 
 
+@method()
+def share_memory_(self):
+    """Mirrors ``torch.Tensor.share_memory_``: marks the tensor's storage shared (its views see
+    ``is_shared()`` True too) and returns ``self``. Single process only: JAX owns the buffer, so
+    nothing moves; a no-op on CUDA, as torch."""
+    self.untyped_storage().share_memory_()
+    return self
+
+
+@method()
+def is_shared(self):
+    """Mirrors ``torch.Tensor.is_shared``: True after ``share_memory_()`` on the tensor or a view
+    of its storage; a CUDA tensor counts as shared, as torch."""
+    return self.untyped_storage().is_shared() or self.device.type == "cuda"
+
+
 prop("itemsize")(lambda self: self.dtype.itemsize)
 prop("nbytes")(lambda self: self.numel() * self.dtype.itemsize)
 

@@ -10,6 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _new_tensor
+from .._tensor.layout import SparseOperand
 from .._tensor.out import write_out
 from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
@@ -56,10 +57,13 @@ def add(self, other, *rest, alpha=None, out=None):
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
     with integral inputs, a bool alpha with non-bool results, or an ``out`` of a lower category."""
-    other, alpha = alpha_first("add", other, rest, alpha)
-    self, other = _wrap_numbers(self, other)
-    _check_alpha("add", self, other, alpha)
-    return _out("add", _binary("add", self, other, None if alpha == 1 else alpha), out)
+    try:
+        other, alpha = alpha_first("add", other, rest, alpha)
+        self, other = _wrap_numbers(self, other)
+        _check_alpha("add", self, other, alpha)
+        return _out("add", _binary("add", self, other, None if alpha == 1 else alpha), out)
+    except SparseOperand as e:   # an operand is sparse COO (NOTE in _tensor/layout.py)
+        return e.tensor._sparse_operand(e, "add", self, other, alpha=1 if alpha is None else alpha)
 
 
 def check_sub_bool(a, b):
@@ -78,11 +82,14 @@ def check_sub_bool(a, b):
 def sub(self, other, *rest, alpha=None, out=None):
     """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
     other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
-    other, alpha = alpha_first("sub", other, rest, alpha)
-    self, other = _wrap_numbers(self, other)
-    check_sub_bool(self, other)
-    _check_alpha("sub", self, other, alpha)
-    return _out("sub", _binary("sub", self, other, None if alpha == 1 else alpha), out)
+    try:
+        other, alpha = alpha_first("sub", other, rest, alpha)
+        self, other = _wrap_numbers(self, other)
+        check_sub_bool(self, other)
+        _check_alpha("sub", self, other, alpha)
+        return _out("sub", _binary("sub", self, other, None if alpha == 1 else alpha), out)
+    except SparseOperand as e:
+        return e.tensor._sparse_operand(e, "sub", self, other, alpha=1 if alpha is None else alpha)
 
 
 @function("rsub")

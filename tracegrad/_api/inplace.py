@@ -8,6 +8,7 @@ from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._ops.registry import OPS
 from .._tensor import generator as _generator
+from .._tensor.layout import SparseOperand
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from .._x64 import with_x64
@@ -61,8 +62,11 @@ def _inplace_binary(opname):
         elif rest:
             raise TypeError(f"{opname}_() takes 1 positional argument but {1 + len(rest)} were given")
         _check_operand(other, opname + "_")
-        _check_inplace_broadcast(self, other)
-        dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
+        try:
+            _check_inplace_broadcast(self, other)
+            dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
+        except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
+            return e.tensor._sparse_operand(e, opname + "_", self, other, alpha=1 if alpha is None else alpha)
         args = (other, None if alpha == 1 else alpha) if opname in ("add", "sub") else (other,)
         return apply_inplace(op, self, args, (("dtype", dt),))
     f.__name__ = opname + "_"

@@ -57,6 +57,8 @@ def matmul(self, other):
 @method(function=True)
 def mm(self, mat2):
     """Mirrors ``torch.mm``: 2-D x 2-D. RuntimeError for other ranks or mismatched shapes."""
+    if self.is_sparse:   # torch.mm(sparse, dense): the sparse tensor's own mm, with torch's checks
+        return self.mm(mat2)
     if self.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError("self must be a matrix" if self.ndim != 2 else "mat2 must be a matrix")
     return matmul(self, mat2)

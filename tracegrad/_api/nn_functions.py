@@ -11,6 +11,7 @@ import types
 import numpy as np
 
 from .. import _autocast
+from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
@@ -419,6 +420,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
         raise IndexError(f"embedding: index out of range in self (index {bad} with num_embeddings={n}; "
                          f"ids must lie in [0, {n}))")
     pidx = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
+    if sparse:
+        return sparse_embedding(weight, indices, pidx, scale_grad_by_freq)
     return apply_op(OPS["nn_embedding"], (weight, indices), (("padding_idx", pidx),))
 
 

@@ -9,6 +9,7 @@ import numpy as np
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
+from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Size, Tensor, _JaxTracer, _wrap_dim
 from ._registry import method
 from .elementwise import _unaries, maximum, minimum
@@ -71,9 +72,12 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.sum(input, dim=None, keepdim=False, dtype=None)``; integer and bool
     inputs sum to int64. Autograd: ``SumBackward0`` (all) / ``SumBackward1`` (dims)."""
     dims = _dims(dim, self.ndim)
-    if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
-        return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
-    return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+    try:
+        if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
+            return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+        return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+    except SparseOperand as e:   # torch.sum(sparse) (NOTE in _tensor/layout.py)
+        return e.tensor._sparse_operand(e, "sum", self, dim, keepdim=keepdim, dtype=dtype)
 
 
 @method(function=True)

@@ -11,6 +11,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
+from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
@@ -259,7 +260,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """Mirrors ``torch.nn.functional.embedding_bag``: sums/means/maxes the rows of ``weight`` per bag.
     ``input`` 2-D ``(B, L)`` (fixed-length bags, ``offsets`` must be None) or 1-D with ``offsets``
     (bag starts; ``include_last_offset`` drops the trailing end offset). ``per_sample_weights`` only
-    with mode 'sum'. Empty bags give zeros. grad_fn ``EmbeddingBagBackward0``.
+    with mode 'sum'. Empty bags give zeros. grad_fn ``EmbeddingBagBackward0``. ``sparse=True``
+    (sum/mean): ``weight``'s gradient is sparse COO, one entry per non-padding input (eager only).
     Raises ValueError for bad shapes/arguments as torch. ``max_norm`` is left to the caller
     (``nn.functional`` renormalises first)."""
     if mode not in ("sum", "mean", "max"):
@@ -293,5 +295,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     pidx = None
     if padding_idx is not None:
         pidx = int(padding_idx) + (weight.shape[0] if padding_idx < 0 else 0)
+    if sparse:
+        if mode == "max":
+            raise ValueError("max mode does not support sparse weights")
+        return sparse_embedding_bag(weight, input, offsets.long(), per_sample_weights, mode, pidx)
     return apply_op(OPS["embedding_bag"], (weight, input, offsets.long(), per_sample_weights),
                     (("mode", mode), ("n_bags", int(offsets.shape[0])), ("padding_idx", pidx)))

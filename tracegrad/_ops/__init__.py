@@ -7,4 +7,5 @@ from . import special  # noqa: F401
 from . import statistics  # noqa: F401
 from . import integer  # noqa: F401
 from . import strided  # noqa: F401
+from . import sparse  # noqa: F401
 from .registry import OPS, Op, defop  # noqa: F401

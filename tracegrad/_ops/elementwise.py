@@ -277,9 +277,16 @@ defop("clamp_max", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self"
       grad_fn="ClampMaxBackward0", saves=("self",))
 defop("clamp_max_tensor", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=("self", "max"),
       grad_fn="ClampMaxBackward1", saves=("max", "self"))
-defop("lerp", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
-      args=("self", "end", "weight"), grad_fn="LerpBackward0", no_edge=("weight",))
-defop("lerp_tensor", lambda a, b, w, dtype: _c(a, dtype) + _c(w, dtype) * (_c(b, dtype) - _c(a, dtype)),
+def _lerp(a, b, w, dtype):
+    # torch's formula: from the nearer end, so a weight near 1 gives ``end`` to the last bit
+    # (one ulp of difference here is amplified by Muon's bfloat16 orthogonalization)
+    a, b, w = _c(a, dtype), _c(b, dtype), _c(w, dtype)
+    d = b - a
+    return jnp.where(jnp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+
+
+defop("lerp", _lerp, args=("self", "end", "weight"), grad_fn="LerpBackward0", no_edge=("weight",))
+defop("lerp_tensor", _lerp,
       args=("self", "end", "weight"), grad_fn="LerpBackward1", saves=("end", "self", "weight"))
 defop("addcmul", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1, dtype) * _c(t2, dtype),
       args=("self", "tensor1", "tensor2", "value"), grad_fn="AddcmulBackward0",

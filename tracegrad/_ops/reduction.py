@@ -114,6 +114,9 @@ defop("log_softmax", lambda x, dim, dtype=None: jax.nn.log_softmax(_cast(x, dtyp
 
 
 def _norm(x, ord, dim, keepdim):
+    if x.dtype in (jnp.bfloat16, jnp.float16):
+        # torch accumulates reduced-precision norms in float32 and rounds the result once
+        return _norm(x.astype(jnp.float32), ord, dim, keepdim).astype(x.dtype)
     a = jnp.abs(x)
     if ord == 2:
         # sqrt(sum(x^2)) with torch's zero gradient at x == 0 (the double where keeps the

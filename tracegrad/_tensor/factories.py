@@ -19,6 +19,7 @@ import numpy as np
 from . import generator as _generator
 from .convert import INT64_MAX, INT64_MIN, int_bounds, size_tuple, to_array
 from .device import device as _device
+from .layout import strided
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._state import in_inference_mode
@@ -98,6 +99,14 @@ def _size_keyword(fn):
     return with_size
 
 
+def _dense_layout(layout, api):
+    """NotImplementedError for a layout other than strided: these factories make dense tensors
+    (a sparse COO tensor comes from ``tracegrad.sparse_coo_tensor`` or ``Tensor.to_sparse``)."""
+    if layout is not None and layout is not strided:
+        raise NotImplementedError(f"tracegrad.{api}: layout={layout!r} is not supported here; build a sparse COO "
+                                  "tensor with tracegrad.sparse_coo_tensor or Tensor.to_sparse()")
+
+
 def _fdt(dtype):
     return _dt.to_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
 
@@ -106,7 +115,8 @@ def _fdt(dtype):
 @accepts_out(dtype_from_out=True)
 @_size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    """Mirrors ``torch.zeros(*size)``; default dtype float32."""
+    """Mirrors ``torch.zeros(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
+    _dense_layout(layout, "zeros")
     d = _fdt(dtype)
     return _finish(jnp.zeros(size_tuple(size), d.np), d, device, requires_grad)
 
@@ -115,7 +125,8 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 @accepts_out(dtype_from_out=True)
 @_size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    """Mirrors ``torch.ones(*size)``; default dtype float32."""
+    """Mirrors ``torch.ones(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
+    _dense_layout(layout, "ones")
     d = _fdt(dtype)
     return _finish(jnp.ones(size_tuple(size), d.np), d, device, requires_grad)
 
@@ -125,6 +136,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.empty``. Differs from torch: the memory is zero-filled (JAX has no
     uninitialised arrays)."""
+    _dense_layout(layout, "empty")
     return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
@@ -134,6 +146,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
     not fit an integer ``dtype``."""
+    _dense_layout(layout, "full")
     return _full(size, fill_value, dtype, device, requires_grad, "full")
 
 
@@ -260,6 +273,8 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+        # a sparse input would give torch a sparse result: not a silently dense one here
+        _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
         d = dtype if dtype is not None else input.dtype
         return fn(*args, *input.shape, dtype=d, device=device or None, requires_grad=requires_grad)
     like.__name__ = fn.__name__ + "_like"

@@ -27,7 +27,7 @@ class Storage:
     ``size()``/``len()`` (bytes), ``element_size()`` (1) and ``device``. Its bytes cannot be read
     or written through it (JAX owns them): go through a tensor."""
 
-    __slots__ = ("array", "gen", "_address", "__weakref__")
+    __slots__ = ("array", "gen", "_address", "_shared", "__weakref__")
 
     def __init__(self, array):
         self.array = array
@@ -51,6 +51,17 @@ class Storage:
 
     size = nbytes
     __len__ = nbytes
+
+    def is_shared(self) -> bool:
+        """Mirrors ``torch.UntypedStorage.is_shared``: True once ``share_memory_()`` ran on it."""
+        return getattr(self, "_shared", False)
+
+    def share_memory_(self):
+        """Mirrors ``torch.UntypedStorage.share_memory_`` in one process: marks the storage
+        shared and returns it. There is no cross-process memory to move to: a JAX array is
+        owned by its runtime, and torch.multiprocessing's tensor passing is not provided."""
+        self._shared = True
+        return self
 
     def element_size(self) -> int:
         return 1

@@ -166,21 +166,30 @@ def tensor_repr(t, prefix="tensor("):
         if dtype is not _state.DEFAULT_DTYPE[0]:   # no element tells the dtype: torch names it
             suffixes.append(f"dtype={dtype!r}")
     else:
-        arr = np.asarray(v)
-        if arr.dtype == _dt.bfloat16.np or arr.dtype == np.float16:
-            arr = arr.astype(np.float32)   # torch prints half precision through float
-        body = format_array(arr, dtype, len(prefix))
+        body = format_array(printable(v), dtype, len(prefix))
         if _shows_dtype(dtype):
             suffixes.append(f"dtype={dtype!r}")
-    gf = t.grad_fn
-    if gf is not None:
-        suffixes.append(f"grad_fn=<{type(gf).__name__}>")
-    elif t.requires_grad:
-        suffixes.append("requires_grad=True")
+    suffixes += autograd_suffixes(t)
     tangent = t.__dict__.get("_fw")      # forward-mode AD's tangent (autograd/_forward_ad_impl.py)
     if tangent is not None:
         suffixes.append(f"tangent={tangent}")
     return join_suffixes(prefix + body, suffixes, len(prefix))
+
+
+def printable(v) -> np.ndarray:
+    """A host array of ``v`` to format: half precision goes through float32, as torch prints it."""
+    arr = np.asarray(v)
+    if arr.dtype == _dt.bfloat16.np or arr.dtype == np.float16:
+        arr = arr.astype(np.float32)
+    return arr
+
+
+def autograd_suffixes(t) -> list:
+    """``grad_fn=<Name>`` or ``requires_grad=True`` (or nothing), as the repr ends."""
+    gf = t.grad_fn
+    if gf is not None:
+        return [f"grad_fn=<{type(gf).__name__}>"]
+    return ["requires_grad=True"] if t.requires_grad else []
 
 
 def join_suffixes(text, suffixes, indent, linewidth=None):

@@ -23,6 +23,7 @@ import weakref
 from collections import OrderedDict
 
 from .. import _state
+from .._tensor.layout import SparseOperand
 from .._tensor.hooks import RemovableHandle
 from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
@@ -250,17 +251,20 @@ class AccumulateGrad(Node):
             return []
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_grad_owner(var)
-        if var._grad is None:
-            # a fresh storage: a later in-place accumulation must not write into a tensor the
-            # caller still holds (torch clones in that case)
-            # (with create_graph, torch's copy into a new tensor: its node is CopyBackwards)
-            var._grad = g.new_empty(g.shape).copy_(g) if create_graph else Tensor._make(g._value)
-        elif grad_mode.STATE[0]:
-            var._grad = var._grad + g
-        else:
-            old = var._grad
-            with x64_scope():
-                old._write(old._value + g._value)
+        try:
+            if var._grad is None:
+                # a fresh storage: a later in-place accumulation must not write into a tensor the
+                # caller still holds (torch clones in that case)
+                # (with create_graph, torch's copy into a new tensor: its node is CopyBackwards)
+                var._grad = g.new_empty(g.shape).copy_(g) if create_graph else Tensor._make(g._value)
+            elif grad_mode.STATE[0]:
+                var._grad = var._grad + g
+            else:
+                old = var._grad
+                with x64_scope():
+                    old._write(old._value + g._value)
+        except SparseOperand as e:   # a sparse COO gradient (nn.Embedding(sparse=True)) or .grad
+            var._grad = type(e.tensor)._accumulate_grad(var._grad, g)
         if var._post_acc_hooks:
             for h in tuple(var._post_acc_hooks.values()):
                 _state.note_hook("post accumulate grad", h)

@@ -198,7 +198,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
     """Mirrors ``torch.nn.functional.embedding``: ``weight[input]``; the ``padding_idx`` row gets
-    no gradient. grad_fn ``EmbeddingBackward0``. ``max_norm`` renormalises rows in place."""
+    no gradient. grad_fn ``EmbeddingBackward0``. ``max_norm`` renormalises rows in place.
+    ``sparse=True``: ``weight``'s gradient is a sparse COO tensor, one uncoalesced entry per
+    looked-up index (eager mode only; NotImplementedError with ``scale_grad_by_freq``)."""
     if padding_idx is not None:
         if padding_idx > 0:
             assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"

@@ -19,6 +19,9 @@ class Parameter(Tensor):
             data = tracegrad.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        if data.is_sparse:
+            raise NotImplementedError("tracegrad: nn.Parameter of a sparse COO tensor is not supported; sparse "
+                                      "gradients of dense parameters are (nn.Embedding(sparse=True))")
         if requires_grad and not (data.dtype.is_floating_point or data.dtype.is_complex):
             raise RuntimeError(f"Parameter(): Only Tensors of floating point and complex dtype can require gradients "
                                f"(got {data.dtype}); pass requires_grad=False or convert with .float()")

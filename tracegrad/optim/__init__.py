@@ -1,5 +1,6 @@
 """``tracegrad.optim``: mirrors ``torch.optim`` -- ``Optimizer``, ``SGD``, ``Adam``, ``AdamW``,
-``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD`` and ``lr_scheduler``.
+``RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``,
+``Adafactor``, ``Muon``, ``SparseAdam`` and ``lr_scheduler``.
 
 Written against tracegrad's public tensor API only (no JAX here, DESIGN 2): the classes keep
 torch's API and state layout; the update math is in ``_functional.py``; ``step()`` is
@@ -8,18 +9,22 @@ traceable (NOTE [traceable step] in ``optimizer.py``).
 from . import lr_scheduler  # noqa: F401
 from . import swa_utils  # noqa: F401
 from .adadelta import Adadelta
+from .adafactor import Adafactor
 from .adagrad import Adagrad
 from .adam import Adam
 from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "NAdam", "RAdam", "Rprop", "ASGD", "LBFGS",
+           "Adafactor", "Muon", "SparseAdam", "lr_scheduler"]

@@ -13,10 +13,13 @@ scalar does in torch: cast to the parameter's dtype (0-d tensors do not promote)
 """
 from __future__ import annotations
 
-from .. import Tensor, float64, is_grad_enabled, stack, where
+import math
+
+from .. import Tensor, float64, is_grad_enabled, sparse_coo_tensor, stack, where
 
 __all__ = ["sgd_step", "adam_step", "adam_bias_corrections", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
-           "nadam_step", "radam_step", "rprop_step", "asgd_step"]
+           "nadam_step", "radam_step", "rprop_step", "asgd_step", "adafactor_step", "muon_step",
+           "sparse_adam_step"]
 
 
 def _scalar(x):
@@ -177,16 +180,27 @@ def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr
 
 
 def adagrad_step(param, grad, state_sum, step, *, lr, lr_decay, eps, weight_decay, maximize):
-    """One Adagrad update in place. Mirrors torch's ``_single_tensor_adagrad`` (dense grads).
+    """One Adagrad update in place. Mirrors torch's ``_single_tensor_adagrad``, its sparse
+    branch included (a sparse COO ``grad`` updates only the rows it holds; eager only).
 
     The decayed rate ``lr / (1 + (step - 1) * lr_decay)`` is a float64 0-d tensor from ``step``.
+    Raises: RuntimeError for weight decay with a sparse gradient (torch's message).
     """
     lr = _scalar(lr)
     step.add_(1)
     if maximize:
         grad = -grad
+    if weight_decay != 0 and grad.is_sparse:
+        raise RuntimeError("weight_decay option is not compatible with sparse gradients")
     grad = _weight_decay(param, grad, lr, weight_decay)
     clr = _like_lr(lr / (1 + (step.to(float64) - 1) * lr_decay), lr)
+    if grad.is_sparse:
+        grad = grad.coalesce()     # the update is not linear in the gradient: one entry per row
+        indices, values = grad._indices(), grad._values()
+        state_sum.add_(sparse_coo_tensor(indices, values.pow(2), grad.size()))
+        std_values = state_sum.sparse_mask(grad)._values().sqrt_().add_(eps)
+        _add_scaled_(param, sparse_coo_tensor(indices, values / std_values, grad.size()), clr)
+        return
     state_sum.addcmul_(grad, grad, value=1)
     std = state_sum.sqrt().add_(eps)
     param.addcdiv_(grad, std, value=-clr)
@@ -306,3 +320,122 @@ def asgd_step(param, grad, ax, eta, mu, step, *, lr, lambd, alpha, t0, weight_de
     ax.copy_(where(mu == 1, param, ax.add(param.sub(ax).mul(mu.to(param.dtype)))))
     eta.copy_(lr / ((1 + lambd * lr * t) ** alpha))
     mu.copy_(1 / (t - t0).clamp(min=1))
+
+
+def adafactor_step(param, grad, row_var, col_var, variance, step, *, lr, beta2_decay, eps1, eps2,
+                   d, weight_decay, maximize):
+    """One Adafactor update in place. Mirrors torch's ``_single_tensor_adafactor``.
+
+    Args: row_var ``(..., m, 1)`` and col_var ``(..., 1, n)``: the factored second moments of a
+        gradient of >= 2 dims (``variance`` None); else ``variance`` like param (the others None).
+        eps1: a float (the caller resolves torch's None to the dtype's machine eps).
+    torch reads ``step``, ``param.norm()`` and ``update.norm()`` back as Python floats and takes
+    ``min``/``max`` of them; here they stay float64 0-d tensors (``clamp``), the same values,
+    so the step is traceable.
+    """
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    step.add_(1)
+    t = step.to(float64)
+    one_minus_beta2_t = (t ** beta2_decay).to(param.dtype)     # torch's lerp casts its weight so
+    rho_t = (t ** 0.5).reciprocal()
+    rho_t = rho_t.minimum(lr.to(float64)) if isinstance(lr, Tensor) else rho_t.clamp(max=lr)
+    numel_sqrt = param.numel() ** 0.5
+    alpha = (param.norm(2).to(float64) / numel_sqrt).clamp(min=eps2) * rho_t
+    if weight_decay != 0:
+        param.mul_(1 - lr * weight_decay)
+    if grad.dim() > 1:
+        # (g * g).mean over the last / second-to-last dim, computed as torch does (a norm)
+        row_var.lerp_(grad.norm(dim=-1, keepdim=True).square_().div_(grad.size(-1)), one_minus_beta2_t)
+        col_var.lerp_(grad.norm(dim=-2, keepdim=True).square_().div_(grad.size(-2)), one_minus_beta2_t)
+        var_estimate = row_var @ col_var
+        var_estimate.div_(row_var.mean(dim=-2, keepdim=True).clamp_(min=eps1))
+    else:
+        variance.lerp_(grad * grad, one_minus_beta2_t)
+        var_estimate = variance.clone()
+    update = var_estimate.clamp_(min=eps1 * eps1).rsqrt_()
+    update.mul_(grad)
+    denom = (update.norm(2).to(float64) / (update.numel() ** 0.5 * d)).clamp(min=1.0)
+    _add_scaled_(param, update, (alpha / denom).to(param.dtype))
+
+
+def zeropower_via_newtonschulz(grad, ns_coefficients, ns_steps, eps):
+    """Muon's orthogonalization of a 2-D ``grad``: ``ns_steps`` quintic Newton-Schulz
+    iterations in bfloat16 on the wide orientation (as torch's ``_zeropower_via_newtonschulz``).
+    Returns a bfloat16 Tensor of grad's shape.
+
+    Raises: ValueError (torch's messages) for ns_steps >= 100, a non-2-D grad, or not exactly
+    three coefficients.
+    """
+    if ns_steps >= 100:
+        raise ValueError("Number of steps must be less than 100 for computational efficiency")
+    if grad.dim() != 2:
+        raise ValueError("Input tensor gradient must be a 2D matrix")
+    if len(ns_coefficients) != 3:
+        raise ValueError("Coefficients must be a tuple of exactly 3 values")
+    a, b, c = ns_coefficients
+    tall = grad.size(0) > grad.size(1)
+    x = grad.bfloat16()
+    if tall:
+        x = x.T
+    x = x.div(x.norm().clamp(min=eps))
+    for _ in range(ns_steps):
+        gram = x @ x.T
+        x = x.addmm(gram.addmm(gram, gram, beta=b, alpha=c), x, beta=a)
+    return x.T if tall else x
+
+
+def muon_lr_ratio(adjust_lr_fn, shape):
+    """Muon's learning-rate scale for a ``(A, B)`` parameter: ``sqrt(max(1, A/B))`` for None or
+    ``"original"``, ``0.2 * sqrt(max(A, B))`` for ``"match_rms_adamw"`` (torch's ``_adjust_lr``)."""
+    rows, cols = shape[:2]
+    if adjust_lr_fn is None or adjust_lr_fn == "original":
+        return max(1, rows / cols) ** 0.5
+    if adjust_lr_fn == "match_rms_adamw":
+        return 0.2 * max(rows, cols) ** 0.5
+    return 1.0
+
+
+def muon_step(param, grad, momentum_buffer, *, lr, weight_decay, momentum, nesterov,
+              ns_coefficients, ns_steps, eps, adjust_lr_fn):
+    """One Muon update of a 2-D ``param`` in place. Mirrors torch's ``_single_tensor_muon``:
+    momentum (Nesterov by default), Newton-Schulz orthogonalization, decoupled weight decay,
+    a shape-adjusted lr. Raises ValueError for a gradient that is not 2-D (torch's message)."""
+    lr = _scalar(lr)
+    if grad.dim() != 2:
+        raise ValueError("Param gradient must be a 2D matrix")
+    momentum_buffer.lerp_(grad, 1 - momentum)
+    update = grad.lerp(momentum_buffer, momentum) if nesterov else momentum_buffer
+    update = zeropower_via_newtonschulz(update, ns_coefficients, ns_steps, eps)
+    param.mul_(1 - lr * weight_decay)
+    # torch adds the bfloat16 update in the parameter's dtype (a 0-d Tensor lr must not pull the
+    # product down to bfloat16: the cast first, which is exact)
+    _add_scaled_(param, update.to(param.dtype), lr * muon_lr_ratio(adjust_lr_fn, param.shape))
+
+
+def sparse_adam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2, eps, maximize):
+    """One SparseAdam update in place. Mirrors torch's ``_functional.sparse_adam``: Adam on the
+    rows a sparse COO ``grad`` holds (coalesced first); ``step`` is the Python int count after
+    this step's increment. Eager only (the rows are found on the host)."""
+    lr = _scalar(lr)
+    if maximize:
+        grad = -grad
+    grad = grad.coalesce()
+    indices, values = grad._indices(), grad._values()
+    if values.numel() == 0:
+        return
+    size = grad.size()
+
+    def rows(v):
+        return sparse_coo_tensor(indices, v, size)
+    old_exp_avg = exp_avg.sparse_mask(grad)._values()
+    exp_avg_update = values.sub(old_exp_avg).mul_(1 - beta1)
+    exp_avg.add_(rows(exp_avg_update))
+    old_exp_avg_sq = exp_avg_sq.sparse_mask(grad)._values()
+    exp_avg_sq_update = values.pow(2).sub_(old_exp_avg_sq).mul_(1 - beta2)
+    exp_avg_sq.add_(rows(exp_avg_sq_update))
+    numer = exp_avg_update.add_(old_exp_avg)
+    denom = exp_avg_sq_update.add_(old_exp_avg_sq).sqrt_().add_(eps)
+    step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
+    param.add_(rows(-step_size * numer.div_(denom)))

@@ -20,3 +20,12 @@ def check_common(lr, eps=None, weight_decay=None, betas=None):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
     if weight_decay is not None and not 0.0 <= weight_decay:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def check_bounds(*checks):
+    """ValueError in the wording of torch's newer optimizers (Adafactor, Muon): ``"<what> should be
+    >= <bound> but is: <value>"`` for the first ``(what, value, op, bound)`` (op ``">="`` or
+    ``"<="``) that fails; a None value is skipped."""
+    for what, value, op, bound in checks:
+        if value is not None and not (value >= bound if op == ">=" else value <= bound):
+            raise ValueError(f"{what} should be {op} {bound} but is: {value}")

@@ -163,6 +163,8 @@ class LBFGS(Optimizer):
         parts = []
         for p in self._params:
             g = p.new_zeros(p.shape) if p.grad is None else p.grad
+            if g.is_sparse:   # torch densifies a sparse gradient here
+                g = g.to_dense()
             parts.append(_real(g).reshape(-1))
         return tracegrad.cat(parts, 0)
 

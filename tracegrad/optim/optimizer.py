@@ -399,6 +399,9 @@ class Optimizer:
     # True: the rule takes complex tensors as they are (SGD's is linear); False: it squares or
     # compares gradients elementwise, so it runs on view_as_real views of complex parameters
     _supports_complex = False
+    # torch's RuntimeError when a gradient is sparse COO and the rule is dense-only ({name}: the
+    # class's name); None where the class takes sparse gradients or checks them itself
+    _sparse_grad_error = "{name} does not support sparse gradients"
 
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
@@ -409,6 +412,8 @@ class Optimizer:
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if self._sparse_grad_error is not None and p.grad.is_sparse:
+                    raise RuntimeError(self._sparse_grad_error.format(name=type(self).__name__))
                 state = self._state_of(p, group)
                 if p.is_complex() and not self._supports_complex:
                     # as torch: a complex number is two independent reals, so the rule runs on

@@ -53,6 +53,7 @@ class SGD(Optimizer):
                                     differentiable=False, fused=False)
 
     _supports_complex = True
+    _sparse_grad_error = None   # sparse COO gradients step through the same rule (sparse ops)
 
     def _state_of(self, p, group):
         # torch touches self.state only when momentum is on (no empty entries otherwise); the

@@ -669,6 +669,11 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self):
+        """Mirrors ``torch.nn.Module.share_memory``: ``share_memory_()`` on every parameter, its
+        ``.grad`` and every buffer (in place; identities kept). Returns ``self``."""
+        return self._apply(lambda t: t.share_memory_())
+
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
 

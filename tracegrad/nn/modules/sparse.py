@@ -11,7 +11,9 @@ from .module import Module
 
 class Embedding(Module):
     """Mirrors ``torch.nn.Embedding``: a lookup table ``weight (num_embeddings, embedding_dim)``
-    initialised N(0, 1); the ``padding_idx`` row starts at zero and gets no gradient."""
+    initialised N(0, 1); the ``padding_idx`` row starts at zero and gets no gradient. With
+    ``sparse=True`` the weight's gradient is a sparse COO tensor (for SGD, Adagrad, SparseAdam;
+    eager mode only)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):

@@ -1,0 +1,71 @@
+"""``torch.layout`` (``strided``, ``sparse_coo``) and the error a sparse tensor raises where an
+op needs its dense value.
+
+A sparse COO tensor (``_api/sparse_coo.py``) is a Tensor subclass with no dense value: reading
+``_value`` (which every dense op does, in ``apply_op`` or before it) raises ``SparseOperand``,
+so the dense per-op path needs no check of its own. The few functions that take a sparse
+operand where torch does (``add(dense, sparse)``, ``mm(sparse, dense)``, gradient
+accumulation) catch it and hand over to the sparse tensor.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = ["layout", "strided", "sparse_coo", "SparseOperand"]
+
+
+class layout:
+    """Mirrors ``torch.layout``: ``tracegrad.strided`` (dense) or ``tracegrad.sparse_coo``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"tracegrad.{self.name}"   # as dtypes print (torch: "torch.<name>")
+
+    def __reduce__(self):
+        return self.name     # pickles as the module-level singleton
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+_GENERIC = {"f", "fn", "wrapper", "with_out", "inner", "op"}
+
+
+def _frame_name(frame):
+    """A frame's function name; a generated wrapper is named by the op name it closes over."""
+    name = frame.f_code.co_name
+    if name in _GENERIC or name.startswith("<"):
+        name = next((v for k in ("name", "opname", "api") if isinstance(v := frame.f_locals.get(k), str)), None)
+    return name.strip("_") if name else None
+
+
+def _public_caller() -> str:
+    """The name of the API the user called: the outermost tracegrad function on the stack with
+    a name (not a generated wrapper)."""
+    frames, frame = [], sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_PACKAGE):
+            frames.append(frame)
+        frame = frame.f_back
+    return next((n for n in map(_frame_name, reversed(frames)) if n), "unknown")
+
+
+class SparseOperand(NotImplementedError):
+    """Raised (torch's NotImplementedError) when an op that has no sparse COO implementation here
+    reads a sparse tensor's dense value. ``tensor`` is that sparse tensor."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+        name = _public_caller()
+        super().__init__(
+            f"Could not run 'aten::{name}' with arguments from the 'SparseCPU' backend: tracegrad "
+            f"implements a subset of sparse COO operations (to_dense, coalesce, add, mul by a scalar, "
+            f"mm, sum, ...) and '{name}' is not one of them. Convert with .to_dense() first.")
