@@ -87,6 +87,14 @@ SETITEM = [
     C("set_into_int", lambda t, x: (x.__setitem__(0, 2.7), x)[1], [I(3, 2)]),
     C("set_out_of_range", _setitem(4, 0.0), [_X], raises=True),
     C("set_shape_mismatch", _setitem(0), [_X, F(3)], raises=True),
+    # the value's leading size-1 dims are dropped before it is broadcast (numpy's rule)
+    C("set_int_leading_ones", _setitem(1), [_X, F(1, 1, 5)]),
+    C("set_int_int_leading_ones", _setitem((1, 2)), [_X, F(1, 1)]),
+    C("set_slice_leading_ones", _setitem(slice(0, 2)), [_X, F(1, 2, 5)]),
+    C("set_all_leading_ones", _setitem(Ellipsis), [_X, F(1, 4, 5)]),
+    C("set_int_tensor_leading_ones", _setitem(lambda t: t.tensor([3, 1])), [_X, F(1, 2, 5)]),
+    C("set_bool_mask_leading_ones", _setitem(lambda t: t.tensor([True, False, False, True])), [_X, F(1, 1, 2, 5)]),
+    C("set_leading_non_one_raises", _setitem(1), [_X, F(2, 5)], raises=True),
     C("set_leaf_raises", lambda t, x: x.__setitem__(0, 1.0), [F(3)], raises=True),
     C("set_version", lambda t, x: (x.__setitem__(0, 1.0), x.__setitem__(slice(1, 2), 2.0), x._version)[2], [A([1., 2., 3.], grad=False)]),
 ]

@@ -1,0 +1,427 @@
+"""More public PyTorch programs run eagerly with torch and with tracegrad (``parity.run_both``:
+every logged value and everything printed must agree). Each keeps its program's code, with tiny
+sizes, few iterations, numpy-seeded data and numpy-made batch indices in place of downloads and
+``torch.randint``/``torch.randn`` (random streams differ between the libraries); parameters are
+overwritten with ``init_params`` after the program's own initialisation ran. The full programs
+ran unchanged through ``import torch`` -> tracegrad (a meta-path alias) with tiny CLI flags.
+"""
+import random
+
+import numpy as np
+import pytest
+
+from parity import init_params, np_randn, randn, run_both
+
+torch = pytest.importorskip("torch")
+
+
+# karpathy/ng-video-lecture gpt.py (hyperparameters shrunk, dropout 0 so both sides agree)
+def test_ng_video_lecture_gpt():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        batch_size, block_size, max_iters, eval_interval = 3, 6, 4, 2
+        learning_rate, device, eval_iters = 3e-3, "cpu", 2
+        n_embd, n_head, n_layer, dropout = 8, 2, 2, 0.0
+        text = "First Citizen:\nBefore we proceed any further, hear me speak.\n" * 2
+        chars = sorted(list(set(text)))
+        vocab_size = len(chars)
+        stoi = {ch: i for i, ch in enumerate(chars)}
+        itos = {i: ch for i, ch in enumerate(chars)}
+        encode = lambda s: [stoi[c] for c in s]  # noqa: E731
+        decode = lambda l: "".join([itos[i] for i in l])  # noqa: E731
+        data = torch.tensor(encode(text), dtype=torch.long)
+        n = int(0.9 * len(data))
+        train_data, val_data = data[:n], data[n:]
+        rs = np.random.RandomState(0)
+
+        def get_batch(split):
+            data = train_data if split == "train" else val_data
+            ix = torch.tensor(rs.randint(0, len(data) - block_size, (batch_size,)))
+            x = torch.stack([data[i:i + block_size] for i in ix])
+            y = torch.stack([data[i + 1:i + block_size + 1] for i in ix])
+            return x.to(device), y.to(device)
+
+        @torch.no_grad()
+        def estimate_loss():
+            out = {}
+            model.eval()
+            for split in ["train", "val"]:
+                losses = torch.zeros(eval_iters)
+                for k in range(eval_iters):
+                    X, Y = get_batch(split)
+                    logits, loss = model(X, Y)
+                    losses[k] = loss.item()
+                out[split] = losses.mean()
+            model.train()
+            return out
+
+        class Head(nn.Module):
+            def __init__(self, head_size):
+                super().__init__()
+                self.key = nn.Linear(n_embd, head_size, bias=False)
+                self.query = nn.Linear(n_embd, head_size, bias=False)
+                self.value = nn.Linear(n_embd, head_size, bias=False)
+                self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+                self.dropout = nn.Dropout(dropout)
+
+            def forward(self, x):
+                B, T, C = x.shape
+                k = self.key(x)
+                q = self.query(x)
+                wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+                wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+                wei = F.softmax(wei, dim=-1)
+                wei = self.dropout(wei)
+                v = self.value(x)
+                return wei @ v
+
+        class MultiHeadAttention(nn.Module):
+            def __init__(self, num_heads, head_size):
+                super().__init__()
+                self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])
+                self.proj = nn.Linear(head_size * num_heads, n_embd)
+                self.dropout = nn.Dropout(dropout)
+
+            def forward(self, x):
+                out = torch.cat([h(x) for h in self.heads], dim=-1)
+                return self.dropout(self.proj(out))
+
+        class FeedFoward(nn.Module):
+            def __init__(self, n_embd):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.ReLU(),
+                                         nn.Linear(4 * n_embd, n_embd), nn.Dropout(dropout))
+
+            def forward(self, x):
+                return self.net(x)
+
+        class Block(nn.Module):
+            def __init__(self, n_embd, n_head):
+                super().__init__()
+                head_size = n_embd // n_head
+                self.sa = MultiHeadAttention(n_head, head_size)
+                self.ffwd = FeedFoward(n_embd)
+                self.ln1 = nn.LayerNorm(n_embd)
+                self.ln2 = nn.LayerNorm(n_embd)
+
+            def forward(self, x):
+                x = x + self.sa(self.ln1(x))
+                return x + self.ffwd(self.ln2(x))
+
+        class GPTLanguageModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.token_embedding_table = nn.Embedding(vocab_size, n_embd)
+                self.position_embedding_table = nn.Embedding(block_size, n_embd)
+                self.blocks = nn.Sequential(*[Block(n_embd, n_head=n_head) for _ in range(n_layer)])
+                self.ln_f = nn.LayerNorm(n_embd)
+                self.lm_head = nn.Linear(n_embd, vocab_size)
+                self.apply(self._init_weights)
+
+            def _init_weights(self, module):
+                if isinstance(module, nn.Linear):
+                    torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                    if module.bias is not None:
+                        torch.nn.init.zeros_(module.bias)
+                elif isinstance(module, nn.Embedding):
+                    torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+            def forward(self, idx, targets=None):
+                B, T = idx.shape
+                tok_emb = self.token_embedding_table(idx)
+                pos_emb = self.position_embedding_table(torch.arange(T, device=device))
+                x = tok_emb + pos_emb
+                x = self.blocks(x)
+                x = self.ln_f(x)
+                logits = self.lm_head(x)
+                if targets is None:
+                    loss = None
+                else:
+                    B, T, C = logits.shape
+                    logits = logits.view(B * T, C)
+                    targets = targets.view(B * T)
+                    loss = F.cross_entropy(logits, targets)
+                return logits, loss
+
+            def generate(self, idx, max_new_tokens):
+                for _ in range(max_new_tokens):
+                    idx_cond = idx[:, -block_size:]
+                    logits, loss = self(idx_cond)
+                    logits = logits[:, -1, :]
+                    probs = F.softmax(logits, dim=-1)
+                    idx_next = torch.multinomial(probs, num_samples=1)
+                    idx = torch.cat((idx, idx_next), dim=1)
+                return idx
+
+        model = GPTLanguageModel()
+        init_params(torch, model, 0)
+        m = model.to(device)
+        print(sum(p.numel() for p in m.parameters()) / 1e6, "M parameters")
+        optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+        for iter in range(max_iters):
+            if iter % eval_interval == 0 or iter == max_iters - 1:
+                losses = estimate_loss()
+                print(f"step {iter}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+            xb, yb = get_batch("train")
+            logits, loss = model(xb, yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            log("loss", loss)
+        log("lm_head", model.lm_head.weight)
+        context = torch.zeros((1, 1), dtype=torch.long, device=device)
+        out = m.generate(context, max_new_tokens=8)     # sampled: only the shape is comparable
+        log("generated", (tuple(out.shape), len(decode(out[0].tolist()))))
+    run_both(program)
+
+
+# pytorch/examples language_translation/src/model.py and main.py (train step, greedy_decode),
+# create_mask from language_translation/src/data.py (its torchtext data loading left out)
+def test_language_translation_transformer_masks_and_greedy_decode():
+    def program(torch, log):
+        import math
+        nn, F = torch.nn, torch.nn.functional
+        DEVICE = torch.device("cpu")
+
+        class PositionalEncoding(nn.Module):
+            def __init__(self, emb_size, dropout, maxlen=5000):
+                super(PositionalEncoding, self).__init__()
+                den = torch.exp(- torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
+                pos = torch.arange(0, maxlen).reshape(maxlen, 1)
+                pos_embedding = torch.zeros((maxlen, emb_size))
+                pos_embedding[:, 0::2] = torch.sin(pos * den)
+                pos_embedding[:, 1::2] = torch.cos(pos * den)
+                pos_embedding = pos_embedding.unsqueeze(-2)
+                self.dropout = nn.Dropout(dropout)
+                self.register_buffer("pos_embedding", pos_embedding)
+
+            def forward(self, token_embedding):
+                return self.dropout(token_embedding + self.pos_embedding[:token_embedding.size(0), :])
+
+        class Translator(nn.Module):
+            def __init__(self, num_encoder_layers, num_decoder_layers, embed_size, num_heads,
+                         src_vocab_size, tgt_vocab_size, dim_feedforward, dropout):
+                super(Translator, self).__init__()
+                self.src_embedding = nn.Embedding(src_vocab_size, embed_size)
+                self.tgt_embedding = nn.Embedding(tgt_vocab_size, embed_size)
+                self.pos_enc = PositionalEncoding(embed_size, dropout)
+                self.transformer = nn.Transformer(
+                    d_model=embed_size, nhead=num_heads, num_encoder_layers=num_encoder_layers,
+                    num_decoder_layers=num_decoder_layers, dim_feedforward=dim_feedforward,
+                    dropout=dropout)
+                self.ff = nn.Linear(embed_size, tgt_vocab_size)
+                self._init_weights()
+
+            def _init_weights(self):
+                for p in self.parameters():
+                    if p.dim() > 1:
+                        nn.init.xavier_uniform_(p)
+
+            def forward(self, src, trg, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask,
+                        memory_key_padding_mask):
+                src_emb = self.pos_enc(self.src_embedding(src))
+                tgt_emb = self.pos_enc(self.tgt_embedding(trg))
+                outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None,
+                                        src_padding_mask, tgt_padding_mask, memory_key_padding_mask)
+                return self.ff(outs)
+
+            def encode(self, src, src_mask):
+                return self.transformer.encoder(self.pos_enc(self.src_embedding(src)), src_mask)
+
+            def decode(self, tgt, memory, tgt_mask):
+                return self.transformer.decoder(self.pos_enc(self.tgt_embedding(tgt)), memory, tgt_mask)
+
+        def generate_square_subsequent_mask(size, device):
+            mask = (torch.triu(torch.ones((size, size), device=device)) == 1).transpose(0, 1)
+            mask = mask.float().masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, float(0.0))
+            return mask
+
+        def create_mask(src, tgt, pad_idx, device):
+            src_seq_len = src.shape[0]
+            tgt_seq_len = tgt.shape[0]
+            tgt_mask = generate_square_subsequent_mask(tgt_seq_len, device)
+            src_mask = torch.zeros((src_seq_len, src_seq_len), device=device).type(torch.bool)
+            src_padding_mask = (src == pad_idx).transpose(0, 1)
+            tgt_padding_mask = (tgt == pad_idx).transpose(0, 1)
+            return src_mask, tgt_mask, src_padding_mask, tgt_padding_mask
+
+        def greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol):
+            src = src.to(DEVICE)
+            src_mask = src_mask.to(DEVICE)
+            memory = model.encode(src, src_mask)
+            ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long).to(DEVICE)
+            for _ in range(max_len - 1):
+                memory = memory.to(DEVICE)
+                tgt_mask = (generate_square_subsequent_mask(ys.size(0), DEVICE).type(torch.bool)).to(DEVICE)
+                out = model.decode(ys, memory, tgt_mask)
+                out = out.transpose(0, 1)
+                prob = model.ff(out[:, -1])
+                _, next_word = torch.max(prob, dim=1)
+                next_word = next_word.item()
+                ys = torch.cat([ys, torch.ones(1, 1).type_as(src.data).fill_(next_word)], dim=0)
+                if next_word == end_symbol:
+                    break
+            return ys
+
+        special_symbols = {"<unk>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3}
+        model = Translator(num_encoder_layers=1, num_decoder_layers=1, embed_size=8, num_heads=2,
+                           src_vocab_size=11, tgt_vocab_size=12, dim_feedforward=16, dropout=0.0)
+        init_params(torch, model, 3)
+        loss_fn = torch.nn.CrossEntropyLoss(ignore_index=special_symbols["<pad>"])
+        optim = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+        rs = np.random.RandomState(4)
+        for step in range(2):
+            src = torch.tensor(rs.randint(4, 11, (5, 2)))
+            tgt = torch.tensor(rs.randint(4, 12, (6, 2)))
+            src[4, 1] = tgt[5, 0] = tgt[4, 0] = special_symbols["<pad>"]
+            src, tgt = src.to(DEVICE), tgt.to(DEVICE)
+            tgt_input = tgt[:-1, :]
+            src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(
+                src, tgt_input, special_symbols["<pad>"], DEVICE)
+            logits = model(src, tgt_input, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask,
+                           src_padding_mask)
+            optim.zero_grad()
+            tgt_out = tgt[1:, :]
+            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+            loss.backward()
+            optim.step()
+            log("loss", loss.item())
+        log("grad", model.transformer.decoder.layers[0].multihead_attn.in_proj_weight.grad)
+        model.eval()
+        with torch.no_grad():
+            src = torch.tensor([[2], [5], [7], [9], [3]])
+            num_tokens = src.shape[0]
+            src_mask = (torch.zeros(num_tokens, num_tokens)).type(torch.bool)
+            tgt_tokens = greedy_decode(model, src, src_mask, max_len=num_tokens + 5,
+                                       start_symbol=special_symbols["<bos>"],
+                                       end_symbol=special_symbols["<eos>"]).flatten()
+        log("decoded", list(tgt_tokens.cpu().numpy()))
+    run_both(program)
+
+
+# pytorch/tutorials intermediate_source/seq2seq_translation_tutorial.py (EncoderRNN,
+# AttnDecoderRNN, train with and without teacher forcing, evaluate)
+def test_seq2seq_translation_attention_gru():
+    def program(torch, log):
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+        device = torch.device("cpu")
+        SOS_token, EOS_token, MAX_LENGTH = 0, 1, 6
+
+        class EncoderRNN(nn.Module):
+            def __init__(self, input_size, hidden_size):
+                super(EncoderRNN, self).__init__()
+                self.hidden_size = hidden_size
+                self.embedding = nn.Embedding(input_size, hidden_size)
+                self.gru = nn.GRU(hidden_size, hidden_size)
+
+            def forward(self, input, hidden):
+                embedded = self.embedding(input).view(1, 1, -1)
+                output = embedded
+                output, hidden = self.gru(output, hidden)
+                return output, hidden
+
+            def initHidden(self):
+                return torch.zeros(1, 1, self.hidden_size, device=device)
+
+        class AttnDecoderRNN(nn.Module):
+            def __init__(self, hidden_size, output_size, dropout_p=0.1, max_length=MAX_LENGTH):
+                super(AttnDecoderRNN, self).__init__()
+                self.hidden_size = hidden_size
+                self.output_size = output_size
+                self.dropout_p = dropout_p
+                self.max_length = max_length
+                self.embedding = nn.Embedding(self.output_size, self.hidden_size)
+                self.attn = nn.Linear(self.hidden_size * 2, self.max_length)
+                self.attn_combine = nn.Linear(self.hidden_size * 2, self.hidden_size)
+                self.dropout = nn.Dropout(self.dropout_p)
+                self.gru = nn.GRU(self.hidden_size, self.hidden_size)
+                self.out = nn.Linear(self.hidden_size, self.output_size)
+
+            def forward(self, input, hidden, encoder_outputs):
+                embedded = self.embedding(input).view(1, 1, -1)
+                embedded = self.dropout(embedded)
+                attn_weights = F.softmax(self.attn(torch.cat((embedded[0], hidden[0]), 1)), dim=1)
+                attn_applied = torch.bmm(attn_weights.unsqueeze(0), encoder_outputs.unsqueeze(0))
+                output = torch.cat((embedded[0], attn_applied[0]), 1)
+                output = self.attn_combine(output).unsqueeze(0)
+                output = F.relu(output)
+                output, hidden = self.gru(output, hidden)
+                output = F.log_softmax(self.out(output[0]), dim=1)
+                return output, hidden, attn_weights
+
+        def train(input_tensor, target_tensor, encoder, decoder, encoder_optimizer,
+                  decoder_optimizer, criterion, use_teacher_forcing, max_length=MAX_LENGTH):
+            encoder_hidden = encoder.initHidden()
+            encoder_optimizer.zero_grad()
+            decoder_optimizer.zero_grad()
+            input_length = input_tensor.size(0)
+            target_length = target_tensor.size(0)
+            encoder_outputs = torch.zeros(max_length, encoder.hidden_size, device=device)
+            loss = 0
+            for ei in range(input_length):
+                encoder_output, encoder_hidden = encoder(input_tensor[ei], encoder_hidden)
+                encoder_outputs[ei] = encoder_output[0, 0]
+            decoder_input = torch.tensor([[SOS_token]], device=device)
+            decoder_hidden = encoder_hidden
+            if use_teacher_forcing:
+                for di in range(target_length):
+                    decoder_output, decoder_hidden, decoder_attention = decoder(
+                        decoder_input, decoder_hidden, encoder_outputs)
+                    loss += criterion(decoder_output, target_tensor[di])
+                    decoder_input = target_tensor[di]
+            else:
+                for di in range(target_length):
+                    decoder_output, decoder_hidden, decoder_attention = decoder(
+                        decoder_input, decoder_hidden, encoder_outputs)
+                    topv, topi = decoder_output.topk(1)
+                    decoder_input = topi.squeeze().detach()
+                    loss += criterion(decoder_output, target_tensor[di])
+                    if decoder_input.item() == EOS_token:
+                        break
+            loss.backward()
+            encoder_optimizer.step()
+            decoder_optimizer.step()
+            return loss.item() / target_length
+
+        def evaluate(encoder, decoder, input_tensor, max_length=MAX_LENGTH):
+            with torch.no_grad():
+                input_length = input_tensor.size()[0]
+                encoder_hidden = encoder.initHidden()
+                encoder_outputs = torch.zeros(max_length, encoder.hidden_size, device=device)
+                for ei in range(input_length):
+                    encoder_output, encoder_hidden = encoder(input_tensor[ei], encoder_hidden)
+                    encoder_outputs[ei] += encoder_output[0, 0]
+                decoder_input = torch.tensor([[SOS_token]], device=device)
+                decoder_hidden = encoder_hidden
+                decoded_words = []
+                decoder_attentions = torch.zeros(max_length, max_length)
+                for di in range(max_length):
+                    decoder_output, decoder_hidden, decoder_attention = decoder(
+                        decoder_input, decoder_hidden, encoder_outputs)
+                    decoder_attentions[di] = decoder_attention.data
+                    topv, topi = decoder_output.data.topk(1)
+                    if topi.item() == EOS_token:
+                        decoded_words.append("<EOS>")
+                        break
+                    else:
+                        decoded_words.append(topi.item())
+                    decoder_input = topi.squeeze().detach()
+                return decoded_words, decoder_attentions[:di + 1]
+
+        hidden_size = 6
+        encoder1 = EncoderRNN(7, hidden_size).to(device)
+        attn_decoder1 = AttnDecoderRNN(hidden_size, 8, dropout_p=0.0).to(device)
+        init_params(torch, encoder1, 5, scale=0.5)
+        init_params(torch, attn_decoder1, 6, scale=0.5)
+        encoder_optimizer = optim.SGD(encoder1.parameters(), lr=0.1)
+        decoder_optimizer = optim.SGD(attn_decoder1.parameters(), lr=0.1)
+        criterion = nn.NLLLoss()
+        rs = np.random.RandomState(7)
+        for it in range(4):
+            inp = torch.tensor(list(rs.randint(2, 7, 3)) + [EOS_token], dtype=torch.long).view(-1, 1)
+            tgt = torch.tensor(list(rs.randint(2, 8, 4)) + [EOS_token], dtype=torch.long).view(-1, 1)
+            log("loss", train(inp, tgt, encoder1, attn_decoder1, encoder_optimizer,
+                              decoder_optimizer, criterion, use_teacher_forcing=it % 2 == 0))
+        words, attentions = evaluate(encoder1, attn_decoder1, inp)
+        log("evaluate", (words, attentions))
+    run_both(program)
