@@ -170,7 +170,7 @@ def test_ng_video_lecture_gpt():
             log("loss", loss)
         log("lm_head", model.lm_head.weight)
         context = torch.zeros((1, 1), dtype=torch.long, device=device)
-        out = m.generate(context, max_new_tokens=8)     # sampled: only the shape is comparable
+        out = m.generate(context, max_new_tokens=2)     # sampled: only the shape is comparable
         log("generated", (tuple(out.shape), len(decode(out[0].tolist()))))
     run_both(program)
 
@@ -289,10 +289,10 @@ def test_language_translation_transformer_masks_and_greedy_decode():
         log("grad", model.transformer.decoder.layers[0].multihead_attn.in_proj_weight.grad)
         model.eval()
         with torch.no_grad():
-            src = torch.tensor([[2], [5], [7], [9], [3]])
+            src = torch.tensor([[2], [5], [3]])
             num_tokens = src.shape[0]
             src_mask = (torch.zeros(num_tokens, num_tokens)).type(torch.bool)
-            tgt_tokens = greedy_decode(model, src, src_mask, max_len=num_tokens + 5,
+            tgt_tokens = greedy_decode(model, src, src_mask, max_len=3,
                                        start_symbol=special_symbols["<bos>"],
                                        end_symbol=special_symbols["<eos>"]).flatten()
         log("decoded", list(tgt_tokens.cpu().numpy()))
@@ -417,11 +417,182 @@ def test_seq2seq_translation_attention_gru():
         decoder_optimizer = optim.SGD(attn_decoder1.parameters(), lr=0.1)
         criterion = nn.NLLLoss()
         rs = np.random.RandomState(7)
-        for it in range(4):
+        for it in range(3):
             inp = torch.tensor(list(rs.randint(2, 7, 3)) + [EOS_token], dtype=torch.long).view(-1, 1)
             tgt = torch.tensor(list(rs.randint(2, 8, 4)) + [EOS_token], dtype=torch.long).view(-1, 1)
             log("loss", train(inp, tgt, encoder1, attn_decoder1, encoder_optimizer,
                               decoder_optimizer, criterion, use_teacher_forcing=it % 2 == 0))
         words, attentions = evaluate(encoder1, attn_decoder1, inp)
         log("evaluate", (words, attentions))
+    run_both(program)
+
+
+# pytorch/tutorials intermediate_source/reinforcement_q_learning.py (ReplayMemory, DQN,
+# optimize_model with a bool-mask write under no_grad, clip_grad_value_, the soft target update);
+# the gym environment is replaced by numpy-made transitions and actions
+def test_reinforcement_q_learning_optimize_model_and_soft_update():
+    def program(torch, log):
+        import math
+        from collections import deque, namedtuple
+        nn, optim = torch.nn, torch.optim
+        device = torch.device("cpu")
+        Transition = namedtuple("Transition", ("state", "action", "next_state", "reward"))
+
+        class ReplayMemory(object):
+            def __init__(self, capacity):
+                self.memory = deque([], maxlen=capacity)
+
+            def push(self, *args):
+                self.memory.append(Transition(*args))
+
+            def sample(self, batch_size):
+                return random.sample(self.memory, batch_size)
+
+            def __len__(self):
+                return len(self.memory)
+
+        class DQN(nn.Module):
+            def __init__(self, n_observations, n_actions):
+                super(DQN, self).__init__()
+                self.layer1 = nn.Linear(n_observations, 16)
+                self.layer2 = nn.Linear(16, 16)
+                self.layer3 = nn.Linear(16, n_actions)
+
+            def forward(self, x):
+                x = F.relu(self.layer1(x))
+                x = F.relu(self.layer2(x))
+                return self.layer3(x)
+
+        F = torch.nn.functional
+        BATCH_SIZE, GAMMA, EPS_START, EPS_END, EPS_DECAY, TAU, LR = 6, 0.99, 0.9, 0.05, 1000, 0.005, 1e-4
+        n_actions, n_observations = 2, 4
+        policy_net = init_params(torch, DQN(n_observations, n_actions).to(device), 8)
+        target_net = DQN(n_observations, n_actions).to(device)
+        target_net.load_state_dict(policy_net.state_dict())
+        optimizer = optim.AdamW(policy_net.parameters(), lr=LR, amsgrad=True)
+        memory = ReplayMemory(10000)
+        steps_done = 0
+        rs = np.random.RandomState(9)
+
+        def select_action(state, sample):
+            nonlocal steps_done
+            eps_threshold = EPS_END + (EPS_START - EPS_END) * math.exp(-1. * steps_done / EPS_DECAY)
+            steps_done += 1
+            if sample > eps_threshold:
+                with torch.no_grad():
+                    return policy_net(state).max(1).indices.view(1, 1)
+            else:
+                return torch.tensor([[int(rs.randint(n_actions))]], device=device, dtype=torch.long)
+
+        def optimize_model():
+            if len(memory) < BATCH_SIZE:
+                return
+            transitions = memory.sample(BATCH_SIZE)
+            batch = Transition(*zip(*transitions))
+            non_final_mask = torch.tensor(tuple(map(lambda s: s is not None, batch.next_state)),
+                                          device=device, dtype=torch.bool)
+            non_final_next_states = torch.cat([s for s in batch.next_state if s is not None])
+            state_batch = torch.cat(batch.state)
+            action_batch = torch.cat(batch.action)
+            reward_batch = torch.cat(batch.reward)
+            state_action_values = policy_net(state_batch).gather(1, action_batch)
+            next_state_values = torch.zeros(BATCH_SIZE, device=device)
+            with torch.no_grad():
+                next_state_values[non_final_mask] = target_net(non_final_next_states).max(1).values
+            expected_state_action_values = (next_state_values * GAMMA) + reward_batch
+            criterion = nn.SmoothL1Loss()
+            loss = criterion(state_action_values, expected_state_action_values.unsqueeze(1))
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_value_(policy_net.parameters(), 100)
+            optimizer.step()
+            log("loss", loss)
+
+        random.seed(0)
+        state = torch.tensor(np_randn((n_observations,), 10), dtype=torch.float32, device=device).unsqueeze(0)
+        for t in range(9):
+            action = select_action(state, sample=[0.95, 0.01][t % 2])
+            observation, reward = np_randn((n_observations,), 11 + t), 1.0
+            terminated = t % 4 == 3
+            reward = torch.tensor([reward], device=device)
+            if terminated:
+                next_state = None
+            else:
+                next_state = torch.tensor(observation, dtype=torch.float32, device=device).unsqueeze(0)
+            memory.push(state, action, next_state, reward)
+            state = next_state if next_state is not None else torch.zeros(1, n_observations)
+            optimize_model()
+            target_net_state_dict = target_net.state_dict()
+            policy_net_state_dict = policy_net.state_dict()
+            for key in policy_net_state_dict:
+                target_net_state_dict[key] = policy_net_state_dict[key] * TAU + target_net_state_dict[key] * (1 - TAU)
+            target_net.load_state_dict(target_net_state_dict)
+        log("target", list(target_net.state_dict().values()))
+    run_both(program)
+
+
+# pytorch/tutorials intermediate_source/spatial_transformer_tutorial.py (affine_grid/grid_sample
+# on the localisation net's theta, initialised to the identity; the test loop's
+# size_average=False); run in eval mode so that dropout does not draw random numbers
+def test_spatial_transformer_network():
+    def program(torch, log):
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+
+        class Net(nn.Module):
+            def __init__(self):
+                super(Net, self).__init__()
+                self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
+                self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
+                self.conv2_drop = nn.Dropout2d()
+                self.fc1 = nn.Linear(320, 50)
+                self.fc2 = nn.Linear(50, 10)
+                self.localization = nn.Sequential(
+                    nn.Conv2d(1, 8, kernel_size=7), nn.MaxPool2d(2, stride=2), nn.ReLU(True),
+                    nn.Conv2d(8, 10, kernel_size=5), nn.MaxPool2d(2, stride=2), nn.ReLU(True))
+                self.fc_loc = nn.Sequential(nn.Linear(10 * 3 * 3, 32), nn.ReLU(True), nn.Linear(32, 3 * 2))
+
+            def init_identity(self):
+                self.fc_loc[2].weight.data.zero_()
+                self.fc_loc[2].bias.data.copy_(torch.tensor([1, 0, 0, 0, 1, 0], dtype=torch.float))
+
+            def stn(self, x):
+                xs = self.localization(x)
+                xs = xs.view(-1, 10 * 3 * 3)
+                theta = self.fc_loc(xs)
+                theta = theta.view(-1, 2, 3)
+                grid = F.affine_grid(theta, x.size())
+                return F.grid_sample(x, grid)
+
+            def forward(self, x):
+                x = self.stn(x)
+                x = F.relu(F.max_pool2d(self.conv1(x), 2))
+                x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+                x = x.view(-1, 320)
+                x = F.relu(self.fc1(x))
+                x = F.dropout(x, training=self.training)
+                x = self.fc2(x)
+                return F.log_softmax(x, dim=1)
+
+        model = init_params(torch, Net(), 12, scale=0.2)
+        model.init_identity()
+        optimizer = optim.SGD(model.parameters(), lr=0.01)
+        rs = np.random.RandomState(13)
+        data = torch.tensor(rs.rand(2, 1, 28, 28).astype(np.float32))
+        target = torch.tensor(rs.randint(0, 10, 2))
+        model.eval()
+        for step in range(2):
+            optimizer.zero_grad()
+            output = model(data)
+            loss = F.nll_loss(output, target)
+            loss.backward()
+            optimizer.step()
+            log("loss", loss)
+        with torch.no_grad():
+            test_loss, correct = 0, 0
+            output = model(data)
+            test_loss += F.nll_loss(output, target, size_average=False).item()
+            pred = output.max(1, keepdim=True)[1]
+            correct += pred.eq(target.view_as(pred)).sum().item()
+            log("test", (test_loss, correct))
+            log("theta", model.fc_loc(model.localization(data).view(-1, 10 * 3 * 3)))
     run_both(program)
