@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
+import tracegrad
 from parity import A, B, C, F, I, check_parity, params
 
 torch = pytest.importorskip("torch")
@@ -229,3 +230,26 @@ def test_alpha_first_overload_warns(call):
     import tracegrad
     with pytest.warns(UserWarning, match="deprecated"):
         call(tracegrad, tracegrad.ones(2), tracegrad.ones(2))
+
+
+NUMPY_LEFT = [
+    C("np_float64_mul", lambda t, x: np.float64(2.5) * x, [F(3)]),
+    C("np_float32_add", lambda t, x: np.float32(2.0) + x, [F(3)]),
+    C("np_int64_sub", lambda t, x: np.int64(3) - x, [F(3)]),
+    C("np_float64_div", lambda t, x: np.float64(1.5) / x, [F(3, lo=0.5, hi=2.0)]),
+    C("np_float64_pow", lambda t, x: np.float64(2.0) ** x, [F(3)]),
+    C("np_float64_gt", lambda t, x: np.float64(0.1) > x, [F(3)], grad=False),
+    C("ndarray_mul_raises", lambda t, x: np.ones(3) * x, [F(3)], raises=True),
+    C("ndarray_0d_add_raises", lambda t, x: np.array(2.0) + x, [F(3)], raises=True),
+    C("ndarray_matmul_raises", lambda t, x: np.ones((2, 2)) @ x, [F(2, 2)], raises=True),
+]
+
+
+@params(NUMPY_LEFT)
+def test_numpy_scalar_on_the_left_gives_a_tensor_on_the_graph(case):
+    # numpy defers to Tensor (__array_priority__), so the result is a Tensor with grad_fn
+    check_parity(case, torch)
+    if not case.raises:
+        x = tracegrad.ones(3, requires_grad=True)
+        out = case.fn(tracegrad, x)
+        assert isinstance(out, tracegrad.Tensor)

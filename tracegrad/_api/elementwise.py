@@ -480,18 +480,30 @@ def _full_like_scalar(s, o):
     return _new_tensor(o, dtype=result_dtype(s, o))
 
 
-method("__add__", "__radd__")(lambda s, o: add(s, o))
+def reflected(fn):
+    """A reflected operator (``other <op> tensor``) that, as torch's, refuses an ndarray on the
+    left: ``ndarray * tensor`` is a TypeError (numpy defers to Tensor, ``__array_priority__``);
+    numpy scalars are numbers and go through."""
+    def op(s, o):
+        return NotImplemented if type(o) is np.ndarray else fn(s, o)
+    op.__name__ = fn.__name__
+    return op
+
+
+method("__add__")(lambda s, o: add(s, o))
+method("__radd__")(reflected(lambda s, o: add(s, o)))
 method("__sub__")(lambda s, o: sub(s, o))
-method("__rsub__")(lambda s, o: rsub(s, o))
-method("__mul__", "__rmul__")(lambda s, o: mul(s, o))
+method("__rsub__")(reflected(lambda s, o: rsub(s, o)))
+method("__mul__")(lambda s, o: mul(s, o))
+method("__rmul__")(reflected(lambda s, o: mul(s, o)))
 method("__truediv__")(lambda s, o: div(s, o))
-method("__rtruediv__")(_rdiv)
+method("__rtruediv__")(reflected(_rdiv))
 method("__floordiv__")(lambda s, o: div(s, o, rounding_mode="floor"))
-method("__rfloordiv__")(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor"))
+method("__rfloordiv__")(reflected(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor")))
 method("__mod__")(lambda s, o: remainder(s, o))
-method("__rmod__")(lambda s, o: remainder(_full_like_scalar(s, o), s))
+method("__rmod__")(reflected(lambda s, o: remainder(_full_like_scalar(s, o), s)))
 method("__pow__")(lambda s, o: pow(s, o))
-method("__rpow__")(_rpow)
+method("__rpow__")(reflected(_rpow))
 method("__neg__")(_unaries["neg"])
 method("__pos__")(lambda s: s)
 method("__abs__")(_unaries["abs"])
