@@ -232,6 +232,27 @@ def test_alpha_first_overload_warns(call):
         call(tracegrad, tracegrad.ones(2), tracegrad.ones(2))
 
 
+VALUE_FIRST = [   # torch's deprecated addcmul/addcdiv(Number value, tensor1, tensor2), old optimizers
+    C("addcmul_value_first", lambda t, x, a, b: _quiet(lambda: t.addcmul(x, 0.5, a, b)), [F(3), F(3), F(3)]),
+    C("addcdiv_value_first", lambda t, x, a, b: _quiet(lambda: x.addcdiv(-2, a, b)), [F(3), F(3), F(3, **POS)]),
+    C("addcmul__value_first", lambda t, x, a: _quiet(lambda: x.clone().mul_(0.9).addcmul_(0.1, a, a)), [F(3), F(3)]),
+    C("addcdiv__value_first", lambda t, x, a, b: _quiet(lambda: x.clone().addcdiv_(-0.1, a, b)), [F(3), F(3), F(3, **POS)]),
+    C("addcmul_three_tensors_raises", lambda t, x, a: x.addcmul(a, a, a), [F(3), F(3)], raises=True),
+]
+
+
+@params(VALUE_FIRST)
+def test_value_first_overload(case):
+    check_parity(case, torch)
+
+
+@pytest.mark.parametrize("name", ["addcmul", "addcmul_", "addcdiv", "addcdiv_"])
+def test_value_first_overload_warns(name):
+    x = tracegrad.ones(2)
+    with pytest.warns(UserWarning, match=f"overload of {name} is deprecated"):
+        getattr(x, name)(2, tracegrad.ones(2), tracegrad.ones(2))
+
+
 NUMPY_LEFT = [
     C("np_float64_mul", lambda t, x: np.float64(2.5) * x, [F(3)]),
     C("np_float32_add", lambda t, x: np.float32(2.0) + x, [F(3)]),

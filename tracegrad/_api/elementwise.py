@@ -15,7 +15,7 @@ from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_
-from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _float_dtype,
+from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_tensors, result_dtype)
 
 
@@ -422,16 +422,20 @@ def lerp(self, end, weight):
 
 
 @method("addcmul", function=True)
-def addcmul(self, tensor1, tensor2, *, value=1):
-    """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2``."""
+def addcmul(self, tensor1, tensor2, *rest, value=1):
+    """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
+    ``addcmul(value, tensor1, tensor2)``, with its warning)."""
+    tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, rest, value)
     dt = result_dtype(self, tensor1, tensor2)
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
 @method("addcdiv", function=True)
-def addcdiv(self, tensor1, tensor2, *, value=1, out=None):
-    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2``. RuntimeError, as torch,
-    when tensor1 and tensor2 are both integral (torch dropped integer division here)."""
+def addcdiv(self, tensor1, tensor2, *rest, value=1, out=None):
+    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2`` (and the deprecated
+    ``addcdiv(value, tensor1, tensor2)``, with its warning). RuntimeError, as torch, when tensor1
+    and tensor2 are both integral (torch dropped integer division here)."""
+    tensor1, tensor2, value = value_first("addcdiv", tensor1, tensor2, rest, value)
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
     if out is not None:
