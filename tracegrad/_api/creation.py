@@ -151,6 +151,24 @@ def pin_memory(self, device=None):
 
 
 @method()
+def share_memory_(self):
+    """Mirrors ``torch.Tensor.share_memory_``: returns ``self``. Differs from torch: a JAX array
+    lives in one process, so the memory is not shared; a child process (``torch.multiprocessing``)
+    gets a copy and its writes do not reach this process. Warns so (Hogwild training relies on it)."""
+    warnings.warn("Tensor.share_memory_: tracegrad cannot share a tensor's memory between processes "
+                  "(JAX arrays live in one process). A child process receives a copy, and its in-place "
+                  "updates do not reach this process; train in this process, or send results back "
+                  "through a Queue.", UserWarning, stacklevel=2)
+    return self
+
+
+@method()
+def is_shared(self):
+    """Mirrors ``torch.Tensor.is_shared``: always False (see ``share_memory_``)."""
+    return False
+
+
+@method()
 def is_pinned(self, device=None):
     """Mirrors ``torch.Tensor.is_pinned``: always False (JAX has no pinned host tensors)."""
     return False

@@ -669,6 +669,12 @@ class Module:
     def cpu(self):
         return self._apply(lambda t: t.cpu())
 
+    def share_memory(self):
+        """Mirrors ``torch.nn.Module.share_memory``: ``share_memory_()`` on every parameter and
+        buffer; returns self. The memory is not shared between processes in tracegrad (see
+        ``Tensor.share_memory_``, which warns)."""
+        return self._apply(lambda t: t.share_memory_())
+
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
 
