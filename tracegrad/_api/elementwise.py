@@ -516,7 +516,10 @@ method("__and__", "__rand__")(lambda s, o: bitwise_and(s, o) if s.dtype is not _
 method("__or__", "__ror__")(lambda s, o: bitwise_or(s, o) if s.dtype is not _dt.bool_ else _logical["logical_or"](s, o))
 method("__xor__", "__rxor__")(lambda s, o: bitwise_xor(s, o) if s.dtype is not _dt.bool_ else _logical["logical_xor"](s, o))
 # ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
-method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
+# as torch, ``tensor == ndarray`` (and ``ndarray == tensor``: numpy defers to Tensor) compares
+# elementwise, while ``!=`` with an ndarray falls back to identity
+method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else
+                 eq(s, _new_tensor(o)) if type(o) is np.ndarray else NotImplemented)
 method("__ne__")(lambda s, o: ne(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
 method("__lt__")(lambda s, o: lt(s, o))
 method("__le__")(lambda s, o: le(s, o))
