@@ -15,9 +15,10 @@ from parity import init_params, np_randn, run_both
 torch = pytest.importorskip("torch")
 
 
-# pytorch/examples language_translation/src/model.py and main.py (train step, greedy_decode),
-# create_mask from language_translation/src/data.py (its torchtext data loading left out)
-def test_language_translation_transformer_masks_and_greedy_decode():
+# pytorch/examples language_translation/src/model.py and main.py's train step, create_mask from
+# language_translation/src/data.py (its torchtext data loading left out; main.py's greedy_decode
+# also agreed with torch here, but costs a compile per decoded length, so it is left out)
+def test_language_translation_transformer_with_masks():
     def program(torch, log):
         import math
         nn, F = torch.nn, torch.nn.functional
@@ -85,24 +86,6 @@ def test_language_translation_transformer_masks_and_greedy_decode():
             tgt_padding_mask = (tgt == pad_idx).transpose(0, 1)
             return src_mask, tgt_mask, src_padding_mask, tgt_padding_mask
 
-        def greedy_decode(model, src, src_mask, max_len, start_symbol, end_symbol):
-            src = src.to(DEVICE)
-            src_mask = src_mask.to(DEVICE)
-            memory = model.encode(src, src_mask)
-            ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long).to(DEVICE)
-            for _ in range(max_len - 1):
-                memory = memory.to(DEVICE)
-                tgt_mask = (generate_square_subsequent_mask(ys.size(0), DEVICE).type(torch.bool)).to(DEVICE)
-                out = model.decode(ys, memory, tgt_mask)
-                out = out.transpose(0, 1)
-                prob = model.ff(out[:, -1])
-                _, next_word = torch.max(prob, dim=1)
-                next_word = next_word.item()
-                ys = torch.cat([ys, torch.ones(1, 1).type_as(src.data).fill_(next_word)], dim=0)
-                if next_word == end_symbol:
-                    break
-            return ys
-
         special_symbols = {"<unk>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3}
         model = Translator(num_encoder_layers=1, num_decoder_layers=1, embed_size=8, num_heads=2,
                            src_vocab_size=11, tgt_vocab_size=12, dim_feedforward=16, dropout=0.0)
@@ -127,15 +110,6 @@ def test_language_translation_transformer_masks_and_greedy_decode():
             optim.step()
             log("loss", loss.item())
         log("grad", model.transformer.decoder.layers[0].multihead_attn.in_proj_weight.grad)
-        model.eval()
-        with torch.no_grad():
-            src = torch.tensor([[2], [5], [3]])
-            num_tokens = src.shape[0]
-            src_mask = (torch.zeros(num_tokens, num_tokens)).type(torch.bool)
-            tgt_tokens = greedy_decode(model, src, src_mask, max_len=2,
-                                       start_symbol=special_symbols["<bos>"],
-                                       end_symbol=special_symbols["<eos>"]).flatten()
-        log("decoded", list(tgt_tokens.cpu().numpy()))
     run_both(program)
 
 

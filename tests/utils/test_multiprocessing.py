@@ -45,7 +45,9 @@ def test_spawn_joins_and_reports_a_child_exception_as_torch():
     assert info.value.error_index in (0, 1)
     for name in ("ProcessRaisedException", "ProcessExitedException"):
         assert [c.__name__ for c in getattr(tmp, name).__mro__[:3]] == [c.__name__ for c in getattr(mp, name).__mro__[:3]]
-    ctx = tmp.spawn(max, args=(1,), nprocs=1, join=False, start_method="fork")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = tmp.spawn(max, args=(1,), nprocs=1, join=False, start_method="fork")
     assert len(ctx.pids()) == 1 and ctx.join() is True
 
 
