@@ -36,7 +36,7 @@ LAYERS = [
     ("L4 API", ["tracegrad", "tracegrad._api"]),
     ("L5 lowering", ["tracegrad._lowering"]),
     ("L6 compile and transforms", ["tracegrad.compiler", "tracegrad._dynamo", "tracegrad.func", "tracegrad.autograd.functional"]),
-    ("L7 library", ["tracegrad.profiler", "tracegrad.autograd.profiler", "tracegrad.linalg", "tracegrad._linalg_functions", "tracegrad._linalg_decomp", "tracegrad._spectral", "tracegrad.signal", "tracegrad.special", "tracegrad.fft", "tracegrad.nn", "tracegrad.optim", "tracegrad.sparse", "tracegrad.utils", "tracegrad.distributed",
+    ("L7 library", ["tracegrad.profiler", "tracegrad.autograd.profiler", "tracegrad.linalg", "tracegrad._linalg_functions", "tracegrad._linalg_decomp", "tracegrad._spectral", "tracegrad.signal", "tracegrad.special", "tracegrad.fft", "tracegrad.nn", "tracegrad.optim", "tracegrad.sparse", "tracegrad.utils", "tracegrad.distributed", "tracegrad.multiprocessing",
                     "tracegrad.amp", "tracegrad.cuda", "tracegrad.random", "tracegrad.testing", "tracegrad.distributions", "tracegrad.backends", "tracegrad.accelerator", "tracegrad.jit"]),
     ("L8 applications", ["tracegrad.serialization", "tracegrad._serialization_torch", "tracegrad.viz", "tracegrad.examples"]),
 ]
@@ -52,7 +52,8 @@ KNOWN_CYCLE = {
 }
 
 # STYLE 6: these never import jax (a module may be exempted with its reason).
-JAX_FREE = ["nn", "optim", "utils/data", "autograd", "viz.py", "distributed", "testing", "distributions", "sparse"]
+JAX_FREE = ["nn", "optim", "utils/data", "autograd", "viz.py", "distributed", "testing", "distributions", "sparse",
+            "multiprocessing"]
 JAX_ALLOWED = {
     "distributed/_jax.py": "DESIGN 2.8: torch.distributed's names on jax.sharding; the package's one JAX module",
 }

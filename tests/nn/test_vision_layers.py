@@ -242,6 +242,21 @@ def test_grid_sample_3d(mode, padding_mode, align_corners):
            x(2, 3, 4, 5, 6), x(2, 3, 4), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_identity_affine_grid_is_torchs_grid_and_the_theta_gradient_agrees(align_corners):
+    # an identity theta puts every sample on a pixel centre, where bilinear's gradient takes the
+    # neighbour on the floor's side: one last-place difference in the grid changes it (the
+    # spatial transformer tutorial starts at the identity)
+    torch = get_torch()
+    theta = np.tile(np.array([[1, 0, 0], [0, 1, 0]], np.float32), (2, 1, 1))
+    grids = [m.nn.functional.affine_grid(m.tensor(theta), (2, 1, 13, 28), align_corners=align_corners)
+             for m in (torch, tracegrad)]
+    np.testing.assert_array_equal(grids[1].numpy(), grids[0].numpy())
+    parity(lambda t, F, a, th: F.grid_sample(a, F.affine_grid(th, (2, 1, 13, 28), align_corners=align_corners),
+                                             align_corners=align_corners),
+           x(2, 1, 13, 28), theta, rtol=1e-4, atol=1e-4)
+
+
 def test_affine_grid():
     parity(lambda t, F, th: F.affine_grid(th, (1, 2, 3, 4, 5), align_corners=False), x(1, 3, 4))
     parity(lambda t, F, th: F.affine_grid(th, (2, 2, 3, 1), align_corners=True), x(2, 2, 3))

@@ -192,3 +192,23 @@ def test_random_requires_grad_and_errors():
             mod.randint(5)   # no size
         with pytest.raises(RuntimeError):
             mod.rand(-1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "int8", "uint8"])
+def test_linspace_values_are_torchs_to_the_last_bit(dtype):
+    # torch fills the first half from start and the second from end, one rounding per point:
+    # later floors (affine_grid's identity grid in grid_sample) depend on the last place
+    cases = [(-1, 1, 28), (0.1, 0.7, 1000), (1, -1, 9), (0, 10, 4), (3, 3, 1), (0, 1, 0)]
+    if dtype != "uint8":    # torch refuses a negative float endpoint for uint8
+        cases.append((-3.5, 7.25, 17))
+    for args in cases:
+        a = torch.linspace(*args, dtype=getattr(torch, dtype))
+        b = tracegrad.linspace(*args, dtype=getattr(tracegrad, dtype))
+        assert str(b.dtype).rsplit(".")[-1] == dtype
+        np.testing.assert_array_equal(b.float().numpy().view(np.int32), a.float().numpy().view(np.int32))
+
+
+def test_linspace_complex_endpoints_give_a_complex_result():
+    a, b = torch.linspace(0, 1j, 3), tracegrad.linspace(0, 1j, 3)
+    assert str(b.dtype) == "tracegrad.complex64" and str(a.dtype) == "torch.complex64"
+    np.testing.assert_allclose(b.numpy(), a.numpy())

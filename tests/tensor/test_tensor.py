@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
+import tracegrad
 from parity import A, B, C, F, I, check_parity, params
 
 torch = pytest.importorskip("torch")
@@ -87,6 +88,14 @@ SETITEM = [
     C("set_into_int", lambda t, x: (x.__setitem__(0, 2.7), x)[1], [I(3, 2)]),
     C("set_out_of_range", _setitem(4, 0.0), [_X], raises=True),
     C("set_shape_mismatch", _setitem(0), [_X, F(3)], raises=True),
+    # the value's leading size-1 dims are dropped before it is broadcast (numpy's rule)
+    C("set_int_leading_ones", _setitem(1), [_X, F(1, 1, 5)]),
+    C("set_int_int_leading_ones", _setitem((1, 2)), [_X, F(1, 1)]),
+    C("set_slice_leading_ones", _setitem(slice(0, 2)), [_X, F(1, 2, 5)]),
+    C("set_all_leading_ones", _setitem(Ellipsis), [_X, F(1, 4, 5)]),
+    C("set_int_tensor_leading_ones", _setitem(lambda t: t.tensor([3, 1])), [_X, F(1, 2, 5)]),
+    C("set_bool_mask_leading_ones", _setitem(lambda t: t.tensor([True, False, False, True])), [_X, F(1, 1, 2, 5)]),
+    C("set_leading_non_one_raises", _setitem(1), [_X, F(2, 5)], raises=True),
     C("set_leaf_raises", lambda t, x: x.__setitem__(0, 1.0), [F(3)], raises=True),
     C("set_version", lambda t, x: (x.__setitem__(0, 1.0), x.__setitem__(slice(1, 2), 2.0), x._version)[2], [A([1., 2., 3.], grad=False)]),
 ]
@@ -221,3 +230,50 @@ def test_alpha_first_overload_warns(call):
     import tracegrad
     with pytest.warns(UserWarning, match="deprecated"):
         call(tracegrad, tracegrad.ones(2), tracegrad.ones(2))
+
+
+VALUE_FIRST = [   # torch's deprecated addcmul/addcdiv(Number value, tensor1, tensor2), old optimizers
+    C("addcmul_value_first", lambda t, x, a, b: _quiet(lambda: t.addcmul(x, 0.5, a, b)), [F(3), F(3), F(3)]),
+    C("addcdiv_value_first", lambda t, x, a, b: _quiet(lambda: x.addcdiv(-2, a, b)), [F(3), F(3), F(3, **POS)]),
+    C("addcmul__value_first", lambda t, x, a: _quiet(lambda: x.clone().mul_(0.9).addcmul_(0.1, a, a)), [F(3), F(3)]),
+    C("addcdiv__value_first", lambda t, x, a, b: _quiet(lambda: x.clone().addcdiv_(-0.1, a, b)), [F(3), F(3), F(3, **POS)]),
+    C("addcmul_three_tensors_raises", lambda t, x, a: x.addcmul(a, a, a), [F(3), F(3)], raises=True),
+]
+
+
+@params(VALUE_FIRST)
+def test_value_first_overload(case):
+    check_parity(case, torch)
+
+
+@pytest.mark.parametrize("name", ["addcmul", "addcmul_", "addcdiv", "addcdiv_"])
+def test_value_first_overload_warns(name):
+    x = tracegrad.ones(2)
+    with pytest.warns(UserWarning, match=f"overload of {name} is deprecated"):
+        getattr(x, name)(2, tracegrad.ones(2), tracegrad.ones(2))
+
+
+NUMPY_LEFT = [
+    C("np_float64_mul", lambda t, x: np.float64(2.5) * x, [F(3)]),
+    C("np_float32_add", lambda t, x: np.float32(2.0) + x, [F(3)]),
+    C("np_int64_sub", lambda t, x: np.int64(3) - x, [F(3)]),
+    C("np_float64_div", lambda t, x: np.float64(1.5) / x, [F(3, lo=0.5, hi=2.0)]),
+    C("np_float64_pow", lambda t, x: np.float64(2.0) ** x, [F(3)]),
+    C("np_float64_gt", lambda t, x: np.float64(0.1) > x, [F(3)], grad=False),
+    C("ndarray_mul_raises", lambda t, x: np.ones(3) * x, [F(3)], raises=True),
+    C("ndarray_0d_add_raises", lambda t, x: np.array(2.0) + x, [F(3)], raises=True),
+    C("ndarray_matmul_raises", lambda t, x: np.ones((2, 2)) @ x, [F(2, 2)], raises=True),
+    # torch: == with an ndarray (either side) is elementwise, != falls back to identity
+    C("ndarray_eq", lambda t, x: (np.round(x.detach().numpy()) == x, x == np.zeros((2, 3))), [F(3)], grad=False),
+    C("ndarray_ne_identity", lambda t, x: (x != np.zeros(3), np.zeros(3) != x), [F(3)], grad=False),
+]
+
+
+@params(NUMPY_LEFT)
+def test_numpy_scalar_on_the_left_gives_a_tensor_on_the_graph(case):
+    # numpy defers to Tensor (__array_priority__), so the result is a Tensor with grad_fn
+    check_parity(case, torch)
+    if case.grad and not case.raises:
+        x = tracegrad.ones(3, requires_grad=True)
+        out = case.fn(tracegrad, x)
+        assert isinstance(out, tracegrad.Tensor)

@@ -159,8 +159,14 @@ def is_pinned(self, device=None):
 @method()
 def share_memory_(self):
     """Mirrors ``torch.Tensor.share_memory_``: marks the tensor's storage shared (its views see
-    ``is_shared()`` True too) and returns ``self``. Single process only: JAX owns the buffer, so
-    nothing moves; a no-op on CUDA, as torch."""
+    ``is_shared()`` True too) and returns ``self``. Differs from torch: JAX owns the buffer, which
+    lives in this process, so a child process (``tracegrad.multiprocessing``) gets a copy and its
+    writes do not reach this process. Warns so (Hogwild training relies on sharing)."""
+    if not self.untyped_storage().is_shared():
+        warnings.warn("Tensor.share_memory_: tracegrad cannot share a tensor's memory between processes "
+                      "(JAX arrays live in one process). A child process receives a copy, and its in-place "
+                      "updates do not reach this process; train in this process, or send results back "
+                      "through a Queue.", UserWarning, stacklevel=2)
     self.untyped_storage().share_memory_()
     return self
 

@@ -16,7 +16,7 @@ from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_
-from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _float_dtype,
+from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_tensors, result_dtype)
 
 
@@ -429,16 +429,20 @@ def lerp(self, end, weight):
 
 
 @method("addcmul", function=True)
-def addcmul(self, tensor1, tensor2, *, value=1):
-    """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2``."""
+def addcmul(self, tensor1, tensor2, *rest, value=1):
+    """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
+    ``addcmul(value, tensor1, tensor2)``, with its warning)."""
+    tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, rest, value)
     dt = result_dtype(self, tensor1, tensor2)
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
 @method("addcdiv", function=True)
-def addcdiv(self, tensor1, tensor2, *, value=1, out=None):
-    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2``. RuntimeError, as torch,
-    when tensor1 and tensor2 are both integral (torch dropped integer division here)."""
+def addcdiv(self, tensor1, tensor2, *rest, value=1, out=None):
+    """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2`` (and the deprecated
+    ``addcdiv(value, tensor1, tensor2)``, with its warning). RuntimeError, as torch, when tensor1
+    and tensor2 are both integral (torch dropped integer division here)."""
+    tensor1, tensor2, value = value_first("addcdiv", tensor1, tensor2, rest, value)
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
     if out is not None:
@@ -487,18 +491,30 @@ def _full_like_scalar(s, o):
     return _new_tensor(o, dtype=result_dtype(s, o))
 
 
-method("__add__", "__radd__")(lambda s, o: add(s, o))
+def reflected(fn):
+    """A reflected operator (``other <op> tensor``) that, as torch's, refuses an ndarray on the
+    left: ``ndarray * tensor`` is a TypeError (numpy defers to Tensor, ``__array_priority__``);
+    numpy scalars are numbers and go through."""
+    def op(s, o):
+        return NotImplemented if type(o) is np.ndarray else fn(s, o)
+    op.__name__ = fn.__name__
+    return op
+
+
+method("__add__")(lambda s, o: add(s, o))
+method("__radd__")(reflected(lambda s, o: add(s, o)))
 method("__sub__")(lambda s, o: sub(s, o))
-method("__rsub__")(lambda s, o: rsub(s, o))
-method("__mul__", "__rmul__")(lambda s, o: mul(s, o))
+method("__rsub__")(reflected(lambda s, o: rsub(s, o)))
+method("__mul__")(lambda s, o: mul(s, o))
+method("__rmul__")(reflected(lambda s, o: mul(s, o)))
 method("__truediv__")(lambda s, o: div(s, o))
-method("__rtruediv__")(_rdiv)
+method("__rtruediv__")(reflected(_rdiv))
 method("__floordiv__")(lambda s, o: div(s, o, rounding_mode="floor"))
-method("__rfloordiv__")(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor"))
+method("__rfloordiv__")(reflected(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor")))
 method("__mod__")(lambda s, o: remainder(s, o))
-method("__rmod__")(lambda s, o: remainder(_full_like_scalar(s, o), s))
+method("__rmod__")(reflected(lambda s, o: remainder(_full_like_scalar(s, o), s)))
 method("__pow__")(lambda s, o: pow(s, o))
-method("__rpow__")(_rpow)
+method("__rpow__")(reflected(_rpow))
 method("__neg__")(_unaries["neg"])
 method("__pos__")(lambda s: s)
 method("__abs__")(_unaries["abs"])
@@ -507,7 +523,10 @@ method("__and__", "__rand__")(lambda s, o: bitwise_and(s, o) if s.dtype is not _
 method("__or__", "__ror__")(lambda s, o: bitwise_or(s, o) if s.dtype is not _dt.bool_ else _logical["logical_or"](s, o))
 method("__xor__", "__rxor__")(lambda s, o: bitwise_xor(s, o) if s.dtype is not _dt.bool_ else _logical["logical_xor"](s, o))
 # ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
-method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
+# as torch, ``tensor == ndarray`` (and ``ndarray == tensor``: numpy defers to Tensor) compares
+# elementwise, while ``!=`` with an ndarray falls back to identity
+method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else
+                 eq(s, _new_tensor(o)) if type(o) is np.ndarray else NotImplemented)
 method("__ne__")(lambda s, o: ne(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
 method("__lt__")(lambda s, o: lt(s, o))
 method("__le__")(lambda s, o: le(s, o))

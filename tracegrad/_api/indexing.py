@@ -220,7 +220,8 @@ def _split_basic(markers):
 @method("__setitem__")
 def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
-    advanced keys use ``index_put_`` (``IndexPutBackward0``)."""
+    advanced keys use ``index_put_`` (``IndexPutBackward0``). A value tensor's leading size-1
+    dims are dropped before it is broadcast, as torch (``x[i] = row.view(1, -1)``)."""
     self, key = _unsqueeze_bools(self, key)
     masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
@@ -228,15 +229,17 @@ def setitem(self, key, value):
     if not arrays:
         if full:      # ``x[...] = v`` / ``x[:] = v`` write self itself (no view)
             if isinstance(value, Tensor):
-                copy_(self, value)
+                copy_(self, _drop_leading_ones(value, self))
             else:
                 apply_inplace(OPS["fill_tensor"], self, (value,))
             return
         v = apply_op(_basic_op(markers), (self,), (("key", markers),))
         if isinstance(value, Tensor) and tuple(value.shape) != tuple(v.shape):
+            value = _drop_leading_ones(value, v)
             _check_expand(tuple(value.shape), tuple(v.shape))   # torch expands the value first
         copy_(v, value)
         return
+    value = _drop_leading_ones(value)
     if masked and isinstance(value, Tensor) and value._value.ndim == 0 and value.dtype is not self.dtype:
         value = value.to(self.dtype)    # torch: a bool mask with a 0-dim value is masked_fill, which casts
     _check_put_dtype(self, value)   # torch casts only for basic keys (copy_)
@@ -247,6 +250,19 @@ def setitem(self, key, value):
     basic, rest = _split_basic(markers)
     v = apply_op(_basic_op(basic), (self,), (("key", basic),))
     index_put_(v, arrays, value, markers=rest)
+
+
+def _drop_leading_ones(value, target=None):
+    """``value`` viewed without its leading size-1 dims, as torch's setitem does before it
+    broadcasts a tensor value (numpy's rule); unchanged when not a tensor, when it has none, or
+    when its shape already equals ``target``'s (torch copies it as it is then)."""
+    if not isinstance(value, Tensor) or (target is not None and value.shape == target.shape):
+        return value
+    shape = tuple(value.shape)
+    lead = 0
+    while lead < len(shape) and shape[lead] == 1:
+        lead += 1
+    return value.view(shape[lead:]) if lead else value
 
 
 def _has_bool_mask(key):

@@ -15,7 +15,7 @@ from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
-from .promotion import ADDCDIV_INT, _SCALAR_NAME, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype
+from .promotion import ADDCDIV_INT, _SCALAR_NAME, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -198,13 +198,17 @@ def index_add_(self, dim, index, source, *, alpha=1):
 
 
 @method()
-def addcmul_(self, tensor1, tensor2, *, value=1):
+def addcmul_(self, tensor1, tensor2, *rest, value=1):
+    """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
+    tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
 @method()
-def addcdiv_(self, tensor1, tensor2, *, value=1):
-    """Mirrors ``torch.Tensor.addcdiv_``; RuntimeError for two integral tensors, as ``addcdiv``."""
+def addcdiv_(self, tensor1, tensor2, *rest, value=1):
+    """Mirrors ``torch.Tensor.addcdiv_`` (and the deprecated ``addcdiv_(value, tensor1, tensor2)``);
+    RuntimeError for two integral tensors, as ``addcdiv``."""
+    tensor1, tensor2, value = value_first("addcdiv_", tensor1, tensor2, rest, value)
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))

@@ -6,7 +6,7 @@ from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
 from ._registry import function, method
-from .elementwise import mul
+from .elementwise import mul, reflected
 from .promotion import _CPP_NAME
 from .shape import unsqueeze
 
@@ -129,4 +129,4 @@ def einsum(equation, *operands):
 
 
 method("__matmul__")(lambda s, o: matmul(s, o))
-method("__rmatmul__")(lambda s, o: matmul(o, s))
+method("__rmatmul__")(reflected(lambda s, o: matmul(o, s)))

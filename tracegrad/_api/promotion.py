@@ -137,3 +137,19 @@ def alpha_first(api, other, rest, alpha):
         return rest[0], other.item() if isinstance(other, Tensor) else other
     raise TypeError(f"{api}() takes 1 positional argument but {1 + len(rest)} were given "
                     f"(pass alpha by keyword: {api}(other, alpha=...))")
+
+
+def value_first(api, tensor1, tensor2, rest, value):
+    """torch's deprecated overload ``addcmul(Number value, Tensor tensor1, Tensor tensor2)`` (also
+    ``addcmul_``, ``addcdiv``, ``addcdiv_``), still accepted with a UserWarning and used by old
+    optimizer code (``exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)``). Returns
+    ``(tensor1, tensor2, value)``; TypeError, as torch, for any other extra positional argument."""
+    if not rest:
+        return tensor1, tensor2, value
+    if len(rest) == 1 and isinstance(tensor1, _Number) and isinstance(tensor2, Tensor) and isinstance(rest[0], Tensor):
+        warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number value, Tensor tensor1, Tensor tensor2)\n"
+                      f"Consider using one of the following signatures instead:\n"
+                      f"\t{api}(Tensor tensor1, Tensor tensor2, *, Number value = 1)", UserWarning, stacklevel=3)
+        return tensor2, rest[0], tensor1
+    raise TypeError(f"{api}() takes 2 positional arguments but {2 + len(rest)} were given "
+                    f"(pass value by keyword: {api}(tensor1, tensor2, value=...))")

@@ -17,6 +17,7 @@ from jax import lax
 
 from . import nn_ops, reduction
 from .registry import defop
+from .spacing import torch_linspace
 
 _HI = lax.Precision.HIGHEST
 
@@ -231,8 +232,16 @@ defop("pairwise_norm", _pairwise_norm, grad_fn="NormBackward1", saves=("self", "
 
 # ---- affine_grid / grid_sample --------------------------------------------------------------
 def _base_coords(n, align_corners, dtype):
-    c = jnp.linspace(-1.0, 1.0, n, dtype=dtype) if n > 1 else jnp.zeros((1,), dtype)
-    return c if align_corners else c * ((n - 1) / n)
+    """torch's ``linspace(-1, 1, n)`` (times ``(n - 1)``, over ``n`` without align_corners), with
+    its roundings: an identity grid must land on the same side of each pixel centre as torch's."""
+    if n <= 1:
+        return jnp.zeros((1,), dtype)
+    c = torch_linspace(-1.0, 1.0, n, dtype)
+    if c is None:
+        c = np.linspace(-1.0, 1.0, n).astype(dtype)
+    if not align_corners:
+        c = c * np.asarray(n - 1, c.dtype) / np.asarray(n, c.dtype)
+    return jnp.asarray(c)
 
 
 def _affine_grid(theta, *, size, align_corners):

@@ -22,6 +22,7 @@ from .device import device as _device
 from .layout import strided
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
+from .._ops.spacing import torch_linspace
 from .._state import in_inference_mode
 from .tensor import Tensor
 from .._x64 import with_x64
@@ -256,8 +257,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     not 0-d."""
     start, end = _endpoints(start, end, "linspace")
     _check_steps(steps, "linspace")
+    if dtype is None and (isinstance(start, complex) or isinstance(end, complex)):
+        dtype = _dt.to_complex(_dt.get_default_dtype())     # torch: complex endpoints, complex result
     d = _fdt(dtype)
-    return _finish(jnp.linspace(start, end, steps, dtype=d.np), d, device, requires_grad)
+    vals = torch_linspace(start, end, steps, d.np)     # torch's last-place rounding
+    if vals is None:
+        vals = jnp.linspace(start, end, steps, dtype=d.np)
+    return _finish(jnp.asarray(vals), d, device, requires_grad)
 
 
 @with_x64

@@ -671,7 +671,8 @@ class Module:
 
     def share_memory(self):
         """Mirrors ``torch.nn.Module.share_memory``: ``share_memory_()`` on every parameter, its
-        ``.grad`` and every buffer (in place; identities kept). Returns ``self``."""
+        ``.grad`` and every buffer (in place; identities kept). Returns ``self``. The memory is not
+        shared between processes in tracegrad (see ``Tensor.share_memory_``, which warns)."""
         return self._apply(lambda t: t.share_memory_())
 
     def cuda(self, device=None):
