@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import warnings
 import traceback
 import weakref
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 
 from .. import _state
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
+from .pystate import _user_code
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,12 +115,33 @@ def guard_output():
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
     warnings._showwarnmsg = _show
+    clocks = {n: getattr(time, n) for n in CLOCKS if hasattr(time, n)}
+    for n, real in clocks.items():
+        setattr(time, n, _clock_guard(n, real, thread))
     try:
         yield
     finally:
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
         warnings._showwarnmsg = show
+        for n, real in clocks.items():
+            setattr(time, n, real)
+
+
+# a clock read by the user's code while tracing would be read once and its value baked into the
+# program (a timer that never moves); the ones named directly (``from time import time``) are
+# found from the code (``pystate.clock_reads``)
+CLOCKS = ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
+          "process_time_ns", "thread_time", "thread_time_ns")
+
+
+def _clock_guard(name, real, thread):
+    def read():
+        if threading.get_ident() == thread and _user_code(sys._getframe(1).f_code):
+            raise GraphBreak(f"time.{name}() gives a new value on every eager call, but would be read once "
+                             "while tracing (read it outside and pass it as an argument)")
+        return real()
+    return read
 
 
 def _action(msg) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import collections.abc
 import enum
+import functools
 import os
 import types
 import weakref
@@ -17,7 +18,7 @@ import numpy as np
 from .. import _state
 from .._tensor.tensor import Tensor
 from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
-                      _user_methods, _value, attributes, python_refs)
+                      _user_methods, _value, attributes, is_memoized, python_refs)
 
 _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags bump STRUCTURE
 
@@ -125,6 +126,8 @@ def _guard_held(v, names, checks, seen, place=None):
     if _plain_object(v):
         if place is not None:
             checks.append((*place, v, _IDENTITY))
+        if is_memoized(v):           # a cached helper's results the trace baked: cleared, traced again
+            checks.append((_CacheSize(v), None, v.cache_info().currsize, None))
         _guard_object(v, names, checks, seen)
     elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
             and ("modes", id(v)) not in seen:
@@ -270,6 +273,30 @@ def _scalar_tuple(t, depth=2):
                for e in t)
 
 
+class _CacheSize:
+    """The number of results an ``lru_cache`` holds, read like a dict entry."""
+
+    __slots__ = ("f",)
+
+    def __init__(self, f):
+        self.f = f
+
+    def get(self, _key, default):
+        return self.f.cache_info().currsize
+
+
+class _Attributes:
+    """An object's attributes read like a dict (for ``guards_hold``)."""
+
+    __slots__ = ("o",)
+
+    def __init__(self, o):
+        self.o = o
+
+    def get(self, k, default):
+        return getattr(self.o, k, default)
+
+
 class _CellMap:
     """A closure cell read like a one-entry dict (for ``guards_hold``)."""
 
@@ -292,6 +319,10 @@ def _guard_value(d, k, v, checks) -> bool:
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
     if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
         checks.append((d, k, v, None))
+        if isinstance(v, functools.partial):     # its keywords are a dict changed in place
+            checks.append((_Len(v.keywords), None, len(v.keywords), None))
+            for name, a in v.keywords.items():
+                _guard_value(v.keywords, name, a, checks)
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
     elif isinstance(v, Tensor):
@@ -311,6 +342,12 @@ def value_guards(fn, refs, modules, names=()):
     it loads, from ``python_refs``)."""
     checks, seen, classes = _Checks(), set(), set()
     checks.called = {id(m) for m in modules}
+    f = getattr(fn, "__func__", fn)
+    if isinstance(f, types.FunctionType):
+        # ``step.__defaults__ = (new_tensor,)``: the trace read (and may have lifted) the old ones
+        for k in ("__defaults__", "__kwdefaults__"):
+            if getattr(f, k) is not None:
+                checks.append((_Attributes(f), k, getattr(f, k), _IDENTITY))
     for m in modules:
         _guard_object(m, _class_names(type(m)), checks, seen)
         _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
@@ -326,6 +363,9 @@ def value_guards(fn, refs, modules, names=()):
 
 def _guard_ref(ref, used, checks, seen):
     name, cell, g = ref
+    if cell is None and name not in g:        # a global not defined yet: defining it traces again
+        checks.append((g, name, _MISSING, None))
+        return
     v = _value(cell, g, name)
     holder = None if cell is None and len(g) == 1 else _CellMap(cell) if cell is not None else g
     if holder is None or not _guard_value(holder, name, v, checks) or isinstance(v, type):

@@ -41,8 +41,8 @@ from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
 from .guards import guards_hold, value_guards
-from .pystate import (changed, effects_signature, python_refs, restore, scalar_signature, stateful_reads,
-                      snapshot)
+from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
+                      snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -581,6 +581,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
                          "would move once while tracing (read it outside and pass what it gives as arguments)")
+    clock = clock_reads(refs, ref_names)
+    if clock is not None:
+        raise GraphBreak(f"the function reads {clock}, which gives a new value on every eager call but "
+                         "would be read once while tracing (read it outside and pass it as an argument)")
     effects0 = effects_signature(refs)
     py_snap = snapshot(refs)
     prev = x64_enter()
