@@ -433,12 +433,12 @@ def test_returned_view_of_an_input_sees_later_writes():
 
 def test_returned_detached_input_shares_its_storage():
     def make(mod, wrap):
-        f = wrap(lambda x: (x.detach(), x.detach().mul_(2)))
+        f = wrap(lambda x: (x.detach(), x.detach().mul_(2), x.data))
 
         def call(x):
-            d, m = f(x)
+            d, m, data = f(x)
             x.add_(1)
-            return d, m, x
+            return d, m, x, data, d._version, data._version
         return call, {"change": no_change}, lambda i: (mod.arange(2.0) + i,)
     check(make, torch_too=True)
 

@@ -336,7 +336,7 @@ class OutRecipe:
 
     def __init__(self, treedef, leaves):
         # leaves: ("new", (rg, how)) | ("const", value) | ("arg", index) | ("same", position)
-        # | ("view", (root, chain, rg, how)): see _out_recipe
+        # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
 
     def build(self, arrays, arg_leaves, vjp):
@@ -367,6 +367,12 @@ class OutRecipe:
                 out.append(out[v])
             elif kind == "view":
                 out.append(_rebuild_view(v, out, arg_leaves))
+            elif kind == "alias":          # a detached alias of an argument
+                i, same_version = v
+                t = arg_leaves[i].detach()
+                if not same_version:
+                    t._vc = [0]
+                out.append(t)
             else:
                 out.append(v)
         if diff:
@@ -486,6 +492,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
                                  "the program would do that to a stand-in, not to the caller's tensor")
+            if any(call_leaves[i]._chain for i in data_in):
+                # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
+                # ``as_strided_``): the caller's tensor would keep its shape and strides
+                raise GraphBreak("an in-place op changes the shape or strides of a tensor argument (t_, "
+                                 "resize_, unsqueeze_, as_strided_...): the program can write the caller's "
+                                 "values, not its layout")
             if _arguments_changed(a2, kw2, treedef, call_leaves):
                 # the function got rebuilt copies of its list/dict arguments; eagerly it changes
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
@@ -726,6 +738,12 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         if id(t) in outside or (t._st not in cap.created and not isinstance(t._st.array, _Tracer)):
             leaves.append(("const", t))       # a state tensor returned as itself
             continue
+        if not t._chain and not t._rg:
+            # ``x.detach()``, ``x.data`` of an argument: the caller's tensor's storage, not a copy
+            i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
+            if i is not None:
+                leaves.append(("alias", (i, t._vc is call_leaves[i]._vc)))
+                continue
         rg = t.requires_grad
         how = None
         if rg and t.grad_fn is not None:
