@@ -608,9 +608,19 @@ def test_seed_from_an_argument_inside():
     def make(mod, wrap):
         def step(x, seed):
             mod.manual_seed(seed)
-            return x + mod.rand(2)
+            return x + mod.rand(2), mod.initial_seed()
         return wrap(step), {"change": no_change}, lambda i: (mod.ones(2), i % 2)
     check(make)
+
+
+def test_fresh_seed_inside_is_new_every_call():
+    def run(wrap):
+        f = wrap(lambda x: (tracegrad.seed(), x + tracegrad.rand(1)))
+        outs = [f(tracegrad.zeros(1)) for _ in range(CALLS)]
+        return [s for s, _ in outs], [float(y) for _, y in outs], tracegrad.initial_seed(), f
+    seeds, values, last, f = run(tracegrad.compile)
+    assert len(set(seeds)) == CALLS and len(set(values)) == CALLS and last == seeds[-1], (seeds, values)
+    assert f.stats["graph_breaks"], f.stats
 
 
 def test_set_rng_state_inside_replays_a_draw():

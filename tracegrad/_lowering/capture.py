@@ -180,7 +180,7 @@ class Capture:
         self.created = weakref.WeakSet()       # storages made during this trace
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array)
-        self.found_generators = {}             # generator -> key
+        self.found_generators = {}             # generator -> (key, seed)
         self.optimizers = []                   # in first-seen order
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.backward_ran = False              # backward() ran: results' graphs are consumed
@@ -240,7 +240,7 @@ class Capture:
 
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:
-            self.found_generators[gen] = gen._key
+            self.found_generators[gen] = (gen._key, gen._seed)
 
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a
@@ -348,8 +348,8 @@ class Capture:
         for t, array in self.found.values():
             t._st.array = array
             t._st.gen += 1
-        for gen, key in self.found_generators.items():
-            gen._key = key
+        for gen, (key, seed) in self.found_generators.items():
+            gen._key, gen._seed = key, seed
 
     def restore_objects(self):
         """An abandoned trace may have created optimizer state holding traced values, or set

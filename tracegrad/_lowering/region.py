@@ -146,7 +146,7 @@ class Region:
 
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
-        self.arg_grads = self.arg_writes = self.fresh_in = ()
+        self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = ()
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -274,6 +274,8 @@ class Region:
                 st.gen += 1
         for g, k in zip(self.generators, keys):
             g._key = k
+        for g, seed in self.seeds:
+            g._seed = seed
         for (o, t), kind, a in zip(self.owners_end, self.grad_kinds, grads_end):
             if kind is _NEW:
                 o._grad = Tensor._make(a)      # eager's backward makes a new .grad tensor
@@ -529,6 +531,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
             state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
             keys_end = [g._key for g in plan.generators]
+            # ``manual_seed(n)`` inside: ``initial_seed()`` (and get_rng_state's seed) after every call
+            info["seeds"] = tuple((g, g._seed) for g, s0 in zip(plan.generators, saved[4]) if g._seed != s0)
             cap.hyper_inputs.clear()
             info["hyper_signs"] = tuple(cap.hyper_signs.items())
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
@@ -646,6 +650,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
+    region.seeds = info["seeds"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
@@ -685,7 +690,8 @@ def _grad_kind(end, entry, cap):
 
 def _swap_in(storages, state, owners, grads, generators, keys):
     saved = ([st.array for st in storages], [o._grad for o in owners],
-             [o._grad._st.array for o in owners if o._grad is not None], [g._key for g in generators])
+             [o._grad._st.array for o in owners if o._grad is not None], [g._key for g in generators],
+             [g._seed for g in generators])
     for st, a in zip(storages, state):
         st.array = a
         st.gen += 1
@@ -700,7 +706,7 @@ def _swap_in(storages, state, owners, grads, generators, keys):
 
 
 def _swap_out(storages, owners, generators, saved):
-    arrays, grad_objs, grad_arrays, keys = saved
+    arrays, grad_objs, grad_arrays, keys, seeds = saved
     for st, a in zip(storages, arrays):
         st.array = a
         st.gen += 1
@@ -710,8 +716,8 @@ def _swap_out(storages, owners, generators, saved):
         if g is not None:
             g._st.array = next(g_it)
             g._st.gen += 1
-    for g, k in zip(generators, keys):
-        g._key = k
+    for g, k, s in zip(generators, keys, seeds):
+        g._key, g._seed = k, s
 
 
 def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
