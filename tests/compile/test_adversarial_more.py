@@ -443,6 +443,50 @@ def test_returned_detached_input_shares_its_storage():
     check(make, torch_too=True)
 
 
+@pytest.mark.parametrize("holder", ["closure", "attribute", "nested", "rebound_between_calls"])
+def test_returned_outside_container_is_that_object(holder):
+    def make(mod, wrap):
+        class Trainer:
+            def __init__(self):
+                self.metrics = {"seen": 0}
+        stats, tr, cfg = {"seen": 0}, Trainer(), {"inner": [0]}
+
+        def step(x):
+            if holder == "attribute":
+                return x * 2, tr.metrics
+            if holder == "nested":
+                return x * 2, cfg["inner"]
+            return x * 2, stats
+        f = wrap(step)
+
+        def call(x):
+            y, box = f(x)
+            # the caller changes what it got back: eagerly that is the function's own container
+            if isinstance(box, dict):
+                box["seen"] += 1
+            else:
+                box[0] += 1
+            return y, box is (tr.metrics if holder == "attribute" else cfg["inner"] if holder == "nested"
+                              else stats), dict(stats), dict(tr.metrics), list(cfg["inner"])
+
+        def rebind(i):
+            nonlocal stats
+            if holder == "rebound_between_calls":
+                stats = {"seen": 10 * i}
+        return call, {"change": rebind}, per_call(mod)
+    check(make, torch_too=True)
+
+
+@silent("a list/dict argument the function returns comes back as a rebuilt copy (the program is given "
+        "the flattened arguments, not the caller's containers): changing it does not change the caller's")
+def test_returned_list_argument_is_the_callers_list():
+    def make(mod, wrap):
+        f = wrap(lambda x, xs: (x * 2, xs))
+        xs = [1, 2]
+        return (lambda x: f(x, xs)[1] is xs), {"change": no_change}, per_call(mod)
+    check(make)
+
+
 # ---- in-place ops on arguments -----------------------------------------------------------
 
 @pytest.mark.parametrize("op", ["add_", "setitem", "copy_", "fill_slice", "t_", "resize_", "data_assign",

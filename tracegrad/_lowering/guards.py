@@ -397,6 +397,34 @@ def _guard_namespace(ns, names, checks, seen):
             checks.append((_Same(env), None, dict(env), None))
 
 
+def outside_containers(refs) -> dict:
+    """``id -> (container, check)`` for the lists and dicts the function can reach that existed
+    before the call (in its closure cells and globals, on the plain objects among them, in
+    the containers there, ``_GUARD_DEPTH`` levels down). One the function returns is returned
+    as itself, as eagerly, not as a copy; ``check`` (for ``guards_hold``) says its place still
+    holds that very object."""
+    out = {}
+
+    def walk(v, place, depth):
+        if type(v) not in (list, dict) or id(v) in out:
+            return
+        out[id(v)] = (v, (*place, v, _IDENTITY))
+        if depth > 1 and len(v) <= _GUARD_DICT_MAX:
+            view = v if type(v) is dict else _ListMap(v)
+            for k, a in list(v.items() if type(v) is dict else enumerate(v)):
+                walk(a, (view, k), depth - 1)
+    for name, cell, g in refs:
+        if cell is None and len(g) == 1:
+            continue            # a one-object holder (an argument, the bound object): no place
+        v = _value(cell, g, name)
+        walk(v, (_CellMap(cell) if cell is not None else g, name), _GUARD_DEPTH)
+        if _plain_object(v):
+            d = attributes(v)
+            for k, a in list(d.items()):
+                walk(a, (d, k), _GUARD_DEPTH - 1)
+    return out
+
+
 def guards_hold(checks) -> bool:
     """Whether every value of ``value_guards`` is still what the trace read."""
     for d, k, v, h in checks:

@@ -40,7 +40,7 @@ from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
-from .guards import guards_hold, value_guards
+from .guards import guards_hold, outside_containers, value_guards
 from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
                       snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -102,6 +102,31 @@ def _global_modes():
     return grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0]
 
 
+class _Kept:
+    """A list or dict the function returned that existed before the call: returned as that
+    object after every call (a result leaf, not rebuilt), as eager returns it."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _keep_outside(result, outside, kept):
+    """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
+    ``_Kept`` leaves; ``kept`` gets the guards of those it holds (their places)."""
+    t = type(result)
+    if t in (list, dict) and id(result) in outside:
+        obj, check = outside[id(result)]
+        kept[id(result)] = check
+        return _Kept(obj)
+    if t is dict:
+        return {k: _keep_outside(v, outside, kept) for k, v in result.items()}
+    if t in (list, tuple):
+        return t(_keep_outside(v, outside, kept) for v in result)
+    return result
+
+
 def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
     """Whether the call changed the list/dict arguments it was given (their rebuilt copies):
     other leaves, or another structure. Holds no leaf afterwards (escape analysis counts them)."""
@@ -130,6 +155,8 @@ def _ordered(x):
 
 def _plain(x):
     t = type(x)
+    if t is _Kept:
+        return x.obj
     if t is _InOrder:
         return {k: _plain(v) for k, v in x.items()}
     if t is list:
@@ -515,6 +542,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "append, an attribute...): the program would not repeat that on later calls")
             if plan.absorb(cap):
                 raise Retrace()
+            kept = {}
+            result = _keep_outside(result, outside_containers(refs), kept)
+            info["kept"] = tuple(kept.values())
             r_leaves, r_def = _flatten(result)
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
                 | {id(g) for g in saved[1] if g is not None} \
@@ -638,7 +668,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
-    region.value_guards = value_guards(fn, refs, region.modules, ref_names)
+    region.value_guards = value_guards(fn, refs, region.modules, ref_names) + info["kept"]
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
