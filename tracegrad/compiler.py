@@ -119,7 +119,7 @@ class CompiledFunction:
             return self._break(None, aliased, None, args, kwargs)
         if entries:
             for r in entries:
-                if r.check():
+                if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
                     prof = _state.PROFILER[0]
                     if prof is not None:   # one profiler event per run of the compiled program
                         return prof.compiled_call(self._label, r.run, leaves)

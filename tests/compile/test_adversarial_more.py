@@ -525,6 +525,30 @@ def test_inplace_op_on_an_argument(op):
     check(make, torch_too=True)
 
 
+@pytest.mark.parametrize("op", ["reshape_then_write", "flatten_then_write", "view_or_error"])
+def test_layout_decided_ops_on_view_arguments_whose_contiguity_changes(op):
+    def make(mod, wrap):
+        bases = {}
+
+        def step(x):
+            if op == "view_or_error":
+                try:
+                    return x.view(-1) * 2
+                except RuntimeError:
+                    return "view refused"
+            y = x.reshape(-1) if op == "reshape_then_write" else x.flatten()
+            y.add_(1)
+            return y.sum()
+
+        def batch(i):
+            bases[i] = b = mod.arange(8.0) + i
+            # 2x2 views: a contiguous one (the first 4 elements), then a non-contiguous one
+            # (two columns of a 2x4 view), then a contiguous one again
+            return (b[:4].view(2, 2) if i in (0, 1, 3) else b.view(2, 4)[:, :2],)
+        return wrap(step), {"change": no_change, "bases": bases}, batch
+    check(make, calls=5, torch_too=True)
+
+
 @pytest.mark.parametrize("alias", ["same_twice", "view_and_base", "two_views_same_elems"])
 def test_aliased_arguments_both_written(alias):
     def make(mod, wrap):

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
+from .._tensor.tensor import chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import _user_code
 
@@ -191,6 +192,7 @@ class Capture:
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
         self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
+        self.contiguous_args = set()           # ids of view arguments whose contiguity the trace relies on
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
@@ -275,6 +277,20 @@ class Capture:
         if real is not None and (every or real._chain):
             raise GraphBreak(f"{what} of a tensor argument{'' if every else ' that is a view'}: the "
                              "program's signature does not hold it")
+
+    def see_layout_choice(self, t, what):
+        """``reshape()``/``view()`` of (a view of) an argument: eager gives a view or a copy (or
+        raises, for ``view``) by the argument's layout. A contiguous argument decides as its
+        stand-in does (the program then checks it is contiguous on every call); a
+        non-contiguous view argument is a graph break."""
+        real = self._argument(t)
+        if real is None or not real._chain:
+            return
+        if not chain_is_contiguous(real):
+            raise GraphBreak(f"{what} of a tensor argument that is a non-contiguous view: eager gives a "
+                             "copy or a view (or an error) by its layout, which the program's contiguous "
+                             "stand-in does not have")
+        self.contiguous_args.add(id(real))
 
     def see_leaf(self, t):
         real = self._argument(t)

@@ -36,9 +36,12 @@ _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags b
 # An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
 # guarded, so it never causes a new trace (unless that code calls ``getattr``/``vars``: NOTE
 # [other holders]). A dict or list of more than ``_GUARD_DICT_MAX`` entries is not looked into
-# (comparing a vocabulary on every call would cost more than the call): a value read from one
-# and changed between calls is still frozen (a known gap, a strict xfail in the tests).
+# entry by entry: one of up to ``_GUARD_BULK_MAX`` numbers/strings is compared as a whole with a
+# copy (one C-level comparison, ~15 us at the limit); a larger one is not looked into (comparing
+# a vocabulary on every call would cost more than the call): a value read from one and changed
+# between calls is still frozen (a known gap, a strict xfail in the tests).
 _GUARD_DICT_MAX = 64
+_GUARD_BULK_MAX = 512
 _GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
 
 
@@ -157,7 +160,13 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
     held = _entries(c)
     if held is None:
         return False
-    if len(c) > _GUARD_DICT_MAX or id(c) in seen:
+    if id(c) in seen:
+        return True
+    if len(c) > _GUARD_DICT_MAX:
+        seen.add(id(c))
+        if type(c) in (dict, list) and len(c) <= _GUARD_BULK_MAX and \
+                all(type(v) in _SCALARS for v in (c.values() if type(c) is dict else c)):
+            checks.append((_Unchanged(c), None, True, None))
         return True
     seen.add(id(c))
     # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
@@ -271,6 +280,22 @@ def _scalar_tuple(t, depth=2):
     value or identity (``_ATOMS``: enum members...), nested up to ``depth``."""
     return all(type(e) in _SCALARS or isinstance(e, _ATOMS) or (isinstance(e, tuple) and depth > 0 and _scalar_tuple(e, depth - 1))
                for e in t)
+
+
+class _Unchanged:
+    """Whether a large dict or list of numbers/strings still equals its copy from the trace,
+    read like a dict entry (True)."""
+
+    __slots__ = ("c", "copy")
+
+    def __init__(self, c):
+        self.c, self.copy = c, c.copy()
+
+    def get(self, _key, default):
+        try:
+            return self.c == self.copy
+        except Exception:      # noqa: BLE001 -- a value whose comparison raises (a tensor put there)
+            return False
 
 
 class _CacheSize:

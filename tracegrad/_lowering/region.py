@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, chain_is_contiguous
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
@@ -173,7 +173,7 @@ class Region:
 
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
-        self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = ()
+        self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -236,6 +236,11 @@ class Region:
                 self.dead = True
                 return False
         return hyper.signature(self.optimizers) == self.hyper and hyper.signs_hold(self.hyper_signs)
+
+    def args_contiguous(self, leaves) -> bool:
+        """The view arguments whose layout decided a ``reshape``/``view`` in the trace are
+        contiguous again (``Capture.see_layout_choice``)."""
+        return all(chain_is_contiguous(leaves[i]) for i in self.contiguous_args)
 
     def _follow(self, r, t) -> bool:
         """The place of carried input ``r`` holds ``t``, bound there outside the program
@@ -587,6 +592,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]
+            info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
             return (res_arrays, state_end, grads_end, keys_end,
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
         except BaseException:
@@ -681,6 +687,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
     region.seeds = info["seeds"]
+    region.contiguous_args = info["contiguous_args"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
