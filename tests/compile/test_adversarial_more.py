@@ -17,6 +17,7 @@ import functools
 import logging
 import random
 import time
+import types
 
 import numpy as np
 import pytest
@@ -190,6 +191,34 @@ def test_nonlocal_tensor_and_count_rebound_inside():
             return h
         return wrap(step), {"change": no_change}, per_call(mod)
     check(make, torch_too=True)
+
+
+@pytest.mark.parametrize("place", ["closure", "list", "dict", "attribute"])
+def test_tensor_rebound_between_calls_while_the_old_one_lives_on(place):
+    """The caller binds a new tensor (another value, dtype or shape) where the trace read one,
+    and keeps the old one (a history list): the program must read the new one."""
+    def make(mod, wrap):
+        w = mod.ones(2)
+        box, cfg, obj = [w], {"w": w}, types.SimpleNamespace(w=w)
+        history = []
+
+        def step(x):
+            if place == "closure":
+                return x * w
+            if place == "list":
+                return x * box[0]
+            if place == "dict":
+                return x * cfg["w"]
+            return x * obj.w
+
+        def rebind(i):
+            nonlocal w
+            history.append(w)
+            new = [mod.full((2,), 2.0), mod.full((2,), 3.0, dtype=mod.float64), mod.full((1,), 4.0),
+                   mod.full((2,), 5.0)][i % 4]
+            w = box[0] = cfg["w"] = obj.w = new
+        return wrap(step), {"change": rebind, "history": history}, ones(mod)
+    check(make, calls=5, torch_too=True)
 
 
 def test_closure_list_of_numbers_mutated_by_the_caller():

@@ -96,6 +96,7 @@ class _Checks(list):
     """The checks being built, and the ids of the modules the trace called (``called``)."""
 
     called = frozenset()
+    pinned = frozenset()      # ids of the storages the program reads as inputs (not carried)
 
 
 def _guard_object(o, names, checks, seen):
@@ -282,6 +283,19 @@ def _scalar_tuple(t, depth=2):
                for e in t)
 
 
+class _Holds:
+    """Whether a place still holds one tensor (held weakly: a guard keeps no tensor alive),
+    read like a dict entry (True)."""
+
+    __slots__ = ("d", "ref")
+
+    def __init__(self, d, t):
+        self.d, self.ref = d, weakref.ref(t)
+
+    def get(self, k, default):
+        return self.d.get(k, default) is self.ref()
+
+
 class _Unchanged:
     """Whether a large dict or list of numbers/strings still equals its copy from the trace,
     read like a dict entry (True)."""
@@ -351,7 +365,11 @@ def _guard_value(d, k, v, checks) -> bool:
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
     elif isinstance(v, Tensor):
-        if id(v._st) not in _HELD:
+        if id(v._st) in checks.pinned:
+            # an outside tensor the program reads: one bound here in its place between calls
+            # is another input (the old one may live on in a list: no orphaned storage to see)
+            checks.append((_Holds(d, v), k, True, None))
+        elif id(v._st) not in _HELD:
             checks.append((_RequiresGrad(d), k, v._rg, None))
     else:
         return False
@@ -361,12 +379,13 @@ def _guard_value(d, k, v, checks) -> bool:
 _ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
 
 
-def value_guards(fn, refs, modules, names=()):
+def value_guards(fn, refs, modules, names=(), pinned=frozenset()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
-    it loads, from ``python_refs``)."""
+    it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
+    whose tensors' places are guarded by identity)."""
     checks, seen, classes = _Checks(), set(), set()
-    checks.called = {id(m) for m in modules}
+    checks.called, checks.pinned = {id(m) for m in modules}, pinned
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):
         # ``step.__defaults__ = (new_tensor,)``: the trace read (and may have lifted) the old ones

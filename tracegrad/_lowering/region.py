@@ -674,7 +674,6 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
-    region.value_guards = value_guards(fn, refs, region.modules, ref_names) + info["kept"]
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
@@ -683,6 +682,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     follows, region.attr_guards = attribute_places(region.modules, storages, info.pop("attr_stores"),
                                                    {r.carried for r in region.carried})
     region.carried += tuple(follows)
+    carried = {r.carried for r in region.carried}
+    pinned = {id(st) for j, st in enumerate(storages) if j not in carried}
+    region.value_guards = value_guards(fn, refs, region.modules, ref_names, pinned) + info["kept"]
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
