@@ -599,6 +599,34 @@ def test_aliased_arguments_both_written(alias):
     check(make, torch_too=True)
 
 
+def test_dict_keyed_by_the_argument_tensor():
+    def make(mod, wrap):
+        weights = {}
+
+        def step(x):
+            return x * weights.get(x, 0.0)
+
+        def batch(i):
+            x = mod.ones(2)
+            weights[x] = float(i + 1)         # the caller registers each input before the call
+            return (x,)
+        return wrap(step), {"change": no_change}, batch
+    check(make, torch_too=True)
+
+
+@silent("id() of a tensor argument is the id of the trace's stand-in, baked into the program "
+        "(id is a builtin the capture does not see)")
+def test_id_of_the_argument_returned():
+    def make(mod, wrap):
+        f = wrap(lambda x: (x * 2, id(x)))
+
+        def call(x):
+            y, k = f(x)
+            return y, k == id(x)
+        return call, {"change": no_change}, ones(mod)
+    check(make)
+
+
 # ---- numbers that become tensors; shapes; flags ------------------------------------------
 
 def test_tensor_from_a_step_counter_on_an_object():

@@ -292,6 +292,13 @@ class Capture:
                              "stand-in does not have")
         self.contiguous_args.add(id(real))
 
+    def see_identity(self, t):
+        """``hash()`` of an argument (a dict or set keyed by it, asked by the user's code): the
+        trace's stand-in is another object than the caller's tensor on every call."""
+        if not t._chain and self._argument(t) is not None and _user_code(sys._getframe(2).f_code):
+            raise GraphBreak("hash() of a tensor argument (a dict or set keyed by it): the program runs on a "
+                             "stand-in, not on the caller's tensor object")
+
     def see_leaf(self, t):
         real = self._argument(t)
         # the stand-in itself (a view of it or its detach() answers as eager's would)
