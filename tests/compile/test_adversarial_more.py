@@ -1019,6 +1019,50 @@ def test_logging_through_a_handler_every_call():
     assert run(tracegrad.compile) == run(lambda f: f) == ["shape (2,)"] * CALLS
 
 
+@pytest.mark.parametrize("how", ["open_append", "pathlib_read_write"])
+def test_file_opened_inside_every_call(how, tmp_path):
+    path = tmp_path / "counter.txt"
+
+    def make(mod, wrap):
+        path.write_text("0")
+
+        def step(x):
+            if how == "open_append":
+                with open(path, "a") as f:
+                    f.write("1")
+                return x * 2
+            n = len(path.read_text())            # what an earlier call wrote decides this one
+            path.write_text("1" * (n + 1))
+            return x * n
+
+        def observe(i):
+            lengths.append(len(path.read_text()))
+        lengths = []
+        return wrap(step), {"change": observe, "lengths": lengths}, ones(mod)
+    comp = check(make)
+    assert comp.state["lengths"] == [i + 2 for i in range(CALLS)], comp.state["lengths"]
+    assert "file is opened" in comp.step.stats["graph_breaks"][0][0]
+
+
+def test_environment_variable_written_inside(monkeypatch):
+    monkeypatch.setenv("TRACEGRAD_ADVERSARIAL_N", "0")
+
+    def make(mod, wrap):
+        import os
+        os.environ["TRACEGRAD_ADVERSARIAL_N"] = "0"
+        seen = []
+
+        def step(x):
+            n = int(os.environ["TRACEGRAD_ADVERSARIAL_N"]) + 1
+            os.environ["TRACEGRAD_ADVERSARIAL_N"] = str(n)
+            return x * n
+
+        def observe(i):
+            seen.append(os.environ["TRACEGRAD_ADVERSARIAL_N"])
+        return wrap(step), {"change": observe, "seen": seen}, ones(mod)
+    check(make)
+
+
 @pytest.mark.parametrize("check_kind", ["isinstance", "type_is"])
 def test_type_checks_on_an_argument_whose_type_changes(check_kind):
     def make(mod, wrap):

@@ -16,7 +16,9 @@ report to it: every op's tensor arguments (``see_tensors``), every in-place writ
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
+import io
 import logging
 import os
 import sys
@@ -32,7 +34,7 @@ import jax.numpy as jnp
 from .. import _state
 from .._tensor.tensor import chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
-from .pystate import _user_code
+from .pystate import _user_code, opened_by_user
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,6 +121,15 @@ def guard_output():
     clocks = {n: getattr(time, n) for n in CLOCKS if hasattr(time, n)}
     for n, real in clocks.items():
         setattr(time, n, _clock_guard(n, real, thread))
+    real_open = builtins.open
+
+    def _open(*args, **kwargs):
+        # a file read or written while tracing would be read (baked) or written once
+        if threading.get_ident() == thread and opened_by_user(sys._getframe(1)):
+            raise GraphBreak("a file is opened inside the compiled function: what it reads would be "
+                             "baked into the program, what it writes written once, while tracing")
+        return real_open(*args, **kwargs)
+    builtins.open = io.open = _open
     try:
         yield
     finally:
@@ -127,6 +138,7 @@ def guard_output():
         warnings._showwarnmsg = show
         for n, real in clocks.items():
             setattr(time, n, real)
+        builtins.open = io.open = real_open
 
 
 # a clock read by the user's code while tracing would be read once and its value baked into the

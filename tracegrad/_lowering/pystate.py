@@ -289,6 +289,29 @@ def _user_file(f) -> bool:
     return user
 
 
+_STDLIB_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+_STDLIB: dict = {}    # file name -> whether it is the standard library's (not its site-packages)
+_SOURCE_READERS = ("linecache.py", "tokenize.py")    # a warning or traceback reading source lines
+
+
+def opened_by_user(frame) -> bool:
+    """Whether a file opened from ``frame`` is opened for the user's code: the first frame
+    outside the standard library (``pathlib``, ``json``... called by it) is user code."""
+    while frame is not None:
+        f = frame.f_code.co_filename
+        std = _STDLIB.get(f)
+        if std is None:
+            path = os.path.realpath(f) if not f.startswith("<") else f
+            std = _STDLIB[f] = f.startswith("<frozen") or (
+                path.startswith(_STDLIB_DIRS) and f"{os.sep}site-packages{os.sep}" not in path)
+        if not std:
+            return _user_file(f)
+        if os.path.basename(f) in _SOURCE_READERS:
+            return False
+        frame = frame.f_back
+    return False
+
+
 _NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
                 functools.partial)
 
@@ -615,7 +638,7 @@ def _generators(refs):
         if _rng_state(v) is not None:
             yield v
         elif _plain_object(v):
-            yield from (a for a in list(attributes(v).values()) if _rng_state(a) is not None)
+            yield from (a for _, a in list(attributes(v).items()) if _rng_state(a) is not None)
 
 
 def _global_rngs():

@@ -24,6 +24,7 @@ or reports it); outside state discovered late raises ``Retrace`` with the enlarg
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import weakref
 
@@ -96,6 +97,14 @@ def _flatten(tree):
 
 def _unflatten(treedef, leaves):
     return _plain(jax.tree_util.tree_unflatten(treedef, leaves))
+
+
+def _put_environ_back(env):
+    for k in [k for k in os.environ if k not in env]:
+        del os.environ[k]
+    for k, v in env.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
 
 
 def _global_modes():
@@ -502,6 +511,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
+        env = dict(os.environ)
         try:
             call_leaves = list(leaves)
             d = iter(data)
@@ -520,6 +530,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            if os.environ != env:
+                raise GraphBreak("the function changes os.environ: the program would not change it on "
+                                 "later calls")
             if _global_modes() != modes:
                 raise GraphBreak("the function leaves grad mode or the default dtype changed (set_grad_enabled, "
                                  "set_default_dtype): the program would not change it on later calls")
@@ -598,6 +611,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         except BaseException:
             restore(py_snap)
             cap.restore_objects()
+            if os.environ != env:       # an abandoned trace: the eager rerun sets it again
+                _put_environ_back(env)
             raise
         finally:
             _state.CAPTURE[0] = prev_cap
