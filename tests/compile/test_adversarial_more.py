@@ -718,6 +718,42 @@ def test_grad_mode_contexts_inside(ctx):
     check(make, calls=5, torch_too=True)
 
 
+SETTINGS = {   # set inside, read and reset by the caller after every call
+    "printoptions": (lambda m: m.set_printoptions(precision=2), lambda m: repr(m.tensor([1.23456])),
+                     lambda m: m.set_printoptions(profile="default")),
+    "matmul_precision": (lambda m: m.set_float32_matmul_precision("high"), lambda m: m.get_float32_matmul_precision(),
+                         lambda m: m.set_float32_matmul_precision("highest")),
+    "deterministic": (lambda m: m.use_deterministic_algorithms(True), lambda m: m.are_deterministic_algorithms_enabled(),
+                      lambda m: m.use_deterministic_algorithms(False)),
+    "num_threads": (lambda m: m.set_num_threads(3), lambda m: m.get_num_threads(), lambda m: m.set_num_threads(1)),
+    "anomaly": (lambda m: m.autograd.set_detect_anomaly(True), lambda m: m.is_anomaly_enabled(),
+                lambda m: m.autograd.set_detect_anomaly(False)),
+}
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_process_setting_changed_inside_every_call(setting):
+    set_inside, read, reset = SETTINGS[setting]
+
+    def make(mod, wrap):
+        seen = []
+
+        def step(x):
+            set_inside(mod)
+            return x * 2
+
+        def observe_and_reset(i):
+            seen.append(read(mod))
+            reset(mod)
+        return wrap(step), {"change": observe_and_reset, "seen": seen}, ones(mod)
+    threads = tracegrad.get_num_threads()
+    try:
+        check(make, torch_too=setting != "printoptions")     # torch's repr differs in spacing
+    finally:
+        reset(tracegrad)
+        tracegrad.set_num_threads(threads)      # torch's is 1 again (the conftest's)
+
+
 # ---- random numbers, seeds, RNG state ----------------------------------------------------
 
 def test_randn_and_the_rng_state_returned():

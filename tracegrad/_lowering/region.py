@@ -33,6 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
+from .._api import threads
+from .._tensor import runtime
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
@@ -108,7 +110,14 @@ def _put_environ_back(env):
 
 
 def _global_modes():
-    return grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0]
+    """The process-wide settings a function may change (``set_grad_enabled``,
+    ``set_default_dtype``, ``set_detect_anomaly``, ``set_printoptions``,
+    ``set_float32_matmul_precision``, ``use_deterministic_algorithms``, ``set_default_device``,
+    ``set_num_threads``): one changed while tracing would not be changed again by the program."""
+    return (grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
+            tuple(_state.PRINT_OPTS.items()), runtime.get_float32_matmul_precision(),
+            runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled(),
+            str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
 
 
 class _Kept:
@@ -534,8 +543,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise GraphBreak("the function changes os.environ: the program would not change it on "
                                  "later calls")
             if _global_modes() != modes:
-                raise GraphBreak("the function leaves grad mode or the default dtype changed (set_grad_enabled, "
-                                 "set_default_dtype): the program would not change it on later calls")
+                raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
+                                 "or device, anomaly mode, print options, matmul precision, deterministic "
+                                 "algorithms, thread counts): the program would not change it on later calls")
             if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
                                  "the program would do that to a stand-in, not to the caller's tensor")
