@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import warnings
 import weakref
 
@@ -254,7 +255,8 @@ def _key(leaves, treedef, kinds):
         if k == "const":
             try:
                 hash(a)
-                parts.append((type(a), a))
+                # -0.0 == 0.0, but 1 / k differs: a zero float is keyed by its sign too
+                parts.append((type(a), a) if type(a) is not float or a else (float, a, math.copysign(1.0, a)))
             except TypeError:
                 parts.append(_unhashable_key(a))
         else:

@@ -221,6 +221,27 @@ def test_tensor_rebound_between_calls_while_the_old_one_lives_on(place):
     check(make, calls=5, torch_too=True)
 
 
+@pytest.mark.parametrize("where", ["argument", "closure", "list", "dict"])
+def test_negative_zero_is_not_positive_zero(where):
+    """-0.0 == 0.0 in Python, but ``1 / k`` is -inf for one and inf for the other."""
+    def make(mod, wrap):
+        k, box, cfg = 0.0, [0.0], {"k": 0.0}
+        signs = [0.0, 0.0, -0.0, -0.0, 0.0]
+
+        def step(x, a):
+            if where == "argument":
+                return x / a
+            if where == "closure":
+                return x / k
+            return x / (box[0] if where == "list" else cfg["k"])
+
+        def set_value(i):
+            nonlocal k
+            k = box[0] = cfg["k"] = signs[(i + 1) % 5]
+        return wrap(step), {"change": set_value}, lambda i: (mod.ones(1), signs[i % 5])
+    check(make, calls=5, torch_too=True)
+
+
 def test_closure_list_of_numbers_mutated_by_the_caller():
     def make(mod, wrap):
         scales = [float(k) for k in range(12)]       # longer than the short-list signature

@@ -9,6 +9,7 @@ import collections
 import collections.abc
 import enum
 import functools
+import math
 import os
 import types
 import weakref
@@ -357,7 +358,7 @@ def _guard_value(d, k, v, checks) -> bool:
     another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
     if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
-        checks.append((d, k, v, None))
+        checks.append((d, k, v, _SIGNED_ZERO if type(v) is float and not v else None))
         if isinstance(v, functools.partial):     # its keywords are a dict changed in place
             checks.append((_Len(v.keywords), None, len(v.keywords), None))
             for name, a in v.keywords.items():
@@ -476,9 +477,13 @@ def guards_hold(checks) -> bool:
         if h is None:
             if cur is not v and (type(cur) is not type(v) or cur != v):
                 return False
+        elif h is _SIGNED_ZERO:      # -0.0 == 0.0, but 1 / k differs
+            if type(cur) is not float or cur or math.copysign(1.0, cur) != math.copysign(1.0, v):
+                return False
         elif cur is not v or (h is not _IDENTITY and hash(cur.tobytes()) != h):
             return False
     return True
 
 
 _IDENTITY = "identity"     # a check's marker: the place holds this very object
+_SIGNED_ZERO = "signed zero"     # a check's marker: a zero float, compared with its sign
