@@ -17,29 +17,13 @@ import pytest
 
 import tracegrad
 
-from ._harness import check_compiled
+from ._harness import change, check_compiled, no_change, ones, silent
 
 CALLS = 5
 
 
-def change(state, i):
-    state["change"](i)
-
-
 def check(make, calls=CALLS, **kw):
     return check_compiled(make, calls=calls, between=change, **kw)
-
-
-def no_change(i):
-    pass
-
-
-def ones(mod):
-    return lambda i: (mod.ones(2),)
-
-
-def silent(reason):
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 # ---- Python state reached through unusual holders ------------------------------------------

@@ -24,7 +24,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import check_compiled
+from ._harness import change, check_compiled, no_change, ones, silent
 
 CALLS = 4
 COUNT = 0
@@ -32,28 +32,21 @@ LOG = []
 STATE = None
 
 
-def change(state, i):
-    state["change"](i)
-
-
 def check(make, calls=CALLS, **kw):
     return check_compiled(make, calls=calls, between=change, **kw)
 
 
-def no_change(i):
-    pass
-
-
-def ones(mod):
-    return lambda i: (mod.ones(2),)
+def linear(mod):
+    """A 2x2 Linear with fixed weights (0.5) and bias (0.1)."""
+    net = mod.nn.Linear(2, 2)
+    with mod.no_grad():
+        net.weight.fill_(0.5)
+        net.bias.fill_(0.1)
+    return net
 
 
 def per_call(mod):
     return lambda i: (mod.full((2,), float(i + 1)),)
-
-
-def silent(reason):
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 Pair = collections.namedtuple("Pair", "a b")
@@ -289,7 +282,8 @@ def test_global_deleted_and_restored_between_calls():
 
 # ---- partials, cached helpers, callables as arguments -----------------------------------
 
-def test_partial_rebound_between_calls():
+@pytest.mark.parametrize("how", ["rebound", "keywords_edited_in_place"])
+def test_partial_changed_between_calls(how):
     def make(mod, wrap):
         def scaled(x, k):
             return x * k
@@ -298,25 +292,13 @@ def test_partial_rebound_between_calls():
         def step(x):
             return helper(x)
 
-        def rebind(i):
+        def set_value(i):
             nonlocal helper
-            helper = functools.partial(scaled, k=float(i + 2))
-        return wrap(step), {"change": rebind}, ones(mod)
-    check(make, torch_too=True)
-
-
-def test_partial_keywords_edited_in_place():
-    def make(mod, wrap):
-        def scaled(x, k):
-            return x * k
-        helper = functools.partial(scaled, k=1.0)
-
-        def step(x):
-            return helper(x)
-
-        def edit(i):
-            helper.keywords["k"] = float(i + 2)
-        return wrap(step), {"change": edit}, ones(mod)
+            if how == "rebound":
+                helper = functools.partial(scaled, k=float(i + 2))
+            else:
+                helper.keywords["k"] = float(i + 2)
+        return wrap(step), {"change": set_value}, ones(mod)
     check(make, torch_too=True)
 
 
@@ -977,14 +959,17 @@ def test_compiled_function_calling_another_with_its_own_side_effect():
 
 # ---- compiled modules, methods, lambdas; hooks after compile ------------------------------
 
-def test_module_compile_then_hook_registered_after():
+@pytest.mark.parametrize("how", ["compile_of_module", "module_compile_method"])
+def test_hooks_registered_after_the_module_is_compiled(how):
     def make(mod, wrap):
-        net = mod.nn.Linear(2, 2)
-        with mod.no_grad():
-            net.weight.fill_(0.5)
-            net.bias.fill_(0.1)
+        net = linear(mod)
         seen = []
-        compiled = wrap(net)
+        compiled = net
+        if wrap(len) is not len:          # the compiled run
+            if how == "compile_of_module":
+                compiled = wrap(net)
+            else:
+                net.compile()             # Module.compile(): in place
 
         def add_hook(i):
             if i == 1:
@@ -992,23 +977,6 @@ def test_module_compile_then_hook_registered_after():
             if i == 2:
                 net.register_forward_pre_hook(lambda m, a: (a[0] * 2,))
         return (lambda x: compiled(x).detach()), {"change": add_hook, "seen": seen, "net": net}, per_call(mod)
-    check(make, torch_too=True)
-
-
-def test_module_compile_method_then_hook_registered_after():
-    def make(mod, wrap):
-        net = mod.nn.Linear(2, 2)
-        with mod.no_grad():
-            net.weight.fill_(0.5)
-            net.bias.fill_(0.1)
-        seen = []
-        if wrap(len) is not len:          # the compiled run: Module.compile() in place
-            net.compile()
-
-        def add_hook(i):
-            if i == 1:
-                net.register_forward_hook(lambda m, a, out: seen.append(out.detach().sum().item()))
-        return (lambda x: net(x).detach()), {"change": add_hook, "seen": seen, "net": net}, per_call(mod)
     check(make, torch_too=True)
 
 
@@ -1049,7 +1017,7 @@ def test_compiled_module_with_call_overridden():
             def __init__(self):
                 super().__init__()
                 self.calls = 0
-                self.lin = mod.nn.Linear(2, 2)
+                self.lin = linear(mod)
 
             def forward(self, x):
                 return self.lin(x)
@@ -1058,9 +1026,6 @@ def test_compiled_module_with_call_overridden():
                 self.calls += 1
                 return super().__call__(x) * 2 + self.calls
         net = Doubler()
-        with mod.no_grad():
-            net.lin.weight.fill_(0.5)
-            net.lin.bias.fill_(0.1)
         compiled = wrap(net)
         return (lambda x: (compiled(x).detach(), net.calls)), {"change": no_change, "net": net}, ones(mod)
     check(make, torch_too=True)

@@ -132,7 +132,7 @@ def _guard_held(v, names, checks, seen, place=None):
         if place is not None:
             checks.append((*place, v, _IDENTITY))
         if is_memoized(v):           # a cached helper's results the trace baked: cleared, traced again
-            checks.append((_CacheSize(v), None, v.cache_info().currsize, None))
+            checks.append((_Probe(lambda f=v: f.cache_info().currsize), None, v.cache_info().currsize, None))
         _guard_object(v, names, checks, seen)
     elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
             and ("modes", id(v)) not in seen:
@@ -168,7 +168,7 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
         seen.add(id(c))
         if type(c) in (dict, list) and len(c) <= _GUARD_BULK_MAX and \
                 all(type(v) in _SCALARS for v in (c.values() if type(c) is dict else c)):
-            checks.append((_Unchanged(c), None, True, None))
+            checks.append((_unchanged(c), None, True, None))
         return True
     seen.add(id(c))
     # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
@@ -284,45 +284,34 @@ def _scalar_tuple(t, depth=2):
                for e in t)
 
 
-class _Holds:
-    """Whether a place still holds one tensor (held weakly: a guard keeps no tensor alive),
-    read like a dict entry (True)."""
+class _Probe:
+    """A value computed on every check, read like a dict entry: whether a place still holds
+    one tensor (held weakly), whether a large container still equals its copy, an
+    ``lru_cache``'s size."""
 
-    __slots__ = ("d", "ref")
+    __slots__ = ("fn",)
 
-    def __init__(self, d, t):
-        self.d, self.ref = d, weakref.ref(t)
-
-    def get(self, k, default):
-        return self.d.get(k, default) is self.ref()
-
-
-class _Unchanged:
-    """Whether a large dict or list of numbers/strings still equals its copy from the trace,
-    read like a dict entry (True)."""
-
-    __slots__ = ("c", "copy")
-
-    def __init__(self, c):
-        self.c, self.copy = c, c.copy()
+    def __init__(self, fn):
+        self.fn = fn
 
     def get(self, _key, default):
+        return self.fn()
+
+
+def _holds(d, k, t):
+    ref = weakref.ref(t)        # a guard keeps no tensor alive
+    return _Probe(lambda: d.get(k, _MISSING) is ref())
+
+
+def _unchanged(c):
+    copy = c.copy()
+
+    def equal():
         try:
-            return self.c == self.copy
+            return c == copy
         except Exception:      # noqa: BLE001 -- a value whose comparison raises (a tensor put there)
             return False
-
-
-class _CacheSize:
-    """The number of results an ``lru_cache`` holds, read like a dict entry."""
-
-    __slots__ = ("f",)
-
-    def __init__(self, f):
-        self.f = f
-
-    def get(self, _key, default):
-        return self.f.cache_info().currsize
+    return _Probe(equal)
 
 
 class _Attributes:
@@ -369,7 +358,7 @@ def _guard_value(d, k, v, checks) -> bool:
         if id(v._st) in checks.pinned:
             # an outside tensor the program reads: one bound here in its place between calls
             # is another input (the old one may live on in a list: no orphaned storage to see)
-            checks.append((_Holds(d, v), k, True, None))
+            checks.append((_holds(d, k, v), None, True, None))
         elif id(v._st) not in _HELD:
             checks.append((_RequiresGrad(d), k, v._rg, None))
     else:
