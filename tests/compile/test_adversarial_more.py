@@ -1163,3 +1163,26 @@ def test_numpy_array_argument_written_inside():
             return x * mod.from_numpy(a.copy())
         return wrap(step), {"change": no_change, "arr": arr}, lambda i: (mod.ones(2), arr)
     check(make, torch_too=True)
+
+
+def test_what_the_new_checks_leave_compiled():
+    """What the checks above must not turn into graph breaks: an object whose ``__getattr__``
+    raises for names it lacks (``__wrapped__``, ``cache_info``), a contiguous view argument
+    reshaped, a tensor read from a closure, the ``time`` module named for something else than a
+    clock, a dict from the closure returned."""
+    def make(mod, wrap):
+        class Cfg:
+            def __init__(self):
+                self._values = {"scale": 2.0}
+
+            def __getattr__(self, name):
+                return self._values[name]
+        cfg, w, stats = Cfg(), mod.ones(4), {"calls": 0}
+
+        def step(x):
+            y = x.reshape(-1) * cfg.scale * w
+            return y, stats, time.struct_time is not None
+        base = mod.arange(8.0)
+        return wrap(step), {"change": no_change}, lambda i: (base[:4].view(2, 2) if i % 2 else base[4:].view(2, 2),)
+    comp = check(make, torch_too=True)
+    assert comp.step.stats["graph_breaks"] == [] and comp.step.stats["traces"] == 1, comp.step.stats

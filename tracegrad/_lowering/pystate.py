@@ -119,7 +119,7 @@ def _scan(f, depth, add, queue, top=False):
     # the user function it wraps, whose cells and globals are state as well. Not a memoized
     # one (``lru_cache``): it runs only on a miss, eagerly too; its cache size is guarded
     # (``guards._guard_held``), so a ``cache_clear()`` traces again
-    wrapped = getattr(f, "__wrapped__", None) if not isinstance(f, (type, types.ModuleType)) else None
+    wrapped = _attribute(f, "__wrapped__") if not isinstance(f, (type, types.ModuleType)) else None
     if wrapped is not None and wrapped is not f and _callable_value(wrapped) and not is_memoized(f):
         queue.append((wrapped, depth))
     if isinstance(f, functools.partial):
@@ -212,9 +212,18 @@ class _ClassDict:
         delattr(self.cls, k)
 
 
+def _attribute(v, name):
+    """``v.name``, or None: a user ``__getattr__`` may raise anything for a name it lacks (a
+    config backed by a dict raises KeyError)."""
+    try:
+        return getattr(v, name, None)
+    except Exception:      # noqa: BLE001
+        return None
+
+
 def is_memoized(f) -> bool:
     """A ``functools.lru_cache``/``functools.cache`` wrapper."""
-    return callable(getattr(f, "cache_info", None)) and callable(getattr(f, "cache_clear", None))
+    return callable(_attribute(f, "cache_info")) and callable(_attribute(f, "cache_clear"))
 
 
 def _callable_value(v):
