@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import warnings
 import weakref
 
@@ -119,7 +120,7 @@ class CompiledFunction:
             return self._break(None, aliased, None, args, kwargs)
         if entries:
             for r in entries:
-                if r.check():
+                if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
                     prof = _state.PROFILER[0]
                     if prof is not None:   # one profiler event per run of the compiled program
                         return prof.compiled_call(self._label, r.run, leaves)
@@ -254,7 +255,8 @@ def _key(leaves, treedef, kinds):
         if k == "const":
             try:
                 hash(a)
-                parts.append((type(a), a))
+                # -0.0 == 0.0, but 1 / k differs: a zero float is keyed by its sign too
+                parts.append((type(a), a) if type(a) is not float or a else (float, a, math.copysign(1.0, a)))
             except TypeError:
                 parts.append(_unhashable_key(a))
         else:

@@ -6,6 +6,7 @@ import builtins
 import warnings
 
 from ..autograd._dispatch import apply_op
+from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
@@ -52,6 +53,8 @@ def view(self, *shape):
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         return view_dtype(self, shape[0])
     s = _infer(_shape_arg(shape), self.numel())
+    if _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].see_layout_choice(self, "view()")
     if self._chain and not can_view_as(self, s):
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
@@ -62,6 +65,8 @@ def view(self, *shape):
 def reshape(self, *shape):
     """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
     s = _infer(_shape_arg(shape), self.numel())
+    if _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].see_layout_choice(self, "reshape()")
     if not self._chain or can_view_as(self, s):
         return apply_op(OPS["view"], (self,), (("shape", s),))
     return apply_op(OPS["reshape_copy"], (self,), (("shape", s),))

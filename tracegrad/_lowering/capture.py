@@ -16,11 +16,14 @@ report to it: every op's tensor arguments (``see_tensors``), every in-place writ
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
+import io
 import logging
 import os
 import sys
 import threading
+import time
 import warnings
 import traceback
 import weakref
@@ -29,7 +32,9 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
+from .._tensor.tensor import chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
+from .pystate import _user_code, opened_by_user
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -113,12 +118,43 @@ def guard_output():
     sys.stdout, sys.stderr = StreamGuard(out, "stdout"), StreamGuard(err, "stderr")
     logging.Logger._log = _log
     warnings._showwarnmsg = _show
+    clocks = {n: getattr(time, n) for n in CLOCKS if hasattr(time, n)}
+    for n, real in clocks.items():
+        setattr(time, n, _clock_guard(n, real, thread))
+    real_open = builtins.open
+
+    def _open(*args, **kwargs):
+        # a file read or written while tracing would be read (baked) or written once
+        if threading.get_ident() == thread and opened_by_user(sys._getframe(1)):
+            raise GraphBreak("a file is opened inside the compiled function: what it reads would be "
+                             "baked into the program, what it writes written once, while tracing")
+        return real_open(*args, **kwargs)
+    builtins.open = io.open = _open
     try:
         yield
     finally:
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
         warnings._showwarnmsg = show
+        for n, real in clocks.items():
+            setattr(time, n, real)
+        builtins.open = io.open = real_open
+
+
+# a clock read by the user's code while tracing would be read once and its value baked into the
+# program (a timer that never moves); the ones named directly (``from time import time``) are
+# found from the code (``pystate.clock_reads``)
+CLOCKS = ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time",
+          "process_time_ns", "thread_time", "thread_time_ns")
+
+
+def _clock_guard(name, real, thread):
+    def read():
+        if threading.get_ident() == thread and _user_code(sys._getframe(1).f_code):
+            raise GraphBreak(f"time.{name}() gives a new value on every eager call, but would be read once "
+                             "while tracing (read it outside and pass it as an argument)")
+        return real()
+    return read
 
 
 def _action(msg) -> str:
@@ -157,7 +193,7 @@ class Capture:
         self.created = weakref.WeakSet()       # storages made during this trace
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array)
-        self.found_generators = {}             # generator -> key
+        self.found_generators = {}             # generator -> (key, seed)
         self.optimizers = []                   # in first-seen order
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
         self.backward_ran = False              # backward() ran: results' graphs are consumed
@@ -168,6 +204,7 @@ class Capture:
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
         self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
+        self.contiguous_args = set()           # ids of view arguments whose contiguity the trace relies on
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
@@ -217,7 +254,7 @@ class Capture:
 
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:
-            self.found_generators[gen] = gen._key
+            self.found_generators[gen] = (gen._key, gen._seed)
 
     def python_read(self, t, what):
         """Python asks for a tensor's value (``item()``, ``bool()``, ``numpy()``...): fine for a
@@ -252,6 +289,27 @@ class Capture:
         if real is not None and (every or real._chain):
             raise GraphBreak(f"{what} of a tensor argument{'' if every else ' that is a view'}: the "
                              "program's signature does not hold it")
+
+    def see_layout_choice(self, t, what):
+        """``reshape()``/``view()`` of (a view of) an argument: eager gives a view or a copy (or
+        raises, for ``view``) by the argument's layout. A contiguous argument decides as its
+        stand-in does (the program then checks it is contiguous on every call); a
+        non-contiguous view argument is a graph break."""
+        real = self._argument(t)
+        if real is None or not real._chain:
+            return
+        if not chain_is_contiguous(real):
+            raise GraphBreak(f"{what} of a tensor argument that is a non-contiguous view: eager gives a "
+                             "copy or a view (or an error) by its layout, which the program's contiguous "
+                             "stand-in does not have")
+        self.contiguous_args.add(id(real))
+
+    def see_identity(self, t):
+        """``hash()`` of an argument (a dict or set keyed by it, asked by the user's code): the
+        trace's stand-in is another object than the caller's tensor on every call."""
+        if not t._chain and self._argument(t) is not None and _user_code(sys._getframe(2).f_code):
+            raise GraphBreak("hash() of a tensor argument (a dict or set keyed by it): the program runs on a "
+                             "stand-in, not on the caller's tensor object")
 
     def see_leaf(self, t):
         real = self._argument(t)
@@ -325,8 +383,8 @@ class Capture:
         for t, array in self.found.values():
             t._st.array = array
             t._st.gen += 1
-        for gen, key in self.found_generators.items():
-            gen._key = key
+        for gen, (key, seed) in self.found_generators.items():
+            gen._key, gen._seed = key, seed
 
     def restore_objects(self):
         """An abandoned trace may have created optimizer state holding traced values, or set

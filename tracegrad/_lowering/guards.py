@@ -8,6 +8,8 @@ from __future__ import annotations
 import collections
 import collections.abc
 import enum
+import functools
+import math
 import os
 import types
 import weakref
@@ -17,7 +19,7 @@ import numpy as np
 from .. import _state
 from .._tensor.tensor import Tensor
 from .pystate import (_FUNCTIONS, _MISSING, _SCALARS, _code_names, _object_names, _plain_object, _user_class,
-                      _user_methods, _value, attributes, python_refs)
+                      _user_methods, _value, attributes, is_memoized, python_refs)
 
 _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags bump STRUCTURE
 
@@ -35,9 +37,12 @@ _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags b
 # An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
 # guarded, so it never causes a new trace (unless that code calls ``getattr``/``vars``: NOTE
 # [other holders]). A dict or list of more than ``_GUARD_DICT_MAX`` entries is not looked into
-# (comparing a vocabulary on every call would cost more than the call): a value read from one
-# and changed between calls is still frozen (a known gap, a strict xfail in the tests).
+# entry by entry: one of up to ``_GUARD_BULK_MAX`` numbers/strings is compared as a whole with a
+# copy (one C-level comparison, ~15 us at the limit); a larger one is not looked into (comparing
+# a vocabulary on every call would cost more than the call): a value read from one and changed
+# between calls is still frozen (a known gap, a strict xfail in the tests).
 _GUARD_DICT_MAX = 64
+_GUARD_BULK_MAX = 512
 _GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
 
 
@@ -92,6 +97,7 @@ class _Checks(list):
     """The checks being built, and the ids of the modules the trace called (``called``)."""
 
     called = frozenset()
+    pinned = frozenset()      # ids of the storages the program reads as inputs (not carried)
 
 
 def _guard_object(o, names, checks, seen):
@@ -125,6 +131,8 @@ def _guard_held(v, names, checks, seen, place=None):
     if _plain_object(v):
         if place is not None:
             checks.append((*place, v, _IDENTITY))
+        if is_memoized(v):           # a cached helper's results the trace baked: cleared, traced again
+            checks.append((_Probe(lambda f=v: f.cache_info().currsize), None, v.cache_info().currsize, None))
         _guard_object(v, names, checks, seen)
     elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
             and ("modes", id(v)) not in seen:
@@ -154,7 +162,13 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
     held = _entries(c)
     if held is None:
         return False
-    if len(c) > _GUARD_DICT_MAX or id(c) in seen:
+    if id(c) in seen:
+        return True
+    if len(c) > _GUARD_DICT_MAX:
+        seen.add(id(c))
+        if type(c) in (dict, list) and len(c) <= _GUARD_BULK_MAX and \
+                all(type(v) in _SCALARS for v in (c.values() if type(c) is dict else c)):
+            checks.append((_unchanged(c), None, True, None))
         return True
     seen.add(id(c))
     # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
@@ -270,6 +284,48 @@ def _scalar_tuple(t, depth=2):
                for e in t)
 
 
+class _Probe:
+    """A value computed on every check, read like a dict entry: whether a place still holds
+    one tensor (held weakly), whether a large container still equals its copy, an
+    ``lru_cache``'s size."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def get(self, _key, default):
+        return self.fn()
+
+
+def _holds(d, k, t):
+    ref = weakref.ref(t)        # a guard keeps no tensor alive
+    return _Probe(lambda: d.get(k, _MISSING) is ref())
+
+
+def _unchanged(c):
+    copy = c.copy()
+
+    def equal():
+        try:
+            return c == copy
+        except Exception:      # noqa: BLE001 -- a value whose comparison raises (a tensor put there)
+            return False
+    return _Probe(equal)
+
+
+class _Attributes:
+    """An object's attributes read like a dict (for ``guards_hold``)."""
+
+    __slots__ = ("o",)
+
+    def __init__(self, o):
+        self.o = o
+
+    def get(self, k, default):
+        return getattr(self.o, k, default)
+
+
 class _CellMap:
     """A closure cell read like a one-entry dict (for ``guards_hold``)."""
 
@@ -291,11 +347,19 @@ def _guard_value(d, k, v, checks) -> bool:
     another), a NumPy array (by its bytes: the trace bakes its contents, changed in place or
     not), or a tensor no program reads (its ``requires_grad``: NOTE [other holders])."""
     if type(v) in _SCALARS or (isinstance(v, tuple) and _scalar_tuple(v)) or isinstance(v, _ATOMS):
-        checks.append((d, k, v, None))
+        checks.append((d, k, v, _SIGNED_ZERO if type(v) is float and not v else None))
+        if isinstance(v, functools.partial):     # its keywords are a dict changed in place
+            checks.append((_Len(v.keywords), None, len(v.keywords), None))
+            for name, a in v.keywords.items():
+                _guard_value(v.keywords, name, a, checks)
     elif isinstance(v, np.ndarray):
         checks.append((d, k, v, hash(v.tobytes())))
     elif isinstance(v, Tensor):
-        if id(v._st) not in _HELD:
+        if id(v._st) in checks.pinned:
+            # an outside tensor the program reads: one bound here in its place between calls
+            # is another input (the old one may live on in a list: no orphaned storage to see)
+            checks.append((_holds(d, k, v), None, True, None))
+        elif id(v._st) not in _HELD:
             checks.append((_RequiresGrad(d), k, v._rg, None))
     else:
         return False
@@ -305,12 +369,19 @@ def _guard_value(d, k, v, checks) -> bool:
 _ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
 
 
-def value_guards(fn, refs, modules, names=()):
+def value_guards(fn, refs, modules, names=(), pinned=frozenset()):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
-    it loads, from ``python_refs``)."""
+    it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
+    whose tensors' places are guarded by identity)."""
     checks, seen, classes = _Checks(), set(), set()
-    checks.called = {id(m) for m in modules}
+    checks.called, checks.pinned = {id(m) for m in modules}, pinned
+    f = getattr(fn, "__func__", fn)
+    if isinstance(f, types.FunctionType):
+        # ``step.__defaults__ = (new_tensor,)``: the trace read (and may have lifted) the old ones
+        for k in ("__defaults__", "__kwdefaults__"):
+            if getattr(f, k) is not None:
+                checks.append((_Attributes(f), k, getattr(f, k), _IDENTITY))
     for m in modules:
         _guard_object(m, _class_names(type(m)), checks, seen)
         _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
@@ -326,6 +397,9 @@ def value_guards(fn, refs, modules, names=()):
 
 def _guard_ref(ref, used, checks, seen):
     name, cell, g = ref
+    if cell is None and name not in g:        # a global not defined yet: defining it traces again
+        checks.append((g, name, _MISSING, None))
+        return
     v = _value(cell, g, name)
     holder = None if cell is None and len(g) == 1 else _CellMap(cell) if cell is not None else g
     if holder is None or not _guard_value(holder, name, v, checks) or isinstance(v, type):
@@ -357,6 +431,34 @@ def _guard_namespace(ns, names, checks, seen):
             checks.append((_Same(env), None, dict(env), None))
 
 
+def outside_containers(refs) -> dict:
+    """``id -> (container, check)`` for the lists and dicts the function can reach that existed
+    before the call (in its closure cells and globals, on the plain objects among them, in
+    the containers there, ``_GUARD_DEPTH`` levels down). One the function returns is returned
+    as itself, as eagerly, not as a copy; ``check`` (for ``guards_hold``) says its place still
+    holds that very object."""
+    out = {}
+
+    def walk(v, place, depth):
+        if type(v) not in (list, dict) or id(v) in out:
+            return
+        out[id(v)] = (v, (*place, v, _IDENTITY))
+        if depth > 1 and len(v) <= _GUARD_DICT_MAX:
+            view = v if type(v) is dict else _ListMap(v)
+            for k, a in list(v.items() if type(v) is dict else enumerate(v)):
+                walk(a, (view, k), depth - 1)
+    for name, cell, g in refs:
+        if cell is None and len(g) == 1:
+            continue            # a one-object holder (an argument, the bound object): no place
+        v = _value(cell, g, name)
+        walk(v, (_CellMap(cell) if cell is not None else g, name), _GUARD_DEPTH)
+        if _plain_object(v):
+            d = attributes(v)
+            for k, a in list(d.items()):
+                walk(a, (d, k), _GUARD_DEPTH - 1)
+    return out
+
+
 def guards_hold(checks) -> bool:
     """Whether every value of ``value_guards`` is still what the trace read."""
     for d, k, v, h in checks:
@@ -364,9 +466,13 @@ def guards_hold(checks) -> bool:
         if h is None:
             if cur is not v and (type(cur) is not type(v) or cur != v):
                 return False
+        elif h is _SIGNED_ZERO:      # -0.0 == 0.0, but 1 / k differs
+            if type(cur) is not float or cur or math.copysign(1.0, cur) != math.copysign(1.0, v):
+                return False
         elif cur is not v or (h is not _IDENTITY and hash(cur.tobytes()) != h):
             return False
     return True
 
 
 _IDENTITY = "identity"     # a check's marker: the place holds this very object
+_SIGNED_ZERO = "signed zero"     # a check's marker: a zero float, compared with its sign

@@ -25,12 +25,15 @@ from __future__ import annotations
 
 import array
 import collections
+import datetime
+import dis
 import functools
 import io
 import os
 import random
 import sys
 import sysconfig
+import time
 import types
 
 import numpy as np
@@ -112,6 +115,13 @@ _SCAN_MAX = 64
 
 def _scan(f, depth, add, queue, top=False):
     """Add the references of one callable's code and queue the callables it names."""
+    # a decorated helper (``functools.wraps``: ``contextmanager``, a compiled function) runs
+    # the user function it wraps, whose cells and globals are state as well. Not a memoized
+    # one (``lru_cache``): it runs only on a miss, eagerly too; its cache size is guarded
+    # (``guards._guard_held``), so a ``cache_clear()`` traces again
+    wrapped = _attribute(f, "__wrapped__") if not isinstance(f, (type, types.ModuleType)) else None
+    if wrapped is not None and wrapped is not f and _callable_value(wrapped) and not is_memoized(f):
+        queue.append((wrapped, depth))
     if isinstance(f, functools.partial):
         queue.append((f.func, depth))
         for a in tuple(f.args) + tuple(f.keywords.values()):
@@ -147,6 +157,10 @@ def _scan(f, depth, add, queue, top=False):
                 queue.append((cell.cell_contents, depth + 1))
             except ValueError:
                 pass
+    for n in sorted(_absent_globals(code, g)):
+        # not defined when traced (``if "SCALE" in globals()``, ``except NameError``): one
+        # defined later must be read, not the branch the trace took
+        add((n, None, g), names)
     for n in sorted(names):
         if n not in g:
             continue
@@ -196,6 +210,20 @@ class _ClassDict:
 
     def __delitem__(self, k):
         delattr(self.cls, k)
+
+
+def _attribute(v, name):
+    """``v.name``, or None: a user ``__getattr__`` may raise anything for a name it lacks (a
+    config backed by a dict raises KeyError)."""
+    try:
+        return getattr(v, name, None)
+    except Exception:      # noqa: BLE001
+        return None
+
+
+def is_memoized(f) -> bool:
+    """A ``functools.lru_cache``/``functools.cache`` wrapper."""
+    return callable(_attribute(f, "cache_info")) and callable(_attribute(f, "cache_clear"))
 
 
 def _callable_value(v):
@@ -268,6 +296,29 @@ def _user_file(f) -> bool:
         user = _USER[f] = not (f.startswith("<frozen") or path.startswith(_LIBRARY_DIRS)
                                or f.startswith(_LIBRARY_DIRS))
     return user
+
+
+_STDLIB_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
+_STDLIB: dict = {}    # file name -> whether it is the standard library's (not its site-packages)
+_SOURCE_READERS = ("linecache.py", "tokenize.py")    # a warning or traceback reading source lines
+
+
+def opened_by_user(frame) -> bool:
+    """Whether a file opened from ``frame`` is opened for the user's code: the first frame
+    outside the standard library (``pathlib``, ``json``... called by it) is user code."""
+    while frame is not None:
+        f = frame.f_code.co_filename
+        std = _STDLIB.get(f)
+        if std is None:
+            path = os.path.realpath(f) if not f.startswith("<") else f
+            std = _STDLIB[f] = f.startswith("<frozen") or (
+                path.startswith(_STDLIB_DIRS) and f"{os.sep}site-packages{os.sep}" not in path)
+        if not std:
+            return _user_file(f)
+        if os.path.basename(f) in _SOURCE_READERS:
+            return False
+        frame = frame.f_back
+    return False
 
 
 _NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType,
@@ -360,6 +411,8 @@ def _buffer_signature(v):
 def _leaf(v, depth=_NESTED):
     if type(v) in _SCALARS:
         return v
+    if _rng_state(v) is not None:         # an object's own generator drawn from
+        return ("generator", id(v), _rng_state(v))
     if isinstance(v, _BUFFERS):
         return _buffer_signature(v)
     if isinstance(v, Tensor):
@@ -429,8 +482,7 @@ def snapshot(refs):
     """What ``restore`` needs to undo a trace's changes to these variables (and to the
     attributes of the plain objects among them, and the random generators)."""
     snap = [(random.getstate(), np.random.get_state(),
-             [(v, v.bit_generator.state if isinstance(v, np.random.Generator) else v.get_state())
-              for v in (_value(c, g, n) for n, c, g in refs) if _rng_state(v) is not None])]
+             [(v, _get_rng(v)) for v in _generators(refs)])]
     for name, cell, g in refs:
         v = _value(cell, g, name)
         attrs = None
@@ -477,10 +529,7 @@ def restore(snap):
     random.setstate(py_state)
     np.random.set_state(np_state)
     for v, st in rngs:
-        if isinstance(v, np.random.Generator):
-            v.bit_generator.state = st
-        else:
-            v.set_state(st)
+        _set_rng(v, st)
     for name, cell, g, v, copy, attrs in snap[1:]:
         if cell is not None:
             try:
@@ -541,18 +590,64 @@ def stateful_reads(refs, names) -> str | None:
     return None
 
 
+_CLOCK_IDS = {id(getattr(time, n)) for n in ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic",
+                                             "monotonic_ns", "process_time", "process_time_ns") if hasattr(time, n)}
+_DATE_READS = frozenset({"now", "utcnow", "today"})
+
+
+def clock_reads(refs, names) -> str | None:
+    """A description of the first clock the code names directly (``from time import time``,
+    ``datetime.now()``), or None: its value would be read once while tracing. ``time.time()``
+    through the module is caught when called (``capture.guard_output``)."""
+    for (name, cell, g), used in zip(refs, names):
+        v = _value(cell, g, name)
+        if id(v) in _CLOCK_IDS:
+            return f"the clock '{name}'"
+        if (v is datetime or v is datetime.datetime or v is datetime.date) and not used.isdisjoint(_DATE_READS):
+            return f"the clock '{name}' (now/today)"
+    return None
+
+
 # NOTE [Python random numbers]: ``random.random()`` or ``np.random.rand()`` inside a compiled
 # function would be drawn once, while tracing, and baked into the program (augmentation that
 # flips the same way on every call). A trace that moves Python's or NumPy's global generator,
 # or a NumPy generator the function closes over, is a graph break; an abandoned trace puts
 # the generators back, so the eager rerun draws what eager would have drawn.
 def _rng_state(v):
+    if isinstance(v, random.Random):
+        return v.getstate()
     if isinstance(v, np.random.Generator):
         return repr(v.bit_generator.state)
     if isinstance(v, np.random.RandomState):
         kind, keys, pos, has_gauss, gauss = v.get_state()
         return (kind, keys.tobytes(), pos, has_gauss, gauss)
     return None
+
+
+def _get_rng(v):
+    if isinstance(v, random.Random):
+        return v.getstate()
+    return v.bit_generator.state if isinstance(v, np.random.Generator) else v.get_state()
+
+
+def _set_rng(v, st):
+    if isinstance(v, random.Random):
+        v.setstate(st)
+    elif isinstance(v, np.random.Generator):
+        v.bit_generator.state = st
+    else:
+        v.set_state(st)
+
+
+def _generators(refs):
+    """The Python/NumPy random generators among ``refs`` and among the attributes of the plain
+    objects there (``self.rng = random.Random(0)``)."""
+    for n, c, g in refs:
+        v = _value(c, g, n)
+        if _rng_state(v) is not None:
+            yield v
+        elif _plain_object(v):
+            yield from (a for _, a in list(attributes(v).items()) if _rng_state(a) is not None)
 
 
 def _global_rngs():
@@ -607,6 +702,21 @@ def changed(refs, before):
 
 _MISSING = object()
 _ATTRS = "attributes"
+
+
+def _absent_globals(code, g):
+    """The global names ``code`` (and the code nested in it) loads that ``g`` and the builtins
+    do not define."""
+    builtins = g.get("__builtins__", {})
+    builtins = builtins if isinstance(builtins, dict) else vars(builtins)
+    out = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME") and ins.argval not in g and ins.argval not in builtins:
+            out.add(ins.argval)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out |= _absent_globals(c, g)
+    return out
 
 
 def _code_names(code, out):

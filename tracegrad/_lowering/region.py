@@ -24,6 +24,7 @@ or reports it); outside state discovered late raises ``Retrace`` with the enlarg
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import weakref
 
@@ -32,7 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
-from .._tensor.tensor import Tensor
+from .._api import threads
+from .._tensor import runtime
+from .._tensor.tensor import Tensor, chain_is_contiguous
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
@@ -40,9 +43,9 @@ from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import Program
-from .guards import guards_hold, value_guards
-from .pystate import (changed, effects_signature, python_refs, restore, scalar_signature, stateful_reads,
-                      snapshot)
+from .guards import guards_hold, outside_containers, value_guards
+from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
+                      snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -98,8 +101,48 @@ def _unflatten(treedef, leaves):
     return _plain(jax.tree_util.tree_unflatten(treedef, leaves))
 
 
+def _put_environ_back(env):
+    for k in [k for k in os.environ if k not in env]:
+        del os.environ[k]
+    for k, v in env.items():
+        if os.environ.get(k) != v:
+            os.environ[k] = v
+
+
 def _global_modes():
-    return grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0]
+    """The process-wide settings a function may change (``set_grad_enabled``,
+    ``set_default_dtype``, ``set_detect_anomaly``, ``set_printoptions``,
+    ``set_float32_matmul_precision``, ``use_deterministic_algorithms``, ``set_default_device``,
+    ``set_num_threads``): one changed while tracing would not be changed again by the program."""
+    return (grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0], tuple(_state.ANOMALY),
+            tuple(_state.PRINT_OPTS.items()), runtime.get_float32_matmul_precision(),
+            runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled(),
+            str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
+
+
+class _Kept:
+    """A list or dict the function returned that existed before the call: returned as that
+    object after every call (a result leaf, not rebuilt), as eager returns it."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _keep_outside(result, outside, kept):
+    """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
+    ``_Kept`` leaves; ``kept`` gets the guards of those it holds (their places)."""
+    t = type(result)
+    if t in (list, dict) and id(result) in outside:
+        obj, check = outside[id(result)]
+        kept[id(result)] = check
+        return _Kept(obj)
+    if t is dict:
+        return {k: _keep_outside(v, outside, kept) for k, v in result.items()}
+    if t in (list, tuple):
+        return t(_keep_outside(v, outside, kept) for v in result)
+    return result
 
 
 def _arguments_changed(args, kwargs, treedef, leaves) -> bool:
@@ -130,6 +173,8 @@ def _ordered(x):
 
 def _plain(x):
     t = type(x)
+    if t is _Kept:
+        return x.obj
     if t is _InOrder:
         return {k: _plain(v) for k, v in x.items()}
     if t is list:
@@ -146,7 +191,7 @@ class Region:
 
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
-        self.arg_grads = self.arg_writes = self.fresh_in = ()
+        self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -209,6 +254,11 @@ class Region:
                 self.dead = True
                 return False
         return hyper.signature(self.optimizers) == self.hyper and hyper.signs_hold(self.hyper_signs)
+
+    def args_contiguous(self, leaves) -> bool:
+        """The view arguments whose layout decided a ``reshape``/``view`` in the trace are
+        contiguous again (``Capture.see_layout_choice``)."""
+        return all(chain_is_contiguous(leaves[i]) for i in self.contiguous_args)
 
     def _follow(self, r, t) -> bool:
         """The place of carried input ``r`` holds ``t``, bound there outside the program
@@ -274,6 +324,8 @@ class Region:
                 st.gen += 1
         for g, k in zip(self.generators, keys):
             g._key = k
+        for g, seed in self.seeds:
+            g._seed = seed
         for (o, t), kind, a in zip(self.owners_end, self.grad_kinds, grads_end):
             if kind is _NEW:
                 o._grad = Tensor._make(a)      # eager's backward makes a new .grad tensor
@@ -336,7 +388,7 @@ class OutRecipe:
 
     def __init__(self, treedef, leaves):
         # leaves: ("new", (rg, how)) | ("const", value) | ("arg", index) | ("same", position)
-        # | ("view", (root, chain, rg, how)): see _out_recipe
+        # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
 
     def build(self, arrays, arg_leaves, vjp):
@@ -367,6 +419,12 @@ class OutRecipe:
                 out.append(out[v])
             elif kind == "view":
                 out.append(_rebuild_view(v, out, arg_leaves))
+            elif kind == "alias":          # a detached alias of an argument
+                i, same_version = v
+                t = arg_leaves[i].detach()
+                if not same_version:
+                    t._vc = [0]
+                out.append(t)
             else:
                 out.append(v)
         if diff:
@@ -462,6 +520,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                       hyper.bind(hyper_slots, hypers), plan.vjp)
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
+        env = dict(os.environ)
         try:
             call_leaves = list(leaves)
             d = iter(data)
@@ -480,12 +539,22 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            if os.environ != env:
+                raise GraphBreak("the function changes os.environ: the program would not change it on "
+                                 "later calls")
             if _global_modes() != modes:
-                raise GraphBreak("the function leaves grad mode or the default dtype changed (set_grad_enabled, "
-                                 "set_default_dtype): the program would not change it on later calls")
+                raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
+                                 "or device, anomaly mode, print options, matmul precision, deterministic "
+                                 "algorithms, thread counts): the program would not change it on later calls")
             if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
                                  "the program would do that to a stand-in, not to the caller's tensor")
+            if any(call_leaves[i]._chain for i in data_in):
+                # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
+                # ``as_strided_``): the caller's tensor would keep its shape and strides
+                raise GraphBreak("an in-place op changes the shape or strides of a tensor argument (t_, "
+                                 "resize_, unsqueeze_, as_strided_...): the program can write the caller's "
+                                 "values, not its layout")
             if _arguments_changed(a2, kw2, treedef, call_leaves):
                 # the function got rebuilt copies of its list/dict arguments; eagerly it changes
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
@@ -501,6 +570,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "append, an attribute...): the program would not repeat that on later calls")
             if plan.absorb(cap):
                 raise Retrace()
+            kept = {}
+            result = _keep_outside(result, outside_containers(refs), kept)
+            info["kept"] = tuple(kept.values())
             r_leaves, r_def = _flatten(result)
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
                 | {id(g) for g in saved[1] if g is not None} \
@@ -517,6 +589,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
             state_end = [st.array if st.array is not a else None for st, a in zip(storages, state)]
             keys_end = [g._key for g in plan.generators]
+            # ``manual_seed(n)`` inside: ``initial_seed()`` (and get_rng_state's seed) after every call
+            info["seeds"] = tuple((g, g._seed) for g, s0 in zip(plan.generators, saved[4]) if g._seed != s0)
             cap.hyper_inputs.clear()
             info["hyper_signs"] = tuple(cap.hyper_signs.items())
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
@@ -541,11 +615,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]
+            info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
             return (res_arrays, state_end, grads_end, keys_end,
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
         except BaseException:
             restore(py_snap)
             cap.restore_objects()
+            if os.environ != env:       # an abandoned trace: the eager rerun sets it again
+                _put_environ_back(env)
             raise
         finally:
             _state.CAPTURE[0] = prev_cap
@@ -581,6 +658,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
                          "would move once while tracing (read it outside and pass what it gives as arguments)")
+    clock = clock_reads(refs, ref_names)
+    if clock is not None:
+        raise GraphBreak(f"the function reads {clock}, which gives a new value on every eager call but "
+                         "would be read once while tracing (read it outside and pass it as an argument)")
     effects0 = effects_signature(refs)
     py_snap = snapshot(refs)
     prev = x64_enter()
@@ -618,7 +699,6 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
-    region.value_guards = value_guards(fn, refs, region.modules, ref_names)
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
@@ -627,9 +707,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     follows, region.attr_guards = attribute_places(region.modules, storages, info.pop("attr_stores"),
                                                    {r.carried for r in region.carried})
     region.carried += tuple(follows)
+    carried = {r.carried for r in region.carried}
+    pinned = {id(st) for j, st in enumerate(storages) if j not in carried}
+    region.value_guards = value_guards(fn, refs, region.modules, ref_names, pinned) + info["kept"]
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
+    region.seeds = info["seeds"]
+    region.contiguous_args = info["contiguous_args"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
@@ -669,7 +754,8 @@ def _grad_kind(end, entry, cap):
 
 def _swap_in(storages, state, owners, grads, generators, keys):
     saved = ([st.array for st in storages], [o._grad for o in owners],
-             [o._grad._st.array for o in owners if o._grad is not None], [g._key for g in generators])
+             [o._grad._st.array for o in owners if o._grad is not None], [g._key for g in generators],
+             [g._seed for g in generators])
     for st, a in zip(storages, state):
         st.array = a
         st.gen += 1
@@ -684,7 +770,7 @@ def _swap_in(storages, state, owners, grads, generators, keys):
 
 
 def _swap_out(storages, owners, generators, saved):
-    arrays, grad_objs, grad_arrays, keys = saved
+    arrays, grad_objs, grad_arrays, keys, seeds = saved
     for st, a in zip(storages, arrays):
         st.array = a
         st.gen += 1
@@ -694,8 +780,8 @@ def _swap_out(storages, owners, generators, saved):
         if g is not None:
             g._st.array = next(g_it)
             g._st.gen += 1
-    for g, k in zip(generators, keys):
-        g._key = k
+    for g, k, s in zip(generators, keys, seeds):
+        g._key, g._seed = k, s
 
 
 def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
@@ -722,6 +808,12 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         if id(t) in outside or (t._st not in cap.created and not isinstance(t._st.array, _Tracer)):
             leaves.append(("const", t))       # a state tensor returned as itself
             continue
+        if not t._chain and not t._rg:
+            # ``x.detach()``, ``x.data`` of an argument: the caller's tensor's storage, not a copy
+            i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
+            if i is not None:
+                leaves.append(("alias", (i, t._vc is call_leaves[i]._vc)))
+                continue
         rg = t.requires_grad
         how = None
         if rg and t.grad_fn is not None:

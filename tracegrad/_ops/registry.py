@@ -24,6 +24,7 @@ instead, so they keep only their output alive, like torch.
 """
 from __future__ import annotations
 
+import math
 import weakref
 from functools import partial
 from typing import NamedTuple
@@ -269,7 +270,8 @@ def as_arg(v):
     """``v`` as a jitted-call argument: Python numbers become cached weak 0-d arrays."""
     if type(v) not in _PY_NUMBERS:
         return v
-    key = (type(v), v)
+    # -0.0 == 0.0 (one dict key), but 1 / -0.0 is -inf: a zero float is keyed by its sign too
+    key = (type(v), v) if v or type(v) is not float else (float, v, math.copysign(1.0, v))
     a = _SCALARS.get(key)
     if a is None:
         if len(_SCALARS) > 4096:   # many distinct values (a schedule, NaNs): start afresh

@@ -37,6 +37,8 @@ class Generator:
         return self
 
     def seed(self):
+        if _state.CAPTURE[0] is not None:     # a fresh seed per eager call: not one baked in
+            _state.CAPTURE[0].python_effect("seeding from fresh entropy (seed())")
         s = int(np.random.SeedSequence().entropy % (2 ** 63))
         self.manual_seed(s)
         return s

@@ -994,7 +994,9 @@ class Module:
 
     def _tracegrad_compiled_wrapper(self, compiled_cls, options):
         # tracegrad.compile(module) lands here: compile sits below nn and cannot import it
-        return OptimizedModule(self, compiled_cls(_BoundCall(self), **options))
+        # torch compiles the module's own ``__call__`` when its class overrides it
+        return OptimizedModule(self, compiled_cls(_BoundCall(self, type(self).__call__ is not Module.__call__),
+                                                  **options))
 
     # ---- repr ---------------------------------------------------------------------------
     def _get_name(self):
@@ -1019,13 +1021,16 @@ class Module:
 
 
 class _BoundCall:
-    """``module._call_impl`` as a plain callable (what a compiled module runs)."""
+    """``module._call_impl`` as a plain callable (what a compiled module runs), or the module's
+    own ``__call__`` (``whole``: its class overrides it)."""
 
-    def __init__(self, module):
-        self.module = module
+    def __init__(self, module, whole=False):
+        self.module, self.whole = module, whole
         self.__qualname__ = f"{type(module).__name__}.__call__"
 
     def __call__(self, *args, **kwargs):
+        if self.whole:
+            return self.module(*args, **kwargs)
         return self.module._call_impl(*args, **kwargs)
 
 
