@@ -58,6 +58,8 @@ class Adam(Optimizer):
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
 
+    _fusable = True    # eager steps: one program per group (compiler.fused_optimizer_group)
+
     def _init_state(self, p, group):
         state = {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),
                  "exp_avg_sq": zeros_like(p)}

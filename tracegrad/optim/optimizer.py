@@ -399,6 +399,14 @@ class Optimizer:
     # True: the rule takes complex tensors as they are (SGD's is linear); False: it squares or
     # compares gradients elementwise, so it runs on view_as_real views of complex parameters
     _supports_complex = False
+    # True: an eager step may run each group's ``_update_group`` as one traced program
+    # (``compiler.fused_optimizer_group``); the rule must then be traceable (NOTE [traceable
+    # step]) and change its state only in place or by filling an entry that was None
+    _fusable = False
+
+    def _fuses(self, group) -> bool:
+        """Whether this group's eager update may run as one program (``_fusable``)."""
+        return self._fusable
 
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
@@ -418,7 +426,8 @@ class Optimizer:
                     items.append((view_as_real(p), view_as_real(p.grad), views))
                 else:
                     items.append((p, p.grad, state))
-            if items:
+            # complex parameters (real views, written back below) always run per op
+            if items and (complex_states or not compiler.fused_optimizer_group(self, group, items)):
                 self._update_group(group, items)
             for state, views, before in complex_states:
                 _write_back(state, views, before)

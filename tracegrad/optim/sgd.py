@@ -54,6 +54,8 @@ class SGD(Optimizer):
 
     _supports_complex = True
 
+    _fusable = True    # eager steps: one program per group (compiler.fused_optimizer_group)
+
     def _state_of(self, p, group):
         # torch touches self.state only when momentum is on (no empty entries otherwise); the
         # buffer itself is created by sgd_step on the first step, not here
