@@ -87,13 +87,13 @@ def run_inplace(key, fn, tensors, numbers, donate=()):
     try:
         # ``arrays`` is the only reference to the inputs besides their storages: a buffer also
         # held elsewhere (a clone that kept the array object) is not donated (Program)
-        written, new = entry.program(arrays)
+        new, state_end = entry.program(arrays)
     finally:
         x64_exit(prev)
     STATS["calls"] += 1
-    for i, value, bump in zip(entry.written, written, entry.bumps):
+    for i, bump in zip(entry.written, entry.bumps):
         t = tensors[i]
-        t._write(value)
+        t._write(state_end[i])
         t._vc[0] += bump
     made = []
     for value, version in zip(new, entry.new_versions):
@@ -105,26 +105,27 @@ def run_inplace(key, fn, tensors, numbers, donate=()):
 
 def _trace(fn, arrays, numbers, donate):
     """Trace ``fn`` once on stand-ins of ``arrays``; an ``_Entry``, or ``_NOT_FUSABLE``."""
-    n = len(arrays)
     found = {}
 
-    def pure(*flat):
-        stand = [Tensor._make(a) for a in flat[:n]]
-        hypers = [hyper.make(a, v) for a, v in zip(flat[n:], numbers)]
+    def pure(state, hyper_in):
+        # (results, state_end) with state_end[i] the new value of state[i] or None: the layout
+        # Program keeps sharded state's layout by
+        stand = [Tensor._make(a) for a in state]
+        hypers = [hyper.make(a, v) for a, v in zip(hyper_in, numbers)]
         new, meta = fn(stand, hypers)
         inputs = set(id(t._st) for t in stand)
         for t in new:
             if not isinstance(t, Tensor) or t._chain or id(t._st) in inputs or t._rg:
                 raise NotFusable("a new state tensor is not a fresh tensor")
-        written = [i for i, t in enumerate(stand) if t._st.array is not flat[i]]
+        written = [i for i, t in enumerate(stand) if t._st.array is not state[i]]
         found.update(written=tuple(written), bumps=tuple(stand[i]._vc[0] - 1 for i in written),
                      new_versions=tuple(t._vc[0] for t in new), meta=meta)
-        return [stand[i]._st.array for i in written], [t._value for t in new]
+        return [t._value for t in new], [t._st.array if i in written else None for i, t in enumerate(stand)]
 
     STATS["traces"] += 1
     prev = x64_enter()
     try:
-        program = Program.trace(pure, [*arrays, *(np.float64(v) for v in numbers)], {})
+        program = Program.trace(pure, (arrays, [np.float64(v) for v in numbers]), {})
     except Exception:      # whatever the trace could not do, the per-op path does (or raises)
         return _NOT_FUSABLE
     finally:
