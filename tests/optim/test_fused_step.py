@@ -162,7 +162,14 @@ def test_unusual_steps_run_per_op():
         ps = _params(tracegrad)[:2]
         return tracegrad.optim.RMSprop(ps, centered=True), ps
 
-    for build in (differentiable, complex_params, shared_step, grad_requires_grad, rmsprop_centered):
+    def patched_rule():            # a rule patched on the instance: its Python runs every update
+        ps = _params(tracegrad)[:2]
+        opt = tracegrad.optim.SGD(ps, lr=0.1)
+        opt._update = lambda p, grad, state, group: type(opt)._update(opt, p, grad, state, group)
+        return opt, ps
+
+    for build in (differentiable, complex_params, shared_step, grad_requires_grad, rmsprop_centered,
+                  patched_rule):
         assert _fused_calls(build) == 0, build.__name__
     with fused_optim.disabled():
         assert _fused_calls(plain) == 0

@@ -17,8 +17,8 @@ lr) are inputs like the state.
 The per-op path runs instead whenever the step is unusual: grad mode on (``differentiable``),
 a gradient or state tensor that requires grad, complex parameters (stepped as real views), two
 tensors sharing a storage (a step tensor shared by two parameters, a parameter listed twice),
-inference or dual tensors, a non-tensor state value other than None, and inside a compiled
-step, forward AD or the profiler (``_lowering/fused.py``).
+inference or dual tensors, a non-tensor state value other than None, an update rule patched on
+the instance, and inside a compiled step, forward AD or the profiler (``_lowering/fused.py``).
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def disabled():
 
 
 def _plain(t) -> bool:
-    # a tensor the fused program may stand in for: no autograd history to keep, not an
-    # inference tensor (its in-place write raises) nor a dual one (its tangent is written per op)
+    # a tensor the fused program may stand in for: not an inference tensor (writing it in
+    # place outside inference mode raises) nor a dual one (its tangent is updated op by op)
     d = t.__dict__
     return not (d and ("_inference" in d or "_fw" in d))
 
@@ -146,6 +146,11 @@ def step_group(opt, group, items) -> bool:
     """Run ``opt._update_group(group, items)`` as one fused program; False (nothing done) when
     the step must take the per-op path (module docstring)."""
     if not ENABLED[0] or not opt._fuses(group) or GRAD_MODE[0] or group.get("differentiable"):
+        return False
+    d = opt.__dict__
+    if "_update" in d or "_update_group" in d:
+        # a rule patched on this instance (a spy, a wrapper): its Python runs on every
+        # update, and programs are cached per class
         return False
     collected = _collect(group, items)
     if collected is None:

@@ -42,7 +42,7 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
-        if fused:          # torch's argument checks (no fused kernel here either way)
+        if fused:          # torch's argument checks (the kernel does not depend on the flag)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:

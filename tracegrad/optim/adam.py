@@ -18,7 +18,8 @@ class Adam(Optimizer):
         eps (float, default 1e-8), weight_decay (float, default 0; L2 added to the gradient,
         or decoupled when ``decoupled_weight_decay=True``), amsgrad (bool, default False),
         maximize (bool, default False).
-        foreach, capturable, differentiable, fused: accepted and stored (no special kernels).
+        foreach, capturable, differentiable, fused: accepted and stored (an eager step with
+        ``differentiable=False`` runs each group as one fused program either way).
 
     State per parameter (created lazily on the first step with a gradient): ``step`` (float32
     0-d tensor), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq`` (zeros like

@@ -125,7 +125,11 @@ class Optimizer:
         ValueError: empty parameter list, a non-leaf tensor, a parameter in two groups, a group
             missing a required option.
 
-    Differs from torch: no ``foreach``/``fused`` kernels (the options are accepted and stored).
+    Eager steps: SGD, Adam, AdamW, Adagrad and uncentered RMSprop run each group's update as
+    one cached XLA program (``compiler.fused_optimizer_group``; the per-op rule otherwise),
+    whatever ``foreach``/``fused`` say; values agree with the per-op rule to float rounding.
+
+    Differs from torch: ``foreach``/``fused`` are accepted and stored; they choose no kernel.
     """
 
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
