@@ -5,7 +5,8 @@ from ``optim``.
 An eager step runs the group's update rule (``_update_group``: the same ``_functional.py``
 rules, op for op) once on stand-in tensors under ``_lowering.fused``, which keeps the traced
 program per (optimizer class, options, state layout, shapes and dtypes) and afterwards applies
-the whole group's update in one call: the dozen ~10-20 us dispatches per parameter become one.
+the update in one call per chunk of up to 8 like parameters (NOTE [chunked groups]): the dozen
+~10-20 us dispatches per parameter become a fraction of one.
 Results equal the per-op path's to float rounding (XLA may fuse the arithmetic differently);
 parameters and state tensors keep their identity, views and ``_version`` counts.
 
@@ -54,31 +55,31 @@ def _plain(t) -> bool:
     return not (d and ("_inference" in d or "_fw" in d))
 
 
-def _collect(group, items):
-    """``(key, tensors, numbers, donate)`` for the group's update, or None when it must run per
-    op. ``donate``: the positions of the parameters and state tensors (what the update may
-    overwrite), not those of the gradients and Tensor options."""
-    tensors, layout, donate = [], [], []
-    for p, grad, state in items:
-        if grad._rg or p.is_complex() or not _plain(p) or not _plain(grad):
-            return None
-        donate.append(len(tensors))
-        tensors.append(p)
-        tensors.append(grad)
-        entry = []
-        for k, v in state.items():
-            if isinstance(v, Tensor):
-                if v._rg or not _plain(v):
-                    return None
-                donate.append(len(tensors))
-                tensors.append(v)
-                entry.append(k)
-            elif v is None:
-                entry.append((k, None))
-            else:
+def _collect_item(p, grad, state):
+    """``(tensors, layout, donate)`` of one parameter's update (``donate``: positions in
+    ``tensors`` the update may overwrite: the parameter and its state, not the gradient), or
+    None when it must run per op."""
+    if grad._rg or p.is_complex() or not _plain(p) or not _plain(grad):
+        return None
+    tensors, layout, donate = [p, grad], [], [0]
+    for k, v in state.items():
+        if isinstance(v, Tensor):
+            if v._rg or not _plain(v):
                 return None
-        layout.append(tuple(entry))
-    options, numbers = [], []
+            donate.append(len(tensors))
+            tensors.append(v)
+            layout.append(k)
+        elif v is None:
+            layout.append((k, None))
+        else:
+            return None
+    return tensors, tuple(layout), donate
+
+
+def _collect_options(group):
+    """``(key, tensors, numbers)`` of the group's options: lifted numbers traced, Tensor
+    options as inputs, the rest by value in the key; None when one is unhashable."""
+    options, tensors, numbers = [], [], []
     for k, v in group.items():
         if k in _SKIP:
             continue
@@ -99,14 +100,31 @@ def _collect(group, items):
             except TypeError:
                 return None
             options.append((k, type(v), v))
-    if len({id(t._st) for t in tensors}) != len(tensors):
-        return None
-    return (tuple(options), tuple(layout)), tensors, numbers, tuple(donate)
+    return tuple(options), tensors, numbers
+
+
+# NOTE [chunked groups]: XLA:CPU's compile time grows with the program (measured: a 50-parameter
+# Adam group as one program compiles in ~10 s, 500 parameters in minutes), while the run time
+# of a fused update is nearly all per parameter (~30 us each, whether 1 or 16 share a call). So
+# a group is split into buckets of parameters with one signature (shapes, dtypes, state layout;
+# the updates are independent, so their order does not matter) and each bucket into chunks of
+# 8, 4, 2, 1: a model compiles a few small programs per distinct parameter shape, reused across
+# its layers and across steps.
+_CHUNKS = (8, 4, 2, 1)
+
+
+def _chunks(indices):
+    at = 0
+    for size in _CHUNKS:
+        while len(indices) - at >= size:
+            yield indices[at:at + size]
+            at += size
 
 
 def _rebuild(group, items, tensors, hypers):
-    """``group`` and ``items`` with their tensors replaced, in ``_collect``'s order, by
-    ``tensors`` and the lifted numbers by ``hypers``."""
+    """``group`` and ``items`` with their tensors replaced by ``tensors`` (the items' in
+    ``_collect_item``'s order, then the Tensor options in the group's order) and the lifted
+    numbers by ``hypers``."""
     ts, hs = iter(tensors), iter(hypers)
     new_items = [(next(ts), next(ts), {k: next(ts) if isinstance(v, Tensor) else v for k, v in state.items()})
                  for _, _, state in items]
@@ -143,8 +161,8 @@ def _new_state(items, before):
 
 
 def step_group(opt, group, items) -> bool:
-    """Run ``opt._update_group(group, items)`` as one fused program; False (nothing done) when
-    the step must take the per-op path (module docstring)."""
+    """Run ``opt._update_group(group, items)`` as fused programs (NOTE [chunked groups]);
+    False (nothing done) when the step must take the per-op path (module docstring)."""
     if not ENABLED[0] or not opt._fuses(group) or GRAD_MODE[0] or group.get("differentiable"):
         return False
     d = opt.__dict__
@@ -152,10 +170,38 @@ def step_group(opt, group, items) -> bool:
         # a rule patched on this instance (a spy, a wrapper): its Python runs on every
         # update, and programs are cached per class
         return False
-    collected = _collect(group, items)
-    if collected is None:
+    options = _collect_options(group)
+    if options is None:
         return False
-    key, tensors, numbers, donate = collected
+    okey, otensors, numbers = options
+    collected, buckets, storages = [], {}, {id(t._st) for t in otensors}
+    n = len(otensors)
+    for j, (p, grad, state) in enumerate(items):
+        c = _collect_item(p, grad, state)
+        if c is None:
+            return False
+        collected.append(c)
+        storages.update(id(t._st) for t in c[0])
+        n += len(c[0])
+        sig = (c[1], tuple((t._value.shape, t._value.dtype) for t in c[0]))
+        buckets.setdefault(sig, []).append(j)
+    if len(storages) != n:     # two of them share a storage: per op, in torch's order
+        return False
+    for bucket in buckets.values():
+        for chunk in _chunks(bucket):
+            sub = [items[j] for j in chunk]
+            if not _run_chunk(opt, group, sub, [collected[j] for j in chunk], okey, otensors, numbers):
+                opt._update_group(group, sub)
+    return True
+
+
+def _run_chunk(opt, group, items, collected, okey, otensors, numbers) -> bool:
+    tensors, donate = [], []
+    for ts, _, don in collected:
+        donate.extend(len(tensors) + i for i in don)
+        tensors.extend(ts)
+    tensors.extend(otensors)
+    key = (type(opt), okey, tuple(c[1] for c in collected))
 
     def update(stand_ins, hypers):
         new_group, new_items = _rebuild(group, items, stand_ins, hypers)
@@ -163,7 +209,7 @@ def step_group(opt, group, items) -> bool:
         opt._update_group(new_group, new_items)
         return _new_state(new_items, before)
 
-    out = _engine.run_inplace((type(opt), key), update, tensors, numbers, donate)
+    out = _engine.run_inplace(key, update, tensors, numbers, tuple(donate))
     if out is None:
         return False
     for t, (j, k) in zip(*out):
