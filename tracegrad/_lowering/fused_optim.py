@@ -5,7 +5,7 @@ from ``optim``.
 An eager step runs the group's update rule (``_update_group``: the same ``_functional.py``
 rules, op for op) once on stand-in tensors under ``_lowering.fused``, which keeps the traced
 program per (optimizer class, options, state layout, shapes and dtypes) and afterwards applies
-the update in one call per chunk of up to 8 like parameters (NOTE [chunked groups]): the dozen
+the update in one call per chunk of up to 8 parameters (NOTE [chunked groups]): the dozen
 ~10-20 us dispatches per parameter become a fraction of one.
 Results equal the per-op path's to float rounding (XLA may fuse the arithmetic differently);
 parameters and state tensors keep their identity, views and ``_version`` counts.
@@ -105,20 +105,11 @@ def _collect_options(group):
 
 # NOTE [chunked groups]: XLA:CPU's compile time grows with the program (measured: a 50-parameter
 # Adam group as one program compiles in ~10 s, 500 parameters in minutes), while the run time
-# of a fused update is nearly all per parameter (~30 us each, whether 1 or 16 share a call). So
-# a group is split into buckets of parameters with one signature (shapes, dtypes, state layout;
-# the updates are independent, so their order does not matter) and each bucket into chunks of
-# 8, 4, 2, 1: a model compiles a few small programs per distinct parameter shape, reused across
-# its layers and across steps.
-_CHUNKS = (8, 4, 2, 1)
-
-
-def _chunks(indices):
-    at = 0
-    for size in _CHUNKS:
-        while len(indices) - at >= size:
-            yield indices[at:at + size]
-            at += size
+# of a fused update is mostly per parameter (~30 us each, whether 1 or 16 share a call) plus a
+# fixed ~40 us per call. So a group runs in consecutive chunks of up to ``_CHUNK`` parameters,
+# each its own program: a small model is one program, and a deep one repeats a few chunk
+# signatures (its layers repeat), each compiled once.
+_CHUNK = 8
 
 
 def _rebuild(group, items, tensors, hypers):
@@ -174,24 +165,21 @@ def step_group(opt, group, items) -> bool:
     if options is None:
         return False
     okey, otensors, numbers = options
-    collected, buckets, storages = [], {}, {id(t._st) for t in otensors}
+    collected, storages = [], {id(t._st) for t in otensors}
     n = len(otensors)
-    for j, (p, grad, state) in enumerate(items):
+    for p, grad, state in items:
         c = _collect_item(p, grad, state)
         if c is None:
             return False
         collected.append(c)
         storages.update(id(t._st) for t in c[0])
         n += len(c[0])
-        sig = (c[1], tuple((t._value.shape, t._value.dtype) for t in c[0]))
-        buckets.setdefault(sig, []).append(j)
     if len(storages) != n:     # two of them share a storage: per op, in torch's order
         return False
-    for bucket in buckets.values():
-        for chunk in _chunks(bucket):
-            sub = [items[j] for j in chunk]
-            if not _run_chunk(opt, group, sub, [collected[j] for j in chunk], okey, otensors, numbers):
-                opt._update_group(group, sub)
+    for at in range(0, len(items), _CHUNK):
+        sub = items[at:at + _CHUNK]
+        if not _run_chunk(opt, group, sub, collected[at:at + _CHUNK], okey, otensors, numbers):
+            opt._update_group(group, sub)
     return True
 
 
