@@ -406,7 +406,7 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
 
 def fused_optimizer_group(opt, group, items) -> bool:
     """How an eager ``Optimizer.step`` updates one parameter group when it can: the group's
-    update rule as one cached XLA program (``_lowering/fused_optim.py``). Returns False, having
+    update rule as cached XLA programs (``_lowering/fused_optim.py``). Returns False, having
     changed nothing, when the step must run op by op (while tracing, differentiable steps,
     unusual tensors)."""
     return _fused_optim.step_group(opt, group, items)

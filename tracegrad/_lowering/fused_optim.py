@@ -1,4 +1,4 @@
-"""The eager step of one optimizer parameter group as one XLA program (torch's
+"""The eager step of one optimizer parameter group as a few XLA programs (torch's
 ``foreach``/``fused`` kernels); ``tracegrad.compiler.fused_optimizer_group`` is its entry
 from ``optim``.
 

@@ -55,7 +55,7 @@ class Adagrad(Optimizer):
 
     _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
 
-    _fusable = True    # eager steps: one program per group (compiler.fused_optimizer_group)
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _init_state(self, p, group):
         # as torch: the constructor's initial_accumulator_value, even for a group that set its own

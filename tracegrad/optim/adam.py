@@ -19,7 +19,7 @@ class Adam(Optimizer):
         or decoupled when ``decoupled_weight_decay=True``), amsgrad (bool, default False),
         maximize (bool, default False).
         foreach, capturable, differentiable, fused: accepted and stored (an eager step with
-        ``differentiable=False`` runs each group as one fused program either way).
+        ``differentiable=False`` runs each group as fused programs either way).
 
     State per parameter (created lazily on the first step with a gradient): ``step`` (float32
     0-d tensor), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq`` (zeros like
@@ -59,7 +59,7 @@ class Adam(Optimizer):
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
 
-    _fusable = True    # eager steps: one program per group (compiler.fused_optimizer_group)
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _init_state(self, p, group):
         state = {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),

@@ -126,8 +126,9 @@ class Optimizer:
             missing a required option.
 
     Eager steps: SGD, Adam, AdamW, Adagrad and uncentered RMSprop run each group's update as
-    one cached XLA program (``compiler.fused_optimizer_group``; the per-op rule otherwise),
-    whatever ``foreach``/``fused`` say; values agree with the per-op rule to float rounding.
+    cached XLA programs, one per chunk of up to 8 parameters (``compiler.fused_optimizer_group``;
+    the per-op rule otherwise), whatever ``foreach``/``fused`` say; values agree with the per-op
+    rule to float rounding.
 
     Differs from torch: ``foreach``/``fused`` are accepted and stored; they choose no kernel.
     """
@@ -403,13 +404,13 @@ class Optimizer:
     # True: the rule takes complex tensors as they are (SGD's is linear); False: it squares or
     # compares gradients elementwise, so it runs on view_as_real views of complex parameters
     _supports_complex = False
-    # True: an eager step may run each group's ``_update_group`` as one traced program
+    # True: an eager step may run each group's ``_update_group`` as traced programs
     # (``compiler.fused_optimizer_group``); the rule must then be traceable (NOTE [traceable
     # step]) and change its state only in place or by filling an entry that was None
     _fusable = False
 
     def _fuses(self, group) -> bool:
-        """Whether this group's eager update may run as one program (``_fusable``)."""
+        """Whether this group's eager update may run as fused programs (``_fusable``)."""
         return self._fusable
 
     def _step_each_param(self, closure):

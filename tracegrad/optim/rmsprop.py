@@ -45,11 +45,11 @@ class RMSprop(Optimizer):
     _setstate_group_defaults = dict(momentum=0, centered=False, foreach=None, maximize=False,
                                     differentiable=False, capturable=False)
 
-    _fusable = True    # eager steps: one program per group (compiler.fused_optimizer_group)
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _fuses(self, group):
-        # centered groups run per op: ``square_avg - grad_avg**2`` cancels, and the one
-        # program's rounding (XLA contracts a multiply and the add after it into an FMA, across
+        # centered groups run per op: ``square_avg - grad_avg**2`` cancels, and the fused
+        # programs' rounding (XLA contracts a multiply and the add after it into an FMA, across
         # ops) is amplified past the per-op path's agreement with torch (1e-4 relative in 50
         # steps of tests/optim/test_optimizers.py's centered, momentum, weight decay case)
         return not group["centered"]

@@ -17,7 +17,7 @@ class SGD(Optimizer):
         weight_decay (float, default 0, L2 penalty added to the gradient),
         nesterov (bool, default False), maximize (bool, default False).
         foreach, differentiable, fused: accepted and stored in the groups (an eager step with
-        ``differentiable=False`` runs each group as one fused program either way).
+        ``differentiable=False`` runs each group as fused programs either way).
 
     State per parameter: ``momentum_buffer`` (Tensor, or None while momentum == 0), created on
     the first step as a clone of the gradient, as torch. Parameters whose ``.grad`` is None are
@@ -55,7 +55,7 @@ class SGD(Optimizer):
 
     _supports_complex = True
 
-    _fusable = True    # eager steps: one program per group (compiler.fused_optimizer_group)
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _state_of(self, p, group):
         # torch touches self.state only when momentum is on (no empty entries otherwise); the
