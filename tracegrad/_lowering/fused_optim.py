@@ -16,7 +16,7 @@ key (a new ``eps`` or ``weight_decay`` traces a new program). Tensor-valued opti
 lr) are inputs like the state.
 
 The per-op path runs instead whenever the step is unusual: grad mode on (``differentiable``),
-a gradient or state tensor that requires grad, complex parameters (stepped as real views), two
+a gradient or state tensor that requires grad, a sparse gradient, complex parameters, two
 tensors sharing a storage (a step tensor shared by two parameters, a parameter listed twice),
 inference or dual tensors, a non-tensor state value other than None, an update rule patched on
 the instance, and inside a compiled step, forward AD or the profiler (``_lowering/fused.py``).
@@ -59,7 +59,8 @@ def _collect_item(p, grad, state):
     """``(tensors, layout, donate)`` of one parameter's update (``donate``: positions in
     ``tensors`` the update may overwrite: the parameter and its state, not the gradient), or
     None when it must run per op."""
-    if grad._rg or p.is_complex() or not _plain(p) or not _plain(grad):
+    # a sparse gradient takes the rule's own sparse branch (a stand-in would be dense)
+    if grad._rg or grad.is_sparse or p.is_complex() or not _plain(p) or not _plain(grad):
         return None
     tensors, layout, donate = [p, grad], [], [0]
     for k, v in state.items():

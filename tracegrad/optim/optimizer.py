@@ -404,15 +404,6 @@ class Optimizer:
     # True: the rule takes complex tensors as they are (SGD's is linear); False: it squares or
     # compares gradients elementwise, so it runs on view_as_real views of complex parameters
     _supports_complex = False
-    # True: an eager step may run each group's ``_update_group`` as traced programs
-    # (``compiler.fused_optimizer_group``); the rule must then be traceable (NOTE [traceable
-    # step]) and change its state only in place or by filling an entry that was None
-    _fusable = False
-
-    def _fuses(self, group) -> bool:
-        """Whether this group's eager update may run as fused programs (``_fusable``)."""
-        return self._fusable
-
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
         group)`` for every parameter with a gradient, in group order; return the loss."""
@@ -446,6 +437,15 @@ class Optimizer:
         (NOTE [group scalars] in ``_functional.py``)."""
         for p, grad, state in items:
             self._update(p, grad, state, group)
+
+    # True: an eager step may run each group's ``_update_group`` as traced programs
+    # (``compiler.fused_optimizer_group``); the rule must then be traceable (NOTE [traceable
+    # step]) and change its state only in place or by filling an entry that was None
+    _fusable = False
+
+    def _fuses(self, group) -> bool:
+        """Whether this group's eager update may run as fused programs (``_fusable``)."""
+        return self._fusable
 
     def _state_of(self, p, group) -> dict:
         """``self.state[p]``, filled from ``_init_state`` the first time it is empty (torch
