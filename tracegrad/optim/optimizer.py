@@ -404,6 +404,7 @@ class Optimizer:
     # True: the rule takes complex tensors as they are (SGD's is linear); False: it squares or
     # compares gradients elementwise, so it runs on view_as_real views of complex parameters
     _supports_complex = False
+
     def _step_each_param(self, closure):
         """Run ``closure`` (under ``enable_grad``), then ``self._update(p, p.grad, state,
         group)`` for every parameter with a gradient, in group order; return the loss."""
