@@ -38,7 +38,7 @@ import numpy as np
 
 from . import _autocast, _state
 from ._x64 import x64_scope
-from ._lowering import hyper as _hyper
+from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, trace_region
 from ._tensor.tensor import Tensor
@@ -404,6 +404,14 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
         return step(*args, **kwargs)
     with _hyper.swapped(opt, values):
         return step(*args, **kwargs)
+
+
+def fused_optimizer_group(opt, group, items) -> bool:
+    """How an eager ``Optimizer.step`` updates one parameter group when it can: the group's
+    update rule as cached XLA programs (``_lowering/fused_optim.py``). Returns False, having
+    changed nothing, when the step must run op by op (while tracing, differentiable steps,
+    unusual tensors)."""
+    return _fused_optim.step_group(opt, group, items)
 
 
 def traced_optimizer_zero_grad(opt):

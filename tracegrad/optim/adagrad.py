@@ -43,7 +43,7 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
-        if fused:          # torch's argument checks (no fused kernel here either way)
+        if fused:          # torch's argument checks (the kernel does not depend on the flag)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:
@@ -55,6 +55,8 @@ class Adagrad(Optimizer):
                 self.state[p].update(self._init_state(p, group))
 
     _setstate_group_defaults = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _init_state(self, p, group):
         # as torch: the constructor's initial_accumulator_value, even for a group that set its own

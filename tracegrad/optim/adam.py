@@ -18,7 +18,8 @@ class Adam(Optimizer):
         eps (float, default 1e-8), weight_decay (float, default 0; L2 added to the gradient,
         or decoupled when ``decoupled_weight_decay=True``), amsgrad (bool, default False),
         maximize (bool, default False).
-        foreach, capturable, differentiable, fused: accepted and stored (no special kernels).
+        foreach, capturable, differentiable, fused: accepted and stored (an eager step with
+        ``differentiable=False`` runs each group as fused programs either way).
 
     State per parameter (created lazily on the first step with a gradient): ``step`` (float32
     0-d tensor), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad, ``max_exp_avg_sq`` (zeros like
@@ -58,6 +59,8 @@ class Adam(Optimizer):
                 p_state = self.state.get(p, [])
                 if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
                     p_state["step"] = tensor(float(p_state["step"]), dtype=float32)
+
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _init_state(self, p, group):
         state = {"step": tensor(0.0, dtype=float32), "exp_avg": zeros_like(p),

@@ -125,7 +125,12 @@ class Optimizer:
         ValueError: empty parameter list, a non-leaf tensor, a parameter in two groups, a group
             missing a required option.
 
-    Differs from torch: no ``foreach``/``fused`` kernels (the options are accepted and stored).
+    Eager steps: SGD, Adam, AdamW, Adagrad and uncentered RMSprop run each group's update as
+    cached XLA programs, one per chunk of up to 8 parameters (``compiler.fused_optimizer_group``;
+    the per-op rule otherwise), whatever ``foreach``/``fused`` say; values agree with the per-op
+    rule to float rounding.
+
+    Differs from torch: ``foreach``/``fused`` are accepted and stored; they choose no kernel.
     """
 
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
@@ -423,7 +428,8 @@ class Optimizer:
                     items.append((view_as_real(p), view_as_real(p.grad), views))
                 else:
                     items.append((p, p.grad, state))
-            if items:
+            # complex parameters (real views, written back below) always run per op
+            if items and (complex_states or not compiler.fused_optimizer_group(self, group, items)):
                 self._update_group(group, items)
             for state, views, before in complex_states:
                 _write_back(state, views, before)
@@ -437,6 +443,15 @@ class Optimizer:
         (NOTE [group scalars] in ``_functional.py``)."""
         for p, grad, state in items:
             self._update(p, grad, state, group)
+
+    # True: an eager step may run each group's ``_update_group`` as traced programs
+    # (``compiler.fused_optimizer_group``); the rule must then be traceable (NOTE [traceable
+    # step]) and change its state only in place or by filling an entry that was None
+    _fusable = False
+
+    def _fuses(self, group) -> bool:
+        """Whether this group's eager update may run as fused programs (``_fusable``)."""
+        return self._fusable
 
     def _state_of(self, p, group) -> dict:
         """``self.state[p]``, filled from ``_init_state`` the first time it is empty (torch

@@ -16,7 +16,8 @@ class SGD(Optimizer):
         lr (float, default 1e-3), momentum (float, default 0), dampening (float, default 0),
         weight_decay (float, default 0, L2 penalty added to the gradient),
         nesterov (bool, default False), maximize (bool, default False).
-        foreach, differentiable, fused: accepted and stored in the groups (no special kernels).
+        foreach, differentiable, fused: accepted and stored in the groups (an eager step with
+        ``differentiable=False`` runs each group as fused programs either way).
 
     State per parameter: ``momentum_buffer`` (Tensor, or None while momentum == 0), created on
     the first step as a clone of the gradient, as torch. Parameters whose ``.grad`` is None are
@@ -43,7 +44,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-        if fused:          # torch's argument checks (no fused kernel here either way)
+        if fused:          # torch's argument checks (the kernel does not depend on the flag)
             if differentiable:
                 raise RuntimeError("`fused` does not support `differentiable`")
             if foreach:
@@ -54,6 +55,8 @@ class SGD(Optimizer):
 
     _supports_complex = True
     _sparse_grad_error = None   # sparse COO gradients step through the same rule (sparse ops)
+
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
 
     def _state_of(self, p, group):
         # torch touches self.state only when momentum is on (no empty entries otherwise); the
