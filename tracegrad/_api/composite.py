@@ -244,6 +244,9 @@ def cartesian_prod(*tensors):
 
 
 def _indices(fn, row, col, offset, dtype):
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise RuntimeError(f"{fn.__name__[3:]}(): {name} must be non-negative, got {name}={v}")
     r, c = fn(row, offset, col)
     return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64)
 
