@@ -129,12 +129,19 @@ FACTORIES = {
     "eye_bool": lambda T: T.eye(2, dtype=T.bool),
 }
 
-# tracegrad has no memory formats (DESIGN: views own their strides, fresh tensors are
-# contiguous): torch's preserve_format default keeps a dense input's strides in *_like
+FACTORIES.update({
+    "empty_like_contiguous_format": lambda T: T.empty_like(T.ones(2, 3).t(), memory_format=T.contiguous_format).stride(),
+    "contiguous_contiguous_format": lambda T: T.ones(2, 3).t().contiguous(memory_format=T.contiguous_format).stride(),
+    "zeros_like_preserve_format": lambda T: T.zeros_like(T.ones(2, 3).t(), memory_format=T.preserve_format),
+    "ones_like_channels_last": lambda T: T.ones_like(T.zeros(1, 2, 2, 3), memory_format=T.channels_last),
+    "memory_formats_differ": lambda T: [T.contiguous_format == T.preserve_format, T.channels_last == T.channels_last],
+    # tracegrad lays out new tensors row-major (memory_format.py): torch's preserve_format default
+    # keeps a permuted dense input's strides in *_like
+    "zeros_like_preserves_strides": lambda T: T.zeros_like(T.ones(2, 3).t()).stride(),
+})
 FACTORY_XFAIL = {
-    "zeros_like_preserves_strides": "tracegrad's *_like results are always contiguous (no preserve_format)",
+    "zeros_like_preserves_strides": "tracegrad's *_like results are always row-major (no preserve_format strides)",
 }
-FACTORIES["zeros_like_preserves_strides"] = lambda T: T.zeros_like(T.ones(2, 3).t()).stride()
 
 
 @pytest.mark.parametrize("fn", outcome_params(FACTORIES, FACTORY_XFAIL))

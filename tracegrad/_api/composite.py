@@ -279,7 +279,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     a = _host(input)
     if dim is not None:
         dim = _wrap_dim(dim, input.dim())
-        if a.size == 0 and a.shape[dim] != 0:
+        if any(n == 0 for i, n in enumerate(a.shape) if i != dim):
             raise RuntimeError(f"unique(dim={dim}): There are 0 sized dimensions, and they aren't selected, so "
                                "unique cannot be applied")
         vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)

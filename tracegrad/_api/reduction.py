@@ -333,6 +333,8 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     """Mirrors ``torch.topk``: namedtuple ``(values, indices)``. RuntimeError if k is too large,
     or for a complex or bool input. Which of equal values is picked is not specified (as torch)."""
     check_sortable(self, "topk", bool_ok=False)
+    if isinstance(dim, bool):   # topk(k, True) is a mistaken ``largest``, not dim 1
+        raise TypeError("topk(): argument 'dim' (position 2) must be int, not bool")
     d = _wrap_dim(dim, self.ndim)
     if k > (self.shape[d] if self.ndim else 1):
         raise RuntimeError("selected index k out of range")
