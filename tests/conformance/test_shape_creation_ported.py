@@ -6,11 +6,12 @@ raise the same exception class (``parity.same_outcome``).
 Not ported: device/CUDA, sparse, quantized, MPS, bfloat16/half precision tables, the internal
 APIs (``torch._C``), random-value statistics, and what tests/tensor/test_factories.py,
 tests/ops/test_ops_shape.py and test_view_ops_ported.py already cover."""
+import numpy as np
 import pytest
 
-from parity import outcome_params, same_outcome
+from parity import C, F, check_parity, outcome_params, params, same_outcome
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 
 nan, inf = float("nan"), float("inf")
 
@@ -71,6 +72,14 @@ RANGES = {
     "logspace_complex": lambda T: T.logspace(0, 1j, 2),
     "logspace_float64": lambda T: T.logspace(0.5, 2.5, 3, dtype=T.float64),
     "logspace_negative_steps": lambda T: T.logspace(0, 1, -2),
+    "linspace_bool": lambda T: T.linspace(0, 1, 3, dtype=T.bool),
+    "linspace_float_steps": lambda T: T.linspace(0, 1, 3.5),
+    "linspace_tensor_steps": lambda T: T.linspace(0, 1, T.tensor(3)),
+    "linspace_nan_start": lambda T: T.linspace(nan, 1, 3),
+    "linspace_inf_end": lambda T: T.linspace(0, inf, 3),
+    "linspace_infinite_both": lambda T: T.linspace(-inf, inf, 3),
+    "range_inclusive": lambda T: T.range(0, 1, 0.25),
+    "range_descending": lambda T: T.range(3, 0, -1),
 }
 
 
@@ -127,6 +136,32 @@ FACTORIES = {
     "eye_rect": lambda T: T.eye(3, 2),
     "eye_negative": lambda T: T.eye(-1),
     "eye_bool": lambda T: T.eye(2, dtype=T.bool),
+    "eye_zero_columns": lambda T: T.eye(3, 0),
+    "full_1d_tensor_fill": lambda T: T.full((2,), T.tensor([1., 2.])),
+    "full_int32_0d_fill": lambda T: T.full((2,), T.tensor(1, dtype=T.int32)),
+    "full_negative_into_uint8": lambda T: T.full((2,), -1, dtype=T.uint8),
+    "full_like_overflow_uint8": lambda T: T.full_like(T.ones(2, dtype=T.uint8), 256),
+    "full_float_into_bool": lambda T: T.full((2,), 1.5, dtype=T.bool),
+    "full_string": lambda T: T.full((2,), "a"),
+    "numpy_negative_stride": lambda T: T.tensor(np.array([1, 2], dtype=np.int64)[::-1]),
+    "numpy_negative_stride_as_tensor": lambda T: T.as_tensor(np.arange(4).reshape(2, 2)[:, ::-1]),
+    "numpy_negative_stride_from_numpy": lambda T: T.from_numpy(np.arange(4)[::-2]),
+    "numpy_scalar_types_promote": lambda T: T.tensor([np.int8(1), np.int16(2)]),
+    "numpy_half_in_list": lambda T: T.tensor([1, np.float16(2)]),
+    "python_int_overflow": lambda T: T.tensor(2 ** 63),
+    "python_int_min": lambda T: T.tensor(-2 ** 63),
+    "float_overflow_to_inf": lambda T: T.tensor(1e40),
+    "new_tensor_keeps_inferred_dtype": lambda T: T.ones(2, dtype=T.int32).new_tensor([1, 2.5]),
+    "new_full_keeps_dtype": lambda T: T.ones(2, dtype=T.int32).new_full((2,), 2.5),
+    "randperm_negative": lambda T: T.randperm(-1),
+    "randperm_sorted_float": lambda T: T.randperm(5, dtype=T.float32).sort().values,
+    "cartesian_prod_2d": lambda T: T.cartesian_prod(T.tensor([[1, 2]])),
+    "cartesian_prod": lambda T: T.cartesian_prod(T.tensor([1, 2]), T.tensor([3, 4, 5])),
+    "combinations_too_many": lambda T: T.combinations(T.tensor([1, 2, 3]), 4),
+    "combinations_negative": lambda T: T.combinations(T.tensor([1, 2, 3]), -1),
+    "block_diag_mixed_ranks": lambda T: T.block_diag(T.ones(2, 2), T.tensor(3.), T.ones(1, 3)),
+    "block_diag_3d": lambda T: T.block_diag(T.ones(2), T.ones(1, 2, 3)),
+    "block_diag_promotes": lambda T: T.block_diag(T.ones(1, 1, dtype=T.int64), T.ones(1, 1)),
 }
 
 FACTORIES.update({
@@ -238,6 +273,18 @@ SHAPES = {
     "cat_empty_list": lambda T: T.cat([]),
     "cat_promotes": lambda T: T.cat([T.zeros(2), T.zeros(2, dtype=T.int64)]),
     "cat_0d": lambda T: T.cat([T.tensor(1.), T.tensor(2.)]),
+    "cat_legacy_empty_first": lambda T: T.cat([T.zeros(0), T.ones(2, 3)]),
+    "cat_dim_out_of_range": lambda T: T.cat([T.zeros(2, 3)], dim=-3),
+    "cat_bool_and_int": lambda T: T.cat((T.tensor([1, 2]), T.tensor([True]))),
+    "cat_uint8_int8": lambda T: T.cat((T.tensor([1, 2], dtype=T.uint8), T.tensor([-1], dtype=T.int8))),
+    "cat_real_complex": lambda T: T.cat((T.tensor([1.]), T.tensor([1j]))),
+    "cat_empty_columns": lambda T: T.cat([T.ones(2, 0), T.ones(2, 3)], 1),
+    "cat_tensor_not_list": lambda T: T.cat(T.ones(2, 3)),
+    "stack_negative_dim": lambda T: T.stack([T.ones(2), T.ones(2)], -3),
+    "stack_0d_promotes": lambda T: T.stack([T.tensor(1.), T.tensor(2)]),
+    "vstack_0d": lambda T: T.vstack([T.tensor(1.), T.tensor(2.)]),
+    "dstack_0d": lambda T: T.dstack([T.tensor(1.), T.tensor(2.)]),
+    "column_stack_0d": lambda T: T.column_stack([T.tensor(1.), T.tensor([2.])]),
     "stack_shape_mismatch": lambda T: T.stack([T.zeros(2), T.zeros(3)]),
     "stack_dim_out_of_range": lambda T: T.stack([T.zeros(2), T.zeros(2)], 3),
     "repeat_interleave_repeats_only": lambda T: T.repeat_interleave(T.tensor([2, 1, 0])),
@@ -259,9 +306,59 @@ SHAPES = {
     "reshape_empty_inferred": lambda T: T.reshape(T.zeros(0, 3), (-1, 0)),
     "expand_new_dim_minus_one": lambda T: T.zeros(2, 3).expand(-1, 2, 3),
     "broadcast_shapes_mismatch": lambda T: T.broadcast_shapes((2, 2), (3,)),
+    "movedim_repeated_source_3": lambda T: T.movedim(T.zeros(2, 3, 4, 5), (0, 1, 0), (0, 1, 2)),
+    "movedim_repeated_destination_3": lambda T: T.movedim(T.zeros(2, 3, 4, 5), (0, 1, 2), (1, 0, 1)),
+    "movedim_swap_negative": lambda T: T.movedim(T.arange(24).reshape(2, 3, 4), (0, -1), (-1, 0)),
+    "diagonal_multidim": lambda T: T.diagonal(T.arange(24).reshape(2, 3, 4), 1, -1, 0),
+    "diagonal_same_dims": lambda T: T.diagonal(T.arange(24).reshape(2, 3, 4), 0, 1, 1),
+    "diagonal_offset_past_end": lambda T: T.diagonal(T.arange(24).reshape(2, 3, 4), 5),
+    "diag_3d": lambda T: T.diag(T.arange(6).reshape(2, 3, 1)),
+    "trace_int8_is_int64": lambda T: T.trace(T.arange(6, dtype=T.int8).reshape(2, 3)),
+    "trace_bool": lambda T: T.trace(T.ones(2, 3, dtype=T.bool)),
+    "trace_1d": lambda T: T.trace(T.ones(3)),
+    "clamp_nan_input": lambda T: T.clamp(T.tensor([1., nan, 5.]), -1, 2),
+    "clamp_nan_max": lambda T: T.clamp(T.ones(3), None, nan),
+    "clamp_nan_min": lambda T: T.clamp(T.ones(3), nan, None),
+    "clamp_nan_tensor_min": lambda T: T.clamp(T.tensor([1., nan, 5.]), T.tensor([nan, 0, 0]), T.tensor(2.)),
+    "clamp_min_nan": lambda T: T.clamp_min(T.ones(2), nan),
+    "clamp_no_bounds": lambda T: T.clamp(T.ones(3)),
+    "clamp_int_float_bound": lambda T: T.clamp(T.arange(5), 1.5, 3),
+    "clamp_min_above_max": lambda T: T.clamp(T.arange(5.), 3, 1),
+    "nonzero_0d": lambda T: T.nonzero(T.tensor(3)),
+    "nonzero_0d_zero": lambda T: T.nonzero(T.tensor(0)),
+    "nonzero_0d_as_tuple": lambda T: T.nonzero(T.tensor(5), as_tuple=True),
+    "nonzero_nan_negzero": lambda T: T.nonzero(T.tensor([nan, 0., -0.])),
+    "nonzero_empty": lambda T: T.nonzero(T.zeros(2, 0)),
+    "unfold_steps": lambda T: T.arange(7).unfold(0, 3, 2),
+    "unfold_too_large": lambda T: T.arange(7).unfold(0, 8, 1),
+    "unfold_zero_step": lambda T: T.arange(7).unfold(0, 3, 0),
+    "unfold_0d": lambda T: T.tensor(5).unfold(0, 1, 1),
+    "mT_1d": lambda T: T.zeros(3).mT,
+    "H_3d": lambda T: T.zeros(2, 3, 4).H,
+    "squeeze_repeated_dims": lambda T: T.squeeze(T.zeros(1, 2, 1), (0, 0)),
+    "unsqueeze_0d_out_of_range": lambda T: T.unsqueeze(T.tensor(3.), 1),
+    "select_out_of_range": lambda T: T.select(T.arange(12).reshape(3, 4), 1, -5),
+    "split_tensor_sizes": lambda T: T.split(T.arange(12).reshape(3, 4), (1, 3), 1),
+    "tensor_split_int32_tensor": lambda T: T.tensor_split(T.arange(12).reshape(3, 4), T.tensor([1, 3], dtype=T.int32), 1),
+    "hsplit_indivisible": lambda T: T.hsplit(T.arange(12).reshape(3, 4), 3),
+    "vsplit_indivisible": lambda T: T.vsplit(T.arange(12).reshape(3, 4), 2),
 }
 
 
 @pytest.mark.parametrize("fn", outcome_params(SHAPES))
 def test_shape_ops(fn):
     same_outcome(fn)
+
+
+GRADS = [
+    C("clamp_nan_bound", lambda T, x: T.clamp(x, nan, 1.), [F(3)]),
+    C("clamp_nan_input", lambda T, x: T.clamp(x * T.tensor([1., nan, 1.]), -0.5, 0.5), [F(3)]),
+    C("repeat_interleave_repeats", lambda T, x: T.repeat_interleave(x, T.tensor([2, 0, 1]), dim=0), [F(3, 2)]),
+    C("chunk_empty_dim", lambda T, x: T.chunk(x, 3, 1), [F(2, 0)]),
+    C("hstack_0d", lambda T, x, y: T.hstack([x, y]), [F(), F()]),
+]
+
+
+@params(GRADS)
+def test_shape_gradients(case):
+    check_parity(case, torch)

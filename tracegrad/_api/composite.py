@@ -232,7 +232,11 @@ def rot90(input, k=1, dims=(0, 1)):
 
 @function()
 def cartesian_prod(*tensors):
-    """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself)."""
+    """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself).
+    RuntimeError for an input that is not 1-D."""
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"cartesian_prod(): Expect a 1D vector, but got shape {list(t.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     sizes = tuple(t.numel() for t in tensors)

@@ -454,9 +454,12 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
 
 @method(function=True)
 def trace(self):
-    """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor. Autograd: ``TraceBackward0``."""
+    """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor (integers give int64).
+    Autograd: ``TraceBackward0``. RuntimeError unless 2-D; NotImplementedError for bool."""
     if self.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    if self.dtype is _dt.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool': convert with .long() first")
     return apply_op(OPS["trace"], (self,))
 
 

@@ -99,6 +99,13 @@ def infer_dtype(data):
     return functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name)), big[0]
 
 
+def check_numpy_strides(arr):
+    """torch refuses a numpy array viewed with a negative stride (``a[::-1]``): ValueError."""
+    if any(st < 0 for st in arr.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported; pass array.copy() instead")
+
+
 def int_bounds(d):
     """The values torch lets an integer dtype hold when converting a Python number (c10's
     ``overflows``: an unsigned type also takes negatives that wrap, down to ``-max``)."""
@@ -211,6 +218,7 @@ def to_array(data, dtype=None):
     big = False
     data = plain_sequences(data)
     if isinstance(data, np.ndarray):
+        check_numpy_strides(data)
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
         check_data_leaf(data)

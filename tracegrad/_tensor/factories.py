@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import generator as _generator
-from .convert import INT64_MAX, INT64_MIN, check_fits, int_bounds, size_tuple, to_array
+from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
@@ -73,9 +73,10 @@ def as_tensor(data, dtype=None, device=None):
 def from_numpy(ndarray):
     """Mirrors ``torch.from_numpy``. Differs from torch: the tensor holds a *copy* (JAX arrays
     cannot share memory with numpy), so later writes to the numpy array are not seen.
-    TypeError for non-arrays or unsupported dtypes."""
+    TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    check_numpy_strides(ndarray)
     _dt.from_numpy_dtype(ndarray.dtype)
     return Tensor._make(jnp.asarray(ndarray))
 
@@ -140,8 +141,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
 def _check_fill(fill_value, api):
     if isinstance(fill_value, Tensor):
         if fill_value.ndim:
-            raise RuntimeError(f"{api}(): fill_value must be a number or a 0-dim tensor, got a tensor of shape "
-                               f"{list(fill_value.shape)}")
+            raise TypeError(f"{api}(): argument 'fill_value' must be a Number or a 0-dim tensor, got a tensor of "
+                            f"shape {list(fill_value.shape)}")
         return fill_value.item()
     if not isinstance(fill_value, (numbers.Number, np.bool_)):
         raise TypeError(f"{api}(): argument 'fill_value' (position 2) must be Number, not "
@@ -235,6 +236,8 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
 def _check_steps(steps, api):
     if isinstance(steps, Tensor):
         steps = steps.item()
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        raise TypeError(f"{api}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError(f"{api}(): number of steps must be non-negative, got steps={steps}")
 
@@ -261,6 +264,9 @@ def _spaced(start, end, steps, dtype, api):
     _check_steps(steps, api)
     if dtype is not None:
         d = _dt.to_dtype(dtype)
+        if d is _dt.bool_:
+            raise NotImplementedError(f"\"{api}_cpu\" not implemented for 'Bool': make the points in an integer "
+                                      "dtype and compare")
     elif any(isinstance(v, complex) for v in (start, end)):
         d = _dt.to_complex(_dt.get_default_dtype())
     else:
