@@ -28,6 +28,9 @@ return_types.aminmax = _ret_type("aminmax", ("min", "max"))
 def _dims(dim, ndim):
     if dim is None:
         return None
+    for d in dim if isinstance(dim, (list, tuple, Size)) else (dim,):
+        if isinstance(d, float):
+            raise TypeError(f"reduction: argument 'dim' must be an int or a tuple of ints, not float ({d})")
     if isinstance(dim, (list, tuple, Size)):
         if len(dim) == 0:
             return None
@@ -183,6 +186,7 @@ def _minmax(kind):
     def f(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return (maximum if kind == "max" else minimum)(self, dim)
+        check_sortable(self, kind, NotImplementedError if dim is None else RuntimeError)
         if dim is None:
             if self.numel() == 0:
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
@@ -203,7 +207,12 @@ max, min = method("max", function=True)(_minmax("max")), method("min", function=
 
 def _extremum_dims(self, dim, api, whole=RuntimeError):
     """Reduced dims of amax/amin/aminmax/argmax/argmin/median; torch has no identity to give an
-    empty slice (``whole``: the class for an empty tensor reduced whole)."""
+    empty slice (``whole``: the class for an empty tensor reduced whole), and no order for
+    complex numbers (argmax/argmin: nor for bools)."""
+    if api in ("argmax", "argmin"):
+        check_sortable(self, api, bool_ok=False)
+    else:
+        check_sortable(self, api, NotImplementedError)
     dims = _dims(dim, self.ndim)
     if self.numel() == 0:
         if dims is None:
