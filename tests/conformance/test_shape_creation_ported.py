@@ -342,6 +342,16 @@ SHAPES = {
     "tensor_split_int32_tensor": lambda T: T.tensor_split(T.arange(12).reshape(3, 4), T.tensor([1, 3], dtype=T.int32), 1),
     "hsplit_indivisible": lambda T: T.hsplit(T.arange(12).reshape(3, 4), 3),
     "vsplit_indivisible": lambda T: T.vsplit(T.arange(12).reshape(3, 4), 2),
+    "meshgrid_xy": lambda T: T.meshgrid(T.tensor([1, 2]), T.tensor([3, 4, 5]), indexing="xy"),
+    "meshgrid_bad_indexing": lambda T: T.meshgrid(T.tensor([1, 2]), T.tensor([3, 4, 5]), indexing="foo"),
+    "meshgrid_2d_input": lambda T: T.meshgrid(T.tensor([[1, 2]]), T.tensor([3]), indexing="ij"),
+    "tril_batched_negative": lambda T: T.tril(T.ones(2, 3, 4), -1),
+    "triu_1d": lambda T: T.triu(T.ones(3), 1),
+    "diagflat_2d_offset": lambda T: T.diagflat(T.tensor([[1, 2], [3, 4]]), 1),
+    "fill_int_with_float": lambda T: T.zeros(2, dtype=T.int64).fill_(2.7),
+    "fill_with_1d_tensor": lambda T: T.zeros(2).fill_(T.tensor([1., 2.])),
+    "tensor_of_1d_tensors": lambda T: T.tensor([T.ones(2), T.ones(2)]),
+    "tensor_of_nested_0d": lambda T: T.tensor([[T.tensor(1)], [T.tensor(2.)]]),
 }
 
 

@@ -260,9 +260,11 @@ def histc(input, bins=100, min=0, max=0):
 def mode(input, dim=-1, keepdim=False):
     """Mirrors ``torch.mode``: the most frequent value along ``dim`` (the smallest among equally
     frequent ones) and the index of its last occurrence (int64), a named tuple ``(values,
-    indices)``. NaNs count as equal to each other and larger than every number, as torch's
-    sorted scan. Gradient to the chosen elements. Uses ``n x n`` comparisons per slice.
-    IndexError for an empty ``dim``; NotImplementedError for a complex input, as torch."""
+    indices)``. NaNs count as equal to each other and larger than every number. Gradient to the
+    chosen elements. Uses ``n x n`` comparisons per slice. IndexError for an empty ``dim``;
+    NotImplementedError for a complex input, as torch. Differs from torch: with NaNs present
+    torch's answer depends on where its unstable sort leaves them (``mode([nan, 1., 2.])`` is
+    NaN there, 1 here)."""
     check_sortable(input, "mode", NotImplementedError)
     if input.dim() == 0:
         return return_types.mode(input.clone(), _zeros((), dtype=_dt.int64))

@@ -525,7 +525,8 @@ def _stack_list(tensors, api):
 
 @function()
 def hstack(tensors):
-    """Mirrors ``torch.hstack``: cat along dim 1 (dim 0 for 1-D tensors)."""
+    """Mirrors ``torch.hstack``: cat along dim 1 (dim 0 for 1-D tensors; 0-d tensors count as
+    1-D, as ``atleast_1d``)."""
     tensors = [t_ if t_.ndim else t_.reshape(1) for t_ in _stack_list(tensors, "hstack")]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
