@@ -175,6 +175,9 @@ def _check_index_put(self, indices, values, api):
         n = i.ndim if i.dtype is _dt.bool_ else 1
         if dim + n > self.ndim:
             raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+        if i.dtype is _dt.bool_ and tuple(i.shape) != tuple(self.shape[dim:dim + n]):
+            raise IndexError(f"The shape of the mask {list(i.shape)} at index {dim} does not match the shape of the "
+                             f"indexed tensor {list(self.shape)} at index {dim}")
         if i.dtype is not _dt.bool_:
             _check_bounds(i, self.shape[dim], dim)
         dim += n
@@ -183,6 +186,8 @@ def _check_index_put(self, indices, values, api):
 def _idx(v):
     if v is None:
         return None
+    if isinstance(v, float):
+        raise TypeError(f"slice indices must be integers or None or have an __index__ method (got {v!r})")
     return int(v)
 
 
@@ -215,12 +220,24 @@ def getitem(self, key):
     markers, arrays = _parse_key(self, key)
     if not arrays:
         return apply_op(_basic_op(markers), (self,), (("key", markers),))
+    _check_index_broadcast(arrays)
     if builtins.any(m[0] in "in" or (m[0] == "s" and m[1:] != (None, None, None)) for m in markers):
         # as torch: ints, slices and None first (a view, positions as operands), then the
         # advanced index on what is left (IndexBackward0 over SelectBackward0/SliceBackward0)
         basic, markers = _split_basic(markers)
         self = apply_op(_basic_op(basic), (self,), (("key", basic),))
     return apply_op(OPS["index"], (self, *arrays), (("key", markers),))
+
+
+def _check_index_broadcast(arrays):
+    """IndexError, as torch, when the index tensors of one key do not broadcast together."""
+    if len(arrays) > 1:
+        shapes = [tuple(a.shape) for a in arrays]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(str(list(s_)) for s_ in shapes)) from None
 
 
 def _split_basic(markers):
@@ -249,6 +266,7 @@ def setitem(self, key, value):
                            "write into a complex tensor or pass a real value")
     masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
+    _check_index_broadcast(arrays)
     full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
     if not arrays:
         if full:      # ``x[...] = v`` / ``x[:] = v`` write self itself (no view)
@@ -306,6 +324,7 @@ def _mask_to_indices(indices):
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
+        indices = _byte_masks_as_bool(tuple(indices))
         _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
@@ -319,6 +338,7 @@ def index_put(self, indices, values, accumulate=False):
     place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
     (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
     float indices, too many indices or an index out of range."""
+    indices = _byte_masks_as_bool(tuple(indices))
     _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
