@@ -37,6 +37,7 @@ import contextlib
 import importlib
 import io
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -415,16 +416,17 @@ def _same(a, b, path):
             if np.array_equal(x, y):
                 return None
             return f"{path}: values torch={x!r} tracegrad={y!r}"
-        else:
-            xf = x.astype(np.float64)
+        else:   # complex values compare as complex (a float cast would drop the imaginary part)
+            kind = np.complex128 if "c" in (x.dtype.kind, y.dtype.kind) else np.float64
+            xf = x.astype(kind)
             finite = np.abs(xf[np.isfinite(xf)])
             atol = LOG_ATOL * max(1.0, float(finite.max()) if finite.size else 1.0)
-            ok = np.allclose(xf, y.astype(np.float64), rtol=LOG_RTOL, atol=atol, equal_nan=True)
+            ok = np.allclose(xf, y.astype(kind), rtol=LOG_RTOL, atol=atol, equal_nan=True)
         if ok:
             return None
         if x.size <= 8:
             return f"{path}: values torch={x!r} tracegrad={y!r}"
-        xf, yf = x.astype(np.float64), y.astype(np.float64)
+        xf, yf = x.astype(kind), y.astype(kind)
         bad = ~np.isclose(xf, yf, rtol=LOG_RTOL, atol=atol, equal_nan=True)
         idx = tuple(int(i[0]) for i in np.nonzero(bad))
         return (f"{path}: {int(bad.sum())}/{x.size} values differ, max abs diff "
@@ -507,6 +509,34 @@ def both(program):
         logs.append(log)
     assert logs[0] == logs[1]
     return logs[1]
+
+
+def outcome(mod, fn):
+    """``fn(mod)``'s result normalised as ``run_both`` logs it, or ``("raised", name)`` with the
+    builtin exception class it raised (torch's classes subclass the builtins)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _norm(mod, fn(mod))
+    except Exception as e:  # noqa: BLE001 -- the class is what is compared
+        return ("raised", _builtin_class(e).__name__)
+
+
+def same_outcome(fn):
+    """Run ``fn(module)`` with torch and with tracegrad: both return equal values (dtypes,
+    shapes, values with ``run_both``'s tolerances; tuples/lists elementwise) or both raise the
+    same builtin exception class."""
+    want, got = outcome(get_torch(), fn), outcome(tracegrad, fn)
+    msg = _same(want, got, "result")
+    assert msg is None, msg
+    return got
+
+
+def outcome_params(cases, xfail=()):
+    """``pytest.param``s for a ``{name: fn}`` table of ``same_outcome`` programs; names in the
+    ``xfail`` mapping get a strict xfail with the given reason."""
+    return [pytest.param(fn, id=name, marks=[pytest.mark.xfail(strict=True, reason=xfail[name])] if name in xfail else [])
+            for name, fn in cases.items()]
 
 
 # ---- nn modules: check_module --------------------------------------------------------------------

@@ -64,6 +64,10 @@ from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
 from ._tensor.layout import layout as layout, sparse_coo as sparse_coo, strided as strided  # noqa: E402
 from ._api.tensor_methods import return_types as return_types  # noqa: E402  (attaches Tensor's methods)
 from ._tensor.device import device as device  # noqa: E402
+from ._tensor.memory_format import (  # noqa: E402
+    channels_last as channels_last, channels_last_3d as channels_last_3d, contiguous_format as contiguous_format,
+    memory_format as memory_format, preserve_format as preserve_format
+)
 from ._tensor.generator import (
     Generator as Generator, default_generator as default_generator, get_rng_state as get_rng_state,
     initial_seed as initial_seed, manual_seed as manual_seed, seed as seed,

@@ -514,11 +514,9 @@ for k, f in FACTORY.items():
 
 # tracegrad's deliberate differences (README "Differences from torch") and gaps not fixed yet;
 # each must fail (strict xfail), so fixing one is noticed.
-KNOWN = {
-    # deliberate: tracegrad checks the index where torch's CPU kernel reads out of bounds
-    "take_along_dim_oob": "deliberate: tracegrad raises RuntimeError for an out-of-range index; torch's CPU "
-                          "take_along_dim does not check (README known differences)",
-}
+# (take_along_dim_oob left this list: torch 2.13 takes take_along_dim's indices modulo the dim's
+# size, which tracegrad now does too.)
+KNOWN = {}
 
 
 @pytest.mark.parametrize("name", [

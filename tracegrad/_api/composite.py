@@ -19,7 +19,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
 from .elementwise import maximum, where
-from .promotion import _float_dtype, check_tensors, result_dtype
+from .promotion import _SCALAR_NAME, _float_dtype, check_tensors, result_dtype
 from .reduction import any as _any
 from .shape import _stack_list, cat, hstack, stack
 from .._tensor.out import accepts_out
@@ -232,7 +232,11 @@ def rot90(input, k=1, dims=(0, 1)):
 
 @function()
 def cartesian_prod(*tensors):
-    """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself)."""
+    """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself).
+    RuntimeError for an input that is not 1-D."""
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"cartesian_prod(): Expect a 1D vector, but got shape {list(t.shape)}")
     if len(tensors) == 1:
         return tensors[0]
     sizes = tuple(t.numel() for t in tensors)
@@ -244,6 +248,9 @@ def cartesian_prod(*tensors):
 
 
 def _indices(fn, row, col, offset, dtype):
+    for name, v in (("row", row), ("col", col)):
+        if v < 0:
+            raise RuntimeError(f"{fn.__name__[3:]}(): {name} must be non-negative, got {name}={v}")
     r, c = fn(row, offset, col)
     return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64)
 
@@ -267,10 +274,21 @@ def _host(t):
 @method("unique", function=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Mirrors ``torch.unique``: the sorted distinct values (or rows/slices along ``dim``), with
-    the inverse indices and counts (int64) when asked. The output size depends on the values:
-    inside a compiled function this is a graph break."""
+    the inverse indices and counts (int64) when asked. Each NaN is a value of its own (as
+    torch). The output size depends on the values: inside a compiled function this is a graph
+    break. IndexError for a ``dim`` out of range; RuntimeError when another dim has size 0;
+    NotImplementedError for a complex input."""
+    if input.dtype.is_complex:
+        raise NotImplementedError(f'"unique" not implemented for \'{_SCALAR_NAME[input.dtype.name]}\'')
     a = _host(input)
-    vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)
+    if dim is not None:
+        dim = _wrap_dim(dim, input.dim())
+        if any(n == 0 for i, n in enumerate(a.shape) if i != dim):
+            raise RuntimeError(f"unique(dim={dim}): There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)
+    else:
+        vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, equal_nan=False)
     out = [_tensor(vals, dtype=input.dtype)]
     if return_inverse:
         out.append(_tensor(inv.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64), dtype=int64))

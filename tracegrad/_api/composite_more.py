@@ -19,7 +19,7 @@ from .composite import _host
 from .elementwise import where
 from .linalg import bmm
 from .promotion import _SCALAR_NAME, result_dtype
-from .reduction import return_types
+from .reduction import check_sortable, return_types
 from .shape import cat, stack
 from .._tensor.out import accepts_out
 
@@ -260,8 +260,12 @@ def histc(input, bins=100, min=0, max=0):
 def mode(input, dim=-1, keepdim=False):
     """Mirrors ``torch.mode``: the most frequent value along ``dim`` (the smallest among equally
     frequent ones) and the index of its last occurrence (int64), a named tuple ``(values,
-    indices)``. Gradient to the chosen elements. Uses ``n x n`` comparisons per slice.
-    IndexError for an empty ``dim``, as torch."""
+    indices)``. NaNs count as equal to each other and larger than every number. Gradient to the
+    chosen elements. Uses ``n x n`` comparisons per slice. IndexError for an empty ``dim``;
+    NotImplementedError for a complex input, as torch. Differs from torch: with NaNs present
+    torch's answer depends on where its unstable sort leaves them (``mode([nan, 1., 2.])`` is
+    NaN there, 1 here)."""
+    check_sortable(input, "mode", NotImplementedError)
     if input.dim() == 0:
         return return_types.mode(input.clone(), _zeros((), dtype=_dt.int64))
     d = _wrap_dim(dim, input.dim())
@@ -269,13 +273,16 @@ def mode(input, dim=-1, keepdim=False):
     if n == 0:
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size; pass a dim with elements")
     x = input.movedim(d, -1)
-    counts = (x.unsqueeze(-1) == x.unsqueeze(-2)).sum(-1)
+    xd = x.detach()
+    key = xd   # NaN -> inf: NaNs compare equal to each other and sort after the numbers
+    if input.is_floating_point():
+        key = where(xd.isnan(), math.inf, xd)
+    counts = (key.unsqueeze(-1) == key.unsqueeze(-2)).sum(-1)
     best = counts.amax(-1, keepdim=True)
     cand = counts == best
-    xd = x.detach()
-    smallest = where(cand, xd, xd.amax(-1, keepdim=True)).amin(-1, keepdim=True)
+    smallest = where(cand, key, key.amax(-1, keepdim=True)).amin(-1, keepdim=True)
     pos = _arange(n, dtype=_dt.int64)
-    idx = where(xd == smallest, pos, -1).amax(-1, keepdim=True)
+    idx = where(key == smallest, pos, -1).amax(-1, keepdim=True)
     values = x.gather(-1, idx)
     if not keepdim:
         values, idx = values.squeeze(-1), idx.squeeze(-1)

@@ -87,8 +87,17 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 
 @function()
 def meshgrid(*tensors, indexing="ij"):
+    """Mirrors ``torch.meshgrid(*tensors, indexing='ij')``: 0-D/1-D tensors (or one list of
+    them) expanded to the grid of their lengths (views; ``'xy'`` swaps the first two dims).
+    RuntimeError for another ``indexing`` or an input above 1-D."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if indexing not in ("xy", "ij"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a tensor of "
+                               f"shape {list(t.shape)}")
     n = len(tensors)
     shape = [t.numel() for t in tensors]
     if indexing == "xy" and n >= 2:

@@ -8,12 +8,13 @@ import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
+from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
-from .inplace import _check_expand, check_index_add_source, check_index_range, copy_
+from .inplace import _check_expand, check_index_add_args, check_index_range, check_scatter_reduce, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
@@ -114,6 +115,19 @@ def _check_bounds(index, size, dim):
             raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
+_BYTE_MASK = "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead."
+
+
+def _byte_masks_as_bool(key):
+    """torch reads a uint8 index tensor as a bool mask (with its deprecation warning)."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not builtins.any(isinstance(k, Tensor) and k.dtype is _dt.uint8 for k in items):
+        return key
+    warnings.warn(_BYTE_MASK, UserWarning, stacklevel=3)
+    items = tuple(k.to(_dt.bool_) if isinstance(k, Tensor) and k.dtype is _dt.uint8 else k for k in items)
+    return items if isinstance(key, tuple) else items[0]
+
+
 def _is_bool_scalar(k):
     return isinstance(k, (bool, np.bool_)) or (isinstance(k, Tensor) and k.ndim == 0 and k.dtype is _dt.bool_)
 
@@ -153,14 +167,17 @@ def _check_index_put(self, indices, values, api):
         raise TypeError(f"{api}(): argument 'values' must be Tensor, not {type(values).__name__}")
     _check_put_dtype(self, values)
     dim = 0
-    for i in indices:
+    for pos, i in enumerate(indices):
         if i is None:
-            continue
+            raise TypeError(f"{api}(): expected Tensor as element {pos} in argument 1 'indices', but got NoneType")
         if not isinstance(i, Tensor) or i.dtype.is_floating_point or i.dtype.is_complex:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         n = i.ndim if i.dtype is _dt.bool_ else 1
         if dim + n > self.ndim:
             raise IndexError(f"too many indices for tensor of dimension {self.ndim} (got {len(indices)})")
+        if i.dtype is _dt.bool_ and tuple(i.shape) != tuple(self.shape[dim:dim + n]):
+            raise IndexError(f"The shape of the mask {list(i.shape)} at index {dim} does not match the shape of the "
+                             f"indexed tensor {list(self.shape)} at index {dim}")
         if i.dtype is not _dt.bool_:
             _check_bounds(i, self.shape[dim], dim)
         dim += n
@@ -169,6 +186,8 @@ def _check_index_put(self, indices, values, api):
 def _idx(v):
     if v is None:
         return None
+    if isinstance(v, float):
+        raise TypeError(f"slice indices must be integers or None or have an __index__ method (got {v!r})")
     return int(v)
 
 
@@ -195,18 +214,30 @@ def getitem(self, key):
     """Mirrors ``Tensor.__getitem__``: ints, slices, None, ..., integer tensors/lists and bool
     masks. Basic keys give views; advanced keys give copies (``IndexBackward0``).
     IndexError for out-of-range indices."""
-    self, key = _unsqueeze_bools(self, key)
+    self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
     if self.ndim == 0 and not (key is None or key is Ellipsis or (isinstance(key, tuple) and builtins.all(k is None or k is Ellipsis for k in key))):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     markers, arrays = _parse_key(self, key)
     if not arrays:
         return apply_op(_basic_op(markers), (self,), (("key", markers),))
+    _check_index_broadcast(arrays)
     if builtins.any(m[0] in "in" or (m[0] == "s" and m[1:] != (None, None, None)) for m in markers):
         # as torch: ints, slices and None first (a view, positions as operands), then the
         # advanced index on what is left (IndexBackward0 over SelectBackward0/SliceBackward0)
         basic, markers = _split_basic(markers)
         self = apply_op(_basic_op(basic), (self,), (("key", basic),))
     return apply_op(OPS["index"], (self, *arrays), (("key", markers),))
+
+
+def _check_index_broadcast(arrays):
+    """IndexError, as torch, when the index tensors of one key do not broadcast together."""
+    if len(arrays) > 1:
+        shapes = [tuple(a.shape) for a in arrays]
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                             + ", ".join(str(list(s_)) for s_ in shapes)) from None
 
 
 def _split_basic(markers):
@@ -221,10 +252,19 @@ def _split_basic(markers):
 def setitem(self, key, value):
     """Mirrors ``Tensor.__setitem__``: writes through views (the base gets ``CopySlices``);
     advanced keys use ``index_put_`` (``IndexPutBackward0``). A value tensor's leading size-1
-    dims are dropped before it is broadcast, as torch (``x[i] = row.view(1, -1)``)."""
-    self, key = _unsqueeze_bools(self, key)
+    dims are dropped before it is broadcast, as torch (``x[i] = row.view(1, -1)``). RuntimeError
+    for a complex number into a real tensor."""
+    if isinstance(key, Tensor) and key.dtype is _dt.uint8 and not isinstance(value, Tensor):
+        # torch writes a number through one mask with masked_fill_, which takes bool masks only
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char; "
+                           "index with mask.bool()")
+    self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
+    if isinstance(value, complex) and not self.is_complex():
+        raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
+                           "write into a complex tensor or pass a real value")
     masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
+    _check_index_broadcast(arrays)
     full = builtins.all(m[0] == "e" or m == ("s", None, None, None) or m[0] == "t" for m in markers)
     if not arrays:
         if full:      # ``x[...] = v`` / ``x[:] = v`` write self itself (no view)
@@ -289,6 +329,7 @@ def _mask_to_indices(indices):
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
+        indices = _byte_masks_as_bool(tuple(indices))
         _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
@@ -302,6 +343,7 @@ def index_put(self, indices, values, accumulate=False):
     place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
     (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
     float indices, too many indices or an index out of range."""
+    indices = _byte_masks_as_bool(tuple(indices))
     _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
@@ -318,18 +360,39 @@ def _index_arg(index, name):
 def gather(self, dim, index, *, sparse_grad=False):
     """Mirrors ``torch.gather(input, dim, index)``. RuntimeError for non-int64 index."""
     _index_arg(index, "gather")
-    if index.ndim != self.ndim:
+    if index.ndim != self.ndim and (self.ndim, index.ndim) not in ((0, 1), (1, 0)):   # 0-d counts as 1-d
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     d = _wrap_dim(dim, self.ndim)
+    for i, (n, m) in enumerate(zip(index.shape, self.shape)):
+        if i != d and n > m:
+            raise RuntimeError(f"gather(): Size does not match at dimension {i} expected index {list(index.shape)} to "
+                               f"be no larger than self {list(self.shape)} apart from dimension {d}")
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "gather")
     return apply_op(OPS["gather"], (self, index), (("dim", d),))
 
 
 @method(function=True)
 def take_along_dim(self, indices, dim=None):
+    """Mirrors ``torch.take_along_dim``: without ``dim``, ``gather`` on the flattened tensors
+    (RuntimeError for an index out of range); with ``dim``, input and ``indices`` broadcast
+    outside ``dim`` and each index is taken modulo the dim's size, as torch 2.13 (so ``-1`` is
+    the last element). RuntimeError when the ranks differ or ``indices`` is not int64."""
+    if not isinstance(indices, Tensor) or indices.dtype is not _dt.int64:
+        raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{_SCALAR_NAME[indices.dtype.name] if isinstance(indices, Tensor) else type(indices).__name__}")
     if dim is None:
         return gather(flatten(self), 0, flatten(indices))
-    return gather(self, dim, indices)
+    if self.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, but "
+                           f"got {self.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    d = _wrap_dim(dim, self.ndim)
+    want = list(self.shape)
+    want[d] = indices.shape[d]
+    index_shape = tuple(broadcast_shape((want, indices.shape), "take_along_dim"))
+    self_shape = index_shape[:d] + (self.shape[d],) + index_shape[d + 1:]
+    x = expand(self, self_shape) if tuple(self.shape) != self_shape else self
+    indices = expand(indices, index_shape) if tuple(indices.shape) != index_shape else indices
+    return gather(x, d, indices % builtins.max(self.shape[d], 1))
 
 
 def _check_src_dtype(self, src, api):
@@ -346,6 +409,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
         src = value
     if src is None:
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
+    check_scatter_reduce(reduce, "scatter")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
     _check_src_dtype(self, src, "scatter")
@@ -370,6 +434,8 @@ def index_select(self, dim, index):
     _index_arg(index, "index_select")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
+    if index.ndim == 0 and self.ndim:   # a 0-d index keeps the dim, one long
+        index = index.reshape(1)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_select", IndexError)
     return apply_op(OPS["index_select"], (self, index), (("dim", d),))
@@ -377,11 +443,11 @@ def index_select(self, dim, index):
 
 @method(function=True)
 def index_add(self, dim, index, source, *, alpha=1):
-    """Mirrors ``torch.index_add``. IndexError for an index outside the dim (eager); RuntimeError
+    """Mirrors ``torch.index_add``. An index outside the dim (eager) raises IndexError for a tensor
+    of at most one dim, RuntimeError above (as torch); RuntimeError
     when ``source`` does not match ``self`` outside ``dim``."""
     d = _wrap_dim(dim, self.ndim)
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add", IndexError)
-    check_index_add_source(self, source, d)
+    check_index_add_args(self, index, source, d, "index_add")
     return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 

@@ -20,28 +20,38 @@ from .shape import squeeze, t, transpose, unsqueeze
 
 
 # ---- in-place ---------------------------------------------------------------------------
-def check_index_add_source(self, source, d):
-    """torch's shape rule for index_add: ``source`` has ``self``'s shape except along ``d``."""
+def check_index_add_args(self, index, source, d, api):
+    """torch's checks of index_add: every index in range (IndexError for a tensor of at most one
+    dim, RuntimeError above: torch's two kernels), ``source`` of ``self``'s shape except along ``d``."""
+    check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError if self.ndim <= 1 else RuntimeError)
     if self.ndim and (source.ndim != self.ndim or any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape))
                                                       if k != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
 
 
-def check_index_range(index, size, dim, api, error=RuntimeError):
-    """torch raises for an index outside ``[0, size)`` where XLA clamps or drops it. One host read of the index, only in eager
-    (compiled code cannot raise on values: JAX clamps there, README known differences)."""
+def check_index_range(index, size, dim, api, error=RuntimeError, negative=False):
+    """torch raises for an index outside ``[0, size)`` (``[-size, size)`` with ``negative``) where XLA clamps or drops it.
+    One host read of the index, only in eager (compiled code cannot raise on values: JAX clamps there, README known
+    differences)."""
     v = index._value
     if isinstance(v, _JaxTracer) or v.size == 0:
         return
     v = np.asarray(v)
     lo, hi = int(v.min()), int(v.max())
-    if hi >= size or lo < 0:
+    if hi >= size or lo < (-size if negative else 0):
         if error is IndexError:
             raise IndexError(f"{api}(): index out of range in self (an index is outside [0, {size}) "
                              f"for dimension {dim} of size {size})")
         bad = hi if hi >= size else lo
         raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def check_scatter_reduce(reduce, api):
+    """``scatter``'s legacy ``reduce=`` takes only 'add' and 'multiply' (``scatter_reduce`` has the others)."""
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError(f"{api}(): reduce argument must be either add or multiply, got {reduce!r} (use "
+                           "scatter_reduce for 'sum', 'prod', 'mean', 'amax' or 'amin')")
 
 
 def _check_inplace_broadcast(self, other):
@@ -176,6 +186,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
         src = value
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
+    check_scatter_reduce(reduce, "scatter_")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
@@ -192,8 +203,7 @@ def scatter_add_(self, dim, index, src):
 @method()
 def index_add_(self, dim, index, source, *, alpha=1):
     d = _wrap_dim(dim, self.ndim)
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add_", IndexError)
-    check_index_add_source(self, source, d)
+    check_index_add_args(self, index, source, d, "index_add_")
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
 
 

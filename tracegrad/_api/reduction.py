@@ -29,6 +29,9 @@ return_types.aminmax = _ret_type("aminmax", ("min", "max"))
 def _dims(dim, ndim):
     if dim is None:
         return None
+    for d in dim if isinstance(dim, (list, tuple, Size)) else (dim,):
+        if isinstance(d, float):
+            raise TypeError(f"reduction: argument 'dim' must be an int or a tuple of ints, not float ({d})")
     if isinstance(dim, (list, tuple, Size)):
         if len(dim) == 0:
             return None
@@ -46,6 +49,18 @@ def _check_floating(self, dtype, api):
     if dtype is None and self.dtype._cat <= 1:
         raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[self.dtype.name]}\': pass '
                                   f"dtype=tracegrad.float32 or convert the input with .float() first")
+
+
+def check_sortable(self, api, error=RuntimeError, bool_ok=True):
+    """torch's CPU kernels of the sort family are not built for complex (``topk``, ``kthvalue``,
+    ``median`` not for bool either): RuntimeError for sort/topk, NotImplementedError for the others."""
+    if not (self.dtype.is_complex or (not bool_ok and self.dtype is _dt.bool_)):
+        return
+    kind = _SCALAR_NAME[self.dtype.name]
+    if error is RuntimeError:
+        raise RuntimeError(f"{api}(): {api} does not support {kind} dtypes on CPU; sort a real tensor "
+                           "(.real, .abs() or .float())")
+    raise NotImplementedError(f'"{api}_cpu" not implemented for \'{kind}\'')
 
 
 def _dim1(dim, ndim):
@@ -100,7 +115,12 @@ def mean(self, dim=None, keepdim=False, *, dtype=None):
 
 @method(function=True)
 def nanmean(self, dim=None, keepdim=False, *, dtype=None):
-    """Mirrors ``torch.nanmean``: ``nansum / count of non-NaN`` (``DivBackward0``)."""
+    """Mirrors ``torch.nanmean``: ``nansum / count of non-NaN`` (``DivBackward0``), in ``dtype``
+    when given. RuntimeError for an integer or bool input."""
+    if self.dtype._cat <= 1:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{_SCALAR_NAME[self.dtype.name]}")
+    self = _to_dtype(self, dtype)
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
 
@@ -170,6 +190,7 @@ def _minmax(kind):
     def f(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):
             return (maximum if kind == "max" else minimum)(self, dim)
+        check_sortable(self, kind, NotImplementedError if dim is None else RuntimeError)
         if dim is None:
             if self.numel() == 0:
                 raise RuntimeError(f"{kind}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
@@ -188,12 +209,18 @@ def _minmax(kind):
 max, min = method("max", function=True)(_minmax("max")), method("min", function=True)(_minmax("min"))
 
 
-def _extremum_dims(self, dim, api):
-    """Reduced dims of amax/amin/aminmax; torch has no identity to give an empty slice."""
+def _extremum_dims(self, dim, api, whole=RuntimeError):
+    """Reduced dims of amax/amin/aminmax/argmax/argmin/median; torch has no identity to give an
+    empty slice (``whole``: the class for an empty tensor reduced whole), and no order for
+    complex numbers (argmax/argmin: nor for bools)."""
+    if api in ("argmax", "argmin"):
+        check_sortable(self, api, bool_ok=False)
+    else:
+        check_sortable(self, api, NotImplementedError)
     dims = _dims(dim, self.ndim)
     if self.numel() == 0:
         if dims is None:
-            raise RuntimeError(f"{api}(): Expected reduction dim to be specified for input.numel() == 0. "
+            raise whole(f"{api}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
         for d in dims:
             if self.shape[d] == 0:
@@ -216,14 +243,17 @@ def amin(self, dim=(), keepdim=False):
 
 @method(function=True)
 def argmax(self, dim=None, keepdim=False):
-    """Mirrors ``torch.argmax``: int64 index of the first maximum (flattened when dim=None)."""
+    """Mirrors ``torch.argmax``: int64 index of the first maximum (flattened when dim=None).
+    IndexError for an empty tensor or an empty ``dim``."""
+    _extremum_dims(self, dim, "argmax", IndexError)
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     return apply_op(OPS["argmax"], (self,), (("dim", d), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def argmin(self, dim=None, keepdim=False):
-    """Mirrors ``torch.argmin``."""
+    """Mirrors ``torch.argmin``. IndexError for an empty tensor or an empty ``dim``."""
+    _extremum_dims(self, dim, "argmin", IndexError)
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     return apply_op(OPS["argmin"], (self,), (("dim", d), ("keepdim", keepdim)))
 
@@ -308,20 +338,27 @@ def count_nonzero(self, dim=None):
 
 @method(function=True)
 def sort(self, dim=-1, descending=False, stable=False):
-    """Mirrors ``torch.sort``: namedtuple ``(values, indices)``; stable always."""
+    """Mirrors ``torch.sort``: namedtuple ``(values, indices)``; stable always (equal values keep
+    their order, NaN sorts as the largest). RuntimeError for a complex input."""
+    check_sortable(self, "sort")
     v, i = apply_op(OPS["sort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
     return return_types.sort(v, i)
 
 
 @method(function=True)
 def argsort(self, dim=-1, descending=False, stable=False):
-    """Mirrors ``torch.argsort``."""
+    """Mirrors ``torch.argsort``: ``sort``'s indices (stable always). RuntimeError for complex."""
+    check_sortable(self, "sort")
     return apply_op(OPS["argsort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
 
 
 @method(function=True)
 def topk(self, k, dim=-1, largest=True, sorted=True):
-    """Mirrors ``torch.topk``: namedtuple ``(values, indices)``. RuntimeError if k is too large."""
+    """Mirrors ``torch.topk``: namedtuple ``(values, indices)``. RuntimeError if k is too large,
+    or for a complex or bool input. Which of equal values is picked is not specified (as torch)."""
+    check_sortable(self, "topk", bool_ok=False)
+    if isinstance(dim, bool):   # topk(k, True) is a mistaken ``largest``, not dim 1
+        raise TypeError("topk(): argument 'dim' (position 2) must be int, not bool")
     d = _wrap_dim(dim, self.ndim)
     if k > (self.shape[d] if self.ndim else 1):
         raise RuntimeError("selected index k out of range")
@@ -359,7 +396,8 @@ def quantile_op(api, self, q, dim, keepdim, interpolation):
 @method(function=True)
 def kthvalue(self, k, dim=-1, keepdim=False):
     """Mirrors ``torch.kthvalue``: the k-th smallest (1-based) along ``dim``; RuntimeError for k
-    outside [1, size]."""
+    outside [1, size]; NotImplementedError for a complex or bool input."""
+    check_sortable(self, "kthvalue", NotImplementedError, bool_ok=False)
     n = self.shape[_wrap_dim(dim, self.ndim)] if self.ndim else 1
     if not 1 <= int(k) <= n:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")
@@ -367,9 +405,18 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     return return_types.kthvalue(v, i)
 
 
+def check_median(self, dim, api):
+    check_sortable(self, "median", NotImplementedError, bool_ok=False)
+    if dim is not None:
+        _extremum_dims(self, dim, api)
+
+
 @method(function=True)
 def median(self, dim=None, keepdim=False):
-    """Mirrors ``torch.median``: lower median; with dim a namedtuple ``(values, indices)``."""
+    """Mirrors ``torch.median``: lower median (NaN when a NaN is present, and for an empty
+    tensor); with dim a namedtuple ``(values, indices)``. IndexError for an empty ``dim``;
+    NotImplementedError for a complex or bool input."""
+    check_median(self, dim, "median")
     if dim is None:
         return apply_op(OPS["median_all"], (self,))
     v, i = apply_op(OPS["median_dim"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))

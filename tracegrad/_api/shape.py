@@ -13,6 +13,7 @@ from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
+from .._tensor import factories as _factories
 from .._tensor.out import accepts_out
 
 
@@ -178,6 +179,8 @@ def movedim(self, source, destination):
     for what, ds in (("source", src), ("destination", dst)):
         if len(set(ds)) != len(ds):
             raise RuntimeError(f"movedim: repeated dim in `{what}` ({ds})")
+    if n == 0:   # a 0-d tensor's dim 0 / -1 is no axis: nothing moves
+        return permute(self, ())
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -229,14 +232,25 @@ def repeat(self, *repeats):
 
 
 @method(function=True)
-def repeat_interleave(self, repeats, dim=None):
+def repeat_interleave(self, repeats=None, dim=None):
     """Mirrors ``torch.repeat_interleave(input, repeats, dim=None)`` (int or 1-D tensor repeats;
-    flattens when dim is None)."""
+    flattens when dim is None). ``repeat_interleave(repeats)`` alone (a 1-D integer tensor)
+    gives ``i`` repeated ``repeats[i]`` times. RuntimeError for a negative repeat."""
+    if repeats is None:
+        if self.ndim != 1:
+            raise RuntimeError(f"repeat_interleave only accept 1D vector as repeat (got {self.ndim} dims)")
+        return repeat_interleave(_factories.arange(self.shape[0]), self)
     op = OPS["repeat_interleave"]
     if isinstance(repeats, Tensor):
+        if repeats.dtype._cat != 1:
+            raise NotImplementedError(f"repeat_interleave(): repeats must be an integer tensor, got {repeats.dtype}")
+        if repeats.ndim > 1:
+            raise RuntimeError(f"repeat_interleave(): repeats must be 0-dim or 1-dim tensor (got {repeats.ndim} dims)")
         if repeats.ndim:
             op = OPS["repeat_interleave_tensor"]
         repeats = tuple(repeats.tolist()) if repeats.ndim else int(repeats)
+    if builtins.min(repeats if isinstance(repeats, tuple) else (repeats,), default=0) < 0:
+        raise RuntimeError(f"repeat_interleave(): repeats can not be negative (got {repeats})")
     x = self if dim is not None else flatten(self)
     return apply_op(op, (x,), (("repeats", repeats), ("dim", 0 if dim is None else _wrap_dim(dim, self.ndim))))
 
@@ -285,14 +299,23 @@ def unbind(self, dim=0):
 
 @method(function=True)
 def split(self, split_size_or_sections, dim=0):
-    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes."""
+    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes.
+    RuntimeError for a 0-d tensor, a negative size, a zero ``split_size`` of a non-empty dim, or
+    sizes that do not sum to the dim's size."""
+    _check_splittable(self, "split")
     d = _wrap_dim(dim, self.ndim)
     n = self.shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
+        if s < 0 or (s == 0 and n):
+            raise RuntimeError(f"split(): split_size must be positive (it may be 0 only for a dimension of size 0), "
+                               f"got split_size={s} for dimension {d} of size {n}")
         sizes = tuple(builtins.min(s, n - i) for i in range(0, n, s)) if n else (0,)
         return apply_op(OPS["split"], (self,), (("sizes", sizes), ("dim", d)))
     sizes = tuple(int(x) for x in split_size_or_sections)
+    if builtins.any(x < 0 for x in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                           f"split_sizes={list(sizes)}")
     if builtins.sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
     return apply_op(OPS["split_with_sizes"], (self,), (("sizes", sizes), ("dim", d)))
@@ -300,13 +323,21 @@ def split(self, split_size_or_sections, dim=0):
 
 @method(function=True)
 def chunk(self, chunks, dim=0):
-    """Mirrors ``torch.chunk``: up to ``chunks`` pieces of size ceil(n / chunks)."""
+    """Mirrors ``torch.chunk``: up to ``chunks`` pieces of size ceil(n / chunks); a dim of size 0
+    gives ``chunks`` empty pieces. RuntimeError for a 0-d tensor or ``chunks`` below 1."""
+    _check_splittable(self, "chunk")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap_dim(dim, self.ndim)
     n = self.shape[d]
-    size = -(-n // chunks) if n else 0
-    return split(self, builtins.max(size, 1), d)
+    if n == 0:
+        return split(self, [0] * chunks, d)
+    return split(self, -(-n // chunks), d)
+
+
+def _check_splittable(self, api):
+    if self.ndim == 0:
+        raise RuntimeError(f"{api} expects at least a 1-dimensional tensor (got a 0-d tensor)")
 
 
 @method(function=True)
@@ -428,9 +459,12 @@ def diagonal(self, offset=0, dim1=0, dim2=1):
 
 @method(function=True)
 def trace(self):
-    """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor. Autograd: ``TraceBackward0``."""
+    """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor (integers give int64).
+    Autograd: ``TraceBackward0``. RuntimeError unless 2-D; NotImplementedError for bool."""
     if self.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
+    if self.dtype is _dt.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool': convert with .long() first")
     return apply_op(OPS["trace"], (self,))
 
 
@@ -496,8 +530,9 @@ def _stack_list(tensors, api):
 
 @function()
 def hstack(tensors):
-    """Mirrors ``torch.hstack``: cat along dim 1 (dim 0 for 1-D tensors)."""
-    tensors = _stack_list(tensors, "hstack")
+    """Mirrors ``torch.hstack``: cat along dim 1 (dim 0 for 1-D tensors; 0-d tensors count as
+    1-D, as ``atleast_1d``)."""
+    tensors = [t_ if t_.ndim else t_.reshape(1) for t_ in _stack_list(tensors, "hstack")]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 

@@ -21,7 +21,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .inplace import _inplace_binary
 from .promotion import _SCALAR_NAME, check_tensors, result_dtype
-from .reduction import return_types
+from .reduction import check_sortable, return_types
 
 
 def _float_unary(name):
@@ -171,6 +171,7 @@ def _cum_extreme(kind):
     op = OPS[kind]
 
     def f(input, dim):
+        check_sortable(input, kind, NotImplementedError)
         d = _wrap_dim(dim, input.ndim)
         if input.ndim == 0:
             v, i = apply_op(op, (input.reshape(1),), (("dim", 0),))
@@ -180,7 +181,7 @@ def _cum_extreme(kind):
     f.__doc__ = (f"Mirrors ``torch.{kind}(input, dim)``: the running {kind[3:]}imum along ``dim`` and the "
                  f"index (int64) where it was found (the later one on ties; a NaN sticks), a named tuple "
                  f"``(values, indices)``. Autograd: ``{kind.capitalize()}Backward0`` (to the chosen elements). "
-                 "IndexError for a bad ``dim``.")
+                 "IndexError for a bad ``dim``; NotImplementedError for a complex input.")
     return f
 
 

@@ -14,7 +14,7 @@ from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from ._registry import method
 from .composite import _host
-from .reduction import _ret_type, quantile_op, return_types
+from .reduction import _ret_type, check_median, quantile_op, return_types
 from .promotion import _SCALAR_NAME
 from .._tensor.out import accepts_out
 
@@ -25,7 +25,9 @@ return_types.histogram = _ret_type("histogram", ("hist", "bin_edges"))
 def nanmedian(input, dim=None, keepdim=False):
     """Mirrors ``torch.nanmedian``: the lower median of the non-NaN values (NaN when all are
     NaN); with ``dim`` a named tuple ``(values, indices)`` (int64). The whole-tensor form
-    spreads the gradient evenly over the elements equal to the median, as torch."""
+    spreads the gradient evenly over the elements equal to the median, as torch. NaN for an
+    empty tensor; IndexError for an empty ``dim``; NotImplementedError for complex or bool."""
+    check_median(input, dim, "nanmedian")
     if dim is None:
         return apply_op(OPS["nanmedian_all"], (input,))
     v, i = apply_op(OPS["nanmedian_dim"], (input,), (("dim", _wrap_dim(dim, input.ndim)), ("keepdim", keepdim)))

@@ -160,14 +160,21 @@ def _index_put(x, v, *idx, key, accumulate):
 # ``x[mask]`` written as ``masked_select``: same gather, torch's node name
 defop("masked_select", _advanced, args=("self",) + _IDX, grad_fn="MaskedSelectBackward0", saves=_IDX)
 defop("index_put", _index_put, args=("self", "values") + _IDX, grad_fn="IndexPutBackward0", saves=_IDX)
-defop("gather", lambda x, index, dim: jnp.take_along_axis(x, index, axis=dim),
-      args=("self", "index"), grad_fn="GatherBackward0", saves=("index", "self"))
-
-
 def _scatter_idx(x, index, dim):
     grids = jnp.meshgrid(*[jnp.arange(s) for s in index.shape], indexing="ij")
     grids[dim] = index
     return tuple(grids)
+
+
+def _gather(x, index, dim):
+    """torch's gather: the result has ``index``'s shape, which may be smaller than ``x`` outside
+    ``dim`` (no broadcasting); a 0-d ``x`` is one element along dim 0."""
+    if x.ndim == 0 or index.ndim == 0:
+        return _gather(x.reshape(x.shape or (1,)), index.reshape(index.shape or (1,)), dim).reshape(index.shape)
+    return x[_scatter_idx(x, index, dim)]
+
+
+defop("gather", _gather, args=("self", "index"), grad_fn="GatherBackward0", saves=("index", "self"))
 
 
 def _scatter(x, index, src, dim, reduce=None):

@@ -4,6 +4,7 @@ norm, cumsum/cumprod, all/any, sort/topk. ``dim`` is a static tuple of non-negat
 from __future__ import annotations
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -42,11 +43,23 @@ defop("prod", lambda x, dim, keepdim, dtype: jnp.prod(x, axis=dim, keepdims=keep
       grad_fn="ProdBackward0", saves=("self", "result"))
 defop("prod_dim", lambda x, dim, keepdim, dtype: jnp.prod(x, axis=dim, keepdims=keepdim, dtype=dtype),
       grad_fn="ProdBackward1", saves=("self", "result"))
-defop("var", lambda x, dim, correction, keepdim: jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim),
-      grad_fn="VarBackward0", saves=("self",))
+def _var(x, dim, correction, keepdim):
+    # torch divides by max(0, n - correction): a correction past n gives inf (or 0/0 = nan),
+    # where numpy's negative divisor would give a negative variance or nan
+    n = math.prod(x.shape[d] for d in (range(x.ndim) if dim is None else dim))
+    if n - correction > 0 or n == 0:
+        return jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim)
+    centered = x - jnp.mean(x, axis=dim, keepdims=True)
+    squares = jnp.real(centered * jnp.conj(centered)) if jnp.iscomplexobj(x) else centered * centered
+    return jnp.sum(squares, axis=dim, keepdims=keepdim) / jnp.zeros((), squares.dtype)
+
+
+defop("var", _var, grad_fn="VarBackward0", saves=("self",))
+
+
 def _std(x, dim, correction, keepdim):
     # torch's gradient of std is 0 where std is 0 (a constant slice); sqrt's is inf there
-    v = jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim)
+    v = _var(x, dim, correction, keepdim)
     zero = v == 0
     return jnp.where(zero, 0, jnp.sqrt(jnp.where(zero, 1, v)))
 
@@ -55,7 +68,7 @@ defop("std", _std, grad_fn="StdBackward0", saves=("self", "result"))
 
 
 def _var_mean(x, dim, correction, keepdim):
-    return (jnp.var(x, axis=dim, ddof=correction, keepdims=keepdim), jnp.mean(x, axis=dim, keepdims=keepdim))
+    return (_var(x, dim, correction, keepdim), jnp.mean(x, axis=dim, keepdims=keepdim))
 
 
 defop("var_mean", _var_mean, grad_fn="VarMeanBackward0", saves=("self",), n_out=2)
@@ -139,8 +152,16 @@ defop("norm", _norm, grad_fn="LinalgVectorNormBackward0", saves=("self", "result
 defop("cumsum", _on_0d(lambda x, dim, dtype: jnp.cumsum(x, axis=dim, dtype=dtype)), grad_fn="CumsumBackward0")
 defop("cumprod", _on_0d(lambda x, dim, dtype: jnp.cumprod(x, axis=dim, dtype=dtype)), grad_fn="CumprodBackward0",
       saves=("self", "result"))
-defop("all", lambda x, dim, keepdim: jnp.all(x, axis=dim, keepdims=keepdim))
-defop("any", lambda x, dim, keepdim: jnp.any(x, axis=dim, keepdims=keepdim))
+def _logical(fn):
+    # torch keeps uint8 for all/any of a uint8 tensor (every other dtype gives bool)
+    def f(x, dim, keepdim):
+        out = fn(x, axis=dim, keepdims=keepdim)
+        return out.astype(jnp.uint8) if x.dtype == jnp.uint8 else out
+    return f
+
+
+defop("all", _logical(jnp.all))
+defop("any", _logical(jnp.any))
 defop("count_nonzero", lambda x, dim: jnp.count_nonzero(x, axis=dim).astype(jnp.int64))
 
 
@@ -211,8 +232,15 @@ def spread_to_equal(x, v):
     return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))
 
 
-defop("median_all", lambda x: spread_to_equal(x, _median(x.ravel(), 0, False)[0]), grad_fn="MedianBackward0",
-      saves=("self",))
+def whole_median(x, pick):
+    """The median of all of ``x`` chosen by ``pick(flat, dim, keepdim)``, with torch's gradient
+    (``spread_to_equal``); NaN for an empty tensor, as torch."""
+    if x.size == 0:
+        return jnp.full((), jnp.nan, x.dtype)
+    return spread_to_equal(x, pick(x.ravel(), 0, False)[0])
+
+
+defop("median_all", lambda x: whole_median(x, _median), grad_fn="MedianBackward0", saves=("self",))
 
 
 def _quantile(x, q, dim, keepdim, interpolation):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from .reduction import _on_0d, sorted_pick, spread_to_equal
+from .reduction import _on_0d, sorted_pick, whole_median
 from .registry import defop
 
 
@@ -19,8 +19,7 @@ def _nanmedian(x, dim, keepdim):
 
 
 defop("nanmedian_dim", _on_0d(_nanmedian), grad_fn="NanmedianBackward1", n_out=2, n_diff=1, saves=("self",))
-defop("nanmedian_all", lambda x: spread_to_equal(x, _nanmedian(x.ravel(), 0, False)[0]),
-      grad_fn="NanmedianBackward0", saves=("self",))
+defop("nanmedian_all", lambda x: whole_median(x, _nanmedian), grad_fn="NanmedianBackward0", saves=("self",))
 
 
 def _nanquantile(x, q, dim, keepdim, interpolation):

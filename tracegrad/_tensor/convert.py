@@ -99,6 +99,13 @@ def infer_dtype(data):
     return functools.reduce(_dt.promote_types, sorted(kinds, key=lambda d: d.name)), big[0]
 
 
+def check_numpy_strides(arr):
+    """torch refuses a numpy array viewed with a negative stride (``a[::-1]``): ValueError."""
+    if any(st < 0 for st in arr.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported; pass array.copy() instead")
+
+
 def int_bounds(d):
     """The values torch lets an integer dtype hold when converting a Python number (c10's
     ``overflows``: an unsigned type also takes negatives that wrap, down to ``-max``)."""
@@ -108,7 +115,8 @@ def int_bounds(d):
 
 def check_fits(arr, d, api):
     """RuntimeError, as torch, when numbers do not fit the integer dtype ``d`` they are converted to
-    (ints: torch's wrap range, down to ``-max`` for unsigned types; floats: the type's own range)."""
+    (ints: torch's wrap range, down to ``-max`` for unsigned types; floats: the type's own range,
+    so nan and inf never fit)."""
     if d._cat != 1 or not arr.size or arr.dtype.kind not in "iuf":
         return
     if arr.dtype.kind == "f":   # a float must lie in the type's real range (no unsigned wrap), as c10
@@ -117,7 +125,7 @@ def check_fits(arr, d, api):
     else:
         lo, hi = int_bounds(d)
     amin, amax = arr.min(), arr.max()
-    if amin < lo or amax > hi:
+    if amin < lo or amax > hi or np.isnan(amin):
         raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
                            f"(values span [{amin}, {amax}], {d.name} holds [{lo}, {hi}])")
 
@@ -141,8 +149,10 @@ def to_numpy(data):
     return np.asarray(data)
 
 
-def ragged_message(data):
-    """torch's message for a ragged nested list: the first length that differs."""
+def ragged_error(data):
+    """torch's error for a ragged nested list, at the first place it differs from the shape of
+    the first elements: TypeError where a number stands for a sequence or a sequence for a
+    number, ValueError where a sequence has another length. None when rectangular."""
     def shape_of(x):
         out = []
         while isinstance(x, (list, tuple)):
@@ -154,18 +164,24 @@ def ragged_message(data):
     want = shape_of(data)
 
     def walk(x, dim):
+        seq = isinstance(x, (list, tuple))
         if dim >= len(want):
-            return None
-        if not isinstance(x, (list, tuple)):
-            return f"expected sequence of length {want[dim]} at dim {dim} (got scalar)" if dim else None
+            return TypeError(f"tensor(): expected a number at dim {dim}, got a {type(x).__name__}") if seq else None
+        if not seq:
+            return TypeError(f"tensor(): expected a sequence of length {want[dim]} at dim {dim}, got a "
+                             f"{type(x).__name__} (not a sequence)")
         if len(x) != want[dim]:
-            return f"expected sequence of length {want[dim]} at dim {dim} (got {len(x)})"
+            return ValueError(f"expected sequence of length {want[dim]} at dim {dim} (got {len(x)})")
         for e in x:
-            m = walk(e, dim + 1)
-            if m:
-                return m
+            err = walk(e, dim + 1)
+            if err:
+                return err
         return None
     return walk(data, 0)
+
+
+def _ragged(data, e):
+    return ragged_error(data) or ValueError(f"tensor(): nested sequences must be rectangular ({e})")
 
 
 def size_tuple(size):
@@ -202,6 +218,7 @@ def to_array(data, dtype=None):
     big = False
     data = plain_sequences(data)
     if isinstance(data, np.ndarray):
+        check_numpy_strides(data)
         d = _dt.to_dtype(dtype) if dtype is not None else _dt.from_numpy_dtype(data.dtype)
     else:
         check_data_leaf(data)
@@ -214,12 +231,12 @@ def to_array(data, dtype=None):
         try:
             arr = np.array(data, dtype=np.complex128 if d.is_complex else np.float64)
         except ValueError as e:
-            raise ValueError(ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
+            raise _ragged(data, e) from None
         return jnp.asarray(arr.astype(d.np)), d
     try:
         arr = to_numpy(data)
     except ValueError as e:
-        raise ValueError(ragged_message(data) or f"tensor(): nested sequences must be rectangular ({e})") from None
+        raise _ragged(data, e) from None
     if arr.dtype == object:
         raise TypeError("tensor(): nested sequences must be rectangular and hold numbers")
     if dtype is not None and not isinstance(data, np.ndarray):

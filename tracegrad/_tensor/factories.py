@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import generator as _generator
-from .convert import INT64_MAX, INT64_MIN, int_bounds, size_tuple, to_array
+from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
 from .._ops import dtypes as _dt
@@ -75,9 +75,10 @@ def as_tensor(data, dtype=None, device=None):
 def from_numpy(ndarray):
     """Mirrors ``torch.from_numpy``. Differs from torch: the tensor holds a *copy* (JAX arrays
     cannot share memory with numpy), so later writes to the numpy array are not seen.
-    TypeError for non-arrays or unsupported dtypes."""
+    TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    check_numpy_strides(ndarray)
     _dt.from_numpy_dtype(ndarray.dtype)
     return Tensor._make(jnp.asarray(ndarray))
 
@@ -154,8 +155,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
 def _check_fill(fill_value, api):
     if isinstance(fill_value, Tensor):
         if fill_value.ndim:
-            raise RuntimeError(f"{api}(): fill_value must be a number or a 0-dim tensor, got a tensor of shape "
-                               f"{list(fill_value.shape)}")
+            raise TypeError(f"{api}(): argument 'fill_value' must be a Number or a 0-dim tensor, got a tensor of "
+                            f"shape {list(fill_value.shape)}")
         return fill_value.item()
     if not isinstance(fill_value, (numbers.Number, np.bool_)):
         raise TypeError(f"{api}(): argument 'fill_value' (position 2) must be Number, not "
@@ -172,6 +173,8 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
         if not lo <= fill_value <= hi:
             raise RuntimeError(f"{api}(): value cannot be converted to type {d.name} without overflow "
                                f"(fill_value={fill_value})")
+    elif isinstance(fill_value, float) and d._cat == 1:   # nan, inf and out-of-range floats
+        check_fits(np.asarray(fill_value), d, f"{api}()")
     return _finish(jnp.full(size_tuple((size,)), fill_value, d.np), d, device, requires_grad)
 
 
@@ -191,18 +194,14 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 @accepts_out(dtype_from_out=True)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
-    RuntimeError for a zero step, a non-finite bound, or bounds inconsistent with the step's
-    sign (``arange(0, 5, -1)``); NotImplementedError for ``dtype=bool``."""
+    With an integer ``dtype`` the values are ``int(start) + i * int(step)``; the length is
+    counted on the truncated numbers for int64 and from the numbers as given (in double) for the
+    other integer dtypes, as torch. RuntimeError for a zero step, a non-finite bound, or bounds
+    inconsistent with the step's sign (``arange(0, 5, -1)``); ValueError for an int64 step that
+    truncates to 0; NotImplementedError for ``dtype=bool``."""
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if vals[2] == 0:
-        raise RuntimeError("arange(): step must be nonzero")
-    if not (np.isfinite(vals[0]) and np.isfinite(vals[1])):
-        raise RuntimeError(f"arange(): unsupported range: {vals[0]} -> {vals[1]}")
-    if (vals[2] > 0 and vals[1] < vals[0]) or (vals[2] < 0 and vals[1] > vals[0]):
-        raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign (start={vals[0]}, "
-                           f"end={vals[1]}, step={vals[2]})")
     if dtype is None:
         # bools count as integers, as torch (arange(False, True) is int64)
         d = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
@@ -211,8 +210,27 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if d is _dt.bool_:
         raise NotImplementedError("arange(): \"arange_cpu\" not implemented for 'Bool'; use an integer dtype "
                                   "and compare, or .bool() the result")
-    n = int(np.ceil((vals[1] - vals[0]) / vals[2]))
-    arr = (np.arange(max(n, 0), dtype=np.float64) * vals[2] + vals[0]) if d.is_floating_point else np.arange(vals[0], vals[1], vals[2])
+    if not all(np.isfinite(v) for v in vals):
+        raise RuntimeError(f"arange(): unsupported range: {vals[0]} -> {vals[1]} (step {vals[2]})")
+    if vals[2] == 0:
+        raise RuntimeError("arange(): step must be nonzero")
+    # int64 truncates the three numbers before anything else; the other dtypes check and count
+    # with them as given (in double) and truncate only start and step to make the values
+    if (vals[2] > 0 and vals[1] < vals[0]) or (vals[2] < 0 and vals[1] > vals[0]):
+        raise RuntimeError(f"arange(): upper bound and lower bound inconsistent with step sign (start={vals[0]}, "
+                           f"end={vals[1]}, step={vals[2]})")
+    ints = [int(v) for v in vals]
+    lo, hi, st = ints if d is _dt.int64 else vals
+    if st == 0:   # torch's class for an int64 step that truncates to 0
+        raise ValueError(f"arange(): step must be nonzero (step={vals[2]} truncates to 0 for int64)")
+    if d is _dt.int64:
+        n = abs(hi - lo + st - (1 if st > 0 else -1)) // abs(st)
+    else:
+        n = int(np.ceil((float(hi) - float(lo)) / float(st)))
+    if d.is_floating_point or d.is_complex:
+        arr = np.arange(n, dtype=np.float64) * float(vals[2]) + float(vals[0])
+    else:
+        arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
 
 
@@ -232,8 +250,11 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
 def _check_steps(steps, api):
     if isinstance(steps, Tensor):
         steps = steps.item()
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        raise TypeError(f"{api}(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
         raise RuntimeError(f"{api}(): number of steps must be non-negative, got steps={steps}")
+    return int(steps)
 
 
 def _endpoints(start, end, api):
@@ -249,32 +270,52 @@ def _endpoints(start, end, api):
     return out
 
 
+def _spaced(start, end, steps, dtype, api):
+    """``steps`` points from ``start`` to ``end`` as torch's kernel computes them: the endpoints
+    cast to ``dtype`` first (an integer dtype truncates them), the step in double, the first half
+    counted up from ``start`` and the second half down from ``end`` (so both ends are exact).
+    Returns the float64/complex128 numpy points and the result dtype."""
+    start, end = _endpoints(start, end, api)
+    steps = _check_steps(steps, api)
+    if dtype is not None:
+        d = _dt.to_dtype(dtype)
+        if d is _dt.bool_:
+            raise NotImplementedError(f"\"{api}_cpu\" not implemented for 'Bool': make the points in an integer "
+                                      "dtype and compare")
+    elif any(isinstance(v, complex) for v in (start, end)):
+        d = _dt.to_complex(_dt.get_default_dtype())
+    else:
+        d = _dt.get_default_dtype()
+    work = np.complex128 if d.is_complex else np.float64
+    lo, hi = (np.asarray(v).astype(d.np).astype(work) for v in (start, end))
+    i = np.arange(steps, dtype=np.float64)
+    step = (hi - lo) / max(steps - 1, 1)
+    from_start = (i < steps // 2) | (steps == 1)   # a single point is ``start``
+    return np.where(from_start, lo + step * i, hi - step * (steps - 1 - i)), d
+
+
 @with_x64
 @accepts_out(dtype_from_out=True)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive
-    (numbers or 0-d tensors). RuntimeError for negative ``steps`` or a tensor endpoint that is
-    not 0-d."""
-    start, end = _endpoints(start, end, "linspace")
-    _check_steps(steps, "linspace")
-    if dtype is None and (isinstance(start, complex) or isinstance(end, complex)):
-        dtype = _dt.to_complex(_dt.get_default_dtype())     # torch: complex endpoints, complex result
-    d = _fdt(dtype)
-    vals = torch_linspace(start, end, steps, d.np)     # torch's last-place rounding
-    if vals is None:
-        vals = jnp.linspace(start, end, steps, dtype=d.np)
-    return _finish(jnp.asarray(vals), d, device, requires_grad)
+    (numbers or 0-d tensors). Dtype: ``dtype``, else complex64 for a complex endpoint, else the
+    default dtype. An integer dtype truncates the endpoints and then each point (as torch).
+    RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
+    points, d = _spaced(start, end, steps, dtype, "linspace")
+    exact = torch_linspace(*_endpoints(start, end, "linspace"), len(points), d.np)   # torch's last-place rounding
+    return _finish(jnp.asarray(points.astype(d.np) if exact is None else exact), d, device, requires_grad)
 
 
 @with_x64
 @accepts_out(dtype_from_out=True)
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``. RuntimeError for
-    negative ``steps`` or a tensor endpoint that is not 0-d."""
-    start, end = _endpoints(start, end, "logspace")
-    _check_steps(steps, "logspace")
-    d = _fdt(dtype)
-    return _finish(jnp.logspace(start, end, steps, base=base, dtype=d.np), d, device, requires_grad)
+    """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``, computed in double
+    and cast to the dtype (an integer dtype truncates the exponents' endpoints and the powers,
+    as torch). RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
+    exponents, d = _spaced(start, end, steps, dtype, "logspace")
+    with np.errstate(all="ignore"):
+        points = np.power(np.asarray(base, dtype=exponents.dtype), exponents)
+    return _finish(jnp.asarray(points.astype(d.np)), d, device, requires_grad)
 
 
 def _like(fn):
