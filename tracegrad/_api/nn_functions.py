@@ -32,14 +32,20 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 # runs only when the values are concrete. Inside tracegrad.compile, a checkpointed region or a
 # tracegrad.func transform the values are traced: there is nothing to read, and the compiled
 # program does what XLA does (a gather clamps an out-of-range id; one_hot gives a zero row).
-def _host_minmax(t):
-    """``(min, max)`` of an integer tensor's values read on the host, or None while tracing or
+def _host_values(t):
+    """An integer tensor's values as a numpy array read on the host, or None while tracing or
     when the tensor is empty."""
     v = t._value
     if isinstance(v, _JaxTracer) or v.size == 0:
         return None
-    h = np.asarray(v)
-    return int(h.min()), int(h.max())
+    return np.asarray(v)
+
+
+def _host_minmax(t):
+    """``(min, max)`` of an integer tensor's values read on the host, or None while tracing or
+    when the tensor is empty."""
+    h = _host_values(t)
+    return None if h is None else (int(h.min()), int(h.max()))
 
 
 def _tup(v, n, name="argument"):
@@ -364,8 +370,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 # ---- misc -----------------------------------------------------------------------------------
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """Mirrors ``torch.embedding``: rows of ``weight`` ``(num_embeddings, dim)`` picked by integer
-    ``indices``; the ``padding_idx`` row (``-1``/None: none) gets no gradient. grad_fn
-    ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
+    ``indices``; the ``padding_idx`` row (``-1``/None: none) gets no gradient;
+    ``scale_grad_by_freq`` divides each row's gradient by how often its id occurs in ``indices``.
+    grad_fn ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
     for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks])."""
     if indices.dtype.is_floating_point:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
@@ -379,7 +386,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
         raise IndexError(f"embedding: index out of range in self (index {bad} with num_embeddings={n}; "
                          f"ids must lie in [0, {n}))")
     pidx = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
-    return apply_op(OPS["nn_embedding"], (weight, indices), (("padding_idx", pidx),))
+    static = (("padding_idx", pidx),) + ((("scale_grad_by_freq", True),) if scale_grad_by_freq else ())
+    return apply_op(OPS["nn_embedding"], (weight, indices), static)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -247,7 +247,9 @@ def pad(input, pad, mode="constant", value=None):
         elif mode == "replicate":
             idx = [0] * lo + list(range(n)) + [n - 1] * hi
         elif mode == "circular":
-            idx = [(j - lo) % n for j in range(n + lo + hi)]
+            # as torch, a negative pad crops first and the wrap reads the cropped part
+            start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+            idx = [start + (j - max(lo, 0)) % m for j in range(n + lo + hi)]
         else:
             raise NotImplementedError(f"padding mode {mode!r} is not supported")
         out = out.index_select(d, tracegrad.tensor(idx))
