@@ -665,14 +665,45 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
-    """Bool masks (True = masked out) become float masks with -inf; float masks pass through."""
+    """Bool masks (True = masked out) become float masks with -inf; float masks pass through.
+    Warns (UserWarning, as torch) when ``other_type``, the dtype of the other mask given, differs."""
     if mask is None:
         return None
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated; give both masks the "
+                      f"same dtype (bool or floating) instead.")
     if mask.dtype is tracegrad.bool:
         return tracegrad.zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's shape rules for multi-head attention inputs; True for a batched (3-D) query.
+    AssertionError (torch's class) for an input of the wrong rank, or a 3-D attn_mask whose
+    shape is not ``(num_heads, L, S)`` for an unbatched query."""
+    if query.dim() not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
+                             f"query tensor")
+    batched = query.dim() == 3
+    want, kpm_dim = (3, 2) if batched else (2, 1)
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if key.dim() != want or value.dim() != want:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {want}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != kpm_dim:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {kpm_dim}-D but "
+                             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                 f"{attn_mask.dim()}-D tensor instead")
+        if not batched and attn_mask.dim() == 3:
+            want_shape = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != want_shape:
+                raise AssertionError(f"Expected `attn_mask` shape to be {want_shape} but got {tuple(attn_mask.shape)}")
+    return batched
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
@@ -687,8 +718,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     ``(N * num_heads, S, E / num_heads)`` replace the projected keys/values. Returns (output,
     weights or None). AssertionError when the embedding size is not ``embed_dim_to_check``
     (as torch)."""
-    is_batched = query.dim() == 3
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if (key.shape[:2] if use_separate_proj_weight else key.shape) != (value.shape[:2] if use_separate_proj_weight
+                                                                       else value.shape):
+        raise AssertionError(f"multi_head_attention_forward: key shape {key.shape} does not match value shape "
+                             f"{value.shape}" + (" in the sequence and batch dims" if use_separate_proj_weight else ""))
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       None if attn_mask is None else attn_mask.dtype, "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
