@@ -11,7 +11,7 @@ import numpy as np
 import tracegrad
 
 __all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d",
-           "adaptive_max_pool3d", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
+           "adaptive_max_pool3d", "adaptive_max_indices", "local_response_norm", "channel_shuffle", "pdist", "fractional_max_pool2d",
            "fractional_max_pool3d"]
 
 
@@ -111,9 +111,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Mirrors ``torch.nn.functional.adaptive_max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H,
     W)`` to ``output_size`` (an int, a triple, ``None`` keeps a size) with torch's bins
     ``[floor(i*In/Out), ceil((i+1)*In/Out))``; the box max taken one dim at a time.
-    ``return_indices=True`` raises NotImplementedError (as tracegrad's adaptive_max_pool2d)."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool3d(return_indices=True) is not supported by tracegrad")
+    ``return_indices=True`` also gives int64 flat indices into ``D*H*W`` (``adaptive_max_indices``)."""
     if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
@@ -132,7 +130,36 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         parts = [x.narrow(dim, (i * size) // o, -(-((i + 1) * size) // o) - (i * size) // o).amax(dim, keepdim=True)
                  for i in range(o)]
         x = tracegrad.cat(parts, dim)
-    return x
+    return (x, adaptive_max_indices(input, tuple(x.shape[-3:]))) if return_indices else x
+
+
+def adaptive_max_indices(input, output_size):
+    """Flat indices into the last ``len(output_size)`` dims of ``input`` of the maxima picked by an
+    adaptive max pool with torch's bins ``[floor(i*In/Out), ceil((i+1)*In/Out))``: the first
+    maximum of each bin, as torch's CPU kernel. int64 ``(*batch, *output_size)``, no gradient.
+    Each bin is gathered at a fixed width ``k`` (its last element repeated, which cannot move
+    the first maximum), so the gathers come from static shapes."""
+    nd = len(output_size)
+    spatial = tuple(input.shape[-nd:])
+    x, tables = input.detach(), []
+    for d, (size, o) in enumerate(zip(spatial, output_size)):
+        starts = [(i * size) // o for i in range(o)]
+        ends = [-(-((i + 1) * size) // o) for i in range(o)]
+        k = max(e - b for b, e in zip(starts, ends))
+        table = np.array([[min(b + j, e - 1) for j in range(k)] for b, e in zip(starts, ends)], dtype=np.int64)
+        tables.append(table)
+        dim = input.dim() - nd + 2 * d      # the spatial dims before this one are now (o, k) pairs
+        x = x.index_select(dim, tracegrad.tensor(table.reshape(-1))).unflatten(dim, (o, k))
+    lead = x.dim() - 2 * nd
+    x = x.permute(*range(lead), *(lead + 2 * d for d in range(nd)), *(lead + 2 * d + 1 for d in range(nd)))
+    local = x.flatten(-nd).argmax(-1)       # position within the (k1, ..., knd) box
+    flat, stride = tracegrad.zeros_like(local), 1
+    for d in reversed(range(nd)):
+        table, kd = tracegrad.tensor(tables[d]), tables[d].shape[1]
+        rows = tracegrad.arange(output_size[d]).reshape((-1,) + (1,) * (nd - 1 - d))
+        flat = flat + table[rows, local % kd] * stride
+        local, stride = local // kd, stride * spatial[d]
+    return flat
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

@@ -31,7 +31,7 @@ from ._vision_functional import (adaptive_avg_pool3d, affine_grid, avg_pool3d, c
 
 from ._activations_more import (celu_, elu_, hardshrink, hardtanh_, leaky_relu_, rrelu, rrelu_, selu_,  # noqa: F401
                                 softshrink, tanhshrink, threshold, threshold_)
-from ._layers_functional import (adaptive_max_pool3d, channel_shuffle, local_response_norm,  # noqa: F401
+from ._layers_functional import (adaptive_max_indices, adaptive_max_pool3d, channel_shuffle, local_response_norm,  # noqa: F401
                                  fractional_max_pool2d, fractional_max_pool3d, lp_pool1d, lp_pool2d, lp_pool3d,
                                  max_unpool1d, max_unpool2d, max_unpool3d, pdist)
 from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401
@@ -128,17 +128,17 @@ def adaptive_avg_pool1d(input, output_size):
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
-    """Mirrors ``torch.nn.functional.adaptive_max_pool2d`` (``return_indices`` unsupported)."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is not supported by tracegrad")
-    return _F.adaptive_max_pool2d(input, output_size)
+    """Mirrors ``torch.nn.functional.adaptive_max_pool2d``; ``return_indices=True`` also gives int64
+    flat indices into ``H*W`` of each bin's first maximum."""
+    out = _F.adaptive_max_pool2d(input, output_size)
+    return (out, adaptive_max_indices(input, tuple(out.shape[-2:]))) if return_indices else out
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Mirrors ``torch.nn.functional.adaptive_max_pool1d`` (``return_indices`` unsupported)."""
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool1d(return_indices=True) is not supported by tracegrad")
-    return _F.adaptive_max_pool1d(input, output_size)
+    """Mirrors ``torch.nn.functional.adaptive_max_pool1d``; ``return_indices=True`` also gives
+    int64 indices into ``L`` of each bin's first maximum."""
+    out = _F.adaptive_max_pool1d(input, output_size)
+    return (out, adaptive_max_indices(input, tuple(out.shape[-1:]))) if return_indices else out
 
 
 # ---- normalisation --------------------------------------------------------------------------
@@ -855,13 +855,26 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
+def _adaptive_with_indices(pool):
+    def with_indices(input, output_size, return_indices=False):
+        return pool(input, output_size, return_indices=True)
+    with_indices.__name__ = with_indices.__qualname__ = pool.__name__ + "_with_indices"
+    with_indices.__doc__ = f"Mirrors ``F.{with_indices.__name__}``: ``(values, indices)`` of ``{pool.__name__}``."
+    return with_indices
+
+
+adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices = map(
+    _adaptive_with_indices, (adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d))
+
+
 def native_channel_shuffle(input, groups):
     """Mirrors ``F.native_channel_shuffle``: ``channel_shuffle``."""
     return channel_shuffle(input, groups)
 
 
 __all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
-            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle"]
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle",
+            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
 
 
 # torch's native nn functions take ``out=`` (the result's own dtype only)
