@@ -60,6 +60,16 @@ def test_pack_padded_sequence_unsorted_roundtrip():
     run_both(program)
 
 
+def test_packed_sequence_dtype_methods():
+    # TestNN.test_type_casts-style check of PackedSequence (test_pack_sequence / test_packed_sequence_*)
+    def program(T, log):
+        packed = T.nn.utils.rnn.pack_sequence([T.ones(3, 2), T.ones(2, 2)])
+        log("casts", [getattr(packed, m)().data.dtype for m in ("double", "float", "half", "long", "int", "short",
+                                                                 "char", "byte")])
+        log("unchanged", [packed.to(T.float32) is packed, packed.is_cuda, packed.cpu().batch_sizes])
+    run_both(program)
+
+
 # ---- RNN argument checks and layouts ------------------------------------------------------------
 def test_rnn_argument_checks():
     # TestNN.test_rnn_args_check / test_projections_lstm_args_check / test_RNN_dropout_warning /
@@ -833,6 +843,33 @@ def test_module_conversions():
                 super().__init__()
         attempt(log, "skip_init without device arg", lambda: nn.utils.skip_init(NoDevice))
         attempt(log, "skip_init of a non-module", lambda: nn.utils.skip_init(int))
+    run_both(program)
+
+
+def test_layer_constructor_and_call_checks():
+    # TestNN.test_ConvTranspose2d_output_size / test_conv_modules_raise_error_on_incorrect_input_size /
+    # test_unflatten_invalid_arg / test_hardtanh_backward-free check of test_hardtanh_inplace_gradgrad /
+    # test_transformerencoderlayer_src_mask-free key_padding_mask shape check / test_to with positional non_blocking
+    def program(T, log):
+        nn = T.nn
+        convt = init_params(T, nn.ConvTranspose2d(2, 3, 3, stride=2), 0)
+        x = randn(T, (1, 2, 4, 4), 1)
+        log("output_size", [tuple(convt(x, output_size=(9, 10)).shape), tuple(convt(x, output_size=[1, 3, 10, 9]).shape)])
+        grouped = init_params(T, nn.ConvTranspose2d(4, 6, 3, stride=2, groups=2, dilation=2, output_padding=1), 1)
+        log("groups + dilation + output_padding", grouped(randn(T, (1, 4, 3, 3), 2)))
+        layer = nn.TransformerEncoderLayer(4, 2, 6, dropout=0.0)
+        for name, call in [("output_size unreachable", lambda: convt(x, output_size=(12, 12))),
+                           ("output_padding >= stride", lambda: nn.ConvTranspose2d(2, 2, 3, output_padding=1)(
+                               T.ones(1, 2, 3, 3))),
+                           ("unflatten float size", lambda: nn.Unflatten(1, [2.0, 2])),
+                           ("unflatten int size", lambda: nn.Unflatten(1, 4)),
+                           ("unflatten wrong product", lambda: nn.Unflatten(1, (2, 2))(T.ones(2, 3))),
+                           ("hardtanh bounds", lambda: nn.Hardtanh(2.0, 1.0)),
+                           ("key_padding_mask (S, N)", lambda: layer(T.ones(3, 2, 4), src_key_padding_mask=T.ones(
+                               3, 2).bool())),
+                           ("to(dtype, non_blocking)", lambda: nn.Linear(2, 2).to(T.float64, True).weight.dtype),
+                           ("to(device, -1)", lambda: nn.Linear(2, 2).to(T.device("cpu"), -1))]:
+            attempt(log, name, call)
     run_both(program)
 
 

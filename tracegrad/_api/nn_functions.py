@@ -89,7 +89,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     """Mirrors ``torch.convolution``. ``padding`` may be ints, or 'same'/'valid' (not transposed).
     Input ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``; weight ``(C_out, C_in/groups, *k)``
     (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
-    Raises RuntimeError on channel/shape mismatches."""
+    Raises RuntimeError on channel/shape mismatches, and (transposed) for an ``output_padding`` not
+    smaller than the stride or the dilation of its dim."""
     input, weight, bias = _autocast.cast("lower", "convolution", input, weight, bias)
     nd = weight.ndim - 2
     unbatched = input.ndim == nd + 1
@@ -127,7 +128,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     if transposed and cin != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
                            f"{list(input.shape)} to have {weight.shape[0]} channels, but got {cin} channels instead")
-    if not transposed:
+    if transposed:
+        output_padding = _tup(output_padding, nd, "output_padding")
+        if any(op >= max(st, d) for op, st, d in zip(output_padding, stride, dilation)):
+            raise RuntimeError(f"conv_transpose{nd}d: output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={list(output_padding)}, stride={list(stride)} and "
+                               f"dilation={list(dilation)}")
+    else:
         for size, (lo, hi), d, k in zip(input.shape[2:], pads, dilation, ks):
             if size + lo + hi < d * (k - 1) + 1:
                 raise RuntimeError(f"Calculated padded input size per channel: ({size + lo + hi}). Kernel size: "

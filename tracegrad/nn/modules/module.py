@@ -632,13 +632,21 @@ class Module:
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        for a in args:
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
+        if args and isinstance(args[-1], bool) and len(args) > 1:
+            args = args[:-1]    # the positional non_blocking flag (meaningless here)
+        for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
             elif isinstance(a, tracegrad.dtype):
                 dtype = a
-            elif a is not None:
+            elif isinstance(a, (str, tracegrad.device)) or a is None or (i == 0 and type(a) is int):
                 device = a
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__} "
+                                f"{a!r}; expected a device, a dtype or a tensor (then non_blocking)")
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
