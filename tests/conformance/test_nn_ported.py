@@ -905,6 +905,32 @@ def test_fuse_conv_and_linear_with_batch_norm():
     run_both(program)
 
 
+def test_module_utils_and_consume_prefix():
+    # TestUtils.test_consume_prefix_in_state_dict_if_present / TestConstantPadNd.test_constant_pad_nd /
+    # the int-or-tuple helpers of torch.nn.modules.utils
+    def program(T, log):
+        import importlib
+        from collections import OrderedDict
+        U = importlib.import_module(T.__name__ + ".nn.modules.utils")
+        sd = OrderedDict([("module.a", T.ones(1)), ("module.b.c", T.ones(2)), ("x", T.zeros(1))])
+        sd._metadata = OrderedDict([("", {}), ("module", {}), ("module.b", {})])
+        U.consume_prefix_in_state_dict_if_present(sd, "module.")
+        log("keys", list(sd)), log("metadata keys", list(sd._metadata))
+        log("tuples", [U._pair(3), U._triple((1, 2, 3)), U._single([4]), U._ntuple(4)(2),
+                       U._reverse_repeat_tuple((1, 2), 2), U._list_with_default([None, 3], (5, 6, 7, 8))])
+        attempt(log, "list_with_default too short", lambda: U._list_with_default([None, 3], (5, 6)))
+        x = randn(T, (1, 2, 3), 0, requires_grad=True)
+        out = T.constant_pad_nd(x, (1, -1, 2, 0), 2.5)
+        weighted_backward(T, out)
+        log("constant_pad_nd crop + pad", [out, x.grad, type(out.grad_fn).__name__])
+        log("int value", T.constant_pad_nd(T.arange(6).reshape(2, 3), (-1, 1), 7))
+        attempt(log, "crop past the size", lambda: T.constant_pad_nd(T.ones(2, 3), (-2, -2)))
+        p = T.nn.Parameter(T.ones(2))
+        p.grad = T.ones(2)
+        log("deprecated clip_grad_norm", warned(lambda: T.nn.utils.clip_grad_norm(p, 1.0)))
+    run_both(program)
+
+
 def test_stateless_functional_call_is_deprecated():
     # TestStatelessFunctionalAPI.test_functional_call_deprecation-style check (torch.nn.utils.stateless)
     def program(T, log):

@@ -445,14 +445,11 @@ def constant_pad_nd(input, pad, value=0):
     widths = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    crop = [(max(-lo, 0), max(-hi, 0)) for lo, hi in widths]
-    widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths)
-    out = apply_op(OPS["pad"], (input,), (("pad_width", widths), ("value", value)))
-    if any(c != (0, 0) for c in crop):
-        for d, (lo, hi) in enumerate(crop):
-            if lo or hi:
-                out = out.narrow(d, lo, out.shape[d] - lo - hi)
-    return out
+    for d, (lo, hi) in enumerate(widths):
+        if input.shape[d] + lo + hi < 0:
+            raise RuntimeError(f"constant_pad_nd: the padding ({lo}, {hi}) of dim {d} leaves a negative size "
+                               f"from {input.shape[d]}")
+    return apply_op(OPS["pad"], (input,), (("pad_width", tuple(widths)), ("value", value)))
 
 
 def _mode_pad(input, pad, mode):

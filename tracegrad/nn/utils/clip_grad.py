@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import tracegrad
 from tracegrad import Tensor
@@ -64,7 +65,9 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Deprecated alias of ``clip_grad_norm_`` (as torch)."""
+    """Deprecated alias of ``clip_grad_norm_`` (FutureWarning, as torch)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
