@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import inspect
 
+import tracegrad
+
 __all__ = ["skip_init"]
 
 
@@ -12,8 +14,7 @@ def skip_init(module_cls, *args, **kwargs):
     ``module_cls`` is not a Module class or takes no ``device`` argument.
     Differs from torch: the module's initialiser runs (there is no 'meta' device to skip it on);
     its values are then replaced, so only the time is spent."""
-    from ..modules.module import Module   # modules import nn.utils at load time
-    if not (isinstance(module_cls, type) and issubclass(module_cls, Module)):
+    if not (isinstance(module_cls, type) and issubclass(module_cls, tracegrad.nn.Module)):
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
