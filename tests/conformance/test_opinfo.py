@@ -44,18 +44,12 @@ UNINITIALISED = ("empty", "empty_like", "new_empty", "empty_strided", "new_empty
 INT_DTYPES = (torch.int64, torch.int32, torch.bool, torch.uint8, torch.int16, torch.int8)
 
 # (OpInfo id, check) -> what differs from torch. Applied as strict xfails: a fix makes them XPASS.
-_RET_IDX = "return_indices=True raises NotImplementedError (torch returns (values, indices))"
 _UPLO = ("JAX's eigh symmetrises the input, so the gradient reaches both triangles; torch's reaches only "
          "the UPLO triangle it reads")
 _UINT8_RESAMPLE = ("uint8: tracegrad interpolates in float32 and rounds once; torch's fixed-point uint8 kernel "
                    "differs by 1 on ~15% of pixels")
 # differences that fail the forward check and, through it, the backward one
 _BOTH = {
-    "nn.functional.adaptive_max_pool1d": _RET_IDX,
-    "nn.functional.adaptive_max_pool2d": _RET_IDX,
-    "nn.functional.adaptive_max_pool3d": _RET_IDX,
-    "nn.functional.pad.replicate_negative": "negative padding in replicate mode (cropping) raises RuntimeError; "
-                                            "torch crops",
     "norm.nuc": "the nuclear norm (p='nuc') raises NotImplementedError",
 }
 XFAIL: dict[tuple[str, str], str] = {

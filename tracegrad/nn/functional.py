@@ -228,6 +228,20 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     _vision.check_mode_pad(input, pad, mode)
+    if mode in ("reflect", "replicate") and min(pad) < 0:
+        dims = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+        if all(input.shape[d] + min(lo, 0) + min(hi, 0) >= 1 for d, lo, hi in dims):
+            # torch's index map reads the input as cropped by the negative pads: crop, then pad
+            for d, lo, hi in dims:
+                input = input.narrow(d, max(-lo, 0), input.shape[d] + min(lo, 0) + min(hi, 0))
+            return _pad_mode_or_noop(input, tuple(max(p, 0) for p in pad), mode)
+        if mode == "replicate":
+            # a crop that empties a dim: torch still clamps into the uncropped input
+            for d, lo, hi in dims:
+                n = input.shape[d]
+                idx = [min(max(j - lo, 0), n - 1) for j in range(n + lo + hi)]
+                input = input.index_select(d, tracegrad.tensor(idx, dtype=tracegrad.int64))
+            return input
     if mode in ("reflect", "replicate") and 1 <= len(pad) // 2 <= 3 and len(pad) % 2 == 0:
         if mode == "reflect":
             for i in range(len(pad) // 2):
@@ -254,6 +268,12 @@ def pad(input, pad, mode="constant", value=None):
             raise NotImplementedError(f"padding mode {mode!r} is not supported")
         out = out.index_select(d, tracegrad.tensor(idx))
     return out
+
+
+def _pad_mode_or_noop(input, widths, mode):
+    """``pad(input, widths, mode)``, or ``input`` itself when every width is 0 (``pad`` is shadowed
+    by its own argument inside ``pad``)."""
+    return input if not any(widths) else pad(input, widths, mode)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
