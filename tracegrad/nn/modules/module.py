@@ -626,9 +626,11 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Mirrors ``torch.nn.Module.to(device=None, dtype=None)`` / ``to(tensor)``: converts floating
-        parameters and buffers in place (parameters keep their identity). TypeError for a
-        non-floating dtype."""
+        """Mirrors ``torch.nn.Module.to(device=None, dtype=None, non_blocking=False)`` / ``to(dtype,
+        non_blocking)`` / ``to(tensor)``: converts floating parameters and buffers in place
+        (parameters keep their identity); ``non_blocking`` and ``memory_format`` are accepted and
+        have no effect. TypeError for a non-floating dtype, a number where a device belongs or an
+        unknown keyword; UserWarning for a complex dtype (as torch)."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
@@ -642,11 +644,11 @@ class Module:
                 device, dtype = a.device, a.dtype
             elif isinstance(a, tracegrad.dtype):
                 dtype = a
-            elif isinstance(a, (str, tracegrad.device)) or a is None or (i == 0 and type(a) is int):
-                device = a
-            else:
+            elif isinstance(a, (bool, float)) or (isinstance(a, int) and i > 0):
                 raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__} "
                                 f"{a!r}; expected a device, a dtype or a tensor (then non_blocking)")
+            else:
+                device = a
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
