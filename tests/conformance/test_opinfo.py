@@ -48,8 +48,6 @@ _UINT8_RESAMPLE = ("uint8: tracegrad interpolates in float32 and rounds once; to
                    "differs by 1 on ~15% of pixels")
 # differences that fail the forward check and, through it, the backward one
 _BOTH = {
-    "nn.functional.pad.replicate_negative": "negative padding in replicate mode (cropping) raises RuntimeError; "
-                                            "torch crops",
 }
 XFAIL: dict[tuple[str, str], str] = {
     **{(op, check): why for op, why in _BOTH.items() for check in ("forward", "backward")},

@@ -34,14 +34,20 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 # runs only when the values are concrete. Inside tracegrad.compile, a checkpointed region or a
 # tracegrad.func transform the values are traced: there is nothing to read, and the compiled
 # program does what XLA does (a gather clamps an out-of-range id; one_hot gives a zero row).
-def _host_minmax(t):
-    """``(min, max)`` of an integer tensor's values read on the host, or None while tracing or
+def _host_values(t):
+    """An integer tensor's values as a numpy array read on the host, or None while tracing or
     when the tensor is empty."""
     v = t._value
     if isinstance(v, _JaxTracer) or v.size == 0:
         return None
-    h = np.asarray(v)
-    return int(h.min()), int(h.max())
+    return np.asarray(v)
+
+
+def _host_minmax(t):
+    """``(min, max)`` of an integer tensor's values read on the host, or None while tracing or
+    when the tensor is empty."""
+    h = _host_values(t)
+    return None if h is None else (int(h.min()), int(h.max()))
 
 
 def _tup(v, n, name="argument"):
@@ -85,7 +91,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     """Mirrors ``torch.convolution``. ``padding`` may be ints, or 'same'/'valid' (not transposed).
     Input ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``; weight ``(C_out, C_in/groups, *k)``
     (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
-    Raises RuntimeError on channel/shape mismatches."""
+    Raises RuntimeError on channel/shape mismatches, and (transposed) for an ``output_padding`` not
+    smaller than the stride or the dilation of its dim."""
     input, weight, bias = _autocast.cast("lower", "convolution", input, weight, bias)
     nd = weight.ndim - 2
     unbatched = input.ndim == nd + 1
@@ -123,7 +130,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     if transposed and cin != weight.shape[0]:
         raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
                            f"{list(input.shape)} to have {weight.shape[0]} channels, but got {cin} channels instead")
-    if not transposed:
+    if transposed:
+        output_padding = _tup(output_padding, nd, "output_padding")
+        if any(op >= max(st, d) for op, st, d in zip(output_padding, stride, dilation)):
+            raise RuntimeError(f"conv_transpose{nd}d: output padding must be smaller than either stride or dilation, "
+                               f"but got output_padding={list(output_padding)}, stride={list(stride)} and "
+                               f"dilation={list(dilation)}")
+    else:
         for size, (lo, hi), d, k in zip(input.shape[2:], pads, dilation, ks):
             if size + lo + hi < d * (k - 1) + 1:
                 raise RuntimeError(f"Calculated padded input size per channel: ({size + lo + hi}). Kernel size: "
@@ -405,8 +418,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
 # ---- misc -----------------------------------------------------------------------------------
 def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     """Mirrors ``torch.embedding``: rows of ``weight`` ``(num_embeddings, dim)`` picked by integer
-    ``indices``; the ``padding_idx`` row (``-1``/None: none) gets no gradient. grad_fn
-    ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
+    ``indices``; the ``padding_idx`` row (``-1``/None: none) gets no gradient;
+    ``scale_grad_by_freq`` divides each row's gradient by how often its id occurs in ``indices``.
+    grad_fn ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
     for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks])."""
     if indices.dtype.is_floating_point:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
@@ -422,7 +436,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     pidx = None if padding_idx is None or padding_idx < 0 else int(padding_idx)
     if sparse:
         return sparse_embedding(weight, indices, pidx, scale_grad_by_freq)
-    return apply_op(OPS["nn_embedding"], (weight, indices), (("padding_idx", pidx),))
+    static = (("padding_idx", pidx),) + ((("scale_grad_by_freq", True),) if scale_grad_by_freq else ())
+    return apply_op(OPS["nn_embedding"], (weight, indices), static)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -473,14 +488,11 @@ def constant_pad_nd(input, pad, value=0):
     widths = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         widths[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    crop = [(max(-lo, 0), max(-hi, 0)) for lo, hi in widths]
-    widths = tuple((max(lo, 0), max(hi, 0)) for lo, hi in widths)
-    out = apply_op(OPS["pad"], (input,), (("pad_width", widths), ("value", value)))
-    if any(c != (0, 0) for c in crop):
-        for d, (lo, hi) in enumerate(crop):
-            if lo or hi:
-                out = out.narrow(d, lo, out.shape[d] - lo - hi)
-    return out
+    for d, (lo, hi) in enumerate(widths):
+        if input.shape[d] + lo + hi < 0:
+            raise RuntimeError(f"constant_pad_nd: the padding ({lo}, {hi}) of dim {d} leaves a negative size "
+                               f"from {input.shape[d]}")
+    return apply_op(OPS["pad"], (input,), (("pad_width", tuple(widths)), ("value", value)))
 
 
 def _mode_pad(input, pad, mode):

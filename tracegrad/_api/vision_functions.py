@@ -6,13 +6,15 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -43,11 +45,18 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias and mode not in ("bilinear", "bicubic"):
         raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
                          "as input")
+    _check_interpolate_dtype(input.dtype, mode)
     spatial = tuple(input.shape[2:])
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size; pass "
+                             "scale_factor instead, or leave recompute_scale_factor unset")
         out = tuple(size) if isinstance(size, (list, tuple)) else (size,) * nd
+        if not all(isinstance(o, int) or (hasattr(o, "__index__") and not isinstance(o, bool)) for o in out):
+            raise TypeError(f"interpolate: expected size to be an int or a tuple of ints, but got size with types "
+                            f"{[type(o) for o in out]}")
         if len(out) != nd:
             raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input with "
                              f"spatial dimensions of {list(spatial)} and output size of {size}. Please provide "
@@ -65,6 +74,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             scales = (None,) * nd
     else:
         raise ValueError("either size or scale_factor should be defined")
+    if min(out) <= 0:
+        raise RuntimeError(f"interpolate: input and output sizes should be greater than 0, but got input "
+                           f"{list(spatial)} and output {list(out)}")
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](input, out)
     kind = {"bilinear": "linear", "trilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
@@ -74,10 +86,25 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                                                        ("align_corners", bool(align_corners))))
 
 
+def _check_interpolate_dtype(dtype, mode):
+    """torch's CPU kernels resample floating tensors, and uint8 only in the nearest, bilinear and
+    bicubic modes; any other dtype is NotImplementedError there."""
+    if dtype.is_floating_point or (dtype.name == "uint8" and mode in _UINT8_MODES):
+        return
+    raise NotImplementedError(f"interpolate: mode '{mode}' is not implemented for {dtype} input; convert it with "
+                              f".float() first" + (" (uint8 works with nearest, nearest-exact, bilinear and bicubic)"
+                                                   if dtype.name == "uint8" else ""))
+
+
+_UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
+
+
 def pixel_shuffle(input, upscale_factor):
     """Mirrors ``torch.nn.functional.pixel_shuffle``: ``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``.
     grad_fn ``PixelShuffleBackward0``. RuntimeError if C is not divisible by r*r."""
     r = int(upscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
     if input.ndim < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.ndim} dimension(s)")
@@ -91,6 +118,8 @@ def pixel_unshuffle(input, downscale_factor):
     """Mirrors ``torch.nn.functional.pixel_unshuffle``: ``(*, C, H*r, W*r) -> (*, C*r*r, H, W)``.
     grad_fn ``PixelUnshuffleBackward0``. RuntimeError if H or W is not divisible by r."""
     r = int(downscale_factor)
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
     if input.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.ndim} dimension(s)")
@@ -198,8 +227,9 @@ def adaptive_avg_pool3d(input, output_size):
 def affine_grid(theta, size, align_corners=None):
     """Mirrors ``torch.nn.functional.affine_grid``: theta ``(N, 2, 3)`` with size ``(N, C, H, W)`` ->
     grid ``(N, H, W, 2)``; theta ``(N, 3, 4)`` with a 5-D size -> ``(N, D, H, W, 3)``.
-    grad_fn ``AffineGridGeneratorBackward0``. ValueError for a theta/size mismatch,
-    NotImplementedError for sizes that are not 4-D or 5-D."""
+    grad_fn ``AffineGridGeneratorBackward0``. ValueError for a theta of the wrong shape,
+    RuntimeError when theta's batch differs from ``size[0]``, NotImplementedError for sizes that
+    are not 4-D or 5-D. Warns (UserWarning) for a unit-size spatial dim with ``align_corners=True``."""
     size = tuple(int(v) for v in size)
     if align_corners is None:
         warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since "
@@ -211,11 +241,18 @@ def affine_grid(theta, size, align_corners=None):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {size}.")
     nd = len(size) - 2
-    if theta.ndim != 3 or tuple(theta.shape) != (size[0], nd, nd + 1):
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (nd, nd + 1):
         raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {size}. "
                          f"Got {theta.shape}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid: theta holds {theta.shape[0]} matrices but size asks for a batch of "
+                           f"{size[0]}; they must match")
+    if align_corners and min(size[2:]) == 1:
+        warnings.warn("affine_grid: with align_corners=True a spatial size of 1 gives the grid point -1 "
+                      "(the behaviour changed in torch 1.3.0); unit-size grids are not an intended use of "
+                      "affine_grid")
     return apply_op(OPS["affine_grid_generator"], (theta,), (("size", size), ("align_corners", bool(align_corners))))
 
 
@@ -260,12 +297,23 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     """Mirrors ``torch.nn.functional.embedding_bag``: sums/means/maxes the rows of ``weight`` per bag.
     ``input`` 2-D ``(B, L)`` (fixed-length bags, ``offsets`` must be None) or 1-D with ``offsets``
     (bag starts; ``include_last_offset`` drops the trailing end offset). ``per_sample_weights`` only
-    with mode 'sum'. Empty bags give zeros. grad_fn ``EmbeddingBagBackward0``. ``sparse=True``
-    (sum/mean): ``weight``'s gradient is sparse COO, one entry per non-padding input (eager only).
-    Raises ValueError for bad shapes/arguments as torch. ``max_norm`` is left to the caller
+    with mode 'sum'. Empty bags give zeros. ``scale_grad_by_freq`` (modes 'sum'/'mean') divides
+    each row's gradient by how often its id occurs in ``input``. grad_fn ``EmbeddingBagBackward0``.
+    ``sparse=True`` (sum/mean): ``weight``'s gradient is sparse COO, one entry per non-padding
+    input (eager only). Raises ValueError for bad shapes/arguments as torch; RuntimeError for float
+    ids or offsets, an id outside ``[0, num_embeddings)``, ``offsets[0] != 0`` or
+    ``offsets[-1] > len(input)`` (values checked in eager only: NOTE [eager value checks]).
+    ``max_norm`` is left to the caller
     (``nn.functional`` renormalises first)."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    if scale_grad_by_freq and mode == "max":
+        raise ValueError("embedding_bag: max mode does not support scaling the gradient by the frequency; "
+                         "use mode='sum' or 'mean', or scale_grad_by_freq=False")
+    for name, t in (("input", input), ("offsets", offsets)):
+        if t is not None and (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(f"embedding_bag: '{name}' must hold integer ids (Long or Int), got {t.dtype} "
+                               f"(call .long())")
     if per_sample_weights is not None:
         if mode != "sum":
             raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -290,6 +338,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("offsets has to be a 1D Tensor")
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    _check_bag_values(input, offsets, weight.shape[0])
     if include_last_offset:
         offsets = offsets[:-1]
     pidx = None
@@ -298,6 +347,29 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if sparse:
         if mode == "max":
             raise ValueError("max mode does not support sparse weights")
+        if scale_grad_by_freq:
+            raise NotImplementedError("embedding_bag: scale_grad_by_freq with sparse=True is not supported by "
+                                      "tracegrad; pass sparse=False")
         return sparse_embedding_bag(weight, input, offsets.long(), per_sample_weights, mode, pidx)
-    return apply_op(OPS["embedding_bag"], (weight, input, offsets.long(), per_sample_weights),
-                    (("mode", mode), ("n_bags", int(offsets.shape[0])), ("padding_idx", pidx)))
+    static = (("mode", mode), ("n_bags", int(offsets.shape[0])), ("padding_idx", pidx))
+    if scale_grad_by_freq:
+        static += (("scale_grad_by_freq", True),)
+    return apply_op(OPS["embedding_bag"], (weight, input, offsets.long(), per_sample_weights), static)
+
+
+def _check_bag_values(input, offsets, num_embeddings):
+    """torch's value checks of ``embedding_bag`` on a 1-D ``input`` and its ``offsets`` (one host
+    read each; skipped while tracing: NOTE [eager value checks])."""
+    ids, offs = _host_values(input), _host_values(offsets)
+    if ids is not None:
+        bad = np.flatnonzero((ids < 0) | (ids >= num_embeddings))
+        if bad.size:
+            raise RuntimeError(f"embedding_bag: index {bad[0]} of input takes value {ids[bad[0]]}, which is not in "
+                               f"the valid range [0, {num_embeddings})")
+    if offs is not None:
+        if offs[0] != 0:
+            raise RuntimeError(f"embedding_bag: offsets[0] has to be 0 (the first bag starts at position 0 of "
+                               f"input), but got {offs[0]}")
+        if offs[-1] > input.shape[0]:
+            raise RuntimeError(f"embedding_bag: offsets[-1] can not be greater than input's length "
+                               f"{input.shape[0]}, but got offsets[-1] of {offs[-1]}")

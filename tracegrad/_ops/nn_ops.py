@@ -285,11 +285,21 @@ defop("softplus", lambda x, beta, threshold: jnp.where(x * beta > threshold, x, 
 
 
 # ---- embedding / dropout ----------------------------------------------------------------------
-def _embedding(w, idx, *, padding_idx):
+def _embedding(w, idx, *, padding_idx, scale_grad_by_freq=False):
     if padding_idx is not None:
         # the padding row receives no gradient (torch: EmbeddingBackward's padding_idx)
         w = w.at[padding_idx].set(lax.stop_gradient(w[padding_idx]))
-    return jnp.take(w, idx, axis=0)
+    rows = jnp.take(w, idx, axis=0)
+    return scale_rows_grad_by_freq(rows, idx, w.shape[0]) if scale_grad_by_freq else rows
+
+
+def scale_rows_grad_by_freq(rows, idx, n):
+    """``rows`` unchanged forward; in the backward each row's gradient is divided by how often its
+    id occurs in ``idx`` (torch's ``scale_grad_by_freq``). The value is ``rows`` exactly: the scaled
+    term is ``0 * scale``."""
+    counts = jnp.zeros((n,), rows.dtype).at[idx.reshape(-1)].add(1)
+    scale = (1 / counts[idx])[..., None]
+    return lax.stop_gradient(rows) + (rows - lax.stop_gradient(rows)) * scale
 
 
 defop("nn_embedding", _embedding, args=("weight", "indices"), grad_fn="EmbeddingBackward0", saves=("indices",))

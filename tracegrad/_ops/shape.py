@@ -301,7 +301,9 @@ defop("diag_embed", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagEmbe
 # torch 2.13 decomposes diag(2-D) into a diagonal copy
 defop("diag", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagonalBackward0_copy")
 defop("trace", lambda x: jnp.trace(x), grad_fn="TraceBackward0")
-defop("pad", lambda x, pad_width, value: jnp.pad(x, pad_width, constant_values=value),
+# lax.pad takes negative widths (a crop), as torch's constant_pad_nd: one node either way
+defop("pad", lambda x, pad_width, value: lax.pad(x, jnp.asarray(value).astype(x.dtype),
+                                                 [(lo, hi, 0) for lo, hi in pad_width]),
       grad_fn="ConstantPadNdBackward0")
 defop("pad_mode", lambda x, pad_width, mode: jnp.pad(x, pad_width, mode=mode),
       grad_fn="ReflectionPad2DBackward0")

@@ -354,11 +354,13 @@ defop("grid_sampler_2d", _grid_sampler_2d, args=("input", "grid"), grad_fn="Grid
 
 
 # ---- embedding_bag --------------------------------------------------------------------------
-def _embedding_bag(w, idx, offsets, psw, *, mode, n_bags, padding_idx):
+def _embedding_bag(w, idx, offsets, psw, *, mode, n_bags, padding_idx, scale_grad_by_freq=False):
     """1-D ``idx`` split into ``n_bags`` bags starting at ``offsets``; reduce rows per bag."""
     bag = jnp.searchsorted(offsets, jnp.arange(idx.shape[0]), side="right") - 1
     keep = jnp.ones(idx.shape, bool) if padding_idx is None else idx != padding_idx
     rows = jnp.take(w, idx, axis=0)
+    if scale_grad_by_freq:
+        rows = nn_ops.scale_rows_grad_by_freq(rows, idx, w.shape[0])
     if psw is not None:
         rows = rows * psw[:, None].astype(rows.dtype)
     if mode == "max":

@@ -228,6 +228,20 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     _vision.check_mode_pad(input, pad, mode)
+    if mode in ("reflect", "replicate") and min(pad) < 0:
+        dims = [(input.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]
+        if all(input.shape[d] + min(lo, 0) + min(hi, 0) >= 1 for d, lo, hi in dims):
+            # torch's index map reads the input as cropped by the negative pads: crop, then pad
+            for d, lo, hi in dims:
+                input = input.narrow(d, max(-lo, 0), input.shape[d] + min(lo, 0) + min(hi, 0))
+            return _pad_mode_or_noop(input, tuple(max(p, 0) for p in pad), mode)
+        if mode == "replicate":
+            # a crop that empties a dim: torch still clamps into the uncropped input
+            for d, lo, hi in dims:
+                n = input.shape[d]
+                idx = [min(max(j - lo, 0), n - 1) for j in range(n + lo + hi)]
+                input = input.index_select(d, tracegrad.tensor(idx, dtype=tracegrad.int64))
+            return input
     if mode in ("reflect", "replicate") and 1 <= len(pad) // 2 <= 3 and len(pad) % 2 == 0:
         if mode == "reflect":
             for i in range(len(pad) // 2):
@@ -247,11 +261,19 @@ def pad(input, pad, mode="constant", value=None):
         elif mode == "replicate":
             idx = [0] * lo + list(range(n)) + [n - 1] * hi
         elif mode == "circular":
-            idx = [(j - lo) % n for j in range(n + lo + hi)]
+            # as torch, a negative pad crops first and the wrap reads the cropped part
+            start, m = max(-lo, 0), n - max(-lo, 0) - max(-hi, 0)
+            idx = [start + (j - max(lo, 0)) % m for j in range(n + lo + hi)]
         else:
             raise NotImplementedError(f"padding mode {mode!r} is not supported")
         out = out.index_select(d, tracegrad.tensor(idx))
     return out
+
+
+def _pad_mode_or_noop(input, widths, mode):
+    """``pad(input, widths, mode)``, or ``input`` itself when every width is 0 (``pad`` is shadowed
+    by its own argument inside ``pad``)."""
+    return input if not any(widths) else pad(input, widths, mode)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -663,14 +685,45 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
-    """Bool masks (True = masked out) become float masks with -inf; float masks pass through."""
+    """Bool masks (True = masked out) become float masks with -inf; float masks pass through.
+    Warns (UserWarning, as torch) when ``other_type``, the dtype of the other mask given, differs."""
     if mask is None:
         return None
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated; give both masks the "
+                      f"same dtype (bool or floating) instead.")
     if mask.dtype is tracegrad.bool:
         return tracegrad.zeros_like(mask, dtype=target_type).masked_fill(mask, float("-inf"))
     if not mask.is_floating_point():
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     return mask
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's shape rules for multi-head attention inputs; True for a batched (3-D) query.
+    AssertionError (torch's class) for an input of the wrong rank, or a 3-D attn_mask whose
+    shape is not ``(num_heads, L, S)`` for an unbatched query."""
+    if query.dim() not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
+                             f"query tensor")
+    batched = query.dim() == 3
+    want, kpm_dim = (3, 2) if batched else (2, 1)
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if key.dim() != want or value.dim() != want:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {want}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != kpm_dim:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {kpm_dim}-D but "
+                             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.dim() not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                 f"{attn_mask.dim()}-D tensor instead")
+        if not batched and attn_mask.dim() == 3:
+            want_shape = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != want_shape:
+                raise AssertionError(f"Expected `attn_mask` shape to be {want_shape} but got {tuple(attn_mask.shape)}")
+    return batched
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
@@ -685,8 +738,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     ``(N * num_heads, S, E / num_heads)`` replace the projected keys/values. Returns (output,
     weights or None). AssertionError when the embedding size is not ``embed_dim_to_check``
     (as torch)."""
-    is_batched = query.dim() == 3
-    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", None, "attn_mask", query.dtype)
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if (key.shape[:2] if use_separate_proj_weight else key.shape) != (value.shape[:2] if use_separate_proj_weight
+                                                                       else value.shape):
+        raise AssertionError(f"multi_head_attention_forward: key shape {key.shape} does not match value shape "
+                             f"{value.shape}" + (" in the sequence and batch dims" if use_separate_proj_weight else ""))
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       None if attn_mask is None else attn_mask.dtype, "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
@@ -745,6 +803,9 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             key_padding_mask = pad(key_padding_mask, (0, 1))
     src_len = k.size(1)
     if key_padding_mask is not None:
+        if tuple(key_padding_mask.shape) != (bsz, src_len):
+            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
+                                 f"{tuple(key_padding_mask.shape)} (it is (batch, source length))")
         key_padding_mask = (key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
                             .reshape(bsz * num_heads, 1, src_len))
         attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
@@ -817,13 +878,26 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, out
     return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
+def _adaptive_with_indices(pool):
+    def with_indices(input, output_size, return_indices=False):
+        return pool(input, output_size, return_indices=True)
+    with_indices.__name__ = with_indices.__qualname__ = pool.__name__ + "_with_indices"
+    with_indices.__doc__ = f"Mirrors ``F.{with_indices.__name__}``: ``(values, indices)`` of ``{pool.__name__}``."
+    return with_indices
+
+
+adaptive_max_pool1d_with_indices, adaptive_max_pool2d_with_indices, adaptive_max_pool3d_with_indices = map(
+    _adaptive_with_indices, (adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d))
+
+
 def native_channel_shuffle(input, groups):
     """Mirrors ``F.native_channel_shuffle``: ``channel_shuffle``."""
     return channel_shuffle(input, groups)
 
 
 __all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
-            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle"]
+            "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle",
+            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
 
 
 # torch's native nn functions take ``out=`` (the result's own dtype only)

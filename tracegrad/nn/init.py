@@ -11,7 +11,8 @@ import numpy as np
 import tracegrad
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_",
-           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_"]
+           "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_",
+           "sparse_"]
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -182,6 +183,22 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor.copy_(tracegrad.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype))
 
 
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Mirrors ``torch.nn.init.sparse_``: N(0, std^2) in a 2-D ``tensor``, then in every column
+    ``ceil(sparsity * rows)`` entries at random rows set to zero (tracegrad's RNG).
+    ValueError for a tensor that is not 2-D."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with tracegrad.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = tracegrad.randperm(rows, generator=generator)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
+
+
 def _deprecated(fn):
     """torch's deprecated non-underscore alias of an initializer: the same call, with its FutureWarning."""
     old = fn.__name__[:-1]
@@ -194,6 +211,6 @@ def _deprecated(fn):
     return alias
 
 
-uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal, orthogonal = map(
-    _deprecated, (uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_, kaiming_normal_,
-                  orthogonal_))
+(uniform, normal, constant, xavier_uniform, xavier_normal, kaiming_uniform, kaiming_normal, orthogonal, eye, dirac,
+ sparse) = map(_deprecated, (uniform_, normal_, constant_, xavier_uniform_, xavier_normal_, kaiming_uniform_,
+                             kaiming_normal_, orthogonal_, eye_, dirac_, sparse_))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from itertools import islice
 
 from tracegrad import Tensor
@@ -21,10 +21,19 @@ def _by_idx(iterator, idx, n):
     return next(islice(iterator, idx, None))
 
 
+def _check_repeat(seq, n):
+    # torch: TypeError for a non-int factor, ValueError for one below 1
+    if not isinstance(n, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(n)}")
+    if n <= 0:
+        raise ValueError(f"Non-positive multiplication factor {n} for {type(seq)}")
+
+
 class Sequential(Module):
     """Mirrors ``torch.nn.Sequential``: calls its modules in order. ``Sequential(m1, m2)`` names them
     '0', '1'; ``Sequential(OrderedDict(...))`` keeps the given names. Indexing (int or slice,
-    which returns a Sequential), ``len``, ``append``, ``insert``, ``extend``, ``pop``, ``del``, ``+``."""
+    which returns a Sequential), ``len``, ``append``, ``insert``, ``extend``, ``pop``, ``del``, ``+``,
+    ``* n`` (the same modules repeated; TypeError for a non-int, ValueError for ``n < 1``)."""
 
     def __init__(self, *args):
         super().__init__()
@@ -73,6 +82,24 @@ class Sequential(Module):
             raise ValueError(f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         for layer in other:
             self.append(layer)
+        return self
+
+    def __mul__(self, other):
+        """``seq * n``: a new Sequential repeating the same module objects ``n`` times."""
+        _check_repeat(self, other)
+        out = Sequential()
+        for _ in range(other):
+            out.extend(self)
+        return out
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __imul__(self, other):
+        _check_repeat(self, other)
+        original = list(self)
+        for _ in range(other - 1):
+            self.extend(original)
         return self
 
     def __dir__(self):
@@ -255,14 +282,27 @@ class ModuleDict(Module):
                 self[m[0]] = m[1]
 
 
-def _param_repr(p):
+def _entry_repr(key, p, dtype_text):
+    """One line of a parameter container's repr: a tensor's kind, dtype text and size, or the
+    type of a non-tensor entry (torch keeps those as plain attributes)."""
+    if not isinstance(p, Tensor):
+        return f"  ({key}): Object of type: {type(p).__name__}"
     size_str = "x".join(str(s) for s in p.size())
     kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    return f"{kind} containing: [torch.{p.dtype.name if hasattr(p.dtype, 'name') else p.dtype} of size {size_str}]"
+    return f"  ({key}): {kind} containing: [{dtype_text(p)} of size {size_str}]"
+
+
+def _as_parameter(value):
+    # torch wraps a plain tensor put in a parameter container; other objects stay as they are
+    return Parameter(value) if isinstance(value, Tensor) and not isinstance(value, Parameter) else value
 
 
 class ParameterList(Module):
-    """Mirrors ``torch.nn.ParameterList``: a registered list of parameters (tensors are wrapped)."""
+    """Mirrors ``torch.nn.ParameterList``: a registered list of parameters. A plain tensor put in
+    is wrapped in a Parameter; any other object is kept as an attribute (not a parameter).
+    Indexing by int or slice (a new ParameterList of the same objects), ``append``, ``extend``,
+    ``+=``, ``len``, iteration. IndexError out of range; TypeError when ``extend`` gets a
+    non-iterable or a tensor; RuntimeError when called."""
 
     def __init__(self, values=None):
         super().__init__()
@@ -278,14 +318,14 @@ class ParameterList(Module):
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return self.__class__([self[i] for i in range(len(self))[idx]])
+            out = self.__class__()
+            for i in range(len(self))[idx]:
+                out.append(self[i])
+            return out
         return getattr(self, str(self._abs(idx)))
 
     def __setitem__(self, idx, param):
-        idx = self._abs(idx)
-        if isinstance(param, Tensor) and not isinstance(param, Parameter):
-            param = Parameter(param)
-        setattr(self, str(idx), param)
+        setattr(self, str(self._abs(idx)), _as_parameter(param))
 
     def __len__(self):
         return self._size
@@ -296,6 +336,12 @@ class ParameterList(Module):
     def __iadd__(self, parameters):
         return self.extend(parameters)
 
+    def __dir__(self):
+        return [k for k in super().__dir__() if not k.isdigit()]
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterList should not be called; index it or iterate over it instead")
+
     def append(self, value):
         new_idx = len(self)
         self._size += 1
@@ -303,16 +349,24 @@ class ParameterList(Module):
         return self
 
     def extend(self, values):
+        if not isinstance(values, Iterable) or isinstance(values, Tensor):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got " + type(values).__name__)
         for v in values:
             self.append(v)
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({i}): {_param_repr(p)}" for i, p in enumerate(self))
+        return "\n".join(_entry_repr(i, p, lambda t: f"torch.{t.dtype.name}") for i, p in enumerate(self))
 
 
 class ParameterDict(Module):
-    """Mirrors ``torch.nn.ParameterDict``: a registered ordered dict of parameters."""
+    """Mirrors ``torch.nn.ParameterDict``: a registered ordered dict of parameters with string
+    keys. A plain tensor put in is wrapped in a Parameter; other objects are kept as attributes.
+    Dict methods as torch: ``get``, ``setdefault``, ``pop``, ``popitem``, ``clear``, ``copy``,
+    ``fromkeys``, ``update`` (a plain ``dict`` goes in sorted by key, as torch), ``|``, ``|=``,
+    ``reversed``. TypeError for a non-string key or a non-iterable ``update``; ValueError for an
+    update pair of the wrong length; AttributeError for a missing key (as torch); RuntimeError when
+    called."""
 
     def __init__(self, parameters=None):
         super().__init__()
@@ -320,18 +374,24 @@ class ParameterDict(Module):
         if parameters is not None:
             self.update(parameters)
 
+    @staticmethod
+    def _attr(key):
+        if not isinstance(key, str):
+            raise TypeError(f"Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                            f"'{type(key).__name__}'); use string keys")
+        return key
+
     def __getitem__(self, key):
-        return getattr(self, key)
+        return getattr(self, self._attr(key))
 
     def __setitem__(self, key, value):
+        attr = self._attr(key)
         self._keys[key] = None
-        if isinstance(value, Tensor) and not isinstance(value, Parameter):
-            value = Parameter(value)
-        setattr(self, key, value)
+        setattr(self, attr, _as_parameter(value))
 
     def __delitem__(self, key):
         del self._keys[key]
-        delattr(self, key)
+        delattr(self, self._attr(key))
 
     def __len__(self):
         return len(self._keys)
@@ -339,8 +399,32 @@ class ParameterDict(Module):
     def __iter__(self):
         return iter(self._keys)
 
+    def __reversed__(self):
+        return reversed(list(self._keys))
+
     def __contains__(self, key):
         return key in self._keys
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("ParameterDict should not be called; index it by key instead")
+
+    def __or__(self, other):
+        out = self.copy()
+        out.update(other)
+        return out
+
+    def __ror__(self, other):
+        out = other.copy()
+        out.update(self)
+        return out
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
+
+    def copy(self):
+        """A new ParameterDict holding the same parameter objects."""
+        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
 
     def keys(self):
         return self._keys.keys()
@@ -351,15 +435,52 @@ class ParameterDict(Module):
     def values(self):
         return (self[k] for k in self._keys)
 
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
     def pop(self, key):
         v = self[key]
         del self[key]
         return v
 
+    def popitem(self):
+        """Removes and returns the last inserted ``(key, parameter)``; KeyError when empty."""
+        if not self._keys:
+            raise KeyError("popitem(): ParameterDict is empty")
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def clear(self):
+        for k in list(self._keys):
+            del self[k]
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
     def update(self, parameters):
-        items = parameters.items() if isinstance(parameters, (Mapping, ParameterDict)) else parameters
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            + type(parameters).__name__)
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = []
+            for j, p in enumerate(parameters):
+                if not isinstance(p, Iterable):
+                    raise TypeError(f"ParameterDict update sequence element #{j} should be Iterable; is "
+                                    f"{type(p).__name__}")
+                if len(p) != 2:
+                    raise ValueError(f"ParameterDict update sequence element #{j} has length {len(p)}; 2 is required")
+                items.append(p)
         for k, v in items:
             self[k] = v
 
     def extra_repr(self):
-        return "\n".join(f"({k}): {_param_repr(p)}" for k, p in self.items())
+        return "\n".join(_entry_repr(k, p, lambda t: t.type()) for k, p in self.items())

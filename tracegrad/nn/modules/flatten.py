@@ -19,13 +19,18 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Mirrors ``torch.nn.Unflatten``: splits ``dim`` into ``unflattened_size``."""
+    """Mirrors ``torch.nn.Unflatten``: splits ``dim`` into ``unflattened_size`` (a tuple or list of
+    ints; TypeError otherwise, as torch)."""
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
         if not isinstance(unflattened_size, (tuple, list)):
             raise TypeError("unflattened_size must be tuple of ints, but found type {}".format(
                 type(unflattened_size).__name__))
+        for pos, elem in enumerate(unflattened_size):
+            if not isinstance(elem, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of type "
+                                f"{type(elem).__name__} at pos {pos}")
         self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input):

@@ -165,6 +165,9 @@ def _warn_non_full_backward_hook(inputs, result, grad_fn):
                           "grad_input." + tail, FutureWarning, stacklevel=3)
 
 
+_EXTRA_STATE = "_extra_state"   # torch's state_dict key for get_extra_state()'s object
+
+
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
     """What ``load_state_dict`` returns (torch's class of the same name)."""
 
@@ -623,22 +626,35 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """Mirrors ``torch.nn.Module.to(device=None, dtype=None)`` / ``to(tensor)``: converts floating
-        parameters and buffers in place (parameters keep their identity). TypeError for a
-        non-floating dtype."""
+        """Mirrors ``torch.nn.Module.to(device=None, dtype=None, non_blocking=False)`` / ``to(dtype,
+        non_blocking)`` / ``to(tensor)``: converts floating parameters and buffers in place
+        (parameters keep their identity); ``non_blocking`` and ``memory_format`` are accepted and
+        have no effect. TypeError for a non-floating dtype, a number where a device belongs or an
+        unknown keyword; UserWarning for a complex dtype (as torch)."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        for a in args:
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
+        if args and isinstance(args[-1], bool) and len(args) > 1:
+            args = args[:-1]    # the positional non_blocking flag (meaningless here)
+        for i, a in enumerate(args):
             if isinstance(a, Tensor):
                 device, dtype = a.device, a.dtype
             elif isinstance(a, tracegrad.dtype):
                 dtype = a
-            elif a is not None:
+            elif isinstance(a, (bool, float)) or (isinstance(a, int) and i > 0):
+                raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__} "
+                                f"{a!r}; expected a device, a dtype or a tensor (then non_blocking)")
+            else:
                 device = a
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")
+        if dtype is not None and dtype.is_complex:
+            warnings.warn("Complex modules are a new feature under active development whose design may change; "
+                          "some modules might not work as expected with complex parameters or buffers.")
 
         def convert(t):
             d = dtype if (dtype is not None and (t.is_floating_point() or t.is_complex())) else None
@@ -679,7 +695,35 @@ class Module:
         return self._apply(lambda t: t.cuda(device))
 
     def type(self, dst_type):
-        return self._apply(lambda t: t.to(dst_type))
+        """Mirrors ``torch.nn.Module.type``: every parameter and buffer (integer ones too) cast to
+        ``dst_type``, a dtype or a type string such as ``'torch.DoubleTensor'``."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def share_memory(self):
+        """Mirrors ``torch.nn.Module.share_memory``. Parameters are immutable JAX buffers that
+        worker processes receive by pickling, so there is nothing to move: returns ``self``."""
+        return self
+
+    def to_empty(self, *, device=None, recurse=True):
+        """Mirrors ``torch.nn.Module.to_empty``: parameters and buffers replaced by uninitialised
+        tensors of the same shape and dtype on ``device`` (parameters keep their identity)."""
+        return self._apply(lambda t: tracegrad.empty_like(t, device=device), recurse=recurse)
+
+    def get_extra_state(self):
+        """Mirrors ``torch.nn.Module.get_extra_state``: override it (with ``set_extra_state``) to
+        save any picklable object under ``'<prefix>_extra_state'`` in ``state_dict``. The base
+        method raises RuntimeError: it is only called when overridden."""
+        raise RuntimeError("Module.get_extra_state() was called without being overridden; override it in the "
+                           "module to store extra state in state_dict")
+
+    def set_extra_state(self, state):
+        """Mirrors ``torch.nn.Module.set_extra_state``: receives, on ``load_state_dict``, the object
+        ``get_extra_state`` returned. The base method raises RuntimeError."""
+        raise RuntimeError("Module.set_extra_state() was called without being overridden; override it together "
+                           "with get_extra_state")
+
+    def _overrides(self, name):
+        return getattr(type(self), name, None) is not getattr(Module, name)
 
     # ---- state dict ---------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix, keep_vars):
@@ -689,11 +733,15 @@ class Module:
         for name, b in self._buffers.items():
             if b is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = b if keep_vars else b.detach()
+        if self._overrides("get_extra_state"):
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """Mirrors ``torch.nn.Module.state_dict``: ordered ``{'fc.weight': tensor}`` of parameters
         and persistent buffers (detached unless ``keep_vars``)."""
         if args:
+            warnings.warn("Module.state_dict: positional arguments are deprecated; pass destination=, prefix= and "
+                          "keep_vars= as keywords", FutureWarning, stacklevel=2)
             destination = args[0] if len(args) > 0 else destination
             prefix = args[1] if len(args) > 1 else prefix
             keep_vars = args[2] if len(args) > 2 else keep_vars
@@ -764,6 +812,13 @@ class Module:
                                   f"the shape in current model is {t.shape}.")
                     continue
                 todo.append((module, name, t, src))
+            if module._overrides("set_extra_state"):
+                key = p + _EXTRA_STATE
+                if key in state_dict:
+                    expected.add(key)
+                    todo.append((module, _EXTRA_STATE, None, state_dict[key]))
+                else:
+                    missing.append(key)
             # keys under this module's prefix that no module claims are unexpected
         for key in state_dict:
             if key not in expected:
@@ -798,7 +853,9 @@ class Module:
     def _copy_loaded(todo, assign):
         with tracegrad.no_grad():
             for module, name, t, src in todo:
-                if assign:
+                if t is None:
+                    module.set_extra_state(src)
+                elif assign:
                     if name in module._parameters:
                         module._parameters[name] = Parameter(src, requires_grad=t.requires_grad)
                     else:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import tracegrad
 from tracegrad import Tensor
@@ -38,19 +39,35 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     """Mirrors ``torch.nn.utils.clip_grad_norm_``: scales every ``.grad`` in place by
     ``min(1, max_norm / (total_norm + 1e-6))``; returns the total norm (a 0-d tensor).
     ``norm_type`` may be ``inf``. RuntimeError for a non-finite norm with ``error_if_nonfinite``."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)   # read twice: a generator would be empty the second time
     grads = _grads(parameters)
     if not grads:
         return tracegrad.tensor(0.0)
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
-    coef = (float(max_norm) / (total + 1e-6)).clamp_max(1.0)
-    with tracegrad.no_grad():
-        for g in grads:
-            g.mul_(coef.to(g.dtype))
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
 
 
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Mirrors ``torch.nn.utils.clip_grads_with_norm_``: scales every ``.grad`` of ``parameters``
+    in place by ``min(1, max_norm / (total_norm + 1e-6))`` for a ``total_norm`` computed
+    beforehand (e.g. by ``get_total_norm``). Returns None."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    total_norm = total_norm if isinstance(total_norm, Tensor) else tracegrad.tensor(float(total_norm))
+    coef = (float(max_norm) / (total_norm + 1e-6)).clamp_max(1.0)
+    with tracegrad.no_grad():
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+
+
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
-    """Deprecated alias of ``clip_grad_norm_`` (as torch)."""
+    """Deprecated alias of ``clip_grad_norm_`` (FutureWarning, as torch)."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of `torch.nn.utils.clip_grad_norm_`.",
+                  FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 

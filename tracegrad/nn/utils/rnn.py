@@ -52,21 +52,26 @@ class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorte
     def cuda(self, *args, **kwargs):
         return self.to("cuda")
 
-    def double(self):
-        return self.to(dtype=tracegrad.float64)
-
-    def float(self):
-        return self.to(dtype=tracegrad.float32)
-
-    def half(self):
-        return self.to(dtype=tracegrad.float16)
-
     @property
     def is_cuda(self):
         return self.data.is_cuda
 
     def is_pinned(self):
         return False
+
+
+def _cast_method(name, dtype_name):
+    def cast(self):
+        return self.to(dtype=getattr(tracegrad, dtype_name))
+    cast.__name__ = name
+    cast.__doc__ = f"The packed sequence with ``data`` cast to {dtype_name} (as torch's ``PackedSequence.{name}``)."
+    return cast
+
+
+# torch's dtype shortcuts of PackedSequence, each ``to(dtype=...)`` on the data
+for _name, _dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"), ("long", "int64"),
+                      ("int", "int32"), ("short", "int16"), ("char", "int8"), ("byte", "uint8")):
+    setattr(PackedSequence, _name, _cast_method(_name, _dtype))
 
 
 def _lengths_list(lengths):
