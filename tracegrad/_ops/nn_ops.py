@@ -158,8 +158,9 @@ def _adaptive_max(x, *, output_size):
     it between tied elements)."""
     idx = _adaptive_max_indices(x, output_size=output_size)
     lead = x.ndim - len(output_size)
-    flat = x.reshape(x.shape[:lead] + (-1,))
-    return jnp.take_along_axis(flat, idx.reshape(idx.shape[:lead] + (-1,)), axis=-1).reshape(idx.shape)
+    flat = x.reshape(x.shape[:lead] + (math.prod(x.shape[lead:]),))
+    pos = idx.reshape(idx.shape[:lead] + (math.prod(output_size),))
+    return jnp.take_along_axis(flat, pos, axis=-1).reshape(idx.shape)
 
 
 def _adaptive_max_indices(x, *, output_size):
@@ -179,7 +180,7 @@ def _adaptive_max_indices(x, *, output_size):
         ax = lead + 2 * k
         g = jnp.take(g, w.reshape(-1), axis=ax).reshape(g.shape[:ax] + w.shape + g.shape[ax + 1:])
     perm = (*range(lead), *(lead + 2 * k for k in range(nd)), *(lead + 2 * k + 1 for k in range(nd)))
-    g = g.transpose(perm).reshape(x.shape[:lead] + tuple(output_size) + (-1,))
+    g = g.transpose(perm).reshape(x.shape[:lead] + tuple(output_size) + (math.prod(w.shape[1] for w in windows),))
     local = jnp.argmax(jnp.where(jnp.isnan(g), jnp.inf, g) if jnp.issubdtype(g.dtype, jnp.floating) else g, axis=-1)
     flat = jnp.zeros(local.shape, jnp.int64)
     for k in reversed(range(nd)):
