@@ -271,6 +271,8 @@ from ._tensor.runtime import (
     are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
     is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled,
     use_deterministic_algorithms as use_deterministic_algorithms,
+    set_deterministic_debug_mode as set_deterministic_debug_mode,
+    get_deterministic_debug_mode as get_deterministic_debug_mode,
     get_default_device as get_default_device,
     get_float32_matmul_precision as get_float32_matmul_precision,
     set_default_device as set_default_device,

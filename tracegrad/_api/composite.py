@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor, zeros as _zeros
@@ -19,7 +20,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
 from .elementwise import maximum, where
-from .promotion import _float_dtype, check_tensors, result_dtype
+from .promotion import _SCALAR_NAME, _float_dtype, check_tensors, result_dtype
 from .reduction import any as _any
 from .shape import _stack_list, cat, hstack, stack
 from .._tensor.out import accepts_out
@@ -142,13 +143,18 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 @method("diff", function=True)
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """Mirrors ``torch.diff``: the ``n``-th forward difference along ``dim`` (after
-    concatenating ``prepend``/``append``); bool inputs use ``!=``. RuntimeError for ``n < 0``."""
+    concatenating ``prepend``/``append``); bool inputs use ``!=``; an ``n`` past the dim's length
+    leaves it empty. RuntimeError for ``n < 0`` or a 0-d input."""
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
         size = x.shape[dim]
+        if size == 0:
+            break
         a, b = x.narrow(dim, 1, size - 1), x.narrow(dim, 0, size - 1)
         x = a != b if x.dtype is bool_ else a - b
     return x
@@ -282,17 +288,25 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 @method("bincount", function=True)
 def bincount(input, weights=None, minlength=0):
     """Mirrors ``torch.bincount``: counts (int64) of each value of a 1-d non-negative integer
-    tensor, or sums of ``weights`` (in the weights' dtype). RuntimeError for negative values or
-    another shape."""
+    tensor, or sums of ``weights`` (float32 weights give float32, any other dtype float64, as
+    torch). NotImplementedError for a floating or bool input; RuntimeError for negative values,
+    another shape, ``weights`` of another length or a negative ``minlength``."""
+    if input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is _dt.bool_:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_SCALAR_NAME[input.dtype.name]}'; pass an integer tensor")
     if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
     a = _host(input)
     if a.size and a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is None:
         return _tensor(np.bincount(a, minlength=minlength).astype(np.int64), dtype=int64)
-    w = _host(weights)
-    return _tensor(np.bincount(a, weights=w, minlength=minlength), dtype=weights.dtype)
+    if weights.dim() != 1 or weights.shape[0] != a.size:
+        raise RuntimeError(f"bincount: weights should be 1-d and have the same length as input (got {list(weights.shape)} "
+                           f"for an input of {a.size})")
+    dt = weights.dtype if weights.dtype is _dt.float32 else _dt.float64
+    return _tensor(np.bincount(a, weights=_host(weights).astype(np.float64), minlength=minlength), dtype=dt)
 
 
 @functools.partial(jax.jit, static_argnames="side")

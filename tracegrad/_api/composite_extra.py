@@ -123,13 +123,16 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 def put(input, index, source, accumulate=False):
     """Mirrors ``torch.put``: a copy of ``input`` with ``source``'s values written (added, with
     ``accumulate``) at the flat positions ``index`` (int64; negative counts from the end).
-    Gradients to ``input`` and ``source``. IndexError for an index out of range (eager),
-    RuntimeError for a non-int64 index or sizes that differ."""
+    Gradients to ``input`` and ``source``. IndexError for an index out of range (eager) or
+    sizes that differ, RuntimeError for a non-int64 index or a ``source`` of another dtype."""
     idx = flat_index(input, index, "put")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"put(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype} and source.dtype = {source.dtype}; convert source with .to()")
     if source.numel() != idx.numel():
-        raise RuntimeError(f"put(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"put(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")
-    flat = input.reshape(-1).index_put((idx,), source.reshape(-1).to(input.dtype), accumulate)
+    flat = input.reshape(-1).index_put((idx,), source.reshape(-1), accumulate)
     return flat.reshape(tuple(input.shape))
 
 

@@ -248,6 +248,9 @@ def histc(input, bins=100, min=0, max=0):
     lo, hi = a.dtype.type(min), a.dtype.type(max)
     if lo == hi and a.size:
         lo, hi = a.min(), a.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite; pass finite min and max or drop "
+                           "the non-finite values")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     keep = a[(a >= lo) & (a <= hi)]

@@ -3,6 +3,8 @@ and Tensor's arithmetic, comparison and bitwise operators (each registered where
 ``_registry``)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
@@ -373,9 +375,11 @@ def round(self, decimals=0):
 @method("clamp", "clip", function=True)
 def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
-    RuntimeError when both are None."""
+    RuntimeError when both are None; NotImplementedError for a bool input."""
     if min is None and max is None:
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
+    if self.dtype is _dt.bool_:
+        raise NotImplementedError("\"clamp_scalar_cpu\" not implemented for 'Bool'; convert the input with .int()")
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
@@ -405,6 +409,10 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
+                      "a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
+        condition = condition.bool()
     if condition.dtype is not _dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
     dt = result_dtype(input, other)
@@ -463,7 +471,9 @@ def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
 
 @method("equal", function=True)
 def equal(self, other) -> bool:
-    """Mirrors ``torch.equal``: same shape and same values (a Python bool)."""
+    """Mirrors ``torch.equal``: same shape and same values (a Python bool). TypeError for a
+    non-tensor argument."""
+    check_tensors("equal", self, other)
     if tuple(self.shape) != tuple(other.shape):
         return False
     return bool(eq(self, other).all())

@@ -13,7 +13,7 @@ from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
-from .inplace import _check_expand, check_index_add_source, check_index_range, copy_
+from .inplace import _check_expand, check_index_range, index_add_args, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
@@ -363,9 +363,7 @@ def index_select(self, dim, index):
 def index_add(self, dim, index, source, *, alpha=1):
     """Mirrors ``torch.index_add``. IndexError for an index outside the dim (eager); RuntimeError
     when ``source`` does not match ``self`` outside ``dim``."""
-    d = _wrap_dim(dim, self.ndim)
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, "index_add", IndexError)
-    check_index_add_source(self, source, d)
+    d, alpha = index_add_args(self, dim, index, source, alpha, "index_add")
     return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 

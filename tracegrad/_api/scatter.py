@@ -31,18 +31,22 @@ def _same_dtype(self, other, api, what):
                            f"{_cpp(self.dtype)} and ({what}) {_cpp(other.dtype)}; cast one with .to()")
 
 
-def _index_vector(self, dim, index, api):
-    """The checks torch makes on an ``index_*`` index: int64, at most 1-D, inside ``dim``."""
+def _index_vector(self, dim, index, api, negative=False):
+    """The checks torch makes on an ``index_*`` index: int64, inside ``dim`` (``negative``: also
+    ``[-size, 0)``, counted from the end, as index_fill). Returns the wrapped dim and the index."""
     if not isinstance(index, Tensor) or index.dtype is not _dt.int64:
         got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {got}")
     d = _wrap_dim(dim, self.ndim)
-    check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError)
-    return d
+    size = self.shape[d] if self.ndim else 1
+    if negative:
+        index = index + (index < 0).long() * size
+    check_index_range(index, size, d, api, IndexError)
+    return d, index
 
 
 def _index_copy_args(self, dim, index, source, api):
-    d = _index_vector(self, dim, index, api)
+    d, index = _index_vector(self, dim, index, api)
     if index.ndim > 1:
         raise IndexError(f"{api}(): Index should have dimension 1 or 0 (got {index.ndim})")
     _same_dtype(self, source, api, "source")
@@ -76,7 +80,7 @@ def index_copy_(self, dim, index, source):
 
 
 def _index_fill_args(self, dim, index, value, api):
-    d = _index_vector(self, dim, index, "index_fill_")
+    d, index = _index_vector(self, dim, index, "index_fill_", negative=True)
     if index.ndim > 1:
         raise RuntimeError(f"{api}(): Index has to be a vector/scalar")
     _check_scalar_value(value, api, "Tensor value")

@@ -246,13 +246,14 @@ defop("where", _where, args=("condition", "self", "other"), grad_fn="WhereBackwa
 def _clamp(x, lo, hi, dtype):
     # where, not maximum/minimum: torch passes the gradient at the bounds (x == min or max),
     # maximum/minimum would split it in half
+    # a NaN bound makes the result NaN, as torch
     x = _c(x, dtype)
     if lo is not None:
         lo = _c(lo, dtype)
-        x = jnp.where(x < lo, lo, x)
+        x = jnp.where((x < lo) | jnp.isnan(lo), lo, x)
     if hi is not None:
         hi = _c(hi, dtype)
-        x = jnp.where(x > hi, hi, x)
+        x = jnp.where((x > hi) | jnp.isnan(hi), hi, x)
     return x
 
 

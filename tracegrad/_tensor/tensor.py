@@ -224,6 +224,10 @@ class Tensor(TensorBase):
     from torch.
     """
 
+    # numpy defers a binary operator to the operand with the higher priority: ``np.float64(2) * t``
+    # calls ``t.__rmul__`` and gives a tensor, as torch (which sets the same value)
+    __array_priority__ = 1000
+
     __slots__ = ("_st", "_chain", "_vcache", "_vgen", "_vc", "_base", "_rg", "_gf", "_out_nr",
                  "_gf_ver", "_grad", "_hooks", "_retains_grad", "_post_acc_hooks", "_acc",
                  "_is_param", "__dict__", "__weakref__")

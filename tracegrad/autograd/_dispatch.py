@@ -422,6 +422,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     if cap is not None and cap.vjp:
         arrays = cap.graph_inputs(all_args, arrays, record)
     out = op.run(arrays, static)
+    if out.shape != arrays[0].shape:   # an in-place op never grows self (its other operands broadcast to it)
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
     if out.dtype != self._value.dtype:
         src, dst = _dt.from_numpy_dtype(out.dtype), self.dtype
         if not _dt.can_cast(src, dst):
