@@ -4,6 +4,7 @@ they are made of (no op-table entry of their own). The data-dependent ones (``un
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
+from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor, zeros as _zeros
@@ -104,8 +106,15 @@ def rad2deg(input):
 @method("logaddexp", function=True)
 def logaddexp(input, other):
     """Mirrors ``torch.logaddexp``: ``log(exp(input) + exp(other))`` without overflow; equal
-    infinities give that infinity. TypeError for a number operand (torch has no such overload)."""
+    infinities give that infinity. TypeError for a number operand (torch has no such overload),
+    NotImplementedError for integer or bool tensors."""
     check_tensors("logaddexp", input, other)
+    _require_floating("logaddexp", input, other)
+    if input.is_complex() or other.is_complex():
+        # complex: the operand with the larger real part factored out (log1p of a modulus <= 1)
+        first = input.real >= other.real
+        m, n = where(first, input, other), where(first, other, input)
+        return m + (n - m).exp().log1p()
     m = maximum(input, other)
     d = (input - other).abs()
     safe = where(d.isnan(), 0.0, d)     # equal infinities: inf - inf
@@ -129,10 +138,12 @@ def xlogy(input, other):
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
-    a copy."""
+    a copy; a complex tensor has its real and imaginary parts replaced separately, as torch."""
+    if input.is_complex():
+        return nan_to_num(input.real, nan, posinf, neginf) + nan_to_num(input.imag, nan, posinf, neginf) * 1j
     if not input.is_floating_point():
         return input.clone()
-    info = np.finfo(np.dtype(input._value.dtype))
+    info = _finfo(input.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
     out = where(input.isnan(), nan, input)
@@ -350,9 +361,20 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 @method("hypot", function=True)
 def hypot(input, other):
-    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating tensors)."""
+    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating tensors);
+    an infinite operand gives inf even when the other is NaN, as C's hypot. NotImplementedError
+    for integer or bool tensors."""
     check_tensors("hypot", input, other)
-    return (input * input + other * other).sqrt()
+    _require_floating("hypot", input, other)
+    r = (input * input + other * other).sqrt()
+    return where(input.isinf() | other.isinf(), math.inf, r)
+
+
+def _require_floating(api, *tensors):
+    for t in tensors:
+        if t.dtype._cat < 2:
+            raise NotImplementedError(f"\"{api}_cpu\" not implemented for '{_SCALAR_NAME[t.dtype.name]}'; "
+                                      f"{api} takes floating tensors (convert with .float())")
 
 
 @method("copysign", function=True)
@@ -373,6 +395,8 @@ def heaviside(input, values):
     check_tensors("heaviside", input, values, names=("input", "values"))
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    if input.is_complex():
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     values = _t(values, input)
     return where(input == 0, values, (input > 0).to(input.dtype))
 
@@ -388,11 +412,14 @@ def sinc(input):
 
 @method("float_power", function=True)
 def float_power(input, exponent):
-    """Mirrors ``torch.float_power``: ``input ** exponent`` computed in float64."""
-    exp_t = exponent.double() if isinstance(exponent, Tensor) else exponent
+    """Mirrors ``torch.float_power``: ``input ** exponent`` computed in float64, or complex128
+    when either operand is complex."""
+    cplx = builtins.any(x.is_complex() if isinstance(x, Tensor) else isinstance(x, complex) for x in (input, exponent))
+    dt = _dt.complex128 if cplx else _dt.float64
+    exp_t = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
     if not isinstance(input, Tensor):            # float_power(2, tensor)
-        return _tensor(float(input), dtype=exp_t.dtype) ** exp_t
-    return input.double() ** exp_t
+        return _tensor(input, dtype=dt) ** exp_t
+    return input.to(dt) ** exp_t
 
 
 __all__ = ["tile", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack", "deg2rad", "rad2deg",

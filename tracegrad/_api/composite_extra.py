@@ -13,7 +13,9 @@ import warnings
 
 import numpy as np
 
+from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
+from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
@@ -123,23 +125,28 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 def put(input, index, source, accumulate=False):
     """Mirrors ``torch.put``: a copy of ``input`` with ``source``'s values written (added, with
     ``accumulate``) at the flat positions ``index`` (int64; negative counts from the end).
-    Gradients to ``input`` and ``source``. IndexError for an index out of range (eager) or
-    sizes that differ, RuntimeError for a non-int64 index or a ``source`` of another dtype."""
-    idx = flat_index(input, index, "put")
-    if source.dtype is not input.dtype:
-        raise RuntimeError(f"put(): self and source expected to have the same dtype, but got self.dtype = "
-                           f"{input.dtype} and source.dtype = {source.dtype}; convert source with .to()")
-    if source.numel() != idx.numel():
-        raise IndexError(f"put(): Expected source and index to have the same number of elements, but got "
-                           f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")
-    flat = input.reshape(-1).index_put((idx,), source.reshape(-1), accumulate)
-    return flat.reshape(tuple(input.shape))
+    Gradients to ``input`` and ``source`` (``PutBackward0``). IndexError for an index out of
+    range (eager) or sizes that differ, RuntimeError for a non-int64 index or a ``source`` of
+    another dtype."""
+    return apply_op(OPS["put"], _put_args(input, index, source, "put"), (("accumulate", bool(accumulate)),))
 
 
 @method("put_")
 def put_(self, index, source, accumulate=False):
-    """Mirrors ``Tensor.put_``: ``put`` written into ``self`` (in place)."""
-    return copy_(self, put(self.clone(), index, source, accumulate))
+    """Mirrors ``Tensor.put_``: ``put`` written into ``self`` (in place, ``PutBackward0``)."""
+    return apply_inplace(OPS["put"], self, _put_args(self, index, source, "put_")[1:],
+                         (("accumulate", bool(accumulate)),))
+
+
+def _put_args(input, index, source, api):
+    idx = flat_index(input, index, api)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{api}(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype} and source.dtype = {source.dtype}; convert source with .to()")
+    if source.numel() != idx.numel():
+        raise IndexError(f"{api}(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")
+    return input, idx, source
 
 
 # ---- index helpers ---------------------------------------------------------------------------

@@ -22,6 +22,13 @@ def _u(fn):
     return f
 
 
+def _sign(x):
+    # torch's sign is (0 < x) - (x < 0): 0 for NaN and +0 for -0 (jnp.sign keeps both)
+    if x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.unsignedinteger):
+        return jnp.sign(x)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
 # ---- unary -----------------------------------------------------------------------------
 # NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
 _UNARY = [
@@ -53,7 +60,7 @@ _UNARY = [
     ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y > 0, g, 0).astype(g.dtype)),
     ("erf", jax.scipy.special.erf, "ErfBackward0", ("self",), None),
     ("erfinv", jax.scipy.special.erfinv, "ErfinvBackward0", ("self",), None),
-    ("sign", jnp.sign, "SignBackward0", (), None),
+    ("sign", _sign, "SignBackward0", (), None),
     ("floor", jnp.floor, "FloorBackward0", (), None),
     ("ceil", jnp.ceil, "CeilBackward0", (), None),
     ("round", jnp.round, "RoundBackward0", (), None),
@@ -215,10 +222,18 @@ defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), ar
       grad_fn="MaximumBackward0", saves=("other", "self"))
 defop("minimum", lambda a, b, dtype: jnp.minimum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="MinimumBackward0", saves=("other", "self"))
-defop("fmax", lambda a, b, dtype: jnp.fmax(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
-      grad_fn="FmaxBackward0", saves=("other", "self"))
-defop("fmin", lambda a, b, dtype: jnp.fmin(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
-      grad_fn="FminBackward0", saves=("other", "self"))
+
+
+def _fmax_fmin(pick_self):
+    # where, not jnp.fmax/fmin: at a tie torch gives the whole gradient to self (JAX to other)
+    def f(a, b, dtype):
+        a, b = _c(a, dtype), _c(b, dtype)
+        return jnp.where(pick_self(a, b) | jnp.isnan(b), a, b)
+    return f
+
+
+defop("fmax", _fmax_fmin(lambda a, b: a >= b), args=("self", "other"), grad_fn="FmaxBackward0", saves=("other", "self"))
+defop("fmin", _fmax_fmin(lambda a, b: a <= b), args=("self", "other"), grad_fn="FminBackward0", saves=("other", "self"))
 
 # ---- comparisons and logical (no grad) --------------------------------------------------
 for _name, _fn in [("eq", jnp.equal), ("ne", jnp.not_equal), ("lt", jnp.less), ("le", jnp.less_equal),
