@@ -100,7 +100,7 @@ from ._api.functions import (
     gt as gt, hstack as hstack, index_add as index_add, index_copy as index_copy, index_fill as index_fill,
     index_put as index_put,
     index_select as index_select, is_floating_point as is_floating_point, is_inference as is_inference,
-    is_tensor as is_tensor, isclose as isclose, isfinite as isfinite, isinf as isinf, isnan as isnan,
+    is_storage as is_storage, is_tensor as is_tensor, isclose as isclose, isfinite as isfinite, isinf as isinf, isnan as isnan,
     kthvalue as kthvalue, le as le, lerp as lerp, less as less, less_equal as less_equal, log as log,
     log10 as log10, log1p as log1p, log2 as log2, log_softmax as log_softmax,
     logical_and as logical_and, logical_not as logical_not, logical_or as logical_or,

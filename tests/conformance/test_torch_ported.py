@@ -18,11 +18,6 @@ def dt(d):
     return str(d).rsplit(".", 1)[-1]
 
 
-def desc(t):
-    """A tensor's dtype name, shape and values as plain Python (for ``both``-style logs)."""
-    return dt(t.dtype), tuple(t.shape), t.tolist()
-
-
 # ---- copy_ -------------------------------------------------------------------------------------
 def test_copy_between_dtypes_and_broadcast():
     # test_copy_broadcast, test_copy_dtypes, test_copy_transpose, test_copy_all_dtypes_and_devices
@@ -855,4 +850,28 @@ def test_new_methods():
         "new list": lambda T: T.zeros(1, dtype=T.float64).new([1, 2]),
         "new_full bad size": lambda T: base(T).new_full(2, 1),
         "new_zeros negative": lambda T: base(T).new_zeros(-1),
+    })
+
+
+# ---- small tensor API corners ------------------------------------------------------------------
+def test_tensor_metadata_and_python_callables():
+    # test_element_size, test_is_storage / test_storage, test_apply / test_map, test_dim_order,
+    # test_isposinf_isneginf (complex refused), test_sum_to_size, test_broadcast_shapes
+    run_cases({
+        "element_size": lambda T: [T.zeros(1, dtype=d).element_size() for d in (T.float16, T.int32, T.complex128, T.bool)],
+        "nbytes/itemsize": lambda T: [T.zeros(3, dtype=T.float64).nbytes, T.zeros(3, dtype=T.int16).itemsize],
+        "is_tensor/is_storage": lambda T: [T.is_tensor(T.zeros(1)), T.is_tensor(1), T.is_storage(T.zeros(1).untyped_storage()),
+                                           T.is_storage(T.zeros(1))],
+        "apply_": lambda T: T.tensor([1., 2.]).apply_(lambda v: v * 3),
+        "apply_ int": lambda T: T.tensor([1, 2]).apply_(lambda v: v - 5),
+        "map_": lambda T: T.tensor([[1., 2.], [3., 4.]]).map_(T.tensor([10., 20.]), lambda a, b: a + b),
+        "dim_order": lambda T: [T.zeros(2, 3, 4).permute(2, 0, 1).dim_order(), T.zeros(2, 3).dim_order()],
+        "isposinf complex": lambda T: T.isposinf(T.tensor([1j])),
+        "isneginf complex": lambda T: T.isneginf(T.tensor([1j])),
+        "isneginf int": lambda T: T.isneginf(T.tensor([1])),
+        "sum_to_size": lambda T: T.arange(6.).reshape(2, 3).sum_to_size(1, 3),
+        "sum_to_size bad": lambda T: T.arange(6.).reshape(2, 3).sum_to_size(2, 2),
+        "broadcast_shapes": lambda T: T.broadcast_shapes((2, 1), (1, 3), ()),
+        "broadcast_shapes bad": lambda T: T.broadcast_shapes((2, 3), (4,)),
+        "item of many": lambda T: T.tensor([1, 2]).item(),
     })

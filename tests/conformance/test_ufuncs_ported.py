@@ -333,32 +333,21 @@ def test_misc_binary_ufuncs():
 
 def test_binary_grads_at_kinks():
     # test_copysign_subgradient, test_hypot grad, test_logaddexp / lerp / xlogy grads against torch's formulas
+    cases = {   # name: (fn(T, a, b), a values, b values)
+        "copysign": (lambda T, a, b: T.copysign(a, b), [1., -2., 0., -0., 3.], [-1., 2., 0., -1., -0.]),
+        "hypot": (lambda T, a, b: T.hypot(a, b), [0., 3., 2.], [0., 4., 0.]),
+        "logaddexp": (lambda T, a, b: T.logaddexp(a, b), [0., 1., float("-inf")], [0., float("-inf"), 1.]),
+        "xlogy": (lambda T, a, b: T.xlogy(a, b), [0., 2., 0.], [1., 3., 0.5]),
+        "lerp tensor weight": (lambda T, a, b: T.lerp(a, b, b * 0.25), [1., 2.], [3., 5.]),
+        "maximum/fmin ties": (lambda T, a, b: T.maximum(a, b) + T.fmin(a, b), [1., 2., 3.], [1., 5., 0.]),
+        "fmax ties": (lambda T, a, b: T.fmax(a, b), [1., float("nan"), 3.], [1., 5., float("nan")]),
+    }
+
     def program(T, log):
-        a = T.tensor([1., -2., 0., -0., 3.], requires_grad=True)
-        b = T.tensor([-1., 2., 0., -1., -0.], requires_grad=True)
-        T.copysign(a, b).sum().backward()
-        log("copysign", [a.grad, b.grad])
-        x = T.tensor([0., 3., 2.], requires_grad=True)
-        y = T.tensor([0., 4., 0.], requires_grad=True)
-        T.hypot(x, y).sum().backward()
-        log("hypot", [x.grad, y.grad])
-        s = T.tensor([0., 1., float("-inf")], requires_grad=True)
-        t = T.tensor([0., float("-inf"), 1.], requires_grad=True)
-        T.logaddexp(s, t).sum().backward()
-        log("logaddexp", [s.grad, t.grad])
-        p = T.tensor([0., 2., 0.], requires_grad=True)
-        q = T.tensor([1., 3., 0.5], requires_grad=True)
-        T.xlogy(p, q).sum().backward()
-        log("xlogy", [p.grad, q.grad])
-        st = T.tensor([1., 2.], requires_grad=True)
-        en = T.tensor([3., 5.], requires_grad=True)
-        w = T.tensor([0.25, 0.5], requires_grad=True)
-        (T.lerp(st, en, w) * T.tensor([1., 2.])).sum().backward()
-        log("lerp", [st.grad, en.grad, w.grad])
-        m1 = T.tensor([1., 2., 3.], requires_grad=True)
-        m2 = T.tensor([1., 5., 0.], requires_grad=True)
-        (T.maximum(m1, m2) + T.fmin(m1, m2)).sum().backward()
-        log("maximum/fmin ties", [m1.grad, m2.grad])
+        for name, (fn, av, bv) in cases.items():
+            a, b = T.tensor(av, requires_grad=True), T.tensor(bv, requires_grad=True)
+            (fn(T, a, b) * T.arange(1., len(av) + 1)).sum().backward()
+            log(name, [a.grad, b.grad])
     run_both(program)
 
 
@@ -455,3 +444,25 @@ def test_unary_out_and_inplace_dtype_rules():
         log("sin into complex out", o3)
         log("math consts", [math.isclose(float(T.tensor(1.).exp()), math.e, rel_tol=1e-6)])
     run_both(program)
+
+
+def test_inplace_overlap_rounding_on_ints_and_integer_bounds():
+    # test_binary_op_mem_overlap / test_unary_op_mem_overlap (partial overlap refused), test_frac / test_ceil
+    # on integer and bool inputs, test_clamp scalar bounds out of the integer range, integer wrap-around
+    run_cases({
+        "partial overlap add_": lambda T: (lambda x: x[1:].add_(x[:-1]))(T.arange(4.)),
+        "partial overlap mul_": lambda T: (lambda x: x[:2].mul_(x[1:]))(T.arange(3.)),
+        "full overlap add_": lambda T: (lambda x: x.add_(x.detach()))(T.arange(3.)),
+        "disjoint halves add_": lambda T: (lambda x: (x[:2].add_(x[2:]), x)[1])(T.arange(4.)),
+        "frac int": lambda T: T.tensor([3]).frac(),
+        "frac bool": lambda T: T.tensor([True]).frac(),
+        **{f"{n} bool": (lambda T, n=n: getattr(T, n)(T.tensor([True]))) for n in ("floor", "ceil", "round", "trunc")},
+        **{f"{n} int": (lambda T, n=n: getattr(T, n)(T.tensor([3, -3], dtype=T.int16))) for n in ("floor", "ceil", "trunc")},
+        "clamp int8 max 1000": lambda T: T.tensor([1, 5], dtype=T.int8).clamp(max=1000),
+        "clamp int8 min -1000": lambda T: T.tensor([1, 5], dtype=T.int8).clamp(min=-1000),
+        "clamp int8 float bound": lambda T: T.tensor([1, 5], dtype=T.int8).clamp(max=1000.),
+        "uint8 + -1": lambda T: T.tensor([0], dtype=T.uint8) + (-1),
+        "int8 * 1000": lambda T: T.tensor([3], dtype=T.int8) * 1000,
+        "int8 - 1 wraps": lambda T: T.tensor([-128], dtype=T.int8) - 1,
+        "int / zero": lambda T: 2 / T.tensor([4, 0]),
+    })

@@ -353,3 +353,26 @@ __all__ = ["gradient", "index_reduce", "index_reduce_",
            "is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
            "unsafe_chunk", "select_scatter", "slice_scatter", "diagonal_scatter", "put", "put_", "unravel_index",
            "nonzero_static", "renorm", "renorm_", "chain_matmul", "float_power_"]
+
+
+# ---- Python callables over elements (torch's CPU-only apply_/map_) ---------------------------
+@method("apply_")
+def apply_(self, callable):
+    """Mirrors ``torch.Tensor.apply_(callable)``: each element replaced by ``callable(value)``
+    (a Python number in, a number out), in place. Runs on the host, element by element (slow,
+    as torch's); no gradient."""
+    values = [callable(v) for v in self.reshape(-1).tolist()]
+    return _write_values(self, values)
+
+
+@method("map_")
+def map_(self, tensor, callable):
+    """Mirrors ``torch.Tensor.map_(tensor, callable)``: each element replaced by
+    ``callable(self_value, tensor_value)``, ``tensor`` broadcast to self's shape, in place."""
+    other = tensor.expand(tuple(self.shape)).reshape(-1).tolist()
+    values = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other)]
+    return _write_values(self, values)
+
+
+def _write_values(self, values):
+    return copy_(self, _tensor(values, dtype=self.dtype).reshape(tuple(self.shape)))

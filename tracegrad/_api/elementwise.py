@@ -12,6 +12,7 @@ from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
+from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.out import write_out
 from .._tensor.tensor import Tensor, _JaxTracer
@@ -348,6 +349,9 @@ def _unary(name):
         dt = self._value.dtype
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")
+        if (name in _ROUNDING and dt == np.bool_) or (name == "frac" and self.dtype._cat < 2):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                      "convert the tensor with .float()")
         if name == "bitwise_not" and self.dtype._cat > 1:
             raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
                                       "bitwise ops take integer or bool tensors")
@@ -370,6 +374,7 @@ def _unary(name):
 
 
 _REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign")
+_ROUNDING = ("floor", "ceil", "round", "trunc")   # identities on integers, refused on bool (as torch)
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                 "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
                 "sigmoid", "relu",
@@ -391,6 +396,8 @@ for _name in _UNARY_NAMES:
 def round(self, decimals=0):
     """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
     ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
+    if self.dtype is _dt.bool_:
+        raise NotImplementedError("\"round_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
     if decimals:
         if self.dtype._cat < 2:
             raise NotImplementedError(f"\"round_decimals_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
@@ -409,6 +416,9 @@ def clamp(self, min=None, max=None):
         result_dtype(self, *(v for v in (min, max) if v is not None))
     if dt is _dt.bool_:
         raise NotImplementedError("\"clamp_scalar_cpu\" not implemented for 'Bool'; convert the input with .int()")
+    for bound in (min, max):
+        if dt._cat == 1 and isinstance(bound, int):
+            check_fits(np.asarray(bound), dt, "clamp")   # torch refuses a bound the integer dtype cannot hold
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_op(op, (self, min, max), (("dtype", dt.np),))
 

@@ -5,6 +5,7 @@ all; ``tracegrad/__init__.py`` re-exports each by name."""
 from __future__ import annotations
 
 from .._ops.errors import broadcast_shape
+from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
@@ -22,6 +23,13 @@ def result_type(tensor1, tensor2):
 def is_tensor(obj) -> bool:
     """Mirrors ``torch.is_tensor``."""
     return isinstance(obj, Tensor)
+
+
+@function()
+def is_storage(obj) -> bool:
+    """Mirrors ``torch.is_storage``: whether ``obj`` is a storage (``untyped_storage()`` or the
+    deprecated ``storage()``), not a tensor."""
+    return isinstance(obj, (Storage, TypedStorage))
 
 
 @function()

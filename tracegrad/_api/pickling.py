@@ -1,4 +1,4 @@
-"""Pickling tensors: ``pickle.dumps(t)`` / ``copy.copy``-free round trips, as torch's
+"""Pickling tensors (``pickle.dumps(t)``, ``multiprocessing`` queues), as torch's
 ``Tensor.__reduce_ex__``.
 
 A tensor pickles as its storage (pickled once per pickle, by its numpy copy: ``Storage.__reduce__``)
@@ -9,7 +9,6 @@ as torch. Subclasses (``nn.Parameter``) come back as their class with their ``__
 """
 from __future__ import annotations
 
-from .._tensor.storage import Storage
 from .._tensor.tensor import Tensor, storage_offset_of, strides_of
 from ..autograd.grad_mode import no_grad
 from ._registry import method
@@ -39,7 +38,7 @@ def _takes_requires_grad(cls):
 def _as_class(t, cls):
     out = Tensor.__new__(cls)
     for slot in Tensor.__slots__:
-        if hasattr(t, slot):
+        if not slot.startswith("__") and hasattr(t, slot):
             setattr(out, slot, getattr(t, slot))
     return out
 

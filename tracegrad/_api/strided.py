@@ -142,6 +142,14 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 
 
 @method()
+def dim_order(self):
+    """Mirrors ``torch.Tensor.dim_order()``: the dims from outermost to innermost in memory
+    (by decreasing stride; ties keep the dims' order), a tuple of ints."""
+    st = strides_of(self)
+    return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+
+@method()
 def is_set_to(self, tensor) -> bool:
     """Mirrors ``torch.Tensor.is_set_to``: True when both tensors are the same view of one
     storage (same storage, offset, shape and strides)."""
