@@ -875,3 +875,55 @@ def test_tensor_metadata_and_python_callables():
         "broadcast_shapes bad": lambda T: T.broadcast_shapes((2, 3), (4,)),
         "item of many": lambda T: T.tensor([1, 2]).item(),
     })
+
+
+def test_tensor_attributes_conversions_and_containment():
+    # test_storage / test_data_ptr, test_type, test_copy_ (non_blocking, overlap), test_to, test_T / test_H,
+    # test_size, test_contains, test_numpy (requires_grad, force), test_tensor_from_list_of_tensors
+    run_cases({
+        "storage size": lambda T: [T.zeros(3, dtype=T.float64).storage().size(), T.zeros(3).storage().element_size(),
+                                   T.zeros(3, dtype=T.int16).untyped_storage().nbytes()],
+        "view storage shared": lambda T: (lambda a: a[1:].untyped_storage().data_ptr() == a.untyped_storage().data_ptr())(T.zeros(3)),
+        "data_ptr offset": lambda T: (lambda a: a[1:].data_ptr() - a.data_ptr())(T.zeros(3)),
+        "is_pinned": lambda T: T.zeros(2).is_pinned(),
+        "type() of view": lambda T: T.zeros(2, dtype=T.int8)[1:].type().replace("tracegrad", "torch"),
+        "type_as int to float": lambda T: T.tensor([1, 2]).type_as(T.zeros(1, dtype=T.float16)),
+        "copy_ non_blocking": lambda T: T.zeros(2).copy_(T.ones(2), non_blocking=True),
+        "copy_ requires_grad src": lambda T: T.zeros(2).copy_(T.ones(2, requires_grad=True)).requires_grad,
+        "copy_ into leaf requiring grad": lambda T: T.zeros(2, requires_grad=True).copy_(T.ones(2)),
+        "copy_ partial overlap": lambda T: (lambda x: x[1:].copy_(x[:-1]))(T.arange(4.)),
+        "to(other, non_blocking)": lambda T: T.zeros(2).to(T.ones(1, dtype=T.float64), non_blocking=True),
+        "double().requires_grad": lambda T: T.zeros(2, requires_grad=True).double().requires_grad,
+        "int().requires_grad": lambda T: T.zeros(2, requires_grad=True).int().requires_grad,
+        "detach().requires_grad_": lambda T: T.zeros(2).detach().requires_grad_().is_leaf,
+        "requires_grad_ int": lambda T: T.zeros(2, dtype=T.int64).requires_grad_(),
+        "tensor grad int": lambda T: T.tensor([1], requires_grad=True),
+        "T of 1d": lambda T: T.arange(3).T,
+        "H": lambda T: T.tensor([[1j, 2]]).H.resolve_conj(),
+        "mH": lambda T: T.tensor([[[1j, 2]]]).mH.shape,
+        "ndim/dim/ndimension": lambda T: [T.zeros(2, 3).ndim, T.zeros(2, 3).dim(), T.zeros(2, 3).ndimension()],
+        "nelement": lambda T: T.zeros(2, 3).nelement(),
+        "size(dim) neg": lambda T: T.zeros(2, 3).size(-1),
+        "size(dim) bad": lambda T: T.zeros(2, 3).size(2),
+        "shape index bad": lambda T: T.zeros(2, 3).shape[5],
+        "len 0-d": lambda T: len(T.tensor(1.)),
+        "iter 0-d": lambda T: list(T.tensor(1.)),
+        "contains": lambda T: [2 in T.tensor([1, 2]), 5 in T.tensor([1, 2]), T.tensor(2) in T.tensor([1, 2])],
+        "contains bad": lambda T: "a" in T.tensor([1, 2]),
+        "bool empty": lambda T: bool(T.tensor([])),
+        "int of float many": lambda T: int(T.tensor([1.5, 2.])),
+        "index of float": lambda T: [1, 2][T.tensor(1.)],
+        "hash differs": lambda T: hash(T.zeros(1)) != hash(T.zeros(1)),
+        "rounding of half tolist": lambda T: T.tensor([0.1], dtype=T.float16).tolist(),
+        "numpy of requires_grad": lambda T: T.zeros(1, requires_grad=True).numpy(),
+        "numpy(force)": lambda T: T.zeros(1, requires_grad=True).numpy(force=True),
+        "from_numpy non-writable": lambda T: T.from_numpy(np.arange(3)),
+        "as_tensor list": lambda T: T.as_tensor([1, 2.5]),
+        "tensor of tensors list": lambda T: T.tensor([T.tensor(1.), T.tensor(2.)]),
+    })
+
+
+@pytest.mark.xfail(strict=True, reason="tracegrad's copy_ also takes Python data (a list or number, made a tensor "
+                                       "of self's dtype); torch's takes only a Tensor (TypeError)")
+def test_copy_of_non_tensor_refused():
+    run_cases({"copy_ list": lambda T: T.zeros(2).copy_([1., 2.])})

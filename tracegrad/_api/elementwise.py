@@ -548,6 +548,16 @@ method("__pos__")(lambda s: s)
 method("__abs__")(_unaries["abs"])
 
 
+@method("__contains__")
+def _contains(self, element):
+    """``element in t``: whether any element equals ``element`` (a tensor or a number), as
+    torch; one comparison, not Python iteration. RuntimeError for anything else."""
+    if not isinstance(element, (Tensor,) + _Number):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
+    return bool(eq(self, element).any())
+
+
 @method("__invert__")
 def _invert(self):
     """``~t``: logical_not for bool, bitwise_not for integers; TypeError otherwise, as torch."""
