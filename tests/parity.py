@@ -601,7 +601,7 @@ def train(mod, opt_name, kw, steps=50, groups=False, dtype="float32", seed=0):
 
 
 # ---- tables of small calls: run_cases -----------------------------------------------------------
-def outcome(log, name, fn):
+def log_outcome(log, name, fn):
     """Log ``fn()``'s result, or the builtin exception class it raised (with whether it had a
     message): the class is what torch and tracegrad must agree on, not the text."""
     import warnings
@@ -621,5 +621,5 @@ def run_cases(cases):
     Python values; dtypes) or exception class must be the same under torch and tracegrad."""
     def program(mod, log):
         for name, fn in cases.items():
-            outcome(log, name, lambda: fn(mod))
+            log_outcome(log, name, lambda: fn(mod))
     run_both(program)

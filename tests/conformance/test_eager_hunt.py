@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from parity import outcome, run_both
+from parity import log_outcome as outcome, run_both
 
 torch = pytest.importorskip("torch")
 
