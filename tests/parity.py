@@ -628,3 +628,28 @@ def train(mod, opt_name, kw, steps=50, groups=False, dtype="float32", seed=0):
         loss.backward()
         opt.step()
     return params, opt
+
+
+# ---- tables of small calls: run_cases -----------------------------------------------------------
+def log_outcome(log, name, fn):
+    """Log ``fn()``'s result, or the builtin exception class it raised (with whether it had a
+    message): the class is what torch and tracegrad must agree on, not the text."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = fn()
+    except Exception as e:  # noqa: BLE001 -- the class is what is compared
+        cls = next(k for k in type(e).__mro__ if k.__module__ == "builtins")
+        log(name, f"raised {cls.__name__}" + ("" if str(e) else " without a message"))
+        return
+    log(name, value)
+
+
+def run_cases(cases):
+    """``cases``: name -> ``fn(mod)``. Each call's result (tensors with dtype, shape and values;
+    Python values; dtypes) or exception class must be the same under torch and tracegrad."""
+    def program(mod, log):
+        for name, fn in cases.items():
+            log_outcome(log, name, lambda: fn(mod))
+    run_both(program)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from parity import run_both
+from parity import log_outcome as outcome, run_both
 
 torch = pytest.importorskip("torch")
 
@@ -16,19 +16,6 @@ torch = pytest.importorskip("torch")
 def show(x):
     """Print ``repr(x)`` with tracegrad's module prefix spelled as torch's (``dtype=torch.float64``)."""
     print(repr(x).replace("tracegrad.", "torch."))
-
-
-def outcome(log, name, fn):
-    """Log ``fn()``'s result, or the builtin exception class it raised (with whether it had a message)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            value = fn()
-    except Exception as e:  # noqa: BLE001 -- the class is what is compared
-        cls = next(k for k in type(e).__mro__ if k.__module__ == "builtins")
-        log(name, f"raised {cls.__name__}" + ("" if str(e) else " without a message"))
-        return
-    log(name, value)
 
 
 def dtype_name(d):

@@ -4,6 +4,7 @@ they are made of (no op-table entry of their own). The data-dependent ones (``un
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 
@@ -12,6 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
+from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor, zeros as _zeros
@@ -103,8 +106,15 @@ def rad2deg(input):
 @method("logaddexp", function=True)
 def logaddexp(input, other):
     """Mirrors ``torch.logaddexp``: ``log(exp(input) + exp(other))`` without overflow; equal
-    infinities give that infinity. TypeError for a number operand (torch has no such overload)."""
+    infinities give that infinity. TypeError for a number operand (torch has no such overload),
+    NotImplementedError for integer or bool tensors."""
     check_tensors("logaddexp", input, other)
+    _require_floating("logaddexp", input, other)
+    if input.is_complex() or other.is_complex():
+        # complex: the operand with the larger real part factored out (log1p of a modulus <= 1)
+        first = input.real >= other.real
+        m, n = where(first, input, other), where(first, other, input)
+        return m + (n - m).exp().log1p()
     m = maximum(input, other)
     d = (input - other).abs()
     safe = where(d.isnan(), 0.0, d)     # equal infinities: inf - inf
@@ -128,10 +138,12 @@ def xlogy(input, other):
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
-    a copy."""
+    a copy; a complex tensor has its real and imaginary parts replaced separately, as torch."""
+    if input.is_complex():
+        return nan_to_num(input.real, nan, posinf, neginf) + nan_to_num(input.imag, nan, posinf, neginf) * 1j
     if not input.is_floating_point():
         return input.clone()
-    info = np.finfo(np.dtype(input._value.dtype))
+    info = _finfo(input.dtype)
     posinf = float(info.max) if posinf is None else posinf
     neginf = float(info.min) if neginf is None else neginf
     out = where(input.isnan(), nan, input)
@@ -142,13 +154,18 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
 @method("diff", function=True)
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """Mirrors ``torch.diff``: the ``n``-th forward difference along ``dim`` (after
-    concatenating ``prepend``/``append``); bool inputs use ``!=``. RuntimeError for ``n < 0``."""
+    concatenating ``prepend``/``append``); bool inputs use ``!=``; an ``n`` past the dim's length
+    leaves it empty. RuntimeError for ``n < 0`` or a 0-d input."""
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
         size = x.shape[dim]
+        if size == 0:
+            break
         a, b = x.narrow(dim, 1, size - 1), x.narrow(dim, 0, size - 1)
         x = a != b if x.dtype is bool_ else a - b
     return x
@@ -300,17 +317,25 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 @method("bincount", function=True)
 def bincount(input, weights=None, minlength=0):
     """Mirrors ``torch.bincount``: counts (int64) of each value of a 1-d non-negative integer
-    tensor, or sums of ``weights`` (in the weights' dtype). RuntimeError for negative values or
-    another shape."""
+    tensor, or sums of ``weights`` (float32 weights give float32, any other dtype float64, as
+    torch). NotImplementedError for a floating or bool input; RuntimeError for negative values,
+    another shape, ``weights`` of another length or a negative ``minlength``."""
+    if input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is _dt.bool_:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{_SCALAR_NAME[input.dtype.name]}'; pass an integer tensor")
     if input.dim() != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError(f"bincount: minlength should be >= 0, got {minlength}")
     a = _host(input)
     if a.size and a.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is None:
         return _tensor(np.bincount(a, minlength=minlength).astype(np.int64), dtype=int64)
-    w = _host(weights)
-    return _tensor(np.bincount(a, weights=w, minlength=minlength), dtype=weights.dtype)
+    if weights.dim() != 1 or weights.shape[0] != a.size:
+        raise RuntimeError(f"bincount: weights should be 1-d and have the same length as input (got {list(weights.shape)} "
+                           f"for an input of {a.size})")
+    dt = weights.dtype if weights.dtype is _dt.float32 else _dt.float64
+    return _tensor(np.bincount(a, weights=_host(weights).astype(np.float64), minlength=minlength), dtype=dt)
 
 
 @functools.partial(jax.jit, static_argnames="side")
@@ -354,9 +379,20 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 @method("hypot", function=True)
 def hypot(input, other):
-    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating tensors)."""
+    """Mirrors ``torch.hypot``: ``sqrt(input**2 + other**2)`` elementwise (floating tensors);
+    an infinite operand gives inf even when the other is NaN, as C's hypot. NotImplementedError
+    for integer or bool tensors."""
     check_tensors("hypot", input, other)
-    return (input * input + other * other).sqrt()
+    _require_floating("hypot", input, other)
+    r = (input * input + other * other).sqrt()
+    return where(input.isinf() | other.isinf(), math.inf, r)
+
+
+def _require_floating(api, *tensors):
+    for t in tensors:
+        if t.dtype._cat < 2:
+            raise NotImplementedError(f"\"{api}_cpu\" not implemented for '{_SCALAR_NAME[t.dtype.name]}'; "
+                                      f"{api} takes floating tensors (convert with .float())")
 
 
 @method("copysign", function=True)
@@ -377,6 +413,8 @@ def heaviside(input, values):
     check_tensors("heaviside", input, values, names=("input", "values"))
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    if input.is_complex():
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     values = _t(values, input)
     return where(input == 0, values, (input > 0).to(input.dtype))
 
@@ -392,11 +430,14 @@ def sinc(input):
 
 @method("float_power", function=True)
 def float_power(input, exponent):
-    """Mirrors ``torch.float_power``: ``input ** exponent`` computed in float64."""
-    exp_t = exponent.double() if isinstance(exponent, Tensor) else exponent
+    """Mirrors ``torch.float_power``: ``input ** exponent`` computed in float64, or complex128
+    when either operand is complex."""
+    cplx = builtins.any(x.is_complex() if isinstance(x, Tensor) else isinstance(x, complex) for x in (input, exponent))
+    dt = _dt.complex128 if cplx else _dt.float64
+    exp_t = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
     if not isinstance(input, Tensor):            # float_power(2, tensor)
-        return _tensor(float(input), dtype=exp_t.dtype) ** exp_t
-    return input.double() ** exp_t
+        return _tensor(input, dtype=dt) ** exp_t
+    return input.to(dt) ** exp_t
 
 
 __all__ = ["tile", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack", "dstack", "deg2rad", "rad2deg",

@@ -13,7 +13,9 @@ import warnings
 
 import numpy as np
 
+from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
+from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
@@ -123,20 +125,28 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 def put(input, index, source, accumulate=False):
     """Mirrors ``torch.put``: a copy of ``input`` with ``source``'s values written (added, with
     ``accumulate``) at the flat positions ``index`` (int64; negative counts from the end).
-    Gradients to ``input`` and ``source``. IndexError for an index out of range (eager) or
-    sizes that differ, RuntimeError for a non-int64 index."""
-    idx = flat_index(input, index, "put")
-    if source.numel() != idx.numel():
-        raise IndexError(f"put(): Expected source and index to have the same number of elements, but got "
-                           f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")
-    flat = input.reshape(-1).index_put((idx,), source.reshape(-1).to(input.dtype), accumulate)
-    return flat.reshape(tuple(input.shape))
+    Gradients to ``input`` and ``source`` (``PutBackward0``). IndexError for an index out of
+    range (eager) or sizes that differ, RuntimeError for a non-int64 index or a ``source`` of
+    another dtype."""
+    return apply_op(OPS["put"], _put_args(input, index, source, "put"), (("accumulate", bool(accumulate)),))
 
 
 @method("put_")
 def put_(self, index, source, accumulate=False):
-    """Mirrors ``Tensor.put_``: ``put`` written into ``self`` (in place)."""
-    return copy_(self, put(self.clone(), index, source, accumulate))
+    """Mirrors ``Tensor.put_``: ``put`` written into ``self`` (in place, ``PutBackward0``)."""
+    return apply_inplace(OPS["put"], self, _put_args(self, index, source, "put_")[1:],
+                         (("accumulate", bool(accumulate)),))
+
+
+def _put_args(input, index, source, api):
+    idx = flat_index(input, index, api)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"{api}(): self and source expected to have the same dtype, but got self.dtype = "
+                           f"{input.dtype} and source.dtype = {source.dtype}; convert source with .to()")
+    if source.numel() != idx.numel():
+        raise IndexError(f"{api}(): Expected source and index to have the same number of elements, but got "
+                         f"source.numel() = {source.numel()}, index.numel() = {idx.numel()}")
+    return input, idx, source
 
 
 # ---- index helpers ---------------------------------------------------------------------------
@@ -343,3 +353,26 @@ __all__ = ["gradient", "index_reduce", "index_reduce_",
            "is_nonzero", "is_same_size", "is_signed", "scalar_tensor", "split_with_sizes", "unsafe_split",
            "unsafe_chunk", "select_scatter", "slice_scatter", "diagonal_scatter", "put", "put_", "unravel_index",
            "nonzero_static", "renorm", "renorm_", "chain_matmul", "float_power_"]
+
+
+# ---- Python callables over elements (torch's CPU-only apply_/map_) ---------------------------
+@method("apply_")
+def apply_(self, callable):
+    """Mirrors ``torch.Tensor.apply_(callable)``: each element replaced by ``callable(value)``
+    (a Python number in, a number out), in place. Runs on the host, element by element (slow,
+    as torch's); no gradient."""
+    values = [callable(v) for v in self.reshape(-1).tolist()]
+    return _write_values(self, values)
+
+
+@method("map_")
+def map_(self, tensor, callable):
+    """Mirrors ``torch.Tensor.map_(tensor, callable)``: each element replaced by
+    ``callable(self_value, tensor_value)``, ``tensor`` broadcast to self's shape, in place."""
+    other = tensor.expand(tuple(self.shape)).reshape(-1).tolist()
+    values = [callable(a, b) for a, b in zip(self.reshape(-1).tolist(), other)]
+    return _write_values(self, values)
+
+
+def _write_values(self, values):
+    return copy_(self, _tensor(values, dtype=self.dtype).reshape(tuple(self.shape)))

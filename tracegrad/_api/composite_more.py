@@ -11,7 +11,9 @@ import math
 
 import numpy as np
 
+from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
+from .._ops.registry import OPS
 from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _zeros
 from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
 from ._registry import function, method
@@ -75,8 +77,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 def take(input, index):
     """Mirrors ``torch.take``: ``input.flatten()[index]``, shaped like ``index`` (int64;
     negative indices count from the end). RuntimeError for a non-int64 index, IndexError for
-    one out of range (checked eagerly), as torch."""
-    return input.reshape(-1).index_select(0, flat_index(input, index, "take")).reshape(tuple(index.shape))
+    one out of range (checked eagerly), as torch. Autograd: ``TakeBackward0``."""
+    return apply_op(OPS["take"], (input, flat_index(input, index, "take").reshape(tuple(index.shape))))
 
 
 def flat_index(input, index, api):
@@ -248,6 +250,9 @@ def histc(input, bins=100, min=0, max=0):
     lo, hi = a.dtype.type(min), a.dtype.type(max)
     if lo == hi and a.size:
         lo, hi = a.min(), a.max()
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo}, {hi}] is not finite; pass finite min and max or drop "
+                           "the non-finite values")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     keep = a[(a >= lo) & (a <= hi)]

@@ -76,13 +76,22 @@ def msort(input):
 
 @method("isposinf", function=True)
 def isposinf(input):
-    """Mirrors ``torch.isposinf``: bool tensor, True where ``input`` is +inf (never for integers)."""
+    """Mirrors ``torch.isposinf``: bool tensor, True where ``input`` is +inf (never for integers).
+    RuntimeError for complex input, as torch."""
+    _refuse_complex("isposinf", input)
     return input == math.inf
+
+
+def _refuse_complex(api, input):
+    if input.is_complex():
+        raise RuntimeError(f"{api} does not support complex inputs; test .real or .imag")
 
 
 @method("isneginf", function=True)
 def isneginf(input):
-    """Mirrors ``torch.isneginf``: bool tensor, True where ``input`` is -inf (never for integers)."""
+    """Mirrors ``torch.isneginf``: bool tensor, True where ``input`` is -inf (never for integers).
+    RuntimeError for complex input, as torch."""
+    _refuse_complex("isneginf", input)
     return input == -math.inf
 
 

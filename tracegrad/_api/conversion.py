@@ -10,6 +10,7 @@ from .._ops.registry import OPS
 from .._tensor.device import device as _device
 from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method, prop
+from .promotion import check_tensors
 
 
 # ---- dtype and device -------------------------------------------------------------------
@@ -24,6 +25,9 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
         elif isinstance(a, (str, _device)) and not (isinstance(a, str) and (a in _dt.ALIASES or a.replace("torch.", "") in _dt._BY_NAME)):
             device = a
         elif a is not None:
+            if dtype is not None:   # torch's overloads take one dtype: to(dtype) or to(device, dtype)
+                raise TypeError(f"to() received an invalid combination of arguments: two dtypes ({dtype}, {a}); "
+                                f"pass to(dtype), to(device, dtype) or to(other)")
             dtype = a
     out = self
     if dtype is not None:
@@ -59,6 +63,7 @@ def _grad_on():
 
 @method()
 def type_as(self, other):
+    check_tensors("type_as", self, other)
     return to(self, other.dtype)
 
 

@@ -101,7 +101,10 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=
 @method()
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
-    """Mirrors ``torch.Tensor.new_full``: ``fill_value`` cast to ``self``'s dtype (not inferred)."""
+    """Mirrors ``torch.Tensor.new_full``: ``fill_value`` cast to ``self``'s dtype (not inferred).
+    TypeError when ``size`` is not a sequence of ints (torch's ``new_full`` has no ``*size`` form)."""
+    if not isinstance(size, (tuple, list)) and not (isinstance(size, Tensor) and size.dim() == 1):
+        raise TypeError(f"new_full(): argument 'size' (position 1) must be tuple of ints, not {size.__class__.__name__}")
     d, dev = _like(self, dtype, device)
     return full(size, fill_value, dtype=d, device=dev, requires_grad=requires_grad)
 

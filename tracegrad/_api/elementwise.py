@@ -3,12 +3,16 @@ and Tensor's arithmetic, comparison and bitwise operators (each registered where
 ``_registry``)."""
 from __future__ import annotations
 
+import builtins
+import warnings
+
 import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.registry import OPS
+from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
 from .._tensor.out import write_out
@@ -124,6 +128,8 @@ def div(self, other, *, rounding_mode=None, out=None):
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
+    if rounding_mode is not None and dt is _dt.bool_:
+        raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'; convert the tensors with .int()")
     if rounding_mode is not None and dt._cat <= 1:
         _check_int_divisor(other)
     st = (("dtype", dt.np),) if rounding_mode is None else (("dtype", dt.np), ("rounding_mode", rounding_mode))
@@ -161,6 +167,8 @@ def floor_divide(self, other):
 def remainder(self, other):
     """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
     ``RemainderBackward0`` (number other) / ``RemainderBackward1`` (tensor)."""
+    if not isinstance(self, Tensor) and isinstance(self, _Number):
+        self = _new_tensor(self)   # torch's remainder(Scalar self, Tensor other)
     if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
         _check_int_divisor(other)
     return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
@@ -185,6 +193,8 @@ def pow(self, exponent):
     if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
         _check_broadcast(self, exponent)
     dt = result_dtype(self, exponent).np
+    if dt == np.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'; convert the tensors with .int()")
     if check_int_pow(self, exponent):
         return _int_pow_negative(self, exponent)
     if isinstance(exponent, Tensor):
@@ -226,6 +236,8 @@ def _int_pow_negative(base, exponent):
 
 
 def _rpow(self, base):
+    if check_int_pow(base, self):   # an integer base to negative integer powers: 0, 1 or -1, as torch
+        return _int_pow_negative(_new_tensor(base), self)
     dt = result_dtype(self, base).np
     return apply_op(OPS["pow_scalar_base"], (base, self), (("dtype", dt),))
 
@@ -242,6 +254,7 @@ def atan2(self, other):
 def maximum(self, other):
     """Mirrors ``torch.maximum`` (elementwise, both tensors: TypeError for a number)."""
     check_tensors("maximum", self, other)
+    _check_real("maximum", self, other)
     return _binary("maximum", self, other)
 
 
@@ -249,7 +262,14 @@ def maximum(self, other):
 def minimum(self, other):
     """Mirrors ``torch.minimum`` (elementwise, both tensors: TypeError for a number)."""
     check_tensors("minimum", self, other)
+    _check_real("minimum", self, other)
     return _binary("minimum", self, other)
+
+
+def _check_real(api, *tensors):
+    """RuntimeError, as torch, for ops that order values (maximum, minimum) on complex tensors."""
+    if builtins.any(t.dtype.is_complex for t in tensors):
+        raise RuntimeError(f"{api}() not implemented for complex tensors; compare .abs() or .real instead")
 
 
 @method("fmax", function=True)
@@ -315,6 +335,8 @@ def _bitwise(name):
             if isinstance(v, Tensor) and v.dtype._cat > 1 or isinstance(v, float):
                 raise NotImplementedError(f'"{name}_cpu" not implemented for floating-point or complex '
                                           "inputs: bitwise ops take integer or bool tensors")
+        if not isinstance(self, Tensor) and isinstance(other, Tensor):
+            return f(other, self)   # torch's Scalar-self overload; and, or and xor commute
         return f(self, other)
     g.__name__, g.__doc__ = name, f"Mirrors ``torch.{name}``: integer and bool tensors only."
     return g
@@ -334,7 +356,15 @@ def _unary(name):
         dt = self._value.dtype
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")
+        if (name in _ROUNDING and dt == np.bool_) or (name == "frac" and self.dtype._cat < 2):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                      "convert the tensor with .float()")
+        if name == "bitwise_not" and self.dtype._cat > 1:
+            raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                      "bitwise ops take integer or bool tensors")
         if dt == np.bool_:
+            if name == "square":             # torch squares a bool tensor as int64
+                return f(self.long())
             if name == "neg":
                 raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
@@ -351,6 +381,7 @@ def _unary(name):
 
 
 _REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign")
+_ROUNDING = ("floor", "ceil", "round", "trunc")   # identities on integers, refused on bool (as torch)
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                 "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
                 "sigmoid", "relu",
@@ -372,7 +403,12 @@ for _name in _UNARY_NAMES:
 def round(self, decimals=0):
     """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
     ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
+    if self.dtype is _dt.bool_:
+        raise NotImplementedError("\"round_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
     if decimals:
+        if self.dtype._cat < 2:
+            raise NotImplementedError(f"\"round_decimals_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                      "round with decimals takes a floating tensor")
         return apply_op(OPS["round_decimals"], (self,), (("decimals", int(decimals)),))
     return apply_op(OPS["round"], (self,))
 
@@ -380,11 +416,16 @@ def round(self, decimals=0):
 @method("clamp", "clip", function=True)
 def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
-    RuntimeError when both are None."""
+    RuntimeError when both are None; NotImplementedError for a bool result."""
     if min is None and max is None:
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
+    if dt is _dt.bool_:
+        raise NotImplementedError("\"clamp_scalar_cpu\" not implemented for 'Bool'; convert the input with .int()")
+    for bound in (min, max):
+        if dt._cat == 1 and isinstance(bound, int):
+            check_fits(np.asarray(bound), dt, "clamp")   # torch refuses a bound the integer dtype cannot hold
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_op(op, (self, min, max), (("dtype", dt.np),))
 
@@ -412,6 +453,10 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
+    if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
+                      "a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
+        condition = condition.bool()
     if condition.dtype is not _dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
     dt = result_dtype(input, other)
@@ -422,7 +467,11 @@ def where(condition, input=None, other=None):
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
     RuntimeError when ``end`` has another dtype (torch does not promote it)."""
-    check_same_dtype("lerp", self, end)
+    # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
+    check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
+    if self.dtype._cat < 2:
+        raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                  "lerp takes floating or complex tensors")
     dt = result_dtype(self, end)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_op(op, (self, end, weight), (("dtype", dt.np),))
@@ -474,7 +523,9 @@ def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
 
 @method("equal", function=True)
 def equal(self, other) -> bool:
-    """Mirrors ``torch.equal``: same shape and same values (a Python bool)."""
+    """Mirrors ``torch.equal``: same shape and same values (a Python bool). TypeError for a
+    non-tensor argument."""
+    check_tensors("equal", self, other)
     if tuple(self.shape) != tuple(other.shape):
         return False
     return bool(eq(self, other).all())
@@ -518,10 +569,45 @@ method("__rpow__")(reflected(_rpow))
 method("__neg__")(_unaries["neg"])
 method("__pos__")(lambda s: s)
 method("__abs__")(_unaries["abs"])
-method("__invert__")(lambda s: _unaries["logical_not"](s) if s.dtype is _dt.bool_ else _unaries["bitwise_not"](s))
-method("__and__", "__rand__")(lambda s, o: bitwise_and(s, o) if s.dtype is not _dt.bool_ else _logical["logical_and"](s, o))
-method("__or__", "__ror__")(lambda s, o: bitwise_or(s, o) if s.dtype is not _dt.bool_ else _logical["logical_or"](s, o))
-method("__xor__", "__rxor__")(lambda s, o: bitwise_xor(s, o) if s.dtype is not _dt.bool_ else _logical["logical_xor"](s, o))
+
+
+@method("__contains__")
+def _contains(self, element):
+    """``element in t``: whether any element equals ``element`` (a tensor or a number), as
+    torch; one comparison, not Python iteration. RuntimeError for anything else."""
+    if not isinstance(element, (Tensor,) + _Number):
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
+    return bool(eq(self, element).any())
+
+
+@method("__invert__")
+def _invert(self):
+    """``~t``: logical_not for bool, bitwise_not for integers; TypeError otherwise, as torch."""
+    if self.dtype is _dt.bool_:
+        return _unaries["logical_not"](self)
+    if self.dtype._cat > 1:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return _unaries["bitwise_not"](self)
+
+
+def _bitwise_operator(name):
+    """``a & b``, ``a | b``, ``a ^ b`` (and reflected): the logical op when the result is bool,
+    else the bitwise one (``bool_tensor | int_tensor`` promotes to int64, as torch)."""
+    bitwise, logical = METHODS_BITWISE[name], _logical["logical_" + name]
+
+    def op(s, o):
+        if s.dtype is _dt.bool_ and (o.dtype is _dt.bool_ if isinstance(o, Tensor) else isinstance(o, bool)):
+            return logical(s, o)
+        return bitwise(s, o)
+    return op
+
+
+METHODS_BITWISE = {"and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor}
+for _n in METHODS_BITWISE:
+    method(f"__{_n}__", f"__r{_n}__")(_bitwise_operator(_n))
+    # x &= y is torch's bitwise_and_ (bool tensors included)
+    method(f"__i{_n}__")(lambda s, o, _n=_n: getattr(s, f"bitwise_{_n}_")(o))
 # ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
 # as torch, ``tensor == ndarray`` (and ``ndarray == tensor``: numpy defers to Tensor) compares
 # elementwise, while ``!=`` with an ndarray falls back to identity

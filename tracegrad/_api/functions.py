@@ -5,6 +5,7 @@ all; ``tracegrad/__init__.py`` re-exports each by name."""
 from __future__ import annotations
 
 from .._ops.errors import broadcast_shape
+from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
@@ -22,6 +23,13 @@ def result_type(tensor1, tensor2):
 def is_tensor(obj) -> bool:
     """Mirrors ``torch.is_tensor``."""
     return isinstance(obj, Tensor)
+
+
+@function()
+def is_storage(obj) -> bool:
+    """Mirrors ``torch.is_storage``: whether ``obj`` is a storage (``untyped_storage()`` or the
+    deprecated ``storage()``), not a tensor."""
+    return isinstance(obj, (Storage, TypedStorage))
 
 
 @function()
@@ -78,11 +86,30 @@ def broadcast_shapes(*shapes):
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Mirrors ``torch.cdist``: p-norm distances between the rows of ``x1 (*, P, M)`` and ``x2
     (*, R, M)``, shape ``(*, P, R)``. ``compute_mode`` is accepted; tracegrad always takes the
-    direct difference (torch's matrix-product shortcut only changes rounding). RuntimeError
-    when the dtypes differ (torch does not promote)."""
+    direct difference (torch's matrix-product shortcut only changes rounding). Gradients follow
+    torch's cdist formulas: p=1 gives ``sign(diff)`` (0 where the coordinates agree), p=inf
+    gives ``sign(diff)`` to every coordinate reaching the maximum (not split between ties).
+    RuntimeError when the dtypes differ (torch does not promote), for inputs below 2-D or a
+    negative ``p``; ValueError for an unknown ``compute_mode``."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode; use one of {list(_CDIST_MODES)}")
     check_same_dtype("cdist", x1, x2)
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.dim() < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.dim()}D")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    if p == 1 or p == float("inf"):
+        size = diff * diff.sign().detach()        # |diff| whose gradient is sign(diff), 0 at 0
+        if p == 1:
+            return size.sum(-1)
+        top = size.detach().amax(-1, keepdim=True)
+        return top.squeeze(-1) + ((size - size.detach()) * (size.detach() == top)).sum(-1)
     return diff.norm(p=p, dim=-1)
+
+
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
 @function()

@@ -14,7 +14,7 @@ from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
-from .inplace import _check_expand, check_index_add_args, check_index_range, check_scatter_reduce, copy_
+from .inplace import _check_expand, check_index_range, check_scatter_reduce, index_add_args, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
@@ -446,8 +446,7 @@ def index_add(self, dim, index, source, *, alpha=1):
     """Mirrors ``torch.index_add``. An index outside the dim (eager) raises IndexError for a tensor
     of at most one dim, RuntimeError above (as torch); RuntimeError
     when ``source`` does not match ``self`` outside ``dim``."""
-    d = _wrap_dim(dim, self.ndim)
-    check_index_add_args(self, index, source, d, "index_add")
+    d, alpha = index_add_args(self, dim, index, source, alpha, "index_add")
     return apply_op(OPS["index_add"], (self, index, source, alpha), (("dim", d),))
 
 

@@ -20,14 +20,26 @@ from .shape import squeeze, t, transpose, unsqueeze
 
 
 # ---- in-place ---------------------------------------------------------------------------
-def check_index_add_args(self, index, source, d, api):
-    """torch's checks of index_add: every index in range (IndexError for a tensor of at most one
-    dim, RuntimeError above: torch's two kernels), ``source`` of ``self``'s shape except along ``d``."""
+def index_add_args(self, dim, index, source, alpha, api):
+    """torch's checks on ``index_add(dim, index, source, alpha=)``: an integer index of at most
+    one dim inside ``dim`` (IndexError), ``source`` of self's dtype (RuntimeError) and shape
+    except along ``dim``. Returns the wrapped dim and ``alpha`` as self's kind of number (an
+    integer tensor truncates it, as torch)."""
+    d = _wrap_dim(dim, self.ndim)
+    if isinstance(index, Tensor) and index.ndim > 1:
+        raise IndexError(f"{api}(): Index is supposed to be a vector, got {index.ndim} dims")
+    # torch's two kernels: IndexError at most 1-D, RuntimeError above
     check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError if self.ndim <= 1 else RuntimeError)
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"{api}(): self ({self.dtype}) and source ({source.dtype}) must have the same scalar "
+                           f"type; convert source with .to(self.dtype)")
     if self.ndim and (source.ndim != self.ndim or any(a != b for k, (a, b) in enumerate(zip(self.shape, source.shape))
                                                       if k != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    if not (self.dtype.is_floating_point or self.dtype.is_complex) and isinstance(alpha, float):
+        alpha = int(alpha)
+    return d, alpha
 
 
 def check_index_range(index, size, dim, api, error=RuntimeError, negative=False):
@@ -202,9 +214,8 @@ def scatter_add_(self, dim, index, src):
 
 @method()
 def index_add_(self, dim, index, source, *, alpha=1):
-    d = _wrap_dim(dim, self.ndim)
-    check_index_add_args(self, index, source, d, "index_add_")
-    return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", _wrap_dim(dim, self.ndim)),))
+    d, alpha = index_add_args(self, dim, index, source, alpha, "index_add_")
+    return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", d),))
 
 
 @method()

@@ -143,7 +143,10 @@ def ldexp(input, other):
     negative (it computes ``2**other`` in integers); tracegrad's is ``2**other``. TypeError for a
     number operand, as torch."""
     check_tensors("ldexp", input, other)
-    return input * (2.0 ** other)
+    dt = result_dtype(input, other)
+    real = {"complex64": _dt.float32, "complex128": _dt.float64}.get(dt.name, dt) \
+        if dt.is_complex or dt.is_floating_point else None   # 2**other in the result's precision: float64 reaches 2**1023
+    return input * (2.0 ** (other.to(real) if real is not None else other))
 
 
 @function()

@@ -19,6 +19,7 @@ from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
 from ._registry import function, method
 from .inplace import _restride_
+from .promotion import check_tensors
 
 
 def _ints(seq, what):
@@ -122,6 +123,9 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     if source is None:
         new = Tensor._make(self._value.reshape(-1)[:0])
     elif isinstance(source, Tensor):
+        if source.dtype != self.dtype:
+            raise RuntimeError(f"set_(): expected a source tensor of dtype {self.dtype} (self's dtype) but got "
+                               f"{source.dtype}; convert it first with source.to(self.dtype)")
         new = source.detach()
     elif isinstance(source, (Storage, TypedStorage)):
         st = source if isinstance(source, Storage) else source.untyped()
@@ -135,6 +139,23 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     else:
         raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
     return _retarget(self, new)
+
+
+@method()
+def dim_order(self):
+    """Mirrors ``torch.Tensor.dim_order()``: the dims from outermost to innermost in memory
+    (by decreasing stride; ties keep the dims' order), a tuple of ints."""
+    st = strides_of(self)
+    return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+
+
+@method()
+def is_set_to(self, tensor) -> bool:
+    """Mirrors ``torch.Tensor.is_set_to``: True when both tensors are the same view of one
+    storage (same storage, offset, shape and strides)."""
+    check_tensors("is_set_to", self, tensor, names=("input", "tensor"))
+    return (self._st is tensor._st and tuple(self.shape) == tuple(tensor.shape)
+            and storage_offset_of(self) == storage_offset_of(tensor) and strides_of(self) == strides_of(tensor))
 
 
 def _retarget(self, new):
@@ -176,7 +197,9 @@ def resize_(self, *sizes, memory_format=None):
 
 @method()
 def resize_as_(self, other, memory_format=None):
-    """Mirrors ``torch.Tensor.resize_as_``: ``resize_(other.shape)``."""
+    """Mirrors ``torch.Tensor.resize_as_``: ``resize_(other.shape)``. TypeError when ``other``
+    is not a tensor."""
+    check_tensors("resize_as_", self, other, names=("input", "the_template"))
     return resize_(self, tuple(other.shape))
 
 

@@ -136,7 +136,8 @@ def scalar_dtype(x) -> dtype:
     """Default dtype of a Python scalar's category (torch's "wrapped number" rule)."""
     if isinstance(x, bool):
         return bool_
-    if isinstance(x, int):
+    # numpy integer scalars count as Python ints, as torch (np.bool_ counts as a float there)
+    if isinstance(x, (int, np.integer)):
         return int64
     if isinstance(x, complex):
         return complex64 if get_default_dtype() is not float64 else complex128

@@ -22,6 +22,13 @@ def _u(fn):
     return f
 
 
+def _sign(x):
+    # torch's sign is (0 < x) - (x < 0): 0 for NaN and +0 for -0 (jnp.sign keeps both)
+    if x.dtype == jnp.bool_ or jnp.issubdtype(x.dtype, jnp.unsignedinteger):
+        return jnp.sign(x)
+    return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+
+
 # ---- unary -----------------------------------------------------------------------------
 # NOTE [saved set]: ops saving "result" give vjp_result (result, grad) -> grad_input.
 _UNARY = [
@@ -53,7 +60,7 @@ _UNARY = [
     ("relu", jax.nn.relu, "ReluBackward0", ("result",), lambda y, g: jnp.where(y > 0, g, 0).astype(g.dtype)),
     ("erf", jax.scipy.special.erf, "ErfBackward0", ("self",), None),
     ("erfinv", jax.scipy.special.erfinv, "ErfinvBackward0", ("self",), None),
-    ("sign", jnp.sign, "SignBackward0", (), None),
+    ("sign", _sign, "SignBackward0", (), None),
     ("floor", jnp.floor, "FloorBackward0", (), None),
     ("ceil", jnp.ceil, "CeilBackward0", (), None),
     ("round", jnp.round, "RoundBackward0", (), None),

@@ -197,6 +197,15 @@ defop("scatter_value", _scatter, args=("self", "index", "value"), grad_fn="Scatt
 defop("scatter_add", lambda x, index, src, dim: _scatter(x, index, src, dim, "add"),
       args=("self", "index", "src"), grad_fn="ScatterAddBackward0", saves=("index",))
 # torch treats a 0-d self as one element along dim 0 (index [0]) and gives a 0-d result
+def _put(x, index, source, accumulate):
+    flat, src = x.reshape(-1), source.reshape(-1).astype(x.dtype)
+    return (flat.at[index].add(src) if accumulate else flat.at[index].set(src)).reshape(x.shape)
+
+
+# take/put on the flat positions ``index`` (non-negative, checked by the API layer)
+defop("take", lambda x, index: jnp.take(x.reshape(-1), index), args=("self", "index"), grad_fn="TakeBackward0",
+      saves=("index", "self"))
+defop("put", _put, args=("self", "index", "source"), grad_fn="PutBackward0", saves=("index",))
 defop("index_select", _on_0d(lambda x, index, dim: jnp.take(x, index, axis=dim)), args=("self", "index"),
       grad_fn="IndexSelectBackward0", saves=("index",))
 

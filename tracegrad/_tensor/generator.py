@@ -23,7 +23,8 @@ class Generator:
     """Mirrors ``torch.Generator(device='cpu')``."""
 
     def __init__(self, device="cpu"):
-        self.device = device
+        from .device import device as _device   # a sibling module, imported late as storage.py does
+        self.device = _device(device)            # RuntimeError for an unknown device, as torch
         self._seed = 67280421310721  # torch's default seed
         self._key = None
 
@@ -32,6 +33,10 @@ class Generator:
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_generator(self)
         seed = int(seed)
+        if not -2 ** 63 <= seed < 2 ** 64:
+            raise ValueError(f"manual_seed: seed {seed} does not fit in 64 bits (Overflow when unpacking long long); "
+                             "pass a seed in [-2**63, 2**64)")
+        seed %= 2 ** 64                        # a negative seed reads back as its unsigned 64-bit value, as torch
         self._seed = seed
         self._key = jax.random.key_data(jax.random.PRNGKey(seed % (2 ** 63)))
         return self

@@ -86,3 +86,26 @@ def are_deterministic_algorithms_enabled() -> bool:
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     """Mirrors ``torch.is_deterministic_algorithms_warn_only_enabled``."""
     return _deterministic[1]
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """Mirrors ``torch.set_deterministic_debug_mode``: ``"default"``/0 (off), ``"warn"``/1
+    (deterministic, warn only), ``"error"``/2 (deterministic); the same flags as
+    ``use_deterministic_algorithms``. TypeError for another type, RuntimeError for another
+    string or number."""
+    if isinstance(debug_mode, bool) or not isinstance(debug_mode, (str, int)):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode).__name__}")
+    level = _DEBUG_MODES.get(debug_mode) if isinstance(debug_mode, str) else debug_mode
+    if level not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected one of 'default', 'warn', 'error' or 0, 1, 2, "
+                           f"but got {debug_mode!r}")
+    use_deterministic_algorithms(level > 0, warn_only=level == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    """Mirrors ``torch.get_deterministic_debug_mode``: 0 off, 1 warn only, 2 on."""
+    mode, warn_only = _deterministic
+    return 0 if not mode else 1 if warn_only else 2

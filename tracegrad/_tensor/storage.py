@@ -71,8 +71,20 @@ class Storage:
         from .device import device_of   # a sibling module; imported late to keep this one small
         return device_of(self.array)
 
+    def __reduce__(self):
+        # pickled by value; pickle's memo rebuilds one Storage for all tensors that share it
+        return (_storage_from_numpy, (np.asarray(self.array),))
+
     def __repr__(self):
         return f"tracegrad.UntypedStorage(nbytes={self.nbytes()}, data_ptr={self.data_ptr():#x})"
+
+
+def _storage_from_numpy(array):
+    """Rebuild a pickled ``Storage`` (a copy of its numpy array, 64-bit dtypes kept)."""
+    import jax.numpy as jnp   # only unpickling needs it
+    from .._x64 import x64_scope
+    with x64_scope():
+        return Storage(jnp.asarray(array))
 
 
 _TYPED_WARNED = [False]

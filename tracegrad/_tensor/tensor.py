@@ -224,6 +224,10 @@ class Tensor(TensorBase):
     from torch.
     """
 
+    # numpy defers a binary operator to the operand with the higher priority: ``np.float64(2) * t``
+    # calls ``t.__rmul__`` and gives a tensor, as torch (which sets the same value)
+    __array_priority__ = 1000
+
     __slots__ = ("_st", "_chain", "_vcache", "_vgen", "_vc", "_base", "_rg", "_gf", "_out_nr",
                  "_gf_ver", "_grad", "_hooks", "_retains_grad", "_post_acc_hooks", "_acc",
                  "_is_param", "__dict__", "__weakref__")
@@ -618,14 +622,17 @@ class Tensor(TensorBase):
             return format(self.item(), spec)
         return object.__format__(self, spec)
 
-    def __reduce_ex__(self, proto):
-        raise TypeError("tracegrad tensors are not picklable; use tracegrad.save (safetensors) instead")
-
     def __deepcopy__(self, memo):
         if self._gf is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at the moment.")
         t = type(self).__new__(type(self))
-        _init_from(t, self._value)
+        # one new storage per old one (deepcopy's memo): a tensor and its views copied together
+        # still share their elements, as torch's storage deepcopy; JAX arrays are immutable, so
+        # the new storage may start from the same array and keep the view chain as it is
+        st = memo.get(id(self._st))
+        if st is None:
+            st = memo[id(self._st)] = Storage(self._st.array)
+        t._st, t._chain, t._vcache = st, self._chain, None
         t._rg = self._rg
         if self._grad is not None:
             t._grad = self._grad.__deepcopy__(memo)

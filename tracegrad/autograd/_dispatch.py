@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import weakref
+
+import numpy as _np
 from functools import partial
 
 from .. import _state
@@ -413,6 +415,9 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     if _INTERPOSE[0] is not None:
         return _INTERPOSE[0].apply_inplace(op, self, args, static)
     check_inplace(self)
+    for a in args:
+        if isinstance(a, Tensor) and a._st is self._st and a is not self:
+            _check_no_partial_overlap(self, a)
     all_args = (self, *args)
     cap = _CAPTURE[0]
     if cap is not None:
@@ -424,6 +429,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     if cap is not None and cap.vjp:
         arrays = cap.graph_inputs(all_args, arrays, record)
     out = op.run(arrays, static)
+    if out.shape != arrays[0].shape:   # an in-place op never grows self (its other operands broadcast to it)
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
     if out.dtype != self._value.dtype:
         src, dst = _dt.from_numpy_dtype(out.dtype), self.dtype
         if not _dt.can_cast(src, dst):
@@ -447,6 +454,18 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         out = cap.unrecorded_write(self._value, out)
     self._write(out)
     return self
+
+
+def _check_no_partial_overlap(self, other):
+    """torch refuses an in-place op whose input shares some, but not all, of the written elements
+    (``x[1:].add_(x[:-1])``): the result would depend on the write order."""
+    mine, theirs = _tensor_mod.element_positions(self), _tensor_mod.element_positions(other)
+    if mine.shape == theirs.shape and (mine == theirs).all():
+        return
+    if _np.intersect1d(mine, theirs).size:
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                           "refer to a single memory location. Please clone() the tensor before performing the "
+                           "operation.")
 
 
 def _move_retain_grad(t, old, old_nr, new):

@@ -136,7 +136,9 @@ def _is_tensor_like(x):
 def _compare(actual, expected, path, **kw):
     if actual is None and expected is None:
         return
-    if _is_tensor_like(actual) and _is_tensor_like(expected):
+    # a tensor is compared with a tensor and an ndarray with an ndarray, never across (as torch)
+    if _is_tensor_like(actual) and _is_tensor_like(expected) and \
+            isinstance(actual, Tensor) == isinstance(expected, Tensor):
         try:
             return _compare_tensors(_as_tensor(actual), _as_tensor(expected), **kw)
         except _Mismatch as m:

@@ -699,11 +699,6 @@ class Module:
         ``dst_type``, a dtype or a type string such as ``'torch.DoubleTensor'``."""
         return self._apply(lambda t: t.type(dst_type))
 
-    def share_memory(self):
-        """Mirrors ``torch.nn.Module.share_memory``. Parameters are immutable JAX buffers that
-        worker processes receive by pickling, so there is nothing to move: returns ``self``."""
-        return self
-
     def to_empty(self, *, device=None, recurse=True):
         """Mirrors ``torch.nn.Module.to_empty``: parameters and buffers replaced by uninitialised
         tensors of the same shape and dtype on ``device`` (parameters keep their identity)."""
