@@ -432,6 +432,9 @@ def sinc(input):
 def float_power(input, exponent):
     """Mirrors ``torch.float_power``: ``input ** exponent`` computed in float64, or complex128
     when either operand is complex."""
+    if not isinstance(input, Tensor) and not isinstance(exponent, Tensor):
+        raise TypeError(f"float_power() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(exponent).__name__}): input or exponent must be a Tensor")
     cplx = builtins.any(x.is_complex() if isinstance(x, Tensor) else isinstance(x, complex) for x in (input, exponent))
     dt = _dt.complex128 if cplx else _dt.float64
     exp_t = exponent.to(dt) if isinstance(exponent, Tensor) else exponent

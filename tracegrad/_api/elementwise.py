@@ -168,6 +168,9 @@ def remainder(self, other):
     """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
     ``RemainderBackward0`` (number other) / ``RemainderBackward1`` (tensor)."""
     if not isinstance(self, Tensor) and isinstance(self, _Number):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"remainder() received an invalid combination of arguments - got "
+                            f"({type(self).__name__}, {type(other).__name__}): one of them must be a Tensor")
         self = _new_tensor(self)   # torch's remainder(Scalar self, Tensor other)
     if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
         _check_int_divisor(other)

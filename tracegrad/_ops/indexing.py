@@ -199,7 +199,10 @@ defop("scatter_add", lambda x, index, src, dim: _scatter(x, index, src, dim, "ad
 # torch treats a 0-d self as one element along dim 0 (index [0]) and gives a 0-d result
 def _put(x, index, source, accumulate):
     flat, src = x.reshape(-1), source.reshape(-1).astype(x.dtype)
-    return (flat.at[index].add(src) if accumulate else flat.at[index].set(src)).reshape(x.shape)
+    # an overwriting put is an overwriting scatter: every source element gets its position's
+    # gradient, also where the index repeats (NOTE [overwriting scatter])
+    out = flat.at[index].add(src) if accumulate else set_at(flat, src, (("t",),), index)
+    return out.reshape(x.shape)
 
 
 # take/put on the flat positions ``index`` (non-negative, checked by the API layer)
