@@ -35,6 +35,12 @@ CONFIGS = [
     ("Adagrad", dict(lr=0.05, maximize=True), 1),
     ("RMSprop", dict(lr=0.01, momentum=0.5, weight_decay=0.1), 1),
     ("RMSprop", dict(lr=0.01, alpha=0.9, maximize=True), 1),
+    ("Adadelta", dict(lr=0.5, rho=0.8, weight_decay=0.01), 1),
+    ("Adamax", dict(lr=0.02, weight_decay=0.01, maximize=True), 1),
+    ("NAdam", dict(lr=0.02, momentum_decay=0.005, decoupled_weight_decay=True, weight_decay=0.1), 1),
+    ("RAdam", dict(lr=0.02, weight_decay=0.05), 1),
+    ("Rprop", dict(lr=0.02, etas=(0.4, 1.3), step_sizes=(1e-5, 5.0)), 1),
+    ("ASGD", dict(lr=0.05, lambd=1e-3, t0=1.0, weight_decay=0.01), 1),
 ]
 
 

@@ -18,6 +18,8 @@ class Adadelta(Optimizer):
     Raises: ValueError for lr, eps, weight_decay < 0 or rho outside [0, 1].
     """
 
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
+
     _tensor_state_keys = ("step",)
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,

@@ -19,6 +19,8 @@ class ASGD(Optimizer):
     Raises: ValueError for lr < 0 or weight_decay < 0.
     """
 
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
+
     _tensor_state_keys = ("step", "eta", "mu")
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,

@@ -20,6 +20,8 @@ class NAdam(Optimizer):
     Raises: ValueError for lr, eps, weight_decay, momentum_decay < 0 or a beta outside [0, 1).
     """
 
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
+
     _tensor_state_keys = ("step", "mu_product")
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,

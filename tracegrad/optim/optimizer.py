@@ -125,7 +125,8 @@ class Optimizer:
         ValueError: empty parameter list, a non-leaf tensor, a parameter in two groups, a group
             missing a required option.
 
-    Eager steps: SGD, Adam, AdamW, Adagrad and uncentered RMSprop run each group's update as
+    Eager steps: the optimizers with ``_fusable`` (all but LBFGS, Adafactor, Muon, SparseAdam and
+    centered RMSprop) run each group's update as
     cached XLA programs, one per chunk of up to 8 parameters (``compiler.fused_optimizer_group``;
     the per-op rule otherwise), whatever ``foreach``/``fused`` say; values agree with the per-op
     rule to float rounding.

@@ -19,6 +19,8 @@ class Rprop(Optimizer):
     Raises: ValueError for lr < 0 or etas not satisfying 0 < etaminus < 1 < etaplus.
     """
 
+    _fusable = True    # eager steps run as fused programs (compiler.fused_optimizer_group)
+
     _tensor_state_keys = ("step",)
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
