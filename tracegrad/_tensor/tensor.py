@@ -598,10 +598,6 @@ class Tensor(TensorBase):
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    # as torch: numpy defers to a Tensor's reflected operators, so ``np.float64(2) * t`` is a
-    # Tensor on the graph (not an ndarray that drops autograd)
-    __array_priority__ = 1000
-
     def __hash__(self):
         cap = _CAPTURE[0]
         if cap is not None and cap.stand_ins:      # NOTE [argument stand-ins] (_lowering/capture.py)
