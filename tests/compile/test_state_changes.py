@@ -135,6 +135,21 @@ def test_other_hyper_parameter_changed(key, value):
                    calls=4, between=between)
 
 
+@pytest.mark.parametrize("key", ["weight_decay", "dampening", "nesterov", "lr"])
+def test_hyper_parameter_rewritten_with_an_equal_value_no_retrace(key):
+    # the guard answers by identity first: an equal value in a new object (a config reloaded
+    # every step) must neither retrace nor be missed when it later really changes
+    def between(state, i):
+        g = state["opt"].param_groups[0]
+        g[key] = (not g[key]) if key == "nesterov" and i == 4 else type(g[key])(str(g[key])) \
+            if key != "nesterov" else bool(int(g[key]))
+        if key == "weight_decay" and i == 4:
+            g[key] = 0.25
+    run = check_compiled(program("SGD", dict(lr=0.05, momentum=0.9)), calls=6, between=between)
+    traces = run.step.stats["traces"]
+    assert traces <= (3 if key in ("nesterov", "weight_decay") else 2), traces
+
+
 @pytest.mark.parametrize("values", [(0.9, 0.0, 0.9), (0.0, 0.5, 0.7)])
 def test_momentum_crossing_zero_retraces(values):
     # momentum is a traced input, but whether it is zero decides whether a momentum buffer

@@ -253,7 +253,7 @@ class Region:
             if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
                 self.dead = True
                 return False
-        return hyper.signature(self.optimizers) == self.hyper and hyper.signs_hold(self.hyper_signs)
+        return hyper.holds(self.hyper) and hyper.signs_hold(self.hyper_signs)
 
     def args_contiguous(self, leaves) -> bool:
         """The view arguments whose layout decided a ``reshape``/``view`` in the trace are
@@ -652,7 +652,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
-    hyper0 = hyper.signature(plan.optimizers)
+    hyper0 = hyper.snapshot(plan.optimizers)
     refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
     stateful = stateful_reads(refs, ref_names)
     if stateful is not None:

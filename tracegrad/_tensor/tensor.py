@@ -556,7 +556,7 @@ class Tensor(TensorBase):
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         _concrete(self, "item()")
-        return np.asarray(v).reshape(()).item()
+        return np.asarray(v).item()
 
     def __float__(self):
         if self._value.size != 1:
