@@ -311,6 +311,23 @@ from ._api.creation import (  # noqa: E402  (typed legacy constructors)
     LongTensor as LongTensor, ShortTensor as ShortTensor,
 )
 
+# torch's smaller top-level functions (_api/torch_extras.py)
+from .nn._toplevel import (  # noqa: E402
+    feature_dropout as feature_dropout, gru_cell as gru_cell, lstm_cell as lstm_cell,
+    max_pool1d_with_indices as max_pool1d_with_indices, native_dropout as native_dropout,
+    native_group_norm as native_group_norm, native_layer_norm as native_layer_norm,
+    rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell
+)
+from ._api.torch_extras import (  # noqa: E402
+    SymBool as SymBool, SymFloat as SymFloat, SymInt as SymInt, cond as cond, detach as detach, eig as eig,
+    fill as fill, frombuffer as frombuffer, is_warn_always_enabled as is_warn_always_enabled, lstsq as lstsq,
+    matrix_rank as matrix_rank, OutOfMemoryError as OutOfMemoryError, set_anomaly_enabled as set_anomaly_enabled, set_default_tensor_type as set_default_tensor_type,
+    set_flush_denormal as set_flush_denormal, set_warn_always as set_warn_always, solve as solve,
+    sym_float as sym_float, sym_int as sym_int, sym_ite as sym_ite, sym_max as sym_max, sym_min as sym_min,
+    sym_not as sym_not, sym_sqrt as sym_sqrt, sym_sum as sym_sum, symeig as symeig, while_loop as while_loop
+)
+from .amp import GradScaler as GradScaler  # noqa: E402  (torch.GradScaler is torch.amp.GradScaler)
+
 __version__ = "0.1.0"
 
 

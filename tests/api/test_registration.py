@@ -44,6 +44,8 @@ ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_linalg_functions.py (L7): it
                                                            "lu_solve", "qr", "triangular_solve", "matrix_exp")})
 ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_spectral.py (L7): it needs tracegrad.fft, above the registry's "
                            "layer" for name in ("stft", "istft")})
+ATTACHED_ELSEWHERE.update({name: "set by tracegrad/nn/_toplevel.py (L7): it needs nn.functional, above the "
+                           "registry's layer" for name in ("prelu", "hardshrink")})
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
                       "__firstlineno__", "__static_attributes__"}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .._tensor.device import cuda_devices, device as _device
 from . import amp  # noqa: F401
+from .._api.torch_extras import OutOfMemoryError  # noqa: F401  (torch.cuda.OutOfMemoryError)
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
            "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp", "set_device", "is_initialized",

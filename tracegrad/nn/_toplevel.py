@@ -9,6 +9,11 @@ NOTE [enum reduction]: observed on torch 2.13, these bindings reduce only for 1 
 says 1, the Python binding does not apply it). tracegrad does the same: default 0."""
 from __future__ import annotations
 
+import tracegrad
+from tracegrad import Tensor
+from tracegrad._ops import dtypes as _dt
+from tracegrad.autograd.grad_mode import no_grad
+
 from . import functional as F
 
 __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "dropout_",
@@ -16,7 +21,9 @@ __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_
            "pixel_shuffle", "pixel_unshuffle", "pdist", "pairwise_distance", "prelu", "bilinear", "rms_norm",
            "conv_transpose3d", "max_pool3d", "instance_norm", "kl_div", "binary_cross_entropy_with_logits",
            "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
-           "triplet_margin_loss", "ctc_loss"]
+           "triplet_margin_loss", "ctc_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+           "native_layer_norm", "native_group_norm", "native_dropout", "feature_dropout",
+           "max_pool1d_with_indices"]
 
 def _reduction(reduction):
     """The name of an ATen reduction enum (NOTE [enum reduction])."""
@@ -183,3 +190,106 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     """Mirrors ``torch.ctc_loss`` (enum reduction): ``F.ctc_loss``."""
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                       reduction=_reduction(reduction), zero_infinity=zero_infinity)
+
+
+# ---- functional recurrent cells (torch's _VF cells) ------------------------------------------
+
+
+def _gates(input, hx, w_ih, w_hh, b_ih, b_hh):
+    return F.linear(input, w_ih, b_ih) + F.linear(hx, w_hh, b_hh)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """Mirrors ``torch.lstm_cell``: one LSTM step. input ``(B, I)`` (or ``(I,)``); ``hx`` the
+    pair ``(h (B, H), c (B, H))``; w_ih ``(4H, I)``, w_hh ``(4H, H)``, biases ``(4H,)`` or None
+    (gate order i, f, g, o). Returns ``(h', c')``."""
+    h, c = hx
+    i, f, g, o = _gates(input, h, w_ih, w_hh, b_ih, b_hh).chunk(4, -1)
+    c2 = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c2.tanh(), c2
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """Mirrors ``torch.gru_cell``: one GRU step (gate order r, z, n; the new gate's hidden part
+    scaled by r after its bias, as torch). input ``(B, I)``; hx ``(B, H)``; w_ih ``(3H, I)``,
+    w_hh ``(3H, H)``. Returns h'."""
+    xr, xz, xn = F.linear(input, w_ih, b_ih).chunk(3, -1)
+    hr, hz, hn = F.linear(hx, w_hh, b_hh).chunk(3, -1)
+    r, z = (xr + hr).sigmoid(), (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return (1 - z) * n + z * hx
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """Mirrors ``torch.rnn_tanh_cell``: ``tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    return _gates(input, hx, w_ih, w_hh, b_ih, b_hh).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """Mirrors ``torch.rnn_relu_cell``: ``relu(x W_ih^T + b_ih + h W_hh^T + b_hh)``."""
+    return _gates(input, hx, w_ih, w_hh, b_ih, b_hh).relu()
+
+
+# ---- native_* spellings ---------------------------------------------------------------------
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """Mirrors ``torch.native_layer_norm``: ``(out, mean, rstd)``; mean and rstd have
+    ``input``'s leading dims and size 1 in each normalised dim (float32 statistics for
+    half-precision inputs, as torch's CPU kernel). Gradients flow through ``out``."""
+    n = len(normalized_shape)
+    dims = tuple(range(input.dim() - n, input.dim()))
+    x = input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input
+    with no_grad():
+        mean = x.mean(dims, keepdim=True)
+        rstd = (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+    return F.layer_norm(input, list(normalized_shape), weight, bias, eps), mean, rstd
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """Mirrors ``torch.native_group_norm``: ``(out, mean (N, group), rstd (N, group))`` for an
+    input of ``N`` samples, ``C`` channels and ``HxW`` elements per channel."""
+    g = input.detach().reshape(N, group, -1)
+    with no_grad():
+        mean = g.mean(-1)
+        rstd = (g.var(-1, unbiased=False) + eps).rsqrt()
+    return F.group_norm(input, group, weight, bias, eps), mean, rstd
+
+
+def native_dropout(input, p, train):
+    """Mirrors ``torch.native_dropout``: ``(out, mask)`` with a bool mask of kept elements;
+    with ``train`` False (or None), ``(input as a new tensor, all-True mask)``."""
+    if not train:
+        return input.clone(), input.new_ones(input.shape, dtype=_dt.bool_)
+    if p >= 1:
+        mask = input.new_zeros(input.shape, dtype=_dt.bool_)
+        return input * 0, mask
+    mask = tracegrad.rand_like(input, dtype=input.dtype if input.is_floating_point() else _dt.float32) >= p
+    return input * mask / (1 - p), mask
+
+
+def feature_dropout(input, p, train):
+    """Mirrors ``torch.feature_dropout``: channel dropout (``dropout2d``-like: whole channels
+    of a ``(N, C, *)`` input zeroed with probability ``p``, the rest scaled by ``1/(1-p)``)."""
+    return F.dropout1d(input, p, train) if input.dim() in (2, 3) else \
+        F.dropout2d(input, p, train) if input.dim() == 4 else F.dropout3d(input, p, train)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """Mirrors ``torch.max_pool1d_with_indices``: ``(values, indices)`` of ``F.max_pool1d``."""
+    return F.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode=ceil_mode,
+                        return_indices=True)
+
+
+def _prelu_method(self, weight):
+    """Mirrors ``torch.Tensor.prelu``: ``F.prelu(self, weight)``."""
+    return F.prelu(self, weight)
+
+
+def _hardshrink_method(self, lambd=0.5):
+    """Mirrors ``torch.Tensor.hardshrink``: ``F.hardshrink(self, lambd)``."""
+    return F.hardshrink(self, lambd)
+
+
+# methods of nn-level ops: set here, where nn.functional exists (the API layer below cannot see it)
+Tensor.prelu, Tensor.hardshrink = _prelu_method, _hardshrink_method

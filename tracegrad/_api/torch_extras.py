@@ -1,0 +1,294 @@
+"""torch's smaller top-level functions that programs call and that compose from existing ops:
+process settings (``set_warn_always``, ``set_flush_denormal``, ``set_default_tensor_type``,
+``set_anomaly_enabled``), the ``sym_*`` helpers on plain numbers, ``detach``/``fill``/
+``frombuffer``, ``Tensor.narrow_copy``, the legacy copies ``resize``/``resize_as``, ``as_subclass``,
+``torch.cond`` and ``torch.while_loop`` (eager semantics), and the functions torch removed in
+1.9, which raise its RuntimeError naming the replacement. (The nn-level ones -- functional
+recurrent cells, ``native_*`` -- are in ``nn/_toplevel.py``.)"""
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+
+import numpy as np
+
+from .. import _state
+from .._ops import dtypes as _dt
+from .._ops.registry import OPS
+from .._tensor.factories import tensor as _tensor_from
+from .._tensor.tensor import Tensor
+from ..autograd._dispatch import apply_op
+from ..autograd.grad_mode import no_grad
+from . import strided as _strided  # noqa: F401  (defines tracegrad.narrow_copy)
+from ._registry import FUNCTIONS, method
+from .creation import _BY_TYPE_NAME, LegacyTensorType
+
+# ---- process settings -----------------------------------------------------------------------
+
+_WARN_ALWAYS = [False]
+
+
+def set_warn_always(b: bool) -> None:
+    """Mirrors ``torch.set_warn_always``: when True, warnings torch gives once per process are
+    given every time (a flag programs and tests read back with ``is_warn_always_enabled``)."""
+    _WARN_ALWAYS[0] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    """Mirrors ``torch.is_warn_always_enabled``."""
+    return _WARN_ALWAYS[0]
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Mirrors ``torch.set_flush_denormal``: returns whether the CPU is in the asked mode. XLA
+    keeps denormal float32/float64 values (torch's default), and cannot be told to flush them:
+    ``set_flush_denormal(False)`` is True, ``set_flush_denormal(True)`` is False (torch's
+    answer on a CPU without the mode) and changes nothing."""
+    return not mode
+
+
+def set_default_tensor_type(t) -> None:
+    """Mirrors the deprecated ``torch.set_default_tensor_type``: ``torch.DoubleTensor`` (or the
+    string ``'torch.DoubleTensor'``) makes float64 the default floating dtype, as
+    ``set_default_dtype``. TypeError for a non-floating type and AttributeError for an unknown
+    type name, as torch; warns that the API is deprecated."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    if isinstance(t, str):
+        name = t.rsplit(".", 1)[-1]
+        kind = name[:-len("Tensor")] if name.endswith("Tensor") else None
+        if kind not in _BY_TYPE_NAME or ".cuda." in t:
+            # torch resolves the dotted name first: an unknown one is an AttributeError
+            raise AttributeError(f"set_default_tensor_type(): no tensor type named {t!r}; "
+                                 "use one of 'torch.FloatTensor', 'torch.DoubleTensor', ...")
+        dtype = _dt.to_dtype(_BY_TYPE_NAME[kind])
+    elif isinstance(t, LegacyTensorType):
+        dtype = t.dtype
+    else:
+        raise TypeError(f"set_default_tensor_type(): expected a tensor type such as torch.DoubleTensor, "
+                        f"got {type(t).__name__}")
+    if not dtype.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    _dt.set_default_dtype(dtype)
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Mirrors ``torch.set_anomaly_enabled`` (the switch under ``autograd.set_detect_anomaly``)."""
+    _state.ANOMALY[0], _state.ANOMALY[1] = bool(enabled), bool(check_nan)
+
+
+class OutOfMemoryError(RuntimeError):
+    """Mirrors ``torch.OutOfMemoryError`` (also ``torch.cuda.OutOfMemoryError``): the class
+    programs catch around a step that may not fit, to retry smaller."""
+
+
+# ---- sym_* on plain numbers (torch's versions for non-symbolic values) -----------------------
+
+
+class SymInt:
+    """Mirrors ``torch.SymInt``, the class of symbolic sizes under ``torch.compile``'s dynamic
+    shapes. tracegrad's sizes are plain ints (a new size is a new trace), so no value is ever
+    one: ``isinstance(n, torch.SymInt)`` is False, as in torch eager."""
+
+
+class SymFloat:
+    """Mirrors ``torch.SymFloat`` (see ``SymInt``: never instantiated here)."""
+
+
+class SymBool:
+    """Mirrors ``torch.SymBool`` (see ``SymInt``: never instantiated here)."""
+
+
+def sym_int(a):
+    """Mirrors ``torch.sym_int``: ``int(a)``, truncating a float toward zero."""
+    return math.trunc(a) if isinstance(a, float) else int(a)
+
+
+def sym_float(a):
+    """Mirrors ``torch.sym_float``: ``float(a)``."""
+    return float(a)
+
+
+def sym_max(a, b):
+    """Mirrors ``torch.sym_max``: the larger, as a float when either is a float."""
+    r = builtins.max(a, b)
+    return float(r) if isinstance(a, float) or isinstance(b, float) else r
+
+
+def sym_min(a, b):
+    """Mirrors ``torch.sym_min``: the smaller, as a float when either is a float."""
+    r = builtins.min(a, b)
+    return float(r) if isinstance(a, float) or isinstance(b, float) else r
+
+
+def sym_not(a):
+    """Mirrors ``torch.sym_not``: ``not a``."""
+    return not a
+
+
+def sym_ite(b, t, f):
+    """Mirrors ``torch.sym_ite``: ``t if b else f``."""
+    return t if b else f
+
+
+def sym_sqrt(a):
+    """Mirrors ``torch.sym_sqrt``: ``math.sqrt(a)`` (a float)."""
+    return math.sqrt(a)
+
+
+def sym_sum(args):
+    """Mirrors ``torch.sym_sum``: the sum of ``args``."""
+    return builtins.sum(args)
+
+
+# ---- small tensor functions -----------------------------------------------------------------
+
+
+def detach(input):
+    """Mirrors ``torch.detach``: ``input.detach()``."""
+    return input.detach()
+
+
+def fill(input, value):
+    """Mirrors ``torch.fill``: a new tensor of ``input``'s shape and dtype filled with ``value``
+    (a number or a 0-d tensor, whose gradient is the sum of the result's)."""
+    if isinstance(value, Tensor):
+        return value.to(input.dtype).expand(input.shape).clone()
+    return input.detach().clone().fill_(value)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """Mirrors ``torch.frombuffer``: a 1-d tensor of ``dtype`` read from an object exposing the
+    buffer protocol, skipping ``offset`` bytes and reading ``count`` elements (-1: all). The
+    data is copied (JAX owns its memory; torch's shares the buffer). ValueError as torch for
+    a size that is not a whole number of elements or a count past the end."""
+    d = _dt.to_dtype(dtype)
+    mv = memoryview(buffer).cast("B")
+    item = np.dtype(d.np).itemsize
+    if offset < 0 or offset > len(mv) - 1:
+        raise ValueError(f"frombuffer(): offset ({offset} bytes) must be non-negative and no greater than the "
+                         f"buffer length ({len(mv)} bytes) minus 1")
+    avail = len(mv) - offset
+    if count < 0:
+        if avail % item:
+            raise ValueError(f"frombuffer(): buffer length ({avail} bytes after the offset) must be a "
+                             f"multiple of the element size ({item}); pass count=")
+        count = avail // item
+    elif count * item > avail:
+        raise ValueError(f"frombuffer(): requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset}) must not be greater than the actual buffer length ({len(mv)})")
+    arr = np.frombuffer(mv, dtype=d.np, count=count, offset=offset)
+    return _tensor_from(arr.copy(), dtype=d, requires_grad=requires_grad)
+
+
+# Tensor.narrow_copy is the function strided.py defines (torch.narrow_copy, NarrowCopyBackward0)
+method("narrow_copy")(FUNCTIONS["narrow_copy"])
+
+
+@method()
+def resize(self, *sizes):
+    """Mirrors the deprecated ``torch.Tensor.resize``: a resized copy (``resize_`` on a clone);
+    warns as torch."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    with no_grad():
+        return self.detach().clone().resize_(*sizes)
+
+
+@method()
+def resize_as(self, other):
+    """Mirrors the deprecated ``torch.Tensor.resize_as``: a copy resized to ``other``'s shape."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    with no_grad():
+        return self.detach().clone().resize_(other.shape)
+
+
+@method()
+def as_subclass(self, cls):
+    """Mirrors ``torch.Tensor.as_subclass``: an alias of ``self`` of type ``cls`` (a Tensor
+    subclass): same storage, and attached to the autograd graph through an ``AliasBackward0``
+    node, as torch's; ``cls.__init__`` does not run. TypeError for a class that does not
+    derive from Tensor."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError("as_subclass(): creating a Tensor subclass from a class that does not inherit from "
+                        f"Tensor is not possible ({cls!r}); make sure your class inherits from Tensor")
+    out = apply_op(OPS["alias"], (self,))
+    try:
+        out.__class__ = cls
+    except TypeError:        # a subclass with slots of its own: a new object with the alias's fields
+        alias, out = out, object.__new__(cls)
+        for name in Tensor.__slots__:
+            if name not in ("__dict__", "__weakref__") and hasattr(alias, name):
+                setattr(out, name, getattr(alias, name))
+        out.__dict__.update(alias.__dict__)
+    return out
+
+
+# ---- higher-order control flow, eager semantics ---------------------------------------------
+
+
+def cond(pred, true_fn, false_fn, operands=(), additional_inputs=None):
+    """Mirrors ``torch.cond``: ``true_fn(*operands)`` when ``pred`` (a bool or a one-element
+    bool tensor) is true, else ``false_fn(*operands)``. Run eagerly: the branch is chosen from
+    ``pred``'s value (inside ``tracegrad.compile`` a tensor ``pred`` is a data-dependent branch:
+    a graph break, never a frozen choice). RuntimeError, as torch, for a ``pred`` tensor of more
+    than one element or a non-bool/number ``pred``."""
+    if isinstance(pred, Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, "
+                               f"got a tensor of shape {list(pred.shape)}")
+        pred = bool(pred.item())
+    elif not isinstance(pred, (bool, int, np.bool_)):
+        raise RuntimeError(f"torch.cond: expected pred to be a bool or a tensor with a single item, got "
+                           f"{type(pred).__name__}")
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError("torch.cond: expected operands to be a tuple or list of tensors")
+    extra = tuple(additional_inputs or ())
+    return (true_fn if pred else false_fn)(*operands, *extra)
+
+
+def while_loop(cond_fn, body_fn, carried_inputs, additional_inputs=None):
+    """Mirrors ``torch.while_loop``: ``carried = body_fn(*carried)`` while ``cond_fn(*carried)``
+    (a bool or one-element bool tensor) holds; returns the final carried values as a tuple.
+    Run eagerly (inside ``tracegrad.compile`` the condition is a data-dependent branch: a
+    graph break). RuntimeError, as torch, when the body returns a different number of values."""
+    carried = tuple(carried_inputs)
+    extra = tuple(additional_inputs or ())
+    while True:
+        c = cond_fn(*carried, *extra)
+        if isinstance(c, Tensor):
+            c = bool(c.item())
+        if not c:
+            return carried
+        new = body_fn(*carried, *extra)
+        new = tuple(new) if isinstance(new, (tuple, list)) else (new,)
+        if len(new) != len(carried):
+            raise RuntimeError(f"torch.while_loop: body_fn returned {len(new)} values for "
+                               f"{len(carried)} carried inputs; return one value per carried input")
+        carried = new
+
+
+# ---- functions torch removed in 1.9 ---------------------------------------------------------
+
+_REMOVED = {
+    "eig": "use torch.linalg.eig (complex eigenvalues and eigenvectors) or torch.linalg.eigvals",
+    "lstsq": "use torch.linalg.lstsq(A, B) (its arguments are reversed; it returns a named tuple)",
+    "solve": "use torch.linalg.solve(A, B) (its arguments are reversed; it returns only the solution)",
+    "symeig": "use torch.linalg.eigh (it reads the lower triangle by default) or torch.linalg.eigvalsh",
+    "matrix_rank": "use torch.linalg.matrix_rank (its 'symmetric' parameter is called 'hermitian')",
+}
+
+
+def _removed(name):
+    def fn(*args, **kwargs):
+        raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed: torch.{name}; "
+                           f"{_REMOVED[name]}.")
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``, removed in torch 1.9: raises RuntimeError naming the replacement."
+    return fn
+
+
+eig, lstsq, solve, symeig, matrix_rank = (_removed(n) for n in ("eig", "lstsq", "solve", "symeig", "matrix_rank"))
+for _name in ("eig", "lstsq", "solve", "symeig"):
+    method(_name)(_removed(_name))
