@@ -327,6 +327,8 @@ from ._api.torch_extras import (  # noqa: E402
     sym_not as sym_not, sym_sqrt as sym_sqrt, sym_sum as sym_sum, symeig as symeig, while_loop as while_loop
 )
 from .amp import GradScaler as GradScaler  # noqa: E402  (torch.GradScaler is torch.amp.GradScaler)
+from . import library as library  # noqa: E402
+from .library import ops as ops  # noqa: E402  (torch.ops.<namespace>.<operator>)
 
 __version__ = "0.1.0"
 

@@ -1,0 +1,429 @@
+"""``tracegrad.library`` and ``tracegrad.ops``: torch's Python custom-operator API.
+
+``@library.custom_op("mylib::name", mutates_args=())`` turns a function written with tensor ops
+(or NumPy, through ``.numpy()``) into an operator: called directly or as
+``tracegrad.ops.mylib.name`` (and ``.default``). Its body runs with gradient recording off, as
+torch runs a kernel below autograd; ``register_autograd(backward, setup_context=...)`` gives it
+a gradient (an ``autograd.Function`` underneath: the node is torch's
+``GeneratedBackwardFor_<ns>_<name>_defaultBackward``), and without one a backward through it
+raises torch's RuntimeError. ``register_fake`` is kept (``opcheck`` compares shapes/dtypes with
+it; tracegrad needs no fake kernel to trace: the real body runs under the trace).
+``register_kernel("cpu"/"cuda", fn)`` replaces the body on that device. The older
+``Library(ns, "DEF"/"IMPL"/"FRAGMENT")`` with ``define(schema)`` / ``impl(name, fn, key)`` maps
+onto the same operators. ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
+"""
+from __future__ import annotations
+
+import inspect
+
+import tracegrad
+from tracegrad import Tensor
+from tracegrad.autograd.function import Function
+
+__all__ = ["custom_op", "CustomOpDef", "register_fake", "register_autograd", "register_kernel", "opcheck",
+           "Library", "define", "impl", "ops"]
+
+_OPS: dict = {}       # "ns::name" -> CustomOpDef
+
+
+def _split(qualname):
+    if not isinstance(qualname, str) or qualname.count("::") != 1 or not all(qualname.split("::")):
+        raise ValueError(f"custom_op: the name must be 'namespace::op_name' (e.g. 'mylib::my_op'), got {qualname!r}")
+    return qualname.split("::")
+
+
+def _check_signature(fn, mutates_args):
+    """torch's ``infer_schema`` rules: every parameter and the return annotated; the mutated
+    arguments among the parameters."""
+    sig = inspect.signature(fn)
+    for p in sig.parameters.values():
+        if p.annotation is inspect.Parameter.empty:
+            raise ValueError(f"infer_schema(func): Parameter {p.name} must have a type annotation. Got func with "
+                             f"signature {sig})")
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ValueError(f"infer_schema(func): Parameter {p.name} of kind {p.kind} is not supported")
+    if sig.return_annotation is inspect.Signature.empty:
+        raise ValueError(f"infer_schema(func): No return type annotation was provided. Got func with signature {sig}")
+    if mutates_args != "unknown":
+        unknown = set(mutates_args) - set(sig.parameters)
+        if unknown:
+            raise ValueError(f"custom_op: mutates_args names {sorted(unknown)}, which are not parameters of "
+                             f"{fn.__name__} {sig}")
+    return sig
+
+
+def _tensors(value):
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+class CustomOpDef:
+    """Mirrors ``torch._library.custom_ops.CustomOpDef``: the operator ``custom_op`` returns.
+    Call it like the function it wraps."""
+
+    def __init__(self, namespace, name, fn, mutates_args, signature=None):
+        self._namespace, self._name = namespace, name
+        self._init_fn = fn
+        self._signature = signature
+        self._mutates = () if mutates_args == "unknown" else tuple(mutates_args)
+        self._kernels = {}          # device type -> function
+        self._fake = None
+        self._backward = self._setup_context = None
+        self._function = None
+        self.__name__ = name
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __repr__(self):
+        return f"<CustomOpDef({self._namespace}::{self._name})>"
+
+    @property
+    def _qualname(self):
+        return f"{self._namespace}::{self._name}"
+
+    @property
+    def default(self):
+        """``torch.ops.<ns>.<name>.default``: the operator itself."""
+        return self
+
+    # ---- registration -------------------------------------------------------------------
+    def register_fake(self, fn=None, /):
+        """Mirrors ``CustomOpDef.register_fake``: the shape/dtype function (usable as a
+        decorator). Kept for ``opcheck``; tracing runs the real body."""
+        def put(f):
+            self._fake = f
+            return f
+        return put if fn is None else put(fn)
+
+    register_abstract = register_fake
+
+    def register_autograd(self, backward, /, *, setup_context=None):
+        """Mirrors ``CustomOpDef.register_autograd``: ``setup_context(ctx, inputs, output)``
+        saves what ``backward(ctx, *grads)`` needs; backward returns one gradient (or None) per
+        input of the operator."""
+        if not callable(backward):
+            raise TypeError(f"register_autograd: expected backward to be a function, got {type(backward).__name__}")
+        self._backward, self._setup_context = backward, setup_context
+        self._function = None
+
+    def register_kernel(self, device_types, fn=None, /):
+        """Mirrors ``CustomOpDef.register_kernel``: the body on ``device_types`` ('cpu',
+        'cuda', a list of them, or None for every device); usable as a decorator."""
+        types = [device_types] if device_types is None or isinstance(device_types, str) else list(device_types)
+
+        def put(f):
+            for d in types:
+                self._kernels[d] = f
+            return f
+        return put if fn is None else put(fn)
+
+    # ---- calling --------------------------------------------------------------------------
+    def _kernel(self, args):
+        if self._kernels:
+            for t in _tensors(list(args)):
+                k = self._kernels.get(t.device.type)
+                if k is not None:
+                    return k
+            if None in self._kernels:
+                return self._kernels[None]
+        return self._init_fn
+
+    def _autograd_function(self):
+        if self._function is None:
+            op = self
+
+            def forward(*args):
+                return op._run(args)
+
+            def setup_context(ctx, inputs, output):
+                if op._setup_context is not None:
+                    op._setup_context(ctx, inputs, output)
+
+            def backward(ctx, *grads):
+                if op._backward is None:
+                    raise RuntimeError(f"Trying to backward through {op._namespace}.{op._name}.default but no "
+                                       "autograd formula was registered. Please use register_autograd to add one.")
+                out = op._backward(ctx, *grads)
+                return out if isinstance(out, tuple) else (out,)
+            name = f"GeneratedBackwardFor_{self._namespace}_{self._name}_default"
+            self._function = type(name, (Function,), {"forward": staticmethod(forward),
+                                                      "setup_context": staticmethod(setup_context),
+                                                      "backward": staticmethod(backward)})
+        return self._function
+
+    def _run(self, args):
+        with tracegrad.no_grad():
+            out = self._kernel(args)(*args)
+        ins = {id(t._st) for t in _tensors(list(args))}
+        for t in _tensors(out):
+            if id(t._st) in ins:
+                raise RuntimeError(f"{self._qualname}: the output of this custom operator must not also be an input "
+                                   "to it nor alias one (a view of an input): return a clone (x.clone()) instead")
+        return out
+
+    def __call__(self, *args, **kwargs):
+        if kwargs or self._signature is not None:
+            sig = self._signature or inspect.signature(self._init_fn)
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{self._qualname}: {e}") from None
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
+        if tracegrad.is_grad_enabled() and any(t.requires_grad for t in _tensors(list(args))):
+            return self._autograd_function().apply(*args)
+        return self._run(args)
+
+
+def custom_op(name, fn=None, /, *, mutates_args, device_types=None, schema=None):
+    """Mirrors ``torch.library.custom_op``: registers ``fn`` (annotated parameters and return)
+    as the operator ``name`` ('namespace::op_name'); usable as a decorator. ``mutates_args``
+    (required) names the arguments ``fn`` writes in place (or ``"unknown"``).
+    ``device_types`` restricts ``fn`` to those devices. Raises ValueError for a malformed name,
+    a missing annotation or an unknown mutated argument, and RuntimeError for a name already
+    registered."""
+    namespace, opname = _split(name)
+
+    def register(f):
+        sig = _check_signature(f, mutates_args) if schema is None else None
+        if name in _OPS:
+            raise RuntimeError(f"custom_op: an operator named {name} is already registered; pick another name "
+                               "(operators live for the whole process, as in torch)")
+        op = CustomOpDef(namespace, opname, f, mutates_args, sig)
+        if device_types is not None:
+            op.register_kernel(device_types, f)
+        _OPS[name] = op
+        return op
+    return register if fn is None else register(fn)
+
+
+def _op(op):
+    if isinstance(op, CustomOpDef):
+        return op
+    found = _OPS.get(op) if isinstance(op, str) else None
+    if found is None:
+        raise ValueError(f"torch.library: {op!r} is not a registered custom operator (define it with custom_op)")
+    return found
+
+
+def register_fake(op, fn=None, /, *, lib=None, _stacklevel=1):
+    """Mirrors ``torch.library.register_fake(op_or_name, fn)`` (a decorator without ``fn``)."""
+    return _op(op).register_fake(fn) if fn is not None else _op(op).register_fake()
+
+
+register_abstract = register_fake
+
+
+def register_autograd(op, backward, /, *, setup_context=None, lib=None):
+    """Mirrors ``torch.library.register_autograd(op_or_name, backward, setup_context=...)``."""
+    _op(op).register_autograd(backward, setup_context=setup_context)
+
+
+def register_kernel(op, device_types, fn=None, /, *, lib=None):
+    """Mirrors ``torch.library.register_kernel(op_or_name, device_types, fn)``."""
+    return _op(op).register_kernel(device_types, fn)
+
+
+def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception=True, atol=None, rtol=None):
+    """Mirrors ``torch.library.opcheck``: runs the operator on ``args`` and checks what tracegrad
+    can: the fake kernel (if registered) gives the real output's shapes and dtypes, the inputs
+    not named in ``mutates_args`` are unchanged, and a backward is registered when an input
+    requires grad. Returns torch's dict of test name -> 'SUCCESS' (or the exception, with
+    ``raise_exception=False``)."""
+    op = _op(op)
+    kwargs = kwargs or {}
+    result = {}
+
+    def check(name, fn):
+        try:
+            fn()
+            result[name] = "SUCCESS"
+        except Exception as e:  # noqa: BLE001 -- reported as torch's opcheck does
+            if raise_exception:
+                raise
+            result[name] = e
+
+    def schema():
+        before = [t.detach().clone() for t in _tensors(list(args))]
+        with tracegrad.no_grad():
+            op(*args, **kwargs)
+        names = list(op._signature.parameters) if op._signature is not None else []
+        positions = {i for i, n in enumerate(names) if n in op._mutates}
+        k = 0
+        for i, a in enumerate(args):
+            for t in _tensors(a):
+                if i not in positions and not tracegrad.equal(t.detach(), before[k]):
+                    raise RuntimeError(f"opcheck: {op._qualname} changed its argument {i} in place, but "
+                                       "mutates_args does not name it")
+                k += 1
+
+    def autograd():
+        if any(t.requires_grad for t in _tensors(list(args))) and op._backward is None:
+            out = op(*args, **kwargs)
+            if any(t.requires_grad for t in _tensors(out)):
+                raise RuntimeError(f"opcheck: {op._qualname} takes inputs that require grad but has no autograd "
+                                   "formula: use register_autograd")
+
+    def fake():
+        if op._fake is None:
+            return
+        with tracegrad.no_grad():
+            real, fake_out = op(*args, **kwargs), op._fake(*args, **kwargs)
+        for r, f in zip(_tensors(real), _tensors(fake_out)):
+            if tuple(r.shape) != tuple(f.shape) or r.dtype != f.dtype:
+                raise RuntimeError(f"opcheck: {op._qualname}'s fake kernel gives {tuple(f.shape)} {f.dtype}, the "
+                                   f"operator {tuple(r.shape)} {r.dtype}")
+    check("test_schema", schema)
+    check("test_autograd_registration", autograd)
+    check("test_faketensor", fake)
+    check("test_aot_dispatch_dynamic", lambda: None)
+    return result
+
+
+# ---- the older Library API ------------------------------------------------------------------
+
+_KIND = ("DEF", "IMPL", "FRAGMENT")
+
+
+class Library:
+    """Mirrors ``torch.library.Library(ns, kind)``: ``define("name(Tensor x) -> Tensor")`` declares
+    an operator of the namespace, ``impl("name", fn, "CPU" | "CUDA" | "CompositeImplicitAutograd"
+    | "CompositeExplicitAutograd" | "Autograd" | "Meta")`` gives its body (an "Autograd" or
+    "CompositeImplicitAutograd" body records its own gradient; the others run with recording off).
+    ValueError for an unknown kind."""
+
+    def __init__(self, ns, kind, dispatch_key=""):
+        if kind not in _KIND:
+            raise ValueError(f"Library: unsupported kind {kind!r}; use one of {_KIND}")
+        self.ns, self.kind, self.dispatch_key = ns, kind, dispatch_key
+
+    def define(self, schema, alias_analysis="", *, tags=()):
+        """Declares the operator ``schema`` names ('name(args) -> ret' or 'name.overload(...)');
+        returns its name."""
+        name = schema.split("(", 1)[0].strip().split(".", 1)[0]
+        qual = f"{self.ns}::{name}"
+        if qual not in _OPS:
+            _OPS[qual] = CustomOpDef(self.ns, name, _undefined(qual), "unknown")
+        return name
+
+    def impl(self, op_name, fn, dispatch_key="", *, with_keyset=False):
+        """Gives operator ``op_name`` (of this namespace) its body for ``dispatch_key``."""
+        name = op_name if isinstance(op_name, str) else op_name.__name__
+        name = name.split("::")[-1].split(".", 1)[0]
+        qual = f"{self.ns}::{name}"
+        op = _OPS.get(qual)
+        if op is None:
+            raise RuntimeError(f"Library.impl: operator {qual} is not defined; call define() first")
+        key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
+        if key == "Meta":
+            op.register_fake(fn)
+        elif key in ("CompositeImplicitAutograd", "Autograd", "AutogradCPU", "AutogradCUDA"):
+            _OPS[qual] = _Implicit(op, fn)
+        elif key in ("CPU", "CUDA"):
+            op.register_kernel(key.lower(), fn)
+        else:
+            op.register_kernel(None, fn)
+
+    def _destroy(self):
+        pass
+
+
+class _Implicit(CustomOpDef):
+    """An operator whose body records its own gradient (torch's CompositeImplicitAutograd /
+    Autograd kernels): called as is, with recording on."""
+
+    def __init__(self, op, fn):
+        super().__init__(op._namespace, op._name, fn, "unknown")
+        self._fake = op._fake
+
+    def __call__(self, *args, **kwargs):
+        return self._init_fn(*args, **kwargs)
+
+
+def _undefined(qual):
+    def body(*args, **kwargs):
+        raise NotImplementedError(f"{qual} has no implementation for this device: register one with "
+                                  "Library.impl or register_kernel")
+    return body
+
+
+def define(qualname, schema, *, lib=None, tags=()):
+    """Mirrors ``torch.library.define("ns::name", "(Tensor x) -> Tensor")``."""
+    ns, name = _split(qualname)
+    Library(ns, "FRAGMENT").define(name + schema)
+
+
+def impl(qualname, types, func=None, *, lib=None):
+    """Mirrors ``torch.library.impl("ns::name", "cpu" | "cuda" | "default" | [...], fn)``
+    (a decorator without ``fn``)."""
+    ns, name = _split(qualname)
+    keys = [types] if isinstance(types, str) else list(types)
+
+    def put(f):
+        for k in keys:
+            Library(ns, "FRAGMENT").impl(name, f, {"cpu": "CPU", "cuda": "CUDA", "default": "CompositeExplicitAutograd"}
+                                         .get(k, k))
+        return f
+    return put if func is None else put(func)
+
+
+# ---- tracegrad.ops -----------------------------------------------------------------------------
+
+
+class _Namespace:
+    """``tracegrad.ops.<ns>``: the operators of one namespace as attributes."""
+
+    def __init__(self, ns):
+        self._ns = ns
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        op = _OPS.get(f"{self._ns}::{name}")
+        if op is None:
+            raise AttributeError(f"'_OpNamespace' '{self._ns}' object has no attribute '{name}'")
+        return op
+
+
+class _Aten:
+    """``tracegrad.ops.aten.<name>``: torch's ATen operators as tracegrad's functions of the
+    same name (``.default`` is the function itself)."""
+
+    def __getattr__(self, name):
+        fn = getattr(tracegrad, name, None) or getattr(tracegrad.nn.functional, name, None)
+        if fn is None or not callable(fn):
+            raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
+        return _Overloads(fn)
+
+
+class _Overloads:
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+    def __getattr__(self, overload):
+        return self._fn      # .default, .Tensor, .Scalar...: one function takes them all
+
+
+class _Ops:
+    """``tracegrad.ops``: ``ops.<namespace>.<operator>``."""
+
+    aten = _Aten()
+
+    def __getattr__(self, ns):
+        if ns.startswith("__"):
+            raise AttributeError(ns)
+        return _Namespace(ns)
+
+    def load_library(self, path):
+        raise NotImplementedError("tracegrad.ops.load_library: tracegrad cannot load compiled C++ operator "
+                                  "libraries; define the operator in Python with tracegrad.library.custom_op")
+
+
+ops = _Ops()
