@@ -239,3 +239,19 @@ def test_aliases():
     assert tracegrad.GradScaler is tracegrad.amp.GradScaler
     assert issubclass(tracegrad.OutOfMemoryError, RuntimeError)
     assert tracegrad.cuda.OutOfMemoryError is tracegrad.OutOfMemoryError
+
+
+def test_subclass_dispatch_hooks_are_not_silently_skipped():
+    with pytest.warns(UserWarning, match="does not call"):
+        class Logged(tracegrad.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        class Plain(tracegrad.Tensor):       # no hook: nothing to say
+            pass
+
+        class OptedOut(tracegrad.Tensor):    # torch's opt-out marker
+            __torch_function__ = tracegrad._tensor.tensor._disabled_torch_function_impl

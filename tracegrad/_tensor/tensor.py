@@ -37,6 +37,15 @@ from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
+
+
+def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """Mirrors ``torch._C._disabled_torch_function_impl``: the ``__torch_function__`` a
+    subclass sets to opt out of subclass dispatch (tracegrad never dispatches; setting it is
+    accepted silently)."""
+    return func(*args, **(kwargs or {}))
+
+
 _CAPTURE = _state.CAPTURE
 
 
@@ -242,6 +251,17 @@ class Tensor(TensorBase):
 
     def __init__(self, *args, **kwargs):
         pass
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # tracegrad's functions and methods never call a subclass's __torch_function__ /
+        # __torch_dispatch__ (and results of ops are plain Tensors): say so where the class is
+        # written rather than let the override be skipped silently
+        hooks = [h for h in ("__torch_function__", "__torch_dispatch__") if h in cls.__dict__]
+        if hooks and cls.__dict__.get("__torch_function__") is not _disabled_torch_function_impl:
+            warnings.warn(f"tracegrad: {cls.__qualname__} defines {' and '.join(hooks)}, which tracegrad does not "
+                          "call: its functions and methods run their own implementation on subclass instances "
+                          "and return plain Tensors", UserWarning, stacklevel=2)
 
     # ----- construction fast path -------------------------------------------------------
     @classmethod
