@@ -15,6 +15,7 @@ onto the same operators. ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
 from __future__ import annotations
 
 import inspect
+import types
 
 import tracegrad
 from tracegrad import Tensor
@@ -411,8 +412,8 @@ class _Overloads:
         return self._fn      # .default, .Tensor, .Scalar...: one function takes them all
 
 
-class _Ops:
-    """``tracegrad.ops``: ``ops.<namespace>.<operator>``."""
+class _Ops(types.ModuleType):
+    """``tracegrad.ops``: ``ops.<namespace>.<operator>`` (a module object, as torch's)."""
 
     aten = _Aten()
 
@@ -426,4 +427,4 @@ class _Ops:
                                   "libraries; define the operator in Python with tracegrad.library.custom_op")
 
 
-ops = _Ops()
+ops = _Ops("tracegrad.ops")

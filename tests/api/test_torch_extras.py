@@ -255,3 +255,24 @@ def test_subclass_dispatch_hooks_are_not_silently_skipped():
 
         class OptedOut(tracegrad.Tensor):    # torch's opt-out marker
             __torch_function__ = tracegrad._tensor.tensor._disabled_torch_function_impl
+
+
+def test_cpu_module_types_and_inductor_config():
+    for lib in (tracegrad, torch):
+        assert lib.cpu.is_available() and lib.cpu.device_count() == 1
+        lib.cpu.synchronize()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # torch.cpu.amp.autocast is deprecated
+            with lib.cpu.amp.autocast():
+                assert lib.is_autocast_enabled("cpu")
+                assert (lib.ones(2, 2) @ lib.ones(2, 2)).dtype == lib.bfloat16
+        assert not lib.is_autocast_enabled("cpu")
+    assert tracegrad.types.Number == torch.types.Number
+    import tracegrad._inductor.config as cfg
+    cfg.coordinate_descent_tuning = True
+    cfg.triton.unique_kernel_names = True
+    assert tracegrad._inductor.config.coordinate_descent_tuning and cfg.triton.unique_kernel_names
+    with cfg.patch(max_autotune=True):
+        assert cfg.max_autotune is True
+    assert cfg.max_autotune is False
+    cfg.coordinate_descent_tuning = False
