@@ -30,6 +30,7 @@ from .._ops import dtypes as _dt
 from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
                           chain_is_conj as _chain_is_conj, chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
+from .._ops.registry import OPS as _OPS
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
@@ -37,6 +38,7 @@ from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
+_PERMUTE, _TRANSPOSE, _T = _OPS["permute"], _OPS["transpose"], _OPS["t"]
 _CAPTURE = _state.CAPTURE
 
 
@@ -145,16 +147,52 @@ def storage_offset_of(t) -> int:
     return int(pos.reshape(-1)[0]) if pos.size else 0
 
 
+def rowmajor_strides(shape) -> tuple:
+    """torch's contiguous strides for ``shape`` (a size-0 or size-1 dim steps as a 1 would)."""
+    out, nxt = [0] * len(shape), 1
+    for k in range(len(shape) - 1, -1, -1):
+        out[k] = nxt
+        nxt *= shape[k] or 1
+    return tuple(out)
+
+
 def strides_of(t) -> tuple:
     """torch's ``stride()``: storage positions to step per index of each dim, read off the
-    element positions; a size-1 (or empty) dim gets the stride a fresh contiguous layout gives it."""
+    element positions; a size-1 (or empty) dim gets the stride a fresh contiguous layout gives it,
+    except under a final permutation, which permutes the strides of what it permutes (as torch's
+    permute/transpose views and laid-out tensors, NOTE [storage layouts])."""
+    chain = t._chain
     shape = tuple(t._value.shape)
-    pos = element_positions(t) if t._chain and t._value.size else None
+    pos = element_positions(t) if chain and t._value.size else None
+    return _strides(shape, pos, chain)
+
+
+def _permutation(step, ndim):
+    """The dims a chain step permutes by (a permute, transpose or t view), else None."""
+    op, static = step[0], step[1]
+    if op is _PERMUTE:
+        return dict(static)["dims"]
+    if op is _TRANSPOSE or (op is _T and ndim == 2):
+        st = dict(static)
+        a, b = (st["dim0"] % ndim, st["dim1"] % ndim) if op is _TRANSPOSE else (0, 1)
+        dims = list(range(ndim))
+        dims[a], dims[b] = b, a
+        return tuple(dims)
+    return None
+
+
+def _strides(shape, pos, chain):
+    dims = _permutation(chain[-1], len(shape)) if chain else None
+    if dims is not None:
+        inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+        inner = _strides(tuple(shape[i] for i in inverse), None if pos is None else np.transpose(pos, inverse),
+                         chain[:-1])
+        return tuple(inner[d] for d in dims)
     out = [0] * len(shape)
     nxt = 1
     for k in range(len(shape) - 1, -1, -1):
         s = nxt
-        if pos is not None and shape[k] > 1:
+        if chain and pos is not None and shape[k] > 1:
             s = int(np.take(pos, 1, axis=k).reshape(-1)[0] - pos.reshape(-1)[0])
         out[k] = s
         nxt = s * shape[k] if s and shape[k] else nxt
@@ -514,7 +552,13 @@ class Tensor(TensorBase):
             # torch keeps requires_grad across .data = ..., so the new dtype must allow it
             # (TestAutograd.test_set_data_self_requires_grad)
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
-        self._st, self._chain = Storage(value._value), ()
+        if getattr(value._st, "_layout", False) and len(value._chain) == 1:
+            # a laid-out value keeps its layout (Module.to(memory_format=...) sets parameters so)
+            st = Storage(value._st.array)
+            st._layout = True
+            self._st, self._chain = st, value._chain
+        else:
+            self._st, self._chain = Storage(value._value), ()
         self._vcache = None
 
     @data.deleter
