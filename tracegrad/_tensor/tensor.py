@@ -672,6 +672,8 @@ class Tensor(TensorBase):
         st = memo.get(id(self._st))
         if st is None:
             st = memo[id(self._st)] = Storage(self._st.array)
+            if getattr(self._st, "_layout", False):    # the copy keeps the layout (memory_format.py)
+                st._layout = True
         t._st, t._chain, t._vcache = st, self._chain, None
         t._rg = self._rg
         if self._grad is not None:
