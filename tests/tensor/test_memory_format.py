@@ -89,6 +89,12 @@ CASES = {
         _x(T, 2, 3, 4, 5), _x(T, 4, 3, 3, 3).to(memory_format=T.channels_last)), T),
     "max_pool2d": lambda T: _obs(T.nn.functional.max_pool2d(_cl(T), 2), T),
     "batch_norm": lambda T: _obs(T.nn.functional.batch_norm(_cl(T), T.zeros(3), T.ones(3)), T),
+    "group_norm_pool_upsample": lambda T: [_obs(f(_cl(T)), T) for f in (
+        lambda x: T.nn.functional.group_norm(x, 1), lambda x: T.nn.functional.avg_pool2d(x, 2),
+        lambda x: T.nn.functional.adaptive_avg_pool2d(x, 2), lambda x: T.nn.functional.interpolate(x, scale_factor=2),
+        lambda x: T.nn.functional.interpolate(x, scale_factor=2, mode="bilinear"))],
+    "dropout_follows": lambda T: T.nn.functional.dropout(_cl(T), 0.5).stride(),
+    "layer_norm_row_major": lambda T: T.nn.functional.layer_norm(_cl(T), (5,)).stride(),
     "cat": lambda T: [T.cat([_cl(T), _cl(T)]).stride(), T.cat([_cl(T), _x(T, 2, 3, 4, 5)]).stride()],
     "reduction_and_matmul": lambda T: [_cl(T).sum(), _cl(T).sum(1), (_cl(T) @ _x(T, 5, 2))],
     # views of a laid-out tensor: view errors where the strides do not allow it, reshape copies
@@ -103,6 +109,10 @@ CASES = {
     "detach_and_data": lambda T: [_cl(T).detach().stride(), _cl(T).data.stride()],
     "size1_strides_of_permute_views": lambda T: [_x(T, 1, 3).t().stride(), _x(T, 1, 2, 3, 4).transpose(0, 3).stride(),
                                                  _x(T, 1, 2, 3, 4).permute(0, 2, 3, 1).stride()],
+    "suggest_memory_format": lambda T: [str(T._prims_common.suggest_memory_format(t)).split(".")[-1] for t in (
+        _cl(T), _x(T, 2, 3, 4, 5), _x(T, 1, 3, 1, 1).to(memory_format=T.channels_last), _x(T, 2, 3, 4, 5)[:, :, ::2],
+        _x(T, 2, 3, 2, 3, 4).to(memory_format=T.channels_last_3d), _x(T, 2, 3).t(),
+        _x(T, 2, 3, 4, 5).permute(0, 2, 3, 1).permute(0, 3, 1, 2))],
     # errors
     "channels_last_rank_3": lambda T: T.zeros(2, 3, 4).contiguous(memory_format=T.channels_last),
     "channels_last_3d_rank_4": lambda T: T.zeros(2, 3, 4, 5).clone(memory_format=T.channels_last_3d),

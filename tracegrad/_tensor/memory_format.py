@@ -286,6 +286,10 @@ _ACTIVATIONS = ("gelu", "leaky_relu", "elu", "hardtanh", "softplus", "mul_scalar
                 "mish", "sigmoid", "tanh")
 FOLLOW: dict = {}
 _WRAPPED = ("self", "other")
+# ops whose CPU kernel lays its output out as its input's suggest_memory_format
+_SUGGESTED = {"native_batch_norm", "native_group_norm", "max_pool2d", "max_pool2d_with_indices", "avg_pool2d",
+              "adaptive_avg_pool2d", "adaptive_max_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
+              "adaptive_avg_pool3d"}
 
 
 def _build_follow():
@@ -294,10 +298,9 @@ def _build_follow():
             continue
         if getattr(op.fn, "__module__", None) == _POINTWISE_MODULE or name in _ACTIVATIONS:
             FOLLOW[op] = _pointwise_order
-    for name in ("native_batch_norm", "max_pool2d", "max_pool2d_with_indices", "avg_pool2d", "adaptive_avg_pool2d",
-                 "adaptive_max_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d"):
-        if name in OPS:
-            FOLLOW[OPS[name]] = _suggested_order
+    for name, op in OPS.items():
+        if name in _SUGGESTED or name.startswith("upsample_") and name[-2:] in ("2d", "3d"):
+            FOLLOW[op] = _suggested_order
     FOLLOW[OPS["convolution"]] = _conv_order
     FOLLOW[OPS["cat"]] = _cat_order
 
