@@ -31,6 +31,18 @@ def _cl(T):
     return _x(T, 2, 3, 4, 5).to(memory_format=T.channels_last)
 
 
+def _views_in_place(T):
+    a = _cl(T).requires_grad_()
+    b = a * 2
+    b[:, 0] += 1
+    b[:, 1].mul_(3)
+    (b * _x(T, 2, 3, 4, 5)).sum().backward()
+    c = _cl(T)
+    c[:, :, 1].fill_(7.)
+    c[0] = 1
+    return b.stride(), b, a.grad.stride(), a.grad, c.stride(), c
+
+
 CASES = {
     # the formats themselves
     "to_channels_last": lambda T: _obs(_cl(T), T),
@@ -113,6 +125,11 @@ CASES = {
         _cl(T), _x(T, 2, 3, 4, 5), _x(T, 1, 3, 1, 1).to(memory_format=T.channels_last), _x(T, 2, 3, 4, 5)[:, :, ::2],
         _x(T, 2, 3, 2, 3, 4).to(memory_format=T.channels_last_3d), _x(T, 2, 3).t(),
         _x(T, 2, 3, 4, 5).permute(0, 2, 3, 1).permute(0, 3, 1, 2))],
+    "size1_strides_of_slices": lambda T: [v.stride() for v in (
+        _x(T, 2, 3, 4, 5)[:, 1:2], _x(T, 2, 3, 4, 5)[0:1, ::2], _x(T, 2, 3, 4, 5)[:, :, ::4],
+        _x(T, 2, 3, 4, 5).narrow(3, 2, 1), _x(T, 2, 3, 4, 5).chunk(2, 0)[1], _cl(T).split(2, 1)[1],
+        _cl(T).chunk(2, 0)[0], _cl(T).unbind(1)[0], _cl(T).narrow(2, 1, 2))],
+    "in_place_through_views_and_autograd": lambda T: _views_in_place(T),
     # errors
     "channels_last_rank_3": lambda T: T.zeros(2, 3, 4).contiguous(memory_format=T.channels_last),
     "channels_last_3d_rank_4": lambda T: T.zeros(2, 3, 4, 5).clone(memory_format=T.channels_last_3d),

@@ -180,6 +180,8 @@ def dense_order(shape, strides):
 def preserve_order(t):
     """The order ``preserve_format`` gives a copy of ``t`` (ATen's ``empty_like``): t's own for a
     non-overlapping and dense t, else the dense order its strides suggest."""
+    if not t._chain:    # the whole of a row-major storage
+        return tuple(range(t.ndim))
     shape, strides = tuple(t.shape), strides_of(t)
     if non_overlapping_and_dense(shape, strides):
         return dense_order(shape, strides)

@@ -39,6 +39,8 @@ from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
 _PERMUTE, _TRANSPOSE, _T = _OPS["permute"], _OPS["transpose"], _OPS["t"]
+_SPLIT, _SLICE, _INDEX_SLICE = _OPS["split"], _OPS["slice"], _OPS["index_slice"]
+_VIEW_DTYPE = _OPS["view_dtype"]
 _CAPTURE = _state.CAPTURE
 
 
@@ -106,15 +108,20 @@ _positions: dict = _state.register_cache("_tensor._positions", {})
 def element_positions(t):
     """Flat storage position of each element of ``t`` (a numpy int array of t's shape), found
     by running the view chain over an iota; torch's strides are what this array encodes."""
-    key = (t._chain, t._st.array.shape)
+    return chain_positions(t._chain, t._st.array.shape)
+
+
+def chain_positions(chain, root_shape):
+    """``element_positions`` of the view ``chain`` over a storage array of ``root_shape``."""
+    key = (chain, root_shape)
     pos = _positions.get(key)
     if pos is None:
-        root = np.arange(int(np.prod(t._st.array.shape)), dtype=np.int64).reshape(t._st.array.shape)
+        root = np.arange(int(np.prod(root_shape)), dtype=np.int64).reshape(root_shape)
         if len(_positions) > _BOUND_LIMIT:
             _positions.clear()
         # metadata, not data: computed on the host even while a compiled function is traced
         with jax.ensure_compile_time_eval():
-            pos = _positions[key] = np.asarray(with_x64(_chain_apply)(t._chain, root)) if t._chain else root
+            pos = _positions[key] = np.asarray(with_x64(_chain_apply)(chain, root)) if chain else root
     return pos
 
 
@@ -164,7 +171,7 @@ def strides_of(t) -> tuple:
     chain = t._chain
     shape = tuple(t._value.shape)
     pos = element_positions(t) if chain and t._value.size else None
-    return _strides(shape, pos, chain)
+    return _strides(shape, pos, chain, t._st.array.shape)
 
 
 def _permutation(step, ndim):
@@ -181,12 +188,40 @@ def _permutation(step, ndim):
     return None
 
 
-def _strides(shape, pos, chain):
+def _slice_steps(step, ndim):
+    """Per dim, the step a view keeping every dim takes through its input (split, narrow,
+    slicing with slices only), else None."""
+    op, static = step[0], dict(step[1])
+    if op is _SPLIT:
+        return (1,) * ndim
+    if op is _SLICE:
+        return tuple(static["step"] if k == static["dim"] else 1 for k in range(ndim))
+    if op is _INDEX_SLICE and all(e[0] == "s" for e in static["key"]):
+        steps = tuple(e[3] or 1 for e in static["key"])
+        return steps + (1,) * (ndim - len(steps))
+    return None
+
+
+def _prefix_strides(chain, root_shape):
+    """The strides of the tensor one view step before ``chain``'s last."""
+    before = chain_positions(chain[:-1], root_shape)
+    return _strides(before.shape, before if before.size else None, chain[:-1], root_shape)
+
+
+def _strides(shape, pos, chain, root_shape):
+    if chain and chain[-1][0] is _VIEW_DTYPE and pos is not None:
+        # view(dtype) scales the strides by the ratio of the element sizes (last dim: 1), as torch's
+        st = dict(chain[-1][1])
+        a, b = st["src"].itemsize, st["dtype"].itemsize
+        inner = _prefix_strides(chain, root_shape)
+        if a == b:
+            return inner
+        return tuple(s * (a // b) if a > b else s // (b // a) for s in inner[:-1]) + (1,)
     dims = _permutation(chain[-1], len(shape)) if chain else None
     if dims is not None:
         inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
         inner = _strides(tuple(shape[i] for i in inverse), None if pos is None else np.transpose(pos, inverse),
-                         chain[:-1])
+                         chain[:-1], root_shape)
         return tuple(inner[d] for d in dims)
     out = [0] * len(shape)
     nxt = 1
@@ -196,6 +231,12 @@ def _strides(shape, pos, chain):
             s = int(np.take(pos, 1, axis=k).reshape(-1)[0] - pos.reshape(-1)[0])
         out[k] = s
         nxt = s * shape[k] if s and shape[k] else nxt
+    if chain and pos is not None and 1 in shape:
+        # a dim sliced down to one element keeps its input's stride (times the slice's step), as torch's
+        steps = _slice_steps(chain[-1], len(shape))
+        if steps is not None:
+            inner = _prefix_strides(chain, root_shape)
+            out = [inner[k] * steps[k] if n == 1 else s for k, (n, s) in enumerate(zip(shape, out))]
     return tuple(out)
 
 
