@@ -84,6 +84,12 @@ CASES = {
     "to_dtype_preserves": lambda T: [_cl(T).double().stride(), _cl(T).to(T.float64),
                                      _x(T, 2, 3, 4, 5).to(T.float64, memory_format=T.channels_last).stride(),
                                      _x(T, 2, 3).t().to(T.float64).stride()],
+    "casts_take_memory_format": lambda T: [
+        _x(T, 2, 3, 4, 5).float(memory_format=T.channels_last).stride(),
+        _x(T, 2, 3, 4, 5).double(memory_format=T.channels_last).stride(),
+        _x(T, 2, 3, 4, 5).cpu(memory_format=T.channels_last).stride(),
+        _cl(T).half(memory_format=T.contiguous_format).stride(),
+        T.testing.make_tensor(2, 3, 4, 5, dtype=T.float32, device="cpu", memory_format=T.channels_last).stride()],
     # ops' outputs (TensorIterator and the channels-last kernels)
     "unary": lambda T: [_obs(f(_cl(T)), T) for f in (T.exp, T.relu, T.sigmoid, T.tanh, T.neg, T.abs)],
     "binary_same_layout": lambda T: _obs(_cl(T) * _cl(T), T),

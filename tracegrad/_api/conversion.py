@@ -78,8 +78,8 @@ def type_as(self, other):
 
 def _cast(d):
     def f(self, memory_format=None):
-        return to(self, d)
-    f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r})``."
+        return to(self, d, memory_format=memory_format)
+    f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r}, memory_format=memory_format)``."
     return f
 
 
@@ -92,7 +92,7 @@ for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
 @method()
 def cpu(self, memory_format=None):
     """Mirrors ``torch.Tensor.cpu``."""
-    return to(self, "cpu")
+    return to(self, "cpu", memory_format=memory_format)
 
 
 @method()
