@@ -202,7 +202,7 @@ def lay_out(t, order):
     ``order`` outermost to innermost (NOTE [storage layouts]); row-major order leaves it as it
     is. Returns ``t``."""
     order = tuple(order)
-    if order == tuple(range(len(order))) or t._value.size <= 1 and not t._chain:
+    if order == tuple(range(len(order))):
         return t
     value = t._value
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
@@ -212,11 +212,6 @@ def lay_out(t, order):
     t._vcache, t._vgen = value, st.gen
     LAYOUTS_SEEN[0] = True
     return t
-
-
-def like_layout(t, source):
-    """Give the fresh ``t`` the layout ``preserve_format`` would copy from ``source`` (same shape)."""
-    return lay_out(t, preserve_order(source)) if source._chain else t
 
 
 def grad_like_param(grad, param):
