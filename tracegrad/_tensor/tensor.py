@@ -38,9 +38,6 @@ from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
-_PERMUTE, _TRANSPOSE, _T = _OPS["permute"], _OPS["transpose"], _OPS["t"]
-_SPLIT, _SLICE, _INDEX_SLICE = _OPS["split"], _OPS["slice"], _OPS["index_slice"]
-_VIEW_DTYPE = _OPS["view_dtype"]
 _CAPTURE = _state.CAPTURE
 
 
@@ -172,6 +169,12 @@ def strides_of(t) -> tuple:
     shape = tuple(t._value.shape)
     pos = element_positions(t) if chain and t._value.size else None
     return _strides(shape, pos, chain, t._st.array.shape)
+
+
+# the view steps whose strides follow from their input's (``_strides``)
+_PERMUTE, _TRANSPOSE, _T = _OPS["permute"], _OPS["transpose"], _OPS["t"]
+_SPLIT, _SLICE, _INDEX_SLICE = _OPS["split"], _OPS["slice"], _OPS["index_slice"]
+_VIEW_DTYPE = _OPS["view_dtype"]
 
 
 def _permutation(step, ndim):
