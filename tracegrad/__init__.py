@@ -68,6 +68,7 @@ from ._tensor.memory_format import (  # noqa: E402
     channels_last as channels_last, channels_last_3d as channels_last_3d, contiguous_format as contiguous_format,
     memory_format as memory_format, preserve_format as preserve_format
 )
+from . import _prims_common as _prims_common  # noqa: E402  (torch._prims_common.suggest_memory_format)
 from ._tensor.generator import (
     Generator as Generator, default_generator as default_generator, get_rng_state as get_rng_state,
     initial_seed as initial_seed, manual_seed as manual_seed, seed as seed,

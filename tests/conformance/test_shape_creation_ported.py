@@ -170,13 +170,10 @@ FACTORIES.update({
     "zeros_like_preserve_format": lambda T: T.zeros_like(T.ones(2, 3).t(), memory_format=T.preserve_format),
     "ones_like_channels_last": lambda T: T.ones_like(T.zeros(1, 2, 2, 3), memory_format=T.channels_last),
     "memory_formats_differ": lambda T: [T.contiguous_format == T.preserve_format, T.channels_last == T.channels_last],
-    # tracegrad lays out new tensors row-major (memory_format.py): torch's preserve_format default
-    # keeps a permuted dense input's strides in *_like
+    # torch's preserve_format default keeps a permuted dense input's strides in *_like
     "zeros_like_preserves_strides": lambda T: T.zeros_like(T.ones(2, 3).t()).stride(),
 })
-FACTORY_XFAIL = {
-    "zeros_like_preserves_strides": "tracegrad's *_like results are always row-major (no preserve_format strides)",
-}
+FACTORY_XFAIL = {}
 
 
 @pytest.mark.parametrize("fn", outcome_params(FACTORIES, FACTORY_XFAIL))

@@ -173,8 +173,6 @@ def test_set_errors():
 
 
 # ---- clone and memory formats --------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="tracegrad has no memory formats: no torch.channels_last/contiguous_format "
-                                       "objects, and strides always follow the view chain (JAX arrays have no layout)")
 def test_clone_memory_format():
     # test_memory_format_clone, test_memory_format_preserved_after_permute, test_memory_format_to
     def program(T, log):
@@ -196,7 +194,6 @@ def test_clone_memory_format():
     run_both(program)
 
 
-@pytest.mark.xfail(strict=True, reason="tracegrad has no torch.channels_last/channels_last_3d memory format objects")
 def test_memory_format_errors():
     run_cases({
         "channels_last on 3d": lambda T: T.zeros(2, 3, 4).contiguous(memory_format=T.channels_last),

@@ -7,7 +7,9 @@ from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
+from .._tensor import memory_format as _mf
 from .._tensor.device import device as _device
+from .._tensor.memory_format import contiguous_format
 from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method, prop
 from .promotion import check_tensors
@@ -29,6 +31,7 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
                 raise TypeError(f"to() received an invalid combination of arguments: two dtypes ({dtype}, {a}); "
                                 f"pass to(dtype), to(device, dtype) or to(other)")
             dtype = a
+    _mf.check_format(memory_format, "to")
     out = self
     if dtype is not None:
         d = _dt.to_dtype(dtype)
@@ -42,6 +45,12 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
         dev = _device(device)
         if dev != self.device:
             out = _move(out, dev)
+    # torch's to_will_alias: a format that self's strides do not suggest needs a copy
+    if out is self and memory_format not in (None, _mf.preserve_format) \
+            and _mf.suggest_memory_format(self) is not memory_format:
+        out = apply_op(OPS["to_copy"], (self,), (("dtype", self.dtype.np),))   # torch's _to_copy
+    if out is not self:
+        _mf.lay_out(out, _mf.requested_order(self, memory_format, "to"))
     return out
 
 
@@ -69,8 +78,8 @@ def type_as(self, other):
 
 def _cast(d):
     def f(self, memory_format=None):
-        return to(self, d)
-    f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r})``."
+        return to(self, d, memory_format=memory_format)
+    f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r}, memory_format=memory_format)``."
     return f
 
 
@@ -83,7 +92,7 @@ for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
 @method()
 def cpu(self, memory_format=None):
     """Mirrors ``torch.Tensor.cpu``."""
-    return to(self, "cpu")
+    return to(self, "cpu", memory_format=memory_format)
 
 
 @method()
@@ -102,23 +111,39 @@ def get_device(self):
 
 @method(function=True)
 def clone(self, *, memory_format=None):
-    """Mirrors ``torch.clone``: a copy with its own storage. Autograd: ``CloneBackward0``."""
-    return apply_op(OPS["clone"], (self,))
+    """Mirrors ``torch.clone``: a copy with its own storage, laid out as ``memory_format`` asks
+    (default ``preserve_format``: self's strides when self is non-overlapping and dense, else
+    dense in self's stride order; NOTE [storage layouts]). Autograd: ``CloneBackward0``.
+    RuntimeError for ``channels_last`` on a tensor not 4-d (``channels_last_3d``: not 5-d)."""
+    order = _mf.requested_order(self, memory_format, "clone")
+    return _mf.lay_out(apply_op(OPS["clone"], (self,)), order)
 
 
 @method()
-def contiguous(self, memory_format=None):
-    """Mirrors ``torch.Tensor.contiguous``: self when already contiguous, else a clone."""
-    return self if is_contiguous(self) else clone(self)
+def contiguous(self, memory_format=contiguous_format):
+    """Mirrors ``torch.Tensor.contiguous(memory_format=torch.contiguous_format)``: self when
+    already contiguous in that format, else a clone laid out so. RuntimeError for
+    ``preserve_format`` (as torch) or a channels-last format at the wrong rank."""
+    if is_contiguous(self, memory_format):
+        return self
+    if memory_format is _mf.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator; pass "
+                           "torch.contiguous_format, torch.channels_last or torch.channels_last_3d")
+    return clone(self, memory_format=memory_format)
 
 
 @method()
-def is_contiguous(self, memory_format=None) -> bool:
-    """Mirrors ``torch.Tensor.is_contiguous``: elements sit at consecutive storage positions in
-    row-major order (worked out from the view chain, since JAX arrays have no strides)."""
+def is_contiguous(self, memory_format=contiguous_format) -> bool:
+    """Mirrors ``torch.Tensor.is_contiguous(memory_format=torch.contiguous_format)``: elements sit
+    at consecutive storage positions in the format's dim order (row-major for
+    ``contiguous_format`` and ``preserve_format``; NHWC for ``channels_last`` on a 4-d tensor,
+    NDHWC for ``channels_last_3d`` on a 5-d one, else False), worked out from the view chain."""
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout(self, "is_contiguous()")
-    return chain_is_contiguous(self)
+    _mf.check_format(memory_format, "is_contiguous")
+    if memory_format is contiguous_format or memory_format is _mf.preserve_format:
+        return chain_is_contiguous(self)
+    return _mf.is_contiguous_as(self, memory_format)
 
 
 @method()

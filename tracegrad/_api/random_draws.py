@@ -10,8 +10,8 @@ import jax.numpy as jnp
 from ..autograd._dispatch import apply_op
 from .._ops import random as _rnd
 from .._ops.registry import OPS
-from .._tensor import factories as _factories, generator as _generator
-from .._tensor.tensor import Tensor
+from .._tensor import factories as _factories, generator as _generator, memory_format as _mf
+from .._tensor.tensor import Tensor, strides_of
 from .._x64 import with_x64
 from ._registry import function, method
 from .creation import _sizes
@@ -95,6 +95,11 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
+    if all(s >= 0 for s in stride) and _mf.non_overlapping_and_dense(size, stride):
+        # a dense layout: a laid-out tensor (NOTE [storage layouts]), which ops' outputs follow
+        out = _mf.lay_out(_factories.empty(size, dtype=dtype, device=device), _mf.dense_order(size, stride))
+        if strides_of(out) == stride:
+            return out.requires_grad_(requires_grad)
     n = 1 + sum((k - 1) * s for k, s in zip(size, stride)) if all(size) else 0
     out = as_strided(_factories.empty(n, dtype=dtype, device=device), size, stride, 0)
     out._base = None      # a tensor of its own (no view of the storage-sized one it was cut from)

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import generator as _generator
+from . import memory_format as _mf
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
@@ -136,10 +137,17 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
 @accepts_out(dtype_from_out=True)
 @_size_keyword
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
-    """Mirrors ``torch.empty``. Differs from torch: the memory is zero-filled (JAX has no
+    """Mirrors ``torch.empty``; ``memory_format`` (default ``contiguous_format``) lays it out
+    (``channels_last`` needs 4 dims, ``channels_last_3d`` 5: RuntimeError otherwise, and for
+    ``preserve_format``, as torch). Differs from torch: the memory is zero-filled (JAX has no
     uninitialised arrays)."""
     _dense_layout(layout, "empty")
-    return zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+    _mf.check_format(memory_format, "empty")
+    if memory_format is _mf.preserve_format:
+        raise RuntimeError("empty(): unsupported memory format Preserve; pass torch.contiguous_format, "
+                           "torch.channels_last or torch.channels_last_3d")
+    order = _mf.format_order(memory_format, len(size_tuple(size)))
+    return _mf.lay_out(zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad), order)
 
 
 @with_x64
@@ -323,10 +331,19 @@ def _like(fn):
         # a sparse input would give torch a sparse result: not a silently dense one here
         _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
         d = dtype if dtype is not None else input.dtype
-        return fn(*args, *input.shape, dtype=d, device=device or None, requires_grad=requires_grad)
+        out = fn(*args, *input.shape, dtype=d, device=device or None, requires_grad=requires_grad)
+        return _laid_out_like(out, input, memory_format, like.__name__)
     like.__name__ = fn.__name__ + "_like"
-    like.__doc__ = f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``."
+    like.__doc__ = (f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``, "
+                    f"laid out as ``memory_format`` asks (default ``preserve_format``: input's strides when it is "
+                    f"non-overlapping and dense, else dense in its stride order).")
     return like
+
+
+def _laid_out_like(out, input, memory_format, api):
+    """``out`` (fresh, input's shape) with the layout a ``*_like`` factory gives it (NOTE
+    [storage layouts] in memory_format.py)."""
+    return _mf.lay_out(out, _mf.requested_order(input, memory_format, api))
 
 
 zeros_like = _like(zeros)
@@ -337,8 +354,9 @@ empty_like = _like(empty)
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.full_like``: ``input``'s shape, and its dtype unless ``dtype`` is given.
     TypeError when ``fill_value`` is not a number."""
-    return _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, device, requires_grad,
-                 "full_like")
+    out = _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, device, requires_grad,
+                "full_like")
+    return _laid_out_like(out, input, memory_format, "full_like")
 
 
 # ---- random -----------------------------------------------------------------------------
@@ -394,17 +412,24 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return rand(*input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    """Mirrors ``torch.rand_like``: ``rand`` of input's shape and dtype, laid out as ``*_like``."""
+    out = rand(*input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format, "rand_like")
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return randn(*input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    """Mirrors ``torch.randn_like``: ``randn`` of input's shape and dtype, laid out as ``*_like``."""
+    out = randn(*input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format, "randn_like")
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Mirrors ``torch.randint_like(input, low=0, high)``: ``randint`` of input's shape and dtype,
+    laid out as ``*_like``."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+    out = randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+    return _laid_out_like(out, input, memory_format, "randint_like")
 
 
 @with_x64

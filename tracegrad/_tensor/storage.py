@@ -27,7 +27,9 @@ class Storage:
     ``size()``/``len()`` (bytes), ``element_size()`` (1) and ``device``. Its bytes cannot be read
     or written through it (JAX owns them): go through a tensor."""
 
-    __slots__ = ("array", "gen", "_address", "_shared", "__weakref__")
+    # ``_layout``: set (True) when the array is held in a non-row-major order (NOTE [storage
+    # layouts] in memory_format.py); unset otherwise, so the constructor stays as short
+    __slots__ = ("array", "gen", "_address", "_shared", "_layout", "__weakref__")
 
     def __init__(self, array):
         self.array = array

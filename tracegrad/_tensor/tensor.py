@@ -30,6 +30,7 @@ from .._ops import dtypes as _dt
 from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
                           chain_is_conj as _chain_is_conj, chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
+from .._ops.registry import OPS as _OPS
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
@@ -113,15 +114,20 @@ _positions: dict = _state.register_cache("_tensor._positions", {})
 def element_positions(t):
     """Flat storage position of each element of ``t`` (a numpy int array of t's shape), found
     by running the view chain over an iota; torch's strides are what this array encodes."""
-    key = (t._chain, t._st.array.shape)
+    return chain_positions(t._chain, t._st.array.shape)
+
+
+def chain_positions(chain, root_shape):
+    """``element_positions`` of the view ``chain`` over a storage array of ``root_shape``."""
+    key = (chain, root_shape)
     pos = _positions.get(key)
     if pos is None:
-        root = np.arange(int(np.prod(t._st.array.shape)), dtype=np.int64).reshape(t._st.array.shape)
+        root = np.arange(int(np.prod(root_shape)), dtype=np.int64).reshape(root_shape)
         if len(_positions) > _BOUND_LIMIT:
             _positions.clear()
         # metadata, not data: computed on the host even while a compiled function is traced
         with jax.ensure_compile_time_eval():
-            pos = _positions[key] = np.asarray(with_x64(_chain_apply)(t._chain, root)) if t._chain else root
+            pos = _positions[key] = np.asarray(with_x64(_chain_apply)(chain, root)) if chain else root
     return pos
 
 
@@ -154,19 +160,95 @@ def storage_offset_of(t) -> int:
     return int(pos.reshape(-1)[0]) if pos.size else 0
 
 
+def rowmajor_strides(shape) -> tuple:
+    """torch's contiguous strides for ``shape`` (a size-0 or size-1 dim steps as a 1 would)."""
+    out, nxt = [0] * len(shape), 1
+    for k in range(len(shape) - 1, -1, -1):
+        out[k] = nxt
+        nxt *= shape[k] or 1
+    return tuple(out)
+
+
 def strides_of(t) -> tuple:
     """torch's ``stride()``: storage positions to step per index of each dim, read off the
-    element positions; a size-1 (or empty) dim gets the stride a fresh contiguous layout gives it."""
+    element positions; a size-1 (or empty) dim gets the stride a fresh contiguous layout gives it,
+    except under a final permutation, which permutes the strides of what it permutes (as torch's
+    permute/transpose views and laid-out tensors, NOTE [storage layouts])."""
+    chain = t._chain
     shape = tuple(t._value.shape)
-    pos = element_positions(t) if t._chain and t._value.size else None
+    pos = element_positions(t) if chain and t._value.size else None
+    return _strides(shape, pos, chain, t._st.array.shape)
+
+
+# the view steps whose strides follow from their input's (``_strides``)
+_PERMUTE, _TRANSPOSE, _T = _OPS["permute"], _OPS["transpose"], _OPS["t"]
+_SPLIT, _SLICE, _INDEX_SLICE = _OPS["split"], _OPS["slice"], _OPS["index_slice"]
+_VIEW_DTYPE = _OPS["view_dtype"]
+
+
+def _permutation(step, ndim):
+    """The dims a chain step permutes by (a permute, transpose or t view), else None."""
+    op, static = step[0], step[1]
+    if op is _PERMUTE:
+        return dict(static)["dims"]
+    if op is _TRANSPOSE or (op is _T and ndim == 2):
+        st = dict(static)
+        a, b = (st["dim0"] % ndim, st["dim1"] % ndim) if op is _TRANSPOSE else (0, 1)
+        dims = list(range(ndim))
+        dims[a], dims[b] = b, a
+        return tuple(dims)
+    return None
+
+
+def _slice_steps(step, ndim):
+    """Per dim, the step a view keeping every dim takes through its input (split, narrow,
+    slicing with slices only), else None."""
+    op, static = step[0], dict(step[1])
+    if op is _SPLIT:
+        return (1,) * ndim
+    if op is _SLICE:
+        return tuple(static["step"] if k == static["dim"] else 1 for k in range(ndim))
+    if op is _INDEX_SLICE and all(e[0] == "s" for e in static["key"]):
+        steps = tuple(e[3] or 1 for e in static["key"])
+        return steps + (1,) * (ndim - len(steps))
+    return None
+
+
+def _prefix_strides(chain, root_shape):
+    """The strides of the tensor one view step before ``chain``'s last."""
+    before = chain_positions(chain[:-1], root_shape)
+    return _strides(before.shape, before if before.size else None, chain[:-1], root_shape)
+
+
+def _strides(shape, pos, chain, root_shape):
+    if chain and chain[-1][0] is _VIEW_DTYPE and pos is not None:
+        # view(dtype) scales the strides by the ratio of the element sizes (last dim: 1), as torch's
+        st = dict(chain[-1][1])
+        a, b = st["src"].itemsize, st["dtype"].itemsize
+        inner = _prefix_strides(chain, root_shape)
+        if a == b:
+            return inner
+        return tuple(s * (a // b) if a > b else s // (b // a) for s in inner[:-1]) + (1,)
+    dims = _permutation(chain[-1], len(shape)) if chain else None
+    if dims is not None:
+        inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+        inner = _strides(tuple(shape[i] for i in inverse), None if pos is None else np.transpose(pos, inverse),
+                         chain[:-1], root_shape)
+        return tuple(inner[d] for d in dims)
     out = [0] * len(shape)
     nxt = 1
     for k in range(len(shape) - 1, -1, -1):
         s = nxt
-        if pos is not None and shape[k] > 1:
+        if chain and pos is not None and shape[k] > 1:
             s = int(np.take(pos, 1, axis=k).reshape(-1)[0] - pos.reshape(-1)[0])
         out[k] = s
         nxt = s * shape[k] if s and shape[k] else nxt
+    if chain and pos is not None and 1 in shape:
+        # a dim sliced down to one element keeps its input's stride (times the slice's step), as torch's
+        steps = _slice_steps(chain[-1], len(shape))
+        if steps is not None:
+            inner = _prefix_strides(chain, root_shape)
+            out = [inner[k] * steps[k] if n == 1 else s for k, (n, s) in enumerate(zip(shape, out))]
     return tuple(out)
 
 
@@ -534,7 +616,13 @@ class Tensor(TensorBase):
             # torch keeps requires_grad across .data = ..., so the new dtype must allow it
             # (TestAutograd.test_set_data_self_requires_grad)
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
-        self._st, self._chain = Storage(value._value), ()
+        if getattr(value._st, "_layout", False) and len(value._chain) == 1:
+            # a laid-out value keeps its layout (Module.to(memory_format=...) sets parameters so)
+            st = Storage(value._st.array)
+            st._layout = True
+            self._st, self._chain = st, value._chain
+        else:
+            self._st, self._chain = Storage(value._value), ()
         self._vcache = None
 
     @data.deleter
@@ -648,6 +736,8 @@ class Tensor(TensorBase):
         st = memo.get(id(self._st))
         if st is None:
             st = memo[id(self._st)] = Storage(self._st.array)
+            if getattr(self._st, "_layout", False):    # the copy keeps the layout (memory_format.py)
+                st._layout = True
         t._st, t._chain, t._vcache = st, self._chain, None
         t._rg = self._rg
         if self._grad is not None:

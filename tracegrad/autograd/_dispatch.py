@@ -27,6 +27,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import CONST, NONDIFF_SAVED, RESULT, SAVED, SHAPE, Op, SavedLayout
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
+from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _follow_layout
 from .._tensor.tensor import Tensor
 from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
 
@@ -73,6 +74,8 @@ def apply_op(op: Op, args, static=()):
         t = Tensor._make(out)
         if INFERENCE_DEPTH[0] and STATE[1] and not op.view:
             t._inference = True
+        if _LAYOUTS_SEEN[0]:     # NOTE [storage layouts]: outputs ordered as torch's
+            _follow_layout(op, args, (t,))
         if op.view:
             _make_view(t, args[0], op, static, None)
             t._vcache = out
@@ -83,6 +86,8 @@ def apply_op(op: Op, args, static=()):
     if INFERENCE_DEPTH[0] and STATE[1] and not op.view:
         for t in outs:
             t._inference = True
+    if _LAYOUTS_SEEN[0]:
+        _follow_layout(op, args, outs)
     if op.view:
         for i, t in enumerate(outs):
             _make_view(t, args[0], op, static, i)

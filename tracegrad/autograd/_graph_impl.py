@@ -24,6 +24,7 @@ from collections import OrderedDict
 
 from .. import _state
 from .._tensor.layout import SparseOperand
+from .._tensor.memory_format import grad_like_param
 from .._tensor.hooks import RemovableHandle
 from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
@@ -256,7 +257,10 @@ class AccumulateGrad(Node):
                 # a fresh storage: a later in-place accumulation must not write into a tensor the
                 # caller still holds (torch clones in that case)
                 # (with create_graph, torch's copy into a new tensor: its node is CopyBackwards)
-                var._grad = g.new_empty(g.shape).copy_(g) if create_graph else Tensor._make(g._value)
+                new = g.new_empty(g.shape) if create_graph else Tensor._make(g._value)
+                if var._chain:   # a strided leaf: torch's AccumulateGrad gives .grad its strides
+                    grad_like_param(new, var)
+                var._grad = new.copy_(g) if create_graph else new
             elif grad_mode.STATE[0]:
                 var._grad = var._grad + g
             else:

@@ -52,8 +52,8 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
     Raises: ValueError for ``low >= high`` (integers) or ``low > high``, NaN bounds, a range
     outside the dtype, ``requires_grad`` with an integral dtype, or ``noncontiguous`` with
     ``memory_format``; TypeError for a dtype make_tensor does not support.
-    Differs from torch: values differ (tracegrad's generator); ``memory_format`` only
-    ``None``/``contiguous_format`` (tracegrad's strides follow views).
+    ``memory_format`` lays the result out so (``clone(memory_format=...)``).
+    Differs from torch: values differ (tracegrad's generator).
     """
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
         shape = shape[0]
@@ -87,6 +87,8 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
         raise TypeError(f"The requested dtype '{dtype}' is not supported by tracegrad.testing.make_tensor().")
     if noncontiguous:
         result = result[..., 1::2]
+    elif memory_format is not None:
+        result = result.clone(memory_format=memory_format)
     if exclude_zero:
         result[result == 0] = 1 if (dtype is tracegrad.bool or dtype in _INTEGRAL) else tracegrad.finfo(dtype).tiny
     if dtype.is_floating_point or dtype.is_complex:

@@ -628,13 +628,14 @@ class Module:
     def to(self, *args, **kwargs):
         """Mirrors ``torch.nn.Module.to(device=None, dtype=None, non_blocking=False)`` / ``to(dtype,
         non_blocking)`` / ``to(tensor)``: converts floating parameters and buffers in place
-        (parameters keep their identity); ``non_blocking`` and ``memory_format`` are accepted and
-        have no effect. TypeError for a non-floating dtype, a number where a device belongs or an
-        unknown keyword; UserWarning for a complex dtype (as torch)."""
+        (parameters keep their identity); ``memory_format`` lays out the 4-d and 5-d ones
+        (``Tensor.to(memory_format=...)``); ``non_blocking`` is accepted and has no effect.
+        TypeError for a non-floating dtype, a number where a device belongs or an unknown
+        keyword; UserWarning for a complex dtype (as torch)."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        memory_format = kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
         if args and isinstance(args[-1], bool) and len(args) > 1:
@@ -663,6 +664,8 @@ class Module:
                 out = t.to(d)
             if device is not None:
                 out = out.to(device)
+            if memory_format is not None and t.dim() in (4, 5):   # as torch: 4-d and 5-d tensors only
+                out = out.to(memory_format=memory_format)
             return out
         return self._apply(convert)
 
