@@ -60,6 +60,24 @@ DISTS = {
         a, scale_tril=m.diag_embed(b)), p(m, LOC), p(m, SCALE)), LOC + 0.2, None),
     "Independent": (lambda m: _d(lambda a, b: m.distributions.Independent(m.distributions.Normal(a, b), 1),
                                  p(m, LOC), p(m, SCALE)), LOC, None),
+    "HalfCauchy": (lambda m: _d(m.distributions.HalfCauchy, p(m, SCALE)), POS, -POS),
+    "Pareto": (lambda m: _d(m.distributions.Pareto, p(m, SCALE), p(m, POS)), SCALE + POS, SCALE * 0.5),
+    "Weibull": (lambda m: _d(m.distributions.Weibull, p(m, SCALE), p(m, POS)), POS, -POS),
+    "InverseGamma": (lambda m: _d(m.distributions.InverseGamma, p(m, POS), p(m, SCALE)), POS, -POS),
+    "Multinomial": (lambda m: _d(lambda x: m.distributions.Multinomial(5, x), p(m, SIMPLEX)),
+                    np.array([[1.0, 2, 0, 2], [0, 0, 5, 0]]), np.array([[1.0, 2, 0, 3], [0, 0, 5, 0]])),
+    "NegativeBinomial": (lambda m: _d(m.distributions.NegativeBinomial, p(m, POS), p(m, PROBS)), np.floor(POS * 2),
+                         -POS),
+    "MixtureSameFamily": (lambda m: _d(lambda w, a, b: m.distributions.MixtureSameFamily(
+        m.distributions.Categorical(w), m.distributions.Normal(a, b)), p(m, PROBS), p(m, LOC), p(m, SCALE)),
+        np.array([0.3, -1.2]), None),
+    "MixtureSameFamily_mvn": (lambda m: _d(lambda w, a, b: m.distributions.MixtureSameFamily(
+        m.distributions.Categorical(w), m.distributions.Independent(m.distributions.Normal(a, b), 1)),
+        p(m, PROBS[0, :2]), p(m, LOC), p(m, SCALE)), np.array([0.3, -1.2, 0.5]), None),
+    "RelaxedBernoulli": (lambda m: _d(lambda x: m.distributions.RelaxedBernoulli(m.tensor(0.7, dtype=m.float64), x),
+                                      p(m, PROBS)), PROBS[::-1].copy(), PROBS + 1),
+    "RelaxedOneHotCategorical": (lambda m: _d(lambda x: m.distributions.RelaxedOneHotCategorical(
+        m.tensor(0.7, dtype=m.float64), x), p(m, SIMPLEX)), SIMPLEX[::-1].copy(), None),
 }
 
 
@@ -93,7 +111,8 @@ def _observations(name):
         for attr in ("mean", "variance", "stddev", "mode"):
             _try(log, lambda: getattr(d, attr))
         _try(log, d.entropy)
-        if name not in ("Categorical", "OneHotCategorical", "Dirichlet", "MultivariateNormal", "Independent"):
+        if name not in ("Categorical", "OneHotCategorical", "Dirichlet", "MultivariateNormal", "Independent",
+                        "Multinomial", "RelaxedOneHotCategorical", "MixtureSameFamily_mvn"):
             _try(log, lambda: d.cdf(v))
             _try(log, lambda: d.icdf(m.tensor(np.full(d.batch_shape, 0.3))))
         # gradients of log_prob and entropy with respect to the parameters
@@ -159,6 +178,16 @@ BAD_PARAMS = {
         m.distributions.Normal(0.0, 1.0), m.distributions.SoftmaxTransform()),
     "independent_too_many": lambda m: m.distributions.Independent(m.distributions.Normal(m.zeros(2), 1.0), 2),
     "transform_cache": lambda m: m.distributions.ExpTransform(cache_size=2),
+    "multinomial_tensor_count": lambda m: m.distributions.Multinomial(m.tensor(3), m.tensor([0.5, 0.5])),
+    "negbin_probs_one": lambda m: m.distributions.NegativeBinomial(2.0, m.tensor([0.5, 1.0])),
+    "pareto_alpha": lambda m: m.distributions.Pareto(1.0, -1.0),
+    "weibull_concentration": lambda m: m.distributions.Weibull(1.0, 0.0),
+    "mixture_not_categorical": lambda m: m.distributions.MixtureSameFamily(
+        m.distributions.Bernoulli(0.5), m.distributions.Normal(m.zeros(2), 1.0)),
+    "mixture_component_count": lambda m: m.distributions.MixtureSameFamily(
+        m.distributions.Categorical(m.ones(3)), m.distributions.Normal(m.zeros(2), 1.0)),
+    "mixture_batch_mismatch": lambda m: m.distributions.MixtureSameFamily(
+        m.distributions.Categorical(m.ones(3, 2)), m.distributions.Normal(m.zeros(4, 2), 1.0)),
     "validation_off": lambda m: m.distributions.Normal(0.0, -1.0, validate_args=False).scale,
     "validation_off_log_prob": lambda m: m.distributions.Poisson(2.0, validate_args=False).log_prob(m.tensor(0.5)),
 }
@@ -192,6 +221,9 @@ KL = {
     "gumbel": ("Gumbel", (LOC, SCALE), (LOC * 0.5, SCALE * 2)),
     "cauchy": ("Cauchy", (LOC, SCALE), (LOC * 0.5, SCALE * 2)),
     "chi2": ("Chi2", (POS,), (SCALE,)),
+    "pareto": ("Pareto", (SCALE, POS), (SCALE * 0.5, POS + 1)),
+    "halfcauchy_unregistered": ("HalfCauchy", (SCALE,), (POS,)),
+    "negbin_unregistered": ("NegativeBinomial", (POS, PROBS), (SCALE, PROBS)),
 }
 
 
@@ -411,7 +443,7 @@ def test_enumerate_support(fn):
 
 # ---- sampling: reparameterised gradients and moments (test_rsample, test_*_sample) ---------------
 CDF_RSAMPLE = ["Normal", "LogNormal", "HalfNormal", "Cauchy", "Gumbel", "Laplace", "Exponential", "Uniform", "Gamma",
-               "Chi2"]
+               "Chi2", "HalfCauchy", "Pareto", "Weibull", "InverseGamma"]
 
 
 @pytest.mark.parametrize("name", CDF_RSAMPLE)
@@ -465,6 +497,13 @@ MOMENT_DISTS = {
     "LogNormal": lambda m: m.distributions.LogNormal(m.tensor([0.0, 0.5, -1.0]), 0.4),
     "HalfNormal": lambda m: m.distributions.HalfNormal(m.tensor([0.5, 1.0, 3.0])),
     "Gumbel": lambda m: m.distributions.Gumbel(m.tensor([0.0, 2.0, -1.0]), 1.5),
+    "Weibull": lambda m: m.distributions.Weibull(m.tensor([0.5, 1.0, 2.0]), m.tensor([0.8, 2.0, 5.0])),
+    "Pareto": lambda m: m.distributions.Pareto(m.tensor([0.5, 1.0, 2.0]), m.tensor([5.0, 6.0, 9.0])),
+    "InverseGamma": lambda m: m.distributions.InverseGamma(m.tensor([5.0, 6.0, 9.0]), m.tensor([0.5, 1.0, 2.0])),
+    "NegativeBinomial": lambda m: m.distributions.NegativeBinomial(m.tensor([1.0, 3.0, 10.0]), m.tensor([0.2, 0.5, 0.7])),
+    "Multinomial": lambda m: m.distributions.Multinomial(7, m.tensor([0.2, 0.5, 0.3])),
+    "MixtureSameFamily": lambda m: m.distributions.MixtureSameFamily(
+        m.distributions.Categorical(m.tensor([0.3, 0.7])), m.distributions.Normal(m.tensor([-1.0, 2.0]), m.tensor([0.5, 1.0]))),
 }
 
 

@@ -1,7 +1,9 @@
 """``tracegrad.distributions``: mirrors ``torch.distributions`` -- ``Distribution``, ``Normal``,
 ``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Gamma``, ``Dirichlet``, ``Beta``, ``Independent``, ``MultivariateNormal``, ``OneHotCategorical``,
 ``Cauchy``, ``Poisson``, ``Geometric``, ``Binomial``, ``Chi2``, ``StudentT``, ``TransformedDistribution`` with
-``LogNormal``/``HalfNormal``/``Gumbel`` and the ``transforms`` (``ExpTransform``, ``AffineTransform``,
+``LogNormal``/``HalfNormal``/``HalfCauchy``/``Gumbel``/``Pareto``/``Weibull``/``InverseGamma``/
+``RelaxedBernoulli``/``RelaxedOneHotCategorical``, ``Multinomial``, ``NegativeBinomial``, ``MixtureSameFamily``,
+the ``transforms`` (``ExpTransform``, ``AffineTransform``,
 ``SigmoidTransform``, ...), ``kl_divergence``/``register_kl`` and ``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, different numbers from
 torch's), and log-probabilities, entropies and reparameterised samples are differentiable."""
@@ -20,11 +22,15 @@ from .gumbel import Gumbel
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
-from .log_normal import HalfNormal, LogNormal
+from .log_normal import HalfCauchy, HalfNormal, LogNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial, NegativeBinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import InverseGamma, Pareto, Weibull
 from .poisson import Poisson
+from .relaxed import ExpRelaxedCategorical, LogitRelaxedBernoulli, RelaxedBernoulli, RelaxedOneHotCategorical
 from .student_t import Chi2, StudentT
 from .transformed_distribution import TransformedDistribution
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
@@ -32,8 +38,10 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
 from .uniform import Uniform
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-           "ComposeTransform", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "Gamma", "Geometric",
-           "Gumbel", "HalfNormal", "Independent", "Laplace", "LogNormal", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Poisson", "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "StudentT",
-           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "constraints", "kl_divergence",
-           "register_kl", "transforms"]
+           "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
+           "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+           "InverseGamma", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily",
+           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto",
+           "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
+           "SoftmaxTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+           "Weibull", "constraints", "kl_divergence", "register_kl", "transforms"]

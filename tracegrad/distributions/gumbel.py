@@ -7,7 +7,7 @@ import numbers
 import tracegrad
 
 from . import constraints
-from .transformed_distribution import TransformedDistribution
+from .transformed_distribution import _Params
 from .transforms import AffineTransform, ExpTransform
 from .uniform import Uniform
 from .utils import broadcast_all
@@ -17,13 +17,14 @@ __all__ = ["Gumbel"]
 _EULER = 0.57721566490153286060
 
 
-class Gumbel(TransformedDistribution):
+class Gumbel(_Params):
     """Mirrors ``torch.distributions.Gumbel(loc, scale, validate_args=None)``: ``loc - scale *
     log(-log(U))`` for ``U`` uniform on ``(tiny, 1 - eps)``. Reparameterised. Raises ValueError
     for ``scale <= 0`` (validation on)."""
 
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
+    _names = ("loc", "scale")
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
@@ -36,12 +37,6 @@ class Gumbel(TransformedDistribution):
         chain = [ExpTransform().inv, AffineTransform(loc=0, scale=-tracegrad.ones_like(self.scale)),
                  ExpTransform().inv, AffineTransform(loc=self.loc, scale=-self.scale)]
         super().__init__(base, chain, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Gumbel, _instance)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        return super().expand(batch_shape, _instance=new)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -19,6 +19,7 @@ from .laplace import Laplace
 from .log_normal import HalfNormal
 from .one_hot_categorical import OneHotCategorical
 from .normal import Normal
+from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
@@ -53,7 +54,7 @@ def _dispatch(type_p, type_q):
 def kl_divergence(p, q):
     """Mirrors ``torch.distributions.kl_divergence``: ``KL(p || q)`` over the batch shape.
     Pairs here (each with itself): Normal, HalfNormal, Categorical, OneHotCategorical, Bernoulli,
-    Binomial, Geometric, Poisson, Uniform (infinite where q's support does not cover p's, as
+    Binomial, Geometric, Poisson, Pareto, Uniform (infinite where q's support does not cover p's, as
     torch), Exponential, Laplace, Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, Independent,
     and TransformedDistribution with equal transforms (LogNormal).
     Raises: NotImplementedError for a pair with no registered rule."""
@@ -196,3 +197,11 @@ def _kl_transformed_transformed(p, q):
         raise NotImplementedError("kl_divergence(TransformedDistribution, TransformedDistribution) needs equal "
                                   "transforms and event shapes")
     return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), len(p.event_shape) - len(p.base_dist.event_shape))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    kl = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    # p puts mass below q's support
+    return kl.masked_fill(p.scale < q.scale, float("inf"))

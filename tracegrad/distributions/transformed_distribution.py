@@ -119,3 +119,16 @@ class TransformedDistribution(Distribution):
 
     def icdf(self, value):
         return self._push(self.base_dist.icdf(self._monotonize_cdf(value)))
+
+
+class _Params(TransformedDistribution):
+    """A transformed distribution that keeps its own broadcast parameters ``_names`` (expanded
+    with the base by ``expand``)."""
+
+    _names: tuple = ()
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        for name in self._names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        return super().expand(batch_shape, _instance=new)
