@@ -59,14 +59,19 @@ def _jax_argnums(argnums, positions):
     return tuple(range(len(positions))) if isinstance(argnums, tuple) else 0
 
 
-def _checked_outputs(func, has_aux, api, kwargs=None):
+def _checked_outputs(func, has_aux, api, kwargs=None, float_outputs=False):
     """``func`` checked as torch.func checks a transformed function's result: Tensors (trees of
-    them), and with ``has_aux`` an ``(output, aux)`` pair. ``api`` prefixes the messages."""
+    them), and with ``has_aux`` an ``(output, aux)`` pair; ``float_outputs``: floating or
+    complex ones (what a reverse-mode Jacobian needs). ``api`` prefixes the messages."""
     def checked(*a):
         out = func(*a, **(kwargs or {}))
         if has_aux and not (isinstance(out, tuple) and len(out) == 2):
             raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
         _wrap.check_outputs(out[0] if has_aux else out, api)
+        for leaf in _wrap.tensor_leaves(out[0] if has_aux else out) if float_outputs else ():
+            if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+                raise RuntimeError(f"{api}: All outputs of f must be floating-point or complex Tensors, got Tensor "
+                                   f"with dtype {leaf.dtype}")
         checked.result = out   # the template for ``_wrap.ordered``
         return out
     return checked
@@ -232,7 +237,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
         if not isinstance(v, tuple):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
                                "to call f(*primals).")
-    _diff_leaves(primals, range(len(primals)), "jvp")
+    for leaf in _wrap.check_tensor_tree(primals, "jvp"):
+        if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+            raise ValueError(f"jvp(f, primals, tangents): Expected primal to be floating point or complex, but got: "
+                             f"{leaf.dtype}")
     p_arr, t_arr = _wrap.to_arrays(primals), _wrap.to_arrays(tangents)
     sp, st = jax.tree_util.tree_structure(p_arr), jax.tree_util.tree_structure(t_arr)
     if sp != st:
@@ -267,7 +275,7 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
                                    f"input idx: {i}; differentiate the real and imaginary parts (view_as_real) "
                                    "instead")
 
-        fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs)
+        fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs, float_outputs=api == "jacrev")
         jf = _wrap.pure(fn, args, positions)
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
