@@ -534,3 +534,122 @@ def test_tracegrad_func_names_match_torch():
     for name in ("grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd", "hessian", "vmap",
                  "functional_call", "stack_module_state"):
         assert callable(getattr(tracegrad.func, name)) and callable(getattr(torch.func, name))
+
+
+# ---- test/test_stateless.py: errors and messages, write-back, tied weights ---------------------
+def _mock(m):
+    class MockModule(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = m.nn.Linear(1, 1)
+            self.register_buffer("buffer", m.ones(1))
+            self.foo = 0.0
+        def forward(self, x):
+            return self.l1(x) + self.buffer
+    return MockModule()
+
+def _tied(m):
+    class MockTied(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = m.nn.Linear(1, 1)
+            self.tied_bias = self.l1.bias
+            self.register_buffer("buffer", m.ones(1))
+            self.register_buffer("tied_buffer", self.buffer)
+        def forward(self, x):
+            return self.l1(x) + self.tied_bias + self.buffer + self.tied_buffer
+    return MockTied()
+
+class _NonTensor:
+    def __repr__(self):
+        return "<NonTensor>"
+
+def _stateless_program(m, out):
+    """test/test_stateless.py: the MockModule/MockTiedModule cases, each logged as
+    (name, outcome class, message or result), so messages must match torch's too."""
+    def rec(name, f):
+        try:
+            r = f()
+            out.append((name, "ok", r if isinstance(r, str) else None))
+        except Exception as e:  # noqa: BLE001 -- class and message are compared
+            out.append((name, type(e).__name__, str(e)))
+    x = m.ones(1, 1) * 0.5
+    W, B, BUF, EX = m.tensor([[2.0]]), m.tensor([5.0]), m.tensor([3.0]), m.tensor([1.0])
+    fc = m.func.functional_call
+    mod = _mock(m)
+    rec("strict_missing", lambda: fc(mod, {"l1.weight": W}, x, strict=True))
+    rec("strict_extra", lambda: fc(mod, {"l1.weight": W, "l1.bias": B, "buffer": BUF, "extra": EX}, x, strict=True))
+    rec("strict_both", lambda: fc(mod, {"l1.weight": W, "extra": EX}, x, strict=True))
+    rec("extra_nonstrict", lambda: str(fc(mod, {"l1.weight": W, "l1.bias": B, "buffer": BUF, "extra": EX}, x).tolist()))
+    rec("none_bias", lambda: str(fc(mod, {"l1.weight": W, "l1.bias": None, "buffer": BUF}, x).tolist()))
+    rec("non_tensor", lambda: fc(mod, {"l1.weight": _NonTensor()}, x))
+    rec("non_tensor_attr", lambda: fc(mod, {"l1.weight": W, "foo": m.tensor([1.0])}, x))
+    rec("no_submodule", lambda: fc(mod, {"l1.weight": W, "l2.bias": B}, x))
+    rec("multi_dicts", lambda: fc(mod, ({"l1.weight": W, "l1.bias": B}, {"l1.weight": W}), x))
+    rec("empty_tuple", lambda: str(fc(mod, (), x).shape))
+    rec("three_dicts", lambda: str(fc(mod, ({"l1.weight": m.ones(1, 1)}, {"l1.bias": m.ones(1)}, {"buffer": m.zeros(1)}), x).tolist()))
+    t = _tied(m)
+    rec("tied_all", lambda: str(fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF}, x).tolist()))
+    rec("tied_conflict_bias", lambda: fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF, "tied_bias": m.tensor([5.0])}, x))
+    rec("tied_conflict_buffer", lambda: fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF, "tied_buffer": m.tensor([5.0])}, x))
+    rec("tied_same_ok", lambda: str(fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF, "tied_bias": B, "tied_buffer": BUF}, x).tolist()))
+    rec("tied_strict_noflag", lambda: fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF}, x, tie_weights=False, strict=True))
+    rec("tied_strict_some", lambda: fc(t, {"l1.weight": W, "buffer": BUF}, x, tie_weights=True, strict=True))
+    rec("tied_strict_extra_noflag", lambda: fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF, "extra": EX}, x, tie_weights=False, strict=True))
+    rec("tied_strict_ok", lambda: str(fc(t, {"l1.weight": W, "l1.bias": B, "buffer": BUF}, x, tie_weights=True, strict=True).tolist()))
+
+    class Foo(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("foo", m.tensor([0.0]))
+        def forward(self, x):
+            self.foo = self.foo + 1
+            return x + self.foo
+    foo = m.tensor([2.0]); a = {"foo": foo}; mod2 = Foo()
+    rec("setattr", lambda: (fc(mod2, a, m.ones(1)), str((mod2.foo.tolist(), a["foo"].tolist(), foo.tolist(), a["foo"] is foo)))[1])
+
+    class Foo2(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("foo", m.tensor([0.0]))
+        def forward(self, x):
+            self.foo.add_(1)
+            return x + self.foo
+    foo2 = m.tensor([2.0]); a2 = {"foo": foo2}; mod3 = Foo2()
+    rec("inplace", lambda: (fc(mod3, a2, m.ones(1)), str((mod3.foo.tolist(), a2["foo"].tolist(), foo2.tolist(), a2["foo"] is foo2)))[1])
+
+    class Bar(m.nn.Module):
+        def forward(self, x):
+            return x + self.extra
+    bar = Bar()
+    rec("setattr_new", lambda: str((fc(bar, {"extra": m.zeros(())}, m.ones(())).tolist(), hasattr(bar, "extra"))))
+    rec("setattr_new_strict", lambda: fc(bar, {"extra": m.zeros(())}, m.ones(()), strict=True))
+    rec("missing_attr", lambda: fc(bar, {}, m.ones(())))
+
+    class Kw(m.nn.Module):
+        def __init__(self, x):
+            super().__init__()
+            self.x = x
+        def forward(self, inp, *, other_inp):
+            return inp * self.x + other_inp
+    kw = Kw(m.ones(2))
+    rec("kw_missing", lambda: fc(kw, {"x": m.zeros(2)}, m.ones(2)))
+    rec("kw_only", lambda: str(fc(kw, {"x": m.zeros(2)}, (), {"inp": m.ones(2), "other_inp": m.ones(2) * 3}).tolist()))
+    rec("kw_kwargs", lambda: str(fc(kw, {"x": m.zeros(2)}, kwargs={"inp": m.ones(2), "other_inp": m.ones(2) * 3}).tolist()))
+
+    class Ref(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.l1 = m.nn.Linear(1, 1)
+            self.register_buffer("buffer", m.ones(1))
+        def forward(self, x):
+            return self.l1(x) + self.buffer, tuple(self.parameters()), tuple(self.buffers())
+    ref = Ref()
+    def member():
+        o, ps, bs = fc(ref, {"l1.weight": W, "l1.bias": B, "buffer": BUF}, x)
+        return str((o.tolist(), [p is W for p in ps] + [p is B for p in ps], [b is BUF for b in bs]))
+    rec("member_reference", member)
+
+
+def test_stateless_functional_call_cases():
+    both(_stateless_program)
