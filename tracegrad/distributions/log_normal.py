@@ -11,6 +11,7 @@ from .cauchy import Cauchy
 from .normal import Normal
 from .transformed_distribution import _Params
 from .transforms import AbsTransform, ExpTransform
+from .utils import delegated
 
 __all__ = ["HalfCauchy", "HalfNormal", "LogNormal"]
 
@@ -27,13 +28,9 @@ class LogNormal(_Params):
     def __init__(self, loc, scale, validate_args=None):
         super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(), validate_args=validate_args)
 
-    @property
-    def loc(self):
-        return self.base_dist.loc
+    loc = delegated("base_dist", "loc")
 
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    scale = delegated("base_dist", "scale")
 
     @property
     def mean(self):
@@ -63,9 +60,7 @@ class _Half(_Params):
     def __init__(self, base, validate_args=None):
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    scale = delegated("base_dist", "scale")
 
     @property
     def mode(self):

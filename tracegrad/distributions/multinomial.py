@@ -8,7 +8,7 @@ from .categorical import Categorical
 from .distribution import Distribution
 from .gamma import Gamma
 from .geometric import Binomial, _ProbsLogits, _one_of
-from .utils import broadcast_all
+from .utils import broadcast_all, delegated
 
 __all__ = ["Multinomial", "NegativeBinomial"]
 
@@ -48,17 +48,9 @@ class Multinomial(Distribution):
     def support(self):
         return constraints.multinomial(self.total_count)
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+    probs = delegated("_categorical", "probs")
+    logits = delegated("_categorical", "logits")
+    param_shape = delegated("_categorical", "param_shape")
 
     @property
     def mean(self):

@@ -11,7 +11,7 @@ from .exponential import Exponential
 from .gamma import Gamma
 from .transformed_distribution import _Params
 from .transforms import AffineTransform, ExpTransform, PowerTransform
-from .utils import broadcast_all
+from .utils import broadcast_all, delegated
 
 __all__ = ["InverseGamma", "Pareto", "Weibull"]
 
@@ -101,13 +101,9 @@ class InverseGamma(_Params):
         base = Gamma(concentration, rate, validate_args=validate_args)
         super().__init__(base, PowerTransform(-tracegrad.ones_like(base.rate)), validate_args=validate_args)
 
-    @property
-    def concentration(self):
-        return self.base_dist.concentration
+    concentration = delegated("base_dist", "concentration")
 
-    @property
-    def rate(self):
-        return self.base_dist.rate
+    rate = delegated("base_dist", "rate")
 
     @property
     def mean(self):

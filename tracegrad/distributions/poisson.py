@@ -1,7 +1,6 @@
 """Mirrors ``torch.distributions.Poisson``."""
 from __future__ import annotations
 
-import numbers
 
 import tracegrad
 
@@ -21,8 +20,7 @@ class Poisson(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        super().__init__(() if isinstance(rate, numbers.Number) else self.rate.shape, validate_args=validate_args)
+        self._init_params(("rate",), (rate,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Poisson, batch_shape, _instance, ("rate",))

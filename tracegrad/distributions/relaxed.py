@@ -3,8 +3,6 @@ Concrete / Gumbel-softmax relaxations) with their logit-space bases ``LogitRelax
 and ``ExpRelaxedCategorical``."""
 from __future__ import annotations
 
-import numbers
-
 import tracegrad
 
 from . import constraints
@@ -13,7 +11,7 @@ from .distribution import Distribution
 from .geometric import _ProbsLogits, _one_of
 from .transformed_distribution import _Params
 from .transforms import ExpTransform, SigmoidTransform
-from .utils import broadcast_all, clamp_probs
+from .utils import broadcast_all, clamp_probs, delegated
 
 __all__ = ["ExpRelaxedCategorical", "LogitRelaxedBernoulli", "RelaxedBernoulli", "RelaxedOneHotCategorical"]
 
@@ -70,17 +68,9 @@ class RelaxedBernoulli(_Params):
         base = LogitRelaxedBernoulli(temperature, probs, logits)
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
 
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
+    temperature = delegated("base_dist", "temperature")
+    logits = delegated("base_dist", "logits")
+    probs = delegated("base_dist", "probs")
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -106,17 +96,9 @@ class ExpRelaxedCategorical(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+    param_shape = delegated("_categorical", "param_shape")
+    logits = delegated("_categorical", "logits")
+    probs = delegated("_categorical", "probs")
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -151,14 +133,6 @@ class RelaxedOneHotCategorical(_Params):
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, ExpTransform(), validate_args=validate_args)
 
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
+    temperature = delegated("base_dist", "temperature")
+    logits = delegated("base_dist", "logits")
+    probs = delegated("base_dist", "probs")

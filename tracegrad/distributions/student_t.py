@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import tracegrad
 
@@ -43,10 +42,9 @@ class StudentT(Distribution):
     has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
-        self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
+        self.df = broadcast_all(df, loc, scale)[0]
         self._chi2 = Chi2(self.df)
-        numbers_only = all(isinstance(v, numbers.Number) for v in (df, loc, scale))
-        super().__init__(() if numbers_only else self.df.shape, validate_args=validate_args)
+        self._init_params(("df", "loc", "scale"), (df, loc, scale), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expand_params(StudentT, batch_shape, _instance, ("df", "loc", "scale"))
