@@ -295,6 +295,11 @@ def _transforms(m):
         "identity": T.ComposeTransform([]),
         "softmax": T.SoftmaxTransform(),
         "abs": T.AbsTransform(),
+        "softplus": T.SoftplusTransform(),
+        "stick_breaking": T.StickBreakingTransform(),
+        "independent_exp": T.IndependentTransform(T.ExpTransform(), 1),
+        "independent_affine": T.IndependentTransform(T.AffineTransform(0.5, p(m, SCALE, grad=False)), 2),
+        "compose_stick": T.ComposeTransform([T.AffineTransform(1.0, 2.0), T.StickBreakingTransform()]),
     }
 
 
@@ -322,7 +327,8 @@ def _transform_case(key):
 
 
 TRANSFORM_KEYS = ["exp", "sigmoid", "tanh", "power", "power_scalar", "affine", "affine_neg_number", "affine_event",
-                  "exp_inv", "compose", "compose_inv", "identity", "softmax", "abs"]
+                  "exp_inv", "compose", "compose_inv", "identity", "softmax", "abs", "softplus", "stick_breaking",
+                  "independent_exp", "independent_affine", "compose_stick"]
 
 
 @pytest.mark.parametrize("fn", outcome_params({k: _transform_case(k) for k in TRANSFORM_KEYS}))
@@ -346,6 +352,59 @@ def _transform_api(m):
 
 def test_transform_api():
     same_outcome(_transform_api)
+
+
+def _shape_transforms(m):
+    """test_transform_shapes / LowerCholeskyTransform: reshape and Cholesky-factor maps."""
+    T = m.distributions
+    r = T.ReshapeTransform((3,), (3, 1))
+    x = m.tensor(LOC)
+    lc = T.LowerCholeskyTransform()
+    a = m.tensor(np.stack([np.eye(2) + 0.5, np.eye(2) * 2 - 0.3]))
+    out = [r(x), r.inv(r(x)), r.log_abs_det_jacobian(x, r(x)), r.forward_shape((4, 3)), r.inverse_shape((4, 3, 1)),
+           r.domain.event_dim, r.codomain.event_dim, lc(a), lc.inv(lc(a)), bool(lc.codomain.check(lc(a)).all())]
+    for bad in (lambda: T.ReshapeTransform((3,), (2, 2)), lambda: r.forward_shape((4, 2))):
+        try:
+            bad()
+            out.append("ok")
+        except ValueError:
+            out.append("ValueError")
+    return out
+
+
+def test_shape_transforms():
+    same_outcome(_shape_transforms)
+
+
+def _registry(m):
+    """test_constraint_registry: biject_to / transform_to land in the constraint's set, are
+    inverted by .inv, and pick the same transform types as torch."""
+    D = m.distributions
+    c = D.constraints
+    x = m.tensor(LOC)
+    out = []
+    for k in (c.real, c.positive, c.nonnegative, c.greater_than(2.0), c.greater_than_eq(1.0), c.less_than(1.0),
+              c.unit_interval, c.interval(-1.0, 2.0), c.half_open_interval(0.0, 1.0), c.simplex, c.real_vector,
+              c.independent(c.positive, 1)):
+        for registry in (D.biject_to, D.transform_to):
+            t = registry(k)
+            y = t(x)
+            out += [repr(t), y, bool(k.check(y).all())]
+            if registry is D.biject_to:
+                out += [t.inv(y), t.log_abs_det_jacobian(x, y)]
+    out.append(repr(D.transform_to(c.lower_cholesky)))
+    for bad in (lambda: D.biject_to(c.lower_cholesky), lambda: D.biject_to(c.boolean),
+                lambda: D.biject_to.register(3, lambda k: None)):
+        try:
+            bad()
+            out.append("ok")
+        except (NotImplementedError, TypeError) as e:
+            out.append(type(e).__name__)
+    return out
+
+
+def test_constraint_registry():
+    same_outcome(_registry)
 
 
 def _tdist(key):

@@ -4,11 +4,12 @@
 ``LogNormal``/``HalfNormal``/``HalfCauchy``/``Gumbel``/``Pareto``/``Weibull``/``InverseGamma``/
 ``RelaxedBernoulli``/``RelaxedOneHotCategorical``, ``Multinomial``, ``NegativeBinomial``, ``MixtureSameFamily``,
 the ``transforms`` (``ExpTransform``, ``AffineTransform``,
-``SigmoidTransform``, ...), ``kl_divergence``/``register_kl`` and ``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
+``SigmoidTransform``, ...) with ``biject_to``/``transform_to``, ``kl_divergence``/``register_kl`` and ``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, different numbers from
 torch's), and log-probabilities, entropies and reparameterised samples are differentiable."""
 from . import constraints  # noqa: F401
 from . import transforms  # noqa: F401
+from .constraint_registry import biject_to, transform_to
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
@@ -33,15 +34,18 @@ from .poisson import Poisson
 from .relaxed import ExpRelaxedCategorical, LogitRelaxedBernoulli, RelaxedBernoulli, RelaxedOneHotCategorical
 from .student_t import Chi2, StudentT
 from .transformed_distribution import TransformedDistribution
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, PowerTransform,
-                         SigmoidTransform, SoftmaxTransform, TanhTransform, Transform)
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PowerTransform, ReshapeTransform, SigmoidTransform, SoftmaxTransform,
+                         SoftplusTransform, StickBreakingTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
            "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-           "InverseGamma", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily",
-           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto",
-           "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
-           "SoftmaxTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-           "Weibull", "constraints", "kl_divergence", "register_kl", "transforms"]
+           "IndependentTransform", "InverseGamma", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+           "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
+           "Transform", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints",
+           "kl_divergence", "register_kl", "transform_to", "transforms"]

@@ -14,8 +14,9 @@ import tracegrad
 from . import constraints
 from .independent import _sum_rightmost
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "PowerTransform",
-           "SigmoidTransform", "SoftmaxTransform", "TanhTransform", "Transform", "identity_transform"]
+__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+           "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
 
 
 class Transform:
@@ -483,3 +484,179 @@ class SoftmaxTransform(_SameType, Transform):
         return shape
 
     inverse_shape = forward_shape
+
+
+class SoftplusTransform(_SameType, Transform):
+    """Mirrors ``SoftplusTransform``: ``y = log(1 + exp(x))``, real -> positive."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def _call(self, x):
+        return tracegrad.nn.functional.softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -tracegrad.nn.functional.softplus(-x)
+
+
+class IndependentTransform(Transform):
+    """Mirrors ``IndependentTransform(base_transform, reinterpreted_batch_ndims)``: the base
+    transform with its rightmost ``reinterpreted_batch_ndims`` dims treated as event dims (the
+    Jacobian term sums over them)."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims, cache_size=cache_size)
+
+    @constraints.dependent_property(is_discrete=False)
+    def domain(self):
+        return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
+
+    @constraints.dependent_property(is_discrete=False)
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return _sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y), self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+
+class ReshapeTransform(Transform):
+    """Mirrors ``ReshapeTransform(in_shape, out_shape)``: reshapes the rightmost event dims
+    (volume preserving, log-det 0). Raises ValueError when the shapes hold different numbers
+    of elements or an input does not end in ``in_shape``."""
+
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size=0):
+        self.in_shape, self.out_shape = tracegrad.Size(in_shape), tracegrad.Size(out_shape)
+        if self.in_shape.numel() != self.out_shape.numel():
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size=1):
+        return self if self._cache_size == cache_size else ReshapeTransform(self.in_shape, self.out_shape, cache_size)
+
+    def _call(self, x):
+        batch = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return x.reshape(batch + tuple(self.out_shape))
+
+    def _inverse(self, y):
+        batch = tuple(y.shape[:y.dim() - len(self.out_shape)])
+        return y.reshape(batch + tuple(self.in_shape))
+
+    def log_abs_det_jacobian(self, x, y):
+        return x.new_zeros(tuple(x.shape[:x.dim() - len(self.in_shape)]))
+
+    def _reshaped(self, shape, src, dst):
+        shape = tuple(shape)
+        if len(shape) < len(src):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(src)
+        if shape[cut:] != tuple(src):
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {tuple(src)}")
+        return shape[:cut] + tuple(dst)
+
+    def forward_shape(self, shape):
+        return self._reshaped(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape):
+        return self._reshaped(shape, self.out_shape, self.in_shape)
+
+
+class StickBreakingTransform(_SameType, Transform):
+    """Mirrors ``StickBreakingTransform``: unconstrained ``K - 1`` vectors <-> the ``K``-simplex
+    by stick breaking (bijective, unlike SoftmaxTransform)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    @staticmethod
+    def _log_offset(n, like):
+        # log(n), log(n - 1), ..., log(1): centres each logit so x = 0 maps to the uniform point
+        return tracegrad.arange(n, 0, -1, dtype=like.dtype).log()
+
+    def _call(self, x):
+        z = (x - self._log_offset(x.shape[-1], x)).sigmoid()
+        remaining = (1 - z).cumprod(-1)
+        pad = tracegrad.nn.functional.pad
+        return pad(z, [0, 1], value=1) * pad(remaining, [1, 0], value=1)
+
+    def _inverse(self, y):
+        head = y[..., :-1]
+        rest = (1 - head.cumsum(-1)).clamp(min=tracegrad.finfo(y.dtype).tiny)
+        return head.log() - rest.log() + self._log_offset(head.shape[-1], y)
+
+    def log_abs_det_jacobian(self, x, y):
+        shifted = x - self._log_offset(x.shape[-1], x)
+        return (-shifted + tracegrad.nn.functional.logsigmoid(shifted) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class LowerCholeskyTransform(_SameType, Transform):
+    """Mirrors ``LowerCholeskyTransform``: square matrices -> lower-triangular ones with a
+    positive diagonal (strict lower part kept, diagonal exponentiated)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
