@@ -76,24 +76,22 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._cached(x, 0, self._call)
 
     def _inv_call(self, y):
+        return self._cached(y, 1, self._inverse)
+
+    def _cached(self, value, side, fn):
+        """``fn(value)`` (the map from side ``side`` of the cached ``(x, y)`` pair to the other);
+        with ``cache_size=1`` the same input object gives back the remembered result."""
         if self._cache_size == 0:
-            return self._inverse(y)
-        x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+            return fn(value)
+        pair = self._cached_x_y
+        if value is pair[side]:
+            return pair[1 - side]
+        result = fn(value)
+        self._cached_x_y = (value, result) if side == 0 else (result, value)
+        return result
 
     def _call(self, x):
         raise NotImplementedError(f"{type(self).__name__} does not implement the forward map")
