@@ -264,6 +264,12 @@ KL_MIXED = {
     "independent": lambda m: m.distributions.kl_divergence(
         m.distributions.Independent(m.distributions.Normal(p(m, LOC), p(m, SCALE)), 1),
         m.distributions.Independent(m.distributions.Normal(p(m, LOC * 0), p(m, SCALE * 0 + 1)), 1)),
+    "mvn": lambda m: m.distributions.kl_divergence(
+        m.distributions.MultivariateNormal(p(m, LOC), scale_tril=m.diag_embed(p(m, SCALE)) + m.tensor(
+            np.tril(np.full((3, 3), 0.2), -1))),
+        m.distributions.MultivariateNormal(p(m, LOC[0] * 0.5), covariance_matrix=m.tensor(np.eye(3) * 2 + 0.3))),
+    "mvn_event_mismatch": lambda m: m.distributions.kl_divergence(
+        m.distributions.MultivariateNormal(m.zeros(2), m.eye(2)), m.distributions.MultivariateNormal(m.zeros(3), m.eye(3))),
     "transformed_same_chain": lambda m: m.distributions.kl_divergence(
         m.distributions.TransformedDistribution(m.distributions.Normal(p(m, LOC), p(m, SCALE)),
                                                 [m.distributions.ExpTransform()]),

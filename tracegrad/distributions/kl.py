@@ -17,6 +17,7 @@ from .gumbel import Gumbel
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .log_normal import HalfNormal
+from .multivariate_normal import MultivariateNormal
 from .one_hot_categorical import OneHotCategorical
 from .normal import Normal
 from .pareto import Pareto
@@ -56,7 +57,7 @@ def kl_divergence(p, q):
     Pairs here (each with itself): Normal, HalfNormal, Categorical, OneHotCategorical, Bernoulli,
     Binomial, Geometric, Poisson, Pareto, Uniform (infinite where q's support does not cover p's, as
     torch), Exponential, Laplace, Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, Independent,
-    and TransformedDistribution with equal transforms (LogNormal).
+    MultivariateNormal, and TransformedDistribution with equal transforms (LogNormal).
     Raises: NotImplementedError for a pair with no registered rule."""
     key = (type(p), type(q))
     if key not in _KL_MEMO:
@@ -205,3 +206,23 @@ def _kl_pareto_pareto(p, q):
     kl = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
     # p puts mass below q's support
     return kl.masked_fill(p.scale < q.scale, float("inf"))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    """``log|Lq| - log|Lp| + (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - n) / 2`` with the Cholesky
+    factors ``L``; both sides broadcast to a common batch shape. Raises ValueError for different
+    event shapes."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    n = p.event_shape[0]
+    batch = tuple(tracegrad.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]), tuple(p.loc.shape[:-1]),
+                                             tuple(q.loc.shape[:-1])))
+    lq_full = lq.tril().expand(batch + (n, n))
+    log_det = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    trace = tracegrad.linalg.solve(lq_full, lp.tril().expand(batch + (n, n))).pow(2).sum((-2, -1))
+    diff = (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)
+    maha = tracegrad.linalg.solve(lq_full, diff).pow(2).sum((-2, -1))
+    return log_det + 0.5 * (trace + maha - n)
