@@ -148,6 +148,11 @@ VJP = {
     "grad_of_jvp": lambda m: m.func.grad(lambda x: m.func.jvp(m.sin, (x,), (t(m, Y),))[1].sum())(t(m, X)),
     "jvp_int_primal": lambda m: m.func.jvp(lambda x: x * 2, (m.tensor([1, 2]),), (m.tensor([1, 2]),)),
     "vjp_int_primal": lambda m: m.func.vjp(lambda x: x * 2, m.tensor([1, 2])),
+    # test_grad_of_vjp_composition / test_vjp_of_grad_composition / test_jvp_vjp
+    "grad_of_vjp": lambda m: m.func.grad(lambda x: m.func.vjp(m.sin, x)[1](t(m, Y))[0].sum())(t(m, X)),
+    "vjp_of_grad": lambda m: m.func.vjp(m.func.grad(lambda x: (x.sin() * x).sum()), t(m, X))[1](t(m, Y)),
+    "jvp_of_vjp": lambda m: m.func.jvp(lambda x: m.func.vjp(m.exp, x)[1](t(m, Y))[0], (t(m, X),), (t(m, Y),)),
+    "jacrev_of_vmap": lambda m: m.func.jacrev(lambda x: m.func.vmap(m.sin)(x).sum(0))(t(m, BX)),
     "linearize": _linearize,
     "linearize_bad_tangent": lambda m: m.func.linearize(m.sin, t(m, X))[1](t(m, M)),
 }
