@@ -125,11 +125,10 @@ def _observations(name):
             log.append(m.autograd.grad(total, params, allow_unused=True))
         # test_distribution_expand: a new leading batch dim
         e = d.expand((5,) + tuple(d.batch_shape))
-        log += [e.batch_shape, e.event_shape, e.log_prob(v), e.sample().shape, type(e).__name__]
-        # sample shapes: () and (4,), in the support
-        for shape in ((), (4,)):
-            s = d.sample(shape)
-            log += [s.shape, s.dtype, bool(d.support.check(s).all())]
+        log += [e.batch_shape, e.event_shape, e.log_prob(v), type(e).__name__]
+        # samples: shape, dtype, in the support
+        s = d.sample((4,))
+        log += [s.shape, s.dtype, bool(d.support.check(s).all())]
         return log
     return program
 
@@ -558,11 +557,11 @@ MOMENT_DISTS = {
 
 @pytest.mark.parametrize("name", list(MOMENT_DISTS))
 def test_sample_moments(name):
-    """test_poisson_sample / test_geometric_sample / ...: sample mean and variance of 20000
+    """test_poisson_sample / test_geometric_sample / ...: sample mean and variance of 10000
     draws agree with the distribution's own mean/variance (checked against torch above)."""
     tracegrad.manual_seed(0)
     d = MOMENT_DISTS[name](tracegrad)
-    s = d.sample((20000,)).double()
+    s = d.sample((10000,)).double()
     mean, var = d.mean.double(), d.variance.double()
     np.testing.assert_allclose(s.mean(0).numpy(), mean.numpy(), rtol=0.05, atol=0.03)
     np.testing.assert_allclose(s.var(0).numpy(), var.numpy(), rtol=0.12, atol=0.05)
