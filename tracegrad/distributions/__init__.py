@@ -1,23 +1,51 @@
 """``tracegrad.distributions``: mirrors ``torch.distributions`` -- ``Distribution``, ``Normal``,
-``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Gamma``, ``Dirichlet``, ``Beta``, ``Independent``, ``MultivariateNormal``, ``OneHotCategorical``, ``kl_divergence``/``register_kl`` and
-``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
+``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Gamma``, ``Dirichlet``, ``Beta``, ``Independent``, ``MultivariateNormal``, ``OneHotCategorical``,
+``Cauchy``, ``Poisson``, ``Geometric``, ``Binomial``, ``Chi2``, ``StudentT``, ``TransformedDistribution`` with
+``LogNormal``/``HalfNormal``/``HalfCauchy``/``Gumbel``/``Pareto``/``Weibull``/``InverseGamma``/
+``RelaxedBernoulli``/``RelaxedOneHotCategorical``, ``Multinomial``, ``NegativeBinomial``, ``MixtureSameFamily``,
+the ``transforms`` (``ExpTransform``, ``AffineTransform``,
+``SigmoidTransform``, ...) with ``biject_to``/``transform_to``, ``kl_divergence``/``register_kl`` and ``constraints``. Written against tracegrad's own API (no JAX here): sampling draws from
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, different numbers from
 torch's), and log-probabilities, entropies and reparameterised samples are differentiable."""
 from . import constraints  # noqa: F401
+from . import transforms  # noqa: F401
+from .constraint_registry import biject_to, transform_to
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Binomial, Geometric
+from .gumbel import Gumbel
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .log_normal import HalfCauchy, HalfNormal, LogNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial, NegativeBinomial
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import InverseGamma, Pareto, Weibull
+from .poisson import Poisson
+from .relaxed import ExpRelaxedCategorical, LogitRelaxedBernoulli, RelaxedBernoulli, RelaxedOneHotCategorical
+from .student_t import Chi2, StudentT
+from .transformed_distribution import TransformedDistribution
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PowerTransform, ReshapeTransform, SigmoidTransform, SoftmaxTransform,
+                         SoftplusTransform, StickBreakingTransform, TanhTransform, Transform)
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Beta", "Categorical", "Dirichlet", "Distribution", "Exponential", "Gamma", "Independent", "Laplace", "MultivariateNormal", "Normal",
-           "OneHotCategorical", "Uniform", "constraints", "kl_divergence", "register_kl"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
+           "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
+           "Exponential", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+           "IndependentTransform", "InverseGamma", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+           "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "NegativeBinomial", "Normal", "OneHotCategorical", "Pareto", "Poisson", "PowerTransform",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
+           "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
+           "Transform", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints",
+           "kl_divergence", "register_kl", "transform_to", "transforms"]

@@ -55,6 +55,10 @@ class Categorical(Distribution):
         new._validate_args = self._validate_args
         return new
 
+    @property
+    def param_shape(self):
+        return self._param.shape
+
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)

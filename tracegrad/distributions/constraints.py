@@ -5,8 +5,10 @@ from __future__ import annotations
 import tracegrad
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
-           "half_open_interval", "independent", "integer_interval", "interval", "less_than", "lower_cholesky", "nonnegative",
-           "nonnegative_integer", "one_hot", "positive", "positive_definite", "real", "real_vector", "simplex", "unit_interval", "is_dependent"]
+           "half_open_interval", "independent", "integer_interval", "interval", "less_than", "lower_cholesky",
+           "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
+           "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "square",
+           "symmetric", "unit_interval", "is_dependent"]
 
 
 class Constraint:
@@ -169,6 +171,61 @@ class _PositiveDefinite(Constraint):
         return sym & (tracegrad.linalg.eigvalsh(value) > 0).all(-1)
 
 
+class _Multinomial(Constraint):
+    """Non-negative counts over the last dim summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, value):
+        return (value >= 0).all(-1) & (value.sum(-1) <= self.upper_bound)
+
+
+class _Matrix(Constraint):
+    """Square matrices (``event_dim`` 2) whose elements all satisfy ``_elements``."""
+
+    event_dim = 2
+
+    def _elements(self, value):
+        raise NotImplementedError
+
+    def check(self, value):
+        ok = self._elements(value)
+        return ok.reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _Square(_Matrix):
+    def check(self, value):
+        import tracegrad
+        return tracegrad.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1], dtype=tracegrad.bool)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        return ((value - value.transpose(-2, -1)).abs() <= 1e-6 + 1e-6 * value.abs()).reshape(
+            tuple(value.shape[:-2]) + (-1,)).all(-1)
+
+
+class _LowerTriangular(_Matrix):
+    def _elements(self, value):
+        return value.tril() == value
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        import tracegrad
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return (tracegrad.linalg.eigvalsh(value) >= 0).all(-1)
+
+
 class _IndependentConstraint(Constraint):
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         self.base_constraint, self.reinterpreted_batch_ndims = base_constraint, reinterpreted_batch_ndims
@@ -192,6 +249,12 @@ one_hot = _OneHot()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 nonnegative_integer = _IntegerGreaterThan(0)
+positive_integer = _IntegerGreaterThan(1)
+multinomial = _Multinomial
+square = _Square()
+symmetric = _Symmetric()
+lower_triangular = _LowerTriangular()
+positive_semidefinite = _PositiveSemidefinite()
 integer_interval = _IntegerInterval
 real = _Real()
 real_vector = independent(real, 1)

@@ -3,11 +3,13 @@ validation (on by default, as torch: ``Distribution.set_default_validate_args``)
 ``sample``/``rsample``/``log_prob``/``entropy`` interface the concrete classes fill in."""
 from __future__ import annotations
 
+import numbers
+
 import tracegrad
 from tracegrad import _state
 
 from . import constraints
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -70,6 +72,15 @@ class Distribution:
                                      f"{constraint!r}, but found invalid values:\n{_show(value)}")
 
     arg_constraints: dict = {}
+
+    def _init_params(self, names, values, validate_args):
+        """Stores ``values`` (numbers or tensors, broadcast together) as attributes ``names`` and
+        initialises with their shape as ``batch_shape`` (``()`` when all are Python numbers)."""
+        tensors = broadcast_all(*values)
+        for name, t in zip(names, tensors):
+            setattr(self, name, t)
+        numbers_only = all(isinstance(v, numbers.Number) for v in values)
+        Distribution.__init__(self, () if numbers_only else tensors[0].shape, validate_args=validate_args)
 
     @property
     def batch_shape(self):
@@ -178,3 +189,18 @@ class Distribution:
         args = ", ".join(f"{p}: {_show(self.__dict__[p]) if self.__dict__[p].numel() == 1 else self.__dict__[p].shape}"
                          for p in names)
         return f"{self.__class__.__name__}({args})"
+
+
+class _LocScale(Distribution):
+    """A real-valued family with a real ``loc`` and a positive ``scale`` (numbers or tensors,
+    broadcast; ``batch_shape`` is their shape), reparameterised."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        self._init_params(("loc", "scale"), (loc, scale), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_params(type(self), batch_shape, _instance, ("loc", "scale"))

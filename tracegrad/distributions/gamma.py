@@ -60,6 +60,12 @@ class Gamma(Distribution):
         c, r = self.concentration, self.rate
         return tracegrad.xlogy(c, r) + tracegrad.xlogy(c - 1, value) - r * value - tracegrad.lgamma(c)
 
+    def cdf(self, value):
+        """The regularized lower incomplete gamma function of ``rate * value``."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return tracegrad.special.gammainc(self.concentration, self.rate * value)
+
     def entropy(self):
         c = self.concentration
         return c - tracegrad.log(self.rate) + tracegrad.lgamma(c) + (1.0 - c) * tracegrad.digamma(c)

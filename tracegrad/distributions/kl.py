@@ -2,15 +2,27 @@
 (the most specific registered pair along both MROs), and ``register_kl`` to add one."""
 from __future__ import annotations
 
+
 import tracegrad
 
 from .bernoulli import Bernoulli
+from .beta import Beta
 from .categorical import Categorical
+from .cauchy import Cauchy
+from .dirichlet import Dirichlet
 from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Binomial, Geometric
+from .gumbel import Gumbel
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
+from .log_normal import HalfNormal
+from .multivariate_normal import MultivariateNormal
 from .one_hot_categorical import OneHotCategorical
 from .normal import Normal
+from .pareto import Pareto
+from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -42,8 +54,10 @@ def _dispatch(type_p, type_q):
 
 def kl_divergence(p, q):
     """Mirrors ``torch.distributions.kl_divergence``: ``KL(p || q)`` over the batch shape.
-    Pairs here: Normal-Normal, Categorical-Categorical, Bernoulli-Bernoulli, Uniform-Uniform
-    (infinite where q's support does not cover p's, as torch).
+    Pairs here (each with itself): Normal, HalfNormal, Categorical, OneHotCategorical, Bernoulli,
+    Binomial, Geometric, Poisson, Pareto, Uniform (infinite where q's support does not cover p's, as
+    torch), Exponential, Laplace, Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, Independent,
+    MultivariateNormal, and TransformedDistribution with equal transforms (LogNormal).
     Raises: NotImplementedError for a pair with no registered rule."""
     key = (type(p), type(q))
     if key not in _KL_MEMO:
@@ -109,3 +123,106 @@ def _kl_independent_independent(p, q):
 @register_kl(OneHotCategorical, OneHotCategorical)
 def _kl_onehotcategorical_onehotcategorical(p, q):
     return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    a, b, c, d = p.concentration, p.rate, q.concentration, q.rate
+    return (c * (b / d).log() + c.lgamma() - a.lgamma() + (a - c) * a.digamma() + (d - b) * (a / b))
+
+
+def _log_beta(a, b):
+    return a.lgamma() + b.lgamma() - (a + b).lgamma()
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    a1, b1, a2, b2 = p.concentration1, p.concentration0, q.concentration1, q.concentration0
+    return (_log_beta(a2, b2) - _log_beta(a1, b1) + (a1 - a2) * a1.digamma() + (b1 - b2) * b1.digamma()
+            + (a2 - a1 + b2 - b1) * (a1 + b1).digamma())
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    a, b = p.concentration, q.concentration
+    total = a.sum(-1)
+    return (total.lgamma() - b.sum(-1).lgamma() - (a.lgamma() - b.lgamma()).sum(-1)
+            + ((a - b) * (a.digamma() - total.digamma().unsqueeze(-1))).sum(-1))
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    # -H(p) - E_p[log q(k)], with E_p[k] = 1/p - 1
+    return -p.entropy() - (-q.probs).log1p() / p.probs - q.logits
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
+    return kl.masked_fill(p.total_count > q.total_count, float("inf"))
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    ratio = (p.scale / q.scale).pow(2)
+    return 0.5 * (ratio - 1 - ratio.log())
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    return (((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)) / (4 * p.scale * q.scale)).log()
+
+
+_EULER = 0.57721566490153286060
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ratio = p.scale / q.scale
+    shift = (p.loc - q.loc) / q.scale
+    return -ratio.log() + shift + ratio * _EULER + (-shift + (1 + ratio).lgamma()).exp() - (1 + _EULER)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    """KL is invariant under one shared bijection: the bases' KL (summed over the event dims the
+    transforms added)."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError("kl_divergence(TransformedDistribution, TransformedDistribution) needs equal "
+                                  "transforms and event shapes")
+    return _sum_rightmost(kl_divergence(p.base_dist, q.base_dist), len(p.event_shape) - len(p.base_dist.event_shape))
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    alpha_ratio = q.alpha / p.alpha
+    kl = q.alpha * (p.scale / q.scale).log() - alpha_ratio.log() + alpha_ratio - 1
+    # p puts mass below q's support
+    return kl.masked_fill(p.scale < q.scale, float("inf"))
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p, q):
+    """``log|Lq| - log|Lp| + (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - n) / 2`` with the Cholesky
+    factors ``L``; both sides broadcast to a common batch shape. Raises ValueError for different
+    event shapes."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
+                         "computed")
+    lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    n = p.event_shape[0]
+    batch = tuple(tracegrad.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]), tuple(p.loc.shape[:-1]),
+                                             tuple(q.loc.shape[:-1])))
+    lq_full = lq.tril().expand(batch + (n, n))
+    log_det = lq.diagonal(dim1=-2, dim2=-1).log().sum(-1) - lp.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    trace = tracegrad.linalg.solve(lq_full, lp.tril().expand(batch + (n, n))).pow(2).sum((-2, -1))
+    diff = (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)
+    maha = tracegrad.linalg.solve(lq_full, diff).pow(2).sum((-2, -1))
+    return log_det + 0.5 * (trace + maha - n)

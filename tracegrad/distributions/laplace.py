@@ -2,36 +2,21 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import tracegrad
 
-from . import constraints
-from .distribution import Distribution
-from .utils import broadcast_all
+from .distribution import _LocScale
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale):
     """Mirrors ``torch.distributions.Laplace(loc, scale, validate_args=None)``.
 
     ``loc``/``scale``: floats or tensors, broadcast together. ``rsample`` inverts the cdf at a
     uniform draw from tracegrad's generator (gradients reach loc and scale). Raises ValueError
     for ``scale <= 0`` (validation on).
     """
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        numbers_only = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(() if numbers_only else self.loc.shape, validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return self._expand_params(Laplace, batch_shape, _instance, ("loc", "scale"))
 
     @property
     def mean(self):

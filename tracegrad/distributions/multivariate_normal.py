@@ -54,6 +54,19 @@ class MultivariateNormal(Distribution):
         else:
             self._unbroadcasted_scale_tril = tracegrad.linalg.cholesky(tracegrad.linalg.inv(precision_matrix))
 
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(MultivariateNormal, _instance)
+        batch_shape = tracegrad.Size(batch_shape)
+        k = tuple(self._event_shape)
+        new.loc = self.loc.expand(tuple(batch_shape) + k)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
+        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(tuple(batch_shape) + k * 2))
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
     @lazy_property
     def scale_tril(self):
         return self._unbroadcasted_scale_tril.expand(tuple(self._batch_shape) + tuple(self._event_shape) * 2)

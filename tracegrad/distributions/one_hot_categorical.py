@@ -82,6 +82,3 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
-
-    def __repr__(self):
-        return f"OneHotCategorical(probs: {tuple(self.probs.shape)})"

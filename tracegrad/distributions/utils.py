@@ -8,6 +8,12 @@ import tracegrad
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
 
 
+def delegated(owner, name):
+    """A read-only property that returns ``self.<owner>.<name>`` (a wrapper distribution's
+    parameters live on the distribution it wraps)."""
+    return property(lambda self: getattr(getattr(self, owner), name), doc=f"``{owner}.{name}``")
+
+
 def broadcast_all(*values):
     """Mirrors ``broadcast_all``: Python numbers become tensors (the dtype and device of the first
     tensor argument, else the default dtype) and everything is broadcast to one shape.

@@ -15,12 +15,24 @@ _MISSING = object()
 
 
 def _owner(module, name):
-    """``(submodule, attribute)`` for a dotted state name such as ``'layers.0.weight'``."""
+    """``(submodule, attribute)`` for a dotted state name such as ``'layers.0.weight'``.
+    AttributeError (torch's message) for a path through a submodule that does not exist."""
     *path, attr = name.split(".")
     mod = module
     for p in path:
+        if not hasattr(mod, p):
+            raise AttributeError(f"{type(mod).__name__} has no attribute `{p}`")
         mod = getattr(mod, p)
     return mod, attr
+
+
+def _current(module, name):
+    """What ``name`` holds now (``_MISSING`` if nothing)."""
+    mod, attr = _owner(module, name)
+    for store in (mod._parameters, mod._buffers):
+        if attr in store:
+            return store[attr]
+    return mod.__dict__.get(attr, _MISSING)
 
 
 def _swap(module, name, value):
@@ -38,6 +50,8 @@ def _swap(module, name, value):
     # not registered state: a plain attribute, set and removed in the instance dict (what
     # torch's setattr/delattr do for it) without Module.__setattr__'s registration rules
     old = mod.__dict__.get(attr, _MISSING)
+    if old is not _MISSING and old is not None and not isinstance(old, Tensor) and value is not _MISSING:
+        raise TypeError(f"attribute `{attr}`: {old!r} is not an instance of torch.Tensor")
     if value is _MISSING:
         mod.__dict__.pop(attr, None)
     else:
@@ -72,13 +86,14 @@ def _untie(module, given):
 @contextlib.contextmanager
 def reparametrize(module, values, tie_weights=True, strict=False):
     """Swap ``values`` (name -> Tensor) into ``module`` for the duration of the block; the
-    originals come back on exit, also when the block raises."""
+    originals come back on exit, also when the block raises. Yields a dict that, after the
+    block, holds name -> new tensor for every name the block reassigned (``self.foo = ...``)."""
     if tie_weights:
         values = _untie(module, values)
     if strict:
         valid = _state_names(module)
-        unexpected = [k for k in values if k not in valid]
-        missing = [k for k in valid if k not in values]
+        unexpected = sorted(k for k in values if k not in valid)
+        missing = sorted(k for k in valid if k not in values)
         msgs = []
         if unexpected:
             msgs.append(f"Unexpected key(s): {', '.join(map(repr, unexpected))}.")
@@ -86,16 +101,21 @@ def reparametrize(module, values, tie_weights=True, strict=False):
             msgs.append(f"Missing key(s): {', '.join(map(repr, missing))}.")
         if msgs:
             raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(msgs))
+    for v in values.values():
+        if v is not None and not isinstance(v, Tensor):
+            raise TypeError(f"{v!r} is not an instance of torch.Tensor")
     originals = []
+    written: dict = {}
     own = _concrete_state(module)
     try:
         for name, v in values.items():
-            if v is not None and not isinstance(v, Tensor):
-                raise TypeError(f"functional_call: the value for {name!r} must be a Tensor, got {type(v).__name__}")
             originals.append((name, _swap(module, name, v)))
-        yield
+        yield written
     finally:
         for name, old in reversed(originals):
+            now = _current(module, name)
+            if now is not values[name]:
+                written[name] = now
             _swap(module, name, old)
         leaked = _restore_leaks(module, own)
     if leaked:
@@ -140,6 +160,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     gradient and ensembling recipes).
     """
     if isinstance(parameter_and_buffer_dicts, dict):
+        dicts = (parameter_and_buffer_dicts,)
         values = parameter_and_buffer_dicts
     elif isinstance(parameter_and_buffer_dicts, (tuple, list)):
         if not all(isinstance(d, dict) for d in parameter_and_buffer_dicts):
@@ -151,13 +172,20 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         repeated = [k for k, n in seen.items() if n > 1]
         if repeated:
             raise ValueError(f"{repeated} appeared in multiple dictionaries; behavior of functional call is ambiguous")
-        values = {k: v for d in parameter_and_buffer_dicts for k, v in d.items()}
+        dicts = tuple(parameter_and_buffer_dicts)
+        values = {k: v for d in dicts for k, v in d.items()}
     else:
         raise ValueError("Expected parameter_and_buffer_dicts to be a dict, or a list/tuple of dicts, but got "
                          f"{type(parameter_and_buffer_dicts)}")
     args = () if args is None else args if isinstance(args, tuple) else (args,)
-    with reparametrize(module, values, tie_weights=tie_weights, strict=strict):
-        return module(*args, **(kwargs or {}))
+    with reparametrize(module, values, tie_weights=tie_weights, strict=strict) as written:
+        out = module(*args, **(kwargs or {}))
+    # as torch: a tensor the call assigned to a given name (``self.foo = self.foo + 1``) replaces
+    # that name's entry in the caller's dict
+    for d in dicts:
+        for name in d.keys() & written.keys():
+            d[name] = written[name]
+    return out
 
 
 def stack_module_state(models):

@@ -59,14 +59,20 @@ def _jax_argnums(argnums, positions):
     return tuple(range(len(positions))) if isinstance(argnums, tuple) else 0
 
 
-def _checked_outputs(func, has_aux, api, kwargs=None):
+def _checked_outputs(func, has_aux, api, kwargs=None, float_outputs=False):
     """``func`` checked as torch.func checks a transformed function's result: Tensors (trees of
-    them), and with ``has_aux`` an ``(output, aux)`` pair. ``api`` prefixes the messages."""
+    them), and with ``has_aux`` an ``(output, aux)`` pair; ``float_outputs``: floating or
+    complex ones (what a reverse-mode Jacobian needs). ``api`` prefixes the messages."""
     def checked(*a):
         out = func(*a, **(kwargs or {}))
         if has_aux and not (isinstance(out, tuple) and len(out) == 2):
             raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
         _wrap.check_outputs(out[0] if has_aux else out, api)
+        for leaf in _wrap.tensor_leaves(out[0] if has_aux else out) if float_outputs else ():
+            if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+                raise RuntimeError(f"{api}: All outputs of f must be floating-point or complex Tensors, got Tensor "
+                                   f"with dtype {leaf.dtype}")
+        checked.result = out   # the template for ``_wrap.ordered``
         return out
     return checked
 
@@ -111,8 +117,14 @@ def grad_and_value(func, argnums=0, has_aux=False):
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
-        return _wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)
+        grads = _wrap.ordered(_wrap.to_tensors(_conj_complex(grads)), _diff_template(args, argnums, positions))
+        return grads, _wrap.ordered(_wrap.to_tensors(value), jf.result)
     return _wrap.recorded(wrapper)
+
+
+def _diff_template(args, argnums, positions):
+    """The differentiated arguments as a gradient/Jacobian is laid out over them."""
+    return tuple(args[p] for p in positions) if isinstance(argnums, tuple) else args[positions[0]]
 
 
 def _conj_complex(tree):
@@ -152,7 +164,9 @@ def vjp(func, *primals, has_aux=False):
 
     def forward(*prims):
         res = linearize(prims)
-        return (_wrap.to_tensors(res[0]),) + ((_wrap.to_tensors(res[2]),) if has_aux else ())
+        out_t, aux_t = fn.result if has_aux else (fn.result, None)
+        return ((_wrap.ordered(_wrap.to_tensors(res[0]), out_t),)
+                + ((_wrap.ordered(_wrap.to_tensors(res[2]), aux_t),) if has_aux else ()))
     outs = _wrap.differentiable(forward, primals)
     out = first[0][0]
     given = [leaf._value for leaf in _wrap.tensor_leaves(primals)]
@@ -165,7 +179,7 @@ def vjp(func, *primals, has_aux=False):
             # torch's convention: conj(JAX vjp(conj(cotangent))) (NOTE [complex gradients])
             return _conj_complex(pullback(_conj_complex(
                 jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))))
-        return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts)))
+        return _wrap.ordered(tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts))), primals)
 
     def vjp_fn(cotangents, *extra, retain_graph=True, create_graph=None):
         if extra:
@@ -223,7 +237,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
         if not isinstance(v, tuple):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
                                "to call f(*primals).")
-    _diff_leaves(primals, range(len(primals)), "jvp")
+    for leaf in _wrap.check_tensor_tree(primals, "jvp"):
+        if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+            raise ValueError(f"jvp(f, primals, tangents): Expected primal to be floating point or complex, but got: "
+                             f"{leaf.dtype}")
     p_arr, t_arr = _wrap.to_arrays(primals), _wrap.to_arrays(tangents)
     sp, st = jax.tree_util.tree_structure(p_arr), jax.tree_util.tree_structure(t_arr)
     if sp != st:
@@ -239,11 +256,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
 
     fn = _checked_outputs(func, has_aux, "jvp(f, primals, tangents)")
     jf = _wrap.pure(fn, primals, range(len(primals)))
-    if has_aux:
-        out, tan, aux = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=True), p_arr, t_arr)
-        return _wrap.to_tensors(out), _wrap.to_tensors(tan), _wrap.to_tensors(aux)
-    out, tan = _wrap.run_jax(functools.partial(jax.jvp, jf), p_arr, t_arr)
-    return _wrap.to_tensors(out), _wrap.to_tensors(tan)
+    res = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=has_aux), p_arr, t_arr)
+    out_t = jf.result[0] if has_aux else jf.result
+    return tuple(_wrap.ordered(_wrap.to_tensors(r), tmpl)
+                 for r, tmpl in zip(res, (out_t, out_t) + ((jf.result[1],) if has_aux else ())))
 
 
 def _jacobian(jax_transform, api, func, argnums, has_aux):
@@ -259,13 +275,15 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
                                    f"input idx: {i}; differentiate the real and imaginary parts (view_as_real) "
                                    "instead")
 
-        fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs)
+        fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs, float_outputs=api == "jacrev")
         jf = _wrap.pure(fn, args, positions)
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
-        if has_aux:
-            return _wrap.to_tensors(res[0]), _wrap.to_tensors(res[1])
-        return _wrap.to_tensors(res)
+        inputs = _diff_template(args, argnums, positions)
+        out_t = jf.result[0] if has_aux else jf.result
+        jac = _wrap.ordered(_wrap.to_tensors(res[0] if has_aux else res), out_t,
+                            leaf=lambda sub: _wrap.ordered(sub, inputs))
+        return (jac, _wrap.ordered(_wrap.to_tensors(res[1]), jf.result[1])) if has_aux else jac
     return _wrap.recorded(wrapper)
 
 
@@ -276,6 +294,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     accepted and ignored (JAX vectorizes the whole basis at once).
     Raises as :func:`grad_and_value` for bad ``argnums`` or inputs; RuntimeError for a complex
     input, as torch."""
+    _wrap.check_chunk_size(chunk_size, "jacrev")
     return _jacobian(jax.jacrev, "jacrev", func, argnums, has_aux)
 
 

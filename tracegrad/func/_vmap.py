@@ -178,6 +178,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     that is not batched is allowed (torch raises); with 'same', a draw with batched parameters
     (``bernoulli`` of a batched ``p``) shares one uniform draw across the batch (torch raises).
     """
+    _wrap.check_chunk_size(chunk_size, "vmap")
     if randomness not in _RANDOMNESS:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
@@ -200,7 +201,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             for i, a in zip(tpos, arrs):
                 ls[i] = Tensor._make(a)
             with _different(index) if different else contextlib.nullcontext():
-                out = func(*jax.tree_util.tree_unflatten(treedef, ls), **kwargs)
+                out = func(*_wrap.ordered(jax.tree_util.tree_unflatten(treedef, ls), args), **kwargs)
+            _check_unbatched_writes(ls, tpos, arrs, axes, func)
+            result[:] = [out]
             for leaf in _wrap.tensor_leaves(out):
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
@@ -208,10 +211,27 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             _check_out_dims(out_dims, out, func)
             return _wrap.to_arrays(out)
         axes = tuple(flat_dims[i] for i in tpos)
+        result = []
         arrays = tuple(leaves[i]._value for i in tpos)
         if different:
             axes, arrays = axes + (0,), arrays + (np.arange(size, dtype=np.uint32),)
         with _random_guard(randomness):
             out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=out_dims), *arrays)
-        return _wrap.to_tensors(out)
+        return _wrap.ordered(_wrap.to_tensors(out), result[0])
     return wrapper
+
+
+def _check_unbatched_writes(leaves, tpos, arrays, axes, func):
+    """torch's RuntimeError for an in-place op that writes a per-example (batched) value into an
+    argument mapped with ``in_dims=None``: that argument's array was replaced by a tracer of a
+    transform below the caller's own (a batched value), where an unbatched argument may only
+    hold values of the level it came from."""
+    for i, a, d in zip(tpos, arrays, axes):
+        new = leaves[i]._st.array
+        if d is not None or new is a or not isinstance(new, jax.core.Tracer):
+            continue
+        if not isinstance(a, jax.core.Tracer) or getattr(new, "_trace", None) is not getattr(a, "_trace", None):
+            raise RuntimeError(f"vmap({_name(func)}, ...): an in-place operation wrote a value that varies over the "
+                               "vmapped dimension into an input that is not vmapped over (in_dims=None). Use the "
+                               "out-of-place operation instead, or vmap over that input too.")
+
