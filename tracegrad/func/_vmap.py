@@ -39,13 +39,13 @@ def _flat_in_dims(in_dims, args, prefix):
 
 def _broadcast(d, a, prefix):
     """``d`` (an in_dim or a tree of them that is a prefix of ``a``) as one entry per leaf of
-    ``a``, in JAX's flattening order (dict keys sorted)."""
+    ``a``, in ``_wrap.flatten``'s order (dict keys in insertion order)."""
     if d is None or (isinstance(d, int) and not isinstance(d, bool)):
         return [d] * len(_wrap.tensor_leaves(a))
     if isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a):
         return [x for di, ai in zip(d, a) for x in _broadcast(di, ai, prefix)]
     if isinstance(d, dict) and isinstance(a, dict) and set(d) == set(a):
-        return [x for k in sorted(a) for x in _broadcast(d[k], a[k], prefix)]
+        return [x for k in a for x in _broadcast(d[k], a[k], prefix)]
     raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`: in_dims entry {d!r} "
                      f"does not match an input of type {type(a).__name__}.")
 
@@ -189,7 +189,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         size = _check_inputs(args, flat_dims, prefix)
         # only Tensor leaves go through jax.vmap; other leaves (numbers, strings, modules) are
         # closed over unchanged, as torch passes non-Tensor arguments through
-        leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=_wrap.is_tensor)
+        leaves, treedef = _wrap.flatten(args)
         tpos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
         different = randomness == "different"
 
@@ -200,7 +200,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             for i, a in zip(tpos, arrs):
                 ls[i] = Tensor._make(a)
             with _different(index) if different else contextlib.nullcontext():
-                out = func(*jax.tree_util.tree_unflatten(treedef, ls), **kwargs)
+                out = func(*_wrap.unflatten(treedef, ls), **kwargs)
             for leaf in _wrap.tensor_leaves(out):
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
@@ -212,6 +212,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if different:
             axes, arrays = axes + (0,), arrays + (np.arange(size, dtype=np.uint32),)
         with _random_guard(randomness):
-            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=out_dims), *arrays)
+            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=_wrap.keep_order(out_dims)), *arrays)
         return _wrap.to_tensors(out)
     return wrapper
