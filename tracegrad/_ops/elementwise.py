@@ -83,35 +83,8 @@ FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", 
                "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh", "sigmoid", "erf",
                "erfinv", "reciprocal", "silu", "mish"}
 
-
-
-def _result_derivative(fn, rule):
-    """``fn`` whose JAX derivative is torch's formula ``rule(result, tangent)`` (the op's
-    ``vjp_result``). The eager backward already uses ``rule``; without this, ``tracegrad.func``
-    transforms, forward AD and compiled regions differentiate ``fn`` with JAX's own formula,
-    which rounds differently: tanh's ``(1 + y)(1 - y)`` against torch's ``1 - y * y`` differs by
-    1e-5 relative near saturation, enough to break a program comparing ``jacrev`` with
-    ``autograd.grad`` (the jacobians tutorial). Every op routed here is holomorphic where it
-    takes complex input, so ``rule(y, t)`` is its JVP also there."""
-    @jax.custom_jvp
-    def f(x):
-        return fn(x)
-
-    @f.defjvp
-    def f_jvp(primals, tangents):
-        (x,), (t,) = primals, tangents
-        y = f(x)
-        if not jnp.issubdtype(y.dtype, jnp.inexact):   # integer/bool in and out: a float0 tangent
-            return y, t
-        return y, rule(y, t)
-    return f
-
-
-# relu and sgn keep JAX's derivative (the same numbers; sgn's complex one is not zero)
-_JAX_DERIVATIVE = {"relu", "sgn"}
 for _name, _fn, _gf, _saves, _vr in _UNARY:
-    _f = _fn if _vr is None or _name in _JAX_DERIVATIVE else _result_derivative(_fn, _vr)
-    defop(_name, _u(_f), grad_fn=_gf, saves=_saves, vjp_result=_vr)
+    defop(_name, _u(_fn), grad_fn=_gf, saves=_saves, vjp_result=_vr)
 
 
 def _round_decimals(x, decimals):
