@@ -883,6 +883,91 @@ def test_gat_graph_attention_network():
     run_both(program)
 
 
+# karpathy/nn-zero-to-hero lectures/makemore/makemore_part4_backprop.ipynb (the MLP with a
+# hand-written BatchNorm, retain_grad on every intermediate, the manual backprop "Exercise 1"
+# and the fused cross-entropy gradient of "Exercise 2"; NumPy names as the notebook writes them:
+# counts.sum(1, keepdims=True)); the exact/approximate flags of its cmp() depend on float
+# rounding, so the gradients themselves are compared
+def test_nn_zero_to_hero_manual_backprop():
+    def program(torch, log):
+        F = torch.nn.functional
+        rs = np.random.RandomState(40)
+        n_embd, n_hidden, vocab_size, block_size, n = 3, 6, 7, 3, 5
+        C = torch.tensor(rs.randn(vocab_size, n_embd).astype("float32"))
+        W1 = torch.tensor(rs.randn(n_embd * block_size, n_hidden).astype("float32"))
+        W1 = W1 * (5 / 3) / ((n_embd * block_size) ** 0.5)
+        b1 = torch.tensor(rs.randn(n_hidden).astype("float32")) * 0.1
+        W2 = torch.tensor(rs.randn(n_hidden, vocab_size).astype("float32")) * 0.1
+        b2 = torch.tensor(rs.randn(vocab_size).astype("float32")) * 0.1
+        bngain = torch.tensor(rs.randn(1, n_hidden).astype("float32")) * 0.1 + 1.0
+        bnbias = torch.tensor(rs.randn(1, n_hidden).astype("float32")) * 0.1
+        parameters = [C, W1, b1, W2, b2, bngain, bnbias]
+        for p in parameters:
+            p.requires_grad = True
+        Xb = torch.tensor(rs.randint(0, vocab_size, (n, block_size)))
+        Yb = torch.tensor(rs.randint(0, vocab_size, (n,)))
+        emb = C[Xb]
+        embcat = emb.view(emb.shape[0], -1)
+        hprebn = embcat @ W1 + b1
+        bnmeani = 1 / n * hprebn.sum(0, keepdim=True)
+        bndiff = hprebn - bnmeani
+        bndiff2 = bndiff ** 2
+        bnvar = 1 / (n - 1) * (bndiff2).sum(0, keepdim=True)
+        bnvar_inv = (bnvar + 1e-5) ** -0.5
+        bnraw = bndiff * bnvar_inv
+        hpreact = bngain * bnraw + bnbias
+        h = torch.tanh(hpreact)
+        logits = h @ W2 + b2
+        logit_maxes = logits.max(1, keepdim=True).values
+        norm_logits = logits - logit_maxes
+        counts = norm_logits.exp()
+        counts_sum = counts.sum(1, keepdims=True)
+        counts_sum_inv = counts_sum ** -1
+        probs = counts * counts_sum_inv
+        logprobs = probs.log()
+        loss = -logprobs[range(n), Yb].mean()
+        for t in [logprobs, probs, counts, counts_sum, counts_sum_inv, norm_logits, logit_maxes, logits, h,
+                  hpreact, bnraw, bnvar_inv, bnvar, bndiff2, bndiff, hprebn, bnmeani, embcat, emb]:
+            t.retain_grad()
+        loss.backward()
+        log("loss", loss)
+        dlogprobs = torch.zeros_like(logprobs)
+        dlogprobs[range(n), Yb] = -1.0 / n
+        dprobs = (1.0 / probs) * dlogprobs
+        dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)
+        dcounts = counts_sum_inv * dprobs
+        dcounts_sum = (-counts_sum ** -2) * dcounts_sum_inv
+        dcounts += torch.ones_like(counts) * dcounts_sum
+        dnorm_logits = counts * dcounts
+        dlogits = dnorm_logits.clone()
+        dlogit_maxes = (-dnorm_logits).sum(1, keepdim=True)
+        dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes
+        dh = dlogits @ W2.T
+        dhpreact = (1.0 - h ** 2) * dh
+        dbnraw = bngain * dhpreact
+        dbndiff = bnvar_inv * dbnraw
+        dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)
+        dbnvar = (-0.5 * (bnvar + 1e-5) ** -1.5) * dbnvar_inv
+        dbndiff2 = (1.0 / (n - 1)) * torch.ones_like(bndiff2) * dbnvar
+        dbndiff += (2 * bndiff) * dbndiff2
+        dhprebn = dbndiff.clone()
+        dbnmeani = (-dbndiff).sum(0)
+        dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)
+        demb = (dhprebn @ W1.T).view(emb.shape)
+        dC = torch.zeros_like(C)
+        for k in range(Xb.shape[0]):
+            for j in range(Xb.shape[1]):
+                dC[Xb[k, j]] += demb[k, j]
+        for name, dt, t in [("logits", dlogits, logits), ("hprebn", dhprebn, hprebn), ("C", dC, C)]:
+            log(name, (dt, t.grad, torch.allclose(dt, t.grad)))
+        dlogits = F.softmax(logits, 1)
+        dlogits[range(n), Yb] -= 1
+        dlogits /= n
+        log("fused", (dlogits, torch.allclose(dlogits, logits.grad)))
+        log("fast loss", F.cross_entropy(logits, Yb))
+    run_both(program)
+
+
 # pytorch/tutorials intermediate_source/ensembling.py: stack_module_state + functional_call
 # under vmap over a copy of the model moved to the 'meta' device
 @pytest.mark.xfail(strict=True, reason="tracegrad has no 'meta' device (Module.to('meta') raises RuntimeError)")
