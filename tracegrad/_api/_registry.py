@@ -19,6 +19,8 @@ A name registered twice with different objects raises.
 """
 from __future__ import annotations
 
+from .numpy_names import add_numpy_names
+
 METHODS: dict = {}     # Tensor.<name> -> function, or property
 FUNCTIONS: dict = {}   # tracegrad.<name> -> function
 
@@ -62,7 +64,6 @@ def prop(*names, setter=None):
 
 def install(cls):
     """Put every registered method, property and operator on ``cls`` (``Tensor``), once, at import."""
-    from .numpy_names import add_numpy_names
     add_numpy_names(METHODS)
     for name, obj in METHODS.items():
         setattr(cls, name, obj)

@@ -141,8 +141,8 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(out)
 
 
+add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True): the same objects as Tensor's
 add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
-add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True)
 __all__ = sorted(FUNCTIONS)
 
 
