@@ -469,3 +469,25 @@ def test_committed_torch_fixture_loads_without_torch():
     np.testing.assert_array_equal(sd["bias"].numpy(), np.array([-1.5, 2.0], np.float32))
     assert sd["steps"].dtype is tracegrad.int64 and sd["steps"].item() == 7
     assert out["epoch"] == 3 and out["names"] == ("a", "b")
+
+
+def test_environment_forces_weights_only_as_torch(tmp_path, monkeypatch):
+    # TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD lets an old script torch.load a pickled numpy array
+    # (pytorch/examples time_sequence_prediction) unchanged; it overrides only a weights_only
+    # the call did not pass, with a UserWarning; the two variables together raise
+    torch = _torch()
+    data = np.sin(np.arange(6.0)).reshape(2, 3)
+    torch.save(data, tmp_path / "np.pt")
+    for mod in (torch, tracegrad):
+        monkeypatch.setenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")
+        with pytest.warns(UserWarning, match="TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"):
+            assert np.array_equal(mod.load(tmp_path / "np.pt"), data)
+        with pytest.raises(pickle.UnpicklingError):
+            mod.load(tmp_path / "np.pt", weights_only=True)
+        monkeypatch.setenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "yes")
+        with pytest.raises(RuntimeError, match="TORCH_FORCE_WEIGHTS_ONLY_LOAD"):
+            mod.load(tmp_path / "np.pt")
+        monkeypatch.delenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD")
+        with pytest.raises(pickle.UnpicklingError):
+            mod.load(tmp_path / "np.pt", weights_only=False)   # forced on, even when passed
+        monkeypatch.delenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD")

@@ -29,7 +29,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
 )
 from ._api.promotion import check_same_dtype
 from ._api import reduction as _reduction
-from ._ops import dtypes as _dt
+from ._ops import dtypes as _dt, reduction as _reduction_ops
 from ._tensor.factories import eye, zeros as _zeros
 from ._tensor.tensor import Tensor
 from .func import jax_function
@@ -64,21 +64,8 @@ def _op(name):
 
 @_op("LinalgVectorNorm")
 def _vector_norm(x, *, ord, dim, keepdim):
-    a = jnp.abs(x)
-    if ord == float("inf"):
-        return jnp.max(a, axis=dim, keepdims=keepdim)
-    if ord == float("-inf"):
-        return jnp.min(a, axis=dim, keepdims=keepdim)
-    if ord == 0:
-        return jnp.sum(a != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
-    if ord == 2:
-        # the 2-norm's gradient at 0 is 0 (as torch), not NaN
-        s = jnp.sum(a * a, axis=dim, keepdims=keepdim)
-        safe = jnp.where(s == 0, 1, s)
-        return jnp.where(s == 0, 0, jnp.sqrt(safe))
-    if ord == 1:
-        return jnp.sum(a, axis=dim, keepdims=keepdim)
-    return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+    # the norm op's function: torch's zero gradients where entries (or the norm) are 0
+    return _reduction_ops._norm(x, ord, dim, keepdim)
 
 
 @accepts_out(exact_dtype=True)

@@ -49,6 +49,7 @@ import pickle
 import struct
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import safetensors.numpy
@@ -431,15 +432,17 @@ def _read_arrays(data, header, name):
     return out
 
 
-def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Read an object written by :func:`save`. Mirrors ``torch.load``.
 
     Args:    ``f``: a path or a binary file object opened for reading, holding a tracegrad
              checkpoint or a ``torch.save`` file (zip or legacy); ``map_location``:
              None (each tensor back on the device it was saved from), a device or device
              string, a dict ``{saved_device: device}``, or a callable ``(tensor, saved_device)
-             -> tensor``; ``weights_only``: True (the default, as torch 2.6+; None means True
-             unless ``pickle_module`` is given, as torch) unpickles a
+             -> tensor``; ``weights_only``: None (the default) means True as torch 2.6+, unless
+             ``pickle_module`` is given or the environment sets
+             ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` (``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces
+             True), as torch; True unpickles a
              saved object (not tensors, containers or plain values) only when every class it
              names is allowlisted (``add_safe_globals``); ``mmap``: as torch, for a path only
              and not for a legacy torch file (a torch zip file at a path is always mapped,
@@ -456,8 +459,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
              ``map_location``); ValueError for ``mmap=True`` with a file object, RuntimeError
              with a legacy torch file; FileNotFoundError for a missing path.
     """
-    if weights_only is None:    # not given: torch's default, unless a pickle module is passed
-        weights_only = pickle_module is None
+    weights_only = _weights_only_mode(weights_only, pickle_module)
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
@@ -496,6 +498,35 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         raise e.args[0] from None
     except (_Corrupt, ValueError, KeyError, AttributeError) as e:
         raise RuntimeError(f"tracegrad.load: {name!r} has a damaged structure description: {e}") from None
+
+
+_TRUE_VALUES = ("1", "y", "yes", "true")
+
+
+def _weights_only_mode(weights_only, pickle_module):
+    """``load``'s effective ``weights_only``, as torch decides it: not given (None) means True
+    unless a ``pickle_module`` is passed; the environment variable
+    ``TORCH_FORCE_WEIGHTS_ONLY_LOAD`` forces True, ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD`` forces
+    False only where the caller did not pass ``weights_only`` (with a UserWarning). The torch
+    names are kept so that a program run under both libraries is switched by one variable
+    (older scripts that ``torch.load`` a pickled numpy array need it since torch 2.6).
+    Raises RuntimeError when both variables are set."""
+    force_on = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
+    force_off = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
+    if force_on and force_off:
+        raise RuntimeError("tracegrad.load: only one of TORCH_FORCE_WEIGHTS_ONLY_LOAD or "
+                           "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD should be set, but both were set; "
+                           "unset one of them.")
+    if force_on:
+        return True
+    if weights_only is None:
+        if force_off:
+            warnings.warn("tracegrad.load: environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD "
+                          "detected; since weights_only was not passed, loading with "
+                          "weights_only=False.", UserWarning, stacklevel=3)
+            return False
+        return pickle_module is None
+    return weights_only
 
 
 # torch's weights-only unpickler accepts the classes and functions allowlisted here; so does

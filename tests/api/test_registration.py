@@ -173,3 +173,27 @@ def test_api_function_local_imports_say_why():
                     if isinstance(node, (ast.Import, ast.ImportFrom)) and "#" not in lines[node.lineno - 1]:
                         bare.append(f"{path.name}:{node.lineno}")
     assert not bare, f"function-local imports without a reason: {sorted(set(bare))}"
+
+
+def test_numpy_keyword_names_as_torch():
+    # torch's C++-bound functions take axis= for dim= and keepdims= for keepdim= (karpathy's
+    # makemore lectures: counts.sum(1, keepdims=True)); its Python-level Tensor.norm does not;
+    # both spellings at once is a TypeError
+    torch = pytest.importorskip("torch")
+    calls = ["x.sum(axis=1)", "x.sum(1, keepdims=True)", "m.sum(x, axis=0, keepdims=True)",
+             "x.mean(axis=0, keepdims=True)", "x.amax(axis=1)", "x.std(axis=0)", "x.softmax(axis=0)",
+             "m.cat([x, x], axis=0)", "x.logsumexp(axis=1, keepdims=True)", "x.argmax(axis=1, keepdims=True)",
+             "x.all(axis=1)", "x.max(axis=1, keepdims=True).values", "x.norm(dim=1, keepdims=True)",
+             "x.sum(dim=1, axis=1)", "m.sum(x, 1, out=m.empty(2), keepdims=False)"]
+
+    def run(m):
+        x = m.tensor([[1.0, -2.0, 3.0], [0.5, 0.0, -1.0]])
+        out = []
+        for c in calls:
+            try:
+                r = eval(c, {"m": m, "x": x})
+                out.append((tuple(r.shape), r.detach().numpy().round(5).tolist()))
+            except TypeError:
+                out.append("TypeError")
+        return out
+    assert run(tracegrad) == run(torch)

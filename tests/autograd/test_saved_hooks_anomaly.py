@@ -206,3 +206,37 @@ XFAIL = {}
 @pytest.mark.parametrize("program", programs(PROGRAMS, XFAIL))
 def test_parity(program):
     run_both(program)
+
+
+def test_raw_saved_tensor_register_hooks():
+    # the saved tensors hooks tutorial: hooks registered on one saved tensor pack it at once,
+    # unpack at backward (the gradient flows through the unpacked value), at most one pair,
+    # none after the graph was freed; saved_tensors_hooks(...).__enter__ returns None
+    def program(torch, log):
+        x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        y = x.pow(2)
+        calls = []
+        y.grad_fn._raw_saved_self.register_hooks(lambda t: calls.append("pack") or t * 2,
+                                                 lambda t: calls.append("unpack") or t)
+        log("packed at once", list(calls))
+        log("saved self", y.grad_fn._saved_self)
+        for hooks in ((lambda t: t, lambda t: t), (1, lambda t: t)):
+            try:
+                y.grad_fn._raw_saved_self.register_hooks(*hooks)
+            except Exception as e:  # noqa: BLE001 -- the class is the observation
+                log("again", type(e).__name__)
+        y.sum().backward()
+        log("grad", x.grad)
+        log("calls", calls)
+        try:
+            y.grad_fn._raw_saved_self.register_hooks(lambda t: t, lambda t: t)
+        except RuntimeError as e:
+            log("freed", "freed" in str(e))
+        z = x * x
+        try:
+            z.grad_fn._raw_saved_self.register_hooks(lambda t: t.add_(1), lambda t: t)
+        except RuntimeError as e:
+            log("in place pack", "in place" in str(e))
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t) as h:
+            log("enter returns", h)
+    run_both(program)

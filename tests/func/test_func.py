@@ -455,3 +455,25 @@ def test_inplace_writes_to_arguments():
     with pytest.raises(RuntimeError, match="in place"):
         tracegrad.func.grad(lambda x, bb: bb.add_(x).sum())(tracegrad.ones(3), b)
     assert b.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_dict_results_keep_insertion_order_as_torch():
+    # torch.func's pytrees keep a dict's insertion order (JAX's sort it): the per-sample-grads
+    # tutorial zips grad's dict of parameters with model.parameters()
+    def run(m):
+        params = {"w": _t(m, A), "b": _t(m, B[:3]), "a": _t(m, [0.5])}
+
+        def loss(p, x):
+            return ((p["w"] @ x + p["b"]) * p["a"]).tanh().sum()
+        orders = [list(m.func.grad(loss)(params, _t(m, B))),
+                  list(m.func.vmap(m.func.grad(loss), in_dims=({"w": None, "b": None, "a": None}, 0))(
+                      params, _t(m, BATCH))),
+                  list(m.func.vmap(lambda p: {"z": p["w"].sum(), "y": p["b"] * 2},
+                                   in_dims=({"w": None, "b": 0, "a": None},))(params)),
+                  list(m.func.jacrev(lambda p: {"z": p["w"].sum(), "y": p["b"] * 2})(params)["z"])]
+        seen = []
+        m.func.vmap(lambda p: seen.append(list(p)) or p["b"], in_dims=({"w": None, "b": 0, "a": None},))(params)
+        return orders, seen
+    assert run(tracegrad) == run(torch)
+    assert run(tracegrad)[0][0] == ["w", "b", "a"]
+

@@ -165,3 +165,30 @@ def test_legacy_backward_hook_sees_last_node_grads():
         a(x).sum().backward()
         log.append(_desc(x.grad))
     both(program)
+
+
+def test_hook_dicts_hold_the_hooks_themselves():
+    # programs read module._forward_pre_hooks.values() (torch.nn.utils.prune finds its methods
+    # there); the with_kwargs / always_call flags live in torch's side dicts, emptied on removal
+    def program(mod, log):
+        m = _lin(mod, 2, 2, 0)
+
+        def pre(module, args):
+            return None
+
+        def post(module, args, kwargs, out):
+            return None
+        h1 = m.register_forward_pre_hook(pre, with_kwargs=False)
+        h2 = m.register_forward_hook(post, with_kwargs=True, always_call=True)
+        h3 = m.register_full_backward_hook(lambda *a: None)
+        log.append([v is pre for v in m._forward_pre_hooks.values()])
+        log.append([v is post for v in m._forward_hooks.values()])
+        log.append([callable(v) and not hasattr(v, "with_kwargs") for v in m._backward_hooks.values()])
+        log.append((dict(m._forward_pre_hooks_with_kwargs), list(m._forward_hooks_with_kwargs.values()),
+                    list(m._forward_hooks_always_called.values())))
+        m(mod.ones(1, 2)).sum().backward()
+        for h in (h1, h2, h3):
+            h.remove()
+        log.append((len(m._forward_pre_hooks), len(m._forward_hooks), len(m._forward_hooks_with_kwargs),
+                    len(m._forward_hooks_always_called), len(m._backward_hooks)))
+    both(program)

@@ -232,3 +232,19 @@ def test_data_dependent_ones_run_eagerly_when_compiled():
         for _ in range(3):
             assert f(x).tolist() == [11, 7, 9]
     assert f.stats["graph_breaks"]
+
+
+@pytest.mark.parametrize("p", [2, 3, 1, float("inf")])
+def test_dist_is_one_node_with_torchs_gradient_at_zero(p):
+    # torch.dist records DistBackward0 over both (broadcast) inputs; a zero distance has a
+    # zero gradient (the parametrizations tutorial prints dist(...)'s grad_fn)
+    def run(m):
+        a = m.tensor([[1., 2., 3.], [0., 1., 2.]], requires_grad=True)
+        b = m.tensor([1., 2., 3.], requires_grad=True)
+        d = m.dist(a, b, p)
+        d.backward()
+        same = m.dist(b, b.detach(), p)
+        return (type(d.grad_fn).__name__, [type(n).__name__ for n, _ in d.grad_fn.next_functions],
+                round(d.item(), 5), a.grad.numpy().round(5).tolist(), b.grad.numpy().round(5).tolist(),
+                type(same.grad_fn).__name__, m.autograd.grad(same, b)[0].numpy().tolist())
+    assert run(tracegrad) == run(torch)

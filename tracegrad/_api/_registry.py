@@ -13,9 +13,13 @@ Each op family declares, where a function is defined, what it becomes:
 ``tensor_methods`` imports every family, so that their declarations run, and calls
 ``install(Tensor)`` once; ``functions`` is the ``tracegrad.<name>`` namespace, read from
 ``FUNCTIONS``. The registered object itself goes on the class (a plain function or a
-``property``): no wrapper runs per call. A name registered twice with different objects raises.
+``property``): no wrapper runs per call, except on functions with a ``dim``/``keepdim``
+parameter, which also take torch's NumPy names ``axis``/``keepdims`` (``numpy_names.py``).
+A name registered twice with different objects raises.
 """
 from __future__ import annotations
+
+from .numpy_names import add_numpy_names
 
 METHODS: dict = {}     # Tensor.<name> -> function, or property
 FUNCTIONS: dict = {}   # tracegrad.<name> -> function
@@ -60,5 +64,6 @@ def prop(*names, setter=None):
 
 def install(cls):
     """Put every registered method, property and operator on ``cls`` (``Tensor``), once, at import."""
+    add_numpy_names(METHODS)
     for name, obj in METHODS.items():
         setattr(cls, name, obj)

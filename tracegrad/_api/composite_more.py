@@ -100,21 +100,14 @@ def flat_index(input, index, api):
 @method("dist", function=True)
 def dist(input, other, p=2):
     """Mirrors ``torch.dist``: the ``p``-norm of ``input - other`` (broadcast) as a 0-d tensor
-    (``p`` 0: the count of non-zeros; inf/-inf: max/min of the absolute difference).
+    (``p`` 0: the count of non-zeros; inf/-inf: max/min of the absolute difference), one
+    ``DistBackward0`` node over both inputs (zero gradient where the distance is 0, as torch).
     RuntimeError for non-floating inputs, as torch."""
     if not (input.is_floating_point() and other.is_floating_point()):
         bad = input if not input.is_floating_point() else other
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_name(bad)} "
                            "instead; convert the inputs with .float()")
-    d = (input - other).abs()
-    p = float(p)
-    if p == math.inf:
-        return d.amax()
-    if p == -math.inf:
-        return d.amin()
-    if p == 0:
-        return (d != 0).sum().to(d.dtype)
-    return (input - other).norm(p)
+    return apply_op(OPS["dist"], (input, other), (("ord", float(p)), ("dtype", result_dtype(input, other).np)))
 
 
 def _trapezoid_terms(y, x, dx, dim, api):

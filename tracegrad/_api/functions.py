@@ -9,6 +9,7 @@ from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
+from .numpy_names import add_numpy_names
 from .out_functions import add_out
 from .promotion import check_same_dtype, result_dtype
 
@@ -140,6 +141,7 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(out)
 
 
+add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True): the same objects as Tensor's
 add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
 __all__ = sorted(FUNCTIONS)
 

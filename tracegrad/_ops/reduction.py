@@ -130,7 +130,9 @@ def _norm(x, ord, dim, keepdim):
     if x.dtype in (jnp.bfloat16, jnp.float16):
         # torch accumulates reduced-precision norms in float32 and rounds the result once
         return _norm(x.astype(jnp.float32), ord, dim, keepdim).astype(x.dtype)
-    a = jnp.abs(x)
+    # |x| as x * sign(x) for real x: torch's norm gradients vanish where x == 0 (JAX's abs has
+    # derivative 1 there), for every p; inf/-inf ties at 0 then get 0 too, as torch
+    a = jnp.abs(x) if jnp.iscomplexobj(x) else x * jnp.sign(x)
     if ord == 2:
         # sqrt(sum(x^2)) with torch's zero gradient at x == 0 (the double where keeps the
         # untaken sqrt branch from producing nan in the VJP)
@@ -145,7 +147,12 @@ def _norm(x, ord, dim, keepdim):
         return jnp.sum((a != 0).astype(x.dtype), axis=dim, keepdims=keepdim)
     if ord == 1:
         return jnp.sum(a, axis=dim, keepdims=keepdim)
-    return jnp.sum(a ** ord, axis=dim, keepdims=keepdim) ** (1.0 / ord)
+    # zero entries and a zero total are routed away from the power's infinite derivative
+    # (torch's gradient is 0 there; JAX's would be inf * 0 = nan)
+    zero = a == 0
+    s = jnp.sum(jnp.where(zero, 0, jnp.where(zero, 1, a) ** ord), axis=dim, keepdims=keepdim)
+    total_zero = s == 0
+    return jnp.where(total_zero, 0, jnp.where(total_zero, 1, s) ** (1.0 / ord))
 
 
 defop("norm", _norm, grad_fn="LinalgVectorNormBackward0", saves=("self", "result"))

@@ -230,6 +230,14 @@ def _pairwise_norm(x, *, ord, dim, keepdim):
 defop("pairwise_norm", _pairwise_norm, grad_fn="NormBackward1", saves=("self", "result"))
 
 
+# torch.dist is one node (DistBackward0) over both inputs, broadcast, with p saved
+def _dist(a, b, *, ord, dtype):
+    return reduction._norm(a.astype(dtype) - b.astype(dtype), ord, None, False)
+
+
+defop("dist", _dist, args=("self", "other"), grad_fn="DistBackward0", saves=("self", "other", "result"))
+
+
 # ---- affine_grid / grid_sample --------------------------------------------------------------
 def _base_coords(n, align_corners, dtype):
     """torch's ``linspace(-1, 1, n)`` (times ``(n - 1)``, over ``n`` without align_corners), with

@@ -669,8 +669,10 @@ class Tensor(TensorBase):
     def __float__(self):
         if self._value.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self.requires_grad and not _WARNED_SCALAR:
-            _WARNED_SCALAR.append(True)      # torch warns once per process
+        if self.requires_grad and _state.GRAD_MODE[0] and not _WARNED_SCALAR:
+            # torch warns once per process, and only with grad mode on (LBFGS's float(loss)
+            # inside its no_grad step stays silent)
+            _WARNED_SCALAR.append(True)
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                           "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
         return float(self.item())

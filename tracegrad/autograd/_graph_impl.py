@@ -178,6 +178,36 @@ class SavedTensor:
                 # until backward: torch's view costs no memory; recomputing it is one small op
                 tensor._vcache = None
 
+    def register_hooks(self, pack_hook, unpack_hook):
+        """Mirrors torch's ``SavedTensor.register_hooks`` (``grad_fn._raw_saved_<name>``): packs
+        the saved tensor now with ``pack_hook`` (grad mode off) and drops it; backward gets
+        ``unpack_hook(packed)`` instead. Raises TypeError for non-callables, RuntimeError when
+        hooks are already set, when the graph's saved tensors were freed, or when the pack hook
+        modified the tensor in place."""
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks: expected pack_hook and unpack_hook to be callables")
+        if self.unpack is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                               "Hint: only one pair of hooks is allowed at a time.")
+        t = self.tensor
+        if t is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor after it has been freed. Saved intermediate "
+                               "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                               "retain_graph=True if you need to backward through the graph a second time or if you "
+                               "need to access saved values after calling backward.")
+        if not self.is_output and t._rg:
+            self.grad_edge = edge(t)   # where the unpacked value goes back into the graph
+        version = t._vc[0]
+        with grad_mode.no_grad():
+            packed = pack_hook(t)
+        if t._vc[0] != version:
+            raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+                               "to pack hook can not be modified by in-place operations as this can lead to "
+                               "unexpected side-effects. Please open an issue if you need to perform in-place "
+                               "operations on the input to a pack hook.")
+        self.packed, self.unpack = packed, unpack_hook
+        self.tensor = self.version = None
+
     def get(self, node, index):
         if self.unpack is not None:
             t = self.unpack(self.packed)
@@ -312,7 +342,7 @@ class saved_tensors_hooks:
     """Mirrors ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``: each tensor
     an op saves for backward goes through ``pack_hook(tensor) -> anything`` once when saved;
     ``unpack_hook(packed) -> Tensor`` runs whenever backward (or a ``grad_fn._saved_*``
-    access) needs it. Innermost hooks win."""
+    access) needs it. Innermost hooks win. ``__enter__`` returns None (as torch)."""
 
     def __init__(self, pack_hook, unpack_hook):
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
@@ -321,7 +351,7 @@ class saved_tensors_hooks:
         if SAVED_HOOKS_DISABLED[0] is not None:
             raise RuntimeError(SAVED_HOOKS_DISABLED[0])
         SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
-        return self
+        # returns None, as torch's: ``with SaveToDisk() as h`` binds None there too
 
     def __exit__(self, *exc):
         SAVED_HOOKS.pop()

@@ -39,13 +39,13 @@ def _flat_in_dims(in_dims, args, prefix):
 
 def _broadcast(d, a, prefix):
     """``d`` (an in_dim or a tree of them that is a prefix of ``a``) as one entry per leaf of
-    ``a``, in JAX's flattening order (dict keys sorted)."""
+    ``a``, in ``_wrap.flatten``'s order (dict keys in insertion order)."""
     if d is None or (isinstance(d, int) and not isinstance(d, bool)):
         return [d] * len(_wrap.tensor_leaves(a))
     if isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a):
         return [x for di, ai in zip(d, a) for x in _broadcast(di, ai, prefix)]
     if isinstance(d, dict) and isinstance(a, dict) and set(d) == set(a):
-        return [x for k in sorted(a) for x in _broadcast(d[k], a[k], prefix)]
+        return [x for k in a for x in _broadcast(d[k], a[k], prefix)]
     raise ValueError(f"{prefix}: in_dims is not compatible with the structure of `inputs`: in_dims entry {d!r} "
                      f"does not match an input of type {type(a).__name__}.")
 
@@ -190,7 +190,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         size = _check_inputs(args, flat_dims, prefix)
         # only Tensor leaves go through jax.vmap; other leaves (numbers, strings, modules) are
         # closed over unchanged, as torch passes non-Tensor arguments through
-        leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=_wrap.is_tensor)
+        leaves, treedef = _wrap.flatten(args)
         tpos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor)]
         different = randomness == "different"
 

@@ -8,6 +8,7 @@ dicts) whose leaves are Tensors on the tracegrad side and arrays on the JAX side
 """
 from __future__ import annotations
 
+import collections
 import functools
 
 import jax
@@ -27,25 +28,76 @@ def is_tensor(x) -> bool:
     return isinstance(x, Tensor)
 
 
+class _Keyed(dict):
+    """A plain ``dict`` of a user's tree while it is inside JAX: JAX flattens a ``dict`` in
+    sorted key order and rebuilds it sorted, torch.func keeps insertion order (a gradient dict
+    lists the parameters in ``named_parameters()`` order, which ``zip`` with
+    ``parameters()`` relies on). ``keep_order`` swaps dicts for this node, ``plain`` back."""
+
+
+jax.tree_util.register_pytree_node(
+    _Keyed, lambda d: (tuple(d.values()), tuple(d.keys())), lambda keys, vals: _Keyed(zip(keys, vals)))
+
+
+def keep_order(tree):
+    """``tree`` with every plain ``dict`` (nested in dicts, lists and tuples) as a ``_Keyed``."""
+    kind = type(tree)
+    if kind is dict or kind is _Keyed:
+        return _Keyed((k, keep_order(v)) for k, v in tree.items())
+    if kind is list or kind is tuple:
+        return kind(keep_order(v) for v in tree)
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):     # a namedtuple
+        return kind(*(keep_order(v) for v in tree))
+    if isinstance(tree, collections.OrderedDict):
+        return kind((k, keep_order(v)) for k, v in tree.items())
+    return tree
+
+
+def plain(tree):
+    """The inverse of ``keep_order``: every ``_Keyed`` back to a plain ``dict``, order kept."""
+    kind = type(tree)
+    if kind is _Keyed:
+        return {k: plain(v) for k, v in tree.items()}
+    if kind is list or kind is tuple:
+        return kind(plain(v) for v in tree)
+    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
+        return kind(*(plain(v) for v in tree))
+    if isinstance(tree, collections.OrderedDict):
+        return kind((k, plain(v)) for k, v in tree.items())
+    return tree
+
+
+def flatten(tree):
+    """``(leaves, treedef)`` of ``tree`` with Tensors as leaves and dicts in insertion order;
+    ``unflatten`` rebuilds it with plain dicts."""
+    return jax.tree_util.tree_flatten(keep_order(tree), is_leaf=is_tensor)
+
+
+def unflatten(treedef, leaves):
+    return plain(jax.tree_util.tree_unflatten(treedef, leaves))
+
+
 def to_arrays(tree):
-    """Every Tensor leaf of ``tree`` as its ``jax.Array`` (no copy); other leaves unchanged."""
-    return jax.tree_util.tree_map(lambda t: t._value if isinstance(t, Tensor) else t, tree, is_leaf=is_tensor)
+    """Every Tensor leaf of ``tree`` as its ``jax.Array`` (no copy); other leaves unchanged.
+    Dicts become ``_Keyed`` (insertion order kept through JAX)."""
+    return jax.tree_util.tree_map(lambda t: t._value if isinstance(t, Tensor) else t, keep_order(tree),
+                                  is_leaf=is_tensor)
 
 
 def to_tensors(tree):
     """Every array leaf of ``tree`` (``jax.Array``, tracer or NumPy array, as a JAX function
-    takes them) as a Tensor that holds it."""
+    takes them) as a Tensor that holds it; dicts come back plain, in insertion order."""
     def wrap(a):
         if isinstance(a, (jax.Array, jax.core.Tracer)):
             return Tensor._make(a)
         if isinstance(a, np.ndarray):
             return from_numpy(a)
         return a
-    return jax.tree_util.tree_map(wrap, tree)
+    return plain(jax.tree_util.tree_map(wrap, tree))
 
 
 def tensor_leaves(tree):
-    return jax.tree_util.tree_leaves(tree, is_leaf=is_tensor)
+    return jax.tree_util.tree_leaves(keep_order(tree), is_leaf=is_tensor)
 
 
 def check_tensor_tree(tree, api):
@@ -145,7 +197,7 @@ def differentiable(run, args):
     and Tensor leaves of ``args`` require grad, the result is recorded as one ``FuncTransform``
     node over those leaves, so ``backward()`` reaches them as through torch's transforms.
     Tensors a function closes over are not seen (pass them as arguments)."""
-    leaves, treedef = jax.tree_util.tree_flatten(args, is_leaf=is_tensor)
+    leaves, treedef = flatten(args)
     with _no_traced_writes(leaves):
         return _differentiable(run, args, leaves, treedef)
 
@@ -224,12 +276,12 @@ def _differentiable(run, args, leaves, treedef):
         for p, d in zip(pos, diff):
             ls[p] = d
         with tape:
-            res = run(*jax.tree_util.tree_unflatten(treedef, ls))
-        flat, tdef = jax.tree_util.tree_flatten(res, is_leaf=is_tensor)
+            res = run(*unflatten(treedef, ls))
+        flat, tdef = flatten(res)
         out_def[:] = [tdef]
         return tuple(flat)
     res = FuncTransform.apply(call, *(leaves[p] for p in pos))
-    return jax.tree_util.tree_unflatten(out_def[0], res if isinstance(res, tuple) else (res,))
+    return unflatten(out_def[0], res if isinstance(res, tuple) else (res,))
 
 
 def recorded(transformed):

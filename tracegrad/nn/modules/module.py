@@ -1,11 +1,15 @@
 """``nn.Module``: mirrors ``torch.nn.Module`` (attribute registration, traversal, state_dict,
 hooks) and the global module hooks of ``torch.nn.modules.module``.
 
-Hooks: one ordered dict per event, each value a ``_Hook`` record (function, with_kwargs,
-always_call) -- STYLE 9/12. Call order as torch's ``_call_impl``: global forward pre-hooks,
-local forward pre-hooks, (backward-hook input wrapping), ``forward``, global forward hooks,
-local forward hooks, (backward-hook output wrapping). Backward: global then local pre-hooks
-when grad_output is known, global then local full backward hooks when grad_input is known.
+Hooks: one ordered dict per event. Forward and backward hook dicts hold the hook callables
+themselves, as torch's (programs read ``module._forward_pre_hooks.values()``: pruning finds
+its methods there), their flags in torch's side dicts ``_forward_pre_hooks_with_kwargs``,
+``_forward_hooks_with_kwargs`` and ``_forward_hooks_always_called`` (ids -> True); state-dict
+hooks hold a ``_Hook`` record (function, with_kwargs) -- STYLE 9/12. Call order as torch's
+``_call_impl``: global forward pre-hooks, local forward pre-hooks, (backward-hook input
+wrapping), ``forward``, global forward hooks, local forward hooks, (backward-hook output
+wrapping). Backward: global then local pre-hooks when grad_output is known, global then local
+full backward hooks when grad_input is known.
 """
 from __future__ import annotations
 
@@ -41,6 +45,8 @@ class _Hook:
 
 _global_forward_pre_hooks: OrderedDict = OrderedDict()
 _global_forward_hooks: OrderedDict = OrderedDict()
+_global_forward_hooks_with_kwargs: OrderedDict = OrderedDict()   # OrderedDicts: a handle weak-refers to them
+_global_forward_hooks_always_called: OrderedDict = OrderedDict()
 _global_backward_pre_hooks: OrderedDict = OrderedDict()
 _global_backward_hooks: OrderedDict = OrderedDict()
 _global_is_full_backward_hook = [None]
@@ -79,9 +85,14 @@ def register_module_module_registration_hook(hook):
     return _add(_global_module_registration_hooks, hook)
 
 
-def _add(d, record, prepend=False):
-    h = RemovableHandle(d)
+def _add(d, record, prepend=False, flags=()):
+    """Register ``record`` in ``d``; ``flags``: ``(side dict, on)`` pairs, the hook's id entered
+    in each side dict where ``on`` (and removed from all of them with the hook)."""
+    h = RemovableHandle(d, extra_dict=[side for side, _ in flags])
     d[h.id] = record
+    for side, on in flags:
+        if on:
+            side[h.id] = True
     if prepend:
         d.move_to_end(h.id, last=False)
     return h
@@ -90,18 +101,19 @@ def _add(d, record, prepend=False):
 def register_module_forward_pre_hook(hook):
     """Mirrors ``torch.nn.modules.module.register_module_forward_pre_hook``: ``hook(module, args)``
     runs before every module's forward, before the module's own pre-hooks."""
-    return _add(_global_forward_pre_hooks, _Hook(hook))
+    return _add(_global_forward_pre_hooks, hook)
 
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """Mirrors ``torch.nn.modules.module.register_module_forward_hook``: ``hook(module, args, output)``
     (``hook(module, args, kwargs, output)`` with_kwargs) after every forward, before local hooks."""
-    return _add(_global_forward_hooks, _Hook(hook, with_kwargs, always_call))
+    return _add(_global_forward_hooks, hook, flags=((_global_forward_hooks_with_kwargs, with_kwargs),
+                                                    (_global_forward_hooks_always_called, always_call)))
 
 
 def register_module_full_backward_pre_hook(hook):
     """Mirrors ``torch.nn.modules.module.register_module_full_backward_pre_hook``."""
-    return _add(_global_backward_pre_hooks, _Hook(hook))
+    return _add(_global_backward_pre_hooks, hook)
 
 
 def register_module_full_backward_hook(hook):
@@ -110,7 +122,7 @@ def register_module_full_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
                            "hook. Please use only one of them.")
     _global_is_full_backward_hook[0] = True
-    return _add(_global_backward_hooks, _Hook(hook))
+    return _add(_global_backward_hooks, hook)
 
 
 def register_module_backward_hook(hook):
@@ -120,7 +132,7 @@ def register_module_backward_hook(hook):
         raise RuntimeError("Cannot use both regular backward hooks and full backward hooks as a global Module "
                            "hook. Please use only one of them.")
     _global_is_full_backward_hook[0] = False
-    return _add(_global_backward_hooks, _Hook(hook))
+    return _add(_global_backward_hooks, hook)
 
 
 def _warn_non_full_backward_hook(inputs, result, grad_fn):
@@ -265,7 +277,10 @@ class Module:
         d["_backward_hooks"] = OrderedDict()
         d["_is_full_backward_hook"] = None
         d["_forward_hooks"] = OrderedDict()
+        d["_forward_hooks_with_kwargs"] = OrderedDict()
+        d["_forward_hooks_always_called"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = OrderedDict()
         d["_state_dict_hooks"] = OrderedDict()
         d["_state_dict_pre_hooks"] = OrderedDict()
         d["_load_state_dict_pre_hooks"] = OrderedDict()
@@ -866,18 +881,21 @@ class Module:
         """Mirrors ``torch.nn.Module.register_forward_pre_hook``: ``hook(module, args)`` may return a
         new args tuple (a non-tuple is wrapped); with_kwargs: ``hook(module, args, kwargs)`` returns
         ``(args, kwargs)`` or None."""
-        return _add(self._forward_pre_hooks, _Hook(hook, with_kwargs), prepend)
+        return _add(self._forward_pre_hooks, hook, prepend,
+                    ((self._hook_dict("_forward_pre_hooks_with_kwargs"), with_kwargs),))
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """Mirrors ``torch.nn.Module.register_forward_hook``: ``hook(module, args, output)`` (with_kwargs:
         ``hook(module, args, kwargs, output)``) may return a new output; always_call runs it even
         if forward raised."""
-        return _add(self._forward_hooks, _Hook(hook, with_kwargs, always_call), prepend)
+        return _add(self._forward_hooks, hook, prepend,
+                    ((self._hook_dict("_forward_hooks_with_kwargs"), with_kwargs),
+                     (self._hook_dict("_forward_hooks_always_called"), always_call)))
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """Mirrors ``torch.nn.Module.register_full_backward_pre_hook``: ``hook(module, grad_output)``
         runs when the gradients w.r.t. the module's outputs are known; may return a new grad_output."""
-        return _add(self._backward_pre_hooks, _Hook(hook), prepend)
+        return _add(self._backward_pre_hooks, hook, prepend)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """Mirrors ``torch.nn.Module.register_full_backward_hook``: ``hook(module, grad_input,
@@ -887,7 +905,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self.__dict__["_is_full_backward_hook"] = True
-        return _add(self._backward_hooks, _Hook(hook), prepend)
+        return _add(self._backward_hooks, hook, prepend)
 
     def register_backward_hook(self, hook):
         """Mirrors the deprecated ``torch.nn.Module.register_backward_hook``: ``hook(module, grad_input,
@@ -897,7 +915,7 @@ class Module:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
         self.__dict__["_is_full_backward_hook"] = False
-        return _add(self._backward_hooks, _Hook(hook))
+        return _add(self._backward_hooks, hook)
 
     def register_state_dict_pre_hook(self, hook):
         """Mirrors ``torch.nn.Module.register_state_dict_pre_hook``: ``hook(module, prefix,
@@ -937,19 +955,6 @@ class Module:
             d = self.__dict__[name] = OrderedDict()
         return d
 
-    @property
-    def _forward_hooks_with_kwargs(self):
-        """torch's view: ids of the forward hooks registered ``with_kwargs``."""
-        return {k: True for k, h in self._forward_hooks.items() if h.with_kwargs}
-
-    @property
-    def _forward_pre_hooks_with_kwargs(self):
-        return {k: True for k, h in self._forward_pre_hooks.items() if h.with_kwargs}
-
-    @property
-    def _forward_hooks_always_called(self):
-        return {k: True for k, h in self._forward_hooks.items() if h.always_call}
-
     def _backward_hook_lists(self):
         pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
         full, legacy = [], []
@@ -983,16 +988,19 @@ class Module:
                       self._forward_hooks, _global_backward_pre_hooks, self._backward_pre_hooks,
                       _global_backward_hooks, self._backward_hooks):
                 for h in d.values():
-                    _state.note_hook("module", getattr(h, "fn", h))
+                    _state.note_hook("module", h)
         full, pre, legacy = [], [], []
         if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks or _global_backward_pre_hooks:
             full, pre, legacy = self._backward_hook_lists()
         called = set()
         result = None
+        pre_kw = self._hook_dict("_forward_pre_hooks_with_kwargs")
+        kw = (_global_forward_hooks_with_kwargs, self._hook_dict("_forward_hooks_with_kwargs"))
+        always = (_global_forward_hooks_always_called, self._hook_dict("_forward_hooks_always_called"))
         try:
             for hid, h in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
-                if h.with_kwargs:
-                    r = h.fn(self, args, kwargs)
+                if hid in pre_kw:
+                    r = h(self, args, kwargs)
                     if r is not None:
                         if isinstance(r, tuple) and len(r) == 2:
                             args, kwargs = r
@@ -1000,18 +1008,18 @@ class Module:
                             raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
                                                f"new_kwargs), but got {r}.")
                 else:
-                    r = h.fn(self, args)
+                    r = h(self, args)
                     if r is not None:
                         args = r if isinstance(r, tuple) else (r,)
             bw = None
             if full or pre:
-                bw = BackwardHook(self, [h.fn for h in full], [h.fn for h in pre])
+                bw = BackwardHook(self, full, pre)
                 args = bw.setup_input_hook(args)
             result = forward(*args, **kwargs)
             for hid, h in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-                if h.always_call:
+                if hid in always[0] or hid in always[1]:
                     called.add(hid)
-                r = h.fn(self, args, kwargs, result) if h.with_kwargs else h.fn(self, args, result)
+                r = h(self, args, kwargs, result) if hid in kw[0] or hid in kw[1] else h(self, args, result)
                 if r is not None:
                     result = r
             if bw is not None:
@@ -1026,14 +1034,14 @@ class Module:
                 grad_fn = var.grad_fn
                 if grad_fn is not None:
                     for h in legacy:
-                        grad_fn.register_hook(_legacy_wrapper(h.fn, self))
+                        grad_fn.register_hook(_legacy_wrapper(h, self))
                     _warn_non_full_backward_hook(args, result, grad_fn)
             return result
         except Exception:
             for hid, h in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-                if h.always_call and hid not in called:
+                if (hid in always[0] or hid in always[1]) and hid not in called:
                     try:
-                        r = h.fn(self, args, kwargs, result) if h.with_kwargs else h.fn(self, args, result)
+                        r = h(self, args, kwargs, result) if hid in kw[0] or hid in kw[1] else h(self, args, result)
                         if r is not None:
                             result = r
                     except Exception as e:  # noqa: BLE001 -- torch silences these too

@@ -1,5 +1,5 @@
 """``tracegrad.nn.utils``: mirrors ``torch.nn.utils`` (gradient clipping, parameter vectors, rnn
-packing, weight/spectral norm, conv/linear + batch-norm fusion, ``skip_init``)."""
+packing, weight/spectral norm, conv/linear + batch-norm fusion, ``skip_init``, ``prune``)."""
 from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_,  # noqa: F401
                         get_total_norm)
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
@@ -8,7 +8,7 @@ from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval
 from .init import skip_init  # noqa: F401
 from ._norm_hooks import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
 
-_LAZY = ("parametrize", "parametrizations")
+_LAZY = ("parametrize", "parametrizations", "prune")
 
 
 def __getattr__(name):

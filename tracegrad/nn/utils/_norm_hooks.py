@@ -25,8 +25,7 @@ def _norm_except_dim(v, dim):
 
 
 def _hooks(module, kind, name):
-    for hid, rec in list(module._forward_pre_hooks.items()):
-        fn = getattr(rec, "fn", rec)
+    for hid, fn in list(module._forward_pre_hooks.items()):
         if isinstance(fn, kind) and fn.name == name:
             yield hid, fn
 
