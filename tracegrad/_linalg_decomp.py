@@ -19,6 +19,7 @@ import numpy as np
 
 from ._api.shape import cat
 from ._ops import dtypes as _dt
+from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros as _zeros
 from ._tensor.tensor import Tensor, _JaxTracer
 from .func import jax_function
@@ -40,19 +41,42 @@ class LinAlgError(RuntimeError):
     """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
 
 
-def _check(A, api, square=True, min_dim=2):
+def _check(A, api, square=True, min_dim=2, floating=True):
     """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
-    floating or complex dtype, square matrices when ``square`` (RuntimeError)."""
+    floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.dim() < min_dim:
         raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
-    if not (A.is_floating_point() or A.is_complex()):
+    if floating and not (A.is_floating_point() or A.is_complex()):
         raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
                            f"Got {str(A.dtype).split('.')[-1].capitalize()}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _check_rhs(api, A, B, left=True):
+    """torch's checks of a solve's right-hand side ``B`` against ``A`` (RuntimeError: another
+    dtype, too few dims, sizes or batch dims that do not fit); whether ``B`` is a (batch of)
+    vector(s), which torch allows only with ``left=True``."""
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.{api}(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
+    if B.dtype is not A.dtype:
+        raise RuntimeError(f"linalg.{api}: Expected A and B to have the same dtype, but found A of type {A.dtype} "
+                           f"and B of type {B.dtype} instead")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector and not left:
+        raise RuntimeError(f"linalg.{api}: Vector broadcasting of the left hand side is not supported for "
+                           "left=False; pass B as a (batch of) matrices")
+    if not vector and B.dim() < 2:
+        raise RuntimeError(f"linalg.{api}: The input tensor B must have at least 2 dimensions.")
+    rows = B.shape[-1] if vector else B.shape[-2] if left else B.shape[-1]
+    if rows != A.shape[-1]:
+        raise RuntimeError(f"linalg.{api}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
+    broadcast_shape([A.shape[:-2], B.shape[:-1] if vector else B.shape[:-2]], f"linalg.{api}")
+    return vector
 
 
 def _op(name):
@@ -112,9 +136,24 @@ def _cholesky_pivots(A):
     return jax.lax.fori_loop(0, n, body, (L0, d0))[1]
 
 
+def _hermitian_from(A, lower):
+    """The Hermitian matrix torch's ``UPLO`` reads from ``A`` (its ``lower`` or upper triangle),
+    differentiated as torch's eigh is: the gradient reaches both triangles of ``A`` and is the
+    Hermitian part of JAX's (torch projects ``V^H gV`` onto the skew-Hermitian matrices)."""
+    tri = jnp.tril(A) if lower else jnp.triu(A)
+    strict = jnp.tril(A, -1) if lower else jnp.triu(A, 1)
+    herm = tri + jnp.conj(jnp.swapaxes(strict, -1, -2))
+    if jnp.iscomplexobj(A):      # LAPACK ignores the diagonal's imaginary part
+        eye = jnp.eye(A.shape[-1], dtype=A.dtype)
+        herm = herm - 1j * jnp.imag(jnp.diagonal(herm, axis1=-2, axis2=-1))[..., None].astype(A.dtype) * eye
+    x = A + jax.lax.stop_gradient(herm - A)     # herm's value, A's derivative
+    return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
+
+
 @_op("LinalgCholeskyEx")
 def _cholesky_ex(A):
-    return jnp.linalg.cholesky(A)
+    # LAPACK reads the lower triangle only; the gradient is torch's symmetric one
+    return jnp.linalg.cholesky(_hermitian_from(A, lower=True))
 
 
 @_op("LinalgCholeskyExInfo")
@@ -210,9 +249,9 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
         raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
+    vector = _check_rhs("solve_ex", A, B, left)
     if not left:
         return SolveExResult(_solve_ex(A.mT, B.mT, vector=False).mT, info)
-    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
     return SolveExResult(_solve_ex(A, B, vector=vector), info)
 
 
@@ -369,9 +408,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but found A of "
-                           f"type {A.dtype} and B of type {B.dtype} instead")
+    if A.dtype is not B.dtype:    # torch computes in A's dtype
+        B = B.to(A.dtype)
     return _solve_triangular(A, B, upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))
 
 
@@ -401,6 +439,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {A.dtype} and other's dtype {B.dtype}")
+    if not (A.dim() >= B.dim() and A.dim() - B.dim() <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           f"(input.dim() - other.dim()) <= 1; got {A.dim()} and {B.dim()}")
     vector = B.dim() == A.dim() - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-2]:
@@ -414,6 +455,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     empty = _zeros((0,), dtype=S.dtype)
     rank = (S > cut * S.amax(-1, keepdim=True)).sum(-1) if S.numel() else _zeros(tuple(S.shape[:-1]), dtype=_dt.int64)
     resid = X.reshape(-1)[:0]     # empty, on the graph (torch's empty residuals require grad too)
+    resid = resid.real if resid.is_complex() else resid
     # traced: no value to test, the residuals are computed (as for a full-rank A)
     full_rank = isinstance(rank._value, _JaxTracer) or bool((rank == n).all())
     if m > n and driver != "gelsy" and full_rank:

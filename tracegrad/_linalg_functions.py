@@ -55,12 +55,14 @@ def slogdet(input):
 
 def logdet(input):
     """Mirrors ``torch.logdet``: ``log(det(input))`` for batches of square matrices: NaN where
-    the determinant is negative, ``-inf`` where it is 0. Gradient through ``slogdet``.
+    a real determinant is negative, ``-inf`` where it is 0; complex input gives the complex log. Gradient through ``slogdet``.
     RuntimeError for fewer than 2 dims or a non-floating input, as torch."""
     if isinstance(input, Tensor) and input.dim() < 2:
         raise RuntimeError("logdet: The input tensor A must have at least 2 dimensions; pass a (batch of) "
                            "square matrices")
     sign, logabs = linalg.slogdet(input)
+    if sign.is_complex():        # log(det) = log|det| + i arg(det), as torch
+        return sign.log() + logabs
     return logabs.where(sign >= 0, float("nan"))
 
 
