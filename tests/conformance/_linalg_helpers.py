@@ -62,6 +62,7 @@ def _diff(a, b, rtol, atol, path):
             return None if np.array_equal(x, y) else f"{path}: torch {x} tracegrad {y}"
         finite = np.abs(x[np.isfinite(x)])
         scale = max(1.0, float(finite.max()) if finite.size else 1.0)
+        rtol, atol = max(rtol, TOL[a[1]][0]), max(atol, TOL[a[1]][1])
         if np.allclose(y, x, rtol=rtol, atol=atol * scale, equal_nan=True):
             return None
         return f"{path}: max diff {np.nanmax(np.abs(x - y)):.3g}\ntorch {x}\ntracegrad {y}"
@@ -78,13 +79,15 @@ def _diff(a, b, rtol, atol, path):
     return None if a == b else f"{path}: torch {a!r} tracegrad {b!r}"
 
 
-def agree(fn, rtol=1e-5, atol=1e-6):
-    """Run ``fn`` with torch and tracegrad: equal results (``atol`` scaled by the largest
-    finite |value| of torch's) or the same exception class."""
+def agree(fn, rtol=0.0, atol=0.0):
+    """Run ``fn`` with torch and tracegrad: equal results or the same exception class. Values
+    compare within the larger of ``rtol``/``atol`` and their dtype's ``TOL``, ``atol`` scaled by
+    the largest finite |value| of torch's."""
     want = outcome(get_torch(), fn)
     got = outcome(tracegrad, fn)
     msg = _diff(want, got, rtol, atol, "result")
     assert msg is None, msg
 
 
-TOL = {"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5), "float64": (1e-8, 1e-10), "complex128": (1e-8, 1e-10)}
+TOL = {"float32": (1e-4, 1e-5), "complex64": (1e-4, 1e-5), "float64": (1e-8, 1e-10), "complex128": (1e-8, 1e-10),
+       "float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2)}
