@@ -170,7 +170,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     ``check_errors=True``; RuntimeError for non-square or non-floating input."""
     _check(A, "cholesky_ex")
     L = _cholesky_ex(A)
-    info = _cholesky_info(A.detach())
+    info = _cholesky_info(A.detach()) if A.shape[-1] else _zeros(tuple(A.shape[:-2]), dtype=_dt.int32)
     if check_errors and has_error(info):
         raise LinAlgError("linalg.cholesky_ex: The factorization could not be completed because the input "
                               f"is not positive-definite (the leading minor of order {int(info.max())} is not).")
@@ -501,6 +501,10 @@ def eigvals(A, *, out=None):
 # ---- Householder products, rank, condition number, exp, tensor inverse/solve ---------------
 @_op("LinalgHouseholderProduct")
 def _householder(A, tau):
+    return _householder_q(A, tau)
+
+
+def _householder_q(A, tau):
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     Q = jnp.broadcast_to(jnp.eye(m, n, dtype=A.dtype), A.shape)
@@ -532,6 +536,85 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
     return _householder(A, tau)
+
+
+GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])
+
+
+@_op("Geqrf")
+def _geqrf(A):
+    """LAPACK's geqrf, written out (JAX keeps its geqrf private): column ``j``'s reflector
+    ``H = I - tau v v^H`` with ``v[j] = 1`` maps ``A[j:, j]`` onto ``beta e_j``, ``beta = -sign(Re
+    A[j, j]) |A[j:, j]|`` (dlarfg/zlarfg's convention, so ``a`` and ``tau`` equal LAPACK's);
+    ``H^H`` then updates the columns to its right."""
+    m, n = A.shape[-2:]
+    rows, cols = jnp.arange(m), jnp.arange(n)
+    taus = []
+    for j in range(min(m, n)):
+        x = A[..., :, j]
+        alpha = x[..., j]
+        below = jnp.where(rows > j, x, 0)
+        xnorm2 = jnp.sum(jnp.abs(below) ** 2, -1)
+        trivial = (xnorm2 == 0) & (jnp.imag(alpha) == 0)          # H = I, tau = 0
+        beta = -jnp.copysign(jnp.sqrt(jnp.abs(alpha) ** 2 + xnorm2), jnp.real(alpha))
+        beta = jnp.where(trivial, jnp.real(alpha), beta)
+        tau = jnp.where(trivial, 0, (beta - alpha) / jnp.where(trivial, 1, beta)).astype(A.dtype)
+        scale = jnp.where(trivial, 0, 1 / jnp.where(trivial, 1, alpha - beta))
+        v = jnp.where(rows > j, below * scale[..., None], (rows == j).astype(A.dtype))
+        w = jnp.where(cols > j, jnp.einsum("...m,...mn->...n", jnp.conj(v), A), 0)
+        A = A - jnp.conj(tau)[..., None, None] * v[..., :, None] * w[..., None, :]
+        A = A.at[..., :, j].set(jnp.where(rows > j, v, jnp.where(rows == j, beta[..., None].astype(A.dtype), x)))
+        taus.append(tau)
+    tau = jnp.stack(taus, -1) if taus else jnp.zeros(A.shape[:-2] + (0,), A.dtype)
+    return A, tau
+
+
+@accepts_out(exact_dtype=True)
+def geqrf(input, *, out=None):
+    """Mirrors ``torch.geqrf`` (LAPACK's geqrf): ``(a, tau)``, ``R`` on and above ``a``'s diagonal
+    and the Householder vectors below it, ``tau`` ``(*, min(m, n))``; ``householder_product(a,
+    tau)`` rebuilds ``Q``. Differs from torch: differentiable (torch's backward raises
+    NotImplementedError). RuntimeError for fewer than 2 dims; NotImplementedError for integers."""
+    if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f"torch.geqrf: \"geqrf_cpu\" not implemented for '{input.dtype}'; convert the "
+                                  "input with .double() or .float()")
+    _check(input, "geqrf", square=False)
+    return GeqrfResult(*_geqrf(input))
+
+
+@_op("Ormqr")
+def _ormqr(A, tau, C, *, left, transpose):
+    m, k = A.shape[-2], tau.shape[-1]
+    # Q (m x m) is the product of the k reflectors; zero taus add identity reflectors
+    V = jnp.concatenate([A[..., :, :k], jnp.zeros(A.shape[:-1] + (m - k,), A.dtype)], -1)
+    t = jnp.concatenate([tau, jnp.zeros(tau.shape[:-1] + (m - k,), tau.dtype)], -1)
+    Q = _householder_q(V, t)
+    Q = _mH(Q) if transpose else Q
+    return Q @ C if left else C @ Q
+
+
+@accepts_out(exact_dtype=True)
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """Mirrors ``torch.ormqr(input, tau, other, left=True, transpose=False)``: ``other``
+    multiplied by the ``m x m`` matrix ``Q`` of ``geqrf``'s ``(input, tau)`` (``Q^H`` with
+    ``transpose``; on the left or the right). Differentiable. RuntimeError for sizes or dtypes
+    that do not fit."""
+    _check(input, "ormqr", square=False)
+    if not isinstance(other, Tensor) or other.dim() < 2:
+        raise RuntimeError("torch.ormqr: other must have at least 2 dimensions.")
+    m = input.shape[-2]
+    if (other.shape[-2] if left else other.shape[-1]) != m:
+        side = "other.shape[-2]" if left else "other.shape[-1]"
+        raise RuntimeError(f"torch.ormqr: {side} must be equal to input.shape[-2]; got {tuple(other.shape)} and "
+                           f"{tuple(input.shape)}")
+    if tau.shape[-1] > min(m, input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be less than or equal to min(input.shape[-2], "
+                           f"input.shape[-1]); got {tau.shape[-1]}")
+    for name, t in (("other", other), ("tau", tau)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has dtype "
+                               f"{input.dtype} and {name} has dtype {t.dtype}")
+    return _ormqr(input, tau, other, left=bool(left), transpose=bool(transpose))
 
 
 @_op("LinalgMatrixExp")

@@ -21,7 +21,8 @@ from ._tensor.tensor import Tensor
 from ._tensor.out import accepts_out
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
-           "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp"]
+           "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp",
+           "geqrf", "orgqr", "ormqr"]
 
 SVDResult = collections.namedtuple("svd", ["U", "S", "V"])
 QRResult = collections.namedtuple("qr", ["Q", "R"])
@@ -106,10 +107,9 @@ def matrix_power(input, n):
 
 
 def pinverse(input, rcond=1e-15):
-    """Mirrors ``torch.pinverse``: ``tracegrad.linalg.pinv`` (singular values below ``rcond``
-    times the largest count as zero; tracegrad uses linalg.pinv's default cut, which equals
-    torch's for ``rcond`` at or below float eps -- differs from torch for larger ``rcond``)."""
-    return linalg.pinv(input)
+    """Mirrors ``torch.pinverse``: ``tracegrad.linalg.pinv`` with ``rtol=rcond`` (singular values
+    at or below ``rcond`` times the largest count as zero)."""
+    return linalg.pinv(input, rtol=rcond)
 
 
 @accepts_out()
@@ -216,6 +216,15 @@ def matrix_exp(input):
     return linalg.matrix_exp(input)
 
 
+geqrf = _linalg_decomp.geqrf
+ormqr = _linalg_decomp.ormqr
+
+
+def orgqr(input, tau):
+    """Mirrors ``torch.orgqr``: ``tracegrad.linalg.householder_product(input, tau)``."""
+    return linalg.householder_product(input, tau)
+
+
 def _cross_method(self, other, dim=None):
     """Mirrors ``Tensor.cross(other, dim=None)``: see ``tracegrad.cross``."""
     return cross(self, other, dim)
@@ -238,3 +247,6 @@ Tensor.lu_solve = lu_solve
 Tensor.qr = qr
 Tensor.triangular_solve = triangular_solve
 Tensor.matrix_exp = matrix_exp
+Tensor.geqrf = geqrf
+Tensor.orgqr = orgqr
+Tensor.ormqr = ormqr

@@ -9,12 +9,10 @@ lazy conjugate or negative bit (``fft.ifft``'s results, ``.mH``) are resolved be
 Inputs come from numpy RandomState streams (``rand``), never from either library's RNG."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 import tracegrad
-from parity import _builtin_class, get_torch
+from parity import get_torch, outcome
 
 
 def rand(T, *shape, dtype="float64", seed=0, lo=None, hi=None):
@@ -39,16 +37,6 @@ def _observe(T, v):
     if isinstance(v, T.Size):
         return tuple(v)
     return v
-
-
-def outcome(T, fn):
-    """``fn(T)`` observed, or ``("raised", builtin class name)``."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return _observe(T, fn(T))
-    except Exception as e:  # noqa: BLE001 -- the class is what is compared
-        return ("raised", _builtin_class(e).__name__)
 
 
 def _diff(a, b, rtol, atol, path):
@@ -83,8 +71,8 @@ def agree(fn, rtol=0.0, atol=0.0):
     """Run ``fn`` with torch and tracegrad: equal results or the same exception class. Values
     compare within the larger of ``rtol``/``atol`` and their dtype's ``TOL``, ``atol`` scaled by
     the largest finite |value| of torch's."""
-    want = outcome(get_torch(), fn)
-    got = outcome(tracegrad, fn)
+    want = outcome(get_torch(), fn, _observe)
+    got = outcome(tracegrad, fn, _observe)
     msg = _diff(want, got, rtol, atol, "result")
     assert msg is None, msg
 

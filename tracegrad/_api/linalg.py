@@ -146,6 +146,13 @@ def einsum(equation, *operands):
         equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
+    for i, c in enumerate(equation):
+        if not (c.isascii() and c.isalpha()) and c not in ".,-> ":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
+                               "must be in [a-zA-Z]")
     for t in operands[1:]:   # torch contracts in one dtype and does not promote
         if isinstance(t, Tensor) and isinstance(operands[0], Tensor) and t.dtype is not operands[0].dtype:
             raise RuntimeError(f"einsum(): expected scalar type {_CPP_NAME[operands[0].dtype.name]} but found "
