@@ -30,7 +30,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
 from ._api.promotion import check_same_dtype
 from ._api import reduction as _reduction
 from ._ops import dtypes as _dt
-from ._tensor.factories import eye, zeros as _zeros
+from ._tensor.factories import eye, tensor as _tensor, zeros as _zeros
 from ._tensor.tensor import Tensor, _wrap_dim
 from .func import jax_function
 from ._tensor.out import accepts_out
@@ -313,29 +313,44 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 
 @_op("LinalgPinv")
-def _pinv(A, *, hermitian, atol=None, rtol=None):
+def _pinv(A, *, hermitian):
     if hermitian:    # torch reads the lower triangle only
         A = _hermitian_from(A, lower=True)
-    if atol is None and rtol is None:
-        return jnp.linalg.pinv(A, hermitian=hermitian)
-    # torch keeps the singular values above max(atol, rtol * largest); rtol defaults to
-    # eps * max(m, n) unless a positive atol is given. JAX's pinv takes the relative cutoff only.
-    if rtol is None:
-        rtol = 0.0 if atol else float(jnp.finfo(A.dtype).eps) * max(A.shape[-2:])
+    return jnp.linalg.pinv(A, hermitian=hermitian)
+
+
+@_op("LinalgPinv")
+def _pinv_tol(A, atol, rtol, *, hermitian):
+    # torch keeps the singular values above max(atol, rtol * largest), per matrix (atol and rtol
+    # broadcast over the batch); JAX's pinv takes the relative cutoff only
+    if hermitian:
+        A = _hermitian_from(A, lower=True)
     sv = jnp.abs(jnp.linalg.eigvalsh(A)) if hermitian else jnp.linalg.svd(A, compute_uv=False)
-    smax = jax.lax.stop_gradient(jnp.max(sv, axis=-1))
-    rel = jnp.maximum((atol or 0.0) / jnp.where(smax > 0, smax, 1), rtol)
-    return jnp.linalg.pinv(A, rtol=rel, hermitian=hermitian)
+    smax = jax.lax.stop_gradient(jnp.max(sv, axis=-1, initial=0.0))
+    cut = jnp.maximum(atol, rtol * smax)
+    rel = jnp.broadcast_to(cut / jnp.where(smax > 0, smax, 1), A.shape[:-2])
+    return jnp.linalg.pinv(A, rtol=jax.lax.stop_gradient(rel), hermitian=hermitian)
 
 
 @accepts_out()
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Mirrors ``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse, treating singular values
-    (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero (numbers or
-    0-d tensors; torch's defaults)."""
+    (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero; ``atol``
+    and ``rtol`` are numbers or tensors broadcasting over the batch. Defaults as torch: ``rtol``
+    is ``eps * max(m, n)`` where ``atol`` is not positive, else 0."""
     _check(A, "pinv", square=False)
-    atol, rtol = (float(v.item()) if isinstance(v, Tensor) else v for v in (atol, rtol))
-    return _pinv(A, hermitian=bool(hermitian), atol=atol, rtol=rtol)
+    if atol is None and rtol is None:
+        return _pinv(A, hermitian=bool(hermitian))
+    real = A.real.dtype if A.is_complex() else A.dtype
+    atol = _scalar_tensor(0.0 if atol is None else atol, real)
+    if rtol is None:
+        eps = float(np.finfo(np.dtype(real.name)).eps) * max(A.shape[-2:])
+        rtol = _scalar_tensor(eps, real).where(atol <= 0, 0.0)
+    return _pinv_tol(A, atol, _scalar_tensor(rtol, real), hermitian=bool(hermitian))
+
+
+def _scalar_tensor(v, dtype):
+    return v.to(dtype) if isinstance(v, Tensor) else _tensor(float(v), dtype=dtype)
 
 
 @_op("LinalgCross")
