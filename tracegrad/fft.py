@@ -11,8 +11,12 @@ Complex numbers: a real input whose result reaches a real loss (``fft.rfft(x).ab
 leaf gets the conjugate of torch's ``.grad`` (tracegrad keeps JAX's convention there), and
 ``Tensor.real``/``.imag`` of complex tensors are not available yet; see README.
 
-Errors as torch: RuntimeError for an unknown ``norm``, ``n < 1`` or a complex input to
-``rfft``/``ihfft``; IndexError for a dim out of range.
+Errors as torch (the same classes, checked in torch's order): RuntimeError for an unknown
+``norm``, a signal size below 1 (``n``/``s``, an empty dim, or ``irfft``'s default ``2 * (m - 1)``
+of a length-1 input), a complex input to ``rfft``/``ihfft``, half/bfloat16 input (torch's CPU
+kernels have none), repeated dims, ``s`` and ``dim`` of different lengths or ``s`` longer than
+the input's rank, a real-to-complex n-dim transform over no dim; IndexError for a dim out of
+range; TypeError for ``dim=None`` to the 2-d transforms.
 """
 from __future__ import annotations
 
