@@ -161,6 +161,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
                            f"2D tensor, got {input.dim()}D")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a tensor of "
+                           "floating point or complex values; convert the input with .float()")
     x = input.unsqueeze(0) if input.dim() == 1 else input
     if center:
         if pad_mode not in ("reflect", "constant", "replicate", "circular"):
