@@ -569,7 +569,7 @@ def _geqrf(A):
     return A, tau
 
 
-@accepts_out(exact_dtype=True)
+@accepts_out()
 def geqrf(input, *, out=None):
     """Mirrors ``torch.geqrf`` (LAPACK's geqrf): ``(a, tau)``, ``R`` on and above ``a``'s diagonal
     and the Householder vectors below it, ``tau`` ``(*, min(m, n))``; ``householder_product(a,
