@@ -511,13 +511,14 @@ def both(program):
     return logs[1]
 
 
-def outcome(mod, fn):
-    """``fn(mod)``'s result normalised as ``run_both`` logs it, or ``("raised", name)`` with the
-    builtin exception class it raised (torch's classes subclass the builtins)."""
+def outcome(mod, fn, normalise=None):
+    """``fn(mod)``'s result normalised as ``run_both`` logs it (or by ``normalise(mod, value)``),
+    or ``("raised", name)`` with the builtin exception class it raised (torch's classes subclass
+    the builtins)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return _norm(mod, fn(mod))
+            return (normalise or _norm)(mod, fn(mod))
     except Exception as e:  # noqa: BLE001 -- the class is what is compared
         return ("raised", _builtin_class(e).__name__)
 

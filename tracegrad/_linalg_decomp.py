@@ -19,6 +19,7 @@ import numpy as np
 
 from ._api.shape import cat
 from ._ops import dtypes as _dt
+from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros as _zeros
 from ._tensor.tensor import Tensor, _JaxTracer
 from .func import jax_function
@@ -40,19 +41,42 @@ class LinAlgError(RuntimeError):
     """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
 
 
-def _check(A, api, square=True, min_dim=2):
+def _check(A, api, square=True, min_dim=2, floating=True):
     """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
-    floating or complex dtype, square matrices when ``square`` (RuntimeError)."""
+    floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.dim() < min_dim:
         raise RuntimeError(f"linalg.{api}: The input tensor A must have at least {min_dim} dimensions.")
-    if not (A.is_floating_point() or A.is_complex()):
+    if floating and not (A.is_floating_point() or A.is_complex()):
         raise RuntimeError(f"linalg.{api}: Expected a floating point or complex tensor as input. "
                            f"Got {str(A.dtype).split('.')[-1].capitalize()}")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
+
+
+def _check_rhs(api, A, B, left=True):
+    """torch's checks of a solve's right-hand side ``B`` against ``A`` (RuntimeError: another
+    dtype, too few dims, sizes or batch dims that do not fit); whether ``B`` is a (batch of)
+    vector(s), which torch allows only with ``left=True``."""
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg.{api}(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
+    if B.dtype is not A.dtype:
+        raise RuntimeError(f"linalg.{api}: Expected A and B to have the same dtype, but found A of type {A.dtype} "
+                           f"and B of type {B.dtype} instead")
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    if vector and not left:
+        raise RuntimeError(f"linalg.{api}: Vector broadcasting of the left hand side is not supported for "
+                           "left=False; pass B as a (batch of) matrices")
+    if not vector and B.dim() < 2:
+        raise RuntimeError(f"linalg.{api}: The input tensor B must have at least 2 dimensions.")
+    rows = B.shape[-1] if vector else B.shape[-2] if left else B.shape[-1]
+    if rows != A.shape[-1]:
+        raise RuntimeError(f"linalg.{api}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
+    broadcast_shape([A.shape[:-2], B.shape[:-1] if vector else B.shape[:-2]], f"linalg.{api}")
+    return vector
 
 
 def _op(name):
@@ -112,9 +136,24 @@ def _cholesky_pivots(A):
     return jax.lax.fori_loop(0, n, body, (L0, d0))[1]
 
 
+def _hermitian_from(A, lower):
+    """The Hermitian matrix torch's ``UPLO`` reads from ``A`` (its ``lower`` or upper triangle),
+    differentiated as torch's eigh is: the gradient reaches both triangles of ``A`` and is the
+    Hermitian part of JAX's (torch projects ``V^H gV`` onto the skew-Hermitian matrices)."""
+    tri = jnp.tril(A) if lower else jnp.triu(A)
+    strict = jnp.tril(A, -1) if lower else jnp.triu(A, 1)
+    herm = tri + jnp.conj(jnp.swapaxes(strict, -1, -2))
+    if jnp.iscomplexobj(A):      # LAPACK ignores the diagonal's imaginary part
+        eye = jnp.eye(A.shape[-1], dtype=A.dtype)
+        herm = herm - 1j * jnp.imag(jnp.diagonal(herm, axis1=-2, axis2=-1))[..., None].astype(A.dtype) * eye
+    x = A + jax.lax.stop_gradient(herm - A)     # herm's value, A's derivative
+    return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
+
+
 @_op("LinalgCholeskyEx")
 def _cholesky_ex(A):
-    return jnp.linalg.cholesky(A)
+    # LAPACK reads the lower triangle only; the gradient is torch's symmetric one
+    return jnp.linalg.cholesky(_hermitian_from(A, lower=True))
 
 
 @_op("LinalgCholeskyExInfo")
@@ -131,7 +170,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     ``check_errors=True``; RuntimeError for non-square or non-floating input."""
     _check(A, "cholesky_ex")
     L = _cholesky_ex(A)
-    info = _cholesky_info(A.detach())
+    info = _cholesky_info(A.detach()) if A.shape[-1] else _zeros(tuple(A.shape[:-2]), dtype=_dt.int32)
     if check_errors and has_error(info):
         raise LinAlgError("linalg.cholesky_ex: The factorization could not be completed because the input "
                               f"is not positive-definite (the leading minor of order {int(info.max())} is not).")
@@ -210,9 +249,9 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
         raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
+    vector = _check_rhs("solve_ex", A, B, left)
     if not left:
         return SolveExResult(_solve_ex(A.mT, B.mT, vector=False).mT, info)
-    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
     return SolveExResult(_solve_ex(A, B, vector=vector), info)
 
 
@@ -369,9 +408,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({tuple(A.shape)} and {tuple(B.shape)})")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but found A of "
-                           f"type {A.dtype} and B of type {B.dtype} instead")
+    if A.dtype is not B.dtype:    # torch computes in A's dtype
+        B = B.to(A.dtype)
     return _solve_triangular(A, B, upper=bool(upper), left=bool(left), unitriangular=bool(unitriangular))
 
 
@@ -401,6 +439,9 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {A.dtype} and other's dtype {B.dtype}")
+    if not (A.dim() >= B.dim() and A.dim() - B.dim() <= 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           f"(input.dim() - other.dim()) <= 1; got {A.dim()} and {B.dim()}")
     vector = B.dim() == A.dim() - 1
     Bm = B.unsqueeze(-1) if vector else B
     if Bm.shape[-2] != A.shape[-2]:
@@ -414,6 +455,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     empty = _zeros((0,), dtype=S.dtype)
     rank = (S > cut * S.amax(-1, keepdim=True)).sum(-1) if S.numel() else _zeros(tuple(S.shape[:-1]), dtype=_dt.int64)
     resid = X.reshape(-1)[:0]     # empty, on the graph (torch's empty residuals require grad too)
+    resid = resid.real if resid.is_complex() else resid
     # traced: no value to test, the residuals are computed (as for a full-rank A)
     full_rank = isinstance(rank._value, _JaxTracer) or bool((rank == n).all())
     if m > n and driver != "gelsy" and full_rank:
@@ -459,6 +501,10 @@ def eigvals(A, *, out=None):
 # ---- Householder products, rank, condition number, exp, tensor inverse/solve ---------------
 @_op("LinalgHouseholderProduct")
 def _householder(A, tau):
+    return _householder_q(A, tau)
+
+
+def _householder_q(A, tau):
     m, n = A.shape[-2:]
     k = tau.shape[-1]
     Q = jnp.broadcast_to(jnp.eye(m, n, dtype=A.dtype), A.shape)
@@ -490,6 +536,85 @@ def householder_product(A, tau, *, out=None):
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype} does not match input dtype "
                            f"{A.dtype}")
     return _householder(A, tau)
+
+
+GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])
+
+
+@_op("Geqrf")
+def _geqrf(A):
+    """LAPACK's geqrf, written out (JAX keeps its geqrf private): column ``j``'s reflector
+    ``H = I - tau v v^H`` with ``v[j] = 1`` maps ``A[j:, j]`` onto ``beta e_j``, ``beta = -sign(Re
+    A[j, j]) |A[j:, j]|`` (dlarfg/zlarfg's convention, so ``a`` and ``tau`` equal LAPACK's);
+    ``H^H`` then updates the columns to its right."""
+    m, n = A.shape[-2:]
+    rows, cols = jnp.arange(m), jnp.arange(n)
+    taus = []
+    for j in range(min(m, n)):
+        x = A[..., :, j]
+        alpha = x[..., j]
+        below = jnp.where(rows > j, x, 0)
+        xnorm2 = jnp.sum(jnp.abs(below) ** 2, -1)
+        trivial = (xnorm2 == 0) & (jnp.imag(alpha) == 0)          # H = I, tau = 0
+        beta = -jnp.copysign(jnp.sqrt(jnp.abs(alpha) ** 2 + xnorm2), jnp.real(alpha))
+        beta = jnp.where(trivial, jnp.real(alpha), beta)
+        tau = jnp.where(trivial, 0, (beta - alpha) / jnp.where(trivial, 1, beta)).astype(A.dtype)
+        scale = jnp.where(trivial, 0, 1 / jnp.where(trivial, 1, alpha - beta))
+        v = jnp.where(rows > j, below * scale[..., None], (rows == j).astype(A.dtype))
+        w = jnp.where(cols > j, jnp.einsum("...m,...mn->...n", jnp.conj(v), A), 0)
+        A = A - jnp.conj(tau)[..., None, None] * v[..., :, None] * w[..., None, :]
+        A = A.at[..., :, j].set(jnp.where(rows > j, v, jnp.where(rows == j, beta[..., None].astype(A.dtype), x)))
+        taus.append(tau)
+    tau = jnp.stack(taus, -1) if taus else jnp.zeros(A.shape[:-2] + (0,), A.dtype)
+    return A, tau
+
+
+@accepts_out()
+def geqrf(input, *, out=None):
+    """Mirrors ``torch.geqrf`` (LAPACK's geqrf): ``(a, tau)``, ``R`` on and above ``a``'s diagonal
+    and the Householder vectors below it, ``tau`` ``(*, min(m, n))``; ``householder_product(a,
+    tau)`` rebuilds ``Q``. Differs from torch: differentiable (torch's backward raises
+    NotImplementedError). RuntimeError for fewer than 2 dims; NotImplementedError for integers."""
+    if isinstance(input, Tensor) and not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f"torch.geqrf: \"geqrf_cpu\" not implemented for '{input.dtype}'; convert the "
+                                  "input with .double() or .float()")
+    _check(input, "geqrf", square=False)
+    return GeqrfResult(*_geqrf(input))
+
+
+@_op("Ormqr")
+def _ormqr(A, tau, C, *, left, transpose):
+    m, k = A.shape[-2], tau.shape[-1]
+    # Q (m x m) is the product of the k reflectors; zero taus add identity reflectors
+    V = jnp.concatenate([A[..., :, :k], jnp.zeros(A.shape[:-1] + (m - k,), A.dtype)], -1)
+    t = jnp.concatenate([tau, jnp.zeros(tau.shape[:-1] + (m - k,), tau.dtype)], -1)
+    Q = _householder_q(V, t)
+    Q = _mH(Q) if transpose else Q
+    return Q @ C if left else C @ Q
+
+
+@accepts_out(exact_dtype=True)
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """Mirrors ``torch.ormqr(input, tau, other, left=True, transpose=False)``: ``other``
+    multiplied by the ``m x m`` matrix ``Q`` of ``geqrf``'s ``(input, tau)`` (``Q^H`` with
+    ``transpose``; on the left or the right). Differentiable. RuntimeError for sizes or dtypes
+    that do not fit."""
+    _check(input, "ormqr", square=False)
+    if not isinstance(other, Tensor) or other.dim() < 2:
+        raise RuntimeError("torch.ormqr: other must have at least 2 dimensions.")
+    m = input.shape[-2]
+    if (other.shape[-2] if left else other.shape[-1]) != m:
+        side = "other.shape[-2]" if left else "other.shape[-1]"
+        raise RuntimeError(f"torch.ormqr: {side} must be equal to input.shape[-2]; got {tuple(other.shape)} and "
+                           f"{tuple(input.shape)}")
+    if tau.shape[-1] > min(m, input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be less than or equal to min(input.shape[-2], "
+                           f"input.shape[-1]); got {tau.shape[-1]}")
+    for name, t in (("other", other), ("tau", tau)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has dtype "
+                               f"{input.dtype} and {name} has dtype {t.dtype}")
+    return _ormqr(input, tau, other, left=bool(left), transpose=bool(transpose))
 
 
 @_op("LinalgMatrixExp")

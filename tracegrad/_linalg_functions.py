@@ -21,7 +21,8 @@ from ._tensor.tensor import Tensor
 from ._tensor.out import accepts_out
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
-           "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp"]
+           "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp",
+           "geqrf", "orgqr", "ormqr"]
 
 SVDResult = collections.namedtuple("svd", ["U", "S", "V"])
 QRResult = collections.namedtuple("qr", ["Q", "R"])
@@ -55,12 +56,14 @@ def slogdet(input):
 
 def logdet(input):
     """Mirrors ``torch.logdet``: ``log(det(input))`` for batches of square matrices: NaN where
-    the determinant is negative, ``-inf`` where it is 0. Gradient through ``slogdet``.
+    a real determinant is negative, ``-inf`` where it is 0; complex input gives the complex log. Gradient through ``slogdet``.
     RuntimeError for fewer than 2 dims or a non-floating input, as torch."""
     if isinstance(input, Tensor) and input.dim() < 2:
         raise RuntimeError("logdet: The input tensor A must have at least 2 dimensions; pass a (batch of) "
                            "square matrices")
     sign, logabs = linalg.slogdet(input)
+    if sign.is_complex():        # log(det) = log|det| + i arg(det), as torch
+        return sign.log() + logabs
     return logabs.where(sign >= 0, float("nan"))
 
 
@@ -104,10 +107,9 @@ def matrix_power(input, n):
 
 
 def pinverse(input, rcond=1e-15):
-    """Mirrors ``torch.pinverse``: ``tracegrad.linalg.pinv`` (singular values below ``rcond``
-    times the largest count as zero; tracegrad uses linalg.pinv's default cut, which equals
-    torch's for ``rcond`` at or below float eps -- differs from torch for larger ``rcond``)."""
-    return linalg.pinv(input)
+    """Mirrors ``torch.pinverse``: ``tracegrad.linalg.pinv`` with ``rtol=rcond`` (singular values
+    at or below ``rcond`` times the largest count as zero)."""
+    return linalg.pinv(input, rtol=rcond)
 
 
 @accepts_out()
@@ -214,6 +216,15 @@ def matrix_exp(input):
     return linalg.matrix_exp(input)
 
 
+geqrf = _linalg_decomp.geqrf
+ormqr = _linalg_decomp.ormqr
+
+
+def orgqr(input, tau):
+    """Mirrors ``torch.orgqr``: ``tracegrad.linalg.householder_product(input, tau)``."""
+    return linalg.householder_product(input, tau)
+
+
 def _cross_method(self, other, dim=None):
     """Mirrors ``Tensor.cross(other, dim=None)``: see ``tracegrad.cross``."""
     return cross(self, other, dim)
@@ -236,3 +247,6 @@ Tensor.lu_solve = lu_solve
 Tensor.qr = qr
 Tensor.triangular_solve = triangular_solve
 Tensor.matrix_exp = matrix_exp
+Tensor.geqrf = geqrf
+Tensor.orgqr = orgqr
+Tensor.ormqr = ormqr

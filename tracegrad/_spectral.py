@@ -135,7 +135,7 @@ def _frame_window(api, input, n_fft, hop_length, win_length, window):
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
-         normalized=False, onesided=None, return_complex=None):
+         normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """Mirrors ``torch.stft``: the short-time Fourier transform of ``input`` ``(L,)`` or
     ``(B, L)``: frames of ``n_fft`` samples every ``hop_length`` (default ``n_fft // 4``), each
     times ``window`` (``win_length`` samples, default all ones, centred in ``n_fft``), then
@@ -143,8 +143,13 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     'constant', 'replicate', 'circular'). Returns complex ``(B?, n_fft // 2 + 1, n_frames)``
     (``n_fft`` rows when ``onesided=False``, the default for complex input or window);
     ``normalized`` scales by ``n_fft ** -0.5``. ``return_complex=False`` (deprecated in torch,
-    which warns the same) gives the real view ``(..., 2)``. Differentiable.
-    RuntimeError: ``return_complex`` not given for a real input, bad sizes (as torch)."""
+    which warns the same) gives the real view ``(..., 2)``. ``align_to_window=True`` (only with
+    ``center=False``) starts each frame's window at ``m * hop_length`` instead of centring it
+    in the ``n_fft`` samples. Differentiable.
+    RuntimeError: ``return_complex`` not given for a real input, bad sizes, ``align_to_window``
+    with ``center=True`` (as torch); NotImplementedError for an unknown ``pad_mode``."""
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false; pass center=False")
     if return_complex is None:
         if not (input.is_complex() or (window is not None and window.is_complex())):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs; pass "
@@ -156,13 +161,20 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
                            f"2D tensor, got {input.dim()}D")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a tensor of "
+                           "floating point or complex values; convert the input with .float()")
     x = input.unsqueeze(0) if input.dim() == 1 else input
     if center:
         if pad_mode not in ("reflect", "constant", "replicate", "circular"):
-            raise RuntimeError(f"stft: pad_mode must be 'reflect', 'constant', 'replicate' or 'circular', got "
+            raise NotImplementedError(f"stft: pad_mode must be 'reflect', 'constant', 'replicate' or 'circular', got "
                                f"{pad_mode!r}")
         p = n_fft // 2
         x = _F.pad(x.unsqueeze(1), (p, p), mode=pad_mode).squeeze(1)
+    win = n_fft if win_length is None else win_length
+    if align_to_window and 0 < win < n_fft:    # the window's start on the frame's: shift the signal
+        left = (n_fft - win) // 2
+        x = _F.pad(x, (left, n_fft - win - left))
     hop, w = _frame_window("stft", x if input.dim() == 2 else x[0], n_fft, hop_length, win_length, window)
     if x.shape[-1] < n_fft:
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop, win_length, window)}: expected 0 < n_fft <= "
@@ -193,6 +205,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
+    if input.dim() < 2:          # torch reads the frequency dim (-2) of a batch first
+        raise IndexError(f"istft: Dimension out of range (expected a (batch of) 2-D spectrograms, got "
+                         f"{input.dim()}D input)")
     if input.dim() not in (2, 3):
         raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex dtype, got {input.dim()}D")
     spec = input.unsqueeze(0) if input.dim() == 2 else input
@@ -220,7 +235,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     total = n_fft + hop * (n_frames - 1)
     pos = (_arange(n_frames).unsqueeze(1) * hop + _arange(n_fft)).reshape(-1)
     y = _zeros(spec.shape[0], total, dtype=frames.dtype).index_add(1, pos, frames.reshape(spec.shape[0], -1))
-    env = _zeros(total, dtype=real_dt).index_add(0, pos, (w * w).detach().repeat(n_frames))
+    sq = (w * w).detach()          # torch squares a complex window too (no conjugate)
+    env = _zeros(total, dtype=sq.dtype).index_add(0, pos, sq.repeat(n_frames))
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else min(start + length, total)
     env = env[start:end]
@@ -235,9 +251,10 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
 
 
 def _stft_method(self, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
-                 normalized=False, onesided=None, return_complex=None):
+                 normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """Mirrors ``Tensor.stft``: see ``tracegrad.stft``."""
-    return stft(self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex)
+    return stft(self, n_fft, hop_length, win_length, window, center, pad_mode, normalized, onesided, return_complex,
+                align_to_window)
 
 
 def _istft_method(self, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,

@@ -11,17 +11,22 @@ Complex numbers: a real input whose result reaches a real loss (``fft.rfft(x).ab
 leaf gets the conjugate of torch's ``.grad`` (tracegrad keeps JAX's convention there), and
 ``Tensor.real``/``.imag`` of complex tensors are not available yet; see README.
 
-Errors as torch: RuntimeError for an unknown ``norm``, ``n < 1`` or a complex input to
-``rfft``/``ihfft``; IndexError for a dim out of range.
+Errors as torch (the same classes, checked in torch's order): RuntimeError for an unknown
+``norm``, a signal size below 1 (``n``/``s``, an empty dim, or ``irfft``'s default ``2 * (m - 1)``
+of a length-1 input), a complex input to ``rfft``/``ihfft``, half/bfloat16 input (torch's CPU
+kernels have none), repeated dims, ``s`` and ``dim`` of different lengths or ``s`` longer than
+the input's rank, a real-to-complex n-dim transform over no dim; IndexError for a dim out of
+range; TypeError for ``dim=None`` to the 2-d transforms.
 """
 from __future__ import annotations
 
 import functools
+import math
 
 import jax.numpy as jnp
 import numpy as np
 
-from ._ops.dtypes import get_default_dtype, to_dtype
+from ._ops.dtypes import get_default_dtype, to_complex, to_dtype
 from ._tensor.factories import tensor as _tensor
 from ._tensor.tensor import Tensor, _wrap_dim
 from .func import jax_function
@@ -57,18 +62,31 @@ def _op(jname):
     return jax_function(lambda a, **kw: jfn(a, **kw), name=f"Fft{_KIND[jname]}")
 
 
-def _prepare(input, api):
+def _check_input(input, api):
     if not isinstance(input, Tensor):
         raise TypeError(f"fft_{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input.is_complex():
-        if api in _REAL_ONLY:
-            name = "ComplexFloat" if input.dtype.name == "complex64" else "ComplexDouble"
-            raise RuntimeError(f"{api} expects a real input tensor, but got {name}; pass a real tensor "
-                               "(or use the complex transform)")
+    if input.is_complex() and api in _REAL_ONLY:
+        name = "ComplexFloat" if input.dtype.name == "complex64" else "ComplexDouble"
+        raise RuntimeError(f"{api} expects a real input tensor, but got {name}; pass a real tensor "
+                           "(or use the complex transform)")
+
+
+def _prepare(input, api):
+    """The input as the dtype the transform computes in: integers and bool in the default float
+    dtype; half and bfloat16 are refused, as torch's CPU kernels do."""
+    _check_input(input, api)
+    if input.dtype.name in ("float16", "bfloat16"):
+        raise RuntimeError(f"Unsupported dtype {'Half' if input.dtype.name == 'float16' else 'BFloat16'}; "
+                           f"fft.{api} runs in float32/float64: convert the input with .float()")
+    if input.is_complex() or input.is_floating_point():
         return input
-    if not input.is_floating_point():
-        return input.to(get_default_dtype())
-    return input
+    return input.to(get_default_dtype())
+
+
+def _points(n):
+    if n < 1:
+        raise RuntimeError(f"Invalid number of data points ({n}) specified; pass sizes >= 1")
+    return n
 
 
 def _fft_dim(dim, ndim):
@@ -90,8 +108,10 @@ def _one_dim(api, jname):
     def f(input, n=None, dim=-1, norm=None, *, out=None):
         x = _prepare(input, api)
         d = _fft_dim(dim, x.dim())
-        if n is not None and n < 1:
-            raise RuntimeError(f"Invalid number of data points ({n}) specified; pass n >= 1")
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+            raise TypeError(f"fft_{api}(): argument 'n' must be int, not {type(n).__name__}")
+        # the signal size: n, else the input's (a C2R output defaults to 2 * (m - 1) points)
+        _points(n if n is not None else 2 * (x.shape[d] - 1) if _KIND[jname] == "C2R" else x.shape[d])
         return _op(jname)(x, n=n, axis=d, norm=_norm(norm))
     f.__name__ = api
     kind = {"C2C": "complex -> complex", "R2C": "real -> complex (the n//2 + 1 non-negative frequencies)",
@@ -112,22 +132,46 @@ hfft = _one_dim("hfft", "hfft")
 ihfft = _one_dim("ihfft", "ihfft")
 
 
+def _shape_and_dims(x, s, dim):
+    """torch's resolution of an n-dim transform's ``s`` and ``dim``: ``(sizes, axes)``, both
+    tuples; the last ``len(s)`` dims when only ``s`` is given, every dim when neither is."""
+    nd = x.dim()
+    axes = None
+    if dim is not None:
+        axes = tuple(_wrap_dim(d, nd) for d in ((dim,) if isinstance(dim, int) else dim))
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"FFT dims must be unique; got dim={tuple(dim)}")
+    if s is None:
+        axes = tuple(range(nd)) if axes is None else axes
+        return tuple(_points(x.shape[a]) for a in axes), axes
+    s = (s,) if isinstance(s, int) else tuple(int(v) for v in s)
+    if axes is not None and len(s) != len(axes):
+        raise RuntimeError(f"When given, dim and shape arguments must have the same length; got {len(axes)} dims "
+                           f"and {len(s)} sizes")
+    if len(s) > nd:
+        raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has {nd} dimensions.")
+    axes = tuple(range(nd - len(s), nd)) if axes is None else axes
+    return tuple(_points(x.shape[a] if v == -1 else v) for v, a in zip(s, axes)), axes
+
+
 def _n_dim(api, jname, default_dim=None):
     @accepts_out(api)
     def f(input, s=None, dim=default_dim, norm=None, *, out=None):
+        if default_dim is not None and dim is None:     # torch's 2-d transforms take no dim=None
+            raise TypeError(f"fft_{api}(): argument 'dim' must be tuple of ints, not NoneType")
+        if jname == "rfftn" or not isinstance(input, Tensor):   # rfftn checks the dtype before the dims
+            _check_input(input, api)
+        sizes, axes = _shape_and_dims(input, s, dim)
+        if _KIND[jname] != "C2C" and not axes:
+            raise RuntimeError(f"{jname} must transform at least one axis; pass a non-empty dim")
         x = _prepare(input, api)
-        if dim is None and s is not None:
-            dim = tuple(range(-len(s), 0))
-        axes = None if dim is None else tuple(_fft_dim(d, x.dim()) for d in ((dim,) if isinstance(dim, int) else dim))
-        if s is not None:
-            s = tuple(int(v) for v in s)
-            if any(v < 1 and v != -1 for v in s):
-                raise RuntimeError(f"Invalid number of data points ({min(s)}) specified; pass sizes >= 1")
-            if axes is not None and len(s) != len(axes):
-                raise RuntimeError(f"When given, dim and shape arguments must have the same length; got "
-                                   f"{len(axes)} dims and {len(s)} sizes")
-            s = tuple(x.shape[a] if v == -1 else v for v, a in zip(s, axes or range(x.dim() - len(s), x.dim())))
-        return _op(jname)(x, s=s, axes=axes, norm=_norm(norm))
+        if _KIND[jname] == "C2R":    # the last output size: s[-1], else 2 * (m - 1)
+            given = None if s is None else ((s,) if isinstance(s, int) else tuple(s))[-1]
+            sizes = sizes[:-1] + (_points(2 * (x.shape[axes[-1]] - 1) if given in (None, -1) else given),)
+        norm = _norm(norm)
+        if not axes:                 # torch's no-op transform: the input as complex
+            return x.clone() if x.is_complex() else x.to(to_complex(x.dtype))
+        return _op(jname)(x, s=sizes, axes=axes, norm=norm)
     f.__name__ = api
     f.__doc__ = (f"Mirrors ``torch.fft.{api}(input, s=None, dim={default_dim}, norm=None)``: the "
                  f"{'inverse ' if jname.startswith('i') else ''}discrete Fourier transform over the dims ``dim`` "
@@ -150,9 +194,17 @@ hfftn = _n_dim("hfftn", "hfftn")
 ihfftn = _n_dim("ihfftn", "ihfftn")
 
 
-def _freq(values, n, d, dtype, requires_grad):
+def _freq(api, values, n, d, dtype, requires_grad):
     dt = get_default_dtype() if dtype is None else to_dtype(dtype)
-    out = _tensor(values, dtype=dt) * (1.0 / (n * d))
+    if dt.is_complex:
+        raise NotImplementedError(f"fft.{api}: \"arange_cpu\" not implemented for '{dt}'; pass a real floating dtype")
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{api} requires a floating point or complex dtype; got {dt}")
+    if n < 0 and api == "fftfreq":
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]; pass n >= 0")
+    # torch scales the arange by 1 / (n * d) in the result's dtype; d = 0 gives inf/nan, as torch
+    scale = 1.0 / (n * d) if n * d else math.copysign(math.inf, n * d)
+    out = _tensor(np.asarray(values, np.float64), dtype=dt) * scale
     return out.requires_grad_() if requires_grad else out
 
 
@@ -161,18 +213,23 @@ def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, require
     """Mirrors ``torch.fft.fftfreq``: the sample frequencies ``[0, 1, ..., -(n//2), ..., -1] / (d*n)``
     of an ``n``-point transform (1-d, the default float dtype or ``dtype``)."""
     k = np.concatenate([np.arange(0, (n + 1) // 2), np.arange(-(n // 2), 0)])
-    return _freq(k, n, d, dtype, requires_grad)
+    return _freq("fftfreq", k, n, d, dtype, requires_grad)
 
 
 @accepts_out()
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Mirrors ``torch.fft.rfftfreq``: the ``n//2 + 1`` non-negative frequencies ``[0, ..., n//2] / (d*n)``."""
-    return _freq(np.arange(n // 2 + 1), n, d, dtype, requires_grad)
+    count = int(n / 2) + 1       # C++'s n / 2 truncates toward zero
+    if count < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]; pass n >= 0")
+    return _freq("rfftfreq", np.arange(count), n, d, dtype, requires_grad)
 
 
 def _shift(input, dim, sign):
     dims = tuple(range(input.dim())) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
     dims = tuple(_wrap_dim(d, input.dim()) for d in dims)
+    if not dims and dim is None:
+        raise RuntimeError("`shifts` required: fftshift of a 0-d tensor has no dim to shift; pass a tensor with dims")
     if not dims:
         return input.clone()
     shifts = tuple(sign * (input.shape[d] // 2) for d in dims)

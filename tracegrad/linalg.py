@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._linalg_decomp import LinAlgError, _check
+from ._linalg_decomp import LinAlgError, _check, _check_rhs, _cholesky_ex, _hermitian_from, _solve_ex
 from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations and solves)
     cholesky_ex as cholesky_ex, eig as eig, eigvals as eigvals, householder_product as householder_product,
     inv_ex as inv_ex, lstsq as lstsq, lu as lu, lu_factor as lu_factor, lu_factor_ex as lu_factor_ex,
@@ -30,8 +30,8 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
 from ._api.promotion import check_same_dtype
 from ._api import reduction as _reduction
 from ._ops import dtypes as _dt, reduction as _reduction_ops
-from ._tensor.factories import eye, zeros as _zeros
-from ._tensor.tensor import Tensor
+from ._tensor.factories import eye, tensor as _tensor, zeros as _zeros
+from ._tensor.tensor import Tensor, _wrap_dim
 from .func import jax_function
 from ._tensor.out import accepts_out
 
@@ -79,13 +79,32 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {str(x.dtype).split('.')[-1].capitalize()}")
     if dtype is not None:
-        x = x.to(dtype)
+        x = x.to(_norm_dtype("vector_norm", x, dtype))
     if isinstance(dim, int):
         dim = (dim,)
-    dim = None if dim is None else tuple(d % max(x.dim(), 1) for d in dim)
+    dim = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in dim)
     if x.dim() == 0:
         dim = None
-    return _vector_norm(x, ord=float(ord), dim=dim, keepdim=bool(keepdim))
+    ord = float(ord)
+    if ord < 0 or ord == float("inf"):   # max/min/negative powers have no value on no elements
+        for d in (range(x.dim()) if dim is None else dim):
+            if x.shape[d] == 0 and (dim is not None or x.numel() == 0):
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d} because "
+                                   "this dimension is empty and the operation does not have an identity")
+    return _vector_norm(x, ord=ord, dim=dim, keepdim=bool(keepdim))
+
+
+def _norm_dtype(api, x, dtype):
+    """torch's checks of a norm's ``dtype=``: complex for complex input, real for real input,
+    and no narrowing of the input's precision."""
+    dtype = _dt.to_dtype(dtype)
+    if x.is_complex() != dtype.is_complex:
+        kind = "complex" if x.is_complex() else "real"
+        raise RuntimeError(f"linalg.{api}: dtype should be {kind} for {kind} inputs, but got {dtype}")
+    if _dt.promote_types(x.dtype, dtype) is not dtype:
+        raise RuntimeError(f"linalg.{api}: the dtype of the input ({x.dtype}) should be convertible without narrowing "
+                           f"to the specified dtype ({dtype})")
+    return dtype
 
 
 @_op("LinalgMatrixNorm")
@@ -99,10 +118,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     over the two dims ``dim``. Raises RuntimeError for fewer than 2 dims."""
     _check(A, "matrix_norm", square=False)
     if dtype is not None:
-        A = A.to(dtype)
+        A = A.to(_norm_dtype("matrix_norm", A, dtype))
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {len(dim)}")
+    dim = tuple(_wrap_dim(d, A.dim()) for d in dim)
+    if dim[0] == dim[1]:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got {dim}")
     if ord not in ("fro", "nuc", 2, -2, 1, -1, float("inf"), float("-inf")):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    dim = tuple(d % A.dim() for d in dim)
     if ord == "fro":
         return _vector_norm(A, ord=2.0, dim=dim, keepdim=bool(keepdim))
     return _matrix_norm(A, ord=ord, dim=dim, keepdim=bool(keepdim))
@@ -119,6 +142,11 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
         raise TypeError(f"linalg.norm(): argument 'input' (position 1) must be Tensor, not {type(A).__name__}")
     if isinstance(dim, int):
         dim = (dim,)
+    if dim is not None and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
+    if isinstance(ord, str) and (len(dim) != 2 if dim is not None else A.dim() != 2):
+        raise RuntimeError(f"linalg.matrix_norm: the {ord!r} norm needs 2 dims (a matrix); got "
+                           f"{A.dim() if dim is None else len(dim)}")
     if ord is None:
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
     if dim is None:
@@ -173,28 +201,16 @@ def slogdet(A, *, out=None):
     return SlogdetResult(*_slogdet(A))
 
 
-@_op("LinalgSolveEx")
-def _solve(A, B, *, vector):
-    if vector:
-        return jnp.linalg.solve(A, B[..., None])[..., 0]
-    return jnp.linalg.solve(A, B)
-
-
 @accepts_out(exact_dtype=True)
 def solve(A, B, *, left=True, out=None):
     """Mirrors ``torch.linalg.solve``: ``X`` with ``A @ X = B`` (``X @ A = B`` with
     ``left=False``); ``B`` may be a batch of vectors. Raises LinAlgError for a singular ``A``."""
     _check(A, "solve")
+    vector = _check_rhs("solve", A, B, left)
     if not left:
         return solve(A.mT, B.mT).mT
-    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
-    return _finite_or_raise(_solve(A, B, vector=vector), "solve",
+    return _finite_or_raise(_solve_ex(A, B, vector=vector), "solve",
                             "The solver failed because the input matrix is singular.")
-
-
-@_op("LinalgCholeskyEx")
-def _cholesky(A):
-    return jnp.linalg.cholesky(A)
 
 
 @accepts_out(exact_dtype=True)
@@ -202,9 +218,9 @@ def cholesky(A, *, upper=False, out=None):
     """Mirrors ``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L @ L.mH`` (``L.mH``
     with ``upper=True``). Raises LinAlgError when ``A`` is not positive-definite (eagerly)."""
     _check(A, "cholesky")
-    L = _finite_or_raise(_cholesky(A), "cholesky",
+    L = _finite_or_raise(_cholesky_ex(A), "cholesky",
                          "The factorization could not be completed because the input is not positive-definite.")
-    return L.mT if upper else L
+    return L.mH if upper else L
 
 
 @_op("LinalgQr")
@@ -235,6 +251,7 @@ def _svd(A, *, full_matrices):
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svd``: ``(U, S, Vh)``, singular values in descending order."""
     _check(A, "svd", square=False)
+    _no_driver("svd", driver)
     return SVDResult(*_svd(A, full_matrices=bool(full_matrices)))
 
 
@@ -247,20 +264,14 @@ def _svdvals(A):
 def svdvals(A, *, driver=None, out=None):
     """Mirrors ``torch.linalg.svdvals``: the singular values, descending."""
     _check(A, "svdvals", square=False)
+    _no_driver("svdvals", driver)
     return _svdvals(A)
 
 
-def _hermitian_from(A, lower):
-    """The Hermitian matrix torch's ``UPLO`` reads from ``A`` (its ``lower`` or upper triangle),
-    differentiated as torch's eigh is: the gradient reaches both triangles of ``A`` and is the
-    Hermitian part of JAX's (torch projects ``V^H gV`` onto the skew-Hermitian matrices)."""
-    tri = jnp.tril(A) if lower else jnp.triu(A)
-    strict = jnp.tril(A, -1) if lower else jnp.triu(A, 1)
-    herm = tri + jnp.conj(jnp.swapaxes(strict, -1, -2))
-    herm = herm - 1j * jnp.imag(jnp.diagonal(herm, axis1=-2, axis2=-1))[..., None] * jnp.eye(A.shape[-1]) \
-        if jnp.iscomplexobj(A) else herm   # LAPACK ignores the diagonal's imaginary part
-    x = A + jax.lax.stop_gradient(herm - A)     # herm's value, A's derivative
-    return (x + jnp.conj(jnp.swapaxes(x, -1, -2))) / 2
+def _no_driver(api, driver):
+    if driver is not None:
+        raise RuntimeError(f"torch.linalg.{api}: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend; leave driver=None on the CPU")
 
 
 @_op("LinalgEigh")
@@ -273,10 +284,13 @@ def _eigh(A, *, lower):
 def eigh(A, UPLO="L", *, out=None):
     """Mirrors ``torch.linalg.eigh``: ascending eigenvalues and eigenvectors of a symmetric
     (Hermitian) matrix, reading its ``UPLO`` triangle."""
+    if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
+        raise NotImplementedError(f"linalg.eigh: \"linalg_eigh_cpu\" not implemented for '{A.dtype}'; convert "
+                                  "the input with .double() or .float()")
     _check(A, "eigh")
-    if UPLO not in ("L", "U"):
-        raise RuntimeError("Expected UPLO argument to be 'L' or 'U', but got " + str(UPLO))
-    return EighResult(*_eigh(A, lower=UPLO == "L"))
+    if not isinstance(UPLO, str) or UPLO.upper() not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return EighResult(*_eigh(A, lower=UPLO.upper() == "L"))
 
 
 @accepts_out(exact_dtype=True)
@@ -286,29 +300,44 @@ def eigvalsh(A, UPLO="L", *, out=None):
 
 
 @_op("LinalgPinv")
-def _pinv(A, *, hermitian, atol=None, rtol=None):
+def _pinv(A, *, hermitian):
     if hermitian:    # torch reads the lower triangle only
         A = _hermitian_from(A, lower=True)
-    if atol is None and rtol is None:
-        return jnp.linalg.pinv(A, hermitian=hermitian)
-    # torch keeps the singular values above max(atol, rtol * largest); rtol defaults to
-    # eps * max(m, n) unless a positive atol is given. JAX's pinv takes the relative cutoff only.
-    if rtol is None:
-        rtol = 0.0 if atol else float(jnp.finfo(A.dtype).eps) * max(A.shape[-2:])
+    return jnp.linalg.pinv(A, hermitian=hermitian)
+
+
+@_op("LinalgPinv")
+def _pinv_tol(A, atol, rtol, *, hermitian):
+    # torch keeps the singular values above max(atol, rtol * largest), per matrix (atol and rtol
+    # broadcast over the batch); JAX's pinv takes the relative cutoff only
+    if hermitian:
+        A = _hermitian_from(A, lower=True)
     sv = jnp.abs(jnp.linalg.eigvalsh(A)) if hermitian else jnp.linalg.svd(A, compute_uv=False)
-    smax = jax.lax.stop_gradient(jnp.max(sv, axis=-1))
-    rel = jnp.maximum((atol or 0.0) / jnp.where(smax > 0, smax, 1), rtol)
-    return jnp.linalg.pinv(A, rtol=rel, hermitian=hermitian)
+    smax = jax.lax.stop_gradient(jnp.max(sv, axis=-1, initial=0.0))
+    cut = jnp.maximum(atol, rtol * smax)
+    rel = jnp.broadcast_to(cut / jnp.where(smax > 0, smax, 1), A.shape[:-2])
+    return jnp.linalg.pinv(A, rtol=jax.lax.stop_gradient(rel), hermitian=hermitian)
 
 
 @accepts_out()
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """Mirrors ``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse, treating singular values
-    (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero (numbers or
-    0-d tensors; torch's defaults)."""
+    (eigenvalues with ``hermitian``) at or below ``max(atol, rtol * largest)`` as zero; ``atol``
+    and ``rtol`` are numbers or tensors broadcasting over the batch. Defaults as torch: ``rtol``
+    is ``eps * max(m, n)`` where ``atol`` is not positive, else 0."""
     _check(A, "pinv", square=False)
-    atol, rtol = (float(v.item()) if isinstance(v, Tensor) else v for v in (atol, rtol))
-    return _pinv(A, hermitian=bool(hermitian), atol=atol, rtol=rtol)
+    if atol is None and rtol is None:
+        return _pinv(A, hermitian=bool(hermitian))
+    real = A.real.dtype if A.is_complex() else A.dtype
+    atol = _scalar_tensor(0.0 if atol is None else atol, real)
+    if rtol is None:
+        eps = float(np.finfo(np.dtype(real.name)).eps) * max(A.shape[-2:])
+        rtol = _scalar_tensor(eps, real).where(atol <= 0, 0.0)
+    return _pinv_tol(A, atol, _scalar_tensor(rtol, real), hermitian=bool(hermitian))
+
+
+def _scalar_tensor(v, dtype):
+    return v.to(dtype) if isinstance(v, Tensor) else _tensor(float(v), dtype=dtype)
 
 
 @_op("LinalgCross")
@@ -335,7 +364,12 @@ def matrix_power(A, n, *, out=None):
     """Mirrors ``torch.linalg.matrix_power``: ``A`` multiplied by itself ``n`` times (``n`` < 0:
     of its inverse; 0: the identity, written into a copy of ``A`` as torch does, so it stays in
     A's graph with a zero gradient)."""
-    _check(A, "matrix_power")
+    # integer matrices multiply exactly: torch allows them for n >= 0 (bool has no matmul kernel)
+    exact = isinstance(A, Tensor) and n >= 0 and not (A.is_floating_point() or A.is_complex())
+    if exact and A.dtype.name == "bool":
+        raise NotImplementedError("linalg.matrix_power: \"addmm_impl_cpu_\" not implemented for 'Bool'; "
+                                  "convert the input with .long() or .float()")
+    _check(A, "matrix_power", floating=not exact)
     if n == 0:
         return A.clone().copy_(eye(A.shape[-1], dtype=A.dtype).expand(A.shape))
     if n < 0:
@@ -352,6 +386,12 @@ def multi_dot(tensors, *, out=None):
     arguments are treated as row/column vectors)."""
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    for i, t in enumerate(tensors):
+        inner = 0 < i < len(tensors) - 1
+        if t.dim() != 2 if inner else t.dim() not in (1, 2):
+            which = "first" if i == 0 else "last" if not inner else f"{i}th"
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be {'2D' if inner else '1D or 2D'} but got "
+                               f"{t.dim()}D")
     return functools.reduce(lambda a, b: a @ b, tensors)
 
 
@@ -368,7 +408,10 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 @accepts_out(exact_dtype=True)
 def vecdot(x, y, *, dim=-1, out=None):
-    """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)``."""
+    """Mirrors ``torch.linalg.vecdot``: ``sum(x.conj() * y, dim)`` (inputs broadcast).
+    RuntimeError for differing dtypes or a non-floating input, as torch."""
+    check_same_dtype("linalg.vecdot", x, y)
+    _check(x, "vecdot", square=False, min_dim=0)
     return (x.conj() * y).sum(dim) if x.is_complex() else (x * y).sum(dim)
 
 
@@ -405,13 +448,19 @@ def cond(A, p=None, *, out=None):
     non-square ``A`` with a norm-based ``p``."""
     if p in (None, 2, -2):
         _check(A, "cond", square=False)
+        if A.numel() == 0:
+            return _zeros(tuple(A.shape[:-2]), dtype=A.real.dtype if A.is_complex() else A.dtype)
         S = svdvals(A)
         big, small = S[..., 0], S[..., -1]
         return big / small if p != -2 else small / big
     if p not in ("fro", "nuc", math.inf, -math.inf, 1, -1):
         raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
     _check(A, "cond")
-    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+    if A.numel() == 0:
+        return _zeros(tuple(A.shape[:-2]), dtype=A.real.dtype if A.is_complex() else A.dtype)
+    inverse, info = inv_ex(A)
+    out = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return out.masked_fill(info != 0, math.inf)      # a singular matrix has condition number inf, as torch
 
 
 @accepts_out()

@@ -204,6 +204,8 @@ def tensordot(a, b, dims=2, out=None):
     """Mirrors ``torch.tensordot``: contract the last ``dims`` dims of ``a`` with the first
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
     if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
         da, db = list(range(a.dim() - dims, a.dim())), list(range(dims))
     else:
         da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]

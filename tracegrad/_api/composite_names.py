@@ -148,6 +148,11 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     to ``(n, m)``; the three promote to one dtype, as torch. grad_fn: ``AddBackward0`` (torch:
     ``AddrBackward0``)."""
     dt = result_dtype(input, vec1, vec2)
+    if not (dt.is_floating_point or dt.is_complex):
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float):
+                raise RuntimeError(f"For integral input tensors, argument {name} must not be a floating point number; "
+                                   f"pass an int (got {v})")
     input, vec1, vec2 = (x if x.dtype is dt else x.to(dt) for x in (input, vec1, vec2))
     return _add_scaled(input, outer(vec1, vec2), beta, alpha, "addr")
 

@@ -116,11 +116,43 @@ def outer(self, vec2):
     return mul(unsqueeze(self, 1), vec2)
 
 
+def _sublist_equation(args):
+    """torch's sublist form ``einsum(op0, sub0, op1, sub1, ..., [out])`` as ``(equation,
+    operands)``: subscripts 0-25 are ``A``-``Z``, 26-51 ``a``-``z``, ``...`` an ellipsis."""
+    def letters(sub):
+        out = []
+        for i in sub:
+            if i is Ellipsis:
+                out.append("...")
+            elif not 0 <= i < 52:
+                raise ValueError(f"einsum(): subscript in subscript list is not within the valid range [0, 52); got {i}")
+            else:
+                out.append(chr(ord("A") + i) if i < 26 else chr(ord("a") + i - 26))
+        return "".join(out)
+    operands, subs = args[0::2], args[1::2]
+    ops = [t for t in operands if isinstance(t, Tensor)]
+    eq = ",".join(letters(s) for s in subs[:len(ops)])
+    if len(operands) > len(ops):           # a trailing output sublist
+        eq += "->" + letters(operands[-1])
+    return eq, tuple(ops)
+
+
 @function()
 def einsum(equation, *operands):
-    """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list)."""
+    """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list, or the
+    sublist form ``einsum(op0, [0, 1], op1, [1, 2], [0, 2])``). RuntimeError for operands of
+    different dtypes; ValueError for a sublist subscript outside ``[0, 52)``, as torch."""
+    if isinstance(equation, Tensor):
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
+    for i, c in enumerate(equation):
+        if not (c.isascii() and c.isalpha()) and c not in ".,-> ":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
+                               "must be in [a-zA-Z]")
     for t in operands[1:]:   # torch contracts in one dtype and does not promote
         if isinstance(t, Tensor) and isinstance(operands[0], Tensor) and t.dtype is not operands[0].dtype:
             raise RuntimeError(f"einsum(): expected scalar type {_CPP_NAME[operands[0].dtype.name]} but found "
