@@ -19,6 +19,7 @@ from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
 from ._tensor.out import accepts_out
+from ._api.out_functions import method_form
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
            "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp"]
@@ -219,20 +220,21 @@ def _cross_method(self, other, dim=None):
     return cross(self, other, dim)
 
 
-# Tensor methods of the same meaning (ATTACHED_ELSEWHERE in tests/api/test_registration.py)
+# Tensor methods of the same meaning (ATTACHED_ELSEWHERE in tests/api/test_registration.py); those
+# whose function takes out= get a method without it, as torch's
 Tensor.det = det
-Tensor.inverse = inverse
+Tensor.inverse = method_form(inverse)
 Tensor.logdet = logdet
 Tensor.slogdet = slogdet
-Tensor.svd = svd
+Tensor.svd = method_form(svd)
 Tensor.cross = _cross_method
 Tensor.matrix_power = matrix_power
 Tensor.pinverse = pinverse
-Tensor.cholesky = cholesky
-Tensor.cholesky_solve = cholesky_solve
-Tensor.cholesky_inverse = cholesky_inverse
-Tensor.lu = lu
-Tensor.lu_solve = lu_solve
-Tensor.qr = qr
-Tensor.triangular_solve = triangular_solve
+Tensor.cholesky = method_form(cholesky)
+Tensor.cholesky_solve = method_form(cholesky_solve)
+Tensor.cholesky_inverse = method_form(cholesky_inverse)
+Tensor.lu = method_form(lu)
+Tensor.lu_solve = method_form(lu_solve)
+Tensor.qr = method_form(qr)
+Tensor.triangular_solve = method_form(triangular_solve)
 Tensor.matrix_exp = matrix_exp

@@ -623,3 +623,12 @@ def test_autograd_grad_api_that_agrees():
             q = b * 2
         outcome(log, "grad of a no_grad result", lambda: T.autograd.grad(q, b))
     run_both(program)
+
+
+def test_copy_takes_a_tensor_or_a_number():
+    # torch's copy_ fills in a number (numpy scalars too) but refuses a list, tuple, ndarray or None
+    def program(T, log):
+        for dt in ("float32", "int64", "bool"):
+            for v in (3, -1.7, True, 1j, np.int64(3), np.float32(2.5), [1, 2], (1, 2), np.ones(2), np.array(3.), None):
+                outcome(log, f"{dt} {v!r}", lambda: T.zeros(2, dtype=getattr(T, dt)).copy_(v).tolist())
+    run_both(program)

@@ -427,7 +427,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
@@ -438,7 +438,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(exact_dtype=True)   # torch: an int64 out only
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
