@@ -12,10 +12,10 @@ tests/api/test_registration.py lists each in ``ATTACHED_ELSEWHERE``.
 from __future__ import annotations
 
 import collections
-import warnings
 
 from . import _linalg_decomp, linalg
 from ._ops.errors import broadcast_shape
+from ._ops.warn import warn
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
 from ._tensor.out import accepts_out
@@ -32,8 +32,8 @@ TriangularSolveResult = collections.namedtuple("triangular_solve", ["solution", 
 
 
 def _deprecated(name, instead):
-    warnings.warn(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
-                  "a future PyTorch release (as torch warns)", UserWarning, stacklevel=3)
+    warn(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
+         "a future PyTorch release (as torch warns)", UserWarning)
 
 
 def det(input):
@@ -90,8 +90,8 @@ def cross(input, other, dim=None, *, out=None):
     (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast
     shape. RuntimeError when there is none or ``dim`` is not of size 3."""
     if dim is None:
-        warnings.warn("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
-                      "dim explicitly or use tracegrad.linalg.cross", UserWarning, stacklevel=2)
+        warn("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
+             "dim explicitly or use tracegrad.linalg.cross", UserWarning)
         shape = broadcast_shape([input.shape, other.shape], "cross")
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
@@ -161,8 +161,8 @@ def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch), with
     torch's deprecation warning."""
-    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
-                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+         "removed in a future PyTorch release.", UserWarning)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
     if get_infos:
         return LUResult(LU, piv, info)

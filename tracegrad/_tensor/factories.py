@@ -23,6 +23,7 @@ from .layout import strided
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._ops.spacing import torch_linspace
+from .._ops.warn import warn
 from .._state import in_inference_mode
 from .tensor import Tensor
 from .._x64 import with_x64
@@ -238,9 +239,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
-    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
-                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
-                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    warn("torch.range is deprecated and will be removed in a future release because its "
+         "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+         "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
     d = _fdt(dtype)
     n = int(np.floor((end - start) / step)) + 1
     arr = np.arange(max(n, 0), dtype=np.float64) * step + start
