@@ -255,7 +255,7 @@ from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, matrix_power as matrix_power,
     pinverse as pinverse, slogdet as slogdet, svd as svd, cholesky as cholesky, cholesky_solve as cholesky_solve,
     cholesky_inverse as cholesky_inverse, lu as lu, lu_unpack as lu_unpack, lu_solve as lu_solve, qr as qr,
-    triangular_solve as triangular_solve, matrix_exp as matrix_exp
+    triangular_solve as triangular_solve, matrix_exp as matrix_exp, geqrf as geqrf
 )
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 # torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)

@@ -492,6 +492,45 @@ def householder_product(A, tau, *, out=None):
     return _householder(A, tau)
 
 
+@_op("GeqrfBackward0")
+def _geqrf(A):
+    # LAPACK's geqrf, column by column (dlarfg's reflector: beta = -sign(alpha) * ||x||, tau =
+    # (beta - alpha) / beta, v = x[1:] / (alpha - beta); tau = 0 where x[1:] is already zero)
+    m, n = A.shape[-2:]
+    taus = []
+    rows = jnp.arange(m)[:, None]
+    for i in range(min(m, n)):
+        alpha = A[..., i, i]
+        below = jnp.where(rows[:, 0] > i, A[..., :, i], 0)
+        xnorm = jnp.sqrt(jnp.sum(jnp.abs(below) ** 2, axis=-1))
+        skip = xnorm == 0
+        norm = jnp.sqrt(jnp.abs(alpha) ** 2 + xnorm ** 2)
+        beta = jnp.where(skip, alpha, -jnp.where(jnp.real(alpha) < 0, -1, 1) * norm).astype(A.dtype)
+        tau = jnp.where(skip, 0, (beta - alpha) / jnp.where(skip, 1, beta)).astype(A.dtype)
+        scale = jnp.where(skip, 0, 1 / jnp.where(skip, 1, alpha - beta)).astype(A.dtype)
+        v = jnp.where(rows > i, A[..., :, i:i + 1] * scale[..., None, None], (rows == i).astype(A.dtype))
+        rest = jnp.arange(n)[None, :] > i
+        update = A - tau[..., None, None] * v @ (_mH(v) @ A)   # H^H applied to the trailing columns
+        A = jnp.where(rest, update, A)
+        A = jnp.where((rows > i) & (jnp.arange(n)[None, :] == i), v, A)
+        A = jnp.where((rows == i) & (jnp.arange(n)[None, :] == i), beta[..., None, None], A)
+        taus.append(jnp.conj(tau) if jnp.iscomplexobj(A) else tau)
+    return A, jnp.stack(taus, -1) if taus else jnp.zeros(A.shape[:-2] + (0,), A.dtype)
+
+
+def geqrf(input):
+    """Mirrors ``torch.geqrf``: LAPACK's ``geqrf`` QR factorisation of ``(*, m, n)``: ``(a, tau)``
+    with R on and above ``a``'s diagonal, the Householder vectors below it, and their scalars
+    ``tau`` ``(*, min(m, n))`` (``linalg.householder_product(a, tau)`` rebuilds Q). Not
+    differentiable (torch has no derivative either; here the results carry no grad_fn).
+    RuntimeError for fewer than 2 dims or an integer input."""
+    _check(input, "geqrf", square=False)
+    return GeqrfResult(*_ints(*_geqrf(input)))
+
+
+GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])
+
+
 @_op("LinalgMatrixExp")
 def _matrix_exp(A):
     return jax.scipy.linalg.expm(A)

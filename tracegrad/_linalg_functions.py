@@ -210,6 +210,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     return TriangularSolveResult(X, A.expand(*X.shape[:-2], *A.shape[-2:]).clone())
 
 
+geqrf = _linalg_decomp.geqrf
+
+
 def matrix_exp(input):
     """Mirrors ``torch.matrix_exp``: ``tracegrad.linalg.matrix_exp``."""
     return linalg.matrix_exp(input)
@@ -238,3 +241,4 @@ Tensor.lu_solve = method_form(lu_solve)
 Tensor.qr = method_form(qr)
 Tensor.triangular_solve = method_form(triangular_solve)
 Tensor.matrix_exp = matrix_exp
+Tensor.geqrf = geqrf

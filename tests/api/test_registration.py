@@ -41,7 +41,7 @@ ATTACHED_ELSEWHERE: dict = {
 }
 ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_linalg_functions.py (L7): it needs tracegrad.linalg, above the "
                            "registry's layer" for name in ("cholesky", "cholesky_solve", "cholesky_inverse", "lu",
-                                                           "lu_solve", "qr", "triangular_solve", "matrix_exp")})
+                                                           "lu_solve", "qr", "triangular_solve", "matrix_exp", "geqrf")})
 ATTACHED_ELSEWHERE.update({name: "set by tracegrad/_spectral.py (L7): it needs tracegrad.fft, above the registry's "
                            "layer" for name in ("stft", "istft")})
 PYTHON_CLASS_ATTRS = {"__module__", "__qualname__", "__doc__", "__dict__", "__weakref__", "__annotations__",
