@@ -210,7 +210,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
     return TriangularSolveResult(X, A.expand(*X.shape[:-2], *A.shape[-2:]).clone())
 
 
-geqrf = _linalg_decomp.geqrf
+geqrf = accepts_out("geqrf")(_linalg_decomp.geqrf)   # torch.geqrf(A, out=(a, tau)), cast as torch
 
 
 def matrix_exp(input):
@@ -241,4 +241,4 @@ Tensor.lu_solve = method_form(lu_solve)
 Tensor.qr = method_form(qr)
 Tensor.triangular_solve = method_form(triangular_solve)
 Tensor.matrix_exp = matrix_exp
-Tensor.geqrf = geqrf
+Tensor.geqrf = _linalg_decomp.geqrf
