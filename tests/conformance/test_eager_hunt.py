@@ -674,7 +674,9 @@ def test_warnings_point_at_the_callers_line(name):
             _warn_cases(mod)[name]()
         return [(c.category.__name__, c.filename, c.lineno) for c in w]
     ref, got = record(torch), record(tracegrad)
-    assert ref and all(f == __file__ for _, f, _ in ref), ref    # the case is one torch attributes to us
+    if not ref:   # torch warns some of these once per process (TORCH_WARN_ONCE), and an earlier test did
+        pytest.skip("torch already gave this once-per-process warning in this run")
+    assert all(f == __file__ for _, f, _ in ref), ref    # the case is one torch attributes to us
     assert [(c, f) for c, f, _ in got] == [(c, f) for c, f, _ in ref]
 
 
