@@ -12,13 +12,14 @@ tests/api/test_registration.py lists each in ``ATTACHED_ELSEWHERE``.
 from __future__ import annotations
 
 import collections
-import warnings
 
 from . import _linalg_decomp, linalg
 from ._ops.errors import broadcast_shape
+from ._ops.warn import warn
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
 from ._tensor.out import accepts_out
+from ._api.out_functions import method_form
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
            "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp",
@@ -32,8 +33,8 @@ TriangularSolveResult = collections.namedtuple("triangular_solve", ["solution", 
 
 
 def _deprecated(name, instead):
-    warnings.warn(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
-                  "a future PyTorch release (as torch warns)", UserWarning, stacklevel=3)
+    warn(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
+         "a future PyTorch release (as torch warns)", UserWarning)
 
 
 def det(input):
@@ -92,8 +93,8 @@ def cross(input, other, dim=None, *, out=None):
     (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast
     shape. RuntimeError when there is none or ``dim`` is not of size 3."""
     if dim is None:
-        warnings.warn("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
-                      "dim explicitly or use tracegrad.linalg.cross", UserWarning, stacklevel=2)
+        warn("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
+             "dim explicitly or use tracegrad.linalg.cross", UserWarning)
         shape = broadcast_shape([input.shape, other.shape], "cross")
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
@@ -162,8 +163,8 @@ def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch), with
     torch's deprecation warning."""
-    warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
-                  "removed in a future PyTorch release.", UserWarning, stacklevel=2)
+    warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+         "removed in a future PyTorch release.", UserWarning)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
     if get_infos:
         return LUResult(LU, piv, info)
@@ -230,23 +231,24 @@ def _cross_method(self, other, dim=None):
     return cross(self, other, dim)
 
 
-# Tensor methods of the same meaning (ATTACHED_ELSEWHERE in tests/api/test_registration.py)
+# Tensor methods of the same meaning (ATTACHED_ELSEWHERE in tests/api/test_registration.py); those
+# whose function takes out= get a method without it, as torch's
 Tensor.det = det
-Tensor.inverse = inverse
+Tensor.inverse = method_form(inverse)
 Tensor.logdet = logdet
 Tensor.slogdet = slogdet
-Tensor.svd = svd
+Tensor.svd = method_form(svd)
 Tensor.cross = _cross_method
 Tensor.matrix_power = matrix_power
 Tensor.pinverse = pinverse
-Tensor.cholesky = cholesky
-Tensor.cholesky_solve = cholesky_solve
-Tensor.cholesky_inverse = cholesky_inverse
-Tensor.lu = lu
-Tensor.lu_solve = lu_solve
-Tensor.qr = qr
-Tensor.triangular_solve = triangular_solve
+Tensor.cholesky = method_form(cholesky)
+Tensor.cholesky_solve = method_form(cholesky_solve)
+Tensor.cholesky_inverse = method_form(cholesky_inverse)
+Tensor.lu = method_form(lu)
+Tensor.lu_solve = method_form(lu_solve)
+Tensor.qr = method_form(qr)
+Tensor.triangular_solve = method_form(triangular_solve)
 Tensor.matrix_exp = matrix_exp
-Tensor.geqrf = geqrf
+Tensor.geqrf = method_form(geqrf)
 Tensor.orgqr = orgqr
-Tensor.ormqr = ormqr
+Tensor.ormqr = method_form(ormqr)

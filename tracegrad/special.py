@@ -12,13 +12,13 @@ from __future__ import annotations
 import math
 
 from ._api import special_math as _sm
+from ._api.composite import xlog_op
 from ._api.out_functions import add_out
 from ._api.functions import (
     digamma, erf, erfc, erfinv, exp2, expm1, i0, igamma, igammac, lgamma, log1p, log_softmax, logit, logsumexp,
     mvlgamma, polygamma, round, sigmoid, sinc, softmax, xlogy
 )
 from ._ops.dtypes import get_default_dtype
-from ._tensor.factories import tensor as _tensor
 from ._tensor.tensor import Tensor
 
 __all__ = ["expit", "logit", "erf", "erfc", "erfinv", "exp2", "expm1", "log1p", "gammaln", "digamma", "psi",
@@ -72,16 +72,10 @@ def ndtr(input):
 
 def xlog1py(input, other):
     """Mirrors ``torch.special.xlog1py``: ``input * log1p(other)``, 0 where ``input`` is 0
-    (unless ``other`` is NaN); either may be a Python number; broadcast, promoted to floating."""
-    if not isinstance(input, Tensor):
-        input = _tensor(input, dtype=other.dtype if other.is_floating_point() else get_default_dtype())
-    if not isinstance(other, Tensor):
-        other = _tensor(other, dtype=input.dtype if input.is_floating_point() else get_default_dtype())
-    zero = input == 0
-    safe = other.where(zero.logical_not(), 0.0)
-    out = (input * safe.log1p()).where(zero.logical_not(), 0.0)
-    out = out if out.is_floating_point() else out.to(get_default_dtype())
-    return other.to(out.dtype).where(other.isnan(), out)
+    (unless ``other`` is NaN); either may be a Python number; broadcast, promoted to floating.
+    Autograd: torch's formulas (``SpecialXlog1PyBackward0/1/2``): d/dinput is ``log1p(other)``,
+    0 where ``input`` is 0 and ``other <= -1``; d/dother is ``input / (1 + other)``."""
+    return xlog_op("xlog1py", input, other)
 
 
 # every torch.special function takes ``out=`` (the names bound to tracegrad's functions above

@@ -886,21 +886,20 @@ def test_worker_info_and_init_fn_without_workers(T):
 
 
 def test_tracegrad_num_workers_loads_in_process():
-    # tracegrad-only (documented difference from torch, which starts worker processes):
-    # num_workers > 0 loads in this process, so worker_init_fn is not called and
-    # get_worker_info() stays None
+    # tracegrad loads in this process, but as torch's workers would: worker_init_fn runs once per
+    # worker, and batch i is fetched as worker i % num_workers (get_worker_info() says which)
     import tracegrad
     D = tracegrad.utils.data
     calls, infos = [], []
 
     class Probe(_Counting):
         def __getitem__(self, i):
-            infos.append(D.get_worker_info())
+            infos.append(D.get_worker_info().id)
             return i
 
     loader = D.DataLoader(Probe(6), batch_size=2, num_workers=2, worker_init_fn=calls.append, timeout=5)
     assert [_vals(b) for b in loader] == [[0, 1], [2, 3], [4, 5]]
-    assert calls == [] and infos == [None] * 6
+    assert calls == [0, 1] and infos == [0, 0, 1, 1, 0, 0] and D.get_worker_info() is None
 
 
 def test_pin_memory_accepted(T):

@@ -623,3 +623,72 @@ def test_autograd_grad_api_that_agrees():
             q = b * 2
         outcome(log, "grad of a no_grad result", lambda: T.autograd.grad(q, b))
     run_both(program)
+
+
+def test_copy_takes_a_tensor_or_a_number():
+    # torch's copy_ fills in a number (numpy scalars too) but refuses a list, tuple, ndarray or None
+    def program(T, log):
+        for dt in ("float32", "int64", "bool"):
+            for v in (3, -1.7, True, 1j, np.int64(3), np.float32(2.5), [1, 2], (1, 2), np.ones(2), np.array(3.), None):
+                outcome(log, f"{dt} {v!r}", lambda: T.zeros(2, dtype=getattr(T, dt)).copy_(v).tolist())
+    run_both(program)
+
+
+def _warn_cases(T):
+    F = T.nn.functional
+
+    def sched_before_step():
+        p = T.nn.Parameter(T.ones(1))
+        T.optim.lr_scheduler.StepLR(T.optim.SGD([p], lr=0.1), 1).step()
+
+    def non_leaf_grad():
+        return (T.ones(1, requires_grad=True) * 2).grad
+    return {
+        "softmax without dim": lambda: F.softmax(T.ones(2, 2)),
+        "log_softmax without dim": lambda: F.log_softmax(T.ones(2, 2)),
+        "tensor(tensor)": lambda: T.tensor(T.ones(2)),
+        "lr_scheduler.step() first": sched_before_step,
+        "Tensor.grad of a non-leaf": non_leaf_grad,
+        "std with one element": lambda: T.ones(1).std(),
+        "F.upsample": lambda: F.upsample(T.ones(1, 1, 2, 2), scale_factor=2),
+        "init.normal": lambda: T.nn.init.normal(T.empty(2)),
+        ".T of 3 dims": lambda: T.ones(2, 2, 2).T,
+        "clip_grad_norm": lambda: T.nn.utils.clip_grad_norm([T.nn.Parameter(T.ones(1))], 1.0),
+        "cross without dim": lambda: T.cross(T.ones(3, 3), T.ones(3, 3)),
+        "out= resized (add)": lambda: T.add(T.ones(2), T.ones(2), out=T.ones(3)),
+        "out= resized (exp)": lambda: T.exp(T.ones(2), out=T.ones(3)),
+        "out= resized (sum)": lambda: T.sum(T.ones(2, 2), 0, out=T.ones(3)),
+        "range": lambda: T.range(0, 3),
+        "Tensor.storage": lambda: T.ones(2).storage(),
+        "state_dict positional": lambda: T.nn.Linear(1, 1).state_dict(None, ""),
+        "softmin without dim": lambda: F.softmin(T.ones(2, 2)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_warn_cases(torch)))
+def test_warnings_point_at_the_callers_line(name):
+    # torch's warnings name the user's file and line (stacklevel), whatever wrappers sit between
+    def record(mod):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            _warn_cases(mod)[name]()
+        return [(c.category.__name__, c.filename, c.lineno) for c in w]
+    ref, got = record(torch), record(tracegrad)
+    if not ref:   # torch warns some of these once per process (TORCH_WARN_ONCE), and an earlier test did
+        pytest.skip("torch already gave this once-per-process warning in this run")
+    assert all(f == __file__ for _, f, _ in ref), ref    # the case is one torch attributes to us
+    assert [(c, f) for c, f, _ in got] == [(c, f) for c, f, _ in ref]
+
+
+def test_meshgrid_without_indexing_warns_once_as_torch():
+    import subprocess
+    import sys
+    code = ("import warnings, {m} as T\nwarnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    for _ in range(2): T.meshgrid(T.ones(2), T.ones(3))\n"
+            "    T.meshgrid(T.ones(2), T.ones(3), indexing='xy')\n"
+            "print(len(w), [x.category.__name__ for x in w], [tuple(g.shape) for g in T.meshgrid(T.ones(2), T.ones(3))])")
+    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True, text=True).stdout
+           for m in ("torch", "tracegrad")]
+    assert out[0] == out[1] and out[0].startswith("1 ")

@@ -160,3 +160,50 @@ def test_out(op, case):
         checked += 1
     if not checked:
         pytest.skip("no sample that carries over")
+
+
+def _method_ops():
+    """OpInfos whose ``torch.<name>`` takes ``out=`` and which are also Tensor methods."""
+    return [pytest.param(op, id=name) for op, name in _ops()
+            if op.method_variant is not None and hasattr(tracegrad.Tensor, op.name)]
+
+
+@pytest.mark.parametrize("op", _method_ops())
+def test_method_refuses_out(op):
+    # torch's Tensor methods take no out= (only the torch.<name> functions do): a TypeError in both
+    for s, ref in _samples(op, 1):
+        t_err = _run(lambda x, *a, **k: getattr(x, op.name)(*a, **k), s, lambda v: v, _outs(ref, *CASES["same"]))[1]
+        assert isinstance(t_err, TypeError), f"torch's Tensor.{op.name} took out= ({t_err!r})"
+        g_err = _run(lambda x, *a, **k: getattr(x, op.name)(*a, **k), s, Carrier(), _to_tg(_outs(ref, *CASES["same"])))[1]
+        assert isinstance(g_err, TypeError), f"Tensor.{op.name}(..., out=) gave {g_err!r}, torch raises TypeError"
+        return
+    pytest.skip("no sample that carries over")
+
+
+@pytest.mark.parametrize("name,args", [
+    ("bernoulli", ()), ("multinomial", (2,)), ("inverse", ()), ("cholesky", ()), ("qr", ()), ("svd", ()),
+    ("lu", ()), ("cholesky_inverse", ()), ("exp", ()), ("add", ("x",)), ("eq", ("x",)), ("abs", ()),
+])
+def test_method_refuses_out_draws_and_linalg(name, args):
+    for mod in (torch, tracegrad):
+        x = mod.eye(3) + 1.0 if name != "multinomial" else mod.ones(3)
+        with pytest.raises(TypeError):
+            getattr(x, name)(*(x if a == "x" else a for a in args), out=mod.empty(0))
+
+
+@pytest.mark.parametrize("name,dtype", [("bernoulli", "float64"), ("bernoulli", "int64"), ("multinomial", "int64"),
+                                        ("multinomial", "float64"), ("nan_to_num", "float32"), ("nan_to_num", "float64"),
+                                        ("baddbmm", "float32"), ("baddbmm", "float64"), ("arcsin", "float64")])
+def test_function_out_dtype_rule(name, dtype):
+    # the function forms take out=, with torch's dtype rule (any dtype / int64 only / the result's own)
+    def run(mod):
+        x = mod.full((2, 2, 2), 0.5)
+        args = {"multinomial": (mod.ones(3), 2), "baddbmm": (x, x, x)}.get(name, (x,))
+        out = mod.zeros(0, dtype=getattr(mod, dtype))
+        try:
+            r = getattr(mod, name)(*args, out=out)
+        except RuntimeError:
+            return "RuntimeError", None
+        assert r is out
+        return None, (tuple(out.shape), str(out.dtype).split(".")[-1])
+    assert run(tracegrad) == run(torch)

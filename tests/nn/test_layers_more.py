@@ -347,3 +347,30 @@ def _make_frac(mod, wrap):
 def test_compiled_step_with_fractional_max_pool_equals_eager():
     comp = check_compiled(_make_frac, calls=3)          # random starts: same generator draws compiled and eager
     assert comp.step.stats["graph_breaks"] == [], comp.step.stats
+
+
+@pytest.mark.parametrize("size", [2, 3, 4, 5, 8])
+@pytest.mark.parametrize("channels", [1, 3, 6])
+@pytest.mark.parametrize("kind", ["CrossMapLRN2d", "LocalResponseNorm"])
+def test_cross_map_lrn2d_and_local_response_norm_at_the_channel_edges(kind, size, channels):
+    # CrossMapLRN2d keeps Lua torch's kernel (channel 0 stuck in the running sum, a backward
+    # window leaning to lower channels): values, gradients and node name as torch's
+    x0 = np.random.default_rng(size * 10 + channels).standard_normal((2, channels, 3, 2))
+
+    def run(m):
+        x = m.tensor(x0, requires_grad=True)
+        y = getattr(m.nn, kind)(size, 1e-2, 0.75, 2)(x)
+        (y * m.tensor(x0[::-1].copy())).sum().backward()
+        return y.detach().numpy(), x.grad.numpy(), type(y.grad_fn).__name__
+    (yt, gt, nt), (yg, gg, ng) = run(torch), run(tracegrad)
+    np.testing.assert_allclose(yg, yt, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gg, gt, rtol=1e-9, atol=1e-11)
+    assert ng == nt if kind == "CrossMapLRN2d" else True
+
+
+def test_cross_map_lrn2d_needs_4d_and_reprs_as_torch():
+    for m in (torch, tracegrad):
+        for shape in ((2, 3, 4), (1, 2, 2, 2, 2)):
+            with pytest.raises(ValueError, match="Expected input to be 4D"):
+                m.nn.CrossMapLRN2d(3)(m.ones(shape))
+    assert repr(tracegrad.nn.CrossMapLRN2d(3, 1e-2)) == repr(torch.nn.CrossMapLRN2d(3, 1e-2))

@@ -169,3 +169,54 @@ def test_pickle_raises_deepcopy_works():
             pickle.dumps(m)
         c = copy.deepcopy(m)
         assert type(c) is type(m) and list(c.state_dict()) == list(m.state_dict())
+
+
+def _orthogonal_run(m, shape, orthogonal_map, triv, seed=0):
+    rng = np.random.default_rng(seed)
+    lin = m.nn.Linear(shape[1], shape[0]).double()
+    with m.no_grad():
+        lin.weight.copy_(m.tensor(rng.standard_normal(shape)))
+        lin.bias.zero_()   # the libraries' random inits differ
+    m.nn.utils.parametrizations.orthogonal(lin, orthogonal_map=orthogonal_map, use_trivialization=triv)
+    (lin(m.tensor(rng.standard_normal((2, shape[1])))) ** 2).sum().backward()
+    grad = lin.parametrizations.weight.original.grad
+    return lin, lin.weight.detach().numpy(), grad.numpy(), sorted(lin.state_dict())
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+@pytest.mark.parametrize("orthogonal_map", [None, "matrix_exp", "cayley", "householder"])
+@pytest.mark.parametrize("triv", [True, False])
+def test_orthogonal_as_torch(shape, orthogonal_map, triv):
+    # the weight is the Q of its QR (deterministic given the weight); the gradient too, except
+    # that a non-square base is completed with random columns (torch's randn): checked as a property
+    (_, qt, gt, kt), (_, qg, gg, kg) = (_orthogonal_run(m, shape, orthogonal_map, triv) for m in (torch, tracegrad))
+    np.testing.assert_allclose(qg, qt, atol=1e-12)
+    gram = qg.T @ qg if shape[0] >= shape[1] else qg @ qg.T
+    np.testing.assert_allclose(gram, np.eye(min(shape)), atol=1e-12)
+    assert kg == kt
+    if shape[0] == shape[1] or not triv:
+        np.testing.assert_allclose(gg, gt, atol=1e-10)
+
+
+def test_orthogonal_assignment_and_errors_as_torch():
+    def program(m):
+        out = []
+        for triv, omap in ((True, "matrix_exp"), (False, "householder"), (False, "cayley")):
+            lin, *_ = _orthogonal_run(m, (3, 3), omap, triv, seed=1)
+            target = m.linalg.qr(m.tensor(np.random.default_rng(2).standard_normal((3, 3))))[0]
+            try:
+                with m.no_grad():
+                    lin.weight = target
+                out.append(np.abs(lin.weight.detach().numpy() - target.numpy()).max() < 1e-12)
+            except NotImplementedError:
+                out.append("NotImplementedError")
+        for bad in (lambda: m.nn.utils.parametrizations.orthogonal(m.nn.Linear(2, 2), "bias"),
+                    lambda: m.nn.utils.parametrizations.orthogonal(m.nn.Linear(2, 2), orthogonal_map="qr"),
+                    lambda: m.nn.utils.parametrizations.orthogonal(m.nn.Linear(2, 2), "nope")):
+            with pytest.raises(ValueError):
+                bad()
+            out.append("ValueError")
+        a, tau = m.geqrf(m.tensor(np.random.default_rng(3).standard_normal((2, 4, 3))))
+        out.append(np.round(np.concatenate([a.numpy().ravel(), tau.numpy().ravel()]), 10).tolist())
+        return out
+    assert program(tracegrad) == program(torch)

@@ -118,3 +118,32 @@ def test_bad_inputs_raise_as_torch():
             m.special.multigammaln(m.ones(2), 0)
     with pytest.raises(TypeError, match="must be Tensor"):
         tracegrad.special.i1(2.0)
+
+
+_XS = [0., 0., 0., 0., 0., 0., 0., 1., 2., -1., np.nan, 1., 0.]
+_YS = [0., -1., 2., np.nan, np.inf, -2., -0.5, 0., -1., 0.5, 1., np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["xlogy", "special.xlogy", "special.xlog1py"])
+def test_xlogy_family_gradients_at_zero_as_torch(name, dtype):
+    # torch's derivatives.yaml formulas: d/dx 0 where x == 0 and y <= pole, log(y) otherwise (NaN y
+    # included); d/dy x / y; a number y masks every x == 0 unless y > pole (NaN included)
+    def run(m):
+        f = m.xlogy if name == "xlogy" else getattr(m.special, name.split(".")[1])
+        dt = getattr(m, dtype)
+        x, y = (m.tensor(v, dtype=dt, requires_grad=True) for v in (_XS, _YS))
+        r = f(x, y)
+        r.backward(m.full_like(r, 0.5))
+        got = [r, x.grad, y.grad, type(r.grad_fn).__name__]
+        for s in (0., 2., -1., -0.5, float("nan")):
+            x, y = (m.tensor(v, dtype=dt, requires_grad=True) for v in (_XS, _YS))
+            a, b = f(x, s), f(s, y)
+            (a.sum() + b.sum()).backward()
+            got += [a, x.grad, b, y.grad, type(a.grad_fn).__name__, type(b.grad_fn).__name__]
+        return [v if isinstance(v, str) else v.detach().numpy() for v in got]
+    for g, t in zip(run(tracegrad), run(torch)):
+        if isinstance(t, str):
+            assert g == t
+        else:
+            np.testing.assert_allclose(g, t, rtol=1e-6, atol=1e-7, equal_nan=True)

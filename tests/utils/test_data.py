@@ -2,6 +2,7 @@
 for unshuffled loaders, the same errors for conflicting options, and shuffling that is a
 true permutation, reproducible per seed."""
 import collections
+import importlib
 import warnings
 
 import numpy as np
@@ -305,3 +306,97 @@ def test_pin_memory_without_an_accelerator_warns_on_every_pass_like_torch():
     if torch.accelerator.is_available() or tracegrad.accelerator.is_available():
         pytest.skip("an accelerator is present: no warning on either side")
     assert counts == [2, 2]
+
+
+# ---- num_workers > 0: torch's worker-visible behaviour (emulated in-process here) --------------
+def _worker_program(mod, case):
+    data = importlib.import_module(mod.__name__ + ".utils.data")
+
+    class Map(data.Dataset):
+        calls = 0
+
+        def __len__(self):
+            return 7
+
+        def __getitem__(self, i):
+            info = data.get_worker_info()
+            return mod.tensor([float(i)]), (info.id, info.num_workers, self.calls)
+
+    class Stream(data.IterableDataset):
+        def __init__(self, start, end, shard):
+            self.start, self.end, self.shard = start, end, shard
+
+        def __iter__(self):
+            info = data.get_worker_info()
+            if self.shard and info is not None:   # torch's documented sharding inside __iter__
+                return iter(range(self.start + info.id, self.end, info.num_workers))
+            return iter(range(self.start, self.end))
+
+    def split(worker_id):   # torch's documented worker_init_fn: each worker's copy gets a range
+        ds = data.get_worker_info().dataset
+        per = -(-(ds.end - ds.start) // data.get_worker_info().num_workers)
+        ds.start, ds.end = ds.start + worker_id * per, min(ds.start + (worker_id + 1) * per, ds.end)
+
+    def count(worker_id):
+        data.get_worker_info().dataset.calls += 1
+
+    def show(loader, passes=1):
+        return [[b if isinstance(b, int) else (b.tolist() if isinstance(b, mod.Tensor) else
+                 [x.tolist() if isinstance(x, mod.Tensor) else [list(map(int, v)) for v in zip(*x)] for x in b])
+                 for b in loader] for _ in range(passes)]
+    return {
+        "map": lambda: show(data.DataLoader(Map(), batch_size=3, num_workers=2)),
+        "map persistent init": lambda: show(data.DataLoader(Map(), batch_size=2, num_workers=2, worker_init_fn=count,
+                                                            persistent_workers=True), 2),
+        "map init per pass": lambda: show(data.DataLoader(Map(), batch_size=2, num_workers=2, worker_init_fn=count), 2),
+        "iterable unsharded": lambda: show(data.DataLoader(Stream(0, 5, False), batch_size=2, num_workers=2)),
+        "iterable sharded": lambda: show(data.DataLoader(Stream(0, 9, True), batch_size=2, num_workers=2)),
+        "init_fn split uneven": lambda: show(data.DataLoader(Stream(0, 7, False), batch_size=2, num_workers=3,
+                                                             worker_init_fn=split)),
+        "drop_last": lambda: show(data.DataLoader(Stream(0, 7, False), batch_size=2, num_workers=2,
+                                                  worker_init_fn=split, drop_last=True)),
+        "no batching": lambda: show(data.DataLoader(Stream(0, 5, True), batch_size=None, num_workers=2)),
+        "main process": lambda: data.get_worker_info(),
+        "more workers than cpus": lambda: _warnings_with_one_cpu(data),
+    }[case]()
+
+
+def _warnings_with_one_cpu(data):
+    import os
+    import warnings
+    saved = os.sched_getaffinity, os.cpu_count
+    os.sched_getaffinity, os.cpu_count = (lambda pid: {0}), (lambda: 1)
+    try:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            list(data.DataLoader(list(range(4)), batch_size=2, num_workers=2))
+    finally:
+        os.sched_getaffinity, os.cpu_count = saved
+    return [(c.category.__name__, str(c.message)) for c in w if c.category is UserWarning]
+
+
+_WORKER_CASES = ["map", "map persistent init", "map init per pass", "iterable unsharded", "iterable sharded",
+                 "init_fn split uneven", "drop_last", "no batching", "main process", "more workers than cpus"]
+
+
+@pytest.fixture(scope="module")
+def torch_worker_results():
+    """torch's results with real worker processes, from a fresh interpreter: forking this one,
+    which runs JAX's threads, could deadlock (JAX warns so)."""
+    import inspect
+    import json
+    import subprocess
+    import sys
+    code = ("import importlib, json, torch\n" + inspect.getsource(_worker_program) + inspect.getsource(_warnings_with_one_cpu)
+            + f"print(json.dumps({{c: _worker_program(torch, c) for c in {_WORKER_CASES!r}}}))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("case", _WORKER_CASES)
+def test_worker_results_order_and_warnings_as_torch(case, torch_worker_results):
+    import json
+    assert json.loads(json.dumps(_worker_program(tracegrad, case))) == torch_worker_results[case]
+
+

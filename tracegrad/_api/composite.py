@@ -121,21 +121,32 @@ def logaddexp(input, other):
     return where((input == other) & input.isinf(), input, m + (-safe).exp().log1p())
 
 
+def xlog_op(name, input, other):
+    """``torch.xlogy`` / ``torch.special.xlog1py`` (``name``: ``"xlogy"`` / ``"xlog1py"``) on two
+    tensors or a tensor and a number, promoted to floating; torch's overload decides the node
+    (``...Backward0/1/2``) and the derivative at ``input == 0`` (NOTE [xlogy at x = 0])."""
+    api = "xlogy" if name == "xlogy" else "special_xlog1py"
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise TypeError(f"{api}() received an invalid combination of arguments - got ({type(input).__name__}, "
+                        f"{type(other).__name__}); pass at least one Tensor")
+    check_tensors(api, *(v for v in (input, other) if not isinstance(v, (int, float, bool))))
+    dt = _float_dtype(result_dtype(input, other)).np
+    key = name if isinstance(other, Tensor) and isinstance(input, Tensor) else \
+        name + ("_scalar_other" if isinstance(input, Tensor) else "_scalar_self")
+    return apply_op(OPS[key], (input, other), (("dtype", dt),))
+
+
 @method("xlogy", function=True)
 def xlogy(input, other):
     """Mirrors ``torch.xlogy``: ``input * log(other)``, 0 where ``input`` is 0 (unless ``other``
-    is NaN). Gradient with respect to ``input``: ``log(other)`` (also where ``input`` is 0), 0
-    where ``other`` is 0, as torch."""
-    input, other = _t(input, other if isinstance(other, Tensor) else None), _t(other, input)
-    # input * log(other), with log(other) read as 0 where input is 0 and other is <= 0 or inf: the
-    # value is 0 there, and d/dinput is log(other) for other > 0 finite (torch's derivative)
-    safe = where((input == 0) & ((other <= 0) | other.isinf()), 1.0, other)
-    return input * safe.log()
+    is NaN); either may be a Python number; integers give the default float dtype. Autograd:
+    torch's formulas (``XlogyBackward0/1/2``): d/dinput is ``log(other)``, 0 where ``input`` is 0
+    and ``other <= 0``; d/dother is ``input / other``. TypeError for two numbers."""
+    return xlog_op("xlogy", input, other)
 
 
 @method("nan_to_num", function=True)
-@accepts_out(exact_dtype=True)
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None, *, out=None):
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
     a copy; a complex tensor has its real and imaginary parts replaced separately, as torch."""

@@ -9,13 +9,13 @@ decompositions; torch names their nodes ``SelectScatterBackward0``...)."""
 from __future__ import annotations
 
 import functools
-import warnings
 
 import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
+from .._ops.warn import warn
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
@@ -219,8 +219,7 @@ def renorm_(self, p, dim, maxnorm):
 def chain_matmul(*matrices, out=None):
     """Mirrors ``torch.chain_matmul`` (deprecated in torch, which warns the same): the product
     of 2-d matrices, left to right. RuntimeError for no matrices or one that is not 2-d."""
-    warnings.warn("tracegrad.chain_matmul is deprecated (as in torch); use tracegrad.linalg.multi_dot",
-                  UserWarning, stacklevel=2)
+    warn("tracegrad.chain_matmul is deprecated (as in torch); use tracegrad.linalg.multi_dot", UserWarning)
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")
     for m in matrices:

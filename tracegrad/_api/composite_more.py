@@ -31,8 +31,7 @@ def _name(t):
 
 
 @method("baddbmm", function=True)
-@accepts_out(exact_dtype=True)
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """Mirrors ``torch.baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for ``(b, n, m)``
     and ``(b, m, p)`` batches; ``input`` broadcasts to ``(b, n, p)``. With ``beta=0`` the
     input is ignored (its NaNs do not propagate), as torch. RuntimeError for shapes or dtypes

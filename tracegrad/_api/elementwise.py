@@ -15,7 +15,6 @@ from .._ops.registry import OPS
 from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
-from .._tensor.out import write_out
 from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
@@ -25,11 +24,6 @@ from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first
 
 
 # ---- arithmetic -------------------------------------------------------------------------
-def _out(name, result, out, **how):
-    """``result``, or (torch's ``out=``) ``result`` written into ``out`` (``_tensor/out.py``)."""
-    return result if out is None else write_out(name, result, out, **how)
-
-
 def _wrap_numbers(self, other):
     """torch wraps ``add(2, 3)``'s two numbers into 0-dim tensors (int64, the default float
     dtype, bool or the default complex dtype); an ndarray operand is a tensor to torch."""
@@ -56,8 +50,8 @@ def _check_alpha(api, self, other, alpha):
 
 
 @method("add", function=True)
-def add(self, other, *rest, alpha=None, out=None):
-    """Mirrors ``torch.add(input, other, alpha=1, out=None)``: ``input + alpha * other`` with torch's
+def add(self, other, *rest, alpha=None):
+    """Mirrors ``torch.add(input, other, alpha=1, out=None)`` (``out=`` on the function form only, as torch): ``input + alpha * other`` with torch's
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
     with integral inputs, a bool alpha with non-bool results, or an ``out`` of a lower category."""
@@ -65,7 +59,7 @@ def add(self, other, *rest, alpha=None, out=None):
         other, alpha = alpha_first("add", other, rest, alpha)
         self, other = _wrap_numbers(self, other)
         _check_alpha("add", self, other, alpha)
-        return _out("add", _binary("add", self, other, None if alpha == 1 else alpha), out)
+        return _binary("add", self, other, None if alpha == 1 else alpha)
     except SparseOperand as e:   # an operand is sparse COO (NOTE in _tensor/layout.py)
         return e.tensor._sparse_operand(e, "add", self, other, alpha=1 if alpha is None else alpha)
 
@@ -83,7 +77,7 @@ def check_sub_bool(a, b):
 
 
 @method("sub", "subtract", function=True)
-def sub(self, other, *rest, alpha=None, out=None):
+def sub(self, other, *rest, alpha=None):
     """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
     other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
     try:
@@ -91,7 +85,7 @@ def sub(self, other, *rest, alpha=None, out=None):
         self, other = _wrap_numbers(self, other)
         check_sub_bool(self, other)
         _check_alpha("sub", self, other, alpha)
-        return _out("sub", _binary("sub", self, other, None if alpha == 1 else alpha), out)
+        return _binary("sub", self, other, None if alpha == 1 else alpha)
     except SparseOperand as e:
         return e.tensor._sparse_operand(e, "sub", self, other, alpha=1 if alpha is None else alpha)
 
@@ -105,21 +99,19 @@ def rsub(self, other, alpha=None):
 
 
 @method("mul", "multiply", function=True)
-def mul(self, other, *, out=None):
+def mul(self, other):
     """Mirrors ``torch.mul``. Autograd: ``MulBackward0`` (saves other/self as torch does)."""
     if other is None:
         raise TypeError("mul(): argument 'other' (position 2) must be Tensor, not NoneType")
     self, other = _wrap_numbers(self, other)
-    return _out("mul", _binary("mul", self, other), out)
+    return _binary("mul", self, other)
 
 
 @method("div", "divide", "true_divide", function=True)
-def div(self, other, *, rounding_mode=None, out=None):
+def div(self, other, *, rounding_mode=None):
     """Mirrors ``torch.div(input, other, rounding_mode=None, out=None)``: true division gives the
     default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
     RuntimeError for an ``out`` of a lower category (an integer out for a true division)."""
-    if out is not None:
-        return _out("div", div(self, other, rounding_mode=rounding_mode), out)
     if rounding_mode not in (None, "trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     _check_operand(other, "div")
@@ -290,9 +282,7 @@ def fmin(self, other):
 
 
 def _cmp(name):
-    def f(self, other, *, out=None):
-        if out is not None:
-            return _out(name, f(self, other), out)
+    def f(self, other):
         if not isinstance(self, Tensor):   # bitwise ops accept a number first; _bitwise checks them
             check_not_two_numbers(name, self, other) if name.startswith("bitwise") else \
                 check_tensors(name, self, names=("input",))
@@ -351,11 +341,8 @@ bitwise_and, bitwise_or, bitwise_xor = (method(n, function=True)(_bitwise(n)) fo
 def _unary(name):
     op = OPS[name]
     floaty = name in FLOAT_UNARY
-    casts_out = floaty or name in ("logical_not", "square")   # torch casts into their out too
 
-    def f(self, *, out=None):
-        if out is not None:   # only the floating ops may cast; the others need out's dtype to match
-            return _out(name, f(self), out, exact_dtype=not casts_out)
+    def f(self):
         dt = self._value.dtype
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")
@@ -490,15 +477,13 @@ def addcmul(self, tensor1, tensor2, *rest, value=1):
 
 
 @method("addcdiv", function=True)
-def addcdiv(self, tensor1, tensor2, *rest, value=1, out=None):
+def addcdiv(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.addcdiv``: ``input + value * tensor1 / tensor2`` (and the deprecated
     ``addcdiv(value, tensor1, tensor2)``, with its warning). RuntimeError, as torch, when tensor1
     and tensor2 are both integral (torch dropped integer division here)."""
     tensor1, tensor2, value = value_first("addcdiv", tensor1, tensor2, rest, value)
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
-    if out is not None:
-        return _out("addcdiv", addcdiv(self, tensor1, tensor2, value=value), out)
     dt = _float_dtype(result_dtype(self, tensor1, tensor2))
     return apply_op(OPS["addcdiv"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 

@@ -5,6 +5,7 @@ all; ``tracegrad/__init__.py`` re-exports each by name."""
 from __future__ import annotations
 
 from .._ops.errors import broadcast_shape
+from .._ops.warn import warn
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
@@ -113,13 +114,22 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
+_MESHGRID_WARNED = [False]   # torch warns once per process
+
+
 @function()
-def meshgrid(*tensors, indexing="ij"):
+def meshgrid(*tensors, indexing=None):
     """Mirrors ``torch.meshgrid(*tensors, indexing='ij')``: 0-D/1-D tensors (or one list of
     them) expanded to the grid of their lengths (views; ``'xy'`` swaps the first two dims).
-    RuntimeError for another ``indexing`` or an input above 1-D."""
+    Without ``indexing``: ``'ij'`` and torch's UserWarning (once per process, as torch) that it
+    will be required. RuntimeError for another ``indexing`` or an input above 1-D."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if indexing is None:
+        indexing = "ij"
+        if not _MESHGRID_WARNED[0]:
+            _MESHGRID_WARNED[0] = True
+            warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
     if indexing not in ("xy", "ij"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     for t in tensors:

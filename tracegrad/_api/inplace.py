@@ -15,7 +15,7 @@ from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
-from .promotion import ADDCDIV_INT, _SCALAR_NAME, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
+from .promotion import ADDCDIV_INT, _SCALAR_NAME, _Number, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -123,9 +123,14 @@ def clamp_(self, min=None, max=None):
 
 @method()
 def copy_(self, src, non_blocking=False):
-    """Mirrors ``torch.Tensor.copy_``: writes ``src`` (broadcast, cast) into self.
-    Autograd: ``CopyBackwards`` (``CopySlices`` on the base when self is a view)."""
+    """Mirrors ``torch.Tensor.copy_``: writes ``src`` (a Tensor, broadcast and cast, or a number
+    filled in) into self. Autograd: ``CopyBackwards`` (``CopySlices`` on the base when self is a
+    view). TypeError for anything else (a list, tuple or ndarray: wrap it in ``tracegrad.tensor``),
+    as torch."""
     if not isinstance(src, Tensor):
+        if not isinstance(src, _Number):
+            raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}; "
+                            "convert it with tracegrad.tensor(...) first")
         src = tensor(src, dtype=self.dtype)
     if tuple(src.shape) != tuple(self.shape):
         _check_broadcast(self, src)

@@ -15,13 +15,14 @@ and the function form costs one extra Python call. Which rule each name follows 
 """
 from __future__ import annotations
 
+import functools
 import inspect
 
 from .._tensor.out import accepts_out
 
 CAST = (
-    "acos", "acosh", "add", "addcdiv", "addcmul", "addr", "angle", "asin", "asinh", "atan", "atan2",
-    "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "acos", "acosh", "add", "addcdiv", "addcmul", "addr", "angle", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctanh", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
     "clamp", "clamp_max", "clamp_min", "clip", "copysign", "cos", "cosh", "deg2rad", "digamma", "div",
     "divide", "eq", "erf", "erfc", "erfinv", "exp", "exp2", "expm1", "floor_divide", "fmax", "fmin",
     "fmod", "gcd", "ge", "ger", "greater", "greater_equal", "gt", "hypot", "i0", "igamma", "igammac",
@@ -36,11 +37,11 @@ STACKS = ("column_stack", "dstack", "hstack", "row_stack", "vstack")
 DTYPE_FROM_OUT = ("sum", "prod", "nansum", "mean", "nanmean", "cumsum", "cumprod")
 EXACT = (
     "abs", "absolute", "addbmm", "addmm", "addmv", "all", "amax", "amin", "aminmax", "any", "argmax",
-    "argmin", "bitwise_not", "bmm", "ceil", "complex", "conj_physical", "cummax", "cummin", "diag",
-    "diff", "dot", "fix", "float_power", "floor", "frac", "frexp", "gather", "heaviside", "histc",
+    "argmin", "baddbmm", "bitwise_not", "bmm", "ceil", "complex", "conj_physical", "cummax", "cummin", "diag",
+    "diff", "dot", "fix", "float_power", "floor", "frac", "frexp", "gather", "heaviside", "histc", "histogram",
     "index_add", "index_copy", "index_reduce", "index_select", "inner", "isin", "isneginf", "isposinf",
     "kthvalue", "log_softmax", "logcumsumexp", "masked_select", "matmul", "median", "mm", "mode",
-    "msort", "mv", "nanmedian", "narrow_copy", "nanquantile", "neg", "negative", "nonzero", "norm", "polar",
+    "msort", "mv", "nan_to_num", "nanmedian", "narrow_copy", "nanquantile", "neg", "negative", "nonzero", "norm", "polar",
     "quantile", "renorm", "round", "scatter", "scatter_add", "scatter_reduce", "sgn", "sign", "signbit",
     "slice_scatter", "softmax", "sort", "take", "take_along_dim", "topk", "tril", "triu", "trunc",
     "vdot", "where",
@@ -60,3 +61,19 @@ def add_out(namespace: dict, names=None, prefix="", **how) -> None:
         fn = namespace.get(name)
         if fn is not None and "out" not in inspect.signature(fn, follow_wrapped=False).parameters:
             namespace[name] = accepts_out(prefix + name, **(RULES[name] if names is None else how))(fn)
+
+
+def method_form(fn, name=None):
+    """``Tensor.<name>`` for a function ``fn`` whose ``tracegrad.<name>`` form takes ``out=``
+    (written with it, as ``torch.bernoulli``): torch's Tensor methods take no ``out`` and raise
+    TypeError for one, so this does too. For functions off the per-op hot path only (one extra
+    Python call); the elementwise methods are written without ``out`` and get it from ``add_out``."""
+    label = name or fn.__name__
+
+    @functools.wraps(fn)
+    def method(self, *args, **kwargs):
+        if "out" in kwargs:
+            raise TypeError(f"{label}() got an unexpected keyword argument 'out'; Tensor.{label} takes no "
+                            f"out=, call tracegrad.{label}(..., out=...) instead")
+        return fn(self, *args, **kwargs)
+    return method

@@ -15,6 +15,7 @@ from .._tensor.tensor import Tensor, strides_of
 from .._x64 import with_x64
 from ._registry import function, method
 from .creation import _sizes
+from .out_functions import method_form
 from .strided import as_strided
 from .._tensor.out import accepts_out
 
@@ -83,8 +84,8 @@ def binomial(count, prob, generator=None):
     return Tensor._make(with_x64(_rnd.binomial)(_generator.key_for(generator), count._value, prob._value))
 
 
-method("bernoulli")(_factories.bernoulli)
-method("multinomial")(_factories.multinomial)
+method("bernoulli")(method_form(_factories.bernoulli))   # the functions' out= is not the methods'
+method("multinomial")(method_form(_factories.multinomial))
 
 
 @function()

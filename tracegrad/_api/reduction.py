@@ -355,7 +355,11 @@ def argsort(self, dim=-1, descending=False, stable=False):
 @method(function=True)
 def topk(self, k, dim=-1, largest=True, sorted=True):
     """Mirrors ``torch.topk``: namedtuple ``(values, indices)``. RuntimeError if k is too large,
-    or for a complex or bool input. Which of equal values is picked is not specified (as torch)."""
+    or for a complex or bool input. Which of equal values is picked is not specified (as torch).
+    Differs from torch: among ties this takes the first occurrences (a stable order); torch's
+    CPU kernel returns the order its introselect/partial sort leaves (deterministic per input,
+    but no simple rule: checked on random integer rows, e.g. ``ones(4).topk(1)`` is index 2),
+    so indices of tied values may differ; values always agree."""
     check_sortable(self, "topk", bool_ok=False)
     if isinstance(dim, bool):   # topk(k, True) is a mistaken ``largest``, not dim 1
         raise TypeError("topk(): argument 'dim' (position 2) must be int, not bool")
@@ -396,7 +400,11 @@ def quantile_op(api, self, q, dim, keepdim, interpolation):
 @method(function=True)
 def kthvalue(self, k, dim=-1, keepdim=False):
     """Mirrors ``torch.kthvalue``: the k-th smallest (1-based) along ``dim``; RuntimeError for k
-    outside [1, size]; NotImplementedError for a complex or bool input."""
+    outside [1, size]; NotImplementedError for a complex or bool input.
+    Differs from torch: among ties the index is the k-th of a stable sort; torch's CPU kernel
+    returns where its introselect leaves it (deterministic per input, no simple rule:
+    ``ones(4).kthvalue(1)`` is index 1 there), so the index of a tied value may differ.
+    ``median``/``mode``/``sort`` pick torch's indices (checked on random integer rows)."""
     check_sortable(self, "kthvalue", NotImplementedError, bool_ok=False)
     n = self.shape[_wrap_dim(dim, self.ndim)] if self.ndim else 1
     if not 1 <= int(k) <= n:

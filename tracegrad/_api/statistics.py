@@ -16,7 +16,6 @@ from ._registry import method
 from .composite import _host
 from .reduction import _ret_type, check_median, quantile_op, return_types
 from .promotion import _SCALAR_NAME
-from .._tensor.out import accepts_out
 
 return_types.histogram = _ret_type("histogram", ("hist", "bin_edges"))
 
@@ -138,9 +137,8 @@ def _bin_edges(a, bins, range_, dtype):
     return np.where(i < (bins + 1) // 2, up, down).astype(dtype)
 
 
-@method("histogram", function=True)
-@accepts_out(exact_dtype=True)
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):  # noqa: A002 -- torch's name
+@method("histogram", function=True)   # torch.histogram's out=(hist, bin_edges): out_functions.EXACT
+def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
     """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
     bins over ``range`` (default: the data's min and max) or the increasing edges in the 1-d
     tensor ``bins``; each bin holds ``[left, right)``, the last also its right edge; values

@@ -24,6 +24,7 @@ from .layout import strided
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._ops.spacing import torch_linspace
+from .._ops.warn import warn
 from .._state import in_inference_mode
 from .tensor import Tensor
 from .._x64 import with_x64
@@ -246,9 +247,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
-    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
-                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
-                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    warn("torch.range is deprecated and will be removed in a future release because its "
+         "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+         "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
     d = _fdt(dtype)
     n = int(np.floor((end - start) / step)) + 1
     arr = np.arange(max(n, 0), dtype=np.float64) * step + start
@@ -452,7 +453,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
@@ -463,7 +464,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(exact_dtype=True)   # torch: an int64 out only
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories

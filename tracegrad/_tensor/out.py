@@ -14,10 +14,10 @@ torch's rules, kept here once for every such function:
 from __future__ import annotations
 
 import functools
-import warnings
 
 from .._ops import dtypes as _dt
 from .._ops.random import scalar_name
+from .._ops.warn import warn
 from .tensor import Tensor, _grad_enabled
 
 _RESIZED = ("An output with one or more elements was resized since it had shape {old}, which does "
@@ -57,7 +57,7 @@ def _write_one(name, result, out, exact_dtype, cast_error, any_dtype):
         raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
     if tuple(out.shape) != tuple(result.shape):
         if out.numel() != 0:
-            warnings.warn(_RESIZED.format(old=list(out.shape), new=list(result.shape)), UserWarning, stacklevel=4)
+            warn(_RESIZED.format(old=list(out.shape), new=list(result.shape)))   # the user's line
         out.data = result.detach().to(out.dtype)     # a new storage of the new shape, as torch reallocates
         return out
     out.copy_(result)

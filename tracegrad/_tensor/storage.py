@@ -10,12 +10,12 @@ storages never meet, as real allocations do not.
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
+from .._ops.warn import warn
 
 _CAPTURE = _state.CAPTURE
 _ALIGN = 64
@@ -102,9 +102,8 @@ class TypedStorage:
     def __init__(self, untyped: Storage, dtype):
         if not _TYPED_WARNED[0]:    # torch warns once per process
             _TYPED_WARNED[0] = True
-            warnings.warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will "
-                          "be the only storage class. Use tensor.untyped_storage() instead of tensor.storage()",
-                          UserWarning, stacklevel=3)
+            warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will "
+                 "be the only storage class. Use tensor.untyped_storage() instead of tensor.storage()", UserWarning)
         self._untyped, self.dtype = untyped, dtype
 
     def data_ptr(self) -> int:

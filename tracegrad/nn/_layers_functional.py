@@ -131,26 +131,78 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max_pool(input, sizes, return_indices)
 
 
+def _channel_window_mean(sq, before, after, size):
+    """Sum of ``sq`` over channels ``c - before .. c + after`` (zero beyond the ends) divided by
+    ``size``, for every channel ``c`` of an ``(N, C, *)`` tensor: an average pool over a padded
+    channel axis, scaled where the window is not ``size`` long (CrossMapLRN2d's, for even sizes)."""
+    F = tracegrad.nn.functional
+    sizes, window = tuple(sq.shape), before + after + 1
+    x = sq.reshape(sizes[0], 1, sizes[1], sizes[2] if len(sizes) > 2 else 1, -1)
+    x = F.avg_pool3d(F.pad(x, (0, 0, 0, 0, before, after)), (window, 1, 1), stride=1).reshape(sizes)
+    return x if window == size else x * (window / size)
+
+
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """Mirrors ``torch.nn.functional.local_response_norm``: ``x / (k + alpha * mean of x^2 over
-    `size` neighbouring channels)^beta`` (zero-padded at the channel ends). Raises ValueError for
-    an input of fewer than 3 dims."""
-    F = tracegrad.nn.functional
+    `size` neighbouring channels)^beta`` (channels ``c - size//2 .. c + (size-1)//2``,
+    zero-padded at the channel ends). Raises ValueError for an input of fewer than 3 dims."""
     dim = input.dim()
     if dim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {dim} dimensions)")
     if input.numel() == 0:
         return input
-    div = input.mul(input)
-    if dim == 3:
-        div = F.pad(div.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
-        div = F.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
-    else:
-        sizes = tuple(input.shape)
-        div = div.reshape(sizes[0], 1, sizes[1], sizes[2], -1)
-        div = F.pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
-        div = F.avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1).reshape(sizes)
+    div = _channel_window_mean(input.mul(input), size // 2, (size - 1) // 2, size)
     return input / div.mul(alpha).add(k).pow(beta)
+
+
+def _window_sum(x, before, after):
+    """Sum of ``x`` over channels ``c - before .. c + after`` (zero beyond the ends)."""
+    return _channel_window_mean(x, before, after, before + after + 1) * (before + after + 1)
+
+
+class CrossMapLRN2d(tracegrad.autograd.Function):
+    """torch's ``CrossMapLRN2d`` autograd Function (its node: ``CrossMapLRN2dBackward``).
+
+    NOTE [CrossMapLRN2d, Lua torch's kernel]: torch keeps Lua torch's running-sum loops, and
+    their quirks are its results. Forward: ``scale = k + alpha / size * s`` with ``s`` the sum of
+    ``x^2`` over channels ``c - h .. c + h`` (``h = (size-1)//2``: an even ``size`` sums ``size
+    - 1``), plus channel 0 for every ``c > h`` (the loop never takes it back out); output ``x *
+    scale^-beta``. Backward (not the derivative of that forward): ``g * scale^-beta - 2 alpha beta
+    / size * x * sum_j r_j`` with ``r = g * output / scale`` summed over channels ``j = c - p ..
+    c + size - 1 - p``, ``p = int(size - (size-1)/2)`` (a window that leans to lower channels)."""
+
+    @staticmethod
+    def forward(ctx, input, size, alpha, beta, k):
+        half = (size - 1) // 2
+        sq = input * input
+        s = _window_sum(sq, half, half)
+        if input.shape[1] > half + 1:   # channel 0 stays in the running sum
+            s = s + tracegrad.cat([tracegrad.zeros_like(sq[:, :half + 1]),
+                                   sq[:, :1].expand(-1, input.shape[1] - half - 1, -1, -1)], 1)
+        scale = s * (alpha / size) + k
+        output = input * scale.pow(-beta)
+        ctx.save_for_backward(input, output, scale)
+        ctx.size, ctx.alpha, ctx.beta = size, alpha, beta
+        return output
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, output, scale = ctx.saved_tensors
+        size, p = ctx.size, int(ctx.size - (ctx.size - 1) / 2)
+        ratio = _window_sum(grad_output * output / scale, p, size - 1 - p)
+        grad = grad_output * scale.pow(-ctx.beta) - (2 * ctx.alpha * ctx.beta / size) * input * ratio
+        return grad, None, None, None, None
+
+
+def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """``torch.nn.CrossMapLRN2d``'s function on a 4-D ``(N, C, H, W)`` input: local response
+    normalisation across channels with Lua torch's kernel, values and gradient as torch's (NOTE
+    [CrossMapLRN2d, Lua torch's kernel]); node ``CrossMapLRN2dBackward``. ValueError for an
+    input that is not 4-D, as torch. Differs from torch: ``size=1`` gives a gradient where
+    torch's backward fails (RuntimeError from ``narrow``)."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    return CrossMapLRN2d.apply(input, size, alpha, beta, k)
 
 
 def channel_shuffle(input, groups):

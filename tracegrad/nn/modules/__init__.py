@@ -19,7 +19,7 @@ from .loss_more import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbe
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d,  # noqa: F401
                    LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d, LazyInstanceNorm1d,
                    LazyInstanceNorm2d, LazyInstanceNorm3d, LazyLinear)
-from .layers_more import (AdaptiveMaxPool3d, ChannelShuffle, LocalResponseNorm, LPPool1d, LPPool2d,  # noqa: F401
+from .layers_more import (AdaptiveMaxPool3d, ChannelShuffle, CrossMapLRN2d, LocalResponseNorm, LPPool1d, LPPool2d,  # noqa: F401
                           LPPool3d, MaxUnpool1d, MaxUnpool2d, MaxUnpool3d, SyncBatchNorm, FractionalMaxPool2d,
                           FractionalMaxPool3d)
 from .module import Module  # noqa: F401

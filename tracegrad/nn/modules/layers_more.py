@@ -7,6 +7,7 @@ from __future__ import annotations
 import tracegrad
 
 from .. import functional as F
+from .._layers_functional import cross_map_lrn2d
 from .module import Module
 from .normalization import _BatchNorm
 
@@ -102,6 +103,22 @@ class LocalResponseNorm(Module):
 
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Mirrors ``torch.nn.CrossMapLRN2d(size, alpha=1e-4, beta=0.75, k=1)``: local response
+    normalisation across channels of a 4-D ``(N, C, H, W)`` input with a symmetric window
+    (``_layers_functional.cross_map_lrn2d``). ValueError for another number of dims."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -6,7 +6,7 @@ import tracegrad
 from ..modules.module import Module
 from . import parametrize
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
 
 def _norm_except_dim(v, dim):
@@ -103,4 +103,122 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     if dim is None:
         dim = 1 if type(module).__name__.startswith("ConvTranspose") else 0
     parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
+
+
+# ---- orthogonal ------------------------------------------------------------------------------
+_ORTH_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _is_orthogonal(Q):
+    """Whether ``Q^H Q`` is the identity to ``10 n eps`` (torch's test before re-orthogonalising)."""
+    n, k = Q.shape[-2:]
+    eps = 10 * n * tracegrad.finfo(Q.dtype).eps
+    return tracegrad.allclose(Q.mH @ Q, tracegrad.eye(k, dtype=Q.dtype), atol=eps)
+
+
+def _make_orthogonal(A):
+    """The Q of ``A``'s QR decomposition with R's diagonal made positive (unique for full rank)."""
+    a, tau = tracegrad.geqrf(A)
+    return tracegrad.linalg.householder_product(a, tau) * a.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+class _Orthogonal(Module):
+    """The parametrization ``orthogonal`` registers (torch's ``_Orthogonal``): maps an unconstrained
+    ``(*, n, k)`` tensor to one with orthonormal columns (rows when ``n < k``). With
+    ``use_trivialization`` the map is applied around the buffer ``base`` (``base @ map(X)``), set
+    by ``right_inverse``; without it, ``right_inverse`` exists only for ``householder``."""
+
+    def __init__(self, weight, orthogonal_map, *, use_trivialization=True):
+        super().__init__()
+        if weight.is_complex() and orthogonal_map == "householder":
+            raise ValueError("The householder parametrization does not support complex tensors.")
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, X):
+        n, k = X.size(-2), X.size(-1)
+        transposed = n < k
+        if transposed:
+            X = X.mT
+            n, k = k, n
+        if self.orthogonal_map in ("matrix_exp", "cayley"):
+            X = X.tril()
+            if n != k:   # a square skew-symmetric matrix from the n x k lower triangle
+                X = tracegrad.cat([X, X.new_zeros(n, n - k).expand(*X.shape[:-2], -1, -1)], dim=-1)
+            A = X - X.mH
+            if self.orthogonal_map == "matrix_exp":
+                Q = tracegrad.linalg.matrix_exp(A)
+            else:        # (I - A/2)^-1 (I + A/2)
+                Id = tracegrad.eye(n, dtype=A.dtype)
+                Q = tracegrad.linalg.solve(Id - A / 2, Id + A / 2)
+            if n != k:
+                Q = Q[..., :k]
+        else:            # the reflectors below the diagonal, signs from the diagonal
+            A = X.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
+            Q = tracegrad.linalg.householder_product(A, tau)
+            Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        if getattr(self, "base", None) is not None:
+            Q = self.base @ Q
+        return Q.mT if transposed else Q
+
+    @tracegrad.no_grad()
+    def right_inverse(self, Q):
+        if Q.shape != self.shape:
+            raise ValueError(f"Expected a matrix or batch of matrices of shape {self.shape}. "
+                             f"Got a tensor of shape {Q.shape}.")
+        Q_init = Q
+        n, k = Q.size(-2), Q.size(-1)
+        transpose = n < k
+        if transpose:
+            Q = Q.mT
+            n, k = k, n
+        if not hasattr(self, "base"):
+            if self.orthogonal_map in ("matrix_exp", "cayley"):
+                raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
+                                          "parametrizations when use_trivialization=False.")
+            # householder: the reflectors of Q's QR, with diag(R) > 0 read off the diagonal's signs
+            A, tau = tracegrad.geqrf(Q)
+            A.diagonal(dim1=-2, dim2=-1).sign_()
+            A.diagonal(dim1=-2, dim2=-1)[tau == 0.0] *= -1   # LAPACK's tau = 0: no reflection there
+            return A.mT if transpose else A
+        if n == k:
+            Q = Q.clone() if _is_orthogonal(Q) else _make_orthogonal(Q)
+        else:            # completed to an n x n orthogonal matrix with random columns, as torch
+            N = tracegrad.randn(*(Q.size()[:-2] + (n, n - k)), dtype=Q.dtype)
+            Q = _make_orthogonal(tracegrad.cat([Q, N], dim=-1))
+        self.base = Q
+        # -I, so that the householder map of zeros is the identity and base is the weight
+        neg_Id = tracegrad.zeros_like(Q_init)
+        neg_Id.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+        return neg_Id
+
+
+def orthogonal(module, name="weight", orthogonal_map=None, *, use_trivialization=True):
+    """Mirrors ``torch.nn.utils.parametrizations.orthogonal``: ``module.<name>`` (``(*, n, k)``)
+    becomes an orthogonal matrix (orthonormal columns, or rows when ``n < k``) of a free
+    parameter. ``orthogonal_map``: ``"matrix_exp"`` (default for square or complex), ``"cayley"``,
+    ``"householder"`` (default otherwise; real only). With ``use_trivialization`` (default) the
+    map acts around a ``base`` buffer set from the current weight (its QR's Q, so the weight is
+    unchanged where it was orthogonal, and deterministic for a square one; a non-square one is
+    completed with random columns, as torch's ``randn``). Returns ``module``.
+    Raises ValueError for a missing ``name``, fewer than 2 dims, an unknown map or householder
+    with complex weights; NotImplementedError when assigning to matrix_exp/cayley without
+    trivialization. Differs from torch: the random completion draws from tracegrad's generator."""
+    weight = getattr(module, name, None)
+    if not isinstance(weight, tracegrad.Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError(f"Expected a matrix or batch of matrices. Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        orthogonal_map = ("matrix_exp" if weight.size(-2) == weight.size(-1) or weight.is_complex()
+                          else "householder")
+    if orthogonal_map not in _ORTH_MAPS:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", "householder". '
+                         f"Got: {orthogonal_map}")
+    orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    parametrize.register_parametrization(module, name, orth, unsafe=True)
     return module

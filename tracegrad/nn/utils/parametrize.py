@@ -52,7 +52,10 @@ class ParametrizationList(ModuleList):
         with _no_grad():
             for m in reversed(self):
                 if hasattr(m, "right_inverse"):
-                    new = m.right_inverse(new)
+                    try:
+                        new = m.right_inverse(new)
+                    except NotImplementedError:   # as torch: at registration, taken as the identity
+                        pass
         self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:

@@ -4,10 +4,11 @@ Mirrors ``torch.utils.data.DataLoader``: the same arguments, defaults, validatio
 ``__len__`` and sampler/batch-sampler/collate pipeline, for map-style and iterable datasets.
 
 Differs from torch:
-- Loading always happens in the main process. ``num_workers > 0`` is accepted (and validated
-  like torch) but no worker processes are started; ``get_worker_info()`` is always None and
-  ``worker_init_fn`` is never called. XLA already uses the machine's cores for the math, and
-  the datasets here are in memory.
+- Loading always happens in the main process. With ``num_workers > 0`` no worker processes are
+  started; ``_workers.py`` reproduces, in this process, what torch's workers do that a program
+  can see: ``worker_init_fn`` calls, ``get_worker_info()``, and the order batches come back in
+  (an IterableDataset is iterated once per worker, round robin). XLA already uses the machine's
+  cores for the math, and the datasets here are in memory.
 - ``pin_memory`` / ``pin_memory_device`` / ``prefetch_factor`` / ``persistent_workers`` /
   ``in_order`` / ``multiprocessing_context`` are validated and otherwise have no effect;
   ``timeout`` likewise with workers, while without workers a nonzero one fails when iterating
@@ -17,6 +18,7 @@ Differs from torch:
 """
 from __future__ import annotations
 
+import copy
 import math
 import multiprocessing
 import warnings
@@ -24,15 +26,11 @@ import warnings
 import tracegrad
 
 from ._collate import default_collate, default_convert
+from ._workers import WorkerInfo, as_worker, check_worker_number_rationality, get_worker_info
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
-
-
-def get_worker_info():
-    """Mirrors ``torch.utils.data.get_worker_info``: always None (tracegrad loads in the main process)."""
-    return None
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -98,9 +96,25 @@ class _SingleProcessDataLoaderIter:
         # generator as in torch (code seeding once and then iterating sees the same streams).
         self._base_seed = int(tracegrad.empty((), dtype=tracegrad.int64)
                               .random_(generator=loader.generator).item())
+        # the emulated workers (_workers.py): one WorkerInfo each, and for an IterableDataset one
+        # [iterator, ended] stream each (a single stream, as worker None, without workers)
+        # each with its own (shallow) copy of the dataset, as torch's workers get theirs: torch's
+        # documented worker_init_fn sets dataset.start/end per worker; persistent workers keep
+        # their copies (and ran their init) across passes
+        n = loader.num_workers
+        self._workers = getattr(loader, "_persistent", None)
+        if self._workers is None:
+            self._workers = [WorkerInfo(id=w, num_workers=n, seed=self._base_seed + w,
+                                        dataset=copy.copy(self._dataset)) for w in range(n)] or [None]
+            if n and loader.worker_init_fn is not None:
+                for info in self._workers:
+                    as_worker(info, loader.worker_init_fn, info.id)
+            if n and loader.persistent_workers:
+                object.__setattr__(loader, "_persistent", self._workers)
+        self._turn = 0
         if self._iterable:
-            self._dataset_iter = iter(self._dataset)
-            self._ended = False
+            self._streams = [[as_worker(info, iter, self._dataset if info is None else info.dataset), False]
+                             for info in self._workers]
         # NOTE [TensorDataset fast path] one gather per tensor instead of len(indices) slices and
         # a stack: the same values, dtypes and list-of-tensors structure as default_collate of
         # the per-sample tuples (only for tensors without grad, so no graph differs).
@@ -128,7 +142,13 @@ class _SingleProcessDataLoaderIter:
         index = next(self._sampler_iter)  # StopIteration ends the pass
         if self._iterable:
             return self._fetch_iterable(index)
-        dataset = self._dataset
+        info = self._workers[self._turn]     # batch i is worker i % num_workers's, as torch
+        self._turn = (self._turn + 1) % len(self._workers)
+        if info is None:
+            return self._fetch_map(self._dataset, index)
+        return as_worker(info, self._fetch_map, info.dataset, index)
+
+    def _fetch_map(self, dataset, index):
         if not self._auto_collation:
             return self._collate_fn(dataset[index])
         if self._fast:
@@ -140,18 +160,30 @@ class _SingleProcessDataLoaderIter:
         return self._collate_fn([dataset[i] for i in index])
 
     def _fetch_iterable(self, index):
-        if self._ended:
-            raise StopIteration
+        # the next batch of the next worker still yielding, in turn (torch's round robin)
+        for _ in range(len(self._streams)):
+            w = self._turn
+            self._turn = (w + 1) % len(self._streams)
+            if self._streams[w][1]:
+                continue
+            try:
+                return as_worker(self._workers[w], self._fetch_stream, self._streams[w], index)
+            except StopIteration:
+                self._streams[w][1] = True
+        raise StopIteration
+
+    def _fetch_stream(self, stream, index):
         if not self._auto_collation:
-            return self._collate_fn(next(self._dataset_iter))
+            return self._collate_fn(next(stream[0]))
         batch = []
         for _ in index:
             try:
-                batch.append(next(self._dataset_iter))
+                batch.append(next(stream[0]))
             except StopIteration:
-                self._ended = True
+                stream[1] = True
                 break
         if not batch or (self._drop_last and len(batch) < len(index)):
+            stream[1] = True
             raise StopIteration
         return self._collate_fn(batch)
 
@@ -162,8 +194,9 @@ class DataLoader:
              through ``default_convert``); ``shuffle`` (a ``RandomSampler`` drawing from
              ``generator``, a ``tracegrad.Generator``, or a seed from the global generator);
              ``sampler`` / ``batch_sampler`` (custom index orders); ``drop_last``;
-             ``collate_fn`` (default ``default_collate``); ``num_workers`` and the other
-             multiprocessing options are accepted (see the module notes: no worker processes).
+             ``collate_fn`` (default ``default_collate``); ``num_workers`` (emulated in this
+             process with torch's order and ``worker_init_fn``/``get_worker_info``: module notes)
+             and the other multiprocessing options are accepted.
     Returns: an iterable; ``len(loader)`` is the number of batches (for an IterableDataset,
              computed from ``len(dataset)``).
     Raises:  ValueError with torch's messages for conflicting options: ``sampler`` with
@@ -207,6 +240,7 @@ class DataLoader:
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         multiprocessing_context = _check_multiprocessing_context(multiprocessing_context, num_workers)
+        check_worker_number_rationality(num_workers)
 
         self.dataset = dataset
         self.num_workers = num_workers
@@ -284,6 +318,7 @@ class DataLoader:
         return self.batch_sampler if self._auto_collation else self.sampler
 
     def __iter__(self):
+        check_worker_number_rationality(self.num_workers)   # torch warns again for each pass
         return _SingleProcessDataLoaderIter(self)
 
     def __len__(self):

@@ -1,0 +1,25 @@
+"""Warnings that point at the user's line, as torch's do.
+
+torch's Python-level warnings name the caller's file and line (``stacklevel``), and its C++ ones
+the Python line that made the call. A fixed ``stacklevel`` here breaks whenever a wrapper sits
+between the user and the function that warns (``accepts_out``'s ``out=`` layer, ``with_x64``,
+``method_form``, a module's ``__call__``), so ``warn`` counts the frames instead: the warning is
+attributed to the first frame outside the tracegrad package.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def warn(message, category=UserWarning) -> None:
+    """``warnings.warn(message, category)`` attributed to the innermost caller outside tracegrad
+    (``warnings.catch_warnings(record=True)`` sees the user's filename and line, and the
+    ``"default"`` filter shows it once per user line, as torch's)."""
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
