@@ -21,6 +21,7 @@ Tensor = tracegrad.Tensor
 
 # Registered names that a Tensor method and a tracegrad function share, as different objects.
 DIFFERENT_METHOD_AND_FUNCTION = {
+    "narrow_copy": "Tensor.narrow_copy refuses out= (torch's methods take none) vs tracegrad.narrow_copy(..., out=)",
     "where": "Tensor.where(condition, other) vs tracegrad.where(condition, input, other)",
     "polygamma": "Tensor.polygamma(n) vs tracegrad.polygamma(n, input)",
     "real": "Tensor.real is a property (a view, settable) vs the function tracegrad.real(input)",

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import collections
-import warnings
 
 import numpy as np
 
@@ -11,6 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Size, Tensor, _JaxTracer, _wrap_dim
+from .._ops.warn import warn as _warn
 from ._registry import method
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
@@ -155,8 +155,8 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
     dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased)
     n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
     if n - corr <= 0:
-        warnings.warn(f"{api}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
-                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+        _warn(f"{api}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+              "factor (input numel divided by output numel).")
     return (("dim", dims), ("correction", corr), ("keepdim", keepdim))
 
 

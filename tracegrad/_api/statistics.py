@@ -3,7 +3,6 @@
 ``histc``: a graph break when compiled)."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -12,6 +11,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._ops.warn import warn as _warn
 from ._registry import method
 from .composite import _host
 from .reduction import _ret_type, check_median, quantile_op, return_types
@@ -92,8 +92,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = w_sum - correction * (w * aweights).sum() / w_sum
     concrete = not (isinstance(norm, Tensor) and isinstance(norm._value, _JaxTracer))   # eager: warn as torch
     if concrete and float(norm) <= 0:
-        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
-                      "observations.", UserWarning, stacklevel=2)
+        _warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+              "observations.")
     norm = norm.clamp(min=0) if isinstance(norm, Tensor) else max(norm, 0.0)
     xm = x - avg.unsqueeze(1)
     xw = xm if w is None else xm * w

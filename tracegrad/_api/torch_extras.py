@@ -22,6 +22,7 @@ from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
 from . import strided as _strided  # noqa: F401  (defines tracegrad.narrow_copy)
 from ._registry import FUNCTIONS, method
+from .out_functions import method_form
 from .creation import _BY_TYPE_NAME, LegacyTensorType
 
 # ---- process settings -----------------------------------------------------------------------
@@ -183,8 +184,9 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return _tensor_from(arr.copy(), dtype=d, requires_grad=requires_grad)
 
 
-# Tensor.narrow_copy is the function strided.py defines (torch.narrow_copy, NarrowCopyBackward0)
-method("narrow_copy")(FUNCTIONS["narrow_copy"])
+# Tensor.narrow_copy is the function strided.py defines (torch.narrow_copy, NarrowCopyBackward0),
+# without its out= (torch's methods take none)
+method("narrow_copy")(method_form(FUNCTIONS["narrow_copy"], "narrow_copy"))
 
 
 @method()
