@@ -653,7 +653,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.signature(plan.optimizers)
-    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
+    # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
+    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor])
     stateful = stateful_reads(refs, ref_names)
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
