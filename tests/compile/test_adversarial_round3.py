@@ -720,7 +720,7 @@ def _amp_program(inf_at):
 @pytest.mark.parametrize("inf_at", [(), (1,), (2, 3)])
 def test_autocast_and_grad_scaler_inside_a_compiled_step(inf_at):
     """An inf in the batch skips the step and halves the scale exactly as eagerly."""
-    run = check(_amp_program(inf_at), calls=5, rtol=1e-2, atol=1e-3)
+    run = check(_amp_program(inf_at), calls=5)
     scales = [s["out"][1] for s in run.snaps]
     assert scales == [s["out"][1] for s in run.eager.snaps]
 
@@ -737,7 +737,7 @@ def test_bf16_parameters_trained_in_a_compiled_step():
             opt.step()
             return loss
         return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
-    check(make, rtol=1e-2, atol=1e-2)
+    check(make)
 
 
 # ---- optimizers changed between calls --------------------------------------------------------
@@ -948,3 +948,269 @@ def test_builtin_tensor_method_monkeypatched_between_calls(monkeypatch, how):
         return wrap(step), {"change": later}, \
             lambda i: (data(mod, i, 3) if how == "set" else Sub(data(mod, i, 3)),)
     check(make, calls=4)
+
+
+# ---- more: state changed between calls that creates or drops lazily made state ------------------
+
+@pytest.mark.parametrize("how", ["momentum_on", "weight_decay", "maximize", "state_cleared"])
+def test_optimizer_option_changed_between_calls(how):
+    """Turning momentum on creates a momentum buffer on the next step; clearing the state
+    starts it again: compiled must not keep the old program's state."""
+    def make(mod, wrap):
+        model = mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.0 if how == "momentum_on" else 0.5)
+        step, _ = sgd_step(mod, model, lambda x, y: mod.nn.functional.mse_loss(model(x), y))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def later(i):
+            g = opt.param_groups[0]
+            if i != 1:
+                return
+            if how == "momentum_on":
+                g["momentum"] = 0.9
+            elif how == "weight_decay":
+                g["weight_decay"] = 0.1
+            elif how == "maximize":
+                g["maximize"] = True
+            else:
+                opt.state.clear()
+        return wrap(step), {"model": model, "opt": opt, "change": later}, xy(mod)
+    check(make, calls=4, torch_too=True)
+
+
+@pytest.mark.parametrize("how", ["grad_set_outside", "grad_none_for_one", "requires_grad_off"])
+def test_grads_changed_outside_between_calls(how):
+    def make(mod, wrap):
+        model = mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):       # accumulates: no zero_grad inside
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        def later(i):
+            w = model[0].weight
+            if how == "grad_set_outside":
+                w.grad = mod.full_like(w, 0.01 * (i + 1))
+            elif how == "grad_none_for_one":
+                model[2].bias.grad = None
+            elif i == 1:
+                w.requires_grad_(False)
+                w.grad = None
+        return wrap(step), {"model": model, "opt": opt, "change": later}, xy(mod)
+    check(make, calls=4, torch_too=True)
+
+
+@pytest.mark.parametrize("how", ["load_state_dict", "double", "apply_init"])
+def test_module_reloaded_or_converted_between_calls(how):
+    def make(mod, wrap):
+        model = mlp(mod)
+        other = mlp(mod, seed=3)
+        fwd = wrap(lambda x: model(x).sum())
+
+        def later(i):
+            if i != 0:
+                return
+            if how == "load_state_dict":
+                model.load_state_dict(other.state_dict())
+            elif how == "double":
+                model.double()
+            else:
+                def init(m):
+                    if isinstance(m, mod.nn.Linear):
+                        with mod.no_grad():
+                            m.weight.fill_(0.3)
+                model.apply(init)
+        return fwd, {"model": model, "change": later}, \
+            lambda i: (data(mod, i, 5, 3).to(next(model.parameters()).dtype),)
+    check(make, calls=3, torch_too=True)
+
+
+# ---- more: checkpoint variants ---------------------------------------------------------------
+
+def test_checkpointed_function_returning_a_dict_and_reading_a_changing_global():
+    def make(mod, wrap):
+        model = mlp(mod)
+        cfg = {"mix": 0.5}
+
+        def block(t):
+            h = model[1](model[0](t))
+            return {"h": h, "scaled": h * cfg["mix"]}
+
+        def body(x, y):
+            out = ckpt(mod)(block, x, use_reentrant=False)
+            return mod.nn.functional.mse_loss(model[2](out["h"] + out["scaled"]), y)
+        step, opt = sgd_step(mod, model, body)
+
+        def later(i):
+            cfg["mix"] = 0.25 * (i + 3)
+        return wrap(step), {"model": model, "opt": opt, "change": later}, xy(mod)
+    check(make, torch_too=True)
+
+
+def test_checkpointed_module_whose_mode_flips_between_calls():
+    def make(mod, wrap):
+        model = np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.BatchNorm1d(4), mod.nn.Linear(4, 2)), mod)
+
+        def body(x, y):
+            return mod.nn.functional.mse_loss(ckpt(mod)(model, x, use_reentrant=False), y)
+        step, opt = sgd_step(mod, model, body)
+        return wrap(step), {"model": model, "opt": opt, "change": lambda i: model.train(i % 2 == 1)}, xy(mod)
+    check(make, calls=4, torch_too=True)
+
+
+def test_checkpointed_function_calling_item():
+    """``.item()`` runs in the forward and again in the recomputation eagerly: a graph break
+    (or equal), never a value frozen at trace time."""
+    def make(mod, wrap):
+        model = mlp(mod)
+        seen = []
+
+        def block(t):
+            h = model(t)
+            seen.append(round(h.detach().abs().max().item(), 4))
+            return h
+
+        def body(x, y):
+            return mod.nn.functional.mse_loss(ckpt(mod)(block, x, use_reentrant=False), y)
+        step, opt = sgd_step(mod, model, body)
+        return wrap(step), {"model": model, "opt": opt, "seen": seen, "change": no_change}, xy(mod)
+    check(make, torch_too=True)
+
+
+def test_reentrant_checkpoint_whose_inputs_need_no_grad():
+    """torch warns and the checkpointed parameters get no gradient: compiled the same."""
+    def make(mod, wrap):
+        model = mlp(mod)
+
+        def body(x, y):
+            h = ckpt(mod)(model[0], x, use_reentrant=True)
+            return mod.nn.functional.mse_loss(model[2](h.tanh()), y)
+        step, opt = sgd_step(mod, model, body)
+        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+    run = check(make, torch_too=True)
+    assert any("requires_grad" in w for w in run.warnings)
+
+
+def test_checkpoint_early_stop_disabled_around_the_step():
+    def make(mod, wrap):
+        model = mlp(mod)
+
+        def body(x, y):
+            with mod.utils.checkpoint.set_checkpoint_early_stop(False):
+                out = ckpt(mod)(model, x, use_reentrant=False)
+            return mod.nn.functional.mse_loss(out, y)
+        step, opt = sgd_step(mod, model, body)
+        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+    check(make, torch_too=True)
+
+
+# ---- more: compiled forwards used from eager code ----------------------------------------------
+
+@pytest.mark.parametrize("how", ["backward_inputs", "retain_grad", "hook_on_output", "grad_of_output"])
+def test_compiled_forward_output_used_by_eager_autograd(how):
+    def make(mod, wrap):
+        model = mlp(mod)
+        fwd = wrap(lambda t: model[0](t).tanh())
+        log = []
+
+        def step(x):
+            h = fwd(x)
+            if how == "retain_grad":
+                h.retain_grad()
+            if how == "hook_on_output":
+                h.register_hook(lambda g: log.append(round(float(g.sum()), 4)))
+            loss = model[2](h).pow(2).sum()
+            if how == "backward_inputs":
+                loss.backward(inputs=[model[0].weight])
+            elif how == "grad_of_output":
+                g, = mod.autograd.grad(loss, [h])
+                return loss, g
+            else:
+                loss.backward()
+            out = (loss, h.grad) if how == "retain_grad" else loss
+            model.zero_grad(set_to_none=True) if how != "backward_inputs" else None
+            return out
+        return step, {"model": model, "log": log, "change": no_change}, lambda i: (data(mod, i, 5, 3),)
+    check(make, torch_too=True)
+
+
+def test_compiled_forward_called_under_no_grad_and_with_grad_alternately():
+    def make(mod, wrap):
+        model = mlp(mod)
+        fwd = wrap(lambda t: model(t))
+
+        def step(x, i):
+            if i % 2:
+                with mod.no_grad():
+                    return fwd(x).sum(), None
+            loss = fwd(x).pow(2).mean()
+            loss.backward()
+            g = model[0].weight.grad.clone()
+            model.zero_grad()
+            return loss, g
+        return step, {"model": model, "change": no_change}, lambda i: (data(mod, i, 5, 3), i)
+    check(make, calls=4, torch_too=True)
+
+
+# ---- more: amp and disabled submodules --------------------------------------------------------
+
+def test_grad_scaler_step_return_and_disabled_scaler():
+    def make(mod, wrap):
+        model = mlp(mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+        scaler = mod.amp.GradScaler("cpu", enabled=False)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = mod.nn.functional.mse_loss(model(x), y)
+            scaler.scale(loss).backward()
+            ret = scaler.step(opt)
+            scaler.update()
+            return loss, ret, scaler.get_scale(), scaler.is_enabled()
+        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+    check(make, torch_too=True)
+
+
+def test_autocast_inside_a_compiled_forward_differentiated_outside():
+    def make(mod, wrap):
+        model = mlp(mod)
+
+        def fwd(x):
+            with mod.autocast("cpu", dtype=mod.bfloat16):
+                return model(x)
+        f = wrap(fwd)
+
+        def step(x, y):
+            out = f(x)
+            loss = mod.nn.functional.mse_loss(out.float(), y)
+            loss.backward()
+            grads = [p.grad.clone() for p in model.parameters()]
+            model.zero_grad()
+            return loss, out.dtype == mod.bfloat16, grads
+        return step, {"model": model, "change": no_change}, xy(mod)
+    check(make, rtol=1e-2, atol=1e-3)     # one bf16 ulp: XLA's dot sums in another order
+
+
+def test_submodule_forward_marked_disable_inside_a_compiled_step():
+    def make(mod, wrap):
+        model = mlp(mod)
+        log = []
+        act = model[1]
+        orig = act.forward
+
+        def logged(t):
+            log.append(tuple(t.shape))
+            return orig(t)
+        act.forward = tracegrad.compiler.disable(logged) if mod is tracegrad else logged
+        step, opt = sgd_step(mod, model, lambda x, y: mod.nn.functional.mse_loss(model(x), y))
+        return wrap(step), {"model": model, "opt": opt, "log": log, "change": no_change}, xy(mod)
+    check(make, torch_too=True)
