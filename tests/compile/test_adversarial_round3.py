@@ -16,7 +16,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import change, check_compiled, data, no_change, np_init, run_program
+from ._harness import change, check_compiled, data, no_change, np_init
 
 CALLS = 3
 
@@ -42,9 +42,10 @@ def ckpt(mod):
     return mod.utils.checkpoint.checkpoint
 
 
-def sgd_step(mod, model, body, lr=0.1, **opt_kw):
-    """A training step: ``loss = body(x, y)``, backward, SGD step; returns the loss."""
-    opt = mod.optim.SGD(model.parameters(), lr=lr, **opt_kw)
+def train_step(mod, model, opt, body=None):
+    """A training step: ``loss = body(x, y)`` (default: MSE of ``model(x)``), backward,
+    ``opt.step()``; returns the loss."""
+    body = body or (lambda x, y: mod.nn.functional.mse_loss(model(x), y))
 
     def step(x, y):
         opt.zero_grad()
@@ -52,7 +53,25 @@ def sgd_step(mod, model, body, lr=0.1, **opt_kw):
         loss.backward()
         opt.step()
         return loss
-    return step, opt
+    return step
+
+
+def sgd_step(mod, model, body, lr=0.1, **opt_kw):
+    """``train_step`` with a new SGD over ``model``'s parameters; returns (step, optimizer)."""
+    opt = mod.optim.SGD(model.parameters(), lr=lr, **opt_kw)
+    return train_step(mod, model, opt, body), opt
+
+
+def sgd_program(mod, wrap, model, body, batch=None, change=no_change, **observed):
+    """The harness's program for ``sgd_step(mod, model, body)``: the wrapped step, the state
+    (model, optimizer, ``observed``) and the batches (default ``xy``)."""
+    step, opt = sgd_step(mod, model, body)
+    return wrap(step), {"model": model, "opt": opt, "change": change, **observed}, batch or xy(mod)
+
+
+def xy_grad(mod):
+    """``xy`` with an input that requires grad (a reentrant checkpoint needs one)."""
+    return lambda i: (data(mod, i, 5, 3).requires_grad_(), data(mod, i, 5, 2, seed=300))
 
 
 # ---- activation checkpointing ----------------------------------------------------------------
@@ -70,9 +89,7 @@ def test_checkpoint_with_dropout_inside_a_compiled_step(reentrant, preserve):
             h = ckpt(mod)(lambda t: drop(model[1](model[0](t))), x, use_reentrant=reentrant,
                           preserve_rng_state=preserve)
             return mod.nn.functional.mse_loss(model[2](h), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, \
-            lambda i: (data(mod, i, 5, 3).requires_grad_(reentrant), data(mod, i, 5, 2, seed=300))
+        return sgd_program(mod, wrap, model, body, batch=xy_grad(mod) if reentrant else xy(mod))
     check(make)
 
 
@@ -88,9 +105,7 @@ def test_checkpointed_function_returning_non_tensors_and_none(reentrant):
             out, n, none, tag = ckpt(mod)(block, x, use_reentrant=reentrant)
             assert none is None and tag == "tag"
             return mod.nn.functional.mse_loss(out * n, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, \
-            lambda i: (data(mod, i, 5, 3).requires_grad_(), data(mod, i, 5, 2, seed=300))
+        return sgd_program(mod, wrap, model, body, batch=xy_grad(mod))
     check(make, torch_too=True)
 
 
@@ -134,8 +149,7 @@ def test_checkpointed_function_with_inplace_ops_on_an_intermediate():
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(block, x, use_reentrant=False), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     check(make, torch_too=True)
 
 
@@ -153,8 +167,7 @@ def test_checkpointed_function_writing_a_buffer_every_run():
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(block, x, use_reentrant=False), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "count": count, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body, count=count)
     check(make, torch_too=True)
 
 
@@ -170,9 +183,7 @@ def test_python_counter_in_a_checkpointed_function_counts_the_recomputation(reen
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(block, x, use_reentrant=reentrant), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "runs": runs, "change": no_change}, \
-            lambda i: (data(mod, i, 5, 3).requires_grad_(), data(mod, i, 5, 2, seed=300))
+        return sgd_program(mod, wrap, model, body, batch=xy_grad(mod), runs=runs)
     check(make, torch_too=True)
 
 
@@ -207,8 +218,7 @@ def test_hook_on_a_tensor_inside_a_checkpoint_fires_every_call():
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(block, x, use_reentrant=False), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "seen": seen, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body, seen=seen)
     check(make, torch_too=True)
 
 
@@ -238,9 +248,7 @@ def test_checkpoint_sequential_over_a_list_of_functions(reentrant):
         def body(x, y):
             out = mod.utils.checkpoint.checkpoint_sequential(fns, 3, x, use_reentrant=reentrant)
             return mod.nn.functional.mse_loss(out, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, \
-            lambda i: (data(mod, i, 5, 3).requires_grad_(), data(mod, i, 5, 2, seed=300))
+        return sgd_program(mod, wrap, model, body, batch=xy_grad(mod))
     check(make, torch_too=True)
 
 
@@ -260,8 +268,7 @@ def test_context_fn_contexts_entered_every_call():
         def body(x, y):
             out = ckpt(mod)(model, x, use_reentrant=False, context_fn=lambda: (tag("fwd"), tag("re")))
             return mod.nn.functional.mse_loss(out, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "log": log, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body, log=log)
     check(make, torch_too=True)
 
 
@@ -275,8 +282,7 @@ def test_context_fn_with_a_grad_mode_context():
             out = ckpt(mod)(model, x, use_reentrant=False,
                             context_fn=lambda: (mod.enable_grad(), contextlib.nullcontext()))
             return mod.nn.functional.mse_loss(out, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     check(make, torch_too=True)
 
 
@@ -293,9 +299,7 @@ def test_nested_checkpoints(inner_reentrant):
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(outer, x, use_reentrant=False), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, \
-            lambda i: (data(mod, i, 5, 3).requires_grad_(), data(mod, i, 5, 2, seed=300))
+        return sgd_program(mod, wrap, model, body, batch=xy_grad(mod))
     check(make, torch_too=True)
 
 
@@ -313,7 +317,7 @@ def test_autograd_grad_through_a_non_reentrant_checkpoint():
                     p.sub_(0.1 * g)
             return loss, gs[0]
         return wrap(step), {"model": model, "change": no_change}, \
-            lambda i: (data(mod, i, 5, 3).requires_grad_(), data(mod, i, 5, 2, seed=300))
+            xy_grad(mod)
     check(make, torch_too=True)
 
 
@@ -338,8 +342,7 @@ def test_checkpoint_determinism_and_debug_options(kw):
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(model, x, use_reentrant=False, **kw), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     check(make, torch_too=True)
 
 
@@ -465,8 +468,7 @@ def test_hessian_vector_product_through_a_compiled_forward():
 def test_compile_options_accepted_as_torch(kw):
     def make(mod, wrap):
         model = mlp(mod)
-        step, opt = sgd_step(mod, model, lambda x, y: mod.nn.functional.mse_loss(model(x), y))
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, None)
     check(make, **kw)
 
 
@@ -489,8 +491,7 @@ def test_disabled_helper_inside_runs_every_call(disable):
 
         def body(x, y):
             return mod.nn.functional.mse_loss(helper(model(x)), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "log": log, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body, log=log)
     check(make, torch_too=True)
 
 
@@ -505,8 +506,7 @@ def test_is_compiling_guarding_a_data_dependent_check_compiles():
             if not mod.compiler.is_compiling() and bool((out != out).any()):
                 raise ValueError("nan")
             return mod.nn.functional.mse_loss(out, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     run = check(make, calls=4, torch_too=True)
     assert run.step.stats["traces"] == 1 and not run.step.stats["graph_breaks"]
 
@@ -521,8 +521,7 @@ def test_is_compiling_choosing_between_two_equal_formulations():
                 sq = (out - y) ** 2
                 return sq.mean()
             return mod.nn.functional.mse_loss(out, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     check(make, torch_too=True)
 
 
@@ -531,7 +530,7 @@ def test_dynamo_config_flags_and_reset_between_calls(monkeypatch):
 
     def make(mod, wrap):
         model = mlp(mod)
-        step, opt = sgd_step(mod, model, lambda x, y: mod.nn.functional.mse_loss(model(x), y))
+        step, opt = sgd_step(mod, model, None)
         if mod is tracegrad:
             tracegrad._dynamo.config.suppress_errors = True
             tracegrad._dynamo.config.capture_scalar_outputs = True
@@ -748,12 +747,7 @@ def test_param_group_added_after_the_first_compiled_calls():
         model = mlp(mod)
         opt = mod.optim.Adam(model[0].parameters(), lr=0.01)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = train_step(mod, model, opt)
 
         def later(i):
             if i == 0:
@@ -789,12 +783,7 @@ def test_optimizer_load_state_dict_between_calls():
         opt = mod.optim.Adam(model.parameters(), lr=0.01)
         saved = {}
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = train_step(mod, model, opt)
 
         def later(i):
             if i == 0:
@@ -812,12 +801,7 @@ def test_lr_as_a_tensor_changed_in_place_between_calls():
         lr = mod.tensor(0.01)
         opt = mod.optim.Adam(model.parameters(), lr=lr, foreach=False)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = train_step(mod, model, opt)
 
         def later(i):
             opt.param_groups[0]["lr"].fill_(0.01 * (i + 2))
@@ -854,7 +838,7 @@ def test_parameter_subclass_in_a_module():
 
         model = mlp(mod)
         model[0].weight = Tagged(model[0].weight.detach().clone())
-        step, opt = sgd_step(mod, model, lambda x, y: mod.nn.functional.mse_loss(model(x), y))
+        step, opt = sgd_step(mod, model, None)
 
         def run(x, y):
             return step(x, y), type(model[0].weight).__name__
@@ -980,12 +964,7 @@ def test_optimizer_option_changed_between_calls(how):
         model = mlp(mod)
         opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.0 if how == "momentum_on" else 0.5)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = mod.nn.functional.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = train_step(mod, model, opt)
 
         def later(i):
             g = opt.param_groups[0]
@@ -1100,8 +1079,7 @@ def test_checkpointed_function_calling_item():
 
         def body(x, y):
             return mod.nn.functional.mse_loss(ckpt(mod)(block, x, use_reentrant=False), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "seen": seen, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body, seen=seen)
     check(make, torch_too=True)
 
 
@@ -1113,8 +1091,7 @@ def test_reentrant_checkpoint_whose_inputs_need_no_grad():
         def body(x, y):
             h = ckpt(mod)(model[0], x, use_reentrant=True)
             return mod.nn.functional.mse_loss(model[2](h.tanh()), y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     run = check(make, torch_too=True)
     assert any("requires_grad" in w for w in run.warnings)
 
@@ -1127,8 +1104,7 @@ def test_checkpoint_early_stop_disabled_around_the_step():
             with mod.utils.checkpoint.set_checkpoint_early_stop(False):
                 out = ckpt(mod)(model, x, use_reentrant=False)
             return mod.nn.functional.mse_loss(out, y)
-        step, opt = sgd_step(mod, model, body)
-        return wrap(step), {"model": model, "opt": opt, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, body)
     check(make, torch_too=True)
 
 
@@ -1230,22 +1206,11 @@ def test_submodule_forward_marked_disable_inside_a_compiled_step():
             log.append(tuple(t.shape))
             return orig(t)
         act.forward = tracegrad.compiler.disable(logged) if mod is tracegrad else logged
-        step, opt = sgd_step(mod, model, lambda x, y: mod.nn.functional.mse_loss(model(x), y))
-        return wrap(step), {"model": model, "opt": opt, "log": log, "change": no_change}, xy(mod)
+        return sgd_program(mod, wrap, model, None, log=log)
     check(make, torch_too=True)
 
 
 # ---- more: state changed between calls, checkpoint RNG, float16 overflow ------------------------
-
-def _train(mod, model, opt):
-    def step(x, y):
-        opt.zero_grad()
-        loss = mod.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
-
 
 @pytest.mark.parametrize("how", ["param_appended_then_state_deleted", "lr_tensor_rebound", "data_assigned"])
 def test_optimizer_or_parameter_changed_by_hand_between_calls(how):
@@ -1269,7 +1234,7 @@ def test_optimizer_or_parameter_changed_by_hand_between_calls(how):
                 opt.param_groups[0]["params"].append(model[2].weight)
             elif i == 1:
                 del opt.state[model[0].weight]
-        return wrap(_train(mod, model, opt)), {"model": model, "opt": opt, "change": later}, xy(mod)
+        return wrap(train_step(mod, model, opt)), {"model": model, "opt": opt, "change": later}, xy(mod)
     check(make, calls=4, torch_too=True)
 
 
