@@ -16,27 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _state
 from .._ops import dtypes as _dt
 from .._x64 import with_x64
 
 
-class _TensorType(type):
-    """The metaclass of ``TensorBase``: a program that sets or deletes a method on ``Tensor``
-    (or a subclass) changes what every compiled program traced through that method would do,
-    so it counts as a structure change (``_state.STRUCTURE``: compiled calls trace again).
-    Instances and their attribute reads are untouched."""
-
-    def __setattr__(cls, name, value):
-        super().__setattr__(name, value)
-        _state.bump_structure()
-
-    def __delattr__(cls, name):
-        super().__delattr__(name)
-        _state.bump_structure()
-
-
-class TensorBase(metaclass=_TensorType):
+class TensorBase:
     """The base class of ``tracegrad.Tensor``; never instantiated on its own. Subclasses read
     ``_value`` (the JAX array) and ``dtype``."""
 
