@@ -126,6 +126,13 @@ class CompiledFunction:
                         return prof.compiled_call(self._label, r.run, leaves)
                     return r.run(leaves)
             entries[:] = [r for r in entries if not r.dead]
+        if _state.SAVED_HOOKS and getattr(_state.SAVED_HOOKS[-1][0], "_tracegrad_counts_saves", False):
+            # inside a non-reentrant checkpoint: its hooks match the forward's saved tensors
+            # with the recomputation's one by one, and a compiled region keeps its residuals
+            # itself (none reach the hooks), so the forward and the recomputation would save
+            # different tensors. Eager in both, uncached (the hooks are new every checkpoint).
+            return self._break(None, "called inside a non-reentrant checkpoint (the recomputation "
+                               "must save the tensors the forward saved)", None, args, kwargs)
         if st["calls"] == 1 and not self.fullgraph:
             # the first call runs eagerly, so lazily created state exists before tracing (with
             # fullgraph=True it is traced, so a graph break raises on the first call as in torch;

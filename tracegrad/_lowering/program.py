@@ -16,6 +16,15 @@ import jax
 from jax.extend import core as jax_core
 
 
+# NOTE [no excess precision]
+# Eager runs each op as its own program, so every bfloat16/float16 result is rounded to its
+# dtype, as in torch. XLA may skip the rounding between ops it fuses (a bf16 result converted
+# back to f32 stays f32: ``xla_allow_excess_precision``, on by default), so one compiled
+# program of the same ops gave other low-precision digits than eager (a bias gradient under
+# autocast). Compiled programs round as eager does; float32/float64 programs are unchanged.
+EXACT_PRECISION = {"xla_allow_excess_precision": False}
+
+
 class Program:
     __slots__ = ("fun", "jaxpr", "out_tree", "donate", "drop", "options", "_donating", "_safe")
 
@@ -28,7 +37,7 @@ class Program:
         self.jaxpr = closed          # what ``fun`` runs (``torch._dynamo.explain`` counts its ops)
         self.out_tree = jax.tree_util.tree_structure(out_shape)
         self.donate = self.drop = ()
-        self.options = jit_options
+        self.options = {**jit_options, "compiler_options": {**EXACT_PRECISION, **jit_options.get("compiler_options", {})}}
         self._donating = self._safe = None
         return self
 

@@ -138,6 +138,12 @@ def _scan(f, depth, add, queue, top=False):
         for m in _user_methods(type(f)):
             queue.append((m, depth))
         return
+    elif isinstance(f, Tensor):
+        # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
+        # appends to a log) run when the function calls them
+        if type(f) is not Tensor:
+            queue += [(m, depth) for m in _user_methods(type(f))]
+        return
     elif getattr(type(f), "_tracegrad_state_is_captured", False) and not isinstance(f, type):
         # a module (each submodule) or an optimizer: the user-written methods of its classes
         subs = f.modules() if callable(getattr(f, "modules", None)) else (f,)

@@ -23,6 +23,7 @@ or reports it); outside state discovered late raises ``Retrace`` with the enlarg
 """
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -42,7 +43,7 @@ from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
-from .program import Program
+from .program import EXACT_PRECISION, Program
 from .guards import guards_hold, outside_containers, value_guards
 from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
                       snapshot, stateful_reads)
@@ -653,7 +654,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
     hyper0 = hyper.snapshot(plan.optimizers)
-    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const"])
+    # (tensors of a user subclass too: the methods it overrides are user code the trace runs)
+    refs, ref_names = python_refs(fn, [a for a, k in zip(leaves, kinds) if k == "const" or type(a) is not Tensor])
     stateful = stateful_reads(refs, ref_names)
     if stateful is not None:
         raise GraphBreak(f"the function reads {stateful}, whose position moves on every eager call but "
@@ -727,7 +729,7 @@ def _conj_complex(tree):
     return jax.tree_util.tree_map(lambda a: jnp.conj(a) if jnp.iscomplexobj(a) else a, tree)
 
 
-@jax.jit
+@functools.partial(jax.jit, compiler_options=EXACT_PRECISION)    # NOTE [no excess precision]
 def _bwd_program(pullback, cts):
     # NOTE [complex gradients] (_ops/registry.py): torch's gradient is conj(JAX vjp(conj(ct)));
     # decided while tracing, so real programs are unchanged

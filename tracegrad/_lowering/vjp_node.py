@@ -44,9 +44,11 @@ class CompiledFunctionBackward(Node):
             # as torch's compiled backward: the gradients exist and require grad, and a
             # backward through them (double backward) raises; the node keeps this node's edges
             # so that backward reaches it (and raises) instead of finding the inputs unused
+            # (each gradient its own output of it: a backward from several of them must not
+            # add gradients of different shapes into one slot before reaching the raise)
             node = dead_node(MSG_DOUBLE, self.next_functions)
-            for t in out:
-                t._rg, t._gf = True, node
+            for k, t in enumerate(out):
+                t._rg, t._gf, t._out_nr = True, node, k
         return out
 
     def release(self):

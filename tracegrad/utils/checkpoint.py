@@ -369,6 +369,7 @@ class _recompute_hooks(saved_tensors_hooks):
             return x
 
         pack._tracegrad_traceable = True   # bookkeeping only: it may run while tracing
+        pack._tracegrad_counts_saves = True   # a compiled call inside runs eagerly (compiler.py)
         super().__init__(pack, _identity)
 
 
@@ -426,6 +427,7 @@ class _checkpoint_hooks(saved_tensors_hooks):
             return ret
 
         pack._tracegrad_traceable = unpack._tracegrad_traceable = True
+        pack._tracegrad_counts_saves = True
         super().__init__(pack, unpack)
 
 
