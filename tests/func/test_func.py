@@ -477,3 +477,13 @@ def test_dict_results_keep_insertion_order_as_torch():
     assert run(tracegrad) == run(torch)
     assert run(tracegrad)[0][0] == ["w", "b", "a"]
 
+
+
+def test_dict_trees_keep_insertion_order_with_dict_out_dims():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, tracegrad):
+        f = lib.func.vmap(lambda x: {"b": x, "a": x * 2}, out_dims={"b": 0, "a": 1})
+        r = f(lib.arange(6.0).reshape(2, 3))
+        assert list(r) == ["b", "a"] and tuple(r["a"].shape) == (3, 2) and tuple(r["b"].shape) == (2, 3)
+        g = lib.func.grad(lambda p: (p["w"] * p["b"]).sum())({"w": lib.ones(2), "b": lib.arange(2.0)})
+        assert list(g) == ["w", "b"]

@@ -72,7 +72,6 @@ def _checked_outputs(func, has_aux, api, kwargs=None, float_outputs=False):
             if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
                 raise RuntimeError(f"{api}: All outputs of f must be floating-point or complex Tensors, got Tensor "
                                    f"with dtype {leaf.dtype}")
-        checked.result = out   # the template for ``_wrap.ordered``
         return out
     return checked
 
@@ -117,14 +116,8 @@ def grad_and_value(func, argnums=0, has_aux=False):
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
-        grads = _wrap.ordered(_wrap.to_tensors(_conj_complex(grads)), _diff_template(args, argnums, positions))
-        return grads, _wrap.ordered(_wrap.to_tensors(value), jf.result)
+        return _wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)
     return _wrap.recorded(wrapper)
-
-
-def _diff_template(args, argnums, positions):
-    """The differentiated arguments as a gradient/Jacobian is laid out over them."""
-    return tuple(args[p] for p in positions) if isinstance(argnums, tuple) else args[positions[0]]
 
 
 def _conj_complex(tree):
@@ -164,9 +157,7 @@ def vjp(func, *primals, has_aux=False):
 
     def forward(*prims):
         res = linearize(prims)
-        out_t, aux_t = fn.result if has_aux else (fn.result, None)
-        return ((_wrap.ordered(_wrap.to_tensors(res[0]), out_t),)
-                + ((_wrap.ordered(_wrap.to_tensors(res[2]), aux_t),) if has_aux else ()))
+        return (_wrap.to_tensors(res[0]),) + ((_wrap.to_tensors(res[2]),) if has_aux else ())
     outs = _wrap.differentiable(forward, primals)
     out = first[0][0]
     given = [leaf._value for leaf in _wrap.tensor_leaves(primals)]
@@ -179,7 +170,7 @@ def vjp(func, *primals, has_aux=False):
             # torch's convention: conj(JAX vjp(conj(cotangent))) (NOTE [complex gradients])
             return _conj_complex(pullback(_conj_complex(
                 jax.tree_util.tree_map(lambda ci, o: jnp.asarray(ci, o.dtype), c, out))))
-        return _wrap.ordered(tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts))), primals)
+        return tuple(_wrap.to_tensors(g) for g in _wrap.run_jax(run, _wrap.to_arrays(cts)))
 
     def vjp_fn(cotangents, *extra, retain_graph=True, create_graph=None):
         if extra:
@@ -257,9 +248,7 @@ def _jvp(func, primals, tangents, strict, has_aux):
     fn = _checked_outputs(func, has_aux, "jvp(f, primals, tangents)")
     jf = _wrap.pure(fn, primals, range(len(primals)))
     res = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=has_aux), p_arr, t_arr)
-    out_t = jf.result[0] if has_aux else jf.result
-    return tuple(_wrap.ordered(_wrap.to_tensors(r), tmpl)
-                 for r, tmpl in zip(res, (out_t, out_t) + ((jf.result[1],) if has_aux else ())))
+    return tuple(_wrap.to_tensors(r) for r in res)
 
 
 def _jacobian(jax_transform, api, func, argnums, has_aux):
@@ -279,11 +268,8 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
         jf = _wrap.pure(fn, args, positions)
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
-        inputs = _diff_template(args, argnums, positions)
-        out_t = jf.result[0] if has_aux else jf.result
-        jac = _wrap.ordered(_wrap.to_tensors(res[0] if has_aux else res), out_t,
-                            leaf=lambda sub: _wrap.ordered(sub, inputs))
-        return (jac, _wrap.ordered(_wrap.to_tensors(res[1]), jf.result[1])) if has_aux else jac
+        jac = _wrap.to_tensors(res[0] if has_aux else res)
+        return (jac, _wrap.to_tensors(res[1])) if has_aux else jac
     return _wrap.recorded(wrapper)
 
 

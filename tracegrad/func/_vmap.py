@@ -201,9 +201,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             for i, a in zip(tpos, arrs):
                 ls[i] = Tensor._make(a)
             with _different(index) if different else contextlib.nullcontext():
-                out = func(*_wrap.ordered(jax.tree_util.tree_unflatten(treedef, ls), args), **kwargs)
+                out = func(*_wrap.unflatten(treedef, ls), **kwargs)
             _check_unbatched_writes(ls, tpos, arrs, axes, func)
-            result[:] = [out]
             for leaf in _wrap.tensor_leaves(out):
                 if not isinstance(leaf, Tensor):
                     raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
@@ -211,13 +210,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             _check_out_dims(out_dims, out, func)
             return _wrap.to_arrays(out)
         axes = tuple(flat_dims[i] for i in tpos)
-        result = []
         arrays = tuple(leaves[i]._value for i in tpos)
         if different:
             axes, arrays = axes + (0,), arrays + (np.arange(size, dtype=np.uint32),)
         with _random_guard(randomness):
-            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=out_dims), *arrays)
-        return _wrap.ordered(_wrap.to_tensors(out), result[0])
+            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=_wrap.keep_order(out_dims)), *arrays)
+        return _wrap.to_tensors(out)
     return wrapper
 
 

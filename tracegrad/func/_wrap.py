@@ -118,34 +118,16 @@ def check_outputs(tree, api, what="outputs"):
 
 def pure(fn, args, positions):
     """``fn`` as a JAX function of the arrays of ``args[p]`` for ``p`` in ``positions``; the
-    other arguments are closed over unchanged. Its results are trees of arrays. The function's
-    last result (Tensors) is kept as ``jax_fn.result``: the template ``ordered`` restores its
-    dict key order from."""
+    other arguments are closed over unchanged. Its results are trees of arrays (dicts in
+    insertion order: ``keep_order``)."""
     positions = tuple(positions)
 
     def jax_fn(*arrays):
         call = list(args)
         for p, a in zip(positions, arrays):
-            call[p] = ordered(to_tensors(a), args[p])
-        jax_fn.result = fn(*call)
-        return to_arrays(jax_fn.result)
-    jax_fn.result = None
+            call[p] = to_tensors(a)
+        return to_arrays(fn(*call))
     return jax_fn
-
-
-def ordered(tree, template, leaf=None):
-    """``tree`` with every dict rebuilt in the key order of the matching dict of ``template``.
-    JAX's pytrees sort dict keys, torch keeps insertion order; results a transform rebuilt
-    through JAX come back in torch's order this way. ``leaf(subtree)`` (when given) is applied
-    where ``template`` has a leaf (the Jacobian's input structure under each output leaf)."""
-    if isinstance(template, dict) and isinstance(tree, dict) and set(template) == set(tree):
-        return type(tree)((k, ordered(tree[k], template[k], leaf)) for k in template)
-    if isinstance(template, (tuple, list)) and isinstance(tree, (tuple, list)) and len(template) == len(tree):
-        items = [ordered(x, y, leaf) for x, y in zip(tree, template)]
-        return type(tree)(*items) if hasattr(tree, "_fields") else type(tree)(items)
-    if isinstance(template, (dict, tuple, list)) or leaf is None:
-        return tree
-    return leaf(tree)
 
 
 def run_jax(fn, *args):
