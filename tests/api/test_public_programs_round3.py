@@ -902,7 +902,6 @@ def test_nn_zero_to_hero_manual_backprop():
 
 # pytorch/tutorials intermediate_source/ensembling.py: stack_module_state + functional_call
 # under vmap over a copy of the model moved to the 'meta' device
-@pytest.mark.xfail(strict=True, reason="tracegrad has no 'meta' device (Module.to('meta') raises RuntimeError)")
 def test_ensembling_tutorial_meta_base_model():
     def program(torch, log):
         import copy

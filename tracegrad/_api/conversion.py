@@ -9,6 +9,8 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor import memory_format as _mf
 from .._tensor.device import device as _device
+from .._tensor.storage import check_not_meta, make_meta
+from .._x64 import x64_scope
 from .._tensor.memory_format import contiguous_format
 from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method, prop
@@ -56,14 +58,20 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
 
 def _move(t, dev):
     import jax  # local: STYLE 6 keeps jax out of the API layer's imports; this device_put is the one use
+    if t.device.type == "meta":      # NOTE [meta tensors]: there is no data to copy out
+        check_not_meta(t, "to()")
     jdev = dev.jax_device()
-    arr = jax.device_put(t._value, jdev)
+    if dev.type == "meta":   # the shape and dtype only (zeros), never the data
+        with x64_scope():
+            arr = jax.numpy.zeros(t._value.shape, t._value.dtype)
+    else:
+        arr = jax.device_put(t._value, jdev)
     res = Tensor._make(arr)
     if t.requires_grad and _grad_on():
         # device moves are identities for autograd: route the grad back with an alias op
         res = apply_op(OPS["clone"], (t,))
         res._st.array = arr
-    return res
+    return make_meta(res) if dev.type == "meta" else res
 
 
 def _grad_on():

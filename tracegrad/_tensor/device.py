@@ -6,7 +6,11 @@ import jax
 
 class device:
     """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
-    ``type`` is 'cpu' or 'cuda'; ``index`` the ordinal or None. CUDA maps to JAX's GPU devices."""
+    ``type`` is 'cpu', 'cuda' or 'meta'; ``index`` the ordinal or None. CUDA maps to JAX's GPU
+    devices; 'meta' tensors hold zeros on the CPU (NOTE [meta tensors] in storage.py). As a
+    context manager (``with tracegrad.device('meta'):``) it is the default device of factories
+    inside the block, as torch's (``__enter__``/``__exit__`` come from ``runtime.py``, which
+    owns the default device)."""
 
     __slots__ = ("type", "index")
 
@@ -20,8 +24,8 @@ class device:
             index = int(idx)
         elif isinstance(type, int):
             type, index = "cuda", type
-        if type not in ("cpu", "cuda", "gpu"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
+        if type not in ("cpu", "cuda", "gpu", "meta"):
+            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
         self.type = "cuda" if type == "gpu" else type
         self.index = index
 
@@ -41,7 +45,7 @@ class device:
 
     def jax_device(self):
         """The JAX device; RuntimeError where no GPU exists for 'cuda'."""
-        if self.type == "cpu":
+        if self.type in ("cpu", "meta"):
             return jax.devices("cpu")[self.index or 0]
         gpus = cuda_devices()
         if not gpus:

@@ -18,6 +18,8 @@ import numpy as np
 
 from . import generator as _generator
 from . import memory_format as _mf
+from . import runtime as _runtime
+from .storage import make_meta
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
@@ -35,13 +37,23 @@ def _place(array, device):
     if device is None:
         return array
     d = _device(device) if not isinstance(device, _device) else device
-    if d.type == "cpu" and len(jax.devices()) and jax.devices()[0].platform == "cpu":
+    if d.type in ("cpu", "meta") and len(jax.devices()) and jax.devices()[0].platform == "cpu":
         return array
     return jax.device_put(array, d.jax_device())
 
 
+def _is_meta(device) -> bool:
+    """Whether a factory's ``device`` (or, for None, the default device) is 'meta'."""
+    if device is None:
+        d = _runtime._default_device[0]
+        return d is not None and d.type == "meta"
+    return (device.type if isinstance(device, _device) else str(device).split(":")[0]) == "meta"
+
+
 def _finish(array, dtype=None, device=None, requires_grad=False):
     t = Tensor._make(_place(array, device))
+    if _is_meta(device):
+        make_meta(t)
     if in_inference_mode():
         t._inference = True
     if requires_grad:

@@ -36,7 +36,7 @@ sparse_coo = layout("sparse_coo")
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_GENERIC = {"f", "fn", "wrapper", "with_out", "inner", "op"}
+_GENERIC = {"f", "fn", "wrapper", "with_out", "inner", "op", "accepts_numpy_names", "method"}
 
 
 def _frame_name(frame):

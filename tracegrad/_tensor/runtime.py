@@ -58,6 +58,24 @@ def set_default_device(dev) -> None:
     _default_device[0] = d
 
 
+
+_DEVICE_STACK: list = []    # the default devices ``with device(...)`` blocks replaced
+
+
+def _enter_device(self):
+    _DEVICE_STACK.append(_default_device[0])
+    set_default_device(self)
+    return self
+
+
+def _exit_device(self, *exc):
+    set_default_device(_DEVICE_STACK.pop())
+
+
+# ``with tracegrad.device(...)``: the device is the default device of the block (torch's
+# DeviceContext); set here, where the default device lives (device.py sits below this module)
+device.__enter__, device.__exit__ = _enter_device, _exit_device
+
 # torch.use_deterministic_algorithms: recorded only (XLA's CPU and GPU kernels tracegrad uses
 # are deterministic run to run, but for scatter-add on GPU, which this flag does not change)
 _deterministic = [False, False]   # [mode, warn_only]

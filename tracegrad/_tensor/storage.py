@@ -81,6 +81,42 @@ class Storage:
         return f"tracegrad.UntypedStorage(nbytes={self.nbytes()}, data_ptr={self.data_ptr():#x})"
 
 
+# NOTE [meta tensors]: torch's 'meta' device has shapes and dtypes but no data. tracegrad's meta
+# tensor keeps a zero array on the CPU in a ``MetaStorage`` (so every shape rule, view and
+# module method works unchanged) and reports ``device('meta')``; reading its values
+# (``item``, ``tolist``, ``numpy``, a copy to another device) raises torch's errors. Made by
+# factories with ``device='meta'`` (or inside ``with device('meta')``), ``.to('meta')`` and
+# ``Module.to('meta')``; ``Module.to_empty(device=...)`` gives real tensors back. Differs from
+# torch: results of ops on meta tensors are ordinary CPU tensors (computed on the zeros), and
+# the zeros take memory.
+class MetaStorage(Storage):
+    """A storage on torch's 'meta' device (NOTE [meta tensors])."""
+
+    __slots__ = ()
+
+    @property
+    def device(self):
+        from .device import device   # a sibling module; imported late to keep this one small
+        return device("meta")
+
+
+def make_meta(t):
+    """Mark ``t`` (which must own its storage) as a meta tensor; returns it."""
+    t._st.__class__ = MetaStorage
+    return t
+
+
+def check_not_meta(t, what):
+    """torch's error for reading the data of a meta tensor (``what``: the API)."""
+    if type(t._st) is MetaStorage:
+        if what in ("item()", "bool()"):
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        if what.startswith("numpy"):
+            raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+                            "host memory first.")
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+
+
 def _storage_from_numpy(array):
     """Rebuild a pickled ``Storage`` (a copy of its numpy array, 64-bit dtypes kept)."""
     import jax.numpy as jnp   # only unpickling needs it

@@ -34,7 +34,7 @@ from .._ops.registry import OPS as _OPS
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
-from .storage import Storage, typed_storage
+from .storage import MetaStorage, Storage, check_not_meta, typed_storage
 from .tensor_str import tensor_repr
 
 _JaxTracer = jax.core.Tracer
@@ -432,7 +432,8 @@ class Tensor(TensorBase):
 
     @property
     def device(self):
-        return device_of(self._value)
+        st = self._st
+        return st.device if type(st) is MetaStorage else device_of(st.array)
 
     @property
     def is_cuda(self) -> bool:
@@ -622,7 +623,9 @@ class Tensor(TensorBase):
             st._layout = True
             self._st, self._chain = st, value._chain
         else:
-            self._st, self._chain = Storage(value._value), ()
+            # a meta value stays meta (Module.to('meta')), NOTE [meta tensors]
+            self._st, self._chain = type(value._st)(value._value) if type(value._st) is MetaStorage \
+                else Storage(value._value), ()
         self._vcache = None
 
     @data.deleter
@@ -766,6 +769,8 @@ def _grad_enabled():
 
 
 def _concrete(t, what):
+    if type(t._st) is MetaStorage:     # NOTE [meta tensors]: no data to read
+        check_not_meta(t, what)
     if _CAPTURE[0] is not None:
         _CAPTURE[0].python_read(t, what)
     if isinstance(t._value, _JaxTracer):

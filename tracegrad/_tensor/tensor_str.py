@@ -155,7 +155,12 @@ def tensor_repr(t, prefix="tensor("):
     suffixes = []
     if t.device.type != "cpu":
         suffixes.append(f"device='{t.device}'")
-    if isinstance(v, _JaxTracer):
+    if t.device.type == "meta":      # no data to show (NOTE [meta tensors])
+        body = "..."
+        suffixes.append(f"size={tuple(v.shape)}")
+        if dtype is not _state.DEFAULT_DTYPE[0]:   # no element tells the dtype: torch names it
+            suffixes.append(f"dtype={dtype!r}")
+    elif isinstance(v, _JaxTracer):
         body = f"<traced {tuple(v.shape)}>"
         if _shows_dtype(dtype):
             suffixes.append(f"dtype={dtype!r}")

@@ -616,12 +616,16 @@ class Module:
         if recurse:
             for m in self.children():
                 m._apply(fn)
-        for p in self._parameters.values():
+        for name, p in list(self._parameters.items()):
             if p is None:
                 continue
             with tracegrad.no_grad():
                 new = fn(p)
-            if new is not p:
+            if new is not p and (new.device.type == "meta") != (p.device.type == "meta"):
+                # torch cannot swap a meta tensor's data in place (incompatible tensor types):
+                # moving to or from 'meta' makes new Parameter objects, as there
+                p = self._parameters[name] = type(p)(new, p.requires_grad)
+            elif new is not p:
                 p.data = new
             if p.grad is not None:
                 with tracegrad.no_grad():
