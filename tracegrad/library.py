@@ -390,26 +390,36 @@ class _Namespace:
 
 class _Aten:
     """``tracegrad.ops.aten.<name>``: torch's ATen operators as tracegrad's functions of the
-    same name (``.default`` is the function itself)."""
+    same name."""
 
     def __getattr__(self, name):
         fn = getattr(tracegrad, name, None) or getattr(tracegrad.nn.functional, name, None)
         if fn is None or not callable(fn):
             raise AttributeError(f"'_OpNamespace' 'aten' object has no attribute '{name}'")
-        return _Overloads(fn)
+        return AtenOp(name, fn)
 
 
-class _Overloads:
-    __slots__ = ("_fn",)
+class AtenOp(str):
+    """``ops.aten.<name>`` and each of its overloads (``.default``, ``.Tensor``, ...: one
+    function takes them all): calls ``tracegrad.<name>``, and is the op's name as a string, so
+    it names the op wherever tracegrad identifies ops by name (a selective-checkpoint policy's
+    ``op == torch.ops.aten.mm.default``, an ``op_list`` entry)."""
 
-    def __init__(self, fn):
+    def __new__(cls, name, fn):
+        self = str.__new__(cls, name)
         self._fn = fn
+        return self
 
     def __call__(self, *args, **kwargs):
         return self._fn(*args, **kwargs)
 
     def __getattr__(self, overload):
-        return self._fn      # .default, .Tensor, .Scalar...: one function takes them all
+        if overload.startswith("__"):
+            raise AttributeError(overload)
+        return self
+
+    def __repr__(self):
+        return f"aten.{str.__str__(self)}.default"
 
 
 class _Ops(types.ModuleType):

@@ -919,7 +919,5 @@ def test_tensor_attributes_conversions_and_containment():
     })
 
 
-@pytest.mark.xfail(strict=True, reason="tracegrad's copy_ also takes Python data (a list or number, made a tensor "
-                                       "of self's dtype); torch's takes only a Tensor (TypeError)")
 def test_copy_of_non_tensor_refused():
     run_cases({"copy_ list": lambda T: T.zeros(2).copy_([1., 2.])})

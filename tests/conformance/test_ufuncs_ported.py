@@ -352,8 +352,6 @@ def test_binary_grads_at_kinks():
 
 
 # ---- unary ufuncs: integer and special-value behaviours ------------------------------------
-@pytest.mark.xfail(strict=True, reason="xlogy's gradient for other where input and other are both 0: torch "
-                                       "gives input/other = nan, tracegrad 0 (its composite masks that point)")
 def test_xlogy_grad_at_zero_zero():
     def program(T, log):
         p = T.tensor([0.], requires_grad=True)

@@ -314,6 +314,12 @@ def test_embedding_padding_idx_max_norm():
     assert not grads[1][1].any()
 
 
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf")])
+def test_dist(p):
+    # torch.dist: one DistBackward0 node over both (broadcast) inputs
+    parity(lambda m, F, a, b: m.dist(a, b, p).reshape(1), x(3, 4), x(4), names=False)
+
+
 def test_every_vision_op_has_a_parity_case(request):
     """STYLE 11: every op of ``_ops/vision.py`` ran in a parity case above."""
     mine = [i for i in request.session.items if i.module is request.module]

@@ -154,10 +154,11 @@ def detach(input):
 
 def fill(input, value):
     """Mirrors ``torch.fill``: a new tensor of ``input``'s shape and dtype filled with ``value``
-    (a number or a 0-d tensor, whose gradient is the sum of the result's)."""
+    (a number or a 0-d tensor, whose gradient is the sum of the result's; ``input``'s is zero)."""
     if isinstance(value, Tensor):
         return value.to(input.dtype).expand(input.shape).clone()
-    return input.detach().clone().fill_(value)
+    # input's gradient is zero (torch's FillBackward0): the fill overwrites a copy of it
+    return input.clone().fill_(value)
 
 
 def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import tracegrad
 from tracegrad import Tensor
 from tracegrad._ops import dtypes as _dt
-from tracegrad.autograd.grad_mode import no_grad
 
 from . import functional as F
 
@@ -236,23 +235,26 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     """Mirrors ``torch.native_layer_norm``: ``(out, mean, rstd)``; mean and rstd have
     ``input``'s leading dims and size 1 in each normalised dim (float32 statistics for
-    half-precision inputs, as torch's CPU kernel). Gradients flow through ``out``."""
+    half-precision inputs, as torch's CPU kernel), and are differentiable as torch's.
+    RuntimeError for an empty ``normalized_shape``, as torch."""
     n = len(normalized_shape)
+    if n == 0:
+        raise RuntimeError("native_layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
     dims = tuple(range(input.dim() - n, input.dim()))
     x = input.float() if input.dtype in (_dt.float16, _dt.bfloat16) else input
-    with no_grad():
-        mean = x.mean(dims, keepdim=True)
-        rstd = (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
+    mean = x.mean(dims, keepdim=True)
+    rstd = (x.var(dims, unbiased=False, keepdim=True) + eps).rsqrt()
     return F.layer_norm(input, list(normalized_shape), weight, bias, eps), mean, rstd
 
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     """Mirrors ``torch.native_group_norm``: ``(out, mean (N, group), rstd (N, group))`` for an
-    input of ``N`` samples, ``C`` channels and ``HxW`` elements per channel."""
-    g = input.detach().reshape(N, group, -1)
-    with no_grad():
-        mean = g.mean(-1)
-        rstd = (g.var(-1, unbiased=False) + eps).rsqrt()
+    input of ``N`` samples, ``C`` channels and ``HxW`` elements per channel; all three
+    differentiable as torch's."""
+    g = input.reshape(N, group, -1)
+    mean = g.mean(-1)
+    rstd = (g.var(-1, unbiased=False) + eps).rsqrt()
     return F.group_norm(input, group, weight, bias, eps), mean, rstd
 
 
