@@ -13,7 +13,7 @@ from .._tensor.storage import check_not_meta, make_meta
 from .._x64 import x64_scope
 from .._tensor.memory_format import contiguous_format
 from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
-from ._registry import method, prop
+from ._registry import method
 from .promotion import check_tensors
 
 

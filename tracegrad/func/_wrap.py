@@ -16,7 +16,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._tensor import generator as _generator
-from .._ops import random as _random
 from .._tensor.factories import from_numpy
 from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
