@@ -16,7 +16,7 @@ program alone are timed in interleaved blocks (``interleaved``), so the ratios h
 shared machine; the eager rows are timed on their own. ``--realtime`` runs it all under
 ``chrt -f`` where permitted: on a busy machine the medians then repeat within a few percent.
 
-    python benchmarks/compile_step.py [--steps 200] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile] [--realtime]
+    python benchmarks/compile_step.py [--steps 200] [--warmup 5] [--models mlp,cnn,lm] [--no-torch-compile] [--realtime] [--torch-device cuda]
 """
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def _lm(torch):
             self.ln, self.head = nn.LayerNorm(c["d"]), nn.Linear(c["d"], c["vocab"])
 
         def forward(self, idx):
-            x = self.emb(idx) + self.pos(torch.arange(idx.shape[1]))
+            x = self.emb(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
             for blk in self.blocks:
                 x = blk(x)
             return self.head(self.ln(x)).view(-1, c["vocab"])
@@ -127,15 +127,20 @@ def interleaved(calls, steps, warmup, block=10):
     return {label: statistics.median(v) * 1e3 for label, v in times.items()}
 
 
-def torch_style(torch, name, opt_name, compiled, schedule=False):
+def torch_style(torch, name, opt_name, compiled, schedule=False, device=None):
     """``(call, first-call s, compiled function, (x, y))`` for tracegrad or torch, eager or
     compiled: ``call()`` runs one step and waits for the loss; with ``schedule`` it also steps
-    an lr scheduler (lr changes on every call)."""
+    an lr scheduler (lr changes on every call). ``device``: where torch puts the model and
+    data (tracegrad uses JAX's default device)."""
     torch.manual_seed(0)
     model = build(torch, name)
+    if device is not None:
+        model.to(device)
     opt = make_opt(torch, model, opt_name)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1.0 / (1 + 1e-3 * i))
     x, y = data(torch, name)
+    if device is not None:
+        x, y = x.to(device), y.to(device)
     F = torch.nn.functional
 
     def step(x, y):
@@ -224,17 +229,18 @@ def jax_optax(name, opt_name, with_grads=False):
 
 def torch_worker(args):
     import torch
-    torch.set_num_threads(1)
+    if args.torch_device == "cpu":
+        torch.set_num_threads(1)
     out = {}
     for name in args.models:
         for opt in ("sgd", "adamw"):
             if name == "lm" and opt == "sgd":
                 continue
-            call, first, _, _ = torch_style(torch, name, opt, False)
+            call, first, _, _ = torch_style(torch, name, opt, False, device=args.torch_device)
             out[f"{name}/{opt}/eager"] = (time_calls(call, args.steps, args.warmup)[0], first)
             if args.torch_compile:
                 try:
-                    call, first, _, _ = torch_style(torch, name, opt, True)
+                    call, first, _, _ = torch_style(torch, name, opt, True, device=args.torch_device)
                     out[f"{name}/{opt}/compile"] = (time_calls(call, args.steps, args.warmup)[0], first)
                 except Exception as e:  # noqa: BLE001 -- a missing C++ toolchain, say
                     out[f"{name}/{opt}/compile"] = str(e).splitlines()[0][:80]
@@ -249,6 +255,8 @@ def main():
     p.add_argument("--no-torch-compile", dest="torch_compile", action="store_false")
     p.add_argument("--realtime", action="store_true",
                    help="re-run under `chrt -f 10` (needs the privilege): stable medians on a busy machine")
+    p.add_argument("--torch-device", default="cpu",
+                   help="where torch runs its rows: 'cpu' (1 thread) or 'cuda' (beside tracegrad on a GPU)")
     p.add_argument("--torch-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.models = args.models.split(",")
@@ -264,7 +272,7 @@ def main():
     if args.torch_worker:
         return torch_worker(args)
     cmd = [sys.executable, os.path.abspath(__file__), "--torch-worker", "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--models", ",".join(args.models)]
+           "--warmup", str(args.warmup), "--models", ",".join(args.models), "--torch-device", args.torch_device]
     if not args.torch_compile:
         cmd.append("--no-torch-compile")
     try:
@@ -302,7 +310,8 @@ def main():
             rows = [("jax+optax jit (donated)", ref_ms, ref_first),
                     ("  the same, returning its grads", ms_grads, grads_first),
                     ("tracegrad.compile", tc_ms, tc_first), ("tracegrad eager", te_ms, None)]
-            for label, key in (("torch eager (1 thread)", "eager"), ("torch.compile (1 thread)", "compile")):
+            where = "1 thread" if args.torch_device == "cpu" else args.torch_device
+            for label, key in ((f"torch eager ({where})", "eager"), (f"torch.compile ({where})", "compile")):
                 v = torch_rows.get(f"{name}/{opt}/{key}")
                 if isinstance(v, list):
                     rows.append((label, v[0], v[1]))
