@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import _state
 from ..autograd._dispatch import apply_op
+from ..autograd.function import Function
 from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
@@ -11,6 +12,7 @@ from .._tensor import memory_format as _mf
 from .._tensor.device import device as _device
 from .._tensor.storage import check_not_meta, make_meta
 from .._x64 import x64_scope
+from .._tensor.tensor import _JaxTracer as _Tracer
 from .._tensor.memory_format import contiguous_format
 from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method
@@ -57,21 +59,53 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
 
 
 def _move(t, dev):
-    import jax  # local: STYLE 6 keeps jax out of the API layer's imports; this device_put is the one use
     if t.device.type == "meta":      # NOTE [meta tensors]: there is no data to copy out
         check_not_meta(t, "to()")
-    jdev = dev.jax_device()
     if dev.type == "meta":   # the shape and dtype only (zeros), never the data
         with x64_scope():
-            arr = jax.numpy.zeros(t._value.shape, t._value.dtype)
-    else:
-        arr = jax.device_put(t._value, jdev)
-    res = Tensor._make(arr)
+            arr = _jnp().zeros(t._value.shape, t._value.dtype)
+        res = Tensor._make(arr)
+        if t.requires_grad and _grad_on():
+            res = apply_op(OPS["clone"], (t,))
+            res._st.array = arr
+        return make_meta(res)
+    return _copy_to(t, dev.jax_device())
+
+
+def _copy_to(t, jdev):
+    """``t`` on the JAX device ``jdev``; recorded as ToCopyBackward0 when differentiable."""
     if t.requires_grad and _grad_on():
-        # device moves are identities for autograd: route the grad back with an alias op
-        res = apply_op(OPS["clone"], (t,))
-        res._st.array = arr
-    return make_meta(res) if dev.type == "meta" else res
+        return _ToCopy.apply(t, jdev)
+    return Tensor._make(_put(t._value, jdev))
+
+
+def _put(array, jdev):
+    import jax  # local: STYLE 6 keeps jax out of the API layer's imports; this device_put is the one use
+    with x64_scope():   # outside x64 mode a transfer narrows int64/float64 buffers (_x64.py)
+        return jax.device_put(array, jdev)
+
+
+def _jnp():
+    import jax.numpy as jnp  # local: STYLE 6 keeps jax out of the API layer's imports
+    return jnp
+
+
+class _ToCopy(Function):
+    """A differentiable device move: the gradient goes back to the source device (an op's
+    VJP would leave it on the destination's, and the next node's kernel would then mix
+    devices). Inside a trace there is one device and nothing to move."""
+
+    @staticmethod
+    def forward(ctx, t, jdev):
+        ctx.src = None if isinstance(t._value, _Tracer) else next(iter(t._value.devices()))
+        return Tensor._make(_put(t._value, jdev))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return (grad if ctx.src is None else _copy_to(grad, ctx.src)), None
+
+
+_ToCopy._backward_cls.__name__ = _ToCopy._backward_cls.__qualname__ = "ToCopyBackward0"   # torch's node name
 
 
 def _grad_on():

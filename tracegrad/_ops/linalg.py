@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 from .registry import defop
 
+# torch's float32 matmul precision ('highest' by default; ``set_float32_matmul_precision``
+# writes it). 'highest' is passed to each product explicitly: XLA:GPU otherwise computes
+# float32 products in TF32, so results would differ from torch's -- and eager from compiled,
+# where XLA fuses differently. Other settings defer to JAX's default_matmul_precision, which
+# the setter also writes; that config is part of JAX's jit cache key, so kernels traced before
+# a change are traced again and read this anew.
+MATMUL_PRECISION = ["highest"]
+
+
+def dot_precision():
+    """The ``precision=`` for a float32 product: HIGHEST under torch's default, else None."""
+    return lax.Precision.HIGHEST if MATMUL_PRECISION[0] == "highest" else None
+
 
 def _mm(a, b, dtype):
-    return jnp.matmul(a.astype(dtype), b.astype(dtype))
+    return jnp.matmul(a.astype(dtype), b.astype(dtype), precision=dot_precision())
 
 
 defop("mm", _mm, args=("self", "mat2"), grad_fn="MmBackward0", saves=("mat2", "self"),
@@ -34,7 +48,7 @@ def _addmm(inp, m1, m2, beta, alpha, dtype):
     # torch computes half/bfloat16 addmm in float32 and rounds once at the end (autocast's
     # linear layers depend on it); rounding the product first differs by one bf16 ulp
     acc = jnp.float32 if jnp.dtype(dtype) in (jnp.bfloat16, jnp.float16) else dtype
-    prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype), preferred_element_type=acc)
+    prod = jnp.matmul(m1.astype(dtype), m2.astype(dtype), preferred_element_type=acc, precision=dot_precision())
     inp = jnp.asarray(inp, dtype).astype(acc)
     # alpha/beta arrive as traced scalars (dynamic constants): no Python branching on them;
     # beta == 0 ignores inp (nan/inf in it do not propagate), as torch
@@ -45,6 +59,6 @@ def _addmm(inp, m1, m2, beta, alpha, dtype):
 
 defop("addmm", _addmm, args=("self", "mat1", "mat2", "beta", "alpha"), grad_fn="AddmmBackward0",
       saves=("mat1", "mat2"), save_if={"mat1": "mat2", "mat2": "mat1"})
-defop("einsum", lambda *xs, equation: jnp.einsum(equation, *xs),
+defop("einsum", lambda *xs, equation: jnp.einsum(equation, *xs, precision=dot_precision()),
       args=tuple(f"t{i}" for i in range(64)), grad_fn="ViewBackward0",
       saves=tuple(f"t{i}" for i in range(64)))

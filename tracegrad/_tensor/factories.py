@@ -29,7 +29,7 @@ from .._ops.spacing import torch_linspace
 from .._ops.warn import warn
 from .._state import in_inference_mode
 from .tensor import Tensor
-from .._x64 import with_x64
+from .._x64 import with_x64, x64_scope
 from .out import accepts_out
 
 
@@ -39,7 +39,8 @@ def _place(array, device):
     d = _device(device) if not isinstance(device, _device) else device
     if d.type in ("cpu", "meta") and len(jax.devices()) and jax.devices()[0].platform == "cpu":
         return array
-    return jax.device_put(array, d.jax_device())
+    with x64_scope():   # outside x64 mode a transfer narrows int64/float64 buffers (_x64.py)
+        return jax.device_put(array, d.jax_device())
 
 
 def _is_meta(device) -> bool:

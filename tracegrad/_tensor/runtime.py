@@ -8,11 +8,12 @@ import warnings
 
 import jax
 
+from .._ops.linalg import MATMUL_PRECISION
 from .device import cuda_devices, device
 
 # torch's float32 matmul precision names -> JAX's default_matmul_precision values
 _PRECISION = {"highest": "float32", "high": "tensorfloat32", "medium": "bfloat16"}
-_matmul_precision = ["highest"]     # torch's default
+_matmul_precision = MATMUL_PRECISION     # torch's default, 'highest'; the matmul ops read it
 _default_device = [None]
 
 
