@@ -142,11 +142,30 @@ def is_strided(pos) -> bool:
     return bool(np.array_equal(pos, base + np.tensordot(np.asarray(strides), grid, axes=1)))
 
 
+# Layout answers (contiguity, strides, whether a shape can be viewed) per (chain, storage
+# shape): each is an O(numel) pass over the element positions, paid once per view structure
+# rather than on every ``view``/``stride()``/``is_contiguous()`` of a large tensor.
+_layout_facts: dict = _state.register_cache("_tensor._layout_facts", {})
+
+
+def _fact(key, compute):
+    v = _layout_facts.get(key)
+    if v is None:
+        if len(_layout_facts) > _BOUND_LIMIT:
+            _layout_facts.clear()
+        v = _layout_facts[key] = compute()
+    return v
+
+
 def chain_is_contiguous(t) -> bool:
     """torch's ``is_contiguous``: elements lie at consecutive storage positions in row-major order."""
     if not t._chain:
         return True
-    pos = element_positions(t).reshape(-1)
+    return _fact(("contiguous", t._chain, t._st.array.shape), lambda: _positions_contiguous(element_positions(t)))
+
+
+def _positions_contiguous(pos):
+    pos = pos.reshape(-1)
     return bool(pos.size <= 1 or np.array_equal(pos, pos[0] + np.arange(pos.size)))
 
 
@@ -176,8 +195,10 @@ def strides_of(t) -> tuple:
     permute/transpose views and laid-out tensors, NOTE [storage layouts])."""
     chain = t._chain
     shape = tuple(t._value.shape)
-    pos = element_positions(t) if chain and t._value.size else None
-    return _strides(shape, pos, chain, t._st.array.shape)
+    if not chain:
+        return _strides(shape, None, chain, t._st.array.shape)
+    return _fact(("strides", chain, t._st.array.shape, shape), lambda: _strides(
+        shape, element_positions(t) if t._value.size else None, chain, t._st.array.shape))
 
 
 # the view steps whose strides follow from their input's (``_strides``)
@@ -271,7 +292,8 @@ def can_view_as(t, shape) -> bool:
     """torch's ``view`` rule: the new shape must be expressible with strides over t's storage."""
     if chain_is_contiguous(t):
         return True
-    return is_strided(element_positions(t).reshape(shape))
+    return _fact(("viewable", t._chain, t._st.array.shape, tuple(shape)),
+                 lambda: is_strided(element_positions(t).reshape(shape)))
 
 
 class Size(tuple):
