@@ -23,10 +23,12 @@ for mode in "" --compile; do
   timeout 60 $PY -m tracegrad.examples.digits --epochs 3 $mode 2>&1 | tail -3
   echo "digits --epochs 3 $mode: $((SECONDS - t0)) s wall (imports and compilation included)"
 done 2>&1 | tee "$OUT/digits.txt"
+timeout ${OVERHEAD_S:-150} $PY benchmarks/compile_overhead.py --models mlp,lm --calls 100 --eager lm 2>&1 | tee "$OUT/compile_overhead.txt"
 # -v: each result is printed as it comes, so a run cut off by the timeout still says what failed
 timeout ${TESTS_S:-120} $PY -m pytest -p no:cacheprovider -v -n 8 --dist loadfile --maxfail=30 \
-  tests/compile/test_optimizers.py tests/compile/test_forward_only.py tests/compile/test_hooks.py \
-  tests/autograd tests/examples > "$OUT/tests.txt" 2>&1
+  ${GPU_TESTS:-tests/compile/test_optimizers.py tests/compile/test_forward_only.py tests/compile/test_hooks.py tests/autograd tests/examples} \
+  > "$OUT/tests.txt" 2>&1
 grep -E "FAILED|ERROR|passed|failed" "$OUT/tests.txt" | tail -40
+[ -n "$NO_TORCH_COMPILE" ] && exit 0
 echo "torch.compile on cuda (ms per step, first-call s):"
 timeout ${TORCH_COMPILE_S:-120} $PY benchmarks/compile_step.py --torch-worker --torch-device cuda --steps ${STEPS:-200} --warmup 5 --models mlp,cnn,lm 2>&1 | tail -3 | tee "$OUT/torch_compile.txt"
