@@ -64,6 +64,11 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
         msg = _broadcast_message(shapes)
         if msg is not None:
             return RuntimeError(f"{api}(): {msg}")
+    devices = _devices(arrays)
+    if len(devices) > 1:     # JAX: "incompatible devices for jitted computation"
+        a, b = devices[:2]
+        return RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                            f"{a} and {b}! ({api}(): move them with .to(device))")
     if "duplicate" in text and "axis" in text:
         dims = dict(static).get("dim")
         return RuntimeError(f"{api}(): dim {_first_repeat(dims)} appears multiple times in the list of dims")
@@ -73,6 +78,20 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
         + (f" with {statics}" if statics else "")
         + ": check that the shapes match (or broadcast), the dims are in range and the dtypes are "
           "ones this op supports")
+
+
+def _devices(arrays):
+    """torch's names ('cuda:0', 'cpu') of the devices the concrete arrays are on, in order."""
+    out = []
+    for a in arrays:
+        try:
+            d = next(iter(a.devices()))
+        except Exception:  # noqa: BLE001 -- numbers, None, tracers: no device
+            continue
+        name = "cpu" if d.platform == "cpu" else f"cuda:{d.id}"
+        if name not in out:
+            out.append(name)
+    return out
 
 
 def _static_text(v):
