@@ -15,7 +15,7 @@ nothing for it: the check wraps the function ``jax.jit`` traces (``registry.Op.f
 from __future__ import annotations
 
 import jax
-import numpy as np
+import jax.numpy as jnp
 
 from . import dtypes as _dt
 
@@ -59,7 +59,8 @@ def _lifting_float(a) -> bool:
     if isinstance(a, float):
         return True
     d = _dtype(a)
-    return d is not None and d not in _ALLOWED and np.issubdtype(d, np.inexact)
+    # jnp's issubdtype knows ml_dtypes' bfloat16 is floating (numpy's does not)
+    return d is not None and d not in _ALLOWED and jnp.issubdtype(d, jnp.inexact)
 
 
 def check(name, view, arrays, static, outputs) -> None:
