@@ -120,9 +120,9 @@ _SUB_BYTE = tuple(_d(f"{u}int{n}", None, f"{'U' if u else ''}Int{n}", floating=F
                   for u in ("", "u") for n in range(1, 8))
 _BITS = tuple(_d(n, None, n.capitalize(), floating=False, itemsize=2 if n == "bits16" else 1)
               for n in ("bits1x8", "bits2x4", "bits4x2", "bits8", "bits16"))
-_QUANTIZED = tuple(_d(n, None, n.upper() if n.startswith("q") and n[1].isdigit() else n.capitalize(), floating=False,
-                      itemsize=4 if n == "qint32" else 1)
-                   for n in ("qint8", "quint8", "qint32", "quint4x2", "quint2x4"))
+_QUANTIZED = tuple(_d(n, None, scalar, floating=False, itemsize=4 if n == "qint32" else 1)
+                   for n, scalar in (("qint8", "QInt8"), ("quint8", "QUInt8"), ("qint32", "QInt32"),
+                                     ("quint4x2", "QUInt4x2"), ("quint2x4", "QUInt2x4")))
 
 ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, int32, int64, bool_,
        uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
