@@ -325,4 +325,6 @@ def test_module_names():
     assert tracegrad.utils._pytree is tp
     assert cxx.tree_flatten is tp.tree_flatten and cxx.TreeSpec is tp.TreeSpec
     assert set(tp.__all__) == set(p.__all__)
+    # torch 2.13 has no public torch.utils.pytree yet
+    assert hasattr(tracegrad.utils, "pytree") == hasattr(torch.utils, "pytree") is False
     assert all(hasattr(tp, n) for n in tp.__all__) and all(hasattr(cxx, n) for n in cxx.__all__)
