@@ -54,10 +54,19 @@ from ._ops.dtypes import (  # noqa: E402
     set_default_dtype as set_default_dtype, promote_types as promote_types, can_cast as can_cast
 )
 from ._ops.dtypes import bool_ as bool  # noqa: E402,A001
+from ._ops.dtypes import (  # noqa: E402  (NOTE [limited dtypes], NOTE [dtypes without storage])
+    uint16 as uint16, uint32 as uint32, uint64 as uint64, float8_e4m3fn as float8_e4m3fn,
+    float8_e5m2 as float8_e5m2, float8_e4m3fnuz as float8_e4m3fnuz, float8_e5m2fnuz as float8_e5m2fnuz,
+    float8_e8m0fnu as float8_e8m0fnu, complex32 as complex32, float4_e2m1fn_x2 as float4_e2m1fn_x2
+)
+from ._ops import dtypes as _dtypes  # noqa: E402
+globals().update({_d.name: _d for _d in _dtypes.NO_STORAGE})   # int1..uint7, bits*, qint*/quint*
+del _dtypes
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
-cfloat, cdouble = complex64, complex128
+cfloat, cdouble, chalf = complex64, complex128, complex32
+bit = uint1  # noqa: F821  (set just above, with the other dtypes without storage)
 
 from ._ops.dtype_info import finfo as finfo, iinfo as iinfo  # noqa: E402
 from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402

@@ -45,12 +45,10 @@ _STORAGE_CLASSES = {
     "ComplexFloatStorage": _dt.complex64, "LongStorage": _dt.int64, "IntStorage": _dt.int32,
     "ShortStorage": _dt.int16, "CharStorage": _dt.int8, "ByteStorage": _dt.uint8, "BoolStorage": _dt.bool_,
 }
-_DTYPES = {d.name: d for d in _STORAGE_CLASSES.values()}
-# torch dtypes and storages tracegrad has no dtype for: named in the error
-_MISSING_DTYPES = ("uint16", "uint32", "uint64", "complex32", "float8_e4m3fn", "float8_e5m2",
-                   "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
-                   "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2", "qint8", "qint32", "quint8",
-                   "quint4x2", "quint2x4")
+# the dtypes torch names in ``_rebuild_tensor_v3`` (uint16/32/64 and float8 have no legacy storage class)
+_DTYPES = {d.name: d for d in _dt.ALL}
+# torch dtypes and storages tracegrad has no tensors of (NOTE [dtypes without storage]): named in the error
+_MISSING_DTYPES = tuple(d.name for d in _dt.NO_STORAGE)
 
 
 class _StorageClass:

@@ -34,8 +34,9 @@ tensors, containers, plain values, ``torch.Size``/``device``/dtypes, Parameters 
 allowlist; a pickled torch object (a whole ``nn.Module``, an optimizer) cannot be rebuilt
 without torch and is refused by name also under ``weights_only=False``. Differs from torch: a
 callable ``map_location`` receives each storage as a tracegrad tensor (of its storage's dtype;
-``lambda storage, loc: storage`` works as in torch); torch dtypes tracegrad lacks (uint16/32/64,
-float8, quantized) raise RuntimeError; TorchScript archives are refused.
+``lambda storage, loc: storage`` works as in torch); torch dtypes tracegrad has no tensors of
+(complex32, quantized, bits: NOTE [dtypes without storage]) raise RuntimeError; TorchScript
+archives are refused.
 """
 from __future__ import annotations
 
@@ -73,7 +74,9 @@ _STORED_AS = {"complex128": np.float64}
 # safetensors dtype names -> numpy dtypes, for reading (safetensors' numpy reader lacks BF16)
 _ST_DTYPES = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I16": np.int16, "U16": np.uint16,
               "I32": np.int32, "U32": np.uint32, "I64": np.int64, "U64": np.uint64, "F16": np.float16,
-              "F32": np.float32, "F64": np.float64, "BF16": _dt.bfloat16.np, "C64": np.complex64}
+              "F32": np.float32, "F64": np.float64, "BF16": _dt.bfloat16.np, "C64": np.complex64,
+              "F8_E4M3": _dt.float8_e4m3fn.np, "F8_E5M2": _dt.float8_e5m2.np, "F8_E8M0": _dt.float8_e8m0fnu.np,
+              "F8_E4M3FNUZ": _dt.float8_e4m3fnuz.np, "F8_E5M2FNUZ": _dt.float8_e5m2fnuz.np}
 
 
 def _parameter_class():
@@ -89,7 +92,8 @@ def _parameter_class():
 def _encode(obj, arrays, path):
     if isinstance(obj, Tensor):
         key = str(len(arrays))
-        arr = np.ascontiguousarray(obj.detach().numpy())
+        # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved
+        arr = np.ascontiguousarray(np.asarray(obj.detach()))
         name = obj.dtype.name
         if name in _STORED_AS:
             arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize

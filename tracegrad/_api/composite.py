@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..autograd._dispatch import apply_op
-from .._ops import dtypes as _dt
+from .._ops import dtypes as _dt, limited
 from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
@@ -310,6 +310,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     NotImplementedError for a complex input."""
     if input.dtype.is_complex:
         raise NotImplementedError(f'"unique" not implemented for \'{_SCALAR_NAME[input.dtype.name]}\'')
+    limited.check_dtype("unique()", input.dtype, unsigned_ok=True)
     a = _host(input)
     if dim is not None:
         dim = _wrap_dim(dim, input.dim())

@@ -13,9 +13,7 @@ from .._tensor.tensor import Size, Tensor
 from ._registry import method, prop
 
 # torch's legacy tensor type names, e.g. 'torch.FloatTensor' / 'torch.cuda.FloatTensor'
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-               "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_TYPE_NAMES = {d.name: _dt.SCALAR_NAMES[d.name] for d in _dt.ALL}   # torch.<ScalarType>Tensor type strings
 _BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 
 

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
-from .._ops import dtypes as _dt
+from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.factories import tensor
@@ -484,6 +484,7 @@ def nonzero(self, *, as_tuple=False):
     """Mirrors ``torch.nonzero``: int64 ``(n, ndim)`` indices, or a tuple of 1-D index tensors
     with ``as_tuple=True``. Needs concrete values (the output shape depends on the data)."""
     _concrete(self, "nonzero()")
+    limited.check_dtype("nonzero()", self.dtype)
     arr = np.asarray(self._value)
     nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
     if as_tuple:

@@ -28,9 +28,7 @@ def result_dtype(*xs) -> _dt.dtype:
 
 
 # torch's ScalarType names (``Long``) and C++ type names (``long int``) used in its messages
-_SCALAR_NAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+_SCALAR_NAME = _dt.SCALAR_NAMES
 _CPP_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",

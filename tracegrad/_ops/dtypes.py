@@ -15,19 +15,37 @@ from .. import _state
 
 
 class dtype:
-    """Mirrors ``torch.dtype``. ``is_floating_point``, ``is_complex``, ``is_signed``, ``itemsize``."""
+    """Mirrors ``torch.dtype``: ``is_floating_point``, ``is_complex``, ``is_signed``, ``itemsize``,
+    ``to_real()``, ``to_complex()``; prints ``torch.<name>`` under tracegrad's name.
 
-    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_cat")
+    Most dtypes wrap the numpy/ml_dtypes dtype JAX computes in (``.np``). torch's dtypes JAX has
+    no arrays for (complex32, the sub-byte ints, bits, quantized, packed float4) are names only:
+    NOTE [dtypes without storage]. ``is_signed`` raises RuntimeError for bits and quantized
+    dtypes, as torch.
+    """
 
-    def __init__(self, name, np_dtype):
-        self.name = name
-        self.np = np.dtype(np_dtype)
-        kind = self.np.kind
-        self.is_floating_point = kind == "f" or name == "bfloat16"
-        self.is_complex = kind == "c"
-        self.is_signed = kind in "fci" or name == "bfloat16"
-        self.itemsize = self.np.itemsize
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "_signed", "itemsize", "_cat", "_scalar_name")
+
+    def __init__(self, name, np_dtype, *, scalar_name, floating=None, signed=None, is_complex=None, itemsize=None):
+        self.name, self._scalar_name = name, scalar_name
+        npd = None if np_dtype is None else np.dtype(np_dtype)
+        if npd is not None:
+            self.np = npd
+        kind = "" if npd is None else npd.kind
+        # ml_dtypes' float8/bfloat16 report numpy kind 'V' (or 'f'): their flags come from the table
+        self.is_floating_point = kind == "f" if floating is None else floating
+        self.is_complex = kind == "c" if is_complex is None else is_complex
+        # None: undefined (bits and quantized dtypes, whose is_signed raises as torch's)
+        self._signed = (kind in "fci" if npd is not None else None) if signed is None else signed
+        self.itemsize = npd.itemsize if itemsize is None else itemsize
         self._cat = 3 if self.is_complex else 2 if self.is_floating_point else 0 if name == "bool" else 1
+
+    @property
+    def is_signed(self) -> bool:
+        if self._signed is None:
+            raise RuntimeError(f"tracegrad.{self.name}.is_signed: signedness is undefined for bits and quantized "
+                               "dtypes (torch raises too)")
+        return self._signed
 
     def __repr__(self):
         return f"tracegrad.{self.name}"
@@ -35,29 +53,92 @@ class dtype:
     def __reduce__(self):
         return (_by_name, (self.name,))
 
-    def to_real(self):
-        return {complex64: float32, complex128: float64}.get(self, self)
+    def to_real(self) -> "dtype":
+        """Mirrors ``torch.dtype.to_real``: the real dtype of a complex one; others unchanged."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self) -> "dtype":
+        """Mirrors ``torch.dtype.to_complex``: float16 -> complex32, float32/bfloat16 -> complex64,
+        float64 -> complex128, complex dtypes unchanged. Raises RuntimeError for the others."""
+        if self.is_complex:
+            return self
+        r = _TO_COMPLEX.get(self)
+        if r is None:
+            raise RuntimeError(f"tracegrad.{self.name}.to_complex(): there is no complex dtype for {self._scalar_name}")
+        return r
 
 
-float16 = dtype("float16", jnp.float16)
-bfloat16 = dtype("bfloat16", jnp.bfloat16)
-float32 = dtype("float32", jnp.float32)
-float64 = dtype("float64", jnp.float64)
-complex64 = dtype("complex64", jnp.complex64)
-complex128 = dtype("complex128", jnp.complex128)
-int8 = dtype("int8", jnp.int8)
-uint8 = dtype("uint8", jnp.uint8)
-int16 = dtype("int16", jnp.int16)
-int32 = dtype("int32", jnp.int32)
-int64 = dtype("int64", jnp.int64)
-bool_ = dtype("bool", jnp.bool_)
+class _NoStorageDtype(dtype):
+    """NOTE [dtypes without storage]: a torch dtype JAX has no arrays of. Every path that makes
+    or converts an array reads ``.np``; here that raises NotImplementedError instead of handing
+    JAX a ``None`` (which it would read as float32, silently)."""
 
-ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, int32, int64, bool_)
+    __slots__ = ()
+
+    @property
+    def np(self):
+        hint = "; use tracegrad.complex64" if self.name == "complex32" else ""
+        raise NotImplementedError(f"tracegrad cannot make tensors of dtype tracegrad.{self.name}: JAX/XLA has no "
+                                  f"arrays of it{hint}")
+
+
+def _d(name, np_dtype, scalar_name, **flags):
+    return (dtype if np_dtype is not None else _NoStorageDtype)(name, np_dtype, scalar_name=scalar_name, **flags)
+
+
+float16 = _d("float16", jnp.float16, "Half")
+bfloat16 = _d("bfloat16", jnp.bfloat16, "BFloat16", floating=True, signed=True)
+float32 = _d("float32", jnp.float32, "Float")
+float64 = _d("float64", jnp.float64, "Double")
+complex64 = _d("complex64", jnp.complex64, "ComplexFloat")
+complex128 = _d("complex128", jnp.complex128, "ComplexDouble")
+int8 = _d("int8", jnp.int8, "Char")
+uint8 = _d("uint8", jnp.uint8, "Byte")
+int16 = _d("int16", jnp.int16, "Short")
+int32 = _d("int32", jnp.int32, "Int")
+int64 = _d("int64", jnp.int64, "Long")
+bool_ = _d("bool", jnp.bool_, "Bool")
+# NOTE [limited dtypes]: torch 2.13 implements only a few CPU kernels for these (creation,
+# copies and casts, ==, indexing, cat, ...) and refuses to promote them with other dtypes;
+# ``LIMITED`` and the op guard in _ops/limited.py mirror both.
+uint16 = _d("uint16", jnp.uint16, "UInt16")
+uint32 = _d("uint32", jnp.uint32, "UInt32")
+uint64 = _d("uint64", jnp.uint64, "UInt64")
+float8_e4m3fn = _d("float8_e4m3fn", jnp.float8_e4m3fn, "Float8_e4m3fn", floating=True, signed=True)
+float8_e5m2 = _d("float8_e5m2", jnp.float8_e5m2, "Float8_e5m2", floating=True, signed=True)
+float8_e4m3fnuz = _d("float8_e4m3fnuz", jnp.float8_e4m3fnuz, "Float8_e4m3fnuz", floating=True, signed=True)
+float8_e5m2fnuz = _d("float8_e5m2fnuz", jnp.float8_e5m2fnuz, "Float8_e5m2fnuz", floating=True, signed=True)
+float8_e8m0fnu = _d("float8_e8m0fnu", jnp.float8_e8m0fnu, "Float8_e8m0fnu", floating=True, signed=False)
+
+# NOTE [dtypes without storage]: torch names these dtypes, but JAX/XLA has no arrays of them
+# (complex32 has no XLA type; the sub-byte, bits and quantized ones no torch-compatible layout).
+# They exist for their attributes, repr and comparisons; making a tensor of one raises
+# NotImplementedError (``_NoStorageDtype.np``).
+complex32 = _d("complex32", None, "ComplexHalf", is_complex=True, signed=True, itemsize=4)
+float4_e2m1fn_x2 = _d("float4_e2m1fn_x2", None, "Float4_e2m1fn_x2", floating=True, signed=True, itemsize=1)
+_SUB_BYTE = tuple(_d(f"{u}int{n}", None, f"{'U' if u else ''}Int{n}", floating=False, signed=not u, itemsize=1)
+                  for u in ("", "u") for n in range(1, 8))
+_BITS = tuple(_d(n, None, n.capitalize(), floating=False, itemsize=2 if n == "bits16" else 1)
+              for n in ("bits1x8", "bits2x4", "bits4x2", "bits8", "bits16"))
+_QUANTIZED = tuple(_d(n, None, scalar, floating=False, itemsize=4 if n == "qint32" else 1)
+                   for n, scalar in (("qint8", "QInt8"), ("quint8", "QUInt8"), ("qint32", "QInt32"),
+                                     ("quint4x2", "QUInt4x2"), ("quint2x4", "QUInt2x4")))
+
+ALL = (float16, bfloat16, float32, float64, complex64, complex128, int8, uint8, int16, int32, int64, bool_,
+       uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu)
+NO_STORAGE = (complex32, float4_e2m1fn_x2) + _SUB_BYTE + _BITS + _QUANTIZED
+LIMITED = frozenset((uint16, uint32, uint64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz,
+                     float8_e8m0fnu))
 _FROM_NP = {d.np: d for d in ALL}
-_BY_NAME = {d.name: d for d in ALL}
+# torch's ScalarType names (its "not implemented for 'Long'" messages), by dtype name
+SCALAR_NAMES = {d.name: d._scalar_name for d in ALL + NO_STORAGE}
+_BY_NAME = {d.name: d for d in ALL + NO_STORAGE}
 # torch spellings that are aliases
 ALIASES = {"half": float16, "float": float32, "double": float64, "short": int16, "int": int32,
-           "long": int64, "cfloat": complex64, "cdouble": complex128}
+           "long": int64, "cfloat": complex64, "cdouble": complex128, "chalf": complex32, "bit": _BY_NAME["uint1"]}
+_TO_REAL = {complex32: float16, complex64: float32, complex128: float64}
+_TO_COMPLEX = {float16: complex32, bfloat16: complex64, float32: complex64, float64: complex128}
+
 
 # [default float dtype]: process-wide state, kept in _state (the same list)
 _default_float: list = _state.DEFAULT_DTYPE
@@ -117,19 +198,44 @@ _promote_cache: dict = _state.register_cache("_ops.dtypes._promote_cache", {})
 
 
 def promote_types(a: dtype, b: dtype) -> dtype:
-    """Mirrors ``torch.promote_types`` for two tensor dtypes."""
+    """Mirrors ``torch.promote_types`` for two tensor dtypes. Raises RuntimeError for pairs torch
+    does not promote (float8 or uint16/32/64 with most others: NOTE [limited dtypes])."""
     if a is b:
         return a
     key = (a, b)
     r = _promote_cache.get(key)
     if r is None:
-        if a._cat == b._cat == 1 and "uint8" in (a.name, b.name) and a.is_signed != b.is_signed:
+        _check_promotable(a, b)
+        if complex32 in key:
+            # complex32 is float16's complex: promote the real parts, then make it complex
+            r = promote_types(float16, b if a is complex32 else a)
+            r = r if r.is_complex else r.to_complex()
+        elif a._cat == b._cat == 1 and "uint8" in (a.name, b.name) and a.is_signed != b.is_signed:
             other = b if a is uint8 else a
             r = int16 if other is int8 else other
         else:
             r = from_numpy_dtype(jnp.promote_types(a.np, b.np))
         _promote_cache[key] = r
     return r
+
+
+_FLOAT8 = frozenset(d for d in LIMITED if d.is_floating_point)
+_WIDE_UINTS = LIMITED - _FLOAT8
+_PLAIN_FLOATS = frozenset((float16, bfloat16, float32, float64))
+
+
+def _check_promotable(a: dtype, b: dtype) -> None:
+    """NOTE [limited dtypes]: torch promotes float8 with nothing else and uint16/32/64 only
+    with the plain floating dtypes (RuntimeError otherwise, as here)."""
+    if a in _FLOAT8 or b in _FLOAT8:
+        raise RuntimeError(f"tracegrad.promote_types: promotion for float8 dtypes is not supported, attempted "
+                           f"to promote {a._scalar_name} and {b._scalar_name}; convert one with .to() first")
+    if (a in _WIDE_UINTS and b not in _PLAIN_FLOATS) or (b in _WIDE_UINTS and a not in _PLAIN_FLOATS):
+        raise RuntimeError(f"tracegrad.promote_types: promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {a._scalar_name} and {b._scalar_name}; convert one with .to() first")
+    for d in (a, b):
+        if isinstance(d, _NoStorageDtype) and d is not complex32:
+            raise RuntimeError(f"tracegrad.promote_types: tracegrad.{d.name} takes part in no type promotion")
 
 
 def scalar_dtype(x) -> dtype:
@@ -184,8 +290,13 @@ def result_type(tensor_dtypes_dim, tensor_dtypes_zero, scalars) -> dtype:
 
 
 def can_cast(from_: dtype, to: dtype) -> bool:
-    """Mirrors ``torch.can_cast``: no cast to a lower category (float -> int, int -> bool)."""
-    return from_._cat <= to._cat
+    """Mirrors ``torch.can_cast``: no complex -> real, floating -> integral, or non-bool -> bool
+    cast. As torch, the sub-byte, bits and quantized dtypes do not count as integral."""
+    if from_.is_complex and not to.is_complex:
+        return False
+    if from_.is_floating_point and to._cat == 1 and not isinstance(to, _NoStorageDtype):
+        return False
+    return from_ is bool_ or to is not bool_
 
 
 # dtypes whose results autograd records (torch differentiates floating and complex only)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .limited import LimitedDtypeError
+
 
 def _shape(a):
     return tuple(getattr(a, "shape", ()))
@@ -54,7 +56,7 @@ def _api_name(op):
 def op_error(op, arrays, static, err: BaseException) -> Exception:
     """The exception to raise instead of ``err``, which ``op``'s jitted forward raised on
     ``arrays`` (arrays, Python scalars or None) with static arguments ``static``."""
-    if isinstance(err, (KeyboardInterrupt, MemoryError, RecursionError)):
+    if isinstance(err, (KeyboardInterrupt, MemoryError, RecursionError, LimitedDtypeError)):
         return err
     api = f"tracegrad.{_api_name(op)}"
     shapes = [_shape(a) for a in arrays if hasattr(a, "shape")]

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._x64 import with_x64
+from . import dtypes as _dt, limited
 from .registry import defop
 
 
@@ -67,22 +68,17 @@ def _np_float(dtype):
 
 
 # ---- argument checks (torch's classes and messages; values only when concrete) -----------
-# torch's ScalarType names, used in its "not implemented for 'Long'" messages
-_SCALAR_NAME = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-
-
 def scalar_name(dtype):
     """torch's ScalarType name of a numpy/JAX dtype (``int64`` -> ``'Long'``)."""
     n = np.dtype(dtype).name
-    return _SCALAR_NAME.get(n, n)
+    return _dt.SCALAR_NAMES.get(n, n)
 
 
 def check_floating(dtype, api, kernel):
     """NotImplementedError, as torch, when a float-only draw (``rand``, ``randn``, ``normal_``)
     is asked for an integer or bool dtype."""
     d = np.dtype(dtype)
+    limited.check_dtype(api, d)
     if d.kind not in "fc" and d.name != "bfloat16":
         raise NotImplementedError(f'{api}: "{kernel}" not implemented for \'{scalar_name(d)}\'; '
                                   f"random floats need a floating dtype (e.g. dtype=tracegrad.float32)")

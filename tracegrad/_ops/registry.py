@@ -34,6 +34,7 @@ import jax.numpy as jnp
 
 from .. import _state
 from .._x64 import x64_enter, x64_exit
+from . import limited
 from .errors import op_error
 
 OPS: dict[str, "Op"] = {}
@@ -182,7 +183,8 @@ class Op:
         JAX's C++ dispatch cache hits on every later call."""
         f = self._fwd.get(static)
         if f is None:
-            f = self._fwd[static] = jax.jit(partial(self.fn, **dict(static)) if static else self.fn)
+            fn = partial(self.fn, **dict(static)) if static else self.fn
+            f = self._fwd[static] = jax.jit(limited.guarded(self.name, self.view, fn, static))
         return f
 
     def run(self, arrays, static: tuple):
@@ -192,7 +194,9 @@ class Op:
         trace). JAX's exceptions become torch's (NOTE [errors at the dispatch boundary])."""
         for a in arrays:
             if isinstance(a, jax.core.Tracer):
-                return self.fn(*arrays, **dict(static)) if static else self.fn(*arrays)
+                out = self.fn(*arrays, **dict(static)) if static else self.fn(*arrays)
+                limited.check(self.name, self.view, arrays, static, out)
+                return out
         prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
         try:
             return self.forward(static)(*map(as_arg, arrays))

@@ -225,6 +225,8 @@ def to_array(data, dtype=None):
         inferred, big = infer_dtype(data)
         d = _dt.to_dtype(dtype) if dtype is not None else inferred
     if big:
+        if d is _dt.uint64:   # torch reads ints up to 2**64 - 1 into uint64 (OverflowError past it, as numpy)
+            return jnp.asarray(np.array(data, dtype=np.uint64)), d
         if d._cat <= 1:   # torch reads Python ints as int64 before converting to an integer dtype
             raise ValueError("tensor(): Overflow when unpacking long long (a Python int outside the int64 "
                              "range; pass dtype=tracegrad.float64 to keep it approximately)")

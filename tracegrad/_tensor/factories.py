@@ -23,7 +23,7 @@ from .storage import make_meta
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
-from .._ops import dtypes as _dt
+from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
 from .._ops.spacing import torch_linspace
 from .._ops.warn import warn
@@ -229,6 +229,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         d = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()
     else:
         d = _dt.to_dtype(dtype)
+    limited.check_dtype("arange()", d)
     if d is _dt.bool_:
         raise NotImplementedError("arange(): \"arange_cpu\" not implemented for 'Bool'; use an integer dtype "
                                   "and compare, or .bool() the result")
@@ -411,6 +412,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
+    limited.check_dtype("randint()", d, unsigned_ok=True)
     arr = _rnd.randint(_generator.key_for(generator), size_tuple((size,)), low, high, jnp.int64, api="randint()")
     return _finish(arr.astype(d.np), d, device, requires_grad)
 

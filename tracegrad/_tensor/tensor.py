@@ -665,6 +665,9 @@ class Tensor(TensorBase):
         if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
             raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
                                "Use tensor.resolve_conj().numpy() instead.")
+        if self.dtype in _dt.LIMITED and self.dtype.is_floating_point:
+            raise TypeError(f"numpy(): numpy has no {self.dtype.name} dtype (torch raises too); convert with "
+                            ".float() first")
         return np.array(self._value)  # a writable copy
 
     def __array__(self, dtype=None, copy=None):
