@@ -214,6 +214,7 @@ def _pop_mode_temporarily():
         yield old
     finally:
         _tf.STATE.modes.append(old)
+        _tf.STATE.refresh()
 
 
 def _enable_torch_function():

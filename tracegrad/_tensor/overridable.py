@@ -46,6 +46,8 @@ TENSOR_PY = frozenset({
     "__rmod__", "__rpow__", "__rrshift__", "__rsub__", "__rtruediv__", "backward", "dim_order", "is_shared",
     "istft", "lu", "norm", "register_hook", "register_post_accumulate_grad_hook", "resize", "resize_as",
     "share_memory_", "split", "stft", "storage", "unique", "unique_consecutive"})
+# methods that run user code (hooks, callables): the calls it makes dispatch again
+RUNS_USER_CODE = frozenset({"backward", "apply_", "map_", "map2_"})
 # private Tensor attributes torch dispatches
 TENSOR_PRIVATE = frozenset({"_version"})
 # operators torch reports as another method
@@ -125,7 +127,8 @@ def tensor_entries():
         if isinstance(attr, property):
             out.append((name, attr, _tf.ATTR_KIND))
         elif isinstance(attr, types.FunctionType):
-            out.append((name, attr, _tf.PY_KIND if name in TENSOR_PY else _tf.C_KIND))
+            kind = _tf.PY_KIND if name in TENSOR_PY else _tf.C_KIND
+            out.append((name, attr, kind | (_tf.RUNS_USER_CODE if name in RUNS_USER_CODE else 0)))
     return out
 
 

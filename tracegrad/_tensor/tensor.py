@@ -764,6 +764,7 @@ class Tensor(TensorBase):
 
 
 _tf.PLAIN_TYPES.append(Tensor)
+_tf.TRIVIAL.add(Tensor)
 _tf.NOWRAP.add(Tensor.grad.__get__)    # torch's get_default_nowrap_functions (_base is a slot here)
 _overridable.install_class_observer()
 

@@ -28,18 +28,26 @@ import threading
 from .. import _state
 
 ENABLED, SUBCLASSES_DISABLED, ALL_DISABLED = 0, 1, 2
-# how a public object finds its overloaded arguments (overridable.py tags each one)
-C_KIND, PY_KIND, ATTR_KIND = 0, 1, 2
+# how a public object finds its overloaded arguments (overridable.py tags each one), plus a bit
+# for the few that run user code (Tensor.backward runs hooks): calls made there dispatch again
+C_KIND, PY_KIND, ATTR_KIND, RUNS_USER_CODE = 0, 1, 2, 4
 
 
 class _State(threading.local):
     """torch's per-thread torch-function state: the level above, the mode stack (innermost last)
-    and the one-shot skip of ``redispatch_function``."""
+    and the one-shot skip of ``redispatch_function``; ``inside``: an implementation found no
+    override and runs (NOTE [inside an implementation])."""
 
     def __init__(self):
         self.level = ENABLED
         self.modes = []
         self.skip = False
+        self.inside = False
+        self.plain = True     # level ENABLED, no mode, no skip: dispatch's one-read fast check
+
+    def refresh(self):
+        """Recompute ``plain`` after a change to the level, the modes or the skip."""
+        self.plain = self.level == ENABLED and not self.modes and not self.skip
 
 
 STATE = _State()
@@ -77,10 +85,12 @@ class DisableTorchFunctionSubclass:
         self._prev = st.level
         if st.level == ENABLED:
             st.level = SUBCLASSES_DISABLED
+            st.plain = False
         return self
 
     def __exit__(self, *exc):
         STATE.level = self._prev
+        STATE.refresh()
         return False
 
 
@@ -93,10 +103,12 @@ class DisableTorchFunction:
     def __enter__(self):
         self._prev = STATE.level
         STATE.level = ALL_DISABLED
+        STATE.plain = False
         return self
 
     def __exit__(self, *exc):
         STATE.level = self._prev
+        STATE.refresh()
         return False
 
 
@@ -108,10 +120,12 @@ class _EnableTorchFunction:
     def __enter__(self):
         self._prev = STATE.level
         STATE.level = ENABLED
+        STATE.refresh()
         return self
 
     def __exit__(self, *exc):
         STATE.level = self._prev
+        STATE.refresh()
         return False
 
 
@@ -129,6 +143,7 @@ def is_torch_function_mode_enabled() -> bool:
 NOT_OVERLOADED, PLAIN, OVERLOADED = 0, 1, 2
 _TYPE_KIND: dict = {}       # type -> one of the three above
 PLAIN_TYPES: list = []      # [Tensor], set by tensor.py (this module sits below the class)
+TRIVIAL: set = {int, float, bool, complex, str, type(None)}    # + Tensor (tensor.py): never overloaded
 
 
 def type_kind(ty) -> int:
@@ -221,18 +236,20 @@ def handle(public, overloaded, args, kwargs):
                 else f"__torch_function__ of {', '.join(t.__name__ for t in types)}")
         _state.note_effect(what)
     if st.modes and st.level != ALL_DISABLED:
-        mode = st.modes.pop()
+        mode = pop_mode()
         try:
             result = mode.__torch_function__(public, types, args, kwargs)
         finally:
             st.modes.append(mode)
+            st.refresh()
         if result is not NotImplemented:
             return result
     for arg in overloaded:
         result = arg.__torch_function__(public, types, args, kwargs)
         if result is not NotImplemented:
             return result
-    name = f"{getattr(public, '__module__', None) or 'torch'}.{getattr(public, '__name__', public)}"
+    module = getattr(public, "__module__", None) or "torch"
+    name = f"{'torch' if module.startswith('tracegrad') else module}.{getattr(public, '__name__', public)}"
     msg = (f"no implementation found for '{name}' on types that implement __torch_function__: "
            f"{[type(a) for a in overloaded]}")
     if st.modes and st.level != ALL_DISABLED:
@@ -240,37 +257,80 @@ def handle(public, overloaded, args, kwargs):
     raise TypeError(msg)
 
 
+# NOTE [inside an implementation]
+# torch's functions call each other in C++, below the protocol: only the call the user made
+# dispatches. tracegrad's implementations call public functions and properties (``t.dtype``,
+# ``tracegrad.mul``) in Python, so once a call found no override and runs its implementation,
+# the calls that implementation makes run theirs directly too (``STATE.inside``). Calls that
+# overrides and modes make are not inside (their function has not started). The functions that
+# run user code (hooks in ``backward``, ``apply_``'s callable) leave it off.
 def dispatch(public, kind, impl, args, kwargs):
     """The body every public object runs once the protocol is active (NOTE [trampolines]):
     ``impl`` directly unless a mode or an overloaded argument asks for ``handle``."""
     st = STATE
+    if st.inside:
+        return impl(*args, **kwargs)
+    if st.plain:
+        # the common case (no mode, nothing disabled): plain tensors and numbers only
+        if kind & 3 == ATTR_KIND:
+            trivial = type(args[0]) in TRIVIAL
+        else:
+            trivial = True
+            for v in args:
+                if type(v) not in TRIVIAL:
+                    trivial = False
+                    break
+            if trivial and kwargs:
+                trivial = all(type(v) in TRIVIAL for v in kwargs.values())
+        if trivial:
+            if kind & RUNS_USER_CODE:
+                return impl(*args, **kwargs)
+            st.inside = True
+            try:
+                return impl(*args, **kwargs)
+            finally:
+                st.inside = False
+    return _dispatch_slow(st, public, kind, impl, args, kwargs)
+
+
+def _dispatch_slow(st, public, kind, impl, args, kwargs):
     level = st.level
     if level == ALL_DISABLED:
         return impl(*args, **kwargs)
     if st.skip:           # redispatch_function: this one call runs its implementation
         st.skip = False
+        st.refresh()
         return impl(*args, **kwargs)
-    if kind == ATTR_KIND:
+    base = kind & 3
+    if base == ATTR_KIND:
         self = args[0]
         overloaded = [self] if level == ENABLED and type_kind(type(self)) != NOT_OVERLOADED else []
     else:
-        overloaded = overloaded_args(args, kind == PY_KIND) if level == ENABLED else []
+        overloaded = overloaded_args(args, base == PY_KIND) if level == ENABLED else []
         if kwargs:
-            for a in overloaded_args(kwargs.values(), kind == PY_KIND):
+            for a in overloaded_args(kwargs.values(), base == PY_KIND):
                 _add(overloaded, a)
-    if not st.modes and not _is_dispatching(overloaded):
+    if st.modes or _is_dispatching(overloaded):
+        return handle(public, overloaded, args, kwargs)
+    if kind & RUNS_USER_CODE:
         return impl(*args, **kwargs)
-    return handle(public, overloaded, args, kwargs)
+    st.inside = True
+    try:
+        return impl(*args, **kwargs)
+    finally:
+        st.inside = False
 
 
 def redispatch(func, types, args=(), kwargs=None):
     """Mirrors ``torch.overrides.redispatch_function``: call ``func`` skipping one level of
     dispatch (its own check); calls it makes dispatch again."""
     STATE.skip = True
+    STATE.plain = False
     try:
         return func(*args, **(kwargs or {}))
     finally:
         STATE.skip = False
+        STATE.refresh()
 
 
 # ---- the default override ------------------------------------------------------------------------
@@ -311,13 +371,17 @@ def push_mode(mode) -> None:
     """Push ``mode`` (innermost) on this thread's stack; the protocol becomes active."""
     ACTIVATE[0]()
     STATE.modes.append(mode)
+    STATE.plain = False
+    STATE.inside = False     # a mode entered from user code an implementation runs (a hook)
 
 
 def pop_mode():
     """Pop and return the innermost mode. RuntimeError when the stack is empty."""
     if not STATE.modes:
         raise RuntimeError("Trying to pop from an empty mode stack")
-    return STATE.modes.pop()
+    mode = STATE.modes.pop()
+    STATE.refresh()
+    return mode
 
 
 # overridable.activate, stored here by overridable.py (it sits beside this module and imports it)
