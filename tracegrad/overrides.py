@@ -88,6 +88,9 @@ def resolve_name(f):
     return _overridable()[1].get(f)
 
 
+_tf.RESOLVE_NAME[0] = resolve_name
+
+
 def get_ignored_functions() -> set:
     """Mirrors ``torch.overrides.get_ignored_functions``: public functions that never dispatch
     (global state, factories' siblings torch excludes, ``is_tensor``...)."""

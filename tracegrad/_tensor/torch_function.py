@@ -225,8 +225,9 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     return handle(public_api, overloaded_args(relevant_args, with_plain=True), args, kwargs)
 
 
-def handle(public, overloaded, args, kwargs):
-    """``handle_torch_function`` with the overloaded arguments already found."""
+def handle(public, overloaded, args, kwargs, python=True):
+    """``handle_torch_function`` with the overloaded arguments already found (``python``: the
+    function is one torch implements in Python, which words the final TypeError differently)."""
     types = tuple(type(a) for a in overloaded)
     st = STATE
     if _state.CAPTURE[0] is not None:
@@ -248,8 +249,17 @@ def handle(public, overloaded, args, kwargs):
         result = arg.__torch_function__(public, types, args, kwargs)
         if result is not NotImplemented:
             return result
-    module = getattr(public, "__module__", None) or "torch"
-    name = f"{'torch' if module.startswith('tracegrad') else module}.{getattr(public, '__name__', public)}"
+    name = RESOLVE_NAME[0](public)
+    if name is None:
+        module = getattr(public, "__module__", None) or "torch"
+        name = f"{'torch' if module.startswith('tracegrad') else module}.{getattr(public, '__name__', public)}"
+    if not python:     # torch's C++ functions word it so
+        lines = "".join(f"  - {'tensor subclass' if issubclass(type(a), PLAIN_TYPES[0]) else 'object'} {type(a)}\n"
+                        for a in overloaded)
+        if st.modes and st.level != ALL_DISABLED:
+            lines += f"  - mode object {st.modes[-1]}\n"
+        raise TypeError(f"Multiple dispatch failed for '{name}'; all __torch_function__ handlers returned "
+                        f"NotImplemented:\n\n{lines}")
     msg = (f"no implementation found for '{name}' on types that implement __torch_function__: "
            f"{[type(a) for a in overloaded]}")
     if st.modes and st.level != ALL_DISABLED:
@@ -311,7 +321,7 @@ def _dispatch_slow(st, public, kind, impl, args, kwargs):
             for a in overloaded_args(kwargs.values(), base == PY_KIND):
                 _add(overloaded, a)
     if st.modes or _is_dispatching(overloaded):
-        return handle(public, overloaded, args, kwargs)
+        return handle(public, overloaded, args, kwargs, base == PY_KIND)
     if kind & RUNS_USER_CODE:
         return impl(*args, **kwargs)
     st.inside = True
@@ -384,5 +394,7 @@ def pop_mode():
     return mode
 
 
+# torch's dotted name of a public function (overrides.resolve_name, stored by tracegrad/overrides.py)
+RESOLVE_NAME: list = [lambda f: None]
 # overridable.activate, stored here by overridable.py (it sits beside this module and imports it)
 ACTIVATE: list = [lambda: None]
