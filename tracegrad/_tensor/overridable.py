@@ -197,10 +197,12 @@ def _install(fn, public, kind, operator=False):
     impl.__kwdefaults__ = fn.__kwdefaults__
     impl.__qualname__, impl.__module__, impl.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
     impl.__dict__.update(fn.__dict__)
-    try:
-        sig = inspect.signature(impl, follow_wrapped=False)
-    except (TypeError, ValueError):
-        sig = None
+    sig = None
+    if "__wrapped__" not in fn.__dict__:    # (a wrapper's signature is still found through __wrapped__)
+        try:
+            sig = inspect.signature(impl, follow_wrapped=False)
+        except (TypeError, ValueError):
+            pass
     IMPLEMENTATIONS[id(fn)] = (fn, impl)
     fn.__code__ = _trampoline_code(len(fn.__closure__ or ()))
     fn.__kwdefaults__ = {"_tg_dispatch_": partial(_operator_dispatch if operator else _tf.dispatch,

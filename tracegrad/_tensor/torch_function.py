@@ -206,6 +206,10 @@ def has_torch_function(values) -> bool:
     st = STATE
     if st.level == ALL_DISABLED:
         return False
+    if st.skip:           # redispatch_function: the one check it skips
+        st.skip = False
+        st.refresh()
+        return False
     if st.modes:
         return True
     if st.level != ENABLED:
