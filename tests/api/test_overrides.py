@@ -182,3 +182,25 @@ def test_names_ignored_and_nowrap_functions():
     # the public function objects keep their signatures while dispatch is on
     import inspect
     assert "input" in inspect.signature(tracegrad.nn.functional.linear).parameters
+
+
+def test_a_class_statement_defining_torch_function_turns_dispatch_on():
+    """NOTE [trampolines]: until something needs it, public functions run their own code; a duck
+    tensor's class statement is the signal (it never touches tracegrad otherwise)."""
+    from tracegrad._tensor import overridable
+    overridable.deactivate()
+    assert not overridable.ACTIVE[0]
+    x = tracegrad.ones(2)
+    assert (x + 1).tolist() == [2.0, 2.0]      # plain tensors: no dispatch installed
+
+    class Duck:
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return "duck"
+    assert overridable.ACTIVE[0]
+    assert tracegrad.add(x, Duck()) == "duck" and tracegrad.nn.functional.relu(Duck()) == "duck"
+    overridable.deactivate()
+
+    class Sub(tracegrad.Tensor):            # a Tensor subclass turns it on as it is created
+        pass
+    assert overridable.ACTIVE[0] and type(tracegrad.ones(1).as_subclass(Sub).exp()) is Sub

@@ -202,6 +202,27 @@ def test_autograd_through_subclass_matches_torch():
     assert gres == tres
 
 
+def test_make_subclass_in_new_gives_a_leaf_sharing_storage():
+    def program(lib, log):
+        class Wrapped(lib.Tensor):
+            @staticmethod
+            def __new__(cls, data, extra):
+                return lib.Tensor._make_subclass(cls, data, data.requires_grad)
+
+            def __init__(self, data, extra):
+                self.extra = extra
+        base = lib.ones(2, requires_grad=True)
+        w = Wrapped(base, 5)
+        (w * 2).sum().backward()
+        plain = lib.zeros(2)
+        shared = Wrapped(plain, 1)
+        shared.add_(1)
+        return (_tname(w), w.is_leaf, w.requires_grad, w.extra, w.grad_fn is None, w._is_view(),
+                _tname(w.grad), w.grad.tolist(), base.grad, plain.tolist(), _tname(w * 2))
+    (_, tres), (_, gres) = _both(program)
+    assert gres == tres
+
+
 # ---- precedence and NotImplemented -------------------------------------------------------------
 def test_precedence_and_not_implemented():
     def program(lib, log):
