@@ -258,16 +258,18 @@ _tf.ACTIVATE[0] = activate
 # DiagonalTensor) must reach its override from torch.* functions too. Nothing in its class
 # statement calls tracegrad, so until the protocol is active the class statements of the process
 # are observed (builtins.__build_class__, wrapped, costs about a microsecond per class statement);
-# the first that defines __torch_function__ outside tracegrad activates it, and the observer is
+# the first that defines __torch_function__ outside tracegrad (and torch) activates it; the observer is
 # removed. (A class made by calling type() directly is not seen: enter a TorchFunctionMode or
 # call tracegrad.overrides.has_torch_function once to activate the protocol for it.)
 _ORIGINAL_BUILD_CLASS = builtins.__build_class__
+# tracegrad's own classes, and torch's (a program may import torch too): not tracegrad's duck tensors
+_NOT_DUCKS = ("tracegrad", "torch")
 
 
 def _observe_build_class(func, name, *bases, **kwds):
     cls = _ORIGINAL_BUILD_CLASS(func, name, *bases, **kwds)
     d = getattr(cls, "__dict__", None)
-    if d is not None and "__torch_function__" in d and not str(d.get("__module__", "")).startswith("tracegrad"):
+    if d is not None and "__torch_function__" in d and not str(d.get("__module__", "")).startswith(_NOT_DUCKS):
         activate()
     return cls
 

@@ -74,18 +74,19 @@ class _DisabledImpl:
 _disabled_torch_function_impl = _DisabledImpl()
 
 
-class DisableTorchFunctionSubclass:
-    """Mirrors ``torch._C.DisableTorchFunctionSubclass``: within the block, arguments' own
-    ``__torch_function__`` overrides are not called (modes still are); nests, per thread."""
+class _LevelBlock:
+    """A ``with`` block that sets this thread's level (``_level(old)``) and puts it back."""
 
     __slots__ = ("_prev",)
+
+    def _level(self, old):
+        raise NotImplementedError
 
     def __enter__(self):
         st = STATE
         self._prev = st.level
-        if st.level == ENABLED:
-            st.level = SUBCLASSES_DISABLED
-            st.plain = False
+        st.level = self._level(st.level)
+        st.refresh()
         return self
 
     def __exit__(self, *exc):
@@ -94,39 +95,33 @@ class DisableTorchFunctionSubclass:
         return False
 
 
-class DisableTorchFunction:
+class DisableTorchFunctionSubclass(_LevelBlock):
+    """Mirrors ``torch._C.DisableTorchFunctionSubclass``: within the block, arguments' own
+    ``__torch_function__`` overrides are not called (modes still are); nests, per thread."""
+
+    __slots__ = ()
+
+    def _level(self, old):
+        return SUBCLASSES_DISABLED if old == ENABLED else old
+
+
+class DisableTorchFunction(_LevelBlock):
     """Mirrors ``torch._C.DisableTorchFunction``: within the block neither modes nor overrides
     are called; every public function runs its own implementation. Nests, per thread."""
 
-    __slots__ = ("_prev",)
+    __slots__ = ()
 
-    def __enter__(self):
-        self._prev = STATE.level
-        STATE.level = ALL_DISABLED
-        STATE.plain = False
-        return self
-
-    def __exit__(self, *exc):
-        STATE.level = self._prev
-        STATE.refresh()
-        return False
+    def _level(self, old):
+        return ALL_DISABLED
 
 
-class _EnableTorchFunction:
+class _EnableTorchFunction(_LevelBlock):
     """torch.overrides._enable_torch_function: the protocol on again inside a disabled block."""
 
-    __slots__ = ("_prev",)
+    __slots__ = ()
 
-    def __enter__(self):
-        self._prev = STATE.level
-        STATE.level = ENABLED
-        STATE.refresh()
-        return self
-
-    def __exit__(self, *exc):
-        STATE.level = self._prev
-        STATE.refresh()
-        return False
+    def _level(self, old):
+        return ENABLED
 
 
 def is_torch_function_enabled() -> bool:
@@ -297,13 +292,7 @@ def dispatch(public, kind, impl, args, kwargs):
             if trivial and kwargs:
                 trivial = all(type(v) in TRIVIAL for v in kwargs.values())
         if trivial:
-            if kind & RUNS_USER_CODE:
-                return impl(*args, **kwargs)
-            st.inside = True
-            try:
-                return impl(*args, **kwargs)
-            finally:
-                st.inside = False
+            return _run_implementation(st, kind, impl, args, kwargs)
     return _dispatch_slow(st, public, kind, impl, args, kwargs)
 
 
@@ -326,6 +315,12 @@ def _dispatch_slow(st, public, kind, impl, args, kwargs):
                 _add(overloaded, a)
     if st.modes or _is_dispatching(overloaded):
         return handle(public, overloaded, args, kwargs, base == PY_KIND)
+    return _run_implementation(st, kind, impl, args, kwargs)
+
+
+def _run_implementation(st, kind, impl, args, kwargs):
+    """No override applies: run ``impl``, the calls it makes undispatched (NOTE [inside an
+    implementation])."""
     if kind & RUNS_USER_CODE:
         return impl(*args, **kwargs)
     st.inside = True
