@@ -53,25 +53,37 @@ def get_default_nowrap_functions() -> set:
 
 
 def _namespace(torch_name):
-    if torch_name == "torch":
+    if torch_name in ("torch", "torch.functional"):
         return sys.modules["tracegrad"]
     return sys.modules["tracegrad." + torch_name[len("torch."):]]
+
+
+# torch names a function listed in several namespaces after the last of them, in this order
+# (F.conv2d is torch.conv2d: 'torch.nn.functional.conv2d')
+_NAME_ORDER = ("torch", "torch.functional", "torch.nn.functional", "torch.Tensor", "torch.linalg", "torch.fft",
+               "torch.special")
 
 
 @functools.lru_cache(maxsize=None)
 def _overridable():
     """(namespace -> functions, function -> torch's name for it)."""
-    by_ns, names = {}, {}
+    by_ns, named = {}, []
     for name, attr, _ in _table.tensor_entries():
         fns = [attr.__get__] if isinstance(attr, property) else [attr]
         if isinstance(attr, property) and attr.fset is not None:
             fns.append(attr.__set__)
         for f in fns:
             by_ns.setdefault(Tensor, []).append(f)
-            names.setdefault(f, f"torch.Tensor.{name}" + (("." + f.__name__) if isinstance(attr, property) else ""))
-    for torch_name, name, fn, _ in _table.namespace_entries():
+            named.append(("torch.Tensor", f, f"torch.Tensor.{name}" + (("." + f.__name__) if isinstance(attr, property) else "")))
+    for torch_name, name, fn, _ in _table.namespace_entries(with_autograd=False):
         by_ns.setdefault(_namespace(torch_name), []).append(fn)
-        names.setdefault(fn, f"{torch_name}.{name}")
+        named.append((torch_name, fn, f"{torch_name}.{name}"))
+    per_ns: dict = {}
+    for ns, f, n in named:        # an alias (Tensor.multiply is Tensor.mul) keeps its first name
+        per_ns.setdefault(ns, {}).setdefault(f, n)
+    names: dict = {}
+    for ns in _NAME_ORDER:        # across namespaces the last one wins, as torch's
+        names.update(per_ns.get(ns, {}))
     return by_ns, names
 
 

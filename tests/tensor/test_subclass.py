@@ -125,6 +125,29 @@ def test_logging_tensor_through_a_model_forward_and_backward():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
+def test_logging_tensor_through_a_cnn_autograd_grad_hooks_and_functions():
+    def program(lib, log):
+        L = logging_tensor(lib, log)
+        nn = lib.nn
+        model = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Dropout(0.0), nn.Linear(2, 3))
+        x = lib.ones(2, 1, 4, 4).requires_grad_().as_subclass(L)
+        out = model(x)
+        log.append(("autograd.grad",))
+        g = lib.autograd.grad(out.sum(), x)
+        log.append(("hook",))
+        y = lib.ones(2, requires_grad=True).as_subclass(L)
+        y.register_hook(lambda g: g * 2)
+        (y * 3).sum().backward()
+        log.append(("functions",))
+        z = lib.ones(3).as_subclass(L)
+        res = [lib.stack([z, z]), z.tolist(), z.new_ones(2), lib.einsum("i,i->", z, z), z.unsqueeze(0).expand(2, 3),
+               list(z.chunk(3)), z.masked_fill(z > 0, 1.0), z.reshape(3, 1).squeeze(), lib.clamp(z, 0, 1)]
+        return _tname(g), _tname(res)
+    (tlog, tres), (glog, gres) = _both(program)
+    assert glog == tlog and gres == tres
+
+
 def test_logging_mode_sees_factories_methods_and_properties():
     def program(lib, log):
         class LoggingMode(lib.overrides.TorchFunctionMode):

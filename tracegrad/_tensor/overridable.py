@@ -109,6 +109,8 @@ NAMESPACES = (
     ("torch.fft", "tracegrad.fft", frozenset({"accepts_out", "get_default_dtype", "to_complex", "to_dtype"}),
      frozenset()),
 )
+# namespaces of which only a few functions dispatch (all implemented in Python in torch)
+NAMESPACES_ONLY = (("torch.autograd", "tracegrad.autograd", frozenset({"grad", "backward"})),)
 
 
 def _tensor_cls():
@@ -137,8 +139,10 @@ _OTHER_DUNDERS = frozenset({"__bool__", "__complex__", "__float__", "__int__", "
                             "__setitem__", "__invert__", "__deepcopy__"})
 
 
-def namespace_entries():
-    """``(torch namespace name, name, function, kind)`` for each dispatching namespace function."""
+def namespace_entries(with_autograd=True):
+    """``(torch namespace name, name, function, kind)`` for each dispatching namespace function
+    (torch's functions in Python live in ``torch.functional``; ``torch.autograd``'s two are not
+    listed by torch's ``get_overridable_functions``: ``with_autograd=False`` leaves them out)."""
     out = []
     for torch_name, mod_name, none, py in NAMESPACES:
         mod = sys.modules.get(mod_name)
@@ -149,7 +153,16 @@ def namespace_entries():
                 continue
             if not (getattr(fn, "__module__", None) or "").startswith("tracegrad"):
                 continue
-            out.append((torch_name, name, fn, _tf.PY_KIND if name in py else _tf.C_KIND))
+            if torch_name == "torch" and name in py:
+                out.append(("torch.functional", name, fn, _tf.PY_KIND))
+            else:
+                out.append((torch_name, name, fn, _tf.PY_KIND if name in py else _tf.C_KIND))
+    for torch_name, mod_name, only in NAMESPACES_ONLY if with_autograd else ():
+        mod = sys.modules.get(mod_name)
+        for name in sorted(only):
+            fn = getattr(mod, name, None)
+            if isinstance(fn, types.FunctionType):     # they run hooks: their calls dispatch again
+                out.append((torch_name, name, fn, _tf.PY_KIND | _tf.RUNS_USER_CODE))
     return out
 
 
