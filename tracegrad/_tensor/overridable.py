@@ -121,11 +121,12 @@ def tensor_entries():
     """``(name, attribute, kind)`` for each Tensor method and property that dispatches."""
     out = []
     for name, attr in vars(_tensor_cls()).items():
-        if name in TENSOR_NONE or (name.startswith("_") and not name.startswith("__") and name not in TENSOR_PRIVATE):
+        if name in TENSOR_NONE:
             continue
-        if name.startswith("__") and name not in TENSOR_PY and name not in OPERATOR_AS \
-                and name not in BINARY_OPERATORS and name not in _OTHER_DUNDERS:
-            continue
+        if name.startswith("__") and name not in _DISPATCHED_DUNDERS:
+            continue       # Python's own protocol methods (__init__, __hash__...) and the slots
+        if name.startswith("_") and not name.startswith("__") and name not in TENSOR_PRIVATE:
+            continue       # tracegrad's internals
         if isinstance(attr, property):
             out.append((name, attr, _tf.ATTR_KIND))
         elif isinstance(attr, types.FunctionType):
@@ -134,9 +135,10 @@ def tensor_entries():
     return out
 
 
-# dunders torch dispatches under their own name (besides those in the tables above)
-_OTHER_DUNDERS = frozenset({"__bool__", "__complex__", "__float__", "__int__", "__index__", "__getitem__",
-                            "__setitem__", "__invert__", "__deepcopy__"})
+# the dunders torch dispatches
+_DISPATCHED_DUNDERS = frozenset(
+    {n for n in TENSOR_PY if n.startswith("__")} | set(OPERATOR_AS) | BINARY_OPERATORS
+    | {"__bool__", "__complex__", "__float__", "__int__", "__index__", "__getitem__", "__setitem__", "__invert__"})
 
 
 def namespace_entries(with_autograd=True):
