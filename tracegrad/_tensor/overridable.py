@@ -275,7 +275,7 @@ _tf.ACTIVATE[0] = activate
 # are observed (builtins.__build_class__, wrapped, costs about a microsecond per class statement);
 # the first that defines __torch_function__ outside tracegrad (and torch) activates it; the observer is
 # removed. (A class made by calling type() directly is not seen: enter a TorchFunctionMode or
-# call tracegrad.overrides.has_torch_function once to activate the protocol for it.)
+# call tracegrad._tensor.overridable.activate() to turn the protocol on for it.)
 _ORIGINAL_BUILD_CLASS = builtins.__build_class__
 # tracegrad's own classes, and torch's (a program may import torch too): not tracegrad's duck tensors
 _NOT_DUCKS = ("tracegrad", "torch")
