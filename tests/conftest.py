@@ -60,6 +60,10 @@ def pytest_collection_finish(session):
 @pytest.fixture(autouse=True, scope="module")
 def _freeze_module_survivors():
     yield
+    # a module's Tensor subclass or TorchFunctionMode turned __torch_function__ dispatch on for
+    # the process (NOTE [trampolines]): turn it off, so later modules run plain tensors at full speed
+    from tracegrad._tensor import overridable
+    overridable.deactivate()
     gc.collect()
     gc.freeze()
 

@@ -41,6 +41,7 @@ from ._x64 import x64_scope
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, trace_region
+from ._tensor import torch_function as _torch_function
 from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
@@ -106,6 +107,12 @@ class CompiledFunction:
         if _state.FORWARD_AD[0] is not None:
             # a forward-AD dual level is open: tangents propagate op by op in eager only
             return self._eager(args, kwargs)
+        if _torch_function.is_torch_function_mode_enabled():
+            # a TorchFunctionMode sees each call of the eager function; a program would skip it
+            reason = "a TorchFunctionMode is active (it must see every call the function makes)"
+            if self.fullgraph:
+                raise GraphBreak(reason)
+            return self._break(None, reason, None, args, kwargs)
         if stance != "default" and stance not in _STANCES:
             raise RuntimeError(f"tracegrad.compiler.set_stance: invalid stance {stance!r}; "
                                f"use one of {', '.join(_STANCES)}")

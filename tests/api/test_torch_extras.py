@@ -242,19 +242,30 @@ def test_aliases():
 
 
 def test_subclass_dispatch_hooks_are_not_silently_skipped():
-    with pytest.warns(UserWarning, match="does not call"):
+    """__torch_function__ is called (tests/tensor/test_subclass.py); __torch_dispatch__, which
+    tracegrad has no dispatcher for, warns where the class is written."""
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+
         class Logged(tracegrad.Tensor):
             @classmethod
             def __torch_function__(cls, func, types, args=(), kwargs=None):
-                return func(*args, **(kwargs or {}))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
+                seen.append(func.__name__)
+                return super().__torch_function__(func, types, args, kwargs)
 
         class Plain(tracegrad.Tensor):       # no hook: nothing to say
             pass
 
         class OptedOut(tracegrad.Tensor):    # torch's opt-out marker
-            __torch_function__ = tracegrad._tensor.tensor._disabled_torch_function_impl
+            __torch_function__ = tracegrad._C._disabled_torch_function_impl
+    assert type(tracegrad.ones(2).as_subclass(Logged).exp()) is Logged and seen == ["exp"]
+    assert type(tracegrad.ones(2).as_subclass(OptedOut).exp()) is tracegrad.Tensor
+    with pytest.warns(UserWarning, match="does not call"):
+        class Dispatching(tracegrad.Tensor):
+            @classmethod
+            def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
 
 
 def test_cpu_module_types_and_inductor_config():

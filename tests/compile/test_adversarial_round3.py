@@ -899,7 +899,8 @@ def test_tensor_method_overridden_by_a_subclass_runs_every_call():
 
 
 def test_torch_function_subclass_counting_calls():
-    """(Against tracegrad eager only: tracegrad has no ``__torch_function__`` dispatch.)"""
+    """(Against tracegrad eager: the override is Python run on every eager call, so the compiled
+    function runs such calls eagerly, a graph break.)"""
     def make(mod, wrap):
         seen = []
 

@@ -33,7 +33,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.layout import SparseOperand, sparse_coo, strided
-from .._tensor.tensor import Size, Tensor, _JaxTracer
+from .._tensor.tensor import Size, Tensor, _JaxTracer, _disabled_torch_function_impl
 from .._tensor.tensor_str import _shows_dtype, autograd_suffixes, format_array, join_suffixes, printable
 from ..autograd._dispatch import apply_op
 from ._registry import function, method, prop
@@ -63,6 +63,8 @@ class SparseCooTensor(Tensor):
     ``tracegrad.sparse_coo_tensor`` or ``Tensor.to_sparse``. See the module docstring for what
     it supports and how autograd flows."""
 
+    # the sparse functions build their own results: no __torch_function__ conversion
+    __torch_function__ = _disabled_torch_function_impl
     is_sparse = True
     is_sparse_csr = False
     layout = sparse_coo

@@ -228,6 +228,19 @@ def as_subclass(self, cls):
     return out
 
 
+@method("_make_subclass")
+def make_subclass(cls, data, require_grad=False):
+    """Mirrors ``torch.Tensor._make_subclass(cls, data, require_grad=False)`` (called on the class,
+    as in a subclass's ``__new__``): a ``cls`` instance sharing ``data``'s storage and version
+    counter, a leaf with ``requires_grad=require_grad`` (``data``'s history is not kept).
+    ``cls.__init__`` does not run. TypeError for a class that does not derive from Tensor."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, got {cls!r}")
+    out = data.detach().as_subclass(cls)
+    out._base = None     # a fresh leaf over the same storage, not a view for autograd
+    return out.requires_grad_(require_grad)
+
+
 # ---- higher-order control flow, eager semantics ---------------------------------------------
 
 

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .. import _state
-from .._tensor.tensor import Tensor
+from .._tensor.tensor import Tensor, _disabled_torch_function_impl
 
 LIFTED = ("lr", "momentum", "betas")
 _PY_CONST = (int, float, bool, str, complex, type(None), bytes)
@@ -143,6 +143,8 @@ def read(slot_list):
 class Hyper(Tensor):
     """A lifted hyper-parameter inside a trace: a float64 0-d tensor whose comparisons with
     zero answer from the traced value's sign (guarded by ``signature``)."""
+
+    __torch_function__ = _disabled_torch_function_impl    # ops on it give plain Tensors
 
     __hash__ = Tensor.__hash__
 

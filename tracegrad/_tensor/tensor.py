@@ -36,15 +36,10 @@ from .convert import TensorBase, legacy_array
 from .device import device_of
 from .storage import MetaStorage, Storage, check_not_meta, typed_storage
 from .tensor_str import tensor_repr
+from . import overridable as _overridable, torch_function as _tf
+from .torch_function import _disabled_torch_function_impl  # noqa: F401  (torch._C's name; subclasses opt out with it)
 
 _JaxTracer = jax.core.Tracer
-
-
-def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
-    """Mirrors ``torch._C._disabled_torch_function_impl``: the ``__torch_function__`` a
-    subclass sets to opt out of subclass dispatch (tracegrad never dispatches; setting it is
-    accepted silently)."""
-    return func(*args, **(kwargs or {}))
 
 
 _CAPTURE = _state.CAPTURE
@@ -358,14 +353,25 @@ class Tensor(TensorBase):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        # tracegrad's functions and methods never call a subclass's __torch_function__ /
-        # __torch_dispatch__ (and results of ops are plain Tensors): say so where the class is
-        # written rather than let the override be skipped silently
-        hooks = [h for h in ("__torch_function__", "__torch_dispatch__") if h in cls.__dict__]
-        if hooks and cls.__dict__.get("__torch_function__") is not _disabled_torch_function_impl:
-            warnings.warn(f"tracegrad: {cls.__qualname__} defines {' and '.join(hooks)}, which tracegrad does not "
-                          "call: its functions and methods run their own implementation on subclass instances "
-                          "and return plain Tensors", UserWarning, stacklevel=2)
+        if "__torch_dispatch__" in cls.__dict__:
+            # tracegrad has no dispatcher below the public functions: say so where the class is
+            # written rather than let the override be skipped silently
+            warnings.warn(f"tracegrad: {cls.__qualname__} defines __torch_dispatch__, which tracegrad does not call "
+                          "(tracegrad has no ATen dispatcher); use __torch_function__, which it does call",
+                          UserWarning, stacklevel=2)
+        if _tf.type_kind(cls) == _tf.OVERLOADED:    # NOTE [trampolines]: the protocol starts here
+            _overridable.activate()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Mirrors ``torch.Tensor.__torch_function__``, the override every subclass inherits:
+        runs ``func(*args, **kwargs)`` with subclass dispatch off and returns its Tensor results
+        (also inside tuples and lists) as ``cls`` instances (``as_subclass``: aliases on the
+        autograd graph, ``AliasBackward0`` as torch), except for the field reads of
+        ``torch.overrides.get_default_nowrap_functions`` (``t.grad``). NotImplemented when some
+        type in ``types`` is not a base of ``cls``. Call it with ``super().__torch_function__``
+        from an override."""
+        return _tf.default_torch_function(cls, func, types, args, kwargs)
 
     # ----- construction fast path -------------------------------------------------------
     @classmethod
@@ -732,7 +738,7 @@ class Tensor(TensorBase):
         return s[0]
 
     def __iter__(self):
-        if self.ndim == 0:
+        if self.dim() == 0:     # dim(), as torch's: a subclass's override sees dim and unbind
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
@@ -745,6 +751,11 @@ class Tensor(TensorBase):
     def __repr__(self):
         if _CAPTURE[0] is not None:      # printing inside a compiled function shows a value
             _CAPTURE[0].python_read(self, "print()/repr()")
+        cls = type(self)
+        # a user subclass prints its class name, as torch's (tracegrad's own subclasses and
+        # Parameter print "tensor(")
+        if cls is not Tensor and not cls.__module__.startswith("tracegrad"):
+            return tensor_repr(self, prefix=f"{cls.__name__}(")
         return tensor_repr(self)
 
     __str__ = __repr__
@@ -775,6 +786,12 @@ class Tensor(TensorBase):
         t.__dict__.update({k: v for k, v in self.__dict__.items()})
         memo[id(self)] = t
         return t
+
+
+_tf.PLAIN_TYPES.append(Tensor)
+_tf.TRIVIAL.add(Tensor)
+_tf.NOWRAP.add(Tensor.grad.__get__)    # torch's get_default_nowrap_functions (_base is a slot here)
+_overridable.install_class_observer()
 
 
 def _init_from(t, array):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tracegrad
 from tracegrad import Tensor
+from tracegrad._C import _disabled_torch_function_impl
 
 
 class Parameter(Tensor):
@@ -13,6 +14,9 @@ class Parameter(Tensor):
     an empty float tensor. Results of ops on a Parameter are plain Tensors. ``data`` may be a
     non-leaf (it is detached). Raises TypeError when ``data`` is not a Tensor and RuntimeError,
     as torch, for ``requires_grad=True`` on an integer or bool tensor."""
+
+    # as torch's: a Parameter takes no part in __torch_function__ (ops on it give plain Tensors)
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -54,6 +58,9 @@ class Parameter(Tensor):
 class Buffer(Tensor):
     """Mirrors ``torch.nn.Buffer``: marks a tensor to be registered as a buffer on assignment.
     ``Buffer(data, persistent=True)`` shares ``data``'s storage."""
+
+    # torch's Buffer(...) gives a plain Tensor: ops on it give plain Tensors
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data=None, *, persistent=True):
         if data is None:
@@ -124,6 +131,8 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
 class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """Mirrors ``torch.nn.UninitializedBuffer``: a lazy module's running statistics before its
     first forward; ``materialize(shape)`` makes it a plain ``Tensor`` (same object)."""
+
+    __torch_function__ = _disabled_torch_function_impl
 
     cls_to_become = Tensor
 

@@ -1,0 +1,49 @@
+"""The ``torch._C`` names that Tensor-subclass code uses for ``__torch_function__``
+(``_disabled_torch_function_impl``, ``DisableTorchFunction``, ``DisableTorchFunctionSubclass``
+and the torch-function state queries). Thin re-exports of ``_tensor/torch_function.py``."""
+from __future__ import annotations
+
+from ._tensor.torch_function import (  # noqa: F401
+    DisableTorchFunction as DisableTorchFunction,
+    DisableTorchFunctionSubclass as DisableTorchFunctionSubclass,
+    _disabled_torch_function_impl as _disabled_torch_function_impl,
+    has_torch_function as _has_torch_function,
+    is_torch_function_enabled as _is_torch_function_enabled,
+    is_torch_function_mode_enabled as _is_torch_function_mode_enabled,
+)
+from ._tensor import torch_function as _tf
+
+
+def _has_torch_function_unary(arg) -> bool:
+    """Mirrors ``torch._C._has_torch_function_unary``."""
+    return _tf.has_torch_function((arg,))
+
+
+def _has_torch_function_variadic(*args) -> bool:
+    """Mirrors ``torch._C._has_torch_function_variadic``."""
+    return _tf.has_torch_function(args)
+
+
+def _len_torch_function_stack() -> int:
+    """Mirrors ``torch._C._len_torch_function_stack``: modes on this thread's stack."""
+    return len(_tf.STATE.modes)
+
+
+def _push_on_torch_function_stack(mode) -> None:
+    """Mirrors ``torch._C._push_on_torch_function_stack``."""
+    _tf.push_mode(mode)
+
+
+def _pop_torch_function_stack():
+    """Mirrors ``torch._C._pop_torch_function_stack``. RuntimeError on an empty stack."""
+    return _tf.pop_mode()
+
+
+def _get_function_stack_at(i: int):
+    """Mirrors ``torch._C._get_function_stack_at``: the mode at position ``i`` (0: outermost)."""
+    return _tf.STATE.modes[i]
+
+
+def _skip_one_hop_torch_function(func, types, args=(), kwargs=None):
+    """Mirrors ``torch._C._skip_one_hop_torch_function`` (``overrides.redispatch_function``)."""
+    return _tf.redispatch(func, types, args, kwargs)
