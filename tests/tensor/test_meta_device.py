@@ -76,3 +76,36 @@ def test_device_names():
     assert tracegrad.device("meta") == "meta" and repr(tracegrad.device("meta")) == repr(torch.device("meta"))
     with pytest.raises(RuntimeError):
         tracegrad.device("nosuch")
+
+
+_META_OPS = {
+    "add scalar": lambda T, m, c: m + 1,
+    "matmul": lambda T, m, c: m @ T.ones(3, 2, device="meta"),
+    "with 0-d cpu": lambda T, m, c: m + T.tensor(1.0),
+    "sum": lambda T, m, c: m.sum(),
+    "index view": lambda T, m, c: m[0],
+    "relu": lambda T, m, c: T.nn.functional.relu(m),
+    "cat": lambda T, m, c: T.cat([m, m]),
+    "max dim": lambda T, m, c: m.max(0),
+    "compare": lambda T, m, c: m > 0,
+    "linear": lambda T, m, c: T.nn.Linear(3, 4, device="meta")(m),
+    "with cpu tensor": lambda T, m, c: m + c,
+}
+
+
+@pytest.mark.parametrize("case", list(_META_OPS))
+def test_ops_on_meta_tensors_give_meta_tensors(case):
+    """Each result's device and shape (or torch's error class) as torch's."""
+    torch = pytest.importorskip("torch")
+
+    def run(T):
+        m, c = T.ones(2, 3, device="meta"), T.ones(2, 3)
+        try:
+            r = _META_OPS[case](T, m, c)
+        except RuntimeError as e:
+            return "RuntimeError", "meta" in str(e)
+        rs = tuple(r) if isinstance(r, tuple) else (r,)
+        return [(str(x.device), tuple(x.shape), str(x.dtype).replace("torch.", "").replace("tracegrad.", ""))
+                for x in rs]
+    assert run(tracegrad) == run(torch)
+    assert tracegrad.ones(2).add(1).device.type == "cpu"     # plain tensors stay as they were

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from .. import _state
 from .._ops.registry import OPS
-from .storage import Storage
+from .storage import FOLLOW_NEEDED, Storage, follow_meta
 from .tensor import Tensor, chain_is_contiguous, strides_of
 
 
@@ -55,7 +55,7 @@ channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 
 # set once any tensor got a storage layout: until then no op output needs a look (apply_op's check)
-LAYOUTS_SEEN = [False]
+LAYOUTS_SEEN = FOLLOW_NEEDED   # (storage.py: layouts and meta storages share the flag)
 
 _PERMUTE = OPS["permute"]
 # dims outermost to innermost in memory, per rank, for the channels-last formats
@@ -304,13 +304,15 @@ def _build_follow():
 
 def follow(op, args, outs):
     """Give op's fresh outputs the layout torch gives them when one of its tensor inputs has a
-    storage layout (NOTE [storage layouts]). Called from ``apply_op`` only once layouts exist."""
+    storage layout (NOTE [storage layouts]), and make them meta tensors when their inputs are
+    (NOTE [meta tensors]). Called from ``apply_op`` only once either exists."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    follow_meta(tensors, outs, f"tracegrad.{op.name}()")
     if not FOLLOW:
         _build_follow()
     rule = FOLLOW.get(op)
     if rule is None:
         return
-    tensors = [a for a in args if isinstance(a, Tensor)]
     if not any(has_layout(a) for a in tensors):
         return
     # Python numbers torch wraps into operands: a binary op's other (or self) argument

@@ -86,9 +86,9 @@ class Storage:
 # module method works unchanged) and reports ``device('meta')``; reading its values
 # (``item``, ``tolist``, ``numpy``, a copy to another device) raises torch's errors. Made by
 # factories with ``device='meta'`` (or inside ``with device('meta')``), ``.to('meta')`` and
-# ``Module.to('meta')``; ``Module.to_empty(device=...)`` gives real tensors back. Differs from
-# torch: results of ops on meta tensors are ordinary CPU tensors (computed on the zeros), and
-# the zeros take memory.
+# ``Module.to('meta')``; ``Module.to_empty(device=...)`` gives real tensors back. Results of
+# ops on meta tensors are meta tensors (``follow_meta``: computed on the zeros, marked after).
+# Differs from torch: the zeros take memory.
 class MetaStorage(Storage):
     """A storage on torch's 'meta' device (NOTE [meta tensors])."""
 
@@ -100,10 +100,33 @@ class MetaStorage(Storage):
         return device("meta")
 
 
+# Whether ``apply_op`` must pass each op's outputs through ``memory_format.follow``: set once a
+# laid-out storage (NOTE [storage layouts]) or a meta storage exists, so plain programs pay one
+# flag check per op for both.
+FOLLOW_NEEDED = [False]
+
+
 def make_meta(t):
     """Mark ``t`` (which must own its storage) as a meta tensor; returns it."""
     t._st.__class__ = MetaStorage
+    FOLLOW_NEEDED[0] = True
     return t
+
+
+def follow_meta(tensors, outs, api):
+    """An op's fresh outputs are meta tensors when its tensor inputs are (torch computes only
+    their metadata); a meta input beside a CPU tensor that is not a 0-d scalar is torch's
+    RuntimeError."""
+    metas = [type(a._st) is MetaStorage for a in tensors]
+    if not any(metas):
+        return
+    for a, m in zip(tensors, metas):
+        if not m and a.ndim:
+            raise RuntimeError(f"Tensor on device {a.device} is not on the expected device meta! "
+                               f"({api}: move it with .to('meta'))")
+    for t in outs:
+        if t._base is None and type(t._st) is not MetaStorage:
+            make_meta(t)
 
 
 def check_not_meta(t, what):

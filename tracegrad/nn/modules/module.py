@@ -13,6 +13,7 @@ full backward hooks when grad_input is known.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import OrderedDict, namedtuple
 
@@ -249,6 +250,33 @@ def _method_shadowed(module, name, cap):
         _state.bump_structure()
 
 
+def _device_position(init):
+    """The index among ``init``'s positional parameters (self included) of ``device``, -1 when
+    it is keyword-only, None when ``init`` takes no ``device``."""
+    code = init.__code__
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    if "device" not in names:
+        return None
+    k = names.index("device")
+    return k if k < code.co_argcount else -1
+
+
+def _made_on_device(init):
+    """``init`` run with its ``device=`` argument as the factories' default device: torch's
+    modules pass their factory kwargs to every parameter and buffer they create (``'meta'``
+    makes a meta skeleton, ``'cpu'`` keeps a module off the GPU); here one block covers them."""
+    k = _device_position(init)
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        dev = kwargs.get("device") if k == -1 or len(args) < k else args[k - 1]
+        if dev is None or tracegrad.device(dev) == tracegrad.get_default_device():
+            return init(self, *args, **kwargs)
+        with tracegrad.device(dev):
+            return init(self, *args, **kwargs)
+    return __init__
+
+
 class Module:
     """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
     ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
@@ -262,6 +290,12 @@ class Module:
     _version = 1
     call_super_init = False
     dump_patches = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls.__module__.startswith("tracegrad.nn") and _device_position(init) is not None:
+            cls.__init__ = _made_on_device(init)
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
