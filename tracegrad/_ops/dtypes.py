@@ -36,7 +36,20 @@ class dtype:
         return (_by_name, (self.name,))
 
     def to_real(self):
+        """Mirrors ``torch.dtype.to_real``: a complex dtype's real counterpart; other dtypes unchanged."""
         return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self):
+        """Mirrors ``torch.dtype.to_complex``: a floating dtype's complex counterpart (bfloat16 and
+        float32 -> complex64, float64 -> complex128); complex dtypes unchanged. RuntimeError for
+        integer and bool dtypes, and for float16 (tracegrad has no complex32)."""
+        if self.is_complex:
+            return self
+        out = {bfloat16: complex64, float32: complex64, float64: complex128}.get(self)
+        if out is None:
+            raise RuntimeError(f"Unknown Complex ScalarType for {self.name}: to_complex takes a floating "
+                               "dtype (tracegrad has no complex32 for float16)")
+        return out
 
 
 float16 = dtype("float16", jnp.float16)
