@@ -8,6 +8,8 @@ Documented difference (tracegrad/_tensor/factories.py from_numpy, Tensor.numpy):
 cannot share memory with numpy, so ``from_numpy`` and ``numpy()`` copy. The checks of the
 originals that rely on shared memory (writes through ``numpy()``'s result reaching the tensor,
 the tensor's storage becoming unresizable) are not ported."""
+import collections
+import io
 import warnings
 
 import numpy as np
@@ -327,3 +329,174 @@ def test_complex32_to_complex_and_to_real():
     _have("complex32")
     run_cases({"float16.to_complex": lambda T: dn(T.float16.to_complex()),
                "complex32.to_real": lambda T: T.complex32.to_real()})
+
+
+# ==== test/test_serialization.py ===================================================================
+# tracegrad.save writes its own (safetensors) format; each program saves and loads with the same
+# library. Documented differences (tracegrad/serialization.py) not ported: storages shared by
+# tensors are stored once per tensor (views load as separate tensors), the mmap loader and the
+# CUDA/device-specific paths.
+def _round_trip(T, obj, **load_kw):
+    buf = io.BytesIO()
+    T.save(obj, buf)
+    buf.seek(0)
+    return T.load(buf, **load_kw)
+
+
+def test_serialization_data_and_containers():
+    # _test_serialization_data / test_serialization_zipfile, test_serialization_container,
+    # test_serialization_nested_container, test_serialization_empty, test_save_different_dtype
+    def program(T, log):
+        a = T.arange(12.).reshape(3, 4)
+        obj = [a, a[1], T.tensor([1, 2], dtype=T.int16), T.tensor(3.5, dtype=T.float64),
+               T.zeros(0, 3), T.tensor([True, False]), T.tensor([1 + 2j]), T.ones(2, dtype=T.bfloat16).float(),
+               {"x": T.ones(2), 3: [T.zeros(1), (T.ones(1, dtype=T.uint8), None)], "n": 5, "f": 1.5, "s": "str"},
+               collections.OrderedDict([("b", T.ones(1)), ("a", T.zeros(1))]), (), [], {}]
+        got = _round_trip(T, obj)
+        log("types", [type(x).__name__ for x in got])
+        log("values", got)
+        log("ordered keys", list(got[9]))
+        log("dtypes kept", [x.dtype for x in got[:8]])
+        log("contiguous", [x.is_contiguous() for x in got[:8]])
+    run_both(program)
+
+
+def test_serialization_filelike_pathlike_and_offset():
+    # test_serialization_filelike, test_serialization_pathlike (pathlib.Path, str). (The
+    # offset tests, a checkpoint between other pickles in one file, fail under torch 2.13
+    # itself: its zip reader leaves the file position inside the archive.)
+    import pathlib
+    import tempfile
+
+    def program(T, log):
+        x = T.arange(6.).reshape(2, 3)
+        with tempfile.TemporaryDirectory() as d:
+            p = pathlib.Path(d) / "x.pt"
+            T.save(x, p)
+            log("pathlib", T.load(p))
+            T.save({"x": x}, str(p))
+            log("str path", T.load(str(p)))
+            with open(p, "wb") as f:
+                T.save(x, f)
+            with open(p, "rb") as f:
+                log("file object", T.load(f))
+    run_both(program)
+
+
+def test_serialization_filelike_api_requirements_and_errors():
+    # test_serialization_filelike_api_requirements, test_serialization_filelike_missing_attrs,
+    # test_load_error_msg, test_serialization_load_bad_input, test_load_nonexistent_file
+    def saved(T):
+        buf = io.BytesIO()
+        T.save(T.ones(2), buf)
+        return buf.getvalue()
+
+    run_cases({
+        # (an empty or garbage file: torch's EOFError/UnpicklingError, tracegrad's RuntimeError
+        # naming the file, as tests/test_serialization.py requires for every foreign file)
+        "load truncated": lambda T: T.load(io.BytesIO(saved(T)[:40])),
+        "load a missing path": lambda T: T.load("/nonexistent/dir/x.pt"),
+        "save to a missing dir": lambda T: T.save(T.ones(1), "/nonexistent/dir/x.pt"),
+    })
+
+
+def test_serialization_python_attr_and_parameters():
+    # test_serialization_python_attr, test_parameter_serialization (requires_grad, Parameter type)
+    def program(T, log):
+        p = T.nn.Parameter(T.ones(2, 2))
+        q = T.nn.Parameter(T.zeros(2), requires_grad=False)
+        r = T.ones(3, requires_grad=True)
+        got = _round_trip(T, {"p": p, "q": q, "r": r, "d": r.detach() * 2})
+        log("types", {k: type(v).__name__ for k, v in got.items()})
+        log("requires_grad", {k: v.requires_grad for k, v in got.items()})
+        log("leaves", {k: v.is_leaf for k, v in got.items()})
+        log("values", got)
+    run_both(program)
+
+
+def test_serialization_map_location():
+    # test_serialization_map_location, test_load_with_map_location forms (CPU ones)
+    def program(T, log):
+        buf = io.BytesIO()
+        T.save({"x": T.arange(3.)}, buf)
+        for name, ml in {"None": None, "'cpu'": "cpu", "device": T.device("cpu"),
+                         "dict": {"cpu": "cpu"}, "callable": lambda storage, loc: storage}.items():
+            buf.seek(0)
+            out = T.load(buf, map_location=ml)
+            log(name, [out["x"], str(out["x"].device)])
+        buf.seek(0)
+        log("bad map_location", _outcome(lambda: T.load(buf, map_location=3)))
+    run_both(program)
+
+
+def test_weights_only_rules_and_errors():
+    # test_weights_only_assert, test_weights_only_safe_globals*, test_weights_only_error,
+    # test_weights_only_default_env, test_serialization_dtype (dtypes/Size/device as values)
+    import pickle
+
+    def program(T, log):
+        ok = {"size": T.Size([2, 3]), "dtype": T.float64, "device": T.device("cpu"), "set-free tuple": (1, 2.5, "a", None, True),
+              "big int": 2 ** 70, "neg float": -0.0, "complex": (1 + 2j).imag}
+        got = _round_trip(T, ok)
+        log("allowed plain values", [type(got["size"]).__name__, got["size"], got["dtype"], str(got["device"]),
+                                     got["set-free tuple"], got["big int"], got["neg float"], got["complex"]])
+        buf = io.BytesIO()
+        T.save({"obj": _Point(1, 2)}, buf)
+        buf.seek(0)
+        log("unknown class refused", _outcome(lambda: T.load(buf)))
+        buf.seek(0)
+        log("refused is UnpicklingError", isinstance(_err(lambda: T.load(buf)), pickle.UnpicklingError))
+        buf.seek(0)
+        log("weights_only=False loads", T.load(buf, weights_only=False)["obj"].xy())
+        buf.seek(0)
+        with T.serialization.safe_globals([_Point]):
+            log("safe_globals context", T.load(buf)["obj"].xy())
+        buf.seek(0)
+        log("after the context refused again", _outcome(lambda: T.load(buf)))
+        T.serialization.add_safe_globals([_Point])
+        try:
+            buf.seek(0)
+            log("add_safe_globals", T.load(buf)["obj"].xy())
+            log("listed", _Point in T.serialization.get_safe_globals())
+        finally:
+            T.serialization.clear_safe_globals()
+        buf.seek(0)
+        log("cleared", _outcome(lambda: T.load(buf)))
+        buf = io.BytesIO()
+        T.save(T.ones(1), buf, pickle_module=pickle)
+        buf.seek(0)
+        log("pickle_module with weights_only", _outcome(lambda: T.load(buf, pickle_module=pickle, weights_only=True)))
+        buf.seek(0)
+        log("pickle_module alone", T.load(buf, pickle_module=pickle, weights_only=False))
+        log("unpicklable lambda", _outcome(lambda: T.save({"f": lambda: 1}, io.BytesIO())))
+    run_both(program)
+
+
+class _Point:
+    """A user class saved in a checkpoint (module-level so that pickle finds it)."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def xy(self):
+        return [self.x, self.y]
+
+
+def _err(fn):
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 -- the exception itself is inspected
+        return e
+    return None
+
+
+@pytest.mark.xfail(strict=True, reason="documented difference (tracegrad/serialization.py): tracegrad.save "
+                   "stores each tensor's values, so views of one storage load as separate tensors")
+def test_serialization_shared_storage_saved_once():
+    # test_serialization_save_load_views / _test_serialization_data: b[1] is a view of b[0] after load
+    def program(T, log):
+        a = T.arange(6.)
+        got = _round_trip(T, [a, a[2:], a.view(2, 3)])
+        got[0][3] = 100.
+        log("views share after load", [got[1], got[2]])
+    run_both(program)
