@@ -346,3 +346,46 @@ def test_scaled_dot_product_attention_invalid_inputs():
         "float16": lambda T: F(T).scaled_dot_product_attention(*(T.full((1, 2, 4), 0.5, dtype=T.float16),) * 3),
         "float64": lambda T: F(T).scaled_dot_product_attention(*(T.full((1, 2, 4), 0.5, dtype=T.float64),) * 3),
     })
+
+
+# ---- nn.attention.bias (TestAttnBias) ------------------------------------------------------------
+@pytest.mark.parametrize("variant", ["upper_left", "lower_right"])
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3)])
+def test_causal_variants(variant, shape):
+    # TestAttnBias.test_causal_variants: sdpa with a CausalBias equals sdpa with its materialized
+    # mask (values and gradients); the mask itself
+    def program(T, log):
+        from importlib import import_module
+        bias_mod = import_module(f"{T.__name__}.nn.attention.bias")
+        L, S = shape
+        bias = getattr(bias_mod, f"causal_{variant}")(L, S)
+        mask = bias._materialize()
+        log("mask", mask)
+        q, k, v = (_arr(T, (2, 2, n, 4), seed).requires_grad_() for seed, n in ((1, L), (2, S), (3, S)))
+        out = T.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        ref = T.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        finite = ~ref.isnan()
+        log("out", out.detach().nan_to_num(0.0))
+        log("equals the materialized mask's", T.equal(out.isnan(), ref.isnan()) and T.allclose(out[finite], ref[finite], atol=1e-6))
+        if not ref.isnan().any():
+            g = T.autograd.grad(out.sum(), (q, k, v))
+            r = T.autograd.grad(ref.sum(), (q, k, v))
+            log("grads agree", all(T.allclose(a, b, atol=1e-6) for a, b in zip(g, r)))
+    run_both(program)
+
+
+def test_attn_bias_errors():
+    # TestAttnBias.test_is_causal_and_mask_fails, test_causal_variants_errors (sizes)
+    def bias(T):
+        from importlib import import_module
+        return import_module(f"{T.__name__}.nn.attention.bias")
+    q = lambda T: T.ones(1, 2, 3, 4)  # noqa: E731
+    run_cases({
+        "is_causal with a CausalBias": lambda T: T.nn.functional.scaled_dot_product_attention(
+            q(T), q(T), q(T), attn_mask=bias(T).causal_upper_left(3, 3), is_causal=True),
+        "one size": lambda T: bias(T).causal_upper_left(3),
+        "three sizes": lambda T: bias(T).causal_lower_right(3, 3, 3),
+        "variants": lambda T: [int(bias(T).CausalVariant.UPPER_LEFT), int(bias(T).CausalVariant.LOWER_RIGHT)],
+        "lower right materialized": lambda T: bias(T).causal_lower_right(2, 4)._materialize(),
+        "upper left materialized": lambda T: bias(T).causal_upper_left(2, 4)._materialize(),
+    })

@@ -656,6 +656,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     input has fewer than 2 dims, or for an ``attn_mask`` neither bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
     shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
+    dispatch = getattr(attn_mask, "_sdpa_dispatch", None)   # nn.attention.bias.CausalBias
+    if dispatch is not None:
+        return dispatch(query, key, value, dropout_p, is_causal, scale, enable_gqa)
     query, key, value, attn_mask = _autocast.cast("lower", "scaled_dot_product_attention", query, key, value,
                                                   attn_mask)
     if min(query.dim(), key.dim(), value.dim()) < 2:
