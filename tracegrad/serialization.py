@@ -219,7 +219,9 @@ def _refuse(module, name):
 # collections.Counter as torch's weights-only unpickler: MultiStepLR keeps its milestones in one,
 # so an lr scheduler's state_dict must load with weights_only=True
 _ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.frozenset", "builtins.bytearray",
-                "builtins.complex", "builtins.slice")
+                "builtins.complex", "builtins.slice",
+                # torch's weights-only unpickler takes torch.Size, dtypes and devices as values
+                "tracegrad._tensor.tensor.Size", "tracegrad._ops.dtypes._by_name", "tracegrad._tensor.device.device")
 
 
 def _allowed(qualified):
@@ -305,6 +307,11 @@ def _header(data):
 
 
 def _placer(map_location):
+    if not (map_location is None or callable(map_location) or isinstance(map_location, (str, dict))
+            or type(map_location).__name__ == "device"):
+        raise TypeError(f"tracegrad.load: map_location should be a string, a device, a dict or a callable, "
+                        f"not {type(map_location).__name__}")
+
     def place(t, saved_device):
         target = saved_device
         if map_location is not None:
@@ -341,7 +348,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
              old file intact. A file object is written in place (no such guarantee).
     Dtypes:  every tracegrad dtype, bfloat16 and complex included, round-trips exactly.
     Raises:  pickle's error (``AttributeError`` for a local class or a lambda,
-             ``TypeError``, ``PicklingError``) naming the object and its place in ``obj``.
+             ``TypeError``, ``PicklingError``) naming the object and its place in ``obj``;
+             RuntimeError when the parent directory of a path does not exist.
 
     >>> import io
     >>> buf = io.BytesIO(); tracegrad.save({"w": tracegrad.ones(2)}, buf); _ = buf.seek(0)
@@ -356,6 +364,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         return
     path = os.fspath(f)
     directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise RuntimeError(f"tracegrad.save: Parent directory {directory} does not exist.")
     prefix = _temp_prefix(path)
     _remove_stale_temps(directory, prefix)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f"{prefix}{os.getpid()}.", suffix=".tmp")
@@ -514,7 +524,8 @@ def _weights_only_mode(weights_only, pickle_module):
     False only where the caller did not pass ``weights_only`` (with a UserWarning). The torch
     names are kept so that a program run under both libraries is switched by one variable
     (older scripts that ``torch.load`` a pickled numpy array need it since torch 2.6).
-    Raises RuntimeError when both variables are set."""
+    Raises RuntimeError when both variables are set, or for ``weights_only=True`` with a
+    ``pickle_module``."""
     force_on = os.getenv("TORCH_FORCE_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
     force_off = os.getenv("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0").lower() in _TRUE_VALUES
     if force_on and force_off:
@@ -530,6 +541,9 @@ def _weights_only_mode(weights_only, pickle_module):
                           "weights_only=False.", UserWarning, stacklevel=3)
             return False
         return pickle_module is None
+    if weights_only and pickle_module is not None:   # torch: the weights-only unpickler is its own
+        raise RuntimeError("tracegrad.load: Can not safely load weights when explicit pickle_module is "
+                           "specified; drop pickle_module or pass weights_only=False")
     return weights_only
 
 

@@ -19,7 +19,7 @@ from .._tensor.tensor import Tensor, _JaxTracer
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_
-from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
+from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_tensors, result_dtype)
 
 
@@ -459,9 +459,7 @@ def lerp(self, end, weight):
     RuntimeError when ``end`` has another dtype (torch does not promote it)."""
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
-    if self.dtype._cat < 2:
-        raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
-                                  "lerp takes floating or complex tensors")
+    check_lerp_dtype(self)
     dt = result_dtype(self, end)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_op(op, (self, end, weight), (("dtype", dt.np),))

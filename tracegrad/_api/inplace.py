@@ -15,7 +15,7 @@ from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
-from .promotion import ADDCDIV_INT, _SCALAR_NAME, _Number, alpha_first, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
+from .promotion import ADDCDIV_INT, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -243,6 +243,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
 @method()
 def lerp_(self, end, weight):
     check_same_dtype("lerp_", self, end)
+    check_lerp_dtype(self)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 

@@ -151,3 +151,10 @@ def value_first(api, tensor1, tensor2, rest, value):
         return tensor2, rest[0], tensor1
     raise TypeError(f"{api}() takes 2 positional arguments but {2 + len(rest)} were given "
                     f"(pass value by keyword: {api}(tensor1, tensor2, value=...))")
+
+
+def check_lerp_dtype(self):
+    """lerp and lerp_ take floating or complex tensors only (torch has no integer kernel)."""
+    if self.dtype._cat < 2:
+        raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
+                                  "lerp takes floating or complex tensors")

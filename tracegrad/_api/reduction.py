@@ -304,7 +304,7 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         if dims[0] % (self.ndim or 1) == dims[1] % (self.ndim or 1):
             raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got {dims}")
         return MATRIX_NORM[0](self, "nuc", dims, keepdim, dtype=dtype)
-    return apply_op(OPS["norm"], (self,), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    return apply_op(OPS["norm"], (_to_dtype(self, dtype),), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @method(function=True)

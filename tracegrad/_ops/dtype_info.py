@@ -16,11 +16,37 @@ def _g(x) -> str:
     return f"{x:g}"
 
 
-class finfo:
+def _info_dtype(d, api):
+    """The dtype an info object describes: a tracegrad dtype, or one of the Python types torch's
+    argument parser takes for one (``int`` -> int64, ``float`` -> float64...). TypeError else."""
+    if d in (int, float, bool, complex):
+        return _dt.to_dtype(d)
+    if not isinstance(d, _dt.dtype):
+        raise TypeError(f"{api}(): argument 'type' (position 1) must be tracegrad.dtype, not {d.__class__.__name__}")
+    return d
+
+
+class _Limits:
+    """The attributes are read-only, as torch's (AttributeError on assignment)."""
+
+    __hash__ = None   # torch's finfo/iinfo define == but no hash
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"attribute '{name}' of 'tracegrad.{type(self).__name__}' objects is not writable")
+
+    def _set(self, **attrs):
+        for k, v in attrs.items():
+            object.__setattr__(self, k, v)
+
+    def __eq__(self, other):
+        return isinstance(other, type(self)) and self.dtype == other.dtype
+
+
+class finfo(_Limits):
     """Mirrors ``torch.finfo(type=None)``: limits of a floating (or complex: its real part's)
     dtype; the default dtype when ``type`` is omitted.
 
-    Attributes: ``bits`` (int), ``eps``, ``max``, ``min``, ``tiny``, ``smallest_normal``,
+    Attributes (read-only): ``bits`` (int), ``eps``, ``max``, ``min``, ``tiny``, ``smallest_normal``,
     ``resolution`` (Python floats) and ``dtype`` (the name, a str, as torch).
     Raises: TypeError for a non-dtype argument or an integer/bool dtype.
     Differs from torch: nothing known.
@@ -28,30 +54,18 @@ class finfo:
     0.0009765625
     """
 
-    __hash__ = None   # torch's finfo defines == but no hash
-
     def __init__(self, type=None):   # noqa: A002  (torch's argument name)
-        d = _dt.get_default_dtype() if type is None else type
-        if not isinstance(d, _dt.dtype):
-            raise TypeError(f"finfo(): argument 'type' (position 1) must be tracegrad.dtype, not {d.__class__.__name__}")
+        d = _dt.get_default_dtype() if type is None else _info_dtype(type, "finfo")
         if not (d.is_floating_point or d.is_complex) or d is _dt.float4_e2m1fn_x2:
             raise TypeError("tracegrad.finfo() requires a floating point input type. Use tracegrad.iinfo "
                             f"to handle {d}")
         d = d.to_real()
         info = jnp.finfo(d.np)
-        self.bits = int(info.bits)
-        self.eps = _EPS.get(d.name, float(info.eps))
-        self.max = float(info.max)
-        self.min = float(info.min)
-        self.tiny = float(info.tiny)
-        self.smallest_normal = float(info.smallest_normal)
-        # torch: exactly 10**-digits10, digits10 = floor(mantissa bits * log10(2)) (numpy's
-        # ``precision`` rounds differently for float8: 1 where torch has 0)
-        self.resolution = 10.0 ** -math.floor(int(info.nmant) * math.log10(2))
-        self.dtype = d.name
-
-    def __eq__(self, other):
-        return isinstance(other, finfo) and self.dtype == other.dtype
+        self._set(bits=int(info.bits), eps=_EPS.get(d.name, float(info.eps)), max=float(info.max),
+                  min=float(info.min), tiny=float(info.tiny), smallest_normal=float(info.smallest_normal),
+                  # torch: exactly 10**-digits10, digits10 = floor(mantissa bits * log10(2)) (numpy's
+                  # ``precision`` rounds differently for float8: 1 where torch has 0)
+                  resolution=10.0 ** -math.floor(int(info.nmant) * math.log10(2)), dtype=d.name)
 
     def __repr__(self):
         return (f"finfo(resolution={_g(self.resolution)}, min={_g(self.min)}, max={_g(self.max)}, "
@@ -59,20 +73,17 @@ class finfo:
                 f"dtype={self.dtype})")
 
 
-class iinfo:
+class iinfo(_Limits):
     """Mirrors ``torch.iinfo(type)``: limits of an integer dtype.
 
-    Attributes: ``bits``, ``max``, ``min`` (Python ints) and ``dtype`` (the name, a str).
+    Attributes (read-only): ``bits``, ``max``, ``min`` (Python ints) and ``dtype`` (the name, a str).
     Raises: TypeError for a floating, complex or bool dtype, or a non-dtype argument.
     >>> tracegrad.iinfo(tracegrad.uint8).max
     255
     """
 
-    __hash__ = None
-
     def __init__(self, type):   # noqa: A002
-        if not isinstance(type, _dt.dtype):
-            raise TypeError(f"iinfo(): argument 'type' (position 1) must be tracegrad.dtype, not {type.__class__.__name__}")
+        type = _info_dtype(type, "iinfo")   # noqa: A001
         if type is _dt.bool_:
             raise TypeError("tracegrad.bool is not supported by tracegrad.iinfo")
         if type.name.startswith(("qint", "quint")):
@@ -83,13 +94,7 @@ class iinfo:
             raise TypeError("tracegrad.iinfo() requires an integer input type. Use tracegrad.finfo "
                             f"to handle {type}")
         info = jnp.iinfo(type.np)
-        self.bits = int(info.bits)
-        self.max = int(info.max)
-        self.min = int(info.min)
-        self.dtype = type.name
-
-    def __eq__(self, other):
-        return isinstance(other, iinfo) and self.dtype == other.dtype
+        self._set(bits=int(info.bits), max=int(info.max), min=int(info.min), dtype=type.name)
 
     def __repr__(self):
         return f"iinfo(min={_g(self.min)}, max={_g(self.max)}, dtype={self.dtype})"

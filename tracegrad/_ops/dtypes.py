@@ -64,7 +64,8 @@ class dtype:
             return self
         r = _TO_COMPLEX.get(self)
         if r is None:
-            raise RuntimeError(f"tracegrad.{self.name}.to_complex(): there is no complex dtype for {self._scalar_name}")
+            raise RuntimeError(f"Unknown Complex ScalarType for {self._scalar_name} "
+                               f"(tracegrad.{self.name}.to_complex(): use a floating dtype)")
         return r
 
 

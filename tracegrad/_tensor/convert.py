@@ -100,10 +100,14 @@ def infer_dtype(data):
 
 
 def check_numpy_strides(arr):
-    """torch refuses a numpy array viewed with a negative stride (``a[::-1]``): ValueError."""
+    """torch refuses a numpy array viewed with a negative stride (``a[::-1]``) or with a stride
+    that is not a multiple of its element size: ValueError."""
     if any(st < 0 for st in arr.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
                          "strides are not currently supported; pass array.copy() instead")
+    if any(st % arr.itemsize for st, n in zip(arr.strides, arr.shape) if n > 1):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy "
+                         "array to reallocate the memory.")
 
 
 def int_bounds(d):
@@ -153,18 +157,21 @@ def ragged_error(data):
     """torch's error for a ragged nested list, at the first place it differs from the shape of
     the first elements: TypeError where a number stands for a sequence or a sequence for a
     number, ValueError where a sequence has another length. None when rectangular."""
+    def is_seq(x):   # a numpy array with dims is a sequence to torch too; a 0-d one a number
+        return isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0)
+
     def shape_of(x):
         out = []
-        while isinstance(x, (list, tuple)):
+        while is_seq(x):
             out.append(len(x))
-            if not x:
+            if not len(x):
                 break
             x = x[0]
         return out
     want = shape_of(data)
 
     def walk(x, dim):
-        seq = isinstance(x, (list, tuple))
+        seq = is_seq(x)
         if dim >= len(want):
             return TypeError(f"tensor(): expected a number at dim {dim}, got a {type(x).__name__}") if seq else None
         if not seq:

@@ -95,6 +95,10 @@ def from_numpy(ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     check_numpy_strides(ndarray)
     _dt.from_numpy_dtype(ndarray.dtype)
+    if not ndarray.flags.writeable:
+        warnings.warn("The given NumPy array is not writable, and tracegrad tensors are always writable; "
+                      "tracegrad copies it, so writes to the tensor do not reach the array (copy the array, "
+                      "or make it writable, to silence this warning)", UserWarning, stacklevel=2)
     return Tensor._make(jnp.asarray(ndarray))
 
 

@@ -668,13 +668,23 @@ class Tensor(TensorBase):
         if self.requires_grad and not force and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy()")
-        if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
+        if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex and not force:
             raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
                                "Use tensor.resolve_conj().numpy() instead.")
         if self.dtype in _dt.LIMITED and self.dtype.is_floating_point:
             raise TypeError(f"numpy(): numpy has no {self.dtype.name} dtype (torch raises too); convert with "
                             ".float() first")
-        return np.array(self._value)  # a writable copy
+        return self._numpy_layout(np.array(self._value))  # a writable copy
+
+    def _numpy_layout(self, arr):
+        """``arr`` laid out in memory in the order of this tensor's strides: torch's numpy() is a
+        view of the storage, so a transposed tensor gives a Fortran-ordered array (flags and
+        ``arr.strides`` order as torch's, though the memory is a copy)."""
+        strides = self.stride() if arr.ndim > 1 else ()
+        order = sorted(range(arr.ndim), key=lambda d: -strides[d]) if strides else []
+        if order == sorted(order):
+            return arr
+        return np.ascontiguousarray(arr.transpose(order)).transpose(np.argsort(order))
 
     def __array__(self, dtype=None, copy=None):
         if self.requires_grad and _grad_enabled():
@@ -685,6 +695,14 @@ class Tensor(TensorBase):
                                "Use tensor.resolve_conj().numpy() instead.")
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc applied to a tensor gives a tensor, as torch (``np.sin(t)``); a bool
+        result becomes uint8, as torch's. TypeError for a dtype tracegrad lacks."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        _dt.from_numpy_dtype(array.dtype)
+        return Tensor._make(with_x64(jnp.asarray)(array))
 
     def tolist(self):
         """Mirrors ``torch.Tensor.tolist``: nested Python lists of Python numbers."""

@@ -33,17 +33,21 @@ def _numerical(func, inputs, i, eps):
     """d outputs / d inputs[i] as a list (per output) of (numel_in, numel_out) arrays."""
     x = inputs[i]
     base = np.asarray(x.detach()._value, dtype=np.float64).copy()
+    # perturb x in place, through ``.data`` (its storage, not its version counter), as torch: a
+    # function that also reaches x another way (a dict holding it, a closure) sees the change
+    data, orig = x.data, x.detach().clone()
     cols = []
-    for k in range(base.size):
-        vals = []
-        for sign in (1, -1):
-            pert = base.copy()
-            pert.reshape(-1)[k] += sign * eps
-            xs = list(inputs)
-            # keep requires_grad: gradgradcheck's function differentiates inside
-            xs[i] = tensor(pert, dtype=x.dtype, requires_grad=x.requires_grad)
-            vals.append([np.asarray(o._value, dtype=np.float64).ravel() for o in _outputs(func, xs)])
-        cols.append([(a - b) / (2 * eps) for a, b in zip(*vals)])
+    try:
+        for k in range(base.size):
+            vals = []
+            for sign in (1, -1):
+                pert = base.copy()
+                pert.reshape(-1)[k] += sign * eps
+                data.copy_(tensor(pert, dtype=x.dtype))
+                vals.append([np.asarray(o._value, dtype=np.float64).ravel() for o in _outputs(func, inputs)])
+            cols.append([(a - b) / (2 * eps) for a, b in zip(*vals)])
+    finally:
+        data.copy_(orig)
     n_out = len(cols[0]) if cols else 0
     return [np.stack([c[j] for c in cols]) if cols else np.zeros((0, 0)) for j in range(n_out)]
 

@@ -652,11 +652,23 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     keys after each query (top-left aligned) on top of ``attn_mask``. ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
-    Raises RuntimeError when head counts do not divide (``enable_gqa``) or shapes differ.
+    Raises RuntimeError when head counts do not divide (``enable_gqa``), shapes differ or an
+    input has fewer than 2 dims, or for an ``attn_mask`` neither bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
     shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
+    dispatch = getattr(attn_mask, "_sdpa_dispatch", None)   # nn.attention.bias.CausalBias
+    if dispatch is not None:
+        return dispatch(query, key, value, dropout_p, is_causal, scale, enable_gqa)
     query, key, value, attn_mask = _autocast.cast("lower", "scaled_dot_product_attention", query, key, value,
                                                   attn_mask)
+    if min(query.dim(), key.dim(), value.dim()) < 2:
+        raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to all be at least 2 "
+                           f"dimensional, but got query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: "
+                           f"{value.dim()} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (tracegrad.bool, tracegrad.float32, query.dtype):
+        raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
+                           f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
+                           f"{query.dtype} instead.")
     if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:

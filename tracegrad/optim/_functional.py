@@ -57,6 +57,10 @@ def _weight_decay(param, grad, lr, weight_decay, decoupled=False):
     if weight_decay != 0:
         if decoupled:
             param.mul_(1 - lr * weight_decay)
+        elif isinstance(weight_decay, Tensor) and weight_decay.requires_grad:
+            # differentiable=True with a tensor weight_decay: a product autograd tracks (torch's
+            # differentiable branch; ``alpha=`` reads it as a number)
+            grad = grad.add(param.clone() * weight_decay)   # a clone: param changes in place next
         else:
             grad = grad.add(param, alpha=weight_decay)
     return grad
@@ -125,7 +129,8 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, inv_b
 # in that dtype, giving the bits the per-parameter division gave.
 def _stacked(steps):
     t = steps[0] if len(steps) == 1 else stack(steps)
-    return t.to(float64)
+    # a copy even of a float64 step: pow saves it, and the next step increments it in place
+    return t.to(float64, copy=True)
 
 
 def _each(v, n, dtype):
@@ -171,7 +176,7 @@ def rmsprop_step(param, grad, square_avg, grad_avg, momentum_buffer, step, *, lr
         avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
     else:
         avg = square_avg.sqrt()
-    avg = avg.add_(eps)
+    avg = avg.add(eps)   # out of place: sqrt saved its result (differentiable=True backpropagates)
     if momentum > 0:
         momentum_buffer.mul_(momentum).addcdiv_(grad, avg)
         _add_scaled_(param, momentum_buffer, lr)
@@ -202,7 +207,7 @@ def adagrad_step(param, grad, state_sum, step, *, lr, lr_decay, eps, weight_deca
         _add_scaled_(param, sparse_coo_tensor(indices, values / std_values, grad.size()), clr)
         return
     state_sum.addcmul_(grad, grad, value=1)
-    std = state_sum.sqrt().add_(eps)
+    std = state_sum.sqrt().add(eps)   # out of place: sqrt saved its result
     param.addcdiv_(grad, std, value=-clr)
 
 
@@ -216,7 +221,7 @@ def adadelta_step(param, grad, square_avg, acc_delta, step, *, lr, rho, eps, wei
     square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
     std = square_avg.add(eps).sqrt_()
     delta = acc_delta.add(eps).sqrt_()
-    delta.div_(std).mul_(grad)
+    delta = delta.div(std).mul(grad)   # out of place: sqrt_ saved its result
     acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
     _add_scaled_(param, delta, lr)
 
@@ -231,7 +236,8 @@ def adamax_step(param, grad, exp_avg, exp_inf, step, *, lr, beta1, beta2, eps, w
     step.add_(1)
     grad = _weight_decay(param, grad, lr, weight_decay)
     exp_avg.lerp_(grad, 1 - beta1)
-    exp_inf.copy_(exp_inf.mul_(beta2).maximum(grad.abs().add_(eps)))
+    # out of place before the copy: maximum saves its inputs (differentiable=True backpropagates)
+    exp_inf.copy_(exp_inf.mul(beta2).maximum(grad.abs().add_(eps)))
     clr = _like_lr(lr / (1 - beta1 ** step.to(float64)), lr)
     param.addcdiv_(exp_avg, exp_inf, value=-clr)
 
@@ -254,9 +260,16 @@ def nadam_step(param, grad, exp_avg, exp_avg_sq, mu_product, step, *, lr, beta1,
     exp_avg.lerp_(grad, 1 - beta1)
     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
     denom = exp_avg_sq.div(bias_correction2).sqrt()
+    denom = denom.add(eps)   # out of place: sqrt saved its result
+    if mu_product.requires_grad:
+        # differentiable=True: the factors multiply the tensors, so that autograd tracks
+        # mu_product (torch's differentiable branch); the value= form reads it as a number
+        mu_product_next = mu_product * mu_next
+        param.addcdiv_(grad * (-lr * (1.0 - mu) / (1.0 - mu_product)), denom)
+        param.addcdiv_(exp_avg * (-lr * mu_next / (1.0 - mu_product_next)), denom)
+        return
     mp = mu_product.to(float64)
     mu_product_next = mp * mu_next
-    denom.add_(eps)
     param.addcdiv_(grad, denom, value=_like_lr(-lr * (1.0 - mu) / (1.0 - mp), lr))
     param.addcdiv_(exp_avg, denom, value=_like_lr((-lr * mu_next) / (1.0 - mu_product_next), lr))
 
@@ -281,7 +294,7 @@ def radam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2, eps,
     rho_t = rho_inf - 2 * t * (beta2 ** t) / bias_correction2
     rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)).sqrt()
     # torch's ``float / tensor`` is ``tensor.reciprocal() * float``: same rounding here
-    adaptive_lr = exp_avg_sq.sqrt().add_(eps).reciprocal() * bias_correction2.sqrt()
+    adaptive_lr = exp_avg_sq.sqrt().add(eps).reciprocal() * bias_correction2.sqrt()
     plain = bias_corrected_exp_avg * lr
     param.sub_(where(rho_t > 5.0, plain * adaptive_lr * rect, plain))
 
@@ -314,10 +327,13 @@ def asgd_step(param, grad, ax, eta, mu, step, *, lr, lambd, alpha, t0, weight_de
     t = step.to(float64)
     if weight_decay != 0:
         grad = _add_alpha(grad, param, weight_decay)
-    eta64 = eta.to(float64)
+    # eta and mu as values (torch reads them with .item()): copies, so that the copy_ below does
+    # not change what this step's graph saved
+    eta64 = eta.detach().to(float64, copy=True)
+    mu_now = mu.detach().clone()
     param.mul_((1 - lambd * eta64).to(param.dtype))
     param.sub_(grad * eta64.to(param.dtype))
-    ax.copy_(where(mu == 1, param, ax.add(param.sub(ax).mul(mu.to(param.dtype)))))
+    ax.copy_(where(mu_now == 1, param, ax.add(param.sub(ax).mul(mu_now.to(param.dtype)))))
     eta.copy_(lr / ((1 + lambd * lr * t) ** alpha))
     mu.copy_(1 / (t - t0).clamp(min=1))
 

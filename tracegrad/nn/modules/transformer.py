@@ -287,7 +287,8 @@ class Transformer(Module):
                 memory_is_causal=False):
         is_batched = src.dim() == 3
         bdim = 0 if self.batch_first else 1
-        if is_batched and src.size(bdim) != tgt.size(bdim):
+        # torch reads the sizes before testing is_batched: a 1-D src is its IndexError
+        if src.size(bdim) != tgt.size(bdim) and is_batched:
             raise RuntimeError("the batch number of src and tgt must be equal")
         if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
             raise RuntimeError("the feature number of src and tgt must be equal to d_model")
