@@ -9,6 +9,8 @@ from parity import both, run_both
 torch = pytest.importorskip("torch")
 
 
+# pytorch/tutorials recipes_source/recipes/swap_tensors.py (its first part: t1/t2 of different
+# sizes swapped and printed; a Parameter referenced by a module and an optimizer swapped in place)
 def test_swap_tensors_exchanges_contents_in_place():
     def program(torch, log):
         lin = torch.nn.Linear(2, 3)
