@@ -360,3 +360,6 @@ def typename(obj):
     """``torch.typename``, simplified: the type's name (``'Tensor'`` where torch says
     ``'torch.FloatTensor'``)."""
     return type(obj).__name__
+
+
+from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)

@@ -1,7 +1,9 @@
-"""``tracegrad.utils``: mirrors ``torch.utils`` (``data``, ``hooks``, ``checkpoint``, ``_pytree``)."""
+"""``tracegrad.utils``: mirrors ``torch.utils`` (``data``, ``hooks``, ``checkpoint``, ``_pytree``,
+``swap_tensors``)."""
 import importlib
 
 from . import data, hooks  # noqa: F401
+from ._swap import swap_tensors  # noqa: F401
 
 
 def __getattr__(name):
