@@ -1,0 +1,672 @@
+"""Behaviour tests from PyTorch's test/nn/ files (test_dropout.py, test_init.py,
+test_packed_sequence.py, test_load_state_dict.py, test_lazy_modules.py, test_pruning.py,
+test_parametrization.py) restated for the ``T`` fixture or as ``run_both`` programs: every body
+runs under torch 2.13 (the oracle) and under tracegrad. Each test names its original. Tests the
+older ports already cover (tests/conformance/test_nn_ported.py, tests/nn/test_prune.py,
+tests/nn/test_parametrize.py) are not repeated; CUDA/JIT/quantized/internal-machinery tests are
+skipped. The conv/pooling/embedding/attention files live in test_nn_files_ported_layers.py."""
+import copy
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from parity import init_params, randn, run_both
+
+
+def raises_class(fn):
+    """The builtin exception class ``fn()`` raises (torch's own classes subclass them), or None."""
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the class is the observation
+        return next(k for k in type(e).__mro__ if k.__module__ == "builtins")
+    return None
+
+
+def warning_texts(fn):
+    """``fn()`` with every warning recorded; returns the ``(category name, message)`` list."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn()
+    return [(x.category.__name__, str(x.message)) for x in w]
+
+
+# ==== test/nn/test_dropout.py ===================================================================
+def test_invalid_dropout_p(T):
+    # TestDropoutNN.test_invalid_dropout_p: p outside [0, 1] is a ValueError at construction
+    nn, F = T.nn, T.nn.functional
+    for cls in (nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d, nn.AlphaDropout):
+        for p in (-0.1, 1.1):
+            with pytest.raises(ValueError):
+                cls(p)
+    for p in (-0.1, 1.1):
+        with pytest.raises(ValueError):
+            F.dropout(T.ones(1), p)
+
+
+def test_empty_dropout(T):
+    # TestDropoutNNDeviceType.test_empty_dropout
+    x = T.tensor([])
+    assert T.nn.functional.dropout(x).size() == x.size()
+
+
+@pytest.mark.parametrize("cls, shape", [("Dropout", (1000,)), ("Dropout1d", (40, 10, 3)),
+                                        ("Dropout2d", (400, 2, 2, 2)), ("Dropout3d", (400, 2, 1, 2, 2))])
+def test_dropout_mean_and_eval(T, cls, shape):
+    # TestDropoutNNDeviceType._test_dropout (test_Dropout/test_Dropout1d/2d/3d): input filled with
+    # 1 - p keeps its mean in training (kept values are scaled by 1/(1-p)), the gradient too;
+    # inplace works on a non-leaf; eval mode is the identity
+    p = 0.2
+    mod = getattr(T.nn, cls)
+    x = T.empty(*shape).fill_(1 - p)
+    for inplace in (False, True):
+        xv = x.clone().requires_grad_()
+        out = mod(p, inplace)(xv + 0 if inplace else xv)
+        assert abs(out.mean().item() - (1 - p)) < 0.05
+        out.backward(x)
+        assert abs(xv.grad.mean().item() - (1 - p)) < 0.05
+        kept = out[out != 0]
+        assert T.allclose(kept, T.full_like(kept, 1.0))
+    for inplace in (False, True):
+        assert T.equal(mod(p, inplace).eval()(x), x)
+    assert cls in repr(mod(p)) and cls in str(mod(p))
+
+
+def test_dropout_p_zero_keeps_values(T):
+    # TestDropoutNNDeviceType._test_dropout_discontiguous: p == 0 (and p ~ 0) keep a strided input's values
+    inp = T.ones(2, 3, 3, 3)
+    disc = T.empty(2, 3, 3, 6)[..., ::2]
+    disc.copy_(inp)
+    for cls in ("Dropout", "Dropout2d", "Dropout3d"):
+        for p in (0, 1e-10):
+            assert T.equal(getattr(T.nn, cls)(p=p)(disc), disc)
+
+
+def test_dropoutNd_shape_checks_and_warnings(T):
+    # TestDropoutNNDeviceType.test_Dropout1d / test_Dropout2d / test_Dropout3d: Dropout1d's rank
+    # errors; Dropout2d/3d warn on unexpected ranks (and 3-D input to Dropout2d)
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D input, but received a 4D input"):
+        T.nn.Dropout1d(p=0.5)(T.rand(1, 2, 2, 2))
+    with pytest.raises(RuntimeError, match="Expected 2D or 3D input, but received a 1D input"):
+        T.nn.Dropout1d(p=0.5)(T.rand(2))
+    for cls, shape, fragment in [("Dropout2d", (1, 2, 2, 2, 2), "Received a 5-D input to dropout2d"),
+                                 ("Dropout2d", (1, 2), "Received a 2-D input to dropout2d"),
+                                 ("Dropout2d", (1, 2, 2), "assuming that channel-wise 1D dropout behavior is desired"),
+                                 ("Dropout3d", (1, 2, 2, 2, 2, 2), "Received a 6-D input to dropout3d"),
+                                 ("Dropout3d", (1, 2, 2), "Received a 3-D input to dropout3d")]:
+        got = warning_texts(lambda: getattr(T.nn, cls)(p=0.5)(T.rand(*shape)))
+        assert any(c == "UserWarning" and fragment in m for c, m in got), (cls, shape, got)
+
+
+@pytest.mark.parametrize("cls, shape", [("Dropout1d", (10, 4, 2)), ("Dropout2d", (10, 4, 2, 2)),
+                                        ("Dropout3d", (10, 4, 2, 2, 2))])
+def test_dropoutNd_drops_whole_channels(T, cls, shape):
+    # TestDropoutNNDeviceType._test_dropoutNd_channel_zero: each channel is kept or zeroed whole
+    per_channel = int(np.prod(shape[2:]))
+    for inplace in (False, True):
+        out = getattr(T.nn, cls)(p=0.5, inplace=inplace)(T.ones(*shape))
+        counts = (out != 0).reshape(shape[0], shape[1], -1).sum(-1)
+        assert set(counts.flatten().tolist()) <= {0, per_channel}
+
+
+@pytest.mark.parametrize("cls, shape", [("Dropout1d", (50, 2)), ("Dropout3d", (50, 2, 2, 2))])
+def test_dropoutNd_no_batch_dim(T, cls, shape):
+    # TestDropoutNNDeviceType._test_dropoutNd_no_batch: an unbatched input draws as a batch of
+    # one (same RNG state, same mask)
+    x = T.rand(*shape)
+    for inplace in (False, True):
+        T.manual_seed(3)
+        a = getattr(T.nn, cls)(p=0.5, inplace=inplace)(x.clone())
+        T.manual_seed(3)
+        b = getattr(T.nn, cls)(p=0.5, inplace=inplace)(x.clone().unsqueeze(0)).squeeze(0)
+        assert T.equal(a, b)
+
+
+@pytest.mark.parametrize("cls, shape", [("AlphaDropout", (5000,)), ("FeatureAlphaDropout", (1000, 2, 1, 2, 2))])
+def test_alpha_dropout_keeps_mean_and_std(T, cls, shape):
+    # TestDropoutNN.test_AlphaDropout / test_FeatureAlphaDropout (_test_alpha_dropout): a
+    # zero-mean unit-std input keeps its mean and std within 0.1, and backward runs
+    T.manual_seed(0)
+    x = T.randn(*shape)
+    for p in (0.2, 0.5, 0.8):
+        xv = x.clone().requires_grad_()
+        out = getattr(T.nn, cls)(p)(xv)
+        assert abs(out.mean().item() - x.mean().item()) < 0.1
+        assert abs(out.std().item() - x.std().item()) < 0.1
+        out.backward(x)
+        assert xv.grad.shape == x.shape
+
+
+# ==== test/nn/test_init.py ======================================================================
+def test_init_constant_ones_zeros_eye(T):
+    # TestNNInit.test_constant / test_ones_and_zeros / test_eye
+    for shape in [(3,), (2, 4), (2, 1, 3, 2)]:
+        x = T.zeros(*shape)
+        T.nn.init.constant_(x, 2.5)
+        assert T.equal(x, T.full(shape, 2.5))
+        for fn, val in ((T.nn.init.ones_, 1.0), (T.nn.init.zeros_, 0.0)):
+            fn(x)
+            assert T.equal(x, T.full(shape, val))
+    for shape in [(3, 5), (4, 2), (1, 1)]:
+        x = T.nn.init.eye_(T.empty(*shape))
+        assert x.tolist() == np.eye(*shape).tolist()
+
+
+def test_init_fan_errors_below_2d(T):
+    # TestNNInit.test_xavier_uniform_errors_on_inputs_smaller_than_2d / test_xavier_normal_errors... /
+    # test_kaiming_normal_errors_on_inputs_smaller_than_2d (0-D and 1-D)
+    init = T.nn.init
+    for shape in [(), (1,)]:
+        for fn in (init.xavier_uniform_, init.xavier_normal_, init.kaiming_uniform_, init.kaiming_normal_):
+            with pytest.raises(ValueError):
+                fn(T.zeros(shape))
+
+
+@pytest.mark.parametrize("fn", ["kaiming_uniform_", "kaiming_normal_"])
+def test_kaiming_warning_on_zero_element_tensor(T, fn):
+    # TestNNInit.test_kaiming_uniform_warning_on_0element_tensor / test_kaiming_normal_warning_...
+    got = warning_texts(lambda: getattr(T.nn.init, fn)(T.empty(0, 1)))
+    assert any(c == "UserWarning" and "Initializing zero-element tensors is a no-op" in m for c, m in got)
+
+
+def test_init_distributions_scale(T):
+    # TestNNInit.test_uniform / test_normal / test_xavier_uniform / test_xavier_normal /
+    # test_kaiming_uniform / test_kaiming_normal: the sample's range and std follow the fan formulas
+    # (moments instead of scipy's KS test)
+    init = T.nn.init
+    T.manual_seed(0)
+    x = init.uniform_(T.empty(60, 50), a=-1.5, b=2.5)
+    assert x.min().item() >= -1.5 and x.max().item() <= 2.5 and abs(x.mean().item() - 0.5) < 0.1
+    x = init.normal_(T.empty(60, 50), mean=2.0, std=3.0)
+    assert abs(x.mean().item() - 2.0) < 0.25 and abs(x.std().item() - 3.0) < 0.2
+    for shape in [(40, 30), (20, 10, 2, 3)]:
+        fan_in = shape[1] * int(np.prod(shape[2:]))
+        fan_out = shape[0] * int(np.prod(shape[2:]))
+        std = 0.7 * math.sqrt(2.0 / (fan_in + fan_out))
+        x = init.xavier_uniform_(T.empty(*shape), gain=0.7)
+        assert x.abs().max().item() <= std * math.sqrt(3) + 1e-6 and abs(x.std().item() / std - 1) < 0.1
+        assert abs(init.xavier_normal_(T.empty(*shape), gain=0.7).std().item() / std - 1) < 0.1
+        for a in (0, 0.5):
+            for mode, n in (("fan_in", fan_in), ("fan_out", fan_out)):
+                std = math.sqrt(2.0 / ((1 + a ** 2) * n))
+                x = init.kaiming_uniform_(T.empty(*shape), a=a, mode=mode)
+                assert x.abs().max().item() <= std * math.sqrt(3) + 1e-6 and abs(x.std().item() / std - 1) < 0.1
+                assert abs(init.kaiming_normal_(T.empty(*shape), a=a, mode=mode).std().item() / std - 1) < 0.1
+
+
+def test_dirac_properties(T):
+    # TestNNInit.test_dirac_properties: min(out/groups, in) ones per group, nothing else
+    for dims in (3, 4, 5):
+        for groups in (1, 2, 3):
+            shape = (2 * groups, 3, 2, 3, 2)[:dims]
+            x = T.nn.init.dirac_(T.randn(*shape), groups)
+            expected = min(shape[0] // groups, shape[1]) * groups
+            assert T.nonzero(x).size(0) == expected
+            assert x.sum().item() == expected
+
+
+def test_dirac_identity(T):
+    # TestNNInit.test_dirac_identity: a dirac filter makes conv1d/2d/3d pass the input's
+    # (cropped) channels through, one copy per group, with the extra output channels zero
+    batch, in_c, out_c, size, k = 2, 3, 9, 4, 3
+    for groups in (1, 3):
+        eff = out_c // groups
+        for conv, nd in ((T.nn.functional.conv1d, 1), (T.nn.functional.conv2d, 2), (T.nn.functional.conv3d, 3)):
+            x = randn(T, (batch, in_c) + (size,) * nd, nd)
+            w = T.cat([T.zeros((eff, in_c) + (k,) * nd)] * groups)
+            T.nn.init.dirac_(w, groups)
+            out = conv(x, w)
+            crop = (slice(None), slice(None)) + (slice(1, -1),) * nd
+            for g in range(groups):
+                assert T.equal(x[crop], out[:, eff * g:eff * g + in_c])
+                assert T.count_nonzero(out[:, eff * g + in_c:eff * (g + 1)]).item() == 0
+
+
+def test_orthogonal_with_gain(T):
+    # TestNNInit.test_orthogonal: the flattened matrix's rows (or columns) are orthonormal * gain
+    for gain in (1.0, 0.7):
+        for shape in [(3, 4), (4, 3), (6, 2, 3, 4), (2, 3, 4, 5)]:
+            x = T.nn.init.orthogonal_(T.zeros(*shape), gain=gain)
+            m = x.reshape(shape[0], -1)
+            gram = m.t() @ m if m.shape[0] > m.shape[1] else m @ m.t()
+            assert T.allclose(gram, T.eye(gram.shape[0]) * gain ** 2, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_trunc_normal_bounds_and_values(T, dtype):
+    # TestNNInitDeviceType.test_trunc_normal_all_dtypes / test_trunc_normal_narrow_interval /
+    # test_trunc_normal_unique_values / test_trunc_normal_no_boundary_values_small_std
+    dt = getattr(T, dtype)
+    t = T.nn.init.trunc_normal_(T.zeros(40, 30, dtype=dt), mean=0.5, std=0.3, a=0.2, b=0.9)
+    assert t.dtype == dt and t.min().item() >= 0.2 and t.max().item() <= 0.9
+    t = T.nn.init.trunc_normal_(T.empty(10000, dtype=dt), mean=0.0, std=1.0, a=2.0, b=3.0)
+    assert t.min().item() >= 2.0 and t.max().item() <= 3.0 and t.mean().item() < 2.5
+    t = T.nn.init.trunc_normal_(T.empty(10000, dtype=dt), mean=0.0, std=1.0, a=-2.0, b=2.0)
+    assert t.unique().numel() > 5000 and not t.isinf().any() and not t.isnan().any()
+    t = T.nn.init.trunc_normal_(T.empty(10000, dtype=dt), mean=0.0, std=0.1, a=-2.0, b=2.0)
+    assert (t == -2.0).sum().item() == 0 and (t == 2.0).sum().item() == 0
+
+
+def test_trunc_normal_generator(T):
+    # TestNNInit.test_trunc_normal_generator: a Generator seeded like the global one draws the same
+    gen = T.Generator()
+    gen.manual_seed(42)
+    a = T.nn.init.trunc_normal_(T.empty(5), generator=gen)
+    T.manual_seed(42)
+    b = T.nn.init.trunc_normal_(T.empty(5))
+    assert T.equal(a, b) and a.min().item() >= -2 and a.max().item() <= 2
+
+
+# ==== test/nn/test_packed_sequence.py ===========================================================
+_CASTS = ("double", "float", "long", "int", "short", "char", "byte")
+
+
+def _ordered_int_sequences(T, seed=0, lengths=(6, 5, 3, 3, 1)):
+    rs = np.random.RandomState(seed)
+    return [T.tensor(rs.randint(0, 100, size=n)) for n in lengths]
+
+
+def test_packed_sequence_type_casts():
+    # PackedSequenceTest.test_type_casts: casting a PackedSequence then unpacking gives the cast type
+    def program(T, log):
+        rnn = T.nn.utils.rnn
+        for src in _CASTS:
+            padded = getattr(rnn.pad_sequence(_ordered_int_sequences(T)), src)()
+            for cast in _CASTS:
+                for enforce_sorted in (True, False):
+                    packed = rnn.pack_padded_sequence(padded, [6, 5, 3, 3, 1], enforce_sorted=enforce_sorted)
+                    unpacked, _ = rnn.pad_packed_sequence(getattr(packed, cast)())
+                    log(f"{src}->{cast}", unpacked.type())
+    run_both(program)
+
+
+def test_pack_wrong_order(T):
+    # PackedSequenceTest.test_wrong_order: increasing lengths with enforce_sorted=True raise
+    b_a = T.nn.utils.rnn.pad_sequence([T.ones(22, 3), T.ones(25, 3)])
+    with pytest.raises(RuntimeError):
+        T.nn.utils.rnn.pack_padded_sequence(b_a, [22, 25], enforce_sorted=True)
+
+
+def test_pad_sequence_inputs(T):
+    # PackedSequenceTest.test_pad_sequence_with_tensor_sequences / ..._with_non_iterable_sequences
+    rnn = T.nn.utils.rnn
+    from_tuple = rnn.pad_sequence((T.tensor([[7, 6]]), T.tensor([[-7, -1]])))
+    from_tensor = rnn.pad_sequence(T.tensor([[[7, 6]], [[-7, -1]]]))
+    assert T.equal(from_tuple, from_tensor) and from_tuple.shape == T.Size([1, 2, 2])
+    with pytest.raises(RuntimeError, match="Expected iterable for input sequences, but got arg of type"):
+        rnn.pad_sequence(5)
+
+
+def test_pad_packed_total_length(T):
+    # PackedSequenceTest.test_total_length: total_length below the longest raises ValueError;
+    # above it pads with zeros (batch_first or not)
+    rnn = T.nn.utils.rnn
+    seqs = [randn(T, (n,), n) for n in (6, 5, 3, 3, 1)]
+    lengths = [6, 5, 3, 3, 1]
+    packed = rnn.pack_padded_sequence(rnn.pad_sequence(seqs), lengths)
+    for total in (-1, 0, 5):
+        for batch_first in (True, False):
+            with pytest.raises(ValueError, match="Expected total_length to be at least the length of the longest"):
+                rnn.pad_packed_sequence(packed, batch_first=batch_first, total_length=total)
+    for batch_first in (True, False):
+        plain, _ = rnn.pad_packed_sequence(packed, batch_first=batch_first)
+        for delta in (0, 1, 8):
+            out, lens = rnn.pad_packed_sequence(packed, batch_first=batch_first, total_length=6 + delta)
+            assert lens.tolist() == lengths and out.size(1 if batch_first else 0) == 6 + delta
+            extra = plain.new_zeros((5, delta) if batch_first else (delta, 5))
+            assert T.equal(out, T.cat([plain, extra], 1 if batch_first else 0))
+
+
+def test_packed_sequence_to(T):
+    # PackedSequenceTest.test_to (CPU part): to/cpu return self when nothing changes; a dtype cast works
+    rnn = T.nn.utils.rnn
+    for enforce_sorted in (True, False):
+        padded = rnn.pad_sequence(_ordered_int_sequences(T)).int()
+        a = rnn.pack_padded_sequence(padded, [6, 5, 3, 3, 1], enforce_sorted=enforce_sorted).cpu()
+        assert a is a.to("cpu") and a is a.cpu() and a is a.to("cpu", dtype=T.int32)
+        b, c = a.long(), a.to(T.int64)
+        assert T.equal(b.data, c.data) and b.data.dtype == T.int64 and T.equal(b.batch_sizes, c.batch_sizes)
+
+
+def test_pad_sequence_values(T):
+    # PackedSequenceTest.test_pad_sequence: batch_first, padding_value, sorted and N-D sequences
+    rnn = T.nn.utils.rnn
+    a, b, c = T.tensor([1, 2, 3]), T.tensor([4, 5]), T.tensor([6])
+    expected = T.tensor([[4, 5, 0], [1, 2, 3], [6, 0, 0]])
+    assert T.equal(rnn.pad_sequence([b, a, c], True), expected)
+    assert T.equal(rnn.pad_sequence([b, a, c]), expected.t())
+    assert T.equal(rnn.pad_sequence([b, a, c], True, 1), T.tensor([[4, 5, 1], [1, 2, 3], [6, 1, 1]]))
+    assert T.equal(rnn.pad_sequence([a, b, c], True), T.tensor([[1, 2, 3], [4, 5, 0], [6, 0, 0]]))
+    for num_dim in (0, 1, 2):
+        seqs = [randn(T, (n, 2) + (2,) * num_dim, n) for n in (4, 1, 9, 2)]
+        expected = T.stack([T.cat([s, s.new_zeros((9 - s.size(0),) + tuple(s.shape[1:]))]) for s in seqs])
+        assert T.equal(rnn.pad_sequence(seqs, True), expected)
+        assert T.equal(rnn.pad_sequence(seqs), expected.transpose(0, 1))
+
+
+def test_unpad_and_unpack_sequence(T):
+    # PackedSequenceTest.test_unpad_sequence / test_unpack_sequence: both invert their packers
+    rnn = T.nn.utils.rnn
+    for num_dim in (-1, 0, 2):
+        seqs = ([T.tensor([1, 2, 3]), T.tensor([4, 5]), T.tensor([6])] if num_dim < 0 else
+                [randn(T, (n, 2) + (2,) * num_dim, n) for n in (4, 1, 9, 2)])
+        lengths = T.as_tensor([s.size(0) for s in seqs])
+        for batch_first in (True, False):
+            back = rnn.unpad_sequence(rnn.pad_sequence(seqs, batch_first=batch_first), lengths, batch_first=batch_first)
+            assert len(back) == len(seqs) and all(T.equal(x, y) for x, y in zip(back, seqs))
+        back = rnn.unpack_sequence(rnn.pack_sequence(seqs, enforce_sorted=False))
+        assert len(back) == len(seqs) and all(T.equal(x, y) for x, y in zip(back, seqs))
+
+
+def test_pack_sequence_indices_and_compatibility(T):
+    # PackedSequenceTest.test_pack_sequence: batch sizes, data order, sorted/unsorted indices;
+    # pack_sequence agrees with pad_sequence + pack_padded_sequence and pad_packed_sequence
+    rnn = T.nn.utils.rnn
+    a, b, c = T.tensor([1, 2, 3]), T.tensor([4, 5]), T.tensor([6])
+    expected = [1, 4, 6, 2, 5, 3]
+    p = rnn.pack_sequence([a, b, c], enforce_sorted=False)
+    assert (p.batch_sizes.tolist(), p.data.tolist(), p.sorted_indices.tolist(), p.unsorted_indices.tolist()) == \
+        ([3, 2, 1], expected, [0, 1, 2], [0, 1, 2])
+    p = rnn.pack_sequence([b, c, a], enforce_sorted=False)
+    assert (p.batch_sizes.tolist(), p.data.tolist(), p.sorted_indices.tolist(), p.unsorted_indices.tolist()) == \
+        ([3, 2, 1], expected, [2, 0, 1], [1, 2, 0])
+    p = rnn.pack_sequence([a, b, c], enforce_sorted=True)
+    assert p.data.tolist() == expected and p.sorted_indices is None and p.unsorted_indices is None
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        rnn.pack_sequence([b, c, a], enforce_sorted=True)
+    with pytest.raises(RuntimeError, match="You can pass `enforce_sorted=False`"):
+        rnn.pack_sequence([b, c, a], enforce_sorted=True)
+    for num_dim in (0, 2):
+        seqs = [randn(T, (n, 2) + (2,) * num_dim, n) for n in (9, 4, 2, 1)]
+        shuffled = [seqs[i] for i in (2, 0, 3, 1)]
+        for batch_first in (True, False):
+            for ss, sorted_ok in ((seqs, (True, False)), (shuffled, (False,))):
+                for enforce_sorted in sorted_ok:
+                    padded = rnn.pad_sequence(ss, batch_first)
+                    packed = rnn.pack_sequence(ss, enforce_sorted)
+                    assert T.equal(rnn.pad_packed_sequence(packed, batch_first)[0], padded)
+                    again = rnn.pack_padded_sequence(padded, [s.size(0) for s in ss], batch_first, enforce_sorted)
+                    assert T.equal(again.data, packed.data) and T.equal(again.batch_sizes, packed.batch_sizes)
+
+
+@pytest.mark.parametrize("lengths, shuffle", [([10, 8, 4, 2, 2, 2, 1], False), ([11, 10, 8, 6, 4, 3, 1], True)])
+def test_pack_padded_sequence_data_and_grad(lengths, shuffle):
+    # PackedSequenceTest.test_pack_padded_sequence: packed data order, batch sizes, the inverse,
+    # and the gradient reaching exactly the unpadded entries
+    def program(T, log):
+        rnn = T.nn.utils.rnn
+        max_len = lengths[0]
+        cols = [T.cat([i * 100 + T.arange(1.0, 5 * n + 1).view(n, 1, 5), T.zeros(max_len - n, 1, 5)])
+                for i, n in enumerate(lengths, 1)]
+        padded, lens = T.cat(cols, 1), lengths
+        if shuffle:
+            perm = T.tensor([3, 0, 6, 1, 5, 2, 4])
+            padded, lens = padded.index_select(1, perm), T.tensor(lengths).index_select(0, perm)
+        for batch_first in (True, False):
+            src = padded.clone().requires_grad_()
+            x = src.transpose(0, 1) if batch_first else src
+            packed = rnn.pack_padded_sequence(x, lens, batch_first=batch_first, enforce_sorted=not shuffle)
+            log("packed", [packed.data, packed.batch_sizes, packed.unsorted_indices])
+            out, out_lens = rnn.pad_packed_sequence(packed, batch_first=batch_first)
+            log("roundtrip", [T.equal(out, x), out_lens])
+            out.backward(randn(T, tuple(out.shape), 3))
+            log("grad", src.grad)
+        for name, call in [("unsorted", lambda: rnn.pack_padded_sequence(randn(T, (3, 3), 0), [1, 3, 2])),
+                           ("empty", lambda: rnn.pack_padded_sequence(T.zeros(0, 0), [])),
+                           ("empty batch_first", lambda: rnn.pack_padded_sequence(T.zeros(0, 1, 10), [0], True))]:
+            log(name, raises_class(call))
+    run_both(program)
+
+
+# ==== test/nn/test_load_state_dict.py ===========================================================
+def test_load_state_dict_invalid(T):
+    # TestLoadStateDict.test_load_state_dict_invalid / test_load_state_dict_type
+    m = T.nn.Linear(2, 2, bias=False)
+    for bad in (np.random.randn(2, 2), ((1.0, 1.0), (2.0, 2.0))):
+        with pytest.raises(RuntimeError, match="expected torch.Tensor or Tensor-like object from checkpoint"):
+            m.load_state_dict({"weight": bad})
+    for bad in ("", 2):
+        with pytest.raises(TypeError, match="Expected state_dict to be dict-like, got"):
+            T.nn.Module().load_state_dict(bad)
+
+
+def _shared_net(T):
+    lin = T.nn.Linear(5, 5)
+    block = T.nn.Module()
+    block.conv1 = T.nn.Conv2d(3, 3, 3, bias=True)
+    block.conv2 = T.nn.Conv2d(3, 3, 3, bias=False)
+    net = T.nn.Module()
+    net.linear1, net.linear2, net.bn, net.block = lin, lin, T.nn.BatchNorm2d(2), block
+    net.add_module("empty", None)
+    return net
+
+
+def test_load_state_dict_strict_and_keys(T):
+    # TestLoadStateDict.test_load_state_dict: shared submodules, a None child, DDP prefixes,
+    # missing/unexpected keys with strict and strict=False, size mismatches, untouched entries
+    net = _shared_net(T)
+    new = {"linear1.weight": T.ones(5, 5), "block.conv1.bias": T.arange(1, 4, dtype=T.float32),
+           "bn.running_mean": randn(T, (2,), 0)}
+    sd = net.state_dict()
+    sd.update(new)
+    ddp = {"module." + k: v for k, v in net.state_dict().items()}
+    ddp.update({"module." + k: v for k, v in new.items()})
+    T.nn.modules.utils.consume_prefix_in_state_dict_if_present(ddp, "module.")
+    for d in (sd, ddp):
+        res = net.load_state_dict(d)
+        assert res.missing_keys == [] and res.unexpected_keys == [] and "Incompatible" not in str(res)
+        for k in new:
+            assert T.equal(net.state_dict()[k], d[k])
+    for extra in ("extra", "extra.param"):
+        d = net.state_dict()
+        d[extra] = T.ones(5)
+        with pytest.raises(RuntimeError):
+            net.load_state_dict(d)
+        res = net.load_state_dict(d, strict=False)
+        assert res.missing_keys == [] and res.unexpected_keys == [extra] and "Incompatible" in str(res)
+    d = net.state_dict()
+    del d["linear1.weight"]
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(d)
+    assert net.load_state_dict(d, strict=False).missing_keys == ["linear1.weight"]
+    d["extra.param"] = T.ones(5)
+    res = net.load_state_dict(d, strict=False)
+    assert (res.missing_keys, res.unexpected_keys) == (["linear1.weight"], ["extra.param"])
+    d = net.state_dict()
+    d["bn.running_mean"] = T.rand(14, 4)
+    for strict in (True, False):
+        with pytest.raises(RuntimeError):
+            net.load_state_dict(d, strict=strict)
+    old = copy.deepcopy(net.state_dict())
+    net.load_state_dict(dict(new, nonexistent_key=T.rand(3)), strict=False)
+    now = net.state_dict()
+    assert all(T.equal(now[k], new[k]) for k in new)
+    assert all(v.equal(now[k]) for k, v in old.items() if k not in new)
+
+
+def test_load_state_dict_batchnorm_version(T):
+    # TestLoadStateDict.test_load_state_dict_BC: a version-1 (or unversioned) BatchNorm state
+    # without num_batches_tracked loads it as a long 0
+    bn = T.nn.BatchNorm2d(3)
+    sd = bn.state_dict()
+    del sd["num_batches_tracked"]
+    sd._metadata[""]["version"] = 1
+    bn.load_state_dict(sd)
+    assert bn.num_batches_tracked.dtype == T.long and bn.num_batches_tracked.item() == 0
+    del sd._metadata[""]["version"]
+    bn.load_state_dict(sd)
+    assert bn.num_batches_tracked.dtype == T.long and bn.num_batches_tracked.item() == 0
+
+
+def test_load_state_dict_child_pre_hook(T):
+    # TestLoadStateDict.test_load_state_dict_child: a nested child's pre-hook sees the state it loads
+    model = T.nn.Linear(1, 1)
+    for _ in range(2):
+        model = T.nn.Sequential(*[copy.deepcopy(model) for _ in range(3)])
+    seen = []
+
+    def hook(module, state_dict, prefix, *rest):
+        seen.append((prefix, len(module.state_dict()), sorted(state_dict)[:2]))
+
+    model[0][0].register_load_state_dict_pre_hook(hook)
+    model.load_state_dict(model.state_dict(), strict=True)
+    assert seen[0][0] == "0.0." and seen[0][1] == 2
+
+
+def test_state_dict_pre_hook_after_pickle(T, tmp_path):
+    # TestLoadStateDict.test_register_state_dict_pre_hook_backward_compat: a module saved without
+    # _state_dict_pre_hooks still gives state_dict() and accepts new pre-hooks after loading
+    called = []
+    m = T.nn.Linear(1, 1)
+    assert hasattr(m, "_state_dict_pre_hooks")
+    delattr(m, "_state_dict_pre_hooks")
+    T.save(m, str(tmp_path / "m.pt"))
+    m = T.load(str(tmp_path / "m.pt"), weights_only=False)
+    m.state_dict()
+    m.register_state_dict_pre_hook(lambda *a, **k: called.append(1))
+    m.state_dict()
+    assert called == [1]
+
+
+def test_load_state_dict_custom_save_load(T):
+    # TestLoadStateDict.test_load_state_dict_custom: overridden _save_to_state_dict /
+    # _load_from_state_dict are used, nested in a Sequential
+    class CustomState(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.param = T.nn.Parameter(T.ones(1))
+            self.sub = T.nn.Linear(5, 5)
+
+        def _save_to_state_dict(self, destination, prefix, keep_vars):
+            destination[prefix + "serialized"] = self.param.data + 1
+
+        def _load_from_state_dict(self, state_dict, prefix, *rest):
+            self.param.data.copy_(state_dict[prefix + "serialized"] - 1)
+
+    m = T.nn.Sequential(CustomState())
+    with T.no_grad():
+        m[0].param[0] = 10
+        m[0].sub.weight[0, 0] = 555
+    sd = m.state_dict()
+    assert sd["0.serialized"].item() == 11 and "0.sub.weight" in sd and "0.param" not in sd
+    mm = T.nn.Sequential(CustomState())
+    assert mm[0].param[0].item() == 1
+    mm.load_state_dict(sd)
+    assert mm[0].param[0].item() == 10 and mm[0].sub.weight[0, 0].item() == 555
+
+
+class _FcBn:
+    """``Linear(3, 5)`` then ``BatchNorm1d(5)`` (plus an optional frozen Parameter ``x``), built
+    for either library: the module of test_load_state_dict_assign_*."""
+
+    @staticmethod
+    def build(T, with_x=False):
+        class MyModule(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc1, self.bn = T.nn.Linear(3, 5), T.nn.BatchNorm1d(5)
+                if with_x:
+                    self.x = T.nn.Parameter(T.rand(5), requires_grad=False)
+
+            def forward(self, input):
+                out = self.bn(self.fc1(input))
+                return out + self.x if with_x else out
+        return MyModule
+
+
+@pytest.mark.parametrize("keep_vars", [True, False])
+def test_load_state_dict_assign_meta(T, keep_vars):
+    # TestLoadStateDict.test_load_state_dict_assign_meta (swap off): assign=True onto a meta
+    # module takes the checkpoint's tensors (Parameters kept when keep_vars, else re-wrapped with
+    # the old requires_grad), buffers by identity, order kept, same outputs
+    cls = _FcBn.build(T, with_x=True)
+    net = cls()
+    sd = net.state_dict(keep_vars=keep_vars)
+    for v in sd.values():
+        v.requires_grad_(False)
+    with T.device("meta"):
+        meta = cls()
+    old = meta.state_dict(keep_vars=True)
+    meta.load_state_dict(sd, assign=True)
+    new = meta.state_dict(keep_vars=True)
+    for key in sd:
+        if key in meta._parameters:
+            assert (sd[key] is new[key]) if keep_vars else (new[key] is not old[key])
+            assert old[key].requires_grad == new[key].requires_grad
+            assert T.equal(sd[key], new[key])
+        elif key in meta._buffers and key not in meta._non_persistent_buffers_set:
+            assert sd[key] is new[key]
+    assert [n for n, _ in net.named_parameters()] == [n for n, _ in meta.named_parameters()]
+    assert [n for n, _ in net.named_buffers()] == [n for n, _ in meta.named_buffers()]
+    t = randn(T, (4, 3), 0)
+    assert T.allclose(net(t), meta(t.clone()))
+
+
+def test_load_state_dict_assign_with_optimizer():
+    # TestLoadStateDict.test_load_state_dict_assign_with_optimizer: a meta module loaded with
+    # assign=True, then an optimizer built on it and loaded, trains exactly like the original
+    def program(T, log):
+        cls = _FcBn.build(T)
+        net = init_params(T, cls(), 0)
+        opt = T.optim.Adam(net.parameters(), lr=1000)
+        x = randn(T, (4, 3), 1)
+        for _ in range(3):
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+        opt_sd, net_sd = copy.deepcopy(opt.state_dict()), copy.deepcopy(net.state_dict())
+        with T.device("meta"):
+            meta = cls()
+        meta.load_state_dict(net_sd, assign=True)
+        opt2 = T.optim.Adam(meta.parameters(), lr=1000)
+        opt2.load_state_dict(opt_sd)
+        for _ in range(3):
+            for o, m in ((opt, net), (opt2, meta)):
+                o.zero_grad()
+                m(x.clone()).sum().backward()
+                o.step()
+        log("same params", [T.equal(a, b) for a, b in zip(net.state_dict().values(), meta.state_dict().values())])
+        log("same optimizer state", [T.equal(a["exp_avg"], b["exp_avg"])
+                                     for a, b in zip(opt.state_dict()["state"].values(),
+                                                     opt2.state_dict()["state"].values())])
+        # (the values themselves are not compared across libraries: the batch norm makes the
+        # gradients rounding noise, which Adam at lr=1000 amplifies)
+    run_both(program)
+
+
+def test_load_state_dict_assign_shape_stride(T):
+    # TestLoadStateDict.test_load_state_dict_assign_shape_stride: assign accepts another stride,
+    # not another shape
+    cls = _FcBn.build(T)
+    sd = cls().state_dict()
+    sd["fc1.weight"] = T.randn(3, 5).transpose(0, 1)
+    net2 = cls()
+    net2.load_state_dict(sd, strict=False, assign=True)
+    assert T.equal(net2.fc1.weight, sd["fc1.weight"])
+    sd["fc1.weight"] = T.randn(2, 4)
+    with pytest.raises(RuntimeError, match="size mismatch for fc1.weight: copying a param with shape"):
+        net2.load_state_dict(sd, strict=False, assign=True)
+
+
+def test_load_state_dict_warn_assign(T):
+    # TestLoadStateDict.test_load_state_dict_warn_assign: copying a real tensor into a meta
+    # parameter without assign=True warns
+    with T.device("meta"):
+        m = T.nn.Linear(3, 5)
+    sd = m.state_dict()
+    sd["weight"] = T.empty_like(sd["weight"], device="cpu")
+    got = warning_texts(lambda: m.load_state_dict(sd))
+    assert any("for weight: copying from a non-meta parameter in the checkpoint to a meta" in msg for _, msg in got)
+
+
+def test_load_state_dict_with_unexpected_key(T):
+    # TestLoadStateDict.test_load_state_dict_with_unexpected_key: also a key that extends a valid one
+    m = T.nn.Sequential()
+    m.fc1 = T.nn.Linear(5, 10)
+    for bad in ("fc1.bad_suffix", "fc1.weight.bad_suffix"):
+        sd = m.state_dict()
+        sd[bad] = T.randn(5, 10)
+        with pytest.raises(RuntimeError, match="Unexpected key"):
+            m.load_state_dict(sd)
+        assert bad in m.load_state_dict(sd, strict=False).unexpected_keys
