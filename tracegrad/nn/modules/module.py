@@ -21,7 +21,7 @@ from tracegrad import Tensor, _state
 from tracegrad._tensor.tensor import is_tensor_container
 from tracegrad.utils.hooks import RemovableHandle
 
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 from ._backward_hook import BackwardHook
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -476,11 +476,12 @@ class Module:
                 modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             else:
                 buffers = d.get("_buffers")
-                if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+                marked = isinstance(value, Buffer) or getattr(value, "_is_buffer", False)   # UninitializedBuffer too
+                if marked or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                         f"(torch.Tensor or None expected)")
-                    if isinstance(value, Buffer):
+                    if marked:
                         if buffers is None:
                             raise AttributeError("cannot assign buffer before Module.__init__() call")
                         remove_from(d, self._parameters, self._modules)
@@ -809,7 +810,11 @@ class Module:
                 errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
                               f"object from checkpoint but received {type(src)}")
                 continue
-            if tuple(src.shape) != tuple(t.shape):
+            if is_lazy(t):
+                if not is_lazy(src):   # a load pre-hook materializes a lazy module's placeholders first
+                    errors.append(f"{key}: cannot load into an uninitialized parameter or buffer")
+                continue   # placeholder onto placeholder: it stays uninitialized
+            if tuple(src.shape) != tuple(t.shape):   # (a placeholder's shape raises torch's error)
                 errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
                               f"the shape in current model is {t.shape}.")
                 continue
