@@ -950,3 +950,302 @@ def test_lazy_invalid_functions(T, request):
     for call in (lambda: T.empty_like(param), lambda: T.add(param, param), lambda: param + param):
         with pytest.raises(ValueError, match="uninitialized parameter"):
             call()
+
+
+# ==== test/nn/test_pruning.py ===================================================================
+def _prune(T):
+    import importlib
+    return importlib.import_module(T.__name__ + ".nn.utils.prune")
+
+
+def test_prune_amount_validation(T):
+    # TestPruningNN.test_validate_pruning_amount_init / test_validate_pruning_amount /
+    # test_compute_nparams_to_prune
+    prune = _prune(T)
+    with pytest.raises(TypeError):
+        prune._validate_pruning_amount_init(amount="I'm a string")
+    for bad in (1.1, 20.0, -10):
+        with pytest.raises(ValueError):
+            prune._validate_pruning_amount_init(amount=bad)
+    for ok in (0.34, 1500, 0, 0.0, 1, 1.0):
+        prune._validate_pruning_amount_init(amount=ok)
+    with pytest.raises(ValueError):
+        prune._validate_pruning_amount(amount=20, tensor_size=19)
+    for amount, size in ((0.3, 0), (19, 20), (0, 0), (1, 1)):
+        prune._validate_pruning_amount(amount=amount, tensor_size=size)
+    assert [prune._compute_nparams_toprune(amount=a, tensor_size=n)
+            for a, n in ((0, 15), (10, 15), (1, 15), (1.0, 15), (0.4, 17))] == [0, 10, 1, 15, 7]
+
+
+def _linear_conv3d(T):
+    return [T.nn.Linear(5, 7), T.nn.Conv3d(2, 2, 2)]
+
+
+def test_random_pruning_sizes_orig_and_new_weight(T):
+    # TestPruningNN.test_random_pruning_sizes / test_random_pruning_orig / test_random_pruning_new_weight /
+    # test_random_pruning_pickle / test_remove_pruning / test_remove_pruning_exception
+    prune = _prune(T)
+    for m in _linear_conv3d(T):
+        for name in ("weight", "bias"):
+            with pytest.raises(ValueError):
+                prune.remove(m, name)
+    for m in _linear_conv3d(T):
+        for name in ("weight", "bias"):
+            orig = getattr(m, name)
+            prune.random_unstructured(m, name=name, amount=0.1)
+            assert getattr(m, name + "_mask").size() == orig.size() == getattr(m, name).size()
+            assert T.equal(getattr(m, name + "_orig"), orig)
+            assert T.equal(getattr(m, name), getattr(m, name + "_orig") * getattr(m, name + "_mask").to(orig.dtype))
+            assert isinstance(pickle.loads(pickle.dumps(m)), type(m))
+    for m in _linear_conv3d(T):
+        for name in ("weight", "bias"):
+            prune.random_unstructured(m, name, amount=0.5)
+            assert name + "_orig" in dict(m.named_parameters()) and name + "_mask" in dict(m.named_buffers())
+            assert name not in dict(m.named_parameters())
+            pruned = getattr(m, name)
+            prune.remove(m, name)
+            assert name in dict(m.named_parameters()) and name + "_orig" not in dict(m.named_parameters())
+            assert name + "_mask" not in dict(m.named_buffers()) and T.equal(pruned, getattr(m, name))
+
+
+def _fixed_mask_pruning(T, m, mask):
+    """random_unstructured with its compute_mask patched to return ``mask``, as the original's mock."""
+    from unittest import mock
+    prune = _prune(T)
+    with mock.patch.object(prune.RandomUnstructured, "compute_mask", return_value=mask):
+        prune.random_unstructured(m, name="weight", amount=0.9)
+
+
+@pytest.mark.parametrize("how", ["identity", "ones mask"])
+def test_identity_pruning(T, how):
+    # TestPruningNN.test_identity_pruning / test_random_pruning_0perc: a mask of ones changes
+    # neither the output nor the gradients (now on weight_orig)
+    x = T.ones(1, 5)
+    m = init_params(T, T.nn.Linear(5, 2), 0)
+    y0 = m(x)
+    y0.sum().backward()
+    gw, gb = m.weight.grad.clone(), m.bias.grad.clone()
+    assert T.equal(gw, T.ones_like(m.weight)) and T.equal(gb, T.ones_like(m.bias))
+    m.zero_grad()
+    if how == "identity":
+        _prune(T).identity(m, name="weight")
+    else:
+        _fixed_mask_pruning(T, m, T.ones_like(m.weight))
+    y1 = m(x)
+    assert T.equal(y0, y1)
+    y1.sum().backward()
+    assert T.equal(gw, m.weight_orig.grad) and T.equal(gb, m.bias.grad)
+    assert T.equal(m(x), m(x))
+
+
+def test_random_pruning_masked_grads_and_forward(T):
+    # TestPruningNN.test_random_pruning / test_random_pruning_forward / test_remove_pruning_forward
+    x = T.ones(1, 5)
+    m = init_params(T, T.nn.Linear(5, 2), 0)
+    mask = T.ones_like(m.weight)
+    mask[1, 0] = 0
+    mask[0, 3] = 0
+    _fixed_mask_pruning(T, m, mask)
+    y = m(x)
+    y.sum().backward()
+    assert T.equal(m.weight_orig.grad, mask) and T.equal(m.bias.grad, T.ones_like(m.bias))
+    old = m.weight_orig.clone()
+    for p in m.parameters():
+        p.data.sub_(p.grad.data)
+    assert old[1, 0] == m.weight_orig[1, 0] and old[0, 3] == m.weight_orig[0, 3]
+    y = m(x)
+    _prune(T).remove(m, "weight")
+    assert T.equal(y, m(x))
+    m = init_params(T, T.nn.Linear(5, 2), 1)
+    mask = T.zeros_like(m.weight)
+    mask[1, 0] = 1
+    mask[0, 3] = 1
+    _fixed_mask_pruning(T, m, mask)
+    yhat = m(x)
+    assert T.allclose(yhat[0, 0], m.weight_orig[0, 3] + m.bias[0])
+    assert T.allclose(yhat[0, 1], m.weight_orig[1, 0] + m.bias[1])
+
+
+def test_pruning_id_consistency(T):
+    # TestPruningNN.test_pruning_id_consistency: an optimizer's parameter object survives pruning
+    m = T.nn.Linear(5, 2, bias=False)
+    pid = id(next(iter(m.parameters())))
+    _prune(T).random_unstructured(m, name="weight", amount=0.9)
+    assert pid == id(next(iter(m.parameters())))
+    _prune(T).remove(m, "weight")
+    assert pid == id(next(iter(m.parameters())))
+
+
+def test_multiple_pruning_calls(T):
+    # TestPruningNN.test_multiple_pruning_calls: the hook becomes a PruningContainer in call order
+    prune = _prune(T)
+    m = init_params(T, T.nn.Conv3d(2, 2, 2), 0)
+    prune.l1_unstructured(m, name="weight", amount=0.1)
+    mask0 = m.weight_mask
+    prune.ln_structured(m, name="weight", amount=0.3, n=2, dim=0)
+    hook = next(iter(m._forward_pre_hooks.values()))
+    assert isinstance(hook, prune.PruningContainer) and hook._tensor_name == "weight" and len(hook) == 2
+    assert isinstance(hook[0], prune.L1Unstructured) and isinstance(hook[1], prune.LnStructured)
+    assert T.all(m.weight_mask[mask0 == 0] == 0)
+    prune.ln_structured(m, name="weight", amount=0.1, n=float("inf"), dim=1)
+    assert next(iter(m._forward_pre_hooks.values()))._tensor_name == "weight"
+
+
+def test_pruning_container(T):
+    # TestPruningNN.test_pruning_container / test_pruning_container_compute_mask
+    prune = _prune(T)
+    container = prune.PruningContainer()
+    container._tensor_name = "test"
+    assert len(container) == 0
+    p = prune.L1Unstructured(amount=2)
+    p._tensor_name = "test"
+    container.add_pruning_method(p)
+    q = prune.L1Unstructured(amount=2)
+    q._tensor_name = "another_test"
+    with pytest.raises(ValueError):
+        container.add_pruning_method(q)
+    for bad in (10, "ugh"):
+        with pytest.raises(TypeError):
+            container.add_pruning_method(bad)
+    t = T.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]).to(dtype=T.float32)
+    default = T.tensor([[1, 1, 1, 0], [1, 1, 0, 1]])
+    assert container.compute_mask(t, default).tolist() == [[0, 0, 1, 0], [1, 1, 0, 1]]
+    for method, expected in ((prune.LnStructured(amount=1, n=2, dim=0), [[0, 0, 0, 0], [1, 1, 0, 1]]),
+                             (prune.LnStructured(amount=1, n=2, dim=1), [[0, 1, 1, 0], [0, 1, 0, 1]])):
+        method._tensor_name = "test"
+        container.add_pruning_method(method)
+        out = container.compute_mask(t, default)
+        assert out.tolist() == expected and out.dtype == T.float32
+
+
+def test_l1_unstructured_by_hand(T):
+    # TestPruningNN.test_l1_unstructured_pruning / ..._with_importance_scores: repeated pruning
+    # respects the previous mask
+    prune = _prune(T)
+    for scores, first, second in (
+            (None, [[0, 2, 3, 4], [-4, -3, -2, 0]], [[0, 0, 3, 4], [-4, -3, 0, 0]]),
+            ([[4, 2, 1, 3], [-3, -1, -2, -4]], [[1, 2, 0, 4], [-4, 0, -2, -1]], [[1, 0, 0, 4], [-4, 0, 0, -1]])):
+        m = T.nn.Linear(4, 2)
+        m.weight = T.nn.Parameter(T.tensor([[1, 2, 3, 4], [-4, -3, -2, -1]], dtype=T.float32))
+        kw = {} if scores is None else {"importance_scores": T.tensor(scores, dtype=T.float32)}
+        prune.l1_unstructured(m, "weight", amount=2, **kw)
+        assert m.weight.tolist() == first
+        prune.l1_unstructured(m, "weight", amount=2, **kw)
+        assert m.weight.tolist() == second
+
+
+def test_unstructured_same_magnitude_and_random_structured_amount(T):
+    # TestPruningNN.test_unstructured_pruning_same_magnitude / test_random_structured_pruning_amount
+    prune = _prune(T)
+    t = 2 * T.randint(low=-1, high=2, size=(10, 7))
+    mask = prune.L1Unstructured(amount=0.2).compute_mask(t, default_mask=T.ones_like(t))
+    assert int(T.sum(mask == 0)) == prune._compute_nparams_toprune(0.2, t.nelement())
+    t = 2 * T.randint(low=-1, high=2, size=(5, 4, 2)).to(dtype=T.float32)
+    mask = prune.RandomStructured(amount=0.6, dim=2).compute_mask(t, default_mask=T.ones_like(t))
+    assert sorted(T.sum(mask == 0, dim=(0, 1)).tolist()) == [0, 20]
+
+
+@pytest.mark.parametrize("scores", [False, True])
+def test_ln_structured_by_hand(T, scores):
+    # TestPruningNN.test_ln_structured_pruning / test_ln_structured_pruning_importance_scores
+    prune = _prune(T)
+    m = T.nn.Conv2d(3, 1, 2)
+    m.weight.data = T.tensor([[[[1.0, 2.0], [1.0, 2.5]], [[0.5, 1.0], [0.1, 0.1]], [[-3.0, -5.0], [0.1, -1.0]]]])
+    kw = {}
+    if scores:
+        kw["importance_scores"] = T.tensor([[[[10.0, 1.0], [10.0, 1.0]], [[30.0, 3.0], [30.0, 3.0]],
+                                             [[-20.0, -2.0], [-20.0, -2.0]]]])
+    expected = T.ones_like(m.weight)
+    expected[:, 0 if scores else 1] = 0.0
+    prune.ln_structured(m, "weight", amount=1, n=2, dim=1, **kw)
+    assert T.equal(expected, m.weight_mask)
+    expected[:, :, :, 1 if scores else 0] = 0.0
+    prune.ln_structured(m, "weight", amount=1, n=1, dim=-1, **kw)
+    assert T.equal(expected, m.weight_mask)
+
+
+@pytest.mark.parametrize("scores", [False, True])
+def test_global_pruning_by_hand(T, scores):
+    # TestPruningNN.test_global_pruning / test_global_pruning_importance_scores
+    prune = _prune(T)
+    m, n = T.nn.Linear(4, 2), T.nn.Linear(3, 1)
+    m.weight = T.nn.Parameter(T.tensor([[1, 2, 3, 4], [-4, -3, -2, -1]]).to(dtype=T.float32))
+    n.weight = T.nn.Parameter(T.tensor([[0, 0.1, -2]]).to(dtype=T.float32))
+    kw = {}
+    if scores:
+        kw["importance_scores"] = {(m, "weight"): T.tensor([[4, 2, 1, 3], [-3, -1, -2, -4]], dtype=T.float32),
+                                   (n, "weight"): T.tensor([[0, 10.0, -0.2]])}
+    prune.global_unstructured(((m, "weight"), (n, "weight")), pruning_method=prune.L1Unstructured, amount=4, **kw)
+    if scores:
+        assert m.weight.tolist() == [[1, 2, 0, 4], [-4, 0, -2, -1]]
+        assert T.equal(n.weight, T.tensor([[0, 0.1, 0]]))
+    else:
+        assert m.weight.tolist() == [[0, 2, 3, 4], [-4, -3, -2, 0]] and n.weight.tolist() == [[0, 0, -2]]
+
+
+def test_custom_from_mask_and_prune(T):
+    # TestPruningNN.test_custom_from_mask_pruning / test_prune / test_prune_importance_scores /
+    # test_prune_importance_scores_mimic_default
+    prune = _prune(T)
+    mask, default = T.tensor([[0, 1, 1, 0], [0, 0, 1, 1]]), T.tensor([[0, 0, 0, 0], [1, 1, 1, 1]])
+    out = prune.CustomFromMask(mask=mask).compute_mask(T.rand(2, 4), default)
+    assert out.tolist() == [[0, 0, 0, 0], [0, 0, 1, 1]]
+    p = prune.L1Unstructured(amount=2)
+    t = T.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]).to(dtype=T.float32)
+    default = T.tensor([[1, 1, 1, 0], [1, 1, 0, 1]])
+    expected = t * T.tensor([[0, 0, 1, 0], [1, 1, 0, 1]])
+    assert T.equal(p.prune(t, default), expected) and T.equal(p.prune(t, default, importance_scores=t), expected)
+    scores = T.tensor([[1, 2, 3, 4], [1.5, 1.6, 1.7, 1.8]])
+    assert T.equal(p.prune(t, default, importance_scores=scores), t * T.tensor([[0, 1, 1, 0], [0, 1, 0, 1]]))
+
+
+def test_pruning_rollback(T):
+    # TestPruningNN.test_pruning_rollback: a failing compute_mask leaves the module unpruned
+    from unittest import mock
+    prune = _prune(T)
+    for m in _linear_conv3d(T):
+        for name in ("weight", "bias"):
+            with mock.patch.object(prune.L1Unstructured, "compute_mask", side_effect=Exception("HA!")):
+                with pytest.raises(Exception):
+                    prune.l1_unstructured(m, name=name, amount=0.9)
+            assert name in dict(m.named_parameters()) and name + "_mask" not in dict(m.named_buffers())
+            assert name + "_orig" not in dict(m.named_parameters())
+
+
+def test_pruning_serialization(T, tmp_path):
+    # TestPruningNN.test_pruning_serialization_model / test_pruning_serialization_state_dict
+    prune = _prune(T)
+
+    def model():
+        return T.nn.Sequential(T.nn.Linear(10, 10), T.nn.ReLU(), T.nn.Linear(10, 1))
+
+    net = model()
+    assert "0.weight" in net.state_dict() and "0.weight_orig" not in net.state_dict()
+    prune.l1_unstructured(module=net[0], name="weight", amount=0.9)
+    keys = net.state_dict()
+    assert "0.weight_orig" in keys and "0.weight_mask" in keys and "0.weight" not in keys
+    pruned = net[0].weight
+    T.save(net, str(tmp_path / "m.pt"))
+    back = T.load(str(tmp_path / "m.pt"), weights_only=False)
+    assert "0.weight_orig" in back.state_dict() and "0.weight" not in back.state_dict()
+    assert T.equal(pruned, back[0].weight)
+    prune.remove(module=net[0], name="weight")
+    assert "0.weight" in net.state_dict() and "0.weight_mask" not in net.state_dict()
+    T.save(net.state_dict(), str(tmp_path / "sd.pt"))
+    fresh = model()
+    fresh.load_state_dict(T.load(str(tmp_path / "sd.pt")))
+    assert "0.weight_orig" not in fresh.state_dict() and T.equal(pruned, fresh[0].weight)
+
+
+def test_rnn_pruning(T):
+    # TestPruningNN.test_rnn_pruning: pruning an LSTM weight makes its flat weight a plain
+    # tensor; removing the pruning restores the Parameter under the original name
+    prune = _prune(T)
+    lstm = T.nn.LSTM(4, 4)
+    prune.l1_unstructured(lstm, "weight_ih_l0", 0.5)
+    assert sum(isinstance(p, T.nn.Parameter) for p in lstm._flat_weights) == 3
+    prune.remove(lstm, "weight_ih_l0")
+    assert sum(isinstance(p, T.nn.Parameter) for p in lstm._flat_weights) == 4
+    assert lstm._parameters["weight_ih_l0"] is not None and "weight_ih_l0_orig" not in lstm._parameters
+    assert dict(lstm.named_parameters())["weight_ih_l0"] is not None
+    assert "weight_ih_l0_orig" not in dict(lstm.named_parameters())
