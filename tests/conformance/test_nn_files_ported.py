@@ -1249,3 +1249,278 @@ def test_rnn_pruning(T):
     assert lstm._parameters["weight_ih_l0"] is not None and "weight_ih_l0_orig" not in lstm._parameters
     assert dict(lstm.named_parameters())["weight_ih_l0"] is not None
     assert "weight_ih_l0_orig" not in dict(lstm.named_parameters())
+
+
+# ==== test/nn/test_parametrization.py ===========================================================
+def _pz(T):
+    import importlib
+    return importlib.import_module(T.__name__ + ".nn.utils.parametrize")
+
+
+def _param_modules(T):
+    """The small parametrizations test_parametrization.py defines, for either library."""
+    class Skew(T.nn.Module):
+        def forward(self, X):
+            X = X.tril(-1)
+            return X - X.T
+
+    class Orthogonal(T.nn.Module):   # the Cayley map: orthogonal for a skew-symmetric input
+        def forward(self, X):
+            Id = T.eye(X.size(0))
+            return T.linalg.solve(Id + X, Id - X).contiguous()
+
+    class Resize(T.nn.Module):
+        def forward(self, X):
+            return X[[0]]
+
+    class NoResize(T.nn.Module):
+        def forward(self, X):
+            return X
+
+    class FirstZero(T.nn.Module):
+        def forward(self, x):
+            return T.cat([x.new_zeros(1), x[1:]])
+
+    class LastZero(T.nn.Module):
+        def forward(self, x):
+            return T.cat([x[:-1], x.new_zeros(1)])
+    return Skew, Orthogonal, Resize, NoResize, FirstZero, LastZero
+
+
+def test_register_and_remove_parametrization(T):
+    # TestNNParametrization.test_register_and_remove_parametrization (swap off)
+    pz = _pz(T)
+    Skew, Orthogonal, Resize, NoResize, FirstZero, LastZero = _param_modules(T)
+    model = init_params(T, T.nn.Linear(8, 8), 0)
+    wid, bid = id(model.weight), id(model.bias)
+    initial = copy.deepcopy(model)
+
+    def unparametrized_again():
+        assert not hasattr(model, "parametrizations") and model.__class__ is T.nn.Linear
+        assert T.equal(model.weight, initial.weight) and id(model.weight) == wid
+
+    with pytest.raises(ValueError, match="Registering a parametrization may not change the shape of the tensor"):
+        pz.register_parametrization(model, "weight", Resize())
+    for chain in ([(Resize(), True)], [(Resize(), True), (NoResize(), False)], [(Skew(), True)], [(Skew(), False)]):
+        for p, unsafe in chain:
+            pz.register_parametrization(model, "weight", p, unsafe=unsafe)
+        assert pz.is_parametrized(model) and pz.is_parametrized(model, "weight")
+        assert not pz.is_parametrized(model, "bias") and "weight" not in model._parameters
+        if isinstance(chain[0][0], Resize):
+            assert model.weight.shape[0] == 1
+        else:
+            assert T.equal(model.weight, -model.weight.T)
+        pz.remove_parametrizations(model, "weight", leave_parametrized=False)
+        unparametrized_again()
+    pz.register_parametrization(model, "weight", Skew())
+    pz.register_parametrization(model, "weight", Orthogonal())
+    X = model.weight
+    assert T.allclose(X.T @ X, T.eye(8), atol=1e-5) and "weight" in model.parametrizations
+    pz.remove_parametrizations(model, "weight", leave_parametrized=False)
+    unparametrized_again()
+    pz.register_parametrization(model, "weight", Skew())
+    pz.register_parametrization(model, "weight", Orthogonal())
+    pz.register_parametrization(model, "bias", FirstZero())
+    pz.register_parametrization(model, "bias", LastZero())
+    assert pz.is_parametrized(model, "bias") and model.bias[0].item() == 0.0 and model.bias[-1].item() == 0.0
+    assert len(list(model.parameters())) == 2
+    sgd = T.optim.SGD(model.parameters(), lr=0.01)
+
+    def step_changes_both():
+        w, b = model.weight.clone(), model.bias.clone()
+        sgd.zero_grad()
+        (model.weight.T @ model.bias).sum().backward()
+        sgd.step()
+        assert not T.equal(model.weight, w) and not T.equal(model.bias, b)
+
+    step_changes_both()
+    pz.remove_parametrizations(model, "weight", leave_parametrized=False)
+    assert pz.is_parametrized(model) and not pz.is_parametrized(model, "weight") and pz.is_parametrized(model, "bias")
+    assert model.bias[0].item() == 0.0 and not T.equal(model.weight, initial.weight) and id(model.weight) == wid
+    step_changes_both()
+    pz.remove_parametrizations(model, "bias", leave_parametrized=False)
+    assert not pz.is_parametrized(model) and model.bias[0].item() != 0.0 and id(model.bias) == bid
+    assert model.__class__ is T.nn.Linear and len(list(model.parameters())) == 2
+    step_changes_both()
+    for _ in range(2):
+        pz.register_parametrization(model, "weight", Skew())
+        pz.register_parametrization(model, "weight", Orthogonal())
+        pz.remove_parametrizations(model, "weight", leave_parametrized=True)
+        assert id(model.weight) == wid and id(model.bias) == bid
+        step_changes_both()
+
+
+def test_register_and_remove_nested_parametrization(T):
+    # TestNNParametrization.test_register_and_remove_nested_parametrization
+    pz = _pz(T)
+    Skew = _param_modules(T)[0]
+    model = T.nn.Linear(8, 8)
+    pz.register_parametrization(model, "weight", Skew())
+    param_mod = model.parametrizations.weight
+    assert not hasattr(param_mod, "parametrizations") and not pz.is_parametrized(param_mod)
+    pz.register_parametrization(param_mod, "original", Skew())
+    assert pz.is_parametrized(param_mod, "original") and "original" not in param_mod._parameters
+    A = param_mod.original
+    assert T.equal(A, -A.T)
+    pz.remove_parametrizations(param_mod, "original", leave_parametrized=False)
+    assert not hasattr(param_mod, "parametrizations") and param_mod.__class__ is pz.ParametrizationList
+    pz.remove_parametrizations(model, "weight", leave_parametrized=False)
+    assert not hasattr(model, "parametrizations") and model.__class__ is T.nn.Linear
+
+
+def test_register_and_remove_buffer_parametrization(T):
+    # TestNNParametrization.test_register_and_remove_buffer_parametrization
+    pz = _pz(T)
+    FirstZero, LastZero = _param_modules(T)[4:]
+    model = T.nn.Linear(8, 8)
+    delattr(model, "bias")
+    model.bias = T.nn.Buffer(T.ones(8))
+    pz.register_parametrization(model, "bias", FirstZero())
+    pz.register_parametrization(model, "bias", LastZero())
+    for leave in (None, True):
+        if leave:
+            pz.remove_parametrizations(model, "bias", leave_parametrized=True)
+        assert pz.is_parametrized(model, "bias") is (leave is None)
+        assert model.bias.tolist() == [0.0] + [1.0] * 6 + [0.0] and len(list(model.parameters())) == 1
+
+
+def test_serialization_parametrization(T, tmp_path):
+    # TestNNParametrization.test_serialization_parametrization: a stateful parametrization
+    # round-trips through state_dict; saving the whole parametrized module raises
+    pz = _pz(T)
+
+    class Orthogonal(T.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.id = T.nn.Buffer(T.eye(n))
+            self.B = T.nn.Buffer(T.empty(n, n))
+            T.nn.init.orthogonal_(self.B)
+
+        def forward(self, X):
+            A = X.triu(1)
+            A = A - A.T
+            return self.B @ T.linalg.solve(self.id + A, self.id - A)
+
+    def get_model():
+        model = T.nn.Sequential(T.nn.Linear(5, 5), T.nn.ReLU(), T.nn.Linear(5, 1))
+        pz.register_parametrization(model[0], "weight", Orthogonal(5))
+        return model
+
+    model = get_model()
+    new = get_model()
+    T.save(model.state_dict(), str(tmp_path / "sd.pt"))
+    new.load_state_dict(T.load(str(tmp_path / "sd.pt")))
+    assert pz.is_parametrized(new[0], "weight")
+    assert T.allclose(model[0].weight, new[0].weight)
+    assert T.equal(model[0].parametrizations.weight[0].B, new[0].parametrizations.weight[0].B)
+    with pytest.raises(RuntimeError, match="state_dict"):
+        T.save(model, str(tmp_path / "m.pt"))
+
+
+def test_initialization_parametrization(T):
+    # TestNNParametrization.test_initialization_parametrization: assigning through right_inverse
+    pz = _pz(T)
+
+    class Skew(T.nn.Module):
+        def forward(self, X):
+            A = X.triu(1)
+            return A - A.T
+
+        def right_inverse(self, X):
+            if not T.allclose(X, -X.T, atol=1e-6):
+                raise ValueError("The matrix is not skew-symmetric.")
+            return X.triu(1)
+
+    class Orthogonal(T.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.B = T.nn.Buffer(T.eye(n))
+
+        def forward(self, X):
+            Id = T.eye(X.size(0))
+            return self.B @ T.linalg.solve(Id + X, Id - X)
+
+        def right_inverse(self, X):
+            if not T.allclose(X.T @ X, T.eye(X.size(0)), atol=1e-4):
+                raise ValueError("The input is not orthogonal.")
+            self.B = X
+            return T.zeros_like(X)
+
+    N = 5
+    model = T.nn.Linear(N, N)
+    skew = Skew()
+    with T.no_grad():
+        model.weight.set_(skew(model.weight))
+    pz.register_parametrization(model, "weight", skew)
+    with pytest.raises(ValueError):
+        model.weight = T.rand(N, N)
+    X = randn(T, (N, N), 0)
+    X = X - X.T
+    model.weight = X
+    assert T.equal(model.parametrizations.weight.original, X.triu(1)) and T.equal(model.weight, X)
+    pz.register_parametrization(model, "weight", Orthogonal(N))
+    with pytest.raises(ValueError):
+        model.weight = T.rand(N, N)
+    X = T.nn.init.orthogonal_(T.rand(N, N))
+    model.weight = X
+    assert T.allclose(model.weight, X, atol=1e-6)
+    assert T.equal(model.parametrizations.weight.original, T.zeros_like(X))
+
+
+def _identity_cls(T):
+    class Identity(T.nn.Module):
+        def forward(self, x):
+            return x
+    return Identity
+
+
+def test_errors_unparametrized_tensor_parametrization(T):
+    # TestNNParametrization.test_errors_unparametrized_tensor_parametrization
+    pz = _pz(T)
+    module = T.nn.Linear(3, 4)
+    w0 = module.weight.clone()
+    Identity = _identity_cls(T)
+    with pytest.raises(ValueError, match="does not have a parameter"):
+        pz.register_parametrization(module, "foo", Identity())
+    with pytest.raises(ValueError, match="does not have a parametrization"):
+        pz.remove_parametrizations(module, "bias")
+    assert not pz.is_parametrized(module)
+
+    class Sum(T.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+        def right_inverse(self, z):
+            return z, T.zeros_like(z)
+
+    pz.register_parametrization(module, "weight", Sum())
+    with pytest.raises(ValueError, match="leave_parametrized=False"):
+        pz.remove_parametrizations(module, "weight", leave_parametrized=False)
+    pz.remove_parametrizations(module, "weight", leave_parametrized=True)
+
+    def cls(forward, right_inverse=None):
+        body = {"forward": lambda self, *xs: forward(*xs)}
+        if right_inverse is not None:
+            body["right_inverse"] = lambda self, w: right_inverse(w)
+        return type("P", (T.nn.Module,), body)
+
+    for exc, pattern, p in [
+            (TypeError, "positional argument", cls(lambda x, y, z: x + y + z, lambda w: (w, T.zeros_like(w)))),
+            (ValueError, "Tensor or a Sequence of", cls(lambda x: x, lambda z: None)),
+            (ValueError, "of the sequence with type", cls(lambda x, y: x, lambda z: (None, z))),
+            (ValueError, "outputs one tensor, it may not change the dtype", cls(lambda x: x.float(), lambda w: w.bool())),
+            (ValueError, "outputs one tensor, it may not change the device",
+             cls(lambda x: x.float(), lambda w: w.to(T.device("meta")))),
+            (ValueError, "must return a tensor", cls(lambda x: 2)),
+            (ValueError, "may not change the dtype", cls(lambda x: x.bool())),
+            (ValueError, "may not change the shape", cls(lambda x: x[:-1])),
+            (ValueError, "may not change the dtype", cls(lambda x, y: (x + y).bool(), lambda w: (w, w + 1)))]:
+        with pytest.raises(exc, match=pattern):
+            pz.register_parametrization(module, "weight", p())
+        assert not pz.is_parametrized(module)
+    pz.register_parametrization(module, "weight", cls(lambda x: x, lambda w: (w,))())
+    assert hasattr(module.parametrizations.weight, "original0")
+    assert not hasattr(module.parametrizations.weight, "original1")
+    module.weight
+    pz.remove_parametrizations(module, "weight", leave_parametrized=True)
+    assert not pz.is_parametrized(module) and T.equal(module.weight, w0)
