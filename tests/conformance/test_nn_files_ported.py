@@ -1524,3 +1524,187 @@ def test_errors_unparametrized_tensor_parametrization(T):
     module.weight
     pz.remove_parametrizations(module, "weight", leave_parametrized=True)
     assert not pz.is_parametrized(module) and T.equal(module.weight, w0)
+
+
+def test_errors_parametrized_tensor_parametrization(T):
+    # TestNNParametrization.test_errors_parametrized_tensor_parametrization: a failing second
+    # parametrization leaves the first alone
+    pz = _pz(T)
+    Identity = _identity_cls(T)
+    module = T.nn.Linear(3, 4)
+    pz.register_parametrization(module, "weight", Identity())
+
+    def cls(forward, right_inverse=None):
+        body = {"forward": lambda self, x: forward(x)}
+        if right_inverse is not None:
+            body["right_inverse"] = lambda self, w: right_inverse(w)
+        return type("P", (T.nn.Module,), body)
+
+    for pattern, p in [("must return a tensor", cls(lambda x: (x, x))),
+                       ("may not change the dtype", cls(lambda x: x.bool())),
+                       ("may not change the shape", cls(lambda x: x[:-1])),
+                       ("right_inverse must return a tensor", cls(lambda x: x, lambda x: (x, x))),
+                       ("must have the same dtype", cls(lambda x: x, lambda x: x.bool())),
+                       ("must have the same shape", cls(lambda x: x, lambda x: x[:-1]))]:
+        with pytest.raises(ValueError, match=pattern):
+            pz.register_parametrization(module, "weight", p())
+        assert len(module.parametrizations.weight) == 1 and isinstance(module.parametrizations.weight[0], Identity)
+
+
+def test_multiple_inputs_parametrization(T):
+    # TestNNParametrization.test_multiple_inputs_parametrization: a rank-one parametrization
+    # with two originals, chained with a one-input one, trained and removed
+    pz = _pz(T)
+
+    class RankOne(T.nn.Module):
+        def forward(self, x, y):
+            return x.unsqueeze(-1) @ y.unsqueeze(-2)
+
+        def right_inverse(self, Y):
+            U, S, Vh = T.linalg.svd(Y, full_matrices=False)
+            s0 = S[0].sqrt().unsqueeze(-1)
+            return U[..., :, 0] * s0, Vh[..., 0, :] * s0
+
+    class Double(T.nn.Module):
+        def forward(self, x):
+            return 2.0 * x
+
+        def right_inverse(self, w):
+            return 0.5 * w
+
+    model = init_params(T, T.nn.Linear(3, 3), 0)
+    pz.register_parametrization(model, "weight", RankOne())
+    plist = model.parametrizations.weight
+    assert "original0" in plist._parameters and "original1" in plist._parameters
+    assert "weight" not in model._parameters and T.linalg.matrix_rank(model.weight).item() == 1
+    for _ in range(2):
+        with pytest.raises(ValueError, match="leave_parametrized=False"):
+            pz.remove_parametrizations(model, "weight", leave_parametrized=False)
+        pz.remove_parametrizations(model, "weight", leave_parametrized=True)
+        assert model.__class__ is T.nn.Linear and not pz.is_parametrized(model) and "weight" in model._parameters
+        assert T.linalg.matrix_rank(model.weight).item() == 1
+        if len(list(model.parameters())) == 2 and not hasattr(model, "_done"):
+            model._done = True
+            w0 = model.weight.clone()
+            pz.register_parametrization(model, "weight", RankOne())
+            assert T.allclose(w0, model.weight, atol=1e-5)
+            pz.register_parametrization(model, "weight", Double())
+            assert T.allclose(2.0 * w0, model.weight, atol=1e-5) and len(list(model.parameters())) == 3
+        sgd = T.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(2):
+            sgd.zero_grad()
+            (model.weight.T @ model.bias).sum().backward()
+            sgd.step()
+        if not pz.is_parametrized(model):
+            break
+
+
+def test_caching_parametrization(T):
+    # TestNNParametrization.test_caching_parametrization /
+    # test_caching_parametrization_with_transfer_parametrizations_and_params (to a plain Linear)
+    pz = _pz(T)
+    Skew, Orthogonal = _param_modules(T)[:2]
+    model = T.nn.Linear(5, 5)
+    pz.register_parametrization(model, "weight", Skew())
+    pz.register_parametrization(model, "weight", Orthogonal())
+    to_model = T.nn.Linear(5, 5)
+    pz.transfer_parametrizations_and_params(model, to_model)
+    with pz.cached():
+        X, Y = model.weight, model.weight
+        A, B = to_model.weight, to_model.weight
+        assert X is Y and A is B and A is not X
+    assert model.weight is not model.weight
+
+
+def test_parametrization_training_mode_and_type(T):
+    # TestNNParametrization.test_parametrization_same_training_mode / test_type_before_parametrizations
+    pz = _pz(T)
+    Identity = _identity_cls(T)
+    module = T.nn.Linear(4, 4)
+    module.eval()
+    pz.register_parametrization(module, "weight", Identity())
+    assert not module.parametrizations.weight[0].training
+    module.train()
+    pz.register_parametrization(module, "weight", Identity().eval())
+    assert module.parametrizations.weight[0].training and module.parametrizations.weight[1].training
+    model = T.nn.Linear(5, 5)
+    assert pz.type_before_parametrizations(model) is T.nn.Linear
+    pz.register_parametrization(model, "weight", Identity())
+    assert pz.type_before_parametrizations(model) is T.nn.Linear and type(model) is not T.nn.Linear
+
+
+def test_deepcopy_after_parametrization(T):
+    # TestNNParametrization.test_deepcopy_after_parametrization (with and without a custom __deepcopy__)
+    pz = _pz(T)
+
+    class AddOne(T.nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+    class ModelWithoutDeepcopy(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = T.nn.Parameter(T.tensor([1.0, 1.0, 1.0, 1.0]))
+            self.bias = T.nn.Parameter(T.tensor([0.0, 0.0, 0.0, 0.0]))
+            self.attr = [1.0, 2.0, 3.0, 4.0]
+
+    class ActualModel(ModelWithoutDeepcopy):
+        def __deepcopy__(self, memo):
+            result = self.__new__(self.__class__)
+            memo[id(self)] = result
+            result.__dict__ = copy.deepcopy(self.__dict__, memo)
+            return result
+
+    def check(m1, m2):
+        w1, w2 = m1.parametrizations.weight.original, m2.parametrizations.weight.original
+        b1 = m1.parametrizations.bias.original if pz.is_parametrized(m1, "bias") else m1.bias
+        b2 = m2.parametrizations.bias.original if pz.is_parametrized(m2, "bias") else m2.bias
+        assert m1.__dict__.keys() == m2.__dict__.keys() and m1 is not m2
+        assert T.equal(w1, w2) and w1 is not w2 and T.equal(b1, b2) and b1 is not b2
+        assert m1.attr == m2.attr and m1.attr is not m2.attr
+        assert T.equal(m1.weight, m2.weight)
+
+    for model in (ModelWithoutDeepcopy(), ActualModel()):
+        for name in ("weight", "bias", "weight"):
+            pz.register_parametrization(model, name, AddOne())
+            check(model, copy.deepcopy(model))
+
+
+def test_transfer_parametrizations_and_params(T):
+    # TestNNParametrization.test_transfer_parametrizations_and_params (to a plain Linear, not a
+    # quantized-aware one): values, originals, independence, and a parameter the target lacks
+    pz = _pz(T)
+
+    class AddOne(T.nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+    class Double(T.nn.Module):
+        def forward(self, x):
+            return 2.0 * x
+
+        def right_inverse(self, x):
+            return 0.5 * x
+
+    class MinusOne(T.nn.Module):
+        def forward(self, x):
+            return x - 1.0
+
+    model = T.nn.Linear(5, 5)
+    for p in (AddOne(), Double(), MinusOne()):
+        pz.register_parametrization(model, "weight", p)
+    hold = model.weight
+    to_model = T.nn.Linear(5, 5)
+    pz.transfer_parametrizations_and_params(model, to_model)
+    assert pz.is_parametrized(to_model, "weight") and T.equal(model.weight, to_model.weight)
+    assert T.equal(model.parametrizations.weight.original, to_model.parametrizations.weight.original)
+    assert T.equal(hold, model.weight)
+    pz.remove_parametrizations(to_model, "weight")
+    assert not pz.is_parametrized(to_model, "weight") and pz.is_parametrized(model, "weight")
+    model.test_param = T.nn.Parameter(T.randn(5, 5))
+    assert not hasattr(to_model, "test_param")
+    pz.register_parametrization(model, "test_param", Double())
+    hold = model.test_param
+    pz.transfer_parametrizations_and_params(model, to_model, "test_param")
+    assert T.equal(model.test_param, to_model.test_param) and T.equal(hold, model.test_param)
+    assert T.equal(model.parametrizations.test_param.original, to_model.parametrizations.test_param.original)

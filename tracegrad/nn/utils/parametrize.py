@@ -15,7 +15,7 @@ from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",
-           "ParametrizationList", "type_before_parametrizations"]
+           "ParametrizationList", "type_before_parametrizations", "transfer_parametrizations_and_params"]
 
 _cache_enabled = 0
 _cache = {}
@@ -200,6 +200,47 @@ def is_parametrized(module, tensor_name=None):
     return tensor_name in parametrizations
 
 
+def _check_right_inverse(parametrization, X, Y, tensor_name):
+    """A parametrization chained onto another must map ``X`` back to one tensor shaped and
+    typed as ``Y`` (when it has a right_inverse): ValueError with torch's texts otherwise."""
+    if not hasattr(parametrization, "right_inverse"):
+        return
+    try:
+        Z = parametrization.right_inverse(X)
+    except NotImplementedError:
+        return
+    if not isinstance(Z, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(Z).__name__}")
+    for attr in ("dtype", "shape"):
+        if getattr(Z, attr) != getattr(Y, attr):
+            raise ValueError(f"The tensor returned by parametrization.right_inverse must have the same {attr} as "
+                             f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}."
+                             f"{attr}: {getattr(Y, attr)}\nreturned {attr}: {getattr(Z, attr)}")
+
+
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Mirrors ``torch.nn.utils.parametrize.transfer_parametrizations_and_params``: registers on
+    ``to_module`` the parametrizations of ``tensor_name`` (every parametrized tensor when None)
+    of ``from_module``, the same parametrization objects in the same order, and makes its
+    originals the very tensors of ``from_module`` (so both compute the same value). A tensor
+    ``to_module`` lacks is first created as a Parameter of ``from_module``'s current value.
+    Returns ``to_module``."""
+    if not is_parametrized(from_module, tensor_name):
+        return to_module
+    for name in (list(from_module.parametrizations) if tensor_name is None else [tensor_name]):
+        source = from_module.parametrizations[name]
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for p in source:
+            register_parametrization(to_module, name, p)
+        target = to_module.parametrizations[name]
+        originals = ["original"] if hasattr(source, "original") else [
+            f"original{i}" for i in range(source.ntensors)]
+        for o in originals:
+            setattr(target, o, getattr(source, o))
+    return to_module
+
+
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
     """Mirrors ``torch.nn.utils.parametrize.register_parametrization``: ``module.<tensor_name>``
     becomes ``parametrization(original)``; the original moves to
@@ -211,6 +252,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     if not isinstance(parametrization, Module):
         raise TypeError("register_parametrization: the parametrization must be an nn.Module; "
                         f"got {type(parametrization).__name__}")
+    parametrization.train(module.training)   # it follows the module's mode from now on, as torch
     if is_parametrized(module, tensor_name):
         plist = module.parametrizations[tensor_name]
         if not unsafe:
@@ -219,6 +261,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
             if not isinstance(X, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got {type(X).__name__}.")
             _check_unchanged(Y, X, f"module.{tensor_name}", f"parametrization(module.{tensor_name})")
+            _check_right_inverse(parametrization, X, Y, tensor_name)
         plist.append(parametrization)
         plist.unsafe = plist.unsafe or unsafe
         return module
