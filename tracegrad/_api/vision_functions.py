@@ -301,12 +301,16 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     each row's gradient by how often its id occurs in ``input``. grad_fn ``EmbeddingBagBackward0``.
     ``sparse=True`` (sum/mean): ``weight``'s gradient is sparse COO, one entry per non-padding
     input (eager only). Raises ValueError for bad shapes/arguments as torch; RuntimeError for float
-    ids or offsets, an id outside ``[0, num_embeddings)``, ``offsets[0] != 0`` or
+    ids or offsets, a ``padding_idx`` outside ``[-num_embeddings, num_embeddings)``, an id outside ``[0, num_embeddings)``, ``offsets[0] != 0`` or
     ``offsets[-1] > len(input)`` (values checked in eager only: NOTE [eager value checks]).
     ``max_norm`` is left to the caller
     (``nn.functional`` renormalises first)."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    n = weight.shape[0] if weight.ndim else 0
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, {-n} through {n - 1}, but got "
+                           f"{padding_idx}")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("embedding_bag: max mode does not support scaling the gradient by the frequency; "
                          "use mode='sum' or 'mean', or scale_grad_by_freq=False")
