@@ -198,3 +198,107 @@ def test_embedding_max_norm_backward_and_fwd_ad():
             out = T.nn.functional.embedding(T.tensor([[0, 1], [2, 2]]), dual, max_norm=1.0)
             log("jvp", fwad.unpack_dual(out).tangent)
     run_both(program)
+
+
+def test_embedding_padding_idx(T):
+    # TestEmbeddingNNDeviceType.test_embedding_padding_idx: zero padding rows (also negative
+    # padding_idx, sparse), an assigned padding vector, range errors, and the padding row's
+    # gradient staying zero through backward and double backward
+    for pad, sparse, ids, zero_at in ((0, False, [[0, 2, 4, 5], [4, 3, 0, 9]], [(0, 0), (1, 2)]),
+                                      (0, True, [[0, 2, 4, 5], [4, 3, 0, 9]], [(0, 0), (1, 2)]),
+                                      (-2, False, [[0, 2, 8, 5], [4, 8, 0, 9]], [(0, 2), (1, 1)]),
+                                      (-2, True, [[0, 2, 8, 5], [4, 8, 0, 9]], [(0, 2), (1, 1)])):
+        out = T.nn.Embedding(10, 4, padding_idx=pad, sparse=sparse)(T.tensor(ids))
+        assert all(out[i][j].sum().item() == 0 for i, j in zero_at)
+    emb = T.nn.Embedding(10, 4, padding_idx=2, sparse=True)
+    with T.no_grad():
+        emb.weight[2] = T.ones(4)
+    assert T.equal(emb(T.tensor([0, 2]))[1], T.ones(4))
+    for bad in (25, -25):
+        with pytest.raises(AssertionError):
+            T.nn.Embedding(num_embeddings=10, embedding_dim=4, padding_idx=bad)
+    emb = T.nn.Embedding(5, 2, padding_idx=0)
+    for n in (1, 2, 50):
+        for others in ([], [1, 3], [2]):
+            ids = T.tensor(others + [0] * n)
+            pre = emb.weight[0].clone()
+            emb(ids).sum().backward()
+            assert T.equal((emb.weight + emb.weight.grad)[0], pre)
+            emb.zero_grad()
+            s = emb(ids).sum()
+            (g,) = T.autograd.grad(s, list(emb.parameters()), retain_graph=True)
+            (g.sum() + s).backward()
+            assert T.equal((emb.weight + emb.weight.grad)[0], pre)
+            emb.zero_grad()
+
+
+def test_embedding_bag_1D_padding_idx(T):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_1D_padding_idx (float32, a fixed small draw):
+    # 1-D ids with offsets (one bag empty, one full) equal the same bags written 2-D and filled
+    # with the padding index, values and gradients, for each mode, sparse or dense,
+    # include_last_offset, and an all-padding draw
+    F = T.nn.functional
+    sizes, max_len, n_words = [2, 0, 4, 1], 4, 6
+    offsets = [0, 2, 2, 6]
+    for ids, pad, mode, sparse, include_last in (([3, 1, 1, 5, 0, 1, 4], 1, "sum", True, True),
+                                                ([3, 1, 1, 5, 0, 1, 4], None, "mean", False, False),
+                                                ([3, 1, 1, 5, 0, 1, 4], 1, "max", False, True),
+                                                ([1] * 7, 1, "mean", True, False)):
+        pad2 = n_words if pad is None else pad
+        rows = [ids[o:o + s] + [pad2] * (max_len - s) for o, s in zip(offsets, sizes)]
+        if True:  # (one combination per row keeps the compile count low)
+            w = randn(T, (n_words + 1, 3), 0, requires_grad=True)
+            w2 = w.detach().clone().requires_grad_(True)
+            bag = F.embedding_bag(T.tensor(ids), w, T.tensor(offsets + [7] * include_last), padding_idx=pad,
+                                  mode=mode, sparse=sparse, include_last_offset=include_last)
+            ref = F.embedding_bag(T.tensor(rows), w2, padding_idx=pad2, mode=mode, sparse=sparse)
+            assert T.allclose(bag, ref), (ids, pad, mode, sparse, include_last)
+            bag.sum().backward()
+            ref.sum().backward()
+            dense = [g.to_dense() if g.is_sparse else g for g in (w.grad, w2.grad)]
+            assert T.allclose(*dense)
+
+
+def test_embedding_bag_2D_padding_idx(T):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_2D_padding_idx (float32, fixed ids): against
+    # embedding + a masked reduction (all-padding rows give zeros), values and gradients
+    F = T.nn.functional
+
+    def reference(ids, w, mode, sparse, pad):
+        emb = F.embedding(ids, w, padding_idx=pad, sparse=sparse)
+        keep = ids.ne(pad).float().unsqueeze(-1)
+        if mode == "max":
+            res = emb.masked_fill(ids.unsqueeze(-1) == pad, -float("inf")).amax(dim=-2)
+        else:
+            res = emb.mul(keep).sum(dim=-2)
+            if mode == "mean":
+                res = res.div(keep.sum(dim=-2))
+        if mode != "sum":
+            res = res.masked_fill(ids.eq(pad).all(dim=-1).unsqueeze(-1), 0)
+        return res
+
+    for ids, mode, sparse in (([[3, 1, 4, 1], [2, 2, 2, 2], [5, 0, 2, 1]], "sum", True),
+                              ([[3, 1, 4, 1], [2, 2, 2, 2], [5, 0, 2, 1]], "max", False),
+                              ([[1, 1, 1, 1]] * 3, "mean", False)):
+        ids = T.tensor(ids)
+        if True:  # (one combination per row keeps the compile count low)
+            w = randn(T, (6, 3), 1, requires_grad=True)
+            w2 = w.detach().clone().requires_grad_(True)
+            bag = F.embedding_bag(ids, w, padding_idx=2 if ids[1, 0] == 2 else 1, mode=mode, sparse=sparse)
+            ref = reference(ids, w2, mode, sparse, 2 if ids[1, 0] == 2 else 1)
+            assert T.allclose(bag, ref), (ids, mode, sparse)
+            bag.sum().backward()
+            ref.sum().backward()
+            dense = [g.to_dense() if g.is_sparse else g for g in (w.grad, w2.grad)]
+            assert T.allclose(*dense)
+
+
+@pytest.mark.parametrize("ids_dtype, offsets_dtype", [("int32", "int64"), ("int64", "int32"), ("int64", "int64")])
+def test_embedding_bag_empty_input(T, ids_dtype, offsets_dtype):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_empty_input: empty bags are zeros
+    x = T.tensor([], dtype=getattr(T, ids_dtype))
+    for sparse in (True, False):
+        bag = T.nn.EmbeddingBag(4, 3, sparse=sparse)
+        for offsets in ([0], [0, 0]):
+            out = bag(input=x, offsets=T.tensor(offsets, dtype=getattr(T, offsets_dtype)))
+            assert T.equal(out, T.zeros_like(out)) and out.shape == (len(offsets), 3)
