@@ -302,3 +302,63 @@ def test_embedding_bag_empty_input(T, ids_dtype, offsets_dtype):
         for offsets in ([0], [0, 0]):
             out = bag(input=x, offsets=T.tensor(offsets, dtype=getattr(T, offsets_dtype)))
             assert T.equal(out, T.zeros_like(out)) and out.shape == (len(offsets), 3)
+
+
+def test_embedding_bag_out_of_bounds_idx(T):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_out_of_bounds_idx (CPU check)
+    w = T.randn(10, 2)
+    for mode in ("sum", "mean", "max"):
+        for psw in ((None, T.randn(1, 2)) if mode == "sum" else (None,)):
+            for ids in ([[-1, 1]], [[11, 8]]):
+                with pytest.raises(RuntimeError, match="Expected idx >= 0 && idx < num_embeddings"):
+                    T.nn.functional.embedding_bag(T.tensor(ids), w, per_sample_weights=psw, padding_idx=0, mode=mode)
+
+
+def test_embedding_bag_dimension_errors(T):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_dimension_errors (the functional form)
+    F = T.nn.functional
+    w = T.zeros(2, 6, dtype=T.float64)
+    with pytest.raises((ValueError, RuntimeError), match="input has to be 1D or 2D Tensor"):
+        F.embedding_bag(T.full((2, 0, 0, 6, 6), 2), w, T.zeros(2, 0, 0, 6, 6, dtype=T.int64))
+    with pytest.raises((ValueError, RuntimeError), match="offsets has to be a 1D Tensor"):
+        F.embedding_bag(T.full((2,), 1), T.zeros(2, 2, dtype=T.float64), T.zeros(2, 0, 0, 6, 6, dtype=T.int64))
+    with pytest.raises((ValueError, RuntimeError), match="weight has to be a 2D Tensor"):
+        F.embedding_bag(T.full((2,), 1), T.zeros(2, 2, 2, dtype=T.float64), T.zeros(2, dtype=T.int64))
+
+
+def test_EmbeddingBag_per_sample_weights_failures(T):
+    # TestEmbeddingNNDeviceType.test_EmbeddingBag_per_sample_weights_failures
+    es = T.nn.EmbeddingBag(5, 2, mode="sum")
+    ids, offsets = T.tensor([3, 1, 1, 1, 4, 0], dtype=T.int32), T.tensor([0, 0, 3, 3, 6])
+    with pytest.raises(RuntimeError, match="have the same type as"):
+        es(ids, offsets, T.randn(6, dtype=T.float64))
+    with pytest.raises(ValueError, match="same shape as the input"):
+        es(ids, offsets, T.randn(5))
+    with pytest.raises(ValueError, match="same shape as the input"):
+        es(T.randint(5, (7, 3)), None, T.randn(7 * 3))
+    for mode in ("max", "mean"):
+        with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+            T.nn.EmbeddingBag(5, 2, mode=mode)(T.randint(5, (7, 3)), None, T.randn(7, 3))
+
+
+@pytest.mark.parametrize("include_last", [False, True])
+def test_EmbeddingBag_per_sample_weights_and_offsets(include_last):
+    # TestEmbeddingNNDeviceType.test_EmbeddingBag_per_sample_weights_and_offsets /
+    # ..._and_new_offsets / test_EmbeddingBag_empty_per_sample_weights_and_offsets: values and
+    # gradients of weight and per-sample weights, empty bags, an empty input
+    def program(T, log):
+        for mode, psw in (("sum", True), ("sum", False), ("mean", False), ("max", False)):
+            es = T.nn.EmbeddingBag(5, 2, mode=mode, include_last_offset=include_last)
+            es.weight.data.copy_(T.arange(1, 11).view_as(es.weight).float())
+            ids = T.tensor([3, 1, 1, 1, 4, 0])
+            offsets = T.tensor([0, 0, 3, 3, 6] + [6] * include_last)
+            w = randn(T, (6,), 1, requires_grad=True) if psw else None
+            out = es(ids, offsets, w)
+            out.backward(randn(T, tuple(out.shape), 2))
+            log(f"{mode} {psw}", [out, es.weight.grad, None if w is None else w.grad])
+        es = T.nn.EmbeddingBag(5, 2, mode="sum")
+        w = T.tensor([], requires_grad=True)
+        out = es(T.tensor([], dtype=T.long), T.tensor([0, 0, 0, 0, 0]), w)
+        out.backward(randn(T, tuple(out.shape), 3))
+        log("empty", [out, es.weight.grad, w.grad])
+    run_both(program)
