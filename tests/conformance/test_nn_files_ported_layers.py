@@ -362,3 +362,137 @@ def test_EmbeddingBag_per_sample_weights_and_offsets(include_last):
         out.backward(randn(T, tuple(out.shape), 3))
         log("empty", [out, es.weight.grad, w.grad])
     run_both(program)
+
+
+# ==== test/nn/test_multihead_attention.py =======================================================
+_MHA_VARIANTS = {  # test_multihead_attention's helper variants: (key_padding_mask, bias_kv, zero_attn, saved_kv, same_dim)
+    # (the three that together switch every option; the single-option ones add compile time only)
+    "bias_kv_zero_attn": (True, True, True, False, False),
+    "all_arguments1": (True, False, True, True, False),
+    "all_arguments3": (True, False, True, True, True),
+}
+
+
+@pytest.mark.parametrize("variant", list(_MHA_VARIANTS))
+def test_multihead_attention_forward_variants(variant):
+    # TestMultiheadAttentionNN.test_multihead_attention (its helper's variants, both
+    # average_attn_weights): F.multi_head_attention_forward with one query step, a 0/-inf
+    # attn_mask, key padding, bias_kv, zero_attn, static k/v, separate or packed projections
+    kpm, bias_kv, zero_attn, saved, same = _MHA_VARIANTS[variant]
+
+    def program(T, log):
+        batch, seq, d_head, heads = 2, 3, 2, 2
+        d_model = d_head * heads
+        kv_dim = d_model if same else 3
+        mha = init_params(T, T.nn.MultiheadAttention(d_model, heads, add_bias_kv=bias_kv, add_zero_attn=zero_attn,
+                                                     kdim=kv_dim, vdim=kv_dim), 0)
+        q = randn(T, (1, batch, d_model), 1, requires_grad=True)
+        k = randn(T, (seq, batch, kv_dim), 2)
+        attn_mask = T.tensor([[0.0, float("-inf"), 0.0]])
+        pad = T.tensor([[False, True, False]] * batch) if kpm else None
+        static = ({"static_k": randn(T, (batch * heads, seq, d_head), 3),
+                   "static_v": randn(T, (batch * heads, seq, d_head), 4)} if saved else {})
+        proj = ({} if mha._qkv_same_embed_dim else
+                {"use_separate_proj_weight": True, "q_proj_weight": mha.q_proj_weight,
+                 "k_proj_weight": mha.k_proj_weight, "v_proj_weight": mha.v_proj_weight})
+        for average in (True, False):
+            out, w = T.nn.functional.multi_head_attention_forward(
+                q, k, k, d_model, heads, mha.in_proj_weight, mha.in_proj_bias, mha.bias_k, mha.bias_v,
+                mha.add_zero_attn, mha.dropout, mha.out_proj.weight, mha.out_proj.bias, mha.training, pad, True,
+                attn_mask, average_attn_weights=average, is_causal=False, **proj, **static)
+            out.sum().backward()
+            log(f"average={average}", [out, w, q.grad])
+    run_both(program)
+
+
+def test_multihead_attention_bias_to_static_key_errors(T):
+    # TestMultiheadAttentionNN.test_multihead_attention: all_arguments2 (bias_kv with static k)
+    mha = T.nn.MultiheadAttention(4, 2, add_bias_kv=True, kdim=3, vdim=3)
+    q, k = T.randn(1, 2, 4), T.randn(3, 2, 3)
+    with pytest.raises(AssertionError, match="bias cannot be added to static key."):
+        T.nn.functional.multi_head_attention_forward(
+            q, k, k, 4, 2, None, mha.in_proj_bias, mha.bias_k, mha.bias_v, False, 0.0, mha.out_proj.weight,
+            mha.out_proj.bias, True, None, True, None, True, mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight,
+            static_k=T.randn(4, 3, 2), static_v=T.randn(4, 3, 2))
+
+
+def test_multihead_attn_3d_attn_mask():
+    # TestMultiheadAttentionNN.test_multihead_attn_3d_attn_mask: a per-batch (N*H, T, S) mask
+    # equals running each batch entry with its own 2-D mask
+    def program(T, log):
+        mha = init_params(T, T.nn.MultiheadAttention(4, 2), 0)
+        q, k = randn(T, (3, 2, 4), 1), randn(T, (3, 3, 4), 2)
+        mask = T.tensor(np.random.RandomState(0).randint(0, 2, (3, 2, 3)), dtype=T.float32)
+        mask = mask.masked_fill(mask == 0, float("-inf")).masked_fill(mask == 1, 0.0)
+        mask[:, :, 0] = 0.0
+        out3 = mha(q.transpose(0, 1), k.transpose(0, 1), k.transpose(0, 1),
+                   attn_mask=T.repeat_interleave(mask, 2, dim=0))[0].transpose(0, 1)
+        outs = [mha(q[i].unsqueeze(0).transpose(0, 1), k[i].unsqueeze(0).transpose(0, 1),
+                    k[i].unsqueeze(0).transpose(0, 1), attn_mask=mask[i])[0] for i in range(3)]
+        log("3d", out3)
+        log("per batch equal", [T.allclose(out3[i].unsqueeze(0).transpose(0, 1), o, atol=1e-6) for i, o in enumerate(outs)])
+    run_both(program)
+
+
+def test_multihead_attn_no_bias_and_none_projections(T):
+    # TestMultiheadAttentionNN.test_multihead_attn_no_bias / TestMultiheadAttentionNNDeviceType.
+    # test_multihead_attn_in_proj_bias_none / test_multihead_attn_in_proj_weight_none (float64)
+    mha = T.nn.MultiheadAttention(4, 2, bias=False)
+    assert mha.in_proj_bias is None and mha.out_proj.bias is None
+    with T.no_grad():
+        q = T.rand(2, 2, 2, dtype=T.float64)
+        T.nn.MultiheadAttention(2, 2, bias=False, dtype=T.float64)(q, q, q)
+        mha = T.nn.MultiheadAttention(4, 4, vdim=2, kdim=2, dtype=T.float64)
+        assert mha.in_proj_weight is None
+        out = mha(T.rand(4, 4, 4, dtype=T.float64), T.rand(4, 4, 2, dtype=T.float64), T.rand(4, 4, 2, dtype=T.float64))
+        assert out[0].shape == (4, 4, 4) and out[0].dtype == T.float64
+
+
+@pytest.mark.parametrize("path", ["train", "eval no_grad", "batch_first eval"])
+def test_multihead_attn_invalid_shape(T, path):
+    # TestMultiheadAttentionNN.test_multihead_attn_invalid_shape / test_multihead_attn_fast_path_invalid_shape
+    import contextlib
+    mha = T.nn.MultiheadAttention(4, 4, batch_first=path.startswith("batch_first"))
+    if path != "train":
+        mha.eval()
+    ctx = T.no_grad() if path != "train" else contextlib.nullcontext()
+    b = T.tensor([False, False, True, True])
+    q3, q2 = T.randn(4, 4, 4), T.randn(4, 4)
+    cases = [((q3, T.randn(4, 4), q3), {}, "expected `key` and `value` to be 3-D but found 2-D and 3-D tensors"),
+             ((q3, q3, T.randn(4, 4)), {}, "expected `key` and `value` to be 3-D but found 3-D and 2-D tensors"),
+             ((q3, q3, q3), {"key_padding_mask": b[1:]}, "expected `key_padding_mask` to be `None` or 2-D but found 1-D"),
+             ((q3, q3, q3), {"attn_mask": b[1:]}, "expected `attn_mask` to be `None`, 2-D or 3-D but found 1-D"),
+             ((q2, q3, q2), {}, "expected `key` and `value` to be 2-D but found 3-D and 2-D tensors"),
+             ((q2, q2, q3), {}, "expected `key` and `value` to be 2-D but found 2-D and 3-D tensors"),
+             ((q2, q2, q2), {"key_padding_mask": T.tensor([[False, True] * 4])},
+              "expected `key_padding_mask` to be `None` or 1-D but found 2-D"),
+             ((q2, q2, q2), {"attn_mask": b}, "expected `attn_mask` to be `None`, 2-D or 3-D but found 1-D"),
+             ((q2, q2, q2), {"attn_mask": T.ones(5, 4, 4, dtype=T.bool)}, r"Expected `attn_mask` shape to be \(4, 4, 4\)")]
+    with ctx:
+        for args, kw, msg in cases:
+            with pytest.raises(AssertionError, match=msg):
+                # (need_weights stays on: torch 2.13's fused fast path words some of these differently)
+                mha(*args, **kw)
+
+
+def test_multihead_self_attn_two_masks():
+    # TestMultiheadAttentionNNDeviceType.test_multihead_self_attn_two_masks_fast_path: a bool
+    # attn_mask with a key padding mask, through the module (eval, batch_first) and the
+    # functional slow path, agree on the rows that are not fully masked
+    def program(T, log):
+        with T.no_grad():
+            mha = init_params(T, T.nn.MultiheadAttention(6, 3, batch_first=True), 0).eval()
+            x = randn(T, (2, 4, 6), 1)
+            rs = np.random.RandomState(2)
+            attn_mask = T.tensor(rs.randint(0, 2, (4, 4)).astype(bool))
+            kpm = T.tensor(rs.randint(0, 2, (2, 4)).astype(bool))
+            out, _ = mha(x, x, x, attn_mask=attn_mask, key_padding_mask=kpm)
+            ref, _ = T.nn.functional.multi_head_attention_forward(
+                x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1), 6, 3, mha.in_proj_weight, mha.in_proj_bias,
+                None, None, False, 0.0, mha.out_proj.weight, mha.out_proj.bias, training=False, key_padding_mask=kpm,
+                need_weights=False, attn_mask=attn_mask)
+            merged = attn_mask.reshape(1, 4, 4) | kpm.reshape(2, 1, 4)
+            dead = merged.all(-1, keepdim=True).expand(2, 4, 6)
+            log("module", out.masked_fill(dead, 0))
+            log("functional", ref.transpose(0, 1).masked_fill(dead, 0))
+    run_both(program)
