@@ -496,3 +496,185 @@ def test_multihead_self_attn_two_masks():
             log("module", out.masked_fill(dead, 0))
             log("functional", ref.transpose(0, 1).masked_fill(dead, 0))
     run_both(program)
+
+
+# ==== test/nn/test_pooling.py ===================================================================
+def _sum_pool2d(T, x, k):
+    return T.nn.functional.unfold(x, kernel_size=k, stride=k).sum(dim=1)
+
+
+def test_doubletensor_avg_pool2d(T):
+    # TestAvgPool.test_doubletensor_avg_pool2d / test_doubletensor_avg_pool2d_with_divisor:
+    # against window sums from unfold (float64, unbatched input)
+    x = T.rand(1, 1, 3, 4, dtype=T.float64)
+    for i in range(1, 4):
+        for j in range(1, 5):
+            got = T.nn.functional.avg_pool2d(x[0], (i, j)).reshape(1, -1)
+            assert T.allclose(got, _sum_pool2d(T, x, (i, j)) / (i * j), rtol=0, atol=1e-5)
+            for d in (1, 7):
+                got = T.nn.functional.avg_pool2d(x[0], (i, j), divisor_override=d).reshape(1, -1)
+                assert T.allclose(got, _sum_pool2d(T, x, (i, j)) / d, rtol=0, atol=1e-5)
+
+
+def test_doubletensor_avg_pool3d(T):
+    # TestAvgPool.test_doubletensor_avg_pool3d / ..._with_divisor: against sums of 2-D window sums
+    x = T.rand(3, 3, 4, dtype=T.float64)
+    for k in ((1, 1, 1), (2, 3, 2), (3, 2, 4)):
+        planes = [t.sum(0) for t in x.split(k[0]) if t.size(0) == k[0]]
+        sums = T.cat([_sum_pool2d(T, p.unsqueeze(0).unsqueeze(0), k[1:]) for p in planes]).reshape(1, -1)
+        for d in (None, 7):
+            got = T.nn.functional.avg_pool3d(x.unsqueeze(0), k, divisor_override=d).reshape(1, -1)
+            assert T.allclose(got, sums / (d or math.prod(k)), rtol=0, atol=1e-5)
+
+
+def test_avg_pool_ceil_mode_no_nan(T):
+    # TestAvgPool.test_avg_pool1d_ceil_mode / test_avg_pool2d_ceil_mode / test_avg_pool3d_ceil_mode (gh-36977)
+    F = T.nn.functional
+    assert not T.isnan(F.avg_pool1d(10 * T.randn(1, 4, 4), ceil_mode=True, count_include_pad=True, kernel_size=1,
+                                    stride=2)).any()
+    assert not T.isnan(F.avg_pool2d(10 * T.randn(1, 4, 4, 4), ceil_mode=True, count_include_pad=True,
+                                    kernel_size=(1, 2), padding=(0, 1), stride=2)).any()
+    assert not T.isnan(F.avg_pool3d(10 * T.randn(1, 4, 4, 4, 4), ceil_mode=True, count_include_pad=True,
+                                    kernel_size=(1, 2, 3), stride=2)).any()
+
+
+def test_adaptive_pooling_size_none_and_overflow(T):
+    # TestPoolingNN.test_adaptive_pooling_size_none / test_adaptive_pooling_size_overflow
+    for numel in (2, 3):
+        for kind in ("Max", "Avg"):
+            out = getattr(T.nn, f"Adaptive{kind}Pool{numel}d")((2,) * (numel - 1) + (None,))(T.randn((4,) * (numel + 1)))
+            assert out.size() == (4,) + (2,) * (numel - 1) + (4,)
+    with pytest.raises(RuntimeError):
+        T.nn.AdaptiveMaxPool1d(0x3FFFFFFFFFFFFFFF)(T.empty([2, 2, 2]))
+
+
+def test_adaptive_pooling_lower_precision_and_strided(T):
+    # TestPoolingNN.test_adaptive_pooling_lower_precision / test_adaptive_pooling_avg_nhwc(_non_contiguous):
+    # float16/bfloat16 follow float32 within 0.1, a strided input matches its contiguous copy
+    x = T.randint(1, 10, (2, 3, 8, 8), dtype=T.float32)
+    for cls in (T.nn.AdaptiveAvgPool2d, T.nn.AdaptiveMaxPool2d):
+        pool = cls((7, 7))
+        xi = x.clone().requires_grad_()
+        out = pool(xi)
+        out.sum().backward()
+        for dt in (T.float16, T.bfloat16):
+            x2 = x.clone().to(dt).requires_grad_()
+            out2 = pool(x2)
+            out2.sum().backward()
+            assert out2.dtype == dt and x2.grad.dtype == dt
+            assert T.allclose(out, out2.float(), atol=0.1, rtol=0) and T.allclose(xi.grad, x2.grad.float(), atol=0.1, rtol=0)
+    strided = T.randint(1, 10, (2, 6, 8, 8), dtype=T.float32)[:, ::2].requires_grad_()
+    ref = strided.detach().clone().contiguous().requires_grad_()
+    g = T.randint(1, 10, (2, 3, 7, 7), dtype=T.float32)
+    pool = T.nn.AdaptiveAvgPool2d((7, 7))
+    out, ref_out = pool(strided), pool(ref)
+    out.backward(g)
+    ref_out.backward(g)
+    assert T.equal(out, ref_out) and T.equal(strided.grad, ref.grad)
+
+
+def test_MaxUnpool2d_output_size(T):
+    # TestPoolingNN.test_MaxUnpool2d_output_size: output_size must fit the pooling's possible sizes
+    m, mu = T.nn.MaxPool2d(3, stride=2, return_indices=True), T.nn.MaxUnpool2d(3, stride=2)
+    big = T.rand(1, 1, 6, 6)
+    big[0][0][4][4] = 100
+    with pytest.raises(RuntimeError):
+        mu(*m(big))
+    small = T.rand(1, 1, 5, 5)
+    for i in range(0, 4, 2):
+        for j in range(0, 4, 2):
+            small[:, :, i, j] = 100
+    out, idx = m(small)
+    for h in range(3, 8):
+        for w in range(3, 8):
+            if 4 <= h <= 6 and 4 <= w <= 6:
+                mu(out, idx, output_size=(1, 1, h, w) if h == 6 else (h, w))
+            else:
+                with pytest.raises(ValueError):
+                    mu(out, idx, (h, w))
+
+
+def test_max_unpool(T):
+    # TestPoolingNN.test_max_unpool (float64): stride defaults to the kernel, output_size as a
+    # Size or a tuple, gradcheck of max_unpool1d/2d
+    F = T.nn.functional
+    out, idx = F.max_pool1d(randn(T, (1, 1, 4), 0, dtype=T.float64), 2, stride=2, return_indices=True)
+    assert T.equal(F.max_unpool1d(out, idx, 2), F.max_unpool1d(out, idx, 2, stride=2))
+    x = randn(T, (1, 1, 5), 1, dtype=T.float64, requires_grad=True)
+    out, idx = F.max_pool1d(x, 2, stride=2, return_indices=True)
+    assert T.equal(F.max_unpool1d(out, idx, 2, stride=2, output_size=x.shape),
+                   F.max_unpool1d(out, idx, 2, stride=2, output_size=x.size()))
+    assert T.autograd.gradcheck(lambda o: F.max_unpool1d(o, idx, 2), (out,))
+    out, idx = F.max_pool2d(randn(T, (1, 1, 4, 4), 2, dtype=T.float64, requires_grad=True), 2, stride=2,
+                            return_indices=True)
+    assert T.equal(F.max_unpool2d(out, idx, 2), F.max_unpool2d(out, idx, 2, stride=2))
+    assert T.autograd.gradcheck(lambda o: F.max_unpool2d(o, idx, 2), (out,))
+    out, idx = F.max_pool3d(randn(T, (1, 2, 2, 2, 2), 3, dtype=T.float64), 2, stride=2, return_indices=True)
+    assert T.equal(F.max_unpool3d(out, idx, 2), F.max_unpool3d(out, idx, 2, stride=2))
+    with pytest.raises(RuntimeError):   # test_max_unpool3d_input_check
+        F.max_unpool3d(T.ones(1, 3, 1, 1, 1), T.zeros(1, 3, 1, 1, 1, dtype=T.int64), [1, 1])
+
+
+def test_pooling_zero_batch(T):
+    # TestPoolingNNDeviceType.test_adaptive_pooling_zero_batch / test_MaxPool_zero_batch_dim /
+    # test_AdaptiveMaxPool_zero_batch_dim / test_MaxUnpool_zero_batch_dim (_test_module_empty_input:
+    # an empty batch gives an empty output and zero gradients; no channels raises)
+    for mod, shape in ((T.nn.AdaptiveAvgPool1d(2), (0, 4)), (T.nn.AdaptiveAvgPool2d((2, 2)), (0, 4, 4)),
+                       (T.nn.MaxPool1d(3, stride=2), (0, 2, 6)), (T.nn.MaxPool2d(3, stride=2), (0, 2, 6, 5)),
+                       (T.nn.AdaptiveMaxPool2d(3), (0, 2, 6, 5))):
+        x = T.ones(*shape, requires_grad=True)
+        out = mod(x)
+        out.sum().backward()
+        assert out.numel() == 0 and T.equal(x.grad, T.zeros_like(x))
+    for mod, shape in ((T.nn.MaxPool2d(3, stride=2), (1, 0, 6, 5)), (T.nn.AdaptiveMaxPool1d(3), (1, 0, 6))):
+        with pytest.raises(RuntimeError, match="Expected"):
+            mod(T.randn(*shape))
+    x = T.randn(0, 3, 4, 4, requires_grad=True)
+    out, idx = T.nn.MaxPool2d(2, stride=2, return_indices=True)(x)
+    up = T.nn.MaxUnpool2d(2, stride=2)(out, idx)
+    up.sum().backward()
+    assert T.equal(x.grad, T.zeros_like(x)) and up.shape == (0, 3, 4, 4)
+
+
+def test_adaptive_pooling_empty_output_size(T, request):
+    # TestPoolingNNDeviceType.test_adaptive_pooling_empty_output_size: backward through an
+    # output_size of 0 raises
+    xfail_tracegrad(request, T, "adaptive pooling's backward is jax.vjp of the forward, which accepts an empty "
+                                "output; torch's hand-written backward kernels refuse it")
+    F = T.nn.functional
+    for fn, shape in ((F.adaptive_avg_pool2d, (1, 4, 5, 4)), (F.adaptive_max_pool2d, (1, 4, 5, 4)),
+                      (F.adaptive_avg_pool1d, (1, 4)), (F.adaptive_max_pool1d, (1, 4))):
+        with pytest.raises(RuntimeError, match="Expected grad_output to have non-zero size for non-batch dimensions"):
+            fn(T.randn(*shape, requires_grad=True), 0).sum().backward()
+
+
+@pytest.mark.parametrize("name, kernel, shape, index, bad", [
+    ("MaxUnpool2d", (2, 2), (1, 3, 4, 5), -1, True), ("MaxUnpool2d", (2, 2), (1, 3, 4, 5), 80, True),
+    ("MaxUnpool2d", (2, 2), (1, 3, 4, 5), 79, False), ("MaxUnpool3d", (2, 2, 2), (1, 3, 4, 5), 480, True),
+    ("MaxUnpool3d", (2, 2, 2), (1, 3, 4, 5), 479, False)])
+def test_MaxUnpool_index_errors(T, name, kernel, shape, index, bad):
+    # TestPoolingNNDeviceType.test_MaxUnpool_index_errors (CPU branch)
+    out = T.rand(*shape)
+    idx = T.zeros(*shape, dtype=T.int64)
+    idx.view(-1)[0] = index
+    if bad:
+        with pytest.raises(RuntimeError, match="Found an invalid max index:"):
+            getattr(T.nn, name)(kernel)(out, idx)
+    else:
+        getattr(T.nn, name)(kernel)(out, idx)
+
+
+def test_FractionalMaxPool_zero_sizes(T):
+    # TestPoolingNNDeviceType.test_FractionalMaxPool2d_zero_batch / _zero_out_size / _zero_samples (2-D)
+    mod = T.nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.5))
+    x = T.ones(0, 2, 8, 6, requires_grad=True)
+    out = mod(x)
+    out.sum().backward()
+    assert out.shape == (0, 2, 4, 3) and T.equal(x.grad, T.zeros_like(x))
+    with pytest.raises(RuntimeError, match="Expected input"):
+        mod(T.randn(1, 0, 8, 6))
+    assert T.nn.FractionalMaxPool2d([2, 2], output_size=[0, 1])(T.rand(2, 3, 6, 6)).shape == (2, 3, 0, 1)
+    mod = T.nn.FractionalMaxPool2d([2, 2], output_size=[1, 1], _random_samples=T.rand(0, 3, 2))
+    assert mod(T.randn(0, 3, 6, 6)).shape == (0, 3, 1, 1)
+    with pytest.raises(RuntimeError, match="Expect _random_samples"):
+        mod(T.randn(1, 3, 6, 6))
