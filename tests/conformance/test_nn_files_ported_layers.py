@@ -678,3 +678,67 @@ def test_FractionalMaxPool_zero_sizes(T):
     assert mod(T.randn(0, 3, 6, 6)).shape == (0, 3, 1, 1)
     with pytest.raises(RuntimeError, match="Expect _random_samples"):
         mod(T.randn(1, 3, 6, 6))
+
+
+# ==== test/nn/test_convolution.py (first part) ==================================================
+def test_invalid_conv(T):
+    # TestConvolutionNN.test_invalid_conv1d / test_invalid_conv2d / test_invalid_conv3d /
+    # test_mismatch_shape_conv2d / test_conv_invalid_groups (float32; the dtype loop adds nothing here)
+    nn = T.nn
+    with pytest.raises(RuntimeError, match=r"Calculated padded input size per channel: \(4\). Kernel size: \(10\). "
+                                           r"Kernel size can't be greater than actual input size"):
+        nn.Conv1d(3, 33, kernel_size=10)(T.randn(1, 3, 4))
+    with pytest.raises(RuntimeError, match=r"Calculated padded input size per channel: \(1 x 1\). Kernel size: "
+                                           r"\(10 x 10\). Kernel size can't be greater than actual input size"):
+        nn.Conv2d(3, 33, kernel_size=10)(T.randn(1, 3, 1, 1))
+    for mod, x in ((nn.Conv1d(3, 6, kernel_size=3, stride=-1), T.randn(1, 3, 4)),
+                   (nn.Conv2d(3, 6, kernel_size=4, stride=-1), T.randn(1, 3, 4, 4)),
+                   (nn.Conv2d(3, 6, kernel_size=4, stride=0), T.randn(1, 3, 4, 4)),
+                   (nn.Conv3d(1, 1, kernel_size=3, stride=-2), T.empty(1, 1, 4, 4, 4))):
+        with pytest.raises(RuntimeError, match="non-positive stride is not supported"):
+            mod(x)
+    for mod, x in ((nn.Conv2d(1, 1, kernel_size=3, dilation=2, stride=2), T.empty(1, 1, 4, 4)),
+                   (nn.Conv3d(1, 1, kernel_size=3, dilation=2, stride=2), T.empty(1, 1, 4, 4, 4))):
+        with pytest.raises(RuntimeError):
+            mod(x)
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d, but got "
+                                           r"input of size: \[1, 10, 1, 28, 28\]"):
+        T.nn.functional.conv2d(T.randn(1, 10, 1, 28, 28), T.randn(6, 1, 5, 5))
+    for cls, groups in ((nn.Conv1d, 0), (nn.Conv2d, -1), (nn.Conv3d, -2)):
+        with pytest.raises(ValueError, match="groups must be a positive integer"):
+            cls(1, 1, kernel_size=3, dilation=2, stride=2, groups=groups)
+
+
+def test_conv2d_discontiguous_weight(T):
+    # TestConvolutionNN.test_conv2d_discontiguous_weight (pytorch issue 55781), smaller batch
+    x = T.ones(4, 16, 16, 16)
+    w = T.arange(0, 1.0, 1 / 2.0 ** 10).reshape(32, 16, 1, 2)[:, :, :, ::2]
+    assert not w.is_contiguous()
+    assert T.nn.functional.conv2d(x, w, None).sum().item() == 4186112.0 / 16
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_module_same_padding(T, nd):
+    # TestConvolutionNN.test_Conv1d_module_same_padding / test_Conv2d_... / test_Conv3d_...:
+    # the module's 'same' matches the functional one (with dilation too); a non-zero padding_mode
+    # pads explicitly (asymmetric: the extra element on the right); bad strings / strides raise
+    F, cls = T.nn.functional, getattr(T.nn, f"Conv{nd}d")
+    conv = getattr(F, f"conv{nd}d")
+    x = T.rand(1, 1, *((9, 20)[:nd] if nd < 3 else (4, 4, 4)))
+    kernel = {1: (10,), 2: (5, 10), 3: (2, 3, 4)}[nd]
+    dil = {1: (2,), 2: (1, 2), 3: (3, 2, 1)}[nd]
+    for kw in ({}, {"dilation": dil}):
+        m = cls(1, 1, kernel_size=kernel, padding="same", **kw)
+        assert T.allclose(conv(x, m.weight, m.bias, padding="same", **kw), m(x), atol=1e-6)
+    mode, small = {1: ("replicate", (10,)), 2: ("reflect", (3, 4)), 3: ("circular", (2, 3, 4))}[nd]
+    m = cls(1, 1, kernel_size=small, padding="same", padding_mode=mode)
+    pads = []
+    for k in reversed(small):
+        pads += [(k - 1) // 2, k - 1 - (k - 1) // 2]
+    expect = conv(F.pad(x, pads, mode=mode), m.weight, m.bias, padding="valid")
+    assert T.allclose(expect, m(x), atol=1e-6) and expect.shape == x.shape
+    with pytest.raises(ValueError, match="Invalid padding string"):
+        cls(3, 33, kernel_size=10, padding="foo")
+    for stride in (2, (1,) * (nd - 1) + (3,)):
+        with pytest.raises(ValueError, match="padding='same'"):
+            cls(3, 33, kernel_size=10, padding="same", stride=stride)
