@@ -12,30 +12,8 @@ import warnings
 
 import numpy as np
 import pytest
+from _nn_files_helpers import raises_class, warning_texts, xfail_tracegrad
 from parity import init_params, randn, run_both
-
-
-def raises_class(fn):
-    """The builtin exception class ``fn()`` raises (torch's own classes subclass them), or None."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - the class is the observation
-        return next(k for k in type(e).__mro__ if k.__module__ == "builtins")
-    return None
-
-
-def xfail_tracegrad(request, T, reason):
-    """Mark the running ``T`` test a strict xfail on its tracegrad run (torch must still pass)."""
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
-
-
-def warning_texts(fn):
-    """``fn()`` with every warning recorded; returns the ``(category name, message)`` list."""
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        fn()
-    return [(x.category.__name__, str(x.message)) for x in w]
 
 
 # ==== test/nn/test_dropout.py ===================================================================
@@ -1040,12 +1018,16 @@ def test_identity_pruning(T, how):
 
 def test_random_pruning_masked_grads_and_forward(T):
     # TestPruningNN.test_random_pruning / test_random_pruning_forward / test_remove_pruning_forward
+    def pruned_at_two(seed, keep):
+        """A Linear(5, 2) whose mask is ``keep`` except at [1, 0] and [0, 3]."""
+        m = init_params(T, T.nn.Linear(5, 2), seed)
+        mask = T.full_like(m.weight, float(keep))
+        mask[1, 0] = mask[0, 3] = 1 - keep
+        _fixed_mask_pruning(T, m, mask)
+        return m, mask
+
     x = T.ones(1, 5)
-    m = init_params(T, T.nn.Linear(5, 2), 0)
-    mask = T.ones_like(m.weight)
-    mask[1, 0] = 0
-    mask[0, 3] = 0
-    _fixed_mask_pruning(T, m, mask)
+    m, mask = pruned_at_two(0, 1)
     y = m(x)
     y.sum().backward()
     assert T.equal(m.weight_orig.grad, mask) and T.equal(m.bias.grad, T.ones_like(m.bias))
@@ -1056,11 +1038,7 @@ def test_random_pruning_masked_grads_and_forward(T):
     y = m(x)
     _prune(T).remove(m, "weight")
     assert T.equal(y, m(x))
-    m = init_params(T, T.nn.Linear(5, 2), 1)
-    mask = T.zeros_like(m.weight)
-    mask[1, 0] = 1
-    mask[0, 3] = 1
-    _fixed_mask_pruning(T, m, mask)
+    m, _ = pruned_at_two(1, 0)
     yhat = m(x)
     assert T.allclose(yhat[0, 0], m.weight_orig[0, 3] + m.bias[0])
     assert T.allclose(yhat[0, 1], m.weight_orig[1, 0] + m.bias[1])
@@ -1565,13 +1543,7 @@ def test_multiple_inputs_parametrization(T):
             s0 = S[0].sqrt().unsqueeze(-1)
             return U[..., :, 0] * s0, Vh[..., 0, :] * s0
 
-    class Double(T.nn.Module):
-        def forward(self, x):
-            return 2.0 * x
-
-        def right_inverse(self, w):
-            return 0.5 * w
-
+    Double = _affine_params(T)[1]
     model = init_params(T, T.nn.Linear(3, 3), 0)
     pz.register_parametrization(model, "weight", RankOne())
     plist = model.parametrizations.weight
@@ -1633,13 +1605,30 @@ def test_parametrization_training_mode_and_type(T):
     assert pz.type_before_parametrizations(model) is T.nn.Linear and type(model) is not T.nn.Linear
 
 
+def _affine_params(T):
+    """``AddOne``, ``Double`` (with a right_inverse) and ``MinusOne`` parametrizations."""
+    class AddOne(T.nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+    class Double(T.nn.Module):
+        def forward(self, x):
+            return 2.0 * x
+
+        def right_inverse(self, x):
+            return 0.5 * x
+
+    class MinusOne(T.nn.Module):
+        def forward(self, x):
+            return x - 1.0
+    return AddOne, Double, MinusOne
+
+
 def test_deepcopy_after_parametrization(T):
     # TestNNParametrization.test_deepcopy_after_parametrization (with and without a custom __deepcopy__)
     pz = _pz(T)
 
-    class AddOne(T.nn.Module):
-        def forward(self, x):
-            return x + 1.0
+    AddOne = _affine_params(T)[0]
 
     class ModelWithoutDeepcopy(T.nn.Module):
         def __init__(self):
@@ -1675,21 +1664,7 @@ def test_transfer_parametrizations_and_params(T):
     # quantized-aware one): values, originals, independence, and a parameter the target lacks
     pz = _pz(T)
 
-    class AddOne(T.nn.Module):
-        def forward(self, x):
-            return x + 1.0
-
-    class Double(T.nn.Module):
-        def forward(self, x):
-            return 2.0 * x
-
-        def right_inverse(self, x):
-            return 0.5 * x
-
-    class MinusOne(T.nn.Module):
-        def forward(self, x):
-            return x - 1.0
-
+    AddOne, Double, MinusOne = _affine_params(T)
     model = T.nn.Linear(5, 5)
     for p in (AddOne(), Double(), MinusOne()):
         pz.register_parametrization(model, "weight", p)

@@ -4,28 +4,12 @@ test_convolution.py and test_multihead_attention.py restated for the ``T`` fixtu
 CUDA/cudnn/mkldnn/quantized/JIT tests are skipped, and so are the cases the older ports cover
 (tests/conformance/test_nn_ported.py, test_nn_checks_ported.py, tests/nn/test_conv_pool_properties.py).
 The other test/nn files live in test_nn_files_ported.py."""
-import itertools
 import math
-import warnings
 
 import numpy as np
 import pytest
+from _nn_files_helpers import xfail_tracegrad
 from parity import init_params, randn, run_both
-
-
-def raises_class(fn):
-    """The builtin exception class ``fn()`` raises (torch's own classes subclass them), or None."""
-    try:
-        fn()
-    except Exception as e:  # noqa: BLE001 - the class is the observation
-        return next(k for k in type(e).__mro__ if k.__module__ == "builtins")
-    return None
-
-
-def xfail_tracegrad(request, T, reason):
-    """Mark the running ``T`` test a strict xfail on its tracegrad run (torch must still pass)."""
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
 
 
 def gradcheck(T, fn, inputs, **kw):
