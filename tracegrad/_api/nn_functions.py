@@ -106,6 +106,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
         raise RuntimeError(f"conv{nd}d: Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same; "
                            "convert the bias with .to(input.dtype)")
     stride, dilation = _tup(stride, nd, "stride"), _tup(dilation, nd, "dilation")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"conv{nd}d: non-positive stride is not supported; got stride={list(stride)}")
     ks = tuple(weight.shape[2:])
     if isinstance(padding, str):
         if padding == "valid":
@@ -137,10 +139,12 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
                                f"but got output_padding={list(output_padding)}, stride={list(stride)} and "
                                f"dilation={list(dilation)}")
     else:
-        for size, (lo, hi), d, k in zip(input.shape[2:], pads, dilation, ks):
-            if size + lo + hi < d * (k - 1) + 1:
-                raise RuntimeError(f"Calculated padded input size per channel: ({size + lo + hi}). Kernel size: "
-                                   f"({d * (k - 1) + 1}). Kernel size can't be greater than actual input size")
+        padded = [size + lo + hi for size, (lo, hi) in zip(input.shape[2:], pads)]
+        spans = [d * (k - 1) + 1 for d, k in zip(dilation, ks)]
+        if any(p < k for p, k in zip(padded, spans)):   # torch names every dim, 'x'-joined
+            raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                               f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
+                               f"actual input size")
     out = apply_op(OPS["convolution"], (input, weight, bias),
                    (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
                     ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))

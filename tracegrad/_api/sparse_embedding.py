@@ -27,7 +27,7 @@ class _SparseEmbedding(Function):
         (indices,) = ctx.saved_tensors
         rows, dim = ctx.weight_shape
         flat = indices.reshape(-1)
-        values = grad.reshape(-1, dim)
+        values = grad.reshape(flat.shape[0], dim)   # (an empty lookup of width 0 too)
         if ctx.padding_idx is not None:
             keep = np.nonzero(host_values(flat) != ctx.padding_idx)[0]
             if keep.size != flat.shape[0]:

@@ -301,12 +301,17 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     each row's gradient by how often its id occurs in ``input``. grad_fn ``EmbeddingBagBackward0``.
     ``sparse=True`` (sum/mean): ``weight``'s gradient is sparse COO, one entry per non-padding
     input (eager only). Raises ValueError for bad shapes/arguments as torch; RuntimeError for float
-    ids or offsets, an id outside ``[0, num_embeddings)``, ``offsets[0] != 0`` or
+    ids or offsets, per_sample_weights of another dtype than ``weight``, a ``padding_idx`` outside
+    ``[-num_embeddings, num_embeddings)``, an id outside ``[0, num_embeddings)``, ``offsets[0] != 0`` or
     ``offsets[-1] > len(input)`` (values checked in eager only: NOTE [eager value checks]).
     ``max_norm`` is left to the caller
     (``nn.functional`` renormalises first)."""
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+    n = weight.shape[0] if weight.ndim else 0
+    if padding_idx is not None and not -n <= padding_idx < n:
+        raise RuntimeError(f"padding_idx must be within the number of embeddings, {-n} through {n - 1}, but got "
+                           f"{padding_idx}")
     if scale_grad_by_freq and mode == "max":
         raise ValueError("embedding_bag: max mode does not support scaling the gradient by the frequency; "
                          "use mode='sum' or 'mean', or scale_grad_by_freq=False")
@@ -338,7 +343,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             raise ValueError("offsets has to be a 1D Tensor")
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
-    _check_bag_values(input, offsets, weight.shape[0])
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
+                           f"#1 'per_sample_weights'; but type {weight.dtype} does not equal "
+                           f"{per_sample_weights.dtype} (while checking arguments for embedding_bag)")
+    _check_bag_values(input, offsets, weight.shape[0], padding_idx is not None)
     if include_last_offset:
         offsets = offsets[:-1]
     pidx = None
@@ -357,12 +368,16 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     return apply_op(OPS["embedding_bag"], (weight, input, offsets.long(), per_sample_weights), static)
 
 
-def _check_bag_values(input, offsets, num_embeddings):
+def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False):
     """torch's value checks of ``embedding_bag`` on a 1-D ``input`` and its ``offsets`` (one host
-    read each; skipped while tracing: NOTE [eager value checks])."""
+    read each; skipped while tracing: NOTE [eager value checks]). An id out of range reads as
+    torch's two kernels word it (the one with a padding index names the id only)."""
     ids, offs = _host_values(input), _host_values(offsets)
     if ids is not None:
         bad = np.flatnonzero((ids < 0) | (ids >= num_embeddings))
+        if bad.size and has_padding_idx:
+            raise RuntimeError(f"embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be "
+                               f"{ids[bad[0]]}")
         if bad.size:
             raise RuntimeError(f"embedding_bag: index {bad[0]} of input takes value {ids[bad[0]]}, which is not in "
                                f"the valid range [0, {num_embeddings})")

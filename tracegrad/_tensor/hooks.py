@@ -35,6 +35,18 @@ class RemovableHandle:
                 del d[self.id]
                 _state.bump_structure()
 
+    def __getstate__(self):
+        # pickled with its dicts (a lazy module keeps handles to its own hooks): the weak
+        # references become the dicts themselves, and back
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state) -> None:
+        from collections import OrderedDict
+        hooks, self.id = state[0], state[1]
+        self.hooks_dict_ref = weakref.ref(OrderedDict() if hooks is None else hooks)   # None: a dead reference
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in (state[2] if len(state) > 2 else ()) if d is not None)
+
     def __enter__(self) -> "RemovableHandle":
         return self
 

@@ -78,14 +78,20 @@ def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n):
         raise RuntimeError(f"max_unpool{n}d: expected indices of dtype int64 (from max_pool{n}d("
                            f"return_indices=True)), got {indices.dtype}")
     out = _unpool_output_size(input, k, s, p, output_size)
+    if len(k) != n:
+        raise RuntimeError(f"max_unpool{n}d: kernel_size must have {n} elements, got {list(k)}")
     lead = tuple(input.shape[:-n])
-    flat_in = input.reshape(*lead, -1)
+    flat_in = input.reshape(*lead, math.prod(input.shape[-n:]))   # (explicit sizes: an empty batch too)
     zeros = tracegrad.zeros(*lead, math.prod(out), dtype=input.dtype, device=input.device)
-    idx = indices.reshape(*lead, -1)
+    idx = indices.reshape(flat_in.shape)
     # value: the scatter (a window overlap writes the same max twice); gradient: torch's
     # gather of the output gradient for every input, duplicates included, which is the
     # scatter_add's (a zero-valued add-minus-detached term carries it)
-    added = zeros.scatter_add(-1, idx, flat_in)
+    try:
+        added = zeros.scatter_add(-1, idx, flat_in)
+    except RuntimeError as e:   # an index past the output (checked in eager mode), in torch's words
+        raise RuntimeError(f"Found an invalid max index: {e} (output volumes are of size "
+                           f"{'x'.join(str(o) for o in out)})") from None
     res = zeros.scatter(-1, idx, flat_in.detach()) + (added - added.detach())
     return res.reshape(*lead, *out)
 
@@ -241,8 +247,8 @@ def _fractional_starts(sample, size, out, k):
     """torch's interval sequence for one spatial dim: ``floor((i + u) * alpha) - floor(u * alpha)``
     for ``i < out - 1`` and ``size - k`` last, ``alpha = (size - k) / (out - 1)`` (float32 as
     the kernel computes it); ``sample`` ``(N, C)`` gives ``(N, C, out)`` int64 starts."""
-    if out == 1:
-        return tracegrad.full((*sample.shape, 1), size - k, dtype=tracegrad.long, device=sample.device)
+    if out <= 1:   # one window at the end, or none (an output size of 0)
+        return tracegrad.full((*sample.shape, out), size - k, dtype=tracegrad.long, device=sample.device)
     alpha = float(np.float32(size - k) / np.float32(out - 1))
     i = tracegrad.arange(out - 1, dtype=sample.dtype, device=sample.device)
     u = sample.unsqueeze(-1)
@@ -271,10 +277,17 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
             raise RuntimeError(f"{name}(): pool {dims[d]} {k[d]} too large relative to input {dims[d]} "
                                f"{spatial[d]}")
     batched = input.dim() == n + 2
+    empty = [d for d in range(1 if batched else 0, input.dim()) if input.shape[d] == 0]
+    if empty:
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got"
+                           f"{list(input.shape)} with dimension {empty[0]} being empty.")
     x = input if batched else input.unsqueeze(0)
     nb, c = x.shape[0], x.shape[1]
     if samples is None:
         samples = tracegrad.rand(nb, c, n, dtype=input.dtype, device=input.device)
+    if samples.dim() == 3 and samples.shape[0] < nb:
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    samples = samples[:nb]
     if tuple(samples.shape) != (nb, c, n):
         raise RuntimeError(f"{name}(): expected _random_samples of shape {[nb, c, n]}, got {list(samples.shape)}")
     # torch's sample order: (w, h) for 2-D, (t, h, w) for 3-D
@@ -283,7 +296,7 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     # gather each dim's windows (out_d * k_d rows) one dim at a time, then max over the k-box
     for d in range(n):
         dim = 2 + d
-        idx = (starts[d].unsqueeze(-1) + tracegrad.arange(k[d], device=input.device)).reshape(nb, c, -1)
+        idx = (starts[d].unsqueeze(-1) + tracegrad.arange(k[d], device=input.device)).reshape(nb, c, out[d] * k[d])
         shape = list(x.shape)
         shape[dim] = idx.shape[-1]
         view = [nb, c] + [1] * n
@@ -293,7 +306,7 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
     for d in range(n):
         split += [out[d], k[d]]
     x = x.reshape(split).permute(0, 1, *[2 + 2 * d for d in range(n)], *[3 + 2 * d for d in range(n)])
-    values, arg = x.reshape(nb, c, *out, -1).max(-1)
+    values, arg = x.reshape(nb, c, *out, math.prod(k)).max(-1)
     if not batched:
         values = values.squeeze(0)
     if not return_indices:

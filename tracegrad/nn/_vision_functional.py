@@ -100,10 +100,13 @@ def embedding_renorm_(weight, input, max_norm, norm_type=2.0):
     """Mirrors ``torch.embedding_renorm_``: rescales the rows of ``weight`` that ``input`` picks to
     norm at most ``max_norm``, in place and outside autograd."""
     with tracegrad.no_grad():
+        # through a detached alias: the rescale is invisible to forward-mode AD too (a dual
+        # weight's tangent passes unscaled, as torch's renorm has no derivative)
+        target = weight.detach()
         idx = input.flatten()
-        rows = weight.index_select(0, idx)
+        rows = target.index_select(0, idx)
         scale = (max_norm / (rows.norm(norm_type, 1, keepdim=True) + 1e-7)).clamp_max(1.0)
-        weight[idx] = rows * scale
+        target[idx] = rows * scale
     return weight
 
 

@@ -796,6 +796,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if attn_mask is not None and attn_mask.dim() == 2:
         attn_mask = attn_mask.unsqueeze(0)
     if bias_k is not None and bias_v is not None:
+        # torch asserts: AssertionError, raised explicitly so ``python -O`` keeps it
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
         k = tracegrad.cat([k, bias_k.repeat(1, bsz, 1)])
         v = tracegrad.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:

@@ -107,6 +107,10 @@ class UninitializedTensorMixin:
     def __repr__(self):
         return f"<{self.__class__.__name__}>"
 
+    def __reduce_ex__(self, proto):
+        # a placeholder has no data: it pickles as a fresh placeholder, as torch's
+        return (self.__class__, (self.requires_grad,))
+
     __str__ = __repr__
 
 
@@ -135,6 +139,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     __torch_function__ = _disabled_torch_function_impl
 
     cls_to_become = Tensor
+    _is_buffer = True   # assigning one to a module attribute registers a buffer, as a Buffer
 
     def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
         self = Tensor.__new__(cls)

@@ -65,11 +65,14 @@ class _ConvNd(Module):
 
     def _conv_forward(self, input, weight, bias):
         if self.padding_mode != "zeros":
-            if isinstance(self.padding, str):
-                raise NotImplementedError("string padding with a non-zeros padding_mode is not supported")
             pads = []
-            for p in reversed(self.padding):
-                pads += [p, p]
+            for d in reversed(range(self._n)):
+                if self.padding == "same":   # the odd element of a dim's total goes on the right, as torch
+                    total = self.dilation[d] * (self.kernel_size[d] - 1)
+                    pads += [total // 2, total - total // 2]
+                else:
+                    p = 0 if self.padding == "valid" else self.padding[d]
+                    pads += [p, p]
             return self._fn(F.pad(input, pads, mode=self.padding_mode), weight, bias, self.stride, 0,
                             self.dilation, self.groups)
         return self._fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)

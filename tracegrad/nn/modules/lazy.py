@@ -41,6 +41,13 @@ class LazyModuleMixin:
                 with tracegrad.no_grad():
                     t.materialize(tuple(state_dict[key].shape))
 
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        # placeholders go in as they are (detaching one would lose what it is), as torch's
+        for name, t in list(self._parameters.items()) + [
+                (k, b) for k, b in self._buffers.items() if k not in self._non_persistent_buffers_set]:
+            if t is not None:
+                destination[prefix + name] = t if (keep_vars or is_lazy(t)) else t.detach()
+
     def has_uninitialized_params(self):
         """True while any own parameter or buffer is still a placeholder."""
         return any(t is not None and is_lazy(t)
@@ -93,6 +100,11 @@ class LazyLinear(LazyModuleMixin, Linear):
                 if self.bias is not None:
                     self.bias.materialize((self.out_features,))
                 self.reset_parameters()
+        if self.in_features == 0:   # weights loaded from a state_dict: the first input names the size
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise RuntimeError(f"LazyLinear: the input's last dim {input.shape[-1]} differs from in_features "
+                                   f"{self.weight.shape[-1]} of the loaded weight")
+            self.in_features = input.shape[-1]
 
 
 class _LazyConvXdMixin(LazyModuleMixin):

@@ -22,7 +22,7 @@ from tracegrad import Tensor, _state
 from tracegrad._tensor.tensor import is_tensor_container
 from tracegrad.utils.hooks import RemovableHandle
 
-from ..parameter import Buffer, Parameter
+from ..parameter import Buffer, Parameter, is_lazy
 from ._backward_hook import BackwardHook
 
 __all__ = ["Module", "register_module_forward_pre_hook", "register_module_forward_hook",
@@ -510,11 +510,12 @@ class Module:
                 modules[name] = _run_registration_hooks(_global_module_registration_hooks, self, name, value)
             else:
                 buffers = d.get("_buffers")
-                if isinstance(value, Buffer) or (buffers is not None and name in buffers):
+                marked = isinstance(value, Buffer) or getattr(value, "_is_buffer", False)   # UninitializedBuffer too
+                if marked or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                         f"(torch.Tensor or None expected)")
-                    if isinstance(value, Buffer):
+                    if marked:
                         if buffers is None:
                             raise AttributeError("cannot assign buffer before Module.__init__() call")
                         remove_from(d, self._parameters, self._modules)
@@ -828,6 +829,57 @@ class Module:
         local.update({k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set})
         return {k: v for k, v in local.items() if v is not None}
 
+    def _scan_local(self, state_dict, p, assign, missing, errors, todo, expected):
+        """Check this module's own entries (not its children's) of ``state_dict`` under prefix
+        ``p``: appends missing keys and error messages, ``(module, name, current, source)`` copies
+        to make, and the keys it claims to ``expected``."""
+        for name, t in self._local_state().items():
+            key = p + name
+            expected.add(key)
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            src = state_dict[key]
+            if not isinstance(src, Tensor):
+                errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                              f"object from checkpoint but received {type(src)}")
+                continue
+            if is_lazy(t):
+                if not is_lazy(src):   # a load pre-hook materializes a lazy module's placeholders first
+                    errors.append(f"{key}: cannot load into an uninitialized parameter or buffer")
+                continue   # placeholder onto placeholder: it stays uninitialized
+            if tuple(src.shape) != tuple(t.shape):   # (a placeholder's shape raises torch's error)
+                errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
+                              f"the shape in current model is {t.shape}.")
+                continue
+            if t.device.type == "meta" and src.device.type != "meta" and not assign:
+                warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta parameter "
+                              "in the current model, which is a no-op. (Did you mean to pass `assign=True` to "
+                              "assign items in the state dictionary to their corresponding key in the module "
+                              "instead of copying them in place?)", UserWarning, stacklevel=2)
+            todo.append((self, name, t, src))
+        if self._overrides("set_extra_state"):
+            key = p + _EXTRA_STATE
+            if key in state_dict:
+                expected.add(key)
+                todo.append((self, _EXTRA_STATE, None, state_dict[key]))
+            else:
+                missing.append(key)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs):
+        """Mirrors ``torch.nn.Module._load_from_state_dict``: load this module's own parameters,
+        persistent buffers and extra state (not its children's) from the entries of ``state_dict``
+        under ``prefix``, appending to ``missing_keys``/``unexpected_keys`` (strict only) and
+        ``error_msgs`` instead of raising. ``load_state_dict`` calls it only for modules that
+        override it; an override may call it through ``super()``."""
+        todo, claimed = [], set()
+        self._scan_local(state_dict, prefix, False, missing_keys, error_msgs, todo, claimed)
+        if strict:
+            unexpected_keys.extend(k for k in state_dict if k.startswith(prefix) and k not in claimed
+                                   and k[len(prefix):].split(".", 1)[0] not in self._modules)
+        self._copy_loaded(todo, False)
+
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Mirrors ``torch.nn.Module.load_state_dict``: copies tensors into parameters and buffers
         (under no_grad). Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
@@ -847,29 +899,14 @@ class Module:
             for h in tuple(module.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
                 hook_args = (state_dict, p, local_meta, True, missing, unexpected, errors)
                 h.fn(module, *hook_args) if h.with_kwargs else h.fn(*hook_args)
-            for name, t in module._local_state().items():
-                key = p + name
-                expected.add(key)
-                if key not in state_dict:
-                    missing.append(key)
-                    continue
-                src = state_dict[key]
-                if not isinstance(src, Tensor):
-                    errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
-                                  f"object from checkpoint but received {type(src)}")
-                    continue
-                if tuple(src.shape) != tuple(t.shape):
-                    errors.append(f"size mismatch for {key}: copying a param with shape {src.shape} from checkpoint, "
-                                  f"the shape in current model is {t.shape}.")
-                    continue
-                todo.append((module, name, t, src))
-            if module._overrides("set_extra_state"):
-                key = p + _EXTRA_STATE
-                if key in state_dict:
-                    expected.add(key)
-                    todo.append((module, _EXTRA_STATE, None, state_dict[key]))
-                else:
-                    missing.append(key)
+            if module._overrides("_load_from_state_dict"):
+                # a module with its own loader reads (and checks) its entries itself, as torch
+                # calls it: the keys under its prefix that are not its children's are its own
+                module._load_from_state_dict(state_dict, p, local_meta, strict, missing, unexpected, errors)
+                expected.update(k for k in state_dict
+                                if k.startswith(p) and k[len(p):].split(".", 1)[0] not in module._modules)
+                continue
+            module._scan_local(state_dict, p, assign, missing, errors, todo, expected)
             # keys under this module's prefix that no module claims are unexpected
         for key in state_dict:
             if key not in expected:
@@ -908,7 +945,10 @@ class Module:
                     module.set_extra_state(src)
                 elif assign:
                     if name in module._parameters:
-                        module._parameters[name] = Parameter(src, requires_grad=t.requires_grad)
+                        if isinstance(src, Parameter):   # a Parameter is taken as it is (keep_vars dicts)
+                            module._parameters[name] = src.requires_grad_(t.requires_grad)
+                        else:
+                            module._parameters[name] = Parameter(src, requires_grad=t.requires_grad)
                     else:
                         module._buffers[name] = src
                 else:

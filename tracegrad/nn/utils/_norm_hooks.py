@@ -7,7 +7,7 @@ import warnings
 
 import tracegrad
 
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 
 __all__ = ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
 
@@ -22,6 +22,12 @@ def _norm_except_dim(v, dim):
         return v.norm(2)
     dims = [d for d in range(v.dim()) if d != dim]
     return (v * v).sum(dim=dims, keepdim=True).sqrt()
+
+
+def _check_initialized(module, what):
+    if any(is_lazy(p) for p in module.parameters()):
+        raise ValueError(f"The module passed to `{what}` can't have uninitialized parameters. Make sure to run the "
+                         "dummy forward before applying weight normalization")
 
 
 def _hooks(module, kind, name):
@@ -50,9 +56,10 @@ def weight_norm(module, name="weight", dim=0):
     """Mirrors ``torch.nn.utils.weight_norm`` (the hook version): replaces parameter ``name`` by
     ``name_g`` (norm over every dim but ``dim``; the whole tensor when ``dim=None``) and
     ``name_v``, recomputing ``module.<name>`` before each forward. Raises RuntimeError when
-    ``name`` already has a weight_norm hook."""
+    ``name`` already has a weight_norm hook, ValueError for a lazy module not run yet."""
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                   "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
+    _check_initialized(module, "WeightNorm")
     for _ in _hooks(module, _WeightNormHook, name):
         raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
     if dim is None:
@@ -120,7 +127,8 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     ``manual_seed`` reproduces them; torch's own draw differs) feed one power iteration per
     forward in training mode; ``module.<name>`` is ``name_orig / sigma``. ``dim`` defaults to 1
     for ConvTranspose modules, else 0. Raises RuntimeError when ``name`` already has the hook,
-    ValueError when ``n_power_iterations <= 0``."""
+    ValueError when ``n_power_iterations <= 0`` or for a lazy module not run yet."""
+    _check_initialized(module, "SpectralNorm")
     for _ in _hooks(module, _SpectralNormHook, name):
         raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
     if n_power_iterations <= 0:

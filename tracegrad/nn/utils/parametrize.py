@@ -7,6 +7,7 @@ tensor(s) stored at ``module.parametrizations.<name>.original`` (or ``original0`
 ``Parametrized<Class>`` holding the properties, as torch does.
 """
 import contextlib
+from collections.abc import Sequence
 
 from tracegrad import Tensor
 from ..modules.container import ModuleDict, ModuleList
@@ -14,7 +15,7 @@ from ..modules.module import Module
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "remove_parametrizations", "is_parametrized", "cached",
-           "ParametrizationList", "type_before_parametrizations"]
+           "ParametrizationList", "type_before_parametrizations", "transfer_parametrizations_and_params"]
 
 _cache_enabled = 0
 _cache = {}
@@ -39,6 +40,15 @@ def _no_grad():
     return tracegrad.no_grad()
 
 
+def _check_unchanged(before, after, what_before, what_after):
+    """ValueError (torch's texts) when a safe parametrization changes the dtype, then the shape."""
+    for attr in ("dtype", "shape"):
+        b, a = getattr(before, attr), getattr(after, attr)
+        if (b != a) if attr == "dtype" else (tuple(b) != tuple(a)):
+            raise ValueError(f"Registering a parametrization may not change the {attr} of the tensor, unless "
+                             f"`unsafe` flag is enabled.\n{what_before} {attr}: {b}\n{what_after} {attr}: {a}")
+
+
 class ParametrizationList(ModuleList):
     """Mirrors ``torch.nn.utils.parametrize.ParametrizationList``: the chain of parametrizations of
     one tensor and its unconstrained original(s)."""
@@ -56,18 +66,25 @@ class ParametrizationList(ModuleList):
                         new = m.right_inverse(new)
                     except NotImplementedError:   # as torch: at registration, taken as the identity
                         pass
+        if not isinstance(new, (Tensor, Sequence)):
+            raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
+                             f"Got {type(new).__name__}")
         self.is_tensor = isinstance(new, Tensor)
         self.ntensors = 1 if self.is_tensor else len(new)
         if self.is_tensor:
             if original.dtype != new.dtype:
                 raise ValueError("When `right_inverse` outputs one tensor, it may not change the dtype.\n"
                                  f"original.dtype: {original.dtype}\nright_inverse(original).dtype: {new.dtype}")
+            if original.device != new.device:
+                raise ValueError("When `right_inverse` outputs one tensor, it may not change the device.\n"
+                                 f"original.device: {original.device}\nright_inverse(original).device: {new.device}")
             self._set_original("original", original, new)
         else:
             for i, o in enumerate(new):
                 if not isinstance(o, Tensor):
                     raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors "
-                                     f"(list, tuple...). Got element {i} of type {type(o).__name__}")
+                                     f"(list, tuple...). Got element {i} of the sequence with type "
+                                     f"{type(o).__name__}.")
                 p = Parameter(o.detach().clone(), requires_grad=original.requires_grad) \
                     if isinstance(original, Parameter) else o.detach().clone()
                 self._register(f"original{i}", p)
@@ -75,11 +92,7 @@ class ParametrizationList(ModuleList):
             z = self()
             if not isinstance(z, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got {type(z).__name__}.")
-            if z.dtype != original.dtype or tuple(z.shape) != tuple(original.shape):
-                raise ValueError("Registering a parametrization may not change the shape or dtype of the "
-                                 f"tensor, unless `unsafe` flag is enabled.\nunparametrized dtype: "
-                                 f"{original.dtype}\nparametrized dtype: {z.dtype}\nunparametrized shape: "
-                                 f"{tuple(original.shape)}\nparametrized shape: {tuple(z.shape)}")
+            _check_unchanged(original, z, "unparametrized", "parametrized")
 
     def _register(self, name, t):
         if isinstance(t, Parameter):
@@ -187,6 +200,47 @@ def is_parametrized(module, tensor_name=None):
     return tensor_name in parametrizations
 
 
+def _check_right_inverse(parametrization, X, Y, tensor_name):
+    """A parametrization chained onto another must map ``X`` back to one tensor shaped and
+    typed as ``Y`` (when it has a right_inverse): ValueError with torch's texts otherwise."""
+    if not hasattr(parametrization, "right_inverse"):
+        return
+    try:
+        Z = parametrization.right_inverse(X)
+    except NotImplementedError:
+        return
+    if not isinstance(Z, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(Z).__name__}")
+    for attr in ("dtype", "shape"):
+        if getattr(Z, attr) != getattr(Y, attr):
+            raise ValueError(f"The tensor returned by parametrization.right_inverse must have the same {attr} as "
+                             f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}."
+                             f"{attr}: {getattr(Y, attr)}\nreturned {attr}: {getattr(Z, attr)}")
+
+
+def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
+    """Mirrors ``torch.nn.utils.parametrize.transfer_parametrizations_and_params``: registers on
+    ``to_module`` the parametrizations of ``tensor_name`` (every parametrized tensor when None)
+    of ``from_module``, the same parametrization objects in the same order, and makes its
+    originals the very tensors of ``from_module`` (so both compute the same value). A tensor
+    ``to_module`` lacks is first created as a Parameter of ``from_module``'s current value.
+    Returns ``to_module``."""
+    if not is_parametrized(from_module, tensor_name):
+        return to_module
+    for name in (list(from_module.parametrizations) if tensor_name is None else [tensor_name]):
+        source = from_module.parametrizations[name]
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for p in source:
+            register_parametrization(to_module, name, p)
+        target = to_module.parametrizations[name]
+        originals = ["original"] if hasattr(source, "original") else [
+            f"original{i}" for i in range(source.ntensors)]
+        for o in originals:
+            setattr(target, o, getattr(source, o))
+    return to_module
+
+
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
     """Mirrors ``torch.nn.utils.parametrize.register_parametrization``: ``module.<tensor_name>``
     becomes ``parametrization(original)``; the original moves to
@@ -198,6 +252,7 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     if not isinstance(parametrization, Module):
         raise TypeError("register_parametrization: the parametrization must be an nn.Module; "
                         f"got {type(parametrization).__name__}")
+    parametrization.train(module.training)   # it follows the module's mode from now on, as torch
     if is_parametrized(module, tensor_name):
         plist = module.parametrizations[tensor_name]
         if not unsafe:
@@ -205,11 +260,8 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
             X = parametrization(Y)
             if not isinstance(X, Tensor):
                 raise ValueError(f"A parametrization must return a tensor. Got {type(X).__name__}.")
-            if X.dtype != Y.dtype or tuple(X.shape) != tuple(Y.shape):
-                raise ValueError("Registering a parametrization may not change the shape or dtype of the "
-                                 f"tensor, unless `unsafe` flag is enabled.\nunparametrized dtype: {Y.dtype}\n"
-                                 f"parametrized dtype: {X.dtype}\nunparametrized shape: {tuple(Y.shape)}\n"
-                                 f"parametrized shape: {tuple(X.shape)}")
+            _check_unchanged(Y, X, f"module.{tensor_name}", f"parametrization(module.{tensor_name})")
+            _check_right_inverse(parametrization, X, Y, tensor_name)
         plist.append(parametrization)
         plist.unsafe = plist.unsafe or unsafe
         return module

@@ -23,7 +23,7 @@ _ORIG, _MASK = "_orig", "_mask"
 
 # ---- argument checks (torch's classes and messages) ---------------------------------------------
 
-def _check_amount(amount):
+def _validate_pruning_amount_init(amount):
     """``amount`` is a fraction in [0, 1] or a count >= 0: TypeError / ValueError otherwise."""
     if not isinstance(amount, numbers.Real):
         raise TypeError(f"Invalid type for amount: {amount}. Must be int or float.")
@@ -35,14 +35,22 @@ def _check_amount(amount):
         raise ValueError(f"amount={amount} should either be a float in the range [0, 1] or a non-negative integer")
 
 
+def _validate_pruning_amount(amount, tensor_size):
+    """ValueError for a count ``amount`` larger than ``tensor_size`` (torch's private helper of
+    this name; a fraction always fits)."""
+    if isinstance(amount, numbers.Integral) and amount > tensor_size:
+        raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
+
+
+def _compute_nparams_toprune(amount, tensor_size):
+    """How many of ``tensor_size`` entries (or channels) ``amount`` prunes: a count as it is,
+    a fraction rounded (torch's private helper of this name)."""
+    return int(amount) if isinstance(amount, numbers.Integral) else round(amount * tensor_size)
+
+
 def _n_to_prune(amount, size):
-    """How many of ``size`` entries (or channels) ``amount`` prunes; ValueError for a count
-    larger than ``size``."""
-    if isinstance(amount, numbers.Integral):
-        if amount > size:
-            raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={size}")
-        return int(amount)
-    return round(amount * size)
+    _validate_pruning_amount(amount, size)
+    return _compute_nparams_toprune(amount, size)
 
 
 def _check_structured(t, dim):
@@ -243,7 +251,7 @@ class _Unstructured(BasePruningMethod):
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
-        _check_amount(amount)
+        _validate_pruning_amount_init(amount)
         self.amount = amount
 
     def compute_mask(self, t, default_mask):
@@ -283,7 +291,7 @@ class RandomStructured(BasePruningMethod):
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1):
-        _check_amount(amount)
+        _validate_pruning_amount_init(amount)
         self.amount, self.dim = amount, dim
 
     def compute_mask(self, t, default_mask):
@@ -308,7 +316,7 @@ class LnStructured(BasePruningMethod):
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1):
-        _check_amount(amount)
+        _validate_pruning_amount_init(amount)
         self.amount, self.n, self.dim = amount, n, dim
 
     def compute_mask(self, t, default_mask):

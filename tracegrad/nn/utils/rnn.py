@@ -175,12 +175,16 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     """Mirrors ``torch.nn.utils.rnn.pad_sequence``: a list of ``(L_i, *)`` tensors -> ``(T, B, *)``
     (``(B, T, *)`` with ``batch_first``), ``T = max L_i``, padded with ``padding_value`` on
     ``padding_side`` ('right' or 'left'). Raises RuntimeError for another padding_side, an empty
-    list or mismatched trailing shapes."""
+    list, a non-iterable ``sequences`` or mismatched trailing shapes."""
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     if isinstance(sequences, tracegrad.Tensor):
         sequences = list(sequences.unbind(0))
-    sequences = list(sequences)
+    try:
+        sequences = list(sequences)
+    except TypeError:
+        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg of type: "
+                           f"{type(sequences)}; pass a list or tuple of tensors") from None
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
     trailing = tuple(sequences[0].shape[1:])
