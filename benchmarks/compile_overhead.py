@@ -29,6 +29,18 @@ def med_us(fn, n):
     return statistics.median(ts) * 1e6
 
 
+def profile(call, calls, rows):
+    """The top ``rows`` functions by own time over ``calls`` calls, indented."""
+    pr = cProfile.Profile()
+    pr.enable()
+    for _ in range(calls):
+        call()
+    pr.disable()
+    s = io.StringIO()
+    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(rows)
+    return "\n".join("    " + ln for ln in s.getvalue().splitlines() if ln.strip())[:3500]
+
+
 def parts(name, calls):
     import jax
     import compile_step as cs
@@ -55,15 +67,8 @@ def parts(name, calls):
     print(f"\n{name} + adamw: {n_in} program inputs, {n_out} outputs; median us per call")
     for k, v in row.items():
         print(f"  {k:<32} {v:10.1f}")
-    pr = cProfile.Profile()
-    pr.enable()
-    for _ in range(calls):
-        call()
-    pr.disable()
-    s = io.StringIO()
-    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(12)
     print("  cProfile of the whole calls (tottime):")
-    print("\n".join("    " + ln for ln in s.getvalue().splitlines() if ln.strip())[:3000])
+    print(profile(call, calls, 12))
 
 
 def eager(name, calls):
@@ -74,15 +79,8 @@ def eager(name, calls):
     for _ in range(2):
         call()
     t = med_us(call, calls)
-    pr = cProfile.Profile()
-    pr.enable()
-    for _ in range(calls):
-        call()
-    pr.disable()
-    s = io.StringIO()
-    pstats.Stats(pr, stream=s).sort_stats("tottime").print_stats(15)
     print(f"\n{name} + adamw eager: {t / 1e3:.2f} ms per step; cProfile (tottime):")
-    print("\n".join("    " + ln for ln in s.getvalue().splitlines() if ln.strip())[:3500])
+    print(profile(call, calls, 15))
 
 
 def dispatch(calls):
