@@ -20,10 +20,7 @@ def _same(a, b):
     for x, y in zip(a, b):
         assert (x is None) == (y is None), (a, b)
         if x is not None:
-            # float32 second derivatives: tanh's backward is (1 - y)(1 + y) here (the same bits
-            # fused or not, _ops/elementwise.py), 1 - y*y in torch; their derivatives round apart
-            # by ~1e-5 relative once summed through a layer
-            np.testing.assert_allclose(_np(y), _np(x), rtol=5e-5, atol=1e-6)
+            np.testing.assert_allclose(_np(y), _np(x), rtol=1e-5, atol=1e-6)
             assert x.requires_grad == y.requires_grad
 
 
