@@ -139,7 +139,7 @@ def cpu(self, memory_format=None):
 
 @method()
 def cuda(self, device=None, non_blocking=False, memory_format=None):
-    """Mirrors ``torch.Tensor.cuda``: RuntimeError where JAX sees no GPU."""
+    """Mirrors ``torch.Tensor.cuda``: AssertionError where JAX sees no GPU (torch's CPU build)."""
     return to(self, _device("cuda", device if isinstance(device, int) else None) if not isinstance(device, (str, _device)) else device)
 
 

@@ -44,13 +44,10 @@ class device:
         return hash((self.type, self.index))
 
     def jax_device(self):
-        """The JAX device; RuntimeError where no GPU exists for 'cuda'."""
+        """The JAX device; for 'cuda' where JAX has no GPU, torch's CPU-build AssertionError."""
         if self.type in ("cpu", "meta"):
             return jax.devices("cpu")[self.index or 0]
-        gpus = cuda_devices()
-        if not gpus:
-            raise RuntimeError("Torch not compiled with CUDA enabled: tracegrad found no GPU for JAX "
-                               "on this machine; keep tensors on 'cpu'")
+        gpus = need_gpu()
         i = self.index or 0
         if i >= len(gpus):
             raise RuntimeError(f"CUDA error: invalid device ordinal {i}; {len(gpus)} GPU(s) found")
@@ -62,6 +59,16 @@ def cuda_devices():
         return jax.devices("gpu")
     except RuntimeError:
         return []
+
+
+def need_gpu():
+    """JAX's GPUs; where there is none, the AssertionError torch's CPU build raises for any
+    CUDA use (``torch.cuda._lazy_init``), so code that catches it behaves the same."""
+    gpus = cuda_devices()
+    if not gpus:
+        raise AssertionError("Torch not compiled with CUDA enabled (tracegrad: JAX found no GPU on "
+                             "this machine; keep tensors on 'cpu')")
+    return gpus
 
 
 def device_of(array) -> device:

@@ -3,7 +3,7 @@ seeding (one PRNG key stream serves every device, so ``manual_seed`` is a no-op)
 ``tracegrad.cuda.amp`` (``autocast``, ``GradScaler``)."""
 from __future__ import annotations
 
-from .._tensor.device import cuda_devices, device as _device
+from .._tensor.device import cuda_devices, device as _device, need_gpu as _need_gpu
 from . import amp  # noqa: F401
 from .._api.torch_extras import OutOfMemoryError  # noqa: F401  (torch.cuda.OutOfMemoryError)
 
@@ -20,11 +20,6 @@ def is_available() -> bool:
 def device_count() -> int:
     """Mirrors ``torch.cuda.device_count``: the number of JAX GPUs."""
     return len(cuda_devices())
-
-
-def _need_gpu():
-    if not cuda_devices():
-        raise AssertionError("Torch not compiled with CUDA enabled (tracegrad: JAX found no GPU on this machine)")
 
 
 def current_device() -> int:
@@ -53,7 +48,9 @@ manual_seed_all = manual_seed
 
 
 def synchronize(device=None) -> None:
-    """Mirrors ``torch.cuda.synchronize``: nothing is queued (eager dispatch is synchronous)."""
+    """Mirrors ``torch.cuda.synchronize``: nothing is queued (eager dispatch is synchronous);
+    AssertionError without a GPU, as torch's CPU build."""
+    _need_gpu()
 
 
 def empty_cache() -> None:
