@@ -156,7 +156,7 @@ def test_default_device():
         assert tracegrad.get_default_device() == tracegrad.device("cpu")
         assert tracegrad.zeros(2).device.type == "cpu"
         if not HAS_GPU:
-            with pytest.raises(RuntimeError):
+            with pytest.raises(AssertionError, match="not compiled with CUDA"):
                 tracegrad.set_default_device("cuda")
     finally:
         tracegrad.set_default_device(None)

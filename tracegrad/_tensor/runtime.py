@@ -46,8 +46,8 @@ def get_default_device() -> device:
 def set_default_device(dev) -> None:
     """Mirrors ``torch.set_default_device``: factories create tensors on ``dev`` ('cpu', 'cuda',
     'cuda:1', a device, or None for JAX's default). Sets JAX's ``jax_default_device``.
-    Differs from torch: 'cuda' without a GPU raises RuntimeError here (torch raises at the
-    first factory call)."""
+    Differs from torch: 'cuda' without a GPU raises torch's AssertionError ('Torch not compiled
+    with CUDA enabled') here; torch raises it at the first factory call."""
     if dev is None:
         _default_device[0] = None
         jax.config.update("jax_default_device", None)
