@@ -248,30 +248,39 @@ class OpNode(Node):
     def apply(self, grads, create_graph=False):
         if self.released:
             raise RuntimeError(MSG_FREED)
-        saved = [s.get(self, i) for i, s in enumerate(self.saved)]
         n = self.nout
         if len(grads) != n:
             grads = grads[:n] if len(grads) > n else list(grads) + [None] * (n - len(grads))
         key = (self.op, self.static, self.layout)
         entry = _BWD.get(key)
         if entry is None:
-            entry = _BWD[key] = _backward_entry(self, len(saved), len(self.consts))
+            entry = _BWD[key] = _backward_entry(self, len(self.saved), len(self.consts))
         bop, slots, prune, nondiff = entry
         if STATE[0] or _FORWARD_AD[0] is not None:   # create_graph (record it like any op), or
             # an open dual level (gradients of dual tensors get tangents: forward-over-reverse)
+            saved = [s.get(self, i) for i, s in enumerate(self.saved)]
             if nondiff and STATE[0]:   # NOTE [non-differentiable backwards]
                 saved = [t.detach() for t in saved]
             args = [*saved, *self.consts, *grads]
             res = apply_op(bop, _unread_detached(bop, args) if STATE[0] else args)
             if bop.n_out == 1:
                 res = (res,)
-        else:                    # plain backward: call the jitted VJP directly
-            out = bop.run([*(t._value for t in saved), *self.consts,
-                           *(None if g is None else g._value for g in grads)], ())
-            res = (Tensor._make(out),) if bop.n_out == 1 else tuple(Tensor._make(o) for o in out)
+        else:                    # plain backward: the saved arrays straight into the jitted VJP
+            saved = None
+            args = [s.value(self, i) for i, s in enumerate(self.saved)]
+            args += self.consts
+            args += [None if g is None else g._value for g in grads]
+            out = bop.run(args, ())
+            if bop.n_out == 1:
+                if slots == (0,) and not prune:
+                    return [Tensor._make(out)]
+                res = (Tensor._make(out),)
+            else:
+                res = tuple(Tensor._make(o) for o in out)
         res = [None if s < 0 else res[s] for s in slots]
         if prune:
-            _drop_unread(self, saved, grads, res)
+            _drop_unread(self, [s.get(self, i) for i, s in enumerate(self.saved)] if saved is None else saved,
+                         grads, res)
         return res
 
     def num_outputs(self) -> int:

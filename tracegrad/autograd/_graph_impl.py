@@ -208,6 +208,14 @@ class SavedTensor:
         self.packed, self.unpack = packed, unpack_hook
         self.tensor = self.version = None
 
+    def value(self, node, index):
+        """The saved array, for a backward that records nothing (no ``create_graph``, no dual
+        level): ``get``'s checks without the graph-connected tensor it builds."""
+        t = self.tensor
+        if t is None or t._vc[0] != self.version:   # a hooks' packed value, or the version error
+            return self.get(node, index)._value
+        return t._value
+
     def get(self, node, index):
         if self.unpack is not None:
             t = self.unpack(self.packed)
