@@ -282,7 +282,7 @@ from .nn._toplevel import (  # noqa: E402
     selu_ as selu_, threshold as threshold, threshold_ as threshold_, triplet_margin_loss as triplet_margin_loss
 )
 from .compiler import compile as compile  # noqa: E402,A001
-from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda  # noqa: E402
+from . import accelerator as accelerator, amp as amp, backends as backends, cuda as cuda, mps as mps, xpu as xpu  # noqa: E402
 from ._tensor.runtime import (
     are_deterministic_algorithms_enabled as are_deterministic_algorithms_enabled,
     is_deterministic_algorithms_warn_only_enabled as is_deterministic_algorithms_warn_only_enabled,

@@ -213,3 +213,50 @@ def test_num_threads_roundtrip():
     assert tracegrad.get_num_threads() == 3
     tracegrad.set_num_threads(before[0])
     assert tracegrad.get_num_threads() == before[0]
+
+
+_OTHER_BACKENDS = {
+    "mps available": lambda m: m.mps.is_available(),
+    "mps count": lambda m: m.mps.device_count(),
+    "mps backend": lambda m: m.backends.mps.is_available(),
+    "mps seed": lambda m: m.mps.manual_seed(0),
+    "mps synchronize": lambda m: m.mps.synchronize(),
+    "mps empty_cache": lambda m: m.mps.empty_cache(),
+    "mps memory": lambda m: m.mps.current_allocated_memory(),
+    "xpu available": lambda m: m.xpu.is_available(),
+    "xpu count": lambda m: m.xpu.device_count(),
+    "xpu seed": lambda m: m.xpu.manual_seed(0),
+    "xpu memory": lambda m: m.xpu.memory_allocated(),
+    "xpu synchronize": lambda m: m.xpu.synchronize(),
+    "xpu current_device": lambda m: m.xpu.current_device(),
+    "device names": lambda m: [str(m.device(s)) for s in ("mps", "xpu:0", "hpu", "xla:1")],
+    "device unknown": lambda m: m.device("foo"),
+    "tensor to mps": lambda m: m.ones(2).to("mps"),
+    "factory on mps": lambda m: m.zeros(2, device="mps"),
+    "tensor to xpu": lambda m: m.ones(2).to("xpu"),
+    "module to mps": lambda m: m.nn.Linear(2, 2).to("mps"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(_OTHER_BACKENDS))
+def test_other_backends_as_torch_cpu_build(what):
+    """Code that probes for Apple (mps) or Intel (xpu) GPUs gets torch's CPU-build answers:
+    False/0, no-op seeding, and the same exception classes where a device is needed."""
+    t, g = both(_OTHER_BACKENDS[what])
+    if what == "factory on mps":   # torch's dispatcher: NotImplementedError; here torch's .to('mps') error
+        assert isinstance(t, type) and isinstance(g, type) and issubclass(g, RuntimeError)
+        return
+    assert t == g
+
+
+def test_norm_submodules_keep_functions_bound():
+    """``import torch.nn.utils.spectral_norm`` (the module) leaves ``torch.nn.utils.spectral_norm``
+    the function, and the modules export torch's names."""
+    import tracegrad.nn.utils.spectral_norm   # noqa: F401
+    import tracegrad.nn.utils.weight_norm     # noqa: F401
+    from tracegrad.nn.utils.spectral_norm import SpectralNorm, spectral_norm  # noqa: F401
+    from tracegrad.nn.utils.weight_norm import WeightNorm, weight_norm  # noqa: F401
+    assert callable(tracegrad.nn.utils.spectral_norm) and callable(tracegrad.nn.utils.weight_norm)
+    m = tracegrad.nn.utils.spectral_norm(tracegrad.nn.Linear(3, 3))
+    tm = torch.nn.utils.spectral_norm(torch.nn.Linear(3, 3))
+    assert sorted(m.state_dict()) == sorted(tm.state_dict())

@@ -4,9 +4,16 @@ from __future__ import annotations
 import jax
 
 
+# torch's device types: all may be named (``device('mps')`` in code that checks for Apple GPUs);
+# only cpu, cuda (JAX's GPUs) and meta hold tensors here
+_TYPES = ("cpu", "cuda", "gpu", "meta", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+          "fpga", "maia", "xla", "lazy", "vulkan", "mps", "hpu", "mtia", "privateuseone")
+
+
 class device:
     """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
-    ``type`` is 'cpu', 'cuda' or 'meta'; ``index`` the ordinal or None. CUDA maps to JAX's GPU
+    ``type`` is one of torch's device types ('mps', 'xpu', ... can be named; tensors live on
+    'cpu', 'cuda' or 'meta', the others raise torch's errors); ``index`` the ordinal or None. CUDA maps to JAX's GPU
     devices; 'meta' tensors hold zeros on the CPU (NOTE [meta tensors] in storage.py). As a
     context manager (``with tracegrad.device('meta'):``) it is the default device of factories
     inside the block, as torch's (``__enter__``/``__exit__`` come from ``runtime.py``, which
@@ -24,8 +31,9 @@ class device:
             index = int(idx)
         elif isinstance(type, int):
             type, index = "cuda", type
-        if type not in ("cpu", "cuda", "gpu", "meta"):
-            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
+        if type not in _TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(t for t in _TYPES if t != 'gpu')} device type at start "
+                               f"of device string: {type}")
         self.type = "cuda" if type == "gpu" else type
         self.index = index
 
@@ -47,6 +55,11 @@ class device:
         """The JAX device; for 'cuda' where JAX has no GPU, torch's CPU-build AssertionError."""
         if self.type in ("cpu", "meta"):
             return jax.devices("cpu")[self.index or 0]
+        if self.type != "cuda":   # a device type this build has no backend for, in torch's words
+            if self.type == "xpu":
+                raise AssertionError("Torch not compiled with XPU enabled (tracegrad: use 'cpu' or 'cuda')")
+            raise RuntimeError(f"PyTorch is not linked with support for {self.type} devices (tracegrad: use 'cpu' "
+                               "or 'cuda')")
         gpus = need_gpu()
         i = self.index or 0
         if i >= len(gpus):

@@ -6,7 +6,10 @@ from .convert_parameters import parameters_to_vector, vector_to_parameters  # no
 from . import fusion, rnn, stateless  # noqa: F401
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: F401
 from .init import skip_init  # noqa: F401
-from ._norm_hooks import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm  # noqa: F401
+# the submodules first, then their functions over the names (as torch: a later
+# ``import torch.nn.utils.spectral_norm`` finds the module imported and leaves the function bound)
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: F401
 
 _LAZY = ("parametrize", "parametrizations", "prune")
 
