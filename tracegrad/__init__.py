@@ -260,6 +260,7 @@ from ._spectral import (  # noqa: E402
     hann_window as hann_window, istft as istft, kaiser_window as kaiser_window, stft as stft
 )
 from . import onnx as onnx  # noqa: E402  (export raises: tracegrad has no ONNX exporter)
+from . import hub as hub  # noqa: E402
 # torch's top-level linear algebra on tracegrad.linalg (L7; it also sets the Tensor methods)
 from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, matrix_power as matrix_power,
