@@ -107,6 +107,13 @@ class CompiledFunction:
         if _state.FORWARD_AD[0] is not None:
             # a forward-AD dual level is open: tangents propagate op by op in eager only
             return self._eager(args, kwargs)
+        prof = _state.PROFILER[0]
+        if prof is not None and prof.sees_ops:
+            # a FlopCounterMode counts each op the function runs; a program would hide them
+            reason = "a FlopCounterMode is active (it counts every op the function runs)"
+            if self.fullgraph:
+                raise GraphBreak(reason)
+            return self._break(None, reason, None, args, kwargs)
         if _torch_function.is_torch_function_mode_enabled():
             # a TorchFunctionMode sees each call of the eager function; a program would skip it
             reason = "a TorchFunctionMode is active (it must see every call the function makes)"

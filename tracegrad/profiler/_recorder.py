@@ -14,6 +14,7 @@ transforms) hold no values and are not recorded: a compiled call is one event,
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -75,6 +76,8 @@ class Recorder:
     """Collects events while a trace is active. ``apply_op``/``apply_inplace`` are the interposer
     protocol; ``begin``/``end`` time a named range (``record_function``, backward nodes,
     compiled calls)."""
+
+    sees_ops = False    # compiled calls stay one event (utils.flop_counter's mode needs each op)
 
     def __init__(self, record_shapes=False, profile_memory=False, with_stack=False):
         self.record_shapes, self.profile_memory, self.with_stack = record_shapes, profile_memory, with_stack
@@ -143,11 +146,19 @@ class Recorder:
 
     # ---- the interposer protocol --------------------------------------------------------------
     def apply_op(self, op, args, static):
-        return self._op(event_name(op), op, args, _dispatch.apply_op, (op, args, static))
+        return self._op(event_name(op), op, args, self._next("apply_op"), (op, args, static))
 
     def apply_inplace(self, op, self_t, args, static):
-        return self._op(event_name(op, inplace=True), op, (self_t, *args), _dispatch.apply_inplace,
+        return self._op(event_name(op, inplace=True), op, (self_t, *args), self._next("apply_inplace"),
                         (op, self_t, args, static))
+
+    def _next(self, method):
+        """Where an op goes after being timed: plain dispatch, or a flop counter this profile
+        was opened inside (it must see every op too)."""
+        outer = getattr(self, "_outer", None)
+        if outer is not None and outer.sees_ops and outer.active:
+            return getattr(outer, method)
+        return getattr(_dispatch, method)
 
     def _op(self, name, op, args, fn, fn_args):
         prev = _INTERPOSE[0]
@@ -172,7 +183,10 @@ class Recorder:
         name = node.name()
         if name == "AccumulateGrad":
             name = "torch::autograd::AccumulateGrad"
-        return self.call("autograd::engine::evaluate_function: " + name, "cpu_op", node.apply, grads, create_graph)
+        outer = getattr(self, "_outer", None)
+        run = (functools.partial(outer.evaluate_function, node) if outer is not None and outer.sees_ops and outer.active
+               else node.apply)
+        return self.call("autograd::engine::evaluate_function: " + name, "cpu_op", run, grads, create_graph)
 
     def compiled_call(self, label, fn, *args):
         """One run of a compiled program."""
