@@ -346,7 +346,26 @@ from . import cpu as cpu, types as types, _inductor as _inductor  # noqa: E402
 from . import overrides as overrides, _C as _C  # noqa: E402  (torch imports both at import)
 from .library import ops as ops  # noqa: E402  (torch.ops.<namespace>.<operator>)
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__  # noqa: E402
+from . import version as version, multiprocessing as multiprocessing  # noqa: E402
+from .func import to_dlpack as to_dlpack  # noqa: E402
+# torch's constants (``2 * torch.pi``, ``x[:, torch.newaxis]``)
+from math import e as e, inf as inf, nan as nan, pi as pi  # noqa: E402
+newaxis = None
+
+
+def get_device_module(device=None):
+    """Mirrors ``torch.get_device_module``: the module of a device type (``tracegrad.cuda`` for
+    'cuda', ``tracegrad.cpu``, ``tracegrad.mps``, ``tracegrad.xpu``); the current accelerator's
+    (or cpu's) for None. RuntimeError for a device type without one."""
+    if device is None:
+        dev_type = "cuda" if cuda.is_available() else "cpu"
+    else:
+        dev_type = _tensor.device.device(device).type if isinstance(device, str) else getattr(device, "type", None)
+    module = {"cuda": cuda, "cpu": cpu, "mps": mps, "xpu": xpu}.get(dev_type)
+    if module is None:
+        raise RuntimeError(f"Device '{dev_type}' does not have a corresponding module registered as 'torch.{dev_type}'.")
+    return module
 
 
 from ._tensor.tensor_str import set_printoptions as set_printoptions  # noqa: E402

@@ -260,3 +260,33 @@ def test_norm_submodules_keep_functions_bound():
     m = tracegrad.nn.utils.spectral_norm(tracegrad.nn.Linear(3, 3))
     tm = torch.nn.utils.spectral_norm(torch.nn.Linear(3, 3))
     assert sorted(m.state_dict()) == sorted(tm.state_dict())
+
+
+def test_constants_version_and_device_modules():
+    """``torch.pi``/``e``/``inf``/``nan``/``newaxis``, ``torch.version``'s fields as torch's CPU
+    build reports them, ``get_device_module`` and ``nn.factory_kwargs`` behave as torch's."""
+    for name in ("e", "pi", "inf"):
+        assert getattr(tracegrad, name) == getattr(torch, name)
+    assert np.isnan(tracegrad.nan) and tracegrad.newaxis is torch.newaxis is None
+    x = tracegrad.arange(6.).reshape(2, 3)
+    assert tuple(x[:, tracegrad.newaxis].shape) == tuple(torch.arange(6.).reshape(2, 3)[:, torch.newaxis].shape)
+    for field in ("cuda", "hip", "debug"):
+        if not HAS_GPU:
+            assert getattr(tracegrad.version, field) == getattr(torch.version, field)
+    assert isinstance(tracegrad.version.__version__, str)
+    assert tracegrad.get_device_module("cpu") is tracegrad.cpu
+    assert tracegrad.get_device_module(tracegrad.device("cuda")) is tracegrad.cuda
+    assert tracegrad.get_device_module("mps") is tracegrad.mps
+    assert both(lambda m: m.get_device_module("meta")) == [RuntimeError, RuntimeError]
+    assert tracegrad.multiprocessing.get_start_method(allow_none=True) in (None, "fork", "spawn", "forkserver")
+    for kw in ({"dtype": "D", "device": "cpu"}, {"factory_kwargs": {"dtype": "D"}}, None, {},
+               {"dtype": "D", "factory_kwargs": {"dtype": "E"}}, {"bias": True}, {"factory_kwargs": {"bias": 1}}):
+        t, g = both(lambda m: m.nn.factory_kwargs(None if kw is None else dict(kw)))
+        assert t == g, kw
+
+
+def test_nn_common_types_names():
+    import tracegrad.nn.common_types as g
+    import torch.nn.common_types as t
+    names = [n for n in dir(t) if n.startswith("_size") or n.startswith("_ratio") or n.startswith("_scalar")]
+    assert names and all(hasattr(g, n) for n in names)

@@ -9,3 +9,5 @@ from .modules.module import Module  # noqa: F401
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter  # noqa: F401
 from . import parallel  # noqa: F401
 from .parallel import DataParallel  # noqa: F401
+from . import common_types  # noqa: F401,E402
+from ._factory_kwargs import factory_kwargs  # noqa: F401,E402
