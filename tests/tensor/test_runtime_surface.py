@@ -235,6 +235,9 @@ _OTHER_BACKENDS = {
     "factory on mps": lambda m: m.zeros(2, device="mps"),
     "tensor to xpu": lambda m: m.ones(2).to("xpu"),
     "module to mps": lambda m: m.nn.Linear(2, 2).to("mps"),
+    "tensor.xpu()": lambda m: m.ones(2).xpu(),
+    "is_xla": lambda m: m.ones(2).is_xla,
+    "const_data_ptr": lambda m: (lambda t: t.const_data_ptr() == t.data_ptr())(m.ones(2)),
 }
 
 

@@ -186,6 +186,20 @@ prop("nbytes")(lambda self: self.numel() * self.dtype.itemsize)
 # live on CPU or CUDA (XLA) (or are meta tensors, above), so each of these is False
 prop("is_meta")(lambda self: self.device.type == "meta")   # NOTE [meta tensors] (storage.py)
 for _name in ("is_xpu", "is_mps", "is_quantized", "is_sparse", "is_sparse_csr", "is_mkldnn",
-              "is_nested", "is_vulkan", "is_ipu", "is_maia", "is_mtia"):
+              "is_nested", "is_vulkan", "is_ipu", "is_maia", "is_mtia", "is_xla"):
     prop(_name)(lambda self: False)
 del _name
+
+
+@method()
+def const_data_ptr(self) -> int:
+    """Mirrors ``torch.Tensor.const_data_ptr``: ``data_ptr()`` (reading through it is the
+    caller's promise; tracegrad's addresses are synthetic either way)."""
+    return self.data_ptr()
+
+
+@method()
+def xpu(self, device=None, non_blocking=False, memory_format=None):
+    """Mirrors ``torch.Tensor.xpu``: tracegrad has no XPU backend, so torch's CPU-build
+    AssertionError."""
+    return self.to("xpu")
