@@ -328,3 +328,37 @@ def test_meta_programs_as_torch(case):
 ])
 def test_meta_repr_as_torch(make):
     assert repr(make(tracegrad)).replace("tracegrad.", "torch.") == repr(make(torch))
+
+
+def _optimizer_steps(T):
+    layer = T.nn.Linear(3, 2, device="meta")
+    seen = []
+    for opt in (T.optim.SGD(layer.parameters(), lr=0.1, momentum=0.9), T.optim.AdamW(layer.parameters())):
+        for _ in range(2):      # the second backward accumulates into the meta .grad
+            layer(T.ones(4, 3, device="meta")).sum().backward()
+        opt.step()
+        opt.zero_grad()
+        seen += [layer.weight] + [v for v in opt.state[layer.weight].values()]
+    return seen
+
+
+def _double_backward(T):
+    x = T.zeros(3, device="meta", requires_grad=True)
+    g, = T.autograd.grad((x * x).sum(), x, create_graph=True)
+    g.sum().backward()
+    return g, x.grad, type(g.grad_fn).__name__
+
+
+_PROGRAMS_MORE = {"optimizer steps": _optimizer_steps, "double backward": _double_backward}
+
+
+@pytest.mark.parametrize("case", list(_PROGRAMS_MORE))
+def test_meta_training_as_torch(case):
+    assert _described(tracegrad, _PROGRAMS_MORE[case]) == _described(torch, _PROGRAMS_MORE[case])
+
+
+def test_compile_runs_meta_calls_eagerly():
+    f = tracegrad.compile(lambda x: (x * 2).sum(1))
+    with pytest.warns(UserWarning, match="meta tensor"):
+        outs = [f(tracegrad.ones(2, 3, device="meta")) for _ in range(3)]
+    assert all(o.is_meta and tuple(o.shape) == (2,) for o in outs)
