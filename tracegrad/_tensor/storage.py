@@ -26,7 +26,8 @@ _NEXT_ADDRESS = [1 << 20]   # addresses handed out so far (the first is far from
 class Storage:
     """Mirrors ``torch.UntypedStorage`` for what programs read of it: ``data_ptr()``, ``nbytes()``,
     ``size()``/``len()`` (bytes), ``element_size()`` (1) and ``device``. Its bytes cannot be read
-    or written through it (JAX owns them): go through a tensor."""
+    or written through it (JAX owns them): go through a tensor. On the 'meta' device ``array`` is
+    a ``jax.ShapeDtypeStruct`` and there are no bytes at all (NOTE [meta tensors] in meta.py)."""
 
     # ``_layout``: set (True) when the array is held in a non-row-major order (NOTE [storage
     # layouts] in memory_format.py); unset otherwise, so the constructor stays as short
