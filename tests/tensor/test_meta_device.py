@@ -349,7 +349,14 @@ def _double_backward(T):
     return g, x.grad, type(g.grad_fn).__name__
 
 
-_PROGRAMS_MORE = {"optimizer steps": _optimizer_steps, "double backward": _double_backward}
+_PROGRAMS_MORE = {
+    "optimizer steps": _optimizer_steps,
+    "double backward": _double_backward,
+    "draws from meta parameters": lambda T: [
+        T.ones(4, 3, device="meta").multinomial(2), T.bernoulli(T.ones(3, device="meta")),
+        T.normal(T.ones(3, 1, device="meta", requires_grad=True), T.ones(2, device="meta")),
+        T.normal(T.ones(3, device="meta"), 1.0), T.ones(3, device="meta").bernoulli_(0.3)],
+}
 
 
 @pytest.mark.parametrize("case", list(_PROGRAMS_MORE))

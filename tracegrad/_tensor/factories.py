@@ -489,10 +489,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
     ``tracegrad.compile`` there is no value to check); NotImplementedError for an integer dtype."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
         shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         ref = mean if isinstance(mean, Tensor) else std
-        z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
+        z = meta_draw((mean, std), shape, ref.dtype.np)
+        if z is None:
+            _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
+            z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
         return z * std + mean
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
@@ -502,11 +504,22 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                   lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, mean, std, api="normal()"))
 
 
+def meta_draw(operands, shape, dtype):
+    """A draw's result when one of its tensor ``operands`` is meta (NOTE [meta tensors]): a meta
+    tensor of ``shape`` and ``dtype``, nothing drawn; else None."""
+    if any(isinstance(a, Tensor) and type(a._st.array) is _Abstract for a in operands):
+        return Tensor._make(abstract(shape, dtype))
+    return None
+
+
 @with_x64
 @accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
+    meta = meta_draw((input,), input.shape, input._value.dtype)
+    if meta is not None:
+        return meta
     _rnd.check_probs(input._value if p is None else p, "bernoulli()")
     probs = input._value if p is None else jnp.full(input.shape, p)
     draw = _rnd.bernoulli(_generator.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
@@ -519,6 +532,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
     without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0."""
+    meta = meta_draw((input,), tuple(input.shape[:-1]) + (num_samples,), np.int64)
+    if meta is not None:
+        return meta
     _rnd.check_multinomial(input._value, num_samples, replacement, "multinomial()")
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
     return Tensor._make(_rnd.multinomial(_generator.key_for(generator), p, num_samples, replacement).astype(jnp.int64))
