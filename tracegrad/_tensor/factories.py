@@ -5,6 +5,8 @@ All mirror the torch functions of the same names and arguments (``dtype``, ``dev
 ``requires_grad``, ``generator``). Python floats become the default dtype (float32), Python
 ints int64, bools bool; numpy arrays keep their dtype (as torch). Every factory that makes a JAX
 array runs under ``with_x64`` (float64/int64 without turning x64 on for the user's JAX code).
+On the 'meta' device (``device='meta'`` or inside ``with device('meta')``) no array is made or
+drawn at all: the tensor holds its shape and dtype only (NOTE [meta tensors] in meta.py).
 """
 from __future__ import annotations
 
