@@ -1,4 +1,4 @@
-"""The 'meta' device (NOTE [meta tensors] in ``_tensor/storage.py``) and ``with device(...)``
+"""The 'meta' device (NOTE [meta tensors] in ``_tensor/meta.py``) and ``with device(...)``
 against torch 2.13: what programs read of meta tensors (device, shape, dtype, repr), torch's
 errors for reading their data, ``Module.to('meta')``/``to_empty``, factories inside
 ``with device('meta')`` (the model-ensembling tutorial's meta skeleton is a program test in
