@@ -7,7 +7,7 @@ import jax
 class device:
     """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
     ``type`` is 'cpu', 'cuda' or 'meta'; ``index`` the ordinal or None. CUDA maps to JAX's GPU
-    devices; 'meta' tensors hold no data (NOTE [meta tensors] in meta.py). As a
+    devices; 'meta' tensors hold zeros on the CPU (NOTE [meta tensors] in storage.py). As a
     context manager (``with tracegrad.device('meta'):``) it is the default device of factories
     inside the block, as torch's (``__enter__``/``__exit__`` come from ``runtime.py``, which
     owns the default device)."""
