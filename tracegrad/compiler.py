@@ -42,6 +42,7 @@ from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, trace_region
 from ._tensor import torch_function as _torch_function
+from ._tensor.meta import is_meta
 from ._tensor.tensor import Tensor
 from .autograd import grad_mode
 
@@ -165,6 +166,9 @@ class CompiledFunction:
             # not remembered per key: arguments that differ on every call would fill the cache
             return self._break(None, f"guards failed {cache_size_limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache), None, args, kwargs)
+        if any(isinstance(a, Tensor) and is_meta(a) for a in leaves):
+            return self._break(key, "a meta tensor argument has no data for a compiled program to run on (ops on "
+                               "meta tensors only infer shapes, eagerly)", None, args, kwargs)
         prof = _state.PROFILER[0]
         if prof is not None:       # the traced run is one event too (its ops are traced, not timed)
             return prof.compiled_call(self._label, self._trace, key, args, kwargs, leaves, treedef, kinds)

@@ -57,7 +57,7 @@ import safetensors.numpy
 
 from . import _serialization_torch as _torch_format
 from ._ops import dtypes as _dt
-from ._tensor.factories import from_numpy
+from ._tensor.factories import empty, from_numpy
 from ._tensor.tensor import Tensor
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
@@ -92,8 +92,9 @@ def _parameter_class():
 def _encode(obj, arrays, path):
     if isinstance(obj, Tensor):
         key = str(len(arrays))
-        # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved
-        arr = np.ascontiguousarray(np.asarray(obj.detach()))
+        # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved;
+        # a meta tensor has no data: its shape and dtype are the node's
+        arr = np.zeros(0, obj.dtype.np) if obj.is_meta else np.ascontiguousarray(np.asarray(obj.detach()))
         name = obj.dtype.name
         if name in _STORED_AS:
             arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize
@@ -267,7 +268,10 @@ def _decode(node, arrays, place):
             arr = arrays[node["key"]]
             if arr.dtype != d.np:   # stored as a same-size view (complex128, older files)
                 arr = np.ascontiguousarray(arr).reshape(-1).view(d.np)
-            t = place(from_numpy(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
+            if node["device"] == "meta":   # no data was saved: a meta tensor again, as torch's
+                t = empty(node["shape"], dtype=d, device="meta")
+            else:
+                t = place(from_numpy(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
             if kind == "parameter" and _parameter_class() is not None:
                 return _parameter_class()(t, requires_grad=node["requires_grad"])
             return t.requires_grad_(True) if node["requires_grad"] else t

@@ -15,7 +15,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _zeros
-from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import function, method
 from .composite import _host
 from .elementwise import where
@@ -88,7 +88,7 @@ def flat_index(input, index, api):
         raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {_name(index)}; "
                            "convert it with .long()")
     n = input.numel()
-    if not isinstance(index._value, _JaxTracer) and index.numel():
+    if not isinstance(index._value, NO_HOST_VALUES) and index.numel():
         a = _host(index)
         bad = a[(a >= n) | (a < -n)]
         if bad.size:

@@ -10,7 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor import memory_format as _mf
 from .._tensor.device import device as _device
-from .._tensor.storage import check_not_meta, make_meta
+from .._tensor.meta import abstract, check_not_meta
 from .._x64 import x64_scope
 from .._tensor.tensor import _JaxTracer as _Tracer
 from .._tensor.memory_format import contiguous_format
@@ -61,14 +61,10 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
 def _move(t, dev):
     if t.device.type == "meta":      # NOTE [meta tensors]: there is no data to copy out
         check_not_meta(t, "to()")
-    if dev.type == "meta":   # the shape and dtype only (zeros), never the data
-        with x64_scope():
-            arr = _jnp().zeros(t._value.shape, t._value.dtype)
-        res = Tensor._make(arr)
-        if t.requires_grad and _grad_on():
-            res = apply_op(OPS["clone"], (t,))
-            res._st.array = arr
-        return make_meta(res)
+    if dev.type == "meta":   # the shape and dtype only, never the data
+        if t.requires_grad and _grad_on():    # differentiable, as torch's (ToCopyBackward0)
+            return _ToCopy.apply(t, None)
+        return Tensor._make(abstract(t._value.shape, t._value.dtype))
     return _copy_to(t, dev.jax_device())
 
 
@@ -85,11 +81,6 @@ def _put(array, jdev):
         return jax.device_put(array, jdev)
 
 
-def _jnp():
-    import jax.numpy as jnp  # local: STYLE 6 keeps jax out of the API layer's imports
-    return jnp
-
-
 class _ToCopy(Function):
     """A differentiable device move: the gradient goes back to the source device (an op's
     VJP would leave it on the destination's, and the next node's kernel would then mix
@@ -98,6 +89,8 @@ class _ToCopy(Function):
     @staticmethod
     def forward(ctx, t, jdev):
         ctx.src = None if isinstance(t._value, _Tracer) else next(iter(t._value.devices()))
+        if jdev is None:   # to 'meta': the shape and dtype only (NOTE [meta tensors])
+            return Tensor._make(abstract(t._value.shape, t._value.dtype))
         return Tensor._make(_put(t._value, jdev))
 
     @staticmethod

@@ -184,7 +184,7 @@ prop("nbytes")(lambda self: self.numel() * self.dtype.itemsize)
 
 # torch's backend and layout queries: tracegrad tensors are dense, strided, unquantized and
 # live on CPU or CUDA (XLA) (or are meta tensors, above), so each of these is False
-prop("is_meta")(lambda self: self.device.type == "meta")   # NOTE [meta tensors] (storage.py)
+prop("is_meta")(lambda self: self.device.type == "meta")   # NOTE [meta tensors] (_tensor/meta.py)
 for _name in ("is_xpu", "is_mps", "is_quantized", "is_sparse", "is_sparse_csr", "is_mkldnn",
               "is_nested", "is_vulkan", "is_ipu", "is_maia", "is_mtia", "is_xla"):
     prop(_name)(lambda self: False)

@@ -15,7 +15,7 @@ from .._ops.registry import OPS
 from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
-from .._tensor.tensor import Tensor, _JaxTracer
+from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_
@@ -132,7 +132,7 @@ def _concrete(v):
     """``v``'s value as numpy, or None inside a trace (compiled code cannot raise on values)."""
     if isinstance(v, Tensor):
         v = v._value
-        return None if isinstance(v, _JaxTracer) else np.asarray(v)
+        return None if isinstance(v, NO_HOST_VALUES) else np.asarray(v)
     return np.asarray(v)
 
 

@@ -11,7 +11,7 @@ from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.factories import tensor
-from .._tensor.tensor import Tensor, _concrete, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
 from .inplace import _check_expand, check_index_range, check_scatter_reduce, index_add_args, copy_
@@ -107,7 +107,7 @@ def _check_bounds(index, size, dim):
     """IndexError for an integer index tensor with a value outside ``[-size, size)`` (XLA would
     clamp or drop it). One host read of the index, only in eager (a tracer is not checked)."""
     v = index._value
-    if not isinstance(v, _JaxTracer) and v.size:
+    if not isinstance(v, NO_HOST_VALUES) and v.size:
         h = np.asarray(v)   # host min/max: no XLA program per index shape
         lo, hi = int(h.min()), int(h.max())
         if hi >= size or lo < -size:

@@ -9,8 +9,9 @@ from .._ops import random as _rnd
 from .._ops.registry import OPS
 from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
+from .._tensor.meta import abstract
 from .._tensor.factories import tensor
-from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
 from ._registry import method
 from .conversion import _grad_on
@@ -47,7 +48,7 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
     One host read of the index, only in eager (compiled code cannot raise on values: JAX clamps there, README known
     differences)."""
     v = index._value
-    if isinstance(v, _JaxTracer) or v.size == 0:
+    if isinstance(v, NO_HOST_VALUES) or v.size == 0:
         return
     v = np.asarray(v)
     lo, hi = int(v.min()), int(v.max())
@@ -285,11 +286,15 @@ def _random_inplace(fn):
     fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
 
     def f(self, *args, generator=None, **kwargs):
-        k = _generator.key_for(generator)
         with_grad = self.requires_grad and _grad_on()
         if with_grad and self._gf is None:
             check_inplace(self)
-        new = fn(k, tuple(self.shape), self._value.dtype, *args, **kwargs)
+        shape, dtype = tuple(self.shape), self._value.dtype
+        if self.is_meta:   # no data to draw (NOTE [meta tensors]): one element runs the argument checks
+            one = fn(_generator.peek_key(generator), (), dtype, *args, **kwargs)
+            new = abstract(shape, one.dtype)
+        else:
+            new = fn(_generator.key_for(generator), shape, dtype, *args, **kwargs)
         return copy_(self, Tensor._make(new))
     f.__name__ = fn.__name__ + "_"
     return f

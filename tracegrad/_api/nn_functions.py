@@ -18,7 +18,7 @@ from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
 from .._ops.random import scalar_name as _scalar_name
 from .._tensor.factories import arange, empty_like
-from .._tensor.tensor import Tensor, _JaxTracer
+from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from .._tensor.out import accepts_out
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "convolution",
@@ -38,7 +38,7 @@ def _host_values(t):
     """An integer tensor's values as a numpy array read on the host, or None while tracing or
     when the tensor is empty."""
     v = t._value
-    if isinstance(v, _JaxTracer) or v.size == 0:
+    if isinstance(v, NO_HOST_VALUES) or v.size == 0:
         return None
     return np.asarray(v)
 

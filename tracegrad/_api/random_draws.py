@@ -45,12 +45,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if not (isinstance(mean, Tensor) or isinstance(std, Tensor)):
         return _factories.normal(mean, std, size, generator=generator, dtype=dtype, device=device,
                                  requires_grad=requires_grad)
-    _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
     ref = mean if isinstance(mean, Tensor) else std
+    shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+    z = _factories.meta_draw((mean, std), shape, ref._value.dtype)    # (meta: no values to check or draw)
+    if z is None:
+        _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
     if not (ref.is_floating_point() or ref.is_complex()):
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{_rnd.scalar_name(ref._value.dtype)}'")
-    shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
-    z = Tensor._make(with_x64(_rnd.normal)(_generator.key_for(generator), shape, ref._value.dtype, api="normal()"))
+    if z is None:
+        z = Tensor._make(with_x64(_rnd.normal)(_generator.key_for(generator), shape, ref._value.dtype, api="normal()"))
     sample = (z * std + mean).detach()
     if isinstance(mean, Tensor) and isinstance(std, Tensor):
         return apply_op(OPS["normal_tensor_tensor"], (mean, std, sample))

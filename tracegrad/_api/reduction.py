@@ -9,7 +9,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.layout import SparseOperand
-from .._tensor.tensor import Size, Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Size, Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
 from ._registry import method
 from .elementwise import _unaries, maximum, minimum
@@ -389,7 +389,7 @@ def quantile_op(api, self, q, dim, keepdim, interpolation):
         raise RuntimeError(f"{api}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
                            f"Got {interpolation}")
     qv = q._value if isinstance(q, Tensor) else q
-    if not isinstance(qv, _JaxTracer) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
+    if not isinstance(qv, NO_HOST_VALUES) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
         raise RuntimeError(f"{api}() q values must be in the range [0, 1]")
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     if self.ndim == 0:   # torch: one element, and no dim to keep

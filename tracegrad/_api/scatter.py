@@ -8,7 +8,7 @@ import numpy as np
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
-from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .indexing import _index_arg
 from .inplace import check_index_range
@@ -115,7 +115,7 @@ def _masked_scatter_args(self, mask, source):
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{_cpp(self.dtype)} and {got}")
     m = mask._value
-    if not isinstance(m, _JaxTracer):   # eager only: a compiled program cannot raise on values
+    if not isinstance(m, NO_HOST_VALUES):   # eager only: a compiled program cannot raise on values
         ones = int(np.broadcast_to(np.asarray(m), np.broadcast_shapes(m.shape, tuple(self.shape))).sum())
         if source.numel() < ones:
             raise RuntimeError(f"Number of elements of source < number of ones in mask ({source.numel()} < {ones})")

@@ -10,7 +10,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
-from .._tensor.tensor import Tensor, _JaxTracer, _wrap_dim
+from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
 from ._registry import method
 from .composite import _host
@@ -90,7 +90,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = w_sum - correction
         else:
             norm = w_sum - correction * (w * aweights).sum() / w_sum
-    concrete = not (isinstance(norm, Tensor) and isinstance(norm._value, _JaxTracer))   # eager: warn as torch
+    concrete = not (isinstance(norm, Tensor) and isinstance(norm._value, NO_HOST_VALUES))   # eager: warn as torch
     if concrete and float(norm) <= 0:
         _warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
               "observations.")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 
 from .._state import GRAD_MODE
+from .._tensor.meta import is_meta
 from .._tensor.tensor import Tensor
 from . import fused as _engine
 from .hyper import LIFTED, lifted
@@ -50,9 +51,10 @@ def disabled():
 
 def _plain(t) -> bool:
     # a tensor the fused program may stand in for: not an inference tensor (writing it in
-    # place outside inference mode raises) nor a dual one (its tangent is updated op by op)
+    # place outside inference mode raises) nor a dual one (its tangent is updated op by op),
+    # nor a meta one (no data to run a program on: its ops infer shapes, NOTE [meta tensors])
     d = t.__dict__
-    return not (d and ("_inference" in d or "_fw" in d))
+    return not (d and ("_inference" in d or "_fw" in d)) and not is_meta(t)
 
 
 def _collect_item(p, grad, state):

@@ -14,7 +14,7 @@ class device:
     """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
     ``type`` is one of torch's device types ('mps', 'xpu', ... can be named; tensors live on
     'cpu', 'cuda' or 'meta', the others raise torch's errors); ``index`` the ordinal or None. CUDA maps to JAX's GPU
-    devices; 'meta' tensors hold zeros on the CPU (NOTE [meta tensors] in storage.py). As a
+    devices; 'meta' tensors hold no data (NOTE [meta tensors] in _tensor/meta.py). As a
     context manager (``with tracegrad.device('meta'):``) it is the default device of factories
     inside the block, as torch's (``__enter__``/``__exit__`` come from ``runtime.py``, which
     owns the default device)."""
@@ -87,7 +87,9 @@ def need_gpu():
 def device_of(array) -> device:
     try:
         d = next(iter(array.devices()))
-    except Exception:  # a tracer: report the default device
+    except Exception:  # a tracer: report the default device; a meta storage's abstract array: meta
+        if type(array) is jax.ShapeDtypeStruct:
+            return device("meta")
         d = jax.devices()[0]
     if d.platform == "cpu":
         return device("cpu")

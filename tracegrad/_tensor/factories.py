@@ -5,6 +5,8 @@ All mirror the torch functions of the same names and arguments (``dtype``, ``dev
 ``requires_grad``, ``generator``). Python floats become the default dtype (float32), Python
 ints int64, bools bool; numpy arrays keep their dtype (as torch). Every factory that makes a JAX
 array runs under ``with_x64`` (float64/int64 without turning x64 on for the user's JAX code).
+On the 'meta' device (``device='meta'`` or inside ``with device('meta')``) no array is made or
+drawn at all: the tensor holds its shape and dtype only (NOTE [meta tensors] in meta.py).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import numpy as np
 from . import generator as _generator
 from . import memory_format as _mf
 from . import runtime as _runtime
-from .storage import make_meta
+from .meta import ShapeDtypeStruct as _Abstract, abstract, make_meta
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
@@ -52,7 +54,7 @@ def _is_meta(device) -> bool:
 
 
 def _finish(array, dtype=None, device=None, requires_grad=False):
-    t = Tensor._make(_place(array, device))
+    t = Tensor._make(array if type(array) is _Abstract else _place(array, device))
     if _is_meta(device):
         make_meta(t)
     if in_inference_mode():
@@ -60,6 +62,23 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _fresh(shape, d, device, requires_grad, make):
+    """A factory's tensor of ``shape`` and dtype ``d``: the array ``make()`` returns, or on the
+    'meta' device none at all (``make`` is not called: nothing is allocated or drawn, NOTE
+    [meta tensors] in meta.py)."""
+    if _is_meta(device):
+        return _finish(abstract(shape, d.np), d, device, requires_grad)
+    return _finish(make(), d, device, requires_grad)
+
+
+def _like_device(input, device):
+    """A ``*_like`` factory's device: ``device``, else input's when input is meta (as torch, whose
+    ``*_like`` keep the input's device), else None (JAX's default placement)."""
+    if device is None and type(input._st.array) is _Abstract:
+        return "meta"
+    return device or None
 
 
 @with_x64
@@ -139,7 +158,8 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
     """Mirrors ``torch.zeros(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
     _dense_layout(layout, "zeros")
     d = _fdt(dtype)
-    return _finish(jnp.zeros(size_tuple(size), d.np), d, device, requires_grad)
+    shape = size_tuple(size)
+    return _fresh(shape, d, device, requires_grad, lambda: jnp.zeros(shape, d.np))
 
 
 @with_x64
@@ -149,7 +169,8 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
     """Mirrors ``torch.ones(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
     _dense_layout(layout, "ones")
     d = _fdt(dtype)
-    return _finish(jnp.ones(size_tuple(size), d.np), d, device, requires_grad)
+    shape = size_tuple(size)
+    return _fresh(shape, d, device, requires_grad, lambda: jnp.ones(shape, d.np))
 
 
 @accepts_out(dtype_from_out=True)
@@ -201,7 +222,8 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
                                f"(fill_value={fill_value})")
     elif isinstance(fill_value, float) and d._cat == 1:   # nan, inf and out-of-range floats
         check_fits(np.asarray(fill_value), d, f"{api}()")
-    return _finish(jnp.full(size_tuple((size,)), fill_value, d.np), d, device, requires_grad)
+    shape = size_tuple((size,))
+    return _fresh(shape, d, device, requires_grad, lambda: jnp.full(shape, fill_value, d.np))
 
 
 @with_x64
@@ -213,7 +235,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
         if v is not None and v < 0:
             raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
     d = _fdt(dtype)
-    return _finish(jnp.eye(n, n if m is None else m, dtype=d.np), d, device, requires_grad)
+    m = n if m is None else m
+    return _fresh((n, m), d, device, requires_grad, lambda: jnp.eye(n, m, dtype=d.np))
 
 
 @with_x64
@@ -254,11 +277,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         n = abs(hi - lo + st - (1 if st > 0 else -1)) // abs(st)
     else:
         n = int(np.ceil((float(hi) - float(lo)) / float(st)))
-    if d.is_floating_point or d.is_complex:
-        arr = np.arange(n, dtype=np.float64) * float(vals[2]) + float(vals[0])
-    else:
-        arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
-    return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
+
+    def values():
+        if d.is_floating_point or d.is_complex:
+            arr = np.arange(n, dtype=np.float64) * float(vals[2]) + float(vals[0])
+        else:
+            arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
+        return jnp.asarray(arr.astype(d.np))
+    return _fresh((max(n, 0),), d, device, requires_grad, values)
 
 
 @with_x64
@@ -350,7 +376,7 @@ def _like(fn):
         # a sparse input would give torch a sparse result: not a silently dense one here
         _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
         d = dtype if dtype is not None else input.dtype
-        out = fn(*args, *input.shape, dtype=d, device=device or None, requires_grad=requires_grad)
+        out = fn(*args, *input.shape, dtype=d, device=_like_device(input, device), requires_grad=requires_grad)
         return _laid_out_like(out, input, memory_format, like.__name__)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = (f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``, "
@@ -373,8 +399,8 @@ empty_like = _like(empty)
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.full_like``: ``input``'s shape, and its dtype unless ``dtype`` is given.
     TypeError when ``fill_value`` is not a number."""
-    out = _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, device, requires_grad,
-                "full_like")
+    out = _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, _like_device(input, device),
+                requires_grad, "full_like")
     return _laid_out_like(out, input, memory_format, "full_like")
 
 
@@ -387,7 +413,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
     NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
-    return _finish(_rnd.uniform(_generator.key_for(generator), size_tuple(size), d.np, api="rand()"), d, device, requires_grad)
+    shape = size_tuple(size)
+    return _fresh(shape, d, device, requires_grad,
+                  lambda: _rnd.uniform(_generator.key_for(generator), shape, d.np, api="rand()"))
 
 
 @with_x64
@@ -398,7 +426,9 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     NotImplementedError for an integer or bool ``dtype``."""
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
-    return _finish(_rnd.normal(_generator.key_for(generator), size_tuple(size), d.np, api="randn()"), d, device, requires_grad)
+    shape = size_tuple(size)
+    return _fresh(shape, d, device, requires_grad,
+                  lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, api="randn()"))
 
 
 @with_x64
@@ -417,8 +447,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     limited.check_dtype("randint()", d, unsigned_ok=True)
-    arr = _rnd.randint(_generator.key_for(generator), size_tuple((size,)), low, high, jnp.int64, api="randint()")
-    return _finish(arr.astype(d.np), d, device, requires_grad)
+    shape = size_tuple((size,))
+    return _fresh(shape, d, device, requires_grad, lambda: _rnd.randint(
+        _generator.key_for(generator), shape, low, high, jnp.int64, api="randint()").astype(d.np))
 
 
 @with_x64
@@ -428,18 +459,19 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
-    return _finish(_rnd.permutation(_generator.key_for(generator), n, d.np, api="randperm()"), d, device, requires_grad)
+    return _fresh((n,), d, device, requires_grad,
+                  lambda: _rnd.permutation(_generator.key_for(generator), n, d.np, api="randperm()"))
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.rand_like``: ``rand`` of input's shape and dtype, laid out as ``*_like``."""
-    out = rand(*input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    out = rand(*input.shape, dtype=dtype or input.dtype, device=_like_device(input, device), requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "rand_like")
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.randn_like``: ``randn`` of input's shape and dtype, laid out as ``*_like``."""
-    out = randn(*input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    out = randn(*input.shape, dtype=dtype or input.dtype, device=_like_device(input, device), requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "randn_like")
 
 
@@ -448,7 +480,7 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
     laid out as ``*_like``."""
     if high is None:
         low, high = 0, low
-    out = randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+    out = randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=_like_device(input, device))
     return _laid_out_like(out, input, memory_format, "randint_like")
 
 
@@ -459,16 +491,27 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     RuntimeError for a negative ``std`` (tensor values checked in eager only: inside
     ``tracegrad.compile`` there is no value to check); NotImplementedError for an integer dtype."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
         shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         ref = mean if isinstance(mean, Tensor) else std
-        z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
+        z = meta_draw((mean, std), shape, ref.dtype.np)
+        if z is None:
+            _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
+            z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
         return z * std + mean
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
     _rnd.check_std(std, "normal()")
-    return _finish(_rnd.normal(_generator.key_for(generator), size_tuple((size,)), d.np, mean, std, api="normal()"),
-                   d, device, requires_grad)
+    shape = size_tuple((size,))
+    return _fresh(shape, d, device, requires_grad,
+                  lambda: _rnd.normal(_generator.key_for(generator), shape, d.np, mean, std, api="normal()"))
+
+
+def meta_draw(operands, shape, dtype):
+    """A draw's result when one of its tensor ``operands`` is meta (NOTE [meta tensors]): a meta
+    tensor of ``shape`` and ``dtype``, nothing drawn; else None."""
+    if any(isinstance(a, Tensor) and type(a._st.array) is _Abstract for a in operands):
+        return Tensor._make(abstract(shape, dtype))
+    return None
 
 
 @with_x64
@@ -476,6 +519,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
+    meta = meta_draw((input,), input.shape, input._value.dtype)
+    if meta is not None:
+        return meta
     _rnd.check_probs(input._value if p is None else p, "bernoulli()")
     probs = input._value if p is None else jnp.full(input.shape, p)
     draw = _rnd.bernoulli(_generator.key_for(generator), probs, tuple(input.shape), api="bernoulli()")
@@ -488,6 +534,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
     without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0."""
+    meta = meta_draw((input,), tuple(input.shape[:-1]) + (num_samples,), np.int64)
+    if meta is not None:
+        return meta
     _rnd.check_multinomial(input._value, num_samples, replacement, "multinomial()")
     p = input._value / jnp.sum(input._value, axis=-1, keepdims=True)
     return Tensor._make(_rnd.multinomial(_generator.key_for(generator), p, num_samples, replacement).astype(jnp.int64))

@@ -134,3 +134,9 @@ def set_rng_state(state):
 
 def key_for(generator):
     return (generator or default_generator).next_key()
+
+
+def peek_key(generator):
+    """The key the next draw from ``generator`` (None: the default one) would use, without
+    advancing it (a meta tensor's draw, which takes no randomness: NOTE [meta tensors])."""
+    return (generator or default_generator)._current_key()

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from .. import _state
 from .._ops.registry import OPS
-from .storage import FOLLOW_NEEDED, Storage, follow_meta
+from .meta import follow_meta, run as _run_meta
+from .storage import FOLLOW_NEEDED, Storage
 from .tensor import Tensor, chain_is_contiguous, strides_of
 
 
@@ -206,7 +207,7 @@ def lay_out(t, order):
         return t
     value = t._value
     inverse = tuple(sorted(range(len(order)), key=order.__getitem__))
-    st = Storage(_PERMUTE.run([value], (("dims", order),)))
+    st = Storage(_run_meta(_PERMUTE, [value], (("dims", order),)))   # (meta: the shape only)
     st._layout = True
     t._st, t._chain = st, ((_PERMUTE, (("dims", inverse),), None),)
     t._vcache, t._vgen = value, st.gen
@@ -307,7 +308,7 @@ def follow(op, args, outs):
     storage layout (NOTE [storage layouts]), and make them meta tensors when their inputs are
     (NOTE [meta tensors]). Called from ``apply_op`` only once either exists."""
     tensors = [a for a in args if isinstance(a, Tensor)]
-    follow_meta(tensors, outs, f"tracegrad.{op.name}()")
+    follow_meta(args, op.args, f"tracegrad.{op.name}()")
     if not FOLLOW:
         _build_follow()
     rule = FOLLOW.get(op)

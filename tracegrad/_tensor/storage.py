@@ -12,6 +12,7 @@ from __future__ import annotations
 
 
 import numpy as np
+from jax import ShapeDtypeStruct as _ShapeDtypeStruct   # a meta storage's array (meta.py)
 
 from .. import _state
 from .._ops import dtypes as _dt
@@ -25,7 +26,8 @@ _NEXT_ADDRESS = [1 << 20]   # addresses handed out so far (the first is far from
 class Storage:
     """Mirrors ``torch.UntypedStorage`` for what programs read of it: ``data_ptr()``, ``nbytes()``,
     ``size()``/``len()`` (bytes), ``element_size()`` (1) and ``device``. Its bytes cannot be read
-    or written through it (JAX owns them): go through a tensor."""
+    or written through it (JAX owns them): go through a tensor. On the 'meta' device ``array`` is
+    a ``jax.ShapeDtypeStruct`` and there are no bytes at all (NOTE [meta tensors] in meta.py)."""
 
     # ``_layout``: set (True) when the array is held in a non-row-major order (NOTE [storage
     # layouts] in memory_format.py); unset otherwise, so the constructor stays as short
@@ -38,7 +40,10 @@ class Storage:
             _CAPTURE[0].storage_created(self)
 
     def data_ptr(self) -> int:
-        """The storage's (synthetic, stable) address: equal for views of one storage only."""
+        """The storage's (synthetic, stable) address: equal for views of one storage only; 0 on
+        the 'meta' device (no memory), as torch's."""
+        if type(self.array) is _ShapeDtypeStruct:
+            return 0
         try:
             return self._address
         except AttributeError:
@@ -74,70 +79,28 @@ class Storage:
         return device_of(self.array)
 
     def __reduce__(self):
-        # pickled by value; pickle's memo rebuilds one Storage for all tensors that share it
-        return (_storage_from_numpy, (np.asarray(self.array),))
+        # pickled by value (a meta storage by its shape and dtype); pickle's memo rebuilds one
+        # Storage for all tensors that share it
+        a = self.array
+        if type(a) is _ShapeDtypeStruct:
+            return (_meta_storage, (a.shape, np.dtype(a.dtype).str))
+        return (_storage_from_numpy, (np.asarray(a),))
 
     def __repr__(self):
-        return f"tracegrad.UntypedStorage(nbytes={self.nbytes()}, data_ptr={self.data_ptr():#x})"
+        where = ", device='meta'" if type(self.array) is _ShapeDtypeStruct else ""
+        return f"tracegrad.UntypedStorage(nbytes={self.nbytes()}, data_ptr={self.data_ptr():#x}{where})"
 
 
-# NOTE [meta tensors]: torch's 'meta' device has shapes and dtypes but no data. tracegrad's meta
-# tensor keeps a zero array on the CPU in a ``MetaStorage`` (so every shape rule, view and
-# module method works unchanged) and reports ``device('meta')``; reading its values
-# (``item``, ``tolist``, ``numpy``, a copy to another device) raises torch's errors. Made by
-# factories with ``device='meta'`` (or inside ``with device('meta')``), ``.to('meta')`` and
-# ``Module.to('meta')``; ``Module.to_empty(device=...)`` gives real tensors back. Results of
-# ops on meta tensors are meta tensors (``follow_meta``: computed on the zeros, marked after).
-# Differs from torch: the zeros take memory.
-class MetaStorage(Storage):
-    """A storage on torch's 'meta' device (NOTE [meta tensors])."""
-
-    __slots__ = ()
-
-    @property
-    def device(self):
-        from .device import device   # a sibling module; imported late to keep this one small
-        return device("meta")
-
-
-# Whether ``apply_op`` must pass each op's outputs through ``memory_format.follow``: set once a
-# laid-out storage (NOTE [storage layouts]) or a meta storage exists, so plain programs pay one
-# flag check per op for both.
+# Whether ``apply_op`` must pass each op through ``meta.run`` and its outputs through
+# ``memory_format.follow``: set once a laid-out storage (NOTE [storage layouts]) or a meta storage
+# (NOTE [meta tensors] in meta.py) exists, so plain programs pay one flag check per op for both.
 FOLLOW_NEEDED = [False]
 
 
-def make_meta(t):
-    """Mark ``t`` (which must own its storage) as a meta tensor; returns it."""
-    t._st.__class__ = MetaStorage
+def _meta_storage(shape, dtype):
+    """Rebuild a pickled meta storage (NOTE [meta tensors] in meta.py)."""
     FOLLOW_NEEDED[0] = True
-    return t
-
-
-def follow_meta(tensors, outs, api):
-    """An op's fresh outputs are meta tensors when its tensor inputs are (torch computes only
-    their metadata); a meta input beside a CPU tensor that is not a 0-d scalar is torch's
-    RuntimeError."""
-    metas = [type(a._st) is MetaStorage for a in tensors]
-    if not any(metas):
-        return
-    for a, m in zip(tensors, metas):
-        if not m and a.ndim:
-            raise RuntimeError(f"Tensor on device {a.device} is not on the expected device meta! "
-                               f"({api}: move it with .to('meta'))")
-    for t in outs:
-        if t._base is None and type(t._st) is not MetaStorage:
-            make_meta(t)
-
-
-def check_not_meta(t, what):
-    """torch's error for reading the data of a meta tensor (``what``: the API)."""
-    if type(t._st) is MetaStorage:
-        if what in ("item()", "bool()"):
-            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
-        if what.startswith("numpy"):
-            raise TypeError("can't convert meta device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
-                            "host memory first.")
-        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    return Storage(_ShapeDtypeStruct(tuple(shape), np.dtype(dtype)))
 
 
 def _storage_from_numpy(array):

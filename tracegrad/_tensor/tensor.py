@@ -34,12 +34,17 @@ from .._ops.registry import OPS as _OPS
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
-from .storage import MetaStorage, Storage, check_not_meta, typed_storage
+from .meta import ShapeDtypeStruct as _Abstract, check_not_meta
+from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
 from . import overridable as _overridable, torch_function as _tf
 from .torch_function import _disabled_torch_function_impl  # noqa: F401  (torch._C's name; subclasses opt out with it)
 
 _JaxTracer = jax.core.Tracer
+# arrays whose values eager code cannot read: a tracer (inside compile or a region) or a meta
+# tensor's abstract array (NOTE [meta tensors] in meta.py); value checks (index ranges, masks)
+# skip both, as torch's meta kernels skip them
+NO_HOST_VALUES = (jax.core.Tracer, _Abstract)
 
 
 _CAPTURE = _state.CAPTURE
@@ -91,6 +96,13 @@ def _bound_chain_fn(kind, chain, cache, impl):
         else:
             f = _chain_bound[(kind, chain)] = lambda root, new: g(root, new, pos)
     return f
+
+
+def _meta_view(chain, root):
+    """The shape and dtype of the view ``chain`` of the abstract (meta) array ``root``."""
+    struct, dyn = chain_split(chain)
+    pos = tuple(pos_arg(v) for v in dyn)
+    return with_x64(jax.eval_shape)(partial(_chain_apply_dyn, struct), root, pos)
 
 
 def chain_value_fn(chain):
@@ -401,7 +413,10 @@ class Tensor(TensorBase):
             return self._st.array
         st = self._st
         if self._vgen != st.gen or self._vcache is None:
-            self._vcache = chain_value_fn(self._chain)(st.array)
+            if type(st.array) is _Abstract:    # a meta tensor's view: its shape and dtype only
+                self._vcache = _meta_view(self._chain, st.array)
+            else:
+                self._vcache = chain_value_fn(self._chain)(st.array)
             self._vgen = st.gen
         return self._vcache
 
@@ -409,6 +424,9 @@ class Tensor(TensorBase):
         """Write ``new`` (same shape as self) into the storage through the view chain and bump
         the version counter shared with views and ``detach()``."""
         st = self._st
+        if type(st.array) is _Abstract:    # meta (NOTE [meta tensors]): no data, the version moves
+            self._vc[0] += 1
+            return
         if _CAPTURE[0] is not None:
             _CAPTURE[0].see_write(self)
         dt = st.array.dtype
@@ -460,8 +478,7 @@ class Tensor(TensorBase):
 
     @property
     def device(self):
-        st = self._st
-        return st.device if type(st) is MetaStorage else device_of(st.array)
+        return device_of(self._st.array)
 
     @property
     def is_cuda(self) -> bool:
@@ -651,9 +668,8 @@ class Tensor(TensorBase):
             st._layout = True
             self._st, self._chain = st, value._chain
         else:
-            # a meta value stays meta (Module.to('meta')), NOTE [meta tensors]
-            self._st, self._chain = type(value._st)(value._value) if type(value._st) is MetaStorage \
-                else Storage(value._value), ()
+            # (a meta value stays meta: its abstract array, NOTE [meta tensors] in meta.py)
+            self._st, self._chain = Storage(value._value), ()
         self._vcache = None
 
     @data.deleter
@@ -829,7 +845,7 @@ def _grad_enabled():
 
 
 def _concrete(t, what):
-    if type(t._st) is MetaStorage:     # NOTE [meta tensors]: no data to read
+    if type(t._st.array) is _Abstract:     # NOTE [meta tensors]: no data to read
         check_not_meta(t, what)
     if _CAPTURE[0] is not None:
         _CAPTURE[0].python_read(t, what)

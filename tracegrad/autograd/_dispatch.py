@@ -28,6 +28,7 @@ from .._ops.registry import CONST, NONDIFF_SAVED, RESULT, SAVED, SHAPE, Op, Save
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
 from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _follow_layout
+from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
 from ._graph_impl import MSG_FREED, Node, SavedTensor, edge, node_class
 
@@ -64,7 +65,8 @@ def apply_op(op: Op, args, static=()):
             arrays.append(a)
     if cap is not None and cap.vjp:
         arrays = cap.graph_inputs(args, arrays, STATE[0])
-    out = op.run(arrays, static)
+    # once a meta tensor exists (NOTE [meta tensors]), its abstract inputs run by shape inference
+    out = _run_meta(op, arrays, static) if _LAYOUTS_SEEN[0] else op.run(arrays, static)
     record = record and STATE[0] and op.grad_fn is not None
     if record and op.view and "_inference" in args[0].__dict__:
         record = False    # NOTE [inference views]: a view of an inference tensor has no history
@@ -270,7 +272,7 @@ class OpNode(Node):
             args = [s.value(self, i) for i, s in enumerate(self.saved)]
             args += self.consts
             args += [None if g is None else g._value for g in grads]
-            out = bop.run(args, ())
+            out = _run_meta(bop, args, ()) if _LAYOUTS_SEEN[0] else bop.run(args, ())
             if bop.n_out == 1:
                 if slots == (0,) and not prune:
                     return [Tensor._make(out)]
@@ -442,7 +444,7 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     arrays = [a._value if isinstance(a, Tensor) else a for a in all_args]
     if cap is not None and cap.vjp:
         arrays = cap.graph_inputs(all_args, arrays, record)
-    out = op.run(arrays, static)
+    out = _run_meta_inplace(op, arrays, static) if _LAYOUTS_SEEN[0] else op.run(arrays, static)
     if out.shape != arrays[0].shape:   # an in-place op never grows self (its other operands broadcast to it)
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(out.shape)}")
     if out.dtype != self._value.dtype:

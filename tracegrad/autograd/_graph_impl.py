@@ -25,6 +25,7 @@ from collections import OrderedDict
 from .. import _state
 from .._tensor.layout import SparseOperand
 from .._tensor.memory_format import grad_like_param
+from .._tensor.meta import is_meta
 from .._tensor.hooks import RemovableHandle
 from .._tensor.tensor import Tensor
 from .._x64 import x64_scope
@@ -303,8 +304,11 @@ class AccumulateGrad(Node):
                 var._grad = var._grad + g
             else:
                 old = var._grad
-                with x64_scope():
-                    old._write(old._value + g._value)
+                if is_meta(old):   # no data to add to (NOTE [meta tensors]): its version moves
+                    old._write(old._value)
+                else:
+                    with x64_scope():
+                        old._write(old._value + g._value)
         except SparseOperand as e:   # a sparse COO gradient (nn.Embedding(sparse=True)) or .grad
             var._grad = type(e.tensor)._accumulate_grad(var._grad, g)
         if var._post_acc_hooks:
