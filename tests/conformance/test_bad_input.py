@@ -512,6 +512,14 @@ for k, f in FACTORY.items():
     case(k, f)
 
 
+# ---- a non-Tensor (None, a string, a list) where the Tensor argument goes: TypeError ---------
+NON_TENSOR_FNS = ["abs", "exp", "sigmoid", "tanh", "sqrt", "floor", "neg", "abs_", "exp_", "sin_",
+                  "alias_copy", "detach_copy", "t_copy", "amax", "argmax", "argsort", "sort", "msort",
+                  "atleast_1d", "atleast_2d", "atleast_3d", "clamp_min_", "addmv_", "erfinv_"]
+for fn_name, (label, bad) in itertools.product(NON_TENSOR_FNS, [("None", None), ("str", "abc"),
+                                                                 ("list", [1.0, 2.0])]):
+    case(f"{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T, n)(b))
+
 # tracegrad's deliberate differences (README "Differences from torch") and gaps not fixed yet;
 # each must fail (strict xfail), so fixing one is noticed.
 # (take_along_dim_oob left this list: torch 2.13 takes take_along_dim's indices modulo the dim's

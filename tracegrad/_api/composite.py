@@ -14,6 +14,7 @@ import numpy as np
 
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt, limited
+from .._ops.errors import not_a_tensor
 from .._ops.dtype_info import finfo as _finfo
 from .._ops.dtypes import bool_, int32, int64
 from .._ops.registry import OPS
@@ -48,7 +49,10 @@ def tile(input, dims):
 
 def _atleast(tensors, n):
     def one(t):
-        shape = tuple(t.shape)
+        try:
+            shape = tuple(t.shape)
+        except AttributeError:
+            raise not_a_tensor(f"atleast_{n}d", t) from None
         if len(shape) >= n:
             return t
         if n == 1:

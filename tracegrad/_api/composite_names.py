@@ -9,6 +9,7 @@ import math
 
 from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from ..autograd._dispatch import apply_op
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
@@ -227,7 +228,11 @@ INPLACE_FUNCTIONS = (
 def _inplace_via_copy(name):
     def f(self, *args, **kwargs):
         out_of_place = METHODS[name]    # looked up late: some families register after this one
-        out = out_of_place(self.clone() if self.requires_grad else self, *args, **kwargs)
+        try:
+            rg = self.requires_grad
+        except AttributeError:
+            raise not_a_tensor(name + "_", self) from None
+        out = out_of_place(self.clone() if rg else self, *args, **kwargs)
         if out.dtype is not self.dtype and not can_cast(out.dtype, self.dtype):
             raise RuntimeError(f"result type {_cpp(out.dtype)} can't be cast to the desired output type "
                                f"{_cpp(self.dtype)} ({name}_ writes into self; use {name}() for a new tensor)")

@@ -11,6 +11,7 @@ import numpy as np
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
@@ -343,7 +344,10 @@ def _unary(name):
     floaty = name in FLOAT_UNARY
 
     def f(self):
-        dt = self._value.dtype
+        try:
+            dt = self._value.dtype
+        except AttributeError:
+            raise not_a_tensor(name, self) from None
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")
         if (name in _ROUNDING and dt == np.bool_) or (name == "frac" and self.dtype._cat < 2):

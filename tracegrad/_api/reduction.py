@@ -7,6 +7,7 @@ import numpy as np
 
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Size, Tensor, NO_HOST_VALUES, _wrap_dim
@@ -54,7 +55,11 @@ def _check_floating(self, dtype, api):
 def check_sortable(self, api, error=RuntimeError, bool_ok=True):
     """torch's CPU kernels of the sort family are not built for complex (``topk``, ``kthvalue``,
     ``median`` not for bool either): RuntimeError for sort/topk, NotImplementedError for the others."""
-    if not (self.dtype.is_complex or (not bool_ok and self.dtype is _dt.bool_)):
+    try:
+        dtype = self.dtype
+    except AttributeError:
+        raise not_a_tensor(api, self) from None
+    if not (dtype.is_complex or (not bool_ok and self.dtype is _dt.bool_)):
         return
     kind = _SCALAR_NAME[self.dtype.name]
     if error is RuntimeError:

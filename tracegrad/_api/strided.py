@@ -11,6 +11,7 @@ import math
 
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.factories import zeros
@@ -209,7 +210,11 @@ def _copy_function(name, make_view, copy_of=COPY_OF):
     with ``out=``. ``make_view(input, *args)`` is the view function; it parses the arguments and
     its last view step gives the copy op's static arguments; ``copy_of`` maps it to the copy op."""
     def f(input, *args, out=None, **kwargs):
-        probe = make_view(input.detach(), *args, **kwargs)
+        try:
+            detached = input.detach()
+        except AttributeError:
+            raise not_a_tensor(name, input) from None
+        probe = make_view(detached, *args, **kwargs)
         outs = probe if isinstance(probe, tuple) else (probe,)
         n = len(input._chain)
         step = outs[0]._chain[n:] if outs and outs[0]._st is input._st else ()

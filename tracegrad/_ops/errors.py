@@ -112,3 +112,10 @@ def _first_repeat(dims):
             return d
         seen.add(d)
     return dims
+
+
+def not_a_tensor(api: str, value, arg: str = "input", position: int = 1) -> TypeError:
+    """torch's TypeError for a non-Tensor (None, a list, a string...) passed where ``api`` takes
+    the Tensor argument ``arg``; raised where tracegrad's code first touched it as a Tensor
+    (an ``except AttributeError`` around that access: nothing runs on the success path)."""
+    return TypeError(f"{api}(): argument '{arg}' (position {position}) must be Tensor, not {type(value).__name__}")

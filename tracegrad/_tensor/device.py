@@ -32,8 +32,8 @@ class device:
         elif isinstance(type, int):
             type, index = "cuda", type
         if type not in _TYPES:
-            raise RuntimeError(f"Expected one of {', '.join(t for t in _TYPES if t != 'gpu')} device type at start "
-                               f"of device string: {type}")
+            raise RuntimeError(f"Expected one of cpu, cuda, meta, mps, xpu, hip, ... (torch's device types) device "
+                               f"type at start of device string: {type}")
         self.type = "cuda" if type == "gpu" else type
         self.index = index
 

@@ -24,6 +24,7 @@ from .._state import GRAD_MODE as STATE, INFERENCE_DEPTH
 from .._ops import deps as _deps
 from .._ops import derived as _derived
 from .._ops import dtypes as _dt
+from .._ops.errors import not_a_tensor
 from .._ops.registry import CONST, NONDIFF_SAVED, RESULT, SAVED, SHAPE, Op, SavedLayout
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
@@ -430,7 +431,12 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     view: the base gets a ``CopySlices`` node, the view's grad_fn is regenerated from it)."""
     if _INTERPOSE[0] is not None:
         return _INTERPOSE[0].apply_inplace(op, self, args, static)
-    check_inplace(self)
+    try:
+        check_inplace(self)
+    except AttributeError:
+        if isinstance(self, Tensor):
+            raise
+        raise not_a_tensor(op.name + "_", self) from None
     for a in args:
         if isinstance(a, Tensor) and a._st is self._st and a is not self:
             _check_no_partial_overlap(self, a)
