@@ -520,6 +520,14 @@ for fn_name, (label, bad) in itertools.product(NON_TENSOR_FNS, [("None", None), 
                                                                  ("list", [1.0, 2.0])]):
     case(f"{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T, n)(b))
 
+# ---- floating-only kernels check the operands' common dtype (int64 beside float32 computes) --
+MIXED = {"f32": lambda T: T.arange(6.).reshape(2, 3), "i64": lambda T: T.arange(6).reshape(2, 3),
+         "bool": lambda T: T.ones(2, 3, dtype=T.bool)}
+for fn_name, (la, lb) in itertools.product(
+        ["cosine_similarity", "dist", "hypot", "igamma", "igammac", "logaddexp", "nextafter"],
+        [("f32", "i64"), ("i64", "f32"), ("i64", "i64"), ("bool", "f32"), ("bool", "bool")]):
+    case(f"{fn_name}({la},{lb})", lambda T, n=fn_name, a=la, b=lb: getattr(T, n)(MIXED[a](T), MIXED[b](T)))
+
 # tracegrad's deliberate differences (README "Differences from torch") and gaps not fixed yet;
 # each must fail (strict xfail), so fixing one is noticed.
 # (take_along_dim_oob left this list: torch 2.13 takes take_along_dim's indices modulo the dim's

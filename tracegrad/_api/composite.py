@@ -23,7 +23,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
 from .elementwise import maximum, where
-from .promotion import _SCALAR_NAME, _float_dtype, check_tensors, result_dtype
+from .promotion import _SCALAR_NAME, _float_dtype, check_tensors, require_floating, result_dtype
 from .reduction import any as _any
 from .shape import _stack_list, cat, hstack, stack
 from .._tensor.out import accepts_out
@@ -113,7 +113,9 @@ def logaddexp(input, other):
     infinities give that infinity. TypeError for a number operand (torch has no such overload),
     NotImplementedError for integer or bool tensors."""
     check_tensors("logaddexp", input, other)
-    _require_floating("logaddexp", input, other)
+    require_floating("logaddexp", input, other)
+    common = result_dtype(input, other)      # a bool or integer operand beside a float one
+    input, other = input.to(common), other.to(common)
     if input.is_complex() or other.is_complex():
         # complex: the operand with the larger real part factored out (log1p of a modulus <= 1)
         first = input.real >= other.real
@@ -401,16 +403,9 @@ def hypot(input, other):
     an infinite operand gives inf even when the other is NaN, as C's hypot. NotImplementedError
     for integer or bool tensors."""
     check_tensors("hypot", input, other)
-    _require_floating("hypot", input, other)
+    require_floating("hypot", input, other)
     r = (input * input + other * other).sqrt()
     return where(input.isinf() | other.isinf(), math.inf, r)
-
-
-def _require_floating(api, *tensors):
-    for t in tensors:
-        if t.dtype._cat < 2:
-            raise NotImplementedError(f"\"{api}_cpu\" not implemented for '{_SCALAR_NAME[t.dtype.name]}'; "
-                                      f"{api} takes floating tensors (convert with .float())")
 
 
 @method("copysign", function=True)

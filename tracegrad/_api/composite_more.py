@@ -102,10 +102,12 @@ def dist(input, other, p=2):
     (``p`` 0: the count of non-zeros; inf/-inf: max/min of the absolute difference), one
     ``DistBackward0`` node over both inputs (zero gradient where the distance is 0, as torch).
     RuntimeError for non-floating inputs, as torch."""
-    if not (input.is_floating_point() and other.is_floating_point()):
-        bad = input if not input.is_floating_point() else other
-        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got {_name(bad)} "
-                           "instead; convert the inputs with .float()")
+    if input.dtype is _dt.bool_ or other.dtype is _dt.bool_:
+        input - other     # torch subtracts first: its error for a bool operand
+    common = result_dtype(input, other)    # torch checks the operands' common dtype
+    if not (common.is_floating_point or common.is_complex):
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{_SCALAR_NAME.get(common.name, common.name)} instead; convert the inputs with .float()")
     return apply_op(OPS["dist"], (input, other), (("ord", float(p)), ("dtype", result_dtype(input, other).np)))
 
 

@@ -29,6 +29,17 @@ def result_dtype(*xs) -> _dt.dtype:
 
 # torch's ScalarType names (``Long``) and C++ type names (``long int``) used in its messages
 _SCALAR_NAME = _dt.SCALAR_NAMES
+
+
+def require_floating(api, *xs):
+    """torch's NotImplementedError for a floating-only kernel (``hypot``, ``logaddexp``,
+    ``igamma``, ``nextafter``...) whose operands' common dtype is integer or bool; the operands
+    are checked together, as torch's TensorIterator does (an int64 tensor beside a float32 one
+    computes in float32)."""
+    common = result_dtype(*xs)
+    if not (common.is_floating_point or common.is_complex):
+        raise NotImplementedError(f"\"{api}_cpu\" not implemented for '{_SCALAR_NAME.get(common.name, common.name)}'; "
+                                  f"{api} takes floating tensors (convert with .float())")
 _CPP_NAME = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",

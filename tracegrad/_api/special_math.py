@@ -20,7 +20,7 @@ from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .inplace import _inplace_binary
-from .promotion import _SCALAR_NAME, check_tensors, result_dtype
+from .promotion import _SCALAR_NAME, check_tensors, require_floating, result_dtype
 from .reduction import check_sortable, return_types
 
 
@@ -102,13 +102,6 @@ def mvlgamma(input, p):
     return lgamma(x.unsqueeze(-1) - j).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
 
 
-def _require_float(api, *ts):
-    for t in ts:
-        if not t.is_floating_point():
-            raise NotImplementedError(f'"{api}_cpu" not implemented for \'{_SCALAR_NAME.get(t.dtype.name, t.dtype.name)}\': '
-                                      "convert the input with .float() first")
-
-
 @method("nextafter", function=True)
 def nextafter(input, other):
     """Mirrors ``torch.nextafter``: the next representable float after ``input`` towards
@@ -116,7 +109,7 @@ def nextafter(input, other):
     (``NextafterBackward0``): gradient 1 for ``input``, 0 for ``other``. NotImplementedError for
     integer inputs."""
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
-    _require_float("nextafter", input, other)
+    require_floating("nextafter", input, other)
     return apply_op(OPS["nextafter"], (input, other), (("dtype", result_dtype(input, other).np),))
 
 
@@ -166,7 +159,7 @@ def logcumsumexp(input, dim):
     """Mirrors ``torch.logcumsumexp``: ``log(cumsum(exp(input), dim))`` without overflow; same
     shape and dtype. Autograd: ``LogcumsumexpBackward0``. NotImplementedError for integer
     inputs, IndexError for a bad ``dim``, as torch."""
-    _require_float("logcumsumexp_out", input)
+    require_floating("logcumsumexp_out", input)
     return apply_op(OPS["logcumsumexp"], (input,), (("dim", _wrap_dim(dim, input.ndim) if input.ndim else 0),))
 
 
@@ -201,7 +194,7 @@ def _igamma(name):
     def f(input, other):
         if not isinstance(other, Tensor):
             raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
-        _require_float(name, input, other)
+        require_floating(name, input, other)
         return apply_op(op, (input, other), (("dtype", result_dtype(input, other).np),))
     f.__name__ = name
     return method(name, function=True)(f)

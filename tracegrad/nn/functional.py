@@ -176,7 +176,13 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    """Mirrors ``torch.nn.functional.cosine_similarity``."""
+    """Mirrors ``torch.nn.functional.cosine_similarity``: over ``dim`` of the broadcast inputs, in
+    their common dtype. RuntimeError when that dtype is not floating, as torch."""
+    common = tracegrad.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
+                           f"{common}; convert the inputs with .float()")
+    x1, x2 = x1.to(common), x2.to(common)
     n1 = x1.norm(2, dim, keepdim=True).clamp_min(eps)
     n2 = x2.norm(2, dim, keepdim=True).clamp_min(eps)
     return ((x1 / n1) * (x2 / n2)).sum(dim)
