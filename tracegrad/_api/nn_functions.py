@@ -93,6 +93,9 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
     Raises RuntimeError on channel/shape mismatches, and (transposed) for an ``output_padding`` not
     smaller than the stride or the dilation of its dim."""
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"convolution(): input and weight must be Tensors, got {type(input).__name__} and "
+                        f"{type(weight).__name__}")
     input, weight, bias = _autocast.cast("lower", "convolution", input, weight, bias)
     nd = weight.ndim - 2
     unbatched = input.ndim == nd + 1
@@ -148,6 +151,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     out = apply_op(OPS["convolution"], (input, weight, bias),
                    (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
                     ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))
+    if cin == 0 and not transposed:   # torch's empty-input path keeps the input's zero channels
+        out = out.narrow(1, 0, 0)
     return out.squeeze(0) if unbatched else out
 
 

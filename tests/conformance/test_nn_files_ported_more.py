@@ -1,0 +1,517 @@
+"""More behaviour tests from PyTorch's test/nn/ files (test_convolution.py, test_pooling.py,
+test_embedding.py, test_parametrization.py): the CPU tests the first ports
+(test_nn_files_ported.py, test_nn_files_ported_layers.py, test_nn_ported.py) left out, restated for
+the ``T`` fixture or as ``run_both`` programs, so every body runs under torch 2.13 (the oracle) and
+under tracegrad. Each test names its original. CUDA/cuDNN/MKLDNN/quantized/TorchScript and
+backend-selection tests are skipped; sizes are cut down to keep the file fast."""
+import itertools
+import math
+
+import numpy as np
+import pytest
+from _nn_files_helpers import xfail_tracegrad
+from parity import randn, run_both
+
+
+def _grad_of(T, fn, *tensors, grad_output=None):
+    """The gradients of ``fn(*tensors)`` (weighted by ``grad_output``, default ones) w.r.t. each tensor."""
+    out = fn(*tensors)
+    go = T.ones_like(out) if grad_output is None else grad_output
+    return T.autograd.grad(out, tensors, go)
+
+
+# ==== test/nn/test_convolution.py ===============================================================
+def test_Conv2d_inconsistent_types(T):
+    # TestConvolutionNN.test_Conv2d_inconsistent_types: float input with a double weight raises
+    x, w = T.randn(4, 1, 7, 7), T.randn(1, 1, 3, 3, dtype=T.double)
+    with pytest.raises(RuntimeError):
+        T.nn.functional.conv2d(x, w)
+    assert T.nn.functional.conv2d(x, w.float()).shape == (4, 1, 5, 5)
+
+
+def test_Conv2d_1x1_gradcheck(T):
+    # TestConvolutionNN.test_Conv2d_1x1: gradcheck of a 1x1 convolution in float64
+    w = T.nn.Conv2d(2, 2, 1, bias=False).double().weight
+    x = T.randn(1, 2, 3, 3, dtype=T.double, requires_grad=True)
+    assert T.autograd.gradcheck(T.nn.functional.conv2d, (x, w))
+
+
+@pytest.mark.parametrize("groups", [4, 5])
+def test_Conv2d_depthwise_weight_grad(groups):
+    # TestConvolutionNN.test_Conv2d_OneDNN: a strided, padded, dilated depthwise conv's weight
+    # gradient with an all-ones weight and input (the original compares two CPU backends; here torch)
+    def program(T, log):
+        for dilation in (1, 2):
+            op = T.nn.Conv2d(groups, groups, [3, 3], stride=[2, 2], padding=[1, 1], dilation=[dilation] * 2,
+                             groups=groups, bias=False)
+            op.weight.data = T.ones(groups, 1, 3, 3)
+            res = op(T.ones(1, groups, 6, 6))
+            res.backward(T.ones(res.shape))
+            log(f"grad_d{dilation}", op.weight.grad)
+    run_both(program)
+
+
+def test_Conv2d_missing_argument_and_backward_twice(T):
+    # TestConvolutionNN.test_Conv2d_missing_argument / test_Conv2d_backward_twice
+    c = T.nn.Conv2d(3, 3, 3)
+    with pytest.raises(TypeError):
+        c(None)
+    o1 = c(T.randn(2, 3, 5, 5))
+    o1.sum().backward()
+    with pytest.raises(RuntimeError, match="Specify retain_graph=True"):
+        o1.sum().backward()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_conv_shapecheck(T, dtype):
+    # TestConvolutionNN.test_conv_shapecheck: a kernel larger than the (padded) input raises
+    nn = T.nn
+    cases = [(True, nn.Conv1d(1, 1, 3), (1, 2)), (True, nn.Conv1d(1, 1, 3, stride=2), (1, 2)),
+             (False, nn.Conv1d(1, 1, 2), (1, 2)), (False, nn.Conv1d(1, 1, 2, stride=2), (1, 2)),
+             (False, nn.Conv1d(1, 1, 3, stride=2, padding=1), (1, 2)),
+             (True, nn.Conv2d(1, 1, (3, 3)), (1, 2, 2)), (False, nn.Conv2d(1, 1, (3, 3)), (1, 3, 3)),
+             (False, nn.Conv2d(1, 1, (3, 3), padding=1), (1, 2, 2)),
+             (True, nn.Conv3d(1, 1, (3, 3, 3)), (1, 2, 2, 2)), (False, nn.Conv3d(1, 1, (3, 3, 3)), (1, 3, 3, 3)),
+             (False, nn.Conv3d(1, 1, (3, 3, 3), padding=1), (1, 2, 2, 2))]
+    dt = getattr(T, dtype)
+    for should_raise, mod, size in cases:
+        mod = mod.to(dt)
+        x = T.empty(3, *size).to(dt)
+        if should_raise:
+            with pytest.raises(RuntimeError):
+                mod(x)
+        else:
+            mod(x)
+
+
+def test_ConvTranspose2d_output_size_downsample_upsample(T):
+    # TestConvolutionNN.test_ConvTranspose2d_output_size_downsample_upsample (a slice of its grid):
+    # conv then transposed conv with output_size=input.shape gets the input's spatial size back
+    for h, w, k, d, s, p in [(13, 14, 2, 1, 3, 0), (16, 13, 4, 3, 3, 2), (14, 13, 3, 2, 2, 1)]:
+        conv = T.nn.Conv2d(3, 2, kernel_size=k, stride=s, padding=p, dilation=d)
+        t_conv = T.nn.ConvTranspose2d(2, 3, kernel_size=k, stride=s, padding=p, dilation=d)
+        i = T.randn(1, 3, h, w)
+        assert t_conv(conv(i), output_size=i.shape).shape[2:] == i.shape[2:]
+
+
+def test_ConvTranspose3d_correct_output_size(T):
+    # TestConvolutionNN.test_ConvTranspose3d_correct_output_size: a 5-D output_size is accepted
+    out = T.nn.ConvTranspose3d(2, 2, 2)(T.rand(1, 2, 1, 1, 1), output_size=(1, 2, 2, 2, 2))
+    assert out.shape == (1, 2, 2, 2, 2)
+
+
+@pytest.mark.parametrize("nd, cin, cout, bias", [(2, 4, 4, False), (2, 4, 16, False), (2, 4, 4, True),
+                                                 (3, 4, 16, False), (3, 4, 16, True)])
+def test_Conv_groups_match_split_convs(T, nd, cin, cout, bias):
+    # TestConvolutionNN.test_Conv2d_groups_nobias / test_Conv2d_groups_nobias_v2 /
+    # test_Conv3d_groups_nobias / test_Conv3d_groups_wbias / TestConvolutionNNDeviceType.
+    # test_Conv2d_naive_groups: a groups=2 conv equals two half convs, outputs and gradients
+    cls = getattr(T.nn, f"Conv{nd}d")
+    m = cls(cin, cout, kernel_size=3, groups=2, bias=bias)
+    i = T.randn(2, cin, *(5,) * nd, requires_grad=True)
+    out = m(i)
+    go = T.randn(out.shape)
+    out.backward(go)
+    h, ho = cin // 2, cout // 2
+    outs, igrads, wgrads, bgrads = [], [], [], []
+    for part in (slice(0, ho), slice(ho, cout)):
+        mi = cls(h, ho, kernel_size=3, bias=bias)
+        mi.weight.data.copy_(m.weight.data[part])
+        if bias:
+            mi.bias.data.copy_(m.bias.data[part])
+        xi = i.data[:, :h].contiguous() if part.start == 0 else i.data[:, h:].contiguous()
+        xi.requires_grad_(True)
+        oi = mi(xi)
+        oi.backward(go[:, part].contiguous())
+        outs.append(oi)
+        igrads.append(xi.grad)
+        wgrads.append(mi.weight.grad)
+        bgrads.append(mi.bias.grad if bias else None)
+    assert T.allclose(out, T.cat(outs, 1), atol=1e-5)
+    assert T.allclose(i.grad, T.cat(igrads, 1), atol=1e-5)
+    assert T.allclose(m.weight.grad, T.cat(wgrads, 0), atol=1e-4)
+    if bias:
+        assert T.allclose(m.bias.grad, T.cat(bgrads, 0), atol=1e-4)
+
+
+def test_conv_tbc(T, request):
+    # TestConvolutionNN.test_conv_tbc: gradcheck of conv_tbc (time, batch, channel layout) in float64
+    if not hasattr(T, "conv_tbc"):
+        xfail_tracegrad(request, T, "torch.conv_tbc is not implemented")
+    inp = T.randn(5, 2, 3, dtype=T.double, requires_grad=True)
+    weight = T.randn(3, 3, 4, dtype=T.double, requires_grad=True)
+    bias = T.randn(4, dtype=T.double, requires_grad=True)
+    assert T.autograd.gradcheck(lambda i, w, b: T.conv_tbc(i, w, b, 2), (inp, weight, bias))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_grad_conv_input_and_weight(T, nd):
+    # TestConvolutionNN.test_grad_conv1d_input / _weight / test_grad_conv2d_* / test_grad_conv3d_*
+    # (run_grad_conv_test, a slice of its grid): F.grad.convNd_input/_weight equal autograd's
+    F = T.nn.functional
+    conv, gi, gw = getattr(F, f"conv{nd}d"), getattr(F.grad, f"conv{nd}d_input"), getattr(F.grad, f"conv{nd}d_weight")
+    for kern, size, batch, stride, padding, has_bias in [(3, 6, 1, 1, 0, True), (4, 7, 2, 2, 2, False)]:
+        x = T.randn(batch, 2, *(size,) * nd, requires_grad=True)
+        w = T.randn(3, 2, *(kern,) * nd, requires_grad=True)
+        b = T.randn(3, requires_grad=True) if has_bias else None
+        out = conv(x, w, b, stride=stride, padding=padding)
+        go = T.randn(out.shape)
+        dx, dw = T.autograd.grad(out, (x, w), go)
+        assert T.allclose(dx, gi(x.shape, w, go, stride=stride, padding=padding), atol=1e-5)
+        assert T.allclose(dw, gw(x, w.shape, go, stride=stride, padding=padding), atol=1e-4)
+
+
+def test_functional_grad_conv(T):
+    # TestConvolutionNN.test_functional_grad_conv (dilation 2, 1-D/2-D/3-D) /
+    # test_functional_grad_conv2d (a slice of its stride/kernel/groups/dilation grid)
+    F = T.nn.functional
+    cases = [(nd, dict(dilation=2), 1, 1, 5, 3) for nd in (1, 2, 3)]
+    cases += [(2, dict(stride=s, padding=k // 2, dilation=d, groups=g), 4, 4, 7, k)
+              for s, k, g, d in [(2, 3, 2, 2), (1, 1, 4, 1)]]
+    for nd, kw, cin, cout, size, k in cases:
+        conv = getattr(F, f"conv{nd}d")
+        x = T.empty(2, cin, *(size,) * nd).uniform_(-8.0, 8.0).requires_grad_(True)
+        w = T.empty(cout, cin // kw.get("groups", 1), *(k,) * nd).uniform_(-4.0, 4.0).requires_grad_(True)
+        out = conv(x, w, **kw)
+        go = T.randn(out.shape)
+        dx, dw = T.autograd.grad(out, (x, w), go)
+        assert T.allclose(getattr(T.nn.grad, f"conv{nd}d_input")(x.shape, w, go, **kw), dx, atol=1e-4)
+        assert T.allclose(getattr(T.nn.grad, f"conv{nd}d_weight")(x, w.shape, go, **kw), dw, rtol=1e-4, atol=1e-3)
+
+
+def test_conv_padding_mode(T):
+    # TestConvolutionNN.test_conv_padding_mode
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        T.nn.Conv2d(3, 3, 3, padding_mode="xyz")
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        T.nn.Conv2d(3, 3, 3, padding_mode=3)
+    with pytest.raises(ValueError, match='Only "zeros" '):
+        T.nn.ConvTranspose2d(3, 3, 3, padding_mode="reflect")
+
+
+def test_conv_strided_input_regressions():
+    # TestConvolutionNN.test_permute_conv2d_issue_120211 (a permuted NHWC image, depthwise, a few
+    # radii, smaller image) / test_conv3d_issue_120406 / test_conv1d_issue_120547 (transposed
+    # input, padding larger than the input): values against torch
+    def program(T, log):
+        F = T.nn.functional
+        image = randn(T, (1, 16, 12, 3), 0).permute(0, 3, 1, 2)
+        for radius in (0, 5):
+            kernel = T.full([3, 1, 1, radius * 2 + 1], 0.5)
+            log(f"r{radius}", F.conv2d(image, kernel, groups=image.shape[-3]))
+        log("3d", F.conv3d(T.ones(2, 3, 2, 3, 20), T.ones(3, 1, 1, 1, 17), groups=3))
+        x = randn(T, (1, 1, 16), 1).transpose(1, 2)
+        log("1d", F.conv1d(x, T.ones([16, 1, 32]), T.ones([16]), 1, 16, 1, 16))
+    run_both(program)
+
+
+def _gradgradcheck_conv(T, kern, stride, padding, chan_in, chan_out, batch, size, dilation, groups=1,
+                        no_weight=False, use_bias=True):
+    """TestConvolutionNNDeviceType.run_conv_double_back_test: gradgradcheck of conv2d in float64."""
+    x = T.randn(batch, chan_in, size, size, dtype=T.double, requires_grad=True)
+    w = T.randn(chan_out, chan_in // groups, kern, kern, dtype=T.double, requires_grad=not no_weight)
+    inputs = (x, w) + ((T.randn(chan_out, dtype=T.double, requires_grad=True),) if use_bias else ())
+
+    def func(*args):
+        return T.nn.functional.conv2d(args[0], args[1], args[2] if use_bias else None, stride, padding, dilation,
+                                      groups)
+    grad_y = T.randn(func(*inputs).shape, dtype=T.double, requires_grad=True)
+    return T.autograd.gradgradcheck(func, inputs, (grad_y,))
+
+
+def test_conv_double_backward(T):
+    # TestConvolutionNNDeviceType.test_conv_double_backward_no_bias (it keeps the bias) /
+    # test_conv_double_backward_groups / test_conv_double_backward_stride (a slice)
+    assert _gradgradcheck_conv(T, 3, 2, 1, 2, 2, 1, 4, 1)
+    assert _gradgradcheck_conv(T, 2, 1, 2, 2, 4, 1, 3, 1, groups=2)
+
+
+def test_conv_float_double_backward_graph(T):
+    # TestConvolutionNNDeviceType.run_conv_double_back_test's float32 branch: the input
+    # gradient taken with create_graph requires grad
+    x = T.randn(1, 2, 5, 5, requires_grad=True)
+    out = T.nn.functional.conv2d(x, T.randn(3, 2, 3, 3, requires_grad=True), stride=2, padding=1)
+    g, = T.autograd.grad(out.sum(), x, create_graph=True)
+    assert g.requires_grad
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_conv_same_padding_values(T, dtype):
+    # TestConvolutionNNDeviceType.test_conv1d_same_padding / test_conv2d_same_padding /
+    # test_conv3d_same_padding (float and cfloat): 'same' keeps the size and matches explicit
+    # (possibly asymmetric) padding, with and without dilation
+    F = T.nn.functional
+    dt = getattr(T, dtype)
+    for in_size, k, dilation in [(50, 1, 1), (53, 8, 3), (51, 2, 2), (52, 3, 3)]:
+        z = F.conv1d(T.rand(1, 1, in_size, dtype=dt), T.rand(1, 1, k, dtype=dt), padding="same", dilation=dilation)
+        assert z.size(2) == in_size
+    tol = dict(rtol=2e-6, atol=2e-6) if dtype == "complex64" else dict(rtol=1.3e-6, atol=1e-5)
+    x, y = T.rand(1, 1, 12, dtype=dt), T.rand(1, 1, 3, dtype=dt)
+    assert T.allclose(F.conv1d(x, y, padding=1), F.conv1d(x, y, padding="same"), **tol)
+    y = T.rand(1, 1, 4, dtype=dt)
+    assert T.allclose(F.conv1d(x, y, padding=3, dilation=2), F.conv1d(x, y, padding="same", dilation=2), **tol)
+    assert T.allclose(F.conv1d(x, y, padding=5, dilation=3)[..., 1:], F.conv1d(x, y, padding="same", dilation=3),
+                      **tol)
+    x = T.rand(1, 1, 10, 11, dtype=dt)
+    y = T.rand(1, 1, 4, 5, dtype=dt)
+    assert T.allclose(F.conv2d(x, y, padding=(2, 2))[..., 1:, :], F.conv2d(x, y, padding="same"), **tol)
+    y = T.rand(1, 1, 3, 4, dtype=dt)
+    assert T.allclose(F.conv2d(x, y, padding=(2, 3), dilation=2), F.conv2d(x, y, padding="same", dilation=2), **tol)
+    y = T.rand(1, 1, 4, 4, dtype=dt)
+    assert T.allclose(F.conv2d(x, y, padding=5, dilation=3)[..., 1:, 1:],
+                      F.conv2d(x, y, padding="same", dilation=3), **tol)
+    x = T.rand(1, 1, 6, 7, 8, dtype=dt)
+    y = T.rand(1, 1, 1, 2, 5, dtype=dt)
+    assert T.allclose(F.conv3d(x, y, padding=(0, 1, 2))[..., :, 1:, :], F.conv3d(x, y, padding="same"), **tol)
+    assert T.allclose(F.conv3d(x, y, padding=(0, 1, 4), dilation=2), F.conv3d(x, y, padding="same", dilation=2),
+                      **tol)
+    y = T.rand(1, 1, 4, 4, 4, dtype=dt)
+    assert T.allclose(F.conv3d(x, y, padding=5, dilation=3)[..., 1:, 1:, 1:],
+                      F.conv3d(x, y, padding="same", dilation=3), **tol)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_valid_padding(T, nd):
+    # TestConvolutionNNDeviceType.test_conv1d_valid_padding / test_conv2d_... / test_conv3d_... and
+    # the *_valid_padding_backward tests: 'valid' is no padding, values and gradients
+    conv = getattr(T.nn.functional, f"conv{nd}d")
+    x = T.rand(*(1,) * (nd + 1), 10, requires_grad=True)
+    y = T.rand(*(1,) * (nd + 1), 4, requires_grad=True)
+    assert T.equal(conv(x, y), conv(x, y, padding="valid"))
+    expect = _grad_of(T, lambda a, b: conv(a, b, padding=0).sum().abs(), x, y)
+    actual = _grad_of(T, lambda a, b: conv(a, b, padding="valid").sum().abs(), x, y)
+    for e, a in zip(expect, actual):
+        assert T.allclose(e, a)
+
+
+@pytest.mark.parametrize("nd", [1, 2])
+def test_conv_same_padding_backward(T, nd):
+    # TestConvolutionNNDeviceType.test_conv1d_same_padding_backward / test_conv2d_same_padding_backward:
+    # 'same' gradients equal explicit (symmetric, dilated) and asymmetric (sliced) padding's
+    conv = getattr(T.nn.functional, f"conv{nd}d")
+    x = T.rand(1, 1, *(10, 11)[-nd:] if nd == 2 else (12,), requires_grad=True)
+    y = T.rand(1, 1, *((4, 5) if nd == 2 else (4,)), requires_grad=True)
+    sym = (3, 4) if nd == 2 else 3
+    expect = _grad_of(T, lambda a, b: conv(a, b, padding=sym, dilation=2).sum().abs(), x, y)
+    actual = _grad_of(T, lambda a, b: conv(a, b, padding="same", dilation=2).sum().abs(), x, y)
+    for e, a in zip(expect, actual):
+        assert T.allclose(e, a, atol=1e-5)
+    y = T.rand(1, 1, *(4,) * nd, requires_grad=True)
+    cut = (Ellipsis,) + (slice(1, None),) * nd
+    expect = _grad_of(T, lambda a, b: conv(a, b, padding=2)[cut].sum().abs(), x, y)
+    actual = _grad_of(T, lambda a, b: conv(a, b, padding="same").sum().abs(), x, y)
+    for e, a in zip(expect, actual):
+        assert T.allclose(e, a, atol=1e-5)
+
+
+def test_conv3d_same_padding_backward_gradcheck(T):
+    # TestConvolutionNNDeviceType.test_conv3d_same_padding_backward (float64): gradients equal
+    # explicit padding's; gradcheck and gradgradcheck of 'same' (dilated and asymmetric)
+    F = T.nn.functional
+    x = T.rand(1, 1, 1, 4, 5, dtype=T.double, requires_grad=True)
+    y = T.rand(1, 1, 1, 2, 3, dtype=T.double, requires_grad=True)
+    expect = _grad_of(T, lambda a, b: F.conv3d(a, b, padding=(0, 1, 2), dilation=2).sum().abs(), x, y)
+    actual = _grad_of(T, lambda a, b: F.conv3d(a, b, padding="same", dilation=2).sum().abs(), x, y)
+    for e, a in zip(expect, actual):
+        assert T.allclose(e, a)
+    for kw in ({"dilation": 2}, {}):
+        assert T.autograd.gradcheck(lambda a, b: F.conv3d(a, b, padding="same", **kw), (x, y))
+        assert T.autograd.gradgradcheck(lambda a, b: F.conv3d(a, b, padding="same", **kw), (x, y))
+    y = T.rand(1, 1, 1, 4, 4, dtype=T.double, requires_grad=True)
+    expect = _grad_of(T, lambda a, b: F.conv3d(a, b, padding=2)[..., 1:, 1:].sum().abs(), x, y)
+    actual = _grad_of(T, lambda a, b: F.conv3d(a, b, padding="same").sum().abs(), x, y)
+    for e, a in zip(expect, actual):
+        assert T.allclose(e, a)
+
+
+def test_conv3d_valid_padding_gradcheck(T):
+    # TestConvolutionNNDeviceType.test_conv3d_valid_padding_backward: gradcheck / gradgradcheck (float64)
+    x = T.rand(1, 1, 1, 1, 6, dtype=T.double, requires_grad=True)
+    y = T.rand(1, 1, 1, 1, 3, dtype=T.double, requires_grad=True)
+    fn = lambda a, b: T.nn.functional.conv3d(a, b, padding="valid")  # noqa: E731
+    assert T.autograd.gradcheck(fn, (x, y))
+    assert T.autograd.gradgradcheck(fn, (x, y))
+
+
+@pytest.mark.parametrize("mode", ["valid", "same"])
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_conv_vs_scipy(T, nd, mode):
+    # TestConvolutionNNDeviceType.test_conv1d_vs_scipy / test_conv2d_vs_scipy / test_conv3d_vs_scipy
+    # (float): a flipped-weight conv is scipy.signal.convolve (with symmetric padding for 'same')
+    signal = pytest.importorskip("scipy.signal")
+    shape = {1: (1, 10), 2: (1, 5, 10), 3: (1, 5, 5, 10)}[nd]
+    kernels = {1: [(4,), (5,)], 2: [(2, 4), (3, 5)], 3: [(2, 2, 4), (2, 3, 5)]}[nd]
+    conv = getattr(T.nn.functional, f"conv{nd}d")
+    rs = np.random.RandomState(nd)
+    t = rs.uniform(-9, 9, shape).astype(np.float32)
+    for k in kernels:
+        w = rs.uniform(-9, 9, (1, 1) + k).astype(np.float32)
+        expected = signal.convolve(t.reshape(shape[1:]) if nd > 1 else t.reshape(-1), w.reshape(k), mode=mode)
+        x = T.tensor(t)
+        kwargs = {"padding": mode}
+        if mode == "same":
+            pads = []
+            for size in reversed(k):
+                pads += [size // 2, size // 2]
+            x = T.nn.functional.pad(x, pads)
+            kwargs = {}
+        actual = conv(x, T.flip(T.tensor(w), tuple(range(2, 2 + nd))), **kwargs).squeeze(0)
+        if mode == "same":
+            actual = actual[tuple(slice(0, s) for s in shape[1:])] if nd > 1 else actual[:shape[1]]
+        np.testing.assert_allclose(actual.numpy(), expected, rtol=2e-5, atol=5e-5)
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_conv_transpose_with_output_size_and_no_batch_dim(T, nd):
+    # TestConvolutionNNDeviceType.test_conv_transpose_with_output_size_and_no_batch_dim (smaller sizes)
+    inp = T.randn((1, 3, 2) if nd == 2 else (1, 3, 2, 2))
+    output_size = (1, 48, 30) if nd == 2 else (1, 48, 30, 30)
+    m = getattr(T.nn, f"ConvTranspose{nd}d")(1, 1, kernel_size=16, stride=16, padding=7, bias=False)
+    assert m(inp, output_size=output_size).shape == output_size
+
+
+@pytest.mark.parametrize("shape, transposed, dilated, has_bias, strided, contiguous", [
+    ((1, 6, 5), False, True, True, True, False), ((1, 6, 3, 4), True, True, False, True, False)])
+def test_conv_backend_gradcheck(T, shape, transposed, dilated, has_bias, strided, contiguous):
+    # TestConvolutionNNDeviceType.test_conv_backend (the strided/non-strided, non-contiguous inputs
+    # and the slow/empty cases; which backend runs is internal): torch.convolution's backward
+    # runs in float32, gradcheck and gradgradcheck pass in float64
+    dim, c_in, c_out, groups = len(shape) - 2, shape[1], 6, 3
+    if True:
+        x = T.randn(*shape, dtype=T.double, requires_grad=True)
+        w = T.randn(c_in if transposed else c_out, (c_out if transposed else c_in) // groups, *(2,) * dim,
+                    dtype=T.double, requires_grad=True)
+        b = T.randn(c_out, dtype=T.double, requires_grad=True) if has_bias else None
+        if not contiguous:  # every other element of a repeated tensor: same values, strided
+            x, w = (T.repeat_interleave(v, 2, dim=-1)[..., ::2].detach().requires_grad_() for v in (x, w))
+            assert not x.is_contiguous()
+        args = [(2,) * dim if strided else (1,) * dim, (0,) * dim, (2,) * dim if dilated else (1,) * dim,
+                transposed, (0,) * dim, groups]
+        out = T.convolution(x.float(), w.float(), None if b is None else b.float(), *args)
+        out.backward(T.randn(out.shape))
+        fn = lambda *t: T.convolution(t[0], t[1], t[2] if has_bias else None, *args)  # noqa: E731
+        inputs = (x, w, b) if has_bias else (x, w)
+        assert T.autograd.gradcheck(fn, inputs)
+        assert T.autograd.gradgradcheck(fn, inputs)
+
+
+def _check_empty_input(T, mod, inp):
+    """torch.testing._internal.common_nn._test_module_empty_input: an empty batch runs forward
+    and backward, the input gradient is zeros, parameter gradients are zeros."""
+    inp.requires_grad_(True)
+    out = mod(inp)
+    out.backward(T.rand_like(out))
+    assert T.equal(inp.grad, T.zeros_like(inp))
+    for p in mod.parameters():
+        if p.requires_grad:
+            assert T.equal(p.grad, T.zeros_like(p))
+    return out
+
+
+def test_conv_empty_channel(T):
+    # TestConvolutionNNDeviceType.test_conv_empty_channel (float): zero input channels run (all
+    # zeros, bias only), and an input with one channel is rejected naming the weight
+    for nd, cout, shape, bad in [(1, 8, (2, 0, 15), (2, 1, 0)), (2, 5, (2, 0, 10, 12), (2, 1, 4, 0)),
+                                 (3, 5, (2, 0, 6, 4, 8), (2, 1, 6, 0, 8))]:
+        mod = getattr(T.nn, f"Conv{nd}d")(0, cout, 3 if nd > 1 else 2, stride=2)
+        _check_empty_input(T, mod, T.randn(*shape))
+        with pytest.raises(RuntimeError, match="Given groups=1, weight"):
+            mod(T.randn(*bad))
+
+
+@pytest.mark.parametrize("cls, groups", [("Conv2d", 4), ("ConvTranspose2d", 4), ("ConvTranspose2d", 1)])
+def test_conv_empty_batch(T, cls, groups):
+    # TestConvolutionNNDeviceType.test_group_conv_empty / test_group_convTranspose_empty /
+    # test_convTranspose_empty
+    mod = getattr(T.nn, cls)(4, 4, stride=2, kernel_size=3, padding=1, groups=groups)
+    out = _check_empty_input(T, mod, T.randn(0, 4, 4, 4))
+    assert out.shape == ((0, 4, 2, 2) if cls == "Conv2d" else (0, 4, 7, 7))
+
+
+def test_conv_noncontig_weights(T):
+    # TestConvolutionNNDeviceType.test_conv_noncontig_weights: an expanded (stride-0) weight works
+    # forward and backward for conv and conv_transpose, grouped or not, in 1/2/3-D
+    F = T.nn.functional
+    for dim, groups in ((1, 1), (2, 3), (3, 1)):
+        w = T.randn([3] * dim).expand([3, 3 // groups] + [3] * dim).detach().requires_grad_()
+        x = T.randn([1, 3] + [4] * dim, requires_grad=True)
+        getattr(F, f"conv{dim}d")(x, w, groups=groups).sum().backward()
+        getattr(F, f"conv_transpose{dim}d")(x, w, groups=groups).sum().backward()
+        assert x.grad.shape == x.shape and w.grad.shape == w.shape
+
+
+def test_conv_noncontig_weights_and_bias(T):
+    # TestConvolutionNNDeviceType.test_conv_noncontig_weights_and_bias (smaller image): strided
+    # input, weight and bias give the same output as their contiguous copies
+    for bias in (True, False):
+        conv = T.nn.Conv2d(3, 8, kernel_size=7, stride=2, padding=3, bias=bias)
+        x_nc = T.randn(1, 3, 20, 20, 2)[..., 1]
+        conv.weight = T.nn.Parameter(T.randn(8, 3, 7, 7, 2)[..., 1])
+        w_c = conv.weight.contiguous()
+        if bias:
+            conv.bias = T.nn.Parameter(T.randn(8, 2)[:, 1])
+            b_c = conv.bias.contiguous()
+        out1 = conv(x_nc)
+        conv.weight = T.nn.Parameter(w_c)
+        if bias:
+            conv.bias = T.nn.Parameter(b_c)
+        assert T.allclose(out1, conv(x_nc.contiguous()), atol=1e-6)
+
+
+def test_Conv2d_backward_depthwise(T):
+    # TestConvolutionNNDeviceType.test_Conv2d_backward_depthwise (float64): gradcheck of a
+    # depthwise conv with stride (1, 10)
+    x = T.randn(2, 2, 4, 12, dtype=T.double, requires_grad=True)
+    w = T.randn(2, 1, 3, 5, dtype=T.double, requires_grad=True)
+    assert T.autograd.gradcheck(lambda a, b: T.nn.functional.conv2d(a, b, None, stride=(1, 10), groups=2), (x, w))
+
+
+@pytest.mark.parametrize("cls, c, hw, cout, k, dilation, groups", [
+    ("Conv2d", 4, (4, 4), 4, 3, 1, 1), ("Conv2d", 4, (5, 6), 8, 3, 2, 4), ("ConvTranspose2d", 4, (4, 4), 4, 3, 1, 4)])
+def test_conv_thnn_nhwc(T, cls, c, hw, cout, k, dilation, groups):
+    # TestConvolutionNNDeviceType.test_conv_thnn_nhwc (float64, smaller): a channels_last input
+    # and/or weight gives a channels_last output with the contiguous module's values and grads
+    for in_fmt, w_fmt in ((T.channels_last, T.channels_last), (T.channels_last, T.contiguous_format),
+                          (T.contiguous_format, T.channels_last)):
+        x = T.randint(-3, 3, (2, c) + hw, dtype=T.double).to(memory_format=in_fmt).requires_grad_()
+        conv = getattr(T.nn, cls)(c, cout, k, dilation=dilation, groups=groups).to(dtype=T.double,
+                                                                                  memory_format=w_fmt)
+        for p in conv.parameters():
+            p.data = T.randint_like(p, -3, 3)
+        ref_x = x.detach().clone().contiguous().requires_grad_()
+        ref = getattr(T.nn, cls)(c, cout, k, dilation=dilation, groups=groups).double()
+        ref.load_state_dict(conv.state_dict())
+        ref = ref.to(memory_format=T.contiguous_format)
+        out, ref_out = conv(x), ref(ref_x)
+        grad = T.randint_like(out, -3, 3)
+        out.backward(grad)
+        ref_out.backward(grad.contiguous())
+        assert out.is_contiguous(memory_format=T.channels_last)
+        assert ref_out.is_contiguous()
+        assert T.equal(out, ref_out)
+        assert T.equal(conv.weight.grad, ref.weight.grad) and T.equal(conv.bias.grad, ref.bias.grad)
+        assert T.equal(x.grad, ref_x.grad)
+
+
+def test_conv2d_no_grad(T):
+    # TestConvolutionNNDeviceType.test_conv2d_no_grad (pytorch issue 60176): no_grad gives the same values
+    for batch, groups in ((1, 1), (3, 4)):
+        x = T.rand(batch, groups, 8, 8)
+        m = T.nn.Conv2d(groups, 8, kernel_size=(3, 3), groups=groups)
+        with T.no_grad():
+            output_ng = m(x)
+        assert T.allclose(m(x), output_ng, rtol=1e-2, atol=1e-5)
+
+
+def test_conv_double_backward_strided_with_3D_input_and_weight(T):
+    # TestConvolutionNNDeviceType.test_conv_double_backward_strided_with_3D_input_and_weight: the
+    # double backward of a strided 1-D conv gives gradients of the input/weight/grad_output shapes
+    # (the original calls the internal aten op; here through autograd with create_graph)
+    x = T.randn(2, 3, 6, requires_grad=True)
+    w = T.randn(3, 3, 3, requires_grad=True)
+    b = T.randn(3, requires_grad=True)
+    out = T.convolution(x, w, b, (2,), (1,), (1,), False, (0,), 1)
+    g_o = T.randn(out.shape, requires_grad=True)
+    gi, gw, gb = T.autograd.grad(out, (x, w, b), g_o, create_graph=True)
+    ggo, ggi, ggw = T.autograd.grad((gi, gw, gb), (g_o, x, w), (T.randn(x.shape), T.randn(w.shape), T.randn(b.shape)))
+    assert ggo.shape == g_o.shape and ggi.shape == x.shape and ggw.shape == w.shape
