@@ -515,3 +515,374 @@ def test_conv_double_backward_strided_with_3D_input_and_weight(T):
     gi, gw, gb = T.autograd.grad(out, (x, w, b), g_o, create_graph=True)
     ggo, ggi, ggw = T.autograd.grad((gi, gw, gb), (g_o, x, w), (T.randn(x.shape), T.randn(w.shape), T.randn(b.shape)))
     assert ggo.shape == g_o.shape and ggi.shape == x.shape and ggw.shape == w.shape
+
+
+# ==== test/nn/test_pooling.py ===================================================================
+def test_max_unpool2d_nhwc(T):
+    # TestPoolingNN.test_max_unpool2d_nhwc_cpu (smaller): pool/unpool of a channels_last input give
+    # the contiguous input's values and gradients, the unpooled output stays channels_last
+    x = T.randn(2, 4, 7, 7).contiguous(memory_format=T.channels_last)
+    ref_x = x.clone().contiguous()
+    out, ind = T.nn.MaxPool2d(3, stride=2, return_indices=True)(x)
+    ref_out, ref_ind = T.nn.MaxPool2d(3, stride=2, return_indices=True)(ref_x)
+    out.requires_grad_()
+    ref_out.requires_grad_()
+    up = T.nn.MaxUnpool2d(3, stride=2)(out, ind)
+    ref_up = T.nn.MaxUnpool2d(3, stride=2)(ref_out, ref_ind)
+    grad = T.randn(up.size()).contiguous(memory_format=T.channels_last)
+    up.backward(grad)
+    ref_up.backward(grad.clone().contiguous())
+    assert ref_up.is_contiguous()
+    assert T.allclose(up, ref_up) and T.allclose(out.grad, ref_out.grad)
+
+
+def test_max_unpool2d_nhwc_layout(T, request):
+    # TestPoolingNN.test_max_unpool2d_nhwc_cpu: the unpooled output of a channels_last pool is channels_last
+    xfail_tracegrad(request, T, "max_unpool2d's output does not follow its input's channels_last layout "
+                                "(the layout rules live in tracegrad/_tensor/memory_format.py)")
+    out, ind = T.nn.MaxPool2d(3, stride=2, return_indices=True)(T.randn(2, 4, 7, 7).contiguous(
+        memory_format=T.channels_last))
+    assert T.nn.MaxUnpool2d(3, stride=2)(out, ind).is_contiguous(memory_format=T.channels_last)
+
+
+def test_AvgPool2d_empty(T):
+    # TestPoolingNNDeviceType.test_AvgPool2d_empty: an empty batch (also channels_last) gives zero
+    # gradients; an empty non-batch dim is rejected
+    pool = T.nn.AvgPool2d(3, stride=2)
+    for x in (T.randn(0, 4, 6, 8), T.randn(0, 4, 6, 8).contiguous(memory_format=T.channels_last)):
+        _check_empty_input(T, pool, x)
+    with pytest.raises(RuntimeError, match="3D or 4D"):
+        pool(T.randn(4, 0, 6, 8))
+
+
+def test_pooling_shape(T):
+    # TestPoolingNNDeviceType.test_pooling_shape: max/avg pool output sizes with ceil_mode and
+    # padding (issue 45357: the last window must start inside the input)
+    F = T.nn.functional
+    for expected, sizes, kw in [((1, 1, 3, 3, 4), (1, 1, 5, 6, 7), dict(kernel_size=1, stride=2, padding=0, ceil_mode=True)),
+                                ((1, 1, 2, 3, 3), (1, 1, 3, 4, 5), dict(kernel_size=2, stride=2, padding=1, ceil_mode=False)),
+                                ((1, 1, 2, 3, 3), (1, 1, 3, 4, 5), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True))]:
+        for kind, i in itertools.product(("max", "avg"), (1, 2, 3)):
+            assert getattr(F, f"{kind}_pool{i}d")(T.randn(sizes[:i + 2]), **kw).shape == expected[:i + 2]
+    assert F.max_pool2d(T.randn(1, 1, 6, 7), 1, stride=(2, 2), padding=0, ceil_mode=True).size() == (1, 1, 3, 4)
+
+
+def test_adaptive_avg_pool_output_size_one(T):
+    # TestPoolingNNDeviceType.test_adaptive_avg_pool2d_output_size_one / test_adaptive_avg_pool3d_output_size_one:
+    # the mean over the spatial dims, with torch's strides for contiguous / channels_last / strided inputs
+    for fmt in (T.contiguous_format, T.channels_last, "non_contiguous"):
+        x = T.randint(1, 10, (2, 3, 6, 6), dtype=T.float, requires_grad=True)
+        x = x[::2, ::2, ::2, ::2] if fmt == "non_contiguous" else x.to(memory_format=fmt)
+        out = T.nn.AdaptiveAvgPool2d((1, 1))(x)
+        out.sum().backward()
+        assert T.allclose(out, x.contiguous().mean((-1, -2)).view(x.size(0), x.size(1), 1, 1))
+        c = out.size(1)
+        if fmt is T.channels_last:
+            assert out.is_contiguous(memory_format=T.channels_last)
+        else:
+            assert out.is_contiguous() and out.stride() == (c, 1, 1, 1)
+    x = T.randn(2, 3, 4, 4, 4, requires_grad=True)
+    out = T.nn.AdaptiveAvgPool3d(1)(x)
+    out.sum().backward()
+    assert T.allclose(out, x.mean((-1, -2, -3)).view(out.shape), atol=1e-6)
+    assert out.is_contiguous() and out.stride() == (3, 1, 1, 1, 1)
+
+
+def test_adaptive_avg_pool2d_output_size_one_channels_last_strides(T, request):
+    # TestPoolingNNDeviceType.test_adaptive_avg_pool2d_output_size_one: a channels_last input's
+    # (N, C, 1, 1) mean has torch's channels_last strides (C, 1, C, C)
+    xfail_tracegrad(request, T, "the (1, 1) adaptive average is a keepdim mean, whose output strides do not "
+                                "follow the input's channels_last layout (tracegrad/_tensor/memory_format.py)")
+    out = T.nn.AdaptiveAvgPool2d((1, 1))(T.rand(2, 3, 6, 6).to(memory_format=T.channels_last))
+    assert out.stride() == (3, 1, 3, 3)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_adaptive_pooling_no_support_input(T, dtype):
+    # TestPoolingNNDeviceType.test_adaptive_pooling_no_suppot_input: integer inputs are not implemented
+    for numel, kind in itertools.product((2, 3), ("Max", "Avg")):
+        module = getattr(T.nn, f"Adaptive{kind}Pool{numel}d")((2,) * numel)
+        with pytest.raises(RuntimeError, match="not implemented"):
+            module(T.randn((4,) * (numel + 1)).to(getattr(T, dtype)))
+
+
+@pytest.mark.parametrize("kernel, stride, count_include_pad, divisor, padding", [
+    (3, None, True, None, 0), (3, None, False, None, 1), (3, 2, False, None, 2), (3, None, True, 42, 0),
+    (7, None, True, None, 0), (3, 1, True, None, 2)])
+def test_avg_pool2d_nhwc(T, kernel, stride, count_include_pad, divisor, padding):
+    # TestPoolingNNDeviceType.test_avg_pool2d_nhwc (float, small shapes; like the original the
+    # padding only sizes nothing: the pools use none): channels_last values/grads match contiguous
+    stride = stride or kernel
+    x = T.randn(2, 4, 8, 8).contiguous(memory_format=T.channels_last).requires_grad_()
+    grad = T.randn(2, 4, (8 - kernel) // stride + 1, (8 - kernel) // stride + 1)
+    kw = dict(stride=stride, count_include_pad=count_include_pad, divisor_override=divisor)
+    ref_x = x.detach().clone().contiguous().requires_grad_()
+    out, ref_out = T.nn.AvgPool2d(kernel, **kw)(x), T.nn.AvgPool2d(kernel, **kw)(ref_x)
+    out.backward(grad)
+    ref_out.backward(grad.contiguous())
+    assert out.is_contiguous(memory_format=T.channels_last) and ref_out.is_contiguous()
+    assert T.allclose(out, ref_out) and T.allclose(x.grad, ref_x.grad)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_pool1d_corner_cases(T, dtype):
+    # TestPoolingNNDeviceType.test_max_pool1d_corner_cases: windows over padding only are -inf
+    dt = getattr(T, dtype)
+    for x, args, expected in [([[1]], (1, None, 0, 1, False, False), [[1]]),
+                              ([[1]], (2, None, 1, 2, False, False), [[float("-inf")]]),
+                              ([[1], [1]], (2, None, 1, 2, False, False), [[float("-inf")], [float("-inf")]]),
+                              ([[1, 2]], (2, 1, 1, 2, False, False), [[2, 1]]),
+                              ([[1, 2]], (2, 2, 1, 2, False, True), [[2, 2]])]:
+        assert T.equal(T.nn.MaxPool1d(*args)(T.tensor(x, dtype=dt)), T.tensor(expected, dtype=dt))
+
+
+def test_max_pool1d_matches_with_indices(T):
+    # TestPoolingNNDeviceType.test_max_pool1d (fixed draws of its random grid, and the strided
+    # inputs): max_pool1d equals the return_indices variant's values
+    def check(x, *args, **kwargs):
+        assert T.equal(T.nn.MaxPool1d(*args, **kwargs)(x), T.nn.MaxPool1d(*args, **kwargs, return_indices=True)(x)[0])
+    for size, k, stride, dilation, ceil_mode, padding in [((9, 12, 20), 3, 2, 1, True, 1), ((8, 10, 17), 4, 3, 2, False, 2),
+                                                          ((10, 9, 30), 1, 4, 3, True, 0), ((8, 8, 16), 2, 1, 4, False, 1)]:
+        check(T.randn(size), k, stride, padding, dilation, ceil_mode=ceil_mode)
+    x = T.randn(5, 31, 33)[::2, ::3, ::2]
+    check(x, 3, 2, 1, 2, ceil_mode=True)
+    check(x.transpose(1, 2), 3, 2, 1, 2, ceil_mode=True)
+
+
+@pytest.mark.parametrize("nd, shape, kernel, stride", [(2, (2, 4, 8, 8), 7, None), (2, (2, 4, 7, 7), 3, 1),
+                                                       (2, (1, 5, 8, 8), 3, 2), (3, (2, 4, 5, 5, 5), 3, 1),
+                                                       (3, (1, 4, 6, 7, 8), (3, 2, 4), 2), (3, (4, 5, 5, 5), 3, 2)])
+def test_max_pool_channels_last(T, nd, shape, kernel, stride):
+    # TestPoolingNNDeviceType.test_max_pool2d_nhwc / test_max_pool3d_ndhwc (float, small shapes,
+    # an unbatched 3-D case): channels_last outputs/indices equal the contiguous ones, grads too
+    fmt = T.channels_last if nd == 2 else T.channels_last_3d
+    unbatched = len(shape) == nd + 1
+    x = T.randn(shape if not unbatched else (1,) + shape).contiguous(memory_format=fmt)
+    x = (x.squeeze(0) if unbatched else x).detach().clone().requires_grad_()
+    pool = getattr(T.nn, f"MaxPool{nd}d")(kernel, stride, return_indices=True)
+    ref_x = x.detach().clone().contiguous().requires_grad_()
+    out, ind = pool(x)
+    ref_out, ref_ind = pool(ref_x)
+    grad = T.randn(out.shape)
+    out.backward(grad)
+    ref_out.backward(grad)
+    if not unbatched:
+        assert out.is_contiguous(memory_format=fmt) and ind.is_contiguous(memory_format=fmt)
+    assert ref_out.is_contiguous() and ref_ind.is_contiguous()
+    assert T.equal(out, ref_out) and T.equal(ind, ref_ind) and T.equal(x.grad, ref_x.grad)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_max_pool2d_corner_cases(T, dtype):
+    # TestPoolingNNDeviceType.test_max_pool2d_corner_cases: integer input, padded dilated windows
+    for fmt in (T.contiguous_format, T.channels_last):
+        x = T.tensor([[[[-1, -2], [-3, -4]]]], dtype=getattr(T, dtype)).to(memory_format=fmt)
+        assert T.equal(T.nn.MaxPool2d(2, 2, 1, 2, False, True)(x), T.full((1, 1, 2, 2), -4, dtype=x.dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_pool_reduced_floating(T, dtype):
+    # TestPoolingNNDeviceType.test_max_pool_bfloat16_half / test_avg_pool2d_reduced_floating (a
+    # few shapes): half/bfloat16 max and avg pooling match float32 rounded, dtypes kept
+    dt = getattr(T, dtype)
+    for shape, k, s, fmt in [((1, 3, 10, 6), 4, 2, T.channels_last)]:
+        x = T.randn(shape).to(dt).to(memory_format=fmt).requires_grad_()
+        x2 = x.detach().clone().float().requires_grad_(True)
+        pools = [getattr(T.nn, f"MaxPool{len(shape) - 2}d")(k, s, return_indices=True)]
+        if len(shape) == 4:
+            pools.append(T.nn.AvgPool2d(k, s))
+        for pool in pools:
+            out, out2 = pool(x), pool(x2)
+            if isinstance(out, tuple):
+                assert T.equal(out[1], out2[1])
+                out, out2 = out[0], out2[0]
+            out.sum().backward()
+            out2.sum().backward()
+            assert out.dtype == dt and x.grad.dtype == dt and out.is_contiguous(memory_format=fmt)
+            assert T.allclose(out.float(), out2.to(dt).float(), atol=1e-2)
+            assert T.allclose(x.grad.float(), x2.grad.to(dt).float(), atol=1e-2)
+            x.grad = x2.grad = None
+
+
+@pytest.mark.parametrize("contig", [True, False])
+def test_max_pool_nhwc_indices(T, contig):
+    # TestPoolingNNDeviceType.test_adaptive_pooling_max_nhwc / test_pooling_max_nhwc (float, small):
+    # channels_last (and channel-strided) inputs give the contiguous outputs, indices and grads
+    cases = [(T.nn.AdaptiveMaxPool2d((5, 4), return_indices=True), (2, 4, 7, 9)),
+             (T.nn.AdaptiveMaxPool2d((1, 1), return_indices=True), (2, 1, 3, 3)),
+             (T.nn.AdaptiveMaxPool3d((3, 2, 3), return_indices=True), (2, 4, 5, 5, 6)),
+             (T.nn.MaxPool2d((2, 2), (1, 1), (1, 1), (2, 2), return_indices=True), (2, 4, 6, 7)),
+             (T.nn.MaxPool2d((4, 4), (2, 2), (2, 2), (2, 2), return_indices=True), (2, 4, 9, 9))]
+    for pool, shape in cases:
+        fmt = T.channels_last if len(shape) == 4 else T.channels_last_3d
+        x = T.randint(1, 10, shape, dtype=T.float).contiguous(memory_format=fmt)
+        if not contig:
+            x = x[:, ::2]
+        x.requires_grad_(True)
+        ref_x = x.detach().clone().contiguous().requires_grad_(True)
+        out, ind = pool(x)
+        ref_out, ref_ind = pool(ref_x)
+        grad = T.randint(1, 10, out.shape, dtype=T.float)
+        out.backward(grad)
+        ref_out.backward(grad)
+        if len(shape) == 4 and x.shape[1] > 1:
+            assert out.is_contiguous(memory_format=fmt)
+        assert T.equal(out, ref_out) and T.equal(ind, ref_ind) and T.equal(x.grad, ref_x.grad)
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_maxpool_indices(T, nd, adaptive):
+    # TestPoolingNNDeviceType.test_MaxPool1d_indices / 2d / 3d / test_AdaptiveMaxPool1d_indices /
+    # 2d / 3d (_test_maxpool_indices): known indices/values on an arange input, the gradient
+    # routes to the maxima, backward after editing the indices in place raises, -inf is a max
+    mod = getattr(T.nn, f"{'Adaptive' if adaptive else ''}MaxPool{nd}d")(2, return_indices=True)
+    x = T.arange(1, 4 ** (nd + 1) + 1, dtype=T.float).view(2, 2, *(4,) * nd).requires_grad_()
+    out, idx = mod(x)
+    if nd == 1:
+        assert T.equal(idx.squeeze(), T.tensor([1, 3]).repeat(2, 2, 1))
+        assert T.equal(out.squeeze(), T.arange(2, 17, 2, dtype=T.float).view(2, 2, 2))
+    elif nd == 2:
+        assert T.equal(idx.squeeze(), T.tensor([[5, 7], [13, 15]]).repeat(2, 2, 1, 1))
+        col = T.arange(6, 63, 8, dtype=T.float)
+        assert T.equal(out.squeeze(), T.stack([col, col + 2], 1).view(2, 2, 2, 2))
+    assert idx.dim() == x.dim() and out.requires_grad and not idx.requires_grad
+    go = T.ones(out.size())
+    out.backward(go, retain_graph=True)
+    expected = T.tensor([0.0, 1.0, 0.0, 1.0]).repeat(2, 2, 1)
+    for _ in range(nd - 1):
+        zero = T.zeros(expected.size())
+        expected = T.stack((zero, expected, zero, expected), 2)
+    assert T.equal(x.grad, expected.view_as(x))
+    for k in (1, 2, 3):
+        o, i = getattr(T.nn, f"MaxPool{k}d")(kernel_size=1, return_indices=True)(T.full((1,) * (k + 2), float("-inf")))
+        assert o.flatten()[0].item() == float("-inf") and i.flatten()[0].item() == 0
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_maxpool_indices_edited_in_place(T, request, adaptive):
+    # TestPoolingNNDeviceType._test_maxpool_indices: backward after editing the returned indices in
+    # place raises (torch saves the indices for its backward, so their version counter is checked)
+    xfail_tracegrad(request, T, "the max-pool backward is JAX's VJP of the values, which does not save the "
+                                "returned indices, so an in-place edit of them is not detected")
+    mod = getattr(T.nn, f"{'Adaptive' if adaptive else ''}MaxPool2d")(2, return_indices=True)
+    out, idx = mod(T.arange(1.0, 33.0).view(2, 1, 4, 4).requires_grad_())
+    idx.add_(1)
+    with pytest.raises(RuntimeError):
+        out.sum().backward()
+
+
+def test_adaptive_max_pool_indices_channels_last(T, request):
+    # TestPoolingNNDeviceType.test_adaptive_pooling_max_nhwc: a channels_last input's indices are channels_last
+    xfail_tracegrad(request, T, "adaptive max pool indices do not follow the input's channels_last layout "
+                                "(tracegrad/_tensor/memory_format.py)")
+    _, ind = T.nn.AdaptiveMaxPool2d((5, 4), return_indices=True)(T.rand(2, 4, 7, 9).contiguous(
+        memory_format=T.channels_last))
+    assert ind.is_contiguous(memory_format=T.channels_last)
+
+
+def test_maxpool_indices_no_batch_dim(T):
+    # TestPoolingNNDeviceType.test_maxpool_indices_no_batch_dim
+    for nd in (1, 2, 3):
+        x = T.randn(3, *(5, 6, 7)[:nd])
+        for module in (getattr(T.nn, f"MaxPool{nd}d")(3, return_indices=True),
+                       getattr(T.nn, f"AdaptiveMaxPool{nd}d")(3, return_indices=True)):
+            assert T.equal(module(x)[1], module(x.unsqueeze(0))[1].squeeze(0))
+
+
+def test_max_pool_nan_inf(T):
+    # TestPoolingNNDeviceType.test_max_pool_nan_inf / test_fractional_max_pool_nan_inf: an all-nan
+    # window pools to nan, an all -inf window to -inf, with and without grad
+    F = T.nn.functional
+    fns = [(getattr(F, f"{a}max_pool{n}d"), n, 1 if a else 3) for a, n in (("", 1), ("", 3), ("adaptive_", 2))]
+    fns += [(getattr(T.nn, f"FractionalMaxPool{n}d")(kernel_size=2, output_size=1), n, None) for n in (2, 3)]
+    for fn, nd, arg in fns:
+        call = fn if arg is None else (lambda t, fn=fn, arg=arg: fn(t, arg))
+        for fill, check in ((float("nan"), math.isnan), (float("-inf"), math.isinf)):
+            x = T.full([1, 1] + nd * [3], fill, requires_grad=True)
+            res = call(x)
+            res.backward(T.randn(res.shape))
+            assert check(res.item())
+            x.requires_grad_(False)
+            assert check(call(x).item())
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_fractional_max_pool(T, nd):
+    # TestPoolingNNDeviceType.test_fractional_max_pool2d / test_fractional_max_pool3d (float64,
+    # smaller): fixed samples give a deterministic pool; gradcheck/gradgradcheck batched and
+    # unbatched; bad kernel_size / output_size raise with torch's messages
+    F = T.nn.functional
+    fn = getattr(F, f"fractional_max_pool{nd}d")
+    samples = T.tensor(np.random.RandomState(0).uniform(size=(1, 2, nd)))
+    kernel, out_size = (2,) * nd, (3,) * nd
+
+    def func(x):
+        return fn(x, kernel, output_size=out_size, _random_samples=samples)
+    for shape in ((1, 2) + (5,) * nd, (2,) + (5,) * nd):
+        x = T.randn(shape, dtype=T.double, requires_grad=True)
+        assert func(x).shape == shape[:-nd] + out_size
+        if nd == 2 or len(shape) == nd + 1:
+            assert T.autograd.gradcheck(func, [x])
+            assert T.autograd.gradgradcheck(func, [x])
+    for ks in [(), (1,)] + ([(1, 1)] if nd == 3 else []):
+        with pytest.raises(RuntimeError, match="kernel_size must either"):
+            fn(x, kernel_size=ks, output_size=out_size, _random_samples=samples)
+    names = ("time", "height", "width")[-nd:]
+    bad = [(tuple(9 if j == i else 3 for j in range(nd)), "too large relative to input " + names[i]) for i in range(nd)]
+    bad += [((3,) * n, "output_size must either") for n in range(nd)]
+    for output_size, msg in bad:
+        with pytest.raises(RuntimeError, match=msg):
+            fn(x, kernel, output_size=output_size, _random_samples=samples)
+
+
+def test_FractionalMaxPool3d_zero_sizes(T):
+    # TestPoolingNNDeviceType.test_FractionalMaxPool3d_zero_batch / _zero_out_size / _zero_samples
+    mod = T.nn.FractionalMaxPool3d(3, output_ratio=(0.5, 0.5, 0.5))
+    _check_empty_input(T, mod, T.ones(0, 2, 8, 6, 6))
+    with pytest.raises(RuntimeError, match="Expected input"):
+        mod(T.randn(1, 0, 8, 6, 6))
+    out = T.nn.FractionalMaxPool3d([3, 2, 2], output_size=[0, 1, 1])(T.rand([2, 8, 6, 6]))
+    assert out.shape == (2, 0, 1, 1)
+    mod = T.nn.FractionalMaxPool3d([3, 2, 2], output_size=[1, 1, 1], _random_samples=T.rand([0, 2, 3]))
+    assert mod(T.randn([0, 2, 8, 6, 6])).shape == (0, 2, 1, 1, 1)
+    with pytest.raises(RuntimeError, match="Expect _random_samples"):
+        mod(T.randn([1, 2, 8, 6, 6]))
+
+
+def test_pooling_zero_stride(T):
+    # TestPoolingNNDeviceType.test_pooling_zero_stride: functional and module forms
+    for op, nd in itertools.product(("max", "avg"), (1, 2, 3)):
+        x = T.ones([1, 2] + nd * [4])
+        with pytest.raises(RuntimeError, match=r"stride should not be zero|stride must be greater than zero"):
+            getattr(T.nn.functional, f"{op}_pool{nd}d")(x, kernel_size=2, stride=0)
+        with pytest.raises(RuntimeError, match=r"stride should not be zero|stride must be greater than zero"):
+            getattr(T.nn, f"{op.title()}Pool{nd}d")(kernel_size=2, stride=0)(x)
+
+
+def test_pool_large_size(T):
+    # TestPoolingNNDeviceType.test_pool_large_size (1-D): a length not representable in float32
+    # (16777217) keeps its exact output length
+    x = T.ones([1, 1, 16777217])
+    for op in ("max", "avg"):
+        assert getattr(T.nn.functional, f"{op}_pool1d")(x, 1, stride=1, padding=0).shape[2] == 16777217
+
+
+def test_pool_invalid_size(T):
+    # TestPoolingNNDeviceType.test_pool_invalid_size: a kernel whose windows do not fit raises
+    F = T.nn.functional
+    for op, nd in itertools.product(("max", "avg"), (1, 2, 3)):
+        x = T.ones([1, 1] + nd * [4])
+        with pytest.raises(RuntimeError, match=r"too small|smaller than"):
+            if op == "max":
+                getattr(F, f"max_pool{nd}d_with_indices")(x, 3, stride=2, padding=0, dilation=2)
+            else:
+                getattr(F, f"avg_pool{nd}d")(x, 6, stride=2, padding=0)
+
+
+def test_maxpool3d_non_square_backward(T):
+    # TestPoolingNNDeviceType.test_maxpool3d_non_square_backward (smaller): every position gets a gradient
+    for dim in (2, 3, 4):
+        x = T.randn(tuple(4 if i != dim else 24 for i in range(5))[1:], requires_grad=True)
+        T.nn.functional.max_pool3d(x, kernel_size=(1, 1, 1)).sum().backward()
+        assert T.equal(x.grad, T.ones_like(x.grad))

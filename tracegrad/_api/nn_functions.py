@@ -269,6 +269,9 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
     ``nd`` entries and none negative (RuntimeError)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
+                                  f"input with .float()")
     sp = tuple(input.shape[-nd:])
     seq = isinstance(output_size, (list, tuple))
     if seq and nd > 1 and input.ndim <= len(output_size):
