@@ -886,3 +886,135 @@ def test_maxpool3d_non_square_backward(T):
         x = T.randn(tuple(4 if i != dim else 24 for i in range(5))[1:], requires_grad=True)
         T.nn.functional.max_pool3d(x, kernel_size=(1, 1, 1)).sum().backward()
         assert T.equal(x.grad, T.ones_like(x.grad))
+
+
+# ==== test/nn/test_embedding.py =================================================================
+def _embedding_bag_vs_embedding(T, N, D, B, L, mode="mean", wdtype="float32", dtype="int64", max_norm=None,
+                                per_sample=False, trainable=False, sparse=False, backward=True):
+    """TestEmbeddingNNDeviceType._test_EmbeddingBag_vs_Embedding: an EmbeddingBag over equal-length
+    bags equals Embedding followed by the bag's reduction, values and weight gradients."""
+    wdt, dt = getattr(T, wdtype), getattr(T, dtype)
+    es = T.nn.EmbeddingBag(N, D, mode=mode, sparse=sparse, max_norm=max_norm).to(wdt)
+    e = T.nn.Embedding(N, D, max_norm=max_norm).to(wdt)
+    e.weight.data.copy_(es.weight)
+    ids = T.randint(N, (B, L), dtype=dt)
+    offsets = T.arange(0, B, dtype=dt).mul_(L)
+    go = T.rand(B, D, dtype=wdt)
+    psw = psw_ref = None
+    if per_sample:
+        psw = T.randn(B, L, dtype=wdt).softmax(dim=-1)
+        psw_ref = psw.clone().requires_grad_(trainable)
+        psw.requires_grad_(trainable)
+        out = es(ids.view(-1), offsets, psw.view(-1))
+        ref = (e(ids) * psw_ref.unsqueeze(-1)).sum(1)
+    else:
+        out = es(ids.view(-1), offsets)
+        ref = {"sum": lambda v: v.sum(1), "mean": lambda v: v.mean(1), "max": lambda v: v.max(1)[0]}[mode](e(ids))
+    tol = 1e-5 if wdtype == "float32" else 1e-7
+    assert T.allclose(out, ref, atol=tol, rtol=0)
+    if backward:
+        out.backward(go)
+        ref.backward(go)
+        grad = es.weight.grad.to_dense() if sparse else es.weight.grad
+        assert T.allclose(grad, e.weight.grad, atol=5 * tol, rtol=0)
+        if per_sample and trainable:
+            assert T.allclose(psw.grad, psw_ref.grad, atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("dtype, wdtype", [("int32", "float64"), ("int64", "float32")])
+def test_EmbeddingBag_per_sample_weights_and_no_offsets(T, dtype, wdtype):
+    # TestEmbeddingNNDeviceType.test_EmbeddingBag_per_sample_weights_and_no_offsets (two of its
+    # four sizes): 'sum' with per-sample weights against Embedding, sparse or dense, trainable or not
+    for sparse, trainable in itertools.product((True, False), (True, False)):
+        for size in ((2, 3, 5, 7), (11, 5, 3, 7)):
+            _embedding_bag_vs_embedding(T, *size, mode="sum", wdtype=wdtype, dtype=dtype, per_sample=True,
+                                        trainable=trainable, sparse=sparse)
+
+
+def _check_embedding_bag(T, mode, sparse, wdtype="float64", dtype="int64", odtype="int64", backward=True):
+    """TestEmbeddingNNDeviceType._test_EmbeddingBag: a known example (1-D with empty bags, 2-D),
+    all-empty bags, EmbeddingBag vs Embedding (with max_norm), and the bad input combinations."""
+    wdt, dt, odt = getattr(T, wdtype), getattr(T, dtype), getattr(T, odtype)
+    es = T.nn.EmbeddingBag(5, 2, mode=mode, sparse=sparse).to(wdt)
+    es.weight.data.copy_(T.arange(1, 11).view_as(es.weight).to(wdt))
+    ids = T.tensor([3, 1, 1, 1, 4, 0], dtype=dt)
+    offsets = T.tensor([0, 0, 3, 3, 6], dtype=odt)
+    if mode in ("sum", "mean"):
+        den = 1 if mode == "sum" else 3
+        expected = T.tensor([[13, 16], [13, 16]], dtype=wdt) / den
+        expected_empty = T.tensor([[0, 0], [13, 16], [0, 0], [13, 16], [0, 0]], dtype=wdt) / den
+        expected_grad = T.tensor([[3, 4], [5, 8], [0, 0], [1, 2], [3, 4]], dtype=wdt) / den
+    else:
+        expected = T.tensor([[7, 8], [9, 10]], dtype=wdt)
+        expected_empty = T.tensor([[0, 0], [7, 8], [0, 0], [9, 10], [0, 0]], dtype=wdt)
+        expected_grad = T.tensor([[0, 0], [0, 0], [0, 0], [1, 2], [3, 4]], dtype=wdt)
+    tol = {"float64": 1e-7, "float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-1}[wdtype]
+    out = es(ids, offsets)
+    out.backward(T.tensor([99, 99, 1, 2, 99, 99, 3, 4, 99, 99], dtype=wdt).view(5, 2))
+    grad = es.weight.grad.to_dense() if sparse else es.weight.grad
+    assert T.equal(out, expected_empty) and T.allclose(grad, expected_grad, atol=tol, rtol=0)
+    es.zero_grad()
+    out = es(ids.view(2, -1))
+    out.backward(T.tensor([1, 2, 3, 4], dtype=wdt).view(2, 2))
+    grad = es.weight.grad.to_dense() if sparse else es.weight.grad
+    assert T.equal(out, expected) and T.allclose(grad, expected_grad, atol=tol, rtol=0)
+    es.zero_grad()
+    es(T.tensor([], dtype=dt), T.tensor([0, 0, 0, 0], dtype=odt)).sum().backward()
+    grad = es.weight.grad.to_dense() if es.weight.grad.is_sparse else es.weight.grad
+    assert T.equal(grad, T.zeros_like(es.weight))
+    if wdtype in ("float32", "float64"):
+        kw = dict(mode=mode, sparse=sparse, wdtype=wdtype, dtype=dtype, backward=backward)
+        _embedding_bag_vs_embedding(T, 17, 5, 4, 6, **kw)
+        _embedding_bag_vs_embedding(T, 2, 1, 2, 2, max_norm=3, **kw)
+    es = T.nn.EmbeddingBag(10, 20, mode=mode, sparse=sparse)
+    x = T.ones(3, 4, dtype=dt)
+    offset = T.arange(0, 3, dtype=odt)
+    with pytest.raises(ValueError):
+        es(x, offset)
+    with pytest.raises(ValueError):
+        es(x.view(-1))
+    offset[0] = 1
+    with pytest.raises(RuntimeError):
+        es(x.view(-1), offset)
+    offset[0], offset[-1] = 0, 100
+    with pytest.raises(RuntimeError):
+        es(x.view(-1), offset)
+
+
+@pytest.mark.parametrize("dtype, odtype, wdtype", [("int32", "int64", "float64"), ("int64", "int32", "float32")])
+def test_embedding_bag_device(T, dtype, odtype, wdtype):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_device (float/double weights; the CPU
+    # sparse-backward comparison runs for double only, as the original)
+    kw = dict(wdtype=wdtype, dtype=dtype, odtype=odtype)
+    for mode, sparse in (("sum", False), ("mean", False), ("max", False), ("sum", True), ("mean", True)):
+        _check_embedding_bag(T, mode, sparse, backward=not sparse or wdtype == "float64", **kw)
+
+
+@pytest.mark.parametrize("wdtype, modes", [("bfloat16", ("sum", "mean")), ("float16", ("sum",))])
+def test_embedding_bag_reduced_floating(T, wdtype, modes):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_bfloat16 / test_embedding_bag_half (sparse)
+    for mode in modes:
+        _check_embedding_bag(T, mode, True, wdtype=wdtype, dtype="int32", odtype="int64")
+
+
+def test_embedding_bag_non_contiguous_weight(T):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_non_contiguous_weight: a strided weight gives the
+    # contiguous weight's bags, in every mode
+    w = T.randn(3, 4)[:, :3]
+    assert not w.is_contiguous()
+    index, offsets = T.tensor([0, 1, 2]), T.tensor([0, 2], dtype=T.int32)
+    for mode in ("sum", "mean", "max"):
+        assert T.equal(T.nn.functional.embedding_bag(input=index, weight=w, offsets=offsets, mode=mode),
+                       T.nn.functional.embedding_bag(input=index, weight=w.clone().contiguous(), offsets=offsets,
+                                                     mode=mode))
+
+
+@pytest.mark.parametrize("bag_grad, psw_grad", [(True, True), (True, False), (False, True), (False, False)])
+def test_embedding_bag_per_sample_weights_grad(T, bag_grad, psw_grad):
+    # TestEmbeddingNNDeviceType.test_embedding_bag_per_sample_weights_grad (smaller table): frozen
+    # or trainable table and per-sample weights both run, and the output requires grad when either does
+    bag = T.nn.EmbeddingBag(16, 8, mode="sum")
+    bag.requires_grad_(bag_grad)
+    w = T.rand(3, 4, requires_grad=psw_grad)
+    out = bag(T.arange(1, 5).expand(3, -1), per_sample_weights=T.nn.functional.softmax(w, dim=-1))
+    assert out.shape == (3, 8) and out.requires_grad == (bag_grad or psw_grad)
