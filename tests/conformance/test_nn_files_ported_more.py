@@ -4,8 +4,10 @@ test_embedding.py, test_parametrization.py): the CPU tests the first ports
 the ``T`` fixture or as ``run_both`` programs, so every body runs under torch 2.13 (the oracle) and
 under tracegrad. Each test names its original. CUDA/cuDNN/MKLDNN/quantized/TorchScript and
 backend-selection tests are skipped; sizes are cut down to keep the file fast."""
+import copy
 import itertools
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -1018,3 +1020,361 @@ def test_embedding_bag_per_sample_weights_grad(T, bag_grad, psw_grad):
     w = T.rand(3, 4, requires_grad=psw_grad)
     out = bag(T.arange(1, 5).expand(3, -1), per_sample_weights=T.nn.functional.softmax(w, dim=-1))
     assert out.shape == (3, 8) and out.requires_grad == (bag_grad or psw_grad)
+
+
+# ==== test/nn/test_parametrization.py ===========================================================
+def _parametrize(T):
+    import importlib
+    return importlib.import_module(T.__name__ + ".nn.utils.parametrize")
+
+
+def _simple_parametrizations(T):
+    """AddOne / Double (with right_inverse) / MinusOne / RankOne, as the original defines them."""
+    class AddOne(T.nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+    class Double(T.nn.Module):
+        def forward(self, x):
+            return 2.0 * x
+
+        def right_inverse(self, x):
+            return 0.5 * x
+
+    class MinusOne(T.nn.Module):
+        def forward(self, x):
+            return x - 1.0
+
+    class RankOne(T.nn.Module):
+        def forward(self, x, y):
+            return x.unsqueeze(-1) @ y.unsqueeze(-2)
+
+        def right_inverse(self, Y):
+            U, S, Vh = T.linalg.svd(Y, full_matrices=False)
+            s0_sqrt = S[0].sqrt().unsqueeze(-1)
+            return U[..., :, 0] * s0_sqrt, Vh[..., 0, :] * s0_sqrt
+    return AddOne, Double, MinusOne, RankOne
+
+
+def test_transfer_parametrizations_and_params_variants(T):
+    # TestNNParametrization.test_transfer_parametrizations_and_params_right_inverse /
+    # _single_param / _many_to_one (to a plain Linear instead of a QAT one): values and originals
+    # transferred, only the named tensor when one is given, the source left unchanged
+    P = _parametrize(T)
+    AddOne, Double, MinusOne, RankOne = _simple_parametrizations(T)
+    model = T.nn.Linear(5, 5)
+    P.register_parametrization(model, "weight", Double())
+    hold = model.weight
+    to_model = T.nn.Linear(5, 5)
+    P.transfer_parametrizations_and_params(model, to_model)
+    assert T.equal(model.weight, to_model.weight) and T.equal(hold, model.weight)
+    assert T.equal(model.parametrizations.weight.original, to_model.parametrizations.weight.original)
+
+    model = T.nn.Linear(5, 5)
+    for name in ("weight", "bias"):
+        for p in (AddOne(), Double(), MinusOne()):
+            P.register_parametrization(model, name, p)
+    to_model = T.nn.Linear(5, 5)
+    P.transfer_parametrizations_and_params(model, to_model, "weight")
+    assert T.equal(model.weight, to_model.weight) and "bias" not in to_model.parametrizations
+    assert T.equal(model.parametrizations.weight.original, to_model.parametrizations.weight.original)
+
+    model = T.nn.Linear(3, 3)
+    P.register_parametrization(model, "weight", RankOne())
+    P.register_parametrization(model, "weight", Double())
+    hold = model.weight
+    to_model = T.nn.Linear(3, 3)
+    P.transfer_parametrizations_and_params(model, to_model)
+    assert P.is_parametrized(to_model, "weight") and T.allclose(model.weight, to_model.weight)
+    for k in ("original0", "original1"):
+        assert T.equal(getattr(model.parametrizations.weight, k), getattr(to_model.parametrizations.weight, k))
+    assert T.equal(hold, model.weight)
+    model.test_param = T.nn.Parameter(T.randn(3, 3))
+    assert not hasattr(to_model, "test_param")
+    P.register_parametrization(model, "test_param", RankOne())
+    hold = model.test_param
+    P.transfer_parametrizations_and_params(model, to_model, "test_param")
+    assert T.allclose(model.test_param, to_model.test_param) and T.equal(hold, model.test_param)
+    for k in ("original0", "original1"):
+        assert T.equal(getattr(model.parametrizations.test_param, k), getattr(to_model.parametrizations.test_param, k))
+
+
+def test_register_parametrization_no_grad(T):
+    # TestNNParametrization.test_register_parametrization_no_grad: a frozen tensor's originals stay frozen
+    class SplitAndCat(T.nn.Module):
+        def right_inverse(self, x):
+            return T.split(x, x.shape[1] // 2)
+
+        def forward(self, x0, x1):
+            return T.cat([x0, x1])
+    model = T.nn.Linear(8, 8)
+    model.weight.requires_grad = False
+    _parametrize(T).register_parametrization(model, "weight", SplitAndCat())
+    assert not model.weight.requires_grad
+    assert not model.parametrizations.weight.original0.requires_grad
+    assert not model.parametrizations.weight.original1.requires_grad
+
+
+def test_new_spectral_norm_structure(T):
+    # TestNNParametrization.test_new_spectral_norm (structure part): _u/_v buffers, a trainable
+    # original, weight neither a buffer nor a parameter; registering it twice and on the bias;
+    # removing restores plain parameters
+    P, SN = _parametrize(T), T.nn.utils.parametrizations.spectral_norm
+    m = SN(T.nn.Linear(5, 7).double())
+    snm = m.parametrizations.weight[0]
+    assert snm._u.size() == (7,) and "_u" in snm._buffers and "_v" in snm._buffers
+    assert "original" in m.parametrizations.weight._parameters
+    assert "weight" not in m._buffers and "weight" not in m._parameters
+    orig = m.parametrizations.weight.original
+    assert orig.size() == m.weight.size() and orig.stride() == m.weight.stride()
+    m = P.remove_parametrizations(m, "weight")
+    assert not hasattr(m, "parametrizations") and "weight" in m._parameters
+    m = SN(SN(SN(m, "weight"), "weight"), "bias")
+    m = P.remove_parametrizations(m, "bias")
+    assert "bias" in m._parameters and hasattr(m, "parametrizations") and "weight" not in m._parameters
+    m = P.remove_parametrizations(m, "weight")
+    assert not hasattr(m, "parametrizations") and "weight" in m._parameters and not P.is_parametrized(m)
+
+
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_new_spectral_norm_train_eval(T, requires_grad):
+    # TestNNParametrization.test_new_spectral_norm (CPU, no DataParallel; float64): training
+    # updates u/v and reaches the original; gradcheck through two forwards and through mixed
+    # train/eval forwards with u/v reset; removing in eval keeps the output; eval repeats the
+    # last training output without touching u/v
+    P, SN = _parametrize(T), T.nn.utils.parametrizations.spectral_norm
+
+    def get_modules():
+        m = T.nn.Linear(3, 4).double()
+        m.weight.requires_grad_(requires_grad)
+        m = SN(m)
+        return m, m.parametrizations.weight[0]
+    x = T.randn(2, 3, dtype=T.double)
+    m, snm = get_modules()
+    u0, v0 = snm._u.clone(), snm._v.clone()
+    opt = T.optim.SGD(m.parameters(), lr=0.1)
+    opt.zero_grad()
+    m(x).sum().backward()
+    opt.step()
+    out = m(x)
+    if requires_grad:
+        assert not T.equal(u0, snm._u) and not T.equal(v0, snm._v)
+        T.autograd.grad(out.sum(), m.parametrizations.weight.original)
+    saved_u, saved_v = snm._u.clone(), snm._v.clone()
+
+    def twice(inp):
+        snm._u.data.copy_(saved_u)
+        snm._v.data.copy_(saved_v)
+        return m(inp) + m(inp)
+    twice(x.clone().requires_grad_()).sum().backward()
+    assert T.autograd.gradcheck(twice, (x.clone().requires_grad_(),), check_batched_grad=False)
+    for runs in (1, 3):
+        m, _ = get_modules()
+        for _ in range(runs):
+            pre = m(x).detach()
+        m.eval()
+        m = P.remove_parametrizations(m, "weight")
+        assert T.allclose(m(x), pre)
+    m, snm = get_modules()
+    m(x)
+    last = m(x)
+    last_u, last_v = snm._u.clone(), snm._v.clone()
+    m.zero_grad()
+    m.eval()
+    eval_out = m(x)
+    assert T.allclose(eval_out, last) and T.allclose(eval_out, m(x))
+    assert T.equal(last_u, snm._u) and T.equal(last_v, snm._v)
+    saved_u, saved_v = snm._u.clone(), snm._v.clone()
+
+    def mixed(inp):
+        snm._u.data.copy_(saved_u)
+        snm._v.data.copy_(saved_v)
+        outs = []
+        for train in (True, False, True, False):
+            m.train(train)
+            outs.append(m(inp))
+        return sum(outs)
+    assert T.autograd.gradcheck(mixed, (x.clone().requires_grad_(),))
+    if requires_grad:
+        assert T.autograd.gradcheck(lambda w: m(x), (m.parametrizations.weight.original,))
+
+
+@pytest.mark.parametrize("activate_times", [0, 3])
+def test_new_spectral_norm_load_state_dict(T, activate_times):
+    # TestNNParametrization.test_new_spectral_norm_load_state_dict: the state_dict keys, strict and
+    # non-strict loading with missing/extra keys, and outputs after reloading into a re-wrapped module
+    P, SN = _parametrize(T), T.nn.utils.parametrizations.spectral_norm
+    inp = T.randn(2, 3)
+    snm = SN(T.nn.Linear(3, 5))
+    snm.train()
+    for _ in range(activate_times):
+        snm(inp)
+    state_dict = copy.deepcopy(snm.state_dict())
+    assert set(state_dict) == {"parametrizations.weight.original", "bias", "parametrizations.weight.0._v",
+                               "parametrizations.weight.0._u"}
+    loose = copy.deepcopy(state_dict)
+    loose["nonsense"] = "nonsense"
+    with pytest.raises(RuntimeError, match=r'Unexpected key\(s\) in state_dict: "nonsense"'):
+        snm.load_state_dict(loose, strict=True)
+    snm.load_state_dict(loose, strict=False)
+    for key in ("parametrizations.weight.original", "parametrizations.weight.0._u", "parametrizations.weight.0._v"):
+        del loose[key]
+        snm.load_state_dict(loose, strict=False)
+    loose["weight"] = snm.weight.detach().clone()
+    snm.load_state_dict(loose, strict=False)
+    del loose._metadata["parametrizations.weight.0"]
+    snm.load_state_dict(loose, strict=False)
+    del loose["weight"]
+    snm.load_state_dict(loose, strict=False)
+    del loose["bias"]
+    snm.load_state_dict(loose, strict=False)
+
+    def outputs(module):
+        with T.no_grad():
+            res = []
+            for train in (False, True, True, False):
+                module.train(train)
+                res.append(module(inp))
+        return res
+    snm = SN(P.remove_parametrizations(snm, "weight"))
+    snm.load_state_dict(state_dict)
+    first = outputs(snm)
+    snm = SN(P.remove_parametrizations(snm, "weight"))
+    snm.load_state_dict(state_dict)
+    for a, b in zip(first, outputs(snm)):
+        assert T.allclose(a, b)
+
+
+def test_new_spectral_norm_dim_forward_value(T):
+    # TestNNParametrization.test_new_spectral_norm_dim / test_new_spectral_norm_forward /
+    # test_new_spectral_norm_value (float): u follows dim 1 of a transposed conv's weight; one
+    # power-iteration step by hand gives the module's output; a diagonal weight is divided by
+    # its largest entry
+    SN, F = T.nn.utils.parametrizations.spectral_norm, T.nn.functional
+    m = SN(T.nn.ConvTranspose2d(3, 4, (2, 3)))
+    m(T.randn(2, 3, 4, 5))
+    assert m.parametrizations.weight[0]._u.shape == m.parametrizations.weight.original[0, :, 0, 0].shape
+    x = T.randn(3, 5)
+    m = SN(T.nn.Linear(5, 7))
+    snm = m.parametrizations.weight[0]
+    w = m.parametrizations.weight.original
+    w_mat = w.view(w.size(0), -1)
+    u = F.normalize(T.mv(w_mat, snm._v), dim=0, eps=1e-12)
+    v = F.normalize(T.mv(w_mat.t(), u), dim=0, eps=1e-12)
+    w.data /= T.dot(u, T.matmul(w_mat, v))
+    assert T.allclose(m(x), F.linear(x, w, m.bias), atol=1e-6)
+    m = T.nn.Linear(2, 2)
+    with T.no_grad():
+        d = T.diagonal(m.weight)
+        m.weight = T.nn.Parameter(T.diag(d))
+        SN(m)
+        assert T.allclose(m.weight.data, T.diag(d / d.abs().max()), atol=1e-6)
+
+
+@pytest.mark.parametrize("map_name, triv", [("matrix_exp", True), ("cayley", False), ("householder", False),
+                                             ("householder", True)])
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5)])
+def test_orthogonal_parametrization(T, map_name, triv, shape):
+    # TestNNParametrization.test_orthogonal_parametrization (float32, Linear; four of its six
+    # map/trivialization pairs): orthogonal weights, initialised to the Q of the QR of the weight
+    # when the map can be initialised, assignment of orthogonal / arbitrary matrices (or
+    # NotImplementedError), and gradients zero on the diagonal and the unused triangle
+    orth = T.nn.utils.parametrizations.orthogonal
+
+    def assert_orthogonal(X):
+        if X.size(-2) < X.size(-1):
+            X = X.mT
+        eye = T.eye(X.size(-1))
+        assert T.allclose(X.mH @ X, eye, atol=10 * X.size(-2) * 1.2e-7, rtol=0)
+
+    def assert_is_Q_of(weight, W):
+        wide = W.size(-2) < W.size(-1)
+        Q, R = T.linalg.qr(W.mT if wide else W)
+        Q = Q * R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+        assert T.allclose(Q.mT if wide else Q, weight, atol=1e-5, rtol=0)
+    can_init = triv or map_name == "householder"
+    m = T.nn.Linear(*shape)
+    w_init = m.weight.detach().clone()
+    orth(m, "weight", map_name, use_trivialization=triv)
+    assert m.weight.shape == w_init.shape
+    assert_orthogonal(m.weight)
+    if can_init:
+        assert_is_Q_of(m.weight, w_init)
+    wide = w_init.size(-2) < w_init.size(-1)
+    X = T.randn_like(m.weight)
+    w_new = T.linalg.qr(X.mT if wide else X).Q
+    w_new = w_new.mT if wide else w_new
+    for new, check in ((w_new, lambda: T.allclose(w_new, m.weight, atol=1e-5, rtol=0)),
+                       (T.randn_like(m.weight), None)):
+        if can_init:
+            m.weight = new
+            assert check() if check else (assert_is_Q_of(m.weight, new) or True)
+        else:
+            with pytest.raises(NotImplementedError, match="assign to the matrix exponential or the Cayley"):
+                m.weight = new
+    opt = T.optim.SGD(m.parameters(), lr=0.1)
+    x = T.randn(3, shape[0])
+    for _ in range(2):
+        opt.zero_grad()
+        m(x).norm().backward()
+        grad = m.parametrizations.weight.original.grad
+        zeros = grad.triu(1) if grad.size(-2) >= grad.size(-1) else grad.tril(-1)
+        assert T.equal(zeros, T.zeros_like(zeros))
+        diag = grad.diagonal(dim1=-2, dim2=-1)
+        assert T.equal(diag, T.zeros_like(diag))
+        opt.step()
+        assert_orthogonal(m.weight)
+
+
+def test_orthogonal_householder_complex_and_errors(T):
+    # TestNNParametrization.test_orthogonal_parametrization (complex householder) / test_orthogonal_errors
+    orth = T.nn.utils.parametrizations.orthogonal
+    with pytest.raises(ValueError, match="householder parametrization does not support complex tensors"):
+        orth(T.nn.Linear(3, 3, dtype=T.complex64), "weight", "householder")
+    m = T.nn.Linear(3, 4)
+    with pytest.raises(ValueError, match="has to be one of"):
+        orth(m, "weight", "foo")
+    with pytest.raises(ValueError, match="Expected a matrix"):
+        orth(m, "bias")
+    orth(m, "weight")
+    with pytest.raises(ValueError, match="matrices of shape"):
+        m.weight = T.randn(5, 5)
+    _parametrize(T).remove_parametrizations(m, "weight")
+
+
+def test_weight_norm_compat_pickle_deepcopy(T):
+    # TestNNParametrization.test_weight_norm_state_dict_compat / test_weight_norm_pickle /
+    # test_weight_norm_deepcopy: the old weight_norm's state_dict loads into the parametrization;
+    # pickling raises pointing to state_dict; a deepcopy computes the same output
+    with pytest.warns(FutureWarning, match="deprecated"):
+        m = T.nn.utils.weight_norm(T.nn.Linear(4, 5))
+    m2 = T.nn.utils.parametrizations.weight_norm(T.nn.Linear(4, 5))
+    m2.load_state_dict(m.state_dict())
+    x = T.randn(3, 4)
+    assert T.allclose(m(x), m2(x))
+    with pytest.raises(RuntimeError, match="state_dict"):
+        pickle.dumps(m2)
+    assert T.allclose(m2(x), copy.deepcopy(m2)(x))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_weight_norm_parametrization_dtypes(T, dtype):
+    # TestNNParametrizationDevice.test_weight_norm_parametrization (float and bfloat16): g/v
+    # shapes for dim 0, 1 and None, outputs unchanged by adding or removing the parametrization
+    dt = getattr(T, dtype)
+    P, WN = _parametrize(T), T.nn.utils.parametrizations.weight_norm
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == "float32" else dict(atol=2e-2, rtol=2e-2)
+    x = T.randn(3, 4, dtype=dt)
+    m = T.nn.Linear(4, 5, dtype=dt)
+    expected = m(x)
+    m = WN(m)
+    assert m.parametrizations.weight.original1.size() == m.weight.size()
+    assert m.parametrizations.weight.original0.size() == (5, 1)
+    assert T.allclose(m(x), expected, **tol)
+    P.remove_parametrizations(m, "weight")
+    assert not hasattr(m, "parametrizations") and T.allclose(m(x), expected, **tol)
+    m = WN(m, dim=1)
+    assert m.parametrizations.weight.original0.size() == (1, 4) and T.allclose(m(x), expected, **tol)
+    m = T.nn.Linear(4, 5, dtype=dt)
+    expected = m(x)
+    assert T.allclose(WN(m, dim=None)(x), expected, **tol)
