@@ -92,7 +92,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     Input ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``; weight ``(C_out, C_in/groups, *k)``
     (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
     Raises RuntimeError on channel/shape mismatches, and (transposed) for an ``output_padding`` not
-    smaller than the stride or the dilation of its dim."""
+    smaller than the stride or the dilation of its dim; TypeError when input or weight is not a
+    Tensor. An input with zero channels gives an output with zero channels, as torch's empty path."""
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"convolution(): input and weight must be Tensors, got {type(input).__name__} and "
                         f"{type(weight).__name__}")
@@ -268,7 +269,8 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
-    ``nd`` entries and none negative (RuntimeError)."""
+    ``nd`` entries and none negative (RuntimeError); an integer or bool input is
+    NotImplementedError (torch has no integer adaptive pooling kernels)."""
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
                                   f"input with .float()")
