@@ -138,14 +138,23 @@ def test_Conv_groups_match_split_convs(T, nd, cin, cout, bias):
         assert T.allclose(m.bias.grad, T.cat(bgrads, 0), atol=1e-4)
 
 
-def test_conv_tbc(T, request):
-    # TestConvolutionNN.test_conv_tbc: gradcheck of conv_tbc (time, batch, channel layout) in float64
-    if not hasattr(T, "conv_tbc"):
-        xfail_tracegrad(request, T, "torch.conv_tbc is not implemented")
+def test_conv_tbc(T):
+    # TestConvolutionNN.test_conv_tbc: gradcheck of F.conv_tbc (time, batch, channel layout) in float64
     inp = T.randn(5, 2, 3, dtype=T.double, requires_grad=True)
     weight = T.randn(3, 3, 4, dtype=T.double, requires_grad=True)
     bias = T.randn(4, dtype=T.double, requires_grad=True)
-    assert T.autograd.gradcheck(lambda i, w, b: T.conv_tbc(i, w, b, 2), (inp, weight, bias))
+    assert T.autograd.gradcheck(lambda i, w, b: T.nn.functional.conv_tbc(i, w, b, 2), (inp, weight, bias))
+
+
+def test_conv_tbc_values():
+    # TestConvolutionNN.test_conv_tbc: values and gradients against torch (top-level spelling)
+    def program(T, log):
+        x, w, b = (randn(T, s, i, requires_grad=True) for i, s in enumerate([(6, 2, 3), (3, 3, 4), (4,)]))
+        out = T.conv_tbc(x, w, b, 1)
+        out.backward(randn(T, tuple(out.shape), 5))
+        log("out", out)
+        log("grads", [x.grad, w.grad, b.grad])
+    run_both(program)
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
