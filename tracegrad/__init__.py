@@ -269,6 +269,7 @@ from ._linalg_functions import (  # noqa: E402
     triangular_solve as triangular_solve, matrix_exp as matrix_exp, geqrf as geqrf, orgqr as orgqr, ormqr as ormqr
 )
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
+from .nn.functional import conv_tbc as conv_tbc  # noqa: E402
 # torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)
 from .nn._toplevel import (  # noqa: E402
     alpha_dropout as alpha_dropout, alpha_dropout_ as alpha_dropout_, bilinear as bilinear, celu_ as celu_,

@@ -92,7 +92,11 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     Input ``(N, C_in, *spatial)`` or unbatched ``(C_in, *spatial)``; weight ``(C_out, C_in/groups, *k)``
     (``(C_in, C_out/groups, *k)`` when transposed). grad_fn ``ConvolutionBackward0``.
     Raises RuntimeError on channel/shape mismatches, and (transposed) for an ``output_padding`` not
-    smaller than the stride or the dilation of its dim."""
+    smaller than the stride or the dilation of its dim; TypeError when input or weight is not a
+    Tensor. An input with zero channels gives an output with zero channels, as torch's empty path."""
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"convolution(): input and weight must be Tensors, got {type(input).__name__} and "
+                        f"{type(weight).__name__}")
     input, weight, bias = _autocast.cast("lower", "convolution", input, weight, bias)
     nd = weight.ndim - 2
     unbatched = input.ndim == nd + 1
@@ -148,6 +152,8 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     out = apply_op(OPS["convolution"], (input, weight, bias),
                    (("stride", stride), ("padding", pads), ("dilation", dilation), ("transposed", bool(transposed)),
                     ("output_padding", _tup(output_padding, nd)), ("groups", int(groups))))
+    if cin == 0 and not transposed:   # torch's empty-input path keeps the input's zero channels
+        out = out.narrow(1, 0, 0)
     return out.squeeze(0) if unbatched else out
 
 
@@ -263,7 +269,11 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
-    ``nd`` entries and none negative (RuntimeError)."""
+    ``nd`` entries and none negative (RuntimeError); an integer or bool input is
+    NotImplementedError (torch has no integer adaptive pooling kernels)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
+                                  f"input with .float()")
     sp = tuple(input.shape[-nd:])
     seq = isinstance(output_size, (list, tuple))
     if seq and nd > 1 and input.ndim <= len(output_size):

@@ -197,7 +197,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     ``return_indices`` also gives int64 flat indices into ``D*H*W``.
     grad_fn ``MaxPool3DWithIndicesBackward0``."""
     _check_pool3d(input, "max_pool3d")
-    k, s, p, d = _pool_args(3, kernel_size, stride, padding, dilation, "max_pool3d")
+    k, s, p, d = _pool_args(3, kernel_size, stride, padding, dilation, "max_pool3d", input, ceil_mode)
     name = "max_pool3d_with_indices" if return_indices else "max_pool3d"
     return apply_op(OPS[name], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
                                           ("ceil_mode", bool(ceil_mode))))
@@ -207,7 +207,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     """Mirrors ``torch._C._nn.avg_pool3d``. grad_fn ``AvgPool3DBackward0``."""
     _check_pool3d(input, "avg_pool3d")
-    k, s, p, _ = _pool_args(3, kernel_size, stride, padding, 1, "avg_pool3d")
+    k, s, p, _ = _pool_args(3, kernel_size, stride, padding, 1, "avg_pool3d", input, ceil_mode)
     return apply_op(OPS["avg_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),

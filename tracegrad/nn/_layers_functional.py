@@ -123,6 +123,9 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"adaptive_max_pool3d_cpu\" not implemented for '{input.dtype}'; convert the "
+                                  "input with .float()")
     out = _tuple(output_size, 3)
     if len(out) != 3:
         raise RuntimeError(f"adaptive_max_pool3d(): internal error: output_size.size() must be 3, got {len(out)}")
@@ -265,15 +268,22 @@ def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_i
         raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     spatial = tuple(input.shape[-n:])
     k = _tuple(kernel_size, n)
+    if len(k) != n:
+        raise RuntimeError(f"{name}(): kernel_size must either be a single int or a tuple of {n} ints, got "
+                           f"{kernel_size}")
     if output_size is None:
         ratio = _tuple(output_ratio, n)
         if len(ratio) != n:
             raise ValueError(f"{name} requires output_ratio to either be a single Int or tuple of Ints.")
         output_size = [int(s * r) for s, r in zip(spatial, ratio)]
     out = [int(o) for o in _tuple(output_size, n)]
+    if len(out) != n:
+        raise RuntimeError(f"{name}(): output_size must either be a single int or a tuple of {n} ints, got "
+                           f"{output_size}")
     dims = ["time", "height", "width"][-n:]
     for d in range(n):
-        if out[d] + k[d] - 1 > spatial[d]:
+        # torch's 3-D kernel wants out + k - 1 strictly below the input size, its 2-D kernel allows equality
+        if out[d] + k[d] - 1 > spatial[d] - (n == 3):
             raise RuntimeError(f"{name}(): pool {dims[d]} {k[d]} too large relative to input {dims[d]} "
                                f"{spatial[d]}")
     batched = input.dim() == n + 2

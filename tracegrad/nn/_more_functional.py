@@ -13,7 +13,7 @@ from . import _reduction
 from ._vision_functional import pairwise_distance
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout", "prelu", "glu",
-           "hardswish", "hardsigmoid", "rms_norm", "gumbel_softmax", "triplet_margin_loss"]
+           "hardswish", "hardsigmoid", "rms_norm", "gumbel_softmax", "triplet_margin_loss", "conv_tbc"]
 
 _SELU_ALPHA = 1.7580993408473766   # -scale * alpha of SELU: the value a dropped unit takes before the affine fix
 
@@ -119,6 +119,25 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     entry per ``input[n, c]``. Raises: ValueError for p outside [0, 1]; RuntimeError for 0-D/1-D."""
     _check_p(p)
     return _dropout_core(input, p, training, inplace, feature=True, alpha=True)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """Mirrors ``torch.conv_tbc`` / ``F.conv_tbc``: a 1-D convolution in (time, batch, channel)
+    layout. input ``(T, B, C_in)``, weight ``(K, C_in, C_out)``, bias ``(C_out,)``, ``pad`` zeros
+    on both ends of time; output ``(T + 2 * pad - K + 1, B, C_out)``. RuntimeError for inputs of
+    the wrong rank or mismatched channel counts."""
+    for t, nd, what in ((input, 3, "input"), (weight, 3, "weight"), (bias, 1, "bias")):
+        if t.dim() != nd:
+            raise RuntimeError(f"conv_tbc: {what} must have {nd} dims, got {list(t.shape)}")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"conv_tbc: Input dim 2 (input channels) is not == dim 1 in the weight tensor "
+                           f"({input.shape[2]} vs {weight.shape[1]})")
+    if bias.shape[0] != weight.shape[2]:
+        raise RuntimeError(f"conv_tbc: Bias size must equal dim 2 in the weight tensor ({bias.shape[0]} vs "
+                           f"{weight.shape[2]})")
+    # the same cross-correlation as conv1d over (B, C_in, T) with a (C_out, C_in, K) weight
+    out = tracegrad.nn.functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
 
 
 def prelu(input, weight):

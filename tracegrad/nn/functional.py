@@ -39,7 +39,8 @@ from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, h
                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
                            triplet_margin_with_distance_loss)
 from ._more_functional import (alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,  # noqa: F401,E402
-                               glu, gumbel_softmax, hardsigmoid, hardswish, prelu, rms_norm, triplet_margin_loss)
+                               glu, gumbel_softmax, hardsigmoid, hardswish, prelu, rms_norm, triplet_margin_loss,
+                               conv_tbc)
 
 _nn = _F._nn
 

@@ -36,6 +36,14 @@ def weight_norm(module, name="weight", dim=0):
     if dim is not None and dim < -1:
         dim = dim + getattr(module, name).dim()
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def _old_weight_norm_keys(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        # a state_dict saved by the older nn.utils.weight_norm holds <name>_g / <name>_v: load them as g and v
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+    module._register_load_state_dict_pre_hook(_old_weight_norm_keys)
     return module
 
 
