@@ -68,6 +68,10 @@ short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble, chalf = complex64, complex128, complex32
 bit = uint1  # noqa: F821  (set just above, with the other dtypes without storage)
 
+# torch's numeric constants: Python floats (math's), and None for indexing (``x[:, torch.newaxis]``)
+from math import e as e, inf as inf, nan as nan, pi as pi  # noqa: E402
+newaxis = None
+
 from ._ops.dtype_info import finfo as finfo, iinfo as iinfo  # noqa: E402
 from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
 from ._tensor.layout import layout as layout, sparse_coo as sparse_coo, strided as strided  # noqa: E402

@@ -1,0 +1,413 @@
+"""A fifth round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), as in
+``test_public_programs_round4.py``: each keeps its program's code at tiny sizes (fewer epochs,
+smaller hidden sizes), with numpy-seeded data and parameters (``init_params``/``randn``) in
+place of downloads and random streams. The full programs ran unchanged through a ``torch`` ->
+tracegrad import alias (a meta-path finder) with tiny flags and a stand-in ``torchvision``
+(datasets of random images). Here the programs' ``import torch.x as y`` lines are attribute
+lookups on the module under test.
+"""
+import numpy as np
+import pytest
+
+from parity import init_params, np_randn, randn, run_both
+
+torch = pytest.importorskip("torch")
+
+
+def _vocab(sentences):
+    """graykode's ``list(set(words))`` vocabulary, sorted: set order is per process, and both
+    runs must number the words alike."""
+    return sorted(set(" ".join(sentences).split()))
+
+
+def _train(torch, model, inputs, targets, steps, log, lr=0.001, call=None):
+    """graykode's training loop: Adam, CrossEntropyLoss, ``steps`` epochs; logs each loss."""
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for epoch in range(steps):
+        optimizer.zero_grad()
+        output = call(model) if call else model(inputs)
+        loss = criterion(output, targets)
+        log("cost", loss)
+        loss.backward()
+        optimizer.step()
+
+
+# graykode/nlp-tutorial 1-1.NNLM/NNLM.py (Embedding .view to n_step * m, tanh(d + H(X)),
+# b + W(X) + U(tanh) with bare Parameters, LongTensor lists) and 1-2.Word2Vec/
+# Word2Vec-Skipgram(Softmax).py (one-hot rows through torch.Tensor(list of arrays), W/WT
+# Linear layers, the embedding read back as W[0][i].item()); fixed batches in place of
+# np.random.choice
+def test_graykode_nnlm_and_word2vec():
+    def program(torch, log):
+        nn = torch.nn
+        sentences = ["i like dog", "i love coffee", "i hate milk"]
+        word_list = _vocab(sentences)
+        word_dict = {w: i for i, w in enumerate(word_list)}
+        number_dict = {i: w for i, w in enumerate(word_list)}
+        n_class, n_step, n_hidden, m = len(word_dict), 2, 2, 2
+
+        class NNLM(nn.Module):
+            def __init__(self):
+                super(NNLM, self).__init__()
+                self.C = nn.Embedding(n_class, m)
+                self.H = nn.Linear(n_step * m, n_hidden, bias=False)
+                self.d = nn.Parameter(torch.ones(n_hidden))
+                self.U = nn.Linear(n_hidden, n_class, bias=False)
+                self.W = nn.Linear(n_step * m, n_class, bias=False)
+                self.b = nn.Parameter(torch.ones(n_class))
+
+            def forward(self, X):
+                X = self.C(X)
+                X = X.view(-1, n_step * m)
+                tanh = torch.tanh(self.d + self.H(X))
+                output = self.b + self.W(X) + self.U(tanh)
+                return output
+
+        input_batch = torch.LongTensor([[word_dict[n] for n in sen.split()[:-1]] for sen in sentences])
+        target_batch = torch.LongTensor([word_dict[sen.split()[-1]] for sen in sentences])
+        model = init_params(torch, NNLM(), 0, scale=1.0)
+        _train(torch, model, input_batch, target_batch, 5, log, lr=0.01)
+        predict = model(input_batch).data.max(1, keepdim=True)[1]
+        print([sen.split()[:2] for sen in sentences], '->', [number_dict[n.item()] for n in predict.squeeze()])
+
+        sentences = ["apple banana fruit", "banana orange fruit", "orange banana fruit",
+                     "dog cat animal", "cat monkey animal", "monkey dog animal"]
+        word_sequence = " ".join(sentences).split()
+        word_list = _vocab(sentences)
+        word_dict = {w: i for i, w in enumerate(word_list)}
+        voc_size, embedding_size = len(word_list), 2
+        skip_grams = []
+        for i in range(1, len(word_sequence) - 1):
+            target = word_dict[word_sequence[i]]
+            for w in [word_dict[word_sequence[i - 1]], word_dict[word_sequence[i + 1]]]:
+                skip_grams.append([target, w])
+
+        class Word2Vec(nn.Module):
+            def __init__(self):
+                super(Word2Vec, self).__init__()
+                self.W = nn.Linear(voc_size, embedding_size, bias=False)
+                self.WT = nn.Linear(embedding_size, voc_size, bias=False)
+
+            def forward(self, X):
+                return self.WT(self.W(X))
+
+        model = init_params(torch, Word2Vec(), 1, scale=1.0)
+        criterion = nn.CrossEntropyLoss()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        for epoch in range(4):
+            picks = [(2 * epoch + k) % len(skip_grams) for k in (0, 5)]
+            input_batch = torch.Tensor([np.eye(voc_size)[skip_grams[i][0]] for i in picks])
+            target_batch = torch.LongTensor([skip_grams[i][1] for i in picks])
+            optimizer.zero_grad()
+            loss = criterion(model(input_batch), target_batch)
+            log("w2v cost", loss)
+            loss.backward()
+            optimizer.step()
+        W, WT = model.parameters()
+        log("embedding", [(W[0][i].item(), W[1][i].item()) for i in range(voc_size)])
+    run_both(program)
+
+
+# graykode/nlp-tutorial 2-1.TextCNN/TextCNN.py (Embedding -> unsqueeze(1) -> Conv2d over
+# (size, embedding_size) windows in a ModuleList, a MaxPool2d built in forward, permute(0, 3,
+# 2, 1), torch.cat on dim 3, torch.reshape with a list shape, ``predict[0][0] == 0`` as a Python
+# condition) and 4-3.Bi-LSTM(Attention)/Bi-LSTM(Attention).py (bidirectional LSTM from zero
+# states, final_state.view(-1, 2h, 1) bmm attention, softmax weights as .data.numpy())
+def test_graykode_textcnn_and_bilstm_attention():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        sentences = ["i love you", "he loves me", "she likes baseball", "i hate you", "sorry for that", "this is awful"]
+        labels = [1, 1, 1, 0, 0, 0]
+        word_list = _vocab(sentences)
+        word_dict = {w: i for i, w in enumerate(word_list)}
+        vocab_size = len(word_dict)
+        embedding_size, sequence_length, num_classes, filter_sizes, num_filters = 2, 3, 2, [2, 2, 2], 3
+
+        class TextCNN(nn.Module):
+            def __init__(self):
+                super(TextCNN, self).__init__()
+                self.num_filters_total = num_filters * len(filter_sizes)
+                self.W = nn.Embedding(vocab_size, embedding_size)
+                self.Weight = nn.Linear(self.num_filters_total, num_classes, bias=False)
+                self.Bias = nn.Parameter(torch.ones([num_classes]))
+                self.filter_list = nn.ModuleList([nn.Conv2d(1, num_filters, (size, embedding_size)) for size in filter_sizes])
+
+            def forward(self, X):
+                embedded_chars = self.W(X)
+                embedded_chars = embedded_chars.unsqueeze(1)
+                pooled_outputs = []
+                for i, conv in enumerate(self.filter_list):
+                    h = F.relu(conv(embedded_chars))
+                    mp = nn.MaxPool2d((sequence_length - filter_sizes[i] + 1, 1))
+                    pooled = mp(h).permute(0, 3, 2, 1)
+                    pooled_outputs.append(pooled)
+                h_pool = torch.cat(pooled_outputs, len(filter_sizes))
+                h_pool_flat = torch.reshape(h_pool, [-1, self.num_filters_total])
+                model = self.Weight(h_pool_flat) + self.Bias
+                return model
+
+        inputs = torch.LongTensor([np.asarray([word_dict[n] for n in sen.split()]) for sen in sentences])
+        targets = torch.LongTensor([out for out in labels])
+        test_text = 'sorry hate you'
+        test_batch = torch.LongTensor([np.asarray([word_dict[n] for n in test_text.split()])])
+        model = init_params(torch, TextCNN(), 2, scale=1.0)
+        _train(torch, model, inputs, targets, 4, log, lr=0.01)
+        predict = model(test_batch).data.max(1, keepdim=True)[1]
+        log("textcnn logits", model(test_batch))
+        if predict[0][0] == 0:
+            print(test_text, "is Bad Mean...")
+        else:
+            print(test_text, "is Good Mean!!")
+
+        embedding_dim, n_hidden = 2, 5
+
+        class BiLSTM_Attention(nn.Module):
+            def __init__(self):
+                super(BiLSTM_Attention, self).__init__()
+                self.embedding = nn.Embedding(vocab_size, embedding_dim)
+                self.lstm = nn.LSTM(embedding_dim, n_hidden, bidirectional=True)
+                self.out = nn.Linear(n_hidden * 2, num_classes)
+
+            def attention_net(self, lstm_output, final_state):
+                hidden = final_state.view(-1, n_hidden * 2, 1)
+                attn_weights = torch.bmm(lstm_output, hidden).squeeze(2)
+                soft_attn_weights = F.softmax(attn_weights, 1)
+                context = torch.bmm(lstm_output.transpose(1, 2), soft_attn_weights.unsqueeze(2)).squeeze(2)
+                return context, soft_attn_weights.data.numpy()
+
+            def forward(self, X):
+                input = self.embedding(X)
+                input = input.permute(1, 0, 2)
+                hidden_state = torch.zeros(1*2, len(X), n_hidden)
+                cell_state = torch.zeros(1*2, len(X), n_hidden)
+                output, (final_hidden_state, final_cell_state) = self.lstm(input, (hidden_state, cell_state))
+                output = output.permute(1, 0, 2)
+                attn_output, attention = self.attention_net(output, final_hidden_state)
+                return self.out(attn_output), attention
+
+        model = init_params(torch, BiLSTM_Attention(), 3, scale=1.0)
+        _train(torch, model, inputs, targets, 4, log, lr=0.01, call=lambda m: m(inputs)[0])
+        predict, attention = model(test_batch)
+        log("attention", attention)
+        log("bilstm logits", predict)
+    run_both(program)
+
+
+# graykode/nlp-tutorial 3-1.TextRNN/TextRNN.py (one-hot FloatTensor(list of np.eye rows) through
+# nn.RNN from a zero hidden state, outputs[-1]), 3-2.TextLSTM/TextLSTM.py (LSTM with explicit
+# (h, c), ``len(X)`` as the batch size) and 3-3.Bi-LSTM/Bi-LSTM.py (bidirectional LSTM over
+# zero-padded prefixes); n_hidden 128 -> 8 in TextLSTM
+def test_graykode_textrnn_textlstm_bilstm():
+    def program(torch, log):
+        nn = torch.nn
+        sentences = ["i like dog", "i love coffee", "i hate milk"]
+        word_list = _vocab(sentences)
+        word_dict = {w: i for i, w in enumerate(word_list)}
+        number_dict = {i: w for i, w in enumerate(word_list)}
+        n_class, n_hidden, batch_size = len(word_dict), 5, len(sentences)
+
+        class TextRNN(nn.Module):
+            def __init__(self):
+                super(TextRNN, self).__init__()
+                self.rnn = nn.RNN(input_size=n_class, hidden_size=n_hidden)
+                self.W = nn.Linear(n_hidden, n_class, bias=False)
+                self.b = nn.Parameter(torch.ones([n_class]))
+
+            def forward(self, hidden, X):
+                X = X.transpose(0, 1)
+                outputs, hidden = self.rnn(X, hidden)
+                outputs = outputs[-1]
+                model = self.W(outputs) + self.b
+                return model
+
+        input_batch = torch.FloatTensor(np.array([np.eye(n_class)[[word_dict[n] for n in sen.split()[:-1]]] for sen in sentences]))
+        target_batch = torch.LongTensor([word_dict[sen.split()[-1]] for sen in sentences])
+        model = init_params(torch, TextRNN(), 4, scale=1.0)
+        _train(torch, model, None, target_batch, 4, log, lr=0.01,
+               call=lambda m: m(torch.zeros(1, batch_size, n_hidden), input_batch))
+        hidden = torch.zeros(1, batch_size, n_hidden)
+        predict = model(hidden, input_batch).data.max(1, keepdim=True)[1]
+        print([sen.split()[:2] for sen in sentences], '->', [number_dict[n.item()] for n in predict.squeeze()])
+
+        char_arr = [c for c in 'abcdefghijklmnopqrstuvwxyz']
+        word_dict = {n: i for i, n in enumerate(char_arr)}
+        number_dict = {i: w for i, w in enumerate(char_arr)}
+        n_class, n_hidden = len(word_dict), 8
+        seq_data = ['make', 'need', 'coal', 'word', 'love', 'hate', 'live', 'home', 'hash', 'star']
+
+        class TextLSTM(nn.Module):
+            def __init__(self):
+                super(TextLSTM, self).__init__()
+                self.lstm = nn.LSTM(input_size=n_class, hidden_size=n_hidden)
+                self.W = nn.Linear(n_hidden, n_class, bias=False)
+                self.b = nn.Parameter(torch.ones([n_class]))
+
+            def forward(self, X):
+                input = X.transpose(0, 1)
+                hidden_state = torch.zeros(1, len(X), n_hidden)
+                cell_state = torch.zeros(1, len(X), n_hidden)
+                outputs, (_, _) = self.lstm(input, (hidden_state, cell_state))
+                outputs = outputs[-1]
+                model = self.W(outputs) + self.b
+                return model
+
+        input_batch = torch.FloatTensor(np.array([np.eye(n_class)[[word_dict[n] for n in seq[:-1]]] for seq in seq_data]))
+        target_batch = torch.LongTensor([word_dict[seq[-1]] for seq in seq_data])
+        model = init_params(torch, TextLSTM(), 5, scale=1.0)
+        _train(torch, model, input_batch, target_batch, 3, log, lr=0.01)
+        predict = model(input_batch).data.max(1, keepdim=True)[1]
+        print([sen[:3] for sen in seq_data], '->', [number_dict[n.item()] for n in predict.squeeze()])
+
+        sentence = 'Lorem ipsum dolor sit amet consectetur adipisicing elit sed do'
+        word_dict = {w: i for i, w in enumerate(sorted(set(sentence.split())))}
+        number_dict = {i: w for w, i in word_dict.items()}
+        n_class, n_hidden, max_len = len(word_dict), 5, len(sentence.split())
+
+        class BiLSTM(nn.Module):
+            def __init__(self):
+                super(BiLSTM, self).__init__()
+                self.lstm = nn.LSTM(input_size=n_class, hidden_size=n_hidden, bidirectional=True)
+                self.W = nn.Linear(n_hidden * 2, n_class, bias=False)
+                self.b = nn.Parameter(torch.ones([n_class]))
+
+            def forward(self, X):
+                input = X.transpose(0, 1)
+                hidden_state = torch.zeros(1*2, len(X), n_hidden)
+                cell_state = torch.zeros(1*2, len(X), n_hidden)
+                outputs, (_, _) = self.lstm(input, (hidden_state, cell_state))
+                outputs = outputs[-1]
+                model = self.W(outputs) + self.b
+                return model
+
+        words = sentence.split()
+        input_batch, target_batch = [], []
+        for i, word in enumerate(words[:-1]):
+            input = [word_dict[n] for n in words[:(i + 1)]]
+            input = input + [0] * (max_len - len(input))
+            input_batch.append(np.eye(n_class)[input])
+            target_batch.append(word_dict[words[i + 1]])
+        input_batch = torch.FloatTensor(np.array(input_batch))
+        target_batch = torch.LongTensor(target_batch)
+        model = init_params(torch, BiLSTM(), 6, scale=1.0)
+        _train(torch, model, input_batch, target_batch, 3, log, lr=0.01)
+        log("bilstm out", model(input_batch))
+    run_both(program)
+
+
+# graykode/nlp-tutorial 4-1.Seq2Seq/Seq2Seq.py (encoder/decoder nn.RNN(dropout=0.5) with one
+# layer, the loss summed over the batch from ``loss = 0``, decoding by .data.max(2, keepdim=True))
+# and 4-2.Seq2Seq(Attention)/Seq2Seq(Attention).py (attention scores written into
+# torch.zeros(n_step) item by item from torch.dot, softmax without dim, outputs written into
+# torch.empty rows, trained_attn as numpy); n_hidden 128 -> 8
+def test_graykode_seq2seq_and_attention():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        n_step, n_hidden = 5, 8
+        char_arr = [c for c in 'SEPabcdefghijklmnopqrstuvwxyz']
+        num_dic = {n: i for i, n in enumerate(char_arr)}
+        seq_data = [['man', 'women'], ['black', 'white'], ['king', 'queen'], ['girl', 'boy'], ['up', 'down'], ['high', 'low']]
+        n_class, batch_size = len(num_dic), len(seq_data)
+        input_batch, output_batch, target_batch = [], [], []
+        for seq in seq_data:
+            for i in range(2):
+                seq[i] = seq[i] + 'P' * (n_step - len(seq[i]))
+            input_batch.append(np.eye(n_class)[[num_dic[n] for n in seq[0]]])
+            output_batch.append(np.eye(n_class)[[num_dic[n] for n in ('S' + seq[1])]])
+            target_batch.append([num_dic[n] for n in (seq[1] + 'E')])
+        input_batch, output_batch = torch.FloatTensor(np.array(input_batch)), torch.FloatTensor(np.array(output_batch))
+        target_batch = torch.LongTensor(target_batch)
+
+        class Seq2Seq(nn.Module):
+            def __init__(self):
+                super(Seq2Seq, self).__init__()
+                self.enc_cell = nn.RNN(input_size=n_class, hidden_size=n_hidden, dropout=0.5)
+                self.dec_cell = nn.RNN(input_size=n_class, hidden_size=n_hidden, dropout=0.5)
+                self.fc = nn.Linear(n_hidden, n_class)
+
+            def forward(self, enc_input, enc_hidden, dec_input):
+                enc_input = enc_input.transpose(0, 1)
+                dec_input = dec_input.transpose(0, 1)
+                _, enc_states = self.enc_cell(enc_input, enc_hidden)
+                outputs, _ = self.dec_cell(dec_input, enc_states)
+                model = self.fc(outputs)
+                return model
+
+        model = init_params(torch, Seq2Seq(), 7, scale=1.0)
+        criterion = nn.CrossEntropyLoss()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        for epoch in range(3):
+            hidden = torch.zeros(1, batch_size, n_hidden)
+            optimizer.zero_grad()
+            output = model(input_batch, hidden, output_batch)
+            output = output.transpose(0, 1)
+            loss = 0
+            for i in range(0, len(target_batch)):
+                loss += criterion(output[i], target_batch[i])
+            log("cost", loss)
+            loss.backward()
+            optimizer.step()
+        input_w = 'man' + 'P' * (n_step - 3)
+        test_in = torch.FloatTensor(np.eye(n_class)[[num_dic[n] for n in input_w]]).unsqueeze(0)
+        test_out = torch.FloatTensor(np.eye(n_class)[[num_dic[n] for n in 'S' + 'P' * n_step]]).unsqueeze(0)
+        output = model(test_in, torch.zeros(1, 1, n_hidden), test_out)
+        predict = output.data.max(2, keepdim=True)[1]
+        print('man ->', [char_arr[i] for i in predict])
+
+        sentences = ['ich mochte ein bier P', 'S i want a beer', 'i want a beer E']
+        word_list = _vocab(sentences)
+        word_dict = {w: i for i, w in enumerate(word_list)}
+        number_dict = {i: w for i, w in enumerate(word_list)}
+        n_class = len(word_dict)
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super(Attention, self).__init__()
+                self.enc_cell = nn.RNN(input_size=n_class, hidden_size=n_hidden, dropout=0.5)
+                self.dec_cell = nn.RNN(input_size=n_class, hidden_size=n_hidden, dropout=0.5)
+                self.attn = nn.Linear(n_hidden, n_hidden)
+                self.out = nn.Linear(n_hidden * 2, n_class)
+
+            def forward(self, enc_inputs, hidden, dec_inputs):
+                enc_inputs = enc_inputs.transpose(0, 1)
+                dec_inputs = dec_inputs.transpose(0, 1)
+                enc_outputs, enc_hidden = self.enc_cell(enc_inputs, hidden)
+                trained_attn = []
+                hidden = enc_hidden
+                n_step = len(dec_inputs)
+                model = torch.empty([n_step, 1, n_class])
+                for i in range(n_step):
+                    dec_output, hidden = self.dec_cell(dec_inputs[i].unsqueeze(0), hidden)
+                    attn_weights = self.get_att_weight(dec_output, enc_outputs)
+                    trained_attn.append(attn_weights.squeeze().data.numpy())
+                    context = attn_weights.bmm(enc_outputs.transpose(0, 1))
+                    dec_output = dec_output.squeeze(0)
+                    context = context.squeeze(1)
+                    model[i] = self.out(torch.cat((dec_output, context), 1))
+                return model.transpose(0, 1).squeeze(0), trained_attn
+
+            def get_att_weight(self, dec_output, enc_outputs):
+                n_step = len(enc_outputs)
+                attn_scores = torch.zeros(n_step)
+                for i in range(n_step):
+                    attn_scores[i] = self.get_att_score(dec_output, enc_outputs[i])
+                return F.softmax(attn_scores).view(1, 1, -1)
+
+            def get_att_score(self, dec_output, enc_output):
+                score = self.attn(enc_output)
+                return torch.dot(dec_output.view(-1), score.view(-1))
+
+        input_batch = torch.FloatTensor(np.array([np.eye(n_class)[[word_dict[n] for n in sentences[0].split()]]]))
+        output_batch = torch.FloatTensor(np.array([np.eye(n_class)[[word_dict[n] for n in sentences[1].split()]]]))
+        target_batch = torch.LongTensor([[word_dict[n] for n in sentences[2].split()]])
+        hidden = torch.zeros(1, 1, n_hidden)
+        model = init_params(torch, Attention(), 8, scale=0.5)
+        _train(torch, model, None, target_batch.squeeze(0), 3, log, lr=0.01,
+               call=lambda m: m(input_batch, hidden, output_batch)[0])
+        test_batch = torch.FloatTensor(np.array([np.eye(n_class)[[word_dict[n] for n in 'SPPPP']]]))
+        predict, trained_attn = model(input_batch, hidden, test_batch)
+        log("trained_attn", trained_attn)
+        predict = predict.data.max(1, keepdim=True)[1]
+        print(sentences[0], '->', [number_dict[n.item()] for n in predict.squeeze()])
+    run_both(program)
