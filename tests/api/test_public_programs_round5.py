@@ -411,3 +411,406 @@ def test_graykode_seq2seq_and_attention():
         predict = predict.data.max(1, keepdim=True)[1]
         print(sentences[0], '->', [number_dict[n.item()] for n in predict.squeeze()])
     run_both(program)
+
+
+def _init_trainable(torch, module, seed, scale=0.3):
+    """``init_params`` over the parameters that require grad (frozen tables stay as built)."""
+    rs = np.random.RandomState(seed)
+    with torch.no_grad():
+        for _, p in module.named_parameters():
+            if p.requires_grad:
+                p.copy_(torch.tensor(rs.uniform(-scale, scale, size=tuple(p.shape)).astype(np.float32)))
+    return module
+
+
+# graykode/nlp-tutorial 5-1.Transformer/Transformer.py (sinusoid table from numpy through
+# Embedding.from_pretrained(freeze=True), pad masks by .data.eq(0).unsqueeze(1).expand, the
+# subsequent mask from np.triu via from_numpy(...).byte(), torch.gt(bool + uint8, 0),
+# masked_fill_ with -1e9, nn.Softmax(dim=-1)(...) built per call, Conv1d(kernel_size=1)
+# feed-forward, LayerNorm residuals); d_model 512 -> 8, 6 layers -> 1, 8 heads -> 2
+def test_graykode_transformer():
+    def program(torch, log):
+        nn = torch.nn
+        sentences = ['ich mochte ein bier P', 'S i want a beer', 'i want a beer E']
+        src_vocab = {'P': 0, 'ich': 1, 'mochte': 2, 'ein': 3, 'bier': 4}
+        src_vocab_size = len(src_vocab)
+        tgt_vocab = {'P': 0, 'i': 1, 'want': 2, 'a': 3, 'beer': 4, 'S': 5, 'E': 6}
+        number_dict = {i: w for i, w in enumerate(tgt_vocab)}
+        tgt_vocab_size = len(tgt_vocab)
+        src_len = tgt_len = 5
+        d_model, d_ff, d_k, n_layers, n_heads = 8, 16, 4, 1, 2
+        d_v = d_k
+
+        def get_sinusoid_encoding_table(n_position, d_model):
+            def cal_angle(position, hid_idx):
+                return position / np.power(10000, 2 * (hid_idx // 2) / d_model)
+
+            def get_posi_angle_vec(position):
+                return [cal_angle(position, hid_j) for hid_j in range(d_model)]
+
+            sinusoid_table = np.array([get_posi_angle_vec(pos_i) for pos_i in range(n_position)])
+            sinusoid_table[:, 0::2] = np.sin(sinusoid_table[:, 0::2])
+            sinusoid_table[:, 1::2] = np.cos(sinusoid_table[:, 1::2])
+            return torch.FloatTensor(sinusoid_table)
+
+        def get_attn_pad_mask(seq_q, seq_k):
+            batch_size, len_q = seq_q.size()
+            batch_size, len_k = seq_k.size()
+            pad_attn_mask = seq_k.data.eq(0).unsqueeze(1)
+            return pad_attn_mask.expand(batch_size, len_q, len_k)
+
+        def get_attn_subsequent_mask(seq):
+            attn_shape = [seq.size(0), seq.size(1), seq.size(1)]
+            subsequent_mask = np.triu(np.ones(attn_shape), k=1)
+            subsequent_mask = torch.from_numpy(subsequent_mask).byte()
+            return subsequent_mask
+
+        class ScaledDotProductAttention(nn.Module):
+            def forward(self, Q, K, V, attn_mask):
+                scores = torch.matmul(Q, K.transpose(-1, -2)) / np.sqrt(d_k)
+                scores.masked_fill_(attn_mask, -1e9)
+                attn = nn.Softmax(dim=-1)(scores)
+                context = torch.matmul(attn, V)
+                return context, attn
+
+        class MultiHeadAttention(nn.Module):
+            def __init__(self):
+                super(MultiHeadAttention, self).__init__()
+                self.W_Q = nn.Linear(d_model, d_k * n_heads)
+                self.W_K = nn.Linear(d_model, d_k * n_heads)
+                self.W_V = nn.Linear(d_model, d_v * n_heads)
+                self.linear = nn.Linear(n_heads * d_v, d_model)
+                self.layer_norm = nn.LayerNorm(d_model)
+
+            def forward(self, Q, K, V, attn_mask):
+                residual, batch_size = Q, Q.size(0)
+                q_s = self.W_Q(Q).view(batch_size, -1, n_heads, d_k).transpose(1, 2)
+                k_s = self.W_K(K).view(batch_size, -1, n_heads, d_k).transpose(1, 2)
+                v_s = self.W_V(V).view(batch_size, -1, n_heads, d_v).transpose(1, 2)
+                attn_mask = attn_mask.unsqueeze(1).repeat(1, n_heads, 1, 1)
+                context, attn = ScaledDotProductAttention()(q_s, k_s, v_s, attn_mask)
+                context = context.transpose(1, 2).contiguous().view(batch_size, -1, n_heads * d_v)
+                output = self.linear(context)
+                return self.layer_norm(output + residual), attn
+
+        class PoswiseFeedForwardNet(nn.Module):
+            def __init__(self):
+                super(PoswiseFeedForwardNet, self).__init__()
+                self.conv1 = nn.Conv1d(in_channels=d_model, out_channels=d_ff, kernel_size=1)
+                self.conv2 = nn.Conv1d(in_channels=d_ff, out_channels=d_model, kernel_size=1)
+                self.layer_norm = nn.LayerNorm(d_model)
+
+            def forward(self, inputs):
+                residual = inputs
+                output = nn.ReLU()(self.conv1(inputs.transpose(1, 2)))
+                output = self.conv2(output).transpose(1, 2)
+                return self.layer_norm(output + residual)
+
+        class EncoderLayer(nn.Module):
+            def __init__(self):
+                super(EncoderLayer, self).__init__()
+                self.enc_self_attn = MultiHeadAttention()
+                self.pos_ffn = PoswiseFeedForwardNet()
+
+            def forward(self, enc_inputs, enc_self_attn_mask):
+                enc_outputs, attn = self.enc_self_attn(enc_inputs, enc_inputs, enc_inputs, enc_self_attn_mask)
+                enc_outputs = self.pos_ffn(enc_outputs)
+                return enc_outputs, attn
+
+        class DecoderLayer(nn.Module):
+            def __init__(self):
+                super(DecoderLayer, self).__init__()
+                self.dec_self_attn = MultiHeadAttention()
+                self.dec_enc_attn = MultiHeadAttention()
+                self.pos_ffn = PoswiseFeedForwardNet()
+
+            def forward(self, dec_inputs, enc_outputs, dec_self_attn_mask, dec_enc_attn_mask):
+                dec_outputs, dec_self_attn = self.dec_self_attn(dec_inputs, dec_inputs, dec_inputs, dec_self_attn_mask)
+                dec_outputs, dec_enc_attn = self.dec_enc_attn(dec_outputs, enc_outputs, enc_outputs, dec_enc_attn_mask)
+                dec_outputs = self.pos_ffn(dec_outputs)
+                return dec_outputs, dec_self_attn, dec_enc_attn
+
+        class Encoder(nn.Module):
+            def __init__(self):
+                super(Encoder, self).__init__()
+                self.src_emb = nn.Embedding(src_vocab_size, d_model)
+                self.pos_emb = nn.Embedding.from_pretrained(get_sinusoid_encoding_table(src_len+1, d_model), freeze=True)
+                self.layers = nn.ModuleList([EncoderLayer() for _ in range(n_layers)])
+
+            def forward(self, enc_inputs):
+                enc_outputs = self.src_emb(enc_inputs) + self.pos_emb(torch.LongTensor([[1, 2, 3, 4, 0]]))
+                enc_self_attn_mask = get_attn_pad_mask(enc_inputs, enc_inputs)
+                enc_self_attns = []
+                for layer in self.layers:
+                    enc_outputs, enc_self_attn = layer(enc_outputs, enc_self_attn_mask)
+                    enc_self_attns.append(enc_self_attn)
+                return enc_outputs, enc_self_attns
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super(Decoder, self).__init__()
+                self.tgt_emb = nn.Embedding(tgt_vocab_size, d_model)
+                self.pos_emb = nn.Embedding.from_pretrained(get_sinusoid_encoding_table(tgt_len+1, d_model), freeze=True)
+                self.layers = nn.ModuleList([DecoderLayer() for _ in range(n_layers)])
+
+            def forward(self, dec_inputs, enc_inputs, enc_outputs):
+                dec_outputs = self.tgt_emb(dec_inputs) + self.pos_emb(torch.LongTensor([[5, 1, 2, 3, 4]]))
+                dec_self_attn_pad_mask = get_attn_pad_mask(dec_inputs, dec_inputs)
+                dec_self_attn_subsequent_mask = get_attn_subsequent_mask(dec_inputs)
+                dec_self_attn_mask = torch.gt((dec_self_attn_pad_mask + dec_self_attn_subsequent_mask), 0)
+                dec_enc_attn_mask = get_attn_pad_mask(dec_inputs, enc_inputs)
+                dec_self_attns, dec_enc_attns = [], []
+                for layer in self.layers:
+                    dec_outputs, dec_self_attn, dec_enc_attn = layer(dec_outputs, enc_outputs, dec_self_attn_mask, dec_enc_attn_mask)
+                    dec_self_attns.append(dec_self_attn)
+                    dec_enc_attns.append(dec_enc_attn)
+                return dec_outputs, dec_self_attns, dec_enc_attns
+
+        class Transformer(nn.Module):
+            def __init__(self):
+                super(Transformer, self).__init__()
+                self.encoder = Encoder()
+                self.decoder = Decoder()
+                self.projection = nn.Linear(d_model, tgt_vocab_size, bias=False)
+
+            def forward(self, enc_inputs, dec_inputs):
+                enc_outputs, enc_self_attns = self.encoder(enc_inputs)
+                dec_outputs, dec_self_attns, dec_enc_attns = self.decoder(dec_inputs, enc_inputs, enc_outputs)
+                dec_logits = self.projection(dec_outputs)
+                return dec_logits.view(-1, dec_logits.size(-1)), enc_self_attns, dec_self_attns, dec_enc_attns
+
+        enc_inputs = torch.LongTensor([[src_vocab[n] for n in sentences[0].split()]])
+        dec_inputs = torch.LongTensor([[tgt_vocab[n] for n in sentences[1].split()]])
+        target_batch = torch.LongTensor([[tgt_vocab[n] for n in sentences[2].split()]])
+        model = _init_trainable(torch, Transformer(), 9, scale=0.5)
+        _train(torch, model, None, target_batch.contiguous().view(-1), 3, log, lr=0.01,
+               call=lambda m: m(enc_inputs, dec_inputs)[0])
+        predict, enc_self_attns, dec_self_attns, dec_enc_attns = model(enc_inputs, dec_inputs)
+        log("attns", [enc_self_attns[-1].squeeze(0)[0], dec_self_attns[-1].squeeze(0)[0].data.numpy(), dec_enc_attns[-1]])
+        predict = predict.data.max(1, keepdim=True)[1]
+        print(sentences[0], '->', [number_dict[n.item()] for n in predict.squeeze()])
+    run_both(program)
+
+
+class _Opt:
+    """The argparse namespace of eriklindernoren's GAN scripts, at tiny sizes."""
+    n_epochs, batch_size, lr, b1, b2, latent_dim, img_size, channels, n_critic = 1, 4, 0.0002, 0.5, 0.999, 8, 8, 1, 1
+
+
+# eriklindernoren/PyTorch-GAN implementations/wgan_gp/wgan_gp.py (MLP generator with
+# BatchNorm1d(out_feat, 0.8) -- eps 0.8 -- and inplace LeakyReLU, ``Tensor = torch.FloatTensor``
+# built from numpy and from a shape then fill_, Variable, the gradient penalty through
+# autograd.grad(create_graph=True, retain_graph=True, only_inputs=True) and gradients.norm(2,
+# dim=1), d_loss backpropagating through it); widths 128..1024 -> 8..64, two batches
+def test_pytorch_gan_wgan_gp():
+    def program(torch, log):
+        nn, autograd, Variable = torch.nn, torch.autograd, torch.autograd.Variable
+        opt = _Opt()
+        img_shape = (opt.channels, opt.img_size, opt.img_size)
+        rs = np.random.RandomState(10)
+
+        class Generator(nn.Module):
+            def __init__(self):
+                super(Generator, self).__init__()
+
+                def block(in_feat, out_feat, normalize=True):
+                    layers = [nn.Linear(in_feat, out_feat)]
+                    if normalize:
+                        layers.append(nn.BatchNorm1d(out_feat, 0.8))
+                    layers.append(nn.LeakyReLU(0.2, inplace=True))
+                    return layers
+
+                self.model = nn.Sequential(
+                    *block(opt.latent_dim, 8, normalize=False),
+                    *block(8, 16),
+                    *block(16, 32),
+                    *block(32, 64),
+                    nn.Linear(64, int(np.prod(img_shape))),
+                    nn.Tanh()
+                )
+
+            def forward(self, z):
+                img = self.model(z)
+                img = img.view(img.shape[0], *img_shape)
+                return img
+
+        class Discriminator(nn.Module):
+            def __init__(self):
+                super(Discriminator, self).__init__()
+                self.model = nn.Sequential(
+                    nn.Linear(int(np.prod(img_shape)), 32),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Linear(32, 16),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Linear(16, 1),
+                )
+
+            def forward(self, img):
+                img_flat = img.view(img.shape[0], -1)
+                validity = self.model(img_flat)
+                return validity
+
+        lambda_gp = 10
+        generator = init_params(torch, Generator(), 11)
+        discriminator = init_params(torch, Discriminator(), 12)
+        optimizer_G = torch.optim.Adam(generator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+        optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+        Tensor = torch.FloatTensor
+
+        def compute_gradient_penalty(D, real_samples, fake_samples):
+            alpha = Tensor(rs.random_sample((real_samples.size(0), 1, 1, 1)))
+            interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+            d_interpolates = D(interpolates)
+            fake = Variable(Tensor(real_samples.shape[0], 1).fill_(1.0), requires_grad=False)
+            gradients = autograd.grad(
+                outputs=d_interpolates,
+                inputs=interpolates,
+                grad_outputs=fake,
+                create_graph=True,
+                retain_graph=True,
+                only_inputs=True,
+            )[0]
+            gradients = gradients.view(gradients.size(0), -1)
+            gradient_penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+            return gradient_penalty
+
+        dataloader = [(torch.tensor(rs.rand(opt.batch_size, *img_shape).astype(np.float32) * 2 - 1), None)
+                      for _ in range(2)]
+        for epoch in range(opt.n_epochs):
+            for i, (imgs, _) in enumerate(dataloader):
+                real_imgs = Variable(imgs.type(Tensor))
+                optimizer_D.zero_grad()
+                z = Variable(Tensor(rs.normal(0, 1, (imgs.shape[0], opt.latent_dim))))
+                fake_imgs = generator(z)
+                real_validity = discriminator(real_imgs)
+                fake_validity = discriminator(fake_imgs)
+                gradient_penalty = compute_gradient_penalty(discriminator, real_imgs.data, fake_imgs.data)
+                d_loss = -torch.mean(real_validity) + torch.mean(fake_validity) + lambda_gp * gradient_penalty
+                d_loss.backward()
+                optimizer_D.step()
+                optimizer_G.zero_grad()
+                if i % opt.n_critic == 0:
+                    fake_imgs = generator(z)
+                    fake_validity = discriminator(fake_imgs)
+                    g_loss = -torch.mean(fake_validity)
+                    g_loss.backward()
+                    optimizer_G.step()
+                    log("losses", [d_loss.item(), g_loss.item(), gradient_penalty])
+        log("D grad", discriminator.model[0].weight.grad)
+        log("G bn running_var", generator.model[3].running_var)
+    run_both(program)
+
+
+# eriklindernoren/PyTorch-GAN implementations/ebgan/ebgan.py (Upsample(scale_factor=2) + Conv2d +
+# BatchNorm2d(c, 0.8) generator, an autoencoder discriminator returning (reconstruction,
+# embedding), weights_init_normal through Module.apply and class-name matching, the pull-away
+# term, ``(margin - d_loss_fake.data).item() > 0`` deciding whether ``d_loss +=`` runs);
+# 128/64 channels -> 8/4, the normal_ init replaced by numpy-seeded parameters after apply
+def test_pytorch_gan_ebgan():
+    def program(torch, log):
+        nn, Variable = torch.nn, torch.autograd.Variable
+        opt = _Opt()
+        rs = np.random.RandomState(13)
+
+        def weights_init_normal(m):
+            classname = m.__class__.__name__
+            if classname.find("Conv") != -1:
+                torch.nn.init.normal_(m.weight.data, 0.0, 0.02)
+            elif classname.find("BatchNorm2d") != -1:
+                torch.nn.init.normal_(m.weight.data, 1.0, 0.02)
+                torch.nn.init.constant_(m.bias.data, 0.0)
+
+        class Generator(nn.Module):
+            def __init__(self):
+                super(Generator, self).__init__()
+                self.init_size = opt.img_size // 4
+                self.l1 = nn.Sequential(nn.Linear(opt.latent_dim, 8 * self.init_size ** 2))
+                self.conv_blocks = nn.Sequential(
+                    nn.Upsample(scale_factor=2),
+                    nn.Conv2d(8, 8, 3, stride=1, padding=1),
+                    nn.BatchNorm2d(8, 0.8),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Upsample(scale_factor=2),
+                    nn.Conv2d(8, 4, 3, stride=1, padding=1),
+                    nn.BatchNorm2d(4, 0.8),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Conv2d(4, opt.channels, 3, stride=1, padding=1),
+                    nn.Tanh(),
+                )
+
+            def forward(self, noise):
+                out = self.l1(noise)
+                out = out.view(out.shape[0], 8, self.init_size, self.init_size)
+                img = self.conv_blocks(out)
+                return img
+
+        class Discriminator(nn.Module):
+            def __init__(self):
+                super(Discriminator, self).__init__()
+                self.down = nn.Sequential(nn.Conv2d(opt.channels, 4, 3, 2, 1), nn.ReLU())
+                self.down_size = opt.img_size // 2
+                down_dim = 4 * (opt.img_size // 2) ** 2
+                self.embedding = nn.Linear(down_dim, 32)
+                self.fc = nn.Sequential(
+                    nn.BatchNorm1d(32, 0.8),
+                    nn.ReLU(inplace=True),
+                    nn.Linear(32, down_dim),
+                    nn.BatchNorm1d(down_dim),
+                    nn.ReLU(inplace=True),
+                )
+                self.up = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(4, opt.channels, 3, 1, 1))
+
+            def forward(self, img):
+                out = self.down(img)
+                embedding = self.embedding(out.view(out.size(0), -1))
+                out = self.fc(embedding)
+                out = self.up(out.view(out.size(0), 4, self.down_size, self.down_size))
+                return out, embedding
+
+        pixelwise_loss = nn.MSELoss()
+        generator = Generator()
+        discriminator = Discriminator()
+        generator.apply(weights_init_normal)
+        discriminator.apply(weights_init_normal)
+        init_params(torch, generator, 14)
+        init_params(torch, discriminator, 15)
+        optimizer_G = torch.optim.Adam(generator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+        optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+        Tensor = torch.FloatTensor
+
+        def pullaway_loss(embeddings):
+            norm = torch.sqrt(torch.sum(embeddings ** 2, -1, keepdim=True))
+            normalized_emb = embeddings / norm
+            similarity = torch.matmul(normalized_emb, normalized_emb.transpose(1, 0))
+            batch_size = embeddings.size(0)
+            loss_pt = (torch.sum(similarity) - batch_size) / (batch_size * (batch_size - 1))
+            return loss_pt
+
+        lambda_pt = 0.1
+        margin = max(1, opt.batch_size / 64.0)
+        dataloader = [(torch.tensor(rs.rand(opt.batch_size, 1, 8, 8).astype(np.float32) * 2 - 1), None)
+                      for _ in range(2)]
+        for epoch in range(opt.n_epochs):
+            for i, (imgs, _) in enumerate(dataloader):
+                real_imgs = Variable(imgs.type(Tensor))
+                optimizer_G.zero_grad()
+                z = Variable(Tensor(rs.normal(0, 1, (imgs.shape[0], opt.latent_dim))))
+                gen_imgs = generator(z)
+                recon_imgs, img_embeddings = discriminator(gen_imgs)
+                g_loss = pixelwise_loss(recon_imgs, gen_imgs.detach()) + lambda_pt * pullaway_loss(img_embeddings)
+                g_loss.backward()
+                optimizer_G.step()
+                optimizer_D.zero_grad()
+                real_recon, _ = discriminator(real_imgs)
+                fake_recon, _ = discriminator(gen_imgs.detach())
+                d_loss_real = pixelwise_loss(real_recon, real_imgs)
+                d_loss_fake = pixelwise_loss(fake_recon, gen_imgs.detach())
+                d_loss = d_loss_real
+                if (margin - d_loss_fake.data).item() > 0:
+                    d_loss += margin - d_loss_fake
+                d_loss.backward()
+                optimizer_D.step()
+                log("losses", [d_loss.item(), g_loss.item()])
+        log("gen_imgs", gen_imgs)
+        log("D grads", [p.grad for p in discriminator.parameters()])
+    run_both(program)
