@@ -337,7 +337,7 @@ def test_graykode_seq2seq_and_attention():
         model = init_params(torch, Seq2Seq(), 7, scale=1.0)
         criterion = nn.CrossEntropyLoss()
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-        for epoch in range(3):
+        for epoch in range(2):
             hidden = torch.zeros(1, batch_size, n_hidden)
             optimizer.zero_grad()
             output = model(input_batch, hidden, output_batch)
@@ -403,7 +403,7 @@ def test_graykode_seq2seq_and_attention():
         target_batch = torch.LongTensor([[word_dict[n] for n in sentences[2].split()]])
         hidden = torch.zeros(1, 1, n_hidden)
         model = init_params(torch, Attention(), 8, scale=0.5)
-        _train(torch, model, None, target_batch.squeeze(0), 3, log, lr=0.01,
+        _train(torch, model, None, target_batch.squeeze(0), 2, log, lr=0.01,
                call=lambda m: m(input_batch, hidden, output_batch)[0])
         test_batch = torch.FloatTensor(np.array([np.eye(n_class)[[word_dict[n] for n in 'SPPPP']]]))
         predict, trained_attn = model(input_batch, hidden, test_batch)
@@ -813,4 +813,302 @@ def test_pytorch_gan_ebgan():
                 log("losses", [d_loss.item(), g_loss.item()])
         log("gen_imgs", gen_imgs)
         log("D grads", [p.grad for p in discriminator.parameters()])
+    run_both(program)
+
+
+class _CharTokenizer:
+    """A stand-in for tiktoken's gpt2 encoding (not installed): one id per character."""
+
+    def __init__(self, text):
+        self.chars = sorted(set(text))
+
+    def encode(self, text, allowed_special=None):
+        return [self.chars.index(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(self.chars[i] for i in ids)
+
+
+# rasbt/LLMs-from-scratch ch04/01_main-chapter-code/gpt.py (MultiHeadAttention with a
+# registered triu mask buffer, .bool()[:n, :n], masked_fill_(-torch.inf), hand-written LayerNorm
+# with var(unbiased=False) and tanh GELU with torch.sqrt(torch.tensor(2.0 / torch.pi)), GPTModel,
+# generate_text_simple), ch05/01_main-chapter-code/gpt_generate.py (assign: Parameters from
+# numpy arrays and their .T views after a shape check against torch.Size, load_weights_into_gpt
+# over np.split c_attn blocks; generate with top_k through torch.where and the
+# ``idx_next == eos_id`` None comparison) and gpt_train.py (GPTDatasetV1 sliding windows,
+# DataLoader(drop_last=True), calc_loss_loader, evaluate_model, train_model_simple with AdamW);
+# a character tokenizer in place of tiktoken, drop_rate 0 (dropout draws differ), shuffle=False
+def test_rasbt_llms_from_scratch_gpt():
+    def program(torch, log):
+        nn = torch.nn
+        Dataset, DataLoader = torch.utils.data.Dataset, torch.utils.data.DataLoader
+
+        class MultiHeadAttention(nn.Module):
+            def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+                super().__init__()
+                assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+                self.d_out = d_out
+                self.num_heads = num_heads
+                self.head_dim = d_out // num_heads
+                self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+                self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+                self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+                self.out_proj = nn.Linear(d_out, d_out)
+                self.dropout = nn.Dropout(dropout)
+                self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+            def forward(self, x):
+                b, num_tokens, d_in = x.shape
+                keys = self.W_key(x)
+                queries = self.W_query(x)
+                values = self.W_value(x)
+                keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+                values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+                queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+                keys = keys.transpose(1, 2)
+                queries = queries.transpose(1, 2)
+                values = values.transpose(1, 2)
+                attn_scores = queries @ keys.transpose(2, 3)
+                mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+                attn_scores.masked_fill_(mask_bool, -torch.inf)
+                attn_weights = torch.softmax(attn_scores / keys.shape[-1]**0.5, dim=-1)
+                attn_weights = self.dropout(attn_weights)
+                context_vec = (attn_weights @ values).transpose(1, 2)
+                context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+                context_vec = self.out_proj(context_vec)
+                return context_vec
+
+        class LayerNorm(nn.Module):
+            def __init__(self, emb_dim):
+                super().__init__()
+                self.eps = 1e-5
+                self.scale = nn.Parameter(torch.ones(emb_dim))
+                self.shift = nn.Parameter(torch.zeros(emb_dim))
+
+            def forward(self, x):
+                mean = x.mean(dim=-1, keepdim=True)
+                var = x.var(dim=-1, keepdim=True, unbiased=False)
+                norm_x = (x - mean) / torch.sqrt(var + self.eps)
+                return self.scale * norm_x + self.shift
+
+        class GELU(nn.Module):
+            def forward(self, x):
+                return 0.5 * x * (1 + torch.tanh(
+                    torch.sqrt(torch.tensor(2.0 / torch.pi)) *
+                    (x + 0.044715 * torch.pow(x, 3))
+                ))
+
+        class FeedForward(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.layers = nn.Sequential(
+                    nn.Linear(cfg["emb_dim"], 4 * cfg["emb_dim"]),
+                    GELU(),
+                    nn.Linear(4 * cfg["emb_dim"], cfg["emb_dim"]),
+                )
+
+            def forward(self, x):
+                return self.layers(x)
+
+        class TransformerBlock(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.att = MultiHeadAttention(
+                    d_in=cfg["emb_dim"], d_out=cfg["emb_dim"], context_length=cfg["context_length"],
+                    num_heads=cfg["n_heads"], dropout=cfg["drop_rate"], qkv_bias=cfg["qkv_bias"])
+                self.ff = FeedForward(cfg)
+                self.norm1 = LayerNorm(cfg["emb_dim"])
+                self.norm2 = LayerNorm(cfg["emb_dim"])
+                self.drop_shortcut = nn.Dropout(cfg["drop_rate"])
+
+            def forward(self, x):
+                shortcut = x
+                x = self.norm1(x)
+                x = self.att(x)
+                x = self.drop_shortcut(x)
+                x = x + shortcut
+                shortcut = x
+                x = self.norm2(x)
+                x = self.ff(x)
+                x = self.drop_shortcut(x)
+                x = x + shortcut
+                return x
+
+        class GPTModel(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.tok_emb = nn.Embedding(cfg["vocab_size"], cfg["emb_dim"])
+                self.pos_emb = nn.Embedding(cfg["context_length"], cfg["emb_dim"])
+                self.drop_emb = nn.Dropout(cfg["drop_rate"])
+                self.trf_blocks = nn.Sequential(*[TransformerBlock(cfg) for _ in range(cfg["n_layers"])])
+                self.final_norm = LayerNorm(cfg["emb_dim"])
+                self.out_head = nn.Linear(cfg["emb_dim"], cfg["vocab_size"], bias=False)
+
+            def forward(self, in_idx):
+                batch_size, seq_len = in_idx.shape
+                tok_embeds = self.tok_emb(in_idx)
+                pos_embeds = self.pos_emb(torch.arange(seq_len, device=in_idx.device))
+                x = tok_embeds + pos_embeds
+                x = self.drop_emb(x)
+                x = self.trf_blocks(x)
+                x = self.final_norm(x)
+                logits = self.out_head(x)
+                return logits
+
+        def generate_text_simple(model, idx, max_new_tokens, context_size):
+            for _ in range(max_new_tokens):
+                idx_cond = idx[:, -context_size:]
+                with torch.no_grad():
+                    logits = model(idx_cond)
+                logits = logits[:, -1, :]
+                idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+        def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=None, eos_id=None):
+            for _ in range(max_new_tokens):
+                idx_cond = idx[:, -context_size:]
+                with torch.no_grad():
+                    logits = model(idx_cond)
+                logits = logits[:, -1, :]
+                if top_k is not None:
+                    top_logits, _ = torch.topk(logits, top_k)
+                    min_val = top_logits[:, -1]
+                    logits = torch.where(logits < min_val, torch.tensor(float("-inf")).to(logits.device), logits)
+                idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+                if idx_next == eos_id:
+                    break
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+        def assign(left, right):
+            if left.shape != right.shape:
+                raise ValueError(f"Shape mismatch. Left: {left.shape}, Right: {right.shape}")
+            return torch.nn.Parameter(torch.tensor(right))
+
+        def load_weights_into_gpt(gpt, params):
+            gpt.pos_emb.weight = assign(gpt.pos_emb.weight, params["wpe"])
+            gpt.tok_emb.weight = assign(gpt.tok_emb.weight, params["wte"])
+            for b in range(len(params["blocks"])):
+                q_w, k_w, v_w = np.split((params["blocks"][b]["attn"]["c_attn"])["w"], 3, axis=-1)
+                gpt.trf_blocks[b].att.W_query.weight = assign(gpt.trf_blocks[b].att.W_query.weight, q_w.T)
+                gpt.trf_blocks[b].att.W_key.weight = assign(gpt.trf_blocks[b].att.W_key.weight, k_w.T)
+                gpt.trf_blocks[b].att.W_value.weight = assign(gpt.trf_blocks[b].att.W_value.weight, v_w.T)
+                q_b, k_b, v_b = np.split((params["blocks"][b]["attn"]["c_attn"])["b"], 3, axis=-1)
+                gpt.trf_blocks[b].att.W_query.bias = assign(gpt.trf_blocks[b].att.W_query.bias, q_b)
+                gpt.trf_blocks[b].att.W_key.bias = assign(gpt.trf_blocks[b].att.W_key.bias, k_b)
+                gpt.trf_blocks[b].att.W_value.bias = assign(gpt.trf_blocks[b].att.W_value.bias, v_b)
+                gpt.trf_blocks[b].att.out_proj.weight = assign(
+                    gpt.trf_blocks[b].att.out_proj.weight, params["blocks"][b]["attn"]["c_proj"]["w"].T)
+                gpt.trf_blocks[b].att.out_proj.bias = assign(
+                    gpt.trf_blocks[b].att.out_proj.bias, params["blocks"][b]["attn"]["c_proj"]["b"])
+                gpt.trf_blocks[b].ff.layers[0].weight = assign(
+                    gpt.trf_blocks[b].ff.layers[0].weight, params["blocks"][b]["mlp"]["c_fc"]["w"].T)
+                gpt.trf_blocks[b].ff.layers[0].bias = assign(
+                    gpt.trf_blocks[b].ff.layers[0].bias, params["blocks"][b]["mlp"]["c_fc"]["b"])
+                gpt.trf_blocks[b].ff.layers[2].weight = assign(
+                    gpt.trf_blocks[b].ff.layers[2].weight, params["blocks"][b]["mlp"]["c_proj"]["w"].T)
+                gpt.trf_blocks[b].ff.layers[2].bias = assign(
+                    gpt.trf_blocks[b].ff.layers[2].bias, params["blocks"][b]["mlp"]["c_proj"]["b"])
+                gpt.trf_blocks[b].norm1.scale = assign(gpt.trf_blocks[b].norm1.scale, params["blocks"][b]["ln_1"]["g"])
+                gpt.trf_blocks[b].norm1.shift = assign(gpt.trf_blocks[b].norm1.shift, params["blocks"][b]["ln_1"]["b"])
+                gpt.trf_blocks[b].norm2.scale = assign(gpt.trf_blocks[b].norm2.scale, params["blocks"][b]["ln_2"]["g"])
+                gpt.trf_blocks[b].norm2.shift = assign(gpt.trf_blocks[b].norm2.shift, params["blocks"][b]["ln_2"]["b"])
+            gpt.final_norm.scale = assign(gpt.final_norm.scale, params["g"])
+            gpt.final_norm.shift = assign(gpt.final_norm.shift, params["b"])
+            gpt.out_head.weight = assign(gpt.out_head.weight, params["wte"])
+
+        class GPTDatasetV1(Dataset):
+            def __init__(self, txt, tokenizer, max_length, stride):
+                self.input_ids = []
+                self.target_ids = []
+                token_ids = tokenizer.encode(txt, allowed_special={"<|endoftext|>"})
+                for i in range(0, len(token_ids) - max_length, stride):
+                    input_chunk = token_ids[i:i + max_length]
+                    target_chunk = token_ids[i + 1: i + max_length + 1]
+                    self.input_ids.append(torch.tensor(input_chunk))
+                    self.target_ids.append(torch.tensor(target_chunk))
+
+            def __len__(self):
+                return len(self.input_ids)
+
+            def __getitem__(self, idx):
+                return self.input_ids[idx], self.target_ids[idx]
+
+        def calc_loss_batch(input_batch, target_batch, model, device):
+            input_batch, target_batch = input_batch.to(device), target_batch.to(device)
+            logits = model(input_batch)
+            loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), target_batch.flatten())
+            return loss
+
+        def calc_loss_loader(data_loader, model, device, num_batches=None):
+            total_loss = 0.
+            if len(data_loader) == 0:
+                return float("nan")
+            elif num_batches is None:
+                num_batches = len(data_loader)
+            else:
+                num_batches = min(num_batches, len(data_loader))
+            for i, (input_batch, target_batch) in enumerate(data_loader):
+                if i < num_batches:
+                    loss = calc_loss_batch(input_batch, target_batch, model, device)
+                    total_loss += loss.item()
+                else:
+                    break
+            return total_loss / num_batches
+
+        def evaluate_model(model, train_loader, val_loader, device, eval_iter):
+            model.eval()
+            with torch.no_grad():
+                train_loss = calc_loss_loader(train_loader, model, device, num_batches=eval_iter)
+                val_loss = calc_loss_loader(val_loader, model, device, num_batches=eval_iter)
+            model.train()
+            return train_loss, val_loss
+
+        text = "every effort moves you forward, and every step counts."
+        tokenizer = _CharTokenizer(text)
+        cfg = {"vocab_size": len(tokenizer.chars), "context_length": 8, "emb_dim": 8, "n_heads": 2,
+               "n_layers": 1, "drop_rate": 0.0, "qkv_bias": True}
+        model = GPTModel(cfg)
+        rs = np.random.RandomState(16)
+
+        def w(*shape):
+            return (rs.standard_normal(shape) * 0.3).astype(np.float32)
+
+        E, V, C = cfg["emb_dim"], cfg["vocab_size"], cfg["context_length"]
+        params = {"wpe": w(C, E), "wte": w(V, E), "g": w(E) + 1, "b": w(E), "blocks": [
+            {"attn": {"c_attn": {"w": w(E, 3 * E), "b": w(3 * E)}, "c_proj": {"w": w(E, E), "b": w(E)}},
+             "mlp": {"c_fc": {"w": w(E, 4 * E), "b": w(4 * E)}, "c_proj": {"w": w(4 * E, E), "b": w(E)}},
+             "ln_1": {"g": w(E) + 1, "b": w(E)}, "ln_2": {"g": w(E) + 1, "b": w(E)}}
+            for _ in range(cfg["n_layers"])]}
+        load_weights_into_gpt(model, params)
+        try:
+            assign(model.tok_emb.weight, params["wpe"])
+        except ValueError as e:
+            print(e)
+        model.eval()
+        encoded = torch.tensor(tokenizer.encode("every ")).unsqueeze(0)
+        out = generate_text_simple(model, encoded, 3, cfg["context_length"])
+        print(tokenizer.decode(out.squeeze(0).tolist()))
+        out = generate(model, encoded, 3, cfg["context_length"], top_k=3)
+        print(tokenizer.decode(out.squeeze(0).tolist()))
+
+        split = int(0.8 * len(text))
+        train_loader = DataLoader(GPTDatasetV1(text[:split], tokenizer, 8, 4), batch_size=2, shuffle=False, drop_last=True)
+        val_loader = DataLoader(GPTDatasetV1(text[split:], tokenizer, 8, 1), batch_size=2, shuffle=False, drop_last=False)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.0004, weight_decay=0.1)
+        tokens_seen, global_step = 0, -1
+        model.train()
+        for input_batch, target_batch in train_loader:
+            optimizer.zero_grad()
+            loss = calc_loss_batch(input_batch, target_batch, model, "cpu")
+            loss.backward()
+            optimizer.step()
+            tokens_seen += input_batch.numel()
+            global_step += 1
+            if global_step % 2 == 0:
+                train_loss, val_loss = evaluate_model(model, train_loader, val_loader, "cpu", 1)
+                log("losses", [train_loss, val_loss, tokens_seen])
+        log("out_head", model.out_head.weight)
+        log("final_norm.scale grad", model.final_norm.scale.grad)
     run_both(program)
