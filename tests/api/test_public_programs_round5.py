@@ -1112,3 +1112,208 @@ def test_rasbt_llms_from_scratch_gpt():
         log("out_head", model.out_head.weight)
         log("final_norm.scale grad", model.final_norm.scale.grad)
     run_both(program)
+
+
+# aladdinpersson/Machine-Learning-Collection ML/Pytorch/Basics/pytorch_tensorbasics.py (f-string
+# prints of a tensor, its device and shape; empty(...).normal_(mean=, std=)/.uniform_, linspace,
+# bool/short/half/double conversions, add(out=) of int64 into float32, true_divide, add_ and +=
+# of int into float, matrix_power, ``x1**x2`` broadcasting, max/min/sort results printed,
+# boolean-mask and fancy indexing, unique, a transposed view's is_contiguous, chunk); numpy
+# values in place of torch.rand, and the non-float32 conversions logged (tensor reprs spell
+# their dtypes in the library's name)
+def test_aladdinpersson_tensor_basics():
+    def program(torch, log):
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        my_tensor = torch.tensor([[1, 2, 3], [4, 5, 6]], dtype=torch.float32, device=device, requires_grad=True)
+        print(f"Information about tensor: {my_tensor}")
+        print(f"Device Tensor is on {my_tensor.device}")
+        print(f"Shape of tensor {my_tensor.shape}")
+        print(f"Requires gradient: {my_tensor.requires_grad}")
+        x = torch.empty(size=(3, 3))
+        x = torch.zeros((3, 3))
+        x = torch.eye(5, 5)
+        print(x)
+        x = torch.arange(start=0, end=5, step=1)
+        x = torch.linspace(start=0.1, end=1, steps=10)
+        print(x)
+        x = torch.empty(size=(1, 5)).normal_(mean=0, std=1)
+        x = torch.empty(size=(1, 5)).uniform_(0, 1)
+        log("uniform in [0, 1)", [x.shape, bool(((x >= 0) & (x < 1)).all())])
+        x = torch.diag(torch.ones(3))
+        tensor = torch.arange(4)
+        print(f"Converted Boolean: {tensor.bool()}")
+        log("conversions", [tensor.short(), tensor.long(), tensor.half(), tensor.float(), tensor.double()])
+        np_array = np.zeros((5, 5))
+        tensor = torch.from_numpy(np_array)
+        log("numpy again", tensor.numpy())
+
+        x = torch.tensor([1, 2, 3])
+        y = torch.tensor([9, 8, 7])
+        z1 = torch.empty(3)
+        torch.add(x, y, out=z1)
+        z2 = torch.add(x, y)
+        print(z1, z2, x - y)
+        print(torch.true_divide(x, y))
+        t = torch.zeros(3)
+        t.add_(x)
+        t += x
+        print(t, x.pow(2), x**2, x > 0, x < 0)
+        x1, x2 = torch.tensor(np_randn((2, 5), 17)), torch.tensor(np_randn((5, 3), 18))
+        log("mm", [torch.mm(x1, x2), x1.mm(x2)])
+        matrix_exp = torch.tensor(np_randn((5, 5), 19, scale=0.5))
+        log("matrix_power", matrix_exp.matrix_power(3))
+        print(x * y, torch.dot(x, y))
+        tensor1, tensor2 = torch.tensor(np_randn((4, 2, 3), 20)), torch.tensor(np_randn((4, 3, 2), 21))
+        log("bmm", torch.bmm(tensor1, tensor2))
+        x1 = torch.tensor(np.random.RandomState(22).rand(5, 5).astype(np.float32))
+        x2 = torch.ones((1, 5))
+        log("broadcast", [x1 - x2, x1**x2])
+        sum_x = torch.sum(x, dim=0)
+        values, indices = torch.max(x, dim=0)
+        print(sum_x, values, indices)
+        print(torch.min(x, dim=0))
+        print(torch.abs(x), torch.argmax(x, dim=0), torch.argmin(x, dim=0), torch.mean(x.float(), dim=0))
+        print(torch.eq(x, y))
+        print(torch.sort(y, dim=0, descending=False))
+        print(torch.clamp(x, min=0))
+        x = torch.tensor([1, 0, 1, 1, 1], dtype=torch.bool)
+        print(torch.any(x), torch.all(x))
+
+        x = torch.tensor(np.random.RandomState(23).rand(10, 25).astype(np.float32))
+        print(x[0].shape, x[:, 0].shape, x[2, 0:10].shape)
+        x[0, 0] = 100
+        log("assigned", x[0, :3])
+        x = torch.arange(10)
+        indices = [2, 5, 8]
+        print(x[indices])
+        x = torch.arange(15.).reshape(3, 5)
+        rows = torch.tensor([1, 0])
+        cols = torch.tensor([4, 0])
+        print(x[rows, cols])
+        x = torch.arange(10)
+        print(x[(x < 2) | (x > 8)])
+        print(x[x.remainder(2) == 0])
+        print(torch.where(x > 5, x, x * 2))
+        x = torch.tensor([0, 0, 1, 2, 2, 3, 4]).unique()
+        print(x, x.ndimension())
+        x = torch.arange(10)
+        print(x.numel())
+
+        x = torch.arange(9)
+        x_3x3 = x.view(3, 3)
+        x_3x3 = x.reshape(3, 3)
+        y = x_3x3.t()
+        print(y.is_contiguous())
+        print(y.contiguous().view(9))
+        x1, x2 = torch.arange(10.).view(2, 5), torch.arange(10., 20.).view(2, 5)
+        print(torch.cat((x1, x2), dim=0).shape)
+        print(torch.cat((x1, x2), dim=1).shape)
+        z = x1.view(-1)
+        batch = 64
+        x = torch.zeros((batch, 2, 5))
+        z = x.view(batch, -1)
+        z = x.permute(0, 2, 1)
+        print(z.shape)
+        z = torch.chunk(x, chunks=2, dim=1)
+        print(z[0].shape)
+        print(z[1].shape)
+        x = torch.arange(10)
+        print(x.unsqueeze(0).shape)
+        print(x.unsqueeze(1).shape)
+        x = torch.arange(10).unsqueeze(0).unsqueeze(1)
+        z = x.squeeze(1)
+        print(z.shape)
+    run_both(program)
+
+
+# aladdinpersson/Machine-Learning-Collection ML/Pytorch/Basics/pytorch_rnn_gru_lstm.py (RNN,
+# GRU and LSTM of num_layers=2 with batch_first=True from zero states moved with .to(device),
+# every time step's output flattened into the Linear, Adam, check_accuracy under no_grad with
+# ``num_correct += (predictions == y).sum()`` and float(num_correct) in an f-string); MNIST rows
+# as 6x6 images, hidden_size 256 -> 4
+def test_aladdinpersson_rnn_gru_lstm():
+    def program(torch, log):
+        nn, optim = torch.nn, torch.optim
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        input_size, hidden_size, num_layers, num_classes, sequence_length = 6, 4, 2, 10, 6
+
+        class RNN(nn.Module):
+            def __init__(self, input_size, hidden_size, num_layers, num_classes):
+                super(RNN, self).__init__()
+                self.hidden_size = hidden_size
+                self.num_layers = num_layers
+                self.rnn = nn.RNN(input_size, hidden_size, num_layers, batch_first=True)
+                self.fc = nn.Linear(hidden_size * sequence_length, num_classes)
+
+            def forward(self, x):
+                h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(device)
+                out, _ = self.rnn(x, h0)
+                out = out.reshape(out.shape[0], -1)
+                out = self.fc(out)
+                return out
+
+        class RNN_GRU(nn.Module):
+            def __init__(self, input_size, hidden_size, num_layers, num_classes):
+                super(RNN_GRU, self).__init__()
+                self.hidden_size = hidden_size
+                self.num_layers = num_layers
+                self.gru = nn.GRU(input_size, hidden_size, num_layers, batch_first=True)
+                self.fc = nn.Linear(hidden_size * sequence_length, num_classes)
+
+            def forward(self, x):
+                h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(device)
+                out, _ = self.gru(x, h0)
+                out = out.reshape(out.shape[0], -1)
+                out = self.fc(out)
+                return out
+
+        class RNN_LSTM(nn.Module):
+            def __init__(self, input_size, hidden_size, num_layers, num_classes):
+                super(RNN_LSTM, self).__init__()
+                self.hidden_size = hidden_size
+                self.num_layers = num_layers
+                self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)
+                self.fc = nn.Linear(hidden_size * sequence_length, num_classes)
+
+            def forward(self, x):
+                h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(device)
+                c0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(device)
+                out, _ = self.lstm(x, (h0, c0))
+                out = out.reshape(out.shape[0], -1)
+                out = self.fc(out)
+                return out
+
+        rs = np.random.RandomState(24)
+        train_loader = [(torch.tensor(rs.rand(4, 1, 6, 6).astype(np.float32)), torch.tensor(rs.randint(0, 10, 4)))]
+
+        def check_accuracy(loader, model):
+            num_correct = 0
+            num_samples = 0
+            model.eval()
+            with torch.no_grad():
+                for x, y in loader:
+                    x = x.to(device=device).squeeze(1)
+                    y = y.to(device=device)
+                    scores = model(x)
+                    _, predictions = scores.max(1)
+                    num_correct += (predictions == y).sum()
+                    num_samples += predictions.size(0)
+                print(f"Got {num_correct} / {num_samples} with accuracy {float(num_correct)/float(num_samples)*100:.2f}")
+            model.train()
+
+        for seed, cls in enumerate((RNN, RNN_GRU, RNN_LSTM)):
+            model = init_params(torch, cls(input_size, hidden_size, num_layers, num_classes).to(device), 25 + seed)
+            criterion = nn.CrossEntropyLoss()
+            optimizer = optim.Adam(model.parameters(), lr=0.005)
+            for batch_idx, (data, targets) in enumerate(train_loader):
+                data = data.to(device=device).squeeze(1)
+                targets = targets.to(device=device)
+                scores = model(data)
+                loss = criterion(scores, targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                log(cls.__name__ + " loss", loss)
+            log(cls.__name__ + " fc grad", model.fc.weight.grad)
+            check_accuracy(train_loader, model)
+    run_both(program)
