@@ -49,6 +49,18 @@ def test_type_convert_by_dtype():
     assert x.type(tracegrad.float32) is x   # nothing to change: the same tensor, as torch
 
 
+@pytest.mark.parametrize("make", ["arange", "double", "bool"])
+@pytest.mark.parametrize("cls", ["Tensor", "nn.Module", "int"])
+def test_type_convert_by_class(make, cls):
+    # eriklindernoren/PyTorch-GAN cyclegan.py: ``Tensor = torch.Tensor``; ``batch["A"].type(Tensor)``
+    def go(m):
+        x = {"arange": m.arange(3), "double": m.arange(3.).double(), "bool": m.tensor([True, False])}[make]
+        target = m.nn.Module if cls == "nn.Module" else (int if cls == "int" else m.Tensor)
+        return _sig(x.type(target))
+    a, b = both(go)
+    assert a == b
+
+
 NEW = [
     lambda m, x: x.new_zeros(2, 3), lambda m, x: x.new_zeros((2,)), lambda m, x: x.new_ones([3]),
     lambda m, x: x.new_ones(2, dtype=m.float64), lambda m, x: x.new_full((2, 2), 3),
