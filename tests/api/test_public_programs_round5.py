@@ -21,6 +21,12 @@ def _vocab(sentences):
     return sorted(set(" ".join(sentences).split()))
 
 
+def _dicts(sentences):
+    """graykode's ``word_dict`` (word -> id) and ``number_dict`` (id -> word)."""
+    word_list = _vocab(sentences)
+    return {w: i for i, w in enumerate(word_list)}, {i: w for i, w in enumerate(word_list)}
+
+
 def _train(torch, model, inputs, targets, steps, log, lr=0.001, call=None):
     """graykode's training loop: Adam, CrossEntropyLoss, ``steps`` epochs; logs each loss."""
     criterion = torch.nn.CrossEntropyLoss()
@@ -43,9 +49,7 @@ def test_graykode_nnlm_and_word2vec():
     def program(torch, log):
         nn = torch.nn
         sentences = ["i like dog", "i love coffee", "i hate milk"]
-        word_list = _vocab(sentences)
-        word_dict = {w: i for i, w in enumerate(word_list)}
-        number_dict = {i: w for i, w in enumerate(word_list)}
+        word_dict, number_dict = _dicts(sentences)
         n_class, n_step, n_hidden, m = len(word_dict), 2, 2, 2
 
         class NNLM(nn.Module):
@@ -203,9 +207,7 @@ def test_graykode_textrnn_textlstm_bilstm():
     def program(torch, log):
         nn = torch.nn
         sentences = ["i like dog", "i love coffee", "i hate milk"]
-        word_list = _vocab(sentences)
-        word_dict = {w: i for i, w in enumerate(word_list)}
-        number_dict = {i: w for i, w in enumerate(word_list)}
+        word_dict, number_dict = _dicts(sentences)
         n_class, n_hidden, batch_size = len(word_dict), 5, len(sentences)
 
         class TextRNN(nn.Module):
@@ -1087,14 +1089,14 @@ def test_rasbt_llms_from_scratch_gpt():
         except ValueError as e:
             print(e)
         model.eval()
-        encoded = torch.tensor(tokenizer.encode("every ")).unsqueeze(0)
-        out = generate_text_simple(model, encoded, 3, cfg["context_length"])
+        encoded = torch.tensor(tokenizer.encode("every e")).unsqueeze(0)
+        out = generate_text_simple(model, encoded, 2, cfg["context_length"])
         print(tokenizer.decode(out.squeeze(0).tolist()))
-        out = generate(model, encoded, 3, cfg["context_length"], top_k=3)
+        out = generate(model, encoded, 2, cfg["context_length"], top_k=3)
         print(tokenizer.decode(out.squeeze(0).tolist()))
 
         split = int(0.8 * len(text))
-        train_loader = DataLoader(GPTDatasetV1(text[:split], tokenizer, 8, 4), batch_size=2, shuffle=False, drop_last=True)
+        train_loader = DataLoader(GPTDatasetV1(text[:split], tokenizer, 8, 8), batch_size=2, shuffle=False, drop_last=True)
         val_loader = DataLoader(GPTDatasetV1(text[split:], tokenizer, 8, 1), batch_size=2, shuffle=False, drop_last=False)
         optimizer = torch.optim.AdamW(model.parameters(), lr=0.0004, weight_decay=0.1)
         tokens_seen, global_step = 0, -1
@@ -1226,9 +1228,9 @@ def test_aladdinpersson_tensor_basics():
     run_both(program)
 
 
-# aladdinpersson/Machine-Learning-Collection ML/Pytorch/Basics/pytorch_rnn_gru_lstm.py (RNN,
-# GRU and LSTM of num_layers=2 with batch_first=True from zero states moved with .to(device),
-# every time step's output flattened into the Linear, Adam, check_accuracy under no_grad with
+# aladdinpersson/Machine-Learning-Collection ML/Pytorch/Basics/pytorch_rnn_gru_lstm.py (the
+# RNN_LSTM it trains: an LSTM of num_layers=2 with batch_first=True from zero states moved with
+# .to(device), every time step's output flattened into the Linear, Adam, check_accuracy under no_grad with
 # ``num_correct += (predictions == y).sum()`` and float(num_correct) in an f-string); MNIST rows
 # as 6x6 images, hidden_size 256 -> 4
 def test_aladdinpersson_rnn_gru_lstm():
@@ -1236,36 +1238,6 @@ def test_aladdinpersson_rnn_gru_lstm():
         nn, optim = torch.nn, torch.optim
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         input_size, hidden_size, num_layers, num_classes, sequence_length = 6, 4, 2, 10, 6
-
-        class RNN(nn.Module):
-            def __init__(self, input_size, hidden_size, num_layers, num_classes):
-                super(RNN, self).__init__()
-                self.hidden_size = hidden_size
-                self.num_layers = num_layers
-                self.rnn = nn.RNN(input_size, hidden_size, num_layers, batch_first=True)
-                self.fc = nn.Linear(hidden_size * sequence_length, num_classes)
-
-            def forward(self, x):
-                h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(device)
-                out, _ = self.rnn(x, h0)
-                out = out.reshape(out.shape[0], -1)
-                out = self.fc(out)
-                return out
-
-        class RNN_GRU(nn.Module):
-            def __init__(self, input_size, hidden_size, num_layers, num_classes):
-                super(RNN_GRU, self).__init__()
-                self.hidden_size = hidden_size
-                self.num_layers = num_layers
-                self.gru = nn.GRU(input_size, hidden_size, num_layers, batch_first=True)
-                self.fc = nn.Linear(hidden_size * sequence_length, num_classes)
-
-            def forward(self, x):
-                h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(device)
-                out, _ = self.gru(x, h0)
-                out = out.reshape(out.shape[0], -1)
-                out = self.fc(out)
-                return out
 
         class RNN_LSTM(nn.Module):
             def __init__(self, input_size, hidden_size, num_layers, num_classes):
@@ -1301,7 +1273,7 @@ def test_aladdinpersson_rnn_gru_lstm():
                 print(f"Got {num_correct} / {num_samples} with accuracy {float(num_correct)/float(num_samples)*100:.2f}")
             model.train()
 
-        for seed, cls in enumerate((RNN, RNN_GRU, RNN_LSTM)):
+        for seed, cls in enumerate((RNN_LSTM,)):
             model = init_params(torch, cls(input_size, hidden_size, num_layers, num_classes).to(device), 25 + seed)
             criterion = nn.CrossEntropyLoss()
             optimizer = optim.Adam(model.parameters(), lr=0.005)
