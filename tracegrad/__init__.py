@@ -249,6 +249,7 @@ from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler as compiler  # noqa: E402
 from . import profiler as profiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
+from . import _logging as _logging  # noqa: E402  (torch._logging.set_logs)
 from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import sparse as sparse  # noqa: E402
