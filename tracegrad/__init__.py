@@ -68,6 +68,10 @@ short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble, chalf = complex64, complex128, complex32
 bit = uint1  # noqa: F821  (set just above, with the other dtypes without storage)
 
+# torch's numeric constants: Python floats (math's), and None for indexing (``x[:, torch.newaxis]``)
+from math import e as e, inf as inf, nan as nan, pi as pi  # noqa: E402
+newaxis = None
+
 from ._ops.dtype_info import finfo as finfo, iinfo as iinfo  # noqa: E402
 from ._tensor.tensor import Size as Size, Tensor as Tensor  # noqa: E402
 from ._tensor.layout import layout as layout, sparse_coo as sparse_coo, strided as strided  # noqa: E402
@@ -245,6 +249,7 @@ from .func import vmap as vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 from . import compiler as compiler  # noqa: E402
 from . import profiler as profiler  # noqa: E402
 from . import _dynamo as _dynamo  # noqa: E402
+from . import _logging as _logging  # noqa: E402  (torch._logging.set_logs)
 from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import sparse as sparse  # noqa: E402
@@ -350,9 +355,6 @@ from .library import ops as ops  # noqa: E402  (torch.ops.<namespace>.<operator>
 from .version import __version__ as __version__  # noqa: E402
 from . import version as version, multiprocessing as multiprocessing  # noqa: E402
 from .func import to_dlpack as to_dlpack  # noqa: E402
-# torch's constants (``2 * torch.pi``, ``x[:, torch.newaxis]``)
-from math import e as e, inf as inf, nan as nan, pi as pi  # noqa: E402
-newaxis = None
 
 
 def get_device_module(device=None):

@@ -192,3 +192,20 @@ def test_compiled_function_guards_on_autocast():
             assert cf(x).dtype is tracegrad.bfloat16
     with tracegrad.autocast("cpu", dtype=tracegrad.float16):
         assert cf(x).dtype is tracegrad.float16
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.cuda.amp.GradScaler(), lambda m: m.cpu.amp.GradScaler(),
+    lambda m: m.cuda.amp.autocast(), lambda m: m.cpu.amp.autocast(),
+    lambda m: m.amp.GradScaler("cpu"), lambda m: m.amp.autocast("cpu"),
+], ids=["cuda_scaler", "cpu_scaler", "cuda_autocast", "cpu_autocast", "amp_scaler", "amp_autocast"])
+def test_per_device_amp_spellings_warn_deprecated_as_torch(make):
+    # aladdinpersson's mixed-precision example builds torch.cuda.amp.GradScaler() and autocast()
+    seen = []
+    for mod in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            make(mod)
+        seen.append([(x.category, "deprecated" in str(x.message)) for x in w
+                     if issubclass(x.category, FutureWarning) or "deprecated" in str(x.message)])
+    assert seen[0] == seen[1]

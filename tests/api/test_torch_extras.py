@@ -287,3 +287,20 @@ def test_cpu_module_types_and_inductor_config():
         assert cfg.max_autotune is True
     assert cfg.max_autotune is False
     cfg.coordinate_descent_tuning = False
+
+
+@pytest.mark.parametrize("kwargs", [dict(graph_code=True), dict(dynamo=10), dict(recompiles=True, all=None),
+                                    dict(), dict(foo=True), dict(graph_code=1), dict(dynamo="x")],
+                         ids=["graph_code", "dynamo_debug", "two", "reset", "unknown", "not_bool", "bad_level"])
+def test_logging_set_logs(kwargs):
+    # the torch.compile tutorials call torch._logging.set_logs(graph_code=True)
+    import torch._logging   # noqa: F401  (programs import it so)
+    outcomes = []
+    for lib in (torch, tracegrad):
+        try:
+            lib._logging.set_logs(**kwargs)
+            outcomes.append(None)
+        except Exception as e:   # the class torch raises
+            outcomes.append(type(e))
+    torch._logging.set_logs()
+    assert outcomes[0] == outcomes[1]

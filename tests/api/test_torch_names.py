@@ -226,3 +226,18 @@ def test_inverse_hyperbolic_gradcheck():
     for f in (tracegrad.asinh, tracegrad.atanh, lambda x: tracegrad.acosh(x + 2)):
         assert tracegrad.autograd.gradcheck(f, (x,))
         assert tracegrad.autograd.gradgradcheck(f, (x,))
+
+
+@pytest.mark.parametrize("name", ["e", "inf", "nan", "pi", "newaxis"])
+def test_numeric_constants_match_torch(name):
+    # rasbt/LLMs-from-scratch masks attention scores with -torch.inf and builds GELU from torch.pi
+    want, got = getattr(torch, name), getattr(tracegrad, name)
+    assert type(got) is type(want)
+    assert got is None or np.isnan(want) and np.isnan(got) or got == want
+
+
+def test_constants_in_ops():
+    x = tracegrad.zeros(2, 3).masked_fill(tracegrad.tensor([True, False, True]), -tracegrad.inf)
+    assert x.numpy().tolist() == [[-np.inf, 0.0, -np.inf]] * 2
+    y = tracegrad.arange(3.)[:, tracegrad.newaxis]
+    assert tuple(y.shape) == (3, 1)

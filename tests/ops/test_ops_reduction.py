@@ -129,3 +129,18 @@ LINALG = [
 @params(REDUCE + LINALG)
 def test_parity(case):
     check_parity(case, torch)
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.max(t.tensor([[1., 5.], [3., 2.]]), 1),
+    lambda t: t.tensor([3, 1, 2]).sort(descending=True),
+    lambda t: t.aminmax(t.tensor([1, 2])),
+    lambda t: t.tensor([4., 1., 3.]).topk(2),
+], ids=["max", "sort", "aminmax", "topk"])
+def test_return_types_print_as_torch(call):
+    # programs print ``torch.max(x, 1)``: torch's structseq layout, one field per line
+    import tracegrad
+    torch = pytest.importorskip("torch")
+    want, got = call(torch), call(tracegrad)
+    assert repr(got) == repr(want) and str(got) == str(want)
+    assert type(got).__name__ == type(want).__name__ and isinstance(got, tuple)

@@ -3,6 +3,7 @@
 memory-layout queries (``pin_memory``, ``is_pinned``, ``nbytes``, ``itemsize``)."""
 from __future__ import annotations
 
+import builtins
 import warnings
 
 from .._ops import dtypes as _dt
@@ -124,7 +125,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
 def type(self, dtype=None, non_blocking=False, **kwargs):
     """Mirrors ``torch.Tensor.type``: with no argument, the legacy name (``'torch.FloatTensor'``,
     ``'torch.cuda.LongTensor'``); with a dtype or such a name, a converted tensor (``self`` when
-    nothing changes). ValueError for an unknown name."""
+    nothing changes); ``torch.Tensor`` itself converts to the default dtype. ValueError for an
+    unknown name or a class that is not a tensor type."""
     if dtype is None:
         prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
         return f"{prefix}{_TYPE_NAMES[self.dtype.name]}Tensor"
@@ -138,6 +140,11 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
         return out.to("cuda") if cuda else out.to("cpu")
     if isinstance(dtype, LegacyTensorType):   # x.type(torch.LongTensor)
         return self.to(dtype.dtype)
+    if isinstance(dtype, builtins.type):
+        # x.type(torch.Tensor): torch's default tensor type, i.e. the default dtype
+        if not issubclass(dtype, Tensor):
+            raise ValueError(f"invalid type: '{dtype.__name__}'")
+        return self.to(_dt.get_default_dtype())
     return self.to(dtype)
 
 

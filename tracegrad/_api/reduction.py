@@ -18,7 +18,12 @@ from .promotion import _SCALAR_NAME
 
 
 def _ret_type(name, fields=("values", "indices")):
-    return collections.namedtuple(name, fields)
+    """A named tuple printing as torch's ``torch.return_types.<name>(\nvalues=...,\nindices=...)``
+    (programs print ``torch.max(x, 1)``; like ``Size``, the repr keeps torch's module name)."""
+    def __repr__(self):
+        return f"torch.return_types.{name}(\n" + ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self)) + ")"
+
+    return type(name, (collections.namedtuple(name, fields),), {"__slots__": (), "__repr__": __repr__})
 
 
 return_types = type("return_types", (), {n: _ret_type(n) for n in (
