@@ -73,7 +73,7 @@ def test_device_as_context_manager():
 
 
 def test_device_names():
-    assert tracegrad.device("meta") == "meta" and repr(tracegrad.device("meta")) == repr(torch.device("meta"))
+    assert str(tracegrad.device("meta")) == "meta" and repr(tracegrad.device("meta")) == repr(torch.device("meta"))
     with pytest.raises(RuntimeError):
         tracegrad.device("nosuch")
 

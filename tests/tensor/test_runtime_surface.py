@@ -307,9 +307,6 @@ def test_nn_common_types_names():
     assert names and all(hasattr(g, n) for n in names)
 
 
-@pytest.mark.xfail(strict=True, reason="tracegrad.device.__eq__ accepts strings (device('cpu') == 'cpu' is True); "
-                   "torch compares devices only with devices (False). tracegrad/_tensor/device.py is another "
-                   "helper's area (meta-tensor rework)")
 def test_device_never_equals_a_string():
     # aladdinpersson's mixed-precision example: ``assert device == "cuda"`` fails on every device in torch
     a, b = both(lambda m: (m.device("cpu") == "cpu", "cpu" == m.device("cpu"), m.device("cpu") != "cpu"))

@@ -44,8 +44,8 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
+        # as torch: equal only to a device of the same type and index (``device('cpu') == 'cpu'``
+        # is False: compare ``.type`` or ``str(device)`` with a string)
         return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
 
     def __hash__(self):

@@ -42,7 +42,7 @@ class GradScaler:
     def __init__(self, device="cuda", init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
         self._device = device
-        if enabled and device == "cuda" and not cuda_devices():
+        if enabled and getattr(device, "type", device) == "cuda" and not cuda_devices():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  Disabling.")
             enabled = False
         self._enabled = enabled
