@@ -1,7 +1,6 @@
 """Tensor methods, reduction family: sum..var/std, max/min, softmax, cumulative ops, sort/topk/quantile/median."""
 from __future__ import annotations
 
-import collections
 
 import numpy as np
 
@@ -14,15 +13,9 @@ from .._ops.warn import warn as _warn
 from ._registry import method
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
+from .. import return_types
 
 
-def _ret_type(name, fields=("values", "indices")):
-    return collections.namedtuple(name, fields)
-
-
-return_types = type("return_types", (), {n: _ret_type(n) for n in (
-    "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin")})
-return_types.aminmax = _ret_type("aminmax", ("min", "max"))
 
 
 # ---- reductions -------------------------------------------------------------------------
