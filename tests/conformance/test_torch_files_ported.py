@@ -368,3 +368,302 @@ def test_autocast_nested_and_decorator(T):
         return T.mm(a, b)
     assert dn(f(_r(T, 2, 2), _r(T, 2, 2)).dtype) == "bfloat16"
     assert not T.is_autocast_enabled("cpu")
+
+
+# ==== test/test_weak.py ============================================================================
+# WeakTest and WeakKeyDictionaryTestCase (CPython's weakref and mapping tests with tensor keys),
+# run on torch.utils.weak and tracegrad.utils.weak. The TorchScript-object variant is not ported.
+import copy  # noqa: E402
+import gc  # noqa: E402
+import threading  # noqa: E402
+
+
+def _weak(T):
+    import importlib
+    return importlib.import_module(f"{T.__name__}.utils.weak")
+
+
+def test_weak_make_from_dict_and_weak_dict(T):
+    # WeakTest.test_make_weak_keyed_dict_from_dict, test_make_weak_keyed_dict_from_weak_keyed_dict
+    W = _weak(T).WeakIdKeyDictionary
+    o = T.ones(3)
+    d = W({o: 364})
+    assert d[o] == 364
+    assert W(d)[o] == 364
+
+
+def test_weak_popitem_setdefault_update_delitem(T):
+    # WeakTest.test_weak_keyed_dict_popitem, _setdefault, _update, test_weak_keyed_delitem
+    W = _weak(T).WeakIdKeyDictionary
+    k1, k2 = T.ones(1), T.ones(1)       # equal values, distinct keys
+    d = W()
+    d[k1], d[k2] = "value 1", "value 2"
+    assert len(d) == 2
+    seen = {}
+    for left in (1, 0):
+        k, v = d.popitem()
+        assert len(d) == left
+        seen[id(k)] = v
+    assert seen == {id(k1): "value 1", id(k2): "value 2"}
+
+    key, v1, v2 = T.zeros(1), "value 1", "value 2"
+    d = W()
+    assert d.setdefault(key, v1) is v1 and key in d and d.get(key) is v1 and d[key] is v1
+    assert d.setdefault(key, v2) is v1 and d[key] is v1
+
+    src = {T.zeros(1): 1, T.zeros(1): 2, T.zeros(1): 3}
+    d = W()
+    d.update(src)
+    assert len(d) == len(src)
+    for k in d.keys():
+        assert k in src and src[k] is d[k] and src[k] is d.get(k)
+    for k in src:
+        assert k in d and d[k] is src[k]
+
+    o1, o2 = T.ones(1), T.ones(2)
+    d = W()
+    d[o1] = d[o2] = "something"
+    del d[o1]
+    assert len(d) == 1 and list(d.keys())[0] is o2
+
+
+def test_weak_union_operators(T):
+    # WeakTest.test_weak_keyed_union_operators: |, |= and the reflected |, each a new
+    # WeakIdKeyDictionary; an entry goes when its key is collected
+    W = _weak(T).WeakIdKeyDictionary
+    o1, o2, o3 = T.zeros(1), T.zeros(1), T.zeros(1)
+    wkd1, wkd2 = W({o1: 1, o2: 2}), W({o3: 3, o1: 4})
+    wkd3 = wkd1.copy()
+    d1, pairs = {o2: "5", o3: "6"}, [(o2, 7), (o3, 8)]
+
+    def plain(d):     # dict keyed by id (a tensor's == is elementwise)
+        return {id(k): v for k, v in d.items()}
+    tmp1 = wkd1 | wkd2
+    assert plain(tmp1) == {**plain(wkd1), **plain(wkd2)} and type(tmp1) is W
+    wkd1 |= wkd2
+    assert wkd1 == tmp1
+    tmp2 = wkd2 | d1
+    assert plain(tmp2) == {**plain(wkd2), **plain(d1)} and type(tmp2) is W
+    wkd2 |= d1
+    assert wkd2 == tmp2
+    tmp3 = wkd3.copy()
+    tmp3 |= pairs
+    assert plain(tmp3) == {**plain(wkd3), id(o2): 7, id(o3): 8} and type(tmp3) is W
+    tmp4 = d1 | wkd3
+    assert plain(tmp4) == {**plain(d1), **plain(wkd3)} and type(tmp4) is W
+    del o1
+    gc.collect()
+    assert 4 not in tmp1.values() and 4 not in tmp2.values()
+    assert 1 not in tmp3.values() and 1 not in tmp4.values()
+
+
+def test_weak_bad_keys_and_repr(T):
+    # WeakTest.test_weak_keyed_bad_delitem, test_make_weak_keyed_dict_repr
+    W = _weak(T).WeakIdKeyDictionary
+    d, o = W(), T.zeros(1)
+    with pytest.raises(KeyError):
+        del d[o]
+    with pytest.raises(KeyError):
+        d[o]
+    for call in (lambda: d.__delitem__(13), lambda: d[13], lambda: d.__setitem__(13, 13)):
+        with pytest.raises(TypeError):
+            call()
+    assert 13 not in d
+    import re
+    assert re.match(r"<WeakIdKeyDictionary at 0x.*>", repr(W()))
+
+
+def test_weak_entry_dies_with_key(T):
+    # WeakTest (the weak part of every test): an entry goes when its key is collected, also
+    # while the dictionary is being iterated
+    W = _weak(T).WeakIdKeyDictionary
+    keys = [T.zeros(1) for _ in range(4)]
+    d = W({k: i for i, k in enumerate(keys)})
+    it = iter(d)
+    next(it)
+    del keys[1:]
+    gc.collect()
+    rest = list(it)
+    assert len(rest) <= 3 and len(d) == 1
+    assert list(d.values()) == [0]
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_weak_threaded_copy(T, deep):
+    # WeakTest.test_threaded_weak_key_dict_copy / _deepcopy (CPython issue 35615): keys collected
+    # on another thread while the dictionary is copied must not break the copy (fewer entries here)
+    W = _weak(T).WeakIdKeyDictionary
+
+    class Key:
+        pass
+    d, keys = W(), []
+    for i in range(3000):
+        k = Key()
+        keys.append(k)
+        d[k] = [i]
+    errors = []
+
+    def copier():
+        try:
+            copy.deepcopy(d) if deep else d.copy()
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(e)
+
+    def collector():
+        while keys:
+            keys.pop(len(keys) // 2)
+    threads = [threading.Thread(target=copier), threading.Thread(target=collector)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def _mapping_fixture(T):
+    """WeakKeyDictionaryTestCase.__init__: a reference dict of three tensor keys, one pair kept
+    out of it (other) and one in it (inmapping)."""
+    ref = {T.zeros(1): 1, T.zeros(2): 2, T.zeros(3): 3}
+    key, value = ref.popitem()
+    other = {key: value}
+    key, value = ref.popitem()
+    inmapping = {key: value}
+    ref[key] = value
+    return ref, other, inmapping
+
+
+def test_weak_mapping_read(T):
+    # WeakKeyDictionaryTestCase.test_read, test_constructor, test_bool, test_len
+    W = _weak(T).WeakIdKeyDictionary
+    ref, other, _ = _mapping_fixture(T)
+    p, d = W(), W()
+    for k, v in ref.items():
+        d[k] = v
+    for k, v in ref.items():
+        assert d[k] == v
+    known = next(iter(other))
+    with pytest.raises(KeyError):
+        d[known]
+    assert len(p) == 0 and len(d) == len(ref)
+    assert all(k in d for k in ref) and all(k not in d for k in other)
+    assert p == p and d == d and p != d and d != p
+    assert not p and d and bool(W()) is False
+    assert W() == W()
+    ids = {id(k) for k in ref}
+    for it, lst in ((iter(d.keys()), list(d.keys())), (iter(d), list(d.keys()))):
+        assert hasattr(it, "__next__") and {id(k) for k in it} == {id(k) for k in lst} == ids
+    assert sorted(d.values()) == sorted(ref.values())
+    assert {(id(k), v) for k, v in d.items()} == {(id(k), v) for k, v in ref.items()}
+    key, value = next(iter(d.items()))
+    kk, kv = next(iter(other.items()))
+    assert d.get(key, kv) == value and d.get(kk, kv) == kv and kk not in d
+
+
+def test_weak_mapping_write(T):
+    # WeakKeyDictionaryTestCase.test_write, test_pop, test_popitem, test_setdefault
+    W = _weak(T).WeakIdKeyDictionary
+    ref, other, inmapping = _mapping_fixture(T)
+    p = W()
+    for k, v in ref.items():
+        p[k] = v
+        assert p[k] == v
+    for k in ref:
+        del p[k]
+        with pytest.raises(KeyError):
+            p[k]
+    p = W()
+    p.update(ref)
+    assert {id(k): v for k, v in p.items()} == {id(k): v for k, v in ref.items()}
+    items = list(p.items())
+    p = W()
+    p.update(items)
+    assert len(p) == len(ref)
+    d = W(ref)
+    key, value = next(iter(d.items()))
+    kk, kv = next(iter(other.items()))
+    assert d.setdefault(key, kv) == value and d[key] == value
+    assert d.setdefault(kk, kv) == kv and d[kk] == kv
+    assert d.pop(kk) == kv and kk not in d
+    with pytest.raises(KeyError):
+        d.pop(kk)
+    d[kk] = kv
+    assert d.pop(kk, 909) == kv and kk not in d and d.pop(kk, 909) == 909
+    key, value = d.popitem()
+    assert key not in d and value == ref[key]
+    with pytest.raises(KeyError):
+        W().popitem()
+    with pytest.raises(TypeError):
+        W().popitem(42)
+    with pytest.raises(TypeError):
+        W().setdefault()
+    k, v = next(iter(inmapping.items()))
+    d = W()
+    d[k] = v
+    assert d.pop(k) == v and len(d) == 0
+
+
+def test_weak_mapping_views_get_update(T):
+    # WeakKeyDictionaryTestCase.test_keys, test_values, test_items, test_getitem, test_get,
+    # test_update (mapping, pairs, iterators, user mappings and their errors)
+    W = _weak(T).WeakIdKeyDictionary
+    ref, other, inmapping = _mapping_fixture(T)
+    e = W()
+    assert list(e.keys()) == [] and list(e.values()) == [] and list(e.items()) == []
+    for view in (e.keys, e.values, e.items):
+        with pytest.raises(TypeError):
+            view(None)
+    with pytest.raises(TypeError):
+        e.__getitem__()
+    with pytest.raises(TypeError):
+        e.get()
+    with pytest.raises(TypeError):
+        e.get(None, None, None)
+    kk = next(iter(other))
+    assert e.get(kk) is None and e.get(kk, 3) == 3
+    d = W(ref)
+    k, v = next(iter(inmapping.items()))
+    assert d.get(k) == v and d.get(k, 3) == v and d[k] == v
+    for src in (other, other.items(), iter(list(other.items()))):
+        d = W()
+        d.update(src)
+        assert [(id(a), b) for a, b in d.items()] == [(id(a), b) for a, b in other.items()]
+    d = W()
+    d.update()
+    assert d == W()
+    with pytest.raises((TypeError, AttributeError)):
+        d.update(42)
+
+    class UserMapping:
+        def keys(self):
+            return ref.keys()
+
+        def __getitem__(self, i):
+            return ref[i]
+    d.update(UserMapping())
+    assert sorted((id(a), b) for a, b in d.items()) == sorted((id(a), b) for a, b in ref.items())
+
+    class Exc(Exception):
+        pass
+
+    class FailingKeys:
+        def keys(self):
+            raise Exc
+
+    class FailingGet:
+        def keys(self):
+            return [T.zeros(1)]
+
+        def __getitem__(self, key):
+            raise Exc
+
+    class BadSeq:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            raise Exc
+    for bad in (FailingKeys(), FailingGet(), BadSeq()):
+        with pytest.raises(Exc):
+            W().update(bad)
+    with pytest.raises(ValueError):
+        W().update([(1, 2, 3)])
