@@ -1124,3 +1124,84 @@ CREATION_SHAPE = {
 @pytest.mark.parametrize("fn", outcome_params(CREATION_SHAPE))
 def test_creation_and_shape_ops(fn):
     same_outcome(fn)
+
+
+# ==== test/test_reductions.py (parts not ported in test_sort_reduce_ported.py) ====================
+# test_sum_dtype/test_sum_bool/test_prod_*, test_mean_int_error/test_mean_dtype, test_nansum/
+# test_nanmean, test_amax/amin and max/min on empty dims, test_argmax/argmin (NaN, ties, bool),
+# test_var/std (correction, unbiased, var_mean/std_mean, int error, complex), test_logsumexp
+# (inf, int, empty), test_all_any (uint8, float, empty, dim tuples), test_count_nonzero,
+# test_aminmax, test_norm/test_dist, test_cumsum/cumprod/cummax/logcumsumexp dtypes and edges,
+# test_mode/median/nanmedian on empty and all-NaN input, test_quantile (interpolation, bad q,
+# int error), test_nanquantile, 0-d reductions with a dim, test_histc, test_bincount, dim lists.
+REDUCTIONS_MORE = {
+    "sum_bool_dtype": lambda T: T.tensor([True, True]).sum(),
+    "sum_int8_dtype": lambda T: T.tensor([100, 100], dtype=T.int8).sum(),
+    "sum_dtype_arg": lambda T: T.tensor([1, 2]).sum(dtype=T.float32),
+    "sum_empty_dims": lambda T: T.ones(2, 3).sum(()),
+    "sum_dup_dims": lambda T: T.ones(2, 3).sum((0, 0)),
+    "prod_int_dtype": lambda T: T.tensor([2, 3], dtype=T.int32).prod(),
+    "prod_bool": lambda T: T.tensor([True, False]).prod(),
+    "prod_empty": lambda T: T.ones(0).prod(),
+    "mean_int_err": lambda T: T.tensor([1, 2]).mean(),
+    "mean_int_dtype": lambda T: T.tensor([1, 2]).mean(dtype=T.float64),
+    "mean_empty": lambda T: T.ones(0).mean(),
+    "nansum": lambda T: T.nansum(T.tensor([1., nan, 2.])),
+    "nansum_int": lambda T: T.nansum(T.tensor([1, 2])),
+    "nanmean_all_nan": lambda T: T.nanmean(T.tensor([nan, nan])),
+    "nanmean_dim": lambda T: T.nanmean(T.tensor([[1., nan], [nan, nan]]), 1),
+    "amax_empty_dim": lambda T: T.ones(0, 3).amax(1),
+    "amax_empty_err": lambda T: T.ones(0, 3).amax(0),
+    "max_empty": lambda T: T.ones(0).max(),
+    "max_dim_empty": lambda T: T.ones(0, 2).max(1),
+    "argmax_ties_nan": lambda T: (T.tensor([1., nan, 3., nan]).argmax(), T.tensor([1., 3., 3.]).argmax()),
+    "argmin_keepdim": lambda T: T.tensor([[3, 1], [0, 5]]).argmin(1, keepdim=True),
+    "argmax_bool": lambda T: T.tensor([False, True, True]).argmax(),
+    "std_correction": lambda T: [T.tensor([1., 2., 4.]).std(correction=c) for c in (0, 1, 2, 3)],
+    "var_unbiased_kw": lambda T: T.tensor([1., 2., 4.]).var(unbiased=False),
+    "var_mean": lambda T: T.var_mean(T.tensor([[1., 2.], [3., 5.]]), 1),
+    "std_mean_dims": lambda T: T.std_mean(T.arange(8.).view(2, 2, 2), (0, 2), keepdim=True),
+    "var_int_err": lambda T: T.tensor([1, 2]).var(),
+    "var_single": lambda T: T.tensor([1.]).var(),
+    "var_complex": lambda T: T.tensor([1 + 1j, 2 - 1j]).var(),
+    "logsumexp_inf": lambda T: T.logsumexp(T.tensor([[-inf, -inf], [inf, 1.]]), 1),
+    "logsumexp_int": lambda T: T.logsumexp(T.tensor([1, 2]), 0),
+    "logsumexp_empty": lambda T: T.logsumexp(T.ones(0, 2), 0),
+    "all_any_uint8": lambda T: (T.tensor([1, 0], dtype=T.uint8).all(), T.tensor([1, 0], dtype=T.uint8).any()),
+    "all_any_float": lambda T: (T.tensor([1., 0.5]).all(), T.tensor([0., nan]).any()),
+    "all_empty": lambda T: (T.ones(0).all(), T.ones(0).any()),
+    "all_dims_tuple": lambda T: T.ones(2, 3, dtype=T.bool).all((0, 1)),
+    "count_nonzero": lambda T: T.count_nonzero(T.tensor([[0, 1], [2, 0]]), dim=(0, 1)),
+    "count_nonzero_dim": lambda T: T.count_nonzero(T.tensor([[0, 1], [2, 0]]), dim=0),
+    "aminmax_dim": lambda T: T.aminmax(T.tensor([[1, 5], [3, 2]]), dim=1),
+    "aminmax_empty": lambda T: T.aminmax(T.ones(0)),
+    "norm_p": lambda T: [T.tensor([3., -4.]).norm(p) for p in (0, 1, 2, inf, -inf, 0.5)],
+    "norm_int_err": lambda T: T.tensor([3, 4]).norm(),
+    "dist": lambda T: T.dist(T.tensor([1., 2.]), T.tensor([4., 6.]), 3),
+    "cumsum_int_dtype": lambda T: T.tensor([1, 2], dtype=T.int8).cumsum(0).dtype,
+    "cumsum_bool": lambda T: T.tensor([True, True]).cumsum(0),
+    "cumprod_zero": lambda T: T.tensor([2., 0., 3.]).cumprod(0),
+    "cummax_nan": lambda T: T.tensor([1., nan, 3.]).cummax(0),
+    "logcumsumexp": lambda T: T.tensor([-inf, 0., inf]).logcumsumexp(0),
+    "mode_empty": lambda T: T.ones(0, 3).mode(0),
+    "median_empty": lambda T: T.ones(0).median(),
+    "nanmedian_all_nan_dim": lambda T: T.tensor([[nan, nan], [1., nan]]).nanmedian(1),
+    "quantile_interp": lambda T: [T.quantile(T.tensor([1., 2., 4., 8.]), 0.4, interpolation=m) for m in ("linear", "lower", "higher", "midpoint", "nearest")],
+    "quantile_bad_q": lambda T: T.quantile(T.tensor([1., 2.]), 1.5),
+    "quantile_int_err": lambda T: T.quantile(T.tensor([1, 2]), 0.5),
+    "nanquantile": lambda T: T.nanquantile(T.tensor([1., nan, 3.]), T.tensor([0.25, 0.5])),
+    "sum_keepdim_0d": lambda T: T.tensor(3.).sum(0, keepdim=True),
+    "sum_dim_0d_err": lambda T: T.tensor(3.).sum(1),
+    "max_0d_dim": lambda T: T.tensor(3.).max(0),
+    "histc": lambda T: T.histc(T.tensor([1., 2., 1., 4.]), bins=4, min=0, max=4),
+    "histc_int_err": lambda T: T.histc(T.tensor([1, 2]), bins=2),
+    "bincount_weights": lambda T: T.bincount(T.tensor([0, 1, 1, 3]), T.tensor([0.5, 1., 1., 2.]), minlength=5),
+    "tensor_sum_dim_list_neg": lambda T: T.arange(24.).view(2, 3, 4).sum([-1, 0]),
+    "mean_dim_none_keepdim": lambda T: T.arange(6.).view(2, 3).mean(None, keepdim=True),
+    "std_dim_none_keepdim": lambda T: T.arange(6.).view(2, 3).std(None, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("fn", outcome_params(REDUCTIONS_MORE))
+def test_reductions_more(fn):
+    same_outcome(fn)
