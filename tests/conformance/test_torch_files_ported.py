@@ -702,6 +702,16 @@ SELECT = {
     "searchsorted_scalar": lambda T: T.searchsorted(T.tensor([1., 3., 5.]), 4.),
     "searchsorted_sorter": lambda T: T.searchsorted(T.tensor([5., 1., 3.]), T.tensor([2., 4.]), sorter=T.tensor([1, 2, 0])),
     "searchsorted_nan_inf": lambda T: T.searchsorted(T.tensor([-inf, 0., inf, nan]), T.tensor([nan, inf, -inf, 0.])),
+    "searchsorted_nan_inf_right": lambda T: T.searchsorted(T.tensor([-inf, 0., inf, nan]), T.tensor([nan, inf, -inf, 0.]),
+                                                           right=True),
+    "searchsorted_nan_run": lambda T: [T.searchsorted(T.tensor([0., nan, nan]), T.tensor([nan, 1., -1.]), right=r)
+                                       for r in (False, True)],
+    "searchsorted_2d_nan": lambda T: T.searchsorted(T.tensor([[1., 2., nan], [nan, nan, nan]]),
+                                                    T.tensor([[2., nan], [0., 5.]])),
+    "searchsorted_ties_long": lambda T: [T.searchsorted(T.tensor([1, 2, 2, 2, 2, 2, 3, 7, 7]), T.tensor([2, 7, 8, 0]),
+                                                        side=s) for s in ("left", "right")],
+    "searchsorted_one_elem": lambda T: T.searchsorted(T.tensor([5.]), T.tensor([4., 5., 6.]), right=True),
+    "searchsorted_empty_seq": lambda T: T.searchsorted(T.zeros(0), T.tensor([1.])),
     "searchsorted_dim_mismatch": lambda T: T.searchsorted(T.tensor([[1, 3], [2, 4]]), T.tensor([[1, 2, 3]]).T),
     "searchsorted_leading_mismatch": lambda T: T.searchsorted(T.tensor([[1, 3], [2, 4]]), T.tensor([[1], [2], [3]])),
     "searchsorted_0d_seq": lambda T: T.searchsorted(T.tensor(1), T.tensor([1])),
@@ -745,8 +755,6 @@ SELECT = {
     "isin_complex_test": lambda T: T.isin(T.tensor([1.]), T.tensor([1j])),
 }
 SELECT_XFAIL = {
-    "searchsorted_nan_inf": "NaN boundaries: tracegrad sorts NaN last (numpy's order); torch's binary search gives "
-                            "an order-dependent index (documented in searchsorted's docstring)",
     "kthvalue_overlap": "out= that overlaps the input is not detected (tracegrad/_tensor/out.py, outside this port)",
 }
 

@@ -362,10 +362,23 @@ def bincount(input, weights=None, minlength=0):
 
 @functools.partial(jax.jit, static_argnames="side")
 def _searchsorted_jax(seq, vals, side):
-    if seq.ndim == 1:
-        return jnp.searchsorted(seq, vals, side=side)
-    f = jnp.vectorize(lambda s, v: jnp.searchsorted(s, v, side=side), signature="(n),(m)->(m)")
-    return f(seq, vals)
+    # torch's own binary search, step for step: it moves right while NOT (b >= v) (left) or NOT
+    # (b > v) (right), so a NaN value lands past the end and NaN boundaries count as smaller.
+    # jnp.searchsorted orders NaN as numpy does and gives other indices there.
+    n = seq.shape[-1]
+    start = jnp.zeros(vals.shape, jnp.int64)
+    if n == 0:
+        return start
+    end = jnp.full(vals.shape, n, jnp.int64)
+    for _ in range(n.bit_length()):
+        active = start < end
+        mid = start + ((end - start) >> 1)
+        at = jnp.minimum(mid, n - 1)
+        b = seq[at] if seq.ndim == 1 else jnp.take_along_axis(seq, at, axis=-1)
+        right = ~(b > vals) if side == "right" else ~(b >= vals)
+        start = jnp.where(active & right, mid + 1, start)
+        end = jnp.where(active & ~right, mid, end)
+    return start
 
 
 _searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op, no node
@@ -411,8 +424,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     dims that differ from ``input``'s (unless ``sorted_sequence`` is 1-D), a number ``input`` with
     an N-D ``sorted_sequence``, a bad ``side`` or one opposite to ``right``, a ``sorter`` of
     another shape, dtype or out of range; NotImplementedError for bool or complex tensors.
-    Differs from torch: NaNs in ``sorted_sequence`` sort last (numpy's order); torch's binary
-    search gives an order-dependent index there."""
+    NaN values and boundaries give torch's indices (its binary search, step for step)."""
     scalar = not isinstance(input, Tensor)
     values = _t(input, sorted_sequence)
     _check_searchsorted(sorted_sequence, values, scalar, right, side, sorter)
