@@ -17,7 +17,7 @@ _local = threading.local()
 # tracegrad does not have, or already compute in float32)
 FP32_OPS = {
     "cpu": {"mse_loss", "nll_loss", "cross_entropy", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
-            "binary_cross_entropy", "binary_cross_entropy_with_logits"},
+            "binary_cross_entropy", "binary_cross_entropy_with_logits", "avg_pool3d"},
     "cuda": {"mse_loss", "nll_loss", "cross_entropy", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",
              "binary_cross_entropy_with_logits", "softmax", "log_softmax", "layer_norm", "group_norm"},
 }

@@ -11,7 +11,6 @@ require grad. Batch dimensions broadcast where torch's do (``lu_solve``, ``solve
 """
 from __future__ import annotations
 
-import collections
 
 import jax
 import jax.numpy as jnp
@@ -19,6 +18,7 @@ import numpy as np
 
 from ._api.shape import cat
 from ._ops import dtypes as _dt
+from .return_types import _structseq
 from ._ops.errors import broadcast_shape
 from ._tensor.factories import zeros as _zeros
 from ._tensor.tensor import Tensor, _JaxTracer
@@ -28,14 +28,14 @@ from ._tensor.out import accepts_out
 __all__ = ["LinAlgError", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
            "solve_triangular", "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander"]
 
-CholeskyExResult = collections.namedtuple("linalg_cholesky_ex", ["L", "info"])
-InvExResult = collections.namedtuple("linalg_inv_ex", ["inverse", "info"])
-SolveExResult = collections.namedtuple("linalg_solve_ex", ["result", "info"])
-LUFactorResult = collections.namedtuple("linalg_lu_factor", ["LU", "pivots"])
-LUFactorExResult = collections.namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-LUResult = collections.namedtuple("linalg_lu", ["P", "L", "U"])
-LstsqResult = collections.namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-EigResult = collections.namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
+CholeskyExResult = _structseq("linalg_cholesky_ex", ["L", "info"])
+InvExResult = _structseq("linalg_inv_ex", ["inverse", "info"])
+SolveExResult = _structseq("linalg_solve_ex", ["result", "info"])
+LUFactorResult = _structseq("linalg_lu_factor", ["LU", "pivots"])
+LUFactorExResult = _structseq("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUResult = _structseq("linalg_lu", ["P", "L", "U"])
+LstsqResult = _structseq("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+EigResult = _structseq("linalg_eig", ["eigenvalues", "eigenvectors"])
 
 class LinAlgError(RuntimeError):
     """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
@@ -538,7 +538,7 @@ def householder_product(A, tau, *, out=None):
     return _householder(A, tau)
 
 
-GeqrfResult = collections.namedtuple("geqrf", ["a", "tau"])
+GeqrfResult = _structseq("geqrf", ["a", "tau"])
 
 
 @_op("Geqrf")

@@ -11,10 +11,10 @@ tests/api/test_registration.py lists each in ``ATTACHED_ELSEWHERE``.
 """
 from __future__ import annotations
 
-import collections
 
 from . import _linalg_decomp, linalg
 from ._ops.errors import broadcast_shape
+from .return_types import _structseq
 from ._ops.warn import warn
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
@@ -25,11 +25,12 @@ __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power"
            "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp",
            "geqrf", "orgqr", "ormqr"]
 
-SVDResult = collections.namedtuple("svd", ["U", "S", "V"])
-QRResult = collections.namedtuple("qr", ["Q", "R"])
-LUResult = collections.namedtuple("_lu_with_info", ["LU", "pivots", "info"])
-LUUnpackResult = collections.namedtuple("lu_unpack", ["P", "L", "U"])
-TriangularSolveResult = collections.namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
+SVDResult = _structseq("svd", ["U", "S", "V"])
+SlogdetResult = _structseq("slogdet", ["sign", "logabsdet"])
+QRResult = _structseq("qr", ["Q", "R"])
+LUResult = _structseq("_lu_with_info", ["LU", "pivots", "info"])
+LUUnpackResult = _structseq("lu_unpack", ["P", "L", "U"])
+TriangularSolveResult = _structseq("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 def _deprecated(name, instead):
@@ -50,9 +51,11 @@ def inverse(input, *, out=None):
     return linalg.inv(input)
 
 
-def slogdet(input):
-    """Mirrors ``torch.slogdet``: ``(sign, logabsdet)`` of ``tracegrad.linalg.slogdet``."""
-    return linalg.slogdet(input)
+@accepts_out(exact_dtype=True)
+def slogdet(input, *, out=None):
+    """Mirrors ``torch.slogdet``: ``tracegrad.linalg.slogdet``'s ``(sign, logabsdet)`` as
+    ``tracegrad.return_types.slogdet`` (torch's name for this form)."""
+    return SlogdetResult(*linalg.slogdet(input))
 
 
 def logdet(input):
@@ -236,7 +239,7 @@ def _cross_method(self, other, dim=None):
 Tensor.det = det
 Tensor.inverse = method_form(inverse)
 Tensor.logdet = logdet
-Tensor.slogdet = slogdet
+Tensor.slogdet = method_form(slogdet)
 Tensor.svd = method_form(svd)
 Tensor.cross = _cross_method
 Tensor.matrix_power = matrix_power

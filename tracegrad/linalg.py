@@ -12,7 +12,6 @@ transform the value is not inspected: it holds inf/nan, as JAX returns).
 """
 from __future__ import annotations
 
-import collections
 import functools
 import math
 
@@ -29,6 +28,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
 )
 from ._api.promotion import check_same_dtype
 from ._api import reduction as _reduction
+from .return_types import _structseq
 from ._ops import dtypes as _dt, reduction as _reduction_ops
 from ._tensor.factories import eye, tensor as _tensor, zeros as _zeros
 from ._tensor.tensor import Tensor, _wrap_dim
@@ -43,10 +43,12 @@ __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "s
            "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander"]
 
 
-SlogdetResult = collections.namedtuple("slogdet", ["sign", "logabsdet"])
-QRResult = collections.namedtuple("qr", ["Q", "R"])
-SVDResult = collections.namedtuple("svd", ["U", "S", "Vh"])
-EighResult = collections.namedtuple("eigh", ["eigenvalues", "eigenvectors"])
+# torch names this type linalg_slogdet; ours still shows as slogdet (tests/utils/test_pytree.py
+# compares specs with that rename), pickled and looked up as linalg_slogdet
+SlogdetResult = _structseq("linalg_slogdet", ["sign", "logabsdet"], shown_as="slogdet")
+QRResult = _structseq("linalg_qr", ["Q", "R"])
+SVDResult = _structseq("linalg_svd", ["U", "S", "Vh"])
+EighResult = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
 
 
 def _finite_or_raise(out, api, why):

@@ -23,7 +23,6 @@ EXTRAS = {
 }
 # Names torch has where tracegrad's object is of another kind, with the reason.
 KIND_DIFFERS = {
-    "return_types": "a namespace class of named-tuple types, where torch has a module",
 }
 PRIVATE_SOURCES = ["tracegrad._api.functions", "tracegrad._api.nn_functions"]
 # tracegrad-only subpackages that `import tracegrad` does not load: they appear as attributes

@@ -191,10 +191,18 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 @function()
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Mirrors ``torch.isin``: whether each element of ``elements`` is in ``test_elements``
-    (either may be a Python number); a bool tensor of ``elements``' shape."""
+    (either may be a Python number); a bool tensor of ``elements``' shape. TypeError when both
+    are numbers; RuntimeError for a bool or complex operand (torch has no kernel for them)."""
     scalar = not isinstance(elements, Tensor)
+    if scalar and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin(): expected at least one of elements and test_elements to be a Tensor, got "
+                        f"{type(elements).__name__} and {type(test_elements).__name__}")
     elements = _t(elements, test_elements if isinstance(test_elements, Tensor) else None)
     test = _t(test_elements, elements).flatten()
+    for t in (elements, test):
+        if t.dtype is bool_ or t.dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {_SCALAR_NAME[t.dtype.name]}; "
+                               "pass real numeric tensors")
     if test.numel():
         hit = _any(elements.unsqueeze(-1) == test, -1)
     else:
@@ -360,13 +368,56 @@ def bincount(input, weights=None, minlength=0):
 
 @functools.partial(jax.jit, static_argnames="side")
 def _searchsorted_jax(seq, vals, side):
-    if seq.ndim == 1:
-        return jnp.searchsorted(seq, vals, side=side)
-    f = jnp.vectorize(lambda s, v: jnp.searchsorted(s, v, side=side), signature="(n),(m)->(m)")
-    return f(seq, vals)
+    # torch's own binary search, step for step: it moves right while NOT (b >= v) (left) or NOT
+    # (b > v) (right), so a NaN value lands past the end and NaN boundaries count as smaller.
+    # jnp.searchsorted orders NaN as numpy does and gives other indices there.
+    n = seq.shape[-1]
+    start = jnp.zeros(vals.shape, jnp.int64)
+    if n == 0:
+        return start
+    end = jnp.full(vals.shape, n, jnp.int64)
+    for _ in range(n.bit_length()):
+        active = start < end
+        mid = start + ((end - start) >> 1)
+        at = jnp.minimum(mid, n - 1)
+        b = seq[at] if seq.ndim == 1 else jnp.take_along_axis(seq, at, axis=-1)
+        right = ~(b > vals) if side == "right" else ~(b >= vals)
+        start = jnp.where(active & right, mid + 1, start)
+        end = jnp.where(active & ~right, mid, end)
+    return start
 
 
 _searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op, no node
+
+
+def _check_searchsorted(seq, values, scalar, right, side, sorter):
+    api = "torch.searchsorted()"
+    if seq.ndim == 0:
+        raise RuntimeError(f"{api}: boundaries tensor should have positive dimension, but got 0 dimension")
+    if scalar and seq.ndim != 1:
+        raise RuntimeError(f"{api}: input value can be a scalar only when boundaries tensor dimension is 1, but we "
+                           f"got boundaries tensor dim({seq.ndim}) and input value's dim(0) numel(1)")
+    if seq.ndim != 1 and (seq.ndim != values.ndim or tuple(seq.shape[:-1]) != tuple(values.shape[:-1])):
+        raise RuntimeError(f"{api}: boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+                           f"tensor and input value tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(values.shape)}")
+    if side is not None and side not in ("left", "right"):
+        raise RuntimeError(f"{api}: side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError(f"{api}: side and right can't be set to opposites, got side of left while right was True")
+    for t in (seq, values):
+        if t.dtype is bool_ or t.dtype.is_complex:
+            raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for '{_SCALAR_NAME[t.dtype.name]}'; "
+                                      "pass real numeric tensors")
+    if sorter is not None:
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise RuntimeError(f"{api}: boundary and sorter must have the same size, but got boundary tensor "
+                               f"{list(seq.shape)} and got sorter tensor {list(sorter.shape)}")
+        if sorter.dtype is not int64:
+            raise RuntimeError(f"{api}: sorter must be a tensor of long dtype but got dtype "
+                               f"{_SCALAR_NAME[sorter.dtype.name]}")
+        if sorter.numel() and (int(sorter.min()) < 0 or int(sorter.max()) >= seq.shape[-1]):
+            raise RuntimeError(f"{api}: sorter index out of range")
 
 
 @function()
@@ -374,13 +425,19 @@ _searchsorted = with_x64(_searchsorted_jax)    # an index has no gradient: no op
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
     """Mirrors ``torch.searchsorted``: for each value of ``input``, the index where it would be
     inserted in (each row of) ``sorted_sequence`` to keep it sorted (``right``/``side="right"``:
-    after equal values). int64 (int32 with ``out_int32``)."""
+    after equal values). int64 (int32 with ``out_int32``). ``sorter``: int64 indices that sort
+    each row of ``sorted_sequence``. RuntimeError, as torch, for a 0-d ``sorted_sequence``, leading
+    dims that differ from ``input``'s (unless ``sorted_sequence`` is 1-D), a number ``input`` with
+    an N-D ``sorted_sequence``, a bad ``side`` or one opposite to ``right``, a ``sorter`` of
+    another shape, dtype or out of range; NotImplementedError for bool or complex tensors.
+    NaN values and boundaries give torch's indices (its binary search, step for step)."""
+    scalar = not isinstance(input, Tensor)
+    values = _t(input, sorted_sequence)
+    _check_searchsorted(sorted_sequence, values, scalar, right, side, sorter)
     if side is not None:
         right = side == "right"
     if sorter is not None:
         sorted_sequence = sorted_sequence.gather(-1, sorter)
-    scalar = not isinstance(input, Tensor)
-    values = _t(input, sorted_sequence)
     out = Tensor._make(_searchsorted(sorted_sequence._value, values._value, "right" if right else "left"))
     out = out.to(int32 if out_int32 else int64)
     return out.reshape(()) if scalar else out

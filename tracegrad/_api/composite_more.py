@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .. import _autocast
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
@@ -35,7 +36,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """Mirrors ``torch.baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for ``(b, n, m)``
     and ``(b, m, p)`` batches; ``input`` broadcasts to ``(b, n, p)``. With ``beta=0`` the
     input is ignored (its NaNs do not propagate), as torch. RuntimeError for shapes or dtypes
-    that differ (from ``bmm``)."""
+    that differ (from ``bmm``). Under autocast all three go to its dtype first (torch's list)."""
+    input, batch1, batch2 = _autocast.cast("lower", "baddbmm", input, batch1, batch2)
     prod = bmm(batch1, batch2)
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"baddbmm: expected self and batch1 to have the same dtype, but got: "

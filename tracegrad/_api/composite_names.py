@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _autocast
 from .._tensor.factories import arange as _arange, ones_like as _ones_like, tensor as _tensor
 from .._ops.dtypes import bool_ as _bool, can_cast
 from .._ops.errors import not_a_tensor
@@ -162,9 +163,10 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """Mirrors ``torch.addbmm``: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` for
     ``(b, n, m)`` and ``(b, m, p)``; input broadcastable to ``(n, p)``. grad_fn: ``AddBackward0``
-    (torch: ``AddbmmBackward0``)."""
+    (torch: ``AddbmmBackward0``). Under autocast all three go to its dtype first (torch's list)."""
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: batch1 must be a 3D tensor, got {batch1.ndim}D and {batch2.ndim}D")
+    input, batch1, batch2 = _autocast.cast("lower", "addbmm", input, batch1, batch2)
     return _add_scaled(input, bmm(batch1, batch2).sum(0), beta, alpha, "addbmm")
 
 

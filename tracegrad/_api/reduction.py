@@ -1,7 +1,6 @@
 """Tensor methods, reduction family: sum..var/std, max/min, softmax, cumulative ops, sort/topk/quantile/median."""
 from __future__ import annotations
 
-import collections
 
 import numpy as np
 
@@ -15,20 +14,9 @@ from .._ops.warn import warn as _warn
 from ._registry import method
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
+from .. import return_types
 
 
-def _ret_type(name, fields=("values", "indices")):
-    """A named tuple printing as torch's ``torch.return_types.<name>(\nvalues=...,\nindices=...)``
-    (programs print ``torch.max(x, 1)``; like ``Size``, the repr keeps torch's module name)."""
-    def __repr__(self):
-        return f"torch.return_types.{name}(\n" + ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self)) + ")"
-
-    return type(name, (collections.namedtuple(name, fields),), {"__slots__": (), "__repr__": __repr__})
-
-
-return_types = type("return_types", (), {n: _ret_type(n) for n in (
-    "max", "min", "sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin")})
-return_types.aminmax = _ret_type("aminmax", ("min", "max"))
 
 
 # ---- reductions -------------------------------------------------------------------------

@@ -8,7 +8,6 @@ dtype; gradients are JAX's VJP of the op (DESIGN 2.1).
 """
 from __future__ import annotations
 
-import collections
 import math
 
 import numpy as np
@@ -122,10 +121,7 @@ def frexp(input):
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes; convert the input with .float()")
     m, e = apply_op(OPS["frexp"], (input,))
-    return _frexp_type(m, e)
-
-
-_frexp_type = collections.namedtuple("frexp", ["mantissa", "exponent"])
+    return return_types.frexp(m, e)
 
 
 @method("ldexp", function=True)

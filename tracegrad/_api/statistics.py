@@ -14,10 +14,9 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
 from ._registry import method
 from .composite import _host
-from .reduction import _ret_type, check_median, quantile_op, return_types
+from .reduction import check_median, quantile_op, return_types
 from .promotion import _SCALAR_NAME
 
-return_types.histogram = _ret_type("histogram", ("hist", "bin_edges"))
 
 
 @method("nanmedian", function=True)

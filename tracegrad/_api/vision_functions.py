@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from .. import _autocast
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
@@ -205,8 +206,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """Mirrors ``torch._C._nn.avg_pool3d``. grad_fn ``AvgPool3DBackward0``."""
+    """Mirrors ``torch._C._nn.avg_pool3d``. grad_fn ``AvgPool3DBackward0``. Under CPU autocast
+    it runs in float32 (torch's fp32 list)."""
     _check_pool3d(input, "avg_pool3d")
+    input = _autocast.cast("fp32", "avg_pool3d", input)
     k, s, p, _ = _pool_args(3, kernel_size, stride, padding, 1, "avg_pool3d", input, ceil_mode)
     return apply_op(OPS["avg_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),

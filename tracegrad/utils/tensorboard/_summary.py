@@ -72,9 +72,19 @@ def histogram(name, values, bins, max_bins=None):
     first, last = (int(filled[0]), int(filled[-1])) if filled.size else (0, len(counts) - 1)
     bucket = [0.0] + counts[first:last + 1].astype(np.float64).tolist()
     limits = edges[first:last + 2].tolist()
+    return histogram_raw(name, float(arr.min()), float(arr.max()), float(arr.size), float(arr.sum()),
+                         float(arr.dot(arr)), limits, bucket)
+
+
+def histogram_raw(name, min, max, num, sum, sum_squares, bucket_limits, bucket_counts):  # noqa: A002
+    """A histogram summary from precomputed statistics: ``bucket_limits`` are the buckets' right
+    edges, ``bucket_counts`` their counts (same length). Raises: ValueError when the lengths differ."""
+    if len(bucket_limits) != len(bucket_counts):
+        raise ValueError(f"add_histogram_raw: len(bucket_limits) != len(bucket_counts) ({len(bucket_limits)} and "
+                         f"{len(bucket_counts)}); pass one count per bucket limit")
     return Summary(value=[Summary.Value(tag=name, histo=HistogramProto(
-        min=float(arr.min()), max=float(arr.max()), num=float(arr.size), sum=float(arr.sum()),
-        sum_squares=float(arr.dot(arr)), bucket_limit=limits, bucket=bucket))])
+        min=float(min), max=float(max), num=float(num), sum=float(sum), sum_squares=float(sum_squares),
+        bucket_limit=[float(v) for v in bucket_limits], bucket=[float(v) for v in bucket_counts]))])
 
 
 def image(tag, img, dataformats="NCHW", rescale=1):

@@ -110,6 +110,16 @@ class SummaryWriter:
         bins = self.default_bins if isinstance(bins, str) and bins == "tensorflow" else bins
         self._get_file_writer().add_summary(_summary.histogram(tag, values, bins, max_bins), global_step, walltime)
 
+    def add_histogram_raw(self, tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts,  # noqa: A002
+                          global_step=None, walltime=None):
+        """Records a histogram from precomputed statistics (mirrors torch's ``add_histogram_raw``):
+        ``min``/``max``/``num``/``sum``/``sum_squares`` of the values, ``bucket_limits`` (right
+        edges) and ``bucket_counts``, lists or 1-D tensors of one length.
+        Raises: ValueError when the two lengths differ."""
+        self._get_file_writer().add_summary(
+            _summary.histogram_raw(tag, min, max, num, sum, sum_squares, list(bucket_limits), list(bucket_counts)),
+            global_step, walltime)
+
     def add_image(self, tag, img_tensor, global_step=None, walltime=None, dataformats="CHW"):
         """Records one image. ``img_tensor``: a tensor or numpy array laid out as ``dataformats``
         ("CHW" default, "HWC", "HW"; C is 1, 3 or 4). Floating images are read as [0, 1],
