@@ -238,3 +238,86 @@ def test_continuous_bernoulli_sampling_kl_errors():
             D.ContinuousBernoulli()
         with pytest.raises(ValueError):
             D.ContinuousBernoulli(mod.tensor([0.5])).log_prob(mod.tensor([1.5]))
+
+
+# ----------------------------------------------------------------------------- Kumaraswamy, LogisticNormal,
+# ----------------------------------------------------------------------------- FisherSnedecor, GeneralizedPareto
+
+def test_kumaraswamy_parity():
+    def outputs(mod, d):
+        return [d.log_prob(mod.tensor([0.2, 0.5, 0.9])), d.entropy(), d.mean, d.variance, d.mode,
+                d.cdf(mod.tensor([0.3, 0.6, 0.1])), d.icdf(mod.tensor([0.3, 0.6, 0.1]))]
+    _parity(lambda mod, a, b: mod.distributions.Kumaraswamy(a, b), {"a": [0.5, 2.0, 3.0], "b": [1.5, 4.0, 0.7]},
+            outputs, rtol=2e-4)
+
+
+def test_logistic_normal_parity():
+    value = np.array([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3]], dtype=np.float32)
+
+    def outputs(mod, d):
+        return [d.log_prob(mod.tensor(value)), d.loc, d.scale]
+    _parity(lambda mod, loc, scale: mod.distributions.LogisticNormal(loc, scale),
+            {"loc": [[0.1, -0.5], [1.0, 0.0]], "scale": [[1.0, 0.5], [2.0, 0.3]]}, outputs)
+    for mod in (tracegrad, torch):
+        d = mod.distributions.LogisticNormal(0.0, 1.0)
+        assert tuple(d.batch_shape) == () and tuple(d.event_shape) == (2,)
+        e = mod.distributions.LogisticNormal(mod.zeros(3, 2), mod.ones(3, 2)).expand((4, 3))
+        assert tuple(e.batch_shape) == (4, 3) and tuple(e.event_shape) == (3,)
+
+
+def test_fisher_snedecor_parity():
+    def outputs(mod, d):
+        return [d.log_prob(mod.tensor([0.5, 1.5, 3.0])), d.mean, d.variance, d.mode]
+    _parity(lambda mod, df1, df2: mod.distributions.FisherSnedecor(df1, df2),
+            {"df1": [1.5, 5.0, 10.0], "df2": [3.0, 8.0, 2.0]}, outputs)
+
+
+@pytest.mark.parametrize("xi", [[0.3, -0.4, 0.0], [1.2, 0.6, -0.1]])
+def test_generalized_pareto_parity(xi):
+    value = [1.3, 0.9, 4.0]
+
+    def outputs(mod, d):
+        v = mod.tensor(value)
+        return [d.log_prob(v), d.cdf(v), d.log_survival_function(v), d.icdf(mod.tensor([0.3, 0.6, 0.9])),
+                d.entropy(), d.mean, d.variance, d.mode]
+    _parity(lambda mod, loc, scale, xi: mod.distributions.GeneralizedPareto(loc, scale, xi),
+            {"loc": [1.0, 0.5, -1.0], "scale": [0.5, 1.0, 2.0], "xi": xi}, outputs)
+
+
+def test_more_sampling_moments():
+    D = tracegrad.distributions
+    cases = [(D.Kumaraswamy(tracegrad.tensor([2.0, 0.8]), tracegrad.tensor([3.0, 1.5])), 0.01),
+             (D.FisherSnedecor(tracegrad.tensor([6.0, 10.0]), tracegrad.tensor([12.0, 20.0])), 0.05),
+             (D.GeneralizedPareto(tracegrad.tensor([0.0, 1.0]), tracegrad.tensor([1.0, 0.5]),
+                                  tracegrad.tensor([-0.3, 0.1])), 0.03)]
+    for d, tol in cases:
+        tracegrad.manual_seed(0)
+        s = d.rsample((20000,))
+        assert tuple(s.shape) == (20000, 2) and s.dtype == tracegrad.float32
+        np.testing.assert_allclose(s.numpy().mean(0), d.mean.numpy(), rtol=tol, atol=tol)
+        assert bool(d.support.check(s).all())
+        _reproducible(d)
+    tracegrad.manual_seed(0)
+    s = D.LogisticNormal(tracegrad.tensor([0.5, -0.5]), tracegrad.tensor([0.1, 0.1])).rsample((4000,)).numpy()
+    np.testing.assert_allclose(s.sum(-1), 1, atol=1e-5)
+    expected = torch.distributions.transforms.StickBreakingTransform()(torch.tensor([0.5, -0.5])).numpy()
+    np.testing.assert_allclose(s.mean(0), expected, atol=0.02)
+    # reparameterised: the gradient of the mean sample w.r.t. df1 flows through the Gamma rsample
+    df1 = tracegrad.tensor([6.0], requires_grad=True)
+    D.FisherSnedecor(df1, tracegrad.tensor([12.0])).rsample((100,)).mean().backward()
+    assert df1.grad is not None and np.isfinite(df1.grad.numpy()).all()
+
+
+def test_more_errors():
+    for mod in (tracegrad, torch):
+        D = mod.distributions
+        for make in (lambda: D.Kumaraswamy(mod.tensor([-1.0]), mod.tensor([1.0])),
+                     lambda: D.FisherSnedecor(mod.tensor([1.0]), mod.tensor([0.0])),
+                     lambda: D.GeneralizedPareto(mod.tensor([0.0]), mod.tensor([-1.0]), mod.tensor([0.1])),
+                     lambda: D.LogisticNormal(mod.tensor([0.0]), mod.tensor([-1.0])),
+                     lambda: D.Kumaraswamy(mod.tensor([1.0]), mod.tensor([1.0])).log_prob(mod.tensor([1.5])),
+                     lambda: D.GeneralizedPareto(mod.tensor([0.0]), mod.tensor([1.0]),
+                                                 mod.tensor([-0.5])).log_prob(mod.tensor([3.0])),
+                     lambda: D.LogisticNormal(mod.zeros(2), mod.ones(2)).log_prob(mod.tensor([0.5, 0.6, 0.2]))):
+            with pytest.raises(ValueError):
+                make()

@@ -1,7 +1,8 @@
 """``tracegrad.distributions``: mirrors ``torch.distributions`` -- ``Distribution``, ``Normal``,
 ``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Gamma``, ``Dirichlet``, ``Beta``, ``Independent``, ``MultivariateNormal``, ``OneHotCategorical``,
 ``Cauchy``, ``Poisson``, ``ExponentialFamily``, ``OneHotCategoricalStraightThrough``,
-``LowRankMultivariateNormal``, ``VonMises``, ``ContinuousBernoulli``, ``Geometric``, ``Binomial``, ``Chi2``, ``StudentT``, ``TransformedDistribution`` with
+``LowRankMultivariateNormal``, ``VonMises``, ``ContinuousBernoulli``, ``Kumaraswamy``, ``LogisticNormal``,
+``FisherSnedecor``, ``GeneralizedPareto``, ``Geometric``, ``Binomial``, ``Chi2``, ``StudentT``, ``TransformedDistribution`` with
 ``LogNormal``/``HalfNormal``/``HalfCauchy``/``Gumbel``/``Pareto``/``Weibull``/``InverseGamma``/
 ``RelaxedBernoulli``/``RelaxedOneHotCategorical``, ``Multinomial``, ``NegativeBinomial``, ``MixtureSameFamily``,
 the ``transforms`` (``ExpTransform``, ``AffineTransform``,
@@ -20,13 +21,17 @@ from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Binomial, Geometric
 from .gumbel import Gumbel
 from .independent import Independent
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import HalfCauchy, HalfNormal, LogNormal
+from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial, NegativeBinomial
@@ -46,8 +51,8 @@ from .von_mises import VonMises
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
-           "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-           "IndependentTransform", "InverseGamma", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+           "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
+           "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
            "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
            "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
