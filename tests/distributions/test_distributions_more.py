@@ -321,3 +321,76 @@ def test_more_errors():
                      lambda: D.LogisticNormal(mod.zeros(2), mod.ones(2)).log_prob(mod.tensor([0.5, 0.6, 0.2]))):
             with pytest.raises(ValueError):
                 make()
+
+
+# ----------------------------------------------------------------------------- transforms
+
+def _transforms(mod):
+    T = mod.distributions.transforms
+    return {
+        "cat": (T.CatTransform([T.ExpTransform(), T.AffineTransform(1.0, 2.0), T.SigmoidTransform()], dim=-1,
+                               lengths=[2, 1, 1]), (3, 4)),
+        "cat0": (T.CatTransform([T.AffineTransform(0.5, 3.0), T.TanhTransform()], dim=0, lengths=[1, 2]), (3, 3)),
+        "stack": (T.StackTransform([T.ExpTransform(), T.TanhTransform()], dim=1), (3, 2)),
+        "corr": (T.CorrCholeskyTransform(), (2, 6)),
+        "cdf": (T.CumulativeDistributionTransform(mod.distributions.Normal(mod.tensor(0.5), mod.tensor(2.0))), (5,)),
+    }
+
+
+@pytest.mark.parametrize("name", ["cat", "cat0", "stack", "corr", "cdf"])
+def test_transform_parity(name):
+    rng = np.random.default_rng(0)
+    shape = _transforms(tracegrad)[name][1]
+    x = (rng.standard_normal(shape) * 0.7).astype(np.float32)
+    res = []
+    for mod in (tracegrad, torch):
+        t = _transforms(mod)[name][0]
+        xt = mod.tensor(x, requires_grad=True)
+        y = t(xt)
+        x_back = t.inv(y.detach())
+        ladj = t.log_abs_det_jacobian(xt, y)
+        (y.sum() + 3 * ladj.sum()).backward()
+        res.append([y.detach().numpy(), x_back.detach().numpy(), ladj.detach().numpy(), xt.grad.numpy(),
+                    t.codomain.check(y.detach()).numpy(), t.domain.check(xt.detach()).numpy()])
+        assert tuple(t.forward_shape(shape)) == tuple(y.shape)
+        assert tuple(t.inverse_shape(tuple(y.shape))) == shape
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(res[0][1], x, rtol=1e-3, atol=1e-4)
+
+
+def test_positive_definite_and_registry():
+    x = np.array([[[0.3, 5.0], [-0.4, -0.2]]], dtype=np.float32)
+    res = []
+    for mod in (tracegrad, torch):
+        D = mod.distributions
+        t = D.transforms.PositiveDefiniteTransform()
+        xt = mod.tensor(x, requires_grad=True)
+        y = t(xt)
+        y.sum().backward()
+        c = D.constraints.cat([D.constraints.positive, D.constraints.unit_interval], dim=0, lengths=[1, 2])
+        s = D.constraints.stack([D.constraints.positive, D.constraints.real], dim=-1)
+        z = mod.tensor([[0.5, -1.0], [-0.3, 2.0], [0.8, 0.1]])
+        res.append([y.detach().numpy(), t.inv(y.detach()).numpy(), xt.grad.numpy(), c.check(z).numpy(),
+                    s.check(z).numpy(), D.biject_to(c)(z).numpy(), D.transform_to(s)(z).numpy(),
+                    D.biject_to(D.constraints.corr_cholesky)(z[:, 0]).numpy()])
+        assert t == D.transforms.PositiveDefiniteTransform() and c.event_dim == 0 and s.event_dim == 1
+        assert isinstance(D.transform_to(D.constraints.positive_definite), D.transforms.PositiveDefiniteTransform)
+        assert D.transforms.identity_transform(z) is z
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_transform_errors():
+    for mod in (tracegrad, torch):
+        T = mod.distributions.transforms
+        with pytest.raises(AssertionError):
+            T.CatTransform([T.ExpTransform()], lengths=[1, 2])
+        with pytest.raises(AssertionError):
+            T.CatTransform([T.ExpTransform(), T.ExpTransform()], dim=0)(mod.ones(3))
+        with pytest.raises(AssertionError):
+            T.StackTransform([T.ExpTransform()], dim=0)(mod.ones(2))
+        with pytest.raises(ValueError):
+            T.CorrCholeskyTransform().forward_shape((4,))
+        with pytest.raises(ValueError):
+            T.CorrCholeskyTransform().inverse_shape((2, 3))

@@ -14,7 +14,9 @@ import tracegrad
 from . import constraints
 from .independent import _sum_rightmost
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "PositiveDefiniteTransform",
+           "StackTransform",
            "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
 
@@ -658,3 +660,8 @@ class LowerCholeskyTransform(_SameType, Transform):
 
     def _inverse(self, y):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+# built on the classes above, so imported last (torch exposes them from this module)
+from .transforms_structured import (CatTransform, CorrCholeskyTransform, CumulativeDistributionTransform,  # noqa: E402
+                                    PositiveDefiniteTransform, StackTransform)
