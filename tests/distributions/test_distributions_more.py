@@ -394,3 +394,77 @@ def test_transform_errors():
             T.CorrCholeskyTransform().forward_shape((4,))
         with pytest.raises(ValueError):
             T.CorrCholeskyTransform().inverse_shape((2, 3))
+
+
+# ----------------------------------------------------------------------------- Wishart, LKJCholesky
+
+WISHART_COV = [[2.0, 0.5, 0.1], [0.5, 1.0, -0.2], [0.1, -0.2, 0.8]]
+
+
+@pytest.mark.parametrize("kind", ["covariance_matrix", "scale_tril", "precision_matrix"])
+def test_wishart_parity(kind):
+    c = np.array(WISHART_COV, dtype=np.float32)
+    mat = {"covariance_matrix": c, "scale_tril": np.linalg.cholesky(c), "precision_matrix": np.linalg.inv(c)}[kind]
+    value = np.array([[3.0, 0.2, 0.4], [0.2, 2.0, 0.1], [0.4, 0.1, 1.5]], dtype=np.float32)
+
+    def outputs(mod, d):
+        return [d.log_prob(mod.tensor(value)), d.entropy(), d.mean, d.variance, d.mode, d.covariance_matrix,
+                d.precision_matrix, d.scale_tril]
+    _parity(lambda mod, df, m: mod.distributions.Wishart(df, **{kind: m}), {"df": [4.5, 6.0], "m": mat}, outputs,
+            rtol=2e-4, atol=2e-4)
+
+
+def test_wishart_sampling_and_errors():
+    d = tracegrad.distributions.Wishart(tracegrad.tensor(6.0), tracegrad.tensor(WISHART_COV))
+    tracegrad.manual_seed(0)
+    s = d.rsample((4000,))
+    assert tuple(s.shape) == (4000, 3, 3)
+    np.testing.assert_allclose(s.numpy().mean(0), d.mean.numpy(), rtol=0.08, atol=0.08)
+    _reproducible(d, (2,))
+    df = tracegrad.tensor(6.0, requires_grad=True)
+    tracegrad.distributions.Wishart(df, tracegrad.tensor(WISHART_COV)).rsample((50,)).mean().backward()
+    assert np.isfinite(df.grad.numpy())
+    assert isinstance(d, tracegrad.distributions.ExponentialFamily)
+    assert tuple(d.expand((2,)).rsample().shape) == (2, 3, 3)
+    for mod in (tracegrad, torch):
+        D = mod.distributions
+        with pytest.raises(AssertionError):
+            D.Wishart(mod.tensor(5.0))
+        with pytest.raises(ValueError):
+            D.Wishart(mod.tensor(1.5), mod.eye(3))
+        with pytest.raises(ValueError):
+            D.Wishart(mod.tensor(5.0), mod.ones(3))
+        with pytest.raises(ValueError):
+            D.Wishart(mod.tensor(5.0), -mod.eye(2))
+
+
+def test_lkj_cholesky():
+    res = []
+    for mod in (tracegrad, torch):
+        conc = mod.tensor([0.5, 2.0], requires_grad=True)
+        d = mod.distributions.LKJCholesky(3, conc)
+        value = mod.distributions.transforms.CorrCholeskyTransform()(mod.tensor([0.3, -0.5, 0.2]))
+        lp = d.log_prob(value)
+        lp.sum().backward()
+        res.append([lp.detach().numpy(), conc.grad.numpy()])
+        assert tuple(d.batch_shape) == (2,) and tuple(d.event_shape) == (3, 3)
+        with pytest.raises(ValueError):
+            mod.distributions.LKJCholesky(1)
+        with pytest.raises(ValueError):
+            mod.distributions.LKJCholesky(3, mod.tensor([-1.0]))
+    for a, b in zip(*res):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    d = tracegrad.distributions.LKJCholesky(3, 1.0)
+    tracegrad.manual_seed(0)
+    L = d.sample((4000,))
+    assert bool(d.support.check(L).all())
+    # the same statistics as torch's sampler (the same onion construction, other random numbers)
+    torch.manual_seed(0)
+    tl = torch.distributions.LKJCholesky(3, 1.0).sample((20000,))
+    tcorr = (tl @ tl.mT).numpy()
+    corr = (L @ L.mT).numpy()
+    np.testing.assert_allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1, atol=1e-5)
+    np.testing.assert_allclose(corr.var(0), tcorr.var(0), atol=0.03)
+    np.testing.assert_allclose(corr.mean(0), tcorr.mean(0), atol=0.03)
+    _reproducible(d)
+    assert tuple(d.expand((2,)).sample().shape) == (2, 3, 3)

@@ -2,7 +2,7 @@
 ``Categorical``, ``Bernoulli``, ``Uniform``, ``Exponential``, ``Laplace``, ``Gamma``, ``Dirichlet``, ``Beta``, ``Independent``, ``MultivariateNormal``, ``OneHotCategorical``,
 ``Cauchy``, ``Poisson``, ``ExponentialFamily``, ``OneHotCategoricalStraightThrough``,
 ``LowRankMultivariateNormal``, ``VonMises``, ``ContinuousBernoulli``, ``Kumaraswamy``, ``LogisticNormal``,
-``FisherSnedecor``, ``GeneralizedPareto``, ``Geometric``, ``Binomial``, ``Chi2``, ``StudentT``, ``TransformedDistribution`` with
+``FisherSnedecor``, ``GeneralizedPareto``, ``Wishart``, ``LKJCholesky``, ``Geometric``, ``Binomial``, ``Chi2``, ``StudentT``, ``TransformedDistribution`` with
 ``LogNormal``/``HalfNormal``/``HalfCauchy``/``Gumbel``/``Pareto``/``Weibull``/``InverseGamma``/
 ``RelaxedBernoulli``/``RelaxedOneHotCategorical``, ``Multinomial``, ``NegativeBinomial``, ``MixtureSameFamily``,
 the ``transforms`` (``ExpTransform``, ``AffineTransform``,
@@ -30,6 +30,7 @@ from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
+from .lkj_cholesky import LKJCholesky
 from .log_normal import HalfCauchy, HalfNormal, LogNormal
 from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
@@ -50,14 +51,15 @@ from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTra
                          SoftplusTransform, StickBreakingTransform, TanhTransform, Transform, identity_transform)
 from .uniform import Uniform
 from .von_mises import VonMises
+from .wishart import Wishart
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
            "Exponential", "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-           "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+           "IndependentTransform", "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
            "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
            "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform",
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
-           "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "constraints",
+           "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "constraints",
            "kl_divergence", "register_kl", "identity_transform", "transform_to", "transforms"]
