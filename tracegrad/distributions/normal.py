@@ -7,13 +7,13 @@ import numbers
 import tracegrad
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Mirrors ``torch.distributions.Normal(loc, scale, validate_args=None)``.
 
     ``loc``/``scale``: floats or tensors, broadcast together; ``batch_shape`` is their shape
@@ -77,3 +77,10 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + tracegrad.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
