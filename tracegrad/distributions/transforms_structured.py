@@ -1,20 +1,16 @@
 """The transforms of ``torch.distributions.transforms`` built from other transforms or objects:
-``CatTransform``/``StackTransform`` (per-slice transforms), ``CorrCholeskyTransform`` and
-``PositiveDefiniteTransform`` (matrix-valued codomains), ``CumulativeDistributionTransform`` (a
-distribution's cdf). Re-exported by ``transforms``."""
+``CatTransform``/``StackTransform`` (per-slice transforms) and ``CumulativeDistributionTransform``
+(a distribution's cdf). Re-exported by ``transforms``."""
 from __future__ import annotations
-
-import math
 
 import tracegrad
 
 from . import constraints
 from .independent import _sum_rightmost
-from .transforms import LowerCholeskyTransform, Transform, _SameType
-from .utils import lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
+from .transform_base import Transform
+from .utils import lazy_property
 
-__all__ = ["CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform", "PositiveDefiniteTransform",
-           "StackTransform"]
+__all__ = ["CatTransform", "CumulativeDistributionTransform", "StackTransform"]
 
 
 def _check_size(t, value, dim, size, what):
@@ -130,69 +126,6 @@ class StackTransform(_Sliced):
     @constraints.dependent_property
     def codomain(self):
         return constraints.stack([t.codomain for t in self.transforms], self.dim)
-
-
-class CorrCholeskyTransform(_SameType, Transform):
-    """Mirrors ``torch.distributions.transforms.CorrCholeskyTransform``: a real vector of length
-    ``D(D-1)/2`` -> the lower Cholesky factor of a ``D x D`` correlation matrix (unit-norm rows).
-    The entries pass through tanh to partial correlations in (-1, 1), then each row is filled by
-    stick breaking on its squared norm. Raises ValueError for a length that is not triangular."""
-
-    domain = constraints.real_vector
-    codomain = constraints.corr_cholesky
-    bijective = True
-
-    def _call(self, x):
-        eps = tracegrad.finfo(x.dtype).eps
-        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
-        # row i, column j takes r_ij times the stick left by the entries before it
-        stick = (1 - r.pow(2)).sqrt().cumprod(-1)
-        eye = tracegrad.eye(r.shape[-1], dtype=r.dtype, device=r.device)
-        return (r + eye) * tracegrad.nn.functional.pad(stick[..., :-1], [1, 0], value=1)
-
-    def _inverse(self, y):
-        left = tracegrad.nn.functional.pad((1 - (y * y).cumsum(-1))[..., :-1], [1, 0], value=1)
-        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left, diag=-1).sqrt()
-        return (t.log1p() - (-t).log1p()) / 2
-
-    def log_abs_det_jacobian(self, x, y, intermediates=None):
-        stick_logdet = 0.5 * tril_matrix_to_vec(1 - (y * y).cumsum(-1), diag=-2).log().sum(-1)
-        # log(1 - tanh(x)^2) in a form that stays finite for large |x|
-        tanh_logdet = -2 * (x + tracegrad.nn.functional.softplus(-2 * x) - math.log(2.0)).sum(-1)
-        return stick_logdet + tanh_logdet
-
-    def forward_shape(self, shape):
-        if len(shape) < 1:
-            raise ValueError("Too few dimensions on input")
-        n = shape[-1]
-        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
-        if d * (d - 1) // 2 != n:
-            raise ValueError("Input is not a flattened lower-diagonal number")
-        return tuple(shape[:-1]) + (d, d)
-
-    def inverse_shape(self, shape):
-        if len(shape) < 2:
-            raise ValueError("Too few dimensions on input")
-        if shape[-2] != shape[-1]:
-            raise ValueError("Input is not square")
-        d = shape[-1]
-        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
-
-
-class PositiveDefiniteTransform(_SameType, Transform):
-    """Mirrors ``torch.distributions.transforms.PositiveDefiniteTransform``: square matrices ->
-    positive-definite ones, ``L @ L.mT`` with ``L = LowerCholeskyTransform()(x)``. Not bijective
-    on its domain (the upper triangle is ignored); no log-det Jacobian, as torch."""
-
-    domain = constraints.independent(constraints.real, 2)
-    codomain = constraints.positive_definite
-
-    def _call(self, x):
-        lower = LowerCholeskyTransform()(x)
-        return lower @ lower.mT
-
-    def _inverse(self, y):
-        return LowerCholeskyTransform().inv(tracegrad.linalg.cholesky(y))
 
 
 class CumulativeDistributionTransform(Transform):
