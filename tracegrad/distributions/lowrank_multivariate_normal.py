@@ -8,7 +8,7 @@ import math
 import tracegrad
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CentredAtLoc
 from .utils import lazy_property
 
 __all__ = ["LowRankMultivariateNormal"]
@@ -40,7 +40,7 @@ def _lowrank_mahalanobis(W, D, x, cap_tril):
     return (x.pow(2) / D).sum(-1) - z.squeeze(-1).pow(2).sum(-1)
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(_CentredAtLoc, Distribution):
     """Mirrors ``torch.distributions.LowRankMultivariateNormal(loc, cov_factor, cov_diag,
     validate_args=None)``: covariance ``cov_factor @ cov_factor.mT + diag(cov_diag)``.
 
@@ -93,14 +93,6 @@ class LowRankMultivariateNormal(Distribution):
 
     def _full(self, value, event_dims):
         return value.expand(tuple(self._batch_shape) + tuple(self._event_shape) * event_dims)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

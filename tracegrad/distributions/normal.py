@@ -7,13 +7,14 @@ import numbers
 import tracegrad
 
 from . import constraints
+from .distribution import _CentredAtLoc
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(_CentredAtLoc, ExponentialFamily):
     """Mirrors ``torch.distributions.Normal(loc, scale, validate_args=None)``.
 
     ``loc``/``scale``: floats or tensors, broadcast together; ``batch_shape`` is their shape
@@ -33,14 +34,6 @@ class Normal(ExponentialFamily):
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):

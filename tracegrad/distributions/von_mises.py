@@ -6,7 +6,7 @@ import math
 import tracegrad
 
 from . import constraints
-from .distribution import _LocScale
+from .distribution import _CentredAtLoc, _LocScale
 from .utils import lazy_property
 
 __all__ = ["VonMises"]
@@ -35,7 +35,7 @@ def _rejection_sample(loc, concentration, proposal_r, shape):
     return (x + math.pi + loc) % (2 * math.pi) - math.pi
 
 
-class VonMises(_LocScale):
+class VonMises(_CentredAtLoc, _LocScale):
     """Mirrors ``torch.distributions.VonMises(loc, concentration, validate_args=None)``:
     density ``exp(kappa cos(x - loc)) / (2 pi I_0(kappa))``; samples in ``[-pi, pi)``.
 
@@ -60,14 +60,6 @@ class VonMises(_LocScale):
             self._validate_sample(value)
         return (self.concentration * (value - self.loc).cos() - math.log(2 * math.pi)
                 - _log_bessel_i(self.concentration, 0))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):
