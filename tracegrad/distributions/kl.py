@@ -62,7 +62,10 @@ def kl_divergence(p, q):
     Pairs here (each with itself): Normal, HalfNormal, Categorical, OneHotCategorical, Bernoulli,
     Binomial, Geometric, Poisson, Pareto, Uniform (infinite where q's support does not cover p's, as
     torch), Exponential, Laplace, Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, Independent,
-    MultivariateNormal, and TransformedDistribution with equal transforms (LogNormal).
+    MultivariateNormal and LowRankMultivariateNormal (also with each other), ContinuousBernoulli, and
+    TransformedDistribution with equal transforms (LogNormal); ContinuousBernoulli against Beta,
+    Uniform, Exponential, Normal, Pareto, Gamma, Gumbel, Laplace (infinite where supports differ, as
+    torch); any other pair of one ExponentialFamily by the Bregman divergence (e.g. Wishart).
     Raises: NotImplementedError for a pair with no registered rule."""
     key = (type(p), type(q))
     if key not in _KL_MEMO:
