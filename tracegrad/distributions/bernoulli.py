@@ -7,12 +7,13 @@ import tracegrad
 
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """Mirrors ``torch.distributions.Bernoulli(probs=None, logits=None, validate_args=None)``.
 
     Exactly one of ``probs`` in [0, 1] or ``logits`` (log-odds), numbers or tensors; samples
@@ -95,3 +96,10 @@ class Bernoulli(Distribution):
         values = tracegrad.arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        return (x.exp()).log1p()

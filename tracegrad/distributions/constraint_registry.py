@@ -92,3 +92,21 @@ def _is_number(v):
 biject_to.register(constraints.simplex, lambda constraint: transforms.StickBreakingTransform())
 transform_to.register(constraints.simplex, lambda constraint: transforms.SoftmaxTransform())
 transform_to.register(constraints.lower_cholesky, lambda constraint: transforms.LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite, lambda constraint: transforms.PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite, lambda constraint: transforms.PositiveDefiniteTransform())
+_both(constraints.corr_cholesky)(lambda constraint: transforms.CorrCholeskyTransform())
+
+
+def _per_part(registry):
+    """Cat/stack constraints: the registry's transform for each part, combined the same way."""
+    def factory(constraint):
+        parts = [registry(c) for c in constraint.cseq]
+        if isinstance(constraint, constraints.stack):
+            return transforms.StackTransform(parts, constraint.dim)
+        return transforms.CatTransform(parts, constraint.dim, constraint.lengths)
+    return factory
+
+
+for _registry in (biject_to, transform_to):
+    _registry.register(constraints.cat, _per_part(_registry))
+    _registry.register(constraints.stack, _per_part(_registry))

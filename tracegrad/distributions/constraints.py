@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import tracegrad
 
-__all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than", "greater_than_eq",
-           "half_open_interval", "independent", "integer_interval", "interval", "less_than", "lower_cholesky",
+__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
+           "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "less_than", "lower_cholesky",
            "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
            "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "square",
-           "symmetric", "unit_interval", "is_dependent"]
+           "stack", "symmetric", "unit_interval", "is_dependent"]
 
 
 class Constraint:
@@ -242,7 +242,80 @@ class _IndependentConstraint(Constraint):
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: positive diagonal and unit-norm rows (to
+    ``10 * eps * n``, as torch)."""
+
+    event_dim = 2
+
+    def check(self, value):
+        import tracegrad
+        tol = tracegrad.finfo(value.dtype).eps * value.shape[-1] * 10
+        unit_rows = ((value.detach().pow(2).sum(-1).sqrt() - 1.0).abs() <= tol).all(-1)
+        return _LowerCholesky().check(value) & unit_rows
+
+
+def _check_dim(dim, value):
+    if not -value.dim() <= dim < value.dim():
+        raise AssertionError(f"dim {dim} out of range for value with {value.dim()} dimensions")
+
+
+class _Cat(Constraint):
+    """``cseq[i]`` applied to consecutive slices of ``lengths[i]`` along ``dim`` (default 1 each)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        import tracegrad
+        _check_dim(self.dim, value)
+        starts = [sum(self.lengths[:i]) for i in range(len(self.lengths))]
+        return tracegrad.cat([c.check(value.narrow(self.dim, s, n))
+                              for c, s, n in zip(self.cseq, starts, self.lengths)], self.dim)
+
+
+class _Stack(Constraint):
+    """``cseq[i]`` applied to ``value.select(dim, i)``."""
+
+    def __init__(self, cseq, dim=0):
+        if not all(isinstance(c, Constraint) for c in cseq):
+            raise AssertionError("All elements of cseq must be Constraint instances")
+        self.cseq, self.dim = list(cseq), dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        # a negative stacking dim inside the event adds one event dim
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        import tracegrad
+        _check_dim(self.dim, value)
+        return tracegrad.stack([c.check(value.select(self.dim, i)) for i, c in enumerate(self.cseq)], self.dim)
+
+
 dependent = _Dependent()
+corr_cholesky = _CorrCholesky()
+cat = _Cat
+stack = _Stack
 independent = _IndependentConstraint
 boolean = _Boolean()
 one_hot = _OneHot()

@@ -5,12 +5,12 @@ import tracegrad
 from tracegrad._api.random_draws import standard_gamma
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Mirrors ``torch.distributions.Dirichlet(concentration, validate_args=None)``: a
     distribution on the simplex over the last dim of ``concentration``.
 
@@ -75,3 +75,10 @@ class Dirichlet(Distribution):
         a0 = c.sum(-1)
         return (tracegrad.lgamma(c).sum(-1) - tracegrad.lgamma(a0) - (k - a0) * tracegrad.digamma(a0)
                 - ((c - 1.0) * tracegrad.digamma(c)).sum(-1))
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()

@@ -191,6 +191,18 @@ class Distribution:
         return f"{self.__class__.__name__}({args})"
 
 
+class _CentredAtLoc:
+    """Mixin for symmetric unimodal families: ``mean`` and ``mode`` are ``loc``."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+
 class _LocScale(Distribution):
     """A real-valued family with a real ``loc`` and a positive ``scale`` (numbers or tensors,
     broadcast; ``batch_shape`` is their shape), reparameterised."""

@@ -6,13 +6,13 @@ import numbers
 import tracegrad
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Mirrors ``torch.distributions.Exponential(rate, validate_args=None)``.
 
     ``rate``: float or tensor; ``batch_shape`` is its shape. ``rsample`` is
@@ -21,6 +21,7 @@ class Exponential(Distribution):
     """
 
     arg_constraints = {"rate": constraints.positive}
+    _mean_carrier_measure = 0
     support = constraints.nonnegative
     has_rsample = True
 
@@ -68,3 +69,10 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - tracegrad.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()

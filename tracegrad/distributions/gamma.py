@@ -7,13 +7,13 @@ import tracegrad
 from tracegrad._api.random_draws import standard_gamma
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma"]
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Mirrors ``torch.distributions.Gamma(concentration, rate, validate_args=None)``: density
     ``rate**c * x**(c - 1) * exp(-rate * x) / Gamma(c)`` on ``x >= 0``.
 
@@ -25,6 +25,7 @@ class Gamma(Distribution):
     """
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    _mean_carrier_measure = 0
     support = constraints.nonnegative
     has_rsample = True
 
@@ -69,3 +70,10 @@ class Gamma(Distribution):
     def entropy(self):
         c = self.concentration
         return c - tracegrad.log(self.rate) + tracegrad.lgamma(c) + (1.0 - c) * tracegrad.digamma(c)
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 
+import math
+
 import tracegrad
 
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
+from .exp_family import ExponentialFamily, _detached_leaves, _normalizer_and_grads
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Binomial, Geometric
@@ -17,6 +21,7 @@ from .gumbel import Gumbel
 from .independent import Independent, _sum_rightmost
 from .laplace import Laplace
 from .log_normal import HalfNormal
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal
 from .one_hot_categorical import OneHotCategorical
 from .normal import Normal
@@ -57,7 +62,10 @@ def kl_divergence(p, q):
     Pairs here (each with itself): Normal, HalfNormal, Categorical, OneHotCategorical, Bernoulli,
     Binomial, Geometric, Poisson, Pareto, Uniform (infinite where q's support does not cover p's, as
     torch), Exponential, Laplace, Gamma (and Chi2), Beta, Dirichlet, Cauchy, Gumbel, Independent,
-    MultivariateNormal, and TransformedDistribution with equal transforms (LogNormal).
+    MultivariateNormal and LowRankMultivariateNormal (also with each other), ContinuousBernoulli, and
+    TransformedDistribution with equal transforms (LogNormal); ContinuousBernoulli against Beta,
+    Uniform, Exponential, Normal, Pareto, Gamma, Gumbel, Laplace (infinite where supports differ, as
+    torch); any other pair of one ExponentialFamily by the Bregman divergence (e.g. Wishart).
     Raises: NotImplementedError for a pair with no registered rule."""
     key = (type(p), type(q))
     if key not in _KL_MEMO:
@@ -210,12 +218,27 @@ def _kl_pareto_pareto(p, q):
 
 @register_kl(MultivariateNormal, MultivariateNormal)
 def _kl_mvn_mvn(p, q):
+    return _kl_gaussians(p, q, "Multivariate Normals")
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_lowrank(p, q):
+    return _kl_gaussians(p, q, "Low Rank Multivariate Normals")
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_mvn_lowrank(p, q):
+    return _kl_gaussians(p, q, "(Low Rank) Multivariate Normals")
+
+
+def _kl_gaussians(p, q, kinds):
     """``log|Lq| - log|Lp| + (tr(Sq^-1 Sp) + |Lq^-1 (mq - mp)|^2 - n) / 2`` with the Cholesky
-    factors ``L``; both sides broadcast to a common batch shape. Raises ValueError for different
+    factors ``L`` of either Gaussian (a low-rank one's is formed densely: same value as torch's
+    Woodbury form); both sides broadcast to a common batch shape. Raises ValueError for different
     event shapes."""
     if p.event_shape != q.event_shape:
-        raise ValueError("KL-divergence between two Multivariate Normals with different event shapes cannot be "
-                         "computed")
+        raise ValueError(f"KL-divergence between two {kinds} with different event shapes cannot be computed")
     lp, lq = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     n = p.event_shape[0]
     batch = tuple(tracegrad.broadcast_shapes(tuple(lq.shape[:-2]), tuple(lp.shape[:-2]), tuple(p.loc.shape[:-1]),
@@ -226,3 +249,72 @@ def _kl_mvn_mvn(p, q):
     diff = (q.loc - p.loc).expand(batch + (n,)).unsqueeze(-1)
     maha = tracegrad.linalg.solve(lq_full, diff).pow(2).sum((-2, -1))
     return log_det + 0.5 * (trace + maha - n)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer: ``F(tq) - F(tp) - <tq - tp, grad F(tp)>``, with
+    p's natural parameters detached as torch does. Raises NotImplementedError across families."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_params = _detached_leaves(p._natural_params)
+    value, grads = _normalizer_and_grads(p, p_params)
+    result = q._log_normalizer(*q._natural_params) - value
+    for tp, tq, g in zip(p_params, q._natural_params, grads):
+        result = result - _sum_rightmost((tq - tp) * g, len(q.event_shape))
+    return result
+
+
+def _cross_entropy_to_cb(q, mean):
+    """``-E_p[log q(x)]`` for a ContinuousBernoulli ``q`` and any p on [0, 1] with mean ``mean``."""
+    return -mean * q.logits - (-q.probs).log1p() - q._log_norm()
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    return (p.mean * (p.logits - q.logits) + p._log_norm() + (-p.probs).log1p()
+            - q._log_norm() - (-q.probs).log1p())
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p, q):
+    return -p.entropy() + _cross_entropy_to_cb(q, p.mean)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    result = -p.entropy() + _cross_entropy_to_cb(q, p.mean)
+    # torch's test: infinite unless p sits strictly inside (0, 1)
+    return result.masked_fill((p.high >= 1) | (p.low <= 0), math.inf)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    # torch's test (q.low >= 0 or q.high <= 1), kept as is for parity
+    return result.masked_fill((q.low >= 0) | (q.high <= 1), math.inf)
+
+
+def _infinite_kl(param_name):
+    """A KL rule for pairs where q's support misses part of p's: ``inf`` of p's batch shape."""
+    return lambda p, q: tracegrad.full_like(getattr(p, param_name), math.inf)
+
+
+for _p, _q, _param in ((ContinuousBernoulli, Pareto, "probs"), (Exponential, ContinuousBernoulli, "rate"),
+                       (Gamma, ContinuousBernoulli, "concentration"), (Gumbel, ContinuousBernoulli, "loc"),
+                       (Laplace, ContinuousBernoulli, "loc"), (Normal, ContinuousBernoulli, "loc"),
+                       (Pareto, ContinuousBernoulli, "scale")):
+    register_kl(_p, _q)(_infinite_kl(_param))

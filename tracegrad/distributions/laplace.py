@@ -5,26 +5,18 @@ import math
 
 import tracegrad
 
-from .distribution import _LocScale
+from .distribution import _CentredAtLoc, _LocScale
 
 __all__ = ["Laplace"]
 
 
-class Laplace(_LocScale):
+class Laplace(_CentredAtLoc, _LocScale):
     """Mirrors ``torch.distributions.Laplace(loc, scale, validate_args=None)``.
 
     ``loc``/``scale``: floats or tensors, broadcast together. ``rsample`` inverts the cdf at a
     uniform draw from tracegrad's generator (gradients reach loc and scale). Raises ValueError
     for ``scale <= 0`` (validation on).
     """
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

@@ -6,13 +6,13 @@ import math
 import tracegrad
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CentredAtLoc
 from .utils import lazy_property
 
 __all__ = ["MultivariateNormal"]
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(_CentredAtLoc, Distribution):
     """Mirrors ``torch.distributions.MultivariateNormal(loc, covariance_matrix=None,
     precision_matrix=None, scale_tril=None, validate_args=None)``: exactly one of the three
     matrix arguments ((..., k, k)); ``loc`` (..., k). Event shape ``(k,)``; ``rsample`` is
@@ -79,14 +79,6 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def precision_matrix(self):
         return tracegrad.linalg.inv(self.covariance_matrix)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

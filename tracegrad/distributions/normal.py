@@ -7,13 +7,14 @@ import numbers
 import tracegrad
 
 from . import constraints
-from .distribution import Distribution
+from .distribution import _CentredAtLoc
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
+class Normal(_CentredAtLoc, ExponentialFamily):
     """Mirrors ``torch.distributions.Normal(loc, scale, validate_args=None)``.
 
     ``loc``/``scale``: floats or tensors, broadcast together; ``batch_shape`` is their shape
@@ -33,14 +34,6 @@ class Normal(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -77,3 +70,10 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + tracegrad.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()

@@ -7,7 +7,7 @@ from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution
 
-__all__ = ["OneHotCategorical"]
+__all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
 class OneHotCategorical(Distribution):
@@ -82,3 +82,17 @@ class OneHotCategorical(Distribution):
         if expand:
             values = values.expand((n,) + tuple(self.batch_shape) + (n,))
         return values
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """Mirrors ``torch.distributions.OneHotCategoricalStraightThrough(probs=None, logits=None,
+    validate_args=None)``: a OneHotCategorical whose ``rsample`` is the straight-through
+    estimator -- the value is a one-hot sample, the gradient is that of ``probs`` (Bengio et al.,
+    2013), so gradients reach probs/logits. Shapes, dtypes and errors as OneHotCategorical."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        samples = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return samples + (probs - probs.detach())

@@ -5,13 +5,13 @@ from __future__ import annotations
 import tracegrad
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Mirrors ``torch.distributions.Poisson(rate, validate_args=None)``: counts with
     ``P(k) = rate**k exp(-rate) / k!``. Samples (no rsample) are float counts in rate's dtype.
     Raises ValueError for a negative rate and (validation on) non-integer or negative values."""
@@ -47,3 +47,10 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()

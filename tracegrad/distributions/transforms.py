@@ -13,156 +13,15 @@ import tracegrad
 
 from . import constraints
 from .independent import _sum_rightmost
+from .transform_base import Transform, _SameType
+from .transforms_structured import CatTransform, CumulativeDistributionTransform, StackTransform
+from .utils import tril_matrix_to_vec, vec_to_tril_matrix
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "PositiveDefiniteTransform",
+           "StackTransform",
            "LowerCholeskyTransform", "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
-
-
-class Transform:
-    """Mirrors ``torch.distributions.transforms.Transform``: ``y = t(x)``, ``x = t.inv(y)``,
-    ``t.log_abs_det_jacobian(x, y)`` (shape: ``x.shape`` minus the transform's event dims),
-    ``domain``/``codomain`` constraints, ``bijective``, ``sign`` (+1/-1 for monotone maps).
-
-    ``cache_size=1`` remembers the last ``(x, y)`` pair so ``t.inv(t(x))`` returns ``x`` itself
-    (what ``TransformedDistribution.log_prob`` of an ``rsample`` relies on for exactness).
-    Raises ValueError for a ``cache_size`` other than 0 or 1, NotImplementedError for a method a
-    subclass does not define.
-    """
-
-    bijective = False
-    domain = constraints.real
-    codomain = constraints.real
-
-    def __init__(self, cache_size=0):
-        if cache_size not in (0, 1):
-            raise ValueError("cache_size must be 0 or 1")
-        self._cache_size = cache_size
-        self._cached_x_y = None, None
-        self._inv = None
-
-    @property
-    def event_dim(self):
-        if self.domain.event_dim != self.codomain.event_dim:
-            raise ValueError("Please use either .domain.event_dim or .codomain.event_dim")
-        return self.domain.event_dim
-
-    @property
-    def inv(self):
-        """The inverse transform (one object per transform, held weakly as torch does)."""
-        inv = self._inv() if self._inv is not None else None
-        if inv is None:
-            inv = _InverseTransform(self)
-            self._inv = weakref.ref(inv)
-        return inv
-
-    @property
-    def sign(self):
-        raise NotImplementedError(f"{type(self).__name__}.sign is not defined")
-
-    def with_cache(self, cache_size=1):
-        if self._cache_size == cache_size:
-            return self
-        if type(self).__init__ is Transform.__init__:
-            return type(self)(cache_size=cache_size)
-        raise NotImplementedError(f"{type(self).__name__}.with_cache is not implemented")
-
-    def __eq__(self, other):
-        return self is other
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-    __hash__ = object.__hash__
-
-    def __call__(self, x):
-        return self._cached(x, 0, self._call)
-
-    def _inv_call(self, y):
-        return self._cached(y, 1, self._inverse)
-
-    def _cached(self, value, side, fn):
-        """``fn(value)`` (the map from side ``side`` of the cached ``(x, y)`` pair to the other);
-        with ``cache_size=1`` the same input object gives back the remembered result."""
-        if self._cache_size == 0:
-            return fn(value)
-        pair = self._cached_x_y
-        if value is pair[side]:
-            return pair[1 - side]
-        result = fn(value)
-        self._cached_x_y = (value, result) if side == 0 else (result, value)
-        return result
-
-    def _call(self, x):
-        raise NotImplementedError(f"{type(self).__name__} does not implement the forward map")
-
-    def _inverse(self, y):
-        raise NotImplementedError(f"{type(self).__name__} does not implement the inverse map")
-
-    def log_abs_det_jacobian(self, x, y):
-        raise NotImplementedError(f"{type(self).__name__}.log_abs_det_jacobian is not implemented")
-
-    def forward_shape(self, shape):
-        """The shape of ``t(x)`` for an ``x`` of ``shape``."""
-        return shape
-
-    def inverse_shape(self, shape):
-        """The shape of ``t.inv(y)`` for a ``y`` of ``shape``."""
-        return shape
-
-    def __repr__(self):
-        return type(self).__name__ + "()"
-
-
-class _InverseTransform(Transform):
-    """``t.inv``: swaps the maps, the constraints and the Jacobian's sign of the wrapped ``t``."""
-
-    def __init__(self, transform):
-        super().__init__(cache_size=transform._cache_size)
-        self._inv = transform
-
-    @property
-    def domain(self):
-        return self._inv.codomain
-
-    @property
-    def codomain(self):
-        return self._inv.domain
-
-    @property
-    def bijective(self):
-        return self._inv.bijective
-
-    @property
-    def sign(self):
-        return self._inv.sign
-
-    @property
-    def inv(self):
-        return self._inv
-
-    def with_cache(self, cache_size=1):
-        return self.inv.with_cache(cache_size).inv
-
-    def __eq__(self, other):
-        return isinstance(other, _InverseTransform) and self._inv == other._inv
-
-    __hash__ = object.__hash__
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self._inv!r})"
-
-    def __call__(self, x):
-        return self._inv._inv_call(x)
-
-    def log_abs_det_jacobian(self, x, y):
-        return -self._inv.log_abs_det_jacobian(y, x)
-
-    def forward_shape(self, shape):
-        return self._inv.inverse_shape(shape)
-
-    def inverse_shape(self, shape):
-        return self._inv.forward_shape(shape)
 
 
 class ComposeTransform(Transform):
@@ -262,15 +121,6 @@ class ComposeTransform(Transform):
 
 
 identity_transform = ComposeTransform([])
-
-
-class _SameType:
-    """Equality of parameter-free transforms: any two of the same class are equal."""
-
-    def __eq__(self, other):
-        return isinstance(other, type(self))
-
-    __hash__ = object.__hash__
 
 
 class ExpTransform(_SameType, Transform):
@@ -658,3 +508,66 @@ class LowerCholeskyTransform(_SameType, Transform):
 
     def _inverse(self, y):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class CorrCholeskyTransform(_SameType, Transform):
+    """Mirrors ``torch.distributions.transforms.CorrCholeskyTransform``: a real vector of length
+    ``D(D-1)/2`` -> the lower Cholesky factor of a ``D x D`` correlation matrix (unit-norm rows).
+    The entries pass through tanh to partial correlations in (-1, 1), then each row is filled by
+    stick breaking on its squared norm. Raises ValueError for a length that is not triangular."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def _call(self, x):
+        eps = tracegrad.finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        # row i, column j takes r_ij times the stick left by the entries before it
+        stick = (1 - r.pow(2)).sqrt().cumprod(-1)
+        eye = tracegrad.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return (r + eye) * tracegrad.nn.functional.pad(stick[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        left = tracegrad.nn.functional.pad((1 - (y * y).cumsum(-1))[..., :-1], [1, 0], value=1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left, diag=-1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        stick_logdet = 0.5 * tril_matrix_to_vec(1 - (y * y).cumsum(-1), diag=-2).log().sum(-1)
+        # log(1 - tanh(x)^2) in a form that stays finite for large |x|
+        tanh_logdet = -2 * (x + tracegrad.nn.functional.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_logdet + tanh_logdet
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+class PositiveDefiniteTransform(_SameType, Transform):
+    """Mirrors ``torch.distributions.transforms.PositiveDefiniteTransform``: square matrices ->
+    positive-definite ones, ``L @ L.mT`` with ``L = LowerCholeskyTransform()(x)``. Not bijective
+    on its domain (the upper triangle is ignored); no log-det Jacobian, as torch."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def _call(self, x):
+        lower = LowerCholeskyTransform()(x)
+        return lower @ lower.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(tracegrad.linalg.cholesky(y))

@@ -5,7 +5,8 @@ import numbers
 
 import tracegrad
 
-__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits"]
+__all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",
+           "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 
 def delegated(owner, name):
@@ -42,6 +43,36 @@ def probs_to_logits(probs, is_binary=False):
     """``log(p) - log1p(-p)`` for binary, ``log(p)`` otherwise, of the clamped probabilities."""
     ps = clamp_probs(probs)
     return ps.log() - (-ps).log1p() if is_binary else ps.log()
+
+
+def _tril_mask(n, diag, device):
+    ar = tracegrad.arange(n, device=device)
+    return ar < ar.view(-1, 1) + (diag + 1)
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """Mirrors ``tril_matrix_to_vec``: the entries on and below diagonal ``diag`` of ``(..., D, D)``
+    matrices, in row order, as ``(..., N)``. Raises ValueError for ``diag`` outside ``[-D, D-1]``."""
+    n = mat.shape[-1]
+    if not -n <= diag < n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    rows, cols = _tril_mask(n, diag, mat.device).nonzero().unbind(-1)
+    return mat[..., rows, cols]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """Mirrors ``vec_to_tril_matrix``: the inverse of ``tril_matrix_to_vec`` (zeros elsewhere).
+    Raises ValueError when the length of the last dim is no triangular number for ``diag``."""
+    n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(n) - n > tracegrad.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be expressed as the lower "
+                         f"triangular part of a square D x D matrix.")
+    n = round(n)
+    mask = _tril_mask(n, diag, vec.device).reshape(-1)
+    # each matrix slot reads its vector entry; slots off the triangle read an appended zero
+    slot = tracegrad.where(mask, mask.long().cumsum(0) - 1, tracegrad.full_like(mask, vec.shape[-1], dtype=tracegrad.int64))
+    padded = tracegrad.cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], -1)
+    return padded[..., slot].reshape(tuple(vec.shape[:-1]) + (n, n))
 
 
 class lazy_property:
