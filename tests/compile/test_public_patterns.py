@@ -547,7 +547,9 @@ def cached_mask_program(mod, wrap):
 
 @functools.lru_cache(maxsize=None)
 def _cached_mask_run():
-    return check_compiled(cached_mask_program, calls=5, rtol=1e-4, atol=1e-5)    # lengths 5, 5, 3, 5, 5
+    """Three epochs of lengths 5, 5, 3, compared with eager after every call (one run for both
+    tests below: the first five calls of a run are the same whatever follows)."""
+    return check_compiled(cached_mask_program, calls=9, rtol=1e-4, atol=1e-5)
 
 
 def test_mask_cached_on_the_module_and_remade_per_length_equals_eager():
@@ -559,8 +561,7 @@ def test_mask_cached_on_the_module_keeps_one_program_per_state():
     """NOTE [module tensor attributes]: the mask attribute is read by place and guarded by shape,
     so three epochs of lengths 5, 5, 3 need three programs (mask kept, mask remade for 3, mask
     remade for 5), not a new trace per length switch (which reached cache_size_limit)."""
-    run = check_compiled(cached_mask_program, calls=9, rtol=1e-4, atol=1e-5)
-    stats = run.step.stats
+    stats = _cached_mask_run().step.stats
     assert stats["traces"] == 3 and stats["eager_calls"] == 1 and not stats["graph_breaks"], stats
 
 
