@@ -13,12 +13,7 @@ import tracegrad
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(autouse=True)
-def _validate():
-    old = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(True)
-    yield
-    torch.distributions.Distribution.set_default_validate_args(old)
+pytestmark = pytest.mark.usefixtures("torch_validate_args")
 
 
 def _leaves(mod, params):

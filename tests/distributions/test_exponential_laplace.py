@@ -8,12 +8,7 @@ import tracegrad
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(autouse=True)
-def _validate():
-    old = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(True)
-    yield
-    torch.distributions.Distribution.set_default_validate_args(old)
+pytestmark = pytest.mark.usefixtures("torch_validate_args")
 
 
 PARAMS = {"Exponential": dict(rate=[0.5, 2.0, 3.0]), "Laplace": dict(loc=[0.0, -1.0, 2.0], scale=[0.5, 1.0, 2.0])}

@@ -11,12 +11,7 @@ LOC = [[0.0, 1.0], [0.5, -1.0]]
 COV = [[2.0, 0.5], [0.5, 1.0]]
 
 
-@pytest.fixture(autouse=True)
-def _validate():
-    old = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(True)
-    yield
-    torch.distributions.Distribution.set_default_validate_args(old)
+pytestmark = pytest.mark.usefixtures("torch_validate_args")
 
 
 def _mat(mod, kind):

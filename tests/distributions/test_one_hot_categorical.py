@@ -10,12 +10,7 @@ torch = pytest.importorskip("torch")
 LOGITS = [[0.1, 1.0, -0.5], [2.0, 0.0, 0.3]]
 
 
-@pytest.fixture(autouse=True)
-def _validate():
-    old = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(True)
-    yield
-    torch.distributions.Distribution.set_default_validate_args(old)
+pytestmark = pytest.mark.usefixtures("torch_validate_args")
 
 
 def _make(mod, logits=LOGITS):
