@@ -873,8 +873,6 @@ def _parametrization(T, cls, leave):
     return facts + [isinstance(m.weight, cls), m.weight.tolist()]
 
 
-_PARAM_OF_SUBCLASS = ("nn.Parameter(subclass instance) is a plain Parameter in tracegrad (torch keeps the "
-                      "subclass and marks it a parameter): tracegrad/nn/parameter.py, another helper's area")
 _SUBCLASS_CHECKS = {
     "param_invariants": lambda T, c: _param_invariants(T, c, False),
     "param_invariants_tensor_requires_grad": lambda T, c: _param_invariants(T, c, True),
@@ -892,9 +890,7 @@ def _subclass_cases():
     out = []
     for kind in ("Tensor", "Plain", "WithTorchFunction"):
         for check in list(_SUBCLASS_CHECKS) + (["copies", "copies_param"] if kind == "Tensor" else []):
-            bad = kind != "Tensor" and check not in ("repr", "type_propagation")
-            marks = [pytest.mark.xfail(strict=True, reason=_PARAM_OF_SUBCLASS)] if bad else []
-            out.append(pytest.param(kind, check, id=f"{kind}-{check}", marks=marks))
+            out.append(pytest.param(kind, check, id=f"{kind}-{check}"))
     return out
 
 

@@ -789,7 +789,9 @@ class Tensor(TensorBase):
         # a user subclass prints its class name, as torch's (tracegrad's own subclasses and
         # Parameter print "tensor(")
         if cls is not Tensor and not cls.__module__.startswith("tracegrad"):
-            return tensor_repr(self, prefix=f"{cls.__name__}(")
+            text = tensor_repr(self, prefix=f"{cls.__name__}(")
+            # a subclass instance made a parameter (nn.Parameter keeps its class): torch wraps it
+            return f"Parameter({text})" if getattr(self, "_is_param", False) else text
         return tensor_repr(self)
 
     __str__ = __repr__

@@ -7,13 +7,25 @@ from tracegrad import Tensor
 from tracegrad._C import _disabled_torch_function_impl
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    # torch's: ``isinstance(t, Parameter)`` also holds for an instance of a Tensor subclass made
+    # a parameter (``Parameter(MyTensor(...))`` keeps the subclass and flags it ``_is_param``)
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Parameter and isinstance(instance, Tensor) and getattr(instance, "_is_param", False):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """Mirrors ``torch.nn.Parameter``: a Tensor that a Module registers as a parameter when it is
     assigned as an attribute. ``Parameter(data)`` shares ``data``'s storage and version counter
     (as ``torch.Tensor._make_subclass``); ``requires_grad`` defaults to True. ``data=None`` gives
     an empty float tensor. Results of ops on a Parameter are plain Tensors. ``data`` may be a
-    non-leaf (it is detached). Raises TypeError when ``data`` is not a Tensor and RuntimeError,
-    as torch, for ``requires_grad=True`` on an integer or bool tensor."""
+    non-leaf (it is detached). ``data`` of a Tensor subclass (not Parameter) stays of its class,
+    as torch's: ``data.detach()`` with ``requires_grad`` set and flagged ``_is_param``, which
+    ``isinstance(x, Parameter)`` recognises. Raises TypeError when ``data`` is not a Tensor and
+    RuntimeError, as torch, for ``requires_grad=True`` on an integer or bool tensor, or a
+    subclass whose ``detach()`` changes its type."""
 
     # as torch's: a Parameter takes no part in __torch_function__ (ops on it give plain Tensors)
     __torch_function__ = _disabled_torch_function_impl
@@ -29,6 +41,14 @@ class Parameter(Tensor):
         if requires_grad and not (data.dtype.is_floating_point or data.dtype.is_complex):
             raise RuntimeError(f"Parameter(): Only Tensors of floating point and complex dtype can require gradients "
                                f"(got {data.dtype}); pass requires_grad=False or convert with .float()")
+        if type(data) is not Tensor and not isinstance(data, (Parameter, Buffer)) and type(data) is not cls:
+            t = data.detach().requires_grad_(requires_grad)
+            if type(t) is not type(data):
+                raise RuntimeError(f"Creating a Parameter from an instance of type {type(data).__name__} requires "
+                                   f"that detach() returns an instance of the same type, but return type "
+                                   f"{type(t).__name__} was found instead; fix the subclass's detach()")
+            t._is_param = True
+            return t
         self = Tensor.__new__(cls)
         src = data.detach()
         self._st, self._chain, self._vc = src._st, src._chain, src._vc
