@@ -7,7 +7,7 @@ from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul, reflected
-from .promotion import _CPP_NAME
+from .promotion import _CPP_NAME, check_tensors
 from .shape import unsqueeze
 
 
@@ -57,6 +57,7 @@ def matmul(self, other):
 @method(function=True)
 def mm(self, mat2):
     """Mirrors ``torch.mm``: 2-D x 2-D. RuntimeError for other ranks or mismatched shapes."""
+    check_tensors("mm", self, mat2, names=("input", "mat2"))
     if self.is_sparse:   # torch.mm(sparse, dense): the sparse tensor's own mm, with torch's checks
         return self.mm(mat2)
     if self.ndim != 2 or mat2.ndim != 2:
@@ -67,6 +68,7 @@ def mm(self, mat2):
 @method(function=True)
 def bmm(self, mat2):
     """Mirrors ``torch.bmm``: ``(b, n, m) x (b, m, p) -> (b, n, p)``."""
+    check_tensors("bmm", self, mat2, names=("input", "mat2"))
     if self.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if self.ndim != 3 else "batch2 must be a 3D tensor")
     if self.shape[0] != mat2.shape[0] or self.shape[2] != mat2.shape[1]:
@@ -78,6 +80,7 @@ def bmm(self, mat2):
 @method(function=True)
 def mv(self, vec):
     """Mirrors ``torch.mv``: ``(n, m) x (m,) -> (n,)``."""
+    check_tensors("mv", self, vec, names=("input", "vec"))
     if self.ndim != 2 or vec.ndim != 1:
         raise RuntimeError("vector + matrix @ vector expected, got " + f"{self.ndim}, {vec.ndim}")
     return matmul(self, vec)
@@ -86,6 +89,7 @@ def mv(self, vec):
 @method(function=True)
 def dot(self, other):
     """Mirrors ``torch.dot``: 1-D x 1-D -> 0-D."""
+    check_tensors("dot", self, other, names=("input", "tensor"))
     if self.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors")
     return matmul(self, other)
@@ -110,6 +114,7 @@ def addmm(self, mat1, mat2, *, beta=1, alpha=1):
 def outer(self, vec2):
     """Mirrors ``torch.outer``: ``(n,) x (m,) -> (n, m)``. Autograd: ``MulBackward0``.
     RuntimeError unless both are 1-D."""
+    check_tensors("outer", self, vec2, names=("input", "vec2"))
     for name, v in (("self", self), ("vec2", vec2)):
         if v.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")

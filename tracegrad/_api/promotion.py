@@ -8,6 +8,7 @@ import numpy as np
 
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
 
@@ -71,8 +72,7 @@ def check_tensors(api, *args, names=("input", "other")):
     (``maximum(x, 2)``, ``atan2(2, x)``): each of ``args`` must be a Tensor."""
     for pos, (name, v) in enumerate(zip(names, args), 1):
         if not isinstance(v, Tensor):
-            raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Tensor, not {type(v).__name__}; "
-                            "wrap a number with tracegrad.tensor()")
+            raise not_a_tensor(api, v, name, pos)
 
 
 def check_not_two_numbers(api, a, b):

@@ -118,4 +118,5 @@ def not_a_tensor(api: str, value, arg: str = "input", position: int = 1) -> Type
     """torch's TypeError for a non-Tensor (None, a list, a string...) passed where ``api`` takes
     the Tensor argument ``arg``; raised where tracegrad's code first touched it as a Tensor
     (an ``except AttributeError`` around that access: nothing runs on the success path)."""
-    return TypeError(f"{api}(): argument '{arg}' (position {position}) must be Tensor, not {type(value).__name__}")
+    return TypeError(f"{api}(): argument '{arg}' (position {position}) must be Tensor, not {type(value).__name__} "
+                     "(tracegrad.tensor(...) makes one from data)")

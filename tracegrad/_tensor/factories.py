@@ -27,6 +27,7 @@ from .device import device as _device
 from .layout import strided
 from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
+from .._ops.errors import not_a_tensor
 from .._ops.spacing import torch_linspace
 from .._ops.warn import warn
 from .._state import in_inference_mode
@@ -371,8 +372,15 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return _finish(jnp.asarray(points.astype(d.np)), d, device, requires_grad)
 
 
+def _check_like(input, api):
+    """torch's TypeError for a ``*_like`` factory given a non-Tensor."""
+    if not isinstance(input, Tensor):
+        raise not_a_tensor(api, input)
+
+
 def _like(fn):
     def like(input, *args, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
+        _check_like(input, fn.__name__ + "_like")
         # a sparse input would give torch a sparse result: not a silently dense one here
         _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
         d = dtype if dtype is not None else input.dtype
@@ -465,12 +473,14 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.rand_like``: ``rand`` of input's shape and dtype, laid out as ``*_like``."""
+    _check_like(input, "rand_like")
     out = rand(*input.shape, dtype=dtype or input.dtype, device=_like_device(input, device), requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "rand_like")
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.randn_like``: ``randn`` of input's shape and dtype, laid out as ``*_like``."""
+    _check_like(input, "randn_like")
     out = randn(*input.shape, dtype=dtype or input.dtype, device=_like_device(input, device), requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "randn_like")
 
@@ -478,6 +488,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Mirrors ``torch.randint_like(input, low=0, high)``: ``randint`` of input's shape and dtype,
     laid out as ``*_like``."""
+    _check_like(input, "randint_like")
     if high is None:
         low, high = 0, low
     out = randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=_like_device(input, device))
