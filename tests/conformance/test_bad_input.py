@@ -524,6 +524,19 @@ for fn_name, (label, bad) in itertools.product(NON_TENSOR_FNS, [("None", None), 
                                                                  ("list", [1.0, 2.0])]):
     case(f"{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T, n)(b))
 
+# nn.functional: a non-Tensor input, or a non-Tensor beside a (2, 3) float input
+F_NON_TENSOR = {"relu": lambda T, b: T.nn.functional.relu(b), "relu_": lambda T, b: T.nn.functional.relu_(b),
+                "elu_": lambda T, b: T.nn.functional.elu_(b), "selu_": lambda T, b: T.nn.functional.selu_(b),
+                "pdist": lambda T, b: T.nn.functional.pdist(b),
+                "linear(weight)": lambda T, b: T.nn.functional.linear(T.ones(2, 3), b),
+                "cross_entropy(target)": lambda T, b: T.nn.functional.cross_entropy(T.ones(2, 3), b),
+                "nll_loss(target)": lambda T, b: T.nn.functional.nll_loss(T.ones(2, 3), b),
+                "prelu(weight)": lambda T, b: T.nn.functional.prelu(T.ones(2, 3), b),
+                "cosine_similarity(x2)": lambda T, b: T.nn.functional.cosine_similarity(T.ones(2, 3), b),
+                "multi_margin_loss(target)": lambda T, b: T.nn.functional.multi_margin_loss(T.ones(2, 3), b)}
+for fn_name, (label, bad) in itertools.product(F_NON_TENSOR, [("None", None), ("str", "abc"), ("float", 1.5)]):
+    case(f"F.{fn_name}({label})", lambda T, n=fn_name, b=bad: F_NON_TENSOR[n](T, b))
+
 # ---- floating-only kernels check the operands' common dtype (int64 beside float32 computes) --
 MIXED = {"f32": lambda T: T.arange(6.).reshape(2, 3), "i64": lambda T: T.arange(6).reshape(2, 3),
          "bool": lambda T: T.ones(2, 3, dtype=T.bool)}

@@ -6,16 +6,25 @@ they trace into one program under ``tracegrad.compile``; ``rrelu``'s training sl
 tracegrad's generator (reproducible under ``tracegrad.manual_seed``, not torch's draws)."""
 from __future__ import annotations
 
+import sys
+
 import tracegrad
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.promotion import check_tensors
 
 __all__ = ["threshold", "threshold_", "hardshrink", "softshrink", "tanhshrink", "rrelu", "rrelu_",
            "selu_", "celu_", "elu_", "leaky_relu_", "hardtanh_"]
 
 
 def _write(input, fn):
-    """``fn(input)`` written into ``input``; computed from a copy when ``input`` is in a graph,
-    so the backward sees the values before the write (as ``functional._write_activation``)."""
+    """``fn(input)`` written into ``input`` (an ``inplace=True`` activation). The activation
+    runs on a copy when ``input`` is in a graph: its backward needs the values before the
+    write (torch's in-place kernels recompute them from the result), so differentiating
+    through the written tensor gives the activation's gradient instead of raising that a
+    saved tensor was modified in place. TypeError, named after the calling API, for a
+    non-Tensor."""
+    if not isinstance(input, tracegrad.Tensor):
+        check_tensors(sys._getframe(1).f_code.co_name, input)
     return input.copy_(fn(input.clone() if input.requires_grad else input))
 
 

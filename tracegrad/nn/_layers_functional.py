@@ -234,6 +234,7 @@ def pdist(input, p=2):
     """Mirrors ``torch.nn.functional.pdist``: the p-norm distance of every pair ``i < j`` of the
     rows of an ``(N, M)`` input, in row-major upper-triangle order: ``(N*(N-1)/2,)``. Raises
     RuntimeError for a non-2-D input or a negative ``p``."""
+    tracegrad._api.promotion.check_tensors("pdist", input)
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     if p < 0:

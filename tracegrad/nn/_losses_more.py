@@ -10,6 +10,7 @@ import math
 
 import tracegrad
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.promotion import check_tensors
 
 from . import _reduction
 from ._vision_functional import pairwise_distance
@@ -110,6 +111,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 
 def _check_class_input(name, input, target):
+    check_tensors(name, input, target, names=("input", "target"))
     if input.dim() > 2:
         raise RuntimeError(f"{name}: Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")

@@ -145,6 +145,7 @@ def prelu(input, weight):
     ``(1,)`` or ``(C,)`` with C = ``input.shape[1]`` (a 0-D/1-D input has one channel, as torch).
     Gradients flow to input and weight. Raises: RuntimeError when weight has another count.
     Differs from torch: grad_fn is the composite's (torch: ``PreluKernelBackward0``)."""
+    tracegrad._api.promotion.check_tensors("prelu", input, weight, names=("input", "weight"))
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     if weight.dtype is not input.dtype:

@@ -16,7 +16,7 @@ from tracegrad._tensor.out import accepts_out
 from tracegrad._ops.random import scalar_name
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype
+from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
 
 from . import _activations_more as _act
 from . import _reduction
@@ -64,9 +64,14 @@ def linear(input, weight, bias=None):
     Returns: ``(*, out_features)``. Autograd: ``AddmmBackward0`` (2-D input with bias),
     ``MmBackward0`` (2-D, no bias), ``ViewBackward0`` (other ranks with bias, addmm on the
     flattened input), ``UnsafeViewBackward0``/``SqueezeBackward4`` without bias.
-    Raises: RuntimeError if in_features differ or an operand is 0-d.
+    Raises: RuntimeError if in_features differ or an operand is 0-d; TypeError for a non-Tensor.
     """
-    if input.ndim == 0 or weight.ndim == 0:
+    try:
+        zero_d = input.ndim == 0 or weight.ndim == 0
+    except AttributeError:
+        check_tensors("linear", input, weight, names=("input", "weight"))
+        raise
+    if zero_d:
         raise RuntimeError(f"linear: both arguments to linear need to be at least 1D, but they are {input.ndim}D "
                            f"and {weight.ndim}D")
     input, weight, bias = _autocast.cast("lower", "linear", input, weight, bias)
@@ -179,6 +184,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Mirrors ``torch.nn.functional.cosine_similarity``: over ``dim`` of the broadcast inputs, in
     their common dtype. RuntimeError when that dtype is not floating, as torch."""
+    check_tensors("cosine_similarity", x1, x2, names=("x1", "x2"))
     common = tracegrad.result_type(x1, x2)
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
@@ -288,22 +294,25 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 # ---- activations ----------------------------------------------------------------------------
-def _write_activation(input, fn):
-    """``fn(input)`` written into ``input`` (an ``inplace=True`` activation). The activation
-    runs on a copy when ``input`` is in a graph: its backward needs the values before the
-    write (torch's in-place kernels recompute them from the result), so differentiating
-    through the written tensor gives the activation's gradient instead of raising that a
-    saved tensor was modified in place."""
-    return input.copy_(fn(input.clone() if input.requires_grad else input))
+_write_activation = _act._write   # one helper for every inplace=True activation
 
 
 def relu(input, inplace=False):
-    """Mirrors ``torch.nn.functional.relu``: grad_fn ``ReluBackward0``."""
-    return input.relu_() if inplace else input.relu()
+    """Mirrors ``torch.nn.functional.relu``: grad_fn ``ReluBackward0``. TypeError for a non-Tensor."""
+    try:
+        return input.relu_() if inplace else input.relu()
+    except AttributeError:
+        check_tensors("relu", input)
+        raise
 
 
 def relu_(input):
-    return input.relu_()
+    """Mirrors ``torch.nn.functional.relu_``. TypeError for a non-Tensor."""
+    try:
+        return input.relu_()
+    except AttributeError:
+        check_tensors("relu_", input)
+        raise
 
 
 def relu6(input, inplace=False):
@@ -433,6 +442,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     ValueError for a bad reduction; RuntimeError for a floating target; IndexError for a class
     index outside [0, C) (not ignore_index)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_tensors("nll_loss", input, target, names=("input", "target"))
     input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
     if target.dtype.is_floating_point:
@@ -478,6 +488,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     Raises ValueError for a bad reduction, RuntimeError for label_smoothing outside [0, 1].
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    check_tensors("cross_entropy", input, target, names=("input", "target"))
     input, target, weight = _autocast.cast("fp32", "cross_entropy", input, target, weight)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
