@@ -177,6 +177,22 @@ def test_compiled_function_counts_as_eager():
     np.testing.assert_allclose(out.item(), net(x).sum().item(), rtol=1e-6)
 
 
+def test_mode_entered_inside_a_compiled_function_counts_every_call():
+    a = tracegrad.randn(4, 4)
+    totals = []
+
+    @tracegrad.compile
+    def f(x):
+        with FlopCounterMode(display=False) as fc:
+            y = x @ x
+        totals.append(fc.get_total_flops())
+        return y
+    for _ in range(4):
+        np.testing.assert_allclose(f(a).numpy(), (a @ a).numpy(), rtol=1e-6)
+    assert totals == [128] * 4
+    assert any("FlopCounterMode" in reason for reason, _ in f.stats["graph_breaks"])
+
+
 def test_profiler_inside_and_outside_keeps_recording():
     a = tracegrad.randn(4, 4, requires_grad=True)
     with tracegrad.profiler.profile() as prof:

@@ -328,6 +328,10 @@ class FlopCounterMode:
     # ---- entering / leaving -------------------------------------------------------------------
     def __enter__(self):
         from ..nn.modules import module as _module   # a sibling library layer, loaded on use
+        if _state.CAPTURE[0] is not None:
+            # entered inside a compiled function: counting while tracing would count one trace,
+            # not each call (the function runs eagerly instead: a graph break)
+            _state.CAPTURE[0].python_effect("entering FlopCounterMode")
         self.flop_counts.clear()
         self._parents = ["Global"]
         self._hooks = (_module.register_module_forward_pre_hook(self._enter_module),
