@@ -13,6 +13,7 @@ from __future__ import annotations
 
 
 from . import _linalg_decomp, linalg
+from ._api.promotion import check_tensors
 from ._ops.errors import broadcast_shape
 from .return_types import _structseq
 from ._ops.warn import warn
@@ -95,6 +96,7 @@ def cross(input, other, dim=None, *, out=None):
     """Mirrors ``torch.cross``: the cross product of 3-vectors along ``dim``; with ``dim=None``
     (deprecated in torch, which warns the same) the first dim of size 3 of the broadcast
     shape. RuntimeError when there is none or ``dim`` is not of size 3."""
+    check_tensors("cross", input, other, names=("input", "other"))
     if dim is None:
         warn("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
              "dim explicitly or use tracegrad.linalg.cross", UserWarning)
@@ -155,6 +157,7 @@ def cholesky_inverse(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky_inverse(L, upper=False)``: the inverse of ``A = L @ L.mH``
     (``L.mH @ L`` with ``upper=True``) from its Cholesky factor. RuntimeError for fewer than 2
     dims or a non-square input."""
+    check_tensors("cholesky_inverse", input, names=("input",))
     if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but got shape "
                            f"{tuple(input.shape)}")

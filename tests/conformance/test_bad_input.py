@@ -517,6 +517,13 @@ NON_TENSOR_FNS = ["abs", "exp", "sigmoid", "tanh", "sqrt", "floor", "neg", "abs_
                   "alias_copy", "detach_copy", "t_copy", "amax", "argmax", "argsort", "sort", "msort",
                   "atleast_1d", "atleast_2d", "atleast_3d", "clamp_min_", "addmv_", "erfinv_",
                   "zeros_like", "ones_like", "empty_like", "rand_like"]
+for fn_name, (label, bad) in itertools.product(["cdist", "cross", "dist", "inner", "kron", "polar", "is_same_size"],
+                                               [("None", None), ("str", "abc"), ("float", 1.5)]):
+    case(f"{fn_name}(t, {label})", lambda T, n=fn_name, b=bad: getattr(T, n)(T.ones(2, 3), b))
+for fn_name, (label, bad) in itertools.product(["block_diag", "broadcast_tensors", "cartesian_prod", "chain_matmul",
+                                                "combinations", "cholesky_inverse"],
+                                               [("None", None), ("str", "abc"), ("list", [1.0, 2.0])]):
+    case(f"{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T, n)(b))
 for fn_name, (label, bad) in itertools.product(["mm", "bmm", "mv", "dot", "outer"],
                                                [("None", None), ("str", "abc"), ("float", 1.5)]):
     case(f"{fn_name}(t, {label})", lambda T, n=fn_name, b=bad: getattr(T, n)(T.ones(2, 2, 2)[(0,) * {"bmm": 0, "mm": 1, "mv": 1}.get(n, 2)], b))

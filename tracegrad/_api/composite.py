@@ -23,7 +23,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
 from .elementwise import maximum, where
-from .promotion import _SCALAR_NAME, _float_dtype, check_tensors, require_floating, result_dtype
+from .promotion import _SCALAR_NAME, _float_dtype, check_tensor_seq, check_tensors, require_floating, result_dtype
 from .reduction import any as _any
 from .shape import _stack_list, cat, hstack, stack
 from .._tensor.out import accepts_out
@@ -214,6 +214,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 @method("kron", function=True)
 def kron(input, other):
     """Mirrors ``torch.kron``: the Kronecker product (dims aligned from the right)."""
+    check_tensors("kron", input, other, names=("input", "other"))
     n = max(input.dim(), other.dim())
     a = input.reshape((1,) * (n - input.dim()) + tuple(input.shape))
     b = other.reshape((1,) * (n - other.dim()) + tuple(other.shape))
@@ -247,6 +248,7 @@ def tensordot(a, b, dims=2, out=None):
 @method("inner", function=True)
 def inner(input, other):
     """Mirrors ``torch.inner``: the sum over the last dims (a product when either is 0-d)."""
+    check_tensors("inner", input, other, names=("input", "other"))
     if input.dim() == 0 or other.dim() == 0:
         return input * other
     return tensordot(input, other, ([-1], [-1]))
@@ -278,6 +280,7 @@ def rot90(input, k=1, dims=(0, 1)):
 def cartesian_prod(*tensors):
     """Mirrors ``torch.cartesian_prod``: rows of every combination (one input: itself).
     RuntimeError for an input that is not 1-D."""
+    check_tensor_seq("cartesian_prod", tensors)
     for t in tensors:
         if t.ndim != 1:
             raise RuntimeError(f"cartesian_prod(): Expect a 1D vector, but got shape {list(t.shape)}")

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
+from .promotion import check_tensor_seq, check_tensors
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.warn import warn
@@ -42,6 +43,7 @@ def is_nonzero(input):
 @method("is_same_size", function=True)
 def is_same_size(input, other):
     """Mirrors ``torch.is_same_size``: ``input.shape == other.shape``."""
+    check_tensors("is_same_size", input, other, names=("input", "other"))
     return tuple(input.shape) == tuple(other.shape)
 
 
@@ -219,6 +221,7 @@ def renorm_(self, p, dim, maxnorm):
 def chain_matmul(*matrices, out=None):
     """Mirrors ``torch.chain_matmul`` (deprecated in torch, which warns the same): the product
     of 2-d matrices, left to right. RuntimeError for no matrices or one that is not 2-d."""
+    check_tensor_seq("chain_matmul", matrices)
     warn("tracegrad.chain_matmul is deprecated (as in torch); use tracegrad.linalg.multi_dot", UserWarning)
     if not matrices:
         raise RuntimeError("chain_matmul(): Expected one or more matrices")

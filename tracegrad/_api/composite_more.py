@@ -21,7 +21,7 @@ from ._registry import function, method
 from .composite import _host
 from .elementwise import where
 from .linalg import bmm
-from .promotion import _SCALAR_NAME, result_dtype
+from .promotion import check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
 from .reduction import check_sortable, return_types
 from .shape import cat, stack
 from .._tensor.out import accepts_out
@@ -104,6 +104,7 @@ def dist(input, other, p=2):
     (``p`` 0: the count of non-zeros; inf/-inf: max/min of the absolute difference), one
     ``DistBackward0`` node over both inputs (zero gradient where the distance is 0, as torch).
     RuntimeError for non-floating inputs, as torch."""
+    check_tensors("dist", input, other, names=("input", "other"))
     if input.dtype is _dt.bool_ or other.dtype is _dt.bool_:
         input - other     # torch subtracts first: its error for a bool operand
     common = result_dtype(input, other)    # torch checks the operands' common dtype
@@ -170,6 +171,7 @@ def combinations(input, r=2, with_replacement=False):
     """Mirrors ``torch.combinations``: the rows of all length-``r`` combinations of the 1-d
     ``input`` (itertools order; with replacement when asked): ``(count, r)``, or ``(0,)`` for
     ``r == 0``. RuntimeError for a non-1-d input, as torch."""
+    check_tensors("combinations", input, names=("input",))
     if input.dim() != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}; flatten the input first")
     if r < 0:
@@ -186,6 +188,7 @@ def block_diag(*tensors):
     """Mirrors ``torch.block_diag``: the tensors (0-d as 1x1, 1-d as one row, 2-d) on the
     diagonal of a 2-d tensor of zeros, in their promoted dtype. RuntimeError for an input of
     more than 2 dims, as torch."""
+    check_tensor_seq("block_diag", tensors)
     mats = []
     for i, t in enumerate(tensors):
         if t.dim() > 2:

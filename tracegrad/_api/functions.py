@@ -12,7 +12,7 @@ from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every famil
 from ._registry import FUNCTIONS, function
 from .numpy_names import add_numpy_names
 from .out_functions import add_out
-from .promotion import check_same_dtype, result_dtype
+from .promotion import check_tensor_seq, check_tensors, check_same_dtype, result_dtype
 
 
 @function()
@@ -55,6 +55,7 @@ def numel(t) -> int:
 @function()
 def broadcast_tensors(*tensors):
     """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape."""
+    check_tensor_seq("broadcast_tensors", tensors)
     shape = broadcast_shape([t.shape for t in tensors], "broadcast_tensors")
     return tuple(t.expand(*shape) for t in tensors)
 
@@ -93,6 +94,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     gives ``sign(diff)`` to every coordinate reaching the maximum (not split between ties).
     RuntimeError when the dtypes differ (torch does not promote), for inputs below 2-D or a
     negative ``p``; ValueError for an unknown ``compute_mode``."""
+    check_tensors("cdist", x1, x2, names=("x1", "x2"))
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode; use one of {list(_CDIST_MODES)}")
     check_same_dtype("cdist", x1, x2)

@@ -75,6 +75,13 @@ def check_tensors(api, *args, names=("input", "other")):
             raise not_a_tensor(api, v, name, pos)
 
 
+def check_tensor_seq(api, tensors, name="tensors"):
+    """``check_tensors`` for a function of ``*tensors`` (one list or tuple of them also taken)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    check_tensors(api, *tensors, names=(name,) * len(tensors))
+
+
 def check_not_two_numbers(api, a, b):
     """TypeError, as torch, when neither operand of ``api(a, b)`` is a Tensor (``eq(2, 3)``)."""
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):

@@ -143,6 +143,7 @@ def polar(abs, angle):
     """Mirrors ``torch.polar``: the complex tensor ``abs * (cos(angle) + i sin(angle))``
     (complex64 for float32 inputs, complex128 for float64). RuntimeError unless both are
     float tensors of one dtype, as torch."""
+    check_tensors("polar", abs, angle, names=("abs", "angle"))
     if not (abs.is_floating_point() and angle.is_floating_point()) or abs.dtype is not angle.dtype:
         n1, n2 = (_SCALAR_NAME.get(t.dtype.name, t.dtype.name) for t in (abs, angle))
         raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {n1} and {n2}; "
