@@ -380,15 +380,20 @@ class FlopCounterMode:
     sees_ops = True     # compiled functions run eagerly, so that each op is seen
 
     def apply_op(self, op, args, static):
-        out = self._dispatch("apply_op", (op, args, static))
+        out = self._run("apply_op", (op, args, static))
         self._forward(op, args, static, out)
         return out
 
     def apply_inplace(self, op, self_t, args, static):
-        return self._dispatch("apply_inplace", (op, self_t, args, static))
+        return self._run("apply_inplace", (op, self_t, args, static))
 
-    def _dispatch(self, method, call_args):
-        outer = self._outer if self._outer is not None and getattr(self._outer, "active", False) else None
+    def _live_outer(self):
+        """The profiler this mode was entered inside, while it still records (else None)."""
+        outer = self._outer
+        return outer if outer is not None and getattr(outer, "active", False) else None
+
+    def _run(self, method, call_args):
+        outer = self._live_outer()
         if outer is not None:
             return getattr(outer, method)(*call_args)
         prev = _state.INTERPOSE[0]
@@ -419,7 +424,7 @@ class FlopCounterMode:
             self._count([(name, _custom_flops(entry, args, out))], tuple(dict.fromkeys(self._parents)))
 
     def evaluate_function(self, node, grads, create_graph):
-        outer = self._outer if self._outer is not None and getattr(self._outer, "active", False) else None
+        outer = self._live_outer()
         out = outer.evaluate_function(node, grads, create_graph) if outer is not None else node.apply(grads, create_graph)
         if getattr(node, "op", None) is not None and any(g is not None for g in grads):
             parents, forward = self._nodes.get(node, (("Global",), None))
@@ -427,11 +432,11 @@ class FlopCounterMode:
         return out
 
     def compiled_call(self, label, fn, *args):
-        outer = self._outer if self._outer is not None and getattr(self._outer, "active", False) else None
+        outer = self._live_outer()
         return outer.compiled_call(label, fn, *args) if outer is not None else fn(*args)
 
     def begin(self, name, category, args=()):
-        outer = self._outer if self._outer is not None and getattr(self._outer, "active", False) else None
+        outer = self._live_outer()
         return (outer, outer.begin(name, category, args)) if outer is not None else (None, None)
 
     def end(self, frame, mem=0):
