@@ -40,7 +40,7 @@ from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
-from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, trace_region
+from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, fill_arg_boxes, trace_region
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
 from ._tensor.tensor import Tensor
@@ -138,8 +138,10 @@ class CompiledFunction:
                 if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
                     prof = _state.PROFILER[0]
                     if prof is not None:   # one profiler event per run of the compiled program
-                        return prof.compiled_call(self._label, r.run, leaves)
-                    return r.run(leaves)
+                        out = prof.compiled_call(self._label, r.run, leaves)
+                    else:
+                        out = r.run(leaves)
+                    return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out
             entries[:] = [r for r in entries if not r.dead]
         if _state.SAVED_HOOKS and getattr(_state.SAVED_HOOKS[-1][0], "_tracegrad_counts_saves", False):
             # inside a non-reentrant checkpoint: its hooks match the forward's saved tensors
@@ -198,7 +200,7 @@ class CompiledFunction:
         self._plans[key] = plan
         self._cache.setdefault(key, []).insert(0, region)
         self._programs += 1
-        return result
+        return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
 
     def _raised_while_tracing(self, key, error, args, kwargs):
         """The function raised while being traced; the trace put every storage and Python value

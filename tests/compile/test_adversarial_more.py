@@ -509,13 +509,27 @@ def test_returned_outside_container_is_that_object(holder):
     check(make, torch_too=True)
 
 
-@silent("a list/dict argument the function returns comes back as a rebuilt copy (the program is given "
-        "the flattened arguments, not the caller's containers): changing it does not change the caller's")
 def test_returned_list_argument_is_the_callers_list():
     def make(mod, wrap):
         f = wrap(lambda x, xs: (x * 2, xs))
         xs = [1, 2]
         return (lambda x: f(x, xs)[1] is xs), {"change": no_change}, per_call(mod)
+    check(make)
+
+
+def test_returned_containers_inside_arguments_are_the_callers():
+    # the program is given the flattened arguments; what the function returns of the caller's
+    # lists and dicts (at any depth, tensors inside) is the caller's object after every call
+    def make(mod, wrap):
+        f = wrap(lambda x, d, kw=None: (x * 2, d["inner"], [d, kw], {"again": d["inner"]}))
+        boxes = {}
+
+        def call(x):
+            d = boxes.setdefault(len(boxes) % 2, {"inner": [x.sum(), 3], "w": mod.ones(2)})
+            kw = {"k": [1]}
+            y, inner, pair, again = f(x, d, kw=kw)
+            return y, inner is d["inner"], pair[0] is d, pair[1] is kw, again["again"] is d["inner"], inner[0]
+        return call, {"change": no_change}, per_call(mod)
     check(make)
 
 

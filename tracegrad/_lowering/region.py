@@ -131,18 +131,62 @@ class _Kept:
         self.obj = obj
 
 
-def _keep_outside(result, outside, kept):
-    """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
-    ``_Kept`` leaves; ``kept`` gets the guards of those it holds (their places)."""
+class ArgBox:
+    """A list or dict among the call's arguments that the function returned (``return x, xs``):
+    after every call, the caller's own object at ``path`` in that call's ``(args, kwargs)``, as
+    eager returns it, not a copy rebuilt from the flat arguments (``fill_arg_boxes``)."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path):
+        self.path = path
+
+
+def _argument_boxes(given, rebuilt, path, out):
+    """``out[id(c)] = path`` for each list/dict ``c`` of ``rebuilt`` (the copies of the
+    arguments the trace passed) with the place of the caller's own object in ``given``."""
+    t = type(rebuilt)
+    if t is not type(given) or t not in (list, dict, tuple) or len(given) != len(rebuilt):
+        return
+    if t is not tuple:
+        out[id(rebuilt)] = path
+    for k in (rebuilt if t is dict else range(len(rebuilt))):
+        _argument_boxes(given[k], rebuilt[k], (*path, k), out)
+
+
+def fill_arg_boxes(result, call):
+    """``result`` with each ``ArgBox`` replaced by the object at its path in ``call`` (this
+    call's ``(args, kwargs)``)."""
     t = type(result)
+    if t is ArgBox:
+        obj = call
+        for k in result.path:
+            obj = obj[k]
+        return obj
+    if t is dict:
+        return {k: fill_arg_boxes(v, call) for k, v in result.items()}
+    if t in (list, tuple):
+        return t(fill_arg_boxes(v, call) for v in result)
+    return result
+
+
+def _keep_outside(result, outside, kept, boxes):
+    """``result`` with the lists and dicts in ``outside`` (``guards.outside_containers``) as
+    ``_Kept`` leaves and the argument copies in ``boxes`` (``_argument_boxes``) as ``ArgBox``
+    leaves; ``kept`` gets the guards of those it holds (their places), ``kept[ArgBox]`` whether
+    an ``ArgBox`` was made."""
+    t = type(result)
+    if t in (list, dict) and id(result) in boxes:
+        kept[ArgBox] = True
+        return ArgBox(boxes[id(result)])
     if t in (list, dict) and id(result) in outside:
         obj, check = outside[id(result)]
         kept[id(result)] = check
         return _Kept(obj)
     if t is dict:
-        return {k: _keep_outside(v, outside, kept) for k, v in result.items()}
+        return {k: _keep_outside(v, outside, kept, boxes) for k, v in result.items()}
     if t in (list, tuple):
-        return t(_keep_outside(v, outside, kept) for v in result)
+        return t(_keep_outside(v, outside, kept, boxes) for v in result)
     return result
 
 
@@ -193,6 +237,7 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
+        self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -571,8 +616,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "append, an attribute...): the program would not repeat that on later calls")
             if plan.absorb(cap):
                 raise Retrace()
-            kept = {}
-            result = _keep_outside(result, outside_containers(refs), kept)
+            kept, boxes = {}, {}
+            _argument_boxes((args, kwargs), (a2, kw2), (), boxes)
+            result = _keep_outside(result, outside_containers(refs), kept, boxes)
+            info["arg_boxes"] = kept.pop(ArgBox, False)
             info["kept"] = tuple(kept.values())
             r_leaves, r_def = _flatten(result)
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
@@ -717,6 +764,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.arg_writes = tuple(info["arg_writes"])
     region.seeds = info["seeds"]
     region.contiguous_args = info["contiguous_args"]
+    region.arg_boxes = info["arg_boxes"]
     region.grad_kinds = tuple(info["grad_kinds"])
     region.fresh_in = tuple(o for o, k, none in zip(region.owner_list, region.grad_kinds, region.grad_none)
                             if k is _NEW and not none)
