@@ -7,6 +7,7 @@ import builtins
 import enum
 import math
 import operator
+import re
 
 from .node import Node, _qualified_name
 from ._names import torch_name
@@ -37,13 +38,20 @@ def format_target(base: str, target: str) -> str:
     return r
 
 
-def _type_repr(t) -> str:
+def type_repr(t) -> str:
+    """How torch writes an annotation class: ``torch.Tensor``, ``int``, ``module.Class``."""
     from .._tensor.tensor import Tensor
     if t is Tensor:
         return "torch.Tensor"
-    if isinstance(t, type) and t.__module__ == "builtins":
+    if t.__module__ == "builtins":
         return t.__qualname__
-    return repr(t).replace("tracegrad.", "torch.")
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def _type_repr(t, em) -> str:
+    """An annotation class in generated code (bound as a global unless builtin or Tensor)."""
+    r = type_repr(t)
+    return r if "." not in r or r == "torch.Tensor" else em.add_global(r, t)
 
 
 class _Emitter:
@@ -107,19 +115,21 @@ def python_code(nodes, namespace, root_module: str, verbose: bool = False,
     for node in reversed(nodes):
         for inp in node.all_input_nodes:
             last_use.setdefault(inp, node)
-    commented = False
+    commented = False   # the comment line written last (verbose)
     for node in nodes:
         if node.op == "placeholder":
-            ann = f" : {_type_repr(node.type)}" if node.type is not None else ""
+            ann = f" : {_type_repr(node.type, em)}" if node.type is not None else ""
             default = f" = {em.repr(node.args[0])}" if node.args else ""
             free_vars.append(f"{node.target}{ann}{default}")
             raw = node.target.replace("*", "")
             if raw != node.name:
                 body.append(f"{node.name} = {raw}\n")
             continue
-        if verbose and not commented:
-            body.append("# No stacktrace found for following nodes\n")
-            commented = True
+        if verbose:
+            where = _last_frame(node.stack_trace)
+            if where != commented:
+                body.append(f"# {where}\n" if where else "# No stacktrace found for following nodes\n")
+                commented = where
         body.append(_statement(node, em, root_module))
         if node.op == "output":
             body.append("\n")
@@ -131,13 +141,28 @@ def python_code(nodes, namespace, root_module: str, verbose: bool = False,
     code = "".join(body) or "pass\n"
     code = "\n".join("    " + line for line in code.split("\n"))
     params = ", ".join([root_module] + free_vars)
+    out = [n for n in nodes if n.op == "output"]
+    returns = f" -> {_type_repr(out[0].type, em)}" if out and out[0].type is not None else ""
     # re-register wrapped functions under their global names, so a trace of this code keeps
     # them leaves
     wrapped = [em.add_global(_qualified_name(n.target), n.target) for n in nodes
                if n.op == "call_function" and n.target in wrapped_fns]
     wrap_stmts = "\n".join(f'torch.fx._symbolic_trace.wrap("{name}")' for name in dict.fromkeys(wrapped))
-    src = f"\n{wrap_stmts}\n\ndef forward({params}):\n{code}"
+    src = f"\n{wrap_stmts}\n\ndef forward({params}){returns}:\n{code}"
     return PythonCode(src, em.globals)
+
+
+def _last_frame(stack_trace):
+    """``File: <path>:<line> in <fn>, code: <line of code>`` of the innermost frame, or None."""
+    if not stack_trace:
+        return None
+    lines = stack_trace.strip().split("\n")
+    for i in range(len(lines) - 1, -1, -1):
+        m = re.match(r'\s*File "(.+)", line (\d+), in (.+)', lines[i])
+        if m:
+            code = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            return f"File: {m.group(1)}:{m.group(2)} in {m.group(3)}, code: {code}"
+    return None
 
 
 def _statement(node, em, root_module) -> str:

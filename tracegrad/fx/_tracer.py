@@ -6,22 +6,25 @@ restored afterwards, as torch does): calling a submodule asks ``call_module`` wh
 it or trace through it, and reading a parameter records a ``get_attr``."""
 from __future__ import annotations
 
+import builtins
 import collections
 import functools
 import inspect
 import math
+import types
 
 from ..nn.modules.container import Sequential
 from ..nn.modules.module import Module
 from ..nn.parameter import Parameter
 from .._tensor.tensor import Tensor
 from .graph import Graph
-from .proxy import BASE_TYPES, ParameterProxy, Proxy, TraceError, TracerBase
+from .proxy import BASE_TYPES, ParameterProxy, Proxy, TracerBase
 
 __all__ = ["Tracer", "wrap", "PH"]
 
 # (globals dict of the module that called wrap, function name): patched during every trace
 _WRAPPED = {}
+_ABSENT = object()   # the global did not exist before the trace (a wrapped builtin)
 
 
 def wrap(fn_or_name):
@@ -142,6 +145,8 @@ class Tracer(TracerBase):
         type that cannot be an argument."""
         if isinstance(a, Proxy):
             return a.node
+        if hasattr(type(a), "__fx_create_arg__"):
+            return a.__fx_create_arg__(self)
         if isinstance(a, Parameter):
             for n, p in self.root.named_parameters():
                 if a is p:
@@ -165,33 +170,27 @@ class Tracer(TracerBase):
         return super().create_arg(a)
 
     def _placeholders(self, fn, skip_self, concrete_args):
-        sig = inspect.signature(fn)
-        params = list(sig.parameters.values())[1 if skip_self else 0:]
+        """One placeholder per parameter of ``fn`` (in signature order). Returns the values to
+        call it with: positional ones, keyword-only ones (name -> value), and the Proxies for
+        ``*args``/``**kwargs`` (None when ``fn`` has no such parameter)."""
+        params = list(inspect.signature(fn).parameters.values())[1 if skip_self else 0:]
         concrete_args = dict(concrete_args or {})
-        args = []
+        pos, kwonly, var = [], {}, {}
         for p in params:
-            if p.name in concrete_args and concrete_args[p.name] is not PH:
-                args.append(self._concrete(p, concrete_args[p.name]))
-                continue
-            if p.kind == p.VAR_POSITIONAL:
-                name = "*" + p.name
-            elif p.kind == p.VAR_KEYWORD:
-                name = "**" + p.name
+            variadic = p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            if p.name in concrete_args and concrete_args[p.name] is not PH and not variadic:
+                value = self._concrete(p, concrete_args[p.name])
             else:
-                name = p.name
-            default = () if p.default is inspect.Parameter.empty else (p.default,)
-            ann = None if p.annotation is inspect.Parameter.empty else p.annotation
-            if isinstance(ann, str):
-                ann = None
-            proxy = self.create_proxy("placeholder", name, default, {}, type_expr=ann)
-            if p.kind == p.VAR_POSITIONAL:
-                raise TraceError(f"torch.fx: *{p.name} parameters of forward cannot be traced: spell out the "
-                                 "inputs or pass them in concrete_args")
-            if p.kind == p.VAR_KEYWORD:
-                raise TraceError(f"torch.fx: **{p.name} parameters of forward cannot be traced: spell out the "
-                                 "inputs or pass them in concrete_args")
-            args.append(proxy)
-        return args, params
+                name = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "") + p.name
+                default = () if p.default is inspect.Parameter.empty else (p.default,)
+                value = self.create_proxy("placeholder", name, default, {}, type_expr=_plain_type(p.annotation))
+            if variadic:
+                var[p.kind] = value
+            elif p.kind == p.KEYWORD_ONLY:
+                kwonly[p.name] = value
+            else:
+                pos.append(value)
+        return pos, kwonly, var.get(inspect.Parameter.VAR_POSITIONAL), var.get(inspect.Parameter.VAR_KEYWORD)
 
     def _concrete(self, p, value):
         """A ``concrete_args`` value: still a parameter of the generated forward (``<name>_1``,
@@ -228,7 +227,19 @@ class Tracer(TracerBase):
         self.graph = Graph(tracer_cls=type(self))
         for name, t in _tensor_attributes(self.root):
             self.tensor_attrs.setdefault(id(t), name)
-        args, _ = self._placeholders(fn, skip_self, concrete_args)
+        pos, kwonly, var_pos, var_kw = self._placeholders(fn, skip_self, concrete_args)
+        if var_pos is None and var_kw is None:
+            def run():
+                return bound(*pos, **kwonly)
+        else:
+            # ``forward(*args)`` cannot receive a Proxy of unknown length: call a copy of ``fn``
+            # whose *args/**kwargs are plain parameters, each given one Proxy (torch does too)
+            flat = _flatten_variadics(fn)
+            lead = [root] if skip_self else []
+            extra = [v for v in (var_pos, var_kw) if v is not None]
+
+            def run():
+                return flat(*lead, *pos, *kwonly.values(), *extra)
         parameter_proxy_cache = {}
         tracer = self
         orig_call, orig_getattr = Module.__call__, Module.__getattr__
@@ -247,14 +258,17 @@ class Tracer(TracerBase):
         for g, name, new, _ in patches:
             g[name] = new
         try:
-            result = bound(*args)
+            result = run()
             self.create_node("output", "output", (self.create_arg(result),), {},
-                             type_expr=fn.__annotations__.get("return") if hasattr(fn, "__annotations__") else None)
+                             type_expr=_plain_type(getattr(fn, "__annotations__", {}).get("return")))
         finally:
             Module.__call__, Module.__getattr__ = orig_call, orig_getattr
             for g, name, _, orig in patches:
-                g[name] = orig
-        self.graph._wrapped_fns = [orig for g, name, _, orig in patches if (id(g), name) in _WRAPPED]
+                if orig is _ABSENT:
+                    del g[name]
+                else:
+                    g[name] = orig
+        self.graph._wrapped_fns = [new.__wrapped__ for g, name, new, _ in patches if (id(g), name) in _WRAPPED]
         self.submodule_paths = None
         return self.graph
 
@@ -264,8 +278,10 @@ class Tracer(TracerBase):
         out = []
         for key, g in list(_WRAPPED.items()):
             name = key[1]
-            if name in g and callable(g[name]):
-                out.append((g, name, self._recording(g[name], name), g[name]))
+            # a builtin (``wrap('len')``) is shadowed by a module global for the trace
+            fn = g.get(name, getattr(builtins, name, None))
+            if callable(fn):
+                out.append((g, name, self._recording(fn, name), g.get(name, _ABSENT)))
         for name, value in list(fn_globals.items()):
             if callable(value) and id(value) in self._autowrap_function_ids \
                     and not any(g is fn_globals and n == name for g, n, _, _ in out):
@@ -290,6 +306,23 @@ class Tracer(TracerBase):
             return fn(*args, **kwargs)
         return recording
 
+
+
+def _flatten_variadics(fn):
+    """``fn`` with its keyword-only, ``*args`` and ``**kwargs`` parameters turned into plain
+    positional ones, in that (the code object's) order."""
+    code = fn.__code__
+    n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & inspect.CO_VARARGS) \
+        + bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    flat = code.replace(co_argcount=n, co_kwonlyargcount=0,
+                        co_flags=code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS))
+    return types.FunctionType(flat, fn.__globals__, fn.__name__, None, fn.__closure__)
+
+
+def _plain_type(annotation):
+    """A parameter annotation kept on its placeholder when it is a class (torch prints
+    ``x : torch.Tensor``); typing constructs and strings are dropped."""
+    return annotation if isinstance(annotation, type) and annotation is not inspect.Parameter.empty else None
 
 
 def _tensor_attributes(root):

@@ -69,6 +69,8 @@ class Interpreter:
     # ---- one method per op ---------------------------------------------------------------
     def placeholder(self, target, args, kwargs):
         """The next positional input (all the rest for ``*args``), else the default."""
+        if target.startswith("**"):
+            return {}
         if target.startswith("*"):
             return list(self.args_iter)
         try:

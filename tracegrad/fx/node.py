@@ -201,15 +201,16 @@ class Node:
 
     def format_node(self, placeholder_names=None, maybe_return_typename=None) -> str | None:
         """Mirrors ``Node.format_node``: the line ``str(graph)`` prints for this node."""
-        if self.op == "placeholder":
-            default = f"(default={self.args[0]})" if self.args else ""
-            return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]{default}"
-        if self.op == "get_attr":
-            return f"%{self.name} : [num_users={len(self.users)}] = get_attr[target={_pretty_target(self.target)}]"
         if self.op == "output":
             return f"return {self.args[0]}"
-        return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={_pretty_target(self.target)}]"
-                f"(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})")
+        from ._codegen import type_repr
+        typed = f"{type_repr(self.type)} " if self.type is not None else ""
+        head = f"%{self.name} : {typed}[num_users={len(self.users)}] = {self.op}[target={_pretty_target(self.target)}]"
+        if self.op == "placeholder":
+            return head + (f"(default={self.args[0]})" if self.args else "")
+        if self.op == "get_attr":
+            return head
+        return head + f"(args = {_format_arg(self.args)}, kwargs = {_format_arg(self.kwargs)})"
 
     def is_impure(self) -> bool:
         """Mirrors ``Node.is_impure``: placeholders, outputs and in-place calls (a target or

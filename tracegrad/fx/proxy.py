@@ -11,6 +11,8 @@ import collections
 import dis
 import inspect
 import operator
+import os
+import traceback
 
 
 from .._tensor.overridable import activate as _activate_protocol
@@ -38,12 +40,25 @@ def _find_tracer(args, kwargs):
     return found[0] if found else None
 
 
+_FX_DIR = os.path.dirname(os.path.abspath(__file__))
+_MODULE_FILE = os.path.join(os.path.dirname(_FX_DIR), "nn", "modules", "module.py")
+
+
+def _user_stack() -> str:
+    """The traced program's frames (fx and Module.__call__ frames left out), innermost last,
+    formatted as ``traceback`` does."""
+    frames = [f for f in traceback.extract_stack()[:-2]
+              if not os.path.abspath(f.filename).startswith(_FX_DIR + os.sep) and os.path.abspath(f.filename) != _MODULE_FILE]
+    return "".join(traceback.format_list(frames))
+
+
 class TracerBase:
     """Mirrors ``torch.fx.proxy.TracerBase``: records nodes into ``self.graph`` for the
     operations Proxies see. ``Tracer`` adds module/parameter handling and ``trace``."""
 
     graph = None
     module_stack = None
+    record_stack_traces = False   # store the user's stack (``node.stack_trace``) on each node
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
         """Mirrors ``TracerBase.create_node``: add the node to the graph, with ``nn_module_stack``
@@ -61,6 +76,8 @@ class TracerBase:
         args_ = self.create_arg(args)
         kwargs_ = self.create_arg(kwargs)
         node = self.create_node(kind, target, args_, kwargs_, name, type_expr)
+        if self.record_stack_traces and node.stack_trace is None:
+            node.stack_trace = _user_stack()
         return self.proxy(node) if proxy_factory_fn is None else proxy_factory_fn(node)
 
     def create_arg(self, a):
