@@ -10,7 +10,7 @@ import operator
 import re
 
 from .node import Node, _qualified_name
-from ._names import torch_name
+from ._names import torch_for_code, torch_name
 
 # operator functions written back as the Python syntax they came from
 _BINARY = {"add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "floordiv": "{} // {}", "truediv": "{} / {}",
@@ -19,6 +19,13 @@ _BINARY = {"add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "floordiv": "{}
            "ne": "{} != {}", "lt": "{} < {}", "gt": "{} > {}", "le": "{} <= {}", "ge": "{} >= {}"}
 _UNARY = {"neg": "-{}", "pos": "+{}", "invert": "~{}"}
 SYNTAX = {**_BINARY, **_UNARY}
+
+
+def base_globals() -> dict:
+    """The names every generated forward may use without binding them."""
+    import tracegrad
+    return {"torch": torch_for_code(), "device": tracegrad.device, "inf": math.inf, "nan": math.nan,
+            "NoneType": type(None)}
 
 
 class PythonCode:
@@ -56,10 +63,8 @@ def _type_repr(t, em) -> str:
 
 class _Emitter:
     def __init__(self, namespace):
-        import tracegrad
         self.namespace = namespace
-        self.globals = {"torch": tracegrad, "device": tracegrad.device, "inf": math.inf, "nan": math.nan,
-                        "NoneType": type(None)}
+        self.globals = base_globals()
 
     def add_global(self, hint: str, obj) -> str:
         """The name ``obj`` goes by in the source, binding a fresh global if it needs one."""
@@ -70,6 +75,8 @@ class _Emitter:
         for name, bound in self.globals.items():
             if bound is obj:
                 return name
+        # torch names a global after the object's defining module (``_operator_abs``)
+        hint = f"{getattr(obj, '__module__', None) or ''}.{getattr(obj, '__qualname__', hint)}".lstrip(".")
         name = self.namespace.create_name(hint, obj)
         self.globals[name] = obj
         return name

@@ -282,10 +282,13 @@ class Tracer(TracerBase):
             fn = g.get(name, getattr(builtins, name, None))
             if callable(fn):
                 out.append((g, name, self._recording(fn, name), g.get(name, _ABSENT)))
-        for name, value in list(fn_globals.items()):
-            if callable(value) and id(value) in self._autowrap_function_ids \
-                    and not any(g is fn_globals and n == name for g, n, _, _ in out):
-                out.append((fn_globals, name, self._recording(value, name), value))
+        # forward's globals (``from math import sqrt``) and the autowrap modules themselves
+        # (``math.sqrt``)
+        for g in [fn_globals] + [m.__dict__ for m in self._autowrap_search]:
+            for name, value in list(g.items()):
+                if callable(value) and id(value) in self._autowrap_function_ids \
+                        and not any(g2 is g and n == name for g2, n, _, _ in out):
+                    out.append((g, name, self._recording(value, name), value))
         return out
 
     def _recording(self, fn, name):

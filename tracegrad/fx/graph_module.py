@@ -10,8 +10,11 @@ import copy
 import itertools
 import linecache
 
+from .._tensor.tensor import Tensor
 from ..nn.modules.module import Module
+from ..nn.parameter import Parameter
 from ._tracer import Tracer
+from ._codegen import base_globals
 from .graph import Graph
 
 __all__ = ["GraphModule"]
@@ -40,13 +43,16 @@ def _copy_attr(from_module: Module, to_module: Module, target: str) -> None:
             t = Module()
             setattr(to_module, item, t)
         from_module, to_module = f, t
-    orig = getattr(from_module, field)
-    if isinstance(orig, Module) or field in getattr(from_module, "_parameters", {}):
-        setattr(to_module, field, orig)
-    elif field in getattr(from_module, "_buffers", {}):
-        to_module.register_buffer(field, orig)
+    _set(to_module, field, getattr(from_module, field))
+
+
+def _set(module: Module, field: str, value) -> None:
+    # a plain tensor attribute (a traced constant) becomes a buffer, as in torch: it is then
+    # in state_dict and moves with .to()
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        module.register_buffer(field, value)
     else:
-        setattr(to_module, field, orig)
+        setattr(module, field, value)
 
 
 def _assign_attr(value, to_module: Module, target: str) -> None:
@@ -57,7 +63,7 @@ def _assign_attr(value, to_module: Module, target: str) -> None:
             t = Module()
             setattr(to_module, item, t)
         to_module = t
-    setattr(to_module, field, value)
+    _set(to_module, field, value)
 
 
 class GraphModule(Module):
@@ -142,9 +148,9 @@ class GraphModule(Module):
         return out
 
     def _readable(self, name: str) -> str:
-        src = self._graph.python_code(root_module="self", verbose=True).src.lstrip("\n")
+        src = self._graph.python_code(root_module="self", verbose=True).src.strip()
         body = "\n".join("    " + line if line else line for line in src.split("\n"))
-        parts = [f"class {name}(torch.nn.Module):\n{body}"]
+        parts = [f"class {name}(torch.nn.Module):\n{body}\n"]
         for sub_name, sub in self.named_children():
             if isinstance(sub, GraphModule):
                 nested = sub._readable(sub_name)
@@ -177,7 +183,7 @@ class GraphModule(Module):
         state = {k: v for k, v in self.__dict__.items() if k not in ("_graph", "_code")}
         # the globals the code binds beyond torch's names (user functions) pickle by reference
         extra = {k: v for k, v in self._graph.python_code(root_module="self").globals.items()
-                 if k not in ("torch", "device", "inf", "nan", "NoneType")}
+                 if k not in base_globals()}
         return (_rebuild, (state, self._code, extra))
 
 
@@ -187,9 +193,7 @@ def _rebuild(state: dict, code: str, extra_globals: dict) -> GraphModule:
 
     class _CodeOnly(Module):
         pass
-    import tracegrad
-    forward = _exec_forward(code, {"torch": tracegrad, "device": tracegrad.device, "inf": float("inf"),
-                                   "nan": float("nan"), "NoneType": type(None), **extra_globals})
+    forward = _exec_forward(code, {**base_globals(), **extra_globals})
     _CodeOnly.forward = forward
     mod = Module.__new__(_CodeOnly)
     mod.__dict__.update(state)

@@ -14,8 +14,8 @@ __all__ = ["Match", "replace_pattern"]
 
 
 class Match(NamedTuple):
-    """Mirrors ``torch.fx.subgraph_rewriter.Match``: the node that produced the match's output
-    and the map from pattern nodes to the matched nodes."""
+    """Mirrors ``torch.fx.subgraph_rewriter.Match``: ``anchor``, the pattern's node producing
+    its output, and ``nodes_map``, pattern nodes -> the matched nodes of the graph."""
     anchor: Node
     nodes_map: dict
 
@@ -110,15 +110,15 @@ def replace_pattern(gm: GraphModule, pattern, replacement) -> list:
         if inner & taken:
             continue
         taken |= inner
-        matches.append(Match(anchor=node, nodes_map=nodes_map))
+        matches.append((node, nodes_map))
     matches.reverse()   # found last to first (a later match must not eat an earlier one's inputs); replace in order
-    for m in matches:
-        val_map = {rp: m.nodes_map[pp] for rp, pp in zip(repl_placeholders, matcher.placeholders)}
-        with graph.inserting_before(m.anchor):
+    for anchor, nodes_map in matches:
+        val_map = {rp: nodes_map[pp] for rp, pp in zip(repl_placeholders, matcher.placeholders)}
+        with graph.inserting_before(anchor):
             new_out = graph.graph_copy(copy.deepcopy(repl) if repl is matcher.pattern else repl, val_map)
-        m.anchor.replace_all_uses_with(new_out)
+        anchor.replace_all_uses_with(new_out)
         for pn in reversed(list(matcher.pattern.nodes)):
-            gn = m.nodes_map.get(pn)
+            gn = nodes_map.get(pn)
             if gn is not None and pn.op != "placeholder" and not gn.users:
                 graph.erase_node(gn)
     for node in repl.nodes:
@@ -126,4 +126,4 @@ def replace_pattern(gm: GraphModule, pattern, replacement) -> list:
             from .graph_module import _copy_attr
             _copy_attr(replacement, gm, node.target)
     gm.recompile()
-    return matches
+    return [Match(anchor=matcher.anchor, nodes_map=nodes_map) for _, nodes_map in matches]
