@@ -10,7 +10,7 @@ import operator
 import re
 
 from .node import Node, _qualified_name
-from ._names import torch_for_code, torch_name
+from ._names import torch_for_code, torch_name, type_repr
 
 # operator functions written back as the Python syntax they came from
 _BINARY = {"add": "{} + {}", "sub": "{} - {}", "mul": "{} * {}", "floordiv": "{} // {}", "truediv": "{} / {}",
@@ -43,16 +43,6 @@ def format_target(base: str, target: str) -> str:
     for e in target.split("."):
         r = f'{r}.{e}' if e.isidentifier() else f'getattr({r}, "{e}")'
     return r
-
-
-def type_repr(t) -> str:
-    """How torch writes an annotation class: ``torch.Tensor``, ``int``, ``module.Class``."""
-    from .._tensor.tensor import Tensor
-    if t is Tensor:
-        return "torch.Tensor"
-    if t.__module__ == "builtins":
-        return t.__qualname__
-    return f"{t.__module__}.{t.__qualname__}"
 
 
 def _type_repr(t, em) -> str:

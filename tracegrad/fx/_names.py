@@ -50,6 +50,16 @@ def is_tensor_method(func) -> bool:
     return isinstance(name, str) and getattr(Tensor, name, None) is func and torch_name(func) is None
 
 
+def type_repr(t) -> str:
+    """How torch writes an annotation class: ``torch.Tensor``, ``int``, ``module.Class``."""
+    from .._tensor.tensor import Tensor
+    if t is Tensor:
+        return "torch.Tensor"
+    if t.__module__ == "builtins":
+        return t.__qualname__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
 class _TorchPath:
     """``torch`` (or ``torch._C``...) as generated code sees it: a path of ``_DEFINED_IN``
     resolves to the tracegrad function, anything else to the tracegrad attribute of that name."""

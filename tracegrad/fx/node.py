@@ -203,7 +203,7 @@ class Node:
         """Mirrors ``Node.format_node``: the line ``str(graph)`` prints for this node."""
         if self.op == "output":
             return f"return {self.args[0]}"
-        from ._codegen import type_repr
+        from ._names import type_repr
         typed = f"{type_repr(self.type)} " if self.type is not None else ""
         head = f"%{self.name} : {typed}[num_users={len(self.users)}] = {self.op}[target={_pretty_target(self.target)}]"
         if self.op == "placeholder":
