@@ -698,3 +698,25 @@ def test_graphmodule_recompile_after_target_swap():
     np.testing.assert_allclose(gm(tg.zeros(2)).numpy(), 0.5)
     gm.graph = copy.deepcopy(gm.graph)   # assigning a graph recompiles too
     np.testing.assert_allclose(gm(tg.zeros(2)).numpy(), 0.5)
+
+
+def test_submodule_surgery_matches_torch():
+    def surgery(lib, fx):
+        ref = linear_bn(lib)
+        gm = fx.symbolic_trace(ref)
+        assert gm.add_submodule("extra.act", lib.nn.Tanh())
+        last = [n for n in gm.graph.nodes if n.op == "call_module"][-1]
+        with gm.graph.inserting_after(last):
+            act = gm.graph.call_module("extra.act", (last,))
+        last.replace_all_uses_with(act, delete_user_cb=lambda u: u is not act)
+        bn = next(n for n in gm.graph.nodes if n.target == "1")
+        bn.replace_all_uses_with(bn.args[0])
+        gm.graph.erase_node(bn)
+        gm.delete_all_unused_submodules()
+        gm.recompile()
+        return gm, [n for n, _ in gm.named_modules()], gm.delete_submodule("nope")
+    gm_ref, names_ref, missing_ref = surgery(torch, torch.fx)
+    gm, names, missing = surgery(tg, tfx)
+    assert gm.code == gm_ref.code and names == names_ref and missing == missing_ref is False
+    x = tg.rand(3, 4)
+    np.testing.assert_allclose(_np(gm(x)), _np(tg.tanh(tg.relu(gm.get_submodule("0")(x)))), atol=1e-6)

@@ -161,6 +161,53 @@ class GraphModule(Module):
         return "\n".join([super().__str__(), self._code,
                           "# To see more debug info, please use `graph_module.print_readable()`"])
 
+    # ---- submodule surgery ----------------------------------------------------------------
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Mirrors ``GraphModule.add_submodule``: install ``m`` at dotted ``target``, creating
+        empty ``Module``s on the way. Returns False when a part of the path exists but is no
+        Module."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            sub = getattr(mod, item, None)
+            if sub is None:
+                sub = Module()
+                mod.add_module(item, sub)
+            if not isinstance(sub, Module):
+                return False
+            mod = sub
+        mod.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        """Mirrors ``GraphModule.delete_submodule``: remove the submodule at ``target``.
+        Returns False when there is none there."""
+        *prefix, field = target.split(".")
+        mod = self
+        for item in prefix:
+            mod = getattr(mod, item, None)
+            if not isinstance(mod, Module):
+                return False
+        if not isinstance(getattr(mod, field, None), Module):
+            return False
+        delattr(mod, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Mirrors ``GraphModule.delete_all_unused_submodules``: drop every submodule no
+        ``call_module``/``get_attr`` node reaches (their parents stay)."""
+        used = set()
+        for node in self._graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                parts = node.target.split(".")
+                used.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                if node.op == "call_module":   # a called module uses all of its own children
+                    sub = self.get_submodule(node.target)
+                    used.update(f"{node.target}.{n}" for n, _ in sub.named_modules() if n)
+        for name, _ in list(self.named_modules()):
+            if name and name not in used:
+                self.delete_submodule(name)
+
     # ---- copies --------------------------------------------------------------------------
     def __deepcopy__(self, memo):
         res = Module.__new__(Module)
