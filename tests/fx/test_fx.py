@@ -178,10 +178,14 @@ def _fn_cases(lib):
 
     def functional(x, y):
         return F.linear(x, y), lib.matmul(x, y.t()), lib.stack([x, x], dim=0).mean(0)
-    return [kwargs_and_methods, rsub_rdiv, getattr_chain, functional]
+    def python_functionals(x):   # torch's Python F functions forward their defaults as kwargs
+        a = F.relu(x) + F.dropout(x, 0.2, training=False) + F.softmax(x, -1) + F.layer_norm(x, (2,)) + F.gelu(x)
+        b = F.interpolate(x[None], scale_factor=2.0)
+        return a, b, F.cross_entropy(x, x.softmax(-1)), F.leaky_relu(x, 0.1), F.normalize(x), F.max_pool1d(x[None], 2)
+    return [kwargs_and_methods, rsub_rdiv, getattr_chain, functional, python_functionals]
 
 
-@pytest.mark.parametrize("i", range(4))
+@pytest.mark.parametrize("i", range(5))
 def test_function_traces_match_torch(i):
     f_ref, f = _fn_cases(torch)[i], _fn_cases(tg)[i]
     gm_ref, gm = torch.fx.symbolic_trace(f_ref), symbolic_trace(f)

@@ -2,11 +2,15 @@
 ``Node``s, Python code generated from it (``GraphModule``), and the tools to run and rewrite it
 (``Interpreter``, ``Transformer``, ``subgraph_rewriter.replace_pattern``, ``passes``).
 
-Differs from torch: targets are tracegrad functions, printed and generated under torch's names
-(``torch.relu``; the generated code binds ``torch`` to ``tracegrad``); Python-level ``F.*``
-functions pass on only the arguments the caller wrote (torch's pass their defaults too, e.g.
-``inplace = False``); no pytree input/output flattening, no custom code generators, no
-``torch.fx.experimental`` beyond ``optimization.fuse``.
+Targets are tracegrad functions, printed and generated under torch's names (``torch.relu``,
+``torch._C._nn.linear``; generated code runs with ``torch`` bound to a view of ``tracegrad``
+that resolves those paths), and ``F.*`` calls are recorded with the arguments torch's Python
+functions forward (``relu(x, inplace = False)``), so ``gm.code`` reads as torch's.
+
+Differs from torch: no pytree input/output flattening (``concrete_args`` takes plain values),
+no custom code generators, no ``ProxyableClassMeta``, no mutable-operation check, no
+``torch.fx.experimental`` beyond ``optimization.fuse``; ``Graph.print_tabular`` needs the
+``tabulate`` package, as torch's.
 """
 from . import passes, subgraph_rewriter
 from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap

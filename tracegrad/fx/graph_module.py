@@ -55,15 +55,24 @@ def _set(module: Module, field: str, value) -> None:
         setattr(module, field, value)
 
 
-def _assign_attr(value, to_module: Module, target: str) -> None:
+def _parent(module: Module, target: str, create: bool):
+    """(module owning the last part of dotted ``target``, that part), creating empty
+    ``Module``s for missing parts when ``create``; None when a part is missing or no Module."""
     *prefix, field = target.split(".")
     for item in prefix:
-        t = getattr(to_module, item, None)
-        if t is None:
-            t = Module()
-            setattr(to_module, item, t)
-        to_module = t
-    _set(to_module, field, value)
+        sub = getattr(module, item, None)
+        if sub is None and create:
+            sub = Module()
+            module.add_module(item, sub)
+        if not isinstance(sub, Module):
+            return None
+        module = sub
+    return module, field
+
+
+def _assign_attr(value, to_module: Module, target: str) -> None:
+    parent, field = _parent(to_module, target, create=True)
+    _set(parent, field, value)
 
 
 class GraphModule(Module):
@@ -166,31 +175,19 @@ class GraphModule(Module):
         """Mirrors ``GraphModule.add_submodule``: install ``m`` at dotted ``target``, creating
         empty ``Module``s on the way. Returns False when a part of the path exists but is no
         Module."""
-        *prefix, field = target.split(".")
-        mod = self
-        for item in prefix:
-            sub = getattr(mod, item, None)
-            if sub is None:
-                sub = Module()
-                mod.add_module(item, sub)
-            if not isinstance(sub, Module):
-                return False
-            mod = sub
-        mod.add_module(field, m)
+        found = _parent(self, target, create=True)
+        if found is None:
+            return False
+        found[0].add_module(found[1], m)
         return True
 
     def delete_submodule(self, target: str) -> bool:
         """Mirrors ``GraphModule.delete_submodule``: remove the submodule at ``target``.
         Returns False when there is none there."""
-        *prefix, field = target.split(".")
-        mod = self
-        for item in prefix:
-            mod = getattr(mod, item, None)
-            if not isinstance(mod, Module):
-                return False
-        if not isinstance(getattr(mod, field, None), Module):
+        found = _parent(self, target, create=False)
+        if found is None or not isinstance(getattr(found[0], found[1], None), Module):
             return False
-        delattr(mod, field)
+        delattr(*found)
         return True
 
     def delete_all_unused_submodules(self) -> None:

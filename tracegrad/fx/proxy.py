@@ -16,6 +16,7 @@ import traceback
 
 
 from .._tensor.overridable import activate as _activate_protocol
+from ._forwarded import as_torch_forwards
 from ._names import is_tensor_method
 from .node import Node, map_aggregate
 
@@ -192,7 +193,8 @@ class Proxy:
         tracer = _find_tracer(args, kwargs)
         if is_tensor_method(orig_method):
             return tracer.create_proxy("call_method", orig_method.__name__, args, kwargs)
-        return tracer.create_proxy("call_function", orig_method, args, kwargs, name=None)
+        args, kwargs = as_torch_forwards(orig_method, args, kwargs)
+        return tracer.create_proxy("call_function", orig_method, args, kwargs)
 
 
 Proxy.__hash__ = object.__hash__
