@@ -359,6 +359,32 @@ def test_unpack_list_and_dict_better_error():   # port
     with pytest.raises(TraceError, match="Proxy object cannot be iterated"):
         symbolic_trace(UnpacksList())
 
+    class UnpacksDict(tg.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sa = SomeArgs()
+
+        def forward(self, x):
+            return self.sa(**x)
+    with pytest.raises(TraceError, match="Proxy object cannot be iterated"):
+        symbolic_trace(UnpacksDict())
+
+
+def test_param_shapes_constant():   # port: test_fx_param_shape_control_flow
+    class M(tg.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.w = tg.nn.Parameter(tg.ones(n, 2))
+
+        def forward(self, x):
+            return x.relu() if self.w.shape[0] > 2 else x.neg()
+    with pytest.raises(TraceError):
+        symbolic_trace(M(3))
+    for n, method in ((3, "relu"), (1, "neg")):
+        m = M(n)
+        gm = GraphModule(m, Tracer(param_shapes_constant=True).trace(m))
+        assert [x.target for x in gm.graph.nodes if x.op == "call_method"] == [method]
+
 
 def test_unpack_tuple_input():   # port: test_unpack
     class M(tg.nn.Module):

@@ -72,8 +72,9 @@ FORWARDED = {
     "mse_loss": ("input target", "size_average reduce reduction weight"),
     "multi_head_attention_forward": ("query key value embed_dim_to_check num_heads in_proj_weight in_proj_bias "
                                       "bias_k bias_v add_zero_attn dropout_p out_proj_weight out_proj_bias",
-                                      "training key_padding_mask need_weights attn_mask is_causal use_separate_proj_weight "
-                                      "q_proj_weight k_proj_weight v_proj_weight static_k static_v average_attn_weights"),
+                                      "training key_padding_mask need_weights attn_mask is_causal "
+                                      "use_separate_proj_weight q_proj_weight k_proj_weight v_proj_weight "
+                                      "static_k static_v average_attn_weights"),
     "multi_margin_loss": ("input target", "p margin weight size_average reduce reduction"),
     "multilabel_margin_loss": ("input target", "size_average reduce reduction"),
     "multilabel_soft_margin_loss": ("input target", "weight size_average reduce reduction"),

@@ -70,6 +70,7 @@ class Graph:
 
     @property
     def owning_module(self):
+        """The GraphModule this graph belongs to (None for a free graph)."""
         return self._owning_module
 
     @owning_module.setter
@@ -78,6 +79,7 @@ class Graph:
 
     @property
     def nodes(self) -> _NodeList:
+        """The nodes in order: a live view (iterable, reversible, sized); erasing while iterating is safe."""
         return _NodeList(self)
 
     def find_nodes(self, *, op: str, target=None, sort: bool = True) -> list:

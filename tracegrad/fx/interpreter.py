@@ -82,19 +82,24 @@ class Interpreter:
                                "passed in!") from None
 
     def get_attr(self, target, args, kwargs):
+        """The value of ``module.<target>``."""
         return self.fetch_attr(target)
 
     def call_function(self, target, args, kwargs):
+        """``target(*args, **kwargs)``."""
         return target(*args, **kwargs)
 
     def call_method(self, target, args, kwargs):
+        """``args[0].<target>(*args[1:], **kwargs)``."""
         self_obj, *args_tail = args
         return getattr(self_obj, target)(*args_tail, **kwargs)
 
     def call_module(self, target, args, kwargs):
+        """Call submodule ``module.<target>`` with the arguments."""
         return self.fetch_attr(target)(*args, **kwargs)
 
     def output(self, target, args, kwargs):
+        """The value ``run`` returns: the output node's argument."""
         return args[0]
 
     # ---- helpers -------------------------------------------------------------------------
@@ -147,20 +152,25 @@ class Transformer(Interpreter):
         self.tracer.root = module
 
     def placeholder(self, target, args, kwargs):
+        """A placeholder of the new graph (same name and default), as a Proxy."""
         default = args[0] if args else inspect.Signature.empty
         return Proxy(self.new_graph.placeholder(target, default_value=default), self.tracer)
 
     def get_attr(self, target, args, kwargs):
+        """Record a ``get_attr`` of ``target`` in the new graph."""
         return self.tracer.create_proxy("get_attr", target, args, kwargs)
 
     def call_module(self, target, args, kwargs):
+        """Record the submodule call (``Tracer.call_module``: a leaf unless overridden)."""
         submod = self.fetch_attr(target)
         return self.tracer.call_module(submod, submod.forward, args, kwargs)
 
     def call_function(self, target, args, kwargs):
+        """Record ``target(*args, **kwargs)`` in the new graph."""
         return self.tracer.create_proxy("call_function", target, args, kwargs)
 
     def run_node(self, n):
+        """Run the node (on Proxies) and carry its ``meta`` over to the new node."""
         result = super().run_node(n)
         if isinstance(result, Proxy) and n.op != "output":
             for k, v in n.meta.items():

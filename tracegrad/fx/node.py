@@ -108,10 +108,12 @@ class Node:
     # ---- linked list ---------------------------------------------------------------------
     @property
     def next(self):
+        """The node after this one in its graph (the graph's root sentinel after the last)."""
         return self._next
 
     @property
     def prev(self):
+        """The node before this one in its graph."""
         return self._prev
 
     def prepend(self, x: "Node") -> None:
@@ -137,6 +139,7 @@ class Node:
     # ---- arguments -----------------------------------------------------------------------
     @property
     def args(self) -> tuple:
+        """Positional arguments (a tuple; assigning one updates the inputs' ``users``)."""
         return self._args
 
     @args.setter
@@ -145,6 +148,7 @@ class Node:
 
     @property
     def kwargs(self) -> dict:
+        """Keyword arguments (a dict; assigning one updates the inputs' ``users``)."""
         return self._kwargs
 
     @kwargs.setter
@@ -226,6 +230,7 @@ class Node:
 
     @property
     def stack_trace(self):
+        """The traced program's stack where the node was recorded (``meta["stack_trace"]``), or None."""
         return self.meta.get("stack_trace")
 
     @stack_trace.setter

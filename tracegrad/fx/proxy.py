@@ -48,8 +48,10 @@ _MODULE_FILE = os.path.join(os.path.dirname(_FX_DIR), "nn", "modules", "module.p
 def _user_stack() -> str:
     """The traced program's frames (fx and Module.__call__ frames left out), innermost last,
     formatted as ``traceback`` does."""
-    frames = [f for f in traceback.extract_stack()[:-2]
-              if not os.path.abspath(f.filename).startswith(_FX_DIR + os.sep) and os.path.abspath(f.filename) != _MODULE_FILE]
+    def ours(f):
+        path = os.path.abspath(f.filename)
+        return path.startswith(_FX_DIR + os.sep) or path == _MODULE_FILE
+    frames = [f for f in traceback.extract_stack()[:-2] if not ours(f)]
     return "".join(traceback.format_list(frames))
 
 
@@ -69,6 +71,7 @@ class TracerBase:
         return node
 
     def proxy(self, node) -> "Proxy":
+        """The Proxy standing for ``node`` (override to return a subclass)."""
         return Proxy(node, self)
 
     def create_proxy(self, kind, target, args, kwargs, name=None, type_expr=None, proxy_factory_fn=None):
@@ -185,6 +188,7 @@ class Proxy:
                            "recorded, please call torch.fx.wrap('len') at module scope")
 
     def keys(self):
+        """``**proxy`` during a trace: asks the tracer (a Proxy, which then cannot be iterated)."""
         return self.tracer.keys(self)
 
     @classmethod
@@ -212,6 +216,7 @@ class Attribute(Proxy):
 
     @property
     def node(self):
+        """The ``getattr`` node, recorded on first use."""
         if self._node is None:
             self._node = self.tracer.create_proxy("call_function", getattr, (self.root, self.attr), {}).node
         return self._node
@@ -230,22 +235,28 @@ class ParameterProxy(Proxy):
 
     @property
     def shape(self):
+        """The parameter's real shape."""
         return self.param.shape
 
     def size(self, dim=None):
+        """The parameter's real size (or one dimension of it)."""
         return self.param.size() if dim is None else self.param.size(dim)
 
     def dim(self):
+        """The parameter's real number of dimensions."""
         return self.param.dim()
 
     @property
     def ndim(self):
+        """The parameter's real number of dimensions."""
         return self.param.ndim
 
     def numel(self):
+        """The parameter's real number of elements."""
         return self.param.numel()
 
     def nelement(self):
+        """The parameter's real number of elements."""
         return self.param.nelement()
 
 

@@ -40,6 +40,7 @@ class ShapeProp(Interpreter):
     results) on every node producing tensors, and ``meta['type']`` on every node."""
 
     def run_node(self, n):
+        """Run the node and record ``tensor_meta`` and ``type`` in its ``meta``."""
         result = super().run_node(n)
         found = []
 
