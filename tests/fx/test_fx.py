@@ -86,6 +86,26 @@ def convnet(lib):
     return ConvNet()
 
 
+def block(lib):
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.b1 = nn.BatchNorm2d(4)
+            self.fc = nn.Linear(4, 2)
+            self.drop = nn.Dropout(0.1)
+
+        def forward(self, x):
+            y = F.relu(self.b1(self.c1(x)))
+            y = y + F.conv2d(x, self.c1.weight, self.c1.bias, padding=1)
+            z = lib.flatten(F.adaptive_avg_pool2d(y, 1).view(y.size(0), -1), 1).to(lib.float32)
+            p = y.permute(0, 2, 3, 1).mean([1, 2])
+            return self.drop(self.fc(z)) + lib.zeros(2) + p[:, :2], lib.split(p, 2, dim=1)
+    return Block()
+
+
 def linear_bn(lib):
     nn = lib.nn
     return nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3), nn.ReLU())
@@ -127,13 +147,13 @@ def _assert_same(a, b, atol=1e-5):
             np.testing.assert_allclose(_np(x), _np(y), atol=atol, rtol=1e-5)
 
 
-_INPUTS = {mlp: (2, 3), convnet: (2, 1, 4, 6), linear_bn: (5, 4)}
+_INPUTS = {mlp: (2, 3), convnet: (2, 1, 4, 6), linear_bn: (5, 4), block: (2, 3, 4, 4)}
 
 
 # ---- parity with torch.fx ---------------------------------------------------------------------
-@pytest.mark.parametrize("build", [mlp, convnet, linear_bn])
-def test_code_graph_values_and_grads_match_torch(build):
-    ref, ours = _pair(build)
+@pytest.mark.parametrize("build, train", [(mlp, True), (convnet, True), (linear_bn, True), (block, False)])
+def test_code_graph_values_and_grads_match_torch(build, train):
+    ref, ours = _pair(build, train)
     gm_ref, gm = torch.fx.symbolic_trace(ref), symbolic_trace(ours)
     assert gm.code == gm_ref.code
     assert str(gm.graph) == str(gm_ref.graph)

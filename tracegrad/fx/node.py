@@ -73,6 +73,8 @@ def _format_arg(arg) -> str:
         return "{" + ", ".join(f"{k}: {_format_arg(v)}" for k, v in arg.items()) + "}"
     if isinstance(arg, Node):
         return "%" + str(arg)
+    if type(arg).__name__ == "dtype" and type(arg).__module__.startswith("tracegrad"):
+        return "torch." + str(arg).rpartition(".")[2]   # torch prints its dtypes as torch.float32
     return str(arg)
 
 
