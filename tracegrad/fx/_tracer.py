@@ -273,8 +273,8 @@ class Tracer(TracerBase):
         return self.graph
 
     def _autowrap_patches(self, fn_globals):
-        """(globals dict, name, recording replacement, original) for each wrapped or autowrapped function
-        the traced code can reach by a global name."""
+        """(globals dict, name, recording replacement, original) for each wrapped or
+        autowrapped function the traced code can reach by a global name."""
         out = []
         for key, g in list(_WRAPPED.items()):
             name = key[1]
@@ -308,7 +308,6 @@ class Tracer(TracerBase):
                 return tracer.create_proxy("call_function", fn, args, kwargs)
             return fn(*args, **kwargs)
         return recording
-
 
 
 def _flatten_variadics(fn):

@@ -14,7 +14,6 @@ import operator
 import os
 import traceback
 
-
 from .._tensor.overridable import activate as _activate_protocol
 from ._forwarded import as_torch_forwards
 from ._names import is_tensor_method
@@ -86,9 +85,10 @@ class TracerBase:
 
     def create_arg(self, a):
         """Mirrors ``TracerBase.create_arg``: Proxies become their Nodes; tuples, lists, dicts
-        (str keys) and slices are rebuilt around their converted elements; constants stay.
+        (constant keys) and slices are rebuilt around their converted elements; constants stay.
 
-        Raises: NotImplementedError for a type that cannot be a node argument."""
+        Raises: NotImplementedError for a traced dict key or a type that cannot be a node
+        argument."""
         if isinstance(a, Proxy):
             return a.node
         if isinstance(a, tuple) and hasattr(a, "_fields"):
@@ -98,8 +98,9 @@ class TracerBase:
         if isinstance(a, dict):
             out = {}
             for k, v in a.items():
-                if not isinstance(k, str):
-                    raise NotImplementedError(f"torch.fx: dict keys of traced arguments must be str, got {k!r}")
+                if isinstance(k, (Proxy, Node)):
+                    raise NotImplementedError(f"torch.fx: a traced value cannot be a dict key (got {k!r}); "
+                                              "use constant keys")
                 out[k] = self.create_arg(v)
             return out
         if isinstance(a, slice):
@@ -167,7 +168,11 @@ class Proxy:
         return self.__dict__
 
     def __deepcopy__(self, memo):
-        raise TraceError("torch.fx.Proxy: a traced value cannot be deep-copied during symbolic tracing")
+        # (defined so copy does not reach __getattr__): a copy of a traced value is the same value
+        result = object.__new__(type(self))
+        result.__dict__.update(self.__dict__)
+        memo[id(self)] = result
+        return result
 
     def __call__(self, *args, **kwargs) -> "Proxy":
         return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
