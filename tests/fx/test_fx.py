@@ -770,3 +770,25 @@ def test_submodule_surgery_matches_torch():
     assert gm.code == gm_ref.code and names == names_ref and missing == missing_ref is False
     x = tg.rand(3, 4)
     np.testing.assert_allclose(_np(gm(x)), _np(tg.tanh(tg.relu(gm.get_submodule("0")(x)))), atol=1e-6)
+
+
+def test_print_readable_nested_graphmodule_matches_torch():
+    def build(lib, fx):
+        inner = fx.symbolic_trace(lambda x: x.relu() + 1)
+
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, x):
+                return self.inner(x) * 2
+
+        class AllLeaves(fx.Tracer):
+            def is_leaf_module(self, m, qualname):
+                return True
+        m = M()
+        return fx.GraphModule(m, AllLeaves().trace(m))
+    gm_ref, gm = build(torch, torch.fx), build(tg, tfx)
+    assert gm.print_readable(print_output=False) == gm_ref.print_readable(print_output=False)
+    assert gm(tg.tensor([-1.0, 1.0])).tolist() == [2.0, 4.0]
