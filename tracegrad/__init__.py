@@ -387,3 +387,4 @@ def typename(obj):
 
 
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
+from . import fx as fx  # noqa: E402  (torch imports torch.fx at import, too)

@@ -1,0 +1,1 @@
+"""Mirrors ``torch.fx.experimental``: only ``optimization.fuse`` so far."""
