@@ -386,5 +386,16 @@ def typename(obj):
     return type(obj).__name__
 
 
+def _assert(condition, message):
+    """``torch._assert``: ``assert condition, message`` that symbolic tracing can record (a
+    ``tracegrad.fx`` Proxy condition reaches its ``__torch_function__`` instead of ``bool()``).
+    Raises AssertionError(message) when ``condition`` is false."""
+    if type(condition) is not Tensor:
+        from ._tensor.torch_function import handle_torch_function, has_torch_function
+        if has_torch_function((condition,)):
+            return handle_torch_function(_assert, (condition,), condition, message)
+    assert condition, message
+
+
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
 from . import fx as fx  # noqa: E402  (torch imports torch.fx at import, too)

@@ -792,3 +792,28 @@ def test_print_readable_nested_graphmodule_matches_torch():
     gm_ref, gm = build(torch, torch.fx), build(tg, tfx)
     assert gm.print_readable(print_output=False) == gm_ref.print_readable(print_output=False)
     assert gm(tg.tensor([-1.0, 1.0])).tolist() == [2.0, 4.0]
+
+
+def test_assert_is_recorded_and_checked_like_torch():
+    # torch._assert inside forward: traced as a call (a Proxy condition), checked when run
+    def build(mod):
+        class M(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l = mod.nn.Linear(3, 2)
+
+            def forward(self, x):
+                mod._assert(x.dim() == 2, "need a 2-d input")
+                return self.l(x).relu()
+        mod.manual_seed(0)
+        return M()
+    gms = {m: (tfx if m is tg else torch.fx).symbolic_trace(build(m)) for m in (tg, torch)}
+    assert gms[tg].code == gms[torch].code
+    x = np.ones((4, 3), np.float32)
+    assert tuple(gms[tg](tg.tensor(x)).shape) == tuple(gms[torch](torch.tensor(x)).shape)
+    for m in (tg, torch):
+        with pytest.raises(AssertionError, match="need a 2-d input"):
+            gms[m](m.ones(3))
+        with pytest.raises(AssertionError, match="boom"):
+            m._assert(False, "boom")
+        m._assert(m.tensor(True), "not raised")
