@@ -160,7 +160,8 @@ from ._api.functions import (
 # statistics (_api/statistics.py), and functions tracegrad gained with them (adjoint, cumulative_trapezoid).
 from ._api.functions import (  # noqa: E402
     adjoint as adjoint, corrcoef as corrcoef, cov as cov, cumulative_trapezoid as cumulative_trapezoid,
-    histogram as histogram, nanmedian as nanmedian, nanquantile as nanquantile
+    histogram as histogram, histogramdd as histogramdd, nanmedian as nanmedian, nanquantile as nanquantile,
+    segment_reduce as segment_reduce
 )
 # integer functions (_api/integer_math.py), incomplete gamma (_api/special_math.py) and more small
 # compositions (_api/composite_extra.py)
