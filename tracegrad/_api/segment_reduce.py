@@ -41,7 +41,8 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     ``"sum"``, ``"mean"``, ``"prod"``, ``"max"``/``"amax"``, ``"min"``/``"amin"``. ``initial``
     joins every segment (an empty segment gives it; without it an empty segment gives 0, NaN,
     1, -inf, inf for sum, mean, prod, max, min). ``unsafe=True`` skips the check that the
-    lengths sum to ``data.size(axis)`` (elements past the end are not read). Output: ``data``'s
+    lengths sum to ``data.size(axis)`` (differs from torch: elements past the end are skipped, where
+    torch reads past its buffer). Output: ``data``'s
     shape with ``axis`` of size ``segments``, ``data``'s dtype. Autograd:
     ``SegmentReduceBackward0`` (ties of max/min share the gradient; prod's gradient is exact
     around zeros). Reads the lengths on the host. RuntimeError for a bad ``reduce``, neither or
