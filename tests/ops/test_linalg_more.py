@@ -76,3 +76,51 @@ def test_ldl_no_grad_and_errors():
         tracegrad.linalg.ldl_solve(LD, piv, tracegrad.ones(3, 1))
     with pytest.raises(RuntimeError):
         tracegrad.linalg.ldl_solve(LD, piv, tracegrad.ones(2, 1, dtype=tracegrad.float64))
+
+
+def _low_rank(rng, m, n, r, batch=()):
+    return rng.normal(size=batch + (m, r)) @ rng.normal(size=batch + (r, n))
+
+
+def test_svd_lowrank_matches_torch():
+    m, n, batch = 7, 10, (2,)                                      # wide: the transposed path
+    rng = np.random.default_rng(m)
+    A = _low_rank(rng, m, n, 3, batch)
+    M = rng.normal(size=(1, n)) * 0.1
+    for kw in ({"q": 4, "niter": 1},):
+        U, S, V = tracegrad.svd_lowrank(tracegrad.tensor(A), **kw)
+        Ur, Sr, Vr = torch.svd_lowrank(torch.tensor(A), **kw)
+        assert U.shape == Ur.shape and S.shape == Sr.shape and V.shape == Vr.shape
+        np.testing.assert_allclose(S.numpy()[..., :3], Sr.numpy()[..., :3], rtol=1e-10)
+        rec = (U * S.unsqueeze(-2)) @ V.mH
+        np.testing.assert_allclose(rec.numpy(), A, atol=1e-10)
+    # with a mean M: the SVD of A - M (rank 4 at most), q = 5 recovers it
+    U, S, V = tracegrad.svd_lowrank(tracegrad.tensor(A), q=5, M=tracegrad.tensor(M))
+    Sr = torch.svd_lowrank(torch.tensor(A), q=5, M=torch.tensor(M))[1]
+    np.testing.assert_allclose(S.numpy()[..., :4], Sr.numpy()[..., :4], rtol=1e-9)
+    np.testing.assert_allclose(((U * S.unsqueeze(-2)) @ V.mH).numpy(), A - M, atol=1e-9)
+
+
+def test_svd_lowrank_gradient_matches_torch():
+    A = _low_rank(np.random.default_rng(3), 6, 5, 2)
+    x, xr = tracegrad.tensor(A, requires_grad=True), torch.tensor(A, requires_grad=True)
+    tracegrad.svd_lowrank(x, q=2, niter=1)[1].sum().backward()
+    torch.svd_lowrank(xr, q=2, niter=1)[1].sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), atol=1e-9)
+
+
+def test_pca_lowrank_matches_torch():
+    rng = np.random.default_rng(5)
+    A = _low_rank(rng, 20, 6, 2) + rng.normal(size=(1, 6)) * 3           # rank 2 after centring
+    for center in (True, False):
+        U, S, V = tracegrad.pca_lowrank(tracegrad.tensor(A), center=center)
+        Ur, Sr, Vr = torch.pca_lowrank(torch.tensor(A), center=center)
+        assert S.shape == Sr.shape == (6,)
+        k = 2 if center else 3
+        np.testing.assert_allclose(S.numpy()[:k], Sr.numpy()[:k], rtol=1e-9)
+        target = A - A.mean(0, keepdims=True) if center else A
+        np.testing.assert_allclose(((U * S) @ V.mT).numpy(), target, atol=1e-8)
+    with pytest.raises(ValueError, match="q"):
+        tracegrad.pca_lowrank(tracegrad.tensor(A), q=7)
+    with pytest.raises(ValueError, match="niter"):
+        tracegrad.pca_lowrank(tracegrad.tensor(A), niter=-1)
