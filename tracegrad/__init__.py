@@ -277,6 +277,7 @@ from ._linalg_functions import (  # noqa: E402
 )
 # randomized low-rank SVD/PCA and LOBPCG (torch._lowrank, torch._lobpcg; L7, on tracegrad.linalg)
 from ._lowrank import pca_lowrank as pca_lowrank, svd_lowrank as svd_lowrank  # noqa: E402
+from ._lobpcg import lobpcg as lobpcg  # noqa: E402
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 from .nn.functional import conv_tbc as conv_tbc  # noqa: E402
 # torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)

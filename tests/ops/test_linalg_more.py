@@ -124,3 +124,34 @@ def test_pca_lowrank_matches_torch():
         tracegrad.pca_lowrank(tracegrad.tensor(A), q=7)
     with pytest.raises(ValueError, match="niter"):
         tracegrad.pca_lowrank(tracegrad.tensor(A), niter=-1)
+
+
+def test_lobpcg_matches_torch():
+    rng = np.random.default_rng(11)
+    A = rng.normal(size=(12, 12))
+    A = A @ A.T
+    B = np.diag(rng.uniform(1, 2, size=12))
+    E, X = tracegrad.lobpcg(tracegrad.tensor(A), k=2)
+    Er, _ = torch.lobpcg(torch.tensor(A), k=2)
+    np.testing.assert_allclose(E.numpy(), Er.numpy(), rtol=1e-10)                 # largest first
+    np.testing.assert_allclose(A @ X.numpy(), X.numpy() * E.numpy(), atol=1e-6)
+    E, X = tracegrad.lobpcg(tracegrad.tensor(A), k=2, B=tracegrad.tensor(B), largest=False)
+    Er, _ = torch.lobpcg(torch.tensor(A), k=2, B=torch.tensor(B), largest=False)
+    np.testing.assert_allclose(E.numpy(), Er.numpy(), rtol=1e-8)                  # smallest first
+    np.testing.assert_allclose(X.numpy().T @ B @ X.numpy(), np.eye(2), atol=1e-8)
+    with pytest.raises(ValueError, match="3 x"):
+        tracegrad.lobpcg(tracegrad.tensor(A), k=5)
+
+
+def test_lobpcg_gradient_matches_torch():
+    A = np.random.default_rng(12).normal(size=(9, 9))
+    A = A + A.T
+    x, xr = tracegrad.tensor(A, requires_grad=True), torch.tensor(A, requires_grad=True)
+    E, U = tracegrad.lobpcg(x, k=1, X=tracegrad.ones(9, 1, dtype=tracegrad.float64))
+    Er, Ur = torch.lobpcg(xr, k=1, X=torch.ones(9, 1, dtype=torch.float64))
+    sign = np.sign(U.detach().numpy()[0, 0] * Ur.detach().numpy()[0, 0])    # eigenvectors up to sign
+    w = np.linspace(-1, 1, 9)[:, None]
+    (E.sum() + (U * tracegrad.tensor(w * sign)).sum()).backward()
+    (Er.sum() + (Ur * torch.tensor(w)).sum()).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), atol=1e-6)
+    np.testing.assert_allclose(x.grad.numpy(), x.grad.numpy().T)
