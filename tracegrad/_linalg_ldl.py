@@ -154,11 +154,14 @@ def _sytrs(LD, ipiv, B, hermitian):
         perm = jnp.where(idx == i, j, jnp.where(idx == j, i, idx))
         return B[perm]
 
+    def block(k):
+        """(1x1 block?, the 0-based row swapped with) from ``ipiv[k]``."""
+        p = ipiv[k]
+        return p > 0, jnp.where(p > 0, p - 1, -p - 1)
+
     def fwd(state):
         k, B = state
-        p = ipiv[k]
-        one = p > 0
-        kp = jnp.where(one, p - 1, -p - 1)
+        one, kp = block(k)
 
         def single(B):
             B = swap_rows(B, k, kp)
@@ -181,9 +184,7 @@ def _sytrs(LD, ipiv, B, hermitian):
 
     def bwd(state):
         k, B = state
-        p = ipiv[k]
-        one = p > 0
-        kp = jnp.where(one, p - 1, -p - 1)
+        one, kp = block(k)
 
         def single(B):
             col = cj(jnp.where(idx > k, LD[:, k], 0))
@@ -229,8 +230,8 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     _check(A, "ldl_factor_ex")
     LD, piv, info = (t.detach() for t in _FACTOR[bool(hermitian)](A.detach()))
     if check_errors and has_error(info):
-        raise LinAlgError(f"torch.linalg.ldl_factor_ex: D[{int(info.max())}, {int(info.max())}] is zero: the matrix "
-                          "is singular (info > 0)")
+        raise LinAlgError(f"torch.linalg.ldl_factor_ex: D[{int(info.max()) - 1}, {int(info.max()) - 1}] is exactly "
+                          "zero: the matrix is singular (info > 0)")
     return LDLFactorExResult(LD, piv, info)
 
 
