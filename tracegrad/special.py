@@ -93,13 +93,13 @@ _TORCH_LESS_ACCURATE = (" torch's own kernel is off by up to {} (absolute) for {
                         "the true value there, so the two differ by that much.")
 _UNARY_DOCS = {
     "airy_ai": "the Airy function Ai(x) (NaN at +-inf, 0 beyond x = 103.892, as torch)."
-               + _TORCH_LESS_ACCURATE.format("3e-6", "x just below -2.09"),
-    "bessel_j0": "the Bessel function of the first kind of order 0." + _TORCH_LESS_ACCURATE.format("4e-7", "5 < |x| < 25"),
-    "bessel_j1": "the Bessel function of the first kind of order 1." + _TORCH_LESS_ACCURATE.format("5e-7", "5 < |x| < 25"),
+               + _TORCH_LESS_ACCURATE.format("3e-6", "-3.7 < x < -2.09"),
+    "bessel_j0": "the Bessel function of the first kind of order 0." + _TORCH_LESS_ACCURATE.format("4e-7", "3.5 < |x| < 10"),
+    "bessel_j1": "the Bessel function of the first kind of order 1." + _TORCH_LESS_ACCURATE.format("5e-7", "4 < |x| < 11"),
     "bessel_y0": "the Bessel function of the second kind of order 0 (-inf at 0, NaN below)."
-                 + _TORCH_LESS_ACCURATE.format("2e-7", "2 < x < 25"),
+                 + _TORCH_LESS_ACCURATE.format("2e-7", "3.7 < x < 10.5"),
     "bessel_y1": "the Bessel function of the second kind of order 1 (-inf at 0, NaN below)."
-                 + _TORCH_LESS_ACCURATE.format("9e-7", "2 < x < 25"),
+                 + _TORCH_LESS_ACCURATE.format("9e-7", "3.6 < x < 10"),
     "modified_bessel_i0": "the modified Bessel function of the first kind of order 0 (``jax.scipy.special.i0``).",
     "modified_bessel_i1": "the modified Bessel function of the first kind of order 1 (``jax.scipy.special.i1``).",
     "modified_bessel_k0": "the modified Bessel function of the second kind of order 0 (inf at 0, NaN below).",
