@@ -53,6 +53,9 @@ def test_segment_reduce_unsafe_dtypes_and_errors():
                                   torch.segment_reduce(xr, "sum", lengths=torch.tensor(lengths), unsafe=True).numpy())
     # lengths running past the end: torch reads past its buffer; here the missing elements are skipped
     assert tracegrad.segment_reduce(x, "sum", lengths=tracegrad.tensor([1, 5]), unsafe=True).tolist() == [1.0, 3.0]
+    np.testing.assert_array_equal(
+        tracegrad.segment_reduce(tracegrad.zeros(0), "sum", lengths=tracegrad.tensor([0, 0])).numpy(),
+        torch.segment_reduce(torch.zeros(0), "sum", lengths=torch.tensor([0, 0])).numpy())
     y = tracegrad.segment_reduce(x.float(), "amax", lengths=tracegrad.tensor([1, 1], dtype=tracegrad.int32))
     assert y.dtype == tracegrad.float32 and y.tolist() == [1.0, 3.0]
     L = tracegrad.tensor([2, 0])

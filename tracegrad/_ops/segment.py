@@ -29,7 +29,9 @@ def _segment_reduce(data, index, valid, counts, reduce, segments, initial, axis)
 
 
 def _reduce_flat(data, index, valid, counts, reduce, segments, initial):
-    b, _, r = data.shape
+    b, n, r = data.shape
+    if n == 0:                                  # nothing to gather (every slot is padding): a stand-in element
+        data = jnp.zeros((b, 1, r), data.dtype)
     got = jnp.take_along_axis(data, index[:, :, None], axis=1).reshape(b, segments, -1, r)
     got = jnp.where(valid.reshape(b, segments, -1, 1), got, jnp.asarray(_IDENTITY[reduce], data.dtype))
     n = counts[:, :, None].astype(data.dtype)
