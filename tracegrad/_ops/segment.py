@@ -9,6 +9,7 @@ NOTE [segment max gradient].
 """
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import jax
@@ -23,8 +24,9 @@ def _segment_reduce(data, index, valid, counts, reduce, segments, initial, axis)
     """``data`` (*lead, N, *rest) reduced along ``axis`` with ``index``/``valid`` (B, S*W) and
     ``counts`` (B, S), B = prod(lead) -> (*lead, S, *rest)."""
     lead, rest = data.shape[:axis], data.shape[axis + 1:]
-    out = _reduce_flat(data.reshape(index.shape[0], data.shape[axis], -1), index, valid, counts, reduce, segments,
-                       initial)
+    rest_size = math.prod(rest)
+    out = _reduce_flat(data.reshape(index.shape[0], data.shape[axis], rest_size), index, valid, counts, reduce,
+                       segments, initial)
     return out.reshape(*lead, segments, *rest)
 
 
