@@ -160,7 +160,8 @@ from ._api.functions import (
 # statistics (_api/statistics.py), and functions tracegrad gained with them (adjoint, cumulative_trapezoid).
 from ._api.functions import (  # noqa: E402
     adjoint as adjoint, corrcoef as corrcoef, cov as cov, cumulative_trapezoid as cumulative_trapezoid,
-    histogram as histogram, nanmedian as nanmedian, nanquantile as nanquantile
+    histogram as histogram, histogramdd as histogramdd, nanmedian as nanmedian, nanquantile as nanquantile,
+    segment_reduce as segment_reduce
 )
 # integer functions (_api/integer_math.py), incomplete gamma (_api/special_math.py) and more small
 # compositions (_api/composite_extra.py)
@@ -254,6 +255,7 @@ from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import sparse as sparse  # noqa: E402
 from . import random as random  # noqa: E402
+from . import quasirandom as quasirandom  # noqa: E402
 from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402
 from . import special as special  # noqa: E402
@@ -273,6 +275,9 @@ from ._linalg_functions import (  # noqa: E402
     cholesky_inverse as cholesky_inverse, lu as lu, lu_unpack as lu_unpack, lu_solve as lu_solve, qr as qr,
     triangular_solve as triangular_solve, matrix_exp as matrix_exp, geqrf as geqrf, orgqr as orgqr, ormqr as ormqr
 )
+# randomized low-rank SVD/PCA and LOBPCG (torch._lowrank, torch._lobpcg; L7, on tracegrad.linalg)
+from ._lowrank import pca_lowrank as pca_lowrank, svd_lowrank as svd_lowrank  # noqa: E402
+from ._lobpcg import lobpcg as lobpcg  # noqa: E402
 from .nn.functional import cosine_similarity as cosine_similarity  # noqa: E402
 from .nn.functional import conv_tbc as conv_tbc  # noqa: E402
 # torch's top-level spellings of nn ops, ATen signatures (nn/_toplevel.py)

@@ -26,6 +26,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
     lu_solve as lu_solve, matrix_exp as matrix_exp, solve_ex as solve_ex, solve_triangular as solve_triangular,
     vander as vander
 )
+from ._linalg_ldl import ldl_factor as ldl_factor, ldl_factor_ex as ldl_factor_ex, ldl_solve as ldl_solve  # noqa: E402
 from ._api.promotion import check_same_dtype
 from ._api import reduction as _reduction
 from .return_types import _structseq
@@ -40,7 +41,8 @@ __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "inv", "det", "s
            "multi_dot", "matmul", "diagonal", "vecdot", "matrix_rank", "cond", "tensorinv", "tensorsolve",
            # the factorizations and solves of _linalg_decomp.py
            "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve", "solve_triangular",
-           "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander"]
+           "lstsq", "eig", "eigvals", "householder_product", "matrix_exp", "vander",
+           "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 
 # torch names this type linalg_slogdet; ours still shows as slogdet (tests/utils/test_pytree.py

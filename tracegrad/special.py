@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ._api import special_math as _sm
+from ._api import special_functions as _sf
 from ._api.composite import xlog_op
 from ._api.out_functions import add_out
 from ._api.functions import (
@@ -82,3 +83,57 @@ def xlog1py(input, other):
 # already do: ``tracegrad.<name>`` has it)
 add_out(globals(), ("zeta", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "entr", "ndtr", "xlog1py"),
         prefix="special_")
+
+
+# ---- Bessel, Airy and orthogonal polynomials: no gradient in torch (outputs never require grad) --
+_BESSEL_NOTE = (" Computed in float64 from Chebyshev fits of the function's smooth parts (``_ops/bessel.py``) "
+                "and rounded once to the input's dtype. No gradient, as torch. TypeError for a non-Tensor; "
+                "NotImplementedError for half precision or complex inputs.")
+_TORCH_LESS_ACCURATE = (" torch's own kernel is off by up to {} (absolute) for {}; this one is within a few ulps of "
+                        "the true value there, so the two differ by that much.")
+_UNARY_DOCS = {
+    "airy_ai": "the Airy function Ai(x) (NaN at +-inf, 0 beyond x = 103.892, as torch)."
+               + _TORCH_LESS_ACCURATE.format("3e-6", "-3.7 < x < -2.09"),
+    "bessel_j0": "the Bessel function of the first kind of order 0." + _TORCH_LESS_ACCURATE.format("4e-7", "3.5 < |x| < 10"),
+    "bessel_j1": "the Bessel function of the first kind of order 1." + _TORCH_LESS_ACCURATE.format("5e-7", "4 < |x| < 11"),
+    "bessel_y0": "the Bessel function of the second kind of order 0 (-inf at 0, NaN below)."
+                 + _TORCH_LESS_ACCURATE.format("2e-7", "3.7 < x < 10.5"),
+    "bessel_y1": "the Bessel function of the second kind of order 1 (-inf at 0, NaN below)."
+                 + _TORCH_LESS_ACCURATE.format("9e-7", "3.6 < x < 10"),
+    "modified_bessel_i0": "the modified Bessel function of the first kind of order 0 (``jax.scipy.special.i0``).",
+    "modified_bessel_i1": "the modified Bessel function of the first kind of order 1 (``jax.scipy.special.i1``).",
+    "modified_bessel_k0": "the modified Bessel function of the second kind of order 0 (inf at 0, NaN below).",
+    "modified_bessel_k1": "the modified Bessel function of the second kind of order 1 (inf at 0, NaN below).",
+    "scaled_modified_bessel_k0": "``exp(x) * modified_bessel_k0(x)`` without underflow (inf at 0, NaN below).",
+    "scaled_modified_bessel_k1": "``exp(x) * modified_bessel_k1(x)`` without underflow (inf at 0, NaN below).",
+    "spherical_bessel_j0": "the spherical Bessel function of the first kind of order 0, ``sin(x) / x`` (1 at 0, "
+                           "0 at +-inf).",
+}
+for _api, _what in _UNARY_DOCS.items():
+    globals()[_api] = _sf.unary(_api, f"Mirrors ``torch.special.{_api}(input)``: {_what}" + _BESSEL_NOTE)
+
+_POLY_DOCS = {
+    "chebyshev_polynomial_t": "Chebyshev polynomial of the first kind T_n",
+    "chebyshev_polynomial_u": "Chebyshev polynomial of the second kind U_n",
+    "chebyshev_polynomial_v": "Chebyshev polynomial of the third kind V_n",
+    "chebyshev_polynomial_w": "Chebyshev polynomial of the fourth kind W_n",
+    "shifted_chebyshev_polynomial_t": "shifted Chebyshev polynomial of the first kind T*_n(x) = T_n(2x - 1)",
+    "shifted_chebyshev_polynomial_u": "shifted Chebyshev polynomial of the second kind U*_n(x) = U_n(2x - 1)",
+    "shifted_chebyshev_polynomial_v": "shifted Chebyshev polynomial of the third kind V*_n(x) = V_n(2x - 1)",
+    "shifted_chebyshev_polynomial_w": "shifted Chebyshev polynomial of the fourth kind W*_n(x) = W_n(2x - 1)",
+    "hermite_polynomial_h": "physicists' Hermite polynomial H_n (NaN beyond degree 128 in float32, 512 in float64)",
+    "hermite_polynomial_he": "probabilists' Hermite polynomial He_n (NaN beyond degree 128 in float32, 512 in float64)",
+    "laguerre_polynomial_l": "Laguerre polynomial L_n",
+    "legendre_polynomial_p": "Legendre polynomial P_n",
+}
+for _api, _what in _POLY_DOCS.items():
+    globals()[_api] = _sf.polynomial(_api, (
+        f"Mirrors ``torch.special.{_api}(x, n)``: the {_what} at ``x``, elementwise. ``x`` and ``n`` broadcast; "
+        "either (not both) may be a Python number; the result has their promoted dtype (the default float dtype for "
+        "integers). ``n`` is truncated to an integer; negative, NaN or infinite ``n`` give 0. Large degrees recur "
+        "``n - 1`` times as torch does (NaN once the recurrence overflows, for |x| > 1); inside (-1, 1) the "
+        "Chebyshev kinds use their trigonometric closed forms. Edge cases per ``_ops/orthopoly.py`` (NaN ``x`` with "
+        "``n >= 2`` gives NaN where torch returns an uninitialised value). No gradient, as torch. TypeError when "
+        "neither is a Tensor; NotImplementedError for half precision or complex."))
+__all__ += [*_UNARY_DOCS, *_POLY_DOCS]
+add_out(globals(), (*_UNARY_DOCS, *_POLY_DOCS), prefix="special_")

@@ -12,7 +12,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
-from ._registry import method
+from ._registry import function, method
 from .composite import _host
 from .reduction import check_median, quantile_op, return_types
 from .promotion import _SCALAR_NAME
@@ -136,6 +136,24 @@ def _bin_edges(a, bins, range_, dtype):
     return np.where(i < (bins + 1) // 2, up, down).astype(dtype)
 
 
+def _bin_positions(v, edges, equal_width):
+    """``(inside, bin index)`` of each value of ``v`` for the increasing ``edges``: bins hold
+    ``[left, right)``, the last also its right edge; the index is meaningful where ``inside``."""
+    n = edges.shape[0] - 1
+    keep = (v >= edges[0]) & (v <= edges[-1])
+    if equal_width and n:
+        # torch's equal-width rule: the index from the position in the range, then moved by one
+        # where rounding put it on the wrong side of an edge
+        with np.errstate(invalid="ignore"):
+            pos = np.clip(np.where(keep, (v - edges[0]) * v.dtype.type(n) / (edges[-1] - edges[0]), 0).astype(np.int64),
+                          0, n - 1)
+        pos -= v < edges[pos]
+        pos += (pos < n - 1) & (v >= edges[np.minimum(pos + 1, n)])
+    else:
+        pos = np.searchsorted(edges, v, side="right") - 1
+    return keep, np.clip(pos, 0, max(n - 1, 0))
+
+
 @method("histogram", function=True)   # torch.histogram's out=(hist, bin_edges): out_functions.EXACT
 def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
     """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
@@ -162,22 +180,81 @@ def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: 
         raise RuntimeError("histogram: if weight tensor is provided it should have the same shape as the input "
                            f"tensor, got {tuple(weight.shape)} and {tuple(input.shape)}")
     w = None if weight is None else _host(weight).reshape(-1).astype(dt)
+    keep, pos = _bin_positions(a, edges, not isinstance(bins, Tensor))
     n = edges.shape[0] - 1
-    keep = (a >= edges[0]) & (a <= edges[-1])
-    v = a[keep]
-    if not isinstance(bins, Tensor):
-        # torch's equal-width rule: the index from the position in the range, then moved by one
-        # where rounding put it on the wrong side of an edge
-        pos = np.clip(((v - edges[0]) * dt.type(n) / (edges[-1] - edges[0])).astype(np.int64), 0, n - 1)
-        pos -= v < edges[pos]
-        pos += (pos < n - 1) & (v >= edges[np.minimum(pos + 1, n)])
-    else:
-        pos = np.searchsorted(edges, v, side="right") - 1
-    pos = np.clip(pos, 0, n - 1)
-    hist = np.bincount(pos, weights=None if w is None else w[keep], minlength=n).astype(dt) if n else np.zeros(0, dt)
+    hist = np.bincount(pos[keep], weights=None if w is None else w[keep], minlength=n).astype(dt) if n else np.zeros(0, dt)
     if density:
         hist = hist / (hist.sum() * np.diff(edges))
     return return_types.histogram(_tensor(hist.astype(dt), dtype=input.dtype), _tensor(edges, dtype=input.dtype))
 
 
-__all__ = ["nanmedian", "nanquantile", "cov", "corrcoef", "histogram"]
+@function()
+def histogramdd(input, bins, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
+    """Mirrors ``torch.histogramdd``: the D-dimensional histogram of the points in ``input``'s
+    last dimension (``input`` is ``(*, D)``), the named tuple ``(hist, bin_edges)`` with ``hist``
+    of shape ``(bins_0, ..., bins_{D-1})`` and ``bin_edges`` a tuple of D 1-d tensors. ``bins``:
+    one int for every dimension, a sequence of D ints, or a sequence of D increasing 1-d edge
+    tensors; ``range``: a flat sequence ``(min_0, max_0, min_1, max_1, ...)`` for int bins
+    (default: each dimension's min and max). Binning per dimension as ``histogram`` (a point
+    outside any dimension's edges is dropped). ``weight`` has ``input``'s shape without the last
+    dimension; ``density=True`` divides by the total and the bins' volumes. Outputs in
+    ``input``'s floating dtype. Counted on the host (a graph break when compiled). Differs from
+    torch: torch's ``hist`` requires grad (with a node whose backward raises "not implemented")
+    when ``input`` or ``weight`` does; here it does not require grad. NotImplementedError for
+    integer input; RuntimeError for input with fewer than 2 dimensions, a bins or range of the
+    wrong length, ``bins <= 0``, a reversed range, or a ``weight`` of the wrong shape."""
+    if not input.is_floating_point():
+        name = _SCALAR_NAME.get(input.dtype.name, input.dtype.name)
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{name}'; convert the input with .float() first")
+    if input.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions; pass points as (N, D)")
+    D = input.shape[-1]
+    pts = _host(input).reshape(-1, D)
+    dt = pts.dtype
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        bins = [int(bins)] * D
+    bins = list(bins)
+    if len(bins) != D:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+    if range is not None and len(range) != 2 * D:
+        raise RuntimeError(f"torch.histogramdd: for a {D}-dimensional histogram range should have {2 * D} elements, "
+                           f"but got {len(range)}")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the input "
+                           f"tensor excluding its innermost dimension, but got input with shape {tuple(input.shape)} "
+                           f"and weight with shape {tuple(weight.shape)}")
+    edges, positions, keep = [], [], np.ones(pts.shape[0], bool)
+    for d, b in enumerate(bins):
+        col = pts[:, d]
+        if isinstance(b, Tensor):
+            if b.dim() != 1 or b.numel() < 1:
+                raise RuntimeError(f"torch.histogramdd(): bins tensor should have one dimension and at least 1 "
+                                   f"element, for dimension {d}")
+            e = _host(b).astype(dt)
+        else:
+            if int(b) <= 0:
+                raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {b} for dimension {d}")
+            r = None if range is None else (range[2 * d], range[2 * d + 1])
+            if r is not None and float(r[0]) > float(r[1]):
+                raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {r[0]} max {r[1]} "
+                                   f"for dimension {d}")
+            e = _bin_edges(col, int(b), r, dt)
+        inside, pos = _bin_positions(col, e, not isinstance(b, Tensor))
+        keep &= inside
+        edges.append(e)
+        positions.append(pos)
+    shape = tuple(e.shape[0] - 1 for e in edges)
+    w = None if weight is None else _host(weight).reshape(-1).astype(dt)[keep]
+    flat = np.ravel_multi_index(tuple(p[keep] for p in positions), shape) if all(shape) else np.zeros(0, np.int64)
+    size = int(np.prod(shape))
+    hist = (np.bincount(flat, weights=w, minlength=size) if size else np.zeros(0)).astype(dt).reshape(shape)
+    if density:
+        volume = np.ones(shape, dt)
+        for d, e in enumerate(edges):
+            volume = volume * np.diff(e).reshape([-1 if i == d else 1 for i in np.arange(D)])
+        hist = hist / (hist.sum() * volume)
+    return return_types.histogramdd(_tensor(hist.astype(dt), dtype=input.dtype),
+                                    tuple(_tensor(e, dtype=input.dtype) for e in edges))
+
+
+__all__ = ["nanmedian", "nanquantile", "cov", "corrcoef", "histogram", "histogramdd"]

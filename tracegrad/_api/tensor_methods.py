@@ -14,7 +14,7 @@ from . import (  # noqa: F401  (each family registers its methods at import)
     autograd_methods, complex_api, composite, composite_more, composite_names, conversion, creation, elementwise, indexing, inplace,
     composite_extra, integer_math,
     linalg, random_draws, reduction, scatter, shape,
-    special_math, sparse_coo, statistics, strided, pickling, torch_extras
+    special_math, sparse_coo, statistics, strided, pickling, torch_extras, segment_reduce
 )
 from ._registry import install
 from .reduction import return_types as return_types

@@ -4,6 +4,7 @@ from . import nn_ops  # noqa: F401
 from . import vision  # noqa: F401
 from . import rnn  # noqa: F401
 from . import special  # noqa: F401
+from . import bessel, orthopoly, segment  # noqa: F401
 from . import statistics  # noqa: F401
 from . import integer  # noqa: F401
 from . import strided  # noqa: F401
