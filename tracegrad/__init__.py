@@ -387,3 +387,4 @@ def typename(obj):
 
 
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
+from . import masked as masked  # noqa: E402  (torch.masked; built on the names above)
