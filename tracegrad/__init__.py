@@ -182,7 +182,8 @@ from ._api.functions import (  # noqa: E402
     expand_copy as expand_copy, unbind_copy as unbind_copy, as_strided_copy as as_strided_copy,
     narrow_copy as narrow_copy, unfold_copy as unfold_copy, alias_copy as alias_copy,
     detach_copy as detach_copy, view_as_real_copy as view_as_real_copy,
-    view_as_complex_copy as view_as_complex_copy
+    view_as_complex_copy as view_as_complex_copy, as_strided_ as as_strided_, as_strided_scatter as as_strided_scatter,
+    resize_as_ as resize_as_, slice_inverse as slice_inverse
 )
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
@@ -388,3 +389,7 @@ def typename(obj):
 
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
 from . import masked as masked  # noqa: E402  (torch.masked; built on the names above)
+from ._api.streams import Event as Event, Stream as Stream  # noqa: E402  (CPU semantics: _api/streams.py)
+from ._C import (  # noqa: E402
+    DisableTorchFunction as DisableTorchFunction, DisableTorchFunctionSubclass as DisableTorchFunctionSubclass
+)

@@ -187,6 +187,7 @@ def is_shared(self):
 
 
 prop("itemsize")(lambda self: self.dtype.itemsize)
+prop("name")(lambda self: None)   # torch's read-only ``Tensor.name``: None for every eager tensor
 prop("nbytes")(lambda self: self.numel() * self.dtype.itemsize)
 
 # torch's backend and layout queries: tracegrad tensors are dense, strided, unquantized and
