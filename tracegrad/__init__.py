@@ -334,7 +334,8 @@ from .nn._toplevel import (  # noqa: E402
     feature_dropout as feature_dropout, gru_cell as gru_cell, lstm_cell as lstm_cell,
     max_pool1d_with_indices as max_pool1d_with_indices, native_dropout as native_dropout,
     native_group_norm as native_group_norm, native_layer_norm as native_layer_norm,
-    rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell
+    rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell, embedding_bag as embedding_bag,
+    gru as gru, lstm as lstm, rnn_relu as rnn_relu, rnn_tanh as rnn_tanh
 )
 from ._api.torch_extras import (  # noqa: E402
     SymBool as SymBool, SymFloat as SymFloat, SymInt as SymInt, cond as cond, detach as detach, eig as eig,

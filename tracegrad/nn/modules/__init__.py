@@ -3,7 +3,7 @@ from .activation import (ELU, GELU, GLU, Hardsigmoid, Hardswish, PReLU, Hardtanh
                          SiLU, Softmax, Softmin, Softplus, Softsign, Tanh)
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
 from .activation_more import CELU, RReLU, SELU, Hardshrink, Softmax2d, Softshrink, Tanhshrink, Threshold  # noqa: F401
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
+from .container import Container, ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential  # noqa: F401
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout  # noqa: F401
