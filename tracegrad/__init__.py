@@ -394,3 +394,7 @@ from ._api.streams import Event as Event, Stream as Stream  # noqa: E402  (CPU s
 from ._C import (  # noqa: E402
     DisableTorchFunction as DisableTorchFunction, DisableTorchFunctionSubclass as DisableTorchFunctionSubclass
 )
+from ._tensor.storage import TypedStorage as TypedStorage  # noqa: E402  (torch's storage classes)
+from ._tensor.storage_types import LEGACY_STORAGES as _LEGACY_STORAGES, UntypedStorage as UntypedStorage  # noqa: E402
+globals().update(_LEGACY_STORAGES)   # FloatStorage, LongStorage, ... (12 names, _tensor/storage_types.py)
+del _LEGACY_STORAGES
