@@ -66,3 +66,4 @@ def test_masked_tensor_warns_and_refuses_unsupported_ops():
     with pytest.raises(TypeError, match="MaskedTensor does not support"):
         tracegrad.matmul(mt, mt)   # no masked semantics defined: never silently unmasked
     assert isinstance(mt, tracegrad.masked.MaskedTensor) and mt.get_data().tolist() == [1.0, 2.0]
+    assert str(mt) == repr(mt) == "MaskedTensor(\n  [  1.0000,       --]\n)"   # print shows the mask, as torch

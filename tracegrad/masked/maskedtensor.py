@@ -24,6 +24,7 @@ from __future__ import annotations
 import warnings
 
 import tracegrad
+from .._tensor.overridable import activate as _activate_protocol
 from . import _ops
 
 __all__ = ["MaskedTensor", "is_masked_tensor", "masked_tensor", "as_masked_tensor"]
@@ -68,6 +69,9 @@ def _plain(t):
 
 
 def _wrap(data, mask):
+    # the protocol turns on when a subclass is defined; it may have been turned off since (tests
+    # do, between modules): a MaskedTensor needs it (one flag check once on)
+    _activate_protocol()
     out = data.as_subclass(MaskedTensor)
     out._masked_mask = mask
     return out
@@ -157,6 +161,9 @@ class MaskedTensor(tracegrad.Tensor):
     def to_tensor(self, value):
         """A plain tensor: the data with masked-out elements set to ``value``."""
         return _plain(self).masked_fill(~self.get_mask(), value)
+
+    def __str__(self):
+        return self.__repr__()
 
     def __repr__(self):
         data, mask = _plain(self).detach(), self.get_mask()
