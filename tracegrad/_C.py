@@ -47,3 +47,10 @@ def _get_function_stack_at(i: int):
 def _skip_one_hop_torch_function(func, types, args=(), kwargs=None):
     """Mirrors ``torch._C._skip_one_hop_torch_function`` (``overrides.redispatch_function``)."""
     return _tf.redispatch(func, types, args, kwargs)
+
+
+def _current_graph_task_id() -> int:
+    """Mirrors ``torch._C._current_graph_task_id``: an id of the running backward call, -1
+    outside backward (``torch.utils.module_tracker`` reads it as ``is_bw``)."""
+    from .autograd.engine import _current_graph_task_id as task_id
+    return task_id()

@@ -183,7 +183,8 @@ from ._api.functions import (  # noqa: E402
     expand_copy as expand_copy, unbind_copy as unbind_copy, as_strided_copy as as_strided_copy,
     narrow_copy as narrow_copy, unfold_copy as unfold_copy, alias_copy as alias_copy,
     detach_copy as detach_copy, view_as_real_copy as view_as_real_copy,
-    view_as_complex_copy as view_as_complex_copy
+    view_as_complex_copy as view_as_complex_copy, as_strided_ as as_strided_, as_strided_scatter as as_strided_scatter,
+    resize_as_ as resize_as_, slice_inverse as slice_inverse
 )
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
@@ -338,7 +339,8 @@ from .nn._toplevel import (  # noqa: E402
     feature_dropout as feature_dropout, gru_cell as gru_cell, lstm_cell as lstm_cell,
     max_pool1d_with_indices as max_pool1d_with_indices, native_dropout as native_dropout,
     native_group_norm as native_group_norm, native_layer_norm as native_layer_norm,
-    rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell
+    rnn_relu_cell as rnn_relu_cell, rnn_tanh_cell as rnn_tanh_cell, embedding_bag as embedding_bag,
+    gru as gru, lstm as lstm, rnn_relu as rnn_relu, rnn_tanh as rnn_tanh
 )
 from ._api.torch_extras import (  # noqa: E402
     SymBool as SymBool, SymFloat as SymFloat, SymInt as SymInt, cond as cond, detach as detach, eig as eig,
@@ -404,3 +406,12 @@ def _assert(condition, message):
 
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
 from . import fx as fx  # noqa: E402  (torch imports torch.fx at import, too)
+from . import masked as masked  # noqa: E402  (torch.masked; built on the names above)
+from ._api.streams import Event as Event, Stream as Stream  # noqa: E402  (CPU semantics: _api/streams.py)
+from ._C import (  # noqa: E402
+    DisableTorchFunction as DisableTorchFunction, DisableTorchFunctionSubclass as DisableTorchFunctionSubclass
+)
+from ._tensor.storage import TypedStorage as TypedStorage  # noqa: E402  (torch's storage classes)
+from ._tensor.storage_types import LEGACY_STORAGES as _LEGACY_STORAGES, UntypedStorage as UntypedStorage  # noqa: E402
+globals().update(_LEGACY_STORAGES)   # FloatStorage, LongStorage, ... (12 names, _tensor/storage_types.py)
+del _LEGACY_STORAGES

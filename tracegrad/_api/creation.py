@@ -10,6 +10,8 @@ from .._ops import dtypes as _dt
 from .._tensor.convert import legacy_array_of
 from .._tensor.device import cuda_devices
 from .._tensor.factories import empty, full, ones, tensor, zeros
+from .._tensor.storage import Storage, TypedStorage
+from .._tensor.storage_types import tensor_on_storage
 from .._tensor.tensor import Size, Tensor
 from ._registry import method, prop
 
@@ -38,6 +40,8 @@ class LegacyTensorType(type):
                 raise TypeError(f"{cls.__name__}(): expected a tensor of dtype {cls.dtype} (got {args[0].dtype}); "
                                 f"convert it with .to({cls.dtype}) instead")
             return args[0]
+        if len(args) == 1 and isinstance(args[0], (Storage, TypedStorage)):   # a tensor sharing the storage
+            return tensor_on_storage(args[0], cls.dtype)
         return Tensor._make(legacy_array_of(cls.dtype, *(args or ([],))))
 
 
@@ -187,6 +191,7 @@ def is_shared(self):
 
 
 prop("itemsize")(lambda self: self.dtype.itemsize)
+prop("name")(lambda self: None)   # torch's read-only ``Tensor.name``: None for every eager tensor
 prop("nbytes")(lambda self: self.numel() * self.dtype.itemsize)
 
 # torch's backend and layout queries: tracegrad tensors are dense, strided, unquantized and

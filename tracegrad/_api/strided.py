@@ -94,11 +94,40 @@ def as_strided(self, size, stride, storage_offset=None):
     return out
 
 
-@method()
+@method(function=True)
 def as_strided_(self, size, stride, storage_offset=None):
     """Mirrors ``torch.Tensor.as_strided_``: self becomes ``as_strided(size, stride, offset)``
     of its storage (a metadata change; same rules as ``as_strided``)."""
     return _restride_(self, as_strided(self.detach(), size, stride, storage_offset))
+
+
+@method(function=True)
+def as_strided_scatter(self, src, size, stride, storage_offset=None):
+    """Mirrors ``torch.as_strided_scatter(input, src, size, stride, storage_offset=None)``: a copy
+    of ``input`` (new storage) whose elements at ``as_strided(size, stride, storage_offset)``
+    positions of the copy's storage are ``src``'s. Gradients flow to both (input's at the
+    overwritten positions is 0). RuntimeError when ``src``'s shape is not ``size``. Differs from
+    torch: grad_fn ``CopySlices`` (torch: ``AsStridedScatterBackward0``)."""
+    check_tensors("as_strided_scatter", self, src, names=("input", "src"))
+    out = self.clone()
+    region = as_strided(out, size, stride, storage_offset)
+    if tuple(region.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(region.shape)}")
+    region.copy_(src)
+    return out
+
+
+@function()
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
+    """Mirrors ``torch.slice_inverse(input, src, dim=0, start=None, end=None, step=1)``, the
+    inverse of ``src[start:end:step]`` (along ``dim``) for view replay: ``input``'s storage seen
+    with ``src``'s shape, strides and offset (``input.as_strided(src.size(), src.stride(),
+    src.storage_offset())``; ``dim``/``start``/``end``/``step`` only describe the slice).
+    RuntimeError when that reaches past ``input``'s storage. Differs from torch: grad_fn
+    ``AsStridedBackward0`` (torch: ``SliceInverseBackward0``)."""
+    check_tensors("slice_inverse", input, src, names=("input", "src"))
+    return as_strided(input, tuple(src.shape), strides_of(src), storage_offset_of(src))
 
 
 @method("unfold")
@@ -196,7 +225,7 @@ def resize_(self, *sizes, memory_format=None):
     return _retarget(self, as_strided(root, shape, _contiguous_strides(shape), offset))
 
 
-@method()
+@method(function=True)
 def resize_as_(self, other, memory_format=None):
     """Mirrors ``torch.Tensor.resize_as_``: ``resize_(other.shape)``. TypeError when ``other``
     is not a tensor."""

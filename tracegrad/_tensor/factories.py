@@ -25,6 +25,7 @@ from .meta import ShapeDtypeStruct as _Abstract, abstract, make_meta
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
+from .storage import Storage, TypedStorage
 from .._ops import dtypes as _dt, limited
 from .._ops import random as _rnd
 from .._ops.errors import not_a_tensor
@@ -85,9 +86,13 @@ def _like_device(input, device):
 @with_x64
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """Mirrors ``torch.tensor``: always copies ``data`` (nested lists/tuples of numbers or 0-d
-    tensors, numpy arrays, tensors). TypeError for data it cannot read; RuntimeError when
+    tensors, numpy arrays, tensors), except a storage, which the 1-D result shares as torch's
+    (``storage_types.tensor_on_storage``). TypeError for data it cannot read; RuntimeError when
     ``requires_grad=True`` with a non-floating dtype. A tensor ``data`` is copied without its
     history, with torch's UserWarning recommending ``detach().clone()``."""
+    if isinstance(data, (Storage, TypedStorage)):   # a tensor sharing the storage, as torch
+        from .storage_types import tensor_on_storage
+        return tensor_on_storage(data, dtype, requires_grad)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
                       "or sourceTensor.detach().clone().requires_grad_(True), rather than "

@@ -9,6 +9,8 @@ NOTE [enum reduction]: observed on torch 2.13, these bindings reduce only for 1 
 says 1, the Python binding does not apply it). tracegrad does the same: default 0."""
 from __future__ import annotations
 
+import math
+
 import tracegrad
 from tracegrad import Tensor
 from tracegrad._ops import dtypes as _dt
@@ -22,7 +24,7 @@ __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_
            "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
            "triplet_margin_loss", "ctc_loss", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
            "native_layer_norm", "native_group_norm", "native_dropout", "feature_dropout",
-           "max_pool1d_with_indices"]
+           "max_pool1d_with_indices", "embedding_bag", "lstm", "gru", "rnn_tanh", "rnn_relu"]
 
 def _reduction(reduction):
     """The name of an ATen reduction enum (NOTE [enum reduction])."""
@@ -295,3 +297,97 @@ def _hardshrink_method(self, lambd=0.5):
 
 # methods of nn-level ops: set here, where nn.functional exists (the API layer below cannot see it)
 Tensor.prelu, Tensor.hardshrink = _prelu_method, _hardshrink_method
+
+
+# ---- embedding_bag's ATen form ----------------------------------------------------------------
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Mirrors ``torch.embedding_bag`` (ATen argument order; ``mode`` 0 sum, 1 mean, 2 max):
+    ``(output, offset2bag, bag_size, max_indices)``. ``output`` is
+    ``nn.functional.embedding_bag``'s (values, gradients, errors). The other three are int64
+    tensors with the values of torch's CPU kernel: ``offset2bag`` the bag of each position of
+    ``indices`` (empty in sum mode without ``padding_idx``); ``bag_size`` the non-padding ids per
+    bag (zeros in sum mode); ``max_indices`` the id of each bag's maximum per feature (max mode,
+    ``(bags, D)``, 0 for an empty bag), ``bag_size`` again in mean mode, zeros in sum mode."""
+    names = {0: "sum", 1: "mean", 2: "max"}
+    if mode not in names:
+        raise ValueError(f"embedding_bag: mode has to be 0 (sum), 1 (mean) or 2 (max), got {mode!r}")
+    if not isinstance(offsets, Tensor):
+        raise TypeError(f"embedding_bag(): argument 'offsets' (position 3) must be Tensor, not {type(offsets).__name__}")
+    output = F.embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq, mode=names[mode],
+                             sparse=sparse, per_sample_weights=per_sample_weights,
+                             include_last_offset=include_last_offset, padding_idx=padding_idx)
+    n_bags = output.shape[0]
+    long = dict(dtype=tracegrad.int64)
+    with tracegrad.no_grad():
+        positions = tracegrad.arange(indices.shape[0])
+        bag_of = (tracegrad.searchsorted(offsets[:n_bags].long(), positions, right=True) - 1).clamp_min(0)
+        if padding_idx is not None:
+            pad = padding_idx + (weight.shape[0] if padding_idx < 0 else 0)
+            valid = indices != pad
+        else:
+            valid = tracegrad.ones_like(indices, dtype=tracegrad.bool)
+        offset2bag = bag_of if mode != 0 or padding_idx is not None else tracegrad.zeros(0, **long)
+        if mode == 0:
+            return output, offset2bag, tracegrad.zeros(n_bags, **long), tracegrad.zeros(n_bags, **long)
+        bag_size = tracegrad.zeros(n_bags, **long).index_add(0, bag_of, valid.long())
+        if mode == 1:
+            return output, offset2bag, bag_size, bag_size.clone()
+        # max: the first position (in bag order) holding the bag's maximum, per feature
+        rows = weight.detach()[indices].masked_fill(~valid.unsqueeze(1), -math.inf)
+        width = rows.shape[1]
+        best = output.detach()[bag_of]
+        first = tracegrad.where((rows == best) & valid.unsqueeze(1), positions.unsqueeze(1), indices.shape[0])
+        winner = tracegrad.full((n_bags, width), indices.shape[0], **long).scatter_reduce(
+            0, bag_of.unsqueeze(1).expand(-1, width), first, "amin")
+        ids = tracegrad.cat([indices.long(), tracegrad.zeros(1, **long)])   # position L: an empty bag's 0
+        return output, offset2bag, bag_size, ids[winner]
+
+
+# ---- functional recurrent nets (torch's _VF.lstm/gru/rnn_tanh/rnn_relu) -----------------------
+
+
+def _recurrent(mode):
+    def f(*args):
+        from .modules.rnn import run_stack
+        from .utils.rnn import packed_to_padded, padded_to_packed
+        packed = isinstance(args[1], Tensor) and (mode == "LSTM" or isinstance(args[2], Tensor))
+        if packed:
+            data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
+            sizes = [int(v) for v in batch_sizes.tolist()]
+            x, lengths = packed_to_padded(data, sizes)
+            lengths, batch_first = tracegrad.tensor(lengths, dtype=tracegrad.int64), False
+        else:
+            x, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = args
+            lengths = None
+            x = x.transpose(0, 1) if batch_first else x
+        groups = num_layers * (2 if bidirectional else 1)
+        if len(params) % groups:
+            raise RuntimeError(f"{mode.lower()}: got {len(params)} parameters for {groups} layers and directions; "
+                               f"pass the same number of weights for each (w_ih, w_hh[, b_ih, b_hh][, w_hr])")
+        per = len(params) // groups
+        weights = [list(params[k * per:(k + 1) * per]) for k in range(groups)]
+        hx = tuple(hx) if mode == "LSTM" else hx
+        out, hidden = run_stack(mode, x, hx, weights, has_biases, num_layers, dropout, train, bidirectional, lengths)
+        if packed:
+            out = padded_to_packed(out, sizes)
+        elif batch_first:
+            out = out.transpose(0, 1)
+        return (out,) + hidden
+    name = mode.lower()
+    f.__name__ = f.__qualname__ = name
+    state = "hx ``(h_0, c_0)``" if mode == "LSTM" else "hx"
+    f.__doc__ = (f"Mirrors ``torch.{name}``, the kernel under ``nn.{_NN_NAMES[mode]}``: "
+                 f"``{name}(input, {'hx' if mode != 'LSTM' else '(h_0, c_0)'}, params, has_biases, num_layers, "
+                 f"dropout, train, bidirectional, batch_first)``, or the packed form ``{name}(data, batch_sizes, "
+                 f"hx, params, has_biases, num_layers, dropout, train, bidirectional)``. ``params`` is the flat "
+                 f"weight list of every layer and direction in ``nn.{_NN_NAMES[mode]}.all_weights`` order; "
+                 f"{state} ``(num_layers * num_directions, B, P)``. Returns ``(output, h_n"
+                 f"{', c_n' if mode == 'LSTM' else ''})``; values and gradients are the module's.")
+    return f
+
+
+_NN_NAMES = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
+lstm, gru, rnn_tanh, rnn_relu = (_recurrent(m) for m in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU"))

@@ -38,6 +38,7 @@ from ._losses_more import (cosine_embedding_loss, ctc_loss, gaussian_nll_loss, h
                            margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
                            multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
                            triplet_margin_with_distance_loss)
+from ._linear_cross_entropy import linear_cross_entropy  # noqa: F401,E402
 from ._more_functional import (alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout,  # noqa: F401,E402
                                glu, gumbel_softmax, hardsigmoid, hardswish, prelu, rms_norm, triplet_margin_loss,
                                conv_tbc)

@@ -6,6 +6,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from itertools import islice
+import warnings
 
 from tracegrad import Tensor
 
@@ -484,3 +485,22 @@ class ParameterDict(Module):
 
     def extra_repr(self):
         return "\n".join(_entry_repr(k, p, lambda t: t.type()) for k, p in self.items())
+
+
+_CONTAINER_DEPRECATED = ("`nn.Container` is deprecated. All of its functionality is now implemented in `nn.Module`. "
+                         "Subclass that instead.")
+
+
+class Container(Module):
+    """Mirrors the deprecated ``torch.nn.Container(**kwargs)``: a Module holding each keyword's
+    module under its name. Warns FutureWarning when built and when subclassed, as torch."""
+
+    def __init_subclass__(cls, **kwargs):
+        warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        super().__init_subclass__(**kwargs)
+
+    def __init__(self, **kwargs):
+        warnings.warn(_CONTAINER_DEPRECATED, FutureWarning, stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)

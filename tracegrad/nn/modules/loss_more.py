@@ -5,7 +5,11 @@
 ``tracegrad.nn.functional`` function of the same name)."""
 from __future__ import annotations
 
+import math
+
 from .. import functional as F
+from .._linear_cross_entropy import LinearCrossEntropyOptions  # noqa: F401  (nn.LinearCrossEntropyOptions)
+from .linear import Linear
 from .distance import PairwiseDistance
 from .loss import _Loss, _WeightedLoss
 
@@ -131,3 +135,40 @@ class CTCLoss(_Loss):
     def forward(self, log_probs, targets, input_lengths, target_lengths):
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """Mirrors ``torch.nn.LinearCrossEntropyLoss(in_features, num_classes, *, out_features=(),
+    bias=False, device=None, dtype=None, reduction='mean', weight=None, ignore_index=None,
+    label_smoothing=0.0, options=None)``: a ``Linear(in_features, num_classes * prod(out_features))``
+    (attribute ``linear``) followed by ``cross_entropy``, through
+    ``F.linear_cross_entropy``. RuntimeError for a ``weight`` not of shape ``(num_classes,)`` or
+    ``label_smoothing`` outside ``[0, 1]``."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
+                 reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight, None, None, reduction)
+        self.num_classes, self.out_features = num_classes, out_features
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+        # Linear holds 2-D weights: forward reshapes them to (num_classes, *out_features, in_features)
+        self.linear = Linear(in_features, math.prod(out_features) * num_classes, bias=bias, device=device,
+                             dtype=dtype)
+        self.options = options
+
+    def forward(self, input, target):
+        weight = self.linear.weight.reshape((self.num_classes, *self.out_features, self.linear.in_features))
+        bias = self.linear.bias
+        bias = bias.reshape((self.num_classes, *self.out_features)) if bias is not None else None
+        return F.linear_cross_entropy(input, weight, target, linear_bias=bias, weight=self.weight,
+                                      reduction=self.reduction, ignore_index=self.ignore_index,
+                                      label_smoothing=self.label_smoothing, options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")

@@ -232,33 +232,46 @@ class RNNBase(Module):
 
     def _run_layers(self, x, hx, exp_h, exp_c, lengths):
         """``x (T, B, I)`` time-major -> output ``(T, B, D*P)`` and the stacked final states."""
-        lstm = self.mode == "LSTM"
         if hx is None:
             h0 = tracegrad.zeros(exp_h, dtype=x.dtype)
-            hx = (h0, tracegrad.zeros(exp_c, dtype=x.dtype)) if lstm else h0
-        h0, c0 = hx if lstm else (hx, None)
-        ndir = 2 if self.bidirectional else 1
-        finals_h, finals_c = [], []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(ndir):
-                k = layer * ndir + direction
-                w = dict(zip(("w_ih", "w_hh", "b_ih", "b_hh") if self.bias else ("w_ih", "w_hh"),
-                             self.all_weights[k]))
-                res = _R.rnn_layer(self.mode, x, h0[k], c0[k] if lstm else None, w["w_ih"], w["w_hh"],
-                                   w.get("b_ih"), w.get("b_hh"), self.all_weights[k][-1] if self.proj_size else None,
-                                   lengths, reverse=direction == 1)
-                outs.append(res[0])
-                finals_h.append(res[1])
-                if lstm:
-                    finals_c.append(res[2])
-            x = outs[0] if ndir == 1 else tracegrad.cat(outs, 2)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        hidden = (tracegrad.stack(finals_h, 0),)
-        if lstm:
-            hidden += (tracegrad.stack(finals_c, 0),)
-        return x, hidden
+            hx = (h0, tracegrad.zeros(exp_c, dtype=x.dtype)) if self.mode == "LSTM" else h0
+        return run_stack(self.mode, x, hx, self.all_weights, self.bias, self.num_layers, self.dropout,
+                         self.training, self.bidirectional, lengths)
+
+
+def run_stack(mode, x, hx, weights, has_biases, num_layers, dropout, train, bidirectional, lengths=None):
+    """The layers and directions of a recurrent net over a time-major sequence (torch's
+    ``_VF.lstm``/``gru``/``rnn_*`` kernels; ``nn.RNNBase`` and ``tracegrad.lstm``... share it).
+
+    Args: mode one of ``_GATES``; x ``(T, B, I)``; hx ``(L*D, B, P)`` (LSTM: the pair ``(h, c)``,
+    c ``(L*D, B, H)``); weights one list per layer and direction, ``[w_ih, w_hh]`` then
+    ``[b_ih, b_hh]`` when ``has_biases``, then ``w_hr`` for LSTM projections; dropout between
+    layers when ``train``; lengths int64 ``(B,)`` or None (packed sequences).
+    Returns ``(output (T, B, D*P), (h_n,) or (h_n, c_n))``."""
+    lstm = mode == "LSTM"
+    h0, c0 = hx if lstm else (hx, None)
+    ndir = 2 if bidirectional else 1
+    n_main = 4 if has_biases else 2
+    finals_h, finals_c = [], []
+    for layer in range(num_layers):
+        outs = []
+        for direction in range(ndir):
+            k = layer * ndir + direction
+            group = list(weights[k])
+            w_ih, w_hh, b_ih, b_hh = (group[:4] if has_biases else group[:2] + [None, None])
+            res = _R.rnn_layer(mode, x, h0[k], c0[k] if lstm else None, w_ih, w_hh, b_ih, b_hh,
+                               group[n_main] if len(group) > n_main else None, lengths, reverse=direction == 1)
+            outs.append(res[0])
+            finals_h.append(res[1])
+            if lstm:
+                finals_c.append(res[2])
+        x = outs[0] if ndir == 1 else tracegrad.cat(outs, 2)
+        if dropout and train and layer < num_layers - 1:
+            x = F.dropout(x, dropout, True)
+    hidden = (tracegrad.stack(finals_h, 0),)
+    if lstm:
+        hidden += (tracegrad.stack(finals_c, 0),)
+    return x, hidden
 
 
 class RNN(RNNBase):
