@@ -581,3 +581,408 @@ def test_examples_word_language_model_transformer(tmp_path):
         _wlm_main(torch, log, corpus, model, True, tmp_path / f"{torch.__name__}.pt", safe_globals)
         log("src_mask", model.src_mask)
     run_both(program)
+
+
+# pytorch/examples mnist_forward_forward/main.py (Hinton's forward-forward: Layer subclasses
+# nn.Linear with its own Adam and overrides ``train``, as Net does; labels written into the
+# first pixels by ``x_[range(n), y] = x.max()``, goodness by pow(2).mean(1), log1p(exp(cat)),
+# predict over the 10 overlays with Python's sum of tensors); 16-pixel images, dims [16, 8, 8],
+# the random wrong labels of get_y_neg as (y + 1) % 10, "Loss:" lines logged (full float reprs)
+def test_examples_mnist_forward_forward():
+    def program(torch, log):
+        nn = torch.nn
+        Adam = torch.optim.Adam
+        lr, threshold, epochs, log_interval = 0.03, 2.0, 4, 2
+
+        def overlay_y_on_x(x, y, classes=10):
+            x_ = x.clone()
+            x_[:, :classes] *= 0.0
+            x_[range(x.shape[0]), y] = x.max()
+            return x_
+
+        class Net(torch.nn.Module):
+            def __init__(self, dims):
+                super().__init__()
+                self.layers = []
+                for d in range(len(dims) - 1):
+                    self.layers = self.layers + [init_params(torch, Layer(dims[d], dims[d + 1]), d)]
+
+            def predict(self, x):
+                goodness_per_label = []
+                for label in range(10):
+                    h = overlay_y_on_x(x, label)
+                    goodness = []
+                    for layer in self.layers:
+                        h = layer(h)
+                        goodness = goodness + [h.pow(2).mean(1)]
+                    goodness_per_label += [sum(goodness).unsqueeze(1)]
+                goodness_per_label = torch.cat(goodness_per_label, 1)
+                return goodness_per_label.argmax(1)
+
+            def train(self, x_pos, x_neg):
+                h_pos, h_neg = x_pos, x_neg
+                for i, layer in enumerate(self.layers):
+                    print("training layer: ", i)
+                    h_pos, h_neg = layer.train(h_pos, h_neg)
+
+        class Layer(nn.Linear):
+            def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+                super().__init__(in_features, out_features, bias, device, dtype)
+                self.relu = torch.nn.ReLU()
+                self.opt = Adam(self.parameters(), lr=lr)
+                self.threshold = threshold
+                self.num_epochs = epochs
+
+            def forward(self, x):
+                x_direction = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+                return self.relu(torch.mm(x_direction, self.weight.T) + self.bias.unsqueeze(0))
+
+            def train(self, x_pos, x_neg):
+                for i in range(self.num_epochs):
+                    g_pos = self.forward(x_pos).pow(2).mean(1)
+                    g_neg = self.forward(x_neg).pow(2).mean(1)
+                    loss = torch.log1p(
+                        torch.exp(
+                            torch.cat([-g_pos + self.threshold, g_neg - self.threshold])
+                        )
+                    ).mean()
+                    self.opt.zero_grad()
+                    loss.backward()
+                    self.opt.step()
+                    if i % log_interval == 0:
+                        log("Loss: ", loss.item())
+                return self.forward(x_pos).detach(), self.forward(x_neg).detach()
+
+        flatten = lambda x: torch.flatten(x)  # noqa: E731 -- the program's transforms.Lambda
+        data = _images(torch, 12, (1, 4, 4), 6)
+        loader = torch.utils.data.DataLoader(
+            [(flatten(x), y) for x, y in data], batch_size=8)
+        net = Net([16, 8, 8])
+        x, y = next(iter(loader))
+        x_pos = overlay_y_on_x(x, y)
+        y_neg = (y + 1) % 10
+        x_neg = overlay_y_on_x(x, y_neg)
+        net.train(x_pos, x_neg)
+        print("train error:", 1.0 - net.predict(x).eq(y).float().mean().item())
+        log("predict", net.predict(x))
+    run_both(program)
+
+
+# pytorch/examples dcgan/main.py (Generator of ConvTranspose2d/BatchNorm2d/ReLU(True) from nz x 1
+# x 1 to 64 x 64, Discriminator of Conv2d/LeakyReLU(0.2, inplace=True)/Sigmoid with
+# output.view(-1, 1).squeeze(1), weights_init through apply and class-name matching, the printed
+# nets, BCELoss against torch.full labels refilled by fill_, errD_real/errD_fake backwards, the
+# generator step through the non-detached fake, the '%' formatted report, state_dict saves);
+# ngf = ndf = 2, nz = 3, two batches of 2 fake images, noise and init_params in place of the
+# normal_ draws
+def test_examples_dcgan(tmp_path):
+    def program(torch, log):
+        nn, optim = torch.nn, torch.optim
+        nz, ngf, ndf, nc = 3, 2, 2, 3
+
+        def weights_init(m):
+            classname = m.__class__.__name__
+            if classname.find('Conv') != -1:
+                torch.nn.init.normal_(m.weight, 0.0, 0.02)
+            elif classname.find('BatchNorm') != -1:
+                torch.nn.init.normal_(m.weight, 1.0, 0.02)
+                torch.nn.init.zeros_(m.bias)
+
+        class Generator(nn.Module):
+            def __init__(self, ngpu):
+                super(Generator, self).__init__()
+                self.ngpu = ngpu
+                self.main = nn.Sequential(
+                    nn.ConvTranspose2d(nz, ngf * 8, 4, 1, 0, bias=False),
+                    nn.BatchNorm2d(ngf * 8),
+                    nn.ReLU(True),
+                    nn.ConvTranspose2d(ngf * 8, ngf * 4, 4, 2, 1, bias=False),
+                    nn.BatchNorm2d(ngf * 4),
+                    nn.ReLU(True),
+                    nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False),
+                    nn.BatchNorm2d(ngf * 2),
+                    nn.ReLU(True),
+                    nn.ConvTranspose2d(ngf * 2, ngf, 4, 2, 1, bias=False),
+                    nn.BatchNorm2d(ngf),
+                    nn.ReLU(True),
+                    nn.ConvTranspose2d(ngf, nc, 4, 2, 1, bias=False),
+                    nn.Tanh()
+                )
+
+            def forward(self, input):
+                if (input.is_cuda or input.is_xpu) and self.ngpu > 1:
+                    output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+                else:
+                    output = self.main(input)
+                return output
+
+        class Discriminator(nn.Module):
+            def __init__(self, ngpu):
+                super(Discriminator, self).__init__()
+                self.ngpu = ngpu
+                self.main = nn.Sequential(
+                    nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False),
+                    nn.BatchNorm2d(ndf * 2),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Conv2d(ndf * 2, ndf * 4, 4, 2, 1, bias=False),
+                    nn.BatchNorm2d(ndf * 4),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Conv2d(ndf * 4, ndf * 8, 4, 2, 1, bias=False),
+                    nn.BatchNorm2d(ndf * 8),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Conv2d(ndf * 8, 1, 4, 1, 0, bias=False),
+                    nn.Sigmoid()
+                )
+
+            def forward(self, input):
+                if (input.is_cuda or input.is_xpu) and self.ngpu > 1:
+                    output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+                else:
+                    output = self.main(input)
+                return output.view(-1, 1).squeeze(1)
+
+        device = torch.device("cpu")
+        netG = Generator(1).to(device)
+        netG.apply(weights_init)
+        init_params(torch, netG, 7)
+        print(netG)
+        netD = Discriminator(1).to(device)
+        netD.apply(weights_init)
+        init_params(torch, netD, 8)
+        print(netD)
+        criterion = nn.BCELoss()
+        real_label, fake_label = 1, 0
+        optimizerD = optim.Adam(netD.parameters(), lr=0.0002, betas=(0.5, 0.999))
+        optimizerG = optim.Adam(netG.parameters(), lr=0.0002, betas=(0.5, 0.999))
+        data = _images(torch, 4, (nc, 64, 64), 9)
+        dataloader = torch.utils.data.DataLoader(data, batch_size=2)
+        niter, epoch = 1, 0
+        for i, data in enumerate(dataloader, 0):
+            netD.zero_grad()
+            real_cpu = data[0].to(device) * 2 - 1
+            batch_size = real_cpu.size(0)
+            label = torch.full((batch_size,), real_label, dtype=real_cpu.dtype, device=device)
+            output = netD(real_cpu)
+            errD_real = criterion(output, label)
+            errD_real.backward()
+            D_x = output.mean().item()
+            noise = randn(torch, (batch_size, nz, 1, 1), 10 + i)
+            fake = netG(noise)
+            label.fill_(fake_label)
+            output = netD(fake.detach())
+            errD_fake = criterion(output, label)
+            errD_fake.backward()
+            D_G_z1 = output.mean().item()
+            errD = errD_real + errD_fake
+            optimizerD.step()
+            netG.zero_grad()
+            label.fill_(real_label)
+            output = netD(fake)
+            errG = criterion(output, label)
+            errG.backward()
+            D_G_z2 = output.mean().item()
+            optimizerG.step()
+            print('[%d/%d][%d/%d] Loss_D: %.4f Loss_G: %.4f D(x): %.4f D(G(z)): %.4f / %.4f'
+                  % (epoch, niter, i, len(dataloader),
+                     errD.item(), errG.item(), D_x, D_G_z1, D_G_z2))
+        torch.save(netG.state_dict(), '%s/netG_epoch_%d.pth' % (tmp_path, epoch))
+        netG.load_state_dict(torch.load('%s/netG_epoch_%d.pth' % (tmp_path, epoch)))
+        log("fake", fake[:, :, :4, :4])
+        log("netD running_mean", netD.main[3].running_mean)
+    run_both(program)
+
+
+# pytorch/examples fast_neural_style/neural_style/{transformer_net,utils,vgg,neural_style}.py
+# (TransformerNet: ReflectionPad2d + Conv2d layers, InstanceNorm2d(affine=True), five residual
+# blocks, UpsampleConvLayer through F.interpolate(mode='nearest', scale_factor=2); gram_matrix
+# by bmm, normalize_batch through new_tensor and an in-place div_; Vgg16's four slices filled by
+# add_module and frozen by requires_grad = False, a namedtuple of features; train's content and
+# style losses, Adam, the formatted report and the state_dict save); 2 images of 3 x 8 x 8, and
+# a VGG-16 layout of 4-channel convolutions in place of the pretrained torchvision one
+def test_examples_fast_neural_style(tmp_path):
+    def program(torch, log):
+        from collections import namedtuple
+
+        class TransformerNet(torch.nn.Module):
+            def __init__(self):
+                super(TransformerNet, self).__init__()
+                self.conv1 = ConvLayer(3, 32, kernel_size=9, stride=1)
+                self.in1 = torch.nn.InstanceNorm2d(32, affine=True)
+                self.conv2 = ConvLayer(32, 64, kernel_size=3, stride=2)
+                self.in2 = torch.nn.InstanceNorm2d(64, affine=True)
+                self.conv3 = ConvLayer(64, 128, kernel_size=3, stride=2)
+                self.in3 = torch.nn.InstanceNorm2d(128, affine=True)
+                self.res1 = ResidualBlock(128)
+                self.res2 = ResidualBlock(128)
+                self.res3 = ResidualBlock(128)
+                self.res4 = ResidualBlock(128)
+                self.res5 = ResidualBlock(128)
+                self.deconv1 = UpsampleConvLayer(128, 64, kernel_size=3, stride=1, upsample=2)
+                self.in4 = torch.nn.InstanceNorm2d(64, affine=True)
+                self.deconv2 = UpsampleConvLayer(64, 32, kernel_size=3, stride=1, upsample=2)
+                self.in5 = torch.nn.InstanceNorm2d(32, affine=True)
+                self.deconv3 = ConvLayer(32, 3, kernel_size=9, stride=1)
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, X):
+                y = self.relu(self.in1(self.conv1(X)))
+                y = self.relu(self.in2(self.conv2(y)))
+                y = self.relu(self.in3(self.conv3(y)))
+                y = self.res1(y)
+                y = self.res2(y)
+                y = self.res3(y)
+                y = self.res4(y)
+                y = self.res5(y)
+                y = self.relu(self.in4(self.deconv1(y)))
+                y = self.relu(self.in5(self.deconv2(y)))
+                y = self.deconv3(y)
+                return y
+
+        class ConvLayer(torch.nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size, stride):
+                super(ConvLayer, self).__init__()
+                reflection_padding = kernel_size // 2
+                self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+                self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+            def forward(self, x):
+                out = self.reflection_pad(x)
+                out = self.conv2d(out)
+                return out
+
+        class ResidualBlock(torch.nn.Module):
+            def __init__(self, channels):
+                super(ResidualBlock, self).__init__()
+                self.conv1 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+                self.in1 = torch.nn.InstanceNorm2d(channels, affine=True)
+                self.conv2 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+                self.in2 = torch.nn.InstanceNorm2d(channels, affine=True)
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, x):
+                residual = x
+                out = self.relu(self.in1(self.conv1(x)))
+                out = self.in2(self.conv2(out))
+                out = out + residual
+                return out
+
+        class UpsampleConvLayer(torch.nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size, stride, upsample=None):
+                super(UpsampleConvLayer, self).__init__()
+                self.upsample = upsample
+                reflection_padding = kernel_size // 2
+                self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+                self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+            def forward(self, x):
+                x_in = x
+                if self.upsample:
+                    x_in = torch.nn.functional.interpolate(x_in, mode='nearest', scale_factor=self.upsample)
+                out = self.reflection_pad(x_in)
+                out = self.conv2d(out)
+                return out
+
+        def gram_matrix(y):
+            (b, ch, h, w) = y.size()
+            features = y.view(b, ch, w * h)
+            features_t = features.transpose(1, 2)
+            gram = features.bmm(features_t) / (ch * h * w)
+            return gram
+
+        def normalize_batch(batch):
+            mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+            std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+            batch = batch.div_(255.0)
+            return (batch - mean) / std
+
+        def vgg16_features():
+            nn, layers, c = torch.nn, [], 3
+            for item in [4, 4, "M", 4, 4, "M", 4, 4, 4, "M", 4, 4, 4]:
+                if item == "M":
+                    layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+                else:
+                    layers += [nn.Conv2d(c, item, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+                    c = item
+            return init_params(torch, nn.Sequential(*layers), 11)
+
+        class Vgg16(torch.nn.Module):
+            def __init__(self, requires_grad=False):
+                super(Vgg16, self).__init__()
+                vgg_pretrained_features = vgg16_features()
+                self.slice1 = torch.nn.Sequential()
+                self.slice2 = torch.nn.Sequential()
+                self.slice3 = torch.nn.Sequential()
+                self.slice4 = torch.nn.Sequential()
+                for x in range(4):
+                    self.slice1.add_module(str(x), vgg_pretrained_features[x])
+                for x in range(4, 9):
+                    self.slice2.add_module(str(x), vgg_pretrained_features[x])
+                for x in range(9, 16):
+                    self.slice3.add_module(str(x), vgg_pretrained_features[x])
+                for x in range(16, 23):
+                    self.slice4.add_module(str(x), vgg_pretrained_features[x])
+                if not requires_grad:
+                    for param in self.parameters():
+                        param.requires_grad = False
+
+            def forward(self, X):
+                h = self.slice1(X)
+                h_relu1_2 = h
+                h = self.slice2(h)
+                h_relu2_2 = h
+                h = self.slice3(h)
+                h_relu3_3 = h
+                h = self.slice4(h)
+                h_relu4_3 = h
+                vgg_outputs = namedtuple("VggOutputs", ['relu1_2', 'relu2_2', 'relu3_3', 'relu4_3'])
+                out = vgg_outputs(h_relu1_2, h_relu2_2, h_relu3_3, h_relu4_3)
+                return out
+
+        device = torch.device("cpu")
+        content_weight, style_weight, batch_size = 1e5, 1e10, 2
+        train_dataset = _images(torch, 2, (3, 8, 8), 12)
+        train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=batch_size)
+        transformer = init_params(torch, TransformerNet().to(device), 13, scale=0.05)
+        optimizer = torch.optim.Adam(transformer.parameters(), 1e-3)
+        mse_loss = torch.nn.MSELoss()
+        vgg = Vgg16(requires_grad=False).to(device)
+        style = (randn(torch, (3, 8, 8), 14).abs() * 255).clamp(0, 255)
+        style = style.repeat(batch_size, 1, 1, 1).to(device)
+        features_style = vgg(normalize_batch(style))
+        gram_style = [gram_matrix(y) for y in features_style]
+        transformer.train()
+        agg_content_loss = 0.
+        agg_style_loss = 0.
+        count = 0
+        for batch_id, (x, _) in enumerate(train_loader):
+            x = x.mul(255)
+            n_batch = len(x)
+            count += n_batch
+            optimizer.zero_grad()
+            x = x.to(device)
+            y = transformer(x)
+            y = normalize_batch(y)
+            x = normalize_batch(x)
+            features_y = vgg(y)
+            features_x = vgg(x)
+            content_loss = content_weight * mse_loss(features_y.relu2_2, features_x.relu2_2)
+            style_loss = 0.
+            for ft_y, gm_s in zip(features_y, gram_style):
+                gm_y = gram_matrix(ft_y)
+                style_loss += mse_loss(gm_y, gm_s[:n_batch, :, :])
+            style_loss *= style_weight
+            total_loss = content_loss + style_loss
+            total_loss.backward()
+            optimizer.step()
+            agg_content_loss += content_loss.item()
+            agg_style_loss += style_loss.item()
+            log("losses", [agg_content_loss, agg_style_loss])
+        transformer.eval().cpu()
+        torch.save(transformer.state_dict(), tmp_path / f"{torch.__name__}.model")
+        # the gradients themselves carry float32 noise of ~1e-4 (1e10 style weight over
+        # instance norms of 2 x 2 maps); Adam's first step is about lr * sign(grad)
+        log("deconv3 weight", transformer.deconv3.conv2d.weight[:, :2, :3, :3])
+        log("in1 weight", transformer.in1.weight)
+    run_both(program)
