@@ -986,3 +986,296 @@ def test_examples_fast_neural_style(tmp_path):
         log("deconv3 weight", transformer.deconv3.conv2d.weight[:, :2, :3, :3])
         log("in1 weight", transformer.in1.weight)
     run_both(program)
+
+
+def _nanogpt(torch):
+    """karpathy/nanoGPT model.py: LayerNorm with an optional bias through F.layer_norm,
+    CausalSelfAttention by F.scaled_dot_product_attention(is_causal=True) after a split of
+    c_attn, GPT with weight tying, apply(_init_weights), the c_proj re-init, get_num_params,
+    cross_entropy(ignore_index=-1), the ``x[:, [-1], :]`` list index, configure_optimizers
+    (decay groups by p.dim(), the 'fused' probe through inspect.signature(torch.optim.AdamW))
+    and generate (topk, ``logits[logits < v[:, [-1]]] = -float('Inf')``, multinomial)."""
+    import inspect
+    from dataclasses import dataclass
+    nn, F = torch.nn, torch.nn.functional
+
+    class LayerNorm(nn.Module):
+        def __init__(self, ndim, bias):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(ndim))
+            self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+        def forward(self, input):
+            return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+    class CausalSelfAttention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            assert config.n_embd % config.n_head == 0
+            self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+            self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
+            self.attn_dropout = nn.Dropout(config.dropout)
+            self.resid_dropout = nn.Dropout(config.dropout)
+            self.n_head = config.n_head
+            self.n_embd = config.n_embd
+            self.dropout = config.dropout
+            self.flash = hasattr(torch.nn.functional, 'scaled_dot_product_attention')
+
+        def forward(self, x):
+            B, T, C = x.size()
+            q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+            k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            y = torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0, is_causal=True)
+            y = y.transpose(1, 2).contiguous().view(B, T, C)
+            y = self.resid_dropout(self.c_proj(y))
+            return y
+
+    class MLP(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
+            self.gelu = nn.GELU()
+            self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+            self.dropout = nn.Dropout(config.dropout)
+
+        def forward(self, x):
+            return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+    class Block(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.ln_1 = LayerNorm(config.n_embd, bias=config.bias)
+            self.attn = CausalSelfAttention(config)
+            self.ln_2 = LayerNorm(config.n_embd, bias=config.bias)
+            self.mlp = MLP(config)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            x = x + self.mlp(self.ln_2(x))
+            return x
+
+    @dataclass
+    class GPTConfig:
+        block_size: int = 1024
+        vocab_size: int = 50304
+        n_layer: int = 12
+        n_head: int = 12
+        n_embd: int = 768
+        dropout: float = 0.0
+        bias: bool = True
+
+    class GPT(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.config = config
+            self.transformer = nn.ModuleDict(dict(
+                wte=nn.Embedding(config.vocab_size, config.n_embd),
+                wpe=nn.Embedding(config.block_size, config.n_embd),
+                drop=nn.Dropout(config.dropout),
+                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                ln_f=LayerNorm(config.n_embd, bias=config.bias),
+            ))
+            self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+            self.transformer.wte.weight = self.lm_head.weight
+            self.apply(self._init_weights)
+            for pn, p in self.named_parameters():
+                if pn.endswith('c_proj.weight'):
+                    torch.nn.init.normal_(p, mean=0.0, std=0.02/math.sqrt(2 * config.n_layer))
+            print("number of parameters: %.2fM" % (self.get_num_params()/1e6,))
+
+        def get_num_params(self, non_embedding=True):
+            n_params = sum(p.numel() for p in self.parameters())
+            if non_embedding:
+                n_params -= self.transformer.wpe.weight.numel()
+            return n_params
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                if module.bias is not None:
+                    torch.nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+        def forward(self, idx, targets=None):
+            device = idx.device
+            b, t = idx.size()
+            assert t <= self.config.block_size
+            pos = torch.arange(0, t, dtype=torch.long, device=device)
+            tok_emb = self.transformer.wte(idx)
+            pos_emb = self.transformer.wpe(pos)
+            x = self.transformer.drop(tok_emb + pos_emb)
+            for block in self.transformer.h:
+                x = block(x)
+            x = self.transformer.ln_f(x)
+            if targets is not None:
+                logits = self.lm_head(x)
+                loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+            else:
+                logits = self.lm_head(x[:, [-1], :])
+                loss = None
+            return logits, loss
+
+        def configure_optimizers(self, weight_decay, learning_rate, betas, device_type):
+            param_dict = {pn: p for pn, p in self.named_parameters()}
+            param_dict = {pn: p for pn, p in param_dict.items() if p.requires_grad}
+            decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+            nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
+            optim_groups = [
+                {'params': decay_params, 'weight_decay': weight_decay},
+                {'params': nodecay_params, 'weight_decay': 0.0}
+            ]
+            num_decay_params = sum(p.numel() for p in decay_params)
+            num_nodecay_params = sum(p.numel() for p in nodecay_params)
+            print(f"num decayed parameter tensors: {len(decay_params)}, with {num_decay_params:,} parameters")
+            print(f"num non-decayed parameter tensors: {len(nodecay_params)}, with {num_nodecay_params:,} parameters")
+            fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters
+            use_fused = fused_available and device_type == 'cuda'
+            extra_args = dict(fused=True) if use_fused else dict()
+            optimizer = torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas, **extra_args)
+            print(f"using fused AdamW: {use_fused}")
+            return optimizer
+
+        @torch.no_grad()
+        def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
+            for _ in range(max_new_tokens):
+                idx_cond = idx if idx.size(1) <= self.config.block_size else idx[:, -self.config.block_size:]
+                logits, _ = self(idx_cond)
+                logits = logits[:, -1, :] / temperature
+                if top_k is not None:
+                    v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                    logits[logits < v[:, [-1]]] = -float('Inf')
+                probs = F.softmax(logits, dim=-1)
+                idx_next = torch.multinomial(probs, num_samples=1)
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+    return GPTConfig, GPT
+
+
+# karpathy/nanoGPT model.py (above) trained as train.py does (np.memmap-style uint16 data through
+# torch.from_numpy(...astype(np.int64)) and torch.stack, estimate_loss under @torch.no_grad with
+# losses[k] = loss.item(), get_lr's warmup and cosine decay written into param_groups, gradient
+# accumulation through torch.cuda.amp.GradScaler(enabled=(dtype == 'float16')) -- disabled with
+# a warning on a machine without CUDA --, unscale_, clip_grad_norm_, zero_grad(set_to_none=True),
+# the checkpoint dict saved and resumed as sample.py does: the '_orig_mod.' prefix loop,
+# load_state_dict, generate; top_k=1 makes multinomial's draw the argmax). n_layer 1, n_embd 8,
+# block_size 8, fixed batch offsets in place of torch.randint; compile=False (train.py's
+# torch.compile ran through the alias; torch's inductor costs a minute here)
+def test_nanogpt_train_and_sample(tmp_path):
+    def program(torch, log):
+        import warnings
+        from contextlib import nullcontext
+        GPTConfig, GPT = _nanogpt(torch)
+        rs = np.random.RandomState(15)
+        train_bin = rs.randint(0, 20, 120).astype(np.uint16)
+        val_bin = rs.randint(0, 20, 60).astype(np.uint16)
+        offsets = iter(rs.randint(0, 50, 10 ** 3))
+        block_size, batch_size, device, device_type = 8, 2, 'cpu', 'cpu'
+        eval_iters, learning_rate, min_lr, warmup_iters, lr_decay_iters = 2, 1e-2, 1e-3, 2, 6
+        gradient_accumulation_steps, grad_clip, eval_interval = 2, 1.0, 3
+        dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'
+        ctx = nullcontext()
+
+        def get_batch(split):
+            data = train_bin if split == 'train' else val_bin
+            ix = [next(offsets) for _ in range(batch_size)]
+            x = torch.stack([torch.from_numpy((data[i:i+block_size]).astype(np.int64)) for i in ix])
+            y = torch.stack([torch.from_numpy((data[i+1:i+1+block_size]).astype(np.int64)) for i in ix])
+            x, y = x.to(device), y.to(device)
+            return x, y
+
+        model_args = dict(n_layer=1, n_head=2, n_embd=8, block_size=block_size, bias=False,
+                          vocab_size=20, dropout=0.0)
+        model = GPT(GPTConfig(**model_args))
+        init_params(torch, model, 16)
+        model.to(device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # GradScaler is enabled but CUDA is not available
+            scaler = torch.cuda.amp.GradScaler(enabled=(dtype == 'float16'))
+        optimizer = model.configure_optimizers(1e-1, learning_rate, (0.9, 0.95), device_type)
+
+        @torch.no_grad()
+        def estimate_loss():
+            out = {}
+            model.eval()
+            for split in ['train', 'val']:
+                losses = torch.zeros(eval_iters)
+                for k in range(eval_iters):
+                    X, Y = get_batch(split)
+                    with ctx:
+                        logits, loss = model(X, Y)
+                    losses[k] = loss.item()
+                out[split] = losses.mean()
+            model.train()
+            return out
+
+        def get_lr(it):
+            if it < warmup_iters:
+                return learning_rate * (it + 1) / (warmup_iters + 1)
+            if it > lr_decay_iters:
+                return min_lr
+            decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+            assert 0 <= decay_ratio <= 1
+            coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+            return min_lr + coeff * (learning_rate - min_lr)
+
+        X, Y = get_batch('train')
+        raw_model = model
+        iter_num, best_val_loss = 0, 1e9
+        while True:
+            lr = get_lr(iter_num)
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = lr
+            if iter_num % eval_interval == 0:
+                losses = estimate_loss()
+                print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+                if losses['val'] < best_val_loss:
+                    best_val_loss = losses['val']
+                    if iter_num > 0:
+                        checkpoint = {
+                            'model': raw_model.state_dict(),
+                            'optimizer': optimizer.state_dict(),
+                            'model_args': model_args,
+                            'iter_num': iter_num,
+                            'best_val_loss': best_val_loss,
+                        }
+                        torch.save(checkpoint, tmp_path / f'{torch.__name__}.pt')
+            for micro_step in range(gradient_accumulation_steps):
+                with ctx:
+                    logits, loss = model(X, Y)
+                    loss = loss / gradient_accumulation_steps
+                X, Y = get_batch('train')
+                scaler.scale(loss).backward()
+            if grad_clip != 0.0:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            lossf = loss.item() * gradient_accumulation_steps
+            print(f"iter {iter_num}: loss {lossf:.4f}")
+            iter_num += 1
+            if iter_num > 4:
+                break
+        # sample.py
+        checkpoint = torch.load(tmp_path / f'{torch.__name__}.pt', map_location=device)
+        log("resumed at", [checkpoint['iter_num'], checkpoint['best_val_loss']])
+        gptconf = GPTConfig(**checkpoint['model_args'])
+        model = GPT(gptconf)
+        state_dict = checkpoint['model']
+        unwanted_prefix = '_orig_mod.'
+        for k, v in list(state_dict.items()):
+            if k.startswith(unwanted_prefix):
+                state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)
+        model.load_state_dict(state_dict)
+        model.eval()
+        x = (torch.tensor([3, 1, 4], dtype=torch.long, device=device)[None, ...])
+        with torch.no_grad():
+            with ctx:
+                y = model.generate(x, 2, temperature=0.8, top_k=1)
+                log("sample", y[0].tolist())
+        log("exp_avg_sq", checkpoint['optimizer']['state'][0]['exp_avg_sq'])
+    run_both(program)
