@@ -1279,3 +1279,169 @@ def test_nanogpt_train_and_sample(tmp_path):
                 log("sample", y[0].tolist())
         log("exp_avg_sq", checkpoint['optimizer']['state'][0]['exp_avg_sq'])
     run_both(program)
+
+
+# pytorch/tutorials recipes_source/recipes/reasoning_about_shapes.py (meta-device tensors through
+# a meta Conv2d printed, a 2**10 x 3 x 2**16 x 2**16 one too, Net built and its input made
+# inside ``with torch.device("meta")``, a forward hook on every named module printing the module
+# and output.shape) and module_load_state_dict_tips.py (torch.load(mmap=True), a module built on
+# the meta device, load_state_dict(assign=True) and its printed result, the plain route); the
+# timings it prints are left out
+def test_tutorials_meta_shapes_and_assign_load(tmp_path):
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        t = torch.rand(2, 3, 10, 10, device="meta")
+        conv = torch.nn.Conv2d(3, 5, 2, device="meta")
+        out = conv(t)
+        print(out)
+        t_large = torch.rand(2**10, 3, 2**16, 2**16, device="meta")
+        out = conv(t_large)
+        print(out)
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv1 = nn.Conv2d(3, 6, 5)
+                self.pool = nn.MaxPool2d(2, 2)
+                self.conv2 = nn.Conv2d(6, 16, 5)
+                self.fc1 = nn.Linear(16 * 5 * 5, 120)
+                self.fc2 = nn.Linear(120, 84)
+                self.fc3 = nn.Linear(84, 10)
+
+            def forward(self, x):
+                x = self.pool(F.relu(self.conv1(x)))
+                x = self.pool(F.relu(self.conv2(x)))
+                x = torch.flatten(x, 1)
+                x = F.relu(self.fc1(x))
+                x = F.relu(self.fc2(x))
+                x = self.fc3(x)
+                return x
+
+        def fw_hook(module, input, output):
+            print(f"Shape of output to {module} is {output.shape}.")
+
+        with torch.device("meta"):
+            net = Net()
+            inp = torch.randn((1024, 3, 32, 32))
+        for name, layer in net.named_modules():
+            layer.register_forward_hook(fw_hook)
+        out = net(inp)
+        log("out", [out.shape, out.device.type, out.requires_grad])
+
+        class SomeModule(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linears = nn.ModuleList([nn.Linear(1, 1) for i in range(10)])
+
+            def forward(self, x):
+                return self.linears(x)
+
+        m = init_params(torch, SomeModule(), 17)
+        path = tmp_path / f"{torch.__name__}.pth"
+        torch.save(m.state_dict(), path)
+        state_dict = torch.load(path, mmap=True)
+        with torch.device('meta'):
+            meta_m = SomeModule()
+        print(meta_m.linears[0].weight.is_meta)
+        print(meta_m.load_state_dict(state_dict, assign=True))
+        w = meta_m.linears[3].weight
+        log("assigned", [w, type(w).__name__, w.is_meta, w is state_dict["linears.3.weight"]])
+        state_dict = torch.load(path)
+        m = SomeModule()
+        print(m.load_state_dict(state_dict))
+        log("loaded", m.linears[9].bias)
+    run_both(program)
+
+
+# pytorch/tutorials intermediate_source/visualizing_gradients_tutorial.py (Net of fc_layer
+# Sequentials with BatchNorm1d or Identity, forward hooks on every leaf module -- ``any(
+# layer.children()) is False`` -- that register a tensor hook on each output, the hooks' grads
+# collected in backward order, SGD momentum, get_grads' mean absolute gradient per layer);
+# 6 x 4 x 4 inputs, hidden 128 -> 8, 3 epochs in place of 10
+def test_tutorials_visualizing_gradients():
+    def program(torch, log):
+        nn, optim, F = torch.nn, torch.optim, torch.nn.functional
+
+        def fc_layer(in_size, out_size, norm_layer):
+            return nn.Sequential(nn.Linear(in_size, out_size), norm_layer(out_size), nn.Sigmoid())
+
+        class Net(nn.Module):
+            def __init__(self, in_size=4*4, hidden_size=8, out_size=10, num_layers=3, batchnorm=False):
+                super().__init__()
+                if batchnorm is False:
+                    norm_layer = nn.Identity
+                else:
+                    norm_layer = nn.BatchNorm1d
+                layers = []
+                layers.append(fc_layer(in_size, hidden_size, norm_layer))
+                for i in range(num_layers-1):
+                    layers.append(fc_layer(hidden_size, hidden_size, norm_layer))
+                layers.append(nn.Linear(hidden_size, out_size))
+                self.layers = nn.Sequential(*layers)
+
+            def forward(self, x):
+                x = torch.flatten(x, 1)
+                return self.layers(x)
+
+        x = randn(torch, (6, 4, 4), 18)
+        y = torch.tensor(np.random.RandomState(19).randint(0, 10, 6))
+        model_bn = init_params(torch, Net(batchnorm=True, num_layers=3), 20)
+        model_nobn = init_params(torch, Net(batchnorm=False, num_layers=3), 21)
+        model_bn.train()
+        model_nobn.train()
+        optimizer_bn = optim.SGD(model_bn.parameters(), lr=0.01, momentum=0.9)
+        optimizer_nobn = optim.SGD(model_nobn.parameters(), lr=0.01, momentum=0.9)
+        print(model_bn.layers[0])
+        print(model_nobn.layers[0])
+
+        def hook_forward(module_name, grads, hook_backward):
+            def hook(module, args, output):
+                output.register_hook(hook_backward(module_name, grads))
+            return hook
+
+        def hook_backward(module_name, grads):
+            def hook(grad):
+                grads.append((module_name, grad))
+            return hook
+
+        def get_all_layers(model, hook_forward, hook_backward):
+            layers = dict()
+            grads = []
+            for name, layer in model.named_modules():
+                if any(layer.children()) is False:
+                    layers[layer] = name
+                    layer.register_forward_hook(hook_forward(name, grads, hook_backward))
+            return layers, grads
+
+        layers_bn, grads_bn = get_all_layers(model_bn, hook_forward, hook_backward)
+        layers_nobn, grads_nobn = get_all_layers(model_nobn, hook_forward, hook_backward)
+        log("layers", [list(layers_bn.values()), list(layers_nobn.values())])
+        for epoch in range(3):
+            grads_bn.clear()
+            grads_nobn.clear()
+            optimizer_bn.zero_grad()
+            optimizer_nobn.zero_grad()
+            y_pred_bn = model_bn(x)
+            y_pred_nobn = model_nobn(x)
+            loss_bn = F.cross_entropy(y_pred_bn, y)
+            loss_nobn = F.cross_entropy(y_pred_nobn, y)
+            loss_bn.backward()
+            loss_nobn.backward()
+            optimizer_bn.step()
+            optimizer_nobn.step()
+            log("losses", [loss_bn, loss_nobn])
+
+        def get_grads(grads):
+            layer_idx = []
+            avg_grads = []
+            for idx, (name, grad) in enumerate(grads):
+                if grad is not None:
+                    avg_grad = grad.abs().mean()
+                    avg_grads.append(avg_grad)
+                    layer_idx.append(len(grads) - 1 - idx)
+            return layer_idx, avg_grads
+
+        log("bn", get_grads(grads_bn))
+        log("nobn", get_grads(grads_nobn))
+        log("names", [name for name, _ in grads_bn])
+    run_both(program)
