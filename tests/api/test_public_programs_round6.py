@@ -1445,3 +1445,68 @@ def test_tutorials_visualizing_gradients():
         log("nobn", get_grads(grads_nobn))
         log("names", [name for name, _ in grads_bn])
     run_both(program)
+
+
+# HarshTrivedi/packing-unpacking-pytorch-minimal-tutorial pad_packed_demo.py (a char vocabulary,
+# Variable(torch.zeros(...)).long() filled row by row from LongTensors, sort(0, descending=True)
+# and reindexing, pack_padded_sequence with lengths as a numpy array, a batch_first LSTM on the
+# PackedSequence, pad_packed_sequence, ht[-1]), unixnme/variable_length_sequence example.py
+# (pack_sequence of (L, 1) tensors, the printed PackedSequence, pad_packed_sequence's time-major
+# result) and wangboyu-langya/bilstm-sentiment-analysis-twitter test.py (FloatTensor(...)
+# .resize_(2, 3, 1), pack_padded_sequence with a list of lengths, a bidirectional batch_first RNN
+# from h0, the unpacked pair printed); the module parameters and h0 from numpy, and the gradient
+# of the unpacked output added. unixnme's padded result is logged, not printed: torch's
+# pad_packed_sequence output has grad_fn CopySlices, tracegrad's IndexBackward0 (a gather)
+def test_packed_sequence_demos():
+    def program(torch, log):
+        LongTensor, Embedding, LSTM = torch.LongTensor, torch.nn.Embedding, torch.nn.LSTM
+        Variable = torch.autograd.Variable
+        rnn_utils = nn_utils_rnn = torch.nn.utils.rnn
+        pack_padded_sequence, pad_packed_sequence = rnn_utils.pack_padded_sequence, rnn_utils.pad_packed_sequence
+        nn = torch.nn
+
+        seqs = ['long_str', 'tiny', 'medium']
+        vocab = ['<pad>'] + sorted([char for seq in seqs for char in seq])
+        vectorized_seqs = [[vocab.index(tok) for tok in seq]for seq in seqs]
+        embed = init_params(torch, Embedding(len(vocab), 4), 22, scale=1.0)
+        lstm = init_params(torch, LSTM(input_size=4, hidden_size=5, batch_first=True), 23, scale=0.5)
+        seq_lengths = LongTensor(list(map(len, vectorized_seqs)))
+        seq_tensor = Variable(torch.zeros((len(vectorized_seqs), seq_lengths.max()))).long()
+        for idx, (seq, seqlen) in enumerate(zip(vectorized_seqs, seq_lengths)):
+            seq_tensor[idx, :seqlen] = LongTensor(seq)
+        seq_lengths, perm_idx = seq_lengths.sort(0, descending=True)
+        seq_tensor = seq_tensor[perm_idx]
+        embedded_seq_tensor = embed(seq_tensor)
+        packed_input = pack_padded_sequence(embedded_seq_tensor, seq_lengths.cpu().numpy(), batch_first=True)
+        print(packed_input.batch_sizes, packed_input.data.shape)
+        packed_output, (ht, ct) = lstm(packed_input)
+        output, input_sizes = pad_packed_sequence(packed_output, batch_first=True)
+        print(output)
+        print(input_sizes)
+        print(ht[-1])
+
+        a = torch.Tensor([[1], [2], [3], [0]])
+        b = torch.Tensor([[4], [5]])
+        c = torch.Tensor([[6]])
+        packed = rnn_utils.pack_sequence([a, b, c])
+        print(packed)
+        lstm = init_params(torch, nn.LSTM(1, 3), 24, scale=0.5)
+        packed_output, (h, c) = lstm(packed)
+        y = rnn_utils.pad_packed_sequence(packed_output)
+        log("y", y)
+
+        batch_size, hidden_size, n_layers, bidirectional = 2, 5, 1, True
+        tensor_in = torch.FloatTensor([[1, 2, 3], [1, 0, 0]]).resize_(2, 3, 1)
+        tensor_in = Variable(tensor_in)
+        seq_lengths = [3, 1]
+        pack = nn_utils_rnn.pack_padded_sequence(tensor_in, seq_lengths, batch_first=True)
+        rnn = init_params(torch, nn.RNN(1, hidden_size, n_layers, batch_first=True, bidirectional=bidirectional), 25)
+        h0 = Variable(randn(torch, (n_layers * 2, batch_size, hidden_size), 26))
+        out, _ = rnn(pack, h0)
+        unpacked = nn_utils_rnn.pad_packed_sequence(out, batch_first=True)
+        print(unpacked[0].data.shape)
+        print(unpacked[1])
+        print('111', unpacked)
+        unpacked[0].sum().backward()
+        log("weight_hh_l0_reverse grad", rnn.weight_hh_l0_reverse.grad)
+    run_both(program)
