@@ -1175,7 +1175,7 @@ def test_nanogpt_train_and_sample(tmp_path):
         offsets = iter(rs.randint(0, 50, 10 ** 3))
         block_size, batch_size, device, device_type = 8, 2, 'cpu', 'cpu'
         eval_iters, learning_rate, min_lr, warmup_iters, lr_decay_iters = 2, 1e-2, 1e-3, 2, 6
-        gradient_accumulation_steps, grad_clip, eval_interval = 2, 1.0, 3
+        gradient_accumulation_steps, grad_clip, eval_interval, always_save_checkpoint = 2, 1.0, 3, True
         dtype = 'bfloat16' if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else 'float16'
         ctx = nullcontext()
 
@@ -1232,7 +1232,7 @@ def test_nanogpt_train_and_sample(tmp_path):
             if iter_num % eval_interval == 0:
                 losses = estimate_loss()
                 print(f"step {iter_num}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
-                if losses['val'] < best_val_loss:
+                if losses['val'] < best_val_loss or always_save_checkpoint:
                     best_val_loss = losses['val']
                     if iter_num > 0:
                         checkpoint = {
