@@ -1510,3 +1510,257 @@ def test_packed_sequence_demos():
         unpacked[0].sum().backward()
         log("weight_hh_l0_reverse grad", rnn.weight_hh_l0_reverse.grad)
     run_both(program)
+
+
+# pytorch/pytorch functorch/examples/lennard_jones/lennard_jones.py (linspace with
+# requires_grad, torch.outer, energies by torch.stack(list(map(...))), forces from
+# vmap(jacrev(model)) of a Tanh MLP, mse_loss, backward(retain_graph=True), Adam, the printed
+# loss.cpu().item()); jacrev/vmap from torch.func (functorch's names for them), 20 points in
+# place of linspace's default 100, 6 epochs logging every 5th. The forces' gradient reaches the
+# model's parameters through vmap(jacrev(model)) (a transform of the module itself)
+def test_functorch_lennard_jones():
+    def program(torch, log):
+        nn = torch.nn
+        mse_loss = torch.nn.functional.mse_loss
+        jacrev, vmap = torch.func.jacrev, torch.func.vmap
+        sigma = 0.5
+        epsilon = 4.
+
+        def lennard_jones(r):
+            return epsilon * ((sigma / r)**12 - (sigma / r)**6)
+
+        def lennard_jones_force(r):
+            return -epsilon * ((-12 * sigma**12 / r**13) + (6 * sigma**6 / r**7))
+
+        r = torch.linspace(0.5, 2 * sigma, 20, requires_grad=True)
+        drs = torch.outer(r, torch.tensor([1.0, 0, 0]))
+        norms = torch.norm(drs, dim=1).reshape(-1, 1)
+        training_energies = torch.stack(list(map(lennard_jones, norms))).reshape(-1, 1)
+        training_forces = torch.stack([force * dr for force, dr in zip(map(lennard_jones_force, norms), drs)])
+        model = init_params(torch, nn.Sequential(
+            nn.Linear(1, 16),
+            nn.Tanh(),
+            nn.Linear(16, 16),
+            nn.Tanh(),
+            nn.Linear(16, 1)
+        ), 27)
+
+        def make_prediction(model, drs):
+            norms = torch.norm(drs, dim=1).reshape(-1, 1)
+            energies = model(norms)
+            network_derivs = vmap(jacrev(model))(norms).squeeze(-1)
+            forces = -network_derivs * drs / norms
+            return energies, forces
+
+        def loss_fn(energies, forces, predicted_energies, predicted_forces):
+            return mse_loss(energies, predicted_energies) + 0.01 * mse_loss(forces, predicted_forces) / 3
+
+        optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for epoch in range(6):
+            optimiser.zero_grad()
+            energies, forces = make_prediction(model, drs)
+            loss = loss_fn(training_energies, training_forces, energies, forces)
+            loss.backward(retain_graph=True)
+            optimiser.step()
+            if epoch % 5 == 0:
+                log("loss", loss.cpu().item())
+        log("r.grad", r.grad)
+        log("fc0", model[0].weight)
+    run_both(program)
+
+
+# pytorch/pytorch functorch/examples/maml_regression/evjang_transforms.py (MAML on sine tasks:
+# params as torch.Tensor(...).uniform_(...).requires_grad_() and zero_(), grad of the inner loss
+# over a tuple of params inside vmap over tasks, ``sum(inner_losses) / len(inner_losses)``,
+# Adam on the outer loss, '%.4f' % a 0-d tensor; the fine-tuning by autograd.grad(
+# create_graph=True) and the test curve) and evjang.py (the same with autograd.grad(
+# create_graph=True) per task in a Python loop); 40 hidden -> 8, 4 iterations, the tasks and the
+# uniform_ draws from numpy (np.random.uniform as the program, under a fixed seed)
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
+    "tracegrad.func: Tensors requiring grad that the transformed function closes over (MAML's "
+    "params list) get no gradient, so vmap's result has no grad_fn and loss2.backward() raises"))
+def test_functorch_maml_regression():
+    def program(torch, log):
+        F = torch.nn.functional
+        grad, vmap = torch.func.grad, torch.func.vmap
+        np.random.seed(28)
+        H = 8
+
+        def net(params, x):
+            x = F.linear(x, params[0], params[1])
+            x = F.relu(x)
+            x = F.linear(x, params[2], params[3])
+            x = F.relu(x)
+            x = F.linear(x, params[4], params[5])
+            return x
+
+        def uniform(shape, lo, hi):
+            return torch.tensor(np.random.uniform(lo, hi, shape).astype(np.float32))
+
+        params = [
+            torch.Tensor(H, 1).copy_(uniform((H, 1), -1., 1.)).requires_grad_(),
+            torch.Tensor(H).zero_().requires_grad_(),
+            torch.Tensor(H, H).copy_(uniform((H, H), -1. / math.sqrt(H), 1. / math.sqrt(H))).requires_grad_(),
+            torch.Tensor(H).zero_().requires_grad_(),
+            torch.Tensor(1, H).copy_(uniform((1, H), -1. / math.sqrt(H), 1. / math.sqrt(H))).requires_grad_(),
+            torch.Tensor(1).zero_().requires_grad_(),
+        ]
+
+        def mse_loss(x, y):
+            return torch.mean((x - y) ** 2)
+
+        opt = torch.optim.Adam(params, lr=1e-3)
+        alpha, K, num_tasks = 0.1, 5, 3
+        losses = []
+
+        def sample_tasks(outer_batch_size, inner_batch_size):
+            As = []
+            phases = []
+            for _ in range(outer_batch_size):
+                As.append(np.random.uniform(low=0.1, high=.5))
+                phases.append(np.random.uniform(low=0., high=np.pi))
+
+            def get_batch():
+                xs, ys = [], []
+                for A, phase in zip(As, phases):
+                    x = np.random.uniform(low=-5., high=5., size=(inner_batch_size, 1))
+                    y = A * np.sin(x + phase)
+                    xs.append(x)
+                    ys.append(y)
+                return torch.tensor(np.array(xs), dtype=torch.float), torch.tensor(np.array(ys), dtype=torch.float)
+            x1, y1 = get_batch()
+            x2, y2 = get_batch()
+            return x1, y1, x2, y2
+
+        for it in range(4):
+            loss2 = 0.0
+            opt.zero_grad()
+
+            def get_loss_for_task(x1, y1, x2, y2):
+                def inner_loss(params, x1, y1):
+                    f = net(params, x1)
+                    loss = mse_loss(f, y1)
+                    return loss
+
+                grads = grad(inner_loss)(tuple(params), x1, y1)
+                new_params = [(params[i] - alpha * grads[i]) for i in range(len(params))]
+                v_f = net(new_params, x2)
+                return mse_loss(v_f, y2)
+
+            task = sample_tasks(num_tasks, K)
+            inner_losses = vmap(get_loss_for_task)(task[0], task[1], task[2], task[3])
+            loss2 = sum(inner_losses) / len(inner_losses)
+            loss2.backward()
+            opt.step()
+            print('Iteration %d -- Outer Loss: %.4f' % (it, loss2))
+            losses.append(loss2.detach())
+
+        # evjang.py's outer step: autograd.grad(create_graph=True) task by task
+        opt.zero_grad()
+        x1, y1, x2, y2 = sample_tasks(num_tasks, K)
+        loss2 = 0.0
+        for i in range(num_tasks):
+            f = net(params, x1[i])
+            loss1 = mse_loss(f, y1[i])
+            grads = torch.autograd.grad(loss1, params, create_graph=True)
+            p2 = [(params[j] - alpha * grads[j]) for j in range(len(params))]
+            loss2 = loss2 + mse_loss(net(p2, x2[i]), y2[i])
+        loss2 = loss2 / num_tasks
+        loss2.backward()
+        log("outer grads", [p.grad for p in params])
+
+        t_A = torch.tensor(0.3)
+        t_b = torch.tensor(1.0)
+        t_x = uniform((4, 1), -5, 5)
+        t_y = t_A * torch.sin(t_x + t_b)
+        opt.zero_grad()
+        t_params = params
+        for k in range(5):
+            t_f = net(t_params, t_x)
+            t_loss = F.l1_loss(t_f, t_y)
+            grads = torch.autograd.grad(t_loss, t_params, create_graph=True)
+            t_params = [(t_params[i] - alpha * grads[i]) for i in range(len(params))]
+        test_x = torch.arange(-2 * math.pi, 2 * math.pi, step=0.5).unsqueeze(1)
+        test_f = net(t_params, test_x)
+        log("test_f", test_f.data.numpy())
+        log("losses", losses)
+    run_both(program)
+
+
+# pytorch/pytorch functorch/examples/ensembling/parallel_train.py (make_spirals, MLPClassifier
+# with log_softmax, train_step_fn: grad_and_value of a functional_call loss over a params dict,
+# SGD written under no_grad into a new dict; step4 on the model's own named_parameters (which
+# never change: it trains from them anew each step, as written), step6 through vmap(in_dims=(0,
+# None, None)) over stack_module_state of two models); 20 points, hidden 32 -> 8, 3 steps each;
+# randint/randn of make_spirals from numpy. The program prints the losses: their grad_fn is
+# torch's NllLossBackward0, tracegrad's FuncTransformBackward (a transform is one node), so they
+# are logged; and step6's later losses do not require grad in torch (the weights were made under
+# no_grad inside the transform) but do in tracegrad (every output of the node does)
+def test_functorch_parallel_train():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        functional_call, grad_and_value = torch.func.functional_call, torch.func.grad_and_value
+        vmap, stack_module_state = torch.func.vmap, torch.func.stack_module_state
+        DEVICE = "cpu"
+
+        def make_spirals(n_samples, noise_std=0., rotations=1.):
+            ts = torch.linspace(0, 1, n_samples, device=DEVICE)
+            rs = ts ** 0.5
+            thetas = rs * rotations * 2 * math.pi
+            signs = torch.tensor(np.random.RandomState(29).randint(0, 2, (n_samples,)), device=DEVICE) * 2 - 1
+            labels = (signs > 0).to(torch.long).to(DEVICE)
+            xs = rs * signs * torch.cos(thetas) + randn(torch, (n_samples,), 30) * noise_std
+            ys = rs * signs * torch.sin(thetas) + randn(torch, (n_samples,), 31) * noise_std
+            points = torch.stack([xs, ys], dim=1)
+            return points, labels
+
+        points, labels = make_spirals(20, noise_std=0.05)
+
+        class MLPClassifier(nn.Module):
+            def __init__(self, hidden_dim=8, n_classes=2):
+                super().__init__()
+                self.hidden_dim = hidden_dim
+                self.n_classes = n_classes
+                self.fc1 = nn.Linear(2, self.hidden_dim)
+                self.fc2 = nn.Linear(self.hidden_dim, self.n_classes)
+
+            def forward(self, x):
+                x = self.fc1(x)
+                x = F.relu(x)
+                x = self.fc2(x)
+                x = F.log_softmax(x, -1)
+                return x
+
+        loss_fn = nn.NLLLoss()
+        model = init_params(torch, MLPClassifier().to(DEVICE), 32)
+
+        def train_step_fn(weights, batch, targets, lr=0.2):
+            def compute_loss(weights, batch, targets):
+                output = functional_call(model, weights, batch)
+                loss = loss_fn(output, targets)
+                return loss
+
+            grad_weights, loss = grad_and_value(compute_loss)(weights, batch, targets)
+            new_weights = {}
+            with torch.no_grad():
+                for key in grad_weights:
+                    new_weights[key] = weights[key] - grad_weights[key] * lr
+            return loss, new_weights
+
+        for i in range(3):
+            loss, weights = train_step_fn(dict(model.named_parameters()), points, labels)
+            log("loss", loss)
+        log("weights", weights)
+
+        def init_fn(num_models):
+            models = [init_params(torch, MLPClassifier().to(DEVICE), 33 + k) for k in range(num_models)]
+            params, _ = stack_module_state(models)
+            return params
+
+        parallel_train_step_fn = vmap(train_step_fn, in_dims=(0, None, None))
+        batched_weights = init_fn(num_models=2)
+        for i in range(3):
+            loss, batched_weights = parallel_train_step_fn(batched_weights, points, labels)
+            log("losses", loss)
+        log("batched_weights", batched_weights)
+    run_both(program)
