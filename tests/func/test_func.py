@@ -430,6 +430,21 @@ def test_backward_through_transform_of_a_module_reaches_its_parameters(case):
     _both(prog)
 
 
+def test_backward_through_transform_of_a_module_with_tied_weights():
+    """A parameter tied into two layers gets the sum of both places' gradients."""
+    def prog(m, F):
+        l1, l2 = m.nn.Linear(2, 2).double(), m.nn.Linear(2, 2).double()
+        with m.no_grad():
+            l1.weight.copy_(_t(m, A[:2, :2]))
+            l1.bias.copy_(_t(m, B[:2]))
+            l2.bias.copy_(_t(m, B[2:]))
+        l2.weight = l1.weight
+        model = m.nn.Sequential(l1, m.nn.Tanh(), l2)
+        F.vmap(F.jacrev(model))(_t(m, A[:, 2:])).pow(2).sum().backward()
+        return l1.weight.grad, l1.bias.grad
+    _both(prog)
+
+
 def test_ensemble_training_step_grads_match_torch():
     x = RNG.standard_normal((2, 4)).astype(np.float32)
 

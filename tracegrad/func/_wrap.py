@@ -254,20 +254,27 @@ def _captured(modules, leaves):
     call records the node, and its backward swaps traced values in for all of them."""
     if any(isinstance(leaf, Tensor) and isinstance(leaf._value, jax.core.Tracer) for leaf in leaves):
         return []
-    return [(m, n, p) for m in modules for n, p in m.named_parameters() if p.requires_grad]
+    # every place a tied parameter sits is swapped (its gradient sums over them, as torch's)
+    return [(m, n, p) for m in modules for n, p in m.named_parameters(remove_duplicate=False) if p.requires_grad]
 
 
 @contextlib.contextmanager
 def _swapped(swaps):
-    """Each ``(module, name, tensor)`` swapped in for the block (the backward's traced values)."""
-    from ._module import reparametrize
-    with contextlib.ExitStack() as stack:
-        by_module = collections.defaultdict(dict)
-        for m, n, d in swaps:
-            by_module[m][n] = d
-        for m, values in by_module.items():
-            stack.enter_context(reparametrize(m, values, tie_weights=False))
+    """Each ``(module, name, tensor)``: the parameter ``name`` put in its owner's parameter
+    store for the block (the backward's traced values), the original back on exit."""
+    done = []
+    try:
+        for module, name, value in swaps:
+            *path, leaf = name.split(".")
+            owner = module
+            for step in path:
+                owner = owner._modules[step]
+            done.append((owner, leaf, owner._parameters[leaf]))
+            owner._parameters[leaf] = value
         yield
+    finally:
+        for owner, leaf, old in reversed(done):
+            owner._parameters[leaf] = old
 
 
 def _differentiable(run, args, leaves, treedef, captured=()):
@@ -295,13 +302,15 @@ def _differentiable(run, args, leaves, treedef, captured=()):
 def _modules_of(func):
     """The nn.Modules whose parameters ``func`` reads for sure: ``func`` itself or the owner of
     a bound method, or the ones a transform of it recorded (``vmap(jacrev(model))``)."""
-    from ..nn.modules.module import Module
-    owner = getattr(func, "__self__", None)
-    if isinstance(func, Module):
-        return (func,)
-    if isinstance(owner, Module):
-        return (owner,)
+    for m in (func, getattr(func, "__self__", None)):
+        if _is_module(m):
+            return (m,)
     return getattr(func, "_tracegrad_modules", ())
+
+
+def _is_module(obj):
+    """An nn.Module, told by its parameter store (func sits below nn in the layers: DESIGN 2)."""
+    return isinstance(getattr(obj, "_parameters", None), dict) and callable(getattr(obj, "named_parameters", None))
 
 
 def recorded(transformed, func=None):
