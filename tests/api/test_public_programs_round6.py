@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from parity import init_params, np_randn, randn, run_both
+from parity import init_params, randn, run_both
 
 torch = pytest.importorskip("torch")
 
@@ -26,9 +26,12 @@ def _images(torch, n, shape, seed, classes=10):
     return torch.utils.data.TensorDataset(x, y)
 
 
-def _mnist_loops(torch, F, log_interval=1):
-    """pytorch/examples mnist/main.py's train and test functions (mnist_rnn/main.py has the same
-    two with a dry_run break in test)."""
+def _mnist_main(torch, log, model, shape, lr, seed, log_interval):
+    """pytorch/examples mnist/main.py's train and test functions and its main loop (mnist_rnn/
+    main.py has the same): Adadelta stepped down by StepLR(step_size=1, gamma=0.7) over two
+    epochs, DataLoaders of stand-in images of ``shape``."""
+    F = torch.nn.functional
+
     def train(model, device, train_loader, optimizer, epoch):
         model.train()
         for batch_idx, (data, target) in enumerate(train_loader):
@@ -58,7 +61,19 @@ def _mnist_loops(torch, F, log_interval=1):
         print('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(
             test_loss, correct, len(test_loader.dataset),
             100. * correct / len(test_loader.dataset)))
-    return train, test
+
+    device = torch.device("cpu")
+    train_loader = torch.utils.data.DataLoader(_images(torch, 12, shape, seed), batch_size=4)
+    test_loader = torch.utils.data.DataLoader(_images(torch, 6, shape, seed + 1), batch_size=6)
+    model = init_params(torch, model.to(device), seed)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=lr)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
+    for epoch in range(1, 3):
+        train(model, device, train_loader, optimizer, epoch)
+        test(model, device, test_loader)
+        scheduler.step()
+        log("lr", scheduler.get_last_lr())
+    return model
 
 
 # pytorch/examples mnist/main.py (Conv2d/max_pool2d/flatten Net with log_softmax, Adadelta at
@@ -66,8 +81,7 @@ def _mnist_loops(torch, F, log_interval=1):
 # DataLoaders, torch.device("cpu")); 1x10x10 images, 4/8 channels, 16 hidden units
 def test_examples_mnist():
     def program(torch, log):
-        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
-        StepLR = torch.optim.lr_scheduler.StepLR
+        nn, F = torch.nn, torch.nn.functional
 
         class Net(nn.Module):
             def __init__(self):
@@ -94,18 +108,7 @@ def test_examples_mnist():
                 output = F.log_softmax(x, dim=1)
                 return output
 
-        train, test = _mnist_loops(torch, F)
-        device = torch.device("cpu")
-        train_loader = torch.utils.data.DataLoader(_images(torch, 12, (1, 10, 10), 0), batch_size=4)
-        test_loader = torch.utils.data.DataLoader(_images(torch, 8, (1, 10, 10), 1), batch_size=5)
-        model = init_params(torch, Net().to(device), 0)
-        optimizer = optim.Adadelta(model.parameters(), lr=1.0)
-        scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
-        for epoch in range(1, 3):
-            train(model, device, train_loader, optimizer, epoch)
-            test(model, device, test_loader)
-            scheduler.step()
-            log("lr", scheduler.get_last_lr())
+        model = _mnist_main(torch, log, Net(), (1, 10, 10), 1.0, 0, log_interval=1)
         log("fc2", model.fc2.weight)
     run_both(program)
 
@@ -115,8 +118,7 @@ def test_examples_mnist():
 # images, hidden 64 -> 8
 def test_examples_mnist_rnn():
     def program(torch, log):
-        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
-        StepLR = torch.optim.lr_scheduler.StepLR
+        nn, F = torch.nn, torch.nn.functional
 
         class Net(nn.Module):
             def __init__(self):
@@ -141,17 +143,7 @@ def test_examples_mnist_rnn():
                 output = F.log_softmax(output, dim=1)
                 return output
 
-        train, test = _mnist_loops(torch, F, log_interval=2)
-        device = torch.device("cpu")
-        train_loader = torch.utils.data.DataLoader(_images(torch, 12, (1, 6, 6), 2), batch_size=4)
-        test_loader = torch.utils.data.DataLoader(_images(torch, 6, (1, 6, 6), 3), batch_size=6)
-        model = init_params(torch, Net().to(device), 1)
-        optimizer = optim.Adadelta(model.parameters(), lr=0.1)
-        scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
-        for epoch in range(1, 3):
-            train(model, device, train_loader, optimizer, epoch)
-            test(model, device, test_loader)
-            scheduler.step()
+        model = _mnist_main(torch, log, Net(), (1, 6, 6), 0.1, 2, log_interval=2)
         log("running_var", model.batchnorm.running_var)
         log("num_batches_tracked", model.batchnorm.num_batches_tracked)
     run_both(program)
