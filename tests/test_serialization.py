@@ -346,3 +346,21 @@ def test_safe_globals_context_and_list_as_torch_programs_use_them(tmp_path):
     torch = pytest.importorskip("torch")
     with pytest.raises(TypeError):
         torch.serialization.add_safe_globals(collections.OrderedDict)
+
+
+@pytest.mark.parametrize("writer", ["tracegrad", "torch"])
+def test_load_warns_no_more_than_torch(tmp_path, writer):
+    """torch.load of a state_dict (and of a whole module tracegrad saved) warns nothing: the arrays
+    read from the file are read-only views, and from_numpy's read-only warning is for a user's
+    arrays only."""
+    import warnings
+    mod = pytest.importorskip("torch") if writer == "torch" else tracegrad
+    model = mod.nn.Linear(2, 3)
+    path = tmp_path / "m.pt"
+    obj = {"sd": model.state_dict(), "steps": mod.arange(3)}
+    mod.save(dict(obj, model=model) if mod is tracegrad else obj, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ck = tracegrad.load(path, weights_only=False)
+    np.testing.assert_array_equal(ck["sd"]["weight"].numpy(), model.weight.detach().numpy())
+    assert ck["steps"].tolist() == [0, 1, 2]

@@ -32,7 +32,7 @@ import numpy as np
 
 from ._ops import dtypes as _dt
 from ._tensor.device import device as _device
-from ._tensor.factories import from_numpy
+from ._tensor.factories import from_file_array
 from ._tensor.tensor import Tensor
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C      # torch's legacy header, pickled as the first object
@@ -112,23 +112,23 @@ class _Storage:
             raise RuntimeError(f"tracegrad.load: {self.reader.name!r} is damaged: a tensor has size {size}, "
                                f"stride {stride} and storage offset {offset}")
         if 0 in size:
-            return self.reader.place(from_numpy(np.empty(size, arr.dtype)), self.location)
+            return self.reader.place(from_file_array(np.empty(size, arr.dtype)), self.location)
         if offset + sum((n - 1) * s for n, s in zip(size, stride)) >= arr.size:
             raise RuntimeError(f"tracegrad.load: {self.reader.name!r} is damaged: a tensor of size {size}, stride "
                                f"{stride}, offset {offset} reaches past the end of its storage ({arr.size} elements)")
         owner = self.owners.get(dtype)
         if owner is None:
             if offset == 0 and math.prod(size) == arr.size and _is_contiguous(size, stride):
-                owner = self.owners[dtype] = self.reader.place(from_numpy(arr.reshape(size)), self.location)
+                owner = self.owners[dtype] = self.reader.place(from_file_array(arr.reshape(size)), self.location)
                 return owner
             if _plan((arr.size,), arr.size, offset, size, stride) is not None:
-                owner = self.owners[dtype] = self.reader.place(from_numpy(arr), self.location)
+                owner = self.owners[dtype] = self.reader.place(from_file_array(arr), self.location)
         if owner is not None:
             view = _strided_view(owner, arr.size, offset, size, stride)
             if view is not None:
                 return view
         copy = np.lib.stride_tricks.as_strided(arr[offset:], size, tuple(s * arr.itemsize for s in stride))
-        return self.reader.place(from_numpy(np.array(copy)), self.location)
+        return self.reader.place(from_file_array(np.array(copy)), self.location)
 
 
 def _is_contiguous(size, stride):

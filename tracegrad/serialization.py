@@ -57,7 +57,7 @@ import safetensors.numpy
 
 from . import _serialization_torch as _torch_format
 from ._ops import dtypes as _dt
-from ._tensor.factories import empty, from_numpy
+from ._tensor.factories import empty, from_file_array
 from ._tensor.tensor import Tensor
 
 __all__ = ["save", "load", "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals"]
@@ -271,7 +271,7 @@ def _decode(node, arrays, place):
             if node["device"] == "meta":   # no data was saved: a meta tensor again, as torch's
                 t = empty(node["shape"], dtype=d, device="meta")
             else:
-                t = place(from_numpy(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
+                t = place(from_file_array(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
             if kind == "parameter" and _parameter_class() is not None:
                 return _parameter_class()(t, requires_grad=node["requires_grad"])
             return t.requires_grad_(True) if node["requires_grad"] else t
@@ -506,7 +506,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     place = _placer(map_location)
     place.weights_only, place.pickled = weights_only, {}     # one tensor per saved object
     if desc is None:  # a plain safetensors file from another tool
-        return {k: place(from_numpy(np.ascontiguousarray(v)), "cpu") for k, v in arrays.items()}
+        return {k: place(from_file_array(np.ascontiguousarray(v)), "cpu") for k, v in arrays.items()}
     try:
         desc = json.loads(desc)
         if desc.get("format") != _FORMAT:

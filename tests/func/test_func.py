@@ -401,6 +401,50 @@ def test_backward_through_transform_reaches_inputs(case):
     _both(prog)
 
 
+_MODULE_TRANSFORMS = {
+    "vmap(jacrev(model))": lambda F, model, x: F.vmap(F.jacrev(model))(x),
+    "jacrev(model)": lambda F, model, x: F.jacrev(model)(x[0]),
+    "vmap(model)": lambda F, model, x: F.vmap(model)(x),
+    "vmap(model.forward)": lambda F, model, x: F.vmap(model.forward)(x),
+    "grad(model) in vmap": lambda F, model, x: F.vmap(F.grad(lambda r: model(r).sum()))(x),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MODULE_TRANSFORMS))
+def test_backward_through_transform_of_a_module_reaches_its_parameters(case):
+    """A transform of an nn.Module (functorch's lennard_jones: forces from vmap(jacrev(model)))
+    reads the module's parameters: backward reaches them, as in torch. A transform of a lambda
+    over the module reads them from its closure: no gradient there (a documented difference)."""
+    def prog(m, F):
+        model = m.nn.Sequential(m.nn.Linear(1, 3), m.nn.Tanh(), m.nn.Linear(3, 1)).double()
+        with m.no_grad():
+            for p, a in zip(model.parameters(), (A[:, :1], B[:3], A[:1, :3], B[:1])):
+                p.copy_(_t(m, a))
+        x = _t(m, [[0.3], [0.7]]).requires_grad_()
+        out = _MODULE_TRANSFORMS[case](F, model, x)
+        (out ** 2).sum().backward()
+        # the last bias does not reach a Jacobian: torch leaves its grad None, tracegrad's one
+        # node over all the parameters gives zeros
+        grads = [p.grad for p in model.parameters()][:3 if "jacrev" in case else 4]
+        return (out, x.grad) if case == "grad(model) in vmap" else (out, x.grad, grads)
+    _both(prog)
+
+
+def test_backward_through_transform_of_a_module_with_tied_weights():
+    """A parameter tied into two layers gets the sum of both places' gradients."""
+    def prog(m, F):
+        l1, l2 = m.nn.Linear(2, 2).double(), m.nn.Linear(2, 2).double()
+        with m.no_grad():
+            l1.weight.copy_(_t(m, A[:2, :2]))
+            l1.bias.copy_(_t(m, B[:2]))
+            l2.bias.copy_(_t(m, B[2:]))
+        l2.weight = l1.weight
+        model = m.nn.Sequential(l1, m.nn.Tanh(), l2)
+        F.vmap(F.jacrev(model))(_t(m, A[:, 2:])).pow(2).sum().backward()
+        return l1.weight.grad, l1.bias.grad
+    _both(prog)
+
+
 def test_ensemble_training_step_grads_match_torch():
     x = RNG.standard_normal((2, 4)).astype(np.float32)
 

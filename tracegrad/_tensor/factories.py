@@ -127,6 +127,14 @@ def from_numpy(ndarray):
     return Tensor._make(jnp.asarray(ndarray))
 
 
+@with_x64
+def from_file_array(ndarray):
+    """``from_numpy`` for an array the library read from a file itself (``torch.load``): those
+    are often read-only views of the file's bytes, which only the loader holds, so the
+    read-only warning meant for a user's array would be noise (torch.load does not warn)."""
+    return Tensor._make(jnp.asarray(ndarray))
+
+
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     t = as_tensor(obj, dtype=dtype, device=device)
     return t.requires_grad_(requires_grad) if requires_grad else t

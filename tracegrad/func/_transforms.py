@@ -8,9 +8,11 @@ transform called on tracer-holding Tensors just adds a JAX transform level.
 
 Autograd: called eagerly on Tensors that require grad, a transform's results are recorded as
 one ``FuncTransformBackward`` node over those Tensors (``_wrap.differentiable``), so
-``backward()`` reaches them as through torch's transforms. Differs from torch: that node's
-gradient is not differentiable again (nest ``tracegrad.func`` transforms for higher orders), and
-Tensors requiring grad that the function closes over (not passed as arguments) get no gradient.
+``backward()`` reaches them as through torch's transforms; when the transformed function is an
+nn.Module (``vmap(jacrev(model))``), its parameters are inputs of that node too. Differs from
+torch: that node's gradient is not differentiable again (nest ``tracegrad.func`` transforms for
+higher orders), and other Tensors requiring grad that the function closes over (not passed as
+arguments) get no gradient.
 
 Speed: each call traces the function again (eager, like torch.func): ~70-90 ms for per-sample
 gradients of a 32-64-10 MLP at batch 256 (torch.func: ~2-3 ms; benchmarks/func_transforms.py).
@@ -117,7 +119,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
         return _wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)
-    return _wrap.recorded(wrapper)
+    return _wrap.recorded(wrapper, func)
 
 
 def _conj_complex(tree):
@@ -270,7 +272,7 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
         jac = _wrap.to_tensors(res[0] if has_aux else res)
         return (jac, _wrap.to_tensors(res[1])) if has_aux else jac
-    return _wrap.recorded(wrapper)
+    return _wrap.recorded(wrapper, func)
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_copy=False):

@@ -182,7 +182,6 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     if randomness not in _RANDOMNESS:
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
-    @_wrap.recorded
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         prefix = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
@@ -216,7 +215,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         with _random_guard(randomness):
             out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=_wrap.keep_order(out_dims)), *arrays)
         return _wrap.to_tensors(out)
-    return wrapper
+    return _wrap.recorded(wrapper, func)
 
 
 def _check_unbatched_writes(leaves, tpos, arrays, axes, func):

@@ -9,6 +9,7 @@ dicts) whose leaves are Tensors on the tracegrad side and arrays on the JAX side
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 
 import jax
@@ -173,14 +174,16 @@ class FuncTransform(Function):
         return (None,) + tuple(Tensor._make(r) for r in res)
 
 
-def differentiable(run, args):
+def differentiable(run, args, modules=()):
     """``run(*args)`` (a transform on Tensors, giving detached Tensors); when grad mode is on
     and Tensor leaves of ``args`` require grad, the result is recorded as one ``FuncTransform``
     node over those leaves, so ``backward()`` reaches them as through torch's transforms.
-    Tensors a function closes over are not seen (pass them as arguments)."""
+    ``modules``: the nn.Modules the transformed function is (``jacrev(model)``,
+    ``vmap(jacrev(model))``): their parameters that require grad are inputs of that node too.
+    Other Tensors a function closes over are not seen (pass them as arguments)."""
     leaves, treedef = flatten(args)
     with _no_traced_writes(leaves):
-        return _differentiable(run, args, leaves, treedef)
+        return _differentiable(run, args, leaves, treedef, _captured(modules, leaves))
 
 
 class _no_traced_writes:
@@ -245,9 +248,38 @@ class _KeyTape:
         return False
 
 
-def _differentiable(run, args, leaves, treedef):
+def _captured(modules, leaves):
+    """``(module, name, parameter)`` for the parameters requiring grad of ``modules``; none
+    inside another transform's trace (a tracer among the arguments): only the outermost eager
+    call records the node, and its backward swaps traced values in for all of them."""
+    if any(isinstance(leaf, Tensor) and isinstance(leaf._value, jax.core.Tracer) for leaf in leaves):
+        return []
+    # every place a tied parameter sits is swapped (its gradient sums over them, as torch's)
+    return [(m, n, p) for m in modules for n, p in m.named_parameters(remove_duplicate=False) if p.requires_grad]
+
+
+@contextlib.contextmanager
+def _swapped(swaps):
+    """Each ``(module, name, tensor)``: the parameter ``name`` put in its owner's parameter
+    store for the block (the backward's traced values), the original back on exit."""
+    done = []
+    try:
+        for module, name, value in swaps:
+            *path, leaf = name.split(".")
+            owner = module
+            for step in path:
+                owner = owner._modules[step]
+            done.append((owner, leaf, owner._parameters[leaf]))
+            owner._parameters[leaf] = value
+        yield
+    finally:
+        for owner, leaf, old in reversed(done):
+            owner._parameters[leaf] = old
+
+
+def _differentiable(run, args, leaves, treedef, captured=()):
     pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
-    if not pos or not grad_mode.is_grad_enabled():
+    if not (pos or captured) or not grad_mode.is_grad_enabled():
         return run(*args)
     out_def = []
     tape = _KeyTape()
@@ -256,21 +288,41 @@ def _differentiable(run, args, leaves, treedef):
         ls = list(leaves)
         for p, d in zip(pos, diff):
             ls[p] = d
-        with tape:
+        # the forward passes the parameters themselves (nothing to swap); backward, traced ones
+        swaps = [(m, n, d) for (m, n, p), d in zip(captured, diff[len(pos):]) if d is not p]
+        with tape, _swapped(swaps):
             res = run(*unflatten(treedef, ls))
         flat, tdef = flatten(res)
         out_def[:] = [tdef]
         return tuple(flat)
-    res = FuncTransform.apply(call, *(leaves[p] for p in pos))
+    res = FuncTransform.apply(call, *(leaves[p] for p in pos), *(p for _, _, p in captured))
     return unflatten(out_def[0], res if isinstance(res, tuple) else (res,))
 
 
-def recorded(transformed):
-    """``transformed`` (a function over Tensors returned by a transform) made differentiable
-    with respect to its Tensor arguments that require grad (see ``differentiable``)."""
+def _modules_of(func):
+    """The nn.Modules whose parameters ``func`` reads for sure: ``func`` itself or the owner of
+    a bound method, or the ones a transform of it recorded (``vmap(jacrev(model))``)."""
+    for m in (func, getattr(func, "__self__", None)):
+        if _is_module(m):
+            return (m,)
+    return getattr(func, "_tracegrad_modules", ())
+
+
+def _is_module(obj):
+    """An nn.Module, told by its parameter store (func sits below nn in the layers: DESIGN 2)."""
+    return isinstance(getattr(obj, "_parameters", None), dict) and callable(getattr(obj, "named_parameters", None))
+
+
+def recorded(transformed, func=None):
+    """``transformed`` (a function over Tensors returned by a transform of ``func``) made
+    differentiable with respect to its Tensor arguments that require grad and to the
+    parameters of ``func`` when it is an nn.Module (see ``differentiable``)."""
+    modules = _modules_of(func)
+
     @functools.wraps(transformed)
     def wrapper(*args, **kwargs):
-        return differentiable(lambda *a: transformed(*a, **kwargs), args)
+        return differentiable(lambda *a: transformed(*a, **kwargs), args, modules)
+    wrapper._tracegrad_modules = modules
     return wrapper
 
 
