@@ -391,5 +391,5 @@ from . import functional as functional  # noqa: E402  (torch.functional; it read
 
 # torch's TypeError for an argument of the wrong kind, on the op families' functions (argcheck.py)
 from ._api.argcheck import guard_all as _guard_all  # noqa: E402
-_guard_all(globals(), modules=("tracegrad._api", "tracegrad._tensor.factories", "tracegrad._spectral",
-                               "tracegrad._linalg", "tracegrad.nn"))
+_guard_all(globals())
+del _guard_all

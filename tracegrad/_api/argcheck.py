@@ -80,8 +80,19 @@ def _signature(fn, follow_wrapped=True):
         return None
 
 
-def _is_generic(sig):
-    return sig is None or all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.parameters.values())
+def _public_signature(fn):
+    """``fn``'s parameters as users see them: the wrapped function's, plus ``out`` where ``fn`` is
+    an ``out=`` wrapper (``accepts_out``) around one that takes none."""
+    sig, own = _signature(fn), _signature(fn, follow_wrapped=False)
+    if sig is None or own is None or "out" not in own.parameters or "out" in sig.parameters:
+        return sig
+    params = list(sig.parameters.values())
+    at = len(params) - (params and params[-1].kind is params[-1].VAR_KEYWORD)
+    params.insert(at, own.parameters["out"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
+    try:
+        return sig.replace(parameters=params)
+    except ValueError:
+        return sig
 
 
 # where torch's signatures take a string (a mode, a reduction, a device): a bad value there is the
@@ -186,25 +197,27 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
     return None
 
 
+GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError)   # what may be replaced
+
+
 def guard(api, fn, python_level=False):
     """``fn`` behind one ``try``: a failed call whose arguments have the wrong kind raises torch's
     TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
     calls pass through unchanged."""
-    sig = _signature(fn)
+    sig = _public_signature(fn)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError) as e:
+        except GUARDED as e:
             replaced = argument_error(api, sig, args, kwargs, e, python_level)
             if replaced is None:
                 raise
             raise replaced from None
     checked._guarded = True
-    own = _signature(fn, follow_wrapped=False)   # fn's own (an out= wrapper's), unless that is (*args, **kwargs)
-    if not _is_generic(own) or sig is not None:
-        checked.__signature__ = sig if _is_generic(own) else own
+    if sig is not None:
+        checked.__signature__ = sig   # inspect.signature(follow_wrapped=False) too sees out=
     return checked
 
 
@@ -215,25 +228,47 @@ PYTHON_LEVEL = frozenset({
     "cartesian_prod", "cdist", "chain_matmul", "einsum", "is_storage", "is_tensor", "meshgrid", "norm", "split",
     "tensordot", "unique", "unique_consecutive", "unravel_index", "lu", "stft", "istft", "from_dlpack", "cond",
     "while_loop", "set_default_tensor_type", "set_warn_always", "is_warn_always_enabled", "eig", "lstsq", "solve",
-    "symeig", "matrix_rank", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum"})
-# parameters that look like numbers but where torch has an overload taking a Tensor (max(input, other))
-_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high")}
+    "symeig", "matrix_rank", "resize", "resize_as", "unflatten", "rename", "refine_names", "align_to", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum"})
+# parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
+# other)), Tensor.unfold's int size
+_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}
 
 
-def guard_all(namespace: dict, prefix="", modules=None, names=None, python_level=False) -> None:
-    """``guard`` every function of ``namespace`` but torch's Python-level ones (once; names
-    sharing an object share the wrapper); with ``modules``, only those defined in a module whose
-    name starts with one of them (the op families, not ``compile`` or ``save``); with ``names``,
-    only those."""
+# the per-op hot families stay unwrapped: their Tensor methods are the eager hot path, and their
+# errors are already torch's on the except path (``op_error``, ``not_a_tensor``, numpy_names' guard)
+HOT = ("tracegrad._api.elementwise", "tracegrad._api.inplace", "tracegrad._api.shape", "tracegrad._api.promotion",
+       "tracegrad._api.reduction", "tracegrad._api.tensor_methods", "tracegrad._api.conversion",
+       "tracegrad._api.autograd_methods")
+
+
+# where the op families live (not compile, save, the Tensor class's own methods...)
+OP_MODULES = ("tracegrad._api", "tracegrad._tensor.factories", "tracegrad._spectral", "tracegrad._linalg",
+              "tracegrad.nn")
+
+
+def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python_level=False,
+              methods=False) -> None:
+    """``guard`` the functions of ``namespace`` (``names``: only those) defined in ``modules``
+    (module names starting with one of them), but torch's Python-level ones, the ``HOT``
+    families and, for Tensor's ``methods``, wrappers made elsewhere (``method_form``, numpy_names).
+    One wrapper per function, shared by every namespace (``tracegrad.diag is Tensor.diag`` still
+    holds); the defining module keeps the function itself, so calls between tracegrad's own
+    functions are not checked again."""
     for name, fn in list(namespace.items() if names is None else ((n, namespace[n]) for n in names)):
         if (name.startswith("_") or name in PYTHON_LEVEL or not inspect.isfunction(fn)
-                or getattr(fn, "_guarded", False)
-                or (modules is not None and not fn.__module__.startswith(modules))):
+                or getattr(fn, "_guarded", False) or fn.__module__.startswith(HOT)
+                or (methods and hasattr(fn, "__wrapped__"))
+                or not fn.__module__.startswith(modules)):
             continue
         key = (id(fn), python_level)
         if key not in _DONE:
             _DONE[key] = (fn, guard(prefix + name, fn, python_level))   # fn kept alive: its id stays its own
         namespace[name] = _DONE[key][1]
+
+
+def unguarded(fn):
+    """The function behind ``guard``'s wrapper (``fn`` itself when it has none)."""
+    return fn.__wrapped__ if getattr(fn, "_guarded", False) else fn
 
 
 _DONE: dict = {}   # (id(function), python_level) -> (function, its guard): one wrapper in every namespace
