@@ -99,6 +99,9 @@ def _wrong_operand(arrays, static, err):
                 return f"operand {pos} must be a Tensor or a number, not None"
         elif not isinstance(a, _OPERAND_TYPES) and not hasattr(a, "shape"):
             return f"operand {pos} must be a Tensor or a number, not {type(a).__name__}"
+    for k, v in static:
+        if hasattr(v, "_value"):   # a Tensor given for an int (diagonal, offset)
+            return f"argument '{k}' must be int, not Tensor"
     if isinstance(err, TypeError) and "cannot be interpreted as an integer" in text:
         floats = [k for k, v in static if isinstance(v, float) or
                   (isinstance(v, (tuple, list)) and any(isinstance(x, float) for x in v))]
