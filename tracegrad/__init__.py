@@ -415,3 +415,9 @@ from ._tensor.storage import TypedStorage as TypedStorage  # noqa: E402  (torch'
 from ._tensor.storage_types import LEGACY_STORAGES as _LEGACY_STORAGES, UntypedStorage as UntypedStorage  # noqa: E402
 globals().update(_LEGACY_STORAGES)   # FloatStorage, LongStorage, ... (12 names, _tensor/storage_types.py)
 del _LEGACY_STORAGES
+
+
+# torch's TypeError for an argument of the wrong kind, on the op families' functions (argcheck.py)
+from ._api.argcheck import guard_all as _guard_all  # noqa: E402
+_guard_all(globals())
+del _guard_all

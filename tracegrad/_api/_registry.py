@@ -19,6 +19,7 @@ A name registered twice with different objects raises.
 """
 from __future__ import annotations
 
+from .argcheck import guard_all
 from .numpy_names import add_numpy_names
 
 METHODS: dict = {}     # Tensor.<name> -> function, or property
@@ -65,5 +66,6 @@ def prop(*names, setter=None):
 def install(cls):
     """Put every registered method, property and operator on ``cls`` (``Tensor``), once, at import."""
     add_numpy_names(METHODS)
+    guard_all(METHODS, methods=True)   # torch's TypeError for an argument of the wrong kind
     for name, obj in METHODS.items():
         setattr(cls, name, obj)

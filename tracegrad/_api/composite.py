@@ -154,8 +154,10 @@ def xlogy(input, other):
 @method("nan_to_num", function=True)
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
-    largest finite value), -inf -> ``neginf`` (default: its lowest). Integers are returned as
-    a copy; a complex tensor has its real and imaginary parts replaced separately, as torch."""
+    largest finite value), -inf -> ``neginf`` (default: its lowest); ``nan=None`` means 0, as
+    torch. Integers are returned as a copy; a complex tensor has its real and imaginary parts
+    replaced separately, as torch."""
+    nan = 0.0 if nan is None else nan
     if input.is_complex():
         return nan_to_num(input.real, nan, posinf, neginf) + nan_to_num(input.imag, nan, posinf, neginf) * 1j
     if not input.is_floating_point():

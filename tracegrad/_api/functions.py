@@ -10,6 +10,7 @@ from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
 from ._registry import FUNCTIONS, function
+from .argcheck import guard_all
 from .numpy_names import add_numpy_names
 from .out_functions import add_out
 from .promotion import check_tensor_seq, check_tensors, check_same_dtype, result_dtype
@@ -155,6 +156,7 @@ def meshgrid(*tensors, indexing=None):
 
 add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True): the same objects as Tensor's
 add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
+guard_all(FUNCTIONS)   # torch's TypeError for an argument of the wrong kind (argcheck.py), on failure only
 __all__ = sorted(FUNCTIONS)
 
 

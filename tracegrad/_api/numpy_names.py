@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .argcheck import GUARDED, argument_error
+
 _ALIASES = {"axis": "dim", "keepdims": "keepdim"}
 _KEYS = frozenset(_ALIASES)
 # torch's Python-level methods: no NumPy names there (torch raises TypeError, so does tracegrad)
@@ -29,6 +31,8 @@ def numpy_names(fn, name):
     if not todo:
         return fn
 
+    sig = inspect.signature(fn)
+
     @functools.wraps(fn)
     def accepts_numpy_names(*args, **kwargs):
         if kwargs and not _KEYS.isdisjoint(kwargs):
@@ -37,7 +41,13 @@ def numpy_names(fn, name):
                     if real in kwargs:
                         raise TypeError(f"{name}() received both '{real}' and its alias '{alias}'; pass one of them")
                     kwargs[real] = kwargs.pop(alias)
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except GUARDED as e:   # the Tensor method's one layer doubles as its argument-kind guard
+            replaced = argument_error(name, sig, args, kwargs, e)
+            if replaced is None:
+                raise
+            raise replaced from None
     return accepts_numpy_names
 
 

@@ -59,6 +59,9 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
     if isinstance(err, (KeyboardInterrupt, MemoryError, RecursionError, LimitedDtypeError)):
         return err
     api = f"tracegrad.{_api_name(op)}"
+    wrong = _wrong_operand(arrays, static, err)
+    if wrong is not None:
+        return TypeError(f"{api}(): {wrong}; pass a Tensor or a Python number (an int for sizes and dims)")
     shapes = [_shape(a) for a in arrays if hasattr(a, "shape")]
     dtypes = [str(np.dtype(a.dtype)) for a in arrays if hasattr(a, "dtype")]
     text = str(err).lower()
@@ -80,6 +83,30 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
         + (f" with {statics}" if statics else "")
         + ": check that the shapes match (or broadcast), the dims are in range and the dtypes are "
           "ones this op supports")
+
+
+_OPERAND_TYPES = (int, float, complex, bool, np.ndarray, np.generic)
+
+
+def _wrong_operand(arrays, static, err):
+    """What torch's argument parser would have refused in a call that reached the op: a string,
+    list or other object among the operands, None used as one, or a non-integer where JAX needed
+    an int (a float dim); None when the operands all have a kind torch accepts."""
+    text = str(err)
+    for pos, a in enumerate(arrays, 1):
+        if a is None:
+            if "None is not a valid value" in text:
+                return f"operand {pos} must be a Tensor or a number, not None"
+        elif not isinstance(a, _OPERAND_TYPES) and not hasattr(a, "shape"):
+            return f"operand {pos} must be a Tensor or a number, not {type(a).__name__}"
+    for k, v in static:
+        if hasattr(v, "_value"):   # a Tensor given for an int (diagonal, offset)
+            return f"argument '{k}' must be int, not Tensor"
+    if isinstance(err, TypeError) and "cannot be interpreted as an integer" in text:
+        floats = [k for k, v in static if isinstance(v, float) or
+                  (isinstance(v, (tuple, list)) and any(isinstance(x, float) for x in v))]
+        return f"argument '{floats[0] if floats else 'dim'}' must be int, not float"
+    return None
 
 
 def _devices(arrays):

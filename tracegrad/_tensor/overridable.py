@@ -260,6 +260,8 @@ def deactivate() -> None:
         for fn, impl in IMPLEMENTATIONS.values():
             fn.__code__, fn.__kwdefaults__ = impl.__code__, impl.__kwdefaults__
             fn.__dict__.pop("__signature__", None)
+            if "__signature__" in impl.__dict__:   # its own (argcheck's guard sets one), kept by _install
+                fn.__signature__ = impl.__signature__
         IMPLEMENTATIONS.clear()
         ACTIVE[0] = False
         install_class_observer()

@@ -17,6 +17,7 @@ from tracegrad._ops.random import scalar_name
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
+from tracegrad._api.argcheck import guard_all as _guard_all
 
 from . import _activations_more as _act
 from . import _reduction
@@ -939,3 +940,21 @@ __all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_wi
 # torch's native nn functions take ``out=`` (the result's own dtype only)
 _add_out(globals(), ("linear", "avg_pool2d", "avg_pool3d", "gelu", "softplus", "logsigmoid", "hardshrink",
                      "softshrink"), exact_dtype=True)
+
+# torch's TypeError for an argument of the wrong kind (tracegrad/_api/argcheck.py), on failure only,
+# for the functions torch binds from C++ (its argument parser checks them); torch's Python-level
+# functional ones fail with their own classes, as tracegrad's do
+_NATIVE = (
+    "adaptive_avg_pool1d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "bilinear", "celu_", "channel_shuffle", "conv1d",
+    "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cosine_similarity",
+    "elu_", "gelu", "hardshrink", "hardtanh_", "leaky_relu_", "linear", "logsigmoid", "native_channel_shuffle",
+    "one_hot", "pairwise_distance", "pdist", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu_", "rrelu_",
+    "scaled_dot_product_attention", "selu_", "softplus", "softshrink", "threshold_")
+_guard_all(globals(), names=_NATIVE)
+# torch's Python-level functions that hand these arguments straight to a C++ op (others, such as
+# interpolate or the adaptive and fractional pools, test them in Python first, as tracegrad does)
+_guard_all(globals(), python_level=True, names=(
+    "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "elu", "embedding", "fold", "grid_sample", "layer_norm",
+    "leaky_relu", "log_softmax", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
+    "max_pool3d", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "normalize", "rms_norm",
+    "softmax", "softmin", "unfold"))

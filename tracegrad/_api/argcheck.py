@@ -1,0 +1,274 @@
+"""torch's argument-parser TypeError for a call that failed because an argument had the wrong
+kind: a non-Tensor where the Tensor goes, a tensor / float / str where an int, a dim, a bool, a
+dtype or a size goes.
+
+NOTE [argument kinds on the error path]
+torch checks every argument's type in C++ before its kernel runs and raises TypeError
+("argument 'dim' must be int, not Tensor"); tracegrad's functions are plain Python and fail
+later, deep inside, with AttributeError (``None._value``), RuntimeError (``bool()`` of a
+tensor used as an int) or ValueError. ``guard`` wraps a public function in one ``try``: nothing
+runs on the success path (Python 3.11's try is free), and only after the call has already
+failed does ``argument_error`` bind the arguments to the signature and look, by parameter name,
+for one of the wrong kind; the TypeError it builds replaces the original. A failure with every
+argument of the right kind keeps its own class (a dim out of range stays IndexError).
+Kinds come from parameter names, the same names torch's signatures use (``KINDS``).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from .._ops import dtypes as _dt
+from .._tensor.tensor import Size, Tensor
+
+
+def _is_int(v):
+    if isinstance(v, Tensor):    # torch takes a one-element integer tensor as an int (__index__)
+        return v.numel() == 1 and v.dtype._cat == 1
+    return isinstance(v, int) or type(v).__name__ in ("int64", "int32", "SymInt")
+
+
+def _is_ints(v):
+    return isinstance(v, (tuple, list, Size)) and all(_is_int(x) for x in v)
+
+
+def _is_dims(v):
+    return v is None or _is_int(v) or _is_ints(v)
+
+
+def _is_bool(v):
+    return isinstance(v, (bool, int)) and not isinstance(v, Tensor) or (isinstance(v, Tensor) and v.numel() == 1)
+
+
+def _is_opt_bool(v):
+    return v is None or _is_bool(v)
+
+
+def _is_dtype(v):
+    return v is None or isinstance(v, _dt.dtype)
+
+
+def _is_tensor_like(v):
+    # Python numbers stay: many of torch's Tensor arguments also take a Scalar overload
+    return isinstance(v, (Tensor, int, float, complex, bool))
+
+
+_CHECKS = {"int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
+           "bool": _is_bool, "bool or None": _is_opt_bool, "torch.dtype": _is_dtype, "Tensor": _is_tensor_like}
+KINDS = {
+    **dict.fromkeys(("dim", "dims", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
+                    "int or tuple of ints"),
+    **dict.fromkeys(("dim0", "dim1", "dim2", "start_dim", "end_dim", "diagonal", "offset", "chunks", "decimals",
+                     "minlength", "upscale_factor", "downscale_factor", "groups", "num_classes", "window_length",
+                     "n", "N", "r"), "int"),
+    **dict.fromkeys(("size", "shape", "sizes"), "tuple of ints"),
+    **dict.fromkeys(("keepdim", "descending", "stable", "sorted", "largest", "return_inverse", "return_counts",
+                     "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
+                     "with_replacement", "assume_unique", "invert", "requires_grad", "pin_memory", "sparse_grad",
+                     "inplace", "align_corners", "ceil_mode", "count_include_pad", "return_indices"), "bool"),
+    "unbiased": "bool or None",
+    "dtype": "torch.dtype",
+    **dict.fromkeys(("self", "input", "tensor", "tensor1", "tensor2", "mat1", "mat2", "vec", "vec1", "vec2",
+                     "batch1", "batch2", "index", "mask", "condition", "target", "weight_hh"), "Tensor"),
+}
+
+
+def _signature(fn, follow_wrapped=True):
+    try:
+        return inspect.signature(fn, follow_wrapped=follow_wrapped)
+    except (TypeError, ValueError):
+        return None
+
+
+def _public_signature(fn):
+    """``fn``'s parameters as users see them: the wrapped function's, plus ``out`` where ``fn`` is
+    an ``out=`` wrapper (``accepts_out``) around one that takes none."""
+    sig, own = _signature(fn), _signature(fn, follow_wrapped=False)
+    if sig is None or own is None or "out" not in own.parameters or "out" in sig.parameters:
+        return sig
+    params = list(sig.parameters.values())
+    at = len(params) - (params and params[-1].kind is params[-1].VAR_KEYWORD)
+    params.insert(at, own.parameters["out"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
+    try:
+        return sig.replace(parameters=params)
+    except ValueError:
+        return sig
+
+
+# where torch's signatures take a string (a mode, a reduction, a device): a bad value there is the
+# kernel's error (RuntimeError/ValueError), a string anywhere else the parser's TypeError
+STR_PARAMS = frozenset({
+    "rounding_mode", "reduce", "reduction", "mode", "padding", "padding_mode", "pad_mode", "interpolation", "side",
+    "indexing", "p", "ord", "compute_mode", "approximate", "norm", "driver", "UPLO", "equation", "nonlinearity",
+    "device", "layout", "memory_format", "name", "names", "dtype", "window", "pad", "value", "fill_value"})
+# Tensor's conversions to a Python number: reached from inside a function, they mean a tensor
+# arrived where a number goes (RuntimeError/ValueError there; the parser's TypeError in torch)
+_CONVERSIONS = frozenset({"__bool__", "__int__", "__float__", "__index__", "item"})
+
+
+def _wrong_kind(api, sig, args, kwargs, skip=()):
+    """(position, parameter, kind wanted, value) of the first bound argument of the wrong kind
+    (kinds in ``skip`` not checked)."""
+    try:
+        bound = sig.bind(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for pos, (name, value) in enumerate(bound.items(), 1):
+        param = sig.parameters[name]
+        kind = KINDS.get(name)
+        if value is param.default or param.kind is param.VAR_KEYWORD or name in _OVERLOADED.get(api, ()):
+            continue
+        if param.kind is param.VAR_POSITIONAL:
+            if kind in ("tuple of ints", "int or tuple of ints"):
+                one = len(value) == 1 and isinstance(value[0], (tuple, list, Size))
+                if not _is_ints(value[0] if one else value):
+                    return pos, name, kind, value
+            continue
+        if kind in skip:
+            continue
+        if kind is not None and not _CHECKS[kind](value):
+            return pos, name, kind, value
+        if kind is None and isinstance(value, str) and name not in STR_PARAMS:
+            return pos, name, "a number or Tensor", value
+    return None
+
+
+def _converted_argument(api, err, sig, args, kwargs):
+    """The position of the argument whose conversion to a Python number raised ``err`` (a tensor
+    passed where a number goes), or None. Read from the innermost frame of ``err``'s traceback:
+    the converted tensor itself, or, when it was computed from one (``size % groups``), the first
+    multi-element tensor given for a parameter after the first that is not a Tensor one."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code.co_name not in _CONVERSIONS:
+        return None
+    pos = _position(tb.tb_frame.f_locals.get("self"), args, kwargs)
+    if pos is not None or sig is None:
+        return pos
+    try:
+        bound = list(sig.bind(*args, **kwargs).arguments.items())
+    except TypeError:
+        return None
+    for pos, (name, value) in enumerate(bound[1:], 2):
+        if (isinstance(value, Tensor) and value.numel() != 1 and KINDS.get(name) != "Tensor"
+                and name not in _OVERLOADED.get(api, ())):
+            return pos
+    return None
+
+
+def _position(obj, args, kwargs):
+    """1-based position of ``obj`` among the call's arguments (also inside a list or tuple)."""
+    for pos, value in enumerate(list(args) + list(kwargs.values()), 1):
+        if value is obj or (isinstance(value, (list, tuple)) and any(v is obj for v in value)):
+            return pos
+    return None
+
+
+# what torch's Python-level functions (most of nn.functional) test in Python before the C++
+# parser sees an argument: the input (``input.dim()``: AttributeError) and flags (``if inplace:``)
+_PYTHON_CHECKED = ("Tensor", "bool", "bool or None")
+
+
+def argument_error(api, sig, args, kwargs, err, python_level=False):
+    """torch's TypeError for the failed call ``api(*args, **kwargs)`` when one of its arguments
+    has the wrong kind for its parameter (``KINDS``), is a tensor that was converted to a number,
+    or is the non-Tensor object a failed attribute lookup (``err``) was made on; None when none
+    of these explains the failure. ``python_level``: torch's function is Python that forwards its
+    arguments to C++ ops; only the kinds that parser checks count."""
+    skip = _PYTHON_CHECKED if python_level else ()
+    wrong = _wrong_kind(api, sig, args, kwargs, skip) if sig is not None else None
+    if wrong is not None:
+        pos, name, kind, value = wrong
+        return TypeError(f"{api}(): argument '{name}' (position {pos}) must be {kind}, not "
+                         f"{type(value).__name__}; pass a value of that kind (see the docs of {api})")
+    if python_level:
+        return None
+    pos = _converted_argument(api, err, sig, args, kwargs)
+    if pos is not None:
+        return TypeError(f"{api}(): argument (position {pos}) must be a number, not a Tensor with "
+                         f"more than one element; pass a Python number (or .item() of a one-element tensor)")
+    obj = getattr(err, "obj", err) if isinstance(err, AttributeError) else err
+    if obj is not err and not isinstance(obj, Tensor):
+        pos = _position(obj, args, kwargs)
+        if pos is not None:
+            return TypeError(f"{api}(): argument (position {pos}) must be Tensor, not {type(obj).__name__} "
+                             "(tracegrad.tensor(...) makes one from data)")
+    return None
+
+
+GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError)   # what may be replaced
+
+
+def guard(api, fn, python_level=False):
+    """``fn`` behind one ``try``: a failed call whose arguments have the wrong kind raises torch's
+    TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
+    calls pass through unchanged."""
+    sig = _public_signature(fn)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except GUARDED as e:
+            replaced = argument_error(api, sig, args, kwargs, e, python_level)
+            if replaced is None:
+                raise
+            raise replaced from None
+    checked._guarded = True
+    if sig is not None:
+        checked.__signature__ = sig   # inspect.signature(follow_wrapped=False) too sees out=
+    return checked
+
+
+# torch's functions written in Python (torch/functional.py...): no argument parser runs before
+# them, so torch's own failures there are AttributeError / RuntimeError, as tracegrad's are
+PYTHON_LEVEL = frozenset({
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "broadcast_tensors",
+    "cartesian_prod", "cdist", "chain_matmul", "einsum", "is_storage", "is_tensor", "meshgrid", "norm", "split",
+    "tensordot", "unique", "unique_consecutive", "unravel_index", "lu", "stft", "istft", "from_dlpack", "cond",
+    "while_loop", "set_default_tensor_type", "set_warn_always", "is_warn_always_enabled", "eig", "lstsq", "solve",
+    "symeig", "matrix_rank", "resize", "resize_as", "unflatten", "rename", "refine_names", "align_to", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum"})
+# parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
+# other)), Tensor.unfold's int size
+_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}
+
+
+# the per-op hot families stay unwrapped: their Tensor methods are the eager hot path, and their
+# errors are already torch's on the except path (``op_error``, ``not_a_tensor``, numpy_names' guard)
+HOT = ("tracegrad._api.elementwise", "tracegrad._api.inplace", "tracegrad._api.shape", "tracegrad._api.promotion",
+       "tracegrad._api.reduction", "tracegrad._api.tensor_methods", "tracegrad._api.conversion",
+       "tracegrad._api.autograd_methods")
+
+
+# where the op families live (not compile, save, the Tensor class's own methods...)
+OP_MODULES = ("tracegrad._api", "tracegrad._tensor.factories", "tracegrad._spectral", "tracegrad._linalg",
+              "tracegrad.nn")
+
+
+def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python_level=False,
+              methods=False) -> None:
+    """``guard`` the functions of ``namespace`` (``names``: only those) defined in ``modules``
+    (module names starting with one of them), but torch's Python-level ones, the ``HOT``
+    families and, for Tensor's ``methods``, wrappers made elsewhere (``method_form``, numpy_names).
+    One wrapper per function, shared by every namespace (``tracegrad.diag is Tensor.diag`` still
+    holds); the defining module keeps the function itself, so calls between tracegrad's own
+    functions are not checked again."""
+    for name, fn in list(namespace.items() if names is None else ((n, namespace[n]) for n in names)):
+        if (name.startswith("_") or name in PYTHON_LEVEL or not inspect.isfunction(fn)
+                or getattr(fn, "_guarded", False) or fn.__module__.startswith(HOT)
+                or (methods and hasattr(fn, "__wrapped__"))
+                or not fn.__module__.startswith(modules)):
+            continue
+        key = (id(fn), python_level)
+        if key not in _DONE:
+            _DONE[key] = (fn, guard(prefix + name, fn, python_level))   # fn kept alive: its id stays its own
+        namespace[name] = _DONE[key][1]
+
+
+def unguarded(fn):
+    """The function behind ``guard``'s wrapper (``fn`` itself when it has none)."""
+    return fn.__wrapped__ if getattr(fn, "_guarded", False) else fn
+
+
+_DONE: dict = {}   # (id(function), python_level) -> (function, its guard): one wrapper in every namespace
