@@ -83,6 +83,16 @@ def note_effect(what: str) -> None:
         cap.python_effect(what)
 
 
+def check_values(bad) -> None:
+    """An eager value check (an index in range...) on values a trace does not have: report its
+    traced ``bad`` array or tensor (any element true: eager raises), so the compiled program
+    reports it at run time (NOTE [value checks at run time] in ``_lowering/capture.py``).
+    Outside a capture (a ``tracegrad.func`` transform) nothing checks it."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        cap.check_values(bad)
+
+
 # ---- grad mode ----------------------------------------------------------------------------------
 class _GradModeState(threading.local):
     """``[grad enabled, inference mode]``, per thread as in torch: a new thread starts with grad

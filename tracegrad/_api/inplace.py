@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _state
 from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
@@ -48,7 +49,10 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
     One host read of the index, only in eager (compiled code cannot raise on values: JAX clamps there, README known
     differences)."""
     v = index._value
-    if isinstance(v, NO_HOST_VALUES) or v.size == 0:
+    if isinstance(v, NO_HOST_VALUES):
+        _state.check_values((v >= size) | (v < (-size if negative else 0)))
+        return
+    if v.size == 0:
         return
     v = np.asarray(v)
     lo, hi = int(v.min()), int(v.max())

@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 
-from .. import _autocast
+from .. import _autocast, _state
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
@@ -48,6 +48,14 @@ def _host_minmax(t):
     when the tensor is empty."""
     h = _host_values(t)
     return None if h is None else (int(h.min()), int(h.max()))
+
+
+def _check_traced_range(t, n):
+    """Inside a compiled function: report whether ``t``'s traced values leave ``[0, n)``
+    (NOTE [value checks at run time] in ``_lowering/capture.py``)."""
+    v = t._value
+    if isinstance(v, NO_HOST_VALUES) and v.size:
+        _state.check_values((v < 0) | (v >= n))
 
 
 def _tup(v, n, name="argument"):
@@ -443,6 +451,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got a weight of shape {list(weight.shape)}")
     mm = _host_minmax(indices)   # NOTE [eager value checks]
     n = weight.shape[0]
+    if mm is None:
+        _check_traced_range(indices, n)
     if mm is not None and (mm[0] < 0 or mm[1] >= n):
         bad = mm[0] if mm[0] < 0 else mm[1]
         raise IndexError(f"embedding: index out of range in self (index {bad} with num_embeddings={n}; "
@@ -470,7 +480,9 @@ def one_hot(tensor, num_classes=-1):
         if mm[0] < 0:
             raise RuntimeError("one_hot: Class values must be non-negative.")
         num_classes = mm[1] + 1
-    elif mm is not None:
+    elif mm is None:
+        _check_traced_range(tensor, num_classes)
+    else:
         if mm[0] < 0:
             raise RuntimeError(f"one_hot: Class values must be non-negative (got {mm[0]}).")
         if mm[1] >= num_classes:

@@ -193,6 +193,7 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
+        self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -310,10 +311,12 @@ class Region:
             outs = self.program(self.read_inputs(arg_leaves), donate)
         finally:
             x64_exit(prev)
+        if self.checked and outs[6]:     # waits for the program: NOTE [value checks at run time]
+            raise ValueCheckFailed(self)
         return self.write_back(outs, arg_leaves)
 
     def write_back(self, outs, arg_leaves):
-        res, state, grads_end, keys, escapes, pullback = outs
+        res, state, grads_end, keys, escapes, pullback = outs[:6]
         vjp = None
         if pullback is not None:
             # reversed: the engine then accumulates the last-used parameters first, as eager does
@@ -370,6 +373,28 @@ class Region:
             if s.carried is not None:
                 self._hold(s.carried, t._st)
         return _unflatten(self.out_recipe.treedef, out)
+
+
+class ValueCheckFailed(Exception):
+    """A value check an eager op makes failed in this run of ``region``'s program (NOTE [value
+    checks at run time]): nothing was written back; the call must run eagerly."""
+
+    def __init__(self, region):
+        super().__init__("a value check failed at run time")
+        self.region = region
+
+
+def _any_failed(checks):
+    """Whether any traced check array is true (a traced bool), or None without checks. A check
+    made inside a nested transform (a checkpointed block) holds that transform's tracer, which
+    this program cannot return: a graph break."""
+    if not checks:
+        return None
+    try:
+        return jnp.any(jnp.stack([jnp.any(b) for b in checks]))
+    except jax.errors.UnexpectedTracerError:
+        raise GraphBreak("an op checks its input's values (an index or class target in range...) inside a "
+                         "checkpointed or transformed block: the program cannot raise eager's error from there") from None
 
 
 _HELD = _state.HELD_STORAGES   # id(storage) -> how many live regions hold it (the orphan guard's baseline)
@@ -617,8 +642,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]
             info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
+            failed = _any_failed(cap.value_checks)
+            info["checked"] = failed is not None
             return (res_arrays, state_end, grads_end, keys_end,
-                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
+                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
         except BaseException:
             restore(py_snap)
             cap.restore_objects()
@@ -635,8 +662,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     def program(state, grads, keys, hypers, data):
         if not plan.vjp:
-            res, st, gr, ks, es = body(state, grads, keys, hypers, data)
-            return res, st, gr, ks, es, None
+            res, st, gr, ks, es, failed = body(state, grads, keys, hypers, data)
+            return res, st, gr, ks, es, None, failed
 
         def f(diff_state, diff_data):
             s2, d2 = list(state), list(data)
@@ -644,12 +671,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 s2[i] = v
             for i, v in zip(diff_data_pos, diff_data):
                 d2[i] = v
-            res, st, gr, ks, es = body(s2, grads, keys, hypers, d2)
+            res, st, gr, ks, es, failed = body(s2, grads, keys, hypers, d2)
             diff = [res[i] for i in info["diff_out"]]
-            return diff, (res, st, gr, ks, es)
-        diff_out, pullback, (res, st, gr, ks, es) = jax.vjp(
+            return diff, (res, st, gr, ks, es, failed)
+        diff_out, pullback, (res, st, gr, ks, es, failed) = jax.vjp(
             f, [state[i] for i in diff_storages], [data[i] for i in diff_data_pos], has_aux=True)
-        return res, st, gr, ks, es, pullback
+        return res, st, gr, ks, es, pullback, failed
 
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
@@ -679,9 +706,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         ns, ng = len(state0), len(grads0)
         grads_in = [o for o in owners if o._grad is not None]
         final = {id(o): t for o, t in info["owners_end"]}
-        jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
-                              + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
-                              + list(range(ns + ng, ns + ng + len(keys0))))
+        jitted.donate = () if info["checked"] else tuple(   # NOTE [value checks at run time]
+            [i for i, a in enumerate(info["state_written"]) if a]
+            + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
+            + list(range(ns + ng, ns + ng + len(keys0))))
         del state0, grads0, keys0, hypers0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
@@ -700,6 +728,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
+    region.checked = info["checked"]
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
     region.hyper_slots = hyper_slots
