@@ -83,14 +83,14 @@ def note_effect(what: str) -> None:
         cap.python_effect(what)
 
 
-def check_values(bad) -> None:
-    """An eager value check (an index in range...) on values a trace does not have: report its
-    traced ``bad`` array or tensor (any element true: eager raises), so the compiled program
-    reports it at run time (NOTE [value checks at run time] in ``_lowering/capture.py``).
-    Outside a capture (a ``tracegrad.func`` transform) nothing checks it."""
+def check_values(x, bad) -> None:
+    """An eager value check (an index in range...) on ``x`` (a tensor or array) whose values a
+    trace does not have: ``bad(x)`` (any element true: eager raises) is checked when the compiled
+    program runs (NOTE [value checks at run time] in ``_lowering/capture.py``). Outside a
+    capture (a ``tracegrad.func`` transform, a meta tensor) nothing checks it."""
     cap = CAPTURE[0]
     if cap is not None:
-        cap.check_values(bad)
+        cap.check_values(x, bad)
 
 
 # ---- grad mode ----------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ EighResult = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
 def _finite_or_raise(out, api, why):
     if isinstance(out._value, jax.core.Tracer):
         # checked when a compiled program runs (NOTE [value checks at run time])
-        _state.check_values(~jnp.isfinite(out._value))
+        _state.check_values(out._value, lambda v: ~jnp.isfinite(v))
         return out
     if not bool(np.isfinite(np.asarray(out.detach()._value)).all()):
         raise LinAlgError(f"linalg.{api}: {why}")

@@ -91,7 +91,7 @@ def flat_index(input, index, api):
                            "convert it with .long()")
     n = input.numel()
     if isinstance(index._value, NO_HOST_VALUES):
-        _state.check_values((index._value >= n) | (index._value < -n))
+        _state.check_values(index._value, lambda v: (v >= n) | (v < -n))
     elif index.numel():
         a = _host(index)
         bad = a[(a >= n) | (a < -n)]

@@ -109,7 +109,7 @@ def _check_bounds(index, size, dim):
     clamp or drop it). One host read of the index, only in eager (a tracer is not checked)."""
     v = index._value
     if isinstance(v, NO_HOST_VALUES):
-        _state.check_values((v >= size) | (v < -size))
+        _state.check_values(v, lambda v: (v >= size) | (v < -size))
     elif v.size:
         h = np.asarray(v)   # host min/max: no XLA program per index shape
         lo, hi = int(h.min()), int(h.max())

@@ -50,7 +50,7 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
     differences)."""
     v = index._value
     if isinstance(v, NO_HOST_VALUES):
-        _state.check_values((v >= size) | (v < (-size if negative else 0)))
+        _state.check_values(v, lambda v: (v >= size) | (v < (-size if negative else 0)))
         return
     if v.size == 0:
         return

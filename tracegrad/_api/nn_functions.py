@@ -53,9 +53,8 @@ def _host_minmax(t):
 def _check_traced_range(t, n):
     """Inside a compiled function: report whether ``t``'s traced values leave ``[0, n)``
     (NOTE [value checks at run time] in ``_lowering/capture.py``)."""
-    v = t._value
-    if isinstance(v, NO_HOST_VALUES) and v.size:
-        _state.check_values((v < 0) | (v >= n))
+    if t.numel():
+        _state.check_values(t._value, lambda v: (v < 0) | (v >= n))
 
 
 def _tup(v, n, name="argument"):

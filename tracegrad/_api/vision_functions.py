@@ -378,9 +378,8 @@ def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False):
     ids, offs = _host_values(input), _host_values(offsets)
     if ids is None:
         _check_traced_range(input, num_embeddings)
-    if offs is None and offsets.numel() and _state.CAPTURE[0] is not None:   # NOTE [value checks at run time]
-        o = offsets._value
-        _state.check_values((o[0] != 0) | (o[-1] > input.shape[0]))
+    if offs is None and offsets.numel():   # NOTE [value checks at run time]
+        _state.check_values(offsets._value, lambda o: (o[0] != 0) | (o[-1] > input.shape[0]))
     if ids is not None:
         bad = np.flatnonzero((ids < 0) | (ids >= num_embeddings))
         if bad.size and has_padding_idx:

@@ -219,9 +219,12 @@ class Capture:
     # whether any was true, and when one was, the call writes nothing back and runs eagerly,
     # which raises the eager error at its line after eager's own side effects. Such a program
     # donates no state: the state must still be there for that eager run.
-    def check_values(self, bad):
-        """An eager value check's traced ``bad`` array or tensor (any element true: eager raises)."""
-        self.value_checks.append(getattr(bad, "_value", bad))
+    def check_values(self, x, bad):
+        """An eager value check on ``x`` (a tensor or array): ``bad(x)``, any element true when
+        eager raises. Only traced values are checked (a meta tensor's have no data at all)."""
+        if isinstance(getattr(x, "_value", x), _Tracer):
+            b = bad(x)
+            self.value_checks.append(getattr(b, "_value", b))
 
     def storage_created(self, st):
         self.created.add(st)

@@ -91,7 +91,7 @@ def _concrete(x, bad=None):
     compiled program runs (NOTE [value checks at run time] in ``_lowering/capture.py``)."""
     if isinstance(x, jax.core.Tracer):
         if bad is not None:
-            _state.check_values(bad(x))
+            _state.check_values(x, bad)
         return None
     return np.asarray(x)
 
