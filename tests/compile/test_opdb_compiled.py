@@ -144,10 +144,63 @@ def test_check_inside_a_vmap_in_a_compiled_function():
         cf(_x(3), tg.tensor([0, 9]))
 
 
+def test_randint_zero_dim_compiled():
+    """``randint(10, ())`` inside a compiled function: the host draw of a 0-d int64 came back
+    1-d, the program failed after donating the generator's key, and every later random op of
+    the process raised (the key's buffer was deleted)."""
+    cf = tg.compile(lambda: tg.randint(10, ()))
+    tg.manual_seed(0)
+    got = [cf() for _ in range(4)]
+    assert all(g.shape == () and g.dtype == tg.int64 for g in got)
+    tg.manual_seed(0)
+    want = [tg.randint(10, ()) for _ in range(4)]
+    assert [int(g) for g in got] == [int(w) for w in want]
+    assert cf.stats["traces"] == 1 and not cf.stats["graph_breaks"]
+    tg.rand(2)    # the generator still works
+
+
+@pytest.mark.parametrize("loss", ["hinge_embedding_loss", "cosine_embedding_loss"])
+def test_input_without_gradient_path_keeps_grad_none(loss):
+    """A compiled forward differentiated outside: an input that requires grad but that no
+    differentiable result depends on (these losses' target) keeps ``.grad`` None, as eagerly
+    (JAX's VJP gave it zeros); the other inputs' gradients equal eager's."""
+    f = getattr(F, loss)
+    cf = tg.compile(lambda *a: f(*a))
+    for k in range(3):
+        res = []
+        for fn in (f, cf):
+            xs = [tg.tensor(X[:, :2] * (1 + 0.1 * k), requires_grad=True)]
+            if loss == "cosine_embedding_loss":
+                xs.append(tg.tensor(X[:, 1:] * (1 - 0.1 * k), requires_grad=True))
+            else:
+                xs[0] = tg.tensor(X[:, 0] * (1 + 0.1 * k), requires_grad=True)
+            t = tg.tensor([1.0, -1.0, 1.0, -1.0], requires_grad=True)
+            fn(*xs, t).backward()
+            res.append([None if a.grad is None else a.grad.numpy() for a in (*xs, t)])
+        (e, c) = res
+        assert [g is None for g in c] == [g is None for g in e], f"call {k}"
+        for a, b in zip(e, c):
+            if a is not None:
+                np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    assert cf.stats["traces"] == 1
+
+
+def test_unused_parameter_of_a_compiled_forward_keeps_grad_none():
+    """A parameter used only through a comparison (no gradient path) keeps ``.grad`` None after
+    backward through a compiled forward, as eagerly; the used one gets its gradient."""
+    tg.manual_seed(0)
+    used, unused = tg.nn.Linear(2, 2), tg.nn.Linear(2, 2)
+    cf = tg.compile(lambda x: used(x).sum() + (unused(x) > 0).float().sum())
+    for k in range(3):
+        used.weight.grad = None
+        cf(tg.ones(2) * (k + 1)).backward()
+        assert used.weight.grad is not None and unused.weight.grad is None and unused.bias.grad is None
+
+
 # ---- a representative set of the sweep itself -------------------------------------------------
 
 SWEEP_OPS = ["add", "index_select", "take", "nn.functional.one_hot", "nn.functional.cross_entropy", "scatter_add",
-             "clamp", "bernoulli"]
+             "clamp", "bernoulli", "randint", "nn.functional.hinge_embedding_loss"]
 
 
 def _sweep_params():

@@ -194,6 +194,7 @@ class Region:
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
+        self.unreached = frozenset()   # positions of the VJP's inputs no result's graph reaches
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -322,7 +323,9 @@ class Region:
         vjp = None
         if pullback is not None:
             # reversed: the engine then accumulates the last-used parameters first, as eager does
-            edges = tuple(reversed([_edge(r()) for r in self.diff_state] + [_edge(arg_leaves[i]) for i in self.diff_args]))
+            ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
+            # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
+            edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
             vjp = (pullback, edges)
         for st, a in zip(self.storages, state):
             if a is not None:
@@ -606,6 +609,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
             recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside)
+            if plan.vjp:
+                reached = _leaves_reached(r_leaves)
+                ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
+                info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
+                del ends    # it holds the arguments' stand-ins (the kept-reference check below)
             # plain new results by storage, for places bound to them (``self.last = loss.detach()``)
             results = {id(t._st): (k, id(t), t._vc) for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
                        if kind == "new" and not t._chain and t._base is None}
@@ -731,6 +739,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.checked = info["checked"]
+    region.unreached = info.get("unreached", frozenset())
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
     region.hyper_slots = hyper_slots
@@ -815,6 +824,25 @@ def _swap_out(storages, owners, generators, saved):
             g._st.gen += 1
     for g, k, s in zip(generators, keys, seeds):
         g._key, g._seed = k, s
+
+
+def _leaves_reached(results):
+    """ids of the leaf tensors whose AccumulateGrad the traced autograd graph of ``results``
+    reaches: JAX's VJP of the region gives every differentiable input a gradient (zeros where
+    the result does not depend on it differentiably, ``hinge_embedding_loss``'s target), eager
+    only those its graph reaches (the others keep ``.grad`` None)."""
+    todo = [t.grad_fn for t in results if isinstance(t, Tensor) and t.grad_fn is not None]
+    seen, out = set(), set()
+    while todo:
+        n = todo.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        v = getattr(n, "variable", None)
+        if v is not None:
+            out.add(id(v))
+        todo.extend(e[0] for e in n.next_functions)
+    return out
 
 
 def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):

@@ -58,8 +58,9 @@ def host_call(fn, shape, dtype, *args, **kwargs):
                                  *args, **kwargs)
 
     def words(*a):
-        v = np.ascontiguousarray(np.asarray(fn(*a), dtype))
-        return v.view(np.uint32).reshape(v.shape + (2,))
+        v = np.asarray(fn(*a), dtype)
+        # ascontiguousarray makes a 0-d draw 1-d: the reshape uses the draw's own shape
+        return np.ascontiguousarray(v).view(np.uint32).reshape(v.shape + (2,))
     out = jax.pure_callback(words, jax.ShapeDtypeStruct(shape + (2,), np.uint32), *args, **kwargs)
     return jax.lax.bitcast_convert_type(out, dtype)
 
