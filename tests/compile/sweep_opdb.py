@@ -386,19 +386,40 @@ def modes_of(op):
 def check_op(op, fn, mode, case):
     """One (op, mode, sample): ``(outcome, detail)``."""
     name = getattr(op.inplace_variant, "__name__", None) or op.name + "_"
-    try:
-        # uninitialised memory reads as random to is_random; its values are not compared either
-        rand = is_random(op.op, case.sample) or op.name in UNINITIALISED
-    except Exception:   # noqa: BLE001 -- torch rejects the sample
-        return "eager_error", "torch rejects the sample"
-    try:
+
+    def check():
+        try:
+            # uninitialised memory reads as random to is_random; its values are not compared either
+            rand = is_random(op.op, case.sample) or op.name in UNINITIALISED
+        except Exception:   # noqa: BLE001 -- torch rejects the sample
+            raise Skip("torch rejects the sample") from None
         return check_mode(case, fn, mode, name, rand)
+    return outcome_of(check)[:2]
+
+
+def outcome_of(check, per_case_s=0):
+    """``(outcome, detail, seconds)`` of ``check()`` (which returns ``(outcome, detail)`` or
+    raises), stopped after ``per_case_s`` seconds when given."""
+    t0 = time.time()
+    if per_case_s:
+        signal.signal(signal.SIGALRM, _alarm)
+        signal.alarm(per_case_s)
+    try:
+        outcome, detail = check()
     except Skip as e:
-        return "eager_error", str(e)
+        outcome, detail = "eager_error", str(e)
     except Differs as e:
-        return "SILENT", str(e)
+        outcome, detail = "SILENT", str(e)
     except CompiledError as e:
-        return "error", str(e)
+        outcome, detail = "error", str(e)
+    except _Timeout:
+        outcome, detail = "error", f"timeout after {per_case_s}s"
+    except Exception as e:   # noqa: BLE001 -- a bug in the sweep itself, recorded
+        outcome, detail = "sweep_bug", f"{type(e).__name__}: {e}"[:200] + traceback.format_exc()[-300:]
+    finally:
+        if per_case_s:
+            signal.alarm(0)
+    return outcome, detail, round(time.time() - t0, 2)
 
 
 class _Timeout(Exception):
@@ -411,7 +432,6 @@ def _alarm(*_):
 
 def sweep_ops(names, n_samples, log, per_case_s=120, dtype=None):
     counts = Counter()
-    signal.signal(signal.SIGALRM, _alarm)
     for op, fn in op_table(names):
         try:
             cases = list(samples(op, n_samples, dtype))
@@ -420,19 +440,10 @@ def sweep_ops(names, n_samples, log, per_case_s=120, dtype=None):
             continue
         for mode in modes_of(op):
             for i, case in enumerate(cases):
-                t0 = time.time()
-                signal.alarm(per_case_s)
-                try:
-                    outcome, detail = check_op(op, fn, mode, case)
-                except _Timeout:
-                    outcome, detail = "error", f"timeout after {per_case_s}s"
-                except Exception as e:   # noqa: BLE001 -- a bug in the sweep itself, recorded
-                    outcome, detail = "sweep_bug", f"{type(e).__name__}: {e}"[:200] + traceback.format_exc()[-300:]
-                finally:
-                    signal.alarm(0)
+                outcome, detail, secs = outcome_of(
+                    lambda: check_op(op, fn, mode, case), per_case_s)
                 counts[outcome] += 1
-                log({"op": op_id(op), "mode": mode, "sample": i, "outcome": outcome, "detail": detail,
-                     "s": round(time.time() - t0, 2)})
+                log({"op": op_id(op), "mode": mode, "sample": i, "outcome": outcome, "detail": detail, "s": secs})
         tracegrad.compiler.reset()
     return counts
 
@@ -517,7 +528,6 @@ def check_module(build, case, training, random):
 
 def sweep_modules(names, log, per_case_s=120):
     counts = Counter()
-    signal.signal(signal.SIGALRM, _alarm)
     for info, cls in module_table(names):
         for training in (True, False):
             try:
@@ -526,25 +536,10 @@ def sweep_modules(names, log, per_case_s=120):
                 log({"module": info.name, "outcome": "eager_error", "detail": f"inputs: {e}"[:200]})
                 continue
             for build, case, random, desc in cases:
-                t0 = time.time()
-                signal.alarm(per_case_s)
-                try:
-                    outcome, detail = check_module(build, case, training, random)
-                except Skip as e:
-                    outcome, detail = "eager_error", str(e)
-                except Differs as e:
-                    outcome, detail = "SILENT", str(e)
-                except CompiledError as e:
-                    outcome, detail = "error", str(e)
-                except _Timeout:
-                    outcome, detail = "error", f"timeout after {per_case_s}s"
-                except Exception as e:   # noqa: BLE001 -- a bug in the sweep itself, recorded
-                    outcome, detail = "sweep_bug", f"{type(e).__name__}: {e}"[:200] + traceback.format_exc()[-300:]
-                finally:
-                    signal.alarm(0)
+                outcome, detail, secs = outcome_of(lambda: check_module(build, case, training, random), per_case_s)
                 counts[outcome] += 1
                 log({"module": info.name, "training": training, "input": desc, "outcome": outcome,
-                     "detail": detail, "s": round(time.time() - t0, 2)})
+                     "detail": detail, "s": secs})
         tracegrad.compiler.reset()
     return counts
 

@@ -46,8 +46,8 @@ def index_add_args(self, dim, index, source, alpha, api):
 
 def check_index_range(index, size, dim, api, error=RuntimeError, negative=False):
     """torch raises for an index outside ``[0, size)`` (``[-size, size)`` with ``negative``) where XLA clamps or drops it.
-    One host read of the index, only in eager (compiled code cannot raise on values: JAX clamps there, README known
-    differences)."""
+    One host read of the index in eager; inside tracegrad.compile checked when the program runs (NOTE [value checks
+    at run time])."""
     v = index._value
     if isinstance(v, NO_HOST_VALUES):
         _state.check_values(v, lambda v: (v >= size) | (v < (-size if negative else 0)))

@@ -31,9 +31,10 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 # NOTE [eager value checks]
 # torch's kernels raise on out-of-range values (embedding ids, one_hot classes). Here such a
 # check costs one host read of the index tensor (numpy min/max: no XLA program per shape) and
-# runs only when the values are concrete. Inside tracegrad.compile, a checkpointed region or a
-# tracegrad.func transform the values are traced: there is nothing to read, and the compiled
-# program does what XLA does (a gather clamps an out-of-range id; one_hot gives a zero row).
+# runs only when the values are concrete. Inside tracegrad.compile the check is made when the
+# program runs (NOTE [value checks at run time] in _lowering/capture.py); inside a
+# tracegrad.func transform alone there is nothing to read, and the transform does what XLA
+# does (a gather clamps an out-of-range id; one_hot gives a zero row).
 def _host_values(t):
     """An integer tensor's values as a numpy array read on the host, or None while tracing or
     when the tensor is empty."""
