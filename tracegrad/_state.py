@@ -83,6 +83,16 @@ def note_effect(what: str) -> None:
         cap.python_effect(what)
 
 
+def check_values(x, bad) -> None:
+    """An eager value check (an index in range...) on ``x`` (a tensor or array) whose values a
+    trace does not have: ``bad(x)`` (any element true: eager raises) is checked when the compiled
+    program runs (NOTE [value checks at run time] in ``_lowering/capture.py``). Outside a
+    capture (a ``tracegrad.func`` transform, a meta tensor) nothing checks it."""
+    cap = CAPTURE[0]
+    if cap is not None:
+        cap.check_values(x, bad)
+
+
 # ---- grad mode ----------------------------------------------------------------------------------
 class _GradModeState(threading.local):
     """``[grad enabled, inference mode]``, per thread as in torch: a new thread starts with grad

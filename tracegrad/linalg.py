@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _state
 from ._linalg_decomp import LinAlgError, _check, _check_rhs, _cholesky_ex, _hermitian_from, _solve_ex
 from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations and solves)
     cholesky_ex as cholesky_ex, eig as eig, eigvals as eigvals, householder_product as householder_product,
@@ -55,6 +56,8 @@ EighResult = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
 
 def _finite_or_raise(out, api, why):
     if isinstance(out._value, jax.core.Tracer):
+        # checked when a compiled program runs (NOTE [value checks at run time])
+        _state.check_values(out._value, lambda v: ~jnp.isfinite(v))
         return out
     if not bool(np.isfinite(np.asarray(out.detach()._value)).all()):
         raise LinAlgError(f"linalg.{api}: {why}")

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .. import _autocast
+from .. import _autocast, _state
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
@@ -90,7 +90,9 @@ def flat_index(input, index, api):
         raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {_name(index)}; "
                            "convert it with .long()")
     n = input.numel()
-    if not isinstance(index._value, NO_HOST_VALUES) and index.numel():
+    if isinstance(index._value, NO_HOST_VALUES):
+        _state.check_values(index._value, lambda v: (v >= n) | (v < -n))
+    elif index.numel():
         a = _host(index)
         bad = a[(a >= n) | (a < -n)]
         if bad.size:

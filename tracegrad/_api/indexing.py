@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
@@ -107,7 +108,9 @@ def _check_bounds(index, size, dim):
     """IndexError for an integer index tensor with a value outside ``[-size, size)`` (XLA would
     clamp or drop it). One host read of the index, only in eager (a tracer is not checked)."""
     v = index._value
-    if not isinstance(v, NO_HOST_VALUES) and v.size:
+    if isinstance(v, NO_HOST_VALUES):
+        _state.check_values(v, lambda v: (v >= size) | (v < -size))
+    elif v.size:
         h = np.asarray(v)   # host min/max: no XLA program per index shape
         lo, hi = int(h.min()), int(h.max())
         if hi >= size or lo < -size:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _state
 from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
@@ -45,10 +46,13 @@ def index_add_args(self, dim, index, source, alpha, api):
 
 def check_index_range(index, size, dim, api, error=RuntimeError, negative=False):
     """torch raises for an index outside ``[0, size)`` (``[-size, size)`` with ``negative``) where XLA clamps or drops it.
-    One host read of the index, only in eager (compiled code cannot raise on values: JAX clamps there, README known
-    differences)."""
+    One host read of the index in eager; inside tracegrad.compile checked when the program runs (NOTE [value checks
+    at run time])."""
     v = index._value
-    if isinstance(v, NO_HOST_VALUES) or v.size == 0:
+    if isinstance(v, NO_HOST_VALUES):
+        _state.check_values(v, lambda v: (v >= size) | (v < (-size if negative else 0)))
+        return
+    if v.size == 0:
         return
     v = np.asarray(v)
     lo, hi = int(v.min()), int(v.max())

@@ -10,7 +10,7 @@ import types
 
 import numpy as np
 
-from .. import _autocast
+from .. import _autocast, _state
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
@@ -31,9 +31,10 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 # NOTE [eager value checks]
 # torch's kernels raise on out-of-range values (embedding ids, one_hot classes). Here such a
 # check costs one host read of the index tensor (numpy min/max: no XLA program per shape) and
-# runs only when the values are concrete. Inside tracegrad.compile, a checkpointed region or a
-# tracegrad.func transform the values are traced: there is nothing to read, and the compiled
-# program does what XLA does (a gather clamps an out-of-range id; one_hot gives a zero row).
+# runs only when the values are concrete. Inside tracegrad.compile the check is made when the
+# program runs (NOTE [value checks at run time] in _lowering/capture.py); inside a
+# tracegrad.func transform alone there is nothing to read, and the transform does what XLA
+# does (a gather clamps an out-of-range id; one_hot gives a zero row).
 def _host_values(t):
     """An integer tensor's values as a numpy array read on the host, or None while tracing or
     when the tensor is empty."""
@@ -48,6 +49,13 @@ def _host_minmax(t):
     when the tensor is empty."""
     h = _host_values(t)
     return None if h is None else (int(h.min()), int(h.max()))
+
+
+def _check_traced_range(t, n):
+    """Inside a compiled function: report whether ``t``'s traced values leave ``[0, n)``
+    (NOTE [value checks at run time] in ``_lowering/capture.py``)."""
+    if t.numel():
+        _state.check_values(t._value, lambda v: (v < 0) | (v >= n))
 
 
 def _tup(v, n, name="argument"):
@@ -443,6 +451,8 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
         raise RuntimeError(f"embedding: 'weight' must be 2-D, got a weight of shape {list(weight.shape)}")
     mm = _host_minmax(indices)   # NOTE [eager value checks]
     n = weight.shape[0]
+    if mm is None:
+        _check_traced_range(indices, n)
     if mm is not None and (mm[0] < 0 or mm[1] >= n):
         bad = mm[0] if mm[0] < 0 else mm[1]
         raise IndexError(f"embedding: index out of range in self (index {bad} with num_embeddings={n}; "
@@ -470,7 +480,9 @@ def one_hot(tensor, num_classes=-1):
         if mm[0] < 0:
             raise RuntimeError("one_hot: Class values must be non-negative.")
         num_classes = mm[1] + 1
-    elif mm is not None:
+    elif mm is None:
+        _check_traced_range(tensor, num_classes)
+    else:
         if mm[0] < 0:
             raise RuntimeError(f"one_hot: Class values must be non-negative (got {mm[0]}).")
         if mm[1] >= num_classes:

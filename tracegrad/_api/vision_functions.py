@@ -8,14 +8,14 @@ import warnings
 
 import numpy as np
 
-from .. import _autocast
+from .. import _autocast, _state
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -376,6 +376,10 @@ def _check_bag_values(input, offsets, num_embeddings, has_padding_idx=False):
     read each; skipped while tracing: NOTE [eager value checks]). An id out of range reads as
     torch's two kernels word it (the one with a padding index names the id only)."""
     ids, offs = _host_values(input), _host_values(offsets)
+    if ids is None:
+        _check_traced_range(input, num_embeddings)
+    if offs is None and offsets.numel():   # NOTE [value checks at run time]
+        _state.check_values(offsets._value, lambda o: (o[0] != 0) | (o[-1] > input.shape[0]))
     if ids is not None:
         bad = np.flatnonzero((ids < 0) | (ids >= num_embeddings))
         if bad.size and has_padding_idx:

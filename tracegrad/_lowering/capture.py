@@ -208,8 +208,24 @@ class Capture:
         # ids of the modules constructed during this trace (an object from before the call
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
+        self.value_checks = []                 # NOTE [value checks at run time]
 
     # ---- reports from the lower layers ----------------------------------------------------
+    # NOTE [value checks at run time]: eager ops raise on bad values (a class target or an
+    # embedding id out of range, BCE probabilities outside [0, 1]) after reading them on the
+    # host (NOTE [eager value checks] in _api/nn_functions.py). A trace has no values to read,
+    # and XLA does not raise (a gather clamps the id), so a compiled step gave a number where
+    # eager raised. The check reports its traced "bad" array here instead; the program returns
+    # whether any was true, and when one was, the call writes nothing back and runs eagerly,
+    # which raises the eager error at its line after eager's own side effects. Such a program
+    # donates no state: the state must still be there for that eager run.
+    def check_values(self, x, bad):
+        """An eager value check on ``x`` (a tensor or array): ``bad(x)``, any element true when
+        eager raises. Only traced values are checked (a meta tensor's have no data at all)."""
+        if isinstance(getattr(x, "_value", x), _Tracer):
+            b = bad(x)
+            self.value_checks.append(getattr(b, "_value", b))
+
     def storage_created(self, st):
         self.created.add(st)
 

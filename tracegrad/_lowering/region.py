@@ -238,6 +238,8 @@ class Region:
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
+        self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
+        self.unreached = frozenset()   # positions of the VJP's inputs no result's graph reaches
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -355,14 +357,20 @@ class Region:
             outs = self.program(self.read_inputs(arg_leaves), donate)
         finally:
             x64_exit(prev)
+        # waits for the program (NOTE [value checks at run time]); np.asarray: bool() on a
+        # jax.Array costs ~20 us more
+        if self.checked and np.asarray(outs[6]):
+            raise ValueCheckFailed(self)
         return self.write_back(outs, arg_leaves)
 
     def write_back(self, outs, arg_leaves):
-        res, state, grads_end, keys, escapes, pullback = outs
+        res, state, grads_end, keys, escapes, pullback = outs[:6]
         vjp = None
         if pullback is not None:
             # reversed: the engine then accumulates the last-used parameters first, as eager does
-            edges = tuple(reversed([_edge(r()) for r in self.diff_state] + [_edge(arg_leaves[i]) for i in self.diff_args]))
+            ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
+            # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
+            edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
             vjp = (pullback, edges)
         for st, a in zip(self.storages, state):
             if a is not None:
@@ -415,6 +423,28 @@ class Region:
             if s.carried is not None:
                 self._hold(s.carried, t._st)
         return _unflatten(self.out_recipe.treedef, out)
+
+
+class ValueCheckFailed(Exception):
+    """A value check an eager op makes failed in this run of ``region``'s program (NOTE [value
+    checks at run time]): nothing was written back; the call must run eagerly."""
+
+    def __init__(self, region):
+        super().__init__("a value check failed at run time")
+        self.region = region
+
+
+def _any_failed(checks):
+    """Whether any traced check array is true (a traced bool), or None without checks. A check
+    made inside a nested transform (a checkpointed block) holds that transform's tracer, which
+    this program cannot return: a graph break."""
+    if not checks:
+        return None
+    try:
+        return jnp.any(jnp.stack([jnp.any(b) for b in checks]))
+    except jax.errors.UnexpectedTracerError:
+        raise GraphBreak("an op checks its input's values (an index or class target in range...) inside a "
+                         "checkpointed or transformed block: the program cannot raise eager's error from there") from None
 
 
 _HELD = _state.HELD_STORAGES   # id(storage) -> how many live regions hold it (the orphan guard's baseline)
@@ -626,6 +656,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
             recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside)
+            if plan.vjp:
+                reached = _leaves_reached(r_leaves)
+                ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
+                info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
+                del ends    # it holds the arguments' stand-ins (the kept-reference check below)
             # plain new results by storage, for places bound to them (``self.last = loss.detach()``)
             results = {id(t._st): (k, id(t), t._vc) for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
                        if kind == "new" and not t._chain and t._base is None}
@@ -664,8 +699,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["arg_grads"] = [i for i, _ in arg_grads]
             info["arg_writes"] = [i for i, _ in arg_writes]
             info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
+            failed = _any_failed(cap.value_checks)
+            info["checked"] = failed is not None
             return (res_arrays, state_end, grads_end, keys_end,
-                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes])
+                    [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
         except BaseException:
             restore(py_snap)
             cap.restore_objects()
@@ -682,8 +719,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
 
     def program(state, grads, keys, hypers, data):
         if not plan.vjp:
-            res, st, gr, ks, es = body(state, grads, keys, hypers, data)
-            return res, st, gr, ks, es, None
+            res, st, gr, ks, es, failed = body(state, grads, keys, hypers, data)
+            return res, st, gr, ks, es, None, failed
 
         def f(diff_state, diff_data):
             s2, d2 = list(state), list(data)
@@ -691,12 +728,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 s2[i] = v
             for i, v in zip(diff_data_pos, diff_data):
                 d2[i] = v
-            res, st, gr, ks, es = body(s2, grads, keys, hypers, d2)
+            res, st, gr, ks, es, failed = body(s2, grads, keys, hypers, d2)
             diff = [res[i] for i in info["diff_out"]]
-            return diff, (res, st, gr, ks, es)
-        diff_out, pullback, (res, st, gr, ks, es) = jax.vjp(
+            return diff, (res, st, gr, ks, es, failed)
+        diff_out, pullback, (res, st, gr, ks, es, failed) = jax.vjp(
             f, [state[i] for i in diff_storages], [data[i] for i in diff_data_pos], has_aux=True)
-        return res, st, gr, ks, es, pullback
+        return res, st, gr, ks, es, pullback, failed
 
     data_pos = [i for i, k in enumerate(kinds) if k == "data"]
     diff_data_pos = [data_pos.index(i) for i in diff_args]
@@ -726,9 +763,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         ns, ng = len(state0), len(grads0)
         grads_in = [o for o in owners if o._grad is not None]
         final = {id(o): t for o, t in info["owners_end"]}
-        jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
-                              + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
-                              + list(range(ns + ng, ns + ng + len(keys0))))
+        jitted.donate = () if info["checked"] else tuple(   # NOTE [value checks at run time]
+            [i for i, a in enumerate(info["state_written"]) if a]
+            + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
+            + list(range(ns + ng, ns + ng + len(keys0))))
         del state0, grads0, keys0, hypers0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
@@ -747,6 +785,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
+    region.checked = info["checked"]
+    region.unreached = info.get("unreached", frozenset())
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
     region.hyper_slots = hyper_slots
@@ -832,6 +872,25 @@ def _swap_out(storages, owners, generators, saved):
             g._st.gen += 1
     for g, k, s in zip(generators, keys, seeds):
         g._key, g._seed = k, s
+
+
+def _leaves_reached(results):
+    """ids of the leaf tensors whose AccumulateGrad the traced autograd graph of ``results``
+    reaches: JAX's VJP of the region gives every differentiable input a gradient (zeros where
+    the result does not depend on it differentiably, ``hinge_embedding_loss``'s target), eager
+    only those its graph reaches (the others keep ``.grad`` None)."""
+    todo = [t.grad_fn for t in results if isinstance(t, Tensor) and t.grad_fn is not None]
+    seen, out = set(), set()
+    while todo:
+        n = todo.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        v = getattr(n, "variable", None)
+        if v is not None:
+            out.add(id(v))
+        todo.extend(e[0] for e in n.next_functions)
+    return out
 
 
 def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):

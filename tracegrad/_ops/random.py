@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _state
 from .._x64 import with_x64
 from . import dtypes as _dt, limited
 from .registry import defop
@@ -57,8 +58,9 @@ def host_call(fn, shape, dtype, *args, **kwargs):
                                  *args, **kwargs)
 
     def words(*a):
-        v = np.ascontiguousarray(np.asarray(fn(*a), dtype))
-        return v.view(np.uint32).reshape(v.shape + (2,))
+        v = np.asarray(fn(*a), dtype)
+        # ascontiguousarray makes a 0-d draw 1-d: the reshape uses the draw's own shape
+        return np.ascontiguousarray(v).view(np.uint32).reshape(v.shape + (2,))
     out = jax.pure_callback(words, jax.ShapeDtypeStruct(shape + (2,), np.uint32), *args, **kwargs)
     return jax.lax.bitcast_convert_type(out, dtype)
 
@@ -84,10 +86,13 @@ def check_floating(dtype, api, kernel):
                                   f"random floats need a floating dtype (e.g. dtype=tracegrad.float32)")
 
 
-def _concrete(x):
-    """A host numpy copy of ``x`` (a number or array), or None inside a trace (no value to check:
-    compiled code does what JAX does with the value)."""
+def _concrete(x, bad=None):
+    """A host numpy copy of ``x`` (a number or array), or None inside a trace (no value to check
+    here); there ``bad(x)`` (the check's failing elements), when given, is checked when the
+    compiled program runs (NOTE [value checks at run time] in ``_lowering/capture.py``)."""
     if isinstance(x, jax.core.Tracer):
+        if bad is not None:
+            _state.check_values(x, bad)
         return None
     return np.asarray(x)
 
@@ -98,7 +103,7 @@ def check_std(std, api="normal"):
         if std < 0:
             raise RuntimeError(f"{api}: normal expects std >= 0.0, but found std {std:g}")
         return
-    v = _concrete(std)
+    v = _concrete(std, lambda s: s < 0)
     if v is not None and v.size and not bool(np.all(v >= 0)):
         raise RuntimeError(f"{api}: normal expects all elements of std >= 0.0")
 
@@ -115,7 +120,7 @@ def check_probs(p, api):
         if not 0 <= p <= 1:
             raise RuntimeError(f"{api}: bernoulli_ expects p to be in [0, 1], but got p={p:g}")
         return None
-    v = _concrete(p)
+    v = _concrete(p, lambda q: ~((q >= 0) & (q <= 1)))
     if v is not None and v.size and not bool(np.all((v >= 0) & (v <= 1))):
         raise RuntimeError(f"{api}: Expected p_in >= 0 && p_in <= 1 to be true, but got false "
                            f"(every probability must lie in [0, 1])")
@@ -136,7 +141,7 @@ def check_multinomial(probs, num_samples, replacement, api="multinomial"):
     if not replacement and num_samples > probs.shape[-1]:
         raise RuntimeError(f"{api}: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {probs.shape[-1]}); pass replacement=True")
-    v = _concrete(probs)
+    v = _concrete(probs, lambda q: ~(jnp.isfinite(q) & (q >= 0)) | ~(q.sum(-1, keepdims=True) > 0))
     if v is None or not v.size:
         return
     v = v.astype(np.float64)
@@ -252,7 +257,7 @@ def param_draw(k, sample, params, shape, dtype):
 def poisson(k, rate):
     """Poisson(``rate``) counts, in ``rate``'s (floating) dtype. RuntimeError for a negative
     rate (values checked when concrete)."""
-    v = _concrete(rate)
+    v = _concrete(rate, lambda r: r < 0)
     if v is not None and v.size and not bool(np.all(v >= 0)):
         raise RuntimeError("poisson(): invalid Poisson rate, expected rate to be non-negative")
     return param_draw(k, lambda g, r: g.poisson(np.maximum(r.astype(np.float64), 0)), (rate,), rate.shape, rate.dtype)

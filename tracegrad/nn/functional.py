@@ -468,7 +468,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 def _check_targets(target, n_classes, ignore_index):
     """IndexError for class indices outside [0, C) (other than ignore_index), as torch; skipped
     while tracing (inside tracegrad.compile there is no value to check)."""
-    if _state.CAPTURE[0] is not None:
+    if _state.CAPTURE[0] is not None:   # checked when the program runs
+        _state.check_values(target, lambda t: ((t < 0) | (t >= n_classes)) & (t != ignore_index))
         return
     bad = ((target < 0) | (target >= n_classes)) & (target != ignore_index)
     try:                 # a transform's tracer (tracegrad.func): no value either
@@ -613,7 +614,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 def _check_probabilities(input):
     """torch's BCE kernel refuses inputs outside [0, 1] (NaN passes, as torch); one host read
     in eager, skipped while tracing (no value to check inside tracegrad.compile)."""
-    if _state.CAPTURE[0] is not None:
+    if _state.CAPTURE[0] is not None:   # checked when the program runs
+        _state.check_values(input, lambda p: (p < 0) | (p > 1))
         return
     try:                 # a transform's tracer (tracegrad.func): no value either
         bad = bool(((input < 0) | (input > 1)).any())
