@@ -40,12 +40,8 @@ from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
-<<<<<<< HEAD
-from ._lowering.region import Plan, Retrace, _flatten, aliased_args, classify_args, fill_arg_boxes, trace_region
-=======
 from ._lowering.region import (Plan, Retrace, ValueCheckFailed, _flatten, aliased_args, classify_args,
-                               trace_region)
->>>>>>> advcompile4
+                               fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
 from ._tensor.tensor import Tensor
@@ -142,20 +138,14 @@ class CompiledFunction:
             for r in entries:
                 if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
                     prof = _state.PROFILER[0]
-<<<<<<< HEAD
-                    if prof is not None:   # one profiler event per run of the compiled program
-                        out = prof.compiled_call(self._label, r.run, leaves)
-                    else:
-                        out = r.run(leaves)
-                    return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out
-=======
                     try:
                         if prof is not None:   # one profiler event per run of the compiled program
-                            return prof.compiled_call(self._label, r.run, leaves)
-                        return r.run(leaves)
+                            out = prof.compiled_call(self._label, r.run, leaves)
+                        else:
+                            out = r.run(leaves)
                     except ValueCheckFailed:
                         return self._check_failed(args, kwargs)
->>>>>>> advcompile4
+                    return fill_arg_boxes(out, (args, kwargs)) if r.arg_boxes else out
             entries[:] = [r for r in entries if not r.dead]
         if _state.SAVED_HOOKS and getattr(_state.SAVED_HOOKS[-1][0], "_tracegrad_counts_saves", False):
             # inside a non-reentrant checkpoint: its hooks match the forward's saved tensors
@@ -217,10 +207,9 @@ class CompiledFunction:
         self._plans[key] = plan
         self._cache.setdefault(key, []).insert(0, region)
         self._programs += 1
-<<<<<<< HEAD
+        if result is ValueCheckFailed:
+            return self._check_failed(args, kwargs)
         return fill_arg_boxes(result, (args, kwargs)) if region.arg_boxes else result
-=======
-        return self._check_failed(args, kwargs) if result is ValueCheckFailed else result
 
     def _check_failed(self, args, kwargs):
         """A value check failed in the program (NOTE [value checks at run time] in
@@ -231,7 +220,6 @@ class CompiledFunction:
         if not breaks or breaks[-1] != (reason, None):
             breaks.append((reason, None))
         return self._eager(args, kwargs)
->>>>>>> advcompile4
 
     def _raised_while_tracing(self, key, error, args, kwargs):
         """The function raised while being traced; the trace put every storage and Python value
