@@ -204,3 +204,15 @@ def test_a_class_statement_defining_torch_function_turns_dispatch_on():
     class Sub(tracegrad.Tensor):            # a Tensor subclass turns it on as it is created
         pass
     assert overridable.ACTIVE[0] and type(tracegrad.ones(1).as_subclass(Sub).exp()) is Sub
+
+
+def test_import_leaves_the_protocol_off():
+    # tracegrad's own Tensor subclasses (masked.MaskedTensor) must not turn __torch_function__
+    # dispatch on for the process at import: every plain op would pay for it (NOTE [trampolines])
+    import subprocess
+    import sys
+    code = ("import tracegrad; from tracegrad._tensor import overridable as o; "
+            "assert not o.ACTIVE[0]; import tracegrad.masked as m; "
+            "m.masked_tensor(tracegrad.ones(2), tracegrad.tensor([True, False])); assert o.ACTIVE[0]")
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]

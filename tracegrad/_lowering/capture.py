@@ -217,8 +217,9 @@ class Capture:
     # and XLA does not raise (a gather clamps the id), so a compiled step gave a number where
     # eager raised. The check reports its traced "bad" array here instead; the program returns
     # whether any was true, and when one was, the call writes nothing back and runs eagerly,
-    # which raises the eager error at its line after eager's own side effects. Such a program
-    # donates no state: the state must still be there for that eager run.
+    # which raises the eager error at its line after eager's own side effects. The state stays
+    # donated: on a failure the program returns the inputs' values as its new state, .grads and
+    # keys (a select XLA fuses into each update), put back before the eager run (``_put_back``).
     def check_values(self, x, bad):
         """An eager value check on ``x`` (a tensor or array): ``bad(x)``, any element true when
         eager raises. Only traced values are checked (a meta tensor's have no data at all)."""

@@ -360,8 +360,25 @@ class Region:
         # waits for the program (NOTE [value checks at run time]); np.asarray: bool() on a
         # jax.Array costs ~20 us more
         if self.checked and np.asarray(outs[6]):
+            self._put_back(outs)
             raise ValueCheckFailed(self)
         return self.write_back(outs, arg_leaves)
+
+    def _put_back(self, outs):
+        """After a failed value check: the state, .grad and key outputs hold the inputs' values
+        (``_inputs_on_failure``); they replace the donated input buffers, so the eager rerun
+        starts from the state this call started from."""
+        state, grads_end, keys = outs[1], outs[2], outs[3]
+        for st, a in zip(self.storages, state):
+            if a is not None:
+                st.array = a
+                st.gen += 1
+        for g, k in zip(self.generators, keys):
+            g._key = k
+        for (o, _), kept, a in zip(self.owners_end, self.grads_kept, grads_end):
+            if kept:                   # the entry .grad: nothing was written back
+                o._grad._st.array = a
+                o._grad._st.gen += 1
 
     def write_back(self, outs, arg_leaves):
         res, state, grads_end, keys, escapes, pullback = outs[:6]
@@ -432,6 +449,30 @@ class ValueCheckFailed(Exception):
     def __init__(self, region):
         super().__init__("a value check failed at run time")
         self.region = region
+
+
+def _inputs_on_failure(out, state, grads, keys, had_grad):
+    """The program's outputs, with the new state, .grads and PRNG keys replaced by the inputs'
+    values when a value check failed (NOTE [value checks at run time]): donated buffers are gone
+    after the run, and the eager rerun needs the values they held (``Region._put_back``). XLA
+    fuses the select into each update, so the state stays donated. Also returns, per owner,
+    whether its ``.grad`` output carries the entry ``.grad``'s values then."""
+    res, st, gr, ks, es, pullback, failed = out
+    if failed is None:
+        return out, (False,) * len(gr)
+
+    def same(old, new):
+        return new is not None and new.shape == old.shape and new.dtype == old.dtype
+
+    def keep(old, new):
+        return jnp.where(failed, old, new) if same(old, new) else new
+    st = [keep(a0, a) for a0, a in zip(state, st)]
+    ks = [keep(k0, k) for k0, k in zip(keys, ks)]
+    entry = iter(grads)
+    olds = [next(entry) if h else None for h in had_grad]
+    kept = tuple(o is not None and same(o, g) for o, g in zip(olds, gr))
+    gr = [jnp.where(failed, o, g) if k else g for o, g, k in zip(olds, gr, kept)]
+    return (res, st, gr, ks, es, pullback, failed), kept
 
 
 def _any_failed(checks):
@@ -718,6 +759,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     t._grad = g
 
     def program(state, grads, keys, hypers, data):
+        out, info["grads_kept"] = _inputs_on_failure(differentiated(state, grads, keys, hypers, data),
+                                                     state, grads, keys, had_grad)
+        return out
+
+    def differentiated(state, grads, keys, hypers, data):
         if not plan.vjp:
             res, st, gr, ks, es, failed = body(state, grads, keys, hypers, data)
             return res, st, gr, ks, es, None, failed
@@ -753,6 +799,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     prev = x64_enter()
     try:
         state0 = [st.array for st in storages]
+        had_grad = [o._grad is not None for o in owners]
         grads0 = [o._grad._st.array for o in owners if o._grad is not None]
         keys0 = [g._current_key() for g in plan.generators]
         hypers0 = hyper.read(hyper_slots)
@@ -763,10 +810,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         ns, ng = len(state0), len(grads0)
         grads_in = [o for o in owners if o._grad is not None]
         final = {id(o): t for o, t in info["owners_end"]}
-        jitted.donate = () if info["checked"] else tuple(   # NOTE [value checks at run time]
-            [i for i, a in enumerate(info["state_written"]) if a]
-            + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
-            + list(range(ns + ng, ns + ng + len(keys0))))
+        jitted.donate = tuple([i for i, a in enumerate(info["state_written"]) if a]
+                              + [ns + i for i, o in enumerate(grads_in) if final[id(o)] is not None]
+                              + list(range(ns + ng, ns + ng + len(keys0))))
         del state0, grads0, keys0, hypers0, data0
     except jax.errors.ConcretizationTypeError as e:
         raise GraphBreak(f"a tensor value decides Python control flow or a shape ({type(e).__name__})") from None
@@ -786,6 +832,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
     region.checked = info["checked"]
+    region.grads_kept = info["grads_kept"]
     region.unreached = info.get("unreached", frozenset())
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live

@@ -371,7 +371,10 @@ class Tensor(TensorBase):
             warnings.warn(f"tracegrad: {cls.__qualname__} defines __torch_dispatch__, which tracegrad does not call "
                           "(tracegrad has no ATen dispatcher); use __torch_function__, which it does call",
                           UserWarning, stacklevel=2)
-        if _tf.type_kind(cls) == _tf.OVERLOADED:    # NOTE [trampolines]: the protocol starts here
+        if _tf.type_kind(cls) == _tf.OVERLOADED and not cls.__module__.startswith("tracegrad."):
+            # NOTE [trampolines]: the protocol starts here. tracegrad's own subclasses
+            # (``masked.MaskedTensor``) turn it on when their first instance is made instead, so
+            # that importing tracegrad leaves plain tensors at full speed
             _overridable.activate()
 
     @classmethod
