@@ -134,6 +134,58 @@ def test_training_step_with_a_bad_target_leaves_eager_state():
     assert cf.stats["traces"] == 2
 
 
+def _regions(f):
+    return [r for v in f._cache.values() if isinstance(v, list) for r in v]
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "bce_of_output"])
+def test_checked_step_keeps_eager_state_and_donates_when_the_check_is_cheap(loss):
+    """A target's range check runs as its own small program before the step, which stays
+    donated; a check on the model's output (BCE's input in [0, 1]) needs the forward: the step
+    reports it and donates nothing. Both give eager's values, error and state."""
+    runs = []
+    for compiled in (False, True):
+        tg.manual_seed(0)
+        model = np_init(tg.nn.Sequential(tg.nn.Linear(3, 5), tg.nn.Tanh(), tg.nn.Linear(5, 4)), tg)
+        opt = tg.optim.Adam(model.parameters(), lr=0.1)
+
+        def step(x, t, s):
+            opt.zero_grad(set_to_none=False)
+            out = model(x)
+            if loss == "cross_entropy":
+                value = F.cross_entropy(out, t)
+            else:
+                value = F.binary_cross_entropy(out.sigmoid() * s, t.float().unsqueeze(1).expand(4, 4) / 4)
+            value.backward()
+            opt.step()
+            return value
+        f = tg.compile(step) if compiled else step
+        seen = []
+        for k, bad in enumerate((False, False, False, True, False)):
+            t = _ids(k, bad and loss == "cross_entropy", [0, 1, 2, 3], 4)
+            s = tg.tensor(2.0 if bad else 1.0)
+            try:
+                seen.append(f(_x(k), t, s).item())
+            except (IndexError, RuntimeError) as e:
+                seen.append(type(e).__name__)
+            seen.append([p.detach().numpy().copy() for p in model.parameters()])
+        runs.append((seen, f))
+    (eager, _), (comp, cf) = runs
+    assert [type(v) for v in eager] == [type(v) for v in comp]
+    assert eager[6] == comp[6] and isinstance(eager[6], str)
+    for e, c in zip(eager, comp):
+        if isinstance(e, list):
+            for a, b in zip(e, c):
+                np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+        elif not isinstance(e, str):
+            assert np.isclose(e, c, rtol=1e-5)
+    (region,) = _regions(cf)
+    if loss == "cross_entropy":
+        assert region.precheck is not None and not region.checked and region.program.donate
+    else:
+        assert region.precheck is None and region.checked and region.program.donate == ()
+
+
 def test_check_inside_a_vmap_in_a_compiled_function():
     """A check on values of a nested transform's tracer is reported like any other."""
     f = lambda x, i: tg.func.vmap(lambda r: r.index_select(0, i))(x)   # noqa: E731

@@ -217,9 +217,11 @@ class Capture:
     # and XLA does not raise (a gather clamps the id), so a compiled step gave a number where
     # eager raised. The check reports its traced "bad" array here instead; the program returns
     # whether any was true, and when one was, the call writes nothing back and runs eagerly,
-    # which raises the eager error at its line after eager's own side effects. The state stays
-    # donated: on a failure the program returns the inputs' values as its new state, .grads and
-    # keys (a select XLA fuses into each update), put back before the eager run (``_put_back``).
+    # which raises the eager error at its line after eager's own side effects. Where the flag
+    # is cheap to compute apart (a class target's or an index's range: ``Program.split_checks``),
+    # those checks run as a small program of their own before the step, which keeps its state
+    # donated; otherwise (a BCE input check needs the model's forward) the program returns the
+    # flag and donates no state: the state must still be there for the eager run.
     def check_values(self, x, bad):
         """An eager value check on ``x`` (a tensor or array): ``bad(x)``, any element true when
         eager raises. Only traced values are checked (a meta tensor's have no data at all)."""

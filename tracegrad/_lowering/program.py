@@ -59,6 +59,24 @@ class Program:
         return jax.tree_util.tree_unflatten(self.out_tree, f(*flat))
 
 
+    def split_checks(self, position):
+        """NOTE [value checks at run time]: the flat output ``position`` (whether a value check
+        failed) as a program of its own, ``precheck(flat) -> bool array``, when it is cheap to
+        compute apart (JAX's dead-code elimination keeps only what the flag needs: a target's
+        range check, not the forward). The main program then no longer computes the flag
+        (``drop``). None when the flag needs a matmul, convolution, callback or loop (a BCE
+        check on the model's output), or many ops: it stays an output of the program."""
+        from jax._src.interpreters import partial_eval as pe    # JAX's jaxpr dead-code elimination
+        closed = self.jaxpr
+        used = [i == position for i in range(len(closed.jaxpr.outvars))]
+        jaxpr, used_in = pe.dce_jaxpr(closed.jaxpr, used)
+        if _too_heavy(jaxpr, [0]):
+            return None
+        check = jax.jit(jax_core.jaxpr_as_fun(jax_core.ClosedJaxpr(jaxpr, closed.consts)), **self.options)
+        keep = [i for i, u in enumerate(used_in) if u]
+        self.drop = tuple(self.drop) + (position,)
+        return lambda flat: check(*[flat[i] for i in keep])[0]
+
     def _pruned(self):
         """``fun`` with the flat outputs in ``drop`` (values nobody reads after the trace)
         returned as None, so XLA never computes or copies them."""
@@ -70,6 +88,28 @@ class Program:
     def memory_analysis(self, flat):
         """XLA's memory figures (``temp_size_in_bytes``...) of the compiled program."""
         return jax.jit(self._pruned(), **self.options).lower(*flat).compile().memory_analysis()
+
+
+_HEAVY = frozenset(["dot_general", "conv_general_dilated", "pure_callback", "io_callback", "while", "scan",
+                    "cond", "fft", "custom_linear_solve", "triangular_solve", "cholesky", "lu", "eigh", "svd"])
+_MAX_CHECK_OPS = 200
+
+
+def _too_heavy(jaxpr, count) -> bool:
+    """Whether ``jaxpr`` (and the jaxprs inside its calls) holds a heavy primitive or more than
+    ``_MAX_CHECK_OPS`` ops (``count``: ops seen so far)."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name in _HEAVY:
+            return True
+        count[0] += 1
+        if count[0] > _MAX_CHECK_OPS:
+            return True
+        for v in eqn.params.values():
+            for sub in (v if isinstance(v, (tuple, list)) else (v,)):
+                inner = getattr(sub, "jaxpr", sub)
+                if isinstance(inner, jax_core.Jaxpr) and _too_heavy(inner, count):
+                    return True
+    return False
 
 
 # NOTE [donation on CPU]

@@ -239,6 +239,7 @@ class Region:
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
+        self.precheck = None   # or the checks alone, run before the program (``Program.split_checks``)
         self.unreached = frozenset()   # positions of the VJP's inputs no result's graph reaches
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
@@ -352,33 +353,22 @@ class Region:
     def run(self, arg_leaves, donate=True):
         prev = x64_enter()
         try:
+            flat = self.read_inputs(arg_leaves)
+            # waits for the check (NOTE [value checks at run time]); np.asarray: bool() on a
+            # jax.Array costs ~20 us more
+            if self.precheck is not None and np.asarray(self.precheck(flat)):
+                raise ValueCheckFailed(self)
             # the refcount check only where this program donates at all (NOTE [donation on CPU])
             donate = donate and bool(self.program.donate) and self._grads_unshared()
-            outs = self.program(self.read_inputs(arg_leaves), donate)
+            outs = self.program(flat, donate)
+            del flat
         finally:
             x64_exit(prev)
         # waits for the program (NOTE [value checks at run time]); np.asarray: bool() on a
         # jax.Array costs ~20 us more
         if self.checked and np.asarray(outs[6]):
-            self._put_back(outs)
             raise ValueCheckFailed(self)
         return self.write_back(outs, arg_leaves)
-
-    def _put_back(self, outs):
-        """After a failed value check: the state, .grad and key outputs hold the inputs' values
-        (``_inputs_on_failure``); they replace the donated input buffers, so the eager rerun
-        starts from the state this call started from."""
-        state, grads_end, keys = outs[1], outs[2], outs[3]
-        for st, a in zip(self.storages, state):
-            if a is not None:
-                st.array = a
-                st.gen += 1
-        for g, k in zip(self.generators, keys):
-            g._key = k
-        for (o, _), kept, a in zip(self.owners_end, self.grads_kept, grads_end):
-            if kept:                   # the entry .grad: nothing was written back
-                o._grad._st.array = a
-                o._grad._st.gen += 1
 
     def write_back(self, outs, arg_leaves):
         res, state, grads_end, keys, escapes, pullback = outs[:6]
@@ -449,30 +439,6 @@ class ValueCheckFailed(Exception):
     def __init__(self, region):
         super().__init__("a value check failed at run time")
         self.region = region
-
-
-def _inputs_on_failure(out, state, grads, keys, had_grad):
-    """The program's outputs, with the new state, .grads and PRNG keys replaced by the inputs'
-    values when a value check failed (NOTE [value checks at run time]): donated buffers are gone
-    after the run, and the eager rerun needs the values they held (``Region._put_back``). XLA
-    fuses the select into each update, so the state stays donated. Also returns, per owner,
-    whether its ``.grad`` output carries the entry ``.grad``'s values then."""
-    res, st, gr, ks, es, pullback, failed = out
-    if failed is None:
-        return out, (False,) * len(gr)
-
-    def same(old, new):
-        return new is not None and new.shape == old.shape and new.dtype == old.dtype
-
-    def keep(old, new):
-        return jnp.where(failed, old, new) if same(old, new) else new
-    st = [keep(a0, a) for a0, a in zip(state, st)]
-    ks = [keep(k0, k) for k0, k in zip(keys, ks)]
-    entry = iter(grads)
-    olds = [next(entry) if h else None for h in had_grad]
-    kept = tuple(o is not None and same(o, g) for o, g in zip(olds, gr))
-    gr = [jnp.where(failed, o, g) if k else g for o, g, k in zip(olds, gr, kept)]
-    return (res, st, gr, ks, es, pullback, failed), kept
 
 
 def _any_failed(checks):
@@ -759,11 +725,6 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     t._grad = g
 
     def program(state, grads, keys, hypers, data):
-        out, info["grads_kept"] = _inputs_on_failure(differentiated(state, grads, keys, hypers, data),
-                                                     state, grads, keys, had_grad)
-        return out
-
-    def differentiated(state, grads, keys, hypers, data):
         if not plan.vjp:
             res, st, gr, ks, es, failed = body(state, grads, keys, hypers, data)
             return res, st, gr, ks, es, None, failed
@@ -799,7 +760,6 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     prev = x64_enter()
     try:
         state0 = [st.array for st in storages]
-        had_grad = [o._grad is not None for o in owners]
         grads0 = [o._grad._st.array for o in owners if o._grad is not None]
         keys0 = [g._current_key() for g in plan.generators]
         hypers0 = hyper.read(hyper_slots)
@@ -831,8 +791,16 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region = Region(plan, storages, jitted, kinds, info["recipe"], info["owners_end"], escapes,
                     info["structure"], [live[i][1] for i in diff_storages], diff_args,
                     info["modules"], hyper0)
+    if info["checked"]:
+        # NOTE [value checks at run time]: the checks alone run first when they are cheap (the
+        # state stays donated); otherwise the program reports them and donates nothing
+        flag = jitted.out_tree.num_leaves - 1
+        region.precheck = jitted.split_checks(flag)
+        if region.precheck is None:
+            jitted.donate = ()
+        else:
+            info["checked"] = False
     region.checked = info["checked"]
-    region.grads_kept = info["grads_kept"]
     region.unreached = info.get("unreached", frozenset())
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
