@@ -16,7 +16,7 @@ from . import _linalg_decomp, linalg
 from ._api.promotion import check_tensors
 from ._ops.errors import broadcast_shape
 from .return_types import _structseq
-from ._ops.warn import warn
+from ._ops.warn import warn_once
 from ._tensor.factories import zeros
 from ._tensor.tensor import Tensor
 from ._tensor.out import accepts_out
@@ -35,8 +35,8 @@ TriangularSolveResult = _structseq("triangular_solve", ["solution", "cloned_coef
 
 
 def _deprecated(name, instead):
-    warn(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
-         "a future PyTorch release (as torch warns)", UserWarning)
+    warn_once(f"tracegrad.{name} is deprecated in favor of tracegrad.linalg.{instead} and will be removed in "
+              "a future PyTorch release (as torch warns, once per process)", UserWarning)
 
 
 def det(input):
@@ -98,8 +98,8 @@ def cross(input, other, dim=None, *, out=None):
     shape. RuntimeError when there is none or ``dim`` is not of size 3."""
     check_tensors("cross", input, other, names=("input", "other"))
     if dim is None:
-        warn("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
-             "dim explicitly or use tracegrad.linalg.cross", UserWarning)
+        warn_once("Using tracegrad.cross without specifying the dim arg is deprecated (as in torch); pass "
+                  "dim explicitly or use tracegrad.linalg.cross", UserWarning)
         shape = broadcast_shape([input.shape, other.shape], "cross")
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
@@ -169,8 +169,8 @@ def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch), with
     torch's deprecation warning."""
-    warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
-         "removed in a future PyTorch release.", UserWarning)
+    warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
+              "removed in a future PyTorch release.", UserWarning)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
     if get_infos:
         return LUResult(LU, piv, info)

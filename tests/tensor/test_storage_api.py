@@ -89,8 +89,8 @@ def test_storage_api_matches_torch():
 
 
 def test_typed_storage_warns_once_and_bad_arguments():
-    from tracegrad._tensor import storage as _storage
-    _storage._TYPED_WARNED[0] = False
+    from tracegrad._ops import warn as _warn
+    _warn._WARNED_ONCE.discard(next((m for m in _warn._WARNED_ONCE if m.startswith("TypedStorage")), None))
     with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
         tracegrad.ones(2).storage()
     with warnings.catch_warnings():

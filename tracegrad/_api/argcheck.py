@@ -228,7 +228,9 @@ PYTHON_LEVEL = frozenset({
     "cartesian_prod", "cdist", "chain_matmul", "einsum", "is_storage", "is_tensor", "meshgrid", "norm", "split",
     "tensordot", "unique", "unique_consecutive", "unravel_index", "lu", "stft", "istft", "from_dlpack", "cond",
     "while_loop", "set_default_tensor_type", "set_warn_always", "is_warn_always_enabled", "eig", "lstsq", "solve",
-    "symeig", "matrix_rank", "resize", "resize_as", "unflatten", "rename", "refine_names", "align_to", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum"})
+    "symeig", "matrix_rank", "resize", "resize_as", "unflatten", "rename", "refine_names", "align_to", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
+    # torch parses these itself: a type name string (ValueError when unknown), thread counts
+    "type", "set_num_threads", "set_num_interop_threads"})
 # parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
 # other)), Tensor.unfold's int size
 _OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}

@@ -7,6 +7,7 @@ import builtins
 import warnings
 
 from .._ops import dtypes as _dt
+from .._ops.warn import warn as _warn
 from .._tensor.convert import legacy_array_of
 from .._tensor.device import cuda_devices
 from .._tensor.factories import empty, full, ones, tensor, zeros
@@ -117,10 +118,12 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
     device (unless given); a Tensor ``data`` is detached first, with torch's warning."""
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
-                      "or sourceTensor.detach().clone().requires_grad_(True), rather than "
-                      "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
-        data = data.detach()
+        _warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+              "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+              "tensor.new_tensor(sourceTensor).", UserWarning)
+        d, dev = _like(self, dtype, device)
+        out = data.detach().to(device=dev, dtype=d).clone()    # (not ``tensor(data)``: it would warn again)
+        return out.requires_grad_(True) if requires_grad else out
     d, dev = _like(self, dtype, device)
     return tensor(data, dtype=d, device=dev, requires_grad=requires_grad)
 

@@ -5,7 +5,7 @@ all; ``tracegrad/__init__.py`` re-exports each by name."""
 from __future__ import annotations
 
 from .._ops.errors import broadcast_shape
-from .._ops.warn import warn
+from .._ops.warn import warn_once
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Size, Tensor
 from . import tensor_methods as _tensor_methods  # noqa: F401  (runs every family's registration)
@@ -117,7 +117,6 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
 
 
-_MESHGRID_WARNED = [False]   # torch warns once per process
 
 
 @function()
@@ -130,9 +129,7 @@ def meshgrid(*tensors, indexing=None):
         tensors = tuple(tensors[0])
     if indexing is None:
         indexing = "ij"
-        if not _MESHGRID_WARNED[0]:
-            _MESHGRID_WARNED[0] = True
-            warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
+        warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
     if indexing not in ("xy", "ij"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
     for t in tensors:

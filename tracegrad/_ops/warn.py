@@ -23,3 +23,18 @@ def warn(message, category=UserWarning) -> None:
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
+
+
+_WARNED_ONCE: set = set()
+
+
+def warn_once(message, category=UserWarning) -> None:
+    """``warn`` the first time ``message`` is given in this process only, as torch's
+    ``TORCH_WARN_ONCE`` deprecations (``torch.lu``, ``torch.cross`` without ``dim``, ``meshgrid``
+    without ``indexing``, ``TypedStorage``)."""
+    if message not in _WARNED_ONCE:
+        _WARNED_ONCE.add(message)
+        frame, level = sys._getframe(1), 2
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(message, category, stacklevel=level)

@@ -94,9 +94,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         from .storage_types import tensor_on_storage
         return tensor_on_storage(data, dtype, requires_grad)
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
-                      "or sourceTensor.detach().clone().requires_grad_(True), rather than "
-                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=3)
+        warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+             "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+             "torch.tensor(sourceTensor).", UserWarning)
     arr, d = to_array(data, dtype)
     return _finish(arr, d, device, requires_grad)
 

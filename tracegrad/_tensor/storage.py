@@ -25,7 +25,7 @@ from jax import ShapeDtypeStruct as _ShapeDtypeStruct   # a meta storage's array
 
 from .. import _state
 from .._ops import dtypes as _dt
-from .._ops.warn import warn
+from .._ops.warn import warn_once
 
 _CAPTURE = _state.CAPTURE
 _ALIGN = 64
@@ -207,7 +207,6 @@ def put_bytes(st, raw) -> None:
     st.gen += 1
 
 
-_TYPED_WARNED = [False]
 
 
 class TypedStorage:
@@ -344,11 +343,10 @@ def _python_values(elems):
 
 
 def _warn_typed():
-    if not _TYPED_WARNED[0]:    # torch warns once per process
-        _TYPED_WARNED[0] = True
-        warn("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the only "
-             "storage class. This should only matter to you if you are using storages directly.  To access "
-             "UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()", UserWarning)
+    warn_once("TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
+              "only storage class. This should only matter to you if you are using storages directly.  To "
+              "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()",
+              UserWarning)
 
 
 def new_storage(data, dtype, device=None) -> Storage:

@@ -14,6 +14,7 @@ import tracegrad
 from tracegrad import _autocast, _state
 from tracegrad._tensor.out import accepts_out
 from tracegrad._ops.random import scalar_name
+from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
@@ -400,8 +401,8 @@ def softsign(input):
 
 
 def _softmax_dim(ndim, name="softmax"):
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  "as an argument.", stacklevel=3)
+    _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+          "as an argument.", UserWarning)
     return 0 if ndim in (0, 1, 3) else 1
 
 
