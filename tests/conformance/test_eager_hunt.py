@@ -563,7 +563,6 @@ def test_warnings_torch_gives():
             "upsample_bilinear": lambda: F.upsample_bilinear(T.ones(1, 1, 2, 2), scale_factor=2),
             "init.normal": lambda: T.nn.init.normal(T.empty(2)), "init.xavier_uniform": lambda: T.nn.init.xavier_uniform(T.empty(2, 2)),
             "init.normal_": lambda: T.nn.init.normal_(T.empty(2)),
-            "lu": lambda: T.lu(T.eye(2)),
             "int of requires_grad": lambda: int(T.ones(1, requires_grad=True)),
             "item of requires_grad": lambda: T.ones(1, requires_grad=True).item(),
         }
@@ -573,6 +572,31 @@ def test_warnings_torch_gives():
                 fn()
             log(name, [c.category.__name__ for c in w])
     run_both(program)
+
+
+@pytest.mark.parametrize("call", ["lu", "cross", "meshgrid", "qr", "cholesky"])
+def test_deprecations_warn_once_per_process_as_torch(call):
+    # torch's TORCH_WARN_ONCE: the first call in the process warns, later ones do not (torch's
+    # own flag cannot be reset, so this checks tracegrad alone, from a fresh registry)
+    from tracegrad._ops import warn as _warn
+    calls = {"lu": lambda: tracegrad.lu(tracegrad.eye(2)),
+             "cross": lambda: tracegrad.cross(tracegrad.ones(3), tracegrad.ones(3)),
+             "meshgrid": lambda: tracegrad.meshgrid(tracegrad.ones(2), tracegrad.ones(2)),
+             "qr": lambda: tracegrad.qr(tracegrad.eye(2)),
+             "cholesky": lambda: tracegrad.cholesky(tracegrad.eye(2))}
+    saved = set(_warn._WARNED_ONCE)
+    _warn._WARNED_ONCE.clear()
+    try:
+        seen = []
+        for _ in range(2):
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                calls[call]()
+            seen.append([(c.category, c.filename) for c in w])
+    finally:
+        _warn._WARNED_ONCE.clear()
+        _warn._WARNED_ONCE.update(saved)
+    assert seen == [[(UserWarning, __file__)], []]
 
 
 def test_size_arithmetic_allclose_dtypes_and_narrow_copy():
@@ -673,7 +697,14 @@ def test_warnings_point_at_the_callers_line(name):
             warnings.simplefilter("always")
             _warn_cases(mod)[name]()
         return [(c.category.__name__, c.filename, c.lineno) for c in w]
-    ref, got = record(torch), record(tracegrad)
+    from tracegrad._ops import warn as _warn
+    saved = set(_warn._WARNED_ONCE)
+    _warn._WARNED_ONCE.clear()      # tracegrad's once-per-process warnings as if first (torch's: skip below)
+    try:
+        ref, got = record(torch), record(tracegrad)
+    finally:
+        _warn._WARNED_ONCE.clear()
+        _warn._WARNED_ONCE.update(saved)
     if not ref:   # torch warns some of these once per process (TORCH_WARN_ONCE), and an earlier test did
         pytest.skip("torch already gave this once-per-process warning in this run")
     assert all(f == __file__ for _, f, _ in ref), ref    # the case is one torch attributes to us

@@ -31,6 +31,8 @@ UNINITIALISED = ("empty",)
 # (OpInfo id, case) -> what differs from torch; strict xfails (a fix shows up as XPASS)
 _TIES = "int64 ties: the index picked among equal values differs from torch's (values equal)"
 XFAIL = {
+    **{("histogramdd", c): ("harness: histogramdd's out= is (hist, [bin edges]); these cases build one out "
+                            "tensor from the result") for c in ("same", "empty", "other_dtype", "long")},
     **{("kthvalue", c): _TIES for c in ("same", "empty", "long")},
     **{("topk", c): _TIES for c in ("same", "empty", "long")},
     **{("nonzero", c): "as_tuple=True with out=: torch raises TypeError (out must be a Tensor); tracegrad writes"

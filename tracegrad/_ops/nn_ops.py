@@ -316,9 +316,11 @@ def _reduce(loss, reduction):
 
 
 def _nll_loss(x, target, w, *, reduction, ignore_index):
-    """x: (N, C, *) or (C,) log-probabilities; target: (N, *) or () class indices."""
+    """x: (N, C, *) or (C,) log-probabilities; target: (N, *) or () class indices. Unbatched
+    with reduction 'none': a 0-d loss, as torch's."""
     if x.ndim == 1:
-        x, target = x[None], target[None]
+        loss = _nll_loss(x[None], target[None], w, reduction=reduction, ignore_index=ignore_index)
+        return loss[0] if reduction == "none" else loss
     valid = target != ignore_index
     t = jnp.where(valid, target, 0)
     picked = jnp.take_along_axis(x, t[:, None], axis=1)[:, 0]

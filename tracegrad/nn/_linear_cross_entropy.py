@@ -60,6 +60,8 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     if out_features and not num_batches:
         raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires"
                            f" batched input, (N, {in_features}), got unbatched input with shape {tuple(input.shape)}")
+    if num_batches and target.dim() > 0 and target.shape[0] != num_batches[0]:
+        raise ValueError(f"Expected input batch_size ({num_batches[0]}) to match target batch_size ({target.shape[0]}).")
     logits_shape = (*num_batches, num_classes, *out_features)
     if tuple(target.shape) == logits_shape and ignore_index is not None:
         raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
