@@ -76,3 +76,15 @@ def whole_heap_gc():
     yield
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def fresh_warn_once():
+    """tracegrad's once-per-process warnings (``_ops.warn.warn_once``, torch's TORCH_WARN_ONCE)
+    as in a fresh process for this test, whatever earlier tests triggered; restored afterwards."""
+    from tracegrad._ops import warn as _warn
+    saved = set(_warn._WARNED_ONCE)
+    _warn._WARNED_ONCE.clear()
+    yield
+    _warn._WARNED_ONCE.clear()
+    _warn._WARNED_ONCE.update(saved)

@@ -575,27 +575,20 @@ def test_warnings_torch_gives():
 
 
 @pytest.mark.parametrize("call", ["lu", "cross", "meshgrid", "qr", "cholesky"])
-def test_deprecations_warn_once_per_process_as_torch(call):
+def test_deprecations_warn_once_per_process_as_torch(call, fresh_warn_once):
     # torch's TORCH_WARN_ONCE: the first call in the process warns, later ones do not (torch's
     # own flag cannot be reset, so this checks tracegrad alone, from a fresh registry)
-    from tracegrad._ops import warn as _warn
     calls = {"lu": lambda: tracegrad.lu(tracegrad.eye(2)),
              "cross": lambda: tracegrad.cross(tracegrad.ones(3), tracegrad.ones(3)),
              "meshgrid": lambda: tracegrad.meshgrid(tracegrad.ones(2), tracegrad.ones(2)),
              "qr": lambda: tracegrad.qr(tracegrad.eye(2)),
              "cholesky": lambda: tracegrad.cholesky(tracegrad.eye(2))}
-    saved = set(_warn._WARNED_ONCE)
-    _warn._WARNED_ONCE.clear()
-    try:
-        seen = []
-        for _ in range(2):
-            with warnings.catch_warnings(record=True) as w:
-                warnings.simplefilter("always")
-                calls[call]()
-            seen.append([(c.category, c.filename) for c in w])
-    finally:
-        _warn._WARNED_ONCE.clear()
-        _warn._WARNED_ONCE.update(saved)
+    seen = []
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            calls[call]()
+        seen.append([(c.category, c.filename) for c in w])
     assert seen == [[(UserWarning, __file__)], []]
 
 
@@ -690,21 +683,14 @@ def _warn_cases(T):
 
 
 @pytest.mark.parametrize("name", list(_warn_cases(torch)))
-def test_warnings_point_at_the_callers_line(name):
+def test_warnings_point_at_the_callers_line(name, fresh_warn_once):
     # torch's warnings name the user's file and line (stacklevel), whatever wrappers sit between
     def record(mod):
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
             _warn_cases(mod)[name]()
         return [(c.category.__name__, c.filename, c.lineno) for c in w]
-    from tracegrad._ops import warn as _warn
-    saved = set(_warn._WARNED_ONCE)
-    _warn._WARNED_ONCE.clear()      # tracegrad's once-per-process warnings as if first (torch's: skip below)
-    try:
-        ref, got = record(torch), record(tracegrad)
-    finally:
-        _warn._WARNED_ONCE.clear()
-        _warn._WARNED_ONCE.update(saved)
+    ref, got = record(torch), record(tracegrad)    # tracegrad's once-only warnings: fresh (fixture)
     if not ref:   # torch warns some of these once per process (TORCH_WARN_ONCE), and an earlier test did
         pytest.skip("torch already gave this once-per-process warning in this run")
     assert all(f == __file__ for _, f, _ in ref), ref    # the case is one torch attributes to us

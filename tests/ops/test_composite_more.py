@@ -155,7 +155,7 @@ def test_grad_fn_names_as_torch():
         assert names[0] == names[1]
 
 
-def test_cross_default_dim_warns():
+def test_cross_default_dim_warns(fresh_warn_once):
     # torch warns once per process (TORCH_WARN_ONCE), so only tracegrad's warning is checked
     with pytest.warns(UserWarning, match="dim"):
         tracegrad.cross(tracegrad.tensor(F(3, 2)), tracegrad.tensor(F(3, 2, seed=1)))

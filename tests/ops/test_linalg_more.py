@@ -154,7 +154,7 @@ def test_lu_pieces_rebuild_the_input():
 
 
 @pytest.mark.parametrize("name", ["cholesky", "qr", "triangular_solve"])
-def test_deprecated_spellings_warn(name):
+def test_deprecated_spellings_warn(name, fresh_warn_once):
     a = tracegrad.tensor(_spd(2))
     args = (a, a) if name == "triangular_solve" else (a,)
     with pytest.warns(UserWarning, match="deprecated"):

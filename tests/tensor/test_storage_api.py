@@ -88,9 +88,7 @@ def test_storage_api_matches_torch():
         assert a == b, (i, a, b)
 
 
-def test_typed_storage_warns_once_and_bad_arguments():
-    from tracegrad._ops import warn as _warn
-    _warn._WARNED_ONCE.discard(next((m for m in _warn._WARNED_ONCE if m.startswith("TypedStorage")), None))
+def test_typed_storage_warns_once_and_bad_arguments(fresh_warn_once):
     with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
         tracegrad.ones(2).storage()
     with warnings.catch_warnings():
