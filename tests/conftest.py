@@ -88,3 +88,21 @@ def fresh_warn_once():
     yield
     _warn._WARNED_ONCE.clear()
     _warn._WARNED_ONCE.update(saved)
+
+
+@pytest.fixture
+def jax_traces():
+    """Counts JAX traces (its ``jaxpr_trace_duration`` monitoring event) while the test runs:
+    ``n[0]`` is how many functions JAX traced for jit. Unlike a jitted function's
+    ``_cache_size()``, which JAX's process-wide executable cache may evict under many earlier
+    tests, and unlike counting backend compiles, which the persistent compilation cache skips,
+    a trace is counted whatever ran before."""
+    import jax
+    n = [0]
+
+    def on_event(name, secs, **kw):
+        if name == "/jax/core/compile/jaxpr_trace_duration":
+            n[0] += 1
+    jax.monitoring.register_event_duration_secs_listener(on_event)
+    yield n
+    jax.monitoring.unregister_event_duration_listener(on_event)
