@@ -1,0 +1,201 @@
+"""User compiler backends (``tracegrad.compile(fn, backend=my_compiler)``), against torch 2.13's
+dynamo: the backend gets FX graphs of the function's tensor ops (placeholders for the tensors
+read, parameters included), once per new graph, and what it returns is what runs; a graph break
+splits the function into several graphs (``explain``). Tests marked ``torch dynamo`` call
+``torch.compile``/``torch._dynamo.explain`` (slow to start: a handful in this file)."""
+import numpy as np
+import pytest
+
+import tracegrad
+
+from ._harness import data, np_init
+
+torch = pytest.importorskip("torch")
+
+
+class Recorder:
+    """A backend keeping each graph and example inputs; ``wrap`` decides what runs."""
+
+    def __init__(self, wrap=None):
+        self.graphs, self.examples, self.runs, self.wrap = [], [], 0, wrap
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        self.examples.append(example_inputs)
+
+        def run(*args):
+            self.runs += 1
+            out = gm.forward(*args)
+            return self.wrap(out) if self.wrap else out
+        return run
+
+    def targets(self, i=0):
+        """Sorted names of the graph's calls (torch writes ``a * 2`` as operator.mul, tracegrad
+        as the method ``mul``: the name is what is compared)."""
+        return sorted(n.target if isinstance(n.target, str) else n.target.__name__
+                      for n in self.graphs[i].graph.nodes if n.op in ("call_function", "call_method"))
+
+    def placeholders(self, i=0):
+        return sum(n.op == "placeholder" for n in self.graphs[i].graph.nodes)
+
+
+def _mlp(mod):
+    return np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.ReLU(), mod.nn.Linear(4, 2)), mod)
+
+
+def _fn(mod):
+    def f(x, y):
+        a = mod.sin(x) + y * 2
+        return a.sum(dim=0).relu()
+    return f
+
+
+def _run(mod, backend_wrap=None, shapes=(5, 5, 6), dynamic=False):
+    """Compile the MLP and ``f`` with a Recorder; call them on the given batch sizes."""
+    m, rec_m = _mlp(mod), Recorder(backend_wrap)
+    cm = mod.compile(m, backend=rec_m, dynamic=dynamic)
+    outs_m = [cm(data(mod, i, n, 3)) for i, n in enumerate(shapes)]
+    rec_f = Recorder(backend_wrap)
+    cf = mod.compile(_fn(mod), backend=rec_f, dynamic=dynamic)
+    outs_f = [cf(data(mod, i, 2, 3), data(mod, i + 10, 2, 3)) for i in range(2)]
+    return m, rec_m, outs_m, rec_f, outs_f
+
+
+@pytest.fixture(scope="module")
+def torch_run():
+    """torch dynamo: two torch.compile calls, the graphs and results of ``_run``."""
+    torch._dynamo.reset()
+    return _run(torch)
+
+
+def test_graphs_and_backend_calls_match_torch(torch_run):
+    _, t_rec_m, t_outs_m, t_rec_f, t_outs_f = torch_run
+    m, rec_m, outs_m, rec_f, outs_f = _run(tracegrad)
+    # one graph per input shape (dynamic=False), the backend's callable runs on every call
+    assert len(rec_m.graphs) == len(t_rec_m.graphs) == 2 and rec_m.runs == t_rec_m.runs == 3
+    assert len(rec_f.graphs) == len(t_rec_f.graphs) == 1 and rec_f.runs == t_rec_f.runs == 2
+    for rec, t_rec in ((rec_m, t_rec_m), (rec_f, t_rec_f)):
+        assert rec.targets() == t_rec.targets()
+        assert rec.placeholders() == t_rec.placeholders()
+        assert (sorted(tuple(e.shape) for e in rec.examples[0])
+                == sorted(tuple(e.shape) for e in t_rec.examples[0]))
+    assert {type(e).__name__ for e in rec_m.examples[0]} == {"Parameter", "Tensor"}
+    assert "l_x_" in [n.name for n in rec_f.graphs[0].graph.nodes]
+    for a, b in zip(outs_m + outs_f, t_outs_m + t_outs_f):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+    # the callable's results are autograd results: backward reaches the parameters as torch's
+    outs_m[0].sum().backward()
+    t_outs_m[0].sum().backward()
+    t_model = torch_run[0]
+    for p, q in zip(m.parameters(), t_model.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_returned_callable_decides_the_result():
+    """torch dynamo: a backend returning a callable that doubles the outputs doubles what the
+    compiled function returns, from the first call on."""
+    twice = lambda out: tuple(o * 2 for o in out)      # noqa: E731
+    ours = tracegrad.compile(_fn(tracegrad), backend=Recorder(twice))
+    theirs = torch.compile(_fn(torch), backend=Recorder(twice))
+    for i in range(2):
+        a = ours(data(tracegrad, i, 2, 3), data(tracegrad, i + 10, 2, 3))
+        b = theirs(data(torch, i, 2, 3), data(torch, i + 10, 2, 3))
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(a.numpy(), 2 * _fn(tracegrad)(data(tracegrad, i, 2, 3),
+                                                                 data(tracegrad, i + 10, 2, 3)).numpy(), rtol=1e-6)
+
+
+def _branchy(mod, seen):
+    def g(x, w):
+        h = (x * w).sum(dim=1)
+        if h.sum() > 0:           # a graph break: the value decides the branch
+            h = h.relu()
+        else:
+            h = -h
+        seen.append(1)
+        print("graph break")      # a second one
+        return (h * w.sum()).mean()
+    return g
+
+
+def test_graph_breaks_split_into_graphs_as_explain_says(capsys):
+    """torch dynamo: explain's graph and break counts; each graph goes to the backend, Python
+    between them runs on every call, gradients cross the graphs."""
+    x = data(torch, 0, 2, 3)
+    t_out = torch._dynamo.explain(_branchy(torch, []))(x, torch.ones(3))
+    out = tracegrad._dynamo.explain(_branchy(tracegrad, []))(tracegrad.tensor(x.numpy()), tracegrad.ones(3))
+    assert (out.graph_count, out.graph_break_count) == (t_out.graph_count, t_out.graph_break_count) == (3, 2)
+    assert "needs a tensor's value" in out.break_reasons[0].reason and "print" in out.break_reasons[1].reason
+    assert "Graph Break Count: 2" in str(out)
+    capsys.readouterr()
+
+    seen, rec = [], Recorder()
+    g = tracegrad.compile(_branchy(tracegrad, seen), backend=rec)
+    w = tracegrad.ones(3, requires_grad=True)
+    for i in range(2):
+        xi = data(tracegrad, i, 2, 3)
+        loss = g(xi, w)
+        w_eager = tracegrad.ones(3, requires_grad=True)
+        expected = _branchy(tracegrad, [])(xi, w_eager)
+        np.testing.assert_allclose(loss.item(), expected.item(), rtol=1e-6)
+        grad, = tracegrad.autograd.grad(loss, w)
+        expected.backward()
+        np.testing.assert_allclose(grad.numpy(), w_eager.grad.numpy(), rtol=1e-6)
+    assert len(seen) == 2 and capsys.readouterr().out.count("graph break") == 4
+    assert len(rec.graphs) == 3 and rec.runs == 6       # compiled once, run on every call
+    assert g.stats["graphs"] == 3 and len(g.stats["graph_breaks"]) == 2
+
+
+def test_register_backend_optimize_lookup_and_aot_autograd():
+    calls = []
+
+    def counting(gm, example_inputs):
+        calls.append(len(example_inputs))
+        return gm.forward
+    name = f"counting_{id(calls)}"
+    tracegrad._dynamo.register_backend(counting, name=name)
+    assert name in tracegrad._dynamo.list_backends()
+    assert tracegrad._dynamo.lookup_backend(name) is counting
+    with pytest.raises(RuntimeError, match="duplicate"):
+        tracegrad._dynamo.register_backend(counting, name=name)
+    with pytest.raises(RuntimeError, match="Invalid backend"):
+        tracegrad._dynamo.lookup_backend("no-such-backend")
+    x = tracegrad.arange(4.0)
+    assert tracegrad.compile(lambda t: t.cos() + 1, backend=name)(x).tolist() == (x.cos() + 1).tolist()
+    f = tracegrad._dynamo.optimize(name)(lambda t, u: t * u)
+    assert f(x, x + 1).tolist() == (x * (x + 1)).tolist() and calls == [1, 2]
+    assert f(x, x).tolist() == (x * x).tolist() and calls == [1, 2, 1]     # one tensor: one placeholder
+    aot = tracegrad._dynamo.backends.common.aot_autograd(fw_compiler=counting)
+    assert tracegrad.compile(lambda t: t.exp(), backend=aot)(x).tolist() == x.exp().tolist() and calls[-1] == 1
+
+
+def test_backend_errors_are_runtime_errors():
+    def broken(gm, example_inputs):
+        raise ValueError("nope")
+    with pytest.raises(RuntimeError, match="(?s)broken.*nope"):
+        tracegrad.compile(lambda t: t + 1, backend=broken)(tracegrad.ones(2))
+    with pytest.raises(RuntimeError, match="not a callable"):
+        tracegrad.compile(lambda t: t + 1, backend=lambda gm, ex: 3)(tracegrad.ones(2))
+    with pytest.raises(RuntimeError, match="tuple"):
+        tracegrad.compile(lambda t: t + 1, backend=lambda gm, ex: lambda *a: 3)(tracegrad.ones(2))
+
+
+def test_module_state_and_inplace_buffers_run_through_the_graph():
+    """BatchNorm's running stats are updated in place by the graph (the same buffer objects),
+    and no_grad inside the function starts a new graph run without grad."""
+    bn_ref, bn = tracegrad.nn.BatchNorm1d(3), tracegrad.nn.BatchNorm1d(3)
+    rec = Recorder()
+    cbn = tracegrad.compile(bn, backend=rec)
+    for i in range(2):
+        x = data(tracegrad, i, 4, 3)
+        np.testing.assert_allclose(cbn(x).detach().numpy(), bn_ref(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bn.running_mean.numpy(), bn_ref.running_mean.numpy(), rtol=1e-6)
+    assert bn.num_batches_tracked.item() == 2 and len(rec.graphs) == 1
+
+    def f(x):
+        y = x * 2
+        with tracegrad.no_grad():
+            z = y + 1
+        return y, z
+    y, z = tracegrad.compile(f, backend=Recorder())(tracegrad.ones(2, requires_grad=True))
+    assert y.requires_grad and not z.requires_grad and z.tolist() == [3.0, 3.0]

@@ -1,0 +1,390 @@
+"""FX graphs of a function's tensor ops, for user backends (``torch.compile(fn, backend=callable)``).
+
+NOTE [lazy segments]: torch's dynamo reads the function's bytecode; tracegrad runs the
+function's Python on every call instead, under a ``TorchFunctionMode`` that does not compute
+the tensor ops it sees. Each op runs on shapes alone (meta stand-ins of its inputs, so its
+result is a meta tensor of the right shape, dtype and ``requires_grad``: a *pending* tensor)
+and is recorded. When Python needs a value (``.item()``, ``bool(t)``, ``print``, printing a
+tensor, ``backward()``, an op that cannot run on shapes alone), when grad mode changes, and when
+the function returns, the ops recorded since the last such point (a *segment*) become one FX
+graph: its placeholders are the real tensors the segment read (arguments, parameters and
+buffers, values of earlier segments), in order of first use; its outputs are the pending
+tensors still alive. The backend is called with ``(GraphModule, example_inputs)`` the first
+time a segment of that structure (ops, constants, input shapes/dtypes/``requires_grad``) is
+seen; what it returned runs on the real inputs, and each live pending tensor takes its result's
+place (the same Python object: ``_become``). So a graph break splits the function into several
+graphs, each given to the backend, as dynamo does, and Python between them (prints, appends,
+counters) runs on every call, as in eager.
+
+Differs from dynamo: graph outputs are the pending tensors alive at the break (a local variable
+not used again is still an output); shapes are static (a new shape is a new graph, as
+``dynamic=False``); a graph's call_function targets are tracegrad's public functions
+(``torch.add`` for ``a + b`` and for ``a.add(b)``, no call_method nodes); an in-place write
+through ``t[i] = v`` and ops the shapes-only run rejects end a graph (they run eagerly between
+graphs).
+"""
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import weakref
+
+import tracegrad
+from ._tensor import torch_function as _tf
+from ._tensor.meta import is_meta
+from ._tensor.tensor import Tensor, _JaxTracer
+from .fx.graph import Graph
+from .fx._names import is_tensor_method
+from .fx.graph_module import GraphModule
+from .nn.modules.module import Module
+from .overrides import TorchFunctionMode
+
+# calls that read a value (or run user code) are never run on shapes: they end the graph
+_BREAK = frozenset({
+    "item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__", "__complex__", "__repr__",
+    "__str__", "__format__", "__array__", "__iter__", "__reduce_ex__", "__deepcopy__", "__setstate__",
+    "equal", "allclose", "data_ptr", "untyped_storage", "__dlpack__", "backward", "register_hook", "retain_grad",
+    "register_post_accumulate_grad_hook", "requires_grad_", "is_nonzero"})
+# reads of metadata a pending tensor answers as its real value would
+_METADATA = frozenset({
+    "size", "dim", "numel", "nelement", "ndimension", "__len__", "is_floating_point", "is_complex",
+    "element_size", "stride", "is_contiguous", "storage_offset", "get_device", "has_names", "__hash__",
+    "is_signed", "is_inference"})
+_METADATA_PROPS = frozenset({
+    "shape", "dtype", "requires_grad", "is_leaf", "ndim", "grad", "grad_fn", "names", "layout", "is_cuda",
+    "is_sparse", "is_quantized", "is_meta", "is_mps", "is_xpu", "itemsize", "nbytes", "_version", "output_nr",
+    "is_nested", "_base", "retains_grad"})
+_SETITEM = ("__setitem__", "setitem")
+_PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_ACTIVE = [None]        # the capture running now (a compiled call inside it is part of its graph)
+
+
+class Pending(Exception):
+    """Internal: this call cannot run on shapes alone (its reason ends the graph)."""
+
+
+def _property_name(func):
+    prop = getattr(func, "__self__", None)
+    if isinstance(prop, property):
+        for klass in type.mro(Tensor):
+            for k, v in vars(klass).items():
+                if v is prop:
+                    return k
+    return None
+
+
+def _leaves(obj, out):
+    """The tensors of a call's arguments or result (through tuples, lists and dicts)."""
+    if isinstance(obj, Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            _leaves(o, out)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            _leaves(o, out)
+    return out
+
+
+def _map(obj, fn, kind=Tensor):
+    """``obj`` with each ``kind`` leaf (through tuples, lists and dicts) replaced by ``fn(leaf)``."""
+    if isinstance(obj, kind):
+        return fn(obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map(o, fn, kind) for o in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map(o, fn, kind) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _map(v, fn, kind) for k, v in obj.items()}
+    return obj
+
+
+def _key(obj):
+    """A hashable stand-in of a constant argument (a segment's cache key)."""
+    if isinstance(obj, (list, tuple)):
+        return (type(obj), tuple(_key(o) for o in obj))
+    if isinstance(obj, dict):
+        return (dict, tuple((k, _key(v)) for k, v in obj.items()))
+    if isinstance(obj, slice):
+        return (slice, _key(obj.start), _key(obj.stop), _key(obj.step))
+    try:
+        hash(obj)
+        return (type(obj), obj)
+    except TypeError:
+        return ("id", id(obj))
+
+
+def user_frame():
+    """The innermost frame outside tracegrad's package (where the user's line is)."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG):
+        f = f.f_back
+    return f
+
+
+def where() -> str | None:
+    f = user_frame()
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+
+
+class _Ref:
+    """A segment value in a recorded call: placeholder ``j`` or result ``i`` (item ``k`` of it)."""
+
+    __slots__ = ("kind", "index", "item")
+
+    def __init__(self, kind, index, item=None):
+        self.kind, self.index, self.item = kind, index, item
+
+    def key(self):
+        return (self.kind, self.index, self.item)
+
+
+class Segment:
+    """The tensor ops recorded between two graph breaks (NOTE [lazy segments])."""
+
+    def __init__(self, grad_enabled):
+        self.grad_enabled = grad_enabled
+        self.inputs = []          # real tensors, in order of first use
+        self.frames = []          # the user's frame at each input's first use
+        self.calls = []           # (func, args, kwargs) with tensors as _Ref
+        self.refs = {}            # id(tensor) -> _Ref of its current value in this segment
+        self.keep = {}            # id(tensor) -> the tensor (real) or a weakref to it (pending)
+        self.standins = {}        # id(real input) -> its meta stand-in
+        self.real_of = {}         # id(stand-in) -> the real input (an in-place op returns it)
+        self.pending = []         # (weakref to a pending tensor, its _Ref), in creation order
+        self.device = None
+
+    def ref_of(self, t):
+        r = self.refs.get(id(t))
+        if r is not None:
+            kept = self.keep[id(t)]
+            if kept is t or (isinstance(kept, weakref.ref) and kept() is t):
+                return r
+        if is_meta(t) and id(t) in self.real_of:
+            return self.refs[id(self.real_of[id(t)])]
+        r = _Ref("input", len(self.inputs))
+        self.inputs.append(t)
+        self.frames.append(user_frame())     # where its variable name can be read (placeholder names)
+        self.refs[id(t)], self.keep[id(t)] = r, t
+        if self.device is None:
+            self.device = t.device
+        return r
+
+    def standin(self, t):
+        """What an op sees in place of ``t``: itself when pending, else a meta tensor like it."""
+        r = self.refs.get(id(t))
+        if r is not None and r.kind == "result":
+            return t
+        s = self.standins.get(id(t))
+        if s is None:
+            s = tracegrad.empty(tuple(t.shape), dtype=t.dtype, device="meta", requires_grad=t.requires_grad)
+            if t.requires_grad and not t.is_leaf:
+                s = s.clone()          # an in-place op on a non-leaf is allowed, on a leaf not
+            self.standins[id(t)] = s
+            self.real_of[id(s)] = t
+        return s
+
+    def signature(self, outputs):
+        ins = tuple((tuple(t.shape), t.dtype, t.requires_grad, type(t)) for t in self.inputs)
+        calls = tuple((func, _key(_map(a, _Ref.key, _Ref)), _key(_map(k, _Ref.key, _Ref)))
+                      for func, a, k in self.calls)
+        return (self.grad_enabled, ins, calls, tuple(r.key() for r in outputs))
+
+
+class Capture(TorchFunctionMode):
+    """The mode a compiled call runs under: records ops into segments and hands each to
+    ``on_segment(segment, outputs, reason)``, which returns the real output tensors."""
+
+    def __init__(self, on_segment):
+        super().__init__()
+        self.on_segment = on_segment
+        self.segment = Segment(tracegrad.is_grad_enabled())
+
+    # -- the protocol ---------------------------------------------------------------------------
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        prop = _property_name(func) if name == "__get__" else None
+        if prop is not None:
+            name = prop
+        if name in _METADATA or prop in _METADATA_PROPS:
+            return func(*args, **kwargs)
+        if prop == "device":
+            t = args[0]
+            return self.segment.device if is_meta(t) and self.segment.device is not None else func(*args)
+        if tracegrad.is_grad_enabled() != self.segment.grad_enabled:
+            self.flush(f"grad mode changed to {tracegrad.is_grad_enabled()}")
+        if name in _BREAK:
+            return self._break(func, args, kwargs, f"{name}() needs a tensor's value")
+        tensors = _leaves((args, kwargs), [])
+        if any(isinstance(t._st.array, _JaxTracer) for t in tensors):
+            return func(*args, **kwargs)    # inside a JAX trace of tracegrad's own (a fused optimizer step)
+        seg = self.segment
+        try:
+            standin = {id(t): seg.standin(t) for t in tensors}
+            # without autograd: a pending tensor's saved inputs would keep them alive (outputs)
+            with tracegrad.no_grad():
+                out = func(*_map(args, lambda t: standin[id(t)]), **_map(kwargs, lambda t: standin[id(t)]))
+        except Exception as e:     # noqa: BLE001 -- it cannot run on shapes: run it for real
+            return self._break(func, args, kwargs, f"{name} cannot run on shapes alone ({type(e).__name__}: {e})")
+        results = _leaves(out, [])
+        if not results and not (out is None and name in _SETITEM):
+            return self._break(func, args, kwargs, f"{name} returns no tensor")
+        # what requires_grad the real result will have (read before the graph runs)
+        rg = seg.grad_enabled and any(t.requires_grad for t in tensors)
+        if prop is not None:
+            func, args = getattr, (args[0], prop)
+        index = len(seg.calls)
+        seg.calls.append((func, _map(args, seg.ref_of), _map(kwargs, seg.ref_of)))
+        single = isinstance(out, Tensor)
+        for k, t in enumerate(results):
+            r = _Ref("result", index, None if single else k)
+            real = seg.real_of.get(id(t))
+            if real is not None:            # an in-place op on a real tensor: it stays that object
+                seg.refs[id(real)] = r
+                continue
+            seg.refs[id(t)], seg.keep[id(t)] = r, weakref.ref(t)
+            seg.pending.append((weakref.ref(t), r))
+            if t._base is None:
+                t._rg = rg and (t.is_floating_point() or t.is_complex())
+        return _map(out, lambda t: seg.real_of.get(id(t), t))
+
+    def _break(self, func, args, kwargs, reason):
+        self.flush(reason)
+        return func(*args, **kwargs)
+
+    # -- ending a segment -----------------------------------------------------------------------
+    def flush(self, reason):
+        """End the segment (reason: why, or None at return): run it and make its live pending
+        tensors real. Runs with this mode off, so the backend's callable computes for real."""
+        seg = self.segment
+        self.segment = Segment(tracegrad.is_grad_enabled())
+        if not seg.calls:
+            return
+        live, outputs, seen = [], [], set()
+        for ref, r in seg.pending:
+            t = ref()
+            if t is not None and seg.refs.get(id(t)) is r:
+                live.append((t, r))
+                if r.key() not in seen:
+                    seen.add(r.key())
+                    outputs.append(r)
+        with _off(self):
+            results = self.on_segment(seg, outputs, reason)
+        by_key = dict(zip((r.key() for r in outputs), results))
+        for t, r in live:
+            _become(t, by_key[r.key()])
+
+    def print(self, *args, **kwargs):
+        """``print`` while capturing: a graph break, as in dynamo."""
+        self.flush("print() is a graph break")
+        return _PRINT(*args, **kwargs)
+
+
+_PRINT = builtins.print
+
+
+class _off:
+    """Take ``mode`` off the mode stack for the block (it is on top, or not there at all)."""
+
+    def __init__(self, mode):
+        self.mode, self.popped = mode, False
+
+    def __enter__(self):
+        modes = _tf.STATE.modes
+        if modes and modes[-1] is self.mode:
+            _tf.pop_mode()
+            self.popped = True
+
+    def __exit__(self, *exc):
+        if self.popped:
+            _tf.push_mode(self.mode)
+
+
+class capturing:
+    """``with capturing(capture):`` the capture's mode is on and ``print`` is its graph break."""
+
+    def __init__(self, capture):
+        self.capture = capture
+
+    def __enter__(self):
+        self.prev = _ACTIVE[0]
+        _ACTIVE[0] = self.capture
+        builtins.print = self.capture.print
+        self.capture.__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            self.capture.__exit__(*exc)
+        finally:
+            builtins.print = _PRINT if self.prev is None else self.prev.print
+            _ACTIVE[0] = self.prev
+
+
+def active():
+    return _ACTIVE[0]
+
+
+_SLOTS = tuple(s for s in Tensor.__slots__ if s not in ("__dict__", "__weakref__"))
+
+
+def _become(pending, real):
+    """Make the pending (meta) tensor object ``pending`` the tensor ``real``: the same storage,
+    view chain, version counter and autograd node (an alias, as ``detach`` shares storage)."""
+    if not isinstance(real, Tensor):
+        raise RuntimeError(f"tracegrad.compile: the backend's compiled function returned {type(real).__name__} "
+                           "where a Tensor was expected; return gm.forward or a callable with its outputs")
+    for s in _SLOTS:
+        try:
+            setattr(pending, s, getattr(real, s))
+        except AttributeError:
+            pass
+    pending.__dict__.update(real.__dict__)
+
+
+# -- the FX graph of a segment ------------------------------------------------------------------
+def build_graph(seg, outputs, names):
+    """``GraphModule`` of ``seg`` returning ``outputs`` (a tuple, as dynamo's graphs do);
+    ``names``: a placeholder name per input."""
+    graph = Graph()
+    nodes = {}
+    taken = set()
+    for j, n in enumerate(names):
+        base, k = n, 0
+        while n in taken:               # two inputs found under one name: L_tensor_, L_tensor_1_
+            k += 1
+            n = f"{base[:-1]}{k}_"
+        taken.add(n)
+        nodes[("input", j, None)] = graph.create_node("placeholder", n, name=n.lower())
+    for i, (func, args, kwargs) in enumerate(seg.calls):
+        conv = lambda r: _node(graph, nodes, r)    # noqa: E731
+        args, kwargs = _map(args, conv, _Ref), _map(kwargs, conv, _Ref)
+        if is_tensor_method(func):     # Tensor.mul (what ``a * 2`` and ``a.mul(2)`` call): call_method
+            node = graph.create_node("call_method", func.__name__, args, kwargs)
+        else:
+            node = graph.create_node("call_function", func, args, kwargs)
+        nodes[("result", i, None)] = node
+    graph.output(tuple(_node(graph, nodes, r) for r in outputs))
+    return GraphModule(Module(), graph)
+
+
+def _node(graph, nodes, r):
+    n = nodes.get(r.key())
+    if n is None:                      # item k of a call with several results
+        import operator
+        n = graph.call_function(operator.getitem, (nodes[("result", r.index, None)], r.item))
+        nodes[r.key()] = n
+    return n
+
+
+def run_calls(seg, outputs, inputs):
+    """The segment's calls run eagerly (no backend): the values of ``outputs``."""
+    values = {("input", j, None): t for j, t in enumerate(inputs)}
+
+    def val(r):
+        v = values.get(r.key())
+        return v if v is not None else values[("result", r.index, None)][r.item]
+    for i, (func, args, kwargs) in enumerate(seg.calls):
+        values[("result", i, None)] = func(*_map(args, val, _Ref), **_map(kwargs, val, _Ref))
+    return [val(r) for r in outputs]
