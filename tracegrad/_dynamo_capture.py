@@ -18,14 +18,18 @@ counters) runs on every call, as in eager.
 
 Differs from dynamo: graph outputs are the pending tensors alive at the break (a local variable
 not used again is still an output); shapes are static (a new shape is a new graph, as
-``dynamic=False``); a graph's call_function targets are tracegrad's public functions
-(``torch.add`` for ``a + b`` and for ``a.add(b)``, no call_method nodes); an in-place write
-through ``t[i] = v`` and ops the shapes-only run rejects end a graph (they run eagerly between
-graphs).
+``dynamic=False``); factories (``torch.randn(3)``) run when called, and their tensors are
+placeholders of the graph that uses them; ``a + b`` and ``a.add(b)`` are both the call_method
+``add`` (dynamo: ``operator.add`` and call_method), ``torch.sin(x)`` the call_function
+``torch.sin``; ops the shapes-only run rejects end a graph (they run eagerly between graphs);
+``print`` is found by replacing ``builtins.print`` while a compiled call runs (one thread at a
+time); state a fused optimizer step writes without tensor ops sees pending ops only after a
+graph break (``backward()`` is one).
 """
 from __future__ import annotations
 
 import builtins
+import operator
 import os
 import sys
 import weakref
@@ -173,8 +177,8 @@ class Segment:
 
     def standin(self, t):
         """What an op sees in place of ``t``: itself when pending, else a meta tensor like it."""
-        r = self.refs.get(id(t))
-        if r is not None and r.kind == "result":
+        kept = self.keep.get(id(t))
+        if isinstance(kept, weakref.ref) and kept() is t:
             return t
         s = self.standins.get(id(t))
         if s is None:
@@ -218,8 +222,10 @@ class Capture(TorchFunctionMode):
         if name in _BREAK:
             return self._break(func, args, kwargs, f"{name}() needs a tensor's value")
         tensors = _leaves((args, kwargs), [])
-        if any(isinstance(t._st.array, _JaxTracer) for t in tensors):
-            return func(*args, **kwargs)    # inside a JAX trace of tracegrad's own (a fused optimizer step)
+        if not tensors or any(isinstance(t._st.array, _JaxTracer) for t in tensors):
+            # a factory runs as it is (a random one draws once, as eager); so does a call inside
+            # a JAX trace of tracegrad's own (a fused optimizer step)
+            return func(*args, **kwargs)
         seg = self.segment
         try:
             standin = {id(t): seg.standin(t) for t in tensors}
@@ -360,7 +366,9 @@ def build_graph(seg, outputs, names):
     for i, (func, args, kwargs) in enumerate(seg.calls):
         conv = lambda r: _node(graph, nodes, r)    # noqa: E731
         args, kwargs = _map(args, conv, _Ref), _map(kwargs, conv, _Ref)
-        if is_tensor_method(func):     # Tensor.mul (what ``a * 2`` and ``a.mul(2)`` call): call_method
+        if getattr(func, "__name__", None) == "getitem":      # ``t[i]``: written as such
+            node = graph.call_function(operator.getitem, args, kwargs)
+        elif is_tensor_method(func):     # Tensor.mul (what ``a * 2`` and ``a.mul(2)`` call): call_method
             node = graph.create_node("call_method", func.__name__, args, kwargs)
         else:
             node = graph.create_node("call_function", func, args, kwargs)
@@ -372,7 +380,6 @@ def build_graph(seg, outputs, names):
 def _node(graph, nodes, r):
     n = nodes.get(r.key())
     if n is None:                      # item k of a call with several results
-        import operator
         n = graph.call_function(operator.getitem, (nodes[("result", r.index, None)], r.item))
         nodes[r.key()] = n
     return n
