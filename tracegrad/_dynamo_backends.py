@@ -57,6 +57,7 @@ class CompiledWithBackend:
         self._fn, self.backend, self.fullgraph, self.disabled = fn, backend, bool(fullgraph), bool(disable)
         self.dynamic, self.mode, self.options = dynamic, mode, options
         self._cache = {}        # segment signature -> the backend's callable
+        self._graphs_at = {}    # a segment's index in the call -> graphs compiled for it
         self._names = None      # id(tensor) -> placeholder name (arguments, module state)
         self._warned = False
         self.stats = {"calls": 0, "graphs": 0, "eager_graphs": 0, "graph_breaks": []}
@@ -68,6 +69,7 @@ class CompiledWithBackend:
 
     def reset(self):
         self._cache.clear()
+        self._graphs_at.clear()
         self.stats.update(calls=0, graphs=0, eager_graphs=0, graph_breaks=[])
 
     def __call__(self, *args, **kwargs):
@@ -93,8 +95,11 @@ class CompiledWithBackend:
         sig = seg.signature(outputs)
         compiled = self._cache.get(sig)
         if compiled is None:
-            if len(self._cache) >= _compiler.cache_size_limit:
-                return self._eager(seg, outputs, f"{len(self._cache)} graphs compiled (cache_size_limit)")
+            # the limit is per place in the function (dynamo's is per frame, and each graph
+            # break resumes in a frame of its own)
+            if self._graphs_at.get(seg.index, 0) >= _compiler.cache_size_limit:
+                return self._eager(seg, outputs, f"{_compiler.cache_size_limit} graphs compiled for graph "
+                                   f"{seg.index + 1} of the call (cache_size_limit)")
             names = [self._name(t, f, args, kwargs) for t, f in zip(seg.inputs, seg.frames)]
             try:
                 gm = _capture.build_graph(seg, outputs, names)
@@ -108,9 +113,11 @@ class CompiledWithBackend:
                 raise BackendCompilerFailed(self.backend, TypeError(
                     f"the backend returned {type(compiled).__name__}, not a callable (return gm.forward)"))
             self._cache[sig] = compiled
+            self._graphs_at[seg.index] = self._graphs_at.get(seg.index, 0) + 1
             self.stats["graphs"] += 1
         with _grad_mode(seg.grad_enabled):
-            out = compiled(*seg.inputs)
+            # an AOT-style callable marked _boxed_call takes the inputs as one list, as in torch
+            out = compiled(list(seg.inputs)) if getattr(compiled, "_boxed_call", False) else compiled(*seg.inputs)
         if isinstance(out, Tensor):
             out = (out,)
         if not isinstance(out, (tuple, list)) or len(out) != len(outputs):

@@ -44,12 +44,13 @@ from .fx.graph_module import GraphModule
 from .nn.modules.module import Module
 from .overrides import TorchFunctionMode
 
-# calls that read a value (or run user code) are never run on shapes: they end the graph
-_BREAK = frozenset({
+# calls that read a value, or run autograd or user code, are never run on shapes: they end the graph
+_READS = frozenset({
     "item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__", "__complex__", "__repr__",
     "__str__", "__format__", "__array__", "__iter__", "__reduce_ex__", "__deepcopy__", "__setstate__",
-    "equal", "allclose", "data_ptr", "untyped_storage", "__dlpack__", "backward", "register_hook", "retain_grad",
-    "register_post_accumulate_grad_hook", "requires_grad_", "is_nonzero"})
+    "equal", "allclose", "data_ptr", "untyped_storage", "__dlpack__", "is_nonzero"})
+_AUTOGRAD = frozenset({"backward", "grad", "register_hook", "retain_grad", "register_post_accumulate_grad_hook",
+                       "requires_grad_"})
 # reads of metadata a pending tensor answers as its real value would
 _METADATA = frozenset({
     "size", "dim", "numel", "nelement", "ndimension", "__len__", "is_floating_point", "is_complex",
@@ -147,8 +148,9 @@ class _Ref:
 class Segment:
     """The tensor ops recorded between two graph breaks (NOTE [lazy segments])."""
 
-    def __init__(self, grad_enabled):
+    def __init__(self, grad_enabled, index=0):
         self.grad_enabled = grad_enabled
+        self.index = index        # its place in the call: the first graph, the one after a break...
         self.inputs = []          # real tensors, in order of first use
         self.frames = []          # the user's frame at each input's first use
         self.calls = []           # (func, args, kwargs) with tensors as _Ref
@@ -219,8 +221,10 @@ class Capture(TorchFunctionMode):
             return self.segment.device if is_meta(t) and self.segment.device is not None else func(*args)
         if tracegrad.is_grad_enabled() != self.segment.grad_enabled:
             self.flush(f"grad mode changed to {tracegrad.is_grad_enabled()}")
-        if name in _BREAK:
+        if name in _READS:
             return self._break(func, args, kwargs, f"{name}() needs a tensor's value")
+        if name in _AUTOGRAD:
+            return self._break(func, args, kwargs, f"{name}() runs autograd (between graphs)")
         tensors = _leaves((args, kwargs), [])
         if not tensors or any(isinstance(t._st.array, _JaxTracer) for t in tensors):
             # a factory runs as it is (a random one draws once, as eager); so does a call inside
@@ -265,9 +269,10 @@ class Capture(TorchFunctionMode):
         """End the segment (reason: why, or None at return): run it and make its live pending
         tensors real. Runs with this mode off, so the backend's callable computes for real."""
         seg = self.segment
-        self.segment = Segment(tracegrad.is_grad_enabled())
         if not seg.calls:
+            self.segment = Segment(tracegrad.is_grad_enabled(), seg.index)
             return
+        self.segment = Segment(tracegrad.is_grad_enabled(), seg.index + 1)
         live, outputs, seen = [], [], set()
         for ref, r in seg.pending:
             t = ref()
@@ -366,8 +371,9 @@ def build_graph(seg, outputs, names):
     for i, (func, args, kwargs) in enumerate(seg.calls):
         conv = lambda r: _node(graph, nodes, r)    # noqa: E731
         args, kwargs = _map(args, conv, _Ref), _map(kwargs, conv, _Ref)
-        if getattr(func, "__name__", None) == "getitem":      # ``t[i]``: written as such
-            node = graph.call_function(operator.getitem, args, kwargs)
+        syntax = _SYNTAX.get(getattr(func, "__name__", None))
+        if syntax is not None:          # ``t[i]``, ``t[i] = v``: written as such
+            node = graph.call_function(syntax, args, kwargs)
         elif is_tensor_method(func):     # Tensor.mul (what ``a * 2`` and ``a.mul(2)`` call): call_method
             node = graph.create_node("call_method", func.__name__, args, kwargs)
         else:
@@ -375,6 +381,9 @@ def build_graph(seg, outputs, names):
         nodes[("result", i, None)] = node
     graph.output(tuple(_node(graph, nodes, r) for r in outputs))
     return GraphModule(Module(), graph)
+
+
+_SYNTAX = {"getitem": operator.getitem, "setitem": operator.setitem}
 
 
 def _node(graph, nodes, r):

@@ -199,3 +199,55 @@ def test_module_state_and_inplace_buffers_run_through_the_graph():
         return y, z
     y, z = tracegrad.compile(f, backend=Recorder())(tracegrad.ones(2, requires_grad=True))
     assert y.requires_grad and not z.requires_grad and z.tolist() == [3.0, 3.0]
+
+
+def test_fullgraph_cache_limit_and_boxed_callables(monkeypatch):
+    def breaks(x):
+        y = x * 2
+        return y if y.sum() > 0 else -y
+    with pytest.raises(RuntimeError, match="needs a tensor's value"):
+        tracegrad.compile(breaks, backend=Recorder(), fullgraph=True)(tracegrad.ones(2))
+
+    monkeypatch.setattr(tracegrad.compiler, "cache_size_limit", 2)
+    rec = Recorder()
+    f = tracegrad.compile(lambda x: x + 1, backend=rec)
+    with pytest.warns(UserWarning, match="cache_size_limit"):
+        for n in (1, 2, 3):
+            assert f(tracegrad.zeros(n)).tolist() == [1.0] * n
+    assert len(rec.graphs) == 2 and f.stats["eager_graphs"] == 1
+
+    def boxed_backend(gm, example_inputs):
+        def run(args):            # one list, the calling convention _boxed_call announces
+            assert isinstance(args, list)
+            return gm.forward(*args)
+        run._boxed_call = True
+        return run
+    assert tracegrad.compile(lambda x: x * 3, backend=boxed_backend)(tracegrad.ones(2)).tolist() == [3.0, 3.0]
+
+
+def _inplace_and_grad(mod, w):
+    def f(x):
+        x.add_(1)                          # an argument written in place (by the graph)
+        y = x * w
+        y[0] = 5                           # setitem on a graph value
+        y[1:] += 1
+        g, = mod.autograd.grad((y.sin() * w).sum(), w, create_graph=True)     # autograd: a break
+        return y, g * 2
+    return f
+
+
+def test_inplace_writes_and_autograd_inside_match_torch_eager():
+    tw, w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True), tracegrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    tx, x = torch.arange(3.0), tracegrad.arange(3.0)
+    rec = Recorder()
+    f = tracegrad.compile(_inplace_and_grad(tracegrad, w), backend=rec)
+    for _ in range(2):
+        ty, tg = _inplace_and_grad(torch, tw)(tx)
+        y, g = f(x)
+        np.testing.assert_allclose(x.numpy(), tx.numpy())
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(g.detach().numpy(), tg.detach().numpy(), rtol=1e-6)
+        g.sum().backward()
+        tg.sum().backward()
+        np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
+    assert len(rec.graphs) == 2 and "autograd" in f.stats["graph_breaks"][0][0]
