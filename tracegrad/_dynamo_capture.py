@@ -36,7 +36,7 @@ import weakref
 
 import tracegrad
 from ._tensor import torch_function as _tf
-from ._tensor.meta import is_meta
+from ._tensor.meta import abstract, is_meta
 from ._tensor.tensor import Tensor, _JaxTracer
 from .fx.graph import Graph
 from .fx._names import is_tensor_method
@@ -156,8 +156,6 @@ class Segment:
         self.calls = []           # (func, args, kwargs) with tensors as _Ref
         self.refs = {}            # id(tensor) -> _Ref of its current value in this segment
         self.keep = {}            # id(tensor) -> the tensor (real) or a weakref to it (pending)
-        self.standins = {}        # id(real input) -> its meta stand-in
-        self.real_of = {}         # id(stand-in) -> the real input (an in-place op returns it)
         self.pending = []         # (weakref to a pending tensor, its _Ref), in creation order
         self.device = None
 
@@ -167,8 +165,6 @@ class Segment:
             kept = self.keep[id(t)]
             if kept is t or (isinstance(kept, weakref.ref) and kept() is t):
                 return r
-        if is_meta(t) and id(t) in self.real_of:
-            return self.refs[id(self.real_of[id(t)])]
         r = _Ref("input", len(self.inputs))
         self.inputs.append(t)
         self.frames.append(user_frame())     # where its variable name can be read (placeholder names)
@@ -177,25 +173,49 @@ class Segment:
             self.device = t.device
         return r
 
-    def standin(self, t):
-        """What an op sees in place of ``t``: itself when pending, else a meta tensor like it."""
-        kept = self.keep.get(id(t))
-        if isinstance(kept, weakref.ref) and kept() is t:
-            return t
-        s = self.standins.get(id(t))
-        if s is None:
-            s = tracegrad.empty(tuple(t.shape), dtype=t.dtype, device="meta", requires_grad=t.requires_grad)
-            if t.requires_grad and not t.is_leaf:
-                s = s.clone()          # an in-place op on a non-leaf is allowed, on a leaf not
-            self.standins[id(t)] = s
-            self.real_of[id(s)] = t
-        return s
-
     def signature(self, outputs):
         ins = tuple((tuple(t.shape), t.dtype, t.requires_grad, type(t)) for t in self.inputs)
         calls = tuple((func, _key(_map(a, _Ref.key, _Ref)), _key(_map(k, _Ref.key, _Ref)))
                       for func, a, k in self.calls)
         return (self.grad_enabled, ins, calls, tuple(r.key() for r in outputs))
+
+
+class _Out:
+    """A result in ``_SHAPES``: input tensor ``arg`` (an in-place op) or a new one of ``shape``/``dtype``."""
+
+    __slots__ = ("arg", "shape", "dtype")
+
+    def __init__(self, arg, shape=None, dtype=None):
+        self.arg, self.shape, self.dtype = arg, shape, dtype
+
+
+_SHAPES = {}     # (func, argument shapes/dtypes/constants) -> its results as _Outs: one shape inference per op
+
+
+def _shapes_of(func, args, kwargs, tensors):
+    """``func``'s result with each new tensor a pending (meta) one and each input it returns (an
+    in-place op) that input itself. Runs ``func`` on meta stand-ins of the inputs the first
+    time (without autograd: a pending tensor's saved inputs would keep them alive as outputs),
+    then answers from ``_SHAPES``. Raises what the shapes-only run raised."""
+    meta = lambda t: ("T", tuple(t.shape), t.dtype)    # noqa: E731
+    try:
+        key = (func, _key(_map(args, meta)), _key(_map(kwargs, meta)))
+        spec = _SHAPES.get(key)
+    except TypeError:        # an argument that cannot be a key part: no cache
+        key, spec = None, None
+    if spec is None:
+        stand = {id(t): Tensor._make(abstract(tuple(t.shape), t._value.dtype), requires_grad=t.requires_grad)
+                 for t in tensors}
+        of_stand = {id(s): k for k, s in enumerate(stand.values())}
+        with tracegrad.no_grad():
+            out = func(*_map(args, lambda t: stand[id(t)]), **_map(kwargs, lambda t: stand[id(t)]))
+        spec = _map(out, lambda t: _Out(of_stand[id(t)]) if id(t) in of_stand else _Out(None, tuple(t.shape), t._value.dtype))
+        if key is not None:
+            if len(_SHAPES) > 4096:
+                _SHAPES.clear()
+            _SHAPES[key] = spec
+    firsts = list({id(t): t for t in tensors}.values())    # stand-ins were made once per tensor
+    return _map(spec, lambda o: firsts[o.arg] if o.arg is not None else Tensor._make(abstract(o.shape, o.dtype)), _Out)
 
 
 class Capture(TorchFunctionMode):
@@ -232,10 +252,7 @@ class Capture(TorchFunctionMode):
             return func(*args, **kwargs)
         seg = self.segment
         try:
-            standin = {id(t): seg.standin(t) for t in tensors}
-            # without autograd: a pending tensor's saved inputs would keep them alive (outputs)
-            with tracegrad.no_grad():
-                out = func(*_map(args, lambda t: standin[id(t)]), **_map(kwargs, lambda t: standin[id(t)]))
+            out = _shapes_of(func, args, kwargs, tensors)
         except Exception as e:     # noqa: BLE001 -- it cannot run on shapes: run it for real
             return self._break(func, args, kwargs, f"{name} cannot run on shapes alone ({type(e).__name__}: {e})")
         results = _leaves(out, [])
@@ -250,15 +267,14 @@ class Capture(TorchFunctionMode):
         single = isinstance(out, Tensor)
         for k, t in enumerate(results):
             r = _Ref("result", index, None if single else k)
-            real = seg.real_of.get(id(t))
-            if real is not None:            # an in-place op on a real tensor: it stays that object
-                seg.refs[id(real)] = r
+            if seg.keep.get(id(t)) is t:    # an in-place op on a real tensor: it stays that object
+                seg.refs[id(t)] = r
                 continue
             seg.refs[id(t)], seg.keep[id(t)] = r, weakref.ref(t)
             seg.pending.append((weakref.ref(t), r))
             if t._base is None:
                 t._rg = rg and (t.is_floating_point() or t.is_complex())
-        return _map(out, lambda t: seg.real_of.get(id(t), t))
+        return out
 
     def _break(self, func, args, kwargs, reason):
         self.flush(reason)
