@@ -35,6 +35,7 @@ import sys
 import weakref
 
 import tracegrad
+from . import _state
 from ._tensor import torch_function as _tf
 from ._tensor.meta import abstract, is_meta
 from ._tensor.tensor import Tensor, _JaxTracer
@@ -105,18 +106,22 @@ def _map(obj, fn, kind=Tensor):
     return obj
 
 
-def _key(obj):
-    """A hashable stand-in of a constant argument (a segment's cache key)."""
+def _key(obj, strict=False):
+    """A hashable stand-in of a constant argument (a segment's cache key). An unhashable object
+    is keyed by identity (the graph holds it, so its id is not reused while cached), or with
+    ``strict`` raises TypeError."""
     if isinstance(obj, (list, tuple)):
-        return (type(obj), tuple(_key(o) for o in obj))
+        return (type(obj), tuple(_key(o, strict) for o in obj))
     if isinstance(obj, dict):
-        return (dict, tuple((k, _key(v)) for k, v in obj.items()))
+        return (dict, tuple((k, _key(v, strict)) for k, v in obj.items()))
     if isinstance(obj, slice):
-        return (slice, _key(obj.start), _key(obj.stop), _key(obj.step))
+        return (slice, _key(obj.start, strict), _key(obj.stop, strict), _key(obj.step, strict))
     try:
         hash(obj)
         return (type(obj), obj)
     except TypeError:
+        if strict:
+            raise
         return ("id", id(obj))
 
 
@@ -189,7 +194,8 @@ class _Out:
         self.arg, self.shape, self.dtype = arg, shape, dtype
 
 
-_SHAPES = {}     # (func, argument shapes/dtypes/constants) -> its results as _Outs: one shape inference per op
+# (func, argument shapes/dtypes/constants) -> its results as _Outs: one shape inference per op
+_SHAPES = _state.register_cache("_dynamo_capture._SHAPES", {})
 
 
 def _shapes_of(func, args, kwargs, tensors):
@@ -199,7 +205,7 @@ def _shapes_of(func, args, kwargs, tensors):
     then answers from ``_SHAPES``. Raises what the shapes-only run raised."""
     meta = lambda t: ("T", tuple(t.shape), t.dtype)    # noqa: E731
     try:
-        key = (func, _key(_map(args, meta)), _key(_map(kwargs, meta)))
+        key = (func, _key(_map(args, meta), True), _key(_map(kwargs, meta), True))
         spec = _SHAPES.get(key)
     except TypeError:        # an argument that cannot be a key part: no cache
         key, spec = None, None
