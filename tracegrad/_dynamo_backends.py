@@ -100,7 +100,7 @@ class CompiledWithBackend:
             if self._graphs_at.get(seg.index, 0) >= _compiler.cache_size_limit:
                 return self._eager(seg, outputs, f"{_compiler.cache_size_limit} graphs compiled for graph "
                                    f"{seg.index + 1} of the call (cache_size_limit)")
-            names = [self._name(t, f, args, kwargs) for t, f in zip(seg.inputs, seg.frames)]
+            names = [self._name(t, local, args, kwargs) for t, local in zip(seg.inputs, seg.names)]
             try:
                 gm = _capture.build_graph(seg, outputs, names)
             except Exception as e:      # noqa: BLE001 -- a value FX cannot hold: run the calls
@@ -137,14 +137,14 @@ class CompiledWithBackend:
         with _grad_mode(seg.grad_enabled):
             return _capture.run_calls(seg, outputs, seg.inputs)
 
-    def _name(self, t, frame, args, kwargs):
+    def _name(self, t, local, args, kwargs):
         """dynamo's placeholder names: ``L_x_`` for argument ``x``, ``L_fn_modules_0_parameters_weight_``
         for a compiled module's state, a local variable's name for a value of an earlier graph."""
         if self._names is None:
             self._names = _source_names(self._fn, args, kwargs)
         name = self._names.get(id(t))
         if name is None:
-            name = _local_name(t, frame) or "tensor"
+            name = local or "tensor"
         return f"L_{name}_"
 
 
@@ -212,14 +212,6 @@ def _state_path(module, path):
         m = m._modules[p]
     kind = "parameters" if parts[-1] in m._parameters else "buffers"
     return "_".join(out + [f"{kind}_{parts[-1]}"])
-
-
-def _local_name(t, frame):
-    if frame is not None:
-        for k, v in frame.f_locals.items():
-            if v is t:
-                return k
-    return None
 
 
 # -- registry -----------------------------------------------------------------------------------

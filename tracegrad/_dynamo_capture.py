@@ -138,6 +138,14 @@ def where() -> str | None:
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
 
+def _local_name(t, frame):
+    if frame is not None:
+        for k, v in frame.f_locals.items():
+            if v is t:
+                return k
+    return None
+
+
 class _Ref:
     """A segment value in a recorded call: placeholder ``j`` or result ``i`` (item ``k`` of it)."""
 
@@ -157,7 +165,7 @@ class Segment:
         self.grad_enabled = grad_enabled
         self.index = index        # its place in the call: the first graph, the one after a break...
         self.inputs = []          # real tensors, in order of first use
-        self.frames = []          # the user's frame at each input's first use
+        self.names = []           # the name of the user's local variable holding each input, or None
         self.calls = []           # (func, args, kwargs) with tensors as _Ref
         self.refs = {}            # id(tensor) -> _Ref of its current value in this segment
         self.keep = {}            # id(tensor) -> the tensor (real) or a weakref to it (pending)
@@ -172,7 +180,9 @@ class Segment:
                 return r
         r = _Ref("input", len(self.inputs))
         self.inputs.append(t)
-        self.frames.append(user_frame())     # where its variable name can be read (placeholder names)
+        # its variable's name, for the placeholder (read now: holding the frame would keep
+        # its locals, pending tensors among them, alive as graph outputs)
+        self.names.append(_local_name(t, user_frame()))
         self.refs[id(t)], self.keep[id(t)] = r, t
         if self.device is None:
             self.device = t.device
