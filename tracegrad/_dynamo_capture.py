@@ -22,8 +22,8 @@ not used again is still an output); shapes are static (a new shape is a new grap
 placeholders of the graph that uses them; ``a + b`` and ``a.add(b)`` are both the call_method
 ``add`` (dynamo: ``operator.add`` and call_method), ``torch.sin(x)`` the call_function
 ``torch.sin``; ops the shapes-only run rejects end a graph (they run eagerly between graphs);
-``print`` is found by replacing ``builtins.print`` while a compiled call runs (one thread at a
-time); state a fused optimizer step writes without tensor ops sees pending ops only after a
+``print`` is found by replacing ``builtins.print`` while a compiled call runs (a ``print``
+bound before, ``from builtins import print as p``, is not seen); state a fused optimizer step writes without tensor ops sees pending ops only after a
 graph break (``backward()`` is one).
 """
 from __future__ import annotations
@@ -32,6 +32,7 @@ import builtins
 import operator
 import os
 import sys
+import threading
 import weakref
 
 import tracegrad
@@ -63,7 +64,7 @@ _METADATA_PROPS = frozenset({
     "is_nested", "_base", "retains_grad"})
 _SETITEM = ("__setitem__", "setitem")
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
-_ACTIVE = [None]        # the capture running now (a compiled call inside it is part of its graph)
+_LOCAL = threading.local()      # .capture: this thread's running capture (a compiled call inside it is part of its graph)
 
 
 class Pending(Exception):
@@ -319,13 +320,6 @@ class Capture(TorchFunctionMode):
         for t, r in live:
             _become(t, by_key[r.key()])
 
-    def print(self, *args, **kwargs):
-        """``print`` while capturing: a graph break, as in dynamo."""
-        self.flush("print() is a graph break")
-        return _PRINT(*args, **kwargs)
-
-
-_PRINT = builtins.print
 
 
 class _off:
@@ -346,27 +340,49 @@ class _off:
 
 
 class capturing:
-    """``with capturing(capture):`` the capture's mode is on and ``print`` is its graph break."""
+    """``with capturing(capture):`` the capture's mode is on, and ``print`` is a graph break in
+    this thread (``builtins.print`` is replaced while any thread captures)."""
+
+    _lock = threading.Lock()
+    _count = 0
+    _print = None      # builtins.print as it was before the first capture
 
     def __init__(self, capture):
         self.capture = capture
 
     def __enter__(self):
-        self.prev = _ACTIVE[0]
-        _ACTIVE[0] = self.capture
-        builtins.print = self.capture.print
+        cls = capturing
+        with cls._lock:
+            if cls._count == 0:
+                cls._print = builtins.print
+                builtins.print = _print
+            cls._count += 1
+        _LOCAL.capture = self.capture
         self.capture.__enter__()
 
     def __exit__(self, *exc):
+        cls = capturing
         try:
             self.capture.__exit__(*exc)
         finally:
-            builtins.print = _PRINT if self.prev is None else self.prev.print
-            _ACTIVE[0] = self.prev
+            _LOCAL.capture = None
+            with cls._lock:
+                cls._count -= 1
+                if cls._count == 0:
+                    builtins.print = cls._print
+
+
+def _print(*args, **kwargs):
+    """``print`` while capturing: a graph break, as in dynamo."""
+    cap = active()
+    if cap is not None:
+        cap.flush("print() is a graph break")
+    return capturing._print(*args, **kwargs)
 
 
 def active():
-    return _ACTIVE[0]
+    """This thread's running capture, or None."""
+    return getattr(_LOCAL, "capture", None)
 
 
 _SLOTS = tuple(s for s in Tensor.__slots__ if s not in ("__dict__", "__weakref__"))

@@ -38,6 +38,9 @@ class Recorder:
     def placeholders(self, i=0):
         return sum(n.op == "placeholder" for n in self.graphs[i].graph.nodes)
 
+    def outputs(self, i=0):
+        return len(next(n for n in self.graphs[i].graph.nodes if n.op == "output").args[0])
+
 
 def _mlp(mod):
     return np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.ReLU(), mod.nn.Linear(4, 2)), mod)
@@ -77,6 +80,7 @@ def test_graphs_and_backend_calls_match_torch(torch_run):
     for rec, t_rec in ((rec_m, t_rec_m), (rec_f, t_rec_f)):
         assert rec.targets() == t_rec.targets()
         assert rec.placeholders() == t_rec.placeholders()
+        assert rec.outputs() == t_rec.outputs() == 1       # what the function returns, not its locals
         assert (sorted(tuple(e.shape) for e in rec.examples[0])
                 == sorted(tuple(e.shape) for e in t_rec.examples[0]))
     assert {type(e).__name__ for e in rec_m.examples[0]} == {"Parameter", "Tensor"}
