@@ -219,14 +219,15 @@ def register_backend(compiler_fn=None, name=None, tags=()):
     """Mirrors ``torch._dynamo.register_backend``: ``compiler_fn`` (``(gm, example_inputs) ->
     callable``) becomes compilable by name (``tracegrad.compile(m, backend=name)``; the name
     defaults to the function's). Usable as a decorator, with or without arguments.
-    Returns ``compiler_fn``. Raises RuntimeError when the name is taken (as torch's assert)."""
+    Returns ``compiler_fn``. Raises AssertionError (as torch) when ``compiler_fn`` is not
+    callable or the name is taken (XLA's names included)."""
     if compiler_fn is None:
         return functools.partial(register_backend, name=name, tags=tags)
     if not callable(compiler_fn):
-        raise TypeError(f"register_backend: compiler_fn must be callable, got {type(compiler_fn).__name__}")
+        raise AssertionError(f"register_backend: compiler_fn must be callable, got {type(compiler_fn).__name__}")
     name = name or compiler_fn.__name__
     if name in _REGISTRY or name in _compiler._BACKENDS:
-        raise RuntimeError(f"duplicate name: {name}")
+        raise AssertionError(f"duplicate name: {name}")
     _REGISTRY[name] = compiler_fn
     compiler_fn._tags = tuple(tags)
     return compiler_fn
