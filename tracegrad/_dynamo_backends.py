@@ -115,7 +115,7 @@ class CompiledWithBackend:
             self._cache[sig] = compiled
             self._graphs_at[seg.index] = self._graphs_at.get(seg.index, 0) + 1
             self.stats["graphs"] += 1
-        with _grad_mode(seg.grad_enabled):
+        with _capture.modes(seg):
             # an AOT-style callable marked _boxed_call takes the inputs as one list, as in torch
             out = compiled(list(seg.inputs)) if getattr(compiled, "_boxed_call", False) else compiled(*seg.inputs)
         if isinstance(out, Tensor):
@@ -134,7 +134,7 @@ class CompiledWithBackend:
             warnings.warn(f"tracegrad.compile: a graph of {getattr(self._fn, '__qualname__', self._fn)} runs "
                           f"eagerly, without the backend: {reason}. See tracegrad.compiler.stats().",
                           UserWarning, stacklevel=5)
-        with _grad_mode(seg.grad_enabled):
+        with _capture.modes(seg):
             return _capture.run_calls(seg, outputs, seg.inputs)
 
     def _name(self, t, local, args, kwargs):
@@ -146,20 +146,6 @@ class CompiledWithBackend:
         if name is None:
             name = local or "tensor"
         return f"L_{name}_"
-
-
-class _grad_mode:
-    def __init__(self, enabled):
-        self.enabled = enabled
-
-    def __enter__(self):
-        import tracegrad
-        self.prev = tracegrad.is_grad_enabled()
-        tracegrad.set_grad_enabled(self.enabled)
-
-    def __exit__(self, *exc):
-        import tracegrad
-        tracegrad.set_grad_enabled(self.prev)
 
 
 def _source_names(fn, args, kwargs):

@@ -5,7 +5,8 @@ function's Python on every call instead, under a ``TorchFunctionMode`` that does
 the tensor ops it sees. Each op runs on shapes alone (meta stand-ins of its inputs, so its
 result is a meta tensor of the right shape, dtype and ``requires_grad``: a *pending* tensor)
 and is recorded. When Python needs a value (``.item()``, ``bool(t)``, ``print``, printing a
-tensor, ``backward()``, an op that cannot run on shapes alone), when grad mode changes, and when
+tensor, ``backward()``, an op that cannot run on shapes alone), when grad mode or autocast
+changes (dynamo records the switch inside one graph; here each graph runs under its ops' modes), and when
 the function returns, the ops recorded since the last such point (a *segment*) become one FX
 graph: its placeholders are the real tensors the segment read (arguments, parameters and
 buffers, values of earlier segments), in order of first use; its outputs are the pending
@@ -36,7 +37,7 @@ import threading
 import weakref
 
 import tracegrad
-from . import _state
+from . import _autocast, _state
 from ._tensor import torch_function as _tf
 from ._tensor.meta import abstract, is_meta
 from ._tensor.tensor import Tensor, _JaxTracer
@@ -147,6 +148,32 @@ def _local_name(t, frame):
     return None
 
 
+def modes_now():
+    """(grad mode, autocast settings) of this thread."""
+    return tracegrad.is_grad_enabled(), tuple(sorted(_autocast._state().items()))
+
+
+class modes:
+    """``with modes(seg):`` grad mode and autocast as they were when ``seg``'s ops were called."""
+
+    def __init__(self, seg):
+        self.seg = seg
+
+    def __enter__(self):
+        self.prev = modes_now()
+        self._set(self.seg.grad_enabled, self.seg.autocast)
+
+    def __exit__(self, *exc):
+        self._set(*self.prev)
+
+    @staticmethod
+    def _set(grad_enabled, autocast):
+        tracegrad.set_grad_enabled(grad_enabled)
+        state = _autocast._state()
+        state.clear()
+        state.update(autocast)
+
+
 class _Ref:
     """A segment value in a recorded call: placeholder ``j`` or result ``i`` (item ``k`` of it)."""
 
@@ -162,8 +189,8 @@ class _Ref:
 class Segment:
     """The tensor ops recorded between two graph breaks (NOTE [lazy segments])."""
 
-    def __init__(self, grad_enabled, index=0):
-        self.grad_enabled = grad_enabled
+    def __init__(self, index=0):
+        self.grad_enabled, self.autocast = modes_now()   # the modes its ops run under
         self.index = index        # its place in the call: the first graph, the one after a break...
         self.inputs = []          # real tensors, in order of first use
         self.names = []           # the name of the user's local variable holding each input, or None
@@ -193,7 +220,7 @@ class Segment:
         ins = tuple((tuple(t.shape), t.dtype, t.requires_grad, type(t)) for t in self.inputs)
         calls = tuple((func, _key(_map(a, _Ref.key, _Ref)), _key(_map(k, _Ref.key, _Ref)))
                       for func, a, k in self.calls)
-        return (self.grad_enabled, ins, calls, tuple(r.key() for r in outputs))
+        return (self.grad_enabled, self.autocast, ins, calls, tuple(r.key() for r in outputs))
 
 
 class _Out:
@@ -242,7 +269,7 @@ class Capture(TorchFunctionMode):
     def __init__(self, on_segment):
         super().__init__()
         self.on_segment = on_segment
-        self.segment = Segment(tracegrad.is_grad_enabled())
+        self.segment = Segment()
 
     # -- the protocol ---------------------------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -256,8 +283,9 @@ class Capture(TorchFunctionMode):
         if prop == "device":
             t = args[0]
             return self.segment.device if is_meta(t) and self.segment.device is not None else func(*args)
-        if tracegrad.is_grad_enabled() != self.segment.grad_enabled:
-            self.flush(f"grad mode changed to {tracegrad.is_grad_enabled()}")
+        if modes_now() != (self.segment.grad_enabled, self.segment.autocast):
+            # the segment's ops run under the modes they were called in: a change ends it
+            self.flush("grad mode or autocast changed")
         if name in _READS:
             return self._break(func, args, kwargs, f"{name}() needs a tensor's value")
         if name in _AUTOGRAD:
@@ -303,9 +331,9 @@ class Capture(TorchFunctionMode):
         tensors real. Runs with this mode off, so the backend's callable computes for real."""
         seg = self.segment
         if not seg.calls:
-            self.segment = Segment(tracegrad.is_grad_enabled(), seg.index)
+            self.segment = Segment(seg.index)
             return
-        self.segment = Segment(tracegrad.is_grad_enabled(), seg.index + 1)
+        self.segment = Segment(seg.index + 1)
         live, outputs, seen = [], [], set()
         for ref, r in seg.pending:
             t = ref()
