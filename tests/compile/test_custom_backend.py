@@ -206,6 +206,16 @@ def test_module_state_and_inplace_buffers_run_through_the_graph():
     y, z = tracegrad.compile(f, backend=Recorder())(tracegrad.ones(2, requires_grad=True))
     assert y.requires_grad and not z.requires_grad and z.tolist() == [3.0, 3.0]
 
+    lin = np_init(tracegrad.nn.Linear(4, 4), tracegrad)
+
+    def g(x):        # the graph under autocast runs under it, though the call ends outside
+        with tracegrad.autocast("cpu", dtype=tracegrad.bfloat16):
+            h = lin(x)
+        return h.float() * 2, h
+    x = data(tracegrad, 0, 2, 4)
+    (a, h), (ea, eh) = tracegrad.compile(g, backend=Recorder())(x), g(x)
+    assert h.dtype == eh.dtype == tracegrad.bfloat16 and tracegrad.equal(a, ea)
+
 
 def test_fullgraph_cache_limit_and_boxed_callables(monkeypatch):
     def breaks(x):
