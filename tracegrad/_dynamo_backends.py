@@ -79,8 +79,17 @@ class CompiledWithBackend:
             return self._fn(*args, **kwargs)       # nested: part of the outer graph
         self._names = None
         cap = _capture.Capture(functools.partial(self._segment, args, kwargs))
-        with _capture.capturing(cap):
-            out = self._fn(*args, **kwargs)
+        try:
+            with _capture.capturing(cap):
+                out = self._fn(*args, **kwargs)
+        except BaseException:
+            # the ops before the raise happened eagerly (an in-place write, a buffer update):
+            # run them, then raise the function's own error
+            try:
+                cap.flush(None)
+            except Exception:      # noqa: BLE001 -- the function's error is the one to report
+                pass
+            raise
         cap.flush(None)
         return out
 

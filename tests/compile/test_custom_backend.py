@@ -3,6 +3,8 @@ dynamo: the backend gets FX graphs of the function's tensor ops (placeholders fo
 read, parameters included), once per new graph, and what it returns is what runs; a graph break
 splits the function into several graphs (``explain``). Tests marked ``torch dynamo`` call
 ``torch.compile``/``torch._dynamo.explain`` (slow to start: a handful in this file)."""
+import builtins
+
 import numpy as np
 import pytest
 
@@ -267,3 +269,16 @@ def test_inplace_writes_and_autograd_inside_match_torch_eager():
         tg.sum().backward()
         np.testing.assert_allclose(w.grad.numpy(), tw.grad.numpy(), rtol=1e-6)
     assert len(rec.graphs) == 2 and "autograd" in f.stats["graph_breaks"][0][0]
+
+
+def test_ops_before_an_exception_run_as_eagerly():
+    rec = Recorder()
+
+    def f(x):
+        x.mul_(3)
+        raise ValueError("after the write")
+    g, x, before = tracegrad.compile(f, backend=rec), tracegrad.ones(2), builtins.print
+    with pytest.raises(ValueError, match="after the write"):
+        g(x)
+    assert x.tolist() == [3.0, 3.0] and rec.runs == 1
+    assert builtins.print is before          # print is itself again after the capture
