@@ -24,15 +24,18 @@ _FROM_BACKENDS = ("optimize", "register_backend", "lookup_backend", "list_backen
 def __getattr__(name):
     from . import _dynamo_backends as b
     if name in _FROM_BACKENDS:
-        return getattr(b, name)
-    if name == "backends":      # torch._dynamo.backends.common.aot_autograd / .registry.register_backend
+        value = getattr(b, name)
+    elif name == "backends":      # torch._dynamo.backends.common.aot_autograd / .registry.register_backend
         common = types.SimpleNamespace(aot_autograd=b.aot_autograd)
         registry = types.SimpleNamespace(register_backend=b.register_backend, lookup_backend=b.lookup_backend,
                                          list_backends=b.list_backends)
-        return types.SimpleNamespace(common=common, registry=registry)
-    if name == "exc":
-        return types.SimpleNamespace(BackendCompilerFailed=b.BackendCompilerFailed)
-    raise AttributeError(f"module 'tracegrad._dynamo' has no attribute {name!r}")
+        value = types.SimpleNamespace(common=common, registry=registry)
+    elif name == "exc":
+        value = types.SimpleNamespace(BackendCompilerFailed=b.BackendCompilerFailed)
+    else:
+        raise AttributeError(f"module 'tracegrad._dynamo' has no attribute {name!r}")
+    globals()[name] = value        # found once: later reads are plain attributes
+    return value
 
 
 class _Config:
