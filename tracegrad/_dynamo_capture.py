@@ -68,10 +68,6 @@ _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LOCAL = threading.local()      # .capture: this thread's running capture (a compiled call inside it is part of its graph)
 
 
-class Pending(Exception):
-    """Internal: this call cannot run on shapes alone (its reason ends the graph)."""
-
-
 def _property_name(func):
     prop = getattr(func, "__self__", None)
     if isinstance(prop, property):
@@ -300,7 +296,14 @@ class Capture(TorchFunctionMode):
             out = _shapes_of(func, args, kwargs, tensors)
         except Exception as e:     # noqa: BLE001 -- it cannot run on shapes: run it for real
             return self._break(func, args, kwargs, f"{name} cannot run on shapes alone ({type(e).__name__}: {e})")
-        results = _leaves(out, [])
+        single = isinstance(out, Tensor)
+        if single:
+            results = [(None, out)]
+        else:      # a graph node's value is one tensor or a flat sequence (``max(dim)``'s pair)
+            results = [(k, o) for k, o in enumerate(out)] if isinstance(out, (tuple, list)) else []
+            results = [(k, o) for k, o in results if isinstance(o, Tensor)]
+            if len(results) != len(_leaves(out, [])):
+                return self._break(func, args, kwargs, f"{name} returns nested tensors")
         if not results and not (out is None and name in _SETITEM):
             return self._break(func, args, kwargs, f"{name} returns no tensor")
         # what requires_grad the real result will have (read before the graph runs)
@@ -309,9 +312,8 @@ class Capture(TorchFunctionMode):
             func, args = getattr, (args[0], prop)
         index = len(seg.calls)
         seg.calls.append((func, _map(args, seg.ref_of), _map(kwargs, seg.ref_of)))
-        single = isinstance(out, Tensor)
-        for k, t in enumerate(results):
-            r = _Ref("result", index, None if single else k)
+        for k, t in results:
+            r = _Ref("result", index, k)
             if seg.keep.get(id(t)) is t:    # an in-place op on a real tensor: it stays that object
                 seg.refs[id(t)] = r
                 continue
