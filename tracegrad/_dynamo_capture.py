@@ -435,7 +435,7 @@ def _become(pending, real):
 # -- the FX graph of a segment ------------------------------------------------------------------
 def build_graph(seg, outputs, names):
     """``GraphModule`` of ``seg`` returning ``outputs`` (a tuple, as dynamo's graphs do);
-    ``names``: a placeholder name per input."""
+    ``names``: a placeholder name per input (annotated with its class, as dynamo's)."""
     graph = Graph()
     nodes = {}
     taken = set()
@@ -445,7 +445,7 @@ def build_graph(seg, outputs, names):
             k += 1
             n = f"{base[:-1]}{k}_"
         taken.add(n)
-        nodes[("input", j, None)] = graph.create_node("placeholder", n, name=n.lower())
+        nodes[("input", j, None)] = graph.create_node("placeholder", n, name=n.lower(), type_expr=type(seg.inputs[j]))
     for i, (func, args, kwargs) in enumerate(seg.calls):
         conv = lambda r: _node(graph, nodes, r)    # noqa: E731
         args, kwargs = _map(args, conv, _Ref), _map(kwargs, conv, _Ref)
