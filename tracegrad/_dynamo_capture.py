@@ -24,8 +24,9 @@ placeholders of the graph that uses them; ``a + b`` and ``a.add(b)`` are both th
 ``add`` (dynamo: ``operator.add`` and call_method), ``torch.sin(x)`` the call_function
 ``torch.sin``; ops the shapes-only run rejects end a graph (they run eagerly between graphs);
 ``print`` is found by replacing ``builtins.print`` while a compiled call runs (a ``print``
-bound before, ``from builtins import print as p``, is not seen); state a fused optimizer step writes without tensor ops sees pending ops only after a
-graph break (``backward()`` is one).
+bound before, ``from builtins import print as p``, is not seen); code that reads tensors
+without tensor ops (an optimizer's fused step) sees recorded in-place writes once their graph
+ends: a ``.grad``/``.data`` read after one ends it.
 """
 from __future__ import annotations
 
@@ -195,6 +196,7 @@ class Segment:
         self.keep = {}            # id(tensor) -> the tensor (real) or a weakref to it (pending)
         self.pending = []         # (weakref to a pending tensor, its _Ref), in creation order
         self.device = None
+        self.dirty = False        # an in-place op on a real tensor is recorded (not yet run)
 
     def ref_of(self, t):
         r = self.refs.get(id(t))
@@ -275,6 +277,10 @@ class Capture(TorchFunctionMode):
         if prop is not None:
             name = prop
         if name in _METADATA or prop in _METADATA_PROPS:
+            if prop in ("grad", "data") and self.segment.dirty:
+                # code that works on .grad/.data without tensor ops (an optimizer's fused step)
+                # must see the in-place writes recorded so far (clip_grad_norm_'s, a decay)
+                self.flush(f".{prop} read after in-place writes")
             return func(*args, **kwargs)
         if prop == "device":
             t = args[0]
@@ -316,6 +322,7 @@ class Capture(TorchFunctionMode):
             r = _Ref("result", index, k)
             if seg.keep.get(id(t)) is t:    # an in-place op on a real tensor: it stays that object
                 seg.refs[id(t)] = r
+                seg.dirty = True
                 continue
             seg.refs[id(t)], seg.keep[id(t)] = r, weakref.ref(t)
             seg.pending.append((weakref.ref(t), r))

@@ -282,3 +282,29 @@ def test_ops_before_an_exception_run_as_eagerly():
         g(x)
     assert x.tolist() == [3.0, 3.0] and rec.runs == 1
     assert builtins.print is before          # print is itself again after the capture
+
+
+def _clipped_step(mod):
+    m = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.SGD(m.parameters(), lr=0.5, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad()
+        loss = m(x).pow(2).sum() * 100
+        loss.backward()
+        mod.nn.utils.clip_grad_norm_(m.parameters(), 0.1)     # in-place writes to .grad
+        with mod.no_grad():
+            m.weight.mul_(0.9)
+        opt.step()                  # reads .grad: the writes before it run first
+        return loss
+    return m, step
+
+
+def test_training_step_with_clipping_matches_torch_eager():
+    (tm, t_step), (m, step) = _clipped_step(torch), _clipped_step(tracegrad)
+    step = tracegrad.compile(step, backend=Recorder())
+    for i in range(3):
+        np.testing.assert_allclose(step(data(tracegrad, i, 4, 3)).item(), t_step(data(torch, i, 4, 3)).item(),
+                                   rtol=1e-5)
+    for p, q in zip(m.parameters(), tm.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
