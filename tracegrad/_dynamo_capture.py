@@ -64,6 +64,8 @@ _METADATA_PROPS = frozenset({
     "shape", "dtype", "requires_grad", "is_leaf", "ndim", "grad", "grad_fn", "names", "layout", "is_cuda",
     "is_sparse", "is_quantized", "is_meta", "is_mps", "is_xpu", "itemsize", "nbytes", "_version", "output_nr",
     "is_nested", "_base", "retains_grad"})
+# read from the real tensor: a pending one has no autograd history yet
+_AUTOGRAD_PROPS = frozenset({"grad", "data", "grad_fn", "is_leaf", "_base", "_version", "output_nr", "retains_grad"})
 _SETITEM = ("__setitem__", "setitem")
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LOCAL = threading.local()      # .capture: this thread's running capture (a compiled call inside it is part of its graph)
@@ -198,6 +200,10 @@ class Segment:
         self.device = None
         self.dirty = False        # an in-place op on a real tensor is recorded (not yet run)
 
+    def is_pending(self, t):
+        kept = self.keep.get(id(t))
+        return isinstance(kept, weakref.ref) and kept() is t
+
     def ref_of(self, t):
         r = self.refs.get(id(t))
         if r is not None:
@@ -277,10 +283,11 @@ class Capture(TorchFunctionMode):
         if prop is not None:
             name = prop
         if name in _METADATA or prop in _METADATA_PROPS:
-            if prop in ("grad", "data") and self.segment.dirty:
-                # code that works on .grad/.data without tensor ops (an optimizer's fused step)
-                # must see the in-place writes recorded so far (clip_grad_norm_'s, a decay)
-                self.flush(f".{prop} read after in-place writes")
+            if prop in _AUTOGRAD_PROPS and (self.segment.dirty or self.segment.is_pending(args[0])):
+                # a pending tensor's autograd facts are the real result's; and code that works
+                # on .grad/.data without tensor ops (an optimizer's fused step) must see the
+                # in-place writes recorded so far (clip_grad_norm_'s, a weight decay)
+                self.flush(f".{prop} read")
             return func(*args, **kwargs)
         if prop == "device":
             t = args[0]

@@ -308,3 +308,15 @@ def test_training_step_with_clipping_matches_torch_eager():
                                    rtol=1e-5)
     for p, q in zip(m.parameters(), tm.parameters()):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_autograd_facts_read_inside_are_the_real_ones():
+    def f(mod, w):
+        def g(x):
+            y = x * w
+            return y * 2 if (y.grad_fn is not None and not y.is_leaf) else y
+        return g
+    tw, w = torch.ones(2, requires_grad=True), tracegrad.ones(2, requires_grad=True)
+    out = tracegrad.compile(f(tracegrad, w), backend=Recorder())(tracegrad.ones(2))
+    assert out.tolist() == f(torch, tw)(torch.ones(2)).tolist() == [2.0, 2.0]
+    assert out.grad_fn.name() == "MulBackward0"
