@@ -3,11 +3,11 @@
 NOTE [lazy segments]: torch's dynamo reads the function's bytecode; tracegrad runs the
 function's Python on every call instead, under a ``TorchFunctionMode`` that does not compute
 the tensor ops it sees. Each op runs on shapes alone (meta stand-ins of its inputs, so its
-result is a meta tensor of the right shape, dtype and ``requires_grad``: a *pending* tensor)
-and is recorded. When Python needs a value (``.item()``, ``bool(t)``, ``print``, printing a
-tensor, ``backward()``, an op that cannot run on shapes alone), when grad mode or autocast
-changes (dynamo records the switch inside one graph; here each graph runs under its ops' modes), and when
-the function returns, the ops recorded since the last such point (a *segment*) become one FX
+result is a meta tensor of the right shape and dtype: a *pending* tensor) and is recorded.
+When Python needs a value (``.item()``, ``bool(t)``, ``print``, printing a tensor,
+``backward()``, a pending tensor's ``requires_grad`` or ``grad_fn``, an op that cannot run on
+shapes alone), when grad mode or autocast changes (dynamo records the switch inside one graph;
+here each graph runs under its ops' modes), and when the function returns, the ops recorded since the last such point (a *segment*) become one FX
 graph: its placeholders are the real tensors the segment read (arguments, parameters and
 buffers, values of earlier segments), in order of first use; its outputs are the pending
 tensors still alive. The backend is called with ``(GraphModule, example_inputs)`` the first
@@ -65,7 +65,8 @@ _METADATA_PROPS = frozenset({
     "is_sparse", "is_quantized", "is_meta", "is_mps", "is_xpu", "itemsize", "nbytes", "_version", "output_nr",
     "is_nested", "_base", "retains_grad"})
 # read from the real tensor: a pending one has no autograd history yet
-_AUTOGRAD_PROPS = frozenset({"grad", "data", "grad_fn", "is_leaf", "_base", "_version", "output_nr", "retains_grad"})
+_AUTOGRAD_PROPS = frozenset({"grad", "data", "grad_fn", "is_leaf", "_base", "_version", "output_nr", "retains_grad",
+                             "requires_grad"})
 _SETITEM = ("__setitem__", "setitem")
 _PKG = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _LOCAL = threading.local()      # .capture: this thread's running capture (a compiled call inside it is part of its graph)
@@ -319,8 +320,6 @@ class Capture(TorchFunctionMode):
                 return self._break(func, args, kwargs, f"{name} returns nested tensors")
         if not results and not (out is None and name in _SETITEM):
             return self._break(func, args, kwargs, f"{name} returns no tensor")
-        # what requires_grad the real result will have (read before the graph runs)
-        rg = seg.grad_enabled and any(t.requires_grad for t in tensors)
         if prop is not None:
             func, args = getattr, (args[0], prop)
         index = len(seg.calls)
@@ -333,8 +332,6 @@ class Capture(TorchFunctionMode):
                 continue
             seg.refs[id(t)], seg.keep[id(t)] = r, weakref.ref(t)
             seg.pending.append((weakref.ref(t), r))
-            if t._base is None:
-                t._rg = rg and (t.is_floating_point() or t.is_complex())
         return out
 
     def _break(self, func, args, kwargs, reason):
