@@ -47,8 +47,8 @@ class CompiledWithBackend:
     each call runs ``fn``'s Python, handing its tensor ops to the backend graph by graph.
 
     Attributes: ``stats`` -- calls, ``graphs`` (backend calls), ``eager_graphs`` (graphs run
-    without the backend) and the graph breaks (reason, ``file:line``); also in
-    ``tracegrad.compiler.stats()``."""
+    without the backend), ``eager_calls`` (calls run eagerly as a whole) and the graph breaks
+    (reason, ``file:line``); also in ``tracegrad.compiler.stats()``."""
 
     _tracegrad_state_is_captured = True
 
@@ -60,7 +60,8 @@ class CompiledWithBackend:
         self._graphs_at = {}    # a segment's index in the call -> graphs compiled for it
         self._names = None      # id(tensor) -> placeholder name (arguments, module state)
         self._warned = False
-        self.stats = {"calls": 0, "graphs": 0, "eager_graphs": 0, "graph_breaks": []}
+        self._always_eager = False
+        self.stats = {"calls": 0, "graphs": 0, "eager_graphs": 0, "eager_calls": 0, "graph_breaks": []}
         self._order = next(_ORDER)
         _compiler._ALL.add(self)
 
@@ -70,19 +71,25 @@ class CompiledWithBackend:
     def reset(self):
         self._cache.clear()
         self._graphs_at.clear()
-        self.stats.update(calls=0, graphs=0, eager_graphs=0, graph_breaks=[])
+        self._always_eager = False
+        self.stats.update(calls=0, graphs=0, eager_graphs=0, eager_calls=0, graph_breaks=[])
 
     def __call__(self, *args, **kwargs):
         self.stats["calls"] += 1
         if (self.disabled or _capture.active() is not None or _compiler._STANCE[0] == "force_eager"
                 or _compiler.is_compiling()):
             return self._fn(*args, **kwargs)       # nested: part of the outer graph
+        if self._always_eager:
+            self.stats["eager_calls"] += 1
+            return self._fn(*args, **kwargs)
         self._names = None
         cap = _capture.Capture(functools.partial(self._segment, args, kwargs))
         try:
             with _capture.capturing(cap):
                 out = self._fn(*args, **kwargs)
-        except BaseException:
+        except BaseException as e:
+            if cap.leaked(e):
+                return self._leaked(cap, e, args, kwargs)
             # the ops before the raise happened eagerly (an in-place write, a buffer update):
             # run them, then raise the function's own error
             try:
@@ -92,6 +99,24 @@ class CompiledWithBackend:
             raise
         cap.flush(None)
         return out
+
+    def _leaked(self, cap, error, args, kwargs):
+        """Code inside tracegrad computed on a value no graph had computed yet, without a tensor
+        op the capture sees (``nn.LSTM``'s layers). The function runs eagerly from now on, said
+        once; this call runs again eagerly when no graph has run yet (else the error is raised:
+        running again would repeat the graph's effects)."""
+        where = getattr(self._fn, "__qualname__", self._fn)
+        if cap.ran:
+            raise RuntimeError(f"tracegrad.compile: {where} with a user backend: tracegrad code computed on a "
+                               f"value before its graph ran ({error}); compile it without backend=") from error
+        self._always_eager = True
+        reason = ("tracegrad code inside it computes without tensor ops a graph can record "
+                  f"({type(error).__name__}: {error})")
+        self.stats["graph_breaks"].append((reason, None))
+        warnings.warn(f"tracegrad.compile: {where} runs eagerly, without the backend: {reason}. "
+                      "See tracegrad.compiler.stats().", UserWarning, stacklevel=4)
+        self.stats["eager_calls"] += 1
+        return self._fn(*args, **kwargs)
 
     # -- one graph ------------------------------------------------------------------------------
     def _segment(self, args, kwargs, seg, outputs, reason):

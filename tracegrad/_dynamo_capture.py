@@ -275,6 +275,7 @@ class Capture(TorchFunctionMode):
         super().__init__()
         self.on_segment = on_segment
         self.segment = Segment()
+        self.ran = False          # a graph has run (its effects happened) in this call
 
     # -- the protocol ---------------------------------------------------------------------------
     def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -347,6 +348,7 @@ class Capture(TorchFunctionMode):
             self.segment = Segment(seg.index)
             return
         self.segment = Segment(seg.index + 1)
+        self.ran = True
         live, outputs, seen = [], [], set()
         for ref, r in seg.pending:
             t = ref()
@@ -361,6 +363,10 @@ class Capture(TorchFunctionMode):
         for t, r in live:
             _become(t, by_key[r.key()])
 
+    def leaked(self, error) -> bool:
+        """Whether ``error`` is a pending tensor reaching code that computes without a tensor op
+        this mode sees (``nn.LSTM``'s layer function): a meta-tensor error while some are pending."""
+        return "meta" in str(error) and any(ref() is not None for ref, _ in self.segment.pending)
 
 
 class _off:

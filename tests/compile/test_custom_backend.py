@@ -320,3 +320,18 @@ def test_autograd_facts_read_inside_are_the_real_ones():
     out = tracegrad.compile(f(tracegrad, w), backend=Recorder())(tracegrad.ones(2))
     assert out.tolist() == f(torch, tw)(torch.ones(2)).tolist() == [2.0, 2.0]
     assert out.grad_fn.name() == "MulBackward0"
+
+
+def test_code_computing_without_tensor_ops_runs_eagerly_with_a_warning():
+    """nn.LSTM's layers compute without tensor ops the capture sees: the first call finds it,
+    runs eagerly, says so once, and so do later calls (the backend is never silently skipped)."""
+    lstm = np_init(tracegrad.nn.LSTM(3, 4, batch_first=True), tracegrad)
+    rec = Recorder()
+    c = tracegrad.compile(lstm, backend=rec)
+    x = data(tracegrad, 0, 2, 5, 3)
+    with pytest.warns(UserWarning, match="runs eagerly, without the backend"):
+        out, _ = c(x)
+    assert tracegrad.equal(out, lstm(x)[0]) and not rec.graphs
+    assert tracegrad.equal(c(x)[0], lstm(x)[0])
+    st = c.__dict__["_compiled_call"].stats          # what tracegrad.compiler.stats() lists
+    assert st["eager_calls"] == 2 and "without tensor ops" in st["graph_breaks"][0][0]
