@@ -406,6 +406,7 @@ def _assert(condition, message):
 
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
 from . import fx as fx  # noqa: E402  (torch imports torch.fx at import, too)
+from . import _dynamo_backends  # noqa: E402,F401  (user backends get FX graphs: it registers itself with compile)
 from . import masked as masked  # noqa: E402  (torch.masked; built on the names above)
 from ._api.streams import Event as Event, Stream as Stream  # noqa: E402  (CPU semantics: _api/streams.py)
 from ._C import (  # noqa: E402

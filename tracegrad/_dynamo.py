@@ -1,18 +1,41 @@
 """``torch._dynamo``'s user-facing corner, for programs that configure ``torch.compile``
 through it (``torch._dynamo.config.cache_size_limit = 64``, ``torch._dynamo.reset()``,
 ``torch._dynamo.mark_dynamic(x, 0)``). tracegrad has no bytecode tracer: these map onto
-``tracegrad.compiler``.
+``tracegrad.compiler``; user backends (``optimize``, ``register_backend``, ``lookup_backend``,
+``list_backends``, ``backends.common.aot_autograd``) onto ``_dynamo_backends.py`` (loaded on first
+use: it needs ``tracegrad.fx``, imported after this module).
 """
 from __future__ import annotations
 
 import time
+import types
 import warnings
 
 from . import compiler as _compiler
 from .compiler import allow_in_graph, disable, is_compiling, reset
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
-           "maybe_mark_dynamic", "mark_static", "explain"]
+           "maybe_mark_dynamic", "mark_static", "explain", "optimize", "register_backend", "lookup_backend",
+           "list_backends", "backends"]
+
+_FROM_BACKENDS = ("optimize", "register_backend", "lookup_backend", "list_backends")
+
+
+def __getattr__(name):
+    from . import _dynamo_backends as b
+    if name in _FROM_BACKENDS:
+        value = getattr(b, name)
+    elif name == "backends":      # torch._dynamo.backends.common.aot_autograd / .registry.register_backend
+        common = types.SimpleNamespace(aot_autograd=b.aot_autograd)
+        registry = types.SimpleNamespace(register_backend=b.register_backend, lookup_backend=b.lookup_backend,
+                                         list_backends=b.list_backends)
+        value = types.SimpleNamespace(common=common, registry=registry)
+    elif name == "exc":
+        value = types.SimpleNamespace(BackendCompilerFailed=b.BackendCompilerFailed)
+    else:
+        raise AttributeError(f"module 'tracegrad._dynamo' has no attribute {name!r}")
+    globals()[name] = value        # found once: later reads are plain attributes
+    return value
 
 
 class _Config:
@@ -83,18 +106,19 @@ class _BreakReason:
 
 
 class ExplainOutput:
-    """Mirrors ``torch._dynamo.explain``'s result: ``graph_count`` (programs traced: 1, or 0
-    when the call breaks: tracegrad runs a call with a break eagerly as a whole), ``graph_break_count``,
-    ``break_reasons`` (``.reason``, ``.user_stack``), ``op_count`` (JAX primitives in the
-    program), ``ops_per_graph``, ``compile_times`` (seconds, as text)."""
+    """Mirrors ``torch._dynamo.explain``'s result: ``graphs`` (the FX ``GraphModule`` of each
+    graph a user backend would get), ``graph_count``, ``graph_break_count``, ``break_reasons``
+    (``.reason``, ``.user_stack``), ``ops_per_graph`` (each graph's call_function targets and
+    call_method names), ``op_count``, ``compile_times`` (seconds, as text)."""
 
-    def __init__(self, graph_count, break_reasons, ops_per_graph, seconds):
-        self.graphs = []
-        self.graph_count = graph_count
+    def __init__(self, graphs, break_reasons, seconds):
+        self.graphs = graphs
+        self.graph_count = len(graphs)
         self.graph_break_count = len(break_reasons)
         self.break_reasons = break_reasons
-        self.ops_per_graph = ops_per_graph
-        self.op_count = sum(len(ops) for ops in ops_per_graph)
+        self.ops_per_graph = [[n.target for n in gm.graph.nodes if n.op in ("call_function", "call_method")]
+                              for gm in graphs]
+        self.op_count = sum(len(ops) for ops in self.ops_per_graph)
         self.out_guards = None
         self.compile_times = f"trace and compile: {seconds:.4f} s"
 
@@ -113,24 +137,17 @@ class ExplainOutput:
 
 
 def explain(f, *extra_args, **extra_kwargs):
-    """Mirrors ``torch._dynamo.explain(f)(*args, **kwargs)``: traces ``f`` on these arguments
-    (running it once, as torch does) and returns an ``ExplainOutput`` saying whether it is one
-    program and, if not, why (the graph breaks with file and line). Passing the arguments to
-    ``explain`` itself is deprecated in torch and warns the same way."""
+    """Mirrors ``torch._dynamo.explain(f)(*args, **kwargs)``: runs ``f`` once on these arguments
+    (as torch does) the way a user backend sees it (NOTE [lazy segments] in
+    ``_dynamo_capture.py``) and returns an ``ExplainOutput``: the graphs its tensor ops form and
+    the graph breaks between them (reason, file and line). Passing the arguments to ``explain``
+    itself is deprecated in torch and warns the same way."""
     def inner(*args, **kwargs):
-        cf = _compiler.CompiledFunction(f)
-        cf.stats["calls"] = 1          # trace on this call (no eager first call)
+        from ._dynamo_backends import capture_graphs
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)    # the break is reported, not warned
-            cf(*args, **kwargs)
+        graphs, breaks = capture_graphs(f, args, kwargs)
         seconds = time.perf_counter() - t0
-        reasons = [_BreakReason(r, w) for r, w in cf.stats["graph_breaks"]]
-        ops = []
-        for entries in cf._cache.values():
-            if isinstance(entries, list):
-                ops += [[str(e.primitive) for e in r.program.jaxpr.jaxpr.eqns] for r in entries]
-        return ExplainOutput(len(ops), reasons, ops, seconds)
+        return ExplainOutput(graphs, [_BreakReason(r, w) for r, w in breaks], seconds)
     if extra_args or extra_kwargs:
         warnings.warn("explain(f, *args, **kwargs) is deprecated, use explain(f)(*args, **kwargs) instead.  "
                       "If you don't migrate, we may break your explain call in the future if your user defined "

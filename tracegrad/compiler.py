@@ -70,6 +70,9 @@ class _Programs:
 
 _state.register_cache("compiler.programs", _Programs())
 _BACKENDS = (None, "inductor", "eager", "aot_eager", "cudagraphs", "jax", "xla")
+# A user backend (a callable, or a name given to torch._dynamo.register_backend) gets FX graphs,
+# not XLA: _dynamo_backends.py (above this layer: it needs fx) puts (resolve, its compiled class) here.
+USER_BACKENDS = [None]
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite")
 
 
@@ -374,6 +377,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             options=None, disable=False):
     """Mirrors ``torch.compile``: returns ``model`` (a function or an ``nn.Module``) compiled
     into one XLA program per call signature; usable as ``@compile`` and ``@compile(...)``.
+    A callable ``backend`` (or a name given to ``torch._dynamo.register_backend``) is a user
+    backend instead: it gets FX graphs (``_dynamo_backends.py``).
 
     Args:
         model: a callable over Tensors (a training step with ``backward()`` and
@@ -383,7 +388,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             running a non-capturable call eagerly.
         dynamic, mode, options: accepted for compatibility; every new input shape is traced
             once and cached. backend: torch's names are accepted ("inductor", "eager",
-            "aot_eager", ...); all compile with XLA.
+            "aot_eager", ...); all compile with XLA. A callable: called as
+            ``backend(gm, example_inputs)`` per graph; what it returns runs.
         disable: return a wrapper that always runs eagerly.
 
     Raises:
@@ -401,17 +407,21 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if mode not in _MODES:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
-    if backend not in _BACKENDS and not callable(backend):
+    user = USER_BACKENDS[0][0](backend) if USER_BACKENDS[0] is not None else None
+    if backend not in _BACKENDS and user is None:
         raise RuntimeError(f"tracegrad.compile: unknown backend {backend!r}; tracegrad compiles with XLA "
                            f"(accepted names: {', '.join(b for b in _BACKENDS if b)})")
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
               disable=disable)
     if model is None:
         return lambda m: compile(m, **kw)
+    cls = CompiledFunction
+    if user is not None:
+        cls, kw["backend"] = USER_BACKENDS[0][1], user
     wrap_module = getattr(model, "_tracegrad_compiled_wrapper", None)
     if wrap_module is not None:          # an nn.Module (nn sits above this layer)
-        return wrap_module(CompiledFunction, kw)
-    return CompiledFunction(model, **kw)
+        return wrap_module(cls, kw)
+    return cls(model, **kw)
 
 
 def reset():

@@ -395,8 +395,11 @@ def test_dynamo_explain_reports_programs_and_breaks():
         opt.step()
         return loss
     out = tracegrad._dynamo.explain(step)(tracegrad.ones(3, 2))
-    assert (out.graph_count, out.graph_break_count, out.break_reasons) == (1, 0, [])
-    assert out.op_count > 0 and any("dot_general" in op for op in out.ops_per_graph[0])
+    # torch 2.13: a graph with linear, backward() a graph break (its second graph, the SGD
+    # update, runs here as the fused optimizer step: no tensor ops to graph)
+    assert out.graph_count == 1 and out.graph_break_count == 1
+    assert "backward() runs autograd" in out.break_reasons[0].reason
+    assert [getattr(op, "__name__", op) for op in out.ops_per_graph[0]] == ["linear", "sum"]
     assert not tracegrad.equal(w0, m.weight)          # it ran the function once, as torch
 
     def breaks(x):
@@ -405,10 +408,10 @@ def test_dynamo_explain_reports_programs_and_breaks():
             return y
         return -y
     out = tracegrad._dynamo.explain(breaks)(tracegrad.ones(3))
-    assert out.graph_break_count == 1 and out.graph_count == 0
-    assert "reads a tensor's value" in out.break_reasons[0].reason
+    assert out.graph_count == 1 and len(out.break_reasons) == 1      # as torch 2.13
+    assert "needs a tensor's value" in out.break_reasons[0].reason
     assert out.break_reasons[0].user_stack[0].endswith(f":{breaks.__code__.co_firstlineno + 2}")
-    assert "Graph Break Count: 1" in str(out)
+    assert "Break Reason 1:" in str(out)
     with pytest.warns(FutureWarning, match="deprecated"):
         assert tracegrad._dynamo.explain(breaks, tracegrad.ones(3)).graph_break_count == 1
 
