@@ -302,10 +302,7 @@ def test_vmap_randomness_rows(randomness):
     both(_random_rows(randomness))
 
 
-@pytest.mark.parametrize("randomness", [
-    "same", pytest.param("different", marks=pytest.mark.xfail(
-        strict=True, reason="vmap(randomness='different') allows an in-place draw into an unbatched tensor "
-                            "(torch raises); documented difference in vmap's docstring"))])
+@pytest.mark.parametrize("randomness", ["same", "different"])
 def test_vmap_random_inplace_on_captured(randomness):
     both(_captured_inplace(randomness))
 
