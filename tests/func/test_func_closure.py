@@ -150,6 +150,16 @@ def test_no_grad_outside_and_constants(name):
     _both(program)
 
 
+def test_reads_that_connect_nothing():
+    # ops that record no edge to a closed-over tensor requiring grad (a zeros_like of it, an
+    # integer argmax) leave the result without history, as torch's
+    def program(m, F):
+        w = _t(m, W, rg=True)
+        out = F.vmap(lambda r: r[:2] * m.ones_like(w)[:, 0] + w.argmax())(_t(m, XS))
+        g = F.grad(lambda x: (x * w.detach()[0]).sum())(_t(m, X))
+        return out, g
+    _both(program)
+
 def test_closure_and_arguments_both_get_gradients_twice():
     # arguments requiring grad and closed-over tensors together; a second call accumulates
     def program(m, F):

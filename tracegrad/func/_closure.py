@@ -26,6 +26,7 @@ import jax
 
 from .. import _state
 from ..autograd import _dispatch
+from .._ops.dtypes import DIFFERENTIABLE
 from .._tensor.tensor import Tensor
 
 _Tracer = jax.core.Tracer
@@ -35,6 +36,21 @@ _INTERPOSE = _state.INTERPOSE
 def active():
     """The ``Reads`` of the transform being traced now, or None outside any."""
     return _state.FUNC_READS[0]
+
+
+class _All:
+    """Every position (``Reads.see`` notes none of them)."""
+
+    def __contains__(self, _):
+        return True
+
+
+_ALL = _All()
+
+
+def _differentiable(out, n_diff):
+    outs = out if isinstance(out, tuple) else (out,)
+    return any(isinstance(o, Tensor) and o._value.dtype in DIFFERENTIABLE for o in outs[:n_diff])
 
 
 def _concrete(t) -> bool:
@@ -57,8 +73,9 @@ class Reads:
         # id(storage) -> (weakref to it, its array before, the op's name, inside a grad transform)
         self.writes: dict = {}
 
-    def see(self, args):
-        """``args`` with lifted Tensors swapped for their traced values; notes the others."""
+    def see(self, args, skip=frozenset()):
+        """``args`` with lifted Tensors swapped for their traced values; with ``collect`` the
+        other concrete Tensors requiring grad (positions not in ``skip``) are noted."""
         out = None
         for i, a in enumerate(args):
             if isinstance(a, Tensor) and a._rg and not isinstance(a._st.array, _Tracer):
@@ -67,29 +84,33 @@ class Reads:
                     if out is None:
                         out = list(args)
                     out[i] = sub
-                elif self.collect:
+                elif self.collect and i not in skip:
                     self.found.setdefault(id(a), a)
         return args if out is None else tuple(out)
 
-    def apply_op(self, op, args, static):
-        args = self.see(args)
+    def _run(self, fn, *call):
         prev = _INTERPOSE[0]
         _INTERPOSE[0] = _state.PROFILER[0]     # the op itself runs on below this slot
         try:
-            return _dispatch.apply_op(op, args, static)
+            return fn(*call)
         finally:
             _INTERPOSE[0] = prev
+
+    def apply_op(self, op, args, static):
+        out = self._run(_dispatch.apply_op, op, self.see(args, _ALL) if self.lifted else args, static)
+        # as torch's graph: only inputs an op records an edge to, and only when it has a
+        # differentiable result (``zeros_like(w)``, ``argmax(w)`` connect nothing)
+        if self.collect and op.grad_fn is not None and _differentiable(out, op.n_diff):
+            self.see(args, op.no_edge_pos)
+        return out
 
     def apply_inplace(self, op, target, args, static):
         if _concrete(target):
             self._note_write(op, target, args)
-        args = self.see(args)
-        prev = _INTERPOSE[0]
-        _INTERPOSE[0] = _state.PROFILER[0]
-        try:
-            return _dispatch.apply_inplace(op, target, args, static)
-        finally:
-            _INTERPOSE[0] = prev
+        out = self._run(_dispatch.apply_inplace, op, target, self.see(args, _ALL) if self.lifted else args, static)
+        if self.collect and op.grad_fn is not None and _differentiable(target, None):
+            self.see((target, *args), op.no_edge_pos)
+        return out
 
     def _note_write(self, op, target, args):
         """An in-place op on a concrete Tensor: one requiring grad is refused now (torch refuses
@@ -105,16 +126,17 @@ class Reads:
         if (traced or self.grad_depth) and id(st) not in self.arguments:
             self.writes.setdefault(id(st), (weakref.ref(st), st.array, op.name, bool(self.grad_depth)))
 
-    def check_writes(self):
+    def check_writes(self, failed=False):
         """After the traced call: restore captured Tensors the function wrote into (the local
-        Tensors it made are gone by now) and raise torch's RuntimeError."""
+        Tensors it made are gone by now) and raise torch's RuntimeError, unless the call
+        ``failed`` already (then only restore: no tracer stays behind in them)."""
         bad = []
         for ref, before, name, in_grad in self.writes.values():
             st = ref()
             if st is not None and (in_grad or isinstance(st.array, _Tracer)):
                 st.array, st.gen = before, st.gen + 1
                 bad.append((name, in_grad))
-        if bad:
+        if bad and not failed:
             name, in_grad = bad[0]
             kind = "During a grad (vjp, jvp, grad, etc) transform, the function" if in_grad else "vmap: the function"
             raise RuntimeError(f"{kind} provided wrote in place ({name}_) into a captured Tensor (one defined "
@@ -130,8 +152,11 @@ def reading(collect=False, lifted=None, grad_kind=True, arguments=()):
     _state.set_func_reads(reads)
     try:
         yield reads
-    finally:
+    except BaseException:
         _state.set_func_reads(None)
+        reads.check_writes(failed=True)
+        raise
+    _state.set_func_reads(None)
     reads.check_writes()
 
 
