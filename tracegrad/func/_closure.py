@@ -114,10 +114,11 @@ class Reads:
 
     def _note_write(self, op, target, args):
         """An in-place op on a concrete Tensor: one requiring grad is refused now (torch refuses
-        it under any transform: a captured Tensor, or a leaf); others are noted, and if the
-        Tensor outlives the function (it was captured, not made inside) ``check_writes``
-        refuses it after the call: in a grad transform any write, under vmap a traced one."""
-        if target._rg:
+        it in a grad transform, a captured Tensor, and under vmap with grad mode on, a leaf);
+        others are noted, and if the Tensor outlives the function (it was captured, not made
+        inside) ``check_writes`` refuses it after the call: in a grad transform any write,
+        under vmap a traced one."""
+        if target._rg and (self.grad_depth or self.collect or self.lifted):
             raise RuntimeError(f"tracegrad.func: the transformed function called the in-place operation "
                                f"{op.name}_ on a Tensor from outside it that requires grad; a transform cannot "
                                "mutate it. Use the out-of-place operation instead.")

@@ -292,6 +292,7 @@ def _swapped(swaps):
 def _differentiable(run, args, leaves, treedef, captured, grad_kind):
     pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
     grad_on = grad_mode.is_grad_enabled()
+    tape = _KeyTape()
     if _state.CAPTURE[0] is not None:
         # inside a compiled region the capture lifts every outside tensor itself and JAX
         # differentiates the whole program; reads are not tracked there
@@ -299,7 +300,6 @@ def _differentiable(run, args, leaves, treedef, captured, grad_kind):
             return run(*args)
         closed, first = [], None
     else:
-        tape = _KeyTape()
         # the first trace is the forward: run as a node's forward runs (grad mode off), noting
         # the outside Tensors requiring grad the function reads
         with tape, _closure.reading(grad_on, None, grad_kind, leaves) as reads, grad_mode.no_grad():
@@ -310,7 +310,6 @@ def _differentiable(run, args, leaves, treedef, captured, grad_kind):
             return res
         first = res
     out_def = []
-    tape = tape if first is not None else _KeyTape()
     n_pos, n_cap = len(pos), len(captured)
 
     def call(diff):
