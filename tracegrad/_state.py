@@ -41,25 +41,42 @@ STRUCTURE: list = [0]
 # own by Function.apply, the engine and compile) and the running profiler (``PROFILER[0]``).
 # Forward AD sits outside: while it computes (FORWARD_AD[0] None) its primal and tangent ops
 # reach the profiler, which times each one and then calls plain dispatch with the slot empty.
-# Write FORWARD_AD/PROFILER only through ``set_forward_ad``/``set_profiler``, which keep the
-# slot in step, so entering and leaving either in any order leaves the right one in charge.
+# A third sits between them: while a ``tracegrad.func`` transform traces its function eagerly,
+# ``FUNC_READS[0]`` notes (or swaps for traced values) the outside tensors requiring grad that
+# its ops read (``func/_closure.py``), then passes each op on to the profiler or plain dispatch.
+# Write FORWARD_AD/PROFILER/FUNC_READS only through ``set_forward_ad``/``set_profiler``/
+# ``set_func_reads``, which keep the slot in step, so entering and leaving any of them in any
+# order leaves the right one in charge.
 FORWARD_AD: list = [None]
 PROFILER: list = [None]
+FUNC_READS: list = [None]
 INTERPOSE: list = [None]
 # id(storage) -> how many live compiled programs read it as state (``_lowering/region.py``)
 HELD_STORAGES: dict = {}
 
 
+def _reslot() -> None:
+    """The outermost of forward AD, a transform's reads, the profiler takes the slot."""
+    INTERPOSE[0] = next((i for i in (FORWARD_AD[0], FUNC_READS[0], PROFILER[0]) if i is not None), None)
+
+
 def set_forward_ad(level) -> None:
     """Open (a Level) or pause/close (None) forward-AD tangent propagation; see NOTE [interposer]."""
     FORWARD_AD[0] = level
-    INTERPOSE[0] = level if level is not None else PROFILER[0]
+    _reslot()
 
 
 def set_profiler(recorder) -> None:
     """Start (a recorder) or stop (None) the profiler's per-op recording; see NOTE [interposer]."""
     PROFILER[0] = recorder
-    INTERPOSE[0] = FORWARD_AD[0] if FORWARD_AD[0] is not None else recorder
+    _reslot()
+
+
+def set_func_reads(reads) -> None:
+    """Start (a ``func/_closure.Reads``) or stop (None) a transform's read tracking; see NOTE
+    [interposer]."""
+    FUNC_READS[0] = reads
+    _reslot()
 
 
 def bump_structure() -> None:

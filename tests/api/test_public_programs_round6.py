@@ -1568,9 +1568,6 @@ def test_functorch_lennard_jones():
 # create_graph=True) and the test curve) and evjang.py (the same with autograd.grad(
 # create_graph=True) per task in a Python loop); 40 hidden -> 8, 4 iterations, the tasks and the
 # uniform_ draws from numpy (np.random.uniform as the program, under a fixed seed)
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "tracegrad.func: Tensors requiring grad that the transformed function closes over (MAML's "
-    "params list) get no gradient, so vmap's result has no grad_fn and loss2.backward() raises"))
 def test_functorch_maml_regression():
     def program(torch, log):
         F = torch.nn.functional

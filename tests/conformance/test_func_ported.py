@@ -302,10 +302,7 @@ def test_vmap_randomness_rows(randomness):
     both(_random_rows(randomness))
 
 
-@pytest.mark.parametrize("randomness", [
-    "same", pytest.param("different", marks=pytest.mark.xfail(
-        strict=True, reason="vmap(randomness='different') allows an in-place draw into an unbatched tensor "
-                            "(torch raises); documented difference in vmap's docstring"))])
+@pytest.mark.parametrize("randomness", ["same", "different"])
 def test_vmap_random_inplace_on_captured(randomness):
     both(_captured_inplace(randomness))
 
@@ -346,6 +343,81 @@ def test_backward_through_grad_reaches_inputs():
         g.sum().backward()
         return g.detach(), x.grad
     same_outcome(program)
+
+
+
+# ---- closures: tensors the transformed function reads from outside ------------------------------
+def _captured_copy(m):
+    """test_inplace_on_captures (TestGradTransform, TestJvp): writing into a captured tensor
+    inside grad raises RuntimeError, and the captured tensor keeps its value."""
+    captured = t(m, Y)
+
+    def foo(x):
+        captured.copy_(x)
+        return (x * captured).sum()
+    try:
+        m.func.grad(foo)(t(m, X))
+    except RuntimeError:
+        return captured
+    raise AssertionError("no error")
+
+
+def _print_captured(m):
+    """test_print_captured_tensor_inside_transform: a captured tensor prints as outside."""
+    x = t(m, X)
+    seen = []
+    m.func.vjp(lambda y: seen.append(repr(x)) or y, t(m, Y))
+    return seen[0] == repr(x)
+
+
+def _vmap_of_vjp_fn(m):
+    """test_vmap_vjp: a vjp_fn made outside, closed over by the vmapped function."""
+    _, vjp_fn = m.func.vjp(m.sin, t(m, X))
+    return m.func.vmap(lambda c: vjp_fn(c)[0])(t(m, BX))
+
+
+def _vjp_of_vjp_fn(m):
+    """test_vjp_vjp: vjp of a function closing over another vjp's vjp_fn."""
+    x = t(m, X)
+    _, vjp_fn = m.func.vjp(m.sin, x)
+    y, vjp_fn2 = m.func.vjp(lambda a: vjp_fn(a)[0], x)
+    return y, vjp_fn2(t(m, Y))
+
+
+def _linearize_closure_grad(m):
+    """test_linearize_composition_grad: linearize of a grad over a tensor made inside."""
+    def fn(x):
+        z = m.ones(3, dtype=m.float64)
+        return m.func.grad(lambda a: z @ a.sin())(x)
+    _, jvp_fn = m.func.linearize(fn, t(m, X))
+    return jvp_fn(t(m, Y)), m.func.jvp(fn, (t(m, X),), (t(m, Y),))[1]
+
+
+CLOSURE = {
+    "inplace_on_captures": _captured_copy,
+    # test_unrelated_grad / test_unrelated_vjp(_multiple_inputs_outputs): a closed-over constant output
+    "unrelated_grad_closure": lambda m: m.func.grad(lambda x: t(m, 2.0))(t(m, 1.0)),
+    "unrelated_vjp_closure": lambda m: m.func.vjp(lambda x: t(m, 2.0), t(m, 1.0))[1](t(m, 1.0)),
+    "unrelated_vjp_multi": lambda m: m.func.vjp(lambda w, x: (t(m, 2.0), t(m, 2.0), x), t(m, 3.0), t(m, 4.0))[1](
+        (t(m, 1.0), t(m, 1.0), t(m, 1.0))),
+    # test_unrelated_hessian: jacrev(jacrev) of a function linear in its input over a captured W
+    "unrelated_hessian": lambda m: m.func.jacrev(m.func.jacrev(lambda x: t(m, M) @ x))(t(m, X)),
+    # TestJac.test_unrelated_output (jacrev and jacfwd), TestJvp.test_unrelated_output
+    "jacrev_unrelated_output": lambda m: m.func.jacrev(lambda x: t(m, M))(t(m, M)),
+    "jacfwd_unrelated_output": lambda m: m.func.jacfwd(lambda x: t(m, M))(t(m, M)),
+    "jvp_unrelated_output": lambda m: m.func.jvp(lambda x: t(m, M), (t(m, M),), (t(m, M),)),
+    # TestJvp.test_strict_mode: a captured output with strict=True
+    "jvp_strict_captured": lambda m: m.func.jvp(lambda x: (x, t(m, M)), (t(m, M),), (t(m, M),), strict=True),
+    "print_captured_tensor_inside_transform": _print_captured,
+    "vmap_of_vjp_fn": _vmap_of_vjp_fn,
+    "vjp_of_vjp_fn": _vjp_of_vjp_fn,
+    "linearize_composition_grad": _linearize_closure_grad,
+}
+
+
+@pytest.mark.parametrize("fn", outcome_params(CLOSURE))
+def test_closures(fn):
+    same_outcome(fn)
 
 
 # ---- functional_call / stack_module_state (test/test_stateless.py) -----------------------------

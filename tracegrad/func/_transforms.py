@@ -6,13 +6,14 @@ applies ``jax.grad``/``jax.vjp``/``jax.jvp``/``jax.jacrev``/``jax.jacfwd`` and w
 back into Tensors. Transforms nest (``vmap(grad(f))``, ``jacrev(jacrev(f))``) because an inner
 transform called on tracer-holding Tensors just adds a JAX transform level.
 
-Autograd: called eagerly on Tensors that require grad, a transform's results are recorded as
+Autograd: called eagerly on Tensors that require grad, or on a function that reads outside
+Tensors requiring grad (closes over them: ``_closure``), a transform's results are recorded as
 one ``FuncTransformBackward`` node over those Tensors (``_wrap.differentiable``), so
-``backward()`` reaches them as through torch's transforms; when the transformed function is an
-nn.Module (``vmap(jacrev(model))``), its parameters are inputs of that node too. Differs from
-torch: that node's gradient is not differentiable again (nest ``tracegrad.func`` transforms for
-higher orders), and other Tensors requiring grad that the function closes over (not passed as
-arguments) get no gradient.
+``backward()`` reaches them as through torch's transforms (MAML's outer loop); when the
+transformed function is an nn.Module (``vmap(jacrev(model))``), its parameters are inputs of
+that node too. Differs from torch: that node's gradient is not differentiable again (nest
+``tracegrad.func`` transforms for higher orders), and an input the results do not depend on
+gets a zero gradient where torch's stays None.
 
 Speed: each call traces the function again (eager, like torch.func): ~70-90 ms for per-sample
 gradients of a 32-64-10 MLP at batch 256 (torch.func: ~2-3 ms; benchmarks/func_transforms.py).
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._tensor.tensor import Tensor
-from . import _wrap
+from . import _closure, _wrap
 
 _FLOAT_KINDS = "fc"
 
@@ -157,8 +158,12 @@ def vjp(func, *primals, has_aux=False):
             first.append(res)
         return res
 
+    read = []    # the outside Tensors the forward read, read again by reusing its pullback
+
     def forward(*prims):
         res = linearize(prims)
+        reads = _closure.active()
+        read[:] = reads.found.values() if reads is not None else ()
         return (_wrap.to_tensors(res[0]),) + ((_wrap.to_tensors(res[2]),) if has_aux else ())
     outs = _wrap.differentiable(forward, primals)
     out = first[0][0]
@@ -166,7 +171,13 @@ def vjp(func, *primals, has_aux=False):
 
     def pull(prims, cts):
         same = [leaf._value for leaf in _wrap.tensor_leaves(prims)]
-        pullback = first[0][1] if all(a is b for a, b in zip(same, given)) else linearize(prims)[1]
+        reads = _closure.active()
+        # a backward's trace (outside Tensors swapped for traced values) must trace it again
+        if all(a is b for a, b in zip(same, given)) and not (reads is not None and reads.lifted):
+            _closure.note_reads(read)
+            pullback = first[0][1]
+        else:
+            pullback = linearize(prims)[1]
 
         def run(c):
             # torch's convention: conj(JAX vjp(conj(cotangent))) (NOTE [complex gradients])

@@ -174,8 +174,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     vmap nests, and composes with ``grad``/``jacrev``/``functional_call``.
     Raises ValueError for in_dims that do not fit the inputs, unequal batch sizes, non-Tensor
     outputs; RuntimeError for an unknown ``randomness``.
-    Differs from torch: the random streams. With 'different', an in-place draw into a tensor
-    that is not batched is allowed (torch raises); with 'same', a draw with batched parameters
+    Differs from torch: the random streams. With 'different', an in-place draw into an
+    unbatched tensor made inside the function is allowed (torch raises; into a captured one or
+    an unbatched argument it raises as torch); with 'same', a draw with batched parameters
     (``bernoulli`` of a batched ``p``) shares one uniform draw across the batch (torch raises).
     """
     _wrap.check_chunk_size(chunk_size, "vmap")
@@ -215,7 +216,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         with _random_guard(randomness):
             out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=_wrap.keep_order(out_dims)), *arrays)
         return _wrap.to_tensors(out)
-    return _wrap.recorded(wrapper, func)
+    return _wrap.recorded(wrapper, func, grad_kind=False)
 
 
 def _check_unbatched_writes(leaves, tpos, arrays, axes, func):

@@ -16,12 +16,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _state
 from .._tensor import generator as _generator
 from .._tensor.factories import from_numpy
 from .._tensor.tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.function import Function, once_differentiable
 from .._x64 import x64_enter, x64_exit
+from . import _closure
 
 
 def is_tensor(x) -> bool:
@@ -174,16 +176,26 @@ class FuncTransform(Function):
         return (None,) + tuple(Tensor._make(r) for r in res)
 
 
-def differentiable(run, args, modules=()):
+def differentiable(run, args, modules=(), grad_kind=True):
     """``run(*args)`` (a transform on Tensors, giving detached Tensors); when grad mode is on
-    and Tensor leaves of ``args`` require grad, the result is recorded as one ``FuncTransform``
-    node over those leaves, so ``backward()`` reaches them as through torch's transforms.
-    ``modules``: the nn.Modules the transformed function is (``jacrev(model)``,
-    ``vmap(jacrev(model))``): their parameters that require grad are inputs of that node too.
-    Other Tensors a function closes over are not seen (pass them as arguments)."""
+    and Tensor leaves of ``args`` require grad, or the transformed function reads outside
+    Tensors requiring grad (closes over them: ``_closure``), the result is recorded as one
+    ``FuncTransform`` node over those Tensors, so ``backward()`` reaches them as through
+    torch's transforms. ``modules``: the nn.Modules the transformed function is
+    (``jacrev(model)``, ``vmap(jacrev(model))``): their parameters that require grad are swapped
+    for traced values in the module itself (also where dispatch does not see them).
+    ``grad_kind``: a differentiating transform (False for vmap), for the in-place rule on
+    captured Tensors (RuntimeError, as torch)."""
     leaves, treedef = flatten(args)
     with _no_traced_writes(leaves):
-        return _differentiable(run, args, leaves, treedef, _captured(modules, leaves))
+        reads = _closure.active()
+        if reads is not None:      # inside an outer transform's trace: what it reads is the outer's,
+            seen = reads.see(tuple(leaves))     # its arguments too (MAML: grad(loss)(params))
+            if any(a is not b for a, b in zip(seen, leaves)):
+                args = unflatten(treedef, list(seen))
+            with _closure.nested(reads, grad_kind):
+                return run(*args)
+        return _differentiable(run, args, leaves, treedef, _captured(modules, leaves), grad_kind)
 
 
 class _no_traced_writes:
@@ -277,25 +289,48 @@ def _swapped(swaps):
             owner._parameters[leaf] = old
 
 
-def _differentiable(run, args, leaves, treedef, captured=()):
+def _differentiable(run, args, leaves, treedef, captured, grad_kind):
     pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
-    if not (pos or captured) or not grad_mode.is_grad_enabled():
-        return run(*args)
-    out_def = []
+    grad_on = grad_mode.is_grad_enabled()
     tape = _KeyTape()
+    if _state.CAPTURE[0] is not None:
+        # inside a compiled region the capture lifts every outside tensor itself and JAX
+        # differentiates the whole program; reads are not tracked there
+        if not (pos or captured) or not grad_on:
+            return run(*args)
+        closed, first = [], None
+    else:
+        # the first trace is the forward: run as a node's forward runs (grad mode off), noting
+        # the outside Tensors requiring grad the function reads
+        with tape, _closure.reading(grad_on, None, grad_kind, leaves) as reads, grad_mode.no_grad():
+            res = run(*args)
+        known = {id(leaves[p]) for p in pos} | {id(p) for _, _, p in captured}
+        closed = [t for i, t in reads.found.items() if i not in known]
+        if not (pos or captured or closed) or not grad_on:
+            return res
+        first = res
+    out_def = []
+    n_pos, n_cap = len(pos), len(captured)
 
     def call(diff):
-        ls = list(leaves)
-        for p, d in zip(pos, diff):
-            ls[p] = d
-        # the forward passes the parameters themselves (nothing to swap); backward, traced ones
-        swaps = [(m, n, d) for (m, n, p), d in zip(captured, diff[len(pos):]) if d is not p]
-        with tape, _swapped(swaps):
-            res = run(*unflatten(treedef, ls))
+        nonlocal first
+        if first is not None:          # the node's forward: the first trace's results
+            res, first = first, None
+        else:
+            ls = list(leaves)
+            for p, d in zip(pos, diff):
+                ls[p] = d
+            # the forward passes the parameters themselves (nothing to swap); backward, traced ones
+            swaps = [(m, n, d) for (m, n, p), d in zip(captured, diff[n_pos:n_pos + n_cap]) if d is not p]
+            lifted = {id(t): d for t, d in zip(closed, diff[n_pos + n_cap:]) if d is not t}
+            reading = (_closure.reading(False, lifted, grad_kind, ls) if _state.CAPTURE[0] is None
+                       else contextlib.nullcontext())
+            with tape, _swapped(swaps), reading:
+                res = run(*unflatten(treedef, ls))
         flat, tdef = flatten(res)
         out_def[:] = [tdef]
         return tuple(flat)
-    res = FuncTransform.apply(call, *(leaves[p] for p in pos), *(p for _, _, p in captured))
+    res = FuncTransform.apply(call, *(leaves[p] for p in pos), *(p for _, _, p in captured), *closed)
     return unflatten(out_def[0], res if isinstance(res, tuple) else (res,))
 
 
@@ -313,15 +348,16 @@ def _is_module(obj):
     return isinstance(getattr(obj, "_parameters", None), dict) and callable(getattr(obj, "named_parameters", None))
 
 
-def recorded(transformed, func=None):
+def recorded(transformed, func=None, grad_kind=True):
     """``transformed`` (a function over Tensors returned by a transform of ``func``) made
-    differentiable with respect to its Tensor arguments that require grad and to the
-    parameters of ``func`` when it is an nn.Module (see ``differentiable``)."""
+    differentiable with respect to its Tensor arguments that require grad, the Tensors
+    requiring grad it reads from outside, and the parameters of ``func`` when it is an
+    nn.Module (see ``differentiable``)."""
     modules = _modules_of(func)
 
     @functools.wraps(transformed)
     def wrapper(*args, **kwargs):
-        return differentiable(lambda *a: transformed(*a, **kwargs), args, modules)
+        return differentiable(lambda *a: transformed(*a, **kwargs), args, modules, grad_kind)
     wrapper._tracegrad_modules = modules
     return wrapper
 

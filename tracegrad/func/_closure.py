@@ -1,0 +1,182 @@
+"""The outside Tensors a transformed function reads (closes over), for ``tracegrad.func``.
+
+In torch a transform's results stay connected to the outer autograd graph: ``grad(f)(x)``
+where ``f`` reads an outer ``w`` that requires grad gives a gradient whose ``grad_fn``
+reaches ``w`` (MAML's outer loop, ``vmap(lambda x: x @ w)``). Here the transform is a JAX
+trace, so ``w`` enters it as a constant. While the outermost transform traces its function
+eagerly, a ``Reads`` object sits in dispatch's interposer slot (NOTE [interposer] in
+``_state``): it notes the concrete (not traced) Tensors requiring grad that ops receive.
+``_wrap.differentiable`` then makes them extra inputs of the transform's autograd node, and
+that node's backward traces the function again with ``Reads`` swapping each of them for its
+traced value at every op that receives it, so JAX's VJP covers them too.
+
+The same object guards in-place writes to captured Tensors (torch raises for those: a grad
+transform refuses any write to a captured Tensor, vmap one of a per-example value), which
+would otherwise leave a tracer in the outside Tensor.
+
+Only the outermost eager transform installs one; a transform called inside another's trace
+runs under it (``nested``). Outside the trace dispatch pays nothing: the slot is read anyway.
+"""
+from __future__ import annotations
+
+import contextlib
+import weakref
+
+import jax
+
+from .. import _state
+from ..autograd import _dispatch
+from .._ops.dtypes import DIFFERENTIABLE
+from .._tensor.tensor import Tensor
+
+_Tracer = jax.core.Tracer
+_INTERPOSE = _state.INTERPOSE
+
+
+def active():
+    """The ``Reads`` of the transform being traced now, or None outside any."""
+    return _state.FUNC_READS[0]
+
+
+class _All:
+    """Every position (``Reads.see`` notes none of them)."""
+
+    def __contains__(self, _):
+        return True
+
+
+_ALL = _All()
+
+
+def _differentiable(out, n_diff):
+    outs = out if isinstance(out, tuple) else (out,)
+    return any(isinstance(o, Tensor) and o._value.dtype in DIFFERENTIABLE for o in outs[:n_diff])
+
+
+def _concrete(t) -> bool:
+    return isinstance(t, Tensor) and not isinstance(t._st.array, _Tracer)
+
+
+class Reads:
+    """The interposer while a transform traces: ``collect`` notes the concrete Tensors requiring
+    grad that ops read (``found``, first-read order); ``lifted`` (id of such a Tensor -> a
+    Tensor holding its traced value) swaps them in for the backward's trace. ``grad_depth``:
+    how many grad-type transforms (not vmap) are open, for the in-place rule."""
+
+    def __init__(self, collect=False, lifted=None, grad_kind=True, arguments=()):
+        self.collect = collect
+        # the transform's own arguments may be written (torch allows it; ``_wrap`` guards them)
+        self.arguments = {id(a._st) for a in arguments if isinstance(a, Tensor)}
+        self.found: dict = {}
+        self.lifted = lifted or {}
+        self.grad_depth = int(grad_kind)
+        # id(storage) -> (weakref to it, its array before, the op's name, inside a grad transform)
+        self.writes: dict = {}
+
+    def see(self, args, skip=frozenset()):
+        """``args`` with lifted Tensors swapped for their traced values; with ``collect`` the
+        other concrete Tensors requiring grad (positions not in ``skip``) are noted."""
+        out = None
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and a._rg and not isinstance(a._st.array, _Tracer):
+                sub = self.lifted.get(id(a))
+                if sub is not None:
+                    if out is None:
+                        out = list(args)
+                    out[i] = sub
+                elif self.collect and i not in skip:
+                    self.found.setdefault(id(a), a)
+        return args if out is None else tuple(out)
+
+    def _run(self, fn, *call):
+        prev = _INTERPOSE[0]
+        _INTERPOSE[0] = _state.PROFILER[0]     # the op itself runs on below this slot
+        try:
+            return fn(*call)
+        finally:
+            _INTERPOSE[0] = prev
+
+    def apply_op(self, op, args, static):
+        out = self._run(_dispatch.apply_op, op, self.see(args, _ALL) if self.lifted else args, static)
+        # as torch's graph: only inputs an op records an edge to, and only when it has a
+        # differentiable result (``zeros_like(w)``, ``argmax(w)`` connect nothing)
+        if self.collect and op.grad_fn is not None and _differentiable(out, op.n_diff):
+            self.see(args, op.no_edge_pos)
+        return out
+
+    def apply_inplace(self, op, target, args, static):
+        if _concrete(target):
+            self._note_write(op, target, args)
+        out = self._run(_dispatch.apply_inplace, op, target, self.see(args, _ALL) if self.lifted else args, static)
+        if self.collect and op.grad_fn is not None and _differentiable(target, None):
+            self.see((target, *args), op.no_edge_pos)
+        return out
+
+    def _note_write(self, op, target, args):
+        """An in-place op on a concrete Tensor: one requiring grad is refused now (torch refuses
+        it in a grad transform, a captured Tensor, and under vmap with grad mode on, a leaf);
+        others are noted, and if the Tensor outlives the function (it was captured, not made
+        inside) ``check_writes`` refuses it after the call: in a grad transform any write,
+        under vmap a traced one."""
+        if target._rg and (self.grad_depth or self.collect or self.lifted):
+            raise RuntimeError(f"tracegrad.func: the transformed function called the in-place operation "
+                               f"{op.name}_ on a Tensor from outside it that requires grad; a transform cannot "
+                               "mutate it. Use the out-of-place operation instead.")
+        traced = any(isinstance(a, Tensor) and isinstance(a._st.array, _Tracer) for a in args)
+        st = target._st
+        if (traced or self.grad_depth) and id(st) not in self.arguments:
+            self.writes.setdefault(id(st), (weakref.ref(st), st.array, op.name, bool(self.grad_depth)))
+
+    def check_writes(self, failed=False):
+        """After the traced call: restore captured Tensors the function wrote into (the local
+        Tensors it made are gone by now) and raise torch's RuntimeError, unless the call
+        ``failed`` already (then only restore: no tracer stays behind in them)."""
+        bad = []
+        for ref, before, name, in_grad in self.writes.values():
+            st = ref()
+            if st is not None and (in_grad or isinstance(st.array, _Tracer)):
+                st.array, st.gen = before, st.gen + 1
+                bad.append((name, in_grad))
+        if bad and not failed:
+            name, in_grad = bad[0]
+            kind = "During a grad (vjp, jvp, grad, etc) transform, the function" if in_grad else "vmap: the function"
+            raise RuntimeError(f"{kind} provided wrote in place ({name}_) into a captured Tensor (one defined "
+                               "outside the function transform that is not an input to it), which a transform "
+                               "cannot mutate. Use the out-of-place operation instead. The Tensor was restored.")
+
+
+@contextlib.contextmanager
+def reading(collect=False, lifted=None, grad_kind=True, arguments=()):
+    """The outermost transform's trace: installs a ``Reads`` for the block and yields it.
+    ``arguments``: the transform's argument Tensors (not captured ones)."""
+    reads = Reads(collect, lifted, grad_kind, arguments)
+    _state.set_func_reads(reads)
+    try:
+        yield reads
+    except BaseException:
+        _state.set_func_reads(None)
+        reads.check_writes(failed=True)
+        raise
+    _state.set_func_reads(None)
+    reads.check_writes()
+
+
+@contextlib.contextmanager
+def nested(reads, grad_kind):
+    """A transform called inside ``reads``' trace (``vmap(grad(f))``): its reads are the
+    outer transform's; a grad-type one makes captured writes errors while it runs."""
+    if grad_kind:
+        reads.grad_depth += 1
+    try:
+        yield
+    finally:
+        if grad_kind:
+            reads.grad_depth -= 1
+
+
+def note_reads(tensors):
+    """The running function read ``tensors`` without an op (a result traced earlier with them
+    reused, as ``vjp_fn`` reuses its forward's pullback): noted as if ops had read them."""
+    reads = active()
+    if reads is not None:
+        reads.see(tuple(tensors))
