@@ -9,7 +9,8 @@ import tracegrad
 from tracegrad import _state
 from tracegrad.distributed import _jax as djax
 
-TENSOR_CACHES = ["_tensor._chain_fwd", "_tensor._chain_write", "_tensor._chain_bound", "_tensor._positions"]
+TENSOR_CACHES = ["_tensor._chain_fwd", "_tensor._chain_write", "_tensor._chain_bound", "_tensor._positions",
+                 "_tensor._layout_facts"]
 DISTRIBUTED_CACHES = ["distributed._jax._constrain_op", "distributed._jax.process_mesh", "distributed._jax._program"]
 MINE = TENSOR_CACHES + DISTRIBUTED_CACHES
 
@@ -20,7 +21,9 @@ def _views():
     v = base.t()[1:]
     v[0].fill_(-1.0)                              # a write through a chain
     contiguous = v.is_contiguous(), base[:, ::2].is_contiguous()
-    return base.tolist(), v.tolist(), contiguous
+    # a complex part view's strides have no formula here: they are read off element positions
+    part = (base * (1 + 1j)).t().real
+    return base.tolist(), v.tolist(), contiguous, part.stride(), part.is_contiguous()
 
 
 def _sharded():

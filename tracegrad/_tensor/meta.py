@@ -15,9 +15,10 @@ errors (``check_not_meta``); a meta tensor beside a CPU tensor that is not a 0-d
 torch's RuntimeError (``follow_meta``). Made by factories with ``device='meta'`` (or inside
 ``with device('meta')``), ``.to('meta')`` and ``Module.to('meta')``; ``Module.to_empty(device=...)``
 and ``load_state_dict(..., assign=True)`` give real tensors back.
-Differs from torch: the strides of a *view* of a meta tensor are read off the storage's element
-positions, an index array as large as the storage (O(numel) host memory): keep views of huge
-meta tensors to their shape and dtype.
+The strides of a view of a meta tensor follow from torch's per-op formulas (NOTE [strides by
+formula] in ``view_strides.py``), whatever its size. Differs from torch: the few view steps
+without a formula there (complex part views, ``view(dtype)``) read them off the storage's element
+positions, an index array as large as the storage (O(numel) host memory).
 """
 from __future__ import annotations
 

@@ -37,6 +37,8 @@ from .device import device_of
 from .meta import ShapeDtypeStruct as _Abstract, check_not_meta
 from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
+from .view_strides import chain_layout as _chain_layout, is_contiguous as _layout_contiguous, \
+    view_strides as _view_strides
 from . import overridable as _overridable, torch_function as _tf
 from .torch_function import _disabled_torch_function_impl  # noqa: F401  (torch._C's name; subclasses opt out with it)
 
@@ -164,10 +166,19 @@ def _fact(key, compute):
     return v
 
 
+def chain_layout_of(t):
+    """``(shape, strides, storage offset)`` of view ``t`` by torch's formulas, or None (NOTE
+    [strides by formula] in ``view_strides.py``: then the element positions answer)."""
+    return _fact(("layout", t._chain, t._st.array.shape), lambda: _chain_layout(t._chain, t._st.array.shape) or False)
+
+
 def chain_is_contiguous(t) -> bool:
     """torch's ``is_contiguous``: elements lie at consecutive storage positions in row-major order."""
     if not t._chain:
         return True
+    lay = chain_layout_of(t)
+    if lay:
+        return _layout_contiguous(lay[0], lay[1])
     return _fact(("contiguous", t._chain, t._st.array.shape), lambda: _positions_contiguous(element_positions(t)))
 
 
@@ -182,6 +193,9 @@ def storage_offset_of(t) -> int:
     locate: 0."""
     if not t._chain:
         return 0
+    lay = chain_layout_of(t)
+    if lay:
+        return lay[2]
     pos = element_positions(t)
     return int(pos.reshape(-1)[0]) if pos.size else 0
 
@@ -204,6 +218,9 @@ def strides_of(t) -> tuple:
     shape = tuple(t._value.shape)
     if not chain:
         return _strides(shape, None, chain, t._st.array.shape)
+    lay = chain_layout_of(t)
+    if lay:
+        return lay[1]
     return _fact(("strides", chain, t._st.array.shape, shape), lambda: _strides(
         shape, element_positions(t) if t._value.size else None, chain, t._st.array.shape))
 
@@ -299,6 +316,9 @@ def can_view_as(t, shape) -> bool:
     """torch's ``view`` rule: the new shape must be expressible with strides over t's storage."""
     if chain_is_contiguous(t):
         return True
+    lay = chain_layout_of(t)
+    if lay and lay[0]:
+        return _view_strides(lay[0], lay[1], tuple(shape)) is not None
     return _fact(("viewable", t._chain, t._st.array.shape, tuple(shape)),
                  lambda: is_strided(element_positions(t).reshape(shape)))
 
