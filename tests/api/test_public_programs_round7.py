@@ -7,9 +7,10 @@ each keeps its program's code at tiny sizes, with numpy-seeded data and paramete
 downloads and random streams. The full programs ran unchanged through a ``torch`` -> tracegrad
 import alias (a meta-path finder) with tiny flags.
 
-torch's own inductor costs about a minute per program here, so on the torch side
-``torch.compile`` runs with ``backend="eager"`` (TorchDynamo's capture, guards and graph breaks,
-eager kernels): ``_eager_backend`` below. tracegrad compiles with XLA as always.
+torch's own compile costs seconds per program here (inductor about a minute), so the torch side
+runs eagerly: ``torch.compile`` still wraps (``OptimizedModule``, ``_orig_mod.`` state_dict keys)
+under ``torch.compiler.set_stance("force_eager")``. Programs whose output depends on TorchDynamo
+itself (``is_compiling()``, recompile stances) run it with its eager backend instead.
 """
 import contextlib
 import math
@@ -23,9 +24,10 @@ torch = pytest.importorskip("torch")
 
 
 @contextlib.contextmanager
-def _eager_backend():
-    """torch.compile on the torch side with TorchDynamo's eager backend (``mode``/``options``
-    only configure inductor, so they are dropped); torch's compile caches are reset around."""
+def _torch_side(dynamo):
+    """The torch side's torch.compile: eager (stance "force_eager"), or with ``dynamo`` TorchDynamo
+    with its eager backend (``mode``/``options`` only configure inductor, so they are dropped);
+    torch's compile caches are reset around."""
     real = get_torch()
     compile_ = real.compile
 
@@ -35,17 +37,20 @@ def _eager_backend():
         kw["backend"] = "eager"
         return compile_(model, **kw)
     real._dynamo.reset()
-    real.compile = compile_eager
+    if dynamo:
+        real.compile = compile_eager
+    stance = contextlib.nullcontext() if dynamo else real.compiler.set_stance("force_eager")
     try:
-        yield
+        with stance:
+            yield
     finally:
         real.compile = compile_
         real._dynamo.reset()
 
 
-def run_compiled(program):
-    """``run_both`` with torch.compile of the torch side on TorchDynamo's eager backend."""
-    with _eager_backend():
+def run_compiled(program, dynamo=False):
+    """``run_both`` with the torch side's torch.compile as ``_torch_side`` says."""
+    with _torch_side(dynamo):
         return run_both(program)
 
 
@@ -306,7 +311,7 @@ def test_llama2c_train_compiled(tmp_path):
                 y = torch.from_numpy(chunk[:, 1:].copy()).to("cpu", non_blocking=True)
                 yield x, y
 
-        eval_interval, eval_iters, always_save_checkpoint = 2, 2, True
+        eval_interval, eval_iters, always_save_checkpoint = 2, 1, True
         gradient_accumulation_steps, learning_rate, max_iters = 2, 5e-3, 4
         weight_decay, beta1, beta2, grad_clip, decay_lr, warmup_iters = 1e-1, 0.9, 0.95, 1.0, True, 2
         device, dtype, compile = "cpu", "bfloat16", True
@@ -506,7 +511,7 @@ def _stance_program(torch, log, first_call):
 # force_eager catching a TypeError (sin(x, x)) before compiling. Every compiled function is
 # called once more before its first printed result (see the xfail below)
 def test_tutorials_set_stance():
-    run_compiled(lambda torch, log: _stance_program(torch, log, first_call=False))
+    run_compiled(lambda torch, log: _stance_program(torch, log, first_call=False), dynamo=True)
 
 
 # the recipe as written: torch.compile's first call of foo is already compiled
@@ -516,7 +521,7 @@ def test_tutorials_set_stance():
 @pytest.mark.xfail(strict=True, reason="the first call of a compiled function runs eagerly in tracegrad: "
                    "is_compiling() is False during it (torch: True)")
 def test_tutorials_set_stance_first_call():
-    run_compiled(lambda torch, log: _stance_program(torch, log, first_call=True))
+    run_compiled(lambda torch, log: _stance_program(torch, log, first_call=True), dynamo=True)
 
 
 # the recipe's "stance can only be changed outside of any torch.compile region": torch raises
@@ -552,7 +557,7 @@ def test_tutorials_set_stance_inside_compiled():
             outer(inp)
         except Exception as e:
             print(type(e).__name__)
-    run_compiled(program)
+    run_compiled(program, dynamo=True)
 
 
 # pytorch/tutorials intermediate_source/torch_compile_tutorial.py: torch.compile(foo) and
@@ -789,4 +794,296 @@ def test_tutorials_compiling_optimizer_lr_scheduler():
             fn()
         log("weight", model[1].weight)
         log("exp_avg_sq", opt.state[model[1].weight]["exp_avg_sq"])
+    run_compiled(program)
+
+
+# ---- pytorch-labs/gpt-fast ---------------------------------------------------------------------
+def _gpt_fast(torch):
+    """pytorch-labs/gpt-fast model.py: ModelArgs with __post_init__ and find_multiple, KVCache
+    buffers written by index (k_out[:, :, input_pos] = k_val), setup_caches, a bool causal mask
+    indexed by input_pos, wqkv split, RoPE from torch.polar's real/imag cache in bfloat16,
+    repeat_interleave for grouped-query heads, SDPA with a bool attn_mask, RMSNorm."""
+    from dataclasses import dataclass
+    from typing import Optional
+    nn, F = torch.nn, torch.nn.functional
+    Tensor = torch.Tensor
+
+    def find_multiple(n: int, k: int) -> int:
+        if n % k == 0:
+            return n
+        return n + k - (n % k)
+
+    @dataclass
+    class ModelArgs:
+        block_size: int = 2048
+        vocab_size: int = 32000
+        n_layer: int = 32
+        n_head: int = 32
+        dim: int = 4096
+        intermediate_size: int = None
+        n_local_heads: int = -1
+        head_dim: int = 64
+        rope_base: float = 10000
+        norm_eps: float = 1e-5
+        rope_scaling: Optional[dict] = None
+
+        def __post_init__(self):
+            if self.n_local_heads == -1:
+                self.n_local_heads = self.n_head
+            if self.intermediate_size is None:
+                hidden_dim = 4 * self.dim
+                n_hidden = int(2 * hidden_dim / 3)
+                self.intermediate_size = find_multiple(n_hidden, 256)
+            self.head_dim = self.dim // self.n_head
+
+    class KVCache(nn.Module):
+        def __init__(self, max_batch_size, max_seq_length, n_heads, head_dim, dtype=torch.bfloat16):
+            super().__init__()
+            cache_shape = (max_batch_size, n_heads, max_seq_length, head_dim)
+            self.register_buffer('k_cache', torch.zeros(cache_shape, dtype=dtype))
+            self.register_buffer('v_cache', torch.zeros(cache_shape, dtype=dtype))
+
+        def update(self, input_pos, k_val, v_val):
+            # input_pos: [S], k_val: [B, H, S, D]
+            assert input_pos.shape[0] == k_val.shape[2]
+            k_out = self.k_cache
+            v_out = self.v_cache
+            k_out[:, :, input_pos] = k_val
+            v_out[:, :, input_pos] = v_val
+            return k_out, v_out
+
+    class Transformer(nn.Module):
+        def __init__(self, config: ModelArgs) -> None:
+            super().__init__()
+            self.config = config
+            self.tok_embeddings = nn.Embedding(config.vocab_size, config.dim)
+            self.layers = nn.ModuleList(TransformerBlock(config) for _ in range(config.n_layer))
+            self.norm = RMSNorm(config.dim, eps=config.norm_eps)
+            self.output = nn.Linear(config.dim, config.vocab_size, bias=False)
+            self.freqs_cis: Optional[Tensor] = None
+            self.mask_cache: Optional[Tensor] = None
+            self.max_batch_size = -1
+            self.max_seq_length = -1
+
+        def setup_caches(self, max_batch_size, max_seq_length):
+            if self.max_seq_length >= max_seq_length and self.max_batch_size >= max_batch_size:
+                return
+            head_dim = self.config.dim // self.config.n_head
+            max_seq_length = find_multiple(max_seq_length, 8)
+            self.max_seq_length = max_seq_length
+            self.max_batch_size = max_batch_size
+            dtype = self.output.weight.dtype
+            if hasattr(self.output, "scales"):
+                dtype = self.output.scales.dtype
+            elif hasattr(self.output, "scales_and_zeros"):
+                dtype = self.output.scales_and_zeros.dtype
+            for b in self.layers:
+                b.attention.kv_cache = KVCache(max_batch_size, max_seq_length, self.config.n_local_heads, head_dim, dtype)
+            self.freqs_cis = precompute_freqs_cis(self.config.block_size, self.config.dim // self.config.n_head, self.config.rope_base, dtype, self.config.rope_scaling)
+            self.causal_mask = torch.tril(torch.ones(self.max_seq_length, self.max_seq_length, dtype=torch.bool))
+
+        def forward(self, idx: Tensor, input_pos: Optional[Tensor] = None) -> Tensor:
+            assert self.freqs_cis is not None, "Caches must be initialized first"
+            mask = self.causal_mask[None, None, input_pos]
+            freqs_cis = self.freqs_cis[input_pos]
+            x = self.tok_embeddings(idx)
+            for i, layer in enumerate(self.layers):
+                x = layer(x, input_pos, freqs_cis, mask)
+            x = self.norm(x)
+            logits = self.output(x)
+            return logits
+
+    class TransformerBlock(nn.Module):
+        def __init__(self, config: ModelArgs) -> None:
+            super().__init__()
+            self.attention = Attention(config)
+            self.feed_forward = FeedForward(config)
+            self.ffn_norm = RMSNorm(config.dim, config.norm_eps)
+            self.attention_norm = RMSNorm(config.dim, config.norm_eps)
+
+        def forward(self, x: Tensor, input_pos: Tensor, freqs_cis: Tensor, mask: Tensor) -> Tensor:
+            h = x + self.attention(self.attention_norm(x), freqs_cis, mask, input_pos)
+            out = h + self.feed_forward(self.ffn_norm(h))
+            return out
+
+    class Attention(nn.Module):
+        def __init__(self, config: ModelArgs):
+            super().__init__()
+            assert config.dim % config.n_head == 0
+            total_head_dim = (config.n_head + 2 * config.n_local_heads) * config.head_dim
+            self.wqkv = nn.Linear(config.dim, total_head_dim, bias=False)
+            self.wo = nn.Linear(config.dim, config.dim, bias=False)
+            self.kv_cache = None
+            self.n_head = config.n_head
+            self.head_dim = config.head_dim
+            self.n_local_heads = config.n_local_heads
+            self.dim = config.dim
+            self._register_load_state_dict_pre_hook(self.load_hook)
+
+        def load_hook(self, state_dict, prefix, *args):
+            if prefix + "wq.weight" in state_dict:
+                wq = state_dict.pop(prefix + "wq.weight")
+                wk = state_dict.pop(prefix + "wk.weight")
+                wv = state_dict.pop(prefix + "wv.weight")
+                state_dict[prefix + "wqkv.weight"] = torch.cat([wq, wk, wv])
+
+        def forward(self, x: Tensor, freqs_cis: Tensor, mask: Tensor, input_pos: Optional[Tensor] = None) -> Tensor:
+            bsz, seqlen, _ = x.shape
+            kv_size = self.n_local_heads * self.head_dim
+            q, k, v = self.wqkv(x).split([self.dim, kv_size, kv_size], dim=-1)
+            q = q.view(bsz, seqlen, self.n_head, self.head_dim)
+            k = k.view(bsz, seqlen, self.n_local_heads, self.head_dim)
+            v = v.view(bsz, seqlen, self.n_local_heads, self.head_dim)
+            q = apply_rotary_emb(q, freqs_cis)
+            k = apply_rotary_emb(k, freqs_cis)
+            q, k, v = map(lambda x: x.transpose(1, 2), (q, k, v))
+            if self.kv_cache is not None:
+                k, v = self.kv_cache.update(input_pos, k, v)
+            k = k.repeat_interleave(self.n_head // self.n_local_heads, dim=1)
+            v = v.repeat_interleave(self.n_head // self.n_local_heads, dim=1)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.0)
+            y = y.transpose(1, 2).contiguous().view(bsz, seqlen, self.dim)
+            y = self.wo(y)
+            return y
+
+    class FeedForward(nn.Module):
+        def __init__(self, config: ModelArgs) -> None:
+            super().__init__()
+            self.w1 = nn.Linear(config.dim, config.intermediate_size, bias=False)
+            self.w3 = nn.Linear(config.dim, config.intermediate_size, bias=False)
+            self.w2 = nn.Linear(config.intermediate_size, config.dim, bias=False)
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+    class RMSNorm(nn.Module):
+        def __init__(self, dim: int, eps: float = 1e-5):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def _norm(self, x):
+            return x * torch.rsqrt(torch.mean(x * x, dim=-1, keepdim=True) + self.eps)
+
+        def forward(self, x: Tensor) -> Tensor:
+            output = self._norm(x.float()).type_as(x)
+            return output * self.weight
+
+    def precompute_freqs_cis(seq_len: int, n_elem: int, base: int = 10000, dtype: torch.dtype = torch.bfloat16,
+                             rope_scaling: Optional[dict] = None) -> Tensor:
+        freqs = 1.0 / (base ** (torch.arange(0, n_elem, 2)[: (n_elem // 2)].float() / n_elem))
+        t = torch.arange(seq_len, device=freqs.device)
+        freqs = torch.outer(t, freqs)
+        freqs_cis = torch.polar(torch.ones_like(freqs), freqs)
+        cache = torch.stack([freqs_cis.real, freqs_cis.imag], dim=-1)
+        return cache.to(dtype=dtype)
+
+    def apply_rotary_emb(x: Tensor, freqs_cis: Tensor) -> Tensor:
+        xshaped = x.float().reshape(*x.shape[:-1], -1, 2)
+        freqs_cis = freqs_cis.view(1, xshaped.size(1), 1, xshaped.size(3), 2)
+        x_out2 = torch.stack(
+            [
+                xshaped[..., 0] * freqs_cis[..., 0] - xshaped[..., 1] * freqs_cis[..., 1],
+                xshaped[..., 1] * freqs_cis[..., 0] + xshaped[..., 0] * freqs_cis[..., 1],
+            ],
+            -1,
+        )
+        x_out2 = x_out2.flatten(3)
+        return x_out2.type_as(x)
+    return ModelArgs, Transformer
+
+
+# pytorch-labs/gpt-fast model.py (above) with generate.py's decoding: decode_one_token compiled
+# as main() does (mode="reduce-overhead", fullgraph=True), prefill compiled with fullgraph=True,
+# dynamic=True (--compile_prefill), the KV cache written in place by every compiled call,
+# input_pos += 1 on a tensor between calls, new_tokens.append(next_token.clone()), the
+# multinomial_sample_one_no_sync draw (exponential_) at top_k=1 (the argmax whatever the draw),
+# generate() under @torch.no_grad with torch.device(device) around setup_caches, a model in
+# bfloat16 (the default precision); stories15M's config -> 1 layer, dim 8, 2 heads over 1 kv head
+def test_gpt_fast_generate_compiled():
+    def program(torch, log):
+        from typing import Optional, Tuple
+        ModelArgs, Transformer = _gpt_fast(torch)
+
+        def multinomial_sample_one_no_sync(probs_sort): # Does multinomial sampling without a cuda synchronization
+            q = torch.empty_like(probs_sort).exponential_(1)
+            return torch.argmax(probs_sort / q, dim=-1, keepdim=True).to(dtype=torch.int)
+
+        def logits_to_probs(logits, temperature: float = 1.0, top_k: Optional[int] = None):
+            logits = logits / max(temperature, 1e-5)
+            if top_k is not None:
+                v, _ = torch.topk(logits, min(top_k, logits.size(-1)))
+                pivot = v.select(-1, -1).unsqueeze(-1)
+                logits = torch.where(logits < pivot, -float("Inf"), logits)
+            probs = torch.nn.functional.softmax(logits, dim=-1)
+            return probs
+
+        def sample(logits, temperature: float = 1.0, top_k: Optional[int] = None):
+            probs = logits_to_probs(logits[:, -1], temperature, top_k)
+            idx_next = multinomial_sample_one_no_sync(probs)
+            return idx_next, probs
+
+        def prefill(model, x: torch.Tensor, input_pos: torch.Tensor, **sampling_kwargs) -> torch.Tensor:
+            logits = model(x, input_pos)
+            return sample(logits, **sampling_kwargs)[0]
+
+        def decode_one_token(model, x: torch.Tensor, input_pos: torch.Tensor, **sampling_kwargs) -> Tuple[torch.Tensor, torch.Tensor]:
+            assert input_pos.shape[-1] == 1
+            logits = model(x, input_pos)
+            return sample(logits, **sampling_kwargs)
+
+        def decode_n_tokens(model, cur_token, input_pos, num_new_tokens: int, callback=lambda _: _, **sampling_kwargs):
+            new_tokens, new_probs = [], []
+            for i in range(num_new_tokens):
+                with torch.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False, enable_math=True):
+                    next_token, next_prob = decode_one_token(
+                        model, cur_token, input_pos, **sampling_kwargs
+                    )
+                    input_pos += 1
+                    new_tokens.append(next_token.clone())
+                    callback(new_tokens[-1])
+                    new_probs.append(next_prob.clone())
+                    cur_token = next_token.clone()
+            return new_tokens, new_probs
+
+        @torch.no_grad()
+        def generate(model, prompt, max_new_tokens, batch_size, *, interactive, draft_model,
+                     speculate_k=8, callback=lambda x: x, **sampling_kwargs):
+            T = prompt.size(-1)
+            T_new = T + max_new_tokens
+            max_seq_length = min(T_new, model.config.block_size)
+            device, dtype = prompt.device, prompt.dtype
+            with torch.device(device):
+                model.setup_caches(max_batch_size=batch_size, max_seq_length=max_seq_length)
+            empty = torch.empty(batch_size, T_new, dtype=dtype, device=device)
+            prompt = prompt.view(1, -1).repeat(batch_size, 1)
+            empty[:, :T] = prompt
+            seq = empty
+            input_pos = torch.arange(0, T, device=device)
+            next_token = prefill(model, prompt.view(batch_size, -1), input_pos, **sampling_kwargs).clone()
+            seq[:, T] = next_token.squeeze()
+            input_pos = torch.tensor([T], device=device, dtype=torch.int)
+            accept_counts = [0] * (speculate_k + 1)
+            generated_tokens, _ = decode_n_tokens(model, next_token.view(batch_size, -1), input_pos, max_new_tokens - 1, callback=callback, **sampling_kwargs)
+            seq[:, T + 1:] = torch.cat(generated_tokens, dim=-1)
+            generate_stats = {
+                'accept_counts': accept_counts
+            }
+            return seq, generate_stats
+
+        with torch.device('meta'):
+            model = Transformer(ModelArgs(block_size=16, vocab_size=24, n_layer=1, n_head=2, n_local_heads=1,
+                                          dim=8, intermediate_size=12))
+        model = model.to_empty(device='cpu')
+        init_params(torch, model, 7, scale=0.8)
+        model = model.to(device='cpu', dtype=torch.bfloat16)
+        model = model.eval()
+        decode_one_token = torch.compile(decode_one_token, mode="reduce-overhead", fullgraph=True)
+        prefill = torch.compile(prefill, fullgraph=True, dynamic=True)
+        prompt = torch.tensor([1, 5, 7, 2], dtype=torch.int, device='cpu')
+        y, metrics = generate(model, prompt, 4, batch_size=1, draft_model=None, speculate_k=5,
+                              interactive=False, callback=lambda x: x, temperature=0.8, top_k=1)
+        log("tokens", y.tolist())
+        log("accept_counts", metrics['accept_counts'])
+        log("k_cache", model.layers[0].attention.kv_cache.k_cache.float())
     run_compiled(program)
