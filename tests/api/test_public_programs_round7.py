@@ -610,7 +610,7 @@ def test_tutorials_torch_compile_tutorial():
         model = init_model()
         torch._dynamo.reset()
         model_opt = torch.compile(model, mode="reduce-overhead")
-        for i in range(3):
+        for i in range(2):
             inp = generate_data(4, 10 + i)[0]
             with torch.no_grad():
                 log("eval", model_opt(inp))
@@ -626,7 +626,7 @@ def test_tutorials_torch_compile_tutorial():
             opt.step()
 
         train_opt = torch.compile(train, mode="reduce-overhead")
-        for i in range(4):
+        for i in range(3):
             inp = generate_data(4, 20 + i)
             train_opt(model, inp)
         log("weight", model[5].weight)
@@ -1192,4 +1192,68 @@ def test_tutorials_sdpa_causal_bias_is_a_tensor():
         import importlib
         bias = importlib.import_module(torch.__name__ + ".nn.attention.bias")
         log("subclass", issubclass(type(bias.causal_upper_left(2, 5)), torch.Tensor))
+    run_compiled(program)
+
+
+# pytorch/tutorials intermediate_source/torch_compile_full_example.py: model_opt.compile(mode=
+# "reduce-overhead") (nn.Module.compile, in place) evaluated under no_grad next to the eager
+# model, then train(mod, data) compiled with torch.compile(train, mode="reduce-overhead") over
+# several batches; densenet121 -> one dense layer (BatchNorm-ReLU-Conv, torch.cat of features,
+# global pooling) on 3x6x6 random-data batches of 4
+def test_tutorials_torch_compile_full_example():
+    def program(torch, log):
+        nn = torch.nn
+
+        class DenseLayer(nn.Module):
+            def __init__(self, c_in, growth):
+                super().__init__()
+                self.norm = nn.BatchNorm2d(c_in)
+                self.conv = nn.Conv2d(c_in, growth, 3, padding=1, bias=False)
+
+            def forward(self, features):
+                return torch.cat([features, self.conv(torch.relu(self.norm(features)))], 1)
+
+        def init_model():
+            return init_params(torch, nn.Sequential(
+                nn.Conv2d(3, 4, 3, padding=1, bias=False), DenseLayer(4, 2), nn.BatchNorm2d(6),
+                nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(1), nn.Linear(6, 10)), 3)
+
+        seeds = iter(range(100))
+
+        def generate_data(b):
+            seed = next(seeds)
+            return (
+                randn(torch, (b, 3, 6, 6), seed).to(),
+                torch.tensor(np.random.RandomState(seed).randint(0, 10, b)),
+            )
+
+        model = init_model()
+        model_opt = init_model()
+        model_opt.compile(mode="reduce-overhead")
+        model.eval(), model_opt.eval()
+        inp = generate_data(4)[0]
+        with torch.no_grad():
+            log("eager", model(inp))
+            log("compile", model_opt(inp))
+        inp = generate_data(4)[0]
+        with torch.no_grad():
+            log("compile eval", model_opt(inp))
+        log("keys", list(model_opt.state_dict())[:2])
+
+        model = init_model()
+        opt = torch.optim.Adam(model.parameters())
+
+        def train(mod, data):
+            opt.zero_grad(True)
+            pred = mod(data[0])
+            loss = torch.nn.CrossEntropyLoss()(pred, data[1])
+            loss.backward()
+            opt.step()
+
+        train_opt = torch.compile(train, mode="reduce-overhead")
+        for i in range(3):
+            inp = generate_data(4)
+            train_opt(model, inp)
+        log("fc", model[6].weight)
+        log("running_var", model[2].running_var)
     run_compiled(program)
