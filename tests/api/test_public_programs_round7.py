@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from parity import get_torch, init_params, randn, run_both
+from parity import compare, get_torch, get_tracegrad, init_params, randn, run_both, run_program
 
 torch = pytest.importorskip("torch")
 
@@ -48,10 +48,19 @@ def _torch_side(dynamo):
         real._dynamo.reset()
 
 
-def run_compiled(program, dynamo=False):
-    """``run_both`` with the torch side's torch.compile as ``_torch_side`` says."""
+def run_compiled(program, dynamo=False, bf16=()):
+    """``run_both`` with the torch side's torch.compile as ``_torch_side`` says; the logged
+    values named in ``bf16`` come from bfloat16 arithmetic (autocast) and are compared with
+    bfloat16's tolerance."""
     with _torch_side(dynamo):
-        return run_both(program)
+        if not bf16:
+            return run_both(program)
+        ref, got = run_program(get_torch(), program), run_program(get_tracegrad(), program)
+    for (ka, va), (kb, vb) in zip(ref, got):
+        assert ka == kb
+        if ka in bf16:
+            np.testing.assert_allclose(vb[3], va[3], rtol=2e-2, atol=1e-3, err_msg=ka)
+    compare([e for e in ref if e[0] not in bf16], [e for e in got if e[0] not in bf16])
 
 
 def _tokens(n, vocab, seed):
@@ -1257,3 +1266,236 @@ def test_tutorials_torch_compile_full_example():
         log("fc", model[6].weight)
         log("running_var", model[2].running_var)
     run_compiled(program)
+
+
+# ---- karpathy/build-nanogpt train_gpt2.py ------------------------------------------------------
+# train_gpt2.py with its use_compile flag set: GPT (CausalSelfAttention on
+# F.scaled_dot_product_attention(is_causal=True), tanh GELU, NANOGPT_SCALE_INIT, weight tying,
+# _init_weights through apply), configure_optimizers (fused only on cuda), DataLoaderLite over
+# a token tensor (buf[:-1].view(B, T)), torch.set_float32_matmul_precision('high'), model =
+# torch.compile(model), validation under no_grad and torch.autocast(device_type="cpu",
+# dtype=torch.bfloat16), gradient accumulation with loss_accum += loss.detach(), clip_grad_norm_,
+# the warmup/cosine get_lr written into param_groups; the losses and the norm train_gpt2.py
+# prints are logged, with bfloat16's tolerance. 12 layers -> 1, n_embd 768 -> 8, T 1024 -> 4
+def test_build_nanogpt_train_gpt2_compiled():
+    def program(torch, log):
+        import inspect
+        from dataclasses import dataclass
+        nn, F = torch.nn, torch.nn.functional
+        master_process = True
+
+        class CausalSelfAttention(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                assert config.n_embd % config.n_head == 0
+                self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
+                self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+                self.c_proj.NANOGPT_SCALE_INIT = 1
+                self.n_head = config.n_head
+                self.n_embd = config.n_embd
+
+            def forward(self, x):
+                B, T, C = x.size() # batch size, sequence length, embedding dimensionality (n_embd)
+                qkv = self.c_attn(x)
+                q, k, v = qkv.split(self.n_embd, dim=2)
+                k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) # (B, nh, T, hs)
+                q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) # (B, nh, T, hs)
+                v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) # (B, nh, T, hs)
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True) # flash attention
+                y = y.transpose(1, 2).contiguous().view(B, T, C) # re-assemble all head outputs side by side
+                y = self.c_proj(y)
+                return y
+
+        class MLP(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.c_fc    = nn.Linear(config.n_embd, 4 * config.n_embd)
+                self.gelu    = nn.GELU(approximate='tanh')
+                self.c_proj  = nn.Linear(4 * config.n_embd, config.n_embd)
+                self.c_proj.NANOGPT_SCALE_INIT = 1
+
+            def forward(self, x):
+                x = self.c_fc(x)
+                x = self.gelu(x)
+                x = self.c_proj(x)
+                return x
+
+        class Block(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.ln_1 = nn.LayerNorm(config.n_embd)
+                self.attn = CausalSelfAttention(config)
+                self.ln_2 = nn.LayerNorm(config.n_embd)
+                self.mlp = MLP(config)
+
+            def forward(self, x):
+                x = x + self.attn(self.ln_1(x))
+                x = x + self.mlp(self.ln_2(x))
+                return x
+
+        @dataclass
+        class GPTConfig:
+            block_size: int = 1024 # max sequence length
+            vocab_size: int = 50257
+            n_layer: int = 12 # number of layers
+            n_head: int = 12 # number of heads
+            n_embd: int = 768 # embedding dimension
+
+        class GPT(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.transformer = nn.ModuleDict(dict(
+                    wte = nn.Embedding(config.vocab_size, config.n_embd),
+                    wpe = nn.Embedding(config.block_size, config.n_embd),
+                    h = nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                    ln_f = nn.LayerNorm(config.n_embd),
+                ))
+                self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+                self.transformer.wte.weight = self.lm_head.weight
+                self.apply(self._init_weights)
+
+            def _init_weights(self, module):
+                if isinstance(module, nn.Linear):
+                    std = 0.02
+                    if hasattr(module, 'NANOGPT_SCALE_INIT'):
+                        std *= (2 * self.config.n_layer) ** -0.5
+                    torch.nn.init.normal_(module.weight, mean=0.0, std=std)
+                    if module.bias is not None:
+                        torch.nn.init.zeros_(module.bias)
+                elif isinstance(module, nn.Embedding):
+                    torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+            def forward(self, idx, targets=None):
+                B, T = idx.size()
+                assert T <= self.config.block_size, f"Cannot forward sequence of length {T}, block size is only {self.config.block_size}"
+                pos = torch.arange(0, T, dtype=torch.long, device=idx.device) # shape (T)
+                pos_emb = self.transformer.wpe(pos) # position embeddings of shape (T, n_embd)
+                tok_emb = self.transformer.wte(idx) # token embeddings of shape (B, T, n_embd)
+                x = tok_emb + pos_emb
+                for block in self.transformer.h:
+                    x = block(x)
+                x = self.transformer.ln_f(x)
+                logits = self.lm_head(x) # (B, T, vocab_size)
+                loss = None
+                if targets is not None:
+                    loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+                return logits, loss
+
+            def configure_optimizers(self, weight_decay, learning_rate, device_type):
+                param_dict = {pn: p for pn, p in self.named_parameters()}
+                param_dict = {pn: p for pn, p in param_dict.items() if p.requires_grad}
+                decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+                nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
+                optim_groups = [
+                    {'params': decay_params, 'weight_decay': weight_decay},
+                    {'params': nodecay_params, 'weight_decay': 0.0}
+                ]
+                num_decay_params = sum(p.numel() for p in decay_params)
+                num_nodecay_params = sum(p.numel() for p in nodecay_params)
+                if master_process:
+                    print(f"num decayed parameter tensors: {len(decay_params)}, with {num_decay_params:,} parameters")
+                    print(f"num non-decayed parameter tensors: {len(nodecay_params)}, with {num_nodecay_params:,} parameters")
+                fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters
+                use_fused = fused_available and device_type == "cuda"
+                if master_process:
+                    print(f"using fused AdamW: {use_fused}")
+                optimizer = torch.optim.AdamW(optim_groups, lr=learning_rate, betas=(0.9, 0.95), eps=1e-8, fused=use_fused)
+                return optimizer
+
+        class DataLoaderLite:
+            def __init__(self, B, T, process_rank, num_processes, split):
+                self.B = B
+                self.T = T
+                self.process_rank = process_rank
+                self.num_processes = num_processes
+                self.split = split
+                self.reset()
+
+            def reset(self):
+                self.tokens = torch.tensor(_tokens(60, 32, {"train": 5, "val": 6}[self.split]), dtype=torch.long)
+                self.current_position = self.B * self.T * self.process_rank
+
+            def next_batch(self):
+                B, T = self.B, self.T
+                buf = self.tokens[self.current_position : self.current_position+B*T+1]
+                x = (buf[:-1]).view(B, T) # inputs
+                y = (buf[1:]).view(B, T) # targets
+                self.current_position += B * T * self.num_processes
+                if self.current_position + (B * T * self.num_processes + 1) > len(self.tokens):
+                    self.current_position = B * T * self.process_rank
+                return x, y
+
+        ddp_rank, ddp_world_size, device = 0, 1, "cpu"
+        device_type = "cuda" if device.startswith("cuda") else "cpu"
+        total_batch_size = 16
+        B = 2 # micro batch size
+        T = 4 # sequence length
+        assert total_batch_size % (B * T * ddp_world_size) == 0, "make sure total_batch_size is divisible by B * T * ddp_world_size"
+        grad_accum_steps = total_batch_size // (B * T * ddp_world_size)
+        print(f"=> calculated gradient accumulation steps: {grad_accum_steps}")
+        train_loader = DataLoaderLite(B=B, T=T, process_rank=ddp_rank, num_processes=ddp_world_size, split="train")
+        val_loader = DataLoaderLite(B=B, T=T, process_rank=ddp_rank, num_processes=ddp_world_size, split="val")
+        torch.set_float32_matmul_precision('high')
+        model = GPT(GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, n_embd=8))
+        init_params(torch, model, 9)
+        model.to(device)
+        use_compile = True
+        if use_compile:
+            model = torch.compile(model)
+        raw_model = model
+        max_lr, warmup_steps, max_steps = 6e-3, 1, 3
+        min_lr = max_lr * 0.1
+
+        def get_lr(it):
+            if it < warmup_steps:
+                return max_lr * (it+1) / warmup_steps
+            if it > max_steps:
+                return min_lr
+            decay_ratio = (it - warmup_steps) / (max_steps - warmup_steps)
+            assert 0 <= decay_ratio <= 1
+            coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio)) # coeff starts at 1 and goes to 0
+            return min_lr + coeff * (max_lr - min_lr)
+
+        optimizer = raw_model.configure_optimizers(weight_decay=0.1, learning_rate=6e-4, device_type=device_type)
+        try:
+            for step in range(max_steps):
+                last_step = (step == max_steps - 1)
+                if step % 2 == 0 or last_step:
+                    model.eval()
+                    val_loader.reset()
+                    with torch.no_grad():
+                        val_loss_accum = 0.0
+                        val_loss_steps = 2
+                        for _ in range(val_loss_steps):
+                            x, y = val_loader.next_batch()
+                            x, y = x.to(device), y.to(device)
+                            with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+                                logits, loss = model(x, y)
+                            loss = loss / val_loss_steps
+                            val_loss_accum += loss.detach()
+                    log("validation loss", val_loss_accum.float())
+                model.train()
+                optimizer.zero_grad()
+                loss_accum = 0.0
+                for micro_step in range(grad_accum_steps):
+                    x, y = train_loader.next_batch()
+                    x, y = x.to(device), y.to(device)
+                    with torch.autocast(device_type=device_type, dtype=torch.bfloat16):
+                        logits, loss = model(x, y)
+                    loss = loss / grad_accum_steps
+                    loss_accum += loss.detach()
+                    loss.backward()
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                lr = get_lr(step)
+                for param_group in optimizer.param_groups:
+                    param_group['lr'] = lr
+                optimizer.step()
+                log("loss", loss_accum.float())
+                log("norm", norm)
+                print(f"step {step:5d} | lr {lr:.4e}")
+                log("dtypes", [logits.dtype, loss.dtype])
+            log("lm_head", raw_model.lm_head.weight)
+        finally:
+            torch.set_float32_matmul_precision('highest')
+    run_compiled(program, bf16=("validation loss", "loss", "norm", "lm_head"))
