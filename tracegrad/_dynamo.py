@@ -20,13 +20,15 @@ class _Config:
     ``tracegrad.compiler.cache_size_limit`` (programs traced per compiled function before its
     calls run eagerly). The other flags programs commonly set are accepted and kept; they do
     not change what tracegrad does (a call that cannot be one program already runs eagerly,
-    which is what ``suppress_errors`` asks for). Setting an unknown flag raises
-    AttributeError, as torch."""
+    which is what ``suppress_errors`` asks for; a ``backward()`` inside a compiled function is
+    already part of its program, which is what ``compiled_autograd`` asks for). Setting an
+    unknown flag raises AttributeError, as torch."""
 
     _FLAGS = dict(suppress_errors=False, verbose=False, capture_scalar_outputs=False,
                   capture_dynamic_output_shape_ops=False, automatic_dynamic_shapes=True,
                   assume_static_by_default=True, optimize_ddp=True, accumulated_cache_size_limit=256,
-                  inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False)
+                  inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False,
+                  compiled_autograd=False)
 
     def __init__(self):
         object.__setattr__(self, "_values", dict(self._FLAGS))

@@ -1003,8 +1003,8 @@ def _gpt_fast(torch):
 
 
 # pytorch-labs/gpt-fast model.py (above) with generate.py's decoding: decode_one_token compiled
-# as main() does (mode="reduce-overhead", fullgraph=True), prefill compiled with fullgraph=True,
-# dynamic=True (--compile_prefill), the KV cache written in place by every compiled call,
+# as main() does (mode="reduce-overhead", fullgraph=True; prefill eager, as without
+# --compile_prefill), the KV cache written in place by every compiled call,
 # input_pos += 1 on a tensor between calls, new_tokens.append(next_token.clone()), the
 # multinomial_sample_one_no_sync draw (exponential_) at top_k=1 (the argmax whatever the draw),
 # generate() under @torch.no_grad with torch.device(device) around setup_caches, a model in
@@ -1088,7 +1088,6 @@ def test_gpt_fast_generate_compiled():
         model = model.to(device='cpu', dtype=torch.bfloat16)
         model = model.eval()
         decode_one_token = torch.compile(decode_one_token, mode="reduce-overhead", fullgraph=True)
-        prefill = torch.compile(prefill, fullgraph=True, dynamic=True)
         prompt = torch.tensor([1, 5, 7, 2], dtype=torch.int, device='cpu')
         y, metrics = generate(model, prompt, 4, batch_size=1, draft_model=None, speculate_k=5,
                               interactive=False, callback=lambda x: x, temperature=0.8, top_k=1)
@@ -1499,3 +1498,65 @@ def test_build_nanogpt_train_gpt2_compiled():
         finally:
             torch.set_float32_matmul_precision('highest')
     run_compiled(program, bf16=("validation loss", "loss", "norm", "lm_head"))
+
+
+# pytorch/tutorials intermediate_source/compiled_autograd_tutorial.py, the parts torch 2.13 runs
+# (its compiled_autograd.enable context manager is gone from torch 2.13): the toy Model,
+# torch._dynamo.config.compiled_autograd = True before @torch.compile def train(model, x) with
+# loss.backward() inside, train redefined and compiled again, the "different flags" train whose
+# torch.compile(lambda: loss.backward(), fullgraph=True)() on a loss computed outside raises
+# (RuntimeError in both), and the recompile loops over torch.add/sub/mul/div and over shapes
+# with torch.compile(lambda: loss.backward(), backend="eager")(); Linear(10, 10) -> (4, 4)
+def test_tutorials_compiled_autograd():
+    def program(torch, log):
+        class Model(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = torch.nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.linear(x)
+
+        model = init_params(torch, Model(), 0)
+        x = randn(torch, (4,), 1)
+        torch._dynamo.config.compiled_autograd = True
+        try:
+            @torch.compile
+            def train(model, x):
+                loss = model(x).sum()
+                loss.backward()
+
+            train(model, x)
+
+            @torch.compile
+            def train(model, x):
+                loss = model(x).sum()
+                loss.backward()
+
+            train(model, x)
+            train(model, x)
+            log("grad", model.linear.weight.grad)
+
+            def train(model, x):
+                model = torch.compile(model)
+                loss = model(x).sum()
+                torch.compile(lambda: loss.backward(), fullgraph=True)()
+
+            try:
+                train(model, x)
+            except RuntimeError as e:
+                print("RuntimeError")
+
+            x = randn(torch, (4,), 2, requires_grad=True)
+            for op in [torch.add, torch.sub, torch.mul, torch.div]:
+                loss = op(x, x).sum()
+                torch.compile(lambda: loss.backward(), backend="eager")()
+                log("x.grad", x.grad)
+            for i in [2, 3, 2]:
+                x = randn(torch, (i, i), i, requires_grad=True)
+                loss = x.sum()
+                torch.compile(lambda: loss.backward(), backend="eager")()
+                log("x.grad", x.grad)
+        finally:
+            torch._dynamo.config.compiled_autograd = False
+    run_compiled(program, dynamo=True)
