@@ -1560,3 +1560,383 @@ def test_tutorials_compiled_autograd():
         finally:
             torch._dynamo.config.compiled_autograd = False
     run_compiled(program, dynamo=True)
+
+
+# pytorch/tutorials recipes_source/torch_compile_torch_function_modes.py: a BaseTorchFunctionMode
+# rewriting torch.Tensor.add into torch.mul, entered around a call of a @torch.compile()
+# function and inside one (each function called twice: tracegrad runs a first call eagerly)
+def test_tutorials_torch_function_modes():
+    def program(torch, log):
+        BaseTorchFunctionMode = torch.overrides.BaseTorchFunctionMode
+
+        class AddToMultiplyMode(BaseTorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                if func == torch.Tensor.add:
+                    func = torch.mul
+                return super().__torch_function__(func, types, args, kwargs)
+
+        @torch.compile()
+        def test_fn(x, y):
+            return x + y * x # Note: infix operators map to torch.Tensor.* methods
+
+        x = torch.rand(2, 2) * 0 + randn(torch, (2, 2), 0)
+        y = torch.rand_like(x) * 0 + randn(torch, (2, 2), 1)
+        for _ in range(2):
+            with AddToMultiplyMode():
+                z = test_fn(x, y)
+            assert torch.allclose(z, x * y * x)
+            log("z", z)
+        log("plain", test_fn(x, y))
+
+        @torch.compile()
+        def test_fn(x, y):
+            with AddToMultiplyMode():
+                return x + y * x # Note: infix operators map to torch.Tensor.* methods
+
+        for _ in range(2):
+            z = test_fn(x, y)
+            assert torch.allclose(z, x * y * x)
+            log("z", z)
+    run_compiled(program)
+
+
+# cloneofsimo/minRF advanced/mmdit.py: the SD3-style MMDiT whose blocks compile their own forward
+# with @torch.compile() on the method (DoubleAttention/SingleAttention inside MMDiTBlock/DiTBlock:
+# compiled functions nested in compiled functions, one function shared by every instance),
+# Fp32LayerNorm (F.layer_norm on x.float(), type_as), MultiHeadLayerNorm, modulate, patchify
+# (view/permute/flatten), unpatchify (einsum "nhwpqc->nchpwq"), register tokens, the zero-init
+# of ".mod" parameters by name; trained with rf.py's rectified-flow loss (zt = (1 - t) x + t z1,
+# the batchwise MSE of z1 - x - v, ttloss from .tolist()) and Adam as main.py does, and
+# sampled with RF.sample's Euler steps under no_grad. dim 2048 -> 8, 1 double + 1 single layer,
+# 1x8x8 latents; the noise and sigmoid(randn) times are numpy-seeded arguments
+def test_minrf_mmdit_compiled_methods():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class Fp32LayerNorm(nn.LayerNorm):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+
+            def forward(self, input):
+                output = F.layer_norm(
+                    input.float(),
+                    self.normalized_shape,
+                    self.weight.float() if self.weight is not None else None,
+                    self.bias.float() if self.bias is not None else None,
+                    self.eps,
+                )
+                return output.type_as(input)
+
+        def modulate(x, shift, scale):
+            return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+        def find_multiple(n: int, k: int) -> int:
+            if n % k == 0:
+                return n
+            return n + k - (n % k)
+
+        class MLP(nn.Module):
+            def __init__(self, dim, hidden_dim=None) -> None:
+                super().__init__()
+                if hidden_dim is None:
+                    hidden_dim = 4 * dim
+                n_hidden = int(2 * hidden_dim / 3)
+                n_hidden = find_multiple(n_hidden, 8)
+                self.c_fc1 = nn.Linear(dim, n_hidden, bias=False)
+                self.c_fc2 = nn.Linear(dim, n_hidden, bias=False)
+                self.c_proj = nn.Linear(n_hidden, dim, bias=False)
+
+            def forward(self, x):
+                x = F.silu(self.c_fc1(x)) * self.c_fc2(x)
+                x = self.c_proj(x)
+                return x
+
+        class SingleAttention(nn.Module):
+            def __init__(self, dim, n_heads, mh_qknorm=False):
+                super().__init__()
+                self.n_heads = n_heads
+                self.head_dim = dim // n_heads
+                self.w1q = nn.Linear(dim, dim, bias=False)
+                self.w1k = nn.Linear(dim, dim, bias=False)
+                self.w1v = nn.Linear(dim, dim, bias=False)
+                self.w1o = nn.Linear(dim, dim, bias=False)
+                self.q_norm1 = Fp32LayerNorm(self.head_dim, bias=False, elementwise_affine=False)
+                self.k_norm1 = Fp32LayerNorm(self.head_dim, bias=False, elementwise_affine=False)
+
+            @torch.compile()
+            def forward(self, c):
+                bsz, seqlen1, _ = c.shape
+                q, k, v = self.w1q(c), self.w1k(c), self.w1v(c)
+                q = q.view(bsz, seqlen1, self.n_heads, self.head_dim)
+                k = k.view(bsz, seqlen1, self.n_heads, self.head_dim)
+                v = v.view(bsz, seqlen1, self.n_heads, self.head_dim)
+                q, k = self.q_norm1(q), self.k_norm1(k)
+                output = F.scaled_dot_product_attention(
+                    q.permute(0, 2, 1, 3),
+                    k.permute(0, 2, 1, 3),
+                    v.permute(0, 2, 1, 3),
+                    dropout_p=0.0,
+                    is_causal=False,
+                    scale=1 / self.head_dim**0.5,
+                ).permute(0, 2, 1, 3)
+                output = output.flatten(-2)
+                c = self.w1o(output)
+                return c
+
+        class DoubleAttention(nn.Module):
+            def __init__(self, dim, n_heads, mh_qknorm=False):
+                super().__init__()
+                self.n_heads = n_heads
+                self.head_dim = dim // n_heads
+                self.w1q = nn.Linear(dim, dim, bias=False)
+                self.w1k = nn.Linear(dim, dim, bias=False)
+                self.w1v = nn.Linear(dim, dim, bias=False)
+                self.w1o = nn.Linear(dim, dim, bias=False)
+                self.w2q = nn.Linear(dim, dim, bias=False)
+                self.w2k = nn.Linear(dim, dim, bias=False)
+                self.w2v = nn.Linear(dim, dim, bias=False)
+                self.w2o = nn.Linear(dim, dim, bias=False)
+                self.q_norm1 = Fp32LayerNorm(self.head_dim, bias=False, elementwise_affine=False)
+                self.k_norm1 = Fp32LayerNorm(self.head_dim, bias=False, elementwise_affine=False)
+                self.q_norm2 = Fp32LayerNorm(self.head_dim, bias=False, elementwise_affine=False)
+                self.k_norm2 = Fp32LayerNorm(self.head_dim, bias=False, elementwise_affine=False)
+
+            @torch.compile()
+            def forward(self, c, x):
+                bsz, seqlen1, _ = c.shape
+                bsz, seqlen2, _ = x.shape
+                seqlen = seqlen1 + seqlen2
+                cq, ck, cv = self.w1q(c), self.w1k(c), self.w1v(c)
+                cq = cq.view(bsz, seqlen1, self.n_heads, self.head_dim)
+                ck = ck.view(bsz, seqlen1, self.n_heads, self.head_dim)
+                cv = cv.view(bsz, seqlen1, self.n_heads, self.head_dim)
+                cq, ck = self.q_norm1(cq), self.k_norm1(ck)
+                xq, xk, xv = self.w2q(x), self.w2k(x), self.w2v(x)
+                xq = xq.view(bsz, seqlen2, self.n_heads, self.head_dim)
+                xk = xk.view(bsz, seqlen2, self.n_heads, self.head_dim)
+                xv = xv.view(bsz, seqlen2, self.n_heads, self.head_dim)
+                xq, xk = self.q_norm2(xq), self.k_norm2(xk)
+                q, k, v = (
+                    torch.cat([cq, xq], dim=1),
+                    torch.cat([ck, xk], dim=1),
+                    torch.cat([cv, xv], dim=1),
+                )
+                output = F.scaled_dot_product_attention(
+                    q.permute(0, 2, 1, 3),
+                    k.permute(0, 2, 1, 3),
+                    v.permute(0, 2, 1, 3),
+                    dropout_p=0.0,
+                    is_causal=False,
+                    scale=1 / self.head_dim**0.5,
+                ).permute(0, 2, 1, 3)
+                output = output.flatten(-2)
+                c, x = output.split([seqlen1, seqlen2], dim=1)
+                c = self.w1o(c)
+                x = self.w2o(x)
+                return c, x
+
+        class MMDiTBlock(nn.Module):
+            def __init__(self, dim, heads=8, global_conddim=1024, is_last=False):
+                super().__init__()
+                self.normC1 = Fp32LayerNorm(dim, elementwise_affine=False, bias=False)
+                self.normC2 = Fp32LayerNorm(dim, elementwise_affine=False, bias=False)
+                self.mlpC = MLP(dim, hidden_dim=dim * 4)
+                self.modC = nn.Sequential(nn.SiLU(), nn.Linear(global_conddim, 6 * dim, bias=False))
+                self.normX1 = Fp32LayerNorm(dim, elementwise_affine=False, bias=False)
+                self.normX2 = Fp32LayerNorm(dim, elementwise_affine=False, bias=False)
+                self.mlpX = MLP(dim, hidden_dim=dim * 4)
+                self.modX = nn.Sequential(nn.SiLU(), nn.Linear(global_conddim, 6 * dim, bias=False))
+                self.attn = DoubleAttention(dim, heads)
+                self.is_last = is_last
+
+            @torch.compile()
+            def forward(self, c, x, global_cond, **kwargs):
+                cres, xres = c, x
+                cshift_msa, cscale_msa, cgate_msa, cshift_mlp, cscale_mlp, cgate_mlp = (
+                    self.modC(global_cond).chunk(6, dim=1)
+                )
+                c = modulate(self.normC1(c), cshift_msa, cscale_msa)
+                xshift_msa, xscale_msa, xgate_msa, xshift_mlp, xscale_mlp, xgate_mlp = (
+                    self.modX(global_cond).chunk(6, dim=1)
+                )
+                x = modulate(self.normX1(x), xshift_msa, xscale_msa)
+                c, x = self.attn(c, x)
+                c = self.normC2(cres + cgate_msa.unsqueeze(1) * c)
+                c = cgate_mlp.unsqueeze(1) * self.mlpC(modulate(c, cshift_mlp, cscale_mlp))
+                c = cres + c
+                x = self.normX2(xres + xgate_msa.unsqueeze(1) * x)
+                x = xgate_mlp.unsqueeze(1) * self.mlpX(modulate(x, xshift_mlp, xscale_mlp))
+                x = xres + x
+                return c, x
+
+        class DiTBlock(nn.Module):
+            def __init__(self, dim, heads=8, global_conddim=1024):
+                super().__init__()
+                self.norm1 = Fp32LayerNorm(dim, elementwise_affine=False, bias=False)
+                self.norm2 = Fp32LayerNorm(dim, elementwise_affine=False, bias=False)
+                self.modCX = nn.Sequential(nn.SiLU(), nn.Linear(global_conddim, 6 * dim, bias=False))
+                self.attn = SingleAttention(dim, heads)
+                self.mlp = MLP(dim, hidden_dim=dim * 4)
+
+            @torch.compile()
+            def forward(self, cx, global_cond, **kwargs):
+                cxres = cx
+                shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp = self.modCX(
+                    global_cond
+                ).chunk(6, dim=1)
+                cx = modulate(self.norm1(cx), shift_msa, scale_msa)
+                cx = self.attn(cx)
+                cx = self.norm2(cxres + gate_msa.unsqueeze(1) * cx)
+                mlpout = self.mlp(modulate(cx, shift_mlp, scale_mlp))
+                cx = gate_mlp.unsqueeze(1) * mlpout
+                cx = cxres + cx
+                return cx
+
+        class TimestepEmbedder(nn.Module):
+            def __init__(self, hidden_size, frequency_embedding_size=256):
+                super().__init__()
+                self.mlp = nn.Sequential(
+                    nn.Linear(frequency_embedding_size, hidden_size),
+                    nn.SiLU(),
+                    nn.Linear(hidden_size, hidden_size),
+                )
+                self.frequency_embedding_size = frequency_embedding_size
+
+            @staticmethod
+            def timestep_embedding(t, dim, max_period=10000):
+                half = dim // 2
+                freqs = 1000 * torch.exp(
+                    -math.log(max_period) * torch.arange(start=0, end=half) / half
+                ).to(t.device)
+                args = t[:, None] * freqs[None]
+                embedding = torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+                if dim % 2:
+                    embedding = torch.cat([embedding, torch.zeros_like(embedding[:, :1])], dim=-1)
+                return embedding
+
+            @torch.compile()
+            def forward(self, t):
+                t_freq = self.timestep_embedding(t, self.frequency_embedding_size).to(
+                    dtype=next(self.parameters()).dtype
+                )
+                t_emb = self.mlp(t_freq)
+                return t_emb
+
+        class MMDiT(nn.Module):
+            def __init__(self, in_channels=4, out_channels=4, patch_size=2, dim=2048, n_layers=8,
+                         n_double_layers=4, n_heads=4, global_conddim=1024, cond_seq_dim=2048, max_seq=16 * 16):
+                super().__init__()
+                self.t_embedder = TimestepEmbedder(global_conddim, 8)
+                self.cond_seq_linear = nn.Linear(cond_seq_dim, dim, bias=False)
+                self.init_x_linear = nn.Linear(patch_size * patch_size * in_channels, dim)
+                self.positional_encoding = nn.Parameter(torch.zeros(1, max_seq, dim))
+                self.register_tokens = nn.Parameter(torch.zeros(1, 2, dim))
+                self.double_layers = nn.ModuleList([])
+                self.single_layers = nn.ModuleList([])
+                for idx in range(n_double_layers):
+                    self.double_layers.append(MMDiTBlock(dim, n_heads, global_conddim, is_last=(idx == n_layers - 1)))
+                for idx in range(n_double_layers, n_layers):
+                    self.single_layers.append(DiTBlock(dim, n_heads, global_conddim))
+                self.final_linear = nn.Linear(dim, patch_size * patch_size * out_channels, bias=False)
+                self.modF = nn.Sequential(nn.SiLU(), nn.Linear(global_conddim, 2 * dim, bias=False))
+                nn.init.constant_(self.final_linear.weight, 0)
+                self.out_channels = out_channels
+                self.patch_size = patch_size
+                self.n_double_layers = n_double_layers
+                self.n_layers = n_layers
+                for pn, p in self.named_parameters():
+                    if ".mod" in pn:
+                        nn.init.constant_(p, 0)
+                        print("zeroed", pn)
+                nn.init.constant_(self.cond_seq_linear.weight, 0)
+                self.h_max = int(max_seq**0.5)
+                self.w_max = int(max_seq**0.5)
+
+            def unpatchify(self, x, h, w):
+                c = self.out_channels
+                p = self.patch_size
+                x = x.reshape(shape=(x.shape[0], h, w, p, p, c))
+                x = torch.einsum("nhwpqc->nchpwq", x)
+                imgs = x.reshape(shape=(x.shape[0], c, h * p, w * p))
+                return imgs
+
+            def patchify(self, x):
+                B, C, H, W = x.size()
+                x = x.view(B, C, H // self.patch_size, self.patch_size, W // self.patch_size, self.patch_size)
+                x = x.permute(0, 2, 4, 1, 3, 5).flatten(-3).flatten(1, 2)
+                return x
+
+            def forward(self, x, t, conds, **kwargs):
+                b, c, h, w = x.shape
+                x = self.init_x_linear(self.patchify(x))  # B, T_x, D
+                x = x + self.positional_encoding[:, : x.size(1)]
+                c_seq = conds["c_seq"][0:b]  # B, T_c, D_c
+                t = t[0:b]
+                c = self.cond_seq_linear(c_seq)  # B, T_c, D
+                c = torch.cat([self.register_tokens.repeat(c.size(0), 1, 1), c], dim=1)
+                global_cond = self.t_embedder(t)  # B, D
+                if len(self.double_layers) > 0:
+                    for layer in self.double_layers:
+                        c, x = layer(c, x, global_cond, **kwargs)
+                if len(self.single_layers) > 0:
+                    c_len = c.size(1)
+                    cx = torch.cat([c, x], dim=1)
+                    for layer in self.single_layers:
+                        cx = layer(cx, global_cond, **kwargs)
+                    x = cx[:, c_len:]
+                fshift, fscale = self.modF(global_cond).chunk(2, dim=1)
+                x = modulate(x, fshift, fscale)
+                x = self.final_linear(x)
+                x = self.unpatchify(x, h // self.patch_size, w // self.patch_size)
+                return x
+
+        class RF:
+            def __init__(self, model, ln=True):
+                self.model = model
+                self.ln = ln
+
+            def forward(self, x, cond, nt, z1):
+                b = x.size(0)
+                t = torch.sigmoid(nt)
+                texp = t.view([b, *([1] * len(x.shape[1:]))])
+                zt = (1 - texp) * x + texp * z1
+                vtheta = self.model(zt, t, cond)
+                batchwise_mse = ((z1 - x - vtheta) ** 2).mean(dim=list(range(1, len(x.shape))))
+                tlist = batchwise_mse.detach().cpu().reshape(-1).tolist()
+                ttloss = [(tv, tloss) for tv, tloss in zip(t, tlist)]
+                return batchwise_mse.mean(), ttloss
+
+            @torch.no_grad()
+            def sample(self, z, cond, null_cond=None, sample_steps=50, cfg=2.0):
+                b = z.size(0)
+                dt = 1.0 / sample_steps
+                dt = torch.tensor([dt] * b).to(z.device).view([b, *([1] * len(z.shape[1:]))])
+                images = [z]
+                for i in range(sample_steps, 0, -1):
+                    t = i / sample_steps
+                    t = torch.tensor([t] * b).to(z.device)
+                    vc = self.model(z, t, cond)
+                    z = z - dt * vc
+                    images.append(z)
+                return images
+
+        model = MMDiT(in_channels=1, out_channels=1, patch_size=2, dim=8, n_layers=2, n_double_layers=1,
+                      n_heads=2, global_conddim=8, cond_seq_dim=4, max_seq=16)
+        init_params(torch, model, 11)
+        rf = RF(model)
+        optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
+        conds = {"c_seq": randn(torch, (2, 3, 4), 12)}
+        for i in range(3):
+            x = randn(torch, (2, 1, 8, 8), 20 + i)
+            optimizer.zero_grad()
+            loss, blsct = rf.forward(x, conds, randn(torch, (2,), 30 + i), randn(torch, (2, 1, 8, 8), 40 + i))
+            loss.backward()
+            optimizer.step()
+            log("loss", loss.item())
+            log("blsct", [(float(t), l) for t, l in blsct])
+        log("final_linear", model.final_linear.weight)
+        log("w1o grad", model.double_layers[0].attn.w1o.weight.grad)
+        model.eval()
+        images = rf.sample(randn(torch, (2, 1, 8, 8), 50), conds, sample_steps=3)
+        log("sample", images[-1])
+    run_compiled(program)
