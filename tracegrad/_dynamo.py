@@ -5,7 +5,9 @@ through it (``torch._dynamo.config.cache_size_limit = 64``, ``torch._dynamo.rese
 """
 from __future__ import annotations
 
+import sys
 import time
+import types
 import warnings
 
 from . import compiler as _compiler
@@ -15,8 +17,8 @@ __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark
            "maybe_mark_dynamic", "mark_static", "explain"]
 
 
-class _Config:
-    """``torch._dynamo.config``: ``cache_size_limit`` (alias ``recompile_limit``) is
+class _Config(types.ModuleType):
+    """``torch._dynamo.config`` (a module, so ``import torch._dynamo.config`` works): ``cache_size_limit`` (alias ``recompile_limit``) is
     ``tracegrad.compiler.cache_size_limit`` (programs traced per compiled function before its
     calls run eagerly). The other flags programs commonly set are accepted and kept; they do
     not change what tracegrad does (a call that cannot be one program already runs eagerly,
@@ -31,6 +33,7 @@ class _Config:
                   compiled_autograd=False)
 
     def __init__(self):
+        super().__init__(__name__ + ".config")
         object.__setattr__(self, "_values", dict(self._FLAGS))
 
     def __getattr__(self, name):
@@ -42,7 +45,9 @@ class _Config:
             raise AttributeError(f"torch._dynamo.config.{name} does not exist") from None
 
     def __setattr__(self, name, value):
-        if name in ("cache_size_limit", "recompile_limit"):
+        if name.startswith("__"):           # the import system's __spec__, __loader__...
+            object.__setattr__(self, name, value)
+        elif name in ("cache_size_limit", "recompile_limit"):
             _compiler.cache_size_limit = int(value)
         elif name in self._values:
             self._values[name] = value
@@ -51,6 +56,10 @@ class _Config:
 
 
 config = _Config()
+# ``import torch._dynamo.config`` (gpt-fast, many training scripts): this module answers as a
+# package whose ``config`` submodule is already imported
+__path__: list = []
+sys.modules[config.__name__] = config
 
 
 def graph_break(msg=""):

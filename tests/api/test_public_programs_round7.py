@@ -691,11 +691,14 @@ def test_tutorials_torch_compile_tutorial():
 
 
 # pytorch/tutorials recipes_source/regional_compilation.py: a ModuleList of torch.compile(Layer())
-# (regional compilation) next to torch.compile(Model) (full), torch.compiler.reset() before each
-# measured first call; 64 layers of 10 -> 3 layers of 6 on the CPU (the recipe's .cuda() and
-# cuda.synchronize dropped)
+# (regional compilation) next to torch.compile(Model) (full), torch.compiler.reset() and
+# torch._inductor.utils.fresh_inductor_cache() around each measured first call; 64 layers of 10
+# -> 3 layers of 6 on the CPU (the recipe's .cuda() and cuda.synchronize dropped)
 def test_tutorials_regional_compilation():
     def program(torch, log):
+        import importlib
+        importlib.import_module(torch.__name__ + "._inductor.utils")
+
         class Layer(torch.nn.Module):
             def __init__(self):
                 super().__init__()
@@ -736,8 +739,10 @@ def test_tutorials_regional_compilation():
         log("keys", list(regional_compiled_model.state_dict())[:4])
 
         def measure_latency(fn, input):
+            # Reset the compiler caches to ensure no reuse between different runs
             torch.compiler.reset()
-            return fn(input)
+            with torch._inductor.utils.fresh_inductor_cache():
+                return fn(input)
 
         input = randn(torch, (4, 6), 1)
         log("full", measure_latency(full_compiled_model, input))
@@ -1002,7 +1007,8 @@ def _gpt_fast(torch):
     return ModelArgs, Transformer
 
 
-# pytorch-labs/gpt-fast model.py (above) with generate.py's decoding: decode_one_token compiled
+# pytorch-labs/gpt-fast model.py (above) with generate.py's header (import torch._dynamo.config,
+# the torch._inductor.config and torch._functorch.config settings) and decoding: decode_one_token compiled
 # as main() does (mode="reduce-overhead", fullgraph=True; prefill eager, as without
 # --compile_prefill), the KV cache written in place by every compiled call,
 # input_pos += 1 on a tensor between calls, new_tokens.append(next_token.clone()), the
@@ -1080,6 +1086,15 @@ def test_gpt_fast_generate_compiled():
             }
             return seq, generate_stats
 
+        import importlib
+        importlib.import_module(torch.__name__ + "._dynamo.config")
+        importlib.import_module(torch.__name__ + "._inductor.config")
+        saved = (torch._inductor.config.coordinate_descent_tuning, torch._inductor.config.fx_graph_cache,
+                 torch._functorch.config.enable_autograd_cache)
+        torch._inductor.config.coordinate_descent_tuning = True
+        torch._inductor.config.triton.unique_kernel_names = True
+        torch._inductor.config.fx_graph_cache = True
+        torch._functorch.config.enable_autograd_cache = True
         with torch.device('meta'):
             model = Transformer(ModelArgs(block_size=16, vocab_size=24, n_layer=1, n_head=2, n_local_heads=1,
                                           dim=8, intermediate_size=12))
@@ -1094,6 +1109,8 @@ def test_gpt_fast_generate_compiled():
         log("tokens", y.tolist())
         log("accept_counts", metrics['accept_counts'])
         log("k_cache", model.layers[0].attention.kv_cache.k_cache.float())
+        (torch._inductor.config.coordinate_descent_tuning, torch._inductor.config.fx_graph_cache,
+         torch._functorch.config.enable_autograd_cache) = saved
     run_compiled(program)
 
 
