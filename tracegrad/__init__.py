@@ -355,7 +355,7 @@ from ._api.foreach import FOREACH as _FOREACH  # noqa: E402
 globals().update(_FOREACH)  # torch._foreach_add, ... (91 names, listed in _api/foreach.py)
 del _FOREACH
 from . import library as library  # noqa: E402
-from . import cpu as cpu, types as types, _inductor as _inductor  # noqa: E402
+from . import cpu as cpu, types as types, _inductor as _inductor, _functorch as _functorch  # noqa: E402
 from . import overrides as overrides, _C as _C  # noqa: E402  (torch imports both at import)
 from .library import ops as ops  # noqa: E402  (torch.ops.<namespace>.<operator>)
 

@@ -7,6 +7,7 @@ use: it needs ``tracegrad.fx``, imported after this module).
 """
 from __future__ import annotations
 
+import sys
 import time
 import types
 import warnings
@@ -38,20 +39,23 @@ def __getattr__(name):
     return value
 
 
-class _Config:
-    """``torch._dynamo.config``: ``cache_size_limit`` (alias ``recompile_limit``) is
+class _Config(types.ModuleType):
+    """``torch._dynamo.config`` (a module, so ``import torch._dynamo.config`` works): ``cache_size_limit`` (alias ``recompile_limit``) is
     ``tracegrad.compiler.cache_size_limit`` (programs traced per compiled function before its
     calls run eagerly). The other flags programs commonly set are accepted and kept; they do
     not change what tracegrad does (a call that cannot be one program already runs eagerly,
-    which is what ``suppress_errors`` asks for). Setting an unknown flag raises
-    AttributeError, as torch."""
+    which is what ``suppress_errors`` asks for; a ``backward()`` inside a compiled function is
+    already part of its program, which is what ``compiled_autograd`` asks for). Setting an
+    unknown flag raises AttributeError, as torch."""
 
     _FLAGS = dict(suppress_errors=False, verbose=False, capture_scalar_outputs=False,
                   capture_dynamic_output_shape_ops=False, automatic_dynamic_shapes=True,
                   assume_static_by_default=True, optimize_ddp=True, accumulated_cache_size_limit=256,
-                  inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False)
+                  inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False,
+                  compiled_autograd=False)
 
     def __init__(self):
+        super().__init__(__name__ + ".config")
         object.__setattr__(self, "_values", dict(self._FLAGS))
 
     def __getattr__(self, name):
@@ -63,7 +67,9 @@ class _Config:
             raise AttributeError(f"torch._dynamo.config.{name} does not exist") from None
 
     def __setattr__(self, name, value):
-        if name in ("cache_size_limit", "recompile_limit"):
+        if name.startswith("__"):           # the import system's __spec__, __loader__...
+            object.__setattr__(self, name, value)
+        elif name in ("cache_size_limit", "recompile_limit"):
             _compiler.cache_size_limit = int(value)
         elif name in self._values:
             self._values[name] = value
@@ -72,6 +78,10 @@ class _Config:
 
 
 config = _Config()
+# ``import torch._dynamo.config`` (gpt-fast, many training scripts): this module answers as a
+# package whose ``config`` submodule is already imported
+__path__: list = []
+sys.modules[config.__name__] = config
 
 
 def graph_break(msg=""):

@@ -203,3 +203,19 @@ def test_numpy_keyword_names_as_torch():
                 out.append("TypeError")
         return out
     assert run(tracegrad) == run(torch)
+
+
+@pytest.mark.parametrize("call", [lambda m: m.sin(m.ones(2), m.ones(2)), lambda m: m.eq(m.ones(2), 1, 2),
+                                  lambda m: m.bitwise_and(m.ones(2, dtype=m.int64), 1, 2)],
+                         ids=["sin", "eq", "bitwise_and"])
+def test_wrong_argument_count_names_the_public_function(call):
+    """Functions a family's factory makes (``_unary.<locals>.f``) carry their public name, so
+    Python's TypeError for a wrong argument count reads as torch's (``sin() takes 1 positional
+    argument but 2 were given``; torch's methods say ``TensorBase.cos()``, not compared)."""
+    torch = pytest.importorskip("torch")
+    msgs = []
+    for mod in (torch, tracegrad):
+        with pytest.raises(TypeError) as e:
+            call(mod)
+        msgs.append(str(e.value).split("(")[0])
+    assert msgs[1] == msgs[0]

@@ -291,6 +291,30 @@ def test_cpu_module_types_and_inductor_config():
     cfg.coordinate_descent_tuning = False
 
 
+def test_compile_config_modules_import_as_torch():
+    """gpt-fast's generate.py header: ``import torch._dynamo.config``, ``import
+    torch._inductor.config``, then ``torch._functorch.config.enable_autograd_cache = True``; the
+    regional compilation recipe's ``torch._inductor.utils.fresh_inductor_cache()``."""
+    import importlib
+    for lib in (torch, tracegrad):
+        name = lib.__name__
+        cfg = importlib.import_module(name + "._dynamo.config")
+        assert cfg is lib._dynamo.config and importlib.import_module(name + "._inductor.config") is lib._inductor.config
+        old = cfg.cache_size_limit
+        cfg.cache_size_limit = old + 1
+        assert lib._dynamo.config.cache_size_limit == old + 1
+        cfg.cache_size_limit = old
+        with pytest.raises(AttributeError):
+            cfg.no_such_flag = 1
+        with importlib.import_module(name + "._inductor.utils").fresh_inductor_cache():
+            pass
+    for flag in ("enable_autograd_cache", "activation_memory_budget", "donated_buffer"):
+        assert getattr(tracegrad._functorch.config, flag) == getattr(torch._functorch.config, flag)
+    tracegrad._functorch.config.enable_autograd_cache = False
+    assert tracegrad._functorch.config.enable_autograd_cache is False
+    tracegrad._functorch.config.enable_autograd_cache = True
+
+
 @pytest.mark.parametrize("kwargs", [dict(graph_code=True), dict(dynamo=10), dict(recompiles=True, all=None),
                                     dict(), dict(foo=True), dict(graph_code=1), dict(dynamo="x")],
                          ids=["graph_code", "dynamo_debug", "two", "reset", "unknown", "not_bool", "bad_level"])

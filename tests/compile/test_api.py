@@ -433,3 +433,18 @@ def test_stats_keeps_functions_that_share_a_name_apart():
     st = {k: v for k, v in tracegrad.compiler.stats().items() if k.startswith(first.__qualname__)}
     base = first.__qualname__
     assert st[base]["calls"] == 3 and st[f"{base} [2]"]["calls"] == 1
+
+
+@pytest.mark.parametrize("flag", ["compiled_autograd", "suppress_errors", "capture_scalar_outputs"])
+def test_dynamo_config_flags_as_torch(flag):
+    """The flags programs set on ``torch._dynamo.config`` (the compiled autograd tutorial sets
+    ``compiled_autograd = True`` before compiling a step with ``backward()`` inside) exist with
+    torch's defaults and can be set."""
+    torch = pytest.importorskip("torch")
+    want = getattr(torch._dynamo.config, flag)
+    assert getattr(tracegrad._dynamo.config, flag) == want
+    setattr(tracegrad._dynamo.config, flag, not want)
+    try:
+        assert getattr(tracegrad._dynamo.config, flag) == (not want)
+    finally:
+        setattr(tracegrad._dynamo.config, flag, want)

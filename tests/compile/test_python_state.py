@@ -620,3 +620,24 @@ def test_list_argument_appended_inside_grows_every_call():
     comp, m, f = run(tracegrad.compile)
     assert comp == eager and n == m == 4
     assert "list or dict it was passed" in f.stats["graph_breaks"][0][0]
+
+
+def test_loss_module_made_inside_the_step_is_no_graph_break():
+    """``torch.nn.CrossEntropyLoss()(pred, y)`` inside the step (the torch.compile tutorial's
+    train step): the module is new on every call, so its ``__init__`` setting ``reduction`` is
+    no Python side effect; the step is one program."""
+    def make(mod, wrap):
+        model = mlp(mod)
+        opt = mod.optim.Adam(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad(True)
+            loss = mod.nn.CrossEntropyLoss(label_smoothing=0.1)(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return wrap(step), {"model": model, "opt": opt}, \
+            lambda i: (data(mod, i, 5, 3), mod.tensor(np.random.RandomState(i).randint(0, 2, 5)))
+    run = check_compiled(make, calls=4, torch_too=True)
+    assert not run.step.stats["graph_breaks"], run.step.stats
+    assert run.step.stats["traces"] == 1

@@ -277,3 +277,31 @@ def test_sdpa_dropout_and_errors():
         mod.zeros(1, 3, 2, 4), mod.zeros(1, 2, 2, 4), mod.zeros(1, 2, 2, 4), enable_gqa=True))
     _same_error(lambda mod: mod.nn.functional.scaled_dot_product_attention(
         mod.zeros(1, 4, 2, 4), mod.zeros(1, 2, 2, 4), mod.zeros(1, 2, 2, 4)))
+
+
+@pytest.mark.parametrize("kind", ["heads_from_transpose", "heads_first", "grad", "gqa", "value_head_size", "dropout", "3d"])
+def test_sdpa_result_layout_follows_query(kind):
+    """torch's CPU kernel lays its result out in memory as the query is: heads made by
+    ``view(B, T, H, D).transpose(1, 2)`` give a (B, T, H, D) result, so the tutorials'
+    ``y.transpose(1, 2).view(B, T, H * D)`` works; its math path (dropout, value head size not
+    the query's, 3-D inputs) gives a contiguous one."""
+    torch = get_torch()
+    shape = {"heads_first": (2, 2, 3, 4)}.get(kind, (1, 3, 2, 4))
+    perm = (1, 0, 2, 3) if kind == "heads_first" else (0, 2, 1, 3)
+    strides = []
+    for mod in (torch, tracegrad):
+        q = mod.tensor(x(*shape), requires_grad=kind == "grad").permute(*perm)
+        k = v = q
+        kw = {"dropout_p": 0.5} if kind == "dropout" else {}
+        if kind == "gqa":
+            k = v = mod.tensor(x(1, 1, 5, 4))
+            kw["enable_gqa"] = True
+        elif kind == "value_head_size":
+            k, v = mod.tensor(x(1, 2, 5, 4)), mod.tensor(x(1, 2, 5, 6))
+        elif kind == "3d":
+            q = k = v = q[0]
+        out = mod.nn.functional.scaled_dot_product_attention(q, k, v, **kw)
+        strides.append(out.stride())
+        if kind == "heads_from_transpose":
+            assert tuple(out.transpose(1, 2).view(1, 3, 8).shape) == (1, 3, 8)
+    assert strides[1] == strides[0]

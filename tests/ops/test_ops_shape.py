@@ -197,6 +197,25 @@ GETITEM = [
 ]
 
 
-@params(SHAPE + INDEX_OPS + GETITEM)
+# torch's ``*shape`` methods also take their sequence by keyword (minRF's unpatchify calls
+# ``x.reshape(shape=(...))``); another keyword, or both forms, raise TypeError
+BY_KEYWORD = [
+    C("reshape_shape_kw", lambda t, x: x.reshape(shape=(4, 3)), [F(3, 4)]),
+    C("reshape_fn_shape_kw", lambda t, x: t.reshape(x, shape=(2, 6)), [F(3, 4)]),
+    C("view_size_kw", lambda t, x: x.view(size=(2, -1)), [F(3, 4)]),
+    C("view_dtype_kw", lambda t, x: x.view(dtype=t.int32), [F(3, 4)], grad=False),
+    C("permute_dims_kw", lambda t, x: x.permute(dims=(1, 0)), [F(3, 4)]),
+    C("expand_size_kw", lambda t, x: x.expand(size=(2, 3, 4)), [F(3, 4)]),
+    C("repeat_repeats_kw", lambda t, x: x.repeat(repeats=(2, 1)), [F(3, 4)]),
+    C("sum_to_size_size_kw", lambda t, x: x.sum_to_size(size=(1, 4)), [F(3, 4)]),
+    C("new_zeros_size_kw", lambda t, x: x.new_zeros(size=(2, 2)), [F(3, 4)], grad=False),
+    C("new_ones_size_kw", lambda t, x: x.new_ones(size=[3]), [F(3, 4)], grad=False),
+    C("reshape_other_kw", lambda t, x: x.reshape(sizes=(4, 3)), [F(3, 4)], raises=True),
+    C("reshape_both_forms", lambda t, x: x.reshape(4, 3, shape=(4, 3)), [F(3, 4)], raises=True),
+    C("permute_other_kw", lambda t, x: x.permute(dim=(1, 0)), [F(3, 4)], raises=True),
+]
+
+
+@params(SHAPE + INDEX_OPS + GETITEM + BY_KEYWORD)
 def test_parity(case):
     check_parity(case, torch)

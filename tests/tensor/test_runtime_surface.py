@@ -311,3 +311,15 @@ def test_device_never_equals_a_string():
     # aladdinpersson's mixed-precision example: ``assert device == "cuda"`` fails on every device in torch
     a, b = both(lambda m: (m.device("cpu") == "cpu", "cpu" == m.device("cpu"), m.device("cpu") != "cpu"))
     assert a == b
+
+
+def test_backends_cuda_sdp_kernel_deprecated_context_manager():
+    """gpt-fast's decode loop: ``with torch.backends.cuda.sdp_kernel(enable_flash=False, ...)``
+    around attention -- torch's FutureWarning, the same attention result inside."""
+    def fn(mod):
+        q = mod.tensor(np.random.RandomState(0).standard_normal((1, 2, 3, 4)).astype(np.float32))
+        with pytest.warns(FutureWarning, match="sdp_kernel"):
+            with mod.backends.cuda.sdp_kernel(enable_flash=False, enable_mem_efficient=False, enable_math=True):
+                return mod.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).numpy()
+    want, got = both(fn)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -27,6 +27,11 @@ FUNCTIONS: dict = {}   # tracegrad.<name> -> function
 
 
 def _put(table, names, obj, what):
+    if "<locals>" in getattr(obj, "__qualname__", "") and names:
+        # a function made by a family's factory (``_unary.<locals>.f``): Python's own TypeError
+        # for a wrong argument count names its qualname, which torch's reads as ``sin() takes 1
+        # positional argument but 2 were given``
+        obj.__qualname__ = names[0]
     for name in names:
         old = table.setdefault(name, obj)
         if old is not obj:

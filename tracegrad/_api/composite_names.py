@@ -13,6 +13,7 @@ from .._ops.dtypes import bool_ as _bool, can_cast
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from ..autograd._dispatch import apply_op
+from .shape import by_keyword
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .complex_api import conj
@@ -267,9 +268,10 @@ for _name in INPLACE_FUNCTIONS:
 
 
 @method("sum_to_size")
-def sum_to_size(self, *size):
-    """Mirrors ``Tensor.sum_to_size(*size)``: self summed down to ``size``, which must expand to
-    self's shape (leading dims dropped, size-1 dims kept). RuntimeError otherwise."""
+def sum_to_size(self, *size, **kwargs):
+    """Mirrors ``Tensor.sum_to_size(*size)`` (or ``size=``): self summed down to ``size``, which
+    must expand to self's shape (leading dims dropped, size-1 dims kept). RuntimeError otherwise."""
+    size = by_keyword(size, kwargs, "size", "sum_to_size")
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
     shape = tuple(self.shape)
     lead = len(shape) - len(size)

@@ -15,6 +15,7 @@ from .._tensor.storage import Storage, TypedStorage
 from .._tensor.storage_types import tensor_on_storage
 from .._tensor.tensor import Size, Tensor
 from ._registry import method, prop
+from .shape import by_keyword
 
 # torch's legacy tensor type names, e.g. 'torch.FloatTensor' / 'torch.cuda.FloatTensor'
 _TYPE_NAMES = {d.name: _dt.SCALAR_NAMES[d.name] for d in _dt.ALL}   # torch.<ScalarType>Tensor type strings
@@ -81,25 +82,28 @@ def _sizes(size):
 
 
 @method()
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` with ``self``'s dtype and device
-    unless given."""
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
+              **kwargs):
+    """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` (arguments, a sequence, or
+    ``size=``) with ``self``'s dtype and device unless given."""
     d, dev = _like(self, dtype, device)
-    return zeros(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
+    return zeros(*_sizes(by_keyword(size, kwargs, "size", "new_zeros")), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
+             **kwargs):
     """Mirrors ``torch.Tensor.new_ones``."""
     d, dev = _like(self, dtype, device)
-    return ones(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
+    return ones(*_sizes(by_keyword(size, kwargs, "size", "new_ones")), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
+              **kwargs):
     """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
     d, dev = _like(self, dtype, device)
-    return empty(*_sizes(size), dtype=d, device=dev, requires_grad=requires_grad)
+    return empty(*_sizes(by_keyword(size, kwargs, "size", "new_empty")), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()

@@ -18,6 +18,20 @@ from .._tensor.out import accepts_out
 
 
 # ---- shape and views --------------------------------------------------------------------
+def by_keyword(args, kwargs, name, api):
+    """The ``*shape`` of a torch method that also takes its sequence by keyword
+    (``x.reshape(shape=(2, 3))``, ``x.permute(dims=(1, 0))``): ``args``, or ``(kwargs[name],)``.
+    TypeError, as Python's, for another keyword or both forms at once."""
+    if not kwargs:
+        return args
+    other = [k for k in kwargs if k != name]
+    if other:
+        raise TypeError(f"{api}() got an unexpected keyword argument '{other[0]}'")
+    if args:
+        raise TypeError(f"{api}() got multiple values for argument '{name}'")
+    return (kwargs[name],)
+
+
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
@@ -47,10 +61,13 @@ def _infer(shape, numel, what="view"):
 
 
 @method()
-def view(self, *shape):
-    """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
-    reinterprets the bytes (``dtype_views.view_dtype``). RuntimeError on a size mismatch, or when the
-    new shape cannot be laid over the input's storage with strides (as torch: use ``.reshape(...)``)."""
+def view(self, *shape, **kwargs):
+    """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred; or ``size=``); shares storage.
+    ``view(dtype)`` (or ``dtype=``) reinterprets the bytes (``dtype_views.view_dtype``).
+    RuntimeError on a size mismatch, or when the new shape cannot be laid over the input's
+    storage with strides (as torch: use ``.reshape(...)``)."""
+    if kwargs:
+        shape = by_keyword(shape, kwargs, "dtype" if "dtype" in kwargs else "size", "view")
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
         return view_dtype(self, shape[0])
     s = _infer(_shape_arg(shape), self.numel())
@@ -63,9 +80,10 @@ def view(self, *shape):
 
 
 @method(function=True)
-def reshape(self, *shape):
-    """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
-    s = _infer(_shape_arg(shape), self.numel())
+def reshape(self, *shape, **kwargs):
+    """Mirrors ``torch.reshape`` (the shape as arguments, a sequence, or ``shape=``): a view
+    when the input is contiguous, else a copy."""
+    s = _infer(_shape_arg(by_keyword(shape, kwargs, "shape", "reshape")), self.numel())
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "reshape()")
     if not self._chain or can_view_as(self, s):
@@ -154,9 +172,10 @@ def t(self):
 
 
 @method(function=True)
-def permute(self, *dims):
-    """Mirrors ``torch.permute``. RuntimeError when dims is not a permutation."""
-    dims = _shape_arg(dims)
+def permute(self, *dims, **kwargs):
+    """Mirrors ``torch.permute`` (``dims`` as arguments, a sequence, or ``dims=``). RuntimeError
+    when dims is not a permutation."""
+    dims = _shape_arg(by_keyword(dims, kwargs, "dims", "permute"))
     n = self.ndim
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to len(dims) = {len(dims)}")
@@ -188,10 +207,10 @@ def movedim(self, source, destination):
 
 
 @method()
-def expand(self, *sizes):
-    """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (-1 keeps a dim) without copying;
-    writing into the result in place raises RuntimeError, as torch."""
-    sizes = _shape_arg(sizes)
+def expand(self, *sizes, **kwargs):
+    """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (or ``size=``; -1 keeps a dim)
+    without copying; writing into the result in place raises RuntimeError, as torch."""
+    sizes = _shape_arg(by_keyword(sizes, kwargs, "size", "expand"))
     shp = tuple(self.shape)
     if len(sizes) < len(shp):
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(shp)}}}, size=[{', '.join(map(str, sizes))}]): the number of sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
@@ -223,9 +242,10 @@ def broadcast_to(self, size):
 
 
 @method()
-def repeat(self, *repeats):
-    """Mirrors ``torch.Tensor.repeat`` (tiles). RuntimeError when fewer repeats than dims."""
-    r = _shape_arg(repeats)
+def repeat(self, *repeats, **kwargs):
+    """Mirrors ``torch.Tensor.repeat`` (tiles; or ``repeats=``). RuntimeError when fewer repeats
+    than dims."""
+    r = _shape_arg(by_keyword(repeats, kwargs, "repeats", "repeat"))
     if len(r) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))

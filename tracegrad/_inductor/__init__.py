@@ -2,4 +2,4 @@
 ``torch.compile`` (``torch._inductor.config.coordinate_descent_tuning = True``,
 ``config.triton.unique_kernel_names = True``, ``config.fx_graph_cache = True``). tracegrad
 compiles with XLA, so these settings are kept and read back but change nothing."""
-from . import config  # noqa: F401
+from . import config, utils  # noqa: F401

@@ -675,6 +675,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     keys after each query (top-left aligned) on top of ``attn_mask``. ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
+    A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
     Raises RuntimeError when head counts do not divide (``enable_gqa``), shapes differ or an
     input has fewer than 2 dims, or for an ``attn_mask`` neither bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
@@ -715,8 +716,25 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:
         attn = attn.softmax(-1)
     if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, True)
-    return attn.matmul(value)
+        return dropout(attn, dropout_p, True).matmul(value)
+    if value.shape[-1] != query.shape[-1]:       # torch's math path: a contiguous result
+        return attn.matmul(value)
+    return _in_layout_of(attn.matmul(value), query)
+
+
+def _in_layout_of(out, query):
+    """``out`` laid out in memory as ``query`` is (its dims ordered by stride), as torch's CPU
+    attention kernel allocates its result: the output of heads made by ``q.view(B, T, H,
+    D).transpose(1, 2)`` is (B, T, H, D) in memory, so ``y.transpose(1, 2).view(B, T, H * D)``
+    works, as the attention tutorials write it. torch's math path (dropout, value's head size not
+    query's, or a query that is not 4-D) gives a contiguous result."""
+    if query.dim() != 4:
+        return out
+    strides = query.stride()
+    order = sorted(range(query.dim()), key=lambda d: -strides[d])    # stable: ties keep their order
+    if order == list(range(query.dim())):
+        return out
+    return out.permute(order).contiguous().permute([order.index(d) for d in range(query.dim())])
 
 
 def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
