@@ -3,6 +3,7 @@ flip/roll, tril/triu/diag, cat/stack, and the ``T``/``mT``/``H`` properties."""
 from __future__ import annotations
 
 import builtins
+import operator
 import warnings
 
 from ..autograd._dispatch import apply_op
@@ -18,10 +19,28 @@ from .._tensor.out import accepts_out
 
 
 # ---- shape and views --------------------------------------------------------------------
-def _shape_arg(shape):
+def _shape_arg(shape, api="view", arg="size"):
+    """``api``'s sizes or dims (ints, or one tuple/list/Size of them) as a tuple of ints."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if type(s) is not int:
+            return _index_all(shape, api, arg)
+    return tuple(shape)
+
+
+def _index_all(shape, api, arg):
+    """The slow path of ``_shape_arg``: what has ``__index__`` (numpy ints, one-element integer
+    tensors) is an int; anything else (a float, None, a string, a float or larger tensor) is
+    torch's parser TypeError, where ``int()`` would truncate a float silently."""
+    out = []
+    for pos, v in enumerate(shape):
+        try:
+            out.append(operator.index(v))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{api}(): argument '{arg}' must be tuple of ints, but found element of type "
+                            f"{type(v).__name__} at pos {pos}; pass ints") from None
+    return tuple(out)
 
 
 def _infer(shape, numel, what="view"):
@@ -51,9 +70,9 @@ def view(self, *shape):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred); shares storage. ``view(dtype)``
     reinterprets the bytes (``dtype_views.view_dtype``). RuntimeError on a size mismatch, or when the
     new shape cannot be laid over the input's storage with strides (as torch: use ``.reshape(...)``)."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and isinstance(shape[0], _dt.dtype):
         return view_dtype(self, shape[0])
-    s = _infer(_shape_arg(shape), self.numel())
+    s = _infer(_shape_arg(shape), self.numel())   # None, a float...: TypeError there
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "view()")
     if self._chain and not can_view_as(self, s):
@@ -65,7 +84,7 @@ def view(self, *shape):
 @method(function=True)
 def reshape(self, *shape):
     """Mirrors ``torch.reshape``: a view when the input is contiguous, else a copy."""
-    s = _infer(_shape_arg(shape), self.numel())
+    s = _infer(_shape_arg(shape, "reshape", "shape"), self.numel())
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "reshape()")
     if not self._chain or can_view_as(self, s):
@@ -156,7 +175,7 @@ def t(self):
 @method(function=True)
 def permute(self, *dims):
     """Mirrors ``torch.permute``. RuntimeError when dims is not a permutation."""
-    dims = _shape_arg(dims)
+    dims = _shape_arg(dims, "permute", "dims")
     n = self.ndim
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to len(dims) = {len(dims)}")
@@ -191,7 +210,7 @@ def movedim(self, source, destination):
 def expand(self, *sizes):
     """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (-1 keeps a dim) without copying;
     writing into the result in place raises RuntimeError, as torch."""
-    sizes = _shape_arg(sizes)
+    sizes = _shape_arg(sizes, "expand")
     shp = tuple(self.shape)
     if len(sizes) < len(shp):
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(shp)}}}, size=[{', '.join(map(str, sizes))}]): the number of sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
@@ -225,7 +244,7 @@ def broadcast_to(self, size):
 @method()
 def repeat(self, *repeats):
     """Mirrors ``torch.Tensor.repeat`` (tiles). RuntimeError when fewer repeats than dims."""
-    r = _shape_arg(repeats)
+    r = _shape_arg(repeats, "repeat", "repeats")
     if len(r) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
@@ -379,7 +398,7 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
 def flip(self, *dims, **kw):
     """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
     repeated dim."""
-    dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims)
+    dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims, "flip", "dims")
     if kw:
         raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")
     return apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))
