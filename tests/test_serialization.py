@@ -264,16 +264,21 @@ def test_truncated_file_raises_runtime_error_naming_file(tmp_path, cut):
     tracegrad.save({"w": tracegrad.randn(5, 5), "step": 3}, path)
     data = path.read_bytes()
     path.write_bytes(data[:cut])
-    with pytest.raises(RuntimeError, match="ckpt.tg"):
+    # torch.load: EOFError for an empty file, RuntimeError for a truncated checkpoint
+    with pytest.raises(EOFError if cut == 0 else RuntimeError, match="ckpt.tg"):
         tracegrad.load(path)
 
 
-@pytest.mark.parametrize("content", [b"", b"hello world, not a checkpoint", b"PK\x03\x04zipzipzip" * 4,
-                                     json.dumps({"a": 1}).encode(), pickle.dumps({"a": 1})])
-def test_foreign_files_raise_runtime_error(tmp_path, content):
+# torch.load's classes for the same bytes (its legacy reader's KeyError for b"hello world..." is
+# an accident of that reader: UnpicklingError here, as for the other non-pickle bytes)
+@pytest.mark.parametrize("content, error", [
+    (b"", EOFError), (b"hello world, not a checkpoint", pickle.UnpicklingError),
+    (b"PK\x03\x04zipzipzip" * 4, RuntimeError), (json.dumps({"a": 1}).encode(), pickle.UnpicklingError),
+    (pickle.dumps({"a": 1}), pickle.UnpicklingError)])
+def test_foreign_files_raise_torchs_error(tmp_path, content, error):
     path = tmp_path / "foreign.bin"
     path.write_bytes(content)
-    with pytest.raises(RuntimeError, match="foreign.bin"):
+    with pytest.raises(error, match="foreign.bin"):
         tracegrad.load(path)
 
 

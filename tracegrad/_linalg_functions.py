@@ -13,6 +13,7 @@ from __future__ import annotations
 
 
 from . import _linalg_decomp, linalg
+from ._api.argcheck import check_kinds
 from ._api.promotion import check_tensors
 from ._ops.errors import broadcast_shape
 from .return_types import _structseq
@@ -168,7 +169,8 @@ def cholesky_inverse(input, upper=False, *, out=None):
 def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
     with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch), with
-    torch's deprecation warning."""
+    torch's deprecation warning. TypeError for a flag that is not a bool."""
+    check_kinds("lu", pivot=pivot, get_infos=get_infos)
     warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
               "removed in a future PyTorch release.", UserWarning)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)

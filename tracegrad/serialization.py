@@ -338,6 +338,28 @@ def _placer(map_location):
 
 # --- public API ---------------------------------------------------------------------------
 
+def _path(f, api, method):
+    """``f`` as a path; AttributeError (as torch, which then treats ``f`` as a file object and
+    looks for its ``read``/``write``) for anything else."""
+    try:
+        return os.fspath(f)
+    except TypeError:
+        raise AttributeError(f"tracegrad.{api}: f must be a path (str or os.PathLike) or a file-like object "
+                             f"with {method}(), not {type(f).__name__}") from None
+
+
+def _unreadable_class(data):
+    """The class torch.load raises for bytes that are no checkpoint: EOFError for an empty file,
+    RuntimeError for a truncated one of its own format (here: a safetensors length prefix, whose
+    high bytes are zero, or its header's ``{``), UnpicklingError for other bytes."""
+    if not data:
+        return EOFError
+    prefix = data[:8]
+    if all(b == 0 for b in prefix[4:]) and (len(data) <= 8 or data[8:9] == b"{"):
+        return RuntimeError
+    return pickle.UnpicklingError
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Write ``obj`` to ``f``. Mirrors ``torch.save`` (see the module notes).
 
@@ -366,7 +388,10 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         if hasattr(f, "flush"):
             f.flush()
         return
-    path = os.fspath(f)
+    path = _path(f, "save", "write")
+    if os.path.isdir(path):   # torch's file writer refuses it (RuntimeError), before any write
+        raise RuntimeError(f"tracegrad.save: {path!r} is a directory; pass a file path inside it "
+                           f"(os.path.join({path!r}, 'model.pt'))")
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise RuntimeError(f"tracegrad.save: Parent directory {directory} does not exist.")
@@ -484,7 +509,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         name = getattr(f, "name", None) or repr(f)
         data = f.read()
     else:
-        name = os.fspath(f)
+        name = _path(f, "load", "read")
         data = _torch_format.read_file(name, mmap)
     if isinstance(data, str):
         raise RuntimeError(f"tracegrad.load: {name!r} was opened in text mode; open it with 'rb'")
@@ -498,9 +523,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     data = bytes(data)
     header = _header(data)
     if header is None:
-        raise RuntimeError(f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid "
-                           f"safetensors header) nor a torch.save file: the file is truncated, empty "
-                           f"or of another format.")
+        raise _unreadable_class(data)(
+            f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid safetensors header) nor a "
+            f"torch.save file: the file is truncated, empty or of another format.")
     arrays = _read_arrays(data, header, name)
     desc = (header.get("__metadata__") or {}).get("tracegrad")
     place = _placer(map_location)

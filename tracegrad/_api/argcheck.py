@@ -12,6 +12,12 @@ failed does ``argument_error`` bind the arguments to the signature and look, by 
 for one of the wrong kind; the TypeError it builds replaces the original. A failure with every
 argument of the right kind keeps its own class (a dim out of range stays IndexError).
 Kinds come from parameter names, the same names torch's signatures use (``KINDS``).
+
+NOTE [argument kinds on the success path]
+Some wrong kinds never fail: JAX takes a float where an int goes (``topk(x, 1.5)``), Python's
+``if`` takes a string or None as a flag. For the kinds where that happens (``_STRICT_KINDS``) the
+guard also looks before the call, at those parameters only, with one ``type(v) is ...`` each on
+the common path; the hot families (unguarded) call ``require_int`` at the sites that take a count.
 """
 from __future__ import annotations
 
@@ -53,24 +59,64 @@ def _is_tensor_like(v):
     return isinstance(v, (Tensor, int, float, complex, bool))
 
 
-_CHECKS = {"int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
+def _is_number(v):
+    # torch's Scalar: a Python or numpy number, or a one-element tensor
+    if isinstance(v, Tensor):
+        return v.numel() == 1
+    return isinstance(v, (int, float, complex)) or type(v).__module__ == "numpy"
+
+
+def _is_tensor(v):
+    return isinstance(v, Tensor)
+
+
+def _is_strict_bool(v):
+    # torch's parser takes only a bool for a bool (not 1, not a tensor): checked before the call,
+    # where a lenient check would let an int flag through unnoticed
+    return type(v) is bool or type(v).__name__ == "bool_"
+
+
+_CHECKS = {"Number": _is_number, "Number or None": lambda v: v is None or _is_number(v),
+           "Tensor (not a number)": _is_tensor, "int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
            "bool": _is_bool, "bool or None": _is_opt_bool, "torch.dtype": _is_dtype, "Tensor": _is_tensor_like}
 KINDS = {
     **dict.fromkeys(("dim", "dims", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
                     "int or tuple of ints"),
     **dict.fromkeys(("dim0", "dim1", "dim2", "start_dim", "end_dim", "diagonal", "offset", "chunks", "decimals",
                      "minlength", "upscale_factor", "downscale_factor", "groups", "num_classes", "window_length",
-                     "n", "N", "r"), "int"),
+                     "n", "N", "r", "k", "num_groups"), "int"),
     **dict.fromkeys(("size", "shape", "sizes"), "tuple of ints"),
     **dict.fromkeys(("keepdim", "descending", "stable", "sorted", "largest", "return_inverse", "return_counts",
                      "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
                      "with_replacement", "assume_unique", "invert", "requires_grad", "pin_memory", "sparse_grad",
-                     "inplace", "align_corners", "ceil_mode", "count_include_pad", "return_indices"), "bool"),
+                     "inplace", "align_corners", "ceil_mode", "count_include_pad", "return_indices", "some",
+                     "compute_uv", "pivot", "get_infos", "full_matrices", "upper", "unitriangular",
+                     "transpose", "left", "hermitian"), "bool"),
     "unbiased": "bool or None",
+    **dict.fromkeys(("alpha", "lambd"), "Number"),
+    **dict.fromkeys(("nan", "posinf", "neginf"), "Number or None"),
     "dtype": "torch.dtype",
     **dict.fromkeys(("self", "input", "tensor", "tensor1", "tensor2", "mat1", "mat2", "vec", "vec1", "vec2",
                      "batch1", "batch2", "index", "mask", "condition", "target", "weight_hh"), "Tensor"),
 }
+
+
+# parameter names that mean another kind in one API (mvlgamma's p is an int, dropout's a float),
+# keyed by the function's own name: the same in every namespace
+_TENSOR_ONLY = "Tensor (not a number)"
+_API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
+              "rrelu": {"upper": None}, "rrelu_": {"upper": None},
+              # no Scalar overload in torch: the second operand is a Tensor only
+              **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "trapezoid", "trapz",
+                               "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
+              "pairwise_distance": {"x2": _TENSOR_ONLY},
+              "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"}}
+
+
+def kind_of(api, name):
+    """The kind ``api``'s parameter ``name`` takes (``KINDS``, ``_API_KINDS``), or None."""
+    own = _API_KINDS.get(api.rpartition(".")[2])
+    return own[name] if own is not None and name in own else KINDS.get(name)
 
 
 def _signature(fn, follow_wrapped=True):
@@ -115,7 +161,7 @@ def _wrong_kind(api, sig, args, kwargs, skip=()):
         return None
     for pos, (name, value) in enumerate(bound.items(), 1):
         param = sig.parameters[name]
-        kind = KINDS.get(name)
+        kind = kind_of(api, name)
         if value is param.default or param.kind is param.VAR_KEYWORD or name in _OVERLOADED.get(api, ()):
             continue
         if param.kind is param.VAR_POSITIONAL:
@@ -200,14 +246,77 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
 GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError)   # what may be replaced
 
 
+# kinds a wrong value of which would pass silently (a float dim or count, a string or an int for a
+# flag, a number where only a Tensor goes): checked before the call too (NOTE [argument kinds on
+# the success path]); _FAST: the type that needs no further look
+_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "Number", "Number or None", _TENSOR_ONLY)
+_FAST = {"bool": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor}
+_MISSING = object()
+
+
+def _strict_params(api, sig, python_level):
+    """(position, name, default, fast type, check, kind) of ``sig``'s parameters of a
+    ``_STRICT_KINDS`` kind."""
+    if sig is None:
+        return ()
+    out = []
+    for pos, (name, param) in enumerate(sig.parameters.items()):
+        kind = kind_of(api, name)
+        if (kind not in _STRICT_KINDS or name in _OVERLOADED.get(api, ())
+                or (python_level and kind in _PYTHON_CHECKED)
+                or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD)):
+            continue
+        at = pos if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD) else 1 << 30
+        ok = _is_strict_bool if kind == "bool" else _CHECKS[kind]
+        out.append((at, name, param.default, _FAST.get(kind, int), ok, kind))
+    return tuple(out)
+
+
+def strict_error(api, name, kind, value, pos=None):
+    """torch's parser TypeError for ``value`` given to ``api``'s parameter ``name`` of ``kind``."""
+    where = f" (position {pos})" if pos is not None else ""
+    return TypeError(f"{api}(): argument '{name}'{where} must be {kind}, not {type(value).__name__}; "
+                     f"pass a value of that kind (see the docs of {api})")
+
+
+def require_int(api, name, value, pos=None):
+    """``value`` when it is an int for ``api``'s ``name`` (a dim, a count), else torch's TypeError.
+    Callers test ``type(value) is int`` first, so the common case costs nothing here."""
+    if _is_int(value):
+        return value
+    raise strict_error(api, name, "int", value, pos)
+
+
+def check_kinds(api, read_first=(), **values):
+    """torch's TypeError for the first of ``values`` (parameter name -> value) whose kind
+    (``kind_of``) it does not have; for the Python-level functions (unique, lu) whose
+    arguments torch's parser checks one call further down. ``read_first``: flags torch's Python
+    tests with ``if`` before that (boolean_dispatch), so a tensor of several elements there is
+    left to the function's own ``if`` (RuntimeError in both), before any other check."""
+    for name in sorted(values, key=lambda n: n not in read_first):
+        v = values[name]
+        if name in read_first and isinstance(v, Tensor) and v.numel() != 1:
+            return
+        kind = kind_of(api, name)
+        ok = _is_strict_bool if kind == "bool" else _CHECKS[kind]
+        if not ok(v):
+            raise strict_error(api, name, kind, v)
+
+
 def guard(api, fn, python_level=False):
     """``fn`` behind one ``try``: a failed call whose arguments have the wrong kind raises torch's
     TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
-    calls pass through unchanged."""
+    calls pass through unchanged. Parameters of a ``_STRICT_KINDS`` kind are also checked before
+    the call: one ``type(v) is ...`` each on the common path."""
     sig = _public_signature(fn)
+    strict = _strict_params(api, sig, python_level)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
+        for at, name, default, fast, ok, kind in strict:
+            v = args[at] if at < len(args) else kwargs.get(name, _MISSING)
+            if type(v) is not fast and v is not _MISSING and v is not default and not ok(v):
+                raise strict_error(api, name, kind, v, at + 1 if at < len(args) else None)
         try:
             return fn(*args, **kwargs)
         except GUARDED as e:

@@ -22,6 +22,7 @@ from .._tensor.factories import tensor as _tensor, zeros as _zeros
 from .._tensor.tensor import Tensor, _wrap_dim
 from .._x64 import with_x64
 from ._registry import function, method
+from .argcheck import check_kinds
 from .elementwise import maximum, where
 from .promotion import _SCALAR_NAME, _float_dtype, check_tensor_seq, check_tensors, require_floating, result_dtype
 from .reduction import any as _any
@@ -326,7 +327,10 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     the inverse indices and counts (int64) when asked. Each NaN is a value of its own (as
     torch). The output size depends on the values: inside a compiled function this is a graph
     break. IndexError for a ``dim`` out of range; RuntimeError when another dim has size 0;
-    NotImplementedError for a complex input."""
+    NotImplementedError for a complex input; TypeError for a flag that is not a bool or a dim
+    that is not an int (torch's parser, one call down)."""
+    check_kinds("unique", ("return_inverse", "return_counts"), sorted=sorted, return_inverse=return_inverse,
+                return_counts=return_counts, **({} if dim is None else {"dim": dim}))
     if input.dtype.is_complex:
         raise NotImplementedError(f'"unique" not implemented for \'{_SCALAR_NAME[input.dtype.name]}\'')
     limited.check_dtype("unique()", input.dtype, unsigned_ok=True)

@@ -18,6 +18,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _zeros
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import function, method
+from .argcheck import check_kinds
 from .composite import _host
 from .elementwise import where
 from .linalg import bmm
@@ -302,7 +303,9 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     """Mirrors ``torch.unique_consecutive``: drops consecutive repeats (of elements of the
     flattened input, or of slices along ``dim``), with the inverse indices and run lengths
     (int64) when asked. Output size depends on the values: read on the host (a graph break
-    when compiled). IndexError for a bad ``dim``."""
+    when compiled). IndexError for a bad ``dim``; TypeError for a flag that is not a bool."""
+    check_kinds("unique_consecutive", ("return_inverse", "return_counts"), return_inverse=return_inverse,
+                return_counts=return_counts, **({} if dim is None else {"dim": dim}))
     a = _host(input)
     if dim is None:
         flat = a.reshape(-1)

@@ -112,7 +112,7 @@ def type_as(self, other):
 
 
 def _cast(d):
-    def f(self, memory_format=None):
+    def f(self, *, memory_format=None):   # keyword-only, as torch (x.float(None) is a TypeError)
         return to(self, d, memory_format=memory_format)
     f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r}, memory_format=memory_format)``."
     return f

@@ -394,7 +394,7 @@ for _name in _UNARY_NAMES:
 
 
 @method("round", function=True)
-def round(self, decimals=0):
+def round(self, *, decimals=0):
     """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
     ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
     if self.dtype is _dt.bool_:

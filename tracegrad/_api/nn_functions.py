@@ -6,6 +6,7 @@ are in this module's ``_nn`` namespace. Each one normalises its arguments and ca
 """
 from __future__ import annotations
 
+import math
 import types
 
 import numpy as np
@@ -390,7 +391,7 @@ def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
 def verify_batch_size(input) -> int:
     """Values per channel of ``input (N, C, *)``; ValueError, as torch, when there is only one
     (a batch statistic in training would be a constant)."""
-    n = input.numel() // input.shape[1]
+    n = math.prod(input.shape[:1] + input.shape[2:])   # not numel // C: C may be 0
     if n <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{list(input.shape)}")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .argcheck import guard
+
 from .._tensor.out import accepts_out
 
 CAST = (
@@ -76,4 +78,4 @@ def method_form(fn, name=None):
             raise TypeError(f"{label}() got an unexpected keyword argument 'out'; Tensor.{label} takes no "
                             f"out=, call tracegrad.{label}(..., out=...) instead")
         return fn(self, *args, **kwargs)
-    return method
+    return guard(f"Tensor.{label}", method)   # torch's TypeError for a wrong kind (argcheck.py)

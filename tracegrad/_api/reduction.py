@@ -12,6 +12,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Size, Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
 from ._registry import method
+from .argcheck import require_int
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
 from .. import return_types
@@ -359,6 +360,8 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
     but no simple rule: checked on random integer rows, e.g. ``ones(4).topk(1)`` is index 2),
     so indices of tied values may differ; values always agree."""
     check_sortable(self, "topk", bool_ok=False)
+    if type(k) is not int:
+        require_int("topk", "k", k, 2)
     if isinstance(dim, bool):   # topk(k, True) is a mistaken ``largest``, not dim 1
         raise TypeError("topk(): argument 'dim' (position 2) must be int, not bool")
     d = _wrap_dim(dim, self.ndim)
@@ -404,6 +407,8 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     ``ones(4).kthvalue(1)`` is index 1 there), so the index of a tied value may differ.
     ``median``/``mode``/``sort`` pick torch's indices (checked on random integer rows)."""
     check_sortable(self, "kthvalue", NotImplementedError, bool_ok=False)
+    if type(k) is not int:
+        require_int("kthvalue", "k", k, 2)
     n = self.shape[_wrap_dim(dim, self.ndim)] if self.ndim else 1
     if not 1 <= int(k) <= n:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")

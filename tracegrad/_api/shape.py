@@ -3,6 +3,7 @@ flip/roll, tril/triu/diag, cat/stack, and the ``T``/``mT``/``H`` properties."""
 from __future__ import annotations
 
 import builtins
+import operator
 import warnings
 
 from ..autograd._dispatch import apply_op
@@ -32,10 +33,28 @@ def by_keyword(args, kwargs, name, api):
     return (kwargs[name],)
 
 
-def _shape_arg(shape):
+def _shape_arg(shape, api="view", arg="size"):
+    """``api``'s sizes or dims (ints, or one tuple/list/Size of them) as a tuple of ints."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    for s in shape:
+        if type(s) is not int:
+            return _index_all(shape, api, arg)
+    return tuple(shape)
+
+
+def _index_all(shape, api, arg):
+    """The slow path of ``_shape_arg``: what has ``__index__`` (numpy ints, one-element integer
+    tensors) is an int; anything else (a float, None, a string, a float or larger tensor) is
+    torch's parser TypeError, where ``int()`` would truncate a float silently."""
+    out = []
+    for pos, v in enumerate(shape):
+        try:
+            out.append(operator.index(v))
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{api}(): argument '{arg}' must be tuple of ints, but found element of type "
+                            f"{type(v).__name__} at pos {pos}; pass ints") from None
+    return tuple(out)
 
 
 def _infer(shape, numel, what="view"):
@@ -68,9 +87,9 @@ def view(self, *shape, **kwargs):
     storage with strides (as torch: use ``.reshape(...)``)."""
     if kwargs:
         shape = by_keyword(shape, kwargs, "dtype" if "dtype" in kwargs else "size", "view")
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)):
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and isinstance(shape[0], _dt.dtype):
         return view_dtype(self, shape[0])
-    s = _infer(_shape_arg(shape), self.numel())
+    s = _infer(_shape_arg(shape), self.numel())   # None, a float...: TypeError there
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "view()")
     if self._chain and not can_view_as(self, s):
@@ -83,7 +102,7 @@ def view(self, *shape, **kwargs):
 def reshape(self, *shape, **kwargs):
     """Mirrors ``torch.reshape`` (the shape as arguments, a sequence, or ``shape=``): a view
     when the input is contiguous, else a copy."""
-    s = _infer(_shape_arg(by_keyword(shape, kwargs, "shape", "reshape")), self.numel())
+    s = _infer(_shape_arg(by_keyword(shape, kwargs, "shape", "reshape"), "reshape", "shape"), self.numel())
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "reshape()")
     if not self._chain or can_view_as(self, s):
@@ -175,7 +194,7 @@ def t(self):
 def permute(self, *dims, **kwargs):
     """Mirrors ``torch.permute`` (``dims`` as arguments, a sequence, or ``dims=``). RuntimeError
     when dims is not a permutation."""
-    dims = _shape_arg(by_keyword(dims, kwargs, "dims", "permute"))
+    dims = _shape_arg(by_keyword(dims, kwargs, "dims", "permute"), "permute", "dims")
     n = self.ndim
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to len(dims) = {len(dims)}")
@@ -210,7 +229,7 @@ def movedim(self, source, destination):
 def expand(self, *sizes, **kwargs):
     """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (or ``size=``; -1 keeps a dim)
     without copying; writing into the result in place raises RuntimeError, as torch."""
-    sizes = _shape_arg(by_keyword(sizes, kwargs, "size", "expand"))
+    sizes = _shape_arg(by_keyword(sizes, kwargs, "size", "expand"), "expand")
     shp = tuple(self.shape)
     if len(sizes) < len(shp):
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(shp)}}}, size=[{', '.join(map(str, sizes))}]): the number of sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
@@ -245,7 +264,7 @@ def broadcast_to(self, size):
 def repeat(self, *repeats, **kwargs):
     """Mirrors ``torch.Tensor.repeat`` (tiles; or ``repeats=``). RuntimeError when fewer repeats
     than dims."""
-    r = _shape_arg(by_keyword(repeats, kwargs, "repeats", "repeat"))
+    r = _shape_arg(by_keyword(repeats, kwargs, "repeats", "repeat"), "repeat", "repeats")
     if len(r) < self.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
@@ -399,7 +418,7 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
 def flip(self, *dims, **kw):
     """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
     repeated dim."""
-    dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims)
+    dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims, "flip", "dims")
     if kw:
         raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")
     return apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))

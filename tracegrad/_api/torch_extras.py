@@ -8,6 +8,7 @@ recurrent cells, ``native_*`` -- are in ``nn/_toplevel.py``.)"""
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import warnings
 
@@ -296,8 +297,35 @@ _REMOVED = {
 }
 
 
+# their parameters in torch: a call that does not fit them is Python's TypeError there, before
+# the RuntimeError naming the replacement
+def _eig(self, eigenvectors=False, *, e=None, v=None):
+    pass
+
+
+def _lstsq(input, A, *, out=None):
+    pass
+
+
+def _symeig(input, eigenvectors=False, upper=True, *, out=None):
+    pass
+
+
+def _matrix_rank(input, tol=None, symmetric=False, *, out=None):
+    pass
+
+
+_REMOVED_SIGNATURES = {"eig": _eig, "lstsq": _lstsq, "solve": _lstsq, "symeig": _symeig, "matrix_rank": _matrix_rank}
+
+
 def _removed(name):
+    sig = inspect.signature(_REMOVED_SIGNATURES[name])
+
     def fn(*args, **kwargs):
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{name}() {e}; torch.{name} takes {sig}") from None
         raise RuntimeError(f"This function was deprecated since version 1.9 and is now removed: torch.{name}; "
                            f"{_REMOVED[name]}.")
     fn.__name__ = fn.__qualname__ = name

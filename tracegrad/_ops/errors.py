@@ -58,6 +58,8 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
     ``arrays`` (arrays, Python scalars or None) with static arguments ``static``."""
     if isinstance(err, (KeyboardInterrupt, MemoryError, RecursionError, LimitedDtypeError)):
         return err
+    if getattr(err, "static_kind", False):
+        return err
     api = f"tracegrad.{_api_name(op)}"
     wrong = _wrong_operand(arrays, static, err)
     if wrong is not None:
@@ -87,6 +89,39 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
 
 _OPERAND_TYPES = (int, float, complex, bool, np.ndarray, np.generic)
 
+# static arguments that are a flag or a dim in every op that has them
+_FLAG_STATICS = frozenset({"keepdim", "descending", "stable", "largest", "sorted"})
+_DIM_STATICS = frozenset({"dim", "dims", "dim0", "dim1", "dim2", "source", "destination", "shifts", "k"})
+
+
+def _not_an_int(v, strict=False):
+    # strict (on the error path): any float, 1.0 too
+    if isinstance(v, (tuple, list)):
+        return any(_not_an_int(x, strict) for x in v)
+    return (isinstance(v, str) or (isinstance(v, float) and (strict or not v.is_integer()))
+            or hasattr(v, "_value"))
+
+
+def _kind_error(op, text):
+    err = TypeError(f"tracegrad.{_api_name(op)}(): {text}")
+    err.static_kind = True   # op_error passes it on unchanged
+    return err
+
+
+def static_kind_error(op, static):
+    """The TypeError for a flag that is not a bool (a string, None) or a dim that is not an int (a
+    float such as 1.5, a string) among ``op``'s static arguments, or None. Called where a static
+    key is new (``Op.forward``), so a cached key costs nothing; only values that no valid key
+    equals are refused (``1 == True`` and ``1.0 == 1`` share their valid twin's entry), so a
+    call's outcome does not depend on the calls before it."""
+    for k, v in static:
+        if k in _FLAG_STATICS and not (isinstance(v, (bool, int, float)) and v in (0, 1)):
+            return _kind_error(op, f"argument '{k}' must be bool, not {type(v).__name__}; pass True or False")
+        if k in _DIM_STATICS and _not_an_int(v):
+            return _kind_error(op, f"argument '{k}' must be int (or a tuple of ints), not "
+                                   f"{type(v).__name__}; pass an integer dim")
+    return None
+
 
 def _wrong_operand(arrays, static, err):
     """What torch's argument parser would have refused in a call that reached the op: a string,
@@ -102,6 +137,8 @@ def _wrong_operand(arrays, static, err):
     for k, v in static:
         if hasattr(v, "_value"):   # a Tensor given for an int (diagonal, offset)
             return f"argument '{k}' must be int, not Tensor"
+        if k in _DIM_STATICS and _not_an_int(v, strict=True):   # transpose(0, 1.0): JAX wants an int
+            return f"argument '{k}' must be int, not {type(v).__name__}"
     if isinstance(err, TypeError) and "cannot be interpreted as an integer" in text:
         floats = [k for k, v in static if isinstance(v, float) or
                   (isinstance(v, (tuple, list)) and any(isinstance(x, float) for x in v))]

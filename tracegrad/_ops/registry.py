@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from .. import _state
 from .._x64 import x64_enter, x64_exit
 from . import limited
-from .errors import op_error
+from .errors import op_error, static_kind_error
 
 OPS: dict[str, "Op"] = {}
 _NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "rounding_mode"}
@@ -183,6 +183,9 @@ class Op:
         JAX's C++ dispatch cache hits on every later call."""
         f = self._fwd.get(static)
         if f is None:
+            wrong = static_kind_error(self, static)   # a new key only: nothing on the cached path
+            if wrong is not None:
+                raise wrong
             fn = partial(self.fn, **dict(static)) if static else self.fn
             f = self._fwd[static] = jax.jit(limited.guarded(self.name, self.view, fn, static))
         return f

@@ -575,7 +575,10 @@ class Tensor(TensorBase):
 
     def requires_grad_(self, requires_grad=True):
         """Mirrors ``torch.Tensor.requires_grad_``. RuntimeError on a non-leaf (use detach())
-        or for an integer dtype."""
+        or for an integer dtype; TypeError for a flag that is not a bool (as torch's parser)."""
+        if type(requires_grad) is not bool and type(requires_grad).__name__ != "bool_":
+            raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                            f"{type(requires_grad).__name__}; pass True or False")
         if self._gf is not None:
             if not requires_grad:
                 raise RuntimeError(

@@ -450,6 +450,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
+    if target.dtype not in (tracegrad.int64, tracegrad.uint8):
+        raise RuntimeError(f"nll_loss: expected target dtype to be Long or Byte, but got "
+                           f"{scalar_name(target.dtype.np)}; convert it with target.long()")
     if weight is not None:
         check_same_dtype("nll_loss", input, weight)
     if input.ndim >= 2 and input.shape[0] != target.shape[0]:
