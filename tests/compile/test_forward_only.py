@@ -288,3 +288,79 @@ def test_create_graph_through_a_compiled_forward_gives_gradients_and_refuses_dou
         assert ra and rb
     with pytest.raises(RuntimeError, match="double backward"):
         g.pow(2).sum().backward()
+
+
+class _KeepsLoss:
+    """A model whose forward stores its loss on itself and returns the logits (llama2.c's
+    ``self.last_loss``), for both libraries."""
+
+    @staticmethod
+    def build(mod):
+        class Net(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = mod.nn.Linear(3, 4)
+                self.last_loss = None
+
+            def forward(self, x, y=None):
+                logits = self.fc(x).tanh()
+                if y is not None:
+                    self.last_loss = mod.nn.functional.cross_entropy(logits, y)
+                return logits
+        return np_init(Net(), mod, 3)
+
+
+def test_loss_stored_by_a_compiled_forward_backpropagates():
+    # NOTE [kept graphs]: the stored loss is an output of the region's VJP, as eagerly
+    torch = pytest.importorskip("torch")
+    runs = {}
+    for mod, compiled in ((tracegrad, False), (tracegrad, True), (torch, False)):
+        model = _KeepsLoss.build(mod)
+        f = tracegrad.compile(model) if compiled else model
+        opt = mod.optim.SGD(model.parameters(), lr=0.5)
+        logs = []
+        for i in range(4):
+            x = mod.tensor(np.random.RandomState(i).randn(5, 3).astype(np.float32))
+            y = mod.tensor(np.arange(5) % 4)
+            logits = f(x, y)
+            loss = model.last_loss
+            (loss + 0.1 * logits.square().mean()).backward()     # both outputs reach the weights
+            logs.append((loss.item(), loss.requires_grad, model.fc.weight.grad.numpy().copy()))
+            opt.step()
+            opt.zero_grad()
+        runs[(mod.__name__, compiled)] = logs
+    for key in (("tracegrad", True), ("torch", False)):
+        for a, b in zip(runs[("tracegrad", False)], runs[key]):
+            assert a[1] == b[1] is True
+            np.testing.assert_allclose(a[0], b[0], rtol=1e-5)
+            np.testing.assert_allclose(a[2], b[2], rtol=1e-4, atol=1e-6)
+
+
+def test_loss_stored_by_a_compiled_function_without_differentiable_results_backpropagates():
+    torch = pytest.importorskip("torch")
+    grads = {}
+    for mod, compiled in ((torch, False), (tracegrad, True)):
+        model = _KeepsLoss.build(mod)
+        step = lambda x, y: (model(x, y).detach(), None)[1]
+        f = tracegrad.compile(step) if compiled else step
+        x, y = mod.tensor(np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)), mod.tensor(np.arange(5) % 4)
+        for _ in range(3):
+            f(x, y)
+            model.last_loss.backward()
+        grads[mod.__name__] = model.fc.weight.grad.numpy()
+    np.testing.assert_allclose(grads["tracegrad"], grads["torch"], rtol=1e-4, atol=1e-6)
+
+
+def test_loss_stored_by_a_step_that_ran_backward_cannot_backward_again():
+    # the step's backward() consumed the stored loss's graph: a second backward raises, as eagerly
+    model = _KeepsLoss.build(tracegrad)
+
+    def step(x, y):
+        model(x, y)
+        model.last_loss.backward()
+    f = tracegrad.compile(step)
+    x, y = tracegrad.randn(5, 3), tracegrad.tensor(np.arange(5) % 4)
+    for _ in range(3):
+        f(x, y)
+        with pytest.raises(RuntimeError):
+            model.last_loss.backward()

@@ -43,9 +43,11 @@ class Rebind:
     ``carried`` set, program input ``carried`` is the tensor the first place holds, when it has
     ``read_rg`` (the ``requires_grad`` of the tensor the trace read there)."""
 
-    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph")
+    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph", "diff")
 
     def __init__(self, index, slots, carried, requires_grad, kept_graph):
+        # ``diff``: a differentiable output of the region's VJP (NOTE [kept graphs] in region.py)
+        self.diff = False
         self.index, self.slots, self.carried, self.read_rg = index, slots, carried, None
         self.requires_grad, self.kept_graph = requires_grad, kept_graph
 

@@ -401,11 +401,14 @@ class Region:
             if st is not None:
                 st.array = a
                 st.gen += 1
+        kept = []
         for r in self.rebinds:                # a new tensor per call, as eager binds
             t = Tensor._make(escapes[r.index])
             if r.requires_grad:
                 t._rg = True
-                if r.kept_graph:
+                if r.diff and vjp is not None:
+                    kept.append(t)            # NOTE [kept graphs]
+                elif r.kept_graph:
                     t._gf = dead_node(MSG_KEPT)
             for slot in r.slots:
                 slot_put(slot, t)
@@ -418,7 +421,7 @@ class Region:
             arg_leaves[i]._grad = Tensor._make(a)   # the eager backward's leaf .grad
         for i, a in zip(self.arg_writes, rest[len(self.arg_grads):]):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
-        out = self.out_recipe.leaves_out(res, arg_leaves, vjp)
+        out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept)
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
             if not s.same:
@@ -477,8 +480,10 @@ class OutRecipe:
     def build(self, arrays, arg_leaves, vjp):
         return _unflatten(self.treedef, self.leaves_out(arrays, arg_leaves, vjp))
 
-    def leaves_out(self, arrays, arg_leaves, vjp):
-        """The flat result leaves (tensors made from ``arrays``, arguments, constants)."""
+    def leaves_out(self, arrays, arg_leaves, vjp, kept=()):
+        """The flat result leaves (tensors made from ``arrays``, arguments, constants); ``kept``:
+        tensors the call bound to Python places that are differentiable outputs too, after the
+        results (NOTE [kept graphs])."""
         it = iter(arrays)
         out, diff = [], []
         # made under inference_mode(): inference tensors, as eager's ops make
@@ -510,6 +515,7 @@ class OutRecipe:
                 out.append(t)
             else:
                 out.append(v)
+        diff += kept
         if diff:
             pullback, edges = vjp
             node = CompiledFunctionBackward(edges, _bwd_program, pullback,
@@ -663,8 +669,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
             recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside)
+            # the Python places the call bound tensors to (read before ``_escapes`` cuts the
+            # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
+            places = rebound_places(py_snap, cap.attr_stores.values())
             if plan.vjp:
-                reached = _leaves_reached(r_leaves)
+                reached = _leaves_reached(list(r_leaves) + [a for _, _, a in places if a._gf is not None])
                 ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
                 info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
                 del ends    # it holds the arguments' stand-ins (the kept-reference check below)
@@ -691,8 +700,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info["rebinds"], info["shared"] = plan_rebinds(
-                rebound_places(py_snap, cap.attr_stores.values()), escapes, storages, cap.created,
+                places, escapes, storages, cap.created,
                 {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
+            if not plan.vjp and grad_mode.STATE[0] and not cap.backward_ran \
+                    and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
+                plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
+                raise Retrace()
             for i, w in wrappers:
                 if w() is not None:
                     raise GraphBreak(f"the compiled function keeps a reference to its tensor argument "
@@ -736,7 +749,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             for i, v in zip(diff_data_pos, diff_data):
                 d2[i] = v
             res, st, gr, ks, es, failed = body(s2, grads, keys, hypers, d2)
-            diff = [res[i] for i in info["diff_out"]]
+            # NOTE [kept graphs]: a tensor with a graph that the function binds to a Python place
+            # (``self.last_loss = loss`` in a forward, as llama2.c's model does) is differentiable
+            # after the call, as eagerly: an output of the VJP after the results (a function
+            # returning nothing differentiable is traced under the VJP for it). After a backward()
+            # inside the function, its graph is consumed: backward through it raises, as eagerly.
+            for r in info["rebinds"]:
+                r.diff = bool(r.requires_grad and r.kept_graph)
+            diff = [res[i] for i in info["diff_out"]] + [es[r.index] for r in info["rebinds"] if r.diff]
             return diff, (res, st, gr, ks, es, failed)
         diff_out, pullback, (res, st, gr, ks, es, failed) = jax.vjp(
             f, [state[i] for i in diff_storages], [data[i] for i in diff_data_pos], has_aux=True)
