@@ -542,7 +542,11 @@ def meta_draw(operands, shape, dtype):
 @accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
-    RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
+    RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only);
+    NotImplementedError, as torch, when ``input`` holds the probabilities but is not floating."""
+    if p is None and not input.dtype.is_floating_point:
+        raise NotImplementedError(f"bernoulli(): probabilities of dtype {input.dtype} are not supported; "
+                                  f"pass a floating tensor (or p=) instead")
     meta = meta_draw((input,), input.shape, input._value.dtype)
     if meta is not None:
         return meta
