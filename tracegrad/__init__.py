@@ -256,6 +256,7 @@ from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import sparse as sparse  # noqa: E402
 from . import random as random  # noqa: E402
+from . import __future__ as __future__  # noqa: E402  (torch.__future__'s conversion flags)
 from . import quasirandom as quasirandom  # noqa: E402
 from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402

@@ -1230,3 +1230,279 @@ def test_weight_norm_and_spectral_norm():
         sn = nn.utils.spectral_norm(conv)
         log("sn dim for transpose conv", sn.weight_u.shape)
     run_both(program)
+
+
+# ==== batch 2: faithful ports of TestNN's module-API tests =======================================
+def test_ParameterDict_full_api(T):
+    # TestNN.test_ParameterDict: update from every mapping kind, pop/popitem, reversed, copy,
+    # setdefault, |, |=, get, fromkeys, clear, plain tensors wrapped as Parameters, other values kept
+    P = T.nn.Parameter
+    parameters = OrderedDict([("p1", P(T.randn(2, 2))), ("p2", P(T.randn(2, 2))), ("p3", P(T.randn(2, 2)))])
+    parameter_dict = T.nn.ParameterDict(parameters)
+
+    def check():
+        assert len(parameter_dict) == len(parameters)
+        for i, (k1, (k2, m2)) in enumerate(zip(parameters, parameter_dict.named_parameters())):
+            assert k1 == k2 and parameters[k1] is m2
+        for k1, k2 in zip(parameters, parameter_dict):
+            assert parameters[k1] is parameter_dict[k2]
+        for k in parameter_dict:
+            assert parameter_dict[k] is parameters[k]
+        for k, v in parameter_dict.items():
+            assert v is parameters[k]
+        for k1, m2 in zip(parameters, parameter_dict.values()):
+            assert parameters[k1] is m2
+        for k in parameters:
+            assert k in parameter_dict
+
+    check()
+    parameters["p4"] = P(T.randn(2, 2))
+    parameter_dict["p4"] = parameters["p4"]
+    check()
+    nxt = [("p5", P(T.randn(2, 2))), ("p2", P(T.randn(2, 2)))]
+    parameters.update(nxt)
+    parameter_dict.update(nxt)
+    check()
+    nxt = {"p8": P(T.randn(2, 2)), "p7": P(T.randn(2, 2))}
+    parameters.update(sorted(nxt.items()))
+    parameter_dict.update(nxt)   # a plain dict is taken in sorted key order
+    check()
+    nxt = T.nn.ParameterDict([("p10", P(T.randn(2, 2))), ("p9", P(T.randn(2, 2)))])
+    parameters.update(nxt)
+    parameter_dict.update(nxt)
+    check()
+    del parameter_dict["p3"]
+    del parameters["p3"]
+    check()
+    with pytest.raises(TypeError):
+        parameter_dict.update(1)
+    with pytest.raises(TypeError):
+        parameter_dict.update([1])
+    with pytest.raises(ValueError):   # its rows are read as (key, value) pairs: length 10, not 2
+        parameter_dict.update(P(T.randn(10, 10)))
+    assert parameter_dict.pop("p4") is parameters.pop("p4")
+    check()
+    forward, backward = list(iter(parameter_dict)), list(reversed(parameter_dict))
+    assert forward == backward[::-1]
+    cp = parameter_dict.copy()
+    for key in parameter_dict:
+        assert key in cp and parameter_dict[key] is cp[key]
+    parameter_dict["p20"] = P(T.randn(2, 2))
+    cp["p21"] = P(T.randn(2, 2))
+    assert "p20" in parameter_dict and "p20" not in cp
+    assert "p21" not in parameter_dict and "p21" in cp
+    parameter_dict.pop("p20")
+    check()
+    p = P(T.randn(2, 2))
+    parameter_dict["p12"] = p
+    k, v = parameter_dict.popitem()
+    assert k == "p12" and v is p
+    check()
+    parameters["p11"] = P(T.randn(2, 2))
+    assert parameter_dict.setdefault("p11", parameters["p11"]) is parameters["p11"]
+    assert parameter_dict.setdefault("p11", P(T.randn(2, 2))) is parameters["p11"]
+    assert parameter_dict.setdefault("p26") is None
+    del parameter_dict["p26"]
+    check()
+    other = OrderedDict([("p13", P(T.randn(2, 2))), ("p2", P(T.randn(2, 2)))])
+    parameters.update(other)
+    parameter_dict |= T.nn.ParameterDict(other)
+    check()
+    other = OrderedDict([("p20", P(T.randn(2, 2))), ("p21", P(T.randn(2, 2)))])
+    parameters.update(other)
+    parameter_dict = parameter_dict | T.nn.ParameterDict(other)
+    check()
+    other = OrderedDict([("p23", P(T.randn(2, 2)))])
+    other.update(parameters)
+    parameters = other
+    parameter_dict = T.nn.ParameterDict(OrderedDict([("p23", other["p23"])])) | parameter_dict
+    check()
+    temp = P(T.randn(2, 2))
+    assert parameter_dict.get("p2") is parameters["p2"] and parameter_dict.get("p2", temp) is parameters["p2"]
+    assert parameter_dict.get("p18") is None and parameter_dict.get("p18", temp) is temp
+    parameter_dict.clear()
+    parameters.clear()
+    assert len(parameter_dict) == 0
+    check()
+    assert dict(parameter_dict.fromkeys(["a", "b"]).items()) == {"a": None, "b": None}
+    d2 = parameter_dict.fromkeys(["a", "b"], temp)
+    assert d2["a"] is temp and d2["b"] is temp
+    parameter_dict["p21"] = T.rand(2, 2)
+    assert isinstance(parameter_dict["p21"], T.nn.Parameter)
+    parameter_dict.update({"p22": T.rand(2, 2), "foo": "bar"})
+    assert isinstance(parameter_dict["p22"], T.nn.Parameter) and parameter_dict["foo"] == "bar"
+
+
+def test_add_module_messages(T):
+    # TestNN.test_add_module: None entries, re-registration under a new name, replacement and the
+    # TypeError messages for bad names/values
+    for fn in ("add_module", "register_module"):
+        l = T.nn.Linear(10, 20)
+        net = T.nn.Module()
+        net.l = l
+        net.l2 = l
+        getattr(net, fn)("empty", None)
+        assert net.l is l and net.l2 is l and net.empty is None
+        getattr(net, fn)("l3", l)
+        assert net.l3 is l
+        l3 = T.nn.Linear(20, 10)
+        getattr(net, fn)("l", l3)
+        assert net.l is l3
+        with pytest.raises(TypeError):
+            getattr(net, fn)("x", "non-module")
+        with pytest.raises(TypeError, match="module name should be a string. Got int"):
+            getattr(net, fn)(1, l)
+        with pytest.raises(TypeError, match="module name should be a string. Got NoneType"):
+            getattr(net, fn)(None, l)
+
+
+def test_module_to_argparse(T):
+    # TestNN.test_module_to_argparse: invalid Module.to argument combinations are TypeErrors
+    net = T.nn.Sequential(T.nn.Linear(3, 3))
+    cpu = T.device("cpu")
+    bad = [lambda: net.to(cpu, True), lambda: net.to(T.long), lambda: net.to(None, True),
+           lambda: net.to(cpu, T.long, True), lambda: net.to(cpu, dtype=T.long, non_blocking=True),
+           lambda: net.to([]), lambda: net.to({}, non_blocking=True),
+           lambda: net.to(T.tensor(3, dtype=T.long), non_blocking=True),
+           lambda: net.to(cpu, T.tensor(3, dtype=T.long), non_blocking=True)]
+    for i, call in enumerate(bad):
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_module_apply_inplace_op_grads(T):
+    # TestNN.test_module_apply_inplace_op (second half): _apply's in-place op bumps the version of
+    # the parameters' .grad too, so a graph that saved the grad refuses to backpropagate
+    m = T.nn.Linear(20, 10)
+    m.weight.grad = T.randn(10, 20).requires_grad_()
+    pgm = m.weight.grad.mul(m.weight.grad)
+    saved = m.weight.grad._version
+    m = m._apply(lambda t: t.add_(1.0))
+    assert m.weight.grad._version > saved
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        pgm.backward(T.randn(10, 20))
+
+
+def test_overwrite_module_params_on_conversion(T):
+    # TestNN.test_overwrite_module_params_on_conversion (dense parts): by default .double()
+    # swaps .data in place (old references see the new dtype); with the __future__ flag set the
+    # parameters are new objects and out-of-place _apply leaves the old versions alone
+    m = T.nn.Linear(20, 10).float()
+    ref = m.weight
+    m.double()
+    assert ref is m.weight and ref.dtype == T.float64
+    try:
+        T.__future__.set_overwrite_module_params_on_conversion(True)
+        m = T.nn.Linear(20, 10).float()
+        m.weight.grad = T.randn(10, 20).float()
+        weight_ref, grad_ref = m.weight, m.weight.grad
+        m.double()
+        assert weight_ref.dtype != m.weight.dtype and grad_ref.dtype != m.weight.grad.dtype
+        m = T.nn.Linear(20, 10)
+        pvm = m.weight.mul(m.weight)
+        weight_ref = m.weight
+        saved = weight_ref._version
+        m = m._apply(lambda t: t.add_(1.0))
+        assert weight_ref._version > saved
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            pvm.backward(T.randn(10, 20))
+        m = T.nn.Linear(20, 10)
+        weight_ref = m.weight
+        saved = weight_ref._version
+        m = m._apply(lambda t: T.randn(t.shape))
+        assert weight_ref._version == saved
+    finally:
+        T.__future__.set_overwrite_module_params_on_conversion(False)
+
+
+def test_module_type_conversions(T):
+    # TestNN.test_type (CPU part): float/double/half/to(dtype)/to(tensor) convert floating
+    # parameters, integer buffers stay int64; the legacy tensor-type classes answer isinstance
+    l = T.nn.Linear(10, 20)
+    net = T.nn.Module()
+    net.l = l
+    net.l2 = l
+    net.add_module("empty", None)
+    net.register_buffer("indices", T.LongTensor(1))
+    net.float()
+    assert isinstance(l.weight.data, T.FloatTensor) and isinstance(l.bias.data, T.FloatTensor)
+    assert isinstance(net.indices, T.LongTensor)
+    net.double()
+    assert isinstance(l.weight.data, T.DoubleTensor) and isinstance(net.indices, T.LongTensor)
+    net.to(T.half)
+    assert isinstance(l.weight.data, T.HalfTensor) and isinstance(net.indices, T.LongTensor)
+    net.to(T.device("cpu"), non_blocking=True)
+    assert isinstance(l.bias.data, T.HalfTensor)
+    net.to(T.float)
+    assert isinstance(l.weight.data, T.FloatTensor)
+    net.to(T.DoubleTensor(1))
+    assert isinstance(l.weight.data, T.DoubleTensor) and isinstance(l.bias.data, T.DoubleTensor)
+    assert not isinstance(l.weight.data, T.FloatTensor)
+
+
+def test_clip_grad_norm_faithful(T):
+    # TestNN.test_clip_grad_norm: the returned norm is the norm before clipping, after clipping it
+    # equals max_norm, every gradient is scaled by one factor; small gradients are unchanged; a
+    # single tensor and a one-element list clip alike
+    l = T.nn.Linear(10, 10)
+    max_norm = 2
+
+    def compute_norm(norm_type):
+        norm_type = float(norm_type)
+        if norm_type != math.inf:
+            total = 0
+            for p in l.parameters():
+                total += p.grad.data.abs().pow(norm_type).sum()
+            return pow(total, 1.0 / norm_type)
+        return max(p.grad.data.abs().max() for p in l.parameters())
+
+    def compare_scaling(grads):
+        scale = T.cat([p.grad.data.div(g).view(-1) for p, g in zip(l.parameters(), grads)])
+        assert scale.std().item() < 1e-5 * max(1.0, abs(scale[0].item()))
+        return scale[0]
+
+    grads = T.arange(1.0, 101).view(10, 10), T.ones(10).div(1000)
+    for norm_type in [0.5, 1.5, 2, 4, "inf"]:
+        for p, g in zip(l.parameters(), grads):
+            p._grad = g.clone().view_as(p.data)
+        before = compute_norm(norm_type)
+        norm = T.nn.utils.clip_grad_norm_(l.parameters(), max_norm, norm_type=norm_type)
+        after = compute_norm(norm_type)
+        assert math.isclose(float(norm), float(before), rel_tol=1e-4)
+        assert math.isclose(float(after), max_norm, rel_tol=1e-4)
+        compare_scaling(grads)
+    grads = T.rand(10, 10).div(10000), T.ones(10).div(500)
+    for norm_type in [0.5, 1.5, 2, 4, "inf"]:
+        for p, g in zip(l.parameters(), grads):
+            p.grad.data.copy_(g)
+        before = compute_norm(norm_type)
+        norm = T.nn.utils.clip_grad_norm_(l.parameters(), max_norm, norm_type=norm_type)
+        assert math.isclose(float(norm), float(before), rel_tol=1e-4)
+        assert math.isclose(float(compare_scaling(grads)), 1.0, rel_tol=1e-5)
+    p1, p2 = T.randn(10, 10), T.randn(10, 10)
+    g = T.arange(1.0, 101).view(10, 10)
+    p1._grad, p2._grad = g.clone(), g.clone()
+    for norm_type in [0.5, 1.5, 2, 4, "inf"]:
+        T.nn.utils.clip_grad_norm_(p1, max_norm, norm_type=norm_type)
+        T.nn.utils.clip_grad_norm_([p2], max_norm, norm_type=norm_type)
+        assert T.equal(p1.grad, p2.grad)
+
+
+def test_clip_grad_value_faithful(T):
+    # TestNN.test_clip_grad_value: every grad within [-clip, clip] (None grads skipped); a single
+    # tensor and a one-element list clip alike
+    l = T.nn.Linear(10, 10)
+    clip_value = 2.5
+    grad_w, grad_b = T.arange(-50.0, 50).view(10, 10).div_(5), T.ones(10).mul_(2)
+    for grad_list in [[grad_w, grad_b], [grad_w, None]]:
+        for p, g in zip(l.parameters(), grad_list):
+            p._grad = g.clone().view_as(p.data) if g is not None else g
+        T.nn.utils.clip_grad_value_(l.parameters(), clip_value)
+        for p in filter(lambda p: p.grad is not None, l.parameters()):
+            assert p.grad.data.max() <= clip_value and p.grad.data.min() >= -clip_value
+    p1, p2 = T.randn(10, 10), T.randn(10, 10)
+    g = T.arange(-50.0, 50).view(10, 10).div_(5)
+    p1._grad, p2._grad = g.clone(), g.clone()
+    T.nn.utils.clip_grad_value_(p1, clip_value)
+    T.nn.utils.clip_grad_value_([p2], clip_value)
+    assert T.equal(p1.grad, p2.grad)
