@@ -188,7 +188,8 @@ from ._api.functions import (  # noqa: E402
 )
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
-    binomial as binomial, empty_strided as empty_strided, normal as normal, poisson as poisson
+    binomial as binomial, empty_permuted as empty_permuted, empty_strided as empty_strided, normal as normal,
+    poisson as poisson
 )
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
 from ._api.functions import (  # noqa: E402

@@ -796,3 +796,200 @@ def test_dist_and_norm_corners():
         "norm int": lambda T: T.tensor([3, 4]).norm(),
     }
     run_cases(cases)
+
+
+# ==== batch 2 ====================================================================================
+def test_is_set_to_more(T):
+    # TestTorchDeviceType.test_is_set_to (second half): bool tensors set_ to each other; views of
+    # another shape and empty views of one storage are not "set to" each other
+    t1 = T.tensor([True, True], dtype=T.bool)
+    t2 = T.tensor([0], dtype=T.bool).set_(t1)
+    assert t1.is_set_to(t2)
+    t1 = T.empty([2, 3, 4])
+    t2 = t1.view(4, 3, 2)
+    assert not t1.is_set_to(t2) and not t2.is_set_to(t1)
+    t1 = T.empty([2, 5, 0])
+    t2 = t1.view([0])
+    assert not t1.is_set_to(t2) and not t2.is_set_to(t1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "int64", "uint8", "bool"])
+def test_deterministic_empty(T, dtype):
+    # TestTorchDeviceType.test_deterministic_empty: with deterministic algorithms and
+    # fill_uninitialized_memory, empty/empty_like/empty_strided/empty_permuted fill NaN (floating)
+    # or the dtype's max (integer, True for bool)
+    dt = getattr(T, dtype)
+    gen_fns = [lambda: T.empty(4, 3, dtype=dt), lambda: T.empty(4, 3, out=T.zeros(1, dtype=dt)),
+               lambda: T.empty_like(T.zeros(4, 3, dtype=dt)),
+               lambda: T.empty_like(T.zeros(4, 3, dtype=dt), memory_format=T.contiguous_format),
+               lambda: T.empty_strided((4, 3), (1, 4), dtype=dt), lambda: T.empty_permuted((2, 3, 5), (1, 0, 2), dtype=dt)]
+    prev = (T.are_deterministic_algorithms_enabled(), T.utils.deterministic.fill_uninitialized_memory)
+    try:
+        T.use_deterministic_algorithms(True)
+        T.utils.deterministic.fill_uninitialized_memory = True
+        results = [fn() for fn in gen_fns]
+    finally:
+        T.use_deterministic_algorithms(prev[0])
+        T.utils.deterministic.fill_uninitialized_memory = prev[1]
+    for res in results:
+        if dt.is_floating_point or dt.is_complex:
+            assert res.isnan().all()
+        else:
+            assert res.eq(True if dt == T.bool else T.iinfo(dt).max).all()
+
+
+def test_deterministic_resize(T):
+    # TestTorchDeviceType.test_deterministic_resize (float32): growing storage under
+    # fill_uninitialized_memory fills the new part with NaN and keeps the old values
+    cases = [((10,), (1,), (5,)), ((10,), (1,), (20,)), ((2, 3, 4), None, (2, 3, 4)), ((2, 3, 4), None, (6, 3, 4)),
+             ((2, 3, 4), None, (3, 4, 5))]
+    prev = (T.are_deterministic_algorithms_enabled(), T.utils.deterministic.fill_uninitialized_memory)
+    try:
+        T.use_deterministic_algorithms(True)
+        T.utils.deterministic.fill_uninitialized_memory = True
+        for size, stride, resize_size in cases:
+            a = T.zeros(size) if stride is None else T.empty_strided(size, stride).fill_(0)
+            old_numel = a.numel()
+            a.resize_(resize_size)
+            flat = a.reshape(-1)
+            if a.numel() > old_numel:
+                assert T.equal(flat[:old_numel], T.zeros(old_numel))
+                assert flat[old_numel:].isnan().all()
+            else:
+                assert T.equal(flat, T.zeros(a.numel()))
+    finally:
+        T.use_deterministic_algorithms(prev[0])
+        T.utils.deterministic.fill_uninitialized_memory = prev[1]
+
+
+def test_random_fill_argument_checks():
+    # TestTorchDeviceType.test_uniform_from_to / test_normal / test_exponential /
+    # test_geometric / test_cauchy / test_log_normal / test_random_from_to argument errors
+    run_cases({
+        "uniform from > to": lambda T: T.empty(3).uniform_(1.0, 0.0),
+        "uniform int": lambda T: T.empty(3, dtype=T.int64).uniform_(),
+        "normal negative std": lambda T: T.empty(3).normal_(0.0, -1.0),
+        "normal fn negative std": lambda T: T.normal(T.zeros(3), T.tensor([1.0, -1.0, 1.0])),
+        "normal shapes": lambda T: T.normal(0.0, 1.0, size=(2, 3)).shape,
+        "normal tensor shapes": lambda T: T.normal(T.zeros(2, 1), T.ones(3)).shape,
+        "exponential negative": lambda T: T.empty(3).exponential_(-1.0),
+        "exponential zero": lambda T: T.empty(3).exponential_(0.0),
+        "geometric p 0": lambda T: T.empty(3).geometric_(0.0),
+        "geometric p 1": lambda T: T.empty(3).geometric_(1.0),
+        "cauchy negative": lambda T: T.empty(3).cauchy_(0.0, -1.0),
+        "log_normal negative": lambda T: T.empty(3).log_normal_(0.0, -1.0),
+        "random from >= to": lambda T: T.empty(3).random_(5, 5),
+        "random range": lambda T: bool(((T.empty(50).random_(3, 7) >= 3) & (T.empty(50).random_(3, 7) < 7)).all()),
+        "random bool": lambda T: T.empty(20, dtype=T.bool).random_().dtype,
+        "random uint8 to 300": lambda T: T.empty(3, dtype=T.uint8).random_(0, 300),
+        "random uint8 to 256": lambda T: T.empty(3, dtype=T.uint8).random_(0, 256).dtype,
+        "random uint8 from -1": lambda T: T.empty(3, dtype=T.uint8).random_(-1, 5),
+        "random int32 to 2**31 + 1": lambda T: T.empty(3, dtype=T.int32).random_(0, 2 ** 31 + 1),
+        "random bool to 3": lambda T: T.empty(3, dtype=T.bool).random_(0, 3),
+        "randint low >= high": lambda T: T.randint(5, 5, (3,)),
+        "randint dtype": lambda T: [T.randint(3, (2,)).dtype, T.randint(3, (2,), dtype=T.float32).dtype],
+        "randperm": lambda T: [T.randperm(5).sort().values, T.randperm(0).shape, T.randperm(3, dtype=T.int32).dtype],
+        "randperm negative": lambda T: T.randperm(-1),
+        "rand int dtype": lambda T: T.rand(2, dtype=T.int64),
+        "randn int dtype": lambda T: T.randn(2, dtype=T.int64),
+    })
+
+
+def test_bool_tensor_value_change(T):
+    # TestTorchDeviceType.test_bool_tensor_value_change
+    x = T.tensor([True, False], dtype=T.bool)
+    x[0] = False
+    x[1] = True
+    assert T.equal(x, T.tensor([False, True], dtype=T.bool))
+
+
+def test_parsing_int64_and_double(T):
+    # TestTorch.test_parsing_int64 / test_parsing_double / test_parsing_intlist: numpy and 0-d
+    # tensor integers are accepted where ints are, floats are refused
+    x = T.cumsum(T.ones(5, 5), 0)
+    assert T.equal(x, T.cumsum(T.ones(5, 5), T.tensor(0)))
+    assert T.equal(x, T.cumsum(T.ones(5, 5), np.int64(0)))
+    with pytest.raises(TypeError):
+        T.cumsum(T.ones(5, 5), T.tensor(0.0))
+    assert T.tensor(np.float64(1.0)).dtype == T.float64
+    assert T.isclose(T.tensor(1.0), T.tensor(1.0), atol=np.float64(1e-5)).item()
+    assert T.ones(np.int64(2), T.tensor(3)).shape == (2, 3)
+    with pytest.raises(TypeError):
+        T.ones(T.tensor(2.0))
+    with pytest.raises(TypeError):
+        T.ones((2.5, 3))
+    with pytest.raises(TypeError):
+        T.zeros(np.array([2, 3]))
+
+
+def test_structseq_repr_and_fields():
+    # TestTorch.test_structseq_repr: return types print as torch.return_types.<name>(...)
+    run_cases({
+        "max values": lambda T: T.max(T.tensor([[1.0, 3.0], [2.0, 0.0]]), 1).indices,
+        "repr": lambda T: repr(T.max(T.tensor([[1.0, 3.0], [2.0, 0.0]]), 1)).replace("tracegrad", "torch"),
+        "sort repr": lambda T: repr(T.sort(T.tensor([2, 1]))).replace("tracegrad", "torch"),
+        "type name": lambda T: type(T.topk(T.tensor([1.0, 2.0]), 1)).__name__,
+        "unpack": lambda T: [a for a in T.aminmax(T.tensor([3, -1, 2]))],
+    })
+
+
+def test_tensor_ctor_and_new_corners():
+    # TestTorch.test_tensor_ctor_scalar / test_tensor_factory / test_new_empty-style corners:
+    # legacy constructors with sizes or data, torch.Tensor of a tensor, dtype inference
+    run_cases({
+        "Tensor sizes": lambda T: T.Tensor(2, 3).shape,
+        "Tensor data": lambda T: T.Tensor([1, 2]),
+        "Tensor of tensor": lambda T: T.Tensor(T.tensor([1.0, 2.0])),
+        "Tensor scalar": lambda T: T.Tensor(3).shape,
+        "LongTensor data": lambda T: T.LongTensor([1.7, 2]),
+        "FloatTensor empty": lambda T: T.FloatTensor().shape,
+        "tensor mixed types": lambda T: [T.tensor([1, 2.5]).dtype, T.tensor([True, 2]).dtype, T.tensor([1, 2j]).dtype],
+        "tensor nested ragged": lambda T: T.tensor([[1, 2], [3]]),
+        "tensor of tensors": lambda T: T.tensor([T.tensor(1.0), T.tensor(2.0)]),
+        "tensor of 1-el tensors": lambda T: T.tensor([T.tensor([1.0]), T.tensor([2.0])]),
+        # (as_tensor sharing a numpy array's memory is not ported: JAX arrays never alias numpy's)
+        "new_empty": lambda T: [T.ones(2, dtype=T.int16).new_empty(3).dtype, T.ones(2).new_empty((2, 2)).shape],
+        "new_full": lambda T: T.ones(2, dtype=T.float64).new_full((2,), 5),
+        "new_tensor": lambda T: T.ones(1, dtype=T.int8).new_tensor([1.5, 2.5]),
+        "tensor big int": lambda T: T.tensor(2 ** 63),
+        "tensor uint8 overflow": lambda T: T.tensor([300], dtype=T.uint8),
+        "tensor negative uint8": lambda T: T.tensor([-1], dtype=T.uint8),
+    })
+
+
+def test_where_and_clamp_type_promotion():
+    # TestTorchDeviceType.test_where_scalar_valid_combination / test_where_tensor_type_promotion-free
+    # parts: where with scalars of each kind, masks not bool
+    run_cases({
+        "int tensor float scalar": lambda T: T.where(T.tensor([True, False]), T.tensor([1, 2]), 0.5),
+        "float scalars": lambda T: T.where(T.tensor([True, False]), 1.0, 0.0),
+        "int scalars": lambda T: T.where(T.tensor([True, False]), 1, 0),
+        "bool scalars": lambda T: T.where(T.tensor([True, False]), True, False),
+        "complex scalar": lambda T: T.where(T.tensor([True, False]), T.tensor([1.0, 2.0]), 1j),
+        "double and float": lambda T: T.where(T.tensor([True, False]), T.ones(2, dtype=T.float64), T.zeros(2)),
+        "uint8 mask": lambda T: T.where(T.tensor([1, 0], dtype=T.uint8), T.ones(2), T.zeros(2)),
+        "float mask": lambda T: T.where(T.tensor([1.0, 0.0]), T.ones(2), T.zeros(2)),
+        "one arg": lambda T: T.where(T.tensor([[0, 1], [1, 1]])),
+        "broadcast": lambda T: T.where(T.tensor([[True], [False]]), T.arange(3), T.tensor(-1)),
+    })
+
+
+def test_storage_api():
+    # TestTorch.test_storage / test_storage_setitem / test_tensor_storage_type / test_storage_casts:
+    # sizes, element access, writes visible through the tensor, casts keep values
+    def program(T, log):
+        t = T.arange(6.0)
+        s = t.untyped_storage()
+        log("nbytes", s.nbytes())
+        ts = t.storage()
+        log("typed size", [ts.size(), len(ts), ts.dtype, ts[2]])
+        ts[1] = 10.0
+        log("write through storage", t)
+        log("tolist", ts.tolist())
+        log("casts", [ts.double().dtype, ts.int().tolist(), ts.bool().tolist()[:2]])
+        v = t[2:]
+        log("view shares", [v.untyped_storage().data_ptr() == s.data_ptr(), v.storage_offset()])
+        log("element_size", [T.zeros(1, dtype=T.float16).element_size(), ts.element_size()])
+        log_storage = T.tensor([1, 2], dtype=T.int16).untyped_storage()
+        log("untyped len", len(log_storage))
+    run_both(program)
