@@ -1634,3 +1634,116 @@ def test_threshold_bfloat16():
             res = F.threshold(x.bfloat16(), threshold, 0).float()
             log(f"{threshold}", [res, T.equal(res, expected)])
     run_both(program)
+
+
+# ==== batch 4: Module.__setattr__ / __delattr__ corners, reprs ===================================
+def test_module_setattr_corners(T):
+    # TestNN.test_assignment-style corners of Module.__setattr__: a Parameter replaces a buffer or
+    # submodule of that name, other values where a parameter, buffer or module lives are
+    # TypeErrors, None is kept, __delattr__ removes from the right table
+    nn = T.nn
+    m = nn.Module()
+    m.register_buffer("b", T.zeros(2))
+    m.b = nn.Parameter(T.ones(2))
+    assert "b" in m._parameters and "b" not in m._buffers
+    m.sub = nn.Linear(1, 1)
+    m.sub = nn.Parameter(T.ones(1))
+    assert "sub" in m._parameters and "sub" not in m._modules
+    m.p = nn.Parameter(T.ones(3))
+    with pytest.raises(TypeError, match="cannot assign"):   # a parameter's name takes Parameters only
+        m.p = nn.ReLU()
+    m.register_buffer("buf", T.zeros(2))
+    m.buf = T.ones(3)
+    assert m._buffers["buf"].shape == (3,)
+    with pytest.raises(TypeError, match="cannot assign"):
+        m.buf = 5
+    m.buf = None
+    assert m._buffers["buf"] is None and "buf" in m._buffers
+    m.w = nn.Parameter(T.ones(2))
+    with pytest.raises(TypeError, match="cannot assign"):
+        m.w = T.ones(2)
+    m.w = None
+    assert m.w is None and "w" in m._parameters
+    m.mod = nn.ReLU()
+    with pytest.raises(TypeError, match="cannot assign"):
+        m.mod = 3
+    m.mod = None
+    assert m.mod is None and "mod" in m._modules
+    del m.mod, m.w, m.buf
+    assert "mod" not in m._modules and "w" not in m._parameters and "buf" not in m._buffers
+    with pytest.raises(AttributeError):
+        del m.never_set
+    m.plain = 3
+    del m.plain
+    assert not hasattr(m, "plain")
+
+    class Early(nn.Module):
+        def __init__(self):
+            self.p = nn.Parameter(T.ones(1))
+
+    with pytest.raises(AttributeError, match="before Module.__init__"):
+        Early()
+
+    class EarlyModule(nn.Module):
+        def __init__(self):
+            self.l = nn.Linear(1, 1)
+
+    with pytest.raises(AttributeError, match="before Module.__init__"):
+        EarlyModule()
+
+
+def test_container_reprs():
+    # TestNN.test_repr (containers): repeated modules collapse into "(0-2): 3 x ...", nested
+    # indentation, extra_repr of a custom module, ModuleDict/ModuleList reprs, empty containers
+    def program(T, log):
+        nn = T.nn
+
+        class WithExtra(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = nn.Linear(2, 3, bias=False)
+
+            def extra_repr(self):
+                return "alpha=1,\nbeta=2"
+
+        log("repeated", repr(nn.ModuleList([nn.ReLU() for _ in range(3)] + [nn.Tanh(), nn.Tanh()])))
+        log("repeated linear", repr(nn.Sequential(*[nn.Linear(2, 2) for _ in range(2)], nn.Linear(2, 3))))
+        log("nested", repr(nn.Sequential(nn.Sequential(nn.ReLU(), nn.Dropout(0.25)), nn.Identity())))
+        log("extra", repr(WithExtra()))
+        log("dict", repr(nn.ModuleDict({"conv": nn.Conv2d(1, 2, 3, stride=2), "act": nn.GELU(approximate="tanh")})))
+        log("empty", [repr(nn.Sequential()), repr(nn.ModuleList()), repr(nn.ModuleDict())])
+        log("layers", [repr(nn.LSTM(3, 4, num_layers=2, batch_first=True, bidirectional=True)),
+                       repr(nn.Embedding(4, 2, padding_idx=1, sparse=True)),
+                       repr(nn.BatchNorm2d(3, momentum=None, affine=False)),
+                       repr(nn.LayerNorm((2, 3), eps=1e-6)), repr(nn.GroupNorm(2, 4)),
+                       repr(nn.MaxPool2d(2, ceil_mode=True)), repr(nn.AvgPool1d(3, count_include_pad=False)),
+                       repr(nn.Upsample(scale_factor=2.0)), repr(nn.Flatten(0, -1)), repr(nn.Unflatten(1, (2, 3))),
+                       repr(nn.ConvTranspose2d(2, 3, 3, output_padding=1, stride=2, groups=1, dilation=1)),
+                       repr(nn.Softmax(dim=1)), repr(nn.LeakyReLU(0.2, inplace=True)), repr(nn.Hardtanh(-2, 2)),
+                       repr(nn.CrossEntropyLoss(ignore_index=3)), repr(nn.PReLU(3)), repr(nn.Threshold(0.1, 20))])
+    run_both(program)
+
+
+def test_named_modules_memo_prefix_remove_duplicate(T):
+    # TestNN.test_named_modules (memo, prefix, remove_duplicate=False) / test_modules /
+    # test_get_submodule-style errors of get_parameter/get_buffer
+    nn = T.nn
+    l = nn.Linear(2, 2)
+    s = nn.Sequential(l, nn.Sequential(l, nn.ReLU()))
+    assert [n for n, _ in s.named_modules()] == ["", "0", "1", "1.1"]
+    assert [n for n, _ in s.named_modules(prefix="net")] == ["net", "net.0", "net.1", "net.1.1"]
+    assert [n for n, _ in s.named_modules(remove_duplicate=False)] == ["", "0", "1", "1.0", "1.1"]
+    memo = {l}
+    assert [n for n, _ in s.named_modules(memo=memo)] == ["", "1", "1.1"]
+    assert len(list(s.modules())) == 4
+    s.register_buffer("steps", T.zeros(1))
+    assert s.get_parameter("0.weight") is l.weight and s.get_buffer("steps") is s.steps
+    with pytest.raises(AttributeError):
+        s.get_parameter("0.nothing")
+    with pytest.raises(AttributeError):
+        s.get_parameter("1.1")   # a module, not a parameter
+    with pytest.raises(AttributeError):
+        s.get_buffer("0.weight")  # a parameter, not a buffer
+    with pytest.raises(AttributeError):
+        s.get_submodule("2")
+    assert s.get_submodule("") is s and s.get_submodule("1.1") is s[1][1]
