@@ -993,3 +993,46 @@ def test_storage_api():
         log_storage = T.tensor([1, 2], dtype=T.int16).untyped_storage()
         log("untyped len", len(log_storage))
     run_both(program)
+
+
+# ==== batch 3 ====================================================================================
+def test_check_family():
+    # TestTorch.test_check: torch._check and friends raise their class with the message callable's
+    # text (or the default text), refuse non-bool conditions and non-callable messages
+    def run(T, name, *args, **kwargs):
+        return getattr(T, name)(*args, **kwargs)
+    cases = {}
+    for name in ("_check", "_check_index", "_check_value", "_check_type", "_check_not_implemented"):
+        cases[f"{name} true"] = lambda T, name=name: run(T, name, True)
+        cases[f"{name} false"] = lambda T, name=name: run(T, name, False, lambda: "custom")
+        cases[f"{name} default message"] = lambda T, name=name: run(T, name, False)
+    cases |= {
+        "int cond": lambda T: T._check(1),
+        "tensor cond": lambda T: T._check(T.tensor(True)),
+        "str message on failure": lambda T: T._check(False, "msg"),
+        "str message on success": lambda T: T._check(True, "msg"),
+        "check_with KeyError": lambda T: T._check_with(KeyError, False, lambda: "k"),
+        "check_with not exception": lambda T: T._check_with(int, False, lambda: "k"),
+        "check_with warning": lambda T: T._check_with(UserWarning, False, lambda: "w"),
+        "tensor_all true": lambda T: T._check_tensor_all(T.tensor([True, True])),
+        "tensor_all false": lambda T: T._check_tensor_all(T.tensor([True, False]), lambda: "m"),
+        "tensor_all not bool": lambda T: T._check_tensor_all(T.tensor([1, 1])),
+        "is_size negative": lambda T: T._check_is_size(-1),
+        "is_size max": lambda T: T._check_is_size(5, max=3),
+        "is_size ok": lambda T: T._check_is_size(2, max=3),
+    }
+    run_cases(cases)
+
+
+def test_check_messages(T):
+    # TestTorch.test_check: the message callable's text is the exception's text, evaluated only
+    # on failure; the default names the condition
+    calls = []
+    T._check(True, lambda: calls.append(1) or "never")
+    assert calls == []
+    with pytest.raises(IndexError, match="^bad index 3$"):
+        T._check_index(False, lambda: f"bad index {3}")
+    with pytest.raises(RuntimeError, match="Expected cond to be True"):
+        T._check(False)
+    with pytest.raises(TypeError, match="message must be a callable"):
+        T._check(False, "text")
