@@ -150,7 +150,7 @@ def test_children_and_named_children(T):
     assert list(s.named_children()) == [("0", l1), ("1", l2), ("4", subnet)]
     s.add_module("first", l1)
     with pytest.raises(KeyError, match="already exists"):
-        s.add_module("layer", l1) if False else s.register_parameter("first", T.nn.Parameter(T.ones(1)))
+        s.register_parameter("first", T.nn.Parameter(T.ones(1)))
 
 
 def test_buffers_and_named_buffers(T):
@@ -1747,3 +1747,79 @@ def test_named_modules_memo_prefix_remove_duplicate(T):
     with pytest.raises(AttributeError):
         s.get_submodule("2")
     assert s.get_submodule("") is s and s.get_submodule("1.1") is s[1][1]
+
+
+# ==== batch 5: BCE family and other losses (TestNN's test_bce_* / test_BCELoss_*) ================
+def test_bce_with_logits_corners():
+    # TestNN.test_bce_with_logits_raises_if_target_and_input_are_different_size /
+    # _gives_same_result_as_sigmoid_and_bce_loss / _has_correct_grad_at_zero / _broadcasts_weights /
+    # _ones_in_pos_weights_are_the_same_as_none / _broadcasts_pos_weights /
+    # _with_pos_weight_has_correct_grad_at_zero / _stability / test_bce_loss_broadcasts_weights
+    def program(T, log):
+        nn, F = T.nn, T.nn.functional
+        log_outcome(log, "size mismatch", lambda: nn.BCEWithLogitsLoss()(T.rand(5), T.rand(5, 1)))
+        log_outcome(log, "size mismatch 2", lambda: nn.BCEWithLogitsLoss()(T.rand(5, 1), T.rand(5)))
+        x = randn(T, (6, 4), 0)
+        t = (randn(T, (6, 4), 1) > 0).float()
+        log("same as sigmoid+bce", [nn.BCEWithLogitsLoss()(x, t), nn.BCELoss()(T.sigmoid(x), t)])
+        w = T.tensor([0.5, 1.0, 2.0, 0.25])
+        log("weights", [nn.BCEWithLogitsLoss(w)(x, t), nn.BCELoss(w)(T.sigmoid(x), t)])
+        log("reduction none", nn.BCEWithLogitsLoss(reduction="none")(x, t))
+        z = T.zeros(3, 1, requires_grad=True)
+        nn.BCEWithLogitsLoss(reduction="sum")(z, T.zeros(3, 1)).backward()
+        log("grad at zero", z.grad)
+        w2 = T.tensor([1.0, 2.0, 3.0, 4.0])
+        log("broadcast weight", [nn.BCEWithLogitsLoss(w2)(x, t), nn.BCEWithLogitsLoss(w2.expand(6, 4))(x, t)])
+        w3 = T.linspace(0.5, 1.5, 6).reshape(6, 1)
+        log("broadcast weight column", [nn.BCEWithLogitsLoss(w3)(x, t), nn.BCEWithLogitsLoss(w3.expand(6, 4))(x, t)])
+        log("pos_weight ones", [nn.BCEWithLogitsLoss(pos_weight=T.ones(4))(x, t), nn.BCEWithLogitsLoss()(x, t)])
+        pw = T.tensor([0.5, 1.5, 2.0, 3.0])
+        log("pos_weight broadcast", [nn.BCEWithLogitsLoss(pos_weight=pw)(x, t),
+                                     nn.BCEWithLogitsLoss(pos_weight=pw.expand(1, 4))(x, t)])
+        z = T.zeros(3, 2, requires_grad=True)
+        nn.BCEWithLogitsLoss(pos_weight=T.ones(2), reduction="sum")(z, T.ones(3, 2)).backward()
+        log("pos_weight grad at zero", z.grad)
+        big = T.tensor([[100.0, -100.0], [-100.0, 100.0]])
+        log("stability", [nn.BCEWithLogitsLoss()(big, T.tensor([[1.0, 0.0], [0.0, 1.0]])),
+                          nn.BCEWithLogitsLoss(reduction="none")(big, T.tensor([[0.0, 1.0], [1.0, 0.0]]))])
+        p = T.sigmoid(x)
+        log("bce broadcast weights", [F.binary_cross_entropy(p, t, w2), F.binary_cross_entropy(p, t, w2.expand(6, 4))])
+        log("bce always nonnegative", bool((nn.BCELoss(reduction="none")(T.ones(3), T.ones(3)) >= 0).all()))
+        log_outcome(log, "bce size mismatch", lambda: F.binary_cross_entropy(p, t[:, :1]))
+        log_outcome(log, "bce out of range", lambda: F.binary_cross_entropy(T.tensor([1.5]), T.tensor([1.0])))
+        log("bce clamps log at -100", F.binary_cross_entropy(T.tensor([0.0, 1.0]), T.tensor([1.0, 0.0]), reduction="none"))
+    run_both(program)
+
+
+def test_other_loss_modes():
+    # TestNN.test_poisson_nll_loss_reduction_modes / test_gaussian_nll_loss_args /
+    # test_gaussian_nll_loss_broadcasting / test_KLDivLoss_batch_mean / test_soft_margin_loss /
+    # test_multilabel_margin_loss / test_multi_margin_loss (p, margin, weight) /
+    # test_hinge_embedding_loss / test_l1_loss_correct
+    def program(T, log):
+        F = T.nn.functional
+        x = randn(T, (4, 3), 0, requires_grad=True)
+        t = randn(T, (4, 3), 1).abs()
+        for reduction in ("none", "mean", "sum"):
+            log(f"poisson {reduction}", F.poisson_nll_loss(x, t, reduction=reduction))
+            log(f"poisson full {reduction}", F.poisson_nll_loss(x.exp(), t, log_input=False, full=True, reduction=reduction))
+        log_outcome(log, "poisson bad reduction", lambda: F.poisson_nll_loss(x, t, reduction="avg"))
+        var = randn(T, (4, 3), 2).abs() + 0.1
+        log("gaussian", [F.gaussian_nll_loss(x, t, var), F.gaussian_nll_loss(x, t, var, full=True, reduction="sum")])
+        log("gaussian broadcast var", F.gaussian_nll_loss(x, t, var[:, :1]))
+        log("gaussian 1-d var", F.gaussian_nll_loss(x, t, var[:, 0]))
+        log_outcome(log, "gaussian negative var", lambda: F.gaussian_nll_loss(x, t, -var))
+        log_outcome(log, "gaussian var shape", lambda: F.gaussian_nll_loss(x, t, var[:2]))
+        y = T.tensor([[1.0, -1.0, 1.0], [-1.0, -1.0, 1.0], [1.0, 1.0, 1.0], [-1.0, 1.0, -1.0]])
+        log("soft margin", F.soft_margin_loss(x, y))
+        log("hinge", [F.hinge_embedding_loss(x, y), F.hinge_embedding_loss(x, y, margin=0.5, reduction="none")])
+        cls = T.tensor([0, 2, 1, 2])
+        log("multi margin", [F.multi_margin_loss(x, cls), F.multi_margin_loss(x, cls, p=2, margin=0.5),
+                             F.multi_margin_loss(x, cls, weight=T.tensor([1.0, 2.0, 0.5]), reduction="none")])
+        log_outcome(log, "multi margin p=3", lambda: F.multi_margin_loss(x, cls, p=3))
+        ml = T.tensor([[2, 0, -1], [1, -1, 0], [0, 1, 2], [-1, 0, 0]])
+        log("multilabel margin", F.multilabel_margin_loss(x, ml, reduction="none"))
+        log("l1", [F.l1_loss(x, t), F.l1_loss(x, t, reduction="none")])
+        (F.multi_margin_loss(x, cls) + F.multilabel_margin_loss(x, ml) + F.soft_margin_loss(x, y)).backward()
+        log("grad", x.grad)
+    run_both(program)
