@@ -13,7 +13,7 @@ import pickle
 import numpy as np
 import pytest
 from _nn_files_helpers import xfail_tracegrad
-from parity import randn, run_both, run_cases
+from parity import log_outcome, randn, run_both, run_cases
 
 
 def _name(dtype):
@@ -1036,3 +1036,95 @@ def test_check_messages(T):
         T._check(False)
     with pytest.raises(TypeError, match="message must be a callable"):
         T._check(False, "text")
+
+
+def test_index_put_accumulate_and_masks():
+    # TestTorchDeviceType.test_index_put_non_accumulate_deterministic / test_index_put_accumulate-
+    # style corners: duplicate indices accumulate, bool masks, broadcasting values, dtype errors
+    run_cases({
+        "accumulate duplicates": lambda T: T.zeros(5).index_put_((T.tensor([0, 0, 3]),), T.tensor([1.0, 2.0, 3.0]),
+                                                                 accumulate=True),
+        "2-d indices": lambda T: T.zeros(3, 3).index_put((T.tensor([0, 2]), T.tensor([1, 1])), T.tensor(5.0)),
+        "bool mask": lambda T: T.zeros(2, 3).index_put((T.tensor([[True, False, True], [False, False, True]]),),
+                                                      T.tensor([1.0, 2.0, 3.0])),
+        "row mask broadcast value": lambda T: T.zeros(3, 2).index_put((T.tensor([True, False, True]),), T.tensor([7.0, 8.0])),
+        "accumulate int": lambda T: T.zeros(3, dtype=T.int64).index_put_((T.tensor([1, 1]),), T.tensor([2, 3]), accumulate=True),
+        "value dtype mismatch": lambda T: T.zeros(3).index_put_((T.tensor([1]),), T.tensor([1.0], dtype=T.float64)),
+        "float index": lambda T: T.zeros(3).index_put_((T.tensor([1.0]),), T.tensor([1.0])),
+        "too many indices": lambda T: T.zeros(3).index_put_((T.tensor([1]), T.tensor([0])), T.tensor([1.0])),
+        "out of range": lambda T: T.zeros(3).index_put_((T.tensor([3]),), T.tensor([1.0])),
+        "negative index": lambda T: T.zeros(3).index_put((T.tensor([-1]),), T.tensor([4.0])),
+        "setitem accumulate-free duplicates last wins": lambda T: (lambda x: (x.__setitem__(T.tensor([0, 0]), T.tensor([1.0, 1.0])), x)[1])(T.zeros(2)),
+    })
+
+
+def test_broadcast_expand_repeat_errors():
+    # TestTorch.test_broadcast / test_expand / test_repeat / test_tile / TestTorchDeviceType.
+    # test_broadcast_shapes-style errors and results
+    run_cases({
+        "broadcast_shapes": lambda T: T.broadcast_shapes((2, 1), (3,), (1, 1, 1)),
+        "broadcast_shapes bad": lambda T: T.broadcast_shapes((2,), (3,)),
+        "broadcast_shapes negative": lambda T: T.broadcast_shapes((-1,), (3,)),
+        "broadcast_tensors": lambda T: T.broadcast_tensors(T.ones(2, 1), T.zeros(3)),
+        "broadcast_to": lambda T: T.broadcast_to(T.arange(3), (2, 3)),
+        "broadcast_to bad": lambda T: T.broadcast_to(T.arange(3), (3, 2)),
+        "expand -1": lambda T: T.ones(3, 1).expand(-1, 4).shape,
+        "expand new leading -1": lambda T: T.ones(3).expand(-1, 3),
+        "expand fewer dims": lambda T: T.ones(2, 3).expand(3),
+        "expand non-singleton": lambda T: T.ones(2, 3).expand(4, 3),
+        "expand_as": lambda T: T.tensor([1, 2]).expand_as(T.zeros(3, 2)),
+        "repeat": lambda T: T.tensor([[1, 2]]).repeat(2, 3),
+        "repeat fewer dims": lambda T: T.ones(2, 3).repeat(2),
+        "repeat zero": lambda T: T.ones(2).repeat(0).shape,
+        "repeat negative": lambda T: T.ones(2).repeat(-1),
+        "tile fewer dims": lambda T: T.tensor([[1, 2]]).tile((2,)),
+        "tile more dims": lambda T: T.tensor([1, 2]).tile(2, 2),
+        "repeat_interleave": lambda T: [T.tensor([1, 2, 3]).repeat_interleave(2),
+                                        T.repeat_interleave(T.tensor([[1, 2], [3, 4]]), T.tensor([1, 2]), dim=0),
+                                        T.repeat_interleave(T.tensor([2, 0, 1]))],
+        "repeat_interleave bad repeats": lambda T: T.tensor([1, 2]).repeat_interleave(T.tensor([1, 2, 3])),
+        "repeat_interleave negative": lambda T: T.tensor([1, 2]).repeat_interleave(-1),
+    })
+
+
+def test_dim_order_contiguous_and_apply():
+    # TestTorch.test_dim_order / test_contiguous / test_apply_ / test_map_ (CPU-only Python
+    # callables over elements)
+    def program(T, log):
+        x = T.zeros(2, 3, 4)
+        log("dim_order", [x.dim_order(), x.permute(2, 0, 1).dim_order(), x.transpose(0, 1).dim_order()])
+        log("channels_last", x.unsqueeze(0).contiguous(memory_format=T.channels_last).dim_order())
+        t = T.arange(6.0).reshape(2, 3).t()
+        c = t.contiguous()
+        log("contiguous", [t.is_contiguous(), c.is_contiguous(), c.stride(), t.contiguous() is not t])
+        y = T.zeros(3, 2)
+        log("contiguous self", y.contiguous() is y)
+        a = T.arange(4.0)
+        a.apply_(lambda v: v * 10 + 1)
+        log("apply_", a)
+        b = T.arange(3.0)
+        b.map_(T.tensor([10.0, 20.0, 30.0]), lambda u, v: u + v)
+        log("map_", b)
+        log_outcome(log, "apply_ requires grad", lambda: T.ones(2, requires_grad=True).apply_(lambda v: v))
+    run_both(program)
+
+
+def test_flip_roll_rot90_corners():
+    # TestTorchDeviceType.test_flip / test_roll / test_rot90 (shape_ops in older trees): negative
+    # dims, repeated dims errors, empty tensors, roll without dims flattens
+    run_cases({
+        "flip dims": lambda T: T.arange(6).reshape(2, 3).flip(0, -1),
+        "flip repeated": lambda T: T.arange(6).reshape(2, 3).flip(0, 0),
+        "flip out of range": lambda T: T.arange(3).flip(1),
+        "flip empty": lambda T: T.zeros(0, 2).flip(0).shape,
+        "roll flat": lambda T: T.arange(6).reshape(2, 3).roll(2),
+        "roll dims": lambda T: T.arange(6).reshape(2, 3).roll((1, -1), (0, 1)),
+        "roll mismatch": lambda T: T.arange(6).reshape(2, 3).roll((1, 2), (0,)),
+        "roll empty": lambda T: T.zeros(0).roll(1).shape,
+        "rot90": lambda T: [T.arange(6).reshape(2, 3).rot90(), T.arange(6).reshape(2, 3).rot90(-3, (0, 1)),
+                            T.arange(6).reshape(2, 3).rot90(2, (1, 0))],
+        "rot90 same dims": lambda T: T.arange(6).reshape(2, 3).rot90(1, (0, 0)),
+        "rot90 1-d": lambda T: T.arange(3).rot90(),
+        "fliplr 1-d": lambda T: T.arange(3).fliplr(),
+        "flipud": lambda T: T.arange(4).reshape(2, 2).flipud(),
+    })
