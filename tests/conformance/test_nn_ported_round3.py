@@ -1508,7 +1508,7 @@ def test_clip_grad_value_faithful(T):
     assert T.equal(p1.grad, p2.grad)
 
 
-# ==== batch 3: spectral norm / orthogonal / threshold ============================================
+# ==== batch 3: spectral norm / orthogonal errors / threshold ============================================
 def test_spectral_norm_forward(T):
     # TestNN.test_spectral_norm_forward: one power iteration by hand reproduces the module's output
     F = T.nn.functional
@@ -1523,32 +1523,14 @@ def test_spectral_norm_forward(T):
     assert T.allclose(m(inp), out_hat, atol=1e-5)
 
 
-def test_new_spectral_norm_forward(T):
-    # TestNN.test_new_spectral_norm_forward: the parametrization's power iteration by hand
-    F = T.nn.functional
-    inp = T.randn(3, 5)
-    m = T.nn.utils.parametrizations.spectral_norm(T.nn.Linear(5, 7))
-    snm = m.parametrizations.weight[0]
-    w = m.parametrizations.weight.original
-    b, v = m.bias, snm._v
-    wm = w.view(w.size(0), -1)
-    u = F.normalize(T.mv(wm, v), dim=0, eps=1e-12)
-    v = F.normalize(T.mv(wm.t(), u), dim=0, eps=1e-12)
-    w.data /= T.dot(u, T.matmul(wm, v))
-    out_hat = F.linear(inp, w, b)
-    assert T.allclose(m(inp), out_hat, atol=1e-5)
-
-
 def test_spectral_norm_dim_and_pickle(T):
-    # TestNN.test_spectral_norm_dim / test_new_spectral_norm_dim / test_spectral_norm_pickle:
-    # a transposed conv normalises along dim 1, and a spectral-normed module pickles
+    # TestNN.test_spectral_norm_dim / test_spectral_norm_pickle (the parametrization forms are in
+    # test_nn_files_ported_more.py): a transposed conv normalises along dim 1, and a
+    # spectral-normed module pickles
     inp = T.randn(2, 3, 6, 7)
     m = T.nn.utils.spectral_norm(T.nn.ConvTranspose2d(3, 4, (3, 2)))
     m(inp)
     assert m.weight_u.shape == m.weight_orig[0, :, 0, 0].shape
-    m = T.nn.utils.parametrizations.spectral_norm(T.nn.ConvTranspose2d(3, 4, (3, 2)))
-    m(inp)
-    assert m.parametrizations.weight[0]._u.shape == m.parametrizations.weight.original[0, :, 0, 0].shape
     m = pickle.loads(pickle.dumps(T.nn.utils.spectral_norm(T.nn.Linear(5, 7))))
     assert isinstance(m, T.nn.Linear)
 
@@ -1564,64 +1546,6 @@ def test_orthogonal_errors(T):
     with pytest.raises(ValueError, match="matrices of shape"):
         m.weight = T.randn(5, 5)
     T.nn.utils.parametrize.remove_parametrizations(m, "weight")
-
-
-def test_orthogonal_parametrization(T):
-    # TestNN.test_orthogonal_parametrization (float32 Linear part, its tall shape only, to keep the
-    # suite fast): every map gives an orthogonal
-    # weight; the ones that can be initialised reproduce the Q of the given matrix; the others
-    # refuse assignment; SGD steps keep it orthogonal and leave the unused triangle's grad zero
-    def assert_is_orthogonal(X):
-        n, k = X.size(-2), X.size(-1)
-        if n < k:
-            X = X.mT
-            n, k = k, n
-        assert T.allclose(X.mH @ X, T.eye(k), atol=10 * n * T.finfo(X.dtype).eps * 10, rtol=0.0)
-
-    def assert_weight_allclose_Q(weight, W):
-        wide = W.size(-2) < W.size(-1)
-        if wide:
-            W = W.mT
-        Q, R = T.linalg.qr(W)
-        Q *= R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
-        if wide:
-            Q = Q.mT
-        assert T.allclose(Q, weight, atol=1e-5, rtol=0.0)
-
-    shape = (5, 3)
-    T.manual_seed(0)
-    inp = T.randn(3, shape[0])
-    for parametrization in ("matrix_exp", "cayley", "householder"):
-        for use_trivialization in (False, True):
-            can_initialize = use_trivialization or parametrization == "householder"
-            m = T.nn.Linear(*shape)
-            w_init = m.weight.clone()
-            wide = w_init.size(-2) < w_init.size(-1)
-            T.nn.utils.parametrizations.orthogonal(m, "weight", parametrization, use_trivialization=use_trivialization)
-            assert w_init.shape == m.weight.shape
-            assert_is_orthogonal(m.weight)
-            if can_initialize:
-                assert_weight_allclose_Q(m.weight, w_init)
-            w_new = T.randn_like(m.weight)
-            if can_initialize:
-                m.weight = w_new
-                assert_weight_allclose_Q(m.weight, w_new)
-            else:
-                with pytest.raises(NotImplementedError, match="assign to the matrix exponential or the Cayley"):
-                    m.weight = w_new
-            opt = T.optim.SGD(m.parameters(), lr=0.1)
-            for _ in range(2):
-                opt.zero_grad()
-                m(inp).norm().backward()
-                grad = m.parametrizations.weight.original.grad
-                assert grad is not None
-                zeros = grad.triu(1) if grad.size(-2) >= grad.size(-1) else grad.tril(-1)
-                assert T.equal(zeros, T.zeros_like(zeros))
-                diag = grad.diagonal(dim1=-2, dim2=-1)
-                assert T.allclose(diag, T.zeros_like(diag))
-                opt.step()
-                assert_is_orthogonal(m.weight)
-            del wide
 
 
 def test_threshold_bfloat16():

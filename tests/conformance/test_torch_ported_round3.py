@@ -126,18 +126,23 @@ def test_masked_scatter():
     })
 
 
-def test_masked_scatter_grad():
-    # TestTorchDeviceType.test_masked_scatter (autograd through self and source)
+def _self_source_grads(x_shape, src_shape, op):
+    """run_both: ``op(T, x, src)`` on fixed inputs; its value, grad_fn and both gradients."""
     def program(T, log):
-        x = randn(T, (2, 3), 0, requires_grad=True)
-        src = randn(T, (6,), 1, requires_grad=True)
-        mask = T.tensor([[True, False, True], [False, True, False]])
-        out = x.masked_scatter(mask, src)
-        (out * randn(T, (2, 3), 2)).sum().backward()
+        x = randn(T, x_shape, 0, requires_grad=True)
+        src = randn(T, src_shape, 1, requires_grad=True)
+        out = op(T, x, src)
+        (out * randn(T, tuple(out.shape), 2)).sum().backward()
         log("out", out)
         log("grad_fn", out.grad_fn)
         log("grads", [x.grad, src.grad])
     run_both(program)
+
+
+def test_masked_scatter_grad():
+    # TestTorchDeviceType.test_masked_scatter (autograd through self and source)
+    _self_source_grads((2, 3), (6,), lambda T, x, src: x.masked_scatter(
+        T.tensor([[True, False, True], [False, True, False]]), src))
 
 
 def test_masked_select():
@@ -194,15 +199,7 @@ def test_index_copy():
 
 def test_index_copy_grad():
     # TestTorchDeviceType.test_index_copy (gradcheck-style: self's copied rows get zero grad)
-    def program(T, log):
-        x = randn(T, (4, 3), 0, requires_grad=True)
-        src = randn(T, (2, 3), 1, requires_grad=True)
-        out = x.index_copy(0, T.tensor([3, 1]), src)
-        (out * randn(T, (4, 3), 2)).sum().backward()
-        log("out", out)
-        log("grad_fn", out.grad_fn)
-        log("grads", [x.grad, src.grad])
-    run_both(program)
+    _self_source_grads((4, 3), (2, 3), lambda T, x, src: x.index_copy(0, T.tensor([3, 1]), src))
 
 
 def test_index_fill():
