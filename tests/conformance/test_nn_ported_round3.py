@@ -1747,3 +1747,34 @@ def test_other_loss_modes():
         (F.multi_margin_loss(x, cls) + F.multilabel_margin_loss(x, ml) + F.soft_margin_loss(x, y)).backward()
         log("grad", x.grad)
     run_both(program)
+
+
+def test_batchnorm_load_state_dict(T):
+    # TestNN.test_batchnorm_load_state_dict: num_batches_tracked is kept when a non-strict load
+    # lacks it, and a meta BatchNorm loaded with assign=True gets a zero counter
+    bn = T.nn.BatchNorm2d(3)
+    assert T.equal(bn.state_dict()["num_batches_tracked"], T.tensor(0))
+    bn.num_batches_tracked = T.tensor(10)
+    assert T.equal(bn.state_dict()["num_batches_tracked"], T.tensor(10))
+    bn.load_state_dict(OrderedDict(), strict=False)
+    assert T.equal(bn.state_dict()["num_batches_tracked"], T.tensor(10))
+    with T.device("meta"):
+        meta_bn = T.nn.BatchNorm2d(3)
+    assert meta_bn.num_batches_tracked.device == T.device("meta")
+    meta_bn.load_state_dict(OrderedDict(), assign=True, strict=False)
+    assert T.equal(meta_bn.state_dict()["num_batches_tracked"], T.tensor(0))
+
+
+def test_batchnorm_old_state_dict_version(T):
+    # TestNN.test_load_state_dict_BC-style: a BatchNorm state dict saved before
+    # num_batches_tracked existed (metadata version 1) loads strictly, the module keeping its counter
+    bn = T.nn.BatchNorm1d(3)
+    bn.num_batches_tracked.fill_(7)
+    sd = bn.state_dict()
+    del sd["num_batches_tracked"]
+    sd._metadata[""]["version"] = 1
+    bn.load_state_dict(sd)
+    assert bn.num_batches_tracked.item() == 7
+    sd._metadata[""]["version"] = 2
+    with pytest.raises(RuntimeError, match="Missing key"):
+        bn.load_state_dict(sd)
