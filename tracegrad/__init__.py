@@ -188,7 +188,8 @@ from ._api.functions import (  # noqa: E402
 )
 # draws from tensor parameters and empty_strided (_api/random_draws.py)
 from ._api.functions import (  # noqa: E402
-    binomial as binomial, empty_strided as empty_strided, normal as normal, poisson as poisson
+    binomial as binomial, empty_permuted as empty_permuted, empty_strided as empty_strided, normal as normal,
+    poisson as poisson
 )
 # aliases, one-line compositions and torch's top-level in-place functions (_api/composite_names.py).
 from ._api.functions import (  # noqa: E402
@@ -256,6 +257,12 @@ from . import jit as jit  # noqa: E402
 from . import linalg as linalg  # noqa: E402
 from . import sparse as sparse  # noqa: E402
 from . import random as random  # noqa: E402
+from . import __future__ as __future__  # noqa: E402  (torch.__future__'s conversion flags)
+from ._checks import (  # noqa: E402  (torch._check and family)
+    _check as _check, _check_index as _check_index, _check_is_size as _check_is_size,
+    _check_not_implemented as _check_not_implemented, _check_tensor_all as _check_tensor_all,
+    _check_type as _check_type, _check_value as _check_value, _check_with as _check_with,
+)
 from . import quasirandom as quasirandom  # noqa: E402
 from . import testing as testing  # noqa: E402
 from . import distributions as distributions  # noqa: E402

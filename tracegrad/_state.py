@@ -142,6 +142,11 @@ def in_inference_mode() -> bool:
 SAVED_HOOKS: list = []            # saved_tensors_hooks stack: innermost (pack, unpack) pair last
 ANOMALY: list = [False, True]     # anomaly mode: [enabled, check_nan]
 DEFAULT_DTYPE: list = [None]      # [default float dtype]; _ops/dtypes.py sets float32 at import
+# torch.utils.deterministic.fill_uninitialized_memory: under deterministic algorithms, new memory
+# (empty*, resize_ growth) holds NaN / the integer max instead of tracegrad's zeros
+FILL_UNINITIALIZED: list = [True]
+# torch.__future__'s conversion flags, read by nn.Module._apply
+FUTURE: dict = {"overwrite_module_params_on_conversion": False, "swap_module_params_on_conversion": False}
 # ``set_printoptions``' settings, read by ``_tensor/tensor_str.py`` at every ``repr`` (torch's PRINT_OPTS)
 PRINT_OPTS: dict = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
 

@@ -36,16 +36,25 @@ def _t(x, like=None):
     return _tensor(x, dtype=like.dtype) if like is not None and not isinstance(x, bool) else _tensor(x)
 
 
-@method("tile", function=True)
+@function("tile")
 def tile(input, dims):
     """Mirrors ``torch.tile``: ``input`` repeated ``dims`` times per dim (fewer dims than the
-    input: leading 1s are assumed; more: the input gains leading dims of size 1)."""
+    input: leading 1s are assumed; more: the input gains leading dims of size 1). TypeError,
+    as torch, when ``dims`` is not a sequence of ints (the method also takes them unpacked)."""
+    if not isinstance(dims, (tuple, list)) and not (isinstance(dims, Tensor) and dims.dim() == 1):
+        raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
     dims = tuple(dims)
     if len(dims) < input.dim():
         dims = (1,) * (input.dim() - len(dims)) + dims
     elif len(dims) > input.dim():
         input = input.reshape((1,) * (len(dims) - input.dim()) + tuple(input.shape))
     return input.repeat(*dims)
+
+
+@method("tile")
+def _tile_method(self, *dims):
+    """Mirrors ``torch.Tensor.tile(*dims)``: the dims unpacked or as one sequence."""
+    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 
 def _atleast(tensors, n):

@@ -472,10 +472,15 @@ def masked_fill(self, mask, value):
 @method(function=True)
 def masked_select(self, mask):
     """Mirrors ``torch.masked_select``: the 1-D tensor of elements where the bool ``mask``
-    (broadcast with input) is True. Autograd: ``MaskedSelectBackward0``."""
+    (broadcast with input) is True. Autograd: ``MaskedSelectBackward0``. RuntimeError for a
+    non-bool mask or shapes that do not broadcast."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    try:
+        shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    except ValueError:
+        raise RuntimeError(f"masked_select: the shape of the mask {list(mask.shape)} does not broadcast with "
+                           f"the input's {list(self.shape)}") from None
     x = expand(self, *shape) if tuple(self.shape) != shape else self
     m = expand(mask, *shape) if tuple(mask.shape) != shape else mask
     idx = nonzero(m, as_tuple=True)

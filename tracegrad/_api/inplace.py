@@ -321,8 +321,17 @@ def _bernoulli(k, shape, dtype, p=0.5):
 
 
 def _random(k, shape, dtype, low=0, high=None):
+    # torch checks [from, to - 1] against an integer or bool self's range; with no bounds it
+    # draws over [0, max] of an integer or bool self (2**24 for floats, their exact-integer range)
+    lo, hi = (0, 1) if dtype == np.bool_ else ((int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+                                               if np.issubdtype(dtype, np.integer) else (None, None))
     if high is None:
-        low, high = 0, low if low else 2 ** 24
+        low, high = 0, low if low else (2 ** 24 if lo is None else min(hi + 1, 2 ** 63 - 1))
+    if lo is not None and low < lo:
+        raise RuntimeError(f"random_: from is out of bounds for {np.dtype(dtype).name} (from={low}, least {lo})")
+    if lo is not None and high - 1 > hi:
+        raise RuntimeError(f"random_: to - 1 is out of bounds for {np.dtype(dtype).name} (to={high}, at most "
+                           f"{hi + 1})")
     return _rnd.randint(k, shape, low, high, np.int64).astype(dtype)
 
 

@@ -560,7 +560,9 @@ def selu(input):
 
 
 def celu(input, alpha=1.0):
-    """Mirrors ``torch.celu``."""
+    """Mirrors ``torch.celu``: ``alpha * elu(input / alpha)``. RuntimeError for ``alpha == 0``."""
+    if alpha == 0:
+        raise RuntimeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU; pass a nonzero alpha")
     return _elu(input / alpha, 1.0) * alpha
 
 

@@ -110,6 +110,24 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     return out.requires_grad_(requires_grad)
 
 
+@function()
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """Mirrors ``torch.empty_permuted``: an uninitialised (as ``tracegrad.empty``) dense tensor of
+    logical shape ``size`` whose dims lie in memory in the order ``physical_layout`` (outermost
+    first): ``empty_permuted((2, 3), (1, 0))`` has strides ``(1, 2)``. RuntimeError when
+    ``physical_layout`` is not a permutation of the dims."""
+    size, perm = tuple(size), tuple(physical_layout)
+    if sorted(perm) != list(range(len(size))):
+        raise RuntimeError(f"empty_permuted: physical_layout {list(perm)} must be a permutation of the "
+                           f"{len(size)} dims of size {list(size)}")
+    stride, step = [0] * len(size), 1
+    for d in reversed(perm):
+        stride[d] = step
+        step *= max(size[d], 1)
+    return empty_strided(size, stride, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
 @method()
 def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                       pin_memory=False):

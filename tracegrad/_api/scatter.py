@@ -31,12 +31,13 @@ def _same_dtype(self, other, api, what):
                            f"{_cpp(self.dtype)} and ({what}) {_cpp(other.dtype)}; cast one with .to()")
 
 
-def _index_vector(self, dim, index, api, negative=False):
-    """The checks torch makes on an ``index_*`` index: int64, at most 1-D, inside ``dim``
-    (``negative``: counting from the end allowed, as index_fill)."""
+def _index_vector(self, dim, index, api, negative=False, dtype_error=RuntimeError):
+    """The checks torch makes on an ``index_*`` index: int64 (else ``dtype_error``: index_fill
+    raises IndexError, the others RuntimeError), at most 1-D, inside ``dim`` (``negative``:
+    counting from the end allowed, as index_fill)."""
     if not isinstance(index, Tensor) or index.dtype is not _dt.int64:
         got = _cpp(index.dtype) if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{api}(): Expected a long tensor for index, but got {got}")
+        raise dtype_error(f"{api}(): Expected a long tensor for index, but got {got}")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, api, IndexError, negative)
     return d
@@ -77,7 +78,7 @@ def index_copy_(self, dim, index, source):
 
 
 def _index_fill_args(self, dim, index, value, api):
-    d = _index_vector(self, dim, index, "index_fill_", negative=True)
+    d = _index_vector(self, dim, index, "index_fill_", negative=True, dtype_error=IndexError)
     if index.ndim > 1:
         raise RuntimeError(f"{api}(): Index has to be a vector/scalar")
     _check_scalar_value(value, api, "Tensor value")

@@ -14,7 +14,7 @@ from ..autograd.grad_mode import STATE as _GRAD_MODE
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
-from .._tensor.factories import zeros
+from .._tensor.factories import empty
 from .._tensor.out import write_out
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
@@ -201,9 +201,9 @@ def _retarget(self, new):
 @method()
 def resize_(self, *sizes, memory_format=None):
     """Mirrors ``torch.Tensor.resize_``: self takes the new shape over its storage, contiguous
-    from its storage offset; elements past the storage's end are new (zeros here, uninitialized
-    in torch). Unchanged shape: nothing happens. RuntimeError for a tensor that requires grad or
-    a negative size. Differs from torch: growing the storage gives self a new one (views of the
+    from its storage offset; elements past the storage's end are new (``tracegrad.empty``'s:
+    zeros, or NaN / the integer max under deterministic fill; uninitialized in torch). Unchanged
+    shape: nothing happens. RuntimeError for a tensor that requires grad or a negative size. Differs from torch: growing the storage gives self a new one (views of the
     old storage keep it)."""
     shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
     if shape == tuple(self.shape):
@@ -219,9 +219,9 @@ def resize_(self, *sizes, memory_format=None):
     root = _storage_tensor(self)
     if root._value.dtype != self._value.dtype:
         raise NotImplementedError("tracegrad: resize_ of a part view of a complex storage is not supported")
-    if offset + n > root.numel():    # grow: a new storage holding the old elements, then zeros
-        root = apply_op(OPS["cat"], (root.reshape(-1), zeros(offset + n - root.numel(), dtype=self.dtype)),
-                        (("dim", 0), ("dtype", self._value.dtype)))
+    if offset + n > root.numel():    # grow: a new storage holding the old elements, then new memory
+        grown = empty(offset + n - root.numel(), dtype=self.dtype)
+        root = apply_op(OPS["cat"], (root.reshape(-1), grown), (("dim", 0), ("dtype", self._value.dtype)))
     return _retarget(self, as_strided(root, shape, _contiguous_strides(shape), offset))
 
 

@@ -132,15 +132,26 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def _fold_args(kernel_size, dilation, padding, stride):
-    return (("kernel", _tup(kernel_size, 2, "kernel_size")), ("dilation", _tup(dilation, 2, "dilation")),
-            ("padding", _tup(padding, 2, "padding")), ("stride", _tup(stride, 2, "stride")))
+    """The static arguments of fold/unfold; RuntimeError, as torch, for a kernel, dilation or
+    stride below 1 or a negative padding."""
+    static = (("kernel", _tup(kernel_size, 2, "kernel_size")), ("dilation", _tup(dilation, 2, "dilation")),
+              ("padding", _tup(padding, 2, "padding")), ("stride", _tup(stride, 2, "stride")))
+    for (key, (h, w)), name, least in zip(static, ("kernel size", "dilation", "padding", "stride"), (1, 1, 0, 1)):
+        if min(h, w) < least:
+            rule = "be non-negative" if least == 0 else "be greater than zero"
+            raise RuntimeError(f"fold/unfold: {name} should {rule}, but got {key}_height: {h} {key}_width: {w}")
+    return static
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Mirrors ``torch.nn.functional.unfold`` (im2col): ``(N, C, H, W)`` or ``(C, H, W)`` ->
     ``(N, C*kh*kw, L)``, L the number of sliding-window positions. grad_fn ``Im2ColBackward0``.
-    RuntimeError for other ranks or a kernel larger than the padded input."""
+    IndexError for fewer than 3 dims (torch reads dim -3 first), RuntimeError for more than 4 or
+    a kernel larger than the padded input."""
     static = _fold_args(kernel_size, dilation, padding, stride)
+    if input.ndim < 3:
+        raise IndexError(f"unfold: Dimension out of range: input of {input.ndim} dims has no channel dim; "
+                         f"expected (C, H, W) or (N, C, H, W), got {list(input.shape)}")
     if input.ndim not in (3, 4):
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor for input with possibly 0 batch size and "
                            f"non-zero dimensions, but got: {list(input.shape)}")

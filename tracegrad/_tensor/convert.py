@@ -198,7 +198,9 @@ def size_tuple(size):
         size = tuple(size[0])
     out = []
     for s in size:
-        if isinstance(s, TensorBase):
+        if isinstance(s, TensorBase):   # a one-element integer tensor stands for its value; float ones do not
+            if s.dtype.is_floating_point or s.dtype.is_complex:
+                raise TypeError(f"size must be a tuple of ints, but got a {s.dtype} tensor; pass an int")
             s = int(s)
         if not isinstance(s, (int, np.integer)):
             raise TypeError(f"size must be a tuple of ints, but got {type(s).__name__}")

@@ -31,6 +31,7 @@ from .._ops import random as _rnd
 from .._ops.errors import not_a_tensor
 from .._ops.spacing import torch_linspace
 from .._ops.warn import warn
+from .. import _state
 from .._state import in_inference_mode
 from .tensor import Tensor
 from .._x64 import with_x64, x64_scope
@@ -193,14 +194,30 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     """Mirrors ``torch.empty``; ``memory_format`` (default ``contiguous_format``) lays it out
     (``channels_last`` needs 4 dims, ``channels_last_3d`` 5: RuntimeError otherwise, and for
     ``preserve_format``, as torch). Differs from torch: the memory is zero-filled (JAX has no
-    uninitialised arrays)."""
+    uninitialised arrays), or NaN / the integer max under deterministic algorithms with
+    ``utils.deterministic.fill_uninitialized_memory`` (as torch then)."""
     _dense_layout(layout, "empty")
     _mf.check_format(memory_format, "empty")
     if memory_format is _mf.preserve_format:
         raise RuntimeError("empty(): unsupported memory format Preserve; pass torch.contiguous_format, "
                            "torch.channels_last or torch.channels_last_3d")
     order = _mf.format_order(memory_format, len(size_tuple(size)))
-    return _mf.lay_out(zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad), order)
+    out = zeros(*size, dtype=dtype, device=device)
+    fill = uninitialized_fill(out.dtype)
+    if fill is not None:
+        out.fill_(fill)
+    return _mf.lay_out(out.requires_grad_(requires_grad), order)
+
+
+def uninitialized_fill(dtype):
+    """What torch writes into new, uninitialised memory of ``dtype``: None (tracegrad's zeros
+    stand) unless deterministic algorithms and ``torch.utils.deterministic.fill_uninitialized_memory``
+    are both on; then NaN for floating/complex dtypes, True for bool, the max for integers."""
+    if not (_runtime.are_deterministic_algorithms_enabled() and _state.FILL_UNINITIALIZED[0]):
+        return None
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    return True if dtype is _dt.bool_ else int(np.iinfo(dtype.np).max)
 
 
 @with_x64
@@ -542,7 +559,11 @@ def meta_draw(operands, shape, dtype):
 @accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
 def bernoulli(input, p=None, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
-    RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only)."""
+    RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only);
+    NotImplementedError, as torch, when ``input`` holds the probabilities but is not floating."""
+    if p is None and not input.dtype.is_floating_point:
+        raise NotImplementedError(f"bernoulli(): probabilities of dtype {input.dtype} are not supported; "
+                                  f"pass a floating tensor (or p=) instead")
     meta = meta_draw((input,), input.shape, input._value.dtype)
     if meta is not None:
         return meta

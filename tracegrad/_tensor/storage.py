@@ -326,6 +326,48 @@ class TypedStorage:
     def __iter__(self):
         return iter(self.tolist())
 
+    def _cast(self, name):
+        """A new storage of the elements converted to dtype ``name`` (always a copy, as torch)."""
+        dtype = getattr(_dt, name)
+        return TypedStorage(self._elements().astype(dtype.np).tolist(), dtype=dtype, device=self.device)
+
+    # torch.TypedStorage's casts (each a copy, even to the same dtype)
+    def double(self):
+        return self._cast("float64")
+
+    def float(self):
+        return self._cast("float32")
+
+    def half(self):
+        return self._cast("float16")
+
+    def bfloat16(self):
+        return self._cast("bfloat16")
+
+    def long(self):
+        return self._cast("int64")
+
+    def int(self):
+        return self._cast("int32")
+
+    def short(self):
+        return self._cast("int16")
+
+    def char(self):
+        return self._cast("int8")
+
+    def byte(self):
+        return self._cast("uint8")
+
+    def bool(self):
+        return self._cast("bool_")
+
+    def complex_float(self):
+        return self._cast("complex64")
+
+    def complex_double(self):
+        return self._cast("complex128")
+
     def __array__(self, dtype=None, copy=None):
         elems = self._elements()
         return elems if dtype is None else elems.astype(dtype)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
+from operator import index as _index
 
 import jax
 import jax.numpy as jnp
@@ -324,7 +325,18 @@ def can_view_as(t, shape) -> bool:
 
 
 class Size(tuple):
-    """Mirrors ``torch.Size``: a tuple of ints with ``numel()``."""
+    """Mirrors ``torch.Size``: a tuple of ints with ``numel()``. Built from any iterable of
+    integers (bools and 0-d integer tensors count, as in torch); TypeError for anything else."""
+
+    def __new__(cls, sizes=()):
+        vals = []
+        for i, s in enumerate(sizes):
+            try:
+                vals.append(s if type(s) is int else _index(s))
+            except TypeError:
+                raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is "
+                                f"'{type(s).__name__}')") from None
+        return tuple.__new__(cls, vals)
 
     def numel(self) -> int:
         n = 1
@@ -351,6 +363,11 @@ class Size(tuple):
         return Size(tuple.__mul__(self, n)) if isinstance(n, int) else NotImplemented
 
     __rmul__ = __mul__
+
+
+def _trusted_size(shape) -> Size:
+    """A Size of an array's own shape (ints already): skips Size's item checks on this hot path."""
+    return tuple.__new__(Size, shape)
 
 
 _WARNED_SCALAR: list = []   # float() of a tensor requiring grad has warned (torch: once)
@@ -469,13 +486,13 @@ class Tensor(TensorBase):
     # ----- metadata ----------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._value.shape)
+        return _trusted_size(self._value.shape)
 
     def size(self, dim=None):
         """Mirrors ``torch.Tensor.size``: the ``tracegrad.Size``, or one dim's length."""
         s = self._value.shape
         if dim is None:
-            return Size(s)
+            return _trusted_size(s)
         return s[_wrap_dim(dim, len(s))]
 
     @property

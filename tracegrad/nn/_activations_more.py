@@ -29,12 +29,13 @@ def _write(input, fn):
 
 
 def _threshold(x, threshold, value):
-    return tracegrad.where(x > threshold, x, tracegrad.full_like(x, value))
+    # torch's test is ``x <= threshold``: a NaN input or a NaN threshold keeps ``x``
+    return tracegrad.where(x <= threshold, tracegrad.full_like(x, value), x)
 
 
 def threshold(input, threshold, value, inplace=False):
-    """Mirrors ``torch.nn.functional.threshold``: ``input`` where ``input > threshold``, else
-    ``value``; same shape and dtype. Gradient 1 where kept, 0 elsewhere."""
+    """Mirrors ``torch.nn.functional.threshold``: ``value`` where ``input <= threshold``, else
+    ``input`` (so NaNs pass through); same shape and dtype. Gradient 1 where kept, 0 elsewhere."""
     if inplace:
         return _write(input, lambda x: _threshold(x, threshold, value))
     return _threshold(input, threshold, value)

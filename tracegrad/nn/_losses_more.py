@@ -244,10 +244,18 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 
 
 def _lengths(x, n, name):
+    # torch refuses float lengths (a tensor: RuntimeError; a list: no int overload, TypeError)
+    # rather than truncating them
     if isinstance(x, tracegrad.Tensor):
+        if x.dtype.is_floating_point or x.dtype.is_complex:
+            raise RuntimeError(f"ctc_loss: {name} must be integral, got {x.dtype}; pass an integer tensor")
         t = x.long()
     else:
-        t = tracegrad.tensor([int(v) for v in (x if isinstance(x, (list, tuple)) else [x])], dtype=tracegrad.long)
+        vals = list(x) if isinstance(x, (list, tuple)) else [x]
+        if not all(isinstance(v, int) or (isinstance(v, tracegrad.Tensor) and not v.dtype.is_floating_point)
+                   for v in vals):
+            raise TypeError(f"ctc_loss(): {name} must be a tuple of ints, got {vals}")
+        t = tracegrad.tensor([int(v) for v in vals], dtype=tracegrad.long)
     t = t.reshape(-1)
     if t.numel() != n:
         raise RuntimeError(f"ctc_loss: expected {name} to have {n} entries (one per batch element), got "

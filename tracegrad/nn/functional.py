@@ -172,7 +172,19 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
-    """Mirrors ``torch.nn.functional.group_norm``. grad_fn ``NativeGroupNormBackward0``."""
+    """Mirrors ``torch.nn.functional.group_norm``: input ``(N, C, *)``, statistics over each of
+    ``num_groups`` channel groups. grad_fn ``NativeGroupNormBackward0``. RuntimeError for fewer
+    than 2 dims or C not divisible by num_groups; ValueError (in eval mode too, as torch) when each
+    group holds a single value."""
+    if input.ndim < 2:
+        raise RuntimeError(f"group_norm: expected at least 2 dimensions for input tensor but received {input.ndim}")
+    if num_groups > 0:
+        per_group = input.shape[0] * (input.shape[1] // num_groups)
+        for d in input.shape[2:]:
+            per_group *= d
+        if per_group == 1:
+            raise ValueError(f"group_norm: expected more than 1 value per group, got input size "
+                             f"{list(input.shape)} with num_groups={num_groups}")
     input, weight, bias = _autocast.cast("fp32", "group_norm", input, weight, bias)
     return _F.group_norm(input, num_groups, weight, bias, eps)
 
@@ -448,6 +460,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     check_tensors("nll_loss", input, target, names=("input", "target"))
     input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
+    # torch checks the batch sizes before the target's dtype
+    if input.ndim >= 2 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
     if target.dtype not in (tracegrad.int64, tracegrad.uint8):
@@ -455,9 +471,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                            f"{scalar_name(target.dtype.np)}; convert it with target.long()")
     if weight is not None:
         check_same_dtype("nll_loss", input, weight)
-    if input.ndim >= 2 and input.shape[0] != target.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
     n_classes = input.shape[1] if input.ndim >= 2 else input.shape[0]
     if weight is not None and weight.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {scalar_name(input.dtype.np)} but found "
@@ -491,23 +504,24 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
     input ``(N, C, *)`` or ``(C,)`` logits; target int64 class indices ``(N, *)`` or class
     probabilities shaped like input (floating). Supports weight, ignore_index (indices only),
-    reduction and label_smoothing in [0, 1]. grad_fn ``NllLossBackward0`` for plain indices.
-    Raises ValueError for a bad reduction, RuntimeError for label_smoothing outside [0, 1].
+    reduction and label_smoothing <= 1 (a negative value smooths nothing, as torch). grad_fn
+    ``NllLossBackward0`` for plain indices. Raises ValueError for a bad reduction or batch sizes
+    that differ, RuntimeError for label_smoothing above 1 or a floating target not shaped as input.
     """
     reduction = _legacy_reduction(size_average, reduce, reduction)
     check_tensors("cross_entropy", input, target, names=("input", "target"))
     input, target, weight = _autocast.cast("fp32", "cross_entropy", input, target, weight)
     _check_reduction(reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
+    if label_smoothing > 1.0:   # as torch, only the upper bound: a negative value means no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cdim = 1 if input.ndim >= 2 else 0
     n_classes = input.shape[cdim]
     logp = input.log_softmax(cdim)
     wshape = [1] * input.ndim
     wshape[cdim] = n_classes
-    if target.dtype.is_floating_point:
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got {list(target.shape)}")
+    # a floating target of another shape than input is read as class indices (torch's dispatch),
+    # so nll_loss gives torch's errors (batch size ValueError, then target dtype)
+    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:

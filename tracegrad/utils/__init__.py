@@ -10,6 +10,7 @@ def __getattr__(name):
     # checkpoint imports autograd and _lowering, dlpack sits on tracegrad.func and _pytree imports
     # linalg (to register tracegrad's return types): load them on first use so importing
     # tracegrad.utils stays light and free of import cycles
-    if name in ("checkpoint", "dlpack", "_pytree", "_cxx_pytree", "flop_counter", "weak", "module_tracker"):
+    if name in ("checkpoint", "dlpack", "_pytree", "_cxx_pytree", "flop_counter", "weak", "module_tracker",
+                "deterministic"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -277,6 +277,60 @@ def _made_on_device(init):
     return __init__
 
 
+def _overwrite_on_conversion(old, new):
+    """Whether ``Module._apply`` makes a new object for a converted tensor instead of replacing the
+    old one's ``.data``: under ``tracegrad.__future__.set_overwrite_module_params_on_conversion``,
+    or when a 'meta' tensor is involved (torch cannot swap such data in place)."""
+    return (_state.FUTURE["overwrite_module_params_on_conversion"]
+            or (new.device.type == "meta") != (old.device.type == "meta"))
+
+
+_TO_SIGNATURES = ("to(device=None, dtype=None, non_blocking=False), to(dtype, non_blocking=False) or "
+                  "to(tensor, non_blocking=False)")
+
+
+def _parse_to(args, kwargs):
+    """``(device, dtype, memory_format)`` from ``Module.to``'s three signatures, as torch parses
+    them: ``(device, dtype, non_blocking)``, ``(dtype, non_blocking)``, ``(tensor, non_blocking)``.
+    TypeError for an argument in the wrong place or of the wrong type (a bool where a dtype
+    belongs, a number for a device, a keyword given twice); RuntimeError for ``copy``."""
+    kw = dict(kwargs)
+    first = args[0] if args else None
+    if isinstance(first, (Tensor, tracegrad.dtype)):
+        if "device" in kw or "dtype" in kw:
+            raise TypeError(f"to() received an invalid combination of arguments: a dtype or tensor first takes no "
+                            f"device=/dtype= keyword; use {_TO_SIGNATURES}")
+        device, dtype = (first.device, first.dtype) if isinstance(first, Tensor) else (None, first)
+        names, rest = ("non_blocking", "copy"), args[1:]
+    else:
+        device = dtype = None
+        names, rest = ("device", "dtype", "non_blocking", "copy"), args
+    if len(rest) > len(names):
+        raise TypeError(f"to() received an invalid combination of arguments: too many positional arguments; use "
+                        f"{_TO_SIGNATURES}")
+    for name, value in zip(names, rest):
+        if name in kw:
+            raise TypeError(f"to() got multiple values for argument '{name}'")
+        kw[name] = value
+    device, dtype = kw.pop("device", device), kw.pop("dtype", dtype)
+    non_blocking, copy = kw.pop("non_blocking", False), kw.pop("copy", False)
+    memory_format = kw.pop("memory_format", None)
+    if kw:
+        raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kw)}")
+    bad = [(n, v) for n, v in (("non_blocking", non_blocking), ("copy", copy)) if not isinstance(v, bool)]
+    if dtype is not None and not isinstance(dtype, tracegrad.dtype):
+        bad.append(("dtype", dtype))
+    if device is not None and (isinstance(device, (bool, float)) or not isinstance(device, (str, int, tracegrad.device))):
+        bad.append(("device", device))
+    if bad:
+        name, value = bad[0]
+        raise TypeError(f"to() received an invalid combination of arguments: got {type(value).__name__} {value!r} "
+                        f"for {name}; use {_TO_SIGNATURES}")
+    if copy:
+        raise RuntimeError(".to() does not accept copy argument (nn.Module.to converts in place)")
+    return device, dtype, memory_format
+
+
 class Module:
     """Mirrors ``torch.nn.Module``: base class of all layers. Assigning a ``Parameter``, a
     ``Module`` or (for registered names) a Tensor as an attribute registers it; traversal
@@ -658,17 +712,19 @@ class Module:
                 continue
             with tracegrad.no_grad():
                 new = fn(p)
-            if new is not p and (new.device.type == "meta") != (p.device.type == "meta"):
-                # torch cannot swap a meta tensor's data in place (incompatible tensor types):
-                # moving to or from 'meta' makes new Parameter objects, as there
+            grad = p.grad
+            if new is not p and _overwrite_on_conversion(p, new):
                 p = self._parameters[name] = type(p)(new, p.requires_grad)
             elif new is not p:
                 p.data = new
-            if p.grad is not None:
+            if grad is not None:
                 with tracegrad.no_grad():
-                    g = fn(p.grad)
-                if g is not p.grad:
-                    p._grad = g
+                    g = fn(grad)
+                if g is not grad and _overwrite_on_conversion(grad, g):
+                    p._grad = g.requires_grad_(grad.requires_grad)
+                elif g is not grad:
+                    grad.data = g   # as torch: the .grad object is kept, its data replaced
+                    p._grad = grad
         for k, b in self._buffers.items():
             if b is not None:
                 self._buffers[k] = fn(b)
@@ -688,24 +744,7 @@ class Module:
         (``Tensor.to(memory_format=...)``); ``non_blocking`` is accepted and has no effect.
         TypeError for a non-floating dtype, a number where a device belongs or an unknown
         keyword; UserWarning for a complex dtype (as torch)."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)
-        memory_format = kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() received an invalid combination of arguments: unexpected {sorted(kwargs)}")
-        if args and isinstance(args[-1], bool) and len(args) > 1:
-            args = args[:-1]    # the positional non_blocking flag (meaningless here)
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, tracegrad.dtype):
-                dtype = a
-            elif isinstance(a, (bool, float)) or (isinstance(a, int) and i > 0):
-                raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__} "
-                                f"{a!r}; expected a device, a dtype or a tensor (then non_blocking)")
-            else:
-                device = a
+        device, dtype, memory_format = _parse_to(args, kwargs)
         if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
                             f"dtype={dtype}")

@@ -57,10 +57,12 @@ class _NormBase(Module):
 
     def _upgrade_state_dict(self, state_dict, prefix, local_metadata):
         # a dict from before version 2 (or without metadata) has no counter: keep the current one
+        # (a meta counter has no value to keep: 0, as torch)
         version = local_metadata.get("version", None)
         key = prefix + "num_batches_tracked"
         if (version is None or version < 2) and self.track_running_stats and key not in state_dict:
-            state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+            current = self.num_batches_tracked
+            state_dict[key] = (current if current is not None and not current.is_meta
                                else tracegrad.tensor(0, dtype=tracegrad.long))
 
     def extra_repr(self):
