@@ -919,6 +919,24 @@ def test_parsing_int64_and_double(T):
         T.zeros(np.array([2, 3]))
 
 
+def test_dim_given_as_a_0d_tensor_or_numpy_int_differentiates(T):
+    # torch's parser takes a 0-d integer tensor or a NumPy int where a dim goes; its gradient too
+    x = T.arange(12.0).reshape(3, 4).requires_grad_()
+    for d in (T.tensor(1), np.int64(1), T.tensor(0)):
+        T.cumsum(x, d).square().sum().backward()
+        (x.softmax(d) * T.arange(4.0)).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad.tolist()), _ref_dim_grad().numpy(), rtol=1e-5)
+
+
+def _ref_dim_grad():
+    import torch
+    x = torch.arange(12.0).reshape(3, 4).requires_grad_()
+    for d in (1, 1, 0):
+        torch.cumsum(x, d).square().sum().backward()
+        (x.softmax(d) * torch.arange(4.0)).sum().backward()
+    return x.grad
+
+
 def test_structseq_repr_and_fields():
     # TestTorch.test_structseq_repr: return types print as torch.return_types.<name>(...)
     run_cases({

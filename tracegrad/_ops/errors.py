@@ -123,6 +123,25 @@ def static_kind_error(op, static):
     return None
 
 
+def index_dims(static):
+    """``static`` with each dim given as a 0-d integer tensor or a NumPy integer (torch's parser
+    takes anything with ``__index__`` where an int goes) as a plain int; None when there is none
+    to convert or one is not an integer."""
+    import operator
+
+    def conv(v):
+        if isinstance(v, (tuple, list)):
+            return type(v)(conv(x) for x in v)
+        if type(v) is int or isinstance(v, (bool, float, str)):
+            return v
+        return operator.index(v)
+    try:
+        out = tuple((k, conv(v) if k in _DIM_STATICS else v) for k, v in static)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    return out if out != static or any(type(a[1]) is not type(b[1]) for a, b in zip(out, static)) else None
+
+
 def _wrong_operand(arrays, static, err):
     """What torch's argument parser would have refused in a call that reached the op: a string,
     list or other object among the operands, None used as one, or a non-integer where JAX needed

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from .. import _state
 from .._x64 import x64_enter, x64_exit
 from . import limited
-from .errors import op_error, static_kind_error
+from .errors import index_dims, op_error, static_kind_error
 
 OPS: dict[str, "Op"] = {}
 _NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "rounding_mode"}
@@ -185,7 +185,10 @@ class Op:
         if f is None:
             wrong = static_kind_error(self, static)   # a new key only: nothing on the cached path
             if wrong is not None:
-                raise wrong
+                fixed = index_dims(static)   # cumsum(x, tensor(0)): the int's program, not cached here
+                if fixed is None or static_kind_error(self, fixed) is not None:
+                    raise wrong
+                return self.forward(fixed)
             fn = partial(self.fn, **dict(static)) if static else self.fn
             f = self._fwd[static] = jax.jit(limited.guarded(self.name, self.view, fn, static))
         return f
@@ -218,6 +221,9 @@ class Op:
         key = (static, layout)
         b = self._bwd.get(key)
         if b is None:
+            fixed = index_dims(static)       # a dim given as a 0-d tensor: the int's backward
+            if fixed is not None:
+                return self.backward_op(fixed, layout, ns, nc)
             fn = _make_backward(self, static, layout)
             n = sum(layout.needs)
 
