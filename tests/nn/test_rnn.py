@@ -329,7 +329,7 @@ def test_one_program_per_shape(jax_traces):
         gm(tracegrad.tensor(xs + 1.0))[0].sum().backward()
         gm(tracegrad.tensor(xs - 1.0))[0].sum().backward()
     assert jax_traces[0] == before
-    gm(tracegrad.tensor(x(5, 2, 3)))
+    gm(tracegrad.tensor(x(13, 1, 3)))      # a shape no other test here runs: traced
     assert jax_traces[0] > before
 
 
