@@ -38,6 +38,7 @@ import numpy as np
 
 from . import _autocast, _state
 from ._x64 import x64_scope
+from ._lowering.exc import InvalidBackend
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.region import (Plan, Retrace, ValueCheckFailed, _flatten, aliased_args, classify_args,
@@ -409,8 +410,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
     user = USER_BACKENDS[0][0](backend) if USER_BACKENDS[0] is not None else None
     if backend not in _BACKENDS and user is None:
-        raise RuntimeError(f"tracegrad.compile: unknown backend {backend!r}; tracegrad compiles with XLA "
-                           f"(accepted names: {', '.join(b for b in _BACKENDS if b)})")
+        raise InvalidBackend(backend, f"tracegrad.compile compiles with XLA (accepted names: "
+                                      f"{', '.join(b for b in _BACKENDS if b)}, or a callable)")
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
               disable=disable)
     if model is None:
