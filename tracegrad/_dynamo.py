@@ -14,6 +14,7 @@ import warnings
 
 from . import compiler as _compiler
 from .compiler import allow_in_graph, disable, is_compiling, reset
+from ._lowering import exc as _exc
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
            "maybe_mark_dynamic", "mark_static", "explain", "optimize", "register_backend", "lookup_backend",
@@ -31,8 +32,6 @@ def __getattr__(name):
         registry = types.SimpleNamespace(register_backend=b.register_backend, lookup_backend=b.lookup_backend,
                                          list_backends=b.list_backends)
         value = types.SimpleNamespace(common=common, registry=registry)
-    elif name == "exc":
-        value = types.SimpleNamespace(BackendCompilerFailed=b.BackendCompilerFailed)
     else:
         raise AttributeError(f"module 'tracegrad._dynamo' has no attribute {name!r}")
     globals()[name] = value        # found once: later reads are plain attributes
@@ -82,6 +81,12 @@ config = _Config()
 # package whose ``config`` submodule is already imported
 __path__: list = []
 sys.modules[config.__name__] = config
+# torch._dynamo.exc: a module too (``from torch._dynamo.exc import Unsupported``)
+exc = types.ModuleType(__name__ + ".exc", _exc.__doc__)
+for _name in _exc.__all__:
+    setattr(exc, _name, getattr(_exc, _name))
+exc.__all__ = list(_exc.__all__)
+sys.modules[exc.__name__] = exc
 
 
 def graph_break(msg=""):

@@ -21,21 +21,13 @@ from . import compiler as _compiler
 from . import _dynamo_capture as _capture
 from ._tensor.tensor import Tensor
 from .nn.modules.module import Module
+from ._lowering.exc import BackendCompilerFailed, InvalidBackend
 
 __all__ = ["BackendCompilerFailed", "CompiledWithBackend", "register_backend", "lookup_backend", "list_backends",
            "optimize", "aot_autograd", "capture_graphs"]
 
 _REGISTRY = {}          # name -> backend registered by register_backend
 _ORDER = itertools.count(10 ** 9)
-
-
-class BackendCompilerFailed(RuntimeError):
-    """Mirrors ``torch._dynamo.exc.BackendCompilerFailed``: the user's backend raised while
-    compiling a graph (the original error is ``__cause__``)."""
-
-    def __init__(self, backend, inner):
-        self.backend_name, self.inner_exception = _backend_name(backend), inner
-        super().__init__(f"backend={self.backend_name!r} raised:\n{type(inner).__name__}: {inner}")
 
 
 def _backend_name(backend):
@@ -256,14 +248,13 @@ def register_backend(compiler_fn=None, name=None, tags=()):
 def lookup_backend(compiler_fn):
     """Mirrors ``torch._dynamo.lookup_backend``: a name becomes its registered backend; a
     callable is returned as is; XLA's names stay names. Raises RuntimeError for an unknown name
-    (as torch's ``InvalidBackend``)."""
+    (``InvalidBackend``, as torch)."""
     if isinstance(compiler_fn, str):
         if compiler_fn in _REGISTRY:
             return _REGISTRY[compiler_fn]
         if compiler_fn in _compiler._BACKENDS:
             return compiler_fn
-        raise RuntimeError(f"Invalid backend: {compiler_fn!r}, see `torch._dynamo.list_backends()` for available "
-                           "backends.")
+        raise InvalidBackend(compiler_fn)
     return compiler_fn
 
 

@@ -38,9 +38,11 @@ import numpy as np
 
 from . import _autocast, _state
 from ._x64 import x64_scope
+from ._lowering.exc import InvalidBackend
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
-from ._lowering.region import (Plan, Retrace, ValueCheckFailed, _flatten, aliased_args, classify_args,
+from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
+                               aliased_args, classify_args,
                                fill_arg_boxes, trace_region)
 from ._tensor import torch_function as _torch_function
 from ._tensor.meta import is_meta
@@ -135,11 +137,14 @@ class CompiledFunction:
         if entries is _EAGER:
             return self._eager(args, kwargs)
         aliased = aliased_args(leaves, kinds)
-        if aliased is not None:          # this call only: the next one may pass separate tensors
+        shared = aliased is SHARED_VIEWS    # views of one tensor: a program that writes neither
+        if aliased is not None and not shared:   # this call only: the next one may pass separate tensors
             return self._break(None, aliased, None, args, kwargs)
         if entries:
             for r in entries:
                 if r.check() and (not r.contiguous_args or r.args_contiguous(leaves)):
+                    if shared and r.arg_writes:
+                        return self._break(None, aliased, None, args, kwargs)
                     prof = _state.PROFILER[0]
                     try:
                         if prof is not None:   # one profiler event per run of the compiled program
@@ -199,6 +204,10 @@ class CompiledFunction:
             except ValueCheckFailed as e:      # the program is good; this call's values are not
                 region, result = e.region, ValueCheckFailed
                 break
+            except SharedArgsWritten as e:      # this call only (``SHARED_VIEWS``)
+                if self.fullgraph:
+                    raise
+                return self._break(None, e.reason, e.where, args, kwargs)
             except GraphBreak as e:
                 if self.fullgraph:
                     raise
@@ -409,8 +418,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
     user = USER_BACKENDS[0][0](backend) if USER_BACKENDS[0] is not None else None
     if backend not in _BACKENDS and user is None:
-        raise RuntimeError(f"tracegrad.compile: unknown backend {backend!r}; tracegrad compiles with XLA "
-                           f"(accepted names: {', '.join(b for b in _BACKENDS if b)})")
+        raise InvalidBackend(backend, f"tracegrad.compile compiles with XLA (accepted names: "
+                                      f"{', '.join(b for b in _BACKENDS if b)}, or a callable)")
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
               disable=disable)
     if model is None:

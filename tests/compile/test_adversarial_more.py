@@ -24,7 +24,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import change, check_compiled, no_change, ones, silent
+from ._harness import change, check_compiled, no_change, np_init, ones, silent
 
 CALLS = 4
 COUNT = 0
@@ -1200,3 +1200,40 @@ def test_what_the_new_checks_leave_compiled():
         return wrap(step), {"change": no_change}, lambda i: (base[:4].view(2, 2) if i % 2 else base[4:].view(2, 2),)
     comp = check(make, torch_too=True)
     assert comp.step.stats["graph_breaks"] == [] and comp.step.stats["traces"] == 1, comp.step.stats
+
+
+def test_overlapping_views_read_only_run_one_program():
+    # build-nanogpt's DataLoaderLite: x = buf[:-1].view(B, T), y = buf[1:].view(B, T), views of
+    # one buffer; a step that only reads them is one program (before: every call ran eagerly)
+    def make(mod, wrap):
+        emb = mod.nn.Embedding(10, 3)
+        np_init(emb, mod, 5)
+        bufs = {}
+
+        def step(x, y):
+            return mod.nn.functional.cross_entropy(emb(x).view(-1, 3), (y % 3).view(-1))
+
+        def batch(i):
+            bufs[i] = buf = (mod.arange(9) * (i + 1)) % 10
+            return buf[:-1].view(2, 4), buf[1:].view(2, 4)
+        return wrap(step), {"change": no_change, "bufs": bufs}, batch
+    comp = check(make, calls=4, torch_too=True)
+    assert comp.step.stats["graph_breaks"] == [] and comp.step.stats["traces"] == 1, comp.step.stats
+
+
+def test_program_writing_an_argument_then_called_with_overlapping_views():
+    # traced with separate arguments (it writes into one), then called with views of one tensor:
+    # that call runs eagerly, as the write must reach the other view
+    def make(mod, wrap):
+        bases = {}
+
+        def step(a, b):
+            a.add_(1)
+            return b * 2
+
+        def batch(i):
+            bases[i] = t = mod.arange(4.0) + i
+            return (t[:2], t[1:3]) if i >= 2 else (t[:2], (t + 10)[1:3])
+        return wrap(step), {"change": no_change, "bases": bases}, batch
+    comp = check(make, calls=4, torch_too=True)
+    assert comp.step.stats["traces"] == 1 and comp.step.stats["graph_breaks"], comp.step.stats

@@ -448,3 +448,29 @@ def test_dynamo_config_flags_as_torch(flag):
         assert getattr(tracegrad._dynamo.config, flag) == (not want)
     finally:
         setattr(tracegrad._dynamo.config, flag, want)
+
+
+def test_dynamo_exc_classes_as_torch():
+    # torch._dynamo.exc's classes: a fullgraph graph break is an Unsupported, an unknown backend
+    # an InvalidBackend, both RuntimeErrors, importable as a module
+    import importlib
+    torch = pytest.importorskip("torch")
+    mine = importlib.import_module("tracegrad._dynamo.exc")
+    from tracegrad._dynamo.exc import InvalidBackend, TorchDynamoException, Unsupported
+    theirs = importlib.import_module("torch._dynamo.exc")
+    for name in mine.__all__:
+        for base in ("TorchDynamoException", "RuntimeError"):
+            b_mine = RuntimeError if base == "RuntimeError" else mine.TorchDynamoException
+            b_theirs = RuntimeError if base == "RuntimeError" else theirs.TorchDynamoException
+            assert issubclass(getattr(mine, name), b_mine) == issubclass(getattr(theirs, name), b_theirs), name
+
+    @tracegrad.compile(fullgraph=True)
+    def f(x):
+        if x.sum().item() > 0:
+            return x * 2
+        return x
+    with pytest.raises(Unsupported, match="item|value"):
+        f(tracegrad.ones(3))
+    with pytest.raises(InvalidBackend, match="Invalid backend: 'bogus'"):
+        tracegrad.compile(lambda x: x, backend="bogus")
+    assert issubclass(Unsupported, TorchDynamoException)

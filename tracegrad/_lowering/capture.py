@@ -35,12 +35,13 @@ from .. import _state
 from .._tensor.tensor import chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import _user_code, opened_by_user
+from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class GraphBreak(RuntimeError):
+class GraphBreak(Unsupported):
     """A compiled function does something a single XLA program cannot reproduce on every call
     (Python reads a tensor's value, a hook with Python side effects runs, tensor state is
     rebound). ``tracegrad.compile`` runs such a function eagerly, or raises this error when

@@ -435,6 +435,11 @@ class Region:
         return _unflatten(self.out_recipe.treedef, out)
 
 
+class SharedArgsWritten(GraphBreak):
+    """This call's arguments share memory and the function writes into one (``SHARED_VIEWS``):
+    this call runs eagerly; calls with arguments of their own still use a program."""
+
+
 class ValueCheckFailed(Exception):
     """A value check an eager op makes failed in this run of ``region``'s program (NOTE [value
     checks at run time]): nothing was written back; the call must run eagerly."""
@@ -559,22 +564,31 @@ def classify_args(leaves):
     return tuple(kinds)
 
 
+# ``aliased_args``' answer when distinct tensor arguments share memory (``buf[:-1]`` and
+# ``buf[1:]``) and nothing else does: one program runs the call when it writes into no argument
+# (each gets an array of its own, and only reads them); one that writes runs the call eagerly.
+SHARED_VIEWS = "tensor arguments that share memory (views of one tensor), one of them written in place"
+
+
 def aliased_args(leaves, kinds, state=_HELD):
-    """Why one XLA program cannot run this call: a tensor argument sharing memory with another
-    argument (``f(x, x)``, two views of one tensor) or with outside state the function reads
-    (``state``: storage ids; by default those any compiled program holds) -- the program gets
-    each as an array of its own, so an in-place write through one would not reach the other.
-    None when every argument has memory of its own."""
-    seen = set()
+    """Why one XLA program cannot run this call: a tensor passed as two arguments (``f(x, x)``:
+    ``a is b`` would differ) or a tensor argument sharing memory with outside state the function
+    reads (``state``: storage ids; by default those any compiled program holds), whose writes
+    would not reach each other; ``SHARED_VIEWS`` when only distinct arguments share memory; None
+    when every argument has memory of its own."""
+    seen, shared = {}, False
     for i, (a, k) in enumerate(zip(leaves, kinds)):
         if k == "data":
             sid = id(a._st)
-            if sid in seen:
-                return f"tensor argument {i} shares memory with another argument"
+            other = seen.get(sid)
+            if other is not None:
+                if other is a:
+                    return f"tensor argument {i} is also another argument"
+                shared = True
             if state.get(sid) if isinstance(state, dict) else sid in state:
                 return f"tensor argument {i} shares memory with a tensor a compiled function reads from outside"
-            seen.add(sid)
-    return None
+            seen[sid] = a
+    return SHARED_VIEWS if shared else None
 
 
 def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
@@ -594,8 +608,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     live = [(r(), t) for r, t in plan.storages.values() if r() is not None]
     storages = [st for st, _ in live]
     shared_with_state = aliased_args(leaves, kinds, {id(st) for st in storages})
-    if shared_with_state is not None:
+    if shared_with_state is not None and shared_with_state is not SHARED_VIEWS:
         raise GraphBreak(shared_with_state)
+    views_shared = shared_with_state is SHARED_VIEWS
     owners = list(plan.owners.values())
     owner_grads = {id(o._grad._st): o for o in owners if o._grad is not None}
     owner_ids = {id(o) for o in owners}
@@ -695,6 +710,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
+            if views_shared and arg_writes:
+                raise SharedArgsWritten(SHARED_VIEWS)
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
             del result, a2, kw2, r_leaves, call_leaves
             cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
