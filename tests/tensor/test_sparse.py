@@ -315,3 +315,29 @@ def test_embedding_bag_sparse_grad_matches_torch(mode, padding_idx, weighted):
     for T in (torch, tracegrad):
         with pytest.raises(ValueError, match="max mode does not support sparse weights"):
             T.nn.EmbeddingBag(5, 3, sparse=True, mode="max")(T.tensor([[0, 1]]))
+
+
+@pytest.mark.parametrize("args", [lambda T: (T.tensor(IDX), T.tensor(VAL), (2, 3)),   # uncoalesced, kept
+                                  lambda T: (T.tensor(IDX), T.tensor([1, 2, 3, 4])),    # values' dtype kept
+                                  lambda T: (2, 3), lambda T: ()])
+def test_legacy_typed_sparse_constructors_match_torch(args):
+    """torch.sparse.FloatTensor(indices, values[, size]) (deprecated: a UserWarning), or sizes."""
+    def make(T):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            s = T.sparse.FloatTensor(*args(T))
+        return s, [str(x.message)[:40] for x in w if issubclass(x.category, UserWarning)]
+    (t, tw), (g, gw) = _both(make)
+    _same_sparse(g, t, coalesced=False)
+    assert gw == tw
+    assert isinstance(g, tracegrad.sparse.FloatTensor) == isinstance(t, torch.sparse.FloatTensor)
+    assert not isinstance(tracegrad.zeros(2), tracegrad.sparse.FloatTensor)
+    assert isinstance(tracegrad.sparse.DoubleTensor(2), tracegrad.sparse.DoubleTensor)
+
+
+@pytest.mark.parametrize("args, exc", [(lambda T: (T.tensor(IDX).int(), T.tensor(VAL), (2, 3)), RuntimeError),
+                                       (lambda T: ([1, 2],), TypeError)])
+def test_legacy_typed_sparse_constructor_errors_match_torch(args, exc):
+    for T in (torch, tracegrad):
+        with pytest.raises(exc):
+            T.sparse.FloatTensor(*args(T))
