@@ -332,7 +332,8 @@ def test_legacy_typed_sparse_constructors_match_torch(args):
     assert gw == tw
     assert isinstance(g, tracegrad.sparse.FloatTensor) == isinstance(t, torch.sparse.FloatTensor)
     assert not isinstance(tracegrad.zeros(2), tracegrad.sparse.FloatTensor)
-    assert isinstance(tracegrad.sparse.DoubleTensor(2), tracegrad.sparse.DoubleTensor)
+    with pytest.warns(UserWarning, match="deprecated"):
+        assert isinstance(tracegrad.sparse.DoubleTensor(2), tracegrad.sparse.DoubleTensor)
 
 
 @pytest.mark.parametrize("args, exc", [(lambda T: (T.tensor(IDX).int(), T.tensor(VAL), (2, 3)), RuntimeError),

@@ -1,0 +1,796 @@
+"""An eighth round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), in the style of
+``test_public_programs_round5.py``: classic model-zoo blocks, losses, RL and few-shot code that
+earlier rounds did not reach. Each keeps its program's code at tiny sizes (fewer channels, steps
+and samples), with numpy-seeded data and parameters (``init_params``/``randn``) in place of
+downloads and random streams (sampling, ``randperm``, dropout masks), and fake environments in
+place of gym. The full programs ran unchanged through a ``torch`` -> tracegrad import alias (a
+meta-path finder) with tiny flags.
+"""
+import copy
+
+import numpy as np
+import pytest
+
+from parity import init_params, randn, run_both
+
+torch = pytest.importorskip("torch")
+
+
+# kuangliu/pytorch-cifar models/resnet.py (BasicBlock with an empty nn.Sequential() shortcut and
+# ``out += self.shortcut(x)``, PreActBlock's ``hasattr(self, 'shortcut')``, Bottleneck's
+# expansion, _make_layer's strides list, F.avg_pool2d(out, 4) and out.view(out.size(0), -1));
+# num_blocks [1, 1, 1, 1] in place of [2, 2, 2, 2], the widths kept, one 32x32 image
+def test_kuangliu_cifar_resnet():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        def conv3x3(in_planes, out_planes, stride=1):
+            return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
+
+        class BasicBlock(nn.Module):
+            expansion = 1
+
+            def __init__(self, in_planes, planes, stride=1):
+                super(BasicBlock, self).__init__()
+                self.conv1 = conv3x3(in_planes, planes, stride)
+                self.bn1 = nn.BatchNorm2d(planes)
+                self.conv2 = conv3x3(planes, planes)
+                self.bn2 = nn.BatchNorm2d(planes)
+                self.shortcut = nn.Sequential()
+                if stride != 1 or in_planes != self.expansion * planes:
+                    self.shortcut = nn.Sequential(
+                        nn.Conv2d(in_planes, self.expansion * planes, kernel_size=1, stride=stride, bias=False),
+                        nn.BatchNorm2d(self.expansion * planes))
+
+            def forward(self, x):
+                out = F.relu(self.bn1(self.conv1(x)))
+                out = self.bn2(self.conv2(out))
+                out += self.shortcut(x)
+                out = F.relu(out)
+                return out
+
+        class PreActBlock(nn.Module):
+            expansion = 1
+
+            def __init__(self, in_planes, planes, stride=1):
+                super(PreActBlock, self).__init__()
+                self.bn1 = nn.BatchNorm2d(in_planes)
+                self.conv1 = conv3x3(in_planes, planes, stride)
+                self.bn2 = nn.BatchNorm2d(planes)
+                self.conv2 = conv3x3(planes, planes)
+                if stride != 1 or in_planes != self.expansion * planes:
+                    self.shortcut = nn.Sequential(
+                        nn.Conv2d(in_planes, self.expansion * planes, kernel_size=1, stride=stride, bias=False))
+
+            def forward(self, x):
+                out = F.relu(self.bn1(x))
+                shortcut = self.shortcut(out) if hasattr(self, 'shortcut') else x
+                out = self.conv1(out)
+                out = self.conv2(F.relu(self.bn2(out)))
+                out += shortcut
+                return out
+
+        class ResNet(nn.Module):
+            def __init__(self, block, num_blocks, num_classes=10):
+                super(ResNet, self).__init__()
+                self.in_planes = 64
+                self.conv1 = conv3x3(3, 64)
+                self.bn1 = nn.BatchNorm2d(64)
+                self.layer1 = self._make_layer(block, 64, num_blocks[0], stride=1)
+                self.layer2 = self._make_layer(block, 128, num_blocks[1], stride=2)
+                self.layer3 = self._make_layer(block, 256, num_blocks[2], stride=2)
+                self.layer4 = self._make_layer(block, 512, num_blocks[3], stride=2)
+                self.linear = nn.Linear(512 * block.expansion, num_classes)
+
+            def _make_layer(self, block, planes, num_blocks, stride):
+                strides = [stride] + [1] * (num_blocks - 1)
+                layers = []
+                for stride in strides:
+                    layers.append(block(self.in_planes, planes, stride))
+                    self.in_planes = planes * block.expansion
+                return nn.Sequential(*layers)
+
+            def forward(self, x):
+                out = F.relu(self.bn1(self.conv1(x)))
+                out = self.layer1(out)
+                out = self.layer2(out)
+                out = self.layer3(out)
+                out = self.layer4(out)
+                out = F.avg_pool2d(out, 4)
+                out = out.view(out.size(0), -1)
+                out = self.linear(out)
+                return out
+
+        x = randn(torch, (2, 3, 32, 32), 1)
+        targets = torch.tensor([3, 7])
+        for seed, block in enumerate((BasicBlock, PreActBlock)):
+            net = init_params(torch, ResNet(block, [1, 1, 1, 1]), 10 + seed, scale=0.05)
+            optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+            net.train()
+            for _ in range(1 if seed else 2):
+                optimizer.zero_grad()
+                outputs = net(x)
+                loss = nn.CrossEntropyLoss()(outputs, targets)
+                loss.backward()
+                optimizer.step()
+                _, predicted = outputs.max(1)
+                log("loss", loss.item())
+                log("correct", predicted.eq(targets).sum().item())
+            log("bn running_mean", net.layer2[0].bn1.running_mean)
+            log("conv grad", net.layer4[0].conv2.weight.grad[:2, :2])
+            if not seed:
+                net.eval()
+                with torch.no_grad():
+                    log("eval out", net(x))
+        print(outputs.size())
+    run_both(program)
+
+
+# clcarwin/focal_loss_pytorch focalloss.py (``isinstance(alpha, (float, int, long))`` with the
+# Python 2 name bound to int as its Python 3 users do, F.log_softmax without dim, gather,
+# ``Variable(logpt.data.exp())``, ``self.alpha.type() != input.data.type()`` and type_as,
+# N,C,H,W inputs flattened through view/transpose/contiguous) and its test's training loop
+def test_clcarwin_focal_loss():
+    def program(torch, log):
+        import warnings
+        nn, F, Variable = torch.nn, torch.nn.functional, torch.autograd.Variable
+        long = int
+
+        class FocalLoss(nn.Module):
+            def __init__(self, gamma=0, alpha=None, size_average=True):
+                super(FocalLoss, self).__init__()
+                self.gamma = gamma
+                self.alpha = alpha
+                if isinstance(alpha, (float, int, long)): self.alpha = torch.Tensor([alpha, 1 - alpha])
+                if isinstance(alpha, list): self.alpha = torch.Tensor(alpha)
+                self.size_average = size_average
+
+            def forward(self, input, target):
+                if input.dim() > 2:
+                    input = input.view(input.size(0), input.size(1), -1)  # N,C,H,W => N,C,H*W
+                    input = input.transpose(1, 2)    # N,C,H*W => N,H*W,C
+                    input = input.contiguous().view(-1, input.size(2))   # N,H*W,C => N*H*W,C
+                target = target.view(-1, 1)
+                logpt = F.log_softmax(input)
+                logpt = logpt.gather(1, target)
+                logpt = logpt.view(-1)
+                pt = Variable(logpt.data.exp())
+                if self.alpha is not None:
+                    if self.alpha.type() != input.data.type():
+                        self.alpha = self.alpha.type_as(input.data)
+                    at = self.alpha.gather(0, target.data.view(-1))
+                    logpt = logpt * Variable(at)
+                loss = -1 * (1 - pt) ** self.gamma * logpt
+                if self.size_average: return loss.mean()
+                else: return loss.sum()
+
+        rs = np.random.RandomState(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            x = randn(torch, (4, 2, 3, 3), 4, requires_grad=True)
+            l = torch.tensor(rs.randint(0, 2, (4, 3, 3)))
+            output0 = FocalLoss(gamma=0)(x, l)
+            output1 = nn.NLLLoss2d()(F.log_softmax(x), l) if hasattr(nn, "NLLLoss2d") else \
+                nn.NLLLoss()(F.log_softmax(x, 1), l)
+            log("gamma 0 == nll", [output0, output1])
+            x2 = randn(torch, (6, 5), 5, requires_grad=True)
+            l2 = torch.tensor(rs.randint(0, 5, 6))
+            for gamma, alpha in ((2, None), (2, [0.1, 0.2, 0.3, 0.2, 0.2]), (1.5, 0.25)):
+                fl = FocalLoss(gamma=gamma, alpha=alpha, size_average=alpha is None)
+                xin = x if isinstance(alpha, float) else x2
+                lin = l if isinstance(alpha, float) else l2
+                loss = fl(xin, lin)
+                loss.backward()
+                log("loss", loss)
+                log("grad", xin.grad)
+                log("alpha", fl.alpha)
+                xin.grad = None
+    run_both(program)
+
+
+# tkipf/pygcn pygcn/utils.py, layers.py, models.py, train.py (scipy.sparse row normalisation,
+# sparse_mx_to_torch_sparse_tensor through the legacy ``torch.sparse.FloatTensor(indices,
+# values, shape)``, torch.spmm of the sparse adjacency, Parameter(torch.FloatTensor(n, m)) with
+# ``.data.uniform_`` replaced by numpy-seeded values, accuracy's ``max(1)[1].type_as`` and
+# ``.double()``); a random 12-node graph in place of cora, --dropout 0, 4 epochs
+@pytest.mark.filterwarnings("ignore:torch.sparse.SparseTensor")
+def test_pygcn_train():
+    sp = pytest.importorskip("scipy.sparse")
+
+    def program(torch, log):
+        import math
+        F, optim = torch.nn.functional, torch.optim
+        Parameter, Module = torch.nn.parameter.Parameter, torch.nn.modules.module.Module
+
+        def normalize(mx):
+            rowsum = np.array(mx.sum(1))
+            r_inv = np.power(rowsum, -1).flatten()
+            r_inv[np.isinf(r_inv)] = 0.
+            r_mat_inv = sp.diags(r_inv)
+            mx = r_mat_inv.dot(mx)
+            return mx
+
+        def accuracy(output, labels):
+            preds = output.max(1)[1].type_as(labels)
+            correct = preds.eq(labels).double()
+            correct = correct.sum()
+            return correct / len(labels)
+
+        def sparse_mx_to_torch_sparse_tensor(sparse_mx):
+            sparse_mx = sparse_mx.tocoo().astype(np.float32)
+            indices = torch.from_numpy(np.vstack((sparse_mx.row, sparse_mx.col)).astype(np.int64))
+            values = torch.from_numpy(sparse_mx.data)
+            shape = torch.Size(sparse_mx.shape)
+            return torch.sparse.FloatTensor(indices, values, shape)
+
+        class GraphConvolution(Module):
+            def __init__(self, in_features, out_features, bias=True):
+                super(GraphConvolution, self).__init__()
+                self.in_features = in_features
+                self.out_features = out_features
+                self.weight = Parameter(torch.FloatTensor(in_features, out_features))
+                if bias:
+                    self.bias = Parameter(torch.FloatTensor(out_features))
+                else:
+                    self.register_parameter('bias', None)
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                stdv = 1. / math.sqrt(self.weight.size(1))
+                self.weight.data.uniform_(-stdv, stdv)
+                if self.bias is not None:
+                    self.bias.data.uniform_(-stdv, stdv)
+
+            def forward(self, input, adj):
+                support = torch.mm(input, self.weight)
+                output = torch.spmm(adj, support)
+                if self.bias is not None:
+                    return output + self.bias
+                else:
+                    return output
+
+            def __repr__(self):
+                return self.__class__.__name__ + ' (' + str(self.in_features) + ' -> ' \
+                    + str(self.out_features) + ')'
+
+        class GCN(torch.nn.Module):
+            def __init__(self, nfeat, nhid, nclass, dropout):
+                super(GCN, self).__init__()
+                self.gc1 = GraphConvolution(nfeat, nhid)
+                self.gc2 = GraphConvolution(nhid, nclass)
+                self.dropout = dropout
+
+            def forward(self, x, adj):
+                x = F.relu(self.gc1(x, adj))
+                x = F.dropout(x, self.dropout, training=self.training)
+                x = self.gc2(x, adj)
+                return F.log_softmax(x, dim=1)
+
+        rs = np.random.RandomState(0)
+        n = 12
+        edges = rs.randint(0, n, (20, 2))
+        adj = sp.coo_matrix((np.ones(edges.shape[0]), (edges[:, 0], edges[:, 1])), shape=(n, n),
+                            dtype=np.float32)
+        adj = adj + adj.T.multiply(adj.T > adj) - adj.multiply(adj.T > adj)
+        features = normalize(sp.csr_matrix(rs.randint(0, 2, (n, 7)), dtype=np.float32))
+        adj = normalize(adj + sp.eye(adj.shape[0]))
+        features = torch.FloatTensor(np.array(features.todense()))
+        labels = torch.LongTensor(rs.randint(0, 3, n))
+        adj = sparse_mx_to_torch_sparse_tensor(adj)
+        idx_train, idx_val = torch.LongTensor(range(6)), torch.LongTensor(range(6, 12))
+        model = GCN(nfeat=features.shape[1], nhid=5, nclass=labels.max().item() + 1, dropout=0.0)
+        init_params(torch, model, 1)
+        print(model.gc1)
+        optimizer = optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
+        for epoch in range(4):
+            model.train()
+            optimizer.zero_grad()
+            output = model(features, adj)
+            loss_train = F.nll_loss(output[idx_train], labels[idx_train])
+            acc_train = accuracy(output[idx_train], labels[idx_train])
+            loss_train.backward()
+            optimizer.step()
+            model.eval()
+            output = model(features, adj)
+            loss_val = F.nll_loss(output[idx_val], labels[idx_val])
+            acc_val = accuracy(output[idx_val], labels[idx_val])
+            print('Epoch: {:04d}'.format(epoch + 1), 'loss_train: {:.4f}'.format(loss_train.item()),
+                  'acc_train: {:.4f}'.format(acc_train.item()), 'loss_val: {:.4f}'.format(loss_val.item()),
+                  'acc_val: {:.4f}'.format(acc_val.item()))
+            log("losses", [loss_train, acc_train, loss_val, acc_val])
+        log("adj", adj.to_dense())
+        log("gc1 grad", model.gc1.weight.grad)
+    run_both(program)
+
+
+# orobix/Prototypical-Networks-for-Few-shot-Learning-PyTorch src/prototypical_loss.py
+# (euclidean_dist through unsqueeze/expand, np.unique over a tensor, torch.nonzero(t.eq(int(c)))
+# slices and squeeze, torch.stack of per-class means, log_softmax(-dists).view(n_classes,
+# n_query, -1), gather of expanded arange indices, ``log_p_y.max(2)``) with its train loop's
+# Adam step over a small conv embedding (protonet's conv_block: Conv2d, BatchNorm2d, ReLU,
+# MaxPool2d); torch.stack(list(map(...))) as its current version has it
+def test_orobix_prototypical_loss():
+    def program(torch, log):
+        nn, F, Variable = torch.nn, torch.nn.functional, torch.autograd.Variable
+
+        def euclidean_dist(x, y):
+            n = x.size(0)
+            m = y.size(0)
+            d = x.size(1)
+            if d != y.size(1):
+                raise Exception
+            x = x.unsqueeze(1).expand(n, m, d)
+            y = y.unsqueeze(0).expand(n, m, d)
+            return torch.pow(x - y, 2).sum(2)
+
+        def prototypical_loss(input, target, n_support):
+            target_cpu = target.to('cpu')
+            input_cpu = input.to('cpu')
+
+            def supp_idxs(c):
+                return target_cpu.eq(c).nonzero()[:n_support].squeeze(1)
+
+            classes = torch.unique(target_cpu)
+            n_classes = len(classes)
+            n_query = target_cpu.eq(classes[0].item()).sum().item() - n_support
+            support_idxs = list(map(supp_idxs, classes))
+            prototypes = torch.stack([input_cpu[idx_list].mean(0) for idx_list in support_idxs])
+            query_idxs = torch.stack(list(map(lambda c: target_cpu.eq(c).nonzero()[n_support:], classes))).view(-1)
+            query_samples = input.to('cpu')[query_idxs]
+            dists = euclidean_dist(query_samples, prototypes)
+            log_p_y = F.log_softmax(-dists, dim=1).view(n_classes, n_query, -1)
+            target_inds = torch.arange(0, n_classes)
+            target_inds = target_inds.view(n_classes, 1, 1)
+            target_inds = target_inds.expand(n_classes, n_query, 1).long()
+            loss_val = -log_p_y.gather(2, target_inds).squeeze().view(-1).mean()
+            _, y_hat = log_p_y.max(2)
+            acc_val = y_hat.eq(target_inds.squeeze(2)).float().mean()
+            return loss_val, acc_val
+
+        def conv_block(in_channels, out_channels):
+            return nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 3, padding=1),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(),
+                nn.MaxPool2d(2))
+
+        class ProtoNet(nn.Module):
+            def __init__(self, x_dim=1, hid_dim=4, z_dim=4):
+                super(ProtoNet, self).__init__()
+                self.encoder = nn.Sequential(conv_block(x_dim, hid_dim), conv_block(hid_dim, z_dim))
+
+            def forward(self, x):
+                x = self.encoder(x)
+                return x.view(x.size(0), -1)
+
+        model = init_params(torch, ProtoNet(), 2)
+        optim = torch.optim.Adam(params=model.parameters(), lr=0.001)
+        lr_scheduler = torch.optim.lr_scheduler.StepLR(optimizer=optim, gamma=0.5, step_size=1)
+        rs = np.random.RandomState(1)
+        for epoch in range(2):
+            y = torch.tensor(rs.permutation(np.repeat([4, 1, 7], 3)))
+            x = randn(torch, (9, 1, 8, 8), 5 + epoch)
+            optim.zero_grad()
+            model_output = model(x)
+            loss, acc = prototypical_loss(model_output, target=y, n_support=1)
+            loss.backward()
+            optim.step()
+            lr_scheduler.step()
+            log("loss acc", [loss, acc])
+            log("dists", euclidean_dist(model_output[:2], model_output[2:5]))
+        log("grad", model.encoder[0][0].weight.grad)
+        log("lr", lr_scheduler.get_last_lr())
+        log("np.unique", np.unique(y))
+    run_both(program)
+
+
+# rosinality/vq-vae-2-pytorch vqvae.py (Quantize with EMA codebook buffers updated through
+# ``.data.mul_(decay).add_(x, alpha=1 - decay)`` and ``.data.copy_``, ``(-dist).max(1)``,
+# F.one_hot(...).type(dtype), F.embedding of the transposed codebook, the straight-through
+# ``input + (quantize - input).detach()``, ResBlock's ``out += input`` after an inplace ReLU,
+# ConvTranspose2d decoders, torch.cat of the upsampled top code) and train_vqvae.py's loss
+# (MSE + 0.25 * latent loss); channel 128 -> 8, embed_dim 64 -> 4, n_embed 512 -> 6,
+# ``dist_fn.all_reduce`` a no-op as on one process
+def test_rosinality_vqvae2():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class dist_fn:
+            @staticmethod
+            def all_reduce(tensor):
+                return tensor
+
+        class Quantize(nn.Module):
+            def __init__(self, dim, n_embed, decay=0.99, eps=1e-5):
+                super().__init__()
+                self.dim = dim
+                self.n_embed = n_embed
+                self.decay = decay
+                self.eps = eps
+                embed = randn(torch, (dim, n_embed), n_embed + dim)
+                self.register_buffer("embed", embed)
+                self.register_buffer("cluster_size", torch.ones(n_embed))
+                self.register_buffer("embed_avg", embed.clone())
+
+            def forward(self, input):
+                flatten = input.reshape(-1, self.dim)
+                dist = (flatten.pow(2).sum(1, keepdim=True) - 2 * flatten @ self.embed
+                        + self.embed.pow(2).sum(0, keepdim=True))
+                _, embed_ind = (-dist).max(1)
+                embed_onehot = F.one_hot(embed_ind, self.n_embed).type(flatten.dtype)
+                embed_ind = embed_ind.view(*input.shape[:-1])
+                quantize = self.embed_code(embed_ind)
+                if self.training:
+                    embed_onehot_sum = embed_onehot.sum(0)
+                    embed_sum = flatten.transpose(0, 1) @ embed_onehot
+                    dist_fn.all_reduce(embed_onehot_sum)
+                    dist_fn.all_reduce(embed_sum)
+                    self.cluster_size.data.mul_(self.decay).add_(embed_onehot_sum, alpha=1 - self.decay)
+                    self.embed_avg.data.mul_(self.decay).add_(embed_sum, alpha=1 - self.decay)
+                    n = self.cluster_size.sum()
+                    cluster_size = (self.cluster_size + self.eps) / (n + self.n_embed * self.eps) * n
+                    embed_normalized = self.embed_avg / cluster_size.unsqueeze(0)
+                    self.embed.data.copy_(embed_normalized)
+                diff = (quantize.detach() - input).pow(2).mean()
+                quantize = input + (quantize - input).detach()
+                return quantize, diff, embed_ind
+
+            def embed_code(self, embed_id):
+                return F.embedding(embed_id, self.embed.transpose(0, 1))
+
+        class ResBlock(nn.Module):
+            def __init__(self, in_channel, channel):
+                super().__init__()
+                self.conv = nn.Sequential(nn.ReLU(), nn.Conv2d(in_channel, channel, 3, padding=1),
+                                          nn.ReLU(inplace=True), nn.Conv2d(channel, in_channel, 1))
+
+            def forward(self, input):
+                out = self.conv(input)
+                out += input
+                return out
+
+        class Encoder(nn.Module):
+            def __init__(self, in_channel, channel, n_res_block, n_res_channel, stride):
+                super().__init__()
+                if stride == 4:
+                    blocks = [nn.Conv2d(in_channel, channel // 2, 4, stride=2, padding=1), nn.ReLU(inplace=True),
+                              nn.Conv2d(channel // 2, channel, 4, stride=2, padding=1), nn.ReLU(inplace=True),
+                              nn.Conv2d(channel, channel, 3, padding=1)]
+                elif stride == 2:
+                    blocks = [nn.Conv2d(in_channel, channel // 2, 4, stride=2, padding=1), nn.ReLU(inplace=True),
+                              nn.Conv2d(channel // 2, channel, 3, padding=1)]
+                for i in range(n_res_block):
+                    blocks.append(ResBlock(channel, n_res_channel))
+                blocks.append(nn.ReLU(inplace=True))
+                self.blocks = nn.Sequential(*blocks)
+
+            def forward(self, input):
+                return self.blocks(input)
+
+        class Decoder(nn.Module):
+            def __init__(self, in_channel, out_channel, channel, n_res_block, n_res_channel, stride):
+                super().__init__()
+                blocks = [nn.Conv2d(in_channel, channel, 3, padding=1)]
+                for i in range(n_res_block):
+                    blocks.append(ResBlock(channel, n_res_channel))
+                blocks.append(nn.ReLU(inplace=True))
+                if stride == 4:
+                    blocks.extend([nn.ConvTranspose2d(channel, channel // 2, 4, stride=2, padding=1),
+                                   nn.ReLU(inplace=True),
+                                   nn.ConvTranspose2d(channel // 2, out_channel, 4, stride=2, padding=1)])
+                elif stride == 2:
+                    blocks.append(nn.ConvTranspose2d(channel, out_channel, 4, stride=2, padding=1))
+                self.blocks = nn.Sequential(*blocks)
+
+            def forward(self, input):
+                return self.blocks(input)
+
+        class VQVAE(nn.Module):
+            def __init__(self, in_channel=3, channel=128, n_res_block=2, n_res_channel=32, embed_dim=64,
+                         n_embed=512, decay=0.99):
+                super().__init__()
+                self.enc_b = Encoder(in_channel, channel, n_res_block, n_res_channel, stride=4)
+                self.enc_t = Encoder(channel, channel, n_res_block, n_res_channel, stride=2)
+                self.quantize_conv_t = nn.Conv2d(channel, embed_dim, 1)
+                self.quantize_t = Quantize(embed_dim, n_embed)
+                self.dec_t = Decoder(embed_dim, embed_dim, channel, n_res_block, n_res_channel, stride=2)
+                self.quantize_conv_b = nn.Conv2d(embed_dim + channel, embed_dim, 1)
+                self.quantize_b = Quantize(embed_dim, n_embed)
+                self.upsample_t = nn.ConvTranspose2d(embed_dim, embed_dim, 4, stride=2, padding=1)
+                self.dec = Decoder(embed_dim + embed_dim, in_channel, channel, n_res_block, n_res_channel, stride=4)
+
+            def forward(self, input):
+                quant_t, quant_b, diff, _, _ = self.encode(input)
+                dec = self.decode(quant_t, quant_b)
+                return dec, diff
+
+            def encode(self, input):
+                enc_b = self.enc_b(input)
+                enc_t = self.enc_t(enc_b)
+                quant_t = self.quantize_conv_t(enc_t).permute(0, 2, 3, 1)
+                quant_t, diff_t, id_t = self.quantize_t(quant_t)
+                quant_t = quant_t.permute(0, 3, 1, 2)
+                diff_t = diff_t.unsqueeze(0)
+                dec_t = self.dec_t(quant_t)
+                enc_b = torch.cat([dec_t, enc_b], 1)
+                quant_b = self.quantize_conv_b(enc_b).permute(0, 2, 3, 1)
+                quant_b, diff_b, id_b = self.quantize_b(quant_b)
+                quant_b = quant_b.permute(0, 3, 1, 2)
+                diff_b = diff_b.unsqueeze(0)
+                return quant_t, quant_b, diff_t + diff_b, id_t, id_b
+
+            def decode(self, quant_t, quant_b):
+                upsample_t = self.upsample_t(quant_t)
+                quant = torch.cat([upsample_t, quant_b], 1)
+                return self.dec(quant)
+
+            def decode_code(self, code_t, code_b):
+                quant_t = self.quantize_t.embed_code(code_t)
+                quant_t = quant_t.permute(0, 3, 1, 2)
+                quant_b = self.quantize_b.embed_code(code_b)
+                quant_b = quant_b.permute(0, 3, 1, 2)
+                return self.decode(quant_t, quant_b)
+
+        model = init_params(torch, VQVAE(channel=8, n_res_block=1, n_res_channel=4, embed_dim=4, n_embed=6), 3)
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
+        criterion = nn.MSELoss()
+        latent_loss_weight = 0.25
+        img = randn(torch, (2, 3, 8, 8), 4)
+        for i in range(2):
+            model.zero_grad()
+            out, latent_loss = model(img)
+            recon_loss = criterion(out, img)
+            latent_loss = latent_loss.mean()
+            loss = recon_loss + latent_loss_weight * latent_loss
+            loss.backward()
+            optimizer.step()
+            log("losses", [recon_loss.item(), latent_loss.item()])
+        log("codebook", model.quantize_b.embed)
+        log("cluster_size", model.quantize_t.cluster_size)
+        log("grad", model.quantize_conv_b.weight.grad)
+        model.eval()
+        with torch.no_grad():
+            _, _, _, id_t, id_b = model.encode(img)
+            log("codes", [id_t, id_b])
+            log("decode_code", model.decode_code(id_t, id_b))
+    run_both(program)
+
+
+# nikhilbarhate99/PPO-PyTorch PPO.py (the discrete ActorCritic: an unused ``self.affine``,
+# Sequential actor ending in Softmax(dim=-1), Categorical(probs) log_prob/entropy,
+# torch.from_numpy(state).float().to(device), Monte-Carlo returns normalised with std(),
+# torch.stack of the memory lists, the clipped surrogate with clamp and torch.min, MSELoss,
+# policy_old.load_state_dict(policy.state_dict())); a fake 4-dim environment in place of gym's
+# LunarLander, actions drawn by a numpy RandomState in place of ``dist.sample()``, update every
+# 6 steps, n_latent_var 64 -> 8
+def test_ppo_pytorch_discrete():
+    def program(torch, log):
+        nn, Categorical = torch.nn, torch.distributions.Categorical
+        device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+        rs = np.random.RandomState(0)
+
+        class Memory:
+            def __init__(self):
+                self.actions = []
+                self.states = []
+                self.logprobs = []
+                self.rewards = []
+
+            def clear_memory(self):
+                del self.actions[:]
+                del self.states[:]
+                del self.logprobs[:]
+                del self.rewards[:]
+
+        class ActorCritic(nn.Module):
+            def __init__(self, state_dim, action_dim, n_latent_var):
+                super(ActorCritic, self).__init__()
+                self.affine = nn.Linear(state_dim, n_latent_var)
+                self.action_layer = nn.Sequential(
+                    nn.Linear(state_dim, n_latent_var), nn.Tanh(), nn.Linear(n_latent_var, n_latent_var), nn.Tanh(),
+                    nn.Linear(n_latent_var, action_dim), nn.Softmax(dim=-1))
+                self.value_layer = nn.Sequential(
+                    nn.Linear(state_dim, n_latent_var), nn.Tanh(), nn.Linear(n_latent_var, n_latent_var), nn.Tanh(),
+                    nn.Linear(n_latent_var, 1))
+
+            def forward(self):
+                raise NotImplementedError
+
+            def act(self, state, memory):
+                state = torch.from_numpy(state).float().to(device)
+                action_probs = self.action_layer(state)
+                dist = Categorical(action_probs)
+                action = torch.tensor(rs.randint(action_probs.shape[-1]))    # dist.sample()
+                memory.states.append(state)
+                memory.actions.append(action)
+                memory.logprobs.append(dist.log_prob(action))
+                return action.item()
+
+            def evaluate(self, state, action):
+                action_probs = self.action_layer(state)
+                dist = Categorical(action_probs)
+                action_logprobs = dist.log_prob(action)
+                dist_entropy = dist.entropy()
+                state_value = self.value_layer(state)
+                return action_logprobs, torch.squeeze(state_value), dist_entropy
+
+        class PPO:
+            def __init__(self, state_dim, action_dim, n_latent_var, lr, betas, gamma, K_epochs, eps_clip):
+                self.lr = lr
+                self.betas = betas
+                self.gamma = gamma
+                self.eps_clip = eps_clip
+                self.K_epochs = K_epochs
+                self.policy = init_params(torch, ActorCritic(state_dim, action_dim, n_latent_var), 1).to(device)
+                self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr, betas=betas)
+                self.policy_old = init_params(torch, ActorCritic(state_dim, action_dim, n_latent_var), 1).to(device)
+                self.MseLoss = nn.MSELoss()
+
+            def update(self, memory):
+                rewards = []
+                discounted_reward = 0
+                for reward in reversed(memory.rewards):
+                    discounted_reward = reward + (self.gamma * discounted_reward)
+                    rewards.insert(0, discounted_reward)
+                rewards = torch.tensor(rewards).to(device)
+                rewards = (rewards - rewards.mean()) / (rewards.std() + 1e-5)
+                old_states = torch.stack(memory.states).to(device).detach()
+                old_actions = torch.stack(memory.actions).to(device).detach()
+                old_logprobs = torch.stack(memory.logprobs).to(device).detach()
+                for _ in range(self.K_epochs):
+                    logprobs, state_values, dist_entropy = self.policy.evaluate(old_states, old_actions)
+                    ratios = torch.exp(logprobs - old_logprobs.detach())
+                    advantages = rewards - state_values.detach()
+                    surr1 = ratios * advantages
+                    surr2 = torch.clamp(ratios, 1 - self.eps_clip, 1 + self.eps_clip) * advantages
+                    loss = -torch.min(surr1, surr2) + 0.5 * self.MseLoss(state_values, rewards) - 0.01 * dist_entropy
+                    self.optimizer.zero_grad()
+                    loss.mean().backward()
+                    self.optimizer.step()
+                    log("loss", loss)
+                self.policy_old.load_state_dict(self.policy.state_dict())
+
+        class FakeEnv:
+            def reset(self):
+                self.t = 0
+                return rs.standard_normal(4)
+
+            def step(self, action):
+                self.t += 1
+                return rs.standard_normal(4), float(action) - 1.5 + rs.standard_normal(), self.t >= 5, {}
+
+        env = FakeEnv()
+        memory = Memory()
+        ppo = PPO(4, 4, 8, 0.002, (0.9, 0.999), 0.99, 2, 0.2)
+        print(0.002, (0.9, 0.999))
+        timestep, running_reward = 0, 0
+        for i_episode in range(1, 4):
+            state = env.reset()
+            for t in range(300):
+                timestep += 1
+                action = ppo.policy_old.act(state, memory)
+                state, reward, done, _ = env.step(action)
+                memory.rewards.append(reward)
+                if timestep % 6 == 0:
+                    ppo.update(memory)
+                    memory.clear_memory()
+                    timestep = 0
+                running_reward += reward
+                if done:
+                    break
+        log("value grad", ppo.policy.value_layer[0].weight.grad)
+        log("policy_old", ppo.policy_old.action_layer[4].bias)
+    run_both(program)
+
+
+# fungtion/DANN models/functions.py and models/model.py, train/main.py's loop (ReverseLayerF: a
+# static autograd.Function storing ``ctx.alpha`` and returning ``x.view_as(x)``, backward
+# ``grad_output.neg() * ctx.alpha, None``; CNNModel built with Sequential.add_module, MNIST's one
+# channel ``expand``ed to three, Dropout2d, LogSoftmax heads; the legacy ``torch.FloatTensor(b, 3,
+# s, s)`` / ``torch.LongTensor(b)`` buffers filled by ``resize_as_(x).copy_(x)``, the alpha
+# schedule 2 / (1 + exp(-10 p)) - 1); batch 6, 3 iterations, dropout's p set to 0 (its masks are a random stream),
+# lr 1e-3 -> 1e-5: Adam's first step moves every weight by about lr whatever its gradient's size, so
+# rounding-level gradients (the biases before BatchNorm) would make lr-sized differences
+def test_dann_gradient_reversal():
+    def program(torch, log):
+        nn, optim = torch.nn, torch.optim
+        Function = torch.autograd.Function
+
+        class ReverseLayerF(Function):
+            @staticmethod
+            def forward(ctx, x, alpha):
+                ctx.alpha = alpha
+                return x.view_as(x)
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                output = grad_output.neg() * ctx.alpha
+                return output, None
+
+        class CNNModel(nn.Module):
+            def __init__(self):
+                super(CNNModel, self).__init__()
+                self.feature = nn.Sequential()
+                self.feature.add_module('f_conv1', nn.Conv2d(3, 64, kernel_size=5))
+                self.feature.add_module('f_bn1', nn.BatchNorm2d(64))
+                self.feature.add_module('f_pool1', nn.MaxPool2d(2))
+                self.feature.add_module('f_relu1', nn.ReLU(True))
+                self.feature.add_module('f_conv2', nn.Conv2d(64, 50, kernel_size=5))
+                self.feature.add_module('f_bn2', nn.BatchNorm2d(50))
+                self.feature.add_module('f_drop1', nn.Dropout2d())
+                self.feature.add_module('f_pool2', nn.MaxPool2d(2))
+                self.feature.add_module('f_relu2', nn.ReLU(True))
+                self.class_classifier = nn.Sequential()
+                self.class_classifier.add_module('c_fc1', nn.Linear(50 * 4 * 4, 100))
+                self.class_classifier.add_module('c_bn1', nn.BatchNorm1d(100))
+                self.class_classifier.add_module('c_relu1', nn.ReLU(True))
+                self.class_classifier.add_module('c_drop1', nn.Dropout())
+                self.class_classifier.add_module('c_fc2', nn.Linear(100, 100))
+                self.class_classifier.add_module('c_bn2', nn.BatchNorm1d(100))
+                self.class_classifier.add_module('c_relu2', nn.ReLU(True))
+                self.class_classifier.add_module('c_fc3', nn.Linear(100, 10))
+                self.class_classifier.add_module('c_softmax', nn.LogSoftmax(dim=1))
+                self.domain_classifier = nn.Sequential()
+                self.domain_classifier.add_module('d_fc1', nn.Linear(50 * 4 * 4, 100))
+                self.domain_classifier.add_module('d_bn1', nn.BatchNorm1d(100))
+                self.domain_classifier.add_module('d_relu1', nn.ReLU(True))
+                self.domain_classifier.add_module('d_fc2', nn.Linear(100, 2))
+                self.domain_classifier.add_module('d_softmax', nn.LogSoftmax(dim=1))
+
+            def forward(self, input_data, alpha):
+                input_data = input_data.expand(input_data.data.shape[0], 3, 28, 28)
+                feature = self.feature(input_data)
+                feature = feature.view(-1, 50 * 4 * 4)
+                reverse_feature = ReverseLayerF.apply(feature, alpha)
+                class_output = self.class_classifier(feature)
+                domain_output = self.domain_classifier(reverse_feature)
+                return class_output, domain_output
+
+        image_size, n_epoch, batch_size = 28, 1, 6
+        my_net = init_params(torch, CNNModel(), 5, scale=0.1)
+        my_net.feature.f_drop1.p = my_net.class_classifier.c_drop1.p = 0.0
+        optimizer = optim.Adam(my_net.parameters(), lr=1e-5)
+        loss_class = torch.nn.NLLLoss()
+        loss_domain = torch.nn.NLLLoss()
+        for p in my_net.parameters():
+            p.requires_grad = True
+        rs = np.random.RandomState(6)
+        len_dataloader = 3
+        for epoch in range(n_epoch):
+            for i in range(len_dataloader):
+                p = float(i + epoch * len_dataloader) / n_epoch / len_dataloader
+                alpha = 2. / (1. + np.exp(-10 * p)) - 1
+                s_img = torch.tensor(rs.rand(batch_size, 1, 28, 28).astype(np.float32))
+                s_label = torch.tensor(rs.randint(0, 10, batch_size))
+                my_net.zero_grad()
+                batch_size = len(s_label)
+                input_img = torch.FloatTensor(batch_size, 3, image_size, image_size)
+                class_label = torch.LongTensor(batch_size)
+                domain_label = torch.zeros(batch_size)
+                domain_label = domain_label.long()
+                input_img.resize_as_(s_img).copy_(s_img)
+                class_label.resize_as_(s_label).copy_(s_label)
+                class_output, domain_output = my_net(input_data=input_img, alpha=alpha)
+                err_s_label = loss_class(class_output, class_label)
+                err_s_domain = loss_domain(domain_output, domain_label)
+                t_img = torch.tensor(rs.rand(batch_size, 3, 28, 28).astype(np.float32))
+                batch_size = len(t_img)
+                input_img = torch.FloatTensor(batch_size, 3, image_size, image_size)
+                domain_label = torch.ones(batch_size)
+                domain_label = domain_label.long()
+                input_img.resize_as_(t_img).copy_(t_img)
+                _, domain_output = my_net(input_data=input_img, alpha=alpha)
+                err_t_domain = loss_domain(domain_output, domain_label)
+                err = err_t_domain + err_s_domain + err_s_label
+                err.backward()
+                optimizer.step()
+                print('epoch: %d, [iter: %d / all %d], err_s_label: %f, err_s_domain: %f, err_t_domain: %f'
+                      % (epoch, i + 1, len_dataloader, err_s_label.data.cpu().numpy(),
+                         err_s_domain.data.cpu().numpy(), err_t_domain.data.cpu().item()))
+        log("feature grad", my_net.feature.f_conv2.weight.grad[:2, :2])
+        log("domain grad", my_net.domain_classifier.d_fc1.weight.grad[:3, :5])
+        x = randn(torch, (3, 4), 7, requires_grad=True)
+        ReverseLayerF.apply(x * 2, 0.5).sum().backward()
+        log("reversed", x.grad)
+    run_both(program)
