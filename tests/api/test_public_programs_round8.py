@@ -794,3 +794,311 @@ def test_dann_gradient_reversal():
         ReverseLayerF.apply(x * 2, 0.5).sum().backward()
         log("reversed", x.grad)
     run_both(program)
+
+
+# peterliht/knowledge-distillation-pytorch model/net.py and train.py's train_kd (the student
+# Net: three Conv2d+BatchNorm2d+max_pool2d stages, fcbn1, F.dropout(training=self.training);
+# loss_fn_kd: nn.KLDivLoss() (default 'mean' reduction, with torch's warning) of
+# log_softmax(outputs/T) against softmax(teacher_outputs/T) times alpha*T*T plus cross_entropy;
+# teacher outputs through ``.data.cpu().numpy()`` and back with torch.from_numpy, Variable(...,
+# requires_grad=False); accuracy with np.argmax); num_channels 32 -> 2, dropout_rate 0
+def test_knowledge_distillation_kd_loss():
+    def program(torch, log):
+        import warnings
+        nn, F, Variable = torch.nn, torch.nn.functional, torch.autograd.Variable
+
+        class Params:
+            num_channels, dropout_rate, alpha, temperature = 2, 0.0, 0.95, 6
+
+        class Net(nn.Module):
+            def __init__(self, params):
+                super(Net, self).__init__()
+                self.num_channels = params.num_channels
+                self.conv1 = nn.Conv2d(3, self.num_channels, 3, stride=1, padding=1)
+                self.bn1 = nn.BatchNorm2d(self.num_channels)
+                self.conv2 = nn.Conv2d(self.num_channels, self.num_channels * 2, 3, stride=1, padding=1)
+                self.bn2 = nn.BatchNorm2d(self.num_channels * 2)
+                self.conv3 = nn.Conv2d(self.num_channels * 2, self.num_channels * 4, 3, stride=1, padding=1)
+                self.bn3 = nn.BatchNorm2d(self.num_channels * 4)
+                self.fc1 = nn.Linear(4 * 4 * self.num_channels * 4, self.num_channels * 4)
+                self.fcbn1 = nn.BatchNorm1d(self.num_channels * 4)
+                self.fc2 = nn.Linear(self.num_channels * 4, 10)
+                self.dropout_rate = params.dropout_rate
+
+            def forward(self, s):
+                s = self.bn1(self.conv1(s))
+                s = F.relu(F.max_pool2d(s, 2))
+                s = self.bn2(self.conv2(s))
+                s = F.relu(F.max_pool2d(s, 2))
+                s = self.bn3(self.conv3(s))
+                s = F.relu(F.max_pool2d(s, 2))
+                s = s.view(-1, 4 * 4 * self.num_channels * 4)
+                s = F.dropout(F.relu(self.fcbn1(self.fc1(s))), p=self.dropout_rate, training=self.training)
+                s = self.fc2(s)
+                return s
+
+        def loss_fn_kd(outputs, labels, teacher_outputs, params):
+            alpha = params.alpha
+            T = params.temperature
+            KD_loss = nn.KLDivLoss()(F.log_softmax(outputs / T, dim=1),
+                                     F.softmax(teacher_outputs / T, dim=1)) * (alpha * T * T) + \
+                F.cross_entropy(outputs, labels) * (1. - alpha)
+            return KD_loss
+
+        def accuracy(outputs, labels):
+            outputs = np.argmax(outputs, axis=1)
+            return np.sum(outputs == labels) / float(labels.size)
+
+        params = Params()
+        model = init_params(torch, Net(params), 8)
+        teacher_model = init_params(torch, Net(params), 9, scale=0.5)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        model.train()
+        teacher_model.eval()
+        rs = np.random.RandomState(2)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for i in range(2):
+                train_batch = torch.tensor(rs.rand(4, 3, 32, 32).astype(np.float32))
+                labels_batch = torch.tensor(rs.randint(0, 10, 4))
+                train_batch, labels_batch = Variable(train_batch), Variable(labels_batch)
+                output_batch = model(train_batch)
+                output_teacher_batch = teacher_model(train_batch).data.cpu().numpy()
+                output_teacher_batch = Variable(torch.from_numpy(output_teacher_batch), requires_grad=False)
+                loss = loss_fn_kd(output_batch, labels_batch, output_teacher_batch, params)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                output_batch = output_batch.data.cpu().numpy()
+                labels_batch = labels_batch.data.cpu().numpy()
+                log("loss acc", [loss.item(), accuracy(output_batch, labels_batch)])
+        log("warnings", sorted({str(w.message)[:60] for w in caught}))
+        log("grad", model.fc1.weight.grad[:3, :6])
+        log("running_var", model.fcbn1.running_var)
+    run_both(program)
+
+
+# facebookresearch/mixup-cifar10 train.py (mixup_data: lam from np.random.beta, a randperm
+# index, ``lam * x + (1 - lam) * x[index, :]``; mixup_criterion; the accuracy sum
+# ``lam * predicted.eq(a).cpu().sum() + (1 - lam) * ...`` formatted with '%.3f%% (%d/%d)';
+# SGD with momentum and weight decay; adjust_learning_rate through param_groups), with a small
+# CNN in place of models.ResNet18; numpy's permutation in place of ``torch.randperm``. Its
+# ``loss.data[0]`` is an IndexError on a 0-d tensor since torch 0.5, logged, and then read
+# with ``.item()`` as the program's users do
+def test_mixup_cifar10_train():
+    def program(torch, log):
+        nn, optim, Variable = torch.nn, torch.optim, torch.autograd.Variable
+        rs = np.random.RandomState(3)
+
+        def mixup_data(x, y, alpha=1.0, use_cuda=True):
+            if alpha > 0:
+                lam = rs.beta(alpha, alpha)
+            else:
+                lam = 1
+            batch_size = x.size()[0]
+            index = torch.tensor(rs.permutation(batch_size))    # torch.randperm(batch_size)
+            mixed_x = lam * x + (1 - lam) * x[index, :]
+            y_a, y_b = y, y[index]
+            return mixed_x, y_a, y_b, lam
+
+        def mixup_criterion(criterion, pred, y_a, y_b, lam):
+            return lam * criterion(pred, y_a) + (1 - lam) * criterion(pred, y_b)
+
+        net = init_params(torch, nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(2), nn.Flatten(),
+                                               nn.Linear(16, 10)), 4)
+        criterion = nn.CrossEntropyLoss()
+        optimizer = optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        trainloader = [(torch.tensor(rs.rand(4, 3, 8, 8).astype(np.float32)), torch.tensor(rs.randint(0, 10, 4)))
+                       for _ in range(3)]
+
+        def train(epoch):
+            print('\nEpoch: %d' % epoch)
+            net.train()
+            train_loss = 0
+            reg_loss = 0
+            correct = 0
+            total = 0
+            for batch_idx, (inputs, targets) in enumerate(trainloader):
+                inputs, targets_a, targets_b, lam = mixup_data(inputs, targets, 1., False)
+                inputs, targets_a, targets_b = map(Variable, (inputs, targets_a, targets_b))
+                outputs = net(inputs)
+                loss = mixup_criterion(criterion, outputs, targets_a, targets_b, lam)
+                try:
+                    train_loss += loss.data[0]
+                except IndexError as e:
+                    log("loss.data[0]", type(e))
+                    train_loss += loss.item()
+                _, predicted = torch.max(outputs.data, 1)
+                total += targets.size(0)
+                correct += (lam * predicted.eq(targets_a.data).cpu().sum()
+                            + (1 - lam) * predicted.eq(targets_b.data).cpu().sum())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                print('Loss: %.3f | Reg: %.5f | Acc: %.3f%% (%d/%d)'
+                      % (train_loss / (batch_idx + 1), reg_loss / (batch_idx + 1), 100. * correct / total, correct,
+                         total))
+                log("correct", correct)
+            return (train_loss / batch_idx, reg_loss / batch_idx, 100. * correct / total)
+
+        def adjust_learning_rate(optimizer, epoch):
+            lr = 0.1
+            if epoch >= 1:
+                lr /= 10
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = lr
+
+        for epoch in range(2):
+            log("train", train(epoch))
+            adjust_learning_rate(optimizer, epoch)
+        log("weight", net[4].weight)
+    run_both(program)
+
+
+# huggingface/pytorch-image-models timm/utils/model_ema.py (ModelEmaV2: a deepcopy'd eval-mode
+# module updated under torch.no_grad through ``ema_v.copy_(decay * e + (1 - decay) * m)`` over
+# zipped state_dict().values(), buffers included; ModelEmaV3: get_decay's warmup,
+# ``@torch.no_grad()`` methods, is_floating_point, torch._foreach_lerp_ of the float entries and
+# copy_ of num_batches_tracked, the foreach=False lerp_ path, exclude_buffers), driven as timm's
+# train.py drives them after each optimizer step
+def test_timm_model_ema():
+    def program(torch, log):
+        from copy import deepcopy
+        from typing import Optional
+        nn = torch.nn
+
+        class ModelEmaV2(nn.Module):
+            def __init__(self, model, decay=0.9999, device=None):
+                super().__init__()
+                self.module = deepcopy(model)
+                self.module.eval()
+                self.decay = decay
+                self.device = device
+                if self.device is not None:
+                    self.module.to(device=device)
+
+            def _update(self, model, update_fn):
+                with torch.no_grad():
+                    for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                        if self.device is not None:
+                            model_v = model_v.to(device=self.device)
+                        ema_v.copy_(update_fn(ema_v, model_v))
+
+            def update(self, model):
+                self._update(model, update_fn=lambda e, m: self.decay * e + (1. - self.decay) * m)
+
+            def set(self, model):
+                self._update(model, update_fn=lambda e, m: m)
+
+            def forward(self, *args, **kwargs):
+                return self.module(*args, **kwargs)
+
+        class ModelEmaV3(nn.Module):
+            def __init__(self, model, decay: float = 0.9999, min_decay: float = 0.0, update_after_step: int = 0,
+                         use_warmup: bool = False, warmup_gamma: float = 1.0, warmup_power: float = 2 / 3,
+                         device: Optional[torch.device] = None, foreach: bool = True, exclude_buffers: bool = False):
+                super().__init__()
+                self.module = deepcopy(model)
+                self.module.eval()
+                self.decay = decay
+                self.min_decay = min_decay
+                self.update_after_step = update_after_step
+                self.use_warmup = use_warmup
+                self.warmup_gamma = warmup_gamma
+                self.warmup_power = warmup_power
+                self.foreach = foreach
+                self.device = device
+                self.exclude_buffers = exclude_buffers
+                if self.device is not None and device != next(model.parameters()).device:
+                    self.foreach = False
+                    self.module.to(device=device)
+
+            def get_decay(self, step: Optional[int] = None) -> float:
+                if step is None:
+                    return self.decay
+                step = max(0, step - self.update_after_step - 1)
+                if step <= 0:
+                    return 0.0
+                if self.use_warmup:
+                    decay = 1 - (1 + step / self.warmup_gamma) ** -self.warmup_power
+                    decay = max(min(decay, self.decay), self.min_decay)
+                else:
+                    decay = self.decay
+                return decay
+
+            @torch.no_grad()
+            def update(self, model, step: Optional[int] = None):
+                decay = self.get_decay(step)
+                if self.exclude_buffers:
+                    self.apply_update_no_buffers_(model, decay)
+                else:
+                    self.apply_update_(model, decay)
+
+            def apply_update_(self, model, decay: float):
+                if self.foreach:
+                    ema_lerp_values = []
+                    model_lerp_values = []
+                    for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                        if ema_v.is_floating_point():
+                            ema_lerp_values.append(ema_v)
+                            model_lerp_values.append(model_v)
+                        else:
+                            ema_v.copy_(model_v)
+                    if hasattr(torch, '_foreach_lerp_'):
+                        torch._foreach_lerp_(ema_lerp_values, model_lerp_values, weight=1. - decay)
+                    else:
+                        torch._foreach_mul_(ema_lerp_values, scalar=decay)
+                        torch._foreach_add_(ema_lerp_values, model_lerp_values, alpha=1. - decay)
+                else:
+                    for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                        if ema_v.is_floating_point():
+                            ema_v.lerp_(model_v.to(device=self.device), weight=1. - decay)
+                        else:
+                            ema_v.copy_(model_v.to(device=self.device))
+
+            def apply_update_no_buffers_(self, model, decay: float):
+                ema_params = tuple(self.module.parameters())
+                model_params = tuple(model.parameters())
+                if self.foreach:
+                    if hasattr(torch, '_foreach_lerp_'):
+                        torch._foreach_lerp_(ema_params, model_params, weight=1. - decay)
+                    else:
+                        torch._foreach_mul_(ema_params, scalar=decay)
+                        torch._foreach_add_(ema_params, model_params, alpha=1 - decay)
+                else:
+                    for ema_p, model_p in zip(ema_params, model_params):
+                        ema_p.lerp_(model_p.to(device=self.device), weight=1. - decay)
+                for ema_b, model_b in zip(self.module.buffers(), model.buffers()):
+                    ema_b.copy_(model_b.to(device=self.device))
+
+            @torch.no_grad()
+            def set(self, model):
+                for ema_v, model_v in zip(self.module.state_dict().values(), model.state_dict().values()):
+                    ema_v.copy_(model_v.to(device=self.device))
+
+            def forward(self, *args, **kwargs):
+                return self.module(*args, **kwargs)
+
+        model = init_params(torch, nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 2)), 1)
+        emas = [ModelEmaV2(model, decay=0.9),
+                ModelEmaV3(model, decay=0.9, use_warmup=True),
+                ModelEmaV3(model, decay=0.8, foreach=False, device=torch.device("cpu")),
+                ModelEmaV3(model, decay=0.7, exclude_buffers=True, update_after_step=1)]
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        for step in range(3):
+            x = randn(torch, (5, 3), 20 + step)
+            loss = model(x).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            emas[0].update(model)
+            for ema in emas[1:]:
+                ema.update(model, step=step + 1)
+            log("decay", [ema.get_decay(step + 1) for ema in emas[1:]])
+        for ema in emas:
+            log("ema state", list(ema.module.state_dict().values()))
+            log("ema out", ema(randn(torch, (2, 3), 30)))
+            log("requires_grad", [p.requires_grad for p in ema.parameters()])
+        emas[0].set(model)
+        log("set", emas[0].module[0].weight)
+    run_both(program)
