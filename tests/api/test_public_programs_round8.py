@@ -1102,3 +1102,260 @@ def test_timm_model_ema():
         emas[0].set(model)
         log("set", emas[0].module[0].weight)
     run_both(program)
+
+
+# kimy-de/pinns model.py, utils.py, main.py (Burgers' PINN: nn.utils.weight_norm(nn.Linear,
+# dim=0) layers with x * sigmoid(x), xavier_normal_ through Module.apply (replaced by
+# numpy-seeded values after it), fwd_gradients = autograd.grad(obj, x, ones_like, create_graph=True)
+# for u_t, u_x and the second derivative u_xx, Adam(betas=(0.999, 0.999)), the best state_dict
+# saved with torch.save and loaded back); num_hidden 9 -> 2, num_nodes 20 -> 6, 12 collocation
+# points, 3 epochs
+def test_kimy_pinns_burgers(tmp_path):
+    def program(torch, log):
+        import warnings
+        nn = torch.nn
+
+        def fwd_gradients(obj, x):
+            dummy = torch.ones_like(obj)
+            derivative = torch.autograd.grad(obj, x, dummy, create_graph=True)[0]
+            return derivative
+
+        def burgers_equation(u, tx):
+            u_tx = fwd_gradients(u, tx)
+            u_t = u_tx[:, 0:1]
+            u_x = u_tx[:, 1:2]
+            u_xx = fwd_gradients(u_x, tx)[:, 1:2]
+            e = u_t + u * u_x - (0.01 / np.pi) * u_xx
+            return e
+
+        class LinearBlock(nn.Module):
+            def __init__(self, in_nodes, out_nodes):
+                super(LinearBlock, self).__init__()
+                self.layer = nn.utils.weight_norm(nn.Linear(in_nodes, out_nodes), dim=0)
+
+            def forward(self, x):
+                x = self.layer(x)
+                x = x * torch.sigmoid(x)
+                return x
+
+        class PINN(nn.Module):
+            def __init__(self, layer_list):
+                super(PINN, self).__init__()
+                self.input_layer = nn.utils.weight_norm(nn.Linear(layer_list[0], layer_list[1]), dim=0)
+                self.hidden_layers = self._make_layer(layer_list[1:-1])
+                self.output_layer = nn.Linear(layer_list[-2], layer_list[-1])
+
+            def _make_layer(self, layer_list):
+                layers = []
+                for i in range(len(layer_list) - 1):
+                    block = LinearBlock(layer_list[i], layer_list[i + 1])
+                    layers.append(block)
+                return nn.Sequential(*layers)
+
+            def forward(self, x):
+                x = self.input_layer(x)
+                x = x * torch.sigmoid(x)
+                x = self.hidden_layers(x)
+                x = self.output_layer(x)
+                return x
+
+        def weights_init(m):
+            if isinstance(m, nn.Linear):
+                torch.nn.init.xavier_normal_(m.weight)
+
+        def pinn(layer_list):
+            model = PINN(layer_list)
+            model.apply(weights_init)
+            return model
+
+        rs = np.random.RandomState(0)
+        t_data, x_data = rs.rand(6, 1), rs.uniform(-1, 1, (6, 1))
+        u_data = -np.sin(np.pi * x_data) * (t_data == 0)
+        t_data_f, x_data_f = rs.rand(12, 1), rs.uniform(-1, 1, (12, 1))
+        variables = torch.FloatTensor(np.concatenate((t_data, x_data), 1))
+        variables_f = torch.FloatTensor(np.concatenate((t_data_f, x_data_f), 1))
+        variables_f.requires_grad = True
+        u_data = torch.FloatTensor(u_data)
+        layer_list = [2] + 2 * [6] + [1]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")      # weight_norm's deprecation
+            net = init_params(torch, pinn(layer_list), 3, scale=0.8)
+        log("param names", [n for n, _ in net.named_parameters()])
+        optimizer = torch.optim.Adam(net.parameters(), betas=(0.999, 0.999), lr=1e-3)
+        ls, bep = 1e3, 0
+        for ep in range(3):
+            optimizer.zero_grad()
+            u_hat = net(variables)
+            u_hat_f = net(variables_f)
+            loss_f = torch.mean(burgers_equation(u_hat_f, variables_f) ** 2)
+            loss_u = torch.mean((u_hat - u_data) ** 2)
+            loss = loss_f + loss_u
+            loss.backward()
+            optimizer.step()
+            l = loss.item()
+            if l < ls:
+                ls = l
+                bep = ep
+                torch.save(net.state_dict(), str(tmp_path / 'bg1d.pth'))
+            print(f"Train loss: {l}"[:18])
+            log("losses", [loss_f, loss_u])
+        print(f"[Best][Epoch: {bep}]")
+        log("grad g", net.input_layer.weight_g.grad)
+        log("grad v", net.hidden_layers[0].layer.weight_v.grad)
+        net.load_state_dict(torch.load(str(tmp_path / 'bg1d.pth')))
+        with torch.no_grad():
+            log("u_pred", net(variables))
+    run_both(program)
+
+
+# pytorch/tutorials advanced_source/neural_style_tutorial.py (ContentLoss/StyleLoss modules that
+# store ``self.loss`` and return their input, gram_matrix through view/mm/div, Normalization with
+# ``torch.tensor(mean).view(-1, 1, 1)`` of a tensor (torch's copy-construct warning), the model
+# rebuilt layer by layer with add_module and ReLU(inplace=False), the trim ``model[:(i + 1)]``,
+# requires_grad_ on the input image, model.requires_grad_(False), LBFGS over the image with a
+# closure that clamps the image under torch.no_grad); a tiny conv stack in place of vgg19's
+# features (torchvision is not installed), 1x3x16x16 images, num_steps 3 (one LBFGS step of 20
+# evaluations)
+def test_tutorials_neural_style_lbfgs():
+    def program(torch, log):
+        import warnings
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+
+        class ContentLoss(nn.Module):
+            def __init__(self, target,):
+                super(ContentLoss, self).__init__()
+                self.target = target.detach()
+
+            def forward(self, input):
+                self.loss = F.mse_loss(input, self.target)
+                return input
+
+        def gram_matrix(input):
+            a, b, c, d = input.size()
+            features = input.view(a * b, c * d)
+            G = torch.mm(features, features.t())
+            return G.div(a * b * c * d)
+
+        class StyleLoss(nn.Module):
+            def __init__(self, target_feature):
+                super(StyleLoss, self).__init__()
+                self.target = gram_matrix(target_feature).detach()
+
+            def forward(self, input):
+                G = gram_matrix(input)
+                self.loss = F.mse_loss(G, self.target)
+                return input
+
+        cnn = init_params(torch, nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True),
+                                               nn.Conv2d(4, 4, 3, padding=1), nn.ReLU(inplace=True),
+                                               nn.MaxPool2d(2, 2), nn.Conv2d(4, 6, 3, padding=1),
+                                               nn.ReLU(inplace=True), nn.Conv2d(6, 6, 3, padding=1),
+                                               nn.ReLU(inplace=True), nn.MaxPool2d(2, 2),
+                                               nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(inplace=True),
+                                               nn.Conv2d(8, 8, 3, padding=1)), 5).eval()
+        cnn_normalization_mean = torch.tensor([0.485, 0.456, 0.406])
+        cnn_normalization_std = torch.tensor([0.229, 0.224, 0.225])
+
+        class Normalization(nn.Module):
+            def __init__(self, mean, std):
+                super(Normalization, self).__init__()
+                self.mean = torch.tensor(mean).view(-1, 1, 1)
+                self.std = torch.tensor(std).view(-1, 1, 1)
+
+            def forward(self, img):
+                return (img - self.mean) / self.std
+
+        content_layers_default = ['conv_4']
+        style_layers_default = ['conv_1', 'conv_2', 'conv_3', 'conv_4', 'conv_5']
+
+        def get_style_model_and_losses(cnn, normalization_mean, normalization_std, style_img, content_img,
+                                       content_layers=content_layers_default, style_layers=style_layers_default):
+            normalization = Normalization(normalization_mean, normalization_std)
+            content_losses = []
+            style_losses = []
+            model = nn.Sequential(normalization)
+            i = 0
+            for layer in cnn.children():
+                if isinstance(layer, nn.Conv2d):
+                    i += 1
+                    name = 'conv_{}'.format(i)
+                elif isinstance(layer, nn.ReLU):
+                    name = 'relu_{}'.format(i)
+                    layer = nn.ReLU(inplace=False)
+                elif isinstance(layer, nn.MaxPool2d):
+                    name = 'pool_{}'.format(i)
+                elif isinstance(layer, nn.BatchNorm2d):
+                    name = 'bn_{}'.format(i)
+                else:
+                    raise RuntimeError('Unrecognized layer: {}'.format(layer.__class__.__name__))
+                model.add_module(name, layer)
+                if name in content_layers:
+                    target = model(content_img).detach()
+                    content_loss = ContentLoss(target)
+                    model.add_module("content_loss_{}".format(i), content_loss)
+                    content_losses.append(content_loss)
+                if name in style_layers:
+                    target_feature = model(style_img).detach()
+                    style_loss = StyleLoss(target_feature)
+                    model.add_module("style_loss_{}".format(i), style_loss)
+                    style_losses.append(style_loss)
+            for i in range(len(model) - 1, -1, -1):
+                if isinstance(model[i], ContentLoss) or isinstance(model[i], StyleLoss):
+                    break
+            model = model[:(i + 1)]
+            return model, style_losses, content_losses
+
+        def get_input_optimizer(input_img):
+            optimizer = optim.LBFGS([input_img])
+            return optimizer
+
+        def run_style_transfer(cnn, normalization_mean, normalization_std, content_img, style_img, input_img,
+                               num_steps=300, style_weight=1000000, content_weight=1):
+            print('Building the style transfer model..')
+            model, style_losses, content_losses = get_style_model_and_losses(
+                cnn, normalization_mean, normalization_std, style_img, content_img)
+            input_img.requires_grad_(True)
+            model.eval()
+            model.requires_grad_(False)
+            optimizer = get_input_optimizer(input_img)
+            print('Optimizing..')
+            run = [0]
+            while run[0] <= num_steps:
+                def closure():
+                    with torch.no_grad():
+                        input_img.clamp_(0, 1)
+                    optimizer.zero_grad()
+                    model(input_img)
+                    style_score = 0
+                    content_score = 0
+                    for sl in style_losses:
+                        style_score += sl.loss
+                    for cl in content_losses:
+                        content_score += cl.loss
+                    style_score *= style_weight
+                    content_score *= content_weight
+                    loss = style_score + content_score
+                    loss.backward()
+                    run[0] += 1
+                    if run[0] % 5 == 0:
+                        log("run", run)
+                        log("scores", [style_score.item(), content_score.item()])
+                    return style_score + content_score
+                optimizer.step(closure)
+            with torch.no_grad():
+                input_img.clamp_(0, 1)
+            return input_img, model
+
+        rs = np.random.RandomState(7)
+        style_img = torch.tensor(rs.rand(1, 3, 16, 16).astype(np.float32))
+        content_img = torch.tensor(rs.rand(1, 3, 16, 16).astype(np.float32))
+        assert style_img.size() == content_img.size()
+        input_img = content_img.clone()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            output, model = run_style_transfer(cnn, cnn_normalization_mean, cnn_normalization_std, content_img,
+                                               style_img, input_img, num_steps=3, style_weight=1000)
+        log("warnings", sorted({str(w.message)[:50] for w in caught}))
+        log("model", [name for name, _ in model.named_children()])
+        log("output", output[0, :, :3, :3])
+    run_both(program)
