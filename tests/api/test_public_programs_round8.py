@@ -1359,3 +1359,249 @@ def test_tutorials_neural_style_lbfgs():
         log("model", [name for name, _ in model.named_children()])
         log("output", output[0, :, :3, :3])
     run_both(program)
+
+
+# huggingface/pytorch-image-models timm/data/mixup.py and timm/loss/cross_entropy.py (one_hot via
+# torch.full(..., device=).scatter_(1, x, on_value), mixup_target with target.flip(0);
+# Mixup in 'batch' (``x.flip(0).mul_(1 - lam)`` and ``x.mul_(lam).add_``, cutmix through
+# ``x[:, :, yl:yh, xl:xh] = x.flip(0)[...]``), 'pair' and 'elem' modes, where
+# ``x[i][:, yl:yh, xl:xh] = x_orig[j][...]`` writes through a view of a view and ``x[i] = ...``
+# assigns a row; FastCollateMixup over numpy uint8 and tensor batches with ``torch.round(blend,
+# out=blend)`` and ``output[i].copy_``; LabelSmoothingCrossEntropy and SoftTargetCrossEntropy
+# with their gradients); np.random seeded inside the program (its only random stream), ``bool``
+# for the removed ``np.bool`` as timm's current code has it
+def test_timm_mixup_cutmix_and_smoothing_losses():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        np.random.seed(11)
+
+        class LabelSmoothingCrossEntropy(nn.Module):
+            def __init__(self, smoothing=0.1):
+                super(LabelSmoothingCrossEntropy, self).__init__()
+                assert smoothing < 1.0
+                self.smoothing = smoothing
+                self.confidence = 1. - smoothing
+
+            def forward(self, x, target):
+                logprobs = F.log_softmax(x, dim=-1)
+                nll_loss = -logprobs.gather(dim=-1, index=target.unsqueeze(1))
+                nll_loss = nll_loss.squeeze(1)
+                smooth_loss = -logprobs.mean(dim=-1)
+                loss = self.confidence * nll_loss + self.smoothing * smooth_loss
+                return loss.mean()
+
+        class SoftTargetCrossEntropy(nn.Module):
+            def __init__(self):
+                super(SoftTargetCrossEntropy, self).__init__()
+
+            def forward(self, x, target):
+                loss = torch.sum(-target * F.log_softmax(x, dim=-1), dim=-1)
+                return loss.mean()
+
+        def one_hot(x, num_classes, on_value=1., off_value=0., device='cuda'):
+            x = x.long().view(-1, 1)
+            return torch.full((x.size()[0], num_classes), off_value, device=device).scatter_(1, x, on_value)
+
+        def mixup_target(target, num_classes, lam=1., smoothing=0.0, device='cuda'):
+            off_value = smoothing / num_classes
+            on_value = 1. - smoothing + off_value
+            y1 = one_hot(target, num_classes, on_value=on_value, off_value=off_value, device=device)
+            y2 = one_hot(target.flip(0), num_classes, on_value=on_value, off_value=off_value, device=device)
+            return y1 * lam + y2 * (1. - lam)
+
+        def rand_bbox(img_shape, lam, margin=0., count=None):
+            ratio = np.sqrt(1 - lam)
+            img_h, img_w = img_shape[-2:]
+            cut_h, cut_w = int(img_h * ratio), int(img_w * ratio)
+            margin_y, margin_x = int(margin * cut_h), int(margin * cut_w)
+            cy = np.random.randint(0 + margin_y, img_h - margin_y, size=count)
+            cx = np.random.randint(0 + margin_x, img_w - margin_x, size=count)
+            yl = np.clip(cy - cut_h // 2, 0, img_h)
+            yh = np.clip(cy + cut_h // 2, 0, img_h)
+            xl = np.clip(cx - cut_w // 2, 0, img_w)
+            xh = np.clip(cx + cut_w // 2, 0, img_w)
+            return yl, yh, xl, xh
+
+        def cutmix_bbox_and_lam(img_shape, lam, ratio_minmax=None, correct_lam=True, count=None):
+            yl, yu, xl, xu = rand_bbox(img_shape, lam, count=count)
+            if correct_lam or ratio_minmax is not None:
+                bbox_area = (yu - yl) * (xu - xl)
+                lam = 1. - bbox_area / float(img_shape[-2] * img_shape[-1])
+            return (yl, yu, xl, xu), lam
+
+        class Mixup:
+            def __init__(self, mixup_alpha=1., cutmix_alpha=0., cutmix_minmax=None, prob=1.0, switch_prob=0.5,
+                         mode='batch', correct_lam=True, label_smoothing=0., num_classes=0):
+                self.mixup_alpha = mixup_alpha
+                self.cutmix_alpha = cutmix_alpha
+                self.cutmix_minmax = cutmix_minmax
+                self.mix_prob = prob
+                self.switch_prob = switch_prob
+                self.label_smoothing = label_smoothing
+                self.num_classes = num_classes
+                self.mode = mode
+                self.correct_lam = correct_lam
+                self.mixup_enabled = True
+
+            def _params_per_elem(self, batch_size):
+                lam = np.ones(batch_size, dtype=np.float32)
+                use_cutmix = np.zeros(batch_size, dtype=bool)
+                if self.mixup_enabled:
+                    if self.mixup_alpha > 0. and self.cutmix_alpha > 0.:
+                        use_cutmix = np.random.rand(batch_size) < self.switch_prob
+                        lam_mix = np.where(use_cutmix,
+                                           np.random.beta(self.cutmix_alpha, self.cutmix_alpha, size=batch_size),
+                                           np.random.beta(self.mixup_alpha, self.mixup_alpha, size=batch_size))
+                    elif self.mixup_alpha > 0.:
+                        lam_mix = np.random.beta(self.mixup_alpha, self.mixup_alpha, size=batch_size)
+                    elif self.cutmix_alpha > 0.:
+                        use_cutmix = np.ones(batch_size, dtype=bool)
+                        lam_mix = np.random.beta(self.cutmix_alpha, self.cutmix_alpha, size=batch_size)
+                    lam = np.where(np.random.rand(batch_size) < self.mix_prob, lam_mix.astype(np.float32), lam)
+                return lam, use_cutmix
+
+            def _params_per_batch(self):
+                lam = 1.
+                use_cutmix = False
+                if self.mixup_enabled and np.random.rand() < self.mix_prob:
+                    if self.mixup_alpha > 0. and self.cutmix_alpha > 0.:
+                        use_cutmix = np.random.rand() < self.switch_prob
+                        lam_mix = np.random.beta(self.cutmix_alpha, self.cutmix_alpha) if use_cutmix else \
+                            np.random.beta(self.mixup_alpha, self.mixup_alpha)
+                    elif self.mixup_alpha > 0.:
+                        lam_mix = np.random.beta(self.mixup_alpha, self.mixup_alpha)
+                    elif self.cutmix_alpha > 0.:
+                        use_cutmix = True
+                        lam_mix = np.random.beta(self.cutmix_alpha, self.cutmix_alpha)
+                    lam = float(lam_mix)
+                return lam, use_cutmix
+
+            def _mix_elem(self, x):
+                batch_size = len(x)
+                lam_batch, use_cutmix = self._params_per_elem(batch_size)
+                x_orig = x.clone()
+                for i in range(batch_size):
+                    j = batch_size - i - 1
+                    lam = lam_batch[i]
+                    if lam != 1.:
+                        if use_cutmix[i]:
+                            (yl, yh, xl, xh), lam = cutmix_bbox_and_lam(
+                                x[i].shape, lam, ratio_minmax=self.cutmix_minmax, correct_lam=self.correct_lam)
+                            x[i][:, yl:yh, xl:xh] = x_orig[j][:, yl:yh, xl:xh]
+                            lam_batch[i] = lam
+                        else:
+                            x[i] = x[i] * lam + x_orig[j] * (1 - lam)
+                return torch.tensor(lam_batch, device=x.device, dtype=x.dtype).unsqueeze(1)
+
+            def _mix_pair(self, x):
+                batch_size = len(x)
+                lam_batch, use_cutmix = self._params_per_elem(batch_size // 2)
+                x_orig = x.clone()
+                for i in range(batch_size // 2):
+                    j = batch_size - i - 1
+                    lam = lam_batch[i]
+                    if lam != 1.:
+                        if use_cutmix[i]:
+                            (yl, yh, xl, xh), lam = cutmix_bbox_and_lam(
+                                x[i].shape, lam, ratio_minmax=self.cutmix_minmax, correct_lam=self.correct_lam)
+                            x[i][:, yl:yh, xl:xh] = x_orig[j][:, yl:yh, xl:xh]
+                            x[j][:, yl:yh, xl:xh] = x_orig[i][:, yl:yh, xl:xh]
+                            lam_batch[i] = lam
+                        else:
+                            x[i] = x[i] * lam + x_orig[j] * (1 - lam)
+                            x[j] = x[j] * lam + x_orig[i] * (1 - lam)
+                lam_batch = np.concatenate((lam_batch, lam_batch[::-1]))
+                return torch.tensor(lam_batch, device=x.device, dtype=x.dtype).unsqueeze(1)
+
+            def _mix_batch(self, x):
+                lam, use_cutmix = self._params_per_batch()
+                if lam == 1.:
+                    return 1.
+                if use_cutmix:
+                    (yl, yh, xl, xh), lam = cutmix_bbox_and_lam(
+                        x.shape, lam, ratio_minmax=self.cutmix_minmax, correct_lam=self.correct_lam)
+                    x[:, :, yl:yh, xl:xh] = x.flip(0)[:, :, yl:yh, xl:xh]
+                else:
+                    x_flipped = x.flip(0).mul_(1. - lam)
+                    x.mul_(lam).add_(x_flipped)
+                return lam
+
+            def __call__(self, x, target):
+                assert len(x) % 2 == 0, 'Batch size should be even when using this'
+                if self.mode == 'elem':
+                    lam = self._mix_elem(x)
+                elif self.mode == 'pair':
+                    lam = self._mix_pair(x)
+                else:
+                    lam = self._mix_batch(x)
+                target = mixup_target(target, self.num_classes, lam, self.label_smoothing, x.device)
+                return x, target
+
+        def blend(a, b, lam, is_tensor=False, round_output=True):
+            if is_tensor:
+                blend = a.to(dtype=torch.float32) * lam + b.to(dtype=torch.float32) * (1 - lam)
+                if round_output:
+                    torch.round(blend, out=blend)
+            else:
+                blend = a.astype(np.float32) * lam + b.astype(np.float32) * (1 - lam)
+                if round_output:
+                    np.rint(blend, out=blend)
+            return blend
+
+        class FastCollateMixup(Mixup):
+            def _mix_batch_collate(self, output, batch, is_tensor=False):
+                batch_size = len(batch)
+                lam, use_cutmix = self._params_per_batch()
+                round_output = output.dtype == torch.uint8
+                if use_cutmix:
+                    (yl, yh, xl, xh), lam = cutmix_bbox_and_lam(
+                        output.shape, lam, ratio_minmax=self.cutmix_minmax, correct_lam=self.correct_lam)
+                for i in range(batch_size):
+                    j = batch_size - i - 1
+                    mixed = batch[i][0]
+                    if lam != 1.:
+                        if use_cutmix:
+                            mixed = mixed.clone() if is_tensor else mixed.copy()
+                            mixed[:, yl:yh, xl:xh] = batch[j][0][:, yl:yh, xl:xh]
+                        else:
+                            mixed = blend(mixed, batch[j][0], lam, is_tensor, round_output)
+                    mixed = mixed.to(dtype=output.dtype) if is_tensor else torch.from_numpy(mixed.astype(np.uint8))
+                    output[i].copy_(mixed)
+                return lam
+
+            def __call__(self, batch, _=None):
+                batch_size = len(batch)
+                is_tensor = isinstance(batch[0][0], torch.Tensor)
+                output_dtype = batch[0][0].dtype if is_tensor else torch.uint8
+                output = torch.zeros((batch_size, *batch[0][0].shape), dtype=output_dtype)
+                lam = self._mix_batch_collate(output, batch, is_tensor=is_tensor)
+                target = torch.tensor([b[1] for b in batch], dtype=torch.int64)
+                target = mixup_target(target, self.num_classes, lam, self.label_smoothing, device='cpu')
+                target = target[:batch_size]
+                return output, target
+
+        rs = np.random.RandomState(12)
+        model = init_params(torch, nn.Sequential(nn.Flatten(), nn.Linear(2 * 6 * 6, 5)), 13)
+        soft, smooth = SoftTargetCrossEntropy(), LabelSmoothingCrossEntropy(0.1)
+        for kw in (dict(mode='batch'), dict(mode='batch', mixup_alpha=0., cutmix_alpha=1.),
+                   dict(mode='pair', cutmix_alpha=1.), dict(mode='elem', cutmix_alpha=1., switch_prob=0.7)):
+            mixup_fn = Mixup(label_smoothing=0.1, num_classes=5, **kw)
+            x = torch.tensor(rs.rand(4, 2, 6, 6).astype(np.float32))
+            target = torch.tensor(rs.randint(0, 5, 4))
+            x, target = mixup_fn(x, target)
+            log("mixed", [x, target])
+            model.zero_grad()
+            loss = soft(model(x), target)
+            loss.backward()
+            log("soft loss", [loss, model[1].weight.grad])
+        model.zero_grad()
+        loss = smooth(model(x), torch.tensor([1, 0, 4, 2]))
+        loss.backward()
+        log("smooth loss", [loss, model[1].bias.grad])
+        for cutmix_alpha in (0., 1.):
+            collate = FastCollateMixup(cutmix_alpha=cutmix_alpha, switch_prob=1.0, num_classes=5)
+            batch = [(rs.randint(0, 256, (2, 6, 6)).astype(np.uint8), k) for k in range(4)]
+            log("collate numpy", list(collate(batch)))
+            batch = [(torch.tensor(rs.randint(0, 256, (2, 6, 6)).astype(np.uint8)), k) for k in range(4)]
+            log("collate tensor", list(collate(batch)))
+    run_both(program)
