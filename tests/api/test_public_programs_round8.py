@@ -1605,3 +1605,262 @@ def test_timm_mixup_cutmix_and_smoothing_losses():
             batch = [(torch.tensor(rs.randint(0, 256, (2, 6, 6)).astype(np.uint8)), k) for k in range(4)]
             log("collate tensor", list(collate(batch)))
     run_both(program)
+
+
+# ikostrikov/pytorch-flows flows.py and main.py (MADE with get_mask's degree masks as buffers and
+# F.linear(inputs, weight * mask, bias), its sequential inverse writing ``x[:, i_col] = ...``
+# into zeros_like; BatchNormFlow with in-place running statistics and the momentum 0/1 trick
+# after each epoch; ActNorm's data-dependent ``.data.copy_`` init; InvertibleMM with slogdet and
+# inverse; Reverse; RealNVP's CouplingLayer with an alternating ``arange % 2`` mask;
+# FlowSequential accumulating ``logdets += logdet`` over ``self._modules.values()`` both ways,
+# log_probs and sample from given noise); the MAF, RealNVP and Glow stacks of main.py at
+# num_inputs 4, num_hidden 6, 2 blocks, 2 Adam steps at lr 1e-6 (1e-4: biases whose shift the next
+# BatchNormFlow removes have rounding-level gradients, which Adam turns into lr-sized steps); Glow's LUInvertibleMM (its scipy LU of a
+# random orthogonal matrix sets non-parameter buffers) replaced by InvertibleMM
+def test_pytorch_flows_maf_realnvp_glow():
+    def program(torch, log):
+        import math
+        nn, F = torch.nn, torch.nn.functional
+
+        def get_mask(in_features, out_features, in_flow_features, mask_type=None):
+            if mask_type == 'input':
+                in_degrees = torch.arange(in_features) % in_flow_features
+            else:
+                in_degrees = torch.arange(in_features) % (in_flow_features - 1)
+            if mask_type == 'output':
+                out_degrees = torch.arange(out_features) % in_flow_features - 1
+            else:
+                out_degrees = torch.arange(out_features) % (in_flow_features - 1)
+            return (out_degrees.unsqueeze(-1) >= in_degrees.unsqueeze(0)).float()
+
+        class MaskedLinear(nn.Module):
+            def __init__(self, in_features, out_features, mask, cond_in_features=None, bias=True):
+                super(MaskedLinear, self).__init__()
+                self.linear = nn.Linear(in_features, out_features)
+                if cond_in_features is not None:
+                    self.cond_linear = nn.Linear(cond_in_features, out_features, bias=False)
+                self.register_buffer('mask', mask)
+
+            def forward(self, inputs, cond_inputs=None):
+                output = F.linear(inputs, self.linear.weight * self.mask, self.linear.bias)
+                if cond_inputs is not None:
+                    output += self.cond_linear(cond_inputs)
+                return output
+
+        class MADE(nn.Module):
+            def __init__(self, num_inputs, num_hidden, num_cond_inputs=None, act='relu'):
+                super(MADE, self).__init__()
+                activations = {'relu': nn.ReLU, 'sigmoid': nn.Sigmoid, 'tanh': nn.Tanh}
+                act_func = activations[act]
+                input_mask = get_mask(num_inputs, num_hidden, num_inputs, mask_type='input')
+                hidden_mask = get_mask(num_hidden, num_hidden, num_inputs)
+                output_mask = get_mask(num_hidden, num_inputs * 2, num_inputs, mask_type='output')
+                self.joiner = MaskedLinear(num_inputs, num_hidden, input_mask, num_cond_inputs)
+                self.trunk = nn.Sequential(act_func(), MaskedLinear(num_hidden, num_hidden, hidden_mask), act_func(),
+                                           MaskedLinear(num_hidden, num_inputs * 2, output_mask))
+
+            def forward(self, inputs, cond_inputs=None, mode='direct'):
+                if mode == 'direct':
+                    h = self.joiner(inputs, cond_inputs)
+                    m, a = self.trunk(h).chunk(2, 1)
+                    u = (inputs - m) * torch.exp(-a)
+                    return u, -a.sum(-1, keepdim=True)
+                else:
+                    x = torch.zeros_like(inputs)
+                    for i_col in range(inputs.shape[1]):
+                        h = self.joiner(x, cond_inputs)
+                        m, a = self.trunk(h).chunk(2, 1)
+                        x[:, i_col] = inputs[:, i_col] * torch.exp(a[:, i_col]) + m[:, i_col]
+                    return x, -a.sum(-1, keepdim=True)
+
+        class BatchNormFlow(nn.Module):
+            def __init__(self, num_inputs, momentum=0.0, eps=1e-5):
+                super(BatchNormFlow, self).__init__()
+                self.log_gamma = nn.Parameter(torch.zeros(num_inputs))
+                self.beta = nn.Parameter(torch.zeros(num_inputs))
+                self.momentum = momentum
+                self.eps = eps
+                self.register_buffer('running_mean', torch.zeros(num_inputs))
+                self.register_buffer('running_var', torch.ones(num_inputs))
+
+            def forward(self, inputs, cond_inputs=None, mode='direct'):
+                if mode == 'direct':
+                    if self.training:
+                        self.batch_mean = inputs.mean(0)
+                        self.batch_var = (inputs - self.batch_mean).pow(2).mean(0) + self.eps
+                        self.running_mean.mul_(self.momentum)
+                        self.running_var.mul_(self.momentum)
+                        self.running_mean.add_(self.batch_mean.data * (1 - self.momentum))
+                        self.running_var.add_(self.batch_var.data * (1 - self.momentum))
+                        mean = self.batch_mean
+                        var = self.batch_var
+                    else:
+                        mean = self.running_mean
+                        var = self.running_var
+                    x_hat = (inputs - mean) / var.sqrt()
+                    y = torch.exp(self.log_gamma) * x_hat + self.beta
+                    return y, (self.log_gamma - 0.5 * torch.log(var)).sum(-1, keepdim=True)
+                else:
+                    if self.training:
+                        mean = self.batch_mean
+                        var = self.batch_var
+                    else:
+                        mean = self.running_mean
+                        var = self.running_var
+                    x_hat = (inputs - self.beta) / torch.exp(self.log_gamma)
+                    y = x_hat * var.sqrt() + mean
+                    return y, (-self.log_gamma + 0.5 * torch.log(var)).sum(-1, keepdim=True)
+
+        class ActNorm(nn.Module):
+            def __init__(self, num_inputs):
+                super(ActNorm, self).__init__()
+                self.weight = nn.Parameter(torch.ones(num_inputs))
+                self.bias = nn.Parameter(torch.zeros(num_inputs))
+                self.initialized = False
+
+            def forward(self, inputs, cond_inputs=None, mode='direct'):
+                if self.initialized == False:  # noqa: E712  (the program's spelling)
+                    self.weight.data.copy_(torch.log(1.0 / (inputs.std(0) + 1e-12)))
+                    self.bias.data.copy_(inputs.mean(0))
+                    self.initialized = True
+                if mode == 'direct':
+                    return (inputs - self.bias) * torch.exp(self.weight), self.weight.sum(
+                        -1, keepdim=True).unsqueeze(0).repeat(inputs.size(0), 1)
+                else:
+                    return inputs * torch.exp(-self.weight) + self.bias, -self.weight.sum(
+                        -1, keepdim=True).unsqueeze(0).repeat(inputs.size(0), 1)
+
+        class InvertibleMM(nn.Module):
+            def __init__(self, num_inputs):
+                super(InvertibleMM, self).__init__()
+                self.W = nn.Parameter(torch.Tensor(num_inputs, num_inputs))
+                nn.init.orthogonal_(self.W)
+
+            def forward(self, inputs, cond_inputs=None, mode='direct'):
+                if mode == 'direct':
+                    return inputs @ self.W, torch.slogdet(self.W)[-1].unsqueeze(0).unsqueeze(0).repeat(
+                        inputs.size(0), 1)
+                else:
+                    return inputs @ torch.inverse(self.W), -torch.slogdet(self.W)[-1].unsqueeze(0).unsqueeze(0).repeat(
+                        inputs.size(0), 1)
+
+        class Reverse(nn.Module):
+            def __init__(self, num_inputs):
+                super(Reverse, self).__init__()
+                self.perm = np.array(np.arange(0, num_inputs)[::-1])
+                self.inv_perm = np.argsort(self.perm)
+
+            def forward(self, inputs, cond_inputs=None, mode='direct'):
+                if mode == 'direct':
+                    return inputs[:, self.perm], torch.zeros(inputs.size(0), 1, device=inputs.device)
+                else:
+                    return inputs[:, self.inv_perm], torch.zeros(inputs.size(0), 1, device=inputs.device)
+
+        class CouplingLayer(nn.Module):
+            def __init__(self, num_inputs, num_hidden, mask, s_act='tanh', t_act='relu'):
+                super(CouplingLayer, self).__init__()
+                self.num_inputs = num_inputs
+                self.mask = mask
+                activations = {'relu': nn.ReLU, 'sigmoid': nn.Sigmoid, 'tanh': nn.Tanh}
+                s_act_func = activations[s_act]
+                t_act_func = activations[t_act]
+                self.scale_net = nn.Sequential(nn.Linear(num_inputs, num_hidden), s_act_func(),
+                                               nn.Linear(num_hidden, num_hidden), s_act_func(),
+                                               nn.Linear(num_hidden, num_inputs))
+                self.translate_net = nn.Sequential(nn.Linear(num_inputs, num_hidden), t_act_func(),
+                                                   nn.Linear(num_hidden, num_hidden), t_act_func(),
+                                                   nn.Linear(num_hidden, num_inputs))
+
+            def forward(self, inputs, cond_inputs=None, mode='direct'):
+                mask = self.mask
+                if mode == 'direct':
+                    log_s = self.scale_net(inputs * mask) * (1 - mask)
+                    t = self.translate_net(inputs * mask) * (1 - mask)
+                    s = torch.exp(log_s)
+                    return inputs * s + t, log_s.sum(-1, keepdim=True)
+                else:
+                    log_s = self.scale_net(inputs * mask) * (1 - mask)
+                    t = self.translate_net(inputs * mask) * (1 - mask)
+                    s = torch.exp(-log_s)
+                    return (inputs - t) * s, -log_s.sum(-1, keepdim=True)
+
+        class FlowSequential(nn.Sequential):
+            def forward(self, inputs, cond_inputs=None, mode='direct', logdets=None):
+                self.num_inputs = inputs.size(-1)
+                if logdets is None:
+                    logdets = torch.zeros(inputs.size(0), 1, device=inputs.device)
+                assert mode in ['direct', 'inverse']
+                if mode == 'direct':
+                    for module in self._modules.values():
+                        inputs, logdet = module(inputs, cond_inputs, mode)
+                        logdets += logdet
+                else:
+                    for module in reversed(self._modules.values()):
+                        inputs, logdet = module(inputs, cond_inputs, mode)
+                        logdets += logdet
+                return inputs, logdets
+
+            def log_probs(self, inputs):
+                u, log_jacob = self(inputs)
+                log_probs = (-0.5 * u.pow(2) - 0.5 * math.log(2 * math.pi)).sum(-1, keepdim=True)
+                return (log_probs + log_jacob).sum(-1, keepdim=True)
+
+            def sample(self, num_samples=None, noise=None):
+                if noise is None:
+                    noise = torch.Tensor(num_samples, self.num_inputs).normal_()
+                device = next(self.parameters()).device
+                noise = noise.to(device)
+                samples = self.forward(noise, mode='inverse')[0]
+                return samples
+
+        num_inputs, num_hidden, num_blocks = 4, 6, 2
+        data = randn(torch, (8, num_inputs), 40)
+        for seed, flow in enumerate(('maf', 'realnvp', 'glow')):
+            modules = []
+            if flow == 'maf':
+                for _ in range(num_blocks):
+                    modules += [MADE(num_inputs, num_hidden, None, act='relu'), BatchNormFlow(num_inputs),
+                                Reverse(num_inputs)]
+            elif flow == 'realnvp':
+                mask = torch.arange(0, num_inputs) % 2
+                mask = mask.float()
+                for _ in range(num_blocks):
+                    modules += [CouplingLayer(num_inputs, num_hidden, mask, s_act='tanh', t_act='relu'),
+                                BatchNormFlow(num_inputs)]
+                    mask = 1 - mask
+            else:
+                mask = torch.arange(0, num_inputs) % 2
+                mask = mask.float()
+                for _ in range(num_blocks):
+                    modules += [BatchNormFlow(num_inputs), InvertibleMM(num_inputs),
+                                CouplingLayer(num_inputs, num_hidden, mask, s_act='tanh', t_act='relu')]
+                    mask = 1 - mask
+            model = FlowSequential(*modules)
+            init_params(torch, model, 41 + seed, scale=0.4)
+            if flow == 'glow':
+                model.add_module("actnorm", ActNorm(num_inputs))
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-6, weight_decay=1e-6)
+            model.train()
+            for _ in range(2):
+                optimizer.zero_grad()
+                loss = -model.log_probs(data).mean()
+                loss.backward()
+                optimizer.step()
+                log(flow + " loss", loss)
+            for module in model.modules():
+                if isinstance(module, BatchNormFlow):
+                    module.momentum = 0
+            with torch.no_grad():
+                model(data)
+            for module in model.modules():
+                if isinstance(module, BatchNormFlow):
+                    module.momentum = 1
+            log(flow + " grads", [p.grad for p in model.parameters()][:4])
+            log(flow + " params", dict(model.named_parameters()))
+            model.eval()
+            with torch.no_grad():
+                u, logdets = model(data)
+                log(flow + " u", [u, logdets])
+                log(flow + " inverse", model.sample(noise=u))
+                log(flow + " eval log_probs", model.log_probs(data))
+    run_both(program)
