@@ -1615,8 +1615,9 @@ def test_timm_mixup_cutmix_and_smoothing_losses():
 # FlowSequential accumulating ``logdets += logdet`` over ``self._modules.values()`` both ways,
 # log_probs and sample from given noise); the MAF, RealNVP and Glow stacks of main.py at
 # num_inputs 4, num_hidden 6, 2 blocks, 2 Adam steps at lr 1e-6 (1e-4: biases whose shift the next
-# BatchNormFlow removes have rounding-level gradients, which Adam turns into lr-sized steps); Glow's LUInvertibleMM (its scipy LU of a
-# random orthogonal matrix sets non-parameter buffers) replaced by InvertibleMM
+# BatchNormFlow removes have rounding-level gradients, which Adam turns into lr-sized steps);
+# Glow's LUInvertibleMM (its scipy LU of a random orthogonal matrix sets non-parameter buffers)
+# replaced by InvertibleMM
 def test_pytorch_flows_maf_realnvp_glow():
     def program(torch, log):
         import math

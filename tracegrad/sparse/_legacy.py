@@ -3,14 +3,13 @@
 ``sparse_mx_to_torch_sparse_tensor`` call."""
 from __future__ import annotations
 
-import warnings
-
 from .._api.sparse_coo import SparseCooTensor, sparse_coo_tensor
 from .._ops import dtypes as _dt
+from .._ops.warn import warn_once
 from .._tensor.factories import zeros
 from .._tensor.tensor import Tensor
 
-# torch's deprecation warnings, by the form called
+# torch's deprecation warnings, by the form called; each once per process (TORCH_WARN_ONCE)
 _DEPRECATED = "torch.sparse.SparseTensor({}) is deprecated.  Please use torch.sparse_coo_tensor({})."
 _FORMS = {"data": ("indices, values, shape, *, device=", "indices, values, shape, dtype=, device="),
           "sizes": ("shape, *, device=", "shape, dtype=, device="), "empty": ("", "(0,), dtype=")}
@@ -25,7 +24,7 @@ class LegacySparseType(type):
 
     def __call__(cls, *args, device=None):
         """``(indices, values[, size])``: a sparse COO tensor of ``values`` (their dtype is kept, as
-        torch; deprecated, with torch's UserWarning, as every form); ``(*sizes)``: an empty one of the class's
+        torch; deprecated, with torch's UserWarning, once per process and form); ``(*sizes)``: an empty one of the class's
         dtype; ``()``: size ``(0,)``. RuntimeError for indices that are not int64; TypeError for
         data given as a sequence."""
         if args and isinstance(args[0], Tensor):
@@ -34,13 +33,13 @@ class LegacySparseType(type):
             indices, values = args[0], args[1]
             if indices.dtype is not _dt.int64:
                 raise RuntimeError("indices must be an int64 tensor")
-            warnings.warn(_DEPRECATED.format(*_FORMS["data"]), UserWarning, stacklevel=2)
+            warn_once(_DEPRECATED.format(*_FORMS["data"]))
             return sparse_coo_tensor(indices, values, *args[2:], device=device)
         if not all(isinstance(s, int) and not isinstance(s, bool) for s in args):
             raise TypeError(f"torch.sparse.SparseTensor(sequence) only accepts sizes.  Please use "
                             f"torch.sparse_coo_tensor() or construct a strided tensor and convert it to "
                             f"sparse via to_sparse (in {cls.__name__})")
-        warnings.warn(_DEPRECATED.format(*_FORMS["sizes" if args else "empty"]), UserWarning, stacklevel=2)
+        warn_once(_DEPRECATED.format(*_FORMS["sizes" if args else "empty"]))
         size = args or (0,)
         return sparse_coo_tensor(zeros((len(size), 0), dtype=_dt.int64), zeros((0,), dtype=cls.dtype), size,
                                  device=device)
