@@ -1865,3 +1865,206 @@ def test_pytorch_flows_maf_realnvp_glow():
                 log(flow + " inverse", model.sample(noise=u))
                 log(flow + " eval log_probs", model.log_probs(data))
     run_both(program)
+
+
+# adambielski/siamese-triplet losses.py and utils.py (ContrastiveLoss with ``(1 + -1 * target)
+# .float()``, TripletLoss, OnlineContrastiveLoss and OnlineTripletLoss over selector indices;
+# pdist through mm and broadcast sums; the selectors' numpy/torch mix: a LongTensor of
+# itertools.combinations indexed by ``(numpy bool array).nonzero()``, numpy labels indexed by
+# tensor columns, ``distance_matrix[numpy, numpy]`` and ``[LongTensor([a]), LongTensor(negs)]``,
+# np.argpartition of ``.data.cpu().numpy()`` values, hardest/random/semihard negatives) and
+# trainer.py's ``loss_fn(*loss_inputs)`` tuple handling; a two-layer PReLU embedding net in place
+# of the MNIST EmbeddingNet, AllPositivePairSelector(balance=False) (its balance draws torch.randperm),
+# np.random seeded inside the program
+def test_siamese_triplet_online_losses():
+    def program(torch, log):
+        from itertools import combinations
+        nn, F = torch.nn, torch.nn.functional
+        np.random.seed(21)
+
+        def pdist(vectors):
+            distance_matrix = -2 * vectors.mm(torch.t(vectors)) + vectors.pow(2).sum(dim=1).view(1, -1) + \
+                vectors.pow(2).sum(dim=1).view(-1, 1)
+            return distance_matrix
+
+        class AllPositivePairSelector:
+            def __init__(self, balance=True):
+                self.balance = balance
+
+            def get_pairs(self, embeddings, labels):
+                labels = labels.cpu().data.numpy()
+                all_pairs = np.array(list(combinations(range(len(labels)), 2)))
+                all_pairs = torch.LongTensor(all_pairs)
+                positive_pairs = all_pairs[(labels[all_pairs[:, 0]] == labels[all_pairs[:, 1]]).nonzero()]
+                negative_pairs = all_pairs[(labels[all_pairs[:, 0]] != labels[all_pairs[:, 1]]).nonzero()]
+                if self.balance:
+                    negative_pairs = negative_pairs[torch.randperm(len(negative_pairs))[:len(positive_pairs)]]
+                return positive_pairs, negative_pairs
+
+        class HardNegativePairSelector:
+            def __init__(self, cpu=False):
+                self.cpu = cpu
+
+            def get_pairs(self, embeddings, labels):
+                if self.cpu:
+                    embeddings = embeddings.cpu()
+                distance_matrix = pdist(embeddings)
+                labels = labels.cpu().data.numpy()
+                all_pairs = np.array(list(combinations(range(len(labels)), 2)))
+                all_pairs = torch.LongTensor(all_pairs)
+                positive_pairs = all_pairs[(labels[all_pairs[:, 0]] == labels[all_pairs[:, 1]]).nonzero()]
+                negative_pairs = all_pairs[(labels[all_pairs[:, 0]] != labels[all_pairs[:, 1]]).nonzero()]
+                negative_distances = distance_matrix[negative_pairs[:, 0], negative_pairs[:, 1]]
+                negative_distances = negative_distances.cpu().data.numpy()
+                top_negatives = np.argpartition(negative_distances, -len(positive_pairs))[-len(positive_pairs):]
+                top_negative_pairs = negative_pairs[torch.LongTensor(top_negatives)]
+                return positive_pairs, top_negative_pairs
+
+        class AllTripletSelector:
+            def get_triplets(self, embeddings, labels):
+                labels = labels.cpu().data.numpy()
+                triplets = []
+                for label in set(labels):
+                    label_mask = (labels == label)
+                    label_indices = np.where(label_mask)[0]
+                    if len(label_indices) < 2:
+                        continue
+                    negative_indices = np.where(np.logical_not(label_mask))[0]
+                    anchor_positives = list(combinations(label_indices, 2))
+                    temp_triplets = [[anchor_positive[0], anchor_positive[1], neg_ind]
+                                     for anchor_positive in anchor_positives for neg_ind in negative_indices]
+                    triplets += temp_triplets
+                return torch.LongTensor(np.array(triplets))
+
+        def hardest_negative(loss_values):
+            hard_negative = np.argmax(loss_values)
+            return hard_negative if loss_values[hard_negative] > 0 else None
+
+        def random_hard_negative(loss_values):
+            hard_negatives = np.where(loss_values > 0)[0]
+            return np.random.choice(hard_negatives) if len(hard_negatives) > 0 else None
+
+        def semihard_negative(loss_values, margin):
+            semihard_negatives = np.where(np.logical_and(loss_values < margin, loss_values > 0))[0]
+            return np.random.choice(semihard_negatives) if len(semihard_negatives) > 0 else None
+
+        class FunctionNegativeTripletSelector:
+            def __init__(self, margin, negative_selection_fn, cpu=True):
+                self.cpu = cpu
+                self.margin = margin
+                self.negative_selection_fn = negative_selection_fn
+
+            def get_triplets(self, embeddings, labels):
+                if self.cpu:
+                    embeddings = embeddings.cpu()
+                distance_matrix = pdist(embeddings)
+                distance_matrix = distance_matrix.cpu()
+                labels = labels.cpu().data.numpy()
+                triplets = []
+                for label in set(labels):
+                    label_mask = (labels == label)
+                    label_indices = np.where(label_mask)[0]
+                    if len(label_indices) < 2:
+                        continue
+                    negative_indices = np.where(np.logical_not(label_mask))[0]
+                    anchor_positives = list(combinations(label_indices, 2))
+                    anchor_positives = np.array(anchor_positives)
+                    ap_distances = distance_matrix[anchor_positives[:, 0], anchor_positives[:, 1]]
+                    for anchor_positive, ap_distance in zip(anchor_positives, ap_distances):
+                        loss_values = ap_distance - distance_matrix[torch.LongTensor(np.array([anchor_positive[0]])),
+                                                                    torch.LongTensor(negative_indices)] + self.margin
+                        loss_values = loss_values.data.cpu().numpy()
+                        hard_negative = self.negative_selection_fn(loss_values)
+                        if hard_negative is not None:
+                            hard_negative = negative_indices[hard_negative]
+                            triplets.append([anchor_positive[0], anchor_positive[1], hard_negative])
+                if len(triplets) == 0:
+                    triplets.append([anchor_positive[0], anchor_positive[1], negative_indices[0]])
+                triplets = np.array(triplets)
+                return torch.LongTensor(triplets)
+
+        class ContrastiveLoss(nn.Module):
+            def __init__(self, margin):
+                super(ContrastiveLoss, self).__init__()
+                self.margin = margin
+
+            def forward(self, output1, output2, target, size_average=True):
+                distances = (output2 - output1).pow(2).sum(1)
+                losses = 0.5 * (target.float() * distances +
+                                (1 + -1 * target).float() * F.relu(self.margin - distances.sqrt()).pow(2))
+                return losses.mean() if size_average else losses.sum()
+
+        class TripletLoss(nn.Module):
+            def __init__(self, margin):
+                super(TripletLoss, self).__init__()
+                self.margin = margin
+
+            def forward(self, anchor, positive, negative, size_average=True):
+                distance_positive = (anchor - positive).pow(2).sum(1)
+                distance_negative = (anchor - negative).pow(2).sum(1)
+                losses = F.relu(distance_positive - distance_negative + self.margin)
+                return losses.mean() if size_average else losses.sum()
+
+        class OnlineContrastiveLoss(nn.Module):
+            def __init__(self, margin, pair_selector):
+                super(OnlineContrastiveLoss, self).__init__()
+                self.margin = margin
+                self.pair_selector = pair_selector
+
+            def forward(self, embeddings, target):
+                positive_pairs, negative_pairs = self.pair_selector.get_pairs(embeddings, target)
+                if embeddings.is_cuda:
+                    positive_pairs = positive_pairs.cuda()
+                    negative_pairs = negative_pairs.cuda()
+                positive_loss = (embeddings[positive_pairs[:, 0]] - embeddings[positive_pairs[:, 1]]).pow(2).sum(1)
+                negative_loss = F.relu(self.margin - (embeddings[negative_pairs[:, 0]]
+                                                      - embeddings[negative_pairs[:, 1]]).pow(2).sum(1).sqrt()).pow(2)
+                loss = torch.cat([positive_loss, negative_loss], dim=0)
+                return loss.mean()
+
+        class OnlineTripletLoss(nn.Module):
+            def __init__(self, margin, triplet_selector):
+                super(OnlineTripletLoss, self).__init__()
+                self.margin = margin
+                self.triplet_selector = triplet_selector
+
+            def forward(self, embeddings, target):
+                triplets = self.triplet_selector.get_triplets(embeddings, target)
+                if embeddings.is_cuda:
+                    triplets = triplets.cuda()
+                ap_distances = (embeddings[triplets[:, 0]] - embeddings[triplets[:, 1]]).pow(2).sum(1)
+                an_distances = (embeddings[triplets[:, 0]] - embeddings[triplets[:, 2]]).pow(2).sum(1)
+                losses = F.relu(ap_distances - an_distances + self.margin)
+                return losses.mean(), len(triplets)
+
+        margin = 1.
+        model = init_params(torch, nn.Sequential(nn.Linear(6, 8), nn.PReLU(), nn.Linear(8, 2)), 22, scale=0.6)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        rs = np.random.RandomState(23)
+        loss_fns = [OnlineContrastiveLoss(margin, AllPositivePairSelector(balance=False)),
+                    OnlineContrastiveLoss(margin, HardNegativePairSelector()),
+                    OnlineTripletLoss(margin, AllTripletSelector()),
+                    OnlineTripletLoss(margin, FunctionNegativeTripletSelector(margin, hardest_negative, cpu=False)),
+                    OnlineTripletLoss(margin, FunctionNegativeTripletSelector(margin, random_hard_negative)),
+                    OnlineTripletLoss(margin, FunctionNegativeTripletSelector(
+                        margin, lambda x: semihard_negative(x, margin)))]
+        for loss_fn in loss_fns:
+            data = (torch.tensor(rs.standard_normal((8, 6)).astype(np.float32)),)
+            target = torch.tensor(rs.randint(0, 3, 8))
+            target = target if type(target) in (tuple, list) else (target,)
+            optimizer.zero_grad()
+            outputs = model(*data)
+            if type(outputs) not in (tuple, list):
+                outputs = (outputs,)
+            loss_inputs = outputs + target
+            loss_outputs = loss_fn(*loss_inputs)
+            loss = loss_outputs[0] if type(loss_outputs) in (tuple, list) else loss_outputs
+            loss.backward()
+            optimizer.step()
+            log("loss", list(loss_outputs) if isinstance(loss_outputs, tuple) else loss_outputs)
+        a, p, n = (randn(torch, (4, 2), s, requires_grad=True) for s in (24, 25, 26))
+        for loss in (ContrastiveLoss(margin)(a, p, torch.tensor([1, 0, 0, 1])), TripletLoss(margin)(a, p, n, False)):
+            loss.backward()
+            log("pair losses", [loss, a.grad])
+        log("prelu", model[1].weight)
+    run_both(program)
