@@ -7,9 +7,10 @@ supports are described in ``tracegrad/_api/sparse_coo.py``.
 from __future__ import annotations
 
 from .._api.sparse_coo import SparseCooTensor, sparse_mm, sparse_sum
-from ._legacy import (  # noqa: F401  (torch's deprecated typed sparse constructors)
-    BFloat16Tensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor, LongTensor,
-    ShortTensor)
+from ._legacy import (  # torch's deprecated typed sparse constructors
+    BFloat16Tensor as BFloat16Tensor, ByteTensor as ByteTensor, CharTensor as CharTensor,
+    DoubleTensor as DoubleTensor, FloatTensor as FloatTensor, HalfTensor as HalfTensor, IntTensor as IntTensor,
+    LongTensor as LongTensor, ShortTensor as ShortTensor)
 
 __all__ = ["mm", "sum"]
 

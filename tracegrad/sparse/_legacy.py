@@ -24,9 +24,9 @@ class LegacySparseType(type):
 
     def __call__(cls, *args, device=None):
         """``(indices, values[, size])``: a sparse COO tensor of ``values`` (their dtype is kept, as
-        torch; deprecated, with torch's UserWarning, once per process and form); ``(*sizes)``: an empty one of the class's
-        dtype; ``()``: size ``(0,)``. RuntimeError for indices that are not int64; TypeError for
-        data given as a sequence."""
+        torch's); ``(*sizes)``: an empty one of the class's dtype; ``()``: size ``(0,)``. Every form
+        is deprecated: torch's UserWarning, once per process and form. RuntimeError for indices that
+        are not int64; TypeError for data given as a sequence."""
         if args and isinstance(args[0], Tensor):
             if not 2 <= len(args) <= 3:
                 raise TypeError(f"{cls.__name__}(): expected (indices, values) or (indices, values, size)")
