@@ -315,3 +315,45 @@ def test_embedding_bag_sparse_grad_matches_torch(mode, padding_idx, weighted):
     for T in (torch, tracegrad):
         with pytest.raises(ValueError, match="max mode does not support sparse weights"):
             T.nn.EmbeddingBag(5, 3, sparse=True, mode="max")(T.tensor([[0, 1]]))
+
+
+@pytest.mark.parametrize("args", [lambda T: (T.tensor(IDX), T.tensor(VAL), (2, 3)),   # uncoalesced, kept
+                                  lambda T: (T.tensor(IDX), T.tensor([1, 2, 3, 4])),    # values' dtype kept
+                                  lambda T: (2, 3), lambda T: ()])
+@pytest.mark.filterwarnings("ignore:torch.sparse.SparseTensor")
+def test_legacy_typed_sparse_constructors_match_torch(args):
+    """torch.sparse.FloatTensor(indices, values[, size]), or sizes."""
+    t, g = _both(lambda T: T.sparse.FloatTensor(*args(T)))
+    _same_sparse(g, t, coalesced=False)
+    assert isinstance(g, tracegrad.sparse.FloatTensor) == isinstance(t, torch.sparse.FloatTensor)
+    assert not isinstance(tracegrad.zeros(2), tracegrad.sparse.FloatTensor)
+    assert isinstance(tracegrad.sparse.DoubleTensor(2), tracegrad.sparse.DoubleTensor)
+
+
+def test_legacy_typed_sparse_constructors_warn_once_per_form_as_torch():
+    """Deprecated, with torch's message, once per process and form (torch's TORCH_WARN_ONCE): the
+    once-registry is cleared here so the first call warns whatever ran before."""
+    from tracegrad._ops import warn as _warn_mod
+    forms = [lambda T: (T.tensor(IDX), T.tensor(VAL), (2, 3)), lambda T: (2, 3), lambda T: ()]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for f in forms:
+            torch.sparse.FloatTensor(*f(torch))     # torch's once-flags are now spent, as ours will be
+    for f in forms:
+        _warn_mod._WARNED_ONCE -= {m for m in _warn_mod._WARNED_ONCE if m.startswith("torch.sparse.SparseTensor(")}
+        with pytest.warns(UserWarning, match=r"torch\.sparse\.SparseTensor\(.*is deprecated") as first:
+            tracegrad.sparse.FloatTensor(*f(tracegrad))
+        assert len(first) == 1
+        with warnings.catch_warnings(record=True) as again:
+            warnings.simplefilter("always")
+            tracegrad.sparse.FloatTensor(*f(tracegrad))
+            torch.sparse.FloatTensor(*f(torch))
+        assert again == []
+
+
+@pytest.mark.parametrize("args, exc", [(lambda T: (T.tensor(IDX).int(), T.tensor(VAL), (2, 3)), RuntimeError),
+                                       (lambda T: ([1, 2],), TypeError)])
+def test_legacy_typed_sparse_constructor_errors_match_torch(args, exc):
+    for T in (torch, tracegrad):
+        with pytest.raises(exc):
+            T.sparse.FloatTensor(*args(T))

@@ -1,4 +1,5 @@
-"""``tracegrad.sparse``: mirrors ``torch.sparse`` for sparse COO tensors -- ``mm``, ``sum``.
+"""``tracegrad.sparse``: mirrors ``torch.sparse`` for sparse COO tensors -- ``mm``, ``sum``, and the
+deprecated typed constructors (``FloatTensor(indices, values, size)``, ``_legacy.py``).
 
 The sparse COO tensor itself (``tracegrad.sparse_coo_tensor``, ``Tensor.to_sparse``) and what it
 supports are described in ``tracegrad/_api/sparse_coo.py``.
@@ -6,6 +7,10 @@ supports are described in ``tracegrad/_api/sparse_coo.py``.
 from __future__ import annotations
 
 from .._api.sparse_coo import SparseCooTensor, sparse_mm, sparse_sum
+from ._legacy import (  # torch's deprecated typed sparse constructors
+    BFloat16Tensor as BFloat16Tensor, ByteTensor as ByteTensor, CharTensor as CharTensor,
+    DoubleTensor as DoubleTensor, FloatTensor as FloatTensor, HalfTensor as HalfTensor, IntTensor as IntTensor,
+    LongTensor as LongTensor, ShortTensor as ShortTensor)
 
 __all__ = ["mm", "sum"]
 
