@@ -531,6 +531,22 @@ for fn_name, (label, bad) in itertools.product(NON_TENSOR_FNS, [("None", None), 
                                                                  ("list", [1.0, 2.0])]):
     case(f"{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T, n)(b))
 
+# the hot families' function forms (their Tensor methods always have a Tensor self): a non-Tensor
+# first argument, with the rest of a valid call
+HOT_FUNCTION_FORMS = {"flip": ([0],), "reshape": ((2,),), "permute": (0,), "clone": (), "where": (), "round": (),
+                      "t": (), "trace": (), "diag": (), "diagonal": (), "flatten": (), "fliplr": (), "flipud": (),
+                      "adjoint": (), "get_device": (), "detach_": (), "hstack": (), "vstack": (), "row_stack": ()}
+for fn_name, (label, bad) in itertools.product(HOT_FUNCTION_FORMS, [("None", None), ("str", "abc"),
+                                                                     ("list", [1.0, 2.0])]):
+    if label == "None" and fn_name.endswith("stack"):
+        continue
+    case(f"{fn_name}({label}, ...)", lambda T, n=fn_name, b=bad: getattr(T, n)(b, *HOT_FUNCTION_FORMS[n]))
+# dtype arguments: a tensor, a string or None where a dtype goes
+for fn_name, (label, pair) in itertools.product(["can_cast", "promote_types"], [
+        ("tensor", lambda T: (T.ones(2), T.float32)), ("str", lambda T: (T.float32, "abc")),
+        ("None", lambda T: (None, T.int64)), ("ok", lambda T: (T.int32, T.float32))]):
+    case(f"{fn_name}({label})", lambda T, n=fn_name, p=pair: getattr(T, n)(*p(T)))
+
 # nn.functional: a non-Tensor input, or a non-Tensor beside a (2, 3) float input
 F_NON_TENSOR = {"relu": lambda T, b: T.nn.functional.relu(b), "relu_": lambda T, b: T.nn.functional.relu_(b),
                 "elu_": lambda T, b: T.nn.functional.elu_(b), "selu_": lambda T, b: T.nn.functional.selu_(b),

@@ -226,6 +226,7 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
     wrong = _wrong_kind(api, sig, args, kwargs, skip) if sig is not None else None
     if wrong is not None:
         pos, name, kind, value = wrong
+        name = "input" if name == "self" else name   # torch names a function form's tensor 'input'
         return TypeError(f"{api}(): argument '{name}' (position {pos}) must be {kind}, not "
                          f"{type(value).__name__}; pass a value of that kind (see the docs of {api})")
     if python_level:
@@ -303,13 +304,16 @@ def check_kinds(api, read_first=(), **values):
             raise strict_error(api, name, kind, v)
 
 
-def guard(api, fn, python_level=False):
+def guard(api, fn, python_level=False, hot=False):
     """``fn`` behind one ``try``: a failed call whose arguments have the wrong kind raises torch's
     TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
     calls pass through unchanged. Parameters of a ``_STRICT_KINDS`` kind are also checked before
-    the call: one ``type(v) is ...`` each on the common path."""
+    the call: one ``type(v) is ...`` each on the common path. ``hot``: a ``HOT`` family's
+    function form, where nothing may run before the call; only an AttributeError (a non-Tensor
+    where the Tensor goes: ``flip(None, [0])``) is looked at, after the call failed."""
     sig = _public_signature(fn)
-    strict = _strict_params(api, sig, python_level)
+    strict = () if hot else _strict_params(api, sig, python_level)
+    caught = AttributeError if hot else GUARDED
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -319,7 +323,7 @@ def guard(api, fn, python_level=False):
                 raise strict_error(api, name, kind, v, at + 1 if at < len(args) else None)
         try:
             return fn(*args, **kwargs)
-        except GUARDED as e:
+        except caught as e:
             replaced = argument_error(api, sig, args, kwargs, e, python_level)
             if replaced is None:
                 raise
@@ -345,8 +349,9 @@ PYTHON_LEVEL = frozenset({
 _OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}
 
 
-# the per-op hot families stay unwrapped: their Tensor methods are the eager hot path, and their
-# errors are already torch's on the except path (``op_error``, ``not_a_tensor``, numpy_names' guard)
+# the per-op hot families: their Tensor methods stay unwrapped (the eager hot path; their errors are
+# already torch's on the except path: ``op_error``, ``not_a_tensor``, numpy_names' guard), their
+# function forms get ``guard(hot=True)``: nothing before the call, an AttributeError looked at after
 HOT = ("tracegrad._api.elementwise", "tracegrad._api.inplace", "tracegrad._api.shape", "tracegrad._api.promotion",
        "tracegrad._api.reduction", "tracegrad._api.tensor_methods", "tracegrad._api.conversion",
        "tracegrad._api.autograd_methods")
@@ -367,13 +372,18 @@ def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python
     functions are not checked again."""
     for name, fn in list(namespace.items() if names is None else ((n, namespace[n]) for n in names)):
         if (name.startswith("_") or name in PYTHON_LEVEL or not inspect.isfunction(fn)
-                or getattr(fn, "_guarded", False) or fn.__module__.startswith(HOT)
+                or getattr(fn, "_guarded", False) or (methods and fn.__module__.startswith(HOT))
                 or (methods and hasattr(fn, "__wrapped__"))
                 or not fn.__module__.startswith(modules)):
             continue
+        # a hot family's function form (tracegrad.flip) gets the AttributeError-only guard: its
+        # first argument may be anything there, while Tensor's method always has a Tensor self
+        hot = fn.__module__.startswith(HOT)
+        if hot and getattr(fn, "_kinds_checked", False):
+            continue
         key = (id(fn), python_level)
         if key not in _DONE:
-            _DONE[key] = (fn, guard(prefix + name, fn, python_level))   # fn kept alive: its id stays its own
+            _DONE[key] = (fn, guard(prefix + name, fn, python_level, hot))   # fn kept alive: its id stays its own
         namespace[name] = _DONE[key][1]
 
 

@@ -48,6 +48,7 @@ def numpy_names(fn, name):
             if replaced is None:
                 raise
             raise replaced from None
+    accepts_numpy_names._kinds_checked = True   # argcheck.guard_all adds no second AttributeError guard
     return accepts_numpy_names
 
 
