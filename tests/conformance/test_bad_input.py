@@ -547,6 +547,19 @@ for fn_name, (label, pair) in itertools.product(["can_cast", "promote_types"], [
         ("None", lambda T: (None, T.int64)), ("ok", lambda T: (T.int32, T.float32))]):
     case(f"{fn_name}({label})", lambda T, n=fn_name, p=pair: getattr(T, n)(*p(T)))
 
+# keepdim takes only a bool (1 == True would share a static key); torch has no dim=None overload
+# for these, though tracegrad's own default is None
+STATIC_KINDS = {
+    "sum(keepdim=1)": lambda T: T.sum(T.ones(2, 3), 0, keepdim=1), "mean(t, 0, 0)": lambda T: T.ones(2, 3).mean(0, 0),
+    "max(keepdims=1)": lambda T: T.ones(2, 3).max(0, keepdims=1), "var(keepdim=tensor)": lambda T: T.ones(2, 3).var(0, keepdim=T.tensor(True)),
+    "amax(keepdim=None)": lambda T: T.amax(T.ones(2, 3), 0, keepdim=None), "sum(keepdim=True)": lambda T: T.ones(2, 3).sum(0, True),
+    "median(t, None)": lambda T: T.median(T.ones(2, 3), None), "nanmedian(dim=None)": lambda T: T.ones(2, 3).nanmedian(dim=None),
+    "squeeze(t, None)": lambda T: T.squeeze(T.ones(2, 1), None), "min(dim=None)": lambda T: T.ones(2, 3).min(dim=None),
+    "median(t)": lambda T: T.median(T.ones(2, 3)), "prod(t)": lambda T: T.ones(2, 3).prod(),
+}
+for k, f in STATIC_KINDS.items():
+    case(k, f)
+
 # nn.functional: a non-Tensor input, or a non-Tensor beside a (2, 3) float input
 F_NON_TENSOR = {"relu": lambda T, b: T.nn.functional.relu(b), "relu_": lambda T, b: T.nn.functional.relu_(b),
                 "elu_": lambda T, b: T.nn.functional.elu_(b), "selu_": lambda T, b: T.nn.functional.selu_(b),
@@ -691,8 +704,7 @@ KNOWN = {}
 # them, tracegrad accepts them (a float or None where an int goes, checked nowhere on the success
 # path) or fails inside a hot family or a dtype check first, with that check's class
 KNOWN.update(dict.fromkeys([
-    'F.adaptive_avg_pool2d(t, float) kind', 'logsumexp(t, None) kind', 'max(t, None) kind', 'prod(t, None) kind',
-    'randint_like(t, float) kind',
+    'F.adaptive_avg_pool2d(t, float) kind', 'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
     'F.embedding(t, float) kind',

@@ -378,8 +378,12 @@ def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python
             continue
         # a hot family's function form (tracegrad.flip) gets the AttributeError-only guard: its
         # first argument may be anything there, while Tensor's method always has a Tensor self
+        # not for the ones that already turn a non-Tensor into torch's TypeError on their own
+        # except path: numpy_names' and accepts_out's wrappers (``_kinds_checked``) and the
+        # factory-made op functions (``_unary.<locals>.f``), whose operands go straight to
+        # apply_op: the eager chain's function forms (tracegrad.relu) keep their one frame
         hot = fn.__module__.startswith(HOT)
-        if hot and getattr(fn, "_kinds_checked", False):
+        if hot and (getattr(fn, "_kinds_checked", False) or "<locals>" in fn.__code__.co_qualname):
             continue
         key = (id(fn), python_level)
         if key not in _DONE:
