@@ -560,6 +560,25 @@ STATIC_KINDS = {
 for k, f in STATIC_KINDS.items():
     case(k, f)
 
+# the autograd API's own arguments: no outputs / inputs (None), a flag that is not a bool
+def _leaf(T):
+    return T.ones(2, requires_grad=True)
+
+
+AUTOGRAD_ARGS = {
+    "grad(None, x)": lambda T: T.autograd.grad(None, _leaf(T)),
+    "grad(y, None)": lambda T: T.autograd.grad(_leaf(T).sum(), None),
+    "grad(retain_graph=str)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, retain_graph="a"))(_leaf(T)),
+    "grad(create_graph=None)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, create_graph=None))(_leaf(T)),
+    "grad(allow_unused=str)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, allow_unused="a"))(_leaf(T)),
+    "grad(retain_graph=1)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, retain_graph=1))(_leaf(T)),
+    "autograd.backward(None)": lambda T: T.autograd.backward(None),
+    "Tensor.backward(None)": lambda T: T.Tensor.backward(None),
+    "backward(retain_graph=str)": lambda T: _leaf(T).sum().backward(retain_graph="a"),
+}
+for k, f in AUTOGRAD_ARGS.items():
+    case(k, f)
+
 # nn.functional: a non-Tensor input, or a non-Tensor beside a (2, 3) float input
 F_NON_TENSOR = {"relu": lambda T, b: T.nn.functional.relu(b), "relu_": lambda T, b: T.nn.functional.relu_(b),
                 "elu_": lambda T, b: T.nn.functional.elu_(b), "selu_": lambda T, b: T.nn.functional.selu_(b),

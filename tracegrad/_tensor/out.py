@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 
 from .._ops import dtypes as _dt
-from .._ops.errors import not_a_tensor
+from .._ops.errors import PYTHON_LEVEL, not_a_tensor
 from .._ops.random import scalar_name
 from .._ops.warn import warn
 from .tensor import Tensor, _grad_enabled
@@ -96,6 +96,8 @@ def accepts_out(name=None, dtype_from_out=False, **how):
 def _not_a_tensor_argument(label, err, args):
     """torch's TypeError when ``err`` is an attribute lookup on one of ``args`` that is not a
     Tensor (``round(None)``, ``where([1])``); None for any other AttributeError (user code's)."""
+    if label in PYTHON_LEVEL:   # torch's own failure there is this AttributeError too
+        return None
     obj = getattr(err, "obj", err)
     for pos, value in enumerate(args, 1):
         # a string where the tensors go fails on one of its characters (hstack('abc'))
