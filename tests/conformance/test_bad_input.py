@@ -556,6 +556,23 @@ STATIC_KINDS = {
     "median(t, None)": lambda T: T.median(T.ones(2, 3), None), "nanmedian(dim=None)": lambda T: T.ones(2, 3).nanmedian(dim=None),
     "squeeze(t, None)": lambda T: T.squeeze(T.ones(2, 1), None), "min(dim=None)": lambda T: T.ones(2, 3).min(dim=None),
     "median(t)": lambda T: T.median(T.ones(2, 3)), "prod(t)": lambda T: T.ones(2, 3).prod(),
+    # a list or a string where a Tensor-or-Number bound / exponent goes
+    "clamp(min=list)": lambda T: T.clamp(T.ones(2), min=[1]), "clamp(max=str)": lambda T: T.ones(2).clamp(max="a"),
+    "clamp_(min=list)": lambda T: T.ones(2).clamp_(min=[1]), "clamp_min(list)": lambda T: T.clamp_min(T.ones(2), [1]),
+    "clamp_max(list)": lambda T: T.ones(2).clamp_max([1]), "pow_(list)": lambda T: T.ones(2).pow_([2]),
+    "clamp(None, 1)": lambda T: T.ones(2).clamp(None, 1), "pow_(2)": lambda T: T.ones(2).pow_(2),
+    # tensor_split takes exactly one of indices_or_sections / sections= / indices=
+    "tensor_split(t, None)": lambda T: T.tensor_split(T.ones(4), None), "tensor_split(t)": lambda T: T.ones(4).tensor_split(),
+    "tensor_split(t, 2, sections=2)": lambda T: T.tensor_split(T.ones(4), 2, sections=2),
+    "tensor_split(sections=2)": lambda T: T.ones(4).tensor_split(sections=2),
+    # an integer or bool target of binary_cross_entropy_with_logits
+    "BCEWithLogits(long target)": lambda T: T.nn.BCEWithLogitsLoss()(T.zeros(2, 3), T.ones(2, 3, dtype=T.long)),
+    "BCEWithLogits(int32 target)": lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.zeros(2), T.ones(2, dtype=T.int32)),
+    "BCEWithLogits(bool target)": lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.zeros(2), T.ones(2, dtype=T.bool)),
+    "BCEWithLogits(float64 target)": lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.zeros(2), T.ones(2, dtype=T.float64)),
 }
 for k, f in STATIC_KINDS.items():
     case(k, f)

@@ -384,7 +384,11 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
     """Mirrors ``torch.tensor_split``: views along ``dim``; an int gives that many near-equal
     pieces (the first ``n % sections`` one longer), a sequence of ints gives split points (sliced
     as Python slices), a tensor holds either (0-d: sections, 1-d: indices)."""
-    spec = next(v for v in (indices_or_sections, sections, indices, 1) if v is not None)
+    given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+    if len(given) != 1:   # torch's overloads take exactly one of them, and never None
+        raise TypeError("tensor_split(): pass exactly one of indices_or_sections (an int, a sequence of ints or "
+                        f"a tensor), sections= or indices=; got {len(given)}")
+    spec = given[0]
     if self.ndim == 0:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with {self.ndim} dims")
     if isinstance(spec, Tensor):
