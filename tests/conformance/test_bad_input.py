@@ -541,6 +541,9 @@ for fn_name, (label, bad) in itertools.product(HOT_FUNCTION_FORMS, [("None", Non
     if label == "None" and fn_name.endswith("stack"):
         continue
     case(f"{fn_name}({label}, ...)", lambda T, n=fn_name, b=bad: getattr(T, n)(b, *HOT_FUNCTION_FORMS[n]))
+for fn_name, (label, bad) in itertools.product(["view_as", "reshape_as", "expand_as"],
+                                               [("None", None), ("int", 3), ("list", [1.0, 2.0])]):
+    case(f"Tensor.{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T.ones(2), n)(b))
 # dtype arguments: a tensor, a string or None where a dtype goes
 for fn_name, (label, pair) in itertools.product(["can_cast", "promote_types"], [
         ("tensor", lambda T: (T.ones(2), T.float32)), ("str", lambda T: (T.float32, "abc")),

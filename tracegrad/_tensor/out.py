@@ -73,6 +73,9 @@ def accepts_out(name=None, dtype_from_out=False, **how):
     truncated values)."""
     def wrap(fn):
         label = name or fn.__name__
+        # torch's Python-level functions (tensordot, norm, nn.functional's) fail on a non-Tensor
+        # with their own AttributeError: only the C++-parsed ones get the parser's TypeError
+        python_level = label in PYTHON_LEVEL or fn.__module__.startswith("tracegrad.nn")
 
         @functools.wraps(fn)
         def with_out(*args, out=None, **kwargs):
@@ -80,6 +83,8 @@ def accepts_out(name=None, dtype_from_out=False, **how):
                 try:     # free when nothing is raised: the function forms' one layer is their guard
                     return fn(*args, **kwargs)
                 except AttributeError as e:
+                    if python_level:
+                        raise
                     raise _not_a_tensor_argument(label, e, args) or e
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
@@ -96,8 +101,6 @@ def accepts_out(name=None, dtype_from_out=False, **how):
 def _not_a_tensor_argument(label, err, args):
     """torch's TypeError when ``err`` is an attribute lookup on one of ``args`` that is not a
     Tensor (``round(None)``, ``where([1])``); None for any other AttributeError (user code's)."""
-    if label in PYTHON_LEVEL:   # torch's own failure there is this AttributeError too
-        return None
     obj = getattr(err, "obj", err)
     for pos, value in enumerate(args, 1):
         # a string where the tensors go fails on one of its characters (hstack('abc'))
