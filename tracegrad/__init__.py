@@ -51,8 +51,9 @@ from ._ops.dtypes import (  # noqa: E402
     bfloat16 as bfloat16, complex64 as complex64, complex128 as complex128, float16 as float16,
     float32 as float32, float64 as float64, int8 as int8, int16 as int16, int32 as int32,
     int64 as int64, uint8 as uint8, dtype as dtype, get_default_dtype as get_default_dtype,
-    set_default_dtype as set_default_dtype, promote_types as promote_types, can_cast as can_cast
+    set_default_dtype as set_default_dtype
 )
+from ._api.dtype_args import promote_types as promote_types, can_cast as can_cast  # noqa: E402
 from ._ops.dtypes import bool_ as bool  # noqa: E402,A001
 from ._ops.dtypes import (  # noqa: E402  (NOTE [limited dtypes], NOTE [dtypes without storage])
     uint16 as uint16, uint32 as uint32, uint64 as uint64, float8_e4m3fn as float8_e4m3fn,

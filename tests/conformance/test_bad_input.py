@@ -531,6 +531,74 @@ for fn_name, (label, bad) in itertools.product(NON_TENSOR_FNS, [("None", None), 
                                                                  ("list", [1.0, 2.0])]):
     case(f"{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T, n)(b))
 
+# the hot families' function forms (their Tensor methods always have a Tensor self): a non-Tensor
+# first argument, with the rest of a valid call
+HOT_FUNCTION_FORMS = {"flip": ([0],), "reshape": ((2,),), "permute": (0,), "clone": (), "where": (), "round": (),
+                      "t": (), "trace": (), "diag": (), "diagonal": (), "flatten": (), "fliplr": (), "flipud": (),
+                      "adjoint": (), "get_device": (), "detach_": (), "hstack": (), "vstack": (), "row_stack": ()}
+for fn_name, (label, bad) in itertools.product(HOT_FUNCTION_FORMS, [("None", None), ("str", "abc"),
+                                                                     ("list", [1.0, 2.0])]):
+    if label == "None" and fn_name.endswith("stack"):
+        continue
+    case(f"{fn_name}({label}, ...)", lambda T, n=fn_name, b=bad: getattr(T, n)(b, *HOT_FUNCTION_FORMS[n]))
+for fn_name, (label, bad) in itertools.product(["view_as", "reshape_as", "expand_as"],
+                                               [("None", None), ("int", 3), ("list", [1.0, 2.0])]):
+    case(f"Tensor.{fn_name}({label})", lambda T, n=fn_name, b=bad: getattr(T.ones(2), n)(b))
+# dtype arguments: a tensor, a string or None where a dtype goes
+for fn_name, (label, pair) in itertools.product(["can_cast", "promote_types"], [
+        ("tensor", lambda T: (T.ones(2), T.float32)), ("str", lambda T: (T.float32, "abc")),
+        ("None", lambda T: (None, T.int64)), ("ok", lambda T: (T.int32, T.float32))]):
+    case(f"{fn_name}({label})", lambda T, n=fn_name, p=pair: getattr(T, n)(*p(T)))
+
+# keepdim takes only a bool (1 == True would share a static key); torch has no dim=None overload
+# for these, though tracegrad's own default is None
+STATIC_KINDS = {
+    "sum(keepdim=1)": lambda T: T.sum(T.ones(2, 3), 0, keepdim=1), "mean(t, 0, 0)": lambda T: T.ones(2, 3).mean(0, 0),
+    "max(keepdims=1)": lambda T: T.ones(2, 3).max(0, keepdims=1), "var(keepdim=tensor)": lambda T: T.ones(2, 3).var(0, keepdim=T.tensor(True)),
+    "amax(keepdim=None)": lambda T: T.amax(T.ones(2, 3), 0, keepdim=None), "sum(keepdim=True)": lambda T: T.ones(2, 3).sum(0, True),
+    "median(t, None)": lambda T: T.median(T.ones(2, 3), None), "nanmedian(dim=None)": lambda T: T.ones(2, 3).nanmedian(dim=None),
+    "squeeze(t, None)": lambda T: T.squeeze(T.ones(2, 1), None), "min(dim=None)": lambda T: T.ones(2, 3).min(dim=None),
+    "median(t)": lambda T: T.median(T.ones(2, 3)), "prod(t)": lambda T: T.ones(2, 3).prod(),
+    # a list or a string where a Tensor-or-Number bound / exponent goes
+    "clamp(min=list)": lambda T: T.clamp(T.ones(2), min=[1]), "clamp(max=str)": lambda T: T.ones(2).clamp(max="a"),
+    "clamp_(min=list)": lambda T: T.ones(2).clamp_(min=[1]), "clamp_min(list)": lambda T: T.clamp_min(T.ones(2), [1]),
+    "clamp_max(list)": lambda T: T.ones(2).clamp_max([1]), "pow_(list)": lambda T: T.ones(2).pow_([2]),
+    "clamp(None, 1)": lambda T: T.ones(2).clamp(None, 1), "pow_(2)": lambda T: T.ones(2).pow_(2),
+    # tensor_split takes exactly one of indices_or_sections / sections= / indices=
+    "tensor_split(t, None)": lambda T: T.tensor_split(T.ones(4), None), "tensor_split(t)": lambda T: T.ones(4).tensor_split(),
+    "tensor_split(t, 2, sections=2)": lambda T: T.tensor_split(T.ones(4), 2, sections=2),
+    "tensor_split(sections=2)": lambda T: T.ones(4).tensor_split(sections=2),
+    # an integer or bool target of binary_cross_entropy_with_logits
+    "BCEWithLogits(long target)": lambda T: T.nn.BCEWithLogitsLoss()(T.zeros(2, 3), T.ones(2, 3, dtype=T.long)),
+    "BCEWithLogits(int32 target)": lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.zeros(2), T.ones(2, dtype=T.int32)),
+    "BCEWithLogits(bool target)": lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.zeros(2), T.ones(2, dtype=T.bool)),
+    "BCEWithLogits(float64 target)": lambda T: T.nn.functional.binary_cross_entropy_with_logits(
+        T.zeros(2), T.ones(2, dtype=T.float64)),
+}
+for k, f in STATIC_KINDS.items():
+    case(k, f)
+
+# the autograd API's own arguments: no outputs / inputs (None), a flag that is not a bool
+def _leaf(T):
+    return T.ones(2, requires_grad=True)
+
+
+AUTOGRAD_ARGS = {
+    "grad(None, x)": lambda T: T.autograd.grad(None, _leaf(T)),
+    "grad(y, None)": lambda T: T.autograd.grad(_leaf(T).sum(), None),
+    "grad(retain_graph=str)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, retain_graph="a"))(_leaf(T)),
+    "grad(create_graph=None)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, create_graph=None))(_leaf(T)),
+    "grad(allow_unused=str)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, allow_unused="a"))(_leaf(T)),
+    "grad(retain_graph=1)": lambda T: (lambda a: T.autograd.grad(a.sum(), a, retain_graph=1))(_leaf(T)),
+    "autograd.backward(None)": lambda T: T.autograd.backward(None),
+    "Tensor.backward(None)": lambda T: T.Tensor.backward(None),
+    "backward(retain_graph=str)": lambda T: _leaf(T).sum().backward(retain_graph="a"),
+}
+for k, f in AUTOGRAD_ARGS.items():
+    case(k, f)
+
 # nn.functional: a non-Tensor input, or a non-Tensor beside a (2, 3) float input
 F_NON_TENSOR = {"relu": lambda T, b: T.nn.functional.relu(b), "relu_": lambda T, b: T.nn.functional.relu_(b),
                 "elu_": lambda T, b: T.nn.functional.elu_(b), "selu_": lambda T, b: T.nn.functional.selu_(b),
@@ -675,8 +743,7 @@ KNOWN = {}
 # them, tracegrad accepts them (a float or None where an int goes, checked nowhere on the success
 # path) or fails inside a hot family or a dtype check first, with that check's class
 KNOWN.update(dict.fromkeys([
-    'F.adaptive_avg_pool2d(t, float) kind', 'logsumexp(t, None) kind', 'max(t, None) kind', 'prod(t, None) kind',
-    'randint_like(t, float) kind',
+    'F.adaptive_avg_pool2d(t, float) kind', 'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
     'F.embedding(t, float) kind',

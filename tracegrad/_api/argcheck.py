@@ -25,6 +25,7 @@ import functools
 import inspect
 
 from .._ops import dtypes as _dt
+from .._ops.errors import PYTHON_LEVEL
 from .._tensor.tensor import Size, Tensor
 
 
@@ -226,6 +227,7 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
     wrong = _wrong_kind(api, sig, args, kwargs, skip) if sig is not None else None
     if wrong is not None:
         pos, name, kind, value = wrong
+        name = "input" if name == "self" else name   # torch names a function form's tensor 'input'
         return TypeError(f"{api}(): argument '{name}' (position {pos}) must be {kind}, not "
                          f"{type(value).__name__}; pass a value of that kind (see the docs of {api})")
     if python_level:
@@ -303,13 +305,16 @@ def check_kinds(api, read_first=(), **values):
             raise strict_error(api, name, kind, v)
 
 
-def guard(api, fn, python_level=False):
+def guard(api, fn, python_level=False, hot=False):
     """``fn`` behind one ``try``: a failed call whose arguments have the wrong kind raises torch's
     TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
     calls pass through unchanged. Parameters of a ``_STRICT_KINDS`` kind are also checked before
-    the call: one ``type(v) is ...`` each on the common path."""
+    the call: one ``type(v) is ...`` each on the common path. ``hot``: a ``HOT`` family's
+    function form, where nothing may run before the call; only an AttributeError (a non-Tensor
+    where the Tensor goes: ``flip(None, [0])``) is looked at, after the call failed."""
     sig = _public_signature(fn)
-    strict = _strict_params(api, sig, python_level)
+    strict = () if hot else _strict_params(api, sig, python_level)
+    caught = AttributeError if hot else GUARDED
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -319,7 +324,7 @@ def guard(api, fn, python_level=False):
                 raise strict_error(api, name, kind, v, at + 1 if at < len(args) else None)
         try:
             return fn(*args, **kwargs)
-        except GUARDED as e:
+        except caught as e:
             replaced = argument_error(api, sig, args, kwargs, e, python_level)
             if replaced is None:
                 raise
@@ -330,23 +335,15 @@ def guard(api, fn, python_level=False):
     return checked
 
 
-# torch's functions written in Python (torch/functional.py...): no argument parser runs before
-# them, so torch's own failures there are AttributeError / RuntimeError, as tracegrad's are
-PYTHON_LEVEL = frozenset({
-    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "broadcast_tensors",
-    "cartesian_prod", "cdist", "chain_matmul", "einsum", "is_storage", "is_tensor", "meshgrid", "norm", "split",
-    "tensordot", "unique", "unique_consecutive", "unravel_index", "lu", "stft", "istft", "from_dlpack", "cond",
-    "while_loop", "set_default_tensor_type", "set_warn_always", "is_warn_always_enabled", "eig", "lstsq", "solve",
-    "symeig", "matrix_rank", "resize", "resize_as", "unflatten", "rename", "refine_names", "align_to", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
-    # torch parses these itself: a type name string (ValueError when unknown), thread counts
-    "type", "set_num_threads", "set_num_interop_threads"})
+# PYTHON_LEVEL (_ops/errors.py): torch's functions written in Python, no argument parser before them
 # parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
 # other)), Tensor.unfold's int size
 _OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}
 
 
-# the per-op hot families stay unwrapped: their Tensor methods are the eager hot path, and their
-# errors are already torch's on the except path (``op_error``, ``not_a_tensor``, numpy_names' guard)
+# the per-op hot families: their Tensor methods stay unwrapped (the eager hot path; their errors are
+# already torch's on the except path: ``op_error``, ``not_a_tensor``, numpy_names' guard), their
+# function forms get ``guard(hot=True)``: nothing before the call, an AttributeError looked at after
 HOT = ("tracegrad._api.elementwise", "tracegrad._api.inplace", "tracegrad._api.shape", "tracegrad._api.promotion",
        "tracegrad._api.reduction", "tracegrad._api.tensor_methods", "tracegrad._api.conversion",
        "tracegrad._api.autograd_methods")
@@ -367,13 +364,22 @@ def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python
     functions are not checked again."""
     for name, fn in list(namespace.items() if names is None else ((n, namespace[n]) for n in names)):
         if (name.startswith("_") or name in PYTHON_LEVEL or not inspect.isfunction(fn)
-                or getattr(fn, "_guarded", False) or fn.__module__.startswith(HOT)
+                or getattr(fn, "_guarded", False) or (methods and fn.__module__.startswith(HOT))
                 or (methods and hasattr(fn, "__wrapped__"))
                 or not fn.__module__.startswith(modules)):
             continue
+        # a hot family's function form (tracegrad.flip) gets the AttributeError-only guard: its
+        # first argument may be anything there, while Tensor's method always has a Tensor self
+        # not for the ones that already turn a non-Tensor into torch's TypeError on their own
+        # except path: numpy_names' and accepts_out's wrappers (``_kinds_checked``) and the
+        # factory-made op functions (``_unary.<locals>.f``), whose operands go straight to
+        # apply_op: the eager chain's function forms (tracegrad.relu) keep their one frame
+        hot = fn.__module__.startswith(HOT)
+        if hot and (getattr(fn, "_kinds_checked", False) or "<locals>" in fn.__code__.co_qualname):
+            continue
         key = (id(fn), python_level)
         if key not in _DONE:
-            _DONE[key] = (fn, guard(prefix + name, fn, python_level))   # fn kept alive: its id stays its own
+            _DONE[key] = (fn, guard(prefix + name, fn, python_level, hot))   # fn kept alive: its id stays its own
         namespace[name] = _DONE[key][1]
 
 

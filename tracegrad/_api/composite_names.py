@@ -16,6 +16,7 @@ from ..autograd._dispatch import apply_op
 from .shape import by_keyword
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, function, method
+from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_
 from .promotion import _SCALAR_NAME, result_dtype
@@ -264,7 +265,9 @@ for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_"
                         ("true_divide_", "div_"), ("swapaxes_", "transpose_"), ("swapdims_", "transpose_")):
     _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
 for _name in INPLACE_FUNCTIONS:
-    _put(FUNCTIONS, (_name,), METHODS.get(_name) or vars(Tensor)[_name], "tracegrad.")
+    # Tensor's own methods (detach_) get the function forms' AttributeError guard here:
+    # guard_all looks only at the op families' modules
+    _put(FUNCTIONS, (_name,), METHODS.get(_name) or guard(_name, vars(Tensor)[_name], hot=True), "tracegrad.")
 
 
 @method("sum_to_size")

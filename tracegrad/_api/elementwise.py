@@ -201,6 +201,7 @@ def pow(self, exponent):
 @method()
 def pow_(self, exponent):
     """Mirrors ``torch.Tensor.pow_``; an integer self with negative exponents as :func:`pow`."""
+    _check_operand(exponent, "pow_", "exponent", 1)
     if check_int_pow(self, exponent):
         return copy_(self, _int_pow_negative(self, exponent))
     op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
@@ -413,6 +414,8 @@ def clamp(self, min=None, max=None):
     RuntimeError when both are None; NotImplementedError for a bool result."""
     if min is None and max is None:
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
+    _check_operand(min, "clamp", "min")
+    _check_operand(max, "clamp", "max", 3)
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
     if dt is _dt.bool_:
@@ -428,6 +431,7 @@ def clamp(self, min=None, max=None):
 def clamp_min(self, min):
     """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
     check_tensors("clamp_min", self, names=("input",))
+    _check_operand(min, "clamp_min", "min")
     t = isinstance(min, Tensor)
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
 
@@ -436,6 +440,7 @@ def clamp_min(self, min):
 def clamp_max(self, max):
     """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
     check_tensors("clamp_max", self, names=("input",))
+    _check_operand(max, "clamp_max", "max")
     t = isinstance(max, Tensor)
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 

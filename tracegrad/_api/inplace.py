@@ -118,6 +118,8 @@ def div_(self, other, *, rounding_mode=None):
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
+    _check_operand(min, "clamp_", "min", 1)
+    _check_operand(max, "clamp_", "max", 2)
     dt = result_dtype(self, *(v for v in (min, max) if v is not None))
     if not _dt.can_cast(dt, self.dtype):
         raise RuntimeError(f"clamp_: result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "

@@ -9,12 +9,40 @@ from __future__ import annotations
 import functools
 import inspect
 
-from .argcheck import GUARDED, argument_error
+from .argcheck import GUARDED, _is_strict_bool, argument_error, strict_error
 
 _ALIASES = {"axis": "dim", "keepdims": "keepdim"}
 _KEYS = frozenset(_ALIASES)
 # torch's Python-level methods: no NumPy names there (torch raises TypeError, so does tracegrad)
 _PYTHON_LEVEL = frozenset({"norm", "split", "unique", "unique_consecutive", "stft", "istft", "lu"})
+# where tracegrad's ``dim=None`` default means "every dim" but torch has no dim=None overload: a
+# None given explicitly is torch's parser TypeError (``x.max(None)``, ``median(x, None)``)
+_DIM_NOT_NONE = frozenset({"prod", "max", "min", "logsumexp", "median", "nanmedian", "squeeze"})
+_UNSET = object()
+
+
+def _position(params, name):
+    """0-based position of parameter ``name`` when it can be passed positionally, else a position
+    no call reaches (so only the keyword is read)."""
+    for at, p in enumerate(params.values()):
+        if p.name == name:
+            return at if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) else 1 << 30
+    return None
+
+
+def _static_kind_error(name, keepdim_at, dim_at, args, kwargs):
+    """torch's TypeError for a ``keepdim`` that is not a bool (``keepdim=1``: the static-key
+    cache would take it for True) or an explicit ``dim=None`` where torch requires a dim;
+    None when neither."""
+    if keepdim_at is not None:
+        v = args[keepdim_at] if len(args) > keepdim_at else kwargs.get("keepdim", _UNSET)
+        if v is not _UNSET and not _is_strict_bool(v):
+            return strict_error(name, "keepdim", "bool", v, keepdim_at + 1 if len(args) > keepdim_at else None)
+    if dim_at is not None:
+        v = args[dim_at] if len(args) > dim_at else kwargs.get("dim", _UNSET)
+        if v is None:
+            return strict_error(name, "dim", "int", v, dim_at + 1 if len(args) > dim_at else None)
+    return None
 
 
 def numpy_names(fn, name):
@@ -32,6 +60,12 @@ def numpy_names(fn, name):
         return fn
 
     sig = inspect.signature(fn)
+    keepdim_at = _position(params, "keepdim")
+    dim_at = _position(params, "dim") if name in _DIM_NOT_NONE else None
+    # the longest call that passes no keepdim/dim positionally: shorter calls skip the check
+    # with one comparison, keyword calls are looked at whenever there are keywords
+    short = min(a for a in (keepdim_at, dim_at, 1 << 30) if a is not None)
+    checked = keepdim_at is not None or dim_at is not None
 
     @functools.wraps(fn)
     def accepts_numpy_names(*args, **kwargs):
@@ -41,6 +75,10 @@ def numpy_names(fn, name):
                     if real in kwargs:
                         raise TypeError(f"{name}() received both '{real}' and its alias '{alias}'; pass one of them")
                     kwargs[real] = kwargs.pop(alias)
+        if checked and (kwargs or len(args) > short):
+            wrong = _static_kind_error(name, keepdim_at, dim_at, args, kwargs)
+            if wrong is not None:
+                raise wrong
         try:
             return fn(*args, **kwargs)
         except GUARDED as e:   # the Tensor method's one layer doubles as its argument-kind guard
@@ -48,6 +86,7 @@ def numpy_names(fn, name):
             if replaced is None:
                 raise
             raise replaced from None
+    accepts_numpy_names._kinds_checked = True   # argcheck.guard_all adds no second AttributeError guard
     return accepts_numpy_names
 
 

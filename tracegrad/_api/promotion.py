@@ -62,9 +62,11 @@ ADDCDIV_INT = ("Integer division with addcdiv is no longer supported, and in a f
                 "inputs and as (input + value * tensor1 / tensor2) for float inputs.")
 
 
-def _check_operand(x, name):
+def _check_operand(x, name, arg="other", pos=2):
+    """torch's parser TypeError when ``x``, given for ``name``'s Tensor-or-Number argument ``arg``,
+    is neither (a list, a string: ``clamp(x, min=[1])``); None passes (an absent bound)."""
     if not isinstance(x, (Tensor,) + _Number) and x is not None:
-        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(x).__name__}")
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor or Number, not {type(x).__name__}")
 
 
 def check_tensors(api, *args, names=("input", "other")):

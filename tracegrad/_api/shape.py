@@ -9,6 +9,7 @@ import warnings
 from ..autograd._dispatch import apply_op
 from .. import _state
 from .._ops import dtypes as _dt
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
@@ -112,12 +113,24 @@ def reshape(self, *shape, **kwargs):
 
 @method()
 def view_as(self, other):
-    return view(self, tuple(other.shape))
+    """Mirrors ``torch.Tensor.view_as``: ``self.view(other.shape)``. TypeError when ``other`` is
+    not a Tensor."""
+    return view(self, _shape_of("view_as", other))
 
 
 @method()
 def reshape_as(self, other):
-    return reshape(self, tuple(other.shape))
+    """Mirrors ``torch.Tensor.reshape_as``: ``self.reshape(other.shape)``. TypeError when
+    ``other`` is not a Tensor."""
+    return reshape(self, _shape_of("reshape_as", other))
+
+
+def _shape_of(api, other):
+    """``other``'s shape, or torch's TypeError when it has none (None, a number, a list)."""
+    try:
+        return tuple(other.shape)
+    except AttributeError:
+        raise not_a_tensor(api, other, "other", 1) from None
 
 
 @method(function=True)
@@ -252,7 +265,9 @@ def expand(self, *sizes, **kwargs):
 
 @method()
 def expand_as(self, other):
-    return expand(self, tuple(other.shape))
+    """Mirrors ``torch.Tensor.expand_as``: ``self.expand(other.shape)``. TypeError when ``other``
+    is not a Tensor."""
+    return expand(self, _shape_of("expand_as", other))
 
 
 @method(function=True)
@@ -384,7 +399,11 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
     """Mirrors ``torch.tensor_split``: views along ``dim``; an int gives that many near-equal
     pieces (the first ``n % sections`` one longer), a sequence of ints gives split points (sliced
     as Python slices), a tensor holds either (0-d: sections, 1-d: indices)."""
-    spec = next(v for v in (indices_or_sections, sections, indices, 1) if v is not None)
+    given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+    if len(given) != 1:   # torch's overloads take exactly one of them, and never None
+        raise TypeError("tensor_split(): pass exactly one of indices_or_sections (an int, a sequence of ints or "
+                        f"a tensor), sections= or indices=; got {len(given)}")
+    spec = given[0]
     if self.ndim == 0:
         raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with {self.ndim} dims")
     if isinstance(spec, Tensor):

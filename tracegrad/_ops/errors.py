@@ -203,3 +203,15 @@ def not_a_tensor(api: str, value, arg: str = "input", position: int = 1) -> Type
     (an ``except AttributeError`` around that access: nothing runs on the success path)."""
     return TypeError(f"{api}(): argument '{arg}' (position {position}) must be Tensor, not {type(value).__name__} "
                      "(tracegrad.tensor(...) makes one from data)")
+
+
+# torch's functions written in Python (torch/functional.py...): no argument parser runs before
+# them, so torch's own failures there are AttributeError / RuntimeError, as tracegrad's are
+PYTHON_LEVEL = frozenset({
+    "atleast_1d", "atleast_2d", "atleast_3d", "block_diag", "broadcast_shapes", "broadcast_tensors",
+    "cartesian_prod", "cdist", "chain_matmul", "einsum", "is_storage", "is_tensor", "meshgrid", "norm", "split",
+    "tensordot", "unique", "unique_consecutive", "unravel_index", "lu", "stft", "istft", "from_dlpack", "cond",
+    "while_loop", "set_default_tensor_type", "set_warn_always", "is_warn_always_enabled", "eig", "lstsq", "solve",
+    "symeig", "matrix_rank", "resize", "resize_as", "unflatten", "rename", "refine_names", "align_to", "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum",
+    # torch parses these itself: a type name string (ValueError when unknown), thread counts
+    "type", "set_num_threads", "set_num_interop_threads"})

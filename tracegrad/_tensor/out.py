@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 
 from .._ops import dtypes as _dt
+from .._ops.errors import PYTHON_LEVEL, not_a_tensor
 from .._ops.random import scalar_name
 from .._ops.warn import warn
 from .tensor import Tensor, _grad_enabled
@@ -72,11 +73,19 @@ def accepts_out(name=None, dtype_from_out=False, **how):
     truncated values)."""
     def wrap(fn):
         label = name or fn.__name__
+        # torch's Python-level functions (tensordot, norm, nn.functional's) fail on a non-Tensor
+        # with their own AttributeError: only the C++-parsed ones get the parser's TypeError
+        python_level = label in PYTHON_LEVEL or fn.__module__.startswith("tracegrad.nn")
 
         @functools.wraps(fn)
         def with_out(*args, out=None, **kwargs):
             if out is None:
-                return fn(*args, **kwargs)
+                try:     # free when nothing is raised: the function forms' one layer is their guard
+                    return fn(*args, **kwargs)
+                except AttributeError as e:
+                    if python_level:
+                        raise
+                    raise _not_a_tensor_argument(label, e, args) or e
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
@@ -84,5 +93,18 @@ def accepts_out(name=None, dtype_from_out=False, **how):
                                        f"the out parameter ({scalar_name(out.dtype.np)}); pass one or the other")
                 kwargs["dtype"] = out.dtype
             return write_out(label, fn(*args, **kwargs), out, **how)
+        with_out._kinds_checked = True   # _api.argcheck.guard_all adds no second AttributeError guard
         return with_out
     return wrap
+
+
+def _not_a_tensor_argument(label, err, args):
+    """torch's TypeError when ``err`` is an attribute lookup on one of ``args`` that is not a
+    Tensor (``round(None)``, ``where([1])``); None for any other AttributeError (user code's)."""
+    obj = getattr(err, "obj", err)
+    for pos, value in enumerate(args, 1):
+        # a string where the tensors go fails on one of its characters (hstack('abc'))
+        if (value is obj or isinstance(value, str) and isinstance(obj, str) and obj in value
+                or isinstance(value, (list, tuple)) and any(v is obj for v in value)) and not isinstance(value, Tensor):
+            return not_a_tensor(label, value, "input" if pos == 1 else "other", pos)
+    return None

@@ -119,6 +119,19 @@ def _as_tuple(x):
     return tuple(x)
 
 
+def _check_api_args(api, tensors, *flags):
+    """torch's TypeError for the arguments its entry functions cannot take, before any work: no
+    tensors at all (None: torch iterates it), or a flag (retain_graph, create_graph, allow_unused)
+    that is neither an int/bool nor, where ``(name, value, none_ok)`` allows it, None."""
+    if tensors is None:
+        raise TypeError(f"{api}(): argument 'tensors' must be a Tensor or a sequence of Tensors, not NoneType; "
+                        "pass the outputs to differentiate")
+    for name, value, none_ok in flags:
+        if value is None and none_ok or type(value) is bool or isinstance(value, int):
+            continue
+        raise TypeError(f"{api}(): argument '{name}' must be a bool, not {type(value).__name__}; pass True or False")
+
+
 def _make_grads(outputs, grad_outputs, create_graph):
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -551,6 +564,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Mirrors ``torch.autograd.backward``: accumulates gradients of ``tensors`` into the
     ``.grad`` of graph leaves (or only of ``inputs``). RuntimeError for a non-scalar output
     without ``grad_tensors``, an output that does not require grad, or a freed graph."""
+    _check_api_args("backward", tensors, ("retain_graph", retain_graph, True), ("create_graph", create_graph, False))
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = grad_variables
@@ -585,6 +599,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if isinstance(inputs, Mapping):
         raise TypeError(f"`inputs` argument to `grad()` must be a dict, not {type(inputs).__name__}. "
                         "Other Mapping types are not supported.")
+    _check_api_args("grad", outputs, ("retain_graph", retain_graph, True), ("create_graph", create_graph, False),
+                    ("allow_unused", allow_unused, True))
+    if inputs is None:
+        raise TypeError("grad(): argument 'inputs' must be a Tensor or a sequence of Tensors, not NoneType; "
+                        "pass the tensors to differentiate with respect to")
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     if not ins:

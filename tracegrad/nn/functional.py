@@ -654,6 +654,14 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if isinstance(target, tracegrad.Tensor) and not (target.dtype.is_floating_point or target.dtype.is_complex):
+        # torch's kernel writes into a tensor of the target's dtype (an integer target fails the
+        # in-place cast; a bool one fails its bool subtraction first)
+        if target.dtype is tracegrad.bool:
+            raise RuntimeError("binary_cross_entropy_with_logits: subtraction with a bool target is not supported; "
+                               "pass a floating target (target.float())")
+        raise RuntimeError(f"result type {_SCALAR_NAME[input.dtype.name]} can't be cast to the desired output type "
+                           f"{_SCALAR_NAME[target.dtype.name]}; pass a floating target (target.float())")
     return _nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
