@@ -90,6 +90,19 @@ def fresh_warn_once():
     _warn._WARNED_ONCE.update(saved)
 
 
+def _count_jax_events(event):
+    """A list whose item counts JAX's monitoring ``event`` while the fixture is active."""
+    import jax
+    n = [0]
+
+    def on_event(name, secs, **kw):
+        if name == event:
+            n[0] += 1
+    jax.monitoring.register_event_duration_secs_listener(on_event)
+    yield n
+    jax.monitoring.unregister_event_duration_listener(on_event)
+
+
 @pytest.fixture
 def jax_traces():
     """Counts JAX traces (its ``jaxpr_trace_duration`` monitoring event) while the test runs:
@@ -97,12 +110,10 @@ def jax_traces():
     ``_cache_size()``, which JAX's process-wide executable cache may evict under many earlier
     tests, and unlike counting backend compiles, which the persistent compilation cache skips,
     a trace is counted whatever ran before."""
-    import jax
-    n = [0]
+    yield from _count_jax_events("/jax/core/compile/jaxpr_trace_duration")
 
-    def on_event(name, secs, **kw):
-        if name == "/jax/core/compile/jaxpr_trace_duration":
-            n[0] += 1
-    jax.monitoring.register_event_duration_secs_listener(on_event)
-    yield n
-    jax.monitoring.unregister_event_duration_listener(on_event)
+
+@pytest.fixture
+def jax_compiles():
+    """Counts XLA compiles (JAX's backend-compile monitoring event) while the test runs."""
+    yield from _count_jax_events("/jax/core/compile/backend_compile_duration")
