@@ -66,7 +66,7 @@ def _check_operand(x, name, arg="other", pos=2):
     """torch's parser TypeError when ``x``, given for ``name``'s Tensor-or-Number argument ``arg``,
     is neither (a list, a string: ``clamp(x, min=[1])``); None passes (an absent bound)."""
     if not isinstance(x, (Tensor,) + _Number) and x is not None:
-        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor or Number, not {type(x).__name__}")
+        raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
 
 
 def check_tensors(api, *args, names=("input", "other")):
