@@ -241,7 +241,7 @@ def register_backend(compiler_fn=None, name=None, tags=()):
     if name in _REGISTRY or name in _compiler._BACKENDS:
         raise AssertionError(f"duplicate name: {name}")
     _REGISTRY[name] = compiler_fn
-    compiler_fn._tags = tuple(tags)
+    _compiler.USER_BACKEND_TAGS[name] = tuple(tags)
     return compiler_fn
 
 
@@ -258,12 +258,7 @@ def lookup_backend(compiler_fn):
     return compiler_fn
 
 
-def list_backends(exclude_tags=("debug", "experimental")) -> list:
-    """Mirrors ``torch._dynamo.list_backends``: XLA's names ``compile`` accepts and the
-    registered ones (without those tagged with one of ``exclude_tags``), sorted."""
-    exclude = set(exclude_tags or ())
-    user = [n for n, f in _REGISTRY.items() if not exclude.intersection(getattr(f, "_tags", ()))]
-    return sorted(set(_compiler.list_backends(exclude_tags)) | set(user))
+list_backends = _compiler.list_backends   # torch._dynamo.list_backends is torch.compiler's
 
 
 def _resolve(backend):

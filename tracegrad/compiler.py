@@ -75,6 +75,7 @@ _BACKENDS = (None, "inductor", "eager", "aot_eager", "cudagraphs", "jax", "xla")
 # A user backend (a callable, or a name given to torch._dynamo.register_backend) gets FX graphs,
 # not XLA: _dynamo_backends.py (above this layer: it needs fx) puts (resolve, its compiled class) here.
 USER_BACKENDS = [None]
+USER_BACKEND_TAGS = {}   # name -> tags of each backend registered by name (``list_backends``)
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs", "lite")
 
 
@@ -504,10 +505,13 @@ def cudagraph_mark_step_begin() -> None:
 
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list:
-    """Mirrors ``torch.compiler.list_backends``: the backend names ``compile`` accepts (all
-    compile with XLA)."""
-    return sorted(b for b in _BACKENDS if b and b not in ("aot_eager", "eager", "jax", "xla")) \
-        if exclude_tags else sorted(b for b in _BACKENDS if b)
+    """Mirrors ``torch.compiler.list_backends``: the backend names ``compile`` accepts, sorted:
+    XLA's own (``exclude_tags`` hides the debugging ones, as torch) and those registered with
+    ``torch._dynamo.register_backend``, less those tagged with one of ``exclude_tags``."""
+    exclude = set(exclude_tags or ())
+    ours = (b for b in _BACKENDS if b and not (exclude and b in ("aot_eager", "eager", "jax", "xla")))
+    user = (n for n, tags in USER_BACKEND_TAGS.items() if not exclude.intersection(tags))
+    return sorted({*ours, *user})
 
 
 _STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile", "eager_then_compile",

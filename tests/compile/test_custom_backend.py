@@ -160,7 +160,12 @@ def test_register_backend_optimize_lookup_and_aot_autograd():
         return gm.forward
     name = f"counting_{id(calls)}"
     tracegrad._dynamo.register_backend(counting, name=name)
-    assert name in tracegrad._dynamo.list_backends()
+    assert name in tracegrad._dynamo.list_backends() and name in tracegrad.compiler.list_backends()
+    hidden = f"debugging_{id(calls)}"
+    for mod in (tracegrad, torch):       # a tag in exclude_tags hides a registered name, as torch
+        mod._dynamo.register_backend(counting, name=hidden, tags=("debug",))
+        assert hidden not in mod.compiler.list_backends()
+        assert hidden in mod.compiler.list_backends(exclude_tags=None)
     assert tracegrad._dynamo.lookup_backend(name) is counting
     for mod, taken in ((tracegrad, name), (torch, "eager")):     # torch asserts
         with pytest.raises(AssertionError, match="duplicate name"):
