@@ -309,7 +309,8 @@ def main():
             print(f"\n{name} + {opt}:")
             rows = [("jax+optax jit (donated)", ref_ms, ref_first),
                     ("  the same, returning its grads", ms_grads, grads_first),
-                    ("tracegrad.compile", tc_ms, tc_first), ("tracegrad eager", te_ms, None)]
+                    ("tracegrad.compile", tc_ms, tc_first),
+                    ("  its program alone (no guards)", ms["alone"], None), ("tracegrad eager", te_ms, None)]
             where = "1 thread" if args.torch_device == "cpu" else args.torch_device
             for label, key in ((f"torch eager ({where})", "eager"), (f"torch.compile ({where})", "compile")):
                 v = torch_rows.get(f"{name}/{opt}/{key}")
