@@ -13,12 +13,12 @@ import types
 import warnings
 
 from . import compiler as _compiler
-from .compiler import allow_in_graph, disable, is_compiling, reset
+from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
 from ._lowering import exc as _exc
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
            "maybe_mark_dynamic", "mark_static", "explain", "optimize", "register_backend", "lookup_backend",
-           "list_backends", "backends"]
+           "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame"]
 
 _FROM_BACKENDS = ("optimize", "register_backend", "lookup_backend", "list_backends")
 
@@ -32,6 +32,8 @@ def __getattr__(name):
         registry = types.SimpleNamespace(register_backend=b.register_backend, lookup_backend=b.lookup_backend,
                                          list_backends=b.list_backends)
         value = types.SimpleNamespace(common=common, registry=registry)
+    elif name == "OptimizedModule":
+        value = eval_frame.OptimizedModule
     else:
         raise AttributeError(f"module 'tracegrad._dynamo' has no attribute {name!r}")
     globals()[name] = value        # found once: later reads are plain attributes
@@ -87,6 +89,21 @@ for _name in _exc.__all__:
     setattr(exc, _name, getattr(_exc, _name))
 exc.__all__ = list(_exc.__all__)
 sys.modules[exc.__name__] = exc
+# torch._dynamo.eval_frame (``isinstance(model, torch._dynamo.eval_frame.OptimizedModule)``, what
+# compile(model) returns); the class lives in nn, imported after this module: read on first use
+eval_frame = types.ModuleType(__name__ + ".eval_frame", "torch._dynamo.eval_frame's OptimizedModule.")
+
+
+def _eval_frame_attr(name):
+    if name == "OptimizedModule":
+        from .nn.modules.module import OptimizedModule
+        eval_frame.OptimizedModule = OptimizedModule
+        return OptimizedModule
+    raise AttributeError(f"module 'tracegrad._dynamo.eval_frame' has no attribute {name!r}")
+
+
+eval_frame.__getattr__ = _eval_frame_attr
+sys.modules[eval_frame.__name__] = eval_frame
 
 
 def graph_break(msg=""):

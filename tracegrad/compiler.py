@@ -51,7 +51,8 @@ from .autograd import grad_mode
 
 __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "is_dynamo_compiling", "is_exporting",
            "disable", "allow_in_graph", "cache_size_limit", "CompiledFunction", "set_stance",
-           "cudagraph_mark_step_begin", "list_backends"]
+           "cudagraph_mark_step_begin", "list_backends",
+           "nested_compile_region", "assume_constant_result"]
 
 cache_size_limit = 8
 _EAGER = "eager"
@@ -555,6 +556,28 @@ class set_stance:
             with set_stance(stance):
                 return fn(*args, **kwargs)
         return with_stance
+
+
+def nested_compile_region(fn=None, *, options=None, max_reuse_entries=8, reuse_hash_fn=None):
+    """Mirrors ``torch.compiler.nested_compile_region`` (a decorator, with or without arguments):
+    marks a repeated block (a transformer layer) for torch to compile once and stamp out. XLA
+    already compiles the whole traced program at once, so ``fn`` is returned unchanged: its
+    calls are traced inline, and run eagerly outside a compiled function."""
+    if fn is None:
+        return lambda f: nested_compile_region(f, options=options, max_reuse_entries=max_reuse_entries,
+                                               reuse_hash_fn=reuse_hash_fn)
+    if not callable(fn):
+        raise TypeError(f"tracegrad.compiler.nested_compile_region: expected a function, got {type(fn).__name__}")
+    return fn
+
+
+def assume_constant_result(fn):
+    """Mirrors ``torch.compiler.assume_constant_result``: ``fn``'s result may be treated as a
+    constant while tracing. Here Python called while tracing runs anyway and a number it returns
+    is guarded like any other, so ``fn`` is returned unchanged."""
+    if not callable(fn):
+        raise TypeError(f"tracegrad.compiler.assume_constant_result: expected a function, got {type(fn).__name__}")
+    return fn
 
 
 def allow_in_graph(fn):

@@ -1,6 +1,7 @@
 """``tracegrad.compile``'s API around the program: an exception inside a compiled call leaves
 every storage as eager leaves it (nothing half-written, no tracer), ``disable=True`` runs eagerly, ``tracegrad.compiler.reset()``, bad
 arguments raise what torch raises, Python values the function reads are not frozen."""
+import numpy as np
 import pytest
 
 import tracegrad
@@ -474,3 +475,45 @@ def test_dynamo_exc_classes_as_torch():
     with pytest.raises(InvalidBackend, match="Invalid backend: 'bogus'"):
         tracegrad.compile(lambda x: x, backend="bogus")
     assert issubclass(Unsupported, TorchDynamoException)
+
+
+def test_optimized_module_class_is_torch_dynamo_eval_frames():
+    """``isinstance(model, torch._dynamo.eval_frame.OptimizedModule)`` (how training scripts find
+    ``model._orig_mod`` before saving a compiled model's state_dict) holds as in torch."""
+    torch = pytest.importorskip("torch")
+    for mod in (tracegrad, torch):
+        import importlib
+        eval_frame = importlib.import_module(mod.__name__ + "._dynamo.eval_frame")
+        inner = mod.nn.Linear(2, 2)
+        compiled = mod.compile(inner)
+        assert isinstance(compiled, eval_frame.OptimizedModule) and isinstance(compiled, mod.nn.Module)
+        assert not isinstance(inner, eval_frame.OptimizedModule)
+        assert compiled._orig_mod is inner
+        assert list(compiled.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert tracegrad._dynamo.OptimizedModule is tracegrad._dynamo.eval_frame.OptimizedModule
+
+
+def test_nested_compile_region_and_assume_constant_result_keep_results():
+    """Both decorators (nested_compile_region with and without arguments) leave what the function
+    computes unchanged, eagerly and inside a compiled function; a non-callable is a TypeError."""
+    torch = pytest.importorskip("torch")
+    outs = {}
+    for mod in (tracegrad, torch):
+        @mod.compiler.nested_compile_region
+        def block(x):
+            return x.sin() * 2
+
+        @mod.compiler.nested_compile_region(max_reuse_entries=2)
+        def block2(x):
+            return x.cos() + 1
+
+        @mod.compiler.assume_constant_result
+        def scale():
+            return 3.0
+        f = mod.compile(lambda x: block(block2(x)) * scale())
+        x = mod.arange(4.0)
+        outs[mod] = [block(x).tolist(), [f(x).tolist() for _ in range(3)]]
+    for ours, theirs in zip(outs[tracegrad], outs[torch]):
+        np.testing.assert_allclose(ours, theirs, atol=1e-6)
+    with pytest.raises(TypeError, match="nested_compile_region"):
+        tracegrad.compiler.nested_compile_region(3)
