@@ -63,3 +63,27 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "SoftmaxTransform", "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
            "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to", "constraints",
            "kl_divergence", "register_kl", "identity_transform", "transform_to", "transforms"]
+
+
+def _module_aliases():
+    """torch's one-module-per-distribution paths (``from torch.distributions.studentT import
+    StudentT``) for the classes that share a module here: each is a module in ``sys.modules``
+    holding that class."""
+    import sys
+    import types
+    paths = {"binomial": ["Binomial"], "chi2": ["Chi2"], "half_cauchy": ["HalfCauchy"], "half_normal": ["HalfNormal"],
+             "inverse_gamma": ["InverseGamma"], "negative_binomial": ["NegativeBinomial"],
+             "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+             "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
+             "studentT": ["StudentT"], "weibull": ["Weibull"]}
+    for path, names in paths.items():
+        mod = types.ModuleType(f"{__name__}.{path}", f"Mirrors ``torch.distributions.{path}``.")
+        for n in names:
+            setattr(mod, n, globals()[n])
+        mod.__all__ = list(names)
+        sys.modules[mod.__name__] = mod
+        globals()[path] = mod
+
+
+_module_aliases()
+del _module_aliases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tracegrad
 
-__all__ = ["Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval", "less_than", "lower_cholesky",
            "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
            "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector", "simplex", "square",
@@ -341,3 +341,25 @@ interval = _Interval
 half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 del tracegrad
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """Mirrors ``torch.distributions.constraints.MixtureSameFamilyConstraint(base_constraint)``,
+    ``MixtureSameFamily``'s support: the component's support checked on a value broadcast
+    against every component, valid when it lies in all of them. Raises AssertionError (as
+    torch) when ``base_constraint`` is not a Constraint."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(f"MixtureSameFamilyConstraint: base_constraint must be a Constraint, "
+                                 f"got {type(base_constraint).__name__}")
+        self.base_constraint = base_constraint
+        self.is_discrete, self.event_dim = base_constraint.is_discrete, base_constraint.event_dim
+
+    def check(self, value):
+        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        keep = value.dim() - self.event_dim
+        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"

@@ -10,23 +10,6 @@ from .distribution import Distribution
 __all__ = ["MixtureSameFamily"]
 
 
-class _MixtureSameFamilyConstraint(constraints.Constraint):
-    """The component's support checked on a value broadcast against every component: valid
-    when it lies in all of them (torch's rule for the mixture's support)."""
-
-    def __init__(self, base_constraint):
-        self.base_constraint = base_constraint
-        self.is_discrete, self.event_dim = base_constraint.is_discrete, base_constraint.event_dim
-
-    def check(self, value):
-        result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
-        keep = value.dim() - self.event_dim
-        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
-
-    def __repr__(self):
-        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
-
-
 class MixtureSameFamily(Distribution):
     """Mirrors ``torch.distributions.MixtureSameFamily(mixture_distribution,
     component_distribution, validate_args=None)``: a ``Categorical`` over the rightmost batch
@@ -73,7 +56,7 @@ class MixtureSameFamily(Distribution):
 
     @constraints.dependent_property
     def support(self):
-        return _MixtureSameFamilyConstraint(self._component_distribution.support)
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def mixture_distribution(self):
