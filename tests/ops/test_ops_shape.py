@@ -219,3 +219,33 @@ BY_KEYWORD = [
 @params(SHAPE + INDEX_OPS + GETITEM + BY_KEYWORD)
 def test_parity(case):
     check_parity(case, torch)
+
+
+def test_repeat_interleave_output_size_checked_as_torch():
+    """``output_size=`` (torch's hint that saves a device sync) must equal the result's length
+    along ``dim``; torch raises RuntimeError with two messages depending on the repeats' kind."""
+    import tracegrad
+    cases = [((0, "t12"), dict(dim=0, output_size=3)), ((0, "t12"), dict(dim=0, output_size=2)),
+             ((0, 2), dict(dim=0, output_size=3)), ((0, 2), dict(output_size=8)), ((0, 2), dict(output_size=7)),
+             (("t21",), dict(output_size=3)), (("t21",), dict(output_size=4)), ((0, 2), dict(dim=1, output_size=4))]
+    for mod in (tracegrad, torch):
+        y = mod.tensor([[1, 2], [3, 4]])
+        named = {0: y, "t12": mod.tensor([1, 2]), "t21": mod.tensor([2, 1]), 2: 2}
+        got = []
+        for args, kw in cases:
+            try:
+                got.append(mod.repeat_interleave(*[named[a] for a in args], **kw).tolist())
+            except RuntimeError as e:
+                got.append(str(e))
+        got.append(y.repeat_interleave(2, dim=0, output_size=4).tolist())
+        if mod is tracegrad:
+            ours = got
+    assert ours == got
+
+
+def test_to_sparse_coo_is_to_sparse():
+    import tracegrad
+    x = tracegrad.tensor([[0.0, 2.0], [3.0, 0.0]])
+    s = x.to_sparse_coo()
+    assert s.is_sparse and s._nnz() == 2 and s.to_sparse_coo() is s
+    assert s.to_dense().tolist() == x.tolist()

@@ -286,10 +286,20 @@ def repeat(self, *repeats, **kwargs):
 
 
 @method(function=True)
-def repeat_interleave(self, repeats=None, dim=None):
-    """Mirrors ``torch.repeat_interleave(input, repeats, dim=None)`` (int or 1-D tensor repeats;
-    flattens when dim is None). ``repeat_interleave(repeats)`` alone (a 1-D integer tensor)
-    gives ``i`` repeated ``repeats[i]`` times. RuntimeError for a negative repeat."""
+def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
+    """Mirrors ``torch.repeat_interleave(input, repeats, dim=None, *, output_size=None)`` (int or
+    1-D tensor repeats; flattens when dim is None). ``repeat_interleave(repeats)`` alone (a 1-D
+    integer tensor) gives ``i`` repeated ``repeats[i]`` times. ``output_size``, the result's
+    length along ``dim``, is checked (torch uses it to skip a device sync). RuntimeError for a
+    negative repeat or an ``output_size`` that differs from the repeats' total."""
+    if output_size is not None:
+        out = repeat_interleave(self, repeats, dim)
+        n = out.shape[0 if dim is None or repeats is None else _wrap_dim(dim, self.ndim)]
+        if int(output_size) != n:
+            if isinstance(repeats, Tensor) or repeats is None:
+                raise RuntimeError("allocated size does not match required size")
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {n} but got {output_size}")
+        return out
     if repeats is None:
         if self.ndim != 1:
             raise RuntimeError(f"repeat_interleave only accept 1D vector as repeat (got {self.ndim} dims)")

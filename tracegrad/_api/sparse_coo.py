@@ -201,6 +201,10 @@ class SparseCooTensor(Tensor):
     def to_sparse(self, *args, **kwargs):
         return self
 
+    def to_sparse_coo(self):
+        """Mirrors ``torch.Tensor.to_sparse_coo``: already sparse COO, ``self``."""
+        return self
+
     def coalesce(self):
         """Mirrors ``torch.Tensor.coalesce``: entries sorted by position, duplicates summed
         (``CoalesceBackward0``); ``self`` when already coalesced."""
@@ -518,6 +522,12 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
         values = apply_op(OPS["sparse_coo_values"], (values,))
     # torch marks a tensor of at most one entry coalesced (nothing to sum or sort)
     return make_sparse(indices, values, size, bool(is_coalesced) or nnz < 2)
+
+
+@method()
+def to_sparse_coo(self):
+    """Mirrors ``torch.Tensor.to_sparse_coo``: ``to_sparse()``, every dim indexed."""
+    return to_sparse(self)
 
 
 @method()

@@ -172,11 +172,66 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 
 
 @method()
-def dim_order(self):
-    """Mirrors ``torch.Tensor.dim_order()``: the dims from outermost to innermost in memory
-    (by decreasing stride; ties keep the dims' order), a tuple of ints."""
-    st = strides_of(self)
-    return tuple(sorted(range(len(st)), key=lambda d: -st[d]))
+def dim_order(self, *, ambiguity_check=False):
+    """Mirrors ``torch.Tensor.dim_order(*, ambiguity_check=False)``: the dims from outermost to
+    innermost in memory, a tuple of ints, ordered as torch orders an elementwise result's
+    dims (contiguous and channels_last layouts first; equal strides by size).
+
+    ``ambiguity_check=True`` raises RuntimeError when another order is as valid (a size-1 dim,
+    two dims of equal stride); a list of memory formats accepts such a tensor when it is
+    contiguous in exactly one of them. TypeError for another kind of ``ambiguity_check``."""
+    from .._tensor.memory_format import memory_format as _memory_format
+    if not isinstance(ambiguity_check, bool) and not (
+            isinstance(ambiguity_check, list) and all(isinstance(f, _memory_format) for f in ambiguity_check)):
+        raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
+    shape, st = tuple(self.shape), strides_of(self)
+    formats = ambiguity_check if isinstance(ambiguity_check, list) else []
+    if ambiguity_check is not False and (any(a == b for a, b in zip(st, st[1:])) or 1 in shape) \
+            and builtins.sum(bool(self.is_contiguous(memory_format=f)) for f in formats) != 1:
+        raise RuntimeError("The tensor does not have unique dim order, or cannot map to exact one of the given "
+                           "memory formats.")
+    perm, ambiguous = _layout_order(shape, st, self)
+    if ambiguity_check is not False and ambiguous:
+        raise RuntimeError("The tensor does not have unique dim order.")
+    return perm
+
+
+def _layout_order(shape, st, t):
+    """(dims outermost first, whether some neighbours could swap) by torch's rule for the
+    physical order of an elementwise result: an insertion sort from the innermost dim that
+    skips stride-0 dims and orders equal strides by size."""
+    from .._tensor.memory_format import channels_last, contiguous_format
+    nd = len(shape)
+    if nd <= 1:
+        return tuple(range(nd)), False
+    cont = t.is_contiguous(memory_format=contiguous_format)
+    last = nd == 4 and t.is_contiguous(memory_format=channels_last)
+    if cont != last:
+        return (tuple(range(nd)) if cont else (0, *range(2, nd), 1)), False
+
+    def ge(a, b):
+        return b == 0 or (a != 0 and (a >= b or a % b == 0))
+
+    def order(a, b):        # 1: swap (a is inner to b), -1: keep, 0: either
+        sa, sb = st[a], st[b]
+        if sa == 0 or sb == 0:
+            return 0
+        if sa == sb:
+            return 0 if ge(shape[b], shape[a]) else 1
+        return -1 if ge(sb, sa) else 1
+
+    perm = list(reversed(range(nd)))
+    for i in range(1, nd):
+        j = i
+        for k in reversed(range(i)):
+            c = order(perm[k], perm[j])
+            if c > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif c < 0:
+                break
+    ambiguous = any(order(perm[i], perm[i + 1]) != -1 for i in range(nd - 1))
+    return tuple(reversed(perm)), ambiguous
 
 
 @method()
