@@ -88,9 +88,10 @@ class CompiledFunction:
     _tracegrad_state_is_captured = True   # its Python state is tracked by compile (_lowering/pystate.py)
 
     def __init__(self, fn, fullgraph=False, dynamic=None, backend=None, mode=None, options=None,
-                 disable=False):
+                 disable=False, recompile_limit=None):
         functools.update_wrapper(self, fn, updated=())
         self._fn = fn
+        self.recompile_limit = recompile_limit    # None: the global ``cache_size_limit``
         self._label = getattr(fn, "__qualname__", None) or type(fn).__name__   # the profiler's event name
         self.fullgraph, self.disabled = bool(fullgraph), bool(disable)
         self.dynamic, self.backend, self.mode, self.options = dynamic, backend, mode, options
@@ -178,9 +179,10 @@ class CompiledFunction:
                                    f"function name: '{getattr(self._fn, '__qualname__', self._fn)}'"
                                    + (f", filename: '{code.co_filename}', line number: {code.co_firstlineno}"
                                       if code is not None else ""))
-        if self._programs >= cache_size_limit:
+        limit = cache_size_limit if self.recompile_limit is None else self.recompile_limit
+        if self._programs >= limit:
             # not remembered per key: arguments that differ on every call would fill the cache
-            return self._break(None, f"guards failed {cache_size_limit} times (cache_size_limit)"
+            return self._break(None, f"guards failed {limit} times (cache_size_limit)"
                                + _changing_numbers(key, self._cache), None, args, kwargs)
         if any(isinstance(a, Tensor) and is_meta(a) for a in leaves):
             return self._break(key, "a meta tensor argument has no data for a compiled program to run on (ops on "
@@ -385,7 +387,8 @@ def _unhashable_key(a):
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
-            options=None, disable=False):
+            options=None, name=None, disable=False, recompile_limit=None, isolate_recompiles=False,
+            shapes_spec=None):
     """Mirrors ``torch.compile``: returns ``model`` (a function or an ``nn.Module``) compiled
     into one XLA program per call signature; usable as ``@compile`` and ``@compile(...)``.
     A callable ``backend`` (or a name given to ``torch._dynamo.register_backend``) is a user
@@ -402,6 +405,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
             "aot_eager", ...); all compile with XLA. A callable: called as
             ``backend(gm, example_inputs)`` per graph; what it returns runs.
         disable: return a wrapper that always runs eagerly.
+        recompile_limit: programs traced for this function before its calls run eagerly
+            (None: ``torch._dynamo.config.recompile_limit``, 8).
+        name, isolate_recompiles, shapes_spec: accepted as torch's (each ``compile`` call
+            already keeps its own programs; shapes are always static here).
 
     Raises:
         AssertionError: ``model`` is not callable, ``dynamic`` is not a bool or None (as
@@ -418,6 +425,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
     if mode not in _MODES:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
+    if recompile_limit is not None and not isinstance(recompile_limit, (int, float)):
+        raise TypeError(f"tracegrad.compile: recompile_limit must be an int or None, got {type(recompile_limit).__name__}")
     user = USER_BACKENDS[0][0](backend) if USER_BACKENDS[0] is not None else None
     if backend not in _BACKENDS and user is None:
         raise InvalidBackend(backend, f"tracegrad.compile compiles with XLA (accepted names: "
@@ -425,7 +434,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
               disable=disable)
     if model is None:
-        return lambda m: compile(m, **kw)
+        return lambda m: compile(m, recompile_limit=recompile_limit, **kw)
+    if recompile_limit is not None and user is None:
+        kw["recompile_limit"] = recompile_limit
     cls = CompiledFunction
     if user is not None:
         cls, kw["backend"] = USER_BACKENDS[0][1], user

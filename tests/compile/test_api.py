@@ -517,3 +517,22 @@ def test_nested_compile_region_and_assume_constant_result_keep_results():
         np.testing.assert_allclose(ours, theirs, atol=1e-6)
     with pytest.raises(TypeError, match="nested_compile_region"):
         tracegrad.compiler.nested_compile_region(3)
+
+
+def test_recompile_limit_and_torch_2_13_compile_arguments():
+    """``recompile_limit=`` bounds this function's programs (then its calls run eagerly, with the
+    reason in stats), overriding the global limit; ``name``, ``isolate_recompiles`` and
+    ``shapes_spec`` are accepted as torch's; a decorator with arguments keeps them."""
+    f = tracegrad.compile(lambda x: x * 2, recompile_limit=2, name="double", isolate_recompiles=True)
+    with pytest.warns(UserWarning, match="guards failed 2 times"):
+        outs = [f(tracegrad.ones(n)).tolist() for n in range(1, 6)]
+    assert outs == [[2.0] * n for n in range(1, 6)]
+    assert f.stats["traces"] == 2 and f.stats["eager_calls"] == 3    # first call eager, then 2 programs
+
+    @tracegrad.compile(recompile_limit=0, shapes_spec=None)
+    def g(x):
+        return x + 1
+    assert [g(tracegrad.ones(1)).tolist() for _ in range(3)] == [[2.0]] * 3
+    assert g.stats["traces"] == 0 and g.recompile_limit == 0
+    with pytest.raises(TypeError, match="recompile_limit"):
+        tracegrad.compile(lambda x: x, recompile_limit="8")

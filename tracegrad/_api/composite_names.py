@@ -18,7 +18,7 @@ from .._tensor.tensor import Tensor, _wrap_dim as _wrap
 from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .argcheck import guard
 from .complex_api import conj
-from .inplace import copy_
+from .inplace import copy_, inplace_via_copy
 from .promotion import _SCALAR_NAME, result_dtype
 from .composite import logaddexp
 from .elementwise import where
@@ -224,33 +224,6 @@ INPLACE_FUNCTIONS = (
     "rad2deg_", "sinc_", "xlogy_",
 )
 
-# NOTE [in-place through copy_]
-# The in-place forms of functions without an in-place op of their own compute the result out
-# of place (from a clone when self is in a graph, so the backward sees the values before the
-# write) and ``copy_`` it into self: values, version counter, leaf and view rules are copy_'s,
-# the grad_fn is ``CopyBackwards`` where torch names the function's own node.
-def _inplace_via_copy(name):
-    def f(self, *args, **kwargs):
-        out_of_place = METHODS[name]    # looked up late: some families register after this one
-        try:
-            rg = self.requires_grad
-        except AttributeError:
-            raise not_a_tensor(name + "_", self) from None
-        out = out_of_place(self.clone() if rg else self, *args, **kwargs)
-        if out.dtype is not self.dtype and not can_cast(out.dtype, self.dtype):
-            raise RuntimeError(f"result type {_cpp(out.dtype)} can't be cast to the desired output type "
-                               f"{_cpp(self.dtype)} ({name}_ writes into self; use {name}() for a new tensor)")
-        if tuple(out.shape) != tuple(self.shape):
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(out.shape)}")
-        return copy_(self, out)
-    f.__name__ = name + "_"
-    f.__doc__ = (f"Mirrors ``torch.Tensor.{name}_``: ``{name}`` written into self (NOTE [in-place through "
-                 f"copy_]). RuntimeError when the result dtype cannot be cast to self's, when self would "
-                 f"have to grow, or on a leaf that requires grad.")
-    return f
-
-
 _VIA_COPY = ("addbmm", "addmm", "addmv", "addr", "atan2", "baddbmm", "bitwise_and", "bitwise_or", "bitwise_xor",
              "clamp_max", "clamp_min", "copysign", "cumprod", "cumsum", "deg2rad", "digamma", "eq", "erfc",
              "floor_divide", "fmod", "ge", "gt", "heaviside", "hypot", "i0", "ldexp", "le", "lgamma",
@@ -259,10 +232,10 @@ _VIA_COPY = ("addbmm", "addmm", "addmv", "addr", "atan2", "baddbmm", "bitwise_an
 _ALIASES_OF = {"atan2": ("arctan2",), "ge": ("greater_equal",), "gt": ("greater",), "le": ("less_equal",),
                "lt": ("less",), "ne": ("not_equal",)}
 for _name in _VIA_COPY:
-    method(*(n + "_" for n in (_name,) + _ALIASES_OF.get(_name, ())))(_inplace_via_copy(_name))
+    method(*(n + "_" for n in (_name,) + _ALIASES_OF.get(_name, ())))(inplace_via_copy(_name))
 # torch's alias spellings of in-place methods tracegrad has
 for _alias, _target in (("multiply_", "mul_"), ("subtract_", "sub_"), ("divide_", "div_"),
-                        ("true_divide_", "div_"), ("swapaxes_", "transpose_"), ("swapdims_", "transpose_")):
+                        ("true_divide_", "div_"), ("swapdims_", "transpose_")):
     _put(METHODS, (_alias,), METHODS.get(_target) or vars(Tensor)[_target], "Tensor.")
 for _name in INPLACE_FUNCTIONS:
     # Tensor's own methods (detach_) get the function forms' AttributeError guard here:

@@ -19,7 +19,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, method
 from .indexing import nonzero
-from .inplace import _inplace_unary, copy_
+from .inplace import _inplace_unary, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_tensors, result_dtype)
 
@@ -390,8 +390,10 @@ _unaries = {n: _unary(n) for n in _UNARY_NAMES}
 for _name in _UNARY_NAMES:
     if _name != "round":   # round takes decimals: its own definition below
         method(_name, *_UNARY_ALIASES.get(_name, ()), function=True)(_unaries[_name])
-    if _name not in _NO_INPLACE:    # torch's aliases have in-place forms too (arcsin_, negative_...)
+    if _name not in _NO_INPLACE and _name != "round":   # torch's aliases have in-place forms too (arcsin_, negative_...)
         method(*(a + "_" for a in (_name,) + _UNARY_ALIASES.get(_name, ())))(_inplace_unary(_name))
+_round_in_place = _inplace_unary("round")
+_round_decimals_in_place = inplace_via_copy("round")
 
 
 @method("round", function=True)
@@ -406,6 +408,14 @@ def round(self, *, decimals=0):
                                       "round with decimals takes a floating tensor")
         return apply_op(OPS["round_decimals"], (self,), (("decimals", int(decimals)),))
     return apply_op(OPS["round"], (self,))
+
+
+@method("round_")
+def round_(self, *, decimals=0):
+    """Mirrors ``Tensor.round_(*, decimals=0)``: ``round`` written into ``self``."""
+    if decimals:
+        return _round_decimals_in_place(self, decimals=decimals)   # no in-place op of its own
+    return _round_in_place(self)
 
 
 @method("clamp", "clip", function=True)

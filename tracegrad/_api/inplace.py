@@ -7,6 +7,7 @@ from .. import _state
 from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
+from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
@@ -14,7 +15,7 @@ from .._tensor.meta import abstract
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
-from ._registry import method
+from ._registry import METHODS, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
 from .promotion import ADDCDIV_INT, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
@@ -267,6 +268,12 @@ def transpose_(self, dim0, dim1):
 
 
 @method()
+def swapaxes_(self, axis0, axis1):
+    """Mirrors ``Tensor.swapaxes_(axis0, axis1)``: ``transpose_`` under numpy's argument names."""
+    return transpose_(self, axis0, axis1)
+
+
+@method()
 def squeeze_(self, dim=None):
     return _restride_(self, squeeze(self.detach(), dim))
 
@@ -366,3 +373,30 @@ method("__isub__")(lambda s, o: sub_(s, o))
 method("__imul__")(lambda s, o: mul_(s, o))
 method("__itruediv__")(lambda s, o: div_(s, o))
 method("__ipow__")(lambda s, o: pow_(s, o))
+
+
+# NOTE [in-place through copy_]
+# The in-place forms of functions without an in-place op of their own compute the result out
+# of place (from a clone when self is in a graph, so the backward sees the values before the
+# write) and ``copy_`` it into self: values, version counter, leaf and view rules are copy_'s,
+# the grad_fn is ``CopyBackwards`` where torch names the function's own node.
+def inplace_via_copy(name):
+    def f(self, *args, **kwargs):
+        out_of_place = METHODS[name]    # looked up late: some families register after this one
+        try:
+            rg = self.requires_grad
+        except AttributeError:
+            raise not_a_tensor(name + "_", self) from None
+        out = out_of_place(self.clone() if rg else self, *args, **kwargs)
+        if out.dtype is not self.dtype and not _dt.can_cast(out.dtype, self.dtype):
+            raise RuntimeError(f"result type {_SCALAR_NAME[out.dtype.name]} can't be cast to the desired output type "
+                               f"{_SCALAR_NAME[self.dtype.name]} ({name}_ writes into self; use {name}() for a new tensor)")
+        if tuple(out.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(out.shape)}")
+        return copy_(self, out)
+    f.__name__ = name + "_"
+    f.__doc__ = (f"Mirrors ``torch.Tensor.{name}_``: ``{name}`` written into self (NOTE [in-place through "
+                 f"copy_]). RuntimeError when the result dtype cannot be cast to self's, when self would "
+                 f"have to grow, or on a leaf that requires grad.")
+    return f

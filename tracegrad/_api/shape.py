@@ -361,7 +361,7 @@ def unbind(self, dim=0):
     return apply_op(OPS["unbind"], (self,), (("dim", d),))
 
 
-@method(function=True)
+@function()
 def split(self, split_size_or_sections, dim=0):
     """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes.
     RuntimeError for a 0-d tensor, a negative size, a zero ``split_size`` of a non-empty dim, or
@@ -383,6 +383,13 @@ def split(self, split_size_or_sections, dim=0):
     if builtins.sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
     return apply_op(OPS["split_with_sizes"], (self,), (("sizes", sizes), ("dim", d)))
+
+
+@method("split")
+def _split_method(self, split_size, dim=0):
+    """Mirrors ``Tensor.split(split_size, dim=0)`` (torch's method names its first argument
+    ``split_size``; the function ``split_size_or_sections``): ``split``."""
+    return split(self, split_size, dim)
 
 
 @method(function=True)

@@ -259,9 +259,10 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
 
 @with_x64
 @accepts_out(dtype_from_out=True)
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
-    negative ``n`` or ``m``."""
+    negative ``n`` or ``m``; NotImplementedError for a sparse layout."""
+    _dense_layout(layout, "eye")
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
@@ -272,13 +273,15 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 @with_x64
 @accepts_out(dtype_from_out=True)
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+           pin_memory=False):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
     With an integer ``dtype`` the values are ``int(start) + i * int(step)``; the length is
     counted on the truncated numbers for int64 and from the numbers as given (in double) for the
     other integer dtypes, as torch. RuntimeError for a zero step, a non-finite bound, or bounds
     inconsistent with the step's sign (``arange(0, 5, -1)``); ValueError for an int64 step that
-    truncates to 0; NotImplementedError for ``dtype=bool``."""
+    truncates to 0; NotImplementedError for ``dtype=bool`` or a sparse layout."""
+    _dense_layout(layout, "arange")
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -319,9 +322,10 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 @with_x64
-def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
+    _dense_layout(layout, "range")
     warn("torch.range is deprecated and will be removed in a future release because its "
          "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
          "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
@@ -380,11 +384,13 @@ def _spaced(start, end, steps, dtype, api):
 
 @with_x64
 @accepts_out(dtype_from_out=True)
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive
     (numbers or 0-d tensors). Dtype: ``dtype``, else complex64 for a complex endpoint, else the
     default dtype. An integer dtype truncates the endpoints and then each point (as torch).
     RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
+    _dense_layout(layout, "linspace")
     points, d = _spaced(start, end, steps, dtype, "linspace")
     exact = torch_linspace(*_endpoints(start, end, "linspace"), len(points), d.np)   # torch's last-place rounding
     return _finish(jnp.asarray(points.astype(d.np) if exact is None else exact), d, device, requires_grad)
@@ -392,10 +398,12 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 
 @with_x64
 @accepts_out(dtype_from_out=True)
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, layout=None,
+             pin_memory=False):
     """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``, computed in double
     and cast to the dtype (an integer dtype truncates the exponents' endpoints and the powers,
     as torch). RuntimeError for negative ``steps`` or a tensor endpoint that is not 0-d."""
+    _dense_layout(layout, "logspace")
     exponents, d = _spaced(start, end, steps, dtype, "logspace")
     with np.errstate(all="ignore"):
         points = np.power(np.asarray(base, dtype=exponents.dtype), exponents)
@@ -434,9 +442,12 @@ ones_like = _like(ones)
 empty_like = _like(empty)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+              pin_memory=False):
     """Mirrors ``torch.full_like``: ``input``'s shape, and its dtype unless ``dtype`` is given.
     TypeError when ``fill_value`` is not a number."""
+    _check_like(input, "full_like")
+    _dense_layout(input.layout if layout is None else layout, "full_like")
     out = _full(input.shape, fill_value, dtype if dtype is not None else input.dtype, _like_device(input, device),
                 requires_grad, "full_like")
     return _laid_out_like(out, input, memory_format, "full_like")
@@ -446,9 +457,10 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 @with_x64
 @accepts_out(dtype_from_out=True)
 @_size_keyword
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
+    _dense_layout(layout, "rand")
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "rand()", "check_uniform_bounds")
     shape = size_tuple(size)
@@ -459,9 +471,10 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 @with_x64
 @accepts_out(dtype_from_out=True)
 @_size_keyword
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
     NotImplementedError for an integer or bool ``dtype``."""
+    _dense_layout(layout, "randn")
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "randn()", "normal_kernel_cpu")
     shape = size_tuple(size)
@@ -470,9 +483,11 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
 
 
 @with_x64
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
+            pin_memory=False):
     """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high).
     RuntimeError for an empty range (``low >= high``); ValueError for bounds outside int64."""
+    _dense_layout(layout, "randint")
     if size is None:
         low, high, size = 0, low, high
     elif high is None:   # randint(high, size=...)
@@ -491,9 +506,10 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 
 
 @with_x64
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64). RuntimeError for
     a negative ``n``; NotImplementedError for ``dtype=bool``."""
+    _dense_layout(layout, "randperm")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
@@ -501,27 +517,38 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
                   lambda: _rnd.permutation(_generator.key_for(generator), n, d.np, api="randperm()"))
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """Mirrors ``torch.rand_like``: ``rand`` of input's shape and dtype, laid out as ``*_like``."""
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+              pin_memory=False):
+    """Mirrors ``torch.rand_like``: ``rand`` of input's shape and dtype, laid out as ``*_like``
+    (draws from ``generator`` when given)."""
     _check_like(input, "rand_like")
-    out = rand(*input.shape, dtype=dtype or input.dtype, device=_like_device(input, device), requires_grad=requires_grad)
+    _dense_layout(input.layout if layout is None else layout, "rand_like")
+    out = rand(*input.shape, generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
+               requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "rand_like")
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
-    """Mirrors ``torch.randn_like``: ``randn`` of input's shape and dtype, laid out as ``*_like``."""
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None,
+               pin_memory=False):
+    """Mirrors ``torch.randn_like``: ``randn`` of input's shape and dtype, laid out as ``*_like``
+    (draws from ``generator`` when given)."""
     _check_like(input, "randn_like")
-    out = randn(*input.shape, dtype=dtype or input.dtype, device=_like_device(input, device), requires_grad=requires_grad)
+    _dense_layout(input.layout if layout is None else layout, "randn_like")
+    out = randn(*input.shape, generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
+                requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "randn_like")
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False, memory_format=None):
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+                 memory_format=None, layout=None, pin_memory=False):
     """Mirrors ``torch.randint_like(input, low=0, high)``: ``randint`` of input's shape and dtype,
-    laid out as ``*_like``."""
+    laid out as ``*_like`` (draws from ``generator`` when given)."""
     _check_like(input, "randint_like")
+    _dense_layout(input.layout if layout is None else layout, "randint_like")
     if high is None:
         low, high = 0, low
-    out = randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=_like_device(input, device))
+    out = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                  device=_like_device(input, device))
     return _laid_out_like(out, input, memory_format, "randint_like")
 
 

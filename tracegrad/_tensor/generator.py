@@ -128,8 +128,10 @@ def get_rng_state():
     return default_generator.get_state()
 
 
-def set_rng_state(state):
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    """Mirrors ``torch.set_rng_state(new_state)``: the default generator's state, as
+    ``get_rng_state`` gave it."""
+    default_generator.set_state(new_state)
 
 
 def key_for(generator):

@@ -10,6 +10,7 @@ import jax
 
 from .._ops.linalg import MATMUL_PRECISION
 from .device import cuda_devices, device
+from .device import device as _device    # set_default_device's argument is named device, as torch's
 
 # torch's float32 matmul precision names -> JAX's default_matmul_precision values
 _PRECISION = {"highest": "float32", "high": "tensorfloat32", "medium": "bfloat16"}
@@ -43,21 +44,21 @@ def get_default_device() -> device:
     return device("cpu") if d.platform == "cpu" else device("cuda", d.id)
 
 
-def set_default_device(dev) -> None:
-    """Mirrors ``torch.set_default_device``: factories create tensors on ``dev`` ('cpu', 'cuda',
-    'cuda:1', a device, or None for JAX's default). Sets JAX's ``jax_default_device``.
-    Differs from torch: 'cuda' without a GPU raises torch's AssertionError ('Torch not compiled
-    with CUDA enabled') here; torch raises it at the first factory call."""
-    if dev is None:
+def set_default_device(device) -> None:
+    """Mirrors ``torch.set_default_device(device)``: factories create tensors on ``device``
+    ('cpu', 'cuda', 'cuda:1', a device, or None for JAX's default). Sets JAX's
+    ``jax_default_device``. Differs from torch: 'cuda' without a GPU raises torch's
+    AssertionError ('Torch not compiled with CUDA enabled') here; torch raises it at the first
+    factory call."""
+    if device is None:
         _default_device[0] = None
         jax.config.update("jax_default_device", None)
         return
-    d = device(dev) if not isinstance(dev, device) else dev
+    d = device if isinstance(device, _device) else _device(device)
     if d.type == "cuda" and d.index is None and cuda_devices():
-        d = device("cuda", 0)
+        d = _device("cuda", 0)
     jax.config.update("jax_default_device", d.jax_device())
     _default_device[0] = d
-
 
 
 _DEVICE_STACK: list = []    # the default devices ``with device(...)`` blocks replaced

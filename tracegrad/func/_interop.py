@@ -39,21 +39,26 @@ class _Capsule:
         return self._device
 
 
-def from_dlpack(ext_tensor):
-    """Mirrors ``torch.from_dlpack`` / ``torch.utils.dlpack.from_dlpack``: a Tensor sharing
-    memory with ``ext_tensor`` where JAX can alias it (CPU arrays with JAX's alignment; JAX may
-    copy otherwise). ``ext_tensor`` is any object with ``__dlpack__`` (a torch tensor, numpy
-    array, JAX array, another Tensor) or a DLPack capsule (assumed to be on the CPU).
-    Writing to the source afterwards is undefined, as for JAX's own ``from_dlpack``.
-    Raises TypeError for other objects."""
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """Mirrors ``torch.from_dlpack(ext_tensor, *, device=None, copy=None)`` /
+    ``torch.utils.dlpack.from_dlpack``: a Tensor sharing memory with ``ext_tensor`` where JAX
+    can alias it (CPU arrays with JAX's alignment; JAX may copy otherwise). ``ext_tensor`` is
+    any object with ``__dlpack__`` (a torch tensor, numpy array, JAX array, another Tensor) or a
+    DLPack capsule (assumed to be on the CPU). ``device`` moves the result there; ``copy=True``
+    gives a Tensor of its own. Writing to the source afterwards is undefined, as for JAX's own
+    ``from_dlpack``. Raises TypeError for other objects."""
     if isinstance(ext_tensor, Tensor):
-        return Tensor._make(ext_tensor._value)
-    if type(ext_tensor).__name__ == "PyCapsule":
-        ext_tensor = _Capsule(ext_tensor, (1, 0))
-    if not hasattr(ext_tensor, "__dlpack__"):
-        raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
-                        f"{type(ext_tensor).__name__}")
-    return Tensor._make(run_jax(jax.dlpack.from_dlpack, ext_tensor))
+        out = Tensor._make(ext_tensor._value)
+    else:
+        if type(ext_tensor).__name__ == "PyCapsule":
+            ext_tensor = _Capsule(ext_tensor, (1, 0))
+        if not hasattr(ext_tensor, "__dlpack__"):
+            raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
+                            f"{type(ext_tensor).__name__}")
+        out = Tensor._make(run_jax(jax.dlpack.from_dlpack, ext_tensor))
+    if device is not None:
+        out = out.to(device)
+    return out.clone() if copy else out
 
 
 def to_dlpack(tensor):
