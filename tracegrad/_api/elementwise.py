@@ -413,6 +413,8 @@ def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
     RuntimeError when both are None; NotImplementedError for a bool result."""
     if min is None and max is None:
+        if not isinstance(self, Tensor):   # torch's parser sees the input before the bounds
+            check_tensors("clamp", self, names=("input",))
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     _check_operand(min, "clamp", "min")
     _check_operand(max, "clamp", "max", 3)
@@ -431,6 +433,9 @@ def clamp(self, min=None, max=None):
 def clamp_min(self, min):
     """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
     check_tensors("clamp_min", self, names=("input",))
+    if min is None:   # a required bound here (clamp's is optional): torch's parser refuses None
+        raise TypeError("clamp_min(): argument 'min' (position 2) must be Tensor or Number, not NoneType; "
+                        "pass the lower bound (or use clamp(input, min=..., max=...))")
     _check_operand(min, "clamp_min", "min")
     t = isinstance(min, Tensor)
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
@@ -440,6 +445,9 @@ def clamp_min(self, min):
 def clamp_max(self, max):
     """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
     check_tensors("clamp_max", self, names=("input",))
+    if max is None:   # a required bound here (clamp's is optional): torch's parser refuses None
+        raise TypeError("clamp_max(): argument 'max' (position 2) must be Tensor or Number, not NoneType; "
+                        "pass the upper bound (or use clamp(input, min=..., max=...))")
     _check_operand(max, "clamp_max", "max")
     t = isinstance(max, Tensor)
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))

@@ -18,12 +18,23 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
+def _descriptor_error(api, obj):
+    """torch's TypeError for ``Tensor.<api>(obj)`` called on the class with a non-Tensor: its
+    methods are C descriptors that check their ``self`` before anything runs."""
+    return TypeError(f"descriptor '{api}' for 'Tensor' objects doesn't apply to a '{type(obj).__name__}' "
+                     f"object; call {api} on a Tensor")
+
+
 def register_hook(self, hook):
     """Mirrors ``torch.Tensor.register_hook``: ``hook(grad) -> Tensor or None`` runs each time
     the gradient w.r.t. this tensor is computed; a returned tensor replaces the gradient.
     Hooks run in registration order. Returns a handle with ``.remove()``.
     RuntimeError on a tensor that does not require grad."""
-    if not self.requires_grad:
+    try:
+        rg = self.requires_grad
+    except AttributeError:   # Tensor.register_hook(None): only on the error path
+        raise _descriptor_error("register_hook", self) from None
+    if not rg:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     gf = self.grad_fn
     if gf is None:
@@ -40,7 +51,11 @@ def register_hook(self, hook):
 def retain_grad(self):
     """Mirrors ``torch.Tensor.retain_grad``: a non-leaf keeps its ``.grad`` after backward (no-op
     on leaves). RuntimeError on a tensor that does not require grad."""
-    if not self.requires_grad:
+    try:
+        rg = self.requires_grad
+    except AttributeError:   # Tensor.retain_grad(None): only on the error path
+        raise _descriptor_error("retain_grad", self) from None
+    if not rg:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     gf = self.grad_fn
     if gf is None or self._retains_grad:
@@ -57,7 +72,11 @@ def register_post_accumulate_grad_hook(self, hook):
     """Mirrors ``torch.Tensor.register_post_accumulate_grad_hook``: ``hook(tensor)`` runs after
     the leaf's ``.grad`` has been accumulated. RuntimeError on a non-leaf or a tensor that
     does not require grad."""
-    if not self.requires_grad:
+    try:
+        rg = self.requires_grad
+    except AttributeError:   # Tensor.register_post_accumulate_grad_hook(None): only on the error path
+        raise _descriptor_error("register_post_accumulate_grad_hook", self) from None
+    if not rg:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")

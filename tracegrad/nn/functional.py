@@ -149,6 +149,16 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 
 # ---- normalisation --------------------------------------------------------------------------
+def _zero_channel_affine(input, weight, bias):
+    """IndexError, as torch (its kernel reads element 0 of the affine parameters), for an input of
+    zero channels given an empty weight or bias (``BatchNorm1d(0)`` on an ``(N, 0)`` input)."""
+    if getattr(input, "ndim", 0) >= 2 and input.shape[1] == 0:
+        for name, p in (("weight", weight), ("bias", bias)):
+            if p is not None and p.numel() == 0:
+                raise IndexError(f"batch_norm(): index 0 is out of range for the {name} of size {list(p.shape)} "
+                                 "(the input has 0 channels); build the layer with num_features >= 1")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Mirrors ``torch.nn.functional.batch_norm``: input ``(N, C, *)``; in training uses batch
     statistics and updates running stats in place (unbiased var); else uses the running stats.
@@ -156,6 +166,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for an ``eps`` that is not positive in training (negative in eval)."""
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    _zero_channel_affine(input, weight, bias)
     if training:
         _F.verify_batch_size(input)
         if eps <= 0.0:
