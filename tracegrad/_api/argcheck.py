@@ -52,7 +52,9 @@ def _is_opt_bool(v):
 
 
 def _is_dtype(v):
-    return v is None or isinstance(v, _dt.dtype)
+    # torch's parser takes a torch.dtype or one of Python's number types (float: float64...), not
+    # a name ('float32') nor a numpy type
+    return v is None or isinstance(v, _dt.dtype) or (type(v) is type and v in (float, int, bool, complex))
 
 
 def _is_tensor_like(v):
@@ -248,11 +250,11 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
 GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError)   # what may be replaced
 
 
-# kinds a wrong value of which would pass silently (a float dim or count, a string or an int for a
-# flag, a number where only a Tensor goes): checked before the call too (NOTE [argument kinds on
-# the success path]); _FAST: the type that needs no further look
-_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "Number", "Number or None", _TENSOR_ONLY)
-_FAST = {"bool": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor}
+# kinds a wrong value of which would pass silently (a float dim or count, a dtype given by name, a
+# string or an int for a flag, a number where only a Tensor goes): checked before the call too (NOTE
+# [argument kinds on the success path]); _FAST: the type that needs no further look
+_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "Number", "Number or None", _TENSOR_ONLY, "torch.dtype")
+_FAST = {"bool": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor, "torch.dtype": _dt.dtype}
 _MISSING = object()
 
 
