@@ -391,3 +391,18 @@ def unguarded(fn):
 
 
 _DONE: dict = {}   # (id(function), python_level) -> (function, its guard): one wrapper in every namespace
+
+
+def floating_input(fn, kernel):
+    """``fn`` refusing an integer or bool input tensor with torch's NotImplementedError (``kernel``:
+    the name torch's message gives), for the functions whose torch kernel is defined for floating
+    dtypes only where JAX computes any dtype (elu, gelu, softplus...). One attribute read and a
+    compare before the call on the success path."""
+    @functools.wraps(fn)
+    def checked(input, *args, **kwargs):
+        dt = getattr(input, "dtype", None)
+        if isinstance(dt, _dt.dtype) and dt._cat <= 1:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt.SCALAR_NAMES.get(dt.name, dt.name)}'; "
+                                      f"{fn.__name__} takes a floating tensor (convert it with .float())")
+        return fn(input, *args, **kwargs)
+    return checked

@@ -21,7 +21,7 @@ from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_
 from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
-                        check_not_two_numbers, check_tensors, result_dtype)
+                        check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
 # ---- arithmetic -------------------------------------------------------------------------
@@ -328,6 +328,7 @@ def _bitwise(name):
     def g(self, other):
         for v in (self, other):
             if isinstance(v, Tensor) and v.dtype._cat > 1 or isinstance(v, float):
+                check_operand_kinds(name, self, other)   # the parser's TypeError before the dtype check
                 raise NotImplementedError(f'"{name}_cpu" not implemented for floating-point or complex '
                                           "inputs: bitwise ops take integer or bool tensors")
         if not isinstance(self, Tensor) and isinstance(other, Tensor):
@@ -363,6 +364,8 @@ def _unary(name):
             if name == "neg":
                 raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            if name == "relu":
+                raise RuntimeError("Boolean inputs not supported for relu; convert the tensor with .float() or .int()")
             if name in ("sign", "sgn"):      # torch: a bool's sign is itself
                 return apply_op(OPS["clone"], (self,))
             if name == "abs":

@@ -18,7 +18,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
-from tracegrad._api.argcheck import guard_all as _guard_all
+from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
 
 from . import _activations_more as _act
 from . import _reduction
@@ -351,6 +351,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     ``min_val > max_val``."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
+        raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
@@ -993,6 +995,20 @@ __all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_wi
             "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle",
             "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
 
+
+# activations whose torch kernel is defined for floating dtypes only: an integer or bool input is
+# torch's NotImplementedError (JAX would compute them, or promote); kernel names as torch's
+_FLOATING_KERNELS = {
+    "elu": "elu_cpu", "elu_": "elu_cpu", "selu": "elu_cpu", "selu_": "elu_cpu", "celu": "elu_cpu", "celu_": "elu_cpu",
+    "gelu": "GeluKernelImpl", "hardshrink": "hardshrink_cpu", "hardsigmoid": "hardsigmoid_cpu",
+    "hardswish": "hardswish_cpu", "leaky_relu": "leaky_relu_cpu", "leaky_relu_": "leaky_relu_cpu",
+    "rrelu": "leaky_relu_cpu", "rrelu_": "leaky_relu_cpu", "logsigmoid": "log_sigmoid_cpu", "mish": "mish_cpu",
+    "softplus": "softplus_cpu", "softshrink": "softshrink_check"}
+
+
+for _name, _kernel in _FLOATING_KERNELS.items():
+    globals()[_name] = _floating_input(globals()[_name], _kernel)
+del _name, _kernel
 
 # torch's native nn functions take ``out=`` (the result's own dtype only)
 _add_out(globals(), ("linear", "avg_pool2d", "avg_pool3d", "gelu", "softplus", "logsigmoid", "hardshrink",
