@@ -746,11 +746,7 @@ KNOWN.update(dict.fromkeys([
     'F.adaptive_avg_pool2d(t, float) kind', 'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
-    'F.embedding(t, float) kind',
-    'Tensor.diagonal(list) kind', 'Tensor.gcd_(None) kind', 'Tensor.gcd_(float) kind',
-    'Tensor.gcd_(list) kind', 'Tensor.gcd_(tensor) kind',
-    'Tensor.split_with_sizes(list) kind', 'bincount(t, float) kind', 'masked_select(t, float) kind',
-    'randint_like(t, None) kind', 'tril(None) kind',
+    'F.embedding(t, float) kind', 'randint_like(t, None) kind',
 ], "wrong-kind argument meets another check first (torch: TypeError)"))
 
 

@@ -88,7 +88,7 @@ KINDS = {
     **dict.fromkeys(("dim0", "dim1", "dim2", "start_dim", "end_dim", "diagonal", "offset", "chunks", "decimals",
                      "minlength", "upscale_factor", "downscale_factor", "groups", "num_classes", "window_length",
                      "n", "N", "r", "k", "num_groups"), "int"),
-    **dict.fromkeys(("size", "shape", "sizes"), "tuple of ints"),
+    **dict.fromkeys(("size", "shape", "sizes", "split_sizes"), "tuple of ints"),
     **dict.fromkeys(("keepdim", "descending", "stable", "sorted", "largest", "return_inverse", "return_counts",
                      "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
                      "with_replacement", "assume_unique", "invert", "requires_grad", "pin_memory", "sparse_grad",
@@ -113,7 +113,10 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
               "pairwise_distance": {"x2": _TENSOR_ONLY},
-              "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"}}
+              "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"},
+              # a Tensor only (no list, no number) where the kernel's own dtype check would come first
+              "take_along_dim": {"indices": _TENSOR_ONLY}, "masked_select": {"mask": _TENSOR_ONLY},
+              "bincount": {"weights": _TENSOR_ONLY}}
 
 
 def kind_of(api, name):
@@ -312,11 +315,11 @@ def guard(api, fn, python_level=False, hot=False):
     TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
     calls pass through unchanged. Parameters of a ``_STRICT_KINDS`` kind are also checked before
     the call: one ``type(v) is ...`` each on the common path. ``hot``: a ``HOT`` family's
-    function form, where nothing may run before the call; only an AttributeError (a non-Tensor
-    where the Tensor goes: ``flip(None, [0])``) is looked at, after the call failed."""
+    function form, where nothing may run before the call; its failures are looked at after the
+    call, as every guarded function's (``flatten(x, 1.5)``, ``flip(None, [0])``)."""
     sig = _public_signature(fn)
     strict = () if hot else _strict_params(api, sig, python_level)
-    caught = AttributeError if hot else GUARDED
+    caught = GUARDED
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -360,14 +363,15 @@ def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python
               methods=False) -> None:
     """``guard`` the functions of ``namespace`` (``names``: only those) defined in ``modules``
     (module names starting with one of them), but torch's Python-level ones, the ``HOT``
-    families and, for Tensor's ``methods``, wrappers made elsewhere (``method_form``, numpy_names).
+    families and, for Tensor's ``methods``, wrappers made elsewhere (``method_form``, numpy_names;
+    not accepts_out's, which look at AttributeError only).
     One wrapper per function, shared by every namespace (``tracegrad.diag is Tensor.diag`` still
     holds); the defining module keeps the function itself, so calls between tracegrad's own
     functions are not checked again."""
     for name, fn in list(namespace.items() if names is None else ((n, namespace[n]) for n in names)):
         if (name.startswith("_") or name in PYTHON_LEVEL or not inspect.isfunction(fn)
                 or getattr(fn, "_guarded", False) or (methods and fn.__module__.startswith(HOT))
-                or (methods and hasattr(fn, "__wrapped__"))
+                or (methods and hasattr(fn, "__wrapped__") and fn.__code__.co_name != "with_out")
                 or not fn.__module__.startswith(modules)):
             continue
         # a hot family's function form (tracegrad.flip) gets the AttributeError-only guard: its
