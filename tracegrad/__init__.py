@@ -427,10 +427,6 @@ del _LEGACY_STORAGES
 
 
 # torch's TypeError for an argument of the wrong kind, on the op families' functions (argcheck.py)
-from ._api.argcheck import floating_input as _floating_input, guard_all as _guard_all  # noqa: E402
+from ._api.argcheck import guard_all as _guard_all  # noqa: E402
 _guard_all(globals())
-# activations whose torch kernel takes floating dtypes only (NotImplementedError for an integer input)
-for _name, _kernel in (("selu", "elu_cpu"), ("selu_", "elu_cpu"), ("celu", "elu_cpu"), ("celu_", "elu_cpu"),
-                       ("rrelu", "leaky_relu_cpu"), ("rrelu_", "leaky_relu_cpu"), ("hardshrink", "hardshrink_cpu")):
-    globals()[_name] = _floating_input(globals()[_name], _kernel)
-del _guard_all, _floating_input, _name, _kernel
+del _guard_all

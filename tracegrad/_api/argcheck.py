@@ -83,7 +83,7 @@ _CHECKS = {"Number": _is_number, "Number or None": lambda v: v is None or _is_nu
            "Tensor (not a number)": _is_tensor, "int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
            "bool": _is_bool, "bool or None": _is_opt_bool, "torch.dtype": _is_dtype, "Tensor": _is_tensor_like}
 KINDS = {
-    **dict.fromkeys(("dim", "dims", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
+    **dict.fromkeys(("dim", "dims", "shifts", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
                     "int or tuple of ints"),
     **dict.fromkeys(("dim0", "dim1", "dim2", "start_dim", "end_dim", "diagonal", "offset", "chunks", "decimals",
                      "minlength", "upscale_factor", "downscale_factor", "groups", "num_classes", "window_length",
