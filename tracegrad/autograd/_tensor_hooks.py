@@ -19,8 +19,9 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
 
 
 def _descriptor_error(api, obj):
-    """torch's TypeError for ``Tensor.<api>(obj)`` called on the class with a non-Tensor: its
-    methods are C descriptors that check their ``self`` before anything runs."""
+    """torch's TypeError for ``Tensor.<api>(obj)`` called on the class with a non-Tensor, where
+    torch's method is a C descriptor that checks its ``self`` before anything runs (retain_grad;
+    register_hook is Python in torch: AttributeError there, as here)."""
     return TypeError(f"descriptor '{api}' for 'Tensor' objects doesn't apply to a '{type(obj).__name__}' "
                      f"object; call {api} on a Tensor")
 
@@ -30,11 +31,7 @@ def register_hook(self, hook):
     the gradient w.r.t. this tensor is computed; a returned tensor replaces the gradient.
     Hooks run in registration order. Returns a handle with ``.remove()``.
     RuntimeError on a tensor that does not require grad."""
-    try:
-        rg = self.requires_grad
-    except AttributeError:   # Tensor.register_hook(None): only on the error path
-        raise _descriptor_error("register_hook", self) from None
-    if not rg:
+    if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     gf = self.grad_fn
     if gf is None:
@@ -72,11 +69,7 @@ def register_post_accumulate_grad_hook(self, hook):
     """Mirrors ``torch.Tensor.register_post_accumulate_grad_hook``: ``hook(tensor)`` runs after
     the leaf's ``.grad`` has been accumulated. RuntimeError on a non-leaf or a tensor that
     does not require grad."""
-    try:
-        rg = self.requires_grad
-    except AttributeError:   # Tensor.register_post_accumulate_grad_hook(None): only on the error path
-        raise _descriptor_error("register_post_accumulate_grad_hook", self) from None
-    if not rg:
+    if not self.requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if self.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")

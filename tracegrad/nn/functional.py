@@ -1002,7 +1002,7 @@ _FLOATING_KERNELS = {
     "elu": "elu_cpu", "elu_": "elu_cpu", "selu": "elu_cpu", "selu_": "elu_cpu", "celu": "elu_cpu", "celu_": "elu_cpu",
     "gelu": "GeluKernelImpl", "hardshrink": "hardshrink_cpu", "hardsigmoid": "hardsigmoid_cpu",
     "hardswish": "hardswish_cpu", "leaky_relu": "leaky_relu_cpu", "leaky_relu_": "leaky_relu_cpu",
-    "rrelu": "leaky_relu_cpu", "rrelu_": "leaky_relu_cpu", "logsigmoid": "log_sigmoid_cpu", "mish": "mish_cpu",
+    "rrelu": "leaky_relu_cpu", "rrelu_": "leaky_relu_cpu", "logsigmoid": "log_sigmoid_cpu", "mish": "mish_cpu", "silu": "silu_cpu",
     "softplus": "softplus_cpu", "softshrink": "softshrink_check"}
 
 
