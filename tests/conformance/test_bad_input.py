@@ -772,6 +772,17 @@ BADINPUT5 = {
     "Tensor.normal_(0-d tensor, 1)_ok": lambda T: T.ones(2, 3).normal_(T.tensor(0.0), 1.0),
     "Tensor.bernoulli_(tensor)_ok": lambda T: T.ones(2, 3).bernoulli_(T.ones(2, 3) * 0.5),
     "Tensor.random_(0-d int tensor)_ok": lambda T: T.ones(2, 3).random_(T.tensor(3)),
+    # F.pad's pad must be ints; padding / pooling layers keep what they are given (checked in forward)
+    "F.pad(t, floats)": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), (1.5, 1)),
+    "F.pad(t, None)": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), None),
+    "F.pad(t, (1, None))": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), (1, None)),
+    "F.pad(t, tensor)": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), T.tensor([1, 1])),
+    "F.pad(t, numpy ints)_ok": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), (__import__("numpy").int64(1), 1)),
+    "ZeroPad2d(2.5)_ok": lambda T: T.nn.ZeroPad2d(2.5), "ZeroPad2d(2.5)(x)": lambda T: T.nn.ZeroPad2d(2.5)(T.ones(1, 2, 4, 4)),
+    "ZeroPad2d((1, 1))(x)_ok": lambda T: T.nn.ZeroPad2d((1, 1))(T.ones(1, 2, 4, 4)),
+    "ReflectionPad2d([2, 2])_ok": lambda T: T.nn.ReflectionPad2d([2, 2]),
+    "ConstantPad1d('abc', 0.0)(x)": lambda T: T.nn.ConstantPad1d("abc", 0.0)(T.ones(1, 2, 4)),
+    "AvgPool1d(None)_ok": lambda T: T.nn.AvgPool1d(None), "AvgPool1d(2.5)(x)": lambda T: T.nn.AvgPool1d(2.5)(T.ones(1, 2, 4)),
 }
 for k, f in BADINPUT5.items():
     case(k, f)

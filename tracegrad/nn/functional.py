@@ -258,10 +258,26 @@ def one_hot(tensor, num_classes=-1):
     return _F.one_hot(tensor, num_classes)
 
 
+def _check_pad_ints(pad):
+    """torch's parser TypeError for a ``pad`` that is not a sequence of ints (a float, None, a
+    string, floats in it); one type check per entry on the common path."""
+    if type(pad) in (tuple, list) and all(type(p) is int for p in pad):
+        return
+    seq = isinstance(pad, (tuple, list, tracegrad.Size))
+    wrong = [p for p in pad if not (isinstance(p, int) or hasattr(p, "__index__") and not isinstance(p, float))] \
+        if seq else [pad]
+    if wrong:
+        bad = wrong[0]
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(bad).__name__}; "
+                        "pass the paddings as ints, last dim first")
+
+
 def pad(input, pad, mode="constant", value=None):
     """Mirrors ``torch.nn.functional.pad``: ``pad=(left, right, top, bottom, ...)`` from the last dim.
     Modes: constant (``ConstantPadNdBackward0``), reflect/replicate (``ReflectionPad2DBackward0``...),
-    circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``)."""
+    circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
+    TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
+    _check_pad_ints(pad)
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
