@@ -700,6 +700,94 @@ for k, f in SILENT.items():
     case(k, f)
 
 
+# ---- badinput5: bounds, dtypes, kernel order and activations (each fixed from the badinput5 probe)
+BADINPUT5 = {
+    # a required bound of None; a non-Tensor where clamp's input goes
+    "clamp_max(t, None)": lambda T: T.clamp_max(T.ones(2), None), "Tensor.clamp_min(None)": lambda T: T.ones(2).clamp_min(None),
+    "Tensor.clamp_max_(None)": lambda T: T.ones(2).clamp_max_(None), "clamp(None)": lambda T: T.clamp(None),
+    "clamp_max(t, 0.5)_ok": lambda T: T.clamp_max(T.ones(2), 0.5),
+    # Tensor's autograd methods called on the class with a non-Tensor
+    "Tensor.retain_grad(None)": lambda T: T.Tensor.retain_grad(None),
+    "Tensor.register_hook(None, f)": lambda T: T.Tensor.register_hook(None, lambda g: g),   # Python in torch
+    "Tensor.register_post_accumulate_grad_hook(None, f)": lambda T: T.Tensor.register_post_accumulate_grad_hook(
+        None, lambda t: None),
+    # BatchNorm of 0 features: torch reads element 0 of the empty affine weight
+    "BatchNorm1d(0)(2x0)": lambda T: T.nn.BatchNorm1d(0)(T.ones(2, 0)),
+    "BatchNorm2d(0)(1x0x2x2)": lambda T: T.nn.BatchNorm2d(0)(T.ones(1, 0, 2, 2)),
+    "BatchNorm1d(0, affine=False)(2x0)_ok": lambda T: T.nn.BatchNorm1d(0, affine=False)(T.ones(2, 0)),
+    "F.batch_norm(2x0, empty weight)": lambda T: T.nn.functional.batch_norm(T.ones(2, 0), None, None, T.ones(0),
+                                                                              training=True),
+    # dtype= by name or as a numpy type (torch takes a torch.dtype or a Python number type)
+    "zeros(dtype=str)": lambda T: T.zeros(2, dtype="float32"), "ones_like(dtype=str)": lambda T: T.ones_like(T.ones(2), dtype="float32"),
+    "tensor(dtype=str)": lambda T: T.tensor([1.0], dtype="float32"), "rand(dtype=str)": lambda T: T.rand(2, dtype="float32"),
+    "arange(dtype=numpy)": lambda T: T.arange(3, dtype=__import__("numpy").float32),
+    "Tensor.sum(dtype=str)": lambda T: T.ones(2).sum(dtype="float32"), "mean(dtype=str)": lambda T: T.mean(T.ones(2), dtype="float32"),
+    "softmax(dtype=str)": lambda T: T.softmax(T.ones(2), 0, dtype="float32"),
+    "Tensor.cumsum(dtype=numpy)": lambda T: T.ones(2).cumsum(0, dtype=__import__("numpy").float64),
+    "zeros(dtype=float)_ok": lambda T: T.zeros(2, dtype=float), "Tensor.sum(dtype=int)_ok": lambda T: T.ones(2).sum(dtype=int),
+    "full(dtype=bool)_ok": lambda T: T.full((2,), 1, dtype=bool),
+    # a non-int diagonal / offset, a None input reaching the op
+    "triu(t, None)": lambda T: T.triu(T.ones(2, 3), None), "Tensor.tril('abc')": lambda T: T.ones(2, 3).tril("abc"),
+    "Tensor.diag(list)": lambda T: T.ones(2, 3).diag([1]), "Tensor.diagonal(object)": lambda T: T.ones(2, 3).diagonal(object()),
+    "triu(None)": lambda T: T.triu(None),
+    # the operands' kinds, then broadcasting, before a bitwise / integer kernel's dtype check
+    "Tensor.bitwise_and(None)": lambda T: T.ones(2).bitwise_and(None), "bitwise_or(t, 'a')": lambda T: T.bitwise_or(T.ones(2), "a"),
+    "Tensor.bitwise_xor(list)": lambda T: T.ones(2).bitwise_xor([1]), "Tensor.lcm_(None)": lambda T: T.ones(2).lcm_(None),
+    "Tensor.bitwise_left_shift_(None)": lambda T: T.ones(2).bitwise_left_shift_(None),
+    "Tensor.bitwise_and(3x2 float)": lambda T: T.ones(2, 3).bitwise_and(T.ones(3, 2)),
+    "Tensor.gcd(3x2 float)": lambda T: T.ones(2, 3).gcd(T.ones(3, 2)),
+    "Tensor.bitwise_and(float)": lambda T: T.ones(2).bitwise_and(T.ones(2)),
+    # floating-only activations: an integer or bool input is NotImplementedError
+    **{f"F.{n}({dt})": (lambda T, n=n, dt=dt: getattr(T.nn.functional, n)(T.ones(2, 3, dtype=getattr(T, dt))))
+       for n in ("gelu", "elu", "selu", "celu", "leaky_relu", "softplus", "mish", "hardswish", "hardsigmoid",
+                 "logsigmoid", "hardshrink", "softshrink", "rrelu", "silu", "relu", "relu6", "hardtanh")
+       for dt in ("int64", "bool")},
+    "selu(long)": lambda T: T.selu(T.ones(2, dtype=T.int64)), "celu(bool)": lambda T: T.celu(T.ones(2, dtype=T.bool)),
+    "nn.GELU()(long)": lambda T: T.nn.GELU()(T.ones(2, dtype=T.int64)), "nn.ELU()(long)": lambda T: T.nn.ELU()(T.ones(2, dtype=T.int64)),
+    "Tensor.relu(bool)": lambda T: T.ones(2, dtype=T.bool).relu(), "nn.ReLU()(bool)": lambda T: T.nn.ReLU()(T.ones(2, dtype=T.bool)),
+    "F.gelu(float)_ok": lambda T: T.nn.functional.gelu(T.ones(2)),
+    # Tensor-only arguments a kernel's own check used to see first; sizes as ints
+    "take_along_dim(t, None)": lambda T: T.take_along_dim(T.ones(2, 3), None),
+    "Tensor.take_along_dim(1.5)": lambda T: T.ones(2, 3).take_along_dim(1.5),
+    "Tensor.masked_select(1.5)": lambda T: T.ones(2, 3).masked_select(1.5),
+    "split_with_sizes(t, floats)": lambda T: T.split_with_sizes(T.ones(2, 3), [0.5, 1.5]),
+    # dims of another kind where an int goes (float, str, tensor of several elements)
+    "Tensor.flatten(1.5)": lambda T: T.ones(2, 3).flatten(1.5), "flatten(t, 1.5)": lambda T: T.flatten(T.ones(2, 3), 1.5),
+    "flatten(t, tensor)": lambda T: T.flatten(T.ones(2, 3), T.ones(3, 2)),
+    "Tensor.size(1.5)": lambda T: T.ones(2, 3).size(1.5), "Tensor.softmax('a')": lambda T: T.ones(2, 3).softmax("a"),
+    "Tensor.select(1.0, 0)": lambda T: T.ones(2, 3).select(1.0, 0),
+    "Tensor.size(numpy int)_ok": lambda T: T.ones(2, 3).size(__import__("numpy").int64(1)),
+    "Tensor.sum(0-d int tensor)_ok": lambda T: T.ones(2, 3).sum(T.tensor(1)),
+    "Tensor.roll('abc')": lambda T: T.ones(2, 3).roll("abc"), "Tensor.roll(floats)": lambda T: T.ones(2, 3).roll([0.5, 0.25]),
+    "roll(t, tensor)": lambda T: T.roll(T.ones(2, 3), T.ones(3, 2)), "Tensor.roll(0-d tensor)_ok": lambda T: T.ones(2, 3).roll(T.tensor(1)),
+    # non-Tensor inputs of functions torch parses one call down
+    "unique(None)": lambda T: T.unique(None), "unique_consecutive('a')": lambda T: T.unique_consecutive("a"),
+    "meshgrid(t, None)": lambda T: T.meshgrid(T.ones(2), None, indexing="ij"),
+    # the random in-place draws: numbers only (random_'s bounds: ints)
+    "Tensor.normal_(tensor)": lambda T: T.ones(2, 3).normal_(T.ones(3, 2)), "Tensor.normal_(list)": lambda T: T.ones(2, 3).normal_([1.0]),
+    "Tensor.log_normal_('a')": lambda T: T.ones(2, 3).log_normal_("a"), "Tensor.random_(None)": lambda T: T.ones(2, 3).random_(None),
+    "Tensor.random_(1.5)": lambda T: T.ones(2, 3).random_(1.5), "Tensor.exponential_(tensor)": lambda T: T.ones(2, 3).exponential_(T.ones(2)),
+    "Tensor.cauchy_(0, tensor)": lambda T: T.ones(2, 3).cauchy_(0.0, T.ones(2)),
+    "Tensor.uniform_(-1, 1)_ok": lambda T: T.ones(2, 3).uniform_(-1, 1), "Tensor.random_(0, 10)_ok": lambda T: T.ones(2, 3).random_(0, 10),
+    "Tensor.normal_(0-d tensor, 1)_ok": lambda T: T.ones(2, 3).normal_(T.tensor(0.0), 1.0),
+    "Tensor.bernoulli_(tensor)_ok": lambda T: T.ones(2, 3).bernoulli_(T.ones(2, 3) * 0.5),
+    "Tensor.random_(0-d int tensor)_ok": lambda T: T.ones(2, 3).random_(T.tensor(3)),
+    # F.pad's pad must be ints; padding / pooling layers keep what they are given (checked in forward)
+    "F.pad(t, floats)": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), (1.5, 1)),
+    "F.pad(t, None)": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), None),
+    "F.pad(t, (1, None))": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), (1, None)),
+    "F.pad(t, tensor)": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), T.tensor([1, 1])),
+    "F.pad(t, numpy ints)_ok": lambda T: T.nn.functional.pad(T.ones(1, 2, 4), (__import__("numpy").int64(1), 1)),
+    "ZeroPad2d(2.5)_ok": lambda T: T.nn.ZeroPad2d(2.5), "ZeroPad2d(2.5)(x)": lambda T: T.nn.ZeroPad2d(2.5)(T.ones(1, 2, 4, 4)),
+    "ZeroPad2d((1, 1))(x)_ok": lambda T: T.nn.ZeroPad2d((1, 1))(T.ones(1, 2, 4, 4)),
+    "ReflectionPad2d([2, 2])_ok": lambda T: T.nn.ReflectionPad2d([2, 2]),
+    "ConstantPad1d('abc', 0.0)(x)": lambda T: T.nn.ConstantPad1d("abc", 0.0)(T.ones(1, 2, 4)),
+    "AvgPool1d(None)_ok": lambda T: T.nn.AvgPool1d(None), "AvgPool1d(2.5)(x)": lambda T: T.nn.AvgPool1d(2.5)(T.ones(1, 2, 4)),
+}
+for k, f in BADINPUT5.items():
+    case(k, f)
+
+
 def _tmpdir():
     import tempfile
     return tempfile.mkdtemp()
@@ -746,11 +834,7 @@ KNOWN.update(dict.fromkeys([
     'F.adaptive_avg_pool2d(t, float) kind', 'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
-    'F.embedding(t, float) kind',
-    'Tensor.diagonal(list) kind', 'Tensor.gcd_(None) kind', 'Tensor.gcd_(float) kind',
-    'Tensor.gcd_(list) kind', 'Tensor.gcd_(tensor) kind',
-    'Tensor.split_with_sizes(list) kind', 'bincount(t, float) kind', 'masked_select(t, float) kind',
-    'randint_like(t, None) kind', 'tril(None) kind',
+    'F.embedding(t, float) kind', 'randint_like(t, None) kind',
 ], "wrong-kind argument meets another check first (torch: TypeError)"))
 
 

@@ -52,7 +52,9 @@ def _is_opt_bool(v):
 
 
 def _is_dtype(v):
-    return v is None or isinstance(v, _dt.dtype)
+    # torch's parser takes a torch.dtype or one of Python's number types (float: float64...), not
+    # a name ('float32') nor a numpy type
+    return v is None or isinstance(v, _dt.dtype) or (type(v) is type and v in (float, int, bool, complex))
 
 
 def _is_tensor_like(v):
@@ -81,12 +83,12 @@ _CHECKS = {"Number": _is_number, "Number or None": lambda v: v is None or _is_nu
            "Tensor (not a number)": _is_tensor, "int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
            "bool": _is_bool, "bool or None": _is_opt_bool, "torch.dtype": _is_dtype, "Tensor": _is_tensor_like}
 KINDS = {
-    **dict.fromkeys(("dim", "dims", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
+    **dict.fromkeys(("dim", "dims", "shifts", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
                     "int or tuple of ints"),
     **dict.fromkeys(("dim0", "dim1", "dim2", "start_dim", "end_dim", "diagonal", "offset", "chunks", "decimals",
                      "minlength", "upscale_factor", "downscale_factor", "groups", "num_classes", "window_length",
                      "n", "N", "r", "k", "num_groups"), "int"),
-    **dict.fromkeys(("size", "shape", "sizes"), "tuple of ints"),
+    **dict.fromkeys(("size", "shape", "sizes", "split_sizes"), "tuple of ints"),
     **dict.fromkeys(("keepdim", "descending", "stable", "sorted", "largest", "return_inverse", "return_counts",
                      "equal_nan", "accumulate", "as_tuple", "out_int32", "right", "include_self",
                      "with_replacement", "assume_unique", "invert", "requires_grad", "pin_memory", "sparse_grad",
@@ -111,7 +113,10 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
               "pairwise_distance": {"x2": _TENSOR_ONLY},
-              "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"}}
+              "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"},
+              # a Tensor only (no list, no number) where the kernel's own dtype check would come first
+              "take_along_dim": {"indices": _TENSOR_ONLY}, "masked_select": {"mask": _TENSOR_ONLY},
+              "bincount": {"weights": _TENSOR_ONLY}}
 
 
 def kind_of(api, name):
@@ -248,11 +253,11 @@ def argument_error(api, sig, args, kwargs, err, python_level=False):
 GUARDED = (AttributeError, RuntimeError, ValueError, IndexError, NotImplementedError)   # what may be replaced
 
 
-# kinds a wrong value of which would pass silently (a float dim or count, a string or an int for a
-# flag, a number where only a Tensor goes): checked before the call too (NOTE [argument kinds on
-# the success path]); _FAST: the type that needs no further look
-_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "Number", "Number or None", _TENSOR_ONLY)
-_FAST = {"bool": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor}
+# kinds a wrong value of which would pass silently (a float dim or count, a dtype given by name, a
+# string or an int for a flag, a number where only a Tensor goes): checked before the call too (NOTE
+# [argument kinds on the success path]); _FAST: the type that needs no further look
+_STRICT_KINDS = ("int", "int or tuple of ints", "bool", "Number", "Number or None", _TENSOR_ONLY, "torch.dtype")
+_FAST = {"bool": bool, "Number": float, "Number or None": float, _TENSOR_ONLY: Tensor, "torch.dtype": _dt.dtype}
 _MISSING = object()
 
 
@@ -310,11 +315,11 @@ def guard(api, fn, python_level=False, hot=False):
     TypeError (``argument_error``) instead of what ``fn`` raised; TypeErrors and successful
     calls pass through unchanged. Parameters of a ``_STRICT_KINDS`` kind are also checked before
     the call: one ``type(v) is ...`` each on the common path. ``hot``: a ``HOT`` family's
-    function form, where nothing may run before the call; only an AttributeError (a non-Tensor
-    where the Tensor goes: ``flip(None, [0])``) is looked at, after the call failed."""
+    function form, where nothing may run before the call; its failures are looked at after the
+    call, as every guarded function's (``flatten(x, 1.5)``, ``flip(None, [0])``)."""
     sig = _public_signature(fn)
     strict = () if hot else _strict_params(api, sig, python_level)
-    caught = AttributeError if hot else GUARDED
+    caught = GUARDED
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -358,14 +363,15 @@ def guard_all(namespace: dict, prefix="", modules=OP_MODULES, names=None, python
               methods=False) -> None:
     """``guard`` the functions of ``namespace`` (``names``: only those) defined in ``modules``
     (module names starting with one of them), but torch's Python-level ones, the ``HOT``
-    families and, for Tensor's ``methods``, wrappers made elsewhere (``method_form``, numpy_names).
+    families and, for Tensor's ``methods``, wrappers made elsewhere (``method_form``, numpy_names;
+    not accepts_out's, which look at AttributeError only).
     One wrapper per function, shared by every namespace (``tracegrad.diag is Tensor.diag`` still
     holds); the defining module keeps the function itself, so calls between tracegrad's own
     functions are not checked again."""
     for name, fn in list(namespace.items() if names is None else ((n, namespace[n]) for n in names)):
         if (name.startswith("_") or name in PYTHON_LEVEL or not inspect.isfunction(fn)
                 or getattr(fn, "_guarded", False) or (methods and fn.__module__.startswith(HOT))
-                or (methods and hasattr(fn, "__wrapped__"))
+                or (methods and hasattr(fn, "__wrapped__") and fn.__code__.co_name != "with_out")
                 or not fn.__module__.startswith(modules)):
             continue
         # a hot family's function form (tracegrad.flip) gets the AttributeError-only guard: its
@@ -389,3 +395,18 @@ def unguarded(fn):
 
 
 _DONE: dict = {}   # (id(function), python_level) -> (function, its guard): one wrapper in every namespace
+
+
+def floating_input(fn, kernel):
+    """``fn`` refusing an integer or bool input tensor with torch's NotImplementedError (``kernel``:
+    the name torch's message gives), for the functions whose torch kernel is defined for floating
+    dtypes only where JAX computes any dtype (elu, gelu, softplus...). One attribute read and a
+    compare before the call on the success path."""
+    @functools.wraps(fn)
+    def checked(input, *args, **kwargs):
+        dt = getattr(input, "dtype", None)
+        if isinstance(dt, _dt.dtype) and dt._cat <= 1:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt.SCALAR_NAMES.get(dt.name, dt.name)}'; "
+                                      f"{fn.__name__} takes a floating tensor (convert it with .float())")
+        return fn(input, *args, **kwargs)
+    return checked

@@ -338,6 +338,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     break. IndexError for a ``dim`` out of range; RuntimeError when another dim has size 0;
     NotImplementedError for a complex input; TypeError for a flag that is not a bool or a dim
     that is not an int (torch's parser, one call down)."""
+    check_tensors("unique", input, names=("input",))   # torch's parser, one call down, sees the input first
     check_kinds("unique", ("return_inverse", "return_counts"), sorted=sorted, return_inverse=return_inverse,
                 return_counts=return_counts, **({} if dim is None else {"dim": dim}))
     if input.dtype.is_complex:

@@ -304,6 +304,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     flattened input, or of slices along ``dim``), with the inverse indices and run lengths
     (int64) when asked. Output size depends on the values: read on the host (a graph break
     when compiled). IndexError for a bad ``dim``; TypeError for a flag that is not a bool."""
+    check_tensors("unique_consecutive", input, names=("input",))
     check_kinds("unique_consecutive", ("return_inverse", "return_counts"), return_inverse=return_inverse,
                 return_counts=return_counts, **({} if dim is None else {"dim": dim}))
     a = _host(input)

@@ -21,7 +21,7 @@ from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
-                        check_not_two_numbers, check_tensors, result_dtype)
+                        check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
 # ---- arithmetic -------------------------------------------------------------------------
@@ -328,6 +328,7 @@ def _bitwise(name):
     def g(self, other):
         for v in (self, other):
             if isinstance(v, Tensor) and v.dtype._cat > 1 or isinstance(v, float):
+                check_operand_kinds(name, self, other)   # the parser's TypeError before the dtype check
                 raise NotImplementedError(f'"{name}_cpu" not implemented for floating-point or complex '
                                           "inputs: bitwise ops take integer or bool tensors")
         if not isinstance(self, Tensor) and isinstance(other, Tensor):
@@ -363,6 +364,8 @@ def _unary(name):
             if name == "neg":
                 raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+            if name == "relu":
+                raise RuntimeError("Boolean inputs not supported for relu; convert the tensor with .float() or .int()")
             if name in ("sign", "sgn"):      # torch: a bool's sign is itself
                 return apply_op(OPS["clone"], (self,))
             if name == "abs":
@@ -423,6 +426,8 @@ def clamp(self, min=None, max=None):
     """Mirrors ``torch.clamp(input, min=None, max=None)`` with number or tensor bounds.
     RuntimeError when both are None; NotImplementedError for a bool result."""
     if min is None and max is None:
+        if not isinstance(self, Tensor):   # torch's parser sees the input before the bounds
+            check_tensors("clamp", self, names=("input",))
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     _check_operand(min, "clamp", "min")
     _check_operand(max, "clamp", "max", 3)
@@ -441,6 +446,9 @@ def clamp(self, min=None, max=None):
 def clamp_min(self, min):
     """Mirrors ``torch.clamp_min``. Autograd: ``ClampMinBackward0`` (number) / ``ClampMinBackward1``."""
     check_tensors("clamp_min", self, names=("input",))
+    if min is None:   # a required bound here (clamp's is optional): torch's parser refuses None
+        raise TypeError("clamp_min(): argument 'min' (position 2) must be Tensor or Number, not NoneType; "
+                        "pass the lower bound (or use clamp(input, min=..., max=...))")
     _check_operand(min, "clamp_min", "min")
     t = isinstance(min, Tensor)
     return apply_op(OPS["clamp_min_tensor" if t else "clamp_min"], (self, min), (("dtype", result_dtype(self, min).np),))
@@ -450,6 +458,9 @@ def clamp_min(self, min):
 def clamp_max(self, max):
     """Mirrors ``torch.clamp_max``. Autograd: ``ClampMaxBackward0`` (number) / ``ClampMaxBackward1``."""
     check_tensors("clamp_max", self, names=("input",))
+    if max is None:   # a required bound here (clamp's is optional): torch's parser refuses None
+        raise TypeError("clamp_max(): argument 'max' (position 2) must be Tensor or Number, not NoneType; "
+                        "pass the upper bound (or use clamp(input, min=..., max=...))")
     _check_operand(max, "clamp_max", "max")
     t = isinstance(max, Tensor)
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))

@@ -295,10 +295,38 @@ def _restride_(self, new):
     return self
 
 
+def _number_arguments(api, args, kwargs, ints):
+    """``(args, kwargs)`` with a one-element tensor read as its number, or torch's parser
+    TypeError for a distribution parameter that is not a number (a string, a list, None, a
+    tensor of several elements; for random_'s bounds, a float too); bernoulli_'s ``p`` may be a
+    tensor of probabilities. Only reached when an argument is not a plain int (or float)."""
+    def one(pos, v):
+        if type(v) is int or (type(v) is float and not ints) or v is None and api == "random_" and pos == 2:
+            return v
+        if isinstance(v, Tensor):
+            if api == "bernoulli_":
+                return v
+            if v.numel() == 1 and (not ints or v.dtype._cat <= 1):
+                return v.item()
+        elif isinstance(v, (bool, np.integer)) or (not ints and isinstance(v, (float, np.floating))):
+            return v
+        want = "int" if ints else "float"
+        raise TypeError(f"{api}(): argument (position {pos}) must be {want}, not {type(v).__name__}; "
+                        f"pass a Python number")
+    args = tuple(one(pos, v) for pos, v in enumerate(args, 1))
+    kwargs = {k: one(len(args) + i, v) for i, (k, v) in enumerate(kwargs.items(), 1)}
+    return args, kwargs
+
+
 def _random_inplace(fn):
     fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
+    api, ints = fn.__name__[1:] + "_", fn.__name__ == "_random"
 
     def f(self, *args, generator=None, **kwargs):
+        for v in args + tuple(kwargs.values()):   # one type check per argument on the common path
+            if type(v) is not int and (ints or type(v) is not float):
+                args, kwargs = _number_arguments(api, args, kwargs, ints)
+                break
         with_grad = self.requires_grad and _grad_on()
         if with_grad and self._gf is None:
             check_inplace(self)

@@ -10,12 +10,13 @@ from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor
 from ._registry import method
 from .inplace import _inplace_binary
-from .promotion import _SCALAR_NAME, check_not_two_numbers, _check_broadcast, _check_operand, result_dtype
+from .promotion import _SCALAR_NAME, check_not_two_numbers, check_operand_kinds, _check_broadcast, _check_operand, result_dtype
 
 
 def _require_integer(api, kernel, *operands):
     for v in operands:
         if (isinstance(v, Tensor) and (v.is_floating_point() or v.is_complex())) or isinstance(v, (float, complex)):
+            check_operand_kinds(api, *operands)   # gcd_(None) on a float tensor: the parser's TypeError first
             name = _SCALAR_NAME.get(v.dtype.name, v.dtype.name) if isinstance(v, Tensor) else "Float"
             raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for '{name}'; {api} takes integer (or "
                                       "bool) tensors")
@@ -33,6 +34,8 @@ def _integer_binary(name, kernel, tensor_other, inplace_function=False):
         return apply_op(OPS[name], (input, other), (("dtype", result_dtype(input, other).np),))
 
     def f_(self, other):
+        if tensor_other and not isinstance(other, Tensor):
+            raise TypeError(f"{name}_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
         _require_integer(name + "_", kernel, self, other)
         return _inplace(self, other)
     _inplace = _inplace_binary(name)

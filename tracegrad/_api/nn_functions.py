@@ -12,6 +12,7 @@ import types
 import numpy as np
 
 from .. import _autocast, _state
+from .argcheck import floating_input
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import no_grad
@@ -564,6 +565,10 @@ def celu(input, alpha=1.0):
     if alpha == 0:
         raise RuntimeError("celu: ZeroDivisionError: alpha cannot be 0 for CELU; pass a nonzero alpha")
     return _elu(input / alpha, 1.0) * alpha
+
+
+# torch's elu kernel takes floating dtypes only (NotImplementedError for an integer or bool input)
+selu, celu = floating_input(selu, "elu_cpu"), floating_input(celu, "elu_cpu")
 
 
 def _elu(input, alpha=1.0):

@@ -37,7 +37,11 @@ def require_floating(api, *xs):
     ``igamma``, ``nextafter``...) whose operands' common dtype is integer or bool; the operands
     are checked together, as torch's TensorIterator does (an int64 tensor beside a float32 one
     computes in float32)."""
-    common = result_dtype(*xs)
+    try:
+        common = result_dtype(*xs)
+    except (TypeError, AttributeError, ValueError):
+        check_operand_kinds(api, *xs)
+        raise
     if not (common.is_floating_point or common.is_complex):
         raise NotImplementedError(f"\"{api}_cpu\" not implemented for '{_SCALAR_NAME.get(common.name, common.name)}'; "
                                   f"{api} takes floating tensors (convert with .float())")
@@ -67,6 +71,18 @@ def _check_operand(x, name, arg="other", pos=2):
     is neither (a list, a string: ``clamp(x, min=[1])``); None passes (an absent bound)."""
     if not isinstance(x, (Tensor,) + _Number) and x is not None:
         raise TypeError(f"{name}(): argument '{arg}' (position {pos}) must be Tensor, not {type(x).__name__}")
+
+
+def check_operand_kinds(api, *operands, names=("input", "other")):
+    """What torch checks before a kernel's dtype check, called on that check's error path (before
+    its NotImplementedError): the parser's TypeError for an operand that is neither a Tensor nor a
+    number (None, a list, a string), then TensorIterator's RuntimeError for shapes that do not
+    broadcast."""
+    for pos, (name, v) in enumerate(zip(names, operands), 1):
+        if not isinstance(v, (Tensor,) + _Number):
+            raise TypeError(f"{api}(): argument '{name}' (position {pos}) must be Tensor, not {type(v).__name__}; "
+                            "pass a Tensor or a Python number")
+    _check_broadcast(*operands)
 
 
 def check_tensors(api, *args, names=("input", "other")):

@@ -68,15 +68,15 @@ def _dim1(dim, ndim):
     return () if ndim == 0 else d
 
 
-def _to_dtype(self, dtype):
+def _to_dtype(self, dtype, api):
     """softmax-like ops with ``dtype=`` convert the input first (torch's graph: ToCopyBackward0
     below the op), so the gradient reaches the input in its own dtype."""
-    return self if dtype is None else self.to(_dt.to_dtype(dtype))
+    return self if dtype is None else self.to(_dt.user_dtype(dtype, api))
 
 
-def _sum_dtype(self, dtype):
+def _sum_dtype(self, dtype, api):
     if dtype is not None:
-        return _dt.to_dtype(dtype).np
+        return _dt.user_dtype(dtype, api).np
     d = self.dtype
     return _dt.int64.np if (d._cat <= 1) else None
 
@@ -88,8 +88,8 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
     dims = _dims(dim, self.ndim)
     try:
         if dim is None:   # sum(dim=()) reduces everything but is the dim overload (SumBackward1)
-            return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
-        return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+            return apply_op(OPS["sum"], (self,), (("dim", None), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
+        return apply_op(OPS["sum_dim"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "sum"))))
     except SparseOperand as e:   # torch.sum(sparse) (NOTE in _tensor/layout.py)
         return e.tensor._sparse_operand(e, "sum", self, dim, keepdim=keepdim, dtype=dtype)
 
@@ -98,13 +98,13 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
 def nansum(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.nansum``: sum treating NaN as zero. Autograd: ``NansumBackward0``."""
     dims = _dims(dim, self.ndim)
-    return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+    return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "nansum"))))
 
 
 @method(function=True)
 def mean(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.mean``. RuntimeError for integer inputs without ``dtype`` (as torch)."""
-    d = _dt.to_dtype(dtype) if dtype is not None else self.dtype
+    d = _dt.user_dtype(dtype, "mean") if dtype is not None else self.dtype
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {_SCALAR_NAME[d.name]}")
     dims = _dims(dim, self.ndim)
@@ -119,7 +119,7 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
     if self.dtype._cat <= 1:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
                            f"{_SCALAR_NAME[self.dtype.name]}")
-    self = _to_dtype(self, dtype)
+    self = _to_dtype(self, dtype, "nanmean")
     m = ~_unaries["isnan"](self)
     return nansum(self, dim, keepdim) / sum(m, dim, keepdim)
 
@@ -128,8 +128,8 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
 def prod(self, dim=None, keepdim=False, *, dtype=None):
     """Mirrors ``torch.prod(input, dim=None, keepdim=False)``."""
     if dim is None:
-        return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype))))
-    return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype))))
+        return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype, "prod"))))
+    return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
 
 
 def _correction(correction, unbiased):
@@ -270,14 +270,14 @@ def logsumexp(self, dim, keepdim=False):
 def softmax(self, dim, dtype=None):
     """Mirrors ``torch.softmax(input, dim, dtype=None)``. Autograd: ``SoftmaxBackward0`` (saves result)."""
     _check_floating(self, dtype, "softmax")
-    return apply_op(OPS["softmax"], (_to_dtype(self, dtype),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
+    return apply_op(OPS["softmax"], (_to_dtype(self, dtype, "softmax"),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
 
 
 @method(function=True)
 def log_softmax(self, dim, dtype=None):
     """Mirrors ``torch.log_softmax(input, dim, dtype=None)``."""
     _check_floating(self, dtype, "log_softmax")
-    return apply_op(OPS["log_softmax"], (_to_dtype(self, dtype),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
+    return apply_op(OPS["log_softmax"], (_to_dtype(self, dtype, "log_softmax"),), (("dim", _dim1(dim, self.ndim)), ("dtype", None)))
 
 
 # ``linalg.matrix_norm``, for ``norm(p="nuc")``: the linalg layer, above this one, stores it
@@ -303,19 +303,19 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         if dims[0] % (self.ndim or 1) == dims[1] % (self.ndim or 1):
             raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got {dims}")
         return MATRIX_NORM[0](self, "nuc", dims, keepdim, dtype=dtype)
-    return apply_op(OPS["norm"], (_to_dtype(self, dtype),), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    return apply_op(OPS["norm"], (_to_dtype(self, dtype, "norm"),), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
 @method(function=True)
 def cumsum(self, dim, *, dtype=None):
     """Mirrors ``torch.cumsum(input, dim)``."""
-    return apply_op(OPS["cumsum"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype))))
+    return apply_op(OPS["cumsum"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype, "cumsum"))))
 
 
 @method(function=True)
 def cumprod(self, dim, *, dtype=None):
     """Mirrors ``torch.cumprod(input, dim)``."""
-    return apply_op(OPS["cumprod"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype))))
+    return apply_op(OPS["cumprod"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype, "cumprod"))))
 
 
 @method(function=True)

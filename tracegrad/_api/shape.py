@@ -13,6 +13,7 @@ from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
+from .argcheck import check_kinds
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor import factories as _factories
@@ -489,9 +490,13 @@ def flipud(self):
 def roll(self, shifts, dims=None):
     """Mirrors ``torch.roll``: without ``dims`` the flattened tensor is rolled by one shift.
     RuntimeError when ``shifts`` is empty or does not match ``dims``."""
+    if not isinstance(shifts, int) and not isinstance(shifts, (tuple, list)):
+        check_kinds("roll", shifts=shifts)   # a string, a tensor of several elements: the parser's TypeError
+        shifts = operator.index(shifts)      # a numpy integer, a one-element integer tensor
     if not isinstance(shifts, int) and len(shifts) == 0:
         raise RuntimeError("`shifts` required")
     if dims is None and not isinstance(shifts, int) and len(shifts) != 1:
+        check_kinds("roll", shifts=shifts)
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
     if dims is None:
         return apply_op(OPS["roll_flat"], (self,), (("shifts", int(shifts if isinstance(shifts, int) else shifts[0])),))
@@ -500,6 +505,7 @@ def roll(self, shifts, dims=None):
     if self.ndim == 0 and dm:
         raise IndexError(f"Dimension specified as {dm[0]} but tensor has no dimensions")
     if len(sh) != len(dm):
+        check_kinds("roll", shifts=shifts)
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(sh)}, dims:{len(dm)}")
     return apply_op(OPS["roll"], (self,), (("shifts", sh), ("dims", tuple(_wrap_dim(d, self.ndim) for d in dm))))
 

@@ -195,6 +195,16 @@ def to_dtype(d) -> dtype:
     return from_numpy_dtype(d)
 
 
+def user_dtype(d, api) -> dtype:
+    """``to_dtype`` for a ``dtype=`` a user passed to ``api``: torch's parser takes a dtype or one
+    of Python's number types only, so a name ('float32') or a numpy type is its TypeError here
+    (``to_dtype`` itself keeps reading those for tracegrad's own callers)."""
+    if isinstance(d, dtype) or (type(d) is type and d in (float, int, bool, complex)):
+        return to_dtype(d)
+    raise TypeError(f"{api}(): argument 'dtype' must be torch.dtype, not {type(d).__name__}; "
+                    f"pass one such as tracegrad.float32")
+
+
 _promote_cache: dict = _state.register_cache("_ops.dtypes._promote_cache", {})
 
 

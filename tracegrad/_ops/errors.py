@@ -92,6 +92,8 @@ _OPERAND_TYPES = (int, float, complex, bool, np.ndarray, np.generic)
 # static arguments that are a flag or a dim in every op that has them
 _FLAG_STATICS = frozenset({"keepdim", "descending", "stable", "largest", "sorted"})
 _DIM_STATICS = frozenset({"dim", "dims", "dim0", "dim1", "dim2", "source", "destination", "shifts", "k"})
+# static arguments that are one int in every op that has them (None is no default there)
+_INT_STATICS = frozenset({"diagonal", "offset"})
 
 
 def _not_an_int(v, strict=False):
@@ -149,7 +151,8 @@ def _wrong_operand(arrays, static, err):
     text = str(err)
     for pos, a in enumerate(arrays, 1):
         if a is None:
-            if "None is not a valid value" in text:
+            # None as an op's first operand (its input: triu(None)) or where JAX wanted a value
+            if pos == 1 or "None is not a valid value" in text:
                 return f"operand {pos} must be a Tensor or a number, not None"
         elif not isinstance(a, _OPERAND_TYPES) and not hasattr(a, "shape"):
             return f"operand {pos} must be a Tensor or a number, not {type(a).__name__}"
@@ -157,6 +160,8 @@ def _wrong_operand(arrays, static, err):
         if hasattr(v, "_value"):   # a Tensor given for an int (diagonal, offset)
             return f"argument '{k}' must be int, not Tensor"
         if k in _DIM_STATICS and _not_an_int(v, strict=True):   # transpose(0, 1.0): JAX wants an int
+            return f"argument '{k}' must be int, not {type(v).__name__}"
+        if k in _INT_STATICS and not isinstance(v, (int, np.integer)):   # triu(x, None), diag(x, [1])
             return f"argument '{k}' must be int, not {type(v).__name__}"
     if isinstance(err, TypeError) and "cannot be interpreted as an integer" in text:
         floats = [k for k, v in static if isinstance(v, float) or

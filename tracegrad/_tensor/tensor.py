@@ -902,10 +902,33 @@ def _concrete(t, what):
 
 
 def _wrap_dim(dim, ndim):
+    if type(dim) is not int:   # the one check on the common path
+        dim = _index_dim(dim)
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def _index_dim(dim):
+    """``dim`` as an int when it is one for torch's parser (a bool, a numpy integer, a one-element
+    integer tensor: ``__index__``), else the parser's TypeError, naming the function that read
+    the dim (a float dim, a string, a tensor of several elements)."""
+    import operator
+    import sys
+    if isinstance(dim, Tensor) and dim.numel() != 1:   # bool() below raises, a guard names the argument
+        return dim
+    if isinstance(dim, Tensor) and dim.dtype._cat != 1:   # a one-element float or bool tensor
+        dim = float(dim)
+    try:
+        return operator.index(dim)
+    except (TypeError, ValueError, RuntimeError):
+        frame = sys._getframe(2)
+        while frame.f_back is not None and frame.f_code.co_name.startswith("_"):   # past helpers (_dim1)
+            frame = frame.f_back
+        api = frame.f_code.co_name
+        raise TypeError(f"{api}(): argument 'dim' must be int, not {type(dim).__name__}; "
+                        "pass an integer dim") from None
 
 
 def is_tensor_container(v) -> bool:

@@ -18,6 +18,14 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
+def _descriptor_error(api, obj):
+    """torch's TypeError for ``Tensor.<api>(obj)`` called on the class with a non-Tensor, where
+    torch's method is a C descriptor that checks its ``self`` before anything runs (retain_grad;
+    register_hook is Python in torch: AttributeError there, as here)."""
+    return TypeError(f"descriptor '{api}' for 'Tensor' objects doesn't apply to a '{type(obj).__name__}' "
+                     f"object; call {api} on a Tensor")
+
+
 def register_hook(self, hook):
     """Mirrors ``torch.Tensor.register_hook``: ``hook(grad) -> Tensor or None`` runs each time
     the gradient w.r.t. this tensor is computed; a returned tensor replaces the gradient.
@@ -40,7 +48,11 @@ def register_hook(self, hook):
 def retain_grad(self):
     """Mirrors ``torch.Tensor.retain_grad``: a non-leaf keeps its ``.grad`` after backward (no-op
     on leaves). RuntimeError on a tensor that does not require grad."""
-    if not self.requires_grad:
+    try:
+        rg = self.requires_grad
+    except AttributeError:   # Tensor.retain_grad(None): only on the error path
+        raise _descriptor_error("retain_grad", self) from None
+    if not rg:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     gf = self.grad_fn
     if gf is None or self._retains_grad:

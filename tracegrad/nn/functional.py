@@ -18,7 +18,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
-from tracegrad._api.argcheck import guard_all as _guard_all
+from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
 
 from . import _activations_more as _act
 from . import _reduction
@@ -149,6 +149,16 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 
 # ---- normalisation --------------------------------------------------------------------------
+def _zero_channel_affine(input, weight, bias):
+    """IndexError, as torch (its kernel reads element 0 of the affine parameters), for an input of
+    zero channels given an empty weight or bias (``BatchNorm1d(0)`` on an ``(N, 0)`` input)."""
+    if getattr(input, "ndim", 0) >= 2 and input.shape[1] == 0:
+        for name, p in (("weight", weight), ("bias", bias)):
+            if p is not None and p.numel() == 0:
+                raise IndexError(f"batch_norm(): index 0 is out of range for the {name} of size {list(p.shape)} "
+                                 "(the input has 0 channels); build the layer with num_features >= 1")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     """Mirrors ``torch.nn.functional.batch_norm``: input ``(N, C, *)``; in training uses batch
     statistics and updates running stats in place (unbiased var); else uses the running stats.
@@ -156,6 +166,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for an ``eps`` that is not positive in training (negative in eval)."""
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    _zero_channel_affine(input, weight, bias)
     if training:
         _F.verify_batch_size(input)
         if eps <= 0.0:
@@ -247,10 +258,26 @@ def one_hot(tensor, num_classes=-1):
     return _F.one_hot(tensor, num_classes)
 
 
+def _check_pad_ints(pad):
+    """torch's parser TypeError for a ``pad`` that is not a sequence of ints (a float, None, a
+    string, floats in it); one type check per entry on the common path."""
+    if type(pad) in (tuple, list) and all(type(p) is int for p in pad):
+        return
+    seq = isinstance(pad, (tuple, list, tracegrad.Size))
+    wrong = [p for p in pad if not (isinstance(p, int) or hasattr(p, "__index__") and not isinstance(p, float))] \
+        if seq else [pad]
+    if wrong:
+        bad = wrong[0]
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(bad).__name__}; "
+                        "pass the paddings as ints, last dim first")
+
+
 def pad(input, pad, mode="constant", value=None):
     """Mirrors ``torch.nn.functional.pad``: ``pad=(left, right, top, bottom, ...)`` from the last dim.
     Modes: constant (``ConstantPadNdBackward0``), reflect/replicate (``ReflectionPad2DBackward0``...),
-    circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``)."""
+    circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
+    TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
+    _check_pad_ints(pad)
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
@@ -340,6 +367,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     ``min_val > max_val``."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
+        raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
@@ -982,6 +1011,20 @@ __all__ += ["max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_wi
             "fractional_max_pool2d_with_indices", "fractional_max_pool3d_with_indices", "native_channel_shuffle",
             "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices"]
 
+
+# activations whose torch kernel is defined for floating dtypes only: an integer or bool input is
+# torch's NotImplementedError (JAX would compute them, or promote); kernel names as torch's
+_FLOATING_KERNELS = {
+    "elu": "elu_cpu", "elu_": "elu_cpu", "selu": "elu_cpu", "selu_": "elu_cpu", "celu": "elu_cpu", "celu_": "elu_cpu",
+    "gelu": "GeluKernelImpl", "hardshrink": "hardshrink_cpu", "hardsigmoid": "hardsigmoid_cpu",
+    "hardswish": "hardswish_cpu", "leaky_relu": "leaky_relu_cpu", "leaky_relu_": "leaky_relu_cpu",
+    "rrelu": "leaky_relu_cpu", "rrelu_": "leaky_relu_cpu", "logsigmoid": "log_sigmoid_cpu", "mish": "mish_cpu", "silu": "silu_cpu",
+    "softplus": "softplus_cpu", "softshrink": "softshrink_check"}
+
+
+for _name, _kernel in _FLOATING_KERNELS.items():
+    globals()[_name] = _floating_input(globals()[_name], _kernel)
+del _name, _kernel
 
 # torch's native nn functions take ``out=`` (the result's own dtype only)
 _add_out(globals(), ("linear", "avg_pool2d", "avg_pool3d", "gelu", "softplus", "logsigmoid", "hardshrink",

@@ -7,12 +7,11 @@ from .module import Module
 
 
 def _pairs(padding, nd):
-    if isinstance(padding, int):
+    # as torch's layers: a non-sequence is repeated, a sequence kept as given (F.pad checks it
+    # in forward: a 2-tuple given to ZeroPad2d pads the last dim only)
+    if isinstance(padding, (str, bytes)) or not hasattr(padding, "__iter__"):
         return (padding,) * (2 * nd)
-    padding = tuple(padding)
-    if len(padding) != 2 * nd:
-        raise ValueError(f"padding must be an int or a {2 * nd}-tuple, got {padding}")
-    return padding
+    return tuple(padding)
 
 
 class _PadNd(Module):

@@ -41,10 +41,11 @@ class AvgPool1d(Module):
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
-        self.kernel_size = (kernel_size,) if isinstance(kernel_size, int) else tuple(kernel_size)
-        s = stride if stride is not None else kernel_size
-        self.stride = (s,) if isinstance(s, int) else tuple(s)
-        self.padding = (padding,) if isinstance(padding, int) else tuple(padding)
+        # torch's _single: a non-sequence (None, a float too) is kept, F.avg_pool1d checks it in forward
+        one = lambda v: tuple(v) if hasattr(v, "__iter__") else (v,)   # noqa: E731
+        self.kernel_size = one(kernel_size)
+        self.stride = one(stride if stride is not None else kernel_size)
+        self.padding = one(padding)
         self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
 
     def extra_repr(self):
