@@ -328,3 +328,448 @@ def test_microsoft_lora_layers():
         except Exception as e:
             log("non-square embedding merge", type(e).__mro__[1] if type(e).__module__ != "builtins" else type(e))
     run_both(program)
+
+
+# davidmrau/mixture-of-experts moe.py (SparseDispatcher: nonzero(gates).sort(0), split of the
+# sorted pairs, gather of the nonzero gates, dispatch by torch.split on part sizes (an expert may
+# get no rows), combine by index_add of exp'd outputs, ``combined[combined == 0] = eps``, log;
+# MoE with topk gating, zeros_like(requires_grad=True).scatter, cv_squared load balancing) and
+# its example.py training step; noisy_gating=False for training (randn_like draws differ), and
+# _prob_in_top_k (Normal(mean, std).cdf of buffers) called with numpy-made noisy logits
+def test_davidmrau_mixture_of_experts():
+    def program(torch, log):
+        nn = torch.nn
+        Normal = torch.distributions.normal.Normal     # from torch.distributions.normal import Normal
+
+        class SparseDispatcher(object):
+            def __init__(self, num_experts, gates):
+                self._gates = gates
+                self._num_experts = num_experts
+                sorted_experts, index_sorted_experts = torch.nonzero(gates).sort(0)
+                _, self._expert_index = sorted_experts.split(1, dim=1)
+                self._batch_index = torch.nonzero(gates)[index_sorted_experts[:, 1], 0]
+                self._part_sizes = (gates > 0).sum(0).tolist()
+                gates_exp = gates[self._batch_index.flatten()]
+                self._nonzero_gates = torch.gather(gates_exp, 1, self._expert_index)
+
+            def dispatch(self, inp):
+                inp_exp = inp[self._batch_index].squeeze(1)
+                return torch.split(inp_exp, self._part_sizes, dim=0)
+
+            def combine(self, expert_out, multiply_by_gates=True):
+                stitched = torch.cat(expert_out, 0).exp()
+                if multiply_by_gates:
+                    stitched = stitched.mul(self._nonzero_gates)
+                zeros = torch.zeros(self._gates.size(0), expert_out[-1].size(1), requires_grad=True,
+                                    device=stitched.device)
+                combined = zeros.index_add(0, self._batch_index, stitched.float())
+                combined[combined == 0] = np.finfo(float).eps
+                return combined.log()
+
+            def expert_to_gates(self):
+                return torch.split(self._nonzero_gates, self._part_sizes, dim=0)
+
+        class MLP(nn.Module):
+            def __init__(self, input_size, output_size, hidden_size):
+                super(MLP, self).__init__()
+                self.fc1 = nn.Linear(input_size, hidden_size)
+                self.fc2 = nn.Linear(hidden_size, output_size)
+                self.relu = nn.ReLU()
+                self.soft = nn.Softmax(1)
+
+            def forward(self, x):
+                out = self.fc1(x)
+                out = self.relu(out)
+                out = self.fc2(out)
+                out = self.soft(out)
+                return out
+
+        class MoE(nn.Module):
+            def __init__(self, input_size, output_size, num_experts, hidden_size, noisy_gating=True, k=4):
+                super(MoE, self).__init__()
+                self.noisy_gating = noisy_gating
+                self.num_experts = num_experts
+                self.output_size = output_size
+                self.input_size = input_size
+                self.hidden_size = hidden_size
+                self.k = k
+                self.experts = nn.ModuleList([MLP(self.input_size, self.output_size, self.hidden_size)
+                                              for i in range(self.num_experts)])
+                self.w_gate = nn.Parameter(torch.zeros(input_size, num_experts), requires_grad=True)
+                self.w_noise = nn.Parameter(torch.zeros(input_size, num_experts), requires_grad=True)
+                self.softplus = nn.Softplus()
+                self.softmax = nn.Softmax(1)
+                self.register_buffer("mean", torch.tensor([0.0]))
+                self.register_buffer("std", torch.tensor([1.0]))
+                assert(self.k <= self.num_experts)
+
+            def cv_squared(self, x):
+                eps = 1e-10
+                if x.shape[0] == 1:
+                    return torch.tensor([0], device=x.device, dtype=x.dtype)
+                return x.float().var() / (x.float().mean()**2 + eps)
+
+            def _gates_to_load(self, gates):
+                return (gates > 0).sum(0)
+
+            def _prob_in_top_k(self, clean_values, noisy_values, noise_stddev, noisy_top_values):
+                batch = clean_values.size(0)
+                m = noisy_top_values.size(1)
+                top_values_flat = noisy_top_values.flatten()
+                threshold_positions_if_in = torch.arange(batch, device=clean_values.device) * m + self.k
+                threshold_if_in = torch.unsqueeze(torch.gather(top_values_flat, 0, threshold_positions_if_in), 1)
+                is_in = torch.gt(noisy_values, threshold_if_in)
+                threshold_positions_if_out = threshold_positions_if_in - 1
+                threshold_if_out = torch.unsqueeze(torch.gather(top_values_flat, 0, threshold_positions_if_out), 1)
+                normal = Normal(self.mean, self.std)
+                prob_if_in = normal.cdf((clean_values - threshold_if_in)/noise_stddev)
+                prob_if_out = normal.cdf((clean_values - threshold_if_out)/noise_stddev)
+                prob = torch.where(is_in, prob_if_in, prob_if_out)
+                return prob
+
+            def noisy_top_k_gating(self, x, train, noise_epsilon=1e-2):
+                clean_logits = x @ self.w_gate
+                if self.noisy_gating and train:
+                    raw_noise_stddev = x @ self.w_noise
+                    noise_stddev = ((self.softplus(raw_noise_stddev) + noise_epsilon))
+                    noisy_logits = clean_logits + (torch.randn_like(clean_logits) * noise_stddev)
+                    logits = noisy_logits
+                else:
+                    logits = clean_logits
+                top_logits, top_indices = logits.topk(min(self.k + 1, self.num_experts), dim=1)
+                top_k_logits = top_logits[:, :self.k]
+                top_k_indices = top_indices[:, :self.k]
+                top_k_gates = self.softmax(top_k_logits)
+                zeros = torch.zeros_like(logits, requires_grad=True)
+                gates = zeros.scatter(1, top_k_indices, top_k_gates)
+                if self.noisy_gating and self.k < self.num_experts and train:
+                    load = (self._prob_in_top_k(clean_logits, noisy_logits, noise_stddev, top_logits)).sum(0)
+                else:
+                    load = self._gates_to_load(gates)
+                return gates, load
+
+            def forward(self, x, loss_coef=1e-2):
+                gates, load = self.noisy_top_k_gating(x, self.training)
+                importance = gates.sum(0)
+                loss = self.cv_squared(importance) + self.cv_squared(load)
+                loss *= loss_coef
+                dispatcher = SparseDispatcher(self.num_experts, gates)
+                expert_inputs = dispatcher.dispatch(x)
+                gates = dispatcher.expert_to_gates()
+                expert_outputs = [self.experts[i](expert_inputs[i]) for i in range(self.num_experts)]
+                y = dispatcher.combine(expert_outputs)
+                return y, loss
+
+        # example.py: MoE(input_size, num_classes, num_experts, hidden_size, k=4, noisy_gating=True)
+        net = init_params(torch, MoE(5, 3, 5, 6, noisy_gating=False, k=2), 0, scale=0.6)
+        optim = torch.optim.Adam(net.parameters())
+        loss_fn = nn.NLLLoss()
+        x = randn(torch, (6, 5), 1)
+        y = torch.tensor([0, 1, 2, 1, 0, 2])
+        for step in range(3):
+            net.train()
+            optim.zero_grad()
+            y_hat, aux_loss = net(x)
+            loss = loss_fn(y_hat, y)
+            total_loss = loss + aux_loss
+            total_loss.backward()
+            optim.step()
+            log(f"step{step}", (y_hat, aux_loss, loss))
+            log(f"grads{step}", [p.grad for p in net.parameters()])
+        gates, load = net.noisy_top_k_gating(x, False)
+        d = SparseDispatcher(5, gates)
+        log("dispatch", (d._batch_index, d._expert_index, d._part_sizes, d._nonzero_gates, load))
+        log("expert inputs", [t.shape for t in d.dispatch(x)])
+        net.eval()
+        with torch.no_grad():
+            log("eval", net(x))
+        # the noisy path's load estimate, with the noise the program would draw given as numbers
+        clean = x @ net.w_gate
+        noise_stddev = nn.Softplus()(x @ net.w_noise) + 1e-2
+        noisy = clean + randn(torch, (6, 5), 2) * noise_stddev
+        top_logits, _ = noisy.topk(3, dim=1)
+        log("prob in top k", net._prob_in_top_k(clean, noisy, noise_stddev, top_logits))
+        log("cv_squared of one", net.cv_squared(torch.tensor([3.0])))
+    run_both(program)
+
+
+# sthalles/SimCLR simclr.py (info_nce_loss: labels from cat of aranges compared by broadcasting,
+# F.normalize, features @ features.T, the diagonal dropped with ``[~mask].view``, positives and
+# negatives selected by boolean masks, logits / temperature, zero labels) and its train loop
+# (torch.cuda.amp GradScaler(enabled=False) and autocast(enabled=False), CrossEntropyLoss,
+# scheduler.get_lr()) and utils.py's accuracy(topk=(1, 5)); the ResNet backbone -> a small MLP
+# with its projection head, the augmented views -> two numpy-noised copies of a batch
+def test_sthalles_simclr_info_nce():
+    def program(torch, log):
+        import warnings
+        from types import SimpleNamespace
+        F, nn = torch.nn.functional, torch.nn
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            GradScaler, autocast = torch.cuda.amp.GradScaler, torch.cuda.amp.autocast
+
+        def accuracy(output, target, topk=(1,)):
+            with torch.no_grad():
+                maxk = max(topk)
+                batch_size = target.size(0)
+                _, pred = output.topk(maxk, 1, True, True)
+                pred = pred.t()
+                correct = pred.eq(target.view(1, -1).expand_as(pred))
+                res = []
+                for k in topk:
+                    correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+                    res.append(correct_k.mul_(100.0 / batch_size))
+                return res
+
+        class SimCLR(object):
+            def __init__(self, *args, **kwargs):
+                self.args = kwargs['args']
+                self.model = kwargs['model'].to(self.args.device)
+                self.optimizer = kwargs['optimizer']
+                self.scheduler = kwargs['scheduler']
+                self.criterion = torch.nn.CrossEntropyLoss().to(self.args.device)
+
+            def info_nce_loss(self, features):
+                labels = torch.cat([torch.arange(self.args.batch_size) for i in range(self.args.n_views)], dim=0)
+                labels = (labels.unsqueeze(0) == labels.unsqueeze(1)).float()
+                labels = labels.to(self.args.device)
+                features = F.normalize(features, dim=1)
+                similarity_matrix = torch.matmul(features, features.T)
+                mask = torch.eye(labels.shape[0], dtype=torch.bool).to(self.args.device)
+                labels = labels[~mask].view(labels.shape[0], -1)
+                similarity_matrix = similarity_matrix[~mask].view(similarity_matrix.shape[0], -1)
+                positives = similarity_matrix[labels.bool()].view(labels.shape[0], -1)
+                negatives = similarity_matrix[~labels.bool()].view(similarity_matrix.shape[0], -1)
+                logits = torch.cat([positives, negatives], dim=1)
+                labels = torch.zeros(logits.shape[0], dtype=torch.long).to(self.args.device)
+                logits = logits / self.args.temperature
+                return logits, labels
+
+            def train(self, train_loader):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    scaler = GradScaler(enabled=self.args.fp16_precision)
+                n_iter = 0
+                for epoch_counter in range(self.args.epochs):
+                    for images, _ in train_loader:
+                        images = torch.cat(images, dim=0)
+                        images = images.to(self.args.device)
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")
+                            with autocast(enabled=self.args.fp16_precision):
+                                features = self.model(images)
+                                logits, labels = self.info_nce_loss(features)
+                                loss = self.criterion(logits, labels)
+                        self.optimizer.zero_grad()
+                        scaler.scale(loss).backward()
+                        scaler.step(self.optimizer)
+                        scaler.update()
+                        if n_iter % self.args.log_every_n_steps == 0:
+                            top1, top5 = accuracy(logits, labels, topk=(1, 5))
+                            log(f"iter{n_iter}", (loss, top1[0], top5[0], logits))
+                            with warnings.catch_warnings():
+                                warnings.simplefilter("ignore")
+                                log(f"lr{n_iter}", self.scheduler.get_lr()[0])
+                        n_iter += 1
+                    if epoch_counter >= 1:
+                        self.scheduler.step()
+                    log("epoch", f"Epoch: {epoch_counter}\tTop1 accuracy: {top1[0]}")   # logging.debug
+                    log("epoch loss", float(f"{loss}"))
+
+        args = SimpleNamespace(device=torch.device('cpu'), batch_size=4, n_views=2, temperature=0.07,
+                               fp16_precision=False, epochs=3, log_every_n_steps=1)
+        model = init_params(torch, nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(),
+                                                 nn.Linear(8, 5)), 0)
+        optimizer = torch.optim.Adam(model.parameters(), 0.0003, weight_decay=1e-4)
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=4, eta_min=0, last_epoch=-1)
+        base = randn(torch, (4, 6), 1)
+        loader = [([base + randn(torch, (4, 6), 10 + 2 * i, scale=0.3), base + randn(torch, (4, 6), 11 + 2 * i, scale=0.3)],
+                   torch.zeros(4)) for i in range(2)]
+        SimCLR(args=args, model=model, optimizer=optimizer, scheduler=scheduler).train(loader)
+        log("params", list(model.parameters()))
+    run_both(program)
+
+
+# jzbontar/pixelcnn-pytorch main.py (MaskedConv2d: a 'mask' buffer cloned from weight.data,
+# fill_(1) and two slice writes with ``kW // 2 + (mask_type == 'B')``, ``self.weight.data *=
+# self.mask`` in forward; the Sequential of masked convs with ReLU(True); target
+# ``(input.data[:,0] * 255).long()``; SGD with nesterov momentum; the sampling loop writing
+# ``sample[:, :, i, j]`` under Variable(volatile=True)); fm 32 -> 4, 6 layers -> 3, 28x28 MNIST
+# -> 6x6 numpy images; ``err.append(loss.data[0])`` raises IndexError now (checked, then
+# ``loss.item()``); multinomial sampling -> argmax, over the first 2 rows only
+def test_jzbontar_pixelcnn_masked_conv():
+    def program(torch, log):
+        import warnings
+        F, nn, optim = torch.nn.functional, torch.nn, torch.optim
+        Variable = torch.autograd.Variable
+
+        class MaskedConv2d(nn.Conv2d):
+            def __init__(self, mask_type, *args, **kwargs):
+                super(MaskedConv2d, self).__init__(*args, **kwargs)
+                assert mask_type in {'A', 'B'}
+                self.register_buffer('mask', self.weight.data.clone())
+                _, _, kH, kW = self.weight.size()
+                self.mask.fill_(1)
+                self.mask[:, :, kH // 2, kW // 2 + (mask_type == 'B'):] = 0
+                self.mask[:, :, kH // 2 + 1:] = 0
+
+            def forward(self, x):
+                self.weight.data *= self.mask
+                return super(MaskedConv2d, self).forward(x)
+
+        fm = 4
+        net = nn.Sequential(
+            MaskedConv2d('A', 1,   fm, 7, 1, 3), nn.ReLU(True),
+            MaskedConv2d('B', fm,  fm, 7, 1, 3), nn.ReLU(True),
+            MaskedConv2d('B', fm, 256, 7, 1, 3))
+        init_params(torch, net, 0, scale=0.2)
+        log("masks", [net[0].mask[0, 0], net[2].mask[0, 0]])
+        rs = np.random.RandomState(3)
+        tr = [(torch.tensor(rs.randint(0, 256, (2, 1, 6, 6)) / 255.0).float(), None) for _ in range(2)]
+        sample = torch.Tensor(3, 1, 6, 6)
+        optimizer = optim.SGD(net.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+        for epoch in range(2):
+            err = []
+            for input, _ in tr:
+                input = Variable(input)
+                target = Variable((input.data[:, 0] * 255).long())
+                loss = F.cross_entropy(net(input), target)
+                try:
+                    err.append(loss.data[0])
+                except IndexError as e:
+                    log("loss.data[0]", type(e))
+                    err.append(loss.item())
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            sample.fill_(0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                for i in range(2):
+                    for j in range(6):
+                        out = net(Variable(sample, volatile=True))
+                        probs = F.softmax(out[:, :, i, j]).data
+                        sample[:, :, i, j] = probs.argmax(1, keepdim=True).float() / 255.
+            log(f"sample{epoch}", sample)
+            log("epoch err", (epoch, np.mean(err)))     # print epoch, np.mean(err)
+        log("weights", [net[0].weight, net[4].weight])
+    run_both(program)
+
+
+# cloneofsimo/minDiffusion superminddpm.py (ddpm_schedules: arange / T, cumsum of log().exp(),
+# the schedule dict registered as buffers; DummyEpsModel's Conv/BatchNorm stack; DDPM.forward's
+# ``self.sqrtab[_ts, None, None, None] * x`` and ``_ts / self.n_T``; sample's reverse loop under
+# no_grad in eval mode; the train loop's loss_ema and ``f"loss: {loss_ema:.4f}"``); widths
+# 128/64/16 -> 8/8/4, n_T 1000 -> 8, 28x28 MNIST -> 1x6x6 numpy images; the _ts/eps (and the
+# sampler's noise) that torch.randint/randn_like/randn would draw are numpy-made and handed in
+# (Adam's lr 1e-4 -> 1e-6: the conv biases before BatchNorm have rounding-level gradients, which
+# Adam turns into lr-sized steps that the eval-mode sampler then sees)
+def test_cloneofsimo_superminddpm():
+    def program(torch, log):
+        from typing import Dict, Tuple
+        nn = torch.nn
+
+        def ddpm_schedules(beta1: float, beta2: float, T: int) -> Dict[str, torch.Tensor]:
+            assert beta1 < beta2 < 1.0, "beta1 and beta2 must be in (0, 1)"
+            beta_t = (beta2 - beta1) * torch.arange(0, T + 1, dtype=torch.float32) / T + beta1
+            sqrt_beta_t = torch.sqrt(beta_t)
+            alpha_t = 1 - beta_t
+            log_alpha_t = torch.log(alpha_t)
+            alphabar_t = torch.cumsum(log_alpha_t, dim=0).exp()
+            sqrtab = torch.sqrt(alphabar_t)
+            oneover_sqrta = 1 / torch.sqrt(alpha_t)
+            sqrtmab = torch.sqrt(1 - alphabar_t)
+            mab_over_sqrtmab_inv = (1 - alpha_t) / sqrtmab
+            return {
+                "alpha_t": alpha_t,
+                "oneover_sqrta": oneover_sqrta,
+                "sqrt_beta_t": sqrt_beta_t,
+                "alphabar_t": alphabar_t,
+                "sqrtab": sqrtab,
+                "sqrtmab": sqrtmab,
+                "mab_over_sqrtmab": mab_over_sqrtmab_inv,
+            }
+
+        class DummyEpsModel(nn.Module):
+            def __init__(self, n_channel: int) -> None:
+                super(DummyEpsModel, self).__init__()
+                self.conv = nn.Sequential(
+                    nn.Conv2d(n_channel, 8, 7, padding=3),
+                    nn.BatchNorm2d(8),
+                    nn.ReLU(),
+                    nn.Conv2d(8, 8, 7, padding=3),
+                    nn.BatchNorm2d(8),
+                    nn.ReLU(),
+                    nn.Conv2d(8, 4, 7, padding=3),
+                    nn.BatchNorm2d(4),
+                    nn.ReLU(),
+                    nn.Conv2d(4, n_channel, 3, padding=1),
+                )
+
+            def forward(self, x, t) -> torch.Tensor:
+                return self.conv(x)
+
+        draws = {}
+
+        class DDPM(nn.Module):
+            def __init__(self, eps_model: nn.Module, betas: Tuple[float, float], n_T: int,
+                         criterion: nn.Module = nn.MSELoss()) -> None:
+                super(DDPM, self).__init__()
+                self.eps_model = eps_model
+                self.vars = ddpm_schedules(betas[0], betas[1], n_T)
+                for k, v in self.vars.items():
+                    self.register_buffer(k, v)
+                self.n_T = n_T
+                self.criterion = criterion
+
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                _ts = draws["ts"].to(x.device)       # torch.randint(0, self.n_T - 1, (x.shape[0],))
+                eps = draws["eps"]                    # torch.randn_like(x)
+                x_t = (
+                    self.sqrtab[_ts, None, None, None] * x
+                    + self.sqrtmab[_ts, None, None, None] * eps
+                )
+                return self.criterion(eps, self.eps_model(x_t, _ts / self.n_T))
+
+            def sample(self, n_sample: int, size, device) -> torch.Tensor:
+                x_t = randn(torch, (n_sample, *size), 50).to(device)
+                for i in range(self.n_T - 1, 0, -1):
+                    z = randn(torch, (n_sample, *size), 50 + i).to(device)
+                    eps = self.eps_model(x_t, i / self.n_T)
+                    x_t = (
+                        self.oneover_sqrta[i] * (x_t - eps * self.mab_over_sqrtmab[i])
+                        + self.sqrt_beta_t[i] * z
+                    )
+                return x_t
+
+        device = "cpu"
+        ddpm = DDPM(eps_model=DummyEpsModel(1), betas=(1e-4, 0.02), n_T=8)
+        init_params(torch, ddpm, 0, scale=0.2)
+        ddpm.to(device)
+        log("buffers", dict(ddpm.named_buffers()))
+        rs = np.random.RandomState(4)
+        dataloader = [(torch.tensor(rs.rand(3, 1, 6, 6).astype(np.float32)) - 0.5, None) for _ in range(2)]
+        optim = torch.optim.Adam(ddpm.parameters(), lr=1e-6)
+        for i in range(2):
+            ddpm.train()
+            loss_ema = None
+            for n, (x, _) in enumerate(dataloader):
+                draws["ts"] = torch.tensor(rs.randint(0, ddpm.n_T - 1, (x.shape[0],)))
+                draws["eps"] = torch.tensor(rs.randn(*x.shape).astype(np.float32))
+                optim.zero_grad()
+                x = x.to(device)
+                loss = ddpm(x)
+                loss.backward()
+                if loss_ema is None:
+                    loss_ema = loss.item()
+                else:
+                    loss_ema = 0.9 * loss_ema + 0.1 * loss.item()
+                log(f"loss {i}.{n}", loss)
+                optim.step()
+            print(f"loss: {loss_ema:.4f}")
+            ddpm.eval()
+            with torch.no_grad():
+                x = ddpm.sample(2, (1, 6, 6), device)
+            log(f"samples{i}", x)
+        log("running stats", [m.running_var for m in ddpm.modules() if isinstance(m, nn.BatchNorm2d)])
+    run_both(program)
