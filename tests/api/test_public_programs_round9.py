@@ -773,3 +773,448 @@ def test_cloneofsimo_superminddpm():
             log(f"samples{i}", x)
         log("running stats", [m.running_var for m in ddpm.modules() if isinstance(m, nn.BatchNorm2d)])
     run_both(program)
+
+
+# christiancosgrove/pytorch-spectral-normalization-gan spectral_normalization.py (SpectralNorm
+# wrapping a module: the weight moved out of ``module._parameters`` by ``del`` and re-registered
+# as weight_u / weight_v (requires_grad=False) / weight_bar, power iteration through ``v.data =
+# l2normalize(torch.mv(torch.t(w.view(height,-1).data), u.data))``, ``setattr(module, name, w /
+# sigma.expand_as(w))`` every forward), model.py (the DCGAN-like Generator and the
+# Discriminator of SpectralNorm convs with ``nn.LeakyReLU(leak)(...)``) and main.py's hinge-loss
+# train step (Adam over ``filter(lambda p: p.requires_grad, ...)`` with betas (0.0, 0.9),
+# ExponentialLR); widths 64..512 -> 4..8, z_dim 128 -> 4, batch 2, one disc iteration; the
+# ``w.data.new(height).normal_(0, 1)`` u/v draws and randn z replaced by numpy values (u and v
+# are parameters: init_params sets them); ``if not self._made_params()`` as the widely used
+# version of the file has it. Generator biases before BatchNorm have rounding-level gradients
+# (Adam makes them lr-sized steps) so the generator is observed through its outputs only
+def test_spectral_normalization_gan():
+    def program(torch, log):
+        nn, optim = torch.nn, torch.optim
+        Parameter = torch.nn.Parameter
+        Variable = torch.autograd.Variable
+
+        def l2normalize(v, eps=1e-12):
+            return v / (v.norm() + eps)
+
+        class SpectralNorm(nn.Module):
+            def __init__(self, module, name='weight', power_iterations=1):
+                super(SpectralNorm, self).__init__()
+                self.module = module
+                self.name = name
+                self.power_iterations = power_iterations
+                if not self._made_params():
+                    self._make_params()
+
+            def _update_u_v(self):
+                u = getattr(self.module, self.name + "_u")
+                v = getattr(self.module, self.name + "_v")
+                w = getattr(self.module, self.name + "_bar")
+                height = w.data.shape[0]
+                for _ in range(self.power_iterations):
+                    v.data = l2normalize(torch.mv(torch.t(w.view(height, -1).data), u.data))
+                    u.data = l2normalize(torch.mv(w.view(height, -1).data, v.data))
+                sigma = u.dot(w.view(height, -1).mv(v))
+                setattr(self.module, self.name, w / sigma.expand_as(w))
+
+            def _made_params(self):
+                try:
+                    u = getattr(self.module, self.name + "_u")
+                    v = getattr(self.module, self.name + "_v")
+                    w = getattr(self.module, self.name + "_bar")
+                    return True
+                except AttributeError:
+                    return False
+
+            def _make_params(self):
+                w = getattr(self.module, self.name)
+                height = w.data.shape[0]
+                width = w.view(height, -1).data.shape[1]
+                u = Parameter(w.data.new(height).normal_(0, 1), requires_grad=False)
+                v = Parameter(w.data.new(width).normal_(0, 1), requires_grad=False)
+                u.data = l2normalize(u.data)
+                v.data = l2normalize(v.data)
+                w_bar = Parameter(w.data)
+                del self.module._parameters[self.name]
+                self.module.register_parameter(self.name + "_u", u)
+                self.module.register_parameter(self.name + "_v", v)
+                self.module.register_parameter(self.name + "_bar", w_bar)
+
+            def forward(self, *args):
+                self._update_u_v()
+                return self.module.forward(*args)
+
+        channels = 3
+        leak = 0.1
+        w_g = 4
+
+        class Generator(nn.Module):
+            def __init__(self, z_dim):
+                super(Generator, self).__init__()
+                self.z_dim = z_dim
+                self.model = nn.Sequential(
+                    nn.ConvTranspose2d(z_dim, 8, 4, stride=1),
+                    nn.BatchNorm2d(8),
+                    nn.ReLU(),
+                    nn.ConvTranspose2d(8, 8, 4, stride=2, padding=(1, 1)),
+                    nn.BatchNorm2d(8),
+                    nn.ReLU(),
+                    nn.ConvTranspose2d(8, 4, 4, stride=2, padding=(1, 1)),
+                    nn.BatchNorm2d(4),
+                    nn.ReLU(),
+                    nn.ConvTranspose2d(4, 4, 4, stride=2, padding=(1, 1)),
+                    nn.BatchNorm2d(4),
+                    nn.ReLU(),
+                    nn.ConvTranspose2d(4, channels, 3, stride=1, padding=(1, 1)),
+                    nn.Tanh())
+
+            def forward(self, z):
+                return self.model(z.view(-1, self.z_dim, 1, 1))
+
+        class Discriminator(nn.Module):
+            def __init__(self):
+                super(Discriminator, self).__init__()
+                self.conv1 = SpectralNorm(nn.Conv2d(channels, 4, 3, stride=1, padding=(1, 1)))
+                self.conv2 = SpectralNorm(nn.Conv2d(4, 4, 4, stride=2, padding=(1, 1)))
+                self.conv3 = SpectralNorm(nn.Conv2d(4, 8, 3, stride=1, padding=(1, 1)))
+                self.conv4 = SpectralNorm(nn.Conv2d(8, 8, 4, stride=2, padding=(1, 1)))
+                self.conv5 = SpectralNorm(nn.Conv2d(8, 8, 3, stride=1, padding=(1, 1)))
+                self.conv6 = SpectralNorm(nn.Conv2d(8, 8, 4, stride=2, padding=(1, 1)))
+                self.conv7 = SpectralNorm(nn.Conv2d(8, 8, 3, stride=1, padding=(1, 1)))
+                self.fc = SpectralNorm(nn.Linear(w_g * w_g * 8, 1))
+
+            def forward(self, x):
+                m = x
+                m = nn.LeakyReLU(leak)(self.conv1(m))
+                m = nn.LeakyReLU(leak)(self.conv2(m))
+                m = nn.LeakyReLU(leak)(self.conv3(m))
+                m = nn.LeakyReLU(leak)(self.conv4(m))
+                m = nn.LeakyReLU(leak)(self.conv5(m))
+                m = nn.LeakyReLU(leak)(self.conv6(m))
+                m = nn.LeakyReLU(leak)(self.conv7(m))
+                return self.fc(m.view(-1, w_g * w_g * 8))
+
+        Z_dim = 4
+        discriminator = init_params(torch, Discriminator(), 0, scale=0.3)
+        generator = init_params(torch, Generator(Z_dim), 1, scale=0.3)
+        log("disc params", [(n, p.requires_grad) for n, p in discriminator.named_parameters()])
+        log("conv1 has weight param", 'weight' in discriminator.conv1.module._parameters)
+        optim_disc = optim.Adam(filter(lambda p: p.requires_grad, discriminator.parameters()), lr=2e-4, betas=(0.0, 0.9))
+        optim_gen = optim.Adam(generator.parameters(), lr=2e-4, betas=(0.0, 0.9))
+        scheduler_d = optim.lr_scheduler.ExponentialLR(optim_disc, gamma=0.99)
+        scheduler_g = optim.lr_scheduler.ExponentialLR(optim_gen, gamma=0.99)
+        loader = [(randn(torch, (2, 3, 32, 32), 5 + i).tanh(), torch.zeros(2)) for i in range(2)]
+        disc_iters = 1
+        batch_size = 2
+        for epoch in range(2):
+            for batch_idx, (data, target) in enumerate(loader):
+                data, target = Variable(data), Variable(target)
+                for _ in range(disc_iters):
+                    z = Variable(randn(torch, (batch_size, Z_dim), 20 + 4 * epoch + 2 * batch_idx))
+                    optim_disc.zero_grad()
+                    optim_gen.zero_grad()
+                    disc_loss = nn.ReLU()(1.0 - discriminator(data)).mean() + nn.ReLU()(1.0 + discriminator(generator(z))).mean()
+                    disc_loss.backward()
+                    optim_disc.step()
+                z = Variable(randn(torch, (batch_size, Z_dim), 21 + 4 * epoch + 2 * batch_idx))
+                optim_disc.zero_grad()
+                optim_gen.zero_grad()
+                gen_loss = -discriminator(generator(z)).mean()
+                gen_loss.backward()
+                optim_gen.step()
+                log(f"losses {epoch}.{batch_idx}", (disc_loss, gen_loss))
+                log(f"u/v {epoch}.{batch_idx}", (discriminator.conv3.module.weight_u, discriminator.fc.module.weight_v))
+                log(f"sigma-normalised {epoch}.{batch_idx}", discriminator.conv7.module.weight)
+            scheduler_d.step()
+            scheduler_g.step()
+        log("lrs", (optim_disc.param_groups[0]["lr"], optim_gen.param_groups[0]["lr"]))
+        log("disc weight_bar", [discriminator.conv1.module.weight_bar, discriminator.fc.module.weight_bar])
+        log("disc grads", [p.grad for p in discriminator.parameters() if p.requires_grad])
+        log("u grad", discriminator.conv1.module.weight_u.grad)
+    run_both(program)
+
+
+# ndrplz/ConvLSTM_pytorch convlstm.py (ConvLSTMCell: cat of input and hidden on channels, one
+# conv split into four gates by torch.split; ConvLSTM stacking cells over time with torch.stack
+# (dim=1), permute for batch_first=False, _init_hidden's zeros on the weight's device,
+# return_all_layers, the kernel-size checks' ValueError) with its docstring's example use at
+# tiny sizes: hidden dims [4, 3], 3 time steps of 2x5x5 frames; an MSE against numpy targets
+def test_ndrplz_convlstm():
+    def program(torch, log):
+        nn = torch.nn
+
+        class ConvLSTMCell(nn.Module):
+            def __init__(self, input_dim, hidden_dim, kernel_size, bias):
+                super(ConvLSTMCell, self).__init__()
+                self.input_dim = input_dim
+                self.hidden_dim = hidden_dim
+                self.kernel_size = kernel_size
+                self.padding = kernel_size[0] // 2, kernel_size[1] // 2
+                self.bias = bias
+                self.conv = nn.Conv2d(in_channels=self.input_dim + self.hidden_dim,
+                                      out_channels=4 * self.hidden_dim,
+                                      kernel_size=self.kernel_size,
+                                      padding=self.padding,
+                                      bias=self.bias)
+
+            def forward(self, input_tensor, cur_state):
+                h_cur, c_cur = cur_state
+                combined = torch.cat([input_tensor, h_cur], dim=1)
+                combined_conv = self.conv(combined)
+                cc_i, cc_f, cc_o, cc_g = torch.split(combined_conv, self.hidden_dim, dim=1)
+                i = torch.sigmoid(cc_i)
+                f = torch.sigmoid(cc_f)
+                o = torch.sigmoid(cc_o)
+                g = torch.tanh(cc_g)
+                c_next = f * c_cur + i * g
+                h_next = o * torch.tanh(c_next)
+                return h_next, c_next
+
+            def init_hidden(self, batch_size, image_size):
+                height, width = image_size
+                return (torch.zeros(batch_size, self.hidden_dim, height, width, device=self.conv.weight.device),
+                        torch.zeros(batch_size, self.hidden_dim, height, width, device=self.conv.weight.device))
+
+        class ConvLSTM(nn.Module):
+            def __init__(self, input_dim, hidden_dim, kernel_size, num_layers,
+                         batch_first=False, bias=True, return_all_layers=False):
+                super(ConvLSTM, self).__init__()
+                self._check_kernel_size_consistency(kernel_size)
+                kernel_size = self._extend_for_multilayer(kernel_size, num_layers)
+                hidden_dim = self._extend_for_multilayer(hidden_dim, num_layers)
+                if not len(kernel_size) == len(hidden_dim) == num_layers:
+                    raise ValueError('Inconsistent list length.')
+                self.input_dim = input_dim
+                self.hidden_dim = hidden_dim
+                self.kernel_size = kernel_size
+                self.num_layers = num_layers
+                self.batch_first = batch_first
+                self.bias = bias
+                self.return_all_layers = return_all_layers
+                cell_list = []
+                for i in range(0, self.num_layers):
+                    cur_input_dim = self.input_dim if i == 0 else self.hidden_dim[i - 1]
+                    cell_list.append(ConvLSTMCell(input_dim=cur_input_dim,
+                                                  hidden_dim=self.hidden_dim[i],
+                                                  kernel_size=self.kernel_size[i],
+                                                  bias=self.bias))
+                self.cell_list = nn.ModuleList(cell_list)
+
+            def forward(self, input_tensor, hidden_state=None):
+                if not self.batch_first:
+                    input_tensor = input_tensor.permute(1, 0, 2, 3, 4)
+                b, _, _, h, w = input_tensor.size()
+                if hidden_state is None:
+                    hidden_state = self._init_hidden(batch_size=b,
+                                                     image_size=(h, w))
+                elif len(hidden_state) != num_layers:  # noqa: F821 (the program's own bug)
+                    raise NotImplementedError()
+                layer_output_list = []
+                last_state_list = []
+                seq_len = input_tensor.size(1)
+                cur_layer_input = input_tensor
+                for layer_idx in range(self.num_layers):
+                    h, c = hidden_state[layer_idx]
+                    output_inner = []
+                    for t in range(seq_len):
+                        h, c = self.cell_list[layer_idx](input_tensor=cur_layer_input[:, t, :, :, :],
+                                                         cur_state=[h, c])
+                        output_inner.append(h)
+                    layer_output = torch.stack(output_inner, dim=1)
+                    cur_layer_input = layer_output
+                    layer_output_list.append(layer_output)
+                    last_state_list.append([h, c])
+                if not self.return_all_layers:
+                    layer_output_list = layer_output_list[-1:]
+                    last_state_list = last_state_list[-1:]
+                return layer_output_list, last_state_list
+
+            def _init_hidden(self, batch_size, image_size):
+                init_states = []
+                for i in range(self.num_layers):
+                    init_states.append(self.cell_list[i].init_hidden(batch_size, image_size))
+                return init_states
+
+            @staticmethod
+            def _check_kernel_size_consistency(kernel_size):
+                if not (isinstance(kernel_size, tuple) or
+                        (isinstance(kernel_size, list) and all([isinstance(elem, tuple) for elem in kernel_size]))):
+                    raise ValueError('`kernel_size` must be tuple or list of tuples')
+
+            @staticmethod
+            def _extend_for_multilayer(param, num_layers):
+                if not isinstance(param, list):
+                    param = [param] * num_layers
+                return param
+
+        x = randn(torch, (3, 2, 2, 5, 5), 1)          # (t, b, c, h, w)
+        convlstm = init_params(torch, ConvLSTM(2, [4, 3], [(3, 3), (1, 1)], 2, False, True, True), 0)
+        layer_outputs, last_states = convlstm(x)
+        h = last_states[1][0]
+        log("shapes", ([o.shape for o in layer_outputs], [[s.shape for s in st] for st in last_states]))
+        log("h", h)
+        loss = torch.nn.functional.mse_loss(layer_outputs[-1], randn(torch, (2, 3, 3, 5, 5), 2))
+        loss.backward()
+        log("loss", loss)
+        log("grads", [p.grad for p in convlstm.parameters()])
+        log("grad_fn", type(layer_outputs[0].grad_fn).__name__)
+        try:
+            ConvLSTM(2, 4, 3, 1)
+        except ValueError as e:
+            log("bad kernel", str(e))
+        last_only = ConvLSTM(2, 4, (3, 3), 1, batch_first=True)
+        outs, states = last_only(x.transpose(0, 1))
+        log("last layer only", (len(outs), outs[0].shape))
+    run_both(program)
+
+
+# locuslab/TCN TCN/tcn.py (Chomp1d's ``x[:, :, :-self.chomp_size].contiguous()``, TemporalBlock
+# with weight_norm(nn.Conv1d(..., dilation=...)) and a 1x1 downsample, init_weights'
+# ``conv.weight.data.normal_(0, 0.01)`` on weight_norm's recomputed weight, TemporalConvNet's
+# 2 ** i dilations), adding_problem/model.py (TCN: the last step through a Linear), utils.py's
+# data_generator (np.random.choice positions; torch.rand -> numpy) and add_test.py's train and
+# evaluate (Adam, mse_loss, clip_grad_norm_, the '{:2d} [{:6d}/{:6d} ({:.0f}%)]' progress line);
+# nhid 30 -> 4, 8 levels -> 3, ksize 7 -> 3, seq_len 400 -> 12, 50000 samples -> 12, dropout 0
+def test_locuslab_tcn_adding_problem():
+    def program(torch, log):
+        import warnings
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+        Variable = torch.autograd.Variable
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            weight_norm = torch.nn.utils.weight_norm
+
+        class Chomp1d(nn.Module):
+            def __init__(self, chomp_size):
+                super(Chomp1d, self).__init__()
+                self.chomp_size = chomp_size
+
+            def forward(self, x):
+                return x[:, :, :-self.chomp_size].contiguous()
+
+        class TemporalBlock(nn.Module):
+            def __init__(self, n_inputs, n_outputs, kernel_size, stride, dilation, padding, dropout=0.2):
+                super(TemporalBlock, self).__init__()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.conv1 = weight_norm(nn.Conv1d(n_inputs, n_outputs, kernel_size,
+                                                       stride=stride, padding=padding, dilation=dilation))
+                self.chomp1 = Chomp1d(padding)
+                self.relu1 = nn.ReLU()
+                self.dropout1 = nn.Dropout(dropout)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.conv2 = weight_norm(nn.Conv1d(n_outputs, n_outputs, kernel_size,
+                                                       stride=stride, padding=padding, dilation=dilation))
+                self.chomp2 = Chomp1d(padding)
+                self.relu2 = nn.ReLU()
+                self.dropout2 = nn.Dropout(dropout)
+                self.net = nn.Sequential(self.conv1, self.chomp1, self.relu1, self.dropout1,
+                                         self.conv2, self.chomp2, self.relu2, self.dropout2)
+                self.downsample = nn.Conv1d(n_inputs, n_outputs, 1) if n_inputs != n_outputs else None
+                self.relu = nn.ReLU()
+                self.init_weights()
+
+            def init_weights(self):
+                self.conv1.weight.data.normal_(0, 0.01)
+                self.conv2.weight.data.normal_(0, 0.01)
+                if self.downsample is not None:
+                    self.downsample.weight.data.normal_(0, 0.01)
+
+            def forward(self, x):
+                out = self.net(x)
+                res = x if self.downsample is None else self.downsample(x)
+                return self.relu(out + res)
+
+        class TemporalConvNet(nn.Module):
+            def __init__(self, num_inputs, num_channels, kernel_size=2, dropout=0.2):
+                super(TemporalConvNet, self).__init__()
+                layers = []
+                num_levels = len(num_channels)
+                for i in range(num_levels):
+                    dilation_size = 2 ** i
+                    in_channels = num_inputs if i == 0 else num_channels[i-1]
+                    out_channels = num_channels[i]
+                    layers += [TemporalBlock(in_channels, out_channels, kernel_size, stride=1, dilation=dilation_size,
+                                             padding=(kernel_size-1) * dilation_size, dropout=dropout)]
+                self.network = nn.Sequential(*layers)
+
+            def forward(self, x):
+                return self.network(x)
+
+        class TCN(nn.Module):
+            def __init__(self, input_size, output_size, num_channels, kernel_size, dropout):
+                super(TCN, self).__init__()
+                self.tcn = TemporalConvNet(input_size, num_channels, kernel_size=kernel_size, dropout=dropout)
+                self.linear = nn.Linear(num_channels[-1], output_size)
+                self.init_weights()
+
+            def init_weights(self):
+                self.linear.weight.data.normal_(0, 0.01)
+
+            def forward(self, x):
+                y1 = self.tcn(x)
+                return self.linear(y1[:, :, -1])
+
+        np.random.seed(0)
+        rs = np.random.RandomState(1)
+
+        def data_generator(N, seq_length):
+            X_num = torch.tensor(rs.rand(N, 1, seq_length).astype(np.float32))    # torch.rand
+            X_mask = torch.zeros([N, 1, seq_length])
+            Y = torch.zeros([N, 1])
+            for i in range(N):
+                positions = np.random.choice(seq_length, size=2, replace=False)
+                X_mask[i, 0, positions[0]] = 1
+                X_mask[i, 0, positions[1]] = 1
+                Y[i, 0] = X_num[i, 0, positions[0]] + X_num[i, 0, positions[1]]
+            X = torch.cat((X_num, X_mask), dim=1)
+            return Variable(X), Variable(Y)
+
+        X_train, Y_train = data_generator(12, 12)
+        X_test, Y_test = data_generator(4, 12)
+        model = TCN(2, 1, [4] * 3, kernel_size=3, dropout=0.0)
+        init_params(torch, model, 0)
+        log("names", [n for n, _ in model.named_parameters()])
+        lr = 4e-3
+        optimizer = getattr(optim, 'Adam')(model.parameters(), lr=lr)
+        batch_size, clip, log_interval = 5, 0.5, 2
+
+        def train(epoch):
+            model.train()
+            batch_idx = 1
+            total_loss = 0
+            for i in range(0, X_train.size(0), batch_size):
+                if i + batch_size > X_train.size(0):
+                    x, y = X_train[i:], Y_train[i:]
+                else:
+                    x, y = X_train[i:(i+batch_size)], Y_train[i:(i+batch_size)]
+                optimizer.zero_grad()
+                output = model(x)
+                loss = F.mse_loss(output, y)
+                loss.backward()
+                if clip > 0:
+                    log(f"norm {epoch}.{i}", torch.nn.utils.clip_grad_norm_(model.parameters(), clip))
+                optimizer.step()
+                batch_idx += 1
+                total_loss += loss.item()
+                if batch_idx % log_interval == 0:
+                    cur_loss = total_loss / log_interval
+                    processed = min(i+batch_size, X_train.size(0))
+                    print('Train Epoch: {:2d} [{:6d}/{:6d} ({:.0f}%)]\tLearning rate: {:.4f}\tLoss: {:.4f}'.format(
+                        epoch, processed, X_train.size(0), 100.*processed/X_train.size(0), lr, cur_loss))
+                    total_loss = 0
+
+        def evaluate():
+            model.eval()
+            with torch.no_grad():
+                output = model(X_test)
+                test_loss = F.mse_loss(output, Y_test)
+                return test_loss.item()
+
+        for ep in range(1, 3):
+            train(ep)
+            log(f"test loss {ep}", evaluate())
+        log("weight_g", model.tcn.network[0].conv1.weight_g)
+        log("weight", model.tcn.network[2].conv2.weight)
+        log("weight_v grad", model.tcn.network[1].conv1.weight_v.grad)
+    run_both(program)
