@@ -1218,3 +1218,283 @@ def test_locuslab_tcn_adding_problem():
         log("weight", model.tcn.network[2].conv2.weight)
         log("weight_v grad", model.tcn.network[1].conv1.weight_v.grad)
     run_both(program)
+
+
+# milesial/Pytorch-UNet unet/unet_parts.py and unet_model.py (DoubleConv, Down, Up both ways:
+# bilinear Upsample(align_corners=True) and ConvTranspose2d; Up.forward's F.pad with a list of
+# one-element tensors ``diffX // 2``), utils/dice_score.py (dice_coeff with torch.where,
+# multiclass_dice_coeff's flatten(0, 1), dice_loss) and train.py's step (CrossEntropyLoss +
+# dice_loss of softmax vs one_hot(...).permute(0, 3, 1, 2), RMSprop(foreach=True, momentum=0.999),
+# torch.cuda.amp.GradScaler(enabled=False) with unscale_ and clip_grad_norm_, ReduceLROnPlateau
+# ('max') on the dice score, evaluate()'s argmax one_hot dice); widths 64..1024 -> 2..32, one
+# 2 images of 1x35x35 (odd sizes: the pads are not zero), 2 steps (1 for the bilinear net); the
+# predicted masks themselves pass 18 convolutions and batch norms of 2 images and are compared
+# through the losses, gradients and dice scores
+def test_milesial_unet():
+    def program(torch, log):
+        import warnings
+        nn, F = torch.nn, torch.nn.functional
+        Tensor = torch.Tensor
+
+        class DoubleConv(nn.Module):
+            def __init__(self, in_channels, out_channels, mid_channels=None):
+                super().__init__()
+                if not mid_channels:
+                    mid_channels = out_channels
+                self.double_conv = nn.Sequential(
+                    nn.Conv2d(in_channels, mid_channels, kernel_size=3, padding=1, bias=False),
+                    nn.BatchNorm2d(mid_channels),
+                    nn.ReLU(inplace=True),
+                    nn.Conv2d(mid_channels, out_channels, kernel_size=3, padding=1, bias=False),
+                    nn.BatchNorm2d(out_channels),
+                    nn.ReLU(inplace=True)
+                )
+
+            def forward(self, x):
+                return self.double_conv(x)
+
+        class Down(nn.Module):
+            def __init__(self, in_channels, out_channels):
+                super().__init__()
+                self.maxpool_conv = nn.Sequential(
+                    nn.MaxPool2d(2),
+                    DoubleConv(in_channels, out_channels)
+                )
+
+            def forward(self, x):
+                return self.maxpool_conv(x)
+
+        class Up(nn.Module):
+            def __init__(self, in_channels, out_channels, bilinear=True):
+                super().__init__()
+                if bilinear:
+                    self.up = nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True)
+                    self.conv = DoubleConv(in_channels, out_channels, in_channels // 2)
+                else:
+                    self.up = nn.ConvTranspose2d(in_channels, in_channels // 2, kernel_size=2, stride=2)
+                    self.conv = DoubleConv(in_channels, out_channels)
+
+            def forward(self, x1, x2):
+                x1 = self.up(x1)
+                diffY = torch.tensor([x2.size()[2] - x1.size()[2]])
+                diffX = torch.tensor([x2.size()[3] - x1.size()[3]])
+                x1 = F.pad(x1, [diffX // 2, diffX - diffX // 2,
+                                diffY // 2, diffY - diffY // 2])
+                x = torch.cat([x2, x1], dim=1)
+                return self.conv(x)
+
+        class OutConv(nn.Module):
+            def __init__(self, in_channels, out_channels):
+                super(OutConv, self).__init__()
+                self.conv = nn.Conv2d(in_channels, out_channels, kernel_size=1)
+
+            def forward(self, x):
+                return self.conv(x)
+
+        class UNet(nn.Module):
+            def __init__(self, n_channels, n_classes, bilinear=False):
+                super(UNet, self).__init__()
+                self.n_channels = n_channels
+                self.n_classes = n_classes
+                self.bilinear = bilinear
+                self.inc = (DoubleConv(n_channels, 2))
+                self.down1 = (Down(2, 4))
+                self.down2 = (Down(4, 8))
+                self.down3 = (Down(8, 16))
+                factor = 2 if bilinear else 1
+                self.down4 = (Down(16, 32 // factor))
+                self.up1 = (Up(32, 16 // factor, bilinear))
+                self.up2 = (Up(16, 8 // factor, bilinear))
+                self.up3 = (Up(8, 4 // factor, bilinear))
+                self.up4 = (Up(4, 2, bilinear))
+                self.outc = (OutConv(2, n_classes))
+
+            def forward(self, x):
+                x1 = self.inc(x)
+                x2 = self.down1(x1)
+                x3 = self.down2(x2)
+                x4 = self.down3(x3)
+                x5 = self.down4(x4)
+                x = self.up1(x5, x4)
+                x = self.up2(x, x3)
+                x = self.up3(x, x2)
+                x = self.up4(x, x1)
+                logits = self.outc(x)
+                return logits
+
+        def dice_coeff(input: Tensor, target: Tensor, reduce_batch_first: bool = False, epsilon: float = 1e-6):
+            assert input.size() == target.size()
+            assert input.dim() == 3 or not reduce_batch_first
+            sum_dim = (-1, -2) if input.dim() == 2 or not reduce_batch_first else (-1, -2, -3)
+            inter = 2 * (input * target).sum(dim=sum_dim)
+            sets_sum = input.sum(dim=sum_dim) + target.sum(dim=sum_dim)
+            sets_sum = torch.where(sets_sum == 0, inter, sets_sum)
+            dice = (inter + epsilon) / (sets_sum + epsilon)
+            return dice.mean()
+
+        def multiclass_dice_coeff(input: Tensor, target: Tensor, reduce_batch_first: bool = False, epsilon: float = 1e-6):
+            return dice_coeff(input.flatten(0, 1), target.flatten(0, 1), reduce_batch_first, epsilon)
+
+        def dice_loss(input: Tensor, target: Tensor, multiclass: bool = False):
+            fn = multiclass_dice_coeff if multiclass else dice_coeff
+            return 1 - fn(input, target, reduce_batch_first=True)
+
+        for bilinear in (False, True):
+            model = init_params(torch, UNet(n_channels=1, n_classes=2, bilinear=bilinear), 0, scale=0.5)
+            optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-5, weight_decay=1e-8, momentum=0.999, foreach=True)
+            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, 'max', patience=5)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                grad_scaler = torch.cuda.amp.GradScaler(enabled=False)
+            criterion = nn.CrossEntropyLoss() if model.n_classes > 1 else nn.BCEWithLogitsLoss()
+            images = randn(torch, (2, 1, 35, 35), 1).to(device='cpu', dtype=torch.float32, memory_format=torch.channels_last)
+            true_masks = torch.tensor(np.random.RandomState(2).randint(0, 2, (2, 35, 35))).to(device='cpu', dtype=torch.long)
+            for step in range(1 if bilinear else 2):
+                model.train()
+                masks_pred = model(images)
+                loss = criterion(masks_pred, true_masks)
+                loss += dice_loss(
+                    F.softmax(masks_pred, dim=1).float(),
+                    F.one_hot(true_masks, model.n_classes).permute(0, 3, 1, 2).float(),
+                    multiclass=True
+                )
+                optimizer.zero_grad(set_to_none=True)
+                grad_scaler.scale(loss).backward()
+                grad_scaler.unscale_(optimizer)
+                log(f"norm {bilinear} {step}", torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
+                grad_scaler.step(optimizer)
+                grad_scaler.update()
+                log(f"loss {bilinear} {step}", loss)
+            model.eval()
+            with torch.no_grad():
+                mask_pred = model(images)
+                mask_true = F.one_hot(true_masks, model.n_classes).permute(0, 3, 1, 2).float()
+                mask_pred = F.one_hot(mask_pred.argmax(dim=1), model.n_classes).permute(0, 3, 1, 2).float()
+                dice_score = multiclass_dice_coeff(mask_pred[:, 1:], mask_true[:, 1:], reduce_batch_first=False)
+            scheduler.step(dice_score)
+            log(f"dice {bilinear}", dice_score)
+            log(f"up1 grad {bilinear}", model.up1.conv.double_conv[0].weight.grad)
+    run_both(program)
+
+
+# Jongchan/attention-module MODELS/cbam.py (BasicConv with BatchNorm2d(momentum=0.01),
+# ChannelGate over pool_types avg/max/lp/lse: F.avg_pool2d/max_pool2d/lp_pool2d with the input's
+# own (H, W) as kernel and stride, logsumexp_2d by hand, F.sigmoid(...).unsqueeze(2).unsqueeze(3)
+# .expand_as(x); ChannelPool's cat of torch.max(x,1)[0] and torch.mean(x,1); SpatialGate; CBAM
+# with and without the spatial gate); gate_channels 16, reduction 4, 2 images of 5x6, SGD steps
+def test_jongchan_cbam():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class BasicConv(nn.Module):
+            def __init__(self, in_planes, out_planes, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                         relu=True, bn=True, bias=False):
+                super(BasicConv, self).__init__()
+                self.out_channels = out_planes
+                self.conv = nn.Conv2d(in_planes, out_planes, kernel_size=kernel_size, stride=stride, padding=padding,
+                                      dilation=dilation, groups=groups, bias=bias)
+                self.bn = nn.BatchNorm2d(out_planes, eps=1e-5, momentum=0.01, affine=True) if bn else None
+                self.relu = nn.ReLU() if relu else None
+
+            def forward(self, x):
+                x = self.conv(x)
+                if self.bn is not None:
+                    x = self.bn(x)
+                if self.relu is not None:
+                    x = self.relu(x)
+                return x
+
+        class Flatten(nn.Module):
+            def forward(self, x):
+                return x.view(x.size(0), -1)
+
+        class ChannelGate(nn.Module):
+            def __init__(self, gate_channels, reduction_ratio=16, pool_types=['avg', 'max']):
+                super(ChannelGate, self).__init__()
+                self.gate_channels = gate_channels
+                self.mlp = nn.Sequential(
+                    Flatten(),
+                    nn.Linear(gate_channels, gate_channels // reduction_ratio),
+                    nn.ReLU(),
+                    nn.Linear(gate_channels // reduction_ratio, gate_channels)
+                )
+                self.pool_types = pool_types
+
+            def forward(self, x):
+                channel_att_sum = None
+                for pool_type in self.pool_types:
+                    if pool_type == 'avg':
+                        avg_pool = F.avg_pool2d(x, (x.size(2), x.size(3)), stride=(x.size(2), x.size(3)))
+                        channel_att_raw = self.mlp(avg_pool)
+                    elif pool_type == 'max':
+                        max_pool = F.max_pool2d(x, (x.size(2), x.size(3)), stride=(x.size(2), x.size(3)))
+                        channel_att_raw = self.mlp(max_pool)
+                    elif pool_type == 'lp':
+                        lp_pool = F.lp_pool2d(x, 2, (x.size(2), x.size(3)), stride=(x.size(2), x.size(3)))
+                        channel_att_raw = self.mlp(lp_pool)
+                    elif pool_type == 'lse':
+                        lse_pool = logsumexp_2d(x)
+                        channel_att_raw = self.mlp(lse_pool)
+                    if channel_att_sum is None:
+                        channel_att_sum = channel_att_raw
+                    else:
+                        channel_att_sum = channel_att_sum + channel_att_raw
+                scale = F.sigmoid(channel_att_sum).unsqueeze(2).unsqueeze(3).expand_as(x)
+                return x * scale
+
+        def logsumexp_2d(tensor):
+            tensor_flatten = tensor.view(tensor.size(0), tensor.size(1), -1)
+            s, _ = torch.max(tensor_flatten, dim=2, keepdim=True)
+            outputs = s + (tensor_flatten - s).exp().sum(dim=2, keepdim=True).log()
+            return outputs
+
+        class ChannelPool(nn.Module):
+            def forward(self, x):
+                return torch.cat((torch.max(x, 1)[0].unsqueeze(1), torch.mean(x, 1).unsqueeze(1)), dim=1)
+
+        class SpatialGate(nn.Module):
+            def __init__(self):
+                super(SpatialGate, self).__init__()
+                kernel_size = 7
+                self.compress = ChannelPool()
+                self.spatial = BasicConv(2, 1, kernel_size, stride=1, padding=(kernel_size-1) // 2, relu=False)
+
+            def forward(self, x):
+                x_compress = self.compress(x)
+                x_out = self.spatial(x_compress)
+                scale = F.sigmoid(x_out)
+                return x * scale
+
+        class CBAM(nn.Module):
+            def __init__(self, gate_channels, reduction_ratio=16, pool_types=['avg', 'max'], no_spatial=False):
+                super(CBAM, self).__init__()
+                self.ChannelGate = ChannelGate(gate_channels, reduction_ratio, pool_types)
+                self.no_spatial = no_spatial
+                if not no_spatial:
+                    self.SpatialGate = SpatialGate()
+
+            def forward(self, x):
+                x_out = self.ChannelGate(x)
+                if not self.no_spatial:
+                    x_out = self.SpatialGate(x_out)
+                return x_out
+
+        net = nn.Sequential(BasicConv(3, 16, 3, padding=1), CBAM(16, 4, ['avg', 'max', 'lp', 'lse']),
+                            CBAM(16, 4, no_spatial=True), nn.AdaptiveAvgPool2d(1), Flatten(), nn.Linear(16, 3))
+        init_params(torch, net, 0)
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        x = randn(torch, (2, 3, 5, 6), 1, scale=2.0)
+        y = torch.tensor([2, 0])
+        for step in range(2):
+            opt.zero_grad()
+            out = net(x)
+            loss = F.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            log(f"step{step}", (out, loss))
+        log("grads", [p.grad for p in net.parameters()])
+        log("bn", (net[1].SpatialGate.spatial.bn.running_mean, net[1].SpatialGate.spatial.bn.running_var,
+                   net[0].bn.num_batches_tracked))
+        net.eval()
+        log("eval", net(x))
+    run_both(program)
