@@ -2066,3 +2066,253 @@ def test_pytorch_examples_imagenet_meters_accuracy():
                    "view's order, so the old ``correct[:k].view(-1)`` does not raise")
 def test_pytorch_examples_imagenet_old_accuracy_view_raises():
     run_both(imagenet_program(old_top5=True))
+
+
+# gram-ai/capsule-networks capsule_network.py (the softmax helper over a transposed dim with an
+# implicit-dim F.softmax, CapsuleLayer's squash and dynamic routing ``x[None, :, :, None, :] @
+# self.route_weights[:, None, :, :, :]``, primary capsules as a ModuleList of convs, CapsuleNet's
+# ``.squeeze().transpose(0, 1)``, ``(x ** 2).sum(dim=-1) ** 0.5``, the decoder on the chosen
+# capsules, CapsuleLoss with MSELoss(size_average=True)) and processor()'s
+# ``torch.sparse.torch.eye(NUM_CLASSES).index_select(dim=0, index=labels)``; NUM_CLASSES 10 -> 3,
+# 256 channels -> 4, 8 primary capsules of 32 -> 4 of 2, 9x9 kernels -> 3x3 on 1x9x9 images,
+# decoder 512/1024/784 -> 8/8/81, Adam steps; ``x[batch, index.data[0], :]`` indexes a 0-d tensor,
+# which raises IndexError now (checked), so the rest runs with ``index.item()`` in its place
+def test_gram_ai_capsule_network():
+    def program(torch, log):
+        import warnings
+        nn, F = torch.nn, torch.nn.functional
+        Variable = torch.autograd.Variable
+        NUM_CLASSES = 3
+        NUM_ROUTING_ITERATIONS = 3
+
+        def softmax(input, dim=1):
+            transposed_input = input.transpose(dim, len(input.size()) - 1)
+            softmaxed_output = F.softmax(transposed_input.contiguous().view(-1, transposed_input.size(-1)))
+            return softmaxed_output.view(*transposed_input.size()).transpose(dim, len(input.size()) - 1)
+
+        class CapsuleLayer(nn.Module):
+            def __init__(self, num_capsules, num_route_nodes, in_channels, out_channels, kernel_size=None, stride=None,
+                         num_iterations=NUM_ROUTING_ITERATIONS):
+                super(CapsuleLayer, self).__init__()
+                self.num_route_nodes = num_route_nodes
+                self.num_iterations = num_iterations
+                self.num_capsules = num_capsules
+                if num_route_nodes != -1:
+                    self.route_logits = nn.Parameter(torch.zeros(num_capsules, 1, num_route_nodes, 1, 1))
+                    self.route_weights = nn.Parameter(torch.randn(num_capsules, num_route_nodes, in_channels, out_channels))
+                else:
+                    self.capsules = nn.ModuleList(
+                        [nn.Conv2d(in_channels, out_channels, kernel_size=kernel_size, stride=stride, padding=0) for _ in
+                         range(num_capsules)])
+
+            def squash(self, tensor, dim=-1):
+                squared_norm = (tensor ** 2).sum(dim=dim, keepdim=True)
+                scale = squared_norm / (1 + squared_norm)
+                return scale * tensor / torch.sqrt(squared_norm)
+
+            def forward(self, x):
+                if self.num_route_nodes != -1:
+                    priors = x[None, :, :, None, :] @ self.route_weights[:, None, :, :, :]
+                    logits = self.route_logits
+                    for i in range(self.num_iterations):
+                        probs = softmax(logits, dim=2)
+                        outputs = self.squash((probs * priors).sum(dim=2, keepdim=True))
+                        if i != self.num_iterations - 1:
+                            delta_logits = (priors * outputs).sum(dim=-1, keepdim=True)
+                            logits = logits + delta_logits
+                else:
+                    outputs = [capsule(x).view(x.size(0), -1, 1) for capsule in self.capsules]
+                    outputs = torch.cat(outputs, dim=-1)
+                    outputs = self.squash(outputs)
+                return outputs
+
+        class CapsuleNet(nn.Module):
+            def __init__(self, fixed):
+                super(CapsuleNet, self).__init__()
+                self.fixed = fixed
+                self.conv1 = nn.Conv2d(in_channels=1, out_channels=4, kernel_size=3, stride=1)
+                self.primary_capsules = CapsuleLayer(num_capsules=4, num_route_nodes=-1, in_channels=4, out_channels=2,
+                                                     kernel_size=3, stride=2)
+                self.digit_capsules = CapsuleLayer(num_capsules=NUM_CLASSES, num_route_nodes=2 * 3 * 3, in_channels=4,
+                                                   out_channels=5)
+                self.decoder = nn.Sequential(
+                    nn.Linear(5, 8),
+                    nn.ReLU(inplace=True),
+                    nn.Linear(8, 8),
+                    nn.ReLU(inplace=True),
+                    nn.Linear(8, 81),
+                    nn.Sigmoid()
+                )
+
+            def forward(self, x, y=None):
+                x = F.relu(self.conv1(x), inplace=True)
+                x = self.primary_capsules(x)
+                x = self.digit_capsules(x).squeeze().transpose(0, 1)
+                classes = (x ** 2).sum(dim=-1) ** 0.5
+                classes = F.softmax(classes)
+                if y is None:
+                    _, max_length_indices = classes.max(dim=1)
+                else:
+                    _, max_length_indices = y.max(dim=1)
+                vectors = []
+                for batch, index in enumerate(max_length_indices):
+                    vectors.append(x[batch, index.item() if self.fixed else index.data[0], :])
+                reconstructions = self.decoder(torch.stack(vectors, dim=0))
+                return classes, reconstructions
+
+        class CapsuleLoss(nn.Module):
+            def __init__(self):
+                super(CapsuleLoss, self).__init__()
+                self.reconstruction_loss = nn.MSELoss(size_average=True)
+
+            def forward(self, images, labels, classes, reconstructions):
+                left = torch.clamp(0.9 - classes, min=0) ** 2
+                right = torch.clamp(classes - 0.1, min=0) ** 2
+                margin_loss = labels * left + 0.5 * (1 - labels) * right
+                margin_loss = margin_loss.sum(dim=1).mean()
+                reconstruction_loss = self.reconstruction_loss(reconstructions.view(images.size(0), -1),
+                                                               images.view(images.size(0), -1))
+                return margin_loss + 0.0005 * reconstruction_loss
+
+        warnings.simplefilter("ignore")
+        rs = np.random.RandomState(0)
+        sample = (torch.tensor(rs.randint(0, 256, (3, 9, 9))), rs.randint(0, NUM_CLASSES, 3).tolist())
+
+        def processor(sample, model):
+            data = sample[0].unsqueeze(1).float() / 255.0
+            labels = torch.LongTensor(sample[1])
+            labels = torch.sparse.torch.eye(NUM_CLASSES).index_select(dim=0, index=labels)
+            data = Variable(data)
+            labels = Variable(labels)
+            classes, reconstructions = model(data, labels)
+            loss = capsule_loss(data, labels, classes, reconstructions)
+            return loss, classes
+
+        capsule_loss = CapsuleLoss()
+        try:
+            processor(sample, init_params(torch, CapsuleNet(False), 0, scale=0.5))
+        except IndexError as e:
+            log("index.data[0]", type(e).__mro__[1] if type(e).__module__ != "builtins" else type(e))
+        model = init_params(torch, CapsuleNet(True), 0, scale=0.5)
+        optimizer = torch.optim.Adam(model.parameters())
+        for step in range(2):
+            optimizer.zero_grad()
+            loss, classes = processor(sample, model)
+            loss.backward()
+            optimizer.step()
+            log(f"step{step}", (loss, classes))
+        log("grads", [p.grad for p in model.parameters()])
+        classes, reconstructions = model(sample[0].unsqueeze(1).float() / 255.0)
+        log("predict", (classes, reconstructions.view(-1, 9, 9)[:, 4]))
+    run_both(program)
+
+
+# juho-lee/set_transformer modules.py (MAB's heads by ``torch.cat(Q.split(dim_split, 2), 0)``,
+# bmm attention, the heads joined back by ``.split(Q.size(0), 0)``, the optional LayerNorms
+# found through ``getattr(self, 'ln0', None)``; SAB, ISAB with inducing points from
+# ``nn.Parameter(torch.Tensor(1, num_inds, dim_out))`` + xavier_uniform_ and ``self.I.repeat``,
+# PMA) and models.py's SetTransformer, trained as the max-regression notebook does (gen_data
+# with np.random, L1Loss, Adam); dim_hidden 128 -> 8, num_inds 32 -> 3, 4 heads -> 2, batches of
+# 3 sets of 5 numbers, 3 steps
+def test_juho_lee_set_transformer_max_regression():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class MAB(nn.Module):
+            def __init__(self, dim_Q, dim_K, dim_V, num_heads, ln=False):
+                super(MAB, self).__init__()
+                self.dim_V = dim_V
+                self.num_heads = num_heads
+                self.fc_q = nn.Linear(dim_Q, dim_V)
+                self.fc_k = nn.Linear(dim_K, dim_V)
+                self.fc_v = nn.Linear(dim_K, dim_V)
+                if ln:
+                    self.ln0 = nn.LayerNorm(dim_V)
+                    self.ln1 = nn.LayerNorm(dim_V)
+                self.fc_o = nn.Linear(dim_V, dim_V)
+
+            def forward(self, Q, K):
+                Q = self.fc_q(Q)
+                K, V = self.fc_k(K), self.fc_v(K)
+                dim_split = self.dim_V // self.num_heads
+                Q_ = torch.cat(Q.split(dim_split, 2), 0)
+                K_ = torch.cat(K.split(dim_split, 2), 0)
+                V_ = torch.cat(V.split(dim_split, 2), 0)
+                A = torch.softmax(Q_.bmm(K_.transpose(1, 2))/math.sqrt(self.dim_V), 2)
+                O = torch.cat((Q_ + A.bmm(V_)).split(Q.size(0), 0), 2)
+                O = O if getattr(self, 'ln0', None) is None else self.ln0(O)
+                O = O + F.relu(self.fc_o(O))
+                O = O if getattr(self, 'ln1', None) is None else self.ln1(O)
+                return O
+
+        class SAB(nn.Module):
+            def __init__(self, dim_in, dim_out, num_heads, ln=False):
+                super(SAB, self).__init__()
+                self.mab = MAB(dim_in, dim_in, dim_out, num_heads, ln=ln)
+
+            def forward(self, X):
+                return self.mab(X, X)
+
+        class ISAB(nn.Module):
+            def __init__(self, dim_in, dim_out, num_heads, num_inds, ln=False):
+                super(ISAB, self).__init__()
+                self.I = nn.Parameter(torch.Tensor(1, num_inds, dim_out))
+                nn.init.xavier_uniform_(self.I)
+                self.mab0 = MAB(dim_out, dim_in, dim_out, num_heads, ln=ln)
+                self.mab1 = MAB(dim_in, dim_out, dim_out, num_heads, ln=ln)
+
+            def forward(self, X):
+                H = self.mab0(self.I.repeat(X.size(0), 1, 1), X)
+                return self.mab1(X, H)
+
+        class PMA(nn.Module):
+            def __init__(self, dim, num_heads, num_seeds, ln=False):
+                super(PMA, self).__init__()
+                self.S = nn.Parameter(torch.Tensor(1, num_seeds, dim))
+                nn.init.xavier_uniform_(self.S)
+                self.mab = MAB(dim, dim, dim, num_heads, ln=ln)
+
+            def forward(self, X):
+                return self.mab(self.S.repeat(X.size(0), 1, 1), X)
+
+        class SetTransformer(nn.Module):
+            def __init__(self, dim_input, num_outputs, dim_output, num_inds=32, dim_hidden=128, num_heads=4, ln=False):
+                super(SetTransformer, self).__init__()
+                self.enc = nn.Sequential(
+                    ISAB(dim_input, dim_hidden, num_heads, num_inds, ln=ln),
+                    ISAB(dim_hidden, dim_hidden, num_heads, num_inds, ln=ln))
+                self.dec = nn.Sequential(
+                    PMA(dim_hidden, num_heads, num_outputs, ln=ln),
+                    SAB(dim_hidden, dim_hidden, num_heads, ln=ln),
+                    SAB(dim_hidden, dim_hidden, num_heads, ln=ln),
+                    nn.Linear(dim_hidden, dim_output))
+
+            def forward(self, X):
+                return self.dec(self.enc(X))
+
+        def gen_data(batch_size, max_length=10, test=False):
+            length = np.random.randint(1, max_length + 1)
+            x = np.random.randint(1, 100, (batch_size, length))
+            y = np.max(x, axis=1)
+            x, y = np.expand_dims(x, axis=2), np.expand_dims(y, axis=1)
+            return x, y
+
+        np.random.seed(0)
+        model = init_params(torch, SetTransformer(dim_input=1, num_outputs=1, dim_output=1, num_inds=3, dim_hidden=8,
+                                                  num_heads=2, ln=True), 0)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        criterion = nn.L1Loss()
+        losses = []
+        for step in range(3):
+            x, y = gen_data(batch_size=3, max_length=5)
+            x, y = torch.from_numpy(x).float(), torch.from_numpy(y).float()
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        log("losses", losses)
+        log("grads", [p.grad for p in model.parameters()])
+        plain = init_params(torch, SetTransformer(1, 2, 3, num_inds=2, dim_hidden=4, num_heads=2), 1)
+        log("no layer norm", (plain(torch.from_numpy(gen_data(2, 4)[0]).float()), [n for n, _ in plain.named_parameters()][:6]))
+    run_both(program)
