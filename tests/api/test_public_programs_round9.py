@@ -2316,3 +2316,167 @@ def test_juho_lee_set_transformer_max_regression():
         plain = init_params(torch, SetTransformer(1, 2, 3, num_inds=2, dim_hidden=4, num_heads=2), 1)
         log("no layer norm", (plain(torch.from_numpy(gen_data(2, 4)[0]).float()), [n for n, _ in plain.named_parameters()][:6]))
     run_both(program)
+
+
+# karpathy/minGPT mingpt/model.py, the version whose forwards are decorated with
+# ``@autocast()`` from torch.cuda.amp (on a CPU-only machine: a warning, then autocast disabled)
+# (GPTConfig's kwargs as attributes, CausalSelfAttention with the tril 'mask' buffer and
+# ``masked_fill(self.mask[:,:,:T,:T] == 0, float('-inf'))``, Block, GPT's pos_emb Parameter,
+# apply(_init_weights) with ``.data.normal_``/``zero_``/``fill_``, logits.view(-1, ...) cross
+# entropy) and mingpt/utils.py of that time (top_k_logits's ``out[out < v[:, [-1]]] =
+# -float('Inf')``, sample() under ``@torch.no_grad()`` cropping the context to block_size);
+# n_layer 2, n_head 2, n_embd 8, block_size 4, vocab 7, pdrops 0 (dropout masks are a random
+# stream), the normal_ init -> numpy-seeded parameters; sample=False (multinomial is random)
+def test_karpathy_mingpt_autocast_model_and_sample():
+    def program(torch, log):
+        import warnings
+        nn, F = torch.nn, torch.nn.functional
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            autocast = torch.cuda.amp.autocast
+
+            class GPTConfig:
+                embd_pdrop = 0.1
+                resid_pdrop = 0.1
+                attn_pdrop = 0.1
+
+                def __init__(self, vocab_size, block_size, **kwargs):
+                    self.vocab_size = vocab_size
+                    self.block_size = block_size
+                    for k, v in kwargs.items():
+                        setattr(self, k, v)
+
+            class CausalSelfAttention(nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    assert config.n_embd % config.n_head == 0
+                    self.key = nn.Linear(config.n_embd, config.n_embd)
+                    self.query = nn.Linear(config.n_embd, config.n_embd)
+                    self.value = nn.Linear(config.n_embd, config.n_embd)
+                    self.attn_drop = nn.Dropout(config.attn_pdrop)
+                    self.resid_drop = nn.Dropout(config.resid_pdrop)
+                    self.proj = nn.Linear(config.n_embd, config.n_embd)
+                    self.register_buffer("mask", torch.tril(torch.ones(config.block_size, config.block_size))
+                                         .view(1, 1, config.block_size, config.block_size))
+                    self.n_head = config.n_head
+
+                @autocast()
+                def forward(self, x, layer_past=None):
+                    B, T, C = x.size()
+                    k = self.key(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                    q = self.query(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                    v = self.value(x).view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+                    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+                    att = att.masked_fill(self.mask[:, :, :T, :T] == 0, float('-inf'))
+                    att = F.softmax(att, dim=-1)
+                    att = self.attn_drop(att)
+                    y = att @ v
+                    y = y.transpose(1, 2).contiguous().view(B, T, C)
+                    y = self.resid_drop(self.proj(y))
+                    return y
+
+            class Block(nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    self.ln1 = nn.LayerNorm(config.n_embd)
+                    self.ln2 = nn.LayerNorm(config.n_embd)
+                    self.attn = CausalSelfAttention(config)
+                    self.mlp = nn.Sequential(
+                        nn.Linear(config.n_embd, 4 * config.n_embd),
+                        nn.GELU(),
+                        nn.Linear(4 * config.n_embd, config.n_embd),
+                        nn.Dropout(config.resid_pdrop),
+                    )
+
+                @autocast()
+                def forward(self, x):
+                    x = x + self.attn(self.ln1(x))
+                    x = x + self.mlp(self.ln2(x))
+                    return x
+
+            class GPT(nn.Module):
+                def __init__(self, config):
+                    super().__init__()
+                    self.tok_emb = nn.Embedding(config.vocab_size, config.n_embd)
+                    self.pos_emb = nn.Parameter(torch.zeros(1, config.block_size, config.n_embd))
+                    self.drop = nn.Dropout(config.embd_pdrop)
+                    self.blocks = nn.Sequential(*[Block(config) for _ in range(config.n_layer)])
+                    self.ln_f = nn.LayerNorm(config.n_embd)
+                    self.head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+                    self.block_size = config.block_size
+                    self.apply(self._init_weights)
+
+                def _init_weights(self, module):
+                    if isinstance(module, (nn.Linear, nn.Embedding)):
+                        module.weight.data.normal_(mean=0.0, std=0.02)
+                        if isinstance(module, nn.Linear) and module.bias is not None:
+                            module.bias.data.zero_()
+                    elif isinstance(module, nn.LayerNorm):
+                        module.bias.data.zero_()
+                        module.weight.data.fill_(1.0)
+
+                def get_block_size(self):
+                    return self.block_size
+
+                @autocast()
+                def forward(self, idx, targets=None):
+                    b, t = idx.size()
+                    assert t <= self.block_size, "Cannot forward, model block size is exhausted."
+                    token_embeddings = self.tok_emb(idx)
+                    position_embeddings = self.pos_emb[:, :t, :]
+                    x = self.drop(token_embeddings + position_embeddings)
+                    x = self.blocks(x)
+                    x = self.ln_f(x)
+                    logits = self.head(x)
+                    loss = None
+                    if targets is not None:
+                        loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+                    return logits, loss
+
+        def top_k_logits(logits, k):
+            v, ix = torch.topk(logits, k)
+            out = logits.clone()
+            out[out < v[:, [-1]]] = -float('Inf')
+            return out
+
+        @torch.no_grad()
+        def sample(model, x, steps, temperature=1.0, sample=False, top_k=None):
+            block_size = model.get_block_size()
+            model.eval()
+            for k in range(steps):
+                x_cond = x if x.size(1) <= block_size else x[:, -block_size:]
+                logits, _ = model(x_cond)
+                logits = logits[:, -1, :] / temperature
+                if top_k is not None:
+                    logits = top_k_logits(logits, top_k)
+                probs = F.softmax(logits, dim=-1)
+                if sample:
+                    ix = torch.multinomial(probs, num_samples=1)
+                else:
+                    _, ix = torch.topk(probs, k=1, dim=-1)
+                x = torch.cat((x, ix), dim=1)
+            return x
+
+        mconf = GPTConfig(7, 4, n_layer=2, n_head=2, n_embd=8, embd_pdrop=0.0, resid_pdrop=0.0, attn_pdrop=0.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = GPT(mconf)
+            log("init", (model.ln_f.weight, model.head.weight.abs().max() < 0.2, model.blocks[0].attn.mask))
+            init_params(torch, model, 0, scale=0.5)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.95))
+            rs = np.random.RandomState(1)
+            for it in range(3):
+                xy = torch.tensor(rs.randint(0, 7, (3, 5)))
+                x, y = xy[:, :-1].contiguous(), xy[:, 1:].contiguous()     # as a DataLoader batches them
+                logits, loss = model(x, y)
+                loss = loss.mean()
+                model.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                log(f"iter {it}", (loss, logits.dtype))
+            out = sample(model, torch.tensor([[1, 2], [3, 4]]), 3, temperature=0.9, top_k=3)
+            log("sample", out)
+            log("top_k_logits", top_k_logits(torch.tensor([[1.0, 3.0, 2.0, 0.5]]), 2))
+            log("no grad kept", model.training)
+    run_both(program)
