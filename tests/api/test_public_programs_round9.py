@@ -2297,7 +2297,7 @@ def test_juho_lee_set_transformer_max_regression():
             x, y = np.expand_dims(x, axis=2), np.expand_dims(y, axis=1)
             return x, y
 
-        np.random.seed(0)
+        np.random.seed(3)         # set sizes 3, 3, 2 (each new size costs compilations)
         model = init_params(torch, SetTransformer(dim_input=1, num_outputs=1, dim_output=1, num_inds=3, dim_hidden=8,
                                                   num_heads=2, ln=True), 0)
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -2475,7 +2475,7 @@ def test_karpathy_mingpt_autocast_model_and_sample():
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
                 log(f"iter {it}", (loss, logits.dtype))
-            out = sample(model, torch.tensor([[1, 2], [3, 4]]), 3, temperature=0.9, top_k=3)
+            out = sample(model, torch.tensor([[1, 2, 3], [3, 4, 5], [6, 0, 1]]), 3, temperature=0.9, top_k=3)
             log("sample", out)
             log("top_k_logits", top_k_logits(torch.tensor([[1.0, 3.0, 2.0, 0.5]]), 2))
             log("no grad kept", model.training)
