@@ -158,7 +158,38 @@ def p_copy_slices_graph(torch, log):
     log("setitem scalar", graph(b3))
 
 
-PROGRAMS = [p_inplace_into_nograd_tensor, p_copy_slices_graph, p_leaf_rules, p_nonleaf_rebase, p_copy_slices, p_saved_modified, p_version_counts]
+def p_views_made_before_base_got_history(torch, log):
+    # views of a tensor that needed no grad, made before an in-place write (through another
+    # view or the base) gave the base history: they require grad from then on, in every op
+    # (LoRA's MergedLinear.zero_pad: ``r = x.new_zeros(..).view(-1, n); r[:, ind] = x``)
+    w = tensor(torch, rnd((4,), 1), requires_grad=True)
+    h = torch.zeros(3, 4)
+    row, flat = h[0], h.view(12)
+    h[1] = w * 3
+    y = (row * 2).sum() + (flat * torch.arange(12.0)).sum()
+    log("sibling views", (row.requires_grad, (row * 1).requires_grad, graph(y)))
+    y.backward()
+    log("grad through them", w.grad)
+    r = torch.zeros(2, 6).view(-1, 6)
+    r[:, 1:5] = w.expand(2, 4)
+    out = r.view(2, 3, 2) * 2.0
+    log("view of the written view", (out.requires_grad, graph(out)))
+    g = torch.zeros(3)
+    v = g[:2]
+    g.add_(w[:3])
+    log("in-place on a stale view", err(lambda: v.mul_(2)))
+    log("its flags", (v.requires_grad, v.is_leaf, (v + 1).requires_grad))
+    v.mul_(2)        # its grad_fn was asked for: now it is written through CopySlices
+    log("then in place", graph(g))
+    u = torch.zeros(3)
+    u0 = u[:2]
+    u.add_(w[:3])
+    (u0 * 1).sum()   # using it in an op regenerates its node too
+    u0.mul_(3)
+    log("after an op", graph(u))
+
+
+PROGRAMS = [p_views_made_before_base_got_history, p_inplace_into_nograd_tensor, p_copy_slices_graph, p_leaf_rules, p_nonleaf_rebase, p_copy_slices, p_saved_modified, p_version_counts]
 
 
 # known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)

@@ -60,7 +60,7 @@ def apply_op(op: Op, args, static=()):
     for a in args:
         if isinstance(a, Tensor):
             arrays.append(a._value)
-            if a._rg:
+            if a._rg or (a._base is not None and a._base._rg and _stale_view_requires_grad(a)):
                 record = True
         else:
             arrays.append(a)
@@ -98,6 +98,16 @@ def apply_op(op: Op, args, static=()):
     if record:
         _record(op, args, static, outs if op.n_diff is None else outs[:op.n_diff])
     return outs
+
+
+def _stale_view_requires_grad(t):
+    """A view made while its base needed no grad, whose base has since been given history by
+    an in-place write (through the base or another of its views): torch's view requires grad
+    from then on (its grad_fn is regenerated from the base's). Marks it so; True if it does."""
+    if t._gf is None and t._base._gf is not None and "_cmeta" not in t.__dict__:
+        t._rg = True      # edge() asks grad_fn, which regenerates the view's node (view_grad_fn)
+        return True
+    return False
 
 
 def _make_view(t, src, op, static, idx):
@@ -400,6 +410,15 @@ def check_inplace(t):
             "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
             "update in `with tracegrad.no_grad():` or use .data / .detach() if autograd must not "
             "see it.")
+    if (STATE[0] and t._base is not None and t._gf is None and not t._rg and t._base._rg
+            and t._base._gf is not None and "_cmeta" not in t.__dict__):
+        # a view made before its base got history, whose grad_fn nothing has asked for since:
+        # torch's in-place check sees a leaf that requires grad (asking its grad_fn, or using
+        # it in an op, regenerates the node and lifts this)
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
+            "update in `with tracegrad.no_grad():` or use .data / .detach() if autograd must not "
+            "see it.")
     if t._base is not None and t._base._gf is None and t._base._rg and STATE[0]:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
@@ -444,6 +463,9 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     cap = _CAPTURE[0]
     if cap is not None:
         cap.see_tensors(all_args)
+    for a in all_args:
+        if isinstance(a, Tensor) and not a._rg and a._base is not None and a._base._rg:
+            _stale_view_requires_grad(a)
     record = STATE[0] and op.grad_fn is not None and any(isinstance(a, Tensor) and a._rg for a in all_args)
     if record and self._base is not None:
         return _inplace_on_view(op, self, args, static)

@@ -33,3 +33,13 @@ def sum(input, dim=None, dtype=None):  # noqa: A001  (torch's name)
     if not isinstance(input, SparseCooTensor):
         return input.sum() if dim is None else input.sum(dim, dtype=dtype)
     return sparse_sum(input, dim, dtype=dtype)
+
+
+def __getattr__(name):
+    """``torch.sparse.torch`` is the torch module itself in torch (its sparse module imports it),
+    and programs reach it that way (capsule-networks' ``torch.sparse.torch.eye(n)``): here it is
+    the tracegrad module."""
+    if name == "torch":
+        import sys
+        return sys.modules["tracegrad"]
+    raise AttributeError(f"module 'tracegrad.sparse' has no attribute '{name}'")
