@@ -51,8 +51,9 @@ def _write_one(name, result, out, exact_dtype, cast_error, any_dtype):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
     if exact_dtype and result.dtype != out.dtype:
-        raise RuntimeError(f"{name}: expected the out tensor to have dtype {scalar_name(result.dtype.np)}, "
-                           f"but got {scalar_name(out.dtype.np)}; pass an out tensor of the result's dtype")
+        raise RuntimeError(f"{name}: Expected out tensor to have scalar type {scalar_name(result.dtype.np)} "
+                           f"but got scalar type {scalar_name(out.dtype.np)}; pass an out tensor of the "
+                           "result's dtype")
     if not any_dtype and not _dt.can_cast(result.dtype, out.dtype):
         what = "input types" if cast_error is TypeError else f"result type {scalar_name(result.dtype.np)}"
         raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
@@ -86,6 +87,9 @@ def accepts_out(name=None, dtype_from_out=False, **how):
                     if python_level:
                         raise
                     raise _not_a_tensor_argument(label, e, args) or e
+            if label == "nonzero" and kwargs.get("as_tuple"):   # torch refuses before computing
+                raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True; "
+                                   "call it with as_tuple=False to write into out")
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
