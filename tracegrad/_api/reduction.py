@@ -96,7 +96,11 @@ def sum(self, dim=None, keepdim=False, *, dtype=None):
 
 @method(function=True)
 def nansum(self, dim=None, keepdim=False, *, dtype=None):
-    """Mirrors ``torch.nansum``: sum treating NaN as zero. Autograd: ``NansumBackward0``."""
+    """Mirrors ``torch.nansum``: sum treating NaN as zero. Autograd: ``NansumBackward0``.
+    RuntimeError for complex input (as torch on CPU)."""
+    if self.dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs; sum the real and imaginary "
+                           "parts separately")
     dims = _dims(dim, self.ndim)
     return apply_op(OPS["nansum"], (self,), (("dim", dims), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "nansum"))))
 
@@ -384,11 +388,20 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def quantile_op(api, self, q, dim, keepdim, interpolation):
     """``quantile``/``nanquantile`` (op ``api``) after torch's argument checks."""
+    # torch's order of checks (its quantile_checks), and its messages
+    if self.numel() == 0:
+        raise RuntimeError(f"{api}() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q.ndim > 1:
+        raise RuntimeError(f"{api}() q must be a scalar or 1D tensor")
     if not self.dtype.is_floating_point:
         raise RuntimeError(f"{api}() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q.dtype != self.dtype:
+        raise RuntimeError(f"{api}() q tensor must be same dtype as the input tensor")
+    if isinstance(q, (int, float)) and not 0 <= q <= 1:
+        raise RuntimeError(f"{api}() q must be in the range [0, 1] but got {q:g}")
     if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"{api}() interpolation must be one of linear, lower, higher, midpoint or nearest. "
-                           f"Got {interpolation}")
+        raise RuntimeError(f"{api}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+                           f"but got {interpolation}")
     qv = q._value if isinstance(q, Tensor) else q
     if not isinstance(qv, NO_HOST_VALUES) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
         raise RuntimeError(f"{api}() q values must be in the range [0, 1]")

@@ -454,7 +454,9 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
 @method(function=True)
 def flip(self, *dims, **kw):
     """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
-    repeated dim."""
+    repeated dim; TypeError when no ``dims`` is given."""
+    if not dims and "dims" not in kw:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
     dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims, "flip", "dims")
     if kw:
         raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")

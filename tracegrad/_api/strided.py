@@ -135,13 +135,15 @@ def unfold(self, dimension, size, step):
     """Mirrors ``Tensor.unfold(dimension, size, step)``: a view holding every window of ``size``
     elements along ``dimension``, ``step`` apart, as a new last dim (``dimension`` becomes
     ``(length - size) // step + 1`` long). Autograd ``UnfoldBackward0``. RuntimeError for
-    ``size`` larger than the dim or ``step <= 0``."""
+    ``size`` negative or larger than the dim, or ``step <= 0``."""
     d = _wrap_dim(dimension, self.ndim)
     length = self.shape[d] if self.ndim else 1
+    if size < 0:
+        raise RuntimeError(f"unfold: size is {size} but must be >= 0")
     if size > length:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
     if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
+        raise RuntimeError(f"unfold: step is {step} but must be > 0")
     return apply_op(OPS["unfold"], (self,), (("dimension", d), ("size", int(size)), ("step", int(step))))
 
 
@@ -169,6 +171,20 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     else:
         raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
     return _retarget(self, new)
+
+
+@method()
+def sparse_dim(self):
+    """Mirrors ``torch.Tensor.sparse_dim()``: the number of sparse dims, 0 for a strided tensor
+    (sparse COO tensors have their own)."""
+    return 0
+
+
+@method()
+def dense_dim(self):
+    """Mirrors ``torch.Tensor.dense_dim()``: the number of dense dims, ``ndim`` for a strided
+    tensor (sparse COO tensors have their own)."""
+    return self.ndim
 
 
 @method()

@@ -253,12 +253,17 @@ defop("median_all", lambda x: whole_median(x, _median), grad_fn="MedianBackward0
 def _quantile(x, q, dim, keepdim, interpolation):
     # sort + gather + lerp (as torch builds it); jnp.quantile's VJP disagreed with torch's for
     # a vector q along a non-last dim
-    if dim is None:
-        x, dim = x.ravel(), 0
+    if dim is None:   # every dim reduced: keepdim keeps each of them as a 1
+        out = _quantile(x.ravel(), q, 0, False, interpolation)
+        return out.reshape(out.shape + (1,) * x.ndim) if keepdim else out
     xs = jnp.moveaxis(jnp.sort(x, axis=dim), dim, -1)
     n = xs.shape[-1]
     q = jnp.asarray(q, x.dtype)
-    pos = q * (n - 1)
+    batch = xs.shape[:-1]
+    # torch: a slice holding a NaN takes its last sorted element (the NaN) for every q, so the
+    # value is NaN and the gradient goes to the NaN's position
+    has_nan = jnp.isnan(xs).any(axis=-1).reshape(batch + (1,) * q.ndim)
+    pos = jnp.where(has_nan, jnp.asarray(n - 1, x.dtype), jnp.broadcast_to(q * (n - 1), batch + q.shape))
     lo = jnp.floor(pos)
     hi = jnp.ceil(pos)
     if interpolation == "lower":
@@ -272,8 +277,12 @@ def _quantile(x, q, dim, keepdim, interpolation):
     if interpolation == "midpoint":
         lo_i, hi_i = lo.astype(jnp.int32), hi.astype(jnp.int32)
         frac = jnp.where(lo_i == hi_i, 0.0, 0.5).astype(x.dtype)
-    a = jnp.take(xs, lo_i, axis=-1)      # (..., *q.shape)
-    b = jnp.take(xs, hi_i, axis=-1)
+
+    def gather(i):   # (..., *q.shape) picks from each slice's sorted values
+        flat = jnp.take_along_axis(xs, i.reshape(batch + (-1,)), axis=-1)
+        return flat.reshape(batch + q.shape)
+    a = gather(lo_i)
+    b = gather(hi_i)
     out = a + (b - a) * frac
     out = jnp.moveaxis(out, tuple(range(out.ndim - q.ndim, out.ndim)), tuple(range(q.ndim)))
     if keepdim:

@@ -300,7 +300,9 @@ defop("triu", lambda x, diagonal: jnp.triu(x, diagonal), grad_fn="TriuBackward0"
 defop("diag_embed", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagEmbedBackward0")
 # torch 2.13 decomposes diag(2-D) into a diagonal copy
 defop("diag", lambda x, diagonal: jnp.diag(x, diagonal), grad_fn="DiagonalBackward0_copy")
-defop("trace", lambda x: jnp.trace(x), grad_fn="TraceBackward0")
+# torch sums every integer dtype (uint8 included) into int64; jnp.trace would give uint64
+defop("trace", lambda x: jnp.trace(x, dtype=jnp.int64 if jnp.issubdtype(x.dtype, jnp.integer) else None),
+      grad_fn="TraceBackward0")
 # lax.pad takes negative widths (a crop), as torch's constant_pad_nd: one node either way
 defop("pad", lambda x, pad_width, value: lax.pad(x, jnp.asarray(value).astype(x.dtype),
                                                  [(lo, hi, 0) for lo, hi in pad_width]),

@@ -129,8 +129,8 @@ POSITIONS[_VIEW_DTYPE] = _view_dtype_positions
 
 # ---- unfold ----------------------------------------------------------------------------------
 def _unfold(x, dimension, size, step):
-    if x.ndim == 0:
-        return jnp.reshape(x, (1,))
+    if x.ndim == 0:     # torch: a 0-d tensor unfolds to shape (size,), size 0 or 1
+        return jnp.reshape(x, (1,))[:size]
     n = (x.shape[dimension] - size) // step + 1
     idx = np.arange(n)[:, None] * step + np.arange(size)
     win = jnp.take(x, idx.reshape(-1), axis=dimension)

@@ -39,20 +39,26 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
         return _write_one(name, result, out, exact_dtype is True, cast_error, any_dtype)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
-    written = tuple(_write_one(name, r, o, bool(exact_dtype), cast_error, any_dtype) for r, o in zip(result, out))
+    fields = getattr(result, "_fields", None) or (None,) * len(result)   # values/indices name the culprit
+    written = tuple(_write_one(name, r, o, bool(exact_dtype), cast_error, any_dtype, f)
+                    for r, o, f in zip(result, out, fields))
     return type(result)(*written) if hasattr(result, "_fields") else written
 
 
-def _write_one(name, result, out, exact_dtype, cast_error, any_dtype):
+def _write_one(name, result, out, exact_dtype, cast_error, any_dtype, field=None):
     if "_fw" in result.__dict__ or "_fw" in out.__dict__:   # a forward-AD tangent (autograd/forward_ad)
         raise RuntimeError(f"Trying to use forward AD with {name}_out that does not support it because it is "
                            "an out= function; call it without out= inside the dual level")
     if _grad_enabled() and (result.requires_grad or out.requires_grad):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                            "differentiation, but one of the arguments requires grad.")
+    if exact_dtype and result.dtype != out.dtype and field is not None:
+        raise RuntimeError(f"{name}: expected scalar type {scalar_name(result.dtype.np)} but got "
+                           f"{scalar_name(out.dtype.np)} for {field}; pass an out tensor of the result's dtype")
     if exact_dtype and result.dtype != out.dtype:
-        raise RuntimeError(f"{name}: expected the out tensor to have dtype {scalar_name(result.dtype.np)}, "
-                           f"but got {scalar_name(out.dtype.np)}; pass an out tensor of the result's dtype")
+        raise RuntimeError(f"{name}: Expected out tensor to have scalar type {scalar_name(result.dtype.np)} "
+                           f"but got scalar type {scalar_name(out.dtype.np)}; pass an out tensor of the "
+                           "result's dtype")
     if not any_dtype and not _dt.can_cast(result.dtype, out.dtype):
         what = "input types" if cast_error is TypeError else f"result type {scalar_name(result.dtype.np)}"
         raise cast_error(f"{name}(): {what} can't be cast to the desired output type {scalar_name(out.dtype.np)}")
@@ -63,6 +69,35 @@ def _write_one(name, result, out, exact_dtype, cast_error, any_dtype):
         return out
     out.copy_(result)
     return out
+
+
+def _same_dtype_as_input(label, args, kwargs, out):
+    if isinstance(out, Tensor) and args and isinstance(args[0], Tensor) and out.dtype != args[0].dtype:
+        return f"{label}() out tensor must be same dtype as the input tensor"
+
+
+def _bool_result(label, args, kwargs, out):
+    if isinstance(out, Tensor) and out.dtype not in (_dt.bool_, _dt.uint8):
+        return f"{label} only supports bool tensor for result, got: {scalar_name(out.dtype.np)}"
+
+
+def _index_result(label, args, kwargs, out):
+    want = _dt.int32 if kwargs.get("out_int32") else _dt.int64
+    if isinstance(out, Tensor) and out.dtype != want:
+        return (f"torch.{label}(): output tensor's dtype is wrong, it can only be Int(int32) or Long(int64) "
+                f"depending on whether out_int32 flag is True, but we got output tensor's dtype "
+                f"{scalar_name(out.dtype.np)} and out_int32 flag is {bool(kwargs.get('out_int32'))}")
+
+
+def _no_tuple(label, args, kwargs, out):
+    if kwargs.get("as_tuple"):
+        return "nonzero does not support the out kwarg when as_tuple is True; call it with as_tuple=False"
+
+
+# out= dtypes (and forms) some torch kernels refuse before computing, with their own messages
+_OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
+                 "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
+                 "bucketize": _index_result, "nonzero": _no_tuple}
 
 
 def accepts_out(name=None, dtype_from_out=False, **how):
@@ -86,6 +121,10 @@ def accepts_out(name=None, dtype_from_out=False, **how):
                     if python_level:
                         raise
                     raise _not_a_tensor_argument(label, e, args) or e
+            if label in _OUT_REFUSALS:
+                refusal = _OUT_REFUSALS[label](label, args, kwargs, out)
+                if refusal:
+                    raise RuntimeError(refusal)
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
