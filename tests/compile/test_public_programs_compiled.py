@@ -15,7 +15,22 @@ import pytest
 
 import tracegrad
 
-from ._harness import _compare_torch, check_compiled, data, labels, np_init
+from ._harness import check_compiled, data, labels, np_init
+
+
+def _probe():
+    """Passed through ``wrap`` to tell the compiled run from the eager ones."""
+
+
+def _outside(compiled, after):
+    """The program's print moved out of the compiled function, where a user compiling it puts
+    it (a ``.item()`` inside is a graph break): ``after(result)`` runs eagerly after each call."""
+    def step(*args):
+        out = compiled(*args)
+        after(out)
+        return out
+    step.stats = getattr(compiled, "stats", None)
+    return step
 
 
 def _no_breaks(run):
@@ -55,18 +70,18 @@ def birnn_program(mod, wrap):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        log.append('Loss: {:.4f}'.format(loss.item()))
         return loss
-    return wrap(train_step), {"model": model, "opt": optimizer, "log": log}, \
+    step = _outside(wrap(train_step), lambda loss: log.append('Loss: {:.4f}'.format(loss.item())))
+    return step, {"model": model, "opt": optimizer, "log": log}, \
         lambda i: (data(mod, i, 3, 1, sequence_length, input_size), labels(mod, i, 3, num_classes))
 
 
 def test_yunjey_birnn_lstm_train_step():
-    check_compiled(birnn_program, calls=3, torch_too=True)
+    _no_breaks(check_compiled(birnn_program, calls=3, torch_too=True))
 
 
 # ---- yunjey/pytorch-tutorial 02-intermediate/language_model/main.py (truncated BPTT) -------------
-def language_model_program(mod, wrap):
+def language_model_program(mod, wrap, log_in_carry=False):
     nn = mod.nn
     clip_grad_norm_ = mod.nn.utils.clip_grad_norm_
     vocab_size, embed_size, hidden_size, num_layers, batch_size, seq_length = 7, 4, 5, 1, 2, 3
@@ -92,8 +107,10 @@ def language_model_program(mod, wrap):
     def detach(states):
         return [state.detach() for state in states]
     carry = {"states": (mod.zeros(num_layers, batch_size, hidden_size),
-                        mod.zeros(num_layers, batch_size, hidden_size)),
-             "printed": []}
+                        mod.zeros(num_layers, batch_size, hidden_size))}
+    printed = []
+    if log_in_carry:
+        carry["printed"] = printed
 
     def step(inputs, targets):
         states = detach(carry["states"])
@@ -104,19 +121,33 @@ def language_model_program(mod, wrap):
         loss.backward()
         clip_grad_norm_(model.parameters(), 0.5)
         optimizer.step()
-        carry["printed"].append('Loss: {:.4f}, Perplexity: {:5.2f}'.format(loss.item(), np.exp(loss.item())))
         return loss
+
+    def show(loss):
+        printed.append('Loss: {:.4f}, Perplexity: {:5.2f}'.format(loss.item(), np.exp(loss.item())))
 
     ids = np.random.RandomState(12).randint(0, vocab_size, (batch_size, 13))
 
     def batch(i):
-        i *= seq_length
+        i = i % 4 * seq_length
         return mod.tensor(ids[:, i:i+seq_length]), mod.tensor(ids[:, (i+1):(i+1)+seq_length])
-    return wrap(step), {"model": model, "opt": optimizer, "carry": carry}, batch
+    return _outside(wrap(step), show), {"model": model, "opt": optimizer, "carry": carry, "printed": printed}, batch
 
 
 def test_yunjey_language_model_truncated_bptt_clip_grad_norm():
-    check_compiled(language_model_program, calls=4, torch_too=True)
+    # the LSTM state goes out of one call through a Python dict and is detached by the next
+    run = check_compiled(language_model_program, calls=4, torch_too=True)
+    _no_breaks(run)
+    assert run.step.stats["traces"] == 1, run.step.stats
+
+
+@pytest.mark.xfail(strict=True, reason="the guards of a dict the step reads (carry['states']) look into every "
+                   "entry, so a log list kept in the same dict and grown outside the step (carry['printed']) "
+                   "changes a guarded length: a new trace every call until cache_size_limit, then eager "
+                   "(equal to eager, but not one program)")
+def test_language_model_log_in_the_carry_dict_keeps_one_program():
+    run = check_compiled(lambda mod, wrap: language_model_program(mod, wrap, log_in_carry=True), calls=4)
+    assert run.step.stats["traces"] == 1, run.step.stats
 
 
 # ---- yunjey/pytorch-tutorial 03-advanced/generative_adversarial_network/main.py ------------------
@@ -168,16 +199,19 @@ def gan_program(mod, wrap):
         reset_grad()
         g_loss.backward()
         g_optimizer.step()
+        return d_loss, g_loss, real_score, fake_score, fake_images
+
+    def show(out):
+        d_loss, g_loss, real_score, fake_score, _ = out
         printed.append('d_loss: {:.4f}, g_loss: {:.4f}, D(x): {:.2f}, D(G(z)): {:.2f}'
                        .format(d_loss.item(), g_loss.item(), real_score.mean().item(), fake_score.mean().item()))
-        return fake_images
-    return wrap(step), {"D": D, "G": G, "d_opt": d_optimizer, "g_opt": g_optimizer, "printed": printed}, \
+    return _outside(wrap(step), show), {"D": D, "G": G, "d_opt": d_optimizer, "g_opt": g_optimizer, "printed": printed}, \
         lambda i: (data(mod, i, batch_size, image_size).tanh(), data(mod, i, batch_size, latent_size, seed=300),
                    data(mod, i, batch_size, latent_size, seed=400))
 
 
 def test_yunjey_gan_two_optimizers():
-    check_compiled(gan_program, calls=3, torch_too=True)
+    _no_breaks(check_compiled(gan_program, calls=3, torch_too=True))
 
 
 # ---- pytorch/examples reinforcement_learning/actor_critic.py (select_action / finish_episode) ----
@@ -438,25 +472,29 @@ def dann_program(mod, wrap):
         err = err_t_domain + err_s_domain + err_s_label
         err.backward()
         optimizer.step()
+        return err_s_label, err_s_domain, err_t_domain
+
+    def show(out):
+        err_s_label, err_s_domain, err_t_domain = out
         printed.append('err_s_label: %f, err_s_domain: %f, err_t_domain: %f'
                        % (err_s_label.data.cpu().numpy(), err_s_domain.data.cpu().numpy(),
                           err_t_domain.data.cpu().item()))
-        return err
 
     def batch(i):
         p = float(i) / 3
         alpha = 2. / (1. + np.exp(-10 * p)) - 1
         return (data(mod, i, 4, 1, image_size, image_size), labels(mod, i, 4, 10),
                 data(mod, i, 4, 3, image_size, image_size, seed=300), alpha)
-    return wrap(train_step), {"net": my_net, "opt": optimizer, "printed": printed}, batch
+    return _outside(wrap(train_step), show), {"net": my_net, "opt": optimizer, "printed": printed}, batch
 
 
 def test_dann_gradient_reversal_function_and_alpha_schedule():
     # alpha changes every call (a Python float argument): one program per value, equal to eager
-    run = check_compiled(dann_program, calls=3)
-    # against torch: the Linear/conv biases before BatchNorm have rounding-level gradients whose
-    # sign Adam turns into +-lr steps, so those move by up to 3 * lr differently
-    _compare_torch(dann_program, run, 3, None, rtol=1e-4, atol=4e-5)
+    # the biases before BatchNorm (and those of channels ReLU zeroes at this size) get
+    # rounding-level gradients whose sign differs between one XLA program and per-op kernels (and
+    # torch), and Adam's first steps turn a sign into +-lr: those move by up to 3 * lr differently
+    run = check_compiled(dann_program, calls=3, torch_too=True, rtol=1e-4, atol=4e-5)
+    _no_breaks(run)
 
 
 # ---- huggingface/pytorch-image-models timm/utils/model_ema.py ModelEmaV2 (copy_ under no_grad) ----
@@ -588,8 +626,9 @@ def test_visualizing_gradients_hooks_stash_every_layer_gradient():
 
 
 # ---- kuangliu/pytorch-cifar main.py (SGD momentum + weight decay, CosineAnnealingLR, the
-# progress_bar's running loss/accuracy), with a small CNN for ResNet18, clip_grad_norm_ added, and
-# the scheduler stepped inside the compiled step (once per call, as one epoch) -------------------
+# progress_bar's running loss/accuracy), with a small CNN for ResNet18 and clip_grad_norm_ added;
+# one call is one epoch: train() compiled, the scheduler stepped after it (the lr changes every
+# call: a traced input, not a new program) ------------------------------------------------------
 def cifar_program(mod, wrap):
     nn, optim = mod.nn, mod.optim
     net = np_init(nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
@@ -599,32 +638,43 @@ def cifar_program(mod, wrap):
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=200)
     bar = []
 
-    @wrap
     def train(inputs, targets):
         net.train()
-        train_loss = 0
-        correct = 0
-        total = 0
         optimizer.zero_grad()
         outputs = net(inputs)
         loss = criterion(outputs, targets)
         loss.backward()
         norm = nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         optimizer.step()
+        return loss, outputs, norm
+
+    def progress_bar(out, targets):
+        loss, outputs, _ = out
+        train_loss = 0
+        correct = 0
+        total = 0
         train_loss += loss.item()
         _, predicted = outputs.max(1)
         total += targets.size(0)
         correct += predicted.eq(targets).sum().item()
         bar.append('Loss: %.3f | Acc: %.3f%% (%d/%d) | lr %.5f' % (train_loss, 100.*correct/total, correct, total,
                                                                     scheduler.get_last_lr()[0]))
+    train = wrap(train)
+
+    def step(inputs, targets):
+        out = train(inputs, targets)
+        progress_bar(out, targets)
         scheduler.step()
-        return norm
-    return train, {"net": net, "opt": optimizer, "sched": scheduler, "bar": bar}, \
+        return out
+    step.stats = getattr(train, "stats", None)
+    return step, {"net": net, "opt": optimizer, "sched": scheduler, "bar": bar}, \
         lambda i: (data(mod, i, 4, 3, 5, 5), labels(mod, i, 4, 3))
 
 
 def test_cifar_cosine_scheduler_and_clip_grad_norm_in_the_step():
-    check_compiled(cifar_program, calls=3, torch_too=True)
+    run = check_compiled(cifar_program, calls=4, torch_too=True)
+    _no_breaks(run)
+    assert run.step.stats["traces"] == 1, run.step.stats
 
 
 # ---- eriklindernoren/PyTorch-GAN implementations/wgan/wgan.py (RMSprop, the critic's weights
@@ -690,12 +740,135 @@ def wgan_program(mod, wrap):
             loss_G = -mod.mean(discriminator(gen_imgs))
             loss_G.backward()
             optimizer_G.step()
+            return loss_D, loss_G
+        return loss_D, None
+
+    def show(out):
+        loss_D, loss_G = out
+        if loss_G is not None:
             losses.append("[D loss: %f] [G loss: %f]" % (loss_D.item(), loss_G.item()))
-        return loss_D
-    return wrap(train_batch), {"G": generator, "D": discriminator, "opt_G": optimizer_G, "opt_D": optimizer_D,
+    return _outside(wrap(train_batch), show), {"G": generator, "D": discriminator, "opt_G": optimizer_G, "opt_D": optimizer_D,
                                "losses": losses}, \
         lambda i: (i, data(mod, i, 4, *img_shape), data(mod, i, 4, latent_dim, seed=300))
 
 
 def test_wgan_weight_clipping_through_data_and_n_critic():
-    check_compiled(wgan_program, calls=4, torch_too=True)
+    # ``i`` is a Python int argument: the n_critic branch is guarded, one program per value of i
+    _no_breaks(check_compiled(wgan_program, calls=4, torch_too=True))
+
+
+# ---- eriklindernoren/PyTorch-GAN implementations/wgan_gp/wgan_gp.py (the gradient penalty through
+# autograd.grad(create_graph=True), its interpolation weights drawn from a numpy generator inside
+# the step, ``Tensor = torch.FloatTensor``) ------------------------------------------------------
+def wgan_gp_program(mod, wrap):
+    nn, autograd, Variable = mod.nn, mod.autograd, mod.autograd.Variable
+    latent_dim, img_shape, lambda_gp = 3, (1, 2, 2), 10
+    rs = np.random.RandomState(10)
+    Tensor = mod.FloatTensor
+
+    generator = np_init(nn.Sequential(nn.Linear(latent_dim, 5), nn.LeakyReLU(0.2, inplace=True),
+                                      nn.Linear(5, int(np.prod(img_shape))), nn.Tanh()), mod, seed=1)
+    discriminator = np_init(nn.Sequential(nn.Linear(int(np.prod(img_shape)), 5), nn.LeakyReLU(0.2, inplace=True),
+                                          nn.Linear(5, 1)), mod, seed=2)
+    optimizer_G = mod.optim.Adam(generator.parameters(), lr=0.0002, betas=(0.5, 0.999))
+    optimizer_D = mod.optim.Adam(discriminator.parameters(), lr=0.0002, betas=(0.5, 0.999))
+
+    def compute_gradient_penalty(D, real_samples, fake_samples):
+        alpha = Tensor(rs.random_sample((real_samples.size(0), 1)))
+        interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+        d_interpolates = D(interpolates)
+        fake = Variable(Tensor(real_samples.shape[0], 1).fill_(1.0), requires_grad=False)
+        gradients = autograd.grad(
+            outputs=d_interpolates,
+            inputs=interpolates,
+            grad_outputs=fake,
+            create_graph=True,
+            retain_graph=True,
+            only_inputs=True,
+        )[0]
+        gradients = gradients.view(gradients.size(0), -1)
+        gradient_penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+        return gradient_penalty
+
+    def train_batch(real_imgs, z):
+        optimizer_D.zero_grad()
+        fake_imgs = generator(z)
+        real_validity = discriminator(real_imgs)
+        fake_validity = discriminator(fake_imgs)
+        gradient_penalty = compute_gradient_penalty(discriminator, real_imgs.data, fake_imgs.data)
+        d_loss = -mod.mean(real_validity) + mod.mean(fake_validity) + lambda_gp * gradient_penalty
+        d_loss.backward()
+        optimizer_D.step()
+        optimizer_G.zero_grad()
+        fake_imgs = generator(z)
+        g_loss = -mod.mean(discriminator(fake_imgs))
+        g_loss.backward()
+        optimizer_G.step()
+        return d_loss, gradient_penalty
+    return wrap(train_batch), {"G": generator, "D": discriminator, "opt_G": optimizer_G, "opt_D": optimizer_D}, \
+        lambda i: (data(mod, i, 3, 4), data(mod, i, 3, latent_dim, seed=300))
+
+
+def test_wgan_gp_double_backward_with_numpy_random_inside_the_step():
+    # every call draws new interpolation weights from ``rs``: compiled must draw them too
+    check_compiled(wgan_gp_program, calls=3, torch_too=True)
+
+
+# ---- graykode/nlp-tutorial 4-3.Bi-LSTM(Attention)/Bi-LSTM(Attention).py, its model compiled with
+# ``torch.compile(model)`` (its forward returns the attention weights through ``.data.numpy()``)
+def bilstm_attention_program(how):
+    def make(mod, wrap):
+        nn, F = mod.nn, mod.nn.functional
+        vocab_size, embedding_dim, n_hidden, num_classes = 6, 2, 3, 2
+
+        class BiLSTM_Attention(nn.Module):
+            def __init__(self):
+                super(BiLSTM_Attention, self).__init__()
+                self.embedding = nn.Embedding(vocab_size, embedding_dim)
+                self.lstm = nn.LSTM(embedding_dim, n_hidden, bidirectional=True)
+                self.out = nn.Linear(n_hidden * 2, num_classes)
+
+            def attention_net(self, lstm_output, final_state):
+                hidden = final_state.view(-1, n_hidden * 2, 1)
+                attn_weights = mod.bmm(lstm_output, hidden).squeeze(2)
+                soft_attn_weights = F.softmax(attn_weights, 1)
+                context = mod.bmm(lstm_output.transpose(1, 2), soft_attn_weights.unsqueeze(2)).squeeze(2)
+                return context, soft_attn_weights.data.numpy()
+
+            def forward(self, X):
+                input = self.embedding(X)
+                input = input.permute(1, 0, 2)
+                hidden_state = mod.zeros(1*2, len(X), n_hidden)
+                cell_state = mod.zeros(1*2, len(X), n_hidden)
+                output, (final_hidden_state, final_cell_state) = self.lstm(input, (hidden_state, cell_state))
+                output = output.permute(1, 0, 2)
+                attn_output, attention = self.attention_net(output, final_hidden_state)
+                return self.out(attn_output), attention
+
+        model = np_init(BiLSTM_Attention(), mod, scale=1.0)
+        criterion = nn.CrossEntropyLoss()
+        optimizer = mod.optim.Adam(model.parameters(), lr=0.01)
+        compiling = wrap(_probe) is not _probe
+        compiled = model
+        if compiling and how == "torch.compile":
+            compiled = wrap(model)
+        elif compiling:
+            model.compile()
+        attentions = []
+
+        def step(input_batch, target_batch):
+            optimizer.zero_grad()
+            output, attention = compiled(input_batch)
+            attentions.append(attention)
+            loss = criterion(output, target_batch)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return step, {"model": model, "opt": optimizer, "attention": attentions}, \
+            lambda i: (labels(mod, i, 4 * 3, vocab_size).reshape(4, 3), labels(mod, i, 4, num_classes, seed=300))
+    return make
+
+
+@pytest.mark.parametrize("how", ["torch.compile", "model.compile"])
+def test_bilstm_attention_compiled_model_returning_numpy(how):
+    check_compiled(bilstm_attention_program(how), calls=3, torch_too=True)
