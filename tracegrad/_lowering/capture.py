@@ -193,7 +193,7 @@ class Capture:
         self.hyper_signs = {}                  # lifted value compared with zero -> its sign then
         self.created = weakref.WeakSet()       # storages made during this trace
         # first sight of outside state not lifted yet, with its value then (restored after)
-        self.found = {}                        # id(storage) -> (a tensor over it, array)
+        self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
         self.found_generators = {}             # generator -> (key, seed)
         self.optimizers = []                   # in first-seen order
         self.grad_owners = {}                  # id(tensor) -> (leaf tensor, its .grad then)
@@ -210,6 +210,7 @@ class Capture:
         # cannot share an id with one of them; a set of ids works for unhashable modules too)
         self.made_modules = set()
         self.value_checks = []                 # NOTE [value checks at run time]
+        self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
 
     # ---- reports from the lower layers ----------------------------------------------------
     # NOTE [value checks at run time]: eager ops raise on bad values (a class target or an
@@ -242,7 +243,7 @@ class Capture:
             st = getattr(a, "_st", None)
             if st is not None and id(st) not in self.lifted and st not in self.created \
                     and st.array is not None and not isinstance(st.array, _Tracer):
-                self.found.setdefault(id(st), (a, st.array))
+                self.found.setdefault(id(st), (a, st.array, st))
 
     # NOTE [gradients in a differentiated trace]: when JAX differentiates the trace (a compiled
     # forward whose outputs are differentiated outside, ``vjp``), it follows every array, but
@@ -270,7 +271,7 @@ class Capture:
 
     def see_write(self, t):
         if self._external(t):
-            self.found.setdefault(id(t._st), (t, t._st.array))
+            self.found.setdefault(id(t._st), (t, t._st.array, t._st))
 
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:
@@ -400,15 +401,25 @@ class Capture:
     def restore_found(self):
         """Put back what this trace changed in state it had not lifted (the trace is then
         redone with that state lifted, or the call runs eagerly)."""
-        for t, array in self.found.values():
-            t._st.array = array
-            t._st.gen += 1
+        # the storage found, not the tensor's: ``t.data = ...`` may have moved ``t`` off it since
+        for _, array, st in self.found.values():
+            st.array = array
+            st.gen += 1
         for gen, (key, seed) in self.found_generators.items():
             gen._key, gen._seed = key, seed
 
+    def see_data_set(self, t):
+        """``t.data = value`` is about to bind ``t`` to a new storage (holding a traced value):
+        an abandoned trace must put the old one back (``restore_objects``), or the retrace and
+        the eager rerun would read the dead trace's value through ``t``."""
+        if id(t) not in self.data_sets:
+            self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
+
     def restore_objects(self):
-        """An abandoned trace may have created optimizer state holding traced values, or set
-        module attributes to them."""
+        """An abandoned trace may have created optimizer state holding traced values, set
+        module attributes to them, or bound tensors to new storages (``p.data = ...``)."""
+        for t, st, chain, vcache in self.data_sets.values():
+            t._st, t._chain, t._vcache = st, chain, vcache
         for stores in self.attr_stores.values():
             for s, items in stores:
                 s.clear()

@@ -44,7 +44,7 @@ from . import hyper
 from .capture import Capture, GraphBreak, guard_output
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
-from .guards import guards_hold, outside_containers, value_guards
+from .guards import _Probe, guards_hold, outside_containers, value_guards
 from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
                       snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
@@ -76,9 +76,11 @@ class Plan:
         owner_grads = {id(o._grad._st) for o in self.owners.values() if o._grad is not None}
         for sid in owner_grads:
             self.storages.pop(sid, None)
-        for sid, (t, _) in cap.found.items():
+        for sid, (t, _, st) in cap.found.items():
             if sid not in self.storages and sid not in owner_grads:
-                self.storages[sid] = (weakref.ref(t._st), weakref.ref(t))
+                # the storage read, not ``t._st``: ``t.data = ...`` later in the trace moves
+                # ``t`` to a storage the trace made (vector_to_parameters)
+                self.storages[sid] = (weakref.ref(st), weakref.ref(t))
                 grown = True
         for g in cap.found_generators:
             if g not in self.generators:
@@ -730,6 +732,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if cap.uses_remat:
                 jit_options.setdefault("compiler_options", {}).update(REMAT_COMPILER_OPTIONS)
             info["attr_stores"] = list(cap.attr_stores.values())
+            info["data_sets"] = [(t, st) for t, st, _, _ in cap.data_sets.values()]
             info.update(recipe=recipe, owners_end=owners_end, grad_kinds=grad_kinds, escapes=escapes, diff_out=diff_out,
                         modules=list(cap.modules.values()),
                         structure=_state.STRUCTURE[0], state_written=[a is not None for a in state_end])
@@ -850,7 +853,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.carried += tuple(follows)
     carried = {r.carried for r in region.carried}
     pinned = {id(st) for j, st in enumerate(storages) if j not in carried}
-    region.value_guards = value_guards(fn, refs, region.modules, ref_names, pinned) + info["kept"]
+    region.value_guards = value_guards(fn, refs, region.modules, ref_names, pinned) + info["kept"] \
+        + _moved_off_inputs(info.pop("data_sets"), storages)
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
@@ -863,6 +867,21 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     # donating when nothing else holds the state (``_exclusively_held``), as every later call:
     # one program compiled, not a second one for this first run
     return region, region.run(leaves)
+
+
+def _moved_off_inputs(data_sets, storages):
+    """NOTE [.data set in a trace]: ``p.data = new`` moved ``p`` off input storage ``st`` onto
+    one the trace made. ``carry_over`` points ``p`` back at ``st`` when nothing else refers to
+    ``st`` (the program then writes the new value where it reads it next call); otherwise the
+    next call's ``p`` is not the program's input, and a program run would read ``st``'s stale
+    value: a check that ``p`` is on ``st`` again, failing into a new trace."""
+    checks = []
+    for t, st in data_sets:
+        if any(st is s for s in storages):
+            t_ref, st_ref = weakref.ref(t), weakref.ref(st)
+            checks.append((_Probe(lambda t_ref=t_ref, st_ref=st_ref: t_ref() is None or t_ref()._st is st_ref()),
+                           None, True, None))
+    return tuple(checks)
 
 
 def _conj_complex(tree):

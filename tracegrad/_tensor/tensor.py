@@ -705,6 +705,8 @@ class Tensor(TensorBase):
             # torch keeps requires_grad across .data = ..., so the new dtype must allow it
             # (TestAutograd.test_set_data_self_requires_grad)
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        if _CAPTURE[0] is not None:       # inside a compiled trace: undone if it is abandoned
+            _CAPTURE[0].see_data_set(self)
         if getattr(value._st, "_layout", False) and len(value._chain) == 1:
             # a laid-out value keeps its layout (Module.to(memory_format=...) sets parameters so)
             st = Storage(value._st.array)
