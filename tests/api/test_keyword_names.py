@@ -1,5 +1,6 @@
 """torch's keyword argument names and keyword-only options (found by comparing torch's
 signatures with tracegrad's): the same call works, or raises the same class, in both."""
+import numpy as np
 import pytest
 
 import tracegrad
@@ -56,3 +57,37 @@ def test_round_in_place_with_decimals_matches_torch():
             ref = x.tolist()
         else:
             assert x.tolist() == pytest.approx(ref)
+
+
+INPUT_CALLS = [
+    "m.sum(input=x)", "m.sum(input=x, dim=0)", "m.add(input=x, other=x)", "m.exp(input=x)",
+    "m.maximum(input=x, other=x)", "m.clamp(input=x, min=0.5)", "m.mean(input=x, dim=1, keepdim=True)",
+    "m.softmax(input=x, dim=0)", "m.abs(input=x)", "m.sum(x, input=x)", "m.argmax(input=x)", "m.topk(input=x, k=1)",
+    "m.norm(input=x)", "m.mul(input=x, other=2)", "m.std(input=x)", "m.squeeze(input=x)", "m.relu(input=x)",
+    "m.sigmoid(input=x)", "m.sub(input=x, other=x, alpha=2)", "m.pow(input=x, exponent=2)",
+    "m.log_softmax(input=x, dim=1)", "m.cumsum(input=x, dim=0)", "m.flip(input=x, dims=[0])", "m.t(input=x)",
+    "m.chunk(input=x, chunks=2)", "m.unsqueeze(input=x, dim=0)", "m.sum(x, axis=0, keepdims=True)",
+]
+
+
+@pytest.mark.parametrize("call", INPUT_CALLS)
+def test_function_forms_take_input_by_keyword(call):
+    """NOTE [input keyword]: torch's function forms name their tensor ``input``."""
+    got = {}
+    for m in (torch, tracegrad):
+        x = m.arange(1.0, 5.0).reshape(2, 2)
+        try:
+            v = eval(call)     # noqa: S307 -- a fixed table of calls
+            got[m] = ("ok", [t.tolist() for t in v] if isinstance(v, tuple) else v.tolist())
+        except TypeError as e:
+            got[m] = ("TypeError", None)
+    assert got[tracegrad][0] == got[torch][0]
+    if got[torch][0] == "ok":
+        np.testing.assert_allclose(np.array(got[tracegrad][1], dtype=float), np.array(got[torch][1], dtype=float),
+                                   rtol=1e-6)
+
+
+def test_methods_keep_their_positional_self():
+    x = tracegrad.arange(4.0)
+    assert x.sum().item() == 6.0 and x.add(x).tolist() == [0.0, 2.0, 4.0, 6.0]
+    assert tracegrad.Tensor.sum(x).item() == 6.0

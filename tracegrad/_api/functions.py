@@ -153,6 +153,24 @@ def meshgrid(*tensors, indexing=None):
     return tuple(out)
 
 
+# NOTE [input keyword]: a Tensor method's function form is the method itself (``tracegrad.sum
+# is Tensor.sum``'s function), whose first parameter is ``self``; torch's function forms name it
+# ``input`` (``torch.sum(input=x, dim=0)``, ``torch.add(input=a, other=b)``). The parameter is
+# renamed in the code object, once: a local variable's name decides only keyword binding and
+# introspection (the body reads it by index), so the call costs nothing more and ``x.sum()``
+# is unchanged.
+def _first_parameter_named_input(table):
+    import inspect
+    for fn in {id(f): f for f in table.values()}.values():
+        f = inspect.unwrap(fn)
+        code = getattr(f, "__code__", None)
+        if code is None or code.co_argcount == 0 or code.co_varnames[0] != "self" or "input" in code.co_varnames:
+            continue
+        f.__code__ = code.replace(co_varnames=("input",) + code.co_varnames[1:],
+                                  co_cellvars=tuple("input" if n == "self" else n for n in code.co_cellvars))
+
+
+_first_parameter_named_input(FUNCTIONS)
 add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True): the same objects as Tensor's
 add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
 guard_all(FUNCTIONS)   # torch's TypeError for an argument of the wrong kind (argcheck.py), on failure only
