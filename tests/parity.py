@@ -323,7 +323,7 @@ class record_ops:
 # arrays allclose (LOG_RTOL, LOG_ATOL; NaN == NaN) where a tensor whose largest |value| m exceeds 1
 # gets atol LOG_ATOL * m (float32 sums of O(m) terms carry rounding error of that order, and torch
 # and XLA sum in different orders); integer and bool tensors exactly; str/bool/None with ==.
-LOG_RTOL, LOG_ATOL = 1e-5, 1e-6
+LOG_RTOL, LOG_ATOL = 1e-5, 2e-6   # 2e-6: XLA's AVX-512 and AVX2 CPU kernels round differently (a conv stack's features, 1.7e-6)
 
 
 def np_randn(shape, seed, scale=1.0):

@@ -61,7 +61,9 @@ def test_lbfgs_step_inside_a_compiled_function_runs_eagerly_with_the_reason():
     """LBFGS decides its iterations and line search in Python from loss and gradient values, so
     its step is a graph break (torch.compile breaks there too): every call runs eagerly and
     equals eager; the reason names LBFGS and the user's line."""
-    run = check_compiled(lbfgs_program, calls=3, torch_too=True)
+    # LBFGS's curvature pairs (``al``) amplify float32 rounding: against torch they agree to
+    # ~2.4e-5 on an AVX-512 CPU, where XLA's kernels round differently from AVX2 ones
+    run = check_compiled(lbfgs_program, calls=3, torch_too=True, atol=5e-5)
     (reason, where), = run.step.stats["graph_breaks"]
     assert "LBFGS.step" in reason and "compile the closure" in reason, reason
     assert where.endswith(f"test_public_patterns.py:{_line('return opt.step(closure)')}"), where

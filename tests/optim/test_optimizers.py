@@ -67,9 +67,11 @@ def _compare_state(opt_t, opt_g, p_t, p_g, atol=1e-6):
             assert tuple(vt.shape) == tuple(vg.shape), k
             ref = vt.detach().numpy()
             # float32 rounding (XLA vs ATen kernels) accumulates over 50 steps: scale atol by
-            # the state's magnitude (momentum buffers of normalised steps reach ~5)
+            # the state's magnitude (momentum buffers of normalised steps reach ~5); how much it
+            # accumulates depends on the CPU (XLA's AVX-512 kernels round differently from its
+            # AVX2 ones: centered RMSprop's buffers differ by 5e-6 after 50 steps on one)
             scale = max(1.0, float(np.abs(ref).max())) if ref.size else 1.0
-            np.testing.assert_allclose(to_np(vg), ref, rtol=1e-5, atol=atol * 2 * scale, err_msg=k)
+            np.testing.assert_allclose(to_np(vg), ref, rtol=1e-5, atol=atol * 5 * scale, err_msg=k)
 
 
 @pytest.mark.parametrize("cfg", CONFIGS, ids=[_ids(c) for c in CONFIGS])
