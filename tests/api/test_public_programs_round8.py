@@ -1358,7 +1358,8 @@ def test_tutorials_neural_style_lbfgs():
         log("warnings", sorted({str(w.message)[:50] for w in caught}))
         log("model", [name for name, _ in model.named_children()])
         log("output", output[0, :, :3, :3])
-    run_both(program)
+    # one LBFGS step of 20 evaluations amplifies float32 rounding (3.7e-5 relative on an AVX-512 CPU)
+    run_both(program, rtol=1e-4)
 
 
 # huggingface/pytorch-image-models timm/data/mixup.py and timm/loss/cross_entropy.py (one_hot via
