@@ -28,6 +28,7 @@ DIFFERENT_METHOD_AND_FUNCTION = {
     "polygamma": "Tensor.polygamma(n) vs tracegrad.polygamma(n, input)",
     "real": "Tensor.real is a property (a view, settable) vs the function tracegrad.real(input)",
     "imag": "Tensor.imag is a property (a view, settable) vs the function tracegrad.imag(input)",
+    "split": "Tensor.split(split_size, dim) vs tracegrad.split(tensor, split_size_or_sections, dim): torch's names",
     "tile": "Tensor.tile(*dims) takes its dims unpacked too vs tracegrad.tile(input, dims)",
 }
 # Tensor's class body names the registry may replace, with why (the registry's definition wins).

@@ -4,6 +4,8 @@ plus torch's free functions with no Tensor method, registered below. ``__all__``
 all; ``tracegrad/__init__.py`` re-exports each by name."""
 from __future__ import annotations
 
+import inspect
+
 from .._ops.errors import broadcast_shape
 from .._ops.warn import warn_once
 from .._tensor.storage import Storage, TypedStorage
@@ -160,7 +162,6 @@ def meshgrid(*tensors, indexing=None):
 # introspection (the body reads it by index), so the call costs nothing more and ``x.sum()``
 # is unchanged.
 def _first_parameter_named_input(table):
-    import inspect
     for fn in {id(f): f for f in table.values()}.values():
         f = inspect.unwrap(fn)
         code = getattr(f, "__code__", None)

@@ -15,6 +15,7 @@ from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.factories import empty
+from .._tensor.memory_format import channels_last, contiguous_format, memory_format as _memory_format
 from .._tensor.out import write_out
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.tensor import Tensor, _wrap_dim, storage_offset_of, strides_of
@@ -196,7 +197,6 @@ def dim_order(self, *, ambiguity_check=False):
     ``ambiguity_check=True`` raises RuntimeError when another order is as valid (a size-1 dim,
     two dims of equal stride); a list of memory formats accepts such a tensor when it is
     contiguous in exactly one of them. TypeError for another kind of ``ambiguity_check``."""
-    from .._tensor.memory_format import memory_format as _memory_format
     if not isinstance(ambiguity_check, bool) and not (
             isinstance(ambiguity_check, list) and all(isinstance(f, _memory_format) for f in ambiguity_check)):
         raise TypeError("The ambiguity_check argument must be a bool or a list of memory formats.")
@@ -216,7 +216,6 @@ def _layout_order(shape, st, t):
     """(dims outermost first, whether some neighbours could swap) by torch's rule for the
     physical order of an elementwise result: an insertion sort from the innermost dim that
     skips stride-0 dims and orders equal strides by size."""
-    from .._tensor.memory_format import channels_last, contiguous_format
     nd = len(shape)
     if nd <= 1:
         return tuple(range(nd)), False
