@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 # ResidualAttentionBlock over nn.MultiheadAttention with an additive -inf causal mask,
 # VisionTransformer, CLIP.encode_text's ``x[torch.arange(n), text.argmax(dim=-1)]`` and the
 # logit_scale.exp() cosine logits); both towers at tiny widths (ResNet width 64 -> 2, layers
-# (1, 1, 1, 1) on 32x32 images; ViT width 64, one layer, patch 16), context 5, vocab 10; the
+# (1, 1, 1, 1) on 64x64 images; ViT width 64, one layer, patch 32), context 5, vocab 10; the
 # randn/normal_ initialisations replaced by numpy-seeded parameters; trained with the symmetric
 # cross-entropy of the paper and SGD (the keys' bias has a zero gradient by softmax's shift
 # invariance: Adam would turn its rounding noise into lr-sized steps)
@@ -352,15 +352,15 @@ def test_openai_clip_model():
                 # shape = [global_batch_size, global_batch_size]
                 return logits_per_image, logits_per_text
 
-        image = randn(torch, (2, 3, 32, 32), 1)
+        image = randn(torch, (2, 3, 64, 64), 1)
         text = torch.tensor([[1, 2, 9, 0, 0], [3, 9, 4, 0, 0]])
         labels = torch.arange(2)
         for name, vision_layers, vision_width, patch in (("resnet", (1, 1, 1, 1), 2, None),
-                                                         ("vit", 1, 64, 16)):
-            model = init_params(torch, CLIP(4, 32, vision_layers, vision_width, patch, 5, 10, 8, 2, 1), 0)
+                                                         ("vit", 1, 64, 32)):
+            model = init_params(torch, CLIP(4, 64, vision_layers, vision_width, patch, 5, 10, 8, 2, 1), 0)
             log(f"{name} params", sum(p.numel() for p in model.parameters()))
             optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-            for step in range(2):
+            for step in range(2 if name == "resnet" else 1):
                 logits_per_image, logits_per_text = model(image, text)
                 loss = (F.cross_entropy(logits_per_image, labels) + F.cross_entropy(logits_per_text, labels)) / 2
                 optimizer.zero_grad()
@@ -371,14 +371,13 @@ def test_openai_clip_model():
                 log(f"{name} grad_fn", type(logits_per_text.grad_fn).__name__)
             log(f"{name} logit_scale", model.logit_scale)
             log(f"{name} text_projection", model.text_projection)
-            model.eval()
-            with torch.no_grad():
-                log(f"{name} eval image features", model.encode_image(image))
-                log(f"{name} eval text features", model.encode_text(text))
+            if name == "resnet":     # BatchNorm's running statistics in eval mode
+                model.eval()
+                with torch.no_grad():
+                    log(f"{name} eval image features", model.encode_image(image))
+                    log(f"{name} eval text features", model.encode_text(text))
 
-    # BatchNorm over two 1x1 maps divides by a variance of two numbers: float32 rounding
-    # of the first step shows at 2e-5 relative in the second step's logits
-    run_both(program, rtol=1e-4)
+    run_both(program)
 
 
 # facebookresearch/barlowtwins main.py (off_diagonal's ``flatten()[:-1].view(n - 1, n + 1)[:, 1:]``,
@@ -1701,9 +1700,9 @@ def test_karpathy_pytorch_made():
 # torch.inverse), NormalizingFlow, NormalizingFlowModel with a MultivariateNormal prior) and
 # nflib/nets.py, trained as the repo's nflow.ipynb does (``-torch.sum(prior_logprob + log_det)``,
 # Adam with weight_decay), then inverted (backward) to check x is recovered and sampled from
-# numpy-made prior draws; nh 24 -> 6, 128 samples -> 8, 3 steps. The LU of the random
-# orthogonal start draws torch.randn; its permutation is replaced by a fixed one and the
-# parameters by numpy-seeded values
+# numpy-made prior draws; nh 24 -> 6, 128 samples -> 8, 1-2 flows of each kind, 2 steps. The
+# LU of the random orthogonal start draws torch.randn; its permutation is replaced by a fixed
+# one and the parameters by numpy-seeded values
 def test_karpathy_normalizing_flows():
     def program(torch, log):
         F, nn = torch.nn.functional, torch.nn
@@ -2039,12 +2038,11 @@ def test_karpathy_normalizing_flows():
         x = randn(torch, (8, 2), 11)
         z_prior = randn(torch, (3, 2), 12)   # prior.sample((3,)) from numpy
         configs = {
-            "realnvp": lambda: [AffineHalfFlow(dim=2, parity=i % 2, nh=6) for i in range(4)],
-            "maf": lambda: [MAF(dim=2, parity=i % 2, nh=6) for i in range(3)],
-            "iaf": lambda: [IAF(dim=2, parity=i % 2, nh=6) for i in range(2)],
-            "slowmaf": lambda: [SlowMAF(dim=2, parity=i % 2, nh=6) for i in range(2)],
-            "glow": lambda: [f for _ in range(2) for f in (ActNorm(dim=2), Invertible1x1Conv(dim=2),
-                                                            AffineHalfFlow(dim=2, parity=1, nh=6))],
+            "realnvp": lambda: [AffineHalfFlow(dim=2, parity=i % 2, nh=6) for i in range(2)],
+            "maf": lambda: [MAF(dim=2, parity=i % 2, nh=6) for i in range(2)],
+            "iaf": lambda: [IAF(dim=2, parity=1, nh=6)],
+            "slowmaf": lambda: [SlowMAF(dim=2, parity=0, nh=6)],
+            "glow": lambda: [ActNorm(dim=2), Invertible1x1Conv(dim=2), AffineHalfFlow(dim=2, parity=1, nh=6)],
         }
         for name, make in configs.items():
             flows = make()
@@ -2058,7 +2056,7 @@ def test_karpathy_normalizing_flows():
                     if isinstance(f, Invertible1x1Conv):
                         f.S.add_(torch.sign(f.S))   # keep W well away from singular
             optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-5)
-            for k in range(3):
+            for k in range(2):
                 zs, prior_logprob, log_det = model(x)
                 logprob = prior_logprob + log_det
                 loss = -torch.sum(logprob) # NLL
