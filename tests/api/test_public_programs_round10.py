@@ -2076,3 +2076,907 @@ def test_karpathy_normalizing_flows():
         log("prior log_prob", prior.log_prob(x))
 
     run_both(program)
+
+
+# facebookresearch/dino main_dino.py (DINOLoss: the teacher temperature schedule from
+# np.linspace/np.concatenate indexed by epoch, chunk of student and teacher outputs, the
+# centred and sharpened teacher softmax, the cross-view loop, update_center under
+# @torch.no_grad assigning a new tensor to the registered 'center' buffer; train_one_epoch's
+# lr/weight-decay schedules written into param_groups, the EMA teacher update
+# ``param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)``), utils.py (MultiCropWrapper's
+# torch.cumsum of torch.unique_consecutive(return_counts=True) over crop sizes, list slicing by
+# 0-d tensors, ``torch.cat((torch.empty(0), _out))``; cosine_scheduler, get_params_groups,
+# clip_gradients through ``p.grad.data.norm(2)``/``mul_``, cancel_gradients_last_layer's
+# ``p.grad = None``, the erfinv_-based trunc_normal_) and vision_transformer.py's DINOHead
+# (weight_norm'd last layer with weight_g filled with 1 and frozen, F.normalize); the ViT
+# backbone -> a conv + AdaptiveAvgPool2d net (crops of two sizes), out_dim 65536 -> 6, 2 global
+# crops of 8x8 and 2 local of 4x4, batch 2, 2 epochs of 2 iterations, dist.all_reduce and the
+# world size (1) left out, the random initialisations replaced by numpy-seeded parameters
+def test_facebookresearch_dino():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        def _no_grad_trunc_normal_(tensor, mean, std, a, b):
+            def norm_cdf(x):
+                # Computes standard normal cumulative distribution function
+                return (1. + math.erf(x / math.sqrt(2.))) / 2.
+
+            with torch.no_grad():
+                l = norm_cdf((a - mean) / std)
+                u = norm_cdf((b - mean) / std)
+                tensor.uniform_(2 * l - 1, 2 * u - 1)
+                tensor.erfinv_()
+                tensor.mul_(std * math.sqrt(2.))
+                tensor.add_(mean)
+                tensor.clamp_(min=a, max=b)
+                return tensor
+
+        def trunc_normal_(tensor, mean=0., std=1., a=-2., b=2.):
+            return _no_grad_trunc_normal_(tensor, mean, std, a, b)
+
+        def cosine_scheduler(base_value, final_value, epochs, niter_per_ep, warmup_epochs=0, start_warmup_value=0):
+            warmup_schedule = np.array([])
+            warmup_iters = warmup_epochs * niter_per_ep
+            if warmup_epochs > 0:
+                warmup_schedule = np.linspace(start_warmup_value, base_value, warmup_iters)
+
+            iters = np.arange(epochs * niter_per_ep - warmup_iters)
+            schedule = final_value + 0.5 * (base_value - final_value) * (1 + np.cos(np.pi * iters / len(iters)))
+
+            schedule = np.concatenate((warmup_schedule, schedule))
+            assert len(schedule) == epochs * niter_per_ep
+            return schedule
+
+        def clip_gradients(model, clip):
+            norms = []
+            for name, p in model.named_parameters():
+                if p.grad is not None:
+                    param_norm = p.grad.data.norm(2)
+                    norms.append(param_norm.item())
+                    clip_coef = clip / (param_norm + 1e-6)
+                    if clip_coef < 1:
+                        p.grad.data.mul_(clip_coef)
+            return norms
+
+        def cancel_gradients_last_layer(epoch, model, freeze_last_layer):
+            if epoch >= freeze_last_layer:
+                return
+            for n, p in model.named_parameters():
+                if "last_layer" in n:
+                    p.grad = None
+
+        def get_params_groups(model):
+            regularized = []
+            not_regularized = []
+            for name, param in model.named_parameters():
+                if not param.requires_grad:
+                    continue
+                # we do not regularize biases nor Norm parameters
+                if name.endswith(".bias") or len(param.shape) == 1:
+                    not_regularized.append(param)
+                else:
+                    regularized.append(param)
+            return [{'params': regularized}, {'params': not_regularized, 'weight_decay': 0.}]
+
+        class MultiCropWrapper(nn.Module):
+            def __init__(self, backbone, head):
+                super(MultiCropWrapper, self).__init__()
+                # disable layers dedicated to ImageNet labels classification
+                backbone.fc, backbone.head = nn.Identity(), nn.Identity()
+                self.backbone = backbone
+                self.head = head
+
+            def forward(self, x):
+                # convert to list
+                if not isinstance(x, list):
+                    x = [x]
+                idx_crops = torch.cumsum(torch.unique_consecutive(
+                    torch.tensor([inp.shape[-1] for inp in x]),
+                    return_counts=True,
+                )[1], 0)
+                start_idx, output = 0, torch.empty(0).to(x[0].device)
+                for end_idx in idx_crops:
+                    _out = self.backbone(torch.cat(x[start_idx: end_idx]))
+                    # The output is a tuple with XCiT model. See:
+                    # https://github.com/facebookresearch/xcit/blob/master/xcit.py#L404-L405
+                    if isinstance(_out, tuple):
+                        _out = _out[0]
+                    # accumulate outputs
+                    output = torch.cat((output, _out))
+                    start_idx = end_idx
+                # Run the head forward on the concatenated features.
+                return self.head(output)
+
+        class DINOHead(nn.Module):
+            def __init__(self, in_dim, out_dim, use_bn=False, norm_last_layer=True, nlayers=3, hidden_dim=2048, bottleneck_dim=256):
+                super().__init__()
+                nlayers = max(nlayers, 1)
+                if nlayers == 1:
+                    self.mlp = nn.Linear(in_dim, bottleneck_dim)
+                else:
+                    layers = [nn.Linear(in_dim, hidden_dim)]
+                    if use_bn:
+                        layers.append(nn.BatchNorm1d(hidden_dim))
+                    layers.append(nn.GELU())
+                    for _ in range(nlayers - 2):
+                        layers.append(nn.Linear(hidden_dim, hidden_dim))
+                        if use_bn:
+                            layers.append(nn.BatchNorm1d(hidden_dim))
+                        layers.append(nn.GELU())
+                    layers.append(nn.Linear(hidden_dim, bottleneck_dim))
+                    self.mlp = nn.Sequential(*layers)
+                self.apply(self._init_weights)
+                self.last_layer = nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
+                self.last_layer.weight_g.data.fill_(1)
+                if norm_last_layer:
+                    self.last_layer.weight_g.requires_grad = False
+
+            def _init_weights(self, m):
+                if isinstance(m, nn.Linear):
+                    trunc_normal_(m.weight, std=.02)
+                    if isinstance(m, nn.Linear) and m.bias is not None:
+                        nn.init.constant_(m.bias, 0)
+
+            def forward(self, x):
+                x = self.mlp(x)
+                x = nn.functional.normalize(x, dim=-1, p=2)
+                x = self.last_layer(x)
+                return x
+
+        class DINOLoss(nn.Module):
+            def __init__(self, out_dim, ncrops, warmup_teacher_temp, teacher_temp,
+                         warmup_teacher_temp_epochs, nepochs, student_temp=0.1,
+                         center_momentum=0.9):
+                super().__init__()
+                self.student_temp = student_temp
+                self.center_momentum = center_momentum
+                self.ncrops = ncrops
+                self.register_buffer("center", torch.zeros(1, out_dim))
+                # we apply a warm up for the teacher temperature because
+                # a too high temperature makes the training instable at the beginning
+                self.teacher_temp_schedule = np.concatenate((
+                    np.linspace(warmup_teacher_temp,
+                                teacher_temp, warmup_teacher_temp_epochs),
+                    np.ones(nepochs - warmup_teacher_temp_epochs) * teacher_temp
+                ))
+
+            def forward(self, student_output, teacher_output, epoch):
+                student_out = student_output / self.student_temp
+                student_out = student_out.chunk(self.ncrops)
+
+                # teacher centering and sharpening
+                temp = self.teacher_temp_schedule[epoch]
+                teacher_out = F.softmax((teacher_output - self.center) / temp, dim=-1)
+                teacher_out = teacher_out.detach().chunk(2)
+
+                total_loss = 0
+                n_loss_terms = 0
+                for iq, q in enumerate(teacher_out):
+                    for v in range(len(student_out)):
+                        if v == iq:
+                            # we skip cases where student and teacher operate on the same view
+                            continue
+                        loss = torch.sum(-q * F.log_softmax(student_out[v], dim=-1), dim=-1)
+                        total_loss += loss.mean()
+                        n_loss_terms += 1
+                total_loss /= n_loss_terms
+                self.update_center(teacher_output)
+                return total_loss
+
+            @torch.no_grad()
+            def update_center(self, teacher_output):
+                batch_center = torch.sum(teacher_output, dim=0, keepdim=True)
+                batch_center = batch_center / (len(teacher_output) * 1)
+
+                # ema update
+                self.center = self.center * self.center_momentum + batch_center * (1 - self.center_momentum)
+
+        def backbone():
+            return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+        probe = torch.empty(200)
+        trunc_normal_(probe, std=1.0, a=-0.5, b=0.5)
+        log("trunc_normal_ within bounds", bool((probe.abs() <= 0.5).all()))
+        student = MultiCropWrapper(backbone(), DINOHead(4, 6, hidden_dim=8, bottleneck_dim=5))
+        teacher = MultiCropWrapper(backbone(), DINOHead(4, 6, hidden_dim=8, bottleneck_dim=5))
+        init_params(torch, student, 21)
+        teacher.load_state_dict(student.state_dict())
+        for p in teacher.parameters():
+            p.requires_grad = False
+        log("student params", [n for n, p in student.named_parameters() if p.requires_grad])
+        log("state_dict keys", list(student.state_dict().keys()))
+        epochs, niter = 2, 2
+        dino_loss = DINOLoss(6, 4, 0.04, 0.07, 1, epochs)
+        params_groups = get_params_groups(student)
+        optimizer = torch.optim.AdamW(params_groups)
+        lr_schedule = cosine_scheduler(0.05, 1e-3, epochs, niter, warmup_epochs=1)
+        wd_schedule = cosine_scheduler(0.04, 0.4, epochs, niter)
+        momentum_schedule = cosine_scheduler(0.996, 1, epochs, niter)
+        data = [[randn(torch, (2, 3, 8, 8), 30 + 4 * i + j) if j < 2 else randn(torch, (2, 3, 4, 4), 30 + 4 * i + j)
+                 for j in range(4)] for i in range(niter)]
+        for epoch in range(epochs):
+            for it, images in enumerate(data):
+                it = niter * epoch + it  # global training iteration
+                for i, param_group in enumerate(optimizer.param_groups):
+                    param_group["lr"] = lr_schedule[it]
+                    if i == 0:  # only the first group is regularized
+                        param_group["weight_decay"] = wd_schedule[it]
+                teacher_output = teacher(images[:2])  # only the 2 global views pass through the teacher
+                student_output = student(images)
+                loss = dino_loss(student_output, teacher_output, epoch)
+                if not math.isfinite(loss.item()):
+                    raise AssertionError("Loss is {}, stopping training".format(loss.item()))
+                optimizer.zero_grad()
+                param_norms = None
+                loss.backward()
+                param_norms = clip_gradients(student, 0.05)
+                cancel_gradients_last_layer(epoch, student, 1)
+                log(f"last layer grad {it}", student.head.last_layer.weight_v.grad)
+                optimizer.step()
+                # EMA update for the teacher
+                with torch.no_grad():
+                    m = momentum_schedule[it]  # momentum parameter
+                    for param_q, param_k in zip(student.parameters(), teacher.parameters()):
+                        param_k.data.mul_(m).add_((1 - m) * param_q.detach().data)
+                log(f"loss {it}", loss)
+                log(f"param_norms {it}", param_norms)
+                log(f"center {it}", dino_loss.center)
+        log("center is buffer", [n for n, _ in dino_loss.named_buffers()])
+        log("teacher last layer v", teacher.head.last_layer.weight_v)
+        log("student weight", student.head.last_layer.weight)
+
+    run_both(program)
+
+
+# facebookresearch/mae models_mae.py (MaskedAutoencoderViT: the fixed sin-cos pos_embed copied
+# in through ``.data.copy_(torch.from_numpy(pos_embed).float().unsqueeze(0))``, patch_embed's
+# weight re-initialised through a ``w.view([w.shape[0], -1])`` view, random_masking by argsort
+# of noise / gather / a ones mask with ``mask[:, :len_keep] = 0`` unshuffled by gather,
+# forward_decoder's mask_token.repeat and gather-unshuffle, patchify/unpatchify through
+# ``reshape(shape=...)`` and einsum 'nchpwq->nhwpqc', forward_loss with norm_pix_loss) and
+# util/pos_embed.py (get_2d_sincos_pos_embed in numpy; ``np.float`` -> np.float64, the removed
+# alias); timm's PatchEmbed/Block written out as small modules, embed 1024 -> 8, depth 24 -> 1,
+# decoder 512/8 -> 8/1, 2 heads, 3x8x8 images of 2x2 patches; ``torch.rand`` noise of
+# random_masking -> numpy-made noise passed in; AdamW steps as main_pretrain's engine does
+def test_facebookresearch_mae():
+    def program(torch, log):
+        from functools import partial
+        nn = torch.nn
+
+        def get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token=False):
+            grid_h = np.arange(grid_size, dtype=np.float32)
+            grid_w = np.arange(grid_size, dtype=np.float32)
+            grid = np.meshgrid(grid_w, grid_h)  # here w goes first
+            grid = np.stack(grid, axis=0)
+
+            grid = grid.reshape([2, 1, grid_size, grid_size])
+            pos_embed = get_2d_sincos_pos_embed_from_grid(embed_dim, grid)
+            if cls_token:
+                pos_embed = np.concatenate([np.zeros([1, embed_dim]), pos_embed], axis=0)
+            return pos_embed
+
+        def get_2d_sincos_pos_embed_from_grid(embed_dim, grid):
+            assert embed_dim % 2 == 0
+
+            # use half of dimensions to encode grid_h
+            emb_h = get_1d_sincos_pos_embed_from_grid(embed_dim // 2, grid[0])  # (H*W, D/2)
+            emb_w = get_1d_sincos_pos_embed_from_grid(embed_dim // 2, grid[1])  # (H*W, D/2)
+
+            emb = np.concatenate([emb_h, emb_w], axis=1) # (H*W, D)
+            return emb
+
+        def get_1d_sincos_pos_embed_from_grid(embed_dim, pos):
+            assert embed_dim % 2 == 0
+            omega = np.arange(embed_dim // 2, dtype=np.float64)
+            omega /= embed_dim / 2.
+            omega = 1. / 10000**omega  # (D/2,)
+
+            pos = pos.reshape(-1)  # (M,)
+            out = np.einsum('m,d->md', pos, omega)  # (M, D/2), outer product
+
+            emb_sin = np.sin(out) # (M, D/2)
+            emb_cos = np.cos(out) # (M, D/2)
+
+            emb = np.concatenate([emb_sin, emb_cos], axis=1)  # (M, D)
+            return emb
+
+        class PatchEmbed(nn.Module):     # timm.models.vision_transformer.PatchEmbed
+            def __init__(self, img_size, patch_size, in_chans, embed_dim):
+                super().__init__()
+                self.patch_size = (patch_size, patch_size)
+                self.num_patches = (img_size // patch_size) ** 2
+                self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size)
+
+            def forward(self, x):
+                return self.proj(x).flatten(2).transpose(1, 2)
+
+        class Block(nn.Module):          # timm.models.vision_transformer.Block (Attention + Mlp)
+            def __init__(self, dim, num_heads, mlp_ratio=4., qkv_bias=False, qk_scale=None, norm_layer=nn.LayerNorm):
+                super().__init__()
+                self.num_heads = num_heads
+                self.scale = qk_scale or (dim // num_heads) ** -0.5
+                self.norm1 = norm_layer(dim)
+                self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+                self.proj = nn.Linear(dim, dim)
+                self.norm2 = norm_layer(dim)
+                self.mlp = nn.Sequential(nn.Linear(dim, int(dim * mlp_ratio)), nn.GELU(), nn.Linear(int(dim * mlp_ratio), dim))
+
+            def attn(self, x):
+                B, N, C = x.shape
+                qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+                q, k, v = qkv.unbind(0)
+                attn = (q @ k.transpose(-2, -1)) * self.scale
+                attn = attn.softmax(dim=-1)
+                x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+                return self.proj(x)
+
+            def forward(self, x):
+                x = x + self.attn(self.norm1(x))
+                x = x + self.mlp(self.norm2(x))
+                return x
+
+        class MaskedAutoencoderViT(nn.Module):
+            """ Masked Autoencoder with VisionTransformer backbone
+            """
+            def __init__(self, img_size=224, patch_size=16, in_chans=3,
+                         embed_dim=1024, depth=24, num_heads=16,
+                         decoder_embed_dim=512, decoder_depth=8, decoder_num_heads=16,
+                         mlp_ratio=4., norm_layer=nn.LayerNorm, norm_pix_loss=False):
+                super().__init__()
+
+                # --------------------------------------------------------------------------
+                # MAE encoder specifics
+                self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim)
+                num_patches = self.patch_embed.num_patches
+
+                self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+                self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, embed_dim), requires_grad=False)  # fixed sin-cos embedding
+
+                self.blocks = nn.ModuleList([
+                    Block(embed_dim, num_heads, mlp_ratio, qkv_bias=True, qk_scale=None, norm_layer=norm_layer)
+                    for i in range(depth)])
+                self.norm = norm_layer(embed_dim)
+                # --------------------------------------------------------------------------
+
+                # --------------------------------------------------------------------------
+                # MAE decoder specifics
+                self.decoder_embed = nn.Linear(embed_dim, decoder_embed_dim, bias=True)
+
+                self.mask_token = nn.Parameter(torch.zeros(1, 1, decoder_embed_dim))
+
+                self.decoder_pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, decoder_embed_dim), requires_grad=False)  # fixed sin-cos embedding
+
+                self.decoder_blocks = nn.ModuleList([
+                    Block(decoder_embed_dim, decoder_num_heads, mlp_ratio, qkv_bias=True, qk_scale=None, norm_layer=norm_layer)
+                    for i in range(decoder_depth)])
+
+                self.decoder_norm = norm_layer(decoder_embed_dim)
+                self.decoder_pred = nn.Linear(decoder_embed_dim, patch_size**2 * in_chans, bias=True) # decoder to patch
+                # --------------------------------------------------------------------------
+
+                self.norm_pix_loss = norm_pix_loss
+
+                self.initialize_weights()
+
+            def initialize_weights(self):
+                # initialization
+                # initialize (and freeze) pos_embed by sin-cos embedding
+                pos_embed = get_2d_sincos_pos_embed(self.pos_embed.shape[-1], int(self.patch_embed.num_patches**.5), cls_token=True)
+                self.pos_embed.data.copy_(torch.from_numpy(pos_embed).float().unsqueeze(0))
+
+                decoder_pos_embed = get_2d_sincos_pos_embed(self.decoder_pos_embed.shape[-1], int(self.patch_embed.num_patches**.5), cls_token=True)
+                self.decoder_pos_embed.data.copy_(torch.from_numpy(decoder_pos_embed).float().unsqueeze(0))
+
+                # initialize patch_embed like nn.Linear (instead of nn.Conv2d)
+                w = self.patch_embed.proj.weight.data
+                torch.nn.init.xavier_uniform_(w.view([w.shape[0], -1]))
+
+                # timm's trunc_normal_(std=.02) is effectively normal_(std=0.02) as cutoff is too big (2.)
+                torch.nn.init.normal_(self.cls_token, std=.02)
+                torch.nn.init.normal_(self.mask_token, std=.02)
+
+                # initialize nn.Linear and nn.LayerNorm
+                self.apply(self._init_weights)
+
+            def _init_weights(self, m):
+                if isinstance(m, nn.Linear):
+                    # we use xavier_uniform following official JAX ViT:
+                    torch.nn.init.xavier_uniform_(m.weight)
+                    if isinstance(m, nn.Linear) and m.bias is not None:
+                        nn.init.constant_(m.bias, 0)
+                elif isinstance(m, nn.LayerNorm):
+                    nn.init.constant_(m.bias, 0)
+                    nn.init.constant_(m.weight, 1.0)
+
+            def patchify(self, imgs):
+                p = self.patch_embed.patch_size[0]
+                assert imgs.shape[2] == imgs.shape[3] and imgs.shape[2] % p == 0
+
+                h = w = imgs.shape[2] // p
+                x = imgs.reshape(shape=(imgs.shape[0], 3, h, p, w, p))
+                x = torch.einsum('nchpwq->nhwpqc', x)
+                x = x.reshape(shape=(imgs.shape[0], h * w, p**2 * 3))
+                return x
+
+            def unpatchify(self, x):
+                p = self.patch_embed.patch_size[0]
+                h = w = int(x.shape[1]**.5)
+                assert h * w == x.shape[1]
+
+                x = x.reshape(shape=(x.shape[0], h, w, p, p, 3))
+                x = torch.einsum('nhwpqc->nchpwq', x)
+                imgs = x.reshape(shape=(x.shape[0], 3, h * p, h * p))
+                return imgs
+
+            def random_masking(self, x, mask_ratio, noise):
+                N, L, D = x.shape  # batch, length, dim
+                len_keep = int(L * (1 - mask_ratio))
+
+                # noise in [0, 1]: torch.rand(N, L) made by numpy, passed in
+
+                # sort noise for each sample
+                ids_shuffle = torch.argsort(noise, dim=1)  # ascend: small is keep, large is remove
+                ids_restore = torch.argsort(ids_shuffle, dim=1)
+
+                # keep the first subset
+                ids_keep = ids_shuffle[:, :len_keep]
+                x_masked = torch.gather(x, dim=1, index=ids_keep.unsqueeze(-1).repeat(1, 1, D))
+
+                # generate the binary mask: 0 is keep, 1 is remove
+                mask = torch.ones([N, L], device=x.device)
+                mask[:, :len_keep] = 0
+                # unshuffle to get the binary mask
+                mask = torch.gather(mask, dim=1, index=ids_restore)
+
+                return x_masked, mask, ids_restore
+
+            def forward_encoder(self, x, mask_ratio, noise):
+                # embed patches
+                x = self.patch_embed(x)
+
+                # add pos embed w/o cls token
+                x = x + self.pos_embed[:, 1:, :]
+
+                # masking: length -> length * mask_ratio
+                x, mask, ids_restore = self.random_masking(x, mask_ratio, noise)
+
+                # append cls token
+                cls_token = self.cls_token + self.pos_embed[:, :1, :]
+                cls_tokens = cls_token.expand(x.shape[0], -1, -1)
+                x = torch.cat((cls_tokens, x), dim=1)
+
+                # apply Transformer blocks
+                for blk in self.blocks:
+                    x = blk(x)
+                x = self.norm(x)
+
+                return x, mask, ids_restore
+
+            def forward_decoder(self, x, ids_restore):
+                # embed tokens
+                x = self.decoder_embed(x)
+
+                # append mask tokens to sequence
+                mask_tokens = self.mask_token.repeat(x.shape[0], ids_restore.shape[1] + 1 - x.shape[1], 1)
+                x_ = torch.cat([x[:, 1:, :], mask_tokens], dim=1)  # no cls token
+                x_ = torch.gather(x_, dim=1, index=ids_restore.unsqueeze(-1).repeat(1, 1, x.shape[2]))  # unshuffle
+                x = torch.cat([x[:, :1, :], x_], dim=1)  # append cls token
+
+                # add pos embed
+                x = x + self.decoder_pos_embed
+
+                # apply Transformer blocks
+                for blk in self.decoder_blocks:
+                    x = blk(x)
+                x = self.decoder_norm(x)
+
+                # predictor projection
+                x = self.decoder_pred(x)
+
+                # remove cls token
+                x = x[:, 1:, :]
+
+                return x
+
+            def forward_loss(self, imgs, pred, mask):
+                target = self.patchify(imgs)
+                if self.norm_pix_loss:
+                    mean = target.mean(dim=-1, keepdim=True)
+                    var = target.var(dim=-1, keepdim=True)
+                    target = (target - mean) / (var + 1.e-6)**.5
+
+                loss = (pred - target) ** 2
+                loss = loss.mean(dim=-1)  # [N, L], mean loss per patch
+
+                loss = (loss * mask).sum() / mask.sum()  # mean loss on removed patches
+                return loss
+
+            def forward(self, imgs, mask_ratio=0.75, noise=None):
+                latent, mask, ids_restore = self.forward_encoder(imgs, mask_ratio, noise)
+                pred = self.forward_decoder(latent, ids_restore)  # [N, L, p*p*3]
+                loss = self.forward_loss(imgs, pred, mask)
+                return loss, pred, mask
+
+        model = MaskedAutoencoderViT(img_size=8, patch_size=2, embed_dim=8, depth=1, num_heads=2,
+                                     decoder_embed_dim=8, decoder_depth=1, decoder_num_heads=2,
+                                     mlp_ratio=2, norm_layer=partial(nn.LayerNorm, eps=1e-6), norm_pix_loss=True)
+        log("pos_embed", model.pos_embed)
+        log("trainable", [n for n, p in model.named_parameters() if p.requires_grad])
+        init_params(torch, model, 40)
+        imgs = randn(torch, (2, 3, 8, 8), 41)
+        log("unpatchify(patchify)", model.unpatchify(model.patchify(imgs)))
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2, betas=(0.9, 0.95),
+                                      weight_decay=0.05)
+        for step in range(2):
+            noise = torch.tensor(np.random.RandomState(50 + step).rand(2, 16).astype(np.float32))
+            loss, pred, mask = model(imgs, mask_ratio=0.75, noise=noise)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            log(f"loss {step}", loss)
+            log(f"mask {step}", mask)
+            log(f"mask_token grad {step}", model.mask_token.grad)
+            log(f"pos_embed grad {step}", model.pos_embed.grad)
+        log("reconstruction", model.unpatchify(pred))
+
+    run_both(program)
+
+
+# facebookresearch/ConvNeXt models/convnext.py (Block: depthwise 7x7 Conv2d with groups=dim,
+# permute to channels-last, the channels_last/channels_first LayerNorm module, Linear pointwise
+# convs, the layer-scale gamma Parameter; ConvNeXt's downsample_layers/stages ModuleLists,
+# ``[x.item() for x in torch.linspace(0, drop_path_rate, sum(depths))]``, the head scaled
+# through ``.data.mul_(head_init_scale)``, global average pooling by ``x.mean([-2, -1])``);
+# timm's trunc_normal_ -> nn.init.trunc_normal_, DropPath unused (drop_path_rate 0), depths
+# [3, 3, 9, 3] -> [1, 1, 1, 1], dims [96..768] -> [4, 8, 8, 8], 32x32 images, 10 classes;
+# trained as main.py's engine does (cross-entropy with label_smoothing, AdamW, a few steps)
+def test_facebookresearch_convnext():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        trunc_normal_ = nn.init.trunc_normal_
+
+        class Block(nn.Module):
+            def __init__(self, dim, drop_path=0., layer_scale_init_value=1e-6):
+                super().__init__()
+                self.dwconv = nn.Conv2d(dim, dim, kernel_size=7, padding=3, groups=dim) # depthwise conv
+                self.norm = LayerNorm(dim, eps=1e-6)
+                self.pwconv1 = nn.Linear(dim, 4 * dim) # pointwise/1x1 convs, implemented with linear layers
+                self.act = nn.GELU()
+                self.pwconv2 = nn.Linear(4 * dim, dim)
+                self.gamma = nn.Parameter(layer_scale_init_value * torch.ones((dim)),
+                                            requires_grad=True) if layer_scale_init_value > 0 else None
+                self.drop_path = nn.Identity()
+
+            def forward(self, x):
+                input = x
+                x = self.dwconv(x)
+                x = x.permute(0, 2, 3, 1) # (N, C, H, W) -> (N, H, W, C)
+                x = self.norm(x)
+                x = self.pwconv1(x)
+                x = self.act(x)
+                x = self.pwconv2(x)
+                if self.gamma is not None:
+                    x = self.gamma * x
+                x = x.permute(0, 3, 1, 2) # (N, H, W, C) -> (N, C, H, W)
+
+                x = input + self.drop_path(x)
+                return x
+
+        class ConvNeXt(nn.Module):
+            def __init__(self, in_chans=3, num_classes=1000,
+                         depths=[3, 3, 9, 3], dims=[96, 192, 384, 768], drop_path_rate=0.,
+                         layer_scale_init_value=1e-6, head_init_scale=1.,
+                         ):
+                super().__init__()
+
+                self.downsample_layers = nn.ModuleList() # stem and 3 intermediate downsampling conv layers
+                stem = nn.Sequential(
+                    nn.Conv2d(in_chans, dims[0], kernel_size=4, stride=4),
+                    LayerNorm(dims[0], eps=1e-6, data_format="channels_first")
+                )
+                self.downsample_layers.append(stem)
+                for i in range(3):
+                    downsample_layer = nn.Sequential(
+                            LayerNorm(dims[i], eps=1e-6, data_format="channels_first"),
+                            nn.Conv2d(dims[i], dims[i+1], kernel_size=2, stride=2),
+                    )
+                    self.downsample_layers.append(downsample_layer)
+
+                self.stages = nn.ModuleList() # 4 feature resolution stages, each consisting of multiple residual blocks
+                dp_rates=[x.item() for x in torch.linspace(0, drop_path_rate, sum(depths))]
+                cur = 0
+                for i in range(4):
+                    stage = nn.Sequential(
+                        *[Block(dim=dims[i], drop_path=dp_rates[cur + j],
+                        layer_scale_init_value=layer_scale_init_value) for j in range(depths[i])]
+                    )
+                    self.stages.append(stage)
+                    cur += depths[i]
+
+                self.norm = nn.LayerNorm(dims[-1], eps=1e-6) # final norm layer
+                self.head = nn.Linear(dims[-1], num_classes)
+
+                self.apply(self._init_weights)
+                self.head.weight.data.mul_(head_init_scale)
+                self.head.bias.data.mul_(head_init_scale)
+
+            def _init_weights(self, m):
+                if isinstance(m, (nn.Conv2d, nn.Linear)):
+                    trunc_normal_(m.weight, std=.02)
+                    nn.init.constant_(m.bias, 0)
+
+            def forward_features(self, x):
+                for i in range(4):
+                    x = self.downsample_layers[i](x)
+                    x = self.stages[i](x)
+                return self.norm(x.mean([-2, -1])) # global average pooling, (N, C, H, W) -> (N, C)
+
+            def forward(self, x):
+                x = self.forward_features(x)
+                x = self.head(x)
+                return x
+
+        class LayerNorm(nn.Module):
+            def __init__(self, normalized_shape, eps=1e-6, data_format="channels_last"):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(normalized_shape))
+                self.bias = nn.Parameter(torch.zeros(normalized_shape))
+                self.eps = eps
+                self.data_format = data_format
+                if self.data_format not in ["channels_last", "channels_first"]:
+                    raise NotImplementedError
+                self.normalized_shape = (normalized_shape, )
+
+            def forward(self, x):
+                if self.data_format == "channels_last":
+                    return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+                elif self.data_format == "channels_first":
+                    u = x.mean(1, keepdim=True)
+                    s = (x - u).pow(2).mean(1, keepdim=True)
+                    x = (x - u) / torch.sqrt(s + self.eps)
+                    x = self.weight[:, None, None] * x + self.bias[:, None, None]
+                    return x
+
+        try:
+            LayerNorm(4, data_format="channels_middle")
+        except NotImplementedError as e:
+            log("bad data_format", type(e).__name__)
+        model = ConvNeXt(num_classes=10, depths=[1, 1, 1, 1], dims=[4, 8, 8, 8], drop_path_rate=0.1,
+                         layer_scale_init_value=0.5, head_init_scale=0.5)
+        log("head bias", model.head.bias)
+        log("gamma", model.stages[0][0].gamma)
+        init_params(torch, model, 60)
+        criterion = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.05)
+        x = randn(torch, (2, 3, 32, 32), 61)
+        y = torch.tensor([3, 7])
+        for step in range(2):
+            output = model(x)
+            loss = criterion(output, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            log(f"loss {step}", loss)
+            log(f"output {step}", output)
+        log("dwconv grad", model.stages[1][0].dwconv.weight.grad)
+        log("stem norm grad", model.downsample_layers[0][1].weight.grad)
+
+    run_both(program)
+
+
+# openai/guided-diffusion guided_diffusion/losses.py (normal_kl with its ``th.tensor(x).to(tensor)``
+# of Python-float log-variances, approx_standard_normal_cdf through tanh and th.pow,
+# discretized_gaussian_log_likelihood's nested th.where and clamp(min=1e-12).log) and
+# gaussian_diffusion.py (get_named_beta_schedule "linear" and "cosine" via betas_for_alpha_bar,
+# the numpy alphas_cumprod/posterior arrays of GaussianDiffusion.__init__, _extract_into_tensor's
+# ``th.from_numpy(arr).to(device=...)[timesteps].float()`` broadcast by ``res[..., None]`` and
+# expand, q_sample, q_posterior_mean_variance, p_mean_variance's learned-range variance and
+# epsilon prediction with clip_denoised, _vb_terms_bpd with ``th.where((t == 0), decoder_nll, kl)``)
+# condensed to those methods; 1000 steps -> 10, a 2x3x4x4 batch, the model's output and the
+# noise from numpy in place of a U-Net and th.randn_like
+def test_guided_diffusion_gaussian_terms():
+    def program(torch, log):
+        th = torch
+
+        def mean_flat(tensor):
+            return tensor.mean(dim=list(range(1, len(tensor.shape))))
+
+        def normal_kl(mean1, logvar1, mean2, logvar2):
+            tensor = None
+            for obj in (mean1, logvar1, mean2, logvar2):
+                if isinstance(obj, th.Tensor):
+                    tensor = obj
+                    break
+            assert tensor is not None, "at least one argument must be a Tensor"
+
+            # Force variances to be Tensors. Broadcasting helps convert scalars to
+            # Tensors, but it does not work for th.exp().
+            logvar1, logvar2 = [
+                x if isinstance(x, th.Tensor) else th.tensor(x).to(tensor)
+                for x in (logvar1, logvar2)
+            ]
+
+            return 0.5 * (
+                -1.0
+                + logvar2
+                - logvar1
+                + th.exp(logvar1 - logvar2)
+                + ((mean1 - mean2) ** 2) * th.exp(-logvar2)
+            )
+
+        def approx_standard_normal_cdf(x):
+            return 0.5 * (1.0 + th.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * th.pow(x, 3))))
+
+        def discretized_gaussian_log_likelihood(x, *, means, log_scales):
+            assert x.shape == means.shape == log_scales.shape
+            centered_x = x - means
+            inv_stdv = th.exp(-log_scales)
+            plus_in = inv_stdv * (centered_x + 1.0 / 255.0)
+            cdf_plus = approx_standard_normal_cdf(plus_in)
+            min_in = inv_stdv * (centered_x - 1.0 / 255.0)
+            cdf_min = approx_standard_normal_cdf(min_in)
+            log_cdf_plus = th.log(cdf_plus.clamp(min=1e-12))
+            log_one_minus_cdf_min = th.log((1.0 - cdf_min).clamp(min=1e-12))
+            cdf_delta = cdf_plus - cdf_min
+            log_probs = th.where(
+                x < -0.999,
+                log_cdf_plus,
+                th.where(x > 0.999, log_one_minus_cdf_min, th.log(cdf_delta.clamp(min=1e-12))),
+            )
+            assert log_probs.shape == x.shape
+            return log_probs
+
+        def get_named_beta_schedule(schedule_name, num_diffusion_timesteps):
+            if schedule_name == "linear":
+                # Linear schedule from Ho et al, extended to work for any number of
+                # diffusion steps.
+                scale = 1000 / num_diffusion_timesteps
+                beta_start = scale * 0.0001
+                beta_end = scale * 0.02
+                return np.linspace(
+                    beta_start, beta_end, num_diffusion_timesteps, dtype=np.float64
+                )
+            elif schedule_name == "cosine":
+                return betas_for_alpha_bar(
+                    num_diffusion_timesteps,
+                    lambda t: math.cos((t + 0.008) / 1.008 * math.pi / 2) ** 2,
+                )
+            else:
+                raise NotImplementedError(f"unknown beta schedule: {schedule_name}")
+
+        def betas_for_alpha_bar(num_diffusion_timesteps, alpha_bar, max_beta=0.999):
+            betas = []
+            for i in range(num_diffusion_timesteps):
+                t1 = i / num_diffusion_timesteps
+                t2 = (i + 1) / num_diffusion_timesteps
+                betas.append(min(1 - alpha_bar(t2) / alpha_bar(t1), max_beta))
+            return np.array(betas)
+
+        def _extract_into_tensor(arr, timesteps, broadcast_shape):
+            res = th.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+            while len(res.shape) < len(broadcast_shape):
+                res = res[..., None]
+            return res.expand(broadcast_shape)
+
+        class GaussianDiffusion:
+            def __init__(self, *, betas):
+                betas = np.array(betas, dtype=np.float64)
+                self.betas = betas
+                self.num_timesteps = int(betas.shape[0])
+
+                alphas = 1.0 - betas
+                self.alphas_cumprod = np.cumprod(alphas, axis=0)
+                self.alphas_cumprod_prev = np.append(1.0, self.alphas_cumprod[:-1])
+                self.sqrt_alphas_cumprod = np.sqrt(self.alphas_cumprod)
+                self.sqrt_one_minus_alphas_cumprod = np.sqrt(1.0 - self.alphas_cumprod)
+                self.sqrt_recip_alphas_cumprod = np.sqrt(1.0 / self.alphas_cumprod)
+                self.sqrt_recipm1_alphas_cumprod = np.sqrt(1.0 / self.alphas_cumprod - 1)
+                self.posterior_variance = (
+                    betas * (1.0 - self.alphas_cumprod_prev) / (1.0 - self.alphas_cumprod)
+                )
+                self.posterior_log_variance_clipped = np.log(
+                    np.append(self.posterior_variance[1], self.posterior_variance[1:])
+                )
+                self.posterior_mean_coef1 = (
+                    betas * np.sqrt(self.alphas_cumprod_prev) / (1.0 - self.alphas_cumprod)
+                )
+                self.posterior_mean_coef2 = (
+                    (1.0 - self.alphas_cumprod_prev)
+                    * np.sqrt(alphas)
+                    / (1.0 - self.alphas_cumprod)
+                )
+
+            def q_sample(self, x_start, t, noise=None):
+                assert noise.shape == x_start.shape
+                return (
+                    _extract_into_tensor(self.sqrt_alphas_cumprod, t, x_start.shape) * x_start
+                    + _extract_into_tensor(self.sqrt_one_minus_alphas_cumprod, t, x_start.shape)
+                    * noise
+                )
+
+            def q_posterior_mean_variance(self, x_start, x_t, t):
+                assert x_start.shape == x_t.shape
+                posterior_mean = (
+                    _extract_into_tensor(self.posterior_mean_coef1, t, x_t.shape) * x_start
+                    + _extract_into_tensor(self.posterior_mean_coef2, t, x_t.shape) * x_t
+                )
+                posterior_variance = _extract_into_tensor(self.posterior_variance, t, x_t.shape)
+                posterior_log_variance_clipped = _extract_into_tensor(
+                    self.posterior_log_variance_clipped, t, x_t.shape
+                )
+                return posterior_mean, posterior_variance, posterior_log_variance_clipped
+
+            def p_mean_variance(self, model_output, x, t, clip_denoised=True):
+                B, C = x.shape[:2]
+                assert t.shape == (B,)
+                assert model_output.shape == (B, C * 2, *x.shape[2:])
+                model_output, model_var_values = th.split(model_output, C, dim=1)
+                min_log = _extract_into_tensor(self.posterior_log_variance_clipped, t, x.shape)
+                max_log = _extract_into_tensor(np.log(self.betas), t, x.shape)
+                # The model_var_values is [-1, 1] for [min_var, max_var].
+                frac = (model_var_values + 1) / 2
+                model_log_variance = frac * max_log + (1 - frac) * min_log
+                model_variance = th.exp(model_log_variance)
+
+                def process_xstart(x):
+                    if clip_denoised:
+                        return x.clamp(-1, 1)
+                    return x
+
+                pred_xstart = process_xstart(self._predict_xstart_from_eps(x_t=x, t=t, eps=model_output))
+                model_mean, _, _ = self.q_posterior_mean_variance(x_start=pred_xstart, x_t=x, t=t)
+                return {
+                    "mean": model_mean,
+                    "variance": model_variance,
+                    "log_variance": model_log_variance,
+                    "pred_xstart": pred_xstart,
+                }
+
+            def _predict_xstart_from_eps(self, x_t, t, eps):
+                assert x_t.shape == eps.shape
+                return (
+                    _extract_into_tensor(self.sqrt_recip_alphas_cumprod, t, x_t.shape) * x_t
+                    - _extract_into_tensor(self.sqrt_recipm1_alphas_cumprod, t, x_t.shape) * eps
+                )
+
+            def _vb_terms_bpd(self, model_output, x_start, x_t, t, clip_denoised=True):
+                true_mean, _, true_log_variance_clipped = self.q_posterior_mean_variance(
+                    x_start=x_start, x_t=x_t, t=t
+                )
+                out = self.p_mean_variance(model_output, x_t, t, clip_denoised=clip_denoised)
+                kl = normal_kl(
+                    true_mean, true_log_variance_clipped, out["mean"], out["log_variance"]
+                )
+                kl = mean_flat(kl) / np.log(2.0)
+
+                decoder_nll = -discretized_gaussian_log_likelihood(
+                    x_start, means=out["mean"], log_scales=0.5 * out["log_variance"]
+                )
+                assert decoder_nll.shape == x_start.shape
+                decoder_nll = mean_flat(decoder_nll) / np.log(2.0)
+
+                # At the first timestep return the decoder NLL,
+                # otherwise return KL(q(x_{t-1}|x_t,x_0) || p(x_{t-1}|x_t))
+                output = th.where((t == 0), decoder_nll, kl)
+                return {"output": output, "pred_xstart": out["pred_xstart"]}
+
+        x_start = torch.tensor(np.random.RandomState(70).uniform(-1, 1, (2, 3, 4, 4)).astype(np.float32))
+        noise = randn(torch, (2, 3, 4, 4), 71)
+        for name in ("linear", "cosine"):
+            diffusion = GaussianDiffusion(betas=get_named_beta_schedule(name, 10))
+            for t in (torch.tensor([0, 6]), torch.tensor([9, 3])):
+                x_t = diffusion.q_sample(x_start, t, noise=noise)
+                model_output = randn(torch, (2, 6, 4, 4), 72 + int(t[1]), requires_grad=True, scale=0.5)
+                terms = diffusion._vb_terms_bpd(model_output, x_start, x_t, t)
+                terms["output"].sum().backward()
+                log(f"{name} t={t.tolist()} x_t", x_t)
+                log(f"{name} t={t.tolist()} vb", terms["output"])
+                log(f"{name} t={t.tolist()} pred_xstart", terms["pred_xstart"])
+                log(f"{name} t={t.tolist()} grad", model_output.grad)
+        log("normal_kl of floats", normal_kl(torch.zeros(3), 0.0, torch.ones(3), 0.5))
+        try:
+            normal_kl(0.0, 0.0, 1.0, 1.0)
+        except AssertionError as e:
+            log("normal_kl of no tensor", str(e))
+
+    run_both(program)
