@@ -2978,3 +2978,247 @@ def test_guided_diffusion_gaussian_terms():
             log("normal_kl of no tensor", str(e))
 
     run_both(program)
+
+
+# facebookresearch/vicreg main_vicreg.py (VICReg.forward: mse_loss invariance term, the
+# FullGatherLayer autograd Function returning a tuple from dist.all_gather and stacking its
+# grads for dist.all_reduce in backward, the variance term through ``x.var(dim=0)`` and
+# F.relu(1 - std), the covariance term through off_diagonal(...).pow_(2).sum().div(...);
+# Projector built from the "8192-8192-8192" spec string; exclude_bias_and_norm) run on a real
+# one-process gloo group (``file://`` rendezvous, world size 1, destroyed at the end);
+# resnet50 -> Linear + ReLU, mlp "8192-8192-8192" -> "6-6-6", batch 2048 -> 5, 3 SGD steps in
+# place of LARS (test_barlowtwins_lars runs the same LARS)
+def test_facebookresearch_vicreg(tmp_path):
+    def program(torch, log):
+        import os
+        from types import SimpleNamespace
+        nn, F, dist = torch.nn, torch.nn.functional, torch.distributed
+
+        class VICReg(nn.Module):
+            def __init__(self, args):
+                super().__init__()
+                self.args = args
+                self.num_features = int(args.mlp.split("-")[-1])
+                self.backbone, self.embedding = nn.Sequential(nn.Linear(4, 7), nn.ReLU()), 7
+                self.projector = Projector(args, self.embedding)
+
+            def forward(self, x, y):
+                x = self.projector(self.backbone(x))
+                y = self.projector(self.backbone(y))
+
+                repr_loss = F.mse_loss(x, y)
+
+                x = torch.cat(FullGatherLayer.apply(x), dim=0)
+                y = torch.cat(FullGatherLayer.apply(y), dim=0)
+                x = x - x.mean(dim=0)
+                y = y - y.mean(dim=0)
+
+                std_x = torch.sqrt(x.var(dim=0) + 0.0001)
+                std_y = torch.sqrt(y.var(dim=0) + 0.0001)
+                std_loss = torch.mean(F.relu(1 - std_x)) / 2 + torch.mean(F.relu(1 - std_y)) / 2
+
+                cov_x = (x.T @ x) / (self.args.batch_size - 1)
+                cov_y = (y.T @ y) / (self.args.batch_size - 1)
+                cov_loss = off_diagonal(cov_x).pow_(2).sum().div(
+                    self.num_features
+                ) + off_diagonal(cov_y).pow_(2).sum().div(self.num_features)
+
+                loss = (
+                    self.args.sim_coeff * repr_loss
+                    + self.args.std_coeff * std_loss
+                    + self.args.cov_coeff * cov_loss
+                )
+                return loss
+
+        def Projector(args, embedding):
+            mlp_spec = f"{embedding}-{args.mlp}"
+            layers = []
+            f = list(map(int, mlp_spec.split("-")))
+            for i in range(len(f) - 2):
+                layers.append(nn.Linear(f[i], f[i + 1]))
+                layers.append(nn.BatchNorm1d(f[i + 1]))
+                layers.append(nn.ReLU(True))
+            layers.append(nn.Linear(f[-2], f[-1], bias=False))
+            return nn.Sequential(*layers)
+
+        def exclude_bias_and_norm(p):
+            return p.ndim == 1
+
+        def off_diagonal(x):
+            n, m = x.shape
+            assert n == m
+            return x.flatten()[:-1].view(n - 1, n + 1)[:, 1:].flatten()
+
+        class FullGatherLayer(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                output = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
+                dist.all_gather(output, x)
+                return tuple(output)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                all_gradients = torch.stack(grads)
+                dist.all_reduce(all_gradients)
+                return all_gradients[dist.get_rank()]
+
+        store = os.path.join(str(tmp_path), f"store_{torch.__name__}")
+        dist.init_process_group(backend="gloo", init_method=f"file://{store}", world_size=1, rank=0)
+        try:
+            log("world", (dist.is_initialized(), dist.get_world_size(), dist.get_rank(), dist.get_backend()))
+            args = SimpleNamespace(mlp="6-6-6", batch_size=5, sim_coeff=25.0, std_coeff=25.0, cov_coeff=1.0)
+            model = init_params(torch, VICReg(args), 80)
+            log("no decay", [n for n, p in model.named_parameters() if exclude_bias_and_norm(p)])
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+            for step in range(3):
+                x, y = randn(torch, (5, 4), 81 + step), randn(torch, (5, 4), 91 + step)
+                loss = model.forward(x, y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                log(f"loss {step}", loss)
+            log("projector grad", model.projector[0].weight.grad)
+            log("running_mean", model.projector[1].running_mean)
+        finally:
+            dist.destroy_process_group()
+        log("after destroy", dist.is_initialized())
+
+    run_both(program)
+
+
+# huggingface/transformers src/transformers/models/t5/modeling_t5.py (T5Attention's
+# _relative_position_bucket staticmethod: ``relative_buckets = 0`` grown by ``+=`` of a bool
+# tensor cast with ``.to(torch.long)``, torch.abs, ``-torch.min(x, torch.zeros_like(x))`` for
+# the causal case, the log-spaced buckets whose ``torch.log`` of 0 is -inf before the long cast
+# and torch.where picks the exact branch there, torch.min against full_like; compute_bias's
+# arange broadcasting and ``permute([2, 0, 1]).unsqueeze(0)`` of the bias embedding; the
+# unscaled ``matmul(q, k.transpose(3, 2)) + position_bias`` scores; T5LayerNorm's float32
+# variance, rsqrt and the ``self.weight.dtype in [torch.float16, torch.bfloat16]`` cast);
+# condensed to those pieces at d_model 8, 2 heads, 8 buckets, max_distance 16, lengths 5 and 3,
+# bidirectional (encoder) and causal (decoder), with one backward to the bias embedding
+def test_huggingface_t5_relative_position_bias():
+    def program(torch, log):
+        nn = torch.nn
+
+        class T5LayerNorm(nn.Module):
+            def __init__(self, hidden_size, eps=1e-6):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(hidden_size))
+                self.variance_epsilon = eps
+
+            def forward(self, hidden_states):
+                variance = hidden_states.to(torch.float32).pow(2).mean(-1, keepdim=True)
+                hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+
+                # convert into half-precision if necessary
+                if self.weight.dtype in [torch.float16, torch.bfloat16]:
+                    hidden_states = hidden_states.to(self.weight.dtype)
+
+                return self.weight * hidden_states
+
+        class T5Attention(nn.Module):
+            def __init__(self, d_model, n_heads, is_decoder, has_relative_attention_bias,
+                         relative_attention_num_buckets=32, relative_attention_max_distance=128):
+                super().__init__()
+                self.is_decoder = is_decoder
+                self.has_relative_attention_bias = has_relative_attention_bias
+                self.relative_attention_num_buckets = relative_attention_num_buckets
+                self.relative_attention_max_distance = relative_attention_max_distance
+                self.d_model = d_model
+                self.n_heads = n_heads
+                self.key_value_proj_dim = d_model // n_heads
+                self.inner_dim = self.n_heads * self.key_value_proj_dim
+                self.q = nn.Linear(self.d_model, self.inner_dim, bias=False)
+                self.k = nn.Linear(self.d_model, self.inner_dim, bias=False)
+                self.v = nn.Linear(self.d_model, self.inner_dim, bias=False)
+                self.o = nn.Linear(self.inner_dim, self.d_model, bias=False)
+                if self.has_relative_attention_bias:
+                    self.relative_attention_bias = nn.Embedding(self.relative_attention_num_buckets, self.n_heads)
+
+            @staticmethod
+            def _relative_position_bucket(relative_position, bidirectional=True, num_buckets=32, max_distance=128):
+                relative_buckets = 0
+                if bidirectional:
+                    num_buckets //= 2
+                    relative_buckets += (relative_position > 0).to(torch.long) * num_buckets
+                    relative_position = torch.abs(relative_position)
+                else:
+                    relative_position = -torch.min(relative_position, torch.zeros_like(relative_position))
+                # now relative_position is in the range [0, inf)
+
+                # half of the buckets are for exact increments in positions
+                max_exact = num_buckets // 2
+                is_small = relative_position < max_exact
+
+                # The other half of the buckets are for logarithmically bigger bins in positions up to max_distance
+                relative_position_if_large = max_exact + (
+                    torch.log(relative_position.float() / max_exact)
+                    / math.log(max_distance / max_exact)
+                    * (num_buckets - max_exact)
+                ).to(torch.long)
+                relative_position_if_large = torch.min(
+                    relative_position_if_large, torch.full_like(relative_position_if_large, num_buckets - 1)
+                )
+
+                relative_buckets += torch.where(is_small, relative_position, relative_position_if_large)
+                return relative_buckets
+
+            def compute_bias(self, query_length, key_length, device=None):
+                """Compute binned relative position bias"""
+                if device is None:
+                    device = self.relative_attention_bias.weight.device
+                context_position = torch.arange(query_length, dtype=torch.long, device=device)[:, None]
+                memory_position = torch.arange(key_length, dtype=torch.long, device=device)[None, :]
+                relative_position = memory_position - context_position  # shape (query_length, key_length)
+                relative_position_bucket = self._relative_position_bucket(
+                    relative_position,  # shape (query_length, key_length)
+                    bidirectional=(not self.is_decoder),
+                    num_buckets=self.relative_attention_num_buckets,
+                    max_distance=self.relative_attention_max_distance,
+                )
+                values = self.relative_attention_bias(relative_position_bucket)  # shape (query_length, key_length, num_heads)
+                values = values.permute([2, 0, 1]).unsqueeze(0)  # shape (1, num_heads, query_length, key_length)
+                return values
+
+            def forward(self, hidden_states, position_bias=None):
+                batch_size, seq_length = hidden_states.shape[:2]
+
+                def shape(states):
+                    return states.view(batch_size, -1, self.n_heads, self.key_value_proj_dim).transpose(1, 2)
+
+                def unshape(states):
+                    return states.transpose(1, 2).contiguous().view(batch_size, -1, self.inner_dim)
+
+                query_states = shape(self.q(hidden_states))
+                key_states = shape(self.k(hidden_states))
+                value_states = shape(self.v(hidden_states))
+                scores = torch.matmul(query_states, key_states.transpose(3, 2))
+                if position_bias is None:
+                    position_bias = self.compute_bias(seq_length, seq_length, device=scores.device)
+                scores += position_bias
+                attn_weights = nn.functional.softmax(scores.float(), dim=-1).type_as(scores)
+                attn_output = unshape(torch.matmul(attn_weights, value_states))
+                return self.o(attn_output), position_bias
+
+        buckets = {}
+        for bidirectional in (True, False):
+            rel = torch.arange(-20, 21)[None, :]
+            buckets[bidirectional] = T5Attention._relative_position_bucket(rel, bidirectional=bidirectional,
+                                                                           num_buckets=8, max_distance=16)
+            log(f"buckets bidirectional={bidirectional}", buckets[bidirectional].tolist())
+            log(f"buckets dtype {bidirectional}", str(buckets[bidirectional].dtype).split(".")[-1])
+        for is_decoder, length in ((False, 5), (True, 3)):
+            attn = init_params(torch, T5Attention(8, 2, is_decoder, True, 8, 16), 100)
+            norm = T5LayerNorm(8)
+            h = randn(torch, (2, length, 8), 101)
+            out, bias = attn(norm(h))
+            out2, _ = attn(norm(h), position_bias=bias)
+            (out * out2).sum().backward()
+            log(f"decoder={is_decoder} bias", bias)
+            log(f"decoder={is_decoder} out", out)
+            log(f"decoder={is_decoder} bias grad", attn.relative_attention_bias.weight.grad)
+        norm16 = T5LayerNorm(8).to(torch.bfloat16)
+        y = norm16(randn(torch, (2, 8), 102))
+        log("bf16 layer norm", (str(y.dtype).split(".")[-1], y.float()))
+
+    run_both(program)
