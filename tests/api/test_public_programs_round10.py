@@ -3222,3 +3222,119 @@ def test_huggingface_t5_relative_position_bias():
         log("bf16 layer norm", (str(y.dtype).split(".")[-1], y.float()))
 
     run_both(program)
+
+
+# huggingface/pytorch-image-models timm/models/_manipulate.py (checkpoint_seq: a Sequential's
+# children checkpointed ``every`` modules at a time through torch.utils.checkpoint.checkpoint
+# with use_reentrant and preserve_rng_state, ``flatten`` through itertools.chain.from_iterable,
+# ``skip_last`` running the tail plainly; named_apply walking named_children depth first) and
+# timm's ``_init_weights(module, name, head_init_scale)`` pattern that scales a 'head.' Linear
+# through ``.data.mul_``; a 3-stage conv net of Sequential stages at 4 channels on 2x3x6x6
+# inputs, checkpointed with use_reentrant False and True, with and without an input that
+# requires grad (the reentrant variant then leaves every parameter's .grad None, with torch's
+# warning), against the same model run plainly
+def test_timm_checkpoint_seq_named_apply():
+    def program(torch, log):
+        import warnings
+        from itertools import chain
+        nn = torch.nn
+        checkpoint = torch.utils.checkpoint.checkpoint
+
+        def named_apply(fn, module, name='', depth_first=True, include_root=False):
+            if not depth_first and include_root:
+                fn(module=module, name=name)
+            for child_name, child_module in module.named_children():
+                child_name = '.'.join((name, child_name)) if name else child_name
+                named_apply(fn=fn, module=child_module, name=child_name, depth_first=depth_first, include_root=True)
+            if depth_first and include_root:
+                fn(module=module, name=name)
+            return module
+
+        def checkpoint_seq(
+                functions,
+                x,
+                every=1,
+                flatten=False,
+                skip_last=False,
+                preserve_rng_state=True,
+                use_reentrant=False,
+        ):
+            def run_function(start, end, functions):
+                def forward(_x):
+                    for j in range(start, end + 1):
+                        _x = functions[j](_x)
+                    return _x
+                return forward
+
+            if isinstance(functions, torch.nn.Sequential):
+                functions = functions.children()
+            if flatten:
+                functions = chain.from_iterable(functions)
+            if not isinstance(functions, (tuple, list)):
+                functions = tuple(functions)
+
+            num_checkpointed = len(functions)
+            if skip_last:
+                num_checkpointed -= 1
+            end = -1
+            for start in range(0, num_checkpointed, every):
+                end = min(start + every - 1, num_checkpointed - 1)
+                x = checkpoint(run_function(start, end, functions), x,
+                               use_reentrant=use_reentrant,
+                               preserve_rng_state=preserve_rng_state)
+            if skip_last:
+                return run_function(end + 1, len(functions) - 1, functions)(x)
+            return x
+
+        def _init_weights(module, name=None, head_init_scale=1.0):
+            if isinstance(module, nn.Linear):
+                nn.init.zeros_(module.bias)
+                if name and 'head.' in name:
+                    module.weight.data.mul_(head_init_scale)
+                    module.bias.data.add_(head_init_scale)
+
+        def stage(c):
+            return nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.GELU())
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = nn.Conv2d(3, 4, 1)
+                self.stages = nn.Sequential(stage(4), stage(4), stage(4))
+                self.head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 36, 3))
+                self.grad_checkpointing = False
+                self.kw = {}
+
+            def forward(self, x):
+                x = self.stem(x)
+                if self.grad_checkpointing:
+                    x = checkpoint_seq(self.stages, x, **self.kw)
+                else:
+                    x = self.stages(x)
+                return self.head(x)
+
+        seen = []
+        named_apply(lambda module, name: seen.append(name), Net(), include_root=True)
+        log("named_apply order", seen)
+        x = randn(torch, (2, 3, 6, 6), 110)
+        configs = [("plain", False, {}, False),
+                   ("every=2 skip_last", True, dict(every=2, skip_last=True), False),
+                   ("flatten", True, dict(flatten=True), False),
+                   ("reentrant", True, dict(use_reentrant=True, every=3), True),
+                   ("reentrant, input without grad", True, dict(use_reentrant=True), False)]
+        for tag, ckpt, kw, input_grad in configs:
+            model = init_params(torch, Net(), 111)
+            named_apply(lambda module, name: _init_weights(module, name, 0.5), model)
+            model.grad_checkpointing, model.kw = ckpt, kw
+            xin = x.clone().requires_grad_(input_grad)
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                out = model(xin)
+                out.pow(2).sum().backward()
+            log(f"{tag} out", out)
+            log(f"{tag} grads", [None if p.grad is None else p.grad for p in model.parameters()])
+            log(f"{tag} input grad", xin.grad)
+            log(f"{tag} running_mean", model.stages[1][1].running_mean)
+            log(f"{tag} requires grad warning", any("requires_grad" in str(m.message) for m in w))
+
+    run_both(program)
