@@ -1,14 +1,18 @@
 """A tenth round of public PyTorch programs run eagerly with torch and with tracegrad
 (``parity.run_both``: every logged value and everything printed must agree), in the style of
-``test_public_programs_round9.py``: contrastive image-text models (CLIP's ResNet and ViT towers,
-``F.multi_head_attention_forward``), redundancy-reduction losses with a hand-written LARS
-optimizer, diffusion utilities with a recomputing autograd Function, set-prediction matching with
-scipy's Hungarian solver, rotary embeddings in complex numbers with a KV cache, speech
-encoder-decoders with forward-hook caches, masked autoregressive networks and normalizing flows.
-Each keeps its program's code at tiny sizes (fewer channels, layers, steps and samples), with
-numpy-seeded data and parameters (``init_params``/``randn``) in place of downloads and random
-streams (``torch.randn`` initialisations, ``sample``, dropout masks); where a program's own code
-had to change, the comment above its test says how and why.
+``test_public_programs_round9.py``: contrastive image-text models (CLIP's ResNet tower,
+``F.multi_head_attention_forward``), self-supervised losses (Barlow Twins with a hand-written
+LARS, VICReg on a one-process gloo group, DINO's multi-crop self-distillation with a weight-norm
+head), masked autoencoders, ConvNeXt, diffusion utilities (a recomputing autograd Function, the
+variational-bound terms), set-prediction matching with scipy's Hungarian solver, rotary
+embeddings in complex numbers with a KV cache, speech encoder-decoders with forward-hook caches,
+T5's relative position buckets, timm's checkpoint_seq, masked autoregressive networks and
+normalizing flows. Each keeps its program's code at tiny sizes (fewer channels, layers, steps
+and samples), with numpy-seeded data and parameters (``init_params``/``randn``) in place of
+downloads and random streams (``torch.randn`` initialisations, ``sample``, ``torch.rand`` noise,
+dropout masks); where a program's own code had to change, the comment above its test says how
+and why. Where a program's old idiom now raises in torch, the test checks that tracegrad raises
+the same class.
 """
 import math
 
