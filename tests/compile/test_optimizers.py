@@ -1,6 +1,7 @@
 """Compiled training steps equal eager ones for every optimizer in tracegrad.optim, with
 gradient clipping inside, accumulation without zero_grad, zero_grad(set_to_none=False),
 grads set to None outside, frozen/unused parameters and a new batch size."""
+import numpy as np
 import pytest
 
 import tracegrad
@@ -126,3 +127,48 @@ def test_compiled_optimizer_step_only(name, kw):
     run = check_compiled(make, calls=5)
     st = run.step.compiled.stats
     assert 1 <= st["traces"] <= 2 and not st["graph_breaks"], st
+
+
+def _hand_written_sgd_program(mod, wrap):
+    """A hand-written Optimizer whose update passes the group's lr as ``alpha`` (LARS, the
+    PyTorch tutorials' custom SGD): ``p.add_(buf, alpha=-group['lr'])``, ``p.sub_(.., alpha=)``
+    and the out-of-place ``add``; the lr comes from a NumPy schedule (np.float64) changed
+    between calls."""
+    class HandSGD(mod.optim.Optimizer):
+        def __init__(self, params, lr, momentum):
+            super().__init__(params, dict(lr=lr, momentum=momentum))
+
+        @mod.no_grad()
+        def step(self):
+            for g in self.param_groups:
+                for p in g['params']:
+                    st = self.state[p]
+                    if 'buf' not in st:
+                        st['buf'] = mod.zeros_like(p)
+                    st['buf'].mul_(g['momentum']).add_(p.grad, alpha=1 - g['momentum'])
+                    p.add_(st['buf'], alpha=-g['lr'])
+                    p.sub_(p.grad.add(p, alpha=0.01), alpha=g['lr'] / 2)
+
+    model = np_init(mod.nn.Linear(3, 2), mod)
+    opt = HandSGD(model.parameters(), lr=np.float64(0.1), momentum=0.9)
+    schedule = np.linspace(0.1, 0.02, 4)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def between(state, i):
+        state["opt"].param_groups[0]["lr"] = schedule[i + 1]
+    return wrap(step), {"model": model, "opt": opt, "between": between}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_hand_written_optimizer_lr_as_alpha():
+    # the lr is a traced input inside the step: alpha=-lr must not read its value (no graph
+    # break), and a NumPy lr must not break the guard on its sign
+    run = check_compiled(_hand_written_sgd_program, calls=3, between=lambda s, i: s["between"](s, i),
+                         torch_too=True)
+    assert not run.step.stats["graph_breaks"], run.step.stats
+    assert run.step.stats["traces"] == 1, run.step.stats

@@ -340,3 +340,22 @@ def test_compiled_step_is_traced_not_fused():
     assert fused.STATS["calls"] == before + 3
     for a, b in zip(comp, eager):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-6, atol=1e-7)
+
+
+def test_numpy_scalar_hyperparameters():
+    """Hyper-parameters read from NumPy schedules (DINO's ``param_group["lr"] = lr_schedule[it]``
+    with ``lr_schedule`` a np.linspace array) are np.float64 scalars; the fused step keys its
+    programs on their signs, and a np.float64 zero weight decay must not break that."""
+    steps = []
+    for mod in (torch, tracegrad):
+        ps = _params(mod)[:-1]
+        opt = mod.optim.AdamW(ps, lr=0.01)
+        for i, lr in enumerate(np.linspace(0.0, 0.02, 3)):
+            opt.param_groups[0]["lr"] = lr
+            opt.param_groups[0]["weight_decay"] = np.float64(0.0) if i == 1 else np.float64(0.04)
+            for p, g in zip(ps, GRADS[i]):
+                p.grad = mod.tensor(g)
+            opt.step()
+        steps.append([p.detach().numpy() for p in ps])
+    for a, b in zip(*steps):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

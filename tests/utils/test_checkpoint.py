@@ -837,3 +837,26 @@ def test_checkpoint_runs_under_jit(use_reentrant):
     jitted = jax.jit(run)(*[jax.numpy.asarray(a) for a in arrays])
     for e, j in zip(eager, jitted):
         np.testing.assert_allclose(np.asarray(j), np.asarray(e), rtol=1e-5, atol=1e-7)  # float32, fused
+
+
+def program_early_stop_batch_norm(torch, log):
+    # a segment that ends in a training BatchNorm (timm's checkpoint_seq over conv-bn stages):
+    # the recomputation stops at the normalisation's saved tensors, after torch's kernel updated
+    # the running statistics, so they are updated twice (as num_batches_tracked), with
+    # early stop on and off
+    ck = torch.utils.checkpoint
+    for early in (True, False):
+        lin, bn = torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2)
+        with torch.no_grad():
+            lin.weight.copy_(torch.tensor([[1.0, 0.5], [0.2, -1.0]]))
+            lin.bias.zero_()
+        x = T(torch, (4, 2), 31, rg=True)
+        with ck.set_checkpoint_early_stop(early):
+            out = ck.checkpoint(lambda a: bn(lin(a)), x, use_reentrant=False)
+        out.pow(2).sum().backward()
+        log(f"early={early} stats", (bn.running_mean, bn.running_var, bn.num_batches_tracked))
+        log(f"early={early} grad", x.grad)
+
+
+def test_early_stop_batch_norm_updates_running_stats():
+    run_both(program_early_stop_batch_norm)

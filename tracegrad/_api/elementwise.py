@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
+from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -60,7 +60,7 @@ def add(self, other, *rest, alpha=None):
         other, alpha = alpha_first("add", other, rest, alpha)
         self, other = _wrap_numbers(self, other)
         _check_alpha("add", self, other, alpha)
-        return _binary("add", self, other, None if alpha == 1 else alpha)
+        return _binary("add", self, other, alpha_arg(alpha))
     except SparseOperand as e:   # an operand is sparse COO (NOTE in _tensor/layout.py)
         return e.tensor._sparse_operand(e, "add", self, other, alpha=1 if alpha is None else alpha)
 
@@ -86,7 +86,7 @@ def sub(self, other, *rest, alpha=None):
         self, other = _wrap_numbers(self, other)
         check_sub_bool(self, other)
         _check_alpha("sub", self, other, alpha)
-        return _binary("sub", self, other, None if alpha == 1 else alpha)
+        return _binary("sub", self, other, alpha_arg(alpha))
     except SparseOperand as e:
         return e.tensor._sparse_operand(e, "sub", self, other, alpha=1 if alpha is None else alpha)
 
@@ -96,7 +96,7 @@ def rsub(self, other, alpha=None):
     """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
     ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number). RuntimeError for bools."""
     check_sub_bool(other, self)
-    return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, None if alpha == 1 else alpha)
+    return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, alpha_arg(alpha))
 
 
 @method("mul", "multiply", function=True)

@@ -18,7 +18,7 @@ from .._x64 import with_x64
 from ._registry import METHODS, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
-from .promotion import ADDCDIV_INT, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
+from .promotion import ADDCDIV_INT, alpha_arg, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -95,7 +95,7 @@ def _inplace_binary(opname):
             dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
         except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
             return e.tensor._sparse_operand(e, opname + "_", self, other, alpha=1 if alpha is None else alpha)
-        args = (other, None if alpha == 1 else alpha) if opname in ("add", "sub") else (other,)
+        args = (other, alpha_arg(alpha)) if opname in ("add", "sub") else (other,)
         return apply_inplace(op, self, args, (("dtype", dt),))
     f.__name__ = opname + "_"
     f.__doc__ = f"Mirrors ``torch.Tensor.{opname}_``: in place, bumps ``_version``; RuntimeError when " \

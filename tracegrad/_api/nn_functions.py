@@ -15,6 +15,7 @@ from .. import _autocast, _state
 from .argcheck import floating_input
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
+from ..autograd._graph_impl import StopAfterOp
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
@@ -372,7 +373,11 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     if not training:
         out = _batch_norm_op(input, weight, bias, running_mean, running_var, False, eps)[0]
         return out, input.new_empty((0,)), input.new_empty((0,))
-    out, mean, var = _batch_norm_op(input, weight, bias, None, None, True, eps)
+    try:
+        out, mean, var = _batch_norm_op(input, weight, bias, None, None, True, eps)
+    except StopAfterOp:
+        _update_after_stop(input, running_mean, running_var, momentum)
+        raise
     if running_mean is not None or running_var is not None:
         _update_running_stats(running_mean, running_var, mean, var, momentum, verify_batch_size(input))
     with no_grad():
@@ -387,6 +392,20 @@ def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
         if running_var is not None:
             unbiased = var.detach() * (n / (n - 1))
             running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+
+
+def _update_after_stop(input, running_mean, running_var, momentum):
+    """The running-statistics update of a training batch_norm whose op a saved-tensor hook
+    stopped (StopAfterOp: checkpoint's early stop ends a recomputation at the op that saves the
+    last tensor). torch's kernel updates the statistics before anything is saved, so the update
+    still happens, from batch statistics computed again (the op's outputs never arrived)."""
+    if running_mean is None and running_var is None:
+        return
+    dims = [0] + list(range(2, input.ndim))
+    with no_grad():
+        x = input.detach()
+        mean, var = x.mean(dims), x.var(dims, unbiased=False)
+    _update_running_stats(running_mean, running_var, mean, var, momentum, verify_batch_size(input))
 
 
 def verify_batch_size(input) -> int:
@@ -409,8 +428,13 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         n = verify_batch_size(input)
     # training reads batch statistics only: running stats stay out of the op (and its saved set),
     # so updating them in place below does not trip the saved-tensor version check
-    out, mean, var = _batch_norm_op(input, weight, bias, None if training else running_mean,
-                                    None if training else running_var, training, eps)
+    try:
+        out, mean, var = _batch_norm_op(input, weight, bias, None if training else running_mean,
+                                        None if training else running_var, training, eps)
+    except StopAfterOp:
+        if training:
+            _update_after_stop(input, running_mean, running_var, momentum)
+        raise
     if training and running_mean is not None:
         _update_running_stats(running_mean, running_var, mean, var, momentum, n)
     return out

@@ -155,6 +155,13 @@ def _float_dtype(dt):
     return dt if (dt.is_floating_point or dt.is_complex) else _dt.get_default_dtype()
 
 
+def alpha_arg(alpha):
+    """The op's alpha argument: None for none or 1. A tensor alpha (an optimizer's lr inside a
+    compiled step is a traced 0-d tensor: ``p.add_(mu, alpha=-group['lr'])``) passes through
+    without ``== 1``, whose truth value would read the traced value (a graph break)."""
+    return None if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1) else alpha
+
+
 def alpha_first(api, other, rest, alpha):
     """torch's deprecated overload ``add(Number alpha, Tensor other)`` (also ``add_``, ``sub``,
     ``sub_``), still accepted with a UserWarning by torch and used by old tutorials

@@ -46,7 +46,9 @@ class _Entry:
 
 
 def _sign(v):
-    return (v > 0) - (v < 0)
+    # int(): a NumPy scalar hyperparameter (an lr read from a np.linspace schedule) compares to
+    # np.bool_, which has no subtraction
+    return int(v > 0) - int(v < 0)
 
 
 def run_inplace(key, fn, tensors, numbers, donate=()):

@@ -43,7 +43,9 @@ def lifted(group, key):
 
 
 def _sign(v):
-    return (v > 0) - (v < 0)
+    # int(): a NumPy scalar (np.float64 is a float: an lr from a NumPy schedule) compares to
+    # np.bool_, which has no subtraction
+    return int(v > 0) - int(v < 0)
 
 
 def signature(optimizers):

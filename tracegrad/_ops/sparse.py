@@ -12,9 +12,11 @@ from .registry import defop
 
 
 def _to_dense(indices, values, size):
-    # duplicates add up, as torch's to_dense of an uncoalesced tensor
+    # duplicates add up, as torch's to_dense of an uncoalesced tensor (bool ones or together:
+    # XLA has no bool add, and True + True is True in torch)
     out = jnp.zeros(size, values.dtype)
-    return out.at[tuple(indices[d] for d in range(indices.shape[0]))].add(values)
+    at = out.at[tuple(indices[d] for d in range(indices.shape[0]))]
+    return at.max(values) if values.dtype == jnp.bool_ else at.add(values)
 
 
 def _mm(indices, values, dense, rows):
@@ -25,7 +27,8 @@ def _mm(indices, values, dense, rows):
 
 def _segment_sum(values, inverse, n):
     # coalesce: entry i goes to unique position inverse[i]
-    return jnp.zeros((n,) + values.shape[1:], values.dtype).at[inverse].add(values)
+    at = jnp.zeros((n,) + values.shape[1:], values.dtype).at[inverse]
+    return at.max(values) if values.dtype == jnp.bool_ else at.add(values)
 
 
 defop("sparse_coo_to_dense", _to_dense, args=("indices", "values"), grad_fn="ToDenseBackward0", saves=("indices",))

@@ -350,6 +350,13 @@ def edge(t):
 SAVED_HOOKS_DISABLED: list = [None]
 
 
+class StopAfterOp(Exception):
+    """Raised by a saved-tensor pack hook to end the running forward right after the op whose
+    tensor it packs (checkpoint's early stop). In torch that op's kernel has run whole by then;
+    a composite that does more after recording its node (batch_norm's running-statistics update)
+    finishes that work before letting this through."""
+
+
 class saved_tensors_hooks:
     """Mirrors ``torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook)``: each tensor
     an op saves for backward goes through ``pack_hook(tensor) -> anything`` once when saved;

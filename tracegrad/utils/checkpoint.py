@@ -32,7 +32,7 @@ import tracegrad
 from .. import _autocast
 from .._lowering.remat import barrier
 from ..autograd import engine as _engine
-from ..autograd._graph_impl import SavedTensor
+from ..autograd._graph_impl import SavedTensor, StopAfterOp
 from ..autograd.function import Function
 from ..autograd.graph import saved_tensors_hooks
 
@@ -250,7 +250,7 @@ class _Holder:
         self.kept = None
 
 
-class _StopRecomputation(Exception):
+class _StopRecomputation(StopAfterOp):
     pass
 
 
