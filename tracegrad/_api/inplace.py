@@ -13,6 +13,7 @@ from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
 from .._tensor.meta import abstract
 from .._tensor.factories import tensor
+from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
 from ._registry import METHODS, method
@@ -175,13 +176,23 @@ def fill_(self, value):
         return apply_inplace(OPS["fill_tensor"], self, (value,))
     if self.dtype._cat == 1 and not isinstance(value, (bool, np.bool_)):
         check_fits(np.asarray(value), self.dtype, "fill_")   # torch refuses a value the dtype cannot hold
-    return apply_inplace(OPS["fill"], self, (value,))
+    return _fill_overlapping(OPS["fill"], self, (value,))
 
 
 @method()
 def zero_(self):
-    """Mirrors ``torch.Tensor.zero_``."""
-    return apply_inplace(OPS["zero"], self, ())
+    """Mirrors ``torch.Tensor.zero_``. Like ``fill_`` with a number, it may write a view whose
+    elements alias each other (an ``expand``ed or zero-stride tensor), as torch."""
+    return _fill_overlapping(OPS["zero"], self, ())
+
+
+def _fill_overlapping(op, self, args):
+    # NOTE: torch's fill_(number)/zero_ do not check internal overlap (fill_(tensor) does)
+    _tensor_mod.OVERLAP_OK[0] = True
+    try:
+        return apply_inplace(op, self, args)
+    finally:
+        _tensor_mod.OVERLAP_OK[0] = False
 
 
 @method()

@@ -565,7 +565,9 @@ def cat(tensors, dim=0, *, out=None):
         if not isinstance(t_, Tensor):
             raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
     # torch skips legacy empty 1-D tensors
-    ref = next((t_ for t_ in tensors if t_.shape != (0,)), tensors[0])
+    ref = next((t_ for t_ in tensors if t_.shape != (0,)), None)
+    if ref is None:   # only legacy empties: torch returns an empty 1-D result for any dim
+        return apply_op(OPS["cat"], tuple(tensors), (("dim", 0), ("dtype", result_dtype(*tensors).np)))
     d = _wrap_dim(dim, ref.ndim)
     for i, t_ in enumerate(tensors):
         if t_.shape == (0,) and t_ is not ref:

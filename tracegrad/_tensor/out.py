@@ -94,10 +94,21 @@ def _no_tuple(label, args, kwargs, out):
         return "nonzero does not support the out kwarg when as_tuple is True; call it with as_tuple=False"
 
 
+def _complex_result(label, args, kwargs, out):
+    # complex/polar check out= against the complex dtype of their (valid) float parts first
+    parts = [a for a in args[:2] if isinstance(a, Tensor)]
+    want = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
+    if (len(parts) == 2 and parts[0].dtype is parts[1].dtype and parts[0].dtype.name in want
+            and isinstance(out, Tensor) and out.dtype.name != want[parts[0].dtype.name]):
+        return (f"Expected object of scalar type {_dt.SCALAR_NAMES[want[parts[0].dtype.name]]} but got "
+                f"scalar type {scalar_name(out.dtype.np)} for argument 'out'")
+
+
 # out= dtypes (and forms) some torch kernels refuse before computing, with their own messages
 _OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
-                 "bucketize": _index_result, "nonzero": _no_tuple}
+                 "bucketize": _index_result, "nonzero": _no_tuple,
+                 "complex": _complex_result, "polar": _complex_result}
 
 
 def accepts_out(name=None, dtype_from_out=False, **how):
