@@ -127,7 +127,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
               "tensor.new_tensor(sourceTensor).", UserWarning)
         d, dev = _like(self, dtype, device)
         out = data.detach().to(device=dev, dtype=d).clone()    # (not ``tensor(data)``: it would warn again)
-        return out.requires_grad_(True) if requires_grad else out
+        return out._factory_requires_grad() if requires_grad else out
     d, dev = _like(self, dtype, device)
     return tensor(data, dtype=d, device=dev, requires_grad=requires_grad)
 

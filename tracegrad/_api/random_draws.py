@@ -103,11 +103,11 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
         # a dense layout: a laid-out tensor (NOTE [storage layouts]), which ops' outputs follow
         out = _mf.lay_out(_factories.empty(size, dtype=dtype, device=device), _mf.dense_order(size, stride))
         if strides_of(out) == stride:
-            return out.requires_grad_(requires_grad)
+            return out._factory_requires_grad() if requires_grad else out
     n = 1 + sum((k - 1) * s for k, s in zip(size, stride)) if all(size) else 0
     out = as_strided(_factories.empty(n, dtype=dtype, device=device), size, stride, 0)
     out._base = None      # a tensor of its own (no view of the storage-sized one it was cut from)
-    return out.requires_grad_(requires_grad)
+    return out._factory_requires_grad() if requires_grad else out
 
 
 @function()

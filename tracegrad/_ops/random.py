@@ -175,6 +175,12 @@ def randint(k, shape, low, high, dtype, api="random_"):
     return _draw(k, lambda g: g.integers(low, high, shape), shape, dtype)
 
 
+def randint_inclusive(k, shape, low, high_inc):
+    """int64 draws uniform over ``[low, high_inc]`` (both ends included: the range may reach
+    int64's maximum, as ``random_(from, None)`` does)."""
+    return _draw(k, lambda g: g.integers(low, high_inc, shape, dtype=np.int64, endpoint=True), shape, np.int64)
+
+
 def permutation(k, n, dtype, api="randperm"):
     if n < 0:
         raise RuntimeError(f"{api}: Trying to create tensor with negative dimension {n}: [{n}]")

@@ -50,7 +50,21 @@ def plain_sequences(data):
         return data if all(a is b for a, b in zip(out, data)) else out
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (range, str, bytes, TensorBase)):
         return [plain_sequences(e) for e in data]
+    if _duck_sequence(data):
+        # any object with __len__ and __getitem__ is a sequence to torch (PySequence_Check)
+        try:
+            items = [data[i] for i in range(len(data))]
+        except Exception:  # noqa: BLE001 - torch reports any failure to read it the same way
+            raise ValueError(f"could not determine the shape of object type '{type(data).__name__}'") from None
+        return [plain_sequences(e) for e in items]
     return data
+
+
+def _duck_sequence(x):
+    t = type(x)
+    return (hasattr(t, "__len__") and hasattr(t, "__getitem__") and not hasattr(t, "__array__")
+            and not isinstance(x, (np.ndarray, np.generic, TensorBase, str, bytes, range,
+                                   collections.abc.Mapping, collections.abc.Set)))
 
 
 def _one_element(t):

@@ -63,7 +63,7 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
     if in_inference_mode():
         t._inference = True
     if requires_grad:
-        t.requires_grad_(True)
+        t._factory_requires_grad()
     return t
 
 
@@ -138,7 +138,7 @@ def from_file_array(ndarray):
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     t = as_tensor(obj, dtype=dtype, device=device)
-    return t.requires_grad_(requires_grad) if requires_grad else t
+    return t._factory_requires_grad() if requires_grad else t
 
 
 def _size_keyword(fn):
@@ -206,7 +206,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     fill = uninitialized_fill(out.dtype)
     if fill is not None:
         out.fill_(fill)
-    return _mf.lay_out(out.requires_grad_(requires_grad), order)
+    return _mf.lay_out(out._factory_requires_grad() if requires_grad else out, order)
 
 
 def uninitialized_fill(dtype):
