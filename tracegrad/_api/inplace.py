@@ -419,7 +419,7 @@ def _random(k, shape, dtype, a=_UNSET, b=_NO_TO, **kw):
                     warn(f"{what} is out of bounds [-(2^{d}), 2^{d}]. Due to precision limitations "
                          f"{_C_NAME[name]} can support discrete uniform distribution only within this range. "
                          "This warning will become an error in version 1.7 release, please fix the code in advance")
-    return _rnd.randint_inclusive(k, shape, low, to_inc).astype(dtype)
+    return _rnd.ints_as(_rnd.randint_inclusive(k, shape, low, to_inc), dtype)
 
 
 def _exponential(k, shape, dtype, lambd=1.0):

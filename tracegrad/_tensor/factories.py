@@ -272,7 +272,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None,
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape=True)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
            pin_memory=False):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
@@ -322,7 +322,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 @with_x64
-def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+@accepts_out(dtype_from_out=True, keep_shape=True)
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
     _dense_layout(layout, "range")

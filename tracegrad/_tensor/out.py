@@ -27,15 +27,19 @@ _RESIZED = ("An output with one or more elements was resized since it had shape 
             "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
 
 
-def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any_dtype=False):
+def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any_dtype=False, keep_shape=False):
     """Write ``result`` (a Tensor or a tuple of Tensors) into ``out`` (the same structure) the way
     torch's ``<name>(..., out=out)`` does, and return ``out``. ``exact_dtype``: ``out`` must have
     the result's dtype (``"tuples"``: only where the result is a tuple, as ``max(x, dim)`` against
     ``max(x, y)``); ``cast_error``: the class raised for a cast to a lower category;
-    ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``)."""
+    ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``);
+    ``keep_shape``: an ``out`` with as many elements keeps its shape and takes the values in
+    row-major order (torch's ``arange``/``range`` resize only on a different count)."""
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        if keep_shape and out.numel() == result.numel() and tuple(out.shape) != tuple(result.shape):
+            result = result.reshape(out.shape)
         return _write_one(name, result, out, exact_dtype is True, cast_error, any_dtype)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
