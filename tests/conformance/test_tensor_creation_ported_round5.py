@@ -1398,3 +1398,222 @@ def test_range_warning(T):
         warnings.simplefilter("always")
         T.range(0, 10)
     assert len(w) == 1
+
+
+def test_arange(T):
+    # TestTensorCreation.test_arange (sizes cut: 1000 elements, a 3x3x300 permuted out=)
+    import warnings
+    res = T.tensor(range(1000))
+    res2 = T.tensor([], dtype=T.int64)
+    T.arange(0, 1000, out=res2)
+    _eq(T.arange(0, 1000), res, rtol=0, atol=0)
+    _eq(res2, res, rtol=0, atol=0)
+    res = T.zeros(3, 3, 300).to(T.int64).permute(2, 0, 1)
+    T.arange(0, 300 * 3 * 3, out=res)
+    _eq(res.flatten(), T.arange(0, 300 * 3 * 3))
+    _eq(T.arange(10), T.arange(0, 10), rtol=0, atol=0)
+    x = T.zeros(2, 3)
+    T.arange(0, 4, out=x.narrow(1, 1, 2))
+    _eq(x, T.tensor(((0., 0., 1.), (0., 2., 3.))), rtol=0, atol=1e-16)
+    res2 = T.tensor([])
+    T.arange(1, -1, -1, out=res2)
+    _eq(res2, T.tensor((1., 0.)), rtol=0, atol=0)
+    res2 = T.tensor([])
+    T.arange(1, 0, -1, out=res2)
+    _eq(res2, T.ones(1), rtol=0, atol=0)
+    T.arange(1, 2, 1, out=res2)
+    _eq(res2, T.ones(1), rtol=0, atol=0)
+    for dt in (T.float, T.double):
+        res1 = T.arange(0.6, 0.89, 0.1, out=T.tensor([], dtype=dt))
+        _eq(res1, np.array([0.6, 0.7, 0.8]), exact_dtype=False)
+        res1 = T.arange(1, 10, 0.3, out=T.tensor([], dtype=dt))
+        assert res1.size(0) == 30
+        assert res1[0].item() == 1
+        assert abs(res1[29].item() - 9.7) < 1e-5
+    r, r2 = T.arange(True), T.arange(False)
+    assert r[0].item() == 0 and len(r2) == 0
+    assert r.dtype == T.int64 and r2.dtype == T.int64
+    for args, mn, mx, n in (((0, 5), 0, 4, 5), ((0, 6, 3), 0, 3, 2), ((0, 5, 2), 0, 4, 3), ((0, -5, -2), -4, 0, 3)):
+        r = T.arange(*args)
+        assert (r.min().item(), r.max().item(), r.numel()) == (mn, mx, n)
+    r1, r2, r3 = T.arange(0, 5 + 1e-6), T.arange(0, 5, dtype=T.float32), T.arange(0, 5 - 1e-6)
+    _eq(r1[:-1], r2, rtol=0, atol=0)
+    _eq(r2, r3, rtol=0, atol=0)
+    r1, r2, r3 = T.arange(10, -1 + 1e-6, -1), T.arange(10, -1, -1, dtype=T.float32), T.arange(10, -1 - 1e-6, -1)
+    _eq(r1, r2, rtol=0, atol=0)
+    _eq(r2, r3[:-1], rtol=0, atol=0)
+    w = 1449629115440469
+    assert T.arange(0, 100 * w, w).numel() == 100
+    line = T.zeros(size=(1, 49))
+    with pytest.warns(UserWarning, match="The out tensor will be resized"):
+        T.arange(-1, 1, 2. / 49, dtype=T.float32, out=line)
+    assert tuple(line.shape) == (50,)
+    with pytest.raises(RuntimeError):
+        T.arange(10, out=T.empty(1).expand(10))
+    for args in ((-5, float("nan")), (0, float("-inf"), -1), (0, float("inf")), (float("-inf"), 10),
+                 (float("nan"), 10), (float("inf"),), (float("nan"),)):
+        with pytest.raises(RuntimeError, match="unsupported range"):
+            T.arange(*args)
+    with pytest.raises(RuntimeError, match="overflow"):
+        T.arange(1.175494351e-38, 3.402823466e+38)
+    assert T.arange(-4.0, 4.0, 0.01, dtype=T.float32).shape[0] == 800
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+
+
+def test_arange_inference(T):
+    # TestTensorCreation.test_arange_inference
+    saved = T.get_default_dtype()
+    T.set_default_dtype(T.float32)
+    try:
+        t = T.tensor
+        for got, want in (
+                (T.arange(1.), T.float32), (T.arange(t(1.)), T.float32), (T.arange(t(1., dtype=T.float64)), T.float32),
+                (T.arange(1), T.int64), (T.arange(t(1)), T.int64), (T.arange(t(1, dtype=T.int16)), T.int64),
+                (T.arange(1., 3), T.float32), (T.arange(t(1., dtype=T.float64), 3), T.float32),
+                (T.arange(1, 3.), T.float32), (T.arange(t(1, dtype=T.int16), t(3.)), T.float32),
+                (T.arange(1, 3, 1.), T.float32),
+                (T.arange(t(1), t(3, dtype=T.int16), t(1., dtype=T.float64)), T.float32),
+                (T.arange(1, 3), T.int64), (T.arange(t(1), 3), T.int64),
+                (T.arange(t(1), t(3, dtype=T.int16)), T.int64), (T.arange(1, 3, 1), T.int64),
+                (T.arange(t(1), t(3), t(1, dtype=T.int16)), T.int64)):
+            assert got.dtype is want
+    finally:
+        T.set_default_dtype(saved)
+
+
+def test_empty_strided(T):
+    # TestTensorCreation.test_empty_strided: the same shape/strides as_strided gives on a storage
+    # of empty_strided's storage size
+    for shape in [(2, 3, 4), (0, 2, 0)]:
+        for strides in [(12, 4, 1), (2, 4, 6), (0, 0, 0)]:
+            es = T.empty_strided(shape, strides)
+            ast = T.empty(es.untyped_storage().size() // es.element_size()).as_strided(shape, strides)
+            assert es.shape == ast.shape
+            assert es.stride() == ast.stride()
+
+
+def test_new_empty_strided(T):
+    # TestTensorCreation.test_new_empty_strided (pytorch issue 82416 for the length check)
+    def check(sizes, strides, dtype):
+        x = T.zeros(5, 5, dtype=dtype)
+        result = x.new_empty_strided(sizes, strides)
+        expected = T.empty_strided(sizes, strides, dtype=x.dtype, device=x.device)
+        assert result.shape == expected.shape
+        assert result.stride() == expected.stride()
+        assert result.dtype == expected.dtype
+        assert result.device == expected.device
+
+    check([2, 3], [3, 1], T.float)
+    check([5, 3], [0, 1], T.int)
+    check([], [], T.float)
+    for shape in [(2, 3, 4), (0, 2, 0)]:
+        for strides in [(12, 4, 1), (2, 4, 6), (0, 0, 0)]:
+            check(shape, strides, T.float)
+    with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(1\) must match dimensionality of strides \(0\)"):
+        T.tensor(-4.8270, dtype=T.float64).new_empty_strided((2,), (), dtype=T.float64)
+
+
+def test_strided_mismatched_stride_shape(T):
+    # TestTensorCreation.test_strided_mismatched_stride_shape
+    for shape, strides in [((1,), ()), ((1, 2), (1,))]:
+        with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+            T.tensor(0.42).as_strided(shape, strides)
+        with pytest.raises(RuntimeError, match="mismatch in length of strides and shape"):
+            T.tensor(0.42).as_strided_(shape, strides)
+
+
+def test_empty_tensor_props(T):
+    # TestTensorCreation.test_empty_tensor_props
+    for size in [(0,), (0, 3), (5, 0), (5, 0, 3, 0, 2), (0, 3, 0, 2), (0, 5, 0, 2, 0)]:
+        x = T.empty(tuple(size))
+        assert tuple(x.shape) == size
+        assert x.is_contiguous()
+        y = T.empty(tuple(s if s != 0 else 1 for s in size))
+        assert x.stride() == y.stride()
+
+
+def test_empty_overflow(T):
+    # TestTensorCreation.test_empty_overflow
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        T.empty([2, 4, 2 ** 29, 2 ** 29], dtype=T.float64)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        T.empty([8, 8, 2 ** 29, 2 ** 29], dtype=T.float64)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        T.empty_strided([8, 8], [2 ** 61, 1], dtype=T.float64)
+    with pytest.raises(RuntimeError, match="Stride calculation overflowed"):
+        T.empty([0, 4, 2305843009213693952], dtype=T.float32)
+
+
+def test_eye(T):
+    # TestTensorCreation.test_eye (bfloat16 skipped as the original)
+    for name in ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+                 "complex64", "complex128"]:
+        dt = getattr(T, name)
+        for n, m in ((-1, 1), (1, -1), (-1, -1)):
+            with pytest.raises(RuntimeError, match="must be greater or equal to"):
+                T.eye(n, m, dtype=dt)
+        for n, m in [(3, None), (5, None), (3, 5), (7, 3)]:
+            res1 = T.eye(n, dtype=dt) if m is None else T.eye(n, m, dtype=dt)
+            naive = T.zeros(n, n if m is None else m, dtype=dt)
+            naive.diagonal(dim1=-2, dim2=-1).fill_(1)
+            _eq(res1, naive)
+            res2 = T.empty(0, dtype=dt)
+            if m is None:
+                T.eye(n, out=res2)
+            else:
+                T.eye(n, m, out=res2)
+            _eq(res2, res1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+def test_linspace_vs_numpy(T, dtype):
+    # TestTensorCreation.test_linspace_vs_numpy (steps up to 257; the 2**22 case left out)
+    cplx = dtype.startswith("complex")
+    start = -0.0316082797944545745849609375 + (0.8888888888j if cplx else 0)
+    end = .0315315723419189453125 + (0.444444444444j if cplx else 0)
+    tol = 1e-8 if dtype in ("float32", "complex64") else 1e-10
+    for steps in [1, 2, 3, 5, 11, 256, 257]:
+        t = T.linspace(start, end, steps, dtype=getattr(T, dtype))
+        a = np.linspace(start, end, steps, dtype=dtype)
+        _eq(t, a, exact_dtype=False, rtol=1.3e-6 if dtype in ("float32", "complex64") else 1e-7, atol=tol)
+        assert t[0].item() == a[0]
+        assert t[steps - 1].item() == a[steps - 1]
+
+
+@pytest.mark.parametrize("dtype", INT_DT)
+def test_linspace_vs_numpy_integral(T, dtype):
+    # TestTensorCreation.test_linspace_vs_numpy_integral
+    for steps in [25, 50]:
+        t = T.linspace(1, 127, steps, dtype=getattr(T, dtype))
+        a = np.linspace(1, 127, steps, dtype=dtype)
+        _eq(t, a, exact_dtype=False)
+        assert t[0].item() == a[0]
+        assert t[steps - 1].item() == a[steps - 1]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_logspace_vs_numpy(T, dtype):
+    # TestTensorCreation.test_logspace_vs_numpy (steps up to 257)
+    start, end = -0.0316082797944545745849609375, .0315315723419189453125
+    for steps in [1, 2, 3, 5, 11, 256, 257]:
+        t = T.logspace(start, end, steps, dtype=getattr(T, dtype))
+        a = np.logspace(start, end, steps, dtype=dtype)
+        tol = 1e-6 if dtype == "float32" else 1e-10
+        _eq(t, a, exact_dtype=False, rtol=1.3e-6, atol=tol)
+        assert abs(t[0].item() - a[0]) <= tol
+        assert abs(t[steps - 1].item() - a[steps - 1]) <= tol
+
+
+def test_tensor_ctor_device_inference(T):
+    # TestTensorCreation.test_tensor_ctor_device_inference (CPU)
+    import warnings
+    values = T.tensor((1, 2, 3))
+    for op in (T.tensor, T.as_tensor):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert op(values).device == T.device("cpu")
+            assert op(values, dtype=T.float64).device == T.device("cpu")
+    indices = T.tensor([[0, 1, 1], [2, 0, 1], [2, 1, 0]])
+    assert T.sparse_coo_tensor(indices, values, (3, 3, 3)).device == T.device("cpu")
+    assert T.sparse_coo_tensor(indices, values, (3, 3, 3), dtype=T.float64).device == T.device("cpu")

@@ -34,12 +34,21 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
     ``max(x, y)``); ``cast_error``: the class raised for a cast to a lower category;
     ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``);
     ``keep_shape``: an ``out`` with as many elements keeps its shape and takes the values in
-    row-major order (torch's ``arange``/``range`` resize only on a different count)."""
+    row-major order (torch's ``arange``/``range`` resize only on a different count; ``"warn"``:
+    with arange's own warning)."""
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-        if keep_shape and out.numel() == result.numel() and tuple(out.shape) != tuple(result.shape):
-            result = result.reshape(out.shape)
+        if keep_shape and tuple(out.shape) != tuple(result.shape):
+            if out.numel() == result.numel():
+                result = result.reshape(out.shape)
+            else:   # resized with arange's own warning (range's silently), not the generic one
+                if keep_shape == "warn" and out.numel():
+                    warn(f"The number of elements in the out tensor of shape {list(out.shape)} is {out.numel()} "
+                         f"which does not match the computed number of elements {result.numel()}. Note that this "
+                         f"may occur as a result of rounding error. The out tensor will be resized to a tensor of "
+                         f"shape ({result.numel()},).")
+                out.resize_(0)
         return _write_one(name, result, out, exact_dtype is True, cast_error, any_dtype)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
