@@ -430,3 +430,12 @@ del _LEGACY_STORAGES
 from ._api.argcheck import guard_all as _guard_all  # noqa: E402
 _guard_all(globals())
 del _guard_all
+
+
+def __getattr__(name):
+    # torch.Storage follows the default dtype (set_default_dtype / set_default_tensor_type):
+    # FloatStorage under float32, DoubleStorage under float64, as torch
+    if name == "Storage":
+        kind = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16"}
+        return globals()[kind[get_default_dtype().name] + "Storage"]
+    raise AttributeError(f"module 'tracegrad' has no attribute {name!r}")

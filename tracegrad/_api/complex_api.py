@@ -193,11 +193,21 @@ def complex_(real, imag):
     """Mirrors ``torch.complex(real, imag)``: the complex tensor ``real + i*imag`` (broadcast;
     float32 -> complex64, float64 -> complex128). Autograd ``ComplexBackward0``. RuntimeError
     unless both are float tensors of one dtype, as torch."""
-    ok = (_dt.float16, _dt.float32, _dt.float64)
-    if real.dtype not in ok or imag.dtype not in ok or real.dtype is not imag.dtype:
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                           f"{_name(real.dtype)} and {_name(imag.dtype)}; pass float tensors of one dtype")
+    check_complex_parts(real, imag)
     return apply_op(OPS["complex"], (real, imag))
+
+
+def check_complex_parts(a, b):
+    """torch's checks on the two real parts of ``complex``/``polar``: RuntimeError naming both
+    scalar types unless each is Half/Float/Double, then one naming the second's type unless they
+    match (both texts as torch)."""
+    ok = (_dt.float16, _dt.float32, _dt.float64)
+    if a.dtype not in ok or b.dtype not in ok:
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
+                           f"{_dt.SCALAR_NAMES[a.dtype.name]} and {_dt.SCALAR_NAMES[b.dtype.name]}")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"Expected object of scalar type {_dt.SCALAR_NAMES[a.dtype.name]} but got scalar type "
+                           f"{_dt.SCALAR_NAMES[b.dtype.name]} for second argument")
 
 
 __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj", "is_neg",

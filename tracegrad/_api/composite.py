@@ -96,7 +96,7 @@ def atleast_3d(*tensors):
 @function()
 def column_stack(tensors):
     """Mirrors ``torch.column_stack``: 0-d and 1-d tensors become columns, then ``hstack``."""
-    return hstack([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors])
+    return hstack([t.reshape(-1, 1) if t.dim() <= 1 else t for t in _stack_list(tensors, "column_stack")])
 
 
 @function()

@@ -200,9 +200,7 @@ def block_diag(*tensors):
         mats.append(t.reshape(1, 1) if t.dim() == 0 else t.reshape(1, -1) if t.dim() == 1 else t)
     if not mats:
         return _zeros((1, 0))
-    dt = mats[0].dtype
-    for t in mats[1:]:
-        dt = result_dtype(_tensor(0, dtype=dt), t)
+    dt = result_dtype(*tensors)   # over the inputs as given: a 1-d int8 beats a 0-d int16, as torch
     width = sum(t.shape[1] for t in mats)
     rows, left = [], 0
     for t in mats:

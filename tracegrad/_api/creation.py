@@ -8,7 +8,7 @@ import warnings
 
 from .._ops import dtypes as _dt
 from .._ops.warn import warn as _warn
-from .._tensor.convert import legacy_array_of
+from .._tensor.convert import check_legacy_device, legacy_array_of
 from .._tensor.device import cuda_devices
 from .._tensor.factories import empty, full, ones, tensor, zeros
 from .._tensor.storage import Storage, TypedStorage
@@ -37,6 +37,7 @@ class LegacyTensorType(type):
         if kwargs:
             raise TypeError(f"{cls.__name__}(): unexpected keyword argument(s) {sorted(kwargs)}; "
                             f"only device= is accepted (use tracegrad.tensor(data, dtype=...) for a dtype)")
+        check_legacy_device(args, device)
         if len(args) == 1 and isinstance(args[0], Tensor):
             if args[0].dtype != cls.dtype:
                 raise TypeError(f"{cls.__name__}(): expected a tensor of dtype {cls.dtype} (got {args[0].dtype}); "
@@ -52,7 +53,9 @@ def new(self, *args, device=None):
     """Mirrors the legacy ``Tensor.new``: a tensor of ``self``'s dtype from sizes
     (``x.new(2, 3)``, ``x.new(torch.Size)``: zero-filled, JAX has no uninitialised memory),
     from data (``x.new([1, 2])``), or empty (``x.new()``); a tensor argument of the same dtype
-    is returned as is. TypeError for a tensor of another dtype, as the typed constructors."""
+    is returned as is. TypeError for a tensor of another dtype, as the typed constructors;
+    RuntimeError for a ``device`` other than the CPU or with a tensor argument, as torch."""
+    check_legacy_device(args, device, "new")
     if len(args) == 1 and isinstance(args[0], Tensor):
         if args[0].dtype != self.dtype:
             raise TypeError(f"new(): expected a tensor of dtype {self.dtype} (got {args[0].dtype}); convert it "
@@ -127,7 +130,7 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
               "tensor.new_tensor(sourceTensor).", UserWarning)
         d, dev = _like(self, dtype, device)
         out = data.detach().to(device=dev, dtype=d).clone()    # (not ``tensor(data)``: it would warn again)
-        return out.requires_grad_(True) if requires_grad else out
+        return out._factory_requires_grad() if requires_grad else out
     d, dev = _like(self, dtype, device)
     return tensor(data, dtype=d, device=dev, requires_grad=requires_grad)
 

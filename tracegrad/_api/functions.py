@@ -126,7 +126,8 @@ def meshgrid(*tensors, indexing=None):
     """Mirrors ``torch.meshgrid(*tensors, indexing='ij')``: 0-D/1-D tensors (or one list of
     them) expanded to the grid of their lengths (views; ``'xy'`` swaps the first two dims).
     Without ``indexing``: ``'ij'`` and torch's UserWarning (once per process, as torch) that it
-    will be required. RuntimeError for another ``indexing`` or an input above 1-D."""
+    will be required. RuntimeError for another ``indexing``, no tensors, tensors of different
+    dtypes or devices, or an input above 1-D (torch's texts)."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
@@ -137,6 +138,14 @@ def meshgrid(*tensors, indexing=None):
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):   # the TensorList parser's TypeError
             raise TypeError(f"meshgrid(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList; pass at least one tensor")
+    for a, b in zip(tensors, tensors[1:]):
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"meshgrid expects all tensors to have the same dtype (got {a.dtype} and {b.dtype})")
+        if a.device != b.device:
+            raise RuntimeError(f"meshgrid expects all tensors to have the same device (got {a.device} and {b.device})")
+    for t in tensors:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a tensor of "
                                f"shape {list(t.shape)}")

@@ -9,10 +9,12 @@ from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
+from .._ops.warn import warn
 from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
 from .._tensor.meta import abstract
 from .._tensor.factories import tensor
+from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
 from ._registry import METHODS, method
@@ -175,13 +177,23 @@ def fill_(self, value):
         return apply_inplace(OPS["fill_tensor"], self, (value,))
     if self.dtype._cat == 1 and not isinstance(value, (bool, np.bool_)):
         check_fits(np.asarray(value), self.dtype, "fill_")   # torch refuses a value the dtype cannot hold
-    return apply_inplace(OPS["fill"], self, (value,))
+    return _fill_overlapping(OPS["fill"], self, (value,))
 
 
 @method()
 def zero_(self):
-    """Mirrors ``torch.Tensor.zero_``."""
-    return apply_inplace(OPS["zero"], self, ())
+    """Mirrors ``torch.Tensor.zero_``. Like ``fill_`` with a number, it may write a view whose
+    elements alias each other (an ``expand``ed or zero-stride tensor), as torch."""
+    return _fill_overlapping(OPS["zero"], self, ())
+
+
+def _fill_overlapping(op, self, args):
+    # NOTE: torch's fill_(number)/zero_ do not check internal overlap (fill_(tensor) does)
+    _tensor_mod.OVERLAP_OK[0] = True
+    try:
+        return apply_inplace(op, self, args)
+    finally:
+        _tensor_mod.OVERLAP_OK[0] = False
 
 
 @method()
@@ -357,19 +369,57 @@ def _bernoulli(k, shape, dtype, p=0.5):
     return _rnd.bernoulli(k, p, shape).astype(dtype)
 
 
-def _random(k, shape, dtype, low=0, high=None):
-    # torch checks [from, to - 1] against an integer or bool self's range; with no bounds it
-    # draws over [0, max] of an integer or bool self (2**24 for floats, their exact-integer range)
-    lo, hi = (0, 1) if dtype == np.bool_ else ((int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
-                                               if np.issubdtype(dtype, np.integer) else (None, None))
-    if high is None:
-        low, high = 0, low if low else (2 ** 24 if lo is None else min(hi + 1, 2 ** 63 - 1))
-    if lo is not None and low < lo:
-        raise RuntimeError(f"random_: from is out of bounds for {np.dtype(dtype).name} (from={low}, least {lo})")
-    if lo is not None and high - 1 > hi:
-        raise RuntimeError(f"random_: to - 1 is out of bounds for {np.dtype(dtype).name} (to={high}, at most "
-                           f"{hi + 1})")
-    return _rnd.randint(k, shape, low, high, np.int64).astype(dtype)
+_UNSET = object()   # random_() draws over the dtype's whole default range
+_NO_TO = object()   # random_(to) alone; random_(from, None) is open-ended
+_DIGITS = {"float64": 53, "float32": 24, "float16": 11, "bfloat16": 8}
+_I64 = (-2 ** 63, 2 ** 63 - 1)
+_C_NAME = {"float64": "double", "float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+           "int64": "int64_t", "int32": "int", "int16": "short", "int8": "signed char", "uint8": "unsigned char",
+           "bool": "bool"}
+
+
+def _random(k, shape, dtype, a=_UNSET, b=_NO_TO, **kw):
+    """torch's ``random_()`` / ``random_(to)`` / ``random_(from, to)`` (``to=None``: up to the
+    dtype's largest value, 2**digits for a float; ``from`` at int64's minimum: all 64 bits).
+    RuntimeError when from >= to or a bound lies outside the dtype (a float's: its finite range
+    within int64); UserWarning when a float's bound passes 2**digits, past which its integers
+    are no longer all exact (torch's texts)."""
+    if "from" in kw or "to" in kw:   # the keyword spellings random_(from=..., to=...)
+        a, b = kw.get("from", 0 if a is _UNSET else a), kw.get("to", b)
+    name = np.dtype(dtype).name
+    if name == "bool":
+        lo, hi, top = 0, 1, 1
+    elif np.issubdtype(dtype, np.integer):
+        lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+        top = hi
+    else:
+        lo, hi = _I64 if name == "bfloat16" else (max(int(np.finfo(dtype).min), _I64[0]),
+                                                  min(int(np.finfo(dtype).max), _I64[1]))
+        top = 2 ** _DIGITS[name]
+    if a is _UNSET:
+        low, to_inc = 0, top
+    elif b is None and a == _I64[0]:
+        low, to_inc = _I64
+    else:
+        if b is _NO_TO:
+            a, b = 0, a
+        low, to_inc = a, (top if b is None else b - 1)
+        if b is not None and a >= b:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={a} >= to={b}")
+        for what, v in (("from", low), ("to - 1", to_inc)):
+            if not lo <= v <= hi:
+                raise RuntimeError(f"{what} is out of bounds for {_C_NAME.get(name, name)}")
+        if b is None and low > to_inc:
+            raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                               f"casted to dtype, but got from={low} > to_inc={to_inc}")
+        if name in _DIGITS:
+            d = _DIGITS[name]
+            for what, v in (("from", low), ("to - 1", to_inc)):
+                if not -top <= v <= top:
+                    warn(f"{what} is out of bounds [-(2^{d}), 2^{d}]. Due to precision limitations "
+                         f"{_C_NAME[name]} can support discrete uniform distribution only within this range. "
+                         "This warning will become an error in version 1.7 release, please fix the code in advance")
+    return _rnd.ints_as(_rnd.randint_inclusive(k, shape, low, to_inc), dtype)
 
 
 def _exponential(k, shape, dtype, lambd=1.0):

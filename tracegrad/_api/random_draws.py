@@ -8,7 +8,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from ..autograd._dispatch import apply_op
-from .._ops import random as _rnd
+from .._ops import dtypes as _dt, random as _rnd
 from .._ops.registry import OPS
 from .._tensor import factories as _factories, generator as _generator, memory_format as _mf
 from .._tensor.tensor import Tensor, strides_of
@@ -99,15 +99,17 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
+    _factories.check_storage_size(size, _dt.to_dtype(dtype).itemsize if dtype is not None else
+                                  _dt.get_default_dtype().itemsize, stride)
     if all(s >= 0 for s in stride) and _mf.non_overlapping_and_dense(size, stride):
         # a dense layout: a laid-out tensor (NOTE [storage layouts]), which ops' outputs follow
         out = _mf.lay_out(_factories.empty(size, dtype=dtype, device=device), _mf.dense_order(size, stride))
         if strides_of(out) == stride:
-            return out.requires_grad_(requires_grad)
+            return out._factory_requires_grad() if requires_grad else out
     n = 1 + sum((k - 1) * s for k, s in zip(size, stride)) if all(size) else 0
     out = as_strided(_factories.empty(n, dtype=dtype, device=device), size, stride, 0)
     out._base = None      # a tensor of its own (no view of the storage-sized one it was cut from)
-    return out.requires_grad_(requires_grad)
+    return out._factory_requires_grad() if requires_grad else out
 
 
 @function()
@@ -131,5 +133,9 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 @method()
 def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                       pin_memory=False):
-    """Mirrors ``Tensor.new_empty_strided``: ``empty_strided`` with ``self``'s dtype by default."""
+    """Mirrors ``Tensor.new_empty_strided``: ``empty_strided`` with ``self``'s dtype by default.
+    RuntimeError when ``size`` and ``stride`` differ in length (torch's text for this form)."""
+    if len(_sizes((size,))) != len(tuple(stride)):
+        raise RuntimeError(f"dimensionality of sizes ({len(_sizes((size,)))}) must match dimensionality of "
+                           f"strides ({len(tuple(stride))})")
     return empty_strided(_sizes((size,)), stride, dtype=dtype or self.dtype, requires_grad=requires_grad)

@@ -311,13 +311,19 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
             raise NotImplementedError(f"repeat_interleave(): repeats must be an integer tensor, got {repeats.dtype}")
         if repeats.ndim > 1:
             raise RuntimeError(f"repeat_interleave(): repeats must be 0-dim or 1-dim tensor (got {repeats.ndim} dims)")
-        if repeats.ndim:
+        if repeats.numel() == 1:    # a one-element 1-D tensor broadcasts like a 0-d one, as torch
+            repeats = int(repeats.reshape(()))
+        else:
             op = OPS["repeat_interleave_tensor"]
-        repeats = tuple(repeats.tolist()) if repeats.ndim else int(repeats)
+            repeats = tuple(repeats.tolist())
     if builtins.min(repeats if isinstance(repeats, tuple) else (repeats,), default=0) < 0:
         raise RuntimeError(f"repeat_interleave(): repeats can not be negative (got {repeats})")
     x = self if dim is not None else flatten(self)
-    return apply_op(op, (x,), (("repeats", repeats), ("dim", 0 if dim is None else _wrap_dim(dim, self.ndim))))
+    d = 0 if dim is None else _wrap_dim(dim, self.ndim)
+    if isinstance(repeats, tuple) and x.ndim and len(repeats) != x.shape[d]:
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got repeats.size(0) = "
+                           f"{len(repeats)} and input.size({d}) = {x.shape[d]}")
+    return apply_op(op, (x,), (("repeats", repeats), ("dim", d)))
 
 
 @method(function=True)
@@ -565,7 +571,9 @@ def cat(tensors, dim=0, *, out=None):
         if not isinstance(t_, Tensor):
             raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
     # torch skips legacy empty 1-D tensors
-    ref = next((t_ for t_ in tensors if t_.shape != (0,)), tensors[0])
+    ref = next((t_ for t_ in tensors if t_.shape != (0,)), None)
+    if ref is None:   # only legacy empties: torch returns an empty 1-D result for any dim
+        return apply_op(OPS["cat"], tuple(tensors), (("dim", 0), ("dtype", result_dtype(*tensors).np)))
     d = _wrap_dim(dim, ref.ndim)
     for i, t_ in enumerate(tensors):
         if t_.shape == (0,) and t_ is not ref:
@@ -604,7 +612,10 @@ def stack(tensors, dim=0, *, out=None):
 
 def _stack_list(tensors, api):
     """The tensors of hstack/vstack/dstack as a list; RuntimeError when empty (torch's class, where
-    ``cat`` raises ValueError)."""
+    ``cat`` raises ValueError); TypeError for one tensor instead of a sequence, as torch's parser."""
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{api}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{api} expects a non-empty TensorList")

@@ -18,8 +18,9 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
+from .complex_api import check_complex_parts
 from .inplace import _inplace_binary
-from .promotion import _SCALAR_NAME, check_tensors, require_floating, result_dtype
+from .promotion import check_tensors, require_floating, result_dtype
 from .reduction import check_sortable, return_types
 
 
@@ -144,10 +145,7 @@ def polar(abs, angle):
     (complex64 for float32 inputs, complex128 for float64). RuntimeError unless both are
     float tensors of one dtype, as torch."""
     check_tensors("polar", abs, angle, names=("abs", "angle"))
-    if not (abs.is_floating_point() and angle.is_floating_point()) or abs.dtype is not angle.dtype:
-        n1, n2 = (_SCALAR_NAME.get(t.dtype.name, t.dtype.name) for t in (abs, angle))
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {n1} and {n2}; "
-                           "pass float tensors of one dtype")
+    check_complex_parts(abs, angle)
     return abs * angle.cos() + (abs * angle.sin()) * 1j
 
 

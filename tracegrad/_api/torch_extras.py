@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
+from .._ops import warn as _warn
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor_from
 from .._tensor.tensor import Tensor
@@ -28,7 +29,7 @@ from .creation import _BY_TYPE_NAME, LegacyTensorType
 
 # ---- process settings -----------------------------------------------------------------------
 
-_WARN_ALWAYS = [False]
+_WARN_ALWAYS = _warn.WARN_ALWAYS   # shared with _ops/warn.py's warn_once
 
 
 def set_warn_always(b: bool) -> None:

@@ -326,10 +326,27 @@ defop("addcdiv", lambda s, t1, t2, v, dtype: _c(s, dtype) + _c(v, dtype) * _c(t1
       saves=("tensor1", "tensor2"), no_edge=("value",))
 
 # ---- dtype and copies -------------------------------------------------------------------
-defop("to_copy", lambda x, dtype: x.astype(dtype), grad_fn="ToCopyBackward0")
+def cast(x, dtype):
+    """``x.astype(dtype)`` with torch's CPU results for a float that an integer dtype cannot hold.
+    NOTE [float to int casts]: XLA saturates (inf -> INT_MAX, nan -> 0); torch's CPU kernel
+    truncates to int64 (for int64) or int32 (for every narrower type, which then keeps the low
+    bits: 300.0 -> uint8 44, -2.0 -> uint8 254), and an out-of-range or nan value becomes that
+    integer type's minimum (so 0 for int8/int16/uint8). Other casts are plain ``astype``."""
+    dt = jnp.dtype(dtype)
+    if dt.kind not in "iu" or dt.itemsize > 4 and dt.kind == "u" or not jnp.issubdtype(x.dtype, jnp.floating):
+        return x.astype(dt)
+    wide = jnp.int64 if dt.itemsize == 8 else jnp.int32
+    lim = 2.0 ** (63 if dt.itemsize == 8 else 31)
+    t = jnp.trunc(x)
+    bad = jnp.isnan(t) | (t >= lim) | (t < -lim)
+    y = jnp.where(bad, jnp.iinfo(wide).min, jnp.where(bad, 0, t).astype(wide))
+    return y.astype(dt)
+
+
+defop("to_copy", cast, grad_fn="ToCopyBackward0")
 defop("clone", lambda x: x, grad_fn="CloneBackward0")
 # `copy_` writes src (broadcast, cast) over self: the result does not depend on self's value
-defop("copy", lambda s, src: jnp.broadcast_to(src.astype(s.dtype), s.shape), args=("self", "src"),
+defop("copy", lambda s, src: jnp.broadcast_to(cast(src, s.dtype), s.shape), args=("self", "src"),
       grad_fn="CopyBackwards")
 # torch 2.13: fill_(number) is FillBackward2, fill_(0-d tensor) FillBackward3
 defop("fill", lambda s, v: jnp.full(s.shape, v, s.dtype), args=("self", "value"), grad_fn="FillBackward2",

@@ -175,6 +175,24 @@ def randint(k, shape, low, high, dtype, api="random_"):
     return _draw(k, lambda g: g.integers(low, high, shape), shape, dtype)
 
 
+def randint_inclusive(k, shape, low, high_inc):
+    """int64 draws uniform over ``[low, high_inc]`` (both ends included: the range may reach
+    int64's maximum, as ``random_(from, None)`` does)."""
+    return _draw(k, lambda g: g.integers(low, high_inc, shape, dtype=np.int64, endpoint=True), shape, np.int64)
+
+
+def ints_as(r, dtype):
+    """int64 draws ``r`` in ``dtype``; for a float dtype rounded toward zero where they are not
+    exact, as torch's ``random_`` (bfloat16 ``random_(0, 1000)`` never gives 1000)."""
+    y = r.astype(dtype)
+    if not jnp.issubdtype(jnp.dtype(dtype), jnp.floating):
+        return y
+    big = jnp.abs(y.astype(jnp.float64)) >= 2.0 ** 63          # rounded past int64: always away from 0
+    back = jnp.where(big, 0, y).astype(jnp.int64)
+    away = big | ((r >= 0) & (back > r)) | ((r < 0) & (back < r))
+    return jnp.where(away, jnp.nextafter(y, jnp.zeros_like(y)), y)
+
+
 def permutation(k, n, dtype, api="randperm"):
     if n < 0:
         raise RuntimeError(f"{api}: Trying to create tensor with negative dimension {n}: [{n}]")

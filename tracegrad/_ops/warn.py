@@ -26,13 +26,16 @@ def warn(message, category=UserWarning) -> None:
 
 
 _WARNED_ONCE: set = set()
+# torch.set_warn_always(True): once-per-process warnings are given every time, as torch's
+# TORCH_WARN_ONCE does under that flag (read by tracegrad.set_warn_always/is_warn_always_enabled)
+WARN_ALWAYS = [False]
 
 
 def warn_once(message, category=UserWarning) -> None:
     """``warn`` the first time ``message`` is given in this process only, as torch's
     ``TORCH_WARN_ONCE`` deprecations (``torch.lu``, ``torch.cross`` without ``dim``, ``meshgrid``
     without ``indexing``, ``TypedStorage``)."""
-    if message not in _WARNED_ONCE:
+    if WARN_ALWAYS[0] or message not in _WARNED_ONCE:
         _WARNED_ONCE.add(message)
         frame, level = sys._getframe(1), 2
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):

@@ -45,12 +45,33 @@ def plain_sequences(data):
     """Other Python sequences (``collections.deque``, ``UserList``, any ``collections.abc.Sequence``
     that is not a list, tuple, range, str or bytes) as lists, at every level: torch reads any
     sequence as nested data (REINFORCE's ``torch.tensor(deque_of_returns)``)."""
+    return _plain(data, ())
+
+
+def _plain(data, path):
     if isinstance(data, (list, tuple)):
-        out = [plain_sequences(e) for e in data]
+        if id(data) in path:   # a list that contains itself (z = [0]; z += [z])
+            raise TypeError("new(): self-referential lists are incompatible")
+        path = path + (id(data),)
+        out = [_plain(e, path) for e in data]
         return data if all(a is b for a, b in zip(out, data)) else out
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (range, str, bytes, TensorBase)):
-        return [plain_sequences(e) for e in data]
+        return [_plain(e, path) for e in data]
+    if _duck_sequence(data):
+        # any object with __len__ and __getitem__ is a sequence to torch (PySequence_Check)
+        try:
+            items = [data[i] for i in range(len(data))]
+        except Exception:  # noqa: BLE001 - torch reports any failure to read it the same way
+            raise ValueError(f"could not determine the shape of object type '{type(data).__name__}'") from None
+        return [_plain(e, path) for e in items]
     return data
+
+
+def _duck_sequence(x):
+    t = type(x)
+    return (hasattr(t, "__len__") and hasattr(t, "__getitem__") and not hasattr(t, "__array__")
+            and not isinstance(x, (np.ndarray, np.generic, TensorBase, str, bytes, range,
+                                   collections.abc.Mapping, collections.abc.Set)))
 
 
 def _one_element(t):
@@ -236,7 +257,7 @@ def to_array(data, dtype=None):
     if big:
         if d is _dt.uint64:   # torch reads ints up to 2**64 - 1 into uint64 (OverflowError past it, as numpy)
             return jnp.asarray(np.array(data, dtype=np.uint64)), d
-        if d._cat <= 1:   # torch reads Python ints as int64 before converting to an integer dtype
+        if d._cat <= 1 and d is not _dt.bool_:   # torch reads Python ints as int64 before converting to an integer dtype
             raise ValueError("tensor(): Overflow when unpacking long long (a Python int outside the int64 "
                              "range; pass dtype=tracegrad.float64 to keep it approximately)")
         try:
@@ -257,11 +278,29 @@ def to_array(data, dtype=None):
     return jnp.asarray(arr), d
 
 
+def check_legacy_device(args, device, form="constructor"):
+    """torch's legacy constructors (``Tensor(...)``, ``FloatTensor(...)``, ``x.new(...)``) make CPU
+    tensors only: RuntimeError for another device, and for a tensor argument with any device."""
+    if device is None:
+        return
+    kind = device if isinstance(device, str) else getattr(device, "type", str(device))
+    kind = str(kind).split(":")[0]
+    if kind != "cpu":
+        raise RuntimeError(f"legacy constructor expects device type: cpu but device type: {kind} was passed")
+    if len(args) == 1 and isinstance(args[0], TensorBase):
+        raise RuntimeError(
+            "Legacy tensor constructor of the form torch.Tensor(tensor, device=device) is not supported.  Use "
+            "torch.tensor(...) or torch.as_tensor(...) instead." if form == "constructor" else
+            "Legacy tensor new of the form tensor.new(tensor, device=device) is not supported.  Use "
+            "torch.as_tensor(...) instead.")
+
+
 @with_x64
 def legacy_array(*args, **kwargs):
     """The array of ``tracegrad.Tensor(data)`` / ``Tensor(*sizes)``: default dtype (float32),
-    as ``torch.Tensor``; sizes give zeros (JAX has no uninitialised memory). Keyword arguments
-    are accepted and ignored."""
+    as ``torch.Tensor``; sizes give zeros (JAX has no uninitialised memory). ``device`` must be
+    the CPU (``check_legacy_device``); other keyword arguments are accepted and ignored."""
+    check_legacy_device(args, kwargs.get("device"))
     return legacy_array_of(_dt.get_default_dtype(), *args)
 
 

@@ -63,14 +63,40 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
     if in_inference_mode():
         t._inference = True
     if requires_grad:
-        t.requires_grad_(True)
+        t._factory_requires_grad()
     return t
+
+
+_I64_MAX = 2 ** 63 - 1
+
+
+def check_storage_size(shape, itemsize, strides=None):
+    """RuntimeError, as torch, before allocating a tensor whose contiguous strides or byte size
+    do not fit int64 (``empty([8, 8, 2**29, 2**29])``), instead of letting XLA abort the process.
+    ``strides``: an explicit layout (``empty_strided``) whose storage size is checked."""
+    shape = [int(n) for n in shape]
+    if strides is None:
+        stride = 1
+        for n in reversed(shape[1:]):
+            stride *= max(n, 1)
+            if stride > _I64_MAX:
+                raise RuntimeError(f"Stride calculation overflowed for sizes {shape}; use smaller sizes")
+        numel = 1
+        for n in shape:
+            numel *= n
+        count = numel
+    else:
+        count = 0 if 0 in shape else 1 + sum((n - 1) * abs(int(s)) for n, s in zip(shape, strides))
+    if count * itemsize > _I64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={shape}"
+                           + ("" if strides is None else f" and strides={list(strides)}"))
 
 
 def _fresh(shape, d, device, requires_grad, make):
     """A factory's tensor of ``shape`` and dtype ``d``: the array ``make()`` returns, or on the
     'meta' device none at all (``make`` is not called: nothing is allocated or drawn, NOTE
     [meta tensors] in meta.py)."""
+    check_storage_size(shape, d.itemsize)
     if _is_meta(device):
         return _finish(abstract(shape, d.np), d, device, requires_grad)
     return _finish(make(), d, device, requires_grad)
@@ -138,7 +164,7 @@ def from_file_array(ndarray):
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     t = as_tensor(obj, dtype=dtype, device=device)
-    return t.requires_grad_(requires_grad) if requires_grad else t
+    return t._factory_requires_grad() if requires_grad else t
 
 
 def _size_keyword(fn):
@@ -206,7 +232,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=Non
     fill = uninitialized_fill(out.dtype)
     if fill is not None:
         out.fill_(fill)
-    return _mf.lay_out(out.requires_grad_(requires_grad), order)
+    return _mf.lay_out(out._factory_requires_grad() if requires_grad else out, order)
 
 
 def uninitialized_fill(dtype):
@@ -272,7 +298,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None,
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="warn")
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
            pin_memory=False):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
@@ -322,7 +348,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 @with_x64
-def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+@accepts_out(dtype_from_out=True, keep_shape=True)
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False):
     """Mirrors the deprecated ``torch.range``: like ``arange`` but *including* ``end``, and
     float32 by default. Warns as torch does; prefer ``arange``."""
     _dense_layout(layout, "range")

@@ -27,15 +27,28 @@ _RESIZED = ("An output with one or more elements was resized since it had shape 
             "explicitly reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).")
 
 
-def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any_dtype=False):
+def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any_dtype=False, keep_shape=False):
     """Write ``result`` (a Tensor or a tuple of Tensors) into ``out`` (the same structure) the way
     torch's ``<name>(..., out=out)`` does, and return ``out``. ``exact_dtype``: ``out`` must have
     the result's dtype (``"tuples"``: only where the result is a tuple, as ``max(x, dim)`` against
     ``max(x, y)``); ``cast_error``: the class raised for a cast to a lower category;
-    ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``)."""
+    ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``);
+    ``keep_shape``: an ``out`` with as many elements keeps its shape and takes the values in
+    row-major order (torch's ``arange``/``range`` resize only on a different count; ``"warn"``:
+    with arange's own warning)."""
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        if keep_shape and tuple(out.shape) != tuple(result.shape):
+            if out.numel() == result.numel():
+                result = result.reshape(out.shape)
+            else:   # resized with arange's own warning (range's silently), not the generic one
+                if keep_shape == "warn" and out.numel():
+                    warn(f"The number of elements in the out tensor of shape {list(out.shape)} is {out.numel()} "
+                         f"which does not match the computed number of elements {result.numel()}. Note that this "
+                         f"may occur as a result of rounding error. The out tensor will be resized to a tensor of "
+                         f"shape ({result.numel()},).")
+                out.resize_(0)
         return _write_one(name, result, out, exact_dtype is True, cast_error, any_dtype)
     if not isinstance(out, (tuple, list)) or len(out) != len(result):
         raise TypeError(f"{name}(): argument 'out' must be a tuple of {len(result)} Tensors")
@@ -94,10 +107,21 @@ def _no_tuple(label, args, kwargs, out):
         return "nonzero does not support the out kwarg when as_tuple is True; call it with as_tuple=False"
 
 
+def _complex_result(label, args, kwargs, out):
+    # complex/polar check out= against the complex dtype of their (valid) float parts first
+    parts = [a for a in args[:2] if isinstance(a, Tensor)]
+    want = {"float16": "complex32", "float32": "complex64", "float64": "complex128"}
+    if (len(parts) == 2 and parts[0].dtype is parts[1].dtype and parts[0].dtype.name in want
+            and isinstance(out, Tensor) and out.dtype.name != want[parts[0].dtype.name]):
+        return (f"Expected object of scalar type {_dt.SCALAR_NAMES[want[parts[0].dtype.name]]} but got "
+                f"scalar type {scalar_name(out.dtype.np)} for argument 'out'")
+
+
 # out= dtypes (and forms) some torch kernels refuse before computing, with their own messages
 _OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as_input,
                  "all": _bool_result, "any": _bool_result, "searchsorted": _index_result,
-                 "bucketize": _index_result, "nonzero": _no_tuple}
+                 "bucketize": _index_result, "nonzero": _no_tuple,
+                 "complex": _complex_result, "polar": _complex_result}
 
 
 def accepts_out(name=None, dtype_from_out=False, **how):

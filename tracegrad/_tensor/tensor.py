@@ -298,9 +298,27 @@ def _strides(shape, pos, chain, root_shape):
     return tuple(out)
 
 
+# set while fill_/zero_ with a number write: torch's fill kernel skips the overlap check (every
+# aliased element gets the same value), so ``expand(...).fill_(1)`` works there
+OVERLAP_OK = [False]
+
+
+def _real_scalar(t, ctype):
+    """``t.item()`` for ``float(t)``/``int(t)``: a complex value only when its imaginary part is
+    0 (RuntimeError otherwise, torch's text naming the C type it converts to)."""
+    v = t.item()
+    if type(v) is complex:
+        if v.imag:
+            raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+        v = v.real
+    return v
+
+
 def check_no_internal_overlap(t) -> None:
     """RuntimeError, as torch, before writing into a view whose elements alias each other (only
     chains through expand/as_strided/unfold can; then t itself is checked)."""
+    if OVERLAP_OK[0]:
+        return
     if any(op.view == "overlap" for op, _, _ in t._chain) and has_internal_overlap(t):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
@@ -590,6 +608,13 @@ class Tensor(TensorBase):
         # torch refuses the deletion with RuntimeError (TestAutograd.test_attribute_deletion)
         raise RuntimeError("requires_grad must be a bool")
 
+    def _factory_requires_grad(self):
+        """``requires_grad=True`` given to a factory (``zeros``, ``tensor``, ``new_*``, ``*_like``):
+        torch's factories word the integer-dtype refusal with a capital "Only"."""
+        if not (self.dtype.is_floating_point or self.dtype.is_complex):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+        return self.requires_grad_(True)
+
     def requires_grad_(self, requires_grad=True):
         """Mirrors ``torch.Tensor.requires_grad_``. RuntimeError on a non-leaf (use detach())
         or for an integer dtype; TypeError for a flag that is not a bool (as torch's parser)."""
@@ -788,14 +813,16 @@ class Tensor(TensorBase):
             _WARNED_SCALAR.append(True)
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
                           "Consider using tensor.detach() first.", UserWarning, stacklevel=2)
-        return float(self.item())
+        return float(_real_scalar(self, "double"))
 
     def __int__(self):
         if self._value.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return int(self.item())
+        return int(_real_scalar(self, "int64_t"))
 
     def __complex__(self):
+        if self._value.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return complex(self.item())
 
     def __index__(self):
