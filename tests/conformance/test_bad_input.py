@@ -788,6 +788,23 @@ for k, f in BADINPUT5.items():
     case(k, f)
 
 
+# ---- badinput6: Tensor methods called on the class with a non-Tensor self (NOTE [unbound self])
+BADINPUT6 = {
+    **{f"unbound Tensor.{n}(None)": (lambda T, n=n: getattr(T.Tensor, n)(None))
+       for n in ("flatten", "view", "reshape", "permute", "t", "t_", "expand", "repeat", "diag", "diagonal", "trace",
+                 "fliplr", "flipud", "adjoint", "clone", "contiguous", "detach", "detach_", "dim", "ndimension",
+                 "numel", "nelement", "size", "item", "requires_grad_", "float", "long", "bool", "half", "double",
+                 "to", "get_device", "round", "normal_", "uniform_", "random_", "bernoulli_", "clamp_",
+                 "resolve_neg", "sparse_dim")},
+    "unbound Tensor.view('abc', 2)": lambda T: T.Tensor.view("abc", 2), "unbound Tensor.float([1.0])": lambda T: T.Tensor.float([1.0]),
+    "Tensor.flatten(t)_ok": lambda T: T.Tensor.flatten(T.ones(2, 3)), "Tensor.size(t, 1)_ok": lambda T: T.Tensor.size(T.ones(2, 3), 1),
+    "Tensor.float(t)_ok": lambda T: T.Tensor.float(T.ones(2, dtype=T.int64)), "Tensor.to(t, float64)_ok": lambda T: T.Tensor.to(T.ones(2), T.float64),
+    "flatten(None)": lambda T: T.flatten(None), "t(None)": lambda T: T.t(None), "clone(None)": lambda T: T.clone(None),
+}
+for k, f in BADINPUT6.items():
+    case(k, f)
+
+
 def _tmpdir():
     import tempfile
     return tempfile.mkdtemp()

@@ -7,7 +7,7 @@ from .. import _state
 from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
-from .._ops.errors import not_a_tensor
+from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
@@ -118,6 +118,8 @@ def div_(self, other, *, rounding_mode=None):
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
+        if not isinstance(self, Tensor):   # NOTE [unbound self]
+            raise not_self("clamp_", self)
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     _check_operand(min, "clamp_", "min", 1)
     _check_operand(max, "clamp_", "max", 2)
@@ -259,6 +261,8 @@ def lerp_(self, end, weight):
 @method()
 def t_(self):
     """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change)."""
+    if not isinstance(self, Tensor):   # NOTE [unbound self]
+        raise not_self("t_", self)
     return _restride_(self, t(self.detach()))
 
 
@@ -327,7 +331,10 @@ def _random_inplace(fn):
             if type(v) is not int and (ints or type(v) is not float):
                 args, kwargs = _number_arguments(api, args, kwargs, ints)
                 break
-        with_grad = self.requires_grad and _grad_on()
+        try:
+            with_grad = self.requires_grad and _grad_on()
+        except AttributeError:   # NOTE [unbound self]
+            raise not_self(api, self) from None
         if with_grad and self._gf is None:
             check_inplace(self)
         shape, dtype = tuple(self.shape), self._value.dtype
