@@ -800,6 +800,49 @@ BADINPUT6 = {
     "Tensor.flatten(t)_ok": lambda T: T.Tensor.flatten(T.ones(2, 3)), "Tensor.size(t, 1)_ok": lambda T: T.Tensor.size(T.ones(2, 3), 1),
     "Tensor.float(t)_ok": lambda T: T.Tensor.float(T.ones(2, dtype=T.int64)), "Tensor.to(t, float64)_ok": lambda T: T.Tensor.to(T.ones(2), T.float64),
     "flatten(None)": lambda T: T.flatten(None), "t(None)": lambda T: T.t(None), "clone(None)": lambda T: T.clone(None),
+    # a required size / dims argument left out (x.view(()) is the 0-d shape)
+    "Tensor.reshape()": lambda T: T.ones(1).reshape(), "Tensor.view()": lambda T: T.ones(1).view(),
+    "Tensor.permute()": lambda T: T.ones(2).permute(), "Tensor.expand()": lambda T: T.ones(2).expand(),
+    "Tensor.repeat()": lambda T: T.ones(2).repeat(), "reshape(t)": lambda T: T.reshape(T.ones(1)),
+    "Tensor.view(())_ok": lambda T: T.ones(1).view(()), "Tensor.reshape([])_ok": lambda T: T.ones(1).reshape([]),
+    "broadcast_tensors(0-d, 0-d)_ok": lambda T: T.broadcast_tensors(T.tensor(1.0), T.tensor(2.0)),
+    "tile(0-d, ())_ok": lambda T: T.tile(T.tensor(1.0), ()),
+    # where with one of input/other; layouts by name; gelu's keyword-only approximate
+    "where(c, t)": lambda T: T.where(T.ones(2) > 0, T.ones(2)), "where(c, 1.5)": lambda T: T.where(T.ones(2) > 0, 1.5),
+    "where(c)_ok": lambda T: T.where(T.ones(2) > 0),
+    "zeros(layout=str)": lambda T: T.zeros(2, layout="strided"), "ones_like(layout=str)": lambda T: T.ones_like(T.ones(2), layout="strided"),
+    "randn(layout=str)": lambda T: T.randn(2, layout="strided"), "zeros(layout=strided)_ok": lambda T: T.zeros(2, layout=T.strided),
+    "F.gelu(t, 'tanh')": lambda T: T.nn.functional.gelu(T.ones(2), "tanh"),
+    "F.gelu(t, approximate='tanh')_ok": lambda T: T.nn.functional.gelu(T.ones(2), approximate="tanh"),
+    # hstack & co given a Tensor instead of a sequence of them
+    **{f"{n}(t)": (lambda T, n=n: getattr(T, n)(T.ones(2, 3))) for n in ("hstack", "vstack", "dstack", "column_stack", "row_stack")},
+    "hstack([t])_ok": lambda T: T.hstack([T.ones(2)]),
+    # non-Tensor inputs and sizes of the wrong kind in nn.functional
+    "F.alpha_dropout(None)": lambda T: T.nn.functional.alpha_dropout(None),
+    "F.feature_alpha_dropout('a')": lambda T: T.nn.functional.feature_alpha_dropout("a"),
+    "F.adaptive_avg_pool2d(t, None)": lambda T: T.nn.functional.adaptive_avg_pool2d(T.ones(1, 2, 4, 4), None),
+    "F.adaptive_max_pool2d(t, 1.5)": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(1, 2, 4, 4), 1.5),
+    "F.adaptive_avg_pool1d(t, None)": lambda T: T.nn.functional.adaptive_avg_pool1d(T.ones(1, 2, 4), None),
+    "F.adaptive_avg_pool2d(t, (None, 2))_ok": lambda T: T.nn.functional.adaptive_avg_pool2d(T.ones(1, 2, 4, 4), (None, 2)),
+    "F.fractional_max_pool2d(2-d, k) no size": lambda T: T.nn.functional.fractional_max_pool2d(T.ones(2, 3), 2),
+    "F.grid_sample(t, None)": lambda T: T.nn.functional.grid_sample(T.ones(1, 1, 2, 2), None),
+    # dims given as a tensor of several elements (the hot methods have no guard)
+    "Tensor.flatten(tensor)": lambda T: T.ones(2, 3).flatten(T.ones(3, 2)), "Tensor.size(tensor)": lambda T: T.ones(2, 3).size(T.ones(2)),
+    "Tensor.softmax(tensor)": lambda T: T.ones(2, 3).softmax(T.ones(2)),
+    "Tensor.size(0-d int tensor)_ok": lambda T: T.ones(2, 3).size(T.tensor(1)),
+    "unique(t, t, t, t, t)_flags first": lambda T: T.unique(T.ones(2), T.ones(2), T.ones(2), T.ones(2), T.ones(2)),
+    # the recurrent kernels' functional forms with too few arguments
+    "lstm(t)": lambda T: T.lstm(T.ones(2, 3)), "gru(t, None)": lambda T: T.gru(T.ones(2, 3), None),
+    "rnn_tanh(t, t)": lambda T: T.rnn_tanh(T.ones(2, 3), T.ones(2, 3)),
+    # strings where numbers go (numpy's comparison error before), sizes and scalars of the wrong kind
+    "quantile(t, 'a')": lambda T: T.quantile(T.ones(2, 3), "a"), "Tensor.quantile([0.5])": lambda T: T.ones(2, 3).quantile([0.5]),
+    "Tensor.nanquantile('a')": lambda T: T.ones(2, 3).nanquantile("a"),
+    "quantile(t, 0.5)_ok": lambda T: T.quantile(T.ones(2, 3), 0.5),
+    "bernoulli(t, 'a')": lambda T: T.bernoulli(T.ones(2, 3) / 2, "a"), "normal(t, 'a')": lambda T: T.normal(T.ones(2, 3), "a"),
+    "Tensor.split('abc')": lambda T: T.ones(2, 3).split("abc"), "Tensor.split([1.0, 1.0])": lambda T: T.ones(2, 3).split([1.0, 1.0]),
+    "split(t, tensor)": lambda T: T.split(T.ones(2, 3), T.ones(3, 2)), "Tensor.split([1, 1])_ok": lambda T: T.ones(2, 3).split([1, 1]),
+    "scalar_tensor(None)": lambda T: T.scalar_tensor(None), "scalar_tensor(t)": lambda T: T.scalar_tensor(T.ones(2)),
+    "scalar_tensor(0-d t)_ok": lambda T: T.scalar_tensor(T.tensor(2.0)),
 }
 for k, f in BADINPUT6.items():
     case(k, f)
@@ -848,7 +891,7 @@ KNOWN = {}
 # them, tracegrad accepts them (a float or None where an int goes, checked nowhere on the success
 # path) or fails inside a hot family or a dtype check first, with that check's class
 KNOWN.update(dict.fromkeys([
-    'F.adaptive_avg_pool2d(t, float) kind', 'randint_like(t, float) kind',
+    'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
     'F.embedding(t, float) kind', 'randint_like(t, None) kind',

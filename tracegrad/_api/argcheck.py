@@ -116,7 +116,7 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"},
               # a Tensor only (no list, no number) where the kernel's own dtype check would come first
               "take_along_dim": {"indices": _TENSOR_ONLY}, "masked_select": {"mask": _TENSOR_ONLY},
-              "bincount": {"weights": _TENSOR_ONLY}}
+              "bincount": {"weights": _TENSOR_ONLY}, "grid_sample": {"grid": _TENSOR_ONLY}}
 
 
 def kind_of(api, name):
@@ -299,11 +299,11 @@ def check_kinds(api, read_first=(), **values):
     (``kind_of``) it does not have; for the Python-level functions (unique, lu) whose
     arguments torch's parser checks one call further down. ``read_first``: flags torch's Python
     tests with ``if`` before that (boolean_dispatch), so a tensor of several elements there is
-    left to the function's own ``if`` (RuntimeError in both), before any other check."""
+    torch's RuntimeError (``bool()`` of it), before any other check."""
     for name in sorted(values, key=lambda n: n not in read_first):
         v = values[name]
         if name in read_first and isinstance(v, Tensor) and v.numel() != 1:
-            return
+            bool(v)   # torch's ``if`` on the flag: RuntimeError, before any other check
         kind = kind_of(api, name)
         ok = _is_strict_bool if kind == "bool" else _CHECKS[kind]
         if not ok(v):

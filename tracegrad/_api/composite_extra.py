@@ -57,7 +57,9 @@ def is_signed(input):
 @function()
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.scalar_tensor``: a 0-d tensor holding ``s``, of the default float dtype
-    unless ``dtype`` is given."""
+    unless ``dtype`` is given. TypeError when ``s`` is not a number (a one-element tensor is one)."""
+    if not isinstance(s, (int, float, complex, np.number, np.bool_)) and not (isinstance(s, Tensor) and s.numel() == 1):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
     return _tensor(s, dtype=dtype or _dt.get_default_dtype(), requires_grad=requires_grad)
 
 

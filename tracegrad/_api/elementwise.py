@@ -477,6 +477,9 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
+    if input is None or other is None:   # torch's overloads take both or neither
+        raise TypeError(f"where() received an invalid combination of arguments: input={type(input).__name__}, "
+                        f"other={type(other).__name__}; pass both (where(condition, input, other)) or neither")
     if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
                       "a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)

@@ -60,7 +60,7 @@ def broadcast_tensors(*tensors):
     """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape."""
     check_tensor_seq("broadcast_tensors", tensors)
     shape = broadcast_shape([t.shape for t in tensors], "broadcast_tensors")
-    return tuple(t.expand(*shape) for t in tensors)
+    return tuple(t.expand(tuple(shape)) for t in tensors)
 
 
 @function()
@@ -151,7 +151,7 @@ def meshgrid(*tensors, indexing=None):
         if indexing == "xy" and n >= 2 and i < 2:
             pos = 1 - i
         view[pos] = -1
-        out.append(t.reshape(view).expand(*shape))
+        out.append(t.reshape(view).expand(tuple(shape)))
     return tuple(out)
 
 

@@ -280,7 +280,12 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
     ``nd`` entries and none negative (RuntimeError); an integer or bool input is
-    NotImplementedError (torch has no integer adaptive pooling kernels)."""
+    NotImplementedError (torch has no integer adaptive pooling kernels). An output size that is
+    neither an int nor a sequence (None, a float) is TypeError before anything else, as torch's
+    wrapper (``len(output_size)``) and parser."""
+    if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
+        raise TypeError(f"{api}(): argument 'output_size' must be an int or a tuple of ints, not "
+                        f"{type(output_size).__name__}")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
                                   f"input with .float()")

@@ -388,6 +388,9 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def quantile_op(api, self, q, dim, keepdim, interpolation):
     """``quantile``/``nanquantile`` (op ``api``) after torch's argument checks."""
+    if not isinstance(q, (Tensor, int, float)) and type(q).__module__ != "numpy":   # a list, a string: the parser's
+        raise TypeError(f"{api}(): argument 'q' must be a Tensor or a float, not {type(q).__name__}; "
+                        f"pass a float or a 1-D tensor of them")
     # torch's order of checks (its quantile_checks), and its messages
     if self.numel() == 0:
         raise RuntimeError(f"{api}() input tensor must be non-empty")

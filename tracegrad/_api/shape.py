@@ -36,9 +36,14 @@ def by_keyword(args, kwargs, name, api):
 
 
 def _shape_arg(shape, api="view", arg="size"):
-    """``api``'s sizes or dims (ints, or one tuple/list/Size of them) as a tuple of ints."""
+    """``api``'s sizes or dims (ints, or one tuple/list/Size of them) as a tuple of ints.
+    TypeError when none is given (``x.reshape()``: torch's required argument; ``x.view(())`` is
+    the 0-d shape)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
+    elif not shape:
+        raise TypeError(f'{api}() missing 1 required positional arguments: "{arg}"; pass the {arg} '
+                        f"(an empty tuple for a 0-d result)")
     for s in shape:
         if type(s) is not int:
             return _index_all(shape, api, arg)
@@ -408,7 +413,10 @@ def split(self, split_size_or_sections, dim=0):
                                f"got split_size={s} for dimension {d} of size {n}")
         sizes = tuple(builtins.min(s, n - i) for i in range(0, n, s)) if n else (0,)
         return apply_op(OPS["split"], (self,), (("sizes", sizes), ("dim", d)))
-    sizes = tuple(int(x) for x in split_size_or_sections)
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() != 1:
+        raise TypeError("split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not Tensor; "
+                        "pass split_size_or_sections.tolist()")
+    sizes = _index_all(tuple(split_size_or_sections), "split_with_sizes", "split_sizes")   # a float, a str: TypeError
     if builtins.any(x < 0 for x in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
                            f"split_sizes={list(sizes)}")
@@ -635,7 +643,9 @@ def stack(tensors, dim=0, *, out=None):
 
 def _stack_list(tensors, api):
     """The tensors of hstack/vstack/dstack as a list; RuntimeError when empty (torch's class, where
-    ``cat`` raises ValueError)."""
+    ``cat`` raises ValueError); TypeError for a Tensor or a non-sequence (torch's parser)."""
+    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
+        raise TypeError(f"{api}(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{api} expects a non-empty TensorList")

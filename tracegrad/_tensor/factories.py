@@ -158,6 +158,9 @@ def _dense_layout(layout, api):
     """NotImplementedError for a layout other than strided: these factories make dense tensors
     (a sparse COO tensor comes from ``tracegrad.sparse_coo_tensor`` or ``Tensor.to_sparse``)."""
     if layout is not None and layout is not strided:
+        if not isinstance(layout, type(strided)):
+            raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; "
+                            "pass tracegrad.strided (or leave it out)")
         raise NotImplementedError(f"tracegrad.{api}: layout={layout!r} is not supported here; build a sparse COO "
                                   "tensor with tracegrad.sparse_coo_tensor or Tensor.to_sparse()")
 

@@ -938,11 +938,12 @@ def _index_dim(dim):
     the dim (a float dim, a string, a tensor of several elements)."""
     import operator
     import sys
-    if isinstance(dim, Tensor) and dim.numel() != 1:   # bool() below raises, a guard names the argument
-        return dim
-    if isinstance(dim, Tensor) and dim.dtype._cat != 1:   # a one-element float or bool tensor
-        dim = float(dim)
     try:
+        if isinstance(dim, Tensor):
+            if dim.numel() != 1:   # a tensor of several elements: no int (the hot methods have no guard)
+                raise TypeError
+            if dim.dtype._cat != 1:   # a one-element float or bool tensor
+                dim = float(dim)
         return operator.index(dim)
     except (TypeError, ValueError, RuntimeError):
         frame = sys._getframe(2)

@@ -263,10 +263,10 @@ def _fractional_starts(sample, size, out, k):
 
 def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, samples, n):
     name = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:   # torch's Python wrapper: before the kernel's checks
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
-    if output_size is None and output_ratio is None:
-        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     spatial = tuple(input.shape[-n:])
     k = _tuple(kernel_size, n)
     if len(k) != n:

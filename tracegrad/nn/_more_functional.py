@@ -23,6 +23,11 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+def _check_input(input, api):
+    if not isinstance(input, tracegrad.Tensor):
+        raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
 def _dropout_core(input, p, training, inplace, *, feature, alpha):
     """torch's ``_dropout_impl``: a Bernoulli(1-p) keep mask per element, or per (sample,
     channel) with ``feature``; kept values scale by ``1/(1-p)``, or for alpha dropout the
@@ -109,15 +114,19 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.alpha_dropout`` (note: ``training=False`` by default, as
     torch): for SELU networks; a dropped element becomes ``-1.7581 * a * (1 - p)`` and a kept
     one ``a * x + 1.7581 * a * p`` with ``a = ((1.7581**2 * p + 1) * (1 - p))**-0.5``, which keeps
-    zero mean and unit variance. Raises: ValueError for p outside [0, 1]."""
+    zero mean and unit variance. Raises: ValueError for p outside [0, 1]; TypeError for a
+    non-Tensor input (also when not training, as torch's parser)."""
     _check_p(p)
+    _check_input(input, "alpha_dropout")
     return _dropout_core(input, p, training, inplace, feature=False, alpha=True)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.feature_alpha_dropout``: ``alpha_dropout`` with one mask
-    entry per ``input[n, c]``. Raises: ValueError for p outside [0, 1]; RuntimeError for 0-D/1-D."""
+    entry per ``input[n, c]``. Raises: ValueError for p outside [0, 1]; RuntimeError for 0-D/1-D;
+    TypeError for a non-Tensor input."""
     _check_p(p)
+    _check_input(input, "feature_alpha_dropout")
     return _dropout_core(input, p, training, inplace, feature=True, alpha=True)
 
 

@@ -381,7 +381,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _nn.leaky_relu(input, negative_slope)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     """Mirrors ``torch.nn.functional.gelu``: exact (erf) or ``approximate='tanh'``.
     grad_fn ``GeluBackward0``. RuntimeError for another ``approximate``."""
     if approximate not in ("none", "tanh"):
