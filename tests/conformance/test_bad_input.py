@@ -843,6 +843,43 @@ BADINPUT6 = {
     "split(t, tensor)": lambda T: T.split(T.ones(2, 3), T.ones(3, 2)), "Tensor.split([1, 1])_ok": lambda T: T.ones(2, 3).split([1, 1]),
     "scalar_tensor(None)": lambda T: T.scalar_tensor(None), "scalar_tensor(t)": lambda T: T.scalar_tensor(T.ones(2)),
     "scalar_tensor(0-d t)_ok": lambda T: T.scalar_tensor(T.tensor(2.0)),
+    # in-place rounding of bool (no kernel in torch); interpolate's size / scale_factor first
+    **{f"Tensor.{n}_(bool)": (lambda T, n=n: getattr(T.ones(2, dtype=T.bool), n + "_")())
+       for n in ("ceil", "floor", "round", "trunc", "fix", "frac", "abs", "sign")},
+    "Tensor.frac_(long)": lambda T: T.ones(2, dtype=T.int64).frac_(), "Tensor.floor_(long)_ok": lambda T: T.ones(2, dtype=T.int64).floor_(),
+    "abs_(None) fn": lambda T: T.abs_(None), "unbound Tensor.ceil_(None)": lambda T: T.Tensor.ceil_(None),
+    "F.interpolate(2-d) no size": lambda T: T.nn.functional.interpolate(T.ones(2, 3)),
+    "F.interpolate(None)": lambda T: T.nn.functional.interpolate(None),
+    "F.dropout2d(long)": lambda T: T.nn.functional.dropout2d(T.ones(2, 3, dtype=T.int64)),
+    "F.dropout1d(long)": lambda T: T.nn.functional.dropout1d(T.ones(2, 3, dtype=T.int64)),
+    "F.dropout2d(long, p=1)_ok": lambda T: T.nn.functional.dropout2d(T.ones(2, 3, dtype=T.int64), p=1.0),
+    # numbers where torch's parser takes a Number / an int
+    "F.leaky_relu(t, tensor)": lambda T: T.nn.functional.leaky_relu(T.ones(2, 3), T.ones(3, 2)),
+    "F.leaky_relu(t, 0-d tensor)_ok": lambda T: T.nn.functional.leaky_relu(T.ones(2, 3), T.tensor(0.1)),
+    "F.celu(t, tensor)": lambda T: T.nn.functional.celu(T.ones(2, 3), T.ones(3, 2)),
+    "F.rrelu(t, tensor)": lambda T: T.nn.functional.rrelu(T.ones(2, 3), T.ones(3, 2)),
+    "F.hardtanh(t, None)": lambda T: T.nn.functional.hardtanh(T.ones(2, 3), None),
+    "F.normalize(t, tensor)": lambda T: T.nn.functional.normalize(T.ones(2, 3), T.ones(3, 2)),
+    "Tensor.matrix_power(1.5)": lambda T: T.ones(2, 2).matrix_power(1.5),
+    "Tensor.matrix_power(tensor)": lambda T: T.ones(2, 2).matrix_power(T.ones(2)),
+    "Tensor.matrix_power(0-d int tensor)_ok": lambda T: T.ones(2, 2).matrix_power(T.tensor(2)),
+    "arange(list)": lambda T: T.arange([1, 2]), "arange(None)": lambda T: T.arange(None),
+    "Tensor.norm('abc')": lambda T: T.ones(2, 3).norm("abc"), "Tensor.norm(tensor)": lambda T: T.ones(2, 3).norm(T.ones(3, 2)),
+    "Tensor.bernoulli_(p of another shape)": lambda T: T.ones(2, 3).bernoulli_(T.ones(3, 2) / 2),
+    "Tensor.bernoulli_(p broadcast)_ok": lambda T: T.ones(2, 3).bernoulli_(T.ones(3) / 2),
+    "tril_indices(t, 3)": lambda T: T.tril_indices(T.ones(2, 3), 3), "randint(t, 5)": lambda T: T.randint(T.ones(2, 3), 5),
+    "randint(10, (3,))_ok": lambda T: T.randint(10, (3,)),
+    "F.embedding(idx, None)": lambda T: T.nn.functional.embedding(T.tensor([0, 1]), None),
+    "orgqr(t, None)": lambda T: T.orgqr(T.ones(3, 2), None),
+    "Tensor.fill_diagonal_(None)": lambda T: T.ones(2, 3).fill_diagonal_(None),
+    "Tensor.fill_diagonal_(tensor)": lambda T: T.ones(2, 3).fill_diagonal_(T.ones(3, 2)),
+    "isin(t, None)": lambda T: T.isin(T.ones(2), None), "isin(t, 1.0)_ok": lambda T: T.isin(T.ones(2), 1.0),
+    "Tensor.float_power_(None)": lambda T: T.ones(2, dtype=T.float64).float_power_(None),
+    "stft(t, None)": lambda T: T.stft(T.ones(16), None), "istft(t, 1.5)": lambda T: T.istft(T.ones(5, 3), 1.5),
+    "segment_reduce(t, None)": lambda T: T.segment_reduce(T.ones(2, 3), None),
+    "meshgrid(2-d, None)": lambda T: T.meshgrid(T.ones(2, 3), None, indexing="ij"),
+    "F.adaptive_max_pool3d(t, None)": lambda T: T.nn.functional.adaptive_max_pool3d(T.ones(1, 2, 2, 2), None),
+    "histogram(t)_ok": lambda T: T.histogram(T.ones(3)),
 }
 for k, f in BADINPUT6.items():
     case(k, f)
@@ -894,7 +931,7 @@ KNOWN.update(dict.fromkeys([
     'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
-    'F.embedding(t, float) kind', 'randint_like(t, None) kind',
+    'randint_like(t, None) kind',
 ], "wrong-kind argument meets another check first (torch: TypeError)"))
 
 

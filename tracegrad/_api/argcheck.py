@@ -96,7 +96,7 @@ KINDS = {
                      "compute_uv", "pivot", "get_infos", "full_matrices", "upper", "unitriangular",
                      "transpose", "left", "hermitian"), "bool"),
     "unbiased": "bool or None",
-    **dict.fromkeys(("alpha", "lambd"), "Number"),
+    **dict.fromkeys(("alpha", "lambd", "negative_slope", "min_val", "max_val"), "Number"),
     **dict.fromkeys(("nan", "posinf", "neginf"), "Number or None"),
     "dtype": "torch.dtype",
     **dict.fromkeys(("self", "input", "tensor", "tensor1", "tensor2", "mat1", "mat2", "vec", "vec1", "vec2",
@@ -108,7 +108,8 @@ KINDS = {
 # keyed by the function's own name: the same in every namespace
 _TENSOR_ONLY = "Tensor (not a number)"
 _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
-              "rrelu": {"upper": None}, "rrelu_": {"upper": None},
+              "rrelu": {"upper": "Number", "lower": "Number"}, "rrelu_": {"upper": "Number", "lower": "Number"},
+              "normalize": {"p": "Number"},
               # no Scalar overload in torch: the second operand is a Tensor only
               **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
@@ -116,7 +117,13 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"},
               # a Tensor only (no list, no number) where the kernel's own dtype check would come first
               "take_along_dim": {"indices": _TENSOR_ONLY}, "masked_select": {"mask": _TENSOR_ONLY},
-              "bincount": {"weights": _TENSOR_ONLY}, "grid_sample": {"grid": _TENSOR_ONLY}}
+              "bincount": {"weights": _TENSOR_ONLY}, "grid_sample": {"grid": _TENSOR_ONLY},
+              "embedding": {"weight": _TENSOR_ONLY}, "orgqr": {"tau": _TENSOR_ONLY},
+              # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
+              **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
+              "fill_diagonal_": {"fill_value": "Number"},
+              # a Tensor or a number (checked after a failure, where None or a string is the cause)
+              "isin": {"elements": "Tensor", "test_elements": "Tensor"}, "float_power_": {"exponent": "Tensor"}}
 
 
 def kind_of(api, name):

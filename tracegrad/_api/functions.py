@@ -134,9 +134,10 @@ def meshgrid(*tensors, indexing=None):
         warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
     if indexing not in ("xy", "ij"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):   # the TensorList parser's TypeError
+    for i, t in enumerate(tensors):   # the TensorList parser's TypeError, before any shape check
+        if not isinstance(t, Tensor):
             raise TypeError(f"meshgrid(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    for t in tensors:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got a tensor of "
                                f"shape {list(t.shape)}")

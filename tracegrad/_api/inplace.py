@@ -196,11 +196,27 @@ def masked_fill_(self, mask, value):
     return apply_inplace(op, self, (mask, value))
 
 
+# in-place unaries whose torch kernel has no bool version (out of place, ``_unary`` refuses them too)
+_NO_BOOL_KERNEL = ("floor", "ceil", "round", "trunc", "frac", "abs")
+
+
 def _inplace_unary(name):
     op = OPS[name]
 
     def f(self):
         return apply_inplace(op, self, ())
+    if name in _NO_BOOL_KERNEL or name == "sign":   # the others keep the one-line body (the hot path)
+        def f(self):   # noqa: F811
+            try:
+                dt = self.dtype
+            except AttributeError:   # NOTE [unbound self]
+                raise not_a_tensor(name + "_", self) from None
+            if dt is _dt.bool_ or (name == "frac" and dt._cat < 2):
+                if name == "sign":   # a bool's sign is itself (as torch)
+                    return self
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
+                                          f"the tensor with .float() first")
+            return apply_inplace(op, self, ())
     f.__name__ = name + "_"
     f.__doc__ = f"Mirrors ``torch.Tensor.{name}_`` (in place)."
     return f
@@ -361,6 +377,14 @@ def _uniform(k, shape, dtype, a=0.0, b=1.0, *, from_=None, to=None):
 
 
 def _bernoulli(k, shape, dtype, p=0.5):
+    ps = tuple(getattr(p, "shape", ()))
+    if ps != tuple(shape) and ps:   # p expands to self's shape (as torch), never the other way
+        lead = len(shape) - len(ps)
+        for d, n in enumerate(ps):
+            if lead < 0 or (n != 1 and n != shape[lead + d]):
+                raise RuntimeError(f"bernoulli_: The expanded size of the tensor ({shape[lead + d] if lead >= 0 else '?'}) "
+                                   f"must match the existing size ({n}) at non-singleton dimension {lead + d}. Target "
+                                   f"sizes: {list(shape)}. Tensor sizes: {list(ps)}")
     return _rnd.bernoulli(k, p, shape).astype(dtype)
 
 

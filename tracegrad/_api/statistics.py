@@ -155,8 +155,8 @@ def _bin_positions(v, edges, equal_width):
 
 
 @method("histogram", function=True)   # torch.histogram's out=(hist, bin_edges): out_functions.EXACT
-def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
-    """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
+    """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` (default 100) equal-width
     bins over ``range`` (default: the data's min and max) or the increasing edges in the 1-d
     tensor ``bins``; each bin holds ``[left, right)``, the last also its right edge; values
     outside are ignored. ``weight`` (``input``'s shape) weighs each value; ``density=True``

@@ -119,6 +119,10 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     W)`` to ``output_size`` (an int, a triple, ``None`` keeps a size) with torch's bins
     ``[floor(i*In/Out), ceil((i+1)*In/Out))``; grad_fn ``AdaptiveMaxPool3DBackward0``.
     With ``return_indices``, ``(values, indices)``: int64 positions ``(d * H + h) * W + w``."""
+    if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
+        # torch's wrapper takes len(output_size) first
+        raise TypeError(f"adaptive_max_pool3d(): argument 'output_size' must be an int or a tuple of ints, not "
+                        f"{type(output_size).__name__}")
     if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):

@@ -23,6 +23,10 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+_SCALAR_NAMES = {tracegrad.int64: "Long", tracegrad.int32: "Int", tracegrad.int16: "Short", tracegrad.int8: "Char",
+                 tracegrad.uint8: "Byte", tracegrad.bool: "Bool"}
+
+
 def _check_input(input, api):
     if not isinstance(input, tracegrad.Tensor):
         raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
@@ -40,6 +44,9 @@ def _dropout_core(input, p, training, inplace, *, feature, alpha):
     if p == 1:
         noise = tracegrad.zeros(shape, dtype=input.dtype, device=input.device)
         return input.mul_(noise) if inplace else input * noise
+    if not (input.is_floating_point() or input.is_complex()):   # torch's mask scales in place by 1/(1-p)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_SCALAR_NAMES.get(input.dtype, str(input.dtype))}; dropout takes a floating input")
     keep = (tracegrad.rand(shape, device=input.device) >= p).to(input.dtype)
     if alpha:
         a = 1.0 / ((_SELU_ALPHA ** 2 * p + 1) * (1 - p)) ** 0.5
