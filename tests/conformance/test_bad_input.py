@@ -880,6 +880,19 @@ BADINPUT6 = {
     "meshgrid(2-d, None)": lambda T: T.meshgrid(T.ones(2, 3), None, indexing="ij"),
     "F.adaptive_max_pool3d(t, None)": lambda T: T.nn.functional.adaptive_max_pool3d(T.ones(1, 2, 2, 2), None),
     "histogram(t)_ok": lambda T: T.histogram(T.ones(3)),
+    # torch's Python-level functions fail on a non-Tensor with AttributeError; from_dlpack's capsule check
+    "svd_lowrank(None)": lambda T: T.svd_lowrank(None), "pca_lowrank('a')": lambda T: T.pca_lowrank("a"),
+    "lobpcg(None)": lambda T: T.lobpcg(None), "from_dlpack(None)": lambda T: T.from_dlpack(None),
+    "F.adaptive_max_pool3d(2-d, 'abc')": lambda T: T.nn.functional.adaptive_max_pool3d(T.ones(2, 3), "abc"),
+    "Tensor.contiguous(format positional)": lambda T: T.ones(2).contiguous(T.contiguous_format),
+    # bool (and uint8) inputs torch's statistics refuse
+    "cov(bool)": lambda T: T.cov(T.ones(2, 3, dtype=T.bool)), "corrcoef(bool)": lambda T: T.corrcoef(T.ones(2, 3, dtype=T.bool)),
+    "trapezoid(bool)": lambda T: T.trapezoid(T.ones(2, 3, dtype=T.bool)),
+    "cumulative_trapezoid(bool)": lambda T: T.cumulative_trapezoid(T.ones(2, 3, dtype=T.bool)),
+    "trapezoid(t, bool x)": lambda T: T.trapezoid(T.ones(3), T.ones(3, dtype=T.bool)),
+    "gradient(bool)": lambda T: T.gradient(T.ones(2, 3, dtype=T.bool)), "gradient(uint8)": lambda T: T.gradient(T.ones(3, dtype=T.uint8)),
+    "cov(long)_ok": lambda T: T.cov(T.ones(2, 3, dtype=T.int64)),
+    "igamma(t, 1.5)": lambda T: T.igamma(T.ones(2), 1.5), "pinverse(t, None)": lambda T: T.pinverse(T.ones(2, 2), None),
 }
 for k, f in BADINPUT6.items():
     case(k, f)

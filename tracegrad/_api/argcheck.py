@@ -111,7 +111,7 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               "rrelu": {"upper": "Number", "lower": "Number"}, "rrelu_": {"upper": "Number", "lower": "Number"},
               "normalize": {"p": "Number"},
               # no Scalar overload in torch: the second operand is a Tensor only
-              **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "trapezoid", "trapz",
+              **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "igamma_", "igammac_", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
               "pairwise_distance": {"x2": _TENSOR_ONLY},
               "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"},
@@ -121,7 +121,7 @@ _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln
               "embedding": {"weight": _TENSOR_ONLY}, "orgqr": {"tau": _TENSOR_ONLY},
               # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
               **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
-              "fill_diagonal_": {"fill_value": "Number"},
+              "fill_diagonal_": {"fill_value": "Number"}, "pinverse": {"rcond": "Number"},
               # a Tensor or a number (checked after a failure, where None or a string is the cause)
               "isin": {"elements": "Tensor", "test_elements": "Tensor"}, "float_power_": {"exponent": "Tensor"}}
 

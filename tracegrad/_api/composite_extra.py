@@ -292,7 +292,12 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     numbers (one per dim) or a list of 1-d tensors of sample coordinates (non-uniform spacing,
     second-order accurate). Integer inputs give the default float dtype. Differentiable.
     RuntimeError for a dim shorter than ``edge_order + 1``, another ``edge_order`` or a
-    ``spacing`` list of the wrong length, as torch."""
+    ``spacing`` list of the wrong length, or a bool or uint8 input, as torch."""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported (torch.gradient); "
+                           "convert the input with .float()")
+    if input.dtype is _dt.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
     dims = list(range(input.dim())) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
     dims = [_wrap_dim(d, input.dim()) for d in dims]
     for d in dims:

@@ -166,7 +166,7 @@ def clone(self, *, memory_format=None):
 
 
 @method()
-def contiguous(self, memory_format=contiguous_format):
+def contiguous(self, *, memory_format=contiguous_format):
     """Mirrors ``torch.Tensor.contiguous(memory_format=torch.contiguous_format)``: self when
     already contiguous in that format, else a clone laid out so. RuntimeError for
     ``preserve_format`` (as torch) or a channels-last format at the wrong rank."""

@@ -57,7 +57,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     ``fweights`` (integers) and observation weights ``aweights``; normalized by the weight sum
     minus ``correction`` (Bessel's correction by default). Integer inputs give the default
     float dtype. Differentiable. RuntimeError for more than 2 dims or bad weights; a
-    non-positive normalizer warns and gives inf/NaN, as torch."""
+    non-positive normalizer warns and gives inf/NaN, as torch; RuntimeError for a bool input."""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input; convert it with .float()")
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
@@ -104,7 +106,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 def corrcoef(input):
     """Mirrors ``torch.corrcoef``: Pearson correlation coefficients of the rows of ``input``
     (``cov`` normalized by the standard deviations, real parts clipped to [-1, 1]).
-    Differentiable. RuntimeError for more than 2 dims."""
+    Differentiable. RuntimeError for more than 2 dims or a bool input (as torch, from ``cov``)."""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input; convert it with .float()")
     if input.dim() > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")

@@ -123,7 +123,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
         # torch's wrapper takes len(output_size) first
         raise TypeError(f"adaptive_max_pool3d(): argument 'output_size' must be an int or a tuple of ints, not "
                         f"{type(output_size).__name__}")
-    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+    if isinstance(output_size, (list, tuple, str)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
