@@ -893,6 +893,11 @@ BADINPUT6 = {
     "gradient(bool)": lambda T: T.gradient(T.ones(2, 3, dtype=T.bool)), "gradient(uint8)": lambda T: T.gradient(T.ones(3, dtype=T.uint8)),
     "cov(long)_ok": lambda T: T.cov(T.ones(2, 3, dtype=T.int64)),
     "igamma(t, 1.5)": lambda T: T.igamma(T.ones(2), 1.5), "pinverse(t, None)": lambda T: T.pinverse(T.ones(2, 2), None),
+    "nn.Bilinear(0, 3, 2)": lambda T: T.nn.Bilinear(0, 3, 2), "nn.Bilinear(3, 0, 2)_ok": lambda T: T.nn.Bilinear(3, 0, 2),
+    "Tensor.orgqr(None)": lambda T: T.ones(3, 2).orgqr(None),
+    "F.avg_pool1d(t, None)": lambda T: T.nn.functional.avg_pool1d(T.ones(1, 1, 4), None),
+    "repeat_interleave(t, 1.5)": lambda T: T.repeat_interleave(T.ones(2, 3), 1.5),
+    "repeat_interleave(int tensor)_ok": lambda T: T.repeat_interleave(T.tensor([1, 2])),
 }
 for k, f in BADINPUT6.items():
     case(k, f)

@@ -198,7 +198,10 @@ def _pool_args(nd, kernel_size, stride, padding, dilation, name, input=None, cei
     """Normalised ``(kernel, stride, padding, dilation)`` tuples, with torch's checks (all on
     shapes and arguments, none on values): stride/kernel/dilation positive, padding in
     ``[0, kernel/2]``, input ``(C, *spatial)`` or ``(N, C, *spatial)`` with non-empty
-    non-batch dims, and an output of at least one element per spatial dim. RuntimeError."""
+    non-batch dims, and an output of at least one element per spatial dim. RuntimeError; TypeError
+    for a missing (None) kernel_size, as torch's parser."""
+    if kernel_size is None:
+        raise TypeError(f"{name}(): argument 'kernel_size' (position 2) must be tuple of ints, not NoneType")
     k = _tup(kernel_size, nd, "kernel_size")
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tup(stride, nd, "stride")
     p, d = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")

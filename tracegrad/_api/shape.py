@@ -328,7 +328,10 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
     1-D tensor repeats; flattens when dim is None). ``repeat_interleave(repeats)`` alone (a 1-D
     integer tensor) gives ``i`` repeated ``repeats[i]`` times. ``output_size``, the result's
     length along ``dim``, is checked (torch uses it to skip a device sync). RuntimeError for a
-    negative repeat or an ``output_size`` that differs from the repeats' total."""
+    negative repeat or an ``output_size`` that differs from the repeats' total; TypeError for
+    ``repeats`` of another kind (a float, a string)."""
+    if repeats is not None and not isinstance(repeats, (int, Tensor)) and not hasattr(repeats, "__index__"):
+        raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not {type(repeats).__name__}")
     if output_size is not None:
         out = repeat_interleave(self, repeats, dim)
         n = out.shape[0 if dim is None or repeats is None else _wrap_dim(dim, self.ndim)]
