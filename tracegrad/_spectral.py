@@ -155,9 +155,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     RuntimeError: ``return_complex`` not given for a real input, bad sizes, ``align_to_window``
     with ``center=True`` (as torch); NotImplementedError for an unknown ``pad_mode``; TypeError for
     an ``n_fft`` that is not an int."""
-    _check_n_fft("stft", n_fft)
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false; pass center=False")
+    _check_n_fft("stft", n_fft)   # after torch's Python reads ``center``
     if return_complex is None:
         if not (input.is_complex() or (window is not None and window.is_complex())):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs; pass "

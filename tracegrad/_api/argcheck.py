@@ -109,7 +109,7 @@ KINDS = {
 _TENSOR_ONLY = "Tensor (not a number)"
 _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
               "rrelu": {"upper": "Number", "lower": "Number"}, "rrelu_": {"upper": "Number", "lower": "Number"},
-              "normalize": {"p": "Number"},
+              "normalize": {"p": "Number or None"},
               # no Scalar overload in torch: the second operand is a Tensor only
               **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "igamma_", "igammac_", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),

@@ -1044,7 +1044,7 @@ _guard_all(globals(), names=_NATIVE)
 # interpolate or the adaptive and fractional pools, test them in Python first, as tracegrad does)
 _guard_all(globals(), python_level=True, names=(
     "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "celu", "elu", "embedding", "fold", "grid_sample",
-    "hardtanh", "layer_norm", "rrelu",
+    "layer_norm", "rrelu",
     "leaky_relu", "log_softmax", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
     "max_pool3d", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "normalize", "rms_norm",
     "softmax", "softmin", "unfold"))
