@@ -230,7 +230,10 @@ ormqr = _linalg_decomp.ormqr
 
 
 def orgqr(input, tau):
-    """Mirrors ``torch.orgqr``: ``tracegrad.linalg.householder_product(input, tau)``."""
+    """Mirrors ``torch.orgqr``: ``tracegrad.linalg.householder_product(input, tau)``. TypeError for
+    a non-Tensor ``tau`` (torch's parser; also for the method, which has no argument guard)."""
+    if not isinstance(tau, Tensor):
+        raise TypeError(f"orgqr(): argument 'input2' (position 2) must be Tensor, not {type(tau).__name__}")
     return linalg.householder_product(input, tau)
 
 

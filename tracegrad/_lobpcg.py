@@ -129,8 +129,9 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     no limit) and ``tol`` (default ``sqrt(eps)`` of the dtype) stop the iteration. Autograd for
     ``B = None``: torch's partial-eigendecomposition gradient (module docstring). ValueError when
     ``m < 3 n``, as torch; RuntimeError for a non-square ``A`` or a ``B`` of another shape."""
-    if not isinstance(A, Tensor):
-        raise TypeError(f"lobpcg(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if not isinstance(A, Tensor):   # AttributeError, as torch's Python code (it reads A.requires_grad)
+        raise AttributeError(f"lobpcg(): argument 'A' must be a Tensor, not {type(A).__name__} "
+                             f"('{type(A).__name__}' object has no attribute 'requires_grad')")
     if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"lobpcg: A must be square, got shape {tuple(A.shape)}")
     if B is not None and tuple(B.shape) != tuple(A.shape):

@@ -56,9 +56,10 @@ def svd_lowrank(A, q=6, niter=2, M=None):
     optional, broadcast to ``A``), ``U`` ``(*, m, q)``, ``S`` ``(*, q)``, ``V`` ``(*, n, q)``, from a
     randomized range finder with ``niter`` subspace iterations (``q`` defaults to 6, ``niter`` to
     2). Differentiable. Randomness from tracegrad's generator (see the module docstring).
-    TypeError for a non-Tensor ``A``."""
+    AttributeError for a non-Tensor ``A`` (torch's Python code reads ``A.shape``)."""
     if not isinstance(A, Tensor):
-        raise TypeError(f"svd_lowrank(): argument 'A' must be Tensor, not {type(A).__name__}")
+        raise AttributeError(f"svd_lowrank(): argument 'A' must be a Tensor, not {type(A).__name__} "
+                             f"('{type(A).__name__}' object has no attribute 'shape')")
     return _svd_lowrank(A, 6 if q is None else q, 2 if niter is None else niter, M)
 
 
@@ -67,8 +68,9 @@ def pca_lowrank(A, q=None, center=True, niter=2):
     data matrix ``A`` ``(*, m, n)`` by ``svd_lowrank``; ``V``'s columns are the principal
     directions and ``S**2 / (m - 1)`` the variances along them. ``q`` defaults to ``min(6, m, n)``.
     ValueError for ``q`` outside ``[0, min(m, n)]`` or a negative ``niter``, as torch."""
-    if not isinstance(A, Tensor):
-        raise TypeError(f"pca_lowrank(): argument 'A' must be Tensor, not {type(A).__name__}")
+    if not isinstance(A, Tensor):   # AttributeError, as torch's Python code (it reads A.shape)
+        raise AttributeError(f"pca_lowrank(): argument 'A' must be a Tensor, not {type(A).__name__} "
+                             f"('{type(A).__name__}' object has no attribute 'shape')")
     m, n = A.shape[-2:]
     if q is None:
         q = min(6, m, n)

@@ -134,6 +134,12 @@ def _frame_window(api, input, n_fft, hop_length, win_length, window):
     return hop, window
 
 
+def _check_n_fft(api, n_fft):
+    """torch's parser TypeError for an ``n_fft`` that is not an int (None, a float, a tensor)."""
+    if type(n_fft) is not int and not (hasattr(n_fft, "__index__") and not isinstance(n_fft, Tensor)):
+        raise TypeError(f"{api}(): argument 'n_fft' (position 2) must be int, not {type(n_fft).__name__}")
+
+
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """Mirrors ``torch.stft``: the short-time Fourier transform of ``input`` ``(L,)`` or
@@ -147,9 +153,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     ``center=False``) starts each frame's window at ``m * hop_length`` instead of centring it
     in the ``n_fft`` samples. Differentiable.
     RuntimeError: ``return_complex`` not given for a real input, bad sizes, ``align_to_window``
-    with ``center=True`` (as torch); NotImplementedError for an unknown ``pad_mode``."""
+    with ``center=True`` (as torch); NotImplementedError for an unknown ``pad_mode``; TypeError for
+    an ``n_fft`` that is not an int."""
     if center and align_to_window is not None:
         raise RuntimeError("stft align_to_window should only be set when center = false; pass center=False")
+    _check_n_fft("stft", n_fft)   # after torch's Python reads ``center``
     if return_complex is None:
         if not (input.is_complex() or (window is not None and window.is_complex())):
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs; pass "
@@ -202,6 +210,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     ``freq != n_fft``) inverts with ``irfft``; ``center`` trims ``n_fft // 2`` samples each side;
     ``length`` trims or zero-pads the end. Real output unless ``return_complex``.
     Differentiable. RuntimeError for a real input or mismatched sizes."""
+    _check_n_fft("istft", n_fft)
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 
 import jax
 import jax.numpy as jnp
@@ -371,6 +372,11 @@ def matrix_power(A, n, *, out=None):
     """Mirrors ``torch.linalg.matrix_power``: ``A`` multiplied by itself ``n`` times (``n`` < 0:
     of its inverse; 0: the identity, written into a copy of ``A`` as torch does, so it stays in
     A's graph with a zero gradient)."""
+    if type(n) is not int:   # a float, a tensor of several elements: torch's parser TypeError
+        try:
+            n = operator.index(n)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}; pass an int") from None
     # integer matrices multiply exactly: torch allows them for n >= 0 (bool has no matmul kernel)
     exact = isinstance(A, Tensor) and n >= 0 and not (A.is_floating_point() or A.is_complex())
     if exact and A.dtype.name == "bool":

@@ -788,6 +788,126 @@ for k, f in BADINPUT5.items():
     case(k, f)
 
 
+# ---- badinput6: Tensor methods called on the class with a non-Tensor self (NOTE [unbound self])
+BADINPUT6 = {
+    **{f"unbound Tensor.{n}(None)": (lambda T, n=n: getattr(T.Tensor, n)(None))
+       for n in ("flatten", "view", "reshape", "permute", "t", "t_", "expand", "repeat", "diag", "diagonal", "trace",
+                 "fliplr", "flipud", "adjoint", "clone", "contiguous", "detach", "detach_", "dim", "ndimension",
+                 "numel", "nelement", "size", "item", "requires_grad_", "float", "long", "bool", "half", "double",
+                 "to", "get_device", "round", "normal_", "uniform_", "random_", "bernoulli_", "clamp_",
+                 "resolve_neg", "sparse_dim")},
+    "unbound Tensor.view('abc', 2)": lambda T: T.Tensor.view("abc", 2), "unbound Tensor.float([1.0])": lambda T: T.Tensor.float([1.0]),
+    "Tensor.flatten(t)_ok": lambda T: T.Tensor.flatten(T.ones(2, 3)), "Tensor.size(t, 1)_ok": lambda T: T.Tensor.size(T.ones(2, 3), 1),
+    "Tensor.float(t)_ok": lambda T: T.Tensor.float(T.ones(2, dtype=T.int64)), "Tensor.to(t, float64)_ok": lambda T: T.Tensor.to(T.ones(2), T.float64),
+    "flatten(None)": lambda T: T.flatten(None), "t(None)": lambda T: T.t(None), "clone(None)": lambda T: T.clone(None),
+    # a required size / dims argument left out (x.view(()) is the 0-d shape)
+    "Tensor.reshape()": lambda T: T.ones(1).reshape(), "Tensor.view()": lambda T: T.ones(1).view(),
+    "Tensor.permute()": lambda T: T.ones(2).permute(), "Tensor.expand()": lambda T: T.ones(2).expand(),
+    "Tensor.repeat()": lambda T: T.ones(2).repeat(), "reshape(t)": lambda T: T.reshape(T.ones(1)),
+    "Tensor.view(())_ok": lambda T: T.ones(1).view(()), "Tensor.reshape([])_ok": lambda T: T.ones(1).reshape([]),
+    "broadcast_tensors(0-d, 0-d)_ok": lambda T: T.broadcast_tensors(T.tensor(1.0), T.tensor(2.0)),
+    "tile(0-d, ())_ok": lambda T: T.tile(T.tensor(1.0), ()),
+    # where with one of input/other; layouts by name; gelu's keyword-only approximate
+    "where(c, t)": lambda T: T.where(T.ones(2) > 0, T.ones(2)), "where(c, 1.5)": lambda T: T.where(T.ones(2) > 0, 1.5),
+    "where(c)_ok": lambda T: T.where(T.ones(2) > 0),
+    "zeros(layout=str)": lambda T: T.zeros(2, layout="strided"), "ones_like(layout=str)": lambda T: T.ones_like(T.ones(2), layout="strided"),
+    "randn(layout=str)": lambda T: T.randn(2, layout="strided"), "zeros(layout=strided)_ok": lambda T: T.zeros(2, layout=T.strided),
+    "F.gelu(t, 'tanh')": lambda T: T.nn.functional.gelu(T.ones(2), "tanh"),
+    "F.gelu(t, approximate='tanh')_ok": lambda T: T.nn.functional.gelu(T.ones(2), approximate="tanh"),
+    # hstack & co given a Tensor instead of a sequence of them
+    **{f"{n}(t)": (lambda T, n=n: getattr(T, n)(T.ones(2, 3))) for n in ("hstack", "vstack", "dstack", "column_stack", "row_stack")},
+    "hstack([t])_ok": lambda T: T.hstack([T.ones(2)]),
+    # non-Tensor inputs and sizes of the wrong kind in nn.functional
+    "F.alpha_dropout(None)": lambda T: T.nn.functional.alpha_dropout(None),
+    "F.feature_alpha_dropout('a')": lambda T: T.nn.functional.feature_alpha_dropout("a"),
+    "F.adaptive_avg_pool2d(t, None)": lambda T: T.nn.functional.adaptive_avg_pool2d(T.ones(1, 2, 4, 4), None),
+    "F.adaptive_max_pool2d(t, 1.5)": lambda T: T.nn.functional.adaptive_max_pool2d(T.ones(1, 2, 4, 4), 1.5),
+    "F.adaptive_avg_pool1d(t, None)": lambda T: T.nn.functional.adaptive_avg_pool1d(T.ones(1, 2, 4), None),
+    "F.adaptive_avg_pool2d(t, (None, 2))_ok": lambda T: T.nn.functional.adaptive_avg_pool2d(T.ones(1, 2, 4, 4), (None, 2)),
+    "F.fractional_max_pool2d(2-d, k) no size": lambda T: T.nn.functional.fractional_max_pool2d(T.ones(2, 3), 2),
+    "F.grid_sample(t, None)": lambda T: T.nn.functional.grid_sample(T.ones(1, 1, 2, 2), None),
+    # dims given as a tensor of several elements (the hot methods have no guard)
+    "Tensor.flatten(tensor)": lambda T: T.ones(2, 3).flatten(T.ones(3, 2)), "Tensor.size(tensor)": lambda T: T.ones(2, 3).size(T.ones(2)),
+    "Tensor.softmax(tensor)": lambda T: T.ones(2, 3).softmax(T.ones(2)),
+    "Tensor.size(0-d int tensor)_ok": lambda T: T.ones(2, 3).size(T.tensor(1)),
+    "unique(t, t, t, t, t)_flags first": lambda T: T.unique(T.ones(2), T.ones(2), T.ones(2), T.ones(2), T.ones(2)),
+    # the recurrent kernels' functional forms with too few arguments
+    "lstm(t)": lambda T: T.lstm(T.ones(2, 3)), "gru(t, None)": lambda T: T.gru(T.ones(2, 3), None),
+    "rnn_tanh(t, t)": lambda T: T.rnn_tanh(T.ones(2, 3), T.ones(2, 3)),
+    # strings where numbers go (numpy's comparison error before), sizes and scalars of the wrong kind
+    "quantile(t, 'a')": lambda T: T.quantile(T.ones(2, 3), "a"), "Tensor.quantile([0.5])": lambda T: T.ones(2, 3).quantile([0.5]),
+    "Tensor.nanquantile('a')": lambda T: T.ones(2, 3).nanquantile("a"),
+    "quantile(t, 0.5)_ok": lambda T: T.quantile(T.ones(2, 3), 0.5),
+    "bernoulli(t, 'a')": lambda T: T.bernoulli(T.ones(2, 3) / 2, "a"), "normal(t, 'a')": lambda T: T.normal(T.ones(2, 3), "a"),
+    "Tensor.split('abc')": lambda T: T.ones(2, 3).split("abc"), "Tensor.split([1.0, 1.0])": lambda T: T.ones(2, 3).split([1.0, 1.0]),
+    "split(t, tensor)": lambda T: T.split(T.ones(2, 3), T.ones(3, 2)), "Tensor.split([1, 1])_ok": lambda T: T.ones(2, 3).split([1, 1]),
+    "scalar_tensor(None)": lambda T: T.scalar_tensor(None), "scalar_tensor(t)": lambda T: T.scalar_tensor(T.ones(2)),
+    "scalar_tensor(0-d t)_ok": lambda T: T.scalar_tensor(T.tensor(2.0)),
+    # in-place rounding of bool (no kernel in torch); interpolate's size / scale_factor first
+    **{f"Tensor.{n}_(bool)": (lambda T, n=n: getattr(T.ones(2, dtype=T.bool), n + "_")())
+       for n in ("ceil", "floor", "round", "trunc", "fix", "frac", "abs", "sign")},
+    "Tensor.frac_(long)": lambda T: T.ones(2, dtype=T.int64).frac_(), "Tensor.floor_(long)_ok": lambda T: T.ones(2, dtype=T.int64).floor_(),
+    "abs_(None) fn": lambda T: T.abs_(None), "unbound Tensor.ceil_(None)": lambda T: T.Tensor.ceil_(None),
+    "F.interpolate(2-d) no size": lambda T: T.nn.functional.interpolate(T.ones(2, 3)),
+    "F.interpolate(None)": lambda T: T.nn.functional.interpolate(None),
+    "F.dropout2d(long)": lambda T: T.nn.functional.dropout2d(T.ones(2, 3, dtype=T.int64)),
+    "F.dropout1d(long)": lambda T: T.nn.functional.dropout1d(T.ones(2, 3, dtype=T.int64)),
+    "F.dropout2d(long, p=1)_ok": lambda T: T.nn.functional.dropout2d(T.ones(2, 3, dtype=T.int64), p=1.0),
+    # numbers where torch's parser takes a Number / an int
+    "F.leaky_relu(t, tensor)": lambda T: T.nn.functional.leaky_relu(T.ones(2, 3), T.ones(3, 2)),
+    "F.leaky_relu(t, 0-d tensor)_ok": lambda T: T.nn.functional.leaky_relu(T.ones(2, 3), T.tensor(0.1)),
+    "F.celu(t, tensor)": lambda T: T.nn.functional.celu(T.ones(2, 3), T.ones(3, 2)),
+    "F.rrelu(t, tensor)": lambda T: T.nn.functional.rrelu(T.ones(2, 3), T.ones(3, 2)),
+    "F.hardtanh(t, None)": lambda T: T.nn.functional.hardtanh(T.ones(2, 3), None),
+    "F.hardtanh(t, tensor)": lambda T: T.nn.functional.hardtanh(T.ones(2, 3), T.ones(3, 2)),
+    "F.hardtanh_(t, None)": lambda T: T.nn.functional.hardtanh_(T.ones(2, 3), None),
+    "F.normalize(t, None)_ok": lambda T: T.nn.functional.normalize(T.ones(2, 3), None),
+    "nn.Bilinear(tensor, 3, 2)": lambda T: T.nn.Bilinear(T.ones(2), 3, 2),
+    "Tensor.stft(t, t, t, t, t, t)": lambda T: T.ones(16).stft(*[T.ones(16)] * 6),
+    "F.normalize(t, tensor)": lambda T: T.nn.functional.normalize(T.ones(2, 3), T.ones(3, 2)),
+    "Tensor.matrix_power(1.5)": lambda T: T.ones(2, 2).matrix_power(1.5),
+    "Tensor.matrix_power(tensor)": lambda T: T.ones(2, 2).matrix_power(T.ones(2)),
+    "Tensor.matrix_power(0-d int tensor)_ok": lambda T: T.ones(2, 2).matrix_power(T.tensor(2)),
+    "arange(list)": lambda T: T.arange([1, 2]), "arange(None)": lambda T: T.arange(None),
+    "Tensor.norm('abc')": lambda T: T.ones(2, 3).norm("abc"), "Tensor.norm(tensor)": lambda T: T.ones(2, 3).norm(T.ones(3, 2)),
+    "Tensor.bernoulli_(p of another shape)": lambda T: T.ones(2, 3).bernoulli_(T.ones(3, 2) / 2),
+    "Tensor.bernoulli_(p broadcast)_ok": lambda T: T.ones(2, 3).bernoulli_(T.ones(3) / 2),
+    "tril_indices(t, 3)": lambda T: T.tril_indices(T.ones(2, 3), 3), "randint(t, 5)": lambda T: T.randint(T.ones(2, 3), 5),
+    "randint(10, (3,))_ok": lambda T: T.randint(10, (3,)),
+    "F.embedding(idx, None)": lambda T: T.nn.functional.embedding(T.tensor([0, 1]), None),
+    "orgqr(t, None)": lambda T: T.orgqr(T.ones(3, 2), None),
+    "Tensor.fill_diagonal_(None)": lambda T: T.ones(2, 3).fill_diagonal_(None),
+    "Tensor.fill_diagonal_(tensor)": lambda T: T.ones(2, 3).fill_diagonal_(T.ones(3, 2)),
+    "isin(t, None)": lambda T: T.isin(T.ones(2), None), "isin(t, 1.0)_ok": lambda T: T.isin(T.ones(2), 1.0),
+    "Tensor.float_power_(None)": lambda T: T.ones(2, dtype=T.float64).float_power_(None),
+    "stft(t, None)": lambda T: T.stft(T.ones(16), None), "istft(t, 1.5)": lambda T: T.istft(T.ones(5, 3), 1.5),
+    "segment_reduce(t, None)": lambda T: T.segment_reduce(T.ones(2, 3), None),
+    "meshgrid(2-d, None)": lambda T: T.meshgrid(T.ones(2, 3), None, indexing="ij"),
+    "F.adaptive_max_pool3d(t, None)": lambda T: T.nn.functional.adaptive_max_pool3d(T.ones(1, 2, 2, 2), None),
+    "histogram(t)_ok": lambda T: T.histogram(T.ones(3)),
+    # torch's Python-level functions fail on a non-Tensor with AttributeError; from_dlpack's capsule check
+    "svd_lowrank(None)": lambda T: T.svd_lowrank(None), "pca_lowrank('a')": lambda T: T.pca_lowrank("a"),
+    "lobpcg(None)": lambda T: T.lobpcg(None), "from_dlpack(None)": lambda T: T.from_dlpack(None),
+    "F.adaptive_max_pool3d(2-d, 'abc')": lambda T: T.nn.functional.adaptive_max_pool3d(T.ones(2, 3), "abc"),
+    "Tensor.contiguous(format positional)": lambda T: T.ones(2).contiguous(T.contiguous_format),
+    # bool (and uint8) inputs torch's statistics refuse
+    "cov(bool)": lambda T: T.cov(T.ones(2, 3, dtype=T.bool)), "corrcoef(bool)": lambda T: T.corrcoef(T.ones(2, 3, dtype=T.bool)),
+    "trapezoid(bool)": lambda T: T.trapezoid(T.ones(2, 3, dtype=T.bool)),
+    "cumulative_trapezoid(bool)": lambda T: T.cumulative_trapezoid(T.ones(2, 3, dtype=T.bool)),
+    "trapezoid(t, bool x)": lambda T: T.trapezoid(T.ones(3), T.ones(3, dtype=T.bool)),
+    "gradient(bool)": lambda T: T.gradient(T.ones(2, 3, dtype=T.bool)), "gradient(uint8)": lambda T: T.gradient(T.ones(3, dtype=T.uint8)),
+    "cov(long)_ok": lambda T: T.cov(T.ones(2, 3, dtype=T.int64)),
+    "igamma(t, 1.5)": lambda T: T.igamma(T.ones(2), 1.5), "pinverse(t, None)": lambda T: T.pinverse(T.ones(2, 2), None),
+    "nn.Bilinear(0, 3, 2)": lambda T: T.nn.Bilinear(0, 3, 2), "nn.Bilinear(3, 0, 2)_ok": lambda T: T.nn.Bilinear(3, 0, 2),
+    "Tensor.orgqr(None)": lambda T: T.ones(3, 2).orgqr(None),
+    "F.avg_pool1d(t, None)": lambda T: T.nn.functional.avg_pool1d(T.ones(1, 1, 4), None),
+    "repeat_interleave(t, 1.5)": lambda T: T.repeat_interleave(T.ones(2, 3), 1.5),
+    "repeat_interleave(int tensor)_ok": lambda T: T.repeat_interleave(T.tensor([1, 2])),
+}
+for k, f in BADINPUT6.items():
+    case(k, f)
+
+
 def _tmpdir():
     import tempfile
     return tempfile.mkdtemp()
@@ -831,10 +951,10 @@ KNOWN = {}
 # them, tracegrad accepts them (a float or None where an int goes, checked nowhere on the success
 # path) or fails inside a hot family or a dtype check first, with that check's class
 KNOWN.update(dict.fromkeys([
-    'F.adaptive_avg_pool2d(t, float) kind', 'randint_like(t, float) kind',
+    'randint_like(t, float) kind',
 ], "wrong-kind argument accepted (torch: TypeError)"))
 KNOWN.update(dict.fromkeys([
-    'F.embedding(t, float) kind', 'randint_like(t, None) kind',
+    'randint_like(t, None) kind',
 ], "wrong-kind argument meets another check first (torch: TypeError)"))
 
 

@@ -96,7 +96,7 @@ KINDS = {
                      "compute_uv", "pivot", "get_infos", "full_matrices", "upper", "unitriangular",
                      "transpose", "left", "hermitian"), "bool"),
     "unbiased": "bool or None",
-    **dict.fromkeys(("alpha", "lambd"), "Number"),
+    **dict.fromkeys(("alpha", "lambd", "negative_slope", "min_val", "max_val"), "Number"),
     **dict.fromkeys(("nan", "posinf", "neginf"), "Number or None"),
     "dtype": "torch.dtype",
     **dict.fromkeys(("self", "input", "tensor", "tensor1", "tensor2", "mat1", "mat2", "vec", "vec1", "vec2",
@@ -108,15 +108,22 @@ KINDS = {
 # keyed by the function's own name: the same in every namespace
 _TENSOR_ONLY = "Tensor (not a number)"
 _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
-              "rrelu": {"upper": None}, "rrelu_": {"upper": None},
+              "rrelu": {"upper": "Number", "lower": "Number"}, "rrelu_": {"upper": "Number", "lower": "Number"},
+              "normalize": {"p": "Number or None"},
               # no Scalar overload in torch: the second operand is a Tensor only
-              **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "trapezoid", "trapz",
+              **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "igamma_", "igammac_", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
               "pairwise_distance": {"x2": _TENSOR_ONLY},
               "logit": {"eps": "Number or None"}, "logit_": {"eps": "Number or None"},
               # a Tensor only (no list, no number) where the kernel's own dtype check would come first
               "take_along_dim": {"indices": _TENSOR_ONLY}, "masked_select": {"mask": _TENSOR_ONLY},
-              "bincount": {"weights": _TENSOR_ONLY}}
+              "bincount": {"weights": _TENSOR_ONLY}, "grid_sample": {"grid": _TENSOR_ONLY},
+              "embedding": {"weight": _TENSOR_ONLY}, "orgqr": {"tau": _TENSOR_ONLY},
+              # a size passed where torch's parser takes an int (randint's high may hold the size: not checked)
+              **dict.fromkeys(("tril_indices", "triu_indices"), {"row": "int", "col": "int"}), "randint": {"low": "int"},
+              "fill_diagonal_": {"fill_value": "Number"}, "pinverse": {"rcond": "Number"},
+              # a Tensor or a number (checked after a failure, where None or a string is the cause)
+              "isin": {"elements": "Tensor", "test_elements": "Tensor"}, "float_power_": {"exponent": "Tensor"}}
 
 
 def kind_of(api, name):
@@ -299,11 +306,11 @@ def check_kinds(api, read_first=(), **values):
     (``kind_of``) it does not have; for the Python-level functions (unique, lu) whose
     arguments torch's parser checks one call further down. ``read_first``: flags torch's Python
     tests with ``if`` before that (boolean_dispatch), so a tensor of several elements there is
-    left to the function's own ``if`` (RuntimeError in both), before any other check."""
+    torch's RuntimeError (``bool()`` of it), before any other check."""
     for name in sorted(values, key=lambda n: n not in read_first):
         v = values[name]
         if name in read_first and isinstance(v, Tensor) and v.numel() != 1:
-            return
+            bool(v)   # torch's ``if`` on the flag: RuntimeError, before any other check
         kind = kind_of(api, name)
         ok = _is_strict_bool if kind == "bool" else _CHECKS[kind]
         if not ok(v):

@@ -110,7 +110,10 @@ def resolve_conj(input):
 
 @method("resolve_neg", function=True)
 def resolve_neg(input):
-    """Mirrors ``torch.resolve_neg``: tracegrad never negates lazily; returns ``input`` itself."""
+    """Mirrors ``torch.resolve_neg``: tracegrad never negates lazily; returns ``input`` itself.
+    TypeError for a non-Tensor (torch's parser)."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"resolve_neg(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return input
 
 

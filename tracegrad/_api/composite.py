@@ -48,7 +48,7 @@ def tile(input, dims):
         dims = (1,) * (input.dim() - len(dims)) + dims
     elif len(dims) > input.dim():
         input = input.reshape((1,) * (len(dims) - input.dim()) + tuple(input.shape))
-    return input.repeat(*dims)
+    return input.repeat(dims)
 
 
 @method("tile")
@@ -95,7 +95,8 @@ def atleast_3d(*tensors):
 
 @function()
 def column_stack(tensors):
-    """Mirrors ``torch.column_stack``: 0-d and 1-d tensors become columns, then ``hstack``."""
+    """Mirrors ``torch.column_stack``: 0-d and 1-d tensors become columns, then ``hstack``.
+    TypeError for a Tensor or a non-sequence; RuntimeError when empty."""
     return hstack([t.reshape(-1, 1) if t.dim() <= 1 else t for t in _stack_list(tensors, "column_stack")])
 
 

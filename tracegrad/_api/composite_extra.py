@@ -57,7 +57,9 @@ def is_signed(input):
 @function()
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, requires_grad=False):
     """Mirrors ``torch.scalar_tensor``: a 0-d tensor holding ``s``, of the default float dtype
-    unless ``dtype`` is given."""
+    unless ``dtype`` is given. TypeError when ``s`` is not a number (a one-element tensor is one)."""
+    if not isinstance(s, (int, float, complex, np.number, np.bool_)) and not (isinstance(s, Tensor) and s.numel() == 1):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not {type(s).__name__}")
     return _tensor(s, dtype=dtype or _dt.get_default_dtype(), requires_grad=requires_grad)
 
 
@@ -290,7 +292,12 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     numbers (one per dim) or a list of 1-d tensors of sample coordinates (non-uniform spacing,
     second-order accurate). Integer inputs give the default float dtype. Differentiable.
     RuntimeError for a dim shorter than ``edge_order + 1``, another ``edge_order`` or a
-    ``spacing`` list of the wrong length, as torch."""
+    ``spacing`` list of the wrong length, or a bool or uint8 input, as torch."""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported (torch.gradient); "
+                           "convert the input with .float()")
+    if input.dtype is _dt.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
     dims = list(range(input.dim())) if dim is None else ([dim] if isinstance(dim, int) else list(dim))
     dims = [_wrap_dim(d, input.dim()) for d in dims]
     for d in dims:

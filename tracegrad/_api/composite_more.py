@@ -122,6 +122,9 @@ def _trapezoid_terms(y, x, dx, dim, api):
     (a number, ``dx / 2``, or the tensor of ``x`` differences, to halve after multiplying)."""
     if isinstance(x, (int, float)):                 # trapz(y, dx, dim=...) positional spacing
         x, dx = None, x
+    if getattr(y, "dtype", None) is _dt.bool_ or getattr(x, "dtype", None) is _dt.bool_:
+        raise RuntimeError(f"{api}: received a bool input for `x` or `y`, but bool is not supported; convert it "
+                           f"with .float()")
     d = _wrap_dim(dim, y.dim())
     n = y.shape[d]
     if not (y.is_floating_point() or y.is_complex()):

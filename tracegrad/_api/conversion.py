@@ -7,6 +7,7 @@ from ..autograd._dispatch import apply_op
 from ..autograd.function import Function
 from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
+from .._ops.errors import not_self
 from .._ops.registry import OPS
 from .._tensor import memory_format as _mf
 from .._tensor.device import device as _device
@@ -25,6 +26,8 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     """Mirrors ``torch.Tensor.to``: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
     ``to(other)``. Returns ``self`` when nothing changes (unless ``copy=True``).
     Autograd: ``ToCopyBackward0``."""
+    if type(self) is not Tensor and not isinstance(self, Tensor):   # NOTE [unbound self]
+        raise not_self("to", self)
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
@@ -111,8 +114,10 @@ def type_as(self, other):
     return to(self, other.dtype)
 
 
-def _cast(d):
+def _cast(d, name):
     def f(self, *, memory_format=None):   # keyword-only, as torch (x.float(None) is a TypeError)
+        if type(self) is not Tensor and not isinstance(self, Tensor):   # NOTE [unbound self]
+            raise not_self(name, self)
         return to(self, d, memory_format=memory_format)
     f.__doc__ = f"Mirrors ``torch.Tensor.{d.name}``-style casts: ``self.to({d!r}, memory_format=memory_format)``."
     return f
@@ -122,7 +127,7 @@ for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
                   ("long", _dt.int64), ("int", _dt.int32), ("short", _dt.int16), ("char", _dt.int8),
                   ("byte", _dt.uint8), ("bool", _dt.bool_), ("cfloat", _dt.complex64), ("cdouble", _dt.complex128),
                   ("chalf", _dt.complex32)):   # chalf raises NotImplementedError: XLA has no complex32 arrays
-    method(_name)(_cast(_d))
+    method(_name)(_cast(_d, _name))
 
 
 @method()
@@ -141,7 +146,10 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
 def get_device(self):
     """Mirrors ``torch.get_device`` / ``Tensor.get_device``: -1 for a CPU tensor, else the
     index of its accelerator."""
-    d = self.device
+    try:
+        d = self.device
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("get_device", self) from None
     return -1 if d.type == "cpu" else (d.index or 0)
 
 
@@ -151,15 +159,19 @@ def clone(self, *, memory_format=None):
     (default ``preserve_format``: self's strides when self is non-overlapping and dense, else
     dense in self's stride order; NOTE [storage layouts]). Autograd: ``CloneBackward0``.
     RuntimeError for ``channels_last`` on a tensor not 4-d (``channels_last_3d``: not 5-d)."""
+    if not isinstance(self, Tensor):   # NOTE [unbound self]
+        raise not_self("clone", self)
     order = _mf.requested_order(self, memory_format, "clone")
     return _mf.lay_out(apply_op(OPS["clone"], (self,)), order)
 
 
 @method()
-def contiguous(self, memory_format=contiguous_format):
+def contiguous(self, *, memory_format=contiguous_format):
     """Mirrors ``torch.Tensor.contiguous(memory_format=torch.contiguous_format)``: self when
     already contiguous in that format, else a clone laid out so. RuntimeError for
     ``preserve_format`` (as torch) or a channels-last format at the wrong rank."""
+    if not isinstance(self, Tensor):   # NOTE [unbound self]
+        raise not_self("contiguous", self)
     if is_contiguous(self, memory_format):
         return self
     if memory_format is _mf.preserve_format:

@@ -11,7 +11,7 @@ import numpy as np
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
-from .._ops.errors import not_a_tensor
+from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
@@ -403,7 +403,11 @@ _round_decimals_in_place = inplace_via_copy("round")
 def round(self, *, decimals=0):
     """Mirrors ``torch.round(input, *, decimals=0)`` (half to even, as torch). Autograd:
     ``RoundBackward0`` / ``RoundBackward1`` (with decimals); the gradient is zero."""
-    if self.dtype is _dt.bool_:
+    try:
+        dt = self.dtype
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("round", self) from None
+    if dt is _dt.bool_:
         raise NotImplementedError("\"round_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
     if decimals:
         if self.dtype._cat < 2:
@@ -473,6 +477,9 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
+    if input is None or other is None:   # torch's overloads take both or neither
+        raise TypeError(f"where() received an invalid combination of arguments: input={type(input).__name__}, "
+                        f"other={type(other).__name__}; pass both (where(condition, input, other)) or neither")
     if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
                       "a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)

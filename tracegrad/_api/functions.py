@@ -60,7 +60,7 @@ def broadcast_tensors(*tensors):
     """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape."""
     check_tensor_seq("broadcast_tensors", tensors)
     shape = broadcast_shape([t.shape for t in tensors], "broadcast_tensors")
-    return tuple(t.expand(*shape) for t in tensors)
+    return tuple(t.expand(tuple(shape)) for t in tensors)
 
 
 @function()
@@ -135,8 +135,8 @@ def meshgrid(*tensors, indexing=None):
         warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.")
     if indexing not in ("xy", "ij"):
         raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):   # the TensorList parser's TypeError
+    for i, t in enumerate(tensors):   # the TensorList parser's TypeError, before any shape check
+        if not isinstance(t, Tensor):
             raise TypeError(f"meshgrid(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     if not tensors:
         raise RuntimeError("meshgrid expects a non-empty TensorList; pass at least one tensor")
@@ -160,7 +160,7 @@ def meshgrid(*tensors, indexing=None):
         if indexing == "xy" and n >= 2 and i < 2:
             pos = 1 - i
         view[pos] = -1
-        out.append(t.reshape(view).expand(*shape))
+        out.append(t.reshape(view).expand(tuple(shape)))
     return tuple(out)
 
 

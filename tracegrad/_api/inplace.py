@@ -7,7 +7,7 @@ from .. import _state
 from ..autograd._dispatch import apply_inplace, check_inplace
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
-from .._ops.errors import not_a_tensor
+from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn
 from .._tensor import generator as _generator
@@ -120,6 +120,8 @@ def div_(self, other, *, rounding_mode=None):
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
+        if not isinstance(self, Tensor):   # NOTE [unbound self]
+            raise not_self("clamp_", self)
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     _check_operand(min, "clamp_", "min", 1)
     _check_operand(max, "clamp_", "max", 2)
@@ -206,11 +208,27 @@ def masked_fill_(self, mask, value):
     return apply_inplace(op, self, (mask, value))
 
 
+# in-place unaries whose torch kernel has no bool version (out of place, ``_unary`` refuses them too)
+_NO_BOOL_KERNEL = ("floor", "ceil", "round", "trunc", "frac", "abs")
+
+
 def _inplace_unary(name):
     op = OPS[name]
 
     def f(self):
         return apply_inplace(op, self, ())
+    if name in _NO_BOOL_KERNEL or name == "sign":   # the others keep the one-line body (the hot path)
+        def f(self):   # noqa: F811
+            try:
+                dt = self.dtype
+            except AttributeError:   # NOTE [unbound self]
+                raise not_a_tensor(name + "_", self) from None
+            if dt is _dt.bool_ or (name == "frac" and dt._cat < 2):
+                if name == "sign":   # a bool's sign is itself (as torch)
+                    return self
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert "
+                                          f"the tensor with .float() first")
+            return apply_inplace(op, self, ())
     f.__name__ = name + "_"
     f.__doc__ = f"Mirrors ``torch.Tensor.{name}_`` (in place)."
     return f
@@ -271,6 +289,8 @@ def lerp_(self, end, weight):
 @method()
 def t_(self):
     """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change)."""
+    if not isinstance(self, Tensor):   # NOTE [unbound self]
+        raise not_self("t_", self)
     return _restride_(self, t(self.detach()))
 
 
@@ -339,7 +359,10 @@ def _random_inplace(fn):
             if type(v) is not int and (ints or type(v) is not float):
                 args, kwargs = _number_arguments(api, args, kwargs, ints)
                 break
-        with_grad = self.requires_grad and _grad_on()
+        try:
+            with_grad = self.requires_grad and _grad_on()
+        except AttributeError:   # NOTE [unbound self]
+            raise not_self(api, self) from None
         if with_grad and self._gf is None:
             check_inplace(self)
         shape, dtype = tuple(self.shape), self._value.dtype
@@ -366,6 +389,14 @@ def _uniform(k, shape, dtype, a=0.0, b=1.0, *, from_=None, to=None):
 
 
 def _bernoulli(k, shape, dtype, p=0.5):
+    ps = tuple(getattr(p, "shape", ()))
+    if ps != tuple(shape) and ps:   # p expands to self's shape (as torch), never the other way
+        lead = len(shape) - len(ps)
+        for d, n in enumerate(ps):
+            if lead < 0 or (n != 1 and n != shape[lead + d]):
+                raise RuntimeError(f"bernoulli_: The expanded size of the tensor ({shape[lead + d] if lead >= 0 else '?'}) "
+                                   f"must match the existing size ({n}) at non-singleton dimension {lead + d}. Target "
+                                   f"sizes: {list(shape)}. Tensor sizes: {list(ps)}")
     return _rnd.bernoulli(k, p, shape).astype(dtype)
 
 

@@ -199,7 +199,10 @@ def _pool_args(nd, kernel_size, stride, padding, dilation, name, input=None, cei
     """Normalised ``(kernel, stride, padding, dilation)`` tuples, with torch's checks (all on
     shapes and arguments, none on values): stride/kernel/dilation positive, padding in
     ``[0, kernel/2]``, input ``(C, *spatial)`` or ``(N, C, *spatial)`` with non-empty
-    non-batch dims, and an output of at least one element per spatial dim. RuntimeError."""
+    non-batch dims, and an output of at least one element per spatial dim. RuntimeError; TypeError
+    for a missing (None) kernel_size, as torch's parser."""
+    if kernel_size is None:
+        raise TypeError(f"{name}(): argument 'kernel_size' (position 2) must be tuple of ints, not NoneType")
     k = _tup(kernel_size, nd, "kernel_size")
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tup(stride, nd, "stride")
     p, d = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
@@ -281,7 +284,12 @@ def _out_size(input, output_size, nd, api="adaptive pool"):
     """Output size of an ``nd``-d adaptive pool, with torch's checks in torch's order: a sequence
     needs more input dims than entries (ValueError, from torch's Python wrapper), then exactly
     ``nd`` entries and none negative (RuntimeError); an integer or bool input is
-    NotImplementedError (torch has no integer adaptive pooling kernels)."""
+    NotImplementedError (torch has no integer adaptive pooling kernels). An output size that is
+    neither an int nor a sequence (None, a float) is TypeError before anything else, as torch's
+    wrapper (``len(output_size)``) and parser."""
+    if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
+        raise TypeError(f"{api}(): argument 'output_size' must be an int or a tuple of ints, not "
+                        f"{type(output_size).__name__}")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f"\"{api}\" not implemented for '{_scalar_name(input.dtype.np)}'; convert the "
                                   f"input with .float()")

@@ -307,6 +307,11 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         if dims[0] % (self.ndim or 1) == dims[1] % (self.ndim or 1):
             raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got {dims}")
         return MATRIX_NORM[0](self, "nuc", dims, keepdim, dtype=dtype)
+    if isinstance(p, str):
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported; pass a number, inf, -inf, 'fro' or 'nuc'")
+    if not isinstance(p, (int, float)) and not (isinstance(p, Tensor) and p.numel() == 1) \
+            and type(p).__module__ != "numpy":   # a list, a tensor of several elements: the parser's
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
     return apply_op(OPS["norm"], (_to_dtype(self, dtype, "norm"),), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
@@ -388,6 +393,9 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def quantile_op(api, self, q, dim, keepdim, interpolation):
     """``quantile``/``nanquantile`` (op ``api``) after torch's argument checks."""
+    if not isinstance(q, (Tensor, int, float)) and type(q).__module__ != "numpy":   # a list, a string: the parser's
+        raise TypeError(f"{api}(): argument 'q' must be a Tensor or a float, not {type(q).__name__}; "
+                        f"pass a float or a 1-D tensor of them")
     # torch's order of checks (its quantile_checks), and its messages
     if self.numel() == 0:
         raise RuntimeError(f"{api}() input tensor must be non-empty")

@@ -48,7 +48,9 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     around zeros). Reads the lengths on the host. RuntimeError for a bad ``reduce``, neither or
     ``indices`` given, negative lengths, lengths that do not sum up, or ``axis`` not the last
     dimension of ``lengths``; NotImplementedError for integer ``data`` or floating ``lengths``;
-    IndexError for an ``axis`` out of range."""
+    IndexError for an ``axis`` out of range; TypeError for a ``reduce`` that is not a string."""
+    if not isinstance(reduce, str):
+        raise TypeError(f"segment_reduce(): argument 'reduce' (position 2) must be str, not {type(reduce).__name__}")
     if reduce not in _REDUCE:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if indices is not None:

@@ -9,7 +9,7 @@ import warnings
 from ..autograd._dispatch import apply_op
 from .. import _state
 from .._ops import dtypes as _dt
-from .._ops.errors import not_a_tensor
+from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
@@ -36,9 +36,14 @@ def by_keyword(args, kwargs, name, api):
 
 
 def _shape_arg(shape, api="view", arg="size"):
-    """``api``'s sizes or dims (ints, or one tuple/list/Size of them) as a tuple of ints."""
+    """``api``'s sizes or dims (ints, or one tuple/list/Size of them) as a tuple of ints.
+    TypeError when none is given (``x.reshape()``: torch's required argument; ``x.view(())`` is
+    the 0-d shape)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
         shape = tuple(shape[0])
+    elif not shape:
+        raise TypeError(f'{api}() missing 1 required positional arguments: "{arg}"; pass the {arg} '
+                        f"(an empty tuple for a 0-d result)")
     for s in shape:
         if type(s) is not int:
             return _index_all(shape, api, arg)
@@ -81,6 +86,16 @@ def _infer(shape, numel, what="view"):
     return shape
 
 
+def _ndim(self, api):
+    """``self.ndim``; torch's TypeError when ``api`` was called on the class with a non-Tensor
+    (NOTE [unbound self]). One call more: for the methods off the eager hot path; the hot ones
+    (view, reshape, flatten, permute, t) hold the same ``try`` inline."""
+    try:
+        return self.ndim
+    except AttributeError:
+        raise not_self(api, self) from None
+
+
 @method()
 def view(self, *shape, **kwargs):
     """Mirrors ``torch.Tensor.view(*shape)`` (one -1 inferred; or ``size=``); shares storage.
@@ -91,7 +106,11 @@ def view(self, *shape, **kwargs):
         shape = by_keyword(shape, kwargs, "dtype" if "dtype" in kwargs else "size", "view")
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and isinstance(shape[0], _dt.dtype):
         return view_dtype(self, shape[0])
-    s = _infer(_shape_arg(shape), self.numel())   # None, a float...: TypeError there
+    try:
+        numel = self.numel()
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("view", self) from None
+    s = _infer(_shape_arg(shape), numel)   # None, a float...: TypeError there
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "view()")
     if self._chain and not can_view_as(self, s):
@@ -104,7 +123,11 @@ def view(self, *shape, **kwargs):
 def reshape(self, *shape, **kwargs):
     """Mirrors ``torch.reshape`` (the shape as arguments, a sequence, or ``shape=``): a view
     when the input is contiguous, else a copy."""
-    s = _infer(_shape_arg(by_keyword(shape, kwargs, "shape", "reshape"), "reshape", "shape"), self.numel())
+    try:
+        numel = self.numel()
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("reshape", self) from None
+    s = _infer(_shape_arg(by_keyword(shape, kwargs, "shape", "reshape"), "reshape", "shape"), numel)
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout_choice(self, "reshape()")
     if not self._chain or can_view_as(self, s):
@@ -137,7 +160,10 @@ def _shape_of(api, other):
 @method(function=True)
 def flatten(self, start_dim=0, end_dim=-1):
     """Mirrors ``torch.flatten``; a 0-d input becomes 1-d."""
-    n = self.ndim
+    try:
+        n = self.ndim
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("flatten", self) from None
     if n == 0:
         return reshape(self, (1,))
     s, e = _wrap_dim(start_dim, n), _wrap_dim(end_dim, n)
@@ -199,7 +225,11 @@ def swapaxes(self, axis0, axis1):
 @method(function=True)
 def t(self):
     """Mirrors ``torch.t``: transpose of a <=2-D tensor. RuntimeError for more dims."""
-    if self.ndim > 2:
+    try:
+        n = self.ndim
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("t", self) from None
+    if n > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
     return apply_op(OPS["t"], (self,))
 
@@ -209,7 +239,10 @@ def permute(self, *dims, **kwargs):
     """Mirrors ``torch.permute`` (``dims`` as arguments, a sequence, or ``dims=``). RuntimeError
     when dims is not a permutation."""
     dims = _shape_arg(by_keyword(dims, kwargs, "dims", "permute"), "permute", "dims")
-    n = self.ndim
+    try:
+        n = self.ndim
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("permute", self) from None
     if len(dims) != n:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = {n} is not equal to len(dims) = {len(dims)}")
     d = tuple(_wrap_dim(x, n) for x in dims)
@@ -244,7 +277,10 @@ def expand(self, *sizes, **kwargs):
     """Mirrors ``torch.Tensor.expand``: broadcast to ``sizes`` (or ``size=``; -1 keeps a dim)
     without copying; writing into the result in place raises RuntimeError, as torch."""
     sizes = _shape_arg(by_keyword(sizes, kwargs, "size", "expand"), "expand")
-    shp = tuple(self.shape)
+    try:
+        shp = tuple(self.shape)
+    except AttributeError:   # NOTE [unbound self]
+        raise not_self("expand", self) from None
     if len(sizes) < len(shp):
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(shp)}}}, size=[{', '.join(map(str, sizes))}]): the number of sizes provided ({len(sizes)}) must be greater or equal to the number of dimensions in the tensor ({len(shp)})")
     lead = len(sizes) - len(shp)
@@ -281,7 +317,7 @@ def repeat(self, *repeats, **kwargs):
     """Mirrors ``torch.Tensor.repeat`` (tiles; or ``repeats=``). RuntimeError when fewer repeats
     than dims."""
     r = _shape_arg(by_keyword(repeats, kwargs, "repeats", "repeat"), "repeat", "repeats")
-    if len(r) < self.ndim:
+    if len(r) < _ndim(self, "repeat"):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
 
@@ -292,7 +328,10 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
     1-D tensor repeats; flattens when dim is None). ``repeat_interleave(repeats)`` alone (a 1-D
     integer tensor) gives ``i`` repeated ``repeats[i]`` times. ``output_size``, the result's
     length along ``dim``, is checked (torch uses it to skip a device sync). RuntimeError for a
-    negative repeat or an ``output_size`` that differs from the repeats' total."""
+    negative repeat or an ``output_size`` that differs from the repeats' total; TypeError for
+    ``repeats`` of another kind (a float, a string)."""
+    if repeats is not None and not isinstance(repeats, (int, Tensor)) and not hasattr(repeats, "__index__"):
+        raise TypeError(f"repeat_interleave(): argument 'repeats' must be Tensor or int, not {type(repeats).__name__}")
     if output_size is not None:
         out = repeat_interleave(self, repeats, dim)
         n = out.shape[0 if dim is None or repeats is None else _wrap_dim(dim, self.ndim)]
@@ -383,7 +422,10 @@ def split(self, split_size_or_sections, dim=0):
                                f"got split_size={s} for dimension {d} of size {n}")
         sizes = tuple(builtins.min(s, n - i) for i in range(0, n, s)) if n else (0,)
         return apply_op(OPS["split"], (self,), (("sizes", sizes), ("dim", d)))
-    sizes = tuple(int(x) for x in split_size_or_sections)
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() != 1:
+        raise TypeError("split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not Tensor; "
+                        "pass split_size_or_sections.tolist()")
+    sizes = _index_all(tuple(split_size_or_sections), "split_with_sizes", "split_sizes")   # a float, a str: TypeError
     if builtins.any(x < 0 for x in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
                            f"split_sizes={list(sizes)}")
@@ -481,7 +523,7 @@ def _unique_dims(dims, ndim):
 @method(function=True)
 def fliplr(self):
     """Mirrors ``torch.fliplr``: reverses dim 1. RuntimeError below 2 dims."""
-    if self.ndim < 2:
+    if _ndim(self, "fliplr") < 2:
         raise RuntimeError(f"Input must be >= 2-d. (fliplr got a {self.ndim}-d tensor)")
     return flip(self, 1)
 
@@ -489,7 +531,7 @@ def fliplr(self):
 @method(function=True)
 def flipud(self):
     """Mirrors ``torch.flipud``: reverses dim 0. RuntimeError for a 0-d tensor."""
-    if self.ndim < 1:
+    if _ndim(self, "flipud") < 1:
         raise RuntimeError("Input must be >= 1-d. (flipud got a 0-d tensor)")
     return flip(self, 0)
 
@@ -533,7 +575,7 @@ def triu(self, diagonal=0):
 @method(function=True)
 def diag(self, diagonal=0):
     """Mirrors ``torch.diag``: 1-D -> diagonal matrix, 2-D -> its diagonal."""
-    if self.ndim == 1:
+    if _ndim(self, "diag") == 1:
         return apply_op(OPS["diag_embed"], (self,), (("diagonal", diagonal),))
     if self.ndim != 2:
         raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{self.ndim}D")
@@ -543,14 +585,14 @@ def diag(self, diagonal=0):
 @method(function=True)
 def diagonal(self, offset=0, dim1=0, dim2=1):
     """Mirrors ``torch.diagonal``: a view."""
-    return apply_op(OPS["diagonal"], (self,), (("offset", offset), ("dim1", _wrap_dim(dim1, self.ndim)), ("dim2", _wrap_dim(dim2, self.ndim))))
+    return apply_op(OPS["diagonal"], (self,), (("offset", offset), ("dim1", _wrap_dim(dim1, _ndim(self, "diagonal"))), ("dim2", _wrap_dim(dim2, self.ndim))))
 
 
 @method(function=True)
 def trace(self):
     """Mirrors ``torch.trace``: sum of the diagonal of a 2-D tensor (integers give int64).
     Autograd: ``TraceBackward0``. RuntimeError unless 2-D; NotImplementedError for bool."""
-    if self.ndim != 2:
+    if _ndim(self, "trace") != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {self.ndim}")
     if self.dtype is _dt.bool_:
         raise NotImplementedError("\"trace\" not implemented for 'Bool': convert with .long() first")
@@ -674,7 +716,7 @@ def _H(self):
 
 def _batched_transpose(self, name, conj):
     """mT / mH / adjoint(): ``name`` as torch's messages spell it."""
-    if self.ndim == 0:
+    if _ndim(self, name.rstrip("()")) == 0:
         _deprecated_0d(name if name.endswith("()") else f"Tensor.{name}",
                        "Consider using x.conj()." if conj else "This function is the identity in these cases.")
         return self.conj() if conj else self

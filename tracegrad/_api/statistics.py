@@ -57,7 +57,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     ``fweights`` (integers) and observation weights ``aweights``; normalized by the weight sum
     minus ``correction`` (Bessel's correction by default). Integer inputs give the default
     float dtype. Differentiable. RuntimeError for more than 2 dims or bad weights; a
-    non-positive normalizer warns and gives inf/NaN, as torch."""
+    non-positive normalizer warns and gives inf/NaN, as torch; RuntimeError for a bool input."""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input; convert it with .float()")
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
@@ -104,7 +106,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 def corrcoef(input):
     """Mirrors ``torch.corrcoef``: Pearson correlation coefficients of the rows of ``input``
     (``cov`` normalized by the standard deviations, real parts clipped to [-1, 1]).
-    Differentiable. RuntimeError for more than 2 dims."""
+    Differentiable. RuntimeError for more than 2 dims or a bool input (as torch, from ``cov``)."""
+    if input.dtype is _dt.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input; convert it with .float()")
     if input.dim() > 2:
         raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
@@ -155,8 +159,8 @@ def _bin_positions(v, edges, equal_width):
 
 
 @method("histogram", function=True)   # torch.histogram's out=(hist, bin_edges): out_functions.EXACT
-def histogram(input, bins, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
-    """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` equal-width
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002 -- torch's name
+    """Mirrors ``torch.histogram``: the named tuple ``(hist, bin_edges)``: ``bins`` (default 100) equal-width
     bins over ``range`` (default: the data's min and max) or the increasing edges in the 1-d
     tensor ``bins``; each bin holds ``[left, right)``, the last also its right edge; values
     outside are ignored. ``weight`` (``input``'s shape) weighs each value; ``density=True``

@@ -11,7 +11,7 @@ import math
 
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE
-from .._ops.errors import not_a_tensor
+from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.factories import empty
@@ -178,6 +178,8 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 def sparse_dim(self):
     """Mirrors ``torch.Tensor.sparse_dim()``: the number of sparse dims, 0 for a strided tensor
     (sparse COO tensors have their own)."""
+    if not isinstance(self, Tensor):   # NOTE [unbound self]
+        raise not_self("sparse_dim", self)
     return 0
 
 

@@ -33,6 +33,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     with another mode; NotImplementedError for a mode/rank mismatch.
     Differs from torch: the bicubic/linear weights are computed in float64 then cast."""
     nd = input.ndim - 2
+    # torch's Python checks size / scale_factor before the rank and mode (its kernel's checks)
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
     if mode not in _MODES or nd not in (1, 2, 3):
         raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
                                   f"the modes: {' | '.join(_MODES)} (got {mode})")

@@ -210,6 +210,22 @@ def not_a_tensor(api: str, value, arg: str = "input", position: int = 1) -> Type
                      "(tracegrad.tensor(...) makes one from data)")
 
 
+# NOTE [unbound self]
+# ``Tensor.flatten(None)``: a method called on the class with a non-Tensor first argument. torch's
+# method is a C descriptor and raises TypeError before anything runs; tracegrad's is a plain
+# function, which would fail at its first ``self.<attr>`` with AttributeError. The hot methods catch
+# that AttributeError around their first access to ``self`` (Python 3.11's try costs nothing on the
+# success path); a method whose first access is not early enough checks ``isinstance`` where that
+# is off the eager hot path. Instances never reach either.
+def not_self(api: str, obj) -> TypeError:
+    """torch's TypeError for ``Tensor.<api>(obj)`` called on the class with a non-Tensor ``obj``
+    (``Tensor.flatten(None)``), where torch's method is a C descriptor that checks its ``self``
+    before anything runs. Raised from an ``except AttributeError`` around the method's first
+    access to ``self`` (nothing runs on the success path: the instance-call hot path is unchanged)."""
+    return TypeError(f"descriptor '{api}' for 'Tensor' objects doesn't apply to a '{type(obj).__name__}' "
+                     f"object; call {api} on a Tensor")
+
+
 # torch's functions written in Python (torch/functional.py...): no argument parser runs before
 # them, so torch's own failures there are AttributeError / RuntimeError, as tracegrad's are
 PYTHON_LEVEL = frozenset({

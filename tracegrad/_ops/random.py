@@ -97,6 +97,13 @@ def _concrete(x, bad=None):
     return np.asarray(x)
 
 
+def _numeric(v, given, api, name):
+    """TypeError, as torch's parser, when ``given`` (host copy ``v``) holds no numbers (a string,
+    an object): numpy's own comparison error would name numpy."""
+    if v is not None and v.dtype.kind not in "biufc":
+        raise TypeError(f"{api}: argument '{name}' must be a Tensor or a number, not {type(given).__name__}")
+
+
 def check_std(std, api="normal"):
     """RuntimeError for a negative ``std`` (a number or an array of them), as torch."""
     if isinstance(std, (int, float, np.number)):
@@ -104,6 +111,7 @@ def check_std(std, api="normal"):
             raise RuntimeError(f"{api}: normal expects std >= 0.0, but found std {std:g}")
         return
     v = _concrete(std, lambda s: s < 0)
+    _numeric(v, std, api, "std")
     if v is not None and v.size and not bool(np.all(v >= 0)):
         raise RuntimeError(f"{api}: normal expects all elements of std >= 0.0")
 
@@ -121,6 +129,7 @@ def check_probs(p, api):
             raise RuntimeError(f"{api}: bernoulli_ expects p to be in [0, 1], but got p={p:g}")
         return None
     v = _concrete(p, lambda q: ~((q >= 0) & (q <= 1)))
+    _numeric(v, p, api, "p")
     if v is not None and v.size and not bool(np.all((v >= 0) & (v <= 1))):
         raise RuntimeError(f"{api}: Expected p_in >= 0 && p_in <= 1 to be true, but got false "
                            f"(every probability must lie in [0, 1])")

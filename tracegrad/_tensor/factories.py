@@ -184,6 +184,9 @@ def _dense_layout(layout, api):
     """NotImplementedError for a layout other than strided: these factories make dense tensors
     (a sparse COO tensor comes from ``tracegrad.sparse_coo_tensor`` or ``Tensor.to_sparse``)."""
     if layout is not None and layout is not strided:
+        if not isinstance(layout, type(strided)):
+            raise TypeError(f"{api}(): argument 'layout' must be torch.layout, not {type(layout).__name__}; "
+                            "pass tracegrad.strided (or leave it out)")
         raise NotImplementedError(f"tracegrad.{api}: layout={layout!r} is not supported here; build a sparse COO "
                                   "tensor with tracegrad.sparse_coo_tensor or Tensor.to_sparse()")
 
@@ -311,6 +314,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    for name, v in zip(("start", "end", "step"), vals):   # a list, a string, None: torch's parser
+        if not isinstance(v, (int, float, np.number)):
+            raise TypeError(f"arange(): argument '{name}' must be Number, not {type(v).__name__}; pass numbers")
     if dtype is None:
         # bools count as integers, as torch (arange(False, True) is int64)
         d = _dt.int64 if all(isinstance(v, (int, np.integer)) for v in vals) else _dt.get_default_dtype()

@@ -31,6 +31,7 @@ from .._ops import dtypes as _dt
 from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_apply_dyn,
                           chain_is_conj as _chain_is_conj, chain_scatter_dyn as _chain_scatter_dyn,
                           chain_split, pos_arg)
+from .._ops.errors import not_self as _not_self
 from .._ops.registry import OPS as _OPS
 from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
@@ -508,7 +509,10 @@ class Tensor(TensorBase):
 
     def size(self, dim=None):
         """Mirrors ``torch.Tensor.size``: the ``tracegrad.Size``, or one dim's length."""
-        s = self._value.shape
+        try:
+            s = self._value.shape
+        except AttributeError:   # Tensor.size(None): only on the error path (NOTE [unbound self])
+            raise _not_self("size", self) from None
         if dim is None:
             return _trusted_size(s)
         return s[_wrap_dim(dim, len(s))]
@@ -522,12 +526,18 @@ class Tensor(TensorBase):
         return self._value.ndim
 
     def dim(self) -> int:
-        return self._value.ndim
+        try:
+            return self._value.ndim
+        except AttributeError:   # NOTE [unbound self]
+            raise _not_self("dim", self) from None
 
     ndimension = dim
 
     def numel(self) -> int:
-        return int(self._value.size)
+        try:
+            return int(self._value.size)
+        except AttributeError:   # NOTE [unbound self]
+            raise _not_self("numel", self) from None
 
     nelement = numel
 
@@ -621,6 +631,8 @@ class Tensor(TensorBase):
         if type(requires_grad) is not bool and type(requires_grad).__name__ != "bool_":
             raise TypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
                             f"{type(requires_grad).__name__}; pass True or False")
+        if not isinstance(self, Tensor):   # NOTE [unbound self]
+            raise _not_self("requires_grad_", self)
         if self._gf is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -700,12 +712,17 @@ class Tensor(TensorBase):
         """Mirrors ``torch.Tensor.detach``: a tensor sharing storage and version counter, with
         no history and ``requires_grad=False``. In-place writes to either are seen by both."""
         t = Tensor._make(None)
-        t._st, t._chain, t._vc = self._st, self._chain, self._vc
+        try:
+            t._st, t._chain, t._vc = self._st, self._chain, self._vc
+        except AttributeError:   # NOTE [unbound self]
+            raise _not_self("detach", self) from None
         t._vcache, t._vgen = self._vcache, self._vgen
         return t
 
     def detach_(self):
         """Mirrors ``torch.Tensor.detach_``: drops this tensor's history in place."""
+        if not isinstance(self, Tensor):   # NOTE [unbound self]; not a hot path
+            raise _not_self("detach_", self)
         if self._base is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._gf = None
@@ -798,7 +815,10 @@ class Tensor(TensorBase):
     def item(self):
         """Mirrors ``torch.Tensor.item``: the Python number of a one-element tensor.
         RuntimeError for more elements."""
-        v = self._value
+        try:
+            v = self._value
+        except AttributeError:   # NOTE [unbound self]
+            raise _not_self("item", self) from None
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
         _concrete(self, "item()")
@@ -945,11 +965,12 @@ def _index_dim(dim):
     the dim (a float dim, a string, a tensor of several elements)."""
     import operator
     import sys
-    if isinstance(dim, Tensor) and dim.numel() != 1:   # bool() below raises, a guard names the argument
-        return dim
-    if isinstance(dim, Tensor) and dim.dtype._cat != 1:   # a one-element float or bool tensor
-        dim = float(dim)
     try:
+        if isinstance(dim, Tensor):
+            if dim.numel() != 1:   # a tensor of several elements: no int (the hot methods have no guard)
+                raise TypeError
+            if dim.dtype._cat != 1:   # a one-element float or bool tensor
+                dim = float(dim)
         return operator.index(dim)
     except (TypeError, ValueError, RuntimeError):
         frame = sys._getframe(2)

@@ -7,6 +7,7 @@ import weakref
 from collections import OrderedDict
 
 from .. import _state
+from .._ops.errors import not_self
 from .._tensor.hooks import RemovableHandle
 from . import engine
 
@@ -16,14 +17,6 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     ``gradient`` is required unless self has one element. RuntimeError on a second backward
     through freed buffers (pass ``retain_graph=True``)."""
     engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
-
-def _descriptor_error(api, obj):
-    """torch's TypeError for ``Tensor.<api>(obj)`` called on the class with a non-Tensor, where
-    torch's method is a C descriptor that checks its ``self`` before anything runs (retain_grad;
-    register_hook is Python in torch: AttributeError there, as here)."""
-    return TypeError(f"descriptor '{api}' for 'Tensor' objects doesn't apply to a '{type(obj).__name__}' "
-                     f"object; call {api} on a Tensor")
 
 
 def register_hook(self, hook):
@@ -51,7 +44,7 @@ def retain_grad(self):
     try:
         rg = self.requires_grad
     except AttributeError:   # Tensor.retain_grad(None): only on the error path
-        raise _descriptor_error("retain_grad", self) from None
+        raise not_self("retain_grad", self) from None
     if not rg:
         raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     gf = self.grad_fn

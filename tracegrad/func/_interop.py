@@ -46,14 +46,14 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     any object with ``__dlpack__`` (a torch tensor, numpy array, JAX array, another Tensor) or a
     DLPack capsule (assumed to be on the CPU). ``device`` moves the result there; ``copy=True``
     gives a Tensor of its own. Writing to the source afterwards is undefined, as for JAX's own
-    ``from_dlpack``. Raises TypeError for other objects."""
+    ``from_dlpack``. Raises RuntimeError for other objects (torch's "invalid capsule")."""
     if isinstance(ext_tensor, Tensor):
         out = Tensor._make(ext_tensor._value)
     else:
         if type(ext_tensor).__name__ == "PyCapsule":
             ext_tensor = _Capsule(ext_tensor, (1, 0))
         if not hasattr(ext_tensor, "__dlpack__"):
-            raise TypeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
+            raise RuntimeError(f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got "
                             f"{type(ext_tensor).__name__}")
         out = Tensor._make(run_jax(jax.dlpack.from_dlpack, ext_tensor))
     if device is not None:

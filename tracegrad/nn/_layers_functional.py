@@ -119,7 +119,11 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     W)`` to ``output_size`` (an int, a triple, ``None`` keeps a size) with torch's bins
     ``[floor(i*In/Out), ceil((i+1)*In/Out))``; grad_fn ``AdaptiveMaxPool3DBackward0``.
     With ``return_indices``, ``(values, indices)``: int64 positions ``(d * H + h) * W + w``."""
-    if isinstance(output_size, (list, tuple)) and input.dim() <= len(output_size):
+    if not isinstance(output_size, (list, tuple, int, str)) and not hasattr(output_size, "__index__"):
+        # torch's wrapper takes len(output_size) first
+        raise TypeError(f"adaptive_max_pool3d(): argument 'output_size' must be an int or a tuple of ints, not "
+                        f"{type(output_size).__name__}")
+    if isinstance(output_size, (list, tuple, str)) and input.dim() <= len(output_size):
         raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")   # torch's wrapper check
     if input.dim() not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: {list(input.shape)}")
@@ -263,10 +267,10 @@ def _fractional_starts(sample, size, out, k):
 
 def _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, samples, n):
     name = f"fractional_max_pool{n}d"
+    if output_size is None and output_ratio is None:   # torch's Python wrapper: before the kernel's checks
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got: {list(input.shape)}")
-    if output_size is None and output_ratio is None:
-        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
     spatial = tuple(input.shape[-n:])
     k = _tuple(kernel_size, n)
     if len(k) != n:

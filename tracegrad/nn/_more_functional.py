@@ -23,6 +23,15 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
+_SCALAR_NAMES = {tracegrad.int64: "Long", tracegrad.int32: "Int", tracegrad.int16: "Short", tracegrad.int8: "Char",
+                 tracegrad.uint8: "Byte", tracegrad.bool: "Bool"}
+
+
+def _check_input(input, api):
+    if not isinstance(input, tracegrad.Tensor):
+        raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
 def _dropout_core(input, p, training, inplace, *, feature, alpha):
     """torch's ``_dropout_impl``: a Bernoulli(1-p) keep mask per element, or per (sample,
     channel) with ``feature``; kept values scale by ``1/(1-p)``, or for alpha dropout the
@@ -35,6 +44,9 @@ def _dropout_core(input, p, training, inplace, *, feature, alpha):
     if p == 1:
         noise = tracegrad.zeros(shape, dtype=input.dtype, device=input.device)
         return input.mul_(noise) if inplace else input * noise
+    if not (input.is_floating_point() or input.is_complex()):   # torch's mask scales in place by 1/(1-p)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_SCALAR_NAMES.get(input.dtype, str(input.dtype))}; dropout takes a floating input")
     keep = (tracegrad.rand(shape, device=input.device) >= p).to(input.dtype)
     if alpha:
         a = 1.0 / ((_SELU_ALPHA ** 2 * p + 1) * (1 - p)) ** 0.5
@@ -109,15 +121,19 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.alpha_dropout`` (note: ``training=False`` by default, as
     torch): for SELU networks; a dropped element becomes ``-1.7581 * a * (1 - p)`` and a kept
     one ``a * x + 1.7581 * a * p`` with ``a = ((1.7581**2 * p + 1) * (1 - p))**-0.5``, which keeps
-    zero mean and unit variance. Raises: ValueError for p outside [0, 1]."""
+    zero mean and unit variance. Raises: ValueError for p outside [0, 1]; TypeError for a
+    non-Tensor input (also when not training, as torch's parser)."""
     _check_p(p)
+    _check_input(input, "alpha_dropout")
     return _dropout_core(input, p, training, inplace, feature=False, alpha=True)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Mirrors ``torch.nn.functional.feature_alpha_dropout``: ``alpha_dropout`` with one mask
-    entry per ``input[n, c]``. Raises: ValueError for p outside [0, 1]; RuntimeError for 0-D/1-D."""
+    entry per ``input[n, c]``. Raises: ValueError for p outside [0, 1]; RuntimeError for 0-D/1-D;
+    TypeError for a non-Tensor input."""
     _check_p(p)
+    _check_input(input, "feature_alpha_dropout")
     return _dropout_core(input, p, training, inplace, feature=True, alpha=True)
 
 

@@ -350,9 +350,17 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 
 
 def _recurrent(mode):
+    name = mode.lower()
+
     def f(*args):
         from .modules.rnn import run_stack
         from .utils.rnn import packed_to_padded, padded_to_packed
+        if len(args) != 9 or not isinstance(args[0], Tensor):   # torch's parser: nine arguments, a Tensor first
+            got = ", ".join(type(a).__name__ for a in args)
+            raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}); pass "
+                            f"{name}(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, "
+                            f"batch_first) or {name}(data, batch_sizes, hx, params, has_biases, num_layers, "
+                            f"dropout, train, bidirectional)")
         packed = isinstance(args[1], Tensor) and (mode == "LSTM" or isinstance(args[2], Tensor))
         if packed:
             data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
@@ -376,7 +384,6 @@ def _recurrent(mode):
         elif batch_first:
             out = out.transpose(0, 1)
         return (out,) + hidden
-    name = mode.lower()
     f.__name__ = f.__qualname__ = name
     state = "hx ``(h_0, c_0)``" if mode == "LSTM" else "hx"
     f.__doc__ = (f"Mirrors ``torch.{name}``, the kernel under ``nn.{_NN_NAMES[mode]}``: "

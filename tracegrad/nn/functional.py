@@ -381,7 +381,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _nn.leaky_relu(input, negative_slope)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     """Mirrors ``torch.nn.functional.gelu``: exact (erf) or ``approximate='tanh'``.
     grad_fn ``GeluBackward0``. RuntimeError for another ``approximate``."""
     if approximate not in ("none", "tanh"):
@@ -1043,7 +1043,8 @@ _guard_all(globals(), names=_NATIVE)
 # torch's Python-level functions that hand these arguments straight to a C++ op (others, such as
 # interpolate or the adaptive and fractional pools, test them in Python first, as tracegrad does)
 _guard_all(globals(), python_level=True, names=(
-    "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "elu", "embedding", "fold", "grid_sample", "layer_norm",
+    "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "celu", "elu", "embedding", "fold", "grid_sample",
+    "layer_norm", "rrelu",
     "leaky_relu", "log_softmax", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
     "max_pool3d", "max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "normalize", "rms_norm",
     "softmax", "softmin", "unfold"))

@@ -70,6 +70,8 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        if isinstance(in1_features, int) and in1_features == 0:   # torch's check (its init divides by in1_features); negatives fail at the weight
+            raise ValueError(f"in1_features must be > 0, but got (in1_features={in1_features})")
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         weight_and_bias(self, (out_features, in1_features, in2_features), out_features, bias, dtype)
 
