@@ -224,11 +224,11 @@ def _strided_view(base, n, offset, size, stride):
     v = v[index]
     # back in the tensor's order, then its size-1 and broadcast (stride 0) dims added
     if len(dims) > 1:
-        v = v.permute(*sorted(range(len(dims)), key=lambda j: dims[j]))
+        v = v.permute(sorted(range(len(dims)), key=lambda j: dims[j]))
     for i, (k, s) in enumerate(zip(size, stride)):
         if k == 1 or s == 0:
             v = v.unsqueeze(i)
-    return v.expand(*size) if tuple(v.shape) != size else v
+    return v.expand(size) if tuple(v.shape) != size else v
 
 
 def _with_metadata(t, metadata):

@@ -498,7 +498,7 @@ def tensorsolve(A, B, dims=None, *, out=None):
     if dims is not None:
         dims = [d % A.dim() for d in dims]
         rest = [d for d in range(A.dim()) if d not in dims]
-        A = A.permute(*rest, *dims)
+        A = A.permute(rest + dims)
     xs = tuple(A.shape[B.dim():])
     rows, cols = B.numel(), math.prod(xs)
     if math.prod(A.shape[:B.dim()]) != rows or rows != cols:

@@ -253,8 +253,8 @@ def tensordot(a, b, dims=2, out=None):
     fa = [d for d in range(a.dim()) if d not in da]
     fb = [d for d in range(b.dim()) if d not in db]
     k = math.prod(a.shape[d] for d in da)
-    am = a.permute(*fa, *da).reshape(-1, k)
-    bm = b.permute(*db, *fb).reshape(k, -1)
+    am = a.permute(fa + da).reshape(-1, k)
+    bm = b.permute(db + fb).reshape(k, -1)
     return (am @ bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
 
 

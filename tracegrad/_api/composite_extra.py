@@ -348,7 +348,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
                            f"rows along dim {dim}, got source of shape {list(source.shape)}")
     shape = [1] * source.dim()
     shape[d] = -1
-    idx = index.reshape(shape).expand(*source.shape)
+    idx = index.reshape(shape).expand(source.shape)
     return input.scatter_reduce(d, idx, source, reduce, include_self=include_self)
 
 

@@ -653,7 +653,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"binary_cross_entropy: Found dtype {_SCALAR_NAME[target.dtype.name]} but expected "
                            f"{_SCALAR_NAME[input.dtype.name]}; convert the target with .to(input.dtype)")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
-        weight = weight.expand(*input.shape)
+        weight = weight.expand(input.shape)
     _check_probabilities(input)
     return _nn.binary_cross_entropy(input, target, weight, reduction)
 
