@@ -45,12 +45,6 @@ class _Entry:
     __slots__ = ("program", "written", "bumps", "new_versions", "meta")
 
 
-def _sign(v):
-    # int(): a NumPy scalar hyperparameter (an lr read from a np.linspace schedule) compares to
-    # np.bool_, which has no subtraction
-    return int(v > 0) - int(v < 0)
-
-
 def run_inplace(key, fn, tensors, numbers, donate=()):
     """Run ``fn(stand_ins, hypers)`` as one cached program and apply its writes to ``tensors``.
 
@@ -76,7 +70,7 @@ def run_inplace(key, fn, tensors, numbers, donate=()):
     arrays = [t._value for t in tensors]
     if any(isinstance(a, _Tracer) for a in arrays):   # inside a hand-written jax.jit: trace per op
         return None
-    full_key = (key, tuple((a.shape, a.dtype) for a in arrays), tuple(_sign(n) for n in numbers))
+    full_key = (key, tuple((a.shape, a.dtype) for a in arrays), tuple(hyper.sign(n) for n in numbers))
     entry = _CACHE.get(full_key)
     if entry is None:
         if len(_CACHE) > _CACHE_LIMIT:

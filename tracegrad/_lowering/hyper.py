@@ -42,7 +42,8 @@ def lifted(group, key):
     return ()
 
 
-def _sign(v):
+def sign(v):
+    """-1, 0 or 1: the part of a hyper-parameter a program is specialised on."""
     # int(): a NumPy scalar (np.float64 is a float: an lr from a NumPy schedule) compares to
     # np.bool_, which has no subtraction
     return int(v > 0) - int(v < 0)
@@ -119,7 +120,7 @@ def signs_hold(signs) -> bool:
     for (o, i, k, j), s in signs:
         groups = o.param_groups
         nums = lifted(groups[i], k) if i < len(groups) else ()
-        if j >= len(nums) or _sign(nums[j]) != s:
+        if j >= len(nums) or sign(nums[j]) != s:
             return False
     return True
 
@@ -154,7 +155,7 @@ class Hyper(Tensor):
         if _number(other) and other == 0:
             cap = _state.CAPTURE[0]
             if cap is not None and self._slot is not None:
-                cap.hyper_signs[self._slot] = _sign(self._known)     # guarded from now on
+                cap.hyper_signs[self._slot] = sign(self._known)     # guarded from now on
             return op(self._known, 0)
         return fallback(self, other)
 
