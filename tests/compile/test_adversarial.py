@@ -933,19 +933,24 @@ def test_what_the_new_checks_leave_compiled():
 
 # ---- known silent differences (found while fixing the ones above) --------------------------
 
-@pytest.mark.parametrize("size", [100, pytest.param(1000, marks=silent(
-    "a dict of more than 512 entries is not guarded (guards._GUARD_BULK_MAX: comparing a "
-    "vocabulary-sized dict on every call would cost more than the call): a value changed in it "
-    "between calls is frozen"))])
-def test_value_in_a_large_dict_is_guarded(size):
+@pytest.mark.parametrize("size", [100, 1000])
+@pytest.mark.parametrize("values", ["numbers", "tuples"])
+@pytest.mark.parametrize("container", ["dict", "list"])
+def test_value_in_a_large_container_is_guarded(size, values, container):
+    # above 64 entries a container is compared as a whole (numbers: with a copy; other values:
+    # each entry by identity), never left unguarded with its values frozen into the program
     def make(mod, wrap):
-        cfg = {f"k{j}": float(j) for j in range(size)}
+        wrapv = (lambda v: v) if values == "numbers" else (lambda v: (v,))
+        unwrap = (lambda v: v) if values == "numbers" else (lambda v: v[0])
+        cfg = {f"k{j}": wrapv(float(j)) for j in range(size)} if container == "dict" else \
+            [wrapv(float(j)) for j in range(size)]
+        key = "k1" if container == "dict" else 1
 
         def step(x):
-            return x * cfg["k1"]
+            return x * unwrap(cfg[key])
 
         def set_value(i):
-            cfg["k1"] = float(i + 5)
+            cfg[key] = wrapv(float(i + 5))
         return wrap(step), {"change": set_value}, ones(mod)
     check(make)
 

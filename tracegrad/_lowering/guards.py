@@ -10,6 +10,7 @@ import collections.abc
 import enum
 import functools
 import math
+import operator
 import os
 import types
 import weakref
@@ -37,12 +38,13 @@ _HELD = _state.HELD_STORAGES    # storages compiled programs read: their flags b
 # An attribute no code there names (a trainer's ``global_step`` bumped outside) is not
 # guarded, so it never causes a new trace (unless that code calls ``getattr``/``vars``: NOTE
 # [other holders]). A dict or list of more than ``_GUARD_DICT_MAX`` entries is not looked into
-# entry by entry: one of up to ``_GUARD_BULK_MAX`` numbers/strings is compared as a whole with a
-# copy (one C-level comparison, ~15 us at the limit); a larger one is not looked into (comparing
-# a vocabulary on every call would cost more than the call): a value read from one and changed
-# between calls is still frozen (a known gap, a strict xfail in the tests).
+# entry by entry: one of numbers/strings is compared as a whole with a copy (one C-level
+# comparison, ~15 us for 512 entries), one of other values by the identity of each entry (the
+# same keys holding the same objects: a C-level loop, ~25 ns an entry). Either costs time in
+# proportion to its size on every call (a vocabulary of 50,000 entries: ~1 ms), which is the
+# price of never running on a value frozen at trace time; a value changed in place inside such
+# an entry (a nested dict's item) is not seen.
 _GUARD_DICT_MAX = 64
-_GUARD_BULK_MAX = 512
 _GUARD_DEPTH = 3          # containers inside containers: cfg["model"]["dropout"]
 
 
@@ -164,11 +166,11 @@ def _guard_container(c, checks, seen, depth=_GUARD_DEPTH, names=None) -> bool:
         return False
     if id(c) in seen:
         return True
-    if len(c) > _GUARD_DICT_MAX:
+    if len(c) > _GUARD_DICT_MAX and held[1] is not None and not isinstance(c, weakref.WeakKeyDictionary):
         seen.add(id(c))
-        if type(c) in (dict, list) and len(c) <= _GUARD_BULK_MAX and \
-                all(type(v) in _SCALARS for v in (c.values() if type(c) is dict else c)):
-            checks.append((_unchanged(c), None, True, None))
+        mapping = isinstance(c, collections.abc.Mapping)
+        scalars = type(c) in (dict, list) and all(type(v) in _SCALARS for v in (c.values() if mapping else c))
+        checks.append((_unchanged(c) if scalars else _same_entries(c, mapping), None, True, None))
         return True
     seen.add(id(c))
     # its length too: a key added (``cfg.get("scale", 1.0)``), a tensor appended to a list the
@@ -312,6 +314,21 @@ def _unchanged(c):
         except Exception:      # noqa: BLE001 -- a value whose comparison raises (a tensor put there)
             return False
     return _Probe(equal)
+
+
+def _same_entries(c, mapping):
+    """A large mapping or sequence of other values than numbers and strings: its keys, each
+    holding the very object it held (compared by identity: ``==`` of a tensor entry is a tensor)."""
+    keys = list(c) if mapping else None
+    values = list(c.values()) if mapping else list(c)
+
+    def same():
+        if len(c) != len(values):
+            return False
+        if keys is None:
+            return all(map(operator.is_, c, values))
+        return all(map(operator.is_, c, keys)) and all(map(operator.is_, c.values(), values))
+    return _Probe(same)
 
 
 class _Attributes:

@@ -975,6 +975,12 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
     seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
     for t in r_leaves:
         if not isinstance(t, Tensor):
+            if type(t) is int and any(t == id(w) for w in call_leaves if isinstance(w, Tensor)):
+                # ``id(x)`` of an argument is the id of its stand-in (NOTE [argument stand-ins]),
+                # another object than the caller's tensor on every call: the program would return
+                # a stale number (``id`` is a builtin the capture does not see)
+                raise GraphBreak("id() of a tensor argument returned: the program runs on a stand-in, not on "
+                                 "the caller's tensor object")
             leaves.append(("const", t))
             continue
         if id(t) in seen:
