@@ -286,11 +286,59 @@ def test_save_on_cpu_values_and_grads(T):
 def test_allow_mutation_on_saved_tensors(T, request):
     # TestAutograd.test_allow_mutation_on_saved_tensors: in-place on a saved tensor is allowed,
     # backward uses the original value
-    _engine_gap(T, request, "tracegrad.autograd.graph has no allow_mutation_on_saved_tensors (graph.py is engine-owned)")
-    with T.autograd.graph.allow_mutation_on_saved_tensors():
+    with T.autograd.graph.allow_mutation_on_saved_tensors() as ctx:
+        assert type(ctx).__name__ == "_AllowMutationOnSavedContext"
         a = T.tensor([1.0, 2.0], requires_grad=True)
         b = a.clone()
         out = (b ** 2).sum()
         b.sin_()
+        saved = out.grad_fn.next_functions[0][0]._saved_self
+        assert saved.tolist() == [1.0, 2.0] and saved.requires_grad
         out.backward()
         assert a.grad.tolist() == [2.0, 4.0]
+
+
+def test_allow_mutation_on_saved_views_outputs_and_double_backward(T):
+    # TestAllowMutationOnSaved: a write through a view of the saved tensor, a saved output written
+    # in place, and create_graph through a mutated saved tensor all use the values as saved
+    with T.autograd.graph.allow_mutation_on_saved_tensors():
+        p = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        q = p.clone()
+        r = q.sin().sum()
+        q[0].mul_(5)
+        r.backward()
+        assert T.allclose(p.grad, T.tensor([1.0, 2.0, 3.0]).cos())
+        x = T.tensor([0.5, 1.0], requires_grad=True)
+        y = x.exp()
+        w = y.sin().sum()
+        y.mul_(3)
+        gx, = T.autograd.grad(w, x)
+        ref = T.tensor([0.5, 1.0]).exp()
+        assert T.allclose(gx, ref.cos() * ref)
+        u = T.tensor([1.0, 2.0], requires_grad=True)
+        v = u.clone()
+        o = (v ** 3).sum()
+        v.add_(1)
+        g, = T.autograd.grad(o, u, create_graph=True)
+        assert g.tolist() == [3.0, 12.0]
+        g.sum().backward()
+        assert u.grad.tolist() == [6.0, 12.0]
+
+
+def test_allow_mutation_on_saved_errors(T):
+    # nesting is a RuntimeError; backward of a graph recorded in the block after it ended is
+    # torch's AssertionError (even with nothing mutated)
+    with T.autograd.graph.allow_mutation_on_saved_tensors():
+        with pytest.raises(RuntimeError, match="cannot be nested"):
+            with T.autograd.graph.allow_mutation_on_saved_tensors():
+                pass
+        a = T.tensor([1.0], requires_grad=True)
+        out = (a.clone() ** 2).sum()
+    with pytest.raises(AssertionError, match="outside of the 'allow_mutation_on_saved_tensors' context"):
+        out.backward()
+    # without the block, the write is the usual error at backward
+    b = a.clone()
+    out = (b ** 2).sum()
+    b.sin_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()

@@ -1,6 +1,9 @@
 """``tracegrad.autograd.graph``: mirrors ``torch.autograd.graph``."""
+import collections
 import contextlib
+import weakref
 
+from .._tensor.tensor import Tensor, chain_value_fn
 from ._graph_impl import SAVED_HOOKS_DISABLED as _DISABLED
 from ._graph_impl import Node as Node
 from ._graph_impl import increment_version as increment_version
@@ -11,7 +14,8 @@ from .engine import _current_graph_task_id, _will_engine_execute_node
 from .engine import get_gradient_edge as get_gradient_edge
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks", "save_on_cpu",
-           "increment_version", "register_multi_grad_hook", "disable_saved_tensors_hooks"]
+           "increment_version", "register_multi_grad_hook", "disable_saved_tensors_hooks",
+           "allow_mutation_on_saved_tensors"]
 
 
 @contextlib.contextmanager
@@ -81,3 +85,90 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
                 fn(entry[0])
         return hook
     return _MultiHandle(tuple(t.register_hook(collector(i)) for i, t in enumerate(tensors)))
+
+
+class _Handle:
+    """What ``allow_mutation_on_saved_tensors`` packs for one saved tensor: the tensor, and the
+    storage array it read when saved (JAX arrays are immutable: an in-place op later puts a new
+    array in the storage, so keeping the old one costs nothing until then, as torch's
+    clone-on-write)."""
+
+    __slots__ = ("storage", "array", "__weakref__")
+
+    def __init__(self, t):
+        self.storage, self.array = t._st, t._st.array
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one ``allow_mutation_on_saved_tensors`` block (torch's object of that
+    name, with its attributes): ``original`` maps each live handle to its saved tensor,
+    ``cloned`` to the tensor with the values it had when saved, once it was written in place.
+    Cleared when the block ends."""
+
+    def __init__(self):
+        self.cloned = weakref.WeakKeyDictionary()
+        self.original = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle = weakref.WeakValueDictionary()
+        self.sid_to_tid = collections.defaultdict(set)
+
+    def clear(self):
+        self.cloned.clear()
+        self.original.clear()
+        self.tid_to_weakhandle.clear()
+        self.sid_to_tid.clear()
+
+
+_MUTATION_ALLOWED = [False]
+_OUTSIDE = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+            "in which the graph was originally recorded.")
+
+
+@contextlib.contextmanager
+def allow_mutation_on_saved_tensors():
+    """Mirrors ``torch.autograd.graph.allow_mutation_on_saved_tensors()``: within the block, a
+    tensor saved for backward may be modified in place; backward then uses the values it had
+    when saved (instead of raising the "modified by an inplace operation" error). Run the
+    forward and the backward inside the same block. Yields the block's
+    ``_AllowMutationOnSavedContext`` (cleared at the end).
+
+    Raises:
+        RuntimeError: the block is entered inside another one.
+        AssertionError: (at backward) a graph recorded in a block is backpropagated after it ended.
+    """
+    ctx = _AllowMutationOnSavedContext()
+
+    def pack(t):
+        h = _Handle(t)
+        ctx.original[h] = t
+        return h
+
+    def unpack(h):
+        if not _MUTATION_ALLOWED[0]:
+            raise AssertionError(_OUTSIDE)
+        t = ctx.original.get(h)
+        if t is None:
+            if h not in ctx.cloned:
+                raise AssertionError(_OUTSIDE)
+            return ctx.cloned[h]
+        if t._st is h.storage and h.storage.array is h.array:
+            return t                      # not written since saved
+        # written in place since: the values it had when saved, from the array it read then
+        clone = t.detach().clone() if t._st.array is None else _as_saved(t, h)
+        del ctx.original[h]
+        ctx.cloned[h] = clone
+        return clone
+
+    with saved_tensors_hooks(pack, unpack):
+        try:
+            if _MUTATION_ALLOWED[0]:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _MUTATION_ALLOWED[0] = True
+            yield ctx
+        finally:
+            ctx.clear()
+            _MUTATION_ALLOWED[0] = False
+
+
+def _as_saved(t, h):
+    """A new tensor (no graph) holding ``t``'s values as they were when ``h`` was packed."""
+    return Tensor._make(chain_value_fn(t._chain)(h.array) if t._chain else h.array)
