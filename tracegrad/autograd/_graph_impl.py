@@ -138,6 +138,11 @@ def node_class(name: str, base):
     return cls
 
 
+_PACK_WROTE = ("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
+               "hook can not be modified by in-place operations as this can lead to unexpected side-effects. "
+               "Please open an issue if you need to perform in-place operations on the input to a pack hook.")
+
+
 class SavedTensor:
     """One saved tensor, as torch's SavedVariable: the tensor with the version it had when
     saved (checked at unpack), or what a saved_tensors_hooks pack function returned."""
@@ -153,8 +158,11 @@ class SavedTensor:
             pack, unpack = SAVED_HOOKS[-1]
             _state.note_hook("saved tensors pack", pack)
             self.tensor, self.version = None, None
+            version = tensor._vc[0]
             with grad_mode.no_grad():  # torch runs pack hooks with grad recording off
                 self.packed = pack(tensor)
+            if tensor._vc[0] != version:
+                raise RuntimeError(_PACK_WROTE)
             if tensor._chain:
                 tensor._vcache = None   # a view the hook keeps must not keep its materialised copy
             self.unpack = unpack
@@ -202,10 +210,7 @@ class SavedTensor:
         with grad_mode.no_grad():
             packed = pack_hook(t)
         if t._vc[0] != version:
-            raise RuntimeError("A saved tensor pack hook is modifying its input in place. Tensors provided as input "
-                               "to pack hook can not be modified by in-place operations as this can lead to "
-                               "unexpected side-effects. Please open an issue if you need to perform in-place "
-                               "operations on the input to a pack hook.")
+            raise RuntimeError(_PACK_WROTE)
         self.packed, self.unpack = packed, unpack_hook
         self.tensor = self.version = None
 
