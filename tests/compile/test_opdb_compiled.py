@@ -276,3 +276,27 @@ def test_sweep_case(op, fn, mode):
         pytest.skip("no sample that carries over")
     outcome, detail = sweep_opdb.check_op(op, fn, mode, case)
     assert outcome in ("equal", "break", "eager_error"), f"{outcome}: {detail}"
+
+
+def test_target_checked_again_after_an_in_place_write():
+    """The checks of a target passed again as the same tensor are skipped (its array is the one
+    that passed: ``Precheck``); a write into it in place gives it a new array, checked again:
+    IndexError as eagerly, and the good values run the program again."""
+    model = np_init(tg.nn.Linear(3, 4), tg)
+    x, t = _x(0), tg.tensor([0, 1, 2, 3])
+
+    @tg.compile
+    def loss_of(x, t):
+        return F.cross_entropy(model(x), t)
+    want = F.cross_entropy(model(x), t).item()
+    for _ in range(3):
+        assert np.isclose(loss_of(x, t).item(), want, rtol=1e-6)
+    t[1] = 4
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        loss_of(x, t)
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        loss_of(x, t)
+    t[1] = 1
+    assert np.isclose(loss_of(x, t).item(), want, rtol=1e-6)
+    region, = _regions(loss_of)
+    assert region.precheck is not None and loss_of.stats["traces"] == 1, loss_of.stats

@@ -13,6 +13,7 @@ import sys
 import weakref
 
 import jax
+import numpy as np
 from jax.extend import core as jax_core
 
 
@@ -61,7 +62,7 @@ class Program:
 
     def split_checks(self, position):
         """NOTE [value checks at run time]: the flat output ``position`` (whether a value check
-        failed) as a program of its own, ``precheck(flat) -> bool array``, when it is cheap to
+        failed) as a program of its own, a ``Precheck`` (``.failed(flat) -> bool``), when it is cheap to
         compute apart (JAX's dead-code elimination keeps only what the flag needs: a target's
         range check, not the forward). The main program then no longer computes the flag
         (``drop``). None when the flag needs a matmul, convolution, callback or loop (a BCE
@@ -73,9 +74,8 @@ class Program:
         if _too_heavy(jaxpr, [0]):
             return None
         check = jax.jit(jax_core.jaxpr_as_fun(jax_core.ClosedJaxpr(jaxpr, closed.consts)), **self.options)
-        keep = [i for i, u in enumerate(used_in) if u]
         self.drop = tuple(self.drop) + (position,)
-        return lambda flat: check(*[flat[i] for i in keep])[0]
+        return Precheck(check, tuple(i for i, u in enumerate(used_in) if u))
 
     def _pruned(self):
         """``fun`` with the flat outputs in ``drop`` (values nobody reads after the trace)
@@ -88,6 +88,34 @@ class Program:
     def memory_analysis(self, flat):
         """XLA's memory figures (``temp_size_in_bytes``...) of the compiled program."""
         return jax.jit(self._pruned(), **self.options).lower(*flat).compile().memory_analysis()
+
+
+class Precheck:
+    """A region's value checks as a program of their own (``Program.split_checks``), run
+    before the step on the flat inputs at ``keep``. The arrays of the last run that passed
+    are remembered (weakly): JAX arrays are immutable, so the same array objects again (a
+    step called on one batch held in memory, full-batch training) pass without running the
+    checks, which cost a program dispatch and a wait for its answer on every call."""
+
+    __slots__ = ("check", "keep", "passed")
+
+    def __init__(self, check, keep):
+        self.check, self.keep, self.passed = check, keep, ()
+
+    def failed(self, flat) -> bool:
+        arrays = [flat[i] for i in self.keep]
+        passed = self.passed
+        if len(passed) == len(arrays) and all(r() is a for r, a in zip(passed, arrays)):
+            return False
+        # np.asarray: bool() on a jax.Array costs ~20 us more
+        if np.asarray(self.check(*arrays)[0]):
+            self.passed = ()
+            return True
+        try:
+            self.passed = tuple(map(weakref.ref, arrays))
+        except TypeError:          # a NumPy scalar among them (a hyper-parameter): checked every call
+            self.passed = ()
+        return False
 
 
 _HEAVY = frozenset(["dot_general", "conv_general_dilated", "pure_callback", "io_callback", "while", "scan",

@@ -356,9 +356,8 @@ class Region:
         prev = x64_enter()
         try:
             flat = self.read_inputs(arg_leaves)
-            # waits for the check (NOTE [value checks at run time]); np.asarray: bool() on a
-            # jax.Array costs ~20 us more
-            if self.precheck is not None and np.asarray(self.precheck(flat)):
+            # waits for the check (NOTE [value checks at run time])
+            if self.precheck is not None and self.precheck.failed(flat):
                 raise ValueCheckFailed(self)
             # the refcount check only where this program donates at all (NOTE [donation on CPU])
             donate = donate and bool(self.program.donate) and self._grads_unshared()
