@@ -1,0 +1,1074 @@
+"""An eleventh round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), in the style of
+``test_public_programs_round10.py``: sequence-to-sequence chatbots over packed bidirectional
+GRUs, policy gradients through ``torch.distributions``, learning-rate range tests with
+hand-written schedulers and gradient accumulation, stochastic weight averaging
+(``swa_utils``), the ``nn_tutorial`` refactoring through ``TensorDataset``/``DataLoader``,
+recommender models over ``EmbeddingBag``, custom samplers, iterable datasets, weight-normed
+audio convolutions with a scripted activation, checkpoints saved to memory mid-training and
+warm starts with ``strict=False``. Each keeps its program's code at tiny sizes (fewer
+channels, steps and samples), with numpy-seeded data and parameters (``init_params``/
+``randn``) in place of downloads and random streams (sampling, ``random.random``, dropout
+masks); where a program's own code had to change, the comment above its test says how and why.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from parity import init_params, randn, run_both
+
+torch = pytest.importorskip("torch")
+
+
+# pytorch/tutorials beginner_source/chatbot_tutorial.py (zeroPadding through
+# itertools.zip_longest, binaryMatrix, inputVar/outputVar with torch.LongTensor/BoolTensor of
+# lists, EncoderRNN: a bidirectional GRU over pack_padded_sequence/pad_packed_sequence with the
+# two directions summed, the Luong Attn module with its three score functions,
+# LuongAttnDecoderRNN, maskNLLLoss's gather/masked_select, train() with and without teacher
+# forcing, clip_grad_norm_, GreedySearchDecoder's torch.max/cat loop); a 9-word vocabulary,
+# hidden_size 500 -> 6, a batch of 3 pairs, embedding dropout 0 (dropout draws differ),
+# ``random.random() < teacher_forcing_ratio`` -> an argument; parameters from numpy
+def test_pytorch_chatbot_tutorial():
+    def program(torch, log):
+        import itertools
+        nn, F = torch.nn, torch.nn.functional
+        device = torch.device("cpu")
+        PAD_token, SOS_token, EOS_token = 0, 1, 2
+        MAX_LENGTH = 10
+
+        class Voc:
+            def __init__(self, name):
+                self.name = name
+                self.word2index = {}
+                self.word2count = {}
+                self.index2word = {PAD_token: "PAD", SOS_token: "SOS", EOS_token: "EOS"}
+                self.num_words = 3  # Count SOS, EOS, PAD
+
+            def addSentence(self, sentence):
+                for word in sentence.split(' '):
+                    self.addWord(word)
+
+            def addWord(self, word):
+                if word not in self.word2index:
+                    self.word2index[word] = self.num_words
+                    self.word2count[word] = 1
+                    self.index2word[self.num_words] = word
+                    self.num_words += 1
+                else:
+                    self.word2count[word] += 1
+
+        def indexesFromSentence(voc, sentence):
+            return [voc.word2index[word] for word in sentence.split(' ')] + [EOS_token]
+
+        def zeroPadding(l, fillvalue=PAD_token):
+            return list(itertools.zip_longest(*l, fillvalue=fillvalue))
+
+        def binaryMatrix(l, value=PAD_token):
+            m = []
+            for i, seq in enumerate(l):
+                m.append([])
+                for token in seq:
+                    if token == PAD_token:
+                        m[i].append(0)
+                    else:
+                        m[i].append(1)
+            return m
+
+        def inputVar(l, voc):
+            indexes_batch = [indexesFromSentence(voc, sentence) for sentence in l]
+            lengths = torch.tensor([len(indexes) for indexes in indexes_batch])
+            padList = zeroPadding(indexes_batch)
+            padVar = torch.LongTensor(padList)
+            return padVar, lengths
+
+        def outputVar(l, voc):
+            indexes_batch = [indexesFromSentence(voc, sentence) for sentence in l]
+            max_target_len = max([len(indexes) for indexes in indexes_batch])
+            padList = zeroPadding(indexes_batch)
+            mask = binaryMatrix(padList)
+            mask = torch.BoolTensor(mask)
+            padVar = torch.LongTensor(padList)
+            return padVar, mask, max_target_len
+
+        def batch2TrainData(voc, pair_batch):
+            pair_batch.sort(key=lambda x: len(x[0].split(" ")), reverse=True)
+            input_batch, output_batch = [], []
+            for pair in pair_batch:
+                input_batch.append(pair[0])
+                output_batch.append(pair[1])
+            inp, lengths = inputVar(input_batch, voc)
+            output, mask, max_target_len = outputVar(output_batch, voc)
+            return inp, lengths, output, mask, max_target_len
+
+        class EncoderRNN(nn.Module):
+            def __init__(self, hidden_size, embedding, n_layers=1, dropout=0):
+                super(EncoderRNN, self).__init__()
+                self.n_layers = n_layers
+                self.hidden_size = hidden_size
+                self.embedding = embedding
+                self.gru = nn.GRU(hidden_size, hidden_size, n_layers,
+                                  dropout=(0 if n_layers == 1 else dropout), bidirectional=True)
+
+            def forward(self, input_seq, input_lengths, hidden=None):
+                embedded = self.embedding(input_seq)
+                packed = nn.utils.rnn.pack_padded_sequence(embedded, input_lengths)
+                outputs, hidden = self.gru(packed, hidden)
+                outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs)
+                outputs = outputs[:, :, :self.hidden_size] + outputs[:, : ,self.hidden_size:]
+                return outputs, hidden
+
+        class Attn(nn.Module):
+            def __init__(self, method, hidden_size):
+                super(Attn, self).__init__()
+                self.method = method
+                if self.method not in ['dot', 'general', 'concat']:
+                    raise ValueError(self.method, "is not an appropriate attention method.")
+                self.hidden_size = hidden_size
+                if self.method == 'general':
+                    self.attn = nn.Linear(self.hidden_size, hidden_size)
+                elif self.method == 'concat':
+                    self.attn = nn.Linear(self.hidden_size * 2, hidden_size)
+                    self.v = nn.Parameter(torch.FloatTensor(hidden_size))
+
+            def dot_score(self, hidden, encoder_output):
+                return torch.sum(hidden * encoder_output, dim=2)
+
+            def general_score(self, hidden, encoder_output):
+                energy = self.attn(encoder_output)
+                return torch.sum(hidden * energy, dim=2)
+
+            def concat_score(self, hidden, encoder_output):
+                energy = self.attn(torch.cat((hidden.expand(encoder_output.size(0), -1, -1), encoder_output), 2)).tanh()
+                return torch.sum(self.v * energy, dim=2)
+
+            def forward(self, hidden, encoder_outputs):
+                if self.method == 'general':
+                    attn_energies = self.general_score(hidden, encoder_outputs)
+                elif self.method == 'concat':
+                    attn_energies = self.concat_score(hidden, encoder_outputs)
+                elif self.method == 'dot':
+                    attn_energies = self.dot_score(hidden, encoder_outputs)
+                attn_energies = attn_energies.t()
+                return F.softmax(attn_energies, dim=1).unsqueeze(1)
+
+        class LuongAttnDecoderRNN(nn.Module):
+            def __init__(self, attn_model, embedding, hidden_size, output_size, n_layers=1, dropout=0.1):
+                super(LuongAttnDecoderRNN, self).__init__()
+                self.attn_model = attn_model
+                self.hidden_size = hidden_size
+                self.output_size = output_size
+                self.n_layers = n_layers
+                self.dropout = dropout
+                self.embedding = embedding
+                self.embedding_dropout = nn.Dropout(dropout)
+                self.gru = nn.GRU(hidden_size, hidden_size, n_layers, dropout=(0 if n_layers == 1 else dropout))
+                self.concat = nn.Linear(hidden_size * 2, hidden_size)
+                self.out = nn.Linear(hidden_size, output_size)
+                self.attn = Attn(attn_model, hidden_size)
+
+            def forward(self, input_step, last_hidden, encoder_outputs):
+                embedded = self.embedding(input_step)
+                embedded = self.embedding_dropout(embedded)
+                rnn_output, hidden = self.gru(embedded, last_hidden)
+                attn_weights = self.attn(rnn_output, encoder_outputs)
+                context = attn_weights.bmm(encoder_outputs.transpose(0, 1))
+                rnn_output = rnn_output.squeeze(0)
+                context = context.squeeze(1)
+                concat_input = torch.cat((rnn_output, context), 1)
+                concat_output = torch.tanh(self.concat(concat_input))
+                output = self.out(concat_output)
+                output = F.softmax(output, dim=1)
+                return output, hidden
+
+        def maskNLLLoss(inp, target, mask):
+            nTotal = mask.sum()
+            crossEntropy = -torch.log(torch.gather(inp, 1, target.view(-1, 1)).squeeze(1))
+            loss = crossEntropy.masked_select(mask).mean()
+            loss = loss.to(device)
+            return loss, nTotal.item()
+
+        def train(input_variable, lengths, target_variable, mask, max_target_len, encoder, decoder, embedding,
+                  encoder_optimizer, decoder_optimizer, batch_size, clip, use_teacher_forcing, max_length=MAX_LENGTH):
+            encoder_optimizer.zero_grad()
+            decoder_optimizer.zero_grad()
+            input_variable = input_variable.to(device)
+            lengths = lengths.to("cpu")
+            target_variable = target_variable.to(device)
+            mask = mask.to(device)
+            loss = 0
+            print_losses = []
+            n_totals = 0
+            encoder_outputs, encoder_hidden = encoder(input_variable, lengths)
+            decoder_input = torch.LongTensor([[SOS_token for _ in range(batch_size)]])
+            decoder_input = decoder_input.to(device)
+            decoder_hidden = encoder_hidden[:decoder.n_layers]
+            if use_teacher_forcing:
+                for t in range(max_target_len):
+                    decoder_output, decoder_hidden = decoder(
+                        decoder_input, decoder_hidden, encoder_outputs
+                    )
+                    decoder_input = target_variable[t].view(1, -1)
+                    mask_loss, nTotal = maskNLLLoss(decoder_output, target_variable[t], mask[t])
+                    loss += mask_loss
+                    print_losses.append(mask_loss.item() * nTotal)
+                    n_totals += nTotal
+            else:
+                for t in range(max_target_len):
+                    decoder_output, decoder_hidden = decoder(
+                        decoder_input, decoder_hidden, encoder_outputs
+                    )
+                    _, topi = decoder_output.topk(1)
+                    decoder_input = torch.LongTensor([[topi[i][0] for i in range(batch_size)]])
+                    decoder_input = decoder_input.to(device)
+                    mask_loss, nTotal = maskNLLLoss(decoder_output, target_variable[t], mask[t])
+                    loss += mask_loss
+                    print_losses.append(mask_loss.item() * nTotal)
+                    n_totals += nTotal
+            loss.backward()
+            _ = nn.utils.clip_grad_norm_(encoder.parameters(), clip)
+            _ = nn.utils.clip_grad_norm_(decoder.parameters(), clip)
+            encoder_optimizer.step()
+            decoder_optimizer.step()
+            return sum(print_losses) / n_totals
+
+        class GreedySearchDecoder(nn.Module):
+            def __init__(self, encoder, decoder):
+                super(GreedySearchDecoder, self).__init__()
+                self.encoder = encoder
+                self.decoder = decoder
+
+            def forward(self, input_seq, input_length, max_length):
+                encoder_outputs, encoder_hidden = self.encoder(input_seq, input_length)
+                decoder_hidden = encoder_hidden[:decoder.n_layers]
+                decoder_input = torch.ones(1, 1, device=device, dtype=torch.long) * SOS_token
+                all_tokens = torch.zeros([0], device=device, dtype=torch.long)
+                all_scores = torch.zeros([0], device=device)
+                for _ in range(max_length):
+                    decoder_output, decoder_hidden = self.decoder(decoder_input, decoder_hidden, encoder_outputs)
+                    decoder_scores, decoder_input = torch.max(decoder_output, dim=1)
+                    all_tokens = torch.cat((all_tokens, decoder_input), dim=0)
+                    all_scores = torch.cat((all_scores, decoder_scores), dim=0)
+                    decoder_input = torch.unsqueeze(decoder_input, 0)
+                return all_tokens, all_scores
+
+        pairs = [["hi there", "hello"], ["how are you today", "fine thanks"], ["bye", "see you"]]
+        voc = Voc("toy")
+        for p in pairs:
+            voc.addSentence(p[0])
+            voc.addSentence(p[1])
+        hidden_size = 6
+        embedding = nn.Embedding(voc.num_words, hidden_size)
+        encoder = EncoderRNN(hidden_size, embedding, 1, 0)
+        decoder = LuongAttnDecoderRNN('dot', embedding, hidden_size, voc.num_words, 1, 0)
+        init_params(torch, encoder, 1)
+        init_params(torch, decoder, 2)
+        for method in ('general', 'concat'):   # the other score functions, once each
+            attn = init_params(torch, Attn(method, hidden_size), 3)
+            log(method, attn(randn(torch, (1, 3, hidden_size), 4), randn(torch, (5, 3, hidden_size), 5)))
+        encoder.train()
+        decoder.train()
+        encoder_optimizer = torch.optim.Adam(encoder.parameters(), lr=0.0001)
+        decoder_optimizer = torch.optim.Adam(decoder.parameters(), lr=0.0001 * 5.0)
+        training_batch = batch2TrainData(voc, [p[:] for p in pairs])
+        input_variable, lengths, target_variable, mask, max_target_len = training_batch
+        log("batch", [input_variable, lengths, target_variable, mask, max_target_len])
+        for it, forcing in enumerate([True, False, True]):
+            loss = train(input_variable, lengths, target_variable, mask, max_target_len, encoder,
+                         decoder, embedding, encoder_optimizer, decoder_optimizer, 3, 50.0, forcing)
+            print("Iteration: {}; Percent complete: {:.1f}%; Average loss: {:.4f}".format(it, it / 3 * 100, loss))
+            log("loss", loss)
+        encoder.eval()
+        decoder.eval()
+        searcher = GreedySearchDecoder(encoder, decoder)
+        indexes_batch = [indexesFromSentence(voc, "how are you")]
+        lengths = torch.tensor([len(indexes) for indexes in indexes_batch])
+        input_batch = torch.LongTensor(indexes_batch).transpose(0, 1)
+        tokens, scores = searcher(input_batch, lengths, 4)
+        log("tokens", tokens)
+        log("scores", scores)
+        log("words", [voc.index2word[token.item()] for token in tokens])
+    run_both(program)
+
+
+# pytorch/examples reinforcement_learning/reinforce.py (Policy with a softmax head, Categorical
+# over its probs, saved log_probs, finish_episode's discounted returns in a deque passed to
+# torch.tensor, normalised by std + eps, torch.cat of the per-step losses, the running reward
+# print); the gym episodes -> numpy-made states, actions and rewards (m.sample() draws differ),
+# 128 hidden units -> 8, Dropout(p=0.6) kept but the policy in eval mode (dropout draws differ)
+def test_pytorch_examples_reinforce():
+    def program(torch, log):
+        from collections import deque
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+        Categorical = torch.distributions.Categorical
+        gamma, log_interval = 0.99, 1
+
+        class Policy(nn.Module):
+            def __init__(self):
+                super(Policy, self).__init__()
+                self.affine1 = nn.Linear(4, 8)
+                self.dropout = nn.Dropout(p=0.6)
+                self.affine2 = nn.Linear(8, 2)
+
+                self.saved_log_probs = []
+                self.rewards = []
+
+            def forward(self, x):
+                x = self.affine1(x)
+                x = self.dropout(x)
+                x = F.relu(x)
+                action_scores = self.affine2(x)
+                return F.softmax(action_scores, dim=1)
+
+        policy = init_params(torch, Policy(), 0, scale=0.5)
+        policy.eval()
+        optimizer = optim.Adam(policy.parameters(), lr=1e-2)
+        eps = np.finfo(np.float32).eps.item()
+        rs = np.random.RandomState(0)
+
+        def select_action(state, sampled):
+            state = torch.from_numpy(state).float().unsqueeze(0)
+            probs = policy(state)
+            m = Categorical(probs)
+            action = torch.tensor([sampled])
+            policy.saved_log_probs.append(m.log_prob(action))
+            log("entropy", m.entropy())
+            return action.item()
+
+        def finish_episode():
+            R = 0
+            policy_loss = []
+            returns = deque()
+            for r in policy.rewards[::-1]:
+                R = r + gamma * R
+                returns.appendleft(R)
+            returns = torch.tensor(returns)
+            returns = (returns - returns.mean()) / (returns.std() + eps)
+            for log_prob, R in zip(policy.saved_log_probs, returns):
+                policy_loss.append(-log_prob * R)
+            optimizer.zero_grad()
+            policy_loss = torch.cat(policy_loss).sum()
+            policy_loss.backward()
+            optimizer.step()
+            del policy.rewards[:]
+            del policy.saved_log_probs[:]
+            return policy_loss
+
+        running_reward = 10
+        for i_episode in range(1, 4):
+            state, ep_reward = rs.randn(4), 0
+            for t in range(1, 5):
+                action = select_action(state, int(rs.randint(2)))
+                state, reward = rs.randn(4), 1.0
+                policy.rewards.append(reward)
+                ep_reward += reward
+            running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+            log("policy_loss", finish_episode())
+            if i_episode % log_interval == 0:
+                print('Episode {}\tLast reward: {:.2f}\tAverage reward: {:.2f}'.format(
+                      i_episode, ep_reward, running_reward))
+        log("params", list(policy.parameters()))
+    run_both(program)
+
+
+# davidtvs/pytorch-lr-finder torch_lr_finder/lr_finder.py (TrainDataLoaderIter/ValDataLoaderIter
+# over DataLoaders with auto reset, LRFinder's StateCacher of deep-copied state_dicts, the
+# _LRScheduler subclasses LinearLR/ExponentialLR with get_lr from last_epoch, range_test's
+# smoothing and divergence check, gradient accumulation with ``loss /= accumulation_steps``
+# and ``total_loss += loss``, _validate under no_grad, reset() through load_state_dict); tqdm,
+# matplotlib, apex and the file cache left out (plot's np.gradient suggestion kept as a
+# function), PYTORCH_VERSION checks resolved to the current branch; a Linear(3, 2) classifier on
+# 12 numpy samples
+def test_lr_finder_range_test():
+    def program(torch, log):
+        import copy
+        _LRScheduler = torch.optim.lr_scheduler._LRScheduler
+        DataLoader, TensorDataset = torch.utils.data.DataLoader, torch.utils.data.TensorDataset
+
+        class DataLoaderIter(object):
+            def __init__(self, data_loader):
+                self.data_loader = data_loader
+                self._iterator = iter(data_loader)
+
+            @property
+            def dataset(self):
+                return self.data_loader.dataset
+
+            def inputs_labels_from_batch(self, batch_data):
+                if not isinstance(batch_data, list) and not isinstance(batch_data, tuple):
+                    raise ValueError(
+                        "Your batch type is not supported: {}. Please inherit from "
+                        "`TrainDataLoaderIter` or `ValDataLoaderIter` and override the "
+                        "`inputs_labels_from_batch` method.".format(type(batch_data))
+                    )
+                inputs, labels, *_ = batch_data
+                return inputs, labels
+
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                batch = next(self._iterator)
+                return self.inputs_labels_from_batch(batch)
+
+        class TrainDataLoaderIter(DataLoaderIter):
+            def __init__(self, data_loader, auto_reset=True):
+                super().__init__(data_loader)
+                self.auto_reset = auto_reset
+
+            def __next__(self):
+                try:
+                    batch = next(self._iterator)
+                    inputs, labels = self.inputs_labels_from_batch(batch)
+                except StopIteration:
+                    if not self.auto_reset:
+                        raise
+                    self._iterator = iter(self.data_loader)
+                    batch = next(self._iterator)
+                    inputs, labels = self.inputs_labels_from_batch(batch)
+                return inputs, labels
+
+        class ValDataLoaderIter(DataLoaderIter):
+            def __init__(self, data_loader):
+                super().__init__(data_loader)
+                self.run_limit = len(self.data_loader)
+                self.run_counter = 0
+
+            def __iter__(self):
+                if self.run_counter >= self.run_limit:
+                    self._iterator = iter(self.data_loader)
+                    self.run_counter = 0
+                return self
+
+            def __next__(self):
+                self.run_counter += 1
+                return super(ValDataLoaderIter, self).__next__()
+
+        class LinearLR(_LRScheduler):
+            def __init__(self, optimizer, end_lr, num_iter, last_epoch=-1):
+                self.end_lr = end_lr
+                if num_iter <= 1:
+                    raise ValueError("`num_iter` must be larger than 1")
+                self.num_iter = num_iter
+                super(LinearLR, self).__init__(optimizer, last_epoch)
+
+            def get_lr(self):
+                r = self.last_epoch / (self.num_iter - 1)
+                return [base_lr + r * (self.end_lr - base_lr) for base_lr in self.base_lrs]
+
+        class ExponentialLR(_LRScheduler):
+            def __init__(self, optimizer, end_lr, num_iter, last_epoch=-1):
+                self.end_lr = end_lr
+                if num_iter <= 1:
+                    raise ValueError("`num_iter` must be larger than 1")
+                self.num_iter = num_iter
+                super(ExponentialLR, self).__init__(optimizer, last_epoch)
+
+            def get_lr(self):
+                r = self.last_epoch / (self.num_iter - 1)
+                return [base_lr * (self.end_lr / base_lr) ** r for base_lr in self.base_lrs]
+
+        class StateCacher(object):
+            def __init__(self, in_memory, cache_dir=None):
+                self.in_memory = in_memory
+                self.cache_dir = cache_dir
+                self.cached = {}
+
+            def store(self, key, state_dict):
+                self.cached.update({key: copy.deepcopy(state_dict)})
+
+            def retrieve(self, key):
+                if key not in self.cached:
+                    raise KeyError("Target {} was not cached.".format(key))
+                return self.cached.get(key)
+
+        class LRFinder(object):
+            def __init__(self, model, optimizer, criterion, device=None, memory_cache=True):
+                self.optimizer = optimizer
+                self._check_for_scheduler()
+                self.model = model
+                self.criterion = criterion
+                self.history = {"lr": [], "loss": []}
+                self.best_loss = None
+                self.memory_cache = memory_cache
+                self.model_device = next(self.model.parameters()).device
+                self.state_cacher = StateCacher(memory_cache)
+                self.state_cacher.store("model", self.model.state_dict())
+                self.state_cacher.store("optimizer", self.optimizer.state_dict())
+                if device:
+                    self.device = device
+                else:
+                    self.device = self.model_device
+
+            def reset(self):
+                self.model.load_state_dict(self.state_cacher.retrieve("model"))
+                self.optimizer.load_state_dict(self.state_cacher.retrieve("optimizer"))
+                self.model.to(self.model_device)
+
+            def range_test(self, train_loader, val_loader=None, start_lr=None, end_lr=10,
+                           num_iter=100, step_mode="exp", smooth_f=0.05, diverge_th=5,
+                           accumulation_steps=1, non_blocking_transfer=True):
+                self.history = {"lr": [], "loss": []}
+                self.best_loss = None
+                self.model.to(self.device)
+                self._check_for_scheduler()
+                if start_lr:
+                    self._set_learning_rate(start_lr)
+                if step_mode.lower() == "exp":
+                    lr_schedule = ExponentialLR(self.optimizer, end_lr, num_iter)
+                elif step_mode.lower() == "linear":
+                    lr_schedule = LinearLR(self.optimizer, end_lr, num_iter)
+                else:
+                    raise ValueError("expected one of (exp, linear), got {}".format(step_mode))
+                if smooth_f < 0 or smooth_f >= 1:
+                    raise ValueError("smooth_f is outside the range [0, 1[")
+                if isinstance(train_loader, DataLoader):
+                    train_iter = TrainDataLoaderIter(train_loader)
+                elif isinstance(train_loader, TrainDataLoaderIter):
+                    train_iter = train_loader
+                else:
+                    raise ValueError("`train_loader` has unsupported type")
+                if val_loader:
+                    if isinstance(val_loader, DataLoader):
+                        val_iter = ValDataLoaderIter(val_loader)
+                    elif isinstance(val_loader, ValDataLoaderIter):
+                        val_iter = val_loader
+                for iteration in range(num_iter):
+                    loss = self._train_batch(train_iter, accumulation_steps,
+                                             non_blocking_transfer=non_blocking_transfer)
+                    if val_loader:
+                        loss = self._validate(val_iter, non_blocking_transfer=non_blocking_transfer)
+                    self.history["lr"].append(lr_schedule.get_lr()[0])
+                    lr_schedule.step()
+                    if iteration == 0:
+                        self.best_loss = loss
+                    else:
+                        if smooth_f > 0:
+                            loss = smooth_f * loss + (1 - smooth_f) * self.history["loss"][-1]
+                        if loss < self.best_loss:
+                            self.best_loss = loss
+                    self.history["loss"].append(loss)
+                    if loss > diverge_th * self.best_loss:
+                        print("Stopping early, the loss has diverged")
+                        break
+                print("Learning rate search finished. See the graph with {finder_name}.plot()")
+
+            def _set_learning_rate(self, new_lrs):
+                if not isinstance(new_lrs, list):
+                    new_lrs = [new_lrs] * len(self.optimizer.param_groups)
+                for param_group, new_lr in zip(self.optimizer.param_groups, new_lrs):
+                    param_group["lr"] = new_lr
+
+            def _check_for_scheduler(self):
+                for param_group in self.optimizer.param_groups:
+                    if "initial_lr" in param_group:
+                        raise RuntimeError("Optimizer already has a scheduler attached to it")
+
+            def _train_batch(self, train_iter, accumulation_steps, non_blocking_transfer=True):
+                self.model.train()
+                total_loss = None
+                self.optimizer.zero_grad()
+                for i in range(accumulation_steps):
+                    inputs, labels = next(train_iter)
+                    inputs, labels = self._move_to_device(inputs, labels, non_blocking=non_blocking_transfer)
+                    outputs = self.model(inputs)
+                    loss = self.criterion(outputs, labels)
+                    loss /= accumulation_steps
+                    loss.backward()
+                    if total_loss is None:
+                        total_loss = loss
+                    else:
+                        total_loss += loss
+                self.optimizer.step()
+                return total_loss.item()
+
+            def _move_to_device(self, inputs, labels, non_blocking=True):
+                def move(obj, device, non_blocking=True):
+                    if hasattr(obj, "to"):
+                        return obj.to(device, non_blocking=non_blocking)
+                    elif isinstance(obj, tuple):
+                        return tuple(move(o, device, non_blocking) for o in obj)
+                    elif isinstance(obj, list):
+                        return [move(o, device, non_blocking) for o in obj]
+                    elif isinstance(obj, dict):
+                        return {k: move(o, device, non_blocking) for k, o in obj.items()}
+                    else:
+                        return obj
+                inputs = move(inputs, self.device, non_blocking=non_blocking)
+                labels = move(labels, self.device, non_blocking=non_blocking)
+                return inputs, labels
+
+            def _validate(self, val_iter, non_blocking_transfer=True):
+                running_loss = 0
+                self.model.eval()
+                with torch.no_grad():
+                    for inputs, labels in val_iter:
+                        inputs, labels = self._move_to_device(inputs, labels, non_blocking=non_blocking_transfer)
+                        outputs = self.model(inputs)
+                        loss = self.criterion(outputs, labels)
+                        running_loss += loss.item() * len(labels)
+                return running_loss / len(val_iter.dataset)
+
+        def suggestion(finder, skip_start=1, skip_end=1):
+            lrs = finder.history["lr"][skip_start:-skip_end]
+            losses = finder.history["loss"][skip_start:-skip_end]
+            min_grad_idx = (np.gradient(np.array(losses))).argmin()
+            print("Suggested LR: {:.2E}".format(lrs[min_grad_idx]))
+            return lrs[min_grad_idx]
+
+        rs = np.random.RandomState(0)
+        x = torch.tensor(rs.randn(12, 3).astype(np.float32))
+        y = torch.tensor(rs.randint(0, 2, size=12))
+        train_loader = DataLoader(TensorDataset(x[:8], y[:8]), batch_size=2)
+        val_loader = DataLoader(TensorDataset(x[8:], y[8:]), batch_size=2)
+        model = init_params(torch, torch.nn.Linear(3, 2), 1)
+        criterion = torch.nn.CrossEntropyLoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+        lr_finder = LRFinder(model, optimizer, criterion, device="cpu")
+        lr_finder.range_test(train_loader, end_lr=100, num_iter=6, accumulation_steps=2)
+        log("exp_history", lr_finder.history)
+        log("suggested", suggestion(lr_finder))
+        lr_finder.reset()
+        log("reset_params", list(model.parameters()))
+        log("reset_opt", optimizer.state_dict())
+        lr_finder.range_test(train_loader, val_loader=val_loader, end_lr=1, num_iter=4,
+                             step_mode="linear")
+        log("linear_history", lr_finder.history)
+        lr_finder.reset()
+        try:
+            LRFinder(model, torch.optim.SGD(model.parameters(), lr=0.1), criterion).range_test(
+                train_loader, smooth_f=1.5, num_iter=3)
+        except ValueError as e:
+            log("smooth_error", str(e))
+    run_both(program)
+
+
+# facebookresearch/dlrm dlrm_s_pytorch.py (DLRM_Net: create_mlp's numpy-drawn Xavier weights
+# assigned through ``LL.weight.data = torch.tensor(W, requires_grad=True)``, create_emb's
+# per-table np.random seeds and ``nn.EmbeddingBag(n, m, mode="sum", sparse=True, _weight=...)``
+# with the numpy state saved and restored, apply_emb with offsets, interact_features' "dot"
+# (bmm of T with its transpose, the custom li/lj lower-triangle gather) and "cat", the
+# sequential_forward path, loss_threshold clamping); BCELoss and SGD as the program trains
+# (sparse embedding gradients); the distributed/parallel/QR/MD branches left out;
+# ln_emb [4, 3, 5], m_spa 2, ln_bot 3-4-2, ln_top 8-4-1 (7-4-1 for "cat"), batches of 3
+def test_dlrm_embedding_bag_interactions():
+    def program(torch, log):
+        nn = torch.nn
+
+        class DLRM_Net(nn.Module):
+            def create_mlp(self, ln, sigmoid_layer):
+                layers = nn.ModuleList()
+                for i in range(0, ln.size - 1):
+                    n = ln[i]
+                    m = ln[i + 1]
+                    LL = nn.Linear(int(n), int(m), bias=True)
+                    mean = 0.0  # std_dev = np.sqrt(variance)
+                    std_dev = np.sqrt(2 / (m + n))  # np.sqrt(1 / m) # np.sqrt(1 / n)
+                    W = np.random.normal(mean, std_dev, size=(m, n)).astype(np.float32)
+                    std_dev = np.sqrt(1 / m)  # np.sqrt(2 / (m + 1))
+                    bt = np.random.normal(mean, std_dev, size=m).astype(np.float32)
+                    LL.weight.data = torch.tensor(W, requires_grad=True)
+                    LL.bias.data = torch.tensor(bt, requires_grad=True)
+                    layers.append(LL)
+                    if i == sigmoid_layer:
+                        layers.append(nn.Sigmoid())
+                    else:
+                        layers.append(nn.ReLU())
+                return torch.nn.Sequential(*layers)
+
+            def create_emb(self, m, ln):
+                emb_l = nn.ModuleList()
+                np_rand_state = np.random.get_state()
+                for i in range(0, ln.size):
+                    np.random.seed(self.l_emb_seeds[i])
+                    n = ln[i]
+                    W = np.random.uniform(
+                        low=-np.sqrt(1 / n), high=np.sqrt(1 / n), size=(n, m)
+                    ).astype(np.float32)
+                    EE = nn.EmbeddingBag(n, m, mode="sum", sparse=True, _weight=torch.tensor(W, requires_grad=True))
+                    emb_l.append(EE)
+                np.random.set_state(np_rand_state)
+                return emb_l
+
+            def __init__(self, m_spa=None, ln_emb=None, ln_bot=None, ln_top=None,
+                         arch_interaction_op=None, arch_interaction_itself=False,
+                         sigmoid_bot=-1, sigmoid_top=-1, loss_threshold=0.0, ndevices=-1):
+                super(DLRM_Net, self).__init__()
+                self.ndevices = ndevices
+                self.output_d = 0
+                self.arch_interaction_op = arch_interaction_op
+                self.arch_interaction_itself = arch_interaction_itself
+                self.loss_threshold = loss_threshold
+                self.l_emb_seeds = np.random.randint(low=0, high=100000, size=len(ln_emb))
+                if ndevices <= 1:
+                    self.emb_l = self.create_emb(m_spa, ln_emb)
+                self.bot_l = self.create_mlp(ln_bot, sigmoid_bot)
+                self.top_l = self.create_mlp(ln_top, sigmoid_top)
+
+            def apply_mlp(self, x, layers):
+                return layers(x)
+
+            def apply_emb(self, lS_o, lS_i, emb_l):
+                ly = []
+                for k, sparse_index_group_batch in enumerate(lS_i):
+                    sparse_offset_group_batch = lS_o[k]
+                    E = emb_l[k]
+                    V = E(sparse_index_group_batch, sparse_offset_group_batch)
+                    ly.append(V)
+                return ly
+
+            def interact_features(self, x, ly):
+                if self.arch_interaction_op == "dot":
+                    (batch_size, d) = x.shape
+                    T = torch.cat([x] + ly, dim=1).view((batch_size, -1, d))
+                    Z = torch.bmm(T, torch.transpose(T, 1, 2))
+                    _, ni, nj = Z.shape
+                    offset = 1 if self.arch_interaction_itself else 0
+                    li = torch.tensor([i for i in range(ni) for j in range(i + offset)])
+                    lj = torch.tensor([j for i in range(nj) for j in range(i + offset)])
+                    Zflat = Z[:, li, lj]
+                    R = torch.cat([x] + [Zflat], dim=1)
+                elif self.arch_interaction_op == "cat":
+                    R = torch.cat([x] + ly, dim=1)
+                return R
+
+            def forward(self, dense_x, lS_o, lS_i):
+                return self.sequential_forward(dense_x, lS_o, lS_i)
+
+            def sequential_forward(self, dense_x, lS_o, lS_i):
+                x = self.apply_mlp(dense_x, self.bot_l)
+                ly = self.apply_emb(lS_o, lS_i, self.emb_l)
+                z = self.interact_features(x, ly)
+                p = self.apply_mlp(z, self.top_l)
+                if 0.0 < self.loss_threshold and self.loss_threshold < 1.0:
+                    z = torch.clamp(p, min=self.loss_threshold, max=(1.0 - self.loss_threshold))
+                else:
+                    z = p
+                return z
+
+        ln_emb = np.array([4, 3, 5])
+        rs = np.random.RandomState(5)
+        # one batch of 3 samples: per table a flat index list with offsets (bags of 1-2 ids)
+        lS_o = [torch.tensor([0, 1, 3]), torch.tensor([0, 2, 3]), torch.tensor([0, 1, 2])]
+        lS_i = [torch.tensor(rs.randint(0, n, size=k)) for n, k in zip(ln_emb, (4, 4, 3))]
+        X = torch.tensor(rs.rand(3, 3).astype(np.float32))
+        T = torch.tensor([[1.0], [0.0], [1.0]])
+        for op, ln_top, thr in (("dot", [8, 4, 1], 0.0), ("cat", [8, 4, 1], 0.02)):
+            np.random.seed(123)
+            dlrm = DLRM_Net(2, ln_emb, np.array([3, 4, 2]), np.array(ln_top), op,
+                            arch_interaction_itself=(op == "cat"), sigmoid_top=len(ln_top) - 2,
+                            loss_threshold=thr)
+            loss_fn = torch.nn.BCELoss(reduction="mean")
+            optimizer = torch.optim.SGD(dlrm.parameters(), lr=0.1)
+            for j in range(2):
+                Z = dlrm(X, lS_o, lS_i)
+                E = loss_fn(Z, T)
+                optimizer.zero_grad()
+                E.backward()
+                log(op + "_emb_grad_sparse", dlrm.emb_l[0].weight.grad.is_sparse)
+                log(op + "_emb_grad", dlrm.emb_l[0].weight.grad.to_dense())
+                optimizer.step()
+                S = Z.detach().cpu().numpy()
+                A = np.sum((np.round(S, 0) == T.numpy()).astype(np.uint8))
+                print("Finished {} it {}, loss {:.6f}, accuracy {:3.3f} %".format(op, j, E.detach().cpu().numpy(), A / 3 * 100))
+                log(op + "_Z", Z)
+            log(op + "_params", list(dlrm.parameters()))
+    run_both(program)
+
+
+# pytorch/pytorch torch/optim/swa_utils.py (the AveragedModel/SWALR docstring recipe: an SWA
+# average updated after swa_start with SWALR's annealing and CosineAnnealingLR before, update_bn
+# over the loader at the end, predictions through the averaged model; the EMA variant through
+# get_ema_multi_avg_fn with use_buffers=True and the custom avg_fn form); a Linear/BatchNorm1d
+# net on numpy data, 300 epochs -> 6 with swa_start 3, T_max 6, anneal_epochs 2
+def test_swa_utils_docstring_recipe():
+    def program(torch, log):
+        nn = torch.nn
+        AveragedModel, SWALR = torch.optim.swa_utils.AveragedModel, torch.optim.swa_utils.SWALR
+        rs = np.random.RandomState(0)
+        data = [(torch.tensor(rs.randn(4, 3).astype(np.float32)),
+                 torch.tensor(rs.randn(4, 1).astype(np.float32))) for _ in range(2)]
+        loader = torch.utils.data.DataLoader(data, batch_size=None)
+        model = init_params(torch, nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(),
+                                                 nn.Linear(4, 1)), 0)
+        loss_fn = nn.MSELoss()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        swa_model = torch.optim.swa_utils.AveragedModel(model)
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=6)
+        swa_start = 3
+        swa_scheduler = SWALR(optimizer, swa_lr=0.05, anneal_epochs=2)
+        ema_model = torch.optim.swa_utils.AveragedModel(
+            model, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(0.9), use_buffers=True)
+        ema_avg = lambda averaged_model_parameter, model_parameter, num_averaged: \
+            0.1 * averaged_model_parameter + 0.9 * model_parameter
+        custom_model = torch.optim.swa_utils.AveragedModel(model, avg_fn=ema_avg)
+        for i in range(6):
+            for input, target in loader:
+                optimizer.zero_grad()
+                loss_fn(model(input), target).backward()
+                optimizer.step()
+                ema_model.update_parameters(model)
+            custom_model.update_parameters(model)
+            if i > swa_start:
+                swa_model.update_parameters(model)
+                swa_scheduler.step()
+            else:
+                scheduler.step()
+            log("lr", optimizer.param_groups[0]["lr"])
+        log("n_averaged", [swa_model.n_averaged, ema_model.n_averaged, custom_model.n_averaged])
+        log("bn_before", [swa_model.module[1].running_mean, swa_model.module[1].running_var])
+        torch.optim.swa_utils.update_bn(loader, swa_model)
+        log("bn_after", [swa_model.module[1].running_mean, swa_model.module[1].running_var,
+                         swa_model.module[1].num_batches_tracked])
+        test_input = data[0][0]
+        log("swa_preds", swa_model(test_input))
+        ema_model.eval()
+        log("ema_preds", ema_model(test_input))
+        log("custom_params", list(custom_model.parameters()))
+        log("swa_state", list(swa_model.state_dict().keys()))
+        log("sched", swa_scheduler.state_dict())
+    run_both(program)
+
+
+# pytorch/tutorials beginner_source/nn_tutorial.py (the refactoring half: Mnist_Logistic with
+# nn.Parameter(torch.randn(784, 10) / math.sqrt(784)), accuracy by argmax, TensorDataset and
+# DataLoader, loss_batch returning ``loss.item(), len(xb)``, fit's ``zip(*[...])`` validation
+# with np.multiply/np.sum, get_data, the CNN through a Lambda module and F.avg_pool2d, then
+# nn.Sequential with Lambda preprocess, AdaptiveAvgPool2d(1) and WrappedDataLoader); MNIST ->
+# 16 numpy 8x8 images of 4 classes, 784 -> 64, 16/10 channels -> 4, shuffle=True -> False
+# (random order differs), torch.randn -> numpy-seeded values; fit's ``print(epoch, val_loss)``
+# logged instead (full float reprs differ in the last bit after SGD at lr 0.5)
+def test_nn_tutorial_refactoring():
+    def program(torch, log):
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+        TensorDataset, DataLoader = torch.utils.data.TensorDataset, torch.utils.data.DataLoader
+        dev = torch.device("cpu")
+        rs = np.random.RandomState(0)
+        x_train, y_train, x_valid, y_valid = map(
+            torch.tensor, (rs.rand(16, 64).astype(np.float32), rs.randint(0, 4, size=16),
+                           rs.rand(8, 64).astype(np.float32), rs.randint(0, 4, size=8)))
+        n, c = x_train.shape
+        bs, lr, epochs = 4, 0.5, 2
+        loss_func = F.cross_entropy
+
+        def accuracy(out, yb):
+            preds = torch.argmax(out, dim=1)
+            return (preds == yb).float().mean()
+
+        class Mnist_Logistic(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weights = nn.Parameter(randn(torch, (64, 4), 0) / math.sqrt(64))
+                self.bias = nn.Parameter(torch.zeros(4))
+
+            def forward(self, xb):
+                return xb @ self.weights + self.bias
+
+        def loss_batch(model, loss_func, xb, yb, opt=None):
+            loss = loss_func(model(xb), yb)
+            if opt is not None:
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+            return loss.item(), len(xb)
+
+        def fit(epochs, model, loss_func, opt, train_dl, valid_dl):
+            for epoch in range(epochs):
+                model.train()
+                for xb, yb in train_dl:
+                    loss_batch(model, loss_func, xb, yb, opt)
+                model.eval()
+                with torch.no_grad():
+                    losses, nums = zip(
+                        *[loss_batch(model, loss_func, xb, yb) for xb, yb in valid_dl]
+                    )
+                val_loss = np.sum(np.multiply(losses, nums)) / np.sum(nums)
+                log("epoch_val_loss", (epoch, val_loss))
+
+        def get_data(train_ds, valid_ds, bs):
+            return (
+                DataLoader(train_ds, batch_size=bs, shuffle=False),
+                DataLoader(valid_ds, batch_size=bs * 2),
+            )
+
+        train_ds = TensorDataset(x_train, y_train)
+        valid_ds = TensorDataset(x_valid, y_valid)
+        train_dl, valid_dl = get_data(train_ds, valid_ds, bs)
+        model = Mnist_Logistic()
+        opt = optim.SGD(model.parameters(), lr=lr)
+        fit(epochs, model, loss_func, opt, train_dl, valid_dl)
+        log("logistic_acc", accuracy(model(x_valid), y_valid))
+
+        class Lambda(nn.Module):
+            def __init__(self, func):
+                super().__init__()
+                self.func = func
+
+            def forward(self, x):
+                return self.func(x)
+
+        def preprocess(x, y):
+            return x.view(-1, 1, 8, 8).to(dev), y.to(dev)
+
+        class WrappedDataLoader:
+            def __init__(self, dl, func):
+                self.dl = dl
+                self.func = func
+
+            def __len__(self):
+                return len(self.dl)
+
+            def __iter__(self):
+                for b in self.dl:
+                    yield (self.func(*b))
+
+        train_dl, valid_dl = get_data(train_ds, valid_ds, bs)
+        train_dl = WrappedDataLoader(train_dl, preprocess)
+        valid_dl = WrappedDataLoader(valid_dl, preprocess)
+        model = nn.Sequential(
+            nn.Conv2d(1, 4, kernel_size=3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(4, 4, kernel_size=3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(4, 4, kernel_size=3, stride=2, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            Lambda(lambda x: x.view(x.size(0), -1)),
+        )
+        init_params(torch, model, 1, scale=0.5)
+        model.to(dev)
+        opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+        fit(epochs, model, loss_func, opt, train_dl, valid_dl)
+        log("cnn_params", list(model.parameters()))
+        log("len", len(train_dl))
+    run_both(program)
+
+
+# PetrochukM/PyTorch-NLP torchnlp/samplers/sorted_sampler.py and bucket_batch_sampler.py
+# (SortedSampler's sort of (index, key) pairs, BucketBatchSampler subclassing BatchSampler
+# with a bucket BatchSampler and SubsetRandomSampler over sorted batches) driving a DataLoader
+# with a padding collate_fn; the torch docs' IterableDataset recipe (MyIterableDataset with
+# get_worker_info) and random_split/Subset/ConcatDataset. The SubsetRandomSampler's and
+# random_split's orders come from the generators (streams differ), so the test compares the
+# sorted batches and the split sizes and contents, not their order. SortedSampler's
+# ``super().__init__(data)`` raises TypeError in torch now (checked), so the rest runs with
+# ``super().__init__()`` in its place
+def test_torchnlp_bucket_batch_sampler_and_datasets():
+    def program(torch, log):
+        BatchSampler = torch.utils.data.sampler.BatchSampler
+        SubsetRandomSampler = torch.utils.data.sampler.SubsetRandomSampler
+        Sampler = torch.utils.data.sampler.Sampler
+        pad_sequence = torch.nn.utils.rnn.pad_sequence
+
+        def identity(x):
+            return x
+
+        class OldSortedSampler(Sampler):
+            def __init__(self, data, sort_key=identity):
+                super().__init__(data)
+
+        try:   # torch 2.2 dropped Sampler's data_source argument
+            OldSortedSampler([1, 2])
+        except TypeError as e:
+            log("old_sampler_init", type(e).__name__)
+
+        class SortedSampler(Sampler):
+            def __init__(self, data, sort_key=identity):
+                super().__init__()
+                self.data = data
+                self.sort_key = sort_key
+                zip_ = [(i, self.sort_key(row)) for i, row in enumerate(self.data)]
+                zip_ = sorted(zip_, key=lambda r: r[1])
+                self.sorted_indexes = [item[0] for item in zip_]
+
+            def __iter__(self):
+                return iter(self.sorted_indexes)
+
+            def __len__(self):
+                return len(self.data)
+
+        class BucketBatchSampler(BatchSampler):
+            def __init__(self,
+                         sampler,
+                         batch_size,
+                         drop_last,
+                         sort_key=identity,
+                         bucket_size_multiplier=100):
+                super().__init__(sampler, batch_size, drop_last)
+                self.sort_key = sort_key
+                _bucket_size = batch_size * bucket_size_multiplier
+                if hasattr(sampler, "__len__"):
+                    _bucket_size = min(_bucket_size, len(sampler))
+                self.bucket_sampler = BatchSampler(sampler, _bucket_size, False)
+
+            def __iter__(self):
+                for bucket in self.bucket_sampler:
+                    sorted_sampler = SortedSampler(bucket, self.sort_key)
+                    for batch in SubsetRandomSampler(
+                            list(BatchSampler(sorted_sampler, self.batch_size, self.drop_last))):
+                        yield [bucket[i] for i in batch]
+
+            def __len__(self):
+                if self.drop_last:
+                    return len(self.sampler) // self.batch_size
+                else:
+                    return math.ceil(len(self.sampler) / self.batch_size)
+
+        rs = np.random.RandomState(0)
+        lengths = [int(k) for k in rs.randint(1, 6, size=10)]
+        data = [torch.arange(k) * (i + 1) for i, k in enumerate(lengths)]
+        sampler = torch.utils.data.SequentialSampler(data)
+        bbs = BucketBatchSampler(sampler, batch_size=3, drop_last=False,
+                                 sort_key=lambda i: lengths[i], bucket_size_multiplier=2)
+        batches = list(bbs)
+        log("bucket_batches", sorted(sorted(b) for b in batches))
+        log("len", [len(bbs), len(BucketBatchSampler(sampler, 3, True))])
+
+        def collate(batch):
+            return pad_sequence(batch, batch_first=True), torch.tensor([len(b) for b in batch])
+
+        loader = torch.utils.data.DataLoader(data, batch_sampler=bbs, collate_fn=collate)
+        seen = []
+        for padded, lens in loader:
+            seen.append((padded.sum().item(), tuple(sorted(lens.tolist())), padded.shape[1]))
+        log("padded", sorted(seen))
+
+        class MyIterableDataset(torch.utils.data.IterableDataset):
+            def __init__(self, start, end):
+                super(MyIterableDataset).__init__()
+                assert end > start, "this example code only works with end >= start"
+                self.start = start
+                self.end = end
+
+            def __iter__(self):
+                worker_info = torch.utils.data.get_worker_info()
+                if worker_info is None:  # single-process data loading, return the full iterator
+                    iter_start = self.start
+                    iter_end = self.end
+                else:  # in a worker process
+                    per_worker = int(math.ceil((self.end - self.start) / float(worker_info.num_workers)))
+                    worker_id = worker_info.id
+                    iter_start = self.start + worker_id * per_worker
+                    iter_end = min(iter_start + per_worker, self.end)
+                return iter(range(iter_start, iter_end))
+
+        ds = MyIterableDataset(start=3, end=7)
+        log("iterable", list(torch.utils.data.DataLoader(ds, num_workers=0)))
+        log("iterable_b2", list(torch.utils.data.DataLoader(ds, batch_size=3)))
+        chained = torch.utils.data.ChainDataset([ds, MyIterableDataset(10, 12)])
+        log("chained", list(chained))
+
+        full = torch.utils.data.TensorDataset(torch.arange(10.0), torch.arange(10))
+        train, val = torch.utils.data.random_split(full, [0.7, 0.3],
+                                                   generator=torch.Generator().manual_seed(42))
+        log("split_sizes", [len(train), len(val), type(train).__name__])
+        log("split_union", sorted(train.indices + val.indices))
+        sub = torch.utils.data.Subset(full, [1, 3, 5])
+        cat = torch.utils.data.ConcatDataset([sub, torch.utils.data.Subset(full, [0, 9])])
+        log("concat", [len(cat), cat.cumulative_sizes, cat[3], cat[1]])
+        log("concat_loader", list(torch.utils.data.DataLoader(cat, batch_size=2)))
+        try:
+            cat[7]
+        except Exception as e:
+            log("concat_error", type(e).__name__)
+    run_both(program)
