@@ -1072,3 +1072,455 @@ def test_torchnlp_bucket_batch_sampler_and_datasets():
         except Exception as e:
             log("concat_error", type(e).__name__)
     run_both(program)
+
+
+# ikostrikov/pytorch-a2c-ppo-acktr-gail a2c_ppo_acktr/distributions.py (the standard
+# distributions monkey-patched: FixedCategorical.sample/log_probs/mode, FixedNormal.log_probs/
+# entropy/mode, FixedBernoulli; the Categorical/DiagGaussian/Bernoulli heads with utils.py's
+# init(orthogonal_, constant_) and AddBias) and algo/ppo.py's PPO.update (normalised advantages,
+# the clipped surrogate, the clipped value loss, clip_grad_norm_, Adam with eps); the policy
+# network -> one Linear base, rollouts -> numpy-made minibatches through a BatchSampler over a
+# SequentialSampler (SubsetRandomSampler draws differ), the orthogonal_ draws -> numpy-seeded
+# parameters after construction; the patched methods are restored afterwards (they are global)
+def test_a2c_ppo_distributions_and_update():
+    def program(torch, log):
+        nn, optim = torch.nn, torch.optim
+        saved = {cls: dict(vars(cls)) for cls in (torch.distributions.Categorical,
+                                                   torch.distributions.Normal,
+                                                   torch.distributions.Bernoulli)}
+        try:
+            FixedCategorical = torch.distributions.Categorical
+
+            old_sample = FixedCategorical.sample
+            FixedCategorical.sample = lambda self: old_sample(self).unsqueeze(-1)
+
+            log_prob_cat = FixedCategorical.log_prob
+            FixedCategorical.log_probs = lambda self, actions: log_prob_cat(self, actions.squeeze(-1)).view(actions.size(0), -1).sum(-1).unsqueeze(-1)
+
+            FixedCategorical.mode = lambda self: self.probs.argmax(dim=-1, keepdim=True)
+
+            FixedNormal = torch.distributions.Normal
+
+            log_prob_normal = FixedNormal.log_prob
+            FixedNormal.log_probs = lambda self, actions: log_prob_normal(self, actions).sum(-1, keepdim=True)
+
+            normal_entropy = FixedNormal.entropy
+            FixedNormal.entropy = lambda self: normal_entropy(self).sum(-1)
+
+            FixedNormal.mode = lambda self: self.mean
+
+            FixedBernoulli = torch.distributions.Bernoulli
+
+            log_prob_bernoulli = FixedBernoulli.log_prob
+            FixedBernoulli.log_probs = lambda self, actions: log_prob_bernoulli(self, actions).view(actions.size(0), -1).sum(-1).unsqueeze(-1)
+
+            bernoulli_entropy = FixedBernoulli.entropy
+            FixedBernoulli.entropy = lambda self: bernoulli_entropy(self).sum(-1)
+            FixedBernoulli.mode = lambda self: torch.gt(self.probs, 0.5).float()
+
+            class AddBias(nn.Module):
+                def __init__(self, bias):
+                    super(AddBias, self).__init__()
+                    self._bias = nn.Parameter(bias.unsqueeze(1))
+
+                def forward(self, x):
+                    if x.dim() == 2:
+                        bias = self._bias.t().view(1, -1)
+                    else:
+                        bias = self._bias.t().view(1, -1, 1, 1)
+                    return x + bias
+
+            def init(module, weight_init, bias_init, gain=1):
+                weight_init(module.weight.data, gain=gain)
+                bias_init(module.bias.data)
+                return module
+
+            class Categorical(nn.Module):
+                def __init__(self, num_inputs, num_outputs):
+                    super(Categorical, self).__init__()
+                    init_ = lambda m: init(m,
+                        nn.init.orthogonal_,
+                        lambda x: nn.init.constant_(x, 0),
+                        gain=0.01)
+                    self.linear = init_(nn.Linear(num_inputs, num_outputs))
+
+                def forward(self, x):
+                    x = self.linear(x)
+                    return FixedCategorical(logits=x)
+
+            class DiagGaussian(nn.Module):
+                def __init__(self, num_inputs, num_outputs):
+                    super(DiagGaussian, self).__init__()
+                    init_ = lambda m: init(m,
+                        nn.init.orthogonal_,
+                        lambda x: nn.init.constant_(x, 0))
+                    self.fc_mean = init_(nn.Linear(num_inputs, num_outputs))
+                    self.logstd = AddBias(torch.zeros(num_outputs))
+
+                def forward(self, x):
+                    action_mean = self.fc_mean(x)
+                    zeros = torch.zeros(action_mean.size())
+                    if x.is_cuda:
+                        zeros = zeros.cuda()
+                    action_logstd = self.logstd(zeros)
+                    return FixedNormal(action_mean, action_logstd.exp())
+
+            class Bernoulli(nn.Module):
+                def __init__(self, num_inputs, num_outputs):
+                    super(Bernoulli, self).__init__()
+                    init_ = lambda m: init(m,
+                        nn.init.orthogonal_,
+                        lambda x: nn.init.constant_(x, 0))
+                    self.linear = init_(nn.Linear(num_inputs, num_outputs))
+
+                def forward(self, x):
+                    x = self.linear(x)
+                    return FixedBernoulli(logits=x)
+
+            class ActorCritic(nn.Module):   # Policy with an MLPBase condensed to one layer
+                def __init__(self, dist):
+                    super().__init__()
+                    self.base = nn.Sequential(nn.Linear(3, 4), nn.Tanh())
+                    self.critic_linear = nn.Linear(4, 1)
+                    self.dist = dist
+                    self.is_recurrent = False
+
+                def evaluate_actions(self, inputs, rnn_hxs, masks, action):
+                    actor_features = self.base(inputs)
+                    value = self.critic_linear(actor_features)
+                    dist = self.dist(actor_features)
+                    action_log_probs = dist.log_probs(action)
+                    dist_entropy = dist.entropy().mean()
+                    return value, action_log_probs, dist_entropy, rnn_hxs
+
+            class PPO():
+                def __init__(self, actor_critic, clip_param, ppo_epoch, num_mini_batch,
+                             value_loss_coef, entropy_coef, lr=None, eps=None,
+                             max_grad_norm=None, use_clipped_value_loss=True):
+                    self.actor_critic = actor_critic
+                    self.clip_param = clip_param
+                    self.ppo_epoch = ppo_epoch
+                    self.num_mini_batch = num_mini_batch
+                    self.value_loss_coef = value_loss_coef
+                    self.entropy_coef = entropy_coef
+                    self.max_grad_norm = max_grad_norm
+                    self.use_clipped_value_loss = use_clipped_value_loss
+                    self.optimizer = optim.Adam(actor_critic.parameters(), lr=lr, eps=eps)
+
+                def update(self, rollouts):
+                    advantages = rollouts.returns[:-1] - rollouts.value_preds[:-1]
+                    advantages = (advantages - advantages.mean()) / (
+                        advantages.std() + 1e-5)
+                    value_loss_epoch = 0
+                    action_loss_epoch = 0
+                    dist_entropy_epoch = 0
+                    for e in range(self.ppo_epoch):
+                        data_generator = rollouts.feed_forward_generator(
+                            advantages, self.num_mini_batch)
+                        for sample in data_generator:
+                            obs_batch, recurrent_hidden_states_batch, actions_batch, \
+                               value_preds_batch, return_batch, masks_batch, old_action_log_probs_batch, \
+                                    adv_targ = sample
+                            values, action_log_probs, dist_entropy, _ = self.actor_critic.evaluate_actions(
+                                obs_batch, recurrent_hidden_states_batch, masks_batch,
+                                actions_batch)
+                            ratio = torch.exp(action_log_probs -
+                                              old_action_log_probs_batch)
+                            surr1 = ratio * adv_targ
+                            surr2 = torch.clamp(ratio, 1.0 - self.clip_param,
+                                                1.0 + self.clip_param) * adv_targ
+                            action_loss = -torch.min(surr1, surr2).mean()
+                            if self.use_clipped_value_loss:
+                                value_pred_clipped = value_preds_batch + \
+                                    (values - value_preds_batch).clamp(-self.clip_param, self.clip_param)
+                                value_losses = (values - return_batch).pow(2)
+                                value_losses_clipped = (
+                                    value_pred_clipped - return_batch).pow(2)
+                                value_loss = torch.max(value_losses, value_losses_clipped).mean()
+                            else:
+                                value_loss = (return_batch - values).pow(2).mean()
+                            self.optimizer.zero_grad()
+                            (value_loss * self.value_loss_coef + action_loss -
+                             dist_entropy * self.entropy_coef).backward()
+                            nn.utils.clip_grad_norm_(self.actor_critic.parameters(),
+                                                     self.max_grad_norm)
+                            self.optimizer.step()
+                            value_loss_epoch += value_loss.item()
+                            action_loss_epoch += action_loss.item()
+                            dist_entropy_epoch += dist_entropy.item()
+                    num_updates = self.ppo_epoch * self.num_mini_batch
+                    value_loss_epoch /= num_updates
+                    action_loss_epoch /= num_updates
+                    dist_entropy_epoch /= num_updates
+                    return value_loss_epoch, action_loss_epoch, dist_entropy_epoch
+
+            BatchSampler = torch.utils.data.sampler.BatchSampler
+            SequentialSampler = torch.utils.data.sampler.SequentialSampler
+
+            class Rollouts:   # RolloutStorage's feed_forward_generator over numpy-made steps
+                def __init__(self, rs, actions):
+                    n = 6
+                    t = lambda a: torch.tensor(np.asarray(a, dtype=np.float32))
+                    self.obs = t(rs.randn(n, 3))
+                    self.actions = actions
+                    self.value_preds = t(rs.randn(n + 1, 1))
+                    self.returns = t(rs.randn(n + 1, 1))
+                    self.masks = torch.ones(n, 1)
+                    self.action_log_probs = t(rs.randn(n, 1) * 0.1 - 1.0)
+
+                def feed_forward_generator(self, advantages, num_mini_batch):
+                    batch_size = self.obs.size(0)
+                    mini_batch_size = batch_size // num_mini_batch
+                    sampler = BatchSampler(SequentialSampler(range(batch_size)),
+                                           mini_batch_size, drop_last=True)
+                    for indices in sampler:
+                        yield (self.obs[indices], None, self.actions[indices],
+                               self.value_preds[:-1][indices], self.returns[:-1][indices],
+                               self.masks[indices], self.action_log_probs[indices],
+                               advantages[indices])
+
+            rs = np.random.RandomState(0)
+            heads = [(Categorical(4, 3), torch.tensor(rs.randint(0, 3, size=(6, 1)))),
+                     (DiagGaussian(4, 2), torch.tensor(rs.randn(6, 2).astype(np.float32))),
+                     (Bernoulli(4, 2), torch.tensor(rs.randint(0, 2, size=(6, 2)).astype(np.float32)))]
+            for k, (head, actions) in enumerate(heads):
+                ac = init_params(torch, ActorCritic(head), k, scale=0.5)
+                dist = ac.dist(ac.base(torch.ones(2, 3)))
+                log("mode%d" % k, dist.mode())
+                log("entropy%d" % k, dist.entropy())
+                agent = PPO(ac, 0.2, 2, 2, 0.5, 0.01, lr=7e-3, eps=1e-5, max_grad_norm=0.5,
+                            use_clipped_value_loss=(k != 1))
+                log("update%d" % k, agent.update(Rollouts(rs, actions)))
+                log("params%d" % k, list(ac.parameters()))
+            log("sample_shape", list(torch.distributions.Categorical(logits=torch.zeros(2, 3)).sample().shape))
+        finally:
+            for cls, attrs in saved.items():
+                for name in ("sample", "log_probs", "mode", "entropy"):
+                    if name in attrs:
+                        setattr(cls, name, attrs[name])
+                    elif name in vars(cls):
+                        delattr(cls, name)
+    run_both(program)
+
+
+# descriptinc/descript-audio-codec dac/nn/layers.py (PaddedConv1d/PaddedConvTranspose1d over
+# ``weight_norm`` from torch.nn.utils with causal and centred padding, the trims of the
+# transposed convolution, WNConv1d/WNConvTranspose1d factories, the ``@torch.jit.script`` snake
+# activation with reshape/reciprocal/sin.pow, Snake1d, the power-aware RMSNorm) in dac/model/
+# dac.py's ResidualUnit arrangement, a few Adam steps on an L1 loss; 2->4 channels, 16 samples
+def test_descript_audio_codec_layers():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        import warnings
+        weight_norm = torch.nn.utils.weight_norm
+
+        class RMSNorm(nn.Module):
+            def __init__(self, dim: int, eps: float = 1e-6):
+                super().__init__()
+                self.scale = nn.Parameter(math.sqrt(eps) * torch.ones(1, dim, 1))
+                self.eps = eps
+
+            def forward(self, x):
+                power = x[:, :1, :] * self.scale[:, :1, :]
+                content = x[:, 1:, :]
+                if content.shape[1] == 0:
+                    return power
+                content = content * torch.rsqrt(content.pow(2).mean(dim=1, keepdim=True) + self.eps)
+                content = content * self.scale[:, 1:, :]
+                return torch.cat([power, content], dim=1)
+
+        class PaddedConv1d(nn.Module):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+                kwargs.pop('padding', None)
+                causal = kwargs.pop('causal', False)
+                padding = (kwargs.get('kernel_size', 1) - 1) * kwargs.get('dilation', 1) - kwargs.get('stride', 1) + 1
+                self.padding = (
+                    padding if causal else padding // 2,
+                    0 if causal else padding // 2
+                )
+                self.conv = weight_norm(nn.Conv1d(*args, **kwargs))
+
+            def forward(self, x):
+                x = F.pad(x, self.padding)
+                return self.conv(x)
+
+        class PaddedConvTranspose1d(nn.Module):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+                kwargs.pop('padding', None)
+                causal = kwargs.pop('causal', False)
+                padding = (kwargs.get('kernel_size', 1) - 1) * kwargs.get('dilation', 1) - kwargs.get('stride', 1) + 1
+                self.trim_left = 0 if causal else padding // 2
+                self.trim_right = padding if causal else padding // 2
+                self.conv = weight_norm(nn.ConvTranspose1d(*args, **kwargs))
+
+            def forward(self, x):
+                x = self.conv(x)
+                if self.trim_right > 0:
+                    return x[..., self.trim_left:-self.trim_right]
+                return x[..., self.trim_left:]
+
+        def WNConv1d(*args, **kwargs):
+            return PaddedConv1d(*args, **kwargs)
+
+        def WNConvTranspose1d(*args, **kwargs):
+            return PaddedConvTranspose1d(*args, **kwargs)
+
+        @torch.jit.script
+        def snake(x, alpha):
+            shape = x.shape
+            x = x.reshape(shape[0], shape[1], -1)
+            x = x + (alpha + 1e-9).reciprocal() * torch.sin(alpha * x).pow(2)
+            x = x.reshape(shape)
+            return x
+
+        class Snake1d(nn.Module):
+            def __init__(self, channels):
+                super().__init__()
+                self.alpha = nn.Parameter(torch.ones(1, channels, 1))
+
+            def forward(self, x):
+                return snake(x, self.alpha)
+
+        class ResidualUnit(nn.Module):
+            def __init__(self, dim: int = 16, dilation: int = 1, causal: bool = False):
+                super().__init__()
+                self.block = nn.Sequential(
+                    Snake1d(dim),
+                    WNConv1d(dim, dim, kernel_size=7, dilation=dilation, causal=causal),
+                    Snake1d(dim),
+                    WNConv1d(dim, dim, kernel_size=1),
+                )
+
+            def forward(self, x):
+                y = self.block(x)
+                pad = (x.shape[-1] - y.shape[-1]) // 2
+                if pad > 0:
+                    x = x[..., pad:-pad]
+                return x + y
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # nn.utils.weight_norm's deprecation warning
+            model = nn.Sequential(
+                WNConv1d(2, 4, kernel_size=3, causal=True),
+                ResidualUnit(4, dilation=2),
+                ResidualUnit(4, dilation=1, causal=True),
+                RMSNorm(4),
+                WNConv1d(4, 4, kernel_size=4, stride=2),
+                Snake1d(4),
+                WNConvTranspose1d(4, 2, kernel_size=4, stride=2),
+                WNConvTranspose1d(2, 2, kernel_size=3, causal=True),
+            )
+        init_params(torch, model, 0, scale=0.4)
+        log("names", [n for n, _ in model.named_parameters()])
+        x = randn(torch, (2, 2, 16), 1)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+        for _ in range(3):
+            y = model(x)
+            loss = F.l1_loss(y, x)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("loss", loss)
+        log("y", y)
+        log("grads", [p.grad for p in model.parameters()])
+        log("snake", snake(x, torch.full((1, 2, 1), 0.5)))
+    run_both(program)
+
+
+# pytorch/tutorials recipes_source/recipes/saving_and_loading_a_general_checkpoint.py (Net, a
+# dict of epoch/model_state_dict/optimizer_state_dict/loss saved and loaded, model.train()
+# after loading) and warmstarting_model_using_parameters_from_a_different_model.py (netB
+# loading netA's state_dict with strict=False, the missing/unexpected keys), here mid-training:
+# the checkpoint goes to an io.BytesIO, training continues, the reloaded copy resumes and must
+# match; 32x32 CIFAR images -> 3x8x8, 6/16 channels -> 2/3, fc widths 120/84 -> 8/6
+def test_general_checkpoint_and_warmstart():
+    def program(torch, log):
+        import io
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+
+        class Net(nn.Module):
+            def __init__(self):
+                super(Net, self).__init__()
+                self.conv1 = nn.Conv2d(3, 2, 3)
+                self.pool = nn.MaxPool2d(2, 2)
+                self.conv2 = nn.Conv2d(2, 3, 2)
+                self.fc1 = nn.Linear(3 * 1 * 1, 8)
+                self.fc2 = nn.Linear(8, 6)
+                self.fc3 = nn.Linear(6, 10)
+
+            def forward(self, x):
+                x = self.pool(F.relu(self.conv1(x)))
+                x = self.pool(F.relu(self.conv2(x)))
+                x = x.view(-1, 3 * 1 * 1)
+                x = F.relu(self.fc1(x))
+                x = F.relu(self.fc2(x))
+                x = self.fc3(x)
+                return x
+
+        net = init_params(torch, Net(), 0, scale=0.5)
+        optimizer = optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+        criterion = nn.CrossEntropyLoss()
+        rs = np.random.RandomState(0)
+        batches = [(torch.tensor(rs.randn(2, 3, 8, 8).astype(np.float32)),
+                    torch.tensor(rs.randint(0, 10, size=2))) for _ in range(4)]
+
+        def train_step(net, optimizer, inputs, labels):
+            optimizer.zero_grad()
+            loss = criterion(net(inputs), labels)
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        for inputs, labels in batches[:2]:
+            loss = train_step(net, optimizer, inputs, labels)
+        EPOCH = 5
+        PATH = io.BytesIO()
+        LOSS = 0.4
+        torch.save({
+                    'epoch': EPOCH,
+                    'model_state_dict': net.state_dict(),
+                    'optimizer_state_dict': optimizer.state_dict(),
+                    'loss': LOSS,
+                    }, PATH)
+        for inputs, labels in batches[2:]:
+            log("loss_first", train_step(net, optimizer, inputs, labels))
+
+        PATH.seek(0)
+        model = Net()
+        optimizer2 = optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+        checkpoint = torch.load(PATH, weights_only=True)
+        model.load_state_dict(checkpoint['model_state_dict'])
+        optimizer2.load_state_dict(checkpoint['optimizer_state_dict'])
+        epoch = checkpoint['epoch']
+        loss = checkpoint['loss']
+        log("restored", [epoch, loss, optimizer2.param_groups[0]["lr"]])
+        model.train()
+        for inputs, labels in batches[2:]:
+            log("loss_resumed", train_step(model, optimizer2, inputs, labels))
+        log("same_after_resume", [torch.allclose(a, b) for a, b in zip(net.parameters(), model.parameters())])
+
+        class NetB(nn.Module):
+            def __init__(self):
+                super(NetB, self).__init__()
+                self.conv1 = nn.Conv2d(3, 2, 3)
+                self.pool = nn.MaxPool2d(2, 2)
+                self.conv2 = nn.Conv2d(2, 3, 2)
+                self.fc1 = nn.Linear(3 * 1 * 1, 8)
+                self.fc2 = nn.Linear(8, 6)
+                self.fc4 = nn.Linear(6, 4)
+
+        PATH = io.BytesIO()
+        torch.save(net.state_dict(), PATH)
+        PATH.seek(0)
+        netB = NetB()
+        result = netB.load_state_dict(torch.load(PATH, weights_only=True), strict=False)
+        log("warmstart_keys", [sorted(result.missing_keys), sorted(result.unexpected_keys)])
+        log("warm_conv1", netB.conv1.weight)
+        try:
+            PATH.seek(0)
+            NetB().load_state_dict(torch.load(PATH, weights_only=True))
+        except RuntimeError as e:
+            log("strict_error", type(e).__name__)
+    run_both(program)
