@@ -273,7 +273,7 @@ def test_pytorch_chatbot_tutorial():
         training_batch = batch2TrainData(voc, [p[:] for p in pairs])
         input_variable, lengths, target_variable, mask, max_target_len = training_batch
         log("batch", [input_variable, lengths, target_variable, mask, max_target_len])
-        for it, forcing in enumerate([True, False, True]):
+        for it, forcing in enumerate([True, False]):
             loss = train(input_variable, lengths, target_variable, mask, max_target_len, encoder,
                          decoder, embedding, encoder_optimizer, decoder_optimizer, 3, 50.0, forcing)
             print("Iteration: {}; Percent complete: {:.1f}%; Average loss: {:.4f}".format(it, it / 3 * 100, loss))
@@ -284,7 +284,7 @@ def test_pytorch_chatbot_tutorial():
         indexes_batch = [indexesFromSentence(voc, "how are you")]
         lengths = torch.tensor([len(indexes) for indexes in indexes_batch])
         input_batch = torch.LongTensor(indexes_batch).transpose(0, 1)
-        tokens, scores = searcher(input_batch, lengths, 4)
+        tokens, scores = searcher(input_batch, lengths, 2)
         log("tokens", tokens)
         log("scores", scores)
         log("words", [voc.index2word[token.item()] for token in tokens])
@@ -1280,7 +1280,7 @@ def test_a2c_ppo_distributions_and_update():
                                advantages[indices])
 
             rs = np.random.RandomState(0)
-            heads = [(Categorical(4, 3), torch.tensor(rs.randint(0, 3, size=(6, 1)))),
+            heads = [(Categorical(4, 2), torch.tensor(rs.randint(0, 2, size=(6, 1)))),
                      (DiagGaussian(4, 2), torch.tensor(rs.randn(6, 2).astype(np.float32))),
                      (Bernoulli(4, 2), torch.tensor(rs.randint(0, 2, size=(6, 2)).astype(np.float32)))]
             for k, (head, actions) in enumerate(heads):
@@ -1288,7 +1288,7 @@ def test_a2c_ppo_distributions_and_update():
                 dist = ac.dist(ac.base(torch.ones(2, 3)))
                 log("mode%d" % k, dist.mode())
                 log("entropy%d" % k, dist.entropy())
-                agent = PPO(ac, 0.2, 2, 2, 0.5, 0.01, lr=7e-3, eps=1e-5, max_grad_norm=0.5,
+                agent = PPO(ac, 0.2, 1, 2, 0.5, 0.01, lr=7e-3, eps=1e-5, max_grad_norm=0.5,
                             use_clipped_value_loss=(k != 1))
                 log("update%d" % k, agent.update(Rollouts(rs, actions)))
                 log("params%d" % k, list(ac.parameters()))
@@ -1307,7 +1307,7 @@ def test_a2c_ppo_distributions_and_update():
 # ``weight_norm`` from torch.nn.utils with causal and centred padding, the trims of the
 # transposed convolution, WNConv1d/WNConvTranspose1d factories, the ``@torch.jit.script`` snake
 # activation with reshape/reciprocal/sin.pow, Snake1d, the power-aware RMSNorm) in dac/model/
-# dac.py's ResidualUnit arrangement, a few Adam steps on an L1 loss; 2->4 channels, 16 samples
+# dac.py's ResidualUnit arrangement, two Adam steps on an L1 loss; 2->4 channels, 16 samples
 def test_descript_audio_codec_layers():
     def program(torch, log):
         nn, F = torch.nn, torch.nn.functional
@@ -1405,18 +1405,16 @@ def test_descript_audio_codec_layers():
             model = nn.Sequential(
                 WNConv1d(2, 4, kernel_size=3, causal=True),
                 ResidualUnit(4, dilation=2),
-                ResidualUnit(4, dilation=1, causal=True),
                 RMSNorm(4),
-                WNConv1d(4, 4, kernel_size=4, stride=2),
-                Snake1d(4),
-                WNConvTranspose1d(4, 2, kernel_size=4, stride=2),
-                WNConvTranspose1d(2, 2, kernel_size=3, causal=True),
+                WNConvTranspose1d(4, 2, kernel_size=3, causal=True),
             )
+            up = WNConvTranspose1d(2, 2, kernel_size=4, stride=2)
         init_params(torch, model, 0, scale=0.4)
         log("names", [n for n, _ in model.named_parameters()])
         x = randn(torch, (2, 2, 16), 1)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-        for _ in range(3):
+        log("up", up(x).shape)
+        for _ in range(2):
             y = model(x)
             loss = F.l1_loss(y, x)
             opt.zero_grad()
@@ -1523,4 +1521,210 @@ def test_general_checkpoint_and_warmstart():
             NetB().load_state_dict(torch.load(PATH, weights_only=True))
         except RuntimeError as e:
             log("strict_error", type(e).__name__)
+    run_both(program)
+
+
+# pytorch/tutorials intermediate_source/char_rnn_generation_tutorial.py (the RNN with a
+# category input: cat of category/input/hidden, i2h/i2o/o2o, Dropout(0.1), LogSoftmax;
+# categoryTensor/inputTensor one-hots by item assignment, targetTensor's LongTensor with the EOS
+# index, train() with ``target_line_tensor.unsqueeze_(-1)``, ``loss = torch.Tensor([0])``
+# accumulated in place, the manual ``p.data.add_(p.grad.data, alpha=-learning_rate)`` update,
+# sample()'s topk under no_grad indexing a str with a tensor); 2 categories of 3 names over a
+# 7-letter alphabet, hidden 128 -> 6, lr 0.0005 -> 0.05, the RNN in eval mode (dropout draws
+# differ); the random training pairs -> a fixed cycle
+def test_char_rnn_generation_tutorial():
+    def program(torch, log):
+        nn = torch.nn
+        all_letters = "abcde'"
+        n_letters = len(all_letters) + 1  # Plus EOS marker
+        category_lines = {"x": ["abc", "bad", "cab"], "y": ["dee", "ed", "e'a"]}
+        all_categories = list(category_lines)
+        n_categories = len(all_categories)
+
+        class RNN(nn.Module):
+            def __init__(self, input_size, hidden_size, output_size):
+                super(RNN, self).__init__()
+                self.hidden_size = hidden_size
+
+                self.i2h = nn.Linear(n_categories + input_size + hidden_size, hidden_size)
+                self.i2o = nn.Linear(n_categories + input_size + hidden_size, output_size)
+                self.o2o = nn.Linear(hidden_size + output_size, output_size)
+                self.dropout = nn.Dropout(0.1)
+                self.softmax = nn.LogSoftmax(dim=1)
+
+            def forward(self, category, input, hidden):
+                input_combined = torch.cat((category, input, hidden), 1)
+                hidden = self.i2h(input_combined)
+                output = self.i2o(input_combined)
+                output_combined = torch.cat((hidden, output), 1)
+                output = self.o2o(output_combined)
+                output = self.dropout(output)
+                output = self.softmax(output)
+                return output, hidden
+
+            def initHidden(self):
+                return torch.zeros(1, self.hidden_size)
+
+        def categoryTensor(category):
+            li = all_categories.index(category)
+            tensor = torch.zeros(1, n_categories)
+            tensor[0][li] = 1
+            return tensor
+
+        def inputTensor(line):
+            tensor = torch.zeros(len(line), 1, n_letters)
+            for li in range(len(line)):
+                letter = line[li]
+                tensor[li][0][all_letters.find(letter)] = 1
+            return tensor
+
+        def targetTensor(line):
+            letter_indexes = [all_letters.find(line[li]) for li in range(1, len(line))]
+            letter_indexes.append(n_letters - 1) # EOS
+            return torch.LongTensor(letter_indexes)
+
+        criterion = nn.NLLLoss()
+        learning_rate = 0.05
+        rnn = init_params(torch, RNN(n_letters, 6, n_letters), 0, scale=0.5)
+        rnn.eval()
+
+        def train(category_tensor, input_line_tensor, target_line_tensor):
+            target_line_tensor.unsqueeze_(-1)
+            hidden = rnn.initHidden()
+            rnn.zero_grad()
+            loss = torch.Tensor([0]) # you can also just simply use ``loss = 0``
+            for i in range(input_line_tensor.size(0)):
+                output, hidden = rnn(category_tensor, input_line_tensor[i], hidden)
+                l = criterion(output, target_line_tensor[i])
+                loss += l
+            loss.backward()
+            for p in rnn.parameters():
+                p.data.add_(p.grad.data, alpha=-learning_rate)
+            return output, loss.item() / input_line_tensor.size(0)
+
+        max_length = 4
+
+        def sample(category, start_letter='A'):
+            with torch.no_grad():  # no need to track history in sampling
+                category_tensor = categoryTensor(category)
+                input = inputTensor(start_letter)
+                hidden = rnn.initHidden()
+                output_name = start_letter
+                for i in range(max_length):
+                    output, hidden = rnn(category_tensor, input[0], hidden)
+                    topv, topi = output.topk(1)
+                    topi = topi[0][0]
+                    if topi == n_letters - 1:
+                        break
+                    else:
+                        letter = all_letters[topi]
+                        output_name += letter
+                    input = inputTensor(letter)
+                return output_name
+
+        total_loss = 0
+        for it, (category, line) in enumerate([("x", "abc"), ("y", "dee"), ("x", "cab"), ("y", "ed")]):
+            output, loss = train(categoryTensor(category), inputTensor(line), targetTensor(line))
+            total_loss += loss
+            log("loss", loss)
+        log("output", output)
+        log("samples", [sample("x", "a"), sample("y", "d"), sample("y", "e")])
+        log("params", list(rnn.parameters()))
+    run_both(program)
+
+
+# Learning-rate schedules as training scripts build them: the OneCycleLR docstring recipe
+# (pytorch/pytorch torch/optim/lr_scheduler.py: SGD with momentum, steps_per_epoch from
+# len(data_loader), cycled momentum; the linear-anneal, three-phase and Adam-betas variants),
+# huggingface/transformers src/transformers/optimization.py's get_linear_schedule_with_warmup
+# and get_cosine_schedule_with_warmup (LambdaLR over functools.partial lambdas), and a
+# SequentialLR of LinearLR warmup then CosineAnnealingLR; each scheduler's state_dict saved to
+# an io.BytesIO mid-run and loaded into a fresh one that must continue identically
+def test_lr_schedules_onecycle_and_warmup():
+    def program(torch, log):
+        import io
+        from functools import partial
+        LambdaLR = torch.optim.lr_scheduler.LambdaLR
+
+        def _get_linear_schedule_with_warmup_lr_lambda(current_step: int, *, num_warmup_steps: int, num_training_steps: int):
+            if current_step < num_warmup_steps:
+                return float(current_step) / float(max(1, num_warmup_steps))
+            return max(0.0, float(num_training_steps - current_step) / float(max(1, num_training_steps - num_warmup_steps)))
+
+        def get_linear_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, last_epoch=-1):
+            lr_lambda = partial(
+                _get_linear_schedule_with_warmup_lr_lambda,
+                num_warmup_steps=num_warmup_steps,
+                num_training_steps=num_training_steps,
+            )
+            return LambdaLR(optimizer, lr_lambda, last_epoch)
+
+        def _get_cosine_schedule_with_warmup_lr_lambda(
+            current_step: int, *, num_warmup_steps: int, num_training_steps: int, num_cycles: float
+        ):
+            if current_step < num_warmup_steps:
+                return float(current_step) / float(max(1, num_warmup_steps))
+            progress = float(current_step - num_warmup_steps) / float(max(1, num_training_steps - num_warmup_steps))
+            return max(0.0, 0.5 * (1.0 + math.cos(math.pi * float(num_cycles) * 2.0 * progress)))
+
+        def get_cosine_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, num_cycles=0.5, last_epoch=-1):
+            lr_lambda = partial(
+                _get_cosine_schedule_with_warmup_lr_lambda,
+                num_warmup_steps=num_warmup_steps,
+                num_training_steps=num_training_steps,
+                num_cycles=num_cycles,
+            )
+            return LambdaLR(optimizer, lr_lambda, last_epoch)
+
+        data_loader = torch.utils.data.DataLoader(list(range(6)), batch_size=2)
+        w = torch.nn.Parameter(torch.ones(2))
+        makers = {
+            "onecycle": lambda: (lambda opt: torch.optim.lr_scheduler.OneCycleLR(
+                opt, max_lr=0.01, steps_per_epoch=len(data_loader), epochs=4),
+                lambda: torch.optim.SGD([w], lr=1e-4, momentum=0.9)),
+            "onecycle_linear3": lambda: (lambda opt: torch.optim.lr_scheduler.OneCycleLR(
+                opt, max_lr=[0.1], total_steps=12, anneal_strategy="linear", three_phase=True,
+                pct_start=0.25, div_factor=10.0, final_div_factor=100.0),
+                lambda: torch.optim.Adam([w], lr=1e-3, betas=(0.9, 0.99))),
+            "hf_linear": lambda: (lambda opt: get_linear_schedule_with_warmup(opt, 3, 12),
+                                  lambda: torch.optim.AdamW([w], lr=5e-3)),
+            "hf_cosine": lambda: (lambda opt: get_cosine_schedule_with_warmup(opt, 2, 12),
+                                  lambda: torch.optim.AdamW([w], lr=5e-3)),
+            "sequential": lambda: (lambda opt: torch.optim.lr_scheduler.SequentialLR(
+                opt, [torch.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=3),
+                      torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=9, eta_min=1e-5)],
+                milestones=[3]),
+                lambda: torch.optim.SGD([w], lr=0.1)),
+        }
+        for name, make in makers.items():
+            make_sched, make_opt = make()
+            optimizer = make_opt()
+            scheduler = make_sched(optimizer)
+            lrs, moms, buf = [], [], None
+            for epoch in range(4):
+                for batch in data_loader:
+                    optimizer.step()
+                    scheduler.step()
+                    g = optimizer.param_groups[0]
+                    lrs.append(g["lr"])
+                    moms.append(g.get("momentum", g.get("betas")))
+                if epoch == 1:
+                    buf = io.BytesIO()
+                    torch.save(scheduler.state_dict(), buf)
+                    saved_at = len(lrs)
+            log(name + "_lrs", lrs)
+            log(name + "_moms", moms)
+            log(name + "_last", scheduler.get_last_lr())
+            buf.seek(0)
+            opt2 = make_opt()
+            sched2 = make_sched(opt2)
+            sched2.load_state_dict(torch.load(buf, weights_only=False))
+            for g in opt2.param_groups:
+                g["lr"] = sched2.get_last_lr()[0]
+            resumed = []
+            for _ in range(len(lrs) - saved_at):
+                opt2.step()
+                sched2.step()
+                resumed.append(opt2.param_groups[0]["lr"])
+            log(name + "_resumed", resumed)
     run_both(program)
