@@ -1728,3 +1728,21 @@ def test_lr_schedules_onecycle_and_warmup():
                 resumed.append(opt2.param_groups[0]["lr"])
             log(name + "_resumed", resumed)
     run_both(program)
+
+
+# Operators with Python and numpy operands, as programs write them (``[0] * n`` with a tensor
+# count, ``"-" * width``, ``x / np_array``, ``weights @ np_vector``, ``1 / np_array`` from the
+# left): torch's binary operators turn a TypeError into NotImplemented, so Python tries the other
+# operand (sequence repetition through ``__index__``, numpy with ``__array_wrap__``) and anything
+# else ends in Python's own TypeError
+@pytest.mark.parametrize("expr", [
+    "[0] * t.tensor(3)", "(0,) * t.tensor(2)", "'ab' * t.tensor(2)", "t.tensor(2) * 'ab'",
+    "t.ones(2) / np.ones(2)", "t.ones(2, 2) @ np.ones(2)", "t.ones(2) ** np.ones(2)",
+    "t.ones(2) // np.ones(2)", "t.ones(2) % np.ones(2)", "np.ones(2) / t.ones(2)",
+    "t.ones(2, dtype=t.int64) & np.ones(2, dtype=np.int64)", "t.ones(2) < np.ones(2)",
+    "t.ones(2) + None", "t.ones(2) @ None", "t.ones(2) ** 'a'", "t.tensor([1, 2]) << [1]",
+    "t.tensor([1., 2.]) + [1, 2]", "t.tensor([1., 2.]) * (1, 2)", "t.ones(2) > 'a'",
+    "np.ones(2) * t.ones(2)", "t.ones(2).__truediv__(np.ones(2))", "t.ones(2).__rmul__([1])"])
+def test_operator_operands_python_and_numpy(expr):
+    from parity import same_outcome
+    same_outcome(lambda t: eval(expr, {"t": t, "np": np}))

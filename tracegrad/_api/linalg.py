@@ -6,7 +6,7 @@ from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
 from ._registry import function, method
-from .elementwise import mul, reflected
+from .elementwise import mul, operator, reflected
 from .promotion import _CPP_NAME, check_tensors
 from .shape import unsqueeze
 
@@ -165,5 +165,5 @@ def einsum(equation, *operands):
     return apply_op(OPS["einsum"], operands, (("equation", equation.replace(" ", "")),))
 
 
-method("__matmul__")(lambda s, o: matmul(s, o))
+method("__matmul__")(operator(matmul))
 method("__rmatmul__")(reflected(lambda s, o: matmul(o, s)))
