@@ -1432,7 +1432,7 @@ def test_descript_audio_codec_layers():
 # after loading) and warmstarting_model_using_parameters_from_a_different_model.py (netB
 # loading netA's state_dict with strict=False, the missing/unexpected keys), here mid-training:
 # the checkpoint goes to an io.BytesIO, training continues, the reloaded copy resumes and must
-# match; 32x32 CIFAR images -> 3x8x8, 6/16 channels -> 2/3, fc widths 120/84 -> 8/6
+# match (the state_dict's ``_metadata`` included); 32x32 CIFAR images -> 3x8x8, 6/16 channels -> 2/3, fc widths 120/84 -> 8/6
 def test_general_checkpoint_and_warmstart():
     def program(torch, log):
         import io
@@ -1494,6 +1494,8 @@ def test_general_checkpoint_and_warmstart():
         epoch = checkpoint['epoch']
         loss = checkpoint['loss']
         log("restored", [epoch, loss, optimizer2.param_groups[0]["lr"]])
+        # the state_dict's module versions (an OrderedDict attribute) come back as saved
+        log("metadata", checkpoint['model_state_dict']._metadata)
         model.train()
         for inputs, labels in batches[2:]:
             log("loss_resumed", train_step(model, optimizer2, inputs, labels))
