@@ -1748,3 +1748,118 @@ def test_lr_schedules_onecycle_and_warmup():
 def test_operator_operands_python_and_numpy(expr):
     from parity import same_outcome
     same_outcome(lambda t: eval(expr, {"t": t, "np": np}))
+
+
+# pytorch/examples gcn/main.py (GraphConv over torch.mm and torch.spmm with a xavier_normal_
+# kernel, GCN with log_softmax; load_cora's pipeline on sparse tensors: features scaled by a
+# ``torch.diag(1 / rowsum).to_sparse()`` product with the inf entries zeroed, np.unique labels,
+# the int64 sparse_coo_tensor adjacency, ``torch.eye(V) + adj_mat``, torch.sum over a dim,
+# ``degree_mat @ adj_mat @ degree_mat``, features.to_sparse(); train_iter/test with index
+# masks, Adam with weight_decay, the f-string progress line without the timing); the Cora
+# files -> a numpy-made string table of 8 papers with 5 binary features and 3 classes plus
+# 9 citations, the randperm split -> fixed index lists, dropout 0 (draws differ), the kernels
+# -> numpy-seeded values after construction, 3 epochs
+def test_pytorch_examples_gcn():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Adam = torch.optim.Adam
+
+        class GraphConv(nn.Module):
+            def __init__(self, input_dim, output_dim, use_bias=False):
+                super(GraphConv, self).__init__()
+                self.kernel = nn.Parameter(torch.Tensor(input_dim, output_dim))
+                nn.init.xavier_normal_(self.kernel) # Initialize the weights using Xavier initialization
+                self.bias = None
+                if use_bias:
+                    self.bias = nn.Parameter(torch.Tensor(output_dim))
+                    nn.init.zeros_(self.bias) # Initialize the bias to zeros
+
+            def forward(self, input_tensor, adj_mat):
+                support = torch.mm(input_tensor, self.kernel) # Matrix multiplication between input and weight matrix
+                output = torch.spmm(adj_mat, support) # Sparse matrix multiplication between adjacency matrix and support
+                if self.bias is not None:
+                    output = output + self.bias
+                return output
+
+        class GCN(nn.Module):
+            def __init__(self, input_dim, hidden_dim, output_dim, use_bias=True, dropout_p=0.1):
+                super(GCN, self).__init__()
+                self.gc1 = GraphConv(input_dim, hidden_dim, use_bias=use_bias)
+                self.gc2 = GraphConv(hidden_dim, output_dim, use_bias=use_bias)
+                self.dropout = nn.Dropout(dropout_p)
+
+            def forward(self, input_tensor, adj_mat):
+                x = self.gc1(input_tensor, adj_mat)
+                x = F.relu(x) # Apply ReLU activation function
+                x = self.dropout(x) # Apply dropout regularization
+                x = self.gc2(x, adj_mat)
+                return F.log_softmax(x, dim=1)
+
+        rs = np.random.RandomState(0)
+        ids = np.array([31, 7, 12, 99, 45, 3, 18, 60])
+        feats = rs.randint(0, 2, size=(8, 5))
+        feats[2] = 0                                   # a paper with no words: 1/0 = inf, zeroed
+        names = np.array(["Theory", "Neural_Networks", "Rule_Learning"])[rs.randint(0, 3, size=8)]
+        content_tensor = np.concatenate([ids[:, None].astype(str), feats.astype(str), names[:, None]], 1)
+        cites_tensor = ids[np.array([[0, 1], [1, 2], [2, 3], [3, 4], [4, 5], [5, 6], [6, 7], [7, 0], [1, 5]])].astype(np.int32)
+
+        def load_cora(device='cpu'):
+            features = torch.FloatTensor(content_tensor[:, 1:-1].astype(np.int32)) # Extract feature values
+            scale_vector = torch.sum(features, dim=1) # Compute sum of features for each node
+            scale_vector = 1 / scale_vector # Compute reciprocal of the sums
+            scale_vector[scale_vector == float('inf')] = 0 # Handle division by zero cases
+            scale_vector = torch.diag(scale_vector).to_sparse() # Convert the scale vector to a sparse diagonal matrix
+            features = scale_vector @ features # Scale the features using the scale vector
+            classes, labels = np.unique(content_tensor[:, -1], return_inverse=True) # Extract unique classes and map labels to indices
+            labels = torch.LongTensor(labels) # Convert labels to a tensor
+            idx = content_tensor[:, 0].astype(np.int32) # Extract node indices
+            idx_map = {id: pos for pos, id in enumerate(idx)} # Create a dictionary to map indices to positions
+            edges = np.array(
+                list(map(lambda edge: [idx_map[edge[0]], idx_map[edge[1]]],
+                    cites_tensor)), dtype=np.int32)
+            V = len(idx) # Number of nodes
+            E = edges.shape[0] # Number of edges
+            adj_mat = torch.sparse_coo_tensor(edges.T, torch.ones(E), (V, V), dtype=torch.int64) # Create the initial adjacency matrix as a sparse tensor
+            adj_mat = torch.eye(V) + adj_mat # Add self-loops to the adjacency matrix
+            degree_mat = torch.sum(adj_mat, dim=1) # Compute the sum of each row in the adjacency matrix (degree matrix)
+            degree_mat = torch.sqrt(1 / degree_mat) # Compute the reciprocal square root of the degrees
+            degree_mat[degree_mat == float('inf')] = 0 # Handle division by zero cases
+            degree_mat = torch.diag(degree_mat).to_sparse() # Convert the degree matrix to a sparse diagonal matrix
+            adj_mat = degree_mat @ adj_mat @ degree_mat # Apply the renormalization trick
+            return features.to_sparse().to(device), labels.to(device), adj_mat.to_sparse().to(device)
+
+        def train_iter(epoch, model, optimizer, criterion, input, target, mask_train, mask_val, print_every=10):
+            model.train()
+            optimizer.zero_grad()
+            output = model(*input)
+            loss = criterion(output[mask_train], target[mask_train]) # Compute the loss using the training mask
+            loss.backward()
+            optimizer.step()
+            loss_train, acc_train = test(model, criterion, input, target, mask_train)
+            loss_val, acc_val = test(model, criterion, input, target, mask_val)
+            if epoch % print_every == 0:
+                print(f'Epoch: {epoch:04d} loss_train: {loss_train:.4f} acc_train: {acc_train:.4f} loss_val: {loss_val:.4f} acc_val: {acc_val:.4f}')
+
+        def test(model, criterion, input, target, mask):
+            model.eval()
+            with torch.no_grad():
+                output = model(*input)
+                output, target = output[mask], target[mask]
+                loss = criterion(output, target)
+                acc = (output.argmax(dim=1) == target).float().sum() / len(target)
+            return loss.item(), acc.item()
+
+        features, labels, adj_mat = load_cora()
+        log("data", [features.to_dense(), labels, adj_mat.to_dense(), features.is_sparse, adj_mat.layout == torch.sparse_coo])
+        idx = torch.tensor([4, 0, 6, 2, 7, 1, 5, 3])
+        idx_test, idx_val, idx_train = idx[:2], idx[2:4], idx[4:]
+        gcn = GCN(features.shape[1], 4, labels.max().item() + 1, True, 0.0)
+        init_params(torch, gcn, 0, scale=0.6)
+        optimizer = Adam(gcn.parameters(), lr=0.01, weight_decay=5e-4)
+        criterion = nn.NLLLoss()
+        for epoch in range(3):
+            train_iter(epoch + 1, gcn, optimizer, criterion, (features, adj_mat), labels, idx_train, idx_val, 1)
+        loss_test, acc_test = test(gcn, criterion, (features, adj_mat), labels, idx_test)
+        print(f'Test set results: loss {loss_test:.4f} accuracy {acc_test:.4f}')
+        log("params", list(gcn.parameters()))
+    run_both(program)
