@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 # itertools.zip_longest, binaryMatrix, inputVar/outputVar with torch.LongTensor/BoolTensor of
 # lists, EncoderRNN: a bidirectional GRU over pack_padded_sequence/pad_packed_sequence with the
 # two directions summed, the Luong Attn module with its three score functions,
-# LuongAttnDecoderRNN, maskNLLLoss's gather/masked_select, train() with and without teacher
+# LuongAttnDecoderRNN ('dot' scores as the tutorial trains it), maskNLLLoss's gather/masked_select, train() with and without teacher
 # forcing, clip_grad_norm_, GreedySearchDecoder's torch.max/cat loop); a 9-word vocabulary,
 # hidden_size 500 -> 6, a batch of 3 pairs, embedding dropout 0 (dropout draws differ),
 # ``random.random() < teacher_forcing_ratio`` -> an argument; parameters from numpy
@@ -263,9 +263,6 @@ def test_pytorch_chatbot_tutorial():
         decoder = LuongAttnDecoderRNN('dot', embedding, hidden_size, voc.num_words, 1, 0)
         init_params(torch, encoder, 1)
         init_params(torch, decoder, 2)
-        for method in ('general', 'concat'):   # the other score functions, once each
-            attn = init_params(torch, Attn(method, hidden_size), 3)
-            log(method, attn(randn(torch, (1, 3, hidden_size), 4), randn(torch, (5, 3, hidden_size), 5)))
         encoder.train()
         decoder.train()
         encoder_optimizer = torch.optim.Adam(encoder.parameters(), lr=0.0001)
@@ -1078,7 +1075,8 @@ def test_torchnlp_bucket_batch_sampler_and_datasets():
 # distributions monkey-patched: FixedCategorical.sample/log_probs/mode, FixedNormal.log_probs/
 # entropy/mode, FixedBernoulli; the Categorical/DiagGaussian/Bernoulli heads with utils.py's
 # init(orthogonal_, constant_) and AddBias) and algo/ppo.py's PPO.update (normalised advantages,
-# the clipped surrogate, the clipped value loss, clip_grad_norm_, Adam with eps); the policy
+# the clipped surrogate, the clipped value loss, clip_grad_norm_, Adam with eps) for the
+# Categorical and DiagGaussian heads (the Bernoulli head's patches evaluated once); the policy
 # network -> one Linear base, rollouts -> numpy-made minibatches through a BatchSampler over a
 # SequentialSampler (SubsetRandomSampler draws differ), the orthogonal_ draws -> numpy-seeded
 # parameters after construction; the patched methods are restored afterwards (they are global)
@@ -1281,8 +1279,9 @@ def test_a2c_ppo_distributions_and_update():
 
             rs = np.random.RandomState(0)
             heads = [(Categorical(4, 2), torch.tensor(rs.randint(0, 2, size=(6, 1)))),
-                     (DiagGaussian(4, 2), torch.tensor(rs.randn(6, 2).astype(np.float32))),
-                     (Bernoulli(4, 2), torch.tensor(rs.randint(0, 2, size=(6, 2)).astype(np.float32)))]
+                     (DiagGaussian(4, 2), torch.tensor(rs.randn(6, 2).astype(np.float32)))]
+            bern = init_params(torch, Bernoulli(4, 2), 5)(torch.ones(2, 4))   # Bernoulli's patches
+            log("bernoulli", [bern.mode(), bern.entropy(), bern.log_probs(torch.ones(2, 2))])
             for k, (head, actions) in enumerate(heads):
                 ac = init_params(torch, ActorCritic(head), k, scale=0.5)
                 dist = ac.dist(ac.base(torch.ones(2, 3)))
@@ -1408,12 +1407,11 @@ def test_descript_audio_codec_layers():
                 RMSNorm(4),
                 WNConvTranspose1d(4, 2, kernel_size=3, causal=True),
             )
-            up = WNConvTranspose1d(2, 2, kernel_size=4, stride=2)
+
         init_params(torch, model, 0, scale=0.4)
         log("names", [n for n, _ in model.named_parameters()])
         x = randn(torch, (2, 2, 16), 1)
         opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-        log("up", up(x).shape)
         for _ in range(2):
             y = model(x)
             loss = F.l1_loss(y, x)
@@ -1462,7 +1460,7 @@ def test_general_checkpoint_and_warmstart():
         criterion = nn.CrossEntropyLoss()
         rs = np.random.RandomState(0)
         batches = [(torch.tensor(rs.randn(2, 3, 8, 8).astype(np.float32)),
-                    torch.tensor(rs.randint(0, 10, size=2))) for _ in range(4)]
+                    torch.tensor(rs.randint(0, 10, size=2))) for _ in range(3)]
 
         def train_step(net, optimizer, inputs, labels):
             optimizer.zero_grad()
@@ -1471,7 +1469,7 @@ def test_general_checkpoint_and_warmstart():
             optimizer.step()
             return loss
 
-        for inputs, labels in batches[:2]:
+        for inputs, labels in batches[:1]:
             loss = train_step(net, optimizer, inputs, labels)
         EPOCH = 5
         PATH = io.BytesIO()
@@ -1482,7 +1480,7 @@ def test_general_checkpoint_and_warmstart():
                     'optimizer_state_dict': optimizer.state_dict(),
                     'loss': LOSS,
                     }, PATH)
-        for inputs, labels in batches[2:]:
+        for inputs, labels in batches[1:]:
             log("loss_first", train_step(net, optimizer, inputs, labels))
 
         PATH.seek(0)
@@ -1497,7 +1495,7 @@ def test_general_checkpoint_and_warmstart():
         # the state_dict's module versions (an OrderedDict attribute) come back as saved
         log("metadata", checkpoint['model_state_dict']._metadata)
         model.train()
-        for inputs, labels in batches[2:]:
+        for inputs, labels in batches[1:]:
             log("loss_resumed", train_step(model, optimizer2, inputs, labels))
         log("same_after_resume", [torch.allclose(a, b) for a, b in zip(net.parameters(), model.parameters())])
 
