@@ -1861,3 +1861,131 @@ def test_pytorch_examples_gcn():
         print(f'Test set results: loss {loss_test:.4f} accuracy {acc_test:.4f}')
         log("params", list(gcn.parameters()))
     run_both(program)
+
+
+# pytorch/tutorials intermediate_source/char_rnn_classification_tutorial.py, the older version
+# (Variable everywhere, lineToTensor one-hots by item assignment, the RNN of i2h/i2o with
+# LogSoftmax, categoryFromOutput's ``output.data.topk(1)`` indexing a list with a tensor,
+# train()'s deprecated ``p.data.add_(-learning_rate, p.grad.data)`` and ``loss.data[0]``,
+# the confusion matrix filled by ``confusion[category_i][guess_i] += 1`` and row-normalised,
+# predict()'s topk with ``'(%.2f) %s' % (value, ...)`` of 0-d tensors); 3 categories of 2 names
+# over an 8-letter alphabet, n_hidden 128 -> 5, randomTrainingExample -> a fixed cycle, 100000
+# iterations -> 6, the timing in the progress line and matplotlib left out. ``loss.data[0]``
+# raises IndexError in torch now (checked), so the rest runs with ``loss.item()`` in its place
+def test_char_rnn_classification_tutorial_old_idioms():
+    def program(torch, log):
+        nn = torch.nn
+        Variable = torch.autograd.Variable
+        all_letters = "abcdefg'"
+        n_letters = len(all_letters)
+        category_lines = {"A": ["bad", "cafe"], "B": ["ebb", "gag'"], "C": ["fade", "deaf"]}
+        all_categories = list(category_lines)
+        n_categories = len(all_categories)
+
+        def letterToIndex(letter):
+            return all_letters.find(letter)
+
+        def lineToTensor(line):
+            tensor = torch.zeros(len(line), 1, n_letters)
+            for li, letter in enumerate(line):
+                tensor[li][0][letterToIndex(letter)] = 1
+            return tensor
+
+        class RNN(nn.Module):
+            def __init__(self, input_size, hidden_size, output_size):
+                super(RNN, self).__init__()
+                self.hidden_size = hidden_size
+                self.i2h = nn.Linear(input_size + hidden_size, hidden_size)
+                self.i2o = nn.Linear(input_size + hidden_size, output_size)
+                self.softmax = nn.LogSoftmax(dim=1)
+
+            def forward(self, input, hidden):
+                combined = torch.cat((input, hidden), 1)
+                hidden = self.i2h(combined)
+                output = self.i2o(combined)
+                output = self.softmax(output)
+                return output, hidden
+
+            def initHidden(self):
+                return Variable(torch.zeros(1, self.hidden_size))
+
+        n_hidden = 5
+        rnn = init_params(torch, RNN(n_letters, n_hidden, n_categories), 0, scale=0.5)
+
+        def categoryFromOutput(output):
+            top_n, top_i = output.data.topk(1) # Tensor out of Variable with .data
+            category_i = top_i[0][0]
+            return all_categories[category_i], category_i
+
+        criterion = nn.NLLLoss()
+        learning_rate = 0.05
+
+        def train(category_tensor, line_tensor, old=False):
+            hidden = rnn.initHidden()
+            rnn.zero_grad()
+            for i in range(line_tensor.size()[0]):
+                output, hidden = rnn(line_tensor[i], hidden)
+            loss = criterion(output, category_tensor)
+            loss.backward()
+            for p in rnn.parameters():
+                p.data.add_(p.grad.data, alpha=-learning_rate)
+            return output, (loss.data[0] if old else loss.item())
+
+        examples = [(c, line) for c in all_categories for line in category_lines[c]]
+
+        def trainingExample(k):
+            category, line = examples[k % len(examples)]
+            category_tensor = Variable(torch.LongTensor([all_categories.index(category)]))
+            line_tensor = Variable(lineToTensor(line))
+            return category, line, category_tensor, line_tensor
+
+        try:
+            train(*trainingExample(0)[2:], old=True)
+        except IndexError as e:
+            log("loss_data_0", type(e).__name__)
+        try:   # the deprecated add_(Number, Tensor) overload
+            rnn.i2h.weight.data.clone().add_(-learning_rate, rnn.i2h.weight.grad.data)
+            log("add_number_tensor", "ok")
+        except TypeError as e:
+            log("add_number_tensor", type(e).__name__)
+        current_loss = 0
+        for iter in range(1, 7):
+            category, line, category_tensor, line_tensor = trainingExample(iter)
+            output, loss = train(category_tensor, line_tensor)
+            current_loss += loss
+            guess, guess_i = categoryFromOutput(output)
+            correct = '✓' if guess == category else '✗ (%s)' % category
+            print('%d %d%% %.4f %s / %s %s' % (iter, iter / 6 * 100, loss, line, guess, correct))
+        confusion = torch.zeros(n_categories, n_categories)
+
+        def evaluate(line_tensor):
+            hidden = rnn.initHidden()
+            for i in range(line_tensor.size()[0]):
+                output, hidden = rnn(line_tensor[i], hidden)
+            return output
+
+        for i in range(len(examples)):
+            category, line, category_tensor, line_tensor = trainingExample(i)
+            output = evaluate(line_tensor)
+            guess, guess_i = categoryFromOutput(output)
+            category_i = all_categories.index(category)
+            confusion[category_i][guess_i] += 1
+        for i in range(n_categories):
+            confusion[i] = confusion[i] / confusion[i].sum()
+        log("confusion", confusion)
+
+        def predict(input_line, n_predictions=3):
+            print('\n> %s' % input_line)
+            output = evaluate(Variable(lineToTensor(input_line)))
+            topv, topi = output.data.topk(n_predictions, 1, True)
+            predictions = []
+            for i in range(n_predictions):
+                value = topv[0][i]
+                category_index = topi[0][i]
+                print('(%.2f) %s' % (value, all_categories[category_index]))
+                predictions.append([value, all_categories[category_index]])
+            return predictions
+
+        log("predict", predict('face'))
+        log("params", list(rnn.parameters()))
+    run_both(program)
