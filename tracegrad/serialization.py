@@ -121,7 +121,11 @@ def _encode(obj, arrays, path):
         items = []
         for k, v in obj.items():
             items.append([_encode(k, arrays, path), _encode(v, arrays, f"{path}[{k!r}]")])
-        return {"t": "odict" if type(obj) is collections.OrderedDict else "dict", "items": items}
+        node = {"t": "odict" if type(obj) is collections.OrderedDict else "dict", "items": items}
+        attrs = getattr(obj, "__dict__", None)
+        if attrs:   # an OrderedDict's attributes (state_dict()'s _metadata), as pickle keeps them
+            node["attrs"] = _encode(dict(attrs), arrays, f"{path}.__dict__")
+        return node
     if type(obj) in (list, tuple):
         return {"t": type(obj).__name__,
                 "items": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]}
@@ -285,6 +289,8 @@ def _decode(node, arrays, place):
             out = collections.OrderedDict() if kind == "odict" else {}
             for k, v in node["items"]:
                 out[_decode(k, arrays, place)] = _decode(v, arrays, place)
+            if kind == "odict" and "attrs" in node:
+                out.__dict__.update(_decode(node["attrs"], arrays, place))
             return out
         if kind in ("list", "tuple"):
             items = [_decode(v, arrays, place) for v in node["items"]]

@@ -565,29 +565,56 @@ def _full_like_scalar(s, o):
     return _new_tensor(o, dtype=result_dtype(s, o))
 
 
-def reflected(fn):
-    """A reflected operator (``other <op> tensor``) that, as torch's, refuses an ndarray on the
-    left: ``ndarray * tensor`` is a TypeError (numpy defers to Tensor, ``__array_priority__``);
-    numpy scalars are numbers and go through."""
+def operator(fn):
+    """A binary operator (``tensor <op> other``) as torch's: a TypeError from the op (an operand
+    it does not take: a list, a str, None, an ndarray where the op refuses one) becomes
+    NotImplemented, so Python tries the other operand: ``[0] * t`` repeats the list through
+    ``t.__index__``, ``t / ndarray`` goes through numpy and comes back as a tensor through
+    ``__array_wrap__``, and anything else ends in Python's own TypeError."""
     def op(s, o):
-        return NotImplemented if type(o) is np.ndarray else fn(s, o)
+        try:
+            return fn(s, o)
+        except TypeError:
+            return NotImplemented
     op.__name__ = fn.__name__
     return op
 
 
-method("__add__")(lambda s, o: add(s, o))
-method("__radd__")(reflected(lambda s, o: add(s, o)))
-method("__sub__")(lambda s, o: sub(s, o))
-method("__rsub__")(reflected(lambda s, o: rsub(s, o)))
-method("__mul__")(lambda s, o: mul(s, o))
-method("__rmul__")(reflected(lambda s, o: mul(s, o)))
-method("__truediv__")(lambda s, o: div(s, o))
-method("__rtruediv__")(reflected(_rdiv))
-method("__floordiv__")(lambda s, o: div(s, o, rounding_mode="floor"))
+def reflected(fn):
+    """A reflected operator (``other <op> tensor``) that, as torch's, refuses an ndarray on the
+    left: ``ndarray * tensor`` is a TypeError (numpy defers to Tensor, ``__array_priority__``);
+    numpy scalars are numbers and go through. Other operands as ``operator``."""
+    def op(s, o):
+        if type(o) is np.ndarray:
+            return NotImplemented
+        try:
+            return fn(s, o)
+        except TypeError:
+            return NotImplemented
+    op.__name__ = fn.__name__
+    return op
+
+
+def _floordiv(s, o):
+    return div(s, o, rounding_mode="floor")
+
+
+method("__add__")(operator(add))
+method("__radd__")(reflected(add))
+method("__sub__")(operator(sub))
+method("__rsub__")(reflected(rsub))
+method("__mul__")(operator(mul))
+method("__rmul__")(reflected(mul))
+method("__truediv__")(operator(div))
+# torch's ``__rtruediv__`` is ``self.reciprocal() * other``: ``ndarray / tensor`` multiplies the
+# reciprocal by the array (through numpy and ``__array_wrap__``: a tensor), unlike the other
+# reflected operators, which refuse an ndarray on the left
+method("__rtruediv__")(operator(lambda s, o: s.reciprocal() * o if type(o) is np.ndarray else _rdiv(s, o)))
+method("__floordiv__")(operator(_floordiv))
 method("__rfloordiv__")(reflected(lambda s, o: div(_full_like_scalar(s, o), s, rounding_mode="floor")))
-method("__mod__")(lambda s, o: remainder(s, o))
+method("__mod__")(operator(remainder))
 method("__rmod__")(reflected(lambda s, o: remainder(_full_like_scalar(s, o), s)))
-method("__pow__")(lambda s, o: pow(s, o))
+method("__pow__")(operator(pow))
 method("__rpow__")(reflected(_rpow))
 method("__neg__")(_unaries["neg"])
 method("__pos__")(lambda s: s)
@@ -628,7 +655,7 @@ def _bitwise_operator(name):
 
 METHODS_BITWISE = {"and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor}
 for _n in METHODS_BITWISE:
-    method(f"__{_n}__", f"__r{_n}__")(_bitwise_operator(_n))
+    method(f"__{_n}__", f"__r{_n}__")(operator(_bitwise_operator(_n)))
     # x &= y is torch's bitwise_and_ (bool tensors included)
     method(f"__i{_n}__")(lambda s, o, _n=_n: getattr(s, f"bitwise_{_n}_")(o))
 # ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
@@ -637,7 +664,7 @@ for _n in METHODS_BITWISE:
 method("__eq__")(lambda s, o: eq(s, o) if isinstance(o, (Tensor,) + _Number) else
                  eq(s, _new_tensor(o)) if type(o) is np.ndarray else NotImplemented)
 method("__ne__")(lambda s, o: ne(s, o) if isinstance(o, (Tensor,) + _Number) else NotImplemented)
-method("__lt__")(lambda s, o: lt(s, o))
-method("__le__")(lambda s, o: le(s, o))
-method("__gt__")(lambda s, o: gt(s, o))
-method("__ge__")(lambda s, o: ge(s, o))
+method("__lt__")(operator(lt))
+method("__le__")(operator(le))
+method("__gt__")(operator(gt))
+method("__ge__")(operator(ge))

@@ -9,6 +9,7 @@ from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor
 from ._registry import method
+from .elementwise import operator
 from .inplace import _inplace_binary
 from .promotion import _SCALAR_NAME, check_not_two_numbers, check_operand_kinds, _check_broadcast, _check_operand, result_dtype
 
@@ -58,8 +59,8 @@ def _scalar_first(fn):
     return lambda self, other: fn(_tensor(other), self) if isinstance(other, (bool, int)) else NotImplemented
 
 
-method("__lshift__")(lambda s, o: bitwise_left_shift(s, o))
-method("__rshift__")(lambda s, o: bitwise_right_shift(s, o))
+method("__lshift__")(operator(bitwise_left_shift))
+method("__rshift__")(operator(bitwise_right_shift))
 method("__rlshift__")(_scalar_first(bitwise_left_shift))
 method("__rrshift__")(_scalar_first(bitwise_right_shift))
 method("__ilshift__")(lambda s, o: bitwise_left_shift_(s, o))

@@ -4,9 +4,10 @@ from __future__ import annotations
 from .. import _autocast
 from ..autograd._dispatch import apply_op
 from .._ops.registry import OPS
+from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, method
-from .elementwise import mul, reflected
+from .elementwise import mul, operator, reflected
 from .promotion import _CPP_NAME, check_tensors
 from .shape import unsqueeze
 
@@ -46,7 +47,10 @@ def matmul(self, other):
     if a == 2 and b == 1:
         return apply_op(OPS["mv"], (self, other), st)
     if a == 2 and b == 2:
-        return apply_op(OPS["mm"], (self, other), st)
+        try:
+            return apply_op(OPS["mm"], (self, other), st)
+        except SparseOperand as e:   # dense @ sparse COO (NOTE in _tensor/layout.py)
+            return e.tensor._sparse_operand(e, "matmul", self, other)
     if a == 1 and b == 2:
         return apply_op(OPS["matmul_squeeze"], (self, other), st)
     if a == 2:
@@ -165,5 +169,5 @@ def einsum(equation, *operands):
     return apply_op(OPS["einsum"], operands, (("equation", equation.replace(" ", "")),))
 
 
-method("__matmul__")(lambda s, o: matmul(s, o))
+method("__matmul__")(operator(matmul))
 method("__rmatmul__")(reflected(lambda s, o: matmul(o, s)))

@@ -312,11 +312,14 @@ class SparseCooTensor(Tensor):
     def _sparse_operand(self, exc, api, a, b, **kwargs):
         """``api(a, b)`` raised ``exc`` reading this tensor's dense value: run the sparse method
         when this tensor is ``a`` (``torch.add(sparse, ...)``, ``torch.mm(sparse, dense)``); a dense
-        ``a`` plus or minus this tensor gives a dense result, as torch; anything else re-raises."""
+        ``a`` plus, minus or matmul this tensor gives a dense result, as torch; anything else
+        re-raises."""
         if a is self and api in _SPARSE_METHODS:
             return getattr(self, api)(b, **kwargs)
         if b is self and api in ("add", "sub", "add_", "sub_"):
             return getattr(a, api)(self.to_dense(), **kwargs)
+        if b is self and api == "matmul" and not a.is_sparse:   # dense @ sparse: a dense product
+            return a.matmul(self.to_dense())
         raise exc
 
     @staticmethod

@@ -16,10 +16,9 @@ __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler
 
 class Sampler:
     """Base class: subclasses implement ``__iter__`` (indices, or lists of indices for a batch
-    sampler) and optionally ``__len__``. Mirrors ``torch.utils.data.Sampler``."""
-
-    def __init__(self, data_source=None):
-        pass
+    sampler) and optionally ``__len__``. Mirrors ``torch.utils.data.Sampler``, which (since
+    torch 2.2) has no ``__init__`` of its own: ``super().__init__(data_source)`` in a subclass
+    raises TypeError there, as it does here."""
 
     def __iter__(self):
         raise NotImplementedError
