@@ -18,7 +18,7 @@ from ._lowering import exc as _exc
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
            "maybe_mark_dynamic", "mark_static", "explain", "optimize", "register_backend", "lookup_backend",
-           "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame"]
+           "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame", "utils"]
 
 _FROM_BACKENDS = ("optimize", "register_backend", "lookup_backend", "list_backends")
 
@@ -83,6 +83,10 @@ config = _Config()
 # package whose ``config`` submodule is already imported
 __path__: list = []
 sys.modules[config.__name__] = config
+utils = types.ModuleType(__name__ + ".utils", "torch._dynamo.utils: ``counters`` (graph breaks by reason, "
+                         "compiled graphs), as torch's, from tracegrad.compile's calls.")
+utils.counters = _compiler.COUNTERS
+sys.modules[utils.__name__] = utils         # ``from torch._dynamo.utils import counters``
 # torch._dynamo.exc: a module too (``from torch._dynamo.exc import Unsupported``)
 exc = types.ModuleType(__name__ + ".exc", _exc.__doc__)
 for _name in _exc.__all__:

@@ -28,6 +28,7 @@ from eager silently.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
@@ -57,6 +58,10 @@ __all__ = ["compile", "reset", "stats", "GraphBreak", "is_compiling", "is_dynamo
 cache_size_limit = 8
 _EAGER = "eager"
 _ALL: "weakref.WeakSet[CompiledFunction]" = weakref.WeakSet()
+# ``torch._dynamo.utils.counters``, which programs read to count graph breaks and compiled
+# graphs: ``["graph_break"][reason]``, ``["stats"]["unique_graphs"]``, ``["frames"]["total"|"ok"]``
+# (one frame: one traced signature). Never cleared by ``reset()``, as torch's.
+COUNTERS = collections.defaultdict(collections.Counter)
 _ORDER = itertools.count()
 
 
@@ -197,11 +202,14 @@ class CompiledFunction:
         return self._fn(*args, **kwargs)
 
     def _trace(self, key, args, kwargs, leaves, treedef, kinds):
+        COUNTERS["frames"]["total"] += 1
         plan = self._plans.get(key) or Plan()
         for _ in range(6):
             try:
                 region, result = trace_region(self._fn, args, kwargs, plan, {})
                 self.stats["traces"] += 1          # programs built (discovery retries not counted)
+                COUNTERS["stats"]["unique_graphs"] += 1
+                COUNTERS["frames"]["ok"] += 1
                 break
             except Retrace:
                 continue
@@ -255,6 +263,7 @@ class CompiledFunction:
         breaks = self.stats["graph_breaks"]
         if not breaks or breaks[-1] != (reason, where):     # once per run of the same reason
             breaks.append((reason, where))
+            COUNTERS["graph_break"][reason] += 1
         if key is not None:
             self._cache[key] = _EAGER
             # the same break in the code for a second signature: the code breaks whatever the

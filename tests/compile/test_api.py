@@ -477,6 +477,33 @@ def test_dynamo_exc_classes_as_torch():
     assert issubclass(Unsupported, TorchDynamoException)
 
 
+def test_dynamo_utils_counters_count_graphs_and_breaks():
+    # torch._dynamo.utils.counters: a defaultdict of Counters; programs clear it and read how many
+    # graphs were compiled and which graph breaks happened (reset() does not clear it, as torch)
+    from tracegrad._dynamo.utils import counters
+    counters.clear()
+
+    @tracegrad.compile
+    def f(x):
+        return x * 2
+
+    @tracegrad.compile
+    def g(x):
+        if x.sum().item() > 0:       # a graph break, once per signature
+            return x + 1
+        return x
+    for _ in range(3):
+        f(tracegrad.ones(3))
+        g(tracegrad.ones(3))
+    f(tracegrad.ones(4))             # a new shape: another graph
+    assert counters["stats"]["unique_graphs"] == 2
+    assert counters["frames"]["ok"] == 2 and counters["frames"]["total"] == 3
+    assert sum(counters["graph_break"].values()) == 1
+    tracegrad.compiler.reset()
+    assert counters["stats"]["unique_graphs"] == 2
+    assert tracegrad._dynamo.utils.counters is counters
+
+
 def test_optimized_module_class_is_torch_dynamo_eval_frames():
     """``isinstance(model, torch._dynamo.eval_frame.OptimizedModule)`` (how training scripts find
     ``model._orig_mod`` before saving a compiled model's state_dict) holds as in torch."""
