@@ -15,10 +15,12 @@ import warnings
 from . import compiler as _compiler
 from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
 from ._lowering import exc as _exc
+from ._tensor.tensor import Tensor
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
-           "maybe_mark_dynamic", "mark_static", "explain", "optimize", "register_backend", "lookup_backend",
-           "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame", "utils"]
+           "maybe_mark_dynamic", "mark_static", "mark_static_address", "explain", "optimize", "register_backend",
+           "lookup_backend", "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame",
+           "utils"]
 
 _FROM_BACKENDS = ("optimize", "register_backend", "lookup_backend", "list_backends")
 
@@ -129,6 +131,15 @@ def maybe_mark_dynamic(t, index):
 
 def mark_static(t, index=None):
     """Mirrors ``torch._dynamo.mark_static``: accepted; shapes are always static here."""
+
+
+def mark_static_address(t, guard=False):
+    """Mirrors ``torch._dynamo.mark_static_address`` (a KV cache kept at one address for CUDA
+    graphs): accepted; a state tensor's buffer is already passed to the program (and donated)
+    in place. Raises TypeError for a non-tensor."""
+    if not isinstance(t, Tensor):
+        raise TypeError(f"mark_static_address expects a tensor but received {type(t)}")
+    t._dynamo_static_input_type = "guarded" if guard else "unguarded"
 
 
 class _BreakReason:

@@ -504,6 +504,14 @@ def test_dynamo_utils_counters_count_graphs_and_breaks():
     assert tracegrad._dynamo.utils.counters is counters
 
 
+def test_mark_static_address_accepts_tensors_only():
+    # gpt-fast's KV cache: accepted (state is passed in place already); a non-tensor is torch's TypeError
+    cache = tracegrad.zeros(2, 3)
+    tracegrad._dynamo.mark_static_address(cache)
+    with pytest.raises(TypeError, match="mark_static_address expects a tensor"):
+        tracegrad._dynamo.mark_static_address([1.0])
+
+
 def test_optimized_module_class_is_torch_dynamo_eval_frames():
     """``isinstance(model, torch._dynamo.eval_frame.OptimizedModule)`` (how training scripts find
     ``model._orig_mod`` before saving a compiled model's state_dict) holds as in torch."""
