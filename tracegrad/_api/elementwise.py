@@ -378,7 +378,7 @@ def _unary(name):
     return f
 
 
-_REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign")
+_REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign", "signbit")
 _ROUNDING = ("floor", "ceil", "round", "trunc")   # identities on integers, refused on bool (as torch)
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                 "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",
