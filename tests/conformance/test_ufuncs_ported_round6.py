@@ -251,3 +251,52 @@ UNARY = {
 @pytest.mark.parametrize("fn", outcome_params(UNARY))
 def test_unary_ufuncs(fn):
     same_outcome(fn)
+
+
+# ---- in-place and out= dtype rules (test_inplace_dunders, test_binary_ops_with_scalars,
+# test_out_resize_warning, test_div_and_floordiv_vs_python, test_cross_device_inplace_error_msg) ----
+INPLACE = {
+    "iadd_int_by_float_refused": lambda T: inplace(T, T.tensor([1, 2]), "add_", 1.5),
+    "idiv_int_refused": lambda T: inplace(T, T.tensor([4, 6]), "div_", 2),
+    "idiv_floor_int_ok": lambda T: inplace(T, T.tensor([5, -5]), "div_", 2, rounding_mode="floor"),
+    "ifloordiv_int": lambda T: inplace(T, T.tensor([5, -5]), "floor_divide_", 2),
+    "imul_bool_by_int_refused": lambda T: inplace(T, T.tensor([True, False]), "mul_", 2),
+    "iadd_float32_by_float64_tensor": lambda T: inplace(T, T.tensor([1., 2.]), "add_", T.tensor([0.5, 0.5], dtype=T.float64)),
+    "iadd_broadcast_self_refused": lambda T: inplace(T, T.ones(3), "add_", T.ones(2, 3)),
+    "iadd_0d_into_vector": lambda T: inplace(T, T.ones(3), "add_", T.tensor(2.)),
+    "isub_uint8_wraps": lambda T: inplace(T, T.tensor([0, 1], dtype=T.uint8), "sub_", 2),
+    "ipow_float_by_int_tensor": lambda T: inplace(T, T.tensor([2., 3.]), "pow_", T.tensor([2, 3])),
+    "iremainder_float": lambda T: inplace(T, T.tensor([5.5, -5.5]), "remainder_", 2),
+    "ilerp_weight_tensor": lambda T: inplace(T, T.tensor([0., 1.]), "lerp_", T.tensor([2., 3.]), T.tensor([0.5, 0.25])),
+    "iatan2_int_refused": lambda T: inplace(T, T.tensor([1, 2]), "atan2_", T.tensor([1, 1])),
+    "ihypot": lambda T: inplace(T, T.tensor([3., 5.]), "hypot_", T.tensor([4., 12.])),
+    "ilogical_or_int": lambda T: inplace(T, T.tensor([0, 2, 0]), "logical_or_", T.tensor([0, 0, 3])),
+    "ibitwise_and_bool_by_int_refused": lambda T: inplace(T, T.tensor([True]), "bitwise_and_", T.tensor([3])),
+    "add_out_int_refused": lambda T: T.add(T.tensor([1.5]), T.tensor([1.]), out=T.zeros(1, dtype=T.int64)),
+    "add_out_float64_from_float32": lambda T: T.add(T.tensor([1.5]), T.tensor([1.]), out=T.zeros(1, dtype=T.float64)),
+    "mul_out_resized": lambda T: T.mul(T.tensor([1., 2.]), 3, out=T.zeros(0)),
+    "eq_out_float": lambda T: T.eq(T.tensor([1., 2.]), T.tensor([1., 3.]), out=T.zeros(2)),
+    "div_out_int_refused": lambda T: T.div(T.tensor([3, 4]), 2, out=T.zeros(2, dtype=T.int64)),
+    "div_floor_out_int": lambda T: T.div(T.tensor([3, 4]), 2, rounding_mode="floor", out=T.zeros(2, dtype=T.int64)),
+    "pow_out_broadcast": lambda T: T.pow(T.tensor([[2.], [3.]]), T.tensor([1., 2.]), out=T.zeros(2, 2)),
+    "maximum_out_dtype": lambda T: T.maximum(T.tensor([1, 5]), T.tensor([3, 2]), out=T.zeros(2)),
+    "floor_divide_float_by_zero": lambda T: T.floor_divide(T.tensor([1., -1., 0.]), 0.),
+    "python_floordiv_negative": lambda T: T.tensor([-7, 7, -7]) // T.tensor([2, -2, -2]),
+    "python_mod_negative": lambda T: T.tensor([-7., 7., -7.]) % T.tensor([2., -2., -2.]),
+    "rfloordiv_scalar": lambda T: 7 // T.tensor([2, -3]),
+    "rmod_scalar": lambda T: 7 % T.tensor([2., -3.]),
+    "complex_lt_refused": lambda T: T.tensor([1j]) < T.tensor([2j]),
+    "complex_maximum_refused": lambda T: T.maximum(T.tensor([1j]), T.tensor([2j])),
+    "complex_remainder_refused": lambda T: T.remainder(T.tensor([1j]), 2),
+    "complex_floor_divide_refused": lambda T: T.floor_divide(T.tensor([1 + 1j]), 2),
+    "add_complex_scalar_to_int": lambda T: T.tensor([1, 2]) + 1j,
+    "mul_bool_tensor_by_float_scalar": lambda T: T.tensor([True, False]) * 2.5,
+    "add_int_0d_to_uint8": lambda T: T.tensor([250], dtype=T.uint8) + T.tensor(10),
+    "add_float_0d_to_int8": lambda T: T.tensor([1], dtype=T.int8) + T.tensor(1.5, dtype=T.float64),
+    "sub_float16_scalar": lambda T: T.tensor([1.], dtype=T.float16) - 1e-4,
+}
+
+
+@pytest.mark.parametrize("fn", outcome_params(INPLACE))
+def test_inplace_and_out_dtype_rules(fn):
+    same_outcome(fn)
