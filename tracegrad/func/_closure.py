@@ -37,8 +37,8 @@ _INTERPOSE = _state.INTERPOSE
 # still differentiates), and what the function computes under ``no_grad`` is a constant of
 # that level (``_closure.Reads.apply_op`` puts it behind ``stop_gradient``). Forward-mode
 # levels (jvp, jacfwd) ignore grad mode, as torch's forward AD. ``LEVELS`` is the stack of
-# open transform kinds, innermost last.
-LEVELS: list = []
+# open transform kinds, innermost last (``_state.FUNC_LEVELS``: autograd.Function reads it).
+LEVELS = _state.FUNC_LEVELS
 
 
 def constant_of_level(tree):
