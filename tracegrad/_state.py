@@ -51,6 +51,9 @@ FORWARD_AD: list = [None]
 PROFILER: list = [None]
 FUNC_READS: list = [None]
 INTERPOSE: list = [None]
+# the open tracegrad.func transform levels' kinds ("reverse"/"forward"), innermost last: NOTE
+# [grad mode inside transforms] in func/_closure.py
+FUNC_LEVELS: list = []
 # id(storage) -> how many live compiled programs read it as state (``_lowering/region.py``)
 HELD_STORAGES: dict = {}
 

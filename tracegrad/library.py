@@ -14,6 +14,7 @@ onto the same operators. ``tracegrad.ops.aten.<name>`` is ``tracegrad.<name>``.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import types
 
@@ -155,7 +156,10 @@ class CustomOpDef:
         return self._function
 
     def _run(self, args):
-        with tracegrad.no_grad():
+        # inside a tracegrad.func transform the kernel stays differentiable by it (under
+        # no_grad its result would be a constant of the transform: NOTE [grad mode inside
+        # transforms] in func/_closure.py)
+        with tracegrad.no_grad() if not _state.FUNC_LEVELS else contextlib.nullcontext():
             out = self._kernel(args)(*args)
         ins = {id(t._st) for t in _tensors(list(args))}
         for t in _tensors(out):

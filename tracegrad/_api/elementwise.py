@@ -121,6 +121,9 @@ def div(self, other, *, rounding_mode=None):
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
+    if rounding_mode is not None and dt.is_complex:
+        raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
+                                  "rounding divisions take real tensors")
     if rounding_mode is not None and dt is _dt.bool_:
         raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'; convert the tensors with .int()")
     if rounding_mode is not None and dt._cat <= 1:
@@ -156,6 +159,15 @@ def floor_divide(self, other):
     return div(self, other, rounding_mode="floor")
 
 
+def _refuse_complex(name, self, other):
+    """torch's NotImplementedError for a complex remainder/fmod (no ordering of complex numbers)."""
+    if isinstance(self, Tensor) and isinstance(other, (Tensor, _Number)):
+        dt = result_dtype(self, other)
+        if dt.is_complex:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
+                                      f"{name} takes real tensors")
+
+
 @method("remainder", function=True)
 def remainder(self, other):
     """Mirrors ``torch.remainder`` (Python's ``%``: the sign of the divisor). Autograd:
@@ -165,6 +177,7 @@ def remainder(self, other):
             raise TypeError(f"remainder() received an invalid combination of arguments - got "
                             f"({type(self).__name__}, {type(other).__name__}): one of them must be a Tensor")
         self = _new_tensor(self)   # torch's remainder(Scalar self, Tensor other)
+    _refuse_complex("remainder", self, other)
     if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
         _check_int_divisor(other)
     return _binary("remainder_tensor" if isinstance(other, Tensor) else "remainder", self, other)
@@ -174,6 +187,7 @@ def remainder(self, other):
 def fmod(self, other):
     """Mirrors ``torch.fmod`` (C's fmod: the sign of the dividend). Autograd: ``FmodBackward0``
     (number other) / ``FmodBackward1`` (tensor)."""
+    _refuse_complex("fmod", self, other)
     if isinstance(self, Tensor) and result_dtype(self, other)._cat <= 1:
         _check_int_divisor(other)
     return _binary("fmod_tensor" if isinstance(other, Tensor) else "fmod", self, other)
@@ -378,7 +392,7 @@ def _unary(name):
     return f
 
 
-_REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign")
+_REAL_ONLY = ("floor", "ceil", "trunc", "frac", "sign", "signbit")
 _ROUNDING = ("floor", "ceil", "round", "trunc")   # identities on integers, refused on bool (as torch)
 _UNARY_NAMES = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
                 "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sinh", "cosh", "tanh",

@@ -15,7 +15,7 @@ from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
-from .inplace import _check_expand, check_index_range, check_scatter_reduce, index_add_args, copy_
+from .inplace import _check_expand, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
@@ -413,6 +413,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter")
+    check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
     _check_src_dtype(self, src, "scatter")
@@ -425,6 +426,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
 def scatter_add(self, dim, index, src):
     """Mirrors ``torch.scatter_add``."""
     _index_arg(index, "scatter_add")
+    check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
     _check_src_dtype(self, src, "scatter_add")

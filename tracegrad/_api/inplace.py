@@ -67,6 +67,22 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
         raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
+def check_scatter_shapes(self, index, src):
+    """torch's rank checks of a scatter (0-d counts as 1-d): index must have self's rank and a
+    tensor ``src`` index's; a ``src`` of lower rank fails as torch's size lookup does (IndexError)."""
+    if not isinstance(index, Tensor) or not isinstance(self, Tensor):
+        return   # the caller's own argument checks name a non-tensor
+    rank = index.ndim or 1
+    if rank != (self.ndim or 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if isinstance(src, Tensor):
+        if 0 < src.ndim < rank:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-src.ndim}, {src.ndim - 1}], "
+                             f"but got {src.ndim}): src has fewer dimensions than index")
+        if (src.ndim or 1) != rank:
+            raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+
+
 def check_scatter_reduce(reduce, api):
     """``scatter``'s legacy ``reduce=`` takes only 'add' and 'multiply' (``scatter_reduce`` has the others)."""
     if reduce is not None and reduce not in ("add", "multiply"):
@@ -242,6 +258,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter_")
+    check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
@@ -250,6 +267,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 
 @method()
 def scatter_add_(self, dim, index, src):
+    check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")
     return apply_inplace(OPS["scatter_add"], self, (index, src), (("dim", _wrap_dim(dim, self.ndim)),))

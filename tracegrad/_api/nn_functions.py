@@ -268,6 +268,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                          f"{input.ndim - 1}], but got -3); the input must be (C, H, W) or (N, C, H, W), "
                          f"got {list(input.shape)}")
     k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d", input, ceil_mode)
+    if divisor_override is not None and not divisor_override:
+        raise RuntimeError("avg_pool2d(): divisor must be not zero; pass divisor_override=None to divide by the window size")
     return apply_op(OPS["avg_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),

@@ -344,10 +344,31 @@ def count_nonzero(self, dim=None):
     return apply_op(OPS["count_nonzero"], (self,), (("dim", _dims(dim, self.ndim)),))
 
 
+def _sort_args(args, kwargs):
+    if len(args) > 2:
+        raise TypeError(f"sort() takes from 1 to 3 positional arguments but {len(args) + 1} were given")
+    names = ("dim", "descending")
+    for name in kwargs:
+        if name not in names:
+            raise TypeError(f"sort() got an unexpected keyword argument '{name}'")
+    for name in names[:len(args)]:
+        if name in kwargs:
+            raise TypeError(f"sort() got multiple values for argument '{name}'")
+    vals = dict(zip(names, args), **kwargs)
+    return vals.get("dim", -1), vals.get("descending", False)
+
+
 @method(function=True)
-def sort(self, dim=-1, descending=False, stable=False):
-    """Mirrors ``torch.sort``: namedtuple ``(values, indices)``; stable always (equal values keep
-    their order, NaN sorts as the largest). RuntimeError for a complex input."""
+def sort(self, *args, stable=None, **kwargs):
+    """Mirrors ``torch.sort(input, dim=-1, descending=False)`` and ``torch.sort(input, *,
+    stable, dim=-1, descending=False)``: namedtuple ``(values, indices)``; stable always (equal
+    values keep their order, NaN sorts as the largest). RuntimeError for a complex input;
+    TypeError for ``stable=`` with a positional dim or descending (torch's second overload
+    takes them by keyword only)."""
+    if stable is not None and args:
+        raise TypeError(f"sort() received an invalid combination of arguments: with stable=, pass dim and "
+                        f"descending by keyword (got {len(args)} positional)")
+    dim, descending = _sort_args(args, kwargs)
     check_sortable(self, "sort")
     v, i = apply_op(OPS["sort"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("descending", descending), ("stable", True)))
     return return_types.sort(v, i)

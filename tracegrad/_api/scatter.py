@@ -11,7 +11,7 @@ from .._ops.registry import OPS
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .indexing import _index_arg
-from .inplace import check_index_range
+from .inplace import check_index_range, check_scatter_shapes
 from .promotion import _SCALAR_NAME, _check_scalar_value
 from .shape import expand
 
@@ -148,8 +148,10 @@ def _scatter_reduce_args(self, dim, index, src, reduce, api):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor) or src.dtype is not self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    if index.ndim != self.ndim or src.ndim != self.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    check_scatter_shapes(self, index, src)
+    if reduce == "mean" and self.dtype is _dt.bool_:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'; "
+                                  "convert the tensors with .int() or .float()")
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, api)
     return d, _REDUCES[reduce]

@@ -227,6 +227,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     _check_pool3d(input, "avg_pool3d")
     input = _autocast.cast("fp32", "avg_pool3d", input)
     k, s, p, _ = _pool_args(3, kernel_size, stride, padding, 1, "avg_pool3d", input, ceil_mode)
+    if divisor_override is not None and not divisor_override:
+        raise RuntimeError("avg_pool3d(): divisor must be not zero; pass divisor_override=None to divide by the window size")
     return apply_op(OPS["avg_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),

@@ -359,6 +359,13 @@ defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")
 # ---- complex -----------------------------------------------------------------------------------
 # (conj itself is a view: _ops/shape.py, NOTE [conj views] in _api/complex_api.py)
 defop("conj_physical", jnp.conj, grad_fn="ConjPhysicalBackward0")
-defop("angle", jnp.angle, grad_fn="AngleBackward0", saves=("self",))
+def _angle(x):
+    # torch: a real number's angle is pi below zero, else 0 (-0.0 included; jnp.angle, an atan2,
+    # gives pi for -0.0), and NaN stays NaN
+    r = jnp.angle(x)
+    return r if jnp.iscomplexobj(x) else jnp.where(x == 0, jnp.zeros_like(r), r)
+
+
+defop("angle", _angle, grad_fn="AngleBackward0", saves=("self",))
 defop("complex", lambda re, im: jax.lax.complex(*jnp.broadcast_arrays(re, im)), args=("real", "imag"),
       grad_fn="ComplexBackward0")

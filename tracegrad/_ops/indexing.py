@@ -336,6 +336,9 @@ def _scatter_nonlinear_jvp(reduce, include_self, primals, tangents):
 
 
 def _scatter_reduce(x, index, src, dim, reduce, include_self):
+    if x.dtype == jnp.bool_:   # torch reduces bools as 0/1: sum and amax are "any", prod and amin "all"
+        out = _scatter_reduce(x.astype(jnp.int32), index, src.astype(jnp.int32), dim, reduce, include_self)
+        return out.astype(jnp.bool_)
     idx = _scatter_idx(x, index, dim)
     vals = src[tuple(slice(0, s) for s in index.shape)].astype(x.dtype)
     written = jnp.zeros(x.shape, bool).at[idx].set(True)

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from .._ops import dtypes as _dt
 from .._ops.errors import PYTHON_LEVEL, not_a_tensor
 from .._ops.random import scalar_name
 from .._ops.warn import warn
-from .tensor import Tensor, _grad_enabled
+from .tensor import Tensor, _grad_enabled, element_positions
 
 _RESIZED = ("An output with one or more elements was resized since it had shape {old}, which does "
             "not match the required output shape {new}. This behavior is deprecated, and in a future "
@@ -149,6 +151,8 @@ def accepts_out(name=None, dtype_from_out=False, **how):
                 refusal = _OUT_REFUSALS[label](label, args, kwargs, out)
                 if refusal:
                     raise RuntimeError(refusal)
+            if isinstance(out, Tensor):
+                _check_out_overlap(label, args, out)
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
@@ -159,6 +163,20 @@ def accepts_out(name=None, dtype_from_out=False, **how):
         with_out._kinds_checked = True   # _api.argcheck.guard_all adds no second AttributeError guard
         return with_out
     return wrap
+
+
+def _check_out_overlap(label, args, out):
+    """torch refuses an ``out`` that shares some, but not all, of an input's elements
+    (``torch.abs(x[:-1], out=x[1:])``): the result would depend on the order of the writes."""
+    for a in args:
+        if isinstance(a, Tensor) and a is not out and a._st is out._st:
+            mine, theirs = element_positions(out), element_positions(a)
+            if mine.shape == theirs.shape and (mine == theirs).all():
+                continue
+            if np.intersect1d(mine, theirs).size:
+                raise RuntimeError(f"{label}(): unsupported operation: some elements of the input tensor and the "
+                                   "written-to tensor refer to a single memory location. Please clone() the "
+                                   "tensor before performing the operation.")
 
 
 def _not_a_tensor_argument(label, err, args):

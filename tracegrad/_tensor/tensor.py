@@ -52,6 +52,7 @@ NO_HOST_VALUES = (jax.core.Tracer, _Abstract)
 
 
 _CAPTURE = _state.CAPTURE
+_FUNC_READS = _state.FUNC_READS   # set while a tracegrad.func transform traces its function
 
 
 # NOTE [dynamic positions] (``_ops/shape.py``): a chain is split into its structure (the
@@ -710,7 +711,11 @@ class Tensor(TensorBase):
 
     def detach(self):
         """Mirrors ``torch.Tensor.detach``: a tensor sharing storage and version counter, with
-        no history and ``requires_grad=False``. In-place writes to either are seen by both."""
+        no history and ``requires_grad=False``. In-place writes to either are seen by both.
+        Inside a ``tracegrad.func`` transform the result is a constant of the transform (its
+        value behind ``stop_gradient``, in a storage of its own), as torch.func's detach."""
+        if _FUNC_READS[0] is not None and isinstance(self, Tensor) and isinstance(self._st.array, jax.core.Tracer):
+            return Tensor._make(jax.lax.stop_gradient(self._value))
         t = Tensor._make(None)
         try:
             t._st, t._chain, t._vc = self._st, self._chain, self._vc

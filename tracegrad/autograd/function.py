@@ -234,6 +234,11 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         new_style = cls.setup_context is not Function.setup_context
+        if not new_style and _state.FUNC_LEVELS:
+            raise RuntimeError(
+                f"In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, ...), "
+                f"it must override the setup_context staticmethod; {cls.__name__} defines forward(ctx, ...) instead. "
+                "Move the ctx work of forward into setup_context(ctx, inputs, output).")
         if new_style:   # as torch: setup_context sees forward's defaults among the inputs
             args, kwargs = _bind_defaults(cls.forward, args, kwargs), {}
         ctx = _backward_cls(cls)()
@@ -248,7 +253,9 @@ class Function(metaclass=_FunctionMeta):
         if fw_in is not None:
             _state.set_forward_ad(None)
         prev = grad_mode.STATE[0]
-        grad_mode.STATE[0] = False
+        # inside a tracegrad.func transform the forward stays differentiable by that transform
+        # (its no_grad would make the result a constant of it: NOTE [grad mode inside transforms])
+        grad_mode.STATE[0] = prev if _state.FUNC_LEVELS else False
         try:
             if new_style:
                 output = cls.forward(*args, **kwargs)

@@ -32,6 +32,25 @@ from .._tensor.tensor import Tensor
 _Tracer = jax.core.Tracer
 _INTERPOSE = _state.INTERPOSE
 
+# NOTE [grad mode inside transforms]: torch.func's reverse-mode transforms (grad, vjp, jacrev)
+# run their function with grad mode on whatever the caller's mode (``no_grad(): grad(f)(x)``
+# still differentiates), and what the function computes under ``no_grad`` is a constant of
+# that level (``_closure.Reads.apply_op`` puts it behind ``stop_gradient``). Forward-mode
+# levels (jvp, jacfwd) ignore grad mode, as torch's forward AD. ``LEVELS`` is the stack of
+# open transform kinds, innermost last (``_state.FUNC_LEVELS``: autograd.Function reads it).
+LEVELS = _state.FUNC_LEVELS
+
+
+def constant_of_level(tree):
+    """``tree``'s traced arrays behind ``stop_gradient`` when computed under ``no_grad`` inside
+    a reverse-mode transform (NOTE [grad mode inside transforms]); else ``tree`` unchanged."""
+    if not LEVELS or LEVELS[-1] != "reverse" or _state.GRAD_MODE[0]:
+        return tree
+    return jax.tree_util.tree_map(
+        lambda t: Tensor._make(jax.lax.stop_gradient(t._value))
+        if isinstance(t, Tensor) and isinstance(t._value, jax.core.Tracer) and t._base is None else t,
+        tree, is_leaf=lambda x: isinstance(x, Tensor))
+
 
 def active():
     """The ``Reads`` of the transform being traced now, or None outside any."""
@@ -98,6 +117,8 @@ class Reads:
 
     def apply_op(self, op, args, static):
         out = self._run(_dispatch.apply_op, op, self.see(args, _ALL) if self.lifted else args, static)
+        if LEVELS and not _state.GRAD_MODE[0]:
+            out = constant_of_level(out)
         # as torch's graph: only inputs an op records an edge to, and only when it has a
         # differentiable result (``zeros_like(w)``, ``argmax(w)`` connect nothing)
         if self.collect and op.grad_fn is not None and _differentiable(out, op.n_diff):

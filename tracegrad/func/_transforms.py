@@ -71,6 +71,13 @@ def _checked_outputs(func, has_aux, api, kwargs=None, float_outputs=False):
         if has_aux and not (isinstance(out, tuple) and len(out) == 2):
             raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
         _wrap.check_outputs(out[0] if has_aux else out, api)
+        if not _wrap.tensor_leaves(out[0] if has_aux else out):
+            shown = [None] if (out[0] if has_aux else out) is None else out[0] if has_aux else out
+            raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got output = {shown})")
+        for leaf in _wrap.tensor_leaves(out[1]) if has_aux else ():
+            if not isinstance(leaf, Tensor):
+                raise RuntimeError(f"{api}: Expected tensors, got unsupported type {type(leaf)} in aux; has_aux "
+                                   "outputs must be Tensors (or trees of them)")
         for leaf in _wrap.tensor_leaves(out[0] if has_aux else out) if float_outputs else ():
             if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
                 raise RuntimeError(f"{api}: All outputs of f must be floating-point or complex Tensors, got Tensor "
@@ -115,11 +122,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
         positions = _argnums(argnums, len(args))
         _diff_leaves(args, positions, "grad_and_value")
         checked = _scalar_fn(lambda *a: func(*a, **kwargs), has_aux, "grad_and_value")
-        jf = _wrap.pure(checked, args, positions)
+        jf = _wrap.pure(checked, args, positions, "reverse")
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
                                                         has_aux=has_aux), *diff)
-        return _wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)
+        # under no_grad inside an outer reverse-mode transform, a constant of it
+        return _closure.constant_of_level((_wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)))
     return _wrap.recorded(wrapper, func)
 
 
@@ -152,7 +160,7 @@ def vjp(func, *primals, has_aux=False):
     first = []   # (output arrays, pullback[, aux]) of the call on the given primals
 
     def linearize(prims):
-        res = _wrap.run_jax(functools.partial(jax.vjp, _wrap.pure(fn, prims, range(len(prims))), has_aux=has_aux),
+        res = _wrap.run_jax(functools.partial(jax.vjp, _wrap.pure(fn, prims, range(len(prims)), "reverse"), has_aux=has_aux),
                             *(_wrap.to_arrays(p) for p in prims))
         if not first:
             first.append(res)
@@ -259,7 +267,7 @@ def _jvp(func, primals, tangents, strict, has_aux):
     t_arr = _wrap.run_jax(lambda ts: jax.tree_util.tree_map(lambda t, p: jnp.asarray(t, p.dtype), ts, p_arr), t_arr)
 
     fn = _checked_outputs(func, has_aux, "jvp(f, primals, tangents)")
-    jf = _wrap.pure(fn, primals, range(len(primals)))
+    jf = _wrap.pure(fn, primals, range(len(primals)), "forward")
     res = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=has_aux), p_arr, t_arr)
     return tuple(_wrap.to_tensors(r) for r in res)
 
@@ -268,6 +276,12 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
     """``jacrev``/``jacfwd``: ``jax_transform`` of ``func`` with torch.func's checks."""
     def wrapper(*args, **kwargs):
         positions = _argnums(argnums, len(args))
+        if api == "jacfwd":   # torch's jacfwd checks its primals as jvp does (ValueError for integers)
+            for p in positions:
+                for leaf in _wrap.check_tensor_tree(args[p], api):
+                    if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+                        raise ValueError(f"jacfwd: Expected primal to be floating point or complex, but got: "
+                                         f"{leaf.dtype}")
         _diff_leaves(args, positions, api)
         # torch.func's Jacobians take real inputs only
         leaves = [leaf for p in positions for leaf in _wrap.tensor_leaves(args[p])]
@@ -278,7 +292,7 @@ def _jacobian(jax_transform, api, func, argnums, has_aux):
                                    "instead")
 
         fn = _checked_outputs(func, has_aux, f"{api}(f, ...)(*args)", kwargs, float_outputs=api == "jacrev")
-        jf = _wrap.pure(fn, args, positions)
+        jf = _wrap.pure(fn, args, positions, "reverse" if api == "jacrev" else "forward")
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
         res = _wrap.run_jax(jax_transform(jf, argnums=_jax_argnums(argnums, positions), has_aux=has_aux), *diff)
         jac = _wrap.to_tensors(res[0] if has_aux else res)

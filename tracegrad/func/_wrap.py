@@ -118,18 +118,33 @@ def check_outputs(tree, api, what="outputs"):
             raise RuntimeError(f"{api}: Expected f(*args) to return only Tensors in its {what}, got {type(leaf)}")
 
 
-def pure(fn, args, positions):
+
+
+def pure(fn, args, positions, kind=None):
     """``fn`` as a JAX function of the arrays of ``args[p]`` for ``p`` in ``positions``; the
     other arguments are closed over unchanged. Its results are trees of arrays (dicts in
-    insertion order: ``keep_order``)."""
+    insertion order: ``keep_order``). ``kind``: "reverse" or "forward", the transform's mode
+    (NOTE [grad mode inside transforms])."""
     positions = tuple(positions)
 
     def jax_fn(*arrays):
         call = list(args)
         for p, a in zip(positions, arrays):
             call[p] = to_tensors(a)
-        return to_arrays(fn(*call))
+        if kind is None:
+            return to_arrays(fn(*call))
+        levels = _closure.LEVELS
+        levels.append(kind)
+        prev = _state.GRAD_MODE[0]
+        if kind == "reverse":
+            _state.GRAD_MODE[0] = True
+        try:
+            return to_arrays(fn(*call))
+        finally:
+            levels.pop()
+            _state.GRAD_MODE[0] = prev
     return jax_fn
+
 
 
 def run_jax(fn, *args):

@@ -48,8 +48,9 @@ def threshold_(input, threshold, value):
 
 def hardshrink(input, lambd=0.5):
     """Mirrors ``torch.nn.functional.hardshrink``: ``x`` where ``|x| > lambd``, else 0."""
-    keep = (input > lambd).logical_or(input < -lambd)
-    return tracegrad.where(keep, input, tracegrad.zeros_like(input))
+    # torch zeroes the closed band [-lambd, lambd] and keeps everything else, NaN included
+    drop = (input >= -lambd).logical_and(input <= lambd)
+    return tracegrad.where(drop, tracegrad.zeros_like(input), input)
 
 
 def softshrink(input, lambd=0.5):

@@ -346,7 +346,11 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
     tracegrad's generator unless ``_random_samples`` ``(N, C, 2)`` is given; torch's interval
     rule), to ``output_size`` or ``int(size * output_ratio)``. ``return_indices`` adds int64
     flat indices into ``H*W`` (for ``max_unpool2d``). Raises ValueError without an output size
-    or ratio; RuntimeError when the pool is too large for the input."""
+    or ratio; RuntimeError when the pool is too large for the input; TypeError for a bare number
+    ``output_ratio`` (torch 2.13's 2-D wrapper takes its ``len``; the module form pairs it)."""
+    if output_size is None and output_ratio is not None and not hasattr(output_ratio, "__len__"):
+        raise TypeError(f"object of type '{type(output_ratio).__name__}' has no len(): fractional_max_pool2d "
+                        "takes output_ratio as a pair, e.g. (0.5, 0.5)")
     return _fractional_max_pool(input, kernel_size, output_size, output_ratio, return_indices, _random_samples, 2)
 
 
