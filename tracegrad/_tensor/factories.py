@@ -616,12 +616,22 @@ def meta_draw(operands, shape, dtype):
     return None
 
 
+# bernoulli's p left out (an explicit None is torch's TypeError)
+_NO_P = type("_NoP", (), {"__repr__": lambda self: "<absent>"})()
+
+
 @with_x64
 @accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
-def bernoulli(input, p=None, *, generator=None, out=None):
+def bernoulli(input, p=_NO_P, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only);
-    NotImplementedError, as torch, when ``input`` holds the probabilities but is not floating."""
+    NotImplementedError, as torch, when ``input`` holds the probabilities but is not floating;
+    TypeError for an explicit ``p=None`` (torch's overloads take a float p or none)."""
+    if p is None:
+        raise TypeError("bernoulli(): argument 'p' must be float, not NoneType; leave p out to draw with "
+                        "the probabilities in input")
+    if p is _NO_P:
+        p = None
     if p is None and not input.dtype.is_floating_point:
         raise NotImplementedError(f"bernoulli(): probabilities of dtype {input.dtype} are not supported; "
                                   f"pass a floating tensor (or p=) instead")
