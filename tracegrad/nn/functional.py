@@ -588,7 +588,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _bcast(input, target, name):
-    if input.dtype.is_floating_point is False and not input.dtype.is_complex:
+    # torch's loss kernels compute in the operands' promoted dtype: an integer input beside a
+    # floating target is accepted (huber writes into the input's dtype: RuntimeError); l1_loss is
+    # composite in torch (sub, abs, mean), so its integer/bool operands fail in those ops
+    if isinstance(target, tracegrad.Tensor) and target.dtype is not input.dtype and name != "l1_loss":
+        common = tracegrad.promote_types(input.dtype, target.dtype)
+        if (common.is_floating_point or common.is_complex) and not (input.dtype.is_floating_point
+                                                                    or input.dtype.is_complex):
+            if name == "huber_loss":
+                raise RuntimeError(f"huber_loss(): result type {_SCALAR_NAME[common.name]} can't be cast "
+                                   f"to the desired output type {_SCALAR_NAME[input.dtype.name]}; "
+                                   f"convert the input with .float() first")
+            input = input.to(common)
+    if name != "l1_loss" and input.dtype.is_floating_point is False and not input.dtype.is_complex:
         raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
                                   "convert it with .float() first")
     if tuple(input.shape) != tuple(target.shape):
