@@ -451,8 +451,12 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
     grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs."""
-    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm", bias)
     ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
+    if not ns:   # torch checks the shape before the kernel's dtypes
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = [] (layer_norm: pass the trailing dims to "
+                           "normalise over)")
+    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm", bias)
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")

@@ -42,6 +42,9 @@ class Adafactor(Optimizer):
                  weight_decay=0.0, *, foreach=None, maximize=False):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
+        if lr is None:   # torch compares it (0.0 <= lr): TypeError, where check_bounds skips a None
+            raise TypeError("Adafactor: '<=' not supported between instances of 'float' and 'NoneType' (lr must "
+                            "be a number)")
         check_bounds(("Learning rate", lr, ">=", 0), ("beta2_decay", beta2_decay, "<=", 0),
                      ("epsilon1", eps[0], ">=", 0), ("epsilon2", eps[1], ">=", 0),
                      ("Clipping threshold d", d, ">=", 1), ("weight_decay", weight_decay, ">=", 0))

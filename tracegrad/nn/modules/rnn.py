@@ -354,7 +354,12 @@ class RNNCellBase(Module):
         state(s) to zeros, check sizes (RuntimeError as torch's cell kernels)."""
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if n_states == 2 and isinstance(hx, tracegrad.Tensor):   # torch's lstm_cell parser: a tuple
+            raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not Tensor "
+                            f"({name}: pass (h, c))")
         states = None if hx is None else ((hx,) if n_states == 1 else tuple(hx))
+        if states is not None and len(states) != n_states:
+            raise RuntimeError(f"lstm_cell expects two hidden states ({name}: pass (h, c), got {len(states)})")
         if states is not None:
             for i, h in enumerate(states):
                 if h.dim() not in (1, 2):
