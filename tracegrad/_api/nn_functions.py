@@ -84,7 +84,8 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
                                    f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
                                    "convert the parameters or the input to one dtype")
         return
-    if weight is not None and weight.dtype is not input.dtype:
+    if weight is not None and weight.dtype is not input.dtype and api != "batch_norm":
+        # (torch's batch_norm dispatches on the input's dtype before it compares the weight's)
         raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
                            f"{input.dtype}, weight {weight.dtype}); convert the input with .float()")
     raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
