@@ -211,6 +211,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Mirrors ``torch.nn.functional.cosine_similarity``: over ``dim`` of the broadcast inputs, in
     their common dtype. RuntimeError when that dtype is not floating, as torch."""
     check_tensors("cosine_similarity", x1, x2, names=("x1", "x2"))
+    if dim is None:   # torch's parser: an int dim (None is not the default here)
+        raise TypeError("cosine_similarity(): argument 'dim' must be int, not NoneType; pass the dim to compare "
+                        "along (default 1)")
     common = tracegrad.result_type(x1, x2)
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
@@ -228,6 +231,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
     ValueError for p outside [0, 1]. Differs from torch: the random mask differs."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if type(training) is not bool and type(training).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"dropout(): argument 'train' (position 3) must be bool, not {type(training).__name__}; "
+                        f"pass training=True or False")
     out = _F.dropout(input, p, training)
     if inplace and training:
         return input.copy_(out)
