@@ -137,6 +137,13 @@ CASES = {
     # optimizers
     "Adafactor(lr=None)": lambda T: T.optim.Adafactor(_param(T), lr=None),
     "LBFGS(line_search_fn='x'), zero gradient_ok": _lbfgs_bad_line_search,
+    # embedding indices of another integer dtype, attention's dropout bound, kl_div's flag
+    **{f"nn.Embedding(5, 2)({dt})": (lambda T, dt=dt: T.nn.Embedding(5, 2)(T.zeros(2, dtype=getattr(T, dt))))
+       for dt in ("int16", "uint8", "bool", "float32", "int32", "int64")},
+    "F.sdpa(dropout_p=2)": lambda T: (lambda q: T.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=2.0))(
+        T.ones(1, 2, 3, 4)),
+    "F.kl_div(log_target='a')": lambda T: T.nn.functional.kl_div(T.ones(2), T.ones(2), reduction="sum", log_target="a"),
+    "F.kl_div(log_target=True)_ok": lambda T: T.nn.functional.kl_div(T.ones(2), T.ones(2), reduction="sum", log_target=True),
     # save / load arguments torch hands to pickle
     "save(pickle_protocol='a')": lambda T: T.save({}, _path(), pickle_protocol="a"),
     "save(pickle_protocol=99)": lambda T: T.save({}, _path(), pickle_protocol=99),

@@ -19,6 +19,7 @@ from ..autograd._graph_impl import StopAfterOp
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
+from .._ops import dtypes as _dt
 from .._ops.random import scalar_name as _scalar_name
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
@@ -483,7 +484,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     ``scale_grad_by_freq`` divides each row's gradient by how often its id occurs in ``indices``.
     grad_fn ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
     for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks])."""
-    if indices.dtype.is_floating_point:
+    if indices.dtype is not _dt.int64 and indices.dtype is not _dt.int32:   # torch's kernel: Long or Int only
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {indices.dtype} instead (call .long())")
     if weight.ndim != 2:

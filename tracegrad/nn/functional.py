@@ -719,6 +719,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     legacy = size_average is not None or reduce is not None or reduction == "elementwise_mean"
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target = _autocast.cast("fp32", "kl_div", input, target)
+    if type(log_target) is not bool and type(log_target).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"kl_div(): argument 'log_target' must be bool, not {type(log_target).__name__}")
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean" and not legacy:
@@ -788,6 +790,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:
         attn = attn.softmax(-1)
     if dropout_p > 0.0:
+        if dropout_p > 1.0:   # torch's kernel checks it (RuntimeError), not F.dropout's ValueError
+            raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
+                               f"but got {dropout_p}")
         return dropout(attn, dropout_p, True).matmul(value)
     if value.shape[-1] != query.shape[-1]:       # torch's math path: a contiguous result
         return attn.matmul(value)
