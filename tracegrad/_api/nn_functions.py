@@ -205,6 +205,9 @@ def _pool_args(nd, kernel_size, stride, padding, dilation, name, input=None, cei
     for a missing (None) kernel_size, as torch's parser."""
     if kernel_size is None:
         raise TypeError(f"{name}(): argument 'kernel_size' (position 2) must be tuple of ints, not NoneType")
+    if type(ceil_mode) is not bool and type(ceil_mode).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"{name}(): argument 'ceil_mode' must be bool, not {type(ceil_mode).__name__}; pass "
+                        f"ceil_mode=True or False")
     k = _tup(kernel_size, nd, "kernel_size")
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tup(stride, nd, "stride")
     p, d = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
@@ -258,6 +261,18 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode).squeeze(-2)
 
 
+def _check_divisor(divisor_override, name):
+    """torch's checks of avg_pool's ``divisor_override``: None or an int (TypeError), not 0
+    (RuntimeError)."""
+    if divisor_override is None:
+        return
+    if isinstance(divisor_override, bool) or not hasattr(divisor_override, "__index__"):
+        raise TypeError(f"{name}(): argument 'divisor_override' must be int, not {type(divisor_override).__name__}")
+    if divisor_override == 0:
+        raise RuntimeError(f"{name}: divisor must be not zero (divisor_override=0); pass None to divide by the "
+                           f"window size")
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mirrors ``torch._C._nn.avg_pool2d``. grad_fn ``AvgPool2DBackward0``. IndexError for an
@@ -270,6 +285,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                          f"{input.ndim - 1}], but got -3); the input must be (C, H, W) or (N, C, H, W), "
                          f"got {list(input.shape)}")
     k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d", input, ceil_mode)
+    _check_divisor(divisor_override, "avg_pool2d")
     return apply_op(OPS["avg_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),

@@ -390,6 +390,9 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 def gelu(input, *, approximate="none"):
     """Mirrors ``torch.nn.functional.gelu``: exact (erf) or ``approximate='tanh'``.
     grad_fn ``GeluBackward0``. RuntimeError for another ``approximate``."""
+    if not isinstance(approximate, str):   # torch's parser: a str
+        raise TypeError(f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__}; pass "
+                        f"'none' or 'tanh'")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     return _nn.gelu(input, approximate)

@@ -53,6 +53,13 @@ class RNNBase(Module):
         super().__init__()
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + str(mode))
+        try:
+            float(dropout)   # torch reads float(dropout) first: TypeError for None, a list...
+        except TypeError:
+            raise TypeError(f"float() argument must be a string or a real number, not '{type(dropout).__name__}' "
+                            f"({type(self).__name__}: dropout must be a number in [0, 1])") from None
+        except ValueError:
+            pass
         if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
