@@ -251,7 +251,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
         elif padding_idx < 0:
             padding_idx = weight.size(0) + padding_idx
+    for name, v in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+        if type(v) is not bool and type(v).__name__ != "bool_":   # torch's parser: a bool only
+            raise TypeError(f"embedding(): argument '{name}' must be bool, not {type(v).__name__}")
     if max_norm is not None:
+        if norm_type is None or isinstance(norm_type, str):   # torch's parser: a float
+            raise TypeError(f"embedding_renorm_(): argument 'norm_type' must be float, not {type(norm_type).__name__}")
         # torch renormalises the looked-up rows of weight in place, outside autograd
         _vision.embedding_renorm_(weight, input, max_norm, norm_type)
     return _F.embedding(weight, input, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse)
