@@ -159,6 +159,7 @@ CASES = {
     "F.embedding(scale_grad_by_freq=1)": lambda T: T.nn.functional.embedding(T.tensor([1]), T.ones(5, 2), scale_grad_by_freq=1),
     "Embedding(max_norm=1, norm_type=None)(x)": lambda T: T.nn.Embedding(5, 2, max_norm=1.0, norm_type=None)(T.tensor([1])),
     "Embedding(max_norm=1, norm_type=1)(x)_ok": lambda T: T.nn.Embedding(5, 2, max_norm=1.0, norm_type=1)(T.tensor([1])),
+    "Tensor.set_(None)": lambda T: T.ones(3).set_(None), "Tensor.set_()_ok": lambda T: T.ones(3).set_(),
     # save / load arguments torch hands to pickle
     "save(pickle_protocol='a')": lambda T: T.save({}, _path(), pickle_protocol="a"),
     "save(pickle_protocol=99)": lambda T: T.save({}, _path(), pickle_protocol=99),
