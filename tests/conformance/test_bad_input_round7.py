@@ -159,6 +159,8 @@ CASES = {
     "F.embedding(scale_grad_by_freq=1)": lambda T: T.nn.functional.embedding(T.tensor([1]), T.ones(5, 2), scale_grad_by_freq=1),
     "Embedding(max_norm=1, norm_type=None)(x)": lambda T: T.nn.Embedding(5, 2, max_norm=1.0, norm_type=None)(T.tensor([1])),
     "Embedding(max_norm=1, norm_type=1)(x)_ok": lambda T: T.nn.Embedding(5, 2, max_norm=1.0, norm_type=1)(T.tensor([1])),
+    "F.nll_loss(1-d, [c])_ok": lambda T: T.nn.functional.nll_loss(T.arange(3.), T.tensor([2])),
+    "F.nll_loss(1-d, [c, c])": lambda T: T.nn.functional.nll_loss(T.arange(3.), T.tensor([2, 1])),
     "Tensor.set_(None)": lambda T: T.ones(3).set_(None), "Tensor.set_()_ok": lambda T: T.ones(3).set_(),
     # save / load arguments torch hands to pickle
     "save(pickle_protocol='a')": lambda T: T.save({}, _path(), pickle_protocol="a"),
@@ -177,6 +179,18 @@ def test_stream_dataset_subclass_ok():
         def __iter__(self):
             return iter(range(3))
     assert list(Stream()) == list(_Stream()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss_1d_input_one_element_target(reduction):
+    # torch reads a 1-element target beside a (C,) input as the 0-d class index
+    outs = []
+    for T in (torch, tracegrad):
+        x = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        loss = T.nn.functional.nll_loss(x, T.tensor([2]), reduction=reduction)
+        loss.backward()
+        outs.append((tuple(loss.shape), float(loss), x.grad.tolist()))
+    assert outs[0] == outs[1]
 
 
 def test_table_size():

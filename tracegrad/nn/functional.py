@@ -507,6 +507,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.ndim >= 2 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
+    if input.ndim == 1 and target.ndim == 1:   # one sample of C classes: torch takes a 1-element target too
+        if target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+        target = target.reshape(())
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
     if target.dtype not in (tracegrad.int64, tracegrad.uint8):
