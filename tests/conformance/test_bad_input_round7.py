@@ -183,13 +183,12 @@ def test_stream_dataset_subclass_ok():
 
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_nll_loss_1d_input_one_element_target(reduction):
-    # torch reads a 1-element target beside a (C,) input as the 0-d class index
+    # torch reads a 1-element target beside a (C,) input as the 0-d class index (forward only:
+    # torch's backward of it fails with a size mismatch; tracegrad's differentiates it)
     outs = []
     for T in (torch, tracegrad):
-        x = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
-        loss = T.nn.functional.nll_loss(x, T.tensor([2]), reduction=reduction)
-        loss.backward()
-        outs.append((tuple(loss.shape), float(loss), x.grad.tolist()))
+        loss = T.nn.functional.nll_loss(T.tensor([0.5, -1.0, 2.0]), T.tensor([2]), reduction=reduction)
+        outs.append((tuple(loss.shape), float(loss)))
     assert outs[0] == outs[1]
 
 
