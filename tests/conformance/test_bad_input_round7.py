@@ -57,6 +57,18 @@ def _lbfgs_bad_line_search(T):
     return opt.step(lambda: (p * 0).sum())
 
 
+def _adafactor_other_state(T, saved, loaded):
+    p = T.nn.Parameter(T.ones(*saved))
+    p.grad = T.ones(*saved)
+    opt = T.optim.Adafactor([p])
+    opt.step()
+    q = T.nn.Parameter(T.ones(*loaded))
+    q.grad = T.ones(*loaded)
+    opt2 = T.optim.Adafactor([q])
+    opt2.load_state_dict(opt.state_dict())
+    opt2.step()
+
+
 CASES = {
     # explicit None where the default is "left out"; Tensor.new's one-scalar forms
     "where(c, None)": lambda T: T.where(T.ones(2) > 0, None),
@@ -137,6 +149,9 @@ CASES = {
     # optimizers
     "Adafactor(lr=None)": lambda T: T.optim.Adafactor(_param(T), lr=None),
     "LBFGS(line_search_fn='x'), zero gradient_ok": _lbfgs_bad_line_search,
+    "Adafactor.load_state_dict(state of a matrix) on a vector": lambda T: _adafactor_other_state(T, (2, 3), (4,)),
+    "Adafactor.load_state_dict(state of a vector) on a matrix": lambda T: _adafactor_other_state(T, (4,), (2, 3)),
+    "Adafactor.load_state_dict(same shapes)_ok": lambda T: _adafactor_other_state(T, (2, 3), (2, 3)),
     # embedding indices of another integer dtype, attention's dropout bound, kl_div's flag
     **{f"nn.Embedding(5, 2)({dt})": (lambda T, dt=dt: T.nn.Embedding(5, 2)(T.zeros(2, dtype=getattr(T, dt))))
        for dt in ("int16", "uint8", "bool", "float32", "int32", "int64")},

@@ -76,6 +76,14 @@ class Adafactor(Optimizer):
             self._update(p, grad, state, group, eps1=eps1)
 
     def _update(self, p, grad, state, group, eps1=None):
+        # torch asserts the state matches the gradient's rank (a state_dict from other parameters)
+        if grad.dim() > 1:
+            if state.get("row_var") is None or state.get("col_var") is None:
+                raise AssertionError("row_var and col_var should be defined when grad is multidimensional "
+                                     "(Adafactor: the loaded state belongs to a parameter of another shape)")
+        elif state.get("variance") is None:
+            raise AssertionError("variance should be defined when grad is a vector (Adafactor: the loaded state "
+                                 "belongs to a parameter of another shape)")
         adafactor_step(p, grad, state.get("row_var"), state.get("col_var"), state.get("variance"),
                        state["step"], lr=group["lr"], beta2_decay=group["beta2_decay"], eps1=eps1,
                        eps2=group["eps"][1], d=group["d"], weight_decay=group["weight_decay"],
