@@ -168,6 +168,9 @@ CASES = {
     "AvgPool2d(2, divisor_override=3)(x)_ok": lambda T: T.nn.AvgPool2d(2, divisor_override=3)(T.ones(1, 2, 5, 5)),
     "MaxPool2d(2, ceil_mode=True)(x)_ok": lambda T: T.nn.MaxPool2d(2, ceil_mode=True)(T.ones(1, 2, 5, 5)),
     "GELU(None)(x)": lambda T: T.nn.GELU(None)(T.ones(2, 3)), "GELU('x')(x)": lambda T: T.nn.GELU("x")(T.ones(2, 3)),
+    **{f"nn.{c}(bidirectional={v!r})(x)": (lambda T, c=c, v=v: getattr(T.nn, c)(3, 2, bidirectional=v)(T.ones(4, 2, 3)))
+       for c in ("LSTM", "GRU", "RNN") for v in (None, 1)},
+    "nn.GRU(bidirectional=True)(x)_ok": lambda T: T.nn.GRU(3, 2, bidirectional=True)(T.ones(4, 2, 3)),
     "LSTM(dropout=None)": lambda T: T.nn.LSTM(3, 2, dropout=None), "GRU(dropout=[0.1])": lambda T: T.nn.GRU(3, 2, dropout=[0.1]),
     "RNN(dropout='a')": lambda T: T.nn.RNN(3, 2, dropout="a"), "LSTM(dropout=tensor)": lambda T: T.nn.LSTM(3, 2, dropout=T.tensor(0.5)),
     "Embedding(sparse=None)(x)": lambda T: T.nn.Embedding(5, 2, sparse=None)(T.tensor([1])),

@@ -174,7 +174,12 @@ class RNNBase(Module):
         ``(num_layers * num_directions, B, P)`` (``c_0``: hidden_size), zeros when None.
         Returns ``(output, h_n)`` (``(output, (h_n, c_n))`` for LSTM); output
         ``(T, B, num_directions * P)``, a PackedSequence for packed input.
-        Raises ValueError for a wrong input rank or dtype, RuntimeError for wrong sizes."""
+        Raises ValueError for a wrong input rank or dtype, RuntimeError for wrong sizes; TypeError
+        for a ``bidirectional`` that is not a bool (torch's kernel parses it at the call)."""
+        if type(self.bidirectional) is not bool:
+            raise TypeError(f"{self.mode.lower()}() received an invalid combination of arguments: bidirectional="
+                            f"{type(self.bidirectional).__name__} ({type(self).__name__}: pass bidirectional=True "
+                            f"or False)")
         lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
         if packed:
