@@ -128,14 +128,19 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     ``iK``: a preconditioner ``(m, m)`` applied to the residuals; ``niter`` (default 1000, -1 for
     no limit) and ``tol`` (default ``sqrt(eps)`` of the dtype) stop the iteration. Autograd for
     ``B = None``: torch's partial-eigendecomposition gradient (module docstring). ValueError when
-    ``m < 3 n``, as torch; RuntimeError for a non-square ``A`` or a ``B`` of another shape."""
+    ``m < 3 n``, as torch; AssertionError (torch's asserts) for a non-square ``A``, a ``B`` or an
+    ``X`` of another shape; IndexError for an ``A`` of fewer than 2 dims."""
     if not isinstance(A, Tensor):   # AttributeError, as torch's Python code (it reads A.requires_grad)
         raise AttributeError(f"lobpcg(): argument 'A' must be a Tensor, not {type(A).__name__} "
                              f"('{type(A).__name__}' object has no attribute 'requires_grad')")
-    if A.dim() < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"lobpcg: A must be square, got shape {tuple(A.shape)}")
+    # torch's Python code asserts the shapes (AssertionError) after reading A.shape[-2] (IndexError)
+    if A.dim() < 2:
+        raise IndexError(f"lobpcg: A must be a square matrix (or a batch of them), got shape {tuple(A.shape)} "
+                         f"(tuple index out of range)")
+    if A.shape[-1] != A.shape[-2]:
+        raise AssertionError(f"lobpcg: A must be square, got shape {tuple(A.shape)}")
     if B is not None and tuple(B.shape) != tuple(A.shape):
-        raise RuntimeError(f"lobpcg: A and B must have same shape, got {tuple(A.shape)} vs {tuple(B.shape)}")
+        raise AssertionError(f"lobpcg: A and B must have same shape, got {tuple(A.shape)} vs {tuple(B.shape)}")
     if method not in (None, "ortho", "basic"):
         raise ValueError(f"lobpcg: method must be 'ortho' or 'basic', got {method!r}")
     dtype = A.dtype if A.is_floating_point() else _dt.float32
@@ -147,6 +152,9 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     if m < 3 * n:
         raise ValueError(f"LOBPCG algorithm is not applicable when the number of A rows (={m}) is smaller than "
                          f"3 x the number of requested eigenpairs (={n})")
+    if X is not None and tuple(X.shape) != tuple(A.shape[:-1]) + (n,):
+        raise AssertionError(f"lobpcg: X shape mismatch: got {tuple(X.shape)}, expected "
+                             f"{tuple(A.shape[:-1]) + (n,)} (A's rows by the n starting vectors)")
     niter = 1000 if niter is None else (2 ** 31 - 1 if niter < 0 else niter)
     largest = True if largest is None else bool(largest)
     batch = tuple(A.shape[:-2])

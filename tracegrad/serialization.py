@@ -366,6 +366,25 @@ def _unreadable_class(data):
     return pickle.UnpicklingError
 
 
+def _check_pickle_args(pickle_module, pickle_protocol):
+    """torch hands ``pickle_module`` / ``pickle_protocol`` to pickle (which refuses them with
+    these classes); tracegrad ignores their effect, so it checks them the same way first."""
+    if pickle_module is not None and not hasattr(pickle_module, "__name__"):
+        raise AttributeError(f"'{type(pickle_module).__name__}' object has no attribute '__name__' "
+                             f"(tracegrad.save: pickle_module must be a module such as pickle)")
+    if pickle_protocol is not None:
+        if not hasattr(pickle_protocol, "__index__"):
+            raise TypeError(f"'{type(pickle_protocol).__name__}' object cannot be interpreted as an integer "
+                            f"(tracegrad.save: pickle_protocol must be an int)")
+        if int(pickle_protocol) > pickle.HIGHEST_PROTOCOL:
+            raise ValueError(f"pickle protocol must be <= {pickle.HIGHEST_PROTOCOL} (tracegrad.save got "
+                             f"pickle_protocol={pickle_protocol})")
+
+
+# the keywords torch.load hands on to its unpickler
+_PICKLE_LOAD_ARGS = ("encoding", "errors", "fix_imports", "buffers")
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True):
     """Write ``obj`` to ``f``. Mirrors ``torch.save`` (see the module notes).
 
@@ -388,6 +407,7 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     >>> tracegrad.load(buf)["w"]
     tensor([1., 1.])
     """
+    _check_pickle_args(pickle_module, pickle_protocol)
     data = _to_bytes(obj)
     if hasattr(f, "write"):
         f.write(data)
@@ -509,6 +529,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              with a legacy torch file; FileNotFoundError for a missing path.
     """
     weights_only = _weights_only_mode(weights_only, pickle_module)
+    unknown = [k for k in pickle_load_args if k not in _PICKLE_LOAD_ARGS]
+    if unknown:   # torch's unpickler refuses them (TypeError)
+        raise TypeError(f"load() got an unexpected keyword argument {unknown[0]!r} (tracegrad.load takes f, "
+                        f"map_location, pickle_module, weights_only, mmap and the unpickler's "
+                        f"{', '.join(_PICKLE_LOAD_ARGS)})")
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")

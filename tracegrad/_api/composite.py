@@ -242,6 +242,8 @@ def kron(input, other):
 def tensordot(a, b, dims=2, out=None):
     """Mirrors ``torch.tensordot``: contract the last ``dims`` dims of ``a`` with the first
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
+    if dims is None:   # torch's Python refuses it before its parser sees it (RuntimeError)
+        raise RuntimeError("tensordot expects dims to be int or a pair of dim lists (([...], [...])), got None")
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")

@@ -31,6 +31,8 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     for a in args:
         if isinstance(a, Tensor):
             dtype, device = a.dtype, a.device
+        elif isinstance(a, int) and not isinstance(a, bool):   # an ordinal: the accelerator, as torch
+            device = _device(a)
         elif isinstance(a, (str, _device)) and not (isinstance(a, str) and (a in _dt.ALIASES or a.replace("torch.", "") in _dt._BY_NAME)):
             device = a
         elif a is not None:

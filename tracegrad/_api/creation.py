@@ -49,13 +49,22 @@ class LegacyTensorType(type):
 
 
 @method()
-def new(self, *args, device=None):
+def new(self, *args, device=None, size=None):
     """Mirrors the legacy ``Tensor.new``: a tensor of ``self``'s dtype from sizes
     (``x.new(2, 3)``, ``x.new(torch.Size)``: zero-filled, JAX has no uninitialised memory),
     from data (``x.new([1, 2])``), or empty (``x.new()``); a tensor argument of the same dtype
     is returned as is. TypeError for a tensor of another dtype, as the typed constructors;
     RuntimeError for a ``device`` other than the CPU or with a tensor argument, as torch."""
     check_legacy_device(args, device, "new")
+    if size is not None:   # torch's sizes overload by keyword: x.new(size=(2, 3))
+        if args:
+            raise TypeError("new() received an invalid combination of arguments: sizes given both positionally "
+                            "and as size=; pass one of them")
+        args = (tuple(size),)
+    if len(args) == 1 and (args[0] is None or isinstance(args[0], (float, bool, complex))):
+        # one Python scalar that is not an int is neither a size nor data (torch reads data from a sequence)
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__}); pass sizes as ints "
+                        f"or data as a list")
     if len(args) == 1 and isinstance(args[0], Tensor):
         if args[0].dtype != self.dtype:
             raise TypeError(f"new(): expected a tensor of dtype {self.dtype} (got {args[0].dtype}); convert it "

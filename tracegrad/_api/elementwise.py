@@ -484,14 +484,20 @@ def clamp_max(self, max):
     return apply_op(OPS["clamp_max_tensor" if t else "clamp_max"], (self, max), (("dtype", result_dtype(self, max).np),))
 
 
+# where's arguments left out (not an explicit None, which torch's parser refuses)
+_ABSENT = type("_Absent", (), {"__repr__": lambda self: "<absent>"})()
+
+
 @function("where")
-def where(condition, input=None, other=None):
-    """Mirrors ``torch.where(condition, input, other)``; ``where(condition)`` is ``nonzero(as_tuple=True)``."""
-    if input is None and other is None:
+def where(condition, input=_ABSENT, other=_ABSENT):
+    """Mirrors ``torch.where(condition, input, other)``; ``where(condition)`` is ``nonzero(as_tuple=True)``.
+    TypeError, as torch's parser, for only one of input/other or an explicit None."""
+    if input is _ABSENT and other is _ABSENT:
         return nonzero(condition, as_tuple=True)
     if not isinstance(condition, Tensor):
         raise TypeError("where(): argument 'condition' must be Tensor")
-    if input is None or other is None:   # torch's overloads take both or neither
+    if input is None or other is None or input is _ABSENT or other is _ABSENT:   # both or neither, as torch
+        input, other = (None if v is _ABSENT else v for v in (input, other))
         raise TypeError(f"where() received an invalid combination of arguments: input={type(input).__name__}, "
                         f"other={type(other).__name__}; pass both (where(condition, input, other)) or neither")
     if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning

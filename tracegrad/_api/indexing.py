@@ -195,7 +195,14 @@ def _idx(v):
 
 
 def _as_index_tensor(k):
-    t_ = tensor(k)
+    try:
+        t_ = tensor(k)
+    except (RuntimeError, ValueError):   # (a str stays the constructor's TypeError, as torch)
+        if isinstance(k, (list, tuple)):
+            raise
+        # an object of another kind as a key: torch's indexing error, not the tensor constructor's
+        raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte tensors are valid "
+                         f"indices (got {type(k).__name__})") from None
     if t_.numel() == 0:
         t_ = t_.long()
     return t_

@@ -19,6 +19,7 @@ from ..autograd._graph_impl import StopAfterOp
 from ..autograd.grad_mode import no_grad
 from .._ops.registry import OPS
 from .._ops.nn_ops import _pool_out
+from .._ops import dtypes as _dt
 from .._ops.random import scalar_name as _scalar_name
 from .._tensor.factories import arange, empty_like
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
@@ -84,7 +85,8 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
                                    f"{_scalar_name(input.dtype.np)} (input {input.dtype}, parameter {p.dtype}); "
                                    "convert the parameters or the input to one dtype")
         return
-    if weight is not None and weight.dtype is not input.dtype:
+    if weight is not None and weight.dtype is not input.dtype and api != "batch_norm":
+        # (torch's batch_norm dispatches on the input's dtype before it compares the weight's)
         raise RuntimeError(f"{api}: mixed dtype (CPU): all inputs must share same datatype (input "
                            f"{input.dtype}, weight {weight.dtype}); convert the input with .float()")
     raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
@@ -203,6 +205,9 @@ def _pool_args(nd, kernel_size, stride, padding, dilation, name, input=None, cei
     for a missing (None) kernel_size, as torch's parser."""
     if kernel_size is None:
         raise TypeError(f"{name}(): argument 'kernel_size' (position 2) must be tuple of ints, not NoneType")
+    if type(ceil_mode) is not bool and type(ceil_mode).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"{name}(): argument 'ceil_mode' must be bool, not {type(ceil_mode).__name__}; pass "
+                        f"ceil_mode=True or False")
     k = _tup(kernel_size, nd, "kernel_size")
     s = k if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else _tup(stride, nd, "stride")
     p, d = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
@@ -256,6 +261,18 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode).squeeze(-2)
 
 
+def _check_divisor(divisor_override, name):
+    """torch's checks of avg_pool's ``divisor_override``: None or an int (TypeError), not 0
+    (RuntimeError)."""
+    if divisor_override is None:
+        return
+    if isinstance(divisor_override, bool) or not hasattr(divisor_override, "__index__"):
+        raise TypeError(f"{name}(): argument 'divisor_override' must be int, not {type(divisor_override).__name__}")
+    if divisor_override == 0:
+        raise RuntimeError(f"{name}: divisor must be not zero (divisor_override=0); pass None to divide by the "
+                           f"window size")
+
+
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mirrors ``torch._C._nn.avg_pool2d``. grad_fn ``AvgPool2DBackward0``. IndexError for an
@@ -268,8 +285,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                          f"{input.ndim - 1}], but got -3); the input must be (C, H, W) or (N, C, H, W), "
                          f"got {list(input.shape)}")
     k, s, p, _ = _pool_args(2, kernel_size, stride, padding, 1, "avg_pool2d", input, ceil_mode)
-    if divisor_override is not None and not divisor_override:
-        raise RuntimeError("avg_pool2d(): divisor must be not zero; pass divisor_override=None to divide by the window size")
+    _check_divisor(divisor_override, "avg_pool2d")
     return apply_op(OPS["avg_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),
@@ -453,8 +469,12 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     """Mirrors ``torch.layer_norm``: normalises over the trailing ``normalized_shape`` dims.
     grad_fn ``NativeLayerNormBackward0``. RuntimeError if the trailing shape differs."""
-    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm", bias)
     ns = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else (int(normalized_shape),)
+    if not ns:   # torch checks the shape before the kernel's dtypes
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                           "element, but got normalized_shape = [] (layer_norm: pass the trailing dims to "
+                           "normalise over)")
+    _check_norm_dtype(input, weight, "LayerNormKernelImpl", "layer_norm", bias)
     if tuple(input.shape[input.ndim - len(ns):]) != ns or input.ndim < len(ns):
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
@@ -480,7 +500,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     ``scale_grad_by_freq`` divides each row's gradient by how often its id occurs in ``indices``.
     grad_fn ``EmbeddingBackward0``. Raises RuntimeError for float indices or a non-2-D weight, IndexError
     for an id outside ``[0, num_embeddings)`` (eager only: NOTE [eager value checks])."""
-    if indices.dtype.is_floating_point:
+    if indices.dtype is not _dt.int64 and indices.dtype is not _dt.int32:   # torch's kernel: Long or Int only
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {indices.dtype} instead (call .long())")
     if weight.ndim != 2:

@@ -148,12 +148,20 @@ def unfold(self, dimension, size, step):
     return apply_op(OPS["unfold"], (self,), (("dimension", d), ("size", int(size)), ("step", int(step))))
 
 
+# set_'s source left out (an explicit None is torch's TypeError)
+_NO_SOURCE = type("_NoSource", (), {"__repr__": lambda self: "<absent>"})()
+
+
 @method()
-def set_(self, source=None, storage_offset=0, size=None, stride=None):
+def set_(self, source=_NO_SOURCE, storage_offset=0, size=None, stride=None):
     """Mirrors ``torch.Tensor.set_``: self becomes a view of ``source`` (a tensor: its storage and
     layout; a storage: ``size``/``stride``/``storage_offset`` over it, contiguous by default;
-    nothing: an empty tensor). A metadata change that bumps the version counter."""
+    nothing: an empty tensor). A metadata change that bumps the version counter. TypeError for
+    an explicit ``source=None`` (torch's overloads take a source or nothing)."""
     if source is None:
+        raise TypeError("set_() received an invalid combination of arguments: got source=None; call set_() "
+                        "with no argument for an empty tensor, or pass a Tensor or a Storage")
+    if source is _NO_SOURCE:
         new = Tensor._make(self._value.reshape(-1)[:0])
     elif isinstance(source, Tensor):
         if source.dtype != self.dtype:

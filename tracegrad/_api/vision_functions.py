@@ -15,7 +15,7 @@ from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -227,8 +227,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     _check_pool3d(input, "avg_pool3d")
     input = _autocast.cast("fp32", "avg_pool3d", input)
     k, s, p, _ = _pool_args(3, kernel_size, stride, padding, 1, "avg_pool3d", input, ceil_mode)
-    if divisor_override is not None and not divisor_override:
-        raise RuntimeError("avg_pool3d(): divisor must be not zero; pass divisor_override=None to divide by the window size")
+    _check_divisor(divisor_override, "avg_pool3d")
     return apply_op(OPS["avg_pool3d"], (input,), (("kernel", k), ("stride", s), ("padding", p),
                                                   ("ceil_mode", bool(ceil_mode)),
                                                   ("count_include_pad", bool(count_include_pad)),

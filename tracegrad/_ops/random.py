@@ -150,6 +150,10 @@ def check_multinomial(probs, num_samples, replacement, api="multinomial"):
     if not replacement and num_samples > probs.shape[-1]:
         raise RuntimeError(f"{api}: cannot sample n_sample > prob_dist.size(-1) samples without replacement "
                            f"({num_samples} > {probs.shape[-1]}); pass replacement=True")
+    if probs.shape[-1] == 0 and probs.size == 0 and (probs.ndim == 1 or probs.shape[0] > 0):
+        # no categories: torch's kernel fails on the empty rows (not numpy's argmax of nothing)
+        raise RuntimeError(f"{api}: invalid multinomial distribution (sum of probabilities <= 0): the input has no "
+                           f"categories (shape {tuple(probs.shape)})")
     v = _concrete(probs, lambda q: ~(jnp.isfinite(q) & (q >= 0)) | ~(q.sum(-1, keepdims=True) > 0))
     if v is None or not v.size:
         return

@@ -29,7 +29,13 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
-        elif isinstance(type, int):
+        elif isinstance(type, int) and not isinstance(type, bool):
+            # a bare ordinal names the accelerator, as torch's: none here is RuntimeError at once
+            if type < 0:
+                raise RuntimeError(f"Device index must not be negative (got {type}); pass 'cpu' or 'cuda:N'")
+            if not cuda_devices():
+                raise RuntimeError(f"Cannot access accelerator device when none is available (device {type}); "
+                                   f"use 'cpu'")
             type, index = "cuda", type
         if type not in _TYPES:
             raise RuntimeError(f"Expected one of cpu, cuda, meta, mps, xpu, hip, ... (torch's device types) device "

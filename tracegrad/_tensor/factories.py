@@ -300,9 +300,13 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None,
     return _fresh((n, m), d, device, requires_grad, lambda: jnp.eye(n, m, dtype=d.np))
 
 
+# an argument left out (arange's start/end, bernoulli's p), where torch refuses an explicit None
+_NO_P = type("_NoP", (), {"__repr__": lambda self: "<absent>"})()
+
+
 @with_x64
 @accepts_out(dtype_from_out=True, keep_shape="warn")
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
            pin_memory=False):
     """Mirrors ``torch.arange``: int64 when start/end/step are all integers, else float32.
     With an integer ``dtype`` the values are ``int(start) + i * int(step)``; the length is
@@ -311,8 +315,15 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     inconsistent with the step's sign (``arange(0, 5, -1)``); ValueError for an int64 step that
     truncates to 0; NotImplementedError for ``dtype=bool`` or a sparse layout."""
     _dense_layout(layout, "arange")
-    if end is None:
+    if start is None or end is None:   # torch's overloads take numbers (arange(end) leaves the end out)
+        raise TypeError(f"arange() received an invalid combination of arguments: got "
+                        f"{'start' if start is None else 'end'}=None; pass arange(end) or arange(start, end, step)")
+    if end is _NO_P:
+        if start is _NO_P:
+            raise TypeError("arange() missing required argument 'end'")
         start, end = 0, start
+    elif start is _NO_P:   # arange(end=5)
+        start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     for name, v in zip(("start", "end", "step"), vals):   # a list, a string, None: torch's parser
         if not isinstance(v, (int, float, np.number)):
@@ -618,10 +629,16 @@ def meta_draw(operands, shape, dtype):
 
 @with_x64
 @accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
-def bernoulli(input, p=None, *, generator=None, out=None):
+def bernoulli(input, p=_NO_P, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only);
-    NotImplementedError, as torch, when ``input`` holds the probabilities but is not floating."""
+    NotImplementedError, as torch, when ``input`` holds the probabilities but is not floating;
+    TypeError for an explicit ``p=None`` (torch's overloads take a float p or none)."""
+    if p is None:
+        raise TypeError("bernoulli(): argument 'p' must be float, not NoneType; leave p out to draw with "
+                        "the probabilities in input")
+    if p is _NO_P:
+        p = None
     if p is None and not input.dtype.is_floating_point:
         raise NotImplementedError(f"bernoulli(): probabilities of dtype {input.dtype} are not supported; "
                                   f"pass a floating tensor (or p=) instead")

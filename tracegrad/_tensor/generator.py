@@ -135,7 +135,13 @@ def set_rng_state(new_state):
 
 
 def key_for(generator):
-    return (generator or default_generator).next_key()
+    try:   # free on the success path; a generator= of another kind is torch's parser TypeError
+        return (generator or default_generator).next_key()
+    except AttributeError:
+        if generator is None or isinstance(generator, Generator):
+            raise
+        raise TypeError(f"random draw received an invalid combination of arguments: got "
+                        f"generator={type(generator).__name__}; pass a tracegrad.Generator (or None)") from None
 
 
 def peek_key(generator):

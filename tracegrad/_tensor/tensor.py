@@ -607,6 +607,8 @@ class Tensor(TensorBase):
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if type(value) is not bool:   # torch's attribute setter: RuntimeError, not the method's TypeError
+            raise RuntimeError(f"requires_grad must be a bool (got {type(value).__name__}); assign True or False")
         if self._gf is not None:  # the attribute refuses even True on a non-leaf, as torch
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a "

@@ -36,6 +36,10 @@ class set_detect_anomaly:
     """Sets anomaly detection on/off at once; restores the previous setting as a context manager."""
 
     def __init__(self, mode: bool, check_nan: bool = True):
+        for name, pos, v in (("enabled", 1, mode), ("check_nan", 2, check_nan)):
+            if type(v) is not bool:   # torch's parser (set_anomaly_enabled) takes a bool only
+                raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {pos}) must be bool, not "
+                                f"{type(v).__name__}; pass True or False")
         self.prev = tuple(ANOMALY)
         ANOMALY[0], ANOMALY[1] = bool(mode), check_nan
 

@@ -193,7 +193,9 @@ def _check_outputs(outputs):
         if isinstance(out, GradientEdge):
             continue
         if not isinstance(out, Tensor):
-            raise TypeError(f"backward/grad expects Tensors as outputs, got {type(out).__name__} at index {i}")
+            # torch's Python asserts it (AssertionError) once the outputs are a sequence
+            raise AssertionError(f"Expected output to be a Tensor: backward/grad got {type(out).__name__} at index "
+                                 f"{i} of the outputs")
         if not out.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
 

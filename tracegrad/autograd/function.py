@@ -325,6 +325,10 @@ class Function(metaclass=_FunctionMeta):
                 made[id(o)] = res
             meta.append((tuple(o.shape), o.dtype, id(o) in nondiff))
             result.append(res)
+        if record and dirty and not set(dirty) <= {id(o) for o in outs if isinstance(o, Tensor)}:
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function "
+                               f"({cls.__name__}: return each tensor passed to ctx.mark_dirty)")
         ctx._out_meta = tuple(meta)
         if record:
             # save after outputs exist: a saved output is checked against its own version. An

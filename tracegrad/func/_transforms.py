@@ -213,7 +213,12 @@ def linearize(func, *primals):
     """Mirrors ``torch.func.linearize`` on ``jax.linearize``: returns ``(output, jvp_fn)`` where
     ``jvp_fn(*tangents)`` gives ``J @ tangents`` at ``primals`` without re-running ``func``
     (tangents shaped as the primals). Raises RuntimeError for a tangent whose shape differs from
-    its primal's. Results carry no autograd history."""
+    its primal's. Results carry no autograd history. AttributeError, as torch's Python code,
+    for a primal that is not a Tensor (at the pytree's leaves)."""
+    for leaf in jax.tree_util.tree_leaves(primals, is_leaf=lambda v: isinstance(v, Tensor)):
+        if not isinstance(leaf, Tensor):
+            raise AttributeError(f"'{type(leaf).__name__}' object has no attribute 'new_empty' (linearize: the "
+                                 f"primals must be Tensors)")
     _diff_leaves(primals, range(len(primals)), "linearize")
     fn = _checked_outputs(func, False, "linearize(f, *primals)")
     arrays = tuple(_wrap.to_arrays(p) for p in primals)

@@ -211,6 +211,9 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Mirrors ``torch.nn.functional.cosine_similarity``: over ``dim`` of the broadcast inputs, in
     their common dtype. RuntimeError when that dtype is not floating, as torch."""
     check_tensors("cosine_similarity", x1, x2, names=("x1", "x2"))
+    if dim is None:   # torch's parser: an int dim (None is not the default here)
+        raise TypeError("cosine_similarity(): argument 'dim' must be int, not NoneType; pass the dim to compare "
+                        "along (default 1)")
     common = tracegrad.result_type(x1, x2)
     if not common.is_floating_point:
         raise RuntimeError(f"cosine_similarity: expected common dtype to be floating point, yet common dtype is "
@@ -228,6 +231,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
     ValueError for p outside [0, 1]. Differs from torch: the random mask differs."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if type(training) is not bool and type(training).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"dropout(): argument 'train' (position 3) must be bool, not {type(training).__name__}; "
+                        f"pass training=True or False")
     out = _F.dropout(input, p, training)
     if inplace and training:
         return input.copy_(out)
@@ -245,7 +251,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
             assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
         elif padding_idx < 0:
             padding_idx = weight.size(0) + padding_idx
+    for name, v in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+        if type(v) is not bool and type(v).__name__ != "bool_":   # torch's parser: a bool only
+            raise TypeError(f"embedding(): argument '{name}' must be bool, not {type(v).__name__}")
     if max_norm is not None:
+        if norm_type is None or isinstance(norm_type, str):   # torch's parser: a float
+            raise TypeError(f"embedding_renorm_(): argument 'norm_type' must be float, not {type(norm_type).__name__}")
         # torch renormalises the looked-up rows of weight in place, outside autograd
         _vision.embedding_renorm_(weight, input, max_norm, norm_type)
     return _F.embedding(weight, input, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse)
@@ -384,6 +395,9 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 def gelu(input, *, approximate="none"):
     """Mirrors ``torch.nn.functional.gelu``: exact (erf) or ``approximate='tanh'``.
     grad_fn ``GeluBackward0``. RuntimeError for another ``approximate``."""
+    if not isinstance(approximate, str):   # torch's parser: a str
+        raise TypeError(f"gelu(): argument 'approximate' must be str, not {type(approximate).__name__}; pass "
+                        f"'none' or 'tanh'")
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
     return _nn.gelu(input, approximate)
@@ -493,6 +507,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if input.ndim >= 2 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
+    if input.ndim == 1 and target.ndim == 1:   # one sample of C classes: torch takes a 1-element target too
+        if target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")
+        target = target.reshape(())
     if target.dtype.is_floating_point:
         raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
     if target.dtype not in (tracegrad.int64, tracegrad.uint8):
@@ -588,7 +606,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 def _bcast(input, target, name):
-    if input.dtype.is_floating_point is False and not input.dtype.is_complex:
+    # torch's loss kernels compute in the operands' promoted dtype: an integer input beside a
+    # floating target is accepted (huber writes into the input's dtype: RuntimeError); l1_loss is
+    # composite in torch (sub, abs, mean), so its integer/bool operands fail in those ops
+    if isinstance(target, tracegrad.Tensor) and target.dtype is not input.dtype and name != "l1_loss":
+        common = tracegrad.promote_types(input.dtype, target.dtype)
+        if (common.is_floating_point or common.is_complex) and not (input.dtype.is_floating_point
+                                                                    or input.dtype.is_complex):
+            if name == "huber_loss":
+                raise RuntimeError(f"huber_loss(): result type {_SCALAR_NAME[common.name]} can't be cast "
+                                   f"to the desired output type {_SCALAR_NAME[input.dtype.name]}; "
+                                   f"convert the input with .float() first")
+            input = input.to(common)
+    if name != "l1_loss" and input.dtype.is_floating_point is False and not input.dtype.is_complex:
         raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
                                   "convert it with .float() first")
     if tuple(input.shape) != tuple(target.shape):
@@ -701,6 +731,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     legacy = size_average is not None or reduce is not None or reduction == "elementwise_mean"
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target = _autocast.cast("fp32", "kl_div", input, target)
+    if type(log_target) is not bool and type(log_target).__name__ != "bool_":   # torch's parser: a bool only
+        raise TypeError(f"kl_div(): argument 'log_target' must be bool, not {type(log_target).__name__}")
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean" and not legacy:
@@ -770,6 +802,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     else:
         attn = attn.softmax(-1)
     if dropout_p > 0.0:
+        if dropout_p > 1.0:   # torch's kernel checks it (RuntimeError), not F.dropout's ValueError
+            raise RuntimeError(f"scaled_dot_product_attention: dropout probability has to be between 0 and 1, "
+                               f"but got {dropout_p}")
         return dropout(attn, dropout_p, True).matmul(value)
     if value.shape[-1] != query.shape[-1]:       # torch's math path: a contiguous result
         return attn.matmul(value)

@@ -23,7 +23,8 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     an empty float tensor. Results of ops on a Parameter are plain Tensors. ``data`` may be a
     non-leaf (it is detached). ``data`` of a Tensor subclass (not Parameter) stays of its class,
     as torch's: ``data.detach()`` with ``requires_grad`` set and flagged ``_is_param``, which
-    ``isinstance(x, Parameter)`` recognises. Raises TypeError when ``data`` is not a Tensor and
+    ``isinstance(x, Parameter)`` recognises. Raises AttributeError when ``data`` is not a Tensor
+    (torch reads ``data.detach``), TypeError for a ``requires_grad`` that is not a bool, and
     RuntimeError, as torch, for ``requires_grad=True`` on an integer or bool tensor, or a
     subclass whose ``detach()`` changes its type."""
 
@@ -33,8 +34,12 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = tracegrad.empty(0)
-        if not isinstance(data, Tensor):
-            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        if not isinstance(data, Tensor):   # torch's Python reads data.detach first: AttributeError
+            raise AttributeError(f"'{type(data).__name__}' object has no attribute 'detach' (nn.Parameter(): "
+                                 f"data must be a Tensor; make one with tracegrad.tensor(...))")
+        if type(requires_grad) is not bool:   # torch's _make_subclass parser takes a bool only
+            raise TypeError(f"_make_subclass(): argument 'require_grad' (position 3) must be bool, not "
+                            f"{type(requires_grad).__name__} (nn.Parameter(): pass requires_grad=True or False)")
         if data.is_sparse:
             raise NotImplementedError("tracegrad: nn.Parameter of a sparse COO tensor is not supported; sparse "
                                       "gradients of dense parameters are (nn.Embedding(sparse=True))")

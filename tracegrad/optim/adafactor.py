@@ -42,6 +42,9 @@ class Adafactor(Optimizer):
                  weight_decay=0.0, *, foreach=None, maximize=False):
         if isinstance(lr, Tensor) and lr.numel() != 1:
             raise ValueError("Tensor lr must be 1-element")
+        if lr is None:   # torch compares it (0.0 <= lr): TypeError, where check_bounds skips a None
+            raise TypeError("Adafactor: '<=' not supported between instances of 'float' and 'NoneType' (lr must "
+                            "be a number)")
         check_bounds(("Learning rate", lr, ">=", 0), ("beta2_decay", beta2_decay, "<=", 0),
                      ("epsilon1", eps[0], ">=", 0), ("epsilon2", eps[1], ">=", 0),
                      ("Clipping threshold d", d, ">=", 1), ("weight_decay", weight_decay, ">=", 0))
@@ -73,6 +76,14 @@ class Adafactor(Optimizer):
             self._update(p, grad, state, group, eps1=eps1)
 
     def _update(self, p, grad, state, group, eps1=None):
+        # torch asserts the state matches the gradient's rank (a state_dict from other parameters)
+        if grad.dim() > 1:
+            if state.get("row_var") is None or state.get("col_var") is None:
+                raise AssertionError("row_var and col_var should be defined when grad is multidimensional "
+                                     "(Adafactor: the loaded state belongs to a parameter of another shape)")
+        elif state.get("variance") is None:
+            raise AssertionError("variance should be defined when grad is a vector (Adafactor: the loaded state "
+                                 "belongs to a parameter of another shape)")
         adafactor_step(p, grad, state.get("row_var"), state.get("col_var"), state.get("variance"),
                        state["step"], lr=group["lr"], beta2_decay=group["beta2_decay"], eps1=eps1,
                        eps2=group["eps"][1], d=group["d"], weight_decay=group["weight_decay"],

@@ -203,8 +203,6 @@ class LBFGS(Optimizer):
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tol_grad, tol_change = group["tolerance_grad"], group["tolerance_change"]
         line_search, history = group["line_search_fn"], group["history_size"]
-        if line_search is not None and line_search != "strong_wolfe":
-            raise RuntimeError("only 'strong_wolfe' is supported")
 
         state = self.state[self._params[0]]
         state.setdefault("func_evals", 0)
@@ -244,6 +242,8 @@ class LBFGS(Optimizer):
 
             ls_evals = 0
             if line_search is not None:
+                if line_search != "strong_wolfe":   # checked where torch's loop first uses it
+                    raise RuntimeError(f"only 'strong_wolfe' is supported (LBFGS got line_search_fn={line_search!r})")
                 x0 = [p.clone() for p in self._params]
                 loss, flat_grad, t, ls_evals = _strong_wolfe(lambda s: self._evaluate_at(closure, x0, s, d),
                                                              t, d, loss, flat_grad, gtd)

@@ -53,6 +53,13 @@ class RNNBase(Module):
         super().__init__()
         if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + str(mode))
+        try:
+            float(dropout)   # torch reads float(dropout) first: TypeError for None, a list...
+        except TypeError:
+            raise TypeError(f"float() argument must be a string or a real number, not '{type(dropout).__name__}' "
+                            f"({type(self).__name__}: dropout must be a number in [0, 1])") from None
+        except ValueError:
+            pass
         if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
@@ -167,7 +174,12 @@ class RNNBase(Module):
         ``(num_layers * num_directions, B, P)`` (``c_0``: hidden_size), zeros when None.
         Returns ``(output, h_n)`` (``(output, (h_n, c_n))`` for LSTM); output
         ``(T, B, num_directions * P)``, a PackedSequence for packed input.
-        Raises ValueError for a wrong input rank or dtype, RuntimeError for wrong sizes."""
+        Raises ValueError for a wrong input rank or dtype, RuntimeError for wrong sizes; TypeError
+        for a ``bidirectional`` that is not a bool (torch's kernel parses it at the call)."""
+        if type(self.bidirectional) is not bool:
+            raise TypeError(f"{self.mode.lower()}() received an invalid combination of arguments: bidirectional="
+                            f"{type(self.bidirectional).__name__} ({type(self).__name__}: pass bidirectional=True "
+                            f"or False)")
         lstm = self.mode == "LSTM"
         packed = isinstance(input, PackedSequence)
         if packed:
@@ -354,7 +366,12 @@ class RNNCellBase(Module):
         state(s) to zeros, check sizes (RuntimeError as torch's cell kernels)."""
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if n_states == 2 and isinstance(hx, tracegrad.Tensor):   # torch's lstm_cell parser: a tuple
+            raise TypeError(f"lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, not Tensor "
+                            f"({name}: pass (h, c))")
         states = None if hx is None else ((hx,) if n_states == 1 else tuple(hx))
+        if states is not None and len(states) != n_states:
+            raise RuntimeError(f"lstm_cell expects two hidden states ({name}: pass (h, c), got {len(states)})")
         if states is not None:
             for i, h in enumerate(states):
                 if h.dim() not in (1, 2):

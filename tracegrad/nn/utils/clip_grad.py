@@ -39,6 +39,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     """Mirrors ``torch.nn.utils.clip_grad_norm_``: scales every ``.grad`` in place by
     ``min(1, max_norm / (total_norm + 1e-6))``; returns the total norm (a 0-d tensor).
     ``norm_type`` may be ``inf``. RuntimeError for a non-finite norm with ``error_if_nonfinite``."""
+    # as torch: both numbers are read first, whether or not any gradient is there to clip
+    max_norm, norm_type = float(max_norm), float(norm_type)
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     parameters = list(parameters)   # read twice: a generator would be empty the second time

@@ -187,6 +187,10 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
                            f"{type(sequences)}; pass a list or tuple of tensors") from None
     if not sequences:
         raise RuntimeError("pad_sequence: received an empty list of sequences; pass at least one tensor")
+    for i, s in enumerate(sequences):   # torch's parser reads a list of Tensors
+        if not isinstance(s, tracegrad.Tensor):
+            raise TypeError(f"pad_sequence(): expected Tensor as element {i} in argument 0, but got "
+                            f"{type(s).__name__}")
     trailing = tuple(sequences[0].shape[1:])
     for s in sequences:
         if tuple(s.shape[1:]) != trailing:

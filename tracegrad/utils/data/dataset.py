@@ -37,6 +37,13 @@ class IterableDataset(Dataset):
     ``torch.utils.data.IterableDataset``; ``ds1 + ds2`` is a ``ChainDataset``. A DataLoader
     over it takes no ``sampler``/``batch_sampler``/``shuffle`` (ValueError, as torch)."""
 
+    def __new__(cls, *args, **kwargs):
+        # torch's IterableDataset is an abstract Iterable: one without its own __iter__ cannot be made
+        if cls.__iter__ is IterableDataset.__iter__:
+            raise TypeError(f"Can't instantiate abstract class {cls.__name__} with abstract method __iter__ "
+                            f"(subclasses of IterableDataset implement __iter__)")
+        return super().__new__(cls)
+
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
