@@ -399,6 +399,12 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset()):
         for k in ("__defaults__", "__kwdefaults__"):
             if getattr(f, k) is not None:
                 checks.append((_Attributes(f), k, getattr(f, k), _IDENTITY))
+    code_names = _code_names(f.__code__, set()) if isinstance(f, types.FunctionType) else set()
+    for used in names or ():
+        code_names |= used
+    for m in modules:
+        code_names |= _class_names(type(m))
+    _guard_tensor_methods(code_names, checks)
     for m in modules:
         _guard_object(m, _class_names(type(m)), checks, seen)
         _guard_held(m, (), checks, seen)       # ``self.drop.training`` of a submodule not called
@@ -410,6 +416,19 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset()):
     for ref, used in zip(refs, names or [frozenset()] * len(refs)):
         _guard_ref(ref, used, checks, seen)
     return tuple(checks)
+
+
+_TENSOR_NS = vars(Tensor)      # a live view of the class dict
+
+
+def _guard_tensor_methods(used, checks):
+    """A method set on ``tracegrad.Tensor`` between calls (``Tensor.twice = ...``, a patched
+    ``Tensor.relu``) that the traced code names: its entry in Tensor's class dict, by identity
+    (one check per such name; a metaclass seeing every class write would slow ``isinstance``
+    of every op's arguments)."""
+    for k in used:
+        if not k.startswith("__") and hasattr(Tensor, k):
+            checks.append((_TENSOR_NS, k, _TENSOR_NS.get(k, _MISSING), None))
 
 
 def _guard_ref(ref, used, checks, seen):
