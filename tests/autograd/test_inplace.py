@@ -189,7 +189,31 @@ def p_views_made_before_base_got_history(torch, log):
     log("after an op", graph(u))
 
 
-PROGRAMS = [p_views_made_before_base_got_history, p_inplace_into_nograd_tensor, p_copy_slices_graph, p_leaf_rules, p_nonleaf_rebase, p_copy_slices, p_saved_modified, p_version_counts]
+def p_metadata_inplace_on_nonleaf(torch, log):
+    # t_/transpose_/squeeze_/unsqueeze_ on a non-leaf that requires grad: the view op's node
+    # under its in-place name (TBackward1, SqueezeBackward4...), gradients through it; a leaf is
+    # the leaf error; retain_grad() stays with the old history (its grad has the old shape)
+    a = tensor(torch, rnd((2, 1, 3), 0), requires_grad=True)
+    total = 0
+    for name, f in [("t_", lambda x: x.view(2, 3).t_()), ("transpose_", lambda x: x.transpose_(0, 1)),
+                    ("squeeze_()", lambda x: x.squeeze_()), ("squeeze_(1)", lambda x: x.squeeze_(1)),
+                    ("squeeze_((1,))", lambda x: x.squeeze_((1,))), ("unsqueeze_", lambda x: x.unsqueeze_(0)),
+                    ("swapaxes_", lambda x: x.swapaxes_(0, 1)), ("of a view", lambda x: x[0].unsqueeze_(0))]:
+        r = f(a * 1.5)
+        log(name, (type(r.grad_fn).__name__, tuple(r.shape), r._version, graph(r)))
+        total = total + (r * tensor(torch, rnd(tuple(r.shape), 1))).sum()
+    total.backward()
+    log("grad", a.grad)
+    x = a * 1
+    x.retain_grad()
+    x.unsqueeze_(0)
+    x.sum().backward()
+    log("retained", x.grad)
+    log("leaf", err(lambda: a.unsqueeze_(0)))
+
+
+PROGRAMS = [p_views_made_before_base_got_history, p_inplace_into_nograd_tensor, p_copy_slices_graph, p_leaf_rules,
+            p_nonleaf_rebase, p_copy_slices, p_saved_modified, p_version_counts, p_metadata_inplace_on_nonleaf]
 
 
 # known core bugs: program name -> root cause (see /tmp/autograd_bugs.md history)

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _state
 from ..autograd._dispatch import apply_inplace, check_inplace
+from ..autograd._graph_impl import node_class
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
 from .._ops.errors import not_a_tensor, not_self
@@ -306,15 +307,17 @@ def lerp_(self, end, weight):
 
 @method()
 def t_(self):
-    """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change)."""
+    """Mirrors ``torch.Tensor.t_``: transposes self in place (metadata change; grad_fn
+    ``TBackward1``)."""
     if not isinstance(self, Tensor):   # NOTE [unbound self]
         raise not_self("t_", self)
-    return _restride_(self, t(self.detach()))
+    return _restride_(self, t, (), "TBackward1")
 
 
 @method()
 def transpose_(self, dim0, dim1):
-    return _restride_(self, transpose(self.detach(), dim0, dim1))
+    """Mirrors ``torch.Tensor.transpose_`` (grad_fn ``TransposeBackward1``)."""
+    return _restride_(self, transpose, (dim0, dim1), "TransposeBackward1")
 
 
 @method()
@@ -325,23 +328,43 @@ def swapaxes_(self, axis0, axis1):
 
 @method()
 def squeeze_(self, dim=None):
-    return _restride_(self, squeeze(self.detach(), dim))
+    """Mirrors ``torch.Tensor.squeeze_`` (grad_fn ``SqueezeBackward3/4/5`` for no dim, one
+    dim, several dims)."""
+    name = "SqueezeBackward3" if dim is None else "SqueezeBackward5" if isinstance(dim, (tuple, list)) \
+        else "SqueezeBackward4"
+    return _restride_(self, squeeze, (dim,), name)
 
 
 @method()
 def unsqueeze_(self, dim):
-    return _restride_(self, unsqueeze(self.detach(), dim))
+    """Mirrors ``torch.Tensor.unsqueeze_`` (grad_fn ``UnsqueezeBackward1``)."""
+    return _restride_(self, unsqueeze, (dim,), "UnsqueezeBackward1")
 
 
-def _restride_(self, new):
+def _restride_(self, view, args=(), grad_fn=None):
+    """``self`` takes the metadata of ``view(self, *args)`` (``view``: a view op, or a tensor
+    already made from ``self.detach()``): the same storage, a new view chain, the version
+    bumped. A non-leaf that requires grad (with grad mode on) gets the view op's node as its
+    grad_fn, under torch's in-place name ``grad_fn``; its ``retain_grad()`` stays with the old
+    history, as torch's. A leaf that requires grad is torch's leaf error; ``as_strided_``,
+    ``set_`` and ``resize_`` pass a tensor and are refused on any tensor that requires grad."""
     check_inplace(self)     # torch's inference-tensor / inference-view errors first
+    node = None
     if self.requires_grad and _grad_on():
-        raise RuntimeError("tracegrad: shape-changing in-place ops (t_, transpose_, squeeze_, unsqueeze_, "
-                           "as_strided_, set_, resize_) are not supported on tensors that require grad; use the "
-                           "out-of-place form")
+        if not callable(view) or self.grad_fn is None:
+            if callable(view):
+                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+            raise RuntimeError("tracegrad: shape-changing in-place ops (as_strided_, set_, resize_) are not "
+                               "supported on tensors that require grad; use the out-of-place form")
+        tracked = view(self, *args)
+        node, out_nr = tracked._gf, tracked._out_nr
+        node.__class__ = node_class(grad_fn, type(node).__mro__[1])
+    new = view(self.detach(), *args) if callable(view) else view
     self._st, self._chain, self._vcache = new._st, new._chain, None
     self._vgen = -1
     self._vc[0] += 1
+    if node is not None:
+        self._gf, self._out_nr, self._gf_ver = node, out_nr, self._vc[0]
     return self
 
 
