@@ -152,7 +152,9 @@ def _guard_module_attributes(m, names, checks, seen):
     does not name them, and ``model.noise = 1.0`` between calls must trace again."""
     d = vars(m)
     for k in names:
-        if k == "training" or k not in d or ("attr", id(m), k) in seen:
+        # (``training`` and the module's own ``_parameters``/``_modules``/... tables are
+        # state the program already follows)
+        if k == "training" or k.startswith("_") or k not in d or ("attr", id(m), k) in seen:
             continue
         seen.add(("attr", id(m), k))
         v = d[k]
