@@ -136,12 +136,31 @@ def _guard_held(v, names, checks, seen, place=None):
         if is_memoized(v):           # a cached helper's results the trace baked: cleared, traced again
             checks.append((_Probe(lambda f=v: f.cache_info().currsize), None, v.cache_info().currsize, None))
         _guard_object(v, names, checks, seen)
-    elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
-            and ("modes", id(v)) not in seen:
+    elif getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)):
+        _guard_module_attributes(v, names, checks, seen)
+        if ("modes", id(v)) in seen:
+            return
         seen.add(("modes", id(v)))
         for m in v.modules():
             if id(m) not in checks.called and "training" in vars(m):
                 checks.append((vars(m), "training", m.training, None))
+
+
+def _guard_module_attributes(m, names, checks, seen):
+    """A module's own attributes that the code reading the module names (the step's
+    ``x * model.noise``, ``model.cfg["tau"]``): the module's class code alone (``_class_names``)
+    does not name them, and ``model.noise = 1.0`` between calls must trace again."""
+    d = vars(m)
+    for k in names:
+        # (``training`` and the module's own ``_parameters``/``_modules``/... tables are
+        # state the program already follows)
+        if k == "training" or k.startswith("_") or k not in d or ("attr", id(m), k) in seen:
+            continue
+        seen.add(("attr", id(m), k))
+        v = d[k]
+        if not _guard_value(d, k, v, checks):
+            _guard_container(v, checks, seen, names=names)
+    _guard_class_attributes(m, d, names, checks)
 
 
 def _guard_class_attributes(o, d, names, checks, every=False):
@@ -444,7 +463,9 @@ def _guard_ref(ref, used, checks, seen):
         elif isinstance(v, types.ModuleType):
             _guard_namespace(vars(v), used, checks, seen)
         elif isinstance(v, type) and v.__module__.split(".")[0] not in ("tracegrad", "builtins"):
-            _guard_namespace(v.__dict__, used, checks, seen)
+            # and what the class's own methods read from it: a custom Function's backward
+            # reading ``ScaleGrad.scale`` (the step's code names only ``apply``)
+            _guard_namespace(v.__dict__, frozenset(used) | _class_names(v), checks, seen)
         else:
             _guard_held(v, _object_names(type(v), used), checks, seen, None if holder is None else (holder, name))
 
