@@ -3,30 +3,21 @@ and tracegrad: tracegrad must raise the same exception class, a message with the
 (``gist`` is checked on both libraries' messages) and no text from the layers below it (JAX,
 XLA, numpy). Calls torch accepts must be accepted too (valid edge cases sit in the tables)."""
 import re
-import warnings
 
 import pytest
 
 import tracegrad
+
+from _bad_input_helpers import outcome
 
 torch = pytest.importorskip("torch")
 
 FOREIGN = re.compile(r"jax|xla|jnp\.|lax\.|\bnp\.|tracer|jaxpr", re.I)
 
 
-def _outcome(fn, T):
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn(T)
-    except Exception as e:   # noqa: BLE001 -- the class is what is compared
-        return type(e), str(e)
-    return None, ""
-
-
 def _compare(fn, gist=None, foreign_ok=False):
-    tc, tm = _outcome(fn, torch)
-    gc, gm = _outcome(fn, tracegrad)
+    tc, tm = outcome(fn, torch)
+    gc, gm = outcome(fn, tracegrad)
     if tc is None:
         assert gc is None, f"torch accepts it, tracegrad raised {gc.__name__}: {gm}"
         return

@@ -604,13 +604,10 @@ def reflected(fn):
     """A reflected operator (``other <op> tensor``) that, as torch's, refuses an ndarray on the
     left: ``ndarray * tensor`` is a TypeError (numpy defers to Tensor, ``__array_priority__``);
     numpy scalars are numbers and go through. Other operands as ``operator``."""
+    forward = operator(fn)
+
     def op(s, o):
-        if type(o) is np.ndarray:
-            return NotImplemented
-        try:
-            return fn(s, o)
-        except TypeError:
-            return NotImplemented
+        return NotImplemented if type(o) is np.ndarray else forward(s, o)
     op.__name__ = fn.__name__
     return op
 

@@ -1,0 +1,28 @@
+"""Helpers shared by the bad-input parity tables (test_bad_input.py, test_bad_input_round7.py,
+test_bad_input_compile.py): run one call under torch and tracegrad and compare what they raise,
+and the pattern of other libraries' words that must not reach a tracegrad error message."""
+import re
+import warnings
+
+# JAX's, XLA's and NumPy's own words (``numpy()`` the method is fine), a NumPy dtype repr
+FOREIGN = re.compile(r"jax|xla|jnp\.|lax\.|numpy(?!\(\))|\bnp\.|tracer|jaxpr|dtype\(|\|S\d", re.I)
+
+
+def outcome(fn, T):
+    """``(exception class or None, message)`` of ``fn(T)``, warnings silenced."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(T)
+    except Exception as e:   # noqa: BLE001 -- the class is what is compared
+        return type(e), str(e)
+    return None, ""
+
+
+def assert_same_class(name, fn, torch, tracegrad):
+    """``fn`` raises the same exception class (or none) under both, and tracegrad's message
+    holds no other library's words."""
+    expected, tmsg = outcome(fn, torch)
+    got, msg = outcome(fn, tracegrad)
+    assert got is expected, f"{name}: torch raises {expected} ({tmsg[:200]}), tracegrad {got}: {msg[:300]}"
+    assert not FOREIGN.search(msg), f"{name}: foreign text leaked: {msg[:300]}"
