@@ -28,7 +28,7 @@ from torch.testing._internal.common_methods_invocations import op_db  # noqa: E4
 from _opinfo_helpers import (  # noqa: E402
     Carrier, assert_same, call, carries_over, cotangents, flat, is_random, resolve, seed_torch
 )
-from test_bad_input import FOREIGN  # noqa: E402
+from _bad_input_helpers import FOREIGN  # noqa: E402
 
 # Samples per OpInfo and check: the first few cover the common shapes (scalar, empty, broadcast)
 # and keep the file inside its time budget; each new shape is one XLA compile.

@@ -32,7 +32,7 @@ import tracegrad.optim  # noqa: E402
 from torch.testing._internal.common_optimizers import OptimizerErrorEnum, optim_db  # noqa: E402
 
 from _opinfo_helpers import Carrier, assert_same, tg_to_torch  # noqa: E402
-from test_bad_input import FOREIGN  # noqa: E402
+from _bad_input_helpers import FOREIGN  # noqa: E402
 
 N_STEPS = 3
 # XLA's and ATen's float32 kernels (sqrt, pow, fused multiply-adds) differ by a few ulps

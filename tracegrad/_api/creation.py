@@ -149,7 +149,7 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
     """Mirrors ``torch.Tensor.type``: with no argument, the legacy name (``'torch.FloatTensor'``,
     ``'torch.cuda.LongTensor'``); with a dtype or such a name, a converted tensor (``self`` when
     nothing changes); ``torch.Tensor`` itself converts to the default dtype. ValueError for an
-    unknown name or a class that is not a tensor type."""
+    unknown name or a class that is not a tensor type; TypeError for an argument of another kind."""
     if dtype is None:
         prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
         return f"{prefix}{_TYPE_NAMES[self.dtype.name]}Tensor"
@@ -168,6 +168,8 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
         if not issubclass(dtype, Tensor):
             raise ValueError(f"invalid type: '{dtype.__name__}'")
         return self.to(_dt.get_default_dtype())
+    if not isinstance(dtype, _dt.dtype):
+        raise TypeError("type(): dtype must be a type, str, or dtype object")
     return self.to(dtype)
 
 
