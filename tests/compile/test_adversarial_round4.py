@@ -14,20 +14,13 @@ import pytest
 import tracegrad
 
 from ._harness import change, check_compiled, data, no_change, np_init
+from .test_adversarial_round3 import mlp, xy
 
 CALLS = 4
 
 
 def check(make, calls=CALLS, **kw):
     return check_compiled(make, calls=calls, between=change, **kw)
-
-
-def mlp(mod, seed=0):
-    return np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.Tanh(), mod.nn.Linear(4, 2)), mod, seed)
-
-
-def xy(mod):
-    return lambda i: (data(mod, i, 5, 3), data(mod, i, 5, 2, seed=300))
 
 
 def train_step(mod, model, opt, body=None):
