@@ -317,23 +317,17 @@ from ._tensor.runtime import (
 )
 from .amp import autocast as autocast  # noqa: E402
 from .amp.autocast_mode import (  # noqa: E402
-    get_autocast_dtype as get_autocast_dtype, is_autocast_enabled as is_autocast_enabled
+    autocast_decrement_nesting as autocast_decrement_nesting, autocast_increment_nesting as autocast_increment_nesting,
+    clear_autocast_cache as clear_autocast_cache, get_autocast_dtype as get_autocast_dtype,
+    is_autocast_cache_enabled as is_autocast_cache_enabled, is_autocast_enabled as is_autocast_enabled,
+    set_autocast_cache_enabled as set_autocast_cache_enabled, set_autocast_dtype as set_autocast_dtype,
+    set_autocast_enabled as set_autocast_enabled
 )
-
-
-def is_autocast_cpu_enabled():
-    """Mirrors ``torch.is_autocast_cpu_enabled``."""
-    return is_autocast_enabled("cpu")
-
-
-def get_autocast_cpu_dtype():
-    """Mirrors ``torch.get_autocast_cpu_dtype``."""
-    return get_autocast_dtype("cpu")
-
-
-def get_autocast_gpu_dtype():
-    """Mirrors ``torch.get_autocast_gpu_dtype``."""
-    return get_autocast_dtype("cuda")
+from .amp.legacy import (  # noqa: E402
+    get_autocast_cpu_dtype as get_autocast_cpu_dtype, get_autocast_gpu_dtype as get_autocast_gpu_dtype,
+    is_autocast_cpu_enabled as is_autocast_cpu_enabled, set_autocast_cpu_dtype as set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled as set_autocast_cpu_enabled, set_autocast_gpu_dtype as set_autocast_gpu_dtype
+)
 
 
 from ._api.creation import (  # noqa: E402  (typed legacy constructors)

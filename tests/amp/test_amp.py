@@ -209,3 +209,44 @@ def test_per_device_amp_spellings_warn_deprecated_as_torch(make):
         seen.append([(x.category, "deprecated" in str(x.message)) for x in w
                      if issubclass(x.category, FutureWarning) or "deprecated" in str(x.message)])
     assert seen[0] == seen[1]
+
+
+def _global_switches(m):
+    """torch's process-wide autocast switches, used outside any ``autocast`` context."""
+    out = [str(m.get_autocast_dtype("cpu")).split(".")[-1]]
+    x = m.ones(2, 2)
+    try:
+        m.set_autocast_dtype("cpu", m.float16)
+        out += [str(m.get_autocast_dtype("cpu")).split(".")[-1], m.is_autocast_enabled("cpu")]
+        m.set_autocast_enabled("cpu", True)
+        out += [m.is_autocast_enabled("cpu"), m.is_autocast_enabled(), _dt(x @ x)]
+        with m.autocast("cpu", dtype=m.bfloat16):
+            out.append(_dt(x @ x))
+        out += [_dt(x @ x), str(m.get_autocast_dtype("cpu")).split(".")[-1]]
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out.append(m.is_autocast_cpu_enabled())
+            m.set_autocast_cpu_dtype(m.bfloat16)
+            out += [_dt(x @ x), [type(i.message).__name__ for i in w]]
+    finally:
+        m.set_autocast_enabled("cpu", False)
+        m.set_autocast_dtype("cpu", m.bfloat16)
+    out += [m.is_autocast_enabled("cpu"), _dt(x @ x)]
+    m.set_autocast_enabled(True)
+    out.append(m.is_autocast_enabled())   # the legacy one-argument form is 'cuda'
+    m.set_autocast_enabled(False)
+    m.set_autocast_cache_enabled(False)
+    out.append(m.is_autocast_cache_enabled())
+    m.set_autocast_cache_enabled(True)
+    m.clear_autocast_cache()
+    out += [m.autocast_increment_nesting(), m.autocast_decrement_nesting()]
+    for bad in ("foo", 3):
+        try:
+            m.set_autocast_enabled(bad, True)
+        except Exception as e:  # noqa: BLE001 -- the class is compared with torch's
+            out.append(type(e).__name__)
+    return out
+
+
+def test_global_autocast_switches_match_torch():
+    assert _global_switches(tracegrad) == _global_switches(torch)

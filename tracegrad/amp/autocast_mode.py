@@ -23,14 +23,80 @@ def is_autocast_available(device_type: str) -> bool:
     return device_type == "cpu" or (device_type == "cuda" and bool(cuda_devices()))
 
 
+def _device_type(device_type, api):
+    if not isinstance(device_type, str):
+        raise TypeError(f"{api}(): device_type must be a str such as 'cpu' or 'cuda', not "
+                        f"{type(device_type).__name__}")
+    if device_type not in _KNOWN:
+        raise RuntimeError(f"Expected one of {', '.join(_KNOWN)} device type at start of device string: "
+                           f"{device_type}")
+    return device_type
+
+
 def get_autocast_dtype(device_type: str):
-    """Mirrors ``torch.get_autocast_dtype``: the active (or default) autocast dtype."""
+    """Mirrors ``torch.get_autocast_dtype``: the active (or configured) autocast dtype."""
     return _autocast.dtype_for(device_type) or _DEFAULT.get(device_type, _dt.float16)
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:
     """Mirrors ``torch.is_autocast_enabled``: no argument means 'cuda', as torch."""
     return _autocast.dtype_for(device_type or "cuda") is not None
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """Mirrors ``torch.set_autocast_enabled(device_type, enabled)``: turns autocast on or off for
+    ``device_type`` outside any ``autocast`` context (with the dtype ``set_autocast_dtype`` chose);
+    the legacy one-argument form ``set_autocast_enabled(enabled)`` means 'cuda'.
+    Raises RuntimeError for an unknown device type."""
+    if enabled is None and isinstance(device_type, bool):
+        device_type, enabled = "cuda", device_type
+    device_type = _device_type(device_type, "set_autocast_enabled")
+    _autocast.set_dtype(device_type, get_autocast_dtype(device_type) if enabled else None)
+
+
+def set_autocast_dtype(device_type, dtype) -> None:
+    """Mirrors ``torch.set_autocast_dtype(device_type, dtype)``: the dtype autocast on
+    ``device_type`` casts to (the default of the next ``autocast`` context, and the active one
+    where autocast is on). Raises RuntimeError for an unknown device type, TypeError for a
+    non-dtype."""
+    device_type = _device_type(device_type, "set_autocast_dtype")
+    dtype = _dt.to_dtype(dtype)
+    _DEFAULT[device_type] = dtype
+    if _autocast.dtype_for(device_type) is not None:
+        _autocast.set_dtype(device_type, dtype)
+
+
+_cache = [True]
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Mirrors ``torch.is_autocast_cache_enabled`` (tracegrad caches no casts: the flag is kept
+    for programs that save and restore it)."""
+    return _cache[0]
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Mirrors ``torch.set_autocast_cache_enabled``: see ``is_autocast_cache_enabled``."""
+    _cache[0] = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    """Mirrors ``torch.clear_autocast_cache``: there is no cast cache to clear."""
+
+
+_nesting = [0]
+
+
+def autocast_increment_nesting() -> int:
+    """Mirrors ``torch.autocast_increment_nesting``: the autocast nesting depth after the call."""
+    _nesting[0] += 1
+    return _nesting[0]
+
+
+def autocast_decrement_nesting() -> int:
+    """Mirrors ``torch.autocast_decrement_nesting``: the autocast nesting depth after the call."""
+    _nesting[0] = max(_nesting[0] - 1, 0)
+    return _nesting[0]
 
 
 class autocast:
@@ -49,10 +115,7 @@ class autocast:
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        if device_type not in _KNOWN:
-            raise RuntimeError(f"Expected one of {', '.join(_KNOWN)} device type at start of device string: "
-                               f"{device_type}")
-        self.device = device_type
+        self.device = _device_type(device_type, "autocast")
         self.fast_dtype = _dt.to_dtype(dtype) if dtype is not None else get_autocast_dtype(device_type)
         self._cache_enabled = True if cache_enabled is None else cache_enabled
         if enabled and device_type == "cpu" and self.fast_dtype not in (_dt.bfloat16, _dt.float16):

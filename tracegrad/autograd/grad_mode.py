@@ -160,3 +160,50 @@ class inference_mode(_DecoratorContextManager):
 
     def clone(self):
         return type(self)(self.mode)
+
+
+class _FlagContext(_DecoratorContextManager):
+    """A process-wide autograd switch set at construction (as a call) and restored on exit,
+    like ``set_grad_enabled``; ``FLAG`` is the subclass's one-element list."""
+    FLAG: list
+
+    def __init__(self, mode: bool):
+        self.prev, self.mode = self.FLAG[0], bool(mode)
+        self.FLAG[0] = self.mode
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        self.FLAG[0] = self.prev
+
+    def clone(self):
+        return type(self)(self.mode)
+
+
+_MULTITHREADING, _VIEW_REPLAY = [True], [False]
+
+
+class set_multithreading_enabled(_FlagContext):
+    """Mirrors ``torch.autograd.set_multithreading_enabled(mode)``: whether backward may use a
+    thread per device. tracegrad's engine runs backward on the calling thread either way (one
+    device's work runs in order there, as torch's CPU queue does); the flag is kept for programs
+    that read it (``is_multithreading_enabled``)."""
+    FLAG = _MULTITHREADING
+
+
+class _force_original_view_tracking(_FlagContext):
+    """Mirrors ``torch.autograd.grad_mode._force_original_view_tracking(mode)``: whether views
+    are replayed from their base (``torch.autograd.is_view_replay_enabled``). tracegrad views
+    always keep their own view function, so values and gradients do not depend on it."""
+    FLAG = _VIEW_REPLAY
+
+
+def is_multithreading_enabled() -> bool:
+    """Mirrors ``torch.autograd.is_multithreading_enabled``."""
+    return _MULTITHREADING[0]
+
+
+def is_view_replay_enabled() -> bool:
+    """Mirrors ``torch.autograd.is_view_replay_enabled``."""
+    return _VIEW_REPLAY[0]

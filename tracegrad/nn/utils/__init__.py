@@ -6,6 +6,7 @@ from .convert_parameters import parameters_to_vector, vector_to_parameters  # no
 from . import fusion, rnn, stateless  # noqa: F401
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: F401
 from .init import skip_init  # noqa: F401
+from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format  # noqa: F401
 # the submodules first, then their functions over the names (as torch: a later
 # ``import torch.nn.utils.spectral_norm`` finds the module imported and leaves the function bound)
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: F401
