@@ -202,6 +202,7 @@ class Capture:
         self.opt_state = {}                    # id(optimizer) -> its state before the trace
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
+        self.outside_writes = 0                # in-place writes to storages made before the trace
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
         self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
@@ -270,8 +271,24 @@ class Capture:
         return _written(old, new)
 
     def see_write(self, t):
+        if t._st not in self.created:
+            self.outside_writes += 1
         if self._external(t):
             self.found.setdefault(id(t._st), (t, t._st.array, t._st))
+
+    # NOTE [checkpoint side effects]: eagerly, backward re-runs a checkpointed block, so its
+    # writes to outside state (a BatchNorm's running stats, num_batches_tracked) happen again
+    # in backward, as in torch. A compiled forward differentiated outside (``vjp``) hands
+    # backward JAX's VJP of the program, which recomputes values but repeats no write: the
+    # second update would be lost. Such a call runs eagerly (a graph break); a block that
+    # writes nothing outside (the usual transformer block) stays in the program.
+    def checkpoint_ran(self, writes_before):
+        """A checkpointed block just ran in this trace, ``writes_before`` being
+        ``outside_writes`` at its start."""
+        if self.vjp and self.outside_writes != writes_before:
+            raise GraphBreak("a checkpointed block writes state made outside it (BatchNorm running stats, "
+                             "an in-place update) in a compiled forward differentiated outside: backward "
+                             "repeats those writes when it recomputes the block, a program's VJP would not")
 
     def see_generator(self, gen):
         if gen not in self.generators and gen not in self.found_generators:

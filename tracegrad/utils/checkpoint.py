@@ -29,7 +29,7 @@ import weakref
 from collections import defaultdict
 
 import tracegrad
-from .. import _autocast
+from .. import _autocast, _state
 from .._lowering.remat import barrier
 from ..autograd import engine as _engine
 from ..autograd._graph_impl import SavedTensor, StopAfterOp
@@ -519,9 +519,16 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
         if context_fn is not noop_context_fn or debug is not False:
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
-        return CheckpointFunction.apply(function, preserve_rng_state, *args)
-    return _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check,
-                                         debug, early_stop, args, kwargs)
+    cap = _state.CAPTURE[0]
+    writes = cap.outside_writes if cap is not None else 0
+    if use_reentrant:
+        out = CheckpointFunction.apply(function, preserve_rng_state, *args)
+    else:
+        out = _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check,
+                                            debug, early_stop, args, kwargs)
+    if cap is not None:    # NOTE [checkpoint side effects] in _lowering/capture.py
+        cap.checkpoint_ran(writes)
+    return out
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
