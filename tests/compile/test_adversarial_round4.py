@@ -479,3 +479,42 @@ def test_checkpoint_in_a_compiled_forward_breaks_only_when_the_block_writes_stat
         assert stats["traces"] == 0 and any("checkpointed block writes state" in r for r, _ in stats["graph_breaks"])
     else:
         assert stats["traces"] == 1 and not stats["graph_breaks"], stats
+
+
+@pytest.mark.parametrize("effect", [True, False], ids=["backward_appends_breaks", "pure_backward_stays_compiled"])
+def test_custom_function_backward_with_a_python_side_effect(effect):
+    # NOTE [custom Function code]: the engine runs the Function's backward inside the trace,
+    # so a list it appends to would grow once, while tracing, and never again
+    seen = {}
+
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(3, 2), mod)
+        log = []
+
+        class Scale(mod.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                if effect:
+                    log.append(len(log))
+                return g * 2
+
+        def step(x):
+            model.zero_grad()
+            loss = Scale.apply(model(x)).sum()
+            loss.backward()
+            return loss
+        compiled = wrap(step)
+        if compiled is not step:
+            seen["stats"] = compiled.stats
+        return compiled, {"model": model, "log": log, "change": no_change}, lambda i: (data(mod, i, 4, 3),)
+    check(make, torch_too=True)
+    stats = seen["stats"]
+    if effect:
+        assert stats["traces"] == 0 and any("'log'" in r for r, _ in stats["graph_breaks"]), stats
+    else:
+        assert stats["traces"] == 1 and not stats["graph_breaks"], stats

@@ -34,7 +34,8 @@ import jax.numpy as jnp
 from .. import _state
 from .._tensor.tensor import chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
-from .pystate import _user_code, opened_by_user
+from .pystate import (_plain_object, _user_code, changed, clock_reads, effects_signature, opened_by_user, python_refs, restore,
+                      snapshot, stateful_reads)
 from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
@@ -179,6 +180,39 @@ def _written_jvp(primals, tangents):
     return primals[1], tangents[0]
 
 
+# NOTE [hooks in a trace]: a tensor hook, a post-accumulate-grad hook, a module hook or an
+# optimizer step hook runs inside the trace like the function's own code: its tensor math
+# (``g.clamp(-1, 1)``, an output scaled or replaced) is part of the program and runs on every
+# call. Its Python is checked like the function's: the closure cells and globals it reads are
+# guarded (a hook's ``scale`` changed between calls traces again), and one that changes Python
+# state (appends to a list, counts, stores a tensor) or reads a file or the clock makes the
+# call a graph break, so it runs eagerly and does that on every call. Pack hooks of
+# ``saved_tensors_hooks`` and hooks on autograd Nodes still break (their unpack halves and
+# the Nodes' lifetimes are not followed here).
+_TRACED_HOOKS = ("tensor", "post accumulate grad", "module", "optimizer step")
+
+
+def _hook_name(fn):
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+class TracedHook:
+    """A hook that ran in this trace: the Python references its code reads, what they held
+    when it first ran (``before``: to see a change; ``snap``: to put it back)."""
+
+    __slots__ = ("kind", "fn", "refs", "names", "before", "snap")
+
+    def __init__(self, kind, fn):
+        self.kind, self.fn = kind, fn
+        # a callable object (``self.features = out`` in its ``__call__``) is state of its own
+        self.refs, self.names = python_refs(fn, (fn,) if _plain_object(fn) else ())
+        reads = stateful_reads(self.refs, self.names) or clock_reads(self.refs, self.names)
+        if reads is not None:
+            raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' reads {reads}, which gives a new value on "
+                             "every eager call but would be read once while tracing")
+        self.before, self.snap = effects_signature(self.refs), snapshot(self.refs)
+
+
 class Capture:
     """Bookkeeping for one trace. ``lifted``: ids of storages whose arrays are tracers now;
     ``generators``: generators whose keys are traced; ``hyper_inputs``: optimizer ->
@@ -203,6 +237,7 @@ class Capture:
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.outside_writes = 0                # in-place writes to storages made before the trace
+        self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
         self.stand_ins = {}                    # id(storage of an argument's stand-in) -> the argument
@@ -302,14 +337,30 @@ class Capture:
                              "flow or a value taken out of the program)")
 
     def on_hook(self, kind, fn):
-        if getattr(fn, "_tracegrad_traceable", False):
+        if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:
             return
         if fn is None:
             raise GraphBreak("a hook is registered inside the compiled function (it would be "
                              "registered once, while tracing)")
-        name = getattr(fn, "__qualname__", None) or type(fn).__name__
-        raise GraphBreak(f"the {kind} hook '{name}' runs inside the compiled function; its Python "
-                         "side effects would happen only while tracing")
+        if kind not in _TRACED_HOOKS:
+            raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' runs inside the compiled function; its "
+                             "Python side effects would happen only while tracing")
+        self.hooks[id(fn)] = TracedHook(kind, fn)
+
+    def hooks_changed(self):
+        """Raise the graph break for a hook that changed Python state while traced."""
+        for h in self.hooks.values():
+            moved = changed(h.refs, h.before)
+            if moved is not None:
+                moved = moved.replace("argument 0", "self", 1) if moved.startswith("argument 0") else moved
+                raise GraphBreak(f"the {h.kind} hook '{_hook_name(h.fn)}' changes the Python value '{moved}' "
+                                 "(a counter, an append, a stored tensor...): it would do that only while "
+                                 "tracing, not on every call")
+
+    def restore_hooks(self):
+        """Put back what the hooks changed (an abandoned trace: the eager rerun runs them again)."""
+        for h in reversed(list(self.hooks.values())):
+            restore(h.snap)
 
     # NOTE [argument stand-ins]: the trace runs the function on a fresh tensor per tensor
     # argument (a leaf, contiguous, version 0, storage of its own), which answers Python's

@@ -39,6 +39,7 @@ import types
 import numpy as np
 
 from .._tensor.generator import Generator
+from ..autograd.function import Function
 from .._tensor.tensor import Tensor, is_tensor_container
 
 _SCALARS = (int, float, bool, str, complex, type(None))
@@ -144,6 +145,12 @@ def _scan(f, depth, add, queue, top=False):
         if type(f) is not Tensor:
             queue += [(m, depth) for m in _user_methods(type(f))]
         return
+    elif _custom_function(f):
+        # NOTE [custom Function code]: its forward and backward run inside the trace (the
+        # engine calls backward there), so their cells and globals are state like the
+        # function's own: a list a backward appends to is a side effect, not a silent no-op
+        queue += [(m, depth) for m in _user_methods(f)]
+        return
     elif getattr(type(f), "_tracegrad_state_is_captured", False) and not isinstance(f, type):
         # a module (each submodule) or an optimizer: the user-written methods of its classes
         subs = f.modules() if callable(getattr(f, "modules", None)) else (f,)
@@ -234,7 +241,12 @@ def is_memoized(f) -> bool:
 
 def _callable_value(v):
     return isinstance(v, (types.FunctionType, functools.partial, types.MethodType)) or _plain_object(v) or \
-        (getattr(type(v), "_tracegrad_state_is_captured", False) and not isinstance(v, type))
+        (getattr(type(v), "_tracegrad_state_is_captured", False) and not isinstance(v, type)) or _custom_function(v)
+
+
+def _custom_function(v) -> bool:
+    """A user's ``autograd.Function`` subclass (``Scale.apply`` names the class)."""
+    return isinstance(v, type) and issubclass(v, Function) and _user_class(v)
 
 
 def _user_methods(cls):

@@ -673,6 +673,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
                                  "append, an attribute...): the program would not repeat that on later calls")
+            cap.hooks_changed()
+            info["hooks"] = list(cap.hooks.values())
             if plan.absorb(cap):
                 raise Retrace()
             kept, boxes = {}, {}
@@ -743,6 +745,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             return (res_arrays, state_end, grads_end, keys_end,
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
         except BaseException:
+            cap.restore_hooks()       # before the function's own: its snapshot is the older one
             restore(py_snap)
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
@@ -841,6 +844,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["checked"] = False
     region.checked = info["checked"]
     region.unreached = info.get("unreached", frozenset())
+    # the Python values the hooks that ran read are guarded as the function's own
+    # (NOTE [hooks in a trace])
+    refs += tuple(r for h in info["hooks"] for r in h.refs)
+    ref_names += tuple(n for h in info["hooks"] for n in h.names)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
     del live
     region.hyper_slots = hyper_slots
