@@ -2099,3 +2099,278 @@ def test_online_triplet_mining():
         log("weight", embedder.weight)
 
     run_both(program)
+
+
+# seungeunrho/minimalRL td3.py (twin critics and deepcopied targets, target policy smoothing
+# with ``torch.tensor(np.clip(np.random.normal(...)))`` (a float64 0-d tensor added to float32
+# actions), clamp(-2, 2), F.mse_loss with the detached target first, the delayed actor update
+# every ``d`` calls and soft updates through ``.data.copy_``, a replay buffer of bool ``done``
+# flags made float); widths 128/64/32 -> 8, batch 100 -> 4, training after 2000 -> 4
+# transitions, Pendulum-v0 -> a 4-step seeded stand-in, every episode printed
+def test_minimalrl_td3():
+    def program(torch, log):
+        import collections
+        import copy
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+
+        class ReplayBuffer():
+            def __init__(self):
+                self.buffer = collections.deque(maxlen=buffer_limit)
+
+            def put(self, transition):
+                self.buffer.append(transition)
+
+            def sample(self, n):
+                mini_batch = random.sample(self.buffer, n)
+                s_lst, a_lst, r_lst, s_prime_lst, done_mask_lst = [], [], [], [], []
+
+                for transition in mini_batch:
+                    s, a, r, s_prime, done_mask = transition
+                    s_lst.append(s)
+                    a_lst.append([a])
+                    r_lst.append([r])
+                    s_prime_lst.append(s_prime)
+                    done_mask_lst.append([done_mask])
+
+                return torch.tensor(s_lst, dtype=torch.float), torch.tensor(a_lst, dtype=torch.float), \
+                    torch.tensor(r_lst, dtype=torch.float), torch.tensor(s_prime_lst, dtype=torch.float), \
+                    torch.tensor(done_mask_lst, dtype=torch.float)
+
+            def size(self):
+                return len(self.buffer)
+
+        class NoiseGenerator:
+            def __init__(self, mu, sigma):
+                self.mu = mu
+                self.sigma = sigma
+
+            def generate(self):
+                return np.random.normal(self.mu, self.sigma, 1)[0]
+
+        class MuNet(nn.Module):
+            def __init__(self):
+                super(MuNet, self).__init__()
+                self.fc1 = nn.Linear(3, 8)
+                self.fc2 = nn.Linear(8, 8)
+                self.fc_mu = nn.Linear(8, 1)
+
+            def forward(self, x):
+                x = F.relu(self.fc1(x))
+                x = F.relu(self.fc2(x))
+                mu = torch.tanh(self.fc_mu(x)) * 2
+                return mu
+
+        class QNet(nn.Module):
+            def __init__(self):
+                super(QNet, self).__init__()
+
+                self.fc_s = nn.Linear(3, 8)
+                self.fc_a = nn.Linear(1, 8)
+                self.fc_q = nn.Linear(16, 8)
+                self.fc_3 = nn.Linear(8, 1)
+
+            def forward(self, x, a):
+                h1 = F.relu(self.fc_s(x))
+                h2 = F.relu(self.fc_a(a))
+                cat = torch.cat([h1, h2], dim=1)
+                q = F.relu(self.fc_q(cat))
+                q = self.fc_3(q)
+                return q
+
+        class TD3(nn.Module):
+            def __init__(self):
+                super(TD3, self).__init__()
+                self.q_net_1 = init_params(torch, QNet(), 45)
+                self.q_net_2 = init_params(torch, QNet(), 46)
+                self.q_net_optimizer = optim.Adam(list(self.q_net_1.parameters())
+                                                  + list(self.q_net_2.parameters()), lr=critic_learning_rate)
+                self.mu_net = init_params(torch, MuNet(), 47)
+                self.mu_net_optimizer = optim.Adam(self.mu_net.parameters(), lr=actor_learning_rate)
+                self.target_q_net_1 = copy.deepcopy(self.q_net_1)
+                self.target_q_net_2 = copy.deepcopy(self.q_net_2)
+                self.target_mu_net = copy.deepcopy(self.mu_net)
+
+                self.noise_generator = NoiseGenerator(0, 0.2)
+
+                self.train_num = 1
+                self.d = 2
+
+            def pi(self, x):
+                x = self.mu_net(x)
+                return x
+
+            def train_net(self):
+                s, a, r, s_prime, done_mask = memory.sample(batch_size)
+                tilde_a = self.target_mu_net(s_prime) + torch.tensor(np.clip(self.noise_generator.generate(), -0.5, 0.5))
+                tilde_a = torch.clamp(tilde_a, -2, 2).detach()
+                y = r + discount_factor * torch.min(self.target_q_net_1(s_prime, tilde_a), self.target_q_net_2(s_prime, tilde_a))
+                q_loss = F.mse_loss(y.detach(), self.q_net_1(s, a)) + F.mse_loss(y.detach(), self.q_net_2(s, a))
+                self.q_net_optimizer.zero_grad()
+                q_loss.backward()
+                self.q_net_optimizer.step()
+                log("q", [tilde_a, q_loss])
+
+                if self.train_num % self.d == 0:
+                    mu_loss = - self.q_net_1(s, self.mu_net(s)).mean()
+                    self.mu_net_optimizer.zero_grad()
+                    mu_loss.backward()
+                    self.mu_net_optimizer.step()
+                    log("mu", mu_loss)
+
+                    for param, target_param in zip(self.q_net_1.parameters(), self.target_q_net_1.parameters()):
+                        target_param.data.copy_(tau * param.data + (1 - tau) * target_param.data)
+                    for param, target_param in zip(self.q_net_2.parameters(), self.target_q_net_2.parameters()):
+                        target_param.data.copy_(tau * param.data + (1 - tau) * target_param.data)
+                    for param, target_param in zip(self.mu_net.parameters(), self.target_mu_net.parameters()):
+                        target_param.data.copy_(tau * param.data + (1 - tau) * target_param.data)
+                self.train_num += 1
+
+        buffer_limit = 50000
+        actor_learning_rate = 0.001
+        critic_learning_rate = 0.001
+        batch_size = 4
+        discount_factor = 0.99
+        tau = 0.005
+
+        with _seeded(0):
+            env = _Env(obs_dim=3, n=4, seed=48)
+            model = TD3()
+            memory = ReplayBuffer()
+            print_interval = 1
+            score = 0.0
+            pi_noise_generator = NoiseGenerator(0, 0.1)
+
+            for n_epi in range(4):
+                s = env.reset()
+                done = False
+                r = 0
+                while not done:
+                    a = model.pi(torch.from_numpy(s).float()).item()
+
+                    a = a + pi_noise_generator.generate()
+                    a = max(min(a, 2), -2)
+                    s_prime, r, done, info = env.step([a])
+                    memory.put((s, a, r / 100.0, s_prime, done))
+                    s = s_prime
+                    score += r
+                    if done:
+                        break
+                if memory.size() > 4:
+                    model.train_net()
+                if n_epi % print_interval == 0 and n_epi != 0:
+                    print("# of episode :{}, avg score : {:.1f}".format(n_epi, score / print_interval))
+                    score = 0.0
+        log("targets", [model.target_mu_net.fc_mu.weight, model.target_q_net_2.fc_3.bias])
+
+    run_both(program)
+
+
+# katsura-jp/pytorch-cosine-annealing-with-warmup cosine_annealing_warmup/scheduler.py
+# (CosineAnnealingWarmupRestarts: an ``_LRScheduler`` subclass whose ``step(epoch=None)``
+# replaces the base class's, called by the base __init__ before the subclass's init_lr rewrites
+# ``base_lrs``; linear warmup, cosine cycles growing by cycle_mult, max_lr decayed by gamma,
+# explicit epochs through math.log); as written, driving SGD on a small regression for 10 steps,
+# then stepped to explicit epochs, with get_last_lr and state_dict
+def test_cosine_annealing_warmup_restarts():
+    def program(torch, log):
+        import math
+        _LRScheduler = torch.optim.lr_scheduler._LRScheduler
+
+        class CosineAnnealingWarmupRestarts(_LRScheduler):
+            def __init__(self,
+                         optimizer: torch.optim.Optimizer,
+                         first_cycle_steps: int,
+                         cycle_mult: float = 1.,
+                         max_lr: float = 0.1,
+                         min_lr: float = 0.001,
+                         warmup_steps: int = 0,
+                         gamma: float = 1.,
+                         last_epoch: int = -1
+                         ):
+                assert warmup_steps < first_cycle_steps
+
+                self.first_cycle_steps = first_cycle_steps
+                self.cycle_mult = cycle_mult
+                self.base_max_lr = max_lr
+                self.max_lr = max_lr
+                self.min_lr = min_lr
+                self.warmup_steps = warmup_steps
+                self.gamma = gamma
+
+                self.cur_cycle_steps = first_cycle_steps
+                self.cycle = 0
+                self.step_in_cycle = last_epoch
+
+                super(CosineAnnealingWarmupRestarts, self).__init__(optimizer, last_epoch)
+
+                self.init_lr()
+
+            def init_lr(self):
+                self.base_lrs = []
+                for param_group in self.optimizer.param_groups:
+                    param_group['lr'] = self.min_lr
+                    self.base_lrs.append(self.min_lr)
+
+            def get_lr(self):
+                if self.step_in_cycle == -1:
+                    return self.base_lrs
+                elif self.step_in_cycle < self.warmup_steps:
+                    return [(self.max_lr - base_lr) * self.step_in_cycle / self.warmup_steps + base_lr for base_lr in self.base_lrs]
+                else:
+                    return [base_lr + (self.max_lr - base_lr)
+                            * (1 + math.cos(math.pi * (self.step_in_cycle - self.warmup_steps)
+                                            / (self.cur_cycle_steps - self.warmup_steps))) / 2
+                            for base_lr in self.base_lrs]
+
+            def step(self, epoch=None):
+                if epoch is None:
+                    epoch = self.last_epoch + 1
+                    self.step_in_cycle = self.step_in_cycle + 1
+                    if self.step_in_cycle >= self.cur_cycle_steps:
+                        self.cycle += 1
+                        self.step_in_cycle = self.step_in_cycle - self.cur_cycle_steps
+                        self.cur_cycle_steps = int((self.cur_cycle_steps - self.warmup_steps) * self.cycle_mult) + self.warmup_steps
+                else:
+                    if epoch >= self.first_cycle_steps:
+                        if self.cycle_mult == 1.:
+                            self.step_in_cycle = epoch % self.first_cycle_steps
+                            self.cycle = epoch // self.first_cycle_steps
+                        else:
+                            n = int(math.log((epoch / self.first_cycle_steps * (self.cycle_mult - 1) + 1), self.cycle_mult))
+                            self.cycle = n
+                            self.step_in_cycle = epoch - int(self.first_cycle_steps * (self.cycle_mult ** n - 1) / (self.cycle_mult - 1))
+                            self.cur_cycle_steps = self.first_cycle_steps * self.cycle_mult ** (n)
+                    else:
+                        self.cur_cycle_steps = self.first_cycle_steps
+                        self.step_in_cycle = epoch
+
+                self.max_lr = self.base_max_lr * (self.gamma ** self.cycle)
+                self.last_epoch = math.floor(epoch)
+                for param_group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+                    param_group['lr'] = lr
+
+                self._last_lr = [group['lr'] for group in self.optimizer.param_groups]
+
+        model = init_params(torch, torch.nn.Linear(3, 1), 49)
+        x, y = randn(torch, (6, 3), 50), randn(torch, (6, 1), 51)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        scheduler = CosineAnnealingWarmupRestarts(optimizer, first_cycle_steps=4, cycle_mult=1.5,
+                                                  max_lr=0.1, min_lr=0.001, warmup_steps=2, gamma=0.5)
+        log("init", [scheduler.base_lrs, optimizer.param_groups[0]['lr'], optimizer.param_groups[0]['initial_lr'],
+                     scheduler.last_epoch, scheduler.get_last_lr()])
+        for step in range(10):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            log("lr", [loss, scheduler.get_last_lr(), scheduler.cycle, scheduler.step_in_cycle, scheduler.cur_cycle_steps])
+        for epoch in (3, 9, 17.5):
+            scheduler.step(epoch)
+            log("epoch", [optimizer.param_groups[0]['lr'], scheduler.last_epoch, scheduler.cycle])
+        sd = scheduler.state_dict()
+        log("state", sorted(k for k in sd if k != "optimizer"))
+        log("state_vals", [sd["cycle"], sd["max_lr"], sd["last_epoch"], sd["_last_lr"], sd["base_lrs"]])
+        log("weight", model.weight)
+
+    run_both(program)
