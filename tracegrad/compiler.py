@@ -488,9 +488,12 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
         _state.note_hook("optimizer step", h)
     values = cap.hyper_inputs.get(opt)
     if not values:
-        return step(*args, **kwargs)
-    with _hyper.swapped(opt, values):
-        return step(*args, **kwargs)
+        out = step(*args, **kwargs)
+    else:
+        with _hyper.swapped(opt, values):
+            out = step(*args, **kwargs)
+    cap.see_optimizer_python_state(opt)
+    return out
 
 
 def fused_optimizer_group(opt, group, items) -> bool:

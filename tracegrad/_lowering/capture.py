@@ -32,13 +32,28 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
-from .._tensor.tensor import chain_is_contiguous
+from .._tensor.tensor import Tensor, chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import _user_code, opened_by_user
 from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_traced_value(v):
+    """A tensor (or a container of them): state the program carries, not a Python value."""
+    if isinstance(v, Tensor):
+        return True
+    return isinstance(v, (list, tuple, dict)) and not isinstance(v, str) and any(
+        _is_traced_value(x) for x in (v.values() if isinstance(v, dict) else v))
+
+
+def _same_python_value(a, b):
+    try:
+        return bool(a == b)
+    except Exception:       # an array-like comparison with no single truth value
+        return False
 
 
 class GraphBreak(Unsupported):
@@ -356,6 +371,25 @@ class Capture:
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
+
+    def see_optimizer_python_state(self, opt):
+        """``opt.step()`` has just run in the trace: a Python value (not a tensor) it bound in
+        a parameter's state dict -- a custom optimizer's ``state['steps'] += 1`` as a Python
+        int -- would be baked into the program and never written again on later calls, so the
+        program's bias corrections and the dict would stay at the traced step. A graph break
+        (torch's dynamo guards such an int and recompiles)."""
+        before = self.opt_state.get(id(opt), (None, {}))[1]
+        missing = object()
+        for p, d in opt.state.items():
+            old = before.get(id(p), (None, None, {}))[2]
+            for k, v in d.items():
+                if _is_traced_value(v):
+                    continue
+                was = old.get(k, missing)
+                if was is v or (was is not missing and type(was) is type(v) and _same_python_value(was, v)):
+                    continue
+                self.python_effect(f"{type(opt).__name__}.step() setting its per-parameter state "
+                                   f"{k!r} to a Python {type(v).__name__}")
 
     def see_function(self, cls):
         if self.vjp:
