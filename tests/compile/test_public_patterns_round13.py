@@ -17,11 +17,19 @@ compiled == eager == torch with the harness (tiny sizes, numpy data):
   and in-place boolean-mask writes (``tl[tl < 0] = 0``: one select, no graph break), SGD on a
   linear embedder;
 - lucidrains/slot-attention slot_attention.py: the iterative einsum attention with a GRU cell
-  update and a residual MLP, SGD.
+  update and a residual MLP, SGD;
+- HobbitLong/RepDistiller distiller_zoo: KD's kl_div, RKD's ``res[range(n), range(n)] = 0`` and
+  mask-selected means (a data-dependent shape: a graph break, as in torch), PKT's NaN scrub;
+- denisyarats/pytorch_sac agent/actor.py: a user ``Transform`` inside a
+  ``TransformedDistribution`` subclass, log_prob of given actions, the learned temperature's
+  ``log_alpha`` with its own Adam;
+- seungeunrho/minimalRL td3.py: twin critics, deepcopied targets soft-updated through
+  ``.data.copy_``, the policy noise a NumPy float64 argument made a 0-d float64 tensor.
 """
 import math
 
 import numpy as np
+import pytest
 
 import tracegrad
 
@@ -369,3 +377,217 @@ def slot_attention_program(mod, wrap):
 
 def test_slot_attention_step():
     _no_breaks(check_compiled(slot_attention_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+
+
+# ---- HobbitLong/RepDistiller distiller_zoo (KD, RKD, PKT) ---------------------------------------
+def distill_program(mod, wrap):
+    nn, F = mod.nn, mod.nn.functional
+
+    def pdist(e, squared=False, eps=1e-12):
+        e_square = e.pow(2).sum(dim=1)
+        prod = e @ e.t()
+        res = (e_square.unsqueeze(1) + e_square.unsqueeze(0) - 2 * prod).clamp(min=eps)
+        if not squared:
+            res = res.sqrt()
+        res = res.clone()
+        res[range(len(e)), range(len(e))] = 0
+        return res
+
+    def rkd(student, teacher, w_d=25, w_a=50):
+        with mod.no_grad():
+            t_d = pdist(teacher)
+            t_d = t_d / t_d[t_d > 0].mean()
+        d = pdist(student)
+        d = d / d[d > 0].mean()
+        loss_d = F.smooth_l1_loss(d, t_d)
+        with mod.no_grad():
+            norm_td = F.normalize(teacher.unsqueeze(0) - teacher.unsqueeze(1), p=2, dim=2)
+            t_angle = mod.bmm(norm_td, norm_td.transpose(1, 2)).view(-1)
+        norm_sd = F.normalize(student.unsqueeze(0) - student.unsqueeze(1), p=2, dim=2)
+        s_angle = mod.bmm(norm_sd, norm_sd.transpose(1, 2)).view(-1)
+        return w_d * loss_d + w_a * F.smooth_l1_loss(s_angle, t_angle)
+
+    def pkt(output_net, target_net, eps=0.0000001):
+        output_net = output_net / (mod.sqrt(mod.sum(output_net ** 2, dim=1, keepdim=True)) + eps)
+        output_net[output_net != output_net] = 0
+        target_net = target_net / (mod.sqrt(mod.sum(target_net ** 2, dim=1, keepdim=True)) + eps)
+        target_net[target_net != target_net] = 0
+        model_similarity = (mod.mm(output_net, output_net.transpose(0, 1)) + 1.0) / 2.0
+        target_similarity = (mod.mm(target_net, target_net.transpose(0, 1)) + 1.0) / 2.0
+        model_similarity = model_similarity / mod.sum(model_similarity, dim=1, keepdim=True)
+        target_similarity = target_similarity / mod.sum(target_similarity, dim=1, keepdim=True)
+        return mod.mean(target_similarity * mod.log((target_similarity + eps) / (model_similarity + eps)))
+
+    student = np_init(nn.Linear(5, 4), mod)
+    teacher = np_init(nn.Linear(5, 4), mod, seed=1)
+    opt = mod.optim.SGD(student.parameters(), lr=0.05, momentum=0.9)
+    T = 4
+
+    def step(x):
+        f_s = student(x)
+        with mod.no_grad():
+            f_t = teacher(x)
+        p_s = F.log_softmax(f_s / T, dim=1)
+        p_t = F.softmax(f_t / T, dim=1)
+        loss_kd = F.kl_div(p_s, p_t, reduction='sum') * (T ** 2) / f_s.shape[0]
+        loss = loss_kd + rkd(f_s, f_t) + pkt(f_s, f_t)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss, loss_kd
+
+    return wrap(step), {"student": student, "opt": opt}, lambda i: (data(mod, i, 6, 5),)
+
+
+def test_repdistiller_step():
+    # ``t_d[t_d > 0].mean()`` selects by a mask (a data-dependent shape): a graph break, equal
+    # (as under torch.compile); PKT's ``output_net[output_net != output_net] = 0`` is no break
+    run = check_compiled(distill_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
+    reasons = [r for r, _ in run.step.stats["graph_breaks"]]
+    assert len(reasons) == 1 and "nonzero()" in reasons[0], run.step.stats
+
+
+# ---- denisyarats/pytorch_sac agent/actor.py -----------------------------------------------------
+def squashed_normal_program(mod, wrap):
+    import math
+    nn, F = mod.nn, mod.nn.functional
+    pyd = mod.distributions
+
+    class TanhTransform(pyd.transforms.Transform):
+        domain = pyd.constraints.real
+        codomain = pyd.constraints.interval(-1.0, 1.0)
+        bijective = True
+        sign = +1
+
+        def __init__(self, cache_size=1):
+            super().__init__(cache_size=cache_size)
+
+        @staticmethod
+        def atanh(x):
+            return 0.5 * (x.log1p() - (-x).log1p())
+
+        def __eq__(self, other):
+            return isinstance(other, TanhTransform)
+
+        def _call(self, x):
+            return x.tanh()
+
+        def _inverse(self, y):
+            return self.atanh(y)
+
+        def log_abs_det_jacobian(self, x, y):
+            return 2. * (math.log(2.) - x - F.softplus(-2. * x))
+
+    class SquashedNormal(pyd.transformed_distribution.TransformedDistribution):
+        def __init__(self, loc, scale):
+            self.loc = loc
+            self.scale = scale
+            self.base_dist = pyd.Normal(loc, scale)
+            super().__init__(self.base_dist, [TanhTransform()])
+
+        @property
+        def mean(self):
+            mu = self.loc
+            for tr in self.transforms:
+                mu = tr(mu)
+            return mu
+
+    trunk = np_init(nn.Sequential(nn.Linear(3, 6), nn.ReLU(inplace=True), nn.Linear(6, 4)), mod)
+    log_alpha = mod.tensor(math.log(0.1), requires_grad=True)
+    opt = mod.optim.Adam(list(trunk.parameters()), lr=1e-2)
+    log_alpha_optimizer = mod.optim.Adam([log_alpha], lr=1e-2)
+    target_entropy = -2
+
+    def step(obs, action):
+        mu, log_std = trunk(obs).chunk(2, dim=-1)
+        log_std = mod.tanh(log_std)
+        log_std = -5 + 0.5 * (2 - -5) * (log_std + 1)
+        dist = SquashedNormal(mu, log_std.exp())
+        log_prob = dist.log_prob(action).sum(-1, keepdim=True)
+        actor_loss = (log_alpha.exp().detach() * log_prob - dist.mean.sum(-1, keepdim=True)).mean()
+        opt.zero_grad()
+        actor_loss.backward()
+        opt.step()
+        log_alpha_optimizer.zero_grad()
+        alpha_loss = (log_alpha.exp() * (-log_prob - target_entropy).detach()).mean()
+        alpha_loss.backward()
+        log_alpha_optimizer.step()
+        return actor_loss, alpha_loss
+
+    def batch(i):
+        rs = np.random.RandomState(i)
+        return data(mod, i, 4, 3), mod.tensor(rs.uniform(-0.9, 0.9, (4, 2)).astype(np.float32))
+    return wrap(step), {"trunk": trunk, "log_alpha": log_alpha, "opt": opt, "alpha_opt": log_alpha_optimizer}, batch
+
+
+def test_squashed_normal_actor_step(no_validation):
+    _no_breaks(check_compiled(squashed_normal_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+
+
+@pytest.fixture
+def no_validation():
+    """Distributions' default argument validation off in both libraries (restored after)."""
+    import torch
+    saved = (torch.distributions.Distribution._validate_args,
+             tracegrad.distributions.Distribution._validate_args)
+    torch.distributions.Distribution.set_default_validate_args(False)
+    tracegrad.distributions.Distribution.set_default_validate_args(False)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(saved[0])
+    tracegrad.distributions.Distribution.set_default_validate_args(saved[1])
+
+
+# ---- seungeunrho/minimalRL td3.py ---------------------------------------------------------------
+def td3_program(mod, wrap):
+    import copy
+    nn, F = mod.nn, mod.nn.functional
+
+    class QNet(nn.Module):
+        def __init__(self):
+            super(QNet, self).__init__()
+            self.fc_s = nn.Linear(3, 6)
+            self.fc_a = nn.Linear(1, 6)
+            self.fc_q = nn.Linear(12, 6)
+            self.fc_3 = nn.Linear(6, 1)
+
+        def forward(self, x, a):
+            h1 = F.relu(self.fc_s(x))
+            h2 = F.relu(self.fc_a(a))
+            q = F.relu(self.fc_q(mod.cat([h1, h2], dim=1)))
+            return self.fc_3(q)
+
+    q1, q2 = np_init(QNet(), mod), np_init(QNet(), mod, seed=1)
+    mu = np_init(nn.Sequential(nn.Linear(3, 6), nn.ReLU(), nn.Linear(6, 1), nn.Tanh()), mod, seed=2)
+    q_opt = mod.optim.Adam(list(q1.parameters()) + list(q2.parameters()), lr=1e-3)
+    mu_opt = mod.optim.Adam(mu.parameters(), lr=1e-3)
+    tq1, tq2, tmu = copy.deepcopy(q1), copy.deepcopy(q2), copy.deepcopy(mu)
+    tau, discount_factor = 0.05, 0.99
+
+    def step(s, a, r, s_prime, noise):
+        tilde_a = tmu(s_prime) * 2 + mod.tensor(np.clip(noise, -0.5, 0.5))
+        tilde_a = mod.clamp(tilde_a, -2, 2).detach()
+        y = r + discount_factor * mod.min(tq1(s_prime, tilde_a), tq2(s_prime, tilde_a))
+        q_loss = F.mse_loss(y.detach(), q1(s, a)) + F.mse_loss(y.detach(), q2(s, a))
+        q_opt.zero_grad()
+        q_loss.backward()
+        q_opt.step()
+        mu_loss = -q1(s, mu(s) * 2).mean()
+        mu_opt.zero_grad()
+        mu_loss.backward()
+        mu_opt.step()
+        for net, target in ((q1, tq1), (q2, tq2), (mu, tmu)):
+            for param, target_param in zip(net.parameters(), target.parameters()):
+                target_param.data.copy_(tau * param.data + (1 - tau) * target_param.data)
+        return q_loss, mu_loss
+
+    def batch(i):
+        rs = np.random.RandomState(i)
+        return (data(mod, i, 4, 3), mod.tensor(rs.uniform(-2, 2, (4, 1)).astype(np.float32)),
+                data(mod, i, 4, 1, seed=300), data(mod, i, 4, 3, seed=400), np.float64(rs.normal(0, 0.2)))
+    return wrap(step), {"q1": q1, "q2": q2, "mu": mu, "tq1": tq1, "tmu": tmu, "q_opt": q_opt}, batch
+
+
+def test_td3_step():
+    # the policy noise is a NumPy float64 argument made a 0-d float64 tensor in the step
+    # (guarded by value: each new draw traces again, as dynamo specialises on it)
+    _no_breaks(check_compiled(td3_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
