@@ -41,6 +41,9 @@ _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+_PY_SCALARS = (int, float, bool, str, complex, type(None))
+
+
 def _is_traced_value(v):
     """A tensor (or a container of them): state the program carries, not a Python value."""
     if isinstance(v, Tensor):
@@ -215,6 +218,7 @@ class Capture:
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
         self.opt_state = {}                    # id(optimizer) -> its state before the trace
+        self.opt_attrs = {}                    # id(optimizer) -> (it, its Python-valued attributes before)
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.current_grads = ()                # the gradients the engine's running node got
@@ -368,18 +372,28 @@ class Capture:
             self.optimizers.append(opt)
             # its per-parameter state dicts as they were, for an abandoned trace to put back
             self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d)) for p, d in opt.state.items()})
+            self.opt_attrs[id(opt)] = (opt, {k: v for k, v in vars(opt).items() if isinstance(v, _PY_SCALARS)})
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
 
     def see_optimizer_python_state(self, opt):
         """``opt.step()`` has just run in the trace: a Python value (not a tensor) it bound in
-        a parameter's state dict -- a custom optimizer's ``state['steps'] += 1`` as a Python
-        int -- would be baked into the program and never written again on later calls, so the
-        program's bias corrections and the dict would stay at the traced step. A graph break
-        (torch's dynamo guards such an int and recompiles)."""
-        before = self.opt_state.get(id(opt), (None, {}))[1]
+        a parameter's state dict or as its own attribute -- a custom optimizer's
+        ``state['steps'] += 1`` or ``self.t += 1`` on a Python int -- would be baked into the
+        program and never written again on later calls, so the program's bias corrections and
+        the counter would stay at the traced step. A graph break (torch's dynamo guards such an
+        int and recompiles); an abandoned trace puts the attributes back (``restore_objects``)."""
         missing = object()
+        attrs = self.opt_attrs.get(id(opt), (None, {}))[1]
+        for k, v in vars(opt).items():
+            # (``_opt_called``: an lr scheduler's flag, set once by the first eager step)
+            if isinstance(v, _PY_SCALARS) and k != "_opt_called":
+                was = attrs.get(k, missing)
+                if not (was is v or (was is not missing and type(was) is type(v) and was == v)):
+                    self.python_effect(f"{type(opt).__name__}.step() setting its attribute {k!r} "
+                                       f"to a Python {type(v).__name__}")
+        before = self.opt_state.get(id(opt), (None, {}))[1]
         for p, d in opt.state.items():
             old = before.get(id(p), (None, None, {}))[2]
             for k, v in d.items():
@@ -458,6 +472,11 @@ class Capture:
             for s, items in stores:
                 s.clear()
                 s.update(items)
+        for opt, attrs in self.opt_attrs.values():
+            for k in [k for k, v in vars(opt).items() if isinstance(v, _PY_SCALARS) and k not in attrs]:
+                delattr(opt, k)
+            for k, v in attrs.items():
+                setattr(opt, k, v)
         for opt, before in self.opt_state.values():
             for p in list(opt.state.keys()):
                 if id(p) not in before:
