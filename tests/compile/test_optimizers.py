@@ -176,7 +176,8 @@ def test_hand_written_optimizer_lr_as_alpha():
 
 def _python_counter_program(mod, wrap, where):
     """A hand-written optimizer whose update reads a Python int it increments every step: on
-    itself (``self.t``) or in a parameter's state (``state['t']``)."""
+    itself (``self.t``), in a parameter's state (``state['t']``) or under a key of its own in
+    ``self.state``."""
     class CountingSGD(mod.optim.Optimizer):
         def __init__(self, params, lr):
             super().__init__(params, dict(lr=lr))
@@ -186,12 +187,15 @@ def _python_counter_program(mod, wrap, where):
         def step(self):
             if where == "attribute":
                 self.t += 1
+            if where == "state_key":      # a state entry of its own, not a parameter's dict
+                self.state['t'] = self.state['t'] + 1 if 't' in self.state else 1
             for g in self.param_groups:
                 for p in g['params']:
                     st = self.state[p]
                     if where == "state":
                         st['t'] = st.get('t', 0) + 1
-                    p.add_(p.grad, alpha=-g['lr'] * (self.t if where == "attribute" else st['t']))
+                    t = {"attribute": self.t, "state": st.get('t'), "state_key": self.state['t']}[where]
+                    p.add_(p.grad, alpha=-g['lr'] * t)
 
     model = np_init(mod.nn.Linear(3, 2), mod)
     opt = CountingSGD(model.parameters(), lr=0.01)
@@ -205,7 +209,7 @@ def _python_counter_program(mod, wrap, where):
     return wrap(step), {"model": model, "opt": opt, "t": lambda: opt.t}, lambda i: (data(mod, i, 4, 3),)
 
 
-@pytest.mark.parametrize("where", ["attribute", "state"])
+@pytest.mark.parametrize("where", ["attribute", "state", "state_key"])
 def test_optimizer_python_counter_breaks(where):
     # a program would bake the traced count in (later calls stepping with a stale count, the
     # counter left behind): the step runs eagerly instead, with the counter advanced once a call
@@ -213,3 +217,5 @@ def test_optimizer_python_counter_breaks(where):
     reasons = [r for r, _ in run.step.stats["graph_breaks"]]
     assert len(reasons) == 1 and "to a Python int" in reasons[0], run.step.stats
     assert run.state["opt"].t == (4 if where == "attribute" else 0)
+    if where == "state_key":
+        assert run.state["opt"].state['t'] == 4

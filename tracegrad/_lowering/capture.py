@@ -371,7 +371,10 @@ class Capture:
         if opt not in self.optimizers:
             self.optimizers.append(opt)
             # its per-parameter state dicts as they were, for an abandoned trace to put back
-            self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d)) for p, d in opt.state.items()})
+            # (an entry that is not a dict -- ``self.state['n'] = 0`` under a key of its own --
+            # is kept as itself)
+            self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d) if isinstance(d, dict) else None)
+                                             for p, d in opt.state.items()})
             self.opt_attrs[id(opt)] = (opt, {k: v for k, v in vars(opt).items() if isinstance(v, _PY_SCALARS)})
         for group in opt.param_groups:
             for p in group["params"]:
@@ -395,7 +398,13 @@ class Capture:
                                        f"to a Python {type(v).__name__}")
         before = self.opt_state.get(id(opt), (None, {}))[1]
         for p, d in opt.state.items():
-            old = before.get(id(p), (None, None, {}))[2]
+            if not isinstance(d, dict):
+                was = before.get(id(p), (None, missing, None))[1]
+                if _is_traced_value(d) or was is d or (type(was) is type(d) and _same_python_value(was, d)):
+                    continue
+                self.python_effect(f"{type(opt).__name__}.step() setting its state entry {p!r} to a "
+                                   f"Python {type(d).__name__}")
+            old = before.get(id(p), (None, None, {}))[2] or {}
             for k, v in d.items():
                 if _is_traced_value(v):
                     continue
@@ -483,5 +492,6 @@ class Capture:
                     del opt.state[p]
             for p, d, items in before.values():
                 opt.state[p] = d
-                d.clear()
-                d.update(items)
+                if items is not None:
+                    d.clear()
+                    d.update(items)
