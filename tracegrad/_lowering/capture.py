@@ -34,14 +34,19 @@ import jax.numpy as jnp
 from .. import _state
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
-from .pystate import _user_code, opened_by_user
+from .pystate import _attr_signature, _copy, _put_back, _user_code, opened_by_user
 from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-_PY_SCALARS = (int, float, bool, str, complex, type(None))
+def _own_attributes(opt):
+    """An optimizer's attributes other than those compile tracks itself (its state, param
+    groups, defaults, hook dicts) and an lr scheduler's ``_opt_called`` flag (set once, by the
+    first eager step): a custom optimizer's counters, lists and flags."""
+    return [(k, v) for k, v in vars(opt).items()
+            if k not in ("state", "param_groups", "defaults", "_opt_called") and not k.startswith("_optimizer_")]
 
 
 def _is_traced_value(v):
@@ -375,7 +380,7 @@ class Capture:
             # is kept as itself)
             self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d) if isinstance(d, dict) else None)
                                              for p, d in opt.state.items()})
-            self.opt_attrs[id(opt)] = (opt, {k: v for k, v in vars(opt).items() if isinstance(v, _PY_SCALARS)})
+            self.opt_attrs[id(opt)] = (opt, {k: (v, _attr_signature(v), _copy(v)) for k, v in _own_attributes(opt)})
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
@@ -389,13 +394,16 @@ class Capture:
         int and recompiles); an abandoned trace puts the attributes back (``restore_objects``)."""
         missing = object()
         attrs = self.opt_attrs.get(id(opt), (None, {}))[1]
-        for k, v in vars(opt).items():
-            # (``_opt_called``: an lr scheduler's flag, set once by the first eager step)
-            if isinstance(v, _PY_SCALARS) and k != "_opt_called":
-                was = attrs.get(k, missing)
-                if not (was is v or (was is not missing and type(was) is type(v) and was == v)):
-                    self.python_effect(f"{type(opt).__name__}.step() setting its attribute {k!r} "
-                                       f"to a Python {type(v).__name__}")
+        for k, v in _own_attributes(opt):
+            if isinstance(v, Tensor):
+                continue
+            was = attrs.get(k)
+            if was is None or (was[0] is not v and not (type(was[0]) is type(v) and _same_python_value(was[0], v))):
+                self.python_effect(f"{type(opt).__name__}.step() setting its attribute {k!r} "
+                                   f"to a Python {type(v).__name__}")
+            if _attr_signature(v) != was[1]:    # a list or dict it keeps, grown or written
+                self.python_effect(f"{type(opt).__name__}.step() changing the {type(v).__name__} in "
+                                   f"its attribute {k!r}")
         before = self.opt_state.get(id(opt), (None, {}))[1]
         for p, d in opt.state.items():
             if not isinstance(d, dict):
@@ -482,10 +490,11 @@ class Capture:
                 s.clear()
                 s.update(items)
         for opt, attrs in self.opt_attrs.values():
-            for k in [k for k, v in vars(opt).items() if isinstance(v, _PY_SCALARS) and k not in attrs]:
+            for k in [k for k, _ in _own_attributes(opt) if k not in attrs]:
                 delattr(opt, k)
-            for k, v in attrs.items():
+            for k, (v, _, copy) in attrs.items():
                 setattr(opt, k, v)
+                _put_back(v, copy)
         for opt, before in self.opt_state.values():
             for p in list(opt.state.keys()):
                 if id(p) not in before:
