@@ -1675,10 +1675,10 @@ def test_facebookresearch_simsiam():
 
 # kuangliu/pytorch-cifar models/shufflenetv2.py (ShuffleBlock's view/permute/reshape channel
 # shuffle, SplitBlock's int(size*ratio) slices, depthwise grouped 3x3 convs with stride 2,
-# DownBlock/BasicBlock concatenation, avg_pool2d(out, 4)); the configs table at tiny widths
-# (out_channels (8, 16, 32, 16), one block per stage), a batch of 2 CIFAR-sized images, one
-# cross-entropy backward (no optimizer step or eval pass: every distinct conv shape is a cold
-# compile, and the suite's time matters)
+# DownBlock/BasicBlock concatenation, avg_pool2d(out, 4)); one stage as ShuffleNetV2._make_layer
+# builds it (a DownBlock 4 -> 8 channels and one BasicBlock) under the network's pooled linear
+# head, on a batch of 2 8x8 maps, one cross-entropy backward: the whole network at CIFAR size is
+# ~26 distinct conv shapes, each a cold compile forward and backward (over 30 s of suite time)
 def test_kuangliu_shufflenetv2():
     def program(torch, log):
         nn, F = torch.nn, torch.nn.functional
@@ -1759,59 +1759,33 @@ def test_kuangliu_shufflenetv2():
                 out = self.shuffle(out)
                 return out
 
-        class ShuffleNetV2(nn.Module):
-            def __init__(self, net_size):
-                super(ShuffleNetV2, self).__init__()
-                out_channels = configs[net_size]['out_channels']
-                num_blocks = configs[net_size]['num_blocks']
-
-                self.conv1 = nn.Conv2d(3, 24, kernel_size=3,
-                                       stride=1, padding=1, bias=False)
-                self.bn1 = nn.BatchNorm2d(24)
-                self.in_channels = 24
-                self.layer1 = self._make_layer(out_channels[0], num_blocks[0])
-                self.layer2 = self._make_layer(out_channels[1], num_blocks[1])
-                self.layer3 = self._make_layer(out_channels[2], num_blocks[2])
-                self.conv2 = nn.Conv2d(out_channels[2], out_channels[3],
-                                       kernel_size=1, stride=1, padding=0, bias=False)
-                self.bn2 = nn.BatchNorm2d(out_channels[3])
-                self.linear = nn.Linear(out_channels[3], 10)
-
-            def _make_layer(self, out_channels, num_blocks):
-                layers = [DownBlock(self.in_channels, out_channels)]
+        class Stage(nn.Module):   # ShuffleNetV2._make_layer's stage and its forward's head
+            def __init__(self, in_channels, out_channels, num_blocks):
+                super().__init__()
+                layers = [DownBlock(in_channels, out_channels)]
                 for i in range(num_blocks):
                     layers.append(BasicBlock(out_channels))
-                    self.in_channels = out_channels
-                return nn.Sequential(*layers)
+                self.layer1 = nn.Sequential(*layers)
+                self.linear = nn.Linear(out_channels, 10)
 
             def forward(self, x):
-                out = F.relu(self.bn1(self.conv1(x)))
-                out = self.layer1(out)
-                out = self.layer2(out)
-                out = self.layer3(out)
-                out = F.relu(self.bn2(self.conv2(out)))
+                out = self.layer1(x)
                 out = F.avg_pool2d(out, 4)
                 out = out.view(out.size(0), -1)
                 out = self.linear(out)
                 return out
 
-        configs = {
-            0.5: {
-                'out_channels': (8, 16, 32, 16),
-                'num_blocks': (1, 1, 1)
-            },
-        }
-
-        net = init_params(torch, ShuffleNetV2(net_size=0.5), 30)
-        x = randn(torch, (2, 3, 32, 32), 31, requires_grad=True)
+        net = init_params(torch, Stage(4, 8, 1), 30)
+        x = randn(torch, (2, 4, 8, 8), 31, requires_grad=True)
         y = torch.tensor([3, 7])
         out = net(x)
         loss = nn.CrossEntropyLoss()(out, y)
         loss.backward()
         _, predicted = out.max(1)
         log("out", [out, loss, predicted, predicted.eq(y).sum().item()])
-        log("grad", [net.layer1[0].conv1.weight.grad, net.layer3[1].conv2.weight.grad, x.grad])
-        log("bn", [net.layer2[1].bn2.running_mean, net.layer2[1].bn2.num_batches_tracked])
+        log("grad", [net.layer1[0].conv1.weight.grad, net.layer1[1].conv2.weight.grad, x.grad])
+        log("bn", [net.layer1[1].bn2.running_mean, net.layer1[1].bn2.num_batches_tracked])
+        log("shuffle", ShuffleBlock()(torch.arange(16.).view(1, 4, 2, 2)))
 
     run_both(program)
 
