@@ -21,7 +21,9 @@ A failed guard traces again (at most
 ``cache_size_limit`` programs per function, then it runs eagerly with a warning).
 
 What one program cannot reproduce -- Python reading a tensor's value (``.item()``,
-``if loss > 1``), a user hook with possible side effects, boolean-mask indexing -- is a graph
+``if loss > 1``), a user hook with possible side effects, boolean-mask indexing (reading
+``x[mask]``; writing one value through one mask is a select), a custom optimizer's ``step``
+rebinding a Python value in its state or attributes or changing a list it keeps -- is a graph
 break: with ``fullgraph=True`` it raises ``GraphBreak`` naming the file and line; otherwise
 that call signature runs eagerly (one warning, counted in ``stats()``). Results never differ
 from eager silently.
@@ -488,9 +490,12 @@ def traced_optimizer_step(step, opt, hooks, args, kwargs):
         _state.note_hook("optimizer step", h)
     values = cap.hyper_inputs.get(opt)
     if not values:
-        return step(*args, **kwargs)
-    with _hyper.swapped(opt, values):
-        return step(*args, **kwargs)
+        out = step(*args, **kwargs)
+    else:
+        with _hyper.swapped(opt, values):
+            out = step(*args, **kwargs)
+    cap.see_optimizer_python_state(opt)
+    return out
 
 
 def fused_optimizer_group(opt, group, items) -> bool:

@@ -172,3 +172,56 @@ def test_hand_written_optimizer_lr_as_alpha():
                          torch_too=True)
     assert not run.step.stats["graph_breaks"], run.step.stats
     assert run.step.stats["traces"] == 1, run.step.stats
+
+
+def _python_counter_program(mod, wrap, where):
+    """A hand-written optimizer whose update reads a Python int it increments every step: on
+    itself (``self.t``), in a parameter's state (``state['t']``) or under a key of its own in
+    ``self.state``."""
+    class CountingSGD(mod.optim.Optimizer):
+        def __init__(self, params, lr):
+            super().__init__(params, dict(lr=lr))
+            self.t = 0
+            self.history = []
+
+        @mod.no_grad()
+        def step(self):
+            if where == "attribute":
+                self.t += 1
+            if where == "list":           # a list it keeps, grown every step
+                self.history.append(len(self.history) + 1)
+            if where == "state_key":      # a state entry of its own, not a parameter's dict
+                self.state['t'] = self.state['t'] + 1 if 't' in self.state else 1
+            for g in self.param_groups:
+                for p in g['params']:
+                    st = self.state[p]
+                    if where == "state":
+                        st['t'] = st.get('t', 0) + 1
+                    t = {"attribute": self.t, "state": st.get('t'), "list": len(self.history),
+                         "state_key": self.state.get('t')}[where]
+                    p.add_(p.grad, alpha=-g['lr'] * t)
+
+    model = np_init(mod.nn.Linear(3, 2), mod)
+    opt = CountingSGD(model.parameters(), lr=0.01)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"model": model, "opt": opt, "t": lambda: opt.t}, lambda i: (data(mod, i, 4, 3),)
+
+
+@pytest.mark.parametrize("where", ["attribute", "state", "state_key", "list"])
+def test_optimizer_python_counter_breaks(where):
+    # a program would bake the traced count in (later calls stepping with a stale count, the
+    # counter left behind): the step runs eagerly instead, with the counter advanced once a call
+    run = check_compiled(lambda mod, wrap: _python_counter_program(mod, wrap, where), calls=4, torch_too=True)
+    reasons = [r for r, _ in run.step.stats["graph_breaks"]]
+    want = "changing the list in its attribute 'history'" if where == "list" else "to a Python int"
+    assert len(reasons) == 1 and want in reasons[0], run.step.stats
+    assert run.state["opt"].t == (4 if where == "attribute" else 0)
+    assert len(run.state["opt"].history) == (4 if where == "list" else 0)
+    if where == "state_key":
+        assert run.state["opt"].state['t'] == 4

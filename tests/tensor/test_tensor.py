@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from parity import A, B, C, F, I, check_parity, params
+from parity import A, B, C, D, F, I, check_parity, params
 
 torch = pytest.importorskip("torch")
 
@@ -84,6 +84,12 @@ SETITEM = [
     C("set_bool_mask", _setitem(lambda t: t.tensor([True, False, True, False]), -2.0), [_X]),
     C("set_bool_mask_2d", _setitem(lambda t: t.arange(20).reshape(4, 5) % 3 == 0, 0.0), [_X]),
     C("set_bool_mask_values", _setitem(lambda t: t.tensor([True, False, False, True])), [_X, F(2, 5)]),
+    # one mask and a 0-d value tensor (its gradient: the sum over the written positions)
+    C("set_bool_mask_0d_value", _setitem(lambda t: t.tensor([True, False, False, True])), [_X, F()]),
+    C("set_bool_mask_2d_0d_value", _setitem(lambda t: t.arange(20).reshape(4, 5) % 3 == 0), [_X, F()]),
+    C("set_bool_mask_0d_value_cast", _setitem(lambda t: t.arange(20).reshape(4, 5) > 7), [_X, D()]),
+    C("set_bool_mask_int", _setitem(lambda t: t.arange(20).reshape(4, 5) > 10, 3), [I(4, 5, hi=9)]),
+    C("set_bool_mask_int_large", _setitem(lambda t: t.arange(20).reshape(4, 5) > 10, 2 ** 40), [I(4, 5, hi=9)]),
     C("set_int_into_float", _setitem(0, 3), [_X]),
     C("set_into_int", lambda t, x: (x.__setitem__(0, 2.7), x)[1], [I(3, 2)]),
     C("set_out_of_range", _setitem(4, 0.0), [_X], raises=True),

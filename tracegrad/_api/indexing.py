@@ -272,6 +272,8 @@ def setitem(self, key, value):
     if isinstance(value, complex) and not self.is_complex():
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
                            "write into a complex tensor or pass a real value")
+    if _mask_put(self, key, value):
+        return
     masked = _has_bool_mask(key)
     markers, arrays = _parse_key(self, key)
     _check_index_broadcast(arrays)
@@ -300,6 +302,35 @@ def setitem(self, key, value):
     basic, rest = _split_basic(markers)
     v = apply_op(_basic_op(basic), (self,), (("key", basic),))
     index_put_(v, arrays, value, markers=rest)
+
+
+def _mask_put(self, key, value):
+    """``self[mask] = value`` for one bool mask over self's leading dims and a single value (a
+    Python number self's dtype holds, or a 0-d tensor) as one select (``index_put_mask``): the
+    same values and ``IndexPutBackward0`` as index_put at the mask's nonzero() positions, with
+    no host read of the mask. Returns False (nothing written) for any other key or value."""
+    mask = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_ or mask.ndim == 0:
+        return False
+    if tuple(mask.shape) != tuple(self.shape[:mask.ndim]):
+        return False     # the general path raises torch's IndexError
+    if isinstance(value, Tensor):
+        if value.ndim != 0 or (value.is_complex() and not self.is_complex()):
+            return False
+        if value.dtype is not self.dtype:
+            value = value.to(self.dtype)    # torch: a bool mask with a 0-dim value is masked_fill, which casts
+        apply_inplace(OPS["index_put_mask_tensor"], self, (mask, value))
+        return True
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    if not (self.dtype.is_floating_point or self.is_complex()):
+        if not isinstance(value, (int, np.integer)) or self.dtype is _dt.bool_:
+            return False
+        info = np.iinfo(np.dtype(self.dtype.name))
+        if not info.min <= int(value) <= info.max:
+            return False
+    apply_inplace(OPS["index_put_mask"], self, (mask, value))
+    return True
 
 
 def _drop_leading_ones(value, target=None):

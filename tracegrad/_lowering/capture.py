@@ -32,14 +32,37 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
-from .._tensor.tensor import chain_is_contiguous
+from .._tensor.tensor import Tensor, chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
-from .pystate import (_plain_object, _user_code, changed, clock_reads, effects_signature, opened_by_user, python_refs, restore,
-                      snapshot, stateful_reads)
+from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
+                      effects_signature, opened_by_user, python_refs, restore, snapshot, stateful_reads)
 from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _own_attributes(opt):
+    """An optimizer's attributes other than those compile tracks itself (its state, param
+    groups, defaults, hook dicts) and an lr scheduler's ``_opt_called`` flag (set once, by the
+    first eager step): a custom optimizer's counters, lists and flags."""
+    return [(k, v) for k, v in vars(opt).items()
+            if k not in ("state", "param_groups", "defaults", "_opt_called") and not k.startswith("_optimizer_")]
+
+
+def _is_traced_value(v):
+    """A tensor (or a container of them): state the program carries, not a Python value."""
+    if isinstance(v, Tensor):
+        return True
+    return isinstance(v, (list, tuple, dict)) and not isinstance(v, str) and any(
+        _is_traced_value(x) for x in (v.values() if isinstance(v, dict) else v))
+
+
+def _same_python_value(a, b):
+    try:
+        return bool(a == b)
+    except Exception:       # an array-like comparison with no single truth value
+        return False
 
 
 class GraphBreak(Unsupported):
@@ -234,6 +257,7 @@ class Capture:
         self.backward_ran = False              # backward() ran: results' graphs are consumed
         self.modules = {}                      # id -> module called during the trace
         self.opt_state = {}                    # id(optimizer) -> its state before the trace
+        self.opt_attrs = {}                    # id(optimizer) -> (it, its Python-valued attributes before)
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.outside_writes = 0                # in-place writes to storages made before the trace
@@ -420,10 +444,51 @@ class Capture:
         if opt not in self.optimizers:
             self.optimizers.append(opt)
             # its per-parameter state dicts as they were, for an abandoned trace to put back
-            self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d)) for p, d in opt.state.items()})
+            # (an entry that is not a dict -- ``self.state['n'] = 0`` under a key of its own --
+            # is kept as itself)
+            self.opt_state[id(opt)] = (opt, {id(p): (p, d, dict(d) if isinstance(d, dict) else None)
+                                             for p, d in opt.state.items()})
+            self.opt_attrs[id(opt)] = (opt, {k: (v, _attr_signature(v), _copy(v)) for k, v in _own_attributes(opt)})
         for group in opt.param_groups:
             for p in group["params"]:
                 self.see_grad_owner(p)
+
+    def see_optimizer_python_state(self, opt):
+        """``opt.step()`` has just run in the trace: a Python value (not a tensor) it bound in
+        a parameter's state dict or as its own attribute -- a custom optimizer's
+        ``state['steps'] += 1`` or ``self.t += 1`` on a Python int -- would be baked into the
+        program and never written again on later calls, so the program's bias corrections and
+        the counter would stay at the traced step. A graph break (torch's dynamo guards such an
+        int and recompiles); an abandoned trace puts the attributes back (``restore_objects``)."""
+        missing = object()
+        attrs = self.opt_attrs.get(id(opt), (None, {}))[1]
+        for k, v in _own_attributes(opt):
+            if isinstance(v, Tensor):
+                continue
+            was = attrs.get(k)
+            if was is None or (was[0] is not v and not (type(was[0]) is type(v) and _same_python_value(was[0], v))):
+                self.python_effect(f"{type(opt).__name__}.step() setting its attribute {k!r} "
+                                   f"to a Python {type(v).__name__}")
+            if _attr_signature(v) != was[1]:    # a list or dict it keeps, grown or written
+                self.python_effect(f"{type(opt).__name__}.step() changing the {type(v).__name__} in "
+                                   f"its attribute {k!r}")
+        before = self.opt_state.get(id(opt), (None, {}))[1]
+        for p, d in opt.state.items():
+            if not isinstance(d, dict):
+                was = before.get(id(p), (None, missing, None))[1]
+                if _is_traced_value(d) or was is d or (type(was) is type(d) and _same_python_value(was, d)):
+                    continue
+                self.python_effect(f"{type(opt).__name__}.step() setting its state entry {p!r} to a "
+                                   f"Python {type(d).__name__}")
+            old = before.get(id(p), (None, None, {}))[2] or {}
+            for k, v in d.items():
+                if _is_traced_value(v):
+                    continue
+                was = old.get(k, missing)
+                if was is v or (was is not missing and type(was) is type(v) and _same_python_value(was, v)):
+                    continue
+                self.python_effect(f"{type(opt).__name__}.step() setting its per-parameter state "
+                                   f"{k!r} to a Python {type(v).__name__}")
 
     def see_function(self, cls):
         if self.vjp:
@@ -492,11 +557,18 @@ class Capture:
             for s, items in stores:
                 s.clear()
                 s.update(items)
+        for opt, attrs in self.opt_attrs.values():
+            for k in [k for k, _ in _own_attributes(opt) if k not in attrs]:
+                delattr(opt, k)
+            for k, (v, _, copy) in attrs.items():
+                setattr(opt, k, v)
+                _put_back(v, copy)
         for opt, before in self.opt_state.values():
             for p in list(opt.state.keys()):
                 if id(p) not in before:
                     del opt.state[p]
             for p, d, items in before.values():
                 opt.state[p] = d
-                d.clear()
-                d.update(items)
+                if items is not None:
+                    d.clear()
+                    d.update(items)

@@ -226,6 +226,20 @@ defop("masked_fill", lambda x, mask, value: jnp.where(mask, jnp.asarray(value, x
       args=("self", "mask", "value"), grad_fn="MaskedFillBackward0", saves=("mask",), no_edge=("value",))
 defop("masked_fill_tensor", lambda x, mask, value: jnp.where(mask, value.astype(x.dtype), x),
       args=("self", "mask", "value"), grad_fn="MaskedFillBackward1", saves=("mask",))
+
+
+# ``x[mask] = value`` with one bool mask over x's leading dims and a single value: the same
+# write as index_put through the mask's nonzero() positions (torch's node name), as a select,
+# so it needs no host read of the mask (and compiles into one program)
+def _mask_put(x, mask, value):
+    m = mask.reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    return jnp.where(m, jnp.asarray(value).astype(x.dtype), x)
+
+
+defop("index_put_mask", _mask_put, args=("self", "mask", "value"), grad_fn="IndexPutBackward0",
+      saves=("mask",), no_edge=("value",))
+defop("index_put_mask_tensor", _mask_put, args=("self", "mask", "value"), grad_fn="IndexPutBackward0",
+      saves=("mask",))
 defop("one_hot", lambda x, num_classes: (x[..., None] == jnp.arange(num_classes)).astype(jnp.int64))
 defop("embedding", lambda weight, indices: jnp.take(weight, indices, axis=0),
       args=("weight", "indices"), grad_fn="EmbeddingBackward0", saves=("indices",))
