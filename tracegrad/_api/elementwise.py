@@ -37,9 +37,12 @@ def _wrap_numbers(self, other):
 
 
 def _check_alpha(api, self, other, alpha):
-    """torch's alpha rules: a bool alpha only for bool results; no float alpha for integral ones."""
-    if alpha is None or isinstance(alpha, Tensor):
+    """torch's alpha rules: a Number (an explicit None is the parser's TypeError); a bool alpha only
+    for bool results; no float alpha for integral ones."""
+    if type(alpha) is int or isinstance(alpha, Tensor):   # the default (1) and ints: nothing to check
         return
+    if alpha is None:
+        raise TypeError(f"{api}(): argument 'alpha' must be Number, not NoneType; leave it out for alpha=1")
     cat = result_dtype(self, other)._cat
     if isinstance(alpha, bool):
         if cat != 0:
@@ -51,7 +54,7 @@ def _check_alpha(api, self, other, alpha):
 
 
 @method("add", function=True)
-def add(self, other, *rest, alpha=None):
+def add(self, other, *rest, alpha=1):
     """Mirrors ``torch.add(input, other, alpha=1, out=None)`` (``out=`` on the function form only, as torch): ``input + alpha * other`` with torch's
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
@@ -78,7 +81,7 @@ def check_sub_bool(a, b):
 
 
 @method("sub", "subtract", function=True)
-def sub(self, other, *rest, alpha=None):
+def sub(self, other, *rest, alpha=1):
     """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
     other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
     try:
@@ -92,10 +95,12 @@ def sub(self, other, *rest, alpha=None):
 
 
 @function("rsub")
-def rsub(self, other, alpha=None):
+def rsub(self, other, alpha=1):
     """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
-    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number). RuntimeError for bools."""
+    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number). RuntimeError for bools,
+    TypeError for alpha=None."""
     check_sub_bool(other, self)
+    _check_alpha("rsub", self, other, alpha)
     return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, alpha_arg(alpha))
 
 

@@ -15,6 +15,7 @@ from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
+from .argcheck import strict_error
 from .inplace import _check_expand, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
@@ -431,7 +432,10 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
 
 @method(function=True)
 def scatter_add(self, dim, index, src):
-    """Mirrors ``torch.scatter_add``."""
+    """Mirrors ``torch.scatter_add``. TypeError for a src that is not a Tensor (no Scalar
+    overload in torch)."""
+    if not isinstance(src, Tensor):
+        raise strict_error("scatter_add", "src", "Tensor", src, 3)
     _index_arg(index, "scatter_add")
     check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)

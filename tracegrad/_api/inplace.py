@@ -21,6 +21,7 @@ from .._x64 import with_x64
 from ._registry import METHODS, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
+from .argcheck import strict_error
 from .promotion import ADDCDIV_INT, alpha_arg, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
@@ -103,9 +104,11 @@ def _check_inplace_broadcast(self, other):
 def _inplace_binary(opname):
     op = OPS[opname]
 
-    def f(self, other, *rest, alpha=None):
+    def f(self, other, *rest, alpha=1):
         if opname in ("add", "sub"):
             other, alpha = alpha_first(opname + "_", other, rest, alpha)
+            if alpha is None:
+                raise TypeError(f"{opname}_(): argument 'alpha' must be Number, not NoneType; leave it out for alpha=1")
         elif rest:
             raise TypeError(f"{opname}_() takes 1 positional argument but {1 + len(rest)} were given")
         _check_operand(other, opname + "_")
@@ -268,6 +271,8 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 
 @method()
 def scatter_add_(self, dim, index, src):
+    if not isinstance(src, Tensor):   # no Scalar overload in torch (scatter_ has one)
+        raise strict_error("scatter_add_", "src", "Tensor", src, 3)
     check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")

@@ -171,7 +171,7 @@ def alpha_first(api, other, rest, alpha):
         return other, alpha
     # a 0-dim tensor also binds as the Number alpha (torch.add(t, tensor(True), True))
     scalar = isinstance(other, _Number) or (isinstance(other, Tensor) and other._value.ndim == 0)
-    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and alpha is None:
+    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and type(alpha) is int and alpha == 1:
         warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
                       f"Consider using one of the following signatures instead:\n"
                       f"\t{api}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)

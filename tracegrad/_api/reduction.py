@@ -136,7 +136,11 @@ def prod(self, dim=None, keepdim=False, *, dtype=None):
     return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
 
 
-def _correction(correction, unbiased):
+def _correction(correction, unbiased, api="std"):
+    if unbiased is not None and type(unbiased) is not bool and type(unbiased).__name__ != "bool_":
+        # torch's parser takes only a bool here (not 1, not a tensor)
+        raise TypeError(f"{api}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}; "
+                        "pass True or False, or correction=<int>")
     if correction is not None:
         return correction
     return 1 if unbiased in (None, True) else 0
@@ -155,7 +159,7 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
     _check_var_dtype(self)
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased)
+    dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased, api)
     n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
     if n - corr <= 0:
         _warn(f"{api}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "

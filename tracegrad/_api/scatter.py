@@ -10,6 +10,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
+from .argcheck import strict_error
 from .indexing import _index_arg
 from .inplace import check_index_range, check_scatter_shapes
 from .promotion import _SCALAR_NAME, _check_scalar_value
@@ -143,6 +144,8 @@ def masked_scatter_(self, mask, source):
 
 
 def _scatter_reduce_args(self, dim, index, src, reduce, api):
+    if not isinstance(src, Tensor):   # no Scalar overload in torch
+        raise strict_error(api, "src", "Tensor", src, 3)
     _index_arg(index, api)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")

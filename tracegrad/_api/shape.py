@@ -119,7 +119,7 @@ def view(self, *shape, **kwargs):
     return apply_op(OPS["view"], (self,), (("shape", s),))
 
 
-@method(function=True)
+@method()
 def reshape(self, *shape, **kwargs):
     """Mirrors ``torch.reshape`` (the shape as arguments, a sequence, or ``shape=``): a view
     when the input is contiguous, else a copy."""
@@ -234,7 +234,7 @@ def t(self):
     return apply_op(OPS["t"], (self,))
 
 
-@method(function=True)
+@method()
 def permute(self, *dims, **kwargs):
     """Mirrors ``torch.permute`` (``dims`` as arguments, a sequence, or ``dims=``). RuntimeError
     when dims is not a permutation."""
@@ -499,7 +499,7 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
     return tuple(out)
 
 
-@method(function=True)
+@method()
 def flip(self, *dims, **kw):
     """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
     repeated dim; TypeError when no ``dims`` is given."""
@@ -743,3 +743,24 @@ def _mH(self):
 def adjoint(self):
     """Mirrors ``Tensor.adjoint()`` / ``torch.adjoint``: ``self.mH``. RuntimeError for 1 dim."""
     return _batched_transpose(self, "adjoint()", True)
+
+
+def _sequence_only(fn, what):
+    """The function form of a method that takes its sizes as separate arguments too: torch's
+    ``torch.reshape(input, shape)`` / ``permute(input, dims)`` / ``flip(input, dims)`` take them as
+    one sequence only (``torch.permute(x, 1, 0)`` is the parser's TypeError)."""
+    api = fn.__name__
+
+    def function_form(input, *args, **kwargs):
+        if len(args) > 1:
+            raise TypeError(f"{api}() takes 2 positional arguments but {1 + len(args)} were given; pass the "
+                            f"{what} as one sequence: tracegrad.{api}(input, ({', '.join(map(repr, args))}))")
+        return fn(input, *args, **kwargs)
+    function_form.__name__ = function_form.__qualname__ = api
+    function_form.__doc__ = fn.__doc__
+    return function(api)(function_form)
+
+
+reshape_function = _sequence_only(reshape, "shape")
+permute_function = _sequence_only(permute, "dims")
+flip_function = _sequence_only(flip, "dims")
