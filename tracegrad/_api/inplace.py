@@ -285,10 +285,23 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", d),))
 
 
+def _check_addc_cast(self, tensor1, tensor2):
+    """addcmul_/addcdiv_ compute in the promoted dtype, which must cast back to self's (an int
+    tensor cannot take a float product): torch's RuntimeError."""
+    if isinstance(tensor1, Tensor) and isinstance(tensor2, Tensor) and tensor1.dtype is self.dtype \
+            and tensor2.dtype is self.dtype:
+        return
+    dt = result_dtype(self, tensor1, tensor2)
+    if not _dt.can_cast(dt, self.dtype):
+        raise RuntimeError(f"result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
+                           f"{_SCALAR_NAME[self.dtype.name]}")
+
+
 @method()
 def addcmul_(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
+    _check_addc_cast(self, tensor1, tensor2)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -299,6 +312,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
     tensor1, tensor2, value = value_first("addcdiv_", tensor1, tensor2, rest, value)
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
+    _check_addc_cast(self, tensor1, tensor2)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 

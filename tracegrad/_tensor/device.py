@@ -85,7 +85,7 @@ def need_gpu():
     CUDA use (``torch.cuda._lazy_init``), so code that catches it behaves the same."""
     gpus = cuda_devices()
     if not gpus:
-        raise AssertionError("Torch not compiled with CUDA enabled (tracegrad: JAX found no GPU on "
+        raise AssertionError("Torch not compiled with CUDA enabled (tracegrad found no GPU on "
                              "this machine; keep tensors on 'cpu')")
     return gpus
 
