@@ -8,6 +8,7 @@ Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` function
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import tracegrad
@@ -17,6 +18,7 @@ from tracegrad._ops.random import scalar_name
 from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.argcheck import _is_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
 
@@ -250,7 +252,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         if padding_idx > 0:
             assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
         elif padding_idx < 0:
+            assert padding_idx >= -weight.size(0), "Padding_idx must be within num_embeddings"
             padding_idx = weight.size(0) + padding_idx
+    # torch's Python asserts come first, then its kernel's parser: an int index, a Tensor input
+    if padding_idx is not None and type(padding_idx) is not int and not _is_int(padding_idx):
+        raise TypeError(f"embedding(): argument 'padding_idx' (position 3) must be int, not "
+                        f"{type(padding_idx).__name__}")
+    if not isinstance(input, tracegrad.Tensor):
+        raise TypeError(f"embedding(): argument 'indices' (position 2) must be Tensor, not {type(input).__name__}; "
+                        "pass the indices as an int64 tensor")
     for name, v in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
         if type(v) is not bool and type(v).__name__ != "bool_":   # torch's parser: a bool only
             raise TypeError(f"embedding(): argument '{name}' must be bool, not {type(v).__name__}")
@@ -289,6 +299,9 @@ def pad(input, pad, mode="constant", value=None):
     circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
     TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
     _check_pad_ints(pad)
+    if value is not None and not isinstance(value, (numbers.Number, tracegrad.Tensor)):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
+                        "pass a number")
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
