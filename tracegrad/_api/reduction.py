@@ -44,6 +44,9 @@ def _check_floating(self, dtype, api):
     if dtype is None and self.dtype._cat <= 1:
         raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[self.dtype.name]}\': pass '
                                   f"dtype=tracegrad.float32 or convert the input with .float() first")
+    if dtype is not None and isinstance(dtype, _dt.dtype) and dtype._cat <= 1:   # nor computed in one
+        raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[dtype.name]}\': pass a floating '
+                                  f"dtype= (tracegrad.float32)")
 
 
 def check_sortable(self, api, error=RuntimeError, bool_ok=True):

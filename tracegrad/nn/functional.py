@@ -507,6 +507,17 @@ def _check_reduction(reduction):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _check_class_loss_kinds(kernel, weight, ignore_index):
+    """torch's kernel parser for the class-index losses: a Tensor weight, an int ignore_index (a
+    one-element integer tensor counts, a bool does not)."""
+    if weight is not None and not isinstance(weight, tracegrad.Tensor):
+        raise TypeError(f"{kernel}(): argument 'weight' (position 3) must be Tensor, not {type(weight).__name__}; "
+                        "pass the class weights as a tensor")
+    if type(ignore_index) is not int and (isinstance(ignore_index, bool) or not _is_int(ignore_index)):
+        raise TypeError(f"{kernel}(): argument 'ignore_index' (position 5) must be int, not "
+                        f"{type(ignore_index).__name__}")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.nll_loss``: input ``(N, C, *)`` or ``(C,)`` log-probabilities,
     target int64 ``(N, *)``/``()``. grad_fn ``NllLossBackward0`` (``NllLoss2DBackward0`` for 4-D).
@@ -516,6 +527,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     check_tensors("nll_loss", input, target, names=("input", "target"))
     input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
+    _check_class_loss_kinds("nll_loss_nd", weight, ignore_index)
     # torch checks the batch sizes before the target's dtype
     if input.ndim >= 2 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
@@ -572,6 +584,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_tensors("cross_entropy", input, target, names=("input", "target"))
     input, target, weight = _autocast.cast("fp32", "cross_entropy", input, target, weight)
     _check_reduction(reduction)
+    _check_class_loss_kinds("cross_entropy_loss", weight, ignore_index)
+    if input.ndim == 0 and not target.dtype.is_floating_point:   # torch reads a 0-d input as probabilities
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_SCALAR_NAME[target.dtype.name]}; a 0-d input has no class dim: pass (C,) logits")
     if label_smoothing > 1.0:   # as torch, only the upper bound: a negative value means no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cdim = 1 if input.ndim >= 2 else 0
