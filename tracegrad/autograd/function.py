@@ -60,7 +60,12 @@ class FunctionCtx:
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):
-        """Declare outputs that are not differentiable (integer indices, masks...)."""
+        """Declare outputs that are not differentiable (integer indices, masks...). RuntimeError,
+        as torch, for an argument that is not a Tensor."""
+        for a in args:
+            if not isinstance(a, Tensor):
+                raise RuntimeError(f"mark_non_differentiable only accepts variable arguments, but got "
+                                   f"{type(a).__name__}; pass the output tensors themselves")
         self.non_differentiable = args
 
     def set_materialize_grads(self, value: bool):
