@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
+from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -119,6 +119,7 @@ def div(self, other, *, rounding_mode=None):
     default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
     RuntimeError for an ``out`` of a lower category (an integer out for a true division)."""
     if rounding_mode not in (None, "trunc", "floor"):
+        check_rounding_mode(rounding_mode)
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     _check_operand(other, "div")
     if isinstance(other, Tensor) and self._value.shape != other._value.shape:

@@ -336,10 +336,21 @@ def _mask_to_indices(indices):
             for j in (nonzero(i, as_tuple=True) if isinstance(i, Tensor) and i.dtype is _dt.bool_ else (i,))]
 
 
+def _check_indices_tuple(indices, api):
+    """torch's parser: ``indices`` a tuple (or list) of Tensors / None, not a Tensor itself."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{api}(): argument 'indices' (position 1) must be tuple of Tensors, not "
+                        f"{type(indices).__name__}; wrap it: {api}((index,), values)")
+    for i, t in enumerate(indices):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+
+
 @method()
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
+        _check_indices_tuple(indices, "index_put_")
         indices = _byte_masks_as_bool(tuple(indices))
         _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
@@ -354,6 +365,7 @@ def index_put(self, indices, values, accumulate=False):
     place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
     (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
     float indices, too many indices or an index out of range."""
+    _check_indices_tuple(indices, "index_put")
     indices = _byte_masks_as_bool(tuple(indices))
     _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)

@@ -22,7 +22,7 @@ from ._registry import METHODS, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
 from .argcheck import strict_error
-from .promotion import ADDCDIV_INT, alpha_arg, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
+from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -130,6 +130,8 @@ add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", 
 
 @method()
 def div_(self, other, *, rounding_mode=None):
+    if rounding_mode not in (None, "trunc", "floor"):
+        check_rounding_mode(rounding_mode)
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)

@@ -201,3 +201,12 @@ def check_lerp_dtype(self):
     if self.dtype._cat < 2:
         raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
                                   "lerp takes floating or complex tensors")
+
+
+def check_rounding_mode(rounding_mode):
+    """torch's parser takes a str or None as ``rounding_mode`` (TypeError otherwise); its kernel
+    then takes 'trunc', 'floor' or None (RuntimeError)."""
+    if rounding_mode is not None and not isinstance(rounding_mode, str):
+        raise TypeError(f"div(): argument 'rounding_mode' must be str or None, not {type(rounding_mode).__name__}")
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")

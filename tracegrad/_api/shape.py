@@ -13,7 +13,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
-from .argcheck import check_kinds
+from .argcheck import check_kinds, require_int
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor import factories as _factories
@@ -192,7 +192,11 @@ def squeeze(self, dim=None):
         dims = tuple(i for i, s in enumerate(shp) if s == 1)
         return apply_op(OPS["squeeze"], (self,), (("dim", dims),))
     if isinstance(dim, (tuple, list)):
-        dims = tuple(d for d in (_wrap_dim(x, self.ndim) for x in dim) if shp[d] == 1)
+        wrapped = [_wrap_dim(x, self.ndim) for x in dim]
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"dim {next(d for i, d in enumerate(wrapped) if d in wrapped[:i])} appears multiple "
+                               "times in the list of dims")
+        dims = tuple(d for d in wrapped if shp[d] == 1)
         return apply_op(OPS["squeeze_dims"], (self,), (("dim", dims),))
     d = _wrap_dim(dim, self.ndim)   # a 0-d tensor takes dim 0 or -1, as torch
     dims = (d,) if self.ndim and shp[d] == 1 else ()
@@ -254,6 +258,9 @@ def permute(self, *dims, **kwargs):
 @method("movedim", "moveaxis", function=True)
 def movedim(self, source, destination):
     n = self.ndim
+    if isinstance(source, int) != isinstance(destination, int):   # torch's overloads: two ints or two sequences
+        raise TypeError(f"movedim() received an invalid combination of arguments - got ({type(source).__name__}, "
+                        f"{type(destination).__name__}); pass two ints or two sequences of ints")
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
@@ -373,6 +380,10 @@ def narrow(self, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     if isinstance(start, Tensor) and (start.ndim != 0 or start.dtype._cat != 1):
         raise RuntimeError("start must be an 0-dim integral Tensor.")
+    if type(start) is not int and not isinstance(start, Tensor):
+        start = require_int("narrow", "start", start, 2)
+    if type(length) is not int:
+        length = require_int("narrow", "length", length, 3)
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     start = int(start)
@@ -390,6 +401,8 @@ def narrow(self, dim, start, length):
 @method(function=True)
 def select(self, dim, index):
     """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
+    if type(index) is not int:
+        index = require_int("select", "index", index, 2)
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     index = int(index)
