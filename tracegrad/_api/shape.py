@@ -622,9 +622,9 @@ def cat(tensors, dim=0, *, out=None):
     tensors = [t for t in tensors]
     if not tensors:
         raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
-    for t_ in tensors:
+    for i, t_ in enumerate(tensors):   # (not tensors.index(t_): == on tensors is elementwise)
         if not isinstance(t_, Tensor):
-            raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t_).__name__}")
     # torch skips legacy empty 1-D tensors
     ref = next((t_ for t_ in tensors if t_.shape != (0,)), None)
     if ref is None:   # only legacy empties: torch returns an empty 1-D result for any dim
