@@ -400,7 +400,10 @@ def _check_options(options):
     """torch's checks on ``compile(options=...)``: a mapping (AttributeError from ``.items()``
     otherwise, as torch), every name one of inductor's settings (RuntimeError for another)."""
     for name, _ in options.items():
-        group, dot, _rest = str(name).partition(".")
+        if not isinstance(name, str):   # torch's lookup calls name.replace
+            raise AttributeError(f"'{type(name).__name__}' object has no attribute 'replace' (tracegrad.compile: "
+                                 "options keys are setting names, strings)")
+        group, dot, _rest = name.partition(".")
         if not (name in _OPTION_NAMES if not dot else group in _OPTION_GROUPS):
             raise RuntimeError(f"tracegrad.compile: Unexpected optimization option {name}; options takes torch's "
                                "inductor setting names (max_autotune, triton.cudagraphs, ...), which tracegrad "

@@ -41,8 +41,8 @@ def _check_alpha(api, self, other, alpha):
     for bool results; no float alpha for integral ones."""
     if type(alpha) is int or isinstance(alpha, Tensor):   # the default (1) and ints: nothing to check
         return
-    if alpha is None:
-        raise TypeError(f"{api}(): argument 'alpha' must be Number, not NoneType; leave it out for alpha=1")
+    if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
+        raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")
     cat = result_dtype(self, other)._cat
     if isinstance(alpha, bool):
         if cat != 0:

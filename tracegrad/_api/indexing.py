@@ -170,6 +170,9 @@ def _check_index_put(self, indices, values, api):
     if not isinstance(values, Tensor):
         raise TypeError(f"{api}(): argument 'values' must be Tensor, not {type(values).__name__}")
     _check_put_dtype(self, values)
+    ints = [t for t in indices if isinstance(t, Tensor)]
+    if len(ints) > 1 and all(t.dtype is not _dt.bool_ for t in ints):   # (a mask stands for its nonzero indices)
+        _check_index_broadcast(ints)
     dim = 0
     for pos, i in enumerate(indices):
         if i is None:

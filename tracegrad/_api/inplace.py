@@ -226,6 +226,9 @@ def masked_fill_(self, mask, value):
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks")
     _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value")
+    if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+                           "dimension(s).")
     op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
     return apply_inplace(op, self, (mask, value))
 

@@ -765,6 +765,9 @@ def _sequence_only(fn, what):
     api = fn.__name__
 
     def function_form(input, *args, **kwargs):
+        if len(args) == 1 and isinstance(args[0], int) or isinstance(kwargs.get(what), int):
+            raise TypeError(f"{api}(): argument '{what}' (position 2) must be tuple of ints, not int; pass "
+                            f"tracegrad.{api}(input, (n,))")
         if len(args) > 1:
             raise TypeError(f"{api}() takes 2 positional arguments but {1 + len(args)} were given; pass the "
                             f"{what} as one sequence: tracegrad.{api}(input, ({', '.join(map(repr, args))}))")

@@ -78,7 +78,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if len(scales) != nd:
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
                              f"with spatial dimensions of {list(spatial)} and scale_factor of shape {scale_factor}.")
-        if not all(isinstance(s, (int, float, Tensor)) or type(s).__module__ == "numpy" for s in scales):
+        if not all(isinstance(s, (int, float)) or type(s).__module__ == "numpy" for s in scales):   # not a Tensor
             raise TypeError(f"interpolate: expected scale_factor to be a number or a tuple of numbers, but got "
                             f"{scale_factor!r}")
         scales = tuple(float(s) for s in scales)

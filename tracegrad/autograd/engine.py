@@ -661,7 +661,10 @@ def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, mat
         if g is None and isinstance(o, Tensor) and o.ndim:
             raise RuntimeError("grad can be implicitly created only for scalar outputs; pass grad_outputs with a "
                                "leading batch dim")
-        if g is None or (isinstance(g, Tensor) and g.ndim == 0):   # torch's batching rule refuses a 0-d row
+        if isinstance(g, Tensor) and g.ndim == 0:   # torch indexes the batch dim: IndexError for a 0-d one
+            raise IndexError(f"autograd.grad(is_grads_batched=True): grad_output[{i}] is 0-d, so it has no batch dim "
+                             "to take rows from; pass grad_outputs whose first dim is the batch")
+        if g is None:   # the implicit 0-d gradient of a scalar output: torch's batching rule refuses it
             raise ValueError(f"autograd.grad(is_grads_batched=True): grad_output[{i}] is 0-d, so it has no batch "
                              "dim to take rows from; pass grad_outputs whose first dim is the batch")
         if isinstance(g, Tensor) and isinstance(o, Tensor) and tuple(g.shape[1:]) != tuple(o.shape):

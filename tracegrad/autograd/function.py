@@ -69,8 +69,12 @@ class FunctionCtx:
         self.non_differentiable = args
 
     def set_materialize_grads(self, value: bool):
-        """Whether undefined output gradients reach backward as zeros (default True) or None."""
-        self.materialize_grads = bool(value)
+        """Whether undefined output gradients reach backward as zeros (default True) or None.
+        TypeError for a value that is not a bool, as torch."""
+        if type(value) is not bool:
+            raise TypeError(f"set_materialize_grads received an invalid combination of arguments - got "
+                            f"({type(value).__name__}), but expected (bool)")
+        self.materialize_grads = value
 
 
 class BackwardCFunction(Node, FunctionCtx):
