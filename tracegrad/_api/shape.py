@@ -765,6 +765,8 @@ def _sequence_only(fn, what):
     api = fn.__name__
 
     def function_form(input, *args, **kwargs):
+        if not isinstance(input, Tensor):   # (a closure: argcheck's guard passes these by)
+            raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
         if len(args) == 1 and isinstance(args[0], int) or isinstance(kwargs.get(what), int):
             raise TypeError(f"{api}(): argument '{what}' (position 2) must be tuple of ints, not int; pass "
                             f"tracegrad.{api}(input, (n,))")
