@@ -28,13 +28,16 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     Autograd: ``ToCopyBackward0``."""
     if type(self) is not Tensor and not isinstance(self, Tensor):   # NOTE [unbound self]
         raise not_self("to", self)
-    if args:
+    if len(args) == 1 and type(args[0]) is _dt.dtype and dtype is None and device is None:
+        dtype = args[0]   # the common to(dtype): nothing else to read
+    elif args:
         dtype, device, non_blocking, copy = _to_overload(args, dtype, device, non_blocking, copy)
-    elif dtype is not None and not _is_dtype_arg(dtype):
+    elif dtype is not None and type(dtype) is not _dt.dtype and not _is_dtype_arg(dtype):
         raise _to_error(f"dtype={type(dtype).__name__}")
-    if device is not None and not isinstance(device, (str, _device, int)) or isinstance(device, bool):
+    if device is not None and type(device) is not str and (not isinstance(device, (str, _device, int))
+                                                           or isinstance(device, bool)):
         raise _to_error(f"device={type(device).__name__}")
-    if type(non_blocking) is not bool or type(copy) is not bool:
+    if (non_blocking is not False or copy is not False) and (type(non_blocking) is not bool or type(copy) is not bool):
         bad = "non_blocking" if type(non_blocking) is not bool else "copy"
         raise _to_error(f"{bad}={type(non_blocking if bad == 'non_blocking' else copy).__name__}")
     _mf.check_format(memory_format, "to")
@@ -79,6 +82,8 @@ def _to_overload(args, dtype, device, non_blocking, copy):
     invalid device RuntimeError). Returns ``(dtype, device, non_blocking, copy)``; TypeError,
     as torch's parser, for any other combination."""
     a, rest = args[0], list(args[1:])
+    if type(a) is str and not rest and device is None:   # the common to('cpu')
+        return dtype, a, non_blocking, copy
     kinds = ", ".join(type(v).__name__ for v in args)
     if isinstance(a, Tensor):
         if dtype is not None or device is not None:
