@@ -181,6 +181,7 @@ CASES = {
     'index_put(t, v)': lambda T: T.index_put(x(T), T.tensor([0]), T.tensor(1.)),
     'x.div_(2, rounding_mode=1)': lambda T: x(T).div_(2, rounding_mode=1),
     'cat((x, 1))': lambda T: T.cat((x(T), 1)),
+    'new(size=2)': lambda T: x(T).new(size=2),
     # calls torch accepts, beside the wrong ones
     'add(t, alpha=2)_ok': lambda T: x(T).add(x(T), alpha=2),
     'sum(dtype=int32)_ok': lambda T: x(T).sum(dtype=T.int32),
@@ -279,3 +280,10 @@ def test_to_positional_flags_and_legacy_alpha():
             warnings.simplefilter("ignore")
             c = a.clone().add_(-0.5, T.ones(3) * 2)
         assert c.tolist() == [0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("size", [(2, 3), [4], (1, 0)])
+def test_new_size_keyword_shape(size):
+    # x.new(size=s) is the sizes overload (x.new(*s)), not data
+    shapes = [tuple(T.ones(2).new(size=size).shape) for T in (torch, tracegrad)]
+    assert shapes[0] == shapes[1] == tuple(size)

@@ -60,7 +60,10 @@ def new(self, *args, device=None, size=None):
         if args:
             raise TypeError("new() received an invalid combination of arguments: sizes given both positionally "
                             "and as size=; pass one of them")
-        args = (tuple(size),)
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"new() received an invalid combination of arguments - got (size={builtins.type(size).__name__}); "
+                            "pass size=(n, ...) or the sizes positionally")
+        args = tuple(size)   # the sizes, as new(2, 3) (a tuple alone would read as data)
     if len(args) == 1 and (args[0] is None or isinstance(args[0], (float, bool, complex, dict, set, frozenset))):
         # one Python scalar that is not an int is neither a size nor data (torch reads data from a sequence)
         raise TypeError(f"new(): data must be a sequence (got {builtins.type(args[0]).__name__}); pass sizes as ints "
