@@ -44,6 +44,7 @@ from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
+from ._lowering.inductor_options import GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
                                aliased_args, classify_args,
                                fill_arg_boxes, trace_region)
@@ -397,6 +398,20 @@ def _unhashable_key(a):
     return _Same(a)
 
 
+def _check_options(options):
+    """torch's checks on ``compile(options=...)``: a mapping (AttributeError from ``.items()``
+    otherwise, as torch), every name one of inductor's settings (RuntimeError for another)."""
+    for name, _ in options.items():
+        if not isinstance(name, str):   # torch's lookup calls name.replace
+            raise AttributeError(f"'{type(name).__name__}' object has no attribute 'replace' (tracegrad.compile: "
+                                 "options keys are setting names, strings)")
+        group, dot, _rest = name.partition(".")
+        if not (name in _OPTION_NAMES if not dot else group in _OPTION_GROUPS):
+            raise RuntimeError(f"tracegrad.compile: Unexpected optimization option {name}; options takes torch's "
+                               "inductor setting names (max_autotune, triton.cudagraphs, ...), which tracegrad "
+                               "accepts and ignores")
+
+
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
             options=None, name=None, disable=False, recompile_limit=None, isolate_recompiles=False,
             shapes_spec=None):
@@ -434,6 +449,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise AssertionError(f"tracegrad.compile: expected dynamic to be a bool or None, got {type(dynamic)}")
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
+    if options:   # torch reads a falsy options as none given
+        _check_options(options)
     if mode not in _MODES:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
     if recompile_limit is not None and not isinstance(recompile_limit, (int, float)):

@@ -93,6 +93,9 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     dim = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in dim)
     if x.dim() == 0:
         dim = None
+    if not isinstance(ord, (int, float, Tensor)) and type(ord).__module__ != "numpy":   # a str, None, a list
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}; for the "
+                        "Frobenius/nuclear norms use linalg.matrix_norm")
     ord = float(ord)
     if ord < 0 or ord == float("inf"):   # max/min/negative powers have no value on no elements
         for d in (range(x.dim()) if dim is None else dim):

@@ -28,18 +28,18 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     Autograd: ``ToCopyBackward0``."""
     if type(self) is not Tensor and not isinstance(self, Tensor):   # NOTE [unbound self]
         raise not_self("to", self)
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, int) and not isinstance(a, bool):   # an ordinal: the accelerator, as torch
-            device = _device(a)
-        elif isinstance(a, (str, _device)) and not (isinstance(a, str) and (a in _dt.ALIASES or a.replace("torch.", "") in _dt._BY_NAME)):
-            device = a
-        elif a is not None:
-            if dtype is not None:   # torch's overloads take one dtype: to(dtype) or to(device, dtype)
-                raise TypeError(f"to() received an invalid combination of arguments: two dtypes ({dtype}, {a}); "
-                                f"pass to(dtype), to(device, dtype) or to(other)")
-            dtype = a
+    if len(args) == 1 and type(args[0]) is _dt.dtype and dtype is None and device is None:
+        dtype = args[0]   # the common to(dtype): nothing else to read
+    elif args:
+        dtype, device, non_blocking, copy = _to_overload(args, dtype, device, non_blocking, copy)
+    elif dtype is not None and type(dtype) is not _dt.dtype and not _is_dtype_arg(dtype):
+        raise _to_error(f"dtype={type(dtype).__name__}")
+    if device is not None and type(device) is not str and (not isinstance(device, (str, _device, int))
+                                                           or isinstance(device, bool)):
+        raise _to_error(f"device={type(device).__name__}")
+    if (non_blocking is not False or copy is not False) and (type(non_blocking) is not bool or type(copy) is not bool):
+        bad = "non_blocking" if type(non_blocking) is not bool else "copy"
+        raise _to_error(f"{bad}={type(non_blocking if bad == 'non_blocking' else copy).__name__}")
     _mf.check_format(memory_format, "to")
     out = self
     if dtype is not None:
@@ -61,6 +61,55 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     if out is not self:
         _mf.lay_out(out, _mf.requested_order(self, memory_format, "to"))
     return out
+
+
+def _is_dtype_arg(d):
+    # a dtype, Python's number types, or a numpy dtype/type (tracegrad's own calls); not a name
+    return isinstance(d, _dt.dtype) or (d in (float, int, bool, complex) if isinstance(d, type) else False) \
+        or (not isinstance(d, (str, Tensor)) and type(d).__module__.startswith("numpy")) \
+        or (isinstance(d, type) and d.__module__ == "numpy")
+
+
+def _to_error(got):
+    return TypeError(f"to() received an invalid combination of arguments - got ({got}); pass to(dtype), "
+                     "to(device, dtype), to(other) (then non_blocking, copy: bools) or the keywords dtype=/device=")
+
+
+def _to_overload(args, dtype, device, non_blocking, copy):
+    """torch's three ``Tensor.to`` overloads, read from the positional ``args``:
+    ``to(device=None, dtype=None, non_blocking, copy)``, ``to(dtype, non_blocking, copy)`` and
+    ``to(other, non_blocking, copy)``. A string is always a device (``to('float32')`` is torch's
+    invalid device RuntimeError). Returns ``(dtype, device, non_blocking, copy)``; TypeError,
+    as torch's parser, for any other combination."""
+    a, rest = args[0], list(args[1:])
+    if type(a) is str and not rest and device is None:   # the common to('cpu')
+        return dtype, a, non_blocking, copy
+    kinds = ", ".join(type(v).__name__ for v in args)
+    if isinstance(a, Tensor):
+        if dtype is not None or device is not None:
+            raise _to_error(kinds + ", dtype=/device=")
+        dtype, device = a.dtype, a.device
+    elif _is_dtype_arg(a):
+        if device is not None:
+            raise _to_error(kinds + ", device=")
+        dtype = a
+    elif a is None or isinstance(a, (str, _device)) or (isinstance(a, int) and not isinstance(a, bool)):
+        if device is not None:
+            raise _to_error(kinds + ", device=")
+        device = _device(a) if isinstance(a, int) else a   # a bare ordinal: the accelerator, as torch
+        if rest and (rest[0] is None or _is_dtype_arg(rest[0])):
+            if rest[0] is not None and dtype is not None:
+                raise _to_error(kinds + ", dtype=")
+            dtype = rest.pop(0) if rest[0] is not None else (rest.pop(0), dtype)[1]
+    else:
+        raise _to_error(kinds)
+    if len(rest) > 2:
+        raise _to_error(kinds)
+    if rest:
+        non_blocking = rest[0]
+    if len(rest) == 2:
+        copy = rest[1]
+    return dtype, device, non_blocking, copy
 
 
 def _move(t, dev):

@@ -60,10 +60,13 @@ def new(self, *args, device=None, size=None):
         if args:
             raise TypeError("new() received an invalid combination of arguments: sizes given both positionally "
                             "and as size=; pass one of them")
-        args = (tuple(size),)
-    if len(args) == 1 and (args[0] is None or isinstance(args[0], (float, bool, complex))):
+        if not isinstance(size, (tuple, list)):
+            raise TypeError(f"new() received an invalid combination of arguments - got (size={builtins.type(size).__name__}); "
+                            "pass size=(n, ...) or the sizes positionally")
+        args = tuple(size)   # the sizes, as new(2, 3) (a tuple alone would read as data)
+    if len(args) == 1 and (args[0] is None or isinstance(args[0], (float, bool, complex, dict, set, frozenset))):
         # one Python scalar that is not an int is neither a size nor data (torch reads data from a sequence)
-        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__}); pass sizes as ints "
+        raise TypeError(f"new(): data must be a sequence (got {builtins.type(args[0]).__name__}); pass sizes as ints "
                         f"or data as a list")
     if len(args) == 1 and isinstance(args[0], Tensor):
         if args[0].dtype != self.dtype:
@@ -132,7 +135,10 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 @method()
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.Tensor.new_tensor``: copies ``data`` into a tensor of ``self``'s dtype and
-    device (unless given); a Tensor ``data`` is detached first, with torch's warning."""
+    device (unless given); a Tensor ``data`` is detached first, with torch's warning. TypeError
+    for ``data=None`` (torch reads it as a number of self's dtype)."""
+    if data is None:
+        raise TypeError("new_tensor(): must be real number, not NoneType; pass a number, a sequence or a Tensor")
     if isinstance(data, Tensor):
         _warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
               "or sourceTensor.detach().clone().requires_grad_(True), rather than "
@@ -149,7 +155,13 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
     """Mirrors ``torch.Tensor.type``: with no argument, the legacy name (``'torch.FloatTensor'``,
     ``'torch.cuda.LongTensor'``); with a dtype or such a name, a converted tensor (``self`` when
     nothing changes); ``torch.Tensor`` itself converts to the default dtype. ValueError for an
-    unknown name or a class that is not a tensor type; TypeError for an argument of another kind."""
+    unknown name or a class that is not a tensor type; TypeError for an argument of another kind
+    (non_blocking not a bool, a keyword other than ``memory_format`` / the legacy ``async``)."""
+    for k in kwargs:
+        if k not in ("async", "memory_format"):
+            raise TypeError(f"type() got an unexpected keyword argument '{k}'; pass dtype= and non_blocking= only")
+    if builtins.type(non_blocking) is not bool:
+        raise TypeError(f"type(): argument 'non_blocking' must be bool, not {builtins.type(non_blocking).__name__}")
     if dtype is None:
         prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
         return f"{prefix}{_TYPE_NAMES[self.dtype.name]}Tensor"

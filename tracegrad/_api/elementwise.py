@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
+from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -37,9 +37,12 @@ def _wrap_numbers(self, other):
 
 
 def _check_alpha(api, self, other, alpha):
-    """torch's alpha rules: a bool alpha only for bool results; no float alpha for integral ones."""
-    if alpha is None or isinstance(alpha, Tensor):
+    """torch's alpha rules: a Number (an explicit None is the parser's TypeError); a bool alpha only
+    for bool results; no float alpha for integral ones."""
+    if type(alpha) is int or isinstance(alpha, Tensor):   # the default (1) and ints: nothing to check
         return
+    if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
+        raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")
     cat = result_dtype(self, other)._cat
     if isinstance(alpha, bool):
         if cat != 0:
@@ -51,7 +54,7 @@ def _check_alpha(api, self, other, alpha):
 
 
 @method("add", function=True)
-def add(self, other, *rest, alpha=None):
+def add(self, other, *rest, alpha=1):
     """Mirrors ``torch.add(input, other, alpha=1, out=None)`` (``out=`` on the function form only, as torch): ``input + alpha * other`` with torch's
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
@@ -78,7 +81,7 @@ def check_sub_bool(a, b):
 
 
 @method("sub", "subtract", function=True)
-def sub(self, other, *rest, alpha=None):
+def sub(self, other, *rest, alpha=1):
     """Mirrors ``torch.sub(input, other, alpha=1, out=None)`` (and the deprecated ``sub(alpha,
     other)``, with torch's warning). RuntimeError when an operand is bool (use logical_xor)."""
     try:
@@ -92,10 +95,12 @@ def sub(self, other, *rest, alpha=None):
 
 
 @function("rsub")
-def rsub(self, other, alpha=None):
+def rsub(self, other, alpha=1):
     """Mirrors ``torch.rsub(input, other, alpha=1)``: ``other - alpha * input``. Autograd:
-    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number). RuntimeError for bools."""
+    ``RsubBackward0`` (tensor other) / ``RsubBackward1`` (number). RuntimeError for bools,
+    TypeError for alpha=None."""
     check_sub_bool(other, self)
+    _check_alpha("rsub", self, other, alpha)
     return _binary("rsub_tensor" if isinstance(other, Tensor) else "rsub", self, other, alpha_arg(alpha))
 
 
@@ -114,6 +119,7 @@ def div(self, other, *, rounding_mode=None):
     default float dtype for integer inputs; ``'trunc'``/``'floor'`` keep the promoted dtype.
     RuntimeError for an ``out`` of a lower category (an integer out for a true division)."""
     if rounding_mode not in (None, "trunc", "floor"):
+        check_rounding_mode(rounding_mode)
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
     _check_operand(other, "div")
     if isinstance(other, Tensor) and self._value.shape != other._value.shape:

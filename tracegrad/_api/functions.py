@@ -20,7 +20,11 @@ from .promotion import check_tensor_seq, check_tensors, check_same_dtype, result
 
 @function()
 def result_type(tensor1, tensor2):
-    """Mirrors ``torch.result_type``."""
+    """Mirrors ``torch.result_type``: each operand a Tensor or a number (TypeError otherwise)."""
+    for v in (tensor1, tensor2):
+        if not isinstance(v, (Tensor, int, float, complex)) and type(v).__module__ != "numpy":
+            raise TypeError(f"result_type() received an invalid combination of arguments - got "
+                            f"({type(tensor1).__name__}, {type(tensor2).__name__}); pass Tensors or numbers")
     return result_dtype(tensor1, tensor2)
 
 

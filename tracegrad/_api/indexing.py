@@ -15,6 +15,7 @@ from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
+from .argcheck import strict_error
 from .inplace import _check_expand, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
@@ -169,6 +170,9 @@ def _check_index_put(self, indices, values, api):
     if not isinstance(values, Tensor):
         raise TypeError(f"{api}(): argument 'values' must be Tensor, not {type(values).__name__}")
     _check_put_dtype(self, values)
+    ints = [t for t in indices if isinstance(t, Tensor)]
+    if len(ints) > 1 and all(t.dtype is not _dt.bool_ for t in ints):   # (a mask stands for its nonzero indices)
+        _check_index_broadcast(ints)
     dim = 0
     for pos, i in enumerate(indices):
         if i is None:
@@ -366,10 +370,21 @@ def _mask_to_indices(indices):
             for j in (nonzero(i, as_tuple=True) if isinstance(i, Tensor) and i.dtype is _dt.bool_ else (i,))]
 
 
+def _check_indices_tuple(indices, api):
+    """torch's parser: ``indices`` a tuple (or list) of Tensors / None, not a Tensor itself."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{api}(): argument 'indices' (position 1) must be tuple of Tensors, not "
+                        f"{type(indices).__name__}; wrap it: {api}((index,), values)")
+    for i, t in enumerate(indices):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+
+
 @method()
 def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
+        _check_indices_tuple(indices, "index_put_")
         indices = _byte_masks_as_bool(tuple(indices))
         _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
@@ -384,6 +399,7 @@ def index_put(self, indices, values, accumulate=False):
     place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
     (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
     float indices, too many indices or an index out of range."""
+    _check_indices_tuple(indices, "index_put")
     indices = _byte_masks_as_bool(tuple(indices))
     _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)
@@ -462,7 +478,10 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
 
 @method(function=True)
 def scatter_add(self, dim, index, src):
-    """Mirrors ``torch.scatter_add``."""
+    """Mirrors ``torch.scatter_add``. TypeError for a src that is not a Tensor (no Scalar
+    overload in torch)."""
+    if not isinstance(src, Tensor):
+        raise strict_error("scatter_add", "src", "Tensor", src, 3)
     _index_arg(index, "scatter_add")
     check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)

@@ -21,7 +21,8 @@ from .._x64 import with_x64
 from ._registry import METHODS, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
-from .promotion import ADDCDIV_INT, alpha_arg, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
+from .argcheck import strict_error
+from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -103,9 +104,11 @@ def _check_inplace_broadcast(self, other):
 def _inplace_binary(opname):
     op = OPS[opname]
 
-    def f(self, other, *rest, alpha=None):
+    def f(self, other, *rest, alpha=1):
         if opname in ("add", "sub"):
             other, alpha = alpha_first(opname + "_", other, rest, alpha)
+            if alpha is None:
+                raise TypeError(f"{opname}_(): argument 'alpha' must be Number, not NoneType; leave it out for alpha=1")
         elif rest:
             raise TypeError(f"{opname}_() takes 1 positional argument but {1 + len(rest)} were given")
         _check_operand(other, opname + "_")
@@ -127,6 +130,8 @@ add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", 
 
 @method()
 def div_(self, other, *, rounding_mode=None):
+    if rounding_mode not in (None, "trunc", "floor"):
+        check_rounding_mode(rounding_mode)
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
@@ -221,6 +226,9 @@ def masked_fill_(self, mask, value):
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks")
     _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value")
+    if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
+                           "dimension(s).")
     op = OPS["masked_fill_tensor"] if isinstance(value, Tensor) else OPS["masked_fill"]
     return apply_inplace(op, self, (mask, value))
 
@@ -268,6 +276,8 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 
 @method()
 def scatter_add_(self, dim, index, src):
+    if not isinstance(src, Tensor):   # no Scalar overload in torch (scatter_ has one)
+        raise strict_error("scatter_add_", "src", "Tensor", src, 3)
     check_scatter_shapes(self, index, src)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")
@@ -280,10 +290,23 @@ def index_add_(self, dim, index, source, *, alpha=1):
     return apply_inplace(OPS["index_add"], self, (index, source, alpha), (("dim", d),))
 
 
+def _check_addc_cast(self, tensor1, tensor2):
+    """addcmul_/addcdiv_ compute in the promoted dtype, which must cast back to self's (an int
+    tensor cannot take a float product): torch's RuntimeError."""
+    if isinstance(tensor1, Tensor) and isinstance(tensor2, Tensor) and tensor1.dtype is self.dtype \
+            and tensor2.dtype is self.dtype:
+        return
+    dt = result_dtype(self, tensor1, tensor2)
+    if not _dt.can_cast(dt, self.dtype):
+        raise RuntimeError(f"result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
+                           f"{_SCALAR_NAME[self.dtype.name]}")
+
+
 @method()
 def addcmul_(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
+    _check_addc_cast(self, tensor1, tensor2)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -294,6 +317,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
     tensor1, tensor2, value = value_first("addcdiv_", tensor1, tensor2, rest, value)
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
+    _check_addc_cast(self, tensor1, tensor2)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 

@@ -12,7 +12,7 @@ import types
 import numpy as np
 
 from .. import _autocast, _state
-from .argcheck import floating_input
+from .argcheck import _is_int, floating_input
 from .sparse_embedding import sparse_embedding   # (embedding(sparse=True))
 from ..autograd._dispatch import apply_op
 from ..autograd._graph_impl import StopAfterOp
@@ -63,13 +63,25 @@ def _check_traced_range(t, n):
 
 
 def _tup(v, n, name="argument"):
+    """``v`` (an int or a sequence of 1 or ``n`` ints) as an ``n``-tuple of ints. TypeError, as
+    torch's parser, for a float, a string or None where the ints go (int() would truncate 1.5)."""
     if isinstance(v, (list, tuple)):
+        for x in v:
+            if type(x) is not int and not _is_int(x):
+                raise _ints_error(name, v)
         if len(v) == 1:
             return tuple(int(x) for x in v) * n
         if len(v) != n:
             raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values, got {list(v)}")
         return tuple(int(x) for x in v)
+    if type(v) is not int and not _is_int(v):
+        raise _ints_error(name, v)
     return (int(v),) * n
+
+
+def _ints_error(name, v):
+    return TypeError(f"argument '{name}' must be tuple of ints, not {type(v).__name__}: {v!r}; pass an int or a "
+                     "sequence of ints")
 
 
 def _check_norm_dtype(input, weight, kernel, api, *params):
@@ -122,6 +134,13 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
     if bias is not None and bias.dtype is not input.dtype:
         raise RuntimeError(f"conv{nd}d: Input type ({input.dtype}) and bias type ({bias.dtype}) should be the same; "
                            "convert the bias with .to(input.dtype)")
+    cout = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != cout):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with {cout} "
+                           f"elements, but got bias of size {list(bias.shape)} instead")
+    if transposed and isinstance(padding, str):
+        raise TypeError(f"conv_transpose{nd}d(): argument 'padding' must be tuple of ints, not str; 'same' and "
+                        f"'valid' are for conv{nd}d only")
     stride, dilation = _tup(stride, nd, "stride"), _tup(dilation, nd, "dilation")
     if any(s <= 0 for s in stride):
         raise RuntimeError(f"conv{nd}d: non-positive stride is not supported; got stride={list(stride)}")

@@ -171,7 +171,7 @@ def alpha_first(api, other, rest, alpha):
         return other, alpha
     # a 0-dim tensor also binds as the Number alpha (torch.add(t, tensor(True), True))
     scalar = isinstance(other, _Number) or (isinstance(other, Tensor) and other._value.ndim == 0)
-    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and alpha is None:
+    if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and type(alpha) is int and alpha == 1:
         warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
                       f"Consider using one of the following signatures instead:\n"
                       f"\t{api}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
@@ -201,3 +201,12 @@ def check_lerp_dtype(self):
     if self.dtype._cat < 2:
         raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
                                   "lerp takes floating or complex tensors")
+
+
+def check_rounding_mode(rounding_mode):
+    """torch's parser takes a str or None as ``rounding_mode`` (TypeError otherwise); its kernel
+    then takes 'trunc', 'floor' or None (RuntimeError)."""
+    if rounding_mode is not None and not isinstance(rounding_mode, str):
+        raise TypeError(f"div(): argument 'rounding_mode' must be str or None, not {type(rounding_mode).__name__}")
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")

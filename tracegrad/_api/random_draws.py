@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt, random as _rnd
+from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor import factories as _factories, generator as _generator, memory_format as _mf
 from .._tensor.tensor import Tensor, strides_of
@@ -46,7 +47,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return _factories.normal(mean, std, size, generator=generator, dtype=dtype, device=device,
                                  requires_grad=requires_grad)
     ref = mean if isinstance(mean, Tensor) else std
-    shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
+    shape = broadcast_shape((getattr(mean, "shape", ()), getattr(std, "shape", ())), "normal")
     z = _factories.meta_draw((mean, std), shape, ref._value.dtype)    # (meta: no values to check or draw)
     if z is None:
         _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")

@@ -44,6 +44,9 @@ def _check_floating(self, dtype, api):
     if dtype is None and self.dtype._cat <= 1:
         raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[self.dtype.name]}\': pass '
                                   f"dtype=tracegrad.float32 or convert the input with .float() first")
+    if dtype is not None and isinstance(dtype, _dt.dtype) and dtype._cat <= 1:   # nor computed in one
+        raise NotImplementedError(f'"{api}" not implemented for \'{_SCALAR_NAME[dtype.name]}\': pass a floating '
+                                  f"dtype= (tracegrad.float32)")
 
 
 def check_sortable(self, api, error=RuntimeError, bool_ok=True):
@@ -130,13 +133,21 @@ def nanmean(self, dim=None, keepdim=False, *, dtype=None):
 
 @method(function=True)
 def prod(self, dim=None, keepdim=False, *, dtype=None):
-    """Mirrors ``torch.prod(input, dim=None, keepdim=False)``."""
+    """Mirrors ``torch.prod(input, dim=None, keepdim=False)``: one dim only (TypeError for a
+    sequence of dims, as torch's parser)."""
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}; torch.prod reduces one dim "
+                        "at a time (chain .prod(d) calls)")
     if dim is None:
         return apply_op(OPS["prod"], (self,), (("dim", None), ("keepdim", False), ("dtype", _sum_dtype(self, dtype, "prod"))))
     return apply_op(OPS["prod_dim"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim), ("dtype", _sum_dtype(self, dtype, "prod"))))
 
 
-def _correction(correction, unbiased):
+def _correction(correction, unbiased, api="std"):
+    if unbiased is not None and type(unbiased) is not bool and type(unbiased).__name__ != "bool_":
+        # torch's parser takes only a bool here (not 1, not a tensor)
+        raise TypeError(f"{api}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}; "
+                        "pass True or False, or correction=<int>")
     if correction is not None:
         return correction
     return 1 if unbiased in (None, True) else 0
@@ -155,7 +166,7 @@ def _var_static(api, self, dim, unbiased, keepdim, correction):
     _check_var_dtype(self)
     if isinstance(dim, bool):
         unbiased, dim = dim, None
-    dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased)
+    dims, corr = _dims(dim, self.ndim), _correction(correction, unbiased, api)
     n = int(np.prod([self.shape[d] for d in (range(self.ndim) if dims is None else dims)], dtype=np.int64))
     if n - corr <= 0:
         _warn(f"{api}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
@@ -315,15 +326,24 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     return apply_op(OPS["norm"], (_to_dtype(self, dtype, "norm"),), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
+def _check_scan_dtype(dtype, api):
+    if dtype is _dt.bool_:
+        raise NotImplementedError(f'"{api}_out_cpu" not implemented for \'Bool\'; pass an integer or floating dtype=')
+
+
 @method(function=True)
 def cumsum(self, dim, *, dtype=None):
-    """Mirrors ``torch.cumsum(input, dim)``."""
+    """Mirrors ``torch.cumsum(input, dim)``. NotImplementedError for dtype=bool (torch's kernel)."""
+    if dtype is not None:
+        _check_scan_dtype(dtype, "cumsum")
     return apply_op(OPS["cumsum"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype, "cumsum"))))
 
 
 @method(function=True)
 def cumprod(self, dim, *, dtype=None):
-    """Mirrors ``torch.cumprod(input, dim)``."""
+    """Mirrors ``torch.cumprod(input, dim)``. NotImplementedError for dtype=bool (torch's kernel)."""
+    if dtype is not None:
+        _check_scan_dtype(dtype, "cumprod")
     return apply_op(OPS["cumprod"], (self,), (("dim", _wrap_dim(dim, self.ndim)), ("dtype", _sum_dtype(self, dtype, "cumprod"))))
 
 
@@ -365,6 +385,8 @@ def sort(self, *args, stable=None, **kwargs):
     values keep their order, NaN sorts as the largest). RuntimeError for a complex input;
     TypeError for ``stable=`` with a positional dim or descending (torch's second overload
     takes them by keyword only)."""
+    if stable is not None and type(stable) is not bool:   # torch's parser: a bool only
+        raise TypeError(f"sort(): argument 'stable' must be bool, not {type(stable).__name__}")
     if stable is not None and args:
         raise TypeError(f"sort() received an invalid combination of arguments: with stable=, pass dim and "
                         f"descending by keyword (got {len(args)} positional)")

@@ -7,9 +7,11 @@ import numpy as np
 
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
+from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
+from .argcheck import strict_error
 from .indexing import _index_arg
 from .inplace import check_index_range, check_scatter_shapes
 from .promotion import _SCALAR_NAME, _check_scalar_value
@@ -117,7 +119,7 @@ def _masked_scatter_args(self, mask, source):
                            f"{_cpp(self.dtype)} and {got}")
     m = mask._value
     if not isinstance(m, NO_HOST_VALUES):   # eager only: a compiled program cannot raise on values
-        ones = int(np.broadcast_to(np.asarray(m), np.broadcast_shapes(m.shape, tuple(self.shape))).sum())
+        ones = int(np.broadcast_to(np.asarray(m), broadcast_shape((m.shape, self.shape), "masked_scatter")).sum())
         if source.numel() < ones:
             raise RuntimeError(f"Number of elements of source < number of ones in mask ({source.numel()} < {ones})")
 
@@ -130,7 +132,7 @@ def masked_scatter(self, mask, source):
     source elements get zero). Raises: RuntimeError (mask dtype, source dtype, source too
     small -- that last check in eager only)."""
     _masked_scatter_args(self, mask, source)
-    shape = tuple(np.broadcast_shapes(tuple(self.shape), tuple(mask.shape)))
+    shape = tuple(broadcast_shape((self.shape, mask.shape), "masked_scatter"))
     x = expand(self, *shape) if tuple(self.shape) != shape else self
     return apply_op(OPS["masked_scatter"], (x, mask, source))
 
@@ -143,6 +145,8 @@ def masked_scatter_(self, mask, source):
 
 
 def _scatter_reduce_args(self, dim, index, src, reduce, api):
+    if not isinstance(src, Tensor):   # no Scalar overload in torch
+        raise strict_error(api, "src", "Tensor", src, 3)
     _index_arg(index, api)
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")

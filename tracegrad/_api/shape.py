@@ -13,7 +13,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
-from .argcheck import check_kinds
+from .argcheck import check_kinds, require_int
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
 from .._tensor import factories as _factories
@@ -119,7 +119,7 @@ def view(self, *shape, **kwargs):
     return apply_op(OPS["view"], (self,), (("shape", s),))
 
 
-@method(function=True)
+@method()
 def reshape(self, *shape, **kwargs):
     """Mirrors ``torch.reshape`` (the shape as arguments, a sequence, or ``shape=``): a view
     when the input is contiguous, else a copy."""
@@ -192,7 +192,11 @@ def squeeze(self, dim=None):
         dims = tuple(i for i, s in enumerate(shp) if s == 1)
         return apply_op(OPS["squeeze"], (self,), (("dim", dims),))
     if isinstance(dim, (tuple, list)):
-        dims = tuple(d for d in (_wrap_dim(x, self.ndim) for x in dim) if shp[d] == 1)
+        wrapped = [_wrap_dim(x, self.ndim) for x in dim]
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"dim {next(d for i, d in enumerate(wrapped) if d in wrapped[:i])} appears multiple "
+                               "times in the list of dims")
+        dims = tuple(d for d in wrapped if shp[d] == 1)
         return apply_op(OPS["squeeze_dims"], (self,), (("dim", dims),))
     d = _wrap_dim(dim, self.ndim)   # a 0-d tensor takes dim 0 or -1, as torch
     dims = (d,) if self.ndim and shp[d] == 1 else ()
@@ -234,7 +238,7 @@ def t(self):
     return apply_op(OPS["t"], (self,))
 
 
-@method(function=True)
+@method()
 def permute(self, *dims, **kwargs):
     """Mirrors ``torch.permute`` (``dims`` as arguments, a sequence, or ``dims=``). RuntimeError
     when dims is not a permutation."""
@@ -254,6 +258,9 @@ def permute(self, *dims, **kwargs):
 @method("movedim", "moveaxis", function=True)
 def movedim(self, source, destination):
     n = self.ndim
+    if isinstance(source, int) != isinstance(destination, int):   # torch's overloads: two ints or two sequences
+        raise TypeError(f"movedim() received an invalid combination of arguments - got ({type(source).__name__}, "
+                        f"{type(destination).__name__}); pass two ints or two sequences of ints")
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
@@ -373,6 +380,10 @@ def narrow(self, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     if isinstance(start, Tensor) and (start.ndim != 0 or start.dtype._cat != 1):
         raise RuntimeError("start must be an 0-dim integral Tensor.")
+    if type(start) is not int and not isinstance(start, Tensor):
+        start = require_int("narrow", "start", start, 2)
+    if type(length) is not int:
+        length = require_int("narrow", "length", length, 3)
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     start = int(start)
@@ -390,6 +401,8 @@ def narrow(self, dim, start, length):
 @method(function=True)
 def select(self, dim, index):
     """Mirrors ``torch.select``: removes ``dim`` picking ``index``; IndexError when out of range."""
+    if type(index) is not int:
+        index = require_int("select", "index", index, 2)
     d = _wrap_dim(dim, self.ndim)
     size = self.shape[d]
     index = int(index)
@@ -499,7 +512,7 @@ def tensor_split(self, indices_or_sections=None, dim=0, *, sections=None, indice
     return tuple(out)
 
 
-@method(function=True)
+@method()
 def flip(self, *dims, **kw):
     """Mirrors ``torch.flip(input, dims)`` (``dims`` positional or keyword). RuntimeError for a
     repeated dim; TypeError when no ``dims`` is given."""
@@ -609,9 +622,9 @@ def cat(tensors, dim=0, *, out=None):
     tensors = [t for t in tensors]
     if not tensors:
         raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
-    for t_ in tensors:
+    for i, t_ in enumerate(tensors):   # (not tensors.index(t_): == on tensors is elementwise)
         if not isinstance(t_, Tensor):
-            raise TypeError(f"expected Tensor as element {tensors.index(t_)} in argument 0, but got {type(t_).__name__}")
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t_).__name__}")
     # torch skips legacy empty 1-D tensors
     ref = next((t_ for t_ in tensors if t_.shape != (0,)), None)
     if ref is None:   # only legacy empties: torch returns an empty 1-D result for any dim
@@ -743,3 +756,29 @@ def _mH(self):
 def adjoint(self):
     """Mirrors ``Tensor.adjoint()`` / ``torch.adjoint``: ``self.mH``. RuntimeError for 1 dim."""
     return _batched_transpose(self, "adjoint()", True)
+
+
+def _sequence_only(fn, what):
+    """The function form of a method that takes its sizes as separate arguments too: torch's
+    ``torch.reshape(input, shape)`` / ``permute(input, dims)`` / ``flip(input, dims)`` take them as
+    one sequence only (``torch.permute(x, 1, 0)`` is the parser's TypeError)."""
+    api = fn.__name__
+
+    def function_form(input, *args, **kwargs):
+        if not isinstance(input, Tensor):   # (a closure: argcheck's guard passes these by)
+            raise TypeError(f"{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        if len(args) == 1 and isinstance(args[0], int) or isinstance(kwargs.get(what), int):
+            raise TypeError(f"{api}(): argument '{what}' (position 2) must be tuple of ints, not int; pass "
+                            f"tracegrad.{api}(input, (n,))")
+        if len(args) > 1:
+            raise TypeError(f"{api}() takes 2 positional arguments but {1 + len(args)} were given; pass the "
+                            f"{what} as one sequence: tracegrad.{api}(input, ({', '.join(map(repr, args))}))")
+        return fn(input, *args, **kwargs)
+    function_form.__name__ = function_form.__qualname__ = api
+    function_form.__doc__ = fn.__doc__
+    return function(api)(function_form)
+
+
+reshape_function = _sequence_only(reshape, "shape")
+permute_function = _sequence_only(permute, "dims")
+flip_function = _sequence_only(flip, "dims")

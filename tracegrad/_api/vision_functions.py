@@ -14,6 +14,7 @@ from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
+from .._tensor.tensor import Tensor
 from .sparse_embedding import sparse_embedding_bag
 from .nn_functions import _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -48,6 +49,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     elif _LINEAR_MODES[mode] != nd:
         need = _LINEAR_MODES[mode] + 2
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {need}D input")
+    elif align_corners is not None and type(align_corners) is not bool:   # torch's kernel parses a bool
+        raise TypeError(f"upsample_{mode}{nd}d(): argument 'align_corners' must be bool, not "
+                        f"{type(align_corners).__name__}; pass True, False or None")
     if antialias and mode not in ("bilinear", "bicubic"):
         raise ValueError("Anti-alias option is restricted to bilinear and bicubic modes and requires a 4-D tensor "
                          "as input")
@@ -74,6 +78,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if len(scales) != nd:
             raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got input "
                              f"with spatial dimensions of {list(spatial)} and scale_factor of shape {scale_factor}.")
+        if not all(isinstance(s, (int, float)) or type(s).__module__ == "numpy" for s in scales):   # not a Tensor
+            raise TypeError(f"interpolate: expected scale_factor to be a number or a tuple of numbers, but got "
+                            f"{scale_factor!r}")
         scales = tuple(float(s) for s in scales)
         out = tuple(int(math.floor(float(n) * s)) for n, s in zip(spatial, scales))
         if recompute_scale_factor:

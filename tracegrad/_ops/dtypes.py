@@ -156,7 +156,11 @@ def get_default_dtype() -> dtype:
 
 
 def set_default_dtype(d: dtype) -> None:
-    """Mirrors ``torch.set_default_dtype``. Raises TypeError for a non-floating dtype."""
+    """Mirrors ``torch.set_default_dtype``. Raises TypeError for a non-floating dtype, or for
+    anything but a dtype object (a name, Python's ``float``), as torch."""
+    if not isinstance(d, dtype):
+        raise TypeError(f"invalid dtype object: only floating-point types are supported as the default type "
+                        f"(got {d!r}); pass tracegrad.float32 or tracegrad.float64")
     d = to_dtype(d)
     if not d.is_floating_point:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")

@@ -1,6 +1,7 @@
 """``tracegrad.device``: torch's device names mapped onto JAX devices ('cpu', 'cuda:N')."""
 from __future__ import annotations
 
+import builtins
 import jax
 
 
@@ -37,6 +38,15 @@ class device:
                 raise RuntimeError(f"Cannot access accelerator device when none is available (device {type}); "
                                    f"use 'cpu'")
             type, index = "cuda", type
+        elif not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments - got "
+                            f"({builtins.type(type).__name__}); pass a string such as 'cpu' or 'cuda:0', or an int")
+        if index is not None and builtins.type(index) is not int:
+            if isinstance(index, bool) or not hasattr(index, "__index__"):
+                raise TypeError(f"device(): argument 'index' (position 2) must be int, not {builtins.type(index).__name__}")
+            index = int(index)
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative (got {index}); pass 0 or more")
         if type not in _TYPES:
             raise RuntimeError(f"Expected one of cpu, cuda, meta, mps, xpu, hip, ... (torch's device types) device "
                                f"type at start of device string: {type}")
@@ -85,7 +95,7 @@ def need_gpu():
     CUDA use (``torch.cuda._lazy_init``), so code that catches it behaves the same."""
     gpus = cuda_devices()
     if not gpus:
-        raise AssertionError("Torch not compiled with CUDA enabled (tracegrad: JAX found no GPU on "
+        raise AssertionError("Torch not compiled with CUDA enabled (tracegrad found no GPU on "
                              "this machine; keep tensors on 'cpu')")
     return gpus
 

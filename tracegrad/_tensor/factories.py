@@ -176,6 +176,9 @@ def _size_keyword(fn):
             if size:
                 raise TypeError(f"{fn.__name__}() got multiple values for argument 'size'")
             size = (kwargs.pop("size"),)
+            if not isinstance(size[0], (tuple, list)):   # Size is a tuple; size=2 is the parser's TypeError
+                raise TypeError(f"{fn.__name__}(): argument 'size' must be tuple of ints, not {type(size[0]).__name__}; "
+                                f"pass size=(n,) or the sizes positionally")
         return fn(*size, **kwargs)
     return with_size
 
@@ -256,6 +259,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
     not fit an integer ``dtype``."""
     _dense_layout(layout, "full")
+    if not isinstance(size, (tuple, list)):   # no *size form (Size is a tuple)
+        raise TypeError(f"full(): argument 'size' (position 1) must be tuple of ints, not {type(size).__name__}; "
+                        "pass the size as a tuple: full((n,), value)")
     return _full(size, fill_value, dtype, device, requires_grad, "full")
 
 

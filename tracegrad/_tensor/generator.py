@@ -25,6 +25,11 @@ class Generator:
     def __init__(self, device="cpu"):
         from .device import device as _device   # a sibling module, imported late as storage.py does
         self.device = _device(device)            # RuntimeError for an unknown device, as torch
+        if self.device.type != "cpu":
+            from .device import cuda_devices
+            if self.device.type != "cuda" or not cuda_devices():
+                raise RuntimeError(f"Cannot get a {self.device.type} generator: there is no such accelerator on this "
+                                   "machine; use Generator('cpu')")
         self._seed = 67280421310721  # torch's default seed
         self._key = None
 
@@ -32,7 +37,11 @@ class Generator:
     def manual_seed(self, seed):
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_generator(self)
-        seed = int(seed)
+        if type(seed) is not int:
+            if isinstance(seed, (bool, float, str, Tensor)) or seed is None or not hasattr(seed, "__index__"):
+                raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}; pass a Python int "
+                                   "(tracegrad.manual_seed converts with int() first)")
+            raise TypeError(f"Generator.manual_seed: an integer is required (got {type(seed).__name__}); pass int(seed)")
         if not -2 ** 63 <= seed < 2 ** 64:
             raise ValueError(f"manual_seed: seed {seed} does not fit in 64 bits (Overflow when unpacking long long); "
                              "pass a seed in [-2**63, 2**64)")
@@ -112,8 +121,10 @@ def _describe(v):
 
 
 def manual_seed(seed):
-    """Mirrors ``torch.manual_seed``: reseeds the default generator; returns it."""
-    return default_generator.manual_seed(seed)
+    """Mirrors ``torch.manual_seed``: reseeds the default generator with ``int(seed)`` (a float or
+    a one-element tensor is truncated, as torch; ValueError/TypeError from int() for a string or
+    None); returns it."""
+    return default_generator.manual_seed(int(seed))
 
 
 def seed():

@@ -774,7 +774,10 @@ class Tensor(TensorBase):
     # ----- conversion --------------------------------------------------------------------
     def numpy(self, *, force=False):
         """Mirrors ``torch.Tensor.numpy``: a numpy copy (JAX arrays cannot share memory with numpy).
-        RuntimeError on a tensor that requires grad (call ``.detach().numpy()``)."""
+        RuntimeError on a tensor that requires grad (call ``.detach().numpy()``); TypeError for a
+        ``force`` that is not a bool."""
+        if force is not False and type(force) is not bool:
+            raise TypeError(f"numpy(): argument 'force' must be bool, not {type(force).__name__}")
         if self.requires_grad and not force and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _concrete(self, "numpy()")

@@ -261,6 +261,9 @@ def _run_tensor_hooks(hooks, g):
                 raise TypeError(f"hook '{getattr(h, '__name__', h)}' returned {type(r).__name__}; a tensor hook must return a Tensor or None")
             if tuple(r.shape) != tuple(g.shape):
                 raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the size of value: expected {list(g.shape)} but got {list(r.shape)}")
+            if r.dtype is not g.dtype:
+                raise RuntimeError(f"hook '{getattr(h, '__name__', 'hook')}' has changed the type of value (was {g.dtype} "
+                                   f"got {r.dtype}); return a gradient of the same dtype (.to(grad.dtype))")
             g = r
     return g
 
@@ -655,6 +658,15 @@ def _grads_batched(outs, ins, gos, retain_graph, create_graph, allow_unused, mat
     """``is_grads_batched=True``: one vector-Jacobian product per row of the leading dim of
     each grad_output (torch vmaps; tracegrad loops, retaining the graph until the last row)."""
     for i, (o, g) in enumerate(zip(outs, gos)):
+        if g is None and isinstance(o, Tensor) and o.ndim:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs; pass grad_outputs with a "
+                               "leading batch dim")
+        if isinstance(g, Tensor) and g.ndim == 0:   # torch indexes the batch dim: IndexError for a 0-d one
+            raise IndexError(f"autograd.grad(is_grads_batched=True): grad_output[{i}] is 0-d, so it has no batch dim "
+                             "to take rows from; pass grad_outputs whose first dim is the batch")
+        if g is None:   # the implicit 0-d gradient of a scalar output: torch's batching rule refuses it
+            raise ValueError(f"autograd.grad(is_grads_batched=True): grad_output[{i}] is 0-d, so it has no batch "
+                             "dim to take rows from; pass grad_outputs whose first dim is the batch")
         if isinstance(g, Tensor) and isinstance(o, Tensor) and tuple(g.shape[1:]) != tuple(o.shape):
             raise RuntimeError(
                 "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "

@@ -60,12 +60,21 @@ class FunctionCtx:
         self.dirty_tensors = args
 
     def mark_non_differentiable(self, *args):
-        """Declare outputs that are not differentiable (integer indices, masks...)."""
+        """Declare outputs that are not differentiable (integer indices, masks...). RuntimeError,
+        as torch, for an argument that is not a Tensor."""
+        for a in args:
+            if not isinstance(a, Tensor):
+                raise RuntimeError(f"mark_non_differentiable only accepts variable arguments, but got "
+                                   f"{type(a).__name__}; pass the output tensors themselves")
         self.non_differentiable = args
 
     def set_materialize_grads(self, value: bool):
-        """Whether undefined output gradients reach backward as zeros (default True) or None."""
-        self.materialize_grads = bool(value)
+        """Whether undefined output gradients reach backward as zeros (default True) or None.
+        TypeError for a value that is not a bool, as torch."""
+        if type(value) is not bool:
+            raise TypeError(f"set_materialize_grads received an invalid combination of arguments - got "
+                            f"({type(value).__name__}), but expected (bool)")
+        self.materialize_grads = value
 
 
 class BackwardCFunction(Node, FunctionCtx):

@@ -133,6 +133,10 @@ def check_mode_pad(input, pad, mode):
                                   f"  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
                                   f"  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
                                   f"  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode != "circular" and any(n == 0 for n in input.shape[input.ndim == k + 2:]):
+        # the reflection/replication kernels take an empty batch only (torch's shape check)
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
     if mode == "circular":
         for i in range(k):
             if max(pad[2 * i], pad[2 * i + 1]) > input.shape[input.ndim - 1 - i]:

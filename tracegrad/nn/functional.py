@@ -8,6 +8,7 @@ Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` function
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import tracegrad
@@ -17,6 +18,7 @@ from tracegrad._ops.random import scalar_name
 from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
+from tracegrad._api.argcheck import _is_int
 from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
 
@@ -250,7 +252,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         if padding_idx > 0:
             assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
         elif padding_idx < 0:
+            assert padding_idx >= -weight.size(0), "Padding_idx must be within num_embeddings"
             padding_idx = weight.size(0) + padding_idx
+    # torch's Python asserts come first, then its kernel's parser: an int index, a Tensor input
+    if padding_idx is not None and type(padding_idx) is not int and not _is_int(padding_idx):
+        raise TypeError(f"embedding(): argument 'padding_idx' (position 3) must be int, not "
+                        f"{type(padding_idx).__name__}")
+    if not isinstance(input, tracegrad.Tensor):
+        raise TypeError(f"embedding(): argument 'indices' (position 2) must be Tensor, not {type(input).__name__}; "
+                        "pass the indices as an int64 tensor")
     for name, v in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
         if type(v) is not bool and type(v).__name__ != "bool_":   # torch's parser: a bool only
             raise TypeError(f"embedding(): argument '{name}' must be bool, not {type(v).__name__}")
@@ -289,6 +299,9 @@ def pad(input, pad, mode="constant", value=None):
     circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
     TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
     _check_pad_ints(pad)
+    if value is not None and not isinstance(value, (numbers.Number, tracegrad.Tensor)):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
+                        "pass a number")
     if mode == "constant":
         return _F.constant_pad_nd(input, pad, 0 if value is None else value)
     if value is not None and value != 0:
@@ -494,6 +507,17 @@ def _check_reduction(reduction):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def _check_class_loss_kinds(kernel, weight, ignore_index):
+    """torch's kernel parser for the class-index losses: a Tensor weight, an int ignore_index (a
+    one-element integer tensor counts, a bool does not)."""
+    if weight is not None and not isinstance(weight, tracegrad.Tensor):
+        raise TypeError(f"{kernel}(): argument 'weight' (position 3) must be Tensor, not {type(weight).__name__}; "
+                        "pass the class weights as a tensor")
+    if type(ignore_index) is not int and (isinstance(ignore_index, bool) or not _is_int(ignore_index)):
+        raise TypeError(f"{kernel}(): argument 'ignore_index' (position 5) must be int, not "
+                        f"{type(ignore_index).__name__}")
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.nll_loss``: input ``(N, C, *)`` or ``(C,)`` log-probabilities,
     target int64 ``(N, *)``/``()``. grad_fn ``NllLossBackward0`` (``NllLoss2DBackward0`` for 4-D).
@@ -503,6 +527,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     check_tensors("nll_loss", input, target, names=("input", "target"))
     input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
+    _check_class_loss_kinds("nll_loss_nd", weight, ignore_index)
     # torch checks the batch sizes before the target's dtype
     if input.ndim >= 2 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
@@ -559,6 +584,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     check_tensors("cross_entropy", input, target, names=("input", "target"))
     input, target, weight = _autocast.cast("fp32", "cross_entropy", input, target, weight)
     _check_reduction(reduction)
+    _check_class_loss_kinds("cross_entropy_loss", weight, ignore_index)
+    if input.ndim == 0 and not target.dtype.is_floating_point:   # torch reads a 0-d input as probabilities
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                           f"{_SCALAR_NAME[target.dtype.name]}; a 0-d input has no class dim: pass (C,) logits")
     if label_smoothing > 1.0:   # as torch, only the upper bound: a negative value means no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     cdim = 1 if input.ndim >= 2 else 0
