@@ -108,3 +108,47 @@ def test_a_callable_object_hook_that_stores_its_output_runs_eagerly_every_call()
         return observed, state, lambda i: (data(mod, i, 5, 3),)
     check_compiled(make, calls=3, torch_too=True)
     assert seen["stats"]["traces"] == 0 and "self.n" in seen["stats"]["graph_breaks"][0][0], seen["stats"]
+
+
+@pytest.mark.parametrize("kind", ["weight_norm", "spectral_norm", "prune"])
+def test_reparametrizations_by_forward_pre_hook_are_part_of_the_program(kind):
+    # nn.utils.weight_norm / spectral_norm (the forward-pre-hook forms: weight recomputed and
+    # set on the module, spectral_norm's power iteration updating u/v in place) and
+    # nn.utils.prune (weight = weight_orig * weight_mask): callable-object hooks with no Python
+    # side effect, one program over every call
+    def make(mod, wrap):
+        import importlib
+        nn = mod.nn
+        lin = nn.Linear(3, 4)
+        if kind != "prune":
+            lin = getattr(nn.utils, kind)(lin)
+        model = np_init(nn.Sequential(lin, nn.Tanh(), nn.Linear(4, 2)), mod)
+        if kind == "spectral_norm":
+            with mod.no_grad():
+                lin.weight_u.copy_(mod.linspace(0.1, 1.0, 4))
+                lin.weight_v.copy_(mod.linspace(0.2, 0.6, 3))
+        if kind == "prune":
+            importlib.import_module(mod.__name__ + ".nn.utils.prune").l1_unstructured(lin, "weight", amount=0.5)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = model(x).pow(2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+        compiled = wrap(step)
+        if compiled is not step:
+            make.stats = compiled.stats
+        return compiled, {"model": model, "opt": opt}, lambda i: (data(mod, i, 5, 3),)
+    with pytest.warns(FutureWarning) if kind == "weight_norm" else _nothing():
+        check_compiled(make, calls=4, torch_too=True)
+    assert make.stats["traces"] == 1 and not make.stats["graph_breaks"], make.stats
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
