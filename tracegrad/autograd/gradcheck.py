@@ -52,7 +52,10 @@ def _numerical(func, inputs, i, eps):
     return [np.stack([c[j] for c in cols]) if cols else np.zeros((0, 0)) for j in range(n_out)]
 
 
-def _analytical(func, inputs, diff_idx):
+def _analytical(func, inputs, diff_idx, nondet_tol=0.0):
+    """d outputs / d inputs by reverse mode, one ``autograd.grad`` row per output element. Each
+    row is computed twice with the same grad_output, as torch does: rows that differ by more
+    than ``nondet_tol`` mean the backward is not reentrant (GradcheckError)."""
     with grad_mode.enable_grad():
         outs = _outputs(func, inputs)
     jac = {}  # (out j, input i) -> (numel_in, numel_out)
@@ -68,9 +71,16 @@ def _analytical(func, inputs, diff_idx):
             g[k] = 1.0
             go = tensor(g.reshape(tuple(o.shape)), dtype=o.dtype)
             gs = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
-            for i, gi in zip(diff_idx, gs):
+            again = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
+            for i, gi, gj in zip(diff_idx, gs, again):
                 if gi is not None:
                     rows[i][:, k] = np.asarray(gi._value, dtype=np.float64).ravel()
+                    second = np.asarray(gj._value, dtype=np.float64).ravel() if gj is not None else 0.0
+                    if not np.allclose(rows[i][:, k], second, rtol=nondet_tol, atol=nondet_tol):
+                        raise GradcheckError(
+                            "Backward is not reentrant, i.e., running backward with same input and "
+                            "grad_output multiple times gives different values, although analytical "
+                            f"gradient matches numerical gradient. The tolerance for nondeterminism was {nondet_tol}.")
         for i in diff_idx:
             jac[(j, i)] = rows[i]
     return jac, len(outs)
@@ -117,9 +127,23 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         if inputs[i].dtype.name != "float64":
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
+    with grad_mode.enable_grad():
+        if not any(o.requires_grad for o in _outputs(func, inputs)):
+            # no differentiable output: torch checks only that finite differences see no change
+            for i in diff_idx:
+                if any(np.any(n != 0) for n in _numerical(func, inputs, i, eps)):
+                    if raise_exception:
+                        raise GradcheckError("Numerical gradient for function expected to be zero")
+                    return False
+            return True
     checks = []     # (analytical Jacobians by (output, input), how torch's message names them)
     if check_backward_ad:
-        checks.append((_analytical(func, inputs, diff_idx)[0], "Jacobian mismatch"))
+        try:
+            checks.append((_analytical(func, inputs, diff_idx, nondet_tol)[0], "Jacobian mismatch"))
+        except GradcheckError:
+            if raise_exception:
+                raise
+            return False
     if check_forward_ad:
         checks.append((_forward(func, inputs, diff_idx), "Jacobian computed with forward mode mismatch"))
     for i in diff_idx:
@@ -159,4 +183,4 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol)
