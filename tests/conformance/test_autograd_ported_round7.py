@@ -703,3 +703,421 @@ def test_view_func_for_complex_views(T):
     x0.sum().backward()
     fn2(y).mul(2).sum().backward()
     assert T.equal(x.grad, y.grad)
+
+
+# ---- saved tensors and their hooks ------------------------------------------------------------------
+@pytest.mark.parametrize("is_leaf", [True, False])
+def test_saved_variable_packing_unpacking_saved_original_with_hooks(T, is_leaf):
+    # TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_hooks
+    def get_input():
+        x = rn(T, 5, grad=True)
+        return x if is_leaf else 1 + x
+
+    a = get_input()
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x / 2)
+    assert eq(a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert y.grad_fn._saved_self.grad_fn is a.grad_fn
+    y.sum().backward()
+    if is_leaf:
+        assert eq(2 * a, a.grad)
+
+    a = get_input()
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x)
+    assert eq(2 * a, y.grad_fn._saved_self)
+    y.sum().backward()
+    if is_leaf:
+        assert eq(3 * a, a.grad)
+
+    a = get_input()
+    y = a ** 3
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: x)
+    g, = T.autograd.grad(T.sum(y), (a,), create_graph=True)
+    g.sum().backward()
+    if is_leaf:
+        assert eq(6 * a, a.grad)
+
+    a = get_input()
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: 1)
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a Tensor"):
+        y.grad_fn._saved_self
+
+    y = get_input() * get_input()
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: x, lambda x: x)
+
+    def inplace_double(x):
+        x *= 2
+        return x
+
+    a = get_input()
+    t = a * a
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place."):
+        t.grad_fn._raw_saved_self.register_hooks(inplace_double, lambda x: x / 2)
+
+
+def test_saved_variable_packing_unpacking_did_not_save_original_with_hooks(T):
+    # TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_hooks
+    a = rn(T, 5, grad=True)
+    y = T.exp(a)
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    assert eq(y, y.grad_fn._saved_result)
+    assert y.grad_fn._saved_result.grad_fn is y.grad_fn
+    y.sum().backward()
+    assert eq(a.grad, y)
+
+
+def test_saved_variable_packing_unpacking_saved_original_with_default_hooks(T):
+    # TestAutograd.test_saved_variable_packing_unpacking_saved_original_with_default_hooks
+    hooks = T.autograd.graph.saved_tensors_hooks
+
+    def pack(x):
+        warnings.warn("pack")
+        return x
+
+    with hooks(pack, lambda x: x):
+        a = T.ones(5, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            a * a
+            assert len(w) == 2   # a is saved twice (self and other)
+
+    for p, u, saved, grad in ((lambda x: x, lambda x: x, 1, 2), (lambda x: 2 * x, lambda x: x / 2, 1, 2),
+                              (lambda x: 2 * x, lambda x: x, 2, 4)):
+        with hooks(p, u):
+            a = rn(T, 5, grad=True)
+            y = a * a
+            assert eq(saved * a, y.grad_fn._saved_self)
+            assert eq(saved * a, y.grad_fn._saved_other)
+            y.sum().backward()
+            assert eq(grad * a, a.grad)
+    a = rn(T, 5, grad=True)
+    y = a * a
+    assert eq(a, y.grad_fn._saved_self)
+    y.sum().backward()
+    assert eq(2 * a, a.grad)
+
+
+def test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks(T):
+    # TestAutograd.test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        a = rn(T, 5, grad=True)
+        y = T.exp(a)
+        assert eq(y, y.grad_fn._saved_result)
+        y.sum().backward()
+        assert eq(a.grad, y)
+
+
+def test_setting_default_saved_variable_hooks_twice(T):
+    # TestAutograd.test_setting_default_saved_variable_hooks_twice_should_not_fail /
+    # test_setting_default_saved_variable_hooks_twice_should_use_inner
+    hooks = T.autograd.graph.saved_tensors_hooks
+    with hooks(lambda x: x, lambda x: x):
+        with hooks(lambda x: x, lambda x: x):
+            pass
+    with hooks(lambda x: 3 * x, lambda x: 3 * x):
+        b = rn(T, 5, grad=True)
+        with hooks(lambda x: 5 * x, lambda x: 5 * x):
+            a = rn(T, 5, seed=1, grad=True)
+            y = a * a
+        z = b * b
+    y.sum().backward()
+    z.sum().backward()
+    assert eq(2 * 5 * 5 * a, a.grad)
+    assert eq(2 * 3 * 3 * b, b.grad)
+
+
+def test_disabling_saved_tensor_hooks_nested(T):
+    # TestAutograd.test_disabling_saved_tensor_hooks_nested: the innermost message wins
+    graph = T.autograd.graph
+    with graph.disable_saved_tensors_hooks("outer"):
+        with graph.disable_saved_tensors_hooks("inner"):
+            with pytest.raises(RuntimeError, match="inner"):
+                with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                    pass
+        with pytest.raises(RuntimeError, match="outer"):
+            with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                pass
+    with graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        pass
+
+
+def test_saved_tensor_hooks_custom_error_propagation(T):
+    # TestAutograd.test_saved_tensor_hooks_custom_error_propagation: a hook's own exception
+    # class reaches the caller unchanged, from the forward (pack) and the backward (unpack)
+    class CustomError(Exception):
+        pass
+
+    def raise_(msg):
+        raise CustomError(msg)
+
+    a = T.tensor(1.0, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: raise_("pack"), lambda x: x):
+        with pytest.raises(CustomError, match="pack"):
+            T.sin(a)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: raise_("unpack")):
+        out = T.sin(a)
+        with pytest.raises(CustomError, match="unpack"):
+            out.backward()
+
+
+def test_saved_tensor_hooks_custom_function_intermediates(T):
+    # TestAutograd.test_saved_tensor_hooks_custom_function_intermediates
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            inter = x.exp()
+            ctx.save_for_backward(inter.clone().detach_().requires_grad_(True))
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, g):
+            inter, = ctx.saved_tensors
+            return g * inter
+
+    a = T.tensor(1.0, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        out = Func.apply(a)
+    out.backward()
+    assert abs(a.grad.item() - np.e) < 1e-5
+
+
+def test_unpack_hooks_exec_count(T):
+    # TestAutograd.test_unpack_hooks_exec_count: x * y with only x requiring grad packs and
+    # unpacks once (only y is saved)
+    counts = [0, 0]
+
+    def pack(x):
+        counts[0] += 1
+        return x
+
+    def unpack(x):
+        counts[1] += 1
+        return x
+
+    x, y = T.ones(4, requires_grad=True), T.ones(4)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = x * y
+        assert counts == [1, 0]
+        out.sum().backward()
+        assert counts == [1, 1]
+
+
+def test_pack_hook_with_inplace_modification_should_fail(T):
+    # TestAutograd.test_pack_hook_with_inplace_modification_should_fail
+    a = rn(T, 5, grad=True)
+
+    def inc(x):
+        x += 1
+        return x
+
+    with T.autograd.graph.saved_tensors_hooks(inc, lambda x: x):
+        with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place."):
+            T.exp(a)
+    y = T.exp(a)
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in place."):
+        y.grad_fn._raw_saved_result.register_hooks(inc, lambda x: x)
+
+
+def test_saving_variable_to_disk(T, tmp_path):
+    # TestAutograd.test_saving_variable_to_disk: pack hooks that save to a file, unpack that loads
+    n = [0]
+
+    def pack(x):
+        n[0] += 1
+        name = str(tmp_path / f"saved{n[0]}.pt")
+        T.save(x, name)
+        return name
+
+    with T.autograd.graph.saved_tensors_hooks(pack, lambda name: T.load(name)):
+        a = T.ones(5, requires_grad=True)
+        y = a * a
+        assert eq(a, y.grad_fn._saved_self)
+        y.sum().backward()
+        assert eq(2 * a, a.grad)
+
+
+def test_default_saved_tensors_hooks_double_backward(T):
+    # TestAutograd.test_default_saved_tensors_hooks_double_backward
+    hooks = T.autograd.graph.saved_tensors_hooks
+    with hooks(lambda x: x, lambda x: x):
+        a = rn(T, 5, grad=True)
+        g, = T.autograd.grad(T.sum(a ** 3), (a,), create_graph=True)
+        g.sum().backward()
+        assert eq(6 * a, a.grad)
+    with hooks(lambda x: 2 * x, lambda x: x):
+        a = rn(T, 5, grad=True)
+        g, = T.autograd.grad(T.sum(a ** 3), (a,), create_graph=True)
+        g.sum().backward()
+        # the pack hook doubles every save, the forward pow's and the create_graph backward's:
+        # torch 2.13 gives 48 * a
+        assert eq(6 * 8 * a, a.grad)
+
+
+def test_input_buffer_accum(T):
+    # TestAutograd.test_input_buffer_accum (dense): the gradients given to backward are not
+    # modified in place when the engine accumulates them
+    leaf = rn(T, 2, 2, grad=True)
+    out2 = leaf.gather(0, T.tensor([[0, 0]]))
+    out1 = leaf.clone()
+    g1_orig = rn(T, 2, 2, seed=1)
+    g1 = g1_orig.clone()
+    g2 = rn(T, 1, 2, seed=2)
+    T.autograd.backward((out1, out2), (g1, g2))
+    assert T.equal(g1, g1_orig)
+
+
+def test_full_backward_hook_double_backward(T):
+    # TestAutograd.test_full_backward_hook_double_backward: the module's full backward hook
+    # fires for the first backward only
+    x = T.tensor([0.3], requires_grad=True)
+    y = T.tensor([0.8])
+    func = T.nn.MSELoss()
+    counter = [0]
+    func.register_full_backward_hook(lambda m, gi, go: counter.__setitem__(0, counter[0] + 1))
+    f = func(x, y)
+    gx, = T.autograd.grad(f, x, create_graph=True)
+    assert counter[0] == 1
+    T.autograd.grad(gx, x)
+    assert counter[0] == 1
+
+
+@pytest.mark.parametrize("use_custom_function", [True, False])
+@pytest.mark.parametrize("use_tensor_hook", [True, False])
+def test_hook_closure_cycle(T, use_custom_function, use_tensor_hook):
+    # TestAutograd.test_hook_closure_cycle: a hook whose closure holds the node it is on keeps
+    # firing after gc while the graph lives, and is freed with the graph
+    class F(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Sentinel:
+        pass
+
+    count = [0]
+
+    def scope():
+        import weakref
+        a = T.tensor(1.0, requires_grad=True)
+        b = F.apply(a) if use_custom_function else a.clone()
+        gfb = b.grad_fn
+        obj = Sentinel()
+
+        def hook(*args):
+            gfb, obj  # noqa: B018  (the closure holds both)
+            count[0] += 1
+
+        if use_tensor_hook:
+            b.register_hook(hook)
+        else:
+            b.grad_fn.register_hook(hook)
+        return b.clone(), weakref.ref(obj)
+
+    gc.disable()
+    try:
+        out, ref = scope()
+        out.backward(retain_graph=True)
+        gc.collect()
+        out.backward(retain_graph=True)
+        assert count[0] == 2
+        assert ref() is not None
+        del out
+        gc.collect()
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_custom_function_forward_mode_non_differentiable(T):
+    # TestAutograd.test_custom_function_forward_mode_non_differentiable
+    fwAD = T.autograd.forward_ad
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            out = y.clone()
+            ctx.mark_non_differentiable(out)
+            return x.clone(), out
+
+        @staticmethod
+        def jvp(ctx, xt, yt):
+            return xt, None
+
+    x, xt, y = T.tensor(2.0), T.tensor(1.0), T.tensor(3.0)
+    with fwAD.dual_level():
+        _, o2 = Func.apply(fwAD.make_dual(x, xt), y)
+        assert fwAD.unpack_dual(o2).tangent is None
+
+    class Func2(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x.clone(), y.clone()
+
+        @staticmethod
+        def jvp(ctx, xt, yt):
+            assert yt is None
+            return xt, None
+
+    with fwAD.dual_level():
+        _, o2 = Func2.apply(fwAD.make_dual(x, xt), T.tensor(3))
+        assert fwAD.unpack_dual(o2).tangent is None
+
+    class FuncWrong(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            out = y.clone()
+            ctx.mark_non_differentiable(out)
+            return x.clone(), out
+
+        @staticmethod
+        def jvp(ctx, xt, yt):
+            return xt, xt.clone()
+
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="You should return None at that position instead"):
+            FuncWrong.apply(fwAD.make_dual(x, xt), y)
+
+    class Func3(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone(), object(), x.clone()
+
+        @staticmethod
+        def jvp(ctx, xt):
+            return xt, None, xt
+
+    with fwAD.dual_level():
+        o1, _, o3 = Func3.apply(fwAD.make_dual(x, xt))
+        assert eq(fwAD.unpack_dual(o1).tangent, xt)
+        assert eq(fwAD.unpack_dual(o3).tangent, xt)
+
+
+def test_integer_outputs_more(T):
+    # TestAutograd.test_integer_outputs (newer half): bucketize, count_nonzero and every unique
+    # variant give outputs that do not require grad, except unique's values
+    bins = T.linspace(0, 1.0, steps=5, requires_grad=True)
+    vals = rn(T, 2, 2, grad=True)
+    out = T.bucketize(vals, bins)
+    assert not out.dtype.is_floating_point and not out.requires_grad
+    assert not T.empty(5).requires_grad_().count_nonzero().requires_grad
+    inp = T.tensor([0.3, 0.1, 0.3, 0.7], requires_grad=True)
+
+    def only_first(res):
+        res = res if isinstance(res, tuple) else (res,)
+        assert res[0].requires_grad
+        assert all(r is None or not r.requires_grad for r in res[1:])
+
+    for inv in (True, False):
+        for cnt in (True, False):
+            only_first(T.unique(inp, sorted=True, return_inverse=inv, return_counts=cnt))
+            only_first(T.unique(inp, sorted=True, return_inverse=inv, return_counts=cnt, dim=0))
+            only_first(T.unique_consecutive(inp, return_inverse=inv, return_counts=cnt))
+            only_first(T.unique_consecutive(inp, return_inverse=inv, return_counts=cnt, dim=0))
