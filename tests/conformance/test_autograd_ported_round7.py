@@ -941,20 +941,84 @@ def test_saving_variable_to_disk(T, tmp_path):
 
 
 def test_default_saved_tensors_hooks_double_backward(T):
-    # TestAutograd.test_default_saved_tensors_hooks_double_backward
+    # TestAutograd.test_default_saved_tensors_hooks_double_backward: a doubling pack hook
+    # active in the forward doubles the one save of a (x2), active in the create_graph
+    # backward doubles grad and a (x4), active in both: x8
     hooks = T.autograd.graph.saved_tensors_hooks
-    with hooks(lambda x: x, lambda x: x):
+
+    def run(fwd, bwd):
+        with (hooks(lambda x: 2 * x, lambda x: x) if fwd else hooks(lambda x: x, lambda x: x)):
+            a = rn(T, 5, grad=True)
+            s = T.sum(a ** 3)
+        with (hooks(lambda x: 2 * x, lambda x: x) if bwd else hooks(lambda x: x, lambda x: x)):
+            g, = T.autograd.grad(s, (a,), create_graph=True)
+            g.sum().backward()
+        return a
+
+    a = run(False, False)
+    assert eq(6 * a, a.grad)
+    a = run(True, False)
+    assert eq(6 * 2 * a, a.grad)
+    a = run(False, True)
+    assert eq(6 * 4 * a, a.grad)
+    a = run(True, True)
+    assert eq(6 * 8 * a, a.grad)
+
+
+def test_wrapped_number_saved_tensors_hooks(T):
+    # TestAutograd.test_wrapped_number_saved_tensors_hooks: a Python number saved by mul does
+    # not go through the saved-tensor hooks
+    def err_hook(x):
+        raise RuntimeError("this hook should not be called")
+
+    with T.autograd.graph.saved_tensors_hooks(err_hook, err_hook):
         a = rn(T, 5, grad=True)
-        g, = T.autograd.grad(T.sum(a ** 3), (a,), create_graph=True)
-        g.sum().backward()
-        assert eq(6 * a, a.grad)
-    with hooks(lambda x: 2 * x, lambda x: x):
-        a = rn(T, 5, grad=True)
-        g, = T.autograd.grad(T.sum(a ** 3), (a,), create_graph=True)
-        g.sum().backward()
-        # the pack hook doubles every save, the forward pow's and the create_graph backward's:
-        # torch 2.13 gives 48 * a
-        assert eq(6 * 8 * a, a.grad)
+        out = (a * 3).sum()
+        g, = T.autograd.grad(out, (a,))
+    assert eq(g, np.full(5, 3.0))
+
+
+@pytest.mark.parametrize("pin_memory", [True, False])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_graph_save_on_cpu(T, pin_memory, dtype):
+    # TestAutograd.test_graph_save_on_cpu (dense inputs; pin_memory is a no-op without a GPU)
+    with T.autograd.graph.save_on_cpu(pin_memory):
+        a = rn(T, 5, dtype=dtype, grad=True)
+        y = a * a
+        assert eq(a, y.grad_fn._saved_self) and eq(a, y.grad_fn._saved_other)
+        assert a.dtype == y.grad_fn._saved_self.dtype
+        assert a.layout == y.grad_fn._saved_self.layout
+        y.sum().backward()
+        assert eq(2 * a, a.grad)
+
+
+def test_multi_grad_hooks_invalid_mode(T):
+    # TestAutograd.test_multi_grad_hooks_invalid_mode
+    t1, t2 = rn(T, 2, grad=True), rn(T, 2, seed=1, grad=True)
+    with pytest.raises(ValueError, match=r"Expects mode to be one of \('all', 'any'\) but got foo"):
+        T.autograd.graph.register_multi_grad_hook((t1, t2), lambda _: None, mode="foo")
+
+
+def test_grad_thread_safety(T):
+    # TestAutograd.test_grad_thread_safety: concurrent reads of .grad see one tensor
+    import threading
+    import weakref
+    from concurrent.futures import ThreadPoolExecutor
+
+    for _ in range(3):
+        t = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (t ** 2).sum().backward()
+        barrier = threading.Barrier(4)
+
+        def access(barrier=barrier, t=t):
+            barrier.wait()
+            return weakref.ref(t.grad)
+
+        with ThreadPoolExecutor(max_workers=4) as ex:
+            futures = [ex.submit(access) for _ in range(4)]
+            for f in futures:
+                assert f.result()() is t.grad
+        assert eq(t.grad, [2.0, 4.0, 6.0])
 
 
 def test_input_buffer_accum(T):
