@@ -1,0 +1,285 @@
+"""Round 7 port of PyTorch's test/functorch/test_vmap.py (TestVmapAPI): vmap's in_dims and
+out_dims (ints, None, negative, nested, pytrees), output structures and its ValueError /
+IndexError messages, on device 'cpu' in float32. Each body runs under torch 2.13 (the oracle,
+so every expectation is torch's) and under tracegrad (the ``T`` fixture). Inputs come from a
+fixed numpy stream so both libraries see the same values; the data_ptr checks of the originals
+(views share storage) are left out. Each test names its original."""
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+
+def _np(t):
+    return np.asarray(t.detach().tolist(), dtype=np.float64)
+
+
+def eq(a, b, tol=1e-5):
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(eq(x, y, tol) for x, y in zip(a, b))
+    a = _np(a) if hasattr(a, "detach") else np.asarray(a, dtype=np.float64)
+    b = _np(b) if hasattr(b, "detach") else np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
+
+
+def rn(T, *shape, seed=0):
+    return T.tensor(np.random.RandomState(seed).standard_normal(shape).astype("float32"))
+
+
+def test_non_tensor_output_raises(T):
+    # TestVmapAPI.test_non_tensor_output_raises
+    with pytest.raises(ValueError, match="got type <class 'float'>"):
+        T.vmap(lambda x: 3.14)(T.ones(3))
+    with pytest.raises(ValueError, match="got type <class 'int'>"):
+        T.vmap(lambda x: (x, 3))(T.ones(3))
+
+
+def test_different_map_dim_size_raises(T):
+    # TestVmapAPI.test_different_map_dim_size_raises
+    x, y = rn(T, 2), rn(T, 3, seed=1)
+    msg = "Expected all tensors to have the same size in the mapped dimension"
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(T.mul)(x, y)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z[0] + z[1], in_dims=((0, 0),))((x, y))
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z["x"] + z["y"], in_dims=({"x": 0, "y": 0},))({"x": x, "y": y})
+
+
+def test_func_with_no_inputs(T):
+    # TestVmapAPI.test_func_with_no_inputs
+    with pytest.raises(ValueError, match="got no inputs"):
+        T.vmap(lambda: T.ones(3))()
+    with pytest.raises(ValueError, match="got no inputs"):
+        T.vmap(lambda x: T.ones(3))()
+
+
+def test_func_with_no_tensors(T):
+    # TestVmapAPI.test_func_with_no_tensors
+    with pytest.raises(ValueError, match="at least one Tensor"):
+        T.vmap(lambda x: T.ones(3), (None,))(1)
+
+
+def test_constant_function(T):
+    # TestVmapAPI.test_constant_function
+    assert eq(T.vmap(lambda x: T.tensor(3.14))(T.ones(3)), [3.14, 3.14, 3.14])
+
+
+def test_single_multiple_inputs_outputs(T):
+    # TestVmapAPI.test_single_input / test_multiple_inputs / test_multiple_outputs /
+    # test_multiple_outputs2
+    x, y = rn(T, 2, 3), rn(T, 2, 3, seed=1)
+    assert eq(T.vmap(lambda a: a * a)(x), x * x)
+    assert eq(T.vmap(T.mul)(x, y), x * y)
+    a, b = T.vmap(lambda v: (v * v, v * v * v))(x[0])
+    assert eq(a, x[0] * x[0]) and eq(b, x[0] ** 3)
+    v = x[0]
+    assert isinstance(T.vmap(lambda t: (t, t))(v), tuple)
+    out = T.vmap(lambda t: [t, t])(v)
+    assert isinstance(out, list) and len(out) == 2
+    out = T.vmap(lambda t: [t])(v)
+    assert isinstance(out, list) and len(out) == 1
+
+
+def test_nested_with_same_map_dim(T):
+    # TestVmapAPI.test_nested_with_same_map_dim / test_nested_with_diag_embed
+    x, y = rn(T, 2, 3, 4), rn(T, 2, 3, 4, seed=1)
+    assert eq(T.vmap(T.vmap(T.mul))(x, y), x * y)
+    assert eq(T.vmap(T.vmap(T.vmap(T.mul)))(x, y), x * y)
+    assert eq(T.vmap(T.vmap(T.diag_embed))(x), T.diag_embed(x))
+
+
+def test_nested_with_different_map_dim(T):
+    # TestVmapAPI.test_nested_with_different_map_dim
+    x, y, z = rn(T, 2, 3), rn(T, 5, 3, seed=1), rn(T, 4, 3, seed=2)
+    out = T.vmap(lambda a: T.vmap(lambda b: a * b)(y))(x)
+    assert tuple(out.shape) == (2, 5, 3) and eq(out, x.view(2, 1, 3) * y)
+    out = T.vmap(lambda a: T.vmap(lambda b: T.vmap(lambda c: a * b * c)(z))(y))(x)
+    assert tuple(out.shape) == (2, 5, 4, 3)
+    assert eq(out, x.view(2, 1, 1, 3) * y.view(5, 1, 3) * z)
+
+
+def test_noop_in_inner_vmap(T):
+    # TestVmapAPI.test_noop_in_inner_vmap
+    x, y = rn(T, 3), rn(T, 5, seed=1)
+    assert eq(T.vmap(lambda a: T.vmap(lambda b: a)(y))(x), x.view(3, 1).expand(3, 5))
+
+
+def test_nonzero_out_dims(T):
+    # TestVmapAPI.test_nonzero_out_dims (64-dim case cut to 8 dims)
+    t = rn(T, 2, 3)
+    assert eq(T.vmap(lambda x: x, out_dims=1)(t), t.permute(1, 0))
+    t = rn(T, 2, 3, 4, 2)
+    assert eq(T.vmap(lambda x: x, out_dims=2)(t), t.permute(1, 2, 0, 3))
+    assert eq(T.vmap(lambda x: x, out_dims=-1)(t), t.permute(1, 2, 3, 0))
+    o = rn(T, 2, 3, 4, 2, seed=1)
+    assert eq(T.vmap(lambda x, y: (x, y), out_dims=2)(t, o), (t.permute(1, 2, 0, 3), o.permute(1, 2, 0, 3)))
+    t = rn(T, *([2] + [1] * 7))
+    assert tuple(T.vmap(lambda x: x, out_dims=2)(t).shape) == tuple([1, 1, 2] + [1] * 5)
+    x, y = rn(T, 2, 3, 4), rn(T, 2, 3, 4, seed=1)
+    res = T.vmap(lambda a, b: (a, a * b, a * b * b), out_dims=1)(x, y)
+    assert eq(res, (x.permute(1, 0, 2), (x * y).permute(1, 0, 2), (x * y * y).permute(1, 0, 2)))
+
+
+def test_multiple_out_dims(T):
+    # TestVmapAPI.test_multiple_out_dims
+    x, y = rn(T, 2, 3, 4), rn(T, 2, 3, 4, seed=1)
+    assert eq(T.vmap(lambda a: (a, a), out_dims=(0, 1))(x), (x, x.permute(1, 0, 2)))
+    res = T.vmap(lambda a, b: (a, a, a, a * b), out_dims=(-1, 0, 1, 2))(x, y)
+    assert eq(res, (x.permute(1, 2, 0), x, x.permute(1, 0, 2), (x * y).permute(1, 2, 0)))
+
+
+def test_nested_out_dims(T):
+    # TestVmapAPI.test_nested_out_dims
+    y = rn(T, 2, 3, 4, 5)
+    r = T.vmap(lambda a: T.vmap(lambda b: b, out_dims=1)(a))(y)
+    assert tuple(r.shape) == (2, 4, 3, 5) and eq(r, y.permute(0, 2, 1, 3))
+    r = T.vmap(lambda a: T.vmap(lambda b: b, out_dims=1)(a), out_dims=1)(y)
+    assert tuple(r.shape) == (4, 2, 3, 5) and eq(r, y.permute(2, 0, 1, 3))
+    r = T.vmap(lambda a: T.vmap(lambda b: b, out_dims=-1)(a), out_dims=-1)(y)
+    assert tuple(r.shape) == (4, 5, 3, 2) and eq(r, y.permute(2, 3, 1, 0))
+    x, y = rn(T, 2, 3), rn(T, 5, 3, seed=1)
+    r = T.vmap(lambda b: T.vmap(lambda a: a * b, out_dims=1)(x), out_dims=-1)(y)
+    assert tuple(r.shape) == (3, 2, 5) and eq(r, (y.view(5, 1, 3) * x).permute(2, 1, 0))
+
+
+def test_out_dims_edge_case(T):
+    # TestVmapAPI.test_out_dims_edge_case: out_dims=(1,) for a single output
+    t = rn(T, 2, 3)
+    assert eq(T.vmap(lambda x: x, out_dims=(1,))(t), T.vmap(lambda x: x, out_dims=1)(t))
+
+
+def test_out_dims_none_tuple(T):
+    # TestVmapAPI.test_out_dims_none_tuple
+    t = rn(T, 2, 3)
+    res = T.vmap(lambda x: (x, "hello world"), out_dims=(0, None))(t)
+    assert res[1] == "hello world" and eq(res[0], t)
+
+    def foo(x):
+        x.add_(1)
+        return None, "hello world"
+
+    assert T.vmap(foo, out_dims=(None, None))(t) == (None, "hello world")
+
+
+def test_out_dims_none(T):
+    # TestVmapAPI.test_out_dims_none
+    t = rn(T, 2, 3)
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        T.vmap(lambda x: x, out_dims=None)(t)
+
+    def foo(x):
+        x.add_(1)
+        return "hello world"
+
+    assert T.vmap(foo, out_dims=None)(t) == "hello world"
+
+
+def test_out_dims_normal_tensor(T):
+    # TestVmapAPI.test_out_dims_normal_tensor: an unbatched output is expanded, or returned as
+    # is with out_dims=None
+    t = rn(T, 2, 3)
+    assert tuple(T.vmap(lambda x: T.arange(3))(t).shape) == (2, 3)
+    assert T.equal(T.vmap(lambda x: T.arange(3), out_dims=None)(t), T.arange(3))
+
+
+def test_pytree_returns(T):
+    # TestVmapAPI.test_pytree_returns
+    x = rn(T, 2, 3)
+
+    def f(x):
+        y = x.sin()
+        return y, (y, y), [y, (y, y)]
+
+    y0, (y1, y2), (y3, (y4, y5)) = T.vmap(f)(x)
+    assert eq(y0, x.sin())
+    for y in (y1, y2, y3, y4, y5):
+        assert eq(y, y0)
+
+
+def test_pytree_odict_returns(T):
+    # TestVmapAPI.test_pytree_odict_returns
+    x = rn(T, 2, 3)
+    out = T.vmap(lambda t: OrderedDict([("sin", t.sin()), ("cos", t.cos())]))(x)
+    assert isinstance(out, OrderedDict) and list(out) == ["sin", "cos"]
+    assert eq(out["sin"], x.sin()) and eq(out["cos"], x.cos())
+
+
+def test_pytree_returns_outdims(T):
+    # TestVmapAPI.test_pytree_returns_outdims / test_pytree_returns_broadcast_simple /
+    # test_pytree_returns_broadcast_nested
+    x = rn(T, 2, 3)
+
+    def f(x):
+        y = x.sin()
+        return y, (y, y)
+
+    y0, (y1, y2) = T.vmap(f, out_dims=(0, (0, 1)))(x)
+    assert eq(y0, x.sin()) and eq(y1, x.sin()) and eq(y2, x.sin().t())
+    y0, (y1, y2) = T.vmap(f, out_dims=1)(x)
+    assert eq(y0, x.sin().t()) and eq(y1, y0) and eq(y2, y0)
+    y0, (y1, y2) = T.vmap(f, out_dims=(0, 1))(x)
+    assert eq(y0, x.sin()) and eq(y1, y0.t()) and eq(y2, y0.t())
+
+
+def test_out_dims_must_be_int_or_collection_of_int_err_msg(T):
+    # TestVmapAPI.test_out_dims_must_be_int_or_collection_of_int_err_msg
+    t = rn(T, 2, 3)
+    for od in ("lol", ("lol",)):
+        with pytest.raises(ValueError, match="must be an int, None or a python collection of ints"):
+            T.vmap(lambda x: x, out_dims=od)(t)
+
+
+def test_out_dims_and_num_outputs_mismatch_err_msg(T):
+    # TestVmapAPI.test_out_dims_and_num_outputs_mismatch_err_msg
+    x = rn(T, 2, 3, 4)
+    for fn, od in ((lambda x: x, (0, 0)), (lambda x: (x, x, x), (0, 0, 0, 0)),
+                   (lambda x: (x, x), (0,)), (lambda x: (x, x, x), (0, 0))):
+        with pytest.raises(ValueError, match="not compatible"):
+            T.vmap(fn, out_dims=od)(x)
+
+
+def test_out_dim_out_of_bounds_err_msg(T):
+    # TestVmapAPI.test_out_dim_out_of_bounds_err_msg
+    x = rn(T, 2, 3, 4)
+    for od in (3, -4):
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            T.vmap(lambda x: x, out_dims=od)(x)
+
+
+def test_non_zero_in_dims(T):
+    # TestVmapAPI.test_non_zero_in_dims
+    t = rn(T, 2, 3, 4)
+    assert eq(T.vmap(lambda x: x, (1,))(t), t.permute(1, 0, 2))
+    x, y = rn(T, 2, 3), rn(T, 3, 2, seed=1)
+    assert eq(T.vmap(T.mul, (0, 1))(x, y), x * y.t())
+    assert eq(T.vmap(T.mul, (1, 0))(x, y), x.t() * y)
+
+
+def test_none_in_dims(T):
+    # TestVmapAPI.test_none_in_dims
+    x, y = rn(T, 2, 3), rn(T, 2, 3, seed=1)
+    out = T.vmap(T.mul, (0, None))(x, y)
+    assert tuple(out.shape) == (2, 2, 3) and eq(out, x.view(2, 1, 3) * y)
+    assert eq(T.vmap(T.mul, (0, None))(x, 2), x * 2)
+
+
+def test_nested_non_default_in_dims(T):
+    # TestVmapAPI.test_nested_non_default_in_dims / test_nested_negative_in_dims
+    x, y = rn(T, 4, 2, 3), rn(T, 3, 4, 2, seed=1)
+    r = T.vmap(T.vmap(T.vmap(T.mul), (1, 0)), (1, 2))(x, y)
+    assert eq(r, x.permute(1, 2, 0) * y.permute(2, 0, 1))
+    x, y = rn(T, 2, 3), rn(T, 2, 3, seed=1)
+    out = T.vmap(T.mul, (-1, -1))(x, y)
+    assert tuple(out.shape) == (3, 2) and eq(out, (x * y).permute(1, 0))
+
+
+def test_non_default_in_dims_out_dims(T):
+    # TestVmapAPI.test_non_default_in_dims_out_dims
+    x = rn(T, 2, 3, 4)
+    assert eq(T.vmap(lambda a: a, in_dims=1, out_dims=1)(x), x)
+    r = T.vmap(lambda a: a, in_dims=2, out_dims=1)(x)
+    assert tuple(r.shape) == (2, 4, 3) and eq(r, x.transpose(1, 2))
+    assert eq(T.vmap(lambda a: a * 2, in_dims=1, out_dims=1)(x), x * 2)
+    r = T.vmap(lambda a: a * 2, in_dims=2, out_dims=1)(x)
+    assert tuple(r.shape) == (2, 4, 3) and eq(r, (x * 2).transpose(1, 2))
