@@ -283,3 +283,153 @@ def test_non_default_in_dims_out_dims(T):
     assert eq(T.vmap(lambda a: a * 2, in_dims=1, out_dims=1)(x), x * 2)
     r = T.vmap(lambda a: a * 2, in_dims=2, out_dims=1)(x)
     assert tuple(r.shape) == (2, 4, 3) and eq(r, (x * 2).transpose(1, 2))
+
+
+def test_non_default_in_dims_out_dims_nested(T):
+    # TestVmapAPI.test_non_default_in_dims_out_dims (nested part)
+    x = rn(T, 2, 3, 4)
+    assert eq(T.vmap(T.vmap(lambda a: a * 2, 1, 1), 1, 1)(x), x * 2)
+
+
+def test_item_throws(T):
+    # TestVmapAPI.test_item_throws
+    with pytest.raises(RuntimeError, match=r"item\(\) on a Tensor"):
+        T.vmap(lambda x: x.item())(rn(T, 3))
+
+
+def test_data_dependent_control_flow_throws(T):
+    # TestVmapAPI.test_data_dependent_control_flow_throws
+    def f(x):
+        if x:
+            return x
+        return 0
+
+    with pytest.raises(RuntimeError, match=r"data-dependent control flow"):
+        T.vmap(f)(rn(T, 3))
+
+
+def test_accepts_nested_inputs(T):
+    # TestVmapAPI.test_accepts_nested_inputs
+    x, y = rn(T, 2, 3), rn(T, 2, 3, seed=1)
+    add = lambda z: z[0] + z[1]  # noqa: E731
+    for inp in ((x, y), [x, y]):
+        assert eq(T.vmap(add)(inp), x + y)
+        assert eq(T.vmap(add, in_dims=(0,))(inp), x + y)
+    assert eq(T.vmap(add, in_dims=((0, 0),))((x, y)), x + y)
+    assert eq(T.vmap(add, in_dims=([0, 0],))([x, y]), x + y)
+    addd = lambda z: z["x"] + z["y"]  # noqa: E731
+    d = {"x": x, "y": y}
+    assert eq(T.vmap(addd)(d), x + y)
+    assert eq(T.vmap(addd, in_dims=(0,))(d), x + y)
+    assert eq(T.vmap(addd, in_dims=({"x": 0, "y": 0},))(d), x + y)
+    out = T.vmap(lambda z: z["x"][0] + z["x"][1][0] + z["y"][0] + z["y"][1])({"x": [x, (x,)], "y": [y, y]})
+    assert eq(out, x + x + y + y)
+
+
+def test_in_dims_wrong_type_err_msg(T):
+    # TestVmapAPI.test_in_dims_wrong_type_err_msg
+    x, y = rn(T, 3), rn(T, 3, seed=1)
+    msg = r"expected `in_dims` to be int or a \(potentially nested\) tuple"
+    for dims in ([0, 0], {0}, "lol"):
+        with pytest.raises(ValueError, match=msg):
+            T.vmap(T.mul, dims)(x, y)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z[0] + z[1], in_dims=[0, 0])([x, y])
+    T.vmap(T.mul, (0, 0))(x, y)
+
+
+def test_not_enough_in_dims_err_msg(T):
+    # TestVmapAPI.test_not_enough_in_dims_err_msg
+    x, y = rn(T, 3), rn(T, 3, seed=1)
+    msg = r"in_dims is not compatible with the structure of `inputs`"
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(T.mul, (0,))(x, y)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(T.mul, (0, 0, 0))(x, y)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z[0] + z[1], in_dims=([0],))([x, y])
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z[0] + z[1], in_dims=((0, 0),))([x, y])
+    T.vmap(T.mul, (0, 0))(x, y)
+
+
+def test_integer_in_dim_but_not_tensor_input_err_msg(T):
+    # TestVmapAPI.test_integer_in_dim_but_not_tensor_input_err_msg
+    x = rn(T, 2, 3)
+    msg = "Got in_dim=0 for an input but the input is of type"
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(T.sum)(x, 0)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(T.sum, (0, 0))(x, 0)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z[0] + z[1], in_dims=([0, 0],))([x, 1])
+    T.vmap(T.sum, (0, None))(x, 0)
+
+
+def test_in_dim_not_in_tensor_err_msg(T):
+    # TestVmapAPI.test_in_dim_not_in_tensor_err_msg
+    x, y = rn(T, 2, 3), rn(T, 2, 3, seed=1)
+    sq = lambda v: v * v  # noqa: E731
+    msg = r"Got in_dim=-?\w for some input, but that input is a Tensor of dimensionality \w"
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(sq)(T.tensor(1.0))
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(sq, in_dims=(0,))(T.tensor(1.0))
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(sq, in_dims=(-3,))(x)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(sq, in_dims=(2,))(y)
+    with pytest.raises(ValueError, match=msg):
+        T.vmap(lambda z: z[0] + z[1], in_dims=([3, 0],))([x, y])
+    T.vmap(sq, in_dims=(0,))(x)
+    T.vmap(sq, in_dims=(1,))(x)
+
+
+def test_fallback_copysign(T):
+    # TestVmapAPI.test_fallback_atan2 (op = copysign; sizes cut down): permuted and nested
+    # in_dims over a binary op
+    op = T.copysign
+    x, y = rn(T, 3, 4, 2), rn(T, 2, 3, 4, seed=1)
+    assert eq(T.vmap(op, (2, 0))(x, y), op(x.permute(2, 0, 1), y))
+    assert eq(T.vmap(T.vmap(op), (2, 0))(x, y), op(x.permute(2, 0, 1), y))
+    x, y = rn(T, 2, 3, 2, 4), rn(T, 2, 3, 2, seed=1)
+    assert eq(T.vmap(T.vmap(T.vmap(op)))(x, y), op(x, y.view(2, 3, 2, 1)))
+
+
+def test_fallback_multiple_returns(T):
+    # TestVmapAPI.test_fallback_multiple_returns (var_mean; batch sizes cut down)
+    t = rn(T, 2, 6)
+    assert eq(tuple(T.vmap(T.var_mean)(t)), tuple(T.var_mean(t, dim=1)))
+    t = rn(T, 2, 3, 6)
+    assert eq(tuple(T.vmap(T.vmap(T.var_mean))(t)), tuple(T.var_mean(t, dim=2)))
+    t = rn(T, 2, 3, 2, 6)
+    assert eq(tuple(T.vmap(T.vmap(T.vmap(T.var_mean)))(t)), tuple(T.var_mean(t, dim=3)))
+
+
+def test_inplace_fallback_unary(T):
+    # TestVmapAPI.test_inplace_fallback_unary: an in-place method returns its (batched) input
+    op = T.Tensor.acos_
+    x_orig = T.tensor(np.random.RandomState(0).rand(2, 5).astype("float32"))
+    x = x_orig.clone()
+    res = T.vmap(op)(x)
+    assert res is x and eq(res, x_orig.acos())
+    x = x_orig.clone()
+    res = T.vmap(op, out_dims=(1,))(x)
+    assert eq(res, x_orig.t().acos())
+    x_orig = T.tensor(np.random.RandomState(1).rand(2, 3, 5).astype("float32"))
+    x = x_orig.clone()
+    res = T.vmap(T.vmap(op))(x)
+    assert res is x and eq(res, x_orig.acos())
+
+
+def test_inplace_fallback_nary_same_levels(T):
+    # TestVmapAPI.test_inplace_fallback_nary_same_levels (atan2_; sizes cut down)
+    op = T.Tensor.atan2_
+    x_orig, y = rn(T, 3, 4, 5), rn(T, 5, 3, 4, seed=1)
+    x = x_orig.clone()
+    T.vmap(op, (2, 0))(x, y)
+    assert eq(x, T.atan2(x_orig, y.movedim(0, 2)))
+    x_orig, y = rn(T, 3, 4, 5), rn(T, 5, 3, 4, seed=2)
+    x = x_orig.clone()
+    T.vmap(T.vmap(op), (2, 0))(x, y)
+    assert eq(x, T.atan2(x_orig, y.movedim([0, 1], [2, 0])))

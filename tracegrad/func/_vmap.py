@@ -42,7 +42,9 @@ def _broadcast(d, a, prefix):
     ``a``, in ``_wrap.flatten``'s order (dict keys in insertion order)."""
     if d is None or (isinstance(d, int) and not isinstance(d, bool)):
         return [d] * len(_wrap.tensor_leaves(a))
-    if isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a):
+    # (a tuple of dims matches a tuple, a list matches a list: torch's pytree node types)
+    if (isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a)
+            and isinstance(d, tuple) == isinstance(a, tuple)):
         return [x for di, ai in zip(d, a) for x in _broadcast(di, ai, prefix)]
     if isinstance(d, dict) and isinstance(a, dict) and set(d) == set(a):
         return [x for k in a for x in _broadcast(d[k], a[k], prefix)]
@@ -242,28 +244,36 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             if static:
                 out = _wrap.unflatten(odef, flat)
                 rebuild[0] = odef
-            return _wrap.to_arrays(out)
+            # in-place writes into batched inputs: their new values leave the mapped function (batch
+            # dim first) and are written back into the caller's tensors afterwards, as torch's
+            # in-place ops on BatchedTensors write through to the input
+            written[:] = [k for k, i in enumerate(tpos) if axes[k] is not None and ls[i]._st.array is not arrs[k]]
+            returned[:] = [(j, k) for j, leaf in enumerate(flat) for k in written if leaf is ls[tpos[k]]]
+            out_leaf_dims[:] = dims
+            return _wrap.to_arrays(out), [ls[tpos[k]]._value for k in written]
         axes = tuple(flat_dims[i] for i in tpos)
         arrays = tuple(leaves[i]._value for i in tpos)
         if different:
             axes, arrays = axes + (0,), arrays + (np.arange(size, dtype=np.uint32),)
         single_dim = isinstance(out_dims, tuple) and len(out_dims) == 1
-        unwrap, static, rebuild = [False], {}, [None]
+        unwrap, static, rebuild, written, returned, out_leaf_dims = [False], {}, [None], [], [], []
         run_dims = out_dims[0] if single_dim else out_dims
 
         def run(*arrs):
-            out = jax_fn(*arrs)
-            return (out[0] if unwrap[0] else out) if single_dim else out
+            out, extra = jax_fn(*arrs)
+            return ((out[0] if unwrap[0] else out) if single_dim else out), extra
         try:
             with _random_guard(randomness):
-                out = _wrap.run_jax(jax.vmap(run if single_dim else jax_fn, in_axes=axes,
-                                             out_axes=_wrap.keep_order(run_dims)), *arrays)
+                out, extra = _wrap.run_jax(jax.vmap(run, in_axes=axes, out_axes=(_wrap.keep_order(run_dims), 0)),
+                                           *arrays)
         except ValueError as e:
             if "got axis spec None but output was batched" in str(e):
                 raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor when "
                                  "out_dim is None") from None
             raise
         out = _wrap.to_tensors(out)
+        for k, arr in zip(written, extra):
+            leaves[tpos[k]].copy_(Tensor._make(arr).movedim(0, axes[k]))
         if static:
             flat = _wrap.flatten(out)[0] if not isinstance(out, Tensor) else [out]
             # (the None placeholders are empty subtrees: rebuild from the recorded structure)
@@ -271,6 +281,16 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             n = rebuild[0].num_leaves
             full = [static[i] if i in static else next(it) for i in range(n)]
             out = _wrap.unflatten(rebuild[0], full)
+        if returned:
+            # an input returned as-is is the caller's tensor itself (a view of it for another out_dim)
+            flat, odef = _wrap.flatten(out)
+            for j, k in returned:
+                src, d = leaves[tpos[k]], out_leaf_dims[j]
+                if d % src.dim() == axes[k] % src.dim():
+                    flat[j] = src
+                else:
+                    flat[j] = src.movedim(axes[k], d)
+            out = _wrap.unflatten(odef, flat)
         return out
     return _wrap.recorded(wrapper, func, grad_kind=False)
 
