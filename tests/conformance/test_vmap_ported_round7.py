@@ -433,3 +433,97 @@ def test_inplace_fallback_nary_same_levels(T):
     x = x_orig.clone()
     T.vmap(T.vmap(op), (2, 0))(x, y)
     assert eq(x, T.atan2(x_orig, y.movedim([0, 1], [2, 0])))
+
+
+def test_batched_gradient_basic(T, request):
+    if T.__name__ == "tracegrad":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "autograd.grad inside tracegrad.vmap: ops in the mapped function do not record autograd "
+            "history for captured tensors that require grad (use tracegrad.func.vjp/jacrev instead)")))
+    # TestVmapAPI.test_batched_gradient_basic: vmap over autograd.grad's grad_outputs gives the
+    # Jacobian
+    x = rn(T, 3).requires_grad_()
+    y = rn(T, 3, seed=1)
+    jac = T.vmap(lambda v: T.autograd.grad([x * y], [x], grad_outputs=[v])[0])(T.eye(3))
+    assert eq(jac, T.diagflat(y))
+
+
+def test_functools_partial_and_nn_module(T):
+    # TestVmapAPI.test_functools_partial / test_nn_module
+    import functools
+    x, y = rn(T, 3), rn(T, 2, 3, seed=1)
+    assert eq(T.vmap(functools.partial(T.mul, x))(y), x * y)
+    model = T.nn.Linear(3, 3, bias=False)
+    with T.no_grad():
+        model.weight.copy_(rn(T, 3, 3, seed=2))
+    assert eq(T.vmap(model)(y), model(y))
+
+
+def test_batch_rule_does_not_need_to_handle_no_batched_input(T):
+    # TestVmapAPI.test_batch_rule_does_not_need_to_handle_no_batched_input
+    x, y = rn(T, 4, 5), rn(T, 3, 2, seed=1)
+    out = T.vmap(T.vmap(lambda a, b: a + T.dot(b, T.ones(2)), in_dims=(0, None)), in_dims=(None, 0))(x, y)
+    assert eq(out, T.mv(y, T.ones(2)).view(3, 1, 1) + x)
+
+
+# ---- TestVmapOperators: vmap(op) against a sequential map + stack --------------------------------
+def _reference(T, op, inputs, in_dims, out_dims):
+    in_dims = (in_dims,) * len(inputs) if isinstance(in_dims, int) else in_dims
+    size = [a.size(d) for a, d in zip(inputs, in_dims) if d is not None][0]
+    results = [op(*[a if d is None else a.select(d, i) for a, d in zip(inputs, in_dims)]) for i in range(size)]
+    if not isinstance(results[0], tuple):
+        return T.stack(results, out_dims if isinstance(out_dims, int) else out_dims[0])
+    od = (out_dims,) * len(results[0]) if isinstance(out_dims, int) else out_dims
+    return tuple(T.stack(list(r), d) for r, d in zip(zip(*results), od))
+
+
+OPS = {
+    # name: (op, input shapes, in_dims, out_dims)
+    "abs": (lambda T: T.abs, [(3, 2)], 0, 0),
+    "exp_in2_out2": (lambda T: T.exp, [(2, 4, 3, 2)], 2, 2),
+    "sigmoid_nested": (lambda T: T.vmap(T.sigmoid), [(3, 2, 4)], 0, 0),
+    "add_broadcast": (lambda T: T.add, [(3, 2), (2,)], (0, None), 0),
+    "mul_in1": (lambda T: T.mul, [(2, 3), (3, 2)], (1, 0), 0),
+    "div_out1": (lambda T: T.div, [(3, 2, 4), (3, 2, 4)], 0, 1),
+    "pow_scalar": (lambda T: (lambda x: T.pow(x, 2)), [(3, 4)], 0, 0),
+    "sum_dim": (lambda T: (lambda x: x.sum(0)), [(3, 2, 4)], 1, 0),
+    "mean_keepdim": (lambda T: (lambda x: x.mean(-1, keepdim=True)), [(3, 2, 4)], 0, 0),
+    "transpose": (lambda T: (lambda x: x.transpose(0, 1)), [(3, 2, 4)], 0, 0),
+    "t_in1": (lambda T: T.t, [(2, 3, 4)], 1, 0),
+    "select": (lambda T: (lambda x: x.select(1, 0)), [(3, 2, 4)], 0, 0),
+    "narrow": (lambda T: (lambda x: x.narrow(0, 1, 1)), [(3, 2, 4)], 2, 0),
+    "unsqueeze": (lambda T: (lambda x: x.unsqueeze(-1)), [(3, 4)], 0, 1),
+    "view": (lambda T: (lambda x: x.view(2, 2)), [(3, 4)], 0, 0),
+    "reshape_in1": (lambda T: (lambda x: x.reshape(-1)), [(2, 3, 2)], 1, 0),
+    "expand": (lambda T: (lambda x: x.expand(2, 3)), [(4, 3)], 0, 0),
+    "chunk": (lambda T: (lambda x: x.chunk(2, -1)), [(3, 4)], 0, 0),
+    "split_out_dims": (lambda T: (lambda x: x.split(1, 0)), [(3, 2, 2)], 0, (0, 1)),
+    "unbind": (lambda T: (lambda x: x.unbind(0)), [(3, 2, 4)], 0, 0),
+    "diagonal": (lambda T: (lambda x: x.diagonal()), [(3, 3, 3)], 1, 0),
+    "mm": (lambda T: T.mm, [(3, 2, 4), (4, 2)], (0, None), 0),
+    "matmul_both": (lambda T: T.matmul, [(3, 2, 4), (3, 4, 2)], 0, 0),
+    "dot": (lambda T: T.dot, [(3, 4), (4, 3)], (0, 1), 0),
+    "cat": (lambda T: (lambda a, b: T.cat([a, b], 0)), [(3, 2), (3, 4)], 0, 0),
+    "stack_in_dims": (lambda T: (lambda a, b: T.stack([a, b], -1)), [(2, 3), (3, 2)], (1, 0), 0),
+    "where": (lambda T: (lambda a, b: T.where(a > 0, a, b)), [(3, 4), (3, 4)], 0, 0),
+    "softmax": (lambda T: (lambda x: T.softmax(x, -1)), [(3, 2, 4)], 0, 0),
+    "var_mean_tuple": (lambda T: T.var_mean, [(3, 5)], 0, (0, 0)),
+    "max_dim": (lambda T: (lambda x: tuple(x.max(0))), [(3, 4, 2)], 0, 0),
+    "clamp": (lambda T: (lambda x: x.clamp(-0.5, 0.5)), [(3, 4)], 0, 0),
+    "flip_in_neg": (lambda T: (lambda x: x.flip(0)), [(2, 4, 3)], -1, 0),
+}
+
+
+@pytest.mark.parametrize("name", list(OPS))
+def test_vmap_operators(T, name):
+    # TestVmapOperators (test_unary_pointwise, test_binary_*, test_view ops, test_split, test_chunk,
+    # test_unbind, test_diagonal, test_mm, test_matmul, test_dot, test_cat, test_stack, ...):
+    # vmap(op, in_dims, out_dims) equals the map-then-stack reference, and propagates requires_grad
+    op, shapes, in_dims, out_dims = OPS[name]
+    op = op(T)
+    inputs = [rn(T, *s, seed=i) for i, s in enumerate(shapes)]
+    res = T.vmap(op, in_dims, out_dims)(*inputs)
+    assert eq(res if isinstance(res, tuple) else res, _reference(T, op, inputs, in_dims, out_dims))
+    grad_in = [inputs[0].clone().requires_grad_()] + inputs[1:]
+    res = T.vmap(op, in_dims, out_dims)(*grad_in)
+    assert (res[0] if isinstance(res, tuple) else res).requires_grad
