@@ -1313,3 +1313,47 @@ def test_autograd_inplace_views_cross_dtype(T, request):
     b += 1
     b.backward(T.arange(0, 18, dtype=T.float).view(3, 3, 2))
     assert T.equal(g1.T, a1.grad)
+
+
+@pytest.mark.parametrize("fast_mode", [False, True])
+def test_gradcheck_check_forward_or_backward_only(T, fast_mode):
+    # TestAutograd.test_gradcheck_check_forward_or_backward_only: only the requested modes run
+    # (a failing vjp/jvp is reached only when its mode is checked; the backward failure is
+    # reported first); asking for neither is an AssertionError
+    class UserFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, foo, fwd_bad, bwd_bad):
+            ctx.fwd_bad, ctx.bwd_bad = fwd_bad, bwd_bad
+            return foo * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            if ctx.bwd_bad:
+                raise RuntimeError("FAIL BWD")
+            return 2 * g, None, None
+
+        @staticmethod
+        def jvp(ctx, gi, _1, _2):
+            if ctx.fwd_bad:
+                raise RuntimeError("FAIL FWD")
+            return 2 * gi
+
+    x = T.tensor([0.3, 0.7], dtype=T.float64, requires_grad=True)
+    for fwd in (True, False):
+        for bwd in (True, False):
+            for fwd_bad in (True, False):
+                for bwd_bad in (True, False):
+                    def run():
+                        return T.autograd.gradcheck(UserFn.apply, (x, fwd_bad, bwd_bad), check_forward_ad=fwd,
+                                                    check_backward_ad=bwd, check_undefined_grad=bwd,
+                                                    check_batched_grad=False, fast_mode=fast_mode)
+                    if not fwd and not bwd:
+                        with pytest.raises(AssertionError, match="Expected at least one of"):
+                            run()
+                        continue
+                    fail = "FAIL BWD" if (bwd_bad and bwd) else "FAIL FWD" if (fwd_bad and fwd) else None
+                    if fail is None:
+                        assert run()
+                    else:
+                        with pytest.raises(RuntimeError, match=fail):
+                            run()

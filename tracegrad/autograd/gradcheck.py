@@ -118,7 +118,13 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     """Mirrors ``torch.autograd.gradcheck``: True when the analytical gradients of ``func`` at
     ``inputs`` match finite differences; otherwise raises ``GradcheckError`` (a RuntimeError)
     or returns False when ``raise_exception=False``. ``check_backward_ad`` checks reverse mode
-    (``autograd.grad``), ``check_forward_ad`` forward mode (``autograd.forward_ad`` tangents)."""
+    (``autograd.grad``), ``check_forward_ad`` forward mode (``autograd.forward_ad`` tangents).
+    Each reverse-mode row is computed twice: rows differing by more than ``nondet_tol`` raise
+    "Backward is not reentrant". A function with no differentiable output passes when finite
+    differences see no change ("Numerical gradient for function expected to be zero"
+    otherwise). AssertionError when both ``check_forward_ad`` and ``check_backward_ad`` are False."""
+    if not (check_forward_ad or check_backward_ad):   # torch's class for this misuse
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff_idx:
