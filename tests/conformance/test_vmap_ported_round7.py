@@ -527,3 +527,42 @@ def test_vmap_operators(T, name):
     grad_in = [inputs[0].clone().requires_grad_()] + inputs[1:]
     res = T.vmap(op, in_dims, out_dims)(*grad_in)
     assert (res[0] if isinstance(res, tuple) else res).requires_grad
+
+
+# ---- TestRandomness: randomness='error' ----------------------------------------------------------
+RANDOM_OPS = {
+    "rand": lambda T: (lambda x: T.rand(3) + x),
+    "randn_like": lambda T: (lambda x: T.randn_like(x)),
+    "randint": lambda T: (lambda x: T.randint(0, 5, (3,)) + x),
+    "bernoulli": lambda T: (lambda x: T.bernoulli(T.full_like(x, 0.5))),
+    "dropout": lambda T: (lambda x: T.nn.functional.dropout(x, 0.5, training=True)),
+    "normal_": lambda T: (lambda x: x.clone().normal_()),
+    "uniform_": lambda T: (lambda x: x.clone().uniform_()),
+    "randperm": lambda T: (lambda x: T.randperm(3).float() + x),
+}
+
+
+@pytest.mark.parametrize("op", list(RANDOM_OPS))
+def test_random_op_error_mode(T, op):
+    # TestRandomness (randomness='error', the default): any random draw inside vmap raises
+    with pytest.raises(RuntimeError, match="called random operation while in randomness error mode"):
+        T.vmap(RANDOM_OPS[op](T))(T.ones(2, 3))
+
+
+@pytest.mark.parametrize("op", ["rand", "randn_like", "dropout", "normal_"])
+def test_random_op_same_and_different(T, op):
+    # TestRandomness.test_random_unary / test_randperm ('same': every row equal;
+    # 'different': rows differ), shapes as torch. Seeded: dropout rows agree by chance 0.2% of the time
+    T.manual_seed(0)
+    x = T.ones(4, 3)
+    same = T.vmap(RANDOM_OPS[op](T), randomness="same")(x)
+    diff = T.vmap(RANDOM_OPS[op](T), randomness="different")(x)
+    assert tuple(same.shape) == tuple(diff.shape) == (4, 3)
+    assert all(T.equal(same[0], same[i]) for i in range(4))
+    assert not all(T.equal(diff[0], diff[i]) for i in range(4))
+
+
+def test_randomness_invalid_flag(T):
+    # TestRandomness / TestVmapAPI: an unknown randomness value is a RuntimeError
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness are 'error', 'different', or 'same'"):
+        T.vmap(lambda x: x, randomness="foo")(T.ones(2))
