@@ -1357,3 +1357,41 @@ def test_gradcheck_check_forward_or_backward_only(T, fast_mode):
                     else:
                         with pytest.raises(RuntimeError, match=fail):
                             run()
+
+
+def test_gradcheck_validates_inputs_dense(T):
+    # TestAutograd.test_gradcheck_validates_inputs (dense cases): no input requiring grad is a
+    # ValueError and a stride-0 input a RuntimeError, even with raise_exception=False; a float32
+    # input warns
+    x = T.ones(4)
+    with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+        T.autograd.gradcheck(lambda x: x, (x,), raise_exception=False)
+    x = T.ones(1, dtype=T.float32, requires_grad=True)
+    with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double precision"):
+        assert T.autograd.gradcheck(lambda x: x, (x,), atol=1e-1)
+    x = T.ones(1, dtype=T.float64, requires_grad=True).expand((2, 2))
+    with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+        T.autograd.gradcheck(lambda x: x, (x,), raise_exception=False)
+
+
+def test_gradcheck_check_no_differentiable_outputs(T):
+    # TestAutograd.test_gradcheck_check_no_differentiable_outputs
+    x = T.ones((1,), dtype=T.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Numerical gradient for function expected to be zero"):
+        T.autograd.gradcheck(lambda x: x.detach() * 2, x)
+    assert not T.autograd.gradcheck(lambda x: x.detach() * 2, x, raise_exception=False)
+    assert T.autograd.gradcheck(lambda x: (), (x,))
+
+
+def test_gradcheck_backward_mul_by_grad_output(T):
+    # TestAutograd.test_gradcheck_backward_mul_by_grad_output (dense case): a hook that adds a
+    # constant to the gradient makes the backward not linear in grad_output
+    def fn(x):
+        y = x.clone()
+        y.register_hook(lambda g: g + 1e-2)
+        return y
+
+    x = T.ones(1, dtype=T.float64, requires_grad=True)
+    with pytest.raises(RuntimeError, match="backward not multiplied by grad_output"):
+        T.autograd.gradcheck(fn, (x,), atol=1e-1)
+    assert not T.autograd.gradcheck(fn, (x,), atol=1e-1, raise_exception=False)

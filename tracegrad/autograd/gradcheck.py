@@ -130,6 +130,14 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have requires_grad=True.")
     for i in diff_idx:
+        x = inputs[i]
+        if not getattr(x, "is_sparse", False) and any(n > 1 and st == 0 for n, st in zip(x.shape, x.stride())):
+            # (raised even with raise_exception=False, as torch): perturbing one element of an
+            # expanded input would move every element that aliases it
+            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that "
+                               "are non-overlapping to be able to compute the numerical gradients correctly. You "
+                               "should call .contiguous on the input before passing it to gradcheck.")
+    for i in diff_idx:
         if inputs[i].dtype.name != "float64":
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
@@ -163,7 +171,23 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                     if raise_exception:
                         raise GradcheckError(msg)
                     return False
+    if check_backward_ad and not _mul_by_grad_output(func, inputs, diff_idx):
+        if raise_exception:
+            raise GradcheckError("backward not multiplied by grad_output")
+        return False
     return True
+
+
+def _mul_by_grad_output(func, inputs, diff_idx):
+    """torch's check that the backward is linear in grad_output: zero grad_outputs must give
+    zero input gradients (a hook adding a constant, say, fails it)."""
+    with grad_mode.enable_grad():
+        outs = [o for o in _outputs(func, inputs) if o.requires_grad]
+    if not outs:
+        return True
+    zeros = [tensor(np.zeros(tuple(o.shape)), dtype=o.dtype) for o in outs]
+    gs = _grad(outs, [inputs[i] for i in diff_idx], zeros, allow_unused=True)
+    return all(g is None or not np.any(np.asarray(g._value)) for g in gs)
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
