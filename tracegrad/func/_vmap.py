@@ -186,14 +186,18 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     ``in_dims``: an int (every Tensor input), or a tuple with one entry per positional argument
     (int, None for unmapped, or a nested tuple/dict for a tree argument). ``out_dims``: an int or
-    one per output. ``randomness``: ``'error'`` (default: a random draw inside raises
+    one per output (``(d,)`` for a single Tensor output means ``d``; a non-Tensor output needs
+    ``None``, and comes back as it is). An in-place op on a batched input writes through to the
+    caller's tensor (an input returned as-is comes back as that tensor). ``randomness``: ``'error'`` (default: a random draw inside raises
     RuntimeError), ``'same'`` (one draw shared by the batch: every example sees the same values)
     or ``'different'`` (independent draws per example, reproducible under ``manual_seed``).
     Nested vmaps combine as torch's: values differ along 'different' levels and repeat along
     'same' ones; an 'error' level anywhere raises. ``chunk_size`` is accepted and ignored.
     vmap nests, and composes with ``grad``/``jacrev``/``functional_call``.
-    Raises ValueError for in_dims that do not fit the inputs, unequal batch sizes, non-Tensor
-    outputs; RuntimeError for an unknown ``randomness``.
+    Raises ValueError for in_dims/out_dims that do not fit the inputs/outputs or are not ints,
+    no inputs, unequal batch sizes, non-Tensor outputs with an out_dim, a batched output with
+    out_dim None; IndexError for an out_dim out of range; RuntimeError for an unknown
+    ``randomness`` and for ``.item()`` or data-dependent control flow inside the function.
     Differs from torch: the random streams. With 'different', an in-place draw into an
     unbatched tensor made inside the function is allowed (torch raises; into a captured one or
     an unbatched argument it raises as torch); with 'same', a draw with batched parameters
