@@ -95,7 +95,15 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError(MSG_FREED)
         if self._saved is None:
             return tuple(self.to_save)
-        return tuple(None if s is None else s.get(self, i) for i, s in enumerate(self._saved))
+        once = getattr(getattr(self, "_forward_cls", None), "clear_saved_tensors_on_access", False)
+        if once and self.__dict__.get("_saved_taken"):
+            raise RuntimeError("saved_tensors can only be accessed once when clear_saved_tensors_on_access is "
+                               "set to True")
+        out = tuple(None if s is None else s.get(self, i) for i, s in enumerate(self._saved))
+        if once:    # torch's clear_saved_tensors_on_access: the node lets go of them on first access
+            self._saved_taken = True
+            self._saved = [None] * len(self._saved)
+        return out
 
     @property
     def saved_variables(self):
