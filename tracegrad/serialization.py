@@ -94,7 +94,9 @@ def _encode(obj, arrays, path):
         key = str(len(arrays))
         # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved;
         # a meta tensor has no data: its shape and dtype are the node's
-        arr = np.zeros(0, obj.dtype.np) if obj.is_meta else np.ascontiguousarray(np.asarray(obj.detach()))
+        # (a conjugated view is stored by value: its conj bit is resolved first)
+        src = obj.detach().resolve_conj() if obj.dtype.is_complex else obj.detach()
+        arr = np.zeros(0, obj.dtype.np) if obj.is_meta else np.ascontiguousarray(np.asarray(src))
         name = obj.dtype.name
         if name in _STORED_AS:
             arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize

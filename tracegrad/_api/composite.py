@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..autograd._dispatch import apply_op
+from ..autograd.function import _no_derivative as no_derivative
 from .._ops import dtypes as _dt, limited
 from .._ops.errors import not_a_tensor
 from .._ops.dtype_info import finfo as _finfo
@@ -356,7 +357,9 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, axis=dim)
     else:
         vals, inv, counts = np.unique(a, return_inverse=True, return_counts=True, equal_nan=False)
-    out = [_tensor(vals, dtype=input.dtype)]
+    # the values require grad (torch's node has no formula: backward raises NotImplementedError)
+    out = [no_derivative(_tensor(vals, dtype=input.dtype), input, *(("_unique2", "Unique2Backward0")
+                         if dim is None else ("unique_dim", "UniqueDimBackward0")))]
     if return_inverse:
         out.append(_tensor(inv.reshape(a.shape if dim is None else (a.shape[dim],)).astype(np.int64), dtype=int64))
     if return_counts:

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _autocast, _state
 from ..autograd._dispatch import apply_op
+from ..autograd.function import _no_derivative as no_derivative
 from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import arange as _arange, tensor as _tensor, zeros as _zeros
@@ -324,7 +325,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         vals = np.moveaxis(moved[change], 0, d)
         inv_shape = (moved.shape[0],)
     starts = np.flatnonzero(change)
-    out = [_tensor(vals, dtype=input.dtype)]
+    out = [no_derivative(_tensor(vals, dtype=input.dtype), input, "unique_consecutive",
+                         "UniqueConsecutiveBackward0")]
     if return_inverse:
         out.append(_tensor((np.cumsum(change) - 1).reshape(inv_shape).astype(np.int64), dtype=_dt.int64))
     if return_counts:

@@ -239,7 +239,9 @@ def _pow_tensor(a, b, dtype):
 
 defop("pow_tensor", _pow_tensor, args=("self", "exponent"),
       grad_fn="PowBackward1", saves=("exponent", "self", "result"))
-defop("pow_scalar_base", lambda a, b, dtype: jnp.power(_c(a, dtype), _c(b, dtype)),
+# a scalar base takes the tensor-tensor masks too: d(0 ** b)/db is -inf for b < 0, as torch
+# (JAX's own power rule gives inf * 0 = nan there)
+defop("pow_scalar_base", _pow_tensor,
       args=("self", "exponent"), grad_fn="PowBackward2", saves=("exponent", "result"), no_edge=("self",))
 defop("maximum", lambda a, b, dtype: jnp.maximum(_c(a, dtype), _c(b, dtype)), args=("self", "other"),
       grad_fn="MaximumBackward0", saves=("other", "self"))

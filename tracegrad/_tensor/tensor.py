@@ -954,6 +954,15 @@ def _concrete(t, what):
     if _CAPTURE[0] is not None:
         _CAPTURE[0].python_read(t, what)
     if isinstance(t._value, _JaxTracer):
+        if type(t._value).__name__ == "BatchTracer" and what in ("item()", "bool()"):   # (JAX keeps the class private)
+            # inside tracegrad.vmap: torch's own messages
+            if what == "item()":
+                raise RuntimeError(
+                    "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over "
+                    "calling .item() on a Tensor, please try to rewrite what you're doing with other operations.")
+            raise RuntimeError(
+                "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. "
+                "We don't support that yet: use tracegrad.where or move the branch out of the vmapped function.")
         raise RuntimeError(
             f"{what} needs a concrete value, but this tensor is being traced (inside "
             f"tracegrad.compile or a checkpointed region); keep the computation in tensor ops "

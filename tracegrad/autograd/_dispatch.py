@@ -423,7 +423,9 @@ def check_inplace(t):
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
-    if t._base is not None and t._base._rg and STATE[0]:
+    if t._base is not None and t._base._rg and STATE[0] and "_cmeta" not in t.__dict__:
+        # (a view made in no_grad/inference mode reports that instead, below: torch records
+        # NO_GRAD_MODE over MULTI_OUTPUT_NODE as the view's creation meta)
         for op, _, idx in t._chain:
             if idx is not None:   # torch refuses: one node cannot rebase several views' histories
                 raise RuntimeError(

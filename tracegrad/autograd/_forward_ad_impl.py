@@ -141,8 +141,9 @@ class Level:
         if cls.jvp is Function.jvp:
             raise NotImplementedError(f"You must implement the jvp function for custom autograd.Function "
                                       f"{cls.__name__} to use it with forward mode AD.")
-        return [t if t is not None or not isinstance(a, Tensor) else _factories.zeros(tuple(a.shape), dtype=a.dtype)
-                for a, t in zip(args, tangents)]
+        # (an integer or bool tensor has no tangent at all: None, as torch)
+        return [t if t is not None or not isinstance(a, Tensor) or a._value.dtype not in _dt.DIFFERENTIABLE
+                else _factories.zeros(tuple(a.shape), dtype=a.dtype) for a, t in zip(args, tangents)]
 
     def function_outputs(self, cls, ctx, tangents, result, nondiff=frozenset()):
         """Run ``cls.jvp(ctx, *tangents)`` and give its tangents to the Function's outputs."""
@@ -157,10 +158,13 @@ class Level:
         if len(out_t) != len(result):
             raise RuntimeError(f"function {cls.__name__}Backward returned an incorrect number of forward "
                                f"gradients (expected {len(result)}, got {len(out_t)})")
-        for o, t in zip(result, out_t):
-            if (t is None or not isinstance(o, Tensor) or id(o) in nondiff
-                    or o._value.dtype not in _dt.DIFFERENTIABLE):
+        for i, (o, t) in enumerate(zip(result, out_t)):
+            if t is None:
                 continue
+            if not isinstance(o, Tensor) or id(o) in nondiff or o._value.dtype not in _dt.DIFFERENTIABLE:
+                raise RuntimeError(f"Function's jvp returned a gradient at position {i}, but the corresponding "
+                                   "forward output is not a differentiable Tensor. You should return None at "
+                                   "that position instead.")
             if not isinstance(t, Tensor) or tuple(t.shape) != tuple(o.shape):
                 raise RuntimeError(f"function {cls.__name__}Backward's jvp returned a forward gradient of "
                                    f"shape {list(getattr(t, 'shape', ()))} for an output of shape "

@@ -104,7 +104,15 @@ class BackwardCFunction(Node, FunctionCtx):
             raise RuntimeError(MSG_FREED)
         if self._saved is None:
             return tuple(self.to_save)
-        return tuple(None if s is None else s.get(self, i) for i, s in enumerate(self._saved))
+        once = getattr(getattr(self, "_forward_cls", None), "clear_saved_tensors_on_access", False)
+        if once and self.__dict__.get("_saved_taken"):
+            raise RuntimeError("saved_tensors can only be accessed once when clear_saved_tensors_on_access is "
+                               "set to True")
+        out = tuple(None if s is None else s.get(self, i) for i, s in enumerate(self._saved))
+        if once:    # torch's clear_saved_tensors_on_access: the node lets go of them on first access
+            self._saved_taken = True
+            self._saved = [None] * len(self._saved)
+        return out
 
     @property
     def saved_variables(self):
@@ -440,3 +448,27 @@ class _DelayedError(Function):
 
 _DelayedError_cls = _backward_cls(_DelayedError)
 _DelayedError_cls.__name__ = "Error"  # torch's type name for its DelayedError node
+
+
+_NO_DERIVATIVE = {}
+
+
+def _no_derivative(value, input, op, node):
+    """``value`` (a tensor computed from ``input`` outside autograd) as torch's output of an op
+    that has no derivative formula: when grad mode is on and ``input`` requires grad it requires
+    grad too, with a ``node`` grad_fn (torch's name, e.g. ``Unique2Backward0``) whose backward
+    raises torch's NotImplementedError ("the derivative for '<op>' is not implemented.")."""
+    if not (grad_mode.is_grad_enabled() and isinstance(input, Tensor) and input.requires_grad):
+        return value
+    cls = _NO_DERIVATIVE.get(node)
+    if cls is None:
+        def forward(ctx, x, v):
+            return v.clone()
+
+        def backward(ctx, g):
+            raise NotImplementedError(f"the derivative for '{op}' is not implemented.")
+
+        cls = _NO_DERIVATIVE[node] = type(node, (Function,), {"forward": staticmethod(forward),
+                                                             "backward": staticmethod(backward)})
+        _backward_cls(cls).__name__ = node
+    return cls.apply(input, value)

@@ -52,7 +52,10 @@ def _numerical(func, inputs, i, eps):
     return [np.stack([c[j] for c in cols]) if cols else np.zeros((0, 0)) for j in range(n_out)]
 
 
-def _analytical(func, inputs, diff_idx):
+def _analytical(func, inputs, diff_idx, nondet_tol=0.0):
+    """d outputs / d inputs by reverse mode, one ``autograd.grad`` row per output element. Each
+    row is computed twice with the same grad_output, as torch does: rows that differ by more
+    than ``nondet_tol`` mean the backward is not reentrant (GradcheckError)."""
     with grad_mode.enable_grad():
         outs = _outputs(func, inputs)
     jac = {}  # (out j, input i) -> (numel_in, numel_out)
@@ -68,9 +71,16 @@ def _analytical(func, inputs, diff_idx):
             g[k] = 1.0
             go = tensor(g.reshape(tuple(o.shape)), dtype=o.dtype)
             gs = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
-            for i, gi in zip(diff_idx, gs):
+            again = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
+            for i, gi, gj in zip(diff_idx, gs, again):
                 if gi is not None:
                     rows[i][:, k] = np.asarray(gi._value, dtype=np.float64).ravel()
+                    second = np.asarray(gj._value, dtype=np.float64).ravel() if gj is not None else 0.0
+                    if not np.allclose(rows[i][:, k], second, rtol=nondet_tol, atol=nondet_tol):
+                        raise GradcheckError(
+                            "Backward is not reentrant, i.e., running backward with same input and "
+                            "grad_output multiple times gives different values, although analytical "
+                            f"gradient matches numerical gradient. The tolerance for nondeterminism was {nondet_tol}.")
         for i in diff_idx:
             jac[(j, i)] = rows[i]
     return jac, len(outs)
@@ -108,18 +118,46 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     """Mirrors ``torch.autograd.gradcheck``: True when the analytical gradients of ``func`` at
     ``inputs`` match finite differences; otherwise raises ``GradcheckError`` (a RuntimeError)
     or returns False when ``raise_exception=False``. ``check_backward_ad`` checks reverse mode
-    (``autograd.grad``), ``check_forward_ad`` forward mode (``autograd.forward_ad`` tangents)."""
+    (``autograd.grad``), ``check_forward_ad`` forward mode (``autograd.forward_ad`` tangents).
+    Each reverse-mode row is computed twice: rows differing by more than ``nondet_tol`` raise
+    "Backward is not reentrant". A function with no differentiable output passes when finite
+    differences see no change ("Numerical gradient for function expected to be zero"
+    otherwise). AssertionError when both ``check_forward_ad`` and ``check_backward_ad`` are False."""
+    if not (check_forward_ad or check_backward_ad):   # torch's class for this misuse
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
     inputs = _as_tuple(inputs)
     diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
     if not diff_idx:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none of them have requires_grad=True.")
     for i in diff_idx:
+        x = inputs[i]
+        if not getattr(x, "is_sparse", False) and any(n > 1 and st == 0 for n, st in zip(x.shape, x.stride())):
+            # (raised even with raise_exception=False, as torch): perturbing one element of an
+            # expanded input would move every element that aliases it
+            raise RuntimeError(f"The {i}th input has a dimension with stride 0. gradcheck only supports inputs that "
+                               "are non-overlapping to be able to compute the numerical gradients correctly. You "
+                               "should call .contiguous on the input before passing it to gradcheck.")
+    for i in diff_idx:
         if inputs[i].dtype.name != "float64":
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
+    with grad_mode.enable_grad():
+        if not any(o.requires_grad for o in _outputs(func, inputs)):
+            # no differentiable output: torch checks only that finite differences see no change
+            for i in diff_idx:
+                if any(np.any(n != 0) for n in _numerical(func, inputs, i, eps)):
+                    if raise_exception:
+                        raise GradcheckError("Numerical gradient for function expected to be zero")
+                    return False
+            return True
     checks = []     # (analytical Jacobians by (output, input), how torch's message names them)
     if check_backward_ad:
-        checks.append((_analytical(func, inputs, diff_idx)[0], "Jacobian mismatch"))
+        try:
+            checks.append((_analytical(func, inputs, diff_idx, nondet_tol)[0], "Jacobian mismatch"))
+        except GradcheckError:
+            if raise_exception:
+                raise
+            return False
     if check_forward_ad:
         checks.append((_forward(func, inputs, diff_idx), "Jacobian computed with forward mode mismatch"))
     for i in diff_idx:
@@ -133,7 +171,23 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                     if raise_exception:
                         raise GradcheckError(msg)
                     return False
+    if check_backward_ad and not _mul_by_grad_output(func, inputs, diff_idx):
+        if raise_exception:
+            raise GradcheckError("backward not multiplied by grad_output")
+        return False
     return True
+
+
+def _mul_by_grad_output(func, inputs, diff_idx):
+    """torch's check that the backward is linear in grad_output: zero grad_outputs must give
+    zero input gradients (a hook adding a constant, say, fails it)."""
+    with grad_mode.enable_grad():
+        outs = [o for o in _outputs(func, inputs) if o.requires_grad]
+    if not outs:
+        return True
+    zeros = [tensor(np.zeros(tuple(o.shape)), dtype=o.dtype) for o in outs]
+    gs = _grad(outs, [inputs[i] for i in diff_idx], zeros, allow_unused=True)
+    return all(g is None or not np.any(np.asarray(g._value)) for g in gs)
 
 
 def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
@@ -159,4 +213,4 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol)

@@ -71,9 +71,9 @@ class Beta(ExponentialFamily):
         return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
-        value = tracegrad.as_tensor(value, dtype=self.concentration1.dtype)
-        if self._validate_args:
+        if self._validate_args:   # before any conversion: a Python number is a ValueError, as torch
             self._validate_sample(value)
+        value = tracegrad.as_tensor(value, dtype=self.concentration1.dtype)
         return self._dirichlet.log_prob(tracegrad.stack([value, 1.0 - value], -1))
 
     def entropy(self):

@@ -42,7 +42,9 @@ def _broadcast(d, a, prefix):
     ``a``, in ``_wrap.flatten``'s order (dict keys in insertion order)."""
     if d is None or (isinstance(d, int) and not isinstance(d, bool)):
         return [d] * len(_wrap.tensor_leaves(a))
-    if isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a):
+    # (a tuple of dims matches a tuple, a list matches a list: torch's pytree node types)
+    if (isinstance(d, (tuple, list)) and isinstance(a, (tuple, list)) and len(d) == len(a)
+            and isinstance(d, tuple) == isinstance(a, tuple)):
         return [x for di, ai in zip(d, a) for x in _broadcast(di, ai, prefix)]
     if isinstance(d, dict) and isinstance(a, dict) and set(d) == set(a):
         return [x for k in a for x in _broadcast(d[k], a[k], prefix)]
@@ -71,13 +73,31 @@ def _check_inputs(args, flat_dims, prefix):
     return sizes[0]
 
 
+def _check_out_dims_kind(out_dims, func):
+    """torch's ValueError for out_dims that is not an int, None or a (nested) collection of them."""
+    def ok(d):
+        if d is None or (isinstance(d, int) and not isinstance(d, bool)):
+            return True
+        if isinstance(d, (tuple, list)):
+            return all(ok(x) for x in d)
+        if isinstance(d, dict):
+            return all(ok(x) for x in d.values())
+        return False
+    if not ok(out_dims):
+        raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): `out_dims` must be an int, None or a python "
+                         "collection of ints representing where in the outputs the vmapped dimension should appear.")
+
+
 def _check_out_dims(out_dims, out, func):
-    """torch's IndexError for an out_dim outside ``[-(ndim+1), ndim]`` of a per-example output."""
+    """The out_dim of every output leaf (``_broadcast``, ValueError when the structure does not
+    fit); torch's IndexError for an out_dim outside ``[-(ndim+1), ndim]`` of a per-example output."""
     prefix = f"vmap({_name(func)}, ..., out_dims={out_dims})"
-    for d, leaf in zip(_broadcast(out_dims, out, prefix), _wrap.tensor_leaves(out)):
-        nd = leaf.dim() + 1
-        if d is not None and not -nd <= d < nd:
+    dims = _broadcast(out_dims, out, prefix)
+    for d, leaf in zip(dims, _wrap.tensor_leaves(out)):
+        nd = leaf.dim() + 1 if isinstance(leaf, Tensor) else None
+        if d is not None and nd is not None and not -nd <= d < nd:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], but got {d})")
+    return dims
 
 
 _GUARD_DEPTH = [0]
@@ -166,14 +186,18 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     ``in_dims``: an int (every Tensor input), or a tuple with one entry per positional argument
     (int, None for unmapped, or a nested tuple/dict for a tree argument). ``out_dims``: an int or
-    one per output. ``randomness``: ``'error'`` (default: a random draw inside raises
+    one per output (``(d,)`` for a single Tensor output means ``d``; a non-Tensor output needs
+    ``None``, and comes back as it is). An in-place op on a batched input writes through to the
+    caller's tensor (an input returned as-is comes back as that tensor). ``randomness``: ``'error'`` (default: a random draw inside raises
     RuntimeError), ``'same'`` (one draw shared by the batch: every example sees the same values)
     or ``'different'`` (independent draws per example, reproducible under ``manual_seed``).
     Nested vmaps combine as torch's: values differ along 'different' levels and repeat along
     'same' ones; an 'error' level anywhere raises. ``chunk_size`` is accepted and ignored.
     vmap nests, and composes with ``grad``/``jacrev``/``functional_call``.
-    Raises ValueError for in_dims that do not fit the inputs, unequal batch sizes, non-Tensor
-    outputs; RuntimeError for an unknown ``randomness``.
+    Raises ValueError for in_dims/out_dims that do not fit the inputs/outputs or are not ints,
+    no inputs, unequal batch sizes, non-Tensor outputs with an out_dim, a batched output with
+    out_dim None; IndexError for an out_dim out of range; RuntimeError for an unknown
+    ``randomness`` and for ``.item()`` or data-dependent control flow inside the function.
     Differs from torch: the random streams. With 'different', an in-place draw into an
     unbatched tensor made inside the function is allowed (torch raises; into a captured one or
     an unbatched argument it raises as torch); with 'same', a draw with batched parameters
@@ -185,6 +209,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        _check_out_dims_kind(out_dims, func)
+        if not args:
+            raise ValueError(f"vmap({_name(func)})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you "
+                             "are trying to vmap over a function with no inputs. The latter is unsupported.")
         prefix = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
         flat_dims = _flat_in_dims(in_dims, args, prefix)
         size = _check_inputs(args, flat_dims, prefix)
@@ -203,19 +231,71 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             with _different(index) if different else contextlib.nullcontext():
                 out = func(*_wrap.unflatten(treedef, ls), **kwargs)
             _check_unbatched_writes(ls, tpos, arrs, axes, func)
-            for leaf in _wrap.tensor_leaves(out):
+            if single_dim and isinstance(out, Tensor):
+                out = (out,)    # torch reads out_dims=(d,) for one Tensor output as d
+                unwrap[0] = True
+            dims = _check_out_dims(out_dims, out, func)
+            # a non-Tensor output is allowed where its out_dim is None (torch returns it as it is):
+            # it leaves the mapped function as None and is put back afterwards
+            flat, odef = _wrap.flatten(out)
+            for i, (leaf, d) in enumerate(zip(flat, dims)):
                 if not isinstance(leaf, Tensor):
-                    raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got type "
-                                     f"{type(leaf)}. Did you mean to set out_dims= to None for output?")
-            _check_out_dims(out_dims, out, func)
-            return _wrap.to_arrays(out)
+                    if d is not None:
+                        raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got "
+                                         f"type {type(leaf)}. Did you mean to set out_dims= to None for output?")
+                    static[i] = leaf
+                    flat[i] = None
+            if static:
+                out = _wrap.unflatten(odef, flat)
+                rebuild[0] = odef
+            # in-place writes into batched inputs: their new values leave the mapped function (batch
+            # dim first) and are written back into the caller's tensors afterwards, as torch's
+            # in-place ops on BatchedTensors write through to the input
+            written[:] = [k for k, i in enumerate(tpos) if axes[k] is not None and ls[i]._st.array is not arrs[k]]
+            returned[:] = [(j, k) for j, leaf in enumerate(flat) for k in written if leaf is ls[tpos[k]]]
+            out_leaf_dims[:] = dims
+            return _wrap.to_arrays(out), [ls[tpos[k]]._value for k in written]
         axes = tuple(flat_dims[i] for i in tpos)
         arrays = tuple(leaves[i]._value for i in tpos)
         if different:
             axes, arrays = axes + (0,), arrays + (np.arange(size, dtype=np.uint32),)
-        with _random_guard(randomness):
-            out = _wrap.run_jax(jax.vmap(jax_fn, in_axes=axes, out_axes=_wrap.keep_order(out_dims)), *arrays)
-        return _wrap.to_tensors(out)
+        single_dim = isinstance(out_dims, tuple) and len(out_dims) == 1
+        unwrap, static, rebuild, written, returned, out_leaf_dims = [False], {}, [None], [], [], []
+        run_dims = out_dims[0] if single_dim else out_dims
+
+        def run(*arrs):
+            out, extra = jax_fn(*arrs)
+            return ((out[0] if unwrap[0] else out) if single_dim else out), extra
+        try:
+            with _random_guard(randomness):
+                out, extra = _wrap.run_jax(jax.vmap(run, in_axes=axes, out_axes=(_wrap.keep_order(run_dims), 0)),
+                                           *arrays)
+        except ValueError as e:
+            if "got axis spec None but output was batched" in str(e):
+                raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` can not return a BatchedTensor when "
+                                 "out_dim is None") from None
+            raise
+        out = _wrap.to_tensors(out)
+        for k, arr in zip(written, extra):
+            leaves[tpos[k]].copy_(Tensor._make(arr).movedim(0, axes[k]))
+        if static:
+            flat = _wrap.flatten(out)[0] if not isinstance(out, Tensor) else [out]
+            # (the None placeholders are empty subtrees: rebuild from the recorded structure)
+            it = iter(flat)
+            n = rebuild[0].num_leaves
+            full = [static[i] if i in static else next(it) for i in range(n)]
+            out = _wrap.unflatten(rebuild[0], full)
+        if returned:
+            # an input returned as-is is the caller's tensor itself (a view of it for another out_dim)
+            flat, odef = _wrap.flatten(out)
+            for j, k in returned:
+                src, d = leaves[tpos[k]], out_leaf_dims[j]
+                if d % src.dim() == axes[k] % src.dim():
+                    flat[j] = src
+                else:
+                    flat[j] = src.movedim(axes[k], d)
+            out = _wrap.unflatten(odef, flat)
+        return out
     return _wrap.recorded(wrapper, func, grad_kind=False)
 
 
