@@ -9,6 +9,20 @@ import pytest
 from ._harness import check_compiled, data, np_init
 
 
+def _compiled_step(wrap, model, opt, holder):
+    """The hooked model's SGD step through ``wrap``; ``holder.stats``: the compiled one's."""
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+    compiled = wrap(step)
+    if compiled is not step:
+        holder.stats = compiled.stats
+    return compiled
+
+
 def _program(kind, scale=None):
     def make(mod, wrap):
         model = np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.Tanh(), mod.nn.Linear(4, 2)), mod)
@@ -33,21 +47,11 @@ def _program(kind, scale=None):
         if kind == "step_pre_hook":
             opt.register_step_pre_hook(opt_hook)
 
-        def step(x):
-            opt.zero_grad()
-            loss = model(x).pow(2).sum()
-            loss.backward()
-            opt.step()
-            return loss
-
         def change(state, i):
             if scale is not None:
                 cfg["scale"] = scale[i]
-        compiled = wrap(step)
         state = {"model": model, "opt": opt, "log": log, "change": change}
-        if compiled is not step:
-            make.stats = compiled.stats
-        return compiled, state, lambda i: (data(mod, i, 5, 3),)
+        return _compiled_step(wrap, model, opt, make), state, lambda i: (data(mod, i, 5, 3),)
     return make
 
 
@@ -74,7 +78,6 @@ def test_a_hook_with_a_python_side_effect_runs_eagerly_every_call():
 
 def test_a_callable_object_hook_that_stores_its_output_runs_eagerly_every_call():
     # a feature extractor object: ``self.features = out.detach(); self.n += 1`` in ``__call__``
-    seen = {}
 
     def make(mod, wrap):
         model = np_init(mod.nn.Sequential(mod.nn.Linear(3, 4), mod.nn.Tanh(), mod.nn.Linear(4, 2)), mod)
@@ -90,16 +93,7 @@ def test_a_callable_object_hook_that_stores_its_output_runs_eagerly_every_call()
         model[1].register_forward_hook(ex)
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
         state = {"model": model}
-
-        def step(x):
-            opt.zero_grad()
-            loss = model(x).pow(2).sum()
-            loss.backward()
-            opt.step()
-            return loss
-        compiled = wrap(step)
-        if compiled is not step:
-            seen["stats"] = compiled.stats
+        compiled = _compiled_step(wrap, model, opt, make)
 
         def observed(x):
             out = compiled(x)
@@ -107,7 +101,7 @@ def test_a_callable_object_hook_that_stores_its_output_runs_eagerly_every_call()
             return out
         return observed, state, lambda i: (data(mod, i, 5, 3),)
     check_compiled(make, calls=3, torch_too=True)
-    assert seen["stats"]["traces"] == 0 and "self.n" in seen["stats"]["graph_breaks"][0][0], seen["stats"]
+    assert make.stats["traces"] == 0 and "self.n" in make.stats["graph_breaks"][0][0], make.stats
 
 
 @pytest.mark.parametrize("kind", ["weight_norm", "spectral_norm", "prune"])
@@ -130,17 +124,7 @@ def test_reparametrizations_by_forward_pre_hook_are_part_of_the_program(kind):
         if kind == "prune":
             importlib.import_module(mod.__name__ + ".nn.utils.prune").l1_unstructured(lin, "weight", amount=0.5)
         opt = mod.optim.SGD(model.parameters(), lr=0.1)
-
-        def step(x):
-            opt.zero_grad()
-            loss = model(x).pow(2).sum()
-            loss.backward()
-            opt.step()
-            return loss
-        compiled = wrap(step)
-        if compiled is not step:
-            make.stats = compiled.stats
-        return compiled, {"model": model, "opt": opt}, lambda i: (data(mod, i, 5, 3),)
+        return _compiled_step(wrap, model, opt, make), {"model": model, "opt": opt}, lambda i: (data(mod, i, 5, 3),)
     with pytest.warns(FutureWarning) if kind == "weight_norm" else _nothing():
         check_compiled(make, calls=4, torch_too=True)
     assert make.stats["traces"] == 1 and not make.stats["graph_breaks"], make.stats
