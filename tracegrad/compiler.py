@@ -21,7 +21,9 @@ A failed guard traces again (at most
 ``cache_size_limit`` programs per function, then it runs eagerly with a warning).
 
 What one program cannot reproduce -- Python reading a tensor's value (``.item()``,
-``if loss > 1``), a user hook with possible side effects, boolean-mask indexing (reading
+``if loss > 1``), a user hook that changes Python state (a pure one -- a gradient clamped, an
+output scaled, weight_norm's recomputed weight -- is traced into the program, the Python values
+it reads guarded: NOTE [hooks in a trace]), boolean-mask indexing (reading
 ``x[mask]``; writing one value through one mask is a select), a custom optimizer's ``step``
 rebinding a Python value in its state or attributes or changing a list it keeps -- is a graph
 break: with ``fullgraph=True`` it raises ``GraphBreak`` naming the file and line; otherwise
