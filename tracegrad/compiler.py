@@ -626,10 +626,10 @@ def assume_constant_result(fn):
 
 def allow_in_graph(fn):
     """Mirrors ``torch.compiler.allow_in_graph`` for hooks: ``fn`` (a tensor, Node, module,
-    optimizer or saved-tensor hook) is traced into compiled programs instead of being a graph
-    break. Use it only for hooks without Python side effects (no counters, prints, ``.item()``,
-    appends): their Python runs once, while tracing; the tensor math they do runs every call.
-    Returns ``fn``."""
+    optimizer or saved-tensor hook) is traced into compiled programs without the checks of
+    NOTE [hooks in a trace] (a tensor, module or optimizer hook that changes no Python state is
+    traced anyway; Node and saved-tensor hooks otherwise break). Its Python runs once, while
+    tracing; the tensor math it does runs every call. Returns ``fn``."""
     if not callable(fn):
         raise AssertionError("tracegrad.compiler.allow_in_graph expects a callable")
     try:
