@@ -30,6 +30,9 @@ DIFFERENT_METHOD_AND_FUNCTION = {
     "imag": "Tensor.imag is a property (a view, settable) vs the function tracegrad.imag(input)",
     "split": "Tensor.split(split_size, dim) vs tracegrad.split(tensor, split_size_or_sections, dim): torch's names",
     "tile": "Tensor.tile(*dims) takes its dims unpacked too vs tracegrad.tile(input, dims)",
+    "reshape": "Tensor.reshape(*shape) takes its sizes unpacked too vs tracegrad.reshape(input, shape): one sequence",
+    "permute": "Tensor.permute(*dims) takes its dims unpacked too vs tracegrad.permute(input, dims): one sequence",
+    "flip": "Tensor.flip(*dims) takes its dims unpacked too vs tracegrad.flip(input, dims): one sequence",
 }
 # Tensor's class body names the registry may replace, with why (the registry's definition wins).
 CLASS_BODY_STUBS: dict = {}
