@@ -1128,5 +1128,6 @@ def data_rebind_program(kind):
 def test_parameter_data_rebound_in_the_step_is_state_not_a_constant(kind):
     run = check_compiled(data_rebind_program(kind), calls=4, torch_too=True)
     _no_breaks(run)
-    if kind == "vector_to_parameters":      # the old storages are unreachable: written in place
-        assert run.step.stats["traces"] == 1, run.step.stats
+    # the old storages are unreachable: written in place, one program for every call (a
+    # parameter moved off its storage keeps its .grad as state, not as a value made in the trace)
+    assert run.step.stats["traces"] == 1, run.step.stats

@@ -526,6 +526,13 @@ class Capture:
         made, which holds a value of that trace."""
         self.attr_stores.setdefault(id(stores[0]), [(s, dict(s)) for s in stores])
 
+    def made_here(self, t) -> bool:
+        """Whether tensor ``t`` was made during this trace. Its storage alone does not tell:
+        ``p.data = new`` moves a parameter from outside onto a storage the trace made, and its
+        ``.grad`` is still state (NOTE [.data set in a trace])."""
+        was = self.data_sets.get(id(t))
+        return (t._st if was is None else was[1]) in self.created
+
     def see_grad_owner(self, t):
         """``t.grad`` is about to change: it is state (call before the change)."""
         if id(t) not in self.grad_owners:

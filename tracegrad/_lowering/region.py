@@ -70,7 +70,7 @@ class Plan:
     def absorb(self, cap: Capture) -> bool:
         grown = False
         for k, (t, _) in cap.grad_owners.items():
-            if k not in self.owners and t._st not in cap.created:
+            if k not in self.owners and not cap.made_here(t):
                 self.owners[k] = t
                 grown = True
         owner_grads = {id(o._grad._st) for o in self.owners.values() if o._grad is not None}
@@ -717,7 +717,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 raise SharedArgsWritten(SHARED_VIEWS)
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
             del result, a2, kw2, r_leaves, call_leaves
-            cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if v[0]._st not in cap.created}
+            cap.grad_owners = {k: v for k, v in cap.grad_owners.items() if not cap.made_here(v[0])}
             escapes = _escapes(cap, storages, owners_end, res_arrays)
             info["rebinds"], info["shared"] = plan_rebinds(
                 places, escapes, storages, cap.created,

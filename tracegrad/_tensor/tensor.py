@@ -681,7 +681,7 @@ class Tensor(TensorBase):
                 "the .grad field to be populated for a non-leaf Tensor, use .retain_grad() on the "
                 "non-leaf Tensor.", UserWarning, stacklevel=2)
         cap = _CAPTURE[0]
-        if cap is not None and self._st not in cap.created:
+        if cap is not None and not cap.made_here(self):
             cap.see_grad_owner(self)     # outside state: whether it is None is guarded
         return self._grad
 
