@@ -248,7 +248,9 @@ class Capture:
         self.generators = generators
         self.hyper_inputs = hyper_inputs
         self.hyper_signs = {}                  # lifted value compared with zero -> its sign then
-        self.created = weakref.WeakSet()       # storages made during this trace
+        # storages made during this trace, in the order made: a WeakSet iterates in address
+        # order, and which escape paired with which storage then changed from run to run
+        self.created = weakref.WeakKeyDictionary()
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
         self.found_generators = {}             # generator -> (key, seed)
@@ -292,7 +294,7 @@ class Capture:
             self.value_checks.append(getattr(b, "_value", b))
 
     def storage_created(self, st):
-        self.created.add(st)
+        self.created[st] = None
 
     def _external(self, t):
         st = t._st
