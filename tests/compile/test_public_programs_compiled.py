@@ -1113,6 +1113,15 @@ def data_rebind_program(kind):
                 p.data = p.data - 0.1 * p.grad.data
             return loss
 
+        def isub_step(x):          # ``p.data -= ...``: the setter binds the alias it wrote
+            net.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            for p in net.parameters():
+                p.data -= 0.1 * p.grad
+                p.grad = None
+            return loss
+
         def flat_step(x):
             loss = net(x).pow(2).mean()
             grads = mod.autograd.grad(loss, list(net.parameters()))
@@ -1120,11 +1129,11 @@ def data_rebind_program(kind):
             g = mod.cat([gg.reshape(-1) for gg in grads])
             nn.utils.vector_to_parameters(v - 0.1 * g, net.parameters())
             return loss
-        return wrap(sgd_step if kind == "sgd" else flat_step), {"net": net}, lambda i: (data(mod, i, 4, 3),)
+        return wrap({"sgd": sgd_step, "isub": isub_step}.get(kind, flat_step)), {"net": net}, lambda i: (data(mod, i, 4, 3),)
     return make
 
 
-@pytest.mark.parametrize("kind", ["sgd", "vector_to_parameters"])
+@pytest.mark.parametrize("kind", ["sgd", "isub", "vector_to_parameters"])
 def test_parameter_data_rebound_in_the_step_is_state_not_a_constant(kind):
     run = check_compiled(data_rebind_program(kind), calls=4, torch_too=True)
     _no_breaks(run)

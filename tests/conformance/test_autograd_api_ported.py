@@ -945,6 +945,23 @@ def test_set_data_preserve_pyobj(T):
     assert id(b) == ident and _np(b).tolist() == [[1.0, 2.0]]
 
 
+def test_set_data_shares_the_value_storage(T):
+    # torch's set_data: ``p.data = v`` makes ``p`` share ``v``'s storage (a view of it where
+    # ``v`` is one), keeping its own version counter
+    p = T.nn.Parameter(T.zeros(3))
+    v = T.ones(3)
+    p.data = v
+    v.add_(1)
+    assert _np(p).tolist() == [2.0, 2.0, 2.0] and p._version == 0
+    w = T.arange(6.0)
+    p.data = w[2:5]
+    w.mul_(10)
+    assert _np(p).tolist() == [20.0, 30.0, 40.0] and p.storage_offset() == 2 and p._base is None
+    p.data -= 1
+    assert _np(w).tolist() == [0.0, 10.0, 19.0, 29.0, 39.0, 50.0]
+    assert p.requires_grad and p.is_leaf
+
+
 def test_reentrant_with_leaf_variable_hook(T):
     # TestAutograd.test_reentrant_with_leaf_variable_hook: a leaf's hook runs a backward of its
     # own and returns a changed gradient

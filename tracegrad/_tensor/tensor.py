@@ -756,14 +756,10 @@ class Tensor(TensorBase):
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         if _CAPTURE[0] is not None:       # inside a compiled trace: undone if it is abandoned
             _CAPTURE[0].see_data_set(self)
-        if getattr(value._st, "_layout", False) and len(value._chain) == 1:
-            # a laid-out value keeps its layout (Module.to(memory_format=...) sets parameters so)
-            st = Storage(value._st.array)
-            st._layout = True
-            self._st, self._chain = st, value._chain
-        else:
-            # (a meta value stays meta: its abstract array, NOTE [meta tensors] in meta.py)
-            self._st, self._chain = Storage(value._value), ()
+        # the tensor now shares the value's storage (a view of it where the value is one), as
+        # torch's set_data: a later in-place write through either is seen by the other, and
+        # ``p.data -= x`` leaves ``p`` on the storage it was on. Its own version counter stays.
+        self._st, self._chain = value._st, value._chain
         self._vcache = None
 
     @data.deleter
