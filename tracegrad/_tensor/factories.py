@@ -144,7 +144,8 @@ def from_numpy(ndarray):
     cannot share memory with numpy), so later writes to the numpy array are not seen.
     TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+        raise TypeError(f"from_numpy(): expected an ndarray (got {type(ndarray).__name__}); pass an array, or use "
+                        f"tensor() for other data")
     check_numpy_strides(ndarray)
     _dt.from_numpy_dtype(ndarray.dtype)
     if not ndarray.flags.writeable:
@@ -545,6 +546,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         low, high = 0, low
     if size is None or high is None:
         raise TypeError("randint(): missing the size argument: call randint(high, size) or randint(low, high, size)")
+    if not isinstance(size, (tuple, list)):   # torch's size is a sequence only: randint(5, 2) is no shape
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}; "
+                        f"pass the shape as a tuple, e.g. randint(high, (n,))")
     for v in (low, high):
         if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")

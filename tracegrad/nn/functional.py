@@ -204,7 +204,14 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 @accepts_out()
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """Mirrors ``torch.nn.functional.normalize``: ``input / max(||input||_p, eps)`` along ``dim``."""
+    """Mirrors ``torch.nn.functional.normalize``: ``input / max(||input||_p, eps)`` along ``dim``.
+    ``p='fro'`` is the 2-norm; another string is RuntimeError (torch's norm takes it as a matrix
+    norm over one dim)."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise RuntimeError(f"normalize: linalg.matrix_norm: Order {p} not supported over the single dim {dim}; "
+                               f"pass a number p (2.0 by default)")
+        p = 2.0
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     return input / denom
 
@@ -787,7 +794,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """Mirrors ``torch.nn.functional.scaled_dot_product_attention`` (the math reference path):
     ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
     A boolean mask marks positions that take part; a float mask is added; ``is_causal`` masks
-    keys after each query (top-left aligned) on top of ``attn_mask``. ``enable_gqa``: q
+    keys after each query (top-left aligned); RuntimeError with ``attn_mask`` too, as torch. ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
@@ -808,6 +815,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
                            f"{query.dtype} instead.")
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True; "
+                           "pass one of them (a causal mask as attn_mask, or is_causal=True alone)")
     if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:
