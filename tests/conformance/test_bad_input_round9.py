@@ -84,6 +84,53 @@ CASES = {
     "load(truncated pickle, weights_only=False)": lambda T: T.load(io.BytesIO(_pickled({"a": 1})[:5]),
                                                                    weights_only=False),
     "load(garbage, weights_only=False)": lambda T: T.load(io.BytesIO(b"garbage garbage"), weights_only=False),
+    # Tensor methods: keyword kinds, in-place dtypes, complex inputs
+    "argsort(stable='a')": lambda T: T.ones(3).argsort(stable="a"),
+    "argsort(stable=None)": lambda T: T.ones(3).argsort(stable=None),
+    "argsort(stable=True)_ok": lambda T: T.argsort(T.ones(3), stable=True, dim=0),
+    "round(decimals=1.5)": lambda T: T.ones(2).round(decimals=1.5),
+    "round(decimals=True)": lambda T: T.ones(2).round(decimals=True),
+    "round(decimals=tensor(1))_ok": lambda T: T.ones(2).round(decimals=T.tensor(1)),
+    "copy_(non_blocking='a')": lambda T: T.ones(2).copy_(T.ones(2), non_blocking="a"),
+    "copy_(non_blocking=None)": lambda T: T.ones(2).copy_(T.ones(2), non_blocking=None),
+    "copy_(non_blocking=1)": lambda T: T.ones(2).copy_(T.ones(2), non_blocking=1),
+    "copy_(non_blocking=True)_ok": lambda T: T.ones(2).copy_(T.ones(2), non_blocking=True),
+    "dist(p='a')": lambda T: T.ones(2).dist(T.ones(2), p="a"),
+    "dist(p=None)": lambda T: T.ones(2).dist(T.ones(2), p=None),
+    "dist(p=tensor)_ok": lambda T: T.ones(2).dist(T.ones(2), p=T.tensor(2.)),
+    "lerp_(weight long)": lambda T: T.ones(2).lerp_(T.ones(2), T.ones(2, dtype=T.int64)),
+    "lerp_(weight float64)": lambda T: T.ones(2).lerp_(T.ones(2), T.ones(2, dtype=T.float64)),
+    "lerp_(weight 0-d float64)_ok": lambda T: T.ones(2).lerp_(T.ones(2), T.tensor(0.5, dtype=T.float64)),
+    "long.lcm_(float)": lambda T: T.ones(2, dtype=T.int64).lcm_(T.ones(2)),
+    "long.gcd_(float)": lambda T: T.ones(2, dtype=T.int64).gcd_(T.ones(2)),
+    "long.lcm(float)": lambda T: T.ones(2, dtype=T.int64).lcm(T.ones(2)),
+    "long.gcd_(long)_ok": lambda T: T.ones(2, dtype=T.int64).gcd_(T.ones(2, dtype=T.int64)),
+    "complex.clamp(0, 1)": lambda T: T.ones(2, dtype=T.complex64).clamp(0, 1),
+    "complex.clamp_(min=0)": lambda T: T.ones(2, dtype=T.complex64).clamp_(min=0),
+    "complex.clip(max=tensor)": lambda T: T.ones(2, dtype=T.complex64).clip(max=T.ones(2)),
+    "complex.relu()": lambda T: T.ones(2, dtype=T.complex64).relu(),
+    "F.relu(complex)": lambda T: F(T).relu(T.ones(2, dtype=T.complex64)),
+    "F.hardtanh(complex)": lambda T: F(T).hardtanh(T.ones(2, dtype=T.complex64)),
+    # nn
+    "F.adaptive_avg_pool1d(4-D)": lambda T: F(T).adaptive_avg_pool1d(T.ones(1, 1, 4, 4), 2),
+    "F.adaptive_avg_pool1d(1-D)": lambda T: F(T).adaptive_avg_pool1d(T.ones(4), 2),
+    "F.adaptive_avg_pool1d(2-D)_ok": lambda T: F(T).adaptive_avg_pool1d(T.ones(1, 4), 2),
+    "Upsample(scale_factor=0)(x)": lambda T: T.nn.Upsample(scale_factor=0)(T.ones(1, 1, 4, 4)),
+    "MHA(kdim=3)(key of 4 features)": lambda T: T.nn.MultiheadAttention(4, 2, kdim=3, vdim=3)(
+        T.ones(2, 1, 4), T.ones(2, 1, 4), T.ones(2, 1, 4)),
+    "MHA(kdim=3)(key of 3 features)_ok": lambda T: T.nn.MultiheadAttention(4, 2, kdim=3, vdim=3)(
+        T.ones(2, 1, 4), T.ones(2, 1, 3), T.ones(2, 1, 3)),
+    "parameters_to_vector(tensor)_ok": lambda T: T.nn.utils.parameters_to_vector(T.ones(2, 3)),
+    "register_parametrization(function)": lambda T: T.nn.utils.parametrize.register_parametrization(
+        T.nn.Linear(2, 2), "weight", lambda w: w),
+    # devices and defaults
+    "autocast('foo')": lambda T: T.autocast("foo"),
+    "cuda.manual_seed('a')": lambda T: T.cuda.manual_seed("a"),
+    "cuda.manual_seed(None)": lambda T: T.cuda.manual_seed(None),
+    "cuda.manual_seed_all('a')": lambda T: T.cuda.manual_seed_all("a"),
+    "cuda.manual_seed(1.5)_ok": lambda T: T.cuda.manual_seed(1.5),
+    "set_default_tensor_type('foo')": lambda T: T.set_default_tensor_type("foo"),
+    "set_default_tensor_type('torch.FooTensor')": lambda T: T.set_default_tensor_type("torch.FooTensor"),
     # messages that named the layers below
     "from_numpy(list)": lambda T: T.from_numpy([1]),
     "default_collate([object()])": lambda T: T.utils.data.default_collate([object(), object()]),
@@ -93,6 +140,12 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_bad_input_round9(name):
     assert_same_class(name, CASES[name], torch, tracegrad)
+
+
+def test_parameters_to_vector_of_a_tensor():
+    # a tensor is iterated by rows, as torch
+    v = [T.nn.utils.parameters_to_vector(T.ones(2, 3) * T.arange(3.)).tolist() for T in (torch, tracegrad)]
+    assert v[0] == v[1]
 
 
 def test_float_dim_does_not_spoil_int_dim():

@@ -62,6 +62,9 @@ def set_default_tensor_type(t) -> None:
     if isinstance(t, str):
         name = t.rsplit(".", 1)[-1]
         kind = name[:-len("Tensor")] if name.endswith("Tensor") else None
+        if "." not in t:   # torch imports the name's module first
+            raise ModuleNotFoundError(f"set_default_tensor_type(): No module named {t!r}; pass a name such as "
+                                      "'torch.DoubleTensor'")
         if kind not in _BY_TYPE_NAME or ".cuda." in t:
             # torch resolves the dotted name first: an unknown one is an AttributeError
             raise AttributeError(f"set_default_tensor_type(): no tensor type named {t!r}; "

@@ -41,7 +41,9 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def manual_seed(seed) -> None:
-    """No-op: tracegrad's one generator serves all devices (``tracegrad.manual_seed`` seeds it)."""
+    """No-op: tracegrad's one generator serves all devices (``tracegrad.manual_seed`` seeds it).
+    The seed must convert with ``int()`` (ValueError / TypeError otherwise, as torch)."""
+    int(seed)
 
 
 manual_seed_all = manual_seed

@@ -400,6 +400,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         raise ValueError("min_val cannot be greater than max_val")
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
+    if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
+        raise NotImplementedError("hardtanh: clamp is not supported for complex types")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
@@ -960,6 +962,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
             q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
     else:
+        for kind, w, x in (("query", q_proj_weight, query), ("key", k_proj_weight, key), ("value", v_proj_weight, value)):
+            want = (embed_dim, x.shape[-1])
+            if tuple(w.shape) != want:   # torch asserts each projection's shape
+                raise AssertionError(f"expecting {kind} weights shape of {want}, but got {w.shape} (the inputs' "
+                                     f"last dim must be the module's {kind[0]}dim)")
         b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
         q, k, v = linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k), linear(value, v_proj_weight, b_v)
     if attn_mask is not None and attn_mask.dim() == 2:
