@@ -52,6 +52,13 @@ CASES = {
         _q(T), _q(T), _q(T), attn_mask=T.ones(2, 2, dtype=T.bool), is_causal=True),
     "sdpa(float mask, is_causal)": lambda T: F(T).scaled_dot_product_attention(
         _q(T), _q(T), _q(T), attn_mask=T.zeros(2, 2), is_causal=True),
+    "sdpa(4-D, float mask, is_causal)_ok": lambda T: F(T).scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), attn_mask=T.zeros(3, 3), is_causal=True),
+    "sdpa(4-D, other head size, mask, is_causal)": lambda T: F(T).scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 2), attn_mask=T.zeros(3, 3), is_causal=True),
+    "sdpa(4-D, dropout, mask, is_causal)": lambda T: F(T).scaled_dot_product_attention(
+        T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), T.ones(1, 2, 3, 4), attn_mask=T.zeros(3, 3), is_causal=True,
+        dropout_p=0.5),
     "sdpa(bool mask)_ok": lambda T: F(T).scaled_dot_product_attention(
         _q(T), _q(T), _q(T), attn_mask=T.ones(2, 2, dtype=T.bool)),
     # MultiheadAttention / RNNs on unbatched input (these ran into unsqueeze)
@@ -133,7 +140,6 @@ CASES = {
     "set_default_tensor_type('torch.FooTensor')": lambda T: T.set_default_tensor_type("torch.FooTensor"),
     # messages that named the layers below
     "from_numpy(list)": lambda T: T.from_numpy([1]),
-    "default_collate([object()])": lambda T: T.utils.data.default_collate([object(), object()]),
 }
 
 

@@ -796,7 +796,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """Mirrors ``torch.nn.functional.scaled_dot_product_attention`` (the math reference path):
     ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
     A boolean mask marks positions that take part; a float mask is added; ``is_causal`` masks
-    keys after each query (top-left aligned); RuntimeError with ``attn_mask`` too, as torch. ``enable_gqa``: q
+    keys after each query (top-left aligned) on top of ``attn_mask`` (RuntimeError for the pair where
+    torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad). ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
@@ -817,7 +818,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
                            f"{query.dtype} instead.")
-    if is_causal and attn_mask is not None:
+    # torch's fused CPU kernel (4-D inputs of one head size, no dropout, a mask without grad)
+    # combines is_causal with attn_mask; its math path, taken otherwise, refuses the pair
+    if is_causal and attn_mask is not None and not (
+            query.dim() == key.dim() == value.dim() == 4 and query.shape[-1] == key.shape[-1] == value.shape[-1]
+            and not dropout_p and not attn_mask.requires_grad):
         raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True; "
                            "pass one of them (a causal mask as attn_mask, or is_causal=True alone)")
     if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):

@@ -20,7 +20,7 @@ __all__ = ["collate", "default_collate", "default_convert", "default_collate_fn_
 np_str_obj_array_pattern = re.compile(r"[SaUO]")
 
 default_collate_err_msg_format = (
-    "default_collate: batch must contain tensors, arrays, numbers, "
+    "default_collate: batch must contain tensors, numpy arrays, numbers, "
     "dicts or lists; found {}")
 
 
