@@ -372,7 +372,7 @@ def _unary(name):
             raise not_a_tensor(name, self) from None
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")
-        if name == "relu" and np.issubdtype(dt, np.complexfloating):   # torch's relu is a clamp
+        if name == "relu" and dt.kind == "c":   # torch's relu is a clamp
             raise NotImplementedError("relu: clamp is not supported for complex types; take .real or .abs() first")
         if (name in _ROUNDING and dt == np.bool_) or (name == "frac" and self.dtype._cat < 2):
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
