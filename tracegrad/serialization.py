@@ -550,6 +550,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         raise TypeError(f"load() got an unexpected keyword argument {unknown[0]!r} (tracegrad.load takes f, "
                         f"map_location, pickle_module, weights_only, mmap and the unpickler's "
                         f"{', '.join(_PICKLE_LOAD_ARGS)})")
+    if isinstance(f, (bytes, bytearray)) and not hasattr(f, "read"):
+        # torch takes bytes for a file object and calls f.seek first
+        raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. tracegrad.load reads a path or a "
+                             f"seekable file object: wrap the data in io.BytesIO(data)")
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")

@@ -30,6 +30,15 @@ def _pickled(obj):
     return b.getvalue()
 
 
+def _params(T):
+    return [T.nn.Parameter(T.ones(2))]
+
+
+def _in_dual_level(T, fn):
+    with T.autograd.forward_ad.dual_level():
+        return fn()
+
+
 CASES = {
     # unsqueeze: a float dim is torch's TypeError (and must not spoil the int dim's program)
     "unsqueeze(1.0)": lambda T: T.ones(2).unsqueeze(1.0),
@@ -138,6 +147,40 @@ CASES = {
     "cuda.manual_seed(1.5)_ok": lambda T: T.cuda.manual_seed(1.5),
     "set_default_tensor_type('foo')": lambda T: T.set_default_tensor_type("foo"),
     "set_default_tensor_type('torch.FooTensor')": lambda T: T.set_default_tensor_type("torch.FooTensor"),
+    # factories
+    "Tensor(2.5)": lambda T: T.Tensor(2.5),
+    "Tensor(True)": lambda T: T.Tensor(True),
+    "Tensor(2, dtype=long)": lambda T: T.Tensor(2, dtype=T.int64),
+    "FloatTensor(2.5)": lambda T: T.FloatTensor(2.5),
+    "Tensor(2, 3)_ok": lambda T: T.Tensor(2, 3),
+    "frombuffer('abc')": lambda T: T.frombuffer("abc", dtype=T.uint8),
+    "frombuffer(5)": lambda T: T.frombuffer(5, dtype=T.uint8),
+    "asarray(x, dtype=long, copy=False)": lambda T: T.asarray(T.ones(2), dtype=T.int64, copy=False),
+    "asarray(x, dtype=float32, copy=False)_ok": lambda T: T.asarray(T.ones(2), dtype=T.float32, copy=False),
+    "range(0, 5, 0)": lambda T: T.range(0, 5, 0),
+    "eye(2, None)": lambda T: T.eye(2, None),
+    "eye(2, 3)_ok": lambda T: T.eye(2, 3),
+    "normal(0., 1., size=2)": lambda T: T.normal(0., 1., size=2),
+    "normal(0., 1., Size)_ok": lambda T: T.normal(0., 1., T.Size([2])),
+    "randint_like(x, 1.5)": lambda T: T.randint_like(T.ones(2), 1.5),
+    "randint_like(x, 0, 'a')": lambda T: T.randint_like(T.ones(2), 0, "a"),
+    "randint_like(x, tensor(5))_ok": lambda T: T.randint_like(T.ones(2), T.tensor(5)),
+    "randperm(300, dtype=int8)": lambda T: T.randperm(300, dtype=T.int8),
+    "randperm(257, dtype=uint8)": lambda T: T.randperm(257, dtype=T.uint8),
+    "randperm(256, dtype=uint8)_ok": lambda T: T.randperm(256, dtype=T.uint8),
+    # autograd
+    "saved_tensors_hooks(5, 5)": lambda T: T.autograd.graph.saved_tensors_hooks(5, 5).__enter__(),
+    "unpack_dual(5) in a level": lambda T: _in_dual_level(T, lambda: T.autograd.forward_ad.unpack_dual(5)),
+    "unpack_dual(5) outside_ok": lambda T: T.autograd.forward_ad.unpack_dual(5),
+    # optimizers: None where torch compares with 0.0
+    "Adam(eps=None)": lambda T: T.optim.Adam(_params(T), eps=None),
+    "AdamW(weight_decay=None)": lambda T: T.optim.AdamW(_params(T), weight_decay=None),
+    "RMSprop(eps=None)": lambda T: T.optim.RMSprop(_params(T), eps=None),
+    "Adadelta(eps=None)": lambda T: T.optim.Adadelta(_params(T), eps=None),
+    "ASGD(weight_decay=None)": lambda T: T.optim.ASGD(_params(T), weight_decay=None),
+    "NAdam(eps=None)": lambda T: T.optim.NAdam(_params(T), eps=None),
+    # load of bytes (not a file object)
+    "load(b'abc')": lambda T: T.load(b"abc"),
     # messages that named the layers below
     "from_numpy(list)": lambda T: T.from_numpy([1]),
 }

@@ -352,7 +352,9 @@ def guard(api, fn, python_level=False, hot=False):
 # PYTHON_LEVEL (_ops/errors.py): torch's functions written in Python, no argument parser before them
 # parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
 # other)), Tensor.unfold's int size
-_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}
+# (frombuffer's buffer: any object, refused by the buffer protocol with torch's ValueError)
+_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",),
+               "frombuffer": ("buffer",)}
 
 
 # the per-op hot families: their Tensor methods stay unwrapped (the eager hot path; their errors are

@@ -172,7 +172,11 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     data is copied (JAX owns its memory; torch's shares the buffer). ValueError as torch for
     a size that is not a whole number of elements or a count past the end."""
     d = _dt.to_dtype(dtype)
-    mv = memoryview(buffer).cast("B")
+    try:
+        mv = memoryview(buffer).cast("B")
+    except TypeError:
+        raise ValueError(f"frombuffer(): object does not implement Python buffer protocol (got "
+                         f"{type(buffer).__name__}); pass bytes, bytearray or an array") from None
     item = np.dtype(d.np).itemsize
     if offset < 0 or offset > len(mv) - 1:
         raise ValueError(f"frombuffer(): offset ({offset} bytes) must be non-negative and no greater than the "
