@@ -625,8 +625,8 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
     if high is None:
         low, high = 0, low
     for name, v in (("low", low), ("high", high)):
-        if not (isinstance(v, int) or (isinstance(v, Tensor) and v.numel() == 1 and v.dtype._cat <= 1)
-                or type(v).__name__ in ("int64", "int32")):
+        # torch's overloads: an int, or a tensor (a scalar one; checked further on)
+        if not (isinstance(v, (int, Tensor)) or hasattr(v, "__index__")) or isinstance(v, bool):
             raise TypeError(f"randint_like(): argument '{name}' must be int, not {type(v).__name__}; pass an int bound")
     out = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
                   device=_like_device(input, device))
