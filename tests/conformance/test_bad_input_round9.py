@@ -181,6 +181,8 @@ CASES = {
     "NAdam(eps=None)": lambda T: T.optim.NAdam(_params(T), eps=None),
     # load of bytes (not a file object)
     "load(b'abc')": lambda T: T.load(b"abc"),
+    "cuda.Stream() without a GPU": lambda T: T.cuda.Stream() if not tracegrad.cuda.is_available() else T.cuda.Stream(
+        device="foo"),
     # messages that named the layers below
     "from_numpy(list)": lambda T: T.from_numpy([1]),
 }
