@@ -46,7 +46,7 @@ from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
 from ._lowering import fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
-from ._lowering.inductor_options import GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
+from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
                                aliased_args, classify_args,
                                fill_arg_boxes, trace_region)
@@ -403,7 +403,7 @@ def _unhashable_key(a):
 def _check_options(options):
     """torch's checks on ``compile(options=...)``: a mapping (AttributeError from ``.items()``
     otherwise, as torch), every name one of inductor's settings (RuntimeError for another)."""
-    for name, _ in options.items():
+    for name, value in options.items():
         if not isinstance(name, str):   # torch's lookup calls name.replace
             raise AttributeError(f"'{type(name).__name__}' object has no attribute 'replace' (tracegrad.compile: "
                                  "options keys are setting names, strings)")
@@ -412,6 +412,9 @@ def _check_options(options):
             raise RuntimeError(f"tracegrad.compile: Unexpected optimization option {name}; options takes torch's "
                                "inductor setting names (max_autotune, triton.cudagraphs, ...), which tracegrad "
                                "accepts and ignores")
+        if name in _OPTION_BOOLS and type(value) is not bool:
+            raise RuntimeError(f"tracegrad.compile: Unexpected type of attr {name}, got {type(value).__name__} "
+                               f"should be bool; pass options={{{name!r}: True}} or False")
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,
@@ -451,16 +454,18 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         raise AssertionError(f"tracegrad.compile: expected dynamic to be a bool or None, got {type(dynamic)}")
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be specified at the same time.")
-    if options:   # torch reads a falsy options as none given
+    # mode and options are inductor's: torch's other named backends ignore them unchecked
+    inductor = backend is None or backend == "inductor"
+    if options and inductor:   # torch reads a falsy options as none given
         _check_options(options)
-    if mode not in _MODES:
+    if mode not in _MODES and inductor:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
     if recompile_limit is not None and not isinstance(recompile_limit, (int, float)):
         raise TypeError(f"tracegrad.compile: recompile_limit must be an int or None, got {type(recompile_limit).__name__}")
     user = USER_BACKENDS[0][0](backend) if USER_BACKENDS[0] is not None else None
     if backend not in _BACKENDS and user is None:
-        raise InvalidBackend(backend, f"tracegrad.compile compiles with XLA (accepted names: "
-                                      f"{', '.join(b for b in _BACKENDS if b)}, or a callable)")
+        raise InvalidBackend(backend, f"tracegrad.compile takes a backend name (one of "
+                                      f"{', '.join(b for b in _BACKENDS[:5] if b)}) or a callable")
     kw = dict(fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options,
               disable=disable)
     if model is None:

@@ -356,6 +356,18 @@ def _path(f, api, method):
                              f"with {method}(), not {type(f).__name__}") from None
 
 
+def _whole_pickle(data) -> bool:
+    """Whether ``data`` opens with one complete pickle (its opcodes parsed, nothing run)."""
+    import pickletools
+    try:
+        for op, _arg, _pos in pickletools.genops(io.BytesIO(data)):
+            if op.name == "STOP":
+                return True
+    except Exception:   # noqa: BLE001 -- any parse failure: not a pickle
+        return False
+    return False
+
+
 def _unreadable_class(data):
     """The class torch.load raises for bytes that are no checkpoint: EOFError for an empty file,
     RuntimeError for a truncated one of its own format (here: a safetensors length prefix, whose
@@ -363,6 +375,8 @@ def _unreadable_class(data):
     if not data:
         return EOFError
     prefix = data[:8]
+    if len(data) < 8 and prefix[:1] == b"\x80" and prefix[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return pickle.UnpicklingError    # the opening of a pickle (protocol 2-5), cut short
     if all(b == 0 for b in prefix[4:]) and (len(data) <= 8 or data[8:9] == b"{"):
         return RuntimeError
     return pickle.UnpicklingError
@@ -536,6 +550,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         raise TypeError(f"load() got an unexpected keyword argument {unknown[0]!r} (tracegrad.load takes f, "
                         f"map_location, pickle_module, weights_only, mmap and the unpickler's "
                         f"{', '.join(_PICKLE_LOAD_ARGS)})")
+    if isinstance(f, (bytes, bytearray)) and not hasattr(f, "read"):
+        # torch takes bytes for a file object and calls f.seek first
+        raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. tracegrad.load reads a path or a "
+                             f"seekable file object: wrap the data in io.BytesIO(data)")
     if hasattr(f, "read"):
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
@@ -545,7 +563,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         name = _path(f, "load", "read")
         data = _torch_format.read_file(name, mmap)
     if isinstance(data, str):
-        raise RuntimeError(f"tracegrad.load: {name!r} was opened in text mode; open it with 'rb'")
+        # torch: EOFError for nothing read, else its unpickler's AssertionError (weights_only)
+        # or pickle's TypeError
+        cls = EOFError if not data else AssertionError if weights_only else TypeError
+        raise cls(f"tracegrad.load: {name!r} was opened in text mode (expected bytes, got str); open it with 'rb'")
     if data[:4] == b"PK\x03\x04" or _torch_format.is_legacy(data):   # written by torch.save
         if mmap and data[:4] != b"PK\x03\x04":
             raise RuntimeError(f"tracegrad.load: mmap can only be used with files saved with "
@@ -556,6 +577,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     data = bytes(data)
     header = _header(data)
     if header is None:
+        if not weights_only and _whole_pickle(data):
+            # torch's legacy reader unpickles a magic number first and finds another object
+            raise RuntimeError(f"tracegrad.load: Invalid magic number; corrupt file? {name!r} is a plain pickle, "
+                               f"not a checkpoint written by save (read it with pickle.load)")
         raise _unreadable_class(data)(
             f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid safetensors header) nor a "
             f"torch.save file: the file is truncated, empty or of another format.")

@@ -81,6 +81,7 @@ def _is_strict_bool(v):
 
 _CHECKS = {"Number": _is_number, "Number or None": lambda v: v is None or _is_number(v),
            "Tensor (not a number)": _is_tensor, "int": _is_int, "tuple of ints": _is_ints, "int or tuple of ints": _is_dims,
+           "Number, str or None": lambda v: v is None or isinstance(v, str) or _is_number(v),
            "bool": _is_bool, "bool or None": _is_opt_bool, "torch.dtype": _is_dtype, "Tensor": _is_tensor_like}
 KINDS = {
     **dict.fromkeys(("dim", "dims", "shifts", "kernel_size", "stride", "dilation", "output_size", "normalized_shape"),
@@ -109,7 +110,8 @@ KINDS = {
 _TENSOR_ONLY = "Tensor (not a number)"
 _API_KINDS = {"mvlgamma": {"p": "int"}, "mvlgamma_": {"p": "int"}, "multigammaln": {"p": "int"},
               "rrelu": {"upper": "Number", "lower": "Number"}, "rrelu_": {"upper": "Number", "lower": "Number"},
-              "normalize": {"p": "Number or None"},
+              # a string p is a matrix norm's name in torch's norm: RuntimeError there, not TypeError
+              "normalize": {"p": "Number, str or None"},
               # no Scalar overload in torch: the second operand is a Tensor only
               **dict.fromkeys(("nextafter", "logaddexp2", "igamma", "igammac", "igamma_", "igammac_", "trapezoid", "trapz",
                                "cumulative_trapezoid"), {"other": _TENSOR_ONLY, "x": _TENSOR_ONLY}),
@@ -350,7 +352,9 @@ def guard(api, fn, python_level=False, hot=False):
 # PYTHON_LEVEL (_ops/errors.py): torch's functions written in Python, no argument parser before them
 # parameters whose name means another kind here: torch's overloads taking a Tensor (max(input,
 # other)), Tensor.unfold's int size
-_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",)}
+# (frombuffer's buffer: any object, refused by the buffer protocol with torch's ValueError)
+_OVERLOADED = {"max": ("dim",), "min": ("dim",), "randint_like": ("low", "high"), "unfold": ("size",),
+               "frombuffer": ("buffer",)}
 
 
 # the per-op hot families: their Tensor methods stay unwrapped (the eager hot path; their errors are

@@ -109,6 +109,9 @@ def dist(input, other, p=2):
     ``DistBackward0`` node over both inputs (zero gradient where the distance is 0, as torch).
     RuntimeError for non-floating inputs, as torch."""
     check_tensors("dist", input, other, names=("input", "other"))
+    if not isinstance(p, (int, float)) and not (isinstance(p, Tensor) and p.numel() == 1) \
+            and type(p).__module__ != "numpy":
+        raise TypeError(f"dist(): argument 'p' must be Number, not {type(p).__name__}; pass a number such as 2")
     if input.dtype is _dt.bool_ or other.dtype is _dt.bool_:
         input - other     # torch subtracts first: its error for a bool operand
     common = result_dtype(input, other)    # torch checks the operands' common dtype

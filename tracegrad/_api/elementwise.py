@@ -372,6 +372,8 @@ def _unary(name):
             raise not_a_tensor(name, self) from None
         if name in _REAL_ONLY and np.issubdtype(dt, np.complexfloating):
             raise NotImplementedError(f"{name} is not supported for complex inputs")
+        if name == "relu" and dt.kind == "c":   # torch's relu is a clamp
+            raise NotImplementedError("relu: clamp is not supported for complex types; take .real or .abs() first")
         if (name in _ROUNDING and dt == np.bool_) or (name == "frac" and self.dtype._cat < 2):
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
                                       "convert the tensor with .float()")
@@ -429,6 +431,8 @@ def round(self, *, decimals=0):
         raise not_self("round", self) from None
     if dt is _dt.bool_:
         raise NotImplementedError("\"round_cpu\" not implemented for 'Bool'; convert the tensor with .float()")
+    if type(decimals) is not int and (isinstance(decimals, (bool, float, str)) or not hasattr(decimals, "__index__")):
+        raise TypeError(f"round(): argument 'decimals' must be int, not {type(decimals).__name__}; pass an int")
     if decimals:
         if self.dtype._cat < 2:
             raise NotImplementedError(f"\"round_decimals_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'; "
@@ -459,6 +463,8 @@ def clamp(self, min=None, max=None):
         result_dtype(self, *(v for v in (min, max) if v is not None))
     if dt is _dt.bool_:
         raise NotImplementedError("\"clamp_scalar_cpu\" not implemented for 'Bool'; convert the input with .int()")
+    if dt._cat == 3 and isinstance(self, Tensor) and self.dtype._cat == 3:
+        raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")
     for bound in (min, max):
         if dt._cat == 1 and isinstance(bound, int):
             check_fits(np.asarray(bound), dt, "clamp")   # torch refuses a bound the integer dtype cannot hold

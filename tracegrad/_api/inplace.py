@@ -148,6 +148,8 @@ def clamp_(self, min=None, max=None):
     _check_operand(min, "clamp_", "min", 1)
     _check_operand(max, "clamp_", "max", 2)
     dt = result_dtype(self, *(v for v in (min, max) if v is not None))
+    if self.dtype._cat == 3:
+        raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")
     if not _dt.can_cast(dt, self.dtype):
         raise RuntimeError(f"clamp_: result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
                            f"{_SCALAR_NAME[self.dtype.name]}; use clamp (out of place) or bounds of self's dtype")
@@ -160,7 +162,10 @@ def copy_(self, src, non_blocking=False):
     """Mirrors ``torch.Tensor.copy_``: writes ``src`` (a Tensor, broadcast and cast, or a number
     filled in) into self. Autograd: ``CopyBackwards`` (``CopySlices`` on the base when self is a
     view). TypeError for anything else (a list, tuple or ndarray: wrap it in ``tracegrad.tensor``),
-    as torch."""
+    as torch; and for a ``non_blocking`` that is not a bool."""
+    if non_blocking is not False and type(non_blocking) is not bool:
+        raise TypeError(f"copy_(): argument 'non_blocking' must be bool, not {type(non_blocking).__name__}; "
+                        "pass True or False")
     if not isinstance(src, Tensor):
         if not isinstance(src, _Number):
             raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}; "
@@ -323,7 +328,8 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
 
 @method()
 def lerp_(self, end, weight):
-    check_same_dtype("lerp_", self, end)
+    # a weight with dims must have self's dtype too, as lerp's
+    check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))

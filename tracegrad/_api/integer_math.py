@@ -37,6 +37,13 @@ def _integer_binary(name, kernel, tensor_other, inplace_function=False):
     def f_(self, other):
         if tensor_other and not isinstance(other, Tensor):
             raise TypeError(f"{name}_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
+        if isinstance(self, Tensor) and self.dtype._cat <= 1 and (
+                isinstance(other, (float, complex)) or (isinstance(other, Tensor) and other.dtype._cat >= 2)):
+            # torch checks the in-place cast before the kernel's dtype
+            other_name = "Float" if isinstance(other, float) else "ComplexFloat" if isinstance(other, complex) \
+                else _SCALAR_NAME.get(other.dtype.name, other.dtype.name)
+            raise RuntimeError(f"{name}_: result type {other_name} can't be cast to the desired output type "
+                               f"{_SCALAR_NAME.get(self.dtype.name, self.dtype.name)}; {name} takes integer tensors")
         _require_integer(name + "_", kernel, self, other)
         return _inplace(self, other)
     _inplace = _inplace_binary(name)

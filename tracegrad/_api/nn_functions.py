@@ -356,7 +356,11 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool1d(input, output_size):
-    """Mirrors ``torch.adaptive_avg_pool1d`` (2-D pool over ``input.unsqueeze(-2)``, as torch)."""
+    """Mirrors ``torch.adaptive_avg_pool1d`` (2-D pool over ``input.unsqueeze(-2)``, as torch).
+    RuntimeError for an input that is not 2-D or 3-D."""
+    if isinstance(input, Tensor) and input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self'; pass (C, L) or (N, C, L)")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_avg_pool1d")).squeeze(-2)
 
 

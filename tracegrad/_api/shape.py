@@ -205,7 +205,9 @@ def squeeze(self, dim=None):
 
 @method(function=True)
 def unsqueeze(self, dim):
-    """Mirrors ``torch.unsqueeze``: dim in ``[-ndim-1, ndim]``."""
+    """Mirrors ``torch.unsqueeze``: dim in ``[-ndim-1, ndim]``; a non-integer dim is TypeError."""
+    if type(dim) is not int:
+        dim = operator.index(require_int("unsqueeze", "dim", dim, 1))
     n = self.ndim + 1
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")

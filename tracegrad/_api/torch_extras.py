@@ -62,6 +62,9 @@ def set_default_tensor_type(t) -> None:
     if isinstance(t, str):
         name = t.rsplit(".", 1)[-1]
         kind = name[:-len("Tensor")] if name.endswith("Tensor") else None
+        if "." not in t:   # torch imports the name's module first
+            raise ModuleNotFoundError(f"set_default_tensor_type(): No module named {t!r}; pass a name such as "
+                                      "'torch.DoubleTensor'")
         if kind not in _BY_TYPE_NAME or ".cuda." in t:
             # torch resolves the dotted name first: an unknown one is an AttributeError
             raise AttributeError(f"set_default_tensor_type(): no tensor type named {t!r}; "
@@ -169,7 +172,11 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     data is copied (JAX owns its memory; torch's shares the buffer). ValueError as torch for
     a size that is not a whole number of elements or a count past the end."""
     d = _dt.to_dtype(dtype)
-    mv = memoryview(buffer).cast("B")
+    try:
+        mv = memoryview(buffer).cast("B")
+    except TypeError:
+        raise ValueError(f"frombuffer(): object does not implement Python buffer protocol (got "
+                         f"{type(buffer).__name__}); pass bytes, bytearray or an array") from None
     item = np.dtype(d.np).itemsize
     if offset < 0 or offset > len(mv) - 1:
         raise ValueError(f"frombuffer(): offset ({offset} bytes) must be non-negative and no greater than the "

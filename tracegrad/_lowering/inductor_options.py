@@ -86,3 +86,13 @@ NAMES = frozenset({
     'verbose_progress', 'warn_mix_layout', 'worker_log_path', 'worker_start_method', 'worker_suppress_logging',
     'wrap_inductor_compiled_regions', 'write_are_deterministic_algorithms_enabled', 'xpu_backend'
 })
+
+# the settings above whose value is a bool: torch refuses another kind for them
+# ("Unexpected type of attr max_autotune, got str should be bool")
+BOOLS = frozenset({
+    'max_autotune', 'max_autotune_pointwise', 'max_autotune_gemm', 'epilogue_fusion', 'coordinate_descent_tuning',
+    'freezing', 'shape_padding', 'triton.cudagraphs', 'triton.cudagraph_trees', 'debug', 'trace.enabled',
+    'benchmark_kernel', 'benchmark_fusion', 'aggressive_fusion', 'dce', 'cpp_wrapper', 'fallback_random',
+    'layout_optimization', 'keep_output_stride', 'split_reductions', 'size_asserts', 'triton.unique_kernel_names',
+    'triton.autotune_pointwise', 'permute_fusion', 'reorder_for_locality', 'pattern_matcher',
+})

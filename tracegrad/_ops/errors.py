@@ -125,6 +125,20 @@ def static_kind_error(op, static):
     return None
 
 
+def integral_dims(static):
+    """``static`` with each integral float dim (``1.0``) as an int: the key ``(("dim", 1.0),)``
+    equals ``(("dim", 1),)``, so the program cached under it serves both and must be the int's."""
+    def conv(v):
+        if type(v) is float:
+            return int(v)
+        if isinstance(v, (tuple, list)) and any(type(x) is float for x in v):
+            return type(v)(int(x) if type(x) is float else x for x in v)
+        return v
+    if not any(k in _DIM_STATICS and (type(v) is float or isinstance(v, (tuple, list))) for k, v in static):
+        return static
+    return tuple((k, conv(v) if k in _DIM_STATICS else v) for k, v in static)
+
+
 def index_dims(static):
     """``static`` with each dim given as a 0-d integer tensor or a NumPy integer (torch's parser
     takes anything with ``__index__`` where an int goes) as a plain int; None when there is none

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 from .. import _state
 from .._x64 import x64_enter, x64_exit
 from . import limited
-from .errors import index_dims, op_error, static_kind_error
+from .errors import index_dims, integral_dims, op_error, static_kind_error
 
 OPS: dict[str, "Op"] = {}
 _NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "rounding_mode"}
@@ -189,8 +189,11 @@ class Op:
                 if fixed is None or static_kind_error(self, fixed) is not None:
                     raise wrong
                 return self.forward(fixed)
-            fn = partial(self.fn, **dict(static)) if static else self.fn
-            f = self._fwd[static] = jax.jit(limited.guarded(self.name, self.view, fn, static))
+            # the program is built from int dims: a later call whose key equals this one
+            # (x.unsqueeze(1) after x.unsqueeze(1.0)) reuses it, so it must not bake in a float
+            static_fn = integral_dims(static)
+            fn = partial(self.fn, **dict(static_fn)) if static_fn else self.fn
+            f = self._fwd[static] = jax.jit(limited.guarded(self.name, self.view, fn, static_fn))
         return f
 
     def run(self, arrays, static: tuple):

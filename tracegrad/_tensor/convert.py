@@ -299,7 +299,12 @@ def check_legacy_device(args, device, form="constructor"):
 def legacy_array(*args, **kwargs):
     """The array of ``tracegrad.Tensor(data)`` / ``Tensor(*sizes)``: default dtype (float32),
     as ``torch.Tensor``; sizes give zeros (JAX has no uninitialised memory). ``device`` must be
-    the CPU (``check_legacy_device``); other keyword arguments are accepted and ignored."""
+    the CPU (``check_legacy_device``); other keyword arguments are accepted and ignored, except
+    ``dtype`` (torch's TypeError: the class is the dtype). TypeError for one Python number that
+    is no size (``Tensor(2.5)``), as torch."""
+    if "dtype" in kwargs:
+        raise TypeError("new() received an invalid combination of arguments - got dtype=; Tensor(...) makes the "
+                        "default dtype: use tracegrad.tensor(data, dtype=...) or tracegrad.empty(*sizes, dtype=...)")
     check_legacy_device(args, kwargs.get("device"))
     return legacy_array_of(_dt.get_default_dtype(), *args)
 
@@ -307,7 +312,11 @@ def legacy_array(*args, **kwargs):
 @with_x64
 def legacy_array_of(d, *args):
     """The array of a typed legacy constructor (``LongTensor(data)`` / ``LongTensor(*sizes)``):
-    ``legacy_array`` with the tracegrad dtype ``d`` in place of the default dtype."""
+    ``legacy_array`` with the tracegrad dtype ``d`` in place of the default dtype. TypeError for
+    one Python number that is no size (``Tensor(2.5)``, ``Tensor(True)``), as torch."""
+    if len(args) == 1 and isinstance(args[0], (float, complex, bool)):
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__}); pass [value] or use "
+                        f"tracegrad.tensor(value)")
     if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
         return to_array(args[0], d)[0]
     return jnp.zeros(size_tuple(args), d.np)

@@ -144,7 +144,8 @@ def from_numpy(ndarray):
     cannot share memory with numpy), so later writes to the numpy array are not seen.
     TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
     if not isinstance(ndarray, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+        raise TypeError(f"from_numpy(): expected an ndarray (got {type(ndarray).__name__}); pass an array, or use "
+                        f"tensor() for other data")
     check_numpy_strides(ndarray)
     _dt.from_numpy_dtype(ndarray.dtype)
     if not ndarray.flags.writeable:
@@ -163,8 +164,18 @@ def from_file_array(ndarray):
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """Mirrors ``torch.asarray``; ValueError for ``copy=False`` where a tensor would need
+    another dtype (no alias can change it), as torch."""
+    if copy is False and isinstance(obj, Tensor) and dtype is not None and _dt.to_dtype(dtype) is not obj.dtype:
+        raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(obj.dtype)}' into dtype "
+                         f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
     t = as_tensor(obj, dtype=dtype, device=device)
     return t._factory_requires_grad() if requires_grad else t
+
+
+def _SCALAR_NAME_OF(d):
+    # torch's scalar-type name of a dtype (Float, Long) for messages
+    return getattr(d, "_scalar_name", None) or d.name
 
 
 def _size_keyword(fn):
@@ -292,12 +303,19 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
     return _fresh(shape, d, device, requires_grad, lambda: jnp.full(shape, fill_value, d.np))
 
 
+_NO_M = object()   # eye(n): m not given (None given is torch's TypeError)
+
+
 @with_x64
 @accepts_out(dtype_from_out=True)
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
+def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
     negative ``n`` or ``m``; NotImplementedError for a sparse layout."""
     _dense_layout(layout, "eye")
+    if m is _NO_M:
+        m = None
+    elif m is None:   # torch's overloads take eye(n) or eye(n, m) with an int m
+        raise TypeError("eye(): argument 'm' must be int, not NoneType; call eye(n) for a square matrix")
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
@@ -381,6 +399,8 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
          "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
          "which produces values in [start, end).", UserWarning)   # the user's line, under with_x64
     d = _fdt(dtype)
+    if step == 0:
+        raise RuntimeError("range(): step must be nonzero")
     n = int(np.floor((end - start) / step)) + 1
     arr = np.arange(max(n, 0), dtype=np.float64) * step + start
     return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
@@ -545,6 +565,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         low, high = 0, low
     if size is None or high is None:
         raise TypeError("randint(): missing the size argument: call randint(high, size) or randint(low, high, size)")
+    if not isinstance(size, (tuple, list)):   # torch's size is a sequence only: randint(5, 2) is no shape
+        raise TypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}; "
+                        f"pass the shape as a tuple, e.g. randint(high, (n,))")
     for v in (low, high):
         if isinstance(v, numbers.Integral) and not INT64_MIN <= v <= INT64_MAX:
             raise ValueError(f"randint(): Overflow when unpacking long long (bound {v} is outside int64)")
@@ -564,6 +587,9 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     if n < 0:
         raise RuntimeError(f"randperm(): Trying to create tensor with negative dimension {n}: [{n}]")
+    if d._cat == 1 and n > 1 and n - 1 > np.iinfo(d.np).max:
+        raise RuntimeError(f"randperm(): value cannot be converted to type {d.name} without overflow (n={n} does not "
+                           f"fit the dtype); pass a wider dtype such as int64")
     return _fresh((n,), d, device, requires_grad,
                   lambda: _rnd.permutation(_generator.key_for(generator), n, d.np, api="randperm()"))
 
@@ -598,6 +624,10 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=
     _dense_layout(input.layout if layout is None else layout, "randint_like")
     if high is None:
         low, high = 0, low
+    for name, v in (("low", low), ("high", high)):
+        # torch's overloads: an int, or a tensor (a scalar one; checked further on)
+        if not (isinstance(v, (int, Tensor)) or hasattr(v, "__index__")) or isinstance(v, bool):
+            raise TypeError(f"randint_like(): argument '{name}' must be int, not {type(v).__name__}; pass an int bound")
     out = randint(low, high, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
                   device=_like_device(input, device))
     return _laid_out_like(out, input, memory_format, "randint_like")
@@ -617,6 +647,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
             z = Tensor._make(_rnd.normal(_generator.key_for(generator), shape, ref.dtype.np, api="normal()"))
         return z * std + mean
+    if size is not None and not isinstance(size, (tuple, list)):   # torch's size is a sequence
+        raise TypeError(f"normal(): argument 'size' must be tuple of ints, not {type(size).__name__}; pass size=(n,)")
     d = _fdt(dtype)
     _rnd.check_floating(d.np, "normal()", "normal_kernel_cpu")
     _rnd.check_std(std, "normal()")

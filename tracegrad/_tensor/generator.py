@@ -87,6 +87,27 @@ class Generator:
         self._seed = int(raw[8:].view("<u8")[0])
         return self
 
+    def clone_state(self):
+        """Mirrors ``torch.Generator.clone_state``: a new generator of the same device holding
+        this one's state (seed and position in the stream)."""
+        g = Generator(self.device)
+        g._seed, g._key = self._seed, self._key
+        return g
+
+    def graphsafe_get_state(self):
+        """``torch.Generator.graphsafe_get_state``: a CUDA-graph-safe state, which torch's CPU
+        generator does not support (NotImplementedError, as torch); use ``get_state``."""
+        raise NotImplementedError("graphsafe_get_state is not supported in this Generator (a CPU generator); "
+                                  "use get_state()")
+
+    def graphsafe_set_state(self, state):
+        """``torch.Generator.graphsafe_set_state``: TypeError for a non-Generator, else
+        NotImplementedError (torch's CPU generator); use ``set_state``."""
+        if not isinstance(state, Generator):
+            raise TypeError(f"graphsafe_set_state: expected a Generator, but got {type(state).__name__}")
+        raise NotImplementedError("graphsafe_set_state is not supported in this Generator (a CPU generator); "
+                                  "use set_state(other.get_state())")
+
     def _current_key(self):
         if self._key is None:
             self.manual_seed(self._seed)

@@ -28,7 +28,7 @@ def _device_type(device_type, api):
         raise TypeError(f"{api}(): device_type must be a str such as 'cpu' or 'cuda', not "
                         f"{type(device_type).__name__}")
     if device_type not in _KNOWN:
-        raise RuntimeError(f"Expected one of {', '.join(_KNOWN)} device type at start of device string: "
+        raise RuntimeError(f"Expected one of {', '.join(n for n in _KNOWN if n != 'xla')} device type at start of device string: "
                            f"{device_type}")
     return device_type
 

@@ -371,9 +371,16 @@ class saved_tensors_hooks:
     def __init__(self, pack_hook, unpack_hook):
         self.pack_hook, self.unpack_hook = pack_hook, unpack_hook
 
+    def _check_callables(self):
+        # torch's binding takes two callables, checked when the hooks are pushed
+        for name, f in (("pack_hook", self.pack_hook), ("unpack_hook", self.unpack_hook)):
+            if not callable(f):
+                raise TypeError(f"saved_tensors_hooks: {name} must be callable, got {type(f).__name__}")
+
     def __enter__(self):
         if SAVED_HOOKS_DISABLED[0] is not None:
             raise RuntimeError(SAVED_HOOKS_DISABLED[0])
+        self._check_callables()
         SAVED_HOOKS.append((self.pack_hook, self.unpack_hook))
         # returns None, as torch's: ``with SaveToDisk() as h`` binds None there too
 

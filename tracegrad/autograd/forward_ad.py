@@ -116,10 +116,13 @@ def unpack_dual(tensor: Tensor, *, level: Optional[int] = None) -> UnpackedDualT
     ``primal`` is a view of ``tensor`` without tangent (``AliasBackward0`` when it requires grad)
     and ``tangent`` its forward gradient as-is, or None (no tangent, or no level open).
 
-    Another ``level`` than the open one gives tangent None, as torch."""
+    Another ``level`` than the open one gives tangent None, as torch. TypeError for a non-Tensor
+    while a level is open (with none open, torch hands any object back)."""
     current = _impl._LEVEL[0]
     if level is None and current < 0:
         return UnpackedDualTensor(tensor, None)
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"unpack_dual(): argument 'dual' (position 1) must be Tensor, not {type(tensor).__name__}")
     # as torch, a level that is not the open one has no tangents (no error), and neither has a
     # custom Function's forward or jvp (the level is computing: FORWARD_AD[0] is None)
     live = level in (None, current) and _state.FORWARD_AD[0] is not None

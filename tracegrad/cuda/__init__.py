@@ -6,6 +6,7 @@ from __future__ import annotations
 from .._tensor.device import cuda_devices, device as _device, need_gpu as _need_gpu
 from . import amp  # noqa: F401
 from .._api.torch_extras import OutOfMemoryError  # noqa: F401  (torch.cuda.OutOfMemoryError)
+from .._api import streams as _streams
 
 __all__ = ["is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
            "manual_seed", "manual_seed_all", "synchronize", "empty_cache", "amp", "set_device", "is_initialized",
@@ -41,7 +42,9 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 
 def manual_seed(seed) -> None:
-    """No-op: tracegrad's one generator serves all devices (``tracegrad.manual_seed`` seeds it)."""
+    """No-op: tracegrad's one generator serves all devices (``tracegrad.manual_seed`` seeds it).
+    The seed must convert with ``int()`` (ValueError / TypeError otherwise, as torch)."""
+    int(seed)
 
 
 manual_seed_all = manual_seed
@@ -92,3 +95,14 @@ def max_memory_allocated(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     """Accepted: JAX's allocator keeps its peak since start-up (no reset)."""
+
+
+class Stream(_streams.Stream):
+    """Mirrors ``torch.cuda.Stream(device=None, priority=0)``: ``tracegrad.Stream`` on a CUDA
+    device (JAX orders GPU work by data dependence, so it changes nothing); RuntimeError without
+    a GPU, as torch's CPU build."""
+
+    def __init__(self, device=None, priority=0, **kwargs):
+        if not cuda_devices():
+            raise RuntimeError("torch.cuda.Stream requires CUDA support (tracegrad found no GPU on this machine)")
+        super().__init__("cuda" if device is None else device, priority=priority, **kwargs)

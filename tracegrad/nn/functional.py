@@ -204,7 +204,14 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 @accepts_out()
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """Mirrors ``torch.nn.functional.normalize``: ``input / max(||input||_p, eps)`` along ``dim``."""
+    """Mirrors ``torch.nn.functional.normalize``: ``input / max(||input||_p, eps)`` along ``dim``.
+    ``p='fro'`` is the 2-norm; another string is RuntimeError (torch's norm takes it as a matrix
+    norm over one dim)."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise RuntimeError(f"normalize: linalg.matrix_norm: Order {p} not supported over the single dim {dim}; "
+                               f"pass a number p (2.0 by default)")
+        p = 2.0
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     return input / denom
 
@@ -393,6 +400,8 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
         raise ValueError("min_val cannot be greater than max_val")
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
+    if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
+        raise NotImplementedError("hardtanh: clamp is not supported for complex types")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
@@ -787,7 +796,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """Mirrors ``torch.nn.functional.scaled_dot_product_attention`` (the math reference path):
     ``softmax(q @ k^T * scale + mask) @ v``; q ``(*, L, E)``, k ``(*, S, E)``, v ``(*, S, Ev)``.
     A boolean mask marks positions that take part; a float mask is added; ``is_causal`` masks
-    keys after each query (top-left aligned) on top of ``attn_mask``. ``enable_gqa``: q
+    keys after each query (top-left aligned) on top of ``attn_mask`` (RuntimeError for the pair where
+    torch takes its math path: inputs not 4-D, head sizes differ, dropout, a mask with grad). ``enable_gqa``: q
     ``(*, Hq, L, E)`` with k/v ``(*, Hkv, S, E)``, ``Hq % Hkv == 0``, each k/v head serving
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
@@ -808,6 +818,13 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "
                            f"{query.dtype} instead.")
+    # torch's fused CPU kernel (4-D inputs of one head size, no dropout, a mask without grad)
+    # combines is_causal with attn_mask; its math path, taken otherwise, refuses the pair
+    if is_causal and attn_mask is not None and not (
+            query.dim() == key.dim() == value.dim() == 4 and query.shape[-1] == key.shape[-1] == value.shape[-1]
+            and not dropout_p and not attn_mask.requires_grad):
+        raise RuntimeError("scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True; "
+                           "pass one of them (a causal mask as attn_mask, or is_causal=True alone)")
     if enable_gqa and query.dim() >= 3 and (key.shape[-3] != query.shape[-3] or value.shape[-3] != query.shape[-3]):
         hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
         if hq % hk or hq % hv:
@@ -950,6 +967,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
             b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
             q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
     else:
+        for kind, w, x in (("query", q_proj_weight, query), ("key", k_proj_weight, key), ("value", v_proj_weight, value)):
+            want = (embed_dim, x.shape[-1])
+            if tuple(w.shape) != want:   # torch asserts each projection's shape
+                raise AssertionError(f"expecting {kind} weights shape of {want}, but got {w.shape} (the inputs' "
+                                     f"last dim must be the module's {kind[0]}dim)")
         b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
         q, k, v = linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k), linear(value, v_proj_weight, b_v)
     if attn_mask is not None and attn_mask.dim() == 2:

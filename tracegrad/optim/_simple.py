@@ -4,9 +4,19 @@ from __future__ import annotations
 from .. import Tensor
 
 
-def check_common(lr, eps=None, weight_decay=None, betas=None):
+_UNSET = object()   # an argument this optimizer does not take (None given is torch's TypeError)
+
+
+def check_common(lr, eps=_UNSET, weight_decay=_UNSET, betas=None):
     """ValueError like torch for a bad lr (negative, or a Tensor of more than one element),
-    eps, weight_decay or betas."""
+    eps, weight_decay or betas; TypeError for an eps or weight_decay of None (torch compares
+    it with 0.0)."""
+    for name, v in (("eps", eps), ("weight_decay", weight_decay)):
+        if v is None:
+            raise TypeError(f"'<=' not supported between instances of 'float' and 'NoneType' (optimizer argument "
+                            f"{name}=None; pass a number)")
+    eps = None if eps is _UNSET else eps
+    weight_decay = None if weight_decay is _UNSET else weight_decay
     if isinstance(lr, Tensor) and lr.numel() != 1:
         raise ValueError("Tensor lr must be 1-element")
     if not 0.0 <= lr:

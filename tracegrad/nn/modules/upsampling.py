@@ -20,7 +20,9 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input):
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+        # torch passes a zero scale_factor on as none given
+        return F.interpolate(input, self.size, self.scale_factor if self.scale_factor else None, self.mode,
+                             self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
 
     def extra_repr(self):

@@ -7,8 +7,7 @@ from tracegrad import Tensor
 
 def parameters_to_vector(parameters):
     """Mirrors ``torch.nn.utils.parameters_to_vector``: one 1-D tensor of all parameters (differentiable)."""
-    if isinstance(parameters, Tensor):
-        raise TypeError(f"expected torch.Tensor, but got: {type(parameters).__name__}")
+    # a Tensor is iterated (its rows), as torch
     return tracegrad.cat([p.view(-1) for p in parameters])
 
 

@@ -250,7 +250,8 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
     ``unsafe``) when the parametrization changes the tensor's shape or dtype.
     """
     if not isinstance(parametrization, Module):
-        raise TypeError("register_parametrization: the parametrization must be an nn.Module; "
+        # torch calls parametrization.train() first: AttributeError for a plain function
+        raise AttributeError("register_parametrization: the parametrization must be an nn.Module; "
                         f"got {type(parametrization).__name__}")
     parametrization.train(module.training)   # it follows the module's mode from now on, as torch
     if is_parametrized(module, tensor_name):
