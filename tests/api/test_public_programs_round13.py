@@ -470,3 +470,901 @@ def test_efficientnet_utils_mbconv():
         log("rm", block._bn1.running_var)
 
     run_both(program)
+
+
+# rosinality/glow-pytorch model.py (ActNorm's data-dependent init behind a uint8
+# ``initialized`` buffer and ``.item()``, InvConv2dLU built from scipy's qr/lu of
+# ``np.random.randn`` through ``torch.from_numpy`` buffers, ``sum(self.w_s)`` over a tensor,
+# ZeroConv2d's ``F.pad(value=1)``, AffineCoupling's ``F.sigmoid``, Block's squeeze by
+# view/permute and its split prior, reverse through ``.inverse()``) trained as train.py does
+# (the n_bits quantisation, ``calc_loss``, a no_grad first pass that initialises ActNorm, lr set
+# through ``param_groups[0]["lr"]``), then reconstructed from its z's; filter_size 512 -> 8,
+# n_flow 32 -> 1, n_block 4 -> 2, 1x4x4 images (calc_loss's ``* 3`` kept), 2 steps; the
+# dequantisation ``torch.rand_like(image) / n_bins`` is a seeded numpy draw
+def test_glow_pytorch():
+    def program(torch, log):
+        from math import log as mlog, pi
+        from scipy import linalg as la
+        nn, F, optim = torch.nn, torch.nn.functional, torch.optim
+
+        logabs = lambda x: torch.log(torch.abs(x))
+
+        class ActNorm(nn.Module):
+            def __init__(self, in_channel, logdet=True):
+                super().__init__()
+
+                self.loc = nn.Parameter(torch.zeros(1, in_channel, 1, 1))
+                self.scale = nn.Parameter(torch.ones(1, in_channel, 1, 1))
+
+                self.register_buffer('initialized', torch.tensor(0, dtype=torch.uint8))
+                self.logdet = logdet
+
+            def initialize(self, input):
+                with torch.no_grad():
+                    flatten = input.permute(1, 0, 2, 3).contiguous().view(input.shape[1], -1)
+                    mean = (
+                        flatten.mean(1)
+                        .unsqueeze(1)
+                        .unsqueeze(2)
+                        .unsqueeze(3)
+                        .permute(1, 0, 2, 3)
+                    )
+                    std = (
+                        flatten.std(1)
+                        .unsqueeze(1)
+                        .unsqueeze(2)
+                        .unsqueeze(3)
+                        .permute(1, 0, 2, 3)
+                    )
+
+                    self.loc.data.copy_(-mean)
+                    self.scale.data.copy_(1 / (std + 1e-6))
+
+            def forward(self, input):
+                _, _, height, width = input.shape
+
+                if self.initialized.item() == 0:
+                    self.initialize(input)
+                    self.initialized.fill_(1)
+
+                log_abs = logabs(self.scale)
+
+                logdet = height * width * torch.sum(log_abs)
+
+                if self.logdet:
+                    return self.scale * (input + self.loc), logdet
+
+                else:
+                    return self.scale * (input + self.loc)
+
+            def reverse(self, output):
+                return output / self.scale - self.loc
+
+        class InvConv2dLU(nn.Module):
+            def __init__(self, in_channel):
+                super().__init__()
+
+                weight = np.random.randn(in_channel, in_channel)
+                q, _ = la.qr(weight)
+                w_p, w_l, w_u = la.lu(q.astype(np.float32))
+                w_s = np.diag(w_u)
+                w_u = np.triu(w_u, 1)
+                u_mask = np.triu(np.ones_like(w_u), 1)
+                l_mask = u_mask.T
+
+                w_p = torch.from_numpy(w_p)
+                w_l = torch.from_numpy(w_l)
+                w_s = torch.from_numpy(w_s)
+                w_u = torch.from_numpy(w_u)
+
+                self.register_buffer('w_p', w_p)
+                self.register_buffer('u_mask', torch.from_numpy(u_mask))
+                self.register_buffer('l_mask', torch.from_numpy(l_mask))
+                self.register_buffer('s_sign', torch.sign(w_s))
+                self.register_buffer('l_eye', torch.eye(l_mask.shape[0]))
+                self.w_l = nn.Parameter(w_l)
+                self.w_s = nn.Parameter(logabs(w_s))
+                self.w_u = nn.Parameter(w_u)
+
+            def forward(self, input):
+                _, _, height, width = input.shape
+
+                weight = self.calc_weight()
+
+                out = F.conv2d(input, weight)
+                logdet = height * width * sum(self.w_s)
+
+                return out, logdet
+
+            def calc_weight(self):
+                weight = (
+                    self.w_p
+                    @ (self.w_l * self.l_mask + self.l_eye)
+                    @ ((self.w_u * self.u_mask) + torch.diag(self.s_sign * torch.exp(self.w_s)))
+                )
+
+                return weight.unsqueeze(2).unsqueeze(3)
+
+            def reverse(self, output):
+                weight = self.calc_weight()
+
+                return F.conv2d(output, weight.squeeze().inverse().unsqueeze(2).unsqueeze(3))
+
+        class ZeroConv2d(nn.Module):
+            def __init__(self, in_channel, out_channel, padding=1):
+                super().__init__()
+
+                self.conv = nn.Conv2d(in_channel, out_channel, 3, padding=0)
+                self.conv.weight.data.zero_()
+                self.conv.bias.data.zero_()
+                self.scale = nn.Parameter(torch.zeros(1, out_channel, 1, 1))
+
+            def forward(self, input):
+                out = F.pad(input, [1, 1, 1, 1], value=1)
+                out = self.conv(out)
+                out = out * torch.exp(self.scale * 3)
+
+                return out
+
+        class AffineCoupling(nn.Module):
+            def __init__(self, in_channel, filter_size=8, affine=True):
+                super().__init__()
+
+                self.affine = affine
+
+                self.net = nn.Sequential(
+                    nn.Conv2d(in_channel // 2, filter_size, 3, padding=1),
+                    nn.ReLU(inplace=True),
+                    nn.Conv2d(filter_size, filter_size, 1),
+                    nn.ReLU(inplace=True),
+                    ZeroConv2d(filter_size, in_channel if self.affine else in_channel // 2),
+                )
+
+                self.net[0].weight.data.normal_(0, 0.05)
+                self.net[0].bias.data.zero_()
+
+                self.net[2].weight.data.normal_(0, 0.05)
+                self.net[2].bias.data.zero_()
+
+            def forward(self, input):
+                in_a, in_b = input.chunk(2, 1)
+
+                if self.affine:
+                    log_s, t = self.net(in_a).chunk(2, 1)
+                    s = F.sigmoid(log_s + 2)
+                    out_b = (in_b + t) * s
+
+                    logdet = torch.sum(torch.log(s).view(input.shape[0], -1), 1)
+
+                else:
+                    net_out = self.net(in_a)
+                    out_b = in_b + net_out
+                    logdet = None
+
+                return torch.cat([in_a, out_b], 1), logdet
+
+            def reverse(self, output):
+                out_a, out_b = output.chunk(2, 1)
+
+                if self.affine:
+                    log_s, t = self.net(out_a).chunk(2, 1)
+                    s = F.sigmoid(log_s + 2)
+                    in_b = out_b / s - t
+
+                else:
+                    net_out = self.net(out_a)
+                    in_b = out_b - net_out
+
+                return torch.cat([out_a, in_b], 1)
+
+        class Flow(nn.Module):
+            def __init__(self, in_channel, affine=True, conv_lu=True):
+                super().__init__()
+
+                self.actnorm = ActNorm(in_channel)
+                self.invconv = InvConv2dLU(in_channel)
+                self.coupling = AffineCoupling(in_channel, affine=affine)
+
+            def forward(self, input):
+                out, logdet = self.actnorm(input)
+                out, det1 = self.invconv(out)
+                out, det2 = self.coupling(out)
+
+                logdet = logdet + det1
+                if det2 is not None:
+                    logdet = logdet + det2
+
+                return out, logdet
+
+            def reverse(self, output):
+                input = self.coupling.reverse(output)
+                input = self.invconv.reverse(input)
+                input = self.actnorm.reverse(input)
+
+                return input
+
+        def gaussian_log_p(x, mean, log_sd):
+            return -0.5 * mlog(2 * pi) - log_sd - 0.5 * (x - mean) ** 2 / torch.exp(2 * log_sd)
+
+        class Block(nn.Module):
+            def __init__(self, in_channel, n_flow, split=True, affine=True, conv_lu=True):
+                super().__init__()
+
+                squeeze_dim = in_channel * 4
+
+                self.flows = nn.ModuleList()
+                for i in range(n_flow):
+                    self.flows.append(Flow(squeeze_dim, affine=affine, conv_lu=conv_lu))
+
+                self.split = split
+
+                if split:
+                    self.prior = ZeroConv2d(in_channel * 2, in_channel * 4)
+
+                else:
+                    self.prior = ZeroConv2d(in_channel * 4, in_channel * 8)
+
+            def forward(self, input):
+                b_size, n_channel, height, width = input.shape
+                squeezed = input.view(b_size, n_channel, height // 2, 2, width // 2, 2)
+                squeezed = squeezed.permute(0, 1, 3, 5, 2, 4)
+                out = squeezed.contiguous().view(b_size, n_channel * 4, height // 2, width // 2)
+
+                logdet = 0
+
+                for flow in self.flows:
+                    out, det = flow(out)
+                    logdet = logdet + det
+
+                if self.split:
+                    out, z_new = out.chunk(2, 1)
+                    mean, log_sd = self.prior(out).chunk(2, 1)
+                    log_p = gaussian_log_p(z_new, mean, log_sd)
+                    log_p = log_p.view(b_size, -1).sum(1)
+
+                else:
+                    zero = torch.zeros_like(out)
+                    mean, log_sd = self.prior(zero).chunk(2, 1)
+                    log_p = gaussian_log_p(out, mean, log_sd)
+                    log_p = log_p.view(b_size, -1).sum(1)
+                    z_new = out
+
+                return out, logdet, log_p, z_new
+
+            def reverse(self, output, eps=None, reconstruct=False):
+                input = output
+
+                if reconstruct:
+                    if self.split:
+                        input = torch.cat([output, eps], 1)
+
+                    else:
+                        input = eps
+
+                for flow in self.flows[::-1]:
+                    input = flow.reverse(input)
+
+                b_size, n_channel, height, width = input.shape
+
+                unsqueezed = input.view(b_size, n_channel // 4, 2, 2, height, width)
+                unsqueezed = unsqueezed.permute(0, 1, 4, 2, 5, 3)
+                unsqueezed = unsqueezed.contiguous().view(
+                    b_size, n_channel // 4, height * 2, width * 2
+                )
+
+                return unsqueezed
+
+        class Glow(nn.Module):
+            def __init__(self, in_channel, n_flow, n_block, affine=True, conv_lu=True):
+                super().__init__()
+
+                self.blocks = nn.ModuleList()
+                n_channel = in_channel
+                for i in range(n_block - 1):
+                    self.blocks.append(Block(n_channel, n_flow, affine=affine, conv_lu=conv_lu))
+                    n_channel *= 2
+                self.blocks.append(Block(n_channel, n_flow, split=False, affine=affine))
+
+            def forward(self, input):
+                log_p_sum = 0
+                logdet = 0
+                out = input
+                z_outs = []
+
+                for block in self.blocks:
+                    out, det, log_p, z_new = block(out)
+                    z_outs.append(z_new)
+                    logdet = logdet + det
+
+                    if log_p is not None:
+                        log_p_sum = log_p_sum + log_p
+
+                return log_p_sum, logdet, z_outs
+
+            def reverse(self, z_list, reconstruct=False):
+                for i, block in enumerate(self.blocks[::-1]):
+                    if i == 0:
+                        input = block.reverse(z_list[-1], z_list[-1], reconstruct=reconstruct)
+
+                    else:
+                        input = block.reverse(input, z_list[-(i + 1)], reconstruct=reconstruct)
+
+                return input
+
+        def calc_loss(log_p, logdet, image_size, n_bins):
+            n_pixel = image_size * image_size * 3
+
+            loss = -mlog(n_bins) * n_pixel
+            loss = loss + logdet + log_p
+
+            return (
+                (-loss / (mlog(2) * n_pixel)).mean(),
+                (log_p / (mlog(2) * n_pixel)).mean(),
+                (logdet / (mlog(2) * n_pixel)).mean(),
+            )
+
+        with _seeded(0):
+            model = Glow(1, 1, 2, affine=True, conv_lu=True)
+            with torch.no_grad():   # the normal_(0, 0.05) inits, seeded
+                for i, blk in enumerate(model.blocks):
+                    for j, c in enumerate((blk.flows[0].coupling.net[0], blk.flows[0].coupling.net[2])):
+                        c.weight.copy_(randn(torch, tuple(c.weight.shape), 40 + 2 * i + j, scale=0.05))
+        optimizer = optim.Adam(model.parameters(), lr=1e-3)
+        n_bits, image_size = 5, 4
+        n_bins = 2.0 ** n_bits
+        rs = np.random.RandomState(7)
+        for i in range(3):
+            image = torch.tensor(rs.rand(2, 1, image_size, image_size).astype(np.float32))
+            image = image * 255
+            if n_bits < 8:
+                image = torch.floor(image / 2 ** (8 - n_bits))
+            image = image / n_bins - 0.5
+            noise = torch.tensor(rs.rand(2, 1, image_size, image_size).astype(np.float32))
+            if i == 0:
+                with torch.no_grad():
+                    log_p, logdet, _ = model(image + noise / n_bins)
+                    continue
+            else:
+                log_p, logdet, _ = model(image + noise / n_bins)
+            logdet = logdet.mean()
+            loss, log_p, log_det = calc_loss(log_p, logdet, image_size, n_bins)
+            model.zero_grad()
+            loss.backward()
+            warmup_lr = 1e-3
+            optimizer.param_groups[0]["lr"] = warmup_lr
+            optimizer.step()
+            print(f"Loss: {loss.item():.5f}; logP: {log_p.item():.5f}; logdet: {log_det.item():.5f}; lr: {warmup_lr:.7f}")
+            log("loss", loss)
+        log("initialized", model.blocks[0].flows[0].actnorm.initialized)
+        log("scale", model.blocks[1].flows[0].actnorm.scale)
+        log("w_s_grad", model.blocks[0].flows[0].invconv.w_s.grad)
+        with torch.no_grad():
+            _, _, z = model(image)
+            log("recon", model.reverse(z, reconstruct=True))
+            log("image", image)
+
+    run_both(program)
+
+
+# d-li14/mobilenetv3.pytorch mobilenetv3.py (_make_divisible, h_sigmoid's ReLU6(inplace=True)
+# ``(x + 3) / 6``, h_swish, SELayer's AdaptiveAvgPool2d(1) and view-broadcast product,
+# InvertedResidual's two layouts with an empty ``nn.Sequential()`` in place of SE, depthwise
+# convs, _initialize_weights' ``normal_``/``fill_``/``zero_`` by isinstance) with a 2-block
+# cfgs list in place of the 11/15-block ones (the constructor takes cfgs), width_mult 0.25,
+# num_classes 3, a 2x3x8x8 batch, 2 SGD steps in train mode then eval; the normal_ inits
+# are overwritten by ``init_params``
+def test_mobilenetv3():
+    def program(torch, log):
+        import math
+        nn = torch.nn
+
+        def _make_divisible(v, divisor, min_value=None):
+            if min_value is None:
+                min_value = divisor
+            new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+            if new_v < 0.9 * v:
+                new_v += divisor
+            return new_v
+
+        class h_sigmoid(nn.Module):
+            def __init__(self):
+                super(h_sigmoid, self).__init__()
+                self.relu = nn.ReLU6(inplace=True)
+
+            def forward(self, x):
+                return self.relu(x + 3) / 6
+
+        class h_swish(nn.Module):
+            def __init__(self):
+                super(h_swish, self).__init__()
+                self.sigmoid = h_sigmoid()
+
+            def forward(self, x):
+                return x * self.sigmoid(x)
+
+        class SELayer(nn.Module):
+            def __init__(self, channel, reduction=4):
+                super(SELayer, self).__init__()
+                self.avg_pool = nn.AdaptiveAvgPool2d(1)
+                self.fc = nn.Sequential(
+                        nn.Linear(channel, channel // reduction),
+                        nn.ReLU(inplace=True),
+                        nn.Linear(channel // reduction, channel),
+                        h_sigmoid()
+                )
+
+            def forward(self, x):
+                b, c, _, _ = x.size()
+                y = self.avg_pool(x).view(b, c)
+                y = self.fc(y).view(b, c, 1, 1)
+                return x * y
+
+        def conv_3x3_bn(inp, oup, stride):
+            return nn.Sequential(
+                nn.Conv2d(inp, oup, 3, stride, 1, bias=False),
+                nn.BatchNorm2d(oup),
+                h_swish()
+            )
+
+        def conv_1x1_bn(inp, oup):
+            return nn.Sequential(
+                nn.Conv2d(inp, oup, 1, 1, 0, bias=False),
+                nn.BatchNorm2d(oup),
+                h_swish()
+            )
+
+        class InvertedResidual(nn.Module):
+            def __init__(self, inp, hidden_dim, oup, kernel_size, stride, use_se, use_hs):
+                super(InvertedResidual, self).__init__()
+                assert stride in [1, 2]
+
+                self.identity = stride == 1 and inp == oup
+
+                if inp == hidden_dim:
+                    self.conv = nn.Sequential(
+                        nn.Conv2d(hidden_dim, hidden_dim, kernel_size, stride, (kernel_size - 1) // 2, groups=hidden_dim, bias=False),
+                        nn.BatchNorm2d(hidden_dim),
+                        h_swish() if use_hs else nn.ReLU(inplace=True),
+                        SELayer(hidden_dim) if use_se else nn.Sequential(),
+                        nn.Conv2d(hidden_dim, oup, 1, 1, 0, bias=False),
+                        nn.BatchNorm2d(oup),
+                    )
+                else:
+                    self.conv = nn.Sequential(
+                        nn.Conv2d(inp, hidden_dim, 1, 1, 0, bias=False),
+                        nn.BatchNorm2d(hidden_dim),
+                        h_swish() if use_hs else nn.ReLU(inplace=True),
+                        nn.Conv2d(hidden_dim, hidden_dim, kernel_size, stride, (kernel_size - 1) // 2, groups=hidden_dim, bias=False),
+                        nn.BatchNorm2d(hidden_dim),
+                        h_swish() if use_hs else nn.ReLU(inplace=True),
+                        SELayer(hidden_dim) if use_se else nn.Sequential(),
+                        nn.Conv2d(hidden_dim, oup, 1, 1, 0, bias=False),
+                        nn.BatchNorm2d(oup),
+                    )
+
+            def forward(self, x):
+                if self.identity:
+                    return x + self.conv(x)
+                else:
+                    return self.conv(x)
+
+        class MobileNetV3(nn.Module):
+            def __init__(self, cfgs, num_classes=1000, width_mult=1.):
+                super(MobileNetV3, self).__init__()
+                self.cfgs = cfgs
+
+                input_channel = _make_divisible(16 * width_mult, 8)
+                layers = [conv_3x3_bn(3, input_channel, 2)]
+                block = InvertedResidual
+                for k, exp_size, c, use_se, use_hs, s in self.cfgs:
+                    output_channel = _make_divisible(c * width_mult, 8)
+                    layers.append(block(input_channel, exp_size, output_channel, k, s, use_se, use_hs))
+                    input_channel = output_channel
+                self.features = nn.Sequential(*layers)
+                self.conv = conv_1x1_bn(input_channel, _make_divisible(exp_size * width_mult, 8))
+                self.avgpool = nn.Sequential(
+                    nn.AdaptiveAvgPool2d((1, 1)),
+                    h_swish()
+                )
+                output_channel = _make_divisible(1280 * width_mult, 8) if width_mult > 1.0 else 1280
+                self.classifier = nn.Sequential(
+                    nn.Linear(_make_divisible(exp_size * width_mult, 8), output_channel),
+                    h_swish(),
+                    nn.Linear(output_channel, num_classes)
+                )
+
+                self._initialize_weights()
+
+            def forward(self, x):
+                x = self.features(x)
+                x = self.conv(x)
+                x = self.avgpool(x)
+                x = x.view(x.size(0), -1)
+                x = self.classifier(x)
+                return x
+
+            def _initialize_weights(self):
+                for m in self.modules():
+                    if isinstance(m, nn.Conv2d):
+                        n = m.kernel_size[0] * m.kernel_size[1] * m.out_channels
+                        m.weight.data.normal_(0, math.sqrt(2. / n))
+                        if m.bias is not None:
+                            m.bias.data.zero_()
+                    elif isinstance(m, nn.BatchNorm2d):
+                        m.weight.data.fill_(1)
+                        m.bias.data.zero_()
+                    elif isinstance(m, nn.Linear):
+                        n = m.weight.size(1)
+                        m.weight.data.normal_(0, 0.01)
+                        m.bias.data.zero_()
+
+        cfgs = [
+            # k, t, c, SE, NL, s
+            [3,  8,  8, 1, 0, 2],
+            [3, 16,  8, 0, 1, 1],
+        ]
+        model = MobileNetV3(cfgs, num_classes=3, width_mult=0.25)
+        log("bn_w", model.features[1].conv[1].weight)
+        init_params(torch, model, 0, scale=0.4)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=4e-5)
+        x = randn(torch, (2, 3, 8, 8), 1)
+        target = torch.tensor([0, 2])
+        for i in range(2):
+            out = model(x)
+            loss = nn.CrossEntropyLoss()(out, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("loss", loss)
+        model.eval()
+        log("eval", model(x))
+        log("rv", model.features[2].conv[4].running_var)
+        log("se_grad", model.features[1].conv[3].fc[0].weight.grad)
+
+    run_both(program)
+
+
+# kazuto1011/grad-cam-pytorch grad_cam.py (_BaseWrapper's one-hot ``logits.backward(gradient=,
+# retain_graph=True)`` and ``list(zip(*probs.sort(0, True)))``, BackPropagation's
+# ``image.requires_grad_()`` and ``image.grad.zero_()``, GuidedBackPropagation's
+# ``register_backward_hook`` returning clamped grad_in on ReLUs (registered on every module,
+# containers too), GradCAM's forward/backward hooks keyed by ``id(module)``, _find over
+# named_modules, the normalised weights by adaptive_avg_pool2d, ``gcam -= gcam.min()``) on a
+# two-conv net with separate ReLU modules in place of a torchvision model, as main.py's demo1
+# drives them (topk classes, guided grad-cam = guided * gcam); a 1x3x6x6 image
+def test_grad_cam_pytorch():
+    def program(torch, log):
+        from collections import OrderedDict
+        nn, F = torch.nn, torch.nn.functional
+
+        class _BaseWrapper(object):
+            def __init__(self, model):
+                super(_BaseWrapper, self).__init__()
+                self.device = next(model.parameters()).device
+                self.model = model
+                self.handlers = []
+
+            def _encode_one_hot(self, idx):
+                one_hot = torch.zeros((1, self.logits.size()[-1])).float()
+                one_hot[0][idx] = 1.0
+                return one_hot.to(self.device)
+
+            def forward(self, image):
+                self.model.zero_grad()
+                self.logits = self.model(image)
+                self.probs = F.softmax(self.logits, dim=1)[0]
+                return list(zip(*self.probs.sort(0, True)))
+
+            def backward(self, idx):
+                one_hot = self._encode_one_hot(idx)
+                self.logits.backward(gradient=one_hot, retain_graph=True)
+
+            def generate(self):
+                raise NotImplementedError
+
+            def remove_hook(self):
+                for handle in self.handlers:
+                    handle.remove()
+
+        class BackPropagation(_BaseWrapper):
+            def forward(self, image):
+                self.image = image.requires_grad_()
+                return super().forward(self.image)
+
+            def generate(self):
+                gradient = self.image.grad.cpu().clone().numpy()
+                self.image.grad.zero_()
+                return gradient.transpose(0, 2, 3, 1)[0]
+
+        class GuidedBackPropagation(BackPropagation):
+            def __init__(self, model):
+                super(GuidedBackPropagation, self).__init__(model)
+
+                def backward_hook(module, grad_in, grad_out):
+                    if isinstance(module, nn.ReLU):
+                        return (torch.clamp(grad_in[0], min=0.0),)
+
+                for module in self.model.named_modules():
+                    self.handlers.append(module[1].register_backward_hook(backward_hook))
+
+        class GradCAM(_BaseWrapper):
+            def __init__(self, model, candidate_layers=[]):
+                super(GradCAM, self).__init__(model)
+                self.fmap_pool = OrderedDict()
+                self.grad_pool = OrderedDict()
+                self.candidate_layers = candidate_layers
+
+                def forward_hook(module, input, output):
+                    self.fmap_pool[id(module)] = output.detach()
+
+                def backward_hook(module, grad_in, grad_out):
+                    self.grad_pool[id(module)] = grad_out[0].detach()
+
+                for module in self.model.named_modules():
+                    if len(self.candidate_layers) == 0 or module[0] in self.candidate_layers:
+                        self.handlers.append(module[1].register_forward_hook(forward_hook))
+                        self.handlers.append(module[1].register_backward_hook(backward_hook))
+
+            def _find(self, pool, target_layer):
+                for key, value in pool.items():
+                    for module in self.model.named_modules():
+                        if id(module[1]) == key:
+                            if module[0] == target_layer:
+                                return value
+                raise ValueError("Invalid layer name: {}".format(target_layer))
+
+            def _normalize(self, grads):
+                l2_norm = torch.sqrt(torch.mean(torch.pow(grads, 2))) + 1e-5
+                return grads / l2_norm
+
+            def _compute_grad_weights(self, grads):
+                grads = self._normalize(grads)
+                return F.adaptive_avg_pool2d(grads, 1)
+
+            def generate(self, target_layer):
+                fmaps = self._find(self.fmap_pool, target_layer)
+                grads = self._find(self.grad_pool, target_layer)
+                weights = self._compute_grad_weights(grads)
+
+                gcam = (fmaps[0] * weights[0]).sum(dim=0)
+                gcam = torch.clamp(gcam, min=0.0)
+
+                gcam -= gcam.min()
+                gcam /= gcam.max()
+
+                return gcam.cpu().numpy()
+
+        model = init_params(torch, nn.Sequential(OrderedDict([
+            ("conv1", nn.Conv2d(3, 4, 3, padding=1)), ("relu1", nn.ReLU()),
+            ("conv2", nn.Conv2d(4, 4, 3, padding=1)), ("relu2", nn.ReLU()),
+            ("pool", nn.AdaptiveAvgPool2d(1)), ("flat", nn.Flatten()), ("fc", nn.Linear(4, 3)),
+        ])), 0, scale=0.6)
+        model.eval()
+        image = randn(torch, (1, 3, 6, 6), 1)
+        topk = 2
+
+        bp = BackPropagation(model=model)
+        probs_ids = bp.forward(image)
+        log("probs", [float(p) for p, _ in probs_ids])
+        log("ids", [int(i) for _, i in probs_ids])
+
+        gbp = GuidedBackPropagation(model=model)
+        _ = gbp.forward(image)
+        gcam = GradCAM(model=model, candidate_layers=["relu2"])
+        _ = gcam.forward(image)
+        for i in range(topk):
+            idx = int(probs_ids[i][1])
+            gbp.backward(idx=idx)
+            gradients = gbp.generate()
+            gcam.backward(idx=idx)
+            regions = gcam.generate(target_layer="relu2")
+            log(f"guided{i}", gradients)
+            log(f"gcam{i}", regions)
+            log(f"guided_gradcam{i}", regions[..., None] * gradients)
+        gbp.remove_hook()
+        gcam.remove_hook()
+        bp.backward(idx=0)
+        log("vanilla", bp.generate())
+
+    run_both(program)
+
+
+# labmlai/annotated_deep_learning_paper_implementations labml_nn/transformers/fnet/__init__.py
+# (FNetMix: ``torch.fft.fft`` along the hidden then the sequence dim of a [seq, batch, d_model]
+# input and ``torch.real``, behind the ``query is key is value`` / ``mask is None`` asserts)
+# inside a post-norm residual layer with a feed-forward, as the experiment's transformer layer
+# uses it; seq 5, batch 2, d_model 6, 2 Adam steps of a regression loss
+def test_labml_fnet_mix():
+    def program(torch, log):
+        from typing import Optional
+        nn = torch.nn
+
+        class FNetMix(nn.Module):
+            def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: Optional[torch.Tensor] = None):
+                assert query is key and key is value
+                assert mask is None
+
+                x = query
+
+                fft_hidden = torch.fft.fft(x, dim=2)
+                fft_seq = torch.fft.fft(fft_hidden, dim=0)
+
+                return torch.real(fft_seq)
+
+        class Layer(nn.Module):
+            def __init__(self, d_model):
+                super().__init__()
+                self.mix = FNetMix()
+                self.norm1 = nn.LayerNorm([d_model])
+                self.ff = nn.Sequential(nn.Linear(d_model, 12), nn.ReLU(), nn.Linear(12, d_model))
+                self.norm2 = nn.LayerNorm([d_model])
+
+            def forward(self, x):
+                x = self.norm1(x + self.mix(query=x, key=x, value=x, mask=None))
+                return self.norm2(x + self.ff(x))
+
+        layer = init_params(torch, Layer(6), 0, scale=0.5)
+        opt = torch.optim.Adam(layer.parameters(), lr=1e-2)
+        x = randn(torch, (5, 2, 6), 1, requires_grad=True)
+        y = randn(torch, (5, 2, 6), 2)
+        for i in range(2):
+            out = layer(x)
+            loss = ((out - y) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("loss", loss)
+        log("x_grad", x.grad)
+        log("mix", FNetMix()(x, x, x))
+        log("w", layer.ff[0].weight)
+
+    run_both(program)
+
+
+# EvelynFan/FaceFormer faceformer.py (init_biased_mask: ALiBi slopes from get_slopes' recursion
+# for a non-power-of-2 head count, ``torch.Tensor(list)``, arange with a step, repeat/view,
+# ``torch.flip``, a row-by-row ``alibi[i, :i+1] = bias[-(i+1):]``, a causal float mask by two
+# masked_fills of -inf/0; enc_dec_mask's bool mask; PeriodicPositionalEncoding's repeated table;
+# Faceformer's teacher-forced forward through a batch_first nn.TransformerDecoder with a
+# per-head 3-D float tgt_mask and a bool memory_mask, and predict's autoregressive loop) with
+# the pretrained wav2vec2 encoder replaced by given hidden states (768 -> 8 features),
+# feature_dim 64 -> 6, nhead 4 -> 3 (non-power-of-2 slopes) via the mask's n_head, vertice_dim
+# 6, period 2, max_seq_len 600 -> 4, 2 frames, dataset "vocaset", 2 Adam steps in eval mode (the decoder's
+# dropout draws random streams), predict's timing print left out
+def test_faceformer_alibi_decoder():
+    def program(torch, log):
+        import math
+        from types import SimpleNamespace
+        nn = torch.nn
+
+        def init_biased_mask(n_head, max_seq_len, period):
+            def get_slopes(n):
+                def get_slopes_power_of_2(n):
+                    start = (2**(-2**-(math.log2(n)-3)))
+                    ratio = start
+                    return [start*ratio**i for i in range(n)]
+                if math.log2(n).is_integer():
+                    return get_slopes_power_of_2(n)
+                else:
+                    closest_power_of_2 = 2**math.floor(math.log2(n))
+                    return get_slopes_power_of_2(closest_power_of_2) + get_slopes(2*closest_power_of_2)[0::2][:n-closest_power_of_2]
+            slopes = torch.Tensor(get_slopes(n_head))
+            bias = torch.arange(start=0, end=max_seq_len, step=period).unsqueeze(1).repeat(1,period).view(-1)//(period)
+            bias = - torch.flip(bias,dims=[0])
+            alibi = torch.zeros(max_seq_len, max_seq_len)
+            for i in range(max_seq_len):
+                alibi[i, :i+1] = bias[-(i+1):]
+            alibi = slopes.unsqueeze(1).unsqueeze(1) * alibi.unsqueeze(0)
+            mask = (torch.triu(torch.ones(max_seq_len, max_seq_len)) == 1).transpose(0, 1)
+            mask = mask.float().masked_fill(mask == 0, float('-inf')).masked_fill(mask == 1, float(0.0))
+            mask = mask.unsqueeze(0) + alibi
+            return mask
+
+        def enc_dec_mask(device, dataset, T, S):
+            mask = torch.ones(T, S)
+            if dataset == "BIWI":
+                for i in range(T):
+                    mask[i, i*2:i*2+2] = 0
+            elif dataset == "vocaset":
+                for i in range(T):
+                    mask[i, i] = 0
+            return (mask==1).to(device=device)
+
+        class PeriodicPositionalEncoding(nn.Module):
+            def __init__(self, d_model, dropout=0.1, period=25, max_seq_len=600):
+                super(PeriodicPositionalEncoding, self).__init__()
+                self.dropout = nn.Dropout(p=dropout)
+                pe = torch.zeros(period, d_model)
+                position = torch.arange(0, period, dtype=torch.float).unsqueeze(1)
+                div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+                pe[:, 0::2] = torch.sin(position * div_term)
+                pe[:, 1::2] = torch.cos(position * div_term)
+                pe = pe.unsqueeze(0)
+                repeat_num = (max_seq_len//period) + 1
+                pe = pe.repeat(1, repeat_num, 1)
+                self.register_buffer('pe', pe)
+
+            def forward(self, x):
+                x = x + self.pe[:, :x.size(1), :]
+                return self.dropout(x)
+
+        class Faceformer(nn.Module):
+            def __init__(self, args):
+                super(Faceformer, self).__init__()
+                self.dataset = args.dataset
+                self.audio_feature_map = nn.Linear(8, args.feature_dim)
+                self.vertice_map = nn.Linear(args.vertice_dim, args.feature_dim)
+                self.PPE = PeriodicPositionalEncoding(args.feature_dim, period = args.period)
+                self.biased_mask = init_biased_mask(n_head = 3, max_seq_len = 4, period=args.period)
+                decoder_layer = nn.TransformerDecoderLayer(d_model=args.feature_dim, nhead=3, dim_feedforward=2*args.feature_dim, batch_first=True)
+                self.transformer_decoder = nn.TransformerDecoder(decoder_layer, num_layers=1)
+                self.vertice_map_r = nn.Linear(args.feature_dim, args.vertice_dim)
+                self.obj_vector = nn.Linear(len(args.train_subjects.split()), args.feature_dim, bias=False)
+                self.device = args.device
+                nn.init.constant_(self.vertice_map_r.weight, 0)
+                nn.init.constant_(self.vertice_map_r.bias, 0)
+
+            def forward(self, hidden_states, template, vertice, one_hot, criterion, teacher_forcing=True):
+                template = template.unsqueeze(1)
+                obj_embedding = self.obj_vector(one_hot)
+                hidden_states = self.audio_feature_map(hidden_states)
+                vertice_emb = obj_embedding.unsqueeze(1)
+                style_emb = vertice_emb
+                vertice_input = torch.cat((template,vertice[:,:-1]), 1)
+                vertice_input = vertice_input - template
+                vertice_input = self.vertice_map(vertice_input)
+                vertice_input = vertice_input + style_emb
+                vertice_input = self.PPE(vertice_input)
+                tgt_mask = self.biased_mask[:, :vertice_input.shape[1], :vertice_input.shape[1]].clone().detach().to(device=self.device)
+                memory_mask = enc_dec_mask(self.device, self.dataset, vertice_input.shape[1], hidden_states.shape[1])
+                vertice_out = self.transformer_decoder(vertice_input, hidden_states, tgt_mask=tgt_mask, memory_mask=memory_mask)
+                vertice_out = self.vertice_map_r(vertice_out)
+                vertice_out = vertice_out + template
+                loss = criterion(vertice_out, vertice)
+                loss = torch.mean(loss)
+                return loss
+
+            def predict(self, hidden_states, template, one_hot):
+                template = template.unsqueeze(1)
+                obj_embedding = self.obj_vector(one_hot)
+                frame_num = hidden_states.shape[1]
+                hidden_states = self.audio_feature_map(hidden_states)
+                for i in range(frame_num):
+                    if i==0:
+                        vertice_emb = obj_embedding.unsqueeze(1)
+                        style_emb = vertice_emb
+                        vertice_input = self.PPE(style_emb)
+                    else:
+                        vertice_input = self.PPE(vertice_emb)
+                    tgt_mask = self.biased_mask[:, :vertice_input.shape[1], :vertice_input.shape[1]].clone().detach().to(device=self.device)
+                    memory_mask = enc_dec_mask(self.device, self.dataset, vertice_input.shape[1], hidden_states.shape[1])
+                    vertice_out = self.transformer_decoder(vertice_input, hidden_states, tgt_mask=tgt_mask, memory_mask=memory_mask)
+                    vertice_out = self.vertice_map_r(vertice_out)
+                    new_output = self.vertice_map(vertice_out[:,-1,:]).unsqueeze(1)
+                    new_output = new_output + style_emb
+                    vertice_emb = torch.cat((vertice_emb, new_output), 1)
+                vertice_out = vertice_out + template
+                return vertice_out
+
+        args = SimpleNamespace(dataset="vocaset", feature_dim=6, vertice_dim=6, period=2,
+                               train_subjects="A B", device="cpu")
+        model = Faceformer(args)
+        log("biased_mask", model.biased_mask)
+        init_params(torch, model, 0, scale=0.4)
+        model.eval()
+        criterion = nn.MSELoss(reduction="none")
+        optimizer = torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), lr=1e-3)
+        hidden = randn(torch, (1, 2, 8), 1)
+        template = randn(torch, (1, 6), 2)
+        vertice = randn(torch, (1, 2, 6), 3)
+        one_hot = torch.tensor([[1.0, 0.0]])
+        for i in range(2):
+            loss = model(hidden, template, vertice, one_hot, criterion, teacher_forcing=True)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            log("loss", loss)
+        with torch.no_grad():
+            log("predict", model.predict(hidden, template, one_hot))
+
+    run_both(program)
