@@ -1368,3 +1368,118 @@ def test_faceformer_alibi_decoder():
             log("predict", model.predict(hidden, template, one_hot))
 
     run_both(program)
+
+
+# greydanus/hamiltonian-nn hnn.py, nn_models.py and utils.py (HNN: ``y.split(1, 1)``,
+# time_derivative's ``torch.autograd.grad(F.sum(), x, create_graph=True)`` for the conservative
+# and solenoidal fields against ``torch.eye(*M.shape)`` and ``M.t()``, permutation_tensor both
+# ways: ``torch.cat([M[n//2:], -M[:n//2]])`` and the Levi-Civita one by ``M *= 1 - eye``,
+# strided in-place ``M[::2] *= -1`` / ``M[:, ::2] *= -1`` and element ``*=``; MLP with
+# ``torch.nn.init.orthogonal_`` overwritten by ``init_params``; utils.rk4 and L2_loss) trained
+# as experiment-spring/train.py does (Adam with weight_decay, a requires_grad input, backward /
+# step / zero_grad); hidden 200 -> 8, 4 points of a 2-D (field_type 'both') and a 4-D system, 2
+# steps each, the rk4 derivative in the second
+def test_hamiltonian_nn():
+    def program(torch, log):
+        class MLP(torch.nn.Module):
+            def __init__(self, input_dim, hidden_dim, output_dim):
+                super(MLP, self).__init__()
+                self.linear1 = torch.nn.Linear(input_dim, hidden_dim)
+                self.linear2 = torch.nn.Linear(hidden_dim, hidden_dim)
+                self.linear3 = torch.nn.Linear(hidden_dim, output_dim)
+
+                for l in [self.linear1, self.linear2, self.linear3]:
+                    torch.nn.init.orthogonal_(l.weight)
+
+            def forward(self, x, separate_fields=False):
+                h = self.linear1(x).tanh()
+                h = self.linear2(h).tanh()
+                return self.linear3(h)
+
+        def rk4(fun, y0, t, dt, *args, **kwargs):
+            dt2 = dt / 2.0
+            k1 = fun(y0, t, *args, **kwargs)
+            k2 = fun(y0 + dt2 * k1, t + dt2, *args, **kwargs)
+            k3 = fun(y0 + dt2 * k2, t + dt2, *args, **kwargs)
+            k4 = fun(y0 + dt * k3, t + dt, *args, **kwargs)
+            dy = dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+            return dy
+
+        def L2_loss(u, v):
+            return (u-v).pow(2).mean()
+
+        class HNN(torch.nn.Module):
+            def __init__(self, input_dim, differentiable_model, field_type='solenoidal',
+                         baseline=False, assume_canonical_coords=True):
+                super(HNN, self).__init__()
+                self.baseline = baseline
+                self.differentiable_model = differentiable_model
+                self.assume_canonical_coords = assume_canonical_coords
+                self.M = self.permutation_tensor(input_dim)
+                self.field_type = field_type
+
+            def forward(self, x):
+                if self.baseline:
+                    return self.differentiable_model(x)
+
+                y = self.differentiable_model(x)
+                assert y.dim() == 2 and y.shape[1] == 2, "Output tensor should have shape [batch_size, 2]"
+                return y.split(1,1)
+
+            def rk4_time_derivative(self, x, dt):
+                return rk4(fun=self.time_derivative, y0=x, t=0, dt=dt)
+
+            def time_derivative(self, x, t=None, separate_fields=False):
+                if self.baseline:
+                    return self.differentiable_model(x)
+
+                F1, F2 = self.forward(x)
+
+                conservative_field = torch.zeros_like(x)
+                solenoidal_field = torch.zeros_like(x)
+
+                if self.field_type != 'solenoidal':
+                    dF1 = torch.autograd.grad(F1.sum(), x, create_graph=True)[0]
+                    conservative_field = dF1 @ torch.eye(*self.M.shape)
+
+                if self.field_type != 'conservative':
+                    dF2 = torch.autograd.grad(F2.sum(), x, create_graph=True)[0]
+                    solenoidal_field = dF2 @ self.M.t()
+
+                if separate_fields:
+                    return [conservative_field, solenoidal_field]
+
+                return conservative_field + solenoidal_field
+
+            def permutation_tensor(self,n):
+                M = None
+                if self.assume_canonical_coords:
+                    M = torch.eye(n)
+                    M = torch.cat([M[n//2:], -M[:n//2]])
+                else:
+                    M = torch.ones(n,n)
+                    M *= 1 - torch.eye(n)
+                    M[::2] *= -1
+                    M[:,::2] *= -1
+
+                    for i in range(n):
+                        for j in range(i+1, n):
+                            M[i,j] *= -1
+                return M
+
+        for run, (dim, field_type, canonical) in enumerate([(2, 'both', True), (4, 'solenoidal', False)]):
+            model = HNN(dim, differentiable_model=init_params(torch, MLP(dim, 8, 2), run),
+                        field_type=field_type, assume_canonical_coords=canonical)
+            log("M", model.M)
+            optim = torch.optim.Adam(model.parameters(), 1e-2, weight_decay=1e-4)
+            x = torch.tensor(np.random.RandomState(run).randn(4, dim), requires_grad=True, dtype=torch.float32)
+            dxdt = torch.Tensor(np.random.RandomState(10 + run).randn(4, dim))
+            for step in range(2):
+                dxdt_hat = model.rk4_time_derivative(x, 0.1) if run else model.time_derivative(x)
+                loss = L2_loss(dxdt, dxdt_hat)
+                loss.backward() ; optim.step() ; optim.zero_grad()
+                log("loss", loss)
+            log("fields", model.time_derivative(x, separate_fields=True))
+            log("w", model.differentiable_model.linear1.weight)
+
+    run_both(program)
