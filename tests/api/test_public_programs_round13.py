@@ -192,7 +192,7 @@ def test_pytorch_mdn():
     def program(torch, log):
         import math
         nn, optim = torch.nn, torch.optim
-        from torch.autograd import Variable  # noqa: F401  (the file's import)
+        Variable = torch.autograd.Variable  # noqa: F841  (the file's import)
 
         ONEOVERSQRT2PI = 1.0 / math.sqrt(2 * math.pi)
 
@@ -1481,5 +1481,181 @@ def test_hamiltonian_nn():
                 log("loss", loss)
             log("fields", model.time_derivative(x, separate_fields=True))
             log("w", model.differentiable_model.linear1.weight)
+
+    run_both(program)
+
+
+# ikostrikov/pytorch-trpo trpo.py, utils.py and main.py's Policy/update_params (conjugate
+# gradients with in-place ``x += alpha * p`` and a 0-d ``rdotr < residual_tol`` test; the
+# Fisher-vector product by ``torch.autograd.grad(kl, params, create_graph=True)`` twice;
+# get/set_flat_params through ``param.data.view(-1)`` and ``param.data.copy_``; the line search
+# over ``.5**np.arange(...)``; ``Variable`` wrappers and a ``with torch.no_grad()`` loss). Run
+# as written, trpo_step fails in torch 2 at ``lm[0]`` (indexing a 0-dim tensor): the exception
+# class and message are logged. The step is then finished as users patch it (``lm`` and the
+# line-search values viewed as 1-element tensors); widths 64 -> 6, 5 states of dim 3, 2 actions
+def test_pytorch_trpo():
+    def program(torch, log):
+        import math
+        nn = torch.nn
+        Variable = torch.autograd.Variable   # the file's ``from torch.autograd import Variable``
+
+        def normal_log_density(x, mean, log_std, std):
+            var = std.pow(2)
+            log_density = -(x - mean).pow(2) / (
+                2 * var) - 0.5 * math.log(2 * math.pi) - log_std
+            return log_density.sum(1)
+
+        def get_flat_params_from(model):
+            params = []
+            for param in model.parameters():
+                params.append(param.data.view(-1))
+
+            flat_params = torch.cat(params)
+            return flat_params
+
+        def set_flat_params_to(model, flat_params):
+            prev_ind = 0
+            for param in model.parameters():
+                flat_size = int(np.prod(list(param.size())))
+                param.data.copy_(
+                    flat_params[prev_ind:prev_ind + flat_size].view(param.size()))
+                prev_ind += flat_size
+
+        def conjugate_gradients(Avp, b, nsteps, residual_tol=1e-10):
+            x = torch.zeros(b.size())
+            r = b.clone()
+            p = b.clone()
+            rdotr = torch.dot(r, r)
+            for i in range(nsteps):
+                _Avp = Avp(p)
+                alpha = rdotr / torch.dot(p, _Avp)
+                x += alpha * p
+                r -= alpha * _Avp
+                new_rdotr = torch.dot(r, r)
+                betta = new_rdotr / rdotr
+                p = r + betta * p
+                rdotr = new_rdotr
+                if rdotr < residual_tol:
+                    break
+            return x
+
+        def linesearch(model,
+                       f,
+                       x,
+                       fullstep,
+                       expected_improve_rate,
+                       max_backtracks=10,
+                       accept_ratio=.1):
+            fval = f(True).data
+            print("fval before", fval[0])
+            for (_n_backtracks, stepfrac) in enumerate(.5**np.arange(max_backtracks)):
+                xnew = x + stepfrac * fullstep
+                set_flat_params_to(model, xnew)
+                newfval = f(True).data
+                actual_improve = fval - newfval
+                expected_improve = expected_improve_rate * stepfrac
+                ratio = actual_improve / expected_improve
+                print("a/e/r", actual_improve[0], expected_improve[0], ratio[0])
+
+                if ratio[0] > accept_ratio and actual_improve[0] > 0:
+                    print("fval after", newfval[0])
+                    return True, xnew
+            return False, x
+
+        def trpo_step(model, get_loss, get_kl, max_kl, damping, patched=False):
+            loss = get_loss()
+            grads = torch.autograd.grad(loss, model.parameters(), create_graph=True)
+            loss_grad = torch.cat([grad.view(-1) for grad in grads]).data
+
+            def Fvp(v):
+                kl = get_kl()
+                kl = kl.mean()
+
+                grads = torch.autograd.grad(kl, model.parameters(), create_graph=True)
+                flat_grad_kl = torch.cat([grad.view(-1) for grad in grads])
+
+                kl_v = (flat_grad_kl * Variable(v)).sum()
+                grads = torch.autograd.grad(kl_v, model.parameters())
+                flat_grad_grad_kl = torch.cat([grad.view(-1) for grad in grads]).data
+
+                return flat_grad_grad_kl + v * damping
+
+            stepdir = conjugate_gradients(Fvp, -loss_grad, 10)
+
+            shs = 0.5 * (stepdir * Fvp(stepdir)).sum(0)
+
+            lm = torch.sqrt(shs / max_kl)
+            if patched:
+                lm = lm.view(1)
+            fullstep = stepdir / lm[0]
+
+            neggdotstepdir = (-loss_grad * stepdir).sum(0)
+            print(("lagrange multiplier:", lm[0], "grad_norm:", loss_grad.norm()))
+
+            prev_params = get_flat_params_from(model)
+            success, new_params = linesearch(model, get_loss, prev_params, fullstep,
+                                             neggdotstepdir / lm[0])
+            set_flat_params_to(model, new_params)
+
+            return loss
+
+        class Policy(nn.Module):
+            def __init__(self, num_inputs, num_outputs):
+                super(Policy, self).__init__()
+                self.affine1 = nn.Linear(num_inputs, 6)
+                self.affine2 = nn.Linear(6, 6)
+
+                self.action_mean = nn.Linear(6, num_outputs)
+                self.action_mean.weight.data.mul_(0.1)
+                self.action_mean.bias.data.mul_(0.0)
+
+                self.action_log_std = nn.Parameter(torch.zeros(1, num_outputs))
+
+            def forward(self, x):
+                x = torch.tanh(self.affine1(x))
+                x = torch.tanh(self.affine2(x))
+
+                action_mean = self.action_mean(x)
+                action_log_std = self.action_log_std.expand_as(action_mean)
+                action_std = torch.exp(action_log_std)
+
+                return action_mean, action_log_std, action_std
+
+        policy_net = init_params(torch, Policy(3, 2), 0, scale=0.5)
+        states = randn(torch, (5, 3), 1)
+        actions = randn(torch, (5, 2), 2)
+        advantages = randn(torch, (5,), 3)
+
+        action_means, action_log_stds, action_stds = policy_net(Variable(states))
+        fixed_log_prob = normal_log_density(Variable(actions), action_means, action_log_stds, action_stds).data.clone()
+
+        for patched in (False, True):
+            def get_loss(volatile=False):
+                if volatile:
+                    with torch.no_grad():
+                        action_means, action_log_stds, action_stds = policy_net(Variable(states))
+                else:
+                    action_means, action_log_stds, action_stds = policy_net(Variable(states))
+
+                log_prob = normal_log_density(Variable(actions), action_means, action_log_stds, action_stds)
+                action_loss = -Variable(advantages) * torch.exp(log_prob - Variable(fixed_log_prob))
+                return action_loss.mean().view(1) if patched else action_loss.mean()
+
+            def get_kl():
+                mean1, log_std1, std1 = policy_net(Variable(states))
+
+                mean0 = Variable(mean1.data)
+                log_std0 = Variable(log_std1.data)
+                std0 = Variable(std1.data)
+                kl = log_std1 - log_std0 + (std0.pow(2) + (mean0 - mean1).pow(2)) / (2.0 * std1.pow(2)) - 0.5
+                return kl.sum(1, keepdim=True)
+
+            try:
+                loss = trpo_step(policy_net, get_loss if patched else (lambda *a: get_loss(*a)), get_kl,
+                                 1e-2, 1e-1, patched=patched)
+                log("loss", loss)
+            except IndexError as e:
+                log("error", (type(e).__name__, str(e)))
+            log("params", get_flat_params_from(policy_net))
 
     run_both(program)
