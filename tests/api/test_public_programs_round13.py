@@ -1491,8 +1491,8 @@ def test_hamiltonian_nn():
 # get/set_flat_params through ``param.data.view(-1)`` and ``param.data.copy_``; the line search
 # over ``.5**np.arange(...)``; ``Variable`` wrappers and a ``with torch.no_grad()`` loss). Run
 # as written, trpo_step fails in torch 2 at ``lm[0]`` (indexing a 0-dim tensor): the exception
-# class and message are logged. The step is then finished as users patch it (``lm`` and the
-# line-search values viewed as 1-element tensors); widths 64 -> 6, 5 states of dim 3, 2 actions
+# class and message are logged. The step is then finished as users patch it (``lm``, the
+# expected improvement and the line-search values viewed as 1-element tensors); widths 64 -> 6, 5 states of dim 3, 2 actions
 def test_pytorch_trpo():
     def program(torch, log):
         import math
@@ -1590,6 +1590,8 @@ def test_pytorch_trpo():
             fullstep = stepdir / lm[0]
 
             neggdotstepdir = (-loss_grad * stepdir).sum(0)
+            if patched:
+                neggdotstepdir = neggdotstepdir.view(1)
             print(("lagrange multiplier:", lm[0], "grad_norm:", loss_grad.norm()))
 
             prev_params = get_flat_params_from(model)
