@@ -1661,3 +1661,125 @@ def test_pytorch_trpo():
             log("params", get_flat_params_from(policy_net))
 
     run_both(program)
+
+
+# YongfeiYan/Gumbel_Softmax_VAE gumbel_softmax_vae.py (the straight-through gumbel_softmax:
+# ``y.max(dim=-1)``, a ``zeros_like(y).view(-1, K)`` one-hot by ``scatter_``, ``(y_hard -
+# y).detach() + y``; VAE_gumbel's encode/decode; loss_function's ``F.binary_cross_entropy(...,
+# size_average=False)`` and the categorical KL; train()'s loop over a DataLoader with the
+# temperature annealed by ``np.maximum(temp * np.exp(...), temp_min)`` (a numpy float64
+# divisor) and its prints; run()'s decode of ``torch.from_numpy`` one-hots drawn by
+# ``np.random.choice``); 784/512/256 -> 12/8/6, latent_dim 30 -> 3, categorical_dim 10 -> 4,
+# a 6-image TensorDataset of seeded [0, 1) pixels in batches of 2 in place of MNIST, one epoch,
+# ``batch_idx % 100 == 1`` -> ``% 2 == 1`` so the annealing runs; sample_gumbel's
+# ``torch.rand`` is a seeded numpy draw; test() (save_image) left out
+def test_gumbel_softmax_vae():
+    def program(torch, log):
+        nn, optim, F = torch.nn, torch.optim, torch.nn.functional
+        rs = np.random.RandomState(5)
+
+        def sample_gumbel(shape, eps=1e-20):
+            U = torch.tensor(rs.rand(*shape).astype(np.float32))
+            return -torch.log(-torch.log(U + eps) + eps)
+
+        def gumbel_softmax_sample(logits, temperature):
+            y = logits + sample_gumbel(logits.size())
+            return F.softmax(y / temperature, dim=-1)
+
+        def gumbel_softmax(logits, temperature):
+            y = gumbel_softmax_sample(logits, temperature)
+            shape = y.size()
+            _, ind = y.max(dim=-1)
+            y_hard = torch.zeros_like(y).view(-1, shape[-1])
+            y_hard.scatter_(1, ind.view(-1, 1), 1)
+            y_hard = y_hard.view(*shape)
+            y_hard = (y_hard - y).detach() + y
+            return y_hard.view(-1, latent_dim * categorical_dim)
+
+        class VAE_gumbel(nn.Module):
+            def __init__(self, temp):
+                super(VAE_gumbel, self).__init__()
+
+                self.fc1 = nn.Linear(12, 8)
+                self.fc2 = nn.Linear(8, 6)
+                self.fc3 = nn.Linear(6, latent_dim * categorical_dim)
+
+                self.fc4 = nn.Linear(latent_dim * categorical_dim, 6)
+                self.fc5 = nn.Linear(6, 8)
+                self.fc6 = nn.Linear(8, 12)
+
+                self.relu = nn.ReLU()
+                self.sigmoid = nn.Sigmoid()
+
+            def encode(self, x):
+                h1 = self.relu(self.fc1(x))
+                h2 = self.relu(self.fc2(h1))
+                return self.relu(self.fc3(h2))
+
+            def decode(self, z):
+                h4 = self.relu(self.fc4(z))
+                h5 = self.relu(self.fc5(h4))
+                return self.sigmoid(self.fc6(h5))
+
+            def forward(self, x, temp):
+                q = self.encode(x.view(-1, 12))
+                q_y = q.view(q.size(0), latent_dim, categorical_dim)
+                z = gumbel_softmax(q_y, temp)
+                return self.decode(z), F.softmax(q_y, dim=-1).reshape(*q.size())
+
+        latent_dim = 3
+        categorical_dim = 4
+
+        temp_min = 0.5
+        ANNEAL_RATE = 0.03
+
+        model = init_params(torch, VAE_gumbel(1.0), 0, scale=0.5)
+        optimizer = optim.Adam(model.parameters(), lr=1e-3)
+
+        def loss_function(recon_x, x, qy):
+            BCE = F.binary_cross_entropy(recon_x, x.view(-1, 12), size_average=False) / x.shape[0]
+
+            log_ratio = torch.log(qy * categorical_dim + 1e-20)
+            KLD = torch.sum(qy * log_ratio, dim=-1).mean()
+
+            return BCE + KLD
+
+        images = torch.tensor(np.random.RandomState(1).rand(6, 1, 3, 4).astype(np.float32))
+        train_loader = torch.utils.data.DataLoader(
+            torch.utils.data.TensorDataset(images, torch.zeros(6)), batch_size=2, shuffle=False)
+
+        def train(epoch):
+            model.train()
+            train_loss = 0
+            temp = 1.0
+            for batch_idx, (data, _) in enumerate(train_loader):
+                optimizer.zero_grad()
+                recon_batch, qy = model(data, temp)
+                loss = loss_function(recon_batch, data, qy)
+                loss.backward()
+                train_loss += loss.item() * len(data)
+                optimizer.step()
+                if batch_idx % 2 == 1:
+                    temp = np.maximum(temp * np.exp(-ANNEAL_RATE * batch_idx), temp_min)
+                log("temp", float(temp))
+                log("loss", loss)
+
+                print('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.4f}'.format(
+                    epoch, batch_idx * len(data), len(train_loader.dataset),
+                           100. * batch_idx / len(train_loader),
+                           loss.item()))
+
+            print('====> Epoch: {} Average loss: {:.3f}'.format(
+                epoch, train_loss / len(train_loader.dataset)))
+
+        with _seeded(0):
+            train(1)
+            M = 2 * latent_dim
+            np_y = np.zeros((M, categorical_dim), dtype=np.float32)
+            np_y[range(M), np.random.choice(categorical_dim, M)] = 1
+            np_y = np.reshape(np_y, [M // latent_dim, latent_dim, categorical_dim])
+            sample = torch.from_numpy(np_y).view(M // latent_dim, latent_dim * categorical_dim)
+            sample = model.decode(sample).cpu()
+            log("sample", sample.data.view(M // latent_dim, 1, 3, 4))
+
+    run_both(program)
