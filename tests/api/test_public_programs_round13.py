@@ -1783,3 +1783,75 @@ def test_gumbel_softmax_vae():
             log("sample", sample.data.view(M // latent_dim, 1, 3, 4))
 
     run_both(program)
+
+
+# OpenNMT/OpenNMT-py onmt/utils/loss.py (LabelSmoothingLoss: a ``torch.full`` smoothing row
+# with ``one_hot[self.ignore_index] = 0`` registered as a (1, V) buffer, forward's
+# ``repeat(target.size(0), 1)``, ``scatter_`` of the confidence, ``masked_fill_`` of padded
+# rows by an unsqueezed bool mask and ``F.kl_div(reduction='sum')``; NMTLossCompute's
+# ``_bottle``/``target.view(-1)`` through a generator of Linear + LogSoftmax(dim=-1), and
+# LossComputeBase._stats' ``max(1)[1]``, ``ne``/``eq``/``masked_select(...).sum().item()``);
+# vocab 6 with padding index 1, (3, 2, 4) decoder outputs, 2 Adam steps; the default
+# ignore_index=-100 with a vocab smaller than 100 raises (the IndexError is compared)
+def test_opennmt_label_smoothing_loss():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class LabelSmoothingLoss(nn.Module):
+            def __init__(self, label_smoothing, tgt_vocab_size, ignore_index=-100):
+                assert 0.0 < label_smoothing <= 1.0
+                self.ignore_index = ignore_index
+                super(LabelSmoothingLoss, self).__init__()
+
+                smoothing_value = label_smoothing / (tgt_vocab_size - 2)
+                one_hot = torch.full((tgt_vocab_size,), smoothing_value)
+                one_hot[self.ignore_index] = 0
+                self.register_buffer('one_hot', one_hot.unsqueeze(0))
+
+                self.confidence = 1.0 - label_smoothing
+
+            def forward(self, output, target):
+                model_prob = self.one_hot.repeat(target.size(0), 1)
+                model_prob.scatter_(1, target.unsqueeze(1), self.confidence)
+                model_prob.masked_fill_((target == self.ignore_index).unsqueeze(1), 0)
+
+                return F.kl_div(output, model_prob, reduction='sum')
+
+        def _bottle(_v):
+            return _v.view(-1, _v.size(2))
+
+        def _stats(loss, scores, target, padding_idx):
+            pred = scores.max(1)[1]
+            non_padding = target.ne(padding_idx)
+            num_correct = pred.eq(target).masked_select(non_padding).sum().item()
+            num_non_padding = non_padding.sum().item()
+            return loss.item(), num_non_padding, num_correct
+
+        try:
+            LabelSmoothingLoss(0.1, 6)
+        except IndexError as e:
+            log("default_ignore", (type(e).__name__, str(e)))
+
+        padding_idx = 1
+        criterion = LabelSmoothingLoss(0.1, 6, ignore_index=padding_idx)
+        log("one_hot", criterion.one_hot)
+        generator = init_params(torch, nn.Sequential(nn.Linear(4, 6), nn.LogSoftmax(dim=-1)), 0, scale=0.6)
+        decoder = init_params(torch, nn.Linear(4, 4), 1, scale=0.6)
+        opt = torch.optim.Adam(list(generator.parameters()) + list(decoder.parameters()), lr=1e-2)
+        dec_in = randn(torch, (3, 2, 4), 2)
+        target = torch.tensor([[2, 3], [1, 5], [4, 1]])
+        for i in range(2):
+            output = decoder(dec_in)
+            scores = generator(_bottle(output))
+            gtruth = target.view(-1)
+            loss = criterion(scores, gtruth)
+            stats = _stats(loss.clone(), scores, gtruth, padding_idx)
+            opt.zero_grad()
+            loss.div(float(gtruth.ne(padding_idx).sum())).backward()
+            opt.step()
+            log("loss", loss)
+            log("stats", stats[1:])
+            print("loss %.4f n_words %d n_correct %d" % stats)
+        log("w", generator[0].weight)
+
+    run_both(program)
