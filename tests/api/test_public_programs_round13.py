@@ -4,11 +4,20 @@
 ``fill_diagonal_`` and ``torch.diag`` offsets, a VQ-VAE quantizer's straight-through estimator
 with ``scatter_`` one-hots, a mixture density network, EfficientNet's memory-efficient Swish
 (``ctx.saved_variables``) and TensorFlow-style same padding, MobileNetV3's hard-swish /
-squeeze-excite inverted residuals, ... Each keeps its program's code at tiny sizes (fewer
-channels, steps and samples), with numpy-seeded data and parameters (``init_params``/``randn``)
-in place of downloads and random streams; where a program's own code had to change, the
-comment above its test says how and why. Python's ``random`` and numpy's global stream are
-seeded at the start of each run (``_seeded``).
+squeeze-excite inverted residuals, Glow (data-dependent ActNorm, LU-parametrised invertible 1x1
+convs from scipy, ``inverse()`` in reverse), Grad-CAM and guided backpropagation through
+``register_backward_hook`` on every module, FNet's ``torch.fft`` token mixing, FaceFormer's
+ALiBi-biased TransformerDecoder with its autoregressive predict loop, Hamiltonian neural
+networks (``autograd.grad(create_graph=True)`` in the loss, rk4), TRPO's conjugate gradients and
+Fisher-vector products (with the 0-dim indexing error torch 2 raises in the original), a
+Gumbel-softmax VAE with a numpy-annealed temperature, and OpenNMT's label smoothing loss. Each
+keeps its program's code at tiny sizes (fewer channels, steps and samples), with numpy-seeded
+data and parameters (``init_params``/``randn``) in place of downloads and random streams; where
+a program's own code had to change, the comment above its test says how and why. Python's
+``random`` and numpy's global stream are seeded at the start of a run where the program draws
+from them (``_seeded``). A ``from torch... import`` inside a program would import the real
+torch on the tracegrad side too, so such imports are written as attribute lookups on the
+``torch`` argument.
 """
 import contextlib
 import random
@@ -1855,3 +1864,4 @@ def test_opennmt_label_smoothing_loss():
         log("w", generator[0].weight)
 
     run_both(program)
+
