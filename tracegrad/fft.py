@@ -1,7 +1,7 @@
 """``tracegrad.fft``: ``torch.fft``'s transforms, frequencies and shifts, same names and arguments.
 
 Each transform is one op whose backward is JAX's VJP of ``jax.numpy.fft`` (``tracegrad.func.
-jax_function``; grad_fn ``FftR2CBackward`` / ``FftC2CBackward`` / ``FftC2RBackward``, torch's names
+jax_function``; grad_fn ``FftR2CBackward0`` / ``FftC2CBackward0`` / ``FftC2RBackward0``, torch's names
 without the trailing 0). Dtypes as torch: float32 -> complex64, float64 -> complex128; integer
 inputs compute in the default float dtype; ``irfft``/``hfft`` return the real dtype. ``norm`` is
 ``"backward"`` (default: no scaling forward, ``1/n`` inverse), ``"ortho"`` or ``"forward"``.

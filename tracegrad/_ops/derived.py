@@ -87,7 +87,19 @@ def jax_function_op(name: str, fn, nargs: int, n_out: int, doc=None) -> Op:
     Every input is saved: the backward re-runs ``fn``'s VJP from them (DESIGN 2.1). Not cached
     here: each wrapped function keeps its own ops (one per arity and output count)."""
     names = tuple(f"input{i}" for i in range(nargs))
-    return Op(name=name, fn=fn, args=names, grad_fn=f"{name}Backward", saves=names, n_out=n_out, doc=doc)
+    grad_fn = f"{name}Backward0" if name in _TORCH_NODES else f"{name}Backward"
+    return Op(name=name, fn=fn, args=names, grad_fn=grad_fn, saves=names, n_out=n_out, doc=doc)
+
+
+# the linalg/fft functions tracegrad runs through jax_function whose torch node is one native
+# function: torch names that node ``<name>Backward0`` (``LinalgSlogdetBackward0``,
+# ``FftR2CBackward0``); composites (matrix_norm, pinv, svdvals) and internal helpers keep
+# ``<name>Backward``
+_TORCH_NODES = frozenset((
+    "LinalgInvEx", "LinalgDet", "LinalgSlogdet", "LinalgQr", "LinalgSvd", "LinalgEigh", "LinalgCross",
+    "LinalgCholeskyEx", "CholeskySolve", "CholeskyInverse", "LinalgSolveEx", "LinalgLuFactorEx",
+    "LuUnpack", "LinalgLuSolve", "LinalgSolveTriangular", "LinalgLstsq", "LinalgEig",
+    "LinalgHouseholderProduct", "Geqrf", "Ormqr", "LinalgMatrixExp", "FftR2C", "FftC2C", "FftC2R"))
 
 
 def jvp_op(op: Op, static: tuple, mask: tuple, out_idx):

@@ -225,9 +225,11 @@ def _batch_norm(x, w, b, rm, rv, *, training, eps):
     return y.astype(dt), mean, var
 
 
+# the running statistics are saved but never differentiated: like torch's node, no edge for them
+# (next_functions is (input, weight, bias); a legacy module backward hook sees three grads)
 defop("native_batch_norm", _batch_norm, args=("input", "weight", "bias", "running_mean", "running_var"),
       grad_fn="NativeBatchNormBackward0", saves=("input", "weight", "running_mean", "running_var"),
-      n_out=3, n_diff=1)
+      n_out=3, n_diff=1, no_edge=("running_mean", "running_var"))
 
 
 def _layer_norm(x, w, b, *, n, eps):
@@ -338,10 +340,12 @@ def _nll_loss(x, target, w, *, reduction, ignore_index):
     return loss
 
 
+# torch's nll_loss nodes have one edge (self): the target and the class weights are not
+# differentiated (a legacy module backward hook sees one grad_input)
 defop("nll_loss", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLossBackward0",
-      saves=("self", "target", "weight"))
+      saves=("self", "target", "weight"), no_edge=("target", "weight"))
 defop("nll_loss2d", _nll_loss, args=("self", "target", "weight"), grad_fn="NllLoss2DBackward0",
-      saves=("self", "target", "weight"))
+      saves=("self", "target", "weight"), no_edge=("target", "weight"))
 defop("mse_loss", lambda x, t, reduction: _reduce(jnp.square(x - t), reduction), args=("self", "target"),
       grad_fn="MseLossBackward0", saves=("self", "target"))
 
@@ -440,8 +444,9 @@ def _bce(x, t, w, *, reduction):
     return _reduce(loss, reduction)
 
 
+# edges for self and target only, as torch's nodes: the weights are not differentiated
 defop("binary_cross_entropy", _bce, args=("self", "target", "weight"), grad_fn="BinaryCrossEntropyBackward0",
-      saves=("self", "target", "weight"))
+      saves=("self", "target", "weight"), no_edge=("weight",))
 
 
 def _bce_logits(x, t, w, pw, *, reduction):
@@ -457,7 +462,8 @@ def _bce_logits(x, t, w, pw, *, reduction):
 
 
 defop("binary_cross_entropy_with_logits", _bce_logits, args=("self", "target", "weight", "pos_weight"),
-      grad_fn="BinaryCrossEntropyWithLogitsBackward0", saves=("self", "target", "weight", "pos_weight"))
+      grad_fn="BinaryCrossEntropyWithLogitsBackward0", saves=("self", "target", "weight", "pos_weight"),
+      no_edge=("weight", "pos_weight"))
 
 
 # ---- module backward hooks ------------------------------------------------------------------
