@@ -164,7 +164,13 @@ def unravel_index(indices, shape):
             or indices.dtype is _dt.bool_:
         got = indices.dtype if isinstance(indices, Tensor) else type(indices).__name__
         raise TypeError(f"expected 'indices' to be integer dtype, but got {got}; pass an int64 tensor")
-    shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    elif isinstance(shape, Tensor) or not isinstance(shape, (list, tuple)):
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    if not all(isinstance(s, (int, np.integer)) for s in shape):
+        raise TypeError(f"expected 'shape' sequence to only contain ints, but got {tuple(shape)}")
+    shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"'shape' cannot have negative values, but got {shape}")
     # floor division and modulo, as torch: an index outside the range wraps around (no error)
