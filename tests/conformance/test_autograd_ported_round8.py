@@ -315,13 +315,9 @@ def test_inplace_on_view_modify_base(T):
     assert flags[0] == (False, True) and flags[1] == (True,)
 
 
-def test_inplace_on_view_python(T, request):
-    # test_inplace_on_view_python: a custom Function that marks its view input dirty
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "a custom Function's mark_dirty on a view does not rebase the view's base onto a "
-            "CopySlices of the Function's node (autograd/function.py): the base keeps its old "
-            "history, so the gradient of the Function's other inputs through the base is 0")))
+def test_inplace_on_view_python(T):
+    # test_inplace_on_view_python: a custom Function that marks its view input dirty (the base
+    # gets a CopySlices of the Function's node)
     class PyAdd(T.autograd.Function):
         @staticmethod
         def forward(ctx, x, y):
@@ -340,7 +336,9 @@ def test_inplace_on_view_python(T, request):
         return x
     a, b = rn(T, 4, 4, grad=True), rn(T, 2, 2, seed=1, grad=True)
     assert T.autograd.gradcheck(func, [a, b], raise_exception=True)
+    assert T.autograd.gradgradcheck(func, (a, b), (rn(T, 4, 4, seed=2, grad=True),))
     out = func(a, b)
+    assert type(out.grad_fn).__name__ == "CopySlices"
     out.sum().backward()
     assert eq(a.grad, np.ones((4, 4))) and eq(b.grad, np.full((2, 2), 2.0))
 
