@@ -72,16 +72,23 @@ def test_randomness_different_and_same(T, name):
     assert bool((y[0] == y[1]).all()) and bool((y[1] == y[2]).all())
 
 
-def test_randomness_same_refuses_batched_tensor_parameter(T, request):
-    # TestRandomness.test_bernoulli_tensor / test_random_binary_out_of_place: 'same' with a batched
-    # probability tensor is refused
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "known difference (func/_vmap.py docstring): with randomness='same', a draw with batched "
-            "parameters shares one uniform draw across the batch instead of raising")))
+def test_randomness_same_refuses_batched_tensor_parameter(T):
+    # TestRandomness.test_bernoulli_tensor / test_normal_tensor / test_poisson /
+    # test_multinomial: 'same' with a batched parameter tensor is refused; unbatched (in_dims
+    # None) parameters, or batching only at an outer level, are fine
+    msg = "Vmap does not currently support same randomness with a batched tensor input"
     x = T.full((3, 2), 0.5)
-    with pytest.raises(RuntimeError, match="Vmap does not currently support same randomness with a batched tensor input"):
-        T.func.vmap(lambda t: T.bernoulli(t), randomness="same")(x)
+    for f in (T.bernoulli, lambda t: T.normal(t, 1.0), lambda t: T.normal(0.0, t + 1), T.poisson,
+              lambda t: T.multinomial(t, 1)):
+        with pytest.raises(RuntimeError, match=msg):
+            T.func.vmap(f, randomness="same")(x)
+    y = T.func.vmap(lambda t, p: T.bernoulli(p) + t, in_dims=(0, None), randomness="same")(T.zeros(3, 2), T.full((2,), 0.5))
+    assert tuple(y.shape) == (3, 2) and bool((y[0] == y[1]).all())
+
+    def outer(t):   # q is batched by the outer vmap only: the inner 'same' level may draw with it
+        q = t * 0 + 0.5
+        return T.func.vmap(lambda u: T.bernoulli(q) + u, randomness="same")(T.zeros(3, 2))
+    assert tuple(T.func.vmap(outer, randomness="different")(T.zeros(4, 2)).shape) == (4, 3, 2)
 
 
 def test_randomness_bad_flag(T):
