@@ -144,6 +144,9 @@ def in_inference_mode() -> bool:
 # ---- process-wide modes -------------------------------------------------------------------------
 SAVED_HOOKS: list = []            # saved_tensors_hooks stack: innermost (pack, unpack) pair last
 ANOMALY: list = [False, True]     # anomaly mode: [enabled, check_nan]
+# vmap levels, innermost last: the level's batching trace when it maps with randomness='same'
+# (a draw whose tensor parameters are batched at that level raises, as torch), else None
+VMAP_SAME: list = []
 DEFAULT_DTYPE: list = [None]      # [default float dtype]; _ops/dtypes.py sets float32 at import
 # torch.utils.deterministic.fill_uninitialized_memory: under deterministic algorithms, new memory
 # (empty*, resize_ growth) holds NaN / the integer max instead of tracegrad's zeros

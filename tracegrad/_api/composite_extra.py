@@ -64,10 +64,10 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=False, 
 
 
 # ---- splitting -------------------------------------------------------------------------------
-@method("split_with_sizes", "unsafe_split_with_sizes", function=True)
+@method("split_with_sizes", function=True)
 def split_with_sizes(input, split_sizes, dim=0):
-    """Mirrors ``torch.split_with_sizes`` (and ``unsafe_split_with_sizes``): views of the given
-    sizes along ``dim``. RuntimeError unless the sizes add up to that dim's length."""
+    """Mirrors ``torch.split_with_sizes``: views of the given sizes along ``dim``.
+    RuntimeError unless the sizes add up to that dim's length."""
     d = _wrap_dim(dim, input.dim())
     sizes = [int(s) for s in split_sizes]
     if sum(sizes) != input.shape[d] or any(s < 0 for s in sizes):
@@ -76,16 +76,31 @@ def split_with_sizes(input, split_sizes, dim=0):
     return split(input, sizes, d)
 
 
+@method(function=True)
+def unsafe_split_with_sizes(input, split_sizes, dim=0):
+    """Mirrors ``torch.unsafe_split_with_sizes``: ``split_with_sizes`` whose parts autograd does
+    not track as views (``UnsafeSplitWithSizesBackward0``); see ``unsafe_split``."""
+    d = _wrap_dim(dim, input.dim())
+    split_with_sizes(input, split_sizes, d)    # torch's checks
+    return apply_op(OPS["unsafe_split_with_sizes"], (input,), (("sizes", tuple(int(s) for s in split_sizes)), ("dim", d)))
+
+
 @method("unsafe_split", function=True)
 def unsafe_split(input, split_size, dim=0):
-    """Mirrors ``torch.unsafe_split``: ``split`` (tracegrad's views are always safe to write)."""
-    return split(input, split_size, dim)
+    """Mirrors ``torch.unsafe_split``: ``split`` whose parts autograd does not track as views
+    (``UnsafeSplitBackward0``), so an in-place op on one is allowed. Differs from torch: the
+    parts are new tensors, not sharing the input's storage."""
+    d = _wrap_dim(dim, input.dim()) if input.dim() else dim
+    sizes = tuple(p.shape[d] for p in split(input, split_size, d))    # torch's checks and sizes
+    return apply_op(OPS["unsafe_split"], (input,), (("sizes", sizes), ("dim", d)))
 
 
 @method("unsafe_chunk", function=True)
 def unsafe_chunk(input, chunks, dim=0):
-    """Mirrors ``torch.unsafe_chunk``: ``chunk``."""
-    return chunk(input, chunks, dim)
+    """Mirrors ``torch.unsafe_chunk``: ``chunk``'s parts as ``unsafe_split`` returns them."""
+    d = _wrap_dim(dim, input.dim()) if input.dim() else dim
+    parts = chunk(input, chunks, d)
+    return apply_op(OPS["unsafe_split"], (input,), (("sizes", tuple(p.shape[d] for p in parts)), ("dim", d)))
 
 
 # ---- writes into a view of a copy ------------------------------------------------------------
@@ -164,7 +179,13 @@ def unravel_index(indices, shape):
             or indices.dtype is _dt.bool_:
         got = indices.dtype if isinstance(indices, Tensor) else type(indices).__name__
         raise TypeError(f"expected 'indices' to be integer dtype, but got {got}; pass an int64 tensor")
-    shape = (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    elif isinstance(shape, Tensor) or not isinstance(shape, (list, tuple)):
+        raise TypeError(f"expected 'shape' to be int or sequence of ints, but got {type(shape)}")
+    if not all(isinstance(s, (int, np.integer)) for s in shape):
+        raise TypeError(f"expected 'shape' sequence to only contain ints, but got {tuple(shape)}")
+    shape = tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"'shape' cannot have negative values, but got {shape}")
     # floor division and modulo, as torch: an index outside the range wraps around (no error)

@@ -115,6 +115,8 @@ def _check_bounds(index, size, dim):
         h = np.asarray(v)   # host min/max: no XLA program per index shape
         lo, hi = int(h.min()), int(h.max())
         if hi >= size or lo < -size:
+            if size == 0:   # torch names no index and no dim here
+                raise IndexError("index is out of bounds for dimension with size 0")
             bad = hi if hi >= size else lo
             raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
@@ -125,9 +127,11 @@ _BYTE_MASK = "indexing with dtype torch.uint8 is now deprecated, please use a dt
 def _byte_masks_as_bool(key):
     """torch reads a uint8 index tensor as a bool mask (with its deprecation warning)."""
     items = key if isinstance(key, tuple) else (key,)
-    if not builtins.any(isinstance(k, Tensor) and k.dtype is _dt.uint8 for k in items):
+    n_masks = builtins.sum(1 for k in items if isinstance(k, Tensor) and k.dtype is _dt.uint8)
+    if not n_masks:
         return key
-    warnings.warn(_BYTE_MASK, UserWarning, stacklevel=3)
+    for _ in range(n_masks):    # torch warns once per uint8 mask of the key
+        warnings.warn(_BYTE_MASK, UserWarning, stacklevel=3)
     items = tuple(k.to(_dt.bool_) if isinstance(k, Tensor) and k.dtype is _dt.uint8 else k for k in items)
     return items if isinstance(key, tuple) else items[0]
 
@@ -150,6 +154,10 @@ def _unsqueeze_bools(self, key):
             return 0
         if isinstance(k, Tensor) and k.dtype is _dt.bool_ and not _is_bool_scalar(k):
             return k.ndim
+        if isinstance(k, (list, tuple)):    # a nested sequence of bools is a mask over its ndim dims
+            arr = np.asarray(k)
+            if arr.dtype == np.bool_ and arr.ndim:
+                return arr.ndim
         return 1
     n_bools = builtins.sum(1 for k in items if _is_bool_scalar(k))
     ellipsis_dims = self.ndim + n_bools - builtins.sum(dims_used(k) for k in items)
@@ -193,7 +201,7 @@ def _check_index_put(self, indices, values, api):
 def _idx(v):
     if v is None:
         return None
-    if isinstance(v, float):
+    if isinstance(v, (float, str, bytes, complex)) or not hasattr(v, "__index__"):
         raise TypeError(f"slice indices must be integers or None or have an __index__ method (got {v!r})")
     return int(v)
 
@@ -243,6 +251,13 @@ def getitem(self, key):
     return apply_op(OPS["index"], (self, *arrays), (("key", markers),))
 
 
+@method("__delitem__")
+def delitem(self, key):
+    """``del t[key]``: torch's TypeError (without this method Python raises AttributeError,
+    since ``__setitem__`` exists)."""
+    raise TypeError("Tensor does not support deleting items")
+
+
 def _check_index_broadcast(arrays):
     """IndexError, as torch, when the index tensors of one key do not broadcast together."""
     if len(arrays) > 1:
@@ -268,7 +283,7 @@ def setitem(self, key, value):
     advanced keys use ``index_put_`` (``IndexPutBackward0``). A value tensor's leading size-1
     dims are dropped before it is broadcast, as torch (``x[i] = row.view(1, -1)``). RuntimeError
     for a complex number into a real tensor."""
-    if isinstance(key, Tensor) and key.dtype is _dt.uint8 and not isinstance(value, Tensor):
+    if isinstance(key, Tensor) and key.dtype is _dt.uint8 and key.ndim and not isinstance(value, Tensor):
         # torch writes a number through one mask with masked_fill_, which takes bool masks only
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char; "
                            "index with mask.bool()")
@@ -298,14 +313,32 @@ def setitem(self, key, value):
     value = _drop_leading_ones(value)
     if masked and isinstance(value, Tensor) and value._value.ndim == 0 and value.dtype is not self.dtype:
         value = value.to(self.dtype)    # torch: a bool mask with a 0-dim value is masked_fill, which casts
+    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+        _check_value_fits(self, key, value)    # torch reports a shape mismatch before the dtype
     _check_put_dtype(self, value)   # torch casts only for basic keys (copy_)
-    if full:
-        index_put_(self, arrays, value, markers=markers)
-        return
-    # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
-    basic, rest = _split_basic(markers)
-    v = apply_op(_basic_op(basic), (self,), (("key", basic),))
-    index_put_(v, arrays, value, markers=rest)
+    try:
+        if full:
+            index_put_(self, arrays, value, markers=markers)
+            return
+        # torch applies the basic part first (a view) and index_puts into it: CopySlices on self
+        basic, rest = _split_basic(markers)
+        v = apply_op(_basic_op(basic), (self,), (("key", basic),))
+        index_put_(v, arrays, value, markers=rest)
+    except RuntimeError:
+        if isinstance(value, Tensor):
+            _check_value_fits(self, key, value)    # torch's "shape mismatch" message when that is the cause
+        raise
+
+
+def _check_value_fits(self, key, value):
+    """RuntimeError, as torch, when ``value`` does not broadcast to ``self[key]``'s shape (read
+    only on error paths: a dtype mismatch, where torch names the shape first, or a failed put)."""
+    want = tuple(getitem(self.detach(), key).shape)
+    try:
+        _check_expand(tuple(value.shape), want)
+    except RuntimeError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(want)}") from None
 
 
 def _mask_put(self, key, value):

@@ -47,6 +47,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return _factories.normal(mean, std, size, generator=generator, dtype=dtype, device=device,
                                  requires_grad=requires_grad)
     ref = mean if isinstance(mean, Tensor) else std
+    _rnd.check_same_randomness(*(a._value for a in (mean, std) if isinstance(a, Tensor)))
     shape = broadcast_shape((getattr(mean, "shape", ()), getattr(std, "shape", ())), "normal")
     z = _factories.meta_draw((mean, std), shape, ref._value.dtype)    # (meta: no values to check or draw)
     if z is None:
@@ -71,6 +72,7 @@ def poisson(input, generator=None):
     if not input.is_floating_point():
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{_rnd.scalar_name(input._value.dtype)}'; "
                                   "pass floating rates")
+    _rnd.check_same_randomness(input._value)
     sample = Tensor._make(with_x64(_rnd.poisson)(_generator.key_for(generator), input._value))
     return apply_op(OPS["poisson"], (input, sample))
 

@@ -54,7 +54,8 @@ def _index_copy_args(self, dim, index, source, api):
     want = list(self.shape)
     if self.ndim:
         want[d] = n
-    if list(source.shape) != want and not (source.ndim == 0 and n == 1 and self.ndim <= 1):
+    # torch lets 0-d and 1-element target/source mix when one position is copied
+    if list(source.shape) != want and not (source.ndim <= 1 and source.numel() == 1 and n == 1 and self.ndim <= 1):
         raise IndexError(f"{api}(): source of shape {list(source.shape)} does not fit: expected {want} "
                          f"(self's shape with dimension {d} the number of indices, {n})")
     return d, index.reshape(-1), source.reshape(want) if self.ndim else source.reshape(())
@@ -84,6 +85,8 @@ def _index_fill_args(self, dim, index, value, api):
     if index.ndim > 1:
         raise RuntimeError(f"{api}(): Index has to be a vector/scalar")
     _check_scalar_value(value, api, "Tensor value")
+    if isinstance(value, complex) and not self.is_complex():
+        raise RuntimeError(f"{api}(): Converting complex Scalar to non-complex type is not supported")
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "

@@ -154,6 +154,8 @@ def _set_at_jvp(key, primals, tangents):
 def _index_put(x, v, *idx, key, accumulate):
     k = decode_key(key, idx)
     v = jnp.asarray(v).astype(x.dtype)
+    if accumulate and x.dtype == jnp.bool_:
+        return x.at[k].max(v)   # torch adds bools as logical or (XLA has no bool scatter-add)
     return x.at[k].add(v) if accumulate else set_at(x, v, key, *idx)
 
 

@@ -34,6 +34,16 @@ def _philox(k):
     return np.random.Generator(np.random.Philox(key=int(bits[0]) << 32 | int(bits[-1])))
 
 
+def check_same_randomness(*values):
+    """torch's refusal, inside ``vmap(..., randomness='same')``, of a draw whose tensor
+    parameters (probabilities, means, rates) are batched at that vmap level: one shared draw
+    cannot follow per-example parameters. ``values``: the parameters' arrays."""
+    top = _state.VMAP_SAME[-1] if _state.VMAP_SAME else None
+    if top is not None and any(isinstance(v, jax.core.Tracer) and getattr(v, "_trace", None) is top for v in values):
+        raise RuntimeError("Vmap does not currently support same randomness with a batched tensor input. Please "
+                           "file an issue with functorch (use randomness='different', or draw outside vmap)")
+
+
 def _draw(k, sample, shape, dtype):
     """``sample(numpy_generator) -> numpy array`` of ``shape``/``dtype``, from key ``k``."""
     if not isinstance(k, jax.core.Tracer):

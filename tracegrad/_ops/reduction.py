@@ -79,8 +79,10 @@ defop("amax", lambda x, dim, keepdim: jnp.max(x, axis=dim, keepdims=keepdim), gr
       saves=("self", "result"))
 defop("amin", lambda x, dim, keepdim: jnp.min(x, axis=dim, keepdims=keepdim), grad_fn="AminBackward0",
       saves=("self", "result"))
-defop("max_all", lambda x: jnp.max(x), grad_fn="MaxBackward1", saves=("self", "result"))
-defop("min_all", lambda x: jnp.min(x), grad_fn="MinBackward1", saves=("self", "result"))
+# torch spreads the gradient of a whole-tensor max/min over its ties, NaN ties too (JAX's own
+# rule gives a NaN result's positions nothing): ``spread_to_equal``, defined below
+defop("max_all", lambda x: spread_to_equal(x, jnp.max(x)), grad_fn="MaxBackward1", saves=("self", "result"))
+defop("min_all", lambda x: spread_to_equal(x, jnp.min(x)), grad_fn="MinBackward1", saves=("self", "result"))
 
 
 def _max_dim(x, dim, keepdim):
@@ -229,12 +231,13 @@ defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=
 
 
 def spread_to_equal(x, v):
-    """``v`` (the whole tensor's median, no gradient) with torch's gradient: spread evenly over
-    the elements equal to it (none when ``v`` is NaN: then gradients are 0)."""
+    """``v`` (the whole tensor's median, max or min, no gradient) with torch's gradient
+    (``evenly_distribute_backward``): spread evenly over the elements equal to it, a NaN ``v``
+    over the NaN elements."""
     v = jax.lax.stop_gradient(v)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
         return v   # nothing to differentiate, and the mean below would turn integers to floats
-    mask = (x == v).astype(x.dtype)
+    mask = ((x == v) | (jnp.isnan(x) & jnp.isnan(v))).astype(x.dtype)
     den = jnp.sum(mask)
     return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))
 

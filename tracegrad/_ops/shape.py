@@ -271,6 +271,10 @@ def _split(x, sizes, dim):
 
 defop("split", _split, grad_fn="SplitBackward0", view=True, n_out=-1)
 defop("split_with_sizes", _split, grad_fn="SplitWithSizesBackward0", view=True, n_out=-1)
+# torch's unsafe_split/unsafe_chunk: parts autograd does not track as views (they may be written in
+# place, ``_is_view()`` is False); here they are new tensors, so such a write leaves the input as it was
+defop("unsafe_split", _split, grad_fn="UnsafeSplitBackward0", n_out=-1)
+defop("unsafe_split_with_sizes", _split, grad_fn="UnsafeSplitWithSizesBackward0", n_out=-1)
 
 # ---- copies -----------------------------------------------------------------------------
 defop("reshape_copy", lambda x, shape: jnp.reshape(x, shape), grad_fn="UnsafeViewBackward0")

@@ -642,6 +642,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         shape = jnp.broadcast_shapes(tuple(getattr(mean, "shape", ())), tuple(getattr(std, "shape", ())))
         ref = mean if isinstance(mean, Tensor) else std
+        _rnd.check_same_randomness(*(a._value for a in (mean, std) if isinstance(a, Tensor)))
         z = meta_draw((mean, std), shape, ref.dtype.np)
         if z is None:
             _rnd.check_std(std._value if isinstance(std, Tensor) else std, "normal()")
@@ -680,6 +681,8 @@ def bernoulli(input, p=_NO_P, *, generator=None, out=None):
     if p is None and not input.dtype.is_floating_point:
         raise NotImplementedError(f"bernoulli(): probabilities of dtype {input.dtype} are not supported; "
                                   f"pass a floating tensor (or p=) instead")
+    if p is None:
+        _rnd.check_same_randomness(input._value)
     meta = meta_draw((input,), input.shape, input._value.dtype)
     if meta is not None:
         return meta
@@ -695,6 +698,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories
     without replacement, and (eager only) negative/inf/NaN probabilities or a row summing to 0."""
+    _rnd.check_same_randomness(input._value)
     meta = meta_draw((input,), tuple(input.shape[:-1]) + (num_samples,), np.int64)
     if meta is not None:
         return meta

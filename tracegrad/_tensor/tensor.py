@@ -690,6 +690,8 @@ class Tensor(TensorBase):
         if value is not None:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value.shape != self.shape:
                 raise RuntimeError(f"assigned grad has data of a different size: expected {tuple(self.shape)}, got {tuple(value.shape)}")
             if value.dtype is not self.dtype:

@@ -10,8 +10,8 @@ unfold, as_strided -- change a layout by a formula, the one torch's own view fun
 to their input's sizes and strides (e.g. ``unsqueeze`` gives the new dim the stride
 ``size * stride`` of the dim it precedes; ``view`` splits and merges strides as ATen's
 ``computeStride``). ``chain_layout`` applies those, in O(ndim) per step; a chain with any
-other step (the complex part views, ``view(dtype)``) or an empty result answers None, and
-the caller reads the positions as before.
+other step (the complex part views, ``view(dtype)``) answers None, and the caller reads the
+positions as before. An empty view gets the same formulas (its strides and offset are torch's).
 """
 from __future__ import annotations
 
@@ -35,8 +35,7 @@ def _select(shape, strides, off, dim, index):
 def _slice(shape, strides, off, dim, start, stop, step):
     r = range(shape[dim])[slice(start, stop, step)]
     shape, strides = list(shape), list(strides)
-    if len(r):
-        off += r.start * strides[dim]
+    off += r.start * strides[dim]   # an empty slice too moves the offset to its clamped start, as torch
     shape[dim], strides[dim] = len(r), strides[dim] * r.step
     return shape, strides, off
 
@@ -196,7 +195,7 @@ assert all(n in OPS for n in _VIEW_NAMES)
 def chain_layout(chain, root_shape):
     """``(shape, strides, storage offset)`` of the view ``chain`` over a row-major storage of
     ``root_shape``, by torch's per-op formulas (NOTE [strides by formula]); None when a step
-    has no formula here or the view is empty (read the element positions instead)."""
+    has no formula here (read the element positions instead)."""
     shape, strides, off = list(root_shape), _contiguous(root_shape), 0
     for op, static, idx in chain:
         if op.name not in _VIEW_NAMES:
@@ -206,13 +205,14 @@ def chain_layout(chain, root_shape):
             return None
         shape, strides, off = res
         shape, strides = list(shape), list(strides)
-        if not all(shape):
-            return None
     return tuple(shape), tuple(strides), off
 
 
 def is_contiguous(shape, strides) -> bool:
-    """torch's ``is_contiguous`` of a layout: row-major strides, size-1 dims ignored."""
+    """torch's ``is_contiguous`` of a layout: row-major strides, size-1 dims ignored; an empty
+    layout is contiguous whatever its strides."""
+    if not all(shape):
+        return True
     expected = 1
     for n, s in zip(reversed(shape), reversed(strides)):
         if n != 1:

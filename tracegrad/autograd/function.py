@@ -321,7 +321,10 @@ class Function(metaclass=_FunctionMeta):
                     if id(o) not in inputs_by_id:
                         warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
                                       "Tensors that have been mutated should be passed to ctx.mark_dirty().")
+                    base_edge = edge(b) if b is not None and b.requires_grad else (None, 0)
                     o._gf, o._out_nr, o._rg, o._gf_ver = ctx, i, True, o._vc[0]
+                    if b is not None:
+                        _rebase_custom_view(ctx, o, b, base_edge, args)
                 made[id(o)] = res = o
             elif id(o) in inputs_by_id:
                 # an input returned unchanged: the output is a new alias of it
@@ -359,6 +362,51 @@ class Function(metaclass=_FunctionMeta):
         if fw_in is not None:
             fw.function_outputs(cls, ctx, fw_in, result, nondiff={id(r) for r, o in zip(result, outs) if id(o) in nondiff})
         return tuple(result) if is_tuple else result[0]
+
+
+class CopySlices(Node):
+    """torch's ``CopySlices`` around a custom Function that wrote a view of ``base`` in place
+    (``ctx.mark_dirty`` of a view input): the base's new history. Backward: the incoming base
+    gradient with the view's positions given to the Function's backward (which sees the view's
+    gradient) and replaced by what it returns for the view input; its other inputs get the
+    rest. ``next_functions``: the base's old edge, then the Function's other inputs' edges."""
+
+    __slots__ = ("_fn", "_pos", "_layout")
+
+    def __init__(self, fn, pos, layout, base_edge):
+        super().__init__((base_edge,) + tuple(e for j, e in enumerate(fn.next_functions) if j != pos))
+        self._fn, self._pos, self._layout = fn, pos, layout
+
+    def apply(self, grads, create_graph=False):
+        g = grads[0]
+        if g is None:
+            return [None] * len(self.next_functions)
+        result = g.clone()
+        part = result.as_strided(*self._layout)
+        res = self._fn.apply([part.clone()], create_graph)
+        mine = res[self._pos]
+        if mine is None:
+            part.zero_()
+        else:
+            part.copy_(mine)
+        return [result] + [r for j, r in enumerate(res) if j != self._pos]
+
+    def release(self):
+        self._fn.release()
+
+
+def _rebase_custom_view(ctx, view, base, base_edge, args):
+    """A custom Function marked ``view`` (a view of ``base``) dirty: as torch, ``base``'s history
+    becomes a ``CopySlices`` of the Function's node and ``view``'s grad_fn is regenerated from it.
+    Done for a base laid out row-major over its own storage (the view's strides and offset then
+    locate it in the base's gradient); other bases keep the Function's node on the view only."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    pos = next((j for j, a in enumerate(tensors) if a is view), None)
+    if pos is None or base._chain or not base.is_contiguous() or not base_edge[0]:
+        return
+    layout = (tuple(view.shape), tuple(view.stride()), view.storage_offset())
+    base._gf, base._out_nr, base._rg = CopySlices(ctx, pos, layout, base_edge), 0, True
+    view._gf_ver = -1     # regenerated from the base's new history on next access
 
 
 def _custom_view(res, o, ctx, i, cls):

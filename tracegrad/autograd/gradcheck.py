@@ -2,7 +2,8 @@
 
 The numerical Jacobian uses central differences (``eps``) on each input element, the
 analytical one is built row by row with ``autograd.grad``; they must agree within
-``atol + rtol * |numerical|``. Inputs should be float64 (a UserWarning otherwise, as torch).
+``atol + rtol * |numerical|``. Inputs should be float64 (a UserWarning otherwise, as torch);
+complex inputs and outputs are checked as (real, imag) pairs (NOTE [complex gradcheck]).
 """
 from __future__ import annotations
 
@@ -29,10 +30,40 @@ def _outputs(func, inputs):
     return [o for o in out if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex)]
 
 
+# NOTE [complex gradcheck]: a complex tensor counts as its (real, imag) pairs, as torch's
+# ``view_as_real``: element k is real coordinates 2k and 2k+1. A Jacobian is (real numel of the
+# input, real numel of the output). Reverse mode follows torch's convention: the backward of
+# grad_output ``go`` differentiates the real loss ``Re(sum(conj(go) * out))`` and a complex
+# input's gradient is ``dL/d re + i dL/d im``; so ``go = 1`` at element k gives the row of the
+# output's real part there and ``go = 1j`` the row of its imaginary part.
+def _real_flat(v):
+    """An array (or array-like) as float64 real coordinates, complex elements as (re, im) pairs."""
+    a = np.asarray(v)
+    if np.iscomplexobj(a):
+        return np.stack([a.real, a.imag], axis=-1).astype(np.float64).ravel()
+    return a.astype(np.float64).ravel()
+
+
+def _real_numel(t):
+    return t.numel() * (2 if t.dtype.is_complex else 1)
+
+
+def _unit(t, k):
+    """The k-th real coordinate's unit vector in ``t``'s layout (1 or 1j at an element)."""
+    g = np.zeros(t.numel(), dtype=np.complex128 if t.dtype.is_complex else np.float64)
+    if t.dtype.is_complex:
+        g[k // 2] = 1.0 if k % 2 == 0 else 1j
+    else:
+        g[k] = 1.0
+    return g.reshape(tuple(t.shape))
+
+
 def _numerical(func, inputs, i, eps):
-    """d outputs / d inputs[i] as a list (per output) of (numel_in, numel_out) arrays."""
+    """d outputs / d inputs[i] as a list (per output) of (real numel_in, real numel_out) arrays
+    (NOTE [complex gradcheck])."""
     x = inputs[i]
-    base = np.asarray(x.detach()._value, dtype=np.float64).copy()
+    cplx = x.dtype.is_complex
+    base = _real_flat(x.detach()._value).copy()
     # perturb x in place, through ``.data`` (its storage, not its version counter), as torch: a
     # function that also reaches x another way (a dict holding it, a closure) sees the change
     data, orig = x.data, x.detach().clone()
@@ -42,9 +73,11 @@ def _numerical(func, inputs, i, eps):
             vals = []
             for sign in (1, -1):
                 pert = base.copy()
-                pert.reshape(-1)[k] += sign * eps
-                data.copy_(tensor(pert, dtype=x.dtype))
-                vals.append([np.asarray(o._value, dtype=np.float64).ravel() for o in _outputs(func, inputs)])
+                pert[k] += sign * eps
+                if cplx:
+                    pert = pert[0::2] + 1j * pert[1::2]
+                data.copy_(tensor(pert.reshape(tuple(x.shape)), dtype=x.dtype))
+                vals.append([_real_flat(o._value) for o in _outputs(func, inputs)])
             cols.append([(a - b) / (2 * eps) for a, b in zip(*vals)])
     finally:
         data.copy_(orig)
@@ -60,22 +93,20 @@ def _analytical(func, inputs, diff_idx, nondet_tol=0.0):
         outs = _outputs(func, inputs)
     jac = {}  # (out j, input i) -> (numel_in, numel_out)
     for j, o in enumerate(outs):
-        n = o.numel()
-        rows = {i: np.zeros((inputs[i].numel(), n)) for i in diff_idx}
+        n = _real_numel(o)
+        rows = {i: np.zeros((_real_numel(inputs[i]), n)) for i in diff_idx}
         if not o.requires_grad:
             for i in diff_idx:
                 jac[(j, i)] = rows[i]
             continue
         for k in range(n):
-            g = np.zeros(n)
-            g[k] = 1.0
-            go = tensor(g.reshape(tuple(o.shape)), dtype=o.dtype)
+            go = tensor(_unit(o, k), dtype=o.dtype)
             gs = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
             again = _grad([o], [inputs[i] for i in diff_idx], [go], retain_graph=True, allow_unused=True)
             for i, gi, gj in zip(diff_idx, gs, again):
                 if gi is not None:
-                    rows[i][:, k] = np.asarray(gi._value, dtype=np.float64).ravel()
-                    second = np.asarray(gj._value, dtype=np.float64).ravel() if gj is not None else 0.0
+                    rows[i][:, k] = _real_flat(gi._value)
+                    second = _real_flat(gj._value) if gj is not None else 0.0
                     if not np.allclose(rows[i][:, k], second, rtol=nondet_tol, atol=nondet_tol):
                         raise GradcheckError(
                             "Backward is not reentrant, i.e., running backward with same input and "
@@ -93,19 +124,17 @@ def _forward(func, inputs, diff_idx):
     for i in diff_idx:
         x = inputs[i].detach()
         rows = None
-        for k in range(x.numel()):
-            onehot = np.zeros(x.numel())
-            onehot[k] = 1.0
+        for k in range(_real_numel(x)):
             xs = list(inputs)
             with forward_ad.dual_level():
-                xs[i] = forward_ad.make_dual(x, tensor(onehot.reshape(tuple(x.shape)), dtype=x.dtype))
+                xs[i] = forward_ad.make_dual(x, tensor(_unit(x, k), dtype=x.dtype))
                 outs = _outputs(func, xs)
                 tans = [forward_ad.unpack_dual(o).tangent for o in outs]
             if rows is None:
-                rows = [np.zeros((x.numel(), o.numel())) for o in outs]
+                rows = [np.zeros((_real_numel(x), _real_numel(o))) for o in outs]
             for j, (o, t) in enumerate(zip(outs, tans)):
                 if t is not None:
-                    rows[j][k] = np.asarray(t.detach()._value, dtype=np.float64).ravel()
+                    rows[j][k] = _real_flat(t.detach()._value)
         for j, r in enumerate(rows or ()):
             jac[(j, i)] = r
     return jac
@@ -138,7 +167,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                "are non-overlapping to be able to compute the numerical gradients correctly. You "
                                "should call .contiguous on the input before passing it to gradcheck.")
     for i in diff_idx:
-        if inputs[i].dtype.name != "float64":
+        if inputs[i].dtype.name not in ("float64", "complex128"):
             warnings.warn(f"Input #{i} requires gradient and is not a double precision floating point. "
                           "This check will likely fail if all the inputs are not of double precision floating point. ")
     with grad_mode.enable_grad():

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _state
 from .._tensor import generator as _generator
 from .._ops import random as _random
 from .._tensor.tensor import Tensor
@@ -200,8 +201,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     ``randomness`` and for ``.item()`` or data-dependent control flow inside the function.
     Differs from torch: the random streams. With 'different', an in-place draw into an
     unbatched tensor made inside the function is allowed (torch raises; into a captured one or
-    an unbatched argument it raises as torch); with 'same', a draw with batched parameters
-    (``bernoulli`` of a batched ``p``) shares one uniform draw across the batch (torch raises).
+    an unbatched argument it raises as torch). With 'same', a draw whose tensor parameters are
+    batched at that level (``bernoulli``/``multinomial``/``poisson`` of a batched input,
+    ``normal`` with a batched mean or std) raises RuntimeError, as torch.
     """
     _wrap.check_chunk_size(chunk_size, "vmap")
     if randomness not in _RANDOMNESS:
@@ -228,8 +230,14 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             ls = list(leaves)
             for i, a in zip(tpos, arrs):
                 ls[i] = Tensor._make(a)
-            with _different(index) if different else contextlib.nullcontext():
-                out = func(*_wrap.unflatten(treedef, ls), **kwargs)
+            # this level's batching trace, for torch's 'same' refusal of batched draw parameters
+            level = next((getattr(a, "_trace", None) for a, ax in zip(arrs, axes) if ax is not None), None)
+            _state.VMAP_SAME.append(level if randomness == "same" else None)
+            try:
+                with _different(index) if different else contextlib.nullcontext():
+                    out = func(*_wrap.unflatten(treedef, ls), **kwargs)
+            finally:
+                _state.VMAP_SAME.pop()
             _check_unbatched_writes(ls, tpos, arrs, axes, func)
             if single_dim and isinstance(out, Tensor):
                 out = (out,)    # torch reads out_dims=(d,) for one Tensor output as d
