@@ -332,6 +332,21 @@ def np_randn(shape, seed, scale=1.0):
     return (rs.standard_normal(shape) * scale).astype(np.float32)
 
 
+@contextlib.contextmanager
+def seeded(seed=0):
+    """Seed Python's and numpy's global streams for one run (a program drawing with
+    ``random.sample``/``np.random``), restoring them afterwards."""
+    import random
+    py, npst = random.getstate(), np.random.get_state()
+    random.seed(seed)
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        random.setstate(py)
+        np.random.set_state(npst)
+
+
 def randn(torch, shape, seed, requires_grad=False, scale=1.0, dtype=None):
     """Deterministic stand-in for ``torch.randn(*shape)``."""
     arr = np_randn(shape, seed, scale)

@@ -16,28 +16,14 @@ comment above its test says how and why. Python's ``random`` and numpy's global 
 seeded at the start of each run (``_seeded``), so ``random.sample``/``np.random.normal`` draw
 the same numbers for both libraries.
 """
-import contextlib
 import random
 
 import numpy as np
 import pytest
 
-from parity import init_params, randn, run_both
+from parity import init_params, randn, run_both, seeded as _seeded
 
 torch = pytest.importorskip("torch")
-
-
-@contextlib.contextmanager
-def _seeded(seed=0):
-    """Seed Python's and numpy's global streams for one run, restoring them afterwards."""
-    py, npst = random.getstate(), np.random.get_state()
-    random.seed(seed)
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(py)
-        np.random.set_state(npst)
 
 
 class _Env:

@@ -19,28 +19,14 @@ from them (``_seeded``). A ``from torch... import`` inside a program would impor
 torch on the tracegrad side too, so such imports are written as attribute lookups on the
 ``torch`` argument.
 """
-import contextlib
 import random
 
 import numpy as np
 import pytest
 
-from parity import init_params, randn, run_both
+from parity import init_params, randn, run_both, seeded as _seeded
 
 torch = pytest.importorskip("torch")
-
-
-@contextlib.contextmanager
-def _seeded(seed=0):
-    """Seed Python's and numpy's global streams for one run, restoring them afterwards."""
-    py, npst = random.getstate(), np.random.get_state()
-    random.seed(seed)
-    np.random.seed(seed)
-    try:
-        yield
-    finally:
-        random.setstate(py)
-        np.random.set_state(npst)
 
 
 # Spijkervet/SimCLR simclr/modules/nt_xent.py (NT_Xent: a bool mask from ``torch.ones(...,
