@@ -233,13 +233,26 @@ defop("median_dim", _on_0d(_median), grad_fn="MedianBackward1", n_out=2, n_diff=
 def spread_to_equal(x, v):
     """``v`` (the whole tensor's median, max or min, no gradient) with torch's gradient
     (``evenly_distribute_backward``): spread evenly over the elements equal to it, a NaN ``v``
-    over the NaN elements."""
+    over the NaN elements. The value is ``v`` itself (a mean of the ties would be NaN for an
+    infinite ``v`` and round in half precision)."""
     v = jax.lax.stop_gradient(v)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
-        return v   # nothing to differentiate, and the mean below would turn integers to floats
-    mask = ((x == v) | (jnp.isnan(x) & jnp.isnan(v))).astype(x.dtype)
-    den = jnp.sum(mask)
-    return jnp.where(den == 0, v, jnp.sum(x * mask) / jnp.where(den == 0, 1, den))
+        return v   # nothing to differentiate
+    return _spread(x, v)
+
+
+@jax.custom_jvp
+def _spread(x, v):
+    return v
+
+
+@_spread.defjvp
+def _spread_jvp(primals, tangents):
+    x, v = primals
+    mask = (x == v) | (jnp.isnan(x) & jnp.isnan(v))
+    den = jnp.sum(mask.astype(x.dtype))
+    # linear in the tangent, so JAX transposes it for the backward (and differentiates it again)
+    return v, jnp.sum(jnp.where(mask, tangents[0], 0)) / jnp.where(den == 0, 1, den)
 
 
 def whole_median(x, pick):
