@@ -16,20 +16,18 @@ import sys
 import numpy as np
 import pytest
 
+from _ported_helpers import eq as _eq, rn as _rn, to_np
 
-def _np(t):
-    return np.asarray(t.detach().tolist(), dtype=np.float64)
+
+_np = to_np
 
 
 def eq(a, b, tol=1e-6):
-    a = _np(a) if hasattr(a, "detach") else np.asarray(a, dtype=np.float64)
-    b = _np(b) if hasattr(b, "detach") else np.asarray(b, dtype=np.float64)
-    return a.shape == b.shape and np.allclose(a, b, rtol=tol, atol=tol)
+    return _eq(a, b, tol)
 
 
 def rn(T, *shape, seed=0, dtype="float64", grad=False):
-    a = np.random.RandomState(seed).standard_normal(shape).astype(dtype)
-    return T.tensor(a, requires_grad=grad)
+    return _rn(T, *shape, seed=seed, dtype=dtype, grad=grad)
 
 
 # ==== TestAutogradDeviceType =====================================================================
