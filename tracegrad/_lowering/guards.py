@@ -9,6 +9,7 @@ import collections
 import collections.abc
 import enum
 import functools
+import gc
 import math
 import operator
 import os
@@ -100,6 +101,8 @@ class _Checks(list):
 
     called = frozenset()
     pinned = frozenset()      # ids of the storages the program reads as inputs (not carried)
+    followable = {}           # id -> input index of the pinned storages a place may follow
+    places = None             # input index -> [(slot, tensor)] where such a storage was found
 
 
 def _guard_object(o, names, checks, seen):
@@ -393,8 +396,14 @@ def _guard_value(d, k, v, checks) -> bool:
     elif isinstance(v, Tensor):
         if id(v._st) in checks.pinned:
             # an outside tensor the program reads: one bound here in its place between calls
-            # is another input (the old one may live on in a list: no orphaned storage to see)
-            checks.append((_holds(d, k, v), None, True, None))
+            # is another input (the old one may live on in a list: no orphaned storage to see),
+            # or the input itself (NOTE [tensors read by place])
+            j = checks.followable.get(id(v._st))
+            slot = _slot(d, k)
+            if j is not None and slot is not None and type(v) is Tensor and not v._rg:
+                checks.places.setdefault(j, []).append((slot, v))
+            else:
+                checks.append((_holds(d, k, v), None, True, None))
         elif id(v._st) not in _HELD:
             checks.append((_RequiresGrad(d), k, v._rg, None))
     else:
@@ -405,13 +414,86 @@ def _guard_value(d, k, v, checks) -> bool:
 _ATOMS = _FUNCTIONS + (type, enum.Enum, np.generic, bytes)
 
 
-def value_guards(fn, refs, modules, names=(), pinned=frozenset()):
+def _slot(d, k):
+    """The ``(container, key)`` place (``carry.get``/``put``) behind a guard's view ``d``, or
+    None for a view that is not one (an attribute probe, a weak-keyed mapping)."""
+    if type(d) is dict:
+        return d, k
+    if type(d) is _ListMap and type(d.lst) is list:
+        return d.lst, k
+    if type(d) is _CellMap:
+        return d.cell, None
+    return None
+
+
+# NOTE [tensors read by place]: a storage the program only reads (not written by it, no tensor
+# over it requiring grad), found through places of the function's Python state (``memory[i]``
+# of a replay memory refilled between calls, views of one stacked batch among them; a global
+# rebound to a new tensor), is read as eager reads it: over whatever storage those places'
+# tensors share at each call, when they are views of it in the traced way (the same view
+# chains) and it has the traced shape and dtype (``Region.check`` follows it, as a carried
+# hidden state: NOTE [carried state]); not a new trace for every new tensor. Only when no
+# other tensor over it could be read elsewhere (every tensor over the storage sits in one of
+# those places, but the base those views were taken from when only they refer to it: a
+# trace-time scan of the heap) and each place holds a tensor of its own: otherwise its places
+# are guarded by identity.
+def _followed(checks):
+    """``[(input index, slots, chains)]`` of the ``checks.followable`` storages whose places
+    may follow; the other storages' places are guarded by identity."""
+    places = checks.places or {}
+    ok = {j: found for j, found in places.items() if len({id(v) for _, v in found}) == len(found)}
+    seen = {id(v) for found in ok.values() for _, v in found}
+    bases = {id(v._base): v._base for found in ok.values() for _, v in found
+             if v._base is not None and id(v._base) not in seen}
+    counts = _tensor_counts([found[0][1]._st for found in ok.values()], _only_bases(bases))
+    out = []
+    for j, found in places.items():
+        if j in ok and counts.get(id(found[0][1]._st)) == len(found):
+            out.append((j, tuple(slot for slot, _ in found), tuple(v._chain for _, v in found)))
+            continue
+        for (c, k), v in found:
+            view = _CellMap(c) if k is None and isinstance(c, types.CellType) else _ListMap(c) if type(c) is list else c
+            checks.append((_holds(view, k, v), None, True, None))
+    return out
+
+
+def _only_bases(bases):
+    """The ids of the tensors among ``bases`` (id -> tensor) that nothing but their views
+    refers to (``data.unbind(0)`` put in a list: the batch itself is no longer reachable)."""
+    out = set()
+    for k in list(bases):
+        query = (bases[k],)
+        for r in gc.get_referrers(*query):
+            if r is not bases and r is not query and not (isinstance(r, Tensor) and r._base is query[0]):
+                break
+        else:
+            out.add(k)
+    return out
+
+
+def _tensor_counts(storages, bases):
+    """id(storage) -> how many tensors refer to it, not counting the tensors ``bases`` (ids) of
+    views (a trace-time scan of the heap)."""
+    if not storages:
+        return {}
+    wanted = {id(st) for st in storages}
+    counts = dict.fromkeys(wanted, 0)
+    for r in gc.get_referrers(*storages):
+        if isinstance(r, Tensor) and id(r._st) in wanted and id(r) not in bases:
+            counts[id(r._st)] += 1
+    return counts
+
+
+def value_guards(fn, refs, modules, names=(), pinned=frozenset(), followable=None):
     """The ``(mapping, key, value)`` checks of NOTE [Python values read] for a trace of ``fn``
     that called ``modules`` and reads ``refs`` (``names``: per ref, the names the code reading
     it loads, from ``python_refs``; ``pinned``: ids of the storages the program reads as inputs,
-    whose tensors' places are guarded by identity)."""
+    whose tensors' places are guarded by identity; ``followable``: id -> input index of those a
+    place may follow instead, NOTE [tensors read by place]). Returns the checks and the
+    ``(input index, slot)`` places to follow."""
     checks, seen, classes = _Checks(), set(), set()
     checks.called, checks.pinned = {id(m) for m in modules}, pinned
+    checks.followable, checks.places = followable or {}, {}
     f = getattr(fn, "__func__", fn)
     if isinstance(f, types.FunctionType):
         # ``step.__defaults__ = (new_tensor,)``: the trace read (and may have lifted) the old ones
@@ -434,7 +516,8 @@ def value_guards(fn, refs, modules, names=(), pinned=frozenset()):
                 _guard_ref(ref, used, checks, seen)
     for ref, used in zip(refs, names or [frozenset()] * len(refs)):
         _guard_ref(ref, used, checks, seen)
-    return tuple(checks)
+    follows = _followed(checks)
+    return tuple(checks), follows
 
 
 _TENSOR_NS = vars(Tensor)      # a live view of the class dict

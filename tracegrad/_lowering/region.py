@@ -260,6 +260,7 @@ class Region:
         self.structure = structure
         self.storages = list(storages)     # a carried input follows its place (NOTE [carried state])
         self.rebinds = self.carried = self.shared = ()
+        self.place_groups = ()     # NOTE [tensors read by place] in guards.py
         self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
         # a carried-over escape is an input storage too: the region holds it twice
         held = self._held = [id(st) for st in self.storages] + [id(st) for st in escapes if st in self.storages]
@@ -293,9 +294,18 @@ class Region:
             t = slot_get(r.slots[0])
             # the trace read a tensor with this requires_grad (a zero state the caller binds
             # and the tensor the call binds may differ: each gets its own program)
-            if not isinstance(t, Tensor) or t._rg != r.read_rg:
+            if not isinstance(t, Tensor) or t._rg != r.read_rg or t._chain:
                 return False
             if t._st is not self.storages[r.carried] and not self._follow(r, t):
+                return False
+        for j, slots, chains in self.place_groups:
+            st = None
+            for slot, chain in zip(slots, chains):
+                t = slot_get(slot)
+                if type(t) is not Tensor or t._rg or t._chain != chain or (st is not None and t._st is not st):
+                    return False
+                st = t._st
+            if st is not self.storages[j] and not self._follow_storage(j, st):
                 return False
         for st in self.storages:
             # held only by regions (and the loop variable and the call argument): the user's
@@ -315,12 +325,16 @@ class Region:
         """The place of carried input ``r`` holds ``t``, bound there outside the program
         (``carry["h"] = torch.zeros(...)``): read ``t`` from now on, when it can stand for the
         traced tensor."""
-        old = self.storages[r.carried].array
-        if t._chain or t._base is not None or t._st.array is None \
-                or t._st.array.shape != old.shape or t._st.array.dtype != old.dtype \
-                or any(st is t._st for st in self.storages):
+        return not t._chain and t._base is None and self._follow_storage(r.carried, t._st)
+
+    def _follow_storage(self, j, st) -> bool:
+        """Input storage ``j`` is ``st`` from now on, when it has the traced shape and dtype
+        and is no other input (the program would read one value for two)."""
+        old = self.storages[j].array
+        if st.array is None or st.array.shape != old.shape or st.array.dtype != old.dtype \
+                or any(s is st for s in self.storages):
             return False
-        self._hold(r.carried, t._st)
+        self._hold(j, st)
         return True
 
     def _hold(self, j, st):
@@ -859,8 +873,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.carried += tuple(follows)
     carried = {r.carried for r in region.carried}
     pinned = {id(st) for j, st in enumerate(storages) if j not in carried}
-    region.value_guards = value_guards(fn, refs, region.modules, ref_names, pinned) + info["kept"] \
-        + _moved_off_inputs(info.pop("data_sets"), storages)
+    followable = {id(st): j for j, st in enumerate(storages)
+                  if j not in carried and not info["state_written"][j]}
+    checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable)
+    region.value_guards = checks + info["kept"] + _moved_off_inputs(info.pop("data_sets"), storages)
+    region.place_groups = tuple(places)
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
