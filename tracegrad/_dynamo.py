@@ -116,7 +116,7 @@ def graph_break(msg=""):
     """Mirrors ``torch._dynamo.graph_break``: inside a compiled function, a graph break here
     (the call runs eagerly, with the reason in ``tracegrad.compiler.stats()``; with
     ``fullgraph=True`` it raises ``GraphBreak``); outside one, nothing."""
-    if is_compiling():
+    if _compiler._tracing():
         raise _compiler.GraphBreak("torch._dynamo.graph_break() called" + (f": {msg}" if msg else ""))
 
 

@@ -69,7 +69,7 @@ class CompiledWithBackend:
     def __call__(self, *args, **kwargs):
         self.stats["calls"] += 1
         if (self.disabled or _capture.active() is not None or _compiler._STANCE[0] == "force_eager"
-                or _compiler.is_compiling()):
+                or _compiler._tracing()):
             return self._fn(*args, **kwargs)       # nested: part of the outer graph
         if self._always_eager:
             self.stats["eager_calls"] += 1

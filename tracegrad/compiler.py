@@ -204,7 +204,11 @@ class CompiledFunction:
 
     def _eager(self, args, kwargs):
         self.stats["eager_calls"] += 1
-        return self._fn(*args, **kwargs)
+        _IN_COMPILED[0] += 1      # ``is_compiling()`` is True there, as in torch's compiled frames
+        try:
+            return self._fn(*args, **kwargs)
+        finally:
+            _IN_COMPILED[0] -= 1
 
     def _trace(self, key, args, kwargs, leaves, treedef, kinds):
         COUNTERS["frames"]["total"] += 1
@@ -536,8 +540,20 @@ def traced_optimizer_zero_grad(opt):
 
 
 def is_compiling() -> bool:
-    """Mirrors ``torch.compiler.is_compiling``: True while a compiled function is being traced."""
+    """Mirrors ``torch.compiler.is_compiling``: True inside a compiled function: while it is
+    traced, and in the calls of it that run its Python eagerly (the first call, a graph
+    break's), where torch would run compiled code; False under ``disable=True`` or the
+    ``"force_eager"`` stance, and outside."""
+    return _state.CAPTURE[0] is not None or _IN_COMPILED[0] > 0
+
+
+def _tracing() -> bool:
+    """A trace is running (the library's own branches: an eager run of a compiled function
+    is eager in every other respect)."""
     return _state.CAPTURE[0] is not None
+
+
+_IN_COMPILED = [0]     # depth of compiled functions running their Python eagerly
 
 
 is_dynamo_compiling = is_compiling
@@ -580,13 +596,15 @@ class set_stance:
     runs eagerly, then calls are compiled: what ``"default"`` already does here).
 
     Raises:
-        RuntimeError: called inside a compiled function; an unknown stance (when a compiled
-            function next needs it, as torch).
+        AssertionError: called inside a compiled function (as torch's tracer).
+        RuntimeError: an unknown stance (when a compiled function next needs it, as torch).
     """
 
     def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
-        if _state.CAPTURE[0] is not None:
-            raise _misuse(RuntimeError("tracegrad.compiler.set_stance: do not call it inside a compiled function"))
+        if is_compiling():
+            # torch's tracer refuses the call with an AssertionError ("forbidden callable")
+            raise _misuse(AssertionError("tracegrad.compiler.set_stance: do not call it inside a compiled function; "
+                                         "set the stance around the call instead"))
         self.prev, self.stance = _STANCE[0], stance
         _STANCE[0] = stance
 

@@ -522,19 +522,14 @@ def test_tutorials_set_stance():
 
 # the recipe as written: torch.compile's first call of foo is already compiled
 # (is_compiling() is True); tracegrad runs a compiled function's first call eagerly, so that
-# lazily created state (.grad, optimizer state) exists before tracing, and is_compiling() is
-# False there
-@pytest.mark.xfail(strict=True, reason="the first call of a compiled function runs eagerly in tracegrad: "
-                   "is_compiling() is False during it (torch: True)")
+# lazily created state (.grad, optimizer state) exists before tracing, with is_compiling()
+# True there too
 def test_tutorials_set_stance_first_call():
     run_compiled(lambda torch, log: _stance_program(torch, log, first_call=True), dynamo=True)
 
 
 # the recipe's "stance can only be changed outside of any torch.compile region": torch raises
 # (AssertionError, "Attempt to trace forbidden callable") on the first call of baz and outer
-@pytest.mark.xfail(strict=True, reason="tracegrad runs the first call of a compiled function eagerly, where "
-                   "set_stance is allowed; it raises RuntimeError from the second call (torch: AssertionError "
-                   "on the first)")
 def test_tutorials_set_stance_inside_compiled():
     def program(torch, log):
         inp = torch.zeros(3)

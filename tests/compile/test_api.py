@@ -55,13 +55,14 @@ def test_exception_inside_compiled_call_leaves_state_as_eager_does():
 
 
 def test_error_raised_only_while_tracing_runs_the_call_eagerly():
-    """A function that fails only when traced (it checks ``is_compiling()``) gives eager's result,
-    with the reason in stats, instead of the tracing error."""
+    """A function that fails only when traced (a library that refuses JAX tracers) gives
+    eager's result, with the reason in stats, instead of the tracing error."""
+    import jax
     calls = []
 
     def fn(x):
         calls.append(1)
-        if tracegrad.compiler.is_compiling():
+        if isinstance(x._value, jax.core.Tracer):
             raise KeyError("only while tracing")
         return x * 2
     f = tracegrad.compile(fn)
@@ -289,7 +290,7 @@ def test_set_stance_recompile_stances_and_errors():
     def inside(x):
         tracegrad.compiler.set_stance("force_eager")
         return x
-    with pytest.raises(RuntimeError, match="inside a compiled function"):
+    with pytest.raises(AssertionError, match="inside a compiled function"):    # as torch
         inside(tracegrad.ones(2))
 
 

@@ -18,7 +18,7 @@ inside ``no_sync()``.
 from __future__ import annotations
 
 from .. import no_grad
-from ..compiler import GraphBreak, allow_in_graph, is_compiling
+from ..compiler import GraphBreak, _tracing, allow_in_graph
 from .._tensor.tensor import Tensor
 from . import _jax
 
@@ -118,7 +118,7 @@ class ProcessAveraging:
 
     def _hook(self, owner):
         def average_grad(p):
-            if is_compiling():
+            if _tracing():
                 raise GraphBreak("DistributedDataParallel across processes averages each gradient "
                                  "with a collective between the processes' own programs, which "
                                  "one compiled program per process cannot contain")

@@ -202,7 +202,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = var * tracegrad.ones_like(input)
-    elif not tracegrad.compiler.is_compiling() and bool((var < 0).any()):
+    elif not tracegrad.compiler._tracing() and bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
@@ -266,7 +266,7 @@ def _lengths(x, n, name):
 def _check_ctc_lengths(in_len, tg_len, t_max, s_max):
     """torch's length checks: one host read of the lengths, eagerly only (inside
     ``tracegrad.compile`` the lengths are program values and are not checked)."""
-    if tracegrad.compiler.is_compiling():
+    if tracegrad.compiler._tracing():
         return
     top = int(in_len.max()) if in_len.numel() else 0
     if top > t_max:

@@ -192,7 +192,7 @@ class LBFGS(Optimizer):
         enabled). Returns the loss of the first evaluation."""
         if closure is None:
             raise RuntimeError("LBFGS.step requires a closure that reevaluates the model and returns the loss")
-        if tracegrad.compiler.is_compiling():
+        if tracegrad.compiler._tracing():
             # it would break at its first float(loss) anyway; say why, and what compiles
             raise tracegrad.compiler.GraphBreak(
                 "LBFGS.step decides its iterations and line search from loss and gradient values in "

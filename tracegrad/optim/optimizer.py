@@ -80,7 +80,7 @@ def _hooked_step(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         self = args[0]
-        if compiler.is_compiling():
+        if compiler._tracing():
             hooks = chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values(),
                           self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values())
             return compiler.traced_optimizer_step(wrapper_body, self, hooks, args, kwargs)
@@ -353,7 +353,7 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Mirrors ``torch.optim.Optimizer.zero_grad``: sets every parameter's ``.grad`` to
         None (default), or detaches it and fills it with zeros in place."""
-        if compiler.is_compiling():
+        if compiler._tracing():
             compiler.traced_optimizer_zero_grad(self)
         with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
             self._zero_grad(set_to_none)
@@ -584,7 +584,7 @@ class ParamGroup(dict):
 
 
 def _note_write(key):
-    if compiler.is_compiling():
+    if compiler._tracing():
         raise compiler.GraphBreak(f"setting the optimizer's param_groups option {key!r} is a Python side "
                                   "effect: the program would not repeat it on later calls")
 

@@ -97,7 +97,7 @@ class AveragedModel(nn.Module):
         avg = [p.detach() for p in self_param]
         cur = [p.detach() for p in model_param]
         with tracegrad.no_grad():
-            if tracegrad.compiler.is_compiling():
+            if tracegrad.compiler._tracing():
                 # inside a compiled step the first-update branch is a select in the program:
                 # reading n_averaged in Python would run the whole step eagerly
                 first = self.n_averaged == 0

@@ -324,7 +324,7 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
     """torch's rule: an explicit ``is_causal`` wins; with None, a mask equal to the square
     subsequent mask of the sequence length counts as causal."""
     make_causal = is_causal is True
-    if is_causal is None and mask is not None and tracegrad.compiler.is_compiling():
+    if is_causal is None and mask is not None and tracegrad.compiler._tracing():
         # inside a compiled function the mask's values are not known while tracing. The flag is
         # only a hint: attention with the causal mask given as ``attn_mask`` computes the same
         # numbers as with ``is_causal=True`` (adding 0 leaves a score unchanged, -inf masks it),
