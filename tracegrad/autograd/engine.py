@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import heapq
 import itertools
+import logging
 import warnings
 from collections.abc import Mapping
 
@@ -29,6 +30,24 @@ from ._graph_impl import ANOMALY, AccumulateGrad, edge as _graph_edge
 from . import _dispatch
 
 _tie = itertools.count()
+
+# torch.autograd.graph's logger: with ``set_logs(autograd=logging.DEBUG)`` (or the logger's level set
+# to DEBUG) every node the engine runs is logged as torch logs it ("Executing: <node> with
+# grad_outputs: [f32[10]]"); checked once per backward call, so the hot loop pays one test per node
+_LOG = logging.getLogger(__name__.rsplit(".", 1)[0] + ".graph")
+# torch.utils._dtype_abbrs' short names, by dtype name
+_ABBRS = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16", "complex32": "c32",
+          "complex64": "c64", "complex128": "c128", "int8": "i8", "int16": "i16", "int32": "i32",
+          "int64": "i64", "bool": "b8", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+
+
+def _log_node(node, grads):
+    def fmt(t):
+        if t is None:
+            return "None"
+        name = str(t.dtype).rsplit(".", 1)[-1]
+        return f"{_ABBRS.get(name, name)}[{', '.join(map(str, t.shape))}]"
+    _LOG.debug(f"Executing: {node!r} with grad_outputs: [{','.join(fmt(t) for t in grads)}]")
 
 # NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
 # (task id, checkpoint valid, nodes it runs). utils.checkpoint reads them as torch's
@@ -423,6 +442,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
 
     # NOTE [returning freed memory]: eager backward only (under a compiled trace arrays are abstract)
     trim = _state.CAPTURE[0] is None
+    logging_on = _LOG.isEnabledFor(logging.DEBUG)
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
     _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit))
@@ -469,6 +489,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     if r is not None:
                         _check_count(h, r, grads)
                         grads = list(r)
+            if logging_on:   # torch logs from a pre-hook it registers last, so after the user's
+                _log_node(node, grads)
             # 5. the node
             if (len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads):
                 cap = _state.CAPTURE[0]
