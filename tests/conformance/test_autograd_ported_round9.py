@@ -327,3 +327,221 @@ def test_view_as_real_inplace_grad():
         r.sum().abs().backward()
         log("grad", x.grad)
     run_both(program)
+
+
+# ---- TestAutograd (round 9) ---------------------------------------------------------------------
+def test_grad_mode_class_decoration(T):
+    # TestAutograd.test_grad_mode_class_decoration: decorating a class warns (FutureWarning) and
+    # only its __init__ runs under no_grad; decorating functions and methods does not warn
+    with pytest.warns(FutureWarning, match="Decorating classes is deprecated"):
+        @T.no_grad()
+        class Foo:
+            def __init__(self):
+                self.init_grad = T.is_grad_enabled()
+
+            def foo(self):
+                return T.is_grad_enabled()
+
+        foo = Foo()
+    assert foo.init_grad is False
+    assert foo.foo() is True
+
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+
+        @T.no_grad()
+        def f():
+            return T.is_grad_enabled()
+
+        class Foo2:
+            @T.no_grad()
+            def __init__(self):
+                self.init_grad = T.is_grad_enabled()
+
+            @T.no_grad()
+            def foo(self):
+                return T.is_grad_enabled()
+
+        assert f() is False
+        foo2 = Foo2()
+        assert (foo2.init_grad, foo2.foo()) == (False, False)
+    assert len(w) == 0
+
+
+def test_unused_grad_requires_grad_with_materialize(T):
+    # TestAutograd.test_unused_grad_requires_grad_with_materialize: materialized zeros for an
+    # unused input do not require grad without create_graph
+    x = T.ones(10, requires_grad=True)
+    y = T.ones(10, requires_grad=True)
+    z = (x ** 2).sum()
+    g = T.autograd.grad(z, (x, y), allow_unused=True, materialize_grads=True, create_graph=False)
+    assert not g[0].requires_grad
+    assert not g[1].requires_grad
+    assert eq(g[1], T.zeros(10))
+
+
+def test_legacy_function_deprecation_exception(T):
+    # TestAutograd.test_legacy_function_deprecation_exception: calling an instance of a Function
+    # with non-static forward raises
+    class MyFunction(T.autograd.Function):
+        def forward(self, x):
+            return x
+
+        def backward(self, grad_output):
+            return grad_output
+
+    with pytest.warns(DeprecationWarning), \
+            pytest.raises(RuntimeError, match="Legacy autograd function with non-static forward method is deprecated"):
+        MyFunction()(T.ones(3, 4))
+
+
+def test_saved_tensor_hooks_extra_exit_during_bw_no_crash(T):
+    # TestAutograd.test_saved_tensor_hooks_extra_exit_during_bw_no_crash: an unpack hook that
+    # exits its own context during backward does not break the caller's hook stack
+    def unpack(x):
+        ctx_1.__exit__()
+        return x
+
+    ctx_1 = T.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+    ctx_2 = T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x)
+    for _ in range(10):
+        with ctx_2:
+            ctx_1.__enter__()
+            x = rn(T, 3, 3, grad=True)
+            x.sin().sum().backward()
+            assert eq(x.grad, x.cos())
+    for _ in range(10):
+        ctx_1.__exit__()
+    # no hooks are left on the stack: a saved tensor registers hooks of its own
+    a = T.tensor(1.0, requires_grad=True)
+    y = a.exp()
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    y.backward()
+    assert eq(a.grad, a.exp())
+
+
+def test_saved_tensor_hooks_extra_enter_during_bw_no_leak(T):
+    # TestAutograd.test_saved_tensor_hooks_extra_enter_during_bw_no_leak: an unpack hook that
+    # enters its context during backward leaves nothing behind holding the hook
+    import gc
+    import weakref
+
+    def scope():
+        def unpack(x):
+            weak_ctx_1().__enter__()
+            return x
+
+        ctx_1 = T.autograd.graph.saved_tensors_hooks(lambda x: x, unpack)
+        weak_ctx_1 = weakref.ref(ctx_1)
+        x = T.ones(3, 3, requires_grad=True)
+        with ctx_1:
+            x.sin().sum().backward()
+        return weakref.ref(unpack)
+
+    gc.disable()
+    try:
+        unpack_hook_ref = scope()
+        assert unpack_hook_ref() is None
+    finally:
+        gc.enable()
+
+
+def test_will_engine_execute_node(T):
+    # TestAutograd.test_will_engine_execute_node: inside tensor hooks, which nodes the running
+    # backward/grad call will execute; the errors outside backward and for a non-node
+    counter = [0]
+
+    class MyFunction(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, gO):
+            return gO * 2
+
+    def get_grad_fn(t):
+        if t.requires_grad and t.grad_fn is None:
+            return t.clone().grad_fn.next_functions[0][0]
+        return t.grad_fn
+
+    a = rn(T, 2, 3, 4, grad=True)
+    a2 = rn(T, 2, 3, 4, seed=1, grad=True)
+    b = a * a2
+    b2 = b.cos()
+    c = MyFunction.apply(b)
+    expect = {"run": list(map(get_grad_fn, (a, b, c))), "skip": list(map(get_grad_fn, (a2, b2)))}
+
+    def fn(x):
+        counter[0] += 1
+        for g in expect["run"]:
+            assert T._C._will_engine_execute_node(g)
+        for g in expect["skip"]:
+            assert not T._C._will_engine_execute_node(g)
+
+    h1 = b.register_hook(fn)
+    h2 = c.register_hook(fn)
+    out = c.sum()
+    T.autograd.backward(out, inputs=(a, b), retain_graph=True)   # backward(inputs=) is fine
+    assert counter[0] == 2
+    expect = {"run": list(map(get_grad_fn, (a, a2, b, c))), "skip": list(map(get_grad_fn, (b2,)))}
+    T.autograd.backward(out, retain_graph=True)
+    assert counter[0] == 4
+    with pytest.raises(RuntimeError, match=r"are currently running autograd.grad\(\)"):
+        T.autograd.grad(out, (a,))   # a leaf's node under autograd.grad
+
+    a = rn(T, 1, 2, 3, grad=True) * 2
+    b = a * 2
+
+    def fn2(x):
+        counter[0] += 1
+        assert T._C._will_engine_execute_node(b.grad_fn)   # a non-leaf under autograd.grad
+
+    h3 = b.register_hook(fn2)
+    counter[0] = 0
+    T.autograd.grad(b.sum(), (a,))
+    assert counter[0] == 1
+    with pytest.raises(RuntimeError, match="during the backward pass"):
+        T._C._will_engine_execute_node(out.grad_fn)
+    with pytest.raises(RuntimeError, match="expects an grad_fn"):
+        T._C._will_engine_execute_node(out)
+    h1.remove()
+    h2.remove()
+    h3.remove()
+
+
+def test_custom_function_vmap_defaults(T):
+    # TestAutograd.test_custom_function_vmap_defaults
+    class MySquare(T.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x ** 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            ctx.save_for_backward(x)
+
+        @staticmethod
+        def backward(ctx, gO):
+            (x,) = ctx.saved_tensors
+            return gO * 2 * x
+
+    assert MySquare.generate_vmap_rule is False
+    assert hasattr(MySquare, "vmap")
+    x = T.tensor(3.0, requires_grad=True)
+    (gx,) = T.autograd.grad(MySquare.apply(x), x)
+    assert gx.item() == 6.0
+
+
+def test_accumulate_grad_with_zero_numel_grad(T):
+    # TestAutograd.test_accumulate_grad_with_zero_numel_grad: a (4, 0) result broadcast from a
+    # (4, 1) input gives it zero gradient, and the empty input an empty one
+    a = T.rand(4, 0, requires_grad=True)
+    b = T.rand(4, 1, requires_grad=True)
+    c = a + b
+    assert c.shape == (4, 0)
+    c.sum().backward()
+    assert eq(b.grad, T.zeros(4, 1))
+    assert eq(a.grad, T.zeros(4, 0))

@@ -395,7 +395,10 @@ class saved_tensors_hooks:
         # returns None, as torch's: ``with SaveToDisk() as h`` binds None there too
 
     def __exit__(self, *exc):
-        SAVED_HOOKS.pop()
+        # an unbalanced exit (a hook that exits its own context during backward, then the
+        # caller's exit) leaves the stack empty: torch tolerates it, and so does this
+        if SAVED_HOOKS:
+            SAVED_HOOKS.pop()
 
 
 class save_on_cpu(saved_tensors_hooks):

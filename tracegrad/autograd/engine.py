@@ -50,7 +50,7 @@ def _log_node(node, grads):
     _LOG.debug(f"Executing: {node!r} with grad_outputs: [{','.join(fmt(t) for t in grads)}]")
 
 # NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
-# (task id, checkpoint valid, nodes it runs). utils.checkpoint reads them as torch's
+# (task id, checkpoint valid, nodes it runs, whether it accumulates into .grad). utils.checkpoint reads them as torch's
 # ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
 # (False when the call was given ``inputs``: reentrant checkpoint refuses those);
 # ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
@@ -86,8 +86,8 @@ def _will_engine_execute_node(node) -> bool:
     outside backward."""
     if not _GRAPH_TASKS:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    _, whole, runs = _GRAPH_TASKS[-1]
-    if not whole and isinstance(node, AccumulateGrad):
+    _, _, runs, accumulates = _GRAPH_TASKS[-1]
+    if not accumulates and isinstance(node, AccumulateGrad):   # autograd.grad, not backward(inputs=)
         raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                            "autograd.grad(). This is currently not supported.")
     return node in runs
@@ -443,9 +443,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
     # NOTE [returning freed memory]: eager backward only (under a compiled trace arrays are abstract)
     trim = _state.CAPTURE[0] is None
     logging_on = _LOG.isEnabledFor(logging.DEBUG)
+    # the saved_tensors_hooks stack as it was: torch's engine runs on a copy of the caller's
+    # thread-local state, so a hook entering or exiting a context during backward leaves the
+    # caller's stack as it found it
+    hooks_before = list(_state.SAVED_HOOKS)
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
-    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit))
+    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
     _FINAL_CALLBACKS.append([])
     node = None
     try:
@@ -553,6 +557,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         raise
     finally:
         grad_mode.STATE[0] = prev
+        if _state.SAVED_HOOKS != hooks_before:
+            _state.SAVED_HOOKS[:] = hooks_before
         _GRAPH_TASKS.pop()
         _FINAL_CALLBACKS.pop()
     if trim and _PENDING[0] >= _TRIM_BYTES:
