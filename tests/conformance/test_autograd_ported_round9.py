@@ -545,3 +545,58 @@ def test_accumulate_grad_with_zero_numel_grad(T):
     c.sum().backward()
     assert eq(b.grad, T.zeros(4, 1))
     assert eq(a.grad, T.zeros(4, 0))
+
+
+def test_inplace_not_requires_grad(T):
+    # TestAutograd.test_inplace_not_requires_grad: views of a base that does not require grad,
+    # written in place with a value that does -- a custom Function's view (in-place op and
+    # copy_) and a multi-output view raise; a plain select view is fine
+    class MyFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp.view_as(inp)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    a = T.rand(1, 2)
+    b = T.rand(1, requires_grad=True)
+    view_a = MyFn.apply(a)
+    with pytest.raises(RuntimeError, match="This view was created inside a custom Function"):
+        view_a += b
+
+    a = T.rand(1, 2)
+    b = T.rand(1, requires_grad=True)
+    view_a = MyFn.apply(a)
+    with pytest.raises(RuntimeError, match="This view was created inside a custom Function"):
+        view_a.copy_(b)
+
+    a = T.rand(1, 2)
+    b = T.rand(1, requires_grad=True)
+    view_a = a.unbind()[0]
+    with pytest.raises(RuntimeError, match="This view is the output of a function that returns multiple views"):
+        view_a.copy_(b)
+
+    a = T.zeros(1, 2)
+    b = T.ones(1, requires_grad=True)
+    a.select(1, 0).copy_(b)
+    assert a.requires_grad
+    a.sum().backward()
+    assert b.grad.tolist() == [1.0]
+
+
+def test_autograd_views_codegen_no_grad_input(T):
+    # TestAutograd.test_autograd_views_codegen (grad mode on, input not requiring grad): the
+    # outputs of view_as and unbind are views that may be modified in place (nothing requires
+    # grad, so there is no history to rebase)
+    inp = T.zeros(2).clone()
+    out = inp.view_as(inp)
+    assert out._is_view()
+    out.add_(1)
+    inp = T.zeros(2).clone()
+    outs = inp.unbind()
+    assert outs[0]._is_view() and outs[1]._is_view()
+    outs[0].add_(1)
+    outs[1].add_(2)
+    assert inp.tolist() == [1.0, 2.0]

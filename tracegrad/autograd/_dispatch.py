@@ -454,13 +454,18 @@ def _multi_output_index(t):
     return None
 
 
-def check_multi_output_rebase(t, args):
-    """A multi-output view (unbind/split/chunk) of a base that does not require grad, written
-    in-place with a value that does: the write would give the view history of its own, which
-    torch refuses as it does for a base that requires grad (its view has no grad_fn, so torch
-    words it as a view made without grad)."""
-    if (STATE[0] and t._base is not None and not t._base._rg and "_cmeta" not in t.__dict__ and t._chain
-            and any(isinstance(a, Tensor) and a._rg for a in args) and _multi_output_index(t) is not None):
+def check_view_rebase(t, args):
+    """A view of a base that does not require grad, written in-place with a value that does,
+    gets history of its own; torch refuses that for the views it refuses it for when the base
+    requires grad: a view a custom Function returned and a multi-output view (unbind/split/
+    chunk). Such a view has no grad_fn, so torch words it as a view made without grad."""
+    if not STATE[0] or t._rg or t._base is None or not any(isinstance(a, Tensor) and a._rg for a in args):
+        return
+    if "_cfn" in t.__dict__:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled. " + MSG_CUSTOM_FUNCTION_VIEW)
+    if (not t._base._rg and "_cmeta" not in t.__dict__ and t._chain
+            and _multi_output_index(t) is not None):
         raise RuntimeError(
             "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
             "This view is the output of a function that returns multiple views (unbind, split, chunk), "
@@ -481,7 +486,7 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
             raise
         raise not_a_tensor(op.name + "_", self) from None
     if self._base is not None:
-        check_multi_output_rebase(self, args)
+        check_view_rebase(self, args)
     for a in args:
         if isinstance(a, Tensor) and a._st is self._st and a is not self:
             _check_no_partial_overlap(self, a)
