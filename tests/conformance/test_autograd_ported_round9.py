@@ -600,3 +600,58 @@ def test_autograd_views_codegen_no_grad_input(T):
     outs[0].add_(1)
     outs[1].add_(2)
     assert inp.tolist() == [1.0, 2.0]
+
+
+def test_increment_version(T):
+    # TestAutograd.test_increment_version: any dtype; inference tensors do not error
+    a = T.rand(5, requires_grad=True)
+    v = a._version
+    T.autograd.graph.increment_version(a)
+    assert a._version == v + 1
+    a = T.zeros(5, dtype=T.int)
+    v = a._version
+    T.autograd.graph.increment_version(a)
+    assert a._version == v + 1
+    with T.inference_mode():
+        a = T.rand(5, requires_grad=True)
+        T.autograd.graph.increment_version(a)
+    T.autograd.graph.increment_version(a)
+
+
+@pytest.mark.parametrize("decorator", [True, False])
+def test_set_grad_enabled_wraps(T, decorator):
+    # TestAutograd.test_set_grad_enabled_wraps: as a decorator it leaves the global mode alone;
+    # constructed first, it sets the mode until it wraps a function, which restores it
+    with T.enable_grad():
+        assert T.is_grad_enabled()
+        if decorator:
+            @T.set_grad_enabled(False)
+            def inner_func(x):
+                return x.sin()
+        else:
+            def inner_func(x):
+                return x.sin()
+            obj = T.set_grad_enabled(False)
+            assert not T.is_grad_enabled()
+            inner_func = obj(inner_func)
+            assert T.is_grad_enabled()
+        assert T.is_grad_enabled()
+        x = T.zeros(1, requires_grad=True)
+        assert not inner_func(x).requires_grad
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_lobpcg(T, largest):
+    # TestAutograd.test_lobpcg (k=1, one 6x6 size): the extreme eigenpair of a symmetric matrix,
+    # with the eigenvector's sign fixed, and a symmetric gradient
+    rs = np.random.RandomState(0)
+    a = rs.rand(6, 6)
+    A = T.tensor((a @ a.T) / 10 + np.diag(np.arange(6.0)), dtype=T.float64).requires_grad_(True)
+    X = T.eye(6, 1, dtype=T.float64)
+    D, U = T.lobpcg(A=A, k=1, X=X, largest=largest)
+    _, idx = U.abs().max(-2, keepdim=True)
+    U = U * U.gather(-2, idx).sign()
+    w = np.linalg.eigvalsh(A.detach().numpy())
+    assert abs(D.item() - (w[-1] if largest else w[0])) < 1e-6
+    (D.sum() + U.sum()).backward()
+    assert eq(A.grad, A.grad.mT, tol=1e-6)
