@@ -655,3 +655,217 @@ def test_lobpcg(T, largest):
     assert abs(D.item() - (w[-1] if largest else w[0])) < 1e-6
     (D.sum() + U.sum()).backward()
     assert eq(A.grad, A.grad.mT, tol=1e-6)
+
+
+# ---- TestAutograd: gradcheck ----------------------------------------------------------------------
+def _gc(T):
+    import importlib
+    return importlib.import_module(T.__name__ + ".autograd.gradcheck")
+
+
+def _fwad(T):
+    import importlib
+    return importlib.import_module(T.__name__ + ".autograd.forward_ad")
+
+
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_output_shape_or_dtype_depend_on_values(T, fast_mode):
+    # TestAutograd.test_gradcheck_output_shape_or_dtype_depend_on_values: outputs whose shape or
+    # dtype changes when an input is perturbed by eps are an AssertionError
+    def fn(x):
+        if T.all(x >= 1):
+            return T.cat([x, x])
+        return x
+
+    a = T.ones(1, dtype=T.double, requires_grad=True)
+    with pytest.raises(AssertionError, match="return outputs with the same shape when inputs are perturbed"):
+        T.autograd.gradcheck(fn, (a,), fast_mode=fast_mode)
+
+    def fn2(x):
+        if T.all(x >= 1):
+            return x.to(T.float32)
+        return x
+
+    with pytest.raises(AssertionError, match="return outputs with the same dtype when inputs are perturbed"):
+        T.autograd.gradcheck(fn2, (a,), fast_mode=fast_mode)
+
+
+def test_gradcheck_complex_non_complex_outputs(T):
+    # TestAutograd.test_gradcheck_complex_non_complex_outputs
+    def fn(x, y):
+        return T.complex(x, y), x + 1
+
+    a = T.ones(2, 2, requires_grad=True, dtype=T.float64)
+    b = T.ones(2, 2, requires_grad=True, dtype=T.float64)
+    assert T.autograd.gradcheck(fn, (a, b))
+
+    def fn2(z):
+        return z, T.real(z)
+
+    c = T.ones(2, 2, requires_grad=True, dtype=T.complex128)
+    assert T.autograd.gradcheck(fn2, (c))
+
+
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_custom_error(T, fast_mode):
+    # TestAutograd.test_gradcheck_custom_error: a mismatch is a GradcheckError (a RuntimeError);
+    # raise_exception=False returns False but lets other errors through
+    GradcheckError = _gc(T).GradcheckError
+
+    def fn(x):
+        y = x.clone()
+        y.register_hook(lambda x: x + 1e-2)
+        return y
+
+    x = T.ones(2, 2, dtype=T.double, requires_grad=True)
+    with pytest.raises(GradcheckError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        T.autograd.gradcheck(fn, (x,), fast_mode=fast_mode)
+    with pytest.raises(RuntimeError, match="Jacobian mismatch for output 0 with respect to input 0"):
+        T.autograd.gradcheck(fn, (x,), fast_mode=fast_mode)
+    assert T.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=fast_mode) is False
+
+    def fn2(x):
+        raise RuntimeError("Not a GradcheckError!")
+
+    with pytest.raises(RuntimeError, match="Not a GradcheckError!"):
+        T.autograd.gradcheck(fn2, (x,), fast_mode=fast_mode, raise_exception=False)
+
+
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_forward_ad(T, fast_mode):
+    # TestAutograd.test_gradcheck_forward_ad: real and complex inputs; a function that scales
+    # one input's tangent fails the forward-mode check
+    fwAD = _fwad(T)
+
+    def fn(x, y):
+        return x + y, y
+
+    def bad_fn(x, y):
+        if fwAD._current_level >= 0:   # inside gradcheck's dual level
+            y_p, y_d = fwAD.unpack_dual(y)
+            y = fwAD.make_dual(y_p, y_d * 1.1)
+        return x + y, y
+
+    err_msg = "Jacobian computed with forward mode mismatch for output 0 with respect to input 1"
+    x = rn(T, 2, dtype="float64", grad=True)
+    y = rn(T, 2, seed=1, dtype="float64", grad=True)
+    assert T.autograd.gradcheck(fn, (x, y), check_forward_ad=True, fast_mode=fast_mode)
+    with pytest.raises(RuntimeError, match=err_msg):
+        T.autograd.gradcheck(bad_fn, (x, y), check_forward_ad=True, fast_mode=fast_mode)
+    assert T.autograd.gradcheck(lambda x: T.view_as_real(T.resolve_conj(x * 1j)), x, check_forward_ad=True,
+                                fast_mode=fast_mode)
+    xc = T.tensor(np.array([0.3 + 0.1j, 0.6 - 0.2j]), dtype=T.cdouble, requires_grad=True)
+    assert T.autograd.gradcheck(fn, (xc, y), check_forward_ad=True, fast_mode=fast_mode)
+    with pytest.raises(RuntimeError, match=err_msg):
+        T.autograd.gradcheck(bad_fn, (xc, y), check_forward_ad=True, fast_mode=fast_mode)
+    yc = T.tensor(np.array([0.5 + 0.4j, 0.1 - 0.7j]), dtype=T.cdouble, requires_grad=True)
+    assert T.autograd.gradcheck(fn, (xc, yc), check_forward_ad=True, fast_mode=fast_mode)
+    with pytest.raises(RuntimeError, match=err_msg):
+        T.autograd.gradcheck(bad_fn, (xc, yc), check_forward_ad=True, fast_mode=fast_mode)
+    assert fwAD._current_level == -1
+
+
+def test_gradcheck_forward_ad_runs_with_no_requires_grad(T):
+    # TestAutograd.test_gradcheck_forward_ad_runs_with_no_requires_grad: under forward mode the
+    # function sees inputs that do not require grad
+    fwAD = _fwad(T)
+    seen = []
+
+    class UserFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            if fwAD._current_level >= 0:
+                seen.append((x.requires_grad, y.requires_grad))
+            return x.clone(), y.clone()
+
+        @staticmethod
+        def jvp(ctx, x_t, y_t):
+            return x_t, y_t
+
+    x = rn(T, 2, dtype="float64", grad=True)
+    y = rn(T, 2, seed=1, dtype="float64", grad=True)
+    assert T.autograd.gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_backward_ad=False,
+                                check_undefined_grad=False, check_batched_grad=False)
+    assert seen and all(s == (False, False) for s in seen)
+
+
+def test_gradcheck_get_numerical_jacobian(T):
+    # TestAutograd.test_gradcheck_get_numerical_jacobian: deprecated (FutureWarning); the
+    # Jacobians of the first output, for a target or every input requiring grad
+    get_numerical_jacobian = _gc(T).get_numerical_jacobian
+
+    def fn(inputs):
+        x, y = inputs[0], inputs[1]
+        return 2 * x + y, x + 2 * y
+
+    a = rn(T, 2, 2, dtype="float64", grad=True)
+    b = rn(T, 2, 2, seed=1, dtype="float64", grad=True)
+    with pytest.warns(FutureWarning, match="`get_numerical_jacobian` was part of PyTorch's private API"):
+        jacobian = get_numerical_jacobian(fn, (a, b), target=a, eps=1e-6)
+    assert eq(jacobian[0], 2 * T.eye(4, dtype=T.double))
+    with pytest.warns(FutureWarning, match="`get_numerical_jacobian` was part of PyTorch's private API"):
+        jacobian = get_numerical_jacobian(fn, (a, b), eps=1e-6)
+    assert eq(jacobian[0], 2 * T.eye(4, dtype=T.double))
+    assert eq(jacobian[1], 1 * T.eye(4, dtype=T.double))
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="Expected grad_out to be 1.0"):
+        get_numerical_jacobian(fn, (a, b), eps=1e-6, grad_out=2.0)
+
+
+def test_gradcheck_get_analytical_jacobian(T):
+    # TestAutograd.test_gradcheck_get_analytical_jacobian: deprecated (FutureWarning); the
+    # reverse-mode Jacobians, and reentrant=False for a backward that is not deterministic
+    get_analytical_jacobian = _gc(T).get_analytical_jacobian
+
+    def fn(x, y):
+        return 2 * x + y, x + 2 * y
+
+    a = rn(T, 2, 2, dtype="float64", grad=True)
+    b = rn(T, 2, 2, seed=1, dtype="float64", grad=True)
+    outputs = fn(a, b)
+    with pytest.warns(FutureWarning, match="`get_analytical_jacobian` was part of PyTorch's private API"):
+        jacobians, reentrant, correct_grad_sizes, correct_grad_types = get_analytical_jacobian((a, b), outputs[0])
+    assert eq(jacobians[0], 2 * T.eye(4, dtype=T.double))
+    assert eq(jacobians[1], 1 * T.eye(4, dtype=T.double))
+    assert reentrant
+
+    class NonDetFunc(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, jitter=0.0):
+            ctx._jitter = jitter
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return NonDetFunc.apply(grad_out, ctx._jitter) * (1 + T.rand_like(grad_out) * ctx._jitter), None
+
+    outputs = NonDetFunc.apply(a, 1e-6)
+    with pytest.warns(FutureWarning, match="`get_analytical_jacobian` was part of PyTorch's private API"):
+        jacobians, reentrant, correct_grad_sizes, correct_grad_types = get_analytical_jacobian((a,), outputs)
+    assert not reentrant
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="Expected grad_out to be 1.0"):
+        get_analytical_jacobian((a,), outputs, grad_out=2.0)
+
+
+@pytest.mark.parametrize("fast_mode", [True, False])
+def test_gradcheck_undefined_grad(T, request, fast_mode):
+    # TestAutograd.test_gradcheck_undefined_grad: gradcheck also backpropagates an undefined
+    # (None) output gradient; a tensor hook that cannot take None fails the check, with a
+    # warning that the check is new
+    if T.__name__ == "tracegrad":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "tracegrad's gradcheck has no undefined-output-gradient pass (check_undefined_grad), and "
+            "its engine skips tensor hooks for a None gradient")))
+
+    def fn(x):
+        def hook(x):
+            if x is None:
+                raise RuntimeError("x is undefined")
+        y = x.clone()
+        y.register_hook(hook)
+        return y
+
+    x = T.ones(1, dtype=T.double, requires_grad=True)
+    with pytest.warns(UserWarning, match="Backwards compatibility: New undefined gradient support checking feature"):
+        with pytest.raises(RuntimeError, match="Expected backward function to handle undefined output grads"):
+            T.autograd.gradcheck(fn, (x,), fast_mode=fast_mode)
+        assert not T.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=fast_mode)
