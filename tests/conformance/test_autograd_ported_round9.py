@@ -869,3 +869,44 @@ def test_gradcheck_undefined_grad(T, request, fast_mode):
         with pytest.raises(RuntimeError, match="Expected backward function to handle undefined output grads"):
             T.autograd.gradcheck(fn, (x,), fast_mode=fast_mode)
         assert not T.autograd.gradcheck(fn, (x,), raise_exception=False, fast_mode=fast_mode)
+
+
+def test_gradcheck_forward_ad_respects_requires_grad(T):
+    # TestAutograd.test_gradcheck_forward_ad_respects_requires_grad (its first case, without the
+    # undefined-tangent and batched passes): forward mode runs the function once per input
+    # element, every differentiable input dual
+    jvp_count = [0]
+
+    class UserFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x.clone(), y.clone()
+
+        @staticmethod
+        def jvp(ctx, x_t, y_t):
+            jvp_count[0] += 1
+            return x_t, y_t
+
+    x = T.tensor([0.25], dtype=T.double, requires_grad=True)
+    y = T.tensor([0.75], dtype=T.double, requires_grad=True)
+    T.autograd.gradcheck(UserFn.apply, (x, y), check_forward_ad=True, check_undefined_grad=False,
+                         check_backward_ad=False, check_batched_grad=False, check_batched_forward_grad=False)
+    assert jvp_count[0] == 2
+
+
+def test_gradcheck_forward_ad_batched_grad(T):
+    # TestAutograd.test_gradcheck_forward_ad_batched_grad (forward mode on the two functions;
+    # the batched-tangent vmap pass is not ported): non-tensor inputs and unrelated inputs
+    x = rn(T, 2, dtype="float64", grad=True)
+
+    def fn1(a, b):
+        return a.clone(), a + 1
+
+    assert T.autograd.gradcheck(fn1, (x, 1), check_forward_ad=True, check_backward_ad=False,
+                                check_batched_grad=False, check_undefined_grad=False)
+
+    def fn2(a, c):   # the tangent of c goes nowhere
+        return a.clone()
+
+    assert T.autograd.gradcheck(fn2, (x, x.clone()), check_forward_ad=True, check_backward_ad=False,
+                                check_batched_grad=False, check_undefined_grad=False)
