@@ -910,3 +910,55 @@ def test_gradcheck_forward_ad_batched_grad(T):
 
     assert T.autograd.gradcheck(fn2, (x, x.clone()), check_forward_ad=True, check_backward_ad=False,
                                 check_batched_grad=False, check_undefined_grad=False)
+
+
+# ---- TestAutogradDeviceType (CPU) -------------------------------------------------------------------
+def test_sparse_mask_autograd(T):
+    # TestAutogradDeviceType.test_sparse_mask_autograd
+    tensor = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    mask = T.ones(3)
+    mask[1] = 0
+    mask = mask.to_sparse()
+    converted = tensor.sparse_mask(mask).to_dense()
+    converted.sum().backward()
+    assert eq(tensor.grad, mask.to_dense())
+
+
+@pytest.mark.parametrize("order", ["sparse_first", "dense_first", "sparse_only"])
+def test_sparse_backward(T, order):
+    # TestAutogradDeviceType.test_sparse_backward (float64): sparse and dense gradients flowing
+    # into one tensor add up in any order (dense when any is dense, sparse otherwise)
+    import warnings
+
+    class FixedGradientFunction(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, grad_x):
+            ctx.save_for_backward(grad_x)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_x):
+            (saved_grad_x,) = ctx.saved_tensors
+            return saved_grad_x, None
+
+    size = T.Size([6, 3, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch's note that sparse invariant checks are off
+        sparse_grad1 = T.sparse_coo_tensor(T.tensor([[0, 3, 4], [0, 2, 2]]), rn(T, 3, 2, dtype="float64"), size)
+        sparse_grad2 = T.sparse_coo_tensor(T.tensor([[0, 1, 3, 4], [0, 1, 2, 2]]), rn(T, 4, 2, seed=1, dtype="float64"),
+                                           size)
+    dense_grad = rn(T, 6, 3, 2, seed=2, dtype="float64")
+    fn = FixedGradientFunction
+    x = T.ones(size, dtype=T.double, requires_grad=True)
+    if order == "sparse_first":
+        y = fn.apply(x, sparse_grad1) + fn.apply(x, dense_grad) + fn.apply(x, sparse_grad2)
+    elif order == "dense_first":
+        y = fn.apply(x, dense_grad) + fn.apply(x, sparse_grad1) + fn.apply(x, sparse_grad2)
+    else:
+        y = fn.apply(x, sparse_grad1) + fn.apply(x, sparse_grad2)
+    y.sum().abs().backward()
+    expected = sparse_grad1.to_dense() + sparse_grad2.to_dense()
+    if order != "sparse_only":
+        expected = expected + dense_grad
+    assert x.grad.is_sparse == (order == "sparse_only")
+    assert eq(x.grad.to_dense() if x.grad.is_sparse else x.grad, expected)

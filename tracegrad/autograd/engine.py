@@ -387,6 +387,8 @@ def _accumulate(a, b):
         return b
     if b is None:
         return a
+    if type(a) is not type(b) and a.is_sparse and not b.is_sparse:
+        return b + a    # torch's input buffer: a dense gradient absorbs a sparse one, in any order
     return a + b
 
 
