@@ -151,3 +151,34 @@ def test_device_utils_set_default_device(T):
     assert r.device.type == "meta"
     assert default == "meta"
     assert T.get_default_device().type == "cpu"
+
+
+# ---- test/test_serialization.py ------------------------------------------------------------------
+def test_serialization_same_tensor_twice_is_one_object(T):
+    # TestSerialization (SerializationMixin: a tensor saved under several names in one object):
+    # one tensor saved under two keys loads as one object, so tied weights stay tied
+    import io
+    m = T.nn.Linear(2, 2)
+    buf = io.BytesIO()
+    T.save({"a": m.weight, "b": m.weight, "c": [m.weight, m.bias]}, buf)
+    buf.seek(0)
+    r = T.load(buf)
+    assert r["a"] is r["b"] and r["c"][0] is r["a"]
+    assert r["c"][1] is not r["a"]
+    assert T.equal(r["a"], m.weight)
+    with T.no_grad():
+        r["a"].add_(1)
+    assert T.equal(r["b"], r["a"])
+
+
+def test_serialization_parameter_and_module_share(T):
+    # TestSerialization: a state dict and a module holding the same Parameter, saved together,
+    # load sharing it (one object)
+    import io
+    m = T.nn.Linear(2, 2)
+    buf = io.BytesIO()
+    T.save({"sd": {"w": m.weight}, "model": m}, buf)
+    buf.seek(0)
+    r = T.load(buf, weights_only=False)
+    assert r["sd"]["w"] is r["model"].weight
+    assert type(r["model"].weight).__name__ == "Parameter"
