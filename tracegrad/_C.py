@@ -49,6 +49,19 @@ def _skip_one_hop_torch_function(func, types, args=(), kwargs=None):
     return _tf.redispatch(func, types, args, kwargs)
 
 
+def _will_engine_execute_node(node) -> bool:
+    """Mirrors ``torch._C._will_engine_execute_node(node)``: whether the running backward call
+    runs ``node`` (a graph Node or GradientEdge). RuntimeError outside backward, for a leaf's
+    node during ``autograd.grad``, and for anything that is not a node (a tensor)."""
+    from .autograd.engine import GradientEdge, _will_engine_execute_node as will_run
+    if isinstance(node, GradientEdge):
+        node = node.node
+    if not (hasattr(node, "next_functions") and hasattr(node, "register_hook")):
+        raise RuntimeError("_will_engine_execute_node expects an grad_fn, node must be a "
+                           "torch.autograd.graph.Node or GradientEdge")
+    return will_run(node)
+
+
 def _current_graph_task_id() -> int:
     """Mirrors ``torch._C._current_graph_task_id``: an id of the running backward call, -1
     outside backward (``torch.utils.module_tracker`` reads it as ``is_bw``)."""

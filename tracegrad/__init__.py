@@ -381,6 +381,7 @@ def get_device_module(device=None):
 
 
 from ._tensor.tensor_str import set_printoptions as set_printoptions  # noqa: E402
+from . import _tensor_str as _tensor_str  # noqa: E402
 
 
 from ._api.threads import (  # noqa: E402

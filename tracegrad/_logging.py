@@ -3,9 +3,15 @@
 
 tracegrad has no Dynamo/AOTAutograd/Inductor stages, so none of their log artifacts exist:
 ``set_logs`` checks its keywords as torch does and records them (``_SETTINGS``), and prints
-nothing. What tracegrad's compiler did is in ``tracegrad.compiler.stats()``.
+nothing. What tracegrad's compiler did is in ``tracegrad.compiler.stats()``. The one component
+that logs is ``autograd``: its level goes to the ``tracegrad.autograd`` logger, whose
+``tracegrad.autograd.graph`` child names every node the engine runs (torch's
+``torch.autograd.graph`` debug lines), printed to stderr as torch's handler prints them.
 """
 from __future__ import annotations
+
+import logging
+import sys
 
 __all__ = ["set_logs"]
 
@@ -22,6 +28,26 @@ _ARTIFACTS = ("bytecode", "aot_graphs", "aot_joint_graph", "ddp_graphs", "graph"
               "benchmarking", "autotuning")
 
 _SETTINGS: dict = {}
+
+_AUTOGRAD = logging.getLogger(__name__.split(".")[0] + ".autograd")
+_HANDLER: list = [None]   # the stderr handler set_logs attached to _AUTOGRAD, while one is
+
+
+def _apply_autograd_level(level):
+    """torch's set_logs: a named level goes on the component's logger (with its stderr handler);
+    every call resets what it does not name to WARNING."""
+    if _HANDLER[0] is not None:
+        _AUTOGRAD.removeHandler(_HANDLER[0])
+        _HANDLER[0] = None
+    if level is None:
+        _AUTOGRAD.setLevel(logging.WARNING)
+        return
+    _AUTOGRAD.setLevel(level)
+    h = logging.StreamHandler(sys.stderr)
+    h.setFormatter(logging.Formatter("%(levelname).1s%(asctime)s %(process)d %(pathname)s:%(lineno)d] "
+                                     "%(message)s", "%m%d %H:%M:%S"))
+    _AUTOGRAD.addHandler(h)
+    _HANDLER[0] = h
 
 
 def set_logs(**kwargs) -> None:
@@ -45,3 +71,4 @@ def set_logs(**kwargs) -> None:
             raise TypeError(f"set_logs() got an unexpected keyword argument '{name}'")
     _SETTINGS.clear()
     _SETTINGS.update(kwargs)
+    _apply_autograd_level(kwargs.get("autograd", kwargs.get("all")))

@@ -17,8 +17,9 @@ loading such an entry runs its pickle, so with ``weights_only=True`` (the defaul
 ``pickle.UnpicklingError``; ``weights_only=False`` loads anything.
 
 Differs from torch:
-- Tensors that shared storage (views of one tensor, a tensor saved twice) are stored and
-  loaded as separate tensors; after loading, writing to one does not change the other.
+- Tensors that shared storage (views of one tensor) are stored and loaded as separate
+  tensors; after loading, writing to one does not change the other. (The same tensor object
+  saved twice -- tied weights under two keys -- is one array and loads as one object.)
 - Tensors are loaded on the device they were saved from (``map_location`` overrides); all of
   them are contiguous copies.
 - A plain safetensors file written by another tool loads as a ``dict`` of tensors.
@@ -91,6 +92,12 @@ def _parameter_class():
 
 def _encode(obj, arrays, path):
     if isinstance(obj, Tensor):
+        # the same tensor object met again (a tied weight under two names, a tensor in a
+        # state_dict and in a pickled module) is one array and one node: it loads as one object
+        memo = getattr(arrays, "pickled", None)
+        hit = memo.get(id(obj)) if memo is not None else None
+        if hit is not None:
+            return json.loads(hit[1])
         key = str(len(arrays))
         # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved;
         # a meta tensor has no data: its shape and dtype are the node's
@@ -106,6 +113,8 @@ def _encode(obj, arrays, path):
         param = _parameter_class()
         if param is not None and isinstance(obj, param):
             node["t"] = "parameter"
+        if memo is not None:
+            memo[id(obj)] = (obj, json.dumps(node))
         return node
     if isinstance(obj, bool):
         return {"t": "bool", "v": obj}
@@ -255,6 +264,21 @@ class _Unpickling(Exception):
     by ``load`` as it is, not reported as a damaged file."""
 
 
+def _decode_tensor(kind, node, arrays, place):
+    """A tensor (or Parameter) node as a new tensor, placed by ``place``."""
+    d = _dt.to_dtype(node["dtype"])
+    arr = arrays[node["key"]]
+    if arr.dtype != d.np:   # stored as a same-size view (complex128, older files)
+        arr = np.ascontiguousarray(arr).reshape(-1).view(d.np)
+    if node["device"] == "meta":   # no data was saved: a meta tensor again, as torch's
+        t = empty(node["shape"], dtype=d, device="meta")
+    else:
+        t = place(from_file_array(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
+    if kind == "parameter" and _parameter_class() is not None:
+        return _parameter_class()(t, requires_grad=node["requires_grad"])
+    return t.requires_grad_(True) if node["requires_grad"] else t
+
+
 def _decode(node, arrays, place):
     if isinstance(node, dict) and node.get("t") == "pickle":
         try:
@@ -270,17 +294,14 @@ def _decode(node, arrays, place):
     try:
         kind = node["t"]
         if kind in ("tensor", "parameter"):
-            d = _dt.to_dtype(node["dtype"])
-            arr = arrays[node["key"]]
-            if arr.dtype != d.np:   # stored as a same-size view (complex128, older files)
-                arr = np.ascontiguousarray(arr).reshape(-1).view(d.np)
-            if node["device"] == "meta":   # no data was saved: a meta tensor again, as torch's
-                t = empty(node["shape"], dtype=d, device="meta")
-            else:
-                t = place(from_file_array(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
-            if kind == "parameter" and _parameter_class() is not None:
-                return _parameter_class()(t, requires_grad=node["requires_grad"])
-            return t.requires_grad_(True) if node["requires_grad"] else t
+            memo = getattr(place, "pickled", None)
+            if memo is not None:   # one object per saved tensor object (see _encode)
+                pid = json.dumps(node)
+                t = memo.get(pid)
+                if t is None:
+                    t = memo[pid] = _decode_tensor(kind, node, arrays, place)
+                return t
+            return _decode_tensor(kind, node, arrays, place)
         if kind in ("bool", "int", "str"):
             return {"bool": bool, "int": int, "str": str}[kind](node["v"])
         if kind == "float":

@@ -44,6 +44,15 @@ def check_same_randomness(*values):
                            "file an issue with functorch (use randomness='different', or draw outside vmap)")
 
 
+def drawn_per_example_into_unbatched(target, drawn) -> bool:
+    """Inside ``vmap(..., randomness='different')``: whether an in-place draw ``drawn`` (batched,
+    one value per example) goes into ``target``, an array that is not batched. torch refuses
+    that for a tensor captured from outside the function (it could hold one draw only);
+    ``func/_closure.py`` raises it once the call shows the tensor was captured."""
+    return (bool(_state.VMAP_SAME) and _state.VMAP_SAME[-1] is None and isinstance(drawn, jax.core.Tracer)
+            and not isinstance(target, jax.core.Tracer))
+
+
 def _draw(k, sample, shape, dtype):
     """``sample(numpy_generator) -> numpy array`` of ``shape``/``dtype``, from key ``k``."""
     if not isinstance(k, jax.core.Tracer):
@@ -255,7 +264,8 @@ def standard_gamma(k, alpha):
         draw = _philox(key).standard_gamma(np.asarray(a, np.float64))
         return np.maximum(draw, tiny).astype(_np_float(dtype))
     if isinstance(k, jax.core.Tracer) or isinstance(alpha, jax.core.Tracer):
-        return host_call(sample, alpha.shape, dtype, k, alpha)
+        check_same_randomness(alpha)
+        return host_call(sample, alpha.shape, dtype, k, alpha, vmap_method="sequential")
     return with_x64(jnp.asarray)(sample(k, alpha), dtype)
 
 
@@ -291,7 +301,9 @@ def param_draw(k, sample, params, shape, dtype):
     def run(key, *ps):
         return np.asarray(sample(_philox(key), *(np.asarray(p) for p in ps))).astype(dtype)
     if isinstance(k, jax.core.Tracer) or any(isinstance(p, jax.core.Tracer) for p in params):
-        return host_call(run, shape, dtype, k, *params)
+        check_same_randomness(*params)
+        # under vmap the key or the parameters are batched: one host draw per example
+        return host_call(run, shape, dtype, k, *params, vmap_method="sequential")
     return with_x64(jnp.asarray)(run(k, *params), dtype)
 
 

@@ -45,6 +45,12 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     _OPTS["sci_mode"] = sci_mode
 
 
+def get_printoptions() -> dict:
+    """Mirrors ``torch._tensor_str.get_printoptions``: the current options as a dict of
+    ``set_printoptions``' keywords."""
+    return {k: _OPTS.get(k) for k in ("precision", "threshold", "edgeitems", "linewidth", "sci_mode")}
+
+
 class _Column:
     """The format shared by all elements of one (real) array: ``width`` and ``format(v)``."""
 
@@ -119,6 +125,8 @@ def format_array(arr, dtype, indent):
     """The bracketed body of a tensor's repr (``[1., 2.]``), ``indent`` columns after the prefix."""
     summarize = arr.size > _OPTS["threshold"]
     edge = _OPTS["edgeitems"]
+    if summarize and not edge and arr.ndim:   # no items kept: torch prints the elision alone
+        return "[...]"
     fmt = _Formats(_edges(arr, edge) if summarize else arr, dtype)
 
     def rec(a, ind):
@@ -172,6 +180,8 @@ def tensor_repr(t, prefix="tensor("):
             suffixes.append(f"dtype={dtype!r}")
     else:
         body = format_array(printable(v), dtype, len(prefix))
+        if not _OPTS["edgeitems"]:   # torch names the size when no edge items show it
+            suffixes.append(f"size={tuple(v.shape)}")
         if _shows_dtype(dtype):
             suffixes.append(f"dtype={dtype!r}")
     suffixes += autograd_suffixes(t)

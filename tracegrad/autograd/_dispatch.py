@@ -419,13 +419,10 @@ def check_inplace(t):
             "a leaf Variable that requires grad is being used in an in-place operation. Wrap the "
             "update in `with tracegrad.no_grad():` or use .data / .detach() if autograd must not "
             "see it.")
-    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0]:
-        raise RuntimeError(
-            "a view of a leaf Variable that requires grad is being used in an in-place operation. "
-            "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
     if t._base is not None and t._base._rg and STATE[0] and "_cmeta" not in t.__dict__:
         # (a view made in no_grad/inference mode reports that instead, below: torch records
-        # NO_GRAD_MODE over MULTI_OUTPUT_NODE as the view's creation meta)
+        # NO_GRAD_MODE over MULTI_OUTPUT_NODE as the view's creation meta); checked before the
+        # view-of-a-leaf error, as torch's check_inplace handles the view's rebase first
         for op, _, idx in t._chain:
             if idx is not None:   # torch refuses: one node cannot rebase several views' histories
                 raise RuntimeError(
@@ -433,6 +430,10 @@ def check_inplace(t):
                     "This view is the output of a function that returns multiple views (unbind, split, "
                     "chunk), which do not allow the output views to be modified inplace. Replace the "
                     "inplace operation by an out-of-place one, or clone() the output first.")
+    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0]:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation. "
+            "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
     if STATE[0] and t._base is not None and "_cmeta" in t.__dict__:
         where = t._cmeta
         raise RuntimeError(
@@ -444,6 +445,32 @@ def check_inplace(t):
         raise RuntimeError(
             "Inplace update to inference tensor outside InferenceMode is not allowed. Make a clone() "
             "to get a normal tensor before doing the inplace update.")
+
+
+def _multi_output_index(t):
+    for op, _, idx in t._chain:
+        if idx is not None:
+            return op, idx
+    return None
+
+
+def check_view_rebase(t, args):
+    """A view of a base that does not require grad, written in-place with a value that does,
+    gets history of its own; torch refuses that for the views it refuses it for when the base
+    requires grad: a view a custom Function returned and a multi-output view (unbind/split/
+    chunk). Such a view has no grad_fn, so torch words it as a view made without grad."""
+    if not STATE[0] or t._rg or t._base is None or not any(isinstance(a, Tensor) and a._rg for a in args):
+        return
+    if "_cfn" in t.__dict__:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
+                           "enabled. " + MSG_CUSTOM_FUNCTION_VIEW)
+    if (not t._base._rg and "_cmeta" not in t.__dict__ and t._chain
+            and _multi_output_index(t) is not None):
+        raise RuntimeError(
+            "A view was created in no_grad mode and is being modified inplace with grad mode enabled. "
+            "This view is the output of a function that returns multiple views (unbind, split, chunk), "
+            "which do not allow the output views to be modified inplace. Replace the inplace operation "
+            "by an out-of-place one, or clone() the output first.")
 
 
 def apply_inplace(op: Op, self: Tensor, args, static=()):
@@ -458,6 +485,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         if isinstance(self, Tensor):
             raise
         raise not_a_tensor(op.name + "_", self) from None
+    if self._base is not None:
+        check_view_rebase(self, args)
     for a in args:
         if isinstance(a, Tensor) and a._st is self._st and a is not self:
             _check_no_partial_overlap(self, a)

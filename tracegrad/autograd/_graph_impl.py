@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+import threading
 import traceback
 import weakref
 from collections import OrderedDict
@@ -33,6 +34,10 @@ from . import grad_mode
 
 _seq = itertools.count()
 _ACCUMULATE_SEQ = sys.maxsize  # torch gives AccumulateGrad the highest priority
+# held while a gradient is added into a leaf's .grad: backward calls from several Python threads
+# sharing a leaf (Hogwild-style training) must each see the others' sums (torch's per-variable
+# mutex in AccumulateGrad); the read-modify-write below spans JAX calls that release the GIL
+_ACCUMULATE_LOCK = threading.Lock()
 
 MSG_FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -296,6 +301,19 @@ class AccumulateGrad(Node):
             return []
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_grad_owner(var)
+        with _ACCUMULATE_LOCK:
+            self._accumulate(var, g, create_graph)
+        if var._post_acc_hooks:
+            for h in tuple(var._post_acc_hooks.values()):
+                _state.note_hook("post accumulate grad", h)
+                r = h(var)
+                if r is not None and r is not var:   # torch tolerates the tensor itself only
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None: the hook "
+                                       "sees .grad already accumulated; modify it in place instead")
+        return []
+
+    @staticmethod
+    def _accumulate(var, g, create_graph):
         try:
             if var._grad is None:
                 # a fresh storage: a later in-place accumulation must not write into a tensor the
@@ -316,14 +334,6 @@ class AccumulateGrad(Node):
                         old._write(old._value + g._value)
         except SparseOperand as e:   # a sparse COO gradient (nn.Embedding(sparse=True)) or .grad
             var._grad = type(e.tensor)._accumulate_grad(var._grad, g)
-        if var._post_acc_hooks:
-            for h in tuple(var._post_acc_hooks.values()):
-                _state.note_hook("post accumulate grad", h)
-                r = h(var)
-                if r is not None and r is not var:   # torch tolerates the tensor itself only
-                    raise RuntimeError("Tensor post accumulate grad hooks should return None: the hook "
-                                       "sees .grad already accumulated; modify it in place instead")
-        return []
 
 
 def accumulate_node(t):
@@ -385,7 +395,10 @@ class saved_tensors_hooks:
         # returns None, as torch's: ``with SaveToDisk() as h`` binds None there too
 
     def __exit__(self, *exc):
-        SAVED_HOOKS.pop()
+        # an unbalanced exit (a hook that exits its own context during backward, then the
+        # caller's exit) leaves the stack empty: torch tolerates it, and so does this
+        if SAVED_HOOKS:
+            SAVED_HOOKS.pop()
 
 
 class save_on_cpu(saved_tensors_hooks):

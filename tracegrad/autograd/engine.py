@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import heapq
 import itertools
+import logging
 import warnings
 from collections.abc import Mapping
 
@@ -30,8 +31,26 @@ from . import _dispatch
 
 _tie = itertools.count()
 
+# torch.autograd.graph's logger: with ``set_logs(autograd=logging.DEBUG)`` (or the logger's level set
+# to DEBUG) every node the engine runs is logged as torch logs it ("Executing: <node> with
+# grad_outputs: [f32[10]]"); checked once per backward call, so the hot loop pays one test per node
+_LOG = logging.getLogger(__name__.rsplit(".", 1)[0] + ".graph")
+# torch.utils._dtype_abbrs' short names, by dtype name
+_ABBRS = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16", "complex32": "c32",
+          "complex64": "c64", "complex128": "c128", "int8": "i8", "int16": "i16", "int32": "i32",
+          "int64": "i64", "bool": "b8", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64"}
+
+
+def _log_node(node, grads):
+    def fmt(t):
+        if t is None:
+            return "None"
+        name = str(t.dtype).rsplit(".", 1)[-1]
+        return f"{_ABBRS.get(name, name)}[{', '.join(map(str, t.shape))}]"
+    _LOG.debug(f"Executing: {node!r} with grad_outputs: [{','.join(fmt(t) for t in grads)}]")
+
 # NOTE [graph tasks]: one entry per running backward/grad call, innermost last:
-# (task id, checkpoint valid, nodes it runs). utils.checkpoint reads them as torch's
+# (task id, checkpoint valid, nodes it runs, whether it accumulates into .grad). utils.checkpoint reads them as torch's
 # ``_current_graph_task_id`` (recompute once per backward call) and ``_is_checkpoint_valid``
 # (False when the call was given ``inputs``: reentrant checkpoint refuses those);
 # ``graph.register_multi_grad_hook`` as ``_will_engine_execute_node``.
@@ -67,8 +86,8 @@ def _will_engine_execute_node(node) -> bool:
     outside backward."""
     if not _GRAPH_TASKS:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    _, whole, runs = _GRAPH_TASKS[-1]
-    if not whole and isinstance(node, AccumulateGrad):
+    _, _, runs, accumulates = _GRAPH_TASKS[-1]
+    if not accumulates and isinstance(node, AccumulateGrad):   # autograd.grad, not backward(inputs=)
         raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
                            "autograd.grad(). This is currently not supported.")
     return node in runs
@@ -368,6 +387,8 @@ def _accumulate(a, b):
         return b
     if b is None:
         return a
+    if type(a) is not type(b) and a.is_sparse and not b.is_sparse:
+        return b + a    # torch's input buffer: a dense gradient absorbs a sparse one, in any order
     return a + b
 
 
@@ -423,9 +444,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
 
     # NOTE [returning freed memory]: eager backward only (under a compiled trace arrays are abstract)
     trim = _state.CAPTURE[0] is None
+    logging_on = _LOG.isEnabledFor(logging.DEBUG)
+    # the saved_tensors_hooks stack as it was: torch's engine runs on a copy of the caller's
+    # thread-local state, so a hook entering or exiting a context during backward leaves the
+    # caller's stack as it found it
+    hooks_before = list(_state.SAVED_HOOKS)
     prev = grad_mode.STATE[0]
     grad_mode.STATE[0] = bool(create_graph)
-    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit))
+    _GRAPH_TASKS.append((next(_task_ids), not inputs, seen if visit is None else visit, accumulate_grad))
     _FINAL_CALLBACKS.append([])
     node = None
     try:
@@ -469,6 +495,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
                     if r is not None:
                         _check_count(h, r, grads)
                         grads = list(r)
+            if logging_on:   # torch logs from a pre-hook it registers last, so after the user's
+                _log_node(node, grads)
             # 5. the node
             if (len(grads) == 1 and grads[0] is not None) or any(g is not None for g in grads):
                 cap = _state.CAPTURE[0]
@@ -531,6 +559,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         raise
     finally:
         grad_mode.STATE[0] = prev
+        if _state.SAVED_HOOKS != hooks_before:
+            _state.SAVED_HOOKS[:] = hooks_before
         _GRAPH_TASKS.pop()
         _FINAL_CALLBACKS.pop()
     if trim and _PENDING[0] >= _TRIM_BYTES:

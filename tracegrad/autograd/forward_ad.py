@@ -147,3 +147,11 @@ class dual_level:
             with dual_level():
                 return fn(*args, **kwargs)
         return wrapper
+
+
+def __getattr__(name):
+    # torch's module global ``_current_level`` (-1 outside any dual level): programs and
+    # gradcheck tests read it to know whether forward AD is running
+    if name == "_current_level":
+        return _impl._LEVEL[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

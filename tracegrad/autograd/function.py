@@ -248,6 +248,15 @@ class Function(metaclass=_FunctionMeta):
     def jvp(ctx, *grad_inputs):
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it with forward mode AD.")
 
+    # torch's defaults for functorch: no generated vmap rule, and a vmap staticmethod that
+    # refuses (tracegrad's transforms trace through forward/backward instead of calling it)
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override the vmap "
+                                  "staticmethod or set generate_vmap_rule=True.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         new_style = cls.setup_context is not Function.setup_context

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 # The state lives in tracegrad/_state.py (all mutable global state in one place); these are
 # the same objects under the names engine and function import from here (dispatch reads _state).
@@ -31,7 +32,12 @@ def is_inference_mode_enabled() -> bool:
 class _DecoratorContextManager:
     def __call__(self, func):
         if inspect.isclass(func):
-            raise TypeError(f"{type(self).__name__} decorates functions, not classes")
+            # torch (deprecated): the class's __init__ runs under the mode, nothing else does
+            warnings.warn("Decorating classes is deprecated and will be disabled in future versions. "
+                          "Decorate functions or methods only; to keep this behaviour, decorate the "
+                          "class's `__init__` method instead.", FutureWarning, stacklevel=2)
+            func.__init__ = self(func.__init__)
+            return func
         if inspect.isgeneratorfunction(func):
             return self._wrap_generator(func)
         @functools.wraps(func)

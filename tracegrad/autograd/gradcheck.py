@@ -58,6 +58,19 @@ def _unit(t, k):
     return g.reshape(tuple(t.shape))
 
 
+def _check_perturbed(ref, outs, eps):
+    """torch's assertion: finite differences need the outputs' shapes and dtypes to stay put
+    when an input moves by ``eps`` (a function whose output shape or dtype depends on the
+    values cannot be checked)."""
+    for (shape, dtype), o in zip(ref, outs):
+        if tuple(o.shape) != shape:
+            raise AssertionError(f"Expected `func` to return outputs with the same shape when inputs are perturbed "
+                                 f"by `eps` ({eps}), but got: shape {tuple(o.shape)} instead of {shape}.")
+        if o.dtype != dtype:
+            raise AssertionError(f"Expected `func` to return outputs with the same dtype when inputs are perturbed "
+                                 f"by `eps` ({eps}), but got: dtype {o.dtype} instead of {dtype}.")
+
+
 def _numerical(func, inputs, i, eps):
     """d outputs / d inputs[i] as a list (per output) of (real numel_in, real numel_out) arrays
     (NOTE [complex gradcheck])."""
@@ -67,6 +80,7 @@ def _numerical(func, inputs, i, eps):
     # perturb x in place, through ``.data`` (its storage, not its version counter), as torch: a
     # function that also reaches x another way (a dict holding it, a closure) sees the change
     data, orig = x.data, x.detach().clone()
+    ref = [(tuple(o.shape), o.dtype) for o in _outputs(func, inputs)]
     cols = []
     try:
         for k in range(base.size):
@@ -77,7 +91,9 @@ def _numerical(func, inputs, i, eps):
                 if cplx:
                     pert = pert[0::2] + 1j * pert[1::2]
                 data.copy_(tensor(pert.reshape(tuple(x.shape)), dtype=x.dtype))
-                vals.append([_real_flat(o._value) for o in _outputs(func, inputs)])
+                outs = _outputs(func, inputs)
+                _check_perturbed(ref, outs, eps)
+                vals.append([_real_flat(o._value) for o in outs])
             cols.append([(a - b) / (2 * eps) for a, b in zip(*vals)])
     finally:
         data.copy_(orig)
@@ -127,6 +143,12 @@ def _forward(func, inputs, diff_idx):
         for k in range(_real_numel(x)):
             xs = list(inputs)
             with forward_ad.dual_level():
+                # every differentiable input is dual, the others with zero tangents, as torch's
+                # check: the function may read any input's tangent
+                for m in diff_idx:
+                    if m != i:
+                        xm = inputs[m].detach()
+                        xs[m] = forward_ad.make_dual(xm, tensor(np.zeros(tuple(xm.shape)), dtype=xm.dtype))
                 xs[i] = forward_ad.make_dual(x, tensor(_unit(x, k), dtype=x.dtype))
                 outs = _outputs(func, xs)
                 tans = [forward_ad.unpack_dual(o).tangent for o in outs]
@@ -243,3 +265,51 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
 
     return gradcheck(first_order, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception, nondet_tol=nondet_tol)
+
+
+_PRIVATE_API_WARNING = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are deprecating "
+                        "it and it will be removed in a future version of PyTorch (tracegrad keeps it for programs "
+                        "that still call it).")
+
+
+def _check_grad_out(grad_out, api):
+    if grad_out != 1.0:
+        raise ValueError(f"Expected grad_out to be 1.0. {api} no longer supports values of grad_out != 1.0.")
+
+
+def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
+    """Mirrors the deprecated ``torch.autograd.gradcheck.get_numerical_jacobian`` (FutureWarning):
+    the finite-difference Jacobians, one (numel of the input, numel of the output) tensor per
+    tensor of ``target`` (default: ``inputs`` that require grad), of ``fn``'s first output.
+    ``fn`` takes the inputs as one tuple. ValueError unless ``grad_out`` is 1.0."""
+    warnings.warn(_PRIVATE_API_WARNING.format("get_numerical_jacobian"), FutureWarning, stacklevel=2)
+    _check_grad_out(grad_out, "get_numerical_jacobian")
+    inputs = _as_tuple(inputs)
+    if target is None:
+        targets = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    else:
+        wanted = [id(t) for t in _as_tuple(target)]
+        targets = [i for i, x in enumerate(inputs) if id(x) in wanted]
+    call = lambda *xs: fn(xs)   # noqa: E731 -- fn takes the tuple itself
+    with grad_mode.no_grad():
+        return tuple(tensor(_numerical(call, inputs, i, eps)[0], dtype=inputs[i].dtype) for i in targets)
+
+
+def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
+    """Mirrors the deprecated ``torch.autograd.gradcheck.get_analytical_jacobian``
+    (FutureWarning): ``(jacobians, reentrant, correct_grad_sizes, correct_grad_types)`` for
+    ``output`` (already computed from ``inputs``) by reverse mode, one (numel of the input,
+    numel of the output) tensor per input requiring grad; ``reentrant`` is False when running
+    backward twice gives values further apart than ``nondet_tol``. ValueError unless
+    ``grad_out`` is 1.0."""
+    warnings.warn(_PRIVATE_API_WARNING.format("get_analytical_jacobian"), FutureWarning, stacklevel=2)
+    _check_grad_out(grad_out, "get_analytical_jacobian")
+    inputs = _as_tuple(inputs)
+    diff_idx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    reentrant = True
+    try:
+        jac, _ = _analytical(lambda *xs: output, inputs, diff_idx, nondet_tol)
+    except GradcheckError:
+        reentrant = False
+        jac, _ = _analytical(lambda *xs: output, inputs, diff_idx, float("inf"))
+    return (tuple(tensor(jac[(0, i)], dtype=inputs[i].dtype) for i in diff_idx), reentrant, True, True)

@@ -91,6 +91,9 @@ class Reads:
         self.grad_depth = int(grad_kind)
         # id(storage) -> (weakref to it, its array before, the op's name, inside a grad transform)
         self.writes: dict = {}
+        # ids of storages a random in-place op drew per-example values into under
+        # vmap(randomness='different') while they were unbatched (``_api/inplace.py``)
+        self.random_writes: set = set()
 
     def see(self, args, skip=frozenset()):
         """``args`` with lifted Tensors swapped for their traced values; with ``collect`` the
@@ -153,13 +156,17 @@ class Reads:
         Tensors it made are gone by now) and raise torch's RuntimeError, unless the call
         ``failed`` already (then only restore: no tracer stays behind in them)."""
         bad = []
-        for ref, before, name, in_grad in self.writes.values():
+        for key, (ref, before, name, in_grad) in self.writes.items():
             st = ref()
             if st is not None and (in_grad or isinstance(st.array, _Tracer)):
                 st.array, st.gen = before, st.gen + 1
-                bad.append((name, in_grad))
+                bad.append((name, in_grad, key in self.random_writes))
         if bad and not failed:
-            name, in_grad = bad[0]
+            name, in_grad, random = bad[0]
+            if random and not in_grad:   # torch's words for a captured tensor drawn into per example
+                raise RuntimeError("vmap: Cannot ask for different inplace randomness on an unbatched tensor. "
+                                   "This will appear like same randomness. If this is necessary for your usage, "
+                                   "please file an issue with functorch. The Tensor was restored.")
             kind = "During a grad (vjp, jvp, grad, etc) transform, the function" if in_grad else "vmap: the function"
             raise RuntimeError(f"{kind} provided wrote in place ({name}_) into a captured Tensor (one defined "
                                "outside the function transform that is not an input to it), which a transform "

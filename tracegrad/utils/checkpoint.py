@@ -40,7 +40,8 @@ __all__ = [
     "checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
     "check_backward_validity", "detach_variable", "noop_context_fn", "set_checkpoint_early_stop",
     "set_checkpoint_debug_enabled", "CheckpointPolicy", "SelectiveCheckpointContext",
-    "create_selective_checkpoint_contexts", "GraphExecGroup",
+    "create_selective_checkpoint_contexts", "GraphExecGroup", "DefaultDeviceType", "get_device_states",
+    "set_device_states",
 ]
 
 _DEFAULT_DETERMINISM_MODE = "default"
@@ -61,6 +62,54 @@ _DEBUG_TIP = ("\nTip: pass `debug=True` to `tracegrad.utils.checkpoint.checkpoin
 class CheckpointError(RuntimeError):
     """Mirrors ``torch.utils.checkpoint.CheckpointError``: the recomputation saved different
     tensors than the original forward, or a recomputed tensor was unpacked twice."""
+
+
+class DefaultDeviceType:
+    """Mirrors ``torch.utils.checkpoint.DefaultDeviceType``: the device type whose RNG state
+    checkpoint saves when no argument tensor names one (``"cpu"`` here: tracegrad's tensors are
+    all on the host from torch's point of view)."""
+
+    _default_device_type = "cpu"
+
+    @staticmethod
+    def set_device_type(device: str = "cpu"):
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        return DefaultDeviceType._default_device_type
+
+
+def _infer_device_type(*args):
+    """Mirrors ``torch.utils.checkpoint._infer_device_type``: the device type of the non-CPU
+    tensors among ``args`` (nested containers searched; ``"cuda"`` first if present, else the
+    first met; a warning when there are several), else ``DefaultDeviceType``'s."""
+    from ._pytree import tree_leaves
+    found = [a.device.type for a in tree_leaves(args)
+             if isinstance(a, tracegrad.Tensor) and a.device.type != "cpu"]
+    kinds = set(found)
+    if len(kinds) > 1:
+        warnings.warn("Tensor arguments, excluding CPU tensors, are detected on at least two types of devices; "
+                      "checkpoint keeps the device state of one device type only.\n"
+                      f"Device types: {sorted(kinds)} first device type: {found[0]}", stacklevel=2)
+    if not found:
+        return DefaultDeviceType.get_device_type()
+    return "cuda" if "cuda" in kinds else found[0]
+
+
+def get_device_states(*args):
+    """Mirrors ``torch.utils.checkpoint.get_device_states``: ``(device_ids, rng_states)`` of the
+    accelerator devices ``args``' tensors live on. tracegrad has no per-device RNG state, so
+    both lists are empty."""
+    return [], []
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Mirrors ``torch.utils.checkpoint.set_device_states``: restores the per-device RNG states
+    ``get_device_states`` returned (none in tracegrad: nothing to restore). ``ValueError`` when
+    the two lists differ in length."""
+    if len(devices) != len(states):
+        raise ValueError("set_device_states(): devices and states must have the same length")
 
 
 def noop_context_fn():
