@@ -677,3 +677,21 @@ def run_cases(cases):
         for name, fn in cases.items():
             log_outcome(log, name, lambda: fn(mod))
     run_both(program)
+
+
+@contextlib.contextmanager
+def torch_logger_restored(T):
+    """torch's ``debug=True`` checkpoint adds a traceback filter to its logging-tensor logger
+    (and turns propagation off) without undoing it; left there, a later debug run in this
+    process fails inside logging. Put the logger back as it was (torch only)."""
+    if getattr(T, "__name__", "") != "torch":
+        yield
+        return
+    from torch.testing._internal.logging_tensor import logger
+    filters, propagate, level = list(logger.filters), logger.propagate, logger.level
+    try:
+        yield
+    finally:
+        logger.filters[:] = filters
+        logger.propagate = propagate
+        logger.setLevel(level)

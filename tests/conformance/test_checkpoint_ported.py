@@ -38,6 +38,7 @@ import weakref
 import pytest
 
 from _checkpoint_helpers import _close, _np, _rand
+from parity import torch_logger_restored
 
 
 def _mlp(T, sizes=(6, 5, 4, 3)):
@@ -408,24 +409,6 @@ def test_checkpoint_graph_execution_group(T):
                 pass
 
 
-@contextlib.contextmanager
-def _torch_logger_restored(T):
-    """torch's ``debug=True`` checkpoint adds a traceback filter to its logging-tensor logger
-    (and turns propagation off) without undoing it; left there, a later debug run in this
-    process fails inside logging. Put the logger back as it was (torch only)."""
-    if T.__name__ != "torch":
-        yield
-        return
-    from torch.testing._internal.logging_tensor import logger
-    filters, propagate, level = list(logger.filters), logger.propagate, logger.level
-    try:
-        yield
-    finally:
-        logger.filters[:] = filters
-        logger.propagate = propagate
-        logger.setLevel(level)
-
-
 def test_checkpoint_detects_non_determinism(T):
     # TestAutograd.test_checkpoint_detects_non_determinism: fewer / more / differently shaped
     # tensors saved by the recomputation raise CheckpointError (more only without early
@@ -462,9 +445,9 @@ def test_checkpoint_detects_non_determinism(T):
     with pytest.raises(ck.CheckpointError, match="tensors have different metadata"):
         ck.checkpoint(changing(save_2, save_2_alt), a, use_reentrant=False).sum().backward()
     debug_msg = "You are seeing this error because you passed `debug=True` to checkpoint"
-    with _torch_logger_restored(T), pytest.raises(ck.CheckpointError, match=debug_msg):
+    with torch_logger_restored(T), pytest.raises(ck.CheckpointError, match=debug_msg):
         ck.checkpoint(changing(save_2, save_2_alt), a, use_reentrant=False, debug=True).sum().backward()
-    with _torch_logger_restored(T), pytest.raises(ck.CheckpointError, match=debug_msg):
+    with torch_logger_restored(T), pytest.raises(ck.CheckpointError, match=debug_msg):
         with ck.set_checkpoint_debug_enabled(True):
             ck.checkpoint(changing(save_2, save_2_alt), a, use_reentrant=False, debug=False).sum().backward()
     with pytest.raises(ck.CheckpointError, match="Recomputed values for the following tensors have different") as e:
