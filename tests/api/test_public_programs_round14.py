@@ -558,3 +558,151 @@ def test_gfnet_global_filter():
         log("proj", model.patch_embed.proj.weight)
 
     run_both(program)
+
+
+# xmu-xiaoma666/External-Attention-pytorch model/attention/ShuffleAttention.py (SA-Net: the
+# channels split into G groups and halves by ``chunk``, a channel gate from AdaptiveAvgPool2d
+# and a spatial gate from ``GroupNorm(c/2G, c/2G)``, parameters created by
+# ``torch.nn.parameter.Parameter``, a reshape/permute channel shuffle); 16 channels, G=2, at
+# 3x3, 2 SGD steps
+def test_shuffle_attention():
+    def program(torch, log):
+        nn = torch.nn
+        Parameter = torch.nn.parameter.Parameter
+
+        class ShuffleAttention(nn.Module):
+
+            def __init__(self, channel=512,reduction=16,G=8):
+                super().__init__()
+                self.G=G
+                self.channel=channel
+                self.avg_pool = nn.AdaptiveAvgPool2d(1)
+                self.gn = nn.GroupNorm(channel // (2 * G), channel // (2 * G))
+                self.cweight = Parameter(torch.zeros(1, channel // (2 * G), 1, 1))
+                self.cbias = Parameter(torch.ones(1, channel // (2 * G), 1, 1))
+                self.sweight = Parameter(torch.zeros(1, channel // (2 * G), 1, 1))
+                self.sbias = Parameter(torch.ones(1, channel // (2 * G), 1, 1))
+                self.sigmoid=nn.Sigmoid()
+
+            @staticmethod
+            def channel_shuffle(x, groups):
+                b, c, h, w = x.shape
+                x = x.reshape(b, groups, -1, h, w)
+                x = x.permute(0, 2, 1, 3, 4)
+
+                # flatten
+                x = x.reshape(b, -1, h, w)
+
+                return x
+
+            def forward(self, x):
+                b, c, h, w = x.size()
+                #group into subfeatures
+                x=x.view(b*self.G,-1,h,w) #bs*G,c//G,h,w
+
+                #channel_split
+                x_0,x_1=x.chunk(2,dim=1) #bs*G,c//(2*G),h,w
+
+                #channel attention
+                x_channel=self.avg_pool(x_0) #bs*G,c//(2*G),1,1
+                x_channel=self.cweight*x_channel+self.cbias #bs*G,c//(2*G),1,1
+                x_channel=x_0*self.sigmoid(x_channel)
+
+                #spatial attention
+                x_spatial=self.gn(x_1) #bs*G,c//(2*G),h,w
+                x_spatial=self.sweight*x_spatial+self.sbias #bs*G,c//(2*G),h,w
+                x_spatial=x_1*self.sigmoid(x_spatial) #bs*G,c//(2*G),h,w
+
+                # concatenate along channel axis
+                out=torch.cat([x_channel,x_spatial],dim=1)  #bs*G,c//G,h,w
+                out=out.contiguous().view(b,-1,h,w)
+
+                # channel shuffle
+                out = self.channel_shuffle(out, 2)
+                return out
+
+        x = randn(torch, (2, 16, 3, 3), 1)
+        sa = init_params(torch, ShuffleAttention(channel=16, G=2), 0)
+        _train(torch, log, sa, (x,), randn(torch, (2, 16, 3, 3), 2))
+
+    run_both(program)
+
+
+# xmu-xiaoma666/External-Attention-pytorch model/attention/S2Attention.py (S2-MLPv2: in-place
+# spatial shifts ``x[:, 1:, :, :c//4] = x[:, :w-1, :, :c//4]`` on slices of a Linear's output,
+# whose source and destination overlap, then split attention over the three branches);
+# torch copies such overlapping strided views element by element, so the forward shifts repeat
+# the first row/column rather than shift. S2Attention builds ``SplitAttention()`` with its
+# default channel, so that default is lowered from 512 to 8 (the only change) to run at 8
+# channels: batch 2 at 4x4, 2 SGD steps; the shifts also on an arange tensor
+def test_s2_attention_spatial_shift():
+    def program(torch, log):
+        nn = torch.nn
+
+        def spatial_shift1(x):
+            b,w,h,c = x.size()
+            x[:,1:,:,:c//4] = x[:,:w-1,:,:c//4]
+            x[:,:w-1,:,c//4:c//2] = x[:,1:,:,c//4:c//2]
+            x[:,:,1:,c//2:c*3//4] = x[:,:,:h-1,c//2:c*3//4]
+            x[:,:,:h-1,3*c//4:] = x[:,:,1:,3*c//4:]
+            return x
+
+        def spatial_shift2(x):
+            b,w,h,c = x.size()
+            x[:,:,1:,:c//4] = x[:,:,:h-1,:c//4]
+            x[:,:,:h-1,c//4:c//2] = x[:,:,1:,c//4:c//2]
+            x[:,1:,:,c//2:c*3//4] = x[:,:w-1,:,c//2:c*3//4]
+            x[:,:w-1,:,3*c//4:] = x[:,1:,:,3*c//4:]
+            return x
+
+        class SplitAttention(nn.Module):
+            def __init__(self,channel=8,k=3):
+                super().__init__()
+                self.channel=channel
+                self.k=k
+                self.mlp1=nn.Linear(channel,channel,bias=False)
+                self.gelu=nn.GELU()
+                self.mlp2=nn.Linear(channel,channel*k,bias=False)
+                self.softmax=nn.Softmax(1)
+
+            def forward(self,x_all):
+                b,k,h,w,c=x_all.shape
+                x_all=x_all.reshape(b,k,-1,c) #bs,k,n,c
+                a=torch.sum(torch.sum(x_all,1),1) #bs,c
+                hat_a=self.mlp2(self.gelu(self.mlp1(a))) #bs,kc
+                hat_a=hat_a.reshape(b,self.k,c) #bs,k,c
+                bar_a=self.softmax(hat_a) #bs,k,c
+                attention=bar_a.unsqueeze(-2) # #bs,k,1,c
+                out=attention*x_all # #bs,k,n,c
+                out=torch.sum(out,1).reshape(b,h,w,c)
+                return out
+
+        class S2Attention(nn.Module):
+
+            def __init__(self, channels=512 ):
+                super().__init__()
+                self.mlp1 = nn.Linear(channels,channels*3)
+                self.mlp2 = nn.Linear(channels,channels)
+                self.split_attention = SplitAttention()
+
+            def forward(self, x):
+                b,c,w,h = x.size()
+                x=x.permute(0,2,3,1)
+                x = self.mlp1(x)
+                x1 = spatial_shift1(x[:,:,:,:c])
+                x2 = spatial_shift2(x[:,:,:,c:c*2])
+                x3 = x[:,:,:,c*2:]
+                x_all=torch.stack([x1,x2,x3],1)
+                a = self.split_attention(x_all)
+                x = self.mlp2(a)
+                x=x.permute(0,3,1,2)
+                return x
+
+        small = torch.arange(2 * 3 * 3 * 8, dtype=torch.float32).reshape(2, 3, 3, 8)
+        log("shift1", spatial_shift1(small.clone()))
+        log("shift2", spatial_shift2(small.clone()))
+        x = randn(torch, (2, 8, 4, 4), 1)
+        s2 = init_params(torch, S2Attention(channels=8), 0)
+        _train(torch, log, s2, (x,), randn(torch, (2, 8, 4, 4), 2))
+
+    run_both(program)
