@@ -706,3 +706,373 @@ def test_s2_attention_spatial_shift():
         _train(torch, log, s2, (x,), randn(torch, (2, 8, 4, 4), 2))
 
     run_both(program)
+
+
+# voxelmorph/voxelmorph voxelmorph/torch/layers.py (SpatialTransformer: a ``torch.meshgrid``
+# identity grid registered as a buffer via ``grid.type(torch.FloatTensor)``, per-axis in-place
+# normalisation ``new_locs[:, i, ...] = ...``, the ``[..., [1, 0]]`` channel swap and
+# ``grid_sample(align_corners=True)``; VecInt's scaling and squaring; ResizeTransform's
+# ``interpolate(scale_factor=...)``) and voxelmorph/torch/losses.py (NCC over a 9-wide window
+# by ``conv2d`` with a ones filter, Grad('l2') by permuted differences), wired as VxmDense's
+# forward does (flow at half resolution, integrated, resized to full size, then warping the
+# source); a one-conv flow head in place of the U-Net, 8x8 images, ``.to("cuda")`` of NCC's
+# filter made ``.to("cpu")``, 2 Adam steps
+def test_voxelmorph_spatial_transformer():
+    def program(torch, log):
+        nn = torch.nn
+        nnf = torch.nn.functional
+        F = torch.nn.functional
+
+        class SpatialTransformer(nn.Module):
+            """
+            N-D Spatial Transformer
+            """
+
+            def __init__(self, size, mode='bilinear'):
+                super().__init__()
+
+                self.mode = mode
+
+                # create sampling grid
+                vectors = [torch.arange(0, s) for s in size]
+                grids = torch.meshgrid(vectors)
+                grid = torch.stack(grids)
+                grid = torch.unsqueeze(grid, 0)
+                grid = grid.type(torch.FloatTensor)
+
+                self.register_buffer('grid', grid)
+
+            def forward(self, src, flow):
+                # new locations
+                new_locs = self.grid + flow
+                shape = flow.shape[2:]
+
+                # need to normalize grid values to [-1, 1] for resampler
+                for i in range(len(shape)):
+                    new_locs[:, i, ...] = 2 * (new_locs[:, i, ...] / (shape[i] - 1) - 0.5)
+
+                # move channels dim to last position
+                # also not sure why, but the channels need to be reversed
+                if len(shape) == 2:
+                    new_locs = new_locs.permute(0, 2, 3, 1)
+                    new_locs = new_locs[..., [1, 0]]
+                elif len(shape) == 3:
+                    new_locs = new_locs.permute(0, 2, 3, 4, 1)
+                    new_locs = new_locs[..., [2, 1, 0]]
+
+                return nnf.grid_sample(src, new_locs, align_corners=True, mode=self.mode)
+
+        class VecInt(nn.Module):
+            """
+            Integrates a vector field via scaling and squaring.
+            """
+
+            def __init__(self, inshape, nsteps):
+                super().__init__()
+
+                assert nsteps >= 0, 'nsteps should be >= 0, found: %d' % nsteps
+                self.nsteps = nsteps
+                self.scale = 1.0 / (2 ** self.nsteps)
+                self.transformer = SpatialTransformer(inshape)
+
+            def forward(self, vec):
+                vec = vec * self.scale
+                for _ in range(self.nsteps):
+                    vec = vec + self.transformer(vec, vec)
+                return vec
+
+        class ResizeTransform(nn.Module):
+            """
+            Resize a transform, which involves resizing the vector field *and* rescaling it.
+            """
+
+            def __init__(self, vel_resize, ndims):
+                super().__init__()
+                self.factor = 1.0 / vel_resize
+                self.mode = 'linear'
+                if ndims == 2:
+                    self.mode = 'bi' + self.mode
+                elif ndims == 3:
+                    self.mode = 'tri' + self.mode
+
+            def forward(self, x):
+                if self.factor < 1:
+                    # resize first to save memory
+                    x = nnf.interpolate(x, align_corners=True, scale_factor=self.factor, mode=self.mode)
+                    x = self.factor * x
+
+                elif self.factor > 1:
+                    # multiply first to save memory
+                    x = self.factor * x
+                    x = nnf.interpolate(x, align_corners=True, scale_factor=self.factor, mode=self.mode)
+
+                # don't do anything if resize is 1
+                return x
+
+        class NCC:
+            """
+            Local (over window) normalized cross correlation loss.
+            """
+
+            def __init__(self, win=None):
+                self.win = win
+
+            def loss(self, y_true, y_pred):
+
+                Ii = y_true
+                Ji = y_pred
+
+                # get dimension of volume
+                # assumes Ii, Ji are sized [batch_size, *vol_shape, nb_feats]
+                ndims = len(list(Ii.size())) - 2
+                assert ndims in [1, 2, 3], "volumes should be 1 to 3 dimensions. found: %d" % ndims
+
+                # set window size
+                win = [9] * ndims if self.win is None else self.win
+
+                # compute filters
+                sum_filt = torch.ones([1, 1, *win]).to("cpu")
+
+                pad_no = math.floor(win[0] / 2)
+
+                if ndims == 1:
+                    stride = (1)
+                    padding = (pad_no)
+                elif ndims == 2:
+                    stride = (1, 1)
+                    padding = (pad_no, pad_no)
+                else:
+                    stride = (1, 1, 1)
+                    padding = (pad_no, pad_no, pad_no)
+
+                # get convolution function
+                conv_fn = getattr(F, 'conv%dd' % ndims)
+
+                # compute CC squares
+                I2 = Ii * Ii
+                J2 = Ji * Ji
+                IJ = Ii * Ji
+
+                I_sum = conv_fn(Ii, sum_filt, stride=stride, padding=padding)
+                J_sum = conv_fn(Ji, sum_filt, stride=stride, padding=padding)
+                I2_sum = conv_fn(I2, sum_filt, stride=stride, padding=padding)
+                J2_sum = conv_fn(J2, sum_filt, stride=stride, padding=padding)
+                IJ_sum = conv_fn(IJ, sum_filt, stride=stride, padding=padding)
+
+                win_size = np.prod(win)
+                u_I = I_sum / win_size
+                u_J = J_sum / win_size
+
+                cross = IJ_sum - u_J * I_sum - u_I * J_sum + u_I * u_J * win_size
+                I_var = I2_sum - 2 * u_I * I_sum + u_I * u_I * win_size
+                J_var = J2_sum - 2 * u_J * J_sum + u_J * u_J * win_size
+
+                cc = cross * cross / (I_var * J_var + 1e-5)
+
+                return -torch.mean(cc)
+
+        class Grad:
+            """
+            N-D gradient loss.
+            """
+
+            def __init__(self, penalty='l1', loss_mult=None):
+                self.penalty = penalty
+                self.loss_mult = loss_mult
+
+            def _diffs(self, y):
+                vol_shape = [n for n in y.shape][2:]
+                ndims = len(vol_shape)
+
+                df = [None] * ndims
+                for i in range(ndims):
+                    d = i + 2
+                    # permute dimensions
+                    r = [d, *range(0, d), *range(d + 1, ndims + 2)]
+                    y = y.permute(r)
+                    dfi = y[1:, ...] - y[:-1, ...]
+
+                    # permute back
+                    # note: this might not be necessary for this loss specifically,
+                    # since the results are just summed over anyway.
+                    r = [*range(d - 1, d + 1), *reversed(range(1, d - 1)), 0, *range(d + 1, ndims + 2)]
+                    df[i] = dfi.permute(r)
+
+                return df
+
+            def loss(self, _, y_pred):
+                if self.penalty == 'l1':
+                    dif = [torch.abs(f) for f in self._diffs(y_pred)]
+                else:
+                    assert self.penalty == 'l2', 'penalty can only be l1 or l2. Got: %s' % self.penalty
+                    dif = [f * f for f in self._diffs(y_pred)]
+
+                df = [torch.mean(torch.flatten(f, start_dim=1), dim=-1) for f in dif]
+                grad = sum(df) / len(df)
+
+                if self.loss_mult is not None:
+                    grad *= self.loss_mult
+
+                return grad.mean()
+
+        inshape = (8, 8)
+        flow_head = init_params(torch, nn.Conv2d(2, 2, kernel_size=3, padding=1), 0, scale=0.2)
+        resize = ResizeTransform(2, 2)
+        integrate = VecInt([s // 2 for s in inshape], 2)
+        fullsize = ResizeTransform(1 / 2, 2)
+        transformer = SpatialTransformer(inshape)
+        log("grid", transformer.grid)
+        log("buffers", [n for n, _ in transformer.named_buffers()])
+        source, target = randn(torch, (2, 1, 8, 8), 1), randn(torch, (2, 1, 8, 8), 2)
+        losses, weights = [NCC(win=[5, 5]).loss, Grad('l2', loss_mult=2).loss], [1, 0.01]
+        opt = torch.optim.Adam(flow_head.parameters(), lr=0.01)
+        for step in range(2):
+            x = torch.cat([source, target], dim=1)
+            pos_flow = flow_head(x)
+            pos_flow = resize(pos_flow)
+            preint_flow = pos_flow
+            pos_flow = integrate(pos_flow)
+            pos_flow = fullsize(pos_flow)
+            y_source = transformer(source, pos_flow)
+            y_true, y_pred = [target, 0], [y_source, preint_flow]
+            loss = 0
+            loss_list = []
+            for n, loss_function in enumerate(losses):
+                curr_loss = loss_function(y_true[n], y_pred[n]) * weights[n]
+                loss_list.append(curr_loss.item())
+                loss += curr_loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("y_source", y_source)
+            log("flow", pos_flow)
+            print("loss %.4f (%s)" % (loss.item(), ", ".join("%.4f" % f for f in loss_list)))
+        log("head grad", flow_head.weight.grad)
+
+    run_both(program)
+
+
+# xmu-xiaoma666/External-Attention-pytorch model/rep/repvgg.py (RepBlock: 3x3, 1x1 and identity
+# BatchNorm branches trained, then ``_switch_to_deploy`` fuses them into one conv through
+# ``F.pad(kernel, [1]*4)``, ``torch.from_numpy`` identity kernels, ``weight.data = kernel``,
+# ``para.detach_()`` on every parameter and ``__delattr__`` of the branches, and its __main__
+# compares the outputs before and after); 4 channels at 5x5, 2 SGD steps in train mode first
+# (so the running statistics are not the defaults), then the __main__ in eval mode
+def test_repvgg_switch_to_deploy():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        def _conv_bn(input_channel,output_channel,kernel_size=3,padding=1,stride=1,groups=1):
+             res=nn.Sequential()
+             res.add_module('conv',nn.Conv2d(in_channels=input_channel,out_channels=output_channel,kernel_size=kernel_size,padding=padding,padding_mode='zeros',stride=stride,groups=groups,bias=False))
+             res.add_module('bn',nn.BatchNorm2d(output_channel))
+             return res
+
+        class RepBlock(nn.Module):
+             def __init__(self,input_channel,output_channel,kernel_size=3,groups=1,stride=1,deploy=False,use_se=False):
+                  super().__init__()
+                  self.use_se=use_se
+                  self.input_channel=input_channel
+                  self.output_channel=output_channel
+                  self.deploy=deploy
+                  self.kernel_size=kernel_size
+                  self.padding=kernel_size//2
+                  self.groups=groups
+                  self.activation=nn.ReLU()
+                  #make sure kernel_size=3 padding=1
+                  assert self.kernel_size==3
+                  assert self.padding==1
+                  if(not self.deploy):
+                       self.brb_3x3=_conv_bn(input_channel,output_channel,kernel_size=self.kernel_size,padding=self.padding,groups=groups)
+                       self.brb_1x1=_conv_bn(input_channel,output_channel,kernel_size=1,padding=0,groups=groups)
+                       self.brb_identity=nn.BatchNorm2d(self.input_channel) if self.input_channel == self.output_channel else None
+                  else:
+                       self.brb_rep=nn.Conv2d(in_channels=input_channel,out_channels=output_channel,kernel_size=self.kernel_size,padding=self.padding,padding_mode='zeros',stride=stride,bias=True)
+
+             def forward(self, inputs):
+                  if(self.deploy):
+                       return self.activation(self.brb_rep(inputs))
+                  if(self.brb_identity==None):
+                       identity_out=0
+                  else:
+                       identity_out=self.brb_identity(inputs)
+                  return self.activation(self.brb_1x1(inputs)+self.brb_3x3(inputs)+identity_out)
+
+             def _switch_to_deploy(self):
+                  self.deploy=True
+                  kernel,bias=self._get_equivalent_kernel_bias()
+                  self.brb_rep=nn.Conv2d(in_channels=self.brb_3x3.conv.in_channels,out_channels=self.brb_3x3.conv.out_channels,
+                                           kernel_size=self.brb_3x3.conv.kernel_size,padding=self.brb_3x3.conv.padding,
+                                           padding_mode=self.brb_3x3.conv.padding_mode,stride=self.brb_3x3.conv.stride,
+                                           groups=self.brb_3x3.conv.groups,bias=True)
+                  self.brb_rep.weight.data=kernel
+                  self.brb_rep.bias.data=bias
+                  #消除梯度更新
+                  for para in self.parameters():
+                       para.detach_()
+                  #删除没用的分支
+                  self.__delattr__('brb_3x3')
+                  self.__delattr__('brb_1x1')
+                  self.__delattr__('brb_identity')
+
+             #将1x1的卷积变成3x3的卷积参数
+             def _pad_1x1_kernel(self,kernel):
+                  if(kernel is None):
+                       return 0
+                  else:
+                       return F.pad(kernel,[1]*4)
+
+             #将identity，1x1,3x3的卷积融合到一起，变成一个3x3卷积的参数
+             def _get_equivalent_kernel_bias(self):
+                  brb_3x3_weight,brb_3x3_bias=self._fuse_conv_bn(self.brb_3x3)
+                  brb_1x1_weight,brb_1x1_bias=self._fuse_conv_bn(self.brb_1x1)
+                  brb_id_weight,brb_id_bias=self._fuse_conv_bn(self.brb_identity)
+                  return brb_3x3_weight+self._pad_1x1_kernel(brb_1x1_weight)+brb_id_weight,brb_3x3_bias+brb_1x1_bias+brb_id_bias
+
+             ### 将卷积和BN的参数融合到一起
+             def _fuse_conv_bn(self,branch):
+                  if(branch is None):
+                       return 0,0
+                  elif(isinstance(branch,nn.Sequential)):
+                       kernel=branch.conv.weight
+                       running_mean=branch.bn.running_mean
+                       running_var=branch.bn.running_var
+                       gamma=branch.bn.weight
+                       beta=branch.bn.bias
+                       eps=branch.bn.eps
+                  else:
+                       assert isinstance(branch, nn.BatchNorm2d)
+                       if not hasattr(self, 'id_tensor'):
+                            input_dim = self.input_channel // self.groups
+                            kernel_value = np.zeros((self.input_channel, input_dim, 3, 3), dtype=np.float32)
+                            for i in range(self.input_channel):
+                                 kernel_value[i, i % input_dim, 1, 1] = 1
+                            self.id_tensor = torch.from_numpy(kernel_value).to(branch.weight.device)
+                       kernel = self.id_tensor
+                       running_mean = branch.running_mean
+                       running_var = branch.running_var
+                       gamma = branch.weight
+                       beta = branch.bias
+                       eps = branch.eps
+                  std=(running_var+eps).sqrt()
+                  t=gamma/std
+                  t=t.view(-1,1,1,1)
+                  return kernel*t,beta-running_mean*gamma/std
+
+        repblock = init_params(torch, RepBlock(4, 4), 0)
+        _train(torch, log, repblock, (randn(torch, (2, 4, 5, 5), 1),), randn(torch, (2, 4, 5, 5), 2))
+        input = randn(torch, (2, 4, 5, 5), 3)
+        repblock.eval()
+        out = repblock(input)
+        repblock._switch_to_deploy()
+        out2 = repblock(input)
+        print('difference between vgg and repvgg')
+        log("difference", ((out2 - out) ** 2).sum())
+        log("out2", out2)
+        log("rep", repblock.brb_rep.weight)
+        log("rep requires_grad", [p.requires_grad for p in repblock.parameters()])
+        log("rep is_leaf", [p.is_leaf for p in repblock.parameters()])
+        log("modules", [n for n, _ in repblock.named_modules()])
+        log("state", list(repblock.state_dict()))
+
+    run_both(program)
