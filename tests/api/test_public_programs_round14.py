@@ -1076,3 +1076,214 @@ def test_repvgg_switch_to_deploy():
         log("state", list(repblock.state_dict()))
 
     run_both(program)
+
+
+# zengkaipeng/UAlign GINConv.py (MyGINConv: ``torch.index_select(input=..., dim=0,
+# index=edge_index[1])`` messages plus edge features, summed into nodes by ``scatter_add_`` with
+# a repeated index, a learnable ``eps`` made by ``nn.Parameter(torch.Tensor([0]))``, a LayerNorm
+# MLP); embedding_dim 4, 5 nodes, 7 edges, two stacked layers, 2 Adam steps on a node regression
+def test_uaalign_gin_conv():
+    def program(torch, log):
+
+        class MyGINConv(torch.nn.Module):
+            def __init__(self, embedding_dim: int = 64):
+                super(MyGINConv, self).__init__()
+                self.mlp = torch.nn.Sequential(
+                    torch.nn.Linear(embedding_dim, 2 * embedding_dim),
+                    torch.nn.LayerNorm(2 * embedding_dim),
+                    torch.nn.ReLU(),
+                    torch.nn.Linear(2 * embedding_dim, embedding_dim)
+                )
+                self.eps = torch.nn.Parameter(torch.Tensor([0]))
+
+            def forward(
+                self,
+                node_feats: torch.Tensor, edge_feats: torch.Tensor,
+                edge_index: torch.Tensor, num_nodes: int
+            ) -> torch.Tensor:
+                message_node = torch.index_select(
+                    input=node_feats, dim=0, index=edge_index[1]
+                )
+                message = torch.relu(message_node + edge_feats)
+
+                dim = message.shape[-1]
+
+                message_reduce = torch.zeros(num_nodes, dim).to(message)
+                index = edge_index[0].unsqueeze(-1).repeat(1, dim)
+                message_reduce.scatter_add_(dim=0, index=index, src=message)
+
+                return self.mlp((1 + self.eps) * node_feats + message_reduce)
+
+        edge_index = torch.tensor([[0, 1, 1, 2, 3, 4, 4], [1, 0, 2, 1, 4, 3, 0]])
+        nodes = randn(torch, (5, 4), 1)
+        edges = randn(torch, (7, 4), 2)
+        target = randn(torch, (5, 4), 3)
+        layers = torch.nn.ModuleList([MyGINConv(4), MyGINConv(4)])
+        init_params(torch, layers, 0)
+        opt = torch.optim.Adam(layers.parameters(), lr=0.01)
+        for step in range(2):
+            h = nodes
+            for layer in layers:
+                h = layer(h, edges, edge_index, 5)
+            loss = torch.nn.functional.mse_loss(h, target)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("h", h)
+            log("loss", loss)
+        log("eps", [layer.eps for layer in layers])
+        log("eps grad", [layer.eps.grad for layer in layers])
+
+    run_both(program)
+
+
+# pytorch/pytorch torch/optim/lr_scheduler.py (the docstring examples of
+# CosineAnnealingWarmRestarts, stepped with a fractional epoch ``scheduler.step(epoch + i /
+# iters)`` inside the batch loop, of ChainedScheduler (ConstantLR then ExponentialLR, both
+# stepped by one ``step()``) and of SequentialLR (ConstantLR for 2 epochs, then
+# ExponentialLR)); a linear net over 2 batches of 3, 5 epochs, T_0=2, T_mult=2, eta_min 1e-3
+def test_lr_scheduler_docstring_examples():
+    def program(torch, log):
+        nn = torch.nn
+        lr_scheduler = torch.optim.lr_scheduler
+        CosineAnnealingWarmRestarts = lr_scheduler.CosineAnnealingWarmRestarts
+
+        net = init_params(torch, nn.Linear(3, 2), 0)
+        criterion = nn.CrossEntropyLoss()
+        dataloader = [{"inputs": randn(torch, (3, 3), 10 + i), "labels": torch.tensor([0, 1, i % 2])}
+                      for i in range(2)]
+        optimizer = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        scheduler = CosineAnnealingWarmRestarts(optimizer, T_0=2, T_mult=2, eta_min=1e-3)
+        iters = len(dataloader)
+        for epoch in range(5):
+            for i, sample in enumerate(dataloader):
+                inputs, labels = sample['inputs'], sample['labels']
+                optimizer.zero_grad()
+                outputs = net(inputs)
+                loss = criterion(outputs, labels)
+                loss.backward()
+                optimizer.step()
+                scheduler.step(epoch + i / iters)
+                log("lr", scheduler.get_last_lr())
+            log("T_cur", scheduler.T_cur)
+            log("T_i", scheduler.T_i)
+        log("weight", net.weight)
+        log("state", {k: v for k, v in scheduler.state_dict().items() if k != "_get_lr_called_within_step"})
+
+        # ChainedScheduler and SequentialLR, with an lr 1. as in their docstrings
+        for chained in (True, False):
+            optimizer = torch.optim.SGD(net.parameters(), lr=1.)
+            scheduler1 = lr_scheduler.ConstantLR(optimizer, factor=0.1, total_iters=2)
+            scheduler2 = lr_scheduler.ExponentialLR(optimizer, gamma=0.9)
+            if chained:
+                scheduler = lr_scheduler.ChainedScheduler([scheduler1, scheduler2], optimizer=optimizer)
+            else:
+                scheduler = lr_scheduler.SequentialLR(optimizer, schedulers=[scheduler1, scheduler2], milestones=[2])
+            for epoch in range(5):
+                optimizer.step()
+                scheduler.step()
+                log("chained" if chained else "sequential", optimizer.param_groups[0]["lr"])
+            log("last", scheduler.get_last_lr())
+
+    run_both(program)
+
+
+# xmu-xiaoma666/External-Attention-pytorch model/attention/SGE.py (SpatialGroupEnhance:
+# per-group ``x * avg_pool(x)`` similarities normalised by ``t.std(dim=1, keepdim=True)``) and
+# model/attention/CoTAttention.py (Contextual Transformer: a grouped 3x3 key embedding with
+# BatchNorm, ``torch.cat([k1, x])`` attention embedding averaged over k*k, a softmax over space
+# times the values); 8 channels (dim 8, groups 4 for the key conv) at 3x3, SGE with 2 groups,
+# stacked, 2 SGD steps in train mode
+def test_sge_cot_attention():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        init = torch.nn.init
+
+        class SpatialGroupEnhance(nn.Module):
+
+            def __init__(self, groups):
+                super().__init__()
+                self.groups=groups
+                self.avg_pool = nn.AdaptiveAvgPool2d(1)
+                self.weight=nn.Parameter(torch.zeros(1,groups,1,1))
+                self.bias=nn.Parameter(torch.zeros(1,groups,1,1))
+                self.sig=nn.Sigmoid()
+                self.init_weights()
+
+            def init_weights(self):
+                for m in self.modules():
+                    if isinstance(m, nn.Conv2d):
+                        init.kaiming_normal_(m.weight, mode='fan_out')
+                        if m.bias is not None:
+                            init.constant_(m.bias, 0)
+                    elif isinstance(m, nn.BatchNorm2d):
+                        init.constant_(m.weight, 1)
+                        init.constant_(m.bias, 0)
+                    elif isinstance(m, nn.Linear):
+                        init.normal_(m.weight, std=0.001)
+                        if m.bias is not None:
+                            init.constant_(m.bias, 0)
+
+            def forward(self, x):
+                b, c, h,w=x.shape
+                x=x.view(b*self.groups,-1,h,w) #bs*g,dim//g,h,w
+                xn=x*self.avg_pool(x) #bs*g,dim//g,h,w
+                xn=xn.sum(dim=1,keepdim=True) #bs*g,1,h,w
+                t=xn.view(b*self.groups,-1) #bs*g,h*w
+
+                t=t-t.mean(dim=1,keepdim=True) #bs*g,h*w
+                std=t.std(dim=1,keepdim=True)+1e-5
+                t=t/std #bs*g,h*w
+                t=t.view(b,self.groups,h,w) #bs,g,h*w
+
+                t=t*self.weight+self.bias #bs,g,h*w
+                t=t.view(b*self.groups,1,h,w) #bs*g,1,h*w
+                x=x*self.sig(t)
+                x=x.view(b,c,h,w)
+
+                return x
+
+        class CoTAttention(nn.Module):
+
+            def __init__(self, dim=512,kernel_size=3):
+                super().__init__()
+                self.dim=dim
+                self.kernel_size=kernel_size
+
+                self.key_embed=nn.Sequential(
+                    nn.Conv2d(dim,dim,kernel_size=kernel_size,padding=kernel_size//2,groups=4,bias=False),
+                    nn.BatchNorm2d(dim),
+                    nn.ReLU()
+                )
+                self.value_embed=nn.Sequential(
+                    nn.Conv2d(dim,dim,1,bias=False),
+                    nn.BatchNorm2d(dim)
+                )
+
+                factor=4
+                self.attention_embed=nn.Sequential(
+                    nn.Conv2d(2*dim,2*dim//factor,1,bias=False),
+                    nn.BatchNorm2d(2*dim//factor),
+                    nn.ReLU(),
+                    nn.Conv2d(2*dim//factor,kernel_size*kernel_size*dim,1)
+                )
+
+            def forward(self, x):
+                bs,c,h,w=x.shape
+                k1=self.key_embed(x) #bs,c,h,w
+                v=self.value_embed(x).view(bs,c,-1) #bs,c,h,w
+
+                y=torch.cat([k1,x],dim=1) #bs,2c,h,w
+                att=self.attention_embed(y) #bs,c*k*k,h,w
+                att=att.reshape(bs,c,self.kernel_size*self.kernel_size,h,w)
+                att=att.mean(2,keepdim=False).view(bs,c,-1) #bs,c,h*w
+                k2=F.softmax(att,dim=-1)*v
+                k2=k2.view(bs,c,h,w)
+
+                return k1+k2
+
+        model = init_params(torch, nn.Sequential(SpatialGroupEnhance(groups=2), CoTAttention(dim=8, kernel_size=3)), 0)
+        _train(torch, log, model, (randn(torch, (2, 8, 3, 3), 1),), randn(torch, (2, 8, 3, 3), 2))
+        log("running_var", model[1].attention_embed[1].running_var)
+
+    run_both(program)
