@@ -1325,3 +1325,177 @@ def test_add_between_overlapping_strided_views():
         log("x", x)
 
     run_both(program)
+
+
+# Kaixhin/PlaNet models.py + main.py (the symbolic-environment world model: modules subclassing
+# ``torch.jit.ScriptModule`` with ``@jit.script_method`` forwards, ``bottle`` over time x batch,
+# the TransitionModel's GRUCell belief loop filling Python lists of ``torch.empty(0)``, prior and
+# posterior from ``torch.chunk`` + softplus; main.py's losses: ``F.mse_loss(reduction='none')``
+# sums and means over ``dim=(0, 1)``, ``torch.max(kl_divergence(Normal, Normal).sum(dim=2),
+# free_nats)``, the global-prior KL term, the linear learning-rate ramp over ``param_groups``,
+# ``clip_grad_norm_`` and Adam with eps); belief/state/hidden/embedding sizes 4/3/5/6, an
+# observation size of 5, 2 actions, chunk 4, batch 2, 2 updates. ``torch.randn_like`` (the
+# reparameterised samples) made a numpy-seeded ``randn_like`` (random streams differ)
+def test_planet_world_model():
+    def program(torch, log):
+        import warnings
+        jit, nn, F = torch.jit, torch.nn, torch.nn.functional
+        Normal = torch.distributions.Normal
+        kl_divergence = torch.distributions.kl.kl_divergence
+        Optional, List = __import__("typing").Optional, __import__("typing").List
+        noise = np.random.RandomState(7)
+
+        def randn_like(t):
+            return torch.tensor(noise.standard_normal(tuple(t.shape)).astype(np.float32))
+
+        # Wraps the input tuple for a function to process a time x batch x features sequence in batch x features (assumes one output)
+        def bottle(f, x_tuple):
+          x_sizes = tuple(map(lambda x: x.size(), x_tuple))
+          y = f(*map(lambda x: x[0].view(x[1][0] * x[1][1], *x[1][2:]), zip(x_tuple, x_sizes)))
+          y_size = y.size()
+          return y.view(x_sizes[0][0], x_sizes[0][1], *y_size[1:])
+
+        with warnings.catch_warnings():
+          warnings.simplefilter("ignore", DeprecationWarning)   # script_method's deprecation
+
+          class TransitionModel(jit.ScriptModule):
+            __constants__ = ['min_std_dev']
+
+            def __init__(self, belief_size, state_size, action_size, hidden_size, embedding_size, activation_function='relu', min_std_dev=0.1):
+              super().__init__()
+              self.act_fn = getattr(F, activation_function)
+              self.min_std_dev = min_std_dev
+              self.fc_embed_state_action = nn.Linear(state_size + action_size, belief_size)
+              self.rnn = nn.GRUCell(belief_size, belief_size)
+              self.fc_embed_belief_prior = nn.Linear(belief_size, hidden_size)
+              self.fc_state_prior = nn.Linear(hidden_size, 2 * state_size)
+              self.fc_embed_belief_posterior = nn.Linear(belief_size + embedding_size, hidden_size)
+              self.fc_state_posterior = nn.Linear(hidden_size, 2 * state_size)
+
+            @jit.script_method
+            def forward(self, prev_state:torch.Tensor, actions:torch.Tensor, prev_belief:torch.Tensor, observations:Optional[torch.Tensor]=None, nonterminals:Optional[torch.Tensor]=None) -> List[torch.Tensor]:
+              # Create lists for hidden states (cannot use single tensor as buffer because autograd won't work with inplace writes)
+              T = actions.size(0) + 1
+              beliefs, prior_states, prior_means, prior_std_devs, posterior_states, posterior_means, posterior_std_devs = [torch.empty(0)] * T, [torch.empty(0)] * T, [torch.empty(0)] * T, [torch.empty(0)] * T, [torch.empty(0)] * T, [torch.empty(0)] * T, [torch.empty(0)] * T
+              beliefs[0], prior_states[0], posterior_states[0] = prev_belief, prev_state, prev_state
+              # Loop over time sequence
+              for t in range(T - 1):
+                _state = prior_states[t] if observations is None else posterior_states[t]  # Select appropriate previous state
+                _state = _state if nonterminals is None else _state * nonterminals[t]  # Mask if previous transition was terminal
+                # Compute belief (deterministic hidden state)
+                hidden = self.act_fn(self.fc_embed_state_action(torch.cat([_state, actions[t]], dim=1)))
+                beliefs[t + 1] = self.rnn(hidden, beliefs[t])
+                # Compute state prior by applying transition dynamics
+                hidden = self.act_fn(self.fc_embed_belief_prior(beliefs[t + 1]))
+                prior_means[t + 1], _prior_std_dev = torch.chunk(self.fc_state_prior(hidden), 2, dim=1)
+                prior_std_devs[t + 1] = F.softplus(_prior_std_dev) + self.min_std_dev
+                prior_states[t + 1] = prior_means[t + 1] + prior_std_devs[t + 1] * randn_like(prior_means[t + 1])
+                if observations is not None:
+                  # Compute state posterior by applying transition dynamics and using current observation
+                  t_ = t - 1  # Use t_ to deal with different time indexing for observations
+                  hidden = self.act_fn(self.fc_embed_belief_posterior(torch.cat([beliefs[t + 1], observations[t_ + 1]], dim=1)))
+                  posterior_means[t + 1], _posterior_std_dev = torch.chunk(self.fc_state_posterior(hidden), 2, dim=1)
+                  posterior_std_devs[t + 1] = F.softplus(_posterior_std_dev) + self.min_std_dev
+                  posterior_states[t + 1] = posterior_means[t + 1] + posterior_std_devs[t + 1] * randn_like(posterior_means[t + 1])
+              # Return new hidden states
+              hidden = [torch.stack(beliefs[1:], dim=0), torch.stack(prior_states[1:], dim=0), torch.stack(prior_means[1:], dim=0), torch.stack(prior_std_devs[1:], dim=0)]
+              if observations is not None:
+                hidden += [torch.stack(posterior_states[1:], dim=0), torch.stack(posterior_means[1:], dim=0), torch.stack(posterior_std_devs[1:], dim=0)]
+              return hidden
+
+          class SymbolicObservationModel(jit.ScriptModule):
+            def __init__(self, observation_size, belief_size, state_size, embedding_size, activation_function='relu'):
+              super().__init__()
+              self.act_fn = getattr(F, activation_function)
+              self.fc1 = nn.Linear(belief_size + state_size, embedding_size)
+              self.fc2 = nn.Linear(embedding_size, embedding_size)
+              self.fc3 = nn.Linear(embedding_size, observation_size)
+
+            @jit.script_method
+            def forward(self, belief, state):
+              hidden = self.act_fn(self.fc1(torch.cat([belief, state], dim=1)))
+              hidden = self.act_fn(self.fc2(hidden))
+              observation = self.fc3(hidden)
+              return observation
+
+          class RewardModel(jit.ScriptModule):
+            def __init__(self, belief_size, state_size, hidden_size, activation_function='relu'):
+              super().__init__()
+              self.act_fn = getattr(F, activation_function)
+              self.fc1 = nn.Linear(belief_size + state_size, hidden_size)
+              self.fc2 = nn.Linear(hidden_size, hidden_size)
+              self.fc3 = nn.Linear(hidden_size, 1)
+
+            @jit.script_method
+            def forward(self, belief, state):
+              hidden = self.act_fn(self.fc1(torch.cat([belief, state], dim=1)))
+              hidden = self.act_fn(self.fc2(hidden))
+              reward = self.fc3(hidden).squeeze(dim=1)
+              return reward
+
+          class SymbolicEncoder(jit.ScriptModule):
+            def __init__(self, observation_size, embedding_size, activation_function='relu'):
+              super().__init__()
+              self.act_fn = getattr(F, activation_function)
+              self.fc1 = nn.Linear(observation_size, embedding_size)
+              self.fc2 = nn.Linear(embedding_size, embedding_size)
+              self.fc3 = nn.Linear(embedding_size, embedding_size)
+
+            @jit.script_method
+            def forward(self, observation):
+              hidden = self.act_fn(self.fc1(observation))
+              hidden = self.act_fn(self.fc2(hidden))
+              hidden = self.fc3(hidden)
+              return hidden
+
+        class args:
+            batch_size, chunk_size, belief_size, state_size, hidden_size, embedding_size = 2, 4, 4, 3, 5, 6
+            learning_rate, learning_rate_schedule, adam_epsilon, grad_clip_norm = 1e-2, 3, 1e-4, 1.0
+            free_nats, global_kl_beta, device, symbolic_env = 0.5, 0.1, "cpu", True
+
+        observation_size, action_size = 5, 2
+        transition_model = TransitionModel(args.belief_size, args.state_size, action_size, args.hidden_size, args.embedding_size, 'relu')
+        observation_model = SymbolicObservationModel(observation_size, args.belief_size, args.state_size, args.embedding_size, 'relu')
+        reward_model = RewardModel(args.belief_size, args.state_size, args.hidden_size, 'relu')
+        encoder = SymbolicEncoder(observation_size, args.embedding_size, 'relu')
+        for seed, m in enumerate((transition_model, observation_model, reward_model, encoder)):
+            init_params(torch, m, seed)
+        param_list = list(transition_model.parameters()) + list(observation_model.parameters()) + list(reward_model.parameters()) + list(encoder.parameters())
+        optimiser = torch.optim.Adam(param_list, lr=0 if args.learning_rate_schedule != 0 else args.learning_rate, eps=args.adam_epsilon)
+        global_prior = Normal(torch.zeros(args.batch_size, args.state_size, device=args.device), torch.ones(args.batch_size, args.state_size, device=args.device))  # Global prior N(0, I)
+        free_nats = torch.full((1, ), args.free_nats, dtype=torch.float32, device=args.device)  # Allowed deviation in KL divergence
+        log("is module", isinstance(encoder, nn.Module))
+        for s in range(2):
+            L, B = args.chunk_size, args.batch_size
+            observations = randn(torch, (L, B, observation_size), 10 + s)
+            actions = randn(torch, (L, B, action_size), 20 + s)
+            rewards = randn(torch, (L, B), 30 + s)
+            nonterminals = torch.ones(L, B, 1)
+            nonterminals[2, 1] = 0
+            init_belief, init_state = torch.zeros(args.batch_size, args.belief_size, device=args.device), torch.zeros(args.batch_size, args.state_size, device=args.device)
+            beliefs, prior_states, prior_means, prior_std_devs, posterior_states, posterior_means, posterior_std_devs = transition_model(init_state, actions[:-1], init_belief, bottle(encoder, (observations[1:], )), nonterminals[:-1])
+            observation_loss = F.mse_loss(bottle(observation_model, (beliefs, posterior_states)), observations[1:], reduction='none').sum(dim=2 if args.symbolic_env else (2, 3, 4)).mean(dim=(0, 1))
+            reward_loss = F.mse_loss(bottle(reward_model, (beliefs, posterior_states)), rewards[:-1], reduction='none').mean(dim=(0, 1))
+            kl_loss = torch.max(kl_divergence(Normal(posterior_means, posterior_std_devs), Normal(prior_means, prior_std_devs)).sum(dim=2), free_nats).mean(dim=(0, 1))
+            if args.global_kl_beta != 0:
+                kl_loss += args.global_kl_beta * kl_divergence(Normal(posterior_means, posterior_std_devs), global_prior).sum(dim=2).mean(dim=(0, 1))
+            if args.learning_rate_schedule != 0:
+                for group in optimiser.param_groups:
+                    group['lr'] = min(group['lr'] + args.learning_rate / args.learning_rate_schedule, args.learning_rate)
+            optimiser.zero_grad()
+            (observation_loss + reward_loss + kl_loss).backward()
+            log("norm", nn.utils.clip_grad_norm_(param_list, args.grad_clip_norm, norm_type=2))
+            optimiser.step()
+            log("losses", [observation_loss.item(), reward_loss.item(), kl_loss.item()])
+            log("beliefs", beliefs)
+            log("posterior_std_devs", posterior_std_devs)
+        log("params", param_list)
+
+    # TorchScript cannot compile the forwards here (``torch`` and ``randn_like`` are closure
+    # variables of the program), so torch runs them with TorchScript's switch off (what
+    # PYTORCH_JIT=0 sets): eager, as tracegrad always runs them
+    torch.jit._state.disable()
+    try:
+        run_both(program)
+    finally:
+        torch.jit._state.enable()
