@@ -1499,3 +1499,259 @@ def test_planet_world_model():
         run_both(program)
     finally:
         torch.jit._state.enable()
+
+
+# GitYCC/crnn-pytorch src/model.py + train.py + evaluate.py + ctc_decoder.py (CRNN: a VGG-style
+# conv stack built by ``add_module`` with f-string names, BatchNorm and (2, 1) max pools, the
+# (width, batch, feature) sequence through two bidirectional LSTMs; train_batch's
+# ``log_softmax`` + ``CTCLoss(reduction='sum', zero_infinity=True)`` with
+# ``torch.LongTensor([T] * batch)`` input lengths and concatenated targets, ``clip_grad_norm_``
+# and RMSprop; evaluate's no_grad loss and greedy / prefix-beam CTC decoding in numpy and
+# scipy); the hard-coded channel list divided by 16 ([c, 4, 8, 16, 16, 32, 32, 32]), 32x24
+# images (5 time steps), map_to_seq_hidden 6, rnn_hidden 4, 5 classes, batch 3 whose last
+# target (1, 1, 2, 2, 3) cannot fit in 5 steps (an infinite loss that zero_infinity zeroes),
+# 2 training steps
+def test_crnn_ctc():
+    def program(torch, log):
+        nn = torch.nn
+        from scipy.special import logsumexp  # log(p1 + p2) = logsumexp([log_p1, log_p2])
+        from collections import defaultdict
+        NINF = -1 * float('inf')
+        DEFAULT_EMISSION_THRESHOLD = 0.01
+
+        class CRNN(nn.Module):
+
+            def __init__(self, img_channel, img_height, img_width, num_class,
+                         map_to_seq_hidden=64, rnn_hidden=256, leaky_relu=False):
+                super(CRNN, self).__init__()
+
+                self.cnn, (output_channel, output_height, output_width) = \
+                    self._cnn_backbone(img_channel, img_height, img_width, leaky_relu)
+
+                self.map_to_seq = nn.Linear(output_channel * output_height, map_to_seq_hidden)
+
+                self.rnn1 = nn.LSTM(map_to_seq_hidden, rnn_hidden, bidirectional=True)
+                self.rnn2 = nn.LSTM(2 * rnn_hidden, rnn_hidden, bidirectional=True)
+
+                self.dense = nn.Linear(2 * rnn_hidden, num_class)
+
+            def _cnn_backbone(self, img_channel, img_height, img_width, leaky_relu):
+                assert img_height % 16 == 0
+                assert img_width % 4 == 0
+
+                channels = [img_channel, 4, 8, 16, 16, 32, 32, 32]
+                kernel_sizes = [3, 3, 3, 3, 3, 3, 2]
+                strides = [1, 1, 1, 1, 1, 1, 1]
+                paddings = [1, 1, 1, 1, 1, 1, 0]
+
+                cnn = nn.Sequential()
+
+                def conv_relu(i, batch_norm=False):
+                    # shape of input: (batch, input_channel, height, width)
+                    input_channel = channels[i]
+                    output_channel = channels[i+1]
+
+                    cnn.add_module(
+                        f'conv{i}',
+                        nn.Conv2d(input_channel, output_channel, kernel_sizes[i], strides[i], paddings[i])
+                    )
+
+                    if batch_norm:
+                        cnn.add_module(f'batchnorm{i}', nn.BatchNorm2d(output_channel))
+
+                    relu = nn.LeakyReLU(0.2, inplace=True) if leaky_relu else nn.ReLU(inplace=True)
+                    cnn.add_module(f'relu{i}', relu)
+
+                # size of image: (channel, height, width) = (img_channel, img_height, img_width)
+                conv_relu(0)
+                cnn.add_module('pooling0', nn.MaxPool2d(kernel_size=2, stride=2))
+                # (64, img_height // 2, img_width // 2)
+
+                conv_relu(1)
+                cnn.add_module('pooling1', nn.MaxPool2d(kernel_size=2, stride=2))
+                # (128, img_height // 4, img_width // 4)
+
+                conv_relu(2)
+                conv_relu(3)
+                cnn.add_module(
+                    'pooling2',
+                    nn.MaxPool2d(kernel_size=(2, 1))
+                )  # (256, img_height // 8, img_width // 4)
+
+                conv_relu(4, batch_norm=True)
+                conv_relu(5, batch_norm=True)
+                cnn.add_module(
+                    'pooling3',
+                    nn.MaxPool2d(kernel_size=(2, 1))
+                )  # (512, img_height // 16, img_width // 4)
+
+                conv_relu(6)  # (512, img_height // 16 - 1, img_width // 4 - 1)
+
+                output_channel, output_height, output_width = \
+                    channels[-1], img_height // 16 - 1, img_width // 4 - 1
+                return cnn, (output_channel, output_height, output_width)
+
+            def forward(self, images):
+                # shape of images: (batch, channel, height, width)
+
+                conv = self.cnn(images)
+                batch, channel, height, width = conv.size()
+
+                conv = conv.view(batch, channel * height, width)
+                conv = conv.permute(2, 0, 1)  # (width, batch, feature)
+                seq = self.map_to_seq(conv)
+
+                recurrent, _ = self.rnn1(seq)
+                recurrent, _ = self.rnn2(recurrent)
+
+                output = self.dense(recurrent)
+                return output  # shape: (seq_len, batch, num_class)
+
+        def _reconstruct(labels, blank=0):
+            new_labels = []
+            # merge same labels
+            previous = None
+            for l in labels:
+                if l != previous:
+                    new_labels.append(l)
+                    previous = l
+            # delete blank
+            new_labels = [l for l in new_labels if l != blank]
+
+            return new_labels
+
+        def greedy_decode(emission_log_prob, blank=0, **kwargs):
+            labels = np.argmax(emission_log_prob, axis=-1)
+            labels = _reconstruct(labels, blank=blank)
+            return labels
+
+        def prefix_beam_decode(emission_log_prob, blank=0, **kwargs):
+            beam_size = kwargs['beam_size']
+            emission_threshold = kwargs.get('emission_threshold', np.log(DEFAULT_EMISSION_THRESHOLD))
+
+            length, class_count = emission_log_prob.shape
+
+            beams = [(tuple(), (0, NINF))]  # (prefix, (blank_log_prob, non_blank_log_prob))
+            # initial of beams: (empty_str, (log(1.0), log(0.0)))
+
+            for t in range(length):
+                new_beams_dict = defaultdict(lambda: (NINF, NINF))  # log(0.0) = NINF
+
+                for prefix, (lp_b, lp_nb) in beams:
+                    for c in range(class_count):
+                        log_prob = emission_log_prob[t, c]
+                        if log_prob < emission_threshold:
+                            continue
+
+                        end_t = prefix[-1] if prefix else None
+
+                        # if new_prefix == prefix
+                        new_lp_b, new_lp_nb = new_beams_dict[prefix]
+
+                        if c == blank:
+                            new_beams_dict[prefix] = (
+                                logsumexp([new_lp_b, lp_b + log_prob, lp_nb + log_prob]),
+                                new_lp_nb
+                            )
+                            continue
+                        if c == end_t:
+                            new_beams_dict[prefix] = (
+                                new_lp_b,
+                                logsumexp([new_lp_nb, lp_nb + log_prob])
+                            )
+
+                        # if new_prefix == prefix + (c,)
+                        new_prefix = prefix + (c,)
+                        new_lp_b, new_lp_nb = new_beams_dict[new_prefix]
+
+                        if c != end_t:
+                            new_beams_dict[new_prefix] = (
+                                new_lp_b,
+                                logsumexp([new_lp_nb, lp_b + log_prob, lp_nb + log_prob])
+                            )
+                        else:
+                            new_beams_dict[new_prefix] = (
+                                new_lp_b,
+                                logsumexp([new_lp_nb, lp_b + log_prob])
+                            )
+
+                # sorted by log(blank_prob + non_blank_prob)
+                beams = sorted(new_beams_dict.items(), key=lambda x: logsumexp(x[1]), reverse=True)
+                beams = beams[:beam_size]
+
+            labels = list(beams[0][0])
+            return labels
+
+        def ctc_decode(log_probs, label2char=None, blank=0, method='beam_search', beam_size=10):
+            emission_log_probs = np.transpose(log_probs.cpu().numpy(), (1, 0, 2))
+            # size of emission_log_probs: (batch, length, class)
+
+            decoders = {
+                'greedy': greedy_decode,
+                'prefix_beam_search': prefix_beam_decode,
+            }
+            decoder = decoders[method]
+
+            decoded_list = []
+            for emission_log_prob in emission_log_probs:
+                decoded = decoder(emission_log_prob, blank=blank, beam_size=beam_size)
+                if label2char:
+                    decoded = [label2char[l] for l in decoded]
+                decoded_list.append(decoded)
+            return decoded_list
+
+        def train_batch(crnn, data, optimizer, criterion, device):
+            crnn.train()
+            images, targets, target_lengths = [d.to(device) for d in data]
+
+            logits = crnn(images)
+            log_probs = torch.nn.functional.log_softmax(logits, dim=2)
+
+            batch_size = images.size(0)
+            input_lengths = torch.LongTensor([logits.size(0)] * batch_size)
+            target_lengths = torch.flatten(target_lengths)
+
+            loss = criterion(log_probs, targets, input_lengths, target_lengths)
+
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(crnn.parameters(), 5) # gradient clipping with 5
+            optimizer.step()
+            return loss.item()
+
+        def synth90k_collate_fn(batch):
+            images, targets, target_lengths = zip(*batch)
+            images = torch.stack(images, 0)
+            targets = torch.cat(targets, 0)
+            target_lengths = torch.cat(target_lengths, 0)
+            return images, targets, target_lengths
+
+        device = torch.device('cpu')
+        crnn = init_params(torch, CRNN(1, 32, 24, 5, map_to_seq_hidden=6, rnn_hidden=4), 0)
+        optimizer = torch.optim.RMSprop(crnn.parameters(), lr=0.0005)
+        criterion = torch.nn.CTCLoss(reduction='sum', zero_infinity=True)
+        criterion.to(device)
+        words = [[1, 2], [3, 4, 4], [1, 1, 2, 2, 3]]
+        batch = [(randn(torch, (1, 32, 24), 10 + i), torch.LongTensor(w), torch.LongTensor([len(w)]))
+                 for i, w in enumerate(words)]
+        data = synth90k_collate_fn(batch)
+        for step in range(2):
+            loss = train_batch(crnn, data, optimizer, criterion, device)
+            log("train loss", loss)
+        log("conv0 grad", crnn.cnn.conv0.weight.grad)
+        log("rnn2 grad", crnn.rnn2.weight_hh_l0_reverse.grad)
+        log("names", [n for n, _ in crnn.cnn.named_children()])
+
+        crnn.eval()
+        with torch.no_grad():
+            images, targets, target_lengths = data
+            logits = crnn(images)
+            log_probs = torch.nn.functional.log_softmax(logits, dim=2)
+            input_lengths = torch.LongTensor([logits.size(0)] * images.size(0))
+            log("eval loss", criterion(log_probs, targets, input_lengths, target_lengths))
+            log("per sample", torch.nn.CTCLoss(reduction='none')(log_probs, targets, input_lengths, target_lengths))
+            log("log_probs", log_probs)
+            log("greedy", ctc_decode(log_probs, method='greedy'))
+            log("prefix beam", ctc_decode(log_probs, method='prefix_beam_search', beam_size=3))
+
+    run_both(program)
