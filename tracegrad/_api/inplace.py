@@ -13,7 +13,7 @@ from .._ops.registry import OPS
 from .._ops.warn import warn
 from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
-from .._tensor.meta import abstract
+from .._tensor.meta import ShapeDtypeStruct, abstract
 from .._tensor.factories import tensor
 from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
@@ -185,7 +185,11 @@ def _overlapping_copy(self, src):
     the source's gradient is the destination's), but where the views overlap torch's element by
     element copy lets later reads see earlier writes, and those are the values written."""
     roots = sequential_copy_sources(self, src)
-    old = Tensor._make(self._st.array)     # the storage before the write (arrays are immutable)
+    arr = self._st.array                   # the storage before the write (arrays are immutable)
+    if roots is not None and (type(arr) is ShapeDtypeStruct or arr.dtype != self._value.dtype):
+        roots = None     # a meta tensor has no values; a dtype-reinterpreting view (a complex
+        # tensor's .real) numbers its elements differently from its storage: copied as one write
+    old = Tensor._make(arr)
     apply_inplace(OPS["copy"], self, (src,))
     if roots is not None:
         vals = old.reshape(-1).index_select(0, tensor(roots.reshape(-1))).reshape(tuple(self.shape))
