@@ -186,13 +186,19 @@ def _overlapping_copy(self, src):
     element copy lets later reads see earlier writes, and those are the values written."""
     roots = sequential_copy_sources(self, src)
     arr = self._st.array                   # the storage before the write (arrays are immutable)
-    if roots is not None and (type(arr) is ShapeDtypeStruct or arr.dtype != self._value.dtype):
-        roots = None     # a meta tensor has no values; a dtype-reinterpreting view (a complex
-        # tensor's .real) numbers its elements differently from its storage: copied as one write
-    old = Tensor._make(arr)
+    if roots is not None and type(arr) is ShapeDtypeStruct:
+        roots = None     # a meta tensor has no values
+    if roots is not None:
+        old = Tensor._make(arr).reshape(-1)
+        if arr.dtype != self._value.dtype:
+            if not (old.is_complex() and not self.is_complex()):
+                roots = None     # another reinterpreting view: copied as one write
+            else:                # .real/.imag of a complex storage number its (re, im) pairs
+                from .complex_api import view_as_real
+                old = view_as_real(old).reshape(-1)
     apply_inplace(OPS["copy"], self, (src,))
     if roots is not None:
-        vals = old.reshape(-1).index_select(0, tensor(roots.reshape(-1))).reshape(tuple(self.shape))
+        vals = old.index_select(0, tensor(roots.reshape(-1))).reshape(tuple(self.shape))
         self._write(vals._value)
         self._vc[0] -= 1     # one copy_, one version bump (as torch)
     return self
