@@ -6,8 +6,15 @@
 grouped ``conv2d`` with ``groups=batch`` (CondConv, DynamicConv), the attention-free
 transformer's position-bias exponentials, GFNet's ``rfft2``/``irfft2`` global filter with a
 ``view_as_complex`` parameter, ShuffleAttention's GroupNorm and channel shuffle, S2-MLP's
-overlapping in-place spatial shifts, and voxelmorph's ``grid_sample`` spatial transformer,
-scaling-and-squaring integration, ``interpolate`` resize and windowed NCC loss. Each keeps its
+overlapping in-place spatial shifts (torch copies overlapping strided views element by element),
+voxelmorph's ``grid_sample`` spatial transformer, scaling-and-squaring integration,
+``interpolate`` resize and windowed NCC loss, RepVGG's branch fusion (``weight.data =``,
+``detach_()`` on parameters, ``__delattr__``), a GIN layer's ``scatter_add_``, the
+``lr_scheduler`` docstring loops (CosineAnnealingWarmRestarts with fractional epochs,
+ChainedScheduler, SequentialLR), SGE's ``std`` and CoTAttention, PlaNet's world model
+(``jit.ScriptModule`` subclasses with ``@jit.script_method``, a GRUCell belief loop,
+``kl_divergence`` of Normals with free nats) and a CRNN trained with ``CTCLoss(zero_infinity=
+True)`` and decoded in numpy/scipy. Each keeps its
 program's code at tiny sizes (fewer channels, steps and samples), with numpy-seeded data and
 parameters (``init_params``/``randn``) in place of downloads and random streams, and trains a
 step or two with a plain SGD/Adam loop around it; where a program's own code had to change, the
