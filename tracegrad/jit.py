@@ -12,6 +12,9 @@ semantics), with gradients as eagerly. To compile a function into one XLA progra
 from __future__ import annotations
 
 import typing
+import warnings
+
+from .nn.modules.module import Module
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting", "is_tracing",
            "annotate", "Final", "save", "load", "freeze", "optimize_for_inference", "fork", "wait",
@@ -20,9 +23,19 @@ __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_
 Final = typing.Final
 
 
-class ScriptModule:
-    """Stands for ``torch.jit.ScriptModule`` in ``isinstance`` checks: nothing tracegrad
-    returns is one (``script`` gives back the module itself)."""
+class ScriptModule(Module):
+    """Mirrors ``torch.jit.ScriptModule``, an ``nn.Module``: programs written for TorchScript's
+    old API subclass it (PlaNet's models: ``class TransitionModel(jit.ScriptModule)`` with
+    ``@jit.script_method`` forwards) and get an ordinary module that runs eagerly. Nothing
+    tracegrad returns is one (``script`` gives back the module itself)."""
+
+
+def script_method(fn):
+    """Mirrors ``torch.jit.script_method``: returns ``fn`` (the method runs eagerly), with
+    torch's DeprecationWarning pointing at ``torch.compile``."""
+    warnings.warn("`torch.jit.script_method` is deprecated. Please switch to `torch.compile` or `torch.export`.",
+                  DeprecationWarning, stacklevel=2)
+    return fn
 
 
 class ScriptFunction:

@@ -69,3 +69,36 @@ def test_torchscript_archives_are_refused(tmp_path):
         tracegrad.jit.save(m, tmp_path / "m.pt")
     with pytest.raises(RuntimeError, match="tracegrad.load"):
         tracegrad.jit.load(tmp_path / "m.pt")
+
+
+def _script_module_program(mod):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        class Head(mod.jit.ScriptModule):
+            def __init__(self):
+                super().__init__()
+                self.fc = mod.nn.Linear(3, 2)
+
+            @mod.jit.script_method
+            def forward(self, x):
+                return self.fc(x).clamp(min=0.0)   # no closure names: torch compiles this
+
+    head = Head()
+    with mod.no_grad():
+        head.fc.weight.copy_(mod.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 10 - 0.2))
+        head.fc.bias.fill_(0.1)
+    out = head(mod.tensor(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)))
+    return (out.detach().numpy(), isinstance(head, mod.nn.Module), [n for n, _ in head.named_parameters()],
+            sorted({w.category.__name__ for w in caught}))
+
+
+def test_script_module_subclass_is_a_module():
+    """Old TorchScript code subclasses ``jit.ScriptModule`` with ``@jit.script_method``
+    forwards (PlaNet): an ``nn.Module`` whose parameters register and train; script_method warns
+    its deprecation as torch does."""
+    got, want = _script_module_program(tracegrad), _script_module_program(torch)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    assert got[1:] == want[1:]

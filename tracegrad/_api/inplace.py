@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _state
-from ..autograd._dispatch import apply_inplace, check_inplace
+from ..autograd._dispatch import apply_inplace, check_inplace, sequential_copy_sources
 from ..autograd._graph_impl import node_class
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
@@ -13,7 +13,7 @@ from .._ops.registry import OPS
 from .._ops.warn import warn
 from .._tensor import generator as _generator
 from .._tensor.layout import SparseOperand
-from .._tensor.meta import abstract
+from .._tensor.meta import ShapeDtypeStruct, abstract
 from .._tensor.factories import tensor
 from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
@@ -175,7 +175,33 @@ def copy_(self, src, non_blocking=False):
         _check_broadcast(self, src)
         if np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
             _check_expand(tuple(src.shape), tuple(self.shape))
-    return apply_inplace(OPS["copy"], self, (src,))
+    if src._st is not self._st or src is self:
+        return apply_inplace(OPS["copy"], self, (src,))
+    return _overlapping_copy(self, src)
+
+
+def _overlapping_copy(self, src):
+    """``copy_`` between views of one storage. Autograd sees a plain copy (torch's CopySlices:
+    the source's gradient is the destination's), but where the views overlap torch's element by
+    element copy lets later reads see earlier writes, and those are the values written."""
+    roots = sequential_copy_sources(self, src)
+    arr = self._st.array                   # the storage before the write (arrays are immutable)
+    if roots is not None and type(arr) is ShapeDtypeStruct:
+        roots = None     # a meta tensor has no values
+    if roots is not None:
+        old = Tensor._make(arr).reshape(-1)
+        if arr.dtype != self._value.dtype:
+            if not (old.is_complex() and not self.is_complex()):
+                roots = None     # another reinterpreting view: copied as one write
+            else:                # .real/.imag of a complex storage number its (re, im) pairs
+                from .complex_api import view_as_real
+                old = view_as_real(old).reshape(-1)
+    apply_inplace(OPS["copy"], self, (src,))
+    if roots is not None:
+        vals = old.index_select(0, tensor(roots.reshape(-1))).reshape(tuple(self.shape))
+        self._write(vals._value)
+        self._vc[0] -= 1     # one copy_, one version bump (as torch)
+    return self
 
 
 def _check_expand(shape, target):

@@ -489,7 +489,7 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         check_view_rebase(self, args)
     for a in args:
         if isinstance(a, Tensor) and a._st is self._st and a is not self:
-            _check_no_partial_overlap(self, a)
+            _check_no_partial_overlap(self, a, op)
     all_args = (self, *args)
     cap = _CAPTURE[0]
     if cap is not None:
@@ -531,16 +531,58 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     return self
 
 
-def _check_no_partial_overlap(self, other):
+def _check_no_partial_overlap(self, other, op=None):
     """torch refuses an in-place op whose input shares some, but not all, of the written elements
-    (``x[1:].add_(x[:-1])``): the result would depend on the write order."""
+    (``x[1:].add_(x[:-1])``): the result would depend on the write order. torch can only tell
+    when both tensors are dense blocks of memory; two strided views (``x[:, 1:, :2]`` and
+    ``x[:, :-1, :2]``) pass its check and are copied element by element, which ``copy_`` mirrors
+    (``sequential_copy_sources``); other ops on such views still raise here (their write-order
+    results are not reproduced)."""
     mine, theirs = _tensor_mod.element_positions(self), _tensor_mod.element_positions(other)
     if mine.shape == theirs.shape and (mine == theirs).all():
+        return
+    if op is not None and op.name == "copy" and not (_dense(mine) and _dense(theirs)):
         return
     if _np.intersect1d(mine, theirs).size:
         raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
                            "refer to a single memory location. Please clone() the tensor before performing the "
                            "operation.")
+
+
+def _dense(pos):
+    """torch's ``is_non_overlapping_and_dense`` from element positions: distinct positions that
+    fill one block of storage."""
+    if pos.size <= 1:
+        return True
+    flat = pos.reshape(-1)
+    return int(flat.max() - flat.min()) + 1 == flat.size and _np.unique(flat).size == flat.size
+
+
+def sequential_copy_sources(dst, src):
+    """Where ``dst.copy_(src)`` reads each element from when the two are overlapping strided views
+    of one storage (None when no read sees an earlier write): torch copies element by element in
+    the destination's memory order, so an element whose source was already overwritten gets the
+    value written there (S2-MLP's ``x[:, 1:] = x[:, :w-1]`` on a channel slice repeats row 0).
+    Returns flat storage positions of the original values, one per element of ``dst``."""
+    d_pos = _tensor_mod.element_positions(dst)
+    s_pos = _np.broadcast_to(_tensor_mod.element_positions(src), d_pos.shape)
+    if _dense(d_pos) and _dense(s_pos):
+        return None
+    order = _np.argsort(d_pos.reshape(-1), kind="stable")
+    d, s = d_pos.reshape(-1)[order], s_pos.reshape(-1)[order]
+    k = _np.arange(d.size)
+    j = _np.minimum(_np.searchsorted(d, s), d.size - 1)
+    parent = _np.where((d[j] == s) & (j < k), j, k)      # the earlier write this read sees
+    if (parent == k).all():
+        return None
+    while True:                                          # follow chains of writes to their start
+        nxt = parent[parent]
+        if (nxt == parent).all():
+            break
+        parent = nxt
+    roots = _np.empty_like(s)
+    roots[order] = s[parent]
+    return roots.reshape(d_pos.shape)
 
 
 def _move_retain_grad(t, old, old_nr, new):
