@@ -91,6 +91,10 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, int):
         dim = (dim,)
     dim = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in dim)
+    if dim is not None and len(set(dim)) != len(dim):
+        rep = next(d for i, d in enumerate(dim) if d in dim[:i])
+        raise RuntimeError(f"linalg.vector_norm: dim {rep} appears multiple times in the list of dims; "
+                           "name each dim once")
     if x.dim() == 0:
         dim = None
     if not isinstance(ord, (int, float, Tensor)) and type(ord).__module__ != "numpy":   # a str, None, a list

@@ -45,6 +45,20 @@ def _sequence_as_tuple(key):
     return False
 
 
+def _expand_ellipses(key, skip, ndim):
+    """torch's reading of an index with several ellipses: each one skips the ``skip`` dims no
+    other index names (``x[..., 0, ...]`` of a 2-D ``x`` is ``x[:, 0]``), so each becomes that
+    many full slices; full slices past the last dim are dropped, as torch's dim counter runs
+    past the end there without indexing anything."""
+    out = []
+    for k in key:
+        out.extend([slice(None)] * builtins.max(skip, 0) if k is Ellipsis else [k])
+    full = slice(None)
+    while out and len(out) > ndim and isinstance(out[-1], slice) and out[-1] == full:
+        out.pop()
+    return tuple(out)
+
+
 def _parse_key(self, key):
     """Split a torch index into static markers and dynamic index arrays."""
     if isinstance(key, list) and _sequence_as_tuple(key):
@@ -56,13 +70,12 @@ def _parse_key(self, key):
     shp = tuple(self.shape)
     n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis and not (isinstance(k, Tensor) and k.dtype is _dt.bool_))
     n_real += builtins.sum(k.ndim for k in key if isinstance(k, Tensor) and k.dtype is _dt.bool_)
+    if len(key) > 1 and builtins.sum(1 for k in key if k is Ellipsis) > 1:   # no ellipsis left after this
+        return _parse_key(self, _expand_ellipses(key, len(shp) - n_real, len(shp)))
     if n_real > len(shp):
         raise IndexError(f"too many indices for tensor of dimension {len(shp)}")
     markers, arrays = [], []
     dim = 0
-    ell = [i for i, k in enumerate(key) if k is Ellipsis]
-    if len(ell) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     for k in key:
         if k is None:
             markers.append(("n",))

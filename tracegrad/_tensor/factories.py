@@ -574,9 +574,24 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     limited.check_dtype("randint()", d, unsigned_ok=True)
+    if d is _dt.bool_ or (d._cat == 1 and d.itemsize < 8):   # the bounds must fit a narrow integer dtype
+        _randint_bounds(low, high, d)
     shape = size_tuple((size,))
     return _fresh(shape, d, device, requires_grad, lambda: _rnd.randint(
         _generator.key_for(generator), shape, low, high, jnp.int64, api="randint()").astype(d.np))
+
+
+_C_INT_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
+                "uint16": "unsigned short", "uint32": "unsigned int"}
+
+
+def _randint_bounds(low, high, d):
+    """torch's RuntimeError for a ``randint`` range that the integer dtype ``d`` cannot hold."""
+    info = (0, 1) if d is _dt.bool_ else (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+    for what, v in (("from", low), ("to - 1", high - 1)):
+        if not info[0] <= v <= info[1]:
+            raise RuntimeError(f"randint(): {what} is out of bounds for {_C_INT_NAMES.get(d.name, d.name)} "
+                               f"(range [{low}, {high}) does not fit {d}); pass a wider dtype")
 
 
 @with_x64

@@ -1,0 +1,124 @@
+"""Bad-input parity, round 10: a probe over ~950 wrong calls in the areas earlier rounds covered
+lightly (torch.linalg, torch.fft, distributions, nn layer constructors and calls of the wrong
+rank, torch.func, torch.utils.data, nn.utils.rnn, optimizers and schedulers, generators) left
+these differences from torch 2.13, fixed here. Each call runs under torch (the oracle) and
+tracegrad: the same exception class, no text of the layers below tracegrad; the ``_ok`` calls
+are ones torch accepts (several of them with torch's own reading, checked by value below)."""
+import pytest
+
+import tracegrad
+
+from _bad_input_helpers import assert_same_class
+
+torch = pytest.importorskip("torch")
+
+
+def F(T):
+    return T.nn.functional
+
+
+def R(T):
+    return T.nn.utils.rnn
+
+
+CASES = {
+    # a repeated norm dim is torch's RuntimeError (it was JAX's ValueError)
+    "linalg.norm(dim=(0,0))": lambda T: T.linalg.norm(T.ones(2, 3), dim=(0, 0)),
+    "linalg.norm(dim=(0,-2))": lambda T: T.linalg.norm(T.ones(2, 3), dim=(0, -2)),
+    "linalg.vector_norm(dim=(1,-1))": lambda T: T.linalg.vector_norm(T.ones(2, 3), dim=(1, -1)),
+    "linalg.vector_norm(dim=(0,1))_ok": lambda T: T.linalg.vector_norm(T.ones(2, 3), dim=(0, 1)),
+    # fft: n of the frequency helpers is an int; norm is a str; s holds ints; input is a Tensor
+    "fft.fftfreq(1.5)": lambda T: T.fft.fftfreq(1.5),
+    "fft.fftfreq(True)": lambda T: T.fft.fftfreq(True),
+    "fft.rfftfreq(2.0)": lambda T: T.fft.rfftfreq(2.0),
+    "fft.fftfreq(tensor(4))_ok": lambda T: T.fft.fftfreq(T.tensor(4)),
+    "fft.fft(norm=1)": lambda T: T.fft.fft(T.ones(4), norm=1),
+    "fft.fft2(norm=0)": lambda T: T.fft.fft2(T.ones(2, 2), norm=0),
+    "fft.fft2(s=(1.5,2))": lambda T: T.fft.fft2(T.ones(4, 4), s=(1.5, 2)),
+    "fft.fftn(s=(2,-1))_ok": lambda T: T.fft.fftn(T.ones(4, 4), s=(2, -1)),
+    "fft.fftshift(list)": lambda T: T.fft.fftshift([1., 2.]),
+    "fft.ifftshift(None)": lambda T: T.fft.ifftshift(None),
+    # adaptive pools: the input rank
+    "AdaptiveAvgPool2d(2)(2-D)": lambda T: T.nn.AdaptiveAvgPool2d(2)(T.ones(4, 4)),
+    "AdaptiveAvgPool2d(2)(5-D)": lambda T: T.nn.AdaptiveAvgPool2d(2)(T.ones(1, 1, 1, 4, 4)),
+    "adaptive_avg_pool2d(2-D, 1)_ok": lambda T: F(T).adaptive_avg_pool2d(T.ones(4, 4), 1),
+    "adaptive_avg_pool2d(2-D, (2, 1))": lambda T: F(T).adaptive_avg_pool2d(T.ones(4, 4), (2, 1)),
+    "AdaptiveAvgPool2d(2)(3-D)_ok": lambda T: T.nn.AdaptiveAvgPool2d(2)(T.ones(1, 4, 4)),
+    "AdaptiveMaxPool1d(2)(1-D)": lambda T: T.nn.AdaptiveMaxPool1d(2)(T.ones(4)),
+    "AdaptiveMaxPool1d(2)(4-D)": lambda T: T.nn.AdaptiveMaxPool1d(2)(T.ones(1, 1, 1, 4)),
+    "AdaptiveMaxPool1d(2)(2-D)_ok": lambda T: T.nn.AdaptiveMaxPool1d(2)(T.ones(1, 4)),
+    # pack_padded_sequence's lengths: a number is a 0-d lengths tensor, a str/None/dict no data
+    "pack_padded(lengths=3)": lambda T: R(T).pack_padded_sequence(T.ones(3, 2, 1), 3),
+    "pack_padded(lengths='ab')": lambda T: R(T).pack_padded_sequence(T.ones(3, 2, 1), "ab"),
+    "pack_padded(lengths={3: 1})": lambda T: R(T).pack_padded_sequence(T.ones(3, 2, 1), {3: 1}),
+    "pack_padded(lengths=[[3, 1]])": lambda T: R(T).pack_padded_sequence(T.ones(3, 2, 1), [[3, 1]]),
+    "pack_padded(input list)": lambda T: R(T).pack_padded_sequence([[1.]], [1]),
+    "pack_padded(input None)": lambda T: R(T).pack_padded_sequence(None, [1]),
+    "pack_padded(lengths (3, 1.0))_ok": lambda T: R(T).pack_padded_sequence(T.ones(3, 2, 1), (3, 1.0)),
+    "pad_sequence(0-d)": lambda T: R(T).pad_sequence([T.tensor(1.)]),
+    "unpad_sequence(3 lengths, batch 2)": lambda T: R(T).unpad_sequence(T.ones(3, 2), T.tensor([3, 1, 1])),
+    "unpad_sequence(1 length, batch 2)": lambda T: R(T).unpad_sequence(T.ones(3, 2), T.tensor([3])),
+    "unpad_sequence(lengths list)": lambda T: R(T).unpad_sequence(T.ones(3, 2), [3, 1]),
+    # randint: the range must fit a narrow integer dtype
+    "randint(5, (2,), dtype=bool)": lambda T: T.randint(5, (2,), dtype=T.bool),
+    "randint(-1, 1, (2,), dtype=bool)": lambda T: T.randint(-1, 1, (2,), dtype=T.bool),
+    "randint(300, (2,), dtype=uint8)": lambda T: T.randint(300, (2,), dtype=T.uint8),
+    "randint(-129, 5, (2,), dtype=int8)": lambda T: T.randint(-129, 5, (2,), dtype=T.int8),
+    "randint(2, (2,), dtype=bool)_ok": lambda T: T.randint(2, (2,), dtype=T.bool),
+    "randint(0, 256, (2,), dtype=uint8)_ok": lambda T: T.randint(0, 256, (2,), dtype=T.uint8),
+    # Tensor.to(number): torch reads a Python number as ``other`` (a wrapped 0-d tensor)
+    "to(1.5)_ok": lambda T: T.ones(2).to(1.5),
+    "to(True)_ok": lambda T: T.ones(2).to(True),
+    "to(1.5, True)_ok": lambda T: T.ones(2).to(1.5, True),
+    "to(1.5, dtype=float32)": lambda T: T.ones(2).to(1.5, dtype=T.float32),
+    "to(1.5, device='cpu')": lambda T: T.ones(2).to(1.5, device="cpu"),
+    "to(1.5, 'cpu')": lambda T: T.ones(2).to(1.5, "cpu"),
+    # several ellipses: torch reads each as the dims no other index names
+    "x[..., ...]_ok": lambda T: T.ones(2, 3)[..., ...],
+    "x[..., 0, ...]_ok": lambda T: T.ones(2, 3, 4)[..., 0, ...],
+    "x[..., 0, ..., 1] (3-D)": lambda T: T.ones(2, 3, 4)[..., 0, ..., 1],
+    "x[None, ..., ..., None]": lambda T: T.ones(2, 3)[None, ..., ..., None],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_round10(name):
+    assert_same_class(name, CASES[name], torch, tracegrad)
+
+
+def test_to_a_python_number_is_its_dtype():
+    for arg in (1.5, True, 2.0):
+        got, want = tracegrad.ones(2).to(arg), torch.ones(2).to(arg)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+
+
+E = Ellipsis
+
+
+@pytest.mark.parametrize("key", [(E, E), (E, 0, E), (E, 0, E, 1), (E, E, E), (0, E, None, E), (E, None, E),
+                                 (E, slice(0, 2), E), (E, 1, 2, E)], ids=str)
+def test_several_ellipses_index_as_torch(key):
+    a = torch.arange(24.).reshape(2, 3, 4)
+    b = tracegrad.arange(24.).reshape(2, 3, 4)
+    for x, y in ((a, b), (a[0], b[0])):     # 3-D and 2-D
+        try:
+            want = x[key]
+        except IndexError:
+            with pytest.raises(IndexError):
+                y[key]
+            continue
+        got = y[key]
+        assert tuple(got.shape) == tuple(want.shape) and got.tolist() == want.tolist()
+
+
+def test_several_ellipses_assign_as_torch():
+    x, y = torch.zeros(2, 3), tracegrad.zeros(2, 3)
+    x[E, 0, E] = 5.0
+    y[E, 0, E] = 5.0
+    assert y.tolist() == x.tolist()
+
+
+def test_unpad_sequence_keeps_working():
+    p = tracegrad.arange(6.).reshape(3, 2)
+    got = tracegrad.nn.utils.rnn.unpad_sequence(p, tracegrad.tensor([3, 1]))
+    assert [g.tolist() for g in got] == [[0., 2., 4.], [1.]]
