@@ -73,6 +73,30 @@ CASES = {
     "to(1.5, dtype=float32)": lambda T: T.ones(2).to(1.5, dtype=T.float32),
     "to(1.5, device='cpu')": lambda T: T.ones(2).to(1.5, device="cpu"),
     "to(1.5, 'cpu')": lambda T: T.ones(2).to(1.5, "cpu"),
+    # std/var: unbiased and correction together match no torch overload
+    "std(unbiased=True, correction=1)": lambda T: T.ones(2, 3).std(unbiased=True, correction=1),
+    "var(0, unbiased=False, correction=0)": lambda T: T.var(T.ones(2, 3), 0, unbiased=False, correction=0),
+    "std_mean(correction=0)_ok": lambda T: T.std_mean(T.ones(2, 3), correction=0),
+    # scatter: index no larger than self outside dim, nor than src (XLA read past src's end)
+    "scatter(0, idx 2x3, src 1x1)": lambda T: T.ones(2, 3).scatter(0, T.zeros(2, 3, dtype=T.int64), T.ones(1, 1)),
+    "scatter_add(0, idx 1x2, src 1x1)": lambda T: T.ones(2, 3).scatter_add(0, T.zeros(1, 2, dtype=T.int64), T.ones(1, 1)),
+    "scatter_(0, idx 1x2, src 1x1)": lambda T: T.ones(2, 3).scatter_(0, T.zeros(1, 2, dtype=T.int64), T.ones(1, 1)),
+    "scatter_reduce(0, idx 2x3, src 1x1)": lambda T: T.ones(2, 3).scatter_reduce(
+        0, T.zeros(2, 3, dtype=T.int64), T.ones(1, 1), "sum"),
+    "scatter(0, idx 1x4, value)": lambda T: T.ones(2, 3).scatter(0, T.zeros(1, 4, dtype=T.int64), 2.0),
+    "scatter(0, idx 3x1, src 3x1)_ok": lambda T: T.ones(2, 3).scatter(0, T.zeros(3, 1, dtype=T.int64), T.ones(3, 1)),
+    "scatter(0, empty idx)_ok": lambda T: T.ones(2, 3).scatter(0, T.zeros(0, 5, dtype=T.int64), T.ones(1, 1)),
+    # binary_cross_entropy: the target must be in [0, 1] too; NaN is refused in both
+    "bce(target 2)": lambda T: F(T).binary_cross_entropy(T.tensor([0.5]), T.tensor([2.])),
+    "bce(target nan)": lambda T: F(T).binary_cross_entropy(T.tensor([0.5]), T.tensor([float("nan")])),
+    "BCELoss(target -0.1)": lambda T: T.nn.BCELoss()(T.tensor([0.5]), T.tensor([-0.1])),
+    "bce(input 0, target 1)_ok": lambda T: F(T).binary_cross_entropy(T.tensor([0.]), T.tensor([1.])),
+    "bce(input nan)": lambda T: F(T).binary_cross_entropy(T.tensor([float("nan")]), T.tensor([1.])),
+    # pairwise_distance: p is a float
+    "pairwise_distance(p='a')": lambda T: F(T).pairwise_distance(T.ones(2, 3), T.ones(2, 3), p="a"),
+    "PairwiseDistance(p=None)(x)": lambda T: T.nn.PairwiseDistance(p=None)(T.ones(2, 3), T.ones(2, 3)),
+    # orthogonal_ draws a normal matrix in the tensor's dtype: none for integers
+    "orthogonal_(int64)": lambda T: T.nn.init.orthogonal_(T.empty(3, 3, dtype=T.int64)),
     # several ellipses: torch reads each as the dims no other index names
     "x[..., ...]_ok": lambda T: T.ones(2, 3)[..., ...],
     "x[..., 0, ...]_ok": lambda T: T.ones(2, 3, 4)[..., 0, ...],

@@ -513,7 +513,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter")
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
     _check_src_dtype(self, src, "scatter")
@@ -529,7 +529,7 @@ def scatter_add(self, dim, index, src):
     if not isinstance(src, Tensor):
         raise strict_error("scatter_add", "src", "Tensor", src, 3)
     _index_arg(index, "scatter_add")
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
     _check_src_dtype(self, src, "scatter_add")
