@@ -97,6 +97,51 @@ CASES = {
     "PairwiseDistance(p=None)(x)": lambda T: T.nn.PairwiseDistance(p=None)(T.ones(2, 3), T.ones(2, 3)),
     # orthogonal_ draws a normal matrix in the tensor's dtype: none for integers
     "orthogonal_(int64)": lambda T: T.nn.init.orthogonal_(T.empty(3, 3, dtype=T.int64)),
+    # RNNs: an empty sequence has no step to run
+    "GRU(3,4)(0 steps)": lambda T: T.nn.GRU(3, 4)(T.ones(0, 1, 3)),
+    "LSTM(3,4)(0 steps, unbatched)": lambda T: T.nn.LSTM(3, 4)(T.ones(0, 3)),
+    "GRU(3,4,batch_first)(0 steps)": lambda T: T.nn.GRU(3, 4, batch_first=True)(T.ones(1, 0, 3)),
+    "GRU(3,4)(batch 0)_ok": lambda T: T.nn.GRU(3, 4)(T.ones(1, 0, 3)),
+    # Module.to(number): a Python number is torch's wrapped 0-d tensor (its dtype)
+    "Linear.to(1.5)_ok": lambda T: T.nn.Linear(2, 2).to(1.5),
+    "Linear.to(True)": lambda T: T.nn.Linear(2, 2).to(True),
+    # random_split iterates a tensor of lengths
+    "random_split(tensor([2, 2]))_ok": lambda T: T.utils.data.random_split(range(4), T.tensor([2, 2])),
+    "random_split(tensor([0.5, 0.5]))_ok": lambda T: T.utils.data.random_split(range(4), T.tensor([0.5, 0.5])),
+    # torch.func
+    "vmap(returns None)": lambda T: T.func.vmap(lambda a: None)(T.ones(2)),
+    "vmap(returns (a, None))": lambda T: T.func.vmap(lambda a: (a, None))(T.ones(2)),
+    "vmap(returns None, out_dims=None)_ok": lambda T: T.func.vmap(lambda a: None, out_dims=None)(T.ones(2)),
+    "vmap(returns (a, None), out_dims=(0, None))_ok": lambda T: T.func.vmap(
+        lambda a: (a, None), out_dims=(0, None))(T.ones(2)),
+    "grad(complex output)": lambda T: T.func.grad(lambda a: (a * 1j).sum())(T.ones(2)),
+    "jacfwd(randomness='x')": lambda T: T.func.jacfwd(lambda a: a, randomness="x")(T.ones(2)),
+    "jacfwd(randomness='same')_ok": lambda T: T.func.jacfwd(lambda a: a, randomness="same")(T.ones(2)),
+    "jvp(float primal)": lambda T: T.func.jvp(lambda a: a, (1.0,), (1.0,)),
+    # creation and sizes
+    "tensor([tensor([1, 2]), tensor([1])])": lambda T: T.tensor([T.tensor([1, 2]), T.tensor([1])]),
+    "tensor([tensor([1., 2.]), tensor([1.])])": lambda T: T.tensor([T.tensor([1., 2.]), T.tensor([1.])]),
+    "ones(2**63)": lambda T: T.ones(2 ** 63),
+    "zeros(2, 2**64)": lambda T: T.zeros(2, 2 ** 64),
+    "empty((2**63,))": lambda T: T.empty((2 ** 63,)),
+    "ones(2**40, 2**40)": lambda T: T.ones(2 ** 40, 2 ** 40),
+    "tril_indices(2, 2, dtype=float32)": lambda T: T.tril_indices(2, 2, dtype=T.float32),
+    "triu_indices(2, 2, dtype=bool)": lambda T: T.triu_indices(2, 2, dtype=T.bool),
+    "tril_indices(2, 2, dtype=int32)_ok": lambda T: T.tril_indices(2, 2, dtype=T.int32),
+    "broadcast_shapes('ab')": lambda T: T.broadcast_shapes("ab"),
+    "broadcast_shapes([1.5])": lambda T: T.broadcast_shapes([1.5]),
+    "broadcast_shapes(1.5)": lambda T: T.broadcast_shapes(1.5),
+    "tensordot(dims='a')": lambda T: T.tensordot(T.ones(2, 3), T.ones(3, 2), dims="a"),
+    "tensordot(dims=1.5)": lambda T: T.tensordot(T.ones(2, 3), T.ones(3, 2), dims=1.5),
+    "tensordot(dims=[[1], [0]])_ok": lambda T: T.tensordot(T.ones(2, 3), T.ones(3, 2), dims=[[1], [0]]),
+    "isin(x, [1.])": lambda T: T.isin(T.ones(2), [1.]),
+    "isin((1.,), x)": lambda T: T.isin((1.,), T.ones(2)),
+    "isin(x, 1.)_ok": lambda T: T.isin(T.ones(2), 1.),
+    # slice bounds: a float tensor is no index
+    "x[tensor(1.):2]": lambda T: T.ones(3)[T.tensor(1.):2],
+    "x[::tensor(1.)]": lambda T: T.ones(3)[::T.tensor(1.)],
+    "x[tensor([1]):2]_ok": lambda T: T.ones(3)[T.tensor([1]):2],
+    "x[tensor(1):]_ok": lambda T: T.ones(3)[T.tensor(1):],
     # several ellipses: torch reads each as the dims no other index names
     "x[..., ...]_ok": lambda T: T.ones(2, 3)[..., ...],
     "x[..., 0, ...]_ok": lambda T: T.ones(2, 3, 4)[..., 0, ...],

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 import warnings
 
 import numpy as np
@@ -216,7 +217,7 @@ def _idx(v):
         return None
     if isinstance(v, (float, str, bytes, complex)) or not hasattr(v, "__index__"):
         raise TypeError(f"slice indices must be integers or None or have an __index__ method (got {v!r})")
-    return int(v)
+    return operator.index(v)   # a float tensor's __index__ is torch's TypeError (int() would truncate it)
 
 
 def _as_index_tensor(k):

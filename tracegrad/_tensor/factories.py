@@ -70,6 +70,15 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
 _I64_MAX = 2 ** 63 - 1
 
 
+def _check_size_fits(shape):
+    """torch's parser TypeError for a size that is no int64 (only looked at once the storage
+    size has overflowed, so the common path pays nothing)."""
+    for i, n in enumerate(shape):
+        if not -_I64_MAX - 1 <= n <= _I64_MAX:
+            raise TypeError(f"argument 'size' failed to unpack the object at pos {i + 1} with error \"Overflow when "
+                            f"unpacking long long\" (size {n} does not fit int64)")
+
+
 def check_storage_size(shape, itemsize, strides=None):
     """RuntimeError, as torch, before allocating a tensor whose contiguous strides or byte size
     do not fit int64 (``empty([8, 8, 2**29, 2**29])``), instead of letting XLA abort the process.
@@ -80,6 +89,7 @@ def check_storage_size(shape, itemsize, strides=None):
         for n in reversed(shape[1:]):
             stride *= max(n, 1)
             if stride > _I64_MAX:
+                _check_size_fits(shape)
                 raise RuntimeError(f"Stride calculation overflowed for sizes {shape}; use smaller sizes")
         numel = 1
         for n in shape:
@@ -88,6 +98,7 @@ def check_storage_size(shape, itemsize, strides=None):
     else:
         count = 0 if 0 in shape else 1 + sum((n - 1) * abs(int(s)) for n, s in zip(shape, strides))
     if count * itemsize > _I64_MAX:
+        _check_size_fits(shape)
         raise RuntimeError(f"Storage size calculation overflowed with sizes={shape}"
                            + ("" if strides is None else f" and strides={list(strides)}"))
 
