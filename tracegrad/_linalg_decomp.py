@@ -41,9 +41,38 @@ class LinAlgError(RuntimeError):
     """Mirrors ``torch.linalg.LinAlgError``: a singular or non positive-definite input."""
 
 
+# torch's CPU LAPACK kernels have no float16/bfloat16 ones: the kernel's NotImplementedError (by
+# the API that reaches it), or the RuntimeError of the APIs that check the dtype first
+_LOW_PRECISION_KERNEL = {
+    **dict.fromkeys(("det", "solve", "solve_ex", "lu_factor_ex", "lu"), "lu_cpu"),
+    **dict.fromkeys(("cholesky", "cholesky_ex"), "cholesky_cpu"),
+    **dict.fromkeys(("svd", "svdvals", "cond"), "linalg_svd_cpu"),
+    **dict.fromkeys(("eigh", "eigvalsh"), "linalg_eigh_cpu"), **dict.fromkeys(("eig", "eigvals"), "linalg_eig_out_cpu"),
+    **dict.fromkeys(("qr", "geqrf"), "geqrf_cpu"), "solve_triangular": "triangular_solve_cpu",
+    "householder_product": "orgqr_cpu", "ldl_factor_ex": "ldl_factor_kernel_cpu"}
+_LOW_PRECISION_RUNTIME = {"inv": "inv", "inv_ex": "inv", "slogdet": "slogdet", "lu_solve": "lu_solve"}
+
+
+def _check_precision(A, api):
+    name = A.dtype.name
+    if name not in ("float16", "bfloat16"):
+        return
+    torch_name = "Half" if name == "float16" else "BFloat16"
+    if api in _LOW_PRECISION_KERNEL:
+        raise NotImplementedError(f"\"{_LOW_PRECISION_KERNEL[api]}\" not implemented for '{torch_name}'; "
+                                  f"linalg.{api} runs in float32/float64: convert with .float()")
+    if api in _LOW_PRECISION_RUNTIME:
+        raise RuntimeError(f"linalg.{_LOW_PRECISION_RUNTIME[api]}: Low precision dtypes not supported. Got "
+                           f"{torch_name}; convert with .float()")
+    if api in ("lstsq", "matrix_rank"):
+        raise RuntimeError(f"linalg.{api}: This function doesn't handle types other than float and double "
+                           f"(got {torch_name}); convert with .float()")
+
+
 def _check(A, api, square=True, min_dim=2, floating=True):
     """torch's checks of a linalg input: a Tensor (TypeError), at least ``min_dim`` dims, a
-    floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError)."""
+    floating or complex dtype (when ``floating``), square matrices when ``square`` (RuntimeError);
+    float16/bfloat16 where torch's CPU kernels have none (NotImplementedError or RuntimeError)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{api}(): argument 'A' (position 1) must be Tensor, not {type(A).__name__}")
     if A.dim() < min_dim:
@@ -54,6 +83,7 @@ def _check(A, api, square=True, min_dim=2, floating=True):
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{api}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    _check_precision(A, api)
 
 
 def _check_rhs(api, A, B, left=True):
@@ -627,6 +657,8 @@ def matrix_exp(A):
     (batch of) square matrices, through scaling and squaring (Pade); differentiable.
     RuntimeError for non-square or non-floating input."""
     _check(A, "matrix_exp")
+    if A.dtype.name in ("float16", "bfloat16"):   # torch has these; XLA's expm has not: float32 inside
+        return _matrix_exp(A.float()).to(A.dtype)
     return _matrix_exp(A)
 
 

@@ -98,7 +98,9 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
                   pin_memory=False, requires_grad=False):
     """Mirrors ``torch.kaiser_window``: the Kaiser window of shape parameter ``beta``
     (``I0`` is the modified Bessel function of order 0). RuntimeError for a negative length or
-    a non-floating dtype."""
+    a non-floating dtype; TypeError for a ``beta`` that is not a number."""
+    if isinstance(beta, bool) or not isinstance(beta, (int, float)) and type(beta).__module__ != "numpy":
+        raise TypeError(f"kaiser_window(): argument 'beta' must be float, not {type(beta).__name__}")
     return _aten_window("kaiser_window", window_length, periodic, dtype, requires_grad,
                         lambda n: kaiser_shape(n, beta, n - 1))
 

@@ -97,7 +97,10 @@ def _fft_dim(dim, ndim):
     return _wrap_dim(dim, ndim)
 
 
-def _norm(norm):
+def _norm(norm, api):
+    if norm is not None and not isinstance(norm, str):   # torch's parser: norm is a str
+        raise TypeError(f"fft_{api}(): argument 'norm' must be str, not {type(norm).__name__}; pass \"backward\", "
+                        "\"ortho\" or \"forward\"")
     if norm not in (None, "backward", "ortho", "forward"):
         raise RuntimeError(f'Invalid normalization mode: "{norm}"; use "backward", "ortho" or "forward"')
     return norm or "backward"
@@ -112,7 +115,7 @@ def _one_dim(api, jname):
             raise TypeError(f"fft_{api}(): argument 'n' must be int, not {type(n).__name__}")
         # the signal size: n, else the input's (a C2R output defaults to 2 * (m - 1) points)
         _points(n if n is not None else 2 * (x.shape[d] - 1) if _KIND[jname] == "C2R" else x.shape[d])
-        return _op(jname)(x, n=n, axis=d, norm=_norm(norm))
+        return _op(jname)(x, n=n, axis=d, norm=_norm(norm, api))
     f.__name__ = api
     kind = {"C2C": "complex -> complex", "R2C": "real -> complex (the n//2 + 1 non-negative frequencies)",
             "C2R": "Hermitian half -> real (length n, default 2 * (m - 1))"}[_KIND[jname]]
@@ -132,7 +135,7 @@ hfft = _one_dim("hfft", "hfft")
 ihfft = _one_dim("ihfft", "ihfft")
 
 
-def _shape_and_dims(x, s, dim):
+def _shape_and_dims(x, s, dim, api="fftn"):
     """torch's resolution of an n-dim transform's ``s`` and ``dim``: ``(sizes, axes)``, both
     tuples; the last ``len(s)`` dims when only ``s`` is given, every dim when neither is."""
     nd = x.dim()
@@ -144,7 +147,10 @@ def _shape_and_dims(x, s, dim):
     if s is None:
         axes = tuple(range(nd)) if axes is None else axes
         return tuple(_points(x.shape[a]) for a in axes), axes
-    s = (s,) if isinstance(s, int) else tuple(int(v) for v in s)
+    if not isinstance(s, int) and not all(isinstance(v, int) and not isinstance(v, bool) for v in s):
+        raise TypeError(f"fft_{api}(): argument 's' must be tuple of ints, not {type(s).__name__} holding "
+                        f"{', '.join(sorted({type(v).__name__ for v in s}))}")
+    s = (s,) if isinstance(s, int) else tuple(s)
     if axes is not None and len(s) != len(axes):
         raise RuntimeError(f"When given, dim and shape arguments must have the same length; got {len(axes)} dims "
                            f"and {len(s)} sizes")
@@ -161,14 +167,14 @@ def _n_dim(api, jname, default_dim=None):
             raise TypeError(f"fft_{api}(): argument 'dim' must be tuple of ints, not NoneType")
         if jname == "rfftn" or not isinstance(input, Tensor):   # rfftn checks the dtype before the dims
             _check_input(input, api)
-        sizes, axes = _shape_and_dims(input, s, dim)
+        sizes, axes = _shape_and_dims(input, s, dim, api)
         if _KIND[jname] != "C2C" and not axes:
             raise RuntimeError(f"{jname} must transform at least one axis; pass a non-empty dim")
         x = _prepare(input, api)
         if _KIND[jname] == "C2R":    # the last output size: s[-1], else 2 * (m - 1)
             given = None if s is None else ((s,) if isinstance(s, int) else tuple(s))[-1]
             sizes = sizes[:-1] + (_points(2 * (x.shape[axes[-1]] - 1) if given in (None, -1) else given),)
-        norm = _norm(norm)
+        norm = _norm(norm, api)
         if not axes:                 # torch's no-op transform: the input as complex
             return x.clone() if x.is_complex() else x.to(to_complex(x.dtype))
         return _op(jname)(x, s=sizes, axes=axes, norm=norm)
@@ -194,6 +200,16 @@ hfftn = _n_dim("hfftn", "hfftn")
 ihfftn = _n_dim("ihfftn", "ihfftn")
 
 
+def _freq_n(api, n):
+    """torch's parser: ``n`` is an int (a one-element integer tensor too), not a bool or a float."""
+    if isinstance(n, Tensor) and n.numel() == 1 and not (n.is_floating_point() or n.is_complex()) \
+            and n.dtype.name != "bool":
+        return int(n)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"fft_{api}(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    return n
+
+
 def _freq(api, values, n, d, dtype, requires_grad):
     dt = get_default_dtype() if dtype is None else to_dtype(dtype)
     if dt.is_complex:
@@ -211,21 +227,27 @@ def _freq(api, values, n, d, dtype, requires_grad):
 @accepts_out()
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """Mirrors ``torch.fft.fftfreq``: the sample frequencies ``[0, 1, ..., -(n//2), ..., -1] / (d*n)``
-    of an ``n``-point transform (1-d, the default float dtype or ``dtype``)."""
+    of an ``n``-point transform (1-d, the default float dtype or ``dtype``). TypeError for an ``n``
+    that is not an int."""
+    n = _freq_n("fftfreq", n)
     k = np.concatenate([np.arange(0, (n + 1) // 2), np.arange(-(n // 2), 0)])
     return _freq("fftfreq", k, n, d, dtype, requires_grad)
 
 
 @accepts_out()
 def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
-    """Mirrors ``torch.fft.rfftfreq``: the ``n//2 + 1`` non-negative frequencies ``[0, ..., n//2] / (d*n)``."""
+    """Mirrors ``torch.fft.rfftfreq``: the ``n//2 + 1`` non-negative frequencies ``[0, ..., n//2] / (d*n)``.
+    TypeError for an ``n`` that is not an int."""
+    n = _freq_n("rfftfreq", n)
     count = int(n / 2) + 1       # C++'s n / 2 truncates toward zero
     if count < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {count}: [{count}]; pass n >= 0")
     return _freq("rfftfreq", np.arange(count), n, d, dtype, requires_grad)
 
 
-def _shift(input, dim, sign):
+def _shift(input, dim, sign, api):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"fft_{api}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     dims = tuple(range(input.dim())) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
     dims = tuple(_wrap_dim(d, input.dim()) for d in dims)
     if not dims and dim is None:
@@ -239,9 +261,9 @@ def _shift(input, dim, sign):
 def fftshift(input, dim=None):
     """Mirrors ``torch.fft.fftshift``: rolls each of ``dim`` (all when None) by ``size // 2`` so the
     zero frequency is in the middle. Gradient through ``roll``. IndexError for a bad dim."""
-    return _shift(input, dim, 1)
+    return _shift(input, dim, 1, "fftshift")
 
 
 def ifftshift(input, dim=None):
     """Mirrors ``torch.fft.ifftshift``: the inverse of ``fftshift`` (rolls by ``-(size // 2)``)."""
-    return _shift(input, dim, -1)
+    return _shift(input, dim, -1, "ifftshift")

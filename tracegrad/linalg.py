@@ -91,6 +91,10 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if isinstance(dim, int):
         dim = (dim,)
     dim = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in dim)
+    if dim is not None and len(set(dim)) != len(dim):
+        rep = next(d for i, d in enumerate(dim) if d in dim[:i])
+        raise RuntimeError(f"linalg.vector_norm: dim {rep} appears multiple times in the list of dims; "
+                           "name each dim once")
     if x.dim() == 0:
         dim = None
     if not isinstance(ord, (int, float, Tensor)) and type(ord).__module__ != "numpy":   # a str, None, a list
@@ -440,6 +444,9 @@ def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None)
     int64, shape ``A.shape[:-2]``. RuntimeError for fewer than 2 dims or non-floating input."""
     _check(A, "matrix_rank", square=bool(hermitian))
     if tol is not None:
+        if atol is not None or rtol is not None:   # torch's overloads: tol alone, or atol/rtol
+            raise TypeError("linalg_matrix_rank() received an invalid combination of arguments - got tol with "
+                            "atol/rtol; pass either tol or atol=/rtol=")
         atol = tol
     A = A.detach()
     S = eigvalsh(A).abs() if hermitian else svdvals(A)
@@ -508,3 +515,16 @@ def tensorsolve(A, B, dims=None, *, out=None):
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
     return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(xs)
+
+
+# torch's parser TypeError for an argument of the wrong kind (a str where a bool or a number goes:
+# cholesky(upper='a'), lstsq(rcond='a')), as the top-level functions get (argcheck.py: checked
+# after a failure, and before the call only for the strict kinds)
+from ._api.argcheck import guard as _guard, guard_all as _guard_all  # noqa: E402
+
+_guard_all(globals(), prefix="linalg.", modules=("tracegrad.linalg", "tracegrad._linalg"))
+# the top-level torch.norm/lu/... of these names are written in Python (PYTHON_LEVEL skips them);
+# torch.linalg's are C++ functions behind the argument parser
+for _name in ("cond", "eig", "lstsq", "lu", "matrix_rank", "norm", "solve"):
+    globals()[_name] = _guard("linalg." + _name, globals()[_name])
+del _name

@@ -208,6 +208,11 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     (either may be a Python number); a bool tensor of ``elements``' shape. TypeError when both
     are numbers; RuntimeError for a bool or complex operand (torch has no kernel for them)."""
     scalar = not isinstance(elements, Tensor)
+    for v in (elements, test_elements):   # torch's overloads take a Tensor or a number, not a sequence
+        if isinstance(v, (list, tuple, str, bytes, dict, set)) or v is None:
+            raise TypeError(f"isin() received an invalid combination of arguments - got "
+                            f"({type(elements).__name__}, {type(test_elements).__name__}); pass Tensors (or one "
+                            f"number), e.g. isin(x, tracegrad.tensor([...]))")
     if scalar and not isinstance(test_elements, Tensor):
         raise TypeError(f"isin(): expected at least one of elements and test_elements to be a Tensor, got "
                         f"{type(elements).__name__} and {type(test_elements).__name__}")
@@ -245,6 +250,9 @@ def tensordot(a, b, dims=2, out=None):
     ``dims`` of ``b`` (or the dim lists ``dims=([...], [...])``)."""
     if dims is None:   # torch's Python refuses it before its parser sees it (RuntimeError)
         raise RuntimeError("tensordot expects dims to be int or a pair of dim lists (([...], [...])), got None")
+    if not isinstance(dims, (int, list, tuple)) and not (isinstance(dims, Tensor) or hasattr(dims, "__index__")):
+        raise RuntimeError(f"tensordot expects dims to be int or a pair of dim lists (([...], [...])), got "
+                           f"dims={dims!r}")
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -314,6 +322,9 @@ def _indices(fn, row, col, offset, dtype):
     for name, v in (("row", row), ("col", col)):
         if v < 0:
             raise RuntimeError(f"{fn.__name__[3:]}(): {name} must be non-negative, got {name}={v}")
+    if dtype is not None and _dt.to_dtype(dtype)._cat != 1:   # torch's kernels are integer-only
+        raise NotImplementedError(f"\"{fn.__name__[3:]}\" not implemented for {_dt.to_dtype(dtype)}; pass an "
+                                  "integer dtype (int64 by default)")
     r, c = fn(row, offset, col)
     return _tensor(np.stack([r, c]).astype(np.int64), dtype=dtype or int64)
 

@@ -93,6 +93,12 @@ def _to_overload(args, dtype, device, non_blocking, copy):
         if device is not None:
             raise _to_error(kinds + ", device=")
         dtype = a
+    elif type(a) in (float, bool, complex):
+        # torch's parser takes a Python number where ``other`` goes (a wrapped 0-d tensor):
+        # to(1.5) is to(float64), to(True) to(bool); an int is a device ordinal (below)
+        if dtype is not None or device is not None:
+            raise _to_error(kinds + ", dtype=/device=")
+        dtype = {float: _dt.float64, bool: _dt.bool_, complex: _dt.complex128}[type(a)]
     elif a is None or isinstance(a, (str, _device)) or (isinstance(a, int) and not isinstance(a, bool)):
         if device is not None:
             raise _to_error(kinds + ", device=")

@@ -74,6 +74,9 @@ def broadcast_shapes(*shapes):
     for a negative size met where the common size is still 1."""
     shapes = [(s,) if isinstance(s, int) else s for s in shapes if s is not None]
     for s in shapes:
+        if isinstance(s, (tuple, list, Size, str)) and not all(isinstance(n, int) for n in s):
+            # torch compares the entries with ints (a str) or builds a Size of them: TypeError
+            raise TypeError(f"broadcast_shapes(): each shape must hold ints, got {s!r}")
         if not isinstance(s, (tuple, list, Size)) or not all(isinstance(n, int) for n in s):
             raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got {s}")
     common = [1] * max((len(s) for s in shapes), default=0)

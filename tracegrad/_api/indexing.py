@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import operator
 import warnings
 
 import numpy as np
@@ -45,6 +46,20 @@ def _sequence_as_tuple(key):
     return False
 
 
+def _expand_ellipses(key, skip, ndim):
+    """torch's reading of an index with several ellipses: each one skips the ``skip`` dims no
+    other index names (``x[..., 0, ...]`` of a 2-D ``x`` is ``x[:, 0]``), so each becomes that
+    many full slices; full slices past the last dim are dropped, as torch's dim counter runs
+    past the end there without indexing anything."""
+    out = []
+    for k in key:
+        out.extend([slice(None)] * builtins.max(skip, 0) if k is Ellipsis else [k])
+    full = slice(None)
+    while out and len(out) > ndim and isinstance(out[-1], slice) and out[-1] == full:
+        out.pop()
+    return tuple(out)
+
+
 def _parse_key(self, key):
     """Split a torch index into static markers and dynamic index arrays."""
     if isinstance(key, list) and _sequence_as_tuple(key):
@@ -56,13 +71,12 @@ def _parse_key(self, key):
     shp = tuple(self.shape)
     n_real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis and not (isinstance(k, Tensor) and k.dtype is _dt.bool_))
     n_real += builtins.sum(k.ndim for k in key if isinstance(k, Tensor) and k.dtype is _dt.bool_)
+    if len(key) > 1 and builtins.sum(1 for k in key if k is Ellipsis) > 1:   # no ellipsis left after this
+        return _parse_key(self, _expand_ellipses(key, len(shp) - n_real, len(shp)))
     if n_real > len(shp):
         raise IndexError(f"too many indices for tensor of dimension {len(shp)}")
     markers, arrays = [], []
     dim = 0
-    ell = [i for i, k in enumerate(key) if k is Ellipsis]
-    if len(ell) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
     for k in key:
         if k is None:
             markers.append(("n",))
@@ -203,7 +217,7 @@ def _idx(v):
         return None
     if isinstance(v, (float, str, bytes, complex)) or not hasattr(v, "__index__"):
         raise TypeError(f"slice indices must be integers or None or have an __index__ method (got {v!r})")
-    return int(v)
+    return operator.index(v)   # a float tensor's __index__ is torch's TypeError (int() would truncate it)
 
 
 def _as_index_tensor(k):
@@ -500,7 +514,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter")
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter")
     _check_src_dtype(self, src, "scatter")
@@ -516,7 +530,7 @@ def scatter_add(self, dim, index, src):
     if not isinstance(src, Tensor):
         raise strict_error("scatter_add", "src", "Tensor", src, 3)
     _index_arg(index, "scatter_add")
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add")
     _check_src_dtype(self, src, "scatter_add")

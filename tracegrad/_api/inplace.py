@@ -69,9 +69,11 @@ def check_index_range(index, size, dim, api, error=RuntimeError, negative=False)
         raise RuntimeError(f"{api}(): index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
-def check_scatter_shapes(self, index, src):
+def check_scatter_shapes(self, index, src, dim=None):
     """torch's rank checks of a scatter (0-d counts as 1-d): index must have self's rank and a
-    tensor ``src`` index's; a ``src`` of lower rank fails as torch's size lookup does (IndexError)."""
+    tensor ``src`` index's; a ``src`` of lower rank fails as torch's size lookup does (IndexError).
+    With ``dim``, torch's size check too: index no larger than self outside ``dim`` and no
+    larger than a tensor ``src`` anywhere (XLA would read past src's end)."""
     if not isinstance(index, Tensor) or not isinstance(self, Tensor):
         return   # the caller's own argument checks name a non-tensor
     rank = index.ndim or 1
@@ -83,6 +85,12 @@ def check_scatter_shapes(self, index, src):
                              f"but got {src.ndim}): src has fewer dimensions than index")
         if (src.ndim or 1) != rank:
             raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if type(dim) is int and index.ndim and self.ndim and -rank <= dim < rank and index.numel():
+        d, ish = dim % rank, index.shape
+        tsrc = isinstance(src, Tensor) and src.ndim
+        if any((i != d and ish[i] > self.shape[i]) or (tsrc and ish[i] > src.shape[i]) for i in range(rank)):
+            raise RuntimeError(f"Expected index {list(ish)} to be no larger than self {list(self.shape)} apart from "
+                               f"dimension {d}" + (f" and to be no larger size than src {list(src.shape)}" if tsrc else ""))
 
 
 def check_scatter_reduce(reduce, api):
@@ -298,7 +306,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter_")
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
@@ -309,7 +317,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def scatter_add_(self, dim, index, src):
     if not isinstance(src, Tensor):   # no Scalar overload in torch (scatter_ has one)
         raise strict_error("scatter_add_", "src", "Tensor", src, 3)
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")
     return apply_inplace(OPS["scatter_add"], self, (index, src), (("dim", _wrap_dim(dim, self.ndim)),))

@@ -170,4 +170,5 @@ def einsum(equation, *operands):
 
 
 method("__matmul__")(operator(matmul))
-method("__rmatmul__")(reflected(lambda s, o: matmul(o, s)))
+# torch's __rmatmul__ takes a Tensor only: anything else is NotImplemented (Python's TypeError)
+method("__rmatmul__")(reflected(lambda s, o: matmul(o, s) if isinstance(o, Tensor) else NotImplemented))

@@ -350,8 +350,11 @@ def adaptive_avg_pool2d(input, output_size):
     """Mirrors ``torch._C._nn.adaptive_avg_pool2d``; ``None`` in output_size keeps that size.
     Output size (1, 1) is a mean over H, W (``MeanBackward1``), as torch."""
     out = _out_size(input, output_size, 2, "adaptive_avg_pool2d")
-    if out == (1, 1):
+    if out == (1, 1):   # before the rank check, as torch (a 2-D input's (1, 1) pool is its mean)
         return input.mean((-1, -2), keepdim=True)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}; pass "
+                           "(C, H, W) or (N, C, H, W)")
     return apply_op(OPS["adaptive_avg_pool2d"], (input,), (("output_size", out),))
 
 
@@ -398,7 +401,10 @@ def adaptive_max_pool(input, out, return_indices):
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Mirrors ``torch.adaptive_max_pool1d`` (a 2-D pool over ``input.unsqueeze(-2)``, as torch);
-    with ``return_indices``, ``(values, indices)``."""
+    with ``return_indices``, ``(values, indices)``. RuntimeError for an input that is not 2-D or 3-D."""
+    if isinstance(input, Tensor) and input.ndim not in (2, 3):
+        raise RuntimeError(f"adaptive_max_pool1d(): Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self'; pass (C, L) or (N, C, L)")
     res = adaptive_max_pool2d(input.unsqueeze(-2), (1,) + _out_size(input, output_size, 1, "adaptive_max_pool1d"),
                               return_indices)
     return tuple(r.squeeze(-2) for r in res) if return_indices else res.squeeze(-2)

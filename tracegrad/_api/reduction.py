@@ -149,6 +149,9 @@ def _correction(correction, unbiased, api="std"):
         raise TypeError(f"{api}(): argument 'unbiased' must be bool, not {type(unbiased).__name__}; "
                         "pass True or False, or correction=<int>")
     if correction is not None:
+        if unbiased is not None:   # no torch overload takes both
+            raise TypeError(f"{api}() received an invalid combination of arguments - got both unbiased and "
+                            "correction; pass only correction=<int> (unbiased=True is correction=1)")
         return correction
     return 1 if unbiased in (None, True) else 0
 

@@ -155,7 +155,7 @@ def _scatter_reduce_args(self, dim, index, src, reduce, api):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     if not isinstance(src, Tensor) or src.dtype is not self.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    check_scatter_shapes(self, index, src)
+    check_scatter_shapes(self, index, src, dim)
     if reduce == "mean" and self.dtype is _dt.bool_:
         raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'; "
                                   "convert the tensors with .int() or .float()")

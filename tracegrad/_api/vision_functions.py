@@ -202,7 +202,11 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """Mirrors ``torch.nn.functional.pairwise_distance``: ``||x1 - x2 + eps||_p`` over the last dim
-    (inputs broadcast; 0-d inputs give ``|x1 - x2 + eps|``). grad_fn ``NormBackward1``."""
+    (inputs broadcast; 0-d inputs give ``|x1 - x2 + eps|``). grad_fn ``NormBackward1``.
+    TypeError for a ``p``/``eps`` that is not a number."""
+    for name, v in (("p", p), ("eps", eps)):
+        if isinstance(v, (str, bytes)) or v is None or isinstance(v, (list, tuple, dict)):
+            raise TypeError(f"pairwise_distance(): argument '{name}' must be float, not {type(v).__name__}")
     diff = x1 - x2 + eps
     if diff.ndim == 0:
         return diff.abs()

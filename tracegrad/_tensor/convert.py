@@ -77,6 +77,9 @@ def _duck_sequence(x):
 def _one_element(t):
     """A tensor nested in a list is one number to torch (``item()``): ValueError unless it has one."""
     if int(np.prod(t._value.shape)) != 1:
+        if t.dtype._cat == 1:   # torch reads an integer tensor through __index__: its TypeError
+            raise TypeError("only integer tensors of a single element can be converted to an index (a tensor "
+                            "nested in a list is read as a number; use tracegrad.stack for tensors)")
         raise ValueError("only one element tensors can be converted to Python scalars (a tensor nested "
                          "in a list is read as a number; use tracegrad.stack for tensors)")
 

@@ -70,16 +70,29 @@ def _finish(array, dtype=None, device=None, requires_grad=False):
 _I64_MAX = 2 ** 63 - 1
 
 
-def check_storage_size(shape, itemsize, strides=None):
+def _check_size_fits(shape, sizes_given=True):
+    """torch's parser TypeError for a size given by the caller that is no int64 (only looked at
+    once the storage size has overflowed, so the common path pays nothing); a size computed
+    from other arguments (arange's) keeps the RuntimeError."""
+    for i, n in enumerate(shape if sizes_given else ()):
+        if not -_I64_MAX - 1 <= n <= _I64_MAX:
+            raise TypeError(f"argument 'size' failed to unpack the object at pos {i + 1} with error \"Overflow when "
+                            f"unpacking long long\" (size {n} does not fit int64)")
+
+
+def check_storage_size(shape, itemsize, strides=None, sizes_given=True):
     """RuntimeError, as torch, before allocating a tensor whose contiguous strides or byte size
     do not fit int64 (``empty([8, 8, 2**29, 2**29])``), instead of letting XLA abort the process.
-    ``strides``: an explicit layout (``empty_strided``) whose storage size is checked."""
+    ``strides``: an explicit layout (``empty_strided``) whose storage size is checked.
+    ``sizes_given``: the caller passed ``shape`` (a size past int64 is then torch's parser
+    TypeError); False for a size computed from other arguments."""
     shape = [int(n) for n in shape]
     if strides is None:
         stride = 1
         for n in reversed(shape[1:]):
             stride *= max(n, 1)
             if stride > _I64_MAX:
+                _check_size_fits(shape, sizes_given)
                 raise RuntimeError(f"Stride calculation overflowed for sizes {shape}; use smaller sizes")
         numel = 1
         for n in shape:
@@ -88,15 +101,16 @@ def check_storage_size(shape, itemsize, strides=None):
     else:
         count = 0 if 0 in shape else 1 + sum((n - 1) * abs(int(s)) for n, s in zip(shape, strides))
     if count * itemsize > _I64_MAX:
+        _check_size_fits(shape, sizes_given)
         raise RuntimeError(f"Storage size calculation overflowed with sizes={shape}"
                            + ("" if strides is None else f" and strides={list(strides)}"))
 
 
-def _fresh(shape, d, device, requires_grad, make):
+def _fresh(shape, d, device, requires_grad, make, sizes_given=True):
     """A factory's tensor of ``shape`` and dtype ``d``: the array ``make()`` returns, or on the
     'meta' device none at all (``make`` is not called: nothing is allocated or drawn, NOTE
     [meta tensors] in meta.py)."""
-    check_storage_size(shape, d.itemsize)
+    check_storage_size(shape, d.itemsize, sizes_given=sizes_given)
     if _is_meta(device):
         return _finish(abstract(shape, d.np), d, device, requires_grad)
     return _finish(make(), d, device, requires_grad)
@@ -385,7 +399,7 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
         else:
             arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
         return jnp.asarray(arr.astype(d.np))
-    return _fresh((max(n, 0),), d, device, requires_grad, values)
+    return _fresh((max(n, 0),), d, device, requires_grad, values, sizes_given=False)
 
 
 @with_x64
@@ -574,9 +588,24 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     _rnd.check_range(low, high, "randint()")
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.int64
     limited.check_dtype("randint()", d, unsigned_ok=True)
+    if d is _dt.bool_ or (d._cat == 1 and d.itemsize < 8):   # the bounds must fit a narrow integer dtype
+        _randint_bounds(low, high, d)
     shape = size_tuple((size,))
     return _fresh(shape, d, device, requires_grad, lambda: _rnd.randint(
         _generator.key_for(generator), shape, low, high, jnp.int64, api="randint()").astype(d.np))
+
+
+_C_INT_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
+                "uint16": "unsigned short", "uint32": "unsigned int"}
+
+
+def _randint_bounds(low, high, d):
+    """torch's RuntimeError for a ``randint`` range that the integer dtype ``d`` cannot hold."""
+    info = (0, 1) if d is _dt.bool_ else (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))
+    for what, v in (("from", low), ("to - 1", high - 1)):
+        if not info[0] <= v <= info[1]:
+            raise RuntimeError(f"randint(): {what} is out of bounds for {_C_INT_NAMES.get(d.name, d.name)} "
+                               f"(range [{low}, {high}) does not fit {d}); pass a wider dtype")
 
 
 @with_x64

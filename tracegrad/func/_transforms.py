@@ -105,6 +105,9 @@ def _scalar_fn(fn, has_aux, api):
         if out.dim() != 0:
             raise RuntimeError(f"{api}(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with "
                                f"{out.dim()} dims. Maybe you wanted to use the vjp or jacrev APIs instead?")
+        if out.dtype.is_complex:   # torch's implicit grad_outputs need a real scalar
+            raise RuntimeError(f"{api}: grad can be implicitly created only for real scalar outputs but got "
+                               f"{out.dtype}; return a real loss (e.g. .abs() or .real of the output)")
         return (out, aux) if has_aux else out
     return checked
 
@@ -254,6 +257,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
         if not isinstance(v, tuple):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected {name} to be a tuple. E.g. it should be valid "
                                "to call f(*primals).")
+    for leaf in _wrap.tensor_leaves(primals):   # torch's class here is RuntimeError (not ValueError)
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected primals to only contain Tensors, got "
+                               f"{type(leaf)}")
     for leaf in _wrap.check_tensor_tree(primals, "jvp"):
         if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
             raise ValueError(f"jvp(f, primals, tangents): Expected primal to be floating point or complex, but got: "
@@ -317,7 +324,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """Mirrors ``torch.func.jacfwd`` on ``jax.jacfwd``; same result layout as :func:`jacrev`."""
+    """Mirrors ``torch.func.jacfwd`` on ``jax.jacfwd``; same result layout as :func:`jacrev`.
+    RuntimeError for a ``randomness`` other than 'error', 'different' or 'same'."""
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
     return _jacobian(jax.jacfwd, "jacfwd", func, argnums, has_aux)
 
 

@@ -181,6 +181,17 @@ def _random_guard(randomness):
         _generator.Generator.next_key = orig
 
 
+def _none_output_mapped(out, out_dims):
+    """Whether a None output (or a None element of a tuple/list output) has an out_dim that is
+    not None: torch's 'must only return Tensors' ValueError."""
+    if out is None:
+        return out_dims is not None
+    if isinstance(out, (tuple, list)):
+        per = out_dims if isinstance(out_dims, (tuple, list)) and len(out_dims) == len(out) else [out_dims] * len(out)
+        return any(o is None and d is not None for o, d in zip(out, per))
+    return False
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     """Mirrors ``torch.func.vmap`` on ``jax.vmap``: maps ``func`` over dimension ``in_dims`` of
     its Tensor arguments and stacks the results along ``out_dims``.
@@ -242,6 +253,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             if single_dim and isinstance(out, Tensor):
                 out = (out,)    # torch reads out_dims=(d,) for one Tensor output as d
                 unwrap[0] = True
+            if _none_output_mapped(out, out_dims):   # None is no pytree leaf: check it here, as torch
+                raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` must only return Tensors, got "
+                                 f"type {type(None)}. Did you mean to set out_dims= to None for output?")
             dims = _check_out_dims(out_dims, out, func)
             # a non-Tensor output is allowed where its out_dim is None (torch returns it as it is):
             # it leaves the mapped function as None and is put back afterwards

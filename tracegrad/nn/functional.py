@@ -723,22 +723,26 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(input.shape)
     _check_probabilities(input)
+    _check_probabilities(target, "target")
     return _nn.binary_cross_entropy(input, target, weight, reduction)
 
 
-def _check_probabilities(input):
-    """torch's BCE kernel refuses inputs outside [0, 1] (NaN passes, as torch); one host read
-    in eager, skipped while tracing (no value to check inside tracegrad.compile)."""
+def _check_probabilities(input, what="input"):
+    """torch's BCE kernel refuses an input or a target outside [0, 1], NaN included (torch
+    2.13); one host read in eager, skipped while tracing (no value to check inside
+    tracegrad.compile)."""
+    out_of_range = lambda p: ~((p >= 0) & (p <= 1))   # noqa: E731
     if _state.CAPTURE[0] is not None:   # checked when the program runs
-        _state.check_values(input, lambda p: (p < 0) | (p > 1))
+        _state.check_values(input, out_of_range)
         return
     try:                 # a transform's tracer (tracegrad.func): no value either
-        bad = bool(((input < 0) | (input > 1)).any())
+        bad = bool(out_of_range(input).any())
     except RuntimeError:
         return
     if bad:
-        raise RuntimeError("all elements of input should be between 0 and 1: binary_cross_entropy takes "
-                           "probabilities (apply sigmoid, or use binary_cross_entropy_with_logits)")
+        raise RuntimeError(f"all elements of {what} should be between 0 and 1: binary_cross_entropy takes "
+                           + ("probabilities (apply sigmoid, or use binary_cross_entropy_with_logits)"
+                              if what == "input" else "targets in [0, 1]"))
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,

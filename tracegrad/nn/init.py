@@ -170,6 +170,9 @@ def orthogonal_(tensor, gain=1, generator=None):
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    if not tensor.is_floating_point():   # torch draws the normal matrix in the tensor's dtype
+        raise NotImplementedError(f"orthogonal_: \"normal_kernel_cpu\" not implemented for {tensor.dtype}; "
+                                  "initialize a floating point tensor")
     rows = tensor.size(0)
     cols = tensor.numel() // rows
     flat = np.asarray(tracegrad.randn(rows, cols, generator=generator, dtype=tracegrad.float64).numpy())

@@ -296,6 +296,9 @@ def _parse_to(args, kwargs):
     belongs, a number for a device, a keyword given twice); RuntimeError for ``copy``."""
     kw = dict(kwargs)
     first = args[0] if args else None
+    if type(first) in (float, bool, complex):   # torch's parser reads a Python number as a wrapped 0-d
+        first = tracegrad.tensor(first, dtype={float: tracegrad.float64, bool: tracegrad.bool,   # tensor
+                                               complex: tracegrad.complex128}[type(first)])
     if isinstance(first, (Tensor, tracegrad.dtype)):
         if "device" in kw or "dtype" in kw:
             raise TypeError(f"to() received an invalid combination of arguments: a dtype or tensor first takes no "

@@ -200,6 +200,9 @@ class RNNBase(Module):
         hx = self._prepare_hidden(hx, is_batched, lstm)
         if not packed:
             self.check_input(input, None)
+            if input.size(1 if self.batch_first else 0) == 0:   # torch's kernel: no step to run
+                raise RuntimeError(f"Expected sequence length to be larger than 0 in RNN ({type(self).__name__} got "
+                                   f"input of shape {list(input.shape)})")
         exp_h, exp_c = self._expected_sizes(mini_batch)
         if hx is not None:
             if lstm:

@@ -75,11 +75,26 @@ for _name, _dtype in (("double", "float64"), ("float", "float32"), ("half", "flo
 
 
 def _lengths_list(lengths):
+    # torch reads a non-tensor ``lengths`` as ``as_tensor(lengths, dtype=int64)``: a number is a
+    # 0-d tensor (RuntimeError below), a str/None/mapping is no tensor data (TypeError)
+    if isinstance(lengths, (int, float)):
+        raise RuntimeError("pack_padded_sequence: 'lengths' argument should be a 1D CPU int64 tensor, but got 0D; "
+                           "pass one length per sequence (a list or a 1-D tensor)")
     if isinstance(lengths, tracegrad.Tensor):
         if lengths.dim() != 1:
             raise RuntimeError(f"pack_padded_sequence: 'lengths' must be a 1D tensor or list, got "
                                f"{lengths.dim()}D")
         return [int(v) for v in lengths.tolist()]
+    if lengths is None or isinstance(lengths, (str, bytes, dict)) or not hasattr(lengths, "__iter__"):
+        raise TypeError(f"pack_padded_sequence: 'lengths' must be a list or a 1-D tensor of ints, not "
+                        f"{type(lengths).__name__}")
+    lengths = list(lengths)
+    for v in lengths:
+        if isinstance(v, (list, tuple)):
+            raise RuntimeError("pack_padded_sequence: 'lengths' argument should be a 1D CPU int64 tensor, but got "
+                               "a nested sequence; pass one length per sequence")
+        if not isinstance(v, (int, float)) and not hasattr(v, "__index__"):
+            raise TypeError(f"pack_padded_sequence: 'lengths' must hold numbers, not {type(v).__name__}")
     return [int(v) for v in lengths]
 
 
@@ -123,7 +138,11 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     tensor of ``B`` lengths, each in ``[1, T]``; enforce_sorted: lengths must be decreasing
     (else they are sorted and ``sorted_indices`` records the order).
     Returns: :class:`PackedSequence`. Raises: RuntimeError for unsorted lengths with
-    ``enforce_sorted=True``, a length <= 0 or > T, or a lengths count that is not B."""
+    ``enforce_sorted=True``, a length <= 0 or > T, or a lengths count that is not B; TypeError
+    for an input that is not a Tensor."""
+    if not isinstance(input, tracegrad.Tensor):
+        raise TypeError(f"pack_padded_sequence(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
     lengths = _lengths_list(lengths)
     if enforce_sorted:
         if any(a < b for a, b in zip(lengths, lengths[1:])):
@@ -191,6 +210,8 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         if not isinstance(s, tracegrad.Tensor):
             raise TypeError(f"pad_sequence(): expected Tensor as element {i} in argument 0, but got "
                             f"{type(s).__name__}")
+    if any(s.dim() == 0 for s in sequences):
+        raise RuntimeError("pad_sequence: a sequence must have at least one dim (its length); got a 0-d tensor")
     trailing = tuple(sequences[0].shape[1:])
     for s in sequences:
         if tuple(s.shape[1:]) != trailing:
@@ -205,10 +226,19 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """Mirrors ``torch.nn.utils.rnn.unpad_sequence``: padded ``(T, B, *)`` -> list of ``(L_i, *)``."""
+    """Mirrors ``torch.nn.utils.rnn.unpad_sequence``: padded ``(T, B, *)`` -> list of ``(L_i, *)``.
+    ``lengths`` is a 1-D tensor of ``B`` lengths: AttributeError for another kind (torch reads
+    ``lengths.device``), ValueError for a count that is not ``B``."""
+    if not isinstance(lengths, tracegrad.Tensor):
+        raise AttributeError(f"unpad_sequence: 'lengths' must be a Tensor (torch reads lengths.device), not "
+                             f"{type(lengths).__name__}; pass tracegrad.tensor(lengths)")
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
-    return [seq[:int(n)] for seq, n in zip(padded_sequences, _lengths_list(lengths))]
+    lengths = _lengths_list(lengths)
+    if len(lengths) != padded_sequences.shape[0]:
+        raise ValueError(f"unpad_sequence: got {len(lengths)} lengths for a batch of {padded_sequences.shape[0]} "
+                         "sequences; pass one length per sequence")
+    return [seq[:int(n)] for seq, n in zip(padded_sequences, lengths)]
 
 
 def pack_sequence(sequences, enforce_sorted=True):

@@ -213,6 +213,8 @@ def random_split(dataset, lengths, generator=None):
     Raises:  ValueError for a fraction outside [0, 1] or lengths not summing to the length.
     Differs from torch: the permutation comes from JAX's PRNG, so the split for a given seed
     differs from torch's (it is reproducible within tracegrad)."""
+    if isinstance(lengths, tracegrad.Tensor):   # torch iterates it: a 1-D tensor of lengths or fractions
+        lengths = lengths.tolist()
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
         subset_lengths = []
         for i, frac in enumerate(lengths):
