@@ -379,3 +379,34 @@ def test_reduction_grads(T):
     xn = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 2.0]])
     sm = np.exp(xn) / np.exp(xn).sum(1, keepdims=True)
     _eq(x.grad, sm, rtol=1e-5)
+
+
+# ==== the value=/alpha= parser rule inside optimizers ============================================
+def _two_steps(T, name, lr):
+    w = T.tensor([1.0, 2.0], requires_grad=True)
+    p = w.clone()                      # a non-leaf param, as torch's differentiable optimizer tests
+    p.grad = T.tensor([0.1, 0.3])
+    opt = getattr(T.optim, name)([p], lr=lr, differentiable=True)
+    with T.enable_grad():
+        opt.step()
+        opt.step()
+    return p
+
+
+def test_differentiable_adam_tensor_lr(T):
+    # test/optim/test_optim.py (differentiable lr): Adam with a 0-d lr that requires grad steps
+    # (torch's differentiable branch divides by the step size instead of passing value=), and
+    # the gradient flows: d sum(p) / d lr = -sum over steps of m_hat / (sqrt(v_hat) + eps) ~ -4
+    lr = T.tensor(0.01, requires_grad=True)
+    p = _two_steps(T, "Adam", lr)
+    (g,) = T.autograd.grad(p.sum(), lr)
+    assert abs(g.item() + 4.0) < 1e-4
+    assert abs(p[0].item() - (1.0 - 0.02)) < 1e-5
+
+
+@pytest.mark.parametrize("name", ["Adagrad", "Adamax", "RMSprop"])
+def test_differentiable_tensor_lr_value_argument(T, name):
+    # torch 2.13's single-tensor Adagrad/Adamax/RMSprop pass an lr-derived tensor that requires
+    # grad to value=, which its parser refuses with TypeError
+    with pytest.raises(TypeError, match="value"):
+        _two_steps(T, name, T.tensor(0.01, requires_grad=True))
