@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first,
+from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -39,7 +39,10 @@ def _wrap_numbers(self, other):
 def _check_alpha(api, self, other, alpha):
     """torch's alpha rules: a Number (an explicit None is the parser's TypeError); a bool alpha only
     for bool results; no float alpha for integral ones."""
-    if type(alpha) is int or isinstance(alpha, Tensor):   # the default (1) and ints: nothing to check
+    if type(alpha) is int:   # the default (1) and ints: nothing to check
+        return
+    if isinstance(alpha, Tensor):
+        check_scalar_tensor(api, "alpha", alpha)
         return
     if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
         raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")

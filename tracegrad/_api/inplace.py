@@ -22,7 +22,7 @@ from ._registry import METHODS, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
 from .argcheck import strict_error
-from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first
+from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -117,6 +117,8 @@ def _inplace_binary(opname):
             other, alpha = alpha_first(opname + "_", other, rest, alpha)
             if alpha is None:
                 raise TypeError(f"{opname}_(): argument 'alpha' must be Number, not NoneType; leave it out for alpha=1")
+            if isinstance(alpha, Tensor):
+                check_scalar_tensor(opname + "_", "alpha", alpha)
         elif rest:
             raise TypeError(f"{opname}_() takes 1 positional argument but {1 + len(rest)} were given")
         _check_operand(other, opname + "_")

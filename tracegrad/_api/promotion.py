@@ -180,11 +180,22 @@ def alpha_first(api, other, rest, alpha):
                     f"(pass alpha by keyword: {api}(other, alpha=...))")
 
 
+def check_scalar_tensor(api, name, v):
+    """torch's parser binds a Tensor to a Number argument (``value=``, ``alpha=``) only when it is
+    0-dim and does not require grad (a gradient could not flow through a Number); otherwise the
+    parser's TypeError."""
+    if v.ndim != 0 or v.requires_grad:
+        raise TypeError(f"{api}(): argument '{name}' must be Number, not Tensor; pass a number or a "
+                        "0-dim tensor that does not require grad")
+
+
 def value_first(api, tensor1, tensor2, rest, value):
     """torch's deprecated overload ``addcmul(Number value, Tensor tensor1, Tensor tensor2)`` (also
     ``addcmul_``, ``addcdiv``, ``addcdiv_``), still accepted with a UserWarning and used by old
     optimizer code (``exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)``). Returns
     ``(tensor1, tensor2, value)``; TypeError, as torch, for any other extra positional argument."""
+    if isinstance(value, Tensor):
+        check_scalar_tensor(api, "value", value)
     if not rest:
         return tensor1, tensor2, value
     if len(rest) == 1 and isinstance(tensor1, _Number) and isinstance(tensor2, Tensor) and isinstance(rest[0], Tensor):

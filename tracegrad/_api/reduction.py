@@ -471,7 +471,8 @@ def quantile_op(api, self, q, dim, keepdim, interpolation):
 @method(function=True)
 def kthvalue(self, k, dim=-1, keepdim=False):
     """Mirrors ``torch.kthvalue``: the k-th smallest (1-based) along ``dim``; RuntimeError for k
-    outside [1, size]; NotImplementedError for a complex or bool input.
+    outside [1, size], IndexError for an empty ``dim``; NotImplementedError for a complex or bool
+    input.
     Differs from torch: among ties the index is the k-th of a stable sort; torch's CPU kernel
     returns where its introselect leaves it (deterministic per input, no simple rule:
     ``ones(4).kthvalue(1)`` is index 1 there), so the index of a tied value may differ.
@@ -480,6 +481,8 @@ def kthvalue(self, k, dim=-1, keepdim=False):
     if type(k) is not int:
         require_int("kthvalue", "k", k, 2)
     n = self.shape[_wrap_dim(dim, self.ndim)] if self.ndim else 1
+    if n == 0:   # torch checks the empty reduction dim before k
+        raise IndexError(f"kthvalue(): Expected reduction dim {_wrap_dim(dim, self.ndim)} to have non-zero size.")
     if not 1 <= int(k) <= n:
         raise RuntimeError(f"kthvalue(): selected number k={k} out of range for dimension {dim} of size {n}")
     v, i = apply_op(OPS["kthvalue"], (self,), (("k", int(k)), ("dim", _wrap_dim(dim, self.ndim)), ("keepdim", keepdim)))

@@ -618,7 +618,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return -prod.sum(cdim)
         if reduction == "sum":
             return -prod.sum()
-        return _nn.div_scalar(-prod.sum(), input.numel() / n_classes)
+        # the batch element count; no classes (issue 73165 in torch) is a 0 / 0 mean: NaN, as torch
+        return _nn.div_scalar(-prod.sum(), input.numel() // n_classes if n_classes else 0)
     nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
         return nll

@@ -113,7 +113,13 @@ def adam_step(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step_size, inv_b
         denom = (exp_avg_sq.sqrt() * inv_bias_correction2_sqrt).add_(eps)
     # differentiable=True (grad mode on in step): as torch, divide a clone, since the next
     # step's lerp_ writes exp_avg in place while this step's node still needs its value
-    param.addcdiv_(exp_avg.clone() if is_grad_enabled() else exp_avg, denom, value=-step_size)
+    ea = exp_avg.clone() if is_grad_enabled() else exp_avg
+    if isinstance(step_size, Tensor) and step_size.requires_grad:
+        # a differentiable lr: value= binds numbers and grad-free 0-d tensors only (torch's parser),
+        # so fold the step size into the divisor, as torch's differentiable branch does
+        param.addcdiv_(ea, denom / -step_size)
+    else:
+        param.addcdiv_(ea, denom, value=-step_size)
 
 
 # NOTE [group scalars]

@@ -383,7 +383,8 @@ class Module:
     # ---- registration -------------------------------------------------------------------
     def register_buffer(self, name, tensor, persistent=True):
         """Mirrors ``torch.nn.Module.register_buffer``: a named tensor in state_dict (unless
-        ``persistent=False``) that ``to()`` converts; not a parameter. KeyError on bad names."""
+        ``persistent=False``) that ``to()`` converts; not a parameter. KeyError on bad names;
+        TypeError for a value that is neither a Tensor, a tensor-like (``__torch_function__``) nor None."""
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         if not isinstance(name, str):
@@ -394,7 +395,9 @@ class Module:
             raise KeyError('buffer name can\'t be empty string ""')
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
-        if tensor is not None and not isinstance(tensor, Tensor):
+        # as torch, a tensor-like object (one taking part in __torch_function__ overrides) may
+        # be a buffer too
+        if tensor is not None and not isinstance(tensor, Tensor) and not hasattr(tensor, "__torch_function__"):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             f"(torch Tensor or None required)")
         if isinstance(tensor, Buffer):
