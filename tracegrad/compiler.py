@@ -44,7 +44,7 @@ import numpy as np
 from . import _autocast, _state
 from ._x64 import x64_scope
 from ._lowering.exc import InvalidBackend
-from ._lowering import fused_optim as _fused_optim, hyper as _hyper
+from ._lowering import fused as _fused, fused_optim as _fused_optim, hyper as _hyper
 from ._lowering.capture import GraphBreak
 from ._lowering.inductor_options import BOOLS as _OPTION_BOOLS, GROUPS as _OPTION_GROUPS, NAMES as _OPTION_NAMES
 from ._lowering.region import (SHARED_VIEWS, Plan, Retrace, SharedArgsWritten, ValueCheckFailed, _flatten,
@@ -532,6 +532,18 @@ def fused_optimizer_group(opt, group, items) -> bool:
     changed nothing, when the step must run op by op (while tracing, differentiable steps,
     unusual tensors)."""
     return _fused_optim.step_group(opt, group, items)
+
+
+def fused_inplace(key, fn, tensors):
+    """An eager in-place update of ``tensors`` (``fn(stand_ins, ()) -> (new tensors, meta)``,
+    as ``_lowering.fused.run_inplace``) as one cached XLA program: ``clip_grad_norm_``'s norm
+    and scaling of every gradient, the ``foreach`` kernels' analogue. Returns ``(new, meta)``,
+    or None, having changed nothing, when it must run op by op (while tracing, tensors that
+    require grad, sparse, complex, inference, dual or sharing a storage)."""
+    if len({id(t._st) for t in tensors}) != len(tensors) or \
+            any(t._rg or t.is_sparse or t.is_complex() or not _fused.plain(t) for t in tensors):
+        return None
+    return _fused.run_inplace(key, fn, tensors, (), donate=tuple(range(len(tensors))))
 
 
 def traced_optimizer_zero_grad(opt):

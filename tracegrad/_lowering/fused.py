@@ -22,6 +22,7 @@ import jax
 import numpy as np
 
 from .. import _state
+from .._tensor.meta import is_meta
 from .._tensor.tensor import Tensor
 from .._x64 import x64_enter, x64_exit
 from . import hyper
@@ -34,6 +35,14 @@ _NOT_FUSABLE = object()
 _Tracer = jax.core.Tracer
 _CACHE: dict = _state.register_cache("_lowering.fused._CACHE", {})
 _CACHE_LIMIT = 512
+
+
+def plain(t) -> bool:
+    """A tensor a fused program may stand in for: not an inference tensor (writing it in place
+    outside inference mode raises) nor a dual one (its tangent is updated op by op), nor a meta
+    one (no data to run a program on: its ops infer shapes, NOTE [meta tensors])."""
+    d = t.__dict__
+    return not (d and ("_inference" in d or "_fw" in d)) and not is_meta(t)
 
 
 class NotFusable(Exception):

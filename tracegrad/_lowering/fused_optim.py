@@ -26,9 +26,9 @@ from __future__ import annotations
 import contextlib
 
 from .._state import GRAD_MODE
-from .._tensor.meta import is_meta
 from .._tensor.tensor import Tensor
 from . import fused as _engine
+from .fused import plain
 from .hyper import LIFTED, lifted
 
 __all__ = ["step_group", "disabled", "STATS"]
@@ -49,25 +49,17 @@ def disabled():
         ENABLED[0] = prev
 
 
-def _plain(t) -> bool:
-    # a tensor the fused program may stand in for: not an inference tensor (writing it in
-    # place outside inference mode raises) nor a dual one (its tangent is updated op by op),
-    # nor a meta one (no data to run a program on: its ops infer shapes, NOTE [meta tensors])
-    d = t.__dict__
-    return not (d and ("_inference" in d or "_fw" in d)) and not is_meta(t)
-
-
 def _collect_item(p, grad, state):
     """``(tensors, layout, donate)`` of one parameter's update (``donate``: positions in
     ``tensors`` the update may overwrite: the parameter and its state, not the gradient), or
     None when it must run per op."""
     # a sparse gradient takes the rule's own sparse branch (a stand-in would be dense)
-    if grad._rg or grad.is_sparse or p.is_complex() or not _plain(p) or not _plain(grad):
+    if grad._rg or grad.is_sparse or p.is_complex() or not plain(p) or not plain(grad):
         return None
     tensors, layout, donate = [p, grad], [], [0]
     for k, v in state.items():
         if isinstance(v, Tensor):
-            if v._rg or not _plain(v):
+            if v._rg or not plain(v):
                 return None
             donate.append(len(tensors))
             tensors.append(v)
@@ -93,7 +85,7 @@ def _collect_options(group):
         elif isinstance(v, Tensor) or (isinstance(v, tuple) and any(isinstance(x, Tensor) for x in v)):
             for x in (v if isinstance(v, tuple) else (v,)):
                 if isinstance(x, Tensor):
-                    if not _plain(x):
+                    if not plain(x):
                         return None
                     tensors.append(x)
             options.append((k, "tensor", tuple(isinstance(x, Tensor) for x in v) if isinstance(v, tuple) else ()))

@@ -47,9 +47,31 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     grads = _grads(parameters)
     if not grads:
         return tracegrad.tensor(0.0)
+    # (error_if_nonfinite reads the norm before any gradient is scaled; a NaN in the key would
+    # never be found again)
+    if not error_if_nonfinite and math.isfinite(max_norm) and not math.isnan(norm_type):
+        # eagerly, the norms and the scaling of every gradient as one cached program: ~2 ops
+        # per gradient were as many dispatches (and a compilation per gradient shape)
+        fused = tracegrad.compiler.fused_inplace(("clip_grad_norm_", max_norm, norm_type),
+                                                 lambda gs, _: ([_clip_norm(gs, max_norm, norm_type)], None), grads)
+        if fused is not None:
+            return fused[0][0]
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
-    clip_grads_with_norm_(parameters, max_norm, total, foreach)
+    _scale(grads, max_norm, total)
     return total
+
+
+def _clip_norm(grads, max_norm, norm_type):
+    total = get_total_norm(grads, norm_type)
+    _scale(grads, max_norm, total)
+    return total
+
+
+def _scale(grads, max_norm, total_norm):
+    coef = (float(max_norm) / (total_norm + 1e-6)).clamp_max(1.0)
+    with tracegrad.no_grad():
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
 
 
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
@@ -60,10 +82,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     if not grads:
         return
     total_norm = total_norm if isinstance(total_norm, Tensor) else tracegrad.tensor(float(total_norm))
-    coef = (float(max_norm) / (total_norm + 1e-6)).clamp_max(1.0)
-    with tracegrad.no_grad():
-        for g in grads:
-            g.mul_(coef.to(g.dtype))
+    _scale(grads, max_norm, total_norm)
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -76,6 +95,16 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Mirrors ``torch.nn.utils.clip_grad_value_``: clamps every ``.grad`` to [-clip_value, clip_value] in place."""
     clip_value = float(clip_value)
+    grads = _grads(parameters)
+    if grads and math.isfinite(clip_value) and tracegrad.compiler.fused_inplace(("clip_grad_value_", clip_value),
+                                                  lambda gs, _: (_clamp(gs, clip_value), None), grads) is not None:
+        return
+    _clamp(grads, clip_value)
+
+
+def _clamp(grads, clip_value):
     with tracegrad.no_grad():
-        for g in _grads(parameters):
-            g.clamp_(min=-clip_value, max=clip_value)
+        for g in grads:             # two writes, as torch's clamp_min_ and clamp_max_ (``_version``)
+            g.clamp_(min=-clip_value)
+            g.clamp_(max=clip_value)
+    return []
