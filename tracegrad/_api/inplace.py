@@ -204,7 +204,7 @@ def _overlapping_copy(self, src):
             if not (old.is_complex() and not self.is_complex()):
                 roots = None     # another reinterpreting view: copied as one write
             else:                # .real/.imag of a complex storage number its (re, im) pairs
-                from .complex_api import view_as_real
+                from .complex_api import view_as_real   # only .real/.imag copies need it: off the import path
                 old = view_as_real(old).reshape(-1)
     apply_inplace(OPS["copy"], self, (src,))
     if roots is not None:

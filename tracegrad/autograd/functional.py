@@ -123,7 +123,16 @@ def _grads(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=
         # one backward pass vmapped over the batch of grad_outputs (the engine runs on traced
         # tensors): 3-10x faster than a backward per row for a 100x100 jacobian. With
         # create_graph the rows must stay recorded, so the engine's batched loop runs instead.
-        return _vmap(lambda *g: _grad(outs, inputs, g, allow_unused=True, retain_graph=retain_graph))(*gos)
+        unused = []
+
+        def row(*g):
+            # a gradient None for an input the outputs do not use (the same for every row) is no
+            # Tensor vmap may return: a stand-in leaves the map and None is put back
+            r = _grad(outs, inputs, g, allow_unused=True, retain_graph=retain_graph)
+            unused[:] = [x is None for x in r]
+            return tuple(_tg.zeros(()) if x is None else x for x in r)
+        rows = _vmap(row)(*gos)
+        return tuple(None if u else x for u, x in zip(unused, rows))
     return _grad(outs, inputs, gos, allow_unused=True, create_graph=create_graph, retain_graph=retain_graph,
                  is_grads_batched=batched)
 
