@@ -420,6 +420,10 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack, unpack)
 
 
-def increment_version(t):
-    """Mirrors ``torch.autograd.graph.increment_version``."""
-    t._vc[0] += 1
+def increment_version(tensor):
+    """Mirrors ``torch.autograd.graph.increment_version``: bumps the version counter of a tensor,
+    or of each tensor in an iterable (an inference tensor has none: left alone, as torch)."""
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        if t.__dict__.get("_inference"):
+            continue
+        t._vc[0] += 1

@@ -43,15 +43,19 @@ def is_dependent(constraint):
     return isinstance(constraint, _Dependent)
 
 
-class dependent_property(property):
-    """Mirrors ``constraints.dependent_property``: a property that is also a dependent constraint."""
+class _DependentProperty(property, _Dependent):
+    """Mirrors ``constraints.dependent_property``: a property that is also a dependent constraint
+    (an instance of ``_Dependent``, as in torch, so ``is_dependent`` sees it)."""
 
     def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
-        super().__init__(fn)
-        self.is_discrete, self.event_dim = is_discrete, event_dim
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
 
     def __call__(self, fn):
-        return dependent_property(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+dependent_property = _DependentProperty
 
 
 class _Real(Constraint):
@@ -103,7 +107,10 @@ class _GreaterThan(Constraint):
         return f"GreaterThan(lower_bound={self.lower_bound})"
 
 
-class _GreaterThanEq(_GreaterThan):
+class _GreaterThanEq(Constraint):      # not a _GreaterThan, as in torch
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+
     def check(self, value):
         return self.lower_bound <= value
 
@@ -133,9 +140,14 @@ class _Interval(Constraint):
         return f"{type(self).__name__[1:]}(lower_bound={self.lower_bound}, upper_bound={self.upper_bound})"
 
 
-class _HalfOpenInterval(_Interval):
+class _HalfOpenInterval(Constraint):   # not an _Interval, as in torch
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+
     def check(self, value):
         return (self.lower_bound <= value) & (value < self.upper_bound)
+
+    __repr__ = _Interval.__repr__
 
 
 class _Simplex(Constraint):
@@ -160,15 +172,6 @@ class _LowerCholesky(Constraint):
     def check(self, value):
         lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
-
-
-class _PositiveDefinite(Constraint):
-    event_dim = 2
-
-    def check(self, value):
-        import tracegrad
-        sym = (value - value.transpose(-2, -1)).abs().reshape(tuple(value.shape[:-2]) + (-1,)).amax(-1) < 1e-6
-        return sym & (tracegrad.linalg.eigvalsh(value) > 0).all(-1)
 
 
 class _Multinomial(Constraint):
@@ -208,13 +211,23 @@ class _Symmetric(_Square):
         square = super().check(value)
         if not bool(square.all()):
             return square
-        return ((value - value.transpose(-2, -1)).abs() <= 1e-6 + 1e-6 * value.abs()).reshape(
+        # torch: isclose(value, value.mT, atol=1e-6) (rtol 1e-5)
+        return ((value - value.transpose(-2, -1)).abs() <= 1e-6 + 1e-5 * value.transpose(-2, -1).abs()).reshape(
             tuple(value.shape[:-2]) + (-1,)).all(-1)
 
 
 class _LowerTriangular(_Matrix):
     def _elements(self, value):
         return value.tril() == value
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        import tracegrad
+        sym = super().check(value)
+        if not bool(sym.all()):
+            return sym
+        return (tracegrad.linalg.eigvalsh(value) > 0).all(-1)
 
 
 class _PositiveSemidefinite(_Symmetric):

@@ -190,4 +190,6 @@ class LRScheduler:
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
-_LRScheduler = LRScheduler
+class _LRScheduler(LRScheduler):
+    """torch's older name, kept as a subclass (as in torch): the built-in schedulers derive from
+    ``LRScheduler`` and are not ``_LRScheduler`` instances; a user scheduler may derive from either."""

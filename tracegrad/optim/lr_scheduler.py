@@ -34,6 +34,6 @@ __all__ = ["LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR"
 
 for _cls in (LRScheduler, LambdaLR, MultiplicativeLR, StepLR, MultiStepLR, ConstantLR, LinearLR,
              ExponentialLR, PolynomialLR, CosineAnnealingLR, SequentialLR, ChainedScheduler,
-             ReduceLROnPlateau, OneCycleLR, CyclicLR, CosineAnnealingWarmRestarts):
+             ReduceLROnPlateau, OneCycleLR, CyclicLR, CosineAnnealingWarmRestarts, _LRScheduler):
     _cls.__module__ = __name__
 del _cls

@@ -35,3 +35,4 @@ from .transformer import (MultiheadAttention, Transformer, TransformerDecoder, T
                           TransformerEncoder, TransformerEncoderLayer)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase  # noqa: F401
 from . import utils  # noqa: F401,E402 (torch.nn.modules.utils: _pair, consume_prefix_in_state_dict_if_present)
+from . import batchnorm, channelshuffle  # noqa: F401,E402 (torch's file names: nn.modules.batchnorm._BatchNorm)

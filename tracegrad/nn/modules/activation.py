@@ -3,6 +3,8 @@
 importable from here as in torch)."""
 from __future__ import annotations
 
+import warnings
+
 import tracegrad
 
 from .. import functional as F
@@ -20,20 +22,6 @@ class ReLU(Module):
 
     def forward(self, input):
         return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return "inplace=True" if self.inplace else ""
-
-
-class ReLU6(Module):
-    """Mirrors ``torch.nn.ReLU6``."""
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.relu6(input, self.inplace)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -127,8 +115,17 @@ class Hardtanh(Module):
     """Mirrors ``torch.nn.Hardtanh``: clamps to ``[min_val, max_val]``. AssertionError (torch's
     class) unless ``max_val > min_val``."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
+        # torch's older keyword names: still accepted, with its FutureWarning
+        if min_value is not None:
+            warnings.warn("keyword argument `min_value` is deprecated and renamed to `min_val`", FutureWarning,
+                          stacklevel=2)
+            min_val = min_value
+        if max_value is not None:
+            warnings.warn("keyword argument `max_value` is deprecated and renamed to `max_val`", FutureWarning,
+                          stacklevel=2)
+            max_val = max_value
         if not max_val > min_val:
             raise AssertionError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
@@ -138,6 +135,19 @@ class Hardtanh(Module):
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU6(Hardtanh):
+    """Mirrors ``torch.nn.ReLU6``: ``Hardtanh(0, 6)`` (a subclass of it, as in torch)."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input):
+        return F.relu6(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
 
 
 class Sigmoid(Module):

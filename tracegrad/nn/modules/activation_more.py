@@ -67,8 +67,15 @@ class Hardshrink(Module):
         return f"{self.lambd}"
 
 
-class Softshrink(Hardshrink):
-    """Mirrors ``torch.nn.Softshrink``."""
+class Softshrink(Module):
+    """Mirrors ``torch.nn.Softshrink`` (not a Hardshrink subclass, as in torch)."""
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self):
+        return str(self.lambd)
 
     def forward(self, input):
         return F.softshrink(input, self.lambd)

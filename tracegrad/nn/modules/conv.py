@@ -4,6 +4,7 @@ from __future__ import annotations
 from .. import functional as F
 from .linear import reset_kaiming, weight_and_bias
 from .module import Module
+from . import _elsewhere
 
 
 def _ntuple(v, n):
@@ -161,3 +162,6 @@ class ConvTranspose3d(_ConvTransposeNd):
     """Mirrors ``torch.nn.ConvTranspose3d``: weight ``(C_in, C_out/groups, kD, kH, kW)``."""
     _n = 3
     _fnT = staticmethod(F.conv_transpose3d)
+
+
+__getattr__ = _elsewhere.module_getattr(__name__)   # torch's names of this file defined elsewhere here

@@ -6,14 +6,15 @@ import warnings
 
 from .. import functional as F
 from .normalization import _NormBase
+from . import _elsewhere
 
 
 class _InstanceNorm(_NormBase):
     _nd = 1
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
-                 device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def forward(self, input):
         batched = self._nd + 2
@@ -46,3 +47,6 @@ class InstanceNorm2d(_InstanceNorm):
 class InstanceNorm3d(_InstanceNorm):
     """Mirrors ``torch.nn.InstanceNorm3d``: input ``(N, C, D, H, W)`` or ``(C, D, H, W)``."""
     _nd = 3
+
+
+__getattr__ = _elsewhere.module_getattr(__name__)   # torch's names of this file defined elsewhere here

@@ -10,6 +10,7 @@ from .. import functional as F
 from .._layers_functional import cross_map_lrn2d
 from .module import Module
 from .normalization import _BatchNorm
+from .pooling import _AdaptiveMaxPoolNd
 
 
 def _tuple(v, n):
@@ -79,19 +80,12 @@ class MaxUnpool3d(_MaxUnpoolNd):
     _n = 3
 
 
-class AdaptiveMaxPool3d(Module):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Mirrors ``torch.nn.AdaptiveMaxPool3d`` (``return_indices=True`` raises
     NotImplementedError at forward)."""
 
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
-
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
 
 class LocalResponseNorm(Module):
@@ -144,8 +138,8 @@ class SyncBatchNorm(_BatchNorm):
     of fewer than 2 dims."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 process_group=None, device=None, dtype=None):
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
 
     def _check_input_dim(self, input):

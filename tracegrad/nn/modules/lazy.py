@@ -173,12 +173,14 @@ LazyConvTranspose3d = _lazy_conv_transpose("LazyConvTranspose3d", ConvTranspose3
 
 
 class _LazyNormBase(LazyModuleMixin):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None,
+                 *, bias=True):
         super().__init__(0, eps, momentum, False, False, device, dtype)
         self.affine, self.track_running_stats = affine, track_running_stats
         if affine:
             self.weight = UninitializedParameter(dtype=dtype)
-            self.bias = UninitializedParameter(dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(dtype=dtype)
         if track_running_stats:
             self.running_mean = UninitializedBuffer(dtype=dtype)
             self.running_var = UninitializedBuffer(dtype=dtype)
@@ -193,7 +195,8 @@ class _LazyNormBase(LazyModuleMixin):
             self.num_features = input.shape[1]
             if self.affine:
                 self.weight.materialize((self.num_features,))
-                self.bias.materialize((self.num_features,))
+                if self.bias is not None:
+                    self.bias.materialize((self.num_features,))
             if self.track_running_stats:
                 self.running_mean.materialize((self.num_features,))
                 self.running_var.materialize((self.num_features,))
@@ -201,12 +204,18 @@ class _LazyNormBase(LazyModuleMixin):
 
 
 def _lazy_norm(name, base, affine, track):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None, dtype=None):
-        _LazyNormBase.__init__(self, eps, momentum, affine, track_running_stats, device, dtype)
+    def __init__(self, eps=1e-5, momentum=0.1, affine=affine, track_running_stats=track, device=None, dtype=None,
+                 *, bias=True):
+        _LazyNormBase.__init__(self, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
     doc = (f"Mirrors ``torch.nn.{name}``: ``{base.__name__}`` whose ``num_features`` is ``input.shape[1]`` "
            "of the first input.")
-    return type(name, (_LazyNormBase, base), {"__init__": __init__, "cls_to_become": base, "__doc__": doc,
-                                              "__module__": __name__})
+    # torch's lazy norms derive from the family's base (``_BatchNorm``), not from the layer they
+    # become (``isinstance(LazyBatchNorm1d(), nn.BatchNorm1d)`` is False until materialized):
+    # the layer's own checks (``_check_input_dim``, ``_nd``) are copied in instead
+    own = {k: v for k, v in vars(base).items() if k not in ("__init__", "__doc__", "__module__", "__qualname__",
+                                                               "__dict__", "__weakref__")}
+    return type(name, (_LazyNormBase, base.__bases__[0]), {**own, "__init__": __init__, "cls_to_become": base,
+                                                           "__doc__": doc, "__module__": __name__})
 
 
 LazyBatchNorm1d = _lazy_norm("LazyBatchNorm1d", BatchNorm1d, True, True)

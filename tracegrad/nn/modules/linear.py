@@ -9,6 +9,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
+from . import _elsewhere
 
 
 def weight_and_bias(module, weight_shape, out_features, bias, dtype):
@@ -87,3 +88,6 @@ class Bilinear(Module):
     def extra_repr(self):
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+__getattr__ = _elsewhere.module_getattr(__name__)   # torch's names of this file defined elsewhere here

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import _reduction
 from .. import functional as F
 from .module import Module
+from . import _elsewhere
 
 
 class _Loss(Module):
@@ -132,3 +133,6 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
                                      swap=self.swap, reduction=self.reduction)
+
+
+__getattr__ = _elsewhere.module_getattr(__name__)   # torch's names of this file defined elsewhere here

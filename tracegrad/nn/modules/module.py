@@ -653,9 +653,10 @@ class Module:
                 memo.add(id(m))
                 yield name, m
 
-    def modules(self):
-        """Mirrors ``torch.nn.Module.modules``: self first, then every submodule once (preorder)."""
-        for _, m in self.named_modules():
+    def modules(self, remove_duplicate=True):
+        """Mirrors ``torch.nn.Module.modules``: self first, then every submodule once (preorder);
+        with ``remove_duplicate=False`` a module reachable by several paths comes once per path."""
+        for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):

@@ -10,6 +10,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 from ... import _state
+from . import _elsewhere
 
 
 class _NormBase(Module):
@@ -208,3 +209,6 @@ class GroupNorm(Module):
     def extra_repr(self):
         return ("{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}"
                 .format(**self.__dict__, use_bias=self.bias is not None))
+
+
+__getattr__ = _elsewhere.module_getattr(__name__)   # torch's names of this file defined elsewhere here

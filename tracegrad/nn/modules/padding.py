@@ -39,18 +39,43 @@ class _PadNd(Module):
         return f"{self.padding}"
 
 
+# torch's intermediate classes (``isinstance(m, nn.modules.padding._ReflectionPadNd)``; ZeroPad2d
+# is a ConstantPad2d): one per mode, the layers per rank below them
+class _ConstantPadNd(_PadNd):
+    _mode = "constant"
+
+
+class _ReflectionPadNd(_PadNd):
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    _mode = "replicate"
+
+
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
+
+
+_BASES = {"reflect": _ReflectionPadNd, "replicate": _ReplicationPadNd, "circular": _CircularPadNd,
+          "constant": _ConstantPadNd}
+
+
 def _make(name, mode, nd, doc, zero):
+    base = _BASES[mode]
     if mode != "constant":
         def init(self, padding):
             _PadNd.__init__(self, padding)
     elif zero:
+        base = globals()[f"ConstantPad{nd}d"]
+
         def init(self, padding):
             _PadNd.__init__(self, padding, 0.0)
     else:
         def init(self, padding, value):
             _PadNd.__init__(self, padding, value)
-    return type(name, (_PadNd,), {"_mode": mode, "_nd": nd, "_zero": zero, "__init__": init, "__doc__": doc,
-                                  "__module__": __name__})
+    return type(name, (base,), {"_nd": nd, "_zero": zero, "__init__": init, "__doc__": doc,
+                                "__module__": __name__})
 
 
 _DOC = ("Mirrors ``torch.nn.{name}``: pads the last {nd} dim(s) of ``(N, C, *)`` or unbatched input; "

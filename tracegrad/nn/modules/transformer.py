@@ -150,6 +150,11 @@ class TransformerEncoderLayer(_LayerBlocks):
                                             dtype=dtype)
         _add_feedforward_and_norms(self, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first,
                                    bias, dtype)
+        # torch's flag of the activation (1 relu, 2 gelu, 0 other), read by code that inspects layers
+        from .activation import GELU, ReLU   # activation.py re-exports this file's MultiheadAttention
+        act = self.activation
+        self.activation_relu_or_gelu = (1 if act is F.relu or isinstance(act, ReLU) else
+                                        2 if act is F.gelu or isinstance(act, GELU) else 0)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", None, "src_mask",

@@ -121,6 +121,39 @@ class _SpectralNormHook:
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
 
 
+class SpectralNormStateDictHook:
+    """Mirrors ``torch.nn.utils.spectral_norm.SpectralNormStateDictHook``: records the format
+    version of each spectral-normed parameter in the state dict's metadata
+    (``_metadata[prefix]["spectral_norm"]["weight.version"] = 1``), as torch's dicts carry it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, module, state_dict, prefix, local_metadata):
+        versions = local_metadata.setdefault("spectral_norm", {})
+        key = self.fn.name + ".version"
+        if key in versions:
+            raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
+        versions[key] = 1
+
+
+class SpectralNormLoadStateDictPreHook:
+    """Mirrors ``torch.nn.utils.spectral_norm.SpectralNormLoadStateDictPreHook``: a dict in the
+    current format (``<name>_orig``, ``_u``, ``_v``) loads as it is, with or without the version
+    metadata. The format of torch before 0.4.1 (a stored ``<name>`` and no ``_v``) is refused
+    with a RuntimeError naming the keys, where torch solves ``_v`` from it."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        key = prefix + self.fn.name
+        version = local_metadata.get("spectral_norm", {}).get(self.fn.name + ".version")
+        if (version is None or version < 1) and key in state_dict and key + "_v" not in state_dict:
+            raise RuntimeError(f"load_state_dict: {key!r} is in the spectral_norm format of torch before 0.4.1 "
+                               f"(no {key + '_v'!r}); load it with torch and save it again")
+
+
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
     """Mirrors ``torch.nn.utils.spectral_norm`` (the hook version): parameter ``name`` moves to
     ``name_orig``; buffers ``name_u``/``name_v`` (drawn with tracegrad's generator, so
@@ -149,6 +182,8 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     module.register_buffer(name + "_u", u)
     module.register_buffer(name + "_v", v)
     module.register_forward_pre_hook(fn)
+    module._register_state_dict_hook(SpectralNormStateDictHook(fn))
+    module._register_load_state_dict_pre_hook(SpectralNormLoadStateDictPreHook(fn))
     return module
 
 
@@ -166,5 +201,10 @@ def remove_spectral_norm(module, name="weight"):
         delattr(module, name + "_orig")
         module.register_parameter(name, Parameter(weight.detach().clone()))
         del module._forward_pre_hooks[hid]
+        for hooks, kind in ((module._state_dict_hooks, SpectralNormStateDictHook),
+                            (module._load_state_dict_pre_hooks, SpectralNormLoadStateDictPreHook)):
+            for k, h in list(hooks.items()):     # each held in the module's hook record (``.fn``)
+                if isinstance(h.fn, kind) and h.fn.fn is fn:
+                    del hooks[k]
         return module
     raise ValueError(f"spectral_norm of '{name}' not found in {module}")

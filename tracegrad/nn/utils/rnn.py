@@ -27,7 +27,11 @@ def invert_permutation(permutation):
     return tracegrad.tensor(inv, dtype=tracegrad.int64)
 
 
-class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
+# torch's name for the tuple PackedSequence derives from
+PackedSequence_ = namedtuple("PackedSequence_", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])
+
+
+class PackedSequence(PackedSequence_):
     """Mirrors ``torch.nn.utils.rnn.PackedSequence``: ``data (sum(lengths), *)``, ``batch_sizes``
     int64 ``(max_length,)``, ``sorted_indices``/``unsorted_indices`` int64 ``(B,)`` or None.
     Build it with :func:`pack_padded_sequence` or :func:`pack_sequence`; recurrent layers accept it."""

@@ -3,7 +3,7 @@
 Mirrors ``torch.utils.data`` and is written against tracegrad's public API only (no JAX).
 See ``dataloader.py`` for what differs from torch (no worker processes; JAX random streams).
 """
-from ._collate import default_collate as default_collate, default_convert as default_convert
+from ._utils.collate import default_collate as default_collate, default_convert as default_convert
 from .dataloader import DataLoader as DataLoader, get_worker_info as get_worker_info
 from .dataset import (ChainDataset as ChainDataset, ConcatDataset as ConcatDataset,
                       Dataset as Dataset, IterableDataset as IterableDataset,

@@ -25,7 +25,7 @@ import warnings
 
 import tracegrad
 
-from ._collate import default_collate, default_convert
+from ._utils.collate import default_collate, default_convert
 from ._workers import WorkerInfo, as_worker, check_worker_number_rationality, get_worker_info
 from .dataset import IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
