@@ -673,6 +673,18 @@ class Tensor(TensorBase):
         return self._out_nr
 
     @property
+    def volatile(self) -> bool:
+        """Mirrors torch's removed ``Variable.volatile``: always False, with a UserWarning
+        (``no_grad`` replaced it); assigning it warns and changes nothing."""
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, value):
+        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                      UserWarning, stacklevel=2)
+
+    @property
     def grad(self):
         if self._gf is not None and not self._retains_grad and self._grad is None:
             warnings.warn(
