@@ -755,7 +755,10 @@ class Tensor(TensorBase):
     def data(self):
         """Mirrors ``torch.Tensor.data``: shares storage, but has its own version counter, no
         history and ``requires_grad=False``; in-place changes through it are invisible to
-        autograd's checks (as in torch)."""
+        autograd's checks (as in torch). RuntimeError on a tensor batched by an enclosing
+        ``vmap`` (torch refuses ``.data`` of a BatchedTensor)."""
+        if _state.VMAP_SAME and type(self._st.array).__name__ == "BatchTracer":   # (JAX keeps the class private)
+            raise RuntimeError("accessing `data` under vmap transform is not allowed")
         t = self.detach()
         t._vc = [0]
         return t
