@@ -563,7 +563,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              its storages read in place, so the flag changes nothing else).
              ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files.
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
-             dicts come back as dict or OrderedDict as saved, tuples as tuples.
+             dicts come back as dict or OrderedDict as saved, tuples as tuples. A seekable
+             file object holding a tracegrad checkpoint is left just past it (objects saved
+             one after another to one file load back in turn).
     Raises:  pickle.UnpicklingError for a pickled object naming a class that is not
              allowlisted, under ``weights_only=True``; the
              unpickling's own error (a class no longer importable) under False;
