@@ -538,6 +538,14 @@ def _read_arrays(data, header, name):
     return out
 
 
+def _tell(f):
+    """``f``'s position when it can seek back to one (else None)."""
+    try:
+        return f.tell() if f.seekable() else None
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
     """Read an object written by :func:`save`. Mirrors ``torch.load``.
 
@@ -555,7 +563,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
              its storages read in place, so the flag changes nothing else).
              ``pickle_load_args``: ``encoding`` / ``errors`` for Python 2 strings in torch files.
     Returns: the saved structure, with tensors (``requires_grad`` as saved) and plain values;
-             dicts come back as dict or OrderedDict as saved, tuples as tuples.
+             dicts come back as dict or OrderedDict as saved, tuples as tuples. A seekable
+             file object holding a tracegrad checkpoint is left just past it (objects saved
+             one after another to one file load back in turn).
     Raises:  pickle.UnpicklingError for a pickled object naming a class that is not
              allowlisted, under ``weights_only=True``; the
              unpickling's own error (a class no longer importable) under False;
@@ -579,6 +589,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         if mmap:
             raise ValueError("tracegrad.load: f must be a file path in order to use the mmap argument")
         name = getattr(f, "name", None) or repr(f)
+        start = _tell(f)
         data = f.read()
     else:
         name = _path(f, "load", "read")
@@ -606,6 +617,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
             f"tracegrad.load: {name!r} is not a tracegrad checkpoint (no valid safetensors header) nor a "
             f"torch.save file: the file is truncated, empty or of another format.")
     arrays = _read_arrays(data, header, name)
+    if hasattr(f, "read") and start is not None:
+        # leave the file object just past this checkpoint, as torch's reader does: several
+        # objects written one after another to one file load back in turn
+        n = struct.unpack("<Q", data[:8])[0]
+        ends = [info["data_offsets"][1] for k, info in header.items() if k != "__metadata__"]
+        f.seek(start + 8 + n + max(ends, default=0))
     desc = (header.get("__metadata__") or {}).get("tracegrad")
     place = _placer(map_location)
     place.weights_only, place.pickled = weights_only, {}     # one tensor per saved object

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _state
-from ..autograd._dispatch import apply_inplace, check_inplace, sequential_copy_sources
+from ..autograd._dispatch import VMAP_DRAW as _VMAP_DRAW, apply_inplace, check_inplace, sequential_copy_sources
 from ..autograd._graph_impl import node_class
 from .._ops import dtypes as _dt
 from .._ops import random as _rnd
@@ -481,6 +481,12 @@ def _random_inplace(fn):
             if _state.VMAP_SAME and _state.FUNC_READS[0] is not None and \
                     _rnd.drawn_per_example_into_unbatched(self._value, new):
                 _state.FUNC_READS[0].random_writes.add(id(self._st))
+        if _state.VMAP_SAME:
+            _VMAP_DRAW[0] = True
+            try:
+                return copy_(self, Tensor._make(new))
+            finally:
+                _VMAP_DRAW[0] = False
         return copy_(self, Tensor._make(new))
     f.__name__ = fn.__name__ + "_"
     return f

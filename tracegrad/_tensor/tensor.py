@@ -673,6 +673,18 @@ class Tensor(TensorBase):
         return self._out_nr
 
     @property
+    def volatile(self) -> bool:
+        """Mirrors torch's removed ``Variable.volatile``: always False, with a UserWarning
+        (``no_grad`` replaced it); assigning it warns and changes nothing."""
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
+
+    @volatile.setter
+    def volatile(self, value):
+        warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                      UserWarning, stacklevel=2)
+
+    @property
     def grad(self):
         if self._gf is not None and not self._retains_grad and self._grad is None:
             warnings.warn(
@@ -743,7 +755,10 @@ class Tensor(TensorBase):
     def data(self):
         """Mirrors ``torch.Tensor.data``: shares storage, but has its own version counter, no
         history and ``requires_grad=False``; in-place changes through it are invisible to
-        autograd's checks (as in torch)."""
+        autograd's checks (as in torch). RuntimeError on a tensor batched by an enclosing
+        ``vmap`` (torch refuses ``.data`` of a BatchedTensor)."""
+        if _state.VMAP_SAME and type(self._st.array).__name__ == "BatchTracer":   # (JAX keeps the class private)
+            raise RuntimeError("accessing `data` under vmap transform is not allowed")
         t = self.detach()
         t._vc = [0]
         return t

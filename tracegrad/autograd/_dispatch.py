@@ -490,6 +490,8 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
     for a in args:
         if isinstance(a, Tensor) and a._st is self._st and a is not self:
             _check_no_partial_overlap(self, a, op)
+    if _VMAP_LEVELS and not VMAP_DRAW[0]:
+        _check_vmap_inplace(op, self, args)
     all_args = (self, *args)
     cap = _CAPTURE[0]
     if cap is not None:
@@ -529,6 +531,37 @@ def apply_inplace(op: Op, self: Tensor, args, static=()):
         out = cap.unrecorded_write(self._value, out)
     self._write(out)
     return self
+
+
+_VMAP_LEVELS = _state.VMAP_SAME   # non-empty while a vmap'd function runs (one entry per level)
+# set while an in-place random draw writes its values: a per-example draw into an unbatched
+# tensor follows vmap's randomness rules (_api/inplace.py's _random_inplace), not this check
+VMAP_DRAW = [False]
+
+
+def _batch_levels(array):
+    """The vmap levels (JAX batching traces) at which ``array`` is batched."""
+    levels = set()
+    while type(array).__name__ == "BatchTracer":   # (JAX keeps the class private)
+        if array.batch_dim is not None:
+            levels.add(id(array._trace))
+        array = array.val
+    return levels
+
+
+def _check_vmap_inplace(op, self, args):
+    """torch's RuntimeError for an in-place op under vmap whose other operand is batched at a
+    level where self is not (an unbatched self cannot hold per-example results)."""
+    mine = None
+    for a in args:
+        if isinstance(a, Tensor) and type(a._st.array).__name__ == "BatchTracer":
+            if mine is None:
+                mine = _batch_levels(self._st.array)
+            if not _batch_levels(a._st.array) <= mine:
+                raise RuntimeError(f"vmap: {op.name}_(self, *extra_args) is not possible because there exists a "
+                                   "Tensor `other` in extra_args that has more elements than `self`. This happened "
+                                   "due to `other` being vmapped over but `self` not being vmapped over in a vmap. "
+                                   "Please try to use out-of-place operators instead.")
 
 
 def _check_no_partial_overlap(self, other, op=None):

@@ -65,7 +65,11 @@ def kl_divergence(p, q):
     MultivariateNormal and LowRankMultivariateNormal (also with each other), ContinuousBernoulli, and
     TransformedDistribution with equal transforms (LogNormal); ContinuousBernoulli against Beta,
     Uniform, Exponential, Normal, Pareto, Gamma, Gumbel, Laplace (infinite where supports differ, as
-    torch); any other pair of one ExponentialFamily by the Bregman divergence (e.g. Wishart).
+    torch); every pair of different families torch has (Beta, Exponential, Gamma, Gumbel,
+    Laplace, Normal, Pareto and Uniform against each other, Bernoulli against Poisson): closed
+    forms from p's moments, infinite where q's support misses part of p's (Poisson against
+    Bernoulli/Binomial too); any other pair of one ExponentialFamily by the Bregman divergence
+    (e.g. Wishart).
     Raises: NotImplementedError for a pair with no registered rule."""
     key = (type(p), type(q))
     if key not in _KL_MEMO:
@@ -317,4 +321,201 @@ for _p, _q, _param in ((ContinuousBernoulli, Pareto, "probs"), (Exponential, Con
                        (Gamma, ContinuousBernoulli, "concentration"), (Gumbel, ContinuousBernoulli, "loc"),
                        (Laplace, ContinuousBernoulli, "loc"), (Normal, ContinuousBernoulli, "loc"),
                        (Pareto, ContinuousBernoulli, "scale")):
+    register_kl(_p, _q)(_infinite_kl(_param))
+
+
+# ---- pairs of different families ----------------------------------------------------------------
+# Each finite rule is -H(p) - E_p[log q(X)], with E_p[log q] written from p's moments: the mean
+# and variance (q Normal), E[log X] (q Gamma, Pareto, Beta) or E[exp(-X / scale)] (q Gumbel).
+# Where q's support misses part of p's, the divergence is infinite.
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _vs_normal(p, q, mean, var):
+    return -p.entropy() + q.scale.log() + _HALF_LOG_2PI + (var + (mean - q.loc).pow(2)) / (2 * q.scale.pow(2))
+
+
+def _vs_gamma(p, q, mean, mean_log):
+    k, r = q.concentration, q.rate
+    return -p.entropy() - k * r.log() + k.lgamma() - (k - 1) * mean_log + r * mean
+
+
+def _vs_exponential(p, q, mean):
+    return -p.entropy() - q.rate.log() + q.rate * mean
+
+
+def _vs_gumbel(p, q, mean, mean_exp):
+    """``mean_exp``: E_p[exp(-X / q.scale)]."""
+    return -p.entropy() + q.scale.log() + (mean - q.loc) / q.scale + (q.loc / q.scale).exp() * mean_exp
+
+
+def _beta_moments(p):
+    a, b = p.concentration1, p.concentration0
+    total = a + b
+    return a / total, a * b / (total.pow(2) * (total + 1)), a.digamma() - total.digamma()
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return _vs_exponential(p, q, _beta_moments(p)[0])
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    mean, _, mean_log = _beta_moments(p)
+    return _vs_gamma(p, q, mean, mean_log)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    mean, var, _ = _beta_moments(p)
+    return _vs_normal(p, q, mean, var)
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return result.masked_fill((q.low > 0) | (q.high < 1), math.inf)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    return _vs_gamma(p, q, p.rate.reciprocal(), -_EULER - p.rate.log())
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    lam_scale = p.rate * q.scale
+    return _vs_gumbel(p, q, p.rate.reciprocal(), lam_scale / (lam_scale + 1))
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    mean = p.rate.reciprocal()
+    return _vs_normal(p, q, mean, mean.pow(2))
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return _vs_exponential(p, q, p.concentration / p.rate)
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    mean_exp = (1 + (p.rate * q.scale).reciprocal()).pow(-p.concentration)
+    return _vs_gumbel(p, q, p.concentration / p.rate, mean_exp)
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    return _vs_normal(p, q, p.concentration / p.rate, p.concentration / p.rate.pow(2))
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    return _vs_normal(p, q, p.loc + p.scale * _EULER, (math.pi * p.scale).pow(2) / 6)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    return _vs_normal(p, q, p.loc, 2 * p.scale.pow(2))
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    shift = (p.loc - q.loc) / q.scale
+    return -p.entropy() + q.scale.log() + shift + (-shift + (p.scale / q.scale).pow(2) / 2).exp()
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    # E|X - m| for X ~ N(mu, s): s sqrt(2/pi) exp(-d^2 / 2s^2) + d erf(d / (s sqrt 2)), d = mu - m
+    d, s = p.loc - q.loc, p.scale
+    mean_abs = s * math.sqrt(2 / math.pi) * (-(d / s).pow(2) / 2).exp() + d * (d / (s * math.sqrt(2))).erf()
+    return -p.entropy() + (2 * q.scale).log() + mean_abs / q.scale
+
+
+def _pareto_mean(p):
+    return (p.alpha * p.scale / (p.alpha - 1)).masked_fill(p.alpha <= 1, math.inf)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    return _vs_exponential(p, q, _pareto_mean(p))
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    return _vs_gamma(p, q, _pareto_mean(p), p.scale.log() + p.alpha.reciprocal())
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    a = p.alpha
+    var = (p.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))).masked_fill(a <= 2, math.inf)
+    return _vs_normal(p, q, _pareto_mean(p), var)
+
+
+def _uniform_mean_log(low, high):
+    """E[log X] for X ~ Uniform(low, high), 0 <= low (x log x taken as 0 at 0)."""
+    return (tracegrad.xlogy(high, high) - tracegrad.xlogy(low, low)) / (high - low) - 1
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    a, b = q.concentration1, q.concentration0
+    log_beta = a.lgamma() + b.lgamma() - (a + b).lgamma()
+    mean_log = _uniform_mean_log(p.low, p.high)
+    mean_log1m = _uniform_mean_log(1 - p.high, 1 - p.low)
+    result = -p.entropy() - (a - 1) * mean_log - (b - 1) * mean_log1m + log_beta
+    return result.masked_fill((p.low < 0) | (p.high > 1), math.inf)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    result = _vs_exponential(p, q, (p.low + p.high) / 2)
+    return result.masked_fill(p.low < 0, math.inf)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    result = _vs_gamma(p, q, (p.low + p.high) / 2, _uniform_mean_log(p.low, p.high))
+    return result.masked_fill(p.low < 0, math.inf)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    width = p.high - p.low
+    mean_exp = q.scale * ((-p.low / q.scale).exp() - (-p.high / q.scale).exp()) / width
+    return _vs_gumbel(p, q, (p.low + p.high) / 2, mean_exp)
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    return _vs_normal(p, q, (p.low + p.high) / 2, (p.high - p.low).pow(2) / 12)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    a = q.alpha
+    result = -p.entropy() - a.log() - a * q.scale.log() + (a + 1) * _uniform_mean_log(p.low, p.high)
+    return result.masked_fill(p.low < q.scale, math.inf)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() + q.rate - p.probs * q.rate.log()
+
+
+# q's support misses part of p's (unbounded p against a bounded or half-bounded q; a Poisson
+# against a count bounded by 1 or n)
+for _p, _q, _param in ((Beta, Pareto, "concentration1"), (Exponential, Beta, "rate"), (Exponential, Pareto, "rate"),
+                       (Exponential, Uniform, "rate"), (Gamma, Beta, "concentration"), (Gamma, Pareto, "concentration"),
+                       (Gamma, Uniform, "concentration"), (Gumbel, Beta, "loc"), (Gumbel, Exponential, "loc"),
+                       (Gumbel, Gamma, "loc"), (Gumbel, Pareto, "loc"), (Gumbel, Uniform, "loc"),
+                       (Laplace, Beta, "loc"), (Laplace, Exponential, "loc"), (Laplace, Gamma, "loc"),
+                       (Laplace, Pareto, "loc"), (Laplace, Uniform, "loc"), (Normal, Beta, "loc"),
+                       (Normal, Exponential, "loc"), (Normal, Gamma, "loc"), (Normal, Pareto, "loc"),
+                       (Normal, Uniform, "loc"), (Pareto, Beta, "scale"), (Pareto, Uniform, "scale"),
+                       (Poisson, Bernoulli, "rate"), (Poisson, Binomial, "rate")):
     register_kl(_p, _q)(_infinite_kl(_param))

@@ -209,7 +209,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     Raises ValueError for in_dims/out_dims that do not fit the inputs/outputs or are not ints,
     no inputs, unequal batch sizes, non-Tensor outputs with an out_dim, a batched output with
     out_dim None; IndexError for an out_dim out of range; RuntimeError for an unknown
-    ``randomness`` and for ``.item()`` or data-dependent control flow inside the function.
+    ``randomness``, for ``.item()``, ``.data`` of a batched tensor or data-dependent control flow
+    inside the function, and for an in-place op whose other operand is batched where self is
+    not (``unbatched.add_(batched)``; use the out-of-place op).
     Differs from torch: the random streams. With 'different', an in-place draw into an
     unbatched tensor made inside the function is allowed (torch raises; into a captured one or
     an unbatched argument it raises as torch). With 'same', a draw whose tensor parameters are

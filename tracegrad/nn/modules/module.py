@@ -608,7 +608,18 @@ class Module:
         return sorted(k for k in set(keys) if not k[0].isdigit())
 
     def __setstate__(self, state):
+        """Mirrors ``torch.nn.Module.__setstate__``: a module pickled before some hook table
+        existed (an older save) gets that table empty, so hooks and state_dict loading work."""
         self.__dict__.update(state)
+        d = self.__dict__
+        for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+                     "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
+                     "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks",
+                     "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"):
+            if name not in d:
+                d[name] = OrderedDict()
+        d.setdefault("_non_persistent_buffers_set", set())
+        d.setdefault("_is_full_backward_hook", None)
 
     # ---- traversal ----------------------------------------------------------------------
     def _named_members(self, get_members, prefix="", recurse=True, remove_duplicate=True):
