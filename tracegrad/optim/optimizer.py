@@ -117,8 +117,8 @@ def _check_capturable(name, items):
     (the state is created first, as torch)."""
     for p, _grad, _state in items:
         if p.device.type not in _CAPTURABLE_DEVICES:
-            raise AssertionError(f"{name}: If capturable=True, params and state_steps must be on supported devices: "
-                                 f"{list(_CAPTURABLE_DEVICES)} (got a parameter on {p.device.type}); pass "
+            raise AssertionError(f"{name}: If capturable=True, params and state_steps must be on supported devices "
+                                 f"(cuda and torch's other accelerators; got a parameter on {p.device.type}); pass "
                                  "capturable=False for a CPU step")
 
 
