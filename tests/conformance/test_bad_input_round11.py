@@ -120,6 +120,21 @@ CASES = {
     "x.to(float32, dtype=float64)": lambda T: T.ones(1).to(T.float32, dtype=T.float64),
     "x.to(float32, False, dtype=float32)": lambda T: T.ones(1).to(T.float32, False, dtype=T.float32),
     "x.to('cpu', dtype=float64)_ok": lambda T: T.ones(1).to("cpu", dtype=T.float64),
+    # Tensor methods' keyword forms
+    "lerp(end=1.0, weight=0.5)": lambda T: T.ones(2).lerp(end=1.0, weight=0.5),
+    "lerp(x, 1.0, 0.5)": lambda T: T.lerp(T.ones(2), 1.0, 0.5),
+    "lerp_(1.0, 0.5)": lambda T: T.ones(2).lerp_(1.0, 0.5),
+    "lerp_(tensor, 0.5)_ok": lambda T: T.ones(2).lerp_(T.zeros(2), 0.5),
+    "masked_scatter(mask=3)": lambda T: T.ones(2).masked_scatter(3, T.ones(2)),
+    "masked_scatter(source=3)": lambda T: T.ones(2).masked_scatter(T.ones(2, dtype=T.bool), 3),
+    "masked_scatter_(source=list)": lambda T: T.ones(2).masked_scatter_(T.ones(2, dtype=T.bool), [1.]),
+    "to_sparse(layout='x')": lambda T: T.ones(2).to_sparse(layout="x"),
+    "to_sparse(layout=sparse_coo)_ok": lambda T: T.ones(2).to_sparse(layout=T.sparse_coo),
+    "tile(dims=(2,))_ok": lambda T: T.ones(2, 2).tile(dims=(2,)),
+    "tile((2,), dims=(2,))": lambda T: T.ones(2, 2).tile((2,), dims=(2,)),
+    "tile(foo=(2,))": lambda T: T.ones(2, 2).tile(foo=(2,)),
+    "view(dtype=3)": lambda T: T.ones(2).view(dtype=3),
+    "view(dtype=int32)_ok": lambda T: T.ones(2).view(dtype=T.int32),
 }
 
 

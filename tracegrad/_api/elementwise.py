@@ -538,6 +538,9 @@ def where(condition, input=_ABSENT, other=_ABSENT):
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
     RuntimeError when ``end`` has another dtype (torch does not promote it)."""
+    if not isinstance(end, Tensor):   # torch's overloads take a Tensor end (the weight may be a number)
+        raise TypeError(f"lerp() received an invalid combination of arguments - got end of type "
+                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)

@@ -379,6 +379,9 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
 
 @method()
 def lerp_(self, end, weight):
+    if not isinstance(end, Tensor):   # torch's overloads take a Tensor end
+        raise TypeError(f"lerp_() received an invalid combination of arguments - got end of type "
+                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
