@@ -135,6 +135,10 @@ CASES = {
     "tile(foo=(2,))": lambda T: T.ones(2, 2).tile(foo=(2,)),
     "view(dtype=3)": lambda T: T.ones(2).view(dtype=3),
     "view(dtype=int32)_ok": lambda T: T.ones(2).view(dtype=T.int32),
+    "flip(dims=0)": lambda T: T.ones(2).flip(dims=0),
+    "flip(x, dims=0)": lambda T: T.flip(T.ones(2), dims=0),
+    "flip(dims=(0,))_ok": lambda T: T.ones(2).flip(dims=(0,)),
+    "flip(0)_ok": lambda T: T.ones(2).flip(0),
 }
 
 

@@ -523,6 +523,9 @@ def flip(self, *dims, **kw):
     repeated dim; TypeError when no ``dims`` is given."""
     if not dims and "dims" not in kw:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    if isinstance(kw.get("dims"), int):   # only the method's varargs read a bare int as the dims
+        raise TypeError(f"flip(): argument 'dims' must be tuple of ints, not {type(kw['dims']).__name__}; "
+                        "pass dims=(d,)")
     dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims, "flip", "dims")
     if kw:
         raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")
