@@ -216,3 +216,15 @@ def test_complex_with_zero_imaginary_part_reads_as_real():
 def test_compiled_class_builds_an_instance():
     m = tracegrad.compile(tracegrad.nn.Linear)(2, 3)
     assert isinstance(m, tracegrad.nn.Linear) and tuple(m.weight.shape) == (3, 2)
+
+
+@pytest.mark.parametrize("call", [
+    lambda T: T.func.vjp(lambda a: a * 2, T.ones(2))[1]((T.ones(2), T.ones(2))),
+    lambda T: T.func.jvp(lambda a: a * 2, (T.ones(2),), (T.ones(2), T.ones(2))),
+], ids=["vjp_fn((ct, ct)) for one output", "jvp(2 tangents for 1 primal)"])
+def test_func_structure_mismatch_in_tracegrads_words(call):
+    # torch's RuntimeError; the structures are shown as (*, *), not as the tree library's repr
+    assert_same_class("structure mismatch", call, torch, tracegrad)
+    with pytest.raises(RuntimeError) as info:
+        call(tracegrad)
+    assert "(*, *)" in str(info.value) and "PyTreeDef" not in str(info.value)
