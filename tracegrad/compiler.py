@@ -462,7 +462,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     inductor = backend is None or backend == "inductor"
     if options and inductor:   # torch reads a falsy options as none given
         _check_options(options)
-    if mode not in _MODES and inductor:
+    if mode and mode not in _MODES and inductor:   # torch reads a falsy mode ("") as none given
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(m for m in _MODES if m)}")
     if recompile_limit is not None and not isinstance(recompile_limit, (int, float)):
         raise TypeError(f"tracegrad.compile: recompile_limit must be an int or None, got {type(recompile_limit).__name__}")
@@ -479,7 +479,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     cls = CompiledFunction
     if user is not None:
         cls, kw["backend"] = USER_BACKENDS[0][1], user
-    wrap_module = getattr(model, "_tracegrad_compiled_wrapper", None)
+    # an nn.Module instance; a class (compile(nn.Linear)) is compiled as the callable it is, as torch
+    wrap_module = None if isinstance(model, type) else getattr(model, "_tracegrad_compiled_wrapper", None)
     if wrap_module is not None:          # an nn.Module (nn sits above this layer)
         return wrap_module(cls, kw)
     return cls(model, **kw)
@@ -609,10 +610,14 @@ class set_stance:
 
     Raises:
         AssertionError: called inside a compiled function (as torch's tracer).
-        RuntimeError: an unknown stance (when a compiled function next needs it, as torch).
+        RuntimeError: ``force_backend`` with a stance other than ``"default"``; an unknown stance (when a compiled function next needs it, as torch).
     """
 
     def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
+        if force_backend is not None and stance != "default":
+            # torch's check, before the stance changes
+            raise RuntimeError(f"tracegrad.compiler.set_stance: non-default stance cannot have force_backend set "
+                               f"(stance {stance!r}); pass force_backend only with stance='default'")
         if is_compiling():
             # torch's tracer refuses the call with an AssertionError ("forbidden callable")
             raise _misuse(AssertionError("tracegrad.compiler.set_stance: do not call it inside a compiled function; "

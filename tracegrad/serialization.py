@@ -48,6 +48,7 @@ import io
 import json
 import os
 import pickle
+import pickletools
 import struct
 import sys
 import tempfile
@@ -209,6 +210,10 @@ class _TensorUnpickler(pickle.Unpickler):
     def __init__(self, data, arrays, place):
         super().__init__(io.BytesIO(data))
         self.arrays, self.place, self.tensors = arrays, place, place.pickled
+        if place.weights_only and b"\x91" in data and \
+                any(op.name == "FROZENSET" for op, _arg, _pos in pickletools.genops(data)):
+            # pickle's own frozenset opcode names no global: torch's weights-only unpickler refuses it
+            raise _refuse("builtins", "frozenset")
 
     def persistent_load(self, pid):
         t = self.tensors.get(pid)
@@ -233,9 +238,10 @@ def _refuse(module, name):
 
 
 # collections.Counter as torch's weights-only unpickler: MultiStepLR keeps its milestones in one,
-# so an lr scheduler's state_dict must load with weights_only=True
-_ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.frozenset", "builtins.bytearray",
-                "builtins.complex", "builtins.slice",
+# so an lr scheduler's state_dict must load with weights_only=True. torch 2.13 refuses a
+# frozenset, a slice, a range and Ellipsis there (add_safe_globals admits them)
+_ALWAYS_SAFE = ("collections.OrderedDict", "collections.Counter", "builtins.set", "builtins.bytearray",
+                "builtins.complex",
                 # torch's weights-only unpickler takes torch.Size, dtypes and devices as values
                 "tracegrad._tensor.tensor.Size", "tracegrad._ops.dtypes._by_name", "tracegrad._tensor.device.device")
 

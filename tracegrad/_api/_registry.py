@@ -50,6 +50,22 @@ def method(*names, function=False):
     return register
 
 
+def inplace_operator(name, inplace):
+    """Register ``Tensor.<name>`` (``__iadd__``, ``__imod__``...) as the augmented assignment
+    ``x op= o``: the method named ``inplace`` (``add_``), looked up on the tensor when called. A
+    TypeError (an operand that is no Tensor or number) becomes NotImplemented, as torch's
+    operators: the direct call ``x.__iadd__('a')`` returns it, and ``x += 'a'`` then raises
+    Python's TypeError from the out-of-place operator."""
+    def op(s, o):
+        try:
+            return getattr(s, inplace)(o)
+        except TypeError:
+            return NotImplemented
+    op.__name__ = name
+    _put(METHODS, (name,), op, "Tensor.")
+    return op
+
+
 def function(*names):
     """Register the decorated function as ``tracegrad.<name>`` only (torch's free functions with
     no Tensor method of the same meaning: ``cat``, ``einsum``, ``where(condition, input, other)``)."""

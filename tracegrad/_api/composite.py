@@ -27,7 +27,7 @@ from .argcheck import check_kinds
 from .elementwise import maximum, where
 from .promotion import _SCALAR_NAME, _float_dtype, check_tensor_seq, check_tensors, require_floating, result_dtype
 from .reduction import any as _any
-from .shape import _stack_list, cat, hstack, stack
+from .shape import _stack_list, by_keyword, cat, hstack, stack
 from .._tensor.out import accepts_out
 
 
@@ -53,8 +53,10 @@ def tile(input, dims):
 
 
 @method("tile")
-def _tile_method(self, *dims):
-    """Mirrors ``torch.Tensor.tile(*dims)``: the dims unpacked or as one sequence."""
+def _tile_method(self, *dims, **kwargs):
+    """Mirrors ``torch.Tensor.tile(*dims)``: the dims unpacked, as one sequence, or ``dims=``."""
+    if kwargs:
+        dims = by_keyword(dims, kwargs, "dims", "tile")
     return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 

@@ -90,8 +90,8 @@ def _to_overload(args, dtype, device, non_blocking, copy):
             raise _to_error(kinds + ", dtype=/device=")
         dtype, device = a.dtype, a.device
     elif _is_dtype_arg(a):
-        if device is not None:
-            raise _to_error(kinds + ", device=")
+        if device is not None or dtype is not None:   # the to(dtype, ...) overload has neither keyword
+            raise _to_error(kinds + (", device=" if device is not None else ", dtype="))
         dtype = a
     elif type(a) in (float, bool, complex):
         # torch's parser takes a Python number where ``other`` goes (a wrapped 0-d tensor):

@@ -17,7 +17,7 @@ from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
-from ._registry import function, method
+from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
@@ -175,6 +175,8 @@ def _refuse_complex(name, self, other):
         if dt.is_complex:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
                                       f"{name} takes real tensors")
+        if dt is _dt.bool_:   # nor a bool kernel
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'; convert the tensors with .int()")
 
 
 @method("remainder", function=True)
@@ -212,6 +214,9 @@ def pow(self, exponent):
     if isinstance(exponent, Tensor) and self._value.shape != exponent._value.shape:
         _check_broadcast(self, exponent)
     dt = result_dtype(self, exponent).np
+    if dt == np.bool_ and isinstance(exponent, (bool, np.bool_)):
+        # torch's pow by a number: exponent 1 copies self, 0 gives ones (a bool tensor too)
+        return self.clone() if exponent else self.new_ones(self.shape)
     if dt == np.bool_:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'; convert the tensors with .int()")
     if check_int_pow(self, exponent):
@@ -225,6 +230,8 @@ def pow(self, exponent):
 def pow_(self, exponent):
     """Mirrors ``torch.Tensor.pow_``; an integer self with negative exponents as :func:`pow`."""
     _check_operand(exponent, "pow_", "exponent", 1)
+    if self.dtype is _dt.bool_ and isinstance(exponent, (bool, np.bool_)):   # as pow: self, or ones
+        return copy_(self, pow(self, exponent))
     if check_int_pow(self, exponent):
         return copy_(self, _int_pow_negative(self, exponent))
     op = OPS["pow_tensor"] if isinstance(exponent, Tensor) else OPS["pow"]
@@ -256,6 +263,8 @@ def _int_pow_negative(base, exponent):
 
 
 def _rpow(self, base):
+    if self.dtype is _dt.bool_ and isinstance(base, (bool, np.bool_)):   # a bool result: no bool kernel
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'; convert the tensor with .int()")
     if check_int_pow(base, self):   # an integer base to negative integer powers: 0, 1 or -1, as torch
         return _int_pow_negative(_new_tensor(base), self)
     dt = result_dtype(self, base).np
@@ -529,6 +538,9 @@ def where(condition, input=_ABSENT, other=_ABSENT):
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
     RuntimeError when ``end`` has another dtype (torch does not promote it)."""
+    if not isinstance(end, Tensor):   # torch's overloads take a Tensor end (the weight may be a number)
+        raise TypeError(f"lerp() received an invalid combination of arguments - got end of type "
+                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
@@ -689,7 +701,7 @@ METHODS_BITWISE = {"and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor}
 for _n in METHODS_BITWISE:
     method(f"__{_n}__", f"__r{_n}__")(operator(_bitwise_operator(_n)))
     # x &= y is torch's bitwise_and_ (bool tensors included)
-    method(f"__i{_n}__")(lambda s, o, _n=_n: getattr(s, f"bitwise_{_n}_")(o))
+    inplace_operator(f"__i{_n}__", f"bitwise_{_n}_")
 # ``__hash__`` (by identity) is in Tensor's class body: ``__eq__`` here is elementwise
 # as torch, ``tensor == ndarray`` (and ``ndarray == tensor``: numpy defers to Tensor) compares
 # elementwise, while ``!=`` with an ndarray falls back to identity

@@ -18,7 +18,7 @@ from .._tensor.factories import tensor
 from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
-from ._registry import METHODS, method
+from ._registry import METHODS, inplace_operator, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
 from .argcheck import strict_error
@@ -122,6 +122,10 @@ def _inplace_binary(opname):
         elif rest:
             raise TypeError(f"{opname}_() takes 1 positional argument but {1 + len(rest)} were given")
         _check_operand(other, opname + "_")
+        if opname == "sub" and (self.dtype is _dt.bool_ or isinstance(other, (bool, np.bool_)) or
+                                (isinstance(other, Tensor) and other.dtype is _dt.bool_)):
+            raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported (sub_). If you "
+                               "are trying to invert a mask, use the `~` or `logical_not_()` operator instead.")
         try:
             _check_inplace_broadcast(self, other)
             dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
@@ -142,6 +146,7 @@ add_, sub_, mul_ = (method(n + "_")(_inplace_binary(n)) for n in ("add", "sub", 
 def div_(self, other, *, rounding_mode=None):
     if rounding_mode not in (None, "trunc", "floor"):
         check_rounding_mode(rounding_mode)
+    _check_operand(other, "div_", pos=1)   # a list is the parser's TypeError, not data
     dt = result_dtype(self, other)
     if rounding_mode is None:
         dt = _float_dtype(dt)
@@ -283,7 +288,17 @@ def _inplace_unary(name):
 
     def f(self):
         return apply_inplace(op, self, ())
-    if name in _NO_BOOL_KERNEL or name == "sign":   # the others keep the one-line body (the hot path)
+    if name == "bitwise_not":   # integer and bool kernels only (out of place refuses the others too)
+        def f(self):   # noqa: F811
+            try:
+                dt = self.dtype
+            except AttributeError:   # NOTE [unbound self]
+                raise not_a_tensor(name + "_", self) from None
+            if dt._cat > 1:
+                raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_SCALAR_NAME[dt.name]}'; "
+                                          "bitwise_not_ takes integer or bool tensors")
+            return apply_inplace(op, self, ())
+    elif name in _NO_BOOL_KERNEL or name == "sign":   # the others keep the one-line body (the hot path)
         def f(self):   # noqa: F811
             try:
                 dt = self.dtype
@@ -364,6 +379,9 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
 
 @method()
 def lerp_(self, end, weight):
+    if not isinstance(end, Tensor):   # torch's overloads take a Tensor end
+        raise TypeError(f"lerp_() received an invalid combination of arguments - got end of type "
+                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
@@ -593,11 +611,10 @@ normal_, uniform_, bernoulli_, random_, exponential_, geometric_, log_normal_, c
 
 
 # ---- operators --------------------------------------------------------------------------
-method("__iadd__")(lambda s, o: add_(s, o))
-method("__isub__")(lambda s, o: sub_(s, o))
-method("__imul__")(lambda s, o: mul_(s, o))
-method("__itruediv__")(lambda s, o: div_(s, o))
-method("__ipow__")(lambda s, o: pow_(s, o))
+# x %= y and x //= y write into x as well (torch's remainder_ / floor_divide_: views see it)
+for _name, _inplace in (("__iadd__", "add_"), ("__isub__", "sub_"), ("__imul__", "mul_"), ("__itruediv__", "div_"),
+                        ("__ipow__", "pow_"), ("__imod__", "remainder_"), ("__ifloordiv__", "floor_divide_")):
+    inplace_operator(_name, _inplace)
 
 
 # NOTE [in-place through copy_]
@@ -605,13 +622,35 @@ method("__ipow__")(lambda s, o: pow_(s, o))
 # of place (from a clone when self is in a graph, so the backward sees the values before the
 # write) and ``copy_`` it into self: values, version counter, leaf and view rules are copy_'s,
 # the grad_fn is ``CopyBackwards`` where torch names the function's own node.
+# binary ops whose result is the promotion of self and other: torch's TensorIterator checks that
+# self can hold it (shape, then dtype) before the kernel's own dtype check (NotImplementedError)
+_PROMOTING = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "floor_divide", "fmod", "remainder"})
+
+
+def check_inplace_result(api, self, other):
+    """torch's checks for ``self.<api>(other)`` writing into self, before the kernel's: RuntimeError
+    when the broadcast shape is not self's, then when the promoted dtype cannot be cast to self's."""
+    if not isinstance(other, (Tensor,) + _Number):
+        return   # the op's own parser check names it
+    _check_inplace_broadcast(self, other)
+    dt = result_dtype(self, other)
+    if dt is not self.dtype and not _dt.can_cast(dt, self.dtype):
+        raise RuntimeError(f"result type {_SCALAR_NAME[dt.name]} can't be cast to the desired output type "
+                           f"{_SCALAR_NAME[self.dtype.name]} ({api} writes into self; use the out-of-place "
+                           f"form for a new tensor)")
+
+
 def inplace_via_copy(name):
+    promoting = name in _PROMOTING
+
     def f(self, *args, **kwargs):
         out_of_place = METHODS[name]    # looked up late: some families register after this one
         try:
             rg = self.requires_grad
         except AttributeError:
             raise not_a_tensor(name + "_", self) from None
+        if promoting and len(args) == 1:
+            check_inplace_result(name + "_", self, args[0])
         out = out_of_place(self.clone() if rg else self, *args, **kwargs)
         if out.dtype is not self.dtype and not _dt.can_cast(out.dtype, self.dtype):
             raise RuntimeError(f"result type {_SCALAR_NAME[out.dtype.name]} can't be cast to the desired output type "

@@ -5,12 +5,13 @@ no gradients (integer results)."""
 from __future__ import annotations
 
 from ..autograd._dispatch import apply_op
+from .._ops import dtypes as _dt
 from .._ops.registry import OPS
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor
-from ._registry import method
+from ._registry import inplace_operator, method
 from .elementwise import operator
-from .inplace import _inplace_binary
+from .inplace import _inplace_binary, check_inplace_result
 from .promotion import _SCALAR_NAME, check_not_two_numbers, check_operand_kinds, _check_broadcast, _check_operand, result_dtype
 
 
@@ -23,6 +24,12 @@ def _require_integer(api, kernel, *operands):
                                       "bool) tensors")
 
 
+def _no_bool(kernel, a, b):
+    """torch's shift, gcd and lcm kernels have no bool version: NotImplementedError when both operands are bool."""
+    if isinstance(a, Tensor) and result_dtype(a, b) is _dt.bool_:
+        raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'; convert the tensors with .int()")
+
+
 def _integer_binary(name, kernel, tensor_other, inplace_function=False):
     def f(input, other):
         if tensor_other and not isinstance(other, Tensor):
@@ -30,6 +37,7 @@ def _integer_binary(name, kernel, tensor_other, inplace_function=False):
         check_not_two_numbers(name, input, other)
         _check_operand(other, name)
         _require_integer(name, kernel, input, other)
+        _no_bool(kernel, input, other)
         if isinstance(other, Tensor) and input._value.shape != other._value.shape:
             _check_broadcast(input, other)
         return apply_op(OPS[name], (input, other), (("dtype", result_dtype(input, other).np),))
@@ -37,14 +45,11 @@ def _integer_binary(name, kernel, tensor_other, inplace_function=False):
     def f_(self, other):
         if tensor_other and not isinstance(other, Tensor):
             raise TypeError(f"{name}_(): argument 'other' (position 1) must be Tensor, not {type(other).__name__}")
-        if isinstance(self, Tensor) and self.dtype._cat <= 1 and (
-                isinstance(other, (float, complex)) or (isinstance(other, Tensor) and other.dtype._cat >= 2)):
-            # torch checks the in-place cast before the kernel's dtype
-            other_name = "Float" if isinstance(other, float) else "ComplexFloat" if isinstance(other, complex) \
-                else _SCALAR_NAME.get(other.dtype.name, other.dtype.name)
-            raise RuntimeError(f"{name}_: result type {other_name} can't be cast to the desired output type "
-                               f"{_SCALAR_NAME.get(self.dtype.name, self.dtype.name)}; {name} takes integer tensors")
+        if isinstance(self, Tensor):
+            # torch checks the in-place shape and cast before the kernel's dtype
+            check_inplace_result(name + "_", self, other)
         _require_integer(name + "_", kernel, self, other)
+        _no_bool(kernel, self, other)
         return _inplace(self, other)
     _inplace = _inplace_binary(name)
     f.__name__, f_.__name__ = name, name + "_"
@@ -70,8 +75,8 @@ method("__lshift__")(operator(bitwise_left_shift))
 method("__rshift__")(operator(bitwise_right_shift))
 method("__rlshift__")(_scalar_first(bitwise_left_shift))
 method("__rrshift__")(_scalar_first(bitwise_right_shift))
-method("__ilshift__")(lambda s, o: bitwise_left_shift_(s, o))
-method("__irshift__")(lambda s, o: bitwise_right_shift_(s, o))
+inplace_operator("__ilshift__", "bitwise_left_shift_")
+inplace_operator("__irshift__", "bitwise_right_shift_")
 
 __all__ = ["gcd", "gcd_", "lcm", "lcm_", "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift",
            "bitwise_right_shift_"]

@@ -113,6 +113,10 @@ def index_fill_(self, dim, index, value):
 
 
 def _masked_scatter_args(self, mask, source):
+    for pos, (name, v) in enumerate((("mask", mask), ("source", source)), 1):
+        if not isinstance(v, Tensor):   # the parser's TypeError before the dtype checks
+            raise TypeError(f"masked_scatter(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(v).__name__}")
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         got = _cpp(mask.dtype) if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {got}")

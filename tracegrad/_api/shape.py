@@ -103,6 +103,9 @@ def view(self, *shape, **kwargs):
     RuntimeError on a size mismatch, or when the new shape cannot be laid over the input's
     storage with strides (as torch: use ``.reshape(...)``)."""
     if kwargs:
+        if "dtype" in kwargs and not isinstance(kwargs["dtype"], _dt.dtype):   # view(dtype=3) is no size
+            raise TypeError(f"view() received an invalid combination of arguments - got (dtype="
+                            f"{type(kwargs['dtype']).__name__}); pass view(dtype=tracegrad.float32) or view(*shape)")
         shape = by_keyword(shape, kwargs, "dtype" if "dtype" in kwargs else "size", "view")
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size)) and isinstance(shape[0], _dt.dtype):
         return view_dtype(self, shape[0])
@@ -520,6 +523,9 @@ def flip(self, *dims, **kw):
     repeated dim; TypeError when no ``dims`` is given."""
     if not dims and "dims" not in kw:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    if isinstance(kw.get("dims"), int):   # only the method's varargs read a bare int as the dims
+        raise TypeError(f"flip(): argument 'dims' must be tuple of ints, not {type(kw['dims']).__name__}; "
+                        "pass dims=(d,)")
     dims = _shape_arg((kw.pop("dims"),) if "dims" in kw else dims, "flip", "dims")
     if kw:
         raise TypeError(f"flip() got an unexpected keyword argument '{next(iter(kw))}'")

@@ -540,6 +540,9 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
     nonzero). Values are gathered from ``self``, so gradients flow back to it.
     Raises: RuntimeError for ``sparse_dim`` outside ``[0, ndim]``; NotImplementedError for a
     layout other than sparse_coo or a blocksize (CSR/BSR are not provided)."""
+    if layout is not None and not isinstance(layout, type(sparse_coo)):   # the parser's TypeError
+        raise TypeError(f"to_sparse() received an invalid combination of arguments - got layout of type "
+                        f"{type(layout).__name__}; pass layout=tracegrad.sparse_coo (or leave it out)")
     if (layout is not None and layout is not sparse_coo) or blocksize is not None:
         raise NotImplementedError(f"tracegrad: to_sparse(layout={layout!r}) is not supported; only sparse_coo")
     nd = self.ndim

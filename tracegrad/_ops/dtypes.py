@@ -172,7 +172,9 @@ def from_numpy_dtype(npd) -> dtype:
     try:
         return _FROM_NP[np.dtype(npd)]
     except KeyError:
-        raise TypeError(f"can't convert numpy dtype {npd}: tracegrad supports "
+        # the element type's plain name (object, str32): the array library's dtype repr is not tracegrad's word
+        kind = getattr(np.dtype(npd), "name", str(npd)) if not isinstance(npd, str) else npd
+        raise TypeError(f"can't convert an array of element type {kind}: tracegrad supports "
                         f"{', '.join(d.name for d in ALL)}") from None
 
 

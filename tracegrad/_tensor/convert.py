@@ -221,6 +221,8 @@ def size_tuple(size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):   # a Size is a tuple
         size = tuple(size[0])
     out = []
+    if size and type(size[0]) is bool:   # torch's parser refuses a bool as the first size (zeros(True))
+        raise TypeError(f"size must be a tuple of ints, not bool (found at position 0 of {list(size)}); pass an int")
     for s in size:
         if isinstance(s, TensorBase):   # a one-element integer tensor stands for its value; float ones do not
             if s.dtype.is_floating_point or s.dtype.is_complex:
@@ -257,6 +259,10 @@ def to_array(data, dtype=None):
         check_data_leaf(data)
         inferred, big = infer_dtype(data)
         d = _dt.to_dtype(dtype) if dtype is not None else inferred
+        if inferred.is_complex and not d.is_complex and d is not _dt.bool_:
+            # torch reads each Python number as the dtype's kind: a complex one is no real number
+            raise TypeError(f"tensor(): must be real number, not complex (data holds complex numbers, dtype={d}); "
+                            "pass a complex dtype or real data")
     if big:
         if d is _dt.uint64:   # torch reads ints up to 2**64 - 1 into uint64 (OverflowError past it, as numpy)
             return jnp.asarray(np.array(data, dtype=np.uint64)), d

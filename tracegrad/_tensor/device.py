@@ -6,8 +6,9 @@ import jax
 
 
 # torch's device types: all may be named (``device('mps')`` in code that checks for Apple GPUs);
-# only cpu, cuda (JAX's GPUs) and meta hold tensors here
-_TYPES = ("cpu", "cuda", "gpu", "meta", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+# only cpu, cuda (JAX's GPUs) and meta hold tensors here. JAX's platform name 'gpu' is not one
+# (torch's RuntimeError): a JAX device maps to 'cuda' by its platform (runtime.py)
+_TYPES = ("cpu", "cuda", "meta", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
           "fpga", "maia", "xla", "lazy", "vulkan", "mps", "hpu", "mtia", "privateuseone")
 
 
@@ -50,7 +51,7 @@ class device:
         if type not in _TYPES:
             raise RuntimeError(f"Expected one of cpu, cuda, meta, mps, xpu, hip, ... (torch's device types) device "
                                f"type at start of device string: {type}")
-        self.type = "cuda" if type == "gpu" else type
+        self.type = type
         self.index = index
 
     def __repr__(self):

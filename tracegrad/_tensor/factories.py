@@ -306,6 +306,11 @@ def _check_fill(fill_value, api):
 def _full(size, fill_value, dtype, device, requires_grad, api):
     fill_value = _check_fill(fill_value, api)
     d = _dt.to_dtype(dtype) if dtype is not None else _dt.scalar_dtype(fill_value)
+    if isinstance(fill_value, (complex, np.complexfloating)) and not d.is_complex and d is not _dt.bool_:
+        if fill_value.imag:   # torch converts the value to the real dtype: an imaginary part does not fit
+            raise RuntimeError(f"{api}(): value cannot be converted to type {d.name} without overflow "
+                               f"(fill_value={fill_value}); pass a complex dtype or a real fill_value")
+        fill_value = fill_value.real
     if isinstance(fill_value, numbers.Integral) and not isinstance(fill_value, (bool, np.bool_)) and d._cat == 1:
         lo, hi = int_bounds(d)
         if not lo <= fill_value <= hi:
@@ -363,7 +368,12 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
     elif start is _NO_P:   # arange(end=5)
         start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    for name, v in zip(("start", "end", "step"), vals):   # a list, a string, None: torch's parser
+    for i, (name, v) in enumerate(zip(("start", "end", "step"), vals)):   # a list, a string, None: torch's parser
+        if isinstance(v, complex):   # torch reads a complex bound as a double: only a zero imaginary part fits
+            if v.imag:
+                raise RuntimeError(f"arange(): value cannot be converted to type double without overflow "
+                                   f"({name}={v}); pass real numbers")
+            vals[i] = v = v.real
         if not isinstance(v, (int, float, np.number)):
             raise TypeError(f"arange(): argument '{name}' must be Number, not {type(v).__name__}; pass numbers")
     if dtype is None:

@@ -203,13 +203,20 @@ def vjp(func, *primals, has_aux=False):
         want, got = jax.tree_util.tree_structure(out), jax.tree_util.tree_structure(cts)
         if want != got:
             raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
-                               f"outputs to the function. cotangents: {got}, primal output: {want}")
+                               f"outputs to the function. cotangents: {_shown(got)}, primal output: {_shown(want)}")
         for o, c in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(cts)):
             if tuple(o.shape) != tuple(c.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {_size(c.shape)} and "
                                    f"output[0] has a shape of {_size(o.shape)}.")
         return _wrap.differentiable(pull, (primals, cotangents))
     return (outs[0], vjp_fn) + ((outs[1],) if has_aux else ())
+
+
+def _shown(treedef):
+    """A tree structure in the message's words: ``(*, *)`` for two tensors in a tuple (the
+    structure object's own repr names the library below tracegrad)."""
+    text = str(treedef)
+    return text[len("PyTreeDef("):-1] if text.startswith("PyTreeDef(") else text
 
 
 def linearize(func, *primals):
@@ -270,7 +277,7 @@ def _jvp(func, primals, tangents, strict, has_aux):
     if sp != st:
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            f"structure. For example, if primals is a tuple of 3 tensors, tangents also must be. "
-                           f"Got primals with structure {sp} and tangents with structure {st}")
+                           f"Got primals with structure {_shown(sp)} and tangents with structure {_shown(st)}")
     for p, t in zip(jax.tree_util.tree_leaves(p_arr), jax.tree_util.tree_leaves(t_arr)):
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the "

@@ -108,6 +108,20 @@ def _hooked_step(func):
     return wrapper
 
 
+_CAPTURABLE_DEVICES = ("cuda", "xpu", "hpu", "privateuseone", "xla")
+
+
+def _check_capturable(name, items):
+    """torch's eager check of ``capturable=True``: the parameters (and their step counts) must
+    live on an accelerator (a CUDA graph captures the step there); a CPU step is an AssertionError
+    (the state is created first, as torch)."""
+    for p, _grad, _state in items:
+        if p.device.type not in _CAPTURABLE_DEVICES:
+            raise AssertionError(f"{name}: If capturable=True, params and state_steps must be on supported devices "
+                                 f"(cuda and torch's other accelerators; got a parameter on {p.device.type}); pass "
+                                 "capturable=False for a CPU step")
+
+
 class Optimizer:
     """Base class for all optimizers. Mirrors ``torch.optim.Optimizer``.
 
@@ -429,6 +443,8 @@ class Optimizer:
                     items.append((view_as_real(p), view_as_real(p.grad), views))
                 else:
                     items.append((p, p.grad, state))
+            if items and group.get("capturable") and not compiler.is_compiling():
+                _check_capturable(type(self).__name__, items)
             # complex parameters (real views, written back below) always run per op
             if items and (complex_states or not compiler.fused_optimizer_group(self, group, items)):
                 self._update_group(group, items)
