@@ -451,3 +451,278 @@ def test_global_read_changes_between_calls_not_frozen():
     for k in (1, 2, 3, 1, 4, 4):
         g_counter = k
         np.testing.assert_allclose(_np(cf(x)), _np(fn(x)), rtol=1e-6)
+
+
+# ---- test/dynamo/test_recompiles.py ----------------------------------------------------------
+def _traces(cf):
+    return cf.stats["traces"]
+
+
+def test_recompiles_true_false_flop():
+    # RecompileTests.test_recompiles_true_false_flop: a bool argument flipping between calls
+    # gives each branch's value, and once both were traced flipping again traces nothing new
+    def build(T):
+        def fn(x, switch):
+            y = x + 1
+            return y * 2 if switch else y - 2
+        return fn
+    cf = check(build, lambda T, i: (rand(T, i, 3), i % 2 == 0), calls=6)
+    n = _traces(cf)
+    assert n <= 2
+    for i in range(4):
+        x = rand(tracegrad, i, 3)
+        np.testing.assert_allclose(_np(cf(x, i % 2 == 1)), _np((x + 1) * 2 if i % 2 else (x + 1) - 2), rtol=1e-5, atol=1e-6)
+    assert _traces(cf) == n
+
+
+def test_no_recompile_on_fresh_equal_shaped_inputs():
+    # RecompileTests.test_automatic_dynamic_reduce_recompiles (static half): fresh tensors of
+    # the same shape and dtype reuse the program
+    cf = check(lambda T: (lambda x, y: (x * y).sum(1) + x.mean()), lambda T, i: (rand(T, i, 2, 3), rand(T, i, 2, 3, seed=3)),
+               calls=6)
+    assert _traces(cf) == 1
+
+
+def test_shape_changes_give_right_values():
+    # RecompileTests.test_automatic_dynamic_reduce_recompiles / test_dynamic_shape_parameter_recompile:
+    # the size changes every call; every result equals eager
+    def build(T):
+        def fn(x):
+            n = x.shape[0]
+            return x.reshape(n, -1).sum(1) * n + x.size(-1)
+        return fn
+    check(build, lambda T, i: (rand(T, i, i + 1, 2),), calls=5)
+
+
+def test_recompile_on_grad_mode_change():
+    # RecompileTests.test_recompiles_on_global_state (grad mode): the same inputs under grad and
+    # no_grad alternately, with is_grad_enabled read in the function
+    def build(T):
+        def fn(x):
+            y = x * 3
+            return (y.sin() if T.is_grad_enabled() else y.cos()), y.requires_grad
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(6):
+        seen = []
+        for T, fn in fns:
+            x = rand(T, 0, 3, rg=True)
+            with T.set_grad_enabled(i % 2 == 0):
+                seen.append(fn(x))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_recompile_limit_falls_back_to_eager_values():
+    # RecompileTests.test_recompile_limit / test_cache_size_limit: with recompile_limit=2 a
+    # Python number argument that changes on every call still gives eager's value each call,
+    # with at most 2 programs traced
+    old = tracegrad._dynamo.config.recompile_limit
+    tracegrad._dynamo.config.recompile_limit = 2
+    try:
+        def fn(x, k):
+            return x * k + k
+        cf = tracegrad.compile(fn, dynamic=False)
+        x = rand(tracegrad, 0, 3)
+        for k in range(1, 8):
+            np.testing.assert_allclose(_np(cf(x, k)), _np(x) * k + k, rtol=1e-6)
+        assert _traces(cf) <= 2
+    finally:
+        tracegrad._dynamo.config.recompile_limit = old
+
+
+def test_aliased_inputs_then_distinct_inputs():
+    # RecompileTests.test_aliasing_guard_failures: the same tensor passed twice (and written in
+    # place) then two tensors: each call matches eager
+    def build(T):
+        def fn(a, b):
+            a.add_(1)
+            return a * b + b
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, build(tracegrad)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(6):
+        seen = []
+        for T, fn in fns:
+            a = rand(T, i, 3)
+            b = a if i % 2 else rand(T, i, 3, seed=4)
+            out = fn(a, b)
+            seen.append((out, a, b))
+        same(seen[0], seen[2], f"call{i} torch")
+        same(seen[1], seen[2], f"call{i} eager")
+
+
+def test_float_argument_changes_not_frozen():
+    # RecompileTests.test_dynamic_shape_parameter_recompile / test_float_constant: a float
+    # argument that changes each call is never frozen into the program
+    cf = check(lambda T: (lambda x, s: (x * s).exp() - s), lambda T, i: (rand(T, 0, 3), 0.5 + 0.25 * i), calls=5)
+    assert cf.stats["calls"] == 5
+
+
+# ---- test/dynamo/test_functions.py -----------------------------------------------------------
+Point = collections.namedtuple("Point", ["x", "y"])
+
+
+@dataclasses.dataclass
+class Pair:
+    a: object
+    b: object
+    scale: float = 1.0
+
+
+def test_shape_control_flow_builtins():
+    # FunctionTests.test_shape_int / test_len / test_min_max / test_builtin_isinstance /
+    # test_math_sqrt: Python control flow and builtins over shapes and constants
+    import math
+
+    def build(T):
+        def fn(x, ys):
+            n = len(ys)
+            s = sum(y.sum() for y in ys)
+            m = max(x.shape) + min(x.shape)
+            if x.dim() == 2 and x.shape[0] < x.shape[1]:
+                s = s + x.t().sum()
+            scale = math.sqrt(x.shape[-1])
+            ok = isinstance(x, T.Tensor) and T.is_tensor(x) and T.is_floating_point(x)
+            zs = [y * k for k, y in enumerate(reversed(ys))]
+            return s * m / scale + n, zs, ok, x.dtype == T.float32, sorted([x.size(1), x.size(0)])
+        return fn
+    check(build, lambda T, i: (rand(T, i, 2, 3), [rand(T, i, 2, seed=k) for k in range(3)]))
+
+
+def test_args_kwargs_defaults_keyword_only():
+    # FunctionTests.test_default_args / test_kwargs / test_star_args / test_keyword_only:
+    def build(T):
+        def inner(a, *rest, scale=2.0, **kw):
+            out = a * scale
+            for r in rest:
+                out = out + r
+            for k in sorted(kw):
+                out = out - kw[k] * len(k)
+            return out
+
+        def fn(x, y, *, bias=None, mode="add"):
+            z = inner(x, y, y, scale=3.0, foo=x, ba=y)
+            if bias is not None:
+                z = z + bias
+            return z if mode == "add" else -z
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS + 2):
+        seen = []
+        for T, fn in fns:
+            x, y = _ab(T, i)
+            kw = {} if i % 3 == 0 else ({"bias": y * 2} if i % 3 == 1 else {"bias": x, "mode": "neg"})
+            seen.append(fn(x, y, **kw))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_closure_and_nonlocal_counter_every_call():
+    # FunctionTests.test_closure / test_nonlocal / MiscTests.test_closure_recompiles: a closure
+    # cell read by the function and a nonlocal counter it increments on every call
+    def build(T):
+        count = 0
+        weight = [1.5]
+
+        def fn(x):
+            nonlocal count
+            count += 1
+            return x * weight[0] + count, count
+        return fn, weight
+
+    (fr, wr), (fc, wc) = build(torch), build(tracegrad)
+    fc = tracegrad.compile(fc)
+    for i in range(CALLS + 2):
+        if i == 3:
+            wr[0] = wc[0] = -2.0          # the closed-over list changes from outside
+        same(fr(rand(torch, i, 3)), fc(rand(tracegrad, i, 3)), f"call{i}")
+
+
+def test_nested_functions_and_partial():
+    # FunctionTests.test_nested_function / test_functools_partial / test_inline_lambda
+    def build(T):
+        def outer(x, y):
+            def helper(a, k):
+                return a.relu() * k
+            add_k = functools.partial(helper, k=3)
+            sq = lambda t: t * t  # noqa: E731
+            return add_k(x) + sq(y), list(map(sq, [x, y]))
+        return outer
+    check(build, _ab_rg, backward=True)
+
+
+def test_namedtuple_in_and_out():
+    # FunctionTests.test_namedtuple / test_namedtuple_user_methods: namedtuples as arguments and results
+    def build(T):
+        def fn(p):
+            q = Point(p.x + p.y, p.x * p.y)
+            return q, q._replace(y=q.y.neg()), p.x.shape == p.y.shape
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            out = fn(Point(*_ab(T, i)))
+            assert type(out[0]) is Point and type(out[1]) is Point
+            seen.append(out)
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_dict_in_out_and_input_dict_mutated_every_call():
+    # FunctionTests.test_dict_ops / test_dict_mutation_side_effect: a dict argument read, a new
+    # dict returned, and a key written into the caller's dict on every call
+    def build(T):
+        def fn(d):
+            out = {k: v * 2 for k, v in d.items() if k != "meta"}
+            d["seen"] = d.get("seen", 0) + 1
+            d["last"] = out["a"].sum()
+            return out, sorted(d.keys())
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    dicts = []
+    for T in (torch, tracegrad):
+        a, b = _ab(T, 0)
+        dicts.append({"a": a, "b": b, "meta": 1})
+    for i in range(CALLS):
+        seen = [fn(d) for (T, fn), d in zip(fns, dicts)]
+        same(seen[0], seen[1], f"call{i}")
+        assert dicts[1]["seen"] == dicts[0]["seen"] == i + 1
+        same(dicts[0]["last"], dicts[1]["last"], f"call{i} last")
+
+
+def test_dataclass_in_and_out():
+    # FunctionTests.test_dataclass_* / MiscTests.test_dataclass_fields: dataclasses in and out
+    def build(T):
+        def fn(p):
+            return Pair(p.a + p.b, p.a * p.scale, scale=p.scale * 2)
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            a, b = _ab(T, i)
+            out = fn(Pair(a, b, scale=0.5 + i))
+            assert isinstance(out, Pair)
+            seen.append(out)
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_list_argument_appended_every_call():
+    # FunctionTests.test_list_append_side_effect: an input list appended to on every call
+    def build(T):
+        def fn(x, acc):
+            acc.append(x.sum())
+            return x * len(acc)
+        return fn
+
+    accs = [[], []]
+    fns = [build(torch), tracegrad.compile(build(tracegrad))]
+    for i in range(CALLS):
+        outs = [f(rand(T, i, 3), acc) for f, T, acc in zip(fns, (torch, tracegrad), accs)]
+        same(outs[0], outs[1], f"call{i}")
+        assert len(accs[1]) == i + 1
+    same(accs[0], accs[1], "acc")
