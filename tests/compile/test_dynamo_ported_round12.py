@@ -726,3 +726,265 @@ def test_list_argument_appended_every_call():
         same(outs[0], outs[1], f"call{i}")
         assert len(accs[1]) == i + 1
     same(accs[0], accs[1], "acc")
+
+
+# ---- test/dynamo/test_autograd_function.py (gaps) --------------------------------------------
+def _functions(T):
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, scale):
+            ctx.scale = scale                 # a Python float on ctx, changing between calls
+            ctx.shape = x.shape
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            assert g.shape == ctx.shape
+            return g * ctx.scale * 2, None
+
+    class SortIdx(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            vals, idx = x.sort(-1)
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(idx)
+            return vals, idx
+
+        @staticmethod
+        def backward(ctx, gv, gi):
+            (idx,) = ctx.saved_tensors
+            return T.zeros_like(gv).scatter(-1, idx, gv)
+
+    class NeedsGrad(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            ga = g * b if ctx.needs_input_grad[0] else None
+            gb = g * a * 3 if ctx.needs_input_grad[1] else None
+            return ga, gb
+
+    class Once(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp()
+
+        @staticmethod
+        @T.autograd.function.once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.exp() + 1
+
+    class NoMaterialize(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x.clone(), x.clone() * 2
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            out = T.zeros_like(g1 if g1 is not None else g2)
+            if g1 is not None:
+                out = out + g1
+            if g2 is not None:
+                out = out + 5 * g2
+            return out
+
+    return Scale, SortIdx, NeedsGrad, Once, NoMaterialize
+
+
+def test_autograd_function_ctx_python_attribute_changes():
+    # AutogradFunctionTests.test_function_context_save_and_mark / test_stateful_ctx: a Python
+    # attribute stored on ctx in forward (a float argument that changes) is used in backward
+    def build(T):
+        Scale = _functions(T)[0]
+        return lambda x, s: Scale.apply(x.sin(), s).sum(0)
+    check(build, lambda T, i: (rand(T, i, 2, 3, rg=True), 0.5 * (i + 1)), backward=True)
+
+
+def test_autograd_function_mark_non_differentiable_output():
+    # AutogradFunctionTests.test_mark_non_differentiable: the index output neither requires
+    # grad nor takes a gradient; the values output does
+    def build(T):
+        SortIdx = _functions(T)[1]
+
+        def fn(x):
+            vals, idx = SortIdx.apply(x * 2)
+            return vals * vals, idx, idx.requires_grad
+        return fn
+    check(build, lambda T, i: (rand(T, i, 2, 4, rg=True),), backward=True)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_autograd_function_needs_input_grad(which):
+    # AutogradFunctionTests.test_needs_input_grad: only the inputs that require grad get one
+    def build(T):
+        NeedsGrad = _functions(T)[2]
+        return lambda a, b: NeedsGrad.apply(a, b) + 1
+
+    def args(T, i):
+        return rand(T, i, 3, rg=which != 1), rand(T, i, 3, seed=9, rg=which != 0)
+    check(build, args, backward=True)
+
+
+def test_autograd_function_once_differentiable():
+    # AutogradFunctionTests.test_once_differentiable: backward decorated once_differentiable
+    check(lambda T: (lambda x: _functions(T)[3].apply(x * 0.5).sum(1)),
+          lambda T, i: (rand(T, i, 2, 3, rg=True),), backward=True)
+
+
+def test_autograd_function_once_differentiable_double_backward_raises():
+    # AutogradFunctionTests.test_once_differentiable (double backward): the gradient of a
+    # once_differentiable backward cannot be differentiated again, compiled as eager
+    for T, wrap in ((torch, lambda f: f), (tracegrad, tracegrad.compile)):
+        Once = _functions(T)[3]
+        fn = wrap(lambda x: Once.apply(x).sum())
+        for i in range(3):
+            x = rand(T, i, 3, rg=True)
+            (g,) = T.autograd.grad(fn(x), x, create_graph=True)
+            assert not g.requires_grad or g.grad_fn is not None
+            with pytest.raises(RuntimeError):
+                g.sum().backward()
+
+
+@pytest.mark.parametrize("use", ["first", "second", "both"])
+def test_autograd_function_set_materialize_grads_false(use):
+    # AutogradFunctionTests.test_materialize_grads: with set_materialize_grads(False) the
+    # unused output's gradient reaches backward as None
+    def build(T):
+        NoMat = _functions(T)[4]
+
+        def fn(x):
+            a, b = NoMat.apply(x)
+            return a.sum() if use == "first" else (b.sum() if use == "second" else a.sum() + b.sum())
+        return fn
+    check(build, lambda T, i: (rand(T, i, 3, rg=True),), backward=True)
+
+
+# ---- test/dynamo/test_aot_autograd.py --------------------------------------------------------
+def test_aot_forward_then_backward_requires_grad_mix():
+    # AotAutogradFallbackTests.test_aot_autograd_* / test_requires_grad_mix: one input requires
+    # grad and one does not; an output depending only on the second does not require grad
+    def build(T):
+        def fn(a, b):
+            return (a * b).tanh(), b.exp(), a.detach() * 2
+        return fn
+    check(build, lambda T, i: (rand(T, i, 3, rg=True), rand(T, i, 3, seed=2)), backward=True)
+
+
+def test_aot_input_mutated_in_place_every_call():
+    # AotAutogradFallbackTests.test_input_mutation / test_input_mutation_false_aliasing: a
+    # non-grad input mutated in place (whole and through a view) on every call, its new value
+    # used by an output that takes a gradient
+    def build(T):
+        def fn(a, b):
+            a.mul_(2)
+            a[0].add_(1)
+            return a * b
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, build(tracegrad)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    states = [(rand(T, 0, 2, 3), rand(T, 0, 2, 3, seed=1, rg=True)) for T, _ in fns]
+    for i in range(CALLS):
+        seen = []
+        for (T, fn), (a, b) in zip(fns, states):
+            b.grad = None
+            out = fn(a, b)
+            out.sum().backward()
+            seen.append((out, a, b.grad, a._version > 0))
+        same(seen[0], seen[2], f"call{i} torch")
+        same(seen[1], seen[2], f"call{i} eager")
+
+
+def test_aot_output_aliases_input_writes_reach_input():
+    # AotAutogradFallbackTests.test_output_aliases_input / test_input_output_aliasing: outputs
+    # that are views of an input (view, transpose, the input itself) alias it after a compiled
+    # call as after an eager one: an in-place write to the output shows in the input
+    def build(T):
+        def fn(a):
+            return a.view(-1), a.t(), a, a[1]
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            a = rand(T, i, 2, 3)
+            flat, tr, same_a, row = fn(a)
+            assert same_a is a
+            flat[0] = 100.0
+            tr[2, 1] = -7.0
+            row.mul_(3)
+            seen.append((a, flat, tr, row))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_aot_output_view_of_grad_input_backward():
+    # AotAutogradFallbackTests.test_output_op_depending_on_symint / view outputs of a leaf
+    # that requires grad: grads flow through both views
+    def build(T):
+        def fn(a):
+            v = a.view(-1)
+            return (v * 2).sum() + a.t()[0].sum(), v
+        return fn
+    check(build, lambda T, i: (rand(T, i, 2, 3, rg=True),), backward=True)
+
+
+def test_aot_mutated_grad_input_view_backward():
+    # AotAutogradFallbackTests.test_input_mutation_requires_grad: an intermediate made from a
+    # requires-grad input, mutated in place, then used; grads equal eager
+    def build(T):
+        def fn(a, b):
+            c = a * 1
+            c.mul_(b)
+            c[0] = c[0] * 2
+            return c.sin()
+        return fn
+    check(build, _ab_rg, backward=True)
+
+
+def test_hooks_on_compiled_outputs_every_call():
+    # test_hooks.py HooksTests.test_tensor_register_hook_repeated_handle_return / compiled
+    # autograd style: a hook registered on a compiled function's output (and retain_grad)
+    # runs on every backward, and its change to the gradient reaches the inputs
+    def build(T):
+        return lambda a, b: (a * b).sin()
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            log = []
+            a, b = _ab_rg(T, i)
+            out = fn(a, b)
+            out.retain_grad()
+            out.register_hook(lambda g, log=log: (log.append(g.sum().item()), g * 3)[1])
+            out.sum().backward()
+            seen.append((a.grad, b.grad, out.grad, len(log)))
+            np.testing.assert_allclose(log, [3 * 4], rtol=1e-6)
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_compiled_output_used_in_second_compiled_function_backward():
+    # test_aot_autograd.py test_compiled_forward_used_twice / chained compiled functions: the
+    # output of one compiled function fed to another, backward through both, gradient accumulated
+    def build(T):
+        f = lambda x, w: (x @ w).relu()  # noqa: E731
+        g = lambda y, w: (y * y).sum() + w.sum()  # noqa: E731
+        return f, g
+
+    pairs = [(torch, build(torch)), (tracegrad, tuple(tracegrad.compile(h) for h in build(tracegrad)))]
+    ws = [rand(T, 0, 3, 3, rg=True) for T, _ in pairs]
+    for i in range(CALLS):
+        seen = []
+        for (T, (f, g)), w in zip(pairs, ws):
+            x = rand(T, i, 2, 3, rg=True)
+            loss = g(f(x, w), w) + g(f(x * 2, w), w)
+            loss.backward()
+            seen.append((loss, x.grad, w.grad))
+        same(seen[0], seen[1], f"call{i}")
