@@ -300,6 +300,129 @@ def test_autocast_as_decorator_and_grads():
     check(build, lambda T, i: (rand(T, i, 3, 3, rg=True), rand(T, i, 3, 3, seed=5, rg=True)), backward=True)
 
 
+def _grad_mode_after(build, make_args, calls=CALLS):
+    """Runs torch eager and ``tracegrad.compile`` ``calls`` times: outputs and the grad mode
+    after each call agree (grad mode put back to True between calls)."""
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(calls):
+        seen = []
+        for T, fn in fns:
+            try:
+                out = fn(*make_args(T, i))
+                seen.append((out, T.is_grad_enabled()))
+            finally:
+                T.set_grad_enabled(True)
+        same(seen[0], seen[1], f"call{i}")
+    return fns[1][1]
+
+
+def test_grad_mode_guard_set_as_statement_with_graph_break():
+    # CtxManagerTests.test_grad_mode_guard: set_grad_enabled(False) as a statement, then a graph
+    # break (tolist), then the previous mode set back. Regression: the abandoned trace left grad
+    # mode False, so the eager rerun read prev=False and the caller's grad mode stayed off
+    def build(T):
+        def fn(a, b):
+            prev_grad = T.is_grad_enabled()
+            T.set_grad_enabled(False)
+            a = a + 1
+            a.tolist()  # graph break
+            ret = a + b
+            T.set_grad_enabled(prev_grad)
+            return ret
+        return fn
+    _grad_mode_after(build, _ab_rg)
+
+
+def test_global_setting_changed_before_graph_break_not_leaked():
+    # the same bug for another global setting (set_default_dtype as a statement before a break)
+    def build(T):
+        def fn(x):
+            prev = T.get_default_dtype()
+            T.set_default_dtype(T.float64)
+            y = x + T.ones(3)
+            y.tolist()
+            T.set_default_dtype(prev)
+            return y, T.get_default_dtype() == prev
+        return fn
+    _grad_mode_after(build, lambda T, i: (rand(T, i, 3),))
+    assert tracegrad.get_default_dtype() == tracegrad.float32
+
+
+def test_nested_grad_mode_graph_break():
+    # CtxManagerTests.test_nested_grad_mode_graph_break
+    def build(T):
+        def fn(x):
+            before = T.is_grad_enabled()
+            with T.set_grad_enabled(False):
+                T._dynamo.graph_break()
+                with T.set_grad_enabled(True):
+                    x = T.mul(x, 5)
+                    T._dynamo.graph_break()
+                    x = T.sqrt(x)
+                    assert T.is_grad_enabled()
+                assert not T.is_grad_enabled()
+            assert T.is_grad_enabled() == before
+            return x
+        return fn
+    _grad_mode_after(build, lambda T, i: (rand(T, i, 3, 4).abs().requires_grad_(),))
+
+
+def test_customized_ctx_managers_with_private_set_grad_enabled():
+    # CtxManagerTests.test_context_manager_* with CustomizedCtxManager / customized_ctx_manager:
+    # a class and a contextlib manager switching grad mode through torch._C._set_grad_enabled
+    import contextlib
+
+    def build(T):
+        class Ctx:
+            def __init__(self, mode):
+                self.prev = T.is_grad_enabled()
+                self.mode = mode
+
+            def __enter__(self):
+                T._C._set_grad_enabled(self.mode)
+
+            def __exit__(self, exc_type, exc_value, traceback):
+                T._C._set_grad_enabled(self.prev)
+
+        @contextlib.contextmanager
+        def ctx(mode):
+            prev = T.is_grad_enabled()
+            try:
+                yield T._C._set_grad_enabled(mode)
+            finally:
+                T._C._set_grad_enabled(prev)
+
+        def fn(x):
+            x = x + 1
+            with Ctx(False):
+                y = x * 2
+            with ctx(False):
+                z = x * 3
+                inside = T.is_grad_enabled()
+            return x + y + z, y, z, inside
+        return fn
+    _grad_mode_after(build, lambda T, i: (rand(T, i, 3, rg=True),))
+    for T in (torch, tracegrad):
+        with pytest.raises(TypeError):
+            T._C._set_grad_enabled(1)
+
+
+def test_profiler_contexts_inside_compiled_function():
+    # CtxManagerTests.test_torch_profiler / test_autograd_profiler: profiler contexts inside do
+    # not change values or grads
+    def build(T):
+        def fn(x):
+            y = x ** 2
+            with T.autograd.profiler.profile():
+                y = y + 2
+                with T.autograd.profiler.record_function("my_function"):
+                    z = y ** 3
+                    z = z + 1
+            return z
+        return fn
+    check(build, lambda T, i: (rand(T, i, 2, 2, rg=True),), backward=True)
+
+
 # ---- test/dynamo/test_global.py --------------------------------------------------------------
 g_counter = 1
 g_list = []

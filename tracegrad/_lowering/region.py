@@ -123,6 +123,28 @@ def _global_modes():
             str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
 
 
+def _put_global_modes_back(modes) -> None:
+    """An abandoned trace (a graph break, the function's own error) after the function changed a
+    global setting as a statement (``torch.set_grad_enabled(False)`` then ``x.tolist()``): put it
+    back, so the eager rerun starts from the caller's settings and leaves what eager leaves."""
+    if modes is None or _global_modes() == modes:
+        return
+    grad, infer, dtype, anomaly, opts, prec, det, warn_only, device, n, _ = modes
+    grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0] = grad, infer, dtype
+    _state.ANOMALY[:] = anomaly
+    _state.PRINT_OPTS.clear()
+    _state.PRINT_OPTS.update(opts)
+    if runtime.get_float32_matmul_precision() != prec:
+        runtime.set_float32_matmul_precision(prec)
+    if (runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled()) \
+            != (det, warn_only):
+        runtime.use_deterministic_algorithms(det, warn_only=warn_only)
+    if str(runtime.get_default_device()) != device:
+        runtime.set_default_device(device)
+    if threads.get_num_threads() != n:
+        threads.set_num_threads(n)
+
+
 class _Kept:
     """A list or dict the function returned that existed before the call: returned as that
     object after every call (a result leaf, not rebuilt), as eager returns it."""
@@ -640,6 +662,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         env = dict(os.environ)
+        modes = None
         try:
             call_leaves = list(leaves)
             d = iter(data)
@@ -764,6 +787,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
                 _put_environ_back(env)
+            _put_global_modes_back(modes)
             raise
         finally:
             _state.CAPTURE[0] = prev_cap
