@@ -576,6 +576,144 @@ def test_global_read_changes_between_calls_not_frozen():
         np.testing.assert_allclose(_np(cf(x)), _np(fn(x)), rtol=1e-6)
 
 
+_name = 0
+
+
+def fresh_name():
+    """test/dynamo/test_global.py's name counter: a module global bumped by every call."""
+    global _name
+    r = f"v{_name}"
+    _name += 1
+    return r
+
+
+def test_store_global_inline_class_init_bumps_counter():
+    # TestGlobals.test_store_global_inline_1 / _2: a class defined in the test, whose __init__
+    # (or a static method constructing it) calls a module function bumping a global counter.
+    # Regression: classes the code names were not scanned, so the counter was frozen after the
+    # trace (every compiled call returned "v2v3" and left the counter alone)
+    global _name
+
+    class Variable:
+        def __init__(self, value, name=None):
+            self.value = value
+            self.name = name or fresh_name()
+
+        @staticmethod
+        def constant(value, name=None):
+            return Variable(value, name)
+
+    def fn(a, b):
+        a = Variable(a)
+        b = Variable.constant(b)
+        return a.value + b.value, a.name + b.name
+
+    cf = tracegrad.compile(fn)
+    _name = 0
+    for k in range(CALLS):
+        a, b = _ab(tracegrad, k)
+        v, s = cf(a, b)
+        assert s == f"v{2 * k}v{2 * k + 1}"
+        np.testing.assert_allclose(_np(v), _np(a) + _np(b), rtol=1e-6)
+    assert _name == 2 * CALLS
+
+
+def _user_module(name, source):
+    import types
+    m = types.ModuleType(name)
+    exec(source, vars(m))
+    return m
+
+
+def test_store_global_cross_file_tensor_and_counter():
+    # TestGlobals.test_store_global_cross_file / test_store_global_object: another module's
+    # tensor rebound (``utils.g_tensor_export = utils.g_tensor_export + 1``) and its int and
+    # list changed by the compiled function. Regression: a module's attributes were not
+    # references: the int and list changes happened once (frozen values after the trace) and
+    # the rebound tensor leaked a tracer into the module
+    import tracegrad as T
+    utils = _user_module("utils_round12", "import tracegrad\ng_tensor_export = tracegrad.zeros(3)\nn = 1\nlog = []\n")
+
+    def fn(x):
+        val = x + utils.g_tensor_export + utils.n
+        utils.g_tensor_export = utils.g_tensor_export + 1
+        utils.n += 1
+        utils.log.append(utils.n)
+        return val
+
+    cf = T.compile(fn)
+    x = rand(T, 0, 3)
+    for k in range(CALLS):
+        np.testing.assert_allclose(_np(cf(x)), _np(x) + k + (k + 1), rtol=1e-6)
+        np.testing.assert_allclose(_np(utils.g_tensor_export), np.full(3, k + 1.0))
+        assert utils.n == k + 2 and utils.log == list(range(2, k + 3))
+
+
+def test_store_global_crossfile_inline_flags():
+    # TestGlobals.test_store_global_crossfile_inline: functions of another module set and
+    # clear its global flag; the flag after each compiled call is eager's
+    mock = _user_module("mock_store_global_crossfile_inline_round12",
+                        "global_flag = None\n"
+                        "def set_flag_true():\n    global global_flag\n    global_flag = True\n"
+                        "def set_flag_false():\n    global global_flag\n    global_flag = False\n")
+
+    def fn(x):
+        mock.set_flag_true()
+        mock.set_flag_false()
+        return x + 1
+
+    def fn_set_true(x):
+        mock.set_flag_true()
+        return x + 1
+
+    fn, fn_set_true = tracegrad.compile(fn), tracegrad.compile(fn_set_true)
+    for _ in range(CALLS):
+        np.testing.assert_allclose(_np(fn_set_true(tracegrad.ones(2, 2))), np.full((2, 2), 2.0))
+        assert mock.global_flag is True
+        fn(tracegrad.ones(2, 2))
+        assert mock.global_flag is False
+
+
+def test_delete_global_every_call_then_name_error():
+    # TestDeleteGlobal.test_delete_global / test_delete_missing_global: ``del`` of a global on
+    # every call; with the global gone the compiled call raises eager's NameError
+    def fn(x):
+        global _dg_a
+        del _dg_a
+        return x + 1
+
+    cf = tracegrad.compile(fn)
+    try:
+        for _ in range(CALLS):
+            globals()["_dg_a"] = 10
+            np.testing.assert_allclose(_np(cf(tracegrad.ones(2))), np.full(2, 2.0))
+            assert "_dg_a" not in globals()
+        with pytest.raises(NameError, match="_dg_a"):
+            cf(tracegrad.ones(2))
+    finally:
+        globals().pop("_dg_a", None)
+
+
+def test_store_global_dict_and_list_items():
+    # TestGlobals.test_store_global_dict / _dict_2 / test_store_global_list: items of a global
+    # dict and list bumped in place, and the dict rebound, on every call
+    global g_list
+    g_dict = {"a": 0, "b": 1}
+
+    def fn(x):
+        val = x + g_dict["b"] + g_list[1]
+        g_dict["b"] += 1
+        g_list[1] += 1
+        return val
+
+    g_list = [0, 1, 2]
+    cf = tracegrad.compile(fn)
+    x = rand(tracegrad, 0, 3)
+    for k in range(CALLS):
+        np.testing.assert_allclose(_np(cf(x)), _np(x) + 2 + 2 * k, rtol=1e-6)
+    assert g_dict == {"a": 0, "b": 1 + CALLS} and g_list == [0, 1 + CALLS, 2]
+
+
 # ---- test/dynamo/test_recompiles.py ----------------------------------------------------------
 def _traces(cf):
     return cf.stats["traces"]
