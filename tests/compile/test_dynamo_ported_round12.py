@@ -1249,3 +1249,111 @@ def test_compiled_output_used_in_second_compiled_function_backward():
             loss.backward()
             seen.append((loss, x.grad, w.grad))
         same(seen[0], seen[1], f"call{i}")
+
+
+def _compare_bodies(body, calls=CALLS):
+    """``body(T, fn)`` -> observable values, for torch eager and a compiled tracegrad ``fn``
+    (the same compiled function on every call)."""
+    cache = {}
+
+    def wrap(f):
+        return cache.setdefault(f.__code__, tracegrad.compile(f))
+    for i in range(calls):
+        same(body(torch, lambda f: f, i), body(tracegrad, wrap, i), f"call{i}")
+
+
+def test_aot_output_views_of_grad_input_alias_it():
+    # AotAutogradFallbackTests.test_output_aliases_input_multi_output_view / test_aot_autograd
+    # "outputs aliasing inputs" with an input that requires grad: the outputs are views of the
+    # caller's tensor (``_base``), an in-place write to one raises eager's error for a view of a
+    # leaf that requires grad, a write under no_grad reaches the input, and grads flow through.
+    # Regression: the compiled call returned fresh copies (no ``_base``, writes allowed and lost)
+    def fn(a):
+        return a[0], a.t(), a.view(-1)
+
+    def body(T, wrap, i):
+        a = rand(T, i, 2, 3, rg=True)
+        v, t, flat = wrap(fn)(a)
+        assert v._base is a and t._base is a and flat._base is a
+        with pytest.raises(RuntimeError, match="view of a leaf Variable that requires grad"):
+            v.add_(1)
+        (v.sum() * 2 + t[1, 1] * 5 + flat[4]).backward()
+        grad = a.grad.clone()
+        with T.no_grad():
+            flat.mul_(10)
+        return v, t, flat, grad, a
+    _compare_bodies(body)
+
+
+def test_aot_output_views_of_non_leaf_input_backward():
+    # the same with a non-leaf argument (a graph built before the call): grads reach its leaf
+    def fn(a):
+        return a[0], a.t(), (a * 2).sum()
+
+    def body(T, wrap, i):
+        x = rand(T, i, 2, 3, rg=True)
+        a = x * 3
+        v, t, s = wrap(fn)(a)
+        assert v._base is a and v.grad_fn is not None
+        (v.sum() * 2 + t[1, 1] * 5 + s).backward()
+        return v, t, s, x.grad
+    _compare_bodies(body)
+
+
+def test_aot_copy_into_view_of_plain_input_keeps_source_grad():
+    # AotAutogradFallbackTests.test_input_mutation_* through a view: a tensor that requires grad
+    # copied into a view of an input that does not; the view result carries the copy's grad
+    def fn(a, b):
+        v = a[0]
+        v.copy_(b)
+        return v
+
+    def body(T, wrap, i):
+        a, b = rand(T, i, 2, 3), rand(T, i, 3, seed=5, rg=True)
+        v = wrap(fn)(a, b)
+        (v * v).sum().backward()
+        return v, a, b.grad, a.requires_grad
+    _compare_bodies(body)
+
+
+def test_aot_mixed_view_and_computed_outputs_and_unbind():
+    # view and computed outputs of two inputs that require grad, and unbind's views
+    def fn(a, b):
+        return a.view(-1), a * b, b[1:], a.unbind(0)
+
+    def body(T, wrap, i):
+        a, b = rand(T, i, 2, 2, rg=True), rand(T, i, 2, 2, seed=5, rg=True)
+        v, m, s, u = wrap(fn)(a, b)
+        (v.sum() + (m * m).sum() + s.sum() * 3 + (u[0] * 2 + u[1]).sum()).backward()
+        return v, m, s, u, a.grad, b.grad
+    _compare_bodies(body)
+
+
+def test_aot_view_output_under_no_grad():
+    def fn(a):
+        return a[0], a.detach()[1]
+
+    def body(T, wrap, i):
+        a = rand(T, i, 2, 3, rg=True)
+        with T.no_grad():
+            v, d = wrap(fn)(a)
+        return v, d, v._base is a
+    _compare_bodies(body)
+
+
+def test_aot_view_of_detached_input_has_no_grad_fn():
+    # AotAutogradFallbackTests.test_output_aliases_intermediate / detach of an input: a view of
+    # ``a.detach()`` returned. Regression: the compiled call rebuilt it as a view of ``a`` itself
+    # (``_base is a``) with an AsStridedBackward0 grad_fn although it does not require grad
+    def fn(a):
+        return a.detach()[1], a.detach().t()
+
+    def body(T, wrap, i):
+        a = rand(T, i, 2, 3, rg=True)
+        d, t = wrap(fn)(a)
+        assert d._base is not a and t._base is not a
+        assert d.grad_fn is None and t.grad_fn is None
+        y = d * 2
+        d.mul_(3)                   # shares the caller's storage, as eager's detach
+        return d, t, y, y.requires_grad, a
+    _compare_bodies(body)

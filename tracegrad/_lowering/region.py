@@ -571,8 +571,9 @@ def _rebuild_view(spec, out, arg_leaves):
     """A view result over its root's storage, as eager's view: same storage, version counter
     and ``_base``; its value is computed from the chain when read."""
     (where, ref), chain, rg, how = spec
-    base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
-    if where == "arg":
+    base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else \
+        arg_leaves[ref].detach() if where == "detached arg" else ref
+    if where in ("arg", "detached arg"):
         chain = base._chain + chain     # traced relative to the argument's value
     t = Tensor._make(base._st.array)
     t._st, t._vc, t._chain = base._st, base._vc, chain
@@ -1054,8 +1055,13 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         root = _view_root(t, call_leaves, whole, outside) if t._chain else None
         if root is not None and how == "diff":
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
-            # grad_fn is made from the base's view chain as eager's is (no region VJP needed)
-            root, how = (root, None) if root[0] == "state" and root[1]._gf is None else (None, how)
+            # grad_fn is made from the base's view chain as eager's is (no region VJP needed).
+            # So is a view of a tensor argument that requires grad and got no history inside
+            # (``return a[0], a.t()``): torch.compile returns it as a view of the caller's tensor
+            # (``_base``, shared storage, the in-place checks of views of leaves), its grad_fn
+            # regenerated from the argument's (a leaf's or a non-leaf's) view chain
+            plain_arg = root[0] == "arg" and call_leaves[root[1]]._rg and call_leaves[root[1]]._gf is None
+            root, how = (root, None) if (root[0] == "state" and root[1]._gf is None) or plain_arg else (None, how)
         if root is not None:
             leaves.append(("view", (root, t._chain, rg, how)))
             continue
@@ -1078,7 +1084,9 @@ def _view_root(t, call_leaves, whole, outside):
         return ("out", whole[id(t._st)])
     i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
     if i is not None:
-        return ("arg", i)
+        # a view of a detached alias of the argument (``a.detach()[1]``) is that alias's view,
+        # not the argument's: no ``_base`` link, no grad_fn (as eager's)
+        return ("arg", i) if t._base is None or t._base is call_leaves[i] else ("detached arg", i)
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
         return ("state", b)
