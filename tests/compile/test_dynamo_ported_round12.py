@@ -1587,3 +1587,136 @@ def test_autograd_function_more_patterns(use):
     # test_setup_context / test_nested_function: values and grads every call
     check(lambda T: FUNCTION_USES[use](_more_functions(T)),
           lambda T, i: (rand(T, i, 3, rg=True), rand(T, i, 3, seed=5)), backward=True)
+
+
+# ---- more of test/dynamo/test_ctx_manager.py -------------------------------------------------
+def _ctx_with_graph_break(T):
+    class CustomizedCtxManagerWithGraphBreak:
+        def __init__(self, mode):
+            self.prev = T.is_grad_enabled()
+            self.mode = mode
+
+        def __enter__(self):
+            T._dynamo.graph_break()
+            T._C._set_grad_enabled(self.mode)
+
+        def __exit__(self, exc_type, exc_value, traceback):
+            T._C._set_grad_enabled(self.prev)
+    return CustomizedCtxManagerWithGraphBreak
+
+
+def test_generic_ctx_manager_with_graph_break():
+    # CtxManagerTests.test_generic_ctx_manager_with_graph_break
+    def build(T):
+        Ctx = _ctx_with_graph_break(T)
+
+        def fn(x):
+            with Ctx(False):
+                if T.is_grad_enabled():
+                    z = x + 1000
+                else:
+                    y = x * 2
+                    z = y.sin() + 3
+            return z
+        return fn
+    _grad_mode_after(build, lambda T, i: (rand(T, i, 2, 3, rg=True),))
+
+
+@pytest.mark.parametrize("call", [True, False])
+@pytest.mark.parametrize("inner_grad", [True, False])
+def test_context_wrapping_grad_mode_decorator(call, inner_grad):
+    # CtxManagerTests.test_context_wrapping_grad_mode_decorator / _nested_function_decorator:
+    # wrapping a function with no_grad/enable_grad (called or not) inside the inverse mode does
+    # not change the grad mode; the wrapped call uses the wrapper's mode
+    def build(T):
+        wrapper, inverse = (T.enable_grad, T.no_grad) if inner_grad else (T.no_grad, T.enable_grad)
+
+        def fn(x):
+            def inner_func(x):
+                return x.sin()
+            with inverse():
+                inner_func = wrapper()(inner_func) if call else wrapper(inner_func)
+                mode = T.is_grad_enabled()
+            with inverse():
+                return inner_func(x), mode
+        return fn
+    check(build, lambda T, i: (rand(T, i, 4, rg=True),))
+
+
+def test_inactive_context_graph_break_local():
+    # CtxManagerTests.test_inactive_context_graph_break_local: a set_grad_enabled object made
+    # before a graph break and entered after it, under an outer no_grad
+    def build(T):
+        def fn(x):
+            x = x + 1
+            ctx = T.set_grad_enabled(True)
+            T._dynamo.graph_break()
+            with ctx:
+                x = x + 1
+            return x, T.is_grad_enabled()
+        return fn
+
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            with T.no_grad():
+                seen.append((fn(rand(T, i, 4)), T.is_grad_enabled()))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_contextlib_set_default_dtype_and_nonlocal():
+    # ContextlibContextManagerTests.test_ctx_basic0 / test_ctx_basic1 / test_change_parent_nonlocal_0
+    import contextlib
+
+    def build(T):
+        @contextlib.contextmanager
+        def set_default_dtype(dtype):
+            old_dtype = T.get_default_dtype()
+            try:
+                T.set_default_dtype(dtype)
+                yield
+            finally:
+                T.set_default_dtype(old_dtype)
+
+        def fn(x):
+            z, k = [0], [0]
+
+            @contextlib.contextmanager
+            def ctx(x):
+                try:
+                    k[0] = 100
+                    yield x.sin()
+                finally:
+                    pass
+            with set_default_dtype(T.float64):
+                y = T.tensor([3.0, 3.0 + 5.0j])
+                w = T.tensor([1.5]) + x
+            with ctx(x) as s:
+                z[0] = k[0]
+                c = s.cos()
+            return str(y.dtype).split(".")[-1], y.real, y.imag, w, c, z[0], str(T.get_default_dtype())[-7:]
+        return fn
+    check(build, lambda T, i: (rand(T, i, 1),))
+
+
+def test_graph_break_inlining_grad_and_autocast():
+    # CtxManagerTests.test_graph_break_inlining_grad / test_graph_break_inlining_autocast: a
+    # helper that breaks inside no_grad / autocast; values, grads and modes after the call
+    def build(T):
+        def gn(z, x):
+            with T.no_grad():
+                T._dynamo.graph_break()
+                s = T.sin(z)
+            with T.autocast(device_type="cpu", dtype=T.bfloat16):
+                m = T.mm(x, x)
+                T._dynamo.graph_break()
+                return s, T.sin(m).float()
+
+        def fn(x, y, z):
+            a = T.mm(x, y)
+            s, m = gn(z, x.detach())
+            return a, s, m, T.is_grad_enabled(), T.is_autocast_enabled("cpu")
+        return fn
+    check(build, lambda T, i: (rand(T, i, 4, 4, rg=True), rand(T, i, 4, 4, seed=3, rg=True), rand(T, i, 4, seed=5)),
+          backward=True)
