@@ -1346,16 +1346,17 @@ def test_aot_view_of_detached_input_has_no_grad_fn():
     # ``a.detach()`` returned. Regression: the compiled call rebuilt it as a view of ``a`` itself
     # (``_base is a``) with an AsStridedBackward0 grad_fn although it does not require grad
     def fn(a):
-        return a.detach()[1], a.detach().t()
+        return a.detach()[1], a.detach().t(), a.data[0]
 
     def body(T, wrap, i):
         a = rand(T, i, 2, 3, rg=True)
-        d, t = wrap(fn)(a)
-        assert d._base is not a and t._base is not a
-        assert d.grad_fn is None and t.grad_fn is None
+        d, t, v = wrap(fn)(a)
+        assert d._base is not a and t._base is not a and v._base is not a
+        assert d.grad_fn is None and t.grad_fn is None and v.grad_fn is None
         y = d * 2
         d.mul_(3)                   # shares the caller's storage, as eager's detach
-        return d, t, y, y.requires_grad, a
+        v.add_(1)                   # ``.data``: its own version counter
+        return d, t, v, y, y.requires_grad, a, (d._version, v._version, a._version)
     _compare_bodies(body)
 
 

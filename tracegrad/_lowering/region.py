@@ -571,8 +571,13 @@ def _rebuild_view(spec, out, arg_leaves):
     """A view result over its root's storage, as eager's view: same storage, version counter
     and ``_base``; its value is computed from the chain when read."""
     (where, ref), chain, rg, how = spec
-    base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else \
-        arg_leaves[ref].detach() if where == "detached arg" else ref
+    if where == "detached arg":
+        i, same_version = ref
+        base = arg_leaves[i].detach()
+        if not same_version:
+            base._vc = [0]
+    else:
+        base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
     if where in ("arg", "detached arg"):
         chain = base._chain + chain     # traced relative to the argument's value
     t = Tensor._make(base._st.array)
@@ -1079,14 +1084,17 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
 
 def _view_root(t, call_leaves, whole, outside):
     """What the view result ``t`` views, rebuilt after each call: ("out", position of an
-    earlier plain result), ("arg", index) or ("state", the outside tensor); None otherwise."""
+    earlier plain result), ("arg", index), ("detached arg", (index, same version counter)) for
+    a view of ``arg.detach()``/``arg.data``, or ("state", the outside tensor); None otherwise."""
     if id(t._st) in whole:
         return ("out", whole[id(t._st)])
     i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
     if i is not None:
         # a view of a detached alias of the argument (``a.detach()[1]``) is that alias's view,
         # not the argument's: no ``_base`` link, no grad_fn (as eager's)
-        return ("arg", i) if t._base is None or t._base is call_leaves[i] else ("detached arg", i)
+        if t._base is None or t._base is call_leaves[i]:
+            return ("arg", i)
+        return ("detached arg", (i, t._vc is call_leaves[i]._vc))   # ``.data`` has a version counter of its own
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
         return ("state", b)
