@@ -1721,3 +1721,24 @@ def test_graph_break_inlining_grad_and_autocast():
         return fn
     check(build, lambda T, i: (rand(T, i, 4, 4, rg=True), rand(T, i, 4, 4, seed=3, rg=True), rand(T, i, 4, seed=5)),
           backward=True)
+
+
+def test_generator_and_iterator_arguments_advance_every_call():
+    # FunctionTests.test_generator_* / test_iter_next: a generator or iterator passed as an
+    # argument and advanced inside. Regression: only iterators reached through globals, cells
+    # and object attributes were seen; one passed as an argument was read once while tracing
+    # and its value frozen into the program (every later call returned the second item)
+    def gen():
+        i = 0
+        while True:
+            yield i
+            i += 10
+
+    def fn(x, it):
+        return x + next(it)
+
+    for make, step in ((gen, 10), (lambda: iter(range(0, 100, 3)), 3)):
+        cf, it = tracegrad.compile(fn), make()
+        x = rand(tracegrad, 0, 2)
+        for k in range(CALLS + 1):
+            np.testing.assert_allclose(_np(cf(x, it)), _np(x) + step * k, rtol=1e-6)

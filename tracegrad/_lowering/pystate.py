@@ -75,6 +75,9 @@ def python_refs(fn, args=()):
     for i, a in enumerate(args):
         if _plain_object(a):
             add((f"argument {i}", None, {f"argument {i}": a}), _object_names(type(a), own | {"__call__"}))
+        elif _stateful_kind(a) is not None:
+            # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
+            add((f"argument {i}", None, {f"argument {i}": a}), own)
         queue.append((a, 1))
     # default values (``def step(x, acc=[])``, keyword-only ones too): the same object every
     # call, read and changed like a global
