@@ -1742,3 +1742,46 @@ def test_generator_and_iterator_arguments_advance_every_call():
         x = rand(tracegrad, 0, 2)
         for k in range(CALLS + 1):
             np.testing.assert_allclose(_np(cf(x, it)), _np(x) + step * k, rtol=1e-6)
+
+
+def test_aot_same_view_returned_twice_and_requires_grad_flip():
+    # AotAutogradFallbackTests.test_output_aliases_input_multi_output_view (one view object
+    # returned twice stays one object) and test_requires_grad_mix (an input's requires_grad
+    # flipping between calls, the other input returned as itself)
+    def fn(a):
+        v = a.view_as(a)
+        return v, v, a[...]
+
+    def body(T, wrap, i):
+        a = rand(T, i, 2, 3, rg=True)
+        v, v2, e = wrap(fn)(a)
+        (v * 2 + e).sum().backward()
+        return v is v2, v._base is a, e._base is a, a.grad
+    _compare_bodies(body)
+
+    def gn(a, b):
+        return a + b, a
+
+    def body2(T, wrap, i):
+        a, b = rand(T, i, 3, rg=True), rand(T, i, 3, seed=4, rg=i % 2 == 0)
+        s, a2 = wrap(gn)(a, b)
+        (s * a2).sum().backward()
+        return s, a.grad, b.grad, a2 is a
+    _compare_bodies(body2, calls=6)
+
+
+def test_aot_metadata_mutation_on_intermediate():
+    # AotAutogradFallbackTests.test_input_metadata_mutation (on an intermediate): transpose_ and
+    # unsqueeze_ of a clone; shape, strides, values and grads
+    def fn(a):
+        b = a.clone()
+        b.transpose_(0, 1)
+        b.unsqueeze_(0)
+        return b, tuple(b.shape), b.stride()
+
+    def body(T, wrap, i):
+        a = rand(T, i, 2, 3, rg=True)
+        b, s, st = wrap(fn)(a)
+        b.sum().backward()
+        return b, s, st, a.grad
+    _compare_bodies(body)
