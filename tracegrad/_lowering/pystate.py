@@ -75,6 +75,9 @@ def python_refs(fn, args=()):
     for i, a in enumerate(args):
         if _plain_object(a):
             add((f"argument {i}", None, {f"argument {i}": a}), _object_names(type(a), own | {"__call__"}))
+        elif _stateful_kind(a) is not None:
+            # a generator or iterator argument (``next(it)`` inside): NOTE [iterators and files]
+            add((f"argument {i}", None, {f"argument {i}": a}), own)
         queue.append((a, 1))
     # default values (``def step(x, acc=[])``, keyword-only ones too): the same object every
     # call, read and changed like a global
@@ -151,6 +154,14 @@ def _scan(f, depth, add, queue, top=False):
         # function's own: a list a backward appends to is a side effect, not a silent no-op
         queue += [(m, depth) for m in _user_methods(f)]
         return
+    elif isinstance(f, type):
+        # a user class the code names: constructing it runs ``__init__``, ``Variable.constant(a)``
+        # a static method; their cells and globals are state like a helper's (a global name
+        # counter bumped by every ``__init__``, test/dynamo/test_global.py's fresh_name). Not
+        # modules' and optimizers' classes (below: their instances are scanned)
+        if _user_class(f) and not getattr(f, "_tracegrad_state_is_captured", False):
+            queue += [(m, depth) for m in _user_methods(f)]
+        return
     elif getattr(type(f), "_tracegrad_state_is_captured", False) and not isinstance(f, type):
         # a module (each submodule) or an optimizer: the user-written methods of its classes
         subs = f.modules() if callable(getattr(f, "modules", None)) else (f,)
@@ -165,11 +176,17 @@ def _scan(f, depth, add, queue, top=False):
     follow = depth < _SCAN_DEPTH
     for n, cell in zip(code.co_freevars, f.__closure__ or ()):
         add((n, cell, None), names)
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        _module_refs(v, names, add)
         if follow:
-            try:
-                queue.append((cell.cell_contents, depth + 1))
-            except ValueError:
-                pass
+            if isinstance(v, types.ModuleType):
+                ns = vars(v)
+                queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
+            else:
+                queue.append((v, depth + 1))
     for n in sorted(_absent_globals(code, g)):
         # not defined when traced (``if "SCALE" in globals()``, ``except NameError``): one
         # defined later must be read, not the branch the trace took
@@ -179,6 +196,7 @@ def _scan(f, depth, add, queue, top=False):
             continue
         add((n, None, g), names)
         v = g[n]
+        _module_refs(v, names, add)
         if not follow:
             continue
         if isinstance(v, types.ModuleType):
@@ -241,7 +259,8 @@ def is_memoized(f) -> bool:
 
 def _callable_value(v):
     return isinstance(v, (types.FunctionType, functools.partial, types.MethodType)) or _plain_object(v) or \
-        (getattr(type(v), "_tracegrad_state_is_captured", False) and not isinstance(v, type)) or _custom_function(v)
+        (getattr(type(v), "_tracegrad_state_is_captured", False) and not isinstance(v, type)) or _custom_function(v) \
+        or (_user_class(v) and not getattr(v, "_tracegrad_state_is_captured", False))
 
 
 def _custom_function(v) -> bool:
@@ -297,6 +316,24 @@ _USER: dict = {}      # file name -> whether it is user code
 def _user_code(code) -> bool:
     """Code outside tracegrad, JAX, NumPy and the standard library (cached per file)."""
     return _user_file(code.co_filename)
+
+
+def _module_refs(v, names, add) -> None:
+    """A user module the code names (a global or a closure cell): the attributes of it the code
+    may read (``utils.g_tensor = utils.g_tensor + 1``, ``cfg.n += 1``, ``cfg.log.append(...)``,
+    test/dynamo/test_global.py's cross-file globals) are references like the function's own
+    globals, so a change is a side effect and a rebound tensor is carried, not frozen."""
+    if isinstance(v, types.ModuleType) and _user_module(v):
+        ns = vars(v)
+        for a in sorted(names):
+            if a in ns and not isinstance(ns[a], (types.FunctionType, types.ModuleType, type)):
+                add((a, None, ns), names)
+
+
+def _user_module(m) -> bool:
+    """A module of user code (its file is), or one built at run time (``types.ModuleType``)."""
+    f = getattr(m, "__file__", None)
+    return _user_file(f) if f else m.__name__ not in sys.builtin_module_names and m.__spec__ is None
 
 
 def _user_class(v) -> bool:

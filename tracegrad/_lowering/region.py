@@ -123,6 +123,28 @@ def _global_modes():
             str(runtime.get_default_device()), threads.get_num_threads(), threads.get_num_interop_threads())
 
 
+def _put_global_modes_back(modes) -> None:
+    """An abandoned trace (a graph break, the function's own error) after the function changed a
+    global setting as a statement (``torch.set_grad_enabled(False)`` then ``x.tolist()``): put it
+    back, so the eager rerun starts from the caller's settings and leaves what eager leaves."""
+    if modes is None or _global_modes() == modes:
+        return
+    grad, infer, dtype, anomaly, opts, prec, det, warn_only, device, n, _ = modes
+    grad_mode.STATE[0], grad_mode.STATE[1], _state.DEFAULT_DTYPE[0] = grad, infer, dtype
+    _state.ANOMALY[:] = anomaly
+    _state.PRINT_OPTS.clear()
+    _state.PRINT_OPTS.update(opts)
+    if runtime.get_float32_matmul_precision() != prec:
+        runtime.set_float32_matmul_precision(prec)
+    if (runtime.are_deterministic_algorithms_enabled(), runtime.is_deterministic_algorithms_warn_only_enabled()) \
+            != (det, warn_only):
+        runtime.use_deterministic_algorithms(det, warn_only=warn_only)
+    if str(runtime.get_default_device()) != device:
+        runtime.set_default_device(device)
+    if threads.get_num_threads() != n:
+        threads.set_num_threads(n)
+
+
 class _Kept:
     """A list or dict the function returned that existed before the call: returned as that
     object after every call (a result leaf, not rebuilt), as eager returns it."""
@@ -549,8 +571,14 @@ def _rebuild_view(spec, out, arg_leaves):
     """A view result over its root's storage, as eager's view: same storage, version counter
     and ``_base``; its value is computed from the chain when read."""
     (where, ref), chain, rg, how = spec
-    base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
-    if where == "arg":
+    if where == "detached arg":
+        i, same_version = ref
+        base = arg_leaves[i].detach()
+        if not same_version:
+            base._vc = [0]
+    else:
+        base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
+    if where in ("arg", "detached arg"):
         chain = base._chain + chain     # traced relative to the argument's value
     t = Tensor._make(base._st.array)
     t._st, t._vc, t._chain = base._st, base._vc, chain
@@ -640,6 +668,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         env = dict(os.environ)
+        modes = None
         try:
             call_leaves = list(leaves)
             d = iter(data)
@@ -764,6 +793,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
                 _put_environ_back(env)
+            _put_global_modes_back(modes)
             raise
         finally:
             _state.CAPTURE[0] = prev_cap
@@ -1030,8 +1060,13 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
         root = _view_root(t, call_leaves, whole, outside) if t._chain else None
         if root is not None and how == "diff":
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
-            # grad_fn is made from the base's view chain as eager's is (no region VJP needed)
-            root, how = (root, None) if root[0] == "state" and root[1]._gf is None else (None, how)
+            # grad_fn is made from the base's view chain as eager's is (no region VJP needed).
+            # So is a view of a tensor argument that requires grad and got no history inside
+            # (``return a[0], a.t()``): torch.compile returns it as a view of the caller's tensor
+            # (``_base``, shared storage, the in-place checks of views of leaves), its grad_fn
+            # regenerated from the argument's (a leaf's or a non-leaf's) view chain
+            plain_arg = root[0] == "arg" and call_leaves[root[1]]._rg and call_leaves[root[1]]._gf is None
+            root, how = (root, None) if (root[0] == "state" and root[1]._gf is None) or plain_arg else (None, how)
         if root is not None:
             leaves.append(("view", (root, t._chain, rg, how)))
             continue
@@ -1049,12 +1084,17 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
 
 def _view_root(t, call_leaves, whole, outside):
     """What the view result ``t`` views, rebuilt after each call: ("out", position of an
-    earlier plain result), ("arg", index) or ("state", the outside tensor); None otherwise."""
+    earlier plain result), ("arg", index), ("detached arg", (index, same version counter)) for
+    a view of ``arg.detach()``/``arg.data``, or ("state", the outside tensor); None otherwise."""
     if id(t._st) in whole:
         return ("out", whole[id(t._st)])
     i = next((i for i, w in enumerate(call_leaves) if isinstance(w, Tensor) and w._st is t._st), None)
     if i is not None:
-        return ("arg", i)
+        # a view of a detached alias of the argument (``a.detach()[1]``) is that alias's view,
+        # not the argument's: no ``_base`` link, no grad_fn (as eager's)
+        if t._base is None or t._base is call_leaves[i]:
+            return ("arg", i)
+        return ("detached arg", (i, t._vc is call_leaves[i]._vc))   # ``.data`` has a version counter of its own
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
         return ("state", b)

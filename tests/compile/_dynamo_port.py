@@ -1,0 +1,117 @@
+"""Shared by the round-12 ports of PyTorch's torch.compile tests
+(test_dynamo_ported_round12.py, test_dynamo_ported_round12b.py): run one function under torch
+eager, tracegrad eager and ``tracegrad.compile`` and compare what a user can observe."""
+import dataclasses
+
+import numpy as np
+
+import tracegrad
+
+try:
+    import torch
+except ImportError:      # the callers skip without torch
+    torch = None
+
+CALLS = 4       # the first call runs eagerly, the second traces: at least three
+
+
+def _np(t):
+    return None if t is None else np.asarray(t.detach().tolist(), dtype=np.float64)
+
+
+def _is_t(x):
+    return hasattr(x, "detach") and hasattr(x, "requires_grad") and hasattr(x, "grad_fn")
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        return [type(x).__name__] + [v for item in x for v in _flat(item)]
+    if isinstance(x, dict):
+        return [("keys", tuple(x))] + [v for k in x for v in _flat(x[k])]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return [type(x).__name__] + _flat([getattr(x, f.name) for f in dataclasses.fields(x)])
+    if _is_t(x):
+        return [("t", _np(x), x.requires_grad, str(x.dtype).split(".")[-1], tuple(x.shape))]
+    return [x]
+
+
+def same(a, b, what="out"):
+    """``b`` (compiled tracegrad) equals ``a`` (torch or eager tracegrad): values, dtypes, shapes,
+    requires_grad and plain Python values, through lists/tuples/dicts/dataclasses."""
+    fa, fb = _flat(a), _flat(b)
+    assert len(fa) == len(fb), f"{what}: {fa} vs {fb}"
+    for i, (u, v) in enumerate(zip(fa, fb)):
+        if isinstance(u, tuple) and u and u[0] == "t":
+            assert isinstance(v, tuple) and v and v[0] == "t", f"{what}[{i}]: tensor vs {v!r}"
+            assert u[3:] == v[3:], f"{what}[{i}] dtype/shape {u[3:]} vs {v[3:]}"
+            np.testing.assert_allclose(v[1], u[1], rtol=1e-5, atol=1e-6, err_msg=f"{what}[{i}]")
+            assert u[2] == v[2], f"{what}[{i}] requires_grad {u[2]} vs {v[2]}"
+        else:
+            assert u == v, f"{what}[{i}]: {u!r} vs {v!r}"
+
+
+def rand(T, i, *shape, rg=False, seed=0):
+    t = T.tensor(np.random.RandomState(seed + i).randn(*shape).astype("float32"))
+    return t.requires_grad_() if rg else t
+
+
+def check(build, make_args, calls=CALLS, backward=False, **compile_kw):
+    """``build(T)`` -> a function over ``T``; ``make_args(T, i)`` -> call ``i``'s arguments.
+    torch eager, tracegrad eager and ``tracegrad.compile`` run ``calls`` times on fresh equal
+    arguments; outputs (and, with ``backward``, the leaf arguments' grads after
+    ``out.sum().backward()``) must agree. Returns the compiled function."""
+    fns = [(torch, build(torch)), (tracegrad, build(tracegrad)),
+           (tracegrad, tracegrad.compile(build(tracegrad), **compile_kw))]
+    for i in range(calls):
+        seen = []
+        for T, fn in fns:
+            args = make_args(T, i)
+            out = fn(*args)
+            grads = None
+            if backward:
+                o = out[0] if isinstance(out, (tuple, list)) else out
+                o.sum().backward()
+                grads = [a.grad for a in args if _is_t(a) and a.is_leaf and a.requires_grad]
+            seen.append((out, grads))
+        for j, name in ((0, "torch"), (1, "eager")):
+            same(seen[j][0], seen[2][0], f"call{i} compiled vs {name}")
+            if backward:
+                same(seen[j][1], seen[2][1], f"call{i} grads compiled vs {name}")
+    return fns[2][1]
+
+
+def _ab(T, i):
+    return rand(T, i, 3, 4), rand(T, i, 3, 4, seed=7)
+
+
+def _ab_rg(T, i):
+    return rand(T, i, 3, 4, rg=True), rand(T, i, 3, 4, seed=7, rg=True)
+
+
+
+
+def _grad_mode_after(build, make_args, calls=CALLS):
+    """Runs torch eager and ``tracegrad.compile`` ``calls`` times: outputs and the grad mode
+    after each call agree (grad mode put back to True between calls)."""
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(calls):
+        seen = []
+        for T, fn in fns:
+            try:
+                out = fn(*make_args(T, i))
+                seen.append((out, T.is_grad_enabled()))
+            finally:
+                T.set_grad_enabled(True)
+        same(seen[0], seen[1], f"call{i}")
+    return fns[1][1]
+
+
+def _compare_bodies(body, calls=CALLS):
+    """``body(T, fn)`` -> observable values, for torch eager and a compiled tracegrad ``fn``
+    (the same compiled function on every call)."""
+    cache = {}
+
+    def wrap(f):
+        return cache.setdefault(f.__code__, tracegrad.compile(f))
+    for i in range(calls):
+        same(body(torch, lambda f: f, i), body(tracegrad, wrap, i), f"call{i}")
