@@ -712,3 +712,616 @@ def test_nbeats_trend_seasonality_generic():
                 log("eval forecast", net(x)[1])
 
     run_both(program)
+
+
+# guoyang9/NCF model.py (NCF as 'NeuMF-end': GMF and MLP user/item embeddings, an MLP tower of
+# Dropout/Linear/ReLU halving ``factor_num * 2 ** num_layers``, ``_init_weight_``'s normal_/
+# xavier_uniform_/kaiming_uniform_(a=1, nonlinearity='sigmoid') and ``bias.data.zero_()``) and
+# its 'NeuMF-pre' branch copying pretrained GMF/MLP weights through ``weight.data.copy_`` and a
+# ``torch.cat`` of the two predict layers; main.py's BCEWithLogitsLoss on implicit feedback.
+# 7 users, 9 items, factor_num 4, 2 layers, dropout 0.0 (it draws from the random stream); the
+# random initialisation is replaced by ``init_params`` after construction (its draws come from
+# the random stream), 2 Adam steps on 8 (user, item, label) triples
+def test_ncf_neumf_end_and_pretrained():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class NCF(nn.Module):
+        	def __init__(self, user_num, item_num, factor_num, num_layers,
+        					dropout, model, GMF_model=None, MLP_model=None):
+        		super(NCF, self).__init__()
+        		self.dropout = dropout
+        		self.model = model
+        		self.GMF_model = GMF_model
+        		self.MLP_model = MLP_model
+
+        		self.embed_user_GMF = nn.Embedding(user_num, factor_num)
+        		self.embed_item_GMF = nn.Embedding(item_num, factor_num)
+        		self.embed_user_MLP = nn.Embedding(
+        				user_num, factor_num * (2 ** (num_layers - 1)))
+        		self.embed_item_MLP = nn.Embedding(
+        				item_num, factor_num * (2 ** (num_layers - 1)))
+
+        		MLP_modules = []
+        		for i in range(num_layers):
+        			input_size = factor_num * (2 ** (num_layers - i))
+        			MLP_modules.append(nn.Dropout(p=self.dropout))
+        			MLP_modules.append(nn.Linear(input_size, input_size//2))
+        			MLP_modules.append(nn.ReLU())
+        		self.MLP_layers = nn.Sequential(*MLP_modules)
+
+        		if self.model in ['MLP', 'GMF']:
+        			predict_size = factor_num 
+        		else:
+        			predict_size = factor_num * 2
+        		self.predict_layer = nn.Linear(predict_size, 1)
+        		
+        		self._init_weight_()
+
+        	def _init_weight_(self):
+        		""" We leave the weights initialization here. """
+        		if not self.model == 'NeuMF-pre':
+        			nn.init.normal_(self.embed_user_GMF.weight, std=0.01)
+        			nn.init.normal_(self.embed_user_MLP.weight, std=0.01)
+        			nn.init.normal_(self.embed_item_GMF.weight, std=0.01)
+        			nn.init.normal_(self.embed_item_MLP.weight, std=0.01)
+
+        			for m in self.MLP_layers:
+        				if isinstance(m, nn.Linear):
+        					nn.init.xavier_uniform_(m.weight)
+        			nn.init.kaiming_uniform_(self.predict_layer.weight, 
+        									a=1, nonlinearity='sigmoid')
+
+        			for m in self.modules():
+        				if isinstance(m, nn.Linear) and m.bias is not None:
+        					m.bias.data.zero_()
+        		else:
+        			# embedding layers
+        			self.embed_user_GMF.weight.data.copy_(
+        							self.GMF_model.embed_user_GMF.weight)
+        			self.embed_item_GMF.weight.data.copy_(
+        							self.GMF_model.embed_item_GMF.weight)
+        			self.embed_user_MLP.weight.data.copy_(
+        							self.MLP_model.embed_user_MLP.weight)
+        			self.embed_item_MLP.weight.data.copy_(
+        							self.MLP_model.embed_item_MLP.weight)
+
+        			# mlp layers
+        			for (m1, m2) in zip(
+        				self.MLP_layers, self.MLP_model.MLP_layers):
+        				if isinstance(m1, nn.Linear) and isinstance(m2, nn.Linear):
+        					m1.weight.data.copy_(m2.weight)
+        					m1.bias.data.copy_(m2.bias)
+
+        			# predict layers
+        			predict_weight = torch.cat([
+        				self.GMF_model.predict_layer.weight, 
+        				self.MLP_model.predict_layer.weight], dim=1)
+        			precit_bias = self.GMF_model.predict_layer.bias + \
+        						self.MLP_model.predict_layer.bias
+
+        			self.predict_layer.weight.data.copy_(0.5 * predict_weight)
+        			self.predict_layer.bias.data.copy_(0.5 * precit_bias)
+
+        	def forward(self, user, item):
+        		if not self.model == 'MLP':
+        			embed_user_GMF = self.embed_user_GMF(user)
+        			embed_item_GMF = self.embed_item_GMF(item)
+        			output_GMF = embed_user_GMF * embed_item_GMF
+        		if not self.model == 'GMF':
+        			embed_user_MLP = self.embed_user_MLP(user)
+        			embed_item_MLP = self.embed_item_MLP(item)
+        			interaction = torch.cat((embed_user_MLP, embed_item_MLP), -1)
+        			output_MLP = self.MLP_layers(interaction)
+
+        		if self.model == 'GMF':
+        			concat = output_GMF
+        		elif self.model == 'MLP':
+        			concat = output_MLP
+        		else:
+        			concat = torch.cat((output_GMF, output_MLP), -1)
+
+        		prediction = self.predict_layer(concat)
+        		return prediction.view(-1)
+
+        user = torch.tensor([0, 1, 2, 3, 4, 5, 6, 0])
+        item = torch.tensor([1, 3, 5, 7, 0, 2, 4, 8])
+        label = torch.tensor([1., 0., 1., 1., 0., 0., 1., 0.])
+        loss_function = nn.BCEWithLogitsLoss()
+        models = {}
+        for seed, name in enumerate(("GMF", "MLP", "NeuMF-end")):
+            model = NCF(7, 9, 4, 2, 0.0, name)
+            log(name + " bias zeroed", model.predict_layer.bias)
+            init_params(torch, model, seed, scale=0.5)
+            optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+            model.train()
+            for step in range(2):
+                model.zero_grad()
+                prediction = model(user, item)
+                loss = loss_function(prediction, label)
+                loss.backward()
+                optimizer.step()
+                log(name + " prediction", prediction)
+                log(name + " loss", loss)
+            log(name + " user grad", model.embed_user_MLP.weight.grad if name != "GMF" else model.embed_user_GMF.weight.grad)
+            models[name] = model
+        pre = NCF(7, 9, 4, 2, 0.0, "NeuMF-pre", models["GMF"], models["MLP"])
+        log("pre predict weight", pre.predict_layer.weight)
+        log("pre predict bias", pre.predict_layer.bias)
+        log("pre requires_grad", pre.predict_layer.weight.requires_grad)
+        optimizer = torch.optim.SGD(pre.parameters(), lr=0.1)
+        prediction = pre(user, item)
+        loss = loss_function(prediction, label)
+        loss.backward()
+        optimizer.step()
+        log("pre prediction", prediction)
+        log("pre grad", pre.predict_layer.weight.grad)
+        log("pre item", pre.embed_item_GMF.weight)
+        log("gmf untouched", models["GMF"].embed_item_GMF.weight)
+        pre.eval()
+        with torch.no_grad():
+            _, indices = torch.topk(pre(torch.zeros(9, dtype=torch.long), torch.arange(9)), 3)
+        log("top-3 items", indices)
+
+    run_both(program)
+
+
+# vsitzmann/siren explore_siren.ipynb (SineLayer with its first/hidden uniform_ initialisation
+# under ``torch.no_grad()``, Siren whose forward returns ``coords.clone().detach()
+# .requires_grad_(True)`` with the output) and diff_operators.py (gradient, divergence, laplace
+# and jacobian through ``autograd.grad(create_graph=True)``), fitted as in the notebook's
+# Poisson example: the loss is the squared error of the network's gradient to a target
+# gradient, so each step differentiates a gradient. 16 coordinates of a 4x4 grid, 2 hidden
+# layers of 8 with outermost_linear, parameters from ``init_params`` at the notebook's scales,
+# 2 Adam steps; the laplacian and jacobian logged after
+def test_siren_poisson_gradient_fitting():
+    def program(torch, log):
+        nn = torch.nn
+        grad = torch.autograd.grad
+
+        class SineLayer(nn.Module):
+            def __init__(self, in_features, out_features, bias=True,
+                         is_first=False, omega_0=30):
+                super().__init__()
+                self.omega_0 = omega_0
+                self.is_first = is_first
+
+                self.in_features = in_features
+                self.linear = nn.Linear(in_features, out_features, bias=bias)
+
+                self.init_weights()
+
+            def init_weights(self):
+                with torch.no_grad():
+                    if self.is_first:
+                        self.linear.weight.uniform_(-1 / self.in_features,
+                                                    1 / self.in_features)
+                    else:
+                        self.linear.weight.uniform_(-np.sqrt(6 / self.in_features) / self.omega_0,
+                                                    np.sqrt(6 / self.in_features) / self.omega_0)
+
+            def forward(self, input):
+                return torch.sin(self.omega_0 * self.linear(input))
+
+        class Siren(nn.Module):
+            def __init__(self, in_features, hidden_features, hidden_layers, out_features, outermost_linear=False,
+                         first_omega_0=30, hidden_omega_0=30.):
+                super().__init__()
+
+                self.net = []
+                self.net.append(SineLayer(in_features, hidden_features,
+                                          is_first=True, omega_0=first_omega_0))
+
+                for i in range(hidden_layers):
+                    self.net.append(SineLayer(hidden_features, hidden_features,
+                                              is_first=False, omega_0=hidden_omega_0))
+
+                if outermost_linear:
+                    final_linear = nn.Linear(hidden_features, out_features)
+
+                    with torch.no_grad():
+                        final_linear.weight.uniform_(-np.sqrt(6 / hidden_features) / hidden_omega_0,
+                                                     np.sqrt(6 / hidden_features) / hidden_omega_0)
+
+                    self.net.append(final_linear)
+                else:
+                    self.net.append(SineLayer(hidden_features, out_features,
+                                              is_first=False, omega_0=hidden_omega_0))
+
+                self.net = nn.Sequential(*self.net)
+
+            def forward(self, coords):
+                coords = coords.clone().detach().requires_grad_(True) # allows to take derivative w.r.t. input
+                output = self.net(coords)
+                return output, coords
+
+        def laplace(y, x):
+            grad = gradient(y, x)
+            return divergence(grad, x)
+
+        def divergence(y, x):
+            div = 0.
+            for i in range(y.shape[-1]):
+                div += grad(y[..., i], x, torch.ones_like(y[..., i]), create_graph=True)[0][..., i:i+1]
+            return div
+
+        def gradient(y, x, grad_outputs=None):
+            if grad_outputs is None:
+                grad_outputs = torch.ones_like(y)
+            grad = torch.autograd.grad(y, [x], grad_outputs=grad_outputs, create_graph=True)[0]
+            return grad
+
+        def jacobian(y, x):
+            ''' jacobian of y wrt x '''
+            meta_batch_size, num_observations = y.shape[:2]
+            jac = torch.zeros(meta_batch_size, num_observations, y.shape[-1], x.shape[-1]).to(y.device) # (meta_batch_size*num_points, 2, 2)
+            for i in range(y.shape[-1]):
+                # calculate dydx over batches for each feature value of y
+                y_flat = y[...,i].view(-1, 1)
+                jac[:, :, i, :] = grad(y_flat, x, torch.ones_like(y_flat), create_graph=True)[0]
+
+            status = 0
+            if torch.any(torch.isnan(jac)):
+                status = -1
+
+            return jac, status
+
+        def get_mgrid(sidelen, dim=2):
+            tensors = tuple(dim * [torch.linspace(-1, 1, steps=sidelen)])
+            mgrid = torch.stack(torch.meshgrid(*tensors, indexing='ij'), dim=-1)
+            mgrid = mgrid.reshape(-1, dim)
+            return mgrid
+
+        model = Siren(in_features=2, out_features=1, hidden_features=8, hidden_layers=2, outermost_linear=True)
+        rs = np.random.RandomState(0)
+        with torch.no_grad():   # the notebook's bounds, numpy draws
+            for layer in model.net:
+                lin = layer.linear if isinstance(layer, SineLayer) else layer
+                fan = lin.weight.shape[1]
+                bound = 1 / fan if lin is model.net[0].linear else np.sqrt(6 / fan) / 30
+                lin.weight.copy_(torch.tensor(rs.uniform(-bound, bound, tuple(lin.weight.shape)).astype(np.float32)))
+                lin.bias.copy_(torch.tensor(rs.uniform(-0.5, 0.5, tuple(lin.bias.shape)).astype(np.float32)))
+        coords = get_mgrid(4, 2).unsqueeze(0)
+        gt_grad = randn(torch, (1, 16, 2), 1)
+        optim = torch.optim.Adam(lr=1e-4, params=model.parameters())
+        for step in range(2):
+            model_output, coords_out = model(coords)
+            img_grad = gradient(model_output, coords_out)
+            loss = ((img_grad - gt_grad) ** 2).mean()
+            optim.zero_grad()
+            loss.backward()
+            optim.step()
+            log("output", model_output)
+            log("img_grad", img_grad)
+            log("loss", loss)
+            log("coords grad", coords_out.grad)
+            log("leaf coords", (coords_out.is_leaf, coords_out.requires_grad))
+        for name, p in model.named_parameters():
+            log("grad " + name, p.grad)
+        model_output, coords_out = model(coords)
+        log("laplace", laplace(model_output, coords_out))
+        jac, status = jacobian(model_output, coords_out)
+        log("jacobian", jac)
+        log("status", status)
+        log("jac grad_fn", type(jac.grad_fn).__name__)
+
+    run_both(program)
+
+
+# kaituoxu/Conv-TasNet src/conv_tasnet.py + src/utils.py + src/pit_criterion.py (ConvTasNet:
+# a 1x1 Conv1d encoder, the TemporalConvNet of dilated depthwise-separable Conv1d blocks with
+# PReLU, Chomp1d and gLN/cLN norms built from ``torch.Tensor(1, N, 1)`` parameters filled in
+# ``reset_parameters``, a softmax mask over speakers and a Linear decoder; ``overlap_and_add``
+# with ``arange(...).unfold``, ``new_tensor`` and ``index_add_(-2, ...)``; the PIT SI-SNR loss
+# with an in-place mask multiply of the estimate, ``new_tensor(list(permutations))``, a one-hot
+# ``scatter_(2, index, 1)``, ``einsum('bij,pij->bp', [..])`` over permutations, ``argmax`` and
+# the reorder loop). N=4, L=4, B=3, H=4, P=3, X=2, R=1, C=2 as tiny sizes, 2 mixtures of 7 frames
+# (frame step L//2 as the later train path uses), the second with 2 padded samples; 2 Adam steps
+# of ``cal_loss`` with gLN, one forward each with cLN and BN
+def test_conv_tasnet_pit_si_snr():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        EPS = 1e-8
+
+        class ConvTasNet(nn.Module):
+            def __init__(self, N, L, B, H, P, X, R, C, norm_type="gLN"):
+                super(ConvTasNet, self).__init__()
+                # Hyper-parameter
+                self.N, self.L, self.B, self.H, self.P, self.X, self.R, self.C = N, L, B, H, P, X, R, C
+                # Components
+                self.encoder = Encoder(L, N)
+                self.separator = TemporalConvNet(N, B, H, P, X, R, C, norm_type)
+                self.decoder = Decoder(N, L)
+
+            def forward(self, mixture):
+                mixture_w = self.encoder(mixture)
+                est_mask = self.separator(mixture_w)
+                est_source = self.decoder(mixture_w, est_mask)
+                return est_source
+
+        class Encoder(nn.Module):
+            def __init__(self, L, N):
+                super(Encoder, self).__init__()
+                # Hyper-parameter
+                self.L, self.N = L, N
+                # Components
+                # Maybe we can impl 1-D conv by nn.Linear()?
+                self.conv1d_U = nn.Conv1d(L, N, kernel_size=1, bias=False)
+
+            def forward(self, mixture):
+                mixture = mixture.permute((0, 2, 1)).contiguous()  # [M, L, K]
+                mixture_w = F.relu(self.conv1d_U(mixture))  # [M, N, K]
+                mixture_w = mixture_w.permute((0, 2, 1)).contiguous()
+                return mixture_w
+
+        class Decoder(nn.Module):
+            def __init__(self, N, L):
+                super(Decoder, self).__init__()
+                # Hyper-parameter
+                self.N, self.L = N, L
+                # Components
+                self.basis_signals = nn.Linear(N, L, bias=False)
+
+            def forward(self, mixture_w, est_mask):
+                # D = W * M
+                source_w = torch.unsqueeze(mixture_w, 2) * est_mask  # M x K x C x N
+                # S = DV
+                est_source = self.basis_signals(source_w)  # M x K x C x L
+                est_source = est_source.permute((0, 2, 1, 3)).contiguous()  # M x C x K x L
+                return est_source
+
+        class TemporalConvNet(nn.Module):
+            def __init__(self, N, B, H, P, X, R, C, norm_type="gLN"):
+                super(TemporalConvNet, self).__init__()
+                # Hyper-parameter
+                self.N, self.B, self.H, self.P, self.X, self.R, self.C = N, B, H, P, X, R, C
+                # Components
+                # [M, N, K] -> [M, N, K]
+                self.layer_norm = ChannelwiseLayerNorm(N)
+                # [M, N, K] -> [M, B, K]
+                self.bottleneck_conv1x1 = nn.Conv1d(N, B, 1, bias=False)
+                # [M, B, K] -> [M, B, K]
+                repeats = []
+                for r in range(R):
+                    blocks = []
+                    for x in range(X):
+                        dilation = 2**x
+                        blocks += [TemporalBlock(B, H, P, stride=1,
+                                                 padding=(P-1)*dilation,
+                                                 dilation=dilation, norm_type=norm_type)]
+                    repeats += [nn.Sequential(*blocks)]
+                self.temporal_conv_net = nn.Sequential(*repeats)
+                # [M, B, K] -> [M, C*N, K]
+                self.mask_conv1x1 = nn.Conv1d(B, C*N, 1, bias=False)
+                # Put together
+                self.network = nn.Sequential(self.layer_norm,
+                                             self.bottleneck_conv1x1,
+                                             self.temporal_conv_net,
+                                             self.mask_conv1x1)
+
+            def forward(self, mixture_w):
+                M, K, N = mixture_w.size()
+                x = mixture_w.permute((0, 2, 1)).contiguous()  # [M, K, N] -> [M, N, K]
+                score = self.network(x)  # [M, N, K] -> [M, C*N, K]
+                score = score.permute((0, 2, 1)).view(M, K, self.C, N).contiguous() # [M, C*N, K] -> [M, K, C, N]
+                est_mask = F.softmax(score, dim=2)
+                return est_mask
+
+        class TemporalBlock(nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size,
+                         stride, padding, dilation, norm_type="gLN"):
+                super(TemporalBlock, self).__init__()
+                # [M, B, K] -> [M, H, K]
+                self.conv1x1 = nn.Conv1d(in_channels, out_channels, 1, bias=False)
+                self.prelu = nn.PReLU()
+                self.norm = chose_norm(norm_type, out_channels)
+                # [M, H, K] -> [M, B, K]
+                self.dsconv = DepthwiseSeparableConv(out_channels, in_channels, kernel_size,
+                                                     stride, padding, dilation, norm_type)
+                # Put together
+                self.net = nn.Sequential(self.conv1x1, self.prelu, self.norm,
+                                         self.dsconv)
+
+            def forward(self, x):
+                residual = x
+                out = self.net(x)
+                return F.relu(out + residual)
+
+        class DepthwiseSeparableConv(nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size,
+                         stride, padding, dilation, norm_type="gLN"):
+                super(DepthwiseSeparableConv, self).__init__()
+                # Use `groups` option to implement depthwise convolution
+                # [M, H, K] -> [M, H, K]
+                self.depthwise_conv = nn.Conv1d(in_channels, in_channels, kernel_size,
+                                                stride=stride, padding=padding,
+                                                dilation=dilation, groups=in_channels,
+                                                bias=False)
+                self.chomp = Chomp1d(padding)
+                self.prelu = nn.PReLU()
+                self.norm = chose_norm(norm_type, in_channels)
+                # [M, H, K] -> [M, B, K]
+                self.pointwise_conv = nn.Conv1d(in_channels, out_channels, 1, bias=False)
+                # Put together
+                self.net = nn.Sequential(self.depthwise_conv, self.chomp, self.prelu, self.norm,
+                                         self.pointwise_conv)
+
+            def forward(self, x):
+                return self.net(x)
+
+        class Chomp1d(nn.Module):
+            def __init__(self, chomp_size):
+                super(Chomp1d, self).__init__()
+                self.chomp_size = chomp_size
+
+            def forward(self, x):
+                return x[:, :, :-self.chomp_size].contiguous()
+
+        def chose_norm(norm_type, channel_size):
+            if norm_type == "gLN":
+                return GlobalLayerNorm(channel_size)
+            elif norm_type == "cLN":
+                return ChannelwiseLayerNorm(channel_size)
+            else: # norm_type == "BN":
+                return nn.BatchNorm1d(channel_size)
+
+        class ChannelwiseLayerNorm(nn.Module):
+            """Channel-wise Layer Normalization (cLN)"""
+            def __init__(self, channel_size):
+                super(ChannelwiseLayerNorm, self).__init__()
+                self.gamma = nn.Parameter(torch.Tensor(1, channel_size, 1))  # [1, N, 1]
+                self.beta = nn.Parameter(torch.Tensor(1, channel_size,1 ))  # [1, N, 1]
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                self.gamma.data.fill_(1)
+                self.beta.data.zero_()
+
+            def forward(self, y):
+                mean = torch.mean(y, dim=1, keepdim=True)  # [M, 1, K]
+                var = torch.var(y, dim=1, keepdim=True, unbiased=False)  # [M, 1, K]
+                cLN_y = self.gamma * (y - mean) / torch.pow(var + EPS, 0.5) + self.beta
+                return cLN_y
+
+        class GlobalLayerNorm(nn.Module):
+            """Global Layer Normalization (gLN)"""
+            def __init__(self, channel_size):
+                super(GlobalLayerNorm, self).__init__()
+                self.gamma = nn.Parameter(torch.Tensor(1, channel_size, 1))  # [1, N, 1]
+                self.beta = nn.Parameter(torch.Tensor(1, channel_size,1 ))  # [1, N, 1]
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                self.gamma.data.fill_(1)
+                self.beta.data.zero_()
+
+            def forward(self, y):
+                mean = y.mean(dim=1, keepdim=True).mean(dim=2, keepdim=True) #[M, 1, 1]
+                var = torch.pow(y-mean, 2).mean(dim=1, keepdim=True).mean(dim=2, keepdim=True)
+                gLN_y = self.gamma * (y - mean) / torch.pow(var + EPS, 0.5) + self.beta
+                return gLN_y
+
+        def overlap_and_add(signal, frame_step):
+            outer_dimensions = signal.size()[:-2]
+            frames, frame_length = signal.size()[-2:]
+
+            subframe_length = math.gcd(frame_length, frame_step)  # gcd=Greatest Common Divisor
+            subframe_step = frame_step // subframe_length
+            subframes_per_frame = frame_length // subframe_length
+            output_size = frame_step * (frames - 1) + frame_length
+            output_subframes = output_size // subframe_length
+
+            subframe_signal = signal.view(*outer_dimensions, -1, subframe_length)
+
+            frame = torch.arange(0, output_subframes).unfold(0, subframes_per_frame, subframe_step)
+            frame = signal.new_tensor(frame).long()  # signal may in GPU or CPU
+            frame = frame.contiguous().view(-1)
+
+            result = signal.new_zeros(*outer_dimensions, output_subframes, subframe_length)
+            result.index_add_(-2, frame, subframe_signal)
+            result = result.view(*outer_dimensions, -1)
+            return result
+
+        def cal_loss(source, estimate_source, source_lengths):
+            max_snr, perms, max_snr_idx = cal_si_snr_with_pit(source,
+                                                              estimate_source,
+                                                              source_lengths)
+            loss = 0 - torch.mean(max_snr)
+            reorder_estimate_source = reorder_source(estimate_source, perms, max_snr_idx)
+            return loss, max_snr, estimate_source, reorder_estimate_source
+
+        def cal_si_snr_with_pit(source, estimate_source, source_lengths):
+            assert source.size() == estimate_source.size()
+            B, C, T = source.size()
+            # mask padding position along T
+            mask = get_mask(source, source_lengths)
+            estimate_source *= mask
+
+            # Step 1. Zero-mean norm
+            num_samples = source_lengths.view(-1, 1, 1).float()  # [B, 1, 1]
+            mean_target = torch.sum(source, dim=2, keepdim=True) / num_samples
+            mean_estimate = torch.sum(estimate_source, dim=2, keepdim=True) / num_samples
+            zero_mean_target = source - mean_target
+            zero_mean_estimate = estimate_source - mean_estimate
+            # mask padding position along T
+            zero_mean_target *= mask
+            zero_mean_estimate *= mask
+
+            # Step 2. SI-SNR with PIT
+            # reshape to use broadcast
+            s_target = torch.unsqueeze(zero_mean_target, dim=1)  # [B, 1, C, T]
+            s_estimate = torch.unsqueeze(zero_mean_estimate, dim=2)  # [B, C, 1, T]
+            # s_target = <s', s>s / ||s||^2
+            pair_wise_dot = torch.sum(s_estimate * s_target, dim=3, keepdim=True)  # [B, C, C, 1]
+            s_target_energy = torch.sum(s_target ** 2, dim=3, keepdim=True) + EPS  # [B, 1, C, 1]
+            pair_wise_proj = pair_wise_dot * s_target / s_target_energy  # [B, C, C, T]
+            # e_noise = s' - s_target
+            e_noise = s_estimate - pair_wise_proj  # [B, C, C, T]
+            # SI-SNR = 10 * log_10(||s_target||^2 / ||e_noise||^2)
+            pair_wise_si_snr = torch.sum(pair_wise_proj ** 2, dim=3) / (torch.sum(e_noise ** 2, dim=3) + EPS)
+            pair_wise_si_snr = 10 * torch.log10(pair_wise_si_snr + EPS)  # [B, C, C]
+
+            # Get max_snr of each utterance
+            # permutations, [C!, C]
+            perms = source.new_tensor(list(permutations(range(C))), dtype=torch.long)
+            # one-hot, [C!, C, C]
+            index = torch.unsqueeze(perms, 2)
+            perms_one_hot = source.new_zeros((*perms.size(), C)).scatter_(2, index, 1)
+            # [B, C!] <- [B, C, C] einsum [C!, C, C], SI-SNR sum of each permutation
+            snr_set = torch.einsum('bij,pij->bp', [pair_wise_si_snr, perms_one_hot.float()])
+            max_snr_idx = torch.argmax(snr_set, dim=1)  # [B]
+            # max_snr = torch.gather(snr_set, 1, max_snr_idx.view(-1, 1))  # [B, 1]
+            max_snr, _ = torch.max(snr_set, dim=1, keepdim=True)
+            max_snr /= C
+            return max_snr, perms, max_snr_idx
+
+        def reorder_source(source, perms, max_snr_idx):
+            B, C, *_ = source.size()
+            # [B, C], permutation whose SI-SNR is max of each utterance
+            # for each utterance, reorder estimate source according this permutation
+            max_snr_perm = torch.index_select(perms, dim=0, index=max_snr_idx)
+            # print('max_snr_perm', max_snr_perm)
+            # maybe use torch.gather()/index_select()/scatter() to impl this?
+            reorder_source = torch.zeros_like(source)
+            for b in range(B):
+                for c in range(C):
+                    reorder_source[b, c] = source[b, max_snr_perm[b][c]]
+            return reorder_source
+
+        def get_mask(source, source_lengths):
+            B, _, T = source.size()
+            mask = source.new_ones((B, 1, T))
+            for i in range(B):
+                mask[i, :, source_lengths[i]:] = 0
+            return mask
+
+        M, K, L, C = 2, 7, 4, 2
+        T = (K - 1) * (L // 2) + L
+        mixture = randn(torch, (M, K, L), 1)
+        source = randn(torch, (M, C, T), 2)
+        source[1, :, -2:] = 0
+        source_lengths = torch.LongTensor([T, T - 2])
+        model = init_params(torch, ConvTasNet(4, L, 3, 4, 3, 2, 1, C, norm_type="gLN"), 0, scale=0.5)
+        log("gLN gamma before init_params", ConvTasNet(4, L, 3, 4, 3, 2, 1, C).separator.layer_norm.gamma)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        for step in range(2):
+            est_source = overlap_and_add(model(mixture), L // 2)
+            loss, max_snr, estimate_source, reorder_estimate_source = cal_loss(source, est_source, source_lengths)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 5)
+            optimizer.step()
+            log("est_source", est_source)
+            log("loss", loss)
+            log("max_snr", max_snr)
+            log("reorder", reorder_estimate_source)
+        for name, p in model.named_parameters():
+            log("grad " + name, p.grad)
+        for seed, norm in ((3, "cLN"), (4, "BN")):
+            m = init_params(torch, ConvTasNet(4, L, 3, 4, 3, 2, 1, C, norm_type=norm), seed, scale=0.5)
+            log(norm + " out", m(mixture))
+        sig = torch.arange(24.).view(1, 2, 3, 4)
+        log("overlap_and_add", overlap_and_add(sig, 2))
+        log("overlap_and_add step 3", overlap_and_add(sig, 3))
+
+    run_both(program)
