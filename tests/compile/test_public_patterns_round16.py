@@ -39,6 +39,11 @@ def _no_breaks(run):
     assert run.step.stats["traces"] >= 1, run.step.stats
 
 
+def _model_traced(run):
+    """The compiled module ran as one traced program: no graph-break warning on any call."""
+    assert not [w for w in run.warnings if "tracegrad.compile" in w], run.warnings
+
+
 def _step_program(build, loss_fn, make_batch, opt="sgd", lr=0.05, scale=0.4):
     """``make(mod, wrap)`` for a compiled training step: ``wrap`` is applied to the whole step
     (forward, loss, ``zero_grad``, ``backward``, ``step``)."""
@@ -425,3 +430,320 @@ def test_stft_loss_step():
         _stft_loss, lambda mod, model, n, y: model(n, y),
         lambda mod, i: (data(mod, i, 2, 48), data(mod, 0, 2, 48, seed=40)), opt="adam", lr=0.01)
     _no_breaks(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+
+
+# ---- philipperemy/n-beats nbeats_pytorch/model.py (model = torch.compile(model)) ---------------
+def _nbeats(mod):
+    nn, F = mod.nn, mod.nn.functional
+
+    def squeeze_last_dim(tensor):
+        if len(tensor.shape) == 3 and tensor.shape[-1] == 1:  # (128, 10, 1) => (128, 10).
+            return tensor[..., 0]
+        return tensor
+
+    def seasonality_model(thetas, t, device):
+        p = thetas.size()[-1]
+        assert p <= thetas.shape[1], 'thetas_dim is too big.'
+        p1, p2 = (p // 2, p // 2) if p % 2 == 0 else (p // 2, p // 2 + 1)
+        s1 = mod.tensor([np.cos(2 * np.pi * i * t) for i in range(p1)]).float()  # H/2-1
+        s2 = mod.tensor([np.sin(2 * np.pi * i * t) for i in range(p2)]).float()
+        S = mod.cat([s1, s2])
+        return thetas.mm(S.to(device))
+
+    def trend_model(thetas, t, device):
+        p = thetas.size()[-1]
+        assert p <= 4, 'thetas_dim is too big.'
+        T = mod.tensor([t ** i for i in range(p)]).float()
+        return thetas.mm(T.to(device))
+
+    def linear_space(backcast_length, forecast_length):
+        ls = np.arange(-backcast_length, forecast_length, 1) / forecast_length
+        return ls[:backcast_length], ls[backcast_length:]
+
+    class Block(nn.Module):
+        def __init__(self, units, thetas_dim, device, backcast_length=10, forecast_length=5, share_thetas=False):
+            super(Block, self).__init__()
+            self.fc1 = nn.Linear(backcast_length, units)
+            self.fc2 = nn.Linear(units, units)
+            self.device = device
+            self.backcast_linspace, self.forecast_linspace = linear_space(backcast_length, forecast_length)
+            if share_thetas:
+                self.theta_f_fc = self.theta_b_fc = nn.Linear(units, thetas_dim, bias=False)
+            else:
+                self.theta_b_fc = nn.Linear(units, thetas_dim, bias=False)
+                self.theta_f_fc = nn.Linear(units, thetas_dim, bias=False)
+
+        def forward(self, x):
+            x = squeeze_last_dim(x)
+            x = F.relu(self.fc1(x.to(self.device)))
+            return F.relu(self.fc2(x))
+
+    class SeasonalityBlock(Block):
+        def __init__(self, units, thetas_dim, device, backcast_length=10, forecast_length=5):
+            super(SeasonalityBlock, self).__init__(units, forecast_length, device, backcast_length,
+                                                   forecast_length, share_thetas=True)
+
+        def forward(self, x):
+            x = super(SeasonalityBlock, self).forward(x)
+            backcast = seasonality_model(self.theta_b_fc(x), self.backcast_linspace, self.device)
+            forecast = seasonality_model(self.theta_f_fc(x), self.forecast_linspace, self.device)
+            return backcast, forecast
+
+    class TrendBlock(Block):
+        def __init__(self, units, thetas_dim, device, backcast_length=10, forecast_length=5):
+            super(TrendBlock, self).__init__(units, thetas_dim, device, backcast_length,
+                                             forecast_length, share_thetas=True)
+
+        def forward(self, x):
+            x = super(TrendBlock, self).forward(x)
+            backcast = trend_model(self.theta_b_fc(x), self.backcast_linspace, self.device)
+            forecast = trend_model(self.theta_f_fc(x), self.forecast_linspace, self.device)
+            return backcast, forecast
+
+    class NBeatsNet(nn.Module):   # two fc layers per block of the four, 1 block per stack
+        def __init__(self, device=mod.device('cpu'), forecast_length=5, backcast_length=10, units=6):
+            super(NBeatsNet, self).__init__()
+            self.forecast_length = forecast_length
+            self.device = device
+            self.parameters = []
+            self.stacks = []
+            for block in (TrendBlock(units, 3, device), SeasonalityBlock(units, 5, device)):
+                self.stacks.append([block])
+                self.parameters.extend(block.parameters())
+            self.parameters = nn.ParameterList(self.parameters)
+
+        def forward(self, backcast):
+            backcast = squeeze_last_dim(backcast)
+            forecast = mod.zeros(size=(backcast.size()[0], self.forecast_length,))
+            for stack_id in range(len(self.stacks)):
+                for block_id in range(len(self.stacks[stack_id])):
+                    b, f = self.stacks[stack_id][block_id](backcast)
+                    backcast = backcast.to(self.device) - b
+                    forecast = forecast.to(self.device) + f
+            return backcast, forecast
+
+    return NBeatsNet()
+
+
+def test_nbeats_compiled_model():
+    make = _compiled_model_program(
+        _nbeats, lambda mod, out, y: mod.nn.functional.mse_loss(out[1], y[..., 0]),
+        lambda mod, i: (data(mod, i, 3, 10, 1), data(mod, i, 3, 5, 1, seed=40)), scale=0.3, opt="adam", lr=0.01)
+    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+
+
+# ---- kaituoxu/Conv-TasNet src/conv_tasnet.py (model = torch.compile(model, mode="reduce-overhead"))
+def _conv_tasnet(mod):
+    nn, F = mod.nn, mod.nn.functional
+    EPS = 1e-8
+
+    class GlobalLayerNorm(nn.Module):
+        def __init__(self, channel_size):
+            super(GlobalLayerNorm, self).__init__()
+            self.gamma = nn.Parameter(mod.Tensor(1, channel_size, 1))  # [1, N, 1]
+            self.beta = nn.Parameter(mod.Tensor(1, channel_size,1 ))  # [1, N, 1]
+
+        def forward(self, y):
+            mean = y.mean(dim=1, keepdim=True).mean(dim=2, keepdim=True) #[M, 1, 1]
+            var = mod.pow(y-mean, 2).mean(dim=1, keepdim=True).mean(dim=2, keepdim=True)
+            return self.gamma * (y - mean) / mod.pow(var + EPS, 0.5) + self.beta
+
+    class Chomp1d(nn.Module):
+        def __init__(self, chomp_size):
+            super(Chomp1d, self).__init__()
+            self.chomp_size = chomp_size
+
+        def forward(self, x):
+            return x[:, :, :-self.chomp_size].contiguous()
+
+    class TemporalBlock(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, padding, dilation):
+            super(TemporalBlock, self).__init__()
+            self.conv1x1 = nn.Conv1d(in_channels, out_channels, 1, bias=False)
+            self.prelu = nn.PReLU()
+            self.norm = GlobalLayerNorm(out_channels)
+            self.dsconv = nn.Sequential(
+                nn.Conv1d(out_channels, out_channels, kernel_size, padding=padding, dilation=dilation,
+                          groups=out_channels, bias=False),
+                Chomp1d(padding), nn.PReLU(), GlobalLayerNorm(out_channels),
+                nn.Conv1d(out_channels, in_channels, 1, bias=False))
+            self.net = nn.Sequential(self.conv1x1, self.prelu, self.norm, self.dsconv)
+
+        def forward(self, x):
+            residual = x
+            out = self.net(x)
+            return F.relu(out + residual)
+
+    class ConvTasNet(nn.Module):   # N=4, L=4, B=3, H=4, P=3, X=2, R=1, C=2
+        def __init__(self, N=4, L=4, B=3, H=4, P=3, C=2):
+            super().__init__()
+            self.N, self.C = N, C
+            self.conv1d_U = nn.Conv1d(L, N, kernel_size=1, bias=False)
+            self.network = nn.Sequential(
+                GlobalLayerNorm(N), nn.Conv1d(N, B, 1, bias=False),
+                *[TemporalBlock(B, H, P, (P - 1) * 2 ** x, 2 ** x) for x in range(2)],
+                nn.Conv1d(B, C * N, 1, bias=False))
+            self.basis_signals = nn.Linear(N, L, bias=False)
+
+        def forward(self, mixture):
+            mixture = mixture.permute((0, 2, 1)).contiguous()  # [M, L, K]
+            mixture_w = F.relu(self.conv1d_U(mixture))  # [M, N, K]
+            M, N, K = mixture_w.size()
+            score = self.network(mixture_w)
+            score = score.permute((0, 2, 1)).view(M, K, self.C, N).contiguous()
+            est_mask = F.softmax(score, dim=2)
+            source_w = mod.unsqueeze(mixture_w.permute((0, 2, 1)), 2) * est_mask  # M x K x C x N
+            est_source = self.basis_signals(source_w)  # M x K x C x L
+            return est_source.permute((0, 2, 1, 3)).contiguous()  # M x C x K x L
+
+    return ConvTasNet()
+
+
+def _tasnet_loss(mod, est, source):
+    # pit_criterion.py's masking and SI-SNR for C=2, eager around the compiled model: the
+    # in-place ``*=`` of the compiled model's output and a per-utterance mask written in a loop
+    est = est.reshape(est.size(0), est.size(1), -1)
+    lengths = [est.size(2), est.size(2) - 2]
+    mask = est.new_ones((est.size(0), 1, est.size(2)))
+    for i in range(est.size(0)):
+        mask[i, :, lengths[i]:] = 0
+    est *= mask
+    zt = source - source.mean(2, keepdim=True)
+    ze = est - est.mean(2, keepdim=True)
+    s_target = mod.unsqueeze(zt, dim=1)
+    s_estimate = mod.unsqueeze(ze, dim=2)
+    pair_wise_dot = mod.sum(s_estimate * s_target, dim=3, keepdim=True)
+    pair_wise_proj = pair_wise_dot * s_target / (mod.sum(s_target ** 2, dim=3, keepdim=True) + 1e-8)
+    e_noise = s_estimate - pair_wise_proj
+    snr = 10 * mod.log10(mod.sum(pair_wise_proj ** 2, dim=3) / (mod.sum(e_noise ** 2, dim=3) + 1e-8) + 1e-8)
+    perms_one_hot = mod.tensor([[[1., 0.], [0., 1.]], [[0., 1.], [1., 0.]]])
+    snr_set = mod.einsum('bij,pij->bp', [snr, perms_one_hot])
+    return 0 - mod.mean(mod.max(snr_set, dim=1, keepdim=True)[0] / 2)
+
+
+def test_conv_tasnet_compiled_model_reduce_overhead():
+    make = _compiled_model_program(
+        _conv_tasnet, _tasnet_loss,
+        lambda mod, i: (data(mod, i, 2, 5, 4), data(mod, i, 2, 2, 20, seed=40)), scale=0.4, opt="adam", lr=1e-3)
+    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5, mode="reduce-overhead"))
+
+
+# ---- pclucas14/pixel-cnn-pp utils.py (model = torch.compile(model)) ----------------------------
+def _pixelcnn(mod):
+    nn, F = mod.nn, mod.nn.functional
+    wn = mod.nn.utils.weight_norm
+
+    def concat_elu(x):
+        axis = len(x.size()) - 3
+        return F.elu(mod.cat([x, -x], dim=axis))
+
+    class nin(nn.Module):
+        def __init__(self, dim_in, dim_out):
+            super(nin, self).__init__()
+            self.lin_a = nn.Linear(dim_in, dim_out)
+            self.dim_out = dim_out
+
+        def forward(self, x):
+            x = x.permute(0, 2, 3, 1)
+            shp = [int(y) for y in x.size()]
+            out = self.lin_a(x.contiguous().view(shp[0]*shp[1]*shp[2], shp[3]))
+            shp[-1] = self.dim_out
+            out = out.view(shp)
+            return out.permute(0, 3, 1, 2)
+
+    def down_shift(x, pad=None):
+        xs = [int(y) for y in x.size()]
+        x = x[:, :, :xs[2] - 1, :]
+        pad = nn.ZeroPad2d((0, 0, 1, 0)) if pad is None else pad
+        return pad(x)
+
+    class down_shifted_conv2d(nn.Module):
+        def __init__(self, num_filters_in, num_filters_out, filter_size=(2,3), stride=(1,1),
+                     shift_output_down=False):
+            super(down_shifted_conv2d, self).__init__()
+            self.conv = wn(nn.Conv2d(num_filters_in, num_filters_out, filter_size, stride))
+            self.pad  = nn.ZeroPad2d((int((filter_size[1] - 1) / 2), int((filter_size[1] - 1) / 2),
+                                      filter_size[0] - 1, 0))
+            self.shift_output_down = shift_output_down
+            if shift_output_down :
+                self.down_shift = lambda x : down_shift(x, pad=nn.ZeroPad2d((0, 0, 1, 0)))
+
+        def forward(self, x):
+            x = self.pad(x)
+            x = self.conv(x)
+            return self.down_shift(x) if self.shift_output_down else x
+
+    class gated_resnet(nn.Module):
+        def __init__(self, num_filters, conv_op, nonlinearity=concat_elu, skip_connection=0):
+            super(gated_resnet, self).__init__()
+            self.nonlinearity = nonlinearity
+            self.conv_input = conv_op(2 * num_filters, num_filters)
+            self.dropout = nn.Dropout2d(0.0)
+            self.conv_out = conv_op(2 * num_filters, 2 * num_filters)
+
+        def forward(self, og_x, a=None):
+            x = self.conv_input(self.nonlinearity(og_x))
+            x = self.nonlinearity(x)
+            x = self.dropout(x)
+            x = self.conv_out(x)
+            a, b = mod.chunk(x, 2, dim=1)
+            c3 = a * F.sigmoid(b)
+            return og_x + c3
+
+    class TinyPixelCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.u_init = down_shifted_conv2d(3, 4, filter_size=(2, 3), shift_output_down=True)
+            self.u_stream = gated_resnet(4, down_shifted_conv2d)
+            self.nin_out = nin(4, 20)
+
+        def forward(self, x):
+            return self.nin_out(F.elu(self.u_stream(self.u_init(x))))
+
+    return TinyPixelCNN()
+
+
+def _mix_logistic_loss(mod, l, x):
+    F = mod.nn.functional
+    x = x.permute(0, 2, 3, 1)
+    l = l.permute(0, 2, 3, 1)
+    xs = [int(y) for y in x.size()]
+    nr_mix = int(l.size(-1) / 10)
+    logit_probs = l[:, :, :, :nr_mix]
+    l = l[:, :, :, nr_mix:].contiguous().view(xs + [nr_mix * 3])
+    means = l[:, :, :, :, :nr_mix]
+    log_scales = mod.clamp(l[:, :, :, :, nr_mix:2 * nr_mix], min=-7.)
+    coeffs = F.tanh(l[:, :, :, :, 2 * nr_mix:3 * nr_mix])
+    x = x.contiguous().unsqueeze(-1) + mod.zeros(xs + [nr_mix])
+    m2 = (means[:, :, :, 1, :] + coeffs[:, :, :, 0, :] * x[:, :, :, 0, :]).view(xs[0], xs[1], xs[2], 1, nr_mix)
+    m3 = (means[:, :, :, 2, :] + coeffs[:, :, :, 1, :] * x[:, :, :, 0, :] +
+          coeffs[:, :, :, 2, :] * x[:, :, :, 1, :]).view(xs[0], xs[1], xs[2], 1, nr_mix)
+    means = mod.cat((means[:, :, :, 0, :].unsqueeze(3), m2, m3), dim=3)
+    centered_x = x - means
+    inv_stdv = mod.exp(-log_scales)
+    plus_in = inv_stdv * (centered_x + 1. / 255.)
+    min_in = inv_stdv * (centered_x - 1. / 255.)
+    cdf_delta = F.sigmoid(plus_in) - F.sigmoid(min_in)
+    mid_in = inv_stdv * centered_x
+    log_pdf_mid = mid_in - log_scales - 2. * F.softplus(mid_in)
+    inner_inner_cond = (cdf_delta > 1e-5).float()
+    inner_inner_out = inner_inner_cond * mod.log(mod.clamp(cdf_delta, min=1e-12)) + (1. - inner_inner_cond) * (log_pdf_mid - np.log(127.5))
+    inner_cond = (x > 0.999).float()
+    inner_out = inner_cond * -F.softplus(min_in) + (1. - inner_cond) * inner_inner_out
+    cond = (x < -0.999).float()
+    log_probs = cond * (plus_in - F.softplus(plus_in)) + (1. - cond) * inner_out
+    lp = logit_probs
+    m = mod.max(lp, dim=3, keepdim=True)[0]
+    log_probs = mod.sum(log_probs, dim=3) + (lp - m - mod.log(mod.sum(mod.exp(lp - m), dim=3, keepdim=True)))
+    m, _ = mod.max(log_probs, dim=3)
+    m2, _ = mod.max(log_probs, dim=3, keepdim=True)
+    # a mean in place of the original sum keeps float32 rounding at the harness's tolerance
+    return -mod.mean(m + mod.log(mod.sum(mod.exp(log_probs - m2), dim=3)))
+
+
+def test_pixelcnn_pp_compiled_model():
+    def batch(mod, i):
+        x = data(mod, i, 2, 3, 4, 4).mul(0.6).clamp(-1., 1.)
+        return x, x
+    make = _compiled_model_program(_pixelcnn, _mix_logistic_loss, batch, scale=0.3, opt="adam", lr=2e-3)
+    _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
