@@ -16,6 +16,7 @@ torch... import`` inside a program would import the real torch on the tracegrad 
 such imports are written as attribute lookups on the ``torch`` argument.
 """
 import contextlib
+import importlib
 import io
 import math
 from itertools import permutations
@@ -1728,5 +1729,231 @@ def test_pixel_cnn_pp_mix_logistic_loss():
         for name, p in model.named_parameters():
             log("grad " + name, p.grad)
         log("weight recomputed", model.u_init.conv.weight)
+
+    run_both(program)
+
+
+# facebookresearch/poincare-embeddings hype/manifold.py + euclidean.py + poincare.py +
+# energy_function.py + rsgd.py (Poincaré embeddings: an Embedding, sparse or dense, whose rows
+# are renormed in place with ``renorm_`` under ``no_grad`` in the forward, ``narrow``/
+# ``expand_as`` subject and object rows, the arcosh ``Distance`` custom Function with its
+# hand-written gradient, cross entropy of negated distances, and RiemannianSGD, an
+# ``Optimizer`` subclass with ``required`` defaults and callables in its param group: the sparse
+# gradient ``coalesce``d, rescaled through ``_indices()``/``_values()``, ``renorm_``ed and
+# rebuilt with ``th.sparse.DoubleTensor``, then ``mul_(-lr)`` and ``add_`` into the weight).
+# ``allocate_lt`` comes from the repository's later manifold.py (the stored energy_function.py
+# calls it). 6 objects in 2 dimensions, batches of 3 (subject, positive, 2 negatives), float64
+# as train.py's default tensor type, 2 steps each with sparse=True and sparse=False
+def test_poincare_embeddings_riemannian_sgd():
+    def program(torch, log):
+        th = torch
+        F = torch.nn.functional
+        Function = torch.autograd.Function
+        _optimizer = importlib.import_module(torch.__name__ + ".optim.optimizer")
+        Optimizer, required = _optimizer.Optimizer, _optimizer.required   # rsgd.py's from-import
+
+        class Manifold(object):
+            def __init__(self, *args, **kwargs):
+                pass
+
+            def allocate_lt(self, N, dim, sparse):
+                return torch.nn.Embedding(N, dim, sparse=sparse)
+
+            def init_weights(self, w, scale=1e-4):
+                w.weight.data.uniform_(-scale, scale)
+
+            def normalize(self, u):
+                return u
+
+        class EuclideanManifold(Manifold):
+            __slots__ = ["max_norm"]
+
+            def __init__(self, max_norm=1, **kwargs):
+                self.max_norm = max_norm
+
+            def normalize(self, u):
+                d = u.size(-1)
+                u.view(-1, d).renorm_(2, 0, self.max_norm)
+                return u
+
+            def distance(self, u, v):
+                return (u - v).pow(2).sum(dim=-1)
+
+            def rgrad(self, p, d_p):
+                return d_p
+
+            def expm(self, p, d_p, normalize=False, lr=None, out=None):
+                if lr is not None:
+                    d_p.mul_(-lr)
+                if out is None:
+                    out = p
+                out.add_(d_p)
+                if normalize:
+                    self.normalize(out)
+                return out
+
+            def logm(self, p, d_p, out=None):
+                return p - d_p
+
+            def ptransp(self, p, x, y, v):
+                ix, v_ = v._indices().squeeze(), v._values()
+                return p.index_copy_(0, ix, v_)
+
+        class PoincareManifold(EuclideanManifold):
+            def __init__(self, eps=1e-5, **kwargs):
+                super(PoincareManifold, self).__init__(**kwargs)
+                self.eps = eps
+                self.boundary = 1 - eps
+                self.max_norm = self.boundary
+
+            def distance(self, u, v):
+                return Distance.apply(u, v, self.eps)
+
+            def rgrad(self, p, d_p):
+                if d_p.is_sparse:
+                    p_sqnorm = th.sum(
+                        p[d_p._indices()[0].squeeze()] ** 2, dim=1,
+                        keepdim=True
+                    ).expand_as(d_p._values())
+                    n_vals = d_p._values() * ((1 - p_sqnorm) ** 2) / 4
+                    n_vals.renorm_(2, 0, 5)
+                    d_p = th.sparse.DoubleTensor(d_p._indices(), n_vals, d_p.size())
+                else:
+                    p_sqnorm = th.sum(p ** 2, dim=-1, keepdim=True)
+                    d_p = d_p * ((1 - p_sqnorm) ** 2 / 4).expand_as(d_p)
+                return d_p
+
+        class Distance(Function):
+            @staticmethod
+            def grad(x, v, sqnormx, sqnormv, sqdist, eps):
+                alpha = (1 - sqnormx)
+                beta = (1 - sqnormv)
+                z = 1 + 2 * sqdist / (alpha * beta)
+                a = ((sqnormv - 2 * th.sum(x * v, dim=-1) + 1) / th.pow(alpha, 2))\
+                    .unsqueeze(-1).expand_as(x)
+                a = a * x - v / alpha.unsqueeze(-1).expand_as(v)
+                z = th.sqrt(th.pow(z, 2) - 1)
+                z = th.clamp(z * beta, min=eps).unsqueeze(-1)
+                return 4 * a / z.expand_as(x)
+
+            @staticmethod
+            def forward(ctx, u, v, eps):
+                squnorm = th.clamp(th.sum(u * u, dim=-1), 0, 1 - eps)
+                sqvnorm = th.clamp(th.sum(v * v, dim=-1), 0, 1 - eps)
+                sqdist = th.sum(th.pow(u - v, 2), dim=-1)
+                ctx.eps = eps
+                ctx.save_for_backward(u, v, squnorm, sqvnorm, sqdist)
+                x = sqdist / ((1 - squnorm) * (1 - sqvnorm)) * 2 + 1
+                # arcosh
+                z = th.sqrt(th.pow(x, 2) - 1)
+                return th.log(x + z)
+
+            @staticmethod
+            def backward(ctx, g):
+                u, v, squnorm, sqvnorm, sqdist = ctx.saved_tensors
+                g = g.unsqueeze(-1)
+                gu = Distance.grad(u, v, squnorm, sqvnorm, sqdist, ctx.eps)
+                gv = Distance.grad(v, u, sqvnorm, squnorm, sqdist, ctx.eps)
+                return g.expand_as(gu) * gu, g.expand_as(gv) * gv, None
+
+        class EnergyFunction(torch.nn.Module):
+            def __init__(self, manifold, dim, size, sparse=False, **kwargs):
+                super().__init__()
+                self.manifold = manifold
+                self.lt = manifold.allocate_lt(size, dim, sparse)
+                self.nobjects = size
+                self.manifold.init_weights(self.lt)
+
+            def forward(self, inputs):
+                e = self.lt(inputs)
+                with torch.no_grad():
+                    e = self.manifold.normalize(e)
+                o = e.narrow(1, 1, e.size(1) - 1)
+                s = e.narrow(1, 0, 1).expand_as(o)
+                return self.energy(s, o).squeeze(-1)
+
+            def optim_params(self):
+                return [
+                    {
+                        "params": self.lt.parameters(),
+                        "rgrad": self.manifold.rgrad,
+                        "expm": self.manifold.expm,
+                        "logm": self.manifold.logm,
+                        "ptransp": self.manifold.ptransp,
+                    }
+                ]
+
+        class DistanceEnergyFunction(EnergyFunction):
+            def energy(self, s, o):
+                return self.manifold.distance(s, o)
+
+            def loss(self, inp, target, **kwargs):
+                return F.cross_entropy(inp.neg(), target)
+
+        class RiemannianSGD(Optimizer):
+            def __init__(
+                    self,
+                    params,
+                    lr=required,
+                    rgrad=required,
+                    expm=required,
+            ):
+                defaults = {
+                    'lr': lr,
+                    'rgrad': rgrad,
+                    'expm': expm,
+                }
+                super(RiemannianSGD, self).__init__(params, defaults)
+
+            def step(self, lr=None, **kwargs):
+                loss = None
+
+                for group in self.param_groups:
+                    for p in group['params']:
+                        lr = lr or group['lr']
+                        rgrad = group['rgrad']
+                        expm = group['expm']
+
+                        if p.grad is None:
+                            continue
+                        d_p = p.grad.data
+                        # make sure we have no duplicates in sparse tensor
+                        if d_p.is_sparse:
+                            d_p = d_p.coalesce()
+                        d_p = rgrad(p.data, d_p)
+                        d_p.mul_(-lr)
+                        expm(p.data, d_p)
+
+                return loss
+
+        inputs = torch.tensor([[0, 1, 3, 4], [1, 2, 5, 0], [0, 2, 5, 5]])
+        targets = torch.zeros(3, dtype=torch.long)
+        rs = np.random.RandomState(0)
+        init = rs.uniform(-0.5, 0.5, (6, 2))
+        for sparse in (True, False):
+            model = DistanceEnergyFunction(PoincareManifold(), 2, 6, sparse=sparse).double()
+            log("init scale", bool(model.lt.weight.abs().max() <= 1e-4))
+            with torch.no_grad():
+                model.lt.weight.copy_(torch.tensor(init))
+            optimizer = RiemannianSGD(model.optim_params(), lr=0.3)
+            log("group keys", sorted(optimizer.param_groups[0]))
+            for step in range(2):
+                optimizer.zero_grad()
+                preds = model(inputs)
+                loss = model.loss(preds, targets)
+                loss.backward()
+                grad = model.lt.weight.grad
+                log("is_sparse", grad.is_sparse)
+                log("grad", grad.to_dense() if grad.is_sparse else grad)
+                optimizer.step(lr=0.3 if step == 0 else None)
+                log("preds", preds)
+                log("loss", loss)
+                log("weight", model.lt.weight)
+            log("norms", model.lt.weight.norm(dim=-1))
+        eu = EuclideanManifold(max_norm=1)
+        log("euclidean distance", eu.distance(torch.tensor(init[:3]), torch.tensor(init[3:])))
+        p = torch.zeros(4, 2, dtype=torch.float64)
+        v = torch.sparse_coo_tensor(torch.tensor([[2, 0]]), torch.ones(2, 2, dtype=torch.float64), (4, 2))
+        log("ptransp", eu.ptransp(p, None, None, v))
 
     run_both(program)
