@@ -1957,3 +1957,161 @@ def test_poincare_embeddings_riemannian_sgd():
         log("ptransp", eu.ptransp(p, None, None, v))
 
     run_both(program)
+
+
+# EthanRosenthal/torchmf torchmf.py (explicit matrix factorisation: an ``Interactions``
+# ``Dataset`` over a scipy COO ratings matrix through ``torch.from_numpy`` and a ``DataLoader``,
+# ``BaseModule`` with float64 bias and factor ``Embedding``s built by ``.double()``, its
+# ``__call__`` override that skips ``nn.Module.__call__``, ``preds += ...`` in place, the loss
+# ``nn.MSELoss(size_average=False)`` (the legacy argument, a deprecation warning in torch),
+# ``BPRModule``'s pairwise variant and ``_fit_epoch``'s ``total_loss += loss.data[0]`` (an
+# IndexError on a 0-d loss since torch 0.4, logged as such; the loop uses ``loss.item()``).
+# ``np.long`` -> ``np.int64`` (removed from numpy), 5 users x 6 items with 9 ratings, 3 factors,
+# Adam for one epoch of batches of one without shuffling (both modules' in-place bias sums fail
+# to broadcast on larger batches, in torch too: logged); BPR's loss on its terms summed by hand
+def test_torchmf_explicit_and_bpr():
+    def program(torch, log):
+        import scipy.sparse as sp
+        nn = torch.nn
+        data = torch.utils.data
+        Variable = torch.autograd.Variable
+
+        class Interactions(data.Dataset):
+            def __init__(self, train_data, test_data=None, train=True):
+                self.train = train
+                self.train_data = train_data.tocoo()
+                self.test_data = test_data.tocoo()
+                self.n_users = self.train_data.shape[0]
+                self.n_items = self.train_data.shape[1]
+
+                self.train_row = torch.from_numpy(self.train_data.row.astype(np.int64))
+                self.train_col = torch.from_numpy(self.train_data.col.astype(np.int64))
+                self.train_val = torch.from_numpy(self.train_data.data.astype(np.float32))
+
+                self.test_row = torch.from_numpy(self.test_data.row.astype(np.int64))
+                self.test_col = torch.from_numpy(self.test_data.col.astype(np.int64))
+                self.test_val = torch.from_numpy(self.test_data.data.astype(np.float32))
+
+            def __getitem__(self, index):
+                if self.train:
+                    row = self.train_row[index]
+                    col = self.train_col[index]
+                    val = self.train_val[index]
+                else:
+                    row = self.test_row[index]
+                    col = self.test_col[index]
+                    val = self.test_val[index]
+
+                return (row, col), val
+
+            def __len__(self):
+                if self.train:
+                    return self.train_data.nnz
+                else:
+                    return self.test_data.nnz
+
+        class BaseModule(nn.Module):
+            def __init__(self,
+                         n_users,
+                         n_items,
+                         n_factors=40,
+                         dropout_p=0,
+                         loss_function=nn.MSELoss(size_average=False)):
+                super(BaseModule, self).__init__()
+                self.n_users = n_users
+                self.n_items = n_items
+                self.user_biases = nn.Embedding(n_users, 1).double()
+                self.item_biases = nn.Embedding(n_items, 1).double()
+                self.user_embeddings = nn.Embedding(n_users, n_factors).double()
+                self.item_embeddings = nn.Embedding(n_items, n_factors).double()
+
+                self.dropout_p = dropout_p
+                self.dropout = nn.Dropout(p=self.dropout_p)
+
+                self.loss_function = loss_function
+
+            def forward(self, users, items):
+                ues = self.user_embeddings(users)
+                uis = self.item_embeddings(items)
+
+                preds = self.user_biases(users) + self.item_biases(items)
+                preds += (self.dropout(ues) * self.dropout(uis)).sum(1)
+
+                return preds
+
+            def __call__(self, *args):
+                return self.forward(*args)
+
+        class BPRModule(BaseModule):
+            def __init__(self,
+                         n_users,
+                         n_items,
+                         n_factors=40,
+                         dropout_p=0):
+                super(BPRModule, self).__init__(
+                    n_users,
+                    n_items,
+                    n_factors=n_factors,
+                    dropout_p=dropout_p
+                )
+
+            def forward(self, users, pos_items, neg_items):
+                ues = self.user_embeddings(users)
+                uis = self.item_embeddings(pos_items) - self.item_embeddings(neg_items)
+                preds = (self.dropout(ues) * self.dropout(uis)).sum(1)
+
+                preds += self.user_biases(users)
+                preds += self.item_biases(pos_items) - self.item_biases(neg_items)
+                return preds
+
+        def bpr_loss(preds, vals):
+            sig = nn.Sigmoid()
+            return (1.0 - sig(preds)).pow(2).sum()
+
+        rows = np.array([0, 0, 1, 2, 2, 3, 4, 4, 1])
+        cols = np.array([1, 4, 2, 0, 5, 3, 1, 2, 5])
+        vals = np.array([5., 3., 4., 1., 2., 5., 4., 2., 3.])
+        train = sp.coo_matrix((vals, (rows, cols)), shape=(5, 6))
+        test = sp.coo_matrix((vals[:3], (rows[:3], cols[:3])), shape=(5, 6))
+        interactions = Interactions(train, test_data=test, train=True)
+        log("len", len(interactions))
+        log("item", interactions[2])
+        model = init_params(torch, BaseModule(5, 6, n_factors=3), 0, scale=0.5)
+        log("dtype", str(model.user_embeddings.weight.dtype).split(".")[-1])
+        # (B, 1) biases += (B,) dot products: the in-place broadcast fails for B > 1 since
+        # torch's broadcasting (0.2), so only batches of one train
+        log_outcome(log, "batch of 4", lambda: model(torch.tensor([0, 1, 2, 3]), torch.tensor([1, 2, 3, 4])))
+        loader = data.DataLoader(interactions, batch_size=1, shuffle=False)
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=0.)
+        model.train()
+        total_loss = torch.Tensor([0])
+        for batch_idx, ((row, col), val) in enumerate(loader):
+            row = Variable(row)
+            col = Variable(col)
+            val = Variable(val)
+            optimizer.zero_grad()
+            preds = model(row, col)
+            loss = model.loss_function(preds, val)
+            loss.backward()
+            optimizer.step()
+            log("preds", preds)
+            log("loss", loss)
+            total_loss += loss.item()
+        log_outcome(log, "loss.data[0]", lambda: loss.data[0])
+        total_loss /= len(interactions)
+        log("total", total_loss[0])
+        log("grad item emb", model.item_embeddings.weight.grad)
+        bpr = init_params(torch, BPRModule(5, 6, n_factors=3), 1, scale=0.5)
+        users, pos, neg = torch.tensor([0, 1, 2, 4]), torch.tensor([1, 2, 0, 1]), torch.tensor([3, 3, 4, 0])
+        # (B,) dot products += (B, 1) biases: an error at any batch size
+        log_outcome(log, "bpr forward", lambda: bpr(users, pos, neg))
+        log_outcome(log, "bpr one", lambda: bpr(users[:1], pos[:1], neg[:1]))
+        ues = bpr.user_embeddings(users)
+        uis = bpr.item_embeddings(pos) - bpr.item_embeddings(neg)
+        loss = bpr_loss((ues * uis).sum(1) + (bpr.user_biases(users) + bpr.item_biases(pos)
+                                               - bpr.item_biases(neg)).squeeze(1), None)
+        loss.backward()
+        log("bpr loss", loss)
+        log("bpr grad", bpr.item_biases.weight.grad)
+
+    run_both(program)
