@@ -2115,3 +2115,180 @@ def test_torchmf_explicit_and_bpr():
         log("bpr grad", bpr.item_biases.weight.grad)
 
     run_both(program)
+
+
+# chenxijun1029/DeepFM_with_PyTorch model/DeepFM.py (DeepFM: per-field first- and second-order
+# ``Embedding``s in ModuleLists indexed by ``Xi[:, i, :]`` and scaled by ``Xv[:, i]`` through
+# ``.t()``, the FM pairwise term as ``0.5 * (sum ** 2 - sum of squares)`` of normalised field
+# vectors, deep layers made with ``setattr``/``getattr`` by name, intermediate tensors stored as
+# module attributes, a module attribute named ``dtype`` (``torch.long``, used in ``fit``), the
+# ``l1_reg``/``l2_reg`` sums over ``named_parameters`` from a ``requires_grad`` zeros tensor,
+# and ``fit``'s loop: ``self.train().to(device=...)``, BCEWithLogitsLoss plus 1e-6 * l1, an
+# ``if not torch.isnan(loss)`` guard; ``check_accuracy`` with ``next`` on the validation
+# iterator). 3 fields of sizes (4, 5, 3), embedding 4, hidden [8, 8], dropout [0, 0] (it draws
+# from the random stream), batches of 4 from a TensorDataset in place of the Criteo loader,
+# 1 epoch of 2 batches, verbose with print_every=1; SGD in place of main.py's Adam: the Linear
+# biases before BatchNorm get a gradient that is float32 noise around zero, which Adam's first
+# step turns into a full lr-sized step of either sign (seen by the running stats and eval mode)
+def test_deepfm_fit_and_check_accuracy():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+
+        class DeepFM(nn.Module):
+            def __init__(self, feature_sizes, embedding_size=4,
+                         hidden_dims=[200,200,200],
+                         dropout=[0.5, 0.5, 0.5],
+
+                         use_cuda=True, verbose=False):
+                super().__init__()
+                self.field_size = len(feature_sizes)
+                self.feature_sizes = feature_sizes
+                self.embedding_size = embedding_size
+                self.hidden_dims = hidden_dims
+                self.dtype = torch.long
+                self.bias = torch.nn.Parameter(torch.zeros(1, dtype=torch.float32))
+                if use_cuda and torch.cuda.is_available():
+                    self.device = torch.device('cuda')
+                else:
+                    self.device = torch.device('cpu')
+                self.fm_first_order_embeddings = nn.ModuleList(
+                    [nn.Embedding(feature_size, 1) for feature_size in self.feature_sizes])
+                self.fm_second_order_embeddings = nn.ModuleList(
+                    [nn.Embedding(feature_size, self.embedding_size) for feature_size in self.feature_sizes])
+                all_dims = [self.field_size * self.embedding_size] + self.hidden_dims
+                for i in range(1, len(hidden_dims) + 1):
+                    setattr(self, 'linear_'+str(i), nn.Linear(all_dims[i-1], all_dims[i]))
+                    setattr(self, 'batchNorm_' + str(i), nn.BatchNorm1d(all_dims[i]))
+                    setattr(self, 'dropout_'+str(i), nn.Dropout(dropout[i-1]))
+                self.avg_acc = None
+                self.init_weight()
+
+            def init_weight(self):
+                for m in self.modules():
+                    if isinstance(m, nn.Linear):
+                        nn.init.kaiming_normal_(m.weight, mode='fan_in')
+                        nn.init.constant_(m.bias, 0)
+                    if isinstance(m, nn.BatchNorm1d):
+                        nn.init.constant_(m.weight, 1)
+                        nn.init.constant_(m.bias, 0)
+
+            def forward(self, Xi, Xv):
+                fm_first_order_emb_arr = [(torch.sum(emb(Xi[:, i, :]), 1).t() * Xv[:, i]).t() for i, emb in enumerate(self.fm_first_order_embeddings)]
+                f1 = torch.cat(fm_first_order_emb_arr, 1)
+
+                # use 2xy = (x+y)^2 - (x^2 + y^2) reduce calculation
+                xv = torch.stack([(torch.sum(emb(Xi[:, i, :]), 1).t() * Xv[:, i]).t() for i, emb in enumerate(self.fm_second_order_embeddings)], dim=1)
+                xv = F.normalize(xv,dim=1)
+                s1 = torch.sum(xv,dim=1).pow(2.0)
+                s2 = torch.sum(xv.pow(2.0), dim=1)
+                f2 = 0.5 * (s1 - s2)
+                self.xv = xv
+                self.s1 = s1
+                self.s2 = s2
+
+                deep_emb = torch.flatten(xv, start_dim=1)
+                deep_out = deep_emb
+                for i in range(1,len(self.hidden_dims) + 1):
+                    deep_out = getattr(self, 'linear_' + str(i))(deep_out)
+                    deep_out = F.relu(getattr(self, 'batchNorm_' + str(i))(deep_out))
+                    deep_out = getattr(self, 'dropout_' + str(i))(deep_out)
+
+                self.f1 = f1
+                self.f2 = f2
+                self.deep_out = deep_out
+                total_sum = torch.sum(f1, 1) + torch.sum(f2, 1) + torch.sum(deep_out, 1) + self.bias
+                return total_sum
+
+            def l2_reg(self):
+                reg_loss = torch.zeros(1, dtype=torch.float32, requires_grad=True)
+                for varname, param in self.named_parameters():
+                    if 'bias' not in varname:
+                        reg_loss = reg_loss + torch.norm(param)
+                return reg_loss
+
+            def l1_reg(self):
+                reg_loss = torch.zeros(1, dtype=torch.float32, requires_grad=True)
+                reg_loss = reg_loss.to(device=self.device, dtype=torch.float32)
+                for varname, param in self.named_parameters():
+                    if 'bias' not in varname:
+                        reg_loss = reg_loss + torch.sum(torch.abs(param))
+                return reg_loss
+
+            def fit(self, loader_train, loader_val, optimizer, epochs=1, verbose=False, print_every=100):
+                model = self.train().to(device=self.device)
+                criterion = torch.nn.BCEWithLogitsLoss()
+                self.iter_val = iter(loader_val)
+
+                for epoch in range(epochs):
+                    for t, (xi, xv, y) in enumerate(loader_train):
+                        xi = xi.to(device=self.device, dtype=self.dtype)
+                        xv = xv.to(device=self.device, dtype=torch.float32)
+                        y = y.to(device=self.device, dtype=torch.float32)
+
+                        total = model(xi, xv)
+                        reg = self.l1_reg().to(device=self.device, dtype=torch.float32)
+                        err = criterion(total, y)
+                        loss = err + 1e-6*reg
+                        if not torch.isnan(loss):
+                            optimizer.zero_grad()
+                            loss.backward()
+                            optimizer.step()
+
+                        if verbose and t % print_every == 0:
+                            print('Epoch: %d, Iteration %d, loss = %.4f,%.4f,%.4f' % (epoch, t, loss.item(), reg.item(), err.item()))
+                            try:
+                                self.check_accuracy(self.iter_val, model)
+                            except StopIteration:
+                                self.iter_val = iter(loader_val)
+                            model.train()
+                            print()
+
+            def check_accuracy(self, loader, model):
+                print('Checking accuracy on validation set')
+                num_correct = 0
+                num_samples = 0
+                model.eval()  # set model to evaluation mode
+                with torch.no_grad():
+                    xi, xv, y = next(loader)
+                    xi = xi.to(device=self.device, dtype=self.dtype)  # move to device, e.g. GPU
+                    xv = xv.to(device=self.device, dtype=torch.float32)
+                    y = y.to(device=self.device, dtype=torch.float32)
+                    total = model(xi, xv)
+                    preds = (torch.sigmoid(total) > 0.5).type(torch.float32)
+                    num_correct += (preds == y).sum()
+                    num_samples += preds.size(0)
+
+                    try:
+                        acc = float(num_correct) / num_samples
+                        if self.avg_acc is None:
+                            self.avg_acc = acc
+                        else:
+                            self.avg_acc = 0.9 * self.avg_acc + 0.1 * acc
+                        print('Got %d / %d correct (%.2f%%), avg_acc=%.2f%%' % (num_correct, num_samples, 100 * acc, 100 * self.avg_acc))
+                    except ZeroDivisionError as e:
+                        print(e)
+                        return
+
+        rs = np.random.RandomState(0)
+        xi = torch.tensor(np.stack([rs.randint(0, n, (8, 1)) for n in (4, 5, 3)], 1))
+        xv = torch.tensor(rs.uniform(0.5, 1.5, (8, 3)).astype(np.float32))
+        y = torch.tensor([1., 0., 1., 1., 0., 0., 1., 0.])
+        ds = torch.utils.data.TensorDataset(xi, xv, y)
+        loader_train = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=False)
+        loader_val = torch.utils.data.DataLoader(ds, batch_size=4, shuffle=False)
+        model = DeepFM([4, 5, 3], embedding_size=4, hidden_dims=[8, 8], dropout=[0, 0], use_cuda=False)
+        log("dtype attribute", str(model.dtype).split(".")[-1])
+        log("layer names", [n for n, _ in model.named_children()])
+        init_params(torch, model, 0, scale=0.5)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        model.fit(loader_train, loader_val, optimizer, epochs=1, verbose=True, print_every=1)
+        log("f2", model.f2)
+        log("xv", model.xv)
+        log("deep_out", model.deep_out)
+        log("l2", model.l2_reg())
+        log("bias grad", model.bias.grad)
+        log("emb grad", model.fm_second_order_embeddings[1].weight.grad)
+        log("running_mean", model.batchNorm_1.running_mean)
+        log("avg_acc", model.avg_acc)
+
+    run_both(program)
