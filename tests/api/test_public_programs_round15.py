@@ -2292,3 +2292,196 @@ def test_deepfm_fit_and_check_accuracy():
         log("avg_acc", model.avg_acc)
 
     run_both(program)
+
+
+# manzilzaheer/DeepSets PointClouds/classifier.py (D and DTanh: permutation-equivariant layers
+# PermEqui1/2 with max or mean pooling over the set subtracted, ``nn.ELU(inplace=True)`` after
+# each, a mean or max over set elements, the ``ro`` head; ``print(self)`` of the whole module at
+# construction; the hand-written ``clip_grad`` over ``p.grad.data``) with run.py's loop
+# (cross entropy, Adam, clip_grad(model, 5)). d_dim 256 -> 8, 40 classes as written, 3 sets of
+# 5 points; the head's Dropout(0.5) set to p=0 after construction (it draws from the random
+# stream); every pool for one step each
+def test_deepsets_permequi_point_sets():
+    def program(torch, log):
+        nn = torch.nn
+
+        class PermEqui1_max(nn.Module):
+          def __init__(self, in_dim, out_dim):
+            super(PermEqui1_max, self).__init__()
+            self.Gamma = nn.Linear(in_dim, out_dim)
+
+          def forward(self, x):
+            xm, _ = x.max(1, keepdim=True)
+            x = self.Gamma(x-xm)
+            return x
+
+        class PermEqui1_mean(nn.Module):
+          def __init__(self, in_dim, out_dim):
+            super(PermEqui1_mean, self).__init__()
+            self.Gamma = nn.Linear(in_dim, out_dim)
+
+          def forward(self, x):
+            xm = x.mean(1, keepdim=True)
+            x = self.Gamma(x-xm)
+            return x
+
+        class PermEqui2_max(nn.Module):
+          def __init__(self, in_dim, out_dim):
+            super(PermEqui2_max, self).__init__()
+            self.Gamma = nn.Linear(in_dim, out_dim)
+            self.Lambda = nn.Linear(in_dim, out_dim, bias=False)
+
+          def forward(self, x):
+            xm, _ = x.max(1, keepdim=True)
+            xm = self.Lambda(xm)
+            x = self.Gamma(x)
+            x = x - xm
+            return x
+
+        class PermEqui2_mean(nn.Module):
+          def __init__(self, in_dim, out_dim):
+            super(PermEqui2_mean, self).__init__()
+            self.Gamma = nn.Linear(in_dim, out_dim)
+            self.Lambda = nn.Linear(in_dim, out_dim, bias=False)
+
+          def forward(self, x):
+            xm = x.mean(1, keepdim=True)
+            xm = self.Lambda(xm)
+            x = self.Gamma(x)
+            x = x - xm
+            return x
+
+        class D(nn.Module):
+
+          def __init__(self, d_dim, x_dim=3, pool = 'mean'):
+            super(D, self).__init__()
+            self.d_dim = d_dim
+            self.x_dim = x_dim
+
+            if pool == 'max':
+                self.phi = nn.Sequential(
+                  PermEqui2_max(self.x_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui2_max(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui2_max(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                )
+            elif pool == 'max1':
+                self.phi = nn.Sequential(
+                  PermEqui1_max(self.x_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui1_max(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui1_max(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                )
+            elif pool == 'mean':
+                self.phi = nn.Sequential(
+                  PermEqui2_mean(self.x_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui2_mean(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui2_mean(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                )
+            elif pool == 'mean1':
+                self.phi = nn.Sequential(
+                  PermEqui1_mean(self.x_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui1_mean(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                  PermEqui1_mean(self.d_dim, self.d_dim),
+                  nn.ELU(inplace=True),
+                )
+
+            self.ro = nn.Sequential(
+               nn.Dropout(p=0.5),
+               nn.Linear(self.d_dim, self.d_dim),
+               nn.ELU(inplace=True),
+               nn.Dropout(p=0.5),
+               nn.Linear(self.d_dim, 40),
+            )
+            print(self)
+
+          def forward(self, x):
+            phi_output = self.phi(x)
+            sum_output = phi_output.mean(1)
+            ro_output = self.ro(sum_output)
+            return ro_output
+
+        class DTanh(nn.Module):
+
+          def __init__(self, d_dim, x_dim=3, pool = 'mean'):
+            super(DTanh, self).__init__()
+            self.d_dim = d_dim
+            self.x_dim = x_dim
+
+            if pool == 'max':
+                self.phi = nn.Sequential(
+                  PermEqui2_max(self.x_dim, self.d_dim),
+                  nn.Tanh(),
+                  PermEqui2_max(self.d_dim, self.d_dim),
+                  nn.Tanh(),
+                  PermEqui2_max(self.d_dim, self.d_dim),
+                  nn.Tanh(),
+                )
+            elif pool == 'mean1':
+                self.phi = nn.Sequential(
+                  PermEqui1_mean(self.x_dim, self.d_dim),
+                  nn.Tanh(),
+                  PermEqui1_mean(self.d_dim, self.d_dim),
+                  nn.Tanh(),
+                  PermEqui1_mean(self.d_dim, self.d_dim),
+                  nn.Tanh(),
+                )
+
+            self.ro = nn.Sequential(
+               nn.Dropout(p=0.5),
+               nn.Linear(self.d_dim, self.d_dim),
+               nn.Tanh(),
+               nn.Dropout(p=0.5),
+               nn.Linear(self.d_dim, 40),
+            )
+            print(self)
+
+          def forward(self, x):
+            phi_output = self.phi(x)
+            sum_output, _ = phi_output.max(1)
+            ro_output = self.ro(sum_output)
+            return ro_output
+
+        def clip_grad(model, max_norm):
+            total_norm = 0
+            for p in model.parameters():
+                param_norm = p.grad.data.norm(2)
+                total_norm += param_norm ** 2
+            total_norm = total_norm ** (0.5)
+            clip_coef = max_norm / (total_norm + 1e-6)
+            if clip_coef < 1:
+                for p in model.parameters():
+                    p.grad.data.mul_(clip_coef)
+            return total_norm
+
+        x = randn(torch, (3, 5, 3), 1)
+        y = torch.tensor([3, 17, 39])
+        for seed, (cls, pool) in enumerate(((D, 'max'), (D, 'max1'), (D, 'mean'), (D, 'mean1'),
+                                            (DTanh, 'max'), (DTanh, 'mean1'))):
+            model = init_params(torch, cls(8, x_dim=3, pool=pool), seed, scale=0.6)
+            for m in model.ro:
+                if isinstance(m, nn.Dropout):
+                    m.p = 0.0
+            optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, weight_decay=1e-7, eps=1e-3)
+            f_X = model(x)
+            loss = torch.nn.functional.cross_entropy(f_X, y)
+            optimizer.zero_grad()
+            loss.backward()
+            total = clip_grad(model, 5)
+            optimizer.step()
+            log(pool + " out", f_X)
+            log(pool + " loss", loss)
+            log(pool + " total norm", total)
+            log(pool + " grad", model.phi[0].Gamma.weight.grad)
+            log(pool + " pred", f_X.max(dim=1)[1])
+
+    run_both(program)
