@@ -2485,3 +2485,226 @@ def test_deepsets_permequi_point_sets():
             log(pool + " pred", f_X.max(dim=1)[1])
 
     run_both(program)
+
+
+# eriklindernoren/PyTorch-GAN implementations/infogan/infogan.py (InfoGAN: three Adam optimizers,
+# the third over ``itertools.chain`` of both models' parameters; ``nn.BatchNorm2d(128, 0.8)``
+# (0.8 is eps, positionally), ``nn.Upsample(scale_factor=2)``, ``nn.Softmax()`` without a dim
+# (torch's implicit-dim warning) whose probabilities CrossEntropyLoss then takes as logits,
+# ``to_categorical`` through ``np.zeros`` fancy assignment and ``FloatTensor``, ``Variable(...,
+# requires_grad=False)`` targets from ``FloatTensor(batch, 1).fill_``, ``weights_init_normal``
+# by class name through ``apply``; the generator, discriminator and information steps). The
+# numpy draws of the script run as written after ``np.random.seed(0)`` (the same numbers on
+# both sides); ``opt`` is a namespace with img_size 32 -> 16, latent_dim 62 -> 6, batches of 3
+# random images in place of MNIST; the discriminator's Dropout2d(0.25) set to p=0 and
+# ``weights_init_normal``'s normal draws replaced by ``init_params`` (both draw from torch's
+# random stream); one iteration
+def test_infogan_three_optimizers():
+    def program(torch, log):
+        import itertools
+        import types
+        nn = torch.nn
+        Variable = torch.autograd.Variable
+        opt = types.SimpleNamespace(n_epochs=1, batch_size=3, lr=0.0002, b1=0.5, b2=0.999, latent_dim=6,
+                                    code_dim=2, n_classes=10, img_size=16, channels=1, sample_interval=400)
+        cuda = False
+        FloatTensor = torch.FloatTensor
+        LongTensor = torch.LongTensor
+        np.random.seed(0)
+
+        def weights_init_normal(m):
+            classname = m.__class__.__name__
+            if classname.find('Conv') != -1:
+                torch.nn.init.normal_(m.weight.data, 0.0, 0.02)
+            elif classname.find('BatchNorm') != -1:
+                torch.nn.init.normal_(m.weight.data, 1.0, 0.02)
+                torch.nn.init.constant_(m.bias.data, 0.0)
+
+        def to_categorical(y, num_columns):
+            """Returns one-hot encoded Variable"""
+            y_cat = np.zeros((y.shape[0], num_columns))
+            y_cat[range(y.shape[0]), y] = 1.
+
+            return Variable(FloatTensor(y_cat))
+
+        class Generator(nn.Module):
+            def __init__(self):
+                super(Generator, self).__init__()
+                input_dim = opt.latent_dim + opt.n_classes + opt.code_dim
+
+                self.init_size = opt.img_size // 4 # Initial size before upsampling
+                self.l1 = nn.Sequential(nn.Linear(input_dim, 128*self.init_size**2))
+
+                self.conv_blocks = nn.Sequential(
+                    nn.BatchNorm2d(128),
+                    nn.Upsample(scale_factor=2),
+                    nn.Conv2d(128, 128, 3, stride=1, padding=1),
+                    nn.BatchNorm2d(128, 0.8),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Upsample(scale_factor=2),
+                    nn.Conv2d(128, 64, 3, stride=1, padding=1),
+                    nn.BatchNorm2d(64, 0.8),
+                    nn.LeakyReLU(0.2, inplace=True),
+                    nn.Conv2d(64, opt.channels, 3, stride=1, padding=1),
+                    nn.Tanh()
+                )
+
+            def forward(self, noise, labels, code):
+                gen_input = torch.cat((noise, labels, code), -1)
+                out = self.l1(gen_input)
+                out = out.view(out.shape[0], 128, self.init_size, self.init_size)
+                img = self.conv_blocks(out)
+                return img
+
+        class Discriminator(nn.Module):
+            def __init__(self):
+                super(Discriminator, self).__init__()
+
+                def discriminator_block(in_filters, out_filters, bn=True):
+                    """Returns layers of each discriminator block"""
+                    block = [   nn.Conv2d(in_filters, out_filters, 3, 2, 1),
+                                nn.LeakyReLU(0.2, inplace=True),
+                                nn.Dropout2d(0.25)]
+                    if bn:
+                        block.append(nn.BatchNorm2d(out_filters, 0.8))
+                    return block
+
+                self.conv_blocks = nn.Sequential(
+                    *discriminator_block(opt.channels, 16, bn=False),
+                    *discriminator_block(16, 32),
+                    *discriminator_block(32, 64),
+                    *discriminator_block(64, 128),
+                )
+
+                # The height and width of downsampled image
+                ds_size = opt.img_size // 2**4
+
+                # Output layers
+                self.adv_layer = nn.Sequential(nn.Linear(128*ds_size**2, 1))
+                self.aux_layer = nn.Sequential(
+                    nn.Linear(128*ds_size**2, opt.n_classes),
+                    nn.Softmax()
+                )
+                self.latent_layer = nn.Sequential(nn.Linear(128*ds_size**2, opt.code_dim))
+
+            def forward(self, img):
+                out = self.conv_blocks(img)
+                out = out.view(out.shape[0], -1)
+                validity = self.adv_layer(out)
+                label = self.aux_layer(out)
+                latent_code = self.latent_layer(out)
+
+                return validity, label, latent_code
+
+        # Loss functions
+        adversarial_loss = torch.nn.MSELoss()
+        categorical_loss = torch.nn.CrossEntropyLoss()
+        continuous_loss = torch.nn.MSELoss()
+
+        # Loss weights
+        lambda_cat = 1
+        lambda_con = 0.1
+
+        # Initialize generator and discriminator
+        generator = Generator()
+        discriminator = Discriminator()
+        generator.apply(weights_init_normal)
+        discriminator.apply(weights_init_normal)
+        init_params(torch, generator, 0, scale=0.1)
+        init_params(torch, discriminator, 1, scale=0.1)
+        for m in discriminator.modules():
+            if isinstance(m, nn.Dropout2d):
+                m.p = 0.0
+        log("eps", [m.eps for m in generator.modules() if isinstance(m, nn.BatchNorm2d)])
+
+        # Optimizers
+        optimizer_G = torch.optim.Adam(generator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+        optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=opt.lr, betas=(opt.b1, opt.b2))
+        optimizer_info = torch.optim.Adam(itertools.chain(generator.parameters(), discriminator.parameters()),
+                                            lr=opt.lr, betas=(opt.b1, opt.b2))
+
+        imgs = randn(torch, (3, 1, 16, 16), 1).clamp(-1, 1)
+        labels = torch.tensor([3, 7, 1])
+        for epoch in range(opt.n_epochs):
+            for i, (imgs, labels) in enumerate([(imgs, labels)]):
+
+                batch_size = imgs.shape[0]
+
+                # Adversarial ground truths
+                valid = Variable(FloatTensor(batch_size, 1).fill_(1.0), requires_grad=False)
+                fake = Variable(FloatTensor(batch_size, 1).fill_(0.0), requires_grad=False)
+
+                # Configure input
+                real_imgs = Variable(imgs.type(FloatTensor))
+                labels = to_categorical(labels.numpy(), num_columns=opt.n_classes)
+
+                optimizer_G.zero_grad()
+
+                # Sample noise and labels as generator input
+                z = Variable(FloatTensor(np.random.normal(0, 1, (batch_size, opt.latent_dim))))
+                label_input = to_categorical(np.random.randint(0, opt.n_classes, batch_size), num_columns=opt.n_classes)
+                code_input = Variable(FloatTensor(np.random.uniform(-1, 1, (batch_size, opt.code_dim))))
+
+                # Generate a batch of images
+                gen_imgs = generator(z, label_input, code_input)
+
+                # Loss measures generator's ability to fool the discriminator
+                validity, _, _ = discriminator(gen_imgs)
+                g_loss = adversarial_loss(validity, valid)
+
+                g_loss.backward()
+                optimizer_G.step()
+
+                optimizer_D.zero_grad()
+
+                # Loss for real images
+                real_pred, _, _ = discriminator(real_imgs)
+                d_real_loss = adversarial_loss(real_pred, valid)
+
+                # Loss for fake images
+                fake_pred, _, _ = discriminator(gen_imgs.detach())
+                d_fake_loss = adversarial_loss(fake_pred, fake)
+
+                # Total discriminator loss
+                d_loss = (d_real_loss + d_fake_loss) / 2
+
+                d_loss.backward()
+                optimizer_D.step()
+
+                optimizer_info.zero_grad()
+
+                # Sample labels
+                sampled_labels = np.random.randint(0, opt.n_classes, batch_size)
+
+                # Ground truth labels
+                gt_labels = Variable(LongTensor(sampled_labels), requires_grad=False)
+
+                # Sample noise, labels and code as generator input
+                z = Variable(FloatTensor(np.random.normal(0, 1, (batch_size, opt.latent_dim))))
+                label_input = to_categorical(sampled_labels, num_columns=opt.n_classes)
+                code_input = Variable(FloatTensor(np.random.normal(-1, 1, (batch_size, opt.code_dim))))
+
+                gen_imgs = generator(z, label_input, code_input)
+                _, pred_label, pred_code = discriminator(gen_imgs)
+
+                info_loss = lambda_cat * categorical_loss(pred_label, gt_labels) + \
+                            lambda_con * continuous_loss(pred_code, code_input)
+
+                info_loss.backward()
+                optimizer_info.step()
+
+                print ("[Epoch %d/%d] [Batch %d/%d] [D loss: %f] [G loss: %f] [info loss: %f]" % (epoch, opt.n_epochs, i, 1,
+                                                                    d_loss.item(), g_loss.item(), info_loss.item()))
+                log("labels", labels)
+                log("gen_imgs", gen_imgs)
+                log("pred_label", pred_label)
+                log("pred_code", pred_code)
+                log("d_loss", d_loss)
+                log("g_loss", g_loss)
+                log("info_loss", info_loss)
+        log("G l1 grad", generator.l1[0].weight.grad)
+        log("D adv weight", discriminator.adv_layer[0].weight)
+        log("D running_var", discriminator.conv_blocks[6].running_var)
+        log("info state", len(optimizer_info.state))
+
+    run_both(program)
