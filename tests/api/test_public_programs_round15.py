@@ -2708,3 +2708,182 @@ def test_infogan_three_optimizers():
         log("info state", len(optimizer_info.state))
 
     run_both(program)
+
+
+# pytorch/examples fast_neural_style/neural_style/transformer_net.py + utils.py + neural_style.py
+# (TransformerNet: ReflectionPad2d convolutions with 9x9 kernels, InstanceNorm2d(affine=True),
+# five residual blocks, nearest ``Upsample`` then convolution; ``gram_matrix`` through ``bmm``;
+# ``normalize_batch`` with ``new_tensor`` and an in-place ``div_(255.0)`` of the network's output;
+# train's content and style losses over a namedtuple of features with the style grams sliced
+# ``[:n_batch]``). Widths as written on 2 images of 3x8x8 in [0, 255]; torchvision's VGG16 (not a
+# dependency) stands in as a 2-slice ReLU conv net returning the same kind of namedtuple, frozen
+# with ``requires_grad = False`` as Vgg16 does; content_weight 1e5, style_weight 1e10 as the
+# script's defaults, in float64 (the 1e10 style weight scales float32 rounding of the grams into
+# visible gradient differences), 1 Adam step (the conv biases before InstanceNorm get a gradient that is
+# float32 noise around zero, which Adam turns into lr-sized steps of either sign: a second
+# step's output would compare that noise)
+def test_fast_neural_style_transformer_net():
+    def program(torch, log):
+        from collections import namedtuple
+
+        class TransformerNet(torch.nn.Module):
+            def __init__(self):
+                super(TransformerNet, self).__init__()
+                # Initial convolution layers
+                self.conv1 = ConvLayer(3, 32, kernel_size=9, stride=1)
+                self.in1 = torch.nn.InstanceNorm2d(32, affine=True)
+                self.conv2 = ConvLayer(32, 64, kernel_size=3, stride=2)
+                self.in2 = torch.nn.InstanceNorm2d(64, affine=True)
+                self.conv3 = ConvLayer(64, 128, kernel_size=3, stride=2)
+                self.in3 = torch.nn.InstanceNorm2d(128, affine=True)
+                # Residual layers
+                self.res1 = ResidualBlock(128)
+                self.res2 = ResidualBlock(128)
+                self.res3 = ResidualBlock(128)
+                self.res4 = ResidualBlock(128)
+                self.res5 = ResidualBlock(128)
+                # Upsampling Layers
+                self.deconv1 = UpsampleConvLayer(128, 64, kernel_size=3, stride=1, upsample=2)
+                self.in4 = torch.nn.InstanceNorm2d(64, affine=True)
+                self.deconv2 = UpsampleConvLayer(64, 32, kernel_size=3, stride=1, upsample=2)
+                self.in5 = torch.nn.InstanceNorm2d(32, affine=True)
+                self.deconv3 = ConvLayer(32, 3, kernel_size=9, stride=1)
+                # Non-linearities
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, X):
+                y = self.relu(self.in1(self.conv1(X)))
+                y = self.relu(self.in2(self.conv2(y)))
+                y = self.relu(self.in3(self.conv3(y)))
+                y = self.res1(y)
+                y = self.res2(y)
+                y = self.res3(y)
+                y = self.res4(y)
+                y = self.res5(y)
+                y = self.relu(self.in4(self.deconv1(y)))
+                y = self.relu(self.in5(self.deconv2(y)))
+                y = self.deconv3(y)
+                return y
+
+        class ConvLayer(torch.nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size, stride):
+                super(ConvLayer, self).__init__()
+                reflection_padding = kernel_size // 2
+                self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+                self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+            def forward(self, x):
+                out = self.reflection_pad(x)
+                out = self.conv2d(out)
+                return out
+
+        class ResidualBlock(torch.nn.Module):
+            def __init__(self, channels):
+                super(ResidualBlock, self).__init__()
+                self.conv1 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+                self.in1 = torch.nn.InstanceNorm2d(channels, affine=True)
+                self.conv2 = ConvLayer(channels, channels, kernel_size=3, stride=1)
+                self.in2 = torch.nn.InstanceNorm2d(channels, affine=True)
+                self.relu = torch.nn.ReLU()
+
+            def forward(self, x):
+                residual = x
+                out = self.relu(self.in1(self.conv1(x)))
+                out = self.in2(self.conv2(out))
+                out = out + residual
+                return out
+
+        class UpsampleConvLayer(torch.nn.Module):
+            def __init__(self, in_channels, out_channels, kernel_size, stride, upsample=None):
+                super(UpsampleConvLayer, self).__init__()
+                self.upsample = upsample
+                if upsample:
+                    self.upsample_layer = torch.nn.Upsample(mode='nearest', scale_factor=upsample)
+                reflection_padding = kernel_size // 2
+                self.reflection_pad = torch.nn.ReflectionPad2d(reflection_padding)
+                self.conv2d = torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride)
+
+            def forward(self, x):
+                x_in = x
+                if self.upsample:
+                    x_in = self.upsample_layer(x_in)
+                out = self.reflection_pad(x_in)
+                out = self.conv2d(out)
+                return out
+
+        def gram_matrix(y):
+            (b, ch, h, w) = y.size()
+            features = y.view(b, ch, w * h)
+            features_t = features.transpose(1, 2)
+            gram = features.bmm(features_t) / (ch * h * w)
+            return gram
+
+        def normalize_batch(batch):
+            # normalize using imagenet mean and std
+            mean = batch.new_tensor([0.485, 0.456, 0.406]).view(-1, 1, 1)
+            std = batch.new_tensor([0.229, 0.224, 0.225]).view(-1, 1, 1)
+            batch = batch.div_(255.0)
+            return (batch - mean) / std
+
+        class Vgg16(torch.nn.Module):   # vgg.py's shape: slices, frozen, a namedtuple of ReLU outputs
+            def __init__(self, requires_grad=False):
+                super(Vgg16, self).__init__()
+                self.slice1 = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(inplace=True))
+                self.slice2 = torch.nn.Sequential(torch.nn.MaxPool2d(kernel_size=2, stride=2),
+                                                  torch.nn.Conv2d(4, 6, 3, padding=1), torch.nn.ReLU(inplace=True))
+                if not requires_grad:
+                    for param in self.parameters():
+                        param.requires_grad = False
+
+            def forward(self, X):
+                h = self.slice1(X)
+                h_relu1_2 = h
+                h = self.slice2(h)
+                h_relu2_2 = h
+                vgg_outputs = namedtuple("VggOutputs", ['relu1_2', 'relu2_2'])
+                out = vgg_outputs(h_relu1_2, h_relu2_2)
+                return out
+
+        transformer = init_params(torch, TransformerNet(), 0, scale=0.05).double()
+        optimizer = torch.optim.Adam(transformer.parameters(), 1e-3)
+        mse_loss = torch.nn.MSELoss()
+        vgg = init_params(torch, Vgg16(requires_grad=False), 1, scale=0.3).double()
+        log("vgg frozen", [p.requires_grad for p in vgg.parameters()])
+        style = randn(torch, (1, 3, 8, 8), 2, dtype=torch.float64).abs().mul(100.).clamp(0, 255).repeat(2, 1, 1, 1)
+        features_style = vgg(normalize_batch(style))
+        gram_style = [gram_matrix(y) for y in features_style]
+        content_weight, style_weight = 1e5, 1e10
+        transformer.train()
+        for batch_id in range(1):
+            x = randn(torch, (2, 3, 8, 8), 3 + batch_id, dtype=torch.float64).abs().mul(100.).clamp(0, 255)
+            n_batch = len(x)
+            optimizer.zero_grad()
+
+            y = transformer(x)
+
+            y = normalize_batch(y)
+            x = normalize_batch(x)
+
+            features_y = vgg(y)
+            features_x = vgg(x)
+
+            content_loss = content_weight * mse_loss(features_y.relu2_2, features_x.relu2_2)
+
+            style_loss = 0.
+            for ft_y, gm_s in zip(features_y, gram_style):
+                gm_y = gram_matrix(ft_y)
+                style_loss += mse_loss(gm_y, gm_s[:n_batch, :, :])
+            style_loss *= style_weight
+
+            total_loss = content_loss + style_loss
+            total_loss.backward()
+            optimizer.step()
+            log("y", y)
+            log("content", content_loss)
+            log("style", style_loss)
+        log("in1 weight grad", transformer.in1.weight.grad)
+        log("res5 conv2 grad", transformer.res5.conv2.conv2d.weight.grad)
+        log("vgg grad none", [p.grad is None for p in vgg.parameters()])
+        log("in1 weight", transformer.in1.weight)
+
+    run_both(program)
