@@ -9,7 +9,13 @@ through ``bmm`` and a max-pool over points), tabular models (TabNet's sparsemax/
 series (N-BEATS' trend/seasonality bases built from numpy, a ``ParameterList`` that shadows
 ``Module.parameters``), recommendation (NCF's NeuMF embeddings) and implicit neural
 representations (SIREN's sine layers with ``autograd.grad(create_graph=True)`` gradients and
-Laplacians in the loss). Each keeps its program's code at tiny sizes, with numpy-seeded data and
+Laplacians in the loss), hyperbolic embeddings (poincare-embeddings' sparse gradients rescaled
+through ``_indices()``/``_values()`` by a Riemannian SGD ``Optimizer`` subclass), matrix
+factorisation (torchmf's legacy ``size_average`` loss and in-place broadcast errors), CTR
+prediction (DeepFM's per-field embeddings and its ``fit``/``check_accuracy`` loop), sets
+(DeepSets' permutation-equivariant layers and printed module reprs), a three-optimizer GAN
+(InfoGAN over ``itertools.chain`` of two models) and style transfer (fast_neural_style's
+InstanceNorm/ReflectionPad2d network and Gram-matrix loss). Each keeps its program's code at tiny sizes, with numpy-seeded data and
 parameters (``init_params``/``randn``) in place of downloads and random streams; where a
 program's own code had to change, the comment above its test says how and why. A ``from
 torch... import`` inside a program would import the real torch on the tracegrad side too, so
