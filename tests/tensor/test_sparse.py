@@ -357,3 +357,27 @@ def test_legacy_typed_sparse_constructor_errors_match_torch(args, exc):
     for T in (torch, tracegrad):
         with pytest.raises(exc):
             T.sparse.FloatTensor(*args(T))
+
+
+@pytest.mark.parametrize("op", ["mul_", "div_", "neg_"])
+@pytest.mark.parametrize("coalesce", [False, True])
+def test_inplace_scalar_ops_alias_values_as_torch(op, coalesce):
+    """torch's sparse ``mul_`` gives self a new values tensor and marks it uncoalesced (values
+    taken earlier with ``_values()`` keep their numbers), while ``div_``/``neg_`` change the values
+    tensor in place and keep the flag: poincare-embeddings' RiemannianSGD relies on the first."""
+    seen = []
+    for mod in (torch, tracegrad):
+        s = mod.sparse_coo_tensor(mod.tensor(IDX), mod.tensor(VAL), (2, 3))
+        if coalesce:
+            s = s.coalesce()
+        held = s._values()
+        out = getattr(s, op)(*(() if op == "neg_" else (2.0,)))
+        seen.append((out is s, s.is_coalesced(), _np(held).tolist(), _np(s.to_dense()).tolist()))
+    assert seen[0] == seen[1]
+
+
+def test_inplace_mul_dtype_error_matches_torch():
+    for mod in (torch, tracegrad):
+        s = mod.sparse_coo_tensor(mod.tensor(IDX), mod.tensor([1, 2, 3, 4]), (2, 3))
+        with pytest.raises(RuntimeError):
+            s.mul_(2.5)

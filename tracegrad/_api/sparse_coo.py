@@ -279,12 +279,32 @@ class SparseCooTensor(Tensor):
                            self._sp_coalesced)
 
     def mul_(self, other):
-        self._sp_values.mul_(self._scale(other, "mul_"))
+        """In-place ``mul`` by a Python number or 0-d tensor. As torch, self takes a new values
+        tensor (one taken earlier with ``_values()`` keeps the old numbers; poincare-embeddings'
+        RiemannianSGD scales a sparse gradient built on a values tensor it still holds) and is
+        marked uncoalesced; a result dtype other than self's is a RuntimeError."""
+        values = self._sp_values * self._scale(other, "mul_")
+        if values.dtype is not self.dtype:
+            raise RuntimeError(f"mul_: dtype of values ({values.dtype}) must match dtype of sparse tensor "
+                               f"({self.dtype})")
+        self._sp_values, self._sp_coalesced = values, False
         return self
 
     def div(self, other):
         return make_sparse(self._sp_indices, self._sp_values / self._scale(other, "div"), self._sp_size,
                            self._sp_coalesced)
+
+    def div_(self, other):
+        """In-place ``div`` by a Python number or 0-d tensor: unlike ``mul_``, torch divides the
+        values tensor itself in place (an alias taken with ``_values()`` sees it) and keeps the
+        coalesced flag."""
+        self._sp_values.div_(self._scale(other, "div_"))
+        return self
+
+    def neg_(self):
+        """In-place ``neg``: the values tensor negated in place, as torch."""
+        self._sp_values.neg_()
+        return self
 
     __mul__ = __rmul__ = mul
     __truediv__ = div
