@@ -21,6 +21,9 @@ _MORE_POOLS = ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "_MaxUnpoolNd", "Fra
 
 # torch's file -> {name: our file}
 WHERE = {
+    # transformer.py builds its layers from this file's activations: the names it defines that
+    # torch's activation.py holds are answered lazily, not imported back here
+    "activation": {"MultiheadAttention": "transformer", "NonDynamicallyQuantizableLinear": "linear"},
     "conv": {**dict.fromkeys(_LAZY_CONV, "lazy"), **dict.fromkeys(("_single", "_pair", "_triple",
                                                                    "_reverse_repeat_tuple"), "utils")},
     "instancenorm": dict.fromkeys(("LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",

@@ -10,7 +10,7 @@ import tracegrad
 from .. import functional as F
 from ..parameter import Parameter
 from .module import Module
-from .transformer import MultiheadAttention, NonDynamicallyQuantizableLinear  # noqa: F401
+from . import _elsewhere
 
 
 class ReLU(Module):
@@ -266,3 +266,6 @@ class Hardsigmoid(Module):
         return F.hardsigmoid(input, self.inplace)
 
 from .activation_more import CELU, RReLU, SELU, Hardshrink, Softmax2d, Softshrink, Tanhshrink, Threshold  # noqa: F401,E402
+
+
+__getattr__ = _elsewhere.module_getattr(__name__)   # torch's names of this file defined elsewhere here

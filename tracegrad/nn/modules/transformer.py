@@ -11,6 +11,7 @@ from .. import functional as F
 from ..functional import _canonical_mask, multi_head_attention_forward
 from .. import init
 from ..parameter import Parameter
+from .activation import GELU, ReLU
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear, NonDynamicallyQuantizableLinear
@@ -151,7 +152,6 @@ class TransformerEncoderLayer(_LayerBlocks):
         _add_feedforward_and_norms(self, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first,
                                    bias, dtype)
         # torch's flag of the activation (1 relu, 2 gelu, 0 other), read by code that inspects layers
-        from .activation import GELU, ReLU   # activation.py re-exports this file's MultiheadAttention
         act = self.activation
         self.activation_relu_or_gelu = (1 if act is F.relu or isinstance(act, ReLU) else
                                         2 if act is F.gelu or isinstance(act, GELU) else 0)
