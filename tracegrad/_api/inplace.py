@@ -185,7 +185,10 @@ def copy_(self, src, non_blocking=False):
         if not isinstance(src, _Number):
             raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not {type(src).__name__}; "
                             "convert it with tracegrad.tensor(...) first")
-        src = tensor(src, dtype=self.dtype)
+        # a complex number into a real tensor is cast as a complex tensor is (torch: 1j -> 0.0,
+        # True for bool), where ``tensor(1j, dtype=float32)`` refuses it
+        src = tensor(src).to(self.dtype) if isinstance(src, complex) and not self.dtype.is_complex \
+            else tensor(src, dtype=self.dtype)
     if tuple(src.shape) != tuple(self.shape):
         _check_broadcast(self, src)
         if np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
