@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
+from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -538,9 +538,7 @@ def where(condition, input=_ABSENT, other=_ABSENT):
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
     RuntimeError when ``end`` has another dtype (torch does not promote it)."""
-    if not isinstance(end, Tensor):   # torch's overloads take a Tensor end (the weight may be a number)
-        raise TypeError(f"lerp() received an invalid combination of arguments - got end of type "
-                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
+    check_lerp_end("lerp", end)
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)

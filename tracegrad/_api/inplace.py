@@ -22,7 +22,7 @@ from ._registry import METHODS, inplace_operator, method
 from .conversion import _grad_on
 from .._tensor.convert import check_fits
 from .argcheck import strict_error
-from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -382,9 +382,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
 
 @method()
 def lerp_(self, end, weight):
-    if not isinstance(end, Tensor):   # torch's overloads take a Tensor end
-        raise TypeError(f"lerp_() received an invalid combination of arguments - got end of type "
-                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
+    check_lerp_end("lerp_", end)
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)

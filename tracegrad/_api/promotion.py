@@ -207,6 +207,13 @@ def value_first(api, tensor1, tensor2, rest, value):
                     f"(pass value by keyword: {api}(tensor1, tensor2, value=...))")
 
 
+def check_lerp_end(api, end):
+    """torch's lerp overloads take a Tensor ``end`` (the weight may be a number): TypeError otherwise."""
+    if not isinstance(end, Tensor):
+        raise TypeError(f"{api}() received an invalid combination of arguments - got end of type "
+                        f"{type(end).__name__}; end must be a Tensor (weight a Tensor or a number)")
+
+
 def check_lerp_dtype(self):
     """lerp and lerp_ take floating or complex tensors only (torch has no integer kernel)."""
     if self.dtype._cat < 2:
