@@ -15,14 +15,9 @@ torch = pytest.importorskip("torch")
 # (torch namespace, tracegrad namespace) whose public classes are compared pairwise
 NAMESPACES = ["", "nn", "nn.parameter", "amp", "autograd.function", "autograd.graph", "utils.checkpoint", "optim", "optim.lr_scheduler", "distributions", "distributions.transforms",
               "distributions.constraints", "utils.data", "autograd", "nn.utils.parametrizations"]
-# torch's legacy typed-storage classes are TypedStorage subclasses; tracegrad's are factories
-# of TypedStorage whose isinstance holds (tracegrad/_tensor/storage_types.py)
-KNOWN = {"BFloat16Storage", "BoolStorage", "ByteStorage", "CharStorage", "ComplexDoubleStorage",
-         "ComplexFloatStorage", "DoubleStorage", "FloatStorage", "HalfStorage", "IntStorage", "LongStorage",
-         "ShortStorage", "Storage"}
-# torch's Function derives from FunctionCtx (its class carries ctx's methods); tracegrad's ctx is
-# the backward node (BackwardCFunction), and Function keeps only what a Function subclass uses
-KNOWN_PAIRS = {("Function", "FunctionCtx"), ("InplaceFunction", "FunctionCtx"), ("NestedIOFunction", "FunctionCtx")}
+# torch.Storage is torch's storage base of old; tracegrad's ``Storage`` name is the untyped storage
+KNOWN = {"Storage"}
+KNOWN_PAIRS = set()
 
 
 def _pairs(path):

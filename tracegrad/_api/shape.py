@@ -426,20 +426,20 @@ def unbind(self, dim=0):
 
 
 @function()
-def split(self, split_size_or_sections, dim=0):
+def split(tensor, split_size_or_sections, dim=0):
     """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes.
     RuntimeError for a 0-d tensor, a negative size, a zero ``split_size`` of a non-empty dim, or
     sizes that do not sum to the dim's size."""
-    _check_splittable(self, "split")
-    d = _wrap_dim(dim, self.ndim)
-    n = self.shape[d]
+    _check_splittable(tensor, "split")
+    d = _wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
         if s < 0 or (s == 0 and n):
             raise RuntimeError(f"split(): split_size must be positive (it may be 0 only for a dimension of size 0), "
                                f"got split_size={s} for dimension {d} of size {n}")
         sizes = tuple(builtins.min(s, n - i) for i in range(0, n, s)) if n else (0,)
-        return apply_op(OPS["split"], (self,), (("sizes", sizes), ("dim", d)))
+        return apply_op(OPS["split"], (tensor,), (("sizes", sizes), ("dim", d)))
     if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() != 1:
         raise TypeError("split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not Tensor; "
                         "pass split_size_or_sections.tolist()")
@@ -449,7 +449,7 @@ def split(self, split_size_or_sections, dim=0):
                            f"split_sizes={list(sizes)}")
     if builtins.sum(sizes) != n:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at dimension {d}), but got split_sizes={list(sizes)}")
-    return apply_op(OPS["split_with_sizes"], (self,), (("sizes", sizes), ("dim", d)))
+    return apply_op(OPS["split_with_sizes"], (tensor,), (("sizes", sizes), ("dim", d)))
 
 
 @method("split")

@@ -54,7 +54,9 @@ def _legacy(scalar_name):
     doc = (f"Mirrors torch's legacy ``torch.{scalar_name}Storage``: ``{scalar_name}Storage(...)`` is "
            f"``TypedStorage(..., dtype={d})``; ``isinstance(s, {scalar_name}Storage)`` holds for typed storages "
            f"of that dtype.")
-    return _LegacyStorageType(f"{scalar_name}Storage", (), {"dtype": d, "__module__": "tracegrad", "__doc__": doc})
+    # a TypedStorage subclass, as torch's (``issubclass(FloatStorage, TypedStorage)``), though
+    # calling it makes a plain TypedStorage of that dtype
+    return _LegacyStorageType(f"{scalar_name}Storage", (TypedStorage,), {"dtype": d, "__module__": "tracegrad", "__doc__": doc})
 
 
 LEGACY_STORAGES = {f"{n}Storage": _legacy(n) for n in ("BFloat16", "Bool", "Byte", "Char", "ComplexDouble",

@@ -206,9 +206,9 @@ class _FunctionMeta(type):
         return _backward_cls(cls)
 
 
-class Function(metaclass=_FunctionMeta):
+class Function(FunctionCtx, metaclass=_FunctionMeta):
     """Mirrors ``torch.autograd.Function``: subclass with static ``forward`` and ``backward``
-    and call ``apply``.
+    and call ``apply``. A ``FunctionCtx`` subclass, as torch's.
 
     ``forward(ctx, *args, **kwargs)`` (or ``forward(*args)`` plus
     ``setup_context(ctx, inputs, output)``) runs with grad recording off;
@@ -219,6 +219,10 @@ class Function(metaclass=_FunctionMeta):
     gradient, a gradient for a non-tensor input or one of an incompatible shape, and when a view
     (or an as-is input) the Function returned is later modified in place.
     """
+
+    # a user's Function class is outside state a compiled function reads (class attributes it
+    # sets, a counter), unlike the per-call ctx objects FunctionCtx stands for
+    _tracegrad_state_is_captured = False
 
     def __init__(self, *args, **kwargs):
         warnings.warn(f"{type(self).__name__} should not be instantiated. Methods on autograd "
