@@ -127,11 +127,12 @@ def interleaved(calls, steps, warmup, block=10):
     return {label: statistics.median(v) * 1e3 for label, v in times.items()}
 
 
-def torch_style(torch, name, opt_name, compiled, schedule=False, device=None):
+def torch_style(torch, name, opt_name, compiled, schedule=False, device=None, item=False):
     """``(call, first-call s, compiled function, (x, y))`` for tracegrad or torch, eager or
     compiled: ``call()`` runs one step and waits for the loss; with ``schedule`` it also steps
     an lr scheduler (lr changes on every call). ``device``: where torch puts the model and
-    data (tracegrad uses JAX's default device)."""
+    data (tracegrad uses JAX's default device). ``item``: the step itself returns
+    ``loss.item()`` (a Python number out of the compiled step: NOTE [deferred item])."""
     torch.manual_seed(0)
     model = build(torch, name)
     if device is not None:
@@ -148,14 +149,14 @@ def torch_style(torch, name, opt_name, compiled, schedule=False, device=None):
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
-        return loss
+        return loss.item() if item else loss
     f = torch.compile(step) if compiled else step
 
     def call():
         loss = f(x, y)
         if schedule:
             sched.step()
-        return loss.item()           # waits for the result, as a loop that logs the loss
+        return loss if item else loss.item()     # waits for the result, as a loop that logs the loss
     t0 = time.perf_counter()
     call()
     return call, time.perf_counter() - t0, f, (x, y)
@@ -306,10 +307,12 @@ def main():
             tc_call, tc_first, f, xy = torch_style(tracegrad, name, opt, True)
             tc_call()                        # the first call runs eagerly; the second traces
             grads_call, grads_first = jax_optax(name, opt, with_grads=True)
+            item_call, _, item_f, _ = torch_style(tracegrad, name, opt, True, item=True)
+            item_call()
             # "alone": the compiled step's program with its state reads and write-back but no
             # guards (whole call minus it = the per-call Python the cache lookup costs)
             ms = interleaved({"ref": ref_call, "tc": tc_call, "grads": grads_call,
-                              "alone": program_alone(f, list(xy)), "new": new_batches(f, xy)},
+                              "alone": program_alone(f, list(xy)), "new": new_batches(f, xy), "item": item_call},
                              args.steps, args.warmup)
             ref_ms, tc_ms, ms_grads = ms["ref"], ms["tc"], ms["grads"]
             # the same compiled step with an lr scheduler stepping between calls: one trace
@@ -325,6 +328,7 @@ def main():
                     ("  the same, returning its grads", ms_grads, grads_first),
                     ("tracegrad.compile", tc_ms, tc_first),
                     ("  a new batch tensor every call", ms["new"], None),
+                    (f"  the step returning loss.item() [{item_f.stats['traces']} trace(s)]", ms["item"], None),
                     ("  its program alone (no guards)", ms["alone"], None), ("tracegrad eager", te_ms, None)]
             where = "1 thread" if args.torch_device == "cpu" else args.torch_device
             for label, key in ((f"torch eager ({where})", "eager"), (f"torch.compile ({where})", "compile")):

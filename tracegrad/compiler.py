@@ -213,6 +213,7 @@ class CompiledFunction:
     def _trace(self, key, args, kwargs, leaves, treedef, kinds):
         COUNTERS["frames"]["total"] += 1
         plan = self._plans.get(key) or Plan()
+        plan.defer_items = not self.fullgraph      # NOTE [deferred item]: torch raises there
         for _ in range(6):
             try:
                 region, result = trace_region(self._fn, args, kwargs, plan, {})

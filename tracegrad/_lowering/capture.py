@@ -273,6 +273,8 @@ class Capture:
         self.made_modules = set()
         self.value_checks = []                 # NOTE [value checks at run time]
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
+        self.defer_items = False               # NOTE [deferred item]: set by the compiled function's plan
+        self.deferred = []                     # the DeferredItems handed out
 
     # ---- reports from the lower layers ----------------------------------------------------
     # NOTE [value checks at run time]: eager ops raise on bad values (a class target or an
@@ -361,6 +363,18 @@ class Capture:
         if isinstance(t._value, _Tracer) or self._external(t):
             raise GraphBreak(f"{what} reads a tensor's value in Python (data-dependent control "
                              "flow or a value taken out of the program)")
+
+    def deferred_item(self, t):
+        """NOTE [deferred item]: a stand-in for ``t.item()`` called from user code on a tensor
+        traced at this trace's level, or None (the value is read as before)."""
+        v = t._value
+        if not self.defer_items or type(v).__name__ != "DynamicJaxprTracer" \
+                or sys._getframe(2).f_globals.get("__name__", "").startswith("tracegrad"):
+            return None
+        from .deferred import DeferredItem
+        d = DeferredItem(v)
+        self.deferred.append(d)
+        return d
 
     def on_hook(self, kind, fn):
         if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:

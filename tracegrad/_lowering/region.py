@@ -42,6 +42,7 @@ from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, guard_output
+from .deferred import DeferredItem, check_kept
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import _Probe, guards_hold, outside_containers, value_guards
@@ -66,6 +67,7 @@ class Plan:
         self.generators = []
         self.optimizers = []
         self.vjp = False          # outputs stay differentiable: trace under jax.vjp
+        self.defer_items = False  # NOTE [deferred item] (not under fullgraph=True)
 
     def absorb(self, cap: Capture) -> bool:
         grown = False
@@ -543,6 +545,8 @@ class OutRecipe:
                     elif how == "diff":
                         diff.append(t)
                 out.append(t)
+            elif kind == "item":          # NOTE [deferred item]: eager's item() of the value
+                out.append(np.asarray(next(it)).item())
             elif kind == "arg":
                 out.append(arg_leaves[v])
             elif kind == "same":
@@ -665,6 +669,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     def body(state, grads, keys, hypers, data):
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
+        cap.defer_items = plan.defer_items
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         env = dict(os.environ)
@@ -726,6 +731,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["arg_boxes"] = kept.pop(ArgBox, False)
             info["kept"] = tuple(kept.values())
             r_leaves, r_def = _flatten(result)
+            check_kept(cap.deferred, r_leaves)
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
@@ -1027,6 +1033,14 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
     consumed = cap.backward_ran
     seen, whole = {}, {}      # id(tensor) -> leaf position; id(storage) -> a plain new result's
     for t in r_leaves:
+        if type(t) is DeferredItem:     # NOTE [deferred item]: the number is read after each call
+            try:
+                arrays.append(jnp.reshape(t.array, ()))
+            except jax.errors.UnexpectedTracerError:     # item() inside a nested transform
+                raise GraphBreak("item() of a tensor inside a checkpointed or transformed block is returned: "
+                                 "the program cannot return it from there") from None
+            leaves.append(("item", None))
+            continue
         if not isinstance(t, Tensor):
             if type(t) is int and any(t == id(w) for w in call_leaves if isinstance(w, Tensor)):
                 # ``id(x)`` of an argument is the id of its stand-in (NOTE [argument stand-ins]),

@@ -844,6 +844,10 @@ class Tensor(TensorBase):
             raise _not_self("item", self) from None
         if v.size != 1:
             raise RuntimeError(f"a Tensor with {v.size} elements cannot be converted to Scalar")
+        if _CAPTURE[0] is not None and isinstance(v, _JaxTracer):
+            d = _CAPTURE[0].deferred_item(self)     # NOTE [deferred item] in _lowering/deferred.py
+            if d is not None:
+                return d
         _concrete(self, "item()")
         return np.asarray(v).item()
 

@@ -1,0 +1,221 @@
+"""NOTE [deferred item] (tracegrad/_lowering/deferred.py): ``tensor.item()`` inside a compiled
+function whose number is only returned stays in the program (one trace, no graph break), and
+each call returns that call's Python number, of eager's type. Any other use of the number in
+Python, and a number kept outside the result, is a graph break: the call runs eagerly, as before.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import tracegrad
+from tracegrad.compiler import GraphBreak
+
+from ._harness import check_compiled, data, labels, np_init
+
+
+def _training_step(result):
+    """A classifier step returning ``result(loss, logits, y)`` (numbers taken with item())."""
+    def make(mod, wrap):
+        model = np_init(mod.nn.Sequential(mod.nn.Linear(4, 8), mod.nn.ReLU(), mod.nn.Linear(8, 3)), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            logits = model(x)
+            loss = mod.nn.functional.cross_entropy(logits, y)
+            loss.backward()
+            opt.step()
+            return result(loss, logits, y)
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 6, 4), labels(mod, i, 6, 3))
+    return make
+
+
+@pytest.mark.parametrize("result", [
+    lambda loss, logits, y: loss.item(),
+    lambda loss, logits, y: (loss.item(), (logits.argmax(1) == y).sum().item()),
+    lambda loss, logits, y: {"loss": loss.item(), "all_right": (logits.argmax(1) == y).all().item(),
+                             "tensor": loss.detach()},
+    lambda loss, logits, y: [loss.item(), loss.item() * 0 if False else loss.item()],
+], ids=["loss", "tuple", "dict", "twice"])
+def test_returned_item_stays_in_the_program(result):
+    comp = check_compiled(_training_step(result), calls=3, torch_too=True)
+    st = comp.step.stats
+    assert st["traces"] == 1 and st["eager_calls"] == 1 and st["graph_breaks"] == []
+
+
+def test_returned_numbers_have_eager_types_and_values_each_call():
+    lin = tracegrad.nn.Linear(3, 2)
+
+    def f(x):
+        y = lin(x)
+        return y.sum().item(), y.argmax().item(), (y > 0).any().item(), (y.sum() > 1e9).item()
+    g = tracegrad.compile(f)
+    for i in range(4):
+        x = tracegrad.full((2, 3), float(i))
+        got, want = g(x), f(x)
+        assert [type(v) for v in got] == [float, int, bool, bool]
+        assert got[1:] == want[1:] and math.isclose(got[0], want[0], rel_tol=1e-6)
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+def test_matches_torch_types():
+    torch = pytest.importorskip("torch")
+    for mod in (torch, tracegrad):
+        x = mod.tensor([1.5, 2.5])
+        got = (x.sum().item(), x.long().sum().item(), (x > 2).any().item())
+        assert [type(v) for v in got] == [float, int, bool]
+
+
+def test_unused_item_is_dropped():
+    def f(x):
+        _ = (x * 2).sum().item()
+        return x + 1
+    g = tracegrad.compile(f)
+    for i in range(3):
+        np.testing.assert_allclose(g(tracegrad.ones(2) * i).numpy(), (np.ones(2) * i + 1))
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+USES = {
+    "compare": lambda v: v if v > 0 else -v,
+    "arith": lambda v: v + 1,
+    "float": lambda v: float(v),
+    "format": lambda v: f"{v:.3f}",
+    "str": lambda v: str(v),
+    "round": lambda v: round(v, 2),
+    "isnan": lambda v: math.isnan(v),
+    "bool": lambda v: 1 if v else 0,
+    "equal": lambda v: v == 3.0,
+    "hash": lambda v: {v: 1},
+    "numpy": lambda v: np.float32(v) * 2,
+    "tensor op": lambda v: tracegrad.ones(2) * v,
+}
+
+
+@pytest.mark.parametrize("use", list(USES), ids=list(USES))
+def test_any_other_use_is_a_graph_break_and_equals_eager(use):
+    fn = USES[use]
+
+    def f(x):
+        return fn((x * 2).sum().item())
+    g = tracegrad.compile(f)
+    with pytest.warns(UserWarning, match="eagerly"):
+        for i in range(3):
+            x = tracegrad.full((2,), float(i) - 0.75)
+            got, want = g(x), f(x)
+            if isinstance(want, tracegrad.Tensor):
+                np.testing.assert_array_equal(got.numpy(), want.numpy())
+            else:
+                assert got == want and type(got) is type(want)
+    assert g.stats["traces"] == 0
+
+
+def test_print_of_the_number_prints_every_call(capsys):
+    def f(x):
+        print("loss", (x * 2).sum().item())
+        return x
+    g = tracegrad.compile(f)
+    with pytest.warns(UserWarning):
+        for i in range(3):
+            g(tracegrad.full((2,), float(i)))
+    assert capsys.readouterr().out.splitlines() == ["loss 0.0", "loss 4.0", "loss 8.0"]
+
+
+class _Holder:
+    pass
+
+
+def _kept_programs():
+    log, holder, box = [], _Holder(), {}
+    m = tracegrad.nn.Linear(2, 1)
+    cell = [None]
+
+    def to_list(x):
+        v = (x * 2).sum().item()
+        log.append(v)
+        return v
+
+    def to_object(x):
+        holder.last = (x * 2).sum().item()
+        return holder.last
+
+    def to_dict(x):
+        box["v"] = (x * 2).sum().item()
+        return box["v"]
+
+    def to_module(x):
+        m.last_value = (x * 2).sum().item()
+        return m.last_value
+
+    def to_closure(x):
+        v = (x * 2).sum().item()
+
+        def later():
+            return v
+        cell[0] = later
+        return v
+
+    def to_global(x):
+        global _KEPT
+        _KEPT = (x * 2).sum().item()
+        return _KEPT
+    return {"list": (to_list, lambda: log[-1]), "object": (to_object, lambda: holder.last),
+            "dict": (to_dict, lambda: box["v"]), "module": (to_module, lambda: m.last_value),
+            "closure": (to_closure, lambda: cell[0]()), "global": (to_global, lambda: _KEPT)}
+
+
+_KEPT = None
+
+
+@pytest.mark.parametrize("where", ["list", "object", "dict", "module", "closure", "global"])
+def test_number_kept_outside_the_result_is_a_graph_break(where):
+    f, read = _kept_programs()[where]
+    g = tracegrad.compile(f)
+    with pytest.warns(UserWarning, match="eagerly"):
+        for i in range(3):
+            got = g(tracegrad.full((2,), float(i)))
+            assert got == 4.0 * i and read() == 4.0 * i and type(read()) is float
+    assert g.stats["traces"] == 0
+
+
+def test_fullgraph_still_raises_as_torch():
+    def f(x):
+        return (x * 2).sum().item()
+    with pytest.raises(GraphBreak, match="item"):
+        tracegrad.compile(f, fullgraph=True)(tracegrad.ones(2))
+
+
+def test_item_inside_a_checkpointed_block_equals_eager():
+    from tracegrad.utils.checkpoint import checkpoint
+    lin = tracegrad.nn.Linear(2, 2)
+    seen = []
+
+    def block(x):
+        seen.append(None)
+        y = lin(x)
+        return y, y.sum().item()
+
+    def f(x):
+        y, v = checkpoint(block, x, use_reentrant=False)
+        return v
+    g = tracegrad.compile(f)
+    for i in range(3):
+        x = tracegrad.full((1, 2), float(i))
+        assert math.isclose(g(x), f(x), rel_tol=1e-6)
+
+
+def test_library_item_calls_still_read_the_value():
+    """tracegrad's own code reads its item() (here clip_grad_norm_'s non-finite check): not
+    deferred, so its Python sees the number (a graph break, as before) and the call equals eager."""
+    def make(mod, wrap):
+        model = np_init(mod.nn.Linear(3, 2), mod)
+        opt = mod.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            model(x).pow(2).sum().backward()
+            mod.nn.utils.clip_grad_norm_(model.parameters(), 0.5, error_if_nonfinite=True)
+            opt.step()
+        return wrap(step), {"model": model}, lambda i: (data(mod, i, 4, 3),)
+    check_compiled(make, calls=3)
