@@ -173,6 +173,10 @@ def _storage_entry(obj, arrays):
         return None
     if n <= 0:
         return None
+    seen = arrays.storage_dtypes.setdefault(sid[::2], obj.dtype.name)
+    if seen != obj.dtype.name:   # torch.save refuses it too (its storages carry one dtype in the file)
+        raise RuntimeError(f"tracegrad.save: Cannot save multiple tensors or storages that view the same data as "
+                           f"different types ({seen} and {obj.dtype.name}); save a .clone() of one of them")
     stride, offset = [int(s) for s in obj.stride()], int(obj.storage_offset())
     whole = offset == 0 and obj.numel() == n and obj.is_contiguous()
     entry = arrays.storages.get(sid)
@@ -229,6 +233,7 @@ class _Arrays(dict):
         super().__init__()
         self.pickled = {}
         self.storages = {}   # (storage address, dtype, device) -> (array key, elements, a tensor on it)
+        self.storage_dtypes = {}   # (storage address, device) -> the dtype its tensors are saved as
 
 
 def _to_bytes(obj):

@@ -333,6 +333,18 @@ CASES = {
     "serialization_weights_only_rejects_objects": _ser_weights_only_rejects_objects,
     "serialization_file_path": _ser_file,
     "serialization_noncontiguous": lambda T: (lambda y: (y, y.is_contiguous()))(_roundtrip(T, t(T, A).t())),
+    # TestSerialization.test_serialization_offset / _test_serialization_data: strides and offsets
+    # of views survive the round trip, and every view shares the one storage
+    "serialization_view_strides": lambda T: (lambda r: ([v.stride() for v in r], [v.storage_offset() for v in r], r))(
+        _roundtrip(T, (lambda b: [b[1:, ::2], b.t()[1], b[2], b])(t(T, A).clone()))),
+    "serialization_views_write_through": lambda T: (lambda r: (r[3].mul_(-1), r[:3])[1])(
+        _roundtrip(T, (lambda b: [b[1:, ::2], b.t()[1], b[2], b])(t(T, A).clone()))),
+    "serialization_expanded": lambda T: (lambda e: (e, e.stride()))(_roundtrip(T, T.arange(3.).expand(2, 3))),
+    "serialization_tied_weights": lambda T: (lambda r: r["a"] is r["b"])(
+        _roundtrip(T, (lambda w: {"a": w, "b": w})(T.nn.Parameter(t(T, A))))),
+    "serialization_dtype_reinterpreting_view": lambda T: _roundtrip(T, (lambda x: [x, x.view(T.int32)])(t(T, A[0]))),
+    "serialization_slice_of_parameter": lambda T: (lambda r: (r["p"], r["row"], r["row"].requires_grad))(
+        _roundtrip(T, (lambda p: {"p": p, "row": p.detach()[1]})(T.nn.Parameter(t(T, A))))),
     "serialization_scalar": lambda T: _roundtrip(T, t(T, 3.5, dtype=T.float64)),
     "serialization_empty": lambda T: _roundtrip(T, T.zeros(0, 3, dtype=T.int32)),
     "serialization_parameter": lambda T: (lambda p: (type(p).__name__, p.requires_grad, p))(
