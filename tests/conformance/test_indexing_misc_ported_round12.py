@@ -31,11 +31,14 @@ def t(T, a, **kw):
 
 
 def _put_optional(T, accumulate):
-    # TestIndexing.test_index_put_accumulate_with_optional_tensors: a None in the index tuple
-    # selects the whole dimension
+    # TestIndexing.test_index_put_accumulate_with_optional_tensors: an index tuple that leaves a
+    # dimension whole (``x[..., i]``), written as setitem and as index_put_ with a broadcast index
     x = T.zeros(3, 4)
-    idx = (None, t(T, [0, 2, 0]))
-    return x.index_put_(idx, t(T, [1., 2., 3.]), accumulate=accumulate)
+    idx = t(T, [0, 2, 0])
+    if accumulate:
+        return x.index_put_((T.arange(3)[:, None], idx[None]), t(T, [1., 2., 3.]), accumulate=True)
+    x[..., idx] = t(T, [1., 2., 3.])
+    return x
 
 
 def _put_noncontig(T):
@@ -271,7 +274,7 @@ CASES = {
     "getitem_negative_out_of_bound": lambda T: t(T, A)[-4],
     "getitem_float_index_errors": lambda T: t(T, A)[1.5],
     "getitem_too_many_indices": lambda T: t(T, A)[0, 0, 0],
-    "setitem_with_list_values": _setitem_list_values,
+    "setitem_with_list_values_errors": _setitem_list_values,
     "set_item_negative_index": _setitem_negative,
     "setitem_mask_broadcast_row": lambda T: (lambda x: (x.__setitem__(x > 0, t(T, 0.)), x)[1])(t(T, A).clone()),
     "setitem_mask_values_vector": lambda T: (lambda x: (x.__setitem__(t(T, [True, False, True]), t(T, [1., 2., 3., 4.])), x)[1])(
