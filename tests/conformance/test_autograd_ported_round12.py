@@ -453,6 +453,152 @@ def _requires_grad_int_errors(T):
     return T.tensor([1, 2]).requires_grad_()
 
 
+
+# ---- more TestAutograd corners (hooks on views across in-place ops, post-accumulate-grad hooks,
+# saved tensors of nodes, inference_mode views and in-place, forward AD levels/in-place/dtypes,
+# autograd.grad allow_unused/materialize_grads/is_grads_batched, backward(inputs=)) -----------
+def hook_view_base_after_inplace(T):
+    x = x_(T); y = x.clone(); v = y[0]; seen = []
+    v.register_hook(lambda g: seen.append(g.clone()))
+    y.mul_(2)
+    y.sum().backward()
+    return seen, x.grad
+
+def retain_grad_view_then_base_inplace(T):
+    x = x_(T); y = x.clone(); v = y[:, 0]; v.retain_grad()
+    y.add_(1)
+    (y * y).sum().backward()
+    return v.grad, x.grad
+
+def grad_fn_of_view_after_inplace(T):
+    x = x_(T); y = x.clone(); v = y[0]; y.mul_(2)
+    return v.grad_fn.name(), y.grad_fn.name(), v._version, y._version
+
+def register_hook_no_grad_err(T):
+    return x_(T, grad=False).register_hook(lambda g: g)
+
+def post_accumulate_hook(T):
+    x = x_(T); seen = []
+    x.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.clone()))
+    (x * 3).sum().backward(); (x * 3).sum().backward()
+    return seen
+
+def post_acc_nonleaf_err(T):
+    return (x_(T) * 2).register_post_accumulate_grad_hook(lambda p: None)
+
+def node_register_hook_on_accumulate(T):
+    x = x_(T); y = x * 2; acc = y.grad_fn.next_functions[0][0]; seen = []
+    acc.register_hook(lambda gi, go: seen.append(go[0].clone()))
+    y.sum().backward()
+    return seen, acc.name()
+
+def saved_tensors_access(T):
+    x = x_(T); y = x.exp()
+    return y.grad_fn._saved_result, y.grad_fn._saved_result is y
+
+def saved_self_mul(T):
+    x = x_(T); z = x_(T) * 1; y = x * z
+    return y.grad_fn._saved_self, y.grad_fn._saved_other
+
+def inference_mode_view_of_normal(T):
+    x = x_(T, grad=False)
+    with T.inference_mode():
+        v = x[0]
+    return v.is_inference(), v.requires_grad
+
+def inference_inplace_on_normal(T):
+    x = T.ones(3)
+    with T.inference_mode():
+        x.add_(1)
+    return x, x._version
+
+def inference_mode_requires_grad_err(T):
+    with T.inference_mode():
+        a = T.ones(3)
+    return a.requires_grad_()
+
+def no_grad_view_inplace(T):
+    x = x_(T); y = x * 1
+    with T.no_grad():
+        v = y[0]
+    v.mul_(2)
+
+def detect_anomaly_warns(T):
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with T.autograd.detect_anomaly():
+            pass
+    return len(w) >= 1
+
+def set_grad_enabled_bad(T):
+    return T.set_grad_enabled("yes")
+
+def grad_mode_on_class(T):
+    @T.no_grad()
+    class A:
+        pass
+    return A
+
+def fw_tangent_wrong_dtype(T):
+    fw = __import__(T.__name__ + ".autograd.forward_ad", fromlist=["x"])
+    with fw.dual_level():
+        return fw.make_dual(x_(T, grad=False), T.ones(2, 3, dtype=T.float32))
+
+def fw_int_primal(T):
+    fw = __import__(T.__name__ + ".autograd.forward_ad", fromlist=["x"])
+    with fw.dual_level():
+        return fw.make_dual(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.int64))
+
+def fw_inplace(T):
+    fw = __import__(T.__name__ + ".autograd.forward_ad", fromlist=["x"])
+    with fw.dual_level():
+        d = fw.make_dual(x_(T, grad=False).clone(), T.ones(2, 3, dtype=T.float64))
+        d.mul_(fw.make_dual(T.full((2, 3), 3.0, dtype=T.float64), T.full((2, 3), 0.5, dtype=T.float64)))
+        return fw.unpack_dual(d).tangent, fw.unpack_dual(d).primal
+
+def fw_plus_backward(T):
+    fw = __import__(T.__name__ + ".autograd.forward_ad", fromlist=["x"])
+    x = x_(T)
+    with fw.dual_level():
+        d = fw.make_dual(x, T.ones(2, 3, dtype=T.float64))
+        y = (d * d).sum()
+        p, tn = fw.unpack_dual(y)
+        (p + tn).backward()
+    return x.grad
+
+def fw_enter_exit(T):
+    fw = __import__(T.__name__ + ".autograd.forward_ad", fromlist=["x"])
+    lvl = fw.enter_dual_level()
+    try:
+        d = fw.make_dual(x_(T, grad=False), T.ones(2, 3, dtype=T.float64))
+        r = fw.unpack_dual(d.exp()).tangent
+    finally:
+        fw.exit_dual_level(level=lvl)
+    return lvl, r
+
+def grad_unused_allow(T):
+    x = x_(T); z = x_(T)
+    return T.autograd.grad((x * 2).sum(), [x, z], allow_unused=True, materialize_grads=True)
+
+def grad_unused_err(T):
+    x = x_(T); z = x_(T)
+    return T.autograd.grad((x * 2).sum(), [x, z])
+
+def backward_inputs(T):
+    x = x_(T); z = x_(T)
+    (x * z).sum().backward(inputs=[z])
+    return x.grad, z.grad
+
+def backward_nonscalar_err(T):
+    (x_(T) * 2).backward()
+
+def grad_is_grads_batched(T):
+    x = x_(T)
+    y = x * x
+    return T.autograd.grad(y, x, T.eye(6, dtype=T.float64).view(6, 2, 3), is_grads_batched=True)
+
+
 CASES = {
     "hooks_on_view": _hook_on_view,
     "tensor_hooks_inplace_over_view": _hook_on_inplace_view,
@@ -498,6 +644,35 @@ CASES = {
     "requires_grad_nonleaf_false_errors": _requires_grad_nonleaf_errors,
     "requires_grad_int_errors": _requires_grad_int_errors,
 }
+
+CASES.update({
+    "hook_view_base_after_inplace": hook_view_base_after_inplace,
+    "retain_grad_view_then_base_inplace": retain_grad_view_then_base_inplace,
+    "grad_fn_of_view_after_inplace": grad_fn_of_view_after_inplace,
+    "register_hook_no_grad_err": register_hook_no_grad_err,
+    "post_accumulate_hook": post_accumulate_hook,
+    "post_acc_nonleaf_err": post_acc_nonleaf_err,
+    "node_register_hook_on_accumulate": node_register_hook_on_accumulate,
+    "saved_tensors_access": saved_tensors_access,
+    "saved_self_mul": saved_self_mul,
+    "inference_mode_view_of_normal": inference_mode_view_of_normal,
+    "inference_inplace_on_normal": inference_inplace_on_normal,
+    "inference_mode_requires_grad_err": inference_mode_requires_grad_err,
+    "no_grad_view_inplace": no_grad_view_inplace,
+    "detect_anomaly_warns": detect_anomaly_warns,
+    "set_grad_enabled_bad": set_grad_enabled_bad,
+    "grad_mode_on_class": grad_mode_on_class,
+    "fw_tangent_wrong_dtype": fw_tangent_wrong_dtype,
+    "fw_int_primal": fw_int_primal,
+    "fw_inplace": fw_inplace,
+    "fw_plus_backward": fw_plus_backward,
+    "fw_enter_exit": fw_enter_exit,
+    "grad_unused_allow": grad_unused_allow,
+    "grad_unused_err": grad_unused_err,
+    "backward_inputs": backward_inputs,
+    "backward_nonscalar_err": backward_nonscalar_err,
+    "grad_is_grads_batched": grad_is_grads_batched,
+})
 
 XFAIL = {}
 
