@@ -113,8 +113,11 @@ def _encode(obj, arrays, path):
             key = node["key"] = str(len(arrays))
             # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved;
             # a meta tensor has no data: its shape and dtype are the node's
-            # (a conjugated view is stored by value: its conj bit is resolved first)
-            src = obj.detach().resolve_conj() if obj.dtype.is_complex else obj.detach()
+            # a conjugated view is stored as the values it views, with its conj bit in the node
+            # (torch keeps the bit through save/load too: the loaded tensor is_conj())
+            src = obj.detach()
+            if obj.dtype.is_complex and obj.is_conj():
+                src, node["conj"] = src.conj().resolve_conj(), True
             arr = np.zeros(0, obj.dtype.np) if obj.is_meta else np.ascontiguousarray(np.asarray(src))
             if name in _STORED_AS:
                 arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize
@@ -336,6 +339,8 @@ def _decode_tensor(kind, node, arrays, place):
     else:
         t = place(from_file_array(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
         place.owners[node["key"]] = t
+    if node.get("conj"):
+        t = t.conj()
     if kind == "parameter" and _parameter_class() is not None:
         return _parameter_class()(t, requires_grad=node["requires_grad"])
     return t.requires_grad_(True) if node["requires_grad"] else t

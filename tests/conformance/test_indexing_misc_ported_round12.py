@@ -151,6 +151,13 @@ def _ser_file(T, tmp="/tmp/tracegrad_ptorch12_ser_{}.pt"):
     return T.load(path)["w"]
 
 
+def _roundtrip_kw(T, obj, **kw):
+    buf = io.BytesIO()
+    T.save(obj, buf)
+    buf.seek(0)
+    return T.load(buf, **kw)
+
+
 def _vmap(T):
     import importlib
     return importlib.import_module(T.__name__ + ".func").vmap
@@ -375,6 +382,42 @@ CASES = {
     "vmap_out_dims_negative": lambda T: _vmap(T)(lambda a: a * 2, out_dims=-1)(t(T, A3)),
     "vmap_backward_through": _vmap_grad,
 }
+
+# More serialization corners (views of views, a lone view saving its whole storage, map_location,
+# bool/complex/float16 views, a conjugated view keeping its conj bit, a pickled module sharing its
+# weight's storage) and TestVmapAPI/TestRandomness errors and modes: same_outcome programs as above.
+CASES.update({
+ "ser_storage_offset_view_of_view": lambda T: (lambda r: (r[1].storage_offset(), r[1].stride(), r))(_roundtrip(T, (lambda b: [b, b[1:][:, 1:]])(t(T, A).clone()))),
+ "ser_only_view": lambda T: (lambda r: (r.storage_offset(), r.stride(), r, r.untyped_storage().nbytes()))(_roundtrip(T, t(T, A).clone()[1:, 2])),
+ "ser_map_location_views": lambda T: (lambda r: (r[0].add_(1), r[1])[1])(_roundtrip_kw(T, (lambda b: [b, b[0]])(t(T, A).clone()), map_location="cpu")),
+ "ser_bool_view": lambda T: (lambda r: r)(_roundtrip(T, (lambda b: [b, b[1:]])(t(T, [True, False, True])))),
+ "ser_complex_view": lambda T: (lambda r: (r[0].mul_(2), r[1])[1])(_roundtrip(T, (lambda b: [b, b[1:]])(t(T, [1 + 1j, 2j, 3.])))),
+ "ser_conj_view": lambda T: (lambda r: (r.resolve_conj(), r.is_conj()))(_roundtrip(T, t(T, [1 + 1j, 2j]).conj())),
+ "ser_f16_views": lambda T: (lambda r: (r[0].fill_(3), r[1])[1])(_roundtrip(T, (lambda b: [b, b[::2]])(T.arange(6, dtype=T.float16)))),
+ "ser_bf16_view": lambda T: _roundtrip(T, T.arange(6, dtype=T.bfloat16)[2:].float()),
+ "ser_module_pickled_views": lambda T: (lambda r: r["m"].weight.untyped_storage().data_ptr() == r["w"].untyped_storage().data_ptr())(
+     _roundtrip_kw(T, (lambda m: {"m": m, "w": m.weight.detach()[0]})(T.nn.Linear(2, 2)), weights_only=False)),
+ "ser_same_view_twice": lambda T: (lambda r: r[0] is r[1])(_roundtrip(T, (lambda v: [v, v])(t(T, A)[1:]))),
+ "vmap_in_dims_list_error": lambda T: _vmap(T)(lambda a: a, in_dims=[0])(t(T, A)),
+ "vmap_out_dims_too_many": lambda T: _vmap(T)(lambda a: a, out_dims=(0, 1))(t(T, A)),
+ "vmap_out_dim_oob": lambda T: _vmap(T)(lambda a: a, out_dims=2)(t(T, A)),
+ "vmap_inplace_batched_into_unbatched": lambda T: _vmap(T)(lambda a, b: b.add_(a), in_dims=(0, None))(t(T, A), T.zeros(4)),
+ "vmap_inplace_ok": lambda T: _vmap(T)(lambda a: a.mul_(2))(t(T, A).clone()),
+ "vmap_item_err": lambda T: _vmap(T)(lambda a: a.sum().item())(t(T, A)),
+ "vmap_data_dependent_err": lambda T: _vmap(T)(lambda a: a[a > 0])(t(T, A)),
+ "vmap_tuple_out": lambda T: _vmap(T)(lambda a: (a.sum(), a.max()))(t(T, A)),
+ "vmap_randn_like_same": lambda T: (lambda y: bool((y[0] == y[1]).all()))(_vmap(T)(lambda a: T.randn_like(a), randomness="same")(t(T, A))),
+ "vmap_dropout_error": lambda T: _vmap(T)(lambda a: T.nn.functional.dropout(a, 0.5))(t(T, A)),
+ "vmap_dropout_different": lambda T: _vmap(T)(lambda a: T.nn.functional.dropout(a, 0.5), randomness="different")(t(T, A)).shape,
+ "vmap_bernoulli_same": lambda T: (lambda y: bool((y[0] == y[1]).all()))(_vmap(T)(lambda a: T.bernoulli(T.full((5,), 0.5)) + a, randomness="same")(T.zeros(3, 5))),
+ "vmap_rand_error": lambda T: _vmap(T)(lambda a: T.rand(3) + a)(T.zeros(2, 3)),
+ "vmap_normal_batched_mean_error": lambda T: _vmap(T)(lambda m: T.normal(m, 1.0), randomness="same")(T.zeros(2, 3)),
+ "vmap_normal_batched_mean_diff": lambda T: _vmap(T)(lambda m: T.normal(m, 1.0), randomness="different")(T.zeros(2, 3)).shape,
+ "vmap_chunk_size_0_err": lambda T: _vmap(T)(lambda a: a, chunk_size=0)(t(T, A)),
+ "vmap_none_out": lambda T: _vmap(T)(lambda a: None)(t(T, A)),
+ "vmap_int_input": lambda T: _vmap(T)(lambda a: a * 2)(T.arange(6).view(2, 3)),
+ "vmap_nested_in_dims": lambda T: _vmap(T)(_vmap(T)(lambda a, b: a * b, in_dims=(None, 0)), in_dims=(0, None))(t(T, A), T.arange(4.)),
+})
 
 XFAIL = {}
 
