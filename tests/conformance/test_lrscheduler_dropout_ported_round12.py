@@ -281,6 +281,54 @@ CASES = {
     "dropout2d_repr": lambda T: repr(T.nn.Dropout2d(0.3)),
 }
 
+
+# More TestLRScheduler corners (tensor lr, resuming with initial_lr, step(epoch) closed forms,
+# PolynomialLR power < 1, SWALR, repeated milestones, scheduler attributes and errors) and
+# test_dropout argument/attribute checks: same_outcome programs as above.
+def O(T, **kw):
+    # TestLRScheduler.setUp's two groups, as _opt, the scheduler helpers below in one line each
+    a, b = T.nn.Linear(1, 1), T.nn.Linear(1, 1)
+    return T.optim.SGD([{"params": a.parameters()}, {"params": b.parameters(), "lr": 0.5}], lr=kw.pop("lr", 0.05), **kw)
+S = lambda T: T.optim.lr_scheduler
+def tr(o, s, n, m=None):
+    out = []
+    for i in range(n):
+        out.append([float(g["lr"]) for g in o.param_groups]); o.step(); s.step() if m is None else s.step(m[i])
+    return out
+CASES.update({
+ "tensor_lr_steplr": lambda T: (lambda o: tr(o, S(T).StepLR(o, 2, 0.5), 5))(T.optim.SGD([T.nn.Parameter(T.ones(1))], lr=T.tensor(0.1))),
+ "get_last_lr_types": lambda T: (lambda o: [type(x).__name__ for x in S(T).ExponentialLR(o, 0.9).get_last_lr()])(O(T)),
+ "resume_initial_lr": lambda T: (lambda o: ([g.__setitem__("initial_lr", 1.0) for g in o.param_groups], tr(o, S(T).StepLR(o, 2, 0.5, last_epoch=3), 4))[1])(O(T)),
+ "poly_power_half": lambda T: (lambda o: tr(o, S(T).PolynomialLR(o, total_iters=5, power=0.5), 7))(O(T)),
+ "plateau_tensor_metric": lambda T: (lambda o: tr(o, S(T).ReduceLROnPlateau(o, patience=0), 4, [T.tensor(1.0)] * 4))(O(T)),
+ "sequential_with_plateau_err": lambda T: (lambda o: S(T).SequentialLR(o, [S(T).ConstantLR(o), S(T).ReduceLROnPlateau(o)], [2]))(O(T)),
+ "cyclic_base_lr_len_err": lambda T: S(T).CyclicLR(O(T), base_lr=[0.1, 0.2, 0.3], max_lr=1.0),
+ "chained_state_dict": lambda T: sorted(S(T).ChainedScheduler([S(T).StepLR(O(T), 2)]).state_dict()),
+ "linearlr_values": lambda T: (lambda o: tr(o, S(T).LinearLR(o, start_factor=0.5, end_factor=0.9, total_iters=3), 6))(O(T)),
+ "multistep_repeated_milestones": lambda T: (lambda o: tr(o, S(T).MultiStepLR(o, [2, 2, 4], 0.5), 6))(O(T)),
+ "steplr_state_dict_keys": lambda T: sorted(S(T).StepLR(O(T), 2).state_dict()),
+ "exp_lr_step_epoch": lambda T: (lambda o, s: [(s.step(e), [g["lr"] for g in o.param_groups])[1] for e in (3, 1, 5)])(*(lambda o: (o, S(T).ExponentialLR(o, 0.5)))(O(T))),
+ "cosine_step_epoch": lambda T: (lambda o, s: [(s.step(e), [g["lr"] for g in o.param_groups])[1] for e in (3, 7, 2)])(*(lambda o: (o, S(T).CosineAnnealingLR(o, 5, 0.01)))(O(T))),
+ "swalr_values": lambda T: (lambda o: tr(o, T.optim.swa_utils.SWALR(o, swa_lr=0.2, anneal_epochs=3, anneal_strategy="linear"), 6))(O(T)),
+ "swalr_bad_strategy": lambda T: T.optim.swa_utils.SWALR(O(T), swa_lr=0.2, anneal_strategy="x"),
+ "lambda_state_dict_callable_obj": lambda T: sorted(S(T).LambdaLR(O(T), lambda e: 0.9).state_dict()),
+ "onecycle_total_steps_value": lambda T: S(T).OneCycleLR(O(T), 1.0, total_steps=7).total_steps,
+ "onecycle_bad_total_steps": lambda T: S(T).OneCycleLR(O(T), 1.0, total_steps=0),
+ "onecycle_max_lr_list": lambda T: (lambda o: tr(o, S(T).OneCycleLR(o, [1.0, 2.0], total_steps=5, cycle_momentum=False), 5))(O(T)),
+ "cyclic_last_epoch_resume": lambda T: (lambda o: tr(o, S(T).CyclicLR(o, 0.1, 1.0, step_size_up=2, cycle_momentum=False), 5))(O(T)),
+ "scheduler_not_optimizer_err": lambda T: S(T).StepLR("opt", 2),
+ "plateau_repr_params": lambda T: (lambda s: (s.patience, s.factor, s.mode, s.threshold, s.cooldown, s.min_lrs, s.eps))(S(T).ReduceLROnPlateau(O(T))),
+ "warm_restarts_T_cur": lambda T: (lambda o, s: [(s.step(), s.T_cur, s.T_i)[1:] for _ in range(6)])(*(lambda o: (o, S(T).CosineAnnealingWarmRestarts(o, 2, 2)))(O(T))),
+ "constantlr_values": lambda T: (lambda o: tr(o, S(T).ConstantLR(o, factor=0.25, total_iters=2), 4))(O(T)),
+ "dropout_F_alpha_bad_p": lambda T: T.nn.functional.alpha_dropout(T.ones(2), 1.5),
+ "dropout_F_dropout2d_bad_p": lambda T: T.nn.functional.dropout2d(T.ones(1, 2, 2, 2), -0.5),
+ "dropout_module_p_attr": lambda T: (T.nn.Dropout().p, T.nn.Dropout2d().inplace, T.nn.AlphaDropout(0.2).p),
+ "dropout_returns_new_tensor": lambda T: (lambda x: T.nn.Dropout(0.0)(x) is x)(T.ones(2)),
+ "dropout_p0_grad": lambda T: (lambda x: (T.nn.functional.dropout(x, 0.0).sum().backward(), x.grad)[1])(T.ones(3, requires_grad=True)),
+ "dropout3d_4d_input": lambda T: T.nn.Dropout3d(0.0)(T.ones(2, 2, 2, 2)),
+ "dropout2d_3d_input_warn": lambda T: T.nn.Dropout2d(0.0)(T.ones(2, 2, 2)).shape,
+})
+
 XFAIL = {}
 
 
