@@ -16,12 +16,14 @@ loading such an entry runs its pickle, so with ``weights_only=True`` (the defaul
 2.6+) every class it names must be allowlisted (``add_safe_globals``, ``safe_globals``), else
 ``pickle.UnpicklingError``; ``weights_only=False`` loads anything.
 
+Tensors are saved as torch saves them, against their storage (NOTE [views in checkpoints]):
+tensors that shared a storage (``x``, ``x[1:]``, ``x.t()``) share one after loading, with their
+offsets and strides, and saving a view writes its whole storage; the same tensor object saved
+twice (tied weights under two keys) loads as one object. A layout no chain of views expresses
+loads as an equal-valued copy.
+
 Differs from torch:
-- Tensors that shared storage (views of one tensor) are stored and loaded as separate
-  tensors; after loading, writing to one does not change the other. (The same tensor object
-  saved twice -- tied weights under two keys -- is one array and loads as one object.)
-- Tensors are loaded on the device they were saved from (``map_location`` overrides); all of
-  them are contiguous copies.
+- Tensors are loaded on the device they were saved from (``map_location`` overrides).
 - A plain safetensors file written by another tool loads as a ``dict`` of tensors.
 
 ``torch.save`` files (zip, and the legacy format of ``_use_new_zipfile_serialization=False``;
@@ -99,18 +101,27 @@ def _encode(obj, arrays, path):
         hit = memo.get(id(obj)) if memo is not None else None
         if hit is not None:
             return json.loads(hit[1])
-        key = str(len(arrays))
-        # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved;
-        # a meta tensor has no data: its shape and dtype are the node's
-        # (a conjugated view is stored by value: its conj bit is resolved first)
-        src = obj.detach().resolve_conj() if obj.dtype.is_complex else obj.detach()
-        arr = np.zeros(0, obj.dtype.np) if obj.is_meta else np.ascontiguousarray(np.asarray(src))
         name = obj.dtype.name
-        if name in _STORED_AS:
-            arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize
-        arrays[key] = arr
-        node = {"t": "tensor", "key": key, "dtype": name, "shape": list(obj.shape),
+        node = {"t": "tensor", "key": None, "dtype": name, "shape": list(obj.shape),
                 "requires_grad": bool(obj.requires_grad), "device": str(obj.device)}
+        shared = _storage_entry(obj, arrays)
+        if shared is not None:   # NOTE [views in checkpoints]
+            node["key"], view = shared
+            if view is not None:
+                node["view"] = view
+        else:
+            key = node["key"] = str(len(arrays))
+            # np.asarray, not .numpy(): float8 tensors have no numpy() (as torch) but are saved;
+            # a meta tensor has no data: its shape and dtype are the node's
+            # a conjugated view is stored as the values it views, with its conj bit in the node
+            # (torch keeps the bit through save/load too: the loaded tensor is_conj())
+            src = obj.detach()
+            if obj.dtype.is_complex and obj.is_conj():
+                src, node["conj"] = src.conj().resolve_conj(), True
+            arr = np.zeros(0, obj.dtype.np) if obj.is_meta else np.ascontiguousarray(np.asarray(src))
+            if name in _STORED_AS:
+                arr = arr.reshape(-1).view(_STORED_AS[name])  # 1-D: a 0-d array cannot change itemsize
+            arrays[key] = arr
         param = _parameter_class()
         if param is not None and isinstance(obj, param):
             node["t"] = "parameter"
@@ -142,6 +153,49 @@ def _encode(obj, arrays, path):
         return {"t": type(obj).__name__,
                 "items": [_encode(v, arrays, f"{path}[{i}]") for i, v in enumerate(obj)]}
     return _encode_pickled(obj, arrays, path)
+
+
+# NOTE [views in checkpoints]: as torch.save, a tensor is saved as (its storage, offset, size,
+# stride), each storage once per file: tensors that shared a storage (``x``, ``x[1:]``, ``x.t()``)
+# share one after loading, with their strides, and saving a view writes its whole storage. A
+# tensor that is its whole storage (offset 0, contiguous, every element) is stored as an array
+# of its shape (the plain node, readable by any safetensors reader); a storage is stored flat
+# when the first tensor met on it is a view. A later tensor on the same storage, and every view,
+# records ``"view": [offset, stride]`` against that array. Meta, zero-element and conjugated
+# tensors keep the plain, by-value node.
+def _storage_entry(obj, arrays):
+    """``(key, view)`` for a tensor saved against its storage's array (``view`` None for the
+    plain node of a whole storage met first), or None for a tensor stored by value."""
+    if obj.is_meta or obj.numel() == 0 or (obj.dtype.is_complex and obj.is_conj()):
+        return None
+    try:
+        storage = obj.untyped_storage()
+        n = storage.nbytes() // obj.element_size()
+        sid = (storage.data_ptr(), obj.dtype.name, str(obj.device))
+    except (AttributeError, RuntimeError, TypeError):
+        return None
+    if n <= 0:
+        return None
+    seen = arrays.storage_dtypes.setdefault(sid[::2], obj.dtype.name)
+    if seen != obj.dtype.name:   # torch.save refuses it too (its storages carry one dtype in the file)
+        raise RuntimeError(f"tracegrad.save: Cannot save multiple tensors or storages that view the same data as "
+                           f"different types ({seen} and {obj.dtype.name}); save a .clone() of one of them")
+    stride, offset = [int(s) for s in obj.stride()], int(obj.storage_offset())
+    whole = offset == 0 and obj.numel() == n and obj.is_contiguous()
+    entry = arrays.storages.get(sid)
+    if entry is None:
+        key = str(len(arrays))
+        src = obj.detach() if whole else obj.detach().as_strided((n,), (1,), 0)
+        arr = np.ascontiguousarray(np.asarray(src))
+        if obj.dtype.name in _STORED_AS:
+            arr = arr.reshape(-1).view(_STORED_AS[obj.dtype.name])
+        arrays[key] = arr
+        arrays.storages[sid] = (key, n, obj)   # obj kept alive: its address names the storage
+        if whole:
+            return key, None
+    else:
+        key = entry[0]
+    return key, [offset, stride]
 
 
 class _TensorPickler(pickle.Pickler):
@@ -181,6 +235,8 @@ class _Arrays(dict):
     def __init__(self):
         super().__init__()
         self.pickled = {}
+        self.storages = {}   # (storage address, dtype, device) -> (array key, elements, a tensor on it)
+        self.storage_dtypes = {}   # (storage address, device) -> the dtype its tensors are saved as
 
 
 def _to_bytes(obj):
@@ -278,11 +334,39 @@ def _decode_tensor(kind, node, arrays, place):
         arr = np.ascontiguousarray(arr).reshape(-1).view(d.np)
     if node["device"] == "meta":   # no data was saved: a meta tensor again, as torch's
         t = empty(node["shape"], dtype=d, device="meta")
+    elif "view" in node or node["key"] in place.owners:
+        t = _decode_view(node, arr, place)
     else:
         t = place(from_file_array(np.ascontiguousarray(arr).reshape(node["shape"])), node["device"])
+        place.owners[node["key"]] = t
+    if node.get("conj"):
+        t = t.conj()
     if kind == "parameter" and _parameter_class() is not None:
         return _parameter_class()(t, requires_grad=node["requires_grad"])
     return t.requires_grad_(True) if node["requires_grad"] else t
+
+
+def _decode_view(node, arr, place):
+    """A tensor saved against a storage array (NOTE [views in checkpoints]): a view of the one
+    tensor that holds that array (made on first use), or an equal-valued copy for a layout no
+    chain of views expresses."""
+    offset, stride = node.get("view") or [0, None]
+    size = tuple(int(k) for k in node["shape"])
+    stride = tuple(int(k) for k in (stride if stride is not None else _torch_format._row_major(size)))
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    if len(stride) != len(size) or offset < 0 or any(k < 0 for k in stride) or \
+            (flat.size and offset + sum((k - 1) * s for k, s in zip(size, stride)) >= flat.size):
+        raise _Corrupt(f"a tensor of size {size}, stride {stride}, offset {offset} reaches past its storage")
+    owner = place.owners.get(node["key"])
+    if owner is None:
+        owner = place.owners[node["key"]] = place(from_file_array(arr if arr.ndim else flat), node["device"])
+    if owner.dtype.name != node["dtype"]:   # another dtype over the same bytes: by value
+        owner = None
+    view = None if owner is None else _torch_format._strided_view(owner, flat.size, offset, size, stride)
+    if view is None:
+        copy = np.lib.stride_tricks.as_strided(flat[offset:], size, tuple(s * flat.itemsize for s in stride))
+        return place(from_file_array(np.array(copy)), node["device"])
+    return view
 
 
 def _decode(node, arrays, place):
@@ -632,6 +716,7 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     desc = (header.get("__metadata__") or {}).get("tracegrad")
     place = _placer(map_location)
     place.weights_only, place.pickled = weights_only, {}     # one tensor per saved object
+    place.owners = {}   # array key -> the tensor holding that storage (NOTE [views in checkpoints])
     if desc is None:  # a plain safetensors file from another tool
         return {k: place(from_file_array(np.ascontiguousarray(v)), "cpu") for k, v in arrays.items()}
     try:

@@ -491,8 +491,6 @@ def _err(fn):
     return None
 
 
-@pytest.mark.xfail(strict=True, reason="documented difference (tracegrad/serialization.py): tracegrad.save "
-                   "stores each tensor's values, so views of one storage load as separate tensors")
 def test_serialization_shared_storage_saved_once():
     # test_serialization_save_load_views / _test_serialization_data: b[1] is a view of b[0] after load
     def program(T, log):

@@ -55,10 +55,7 @@ def test_serialization_offset_filelike(T):
     assert T.equal(T.load(buf), b)
 
 
-_VIEWS_XFAIL = pytest.mark.xfail(strict=True, reason="tracegrad's own checkpoint format (safetensors) stores views as "
-                                  "separate contiguous tensors (serialization.py's module notes); torch keeps "
-                                  "their shared storage")
-_LIBS = pytest.mark.parametrize("lib", ["torch", pytest.param("tracegrad", marks=_VIEWS_XFAIL)])
+_LIBS = pytest.mark.parametrize("lib", ["torch", "tracegrad"])
 
 
 @_LIBS
