@@ -6,6 +6,7 @@ test/dynamo/test_decorators.py and test/dynamo/test_repros.py (plain tensor/nn r
 op-level ports of test/inductor/test_torchinductor.py are in test_dynamo_ported_round13b.py.
 Each test names its original; only what a user can observe is ported. The first call of a
 compiled function runs eagerly and the second traces, so each test calls at least three times."""
+import functools
 import math
 import random
 
@@ -270,3 +271,197 @@ def test_argmin_coerces_symint_to_intlist_spec():
     def build(T):
         return lambda x, dim: T.amin(x, dim=dim, keepdim=True)
     check(build, lambda T, i: (rand(T, i, 4, 4, 4), 2 - (i % 2)), dynamic=True, fullgraph=True)
+
+
+# ---- test/dynamo/test_activation_checkpointing.py --------------------------------------------
+def _ckpt(T, fn, *args, **kw):
+    return T.utils.checkpoint.checkpoint(fn, *args, **kw)
+
+
+def _xy(T, i):
+    return rand(T, i, 4, 4, rg=True), rand(T, i, 4, 4, seed=5, rg=True)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_tags_function(reentrant):
+    # ActivationCheckpointingViaTagsTests.test_tags_function / test_tags_function_with_kwargs:
+    # checkpoint(sigmoid(matmul)) of sin(x) and y; values and grads of both inputs
+    def build(T):
+        def gn(x, y):
+            return T.sigmoid(T.matmul(x, y))
+        return lambda x, y: _ckpt(T, gn, T.sin(x), y, use_reentrant=reentrant)
+    check(build, _xy, backward=True, fullgraph=True)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_tags_function_via_global_checkpoint(reentrant):
+    # test_tags_function_via_global_checkpoint: ``from torch.utils.checkpoint import checkpoint``
+    # called by its bare name
+    def build(T):
+        checkpoint = T.utils.checkpoint.checkpoint
+
+        def gn(x, y):
+            return T.sigmoid(T.matmul(x, y))
+        return lambda x, y: checkpoint(gn, T.sin(x), y, use_reentrant=reentrant,
+                                       preserve_rng_state=False)
+    check(build, _xy, backward=True)
+
+
+def test_tags_multiple_checkpoints():
+    # test_tags_multiple_checkpoints: two checkpoints in a row, the second fed by the first
+    def build(T):
+        def gn(x, y):
+            return T.sigmoid(T.matmul(x, y))
+
+        def fn(x, y):
+            x = T.sin(x)
+            z = _ckpt(T, gn, x, y, use_reentrant=True)
+            x = T.sin(z)
+            return _ckpt(T, gn, x, y, use_reentrant=True)
+        return fn
+    check(build, _xy, backward=True)
+
+
+def test_tags_module():
+    # test_tags_module: checkpoint of an nn.Module (Linear then sigmoid)
+    class MockModule:
+        pass
+
+    def build(T):
+        class Mock(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = T.nn.Linear(10, 10)
+
+            def forward(self, x):
+                return T.sigmoid(self.linear(x))
+        T.manual_seed(0)
+        mod = Mock()
+        with T.no_grad():
+            w = np.random.RandomState(1).randn(10, 10).astype("float32") * 0.3
+            mod.linear.weight.copy_(T.tensor(w))
+            mod.linear.bias.fill_(0.1)
+        return lambda x: _ckpt(T, mod, T.sin(x), use_reentrant=True), mod
+
+    fns = [build(torch), build(tracegrad)]
+    comp = tracegrad.compile(fns[1][0])
+    for i in range(CALLS):
+        xs = [rand(torch, i, 10, 10, rg=True), rand(tracegrad, i, 10, 10, rg=True)]
+        o0 = fns[0][0](xs[0])
+        o1 = comp(xs[1])
+        o0.sum().backward()
+        o1.sum().backward()
+        same((o0, xs[0].grad, fns[0][1].linear.weight.grad, fns[0][1].linear.bias.grad),
+             (o1, xs[1].grad, fns[1][1].linear.weight.grad, fns[1][1].linear.bias.grad), f"call{i}")
+
+
+def test_tags_decomps():
+    # test_tags_decomps: gelu inside the checkpoint (a decomposed op in torch)
+    def build(T):
+        def gn(x, y):
+            return T.nn.functional.gelu(T.matmul(x, y))
+        return lambda x, y: _ckpt(T, gn, T.sin(x), y, use_reentrant=True)
+    check(build, _xy, backward=True)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_tags_dropout(reentrant):
+    # test_tags_dropout / test_tags_recomputed_rand: dropout (RNG) inside a checkpoint; the
+    # recomputation in backward reuses the forward's mask, so x.grad is exactly the mask times
+    # the dropout scale, on every call, with a fresh mask each call
+    def fn(x):
+        return _ckpt(tracegrad, lambda t: tracegrad.nn.functional.dropout(t, p=0.5, training=True)
+                     * 3.0, x, use_reentrant=reentrant)
+    comp = tracegrad.compile(fn)
+    masks = []
+    for i in range(CALLS):
+        x = (rand(tracegrad, i, 8, 8).abs() + 0.5).requires_grad_()
+        out = comp(x)
+        out.sum().backward()
+        mask = (_np(out) != 0)
+        np.testing.assert_allclose(_np(x.grad), mask * 6.0, rtol=1e-6, err_msg=f"call{i}")
+        np.testing.assert_allclose(_np(out), mask * _np(x) * 6.0, rtol=1e-6)
+        masks.append(mask)
+    assert any((masks[i] != masks[i - 1]).any() for i in range(1, CALLS)), "dropout mask froze"
+
+
+def test_tags_rand_matches_eager_with_seed():
+    # test_tags_recomputed_rand / test_rand_cpu: rand_like inside a checkpoint with the same
+    # manual_seed gives the eager values and grads (and the same RNG state after)
+    def build(T):
+        def gn(x, y):
+            return T.sigmoid(T.rand_like(x) * y) * x
+
+        def fn(x, y):
+            x = T.sin(x)
+            x = _ckpt(T, gn, x, y, use_reentrant=True)
+            return T.sin(x)
+        return fn
+    eager, comp = build(tracegrad), tracegrad.compile(build(tracegrad))
+    for i in range(CALLS):
+        outs = []
+        for f in (eager, comp):
+            tracegrad.manual_seed(i)
+            x, y = _xy(tracegrad, i)
+            o = f(x, y)
+            o.sum().backward()
+            outs.append((o, x.grad, y.grad, tracegrad.rand(2)))
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_fallback_graph_break_in_checkpoint():
+    # test_fallback: a graph break (print / torch._dynamo.graph_break) inside the checkpointed
+    # function; values and grads still equal eager and the print happens every call
+    printed = []
+
+    def build(T):
+        def gn(x, y):
+            T._dynamo.graph_break()
+            a = T.sigmoid(T.matmul(x, y))
+            printed.append(T is tracegrad)
+            return a * x
+
+        def fn(x, y):
+            return T.cos(_ckpt(T, gn, T.sin(x), y, use_reentrant=True))
+        return fn
+    check(build, _xy, backward=True)
+    # tracegrad eager and compiled each run gn as often as torch (forward and recompute)
+    assert printed.count(True) == 2 * printed.count(False) > 0
+
+
+def test_kwargs_to_checkpointed_fn():
+    # test_kwargs: keyword arguments passed through checkpoint to the function
+    def build(T):
+        def gn(x, y, z=None):
+            a = T.matmul(x, y)
+            return a if z is None else a * z
+        return lambda x, y, z: _ckpt(T, gn, T.sin(x), y, z=z, use_reentrant=False)
+    check(build, lambda T, i: (*_xy(T, i), rand(T, i, 4, 4, seed=9)), backward=True)
+
+
+def test_checkpoint_sequential_compiled():
+    # checkpoint_sequential inside a compiled function (test_checkpoint_sequential-style)
+    def build(T):
+        T.manual_seed(0)
+        seq = T.nn.Sequential(*[T.nn.Tanh() for _ in range(4)])
+        return lambda x: T.utils.checkpoint.checkpoint_sequential(seq, 2, x, use_reentrant=False)
+    check(build, lambda T, i: (rand(T, i, 3, 5, rg=True),), backward=True)
+
+
+def test_compile_selective_checkpoint_custom_policy():
+    # test_compile_selective_checkpoint_custom_rule-style: a selective checkpoint policy (save mm,
+    # recompute the rest) changes only memory, never values or grads
+    def build(T):
+        CP = T.utils.checkpoint.CheckpointPolicy
+
+        def policy(ctx, func, *args, **kwargs):
+            return CP.MUST_SAVE if func in (T.ops.aten.mm.default,) else CP.PREFER_RECOMPUTE
+
+        def gn(x, y):
+            return T.sigmoid(T.matmul(T.matmul(x, y), y)) * y
+
+        def fn(x, y):
+            return _ckpt(T, gn, x, y, use_reentrant=False, context_fn=functools.partial(
+                T.utils.checkpoint.create_selective_checkpoint_contexts, policy))
+        return fn
+    check(build, _xy, backward=True)
