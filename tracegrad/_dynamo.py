@@ -7,6 +7,7 @@ use: it needs ``tracegrad.fx``, imported after this module).
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import types
@@ -17,7 +18,7 @@ from .compiler import allow_in_graph, assume_constant_result, disable, is_compil
 from ._lowering import exc as _exc
 from ._tensor.tensor import Tensor
 
-__all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
+__all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break", "disallow_in_graph", "nonstrict_trace",
            "maybe_mark_dynamic", "mark_static", "mark_static_address", "explain", "optimize", "register_backend",
            "lookup_backend", "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame",
            "utils"]
@@ -112,12 +113,45 @@ eval_frame.__getattr__ = _eval_frame_attr
 sys.modules[eval_frame.__name__] = eval_frame
 
 
+_NONSTRICT = [0]       # depth of nonstrict_trace calls running now
+
+
 def graph_break(msg=""):
     """Mirrors ``torch._dynamo.graph_break``: inside a compiled function, a graph break here
     (the call runs eagerly, with the reason in ``tracegrad.compiler.stats()``; with
-    ``fullgraph=True`` it raises ``GraphBreak``); outside one, nothing."""
-    if _compiler._tracing():
+    ``fullgraph=True`` it raises ``GraphBreak``); outside one, or inside a function marked
+    :func:`nonstrict_trace`, nothing."""
+    if _compiler._tracing() and not _NONSTRICT[0]:
         raise _compiler.GraphBreak("torch._dynamo.graph_break() called" + (f": {msg}" if msg else ""))
+
+
+def nonstrict_trace(fn):
+    """Mirrors ``torch._dynamo.nonstrict_trace``: ``fn`` is traced into the compiled program as
+    an opaque step, so a ``graph_break()`` inside it breaks nothing (with ``fullgraph=True``
+    too); its tensor math runs every call. Returns a wrapper of ``fn``; TypeError for a
+    non-callable."""
+    if not callable(fn):
+        raise TypeError(f"torch._dynamo.nonstrict_trace expects a callable, got {type(fn).__name__}")
+
+    @functools.wraps(fn)
+    def traced_as_a_step(*args, **kwargs):
+        _NONSTRICT[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _NONSTRICT[0] -= 1
+    return traced_as_a_step
+
+
+def disallow_in_graph(fn):
+    """Mirrors ``torch._dynamo.disallow_in_graph``: ``fn`` must be a library op (``torch.sub``);
+    torch then breaks the graph around it. A break changes no value, and tracegrad's programs
+    call library ops the same way either way, so this only checks ``fn`` and returns it.
+    RuntimeError for a function that is not a library op (as torch)."""
+    if not (callable(fn) and str(getattr(fn, "__module__", "") or "").startswith("tracegrad")):
+        raise RuntimeError("disallow_in_graph is expected to be used on an already allowed callable "
+                           f"(a torch.* op), not on {getattr(fn, '__qualname__', fn)!r}")
+    return fn
 
 
 def mark_dynamic(t, index, *, min=None, max=None):   # noqa: A002 -- torch's argument names

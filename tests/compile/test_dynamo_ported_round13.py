@@ -20,11 +20,6 @@ torch = pytest.importorskip("torch")
 from ._dynamo_port import CALLS, _np, check, rand, same  # noqa: E402
 
 
-def _stats(fn):
-    name = fn.__qualname__ if hasattr(fn, "__qualname__") else None
-    return {k: v for k, v in tracegrad.compiler.stats().items() if k == name}
-
-
 # ---- test/dynamo/test_unspec.py --------------------------------------------------------------
 def test_numpy_correctness():
     # UnspecTests.test_numpy_correctness: numpy views of inputs and a numpy int scalar flow into
@@ -465,3 +460,281 @@ def test_compile_selective_checkpoint_custom_policy():
                 T.utils.checkpoint.create_selective_checkpoint_contexts, policy))
         return fn
     check(build, _xy, backward=True)
+
+
+# ---- test/dynamo/test_backends.py ------------------------------------------------------------
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor", "aot_eager_decomp_partition",
+                                     "aot_eager_default_partitioner"])
+def test_backend_names_accepted(backend):
+    # TestOptimizations.test_example_inputs / test_eager / test_aot_eager / test_inductor
+    # (and the partitioner debug backends the other dynamo tests pass): a small Sequential of
+    # Linear/ReLU under each backend name equals eager, values and grads
+    def build(T):
+        T.manual_seed(0)
+        seq = T.nn.Sequential(T.nn.Linear(5, 4), T.nn.ReLU(), T.nn.Linear(4, 3))
+        with T.no_grad():
+            for k, p in enumerate(seq.parameters()):
+                p.copy_(T.tensor(np.random.RandomState(k).randn(*p.shape).astype("float32") * 0.5))
+        return seq
+    check(build, lambda T, i: (rand(T, i, 2, 5, rg=True),), backward=True, backend=backend)
+    names = tracegrad._dynamo.list_backends(exclude_tags=())
+    assert backend in names and set(torch._dynamo.list_backends()) <= set(names) | {"tvm", "openxla", "onnxrt", "tensorrt"}
+
+
+def test_invalid_backend_raises():
+    # TestOptimizations.test_invalid_backend-style: an unknown name raises InvalidBackend
+    with pytest.raises(tracegrad._dynamo.exc.InvalidBackend, match="Invalid backend"):
+        tracegrad.compile(lambda x: x + 1, backend="not_a_backend")(tracegrad.ones(2))
+
+
+# ---- test/dynamo/test_decorators.py ----------------------------------------------------------
+def my_custom_function(x):
+    return x + 1
+
+
+def test_disallow_in_graph():
+    # DecoratorTests.test_disallow_in_graph: a library op marked disallow_in_graph still
+    # computes the same values (torch breaks the graph around it), and allow_in_graph undoes it
+    def build(T):
+        def fn(a):
+            x = T.add(a, 1)
+            x = T.add(x, 1)
+            x = T.sub(x, 1)
+            return T.add(T.add(x, 1), 1)
+        return fn
+    tracegrad._dynamo.disallow_in_graph(tracegrad.sub)
+    try:
+        check(build, lambda T, i: (rand(T, i, 10),))
+    finally:
+        tracegrad._dynamo.allow_in_graph(tracegrad.sub)
+
+
+def test_incorrect_usage_disallow_in_graph():
+    # DecoratorTests.test_incorrect_usage_disallow_in_graph: a user function is refused
+    for T in (torch, tracegrad):
+        with pytest.raises(RuntimeError, match="disallow_in_graph is expected"):
+            @T._dynamo.disallow_in_graph
+            def fn1(x):
+                return x.cos()
+
+
+def test_allow_in_graph_user_function():
+    # DecoratorTests.test_allow_in_graph: a user function marked allow_in_graph, traced into
+    # the one program (no recompile after the first trace)
+    def build(T):
+        def fn(a):
+            x = T.add(T.add(a, 1), 1)
+            x = my_custom_function(x)
+            return T.add(T.add(x, 1), 1)
+        return fn
+    tracegrad._dynamo.allow_in_graph(my_custom_function)
+    comp = check(build, lambda T, i: (rand(T, i, 10),), calls=5, fullgraph=True)
+    assert comp is not None
+
+
+def test_allow_in_graph_no_id_reuse():
+    # DecoratorTests.test_allow_in_graph_no_id_reuse: a function whose id may reuse that of a
+    # deleted allow_in_graph function still graph-breaks (not fullgraph: values equal eager)
+    def do_allow_in_graph(x):
+        return x + 1
+    tracegrad._dynamo.allow_in_graph(do_allow_in_graph)
+    del do_allow_in_graph
+
+    def build(T):
+        def dont_allow_in_graph(x):
+            T._dynamo.graph_break()
+            return x + 1
+
+        def fn(a):
+            x = T.add(T.add(a, 1), 1)
+            x = dont_allow_in_graph(x)
+            return T.add(T.add(x, 1), 1)
+        return fn
+    check(build, lambda T, i: (rand(T, i, 10),))
+    with pytest.raises(Exception, match="graph_break"):
+        tracegrad.compile(build(tracegrad), fullgraph=True)(rand(tracegrad, 0, 10))
+
+
+def _nonstrict(T):
+    return T._dynamo.nonstrict_trace
+
+
+def test_nonstrict_trace_tensor_args():
+    # DecoratorTests.test_nonstrict_trace_tensor_args: a graph_break inside a nonstrict_trace
+    # function does not break fullgraph=True
+    def build(T):
+        @_nonstrict(T)
+        def trace_me(x, y, z):
+            T._dynamo.graph_break()
+            return x * y + z
+
+        def fn(x, y):
+            t0 = x + 1
+            t1 = trace_me(x, y, t0)
+            return t0 * (t1 + y)
+        return fn
+    check(build, lambda T, i: (rand(T, i, 10), rand(T, i, 10, seed=3)), fullgraph=True,
+          backend="aot_eager")
+
+
+def test_nonstrict_trace_pre_existing_dict():
+    # DecoratorTests.test_nonstrict_trace_pre_existing_dict: a dict argument read inside
+    def build(T):
+        @_nonstrict(T)
+        def trace_me(x, d):
+            T._dynamo.graph_break()
+            return x * d["a"]
+        return lambda x, d: trace_me(x, d) + 1
+    check(build, lambda T, i: (rand(T, i, 10), {"a": 2 + i}), fullgraph=True)
+
+
+def test_nonstrict_trace_newly_constructed_dict_with_side_effects():
+    # DecoratorTests.test_nonstrict_trace_newly_constructed_dict_with_side_effects
+    def build(T):
+        @_nonstrict(T)
+        def trace_me(x, d):
+            T._dynamo.graph_break()
+            return x * d["a"]
+
+        def fn(x):
+            d = {}
+            d["a"] = 2
+            return trace_me(x, d) + 1
+        return fn
+    check(build, lambda T, i: (rand(T, i, 10),), fullgraph=True)
+
+
+def test_nonstrict_trace_pre_existing_dict_with_side_effects():
+    # DecoratorTests.test_nonstrict_trace_pre_existing_dict_with_side_effects: the function
+    # writes a tensor into the caller's dict; the caller sees it after every call
+    def build(T):
+        @_nonstrict(T)
+        def trace_me(x, d):
+            T._dynamo.graph_break()
+            return x * d["a"]
+
+        def fn(x, d):
+            d["a"] = x + 1
+            return trace_me(x, d) + 2
+        return fn
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            d = {"a": 0}
+            seen.append((fn(rand(T, i, 10), d), d))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_nonstrict_trace_custom_class_with_side_effects():
+    # DecoratorTests.test_nonstrict_trace_pre_existing_custom_class_with_side_effects: a plain
+    # object's tensor attributes rebound before the nonstrict call; the caller's object changes
+    class Point:
+        def __init__(self, x, y):
+            self.x = x
+            self.y = y
+
+    def build(T):
+        @_nonstrict(T)
+        def trace_me(p):
+            T._dynamo.graph_break()
+            return p.x * p.y
+
+        def fn(p):
+            p.x = p.x + 1
+            p.y = p.y + 2
+            return trace_me(p), p.x, p.y
+        return fn
+    fns = [(torch, build(torch)), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(CALLS):
+        seen = []
+        for T, fn in fns:
+            p = Point(T.ones(10) * i, T.ones(1))
+            seen.append((fn(p), p.x, p.y))
+        same(seen[0], seen[1], f"call{i}")
+
+
+def test_disable_nn_modules_forward_hook():
+    # DecoratorTests.test_disable_nn_modules_forward_hook / test_disable_nn_module_with_class_
+    # decorator: a child module (an instance, or a whole class) marked disable stays a module,
+    # its forward pre-hook still runs, and the compiled model equals eager
+    def build(T, on_class):
+        def dis(x):
+            return T._dynamo.disable(x)
+
+        class SimpleLinear(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer0 = T.nn.Linear(4, 4)
+
+            def forward(self, inp):
+                return self.layer0(T.sigmoid(inp))
+        if on_class:
+            SimpleLinear = dis(SimpleLinear)
+
+        class SimpleModel(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layer0 = SimpleLinear()
+                self.layer1 = T.nn.Linear(4, 4)
+
+            def forward(self, inp):
+                return self.layer1(self.layer0(T.sin(inp)))
+        T.manual_seed(0)
+        model = SimpleModel()
+        with T.no_grad():
+            for k, p in enumerate(model.parameters()):
+                p.copy_(T.tensor(np.random.RandomState(k).randn(*p.shape).astype("float32")))
+        model.layer0.register_forward_pre_hook(lambda module, args: (args[0].sigmoid(),))
+        if not on_class:
+            model.layer0 = dis(model.layer0)
+        assert isinstance(model.layer0, T.nn.Module)
+        return model
+    for on_class in (False, True):
+        check(lambda T: build(T, on_class), lambda T, i: (rand(T, i, 4),))
+
+
+def test_graph_break_values():
+    # DecoratorTests.test_graph_break-style: torch._dynamo.graph_break between two halves
+    def build(T):
+        def fn(x):
+            y = x.sin()
+            T._dynamo.graph_break()
+            return y.cos() * x
+        return fn
+    check(build, lambda T, i: (rand(T, i, 3, 4, rg=True),), backward=True)
+
+
+def test_mark_dynamic_changing_shapes():
+    # DecoratorTests.test_mark_static/mark_dynamic-style and UnspecTests.test_isinstance_symint:
+    # mark_dynamic on an input, then shapes that change every call; size(0) is a Python int
+    def build(T):
+        def fn(x):
+            assert isinstance(x.size(0), int)
+            return x * 2 + x.shape[0]
+        return fn
+
+    def args(T, i):
+        x = rand(T, i, 20 + 5 * i)
+        T._dynamo.mark_dynamic(x, 0)
+        return (x,)
+    check(build, args)
+
+
+def test_disable_recursive_false_and_decorator_forms():
+    # DecoratorTests.test_disable_ignores_outer_wraps / torch.compiler.disable(recursive=False):
+    # both decorator forms run the function eagerly inside a compiled caller, every call
+    seen = []
+
+    @tracegrad.compiler.disable(recursive=False)
+    def logged(x):
+        seen.append(float(x.sum()))
+        return x * 2
+
+    @tracegrad.compile
+    def fn(x):
+        return logged(x.sin()) + 1
+    for i in range(CALLS):
+        x = rand(tracegrad, i, 3)
+        np.testing.assert_allclose(_np(fn(x)), np.sin(_np(x)) * 2 + 1, rtol=1e-5, atol=1e-6)
+    assert len(seen) == CALLS
