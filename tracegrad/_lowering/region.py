@@ -515,7 +515,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
 
@@ -532,10 +532,10 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                t = Tensor._make(next(it))
+                rg, how, cls = v
+                t = cls._make(next(it))
                 if inference:
                     t._inference = True
-                rg, how = v
                 if rg:
                     t._rg = True
                     if how == "dead":
@@ -1077,7 +1077,10 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
             v = jnp.asarray(v)
         if how == "diff":
             diff.append(len(arrays))
-        leaves.append(("new", (rg, how)))
+        # an ``nn.Parameter(...)`` made inside comes back a Parameter, as eager's (other tensor
+        # subclasses may keep state their __init__ sets: those come back plain tensors)
+        cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
+        leaves.append(("new", (rg, how, cls)))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
 
