@@ -1120,3 +1120,230 @@ def test_for_and_while_loop_graph_break():
             return x
         return fn
     check(build, lambda T, i: (rand(T, i, 4),))
+
+
+# ---- test/dynamo/test_skip_non_tensor.py -----------------------------------------------------
+_variable = 0
+_variable_2 = 0
+
+
+def test_add_tensor_and_python_int():
+    # SkipNonTensorTests.test_add_tensor1/2/_list/_dict and test_add_skip: a tensor and a
+    # python int, bare, in a list, in a dict; and a function of ints only
+    for build in (lambda T: (lambda a, b: a + b), lambda T: (lambda a, b: T.add(a, b)),
+                  lambda T: (lambda a, b: [a, b][0] + [a, b][1]),
+                  lambda T: (lambda a, b: {"a": a, "b": b}["a"] + {"a": a, "b": b}["b"])):
+        check(build, lambda T, i: (rand(T, i, 4), 5 + i))
+    check(lambda T: (lambda a, b: a + b), lambda T, i: (4, 5 + i))
+
+
+def _is_compiling_module(T, mode, counts):
+    def user_function():
+        return T.compiler.is_compiling()
+
+    def user_generator():
+        for _ in range(1):
+            yield T.compiler.is_compiling()
+
+    class MyModule(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_forward_pre_hook(self.pre_forward, with_kwargs=True)
+
+        def pre_forward(self, module, args, kwargs):
+            if mode == 5 and user_function():
+                counts[0] += 1
+            return args, kwargs
+
+        def forward(self, x):
+            if mode == 1:
+                if T.compiler.is_compiling():
+                    counts[0] += 1
+                else:
+                    counts[1] += 1
+            elif mode == 2 and user_function():
+                counts[0] += 1
+            elif mode == 3 and (lambda: T.compiler.is_compiling())():
+                counts[0] += 1
+            elif mode == 4:
+                for cond in user_generator():
+                    if cond:
+                        counts[0] += 1
+            elif mode == 5:
+                x += 1
+            elif mode == 6 and user_function():
+                T._dynamo.graph_break()
+                counts[0] += 1
+            return x
+    return MyModule()
+
+
+@pytest.mark.parametrize("mode", range(1, 7))
+def test_do_not_skip_side_effects(mode):
+    # SkipNonTensorTests.test_do_not_skip_side_effects (pytorch issue 110765): a side effect
+    # under is_compiling() (directly, through a function, a lambda, a generator, a forward
+    # pre-hook) happens on every call of the compiled module, as torch's
+    seen = []
+    torch._dynamo.reset()     # each mode's module shares forward's code: no recompile limit
+    for T in (torch, tracegrad):
+        counts = [0, 0]
+        model = T.compile(_is_compiling_module(T, mode, counts), backend="eager")
+        run = []
+        for _ in range(CALLS):
+            out = model(T.tensor([1]))
+            run.append((list(counts), out))
+        seen.append(run)
+    same(seen[0], seen[1])
+
+
+def test_do_not_skip_side_effects_fullgraph_raises_clearly():
+    # the same module with fullgraph=True: torch commits a graph and repeats the side effect;
+    # tracegrad cannot repeat a Python side effect inside one program and says so (GraphBreak
+    # naming the value), never running it only once
+    counts = [0, 0]
+    model = tracegrad.compile(_is_compiling_module(tracegrad, 1, counts), fullgraph=True)
+    for _ in range(3):
+        with pytest.raises(tracegrad.compiler.GraphBreak, match="Python value"):
+            model(tracegrad.tensor([1]))
+    assert counts == [0, 0]
+
+
+@pytest.mark.parametrize("case", ["shape", "len", "requires_grad", "is_complex", "global", "arg"])
+def test_condition_dependent_graph_break(case):
+    # SkipNonTensorTests.test_condition_dependent_skip_with_* / _graph_break_skip_does_not_
+    # poison_code, without the try/finally that makes dynamo skip the whole frame (an internal
+    # of its bytecode resume): a graph break taken only for some inputs, then is_compiling()
+    # decides the result; inputs that break and inputs that do not alternate, as torch's
+    flag = [False]
+
+    def build(T):
+        def fn(x, n=1):
+            cond = {"shape": x.shape[0] == 3, "len": len(x) == 3, "requires_grad": x.requires_grad,
+                    "is_complex": x.is_complex(), "global": flag[0], "arg": n == 0}[case]
+            if cond:
+                T._dynamo.graph_break()
+                if case == "is_complex":
+                    return x.real - 1
+            if T.compiler.is_compiling():
+                return x + 1
+            return x - 1
+        return fn
+
+    def args(T, i):
+        flag[0] = i % 2 == 0
+        if i % 2:
+            return (T.ones(4),) if case != "arg" else (T.ones(4), 1)
+        return {"shape": (T.ones(3),), "len": (T.ones(3),), "requires_grad": (T.ones(3, requires_grad=True),),
+                "is_complex": (T.ones(3, dtype=T.complex64),), "global": (T.ones(4),),
+                "arg": (T.ones(4), 0)}[case]
+    torch._dynamo.reset()
+    fns = [(torch, torch.compile(build(torch), backend="eager")), (tracegrad, tracegrad.compile(build(tracegrad)))]
+    for i in range(5):
+        outs = [fn(*args(T, i)) for T, fn in fns]
+        same(outs[0], outs[1], f"call{i}")
+
+
+def test_reset_inside_compiled_frame():
+    # SkipNonTensorTests.test_reset_inside_compiled_frame_preserves_resume_globals
+    def build(T):
+        def fn(x):
+            T._dynamo.reset()
+            return x + 1
+        return fn
+    check(build, lambda T, i: (rand(T, i, 3),))
+
+
+def test_nested_explicit_graph_break_values():
+    # SkipNonTensorTests.test_nested_explicit_graph_break_counted_once /
+    # test_condition_dependent_graph_break_after_call_does_not_poison_code
+    def build(T):
+        def inner(x):
+            T._dynamo.graph_break()
+            return x + 1
+
+        def outer(x, n):
+            y = x + 10
+            if n == 0:
+                T._dynamo.graph_break()
+            return inner(y + 1) + 1
+        return outer
+    check(build, lambda T, i: (rand(T, i, 2), i % 2), calls=5)
+
+
+# ---- test/dynamo/test_interop.py and test_nops.py --------------------------------------------
+def _interop_fn(a, b):
+    return a + b * 0.67
+
+
+@pytest.mark.parametrize("kind", ["fx", "script", "trace"])
+def test_interop(kind):
+    # InteropTests.test_fx_fn / test_script_fn / test_trace_fn: an fx-traced, scripted or
+    # jit-traced function called inside a fullgraph compiled function
+    def build(T):
+        f = {"fx": lambda: T.fx.symbolic_trace(_interop_fn), "script": lambda: T.jit.script(_interop_fn),
+             "trace": lambda: T.jit.trace(_interop_fn, [T.zeros(10), T.zeros(10)])}[kind]()
+        return lambda a, b: f(a, b) + 1
+    check(build, lambda T, i: (rand(T, i, 10), rand(T, i, 10, seed=1)), fullgraph=True)
+
+
+def test_vmap_in_graph():
+    # InteropTests.test_vmap_in_graph: vmap(Tensor.t) inside compile, and through an
+    # allow_in_graph wrapper
+    def build(T):
+        return lambda x: T.vmap(T.Tensor.t)(x)
+    check(build, lambda T, i: (rand(T, i, 3, 5, 3),), fullgraph=True)
+    f = tracegrad._dynamo.allow_in_graph(lambda x: tracegrad.vmap(tracegrad.Tensor.t)(x))
+    comp = tracegrad.compile(f, fullgraph=True)
+    for i in range(3):
+        x = rand(tracegrad, i, 3, 5, 3)
+        np.testing.assert_allclose(_np(comp(x)), _np(x).transpose(0, 2, 1))
+
+
+def test_nops_python_only_functions():
+    # NopTests.test1/test2/test3: plain-Python functions (a global constant, a nonlocal counter
+    # in a closure, a generator) compile and return what they return eagerly, every call
+    c = 10
+
+    def fn1(a, b):
+        return a + b - c
+
+    def fn2(a, b):
+        x = 0
+
+        def modify():
+            nonlocal x
+            x += a + b + c
+        for _ in range(2):
+            modify()
+        return x + 1
+
+    def fn3():
+        yield 1
+        yield 2
+    f1, f2, f3 = (tracegrad.compile(f) for f in (fn1, fn2, fn3))
+    for _ in range(3):
+        assert f1(1, 2) == -7 and f2(1, 2) == 27
+        t = f3()
+        assert next(t) == 1 and next(t) == 2
+        with pytest.raises(StopIteration):
+            next(t)
+
+
+def test_returned_iterators_are_fresh():
+    # a generator or an iterator (zip, map, iter) returned by a compiled function is a new one
+    # on every call, as eagerly (never the one made while tracing, already used up)
+    gz = tracegrad.compile(lambda x: zip(x, [1, 2]))
+    gm = tracegrad.compile(lambda x: map(lambda t: t * 2, x))
+    gi = tracegrad.compile(lambda x: iter([x + 1, x - 1]))
+    for i in range(4):
+        x = tracegrad.ones(2) * i
+        assert [(float(a), b) for a, b in gz(x)] == [(i, 1), (i, 2)]
+        assert [float(a) for a in gm(x)] == [2 * i, 2 * i]
+        assert [float(a.sum()) for a in gi(x)] == [2 * i + 2, 2 * i - 2]
+
+
+def test_nops_extended_args():
+    # NopTests.test_extended_args: a lambda with 512 additions and a data-dependent branch
+    too_many_adds = "+".join(["a", "b"] * 256)
+    src = f"lambda a, b: ({too_many_adds}+a if a.sum() > 0 else {too_many_adds} - b)"
+    check(lambda T: eval(src), lambda T, i: (T.ones(1) * (1 - 2 * (i % 2)), T.ones(1)))

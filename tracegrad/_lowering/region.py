@@ -23,6 +23,7 @@ or reports it); outside state discovered late raises ``Retrace`` with the enlarg
 """
 from __future__ import annotations
 
+import collections.abc
 import functools
 import gc
 import os
@@ -1034,6 +1035,12 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
                 # a stale number (``id`` is a builtin the capture does not see)
                 raise GraphBreak("id() of a tensor argument returned: the program runs on a stand-in, not on "
                                  "the caller's tensor object")
+            if isinstance(t, collections.abc.Iterator):
+                # a generator (the function is a generator function), ``iter``/``zip``/``map``
+                # made while tracing: kept as a constant, later calls would get that one
+                # object, already used up
+                raise GraphBreak(f"the function returns a {type(t).__name__} (an iterator made by the call): "
+                                 "the program would hand back the one made while tracing")
             leaves.append(("const", t))
             continue
         if id(t) in seen:
