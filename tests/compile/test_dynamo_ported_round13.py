@@ -7,6 +7,7 @@ op-level ports of test/inductor/test_torchinductor.py are in test_dynamo_ported_
 Each test names its original; only what a user can observe is ported. The first call of a
 compiled function runs eagerly and the second traces, so each test calls at least three times."""
 import functools
+import collections
 import math
 import random
 
@@ -18,6 +19,10 @@ import tracegrad
 torch = pytest.importorskip("torch")
 
 from ._dynamo_port import CALLS, _np, check, rand, same  # noqa: E402
+
+
+def ints(T, i, *shape, lo=-8, hi=8, seed=0):
+    return T.tensor(np.random.RandomState(seed + i).randint(lo, hi, size=shape).astype("int64"))
 
 
 # ---- test/dynamo/test_unspec.py --------------------------------------------------------------
@@ -1347,3 +1352,206 @@ def test_nops_extended_args():
     too_many_adds = "+".join(["a", "b"] * 256)
     src = f"lambda a, b: ({too_many_adds}+a if a.sum() > 0 else {too_many_adds} - b)"
     check(lambda T: eval(src), lambda T, i: (T.ones(1) * (1 - 2 * (i % 2)), T.ones(1)))
+
+
+# ---- test/dynamo/test_repros.py (2) ----------------------------------------------------------
+class _ModelOutput(collections.OrderedDict):
+    # ReproTests' ModelOutput (an OrderedDict with attribute access, as HuggingFace's)
+    def __getitem__(self, k):
+        if isinstance(k, str):
+            return {k: v for (k, v) in self.items()}[k]
+        return self.to_tuple()[k]
+
+    def __setattr__(self, name, value):
+        if name in self.keys() and value is not None:
+            super().__setitem__(name, value)
+        super().__setattr__(name, value)
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        super().__setattr__(key, value)
+
+    def to_tuple(self):
+        return tuple(self[k] for k in self.keys())
+
+
+def test_hf_model_output():
+    # ReproTests.test_hf_model_output: the ModelOutput read by key, attribute, to_tuple, index
+    def mo(T, i):
+        ex = _ModelOutput()
+        for k, name in enumerate("abc"):
+            ex[name] = rand(T, i, 10, seed=k)
+        return (ex,)
+    for f in (lambda x: x["a"] + 1, lambda x: x.a + 1, lambda x: x.to_tuple()[0] + 1, lambda x: x[0] + 1):
+        check(lambda T, f=f: f, mo, fullgraph=True)
+
+
+def test_create_rand_mask_from_inputs():
+    # ReproTests.test_create_rand_mask_from_inputs (HF big_bird): stack of gathered rows,
+    # view, einsum
+    def build(T):
+        def fn(from_blocked_mask, to_blocked_mask, rand_attn, num_attention_heads, num_rand_blocks,
+               batch_size, from_seq_length, from_block_size):
+            num_windows = from_seq_length // from_block_size - 2
+            rand_mask = T.stack([p1[i1.flatten()] for p1, i1 in zip(to_blocked_mask, rand_attn)])
+            rand_mask = rand_mask.view(batch_size, num_attention_heads, num_windows,
+                                       num_rand_blocks * from_block_size)
+            return T.einsum("blq,bhlk->bhlqk", from_blocked_mask[:, 1:-1], rand_mask)
+        return fn
+
+    def args(T, i):
+        return (rand(T, i, 1, 8, 4), rand(T, i, 1, 8, 4, seed=1),
+                ints(T, i, 1, 2, 6, 3, lo=0, hi=8), 2, 3, 1, 32, 4)
+    check(build, args)
+
+
+def test_reformer_sorting_and_min_chunk_len():
+    # ReproTests.test_reformer_sorting / test_reformer_min_chunk_len (hf_Reformer): a stable
+    # argsort by scaling, an undo-sort by scatter_ into new(); a config read into fill_
+    class DummyConfig:
+        attn_layers = ["local", "lsh", "local", "lsh"]
+        lsh_attn_chunk_length = 64
+        local_attn_chunk_length = 32
+
+    def build(T):
+        def stable_argsort(vector, dim):
+            scale_offset = T.arange(vector.shape[dim]).view(1, 1, -1).expand(vector.shape)
+            return T.argsort(vector.shape[dim] * vector + (scale_offset % vector.shape[dim]), dim=dim)
+
+        def fn(buckets, cfg):
+            with T.no_grad():
+                sorted_idx = stable_argsort(buckets, dim=-1)
+                indices = T.arange(sorted_idx.shape[-1]).view(1, 1, -1).expand(sorted_idx.shape)
+                undo = sorted_idx.new(*sorted_idx.size())
+                undo.scatter_(-1, sorted_idx, indices)
+            t = T.empty(3)
+            kinds = set(cfg.attn_layers)
+            t.fill_(min(cfg.lsh_attn_chunk_length, cfg.local_attn_chunk_length) if len(kinds) == 2 else 1)
+            return sorted_idx, undo, t[0]
+        return fn
+    check(build, lambda T, i: (ints(T, i, 1, 2, 16, lo=0, hi=4), DummyConfig()))
+
+
+def test_slicing_dynamic_shape():
+    # ReproTests.test_slicing_dynamic_shape / _setitem: a slice bound read from a tensor
+    def build(T):
+        def fn(y, new_ones_1):
+            out = (T.ones(8)[y[0]:] + 3) * 5
+            new_ones_1 = new_ones_1.clone()
+            new_ones_1[(3, slice(y[3], None, None))] = 0
+            return out, new_ones_1
+        return fn
+    check(build, lambda T, i: (ints(T, i, 10, lo=0, hi=6), rand(T, i, 5, 7)))
+
+
+def test_rewrite_assert_with_msg():
+    # ReproTests.test_rewrite_assert_with_msg / test_not_rewrite_assert_for_other_errors: an
+    # assert (or a raise) on a tensor's value holds on passing calls and raises on failing ones,
+    # every call, with the function's message
+    def f(x):
+        b = x.sin()
+        assert x[0] == 3, "First dim need to be 3"
+        return x.cos() + b
+
+    def g(x):
+        b = x.sin()
+        if not x.sum() <= 3:
+            raise ValueError("input sum needs to be 3")
+        return x.cos() + b
+    cf, cg = tracegrad.compile(f), tracegrad.compile(g)
+    for i in range(CALLS):
+        good = tracegrad.tensor([3.0, 4.0 + i, 5.0])
+        same(f(good), cf(good), f"call{i}")
+        with pytest.raises(AssertionError, match="First dim need to be 3"):
+            cf(tracegrad.tensor([4.0, 4.0, 5.0 + i]))
+        small = tracegrad.tensor([-3.0 - i, 1.0, 2.0])
+        same(g(small), cg(small), f"call{i}")
+        with pytest.raises(ValueError, match="input sum needs to be 3"):
+            cg(tracegrad.tensor([3.0, 4.0, 5.0 + i]))
+
+
+def test_rewrite_assert_noop():
+    # ReproTests.test_rewrite_assert_noop: asserts on constants and dtypes under fullgraph
+    def build(T):
+        def f(x):
+            b = x.sin()
+            assert True
+            assert x.dtype == T.float32
+            return x.cos() + b
+        return f
+    check(build, lambda T, i: (rand(T, i, 3),), fullgraph=True)
+
+
+def test_guard_ordering_shape_fail():
+    # ReproTests.test_guard_ordering_shape_fail: a module method called with a tensor, then an
+    # int, then a tensor of another shape
+    def build(T):
+        class TestModule(T.nn.Module):
+            def inner_fn(self, left, right):
+                return tuple(left) == tuple(right)
+
+            def fn(self, tensor):
+                if type(tensor) is int:
+                    return False
+                T.add(tensor, tensor)
+                return self.inner_fn(tensor.shape, (1, 2, 3))
+        m = TestModule()
+        return lambda a: m.fn(a)
+    vals = [lambda T: T.ones((5, 5)), lambda T: -3, lambda T: T.ones((1, 2, 3)), lambda T: T.ones((5, 5))]
+    check(build, lambda T, i: (vals[i](T),))
+
+
+def test_boxes_len_and_isinstance_tuple():
+    # ReproTests.test_boxes_len / test_tensor_isinstance_tuple / test_isinstance_dtype: len()
+    # and __len__ of a user class holding a tensor; isinstance checks against tuples and dtypes
+    class Boxes:
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __len__(self):
+            return self.tensor.shape[0]
+
+    def build(T):
+        def fn(boxes):
+            if not isinstance(boxes.tensor, (int, T.Tensor)) or not isinstance(T.bfloat16, T.dtype):
+                raise ValueError("not a tensor")
+            return len(boxes) + boxes.__len__() + boxes.tensor
+        return fn
+    check(build, lambda T, i: (Boxes(T.arange(0, 8 + 4 * i).reshape((-1, 4))),), fullgraph=True)
+
+
+def test_issue175_transformer_encoder_layer():
+    # ReproTests.test_issue175: a small TransformerEncoderLayer (MultiheadAttention, LayerNorm,
+    # feed-forward; eval, so dropout is off), fullgraph, values and grads
+    def build(T):
+        class FeedForwardLayer(T.nn.Module):
+            def __init__(self, d_model, dim_feedforward, activation, dropout):
+                super().__init__()
+                self.linear1 = T.nn.Linear(d_model, dim_feedforward)
+                self.activation = activation
+                self.dropout1 = T.nn.Dropout(dropout)
+                self.linear2 = T.nn.Linear(dim_feedforward, d_model)
+                self.dropout2 = T.nn.Dropout(dropout)
+
+            def forward(self, x):
+                return self.dropout2(self.linear2(self.dropout1(self.activation(self.linear1(x)))))
+
+        class TransformerEncoderLayer(T.nn.Module):
+            def __init__(self, d_model, nhead, dim_feedforward=16, dropout=0.1):
+                super().__init__()
+                self.self_attn = T.nn.MultiheadAttention(d_model, nhead, dropout=dropout)
+                self.norm1 = T.nn.LayerNorm(d_model)
+                self.norm2 = T.nn.LayerNorm(d_model)
+                self.dropout = T.nn.Dropout(dropout)
+                self.ff_block = FeedForwardLayer(d_model, dim_feedforward, T.nn.ReLU(), dropout)
+
+            def forward(self, src):
+                x = src
+                x = self.norm1(x + self.dropout(self.self_attn(x, x, x, need_weights=False)[0]))
+                return self.norm2(x + self.ff_block(x))
+        m = TransformerEncoderLayer(8, 2).eval()
+        with T.no_grad():
+            for k, p in enumerate(m.parameters()):
+                p.copy_(T.tensor(np.random.RandomState(k).randn(*p.shape).astype("float32") * 0.3))
+        return m
+    check(build, lambda T, i: (rand(T, i, 3, 8, rg=True),), backward=True, fullgraph=True)
