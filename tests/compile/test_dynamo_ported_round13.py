@@ -463,6 +463,105 @@ def test_compile_selective_checkpoint_custom_policy():
     check(build, _xy, backward=True)
 
 
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_python_scalar_args(reentrant):
+    # test_symints_location-style: python int/float arguments of the checkpointed function
+    # change every call and are never frozen into the program
+    def build(T):
+        def gn(x, k, s):
+            return T.sigmoid(x * s).pow(k) + k
+        return lambda x, k, s: _ckpt(T, gn, T.sin(x), k, s, use_reentrant=reentrant)
+    check(build, lambda T, i: (rand(T, i, 4, rg=True), 1 + i % 3, 0.5 + i), backward=True)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_nested_and_tuple_output(reentrant):
+    # nested checkpoints and a tuple output with a non-tensor in it (test_tags_multiple_
+    # checkpoints / test_checkpoint_return_tuple-style)
+    def build(T):
+        def inner(x):
+            return x.cos() * 2
+
+        def outer(x, y):
+            z = _ckpt(T, inner, x * y, use_reentrant=reentrant)
+            return z.sum(0), z.tanh()
+
+        def fn(x, y):
+            a, b = _ckpt(T, outer, x, y, use_reentrant=reentrant)
+            return a.sum() + b.sum() * 0.5, 3
+        return fn
+    check(build, _xy, backward=True)
+
+
+@pytest.mark.parametrize("reentrant", [True, False])
+def test_checkpoint_batchnorm_train_running_stats(reentrant):
+    # a checkpointed BatchNorm in train mode: the recompute in backward updates the running
+    # stats again in eager torch; compiled must end with the same buffers, every call
+    def build(T):
+        bn = T.nn.BatchNorm1d(3)
+        lin = T.nn.Linear(3, 3)
+        with T.no_grad():
+            lin.weight.copy_(T.tensor(np.random.RandomState(0).randn(3, 3).astype("float32")))
+            lin.bias.fill_(0.1)
+
+        def fn(x):
+            return _ckpt(T, lambda t: bn(lin(t)).relu(), x, use_reentrant=reentrant)
+        return fn, bn, lin
+    (f0, bn0, lin0), (f1, bn1, lin1) = build(torch), build(tracegrad)
+    comp = tracegrad.compile(f1)
+    for i in range(CALLS):
+        x0, x1 = rand(torch, i, 5, 3, rg=True), rand(tracegrad, i, 5, 3, rg=True)
+        o0, o1 = f0(x0), comp(x1)
+        o0.sum().backward()
+        o1.sum().backward()
+        same((o0, x0.grad, lin0.weight.grad, bn0.running_mean, bn0.running_var, bn0.num_batches_tracked),
+             (o1, x1.grad, lin1.weight.grad, bn1.running_mean, bn1.running_var, bn1.num_batches_tracked),
+             f"call{i}")
+
+
+def test_checkpoint_inputs_without_grad_params_inside():
+    # use_reentrant=False with inputs that do not require grad: the module's parameters still
+    # get their grads (test_tags_module-style with a frozen input)
+    def build(T):
+        lin = T.nn.Linear(4, 2)
+        with T.no_grad():
+            lin.weight.copy_(T.tensor(np.random.RandomState(2).randn(2, 4).astype("float32")))
+            lin.bias.fill_(-0.2)
+        return (lambda x: _ckpt(T, lambda t: lin(t).tanh(), x, use_reentrant=False)), lin
+    (f0, l0), (f1, l1) = build(torch), build(tracegrad)
+    comp = tracegrad.compile(f1)
+    for i in range(CALLS):
+        o0, o1 = f0(rand(torch, i, 3, 4)), comp(rand(tracegrad, i, 3, 4))
+        o0.sum().backward()
+        o1.sum().backward()
+        same((o0, l0.weight.grad, l0.bias.grad), (o1, l1.weight.grad, l1.bias.grad), f"call{i}")
+
+
+def test_compile_selective_checkpoint_random_op():
+    # test_compile_selective_checkpoint_random_op-style: dropout inside a selective checkpoint
+    # whose policy saves the random op's result: the mask of the forward is the one backward
+    # uses (x.grad is exactly mask * scale), a fresh mask each call
+    CP = tracegrad.utils.checkpoint.CheckpointPolicy
+
+    def policy(ctx, func, *args, **kwargs):
+        return CP.MUST_SAVE if "dropout" in str(func) or "bernoulli" in str(func) else CP.PREFER_RECOMPUTE
+
+    def fn(x):
+        return _ckpt(tracegrad, lambda t: tracegrad.nn.functional.dropout(t.sin(), p=0.5) * 2, x,
+                     use_reentrant=False, context_fn=functools.partial(
+                         tracegrad.utils.checkpoint.create_selective_checkpoint_contexts, policy))
+    comp = tracegrad.compile(fn)
+    masks = []
+    for i in range(CALLS):
+        x = rand(tracegrad, i, 6, 6, rg=True)
+        out = comp(x)
+        out.sum().backward()
+        mask = _np(out) != 0
+        np.testing.assert_allclose(_np(x.grad), mask * 4.0 * np.cos(_np(x)), rtol=1e-5, atol=1e-6)
+        masks.append(mask)
+    assert any((masks[i] != masks[0]).any() for i in range(1, CALLS)), "dropout mask froze"
+
+
 # ---- test/dynamo/test_backends.py ------------------------------------------------------------
 @pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor", "aot_eager_decomp_partition",
                                      "aot_eager_default_partitioner"])
