@@ -3,8 +3,8 @@ test/dynamo/test_unspec.py (Python and numpy scalars and Python ``random`` as in
 change between calls must never freeze), test/dynamo/test_activation_checkpointing.py
 (torch.utils.checkpoint inside compiled functions), test/dynamo/test_backends.py,
 test/dynamo/test_decorators.py, test_skip_non_tensor.py, test_interop.py and test_nops.py.
-The op-level ports of test/inductor/test_torchinductor.py and those of test/dynamo/test_repros.py
-(plain tensor/nn repros) are in test_dynamo_ported_round13b.py.
+The op-level ports of test/inductor/test_torchinductor.py are in test_dynamo_ported_round13b.py;
+those of test_repros.py and test_model_output.py in test_dynamo_ported_round13c.py.
 Each test names its original; only what a user can observe is ported. The first call of a
 compiled function runs eagerly and the second traces, so each test calls at least three times."""
 import functools
