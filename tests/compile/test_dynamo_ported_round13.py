@@ -270,6 +270,81 @@ def test_argmin_coerces_symint_to_intlist_spec():
     check(build, lambda T, i: (rand(T, i, 4, 4, 4), 2 - (i % 2)), dynamic=True, fullgraph=True)
 
 
+def test_exponential_kwargs_dict():
+    # UnspecTests.test_exponential: exponential_ with its arguments from a dict; random, so
+    # the compiled draw follows the same seed as tracegrad eager's, fresh each call
+    def fn(inputs, op_inputs_dict):
+        return inputs.exponential_(**op_inputs_dict)
+    comp = tracegrad.compile(fn, dynamic=True, fullgraph=True)
+    prev = None
+    for i in range(CALLS):
+        outs = []
+        for f in (fn, comp):
+            tracegrad.manual_seed(i)
+            outs.append(f(rand(tracegrad, i, 2, 3, 4), {"lambd": 10 + i, "generator": None}))
+        same(outs[0], outs[1], f"call{i}")
+        assert prev is None or not np.allclose(_np(prev), _np(outs[1]))
+        prev = outs[1]
+
+
+def test_torch_check_and_defaults():
+    # UnspecTests.test_symbol_guard_limit_before_specialize / test_defaults / test_prune_torch_
+    # check: torch._check on sizes and ints that hold, a default argument of an inner function
+    def build(T):
+        def g(x, i=8):
+            return x * i
+
+        def fn(x, y):
+            T._check(x.size(0) != 3)
+            T._check(y + 5 == 85)
+            return g(x) + 2
+        return fn
+    check(build, lambda T, i: (rand(T, i, 12 + i), 80), dynamic=True)
+
+
+def test_unspec_float_input_and_output():
+    # UnspecTests.test_unspec_float_input / test_unspec_float_output: a float compared in an if
+    # (5.0 takes the other branch, nan never equals) and a float returned doubled
+    def build(T):
+        def f(x, y):
+            if y == 5.0:
+                return x + 2, y * 2
+            return x + y, y * 2
+        return f
+    ys = [3.0, 4.0, 5.0, math.nan, 4.0, 5.0]
+    fns = [build(torch), tracegrad.compile(build(tracegrad), fullgraph=True)]
+    for i, y in enumerate(ys):
+        a, b = fns[0](rand(torch, 0, 3), y), fns[1](rand(tracegrad, 0, 3), y)
+        np.testing.assert_allclose(_np(b[0]), _np(a[0]), rtol=1e-6, err_msg=f"call{i}")
+        assert (math.isnan(a[1]) and math.isnan(b[1])) or a[1] == b[1]
+
+
+def test_data_dependent_evaluate_expr_graph_break():
+    # UnspecTests.test_data_dependent_evaluate_expr_graph_break: .item() decides a branch
+    def build(T):
+        def test(y):
+            return y > 2
+
+        def fn(x):
+            x = x + 1
+            y = x.item()
+            return x * 2 if test(y) else x * 3
+        return fn
+    check(build, lambda T, i: (T.tensor([3.0 - 2 * (i % 2)]),))
+
+
+def test_split_from_tolist_and_bool_tensor_ctor():
+    # UnspecTests.test_split_aot_autograd / test_bool_tensor_ctor: split sizes from a tensor's
+    # tolist(), and torch.tensor of a Python bool computed from sizes
+    def build(T):
+        def f(x, i):
+            y, z = i.tolist()
+            e = T.empty((x.size(0) // 13) * 13)
+            return T.split(x, [y, z]), T.tensor(e.numel() == 0)
+        return f
+    check(build, lambda T, i: (rand(T, i, 10 + 3 * (i % 2), rg=True), T.tensor([7, 3 + 3 * (i % 2)])))
+
+
 # ---- test/dynamo/test_activation_checkpointing.py --------------------------------------------
 def _ckpt(T, fn, *args, **kw):
     return T.utils.checkpoint.checkpoint(fn, *args, **kw)
