@@ -871,6 +871,63 @@ def test_disable_nn_modules_forward_hook():
         check(lambda T: build(T, on_class), lambda T, i: (rand(T, i, 4),))
 
 
+def test_set_stance_force_eager():
+    # DecoratorTests.test_set_stance_force_eager: set_stance("force_eager") as a decorator, a
+    # context manager and a global call; is_compiling() tells which way a call ran
+    def build(T):
+        @T.compile(backend="eager")
+        def a(x):
+            if T._dynamo.is_compiling():
+                return x + 1
+            return x + 2
+
+        @T.compiler.set_stance("force_eager")
+        def b(x):
+            return a(x)
+
+        def c(x):
+            out0 = a(x)
+            with T.compiler.set_stance("force_eager"):
+                out1 = a(x)
+            return out0, out1, a(x)
+
+        def run(x):
+            outs = [a(x), b(x), c(x)]
+            T.compiler.set_stance("force_eager")
+            try:
+                outs.append(a(x))
+            finally:
+                T.compiler.set_stance("default")
+            return outs + [a(x)]
+        return run
+    torch._dynamo.reset()
+    same(build(torch)(torch.ones(3)), build(tracegrad)(tracegrad.ones(3)))
+
+
+@pytest.mark.parametrize("stance", ["eager_on_recompile", "fail_on_recompile"])
+def test_set_stance_on_recompile(stance):
+    # DecoratorTests.test_set_stance_eager_on_recompile / test_set_stance_fail_on_recompile:
+    # under the stance a call that would trace again runs eagerly or raises RuntimeError
+    def run(T):
+        @T.compile(backend="eager", dynamic=False)
+        def a(x, n):
+            if T._dynamo.is_compiling():
+                return x + n + 1
+            return x + n + 2
+        inp = T.ones(3)
+        outs = [a(inp, 1)]
+        with T.compiler.set_stance(stance):
+            outs.append(a(inp, 1))
+            if stance == "eager_on_recompile":
+                outs.append(a(inp, 2))
+            else:
+                with pytest.raises(RuntimeError, match="fail_on_recompile"):
+                    a(inp, 2)
+        return outs
+    torch._dynamo.reset()
+    same(run(torch), run(tracegrad))
+
+
 def test_graph_break_values():
     # DecoratorTests.test_graph_break-style: torch._dynamo.graph_break between two halves
     def build(T):
