@@ -7,17 +7,19 @@ use: it needs ``tracegrad.fx``, imported after this module).
 """
 from __future__ import annotations
 
+import functools
 import sys
 import time
 import types
 import warnings
 
 from . import compiler as _compiler
-from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset
+from .compiler import allow_in_graph, assume_constant_result, disable, is_compiling, reset, set_stance
 from ._lowering import exc as _exc
 from ._tensor.tensor import Tensor
 
 __all__ = ["config", "reset", "disable", "allow_in_graph", "is_compiling", "mark_dynamic", "graph_break",
+           "disallow_in_graph", "nonstrict_trace", "skip_frame", "optimize_assert", "run", "set_stance",
            "maybe_mark_dynamic", "mark_static", "mark_static_address", "explain", "optimize", "register_backend",
            "lookup_backend", "list_backends", "backends", "assume_constant_result", "OptimizedModule", "eval_frame",
            "utils"]
@@ -55,7 +57,10 @@ class _Config(types.ModuleType):
                   capture_dynamic_output_shape_ops=False, automatic_dynamic_shapes=True,
                   assume_static_by_default=True, optimize_ddp=True, accumulated_cache_size_limit=256,
                   inline_inbuilt_nn_modules=True, error_on_recompile=False, guard_nn_modules=False,
-                  compiled_autograd=False)
+                  compiled_autograd=False, specialize_int=False, specialize_float=False,
+                  rewrite_assert_with_torch_assert=True, raise_on_ctx_manager_usage=True,
+                  capture_func_transforms=True, force_parameter_static_shapes=True,
+                  allow_unspec_int_on_nn_module=False, trace_numpy=True, replay_record_enabled=False)
 
     def __init__(self):
         super().__init__(__name__ + ".config")
@@ -69,6 +74,18 @@ class _Config(types.ModuleType):
         except KeyError:
             raise AttributeError(f"torch._dynamo.config.{name} does not exist") from None
 
+    def patch(self, arg=None, value=None, **changes):
+        """Mirrors ``torch._dynamo.config.patch``: ``patch(flag=value, ...)``, ``patch("flag",
+        value)`` or ``patch({"flag": value})``, used as a context manager or as a decorator of a
+        function or of a ``unittest.TestCase`` class (from ``setUpClass`` to
+        ``tearDownClass``); the flags come back after.
+        AttributeError for an unknown flag (when it is applied, as torch)."""
+        if isinstance(arg, dict):
+            changes.update(arg)
+        elif arg is not None:
+            changes[arg] = value
+        return _ConfigPatch(self, changes)
+
     def __setattr__(self, name, value):
         if name.startswith("__"):           # the import system's __spec__, __loader__...
             object.__setattr__(self, name, value)
@@ -78,6 +95,54 @@ class _Config(types.ModuleType):
             self._values[name] = value
         else:
             raise AttributeError(f"torch._dynamo.config.{name} does not exist")
+
+
+class _ConfigPatch:
+    """What ``config.patch`` returns: a context manager and a decorator."""
+
+    def __init__(self, cfg, changes):
+        self.cfg, self.changes, self.saved = cfg, changes, []
+
+    def __enter__(self):
+        before = {k: getattr(self.cfg, k) for k in self.changes}
+        for k, v in self.changes.items():
+            setattr(self.cfg, k, v)
+        self.saved.append(before)
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.pop().items():
+            setattr(self.cfg, k, v)
+        return False
+
+    def __call__(self, fn):
+        if isinstance(fn, type):      # a TestCase: patched from setUpClass to tearDownClass
+            ctx = _ConfigPatch(self.cfg, self.changes)
+
+            class Patched(fn):
+                @classmethod
+                def setUpClass(cls):
+                    ctx.__enter__()
+                    try:
+                        super().setUpClass()
+                    except BaseException:
+                        ctx.__exit__(None, None, None)
+                        raise
+
+                @classmethod
+                def tearDownClass(cls):
+                    try:
+                        super().tearDownClass()
+                    finally:
+                        ctx.__exit__(None, None, None)
+            Patched.__name__, Patched.__qualname__, Patched.__module__ = fn.__name__, fn.__qualname__, fn.__module__
+            return Patched
+
+        @functools.wraps(fn)
+        def patched(*args, **kwargs):
+            with _ConfigPatch(self.cfg, self.changes):
+                return fn(*args, **kwargs)
+        return patched
 
 
 config = _Config()
@@ -112,12 +177,63 @@ eval_frame.__getattr__ = _eval_frame_attr
 sys.modules[eval_frame.__name__] = eval_frame
 
 
+_NONSTRICT = [0]       # depth of nonstrict_trace calls running now
+
+
 def graph_break(msg=""):
     """Mirrors ``torch._dynamo.graph_break``: inside a compiled function, a graph break here
     (the call runs eagerly, with the reason in ``tracegrad.compiler.stats()``; with
-    ``fullgraph=True`` it raises ``GraphBreak``); outside one, nothing."""
-    if _compiler._tracing():
+    ``fullgraph=True`` it raises ``GraphBreak``); outside one, or inside a function marked
+    :func:`nonstrict_trace`, nothing."""
+    if _compiler._tracing() and not _NONSTRICT[0]:
         raise _compiler.GraphBreak("torch._dynamo.graph_break() called" + (f": {msg}" if msg else ""))
+
+
+def nonstrict_trace(fn):
+    """Mirrors ``torch._dynamo.nonstrict_trace``: ``fn`` is traced into the compiled program as
+    an opaque step, so a ``graph_break()`` inside it breaks nothing (with ``fullgraph=True``
+    too); its tensor math runs every call. Returns a wrapper of ``fn``; TypeError for a
+    non-callable."""
+    if not callable(fn):
+        raise TypeError(f"torch._dynamo.nonstrict_trace expects a callable, got {type(fn).__name__}")
+
+    @functools.wraps(fn)
+    def traced_as_a_step(*args, **kwargs):
+        _NONSTRICT[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _NONSTRICT[0] -= 1
+    return traced_as_a_step
+
+
+def disallow_in_graph(fn):
+    """Mirrors ``torch._dynamo.disallow_in_graph``: ``fn`` must be a library op (``torch.sub``);
+    torch then breaks the graph around it. A break changes no value, and tracegrad's programs
+    call library ops the same way either way, so this only checks ``fn`` and returns it.
+    RuntimeError for a function that is not a library op (as torch)."""
+    if not (callable(fn) and str(getattr(fn, "__module__", "") or "").startswith("tracegrad")):
+        raise RuntimeError("disallow_in_graph is expected to be used on an already allowed callable "
+                           f"(a torch.* op), not on {getattr(fn, '__qualname__', fn)!r}")
+    return fn
+
+
+def skip_frame(msg=""):
+    """Mirrors ``torch._dynamo.skip_frame``: inside a compiled function the call runs eagerly
+    (a graph break here, as :func:`graph_break`); outside one, nothing."""
+    graph_break(msg or "torch._dynamo.skip_frame() called")
+
+
+def optimize_assert(backend="inductor", **kwargs):
+    """Mirrors ``torch._dynamo.optimize_assert(backend)``: ``optimize(backend, nopython=True)``."""
+    from . import _dynamo_backends as b
+    return b.optimize(backend, nopython=True, **kwargs)
+
+
+def run(fn=None):
+    """Mirrors ``torch._dynamo.run``: ``fn`` runs as it is (already compiled programs are used,
+    nothing new is compiled by this wrapper). Returns ``fn``."""
+    return fn
 
 
 def mark_dynamic(t, index, *, min=None, max=None):   # noqa: A002 -- torch's argument names

@@ -82,7 +82,10 @@ class _Programs:
 
 
 _state.register_cache("compiler.programs", _Programs())
-_BACKENDS = (None, "inductor", "eager", "aot_eager", "cudagraphs", "jax", "xla")
+# torch's debugging backends (eager, aot_eager and its partitioner variants) all mean "compile"
+_DEBUG_BACKENDS = ("eager", "aot_eager", "aot_eager_decomp_partition", "aot_eager_default_partitioner",
+                   "jax", "xla")
+_BACKENDS = (None, "inductor", "cudagraphs") + _DEBUG_BACKENDS
 # A user backend (a callable, or a name given to torch._dynamo.register_backend) gets FX graphs,
 # not XLA: _dynamo_backends.py (above this layer: it needs fx) puts (resolve, its compiled class) here.
 USER_BACKENDS = [None]
@@ -589,7 +592,7 @@ def list_backends(exclude_tags=("debug", "experimental")) -> list:
     XLA's own (``exclude_tags`` hides the debugging ones, as torch) and those registered with
     ``torch._dynamo.register_backend``, less those tagged with one of ``exclude_tags``."""
     exclude = set(exclude_tags or ())
-    ours = (b for b in _BACKENDS if b and not (exclude and b in ("aot_eager", "eager", "jax", "xla")))
+    ours = (b for b in _BACKENDS if b and not (exclude and b in _DEBUG_BACKENDS))
     user = (n for n, tags in USER_BACKEND_TAGS.items() if not exclude.intersection(tags))
     return sorted({*ours, *user})
 
@@ -687,6 +690,13 @@ def disable(fn=None, recursive=True):
         return lambda f: disable(f, recursive)
     if not callable(fn):
         raise AssertionError("tracegrad.compiler.disable: fn must be callable")
+    if isinstance(fn, type) or hasattr(fn, "_parameters"):
+        # a module class or instance stays one (it is assigned as a child module, isinstance
+        # still holds): its forward (a class's __call__ otherwise) is what runs eagerly
+        name = "forward" if hasattr(fn, "forward") else "__call__"
+        if name == "forward" or any("__call__" in vars(c) for c in type.mro(fn)[:-1]):
+            setattr(fn, name, disable(getattr(fn, name), recursive))
+        return fn
 
     @functools.wraps(fn)
     def eager_only(*args, **kwargs):

@@ -393,9 +393,10 @@ class Capture:
             moved = changed(h.refs, h.before)
             if moved is not None:
                 moved = moved.replace("argument 0", "self", 1) if moved.startswith("argument 0") else moved
-                raise GraphBreak(f"the {h.kind} hook '{_hook_name(h.fn)}' changes the Python value '{moved}' "
-                                 "(a counter, an append, a stored tensor...): it would do that only while "
-                                 "tracing, not on every call")
+                # the hook reads ``moved``; the hook or the code it ran around changed it
+                raise GraphBreak(f"the call changes the Python value '{moved}' that the {h.kind} hook "
+                                 f"'{_hook_name(h.fn)}' reads (a counter, an append, a stored tensor...): "
+                                 "the program would do that only while tracing, not on every call")
 
     def restore_hooks(self):
         """Put back what the hooks changed (an abandoned trace: the eager rerun runs them again)."""

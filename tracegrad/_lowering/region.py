@@ -23,6 +23,7 @@ or reports it); outside state discovered late raises ``Retrace`` with the enlarg
 """
 from __future__ import annotations
 
+import collections.abc
 import functools
 import gc
 import os
@@ -517,7 +518,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
 
@@ -534,10 +535,10 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                t = Tensor._make(next(it))
+                rg, how, cls = v
+                t = cls._make(next(it))
                 if inference:
                     t._inference = True
-                rg, how = v
                 if rg:
                     t._rg = True
                     if how == "dead":
@@ -1048,6 +1049,12 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
                 # a stale number (``id`` is a builtin the capture does not see)
                 raise GraphBreak("id() of a tensor argument returned: the program runs on a stand-in, not on "
                                  "the caller's tensor object")
+            if isinstance(t, collections.abc.Iterator):
+                # a generator (the function is a generator function), ``iter``/``zip``/``map``
+                # made while tracing: kept as a constant, later calls would get that one
+                # object, already used up
+                raise GraphBreak(f"the function returns a {type(t).__name__} (an iterator made by the call): "
+                                 "the program would hand back the one made while tracing")
             leaves.append(("const", t))
             continue
         if id(t) in seen:
@@ -1091,7 +1098,10 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
             v = jnp.asarray(v)
         if how == "diff":
             diff.append(len(arrays))
-        leaves.append(("new", (rg, how)))
+        # an ``nn.Parameter(...)`` made inside comes back a Parameter, as eager's (other tensor
+        # subclasses may keep state their __init__ sets: those come back plain tensors)
+        cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
+        leaves.append(("new", (rg, how, cls)))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
 

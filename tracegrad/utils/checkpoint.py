@@ -570,8 +570,16 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn,
             raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
     cap = _state.CAPTURE[0]
     writes = cap.outside_writes if cap is not None else 0
-    if use_reentrant:
+    if use_reentrant and not (cap is not None and cap.vjp and tracegrad.is_grad_enabled()
+                              and any(isinstance(a, tracegrad.Tensor) and a.requires_grad
+                                      for a in args)):
         out = CheckpointFunction.apply(function, preserve_rng_state, *args)
+    elif use_reentrant:
+        # traced by a compiled function whose results are differentiated outside it: the custom
+        # Function's backward would not run in the program, but recomputing by saved-tensor
+        # hooks gives the same values and grads (an input requires grad, so both paths record)
+        out = _checkpoint_without_reentrant(function, preserve_rng_state, noop_context_fn, "default",
+                                            False, None, args, {})
     else:
         out = _checkpoint_without_reentrant(function, preserve_rng_state, context_fn, determinism_check,
                                             debug, early_stop, args, kwargs)
