@@ -350,3 +350,297 @@ def test_efficient_kan_bspline_lstsq():
         log("lstsq type", (type(sol).__name__, len(sol), sol[0].shape))
 
     run_both(program, rtol=1e-3)
+
+
+# Diego999/pyGAT layers.py + models.py (GraphAttentionLayer: ``nn.Parameter(nn.init.
+# xavier_uniform(torch.Tensor(...).type(torch.FloatTensor), gain=np.sqrt(2.0)))`` weights, all
+# node pairs built by ``h.repeat(1, N).view(N * N, -1)`` beside ``h.repeat(N, 1)``, LeakyReLU
+# scores, ``torch.where(adj > 0, e, -9e15 * ones_like(e))`` masking, a custom ``__repr__``; GAT
+# registering its heads with ``add_module`` in a loop and ending in ``F.log_softmax(x)`` without
+# ``dim``) and train.py's NLL loss on the training nodes and accuracy. 6 nodes, 5 features,
+# 3 hidden units, 2 heads, 3 classes, dropout 0.0 (it draws from the random stream); the
+# xavier initialisation (random) is replaced by ``init_params``; 2 Adam steps with weight decay.
+def test_pygat_dense_graph_attention():
+    def program(torch, log):
+        nn = torch.nn
+        F = torch.nn.functional
+
+        class GraphAttentionLayer(nn.Module):
+            """
+            Simple GAT layer, similar to https://arxiv.org/abs/1710.10903
+            """
+
+            def __init__(self, in_features, out_features, dropout, alpha, concat=True):
+                super(GraphAttentionLayer, self).__init__()
+                self.dropout = dropout
+                self.in_features = in_features
+                self.out_features = out_features
+                self.alpha = alpha
+                self.concat = concat
+
+                self.W = nn.Parameter(nn.init.xavier_uniform(torch.Tensor(in_features, out_features).type(torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor), gain=np.sqrt(2.0)), requires_grad=True)
+                self.a = nn.Parameter(nn.init.xavier_uniform(torch.Tensor(2*out_features, 1).type(torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor), gain=np.sqrt(2.0)), requires_grad=True)
+
+                self.leakyrelu = nn.LeakyReLU(self.alpha)
+
+            def forward(self, input, adj):
+                h = torch.mm(input, self.W)
+                N = h.size()[0]
+
+                a_input = torch.cat([h.repeat(1, N).view(N * N, -1), h.repeat(N, 1)], dim=1).view(N, -1, 2 * self.out_features)
+                e = self.leakyrelu(torch.matmul(a_input, self.a).squeeze(2))
+
+                zero_vec = -9e15*torch.ones_like(e)
+                attention = torch.where(adj > 0, e, zero_vec)
+                attention = F.softmax(attention, dim=1)
+                attention = F.dropout(attention, self.dropout, training=self.training)
+                h_prime = torch.matmul(attention, h)
+
+                if self.concat:
+                    return F.elu(h_prime)
+                else:
+                    return h_prime
+
+            def __repr__(self):
+                return self.__class__.__name__ + ' (' + str(self.in_features) + ' -> ' + str(self.out_features) + ')'
+
+        class GAT(nn.Module):
+            def __init__(self, nfeat, nhid, nclass, dropout, alpha, nheads):
+                super(GAT, self).__init__()
+                self.dropout = dropout
+
+                self.attentions = [GraphAttentionLayer(nfeat, nhid, dropout=dropout, alpha=alpha, concat=True) for _ in range(nheads)]
+                for i, attention in enumerate(self.attentions):
+                    self.add_module('attention_{}'.format(i), attention)
+
+                self.out_att = GraphAttentionLayer(nhid * nheads, nclass, dropout=dropout, alpha=alpha, concat=False)
+
+            def forward(self, x, adj):
+                x = F.dropout(x, self.dropout, training=self.training)
+                x = torch.cat([att(x, adj) for att in self.attentions], dim=1)
+                x = F.dropout(x, self.dropout, training=self.training)
+                x = F.elu(self.out_att(x, adj))
+                return F.log_softmax(x)
+
+        def accuracy(output, labels):
+            preds = output.max(1)[1].type_as(labels)
+            correct = preds.eq(labels).double()
+            correct = correct.sum()
+            return correct / len(labels)
+
+        model = GAT(nfeat=5, nhid=3, nclass=3, dropout=0.0, alpha=0.2, nheads=2)
+        log("repr", repr(model))
+        log("names", [n for n, _ in model.named_parameters()])
+        init_params(torch, model, 9, scale=0.5)
+        rs = np.random.RandomState(10)
+        adj_np = (rs.rand(6, 6) > 0.5).astype(np.float32)
+        adj_np = np.maximum(adj_np, adj_np.T) + np.eye(6, dtype=np.float32)
+        adj = torch.FloatTensor(adj_np)
+        features = randn(torch, (6, 5), 11)
+        labels = torch.LongTensor(rs.randint(0, 3, size=6))
+        idx_train = torch.LongTensor(range(4))
+        idx_val = torch.LongTensor(range(4, 6))
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.005, weight_decay=5e-4)
+        for epoch in range(2):
+            model.train()
+            optimizer.zero_grad()
+            output = model(features, adj)
+            loss_train = F.nll_loss(output[idx_train], labels[idx_train])
+            acc_train = accuracy(output[idx_train], labels[idx_train])
+            loss_train.backward()
+            optimizer.step()
+            model.eval()
+            output = model(features, adj)
+            loss_val = F.nll_loss(output[idx_val], labels[idx_val])
+            acc_val = accuracy(output[idx_val], labels[idx_val])
+            print('Epoch: {:04d}'.format(epoch+1),
+                  'loss_train: {:.4f}'.format(loss_train.data.item()),
+                  'acc_train: {:.4f}'.format(acc_train.data.item()),
+                  'loss_val: {:.4f}'.format(loss_val.data.item()),
+                  'acc_val: {:.4f}'.format(acc_val.data.item()))
+            log("acc dtype", acc_train.dtype)
+            log("W grad", model.attention_0.W.grad)
+        log("output", output)
+
+
+    run_both(program)
+
+
+# subhadarship/kmeans_pytorch kmeans_pytorch/__init__.py (kmeans/kmeans_predict with the
+# euclidean and cosine pairwise distances: ``np.random.choice`` initial centres indexing the
+# tensor, ``argmin``, ``torch.nonzero(choice_cluster == index).squeeze()``, ``index_select``,
+# assigning ``selected.mean(dim=0)`` into a row of the state, a ``center_shift ** 2 < tol``
+# loop; ``functools.partial`` distance functions with ``device=torch.device('cpu')``). The
+# soft-DTW option imports a CUDA module and tqdm drives only the progress bar, so those are
+# left out (``tqdm_flag=False``); 24 points in 2 dimensions, 3 clusters, numpy's global stream
+# seeded for ``np.random.choice``, and the README's fit-then-predict usage.
+def test_kmeans_pytorch_euclidean_and_cosine():
+    def program(torch, log):
+        def initialize(X, num_clusters):
+            num_samples = len(X)
+            indices = np.random.choice(num_samples, num_clusters, replace=False)
+            initial_state = X[indices]
+            return initial_state
+
+        def kmeans(
+                X,
+                num_clusters,
+                distance='euclidean',
+                cluster_centers=[],
+                tol=1e-4,
+                tqdm_flag=True,
+                iter_limit=0,
+                device=torch.device('cpu'),
+        ):
+            if distance == 'euclidean':
+                pairwise_distance_function = partial(pairwise_distance, device=device, tqdm_flag=tqdm_flag)
+            elif distance == 'cosine':
+                pairwise_distance_function = partial(pairwise_cosine, device=device)
+            else:
+                raise NotImplementedError
+
+            # convert to float
+            X = X.float()
+
+            # transfer to device
+            X = X.to(device)
+
+            # initialize
+            if type(cluster_centers) == list:  # ToDo: make this less annoyingly weird
+                initial_state = initialize(X, num_clusters)
+            else:
+                # find data point closest to the initial cluster center
+                initial_state = cluster_centers
+                dis = pairwise_distance_function(X, initial_state)
+                choice_points = torch.argmin(dis, dim=0)
+                initial_state = X[choice_points]
+                initial_state = initial_state.to(device)
+
+            iteration = 0
+            while True:
+
+                dis = pairwise_distance_function(X, initial_state)
+
+                choice_cluster = torch.argmin(dis, dim=1)
+
+                initial_state_pre = initial_state.clone()
+
+                for index in range(num_clusters):
+                    selected = torch.nonzero(choice_cluster == index).squeeze().to(device)
+
+                    selected = torch.index_select(X, 0, selected)
+
+                    # https://github.com/subhadarship/kmeans_pytorch/issues/16
+                    if selected.shape[0] == 0:
+                        selected = X[torch.randint(len(X), (1,))]
+
+                    initial_state[index] = selected.mean(dim=0)
+
+                center_shift = torch.sum(
+                    torch.sqrt(
+                        torch.sum((initial_state - initial_state_pre) ** 2, dim=1)
+                    ))
+
+                # increment iteration
+                iteration = iteration + 1
+
+                if center_shift ** 2 < tol:
+                    break
+                if iter_limit != 0 and iteration >= iter_limit:
+                    break
+
+            return choice_cluster.cpu(), initial_state.cpu()
+
+        def kmeans_predict(
+                X,
+                cluster_centers,
+                distance='euclidean',
+                device=torch.device('cpu'),
+                tqdm_flag=True
+        ):
+            if tqdm_flag:
+                print(f'predicting on {device}..')
+
+            if distance == 'euclidean':
+                pairwise_distance_function = partial(pairwise_distance, device=device, tqdm_flag=tqdm_flag)
+            elif distance == 'cosine':
+                pairwise_distance_function = partial(pairwise_cosine, device=device)
+            else:
+                raise NotImplementedError
+
+            # convert to float
+            X = X.float()
+
+            # transfer to device
+            X = X.to(device)
+
+            dis = pairwise_distance_function(X, cluster_centers)
+            choice_cluster = torch.argmin(dis, dim=1)
+
+            return choice_cluster.cpu()
+
+        def pairwise_distance(data1, data2, device=torch.device('cpu'), tqdm_flag=True):
+            if tqdm_flag:
+                print(f'device is :{device}')
+
+            # transfer to device
+            data1, data2 = data1.to(device), data2.to(device)
+
+            # N*1*M
+            A = data1.unsqueeze(dim=1)
+
+            # 1*N*M
+            B = data2.unsqueeze(dim=0)
+
+            dis = (A - B) ** 2.0
+            # return N*N matrix for pairwise distance
+            dis = dis.sum(dim=-1).squeeze()
+            return dis
+
+        def pairwise_cosine(data1, data2, device=torch.device('cpu')):
+            # transfer to device
+            data1, data2 = data1.to(device), data2.to(device)
+
+            # N*1*M
+            A = data1.unsqueeze(dim=1)
+
+            # 1*N*M
+            B = data2.unsqueeze(dim=0)
+
+            # normalize the points  | [0.3, 0.4] -> [0.3/sqrt(0.09 + 0.16), 0.4/sqrt(0.09 + 0.16)] = [0.3/0.5, 0.4/0.5]
+            A_normalized = A / A.norm(dim=-1, keepdim=True)
+            B_normalized = B / B.norm(dim=-1, keepdim=True)
+
+            cosine = A_normalized * B_normalized
+
+            # return N*N matrix for pairwise distance
+            cosine_dis = 1 - cosine.sum(dim=-1).squeeze()
+            return cosine_dis
+
+        rs = np.random.RandomState(12)
+        centers = np.array([[2.0, 2.0], [-2.0, 1.0], [0.5, -2.5]])
+        x = np.concatenate([c + 0.4 * rs.randn(8, 2) for c in centers]).astype(np.float64)
+        x = torch.from_numpy(x)
+        with seeded(3):
+            cluster_ids_x, cluster_centers = kmeans(X=x, num_clusters=3, distance='euclidean',
+                                                    device=torch.device('cpu'), tqdm_flag=False)
+        log("ids", cluster_ids_x)
+        log("centers", cluster_centers)
+        log("counts", torch.bincount(cluster_ids_x, minlength=3))
+        y = torch.from_numpy(rs.randn(5, 2))
+        log("predict", kmeans_predict(y, cluster_centers, 'euclidean', device=torch.device('cpu')))
+        with seeded(4):
+            ids_cos, centers_cos = kmeans(X=x, num_clusters=3, distance='cosine', tqdm_flag=False,
+                                          iter_limit=5)
+        log("cos ids", ids_cos)
+        log("cos centers", centers_cos)
+        # resuming from given centres: argmin over dim 0 picks the nearest data points
+        ids_r, centers_r = kmeans(X=x, num_clusters=3, cluster_centers=cluster_centers + 0.1,
+                                  tqdm_flag=False)
+        log("resumed", (ids_r, centers_r))
+        uniq, inv, cnt = torch.unique(ids_r, sorted=True, return_inverse=True, return_counts=True)
+        log("unique", (uniq, inv, cnt))
+        # a cluster holding a single point: nonzero().squeeze() is 0-d and index_select refuses it
+        log_outcome(log, "0-d index_select", lambda: torch.index_select(x, 0, torch.tensor(3)))
+
+    run_both(program)
