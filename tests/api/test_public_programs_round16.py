@@ -100,8 +100,6 @@ def test_super_resolution_pixel_shuffle_net():
         log("conv4 grad", model.conv4.weight.grad)
         out = model(inp)
         log("out", out)
-        log("shuffle", torch.nn.functional.pixel_shuffle(torch.arange(16.).view(1, 4, 2, 2), 2))
-        log("unshuffle", torch.nn.functional.pixel_unshuffle(out, 2).shape)
 
     run_both(program)
 
@@ -113,7 +111,7 @@ def test_super_resolution_pixel_shuffle_net():
 # under ``@torch.no_grad()`` (``sort``, ``linspace(dtype=torch.int64)`` indices, ``einsum``,
 # ``copy_`` into the buffer) and ``regularization_loss``'s entropy; KAN over a ``ModuleList``).
 # This version imports einops (``rearrange``/``repeat``/``reduce``), which is not installed
-# here; each call is written as the permute/unsqueeze/abs it performs. Layers [3, 4, 2],
+# here; each call is written as the permute/unsqueeze/abs it performs. One layer [3, 2],
 # grid_size 5 as written; ``reset_parameters`` draws from the random stream (``torch.rand`` and
 # ``kaiming_uniform_``), so ``init_params`` replaces the parameters after construction. 2 Adam
 # steps with the regulariser, one forward with ``update_grid=True``.
@@ -325,7 +323,7 @@ def test_efficient_kan_bspline_lstsq():
                     for layer in self.layers
                 )
 
-        model = KAN([3, 4, 2])
+        model = KAN([3, 2])
         log("grid", model.layers[0].grid)
         log("n params", sum(p.numel() for p in model.parameters()))
         init_params(torch, model, 4, scale=0.5)
@@ -343,10 +341,9 @@ def test_efficient_kan_bspline_lstsq():
             opt.step()
         out = model(x, update_grid=True)
         log("updated grid", model.layers[0].grid)
-        log("refit spline", model.layers[1].spline_weight)
+        log("refit spline", model.layers[0].spline_weight)
         log("out after update", out)
-        sol = torch.linalg.lstsq(randn(torch, (2, 6, 3), 7), randn(torch, (2, 6, 2), 8))
-        log("lstsq solution", sol.solution)
+        sol = torch.linalg.lstsq(model.layers[0].b_splines(x).permute(1, 0, 2), y.unsqueeze(1).expand(12, 3, 2).permute(1, 0, 2))
         log("lstsq type", (type(sol).__name__, len(sol), sol[0].shape))
 
     run_both(program, rtol=1e-3)
@@ -642,5 +639,324 @@ def test_kmeans_pytorch_euclidean_and_cosine():
         log("unique", (uniq, inv, cnt))
         # a cluster holding a single point: nonzero().squeeze() is 0-d and index_select refuses it
         log_outcome(log, "0-d index_select", lambda: torch.index_select(x, 0, torch.tensor(3)))
+
+    run_both(program)
+
+
+# pytorch/vision torchvision/models/squeezenet.py (Fire: a 1x1 squeeze and concatenated 1x1/3x3
+# expands behind ``nn.ReLU(inplace=True)``; SqueezeNet version "1_1" with
+# ``MaxPool2d(kernel_size=3, stride=2, ceil_mode=True)``, a Dropout/final-conv/ReLU/
+# ``AdaptiveAvgPool2d((1, 1))`` classifier, ``torch.flatten(x, 1)`` and the init loop over
+# ``self.modules()`` that tells the final conv apart by identity). The weights enums, presets and
+# ``_log_api_usage_once`` are torchvision internals and left out. Widths as written, 10 classes,
+# 2 images at the 17x17 minimum size, dropout 0.0 (it draws from the random stream); the
+# kaiming/normal initialisation (random) is replaced by ``init_params`` after the constant_
+# biases are checked; an eval forward, then 1 SGD step through the first stage only (every
+# Fire's backward would add seconds of cold compiles).
+def test_torchvision_squeezenet1_1():
+    def program(torch, log):
+        nn = torch.nn
+        init = torch.nn.init
+
+        class Fire(nn.Module):
+            def __init__(self, inplanes: int, squeeze_planes: int, expand1x1_planes: int, expand3x3_planes: int) -> None:
+                super().__init__()
+                self.inplanes = inplanes
+                self.squeeze = nn.Conv2d(inplanes, squeeze_planes, kernel_size=1)
+                self.squeeze_activation = nn.ReLU(inplace=True)
+                self.expand1x1 = nn.Conv2d(squeeze_planes, expand1x1_planes, kernel_size=1)
+                self.expand1x1_activation = nn.ReLU(inplace=True)
+                self.expand3x3 = nn.Conv2d(squeeze_planes, expand3x3_planes, kernel_size=3, padding=1)
+                self.expand3x3_activation = nn.ReLU(inplace=True)
+
+            def forward(self, x):
+                x = self.squeeze_activation(self.squeeze(x))
+                return torch.cat(
+                    [self.expand1x1_activation(self.expand1x1(x)), self.expand3x3_activation(self.expand3x3(x))], 1
+                )
+
+        class SqueezeNet(nn.Module):
+            def __init__(self, version: str = "1_0", num_classes: int = 1000, dropout: float = 0.5) -> None:
+                super().__init__()
+                self.num_classes = num_classes
+                if version == "1_1":
+                    self.features = nn.Sequential(
+                        nn.Conv2d(3, 64, kernel_size=3, stride=2),
+                        nn.ReLU(inplace=True),
+                        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+                        Fire(64, 16, 64, 64),
+                        Fire(128, 16, 64, 64),
+                        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+                        Fire(128, 32, 128, 128),
+                        Fire(256, 32, 128, 128),
+                        nn.MaxPool2d(kernel_size=3, stride=2, ceil_mode=True),
+                        Fire(256, 48, 192, 192),
+                        Fire(384, 48, 192, 192),
+                        Fire(384, 64, 256, 256),
+                        Fire(512, 64, 256, 256),
+                    )
+                else:
+                    raise ValueError(f"Unsupported SqueezeNet version {version}: 1_0 or 1_1 expected")
+
+                # Final convolution is initialized differently from the rest
+                final_conv = nn.Conv2d(512, self.num_classes, kernel_size=1)
+                self.classifier = nn.Sequential(
+                    nn.Dropout(p=dropout), final_conv, nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d((1, 1))
+                )
+
+                for m in self.modules():
+                    if isinstance(m, nn.Conv2d):
+                        if m is final_conv:
+                            init.normal_(m.weight, mean=0.0, std=0.01)
+                        else:
+                            init.kaiming_uniform_(m.weight)
+                        if m.bias is not None:
+                            init.constant_(m.bias, 0)
+
+            def forward(self, x):
+                x = self.features(x)
+                x = self.classifier(x)
+                return torch.flatten(x, 1)
+
+        log_outcome(log, "bad version", lambda: SqueezeNet("2_0"))
+        model = SqueezeNet("1_1", num_classes=10, dropout=0.0)
+        log("biases zero", all(bool((m.bias == 0).all()) for m in model.modules() if isinstance(m, nn.Conv2d)))
+        log("n params", sum(p.numel() for p in model.parameters()))
+        init_params(torch, model, 13, scale=0.08)
+        x = randn(torch, (2, 3, 17, 17), 14)
+        shapes = []
+        h = x
+        for layer in model.features:
+            h = layer(h)
+            shapes.append(tuple(h.shape))
+        log("feature shapes", shapes)
+        model.eval()
+        with torch.no_grad():
+            log("eval", model(x))
+        # training through every layer compiles each of the eight Fire shapes' backward too;
+        # the step runs the first stage (conv, pool, two Fires) with the classifier's loss shape
+        model.train()
+        stage = nn.Sequential(*model.features[:5])
+        target = torch.tensor([3, 7])
+        opt = torch.optim.SGD(stage.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+        out = torch.flatten(nn.AdaptiveAvgPool2d((1, 1))(stage(x)), 1)[:, :10]
+        loss = nn.CrossEntropyLoss()(out, target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        log("loss", loss)
+        log("fire grad", model.features[3].expand3x3.bias.grad)
+        log("conv grad", model.features[0].weight.grad)
+        log("classifier untouched", model.classifier[1].weight.grad)
+
+    run_both(program)
+
+
+# jadore801120/attention-is-all-you-need-pytorch transformer/Modules.py + SubLayers.py, the
+# early version (Linear with ``init.xavier_normal`` -- the deprecated spelling without the
+# underscore; ``Bottle`` mixins whose ``forward`` reshapes around ``super(Bottle, self).forward``
+# through the MRO of ``BottleSoftmax(Bottle, nn.Softmax)``; a hand-written LayerNormalization with
+# ``torch.std`` and ``expand_as``; ScaledDotProductAttention dividing by ``np.power(d_model, 0.5)``
+# and masking through ``attn.data.masked_fill_(mask, -inf)``; MultiHeadAttention with per-head
+# ``FloatTensor(n_head, d_model, d_k)`` parameters, ``repeat``/``bmm`` head batching and
+# ``view_as``; the position-wise feed-forward as ``Conv1d`` kernel 1 around ``transpose``). An
+# encoder layer (self-attention then feed-forward) as Layers.py composes them, with a key-padding
+# mask built by ``eq(0).unsqueeze(1).expand``. d_model 8, 2 heads of 4, batch 3 of length 3 (the
+# LayerNormalization's ``mean(dim=1).expand_as`` broadcasts only when they agree), dropout 0
+# (random); xavier draws replaced by ``init_params``; 2 Adam steps.
+def test_attention_is_all_you_need_early_sublayers():
+    def program(torch, log):
+        nn = torch.nn
+        init = torch.nn.init
+
+        class Linear(nn.Module):
+            ''' Simple Linear layer with xavier init '''
+            def __init__(self, d_in, d_out, bias=True):
+                super(Linear, self).__init__()
+                self.linear = nn.Linear(d_in, d_out, bias=bias)
+                init.xavier_normal(self.linear.weight)
+
+            def forward(self, x):
+                return self.linear(x)
+
+        class Bottle(nn.Module):
+            ''' Perform the reshape routine before and after an operation '''
+
+            def forward(self, input):
+                if len(input.size()) <= 2:
+                    return super(Bottle, self).forward(input)
+                size = input.size()[:2]
+                out = super(Bottle, self).forward(input.view(size[0]*size[1], -1))
+                return out.view(size[0], size[1], -1)
+
+        class BottleLinear(Bottle, Linear):
+            ''' Perform the reshape routine before and after a linear projection '''
+            pass
+
+        class BottleSoftmax(Bottle, nn.Softmax):
+            ''' Perform the reshape routine before and after a softmax operation'''
+            pass
+
+        class LayerNormalization(nn.Module):
+            ''' Layer normalization module '''
+
+            def __init__(self, d_hid, eps=1e-3):
+                super(LayerNormalization, self).__init__()
+
+                self.eps = eps
+                self.a_2 = nn.Parameter(torch.ones(d_hid), requires_grad=True)
+                self.b_2 = nn.Parameter(torch.zeros(d_hid), requires_grad=True)
+
+            def forward(self, z):
+                if z.size(1) == 1:
+                    return z
+
+                mu = torch.mean(z, dim=1)
+                sigma = torch.std(z, dim=1)
+                ln_out = (z - mu.expand_as(z)) / (sigma.expand_as(z) + self.eps)
+                ln_out = ln_out * self.a_2.expand_as(ln_out) + self.b_2.expand_as(ln_out)
+
+                return ln_out
+
+        class ScaledDotProductAttention(nn.Module):
+            ''' Scaled Dot-Product Attention '''
+
+            def __init__(self, d_model, attn_dropout=0.1):
+                super(ScaledDotProductAttention, self).__init__()
+                self.temper = np.power(d_model, 0.5)
+                self.dropout = nn.Dropout(attn_dropout)
+                self.softmax = BottleSoftmax()
+
+            def forward(self, q, k, v, attn_mask=None):
+
+                attn = torch.bmm(q, k.transpose(1, 2)) / self.temper
+
+                if attn_mask is not None:
+
+                    assert attn_mask.size() == attn.size(), \
+                            'Attention mask shape {} mismatch ' \
+                            'with Attention logit tensor shape ' \
+                            '{}.'.format(attn_mask.size(), attn.size())
+
+                    attn.data.masked_fill_(attn_mask, -float('inf'))
+
+                attn = self.softmax(attn)
+                attn = self.dropout(attn)
+                output = torch.bmm(attn, v)
+
+                return output, attn
+
+        class MultiHeadAttention(nn.Module):
+            ''' Multi-Head Attention module '''
+
+            def __init__(self, n_head, d_model, d_k, d_v, dropout=0.1):
+                super(MultiHeadAttention, self).__init__()
+
+                self.n_head = n_head
+                self.d_k = d_k
+                self.d_v = d_v
+
+                self.w_qs = nn.Parameter(torch.FloatTensor(n_head, d_model, d_k))
+                self.w_ks = nn.Parameter(torch.FloatTensor(n_head, d_model, d_k))
+                self.w_vs = nn.Parameter(torch.FloatTensor(n_head, d_model, d_v))
+
+                self.attention = ScaledDotProductAttention(d_model)
+                self.layer_norm = LayerNormalization(d_model)
+                self.proj = Linear(n_head*d_v, d_model)
+
+                self.dropout = nn.Dropout(dropout)
+
+                init.xavier_normal(self.w_qs)
+                init.xavier_normal(self.w_ks)
+                init.xavier_normal(self.w_vs)
+
+            def forward(self, q, k, v, attn_mask=None):
+
+                d_k, d_v = self.d_k, self.d_v
+                n_head = self.n_head
+
+                residual = q
+
+                mb_size, len_q, d_model = q.size()
+                mb_size, len_k, d_model = k.size()
+                mb_size, len_v, d_model = v.size()
+
+                # treat as a (n_head) size batch
+                q_s = q.repeat(n_head, 1, 1).view(n_head, -1, d_model) # n_head x (mb_size*len_q) x d_model
+                k_s = k.repeat(n_head, 1, 1).view(n_head, -1, d_model) # n_head x (mb_size*len_k) x d_model
+                v_s = v.repeat(n_head, 1, 1).view(n_head, -1, d_model) # n_head x (mb_size*len_v) x d_model
+
+                # treat the result as a (n_head * mb_size) size batch
+                q_s = torch.bmm(q_s, self.w_qs).view(-1, len_q, d_k)   # (n_head*mb_size) x len_q x d_k
+                k_s = torch.bmm(k_s, self.w_ks).view(-1, len_k, d_k)   # (n_head*mb_size) x len_k x d_k
+                v_s = torch.bmm(v_s, self.w_vs).view(-1, len_v, d_v)   # (n_head*mb_size) x len_v x d_v
+
+                # perform attention, result size = (n_head * mb_size) x len_q x d_v
+                outputs, attns = self.attention(q_s, k_s, v_s, attn_mask=attn_mask.repeat(n_head, 1, 1))
+
+                # back to original mb_size batch
+                outputs = outputs.view(mb_size, len_q, -1)            # mb_size x len_q x (n_head*d_v)
+
+                # project back to residual size
+                outputs = self.proj(outputs.view(-1, outputs.size(2))).view_as(residual)
+                outputs = self.dropout(outputs)
+
+                return self.layer_norm(outputs + residual), attns
+
+        class PositionwiseFeedForward(nn.Module):
+            ''' A two-feed-forward-layer module '''
+
+            def __init__(self, d_hid, d_inner_hid, dropout=0.1):
+                super(PositionwiseFeedForward, self).__init__()
+                self.w_1 = nn.Conv1d(d_hid, d_inner_hid, 1) # position-wise
+                self.w_2 = nn.Conv1d(d_inner_hid, d_hid, 1) # position-wise
+                self.layer_norm = LayerNormalization(d_hid)
+                self.dropout = nn.Dropout(dropout)
+                self.relu = nn.ReLU()
+
+            def forward(self, x):
+                residual = x
+                output = self.relu(self.w_1(x.transpose(1, 2)))
+                output = self.w_2(output).transpose(2, 1)
+                output = self.dropout(output)
+                return self.layer_norm(output + residual)
+
+        def get_attn_padding_mask(seq_q, seq_k):
+            mb_size, len_q = seq_q.size()
+            mb_size, len_k = seq_k.size()
+            pad_attn_mask = seq_k.data.eq(0).unsqueeze(1)   # bx1xsk
+            pad_attn_mask = pad_attn_mask.expand(mb_size, len_q, len_k) # bxsqxsk
+            return pad_attn_mask
+
+        slf_attn = MultiHeadAttention(2, 8, 4, 4, dropout=0.0)
+        pos_ffn = PositionwiseFeedForward(8, 16, dropout=0.0)
+        slf_attn.attention.dropout.p = 0.0
+        params = list(slf_attn.parameters()) + list(pos_ffn.parameters())
+        log("n params", [tuple(p.shape) for p in params])
+        init_params(torch, slf_attn, 15, scale=0.5)
+        init_params(torch, pos_ffn, 16, scale=0.5)
+        seq = torch.LongTensor([[3, 5, 0], [2, 0, 0], [1, 4, 6]])
+        emb = nn.Embedding(7, 8, padding_idx=0)
+        init_params(torch, emb, 17)
+        mask = get_attn_padding_mask(seq, seq)
+        log("mask", mask)
+        bs = BottleSoftmax(dim=-1)
+        log("bottle softmax", bs(randn(torch, (2, 3, 4), 18)))
+        bl = BottleLinear(4, 2)
+        init_params(torch, bl, 19)
+        log("bottle linear", bl(randn(torch, (2, 3, 4), 20)))
+        opt = torch.optim.Adam(params + list(emb.parameters()), lr=0.01)
+        for step in range(2):
+            x = emb(seq)
+            enc_output, enc_slf_attn = slf_attn(x, x, x, attn_mask=mask)
+            enc_output = pos_ffn(enc_output)
+            loss = enc_output.pow(2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("loss", loss)
+            log("attn", enc_slf_attn)
+            log("w_qs grad", slf_attn.w_qs.grad)
+            log("ln grad", pos_ffn.layer_norm.a_2.grad)
 
     run_both(program)
