@@ -960,3 +960,265 @@ def test_attention_is_all_you_need_early_sublayers():
             log("ln grad", pos_ffn.layer_norm.a_2.grad)
 
     run_both(program)
+
+
+# karpathy/nn-zero-to-hero lectures/makemore/makemore_part5_cnn1.ipynb (the hierarchical
+# "WaveNet" MLP from hand-written layer classes: ``Linear`` with ``self.out += self.bias``,
+# ``BatchNorm1d`` averaging over ``dim=(0, 1)`` for 3-d inputs and rebinding its running stats
+# under ``torch.no_grad()``, ``FlattenConsecutive`` by ``view`` and ``squeeze(1)``, a
+# ``Sequential`` whose ``parameters()`` flattens the layers'; ``p.requires_grad = True`` on plain
+# tensors, ``p.grad = None``, ``p.data += -lr * p.grad``, ``loss.log10().item()``; eval through
+# ``@torch.no_grad()`` ``split_loss``; the closing cells forwarding ``Xtr[[7]]`` and assigning
+# ``logits[i] = model(Xtr[[7+i]])``, a (1, 27) value into a (27,) row). A dozen names in place
+# of names.txt, shuffled with the notebook's ``random.seed(42)``; n_embd 24 -> 4, n_hidden 128
+# -> 8; the ``torch.randn`` weights and ``torch.randint`` minibatches (random stream) replaced
+# by numpy-seeded ones; 3 SGD steps; sampling takes the argmax instead of ``torch.multinomial``
+# (which draws from the random stream).
+def test_makemore_part5_wavenet_by_hand():
+    def program(torch, log):
+        F = torch.nn.functional
+        import random
+        words = ["emma", "olivia", "ava", "isabella", "sophia", "charlotte", "mia", "amelia",
+                 "harper", "evelyn", "abigail", "emily"]
+        log("n words", (len(words), max(len(w) for w in words)))
+        chars = sorted(list(set(''.join(words))))
+        stoi = {s: i+1 for i, s in enumerate(chars)}
+        stoi['.'] = 0
+        itos = {i: s for s, i in stoi.items()}
+        vocab_size = len(itos)
+        with seeded(42):
+            random.seed(42)
+            random.shuffle(words)
+        block_size = 8  # context length: how many characters do we take to predict the next one?
+
+        def build_dataset(words):
+            X, Y = [], []
+
+            for w in words:
+                context = [0] * block_size
+                for ch in w + '.':
+                    ix = stoi[ch]
+                    X.append(context)
+                    Y.append(ix)
+                    context = context[1:] + [ix]  # crop and append
+
+            X = torch.tensor(X)
+            Y = torch.tensor(Y)
+            print(X.shape, Y.shape)
+            return X, Y
+
+        n1 = int(0.8*len(words))
+        n2 = int(0.9*len(words))
+        Xtr, Ytr = build_dataset(words[:n1])     # 80%
+        Xdev, Ydev = build_dataset(words[n1:n2])   # 10%
+        Xte, Yte = build_dataset(words[n2:])     # 10%
+        for x, y in zip(Xtr[:4], Ytr[:4]):
+            print(''.join(itos[ix.item()] for ix in x), '-->', itos[y.item()])
+
+        seeds = iter(range(30, 60))
+
+        class Linear:
+
+            def __init__(self, fan_in, fan_out, bias=True):
+                self.weight = randn(torch, (fan_in, fan_out), next(seeds)) / fan_in**0.5  # note: kaiming init
+                self.bias = torch.zeros(fan_out) if bias else None
+
+            def __call__(self, x):
+                self.out = x @ self.weight
+                if self.bias is not None:
+                    self.out += self.bias
+                return self.out
+
+            def parameters(self):
+                return [self.weight] + ([] if self.bias is None else [self.bias])
+
+        class BatchNorm1d:
+
+            def __init__(self, dim, eps=1e-5, momentum=0.1):
+                self.eps = eps
+                self.momentum = momentum
+                self.training = True
+                # parameters (trained with backprop)
+                self.gamma = torch.ones(dim)
+                self.beta = torch.zeros(dim)
+                # buffers (trained with a running 'momentum update')
+                self.running_mean = torch.zeros(dim)
+                self.running_var = torch.ones(dim)
+
+            def __call__(self, x):
+                # calculate the forward pass
+                if self.training:
+                    if x.ndim == 2:
+                        dim = 0
+                    elif x.ndim == 3:
+                        dim = (0, 1)
+                    xmean = x.mean(dim, keepdim=True)  # batch mean
+                    xvar = x.var(dim, keepdim=True)  # batch variance
+                else:
+                    xmean = self.running_mean
+                    xvar = self.running_var
+                xhat = (x - xmean) / torch.sqrt(xvar + self.eps)  # normalize to unit variance
+                self.out = self.gamma * xhat + self.beta
+                # update the buffers
+                if self.training:
+                    with torch.no_grad():
+                        self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * xmean
+                        self.running_var = (1 - self.momentum) * self.running_var + self.momentum * xvar
+                return self.out
+
+            def parameters(self):
+                return [self.gamma, self.beta]
+
+        class Tanh:
+            def __call__(self, x):
+                self.out = torch.tanh(x)
+                return self.out
+
+            def parameters(self):
+                return []
+
+        class Embedding:
+
+            def __init__(self, num_embeddings, embedding_dim):
+                self.weight = randn(torch, (num_embeddings, embedding_dim), next(seeds))
+
+            def __call__(self, IX):
+                self.out = self.weight[IX]
+                return self.out
+
+            def parameters(self):
+                return [self.weight]
+
+        class FlattenConsecutive:
+
+            def __init__(self, n):
+                self.n = n
+
+            def __call__(self, x):
+                B, T, C = x.shape
+                x = x.view(B, T//self.n, C*self.n)
+                if x.shape[1] == 1:
+                    x = x.squeeze(1)
+                self.out = x
+                return self.out
+
+            def parameters(self):
+                return []
+
+        class Sequential:
+
+            def __init__(self, layers):
+                self.layers = layers
+
+            def __call__(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                self.out = x
+                return self.out
+
+            def parameters(self):
+                # get parameters of all layers and stretch them out into one list
+                return [p for layer in self.layers for p in layer.parameters()]
+
+        n_embd = 4
+        n_hidden = 8
+        model = Sequential([
+            Embedding(vocab_size, n_embd),
+            FlattenConsecutive(2), Linear(n_embd * 2, n_hidden, bias=False), BatchNorm1d(n_hidden), Tanh(),
+            FlattenConsecutive(2), Linear(n_hidden*2, n_hidden, bias=False), BatchNorm1d(n_hidden), Tanh(),
+            FlattenConsecutive(2), Linear(n_hidden*2, n_hidden, bias=False), BatchNorm1d(n_hidden), Tanh(),
+            Linear(n_hidden, vocab_size),
+        ])
+
+        # parameter init
+        with torch.no_grad():
+            model.layers[-1].weight *= 0.1  # last layer make less confident
+
+        parameters = model.parameters()
+        print(sum(p.nelement() for p in parameters))  # number of parameters in total
+        for p in parameters:
+            p.requires_grad = True
+
+        max_steps = 3
+        batch_size = 8
+        lossi = []
+        rs = np.random.RandomState(61)
+        for i in range(max_steps):
+
+            # minibatch construct
+            ix = torch.tensor(rs.randint(0, Xtr.shape[0], (batch_size,)))
+            Xb, Yb = Xtr[ix], Ytr[ix]  # batch X,Y
+
+            # forward pass
+            logits = model(Xb)
+            loss = F.cross_entropy(logits, Yb)  # loss function
+
+            # backward pass
+            for p in parameters:
+                p.grad = None
+            loss.backward()
+
+            # update: simple SGD
+            lr = 0.1 if i < 150000 else 0.01  # step learning rate decay
+            for p in parameters:
+                p.data += -lr * p.grad
+
+            # track stats
+            if i % 10000 == 0:  # print every once in a while
+                print(f'{i:7d}/{max_steps:7d}: {loss.item():.4f}')
+            lossi.append(loss.log10().item())
+        log("lossi", lossi)
+        log("layer shapes", [tuple(layer.out.shape) for layer in model.layers])
+        log("running", (model.layers[3].running_mean, model.layers[3].running_var))
+        log("grads", [p.grad for p in parameters])
+
+        # put layers into eval mode (needed for batchnorm especially)
+        for layer in model.layers:
+            layer.training = False
+
+        # evaluate the loss
+        @torch.no_grad()  # this decorator disables gradient tracking inside pytorch
+        def split_loss(split):
+            x, y = {
+                'train': (Xtr, Ytr),
+                'val': (Xdev, Ydev),
+                'test': (Xte, Yte),
+            }[split]
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+            print(split, f'{loss.item():.4f}')  # the notebook prints all digits (float32 rounding)
+            return loss
+
+        log("train", split_loss('train'))
+        log("val requires_grad", split_loss('val').requires_grad)
+
+        # sample from the model
+        for _ in range(2):
+
+            out = []
+            context = [0] * block_size  # initialize with all ...
+            while True:
+                # forward pass the neural net
+                logits = model(torch.tensor([context]))
+                probs = F.softmax(logits, dim=1)
+                # argmax in place of torch.multinomial(probs, num_samples=1)
+                ix = torch.argmax(probs, dim=1, keepdim=True).item()
+                # shift the context window and track the samples
+                context = context[1:] + [ix]
+                out.append(ix)
+                # if we sample the special '.' token, break
+                if ix == 0 or len(out) >= 6:
+                    break
+
+            print(''.join(itos[i] for i in out))  # decode and print the generated word
+
+        # forward a single example:
+        logits = model(Xtr[[7]])
+        log("single", logits.shape)
+        # forward all of them
+        logits = torch.zeros(8, vocab_size)
+        for i in range(8):
+            logits[i] = model(Xtr[[7+i]])
+        log("rows", logits)
+
+    run_both(program)
