@@ -1222,3 +1222,236 @@ def test_makemore_part5_wavenet_by_hand():
         log("rows", logits)
 
     run_both(program)
+
+
+# pytorch/vision torchvision/ops/boxes.py (remove_small_boxes through ``torch.where(keep)[0]``,
+# clip_boxes_to_image's ``[..., 0::2]`` strided views, ``clamp`` and ``stack(..., dim=dim)``,
+# box_convert, box_area/_box_inter_union with ``_upcast`` of half and integer boxes, box_iou,
+# generalized_box_iou, complete_box_iou's ``torch.pi``/``atan`` term with its alpha under
+# ``torch.no_grad()``, distance_box_iou and masks_to_boxes' ``y, x = torch.where(mask != 0)``
+# and per-element assignment) with ops/_utils.py's ``_upcast`` and ops/_box_convert.py's
+# ``unbind``/``stack`` converters. ``_log_api_usage_once`` (torchvision's logging) is left out
+# and ``nms`` is a C++ operator, so batched NMS is not run; the ``torch.jit.is_scripting()``/
+# ``is_tracing()`` guards stay. Boxes fitted to targets for 2 SGD steps on 1 - GIoU and 1 - CIoU.
+def test_torchvision_box_ops():
+    def program(torch, log):
+        Tensor = torch.Tensor
+
+        def _upcast(t: Tensor) -> Tensor:
+            # Protects from numerical overflows in multiplications by upcasting to the equivalent higher type
+            if t.is_floating_point():
+                return t if t.dtype in (torch.float32, torch.float64) else t.float()
+            else:
+                return t if t.dtype in (torch.int32, torch.int64) else t.int()
+
+        def _box_cxcywh_to_xyxy(boxes: Tensor) -> Tensor:
+            cx, cy, w, h = boxes.unbind(-1)
+            x1 = cx - 0.5 * w
+            y1 = cy - 0.5 * h
+            x2 = cx + 0.5 * w
+            y2 = cy + 0.5 * h
+            boxes = torch.stack((x1, y1, x2, y2), dim=-1)
+            return boxes
+
+        def _box_xyxy_to_cxcywh(boxes: Tensor) -> Tensor:
+            x1, y1, x2, y2 = boxes.unbind(-1)
+            cx = (x1 + x2) / 2
+            cy = (y1 + y2) / 2
+            w = x2 - x1
+            h = y2 - y1
+            boxes = torch.stack((cx, cy, w, h), dim=-1)
+            return boxes
+
+        def _box_xywh_to_xyxy(boxes: Tensor) -> Tensor:
+            x, y, w, h = boxes.unbind(-1)
+            boxes = torch.stack([x, y, x + w, y + h], dim=-1)
+            return boxes
+
+        def _box_xyxy_to_xywh(boxes: Tensor) -> Tensor:
+            x1, y1, x2, y2 = boxes.unbind(-1)
+            w = x2 - x1  # x2 - x1
+            h = y2 - y1  # y2 - y1
+            boxes = torch.stack((x1, y1, w, h), dim=-1)
+            return boxes
+
+        def remove_small_boxes(boxes: Tensor, min_size: float) -> Tensor:
+            ws, hs = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+            keep = (ws >= min_size) & (hs >= min_size)
+            keep = torch.where(keep)[0]
+            return keep
+
+        def clip_boxes_to_image(boxes: Tensor, size) -> Tensor:
+            dim = boxes.dim()
+            boxes_x = boxes[..., 0::2]
+            boxes_y = boxes[..., 1::2]
+            height, width = size
+
+            if torch.jit.is_scripting() or torch.jit.is_tracing():
+                boxes_x = torch.max(boxes_x, torch.tensor(0, dtype=boxes.dtype, device=boxes.device))
+                boxes_x = torch.min(boxes_x, torch.tensor(width, dtype=boxes.dtype, device=boxes.device))
+                boxes_y = torch.max(boxes_y, torch.tensor(0, dtype=boxes.dtype, device=boxes.device))
+                boxes_y = torch.min(boxes_y, torch.tensor(height, dtype=boxes.dtype, device=boxes.device))
+            else:
+                boxes_x = boxes_x.clamp(min=0, max=width)
+                boxes_y = boxes_y.clamp(min=0, max=height)
+
+            clipped_boxes = torch.stack((boxes_x, boxes_y), dim=dim)
+            return clipped_boxes.reshape(boxes.shape)
+
+        def box_convert(boxes: Tensor, in_fmt: str, out_fmt: str) -> Tensor:
+            allowed_fmts = ("xyxy", "xywh", "cxcywh")
+            if in_fmt not in allowed_fmts or out_fmt not in allowed_fmts:
+                raise ValueError(f"Unsupported Bounding Box Conversions for given in_fmt {in_fmt} and out_fmt {out_fmt}")
+
+            if in_fmt == out_fmt:
+                return boxes.clone()
+            e = (in_fmt, out_fmt)
+            if e == ("xywh", "xyxy"):
+                boxes = _box_xywh_to_xyxy(boxes)
+            elif e == ("cxcywh", "xyxy"):
+                boxes = _box_cxcywh_to_xyxy(boxes)
+            elif e == ("xyxy", "xywh"):
+                boxes = _box_xyxy_to_xywh(boxes)
+            elif e == ("xyxy", "cxcywh"):
+                boxes = _box_xyxy_to_cxcywh(boxes)
+            elif e == ("xywh", "cxcywh"):
+                boxes = _box_xywh_to_xyxy(boxes)
+                boxes = _box_xyxy_to_cxcywh(boxes)
+            elif e == ("cxcywh", "xywh"):
+                boxes = _box_cxcywh_to_xyxy(boxes)
+                boxes = _box_xyxy_to_xywh(boxes)
+            return boxes
+
+        def box_area(boxes: Tensor) -> Tensor:
+            boxes = _upcast(boxes)
+            return (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+
+        def _box_inter_union(boxes1: Tensor, boxes2: Tensor):
+            area1 = box_area(boxes1)
+            area2 = box_area(boxes2)
+
+            lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])  # [N,M,2]
+            rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])  # [N,M,2]
+
+            wh = _upcast(rb - lt).clamp(min=0)  # [N,M,2]
+            inter = wh[:, :, 0] * wh[:, :, 1]  # [N,M]
+
+            union = area1[:, None] + area2 - inter
+
+            return inter, union
+
+        def box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
+            inter, union = _box_inter_union(boxes1, boxes2)
+            iou = inter / union
+            return iou
+
+        def generalized_box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
+            inter, union = _box_inter_union(boxes1, boxes2)
+            iou = inter / union
+
+            lti = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+            rbi = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+
+            whi = _upcast(rbi - lti).clamp(min=0)  # [N,M,2]
+            areai = whi[:, :, 0] * whi[:, :, 1]
+
+            return iou - (areai - union) / areai
+
+        def complete_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+            boxes1 = _upcast(boxes1)
+            boxes2 = _upcast(boxes2)
+
+            diou, iou = _box_diou_iou(boxes1, boxes2, eps)
+
+            w_pred = boxes1[:, None, 2] - boxes1[:, None, 0]
+            h_pred = boxes1[:, None, 3] - boxes1[:, None, 1]
+
+            w_gt = boxes2[:, 2] - boxes2[:, 0]
+            h_gt = boxes2[:, 3] - boxes2[:, 1]
+
+            v = (4 / (torch.pi**2)) * torch.pow(torch.atan(w_pred / h_pred) - torch.atan(w_gt / h_gt), 2)
+            with torch.no_grad():
+                alpha = v / (1 - iou + v + eps)
+            return diou - alpha * v
+
+        def distance_box_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7) -> Tensor:
+            boxes1 = _upcast(boxes1)
+            boxes2 = _upcast(boxes2)
+            diou, _ = _box_diou_iou(boxes1, boxes2, eps=eps)
+            return diou
+
+        def _box_diou_iou(boxes1: Tensor, boxes2: Tensor, eps: float = 1e-7):
+
+            iou = box_iou(boxes1, boxes2)
+            lti = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+            rbi = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+            whi = _upcast(rbi - lti).clamp(min=0)  # [N,M,2]
+            diagonal_distance_squared = (whi[:, :, 0] ** 2) + (whi[:, :, 1] ** 2) + eps
+            # centers of boxes
+            x_p = (boxes1[:, 0] + boxes1[:, 2]) / 2
+            y_p = (boxes1[:, 1] + boxes1[:, 3]) / 2
+            x_g = (boxes2[:, 0] + boxes2[:, 2]) / 2
+            y_g = (boxes2[:, 1] + boxes2[:, 3]) / 2
+            # The distance between boxes' centers squared.
+            centers_distance_squared = (_upcast(x_p[:, None] - x_g[None, :]) ** 2) + (_upcast(y_p[:, None] - y_g[None, :]) ** 2)
+            # The distance IoU is the IoU penalized by a normalized
+            # distance between boxes' centers squared.
+            return iou - (centers_distance_squared / diagonal_distance_squared), iou
+
+        def masks_to_boxes(masks: torch.Tensor) -> torch.Tensor:
+            if masks.numel() == 0:
+                return torch.zeros((0, 4), device=masks.device, dtype=torch.float)
+
+            n = masks.shape[0]
+
+            bounding_boxes = torch.zeros((n, 4), device=masks.device, dtype=torch.float)
+
+            for index, mask in enumerate(masks):
+                y, x = torch.where(mask != 0)
+
+                bounding_boxes[index, 0] = torch.min(x)
+                bounding_boxes[index, 1] = torch.min(y)
+                bounding_boxes[index, 2] = torch.max(x)
+                bounding_boxes[index, 3] = torch.max(y)
+
+            return bounding_boxes
+
+        rs = np.random.RandomState(21)
+        xy = rs.uniform(0, 8, size=(5, 2))
+        wh = rs.uniform(0.5, 5, size=(5, 2))
+        boxes_np = np.concatenate([xy, xy + wh], 1).astype(np.float32)
+        boxes = torch.tensor(boxes_np)
+        log("jit guards", (torch.jit.is_scripting(), torch.jit.is_tracing()))
+        log("small", remove_small_boxes(boxes, 2.0))
+        log("clipped", clip_boxes_to_image(boxes, (6, 7)))
+        log("clipped batched", clip_boxes_to_image(boxes.view(1, 5, 4), (6, 7)))
+        for a, b in [("xyxy", "cxcywh"), ("xyxy", "xywh"), ("xywh", "cxcywh"), ("cxcywh", "xywh")]:
+            log("convert " + a + b, box_convert(boxes, a, b))
+        log_outcome(log, "bad fmt", lambda: box_convert(boxes, "xyxy", "yxyx"))
+        log("area half", box_area(boxes.half()))
+        log("area int16", box_area((boxes * 10).to(torch.int16)))
+        log("area uint8", box_area(boxes.to(torch.uint8)))
+        log("iou", box_iou(boxes, boxes[:3]))
+        log("iou double", box_iou(boxes.double(), boxes[:2].double()))
+        masks = torch.zeros(3, 6, 7, dtype=torch.bool)
+        masks[0, 1:4, 2:6] = True
+        masks[1, 0, 0] = True
+        masks[2, 2:, 3] = True
+        log("masks_to_boxes", masks_to_boxes(masks))
+        log("masks_to_boxes empty", masks_to_boxes(torch.zeros(0, 4, 4)))
+
+        target = torch.tensor(boxes_np[:, [0, 1, 2, 3]] + rs.uniform(-0.5, 0.5, size=(5, 4)).astype(np.float32))
+        pred = boxes.clone().requires_grad_(True)
+        opt = torch.optim.SGD([pred], lr=0.5)
+        for step in range(2):
+            giou = torch.diag(generalized_box_iou(pred, target))
+            ciou = torch.diag(complete_box_iou(pred, target))
+            loss = (1 - giou).mean() + (1 - ciou).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            log("loss", loss)
+            log("grad", pred.grad)
+        log("diou", distance_box_iou(pred.detach(), target))
+
+    run_both(program)
