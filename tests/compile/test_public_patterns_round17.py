@@ -495,3 +495,150 @@ def test_aiayn_encoder_layer_module_compile():
     # the hand-written LayerNormalization divides by a 3-position std: gradients of ~4 carry
     # float32 rounding of a few 1e-5 into the momentum buffers
     _model_traced(check_compiled(make, calls=3, torch_too=True, rtol=1e-3, atol=1e-4))
+
+
+# ---- karpathy/nn-zero-to-hero lectures/makemore/makemore_part5_cnn1.ipynb ----------------------
+# Hand-written layers on plain tensors (no nn.Module): the compiled step reads and rebinds
+# BatchNorm1d's ``running_mean``/``running_var`` Python attributes under ``torch.no_grad()``,
+# stores ``self.out`` on every layer, clears ``p.grad = None`` and updates ``p.data += -lr *
+# p.grad`` by hand.
+def _makemore_wavenet(mod):
+    class Linear:
+
+        def __init__(self, fan_in, fan_out, bias=True):
+            self.weight = mod.tensor(np.random.RandomState(fan_in * 7 + fan_out).randn(fan_in, fan_out).astype("float32")) / fan_in**0.5
+            self.bias = mod.zeros(fan_out) if bias else None
+
+        def __call__(self, x):
+            self.out = x @ self.weight
+            if self.bias is not None:
+                self.out += self.bias
+            return self.out
+
+        def parameters(self):
+            return [self.weight] + ([] if self.bias is None else [self.bias])
+
+    class BatchNorm1d:
+
+        def __init__(self, dim, eps=1e-5, momentum=0.1):
+            self.eps = eps
+            self.momentum = momentum
+            self.training = True
+            self.gamma = mod.ones(dim)
+            self.beta = mod.zeros(dim)
+            self.running_mean = mod.zeros(dim)
+            self.running_var = mod.ones(dim)
+
+        def __call__(self, x):
+            if self.training:
+                if x.ndim == 2:
+                    dim = 0
+                elif x.ndim == 3:
+                    dim = (0, 1)
+                xmean = x.mean(dim, keepdim=True)  # batch mean
+                xvar = x.var(dim, keepdim=True)  # batch variance
+            else:
+                xmean = self.running_mean
+                xvar = self.running_var
+            xhat = (x - xmean) / mod.sqrt(xvar + self.eps)  # normalize to unit variance
+            self.out = self.gamma * xhat + self.beta
+            if self.training:
+                with mod.no_grad():
+                    self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * xmean
+                    self.running_var = (1 - self.momentum) * self.running_var + self.momentum * xvar
+            return self.out
+
+        def parameters(self):
+            return [self.gamma, self.beta]
+
+    class Tanh:
+        def __call__(self, x):
+            self.out = mod.tanh(x)
+            return self.out
+
+        def parameters(self):
+            return []
+
+    class Embedding:
+
+        def __init__(self, num_embeddings, embedding_dim):
+            self.weight = mod.tensor(np.random.RandomState(5).randn(num_embeddings, embedding_dim).astype("float32"))
+
+        def __call__(self, IX):
+            self.out = self.weight[IX]
+            return self.out
+
+        def parameters(self):
+            return [self.weight]
+
+    class FlattenConsecutive:
+
+        def __init__(self, n):
+            self.n = n
+
+        def __call__(self, x):
+            B, T, C = x.shape
+            x = x.view(B, T//self.n, C*self.n)
+            if x.shape[1] == 1:
+                x = x.squeeze(1)
+            self.out = x
+            return self.out
+
+        def parameters(self):
+            return []
+
+    class Sequential:
+
+        def __init__(self, layers):
+            self.layers = layers
+
+        def __call__(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            self.out = x
+            return self.out
+
+        def parameters(self):
+            return [p for layer in self.layers for p in layer.parameters()]
+
+    n_embd, n_hidden, vocab_size = 4, 8, 11
+    return Sequential([
+        Embedding(vocab_size, n_embd),
+        FlattenConsecutive(2), Linear(n_embd * 2, n_hidden, bias=False), BatchNorm1d(n_hidden), Tanh(),
+        FlattenConsecutive(2), Linear(n_hidden*2, n_hidden, bias=False), BatchNorm1d(n_hidden), Tanh(),
+        Linear(n_hidden, vocab_size),
+    ])
+
+
+def test_makemore_wavenet_hand_sgd_step():
+    def make(mod, wrap):
+        model = _makemore_wavenet(mod)
+        with mod.no_grad():
+            model.layers[-1].weight *= 0.1  # last layer make less confident
+        parameters = model.parameters()
+        for p in parameters:
+            p.requires_grad = True
+        lossi = []
+
+        def step(Xb, Yb):
+            logits = model(Xb)
+            loss = mod.nn.functional.cross_entropy(logits, Yb)
+            for p in parameters:
+                p.grad = None
+            loss.backward()
+            lr = 0.1
+            for p in parameters:
+                p.data += -lr * p.grad
+            lossi.append(loss.log10().item())
+            return loss
+        bns = [layer for layer in model.layers if hasattr(layer, "running_mean")]
+        state = {"params": parameters, "running": lambda: None, "lossi": lossi, "bns": bns}
+        return wrap(step), state, lambda i: (labels(mod, i, 6, 11).view(6, 1).repeat(1, 4) % 11, labels(mod, i, 6, 11, seed=80))
+
+    def running(state, i):   # the rebound running statistics, observed after every call
+        state["running"] = [(bn.running_mean.clone(), bn.running_var.clone()) for bn in state["bns"]]
+    run = check_compiled(make, calls=3, between=running, torch_too=True, rtol=1e-4, atol=1e-5)
+    # ``loss.log10().item()`` ends each trace: the abandoned trace must put back the layers'
+    # rebound attributes (NOTE [nested objects] in pystate.py) before the eager rerun
+    assert [why for why, _ in run.step.stats["graph_breaks"]] and all(
+        "item()" in why for why, _ in run.step.stats["graph_breaks"]), run.step.stats
