@@ -96,11 +96,54 @@ def python_refs(fn, args=()):
         if id(f) not in seen:
             seen.add(id(f))
             _scan(f, depth, add, queue)
+    _nested_objects(found, add)
     for (name, cell, g), _ in list(found.values()):
         for klass in _classes_of(_value(cell, g, name)):
             add((klass.__qualname__, None, {klass.__qualname__: klass}), ())
     refs = tuple(r for r, _ in found.values())
     return refs, tuple(frozenset(n) for _, n in found.values())
+
+
+# NOTE [nested objects]: a plain object among the references may hold others -- a hand-written
+# ``Sequential`` keeping its layer objects in a list, each rebinding ``self.running_mean`` or
+# ``self.out`` on every call (karpathy/nn-zero-to-hero makemore part 5). Their attributes are
+# the same Python state one level further down, so each plain object reached through a
+# reference's attributes (directly, or inside a small list, tuple or dict there) becomes a
+# reference of its own, ``_NESTED_DEPTH`` levels down: its rebound tensors are carried and an
+# abandoned trace puts its attributes back. Without it a traced tensor stayed bound there (a
+# leaked tracer on the next call, or on the eager rerun after a graph break).
+_NESTED_DEPTH = 2
+_NESTED_OBJECTS_MAX = 64
+
+
+def _nested_objects(found, add):
+    queue = []
+    for (name, cell, g), _ in list(found.values()):
+        v = _value(cell, g, name)
+        if _plain_object(v) and not isinstance(v, type):
+            queue.append((name, v, 0))
+    added = 0
+    while queue and added < _NESTED_OBJECTS_MAX:
+        label, v, depth = queue.pop(0)
+        if depth >= _NESTED_DEPTH:
+            continue
+        try:
+            items = list(attributes(v).items())
+        except Exception:        # an object whose attributes cannot be listed: not looked into
+            continue
+        for k, a in items:
+            inner = [(f"{label}.{k}", a)]
+            if isinstance(a, (list, tuple)) and len(a) <= _NESTED_MAX:
+                inner = [(f"{label}.{k}[{i}]", x) for i, x in enumerate(a)]
+            elif type(a) is dict and len(a) <= _NESTED_MAX:
+                inner = [(f"{label}.{k}[{j!r}]", x) for j, x in a.items()]
+            for lab, x in inner:
+                if _plain_object(x) and not isinstance(x, (type, types.ModuleType)) and not callable(
+                        getattr(x, "__get__", None)):
+                    if ("object", id(x)) not in found:
+                        add((lab, None, {lab: x}), _object_names(type(x), {"__call__", "forward"}))
+                        added += 1
+                        queue.append((lab, x, depth + 1))
 
 
 # NOTE [helper functions]: a compiled function reaches Python values through the functions it
