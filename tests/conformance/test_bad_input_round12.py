@@ -61,6 +61,39 @@ CASES = {
     "cross_entropy((2,3), 0-d)": lambda T: T.nn.functional.cross_entropy(T.ones(2, 3), T.tensor(1)),
     "nll_loss((0,3), 0-d)": lambda T: T.nn.functional.nll_loss(T.ones(0, 3), T.tensor(1)),
     "nll_loss((3,), 0-d)_ok": lambda T: T.nn.functional.nll_loss(T.ones(3), T.tensor(1)),
+    # index tensors: long, int, byte (a mask) or bool only
+    "x[int8 tensor]": lambda T: T.ones(3)[T.tensor([0, 1], dtype=T.int8)],
+    "x[:, int16 tensor]": lambda T: T.ones(2, 3)[:, T.tensor([0, 1], dtype=T.int16)],
+    "x[uint16 tensor] = 1": lambda T: T.ones(3).__setitem__(T.tensor([0, 1], dtype=T.uint16), 1.),
+    "index_put_((int8,), v)": lambda T: T.ones(3).index_put_((T.tensor([0], dtype=T.int8),), T.tensor(1.)),
+    "x[int32 tensor]_ok": lambda T: T.ones(3)[T.tensor([0, 1], dtype=T.int32)],
+    "x[int8 0-d]_ok": lambda T: T.ones(3)[T.tensor(1, dtype=T.int8)],
+    # one value through a uint8 mask goes to masked_fill_, which wants a bool mask
+    "x[uint8 mask] = tensor(1.)": lambda T: T.ones(3).__setitem__(T.tensor([1, 0, 1], dtype=T.uint8), T.tensor(1.)),
+    "x[uint8 mask] = tensor([1.])": lambda T: T.ones(3).__setitem__(T.tensor([1, 0, 1], dtype=T.uint8), T.tensor([1.])),
+    "index_put_((uint8,), 0-d)": lambda T: T.ones(3).index_put_((T.tensor([1, 0, 1], dtype=T.uint8),), T.tensor(1.)),
+    "index_put((uint8,), 0-d)": lambda T: T.ones(3).index_put((T.tensor([1, 0, 1], dtype=T.uint8),), T.tensor(1.)),
+    "index_put_((uint8,), 2 values)_ok": lambda T: T.ones(3).index_put_(
+        (T.tensor([1, 0, 1], dtype=T.uint8),), T.tensor([1., 2.])),
+    "index_put_((uint8,), 0-d, accumulate)_ok": lambda T: T.ones(3).index_put_(
+        (T.tensor([1, 0, 1], dtype=T.uint8),), T.tensor(1.), True),
+    "x[uint8 mask] = tensor([1., 2.])_ok": lambda T: T.ones(3).__setitem__(
+        T.tensor([1, 0, 1], dtype=T.uint8), T.tensor([1., 2.])),
+    # clamp's bounds: both numbers or both tensors
+    "clamp(x, tensor, 1)": lambda T: T.clamp(T.ones(3), T.zeros(3), 1),
+    "x.clamp(min=tensor, max=1.)": lambda T: T.ones(3).clamp(min=T.zeros(3), max=1.),
+    "clip(x, 0., tensor)": lambda T: T.clip(T.ones(3), 0., T.ones(3)),
+    "x.clamp_(0, tensor)": lambda T: T.ones(3).clamp_(0, T.ones(3)),
+    "x.clip_(min=tensor, max=2)": lambda T: T.ones(3).clip_(min=T.zeros(3), max=2),
+    "clamp(x, tensor, None)_ok": lambda T: T.clamp(T.ones(3), T.zeros(3), None),
+    "clamp(x, 0, 1.)_ok": lambda T: T.clamp(T.ones(3), 0, 1.),
+    # reversed() is flip(0); a 0-d tensor comes back as it is
+    "reversed(0-d)_ok": lambda T: reversed(T.tensor(2.)),
+    # arrays in the other byte order
+    "from_numpy(>f4)": lambda T: T.from_numpy(np.ones(2, dtype=">f4")),
+    "as_tensor(>i8)": lambda T: T.as_tensor(np.ones(2, dtype=">i8")),
+    "tensor(>f8)": lambda T: T.tensor(np.ones(2, dtype=">f8")),
+    "from_numpy(>u1)_ok": lambda T: T.from_numpy(np.ones(2, dtype=">u1")),
 }
 
 
@@ -72,3 +105,10 @@ def test_same_class_as_torch(name):
 def test_cpu_index_lands_on_the_cpu():
     # torch keeps one CPU device: the index does not survive the move
     assert tracegrad.ones(2).to("cpu:1").device == tracegrad.device("cpu")
+
+
+def test_reversed_is_flip_of_dim_0():
+    x = [[1, 2, 3], [4, 5, 6]]
+    got, want = reversed(tracegrad.tensor(x)), reversed(torch.tensor(x))
+    assert isinstance(got, tracegrad.Tensor) and got.tolist() == want.tolist()
+    assert reversed(tracegrad.tensor(2.)).tolist() == 2.0
