@@ -20,6 +20,12 @@ def _set_grad(T, value):
     x.grad = value
 
 
+def _with_grad(T):
+    p = T.nn.Parameter(T.ones(2))
+    p.grad = T.full((2,), 3.)
+    return p
+
+
 def _aliased(T, fn):
     x = T.ones(3)
     return fn(T, x)
@@ -94,6 +100,15 @@ CASES = {
     "as_tensor(>i8)": lambda T: T.as_tensor(np.ones(2, dtype=">i8")),
     "tensor(>f8)": lambda T: T.tensor(np.ones(2, dtype=">f8")),
     "from_numpy(>u1)_ok": lambda T: T.from_numpy(np.ones(2, dtype=">u1")),
+    # nn.Module.to with a NumPy dtype: TypeError, the message naming it without its repr
+    "Linear.to(np.float32)": lambda T: T.nn.Linear(2, 2).to(np.float32),
+    "Linear.to(np.dtype('float32'))": lambda T: T.nn.Linear(2, 2).to(np.dtype("float32")),
+    "Linear.to(dtype=np.float64)": lambda T: T.nn.Linear(2, 2).to(dtype=np.float64),
+    # clip_grad_value_ with no gradient at all: torch's RuntimeError
+    "clip_grad_value_(no grads)": lambda T: T.nn.utils.clip_grad_value_([T.nn.Parameter(T.ones(2))], 1.),
+    "clip_grad_value_([])": lambda T: T.nn.utils.clip_grad_value_([], 1.),
+    "clip_grad_value_(one grad)_ok": lambda T: T.nn.utils.clip_grad_value_(
+        [T.nn.Parameter(T.ones(2)), _with_grad(T)], 1.),
 }
 
 
