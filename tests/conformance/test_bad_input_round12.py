@@ -109,6 +109,23 @@ CASES = {
     "clip_grad_value_([])": lambda T: T.nn.utils.clip_grad_value_([], 1.),
     "clip_grad_value_(one grad)_ok": lambda T: T.nn.utils.clip_grad_value_(
         [T.nn.Parameter(T.ones(2)), _with_grad(T)], 1.),
+    # outer/ger refuse an out= that overlaps an input at all
+    "outer(x, x, out=x)": lambda T: _aliased(T, lambda T, x: T.outer(x, x, out=x)),
+    "ger(x, x, out=x)": lambda T: _aliased(T, lambda T, x: T.ger(x, x, out=x)),
+    "outer(x[:1], x[:1], out=x)": lambda T: _aliased(T, lambda T, x: T.outer(x[:1], x[:1], out=x)),
+    "outer(x, x, out=other)_ok": lambda T: _aliased(T, lambda T, x: T.outer(x, x, out=T.ones(3, 3))),
+    # max/min take the other tensor by keyword too, but not with dim/keepdim
+    "x.min(other=y)_ok": lambda T: T.ones(2).min(other=T.zeros(2)),
+    "max(input=x, other=y)_ok": lambda T: T.max(input=T.ones(2), other=T.zeros(2)),
+    "x.max(other=y, dim=0)": lambda T: T.ones(2).max(other=T.zeros(2), dim=0),
+    "x.min(other=y, keepdim=True)": lambda T: T.ones(2).min(other=T.zeros(2), keepdim=True),
+    # an empty batch in training: batch_norm takes it (running stats untouched), native_batch_norm not
+    "BatchNorm1d(ones(0, 3)) training_ok": lambda T: T.nn.BatchNorm1d(3)(T.ones(0, 3)),
+    "F.batch_norm(ones(0, 3, 2), training)_ok": lambda T: T.nn.functional.batch_norm(
+        T.ones(0, 3, 2), T.zeros(3), T.ones(3), training=True),
+    "native_batch_norm(empty, training)": lambda T: T.native_batch_norm(
+        T.ones(0, 3), None, None, T.zeros(3), T.ones(3), True, 0.1, 1e-5),
+    "BatchNorm1d(ones(1, 3)) training": lambda T: T.nn.BatchNorm1d(3)(T.ones(1, 3)),
 }
 
 
@@ -127,3 +144,16 @@ def test_reversed_is_flip_of_dim_0():
     got, want = reversed(tracegrad.tensor(x)), reversed(torch.tensor(x))
     assert isinstance(got, tracegrad.Tensor) and got.tolist() == want.tolist()
     assert reversed(tracegrad.tensor(2.)).tolist() == 2.0
+
+
+def test_max_other_keyword_values():
+    a, b = [1., 3.], [2., 2.]
+    assert tracegrad.ones(1).new_tensor(a).max(other=tracegrad.tensor(b)).tolist() == \
+        torch.tensor(a).max(other=torch.tensor(b)).tolist()
+
+
+def test_empty_batch_leaves_running_stats():
+    for T in (torch, tracegrad):
+        m = T.nn.BatchNorm2d(3)
+        assert tuple(m(T.ones(0, 3, 2, 2)).shape) == (0, 3, 2, 2)
+        assert m.running_mean.tolist() == [0.0] * 3 and m.running_var.tolist() == [1.0] * 3

@@ -129,6 +129,8 @@ _OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as
 # functions whose inputs torch's out= refuses to overlap the output at all, even fully
 # (``cat([x, y], out=x)``): the inputs are read while the output is being written
 _STACKING = frozenset(("cat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"))
+# (and these, whose inputs are plain arguments)
+_NO_OVERLAP = frozenset(("outer", "ger"))
 
 
 def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
@@ -162,6 +164,8 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
                 _check_out_overlap(label, args, out)
                 if label in _STACKING and args and isinstance(args[0], (list, tuple)):
                     _check_out_overlap(label, args[0], out, fully=True)
+                elif label in _NO_OVERLAP:
+                    _check_out_overlap(label, args, out, fully=True)
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
