@@ -126,6 +126,14 @@ CASES = {
     "native_batch_norm(empty, training)": lambda T: T.native_batch_norm(
         T.ones(0, 3), None, None, T.zeros(3), T.ones(3), True, 0.1, 1e-5),
     "BatchNorm1d(ones(1, 3)) training": lambda T: T.nn.BatchNorm1d(3)(T.ones(1, 3)),
+    # randint/randperm take out= (drawing in its dtype), with torch's out= refusals
+    "randint(5, (3,), out=float)_ok": lambda T: T.randint(5, (3,), out=T.ones(3)),
+    "randint(0, 2, (3,), out=bool)_ok": lambda T: T.randint(0, 2, (3,), out=T.ones(3, dtype=T.bool)),
+    "randint(out=, dtype=other)": lambda T: T.randint(5, (3,), out=T.ones(3), dtype=T.long),
+    "randint(out=requires_grad)": lambda T: T.randint(5, (3,), out=T.ones(3, requires_grad=True)),
+    "randint(out=list)": lambda T: T.randint(5, (3,), out=[1]),
+    "randperm(3, out=float)_ok": lambda T: T.randperm(3, out=T.ones(3)),
+    "randperm(out=, dtype=other)": lambda T: T.randperm(3, out=T.ones(3), dtype=T.long),
 }
 
 
