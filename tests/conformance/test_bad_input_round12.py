@@ -165,3 +165,11 @@ def test_empty_batch_leaves_running_stats():
         m = T.nn.BatchNorm2d(3)
         assert tuple(m(T.ones(0, 3, 2, 2)).shape) == (0, 3, 2, 2)
         assert m.running_mean.tolist() == [0.0] * 3 and m.running_var.tolist() == [1.0] * 3
+
+
+def test_gradcheck_mismatch_prints_tensors():
+    # float32 input: the numerical Jacobian is off, so both raise; the message shows tensors as torch's
+    for T in (torch, tracegrad):
+        with pytest.raises(RuntimeError, match=r"numerical:tensor\(\[\[") as info:   # GradcheckError's base
+            T.autograd.gradcheck(lambda a: a * 2, (T.ones(2, requires_grad=True),))
+        assert "analytical:tensor([[" in str(info.value)
