@@ -134,6 +134,10 @@ CASES = {
     "randint(out=list)": lambda T: T.randint(5, (3,), out=[1]),
     "randperm(3, out=float)_ok": lambda T: T.randperm(3, out=T.ones(3)),
     "randperm(out=, dtype=other)": lambda T: T.randperm(3, out=T.ones(3), dtype=T.long),
+    # type() with a legacy name: full names only; a CUDA one without a GPU is RuntimeError
+    "x.type('FloatTensor')": lambda T: T.ones(2).type("FloatTensor"),
+    "x.type('cuda.LongTensor')": lambda T: T.ones(2).type("cuda.LongTensor"),
+    "x.type('torch.FloatTensor')_ok": lambda T: T.ones(2).type("torch.FloatTensor"),
 }
 
 
@@ -173,3 +177,9 @@ def test_gradcheck_mismatch_prints_tensors():
         with pytest.raises(RuntimeError, match=r"numerical:tensor\(\[\[") as info:   # GradcheckError's base
             T.autograd.gradcheck(lambda a: a * 2, (T.ones(2, requires_grad=True),))
         assert "analytical:tensor([[" in str(info.value)
+
+
+@pytest.mark.skipif(tracegrad.cuda.is_available() or torch.cuda.is_available(), reason="checks the no-GPU error")
+def test_type_cuda_name_without_gpu():
+    assert_same_class("x.type('torch.cuda.FloatTensor')", lambda T: T.ones(2).type("torch.cuda.FloatTensor"),
+                      torch, tracegrad)
