@@ -1,5 +1,5 @@
-"""Bad-input parity, round 12: a probe over ~510 wrong calls (keyword aliases and surplus
-positionals, out= misuse and aliasing, dtype arguments as strings or NumPy dtypes, device strings,
+"""Bad-input parity, round 12: a probe over ~1,240 wrong calls (keyword aliases and surplus
+positionals, out= misuse and aliasing, index tensors of every dtype, empty tensors, dtype arguments as strings or NumPy dtypes, device strings,
 Python conversions of multi-element tensors, autograd misuse, nn layers fed the wrong input, the
 module containers, DataLoader and samplers, torch.distributions with validate_args) left these
 differences from torch 2.13, fixed here. Each call runs under torch (the oracle) and tracegrad:
