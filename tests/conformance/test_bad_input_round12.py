@@ -1,10 +1,10 @@
 """Bad-input parity, round 12: a probe over ~1,240 wrong calls (keyword aliases and surplus
-positionals, out= misuse and aliasing, index tensors of every dtype, empty tensors, dtype arguments as strings or NumPy dtypes, device strings,
-Python conversions of multi-element tensors, autograd misuse, nn layers fed the wrong input, the
-module containers, DataLoader and samplers, torch.distributions with validate_args) left these
-differences from torch 2.13, fixed here. Each call runs under torch (the oracle) and tracegrad:
-the same exception class (or none), no text of the layers below tracegrad; the ``_ok`` calls are
-ones torch accepts."""
+positionals, out= misuse and aliasing, index tensors of every dtype, empty tensors, dtype
+arguments as strings or NumPy dtypes, device strings, Python conversions of multi-element
+tensors, autograd misuse, nn layers fed the wrong input, the module containers, DataLoader and
+samplers, torch.distributions with validate_args) left these differences from torch 2.13, fixed
+here. Each call runs under torch (the oracle) and tracegrad: the same exception class (or none),
+no text of the layers below tracegrad; the ``_ok`` calls are ones torch accepts."""
 import numpy as np
 import pytest
 
