@@ -64,10 +64,8 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
 
 
 def _is_dtype_arg(d):
-    # a dtype, Python's number types, or a numpy dtype/type (tracegrad's own calls); not a name
-    return isinstance(d, _dt.dtype) or (d in (float, int, bool, complex) if isinstance(d, type) else False) \
-        or (not isinstance(d, (str, Tensor)) and type(d).__module__.startswith("numpy")) \
-        or (isinstance(d, type) and d.__module__ == "numpy")
+    # a dtype or one of Python's number types; not a name, not a NumPy dtype (torch's TypeError)
+    return isinstance(d, _dt.dtype) or (d in (float, int, bool, complex) if isinstance(d, type) else False)
 
 
 def _to_error(got):

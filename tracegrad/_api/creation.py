@@ -166,13 +166,21 @@ def type(self, dtype=None, non_blocking=False, **kwargs):
         prefix = "torch.cuda." if self.device.type == "cuda" else "torch."
         return f"{prefix}{_TYPE_NAMES[self.dtype.name]}Tensor"
     if isinstance(dtype, str):
-        name = dtype[len("torch."):] if dtype.startswith("torch.") else dtype
+        if not dtype.startswith("torch."):   # torch's names are full ones only ('FloatTensor' is none)
+            raise ValueError(f"invalid type: '{dtype}' (pass a full name such as 'torch.FloatTensor', or a dtype)")
+        name = dtype[len("torch."):]
         cuda = name.startswith("cuda.")
         base = name[len("cuda."):] if cuda else name
         if not base.endswith("Tensor") or base[:-len("Tensor")] not in _BY_TYPE_NAME:
             raise ValueError(f"invalid type: '{dtype}'")
         out = self.to(_dt.to_dtype(_BY_TYPE_NAME[base[:-len("Tensor")]]))
-        return out.to("cuda") if cuda else out.to("cpu")
+        if not cuda:
+            return out.to("cpu")
+        try:
+            return out.to("cuda")
+        except AssertionError:   # no GPU: torch's CPU build fails loading its CUDA types, RuntimeError
+            raise RuntimeError(f"Cannot initialize CUDA without a GPU (type('{dtype}')): tracegrad found no GPU "
+                               "on this machine; keep tensors on 'cpu'") from None
     if isinstance(dtype, LegacyTensorType):   # x.type(torch.LongTensor)
         return self.to(dtype.dtype)
     if isinstance(dtype, builtins.type):

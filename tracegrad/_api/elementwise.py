@@ -19,7 +19,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
-from .inplace import _inplace_unary, copy_, inplace_via_copy
+from .inplace import _inplace_unary, check_bound_kinds, copy_, inplace_via_copy
 from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
@@ -471,6 +471,7 @@ def clamp(self, min=None, max=None):
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     _check_operand(min, "clamp", "min")
     _check_operand(max, "clamp", "max", 3)
+    check_bound_kinds("clamp", min, max)
     dt = result_dtype(self, min, max) if (isinstance(min, Tensor) or isinstance(max, Tensor)) else \
         result_dtype(self, *(v for v in (min, max) if v is not None))
     if dt is _dt.bool_:

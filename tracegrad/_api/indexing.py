@@ -27,6 +27,8 @@ def _is_advanced(k):
     return isinstance(k, (Tensor, list, range, np.ndarray)) or (isinstance(k, bool))
 
 
+# the index tensor dtypes torch takes (uint8: a deprecated mask); any other, IndexError
+_INDEX_DTYPES = (_dt.int64, _dt.int32, _dt.uint8, _dt.bool_)
 _SEQUENCE_AS_TUPLE = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
                       "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted "
                       "as tensor index, x[torch.tensor(seq)], which will result either in an error or a different "
@@ -109,7 +111,7 @@ def _parse_key(self, key):
                     markers.append(("t",))
                     arrays.append(nz)
                 dim += k.ndim
-            elif k.dtype.is_floating_point:
+            elif k.dtype is not _dt.int64 and k.dtype is not _dt.int32:   # (uint8 masks are bool by here)
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             else:
                 _check_bounds(k, shp[dim], dim)
@@ -199,7 +201,7 @@ def _check_index_put(self, indices, values, api):
     for pos, i in enumerate(indices):
         if i is None:
             raise TypeError(f"{api}(): expected Tensor as element {pos} in argument 1 'indices', but got NoneType")
-        if not isinstance(i, Tensor) or i.dtype.is_floating_point or i.dtype.is_complex:
+        if not isinstance(i, Tensor) or i.dtype not in _INDEX_DTYPES:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         n = i.ndim if i.dtype is _dt.bool_ else 1
         if dim + n > self.ndim:
@@ -297,8 +299,9 @@ def setitem(self, key, value):
     advanced keys use ``index_put_`` (``IndexPutBackward0``). A value tensor's leading size-1
     dims are dropped before it is broadcast, as torch (``x[i] = row.view(1, -1)``). RuntimeError
     for a complex number into a real tensor."""
-    if isinstance(key, Tensor) and key.dtype is _dt.uint8 and key.ndim and not isinstance(value, Tensor):
-        # torch writes a number through one mask with masked_fill_, which takes bool masks only
+    if isinstance(key, Tensor) and key.dtype is _dt.uint8 and key.ndim and (
+            not isinstance(value, Tensor) or value.numel() == 1):
+        # torch writes one value through one mask with masked_fill_, which takes bool masks only
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char; "
                            "index with mask.bool()")
     self, key = _unsqueeze_bools(self, _byte_masks_as_bool(key))
@@ -432,12 +435,22 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
     """Mirrors ``torch.Tensor.index_put_`` (bool masks as in :func:`index_put`)."""
     if markers is None:
         _check_indices_tuple(indices, "index_put_")
+        _check_byte_mask_fill(indices, values, accumulate)
         indices = _byte_masks_as_bool(tuple(indices))
         _check_index_put(self, indices, values, "index_put_")
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
     _check_put_dtype(self, values)
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
+
+
+def _check_byte_mask_fill(indices, values, accumulate):
+    """torch writes one value through a single mask with ``masked_fill_``, which takes no uint8
+    mask: RuntimeError there, where ``self[mask] = v`` and accumulate=True take it."""
+    if (not accumulate and len(indices) == 1 and isinstance(indices[0], Tensor) and indices[0].dtype is _dt.uint8
+            and isinstance(values, Tensor) and values.numel() == 1):
+        raise RuntimeError("index_put_: masked_fill_ only supports boolean masks, but got mask with dtype unsigned "
+                           "char; pass mask.bool()")
 
 
 @method(function=True)
@@ -447,6 +460,7 @@ def index_put(self, indices, values, accumulate=False):
     (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
     float indices, too many indices or an index out of range."""
     _check_indices_tuple(indices, "index_put")
+    _check_byte_mask_fill(indices, values, accumulate)
     indices = _byte_masks_as_bool(tuple(indices))
     _check_index_put(self, indices, values, "index_put")
     indices = _mask_to_indices(indices)

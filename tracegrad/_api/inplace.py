@@ -154,6 +154,14 @@ def div_(self, other, *, rounding_mode=None):
     return apply_inplace(OPS["div"], self, (other,), st)
 
 
+def check_bound_kinds(api, min, max):
+    """torch's clamp overloads take two number bounds or two tensor bounds (None for either):
+    TypeError, as its parser, for one of each."""
+    if min is not None and max is not None and isinstance(min, Tensor) is not isinstance(max, Tensor):
+        raise TypeError(f"{api}() received an invalid combination of arguments - got (min={type(min).__name__}, "
+                        f"max={type(max).__name__}); pass both bounds as numbers or both as Tensors")
+
+
 @method("clamp_", "clip_")
 def clamp_(self, min=None, max=None):
     if min is None and max is None:
@@ -162,6 +170,7 @@ def clamp_(self, min=None, max=None):
         raise RuntimeError("tracegrad.clamp: At least one of 'min' or 'max' must not be None")
     _check_operand(min, "clamp_", "min", 1)
     _check_operand(max, "clamp_", "max", 2)
+    check_bound_kinds("clamp_", min, max)
     dt = result_dtype(self, *(v for v in (min, max) if v is not None))
     if self.dtype._cat == 3:
         raise NotImplementedError("clamp is not supported for complex types; clamp .real and .imag apart")

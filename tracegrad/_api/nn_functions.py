@@ -428,6 +428,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     if not training:
         out = _batch_norm_op(input, weight, bias, running_mean, running_var, False, eps)[0]
         return out, input.new_empty((0,)), input.new_empty((0,))
+    if input.numel() == 0:   # torch's training kernel (batch_norm itself takes an empty batch)
+        raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = {list(input.shape)}")
     try:
         out, mean, var = _batch_norm_op(input, weight, bias, None, None, True, eps)
     except StopAfterOp:
@@ -440,7 +442,10 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
 
 def _update_running_stats(running_mean, running_var, mean, var, momentum, n):
-    """torch's running-statistics update: ``momentum`` of the batch's mean and unbiased var."""
+    """torch's running-statistics update: ``momentum`` of the batch's mean and unbiased var
+    (none for an empty batch, ``n == 0``, as torch's)."""
+    if not n:
+        return
     with no_grad():
         if running_mean is not None:
             running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype) * momentum)
@@ -467,7 +472,7 @@ def verify_batch_size(input) -> int:
     """Values per channel of ``input (N, C, *)``; ValueError, as torch, when there is only one
     (a batch statistic in training would be a constant)."""
     n = math.prod(input.shape[:1] + input.shape[2:])   # not numel // C: C may be 0
-    if n <= 1:
+    if n == 1:   # (an empty batch passes, as torch's)
         raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                          f"{list(input.shape)}")
     return n

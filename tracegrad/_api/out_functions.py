@@ -50,8 +50,11 @@ EXACT = (
 )
 # (values, indices) forms insist on exact dtypes; max(x) and max(x, y) cast
 MINMAX = ("max", "min")
-RULES = {**{n: {} for n in CAST}, **{n: {"cast_error": TypeError} for n in STACKS},
-         **{n: {"dtype_from_out": True} for n in DTYPE_FROM_OUT}, **{n: {"exact_dtype": True} for n in EXACT},
+# CAST names that are not TensorIterator kernels (reductions, products): they resize an out=
+# that is also an input, where the elementwise ones refuse (accepts_out's iter_alias)
+_NOT_ITER = frozenset(("std", "std_mean", "var", "var_mean", "logsumexp", "kron", "outer", "ger", "addr"))
+RULES = {**{n: ({} if n in _NOT_ITER else {"iter_alias": True}) for n in CAST}, **{n: {"cast_error": TypeError} for n in STACKS},
+         **{n: {"dtype_from_out": True} for n in DTYPE_FROM_OUT}, **{n: {"exact_dtype": True} for n in EXACT}, "where": {"exact_dtype": True, "iter_alias": True},
          **{n: {"exact_dtype": "tuples"} for n in MINMAX}}
 
 

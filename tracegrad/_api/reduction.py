@@ -204,7 +204,12 @@ def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _minmax(kind):
-    def f(self, dim=None, keepdim=False):
+    def f(self, dim=None, keepdim=False, *, other=None):
+        if other is not None:   # torch's max(input, other) overload, named by keyword
+            if dim is not None or keepdim is not False:
+                raise TypeError(f"{kind}() received an invalid combination of arguments - got other= with dim/"
+                                f"keepdim; pass {kind}(other) or {kind}(dim, keepdim)")
+            dim = other
         if isinstance(dim, Tensor):
             return (maximum if kind == "max" else minimum)(self, dim)
         check_sortable(self, kind, NotImplementedError if dim is None else RuntimeError)

@@ -532,6 +532,13 @@ def flip(self, *dims, **kw):
     return apply_op(OPS["flip"], (self,), (("dims", _unique_dims(dims, self.ndim)),))
 
 
+@method("__reversed__")
+def reversed_(self):
+    """Mirrors ``Tensor.__reversed__``: ``reversed(t)`` is ``t.flip(0)``, a Tensor (a 0-d tensor
+    is returned as it is, where ``len`` and iteration refuse it)."""
+    return self if self.dim() == 0 else flip(self, 0)
+
+
 def _unique_dims(dims, ndim):
     """``dims`` wrapped into range; RuntimeError as torch when one appears twice."""
     out = tuple(_wrap_dim(d, ndim) for d in dims)

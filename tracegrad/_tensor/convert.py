@@ -124,8 +124,11 @@ def infer_dtype(data):
 
 
 def check_numpy_strides(arr):
-    """torch refuses a numpy array viewed with a negative stride (``a[::-1]``) or with a stride
-    that is not a multiple of its element size: ValueError."""
+    """torch refuses a numpy array in the other byte order, one viewed with a negative stride (``a[::-1]``) or with a stride
+    that is not a multiple of its element size, or of the other byte order: ValueError."""
+    if not arr.dtype.isnative:
+        raise ValueError("given array has byte order different from the native byte order. Conversion between "
+                         "byte orders is not supported; pass array.astype(array.dtype.newbyteorder('='))")
     if any(st < 0 for st in arr.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
                          "strides are not currently supported; pass array.copy() instead")

@@ -71,7 +71,10 @@ class device:
     def jax_device(self):
         """The JAX device; for 'cuda' where JAX has no GPU, torch's CPU-build AssertionError."""
         if self.type in ("cpu", "meta"):
-            return jax.devices("cpu")[self.index or 0]
+            # torch has one CPU device whatever the index ('cpu:1' is the CPU); JAX's extra host
+            # devices, where configured, answer their own index
+            cpus = jax.devices("cpu")
+            return cpus[self.index] if self.index and self.index < len(cpus) else cpus[0]
         if self.type != "cuda":   # a device type this build has no backend for, in torch's words
             if self.type == "xpu":
                 raise AssertionError("Torch not compiled with XPU enabled (tracegrad: use 'cpu' or 'cuda')")

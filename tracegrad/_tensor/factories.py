@@ -578,6 +578,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
 
 
 @with_x64
+@accepts_out(dtype_from_out=True)   # torch's randint(..., out=t) draws in t's dtype
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
             pin_memory=False):
     """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high).
@@ -619,6 +620,7 @@ def _randint_bounds(low, high, d):
 
 
 @with_x64
+@accepts_out(dtype_from_out=True)
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64). RuntimeError for
     a negative ``n``; NotImplementedError for ``dtype=bool``."""

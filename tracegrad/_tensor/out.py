@@ -126,12 +126,21 @@ _OUT_REFUSALS = {"quantile": _same_dtype_as_input, "nanquantile": _same_dtype_as
                  "complex": _complex_result, "polar": _complex_result}
 
 
-def accepts_out(name=None, dtype_from_out=False, **how):
+# functions whose inputs torch's out= refuses to overlap the output at all, even fully
+# (``cat([x, y], out=x)``): the inputs are read while the output is being written
+_STACKING = frozenset(("cat", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"))
+# (and these, whose inputs are plain arguments)
+_NO_OVERLAP = frozenset(("outer", "ger"))
+
+
+def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
     """Decorator for a function with torch's ``out=`` keyword: the function computes its result
     as usual and this writes it into ``out`` (``write_out(..., **how)``) when one is given.
     ``dtype_from_out``: the function takes ``dtype=`` and, as torch's reductions and scans do,
     computes in ``out``'s dtype when no dtype is given (``sum(x_float, out=long_t)`` sums the
-    truncated values)."""
+    truncated values). ``iter_alias``: torch's TensorIterator kernels (elementwise ops), which
+    never resize an ``out`` that is itself one of the inputs: RuntimeError when the broadcast
+    shape differs from its shape (``add(x, y, out=x)`` with ``x`` of shape [3], ``y`` [2, 3])."""
     def wrap(fn):
         label = name or fn.__name__
         # torch's Python-level functions (tensordot, norm, nn.functional's) fail on a non-Tensor
@@ -153,25 +162,37 @@ def accepts_out(name=None, dtype_from_out=False, **how):
                     raise RuntimeError(refusal)
             if isinstance(out, Tensor):
                 _check_out_overlap(label, args, out)
+                if label in _STACKING and args and isinstance(args[0], (list, tuple)):
+                    _check_out_overlap(label, args[0], out, fully=True)
+                elif label in _NO_OVERLAP:
+                    _check_out_overlap(label, args, out, fully=True)
             if dtype_from_out and isinstance(out, Tensor):
                 dtype = kwargs.get("dtype")
                 if dtype is not None and dtype != out.dtype:
                     raise RuntimeError(f"{label}(): dtype {scalar_name(dtype.np)} does not match the dtype of "
                                        f"the out parameter ({scalar_name(out.dtype.np)}); pass one or the other")
                 kwargs["dtype"] = out.dtype
-            return write_out(label, fn(*args, **kwargs), out, **how)
+            result = fn(*args, **kwargs)
+            if iter_alias and isinstance(out, Tensor) and isinstance(result, Tensor) \
+                    and tuple(result.shape) != tuple(out.shape) \
+                    and any(a is out for a in (*args, *kwargs.values())):
+                raise RuntimeError(f"{label}(): output with shape {list(out.shape)} doesn't match the broadcast "
+                                   f"shape {list(result.shape)}; an out= tensor that is also an input is not "
+                                   "resized: pass a separate out tensor")
+            return write_out(label, result, out, **how)
         with_out._kinds_checked = True   # _api.argcheck.guard_all adds no second AttributeError guard
         return with_out
     return wrap
 
 
-def _check_out_overlap(label, args, out):
+def _check_out_overlap(label, args, out, fully=False):
     """torch refuses an ``out`` that shares some, but not all, of an input's elements
-    (``torch.abs(x[:-1], out=x[1:])``): the result would depend on the order of the writes."""
+    (``torch.abs(x[:-1], out=x[1:])``): the result would depend on the order of the writes.
+    ``fully``: any shared element is refused, ``out`` itself among the inputs too (``cat``)."""
     for a in args:
-        if isinstance(a, Tensor) and a is not out and a._st is out._st:
+        if isinstance(a, Tensor) and (fully or a is not out) and a._st is out._st:
             mine, theirs = element_positions(out), element_positions(a)
-            if mine.shape == theirs.shape and (mine == theirs).all():
+            if not fully and mine.shape == theirs.shape and (mine == theirs).all():
                 continue
             if np.intersect1d(mine, theirs).size:
                 raise RuntimeError(f"{label}(): unsupported operation: some elements of the input tensor and the "

@@ -708,6 +708,10 @@ class Tensor(TensorBase):
                 raise RuntimeError(f"assigned grad has data of a different size: expected {tuple(self.shape)}, got {tuple(value.shape)}")
             if value.dtype is not self.dtype:
                 raise RuntimeError(f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}")
+            if value.device.type != self.device.type:
+                raise RuntimeError(f"attempting to assign a gradient with device type '{value.device.type}' to a "
+                                   f"tensor with device type '{self.device.type}'; put the gradient on the "
+                                   "tensor's device")
         if _CAPTURE[0] is not None:
             _CAPTURE[0].see_grad_owner(self)
         self._grad = value

@@ -217,8 +217,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             for j, n in enumerate(numerical):
                 a = analytical[(j, i)]
                 if not np.allclose(a, n, rtol=rtol, atol=atol):
+                    # printed as tensors, as torch's message (not as raw arrays)
                     msg = (f"{what} for output {j} with respect to input {i},\n"
-                           f"numerical:{n}\nanalytical:{a}\n")
+                           f"numerical:{tensor(np.asarray(n))}\nanalytical:{tensor(np.asarray(a))}\n")
                     if raise_exception:
                         raise GradcheckError(msg)
                     return False

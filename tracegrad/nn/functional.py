@@ -538,9 +538,14 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     _check_reduction(reduction)
     _check_class_loss_kinds("nll_loss_nd", weight, ignore_index)
     # torch checks the batch sizes before the target's dtype
-    if input.ndim >= 2 and target.ndim >= 1 and input.shape[0] != target.shape[0]:
+    # (a 0-d target against a batch counts as a batch of 0, in torch's message; against an empty
+    # batch torch then reads its size(0))
+    if input.ndim >= 2 and target.ndim == 0 and input.shape[0] == 0:
+        raise IndexError("nll_loss: Dimension specified as 0 but tensor has no dimensions (the target is 0-d; "
+                         "give one class index per sample)")
+    if input.ndim >= 2 and input.shape[0] != (target.shape[0] if target.ndim else 0):
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
+                         f"({target.shape[0] if target.ndim else 0}).")
     if input.ndim == 1 and target.ndim == 1:   # one sample of C classes: torch takes a 1-element target too
         if target.shape[0] != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target.shape[0]}")

@@ -327,7 +327,11 @@ def _parse_to(args, kwargs):
         bad.append(("device", device))
     if bad:
         name, value = bad[0]
-        raise TypeError(f"to() received an invalid combination of arguments: got {type(value).__name__} {value!r} "
+        # a class (np.float32) or another library's object by its name only, not its repr
+        what = (f"class {value.__name__}" if isinstance(value, type) else type(value).__name__
+                if type(value).__module__.split(".")[0] not in ("builtins", "tracegrad") else
+                f"{type(value).__name__} {value!r}")
+        raise TypeError(f"to() received an invalid combination of arguments: got {what} "
                         f"for {name}; use {_TO_SIGNATURES}")
     if copy:
         raise RuntimeError(".to() does not accept copy argument (nn.Module.to converts in place)")

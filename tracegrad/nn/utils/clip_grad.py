@@ -93,10 +93,14 @@ def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
-    """Mirrors ``torch.nn.utils.clip_grad_value_``: clamps every ``.grad`` to [-clip_value, clip_value] in place."""
+    """Mirrors ``torch.nn.utils.clip_grad_value_``: clamps every ``.grad`` to [-clip_value, clip_value] in place.
+    RuntimeError, as torch, when no parameter has a gradient (an empty list too)."""
     clip_value = float(clip_value)
     grads = _grads(parameters)
-    if grads and math.isfinite(clip_value) and tracegrad.compiler.fused_inplace(("clip_grad_value_", clip_value),
+    if not grads:   # torch groups the gradients with a helper that refuses an empty list
+        raise RuntimeError("clip_grad_value_: Expected !nested_tensorlist[0].empty() to be true, but got false: "
+                           "none of the parameters has a .grad; call it after backward()")
+    if math.isfinite(clip_value) and tracegrad.compiler.fused_inplace(("clip_grad_value_", clip_value),
                                                   lambda gs, _: (_clamp(gs, clip_value), None), grads) is not None:
         return
     _clamp(grads, clip_value)
