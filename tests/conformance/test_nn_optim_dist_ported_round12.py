@@ -379,8 +379,9 @@ CASES = {
     "geometric_log_prob": lambda T: _log_prob(T, "Geometric", [np.array([0.3, 0.6])], [0., 4.]),
     "student_t_log_prob": lambda T: _log_prob(T, "StudentT", [D2 + 2], [0.3, -1.0]),
     "von_mises_log_prob": lambda T: _log_prob(T, "VonMises", [D2, D2], [0.3, -1.0]),
-    "log_prob_out_of_support_errors": lambda T: T.distributions.Gamma(t(T, D2), t(T, D2)).log_prob(t(T, [-1., 1.])),
-    "normal_invalid_scale_errors": lambda T: T.distributions.Normal(t(T, D2), t(T, [-1., 1.])),
+    # validate_args=True: torch.compile, run by earlier tests in the process, turns torch's default off
+    "log_prob_out_of_support_errors": lambda T: T.distributions.Gamma(t(T, D2), t(T, D2), validate_args=True).log_prob(t(T, [-1., 1.])),
+    "normal_invalid_scale_errors": lambda T: T.distributions.Normal(t(T, D2), t(T, [-1., 1.]), validate_args=True),
     "normal_validate_args_false": lambda T: T.distributions.Normal(t(T, D2), t(T, [-1., 1.]), validate_args=False).mean,
     "kl_normal_normal": lambda T: _kl(T, lambda T, D: D.Normal(t(T, D2), t(T, D2)), lambda T, D: D.Normal(t(T, D2 + 1), t(T, D2 * 2))),
     "kl_categorical": lambda T: _kl(T, lambda T, D: D.Categorical(probs=t(T, [0.2, 0.8])), lambda T, D: D.Categorical(probs=t(T, [0.5, 0.5]))),

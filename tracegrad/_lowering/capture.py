@@ -273,7 +273,7 @@ class Capture:
         self.made_modules = set()
         self.value_checks = []                 # NOTE [value checks at run time]
         self.data_sets = {}                    # id(tensor) -> (tensor, its storage, view chain, cache) before ``.data =``
-        self.defer_items = False               # NOTE [deferred item]: set by the compiled function's plan
+        self.defer_items = None                # NOTE [deferred item]: the stand-in class, when deferring
         self.deferred = []                     # the DeferredItems handed out
 
     # ---- reports from the lower layers ----------------------------------------------------
@@ -368,11 +368,10 @@ class Capture:
         """NOTE [deferred item]: a stand-in for ``t.item()`` called from user code on a tensor
         traced at this trace's level, or None (the value is read as before)."""
         v = t._value
-        if not self.defer_items or type(v).__name__ != "DynamicJaxprTracer" \
+        if self.defer_items is None or type(v).__name__ != "DynamicJaxprTracer" \
                 or sys._getframe(2).f_globals.get("__name__", "").startswith("tracegrad"):
             return None
-        from .deferred import DeferredItem
-        d = DeferredItem(v)
+        d = self.defer_items(v)
         self.deferred.append(d)
         return d
 

@@ -670,7 +670,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     def body(state, grads, keys, hypers, data):
         cap = Capture(set(map(id, storages)) | set(owner_grads), plan.generators,
                       hyper.bind(hyper_slots, hypers), plan.vjp)
-        cap.defer_items = plan.defer_items
+        cap.defer_items = DeferredItem if plan.defer_items else None
         saved = _swap_in(storages, state, owners, grads, plan.generators, keys)
         prev_cap, _state.CAPTURE[0] = _state.CAPTURE[0], cap
         env = dict(os.environ)
