@@ -93,6 +93,9 @@ CASES = {
     "x.clip_(min=tensor, max=2)": lambda T: T.ones(3).clip_(min=T.zeros(3), max=2),
     "clamp(x, tensor, None)_ok": lambda T: T.clamp(T.ones(3), T.zeros(3), None),
     "clamp(x, 0, 1.)_ok": lambda T: T.clamp(T.ones(3), 0, 1.),
+    # a 0-d tensor beside a number is read as a number (torch's Scalar overload)
+    "x.clamp(0-d tensor, 6)_ok": lambda T: T.tensor([1, 5, 9]).clamp(T.tensor(2, dtype=T.int8), 6),
+    "clamp_(0., 0-d tensor)_ok": lambda T: T.ones(3).clamp_(0., T.tensor(0.5)),
     # reversed() is flip(0); a 0-d tensor comes back as it is
     "reversed(0-d)_ok": lambda T: reversed(T.tensor(2.)),
     # arrays in the other byte order

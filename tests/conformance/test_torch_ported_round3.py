@@ -12,7 +12,6 @@ import pickle
 
 import numpy as np
 import pytest
-from _nn_files_helpers import xfail_tracegrad
 from parity import log_outcome, randn, run_both, run_cases
 
 
@@ -617,9 +616,7 @@ def test_pickle_parameter_and_dtypes(T):
 
 def test_torch_save_load_buffer(T, request):
     # TestTorch.test_serialization-style round trip through an in-memory buffer: values, dtype,
-    # shared views stay shared
-    xfail_tracegrad(request, T, "tracegrad's own save format stores each tensor as a separate copy "
-                                "(documented in serialization.py); view sharing is kept only for torch files")
+    # shared views stay shared (NOTE [views in checkpoints] in serialization.py)
     base = T.arange(6.0)
     view = base[1:3]
     buf = io.BytesIO()

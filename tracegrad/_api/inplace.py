@@ -156,8 +156,10 @@ def div_(self, other, *, rounding_mode=None):
 
 def check_bound_kinds(api, min, max):
     """torch's clamp overloads take two number bounds or two tensor bounds (None for either):
-    TypeError, as its parser, for one of each."""
-    if min is not None and max is not None and isinstance(min, Tensor) is not isinstance(max, Tensor):
+    TypeError, as its parser, for one of each -- but a 0-d tensor beside a number is read as a
+    number (its Scalar overload)."""
+    if min is not None and max is not None and isinstance(min, Tensor) is not isinstance(max, Tensor) \
+            and (min if isinstance(min, Tensor) else max).ndim:
         raise TypeError(f"{api}() received an invalid combination of arguments - got (min={type(min).__name__}, "
                         f"max={type(max).__name__}); pass both bounds as numbers or both as Tensors")
 
