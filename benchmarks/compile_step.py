@@ -328,7 +328,7 @@ def main():
                     ("  the same, returning its grads", ms_grads, grads_first),
                     ("tracegrad.compile", tc_ms, tc_first),
                     ("  a new batch tensor every call", ms["new"], None),
-                    (f"  the step returning loss.item() [{item_f.stats['traces']} trace(s)]", ms["item"], None),
+                    ("  the step returning loss.item()", ms["item"], None),
                     ("  its program alone (no guards)", ms["alone"], None), ("tracegrad eager", te_ms, None)]
             where = "1 thread" if args.torch_device == "cpu" else args.torch_device
             for label, key in ((f"torch eager ({where})", "eager"), (f"torch.compile ({where})", "compile")):
@@ -344,7 +344,8 @@ def main():
                   f"x{tc_ms / ms_grads:.2f}")
             print(f"  tracegrad.compile with an lr scheduler stepping every call: {extra['traces']} trace(s) "
                   f"over {extra['calls']} calls, {extra['eager_calls']} eager call(s); guards and argument "
-                  f"signature ~{extra['overhead_us']:.0f} us per call")
+                  f"signature ~{extra['overhead_us']:.0f} us per call; the step returning loss.item(): "
+                  f"{item_f.stats['traces']} trace(s), {len(item_f.stats['graph_breaks'])} graph break(s)")
 
 
 if __name__ == "__main__":
