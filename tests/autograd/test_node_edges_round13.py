@@ -74,3 +74,14 @@ def test_legacy_backward_hook_grad_input_on_batch_norm_and_loss():
             assert (a is None) == (b is None)
             if a is not None:
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_sequence_nr_orders_nodes_as_torch():
+    """``Node._sequence_nr()``: later nodes number higher; AccumulateGrad has the largest
+    unsigned 64-bit value (graph printers and torch's own tests read it)."""
+    for m in (tracegrad, torch):
+        x = m.randn(2, requires_grad=True)
+        y = x.exp()
+        z = y * 2
+        assert z.grad_fn._sequence_nr() > y.grad_fn._sequence_nr()
+        assert y.grad_fn.next_functions[0][0]._sequence_nr() == 2 ** 64 - 1

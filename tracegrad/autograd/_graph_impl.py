@@ -77,6 +77,11 @@ class Node:
     def __repr__(self):
         return f"<{type(self).__name__} object at {hex(id(self))}>"
 
+    def _sequence_nr(self) -> int:
+        """torch's creation order of nodes (the engine runs later-created ready nodes first);
+        an AccumulateGrad's is the largest unsigned 64-bit value, as torch's."""
+        return (1 << 64) - 1 if self._seq == _ACCUMULATE_SEQ else self._seq
+
     @property
     def metadata(self) -> dict:
         if self._metadata is None:
