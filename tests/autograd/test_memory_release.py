@@ -135,11 +135,11 @@ def test_step_leaves_no_old_parameter_buffers(make):
     old_grads = [weakref.ref(_arr(p.grad)) for p in model.parameters()]
     old_state = [weakref.ref(_arr(v)) for s in opt.state.values() for v in s.values()
                  if isinstance(v, torch.Tensor)]
-    values = [p.detach().numpy().copy() for p in model.parameters()]
+    values = [np.array(p.detach()) for p in model.parameters()]   # numpy() would share the buffer
     step()
     # the update happened, and no buffer of the previous step's parameters, gradients or
     # optimizer state survives it
-    assert any(not np.array_equal(v, p.detach().numpy()) for v, p in zip(values, model.parameters()))
+    assert any(not np.array_equal(v, np.array(p.detach())) for v, p in zip(values, model.parameters()))
     assert all(r() is None for r in old_params)
     assert all(r() is None for r in old_grads)
     assert all(r() is None for r in old_state)

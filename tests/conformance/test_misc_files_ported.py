@@ -4,10 +4,8 @@ mapping, strides and storage offsets, numpy scalars as arguments, the errors and
 finfo/iinfo. Each body runs under torch 2.13 (the oracle) and tracegrad; each test names its
 original.
 
-Documented difference (tracegrad/_tensor/factories.py from_numpy, Tensor.numpy): a JAX array
-cannot share memory with numpy, so ``from_numpy`` and ``numpy()`` copy. The checks of the
-originals that rely on shared memory (writes through ``numpy()``'s result reaching the tensor,
-the tensor's storage becoming unresizable) are not ported."""
+Memory sharing between a tensor and numpy (NOTE [numpy bridge]) is checked in
+tests/tensor/test_numpy_bridge.py."""
 import collections
 import io
 import warnings

@@ -1358,8 +1358,6 @@ def test_as_tensor(T):
 def test_as_tensor_shares_numpy_memory(T, request):
     # TestTensorCreation.test_as_tensor ("doesn't copy": a write through as_tensor(ndarray) is
     # seen by the array)
-    xfail_tracegrad(request, T, "tracegrad tensors live in XLA buffers: as_tensor(ndarray) copies, so a "
-                                "write through the tensor does not reach the NumPy array")
     rng = np.random.default_rng(0)
     for dtype in [np.float64, np.int64, np.int8, np.uint8]:
         n = rng.random((5, 6)).astype(dtype)

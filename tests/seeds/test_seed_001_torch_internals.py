@@ -94,8 +94,6 @@ def program_basics_numpy_shares_memory(torch, log):
     log("torch.tensor(float64 array) dtype", t3.dtype)
 
 
-@pytest.mark.xfail(strict=True, reason="JAX arrays cannot alias numpy memory: from_numpy/numpy() copy "
-                   "(documented in README, 'Differences from torch')")
 def test_basics_numpy_shares_memory():
     run_both(program_basics_numpy_shares_memory)
 

@@ -205,7 +205,7 @@ def test_thirty_positions_compile_at_most_two_programs(name, compiles):
     for i in range(30):
         out = f(a, i)
         if isinstance(out, tracegrad.Tensor):
-            out.numpy() if not out.requires_grad else out.detach().numpy()
+            np.asarray(out.detach())   # a read (numpy() would make the storage numpy-shared)
     assert compiles[0] - before <= 2, f"{name}: {compiles[0] - before} XLA compiles for 30 positions"
 
 

@@ -15,6 +15,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.strided import COPY_OF, NARROW_COPY, as_strided_index
 from .._tensor.factories import empty
+from .._tensor.numpy_bridge import HostSharedStorage
 from .._tensor.memory_format import channels_last, contiguous_format, memory_format as _memory_format
 from .._tensor.out import write_out
 from .._tensor.storage import Storage, TypedStorage
@@ -283,7 +284,8 @@ def resize_(self, *sizes, memory_format=None):
     """Mirrors ``torch.Tensor.resize_``: self takes the new shape over its storage, contiguous
     from its storage offset; elements past the storage's end are new (``tracegrad.empty``'s:
     zeros, or NaN / the integer max under deterministic fill; uninitialized in torch). Unchanged
-    shape: nothing happens. RuntimeError for a tensor that requires grad or a negative size. Differs from torch: growing the storage gives self a new one (views of the
+    shape: nothing happens. RuntimeError for a tensor that requires grad or a negative size, or
+    for growing one that shares a NumPy array's memory (torch's unresizable storage). Differs from torch: growing the storage gives self a new one (views of the
     old storage keep it)."""
     shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
     if shape == tuple(self.shape):
@@ -300,6 +302,9 @@ def resize_(self, *sizes, memory_format=None):
     if root._value.dtype != self._value.dtype:
         raise NotImplementedError("tracegrad: resize_ of a part view of a complex storage is not supported")
     if offset + n > root.numel():    # grow: a new storage holding the old elements, then new memory
+        if type(self._st) is HostSharedStorage:   # numpy owns the memory (NOTE [numpy bridge])
+            raise RuntimeError("Trying to resize storage that is not resizable: the tensor shares a NumPy array's "
+                               "memory (from_numpy / numpy()); resize a clone() instead")
         grown = empty(offset + n - root.numel(), dtype=self.dtype)
         root = apply_op(OPS["cat"], (root.reshape(-1), grown), (("dim", 0), ("dtype", self._value.dtype)))
     return _retarget(self, as_strided(root, shape, _contiguous_strides(shape), offset))

@@ -22,6 +22,7 @@ from . import generator as _generator
 from . import memory_format as _mf
 from . import runtime as _runtime
 from .meta import ShapeDtypeStruct as _Abstract, abstract, make_meta
+from .numpy_bridge import storage_for_numpy
 from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
 from .layout import strided
@@ -144,18 +145,39 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 def as_tensor(data, dtype=None, device=None):
     """Mirrors ``torch.as_tensor``: returns ``data`` itself when it is a tensor of the requested
-    dtype/device; otherwise converts (JAX cannot alias numpy memory, so numpy data is copied)."""
+    dtype/device; a tensor sharing a writable ndarray's memory when no conversion is asked for
+    (as ``from_numpy``, NOTE [numpy bridge]); otherwise converts (a copy)."""
     if isinstance(data, Tensor):
         if (dtype is None or _dt.to_dtype(dtype) is data.dtype) and device is None:
             return data
         return data.to(dtype=dtype, device=device)
+    if type(data) is np.ndarray and _can_share(data, dtype, device):
+        return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
+
+
+def _can_share(arr, dtype, device) -> bool:
+    """Whether torch's ``as_tensor(arr, dtype, device)`` aliases ``arr``: a writable array in
+    native byte order with non-negative strides, of a dtype torch has, kept as it is, on the CPU."""
+    if not arr.flags.writeable or not arr.dtype.isnative or any(st < 0 or st % arr.itemsize for st in arr.strides):
+        return False
+    try:
+        d = _dt.from_numpy_dtype(arr.dtype)
+    except TypeError:
+        return False
+    if dtype is not None and _dt.to_dtype(dtype) is not d:
+        return False
+    return device is None or _device(device).type == "cpu"
 
 
 @with_x64
 def from_numpy(ndarray):
-    """Mirrors ``torch.from_numpy``. Differs from torch: the tensor holds a *copy* (JAX arrays
-    cannot share memory with numpy), so later writes to the numpy array are not seen.
+    """Mirrors ``torch.from_numpy``: a tensor of ``ndarray``'s shape and dtype that shares its
+    memory: writes through either are seen by the other (NOTE [numpy bridge]). Differs from
+    torch only for a large array (over 256 KiB) at an address XLA cannot use in place (not 64-byte
+    aligned, or strided): the tensor starts from a copy, writes to the tensor still reach the
+    array, but later writes to the array are not seen. A read-only array is copied (with torch's
+    warning), and so is any array inside a compiled region or off the CPU backend.
     TypeError for non-arrays or unsupported dtypes; ValueError for a negative stride."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"from_numpy(): expected an ndarray (got {type(ndarray).__name__}); pass an array, or use "
@@ -166,6 +188,12 @@ def from_numpy(ndarray):
         warnings.warn("The given NumPy array is not writable, and tracegrad tensors are always writable; "
                       "tracegrad copies it, so writes to the tensor do not reach the array (copy the array, "
                       "or make it writable, to silence this warning)", UserWarning, stacklevel=2)
+    elif _state.CAPTURE[0] is None:
+        st = storage_for_numpy(ndarray)
+        if st is not None:
+            t = Tensor._make(st.array)
+            t._st = st
+            return t
     return Tensor._make(jnp.asarray(ndarray))
 
 
@@ -183,7 +211,10 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
     if copy is False and isinstance(obj, Tensor) and dtype is not None and _dt.to_dtype(dtype) is not obj.dtype:
         raise ValueError(f"asarray(): can't alias tensor with dtype '{_SCALAR_NAME_OF(obj.dtype)}' into dtype "
                          f"'{_SCALAR_NAME_OF(_dt.to_dtype(dtype))}'; pass copy=None or copy=True")
-    t = as_tensor(obj, dtype=dtype, device=device)
+    if copy and type(obj) is np.ndarray:
+        t = tensor(obj, dtype=dtype, device=device)
+    else:
+        t = as_tensor(obj, dtype=dtype, device=device)
     return t._factory_requires_grad() if requires_grad else t
 
 

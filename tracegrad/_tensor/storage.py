@@ -40,7 +40,8 @@ class Storage:
 
     # ``_layout``: set (True) when the array is held in a non-row-major order (NOTE [storage
     # layouts] in memory_format.py); unset otherwise, so the constructor stays as short
-    __slots__ = ("array", "gen", "_address", "_shared", "_layout", "__weakref__")
+    # ``_np``: the numpy array a ``HostSharedStorage`` shares its bytes with (NOTE [numpy bridge])
+    __slots__ = ("array", "gen", "_address", "_shared", "_layout", "_np", "__weakref__")
 
     def __init__(self, array):
         self.array = array

@@ -37,6 +37,7 @@ from .._x64 import astype as _astype64, with_x64
 from .convert import TensorBase, legacy_array
 from .device import device_of
 from .meta import ShapeDtypeStruct as _Abstract, check_not_meta
+from .numpy_bridge import owned_array, share_storage, strided_view
 from .storage import Storage, typed_storage
 from .tensor_str import tensor_repr
 from .view_strides import chain_layout as _chain_layout, is_contiguous as _layout_contiguous, \
@@ -790,7 +791,9 @@ class Tensor(TensorBase):
 
     # ----- conversion --------------------------------------------------------------------
     def numpy(self, *, force=False):
-        """Mirrors ``torch.Tensor.numpy``: a numpy copy (JAX arrays cannot share memory with numpy).
+        """Mirrors ``torch.Tensor.numpy``: an ndarray sharing this tensor's memory on the CPU
+        backend (writes through either are seen by the other, NOTE [numpy bridge]); a copy
+        elsewhere (another backend, a sharded array).
         RuntimeError on a tensor that requires grad (call ``.detach().numpy()``); TypeError for a
         ``force`` that is not a bool."""
         if force is not False and type(force) is not bool:
@@ -804,6 +807,15 @@ class Tensor(TensorBase):
         if self.dtype in _dt.LIMITED and self.dtype.is_floating_point:
             raise TypeError(f"numpy(): numpy has no {self.dtype.name} dtype (torch raises too); convert with "
                             ".float() first")
+        # shared where the view is a strided window on the storage by torch's formulas (not a
+        # conj view, which numpy(force=True) resolves into a copy)
+        shareable = self.dtype.np is not None and not (self._chain and (
+            _chain_is_conj(self._chain) or not chain_layout_of(self)))
+        host = share_storage(self._st) if shareable else None
+        view = None if host is None else strided_view(host, self.dtype.np, tuple(self.shape),
+                                                      storage_offset_of(self), strides_of(self))
+        if view is not None:
+            return view                                       # shares memory (NOTE [numpy bridge])
         return self._numpy_layout(np.array(self._value))  # a writable copy
 
     def _numpy_layout(self, arr):
@@ -823,6 +835,8 @@ class Tensor(TensorBase):
         if self._chain and _chain_is_conj(self._chain) and self.dtype.is_complex:
             raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. "
                                "Use tensor.resolve_conj().numpy() instead.")
+        if copy:      # numpy 2's np.array(t): a writable array of its own, as torch's
+            return np.array(self._value, dtype=dtype)
         a = np.asarray(self._value)
         return a.astype(dtype) if dtype is not None else a
 
@@ -935,7 +949,7 @@ class Tensor(TensorBase):
         # the new storage may start from the same array and keep the view chain as it is
         st = memo.get(id(self._st))
         if st is None:
-            st = memo[id(self._st)] = Storage(self._st.array)
+            st = memo[id(self._st)] = Storage(owned_array(self._st))
             if getattr(self._st, "_layout", False):    # the copy keeps the layout (memory_format.py)
                 st._layout = True
         t._st, t._chain, t._vcache = st, self._chain, None

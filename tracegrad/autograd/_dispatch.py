@@ -28,6 +28,7 @@ from .._ops.errors import not_a_tensor
 from .._ops.registry import CONST, NONDIFF_SAVED, RESULT, SAVED, SHAPE, Op, SavedLayout
 from .._tensor import factories as _factories
 from .._tensor import tensor as _tensor_mod
+from .._tensor.numpy_bridge import owned_array
 from .._tensor.memory_format import LAYOUTS_SEEN as _LAYOUTS_SEEN, follow as _follow_layout
 from .._tensor.meta import run as _run_meta, run_inplace as _run_meta_inplace
 from .._tensor.tensor import Tensor
@@ -637,7 +638,7 @@ def _snapshot_saved(node, t):
 def snapshot(t):
     """A new tensor over ``t``'s current array carrying ``t``'s history: what ``t`` was before an
     in-place write, for whatever must still read (and differentiate) that value after it."""
-    snap = Tensor._make(t._value)
+    snap = Tensor._make(t._value if t._chain else owned_array(t._st))   # a view's value is a new array
     snap._gf, snap._out_nr, snap._rg = t._gf, t._out_nr, t._rg
     if t._gf is None and t._rg:
         snap._acc = t._acc
