@@ -1,0 +1,833 @@
+"""A seventeenth round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), in the style of
+``test_public_programs_round16.py``, from repositories no earlier round used: sfujim/TD3's twin
+delayed DDPG (``copy.deepcopy`` target networks, a numpy replay buffer read through
+``torch.FloatTensor``, clamped target-policy noise, ``torch.min`` of twin critics, delayed actor
+updates, Polyak averaging through ``.data.copy_``, and ``save``/``load`` of module and optimizer
+state dicts), ritheshkumar95/pytorch-vqvae's VQ-VAE (two custom ``autograd.Function``s: one
+``mark_non_differentiable`` nearest-code search with ``torch.addmm(alpha=, beta=)``, one
+straight-through estimator returning codes and indices whose backward reads
+``ctx.needs_input_grad`` and builds the codebook gradient with ``index_add_``), vgsatorras/egnn's
+E(n)-equivariant GNN (``scatter_add_`` segment sums and means over ``new_full`` buffers, layers
+registered with ``add_module`` and looked up in ``self._modules``), and
+ildoonet/pytorch-gradual-warmup-lr's ``GradualWarmupScheduler`` (an ``_LRScheduler`` subclass
+chained to ``CosineAnnealingLR`` and to ``ReduceLROnPlateau``). Each keeps its program's code at
+tiny sizes, with numpy-seeded data and parameters (``init_params``/``randn``) in place of
+downloads and random streams; where a program's own code had to change, the comment above its
+test says how and why. A ``from torch... import`` inside a program would import the real torch on
+the tracegrad side too, so such imports are written as attribute lookups on the ``torch``
+argument.
+"""
+import copy
+import importlib
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from parity import init_params, randn, run_both, seeded
+
+torch = pytest.importorskip("torch")
+
+
+# sfujim/TD3 TD3.py (Actor, Critic with its ``Q1`` method, the TD3 agent's ``train``/``save``/
+# ``load``) and utils.py (ReplayBuffer: numpy arrays sampled with ``np.random.randint`` and turned
+# into tensors by ``torch.FloatTensor(...).to(device)``). Widths 256 -> 16, state 3, action 2,
+# batch 4, 4 training iterations (two actor updates). The target-policy noise is
+# ``torch.randn_like(action)``; it is drawn from numpy's seeded stream instead (``randn_like`` is
+# the one changed line). ``save``/``load`` write to a temporary directory and the reloaded agent
+# is checked against the trained one.
+def test_td3_twin_critics_delayed_policy(tmp_path):
+    def program(torch, log):
+        nn = torch.nn
+        F = torch.nn.functional
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        class ReplayBuffer(object):
+            def __init__(self, state_dim, action_dim, max_size=int(1e6)):
+                self.max_size = max_size
+                self.ptr = 0
+                self.size = 0
+
+                self.state = np.zeros((max_size, state_dim))
+                self.action = np.zeros((max_size, action_dim))
+                self.next_state = np.zeros((max_size, state_dim))
+                self.reward = np.zeros((max_size, 1))
+                self.not_done = np.zeros((max_size, 1))
+
+                self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+            def add(self, state, action, next_state, reward, done):
+                self.state[self.ptr] = state
+                self.action[self.ptr] = action
+                self.next_state[self.ptr] = next_state
+                self.reward[self.ptr] = reward
+                self.not_done[self.ptr] = 1. - done
+
+                self.ptr = (self.ptr + 1) % self.max_size
+                self.size = min(self.size + 1, self.max_size)
+
+            def sample(self, batch_size):
+                ind = np.random.randint(0, self.size, size=batch_size)
+
+                return (
+                    torch.FloatTensor(self.state[ind]).to(self.device),
+                    torch.FloatTensor(self.action[ind]).to(self.device),
+                    torch.FloatTensor(self.next_state[ind]).to(self.device),
+                    torch.FloatTensor(self.reward[ind]).to(self.device),
+                    torch.FloatTensor(self.not_done[ind]).to(self.device)
+                )
+
+        class Actor(nn.Module):
+            def __init__(self, state_dim, action_dim, max_action):
+                super(Actor, self).__init__()
+
+                self.l1 = nn.Linear(state_dim, 16)
+                self.l2 = nn.Linear(16, 16)
+                self.l3 = nn.Linear(16, action_dim)
+
+                self.max_action = max_action
+
+            def forward(self, state):
+                a = F.relu(self.l1(state))
+                a = F.relu(self.l2(a))
+                return self.max_action * torch.tanh(self.l3(a))
+
+        class Critic(nn.Module):
+            def __init__(self, state_dim, action_dim):
+                super(Critic, self).__init__()
+
+                # Q1 architecture
+                self.l1 = nn.Linear(state_dim + action_dim, 16)
+                self.l2 = nn.Linear(16, 16)
+                self.l3 = nn.Linear(16, 1)
+
+                # Q2 architecture
+                self.l4 = nn.Linear(state_dim + action_dim, 16)
+                self.l5 = nn.Linear(16, 16)
+                self.l6 = nn.Linear(16, 1)
+
+            def forward(self, state, action):
+                sa = torch.cat([state, action], 1)
+
+                q1 = F.relu(self.l1(sa))
+                q1 = F.relu(self.l2(q1))
+                q1 = self.l3(q1)
+
+                q2 = F.relu(self.l4(sa))
+                q2 = F.relu(self.l5(q2))
+                q2 = self.l6(q2)
+                return q1, q2
+
+            def Q1(self, state, action):
+                sa = torch.cat([state, action], 1)
+
+                q1 = F.relu(self.l1(sa))
+                q1 = F.relu(self.l2(q1))
+                q1 = self.l3(q1)
+                return q1
+
+        class TD3(object):
+            def __init__(self, state_dim, action_dim, max_action, discount=0.99, tau=0.005,
+                         policy_noise=0.2, noise_clip=0.5, policy_freq=2):
+                self.actor = init_params(torch, Actor(state_dim, action_dim, max_action), 1).to(device)
+                self.actor_target = copy.deepcopy(self.actor)
+                self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), lr=3e-4)
+
+                self.critic = init_params(torch, Critic(state_dim, action_dim), 2).to(device)
+                self.critic_target = copy.deepcopy(self.critic)
+                self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), lr=3e-4)
+
+                self.max_action = max_action
+                self.discount = discount
+                self.tau = tau
+                self.policy_noise = policy_noise
+                self.noise_clip = noise_clip
+                self.policy_freq = policy_freq
+
+                self.total_it = 0
+
+            def select_action(self, state):
+                state = torch.FloatTensor(state.reshape(1, -1)).to(device)
+                return self.actor(state).cpu().data.numpy().flatten()
+
+            def train(self, replay_buffer, batch_size=256):
+                self.total_it += 1
+
+                # Sample replay buffer
+                state, action, next_state, reward, not_done = replay_buffer.sample(batch_size)
+
+                with torch.no_grad():
+                    # Select action according to policy and add clipped noise
+                    noise = (
+                        torch.tensor(np.random.randn(*action.shape).astype(np.float32)) * self.policy_noise
+                    ).clamp(-self.noise_clip, self.noise_clip)
+
+                    next_action = (
+                        self.actor_target(next_state) + noise
+                    ).clamp(-self.max_action, self.max_action)
+
+                    # Compute the target Q value
+                    target_Q1, target_Q2 = self.critic_target(next_state, next_action)
+                    target_Q = torch.min(target_Q1, target_Q2)
+                    target_Q = reward + not_done * self.discount * target_Q
+
+                # Get current Q estimates
+                current_Q1, current_Q2 = self.critic(state, action)
+
+                # Compute critic loss
+                critic_loss = F.mse_loss(current_Q1, target_Q) + F.mse_loss(current_Q2, target_Q)
+
+                # Optimize the critic
+                self.critic_optimizer.zero_grad()
+                critic_loss.backward()
+                self.critic_optimizer.step()
+                log("critic loss", critic_loss)
+                log("target_Q", target_Q)
+
+                # Delayed policy updates
+                if self.total_it % self.policy_freq == 0:
+
+                    # Compute actor losse
+                    actor_loss = -self.critic.Q1(state, self.actor(state)).mean()
+
+                    # Optimize the actor
+                    self.actor_optimizer.zero_grad()
+                    actor_loss.backward()
+                    self.actor_optimizer.step()
+                    log("actor loss", actor_loss)
+
+                    # Update the frozen target models
+                    for param, target_param in zip(self.critic.parameters(), self.critic_target.parameters()):
+                        target_param.data.copy_(self.tau * param.data + (1 - self.tau) * target_param.data)
+
+                    for param, target_param in zip(self.actor.parameters(), self.actor_target.parameters()):
+                        target_param.data.copy_(self.tau * param.data + (1 - self.tau) * target_param.data)
+
+            def save(self, filename):
+                torch.save(self.critic.state_dict(), filename + "_critic")
+                torch.save(self.critic_optimizer.state_dict(), filename + "_critic_optimizer")
+
+                torch.save(self.actor.state_dict(), filename + "_actor")
+                torch.save(self.actor_optimizer.state_dict(), filename + "_actor_optimizer")
+
+            def load(self, filename):
+                self.critic.load_state_dict(torch.load(filename + "_critic"))
+                self.critic_optimizer.load_state_dict(torch.load(filename + "_critic_optimizer"))
+                self.critic_target = copy.deepcopy(self.critic)
+
+                self.actor.load_state_dict(torch.load(filename + "_actor"))
+                self.actor_optimizer.load_state_dict(torch.load(filename + "_actor_optimizer"))
+                self.actor_target = copy.deepcopy(self.actor)
+
+        state_dim, action_dim, max_action = 3, 2, 1.5
+        with seeded(0):
+            policy = TD3(state_dim, action_dim, max_action)
+            replay_buffer = ReplayBuffer(state_dim, action_dim, max_size=16)
+            state = np.random.randn(state_dim)
+            for t in range(10):
+                action = (policy.select_action(np.array(state))
+                          + np.random.normal(0, max_action * 0.1, size=action_dim)
+                          ).clip(-max_action, max_action)
+                next_state = np.tanh(state + 0.1 * np.r_[action, action[:1]])
+                reward = float(-np.square(next_state).sum())
+                done = float(t == 9)
+                replay_buffer.add(state, action, next_state, reward, done)
+                state = next_state
+            log("buffer size", replay_buffer.size)
+            log("last action", action)
+            for it in range(4):
+                policy.train(replay_buffer, batch_size=4)
+        log("total_it", policy.total_it)
+        log("actor target l3", policy.actor_target.l3.weight)
+        log("critic target l6", policy.critic_target.l6.bias)
+        log("actor l1 grad", policy.actor.l1.weight.grad)
+        log("adam step", policy.critic_optimizer.state_dict()["state"][0]["step"])
+        filename = os.path.join(str(tmp_path), "TD3_%s" % type(torch.zeros(1)).__module__.split(".")[0])
+        policy.save(filename)
+        probe = np.array([0.1, -0.2, 0.3])
+        before = policy.select_action(probe)
+        reloaded = TD3(state_dim, action_dim, max_action)
+        reloaded.load(filename)
+        log("reloaded action", reloaded.select_action(probe))
+        log("same action", bool(np.allclose(before, reloaded.select_action(probe))))
+        log("reloaded optimizer steps",
+            [s["step"] for s in reloaded.actor_optimizer.state_dict()["state"].values()])
+        log("reloaded target", reloaded.critic_target.l1.weight)
+
+    run_both(program)
+
+
+# ritheshkumar95/pytorch-vqvae functions.py (``VectorQuantization`` and
+# ``VectorQuantizationStraightThrough``, applied as ``vq``/``vq_st``), modules.py
+# (``weights_init`` applied with ``self.apply``, ``VQEmbedding`` with ``straight_through``,
+# ``ResBlock``, ``VectorQuantizedVAE``) and vqvae.py's ``train`` (reconstruction, VQ and
+# commitment MSE losses). dim 256 -> 4, K 512 -> 6, one channel, 2 images 8x8, 2 steps of SGD in
+# place of the script's Adam: each conv bias before a BatchNorm has an exactly-zero gradient, so
+# both libraries hand Adam float rounding noise (~1e-9) that it scales up to a full step.
+# ``weights_init``'s ``xavier_uniform_`` and the codebook's ``uniform_`` draw from the random
+# stream, so ``init_params`` replaces the parameters after construction; the conv biases it zeroed
+# are checked first.
+def test_vqvae_straight_through_functions():
+    def program(torch, log):
+        nn = torch.nn
+        F = torch.nn.functional
+        Function = torch.autograd.Function
+
+        class VectorQuantization(Function):
+            @staticmethod
+            def forward(ctx, inputs, codebook):
+                with torch.no_grad():
+                    embedding_size = codebook.size(1)
+                    inputs_size = inputs.size()
+                    inputs_flatten = inputs.view(-1, embedding_size)
+
+                    codebook_sqr = torch.sum(codebook ** 2, dim=1)
+                    inputs_sqr = torch.sum(inputs_flatten ** 2, dim=1, keepdim=True)
+
+                    # Compute the distances to the codebook
+                    distances = torch.addmm(codebook_sqr + inputs_sqr,
+                        inputs_flatten, codebook.t(), alpha=-2.0, beta=1.0)
+
+                    _, indices_flatten = torch.min(distances, dim=1)
+                    indices = indices_flatten.view(*inputs_size[:-1])
+                    ctx.mark_non_differentiable(indices)
+
+                    return indices
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                raise RuntimeError('Trying to call `.grad()` on graph containing '
+                    '`VectorQuantization`. The function `VectorQuantization` '
+                    'is not differentiable. Use `VectorQuantizationStraightThrough` '
+                    'if you want a straight-through estimator of the gradient.')
+
+        class VectorQuantizationStraightThrough(Function):
+            @staticmethod
+            def forward(ctx, inputs, codebook):
+                indices = vq(inputs, codebook)
+                indices_flatten = indices.view(-1)
+                ctx.save_for_backward(indices_flatten, codebook)
+                ctx.mark_non_differentiable(indices_flatten)
+
+                codes_flatten = torch.index_select(codebook, dim=0,
+                    index=indices_flatten)
+                codes = codes_flatten.view_as(inputs)
+
+                return (codes, indices_flatten)
+
+            @staticmethod
+            def backward(ctx, grad_output, grad_indices):
+                grad_inputs, grad_codebook = None, None
+
+                if ctx.needs_input_grad[0]:
+                    # Straight-through estimator
+                    grad_inputs = grad_output.clone()
+                if ctx.needs_input_grad[1]:
+                    # Gradient wrt. the codebook
+                    indices, codebook = ctx.saved_tensors
+                    embedding_size = codebook.size(1)
+
+                    grad_output_flatten = (grad_output.contiguous()
+                                                      .view(-1, embedding_size))
+                    grad_codebook = torch.zeros_like(codebook)
+                    grad_codebook.index_add_(0, indices, grad_output_flatten)
+
+                return (grad_inputs, grad_codebook)
+
+        vq = VectorQuantization.apply
+        vq_st = VectorQuantizationStraightThrough.apply
+
+        def weights_init(m):
+            classname = m.__class__.__name__
+            if classname.find('Conv') != -1:
+                try:
+                    nn.init.xavier_uniform_(m.weight.data)
+                    m.bias.data.fill_(0)
+                except AttributeError:
+                    print("Skipping initialization of ", classname)
+
+        class VQEmbedding(nn.Module):
+            def __init__(self, K, D):
+                super().__init__()
+                self.embedding = nn.Embedding(K, D)
+                self.embedding.weight.data.uniform_(-1./K, 1./K)
+
+            def forward(self, z_e_x):
+                z_e_x_ = z_e_x.permute(0, 2, 3, 1).contiguous()
+                latents = vq(z_e_x_, self.embedding.weight)
+                return latents
+
+            def straight_through(self, z_e_x):
+                z_e_x_ = z_e_x.permute(0, 2, 3, 1).contiguous()
+                z_q_x_, indices = vq_st(z_e_x_, self.embedding.weight.detach())
+                z_q_x = z_q_x_.permute(0, 3, 1, 2).contiguous()
+
+                z_q_x_bar_flatten = torch.index_select(self.embedding.weight,
+                    dim=0, index=indices)
+                z_q_x_bar_ = z_q_x_bar_flatten.view_as(z_e_x_)
+                z_q_x_bar = z_q_x_bar_.permute(0, 3, 1, 2).contiguous()
+
+                return z_q_x, z_q_x_bar
+
+        class ResBlock(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.block = nn.Sequential(
+                    nn.ReLU(True),
+                    nn.Conv2d(dim, dim, 3, 1, 1),
+                    nn.BatchNorm2d(dim),
+                    nn.ReLU(True),
+                    nn.Conv2d(dim, dim, 1),
+                    nn.BatchNorm2d(dim)
+                )
+
+            def forward(self, x):
+                return x + self.block(x)
+
+        class VectorQuantizedVAE(nn.Module):
+            def __init__(self, input_dim, dim, K=512):
+                super().__init__()
+                self.encoder = nn.Sequential(
+                    nn.Conv2d(input_dim, dim, 4, 2, 1),
+                    nn.BatchNorm2d(dim),
+                    nn.ReLU(True),
+                    nn.Conv2d(dim, dim, 4, 2, 1),
+                    ResBlock(dim),
+                    ResBlock(dim),
+                )
+
+                self.codebook = VQEmbedding(K, dim)
+
+                self.decoder = nn.Sequential(
+                    ResBlock(dim),
+                    ResBlock(dim),
+                    nn.ReLU(True),
+                    nn.ConvTranspose2d(dim, dim, 4, 2, 1),
+                    nn.BatchNorm2d(dim),
+                    nn.ReLU(True),
+                    nn.ConvTranspose2d(dim, input_dim, 4, 2, 1),
+                    nn.Tanh()
+                )
+
+                self.apply(weights_init)
+
+            def encode(self, x):
+                z_e_x = self.encoder(x)
+                latents = self.codebook(z_e_x)
+                return latents
+
+            def decode(self, latents):
+                z_q_x = self.codebook.embedding(latents).permute(0, 3, 1, 2)  # (B, D, H, W)
+                x_tilde = self.decoder(z_q_x)
+                return x_tilde
+
+            def forward(self, x):
+                z_e_x = self.encoder(x)
+                z_q_x_st, z_q_x = self.codebook.straight_through(z_e_x)
+                x_tilde = self.decoder(z_q_x_st)
+                return x_tilde, z_e_x, z_q_x
+
+        model = VectorQuantizedVAE(1, 4, K=6)
+        log("zeroed conv bias", model.encoder[0].bias)
+        log("codebook in range", bool(model.codebook.embedding.weight.abs().max() <= 1. / 6))
+        init_params(torch, model, 3, scale=0.5)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        images = randn(torch, (2, 1, 8, 8), 4).tanh()
+        beta = 1.0
+
+        def train(steps):
+            for _ in range(steps):
+                optimizer.zero_grad()
+                x_tilde, z_e_x, z_q_x = model(images)
+
+                # Reconstruction loss
+                loss_recons = F.mse_loss(x_tilde, images)
+                # Vector quantization objective
+                loss_vq = F.mse_loss(z_q_x, z_e_x.detach())
+                # Commitment objective
+                loss_commit = F.mse_loss(z_e_x, z_q_x.detach())
+
+                loss = loss_recons + loss_vq + beta * loss_commit
+                loss.backward()
+                log("losses", [loss_recons.item(), loss_vq.item(), loss_commit.item()])
+                log("codebook grad", model.codebook.embedding.weight.grad)
+                log("encoder grad", model.encoder[0].weight.grad)
+                optimizer.step()
+
+        train(2)
+        model.eval()
+        with torch.no_grad():
+            latents = model.encode(images)
+            log("latents", latents)
+            log("latents grad", latents.requires_grad)
+            log("decoded", model.decode(latents))
+        # vq's output is non-differentiable, and vq_st's indices too
+        z = randn(torch, (1, 2, 2, 4), 5, requires_grad=True)
+        idx = vq(z, model.codebook.embedding.weight)
+        log("vq requires_grad", idx.requires_grad)
+        codes, flat = vq_st(z, model.codebook.embedding.weight)
+        log("vq_st flags", [codes.requires_grad, flat.requires_grad, codes.grad_fn is None])
+        (codes * randn(torch, (1, 2, 2, 4), 6)).sum().backward()
+        log("straight-through grad", z.grad)
+
+    run_both(program)
+
+
+# vgsatorras/egnn models/egnn_clean/egnn_clean.py (E_GCL: edge/node/coordinate MLPs, a
+# ``xavier_uniform_(gain=0.001)`` coordinate head, ``coord2radial``, ``unsorted_segment_sum``/
+# ``unsorted_segment_mean`` with ``new_full`` + ``scatter_add_``; EGNN: ``add_module`` in a loop
+# and ``self._modules["gcl_%d" % i]``; ``get_edges_batch`` with ``torch.LongTensor``) and its
+# ``__main__`` demo, extended by a few Adam steps on a regression target. hidden 32 -> 8, 2
+# layers, batch 2 of 4 nodes; attention, normalize and tanh on (the options the demo leaves off)
+# in a second model. ``xavier_uniform_`` draws from the random stream, so ``init_params``
+# replaces the parameters.
+def test_egnn_scatter_add_segments():
+    def program(torch, log):
+        nn = torch.nn
+
+        class E_GCL(nn.Module):
+            """
+            E(n) Equivariant Convolutional Layer
+            re
+            """
+
+            def __init__(self, input_nf, output_nf, hidden_nf, edges_in_d=0, act_fn=nn.SiLU(), residual=True, attention=False, normalize=False, coords_agg='mean', tanh=False):
+                super(E_GCL, self).__init__()
+                input_edge = input_nf * 2
+                self.residual = residual
+                self.attention = attention
+                self.normalize = normalize
+                self.coords_agg = coords_agg
+                self.tanh = tanh
+                self.epsilon = 1e-8
+                edge_coords_nf = 1
+
+                self.edge_mlp = nn.Sequential(
+                    nn.Linear(input_edge + edge_coords_nf + edges_in_d, hidden_nf),
+                    act_fn,
+                    nn.Linear(hidden_nf, hidden_nf),
+                    act_fn)
+
+                self.node_mlp = nn.Sequential(
+                    nn.Linear(hidden_nf + input_nf, hidden_nf),
+                    act_fn,
+                    nn.Linear(hidden_nf, output_nf))
+
+                layer = nn.Linear(hidden_nf, 1, bias=False)
+                torch.nn.init.xavier_uniform_(layer.weight, gain=0.001)
+
+                coord_mlp = []
+                coord_mlp.append(nn.Linear(hidden_nf, hidden_nf))
+                coord_mlp.append(act_fn)
+                coord_mlp.append(layer)
+                if self.tanh:
+                    coord_mlp.append(nn.Tanh())
+                self.coord_mlp = nn.Sequential(*coord_mlp)
+
+                if self.attention:
+                    self.att_mlp = nn.Sequential(
+                        nn.Linear(hidden_nf, 1),
+                        nn.Sigmoid())
+
+            def edge_model(self, source, target, radial, edge_attr):
+                if edge_attr is None:  # Unused.
+                    out = torch.cat([source, target, radial], dim=1)
+                else:
+                    out = torch.cat([source, target, radial, edge_attr], dim=1)
+                out = self.edge_mlp(out)
+                if self.attention:
+                    att_val = self.att_mlp(out)
+                    out = out * att_val
+                return out
+
+            def node_model(self, x, edge_index, edge_attr, node_attr):
+                row, col = edge_index
+                agg = unsorted_segment_sum(edge_attr, row, num_segments=x.size(0))
+                if node_attr is not None:
+                    agg = torch.cat([x, agg, node_attr], dim=1)
+                else:
+                    agg = torch.cat([x, agg], dim=1)
+                out = self.node_mlp(agg)
+                if self.residual:
+                    out = x + out
+                return out, agg
+
+            def coord_model(self, coord, edge_index, coord_diff, edge_feat):
+                row, col = edge_index
+                trans = coord_diff * self.coord_mlp(edge_feat)
+                if self.coords_agg == 'sum':
+                    agg = unsorted_segment_sum(trans, row, num_segments=coord.size(0))
+                elif self.coords_agg == 'mean':
+                    agg = unsorted_segment_mean(trans, row, num_segments=coord.size(0))
+                else:
+                    raise Exception('Wrong coords_agg parameter' % self.coords_agg)
+                coord = coord + agg
+                return coord
+
+            def coord2radial(self, edge_index, coord):
+                row, col = edge_index
+                coord_diff = coord[row] - coord[col]
+                radial = torch.sum(coord_diff**2, 1).unsqueeze(1)
+
+                if self.normalize:
+                    norm = torch.sqrt(radial).detach() + self.epsilon
+                    coord_diff = coord_diff / norm
+
+                return radial, coord_diff
+
+            def forward(self, h, edge_index, coord, edge_attr=None, node_attr=None):
+                row, col = edge_index
+                radial, coord_diff = self.coord2radial(edge_index, coord)
+
+                edge_feat = self.edge_model(h[row], h[col], radial, edge_attr)
+                coord = self.coord_model(coord, edge_index, coord_diff, edge_feat)
+                h, agg = self.node_model(h, edge_index, edge_feat, node_attr)
+
+                return h, coord, edge_attr
+
+        class EGNN(nn.Module):
+            def __init__(self, in_node_nf, hidden_nf, out_node_nf, in_edge_nf=0, device='cpu', act_fn=nn.SiLU(), n_layers=4, residual=True, attention=False, normalize=False, tanh=False):
+                super(EGNN, self).__init__()
+                self.hidden_nf = hidden_nf
+                self.device = device
+                self.n_layers = n_layers
+                self.embedding_in = nn.Linear(in_node_nf, self.hidden_nf)
+                self.embedding_out = nn.Linear(self.hidden_nf, out_node_nf)
+                for i in range(0, n_layers):
+                    self.add_module("gcl_%d" % i, E_GCL(self.hidden_nf, self.hidden_nf, self.hidden_nf, edges_in_d=in_edge_nf,
+                                                        act_fn=act_fn, residual=residual, attention=attention,
+                                                        normalize=normalize, tanh=tanh))
+                self.to(self.device)
+
+            def forward(self, h, x, edges, edge_attr):
+                h = self.embedding_in(h)
+                for i in range(0, self.n_layers):
+                    h, x, _ = self._modules["gcl_%d" % i](h, edges, x, edge_attr=edge_attr)
+                h = self.embedding_out(h)
+                return h, x
+
+        def unsorted_segment_sum(data, segment_ids, num_segments):
+            result_shape = (num_segments, data.size(1))
+            result = data.new_full(result_shape, 0)  # Init empty result tensor.
+            segment_ids = segment_ids.unsqueeze(-1).expand(-1, data.size(1))
+            result.scatter_add_(0, segment_ids, data)
+            return result
+
+        def unsorted_segment_mean(data, segment_ids, num_segments):
+            result_shape = (num_segments, data.size(1))
+            segment_ids = segment_ids.unsqueeze(-1).expand(-1, data.size(1))
+            result = data.new_full(result_shape, 0)  # Init empty result tensor.
+            count = data.new_full(result_shape, 0)
+            result.scatter_add_(0, segment_ids, data)
+            count.scatter_add_(0, segment_ids, torch.ones_like(data))
+            return result / count.clamp(min=1)
+
+        def get_edges(n_nodes):
+            rows, cols = [], []
+            for i in range(n_nodes):
+                for j in range(n_nodes):
+                    if i != j:
+                        rows.append(i)
+                        cols.append(j)
+
+            edges = [rows, cols]
+            return edges
+
+        def get_edges_batch(n_nodes, batch_size):
+            edges = get_edges(n_nodes)
+            edge_attr = torch.ones(len(edges[0]) * batch_size, 1)
+            edges = [torch.LongTensor(edges[0]), torch.LongTensor(edges[1])]
+            if batch_size == 1:
+                return edges, edge_attr
+            elif batch_size > 1:
+                rows, cols = [], []
+                for i in range(batch_size):
+                    rows.append(edges[0] + n_nodes * i)
+                    cols.append(edges[1] + n_nodes * i)
+                edges = [torch.cat(rows), torch.cat(cols)]
+            return edges, edge_attr
+
+        # Dummy parameters
+        batch_size = 2
+        n_nodes = 4
+        n_feat = 1
+        x_dim = 3
+
+        # Dummy variables h, x and fully connected edges
+        h = torch.ones(batch_size * n_nodes, n_feat)
+        x = torch.ones(batch_size * n_nodes, x_dim)
+        edges, edge_attr = get_edges_batch(n_nodes, batch_size)
+        log("edges", edges)
+
+        # Initialize EGNN
+        egnn = EGNN(in_node_nf=n_feat, hidden_nf=8, out_node_nf=1, in_edge_nf=1, n_layers=2)
+        log("coord head norm small", bool(egnn.gcl_0.coord_mlp[2].weight.abs().max() < 0.01))
+        log("module names", list(egnn._modules))
+        init_params(torch, egnn, 7)
+
+        # Run EGNN
+        h_out, x_out = egnn(h, x, edges, edge_attr)
+        log("demo h", h_out)
+        log("demo x", x_out)
+
+        # A few regression steps, coordinates apart so the radial terms matter
+        coords = randn(torch, (batch_size * n_nodes, x_dim), 8)
+        feats = randn(torch, (batch_size * n_nodes, n_feat), 9)
+        target = randn(torch, (batch_size * n_nodes, 1), 10)
+        for kw, seed in (({}, 11), ({"attention": True, "normalize": True, "tanh": True}, 12)):
+            model = init_params(torch, EGNN(n_feat, 8, 1, in_edge_nf=1, n_layers=2, **kw), seed)
+            opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+            for step in range(3):
+                opt.zero_grad()
+                h_pred, x_pred = model(feats, coords, edges, edge_attr)
+                loss = ((h_pred - target) ** 2).mean() + (x_pred - coords).pow(2).mean()
+                loss.backward()
+                opt.step()
+                log("loss", loss)
+            log("coord grad", model.gcl_1.coord_mlp[0].weight.grad)
+            log("x_pred", x_pred)
+        # the layer is equivariant: rotating the input coordinates rotates the output ones
+        rot = torch.tensor([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+        with torch.no_grad():
+            _, xr = model(feats, coords @ rot, edges, edge_attr)
+            _, x0 = model(feats, coords, edges, edge_attr)
+        log("equivariant", bool(torch.allclose(xr, x0 @ rot, atol=1e-5)))
+
+    run_both(program)
+
+
+# ildoonet/pytorch-gradual-warmup-lr warmup_scheduler/scheduler.py (GradualWarmupScheduler, an
+# ``_LRScheduler`` subclass: ``get_lr`` reading ``_get_lr_called_within_step``, handing over to an
+# ``after_scheduler`` by rewriting its ``base_lrs``, ``step_ReduceLROnPlateau``) and
+# warmup_scheduler/run.py (the chained CosineAnnealingLR demo, its learning rates printed).
+# Epochs 20 -> 12, total_epoch 5 -> 3; a second run chains ReduceLROnPlateau with multiplier 2
+# and a plateauing metric, a third uses no after_scheduler. The ``from torch.optim... import``
+# lines are attribute lookups on ``torch`` (``torch.optim.sgd`` through ``importlib``: torch's
+# ``torch.optim`` does not keep its submodules as attributes until they are imported).
+def test_gradual_warmup_scheduler_chains():
+    def program(torch, log):
+        _LRScheduler = torch.optim.lr_scheduler._LRScheduler
+        ReduceLROnPlateau = torch.optim.lr_scheduler.ReduceLROnPlateau
+        CosineAnnealingLR = torch.optim.lr_scheduler.CosineAnnealingLR
+        SGD = importlib.import_module(torch.__name__ + ".optim.sgd").SGD
+
+        class GradualWarmupScheduler(_LRScheduler):
+            """ Gradually warm-up(increasing) learning rate in optimizer."""
+
+            def __init__(self, optimizer, multiplier, total_epoch, after_scheduler=None):
+                self.multiplier = multiplier
+                if self.multiplier < 1.:
+                    raise ValueError('multiplier should be greater thant or equal to 1.')
+                self.total_epoch = total_epoch
+                self.after_scheduler = after_scheduler
+                self.finished = False
+                super(GradualWarmupScheduler, self).__init__(optimizer)
+
+            def get_lr(self):
+                if not self._get_lr_called_within_step:
+                    warnings.warn("To get the last learning rate computed by the scheduler, "
+                                  "please use `get_last_lr()`.")
+                if self.last_epoch > self.total_epoch:
+                    if self.after_scheduler:
+                        if not self.finished:
+                            self.after_scheduler.base_lrs = [base_lr * self.multiplier for base_lr in self.base_lrs]
+                            self.finished = True
+                        return self.after_scheduler.get_last_lr()
+                    return [base_lr * self.multiplier for base_lr in self.base_lrs]
+
+                if self.multiplier == 1.0:
+                    return [base_lr * (float(self.last_epoch) / self.total_epoch) for base_lr in self.base_lrs]
+                else:
+                    return [base_lr * ((self.multiplier - 1.) * self.last_epoch / self.total_epoch + 1.) for base_lr in self.base_lrs]
+
+            def step_ReduceLROnPlateau(self, metrics, epoch=None):
+                if epoch is None:
+                    epoch = self.last_epoch + 1
+                self.last_epoch = epoch if epoch != 0 else 1  # ReduceLROnPlateau is called at the end of epoch, whereas others are called at beginning
+                if self.last_epoch <= self.total_epoch:
+                    warmup_lr = [base_lr * ((self.multiplier - 1.) * self.last_epoch / self.total_epoch + 1.) for base_lr in self.base_lrs]
+                    for param_group, lr in zip(self.optimizer.param_groups, warmup_lr):
+                        param_group['lr'] = lr
+                else:
+                    if epoch is None:
+                        self.after_scheduler.step(metrics, None)
+                    else:
+                        self.after_scheduler.step(metrics, epoch - self.total_epoch)
+
+            def step(self, epoch=None, metrics=None):
+                if type(self.after_scheduler) != ReduceLROnPlateau:
+                    if self.finished and self.after_scheduler:
+                        if epoch is None:
+                            self.after_scheduler.step(None)
+                        else:
+                            self.after_scheduler.step(epoch - self.total_epoch)
+                        self._last_lr = self.after_scheduler.get_last_lr()
+                    else:
+                        return super(GradualWarmupScheduler, self).step(epoch)
+                else:
+                    self.step_ReduceLROnPlateau(metrics, epoch)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = [torch.nn.Parameter(randn(torch, (2, 2), 1, requires_grad=True))]
+            optim = SGD(model, 0.1)
+
+            epochs = 12
+            # scheduler_warmup is chained with lr_schduler
+            lr_schduler = CosineAnnealingLR(optim, T_max=epochs - 3, eta_min=0.02)
+            scheduler_warmup = GradualWarmupScheduler(optim, multiplier=1, total_epoch=3, after_scheduler=lr_schduler)
+
+            # this zero gradient update is needed to avoid a warning message, issue #8.
+            optim.zero_grad()
+            optim.step()
+            scheduler_warmup.step()
+
+            lr_list = list()
+            for epoch in range(epochs):
+                current_lr = optim.param_groups[0]['lr']
+
+                optim.step()
+                scheduler_warmup.step()
+
+                print(epoch + 1, current_lr)
+                lr_list.append(current_lr)
+            log("lrs", lr_list)
+            log("last lr", scheduler_warmup.get_last_lr())
+            log("finished", scheduler_warmup.finished)
+            log("after base_lrs", lr_schduler.base_lrs)
+
+            # multiplier 2 into ReduceLROnPlateau, a loss that stops improving
+            w = torch.nn.Parameter(randn(torch, (3,), 2))
+            opt2 = SGD([w], lr=0.05, momentum=0.9)
+            plateau = ReduceLROnPlateau(opt2, mode='min', factor=0.5, patience=1)
+            warm2 = GradualWarmupScheduler(opt2, multiplier=2, total_epoch=2, after_scheduler=plateau)
+            for epoch in range(1, 9):
+                opt2.zero_grad()
+                loss = (w ** 2).sum()
+                loss.backward()
+                opt2.step()
+                metric = max(loss.item(), 0.5)
+                warm2.step(epoch, metrics=metric)
+                print("plateau", epoch, opt2.param_groups[0]['lr'], round(metric, 6))
+            log("w", w)
+            log("plateau best", plateau.best)
+
+            # warmup alone: after total_epoch it holds base_lr * multiplier
+            opt3 = SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.01)
+            warm3 = GradualWarmupScheduler(opt3, multiplier=4, total_epoch=2)
+            lrs3 = []
+            for _ in range(5):
+                opt3.step()
+                warm3.step()
+                lrs3.append(warm3.get_last_lr()[0])
+            log("lrs3", lrs3)
+            log("state keys", sorted(k for k in warm3.state_dict() if k != "after_scheduler"))
+            try:
+                GradualWarmupScheduler(opt3, multiplier=0.5, total_epoch=2)
+            except ValueError as e:
+                log("bad multiplier", str(e))
+        log("warnings", sorted(set(type(w.message).__name__ for w in caught)))
+
+    run_both(program)
