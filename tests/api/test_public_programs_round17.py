@@ -831,3 +831,235 @@ def test_gradual_warmup_scheduler_chains():
         log("warnings", sorted(set(type(w.message).__name__ for w in caught)))
 
     run_both(program)
+
+
+# bentrevett/pytorch-seq2seq "3 - Neural Machine Translation by Jointly Learning to Align and
+# Translate.ipynb" (a bidirectional-GRU Encoder whose last forward/backward hidden states go
+# through ``fc``, additive Attention with ``repeat``/``permute``, a GRU Decoder fed ``bmm``-weighted
+# encoder outputs, Seq2Seq filling ``outputs[t] = output`` with teacher forcing from
+# ``random.random()``, ``init_weights`` by parameter name, the collate function with
+# ``pad_sequence`` under a DataLoader, ``CrossEntropyLoss(ignore_index=pad_index)``,
+# ``clip_grad_norm_``, ``train_fn``/``evaluate_fn`` and the best-model ``torch.save``). Vocabularies
+# of 9 and 8 tokens, widths 256/512 -> 6/8, dropout 0.5 -> 0 (dropout masks come from each
+# library's own random stream), 4 sentence pairs in batches of 2, 2 epochs. ``init_weights``'s
+# ``normal_`` draws from the random stream, so ``init_params`` replaces the weights after the zeroed
+# biases are checked.
+def test_seq2seq_additive_attention_gru(tmp_path):
+    def program(torch, log):
+        nn = torch.nn
+        optim = torch.optim
+        import random
+
+        class Encoder(nn.Module):
+            def __init__(
+                self, input_dim, embedding_dim, encoder_hidden_dim, decoder_hidden_dim, dropout
+            ):
+                super().__init__()
+                self.embedding = nn.Embedding(input_dim, embedding_dim)
+                self.rnn = nn.GRU(embedding_dim, encoder_hidden_dim, bidirectional=True)
+                self.fc = nn.Linear(encoder_hidden_dim * 2, decoder_hidden_dim)
+                self.dropout = nn.Dropout(dropout)
+
+            def forward(self, src):
+                embedded = self.dropout(self.embedding(src))
+                outputs, hidden = self.rnn(embedded)
+                hidden = torch.tanh(
+                    self.fc(torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1))
+                )
+                return outputs, hidden
+
+        class Attention(nn.Module):
+            def __init__(self, encoder_hidden_dim, decoder_hidden_dim):
+                super().__init__()
+                self.attn_fc = nn.Linear(
+                    (encoder_hidden_dim * 2) + decoder_hidden_dim, decoder_hidden_dim
+                )
+                self.v_fc = nn.Linear(decoder_hidden_dim, 1, bias=False)
+
+            def forward(self, hidden, encoder_outputs):
+                batch_size = encoder_outputs.shape[1]
+                src_length = encoder_outputs.shape[0]
+                hidden = hidden.unsqueeze(1).repeat(1, src_length, 1)
+                encoder_outputs = encoder_outputs.permute(1, 0, 2)
+                energy = torch.tanh(self.attn_fc(torch.cat((hidden, encoder_outputs), dim=2)))
+                attention = self.v_fc(energy).squeeze(2)
+                return torch.softmax(attention, dim=1)
+
+        class Decoder(nn.Module):
+            def __init__(
+                self,
+                output_dim,
+                embedding_dim,
+                encoder_hidden_dim,
+                decoder_hidden_dim,
+                dropout,
+                attention,
+            ):
+                super().__init__()
+                self.output_dim = output_dim
+                self.attention = attention
+                self.embedding = nn.Embedding(output_dim, embedding_dim)
+                self.rnn = nn.GRU((encoder_hidden_dim * 2) + embedding_dim, decoder_hidden_dim)
+                self.fc_out = nn.Linear(
+                    (encoder_hidden_dim * 2) + decoder_hidden_dim + embedding_dim, output_dim
+                )
+                self.dropout = nn.Dropout(dropout)
+
+            def forward(self, input, hidden, encoder_outputs):
+                input = input.unsqueeze(0)
+                embedded = self.dropout(self.embedding(input))
+                a = self.attention(hidden, encoder_outputs)
+                a = a.unsqueeze(1)
+                encoder_outputs = encoder_outputs.permute(1, 0, 2)
+                weighted = torch.bmm(a, encoder_outputs)
+                weighted = weighted.permute(1, 0, 2)
+                rnn_input = torch.cat((embedded, weighted), dim=2)
+                output, hidden = self.rnn(rnn_input, hidden.unsqueeze(0))
+                assert (output == hidden).all()
+                embedded = embedded.squeeze(0)
+                output = output.squeeze(0)
+                weighted = weighted.squeeze(0)
+                prediction = self.fc_out(torch.cat((output, weighted, embedded), dim=1))
+                return prediction, hidden.squeeze(0), a.squeeze(1)
+
+        class Seq2Seq(nn.Module):
+            def __init__(self, encoder, decoder, device):
+                super().__init__()
+                self.encoder = encoder
+                self.decoder = decoder
+                self.device = device
+
+            def forward(self, src, trg, teacher_forcing_ratio):
+                batch_size = src.shape[1]
+                trg_length = trg.shape[0]
+                trg_vocab_size = self.decoder.output_dim
+                outputs = torch.zeros(trg_length, batch_size, trg_vocab_size).to(self.device)
+                encoder_outputs, hidden = self.encoder(src)
+                input = trg[0, :]
+                for t in range(1, trg_length):
+                    output, hidden, _ = self.decoder(input, hidden, encoder_outputs)
+                    outputs[t] = output
+                    teacher_force = random.random() < teacher_forcing_ratio
+                    top1 = output.argmax(1)
+                    input = trg[t] if teacher_force else top1
+                return outputs
+
+        def init_weights(m):
+            for name, param in m.named_parameters():
+                if "weight" in name:
+                    nn.init.normal_(param.data, mean=0, std=0.01)
+                else:
+                    nn.init.constant_(param.data, 0)
+
+        def get_collate_fn(pad_index):
+            def collate_fn(batch):
+                batch_en_ids = [example["en_ids"] for example in batch]
+                batch_de_ids = [example["de_ids"] for example in batch]
+                batch_en_ids = nn.utils.rnn.pad_sequence(batch_en_ids, padding_value=pad_index)
+                batch_de_ids = nn.utils.rnn.pad_sequence(batch_de_ids, padding_value=pad_index)
+                batch = {
+                    "en_ids": batch_en_ids,
+                    "de_ids": batch_de_ids,
+                }
+                return batch
+
+            return collate_fn
+
+        def get_data_loader(dataset, batch_size, pad_index, shuffle=False):
+            collate_fn = get_collate_fn(pad_index)
+            data_loader = torch.utils.data.DataLoader(
+                dataset=dataset,
+                batch_size=batch_size,
+                collate_fn=collate_fn,
+                shuffle=shuffle,
+            )
+            return data_loader
+
+        def train_fn(
+            model, data_loader, optimizer, criterion, clip, teacher_forcing_ratio, device
+        ):
+            model.train()
+            epoch_loss = 0
+            for i, batch in enumerate(data_loader):
+                src = batch["de_ids"].to(device)
+                trg = batch["en_ids"].to(device)
+                optimizer.zero_grad()
+                output = model(src, trg, teacher_forcing_ratio)
+                output_dim = output.shape[-1]
+                output = output[1:].view(-1, output_dim)
+                trg = trg[1:].view(-1)
+                loss = criterion(output, trg)
+                loss.backward()
+                log("grad norm", torch.nn.utils.clip_grad_norm_(model.parameters(), clip))
+                optimizer.step()
+                epoch_loss += loss.item()
+            return epoch_loss / len(data_loader)
+
+        def evaluate_fn(model, data_loader, criterion, device):
+            model.eval()
+            epoch_loss = 0
+            with torch.no_grad():
+                for i, batch in enumerate(data_loader):
+                    src = batch["de_ids"].to(device)
+                    trg = batch["en_ids"].to(device)
+                    output = model(src, trg, 0)  # turn off teacher forcing
+                    output_dim = output.shape[-1]
+                    output = output[1:].view(-1, output_dim)
+                    trg = trg[1:].view(-1)
+                    loss = criterion(output, trg)
+                    epoch_loss += loss.item()
+            return epoch_loss / len(data_loader)
+
+        pad_index, sos, eos = 1, 2, 3
+        rs = np.random.RandomState(5)
+
+        def sentence(vocab, n):
+            return torch.tensor([sos] + list(rs.randint(4, vocab, size=n)) + [eos])
+
+        train_data = [{"de_ids": sentence(9, n), "en_ids": sentence(8, m)}
+                      for n, m in ((3, 4), (5, 2), (2, 2), (4, 5))]
+        valid_data = [{"de_ids": sentence(9, 3), "en_ids": sentence(8, 3)}]
+        train_data_loader = get_data_loader(train_data, 2, pad_index)
+        valid_data_loader = get_data_loader(valid_data, 2, pad_index)
+        first = next(iter(train_data_loader))
+        log("padded batch", [first["de_ids"], first["en_ids"]])
+
+        device = torch.device("cpu")
+        attention = Attention(8, 8)
+        encoder = Encoder(9, 6, 8, 8, 0.0)
+        decoder = Decoder(8, 6, 8, 8, 0.0, attention)
+        model = Seq2Seq(encoder, decoder, device).to(device)
+        model.apply(init_weights)
+        log("zero biases", [float(p.abs().sum()) for n, p in model.named_parameters() if "bias" in n])
+        print(f"The model has {sum(p.numel() for p in model.parameters() if p.requires_grad):,} trainable parameters")
+        init_params(torch, model, 13, scale=0.4)
+        optimizer = optim.Adam(model.parameters())
+        criterion = nn.CrossEntropyLoss(ignore_index=pad_index)
+
+        n_epochs = 2
+        clip = 1.0
+        teacher_forcing_ratio = 0.5
+        best_valid_loss = float("inf")
+        path = os.path.join(str(tmp_path), "tut3-model-%s.pt" % torch.__name__)
+        with seeded(3):
+            for epoch in range(n_epochs):
+                train_loss = train_fn(model, train_data_loader, optimizer, criterion, clip,
+                                      teacher_forcing_ratio, device)
+                valid_loss = evaluate_fn(model, valid_data_loader, criterion, device)
+                if valid_loss < best_valid_loss:
+                    best_valid_loss = valid_loss
+                    torch.save(model.state_dict(), path)
+                print(f"\tTrain Loss: {train_loss:7.3f} | Train PPL: {np.exp(train_loss):7.3f}")
+                print(f"\tValid Loss: {valid_loss:7.3f} | Valid PPL: {np.exp(valid_loss):7.3f}")
+                log("losses", [train_loss, valid_loss])
+        log("fc_out grad", decoder.fc_out.weight.grad)
+        log("encoder rnn reverse grad", encoder.rnn.weight_hh_l0_reverse.grad)
+        model.load_state_dict(torch.load(path))
+        src = valid_data[0]["de_ids"].unsqueeze(1)
+        with torch.no_grad():
+            encoder_outputs, hidden = model.encoder(src)
+            _, _, attn = model.decoder(torch.tensor([sos]), hidden, encoder_outputs)
+        log("attention", attn)
+        log("attention sums", attn.sum(1))
+
+    run_both(program)
