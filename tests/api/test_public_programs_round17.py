@@ -1063,3 +1063,181 @@ def test_seq2seq_additive_attention_gru(tmp_path):
         log("attention sums", attn.sum(1))
 
     run_both(program)
+
+
+# utkuozbulak/pytorch-cnn-visualizations src/guided_backprop.py (GuidedBackprop: module
+# ``register_backward_hook``s -- on the first layer, reading ``grad_in[0]``, and on every ReLU,
+# returning ``(torch.clamp(grad_in[0], min=0.0),)`` in place of the gradient -- found through
+# ``features._modules.items()``; ``model_output.backward(gradient=one_hot_output)``),
+# src/integrated_gradients.py (the same first-layer hook over scaled copies of one input, each
+# backward reaching the shared input image) and src/misc_functions.py (``preprocess_image``:
+# ``torch.from_numpy``, ``unsqueeze_``, ``Variable(..., requires_grad=True)``;
+# ``convert_to_grayscale``, ``get_positive_negative_saliency``). The pretrained AlexNet becomes an
+# AlexNet-shaped net (features/avgpool/classifier with in-place ReLUs) of 3 conv channels on a
+# 3x8x8 image, 5 classes; the image is a numpy array in place of a PIL file (``resize_im=False``).
+def test_guided_backprop_module_backward_hooks():
+    def program(torch, log):
+        nn = torch.nn
+        ReLU = torch.nn.ReLU
+        Variable = torch.autograd.Variable
+
+        class TinyAlexNet(nn.Module):
+            def __init__(self, num_classes=5):
+                super().__init__()
+                self.features = nn.Sequential(
+                    nn.Conv2d(3, 3, kernel_size=3, padding=1),
+                    nn.ReLU(inplace=True),
+                    nn.MaxPool2d(kernel_size=2, stride=2),
+                    nn.Conv2d(3, 4, kernel_size=3, padding=1),
+                    nn.ReLU(inplace=True),
+                )
+                self.avgpool = nn.AdaptiveAvgPool2d((2, 2))
+                self.classifier = nn.Sequential(
+                    nn.Dropout(p=0.5),
+                    nn.Linear(4 * 2 * 2, 8),
+                    nn.ReLU(inplace=True),
+                    nn.Linear(8, num_classes),
+                )
+
+            def forward(self, x):
+                x = self.features(x)
+                x = self.avgpool(x)
+                x = torch.flatten(x, 1)
+                return self.classifier(x)
+
+        def preprocess_image(pil_im, resize_im=True):
+            mean = [0.485, 0.456, 0.406]
+            std = [0.229, 0.224, 0.225]
+            im_as_arr = np.float32(pil_im)
+            im_as_arr = im_as_arr.transpose(2, 0, 1)  # Convert array to D,W,H
+            for channel, _ in enumerate(im_as_arr):
+                im_as_arr[channel] /= 255
+                im_as_arr[channel] -= mean[channel]
+                im_as_arr[channel] /= std[channel]
+            im_as_ten = torch.from_numpy(im_as_arr).float()
+            im_as_ten.unsqueeze_(0)
+            im_as_var = Variable(im_as_ten, requires_grad=True)
+            return im_as_var
+
+        def convert_to_grayscale(im_as_arr):
+            grayscale_im = np.sum(np.abs(im_as_arr), axis=0)
+            im_max = np.percentile(grayscale_im, 99)
+            im_min = np.min(grayscale_im)
+            grayscale_im = (np.clip((grayscale_im - im_min) / (im_max - im_min), 0, 1))
+            grayscale_im = np.expand_dims(grayscale_im, axis=0)
+            return grayscale_im
+
+        def get_positive_negative_saliency(gradient):
+            pos_saliency = (np.maximum(0, gradient) / gradient.max())
+            neg_saliency = (np.maximum(0, -gradient) / -gradient.min())
+            return pos_saliency, neg_saliency
+
+        class GuidedBackprop():
+            def __init__(self, model):
+                self.model = model
+                self.gradients = None
+                self.model.eval()
+                self.update_relus()
+                self.hook_layers()
+
+            def hook_layers(self):
+                def hook_function(module, grad_in, grad_out):
+                    self.gradients = grad_in[0]
+
+                first_layer = list(self.model.features._modules.items())[0][1]
+                first_layer.register_backward_hook(hook_function)
+
+            def update_relus(self):
+                def relu_hook_function(module, grad_in, grad_out):
+                    if isinstance(module, ReLU):
+                        return (torch.clamp(grad_in[0], min=0.0),)
+                for pos, module in self.model.features._modules.items():
+                    if isinstance(module, ReLU):
+                        module.register_backward_hook(relu_hook_function)
+
+            def generate_gradients(self, input_image, target_class):
+                model_output = self.model(input_image)
+                self.model.zero_grad()
+                one_hot_output = torch.FloatTensor(1, model_output.size()[-1]).zero_()
+                one_hot_output[0][target_class] = 1
+                model_output.backward(gradient=one_hot_output)
+                gradients_as_arr = self.gradients.data.numpy()[0]
+                return gradients_as_arr
+
+        class IntegratedGradients():
+            def __init__(self, model, device_id='cpu'):
+                self.device = device_id
+                self.model = model.to(self.device)
+                self.gradients = None
+                self.model.eval()
+                self.hook_layers()
+
+            def hook_layers(self):
+                def hook_function(module, grad_in, grad_out):
+                    self.gradients = grad_in[0]
+
+                first_layer = list(self.model.features._modules.items())[0][1]
+                first_layer.register_backward_hook(hook_function)
+
+            def generate_images_on_linear_path(self, input_image, steps):
+                step_list = np.arange(steps+1)/steps
+                xbar_list = [input_image*step for step in step_list]
+                return xbar_list
+
+            def generate_gradients(self, input_image, target_class):
+                model_output = self.model(input_image.to(self.device))
+                self.model.zero_grad()
+                one_hot_output = torch.FloatTensor(1, model_output.size()[-1]).zero_()
+                one_hot_output[0][target_class] = 1
+                model_output.backward(gradient=one_hot_output.to(self.device))
+                gradients_as_arr = self.gradients.data.cpu().numpy()[0]
+                return gradients_as_arr
+
+            def generate_integrated_gradients(self, input_image, target_class, steps):
+                xbar_list = self.generate_images_on_linear_path(input_image, steps)
+                integrated_grads = np.zeros(input_image.size())
+                for xbar_image in xbar_list:
+                    single_integrated_grad = self.generate_gradients(xbar_image, target_class)
+                    integrated_grads = integrated_grads + single_integrated_grad/steps
+                return integrated_grads[0]
+
+        original_image = np.random.RandomState(21).randint(0, 256, size=(8, 8, 3)).astype(np.uint8)
+        target_class = 3
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            prep_img = preprocess_image(original_image, resize_im=False)
+            log("prep_img", prep_img)
+            log("leaf", [prep_img.is_leaf, prep_img.requires_grad])
+
+            plain = init_params(torch, TinyAlexNet(), 22, scale=0.6)
+            plain.eval()
+            out = plain(prep_img)
+            out[0, target_class].backward()
+            log("plain input grad", prep_img.grad)
+            prep_img.grad = None
+
+            guided_model = init_params(torch, TinyAlexNet(), 22, scale=0.6)
+            GBP = GuidedBackprop(guided_model)
+            guided_grads = GBP.generate_gradients(prep_img, target_class)
+            log("guided grads", guided_grads)
+            log("guided differs from plain", bool(np.abs(guided_grads - plain_grad(prep_img, plain, target_class, torch)).max() > 1e-6))
+            log("input grad after guided", prep_img.grad)
+            log("first conv weight grad", guided_model.features[0].weight.grad)
+            log("grayscale", convert_to_grayscale(guided_grads))
+            pos_sal, neg_sal = get_positive_negative_saliency(guided_grads)
+            log("saliency", [pos_sal, neg_sal])
+
+            prep_img.grad = None
+            ig_model = init_params(torch, TinyAlexNet(), 22, scale=0.6)
+            IG = IntegratedGradients(ig_model)
+            integrated_grads = IG.generate_integrated_gradients(prep_img, target_class, 4)
+            log("integrated grads", integrated_grads)
+            log("input grad accumulated", prep_img.grad)
+        log("hook warnings", sorted(set(type(w.message).__name__ for w in caught)))
+
+    def plain_grad(img, model, target_class, torch):
+        x = img.detach().clone().requires_grad_(True)
+        model(x)[0, target_class].backward()
+        return x.grad.numpy()[0]
+
+    run_both(program)
