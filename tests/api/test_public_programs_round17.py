@@ -1241,3 +1241,237 @@ def test_guided_backprop_module_backward_hooks():
         return x.grad.numpy()[0]
 
     run_both(program)
+
+
+# gpleiss/efficient_densenet_pytorch models/densenet.py (the memory-efficient DenseNet-BC:
+# ``_bn_function_factory`` closures run under ``torch.utils.checkpoint.checkpoint`` when any
+# input requires grad, ``add_module`` with trailing commas, ``_DenseBlock`` over
+# ``named_children``, ``nn.Sequential(OrderedDict(...))``, the init loop by parameter name) and
+# demo.py (AverageMeter, ``train_epoch`` with ``topk``/``torch.ne`` errors, nesterov SGD with
+# weight decay, MultiStepLR with float milestones). Growth rate 12 -> 2, blocks (16, 16, 16) ->
+# (2, 2), 4 initial features, bn_size 2, 3 classes, 4 images 3x8x8 in 2 batches, 2 epochs, run
+# with ``efficient=True`` and ``efficient=False``: the same losses and gradients, while the
+# checkpointed BatchNorms see their forward twice (running statistics updated again when the
+# backward recomputes). The "Time" column of the printed log is dropped (wall clock); the
+# init loop's ``normal_`` draws from the random stream, so ``init_params`` replaces the weights
+# after the BatchNorm fills are checked. ``import torch.utils.checkpoint as cp`` is an
+# ``importlib`` import of the ``torch`` argument's module. The checkpoint call runs as written
+# (no ``use_reentrant``: the reentrant variant, with torch's warning asking to pass it) and
+# with ``use_reentrant=False``.
+def test_efficient_densenet_checkpointed_bn_function():
+    def program(torch, log):
+        import math
+        from collections import OrderedDict
+        nn = torch.nn
+        F = torch.nn.functional
+        cp = importlib.import_module(torch.__name__ + ".utils.checkpoint")
+
+        def _bn_function_factory(norm, relu, conv):
+            def bn_function(*inputs):
+                concated_features = torch.cat(inputs, 1)
+                bottleneck_output = conv(relu(norm(concated_features)))
+                return bottleneck_output
+
+            return bn_function
+
+        class _DenseLayer(nn.Module):
+            def __init__(self, num_input_features, growth_rate, bn_size, drop_rate, efficient=False):
+                super(_DenseLayer, self).__init__()
+                self.add_module('norm1', nn.BatchNorm2d(num_input_features)),
+                self.add_module('relu1', nn.ReLU(inplace=True)),
+                self.add_module('conv1', nn.Conv2d(num_input_features, bn_size * growth_rate,
+                                kernel_size=1, stride=1, bias=False)),
+                self.add_module('norm2', nn.BatchNorm2d(bn_size * growth_rate)),
+                self.add_module('relu2', nn.ReLU(inplace=True)),
+                self.add_module('conv2', nn.Conv2d(bn_size * growth_rate, growth_rate,
+                                kernel_size=3, stride=1, padding=1, bias=False)),
+                self.drop_rate = drop_rate
+                self.efficient = efficient
+
+            def forward(self, *prev_features):
+                bn_function = _bn_function_factory(self.norm1, self.relu1, self.conv1)
+                if self.efficient and any(prev_feature.requires_grad for prev_feature in prev_features):
+                    bottleneck_output = cp.checkpoint(bn_function, *prev_features, **CHECKPOINT_KW)
+                else:
+                    bottleneck_output = bn_function(*prev_features)
+                new_features = self.conv2(self.relu2(self.norm2(bottleneck_output)))
+                if self.drop_rate > 0:
+                    new_features = F.dropout(new_features, p=self.drop_rate, training=self.training)
+                return new_features
+
+        class _Transition(nn.Sequential):
+            def __init__(self, num_input_features, num_output_features):
+                super(_Transition, self).__init__()
+                self.add_module('norm', nn.BatchNorm2d(num_input_features))
+                self.add_module('relu', nn.ReLU(inplace=True))
+                self.add_module('conv', nn.Conv2d(num_input_features, num_output_features,
+                                                  kernel_size=1, stride=1, bias=False))
+                self.add_module('pool', nn.AvgPool2d(kernel_size=2, stride=2))
+
+        class _DenseBlock(nn.Module):
+            def __init__(self, num_layers, num_input_features, bn_size, growth_rate, drop_rate, efficient=False):
+                super(_DenseBlock, self).__init__()
+                for i in range(num_layers):
+                    layer = _DenseLayer(
+                        num_input_features + i * growth_rate,
+                        growth_rate=growth_rate,
+                        bn_size=bn_size,
+                        drop_rate=drop_rate,
+                        efficient=efficient,
+                    )
+                    self.add_module('denselayer%d' % (i + 1), layer)
+
+            def forward(self, init_features):
+                features = [init_features]
+                for name, layer in self.named_children():
+                    new_features = layer(*features)
+                    features.append(new_features)
+                return torch.cat(features, 1)
+
+        class DenseNet(nn.Module):
+            def __init__(self, growth_rate=12, block_config=(16, 16, 16), compression=0.5,
+                         num_init_features=24, bn_size=4, drop_rate=0,
+                         num_classes=10, small_inputs=True, efficient=False):
+
+                super(DenseNet, self).__init__()
+                assert 0 < compression <= 1, 'compression of densenet should be between 0 and 1'
+
+                # First convolution
+                if small_inputs:
+                    self.features = nn.Sequential(OrderedDict([
+                        ('conv0', nn.Conv2d(3, num_init_features, kernel_size=3, stride=1, padding=1, bias=False)),
+                    ]))
+                else:
+                    self.features = nn.Sequential(OrderedDict([
+                        ('conv0', nn.Conv2d(3, num_init_features, kernel_size=7, stride=2, padding=3, bias=False)),
+                    ]))
+                    self.features.add_module('norm0', nn.BatchNorm2d(num_init_features))
+                    self.features.add_module('relu0', nn.ReLU(inplace=True))
+                    self.features.add_module('pool0', nn.MaxPool2d(kernel_size=3, stride=2, padding=1,
+                                                                   ceil_mode=False))
+
+                # Each denseblock
+                num_features = num_init_features
+                for i, num_layers in enumerate(block_config):
+                    block = _DenseBlock(
+                        num_layers=num_layers,
+                        num_input_features=num_features,
+                        bn_size=bn_size,
+                        growth_rate=growth_rate,
+                        drop_rate=drop_rate,
+                        efficient=efficient,
+                    )
+                    self.features.add_module('denseblock%d' % (i + 1), block)
+                    num_features = num_features + num_layers * growth_rate
+                    if i != len(block_config) - 1:
+                        trans = _Transition(num_input_features=num_features,
+                                            num_output_features=int(num_features * compression))
+                        self.features.add_module('transition%d' % (i + 1), trans)
+                        num_features = int(num_features * compression)
+
+                # Final batch norm
+                self.features.add_module('norm_final', nn.BatchNorm2d(num_features))
+
+                # Linear layer
+                self.classifier = nn.Linear(num_features, num_classes)
+
+                # Initialization
+                for name, param in self.named_parameters():
+                    if 'conv' in name and 'weight' in name:
+                        n = param.size(0) * param.size(2) * param.size(3)
+                        param.data.normal_().mul_(math.sqrt(2. / n))
+                    elif 'norm' in name and 'weight' in name:
+                        param.data.fill_(1)
+                    elif 'norm' in name and 'bias' in name:
+                        param.data.fill_(0)
+                    elif 'classifier' in name and 'bias' in name:
+                        param.data.fill_(0)
+
+            def forward(self, x):
+                features = self.features(x)
+                out = F.relu(features, inplace=True)
+                out = F.adaptive_avg_pool2d(out, (1, 1))
+                out = torch.flatten(out, 1)
+                out = self.classifier(out)
+                return out
+
+        class AverageMeter(object):
+            def __init__(self):
+                self.reset()
+
+            def reset(self):
+                self.val = 0
+                self.avg = 0
+                self.sum = 0
+                self.count = 0
+
+            def update(self, val, n=1):
+                self.val = val
+                self.sum += val * n
+                self.count += n
+                self.avg = self.sum / self.count
+
+        def train_epoch(model, loader, optimizer, epoch, n_epochs, print_freq=1):
+            losses = AverageMeter()
+            error = AverageMeter()
+            model.train()
+            for batch_idx, (input, target) in enumerate(loader):
+                output = model(input)
+                loss = torch.nn.functional.cross_entropy(output, target)
+                batch_size = target.size(0)
+                _, pred = output.data.cpu().topk(1, dim=1)
+                error.update(torch.ne(pred.squeeze(), target.cpu()).float().sum().item() / batch_size, batch_size)
+                losses.update(loss.item(), batch_size)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if batch_idx % print_freq == 0:
+                    res = '\t'.join([
+                        'Epoch: [%d/%d]' % (epoch + 1, n_epochs),
+                        'Iter: [%d/%d]' % (batch_idx + 1, len(loader)),
+                        'Loss %.4f (%.4f)' % (losses.val, losses.avg),
+                        'Error %.4f (%.4f)' % (error.val, error.avg),
+                    ])
+                    print(res)
+            return losses.avg, error.avg
+
+        images = randn(torch, (4, 3, 8, 8), 31)
+        targets = torch.tensor([0, 2, 1, 2])
+        loader = [(images[:2], targets[:2]), (images[2:], targets[2:])]
+        results = {}
+        caught = warnings.catch_warnings(record=True)
+        seen = caught.__enter__()
+        warnings.simplefilter("always")
+        for efficient in (True, False):
+            model = DenseNet(growth_rate=2, block_config=(2, 2), num_init_features=4, bn_size=2,
+                             num_classes=3, small_inputs=True, efficient=efficient)
+            if efficient:
+                log("norm fills", [model.features.denseblock1.denselayer1.norm1.weight,
+                                   model.features.norm_final.bias, model.classifier.bias])
+                log("children", [n for n, _ in model.features.named_children()])
+            init_params(torch, model, 32, scale=0.5)
+            n_epochs = 2
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-4)
+            scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[0.5 * n_epochs, 0.75 * n_epochs],
+                                                             gamma=0.1)
+            for epoch in range(n_epochs):
+                log("epoch", train_epoch(model, loader, optimizer, epoch, n_epochs))
+                scheduler.step()
+            log("lr", scheduler.get_last_lr())
+            layer = model.features.denseblock2.denselayer2
+            log("conv1 grad", layer.conv1.weight.grad)
+            log("norm1 running_var", layer.norm1.running_var)
+            log("norm1 batches", layer.norm1.num_batches_tracked)
+            log("norm2 batches", layer.norm2.num_batches_tracked)
+            results[efficient] = [p.detach().clone() for p in model.parameters()]
+            model.eval()
+            with torch.no_grad():
+                log("eval logits", model(images))
+        caught.__exit__(None, None, None)
+        log("same parameters", all(bool(torch.allclose(a, b, atol=1e-5))
+                                   for a, b in zip(results[True], results[False])))
+        log("checkpoint warnings", sorted(set((type(w.message).__name__, "use_reentrant" in str(w.message))
+                                              for w in seen if "checkpoint" in str(w.message))))
+
+    for CHECKPOINT_KW in ({}, {"use_reentrant": False}):
+        run_both(program)
