@@ -1475,3 +1475,243 @@ def test_efficient_densenet_checkpointed_bn_function():
 
     for CHECKPOINT_KW in ({}, {"use_reentrant": False}):
         run_both(program)
+
+
+# dragen1860/MAML-Pytorch learner.py (Learner: a config list of layers held as flat
+# ``nn.ParameterList``s -- BatchNorm running statistics as ``requires_grad=False`` Parameters fed to
+# ``F.batch_norm`` -- a functional ``forward(x, vars=None, bn_training=True)``, ``extra_repr``, and
+# overridden ``zero_grad``/``parameters``) and meta.py (Meta: first-order inner loops with
+# ``torch.autograd.grad`` and ``fast_weights`` lists, query losses under ``torch.no_grad``, Adam on
+# the meta loss; ``finetunning`` on a ``deepcopy``). The Omniglot config at 4 channels on 1x8x8
+# images, 3-way 1-shot, 2 tasks, 2 inner steps (3 when fine-tuning), 2 meta steps. The config
+# tests ``name is 'conv2d'`` (string identity, a SyntaxWarning on every import of this file):
+# written ``==`` here. ``kaiming_normal_`` draws from the random stream, so ``init_params``
+# replaces the weights after construction.
+def test_maml_learner_functional_fast_weights():
+    def program(torch, log):
+        from types import SimpleNamespace
+        nn = torch.nn
+        F = torch.nn.functional
+        optim = torch.optim
+
+        class Learner(nn.Module):
+            def __init__(self, config, imgc, imgsz):
+                super(Learner, self).__init__()
+                self.config = config
+                self.vars = nn.ParameterList()
+                self.vars_bn = nn.ParameterList()
+                for i, (name, param) in enumerate(self.config):
+                    if name == 'conv2d':
+                        w = nn.Parameter(torch.ones(*param[:4]))
+                        torch.nn.init.kaiming_normal_(w)
+                        self.vars.append(w)
+                        self.vars.append(nn.Parameter(torch.zeros(param[0])))
+                    elif name == 'linear':
+                        w = nn.Parameter(torch.ones(*param))
+                        torch.nn.init.kaiming_normal_(w)
+                        self.vars.append(w)
+                        self.vars.append(nn.Parameter(torch.zeros(param[0])))
+                    elif name == 'bn':
+                        w = nn.Parameter(torch.ones(param[0]))
+                        self.vars.append(w)
+                        self.vars.append(nn.Parameter(torch.zeros(param[0])))
+                        running_mean = nn.Parameter(torch.zeros(param[0]), requires_grad=False)
+                        running_var = nn.Parameter(torch.ones(param[0]), requires_grad=False)
+                        self.vars_bn.extend([running_mean, running_var])
+                    elif name in ['tanh', 'relu', 'upsample', 'avg_pool2d', 'max_pool2d',
+                                  'flatten', 'reshape', 'leakyrelu', 'sigmoid']:
+                        continue
+                    else:
+                        raise NotImplementedError
+
+            def extra_repr(self):
+                info = ''
+                for name, param in self.config:
+                    if name == 'conv2d':
+                        tmp = 'conv2d:(ch_in:%d, ch_out:%d, k:%dx%d, stride:%d, padding:%d)'\
+                              %(param[1], param[0], param[2], param[3], param[4], param[5],)
+                        info += tmp + '\n'
+                    elif name == 'linear':
+                        tmp = 'linear:(in:%d, out:%d)'%(param[1], param[0])
+                        info += tmp + '\n'
+                    elif name in ['flatten', 'tanh', 'relu', 'upsample', 'reshape', 'sigmoid', 'use_logits', 'bn']:
+                        tmp = name + ':' + str(tuple(param))
+                        info += tmp + '\n'
+                    else:
+                        raise NotImplementedError
+                return info
+
+            def forward(self, x, vars=None, bn_training=True):
+                if vars is None:
+                    vars = self.vars
+                idx = 0
+                bn_idx = 0
+                for name, param in self.config:
+                    if name == 'conv2d':
+                        w, b = vars[idx], vars[idx + 1]
+                        x = F.conv2d(x, w, b, stride=param[4], padding=param[5])
+                        idx += 2
+                    elif name == 'linear':
+                        w, b = vars[idx], vars[idx + 1]
+                        x = F.linear(x, w, b)
+                        idx += 2
+                    elif name == 'bn':
+                        w, b = vars[idx], vars[idx + 1]
+                        running_mean, running_var = self.vars_bn[bn_idx], self.vars_bn[bn_idx+1]
+                        x = F.batch_norm(x, running_mean, running_var, weight=w, bias=b, training=bn_training)
+                        idx += 2
+                        bn_idx += 2
+                    elif name == 'flatten':
+                        x = x.view(x.size(0), -1)
+                    elif name == 'relu':
+                        x = F.relu(x, inplace=param[0])
+                    elif name == 'max_pool2d':
+                        x = F.max_pool2d(x, param[0], param[1], param[2])
+                    else:
+                        raise NotImplementedError
+                assert idx == len(vars)
+                assert bn_idx == len(self.vars_bn)
+                return x
+
+            def zero_grad(self, vars=None):
+                with torch.no_grad():
+                    if vars is None:
+                        for p in self.vars:
+                            if p.grad is not None:
+                                p.grad.zero_()
+                    else:
+                        for p in vars:
+                            if p.grad is not None:
+                                p.grad.zero_()
+
+            def parameters(self):
+                return self.vars
+
+        class Meta(nn.Module):
+            def __init__(self, args, config):
+                super(Meta, self).__init__()
+                self.update_lr = args.update_lr
+                self.meta_lr = args.meta_lr
+                self.n_way = args.n_way
+                self.k_spt = args.k_spt
+                self.k_qry = args.k_qry
+                self.task_num = args.task_num
+                self.update_step = args.update_step
+                self.update_step_test = args.update_step_test
+                self.net = init_params(torch, Learner(config, args.imgc, args.imgsz), 41, scale=0.6)
+                self.meta_optim = optim.Adam(self.net.parameters(), lr=self.meta_lr)
+
+            def forward(self, x_spt, y_spt, x_qry, y_qry):
+                task_num, setsz, c_, h, w = x_spt.size()
+                querysz = x_qry.size(1)
+                losses_q = [0 for _ in range(self.update_step + 1)]
+                corrects = [0 for _ in range(self.update_step + 1)]
+                for i in range(task_num):
+                    logits = self.net(x_spt[i], vars=None, bn_training=True)
+                    loss = F.cross_entropy(logits, y_spt[i])
+                    grad = torch.autograd.grad(loss, self.net.parameters())
+                    fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, self.net.parameters())))
+                    with torch.no_grad():
+                        logits_q = self.net(x_qry[i], self.net.parameters(), bn_training=True)
+                        loss_q = F.cross_entropy(logits_q, y_qry[i])
+                        losses_q[0] += loss_q
+                        pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                        correct = torch.eq(pred_q, y_qry[i]).sum().item()
+                        corrects[0] = corrects[0] + correct
+                    with torch.no_grad():
+                        logits_q = self.net(x_qry[i], fast_weights, bn_training=True)
+                        loss_q = F.cross_entropy(logits_q, y_qry[i])
+                        losses_q[1] += loss_q
+                        pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                        correct = torch.eq(pred_q, y_qry[i]).sum().item()
+                        corrects[1] = corrects[1] + correct
+                    for k in range(1, self.update_step):
+                        logits = self.net(x_spt[i], fast_weights, bn_training=True)
+                        loss = F.cross_entropy(logits, y_spt[i])
+                        grad = torch.autograd.grad(loss, fast_weights)
+                        fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, fast_weights)))
+                        logits_q = self.net(x_qry[i], fast_weights, bn_training=True)
+                        loss_q = F.cross_entropy(logits_q, y_qry[i])
+                        losses_q[k + 1] += loss_q
+                        with torch.no_grad():
+                            pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                            correct = torch.eq(pred_q, y_qry[i]).sum().item()
+                            corrects[k + 1] = corrects[k + 1] + correct
+                loss_q = losses_q[-1] / task_num
+                self.meta_optim.zero_grad()
+                loss_q.backward()
+                log("meta loss", loss_q)
+                log("meta grad", self.net.vars[0].grad)
+                self.meta_optim.step()
+                accs = np.array(corrects) / (querysz * task_num)
+                return accs
+
+            def finetunning(self, x_spt, y_spt, x_qry, y_qry):
+                assert len(x_spt.shape) == 4
+                querysz = x_qry.size(0)
+                corrects = [0 for _ in range(self.update_step_test + 1)]
+                net = copy.deepcopy(self.net)
+                logits = net(x_spt)
+                loss = F.cross_entropy(logits, y_spt)
+                grad = torch.autograd.grad(loss, net.parameters())
+                fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, net.parameters())))
+                with torch.no_grad():
+                    logits_q = net(x_qry, net.parameters(), bn_training=True)
+                    pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                    correct = torch.eq(pred_q, y_qry).sum().item()
+                    corrects[0] = corrects[0] + correct
+                with torch.no_grad():
+                    logits_q = net(x_qry, fast_weights, bn_training=True)
+                    pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                    correct = torch.eq(pred_q, y_qry).sum().item()
+                    corrects[1] = corrects[1] + correct
+                for k in range(1, self.update_step_test):
+                    logits = net(x_spt, fast_weights, bn_training=True)
+                    loss = F.cross_entropy(logits, y_spt)
+                    grad = torch.autograd.grad(loss, fast_weights)
+                    fast_weights = list(map(lambda p: p[1] - self.update_lr * p[0], zip(grad, fast_weights)))
+                    logits_q = net(x_qry, fast_weights, bn_training=True)
+                    loss_q = F.cross_entropy(logits_q, y_qry)
+                    with torch.no_grad():
+                        pred_q = F.softmax(logits_q, dim=1).argmax(dim=1)
+                        correct = torch.eq(pred_q, y_qry).sum().item()
+                        corrects[k + 1] = corrects[k + 1] + correct
+                log("finetune loss", loss_q)
+                log("finetune bn running_mean", net.vars_bn[0])
+                del net
+                accs = np.array(corrects) / querysz
+                return accs
+
+        config = [
+            ('conv2d', [4, 1, 3, 3, 2, 0]),
+            ('relu', [True]),
+            ('bn', [4]),
+            ('conv2d', [4, 4, 3, 3, 2, 0]),
+            ('relu', [True]),
+            ('bn', [4]),
+            ('flatten', []),
+            ('linear', [3, 4])
+        ]
+        args = SimpleNamespace(update_lr=0.4, meta_lr=1e-2, n_way=3, k_spt=1, k_qry=2, task_num=2,
+                               update_step=2, update_step_test=3, imgc=1, imgsz=8)
+        maml = Meta(args, config)
+        print(maml)
+        tmp = filter(lambda x: x.requires_grad, maml.parameters())
+        num = sum(map(lambda x: np.prod(x.shape), tmp))
+        print('Total trainable tensors:', num)
+        x_spt = randn(torch, (2, 3, 1, 8, 8), 42)
+        y_spt = torch.tensor([[0, 1, 2], [2, 0, 1]])
+        x_qry = randn(torch, (2, 6, 1, 8, 8), 43)
+        y_qry = torch.tensor([[0, 0, 1, 1, 2, 2], [1, 2, 0, 2, 1, 0]])
+        for step in range(2):
+            accs = maml(x_spt, y_spt, x_qry, y_qry)
+            log("accs", accs)
+        log("running stats", list(maml.net.vars_bn))
+        log("bn stat flags", [p.requires_grad for p in maml.net.vars_bn])
+        accs = maml.finetunning(x_spt[0], y_spt[0], x_qry[0], y_qry[0])
+        log("finetune accs", accs)
+        log("net running_mean untouched", maml.net.vars_bn[0])
+        maml.net.zero_grad()
+        log("zeroed grads", [p.grad for p in maml.net.parameters()][:2])
+
+    run_both(program)
