@@ -1715,3 +1715,244 @@ def test_maml_learner_functional_fast_weights():
         log("zeroed grads", [p.grad for p in maml.net.parameters()][:2])
 
     run_both(program)
+
+
+# state-spaces/s4 models/s4/s4d.py (S4DKernel: a complex ``C`` kept as ``nn.Parameter(
+# torch.view_as_real(C))`` and read back with ``view_as_complex``, ``register`` giving parameters
+# an ``_optim`` attribute, a Vandermonde kernel through a complex ``einsum('hn, hnl -> hl')``;
+# S4D: the FFT convolution ``torch.fft.rfft``/``irfft(n=2*L)``, a GLU over a 1x1 Conv1d) and
+# example.py (S4Model: encoder, residual S4D blocks with post-LayerNorm and ``nn.Dropout1d``,
+# mean pooling; ``split_train_val`` by ``random_split`` with a seeded ``torch.Generator``;
+# ``setup_optimizer``: AdamW over the plain parameters plus one ``add_param_group`` per unique
+# ``_optim`` dict, CosineAnnealingLR, the printed group table; ``train``/``eval`` with a
+# best-accuracy ``torch.save`` checkpoint). d_model 128 -> 4, d_state 64 -> 4, 2 layers, dropout
+# 0.1 -> 0 (masks come from each library's own stream), 6 sequences of length 8 with 2 features,
+# 2 epochs; the einops ``repeat(torch.arange(N//2), 'n -> h n', h=H)`` is written
+# ``torch.arange(N//2).repeat(H, 1)``; tqdm bars are dropped. The generators' streams differ
+# between the libraries, so only the split's sizes are compared, and the parameters drawn with
+# ``rand``/``randn`` are replaced by ``init_params``.
+def test_s4d_fft_convolution_param_groups(tmp_path):
+    def program(torch, log):
+        import math
+        nn = torch.nn
+        optim = torch.optim
+        dropout_fn = nn.Dropout1d
+
+        class S4DKernel(nn.Module):
+            """Generate convolution kernel from diagonal SSM parameters."""
+
+            def __init__(self, d_model, N=64, dt_min=0.001, dt_max=0.1, lr=None):
+                super().__init__()
+                H = d_model
+                log_dt = torch.rand(H) * (
+                    math.log(dt_max) - math.log(dt_min)
+                ) + math.log(dt_min)
+
+                C = torch.randn(H, N // 2, dtype=torch.cfloat)
+                self.C = nn.Parameter(torch.view_as_real(C))
+                self.register("log_dt", log_dt, lr)
+
+                log_A_real = torch.log(0.5 * torch.ones(H, N//2))
+                A_imag = math.pi * torch.arange(N//2).repeat(H, 1)
+                self.register("log_A_real", log_A_real, lr)
+                self.register("A_imag", A_imag, lr)
+
+            def forward(self, L):
+                dt = torch.exp(self.log_dt)  # (H)
+                C = torch.view_as_complex(self.C)  # (H N)
+                A = -torch.exp(self.log_A_real) + 1j * self.A_imag  # (H N)
+
+                dtA = A * dt.unsqueeze(-1)  # (H N)
+                K = dtA.unsqueeze(-1) * torch.arange(L, device=A.device)  # (H N L)
+                C = C * (torch.exp(dtA)-1.) / A
+                K = 2 * torch.einsum('hn, hnl -> hl', C, torch.exp(K)).real
+
+                return K
+
+            def register(self, name, tensor, lr=None):
+                if lr == 0.0:
+                    self.register_buffer(name, tensor)
+                else:
+                    self.register_parameter(name, nn.Parameter(tensor))
+
+                    optim = {"weight_decay": 0.0}
+                    if lr is not None: optim["lr"] = lr
+                    setattr(getattr(self, name), "_optim", optim)
+
+        class S4D(nn.Module):
+            def __init__(self, d_model, d_state=64, dropout=0.0, transposed=True, **kernel_args):
+                super().__init__()
+
+                self.h = d_model
+                self.n = d_state
+                self.d_output = self.h
+                self.transposed = transposed
+
+                self.D = nn.Parameter(torch.randn(self.h))
+                self.kernel = S4DKernel(self.h, N=self.n, **kernel_args)
+                self.activation = nn.GELU()
+                self.dropout = nn.Identity()
+                self.output_linear = nn.Sequential(
+                    nn.Conv1d(self.h, 2*self.h, kernel_size=1),
+                    nn.GLU(dim=-2),
+                )
+
+            def forward(self, u, **kwargs):
+                if not self.transposed: u = u.transpose(-1, -2)
+                L = u.size(-1)
+                k = self.kernel(L=L)  # (H L)
+                k_f = torch.fft.rfft(k, n=2*L)  # (H L)
+                u_f = torch.fft.rfft(u, n=2*L)  # (B H L)
+                y = torch.fft.irfft(u_f*k_f, n=2*L)[..., :L]  # (B H L)
+                y = y + u * self.D.unsqueeze(-1)
+                y = self.dropout(self.activation(y))
+                y = self.output_linear(y)
+                if not self.transposed: y = y.transpose(-1, -2)
+                return y, None
+
+        class S4Model(nn.Module):
+            def __init__(self, d_input, d_output=10, d_model=256, n_layers=4, dropout=0.2, prenorm=False):
+                super().__init__()
+                self.prenorm = prenorm
+                self.encoder = nn.Linear(d_input, d_model)
+                self.s4_layers = nn.ModuleList()
+                self.norms = nn.ModuleList()
+                self.dropouts = nn.ModuleList()
+                for _ in range(n_layers):
+                    self.s4_layers.append(
+                        S4D(d_model, d_state=4, dropout=dropout, transposed=True, lr=min(0.001, args_lr))
+                    )
+                    self.norms.append(nn.LayerNorm(d_model))
+                    self.dropouts.append(dropout_fn(dropout))
+                self.decoder = nn.Linear(d_model, d_output)
+
+            def forward(self, x):
+                x = self.encoder(x)  # (B, L, d_input) -> (B, L, d_model)
+                x = x.transpose(-1, -2)  # (B, L, d_model) -> (B, d_model, L)
+                for layer, norm, dropout in zip(self.s4_layers, self.norms, self.dropouts):
+                    z = x
+                    if self.prenorm:
+                        z = norm(z.transpose(-1, -2)).transpose(-1, -2)
+                    z, _ = layer(z)
+                    z = dropout(z)
+                    x = z + x
+                    if not self.prenorm:
+                        x = norm(x.transpose(-1, -2)).transpose(-1, -2)
+                x = x.transpose(-1, -2)
+                x = x.mean(dim=1)
+                x = self.decoder(x)  # (B, d_model) -> (B, d_output)
+                return x
+
+        def split_train_val(train, val_split):
+            train_len = int(len(train) * (1.0-val_split))
+            train, val = torch.utils.data.random_split(
+                train,
+                (train_len, len(train) - train_len),
+                generator=torch.Generator().manual_seed(42),
+            )
+            return train, val
+
+        def setup_optimizer(model, lr, weight_decay, epochs):
+            all_parameters = list(model.parameters())
+            params = [p for p in all_parameters if not hasattr(p, "_optim")]
+            optimizer = optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+            hps = [getattr(p, "_optim") for p in all_parameters if hasattr(p, "_optim")]
+            hps = [
+                dict(s) for s in sorted(list(dict.fromkeys(frozenset(hp.items()) for hp in hps)))
+            ]  # Unique dicts
+            for hp in hps:
+                params = [p for p in all_parameters if getattr(p, "_optim", None) == hp]
+                optimizer.add_param_group(
+                    {"params": params, **hp}
+                )
+            scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, epochs)
+            keys = sorted(set([k for hp in hps for k in hp.keys()]))
+            for i, g in enumerate(optimizer.param_groups):
+                group_hps = {k: g.get(k, None) for k in keys}
+                print(' | '.join([
+                    f"Optimizer group {i}",
+                    f"{len(g['params'])} tensors",
+                ] + [f"{k} {v}" for k, v in group_hps.items()]))
+            return optimizer, scheduler
+
+        args_lr, weight_decay, epochs = 0.01, 0.01, 2
+        rs = np.random.RandomState(51)
+        xs = torch.tensor(rs.randn(7, 8, 2).astype(np.float32))
+        ys = torch.tensor(rs.randint(0, 3, size=7))
+        dataset = torch.utils.data.TensorDataset(xs, ys)
+        trainset, valset = split_train_val(dataset, val_split=0.2)
+        log("split sizes", [len(trainset), len(valset)])
+        trainloader = torch.utils.data.DataLoader(torch.utils.data.Subset(dataset, range(6)), batch_size=3, shuffle=False)
+        valloader = torch.utils.data.DataLoader(torch.utils.data.Subset(dataset, [6]), batch_size=3, shuffle=False)
+
+        model = S4Model(d_input=2, d_output=3, d_model=4, n_layers=2, dropout=0.0)
+        log("optim attrs", [getattr(p, "_optim", None) for p in model.parameters()])
+        log("C shape", model.s4_layers[0].kernel.C.shape)
+        init_params(torch, model, 52, scale=0.5)
+        with torch.no_grad():
+            for layer in model.s4_layers:   # log_dt inside [log 0.001, log 0.1] as drawn
+                layer.kernel.log_dt.mul_(3.0).sub_(4.5)
+                layer.kernel.log_A_real.copy_(torch.log(0.5 * torch.ones(4, 2)))
+                layer.kernel.A_imag.copy_(math.pi * torch.arange(2).repeat(4, 1))
+        criterion = nn.CrossEntropyLoss()
+        optimizer, scheduler = setup_optimizer(model, lr=args_lr, weight_decay=weight_decay, epochs=epochs)
+        log("kernel", model.s4_layers[0].kernel(L=8))
+        best = {"acc": 0}
+
+        def train():
+            model.train()
+            train_loss = 0
+            correct = 0
+            total = 0
+            for batch_idx, (inputs, targets) in enumerate(trainloader):
+                optimizer.zero_grad()
+                outputs = model(inputs)
+                loss = criterion(outputs, targets)
+                loss.backward()
+                optimizer.step()
+                train_loss += loss.item()
+                _, predicted = outputs.max(1)
+                total += targets.size(0)
+                correct += predicted.eq(targets).sum().item()
+                print('Batch Idx: (%d/%d) | Loss: %.3f | Acc: %.3f%% (%d/%d)' %
+                      (batch_idx, len(trainloader), train_loss/(batch_idx+1), 100.*correct/total, correct, total))
+            log("C grad", model.s4_layers[1].kernel.C.grad)
+            log("log_dt grad", model.s4_layers[0].kernel.log_dt.grad)
+
+        def eval(epoch, dataloader, checkpoint=False):
+            model.eval()
+            eval_loss = 0
+            correct = 0
+            total = 0
+            with torch.no_grad():
+                for batch_idx, (inputs, targets) in enumerate(dataloader):
+                    outputs = model(inputs)
+                    loss = criterion(outputs, targets)
+                    eval_loss += loss.item()
+                    _, predicted = outputs.max(1)
+                    total += targets.size(0)
+                    correct += predicted.eq(targets).sum().item()
+            log("eval loss", eval_loss)
+            if checkpoint:
+                acc = 100.*correct/total
+                if acc >= best["acc"]:
+                    state = {
+                        'model': model.state_dict(),
+                        'acc': acc,
+                        'epoch': epoch,
+                    }
+                    torch.save(state, os.path.join(str(tmp_path), 'ckpt-%s.pth' % torch.__name__))
+                    best["acc"] = acc
+                return acc
+
+        for epoch in range(epochs):
+            train()
+            val_acc = eval(epoch, valloader, checkpoint=True)
+            scheduler.step()
+            log("lrs", [g["lr"] for g in optimizer.param_groups])
+        checkpoint = torch.load(os.path.join(str(tmp_path), 'ckpt-%s.pth' % torch.__name__))
+        log("checkpoint", [checkpoint['acc'], checkpoint['epoch'], sorted(checkpoint['model'])[:4]])
+        model.load_state_dict(checkpoint['model'])
+        log("reloaded out", model(xs[:2]))
+
+    run_both(program)
