@@ -17,7 +17,9 @@ compiled == eager == torch with the harness (tiny sizes, numpy data):
   ``clip_grad_norm_`` and Adam;
 - gpleiss/efficient_densenet_pytorch models/densenet.py: the BatchNorm-ReLU-conv closure under
   ``torch.utils.checkpoint.checkpoint`` (as written: a warning every call, eager; with
-  ``use_reentrant`` passed either way: traced), nesterov SGD with weight decay.
+  ``use_reentrant`` passed either way: traced), nesterov SGD with weight decay;
+- state-spaces/s4 models/s4/s4d.py + example.py: the complex Vandermonde kernel and the
+  ``rfft``/``irfft`` convolution under AdamW with a second, ``_optim`` parameter group.
 """
 import copy
 
@@ -565,3 +567,89 @@ def test_efficient_densenet_checkpoint_step(use_reentrant):
                          rtol=1e-4, atol=1e-5)
     _no_breaks(run)
     assert run.state["model"].features.denseblock1.denselayer1.norm1.num_batches_tracked.item() == 6
+
+
+# ---- state-spaces/s4 models/s4/s4d.py + example.py -------------------------------------------
+def _s4d(mod):
+    import math
+    nn = mod.nn
+
+    class S4DKernel(nn.Module):   # rand/randn draws left to np_init
+        def __init__(self, H, N):
+            super().__init__()
+            self.C = nn.Parameter(mod.view_as_real(mod.zeros(H, N // 2, dtype=mod.cfloat)))
+            self.log_dt = nn.Parameter(mod.full((H,), -3.0))
+            self.log_A_real = nn.Parameter(mod.log(0.5 * mod.ones(H, N // 2)))
+            self.A_imag = nn.Parameter(math.pi * mod.arange(N // 2).repeat(H, 1))
+            for p in (self.log_dt, self.log_A_real, self.A_imag):
+                p._optim = {"weight_decay": 0.0, "lr": 0.001}
+
+        def forward(self, L):
+            dt = mod.exp(self.log_dt)
+            C = mod.view_as_complex(self.C)
+            A = -mod.exp(self.log_A_real) + 1j * self.A_imag
+            dtA = A * dt.unsqueeze(-1)
+            K = dtA.unsqueeze(-1) * mod.arange(L, device=A.device)
+            C = C * (mod.exp(dtA) - 1.) / A
+            return 2 * mod.einsum('hn, hnl -> hl', C, mod.exp(K)).real
+
+    class S4D(nn.Module):
+        def __init__(self, h, n):
+            super().__init__()
+            self.D = nn.Parameter(mod.zeros(h))
+            self.kernel = S4DKernel(h, n)
+            self.activation = nn.GELU()
+            self.output_linear = nn.Sequential(nn.Conv1d(h, 2 * h, kernel_size=1), nn.GLU(dim=-2))
+
+        def forward(self, u):
+            L = u.size(-1)
+            k = self.kernel(L=L)
+            k_f = mod.fft.rfft(k, n=2 * L)
+            u_f = mod.fft.rfft(u, n=2 * L)
+            y = mod.fft.irfft(u_f * k_f, n=2 * L)[..., :L]
+            y = y + u * self.D.unsqueeze(-1)
+            return self.output_linear(self.activation(y)), None
+
+    class S4Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Linear(2, 4)
+            self.s4_layers = nn.ModuleList([S4D(4, 4) for _ in range(2)])
+            self.norms = nn.ModuleList([nn.LayerNorm(4) for _ in range(2)])
+            self.decoder = nn.Linear(4, 3)
+
+        def forward(self, x):
+            x = self.encoder(x).transpose(-1, -2)
+            for layer, norm in zip(self.s4_layers, self.norms):
+                z, _ = layer(x)
+                x = norm((z + x).transpose(-1, -2)).transpose(-1, -2)
+            return self.decoder(x.transpose(-1, -2).mean(dim=1))
+
+    return S4Model()
+
+
+def test_s4d_fft_convolution_step():
+    """The complex Vandermonde kernel (``view_as_complex`` of a real parameter, a complex
+    ``einsum``, ``.real``) and the ``rfft``/``irfft`` convolution in one traced AdamW step over
+    two parameter groups (the ``_optim`` group without weight decay and a smaller lr)."""
+    def make(mod, wrap):
+        model = np_init(_s4d(mod), mod, seed=52, scale=0.5)
+        with mod.no_grad():
+            for layer in model.s4_layers:
+                layer.kernel.log_dt.sub_(3.0)
+        special = [p for p in model.parameters() if hasattr(p, "_optim")]
+        optimizer = mod.optim.AdamW([p for p in model.parameters() if not hasattr(p, "_optim")],
+                                    lr=0.01, weight_decay=0.01)
+        optimizer.add_param_group({"params": special, "weight_decay": 0.0, "lr": 0.001})
+        criterion = mod.nn.CrossEntropyLoss()
+
+        def step(x, y):
+            optimizer.zero_grad()
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+        return wrap(step), {"model": model, "opt": optimizer}, \
+            lambda i: (data(mod, i, 3, 8, 2), labels(mod, i, 3, 3))
+
+    _no_breaks(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
