@@ -1956,3 +1956,177 @@ def test_s4d_fft_convolution_param_groups(tmp_path):
         log("reloaded out", model(xs[:2]))
 
     run_both(program)
+
+
+# higgsfield/RL-Adventure "2.double dqn.ipynb" (the CUDA-aware ``Variable`` lambda over
+# ``autograd.Variable``; a ``deque`` ReplayBuffer sampled with ``random.sample``; epsilon-greedy
+# ``act`` with ``Variable(..., volatile=True)`` and ``q_value.max(1)[1].data[0]`` -- a 0-d tensor
+# action that the buffer stores and ``torch.LongTensor(action)`` later reads from a tuple mixing
+# tensors and ints; ``update_target`` by ``load_state_dict``; the double-DQN ``compute_td_loss``
+# with ``gather`` and ``Variable(expected_q_value.data)``). gym's CartPole-v0 becomes a small
+# deterministic numpy cart-pole with gym's ``reset``/``step`` interface; widths 128 -> 16, 10000
+# frames -> 60, batch 32 -> 8, epsilon decay 500 -> 20, the target updated every 25 frames
+# (the notebook's 100); plotting is dropped.
+def test_rl_adventure_double_dqn_volatile_variables():
+    def program(torch, log):
+        import math
+        import random
+        from collections import deque
+        nn = torch.nn
+        optim = torch.optim
+        autograd = torch.autograd
+
+        class CartPole:
+            """Deterministic cart-pole dynamics with gym's interface (4 observations, 2 actions)."""
+            class observation_space:
+                shape = (4,)
+
+            class action_space:
+                n = 2
+
+            def __init__(self):
+                self.rs = np.random.RandomState(61)
+
+            def reset(self):
+                self.s = self.rs.uniform(-0.05, 0.05, size=4)
+                self.t = 0
+                return self.s.copy()
+
+            def step(self, action):
+                x, x_dot, th, th_dot = self.s
+                force = 10.0 if int(action) == 1 else -10.0
+                th_acc = (9.8 * math.sin(th) - math.cos(th) * force / 1.1) / (0.5 * (4.0 / 3.0 - 0.1 * math.cos(th) ** 2 / 1.1))
+                x_acc = (force + 0.05 * th_dot ** 2 * math.sin(th)) / 1.1 - 0.05 * th_acc * math.cos(th) / 1.1
+                self.s = np.array([x + 0.02 * x_dot, x_dot + 0.02 * x_acc, th + 0.02 * th_dot, th_dot + 0.02 * th_acc])
+                self.t += 1
+                done = bool(abs(self.s[0]) > 2.4 or abs(self.s[2]) > 0.21 or self.t >= 20)
+                return self.s.copy(), 1.0, done, {}
+
+        env = CartPole()
+        USE_CUDA = torch.cuda.is_available()
+        Variable = lambda *args, **kwargs: autograd.Variable(*args, **kwargs).cuda() if USE_CUDA else autograd.Variable(*args, **kwargs)  # noqa: E731
+
+        class ReplayBuffer(object):
+            def __init__(self, capacity):
+                self.buffer = deque(maxlen=capacity)
+
+            def push(self, state, action, reward, next_state, done):
+                state      = np.expand_dims(state, 0)
+                next_state = np.expand_dims(next_state, 0)
+
+                self.buffer.append((state, action, reward, next_state, done))
+
+            def sample(self, batch_size):
+                state, action, reward, next_state, done = zip(*random.sample(self.buffer, batch_size))
+                return np.concatenate(state), action, reward, np.concatenate(next_state), done
+
+            def __len__(self):
+                return len(self.buffer)
+
+        epsilon_start = 1.0
+        epsilon_final = 0.01
+        epsilon_decay = 20
+
+        epsilon_by_frame = lambda frame_idx: epsilon_final + (epsilon_start - epsilon_final) * math.exp(-1. * frame_idx / epsilon_decay)  # noqa: E731
+
+        class DQN(nn.Module):
+            def __init__(self, num_inputs, num_actions):
+                super(DQN, self).__init__()
+
+                self.layers = nn.Sequential(
+                    nn.Linear(env.observation_space.shape[0], 16),
+                    nn.ReLU(),
+                    nn.Linear(16, 16),
+                    nn.ReLU(),
+                    nn.Linear(16, env.action_space.n)
+                )
+
+            def forward(self, x):
+                return self.layers(x)
+
+            def act(self, state, epsilon):
+                if random.random() > epsilon:
+                    state   = Variable(torch.FloatTensor(state).unsqueeze(0), volatile=True)
+                    q_value = self.forward(state)
+                    action  = q_value.max(1)[1].data[0]
+                else:
+                    action = random.randrange(env.action_space.n)
+                return action
+
+        current_model = init_params(torch, DQN(env.observation_space.shape[0], env.action_space.n), 62, scale=0.5)
+        target_model  = DQN(env.observation_space.shape[0], env.action_space.n)
+        optimizer = optim.Adam(current_model.parameters())
+        replay_buffer = ReplayBuffer(1000)
+
+        def update_target(current_model, target_model):
+            target_model.load_state_dict(current_model.state_dict())
+
+        update_target(current_model, target_model)
+
+        def compute_td_loss(batch_size):
+            state, action, reward, next_state, done = replay_buffer.sample(batch_size)
+
+            state      = Variable(torch.FloatTensor(np.float32(state)))
+            next_state = Variable(torch.FloatTensor(np.float32(next_state)))
+            action     = Variable(torch.LongTensor(action))
+            reward     = Variable(torch.FloatTensor(reward))
+            done       = Variable(torch.FloatTensor(done))
+
+            q_values      = current_model(state)
+            next_q_values = current_model(next_state)
+            next_q_state_values = target_model(next_state)
+
+            q_value       = q_values.gather(1, action.unsqueeze(1)).squeeze(1)
+            next_q_value = next_q_state_values.gather(1, torch.max(next_q_values, 1)[1].unsqueeze(1)).squeeze(1)
+            expected_q_value = reward + gamma * next_q_value * (1 - done)
+
+            loss = (q_value - Variable(expected_q_value.data)).pow(2).mean()
+
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+            return loss
+
+        num_frames = 60
+        batch_size = 8
+        gamma      = 0.99
+
+        losses = []
+        all_rewards = []
+        episode_reward = 0
+        actions = []
+        with seeded(63), warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            state = env.reset()
+            for frame_idx in range(1, num_frames + 1):
+                epsilon = epsilon_by_frame(frame_idx)
+                action = current_model.act(state, epsilon)
+                actions.append(int(action))
+
+                next_state, reward, done, _ = env.step(action)
+                replay_buffer.push(state, action, reward, next_state, done)
+
+                state = next_state
+                episode_reward += reward
+
+                if done:
+                    state = env.reset()
+                    all_rewards.append(episode_reward)
+                    episode_reward = 0
+
+                if len(replay_buffer) > batch_size:
+                    loss = compute_td_loss(batch_size)
+                    losses.append(loss.item())
+
+                if frame_idx % 25 == 0:
+                    update_target(current_model, target_model)
+        log("actions", actions)
+        log("greedy action types", sorted(set(type(a).__name__ for _, a, _, _, _ in replay_buffer.buffer)))
+        log("losses", losses)
+        log("rewards", all_rewards)
+        log("target", target_model.layers[4].weight)
+        log("grad", current_model.layers[0].weight.grad)
+        log("volatile warnings", sum("volatile was removed" in str(w.message) for w in caught))
+
+    run_both(program)
