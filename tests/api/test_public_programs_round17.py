@@ -1,22 +1,36 @@
 """A seventeenth round of public PyTorch programs run eagerly with torch and with tracegrad
 (``parity.run_both``: every logged value and everything printed must agree), in the style of
-``test_public_programs_round16.py``, from repositories no earlier round used: sfujim/TD3's twin
-delayed DDPG (``copy.deepcopy`` target networks, a numpy replay buffer read through
-``torch.FloatTensor``, clamped target-policy noise, ``torch.min`` of twin critics, delayed actor
-updates, Polyak averaging through ``.data.copy_``, and ``save``/``load`` of module and optimizer
-state dicts), ritheshkumar95/pytorch-vqvae's VQ-VAE (two custom ``autograd.Function``s: one
-``mark_non_differentiable`` nearest-code search with ``torch.addmm(alpha=, beta=)``, one
-straight-through estimator returning codes and indices whose backward reads
-``ctx.needs_input_grad`` and builds the codebook gradient with ``index_add_``), vgsatorras/egnn's
-E(n)-equivariant GNN (``scatter_add_`` segment sums and means over ``new_full`` buffers, layers
-registered with ``add_module`` and looked up in ``self._modules``), and
-ildoonet/pytorch-gradual-warmup-lr's ``GradualWarmupScheduler`` (an ``_LRScheduler`` subclass
-chained to ``CosineAnnealingLR`` and to ``ReduceLROnPlateau``). Each keeps its program's code at
-tiny sizes, with numpy-seeded data and parameters (``init_params``/``randn``) in place of
-downloads and random streams; where a program's own code had to change, the comment above its
-test says how and why. A ``from torch... import`` inside a program would import the real torch on
-the tracegrad side too, so such imports are written as attribute lookups on the ``torch``
-argument.
+``test_public_programs_round16.py``, from repositories no earlier round used:
+
+- sfujim/TD3: twin delayed DDPG (``copy.deepcopy`` target networks, a numpy replay buffer read
+  through ``torch.FloatTensor``, ``torch.min`` of twin critics, delayed actor updates, Polyak
+  averaging through ``.data.copy_``, ``save``/``load`` of module and optimizer state dicts);
+- ritheshkumar95/pytorch-vqvae: two custom ``autograd.Function``s (a
+  ``mark_non_differentiable`` nearest-code search with ``addmm(alpha=, beta=)``, a
+  straight-through estimator whose backward reads ``ctx.needs_input_grad`` and builds the
+  codebook gradient with ``index_add_``);
+- vgsatorras/egnn: ``scatter_add_`` segment sums and means over ``new_full`` buffers, layers
+  registered with ``add_module`` and found in ``self._modules``;
+- ildoonet/pytorch-gradual-warmup-lr: an ``_LRScheduler`` subclass chained to
+  ``CosineAnnealingLR`` and to ``ReduceLROnPlateau``;
+- bentrevett/pytorch-seq2seq: additive attention over a bidirectional GRU, ``pad_sequence``
+  collation, teacher forcing, ``clip_grad_norm_``, best-model save/load;
+- utkuozbulak/pytorch-cnn-visualizations: guided backprop and integrated gradients through
+  module ``register_backward_hook``s;
+- gpleiss/efficient_densenet_pytorch: a closure under ``torch.utils.checkpoint`` (reentrant and
+  not), BatchNorm statistics updated again by the recomputation;
+- dragen1860/MAML-Pytorch: a functional Learner over ``ParameterList``s, first-order fast
+  weights by ``torch.autograd.grad``, ``deepcopy`` fine-tuning, a printed ``extra_repr``;
+- state-spaces/s4: S4D's complex kernel (``view_as_real``/``view_as_complex``, complex
+  ``einsum``) and ``rfft``/``irfft`` convolution, AdamW groups from per-parameter dicts;
+- higgsfield/RL-Adventure: double DQN with ``Variable(..., volatile=True)`` and 0-d tensor
+  actions.
+
+Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
+(``init_params``/``randn``) in place of downloads and random streams; where a program's own code
+had to change, the comment above its test says how and why. A ``from torch... import`` inside a
+program would import the real torch on the tracegrad side too, so such imports are written as
+attribute lookups on the ``torch`` argument (or ``importlib`` imports of its submodules).
 """
 import copy
 import importlib
