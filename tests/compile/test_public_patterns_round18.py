@@ -19,7 +19,9 @@ compiled == eager == torch with the harness (tiny sizes, numpy data):
   ``torch.utils.checkpoint.checkpoint`` (as written: a warning every call, eager; with
   ``use_reentrant`` passed either way: traced), nesterov SGD with weight decay;
 - state-spaces/s4 models/s4/s4d.py + example.py: the complex Vandermonde kernel and the
-  ``rfft``/``irfft`` convolution under AdamW with a second, ``_optim`` parameter group.
+  ``rfft``/``irfft`` convolution under AdamW with a second, ``_optim`` parameter group;
+- higgsfield/RL-Adventure "2.double dqn.ipynb": the double-DQN TD step (``autograd.Variable``
+  wrappers, ``gather`` over a target network synced by ``load_state_dict`` between calls).
 """
 import copy
 
@@ -28,7 +30,7 @@ import pytest
 
 import tracegrad
 
-from ._harness import check_compiled, data, labels, np_init
+from ._harness import change, check_compiled, data, labels, np_init
 
 
 def _no_breaks(run):
@@ -653,3 +655,51 @@ def test_s4d_fft_convolution_step():
             lambda i: (data(mod, i, 3, 8, 2), labels(mod, i, 3, 3))
 
     _no_breaks(check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5))
+
+
+# ---- higgsfield/RL-Adventure "2.double dqn.ipynb" --------------------------------------------
+def test_double_dqn_td_step_with_target_sync():
+    """``compute_td_loss`` (the batch sampled outside: ``random.sample`` is the loop's) with
+    ``autograd.Variable`` wrappers, ``gather`` by the online network's argmax over a target
+    network and ``Variable(expected_q_value.data)``; the loop's ``load_state_dict`` target sync
+    between calls changes the target's values, not the program."""
+    def build(mod):
+        return mod.nn.Sequential(mod.nn.Linear(4, 16), mod.nn.ReLU(), mod.nn.Linear(16, 16),
+                                 mod.nn.ReLU(), mod.nn.Linear(16, 2))
+
+    def make(mod, wrap):
+        Variable = mod.autograd.Variable
+        current_model = np_init(build(mod), mod, seed=62, scale=0.5)
+        target_model = build(mod)
+        target_model.load_state_dict(current_model.state_dict())
+        optimizer = mod.optim.Adam(current_model.parameters())
+        gamma = 0.99
+
+        def compute_td_loss(state, action, reward, next_state, done):
+            state = Variable(mod.FloatTensor(state))
+            next_state = Variable(mod.FloatTensor(next_state))
+            action = Variable(action)
+            q_values = current_model(state)
+            next_q_values = current_model(next_state)
+            next_q_state_values = target_model(next_state)
+            q_value = q_values.gather(1, action.unsqueeze(1)).squeeze(1)
+            next_q_value = next_q_state_values.gather(1, mod.max(next_q_values, 1)[1].unsqueeze(1)).squeeze(1)
+            expected_q_value = reward + gamma * next_q_value * (1 - done)
+            loss = (q_value - Variable(expected_q_value.data)).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            return loss
+
+        def batch(i):
+            rs = np.random.RandomState(70 + i)
+            return (mod.tensor(rs.randn(8, 4).astype(np.float32)), mod.LongTensor(rs.randint(0, 2, size=8)),
+                    mod.FloatTensor(np.ones(8, np.float32)), mod.tensor(rs.randn(8, 4).astype(np.float32)),
+                    mod.FloatTensor((rs.rand(8) > 0.8).astype(np.float32)))
+        state = {"model": current_model, "target": target_model, "opt": optimizer,
+                 "change": lambda i: target_model.load_state_dict(current_model.state_dict())}
+        return wrap(compute_td_loss), state, batch
+
+    run = check_compiled(make, calls=4, between=change, torch_too=True, rtol=1e-4, atol=1e-5)
+    _no_breaks(run)
+    assert run.step.stats["traces"] == 1, run.step.stats
