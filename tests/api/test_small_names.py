@@ -1,5 +1,7 @@
 """Small torch names real programs hit: finfo/iinfo, Tensor.is_xpu & co., autograd.Variable,
 deterministic-algorithms flag, tracegrad.random (fork_rng), each against torch."""
+import warnings
+
 import pytest
 
 import tracegrad
@@ -67,6 +69,26 @@ def test_variable_is_a_tensor_sharing_data():
         assert t.autograd.Variable().shape == (0,)
         with pytest.raises(TypeError, match="Variable data has to be a tensor"):
             t.autograd.Variable(3)
+
+
+def test_variable_volatile_warns_and_refuses_requires_grad():
+    """Old programs (RL-Adventure's DQN, MAML-era code) still pass ``volatile=True``: torch warns
+    that it has no effect (from the caller's line), and refuses it beside ``requires_grad``."""
+    for t in (torch, tracegrad):
+        with pytest.warns(UserWarning, match="volatile was removed and now has no effect") as rec:
+            v = t.autograd.Variable(t.ones(2), volatile=True)
+        assert rec[0].filename == __file__
+        assert not v.requires_grad and v.tolist() == [1.0, 1.0]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            t.autograd.Variable(t.ones(2), volatile=False)
+            t.autograd.Variable(t.ones(2), requires_grad=True)
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            with pytest.raises(ValueError, match="can't be volatile and require_grad at the same time"):
+                t.autograd.Variable(t.ones(2), requires_grad=True, volatile=True)
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            with pytest.raises(TypeError, match="Variable data has to be a tensor"):
+                t.autograd.Variable([1.0], volatile=True)
 
 
 def test_deterministic_flag_round_trips():

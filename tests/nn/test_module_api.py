@@ -75,6 +75,26 @@ def test_repr_parity():
     assert repr(build(tracegrad.nn)) == repr(build(torch.nn))
 
 
+def test_repr_blank_extra_repr_lines_stay_empty_when_indented():
+    """An ``extra_repr`` with blank lines (or ending in a newline, as MAML-Pytorch's Learner
+    builds it) nested in another module: torch indents only the non-blank lines."""
+    torch = get_torch()
+    reprs = []
+    for mod in (torch, tracegrad):
+        class Learner(mod.nn.Module):
+            def extra_repr(self):
+                return "conv2d:(ch_in:1)\n\nrelu:(True,)\n"
+
+        class Meta(mod.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.net = Learner()
+                self.seq = mod.nn.Sequential(Learner())
+        reprs.append(repr(Meta()))
+    assert reprs[1] == reprs[0]
+    assert "\n\n" in reprs[1] and "\n    \n" not in reprs[1]
+
+
 def test_parameter_repr_and_type():
     torch = get_torch()
     for mod in (torch, tracegrad):

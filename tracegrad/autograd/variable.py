@@ -3,6 +3,8 @@
 its graph, and ``isinstance(x, Variable)`` holds for every tensor."""
 from __future__ import annotations
 
+import warnings
+
 from .._tensor.factories import tensor as _tensor
 from .._tensor.tensor import Tensor
 
@@ -29,14 +31,21 @@ class Variable(metaclass=_VariableMeta):
 
     Returns: a Tensor (not a Variable object) that shares ``data``'s storage, detached from
     its graph, with ``requires_grad`` set; with no data, an empty float tensor.
-    Raises: TypeError when ``data`` is not a tensor; RuntimeError (from ``requires_grad_``)
-    for ``requires_grad=True`` on an integer tensor.
-    Differs from torch: ``volatile`` is accepted and ignored without torch's warning.
+    ``volatile=True`` has no effect and warns as torch does (UserWarning: "volatile was
+    removed...").
+    Raises: ValueError for ``volatile`` together with ``requires_grad`` (torch's message);
+    TypeError when ``data`` is not a tensor; RuntimeError (from ``requires_grad_``) for
+    ``requires_grad=True`` on an integer tensor.
     """
 
     _execution_engine = _ExecutionEngine()
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.",
+                          UserWarning, stacklevel=2)
+            if requires_grad:
+                raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if data is None:
             return _tensor([]).requires_grad_(requires_grad)
         if not isinstance(data, Tensor):

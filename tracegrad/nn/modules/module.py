@@ -195,11 +195,13 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
 
 
 def _addindent(s_, n):
+    """Indent every line of a child's repr after the first by ``n`` spaces, as torch's
+    ``_addindent``: blank lines (an ``extra_repr`` ending in a newline) stay empty."""
     s = s_.split("\n")
     if len(s) == 1:
         return s_
     first = s.pop(0)
-    return first + "\n" + "\n".join(n * " " + line for line in s)
+    return first + "\n" + "\n".join(n * " " + line if line.strip() else "" for line in s)
 
 
 def _typename(v):
