@@ -201,6 +201,28 @@ def _mha_bad_mask_shape(T):
     return m(q, q, q, attn_mask=T.zeros(2, 2))
 
 
+def _mha_mask_shape_messages(T):
+    # test_multihead_attn_*: a mask of the wrong (target, source) shape is named by its rank and
+    # the shape it should have; 2-D and 3-D masks of the right shape pass
+    m = _mha(T)
+    q, k = X(T, 3, 2, 4, seed=1, grad=False), X(T, 5, 2, 4, seed=2, grad=False)
+    out = []
+    for am in (T.zeros(2, 2), T.zeros(4, 3, 4), T.zeros(3, 5), T.zeros(4, 3, 5)):
+        try:
+            out.append(m(q, k, k, attn_mask=am)[0])
+        except RuntimeError as e:
+            out.append(("shape of the %dD attn_mask" % am.dim()) in str(e) and str(tuple(am.shape)[-1]) in str(e)
+                       and ("should be (%s)" % ", ".join(map(str, (4, 3, 5)[-am.dim():]))) in str(e))
+    return out
+
+
+def _groupnorm_message(T):
+    try:
+        T.nn.GroupNorm(4, 6)
+    except ValueError as e:
+        return "num_channels (6)" in str(e), "num_groups (4)" in str(e)
+
+
 def _mha_embed_dim_not_divisible(T):
     return T.nn.MultiheadAttention(5, 2)
 

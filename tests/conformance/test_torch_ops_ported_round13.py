@@ -124,6 +124,28 @@ def matmul_bad(T):
     return T.ones(2, 3) @ T.ones(2, 3)
 def dot_dtype_mismatch(T):
     return T.dot(T.ones(2), T.ones(2, dtype=T.float64))
+def dot_messages(T):
+    # test_linalg test_dot_invalid_args: torch.dot and 1-D @ 1-D name the vectors' dtypes;
+    # bool vectors have no dot kernel (NotImplementedError, checked below)
+    msgs = []
+    for f in (lambda: T.dot(T.ones(2), T.ones(2, dtype=T.float64)), lambda: T.ones(2) @ T.ones(2, dtype=T.float64),
+              lambda: T.dot(T.ones(2, dtype=T.int64), T.ones(2, dtype=T.float16))):
+        try:
+            f()
+        except RuntimeError as e:
+            msgs.append(str(e))
+    return ["expected both vectors to have same dtype" in m for m in msgs], ["Float and Double" in m for m in msgs[:2]], \
+        "Long and Half" in msgs[2]
+
+
+def dot_bool(T):
+    return T.tensor([True, False]) @ T.tensor([True, True])
+
+
+def mm_bool(T):
+    return T.tensor([[True]]).mm(T.tensor([[True]]))
+
+
 def sort_stable_argsort(T):
     x = t(T, [3.0, 1.0, NAN, 1.0, -INF, 3.0])
     return (T.sort(x, stable=True), T.sort(x, descending=True, stable=True), T.argsort(x, stable=True, descending=True),
