@@ -220,6 +220,9 @@ _lerp(True)
 # ---- the rest: reductions, copies, matmul ---------------------------------------------------------
 def _foreach_norm(self, ord=2, dtype=None):
     tensors = _tensor_list("_foreach_norm", self)
+    if ord == float("inf") and any(t.numel() == 0 for t in tensors):   # torch's own check, before norm's
+        raise RuntimeError("_foreach_norm cannot compute the infinity norm on an empty tensor because the operation "
+                           "does not have an identity; drop the empty tensors from the list or use ord=2")
     return tuple(t.norm(ord, dtype=dtype) for t in tensors)
 
 

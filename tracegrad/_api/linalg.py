@@ -8,17 +8,19 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul, operator, reflected
-from .promotion import _CPP_NAME, check_tensors
+from .promotion import _CPP_NAME, _SCALAR_NAME, check_tensors
 from .shape import unsqueeze
 
 
 # ---- linear algebra ---------------------------------------------------------------------
 def _mm_dtype(a, b, name):
-    if a.dtype.name == "bool" and name != "dot":   # torch's CPU matmul kernels refuse bool
-        raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+    if a.dtype.name == "bool" and b.dtype.name == "bool":   # torch's CPU matmul kernels refuse bool
+        raise NotImplementedError(f'"{"dot" if name == "dot" else "addmm_impl_cpu_"}" not implemented for \'Bool\'; '
+                                  'convert the tensors with .int() or .float() first')
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_NAME[a.dtype.name]} != {_CPP_NAME[b.dtype.name]}" if name != "dot" else
-                           f"dot : expected both vectors to have same dtype, but found {a.dtype.name} and {b.dtype.name}")
+                           f"dot : expected both vectors to have same dtype, but found {_SCALAR_NAME[a.dtype.name]} and "
+                           f"{_SCALAR_NAME[b.dtype.name]}; convert one with .to()")
     return (("dtype", a._value.dtype),)
 
 
@@ -41,7 +43,7 @@ def matmul(self, other):
         sa = "x".join(map(str, self.shape if a > 1 else (1, ka)))
         sb = "x".join(map(str, other.shape if b > 1 else (kb, 1)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa} and {sb})")
-    st = _mm_dtype(self, other, "matmul")
+    st = _mm_dtype(self, other, "dot" if a == 1 and b == 1 else "matmul")
     if a == 1 and b == 1:
         return apply_op(OPS["dot"], (self, other), st)
     if a == 2 and b == 1:

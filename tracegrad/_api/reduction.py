@@ -331,7 +331,25 @@ def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
     if not isinstance(p, (int, float)) and not (isinstance(p, Tensor) and p.numel() == 1) \
             and type(p).__module__ != "numpy":   # a list, a tensor of several elements: the parser's
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(p).__name__}")
-    return apply_op(OPS["norm"], (_to_dtype(self, dtype, "norm"),), (("ord", float(p)), ("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
+    dims = _dims(dim, self.ndim)
+    _check_empty_norm(self, float(p), dims)
+    return apply_op(OPS["norm"], (_to_dtype(self, dtype, "norm"),), (("ord", float(p)), ("dim", dims), ("keepdim", keepdim)))
+
+
+def _check_empty_norm(x, ord, dims):
+    """torch's refusal of a max/min/negative-power norm over no elements: those norms have no
+    identity, so an empty input (``dims`` None) or an empty reduced dim is a RuntimeError."""
+    if not (ord < 0 or ord == float("inf")):
+        return
+    if dims is None:
+        if x.numel() == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty tensor because the "
+                               "operation does not have an identity; reduce over a non-empty dim or use ord=2")
+        return
+    for d in (dims,) if isinstance(dims, int) else dims:
+        if x.shape[d] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on the dimension {d} because this "
+                               "dimension is empty and the operation does not have an identity")
 
 
 def _check_scan_dtype(dtype, api):

@@ -123,6 +123,13 @@ def _make_view(t, src, op, static, idx):
     elif not STATE[0] and (src._rg or src.requires_grad):
         t._cmeta = "inference mode" if STATE[1] and INFERENCE_DEPTH[0] else "no_grad mode"
         t._rg = True
+    elif not STATE[0] and t.dtype.is_floating_point:
+        # torch's NO_GRAD_MODE / INFERENCE_MODE creation meta on a view of a tensor that does
+        # not require grad: only check_view_rebase reads it (an in-place write with grad mode on
+        # by a value that requires grad is refused)
+        t._ngview = "inference mode" if STATE[1] and INFERENCE_DEPTH[0] else "no_grad mode"
+    elif "_ngview" in src.__dict__:   # torch: a view of such a view keeps its creation meta
+        t._ngview = src._ngview
 
 
 # NOTE [inference views]
@@ -431,7 +438,9 @@ def check_inplace(t):
                     "This view is the output of a function that returns multiple views (unbind, split, "
                     "chunk), which do not allow the output views to be modified inplace. Replace the "
                     "inplace operation by an out-of-place one, or clone() the output first.")
-    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0]:
+    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0] and "_cmeta" not in t.__dict__:
+        # (a view made in no_grad/inference mode reports its creation mode instead, below: torch's
+        # handle_view_on_rebase runs before the view-of-a-leaf check)
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
@@ -465,6 +474,13 @@ def check_view_rebase(t, args):
     if "_cfn" in t.__dict__:
         raise RuntimeError("A view was created in no_grad mode and is being modified inplace with grad mode "
                            "enabled. " + MSG_CUSTOM_FUNCTION_VIEW)
+    where = t.__dict__.get("_ngview")
+    if where is not None and not t._base._rg:
+        raise RuntimeError(
+            f"A view was created in {where} and is being modified inplace "
+            f"{'in normal mode' if where == 'inference mode' else 'with grad mode enabled'} by a value that "
+            "requires grad. Autograd cannot track it: clone() the view, or create it outside "
+            f"{'inference_mode()' if where == 'inference mode' else 'no_grad()'}.")
     if (not t._base._rg and "_cmeta" not in t.__dict__ and t._chain
             and _multi_output_index(t) is not None):
         raise RuntimeError(

@@ -984,8 +984,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                      f"last dim must be the module's {kind[0]}dim)")
         b_q, b_k, b_v = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
         q, k, v = linear(query, q_proj_weight, b_q), linear(key, k_proj_weight, b_k), linear(value, v_proj_weight, b_v)
-    if attn_mask is not None and attn_mask.dim() == 2:
-        attn_mask = attn_mask.unsqueeze(0)
+    if attn_mask is not None:   # torch checks the mask against (target, source) lengths by name
+        src_len0 = key.shape[0]
+        want = (tgt_len, src_len0) if attn_mask.dim() == 2 else (bsz * num_heads, tgt_len, src_len0)
+        if attn_mask.dim() not in (2, 3):
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported; pass a 2-D "
+                               "(target, source) or 3-D (batch * num_heads, target, source) mask")
+        if tuple(attn_mask.shape) != want:
+            raise RuntimeError(f"The shape of the {attn_mask.dim()}D attn_mask is {attn_mask.shape}, but should be "
+                               f"{want}.")
+        if attn_mask.dim() == 2:
+            attn_mask = attn_mask.unsqueeze(0)
     if bias_k is not None and bias_v is not None:
         # torch asserts: AssertionError, raised explicitly so ``python -O`` keeps it
         if static_k is not None:
