@@ -430,7 +430,9 @@ def check_inplace(t):
                     "This view is the output of a function that returns multiple views (unbind, split, "
                     "chunk), which do not allow the output views to be modified inplace. Replace the "
                     "inplace operation by an out-of-place one, or clone() the output first.")
-    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0]:
+    # a view made in no_grad/inference mode does not require grad itself: torch reports its
+    # creation mode (below) rather than the view-of-a-leaf error
+    if t._base is not None and t._base._gf is None and t._base._rg and STATE[0] and "_cmeta" not in t.__dict__:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place operation. "
             "Wrap the update in `with tracegrad.no_grad():` or clone() the leaf first.")
