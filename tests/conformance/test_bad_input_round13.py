@@ -140,6 +140,13 @@ CASES.update({
     "unflatten(1, (-1, 3)) of 4": lambda T: T.ones(2, 4).unflatten(1, (-1, 3)),
     "nn.Unflatten(1, (2, 2))": lambda T: T.nn.Unflatten(1, (2, 2))(T.ones(2, 3)),
     "unflatten(-1, (2, -1))_ok": lambda T: T.ones(2, 4).unflatten(-1, (2, -1)),
+    # ConvTranspose output_size outside the valid range (the message names both ends)
+    "ConvTranspose2d(output_size (20, 20))": lambda T: T.nn.ConvTranspose2d(2, 2, 3, stride=2)(
+        T.ones(1, 2, 4, 4), output_size=(20, 20)),
+    "ConvTranspose2d(output_size (8, 9))": lambda T: T.nn.ConvTranspose2d(2, 2, 3, stride=2)(
+        T.ones(1, 2, 4, 4), output_size=(8, 9)),
+    "ConvTranspose2d(output_size (10, 9))_ok": lambda T: T.nn.ConvTranspose2d(2, 2, 3, stride=2)(
+        T.ones(1, 2, 4, 4), output_size=(10, 9)),
     # a view made under no_grad, modified in place with grad on
     "no_grad view of leaf, mul_": _nograd_view_inplace,
 })
@@ -170,6 +177,7 @@ GIST = {
     "TransformerEncoderLayer(src_mask (2, 2))": "The shape of the 2D attn_mask",
     "sdpa(k float64)": "Expected query, key, and value to have the same dtype",
     "unflatten(1, (2, 2)) of 3": "Provided sizes [2, 2] don't multiply up to the size of dim 1 (3)",
+    "ConvTranspose2d(output_size (20, 20))": "valid sizes range from [9, 9] to [10, 10]",
     "no_grad view of leaf, mul_": "A view was created in no_grad mode and is being modified inplace with grad mode",
 }
 
@@ -201,6 +209,16 @@ def test_fixed_calls_keep_their_values():
     got = tracegrad.nn.functional.batch_norm(tracegrad.tensor(x), tracegrad.zeros(4), tracegrad.ones(4) * 2)
     want = torch.nn.functional.batch_norm(torch.tensor(x), torch.zeros(4), torch.ones(4) * 2)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    for T in (torch, tracegrad):
+        T.manual_seed(0)
+    m = tracegrad.nn.ConvTranspose2d(1, 1, 3, stride=2)
+    mt = torch.nn.ConvTranspose2d(1, 1, 3, stride=2)
+    with torch.no_grad():
+        mt.weight.copy_(torch.tensor(m.weight.detach().numpy()))
+        mt.bias.copy_(torch.tensor(m.bias.detach().numpy()))
+    x = [[[[1., 2.], [3., 4.]]]]
+    got, want = m(tracegrad.tensor(x), output_size=(6, 5)), mt(torch.tensor(x), output_size=(6, 5))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
     got = tracegrad.tensor([[1., 2., 3., 4.]]).unflatten(1, (2, -1))
     assert got.tolist() == torch.tensor([[1., 2., 3., 4.]]).unflatten(1, (2, -1)).tolist()
     lp = torch.randn(5, 2, 4, dtype=torch.float64).log_softmax(2)
