@@ -57,6 +57,8 @@ _NO_COMPLEX_UNARY = {
     "F.leaky_relu": lambda T, x: _F(T).leaky_relu(x), "F.mish": lambda T, x: _F(T).mish(x),
     "F.softmax": lambda T, x: _F(T).softmax(x, 0), "F.log_softmax": lambda T, x: _F(T).log_softmax(x, 0),
     "x.softmax(0)": lambda T, x: x.softmax(0),
+    "logit": lambda T, x: T.logit(x), "F.logsigmoid": lambda T, x: _F(T).logsigmoid(x),
+    "deg2rad": lambda T, x: T.deg2rad(x), "x.rad2deg()": lambda T, x: x.rad2deg(),
 }
 _NO_COMPLEX_BINARY = {
     "atan2": lambda T, x: T.atan2(x, x), "arctan2": lambda T, x: T.arctan2(x, x),
@@ -65,6 +67,7 @@ _NO_COMPLEX_BINARY = {
     "xlogy": lambda T, x: T.xlogy(x, x), "special.xlog1py": lambda T, x: T.special.xlog1py(x, x),
     "special.zeta": lambda T, x: T.special.zeta(x, x),
     "fmax": lambda T, x: T.fmax(x, x), "fmin": lambda T, x: T.fmin(x, x),
+    "hypot": lambda T, x: T.hypot(x, x), "logaddexp2": lambda T, x: T.logaddexp2(x, x),
 }
 
 CASES = {f"{name}(complex)": (lambda fn: lambda T: fn(T, _c(T)))(fn)
@@ -78,6 +81,9 @@ CASES.update({
     "sgn(complex)_ok": lambda T: _c(T).sgn(),
     "angle(complex)_ok": lambda T: _c(T).angle(),
     "fmax(float, int)_ok": lambda T: T.fmax(T.ones(2), T.zeros(2, dtype=T.long)),
+    "logaddexp(complex)_ok": lambda T: T.logaddexp(_c(T), _c(T)),
+    "hypot(float)_ok": lambda T: T.hypot(T.ones(2), T.ones(2)),
+    "deg2rad(int)_ok": lambda T: T.deg2rad(T.ones(2, dtype=T.long)),
     # grid_sample: input and grid of one dtype
     "grid_sample(f32, f64 grid)": lambda T: _F(T).grid_sample(T.ones(1, 1, 4, 4), T.zeros(1, 2, 2, 2, dtype=T.float64),
                                                               align_corners=False),
@@ -162,6 +168,8 @@ GIST = {
     "erf(complex)": "not implemented for 'ComplexFloat'",
     "atan2(complex)": "not implemented for 'ComplexFloat'",
     "fmax(complex)": "not implemented for complex tensors",
+    "hypot(complex)": "not implemented for 'ComplexFloat'",
+    "deg2rad(complex)": "deg2rad is not supported for complex tensors",
     "ctc_loss(int64 log_probs)": "not implemented for 'Long'",
     "ctc_loss(target_lengths -1)": "target_lengths to have value at least 0, but got value -1",
     "ctc_loss(input_lengths -1)": "input_lengths to have value at least 0, but got value -1",

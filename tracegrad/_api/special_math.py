@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .complex_api import check_complex_parts
 from .inplace import _inplace_binary
-from .promotion import check_tensors, require_floating, result_dtype
+from .promotion import check_tensors, refuse_complex, require_floating, result_dtype
 from .reduction import check_sortable, return_types
 
 
@@ -63,7 +63,8 @@ _special_erfcx = _float_unary("erfcx")
 def logit(input, eps=None):
     """Mirrors ``torch.logit``: ``log(p / (1 - p))`` elementwise, with ``p`` clamped to
     ``[eps, 1 - eps]`` when ``eps`` is given (the gradient is 0 outside). Integers give the
-    default float dtype."""
+    default float dtype; NotImplementedError for a complex tensor, as torch."""
+    refuse_complex("logit", "logit_cpu", input)
     x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())
     if eps is not None:
         x = x.clamp(eps, 1 - eps)
