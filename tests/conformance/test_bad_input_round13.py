@@ -59,6 +59,8 @@ _NO_COMPLEX_UNARY = {
     "x.softmax(0)": lambda T, x: x.softmax(0),
     "logit": lambda T, x: T.logit(x), "F.logsigmoid": lambda T, x: _F(T).logsigmoid(x),
     "deg2rad": lambda T, x: T.deg2rad(x), "x.rad2deg()": lambda T, x: x.rad2deg(),
+    "special.ndtr": lambda T, x: T.special.ndtr(x), "mvlgamma(x, 1)": lambda T, x: T.mvlgamma(x, 1),
+    "F.celu": lambda T, x: _F(T).celu(x),
 }
 _NO_COMPLEX_BINARY = {
     "atan2": lambda T, x: T.atan2(x, x), "arctan2": lambda T, x: T.arctan2(x, x),
@@ -83,6 +85,8 @@ CASES.update({
     "fmax(float, int)_ok": lambda T: T.fmax(T.ones(2), T.zeros(2, dtype=T.long)),
     "logaddexp(complex)_ok": lambda T: T.logaddexp(_c(T), _c(T)),
     "hypot(float)_ok": lambda T: T.hypot(T.ones(2), T.ones(2)),
+    "special.ndtr(int)_ok": lambda T: T.special.ndtr(T.ones(2, dtype=T.long)),
+    "mvlgamma(float, 2)_ok": lambda T: T.mvlgamma(T.full((2,), 3.), 2),
     "deg2rad(int)_ok": lambda T: T.deg2rad(T.ones(2, dtype=T.long)),
     # grid_sample: input and grid of one dtype
     "grid_sample(f32, f64 grid)": lambda T: _F(T).grid_sample(T.ones(1, 1, 4, 4), T.zeros(1, 2, 2, 2, dtype=T.float64),
