@@ -67,7 +67,12 @@ def _float(x, api):
 def ndtr(input):
     """Mirrors ``torch.special.ndtr``: the standard normal CDF ``(1 + erf(x / sqrt 2)) / 2``
     elementwise (computed as ``erfc(-x / sqrt 2) / 2``, accurate in the left tail). Gradient
-    through ``erfc``. TypeError for a non-Tensor."""
+    through ``erfc``. TypeError for a non-Tensor; NotImplementedError for a complex tensor (torch's
+    erf kernel has none), where casting it would drop the imaginary part."""
+    if isinstance(input, Tensor) and input.is_complex():
+        raise NotImplementedError(f"special.ndtr: \"erf_vml_cpu\" not implemented for "
+                                  f"'{'ComplexDouble' if input.dtype.itemsize == 16 else 'ComplexFloat'}'; "
+                                  "take .real or .abs() first")
     return erfc(_float(input, "ndtr") * (-1 / math.sqrt(2))) * 0.5
 
 

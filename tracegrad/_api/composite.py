@@ -25,7 +25,8 @@ from .._x64 import with_x64
 from ._registry import function, method
 from .argcheck import check_kinds
 from .elementwise import maximum, where
-from .promotion import _SCALAR_NAME, _float_dtype, check_tensor_seq, check_tensors, require_floating, result_dtype
+from .promotion import (_SCALAR_NAME, _float_dtype, check_tensor_seq, check_tensors, refuse_complex, require_floating,
+                        result_dtype)
 from .reduction import any as _any
 from .shape import _stack_list, by_keyword, cat, hstack, stack
 from .._tensor.out import accepts_out
@@ -111,13 +112,18 @@ def dstack(tensors):
 
 @method("deg2rad", function=True)
 def deg2rad(input):
-    """Mirrors ``torch.deg2rad``: ``input * pi / 180`` (integers give the default float dtype)."""
+    """Mirrors ``torch.deg2rad``: ``input * pi / 180`` (integers give the default float dtype).
+    RuntimeError for a complex tensor, as torch."""
+    if isinstance(input, Tensor) and input.is_complex():
+        raise RuntimeError("deg2rad is not supported for complex tensors; convert .real or .angle() instead")
     return input * (math.pi / 180)
 
 
 @method("rad2deg", function=True)
 def rad2deg(input):
-    """Mirrors ``torch.rad2deg``: ``input * 180 / pi``."""
+    """Mirrors ``torch.rad2deg``: ``input * 180 / pi``; RuntimeError for a complex tensor, as torch."""
+    if isinstance(input, Tensor) and input.is_complex():
+        raise RuntimeError("rad2deg is not supported for complex tensors; convert .real or .angle() instead")
     return input * (180 / math.pi)
 
 
@@ -498,6 +504,7 @@ def hypot(input, other):
     an infinite operand gives inf even when the other is NaN, as C's hypot. NotImplementedError
     for integer or bool tensors."""
     check_tensors("hypot", input, other)
+    refuse_complex("hypot", "hypot_cpu", input, other)
     require_floating("hypot", input, other)
     r = (input * input + other * other).sqrt()
     return where(input.isinf() | other.isinf(), math.inf, r)

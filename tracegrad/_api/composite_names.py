@@ -19,7 +19,7 @@ from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_, inplace_via_copy
-from .promotion import _SCALAR_NAME, result_dtype
+from .promotion import _SCALAR_NAME, refuse_complex, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -35,7 +35,9 @@ def _cpp(dtype):
 
 @method("logaddexp2", function=True)
 def logaddexp2(input, other):
-    """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow."""
+    """Mirrors ``torch.logaddexp2``: ``log2(2**input + 2**other)`` without overflow;
+    NotImplementedError for complex tensors, as torch."""
+    refuse_complex("logaddexp2", "logaddexp2_cpu", input, other)
     other = other if isinstance(other, Tensor) else _tensor(other, dtype=input.dtype)
     return logaddexp(input * _LN2, other * _LN2) / _LN2
 

@@ -482,8 +482,21 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
     """Mirrors ``torch.batch_norm``: normalises over all dims but 1; in training mode updates
     ``running_mean``/``running_var`` in place (unbiased variance, ``momentum``; a cumulative
     average is the caller's job). RuntimeError (torch: ValueError) on a batch of one value per
-    channel in training."""
+    channel in training, and for running stats, weight or bias without one element per channel."""
     _check_norm_dtype(input, weight, "batch_norm", "batch_norm", bias, running_mean, running_var)
+    # torch checks each per-channel tensor against C (dim 1; 0 for an input without one) first
+    c = input.shape[1] if input.ndim >= 2 else 0
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()} (one per channel, dim 1 of "
+                               f"the input of shape {list(input.shape)})")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(f"{'running_mean' if running_mean is None else 'running_var'} must be defined in "
+                           "evaluation mode; pass the running statistics or training=True")
+    if input.ndim < 2:
+        raise IndexError(f"batch_norm: Dimension out of range (expected to be in range of [{-max(input.ndim, 1)}, "
+                         f"{max(input.ndim, 1) - 1}], but got 1); pass an input (N, C, *) with a channel dim")
     if training:
         n = verify_batch_size(input)
     # training reads batch statistics only: running stats stay out of the op (and its saved set),
@@ -516,14 +529,18 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
-    """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``.
-    grad_fn ``NativeGroupNormBackward0``."""
+    """Mirrors ``torch.group_norm``: input ``(N, C, *)``, C divisible by ``num_groups``, weight and
+    bias ``(C,)`` (RuntimeError otherwise). grad_fn ``NativeGroupNormBackward0``."""
     _check_norm_dtype(input, weight, "GroupNormKernelImpl", "group_norm", bias)
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.ndim}")
     if input.shape[1] % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input "
                            f"of shape {list(input.shape)} and num_groups={num_groups}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and (p.ndim != 1 or p.shape[0] != input.shape[1]):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in input, but "
+                               f"got {name} of shape {list(p.shape)} and input of shape {list(input.shape)}")
     return apply_op(OPS["native_group_norm"], (input, weight, bias), (("groups", int(num_groups)), ("eps", float(eps))))
 
 

@@ -32,6 +32,16 @@ def result_dtype(*xs) -> _dt.dtype:
 _SCALAR_NAME = _dt.SCALAR_NAMES
 
 
+def refuse_complex(api, kernel, *xs):
+    """NotImplementedError naming torch's CPU kernel ``kernel`` when one of ``xs`` is a complex
+    tensor: for composites whose torch op has no complex kernel (JAX would compute one)."""
+    for x in xs:
+        if isinstance(x, Tensor) and x.is_complex():
+            name = "ComplexDouble" if x.dtype == _dt.complex128 else "ComplexFloat"
+            raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{name}'; take .real, .imag or "
+                                      ".abs() first")
+
+
 def require_floating(api, *xs):
     """torch's NotImplementedError for a floating-only kernel (``hypot``, ``logaddexp``,
     ``igamma``, ``nextafter``...) whose operands' common dtype is integer or bool; the operands

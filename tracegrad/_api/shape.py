@@ -3,6 +3,7 @@ flip/roll, tril/triu/diag, cat/stack, and the ``T``/``mT``/``H`` properties."""
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import warnings
 
@@ -180,10 +181,17 @@ def flatten(self, start_dim=0, end_dim=-1):
 
 @method(function=True)
 def unflatten(self, dim, sizes):
-    """Mirrors ``torch.unflatten(input, dim, sizes)``."""
+    """Mirrors ``torch.unflatten(input, dim, sizes)``: RuntimeError when ``sizes`` do not
+    multiply up to the size of ``dim``."""
     d = _wrap_dim(dim, self.ndim)
     shp = tuple(self.shape)
-    inner = _infer(tuple(sizes), shp[d])
+    sizes = tuple(sizes)
+    if sizes.count(-1) <= 1 and all(s >= 0 for s in sizes if s != -1):
+        known = math.prod(s for s in sizes if s != -1)
+        if (-1 not in sizes and known != shp[d]) or (-1 in sizes and known != 0 and shp[d] % known):
+            raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {dim} "
+                               f"({shp[d]}) in the input tensor; their product must equal it")
+    inner = _infer(sizes, shp[d])
     return view(self, shp[:d] + inner + shp[d + 1:])
 
 

@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, _wrap_dim
 from ._registry import function, method
 from .complex_api import check_complex_parts
 from .inplace import _inplace_binary
-from .promotion import check_tensors, require_floating, result_dtype
+from .promotion import check_tensors, refuse_complex, require_floating, result_dtype
 from .reduction import check_sortable, return_types
 
 
@@ -63,7 +63,8 @@ _special_erfcx = _float_unary("erfcx")
 def logit(input, eps=None):
     """Mirrors ``torch.logit``: ``log(p / (1 - p))`` elementwise, with ``p`` clamped to
     ``[eps, 1 - eps]`` when ``eps`` is given (the gradient is 0 outside). Integers give the
-    default float dtype."""
+    default float dtype; NotImplementedError for a complex tensor, as torch."""
+    refuse_complex("logit", "logit_cpu", input)
     x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())
     if eps is not None:
         x = x.clamp(eps, 1 - eps)
@@ -94,7 +95,8 @@ def mvlgamma(input, p):
     """Mirrors ``torch.mvlgamma(input, p)``: the multivariate log-gamma of dimension ``p``,
     ``p(p-1)/4 log(pi) + sum_j lgamma(x - j/2)`` for ``j < p`` (inf where an argument hits a
     pole; torch 2.13 no longer checks ``x > (p-1)/2``). Integers give the default float dtype.
-    RuntimeError for ``p < 1``, as torch."""
+    RuntimeError for ``p < 1``, as torch; NotImplementedError for a complex tensor."""
+    refuse_complex("mvlgamma", "arange_cpu", input)
     if p < 1:
         raise RuntimeError(f"mvlgamma: p has to be greater than or equal to 1, got {p}")
     x = input if input.is_floating_point() else input.to(_dt.get_default_dtype())

@@ -293,7 +293,7 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     ``(N, Do, Ho, Wo, 3)`` (trilinear for 'bilinear'). Modes bilinear/nearest/bicubic (4-D only);
     padding zeros/border/reflection. grad_fn ``GridSampler2DBackward0``; gradients reach input
     and grid (``GridSampler3DBackward0`` for 5-D). Raises ValueError for an unknown mode,
-    RuntimeError for bad shapes."""
+    RuntimeError for bad shapes or an input and grid of different dtypes."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
@@ -316,6 +316,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if grid.shape[-1] != nd:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
                            f"sizes {list(grid.shape)}")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have the same dtype, but got input "
+                           f"{input.dtype} and grid {grid.dtype}; convert one with .to(dtype)")
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")

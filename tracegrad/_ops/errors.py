@@ -58,7 +58,7 @@ def op_error(op, arrays, static, err: BaseException) -> Exception:
     ``arrays`` (arrays, Python scalars or None) with static arguments ``static``."""
     if isinstance(err, (KeyboardInterrupt, MemoryError, RecursionError, LimitedDtypeError)):
         return err
-    if getattr(err, "static_kind", False):
+    if getattr(err, "static_kind", False) or getattr(err, "dtype_refusal", False):
         return err
     api = f"tracegrad.{_api_name(op)}"
     wrong = _wrong_operand(arrays, static, err)

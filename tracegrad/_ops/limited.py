@@ -46,6 +46,41 @@ class LimitedDtypeError(NotImplementedError):
     (``errors.op_error``) unchanged."""
 
 
+# ops torch 2.13 has no complex CPU kernel for: NotImplementedError naming torch's kernel, as
+# torch, where JAX would answer (a silently real-only formula) or fail with its own words
+_NO_COMPLEX = {
+    "erf": "erf_vml_cpu", "erfinv": "erfinv_vml_cpu", "nextafter": "nextafter_cpu", "copysign": "copysign_cpu",
+    "copysign_scalar": "copysign_cpu", "igamma": "igamma_cpu", "igammac": "igammac_cpu", "xlogy": "xlogy_cpu",
+    "xlog1py": "xlog1py_cpu", "zeta": "zeta_cpu", "round": "round_vml_cpu", "round_decimals": "round_vml_cpu",
+    "polygamma": "polygamma", "softplus": "softplus_cpu", "elu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
+    "gelu": "GeluKernelImpl", "mish": "mish_cpu", "softmax": "softmax_lastdim_kernel_impl",
+    "log_softmax": "log_softmax_lastdim_kernel_impl", "atan2": "atan2_cpu",
+}
+# the ones torch refuses with a RuntimeError of its own words instead
+_NO_COMPLEX_RUNTIME = {"fmax", "fmin"}
+
+
+def check_complex(name, arrays) -> None:
+    """Refuse op ``name`` on a complex input where torch 2.13 has no complex CPU kernel:
+    NotImplementedError naming the kernel (RuntimeError for fmax/fmin), torch's exact classes;
+    ``dtype_refusal`` marks it for the dispatch boundary (``errors.op_error``) to pass unchanged."""
+    kernel = _NO_COMPLEX.get(name)
+    if kernel is None and name not in _NO_COMPLEX_RUNTIME:
+        return
+    d = next((_dtype(a) for a in arrays if _dtype(a) is not None and jnp.issubdtype(_dtype(a), jnp.complexfloating)),
+             None)
+    if d is None:
+        return
+    if kernel is None:
+        err = RuntimeError(f"{name} not implemented for complex tensors; compare .real or .abs() instead")
+    else:
+        scalar = "ComplexDouble" if d == jnp.complex128 else "ComplexFloat"
+        err = NotImplementedError(f"tracegrad.{name}: \"{kernel}\" not implemented for '{scalar}' (torch has no "
+                                  "CPU kernel for it either); take .real, .imag or .abs() first")
+    err.dtype_refusal = True
+    raise err
+
+
 def _dtype(a):
     return getattr(a, "dtype", None)
 
@@ -85,6 +120,7 @@ def check(name, view, arrays, static, outputs) -> None:
 def guarded(name, view, fn, static):
     """``fn`` with the check run on each trace: what ``Op.forward`` hands to ``jax.jit``."""
     def run(*arrays):
+        check_complex(name, arrays)
         out = fn(*arrays)
         check(name, view, arrays, static, out)
         return out

@@ -203,6 +203,7 @@ class Op:
         trace). JAX's exceptions become torch's (NOTE [errors at the dispatch boundary])."""
         for a in arrays:
             if isinstance(a, jax.core.Tracer):
+                limited.check_complex(self.name, arrays)
                 out = self.fn(*arrays, **dict(static)) if static else self.fn(*arrays)
                 limited.check(self.name, self.view, arrays, static, out)
                 return out

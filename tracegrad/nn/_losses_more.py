@@ -268,6 +268,11 @@ def _check_ctc_lengths(in_len, tg_len, t_max, s_max):
     ``tracegrad.compile`` the lengths are program values and are not checked)."""
     if tracegrad.compiler._tracing():
         return
+    for name, lens in (("input_lengths", in_len), ("target_lengths", tg_len)):
+        low = int(lens.min()) if lens.numel() else 0
+        if low < 0:
+            raise RuntimeError(f"ctc_loss: expected {name} to have value at least 0, but got value {low}; lengths "
+                               "count time steps / target labels")
     top = int(in_len.max()) if in_len.numel() else 0
     if top > t_max:
         raise RuntimeError(f"ctc_loss: expected input_lengths to have value at most {t_max}, but got value {top}")
@@ -288,8 +293,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     The recursion is one op with a JAX-derived backward (``_ops/nn_ops.py``); as torch, the
     gradient given to ``log_probs`` is ``exp(log_probs) - posterior`` (right for the logits
     behind a ``log_softmax``). Raises RuntimeError for a bad layout or a blank outside
-    ``[0, C)`` or lengths beyond ``T``/``S`` (checked eagerly only); ValueError for an unknown
-    reduction."""
+    ``[0, C)`` or negative lengths or lengths beyond ``T``/``S`` (checked eagerly only); ValueError
+    for an unknown reduction; NotImplementedError for log_probs other than float32/float64."""
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if not isinstance(targets, tracegrad.Tensor):
@@ -297,6 +302,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if isinstance(input_lengths, tracegrad.Tensor) != isinstance(target_lengths, tracegrad.Tensor):
         raise TypeError("ctc_loss(): input_lengths and target_lengths must both be tensors or both be lists/tuples "
                         "of ints")
+    if log_probs.dtype not in (tracegrad.float32, tracegrad.float64):
+        # torch's CPU kernel is float32/float64 only
+        raise NotImplementedError(f"ctc_loss: \"ctc_loss_cpu\" not implemented for '{log_probs.dtype._scalar_name}'; "
+                                  "pass float32 or float64 log-probabilities (e.g. log_probs.float())")
     unbatched = log_probs.dim() == 2
     if log_probs.dim() not in (2, 3):
         raise RuntimeError("ctc_loss: expected log_probs to be (T, N, C) or unbatched (T, C), got "

@@ -91,7 +91,26 @@ def linear(input, weight, bias=None):
 
 def bilinear(input1, input2, weight, bias=None):
     """Mirrors ``torch.nn.functional.bilinear``: ``y_k = x1 @ W_k @ x2 + b_k``; weight
-    ``(out, in1, in2)``, inputs ``(*, in1)``, ``(*, in2)``."""
+    ``(out, in1, in2)``, inputs ``(*, in1)``, ``(*, in2)``. RuntimeError, as torch's, for inputs
+    of different ranks or batch sizes, or feature sizes (or a bias) that do not match the weight."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {d}: got {input1.shape[d]} "
+                               f"and {input2.shape[d]}")
+    if weight.dim() < 3:
+        d = max(weight.dim(), 1)
+        raise IndexError(f"bilinear(): Dimension out of range (expected to be in range of [{-d}, {d - 1}], but got 2); "
+                         "weight must be (out_features, in1_features, in2_features)")
+    if weight.dim() == 3:
+        for i, x in ((1, input1), (2, input2)):
+            if x.dim() and x.shape[-1] != weight.shape[i]:
+                raise RuntimeError(f"bilinear(): input{i} size does not match weight size: got {x.shape[-1]} but "
+                                   f"expected {weight.shape[i]}")
+        if bias is not None and (bias.dim() == 0 or bias.shape[-1] != weight.shape[0]):
+            raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                               f"{bias.shape[-1] if bias.dim() else 1} but expected {weight.shape[0]}")
     out = tracegrad.einsum("...i,kij,...j->...k", input1, weight, input2)
     return out if bias is None else out + bias
 
@@ -812,7 +831,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     ``Hq // Hkv`` query heads. A query whose keys are all masked gets zeros, as torch's CPU kernel.
     A 4-D result is laid out in memory as ``query`` is (without dropout), as torch's CPU kernel.
     Raises RuntimeError when head counts do not divide (``enable_gqa``), shapes differ or an
-    input has fewer than 2 dims, or for an ``attn_mask`` neither bool, float32 nor query's dtype.
+    input has fewer than 2 dims, q/k/v of different dtypes, or for an ``attn_mask`` neither
+    bool, float32 nor query's dtype.
     Differs from torch: grad_fn is the composite's (``UnsafeViewBackward0``...), where torch CPU
     shows ``ScaledDotProductFlashAttentionForCpuBackward0``; the dropout mask differs."""
     dispatch = getattr(attn_mask, "_sdpa_dispatch", None)   # nn.attention.bias.CausalBias
@@ -824,6 +844,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to all be at least 2 "
                            f"dimensional, but got query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: "
                            f"{value.dim()} instead.")
+    if not query.dtype == key.dtype == value.dtype:
+        raise RuntimeError(f"scaled_dot_product_attention: Expected query, key, and value to have the same dtype, but "
+                           f"got query.dtype: {query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} "
+                           f"instead; convert them with .to(query.dtype)")
     if attn_mask is not None and attn_mask.dtype not in (tracegrad.bool, tracegrad.float32, query.dtype):
         raise RuntimeError(f"scaled_dot_product_attention: Expected attn_mask dtype to be bool or float or to match "
                            f"query dtype, but got attn_mask.dtype: {attn_mask.dtype} and query.dtype: "

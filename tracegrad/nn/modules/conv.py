@@ -129,16 +129,13 @@ class _ConvTransposeNd(_ConvNd):
             return self.output_padding
         n = self._n
         output_size = list(output_size)[-n:]
-        res = []
-        for d in range(n):
-            size = input.shape[input.ndim - n + d]
-            min_size = ((size - 1) * self.stride[d] - 2 * self.padding[d] + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
-            extra = output_size[d] - min_size
-            if not 0 <= extra < max(self.stride[d], self.dilation[d]):
-                raise ValueError(f"requested an output size of {output_size}, but valid sizes range from {min_size} "
-                                 f"(for an input of {list(input.shape[-n:])})")
-            res.append(extra)
-        return tuple(res)
+        mins = [(input.shape[input.ndim - n + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(n)]
+        maxs = [m + max(self.stride[d], self.dilation[d]) - 1 for d, m in enumerate(mins)]
+        if any(not lo <= size <= hi for size, lo, hi in zip(output_size, mins, maxs)):
+            raise ValueError(f"requested an output size of {tuple(output_size)}, but valid sizes range from {mins} to "
+                             f"{maxs} (for an input of {list(input.shape[-n:])})")
+        return tuple(size - lo for size, lo in zip(output_size, mins))
 
     def forward(self, input, output_size=None):
         op = self._output_padding(input, output_size)
