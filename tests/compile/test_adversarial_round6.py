@@ -404,3 +404,198 @@ def hook_toggle_program(mod, wrap):
 def test_forward_hooks_added_and_removed_between_calls():
     run = check_compiled(hook_toggle_program, calls=5, between=change, torch_too=True)
     assert len(run.state["acts"]) == 2
+
+
+# ---- gradient accumulation: the update only on every second call ----
+
+def accumulate_program(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.Adam(net.parameters(), lr=0.05)
+    calls = [0]
+
+    def step(x):
+        calls[0] += 1
+        loss = net(x).pow(2).mean() / 2
+        loss.backward()
+        if calls[0] % 2 == 0:
+            opt.step()
+            opt.zero_grad(set_to_none=False)
+        return loss
+    return wrap(step), {"net": net, "opt": opt}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_gradient_accumulation_every_second_call():
+    check_compiled(accumulate_program, calls=5, torch_too=True)
+
+
+# ---- optimizer state, .grad and .data touched between calls ----
+
+def touched_state_program(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def between(i):
+        if i == 0:
+            opt.state[net.weight]["momentum_buffer"].zero_()     # in place
+        if i == 1:
+            net.bias.grad = mod.ones(2)                          # a new .grad tensor
+        if i == 2:
+            net.weight.data = net.weight.data * 0.5              # .data rebound
+            del opt.state[net.bias]                              # momentum for the bias restarts
+        if i == 3:
+            opt.zero_grad(set_to_none=True)
+    return wrap(step), {"net": net, "opt": opt, "change": between}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_optimizer_state_grad_and_data_touched_between_calls():
+    check_compiled(touched_state_program, calls=5, between=change, torch_too=True)
+
+
+def load_state_program(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.Adam(net.parameters(), lr=0.05)
+    saved = {}
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def between(i):
+        if i == 0:
+            saved["net"] = {k: v.clone() for k, v in net.state_dict().items()}
+            saved["opt"] = __import__("copy").deepcopy(opt.state_dict())
+        if i == 2:                       # roll back to after call 0
+            net.load_state_dict(saved["net"])
+            opt.load_state_dict(saved["opt"])
+    return wrap(step), {"net": net, "opt": opt, "change": between}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_checkpoint_restored_between_calls():
+    run = check_compiled(load_state_program, calls=5, between=change, torch_too=True)
+    s = run.snaps
+    assert s[3]["state"]["opt"]["state"][0]["step"] == s[1]["state"]["opt"]["state"][0]["step"]
+
+
+# ---- a closure variable and a module-level flag the step reads, rebound between calls ----
+
+FLAGS = {"double": False}
+
+
+def closure_program(mod, wrap):
+    net = np_init(mod.nn.Linear(2, 2), mod)
+    scale = 1.0
+
+    def step(x):
+        y = net(x) * scale
+        if FLAGS["double"]:
+            y = y * 2
+        return y.sum()
+
+    def between(i):
+        nonlocal scale
+        if i == 0:
+            scale = 3.0
+        if i == 1:
+            FLAGS["double"] = True
+        if i == 3:
+            FLAGS["double"] = False
+    return wrap(step), {"net": net, "change": between}, lambda i: (data(mod, i, 3, 2),)
+
+
+def test_closure_variable_and_module_flag_rebound_between_calls():
+    try:
+        check_compiled(closure_program, calls=5, between=change)
+    finally:
+        FLAGS["double"] = False
+
+
+# ---- optimizer in backward: each parameter updated by its post-accumulate-grad hook ----
+
+def opt_in_backward_program(mod, wrap):
+    net = np_init(mod.nn.Sequential(mod.nn.Linear(3, 3), mod.nn.Tanh(), mod.nn.Linear(3, 1)), mod)
+    opts = {p: mod.optim.SGD([p], lr=0.1, momentum=0.5) for p in net.parameters()}
+    order = []
+
+    def hook(p):
+        opts[p].step()
+        opts[p].zero_grad()
+        order.append(tuple(p.shape))
+
+    for p in net.parameters():
+        p.register_post_accumulate_grad_hook(hook)
+
+    def step(x):
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        return loss
+    return wrap(step), {"net": net, "opts": list(opts.values()), "order": order}, \
+        lambda i: (data(mod, i, 4, 3),)
+
+
+def test_optimizer_in_backward_hooks():
+    run = check_compiled(opt_in_backward_program, calls=3, torch_too=True)
+    assert run.state["order"] == run.eager.state["order"] and len(run.state["order"]) == 12
+
+
+# ---- a full backward hook rewriting grad_input, a forward pre-hook with kwargs ----
+
+def backward_hook_program(mod, wrap):
+    net = np_init(mod.nn.Sequential(mod.nn.Linear(3, 3), mod.nn.ReLU(), mod.nn.Linear(3, 1)), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1)
+    seen = []
+
+    def bhook(m, gin, gout):
+        seen.append(gout[0].detach().abs().sum())
+        return (gin[0].clamp(-0.1, 0.1),)
+
+    def prehook(m, args, kwargs):
+        return (args[0] * 0.5,), kwargs
+
+    net[2].register_full_backward_hook(bhook)
+    net[0].register_forward_pre_hook(prehook, with_kwargs=True)
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return wrap(step), {"net": net, "opt": opt, "seen": seen}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_full_backward_hook_and_kwargs_pre_hook():
+    run = check_compiled(backward_hook_program, calls=3, torch_too=True)
+    assert len(run.state["seen"]) == 3
+
+
+# ---- the model's dtype changed between calls ----
+
+def dtype_change_program(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x.to(net.weight.dtype)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def between(i):
+        if i == 1:
+            net.double()
+    return wrap(step), {"net": net, "opt": opt, "change": between}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_module_converted_to_double_between_calls():
+    run = check_compiled(dtype_change_program, calls=4, between=change, torch_too=True)
+    assert run.snaps[-1]["out"]["dtype"] == "float64"
