@@ -599,3 +599,43 @@ def dtype_change_program(mod, wrap):
 def test_module_converted_to_double_between_calls():
     run = check_compiled(dtype_change_program, calls=4, between=change, torch_too=True)
     assert run.snaps[-1]["out"]["dtype"] == "float64"
+
+
+# ---- torch.func transforms closing over parameters that require grad (fixed: a compiled
+# trace returned their results detached; the call now breaks to eager) ----
+
+def func_closure_program(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 1), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1)
+
+    def inner_loss(w, x):
+        return net(x * w).pow(2).sum()
+
+    def step(w, x):
+        opt.zero_grad()
+        g = mod.func.grad(inner_loss)(w, x)            # reads net's parameters from its closure
+        per_row = mod.func.vmap(lambda r: net(r).sum())(x)
+        meta = inner_loss(w - 0.1 * g, x) + per_row.pow(2).mean()
+        meta.backward()                                 # reaches net through g and per_row
+        opt.step()
+        return meta, g, g.requires_grad, per_row.requires_grad
+    return wrap(step), {"net": net, "opt": opt}, lambda i: (data(mod, i, 3), data(mod, i + 3, 4, 3))
+
+
+def test_func_transforms_closing_over_parameters():
+    run = check_compiled(func_closure_program, calls=3, torch_too=True, atol=1e-5)
+    assert run.snaps[-1]["out"][2:] == [True, True]
+
+
+def test_func_transform_closure_under_fullgraph_names_the_line():
+    net = tracegrad.nn.Linear(3, 1)
+    f = tracegrad.compile(lambda w: tracegrad.func.grad(lambda v: net(v).sum())(w), fullgraph=True)
+    with pytest.raises(tracegrad._dynamo.exc.Unsupported,
+                       match=r"tracegrad.func transform reads a tensor that requires grad.*test_adversarial_round6.py:\d+"):
+        for _ in range(2):
+            f(tracegrad.ones(3))
+    # detached, it is one program
+    g = tracegrad.compile(lambda w: tracegrad.func.grad(lambda v: (v * net.weight.detach()).sum())(w))
+    for _ in range(3):
+        np.testing.assert_allclose(g(tracegrad.ones(3)).numpy(), net.weight.detach().numpy()[0])
+    assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
