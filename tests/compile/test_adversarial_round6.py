@@ -639,3 +639,45 @@ def test_func_transform_closure_under_fullgraph_names_the_line():
     for _ in range(3):
         np.testing.assert_allclose(g(tracegrad.ones(3)).numpy(), net.weight.detach().numpy()[0])
     assert g.stats["traces"] == 1 and not g.stats["graph_breaks"]
+
+
+# ---- Adam's flags changed in param_groups between calls ----
+
+def adam_flags_program(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.Adam(net.parameters(), lr=0.05)
+    errors = []
+
+    def step(x):
+        opt.zero_grad()
+        loss = net(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    f = wrap(step)
+
+    def call(x):
+        try:
+            return f(x)
+        except KeyError as e:
+            errors.append(str(e))
+            return None
+
+    def between(i):
+        g = opt.param_groups[0]
+        if i == 0:
+            g["maximize"] = True
+        if i == 1:
+            g["betas"] = (0.5, 0.9)
+        if i == 2:
+            g["amsgrad"] = True      # no max_exp_avg_sq in the state: torch's KeyError, state kept
+        if i == 3:
+            g["amsgrad"] = False
+    return call, {"net": net, "opt": opt, "errors": errors, "change": between}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_adam_flags_changed_between_calls():
+    run = check_compiled(adam_flags_program, calls=5, between=change, torch_too=True)
+    assert run.state["errors"] == ["'max_exp_avg_sq'"]
+    s = run.snaps
+    assert s[3]["state"]["opt"]["state"][0]["step"] == s[2]["state"]["opt"]["state"][0]["step"]
