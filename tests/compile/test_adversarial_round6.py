@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from ._harness import change, check_compiled, data, np_init
+from ._harness import change, check_compiled, data, labels, np_init
 
 
 # ---- GradScaler + clip_grad after unscale_ + ReduceLROnPlateau(loss.item()) ----
@@ -681,3 +681,99 @@ def test_adam_flags_changed_between_calls():
     assert run.state["errors"] == ["'max_exp_avg_sq'"]
     s = run.snaps
     assert s[3]["state"]["opt"]["state"][0]["step"] == s[2]["state"]["opt"]["state"][0]["step"]
+
+
+# ---- errors raised by value checks and hooks after RNG draws and in-place updates: the
+# compiled call leaves storages, optimizer state and the generator as eager's failing call does ----
+
+def bad_target_after_update(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 4), mod)
+    drop = mod.nn.Dropout(0.3)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    errs = []
+    def step(x, y):
+        opt.zero_grad()
+        h = drop(net(x))
+        with mod.no_grad():
+            net.bias.add_(0.5)
+        loss = mod.nn.functional.cross_entropy(h, y)
+        loss.backward(); opt.step(); return loss
+    f = wrap(step)
+    def call(x, y):
+        try: return f(x, y)
+        except (IndexError, RuntimeError) as e: errs.append(type(e).__name__); return None
+    def batch(i):
+        y = labels(mod, i, 5, 4)
+        if i == 2: y = mod.tensor([0, 1, 9, 2, 3])
+        return data(mod, i, 5, 3), y
+    return call, {"net": net, "opt": opt, "errs": errs}, batch
+
+def hook_raises_after_draw(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 3), mod)
+    drop = mod.nn.Dropout(0.5)
+    opt = mod.optim.Adam(net.parameters(), lr=0.1)
+    errs = []
+    def fh(m, inp, out):
+        if out.shape[0] == 2:
+            raise ValueError("two rows")
+    net.register_forward_hook(fh)
+    def step(x):
+        opt.zero_grad()
+        z = drop(x)
+        loss = net(z).pow(2).mean(); loss.backward(); opt.step(); return loss
+    f = wrap(step)
+    def call(x):
+        try: return f(x)
+        except ValueError as e: errs.append(str(e)); return None
+    return call, {"net": net, "opt": opt, "errs": errs}, lambda i: (data(mod, i, 2 if i == 2 else 4, 3),)
+
+def nan_check_error(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 1), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1)
+    errs = []
+    def step(x, t):
+        opt.zero_grad()
+        p = mod.sigmoid(net(x)).squeeze(1)
+        with mod.no_grad():
+            net.weight.mul_(0.9)
+        loss = mod.nn.functional.binary_cross_entropy(p * t, mod.ones(4))
+        loss.backward(); opt.step(); return loss
+    f = wrap(step)
+    def call(x, t):
+        try: return f(x, t)
+        except RuntimeError as e: errs.append(type(e).__name__); return None
+    return call, {"net": net, "opt": opt, "errs": errs}, lambda i: (data(mod, i, 4, 3), 3.0 if i == 2 else 1.0)
+
+def embedding_index_error(mod, wrap):
+    emb = np_init(mod.nn.Embedding(5, 2), mod)
+    opt = mod.optim.SGD(emb.parameters(), lr=0.1)
+    errs = []
+    def step(idx):
+        opt.zero_grad()
+        loss = emb(idx).pow(2).sum(); loss.backward(); opt.step()
+        return emb(idx + 1).sum()
+    f = wrap(step)
+    def call(idx):
+        try: return f(idx)
+        except IndexError as e: errs.append(type(e).__name__); return None
+    return call, {"emb": emb, "opt": opt, "errs": errs}, lambda i: (mod.tensor([0, 4 if i == 2 else 3]),)
+
+
+def test_bad_class_target_after_a_dropout_draw_and_an_update():
+    run = check_compiled(bad_target_after_update, calls=4)
+    assert run.state["errs"] == ["IndexError"]
+
+
+def test_forward_hook_raising_after_a_dropout_draw():
+    run = check_compiled(hook_raises_after_draw, calls=4)
+    assert run.state["errs"] == ["two rows"]
+
+
+def test_bce_value_check_after_an_in_place_update():
+    run = check_compiled(nan_check_error, calls=4, torch_too=True)
+    assert run.state["errs"] == ["RuntimeError"]
+
+
+def test_embedding_index_error_after_the_update():
+    run = check_compiled(embedding_index_error, calls=4, torch_too=True)
+    assert run.state["errs"] == ["IndexError"]
