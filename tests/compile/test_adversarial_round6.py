@@ -777,3 +777,53 @@ def test_bce_value_check_after_an_in_place_update():
 def test_embedding_index_error_after_the_update():
     run = check_compiled(embedding_index_error, calls=4, torch_too=True)
     assert run.state["errs"] == ["IndexError"]
+
+
+# ---- partial backwards (inputs=, allow_unused) through and inside compiled functions ----
+
+def outside_grads(mod, wrap):
+    net = np_init(mod.nn.Sequential(mod.nn.Linear(3, 3), mod.nn.Tanh(), mod.nn.Linear(3, 2)), mod)
+    fwd = wrap(lambda x: net(x))
+    def step(x):
+        y = fwd(x)
+        g1 = mod.autograd.grad(y[:, 0].sum(), [net[0].weight, net[2].bias], retain_graph=True, allow_unused=True)
+        y.backward(mod.ones_like(y) * 0.5, retain_graph=True, inputs=[net[2].weight])
+        y[:, 1].sum().backward(inputs=[net[0].bias])
+        return y, g1
+    return step, {"net": net}, lambda i: (data(mod, i, 4, 3),)
+
+def backward_inputs_inside(mod, wrap):
+    net = np_init(mod.nn.Sequential(mod.nn.Linear(3, 3), mod.nn.Tanh(), mod.nn.Linear(3, 2)), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1)
+    def step(x):
+        opt.zero_grad()
+        y = net(x)
+        y.pow(2).mean().backward(inputs=list(net[2].parameters()))   # only the head
+        opt.step()
+        return y
+    return wrap(step), {"net": net, "opt": opt}, lambda i: (data(mod, i, 4, 3),)
+
+def grad_outside_then_step(mod, wrap):
+    net = np_init(mod.nn.Linear(3, 2), mod)
+    opt = mod.optim.Adam(net.parameters(), lr=0.1)
+    fwd = wrap(lambda x: net(x).pow(2).mean())
+    upd = wrap(lambda: (opt.step(), opt.zero_grad())[0])
+    def step(x):
+        loss = fwd(x)
+        loss.backward()
+        gn = mod.nn.utils.clip_grad_norm_(net.parameters(), 0.3)
+        upd()
+        return loss, gn
+    return step, {"net": net, "opt": opt}, lambda i: (data(mod, i, 4, 3),)
+
+
+def test_compiled_forward_partial_backwards_outside():
+    check_compiled(outside_grads, calls=3, torch_too=True, atol=1e-5)
+
+
+def test_backward_with_inputs_inside_the_step():
+    check_compiled(backward_inputs_inside, calls=3, torch_too=True)
+
+
+def test_compiled_forward_and_compiled_update_with_clipping_between():
+    check_compiled(grad_outside_then_step, calls=3, torch_too=True, atol=1e-5)
