@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tracegrad
-from ._harness import check_compiled, data, labels, np_init
+from ._harness import change, check_compiled, data, labels, np_init
 
 
 # ---- torch.func transforms closing over parameters that require grad (fixed: a compiled
@@ -195,3 +195,27 @@ def test_backward_with_inputs_inside_the_step():
 
 def test_compiled_forward_and_compiled_update_with_clipping_between():
     check_compiled(grad_outside_then_step, calls=3, torch_too=True, atol=1e-5)
+
+
+
+# ---- dropout in a compiled forward differentiated outside, called twice per step ----
+
+def dropout_fwd_outside(mod, wrap):
+    net = np_init(mod.nn.Sequential(mod.nn.Linear(4, 4), mod.nn.Dropout(0.5), mod.nn.Linear(4, 1)), mod)
+    opt = mod.optim.SGD(net.parameters(), lr=0.1)
+    fwd = wrap(lambda x: net(x))
+    def step(x):
+        opt.zero_grad()
+        y = fwd(x)
+        y2 = fwd(x)                      # a second draw
+        loss = (y - y2).pow(2).mean() + y.mean()
+        loss.backward(); opt.step()
+        return loss, mod.rand(1)
+    def between(i):
+        if i == 1: net.eval()
+        if i == 2: net.train(); mod.manual_seed(11)
+    return step, {"net": net, "opt": opt, "change": between}, lambda i: (data(mod, i, 3, 4),)
+
+
+def test_dropout_in_a_compiled_forward_differentiated_outside():
+    check_compiled(dropout_fwd_outside, calls=4, between=change)
