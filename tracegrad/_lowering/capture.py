@@ -512,6 +512,16 @@ class Capture:
                              "function whose results are differentiated outside it (its backward "
                              "would not run)")
 
+    def see_func_closure(self, shape):
+        """A ``tracegrad.func`` transform read a tensor requiring grad from outside it: eagerly
+        its results join the autograd graph through that tensor; a trace would detach them
+        (``func/_wrap._traced_closure``)."""
+        raise GraphBreak(f"a tracegrad.func transform reads a tensor that requires grad from outside "
+                         f"its function (shape {list(shape)}, e.g. a model's parameter in a closure): "
+                         "its results are differentiable eagerly but not in a compiled program; pass "
+                         "the tensor as an argument of the transformed function, or read it detached "
+                         "(.detach()) when no gradient should reach it")
+
     def see_backward_graph(self, nodes):
         """A backward inside the trace is about to run over ``nodes``: a node recorded before
         the trace began (an eager graph the function reaches through a list or an attribute,

@@ -82,8 +82,11 @@ class Reads:
     Tensor holding its traced value) swaps them in for the backward's trace. ``grad_depth``:
     how many grad-type transforms (not vmap) are open, for the in-place rule."""
 
-    def __init__(self, collect=False, lifted=None, grad_kind=True, arguments=()):
+    def __init__(self, collect=False, lifted=None, grad_kind=True, arguments=(), outside=None):
         self.collect = collect
+        # which Tensors count as read from outside the function: by default the concrete ones;
+        # inside a compiled trace every array is traced, so the caller says (``_wrap``)
+        self.outside = outside
         # the transform's own arguments may be written (torch allows it; ``_wrap`` guards them)
         self.arguments = {id(a._st) for a in arguments if isinstance(a, Tensor)}
         self.found: dict = {}
@@ -100,7 +103,8 @@ class Reads:
         other concrete Tensors requiring grad (positions not in ``skip``) are noted."""
         out = None
         for i, a in enumerate(args):
-            if isinstance(a, Tensor) and a._rg and not isinstance(a._st.array, _Tracer):
+            if isinstance(a, Tensor) and a._rg and (not isinstance(a._st.array, _Tracer) if self.outside is None
+                                                    else self.outside(a)):
                 sub = self.lifted.get(id(a))
                 if sub is not None:
                     if out is None:
@@ -174,10 +178,11 @@ class Reads:
 
 
 @contextlib.contextmanager
-def reading(collect=False, lifted=None, grad_kind=True, arguments=()):
+def reading(collect=False, lifted=None, grad_kind=True, arguments=(), outside=None):
     """The outermost transform's trace: installs a ``Reads`` for the block and yields it.
-    ``arguments``: the transform's argument Tensors (not captured ones)."""
-    reads = Reads(collect, lifted, grad_kind, arguments)
+    ``arguments``: the transform's argument Tensors (not captured ones); ``outside``: a
+    predicate for the Tensors read from outside (default: those holding concrete arrays)."""
+    reads = Reads(collect, lifted, grad_kind, arguments, outside)
     _state.set_func_reads(reads)
     try:
         yield reads

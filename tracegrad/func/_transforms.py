@@ -19,6 +19,9 @@ Speed: each call traces the function again (eager, like torch.func): ~70-90 ms f
 gradients of a 32-64-10 MLP at batch 256 (torch.func: ~2-3 ms; benchmarks/func_transforms.py).
 For repeated calls wrap the transformed function in ``tracegrad.compile``: one XLA program,
 ~0.6-1.5 ms there, retraced when outside tensors it read change (as torch.compile over torch.func).
+A transformed function that reads outside Tensors requiring grad (a model's parameters in a
+closure) while grad mode is on breaks the compiled graph and runs eagerly (its results must stay
+differentiable, ``_wrap._traced_closure``): pass such Tensors as arguments, or read them detached.
 """
 from __future__ import annotations
 

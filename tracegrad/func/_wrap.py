@@ -308,11 +308,14 @@ def _differentiable(run, args, leaves, treedef, captured, grad_kind):
     pos = [i for i, leaf in enumerate(leaves) if isinstance(leaf, Tensor) and leaf.requires_grad]
     grad_on = grad_mode.is_grad_enabled()
     tape = _KeyTape()
-    if _state.CAPTURE[0] is not None:
+    cap = _state.CAPTURE[0]
+    if cap is not None:
         # inside a compiled region the capture lifts every outside tensor itself and JAX
         # differentiates the whole program; reads are not tracked there
-        if not (pos or captured) or not grad_on:
+        if not grad_on:
             return run(*args)
+        if not (pos or captured):
+            return _traced_closure(cap, run, args, leaves, grad_kind)
         closed, first = [], None
     else:
         # the first trace is the forward: run as a node's forward runs (grad mode off), noting
@@ -347,6 +350,27 @@ def _differentiable(run, args, leaves, treedef, captured, grad_kind):
         return tuple(flat)
     res = FuncTransform.apply(call, *(leaves[p] for p in pos), *(p for _, _, p in captured), *closed)
     return unflatten(out_def[0], res if isinstance(res, tuple) else (res,))
+
+
+def _traced_closure(cap, run, args, leaves, grad_kind):
+    """A transform inside a compiled trace with no argument requiring grad: eagerly its results
+    are differentiable when the function reads outside Tensors requiring grad (closes over a
+    model's parameters: ``grad(lambda w: loss(model, w))``), and a trace that returned them
+    detached would differ from eager (no ``grad_fn``, no gradient for the parameters). The
+    trace cannot swap the closed-over Tensors for the node's backward (their arrays are
+    traced already), so such a call breaks the graph: the function runs eagerly, as it
+    should. Tensors whose storage this trace made before the transform began (the compiled
+    function's intermediate results) count as outside too; those the transform makes do not."""
+    before = {id(st) for st in list(cap.created)}
+
+    def outside(t):
+        return t._st not in cap.created or id(t._st) in before
+    with _closure.reading(True, None, grad_kind, leaves, outside) as reads:
+        res = run(*args)
+    found = [t for i, t in reads.found.items() if not any(t is leaf for leaf in leaves)]
+    if found:
+        cap.see_func_closure(tuple(found[0].shape))
+    return res
 
 
 def _modules_of(func):

@@ -80,13 +80,16 @@ class Adam(Optimizer):
         self._adam(group, items)
 
     def _adam(self, group, items):
+        # amsgrad's buffer is read before any state changes, as torch's _init_group does: amsgrad
+        # switched on after the state was made is torch's KeyError with every step count kept
+        maxes = [state["max_exp_avg_sq"] if group["amsgrad"] else None for _, _, state in items]
         steps = [state["step"] for _, _, state in items]
         for step in steps:
             step.add_(1)
         beta1, beta2 = group["betas"]
         scalars = adam_bias_corrections(steps, group["lr"], beta1, beta2, [p.dtype for p, _, _ in items])
-        for (p, grad, state), step_size, inv_bc2_sqrt in zip(items, *scalars):
-            adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"),
+        for (p, grad, state), max_sq, step_size, inv_bc2_sqrt in zip(items, maxes, *scalars):
+            adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], max_sq,
                       step_size, inv_bc2_sqrt, lr=group["lr"], beta1=beta1, beta2=beta2,
                       eps=group["eps"], weight_decay=group["weight_decay"],
                       amsgrad=group["amsgrad"], maximize=group["maximize"],
