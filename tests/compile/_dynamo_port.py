@@ -1,4 +1,4 @@
-"""Shared by the round-12 ports of PyTorch's torch.compile tests
+"""Shared by the round-12 and round-14 ports of PyTorch's torch.compile tests
 (test_dynamo_ported_round12.py, test_dynamo_ported_round12b.py): run one function under torch
 eager, tracegrad eager and ``tracegrad.compile`` and compare what a user can observe."""
 import dataclasses
@@ -48,6 +48,24 @@ def same(a, b, what="out"):
             assert u[2] == v[2], f"{what}[{i}] requires_grad {u[2]} vs {v[2]}"
         else:
             assert u == v, f"{what}[{i}]: {u!r} vs {v!r}"
+
+
+def compare(build, calls=CALLS, **compile_kw):
+    """``build(T, wrap)`` -> ``run(i)`` returning call ``i``'s observables; ``wrap`` is identity
+    for torch and tracegrad eager and ``tracegrad.compile`` for the compiled run. The three
+    runs must agree after every call. Returns the compiled run's ``run`` (the round-14 ports)."""
+    runs = [build(torch, lambda f: f), build(tracegrad, lambda f: f),
+            build(tracegrad, lambda f: tracegrad.compile(f, **compile_kw))]
+    for i in range(calls):
+        seen = [r(i) for r in runs]
+        same(seen[0], seen[2], f"call{i} compiled vs torch")
+        same(seen[1], seen[2], f"call{i} compiled vs eager")
+    return runs[2]
+
+
+def randn32(T, i, *shape):
+    """A float32 tensor of module ``T`` from numpy's normal draws seeded ``i``."""
+    return T.tensor(np.random.RandomState(i).randn(*shape).astype("float32"))
 
 
 def rand(T, i, *shape, rg=False, seed=0):

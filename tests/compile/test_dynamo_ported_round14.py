@@ -8,22 +8,11 @@ import functools
 import pytest
 
 import tracegrad
-from ._dynamo_port import CALLS, same
+from ._dynamo_port import CALLS, compare, randn32 as _rand, same
 
 torch = pytest.importorskip("torch")
 
 
-def compare(build, calls=CALLS, **compile_kw):
-    """``build(T, wrap)`` -> ``run(i)`` returning call ``i``'s observables; ``wrap`` is identity
-    for torch and tracegrad eager and ``tracegrad.compile`` for the compiled run. The three
-    runs must agree after every call. Returns the compiled run's ``run``."""
-    runs = [build(torch, lambda f: f), build(tracegrad, lambda f: f),
-            build(tracegrad, lambda f: tracegrad.compile(f, **compile_kw))]
-    for i in range(calls):
-        seen = [r(i) for r in runs]
-        same(seen[0], seen[2], f"call{i} compiled vs torch")
-        same(seen[1], seen[2], f"call{i} compiled vs eager")
-    return runs[2]
 
 
 def _v(T):
@@ -34,9 +23,6 @@ def _ct(T):
     return T.tensor([1.0, 2.0, 3.0])
 
 
-def _rand(T, i, *shape):
-    import numpy as np
-    return T.tensor(np.random.RandomState(i).randn(*shape).astype("float32"))
 
 
 # HooksTests.test_tensor_only_register_hook_in_graph_lambda / _local / _in_graph_lambda

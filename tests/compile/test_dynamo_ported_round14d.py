@@ -8,24 +8,13 @@ import numpy as np
 import pytest
 
 import tracegrad
-from ._dynamo_port import CALLS, same
+from ._dynamo_port import CALLS, compare, randn32 as _rand, same
 
 torch = pytest.importorskip("torch")
 
 
-def compare(build, calls=CALLS, **compile_kw):
-    """``build(T, wrap)`` -> ``run(i)`` returning call ``i``'s observables (see round14)."""
-    runs = [build(torch, lambda f: f), build(tracegrad, lambda f: f),
-            build(tracegrad, lambda f: tracegrad.compile(f, **compile_kw))]
-    for i in range(calls):
-        seen = [r(i) for r in runs]
-        same(seen[0], seen[2], f"call{i} compiled vs torch")
-        same(seen[1], seen[2], f"call{i} compiled vs eager")
-    return runs[2]
 
 
-def _rand(T, i, *shape):
-    return T.tensor(np.random.RandomState(i).randn(*shape).astype("float32"))
 
 
 def _simple(fn, make_args):
