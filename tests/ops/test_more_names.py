@@ -145,6 +145,18 @@ def test_legacy_tensor_new():
             x.new(mod.ones(2))
 
 
+def test_legacy_constructors_take_a_size_as_sizes():
+    """``FloatTensor(x.size())`` (VRNN's noise buffer) is a tensor of that shape; a plain tuple
+    stays data."""
+    for mod in (torch, tracegrad):
+        size = mod.ones(4, 3).size()
+        for ctor, dtype in ((mod.FloatTensor, mod.float32), (mod.LongTensor, mod.int64), (mod.Tensor, mod.float32)):
+            t = ctor(size)
+            assert tuple(t.shape) == (4, 3) and t.dtype == dtype
+        assert tuple(mod.Tensor(mod.Size([])).shape) == () == tuple(mod.ones(2).new(mod.Size([])).shape)
+        np.testing.assert_array_equal(mod.FloatTensor((4, 3)).numpy(), [4.0, 3.0])
+
+
 def test_chain_matmul_warns():
     with pytest.warns(UserWarning, match="deprecated"):
         tracegrad.chain_matmul(tracegrad.ones(2, 2), tracegrad.ones(2, 2))

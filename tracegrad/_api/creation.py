@@ -73,8 +73,7 @@ def new(self, *args, device=None, size=None):
             raise TypeError(f"new(): expected a tensor of dtype {self.dtype} (got {args[0].dtype}); convert it "
                             f"with .to({self.dtype}) instead")
         return args[0]
-    if len(args) == 1 and isinstance(args[0], Size):      # sizes, not data
-        args = tuple(args[0])
+    # a Size is sizes, not data (legacy_array_of), so new(torch.Size([])) is 0-d, as torch
     return Tensor._make(legacy_array_of(self.dtype, *(args or ([],))))
 
 

@@ -20,6 +20,14 @@ from .._ops import dtypes as _dt
 from .._x64 import with_x64
 
 
+class SizeBase(tuple):
+    """The base class of ``tracegrad.Size`` (defined in tensor.py), here so that converters below
+    it can tell a shape from data: ``FloatTensor(x.size())`` makes a tensor of that shape, as
+    torch, where a plain tuple is data."""
+
+    __slots__ = ()
+
+
 class TensorBase:
     """The base class of ``tracegrad.Tensor``; never instantiated on its own. Subclasses read
     ``_value`` (the JAX array) and ``dtype``."""
@@ -323,12 +331,13 @@ def legacy_array(*args, **kwargs):
 
 @with_x64
 def legacy_array_of(d, *args):
-    """The array of a typed legacy constructor (``LongTensor(data)`` / ``LongTensor(*sizes)``):
+    """The array of a typed legacy constructor (``LongTensor(data)`` / ``LongTensor(*sizes)`` /
+    ``LongTensor(x.size())``: a ``Size`` is sizes, as in torch, a plain tuple is data):
     ``legacy_array`` with the tracegrad dtype ``d`` in place of the default dtype. TypeError for
     one Python number that is no size (``Tensor(2.5)``, ``Tensor(True)``), as torch."""
     if len(args) == 1 and isinstance(args[0], (float, complex, bool)):
         raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__}); pass [value] or use "
                         f"tracegrad.tensor(value)")
-    if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+    if len(args) == 1 and not isinstance(args[0], (int, np.integer, SizeBase)):
         return to_array(args[0], d)[0]
     return jnp.zeros(size_tuple(args), d.np)

@@ -34,7 +34,7 @@ from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_app
 from .._ops.errors import not_self as _not_self
 from .._ops.registry import OPS as _OPS
 from .._x64 import astype as _astype64, with_x64
-from .convert import TensorBase, legacy_array
+from .convert import SizeBase, TensorBase, legacy_array
 from .device import device_of
 from .meta import ShapeDtypeStruct as _Abstract, check_not_meta
 from .numpy_bridge import owned_array, share_storage, strided_view
@@ -345,7 +345,7 @@ def can_view_as(t, shape) -> bool:
                  lambda: is_strided(element_positions(t).reshape(shape)))
 
 
-class Size(tuple):
+class Size(SizeBase):
     """Mirrors ``torch.Size``: a tuple of ints with ``numel()``. Built from any iterable of
     integers (bools and 0-d integer tensors count, as in torch); TypeError for anything else."""
 
