@@ -13,7 +13,7 @@ from .._tensor.device import cuda_devices
 from .._tensor.factories import empty, full, ones, tensor, zeros
 from .._tensor.storage import Storage, TypedStorage
 from .._tensor.storage_types import tensor_on_storage
-from .._tensor.tensor import Size, Tensor
+from .._tensor.tensor import Tensor
 from ._registry import method, prop
 from .shape import by_keyword
 
