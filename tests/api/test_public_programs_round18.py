@@ -18,7 +18,13 @@
   ``load_state_dict``;
 - lucidrains/minGRU-pytorch: minGRU's log-space parallel scan (``cumsum``, ``logcumsumexp``,
   ``torch.where`` of two branches, ``F.pad``) checked against its own sequential ``lerp`` mode and
-  trained with Adam.
+  trained with Adam;
+- salesforce/awd-lstm-lm: WeightDrop (a Parameter deleted from an LSTM's ``_parameters`` and a
+  plain tensor set in its place before each forward; torch's TypeError after an eval-mode pass
+  re-registered it), LockedDropout, embedded dropout, tied weights, AR/TAR penalties and the
+  SGD -> ASGD switch with ``optimizer.state[prm]['ax']`` swapped in for evaluation;
+- ufoym/imbalanced-dataset-sampler: a ``Sampler`` subclass over ``torch.multinomial`` of
+  ``DoubleTensor`` weights, its 0-d tensor draws used as list indices, in a ``DataLoader``.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
 (``init_params``/``randn``) in place of downloads and random streams; where a program's own code
@@ -1029,5 +1035,73 @@ def test_awd_lstm_weight_drop_asgd():
         log("eta", optimizer.state[params[1]]['eta'])
         log("lstm weight_hh_l0 (set by WeightDrop)", model.rnns[1].module.weight_hh_l0)
         log("raw", model.rnns[1].module.weight_hh_l0_raw)
+
+    run_both(program)
+
+
+# ufoym/imbalanced-dataset-sampler torchsampler/imbalanced.py (ImbalancedDatasetSampler: a
+# ``torch.utils.data.sampler.Sampler`` subclass with per-sample ``DoubleTensor`` weights, iterated
+# as ``self.indices[i] for i in torch.multinomial(...)`` -- 0-d tensors used as list indices) used
+# by a ``DataLoader`` with a ``callback_get_label``. Changed lines: the torchvision dataset
+# branches of ``_get_label`` are dropped (the program passes a callback). The draws come from each
+# library's own generator, so what is compared is everything that does not depend on them and the
+# statistics of 600 draws (each class near a third, the rare class far above its 1/12 share).
+def test_imbalanced_dataset_sampler():
+    def program(torch, log):
+        class ImbalancedDatasetSampler(torch.utils.data.sampler.Sampler):
+            def __init__(self, dataset, indices=None, num_samples=None, callback_get_label=None):
+                self.indices = list(range(len(dataset))) \
+                    if indices is None else indices
+                self.callback_get_label = callback_get_label
+                self.num_samples = len(self.indices) \
+                    if num_samples is None else num_samples
+
+                label_to_count = {}
+                for idx in self.indices:
+                    label = self._get_label(dataset, idx)
+                    if label in label_to_count:
+                        label_to_count[label] += 1
+                    else:
+                        label_to_count[label] = 1
+
+                weights = [1.0 / label_to_count[self._get_label(dataset, idx)]
+                           for idx in self.indices]
+                self.weights = torch.DoubleTensor(weights)
+
+            def _get_label(self, dataset, idx):
+                if self.callback_get_label:
+                    return self.callback_get_label(dataset, idx)
+                else:
+                    raise NotImplementedError
+
+            def __iter__(self):
+                return (self.indices[i] for i in torch.multinomial(
+                    self.weights, self.num_samples, replacement=True))
+
+            def __len__(self):
+                return self.num_samples
+
+        labels = torch.tensor([0] * 6 + [1] * 5 + [2] * 1)
+        features = torch.arange(24, dtype=torch.float32).view(12, 2)
+        dataset = torch.utils.data.TensorDataset(features, labels)
+        torch.manual_seed(0)
+        sampler = ImbalancedDatasetSampler(dataset, callback_get_label=lambda ds, i: ds[i][1].item())
+        log("weights", sampler.weights)
+        log("len", len(sampler))
+        drawn = list(ImbalancedDatasetSampler(dataset, num_samples=600,
+                                              callback_get_label=lambda ds, i: int(ds.tensors[1][i])))
+        log("drawn types", sorted({type(i).__name__ for i in drawn}))
+        log("in range", all(0 <= i < 12 for i in drawn))
+        counts = np.bincount([int(labels[i]) for i in drawn], minlength=3) / 600.0
+        log("balanced", bool(np.all(np.abs(counts - 1 / 3) < 0.08)))
+        subset = ImbalancedDatasetSampler(dataset, indices=[0, 1, 2, 11], callback_get_label=lambda ds, i: ds[i][1].item())
+        log("subset weights", subset.weights)
+        log("subset draws", sorted(set(subset)) <= [0, 1, 2, 11])
+
+        loader = torch.utils.data.DataLoader(dataset, batch_size=4, sampler=sampler)
+        log("batches", len(loader))
+        for x, y in loader:
+            log("batch shapes", (tuple(x.shape), tuple(y.shape), y.dtype == torch.int64))
+            log("rows match labels", bool(torch.equal(labels[(x[:, 0] / 2).long()], y)))
 
     run_both(program)
