@@ -14,7 +14,11 @@ sizes, numpy data):
   the queue's slice write;
 - emited/VariationalRecurrentNeuralNetwork model.py: the VRNN step over a Python loop of GRU
   steps with the program's ``FloatTensor(std.size()).normal_()`` noise and the deprecated
-  ``clip_grad_norm`` after ``optimizer.step()``.
+  ``clip_grad_norm`` after ``optimizer.step()``;
+- salesforce/awd-lstm-lm: the training step with WeightDrop's per-call ``setattr`` of a
+  dropped-out ``weight_hh_l0`` on an LSTM (plain and variational), ``bernoulli_`` locked and
+  embedding dropout, AR/TAR penalties and ASGD; lr rescaling of ``param_groups`` in the step
+  (eager, a break) or in the loop (one trace).
 """
 import math
 
@@ -437,7 +441,7 @@ def test_vrnn_step_with_normal_noise(variant):
             return kld_loss, nll_loss
 
         def batch(i):
-            x = data(mod, i, 4, 1, 3, 5).abs()
+            x = data(mod, i, 4, 1, 2, 5).abs()
             return (x,) if scale_in_step else (scale(x),)
 
         return wrap(step), {"model": model, "opt": optimizer}, batch
@@ -456,3 +460,159 @@ def test_vrnn_step_with_normal_noise(variant):
         assert run.step.stats["traces"] == 1, run.step.stats
     else:
         assert run.step.stats["eager_calls"] == 3, run.step.stats
+
+
+# ---- salesforce/awd-lstm-lm weight_drop.py + locked_dropout.py + embed_regularize.py -----------
+def _awd(mod):
+    nn, F = mod.nn, mod.nn.functional
+    Parameter, Variable = mod.nn.Parameter, mod.autograd.Variable
+
+    class WeightDrop(mod.nn.Module):
+        def __init__(self, module, weights, dropout=0, variational=False):
+            super(WeightDrop, self).__init__()
+            self.module = module
+            self.weights = weights
+            self.dropout = dropout
+            self.variational = variational
+            self._setup()
+
+        def _setup(self):
+            for name_w in self.weights:
+                w = getattr(self.module, name_w)
+                del self.module._parameters[name_w]
+                self.module.register_parameter(name_w + '_raw', Parameter(w.data))
+
+        def _setweights(self):
+            for name_w in self.weights:
+                raw_w = getattr(self.module, name_w + '_raw')
+                w = None
+                if self.variational:
+                    mask = Variable(mod.ones(raw_w.size(0), 1))
+                    mask = F.dropout(mask, p=self.dropout, training=True)
+                    w = mask.expand_as(raw_w) * raw_w
+                else:
+                    w = F.dropout(raw_w, p=self.dropout, training=self.training)
+                setattr(self.module, name_w, w)
+
+        def forward(self, *args):
+            self._setweights()
+            return self.module.forward(*args)
+
+    class LockedDropout(nn.Module):
+        def forward(self, x, dropout=0.5):
+            if not self.training or not dropout:
+                return x
+            m = x.data.new(1, x.size(1), x.size(2)).bernoulli_(1 - dropout)
+            mask = Variable(m, requires_grad=False) / (1 - dropout)
+            mask = mask.expand_as(x)
+            return mask * x
+
+    def embedded_dropout(embed, words, dropout=0.1, scale=None):
+        if dropout:
+            mask = embed.weight.data.new().resize_((embed.weight.size(0), 1)).bernoulli_(
+                1 - dropout).expand_as(embed.weight) / (1 - dropout)
+            masked_embed_weight = mask * embed.weight
+        else:
+            masked_embed_weight = embed.weight
+        padding_idx = embed.padding_idx
+        if padding_idx is None:
+            padding_idx = -1
+        return F.embedding(words, masked_embed_weight, padding_idx, embed.max_norm,
+                           embed.norm_type, embed.scale_grad_by_freq, embed.sparse)
+
+    class RNNModel(nn.Module):   # the LSTM branch, tied weights, return_h
+        def __init__(self, ntoken, ninp, nhid, nlayers, wdrop, variational):
+            super(RNNModel, self).__init__()
+            self.lockdrop = LockedDropout()
+            self.encoder = nn.Embedding(ntoken, ninp)
+            self.rnns = [mod.nn.LSTM(ninp if l == 0 else nhid, nhid if l != nlayers - 1 else ninp, 1, dropout=0) for l in range(nlayers)]
+            self.rnns = [WeightDrop(rnn, ['weight_hh_l0'], dropout=wdrop, variational=variational) for rnn in self.rnns]
+            self.rnns = mod.nn.ModuleList(self.rnns)
+            self.decoder = nn.Linear(nhid, ntoken)
+            self.decoder.weight = self.encoder.weight
+            self.nlayers = nlayers
+
+        def forward(self, input, hidden):
+            emb = embedded_dropout(self.encoder, input, dropout=0.1 if self.training else 0)
+            emb = self.lockdrop(emb, 0.4)
+            raw_output = emb
+            new_hidden, raw_outputs, outputs = [], [], []
+            for l, rnn in enumerate(self.rnns):
+                raw_output, new_h = rnn(raw_output, hidden[l])
+                new_hidden.append(new_h)
+                raw_outputs.append(raw_output)
+                if l != self.nlayers - 1:
+                    raw_output = self.lockdrop(raw_output, 0.25)
+                    outputs.append(raw_output)
+            output = self.lockdrop(raw_output, 0.4)
+            outputs.append(output)
+            result = output.view(output.size(0)*output.size(1), output.size(2))
+            return result, new_hidden, raw_outputs, outputs
+
+    return RNNModel
+
+
+@pytest.mark.parametrize("lr_in_step, variational", [(True, False), (False, True)])
+def test_awd_lstm_weight_drop_step(lr_in_step, variational):
+    """main.py's ``train`` body as the step: WeightDrop sets a plain (dropped-out) tensor as the
+    LSTM's ``weight_hh_l0`` on every call, LockedDropout and embedded dropout draw
+    ``bernoulli_`` masks from the library's generator (so compiled == eager includes its state),
+    AR/TAR penalties, ``clip_grad_norm_``, the per-batch lr rescaling of ``param_groups`` and
+    ASGD; the hidden state is detached by the loop (``repackage_hidden``) and fed back. As
+    written, the lr rescaling writes ``param_groups`` inside the step: every call runs eagerly,
+    the break naming it; with the rescaling done by the loop around the call: one trace, the
+    WeightDrop setattr (plain or variational mask) repeated by the compiled program."""
+    def make(mod, wrap):
+        F = mod.nn.functional
+        RNNModel = _awd(mod)
+        model = np_init(RNNModel(12, 4, 5, 2, wdrop=0.5, variational=variational), mod, seed=31, scale=0.4)
+        model.train()
+        params = list(model.parameters())
+        optimizer = mod.optim.ASGD(params, lr=2.0, t0=0, lambd=0., weight_decay=1.2e-6)
+        hidden = [[(mod.zeros(1, 2, 5), mod.zeros(1, 2, 5)), (mod.zeros(1, 2, 4), mod.zeros(1, 2, 4))]]
+
+        def step(data, targets, hidden, seq_len):
+            if lr_in_step:
+                lr2 = optimizer.param_groups[0]['lr']
+                optimizer.param_groups[0]['lr'] = lr2 * seq_len / 4
+            optimizer.zero_grad()
+            output, hidden, rnn_hs, dropped_rnn_hs = model(data, hidden)
+            raw_loss = F.cross_entropy(F.linear(output, model.decoder.weight, model.decoder.bias), targets)
+            loss = raw_loss
+            loss = loss + sum(2 * dropped_rnn_h.pow(2).mean() for dropped_rnn_h in dropped_rnn_hs[-1:])
+            loss = loss + sum(1 * (rnn_h[1:] - rnn_h[:-1]).pow(2).mean() for rnn_h in rnn_hs[-1:])
+            loss.backward()
+            mod.nn.utils.clip_grad_norm_(params, 0.25)
+            optimizer.step()
+            if lr_in_step:
+                optimizer.param_groups[0]['lr'] = lr2
+            return raw_loss, hidden
+
+        compiled = wrap(step)
+
+        def run(data, targets, seq_len):
+            if not lr_in_step:
+                lr2 = optimizer.param_groups[0]['lr']
+                optimizer.param_groups[0]['lr'] = lr2 * seq_len / 4
+            raw_loss, new_hidden = compiled(data, targets, hidden[0], seq_len)
+            if not lr_in_step:
+                optimizer.param_groups[0]['lr'] = lr2
+            hidden[0] = [tuple(h.detach() for h in hc) for hc in new_hidden]
+            return raw_loss, hidden[0]
+
+        def batch(i):
+            rs = np.random.RandomState(40 + i)
+            return mod.tensor(rs.randint(0, 12, size=(4, 2))), mod.tensor(rs.randint(0, 12, size=8)), 4
+
+        state = {"model": model, "opt": optimizer}
+        make.compiled = compiled
+        return run, state, batch
+
+    check_compiled(make, calls=3, rtol=1e-4, atol=1e-5)
+    stats = make.compiled.stats
+    if lr_in_step:
+        assert stats["graph_breaks"] and "param_groups" in stats["graph_breaks"][0][0], stats
+        assert stats["eager_calls"] == 3, stats
+    else:
+        assert not stats["graph_breaks"], stats
+        assert stats["traces"] == 1, stats
