@@ -24,7 +24,10 @@
   re-registered it), LockedDropout, embedded dropout, tied weights, AR/TAR penalties and the
   SGD -> ASGD switch with ``optimizer.state[prm]['ax']`` swapped in for evaluation;
 - ufoym/imbalanced-dataset-sampler: a ``Sampler`` subclass over ``torch.multinomial`` of
-  ``DoubleTensor`` weights, its 0-d tensor draws used as list indices, in a ``DataLoader``.
+  ``DoubleTensor`` weights, its 0-d tensor draws used as list indices, in a ``DataLoader``;
+- kimiyoung/transformer-xl: relative-position attention (``einsum`` scores, ``_rel_shift``'s
+  pad-and-view trick, -inf ``masked_fill``) with segment-level memories updated under
+  ``no_grad``.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
 (``init_params``/``randn``) in place of downloads and random streams; where a program's own code
@@ -1103,5 +1106,272 @@ def test_imbalanced_dataset_sampler():
         for x, y in loader:
             log("batch shapes", (tuple(x.shape), tuple(y.shape), y.dtype == torch.int64))
             log("rows match labels", bool(torch.equal(labels[(x[:, 0] / 2).long()], y)))
+
+    run_both(program)
+
+
+# kimiyoung/transformer-xl pytorch/mem_transformer.py: PositionalEmbedding (an ``inv_freq``
+# buffer, ``torch.ger``, sin/cos ``cat`` and ``expand``), PositionwiseFF, RelMultiHeadAttn's
+# ``_rel_shift`` (zero-pad ``cat``, ``view`` to the transposed shape, drop a row, ``view_as``),
+# RelPartialLearnableMultiHeadAttn (``einsum('ibnd,jbnd->ijbn')`` content and position scores,
+# ``attn_mask.any().item()``, ``masked_fill`` with -inf through ``.float()``/``type_as``), the
+# decoder layer, ``_update_mems`` under ``no_grad`` and the causal mask built by
+# ``torch.triu(word_emb.new_ones(qlen, klen), diagonal=1+mlen)``. d_model 8, 2 heads, 2 layers,
+# tgt_len 3, mem_len 3, batch 2, three segments of one sequence, Adam. Changed lines: dropout is 0
+# (the program's default for eval); the program's ``.byte()`` mask is kept and its outcome under
+# ``masked_fill`` (torch's RuntimeError for uint8 masks) is logged, then ``.bool()`` is used.
+def test_transformer_xl_relative_attention_with_mems():
+    def program(torch, log):
+        nn = torch.nn
+        F = torch.nn.functional
+
+        class PositionalEmbedding(nn.Module):
+            def __init__(self, demb):
+                super(PositionalEmbedding, self).__init__()
+                self.demb = demb
+                inv_freq = 1 / (10000 ** (torch.arange(0.0, demb, 2.0) / demb))
+                self.register_buffer('inv_freq', inv_freq)
+
+            def forward(self, pos_seq, bsz=None):
+                sinusoid_inp = torch.ger(pos_seq, self.inv_freq)
+                pos_emb = torch.cat([sinusoid_inp.sin(), sinusoid_inp.cos()], dim=-1)
+                if bsz is not None:
+                    return pos_emb[:, None, :].expand(-1, bsz, -1)
+                else:
+                    return pos_emb[:, None, :]
+
+        class PositionwiseFF(nn.Module):
+            def __init__(self, d_model, d_inner, dropout, pre_lnorm=False):
+                super(PositionwiseFF, self).__init__()
+                self.CoreNet = nn.Sequential(
+                    nn.Linear(d_model, d_inner), nn.ReLU(inplace=True),
+                    nn.Dropout(dropout),
+                    nn.Linear(d_inner, d_model),
+                    nn.Dropout(dropout),
+                )
+                self.layer_norm = nn.LayerNorm(d_model)
+                self.pre_lnorm = pre_lnorm
+
+            def forward(self, inp):
+                if self.pre_lnorm:
+                    core_out = self.CoreNet(self.layer_norm(inp))
+                    output = core_out + inp
+                else:
+                    core_out = self.CoreNet(inp)
+                    output = self.layer_norm(inp + core_out)
+                return output
+
+        class RelMultiHeadAttn(nn.Module):
+            def __init__(self, n_head, d_model, d_head, dropout, dropatt=0,
+                         tgt_len=None, ext_len=None, mem_len=None, pre_lnorm=False):
+                super(RelMultiHeadAttn, self).__init__()
+                self.n_head = n_head
+                self.d_model = d_model
+                self.d_head = d_head
+                self.dropout = dropout
+                self.qkv_net = nn.Linear(d_model, 3 * n_head * d_head, bias=False)
+                self.drop = nn.Dropout(dropout)
+                self.dropatt = nn.Dropout(dropatt)
+                self.o_net = nn.Linear(n_head * d_head, d_model, bias=False)
+                self.layer_norm = nn.LayerNorm(d_model)
+                self.scale = 1 / (d_head ** 0.5)
+                self.pre_lnorm = pre_lnorm
+
+            def _rel_shift(self, x, zero_triu=False):
+                zero_pad = torch.zeros((x.size(0), 1, *x.size()[2:]),
+                                       device=x.device, dtype=x.dtype)
+                x_padded = torch.cat([zero_pad, x], dim=1)
+                x_padded = x_padded.view(x.size(1) + 1, x.size(0), *x.size()[2:])
+                x = x_padded[1:].view_as(x)
+                if zero_triu:
+                    ones = torch.ones((x.size(0), x.size(1)))
+                    x = x * torch.tril(ones, x.size(1) - x.size(0))[:, :, None, None]
+                return x
+
+        class RelPartialLearnableMultiHeadAttn(RelMultiHeadAttn):
+            def __init__(self, *args, **kwargs):
+                super(RelPartialLearnableMultiHeadAttn, self).__init__(*args, **kwargs)
+                self.r_net = nn.Linear(self.d_model, self.n_head * self.d_head, bias=False)
+
+            def forward(self, w, r, r_w_bias, r_r_bias, attn_mask=None, mems=None):
+                qlen, rlen, bsz = w.size(0), r.size(0), w.size(1)
+                if mems is not None:
+                    cat = torch.cat([mems, w], 0)
+                    if self.pre_lnorm:
+                        w_heads = self.qkv_net(self.layer_norm(cat))
+                    else:
+                        w_heads = self.qkv_net(cat)
+                    r_head_k = self.r_net(r)
+                    w_head_q, w_head_k, w_head_v = torch.chunk(w_heads, 3, dim=-1)
+                    w_head_q = w_head_q[-qlen:]
+                else:
+                    if self.pre_lnorm:
+                        w_heads = self.qkv_net(self.layer_norm(w))
+                    else:
+                        w_heads = self.qkv_net(w)
+                    r_head_k = self.r_net(r)
+                    w_head_q, w_head_k, w_head_v = torch.chunk(w_heads, 3, dim=-1)
+
+                klen = w_head_k.size(0)
+
+                w_head_q = w_head_q.view(qlen, bsz, self.n_head, self.d_head)
+                w_head_k = w_head_k.view(klen, bsz, self.n_head, self.d_head)
+                w_head_v = w_head_v.view(klen, bsz, self.n_head, self.d_head)
+                r_head_k = r_head_k.view(rlen, self.n_head, self.d_head)
+
+                rw_head_q = w_head_q + r_w_bias
+                AC = torch.einsum('ibnd,jbnd->ijbn', (rw_head_q, w_head_k))
+
+                rr_head_q = w_head_q + r_r_bias
+                BD = torch.einsum('ibnd,jnd->ijbn', (rr_head_q, r_head_k))
+                BD = self._rel_shift(BD)
+
+                attn_score = AC + BD
+                attn_score.mul_(self.scale)
+
+                if attn_mask is not None and attn_mask.any().item():
+                    if attn_mask.dim() == 2:
+                        attn_score = attn_score.float().masked_fill(
+                            attn_mask[None, :, :, None], -float('inf')).type_as(attn_score)
+                    elif attn_mask.dim() == 3:
+                        attn_score = attn_score.float().masked_fill(
+                            attn_mask[:, :, :, None], -float('inf')).type_as(attn_score)
+
+                attn_prob = F.softmax(attn_score, dim=1)
+                attn_prob = self.dropatt(attn_prob)
+
+                attn_vec = torch.einsum('ijbn,jbnd->ibnd', (attn_prob, w_head_v))
+                attn_vec = attn_vec.contiguous().view(
+                    attn_vec.size(0), attn_vec.size(1), self.n_head * self.d_head)
+
+                attn_out = self.o_net(attn_vec)
+                attn_out = self.drop(attn_out)
+
+                if self.pre_lnorm:
+                    output = w + attn_out
+                else:
+                    output = self.layer_norm(w + attn_out)
+                return output
+
+        class RelPartialLearnableDecoderLayer(nn.Module):
+            def __init__(self, n_head, d_model, d_head, d_inner, dropout, **kwargs):
+                super(RelPartialLearnableDecoderLayer, self).__init__()
+                self.dec_attn = RelPartialLearnableMultiHeadAttn(n_head, d_model, d_head, dropout, **kwargs)
+                self.pos_ff = PositionwiseFF(d_model, d_inner, dropout, pre_lnorm=kwargs.get('pre_lnorm'))
+
+            def forward(self, dec_inp, r, r_w_bias, r_r_bias, dec_attn_mask=None, mems=None):
+                output = self.dec_attn(dec_inp, r, r_w_bias, r_r_bias, attn_mask=dec_attn_mask, mems=mems)
+                output = self.pos_ff(output)
+                return output
+
+        class MemTransformerLM(nn.Module):   # attn_type 0, plain embedding and softmax
+            def __init__(self, n_token, n_layer, n_head, d_model, d_head, d_inner, dropout,
+                         tgt_len=None, mem_len=None, pre_lnorm=False):
+                super(MemTransformerLM, self).__init__()
+                self.n_token = n_token
+                self.d_model = d_model
+                self.n_head = n_head
+                self.d_head = d_head
+                self.word_emb = nn.Embedding(n_token, d_model)
+                self.drop = nn.Dropout(dropout)
+                self.n_layer = n_layer
+                self.tgt_len = tgt_len
+                self.mem_len = mem_len
+                self.ext_len = 0
+                self.layers = nn.ModuleList()
+                for i in range(n_layer):
+                    self.layers.append(RelPartialLearnableDecoderLayer(
+                        n_head, d_model, d_head, d_inner, dropout, tgt_len=tgt_len,
+                        ext_len=0, mem_len=mem_len, pre_lnorm=pre_lnorm))
+                self.out_layer = nn.Linear(d_model, n_token)
+                self.pos_emb = PositionalEmbedding(self.d_model)
+                self.r_w_bias = nn.Parameter(torch.Tensor(self.n_head, self.d_head))
+                self.r_r_bias = nn.Parameter(torch.Tensor(self.n_head, self.d_head))
+
+            def init_mems(self):
+                if self.mem_len > 0:
+                    mems = []
+                    param = next(self.parameters())
+                    for i in range(self.n_layer + 1):
+                        empty = torch.empty(0, dtype=param.dtype, device=param.device)
+                        mems.append(empty)
+                    return mems
+                else:
+                    return None
+
+            def _update_mems(self, hids, mems, qlen, mlen):
+                if mems is None: return None
+                assert len(hids) == len(mems), 'len(hids) != len(mems)'
+                with torch.no_grad():
+                    new_mems = []
+                    end_idx = mlen + max(0, qlen - 0 - self.ext_len)
+                    beg_idx = max(0, end_idx - self.mem_len)
+                    for i in range(len(hids)):
+                        cat = torch.cat([mems[i], hids[i]], dim=0)
+                        new_mems.append(cat[beg_idx:end_idx].detach())
+                return new_mems
+
+            def _forward(self, dec_inp, mems=None):
+                qlen, bsz = dec_inp.size()
+                word_emb = self.word_emb(dec_inp)
+                mlen = mems[0].size(0) if mems is not None else 0
+                klen = mlen + qlen
+                mask = torch.triu(word_emb.new_ones(qlen, klen), diagonal=1+mlen).byte()[:, :, None]
+                try:
+                    torch.zeros(qlen, klen, 1).masked_fill(mask, 1.0)
+                    log("byte mask", "accepted")
+                except RuntimeError as e:
+                    log("byte mask", (type(e).__name__, str(e)[:60]))
+                dec_attn_mask = mask.bool()
+                hids = []
+                pos_seq = torch.arange(klen-1, -1, -1.0, device=word_emb.device, dtype=word_emb.dtype)
+                pos_emb = self.pos_emb(pos_seq)
+                core_out = self.drop(word_emb)
+                pos_emb = self.drop(pos_emb)
+                hids.append(core_out)
+                for i, layer in enumerate(self.layers):
+                    mems_i = None if mems is None else mems[i]
+                    core_out = layer(core_out, pos_emb, self.r_w_bias, self.r_r_bias,
+                                     dec_attn_mask=dec_attn_mask, mems=mems_i)
+                    hids.append(core_out)
+                core_out = self.drop(core_out)
+                new_mems = self._update_mems(hids, mems, mlen, qlen)
+                return core_out, new_mems
+
+            def forward(self, data, target, *mems):
+                if not mems: mems = self.init_mems()
+                tgt_len = target.size(0)
+                hidden, new_mems = self._forward(data, mems=mems)
+                pred_hid = hidden[-tgt_len:]
+                logit = self.out_layer(pred_hid.view(-1, pred_hid.size(-1)))
+                loss = -F.log_softmax(logit, dim=-1).gather(1, target.reshape(-1).unsqueeze(1)).squeeze(1)
+                loss = loss.view(tgt_len, -1)
+                if new_mems is None:
+                    return [loss]
+                else:
+                    return [loss] + new_mems
+
+        model = MemTransformerLM(10, 2, 2, 8, 4, 12, 0.0, tgt_len=3, mem_len=3)
+        init_params(torch, model, seed=50, scale=0.4)
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        seq = torch.tensor(np.random.RandomState(51).randint(0, 10, size=(10, 2)))
+        mems = tuple()
+        for i in range(0, 9, 3):
+            data, target = seq[i:i + 3], seq[i + 1:i + 4]
+            ret = model(data, target, *mems)
+            loss, mems = ret[0], ret[1:]
+            loss = loss.float().mean().type_as(loss)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+            optimizer.step()
+            log("loss", loss)
+            log("mem shapes", [tuple(m.shape) for m in mems])
+            log("mem requires grad", any(m.requires_grad for m in mems))
+            log("r_r_bias grad", model.r_r_bias.grad)
+        log("inv_freq", model.pos_emb.inv_freq)
+        log("last mem", mems[-1])
+        shift = model.layers[0].dec_attn._rel_shift(torch.arange(24.0).view(2, 3, 2, 2), zero_triu=True)
+        log("rel shift", shift)
 
     run_both(program)
