@@ -82,7 +82,8 @@ _UNARY = [
     ("signbit", jnp.signbit, None, (), None),
     ("silu", jax.nn.silu, "SiluBackward0", ("self",), None),
     ("mish", lambda x: x * jnp.tanh(jax.nn.softplus(x)), "MishBackward0", ("self",), None),
-    ("sgn", jnp.sign, "SgnBackward0", ("result",), lambda y, g: jnp.zeros_like(g)),
+    # a real sgn is sign (0 for NaN, as torch); a complex one is x / |x|
+    ("sgn", lambda x: jnp.sign(x) if jnp.iscomplexobj(x) else _sign(x), "SgnBackward0", ("result",), lambda y, g: jnp.zeros_like(g)),
 ]
 # ops that turn integer inputs into the default float dtype, as torch's "unary float" ops
 FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
