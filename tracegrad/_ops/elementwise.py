@@ -364,9 +364,13 @@ defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")
 defop("conj_physical", jnp.conj, grad_fn="ConjPhysicalBackward0")
 def _angle(x):
     # torch: a real number's angle is pi below zero, else 0 (-0.0 included; jnp.angle, an atan2,
-    # gives pi for -0.0), and NaN stays NaN
-    r = jnp.angle(x)
-    return r if jnp.iscomplexobj(x) else jnp.where(x == 0, jnp.zeros_like(r), r)
+    # gives pi for -0.0), and NaN stays NaN; its gradient is 0 everywhere, as torch's. A complex
+    # zero goes through atan2 as 1 so that the gradient there is 0, not atan2's 0/0 NaN
+    zero = x == 0
+    if not jnp.iscomplexobj(x):
+        return jax.lax.stop_gradient(jnp.where(zero, 0, jnp.angle(x)).astype(jnp.angle(x).dtype))
+    r = jnp.angle(jnp.where(zero, jnp.ones_like(x), x))
+    return jnp.where(zero, jnp.angle(jax.lax.stop_gradient(x)), r)
 
 
 defop("angle", _angle, grad_fn="AngleBackward0", saves=("self",))
