@@ -94,11 +94,22 @@ def kaiser_shape(n, beta, denom):
     return np.i0(beta * np.sqrt(np.clip(1 - r * r, 0, None))) / np.i0(beta)
 
 
-def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None, device=None,
+_NO_PERIODIC = object()
+
+
+def kaiser_window(window_length, periodic=_NO_PERIODIC, beta=_NO_PERIODIC, *, dtype=None, layout=None, device=None,
                   pin_memory=False, requires_grad=False):
-    """Mirrors ``torch.kaiser_window``: the Kaiser window of shape parameter ``beta``
-    (``I0`` is the modified Bessel function of order 0). RuntimeError for a negative length or
-    a non-floating dtype; TypeError for a ``beta`` that is not a number."""
+    """Mirrors ``torch.kaiser_window``: the Kaiser window of shape parameter ``beta`` (12.0 by
+    default; ``I0`` is the modified Bessel function of order 0). RuntimeError for a negative
+    length or a non-floating dtype; TypeError for a ``beta`` that is not a number, and, as
+    torch's overloads, for a ``beta`` given without ``periodic``."""
+    if periodic is _NO_PERIODIC:
+        if beta is not _NO_PERIODIC:
+            raise TypeError("kaiser_window() received an invalid combination of arguments: beta needs periodic too; "
+                            "call kaiser_window(window_length, periodic, beta)")
+        periodic = True
+    if beta is _NO_PERIODIC:
+        beta = 12.0
     if isinstance(beta, bool) or not isinstance(beta, (int, float)) and type(beta).__module__ != "numpy":
         raise TypeError(f"kaiser_window(): argument 'beta' must be float, not {type(beta).__name__}")
     return _aten_window("kaiser_window", window_length, periodic, dtype, requires_grad,

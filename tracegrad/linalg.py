@@ -79,7 +79,7 @@ def _vector_norm(x, *, ord, dim, keepdim):
 @accepts_out(exact_dtype=True)
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mirrors ``torch.linalg.vector_norm``: ``sum(|x|**ord) ** (1/ord)`` over ``dim`` (all
-    elements when None); ``ord`` inf/-inf: max/min of ``|x|``, 0: the count of non-zeros.
+    elements when None or empty); ``ord`` inf/-inf: max/min of ``|x|``, 0: the count of non-zeros.
     Raises RuntimeError for a non-floating input."""
     if not isinstance(x, Tensor):
         raise TypeError(f"linalg.vector_norm(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
@@ -90,7 +90,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         x = x.to(_norm_dtype("vector_norm", x, dtype))
     if isinstance(dim, int):
         dim = (dim,)
-    dim = None if dim is None else tuple(_wrap_dim(d, x.dim()) for d in dim)
+    # an empty dim list reduces over every dimension, as torch's (not over none)
+    dim = None if dim is None or len(dim) == 0 else tuple(_wrap_dim(d, x.dim()) for d in dim)
     if dim is not None and len(set(dim)) != len(dim):
         rep = next(d for i, d in enumerate(dim) if d in dim[:i])
         raise RuntimeError(f"linalg.vector_norm: dim {rep} appears multiple times in the list of dims; "

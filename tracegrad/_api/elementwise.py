@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, check_bound_kinds, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
+from .promotion import (ADDCDIV_INT, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -532,6 +532,8 @@ def where(condition, input=_ABSENT, other=_ABSENT):
     if condition.dtype is not _dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
     dt = result_dtype(input, other)
+    for v in (input, other):   # a number the result's integer dtype cannot hold: RuntimeError, as torch
+        check_number_fits(v, dt, "where")
     return apply_op(OPS["where"], (condition, input, other), (("dtype", dt.np),))
 
 

@@ -578,7 +578,7 @@ def masked_fill(self, mask, value):
     """Mirrors ``torch.masked_fill``: mask must be bool and broadcastable."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype " + (_CPP_NAME[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__))
-    _check_scalar_value(value, "masked_fill", "Tensor mask, Tensor value")
+    _check_scalar_value(value, "masked_fill", "Tensor mask, Tensor value", self.dtype)
     if (value.is_complex() if isinstance(value, Tensor) else isinstance(value, complex)) and not self.is_complex():
         raise RuntimeError(f"value cannot be converted to type {self.dtype} without overflow: {value} is complex; "
                            "fill a complex tensor or pass a real value")

@@ -285,7 +285,7 @@ def masked_fill_(self, mask, value):
     """Mirrors ``torch.Tensor.masked_fill_``."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks")
-    _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value")
+    _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value", self.dtype)
     if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")

@@ -10,6 +10,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
+from .._tensor.convert import check_fits
 from .._tensor.tensor import Tensor
 
 
@@ -117,12 +118,28 @@ def check_not_two_numbers(api, a, b):
                         f"{type(b).__name__}): at least one argument must be a Tensor")
 
 
-def _check_scalar_value(value, api, sig):
+def _check_scalar_value(value, api, sig, dtype=None):
     """TypeError, as torch's argument parser, when a fill value is neither a tensor nor a
-    number (a str, None, a list, a numpy array). ``sig`` is the tensor signature torch lists."""
+    number (a str, None, a list, a numpy array). ``sig`` is the tensor signature torch lists.
+    With ``dtype`` (the filled tensor's), RuntimeError when a number does not fit that integer
+    dtype (``check_fits``: c10's overflow check)."""
     if not isinstance(value, (Tensor,) + _Number):
         raise TypeError(f"{api}() received an invalid combination of arguments - got ({type(value).__name__}), but "
                         f"expected one of: ({sig}) or a Number value; pass a Python number or a 0-dim tensor")
+    if dtype is not None:
+        check_number_fits(value, dtype, api)
+
+
+def check_number_fits(value, dtype, api):
+    """RuntimeError, as torch, when the Python int/float ``value`` (bools and complex numbers
+    pass) does not fit the integer ``dtype`` it is converted to (c10's overflow check);
+    OverflowError for an int past 64 bits, whatever the dtype."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if isinstance(value, float) or -2 ** 63 <= value < 2 ** 64:
+        check_fits(np.asarray(value), dtype, api)
+    else:   # an int past 64 bits: torch's argument parser refuses it
+        raise OverflowError(f"{api}: int too big to convert ({value} needs more than 64 bits)")
 
 
 def _check_broadcast(*xs):

@@ -87,6 +87,7 @@ def _index_fill_args(self, dim, index, value, api):
     _check_scalar_value(value, api, "Tensor value")
     if isinstance(value, complex) and not self.is_complex():
         raise RuntimeError(f"{api}(): Converting complex Scalar to non-complex type is not supported")
+    _check_scalar_value(value, api, "Tensor value", self.dtype)
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "

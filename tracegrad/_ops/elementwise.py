@@ -82,7 +82,8 @@ _UNARY = [
     ("signbit", jnp.signbit, None, (), None),
     ("silu", jax.nn.silu, "SiluBackward0", ("self",), None),
     ("mish", lambda x: x * jnp.tanh(jax.nn.softplus(x)), "MishBackward0", ("self",), None),
-    ("sgn", jnp.sign, "SgnBackward0", ("result",), lambda y, g: jnp.zeros_like(g)),
+    # a real sgn is sign (0 for NaN, as torch); a complex one is x / |x|
+    ("sgn", lambda x: jnp.sign(x) if jnp.iscomplexobj(x) else _sign(x), "SgnBackward0", ("result",), lambda y, g: jnp.zeros_like(g)),
 ]
 # ops that turn integer inputs into the default float dtype, as torch's "unary float" ops
 FLOAT_UNARY = {"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin",
@@ -363,9 +364,13 @@ defop("zero", lambda s: jnp.zeros_like(s), grad_fn="ZeroBackward0")
 defop("conj_physical", jnp.conj, grad_fn="ConjPhysicalBackward0")
 def _angle(x):
     # torch: a real number's angle is pi below zero, else 0 (-0.0 included; jnp.angle, an atan2,
-    # gives pi for -0.0), and NaN stays NaN
-    r = jnp.angle(x)
-    return r if jnp.iscomplexobj(x) else jnp.where(x == 0, jnp.zeros_like(r), r)
+    # gives pi for -0.0), and NaN stays NaN; its gradient is 0 everywhere, as torch's. A complex
+    # zero goes through atan2 as 1 so that the gradient there is 0, not atan2's 0/0 NaN
+    zero = x == 0
+    if not jnp.iscomplexobj(x):
+        return jax.lax.stop_gradient(jnp.where(zero, 0, jnp.angle(x)).astype(jnp.angle(x).dtype))
+    r = jnp.angle(jnp.where(zero, jnp.ones_like(x), x))
+    return jnp.where(zero, jnp.angle(jax.lax.stop_gradient(x)), r)
 
 
 defop("angle", _angle, grad_fn="AngleBackward0", saves=("self",))

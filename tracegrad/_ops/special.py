@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import jax.scipy.special as jss
 from functools import partial
 
@@ -134,8 +135,42 @@ def _nextafter(a, b, dtype):
 
 
 defop("nextafter", _nextafter, args=("self", "other"), grad_fn="NextafterBackward0")
-# JAX's frexp already differentiates the mantissa as torch does (grad / 2**exponent)
-defop("frexp", lambda x: tuple(jnp.frexp(x)), grad_fn="FrexpBackward0", n_out=2, n_diff=1, saves=("self",))   # mantissa, int32 exponent
+def _frexp(x):
+    """``jnp.frexp`` with subnormal inputs normalised as torch does (mantissa in [0.5, 1)):
+    JAX's rescales them by a multiplication that XLA flushes to zero, giving 0.5 and the
+    minimum exponent. A subnormal's fraction bits are shifted up to the leading one here."""
+    m, e = jnp.frexp(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        return m, e
+    fi = jnp.finfo(x.dtype)
+    nbits, nmant, bias = fi.bits, fi.nmant, fi.maxexp - 1
+    udt = {16: jnp.uint16, 32: jnp.uint32, 64: jnp.uint64}[nbits]
+    bits = jax.lax.bitcast_convert_type(x, udt)
+    mask = udt((1 << nmant) - 1)
+    frac = bits & mask
+    sub = ((bits >> udt(nmant)) & udt((1 << (nbits - 1 - nmant)) - 1) == 0) & (frac != 0)
+    lead = (nbits - 1) - jax.lax.clz(frac).astype(jnp.int32)          # position of the leading one
+    shift = jnp.clip(nmant - lead, 0, nmant).astype(udt)
+    mbits = (bits & udt(1 << (nbits - 1))) | udt((bias - 1) << nmant) | ((frac << shift) & mask)
+    m_sub = jax.lax.bitcast_convert_type(mbits, x.dtype)
+    return jnp.where(sub, m_sub, m), jnp.where(sub, lead + 2 - bias - nmant, e).astype(e.dtype)
+
+
+@jax.custom_jvp
+def _frexp_fn(x):
+    return _frexp(x)
+
+
+@_frexp_fn.defjvp
+def _frexp_jvp(primals, tangents):
+    # torch's gradient of the mantissa: grad / 2**exponent, the power taken in float32 (torch's
+    # exp2 of the int32 exponent), so it is inf for exponents below -149 even for float64
+    (x,), (t,) = primals, tangents
+    m, e = _frexp(x)
+    return (m, e), ((t / jnp.exp2(e.astype(jnp.float32))).astype(t.dtype), np.zeros(e.shape, jax.dtypes.float0))
+
+
+defop("frexp", lambda x: _frexp_fn(x) if jnp.issubdtype(x.dtype, jnp.floating) else tuple(jnp.frexp(x)), grad_fn="FrexpBackward0", n_out=2, n_diff=1, saves=("self",))   # mantissa, int32 exponent
 
 
 # NOTE [logcumsumexp float32 gradient]: the backward is JAX's derivative of its scan. torch's
