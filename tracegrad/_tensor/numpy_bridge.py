@@ -52,8 +52,7 @@ class HostSharedStorage(Storage):
     def array(self):
         a = _SLOT.__get__(self)
         if a is _READ:
-            with x64_scope():
-                return jax.device_put(np.array(self._np[0]))
+            return _host_copy(self._np[0])
         return a
 
     @array.setter
@@ -147,9 +146,16 @@ def owned_array(st):
     keep the current value: an in-place op's snapshot of its input, a deepcopy."""
     a = st.array
     if type(st) is HostSharedStorage and not isinstance(a, jax.core.Tracer):
-        with x64_scope():
-            return jax.device_put(np.array(a))
+        return _host_copy(a)
     return a
+
+
+def _host_copy(host):
+    """A concrete ``jax.Array`` copy of ``host`` (an ndarray or a concrete array), also while a
+    program is being traced: there ``device_put`` would give the trace's tracer, which a capture
+    keeping the storage's value from before the trace would leak out of it."""
+    with x64_scope(), jax.ensure_compile_time_eval():
+        return jax.device_put(np.array(host))
 
 
 def aligned_empty(shape, dtype):

@@ -1,0 +1,259 @@
+"""Seventh round of adversarial compiled-vs-eager programs, around the numpy bridge (NOTE
+[numpy bridge] in tracegrad/_tensor/numpy_bridge.py): a parameter's ``numpy()`` view read and
+written between compiled calls, hooks that call ``.numpy()``, optimizer state and buffers read
+through numpy views, dataloader batches from ``from_numpy`` arrays changed between calls, and
+``from_numpy`` inputs updated in place by the step. torch eager, tracegrad eager and
+``tracegrad.compile`` run each program from the same state and must agree after every call
+(``_dynamo_port.compare``), the numpy arrays included."""
+import numpy as np
+import pytest
+
+import tracegrad
+from ._dynamo_port import CALLS, compare, randn32 as _rand
+
+torch = pytest.importorskip("torch")
+
+
+def _linear(T, n_in=3, n_out=2, seed=0):
+    net = T.nn.Linear(n_in, n_out)
+    rs = np.random.RandomState(seed)
+    with T.no_grad():
+        for p in net.parameters():
+            p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+    return net
+
+
+def _unaligned(*shape):
+    """A zeroed float32 array whose data is 4 bytes past a 64-byte boundary: tracegrad cannot
+    alias it and copies it on each read (NOTE [numpy bridge])."""
+    n = int(np.prod(shape))
+    raw = np.zeros(n + 32, dtype="float32")
+    start = (-raw.ctypes.data % 64) // 4 + 1
+    return raw[start:start + n].reshape(shape)
+
+
+# a parameter's numpy() view: the compiled update shows in it after every call, and writes
+# through it between calls are what the next call trains from
+def test_parameter_numpy_view_read_and_written_between_calls():
+    def build(T, wrap):
+        net = _linear(T)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        w = net.weight.detach().numpy()
+        b = net.bias.detach().numpy()
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_rand(T, i, 4, 3))
+            seen = (w.copy(), b.copy())
+            w[0] *= 0.5                 # written through numpy: the next call trains from it
+            b[...] = b + 1.0
+            return loss, net.weight, net.bias, seen
+        return run
+    compare(build, calls=5)
+
+
+# the numpy view taken *after* the first compiled call (while the step is cached) sees later
+# updates too, and a write through it is the weight the cached program reads
+def test_numpy_view_taken_between_cached_calls():
+    def build(T, wrap):
+        net = _linear(T, seed=1)
+        opt = T.optim.Adam(net.parameters(), lr=0.05)
+        views = {}
+
+        def step(x):
+            opt.zero_grad()
+            net(x).sum().backward()
+            opt.step()
+        f = wrap(step)
+
+        def run(i):
+            f(_rand(T, i, 2, 3))
+            if i == 1:
+                views["w"] = net.weight.detach().numpy()
+            if "w" in views:
+                views["w"][:, 0] = float(i)
+            return net.weight, [v.copy() for v in views.values()]
+        return run
+    compare(build, calls=5)
+
+
+# optimizer state and a BatchNorm buffer read through numpy views kept across calls
+def test_optimizer_state_and_buffer_numpy_views():
+    def build(T, wrap):
+        net = T.nn.Sequential(_linear(T, 3, 4), T.nn.BatchNorm1d(4))
+        opt = T.optim.Adam(net.parameters(), lr=0.01, eps=0.1)   # no sign-of-tiny-grad steps
+        rm = net[1].running_mean.numpy()
+        nb = net[1].num_batches_tracked.numpy()
+        kept = {}
+
+        def step(x):
+            opt.zero_grad()
+            y = net(x)          # not a plain sum of squares: BatchNorm's grad would cancel to ~0
+            (y[:, :2].pow(2).sum() + y[0].sum()).backward()
+            opt.step()
+        f = wrap(step)
+
+        def run(i):
+            f(_rand(T, i, 5, 3))
+            if not kept:
+                kept["m"] = opt.state[net[0].weight]["exp_avg"].numpy()
+            rm[0] = 0.25 * i          # the buffer written through numpy between calls
+            return rm.copy(), nb.copy(), kept["m"].copy(), net[1].running_mean, net[0].weight
+        return run
+    compare(build, calls=4)
+
+
+# hooks that call .numpy(): a tensor hook on a parameter's grad and a forward hook on the output
+def test_hooks_that_call_numpy():
+    def build(T, wrap):
+        net = _linear(T, seed=2)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        log = []
+        net.weight.register_hook(lambda g: log.append(("g", g.numpy().copy())))
+        net.register_forward_hook(lambda m, a, out: log.append(("o", out.detach().numpy().sum())))
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            del log[:]
+            loss = f(_rand(T, i, 4, 3))
+            return loss, net.weight, [k for k, _ in log], [np.asarray(v, dtype=np.float64) for _, v in log]
+        return run
+    compare(build)
+
+
+# a hook that writes into the grad's numpy view: the update must use the written grad
+def test_grad_hook_writing_through_numpy():
+    def build(T, wrap):
+        net = _linear(T, seed=3)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def clip(p):
+            g = p.grad.numpy()
+            np.clip(g, -0.05, 0.05, out=g)
+        net.weight.register_post_accumulate_grad_hook(clip)
+
+        def step(x):
+            opt.zero_grad()
+            net(x).pow(2).sum().backward()
+            opt.step()
+        f = wrap(step)
+
+        def run(i):
+            f(_rand(T, i, 4, 3))
+            return net.weight, net.weight.grad, net.bias
+        return run
+    compare(build)
+
+
+# dataloader batches from from_numpy arrays that the program changes between calls
+def test_dataloader_from_numpy_arrays_changed_between_calls():
+    def build(T, wrap):
+        rs = np.random.RandomState(5)
+        X = rs.randn(8, 3).astype("float32")
+        Y = rs.randn(8, 2).astype("float32")
+        ds = T.utils.data.TensorDataset(T.from_numpy(X), T.from_numpy(Y))
+        loader = T.utils.data.DataLoader(ds, batch_size=4, shuffle=False)
+        net = _linear(T, seed=4)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = T.nn.functional.mse_loss(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            losses = [f(x, y) for x, y in loader]
+            X[:, 0] += 1.0              # the dataset's tensors share X: the next epoch sees it
+            Y[1] = -Y[1]
+            return losses, net.weight, net.bias
+        return run
+    compare(build)
+
+
+# a from_numpy input updated in place by the step: the caller's array holds the update (the
+# trace's capture of the storage's value before the step leaked a tracer: UnexpectedTracerError)
+def test_from_numpy_input_updated_in_place_by_the_step():
+    def build(T, wrap):
+        buf = _unaligned(2, 3)          # copied per read (an aligned one is aliased)
+        acc = T.from_numpy(buf)
+        net = _linear(T, seed=6)
+
+        def step(x):
+            y = net(x)
+            acc.add_(x[:2] * 0.5)       # a running sum kept in a numpy-backed tensor
+            return y.sum() + acc.sum()
+        f = wrap(step)
+
+        def run(i):
+            out = f(_rand(T, i, 3, 3))
+            seen = buf.copy()
+            buf[0, 0] = -1.0            # reset one entry through numpy
+            return out, acc, seen
+        return run
+    compare(build)
+
+
+# .numpy() inside the compiled step (of a detached intermediate and of a parameter) feeding
+# Python values into the step's result
+def test_numpy_inside_the_step():
+    def build(T, wrap):
+        net = _linear(T, seed=7)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            y = net(x)
+            scale = float(np.abs(y.detach().numpy()).max())
+            loss = (y / scale).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss, net.weight.detach().numpy().copy(), np.array([scale])
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 4, 3)), net.weight
+        return run
+    compare(build)
+
+
+# from_numpy of an array that is not 64-byte aligned (copy-per-read storage) as a parameter's
+# data, written between calls (tracing the step read that storage through a tracer and leaked it)
+def test_unaligned_from_numpy_parameter_written_between_calls():
+    def build(T, wrap):
+        arr = _unaligned(2, 3)
+        arr[...] = np.arange(6, dtype="float32").reshape(2, 3) / 10
+        p = T.nn.Parameter(T.from_numpy(arr))
+        opt = T.optim.SGD([p], lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (x @ p.t()).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_rand(T, i, 4, 3))
+            seen = arr.copy()
+            arr[1, 2] = 0.5 * i
+            return loss, p, seen
+        return run
+    compare(build)
