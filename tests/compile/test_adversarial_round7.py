@@ -257,3 +257,157 @@ def test_unaligned_from_numpy_parameter_written_between_calls():
             return loss, p, seen
         return run
     compare(build)
+
+
+# a parameter's numpy view written *inside* the step, before the forward: a replayed program
+# must not drop the write
+def test_numpy_view_written_inside_the_step():
+    def build(T, wrap):
+        net = _linear(T, seed=8)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        w = net.weight.detach().numpy()
+
+        def step(x):
+            w[:, 0] *= 0.9              # a decay applied through numpy
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 4, 3)), net.weight, w.copy()
+        return run
+    compare(build)
+
+
+# from_numpy / as_tensor of a closure array inside the step: the array's current contents each
+# call, not the ones the trace saw
+@pytest.mark.parametrize("how", ["from_numpy", "as_tensor", "tensor"])
+def test_tensor_from_a_closure_array_inside_the_step(how):
+    def build(T, wrap):
+        arr = np.linspace(0, 1, 6, dtype="float32").reshape(2, 3)
+        net = _linear(T, seed=9)
+        make = getattr(T, how)
+
+        def step(x):
+            m = make(arr)
+            return net(x * m[0]).sum() + m.sum()
+        f = wrap(step)
+
+        def run(i):
+            out = f(_rand(T, i, 4, 3))
+            arr[0, i % 3] += 1.0
+            return out
+        return run
+    compare(build)
+
+
+# the numpy view of a detached output written inside the step: the output shares that memory
+def test_numpy_view_of_a_detached_output_written_in_the_step():
+    def build(T, wrap):
+        net = _linear(T, seed=10)
+
+        def step(x):
+            y = net(x)
+            a = y.detach()
+            a.numpy()[0] = 0.0
+            return y, a.sum()
+        f = wrap(step)
+
+        def run(i):
+            y, s = f(_rand(T, i, 3, 3))
+            return y.detach(), s
+        return run
+    compare(build)
+
+
+# a step that raises after writing a parameter through its numpy view and updating it:
+# the writes made before the exception stay, as eagerly
+def test_exception_after_numpy_write_and_update():
+    def build(T, wrap):
+        net = _linear(T, seed=11)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        b = net.bias.detach().numpy()
+
+        def step(x, fail):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            opt.step()
+            b[0] = 7.0
+            if fail:
+                raise ValueError("stop")
+            return net.weight.sum()
+        f = wrap(step)
+
+        def run(i):
+            try:
+                out = f(_rand(T, i, 4, 3), i == 2)
+            except ValueError as e:
+                out = str(e)
+            return out, net.weight, net.bias, b.copy()
+        return run
+    compare(build)
+
+
+# the step reads a parameter's numpy view (kept in a dict) after updating the parameter: the
+# value after the update every call (the trace read the old memory, one call behind, silently)
+def test_numpy_view_read_after_the_update_in_the_step():
+    def build(T, wrap):
+        net = _linear(T, seed=12)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        views = {"b": net.bias.detach().numpy()}
+
+        def step(x):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            opt.step()
+            return np.array([views["b"].sum()])
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 4, 3)), net.bias
+        return run
+    compare(build)
+
+
+def test_numpy_view_of_an_updated_tensor_under_fullgraph_names_the_line():
+    net = _linear(tracegrad, seed=13)
+    opt = tracegrad.optim.SGD(net.parameters(), lr=0.1)
+    b = net.bias.detach().numpy()
+
+    def step(x):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+        return float(b[0])
+    f = tracegrad.compile(step, fullgraph=True)
+    x = _rand(tracegrad, 0, 4, 3)
+    with pytest.raises(tracegrad.compiler.GraphBreak, match=r"numpy view.*test_adversarial_round7\.py:\d+"):
+        f(x)
+
+
+# a traced grad hook reads the parameter's numpy view (its current size scales the grad): each
+# call must use the weight as it is then, not the one the trace saw
+def test_grad_hook_reading_the_parameter_numpy_view():
+    def build(T, wrap):
+        net = _linear(T, seed=14)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        w = net.weight.detach().numpy()
+
+        def scale(p):
+            p.grad.mul_(float(np.abs(w).max()))
+        net.weight.register_post_accumulate_grad_hook(scale)
+
+        def step(x):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+            opt.step()
+        f = wrap(step)
+
+        def run(i):
+            f(_rand(T, i, 4, 3))
+            return net.weight, net.bias
+        return run
+    compare(build, calls=5)

@@ -47,8 +47,8 @@ from .deferred import DeferredItem, check_kept
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import _Probe, guards_hold, outside_containers, value_guards
-from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
-                      snapshot, stateful_reads)
+from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
+                      scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -722,6 +722,19 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
                                  "append, an attribute...): the program would not repeat that on later calls")
+            # NOTE [numpy views in a trace]: a tensor's numpy view (``w = p.detach().numpy()``,
+            # NOTE [numpy bridge]) is the storage's memory, which a trace does not write: what the
+            # function reads through the view after the traced write is the old value, and what it
+            # writes through it the program's write-back overwrites; both are Python-side work
+            # the program would not repeat. A value-changing write shows in ``changed`` above;
+            # a read, or a write of the value already there, does not: break on the view itself.
+            hosts = [st._np[0] for st, a in zip(storages, state)
+                     if getattr(st, "_np", None) is not None and st.array is not a]
+            shared = numpy_sharing(py_snap, hosts) if hosts else None
+            if shared is not None:
+                raise GraphBreak(f"the function uses '{shared}', a numpy view of a tensor it updates: "
+                                 "the program would not see its reads and writes through it (use the "
+                                 "view before or after the call)")
             cap.hooks_changed()
             info["hooks"] = list(cap.hooks.values())
             if plan.absorb(cap):
