@@ -411,3 +411,110 @@ def test_grad_hook_reading_the_parameter_numpy_view():
             return net.weight, net.bias
         return run
     compare(build, calls=5)
+
+
+# a numpy view of .grad kept across calls: zero_grad(set_to_none=False) keeps the grad tensor,
+# so the view shows every call's grad
+def test_numpy_view_of_a_grad_kept_across_calls():
+    def build(T, wrap):
+        net = _linear(T, seed=15)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        views = []
+
+        def step(x):
+            opt.zero_grad(set_to_none=False)
+            net(x).pow(2).mean().backward()
+            opt.step()
+        f = wrap(step)
+
+        def run(i):
+            f(_rand(T, i, 4, 3))
+            if not views:
+                views.append(net.weight.grad.numpy())
+            return views[0].copy(), net.weight.grad, net.weight
+        return run
+    compare(build)
+
+
+# a from_numpy tensor passed as the argument and updated in place by the step
+def test_from_numpy_argument_updated_in_place():
+    def build(T, wrap):
+        buf = np.ones((2, 3), dtype="float32")
+        net = _linear(T, seed=16)
+
+        def step(acc, x):
+            acc.mul_(0.5).add_(net(x).sum())
+            return acc.sum()
+        f = wrap(step)
+
+        def run(i):
+            out = f(T.from_numpy(buf), _rand(T, i, 4, 3))
+            return out, buf.copy()
+        return run
+    compare(build)
+
+
+# two from_numpy tensors over one numpy array (they alias, as in torch): the step writes one
+# and reads the other; the read sees the write. The written one is the argument, held outside,
+# or a second argument (the program read the old memory: a stale result, silently)
+@pytest.mark.parametrize("written", ["argument", "outside", "second_argument"])
+def test_two_from_numpy_tensors_over_one_array(written):
+    def build(T, wrap):
+        buf = np.zeros((2, 3), dtype="float32")
+        other = T.from_numpy(buf)
+        mine = T.from_numpy(buf)
+
+        def step(a, x, b=None):
+            (mine if written == "outside" else a).add_(x)
+            return (b if written == "second_argument" else other) * 2
+        f = wrap(step)
+
+        def run(i):
+            args = (T.from_numpy(buf), _rand(T, i, 2, 3))
+            if written == "second_argument":
+                args += (T.from_numpy(buf),)
+            out = f(*args)
+            return out, other, buf.copy()
+        return run
+    compare(build)
+
+
+# a module buffer made from from_numpy, updated in the forward; the array read between calls
+def test_from_numpy_buffer_updated_in_forward():
+    class Ema(object):
+        pass
+
+    def build(T, wrap):
+        arr = np.zeros(3, dtype="float32")
+
+        class M(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T, 3, 3, seed=17)
+                self.register_buffer("avg", T.from_numpy(arr))
+
+            def forward(self, x):
+                y = self.lin(x)
+                with T.no_grad():
+                    self.avg.mul_(0.9).add_(0.1 * y.mean(0))
+                return y - self.avg
+
+        m = M()
+        opt = T.optim.SGD(m.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            loss = m(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_rand(T, i, 4, 3))
+            seen = arr.copy()
+            if i == 1:
+                arr[:] = 0.0            # reset through numpy between calls
+            return loss, seen, m.avg, m.lin.weight
+        return run
+    compare(build)

@@ -37,6 +37,7 @@ import numpy as np
 from .. import _state
 from .._api import threads
 from .._tensor import runtime
+from .._tensor.numpy_bridge import overlapping
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
@@ -624,7 +625,7 @@ def aliased_args(leaves, kinds, state=_HELD):
     reads (``state``: storage ids; by default those any compiled program holds), whose writes
     would not reach each other; ``SHARED_VIEWS`` when only distinct arguments share memory; None
     when every argument has memory of its own."""
-    seen, shared = {}, False
+    seen, shared, seen_st = {}, False, []
     for i, (a, k) in enumerate(zip(leaves, kinds)):
         if k == "data":
             sid = id(a._st)
@@ -635,6 +636,14 @@ def aliased_args(leaves, kinds, state=_HELD):
                 shared = True
             if state.get(sid) if isinstance(state, dict) else sid in state:
                 return f"tensor argument {i} shares memory with a tensor a compiled function reads from outside"
+            # a storage over a numpy array another storage shares (``from_numpy`` twice on one
+            # array): as for views of one tensor, with that storage held like this one
+            for o in overlapping(a._st):
+                if state.get(id(o)) if isinstance(state, dict) else id(o) in state:
+                    return (f"tensor argument {i} shares memory (one numpy array) with a tensor a "
+                            "compiled function reads from outside")
+                shared = shared or any(s is o for s in seen_st)
+            seen_st.append(a._st)
             seen[sid] = a
     return SHARED_VIEWS if shared else None
 
@@ -731,6 +740,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             hosts = [st._np[0] for st, a in zip(storages, state)
                      if getattr(st, "_np", None) is not None and st.array is not a]
             shared = numpy_sharing(py_snap, hosts) if hosts else None
+            if hosts and any(o is not st and any(o is s for s in storages)
+                             for st, a in zip(storages, state) if st.array is not a for o in overlapping(st)):
+                raise GraphBreak("the function writes a tensor made by from_numpy over an array another "
+                                 "tensor it reads also shares: the program would not see one's writes "
+                                 "in the other")
             if shared is not None:
                 raise GraphBreak(f"the function uses '{shared}', a numpy view of a tensor it updates: "
                                  "the program would not see its reads and writes through it (use the "

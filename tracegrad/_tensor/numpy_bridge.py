@@ -27,6 +27,7 @@ shared storage reports a new generation on every read (views recompute from the 
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import jax
 import numpy as np
@@ -40,6 +41,7 @@ _READ = object()                 # slot marker: copy the numpy array on each rea
 _ALIGN = 64                      # XLA:CPU aliases host memory aligned to this only
 _SNAPSHOT_BYTES = 256 << 10      # larger unaliasable user arrays are copied once (see NOTE)
 _TICK = itertools.count(1 << 40)
+_LIVE = weakref.WeakSet()         # every HostSharedStorage (``overlapping``)
 
 
 class HostSharedStorage(Storage):
@@ -82,6 +84,7 @@ def demote(st, value):
     dtype, as torch cannot resize a numpy-owned buffer either) and holds ``value``."""
     st.__class__ = Storage
     st._np = None
+    _LIVE.discard(st)
     st.array = value
 
 
@@ -108,7 +111,19 @@ def _make_shared(st, host, alias, first):
     snapshot = alias is None and host.nbytes > _SNAPSHOT_BYTES
     st._np = (host, alias, snapshot)
     _SLOT.__set__(st, first if snapshot else alias if alias is not None else _READ)
+    _LIVE.add(st)
     return st
+
+
+def overlapping(st):
+    """The other storages sharing memory with ``st`` through numpy (``from_numpy`` twice on one
+    array, or on overlapping views of it): torch's tensors over them see each other's writes,
+    which tracegrad's storages do only when read eagerly. Empty for a storage that shares no
+    numpy array."""
+    if type(st) is not HostSharedStorage:
+        return []
+    host = st._np[0]
+    return [o for o in list(_LIVE) if o is not st and np.may_share_memory(o._np[0], host)]
 
 
 def storage_for_numpy(host):
