@@ -518,3 +518,72 @@ def test_from_numpy_buffer_updated_in_forward():
             return loss, seen, m.avg, m.lin.weight
         return run
     compare(build)
+
+
+# a large unaligned from_numpy array (copied once, NOTE [numpy bridge]) as a weight trained by
+# the compiled step: the updates reach the array after every call
+def test_large_unaligned_from_numpy_weight_trained():
+    def build(T, wrap):
+        arr = _unaligned(200, 400)                  # 320 KB: past the per-read copy limit
+        arr[...] = np.random.RandomState(3).randn(200, 400).astype("float32") * 0.05
+        w = T.nn.Parameter(T.from_numpy(arr))
+        opt = T.optim.SGD([w], lr=0.1, momentum=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (x @ w).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_rand(T, i, 3, 200))
+            return loss, arr[:4, :5].copy(), np.abs(arr).sum(0)
+        return run
+    compare(build)
+
+
+# a step that writes a copy-per-read from_numpy state tensor and then raises on one call: the
+# write before the raise stays (as eagerly), and later calls go on from it
+def test_exception_after_writing_an_unaligned_from_numpy_state():
+    def build(T, wrap):
+        arr = _unaligned(3)
+        acc = T.from_numpy(arr)
+
+        def step(x, fail):
+            acc.add_(x)
+            if fail:
+                raise RuntimeError("stop")
+            return acc * 2
+        f = wrap(step)
+
+        def run(i):
+            try:
+                out = f(_rand(T, i, 3), i == 2)
+            except RuntimeError as e:
+                out = str(e)
+            return out, arr.copy()
+        return run
+    compare(build, calls=5)
+
+
+# unbatched samples of a from_numpy dataset are views of the array: a step normalizing its
+# sample in place writes the dataset's array, as eagerly
+def test_in_place_write_to_an_unbatched_from_numpy_sample():
+    def build(T, wrap):
+        X = np.arange(12, dtype="float32").reshape(4, 3) / 10
+        ds = T.utils.data.TensorDataset(T.from_numpy(X))
+        loader = T.utils.data.DataLoader(ds, batch_size=None, shuffle=False)
+        net = _linear(T, seed=18)
+
+        def step(x):
+            x.sub_(x.mean()).mul_(2)
+            return net(x).sum()
+        f = wrap(step)
+
+        def run(i):
+            outs = [f(x) for (x,) in loader]
+            return outs, X.copy()
+        return run
+    compare(build, calls=3)
