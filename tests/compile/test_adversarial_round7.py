@@ -587,3 +587,58 @@ def test_in_place_write_to_an_unbatched_from_numpy_sample():
             return outs, X.copy()
         return run
     compare(build, calls=3)
+
+
+# numpy scalars as hyperparameters and operands: an lr set to np.float64 between calls,
+# clip_grad_norm_ with an np.float32 max_norm, an np.float32 factor on a float16/float32 tensor,
+# and an np.int64 index, each changing between calls
+def test_numpy_scalars_as_hyperparameters_and_operands():
+    def build(T, wrap):
+        net = _linear(T, seed=19)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+
+        def step(x, k, fac):
+            opt.zero_grad()
+            y = net(x)
+            loss = (y[k] * fac).pow(2).sum() + (y.half() * fac).float().mean()
+            loss.backward()
+            norm = T.nn.utils.clip_grad_norm_(net.parameters(), np.float32(0.5))
+            opt.step()
+            return loss, norm, str((x.half() * fac).dtype)[-7:], str((x * np.float64(2)).dtype)[-7:]
+        f = wrap(step)
+
+        def run(i):
+            opt.param_groups[0]["lr"] = np.float64(0.05 * (i + 1))
+            out = f(_rand(T, i, 4, 3), np.int64(i % 4), np.float32(1.0 + i))
+            return out, net.weight, net.bias
+        return run
+    compare(build)
+
+
+# a parameter's numpy view, a load_state_dict from from_numpy tensors between calls (the view
+# sees the loaded values and the training after), then the module converted to double (the
+# view keeps the old memory, no longer the parameter's)
+def test_numpy_view_through_load_state_dict_and_double():
+    def build(T, wrap):
+        net = _linear(T, seed=20)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        w = net.weight.detach().numpy()
+        saved = {k: v.detach().numpy().copy() + 0.5 for k, v in net.state_dict().items()}
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x.to(net.weight.dtype)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss.float()
+        f = wrap(step)
+
+        def run(i):
+            if i == 1:
+                net.load_state_dict({k: T.from_numpy(v) for k, v in saved.items()})
+            if i == 2:
+                net.double()
+            loss = f(_rand(T, i, 4, 3))
+            return loss, w.copy(), net.weight.float()
+        return run
+    compare(build)
