@@ -642,3 +642,24 @@ def test_numpy_view_through_load_state_dict_and_double():
             return loss, w.copy(), net.weight.float()
         return run
     compare(build)
+
+
+# from_numpy of a closure array inside the step, written in place there: the array holds the
+# write after every call (inside a trace it was a copy: the writes were lost, silently)
+@pytest.mark.parametrize("how", ["from_numpy", "as_tensor"])
+def test_from_numpy_inside_the_step_written_in_place(how):
+    def build(T, wrap):
+        arr = np.zeros(3, dtype="float32")
+        net = _linear(T, 3, 3, seed=21)
+
+        def step(x):
+            t = getattr(T, how)(arr)
+            t.add_(net(x).detach().sum(0))
+            t[1:].mul_(0.5)                 # and through a view of it
+            return t * 2
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 2, 3)), arr.copy()
+        return run
+    compare(build)
