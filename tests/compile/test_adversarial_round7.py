@@ -4,7 +4,11 @@ written between compiled calls, hooks that call ``.numpy()``, optimizer state an
 through numpy views, dataloader batches from ``from_numpy`` arrays changed between calls, and
 ``from_numpy`` inputs updated in place by the step. torch eager, tracegrad eager and
 ``tracegrad.compile`` run each program from the same state and must agree after every call
-(``_dynamo_port.compare``), the numpy arrays included."""
+(``_dynamo_port.compare``), the numpy arrays included. Found here and fixed: a copy-per-read
+storage read in a trace leaked a tracer; a step reading or writing a numpy view of a tensor it
+updates was one call behind or lost the write; two from_numpy tensors over one array did not
+see each other's writes in a program; a from_numpy tensor made and written inside the step
+did not write the array."""
 import numpy as np
 import pytest
 
@@ -661,5 +665,36 @@ def test_from_numpy_inside_the_step_written_in_place(how):
 
         def run(i):
             return f(_rand(T, i, 2, 3)), arr.copy()
+        return run
+    compare(build)
+
+
+# module hooks that call .numpy(): a forward pre-hook reading its input, a full backward hook
+# reading grad_output, and a post-accumulate hook reading the weight's grad, all logging to one
+# list every call
+def test_module_hooks_calling_numpy():
+    def build(T, wrap):
+        net = _linear(T, seed=22)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+        log = []
+        net.register_forward_pre_hook(lambda m, a: log.append(("pre", float(a[0].numpy().sum()))))
+        net.register_full_backward_hook(lambda m, gi, go: log.append(("bwd", float(go[0].numpy().sum()))))
+
+        def post(p):
+            log.append(("acc", float(p.grad.numpy().sum())))
+        net.weight.register_post_accumulate_grad_hook(post)
+
+        def step(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            del log[:]
+            loss = f(_rand(T, i, 4, 3))
+            return loss, net.weight, [k for k, _ in log], np.array([v for _, v in log])
         return run
     compare(build)
