@@ -698,3 +698,30 @@ def test_module_hooks_calling_numpy():
             return loss, net.weight, [k for k, _ in log], np.array([v for _, v in log])
         return run
     compare(build)
+
+
+# the step returns detached views of a parameter and a buffer; the caller writes through their
+# numpy() views and in place: the parameter and buffer change (they share memory, as eagerly;
+# the program returned copies, silently)
+def test_numpy_write_through_returned_detached_views():
+    def build(T, wrap):
+        net = T.nn.Sequential(_linear(T, 3, 2, seed=23), T.nn.BatchNorm1d(2))
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x):
+            opt.zero_grad()
+            net(x).pow(2).sum().backward()
+            opt.step()
+            return net[0].weight.detach(), net[1].running_var.detach()[1:], net[0].bias.data
+        f = wrap(step)
+
+        def run(i):
+            w, rv, b = f(_rand(T, i, 4, 3))
+            w.numpy()[0, 0] = float(i)
+            rv.numpy()[:] = 2.0
+            b.numpy()[1] = -1.0
+            w.add_(0.5)                 # an in-place op: detach shares the version counter
+            versions = (w._version == net[0].weight._version, b._version == net[0].bias._version)
+            return net[0].weight, net[1].running_var, net[0].bias, versions
+        return run
+    compare(build)
