@@ -32,6 +32,8 @@ def _flat(x):
         return [type(x).__name__] + _flat([getattr(x, f.name) for f in dataclasses.fields(x)])
     if _is_t(x):
         return [("t", _np(x), x.requires_grad, str(x.dtype).split(".")[-1], tuple(x.shape))]
+    if isinstance(x, np.ndarray):   # a numpy view or copy: compared like a tensor
+        return [("t", x.astype(np.float64), "ndarray", str(x.dtype), x.shape)]
     return [x]
 
 

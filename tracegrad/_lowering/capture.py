@@ -251,6 +251,7 @@ class Capture:
         # storages made during this trace, in the order made: a WeakSet iterates in address
         # order, and which escape paired with which storage then changed from run to run
         self.created = weakref.WeakKeyDictionary()
+        self.numpy_copies = weakref.WeakKeyDictionary()     # ``numpy_copy``
         # first sight of outside state not lifted yet, with its value then (restored after)
         self.found = {}                        # id(storage) -> (a tensor over it, array, the storage)
         self.found_generators = {}             # generator -> (key, seed)
@@ -333,7 +334,18 @@ class Capture:
             return new
         return _written(old, new)
 
+    def numpy_copy(self, st):
+        """``st`` was made inside the trace by ``from_numpy``/``as_tensor`` over a writable
+        ndarray: a copy here (NOTE [numpy bridge]), so a write to it is a graph break."""
+        self.numpy_copies[st] = None
+
     def see_write(self, t):
+        if t._st in self.numpy_copies:
+            # eagerly the tensor shares the array's memory, which outlives the call: a write
+            # must reach it, and later calls must see the array as it is then
+            raise GraphBreak("an in-place write to a tensor made inside by from_numpy/as_tensor: the "
+                             "numpy array it shares would not see it (make the tensor outside and "
+                             "pass it in)")
         if t._st not in self.created:
             self.outside_writes += 1
         if self._external(t):

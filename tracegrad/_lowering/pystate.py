@@ -802,6 +802,25 @@ _MISSING = object()
 _ATTRS = "attributes"
 
 
+def numpy_sharing(snap, hosts):
+    """Name of the first variable in ``snap`` (``snapshot``'s) that is, or holds, an ndarray
+    sharing memory with one of ``hosts`` (the numpy arrays of storages a trace wrote: NOTE
+    [numpy views in a trace]), or None."""
+    def hit(v):
+        return isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in hosts)
+
+    def inner(copy):
+        if copy is None or copy[0] is _BUF:
+            return False
+        return any(hit(a) or inner(c) for a, c in copy[1])
+    for name, _, _, v, copy, attrs in snap[1:]:
+        if hit(v) or inner(copy):
+            return name
+        if isinstance(attrs, dict) and any(hit(a) or inner(c) for a, c in attrs.values()):
+            return name
+    return None
+
+
 def _absent_globals(code, g):
     """The global names ``code`` (and the code nested in it) loads that ``g`` and the builtins
     do not define."""

@@ -37,6 +37,7 @@ import numpy as np
 from .. import _state
 from .._api import threads
 from .._tensor import runtime
+from .._tensor.numpy_bridge import overlapping
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
@@ -47,8 +48,8 @@ from .deferred import DeferredItem, check_kept
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import _Probe, guards_hold, outside_containers, value_guards
-from .pystate import (changed, clock_reads, effects_signature, python_refs, restore, scalar_signature,
-                      snapshot, stateful_reads)
+from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
+                      scalar_signature, snapshot, stateful_reads)
 from .remat import REMAT_COMPILER_OPTIONS
 from .vjp_node import MSG_KEPT, CompiledFunctionBackward, dead_node
 
@@ -519,7 +520,8 @@ class OutRecipe:
 
     def __init__(self, treedef, leaves):
         # leaves: ("new", (rg, how, cls)) | ("const", value) | ("arg", index) | ("same", position)
-        # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version)): see _out_recipe
+        # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
+        # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
 
     def build(self, arrays, arg_leaves, vjp):
@@ -554,6 +556,8 @@ class OutRecipe:
                 out.append(out[v])
             elif kind == "view":
                 out.append(_rebuild_view(v, out, arg_leaves))
+            elif kind == "state alias":    # ``p.detach()`` of a state tensor (``_out_recipe``)
+                out.append(_state_alias(*v))
             elif kind == "alias":          # a detached alias of an argument
                 i, same_version = v
                 t = arg_leaves[i].detach()
@@ -572,6 +576,27 @@ class OutRecipe:
         return out
 
 
+def _state_alias_ref(alias, t, state):
+    """("state alias" recipe) when ``alias`` (``t`` or its base) is a whole-storage alias of a
+    state tensor's storage (``p.detach()``, ``p.data``): (weakref to the storage, the state
+    tensor's version counter when ``alias`` shares it, as ``detach`` does, else None: ``.data``
+    gets a counter of its own); else None."""
+    st, r = (state or {}).get(id(t._st), (None, None))
+    if st is None or alias._value.shape != st.array.shape:
+        return None
+    owner = r() if r is not None else None
+    return weakref.ref(st), (alias._vc if owner is not None and owner._vc is alias._vc else None)
+
+
+def _state_alias(ref, vc):
+    """A tensor over the state storage ``ref()`` with version counter ``vc`` (a new one for
+    None)."""
+    st = ref()
+    t = Tensor._make(st.array)
+    t._st, t._vc = st, [0] if vc is None else vc
+    return t
+
+
 def _rebuild_view(spec, out, arg_leaves):
     """A view result over its root's storage, as eager's view: same storage, version counter
     and ``_base``; its value is computed from the chain when read."""
@@ -581,6 +606,8 @@ def _rebuild_view(spec, out, arg_leaves):
         base = arg_leaves[i].detach()
         if not same_version:
             base._vc = [0]
+    elif where == "state alias":
+        base = _state_alias(*ref)
     else:
         base = out[ref] if where == "out" else arg_leaves[ref] if where == "arg" else ref
     if where in ("arg", "detached arg"):
@@ -624,7 +651,7 @@ def aliased_args(leaves, kinds, state=_HELD):
     reads (``state``: storage ids; by default those any compiled program holds), whose writes
     would not reach each other; ``SHARED_VIEWS`` when only distinct arguments share memory; None
     when every argument has memory of its own."""
-    seen, shared = {}, False
+    seen, shared, seen_st = {}, False, []
     for i, (a, k) in enumerate(zip(leaves, kinds)):
         if k == "data":
             sid = id(a._st)
@@ -635,6 +662,14 @@ def aliased_args(leaves, kinds, state=_HELD):
                 shared = True
             if state.get(sid) if isinstance(state, dict) else sid in state:
                 return f"tensor argument {i} shares memory with a tensor a compiled function reads from outside"
+            # a storage over a numpy array another storage shares (``from_numpy`` twice on one
+            # array): as for views of one tensor, with that storage held like this one
+            for o in overlapping(a._st):
+                if state.get(id(o)) if isinstance(state, dict) else id(o) in state:
+                    return (f"tensor argument {i} shares memory (one numpy array) with a tensor a "
+                            "compiled function reads from outside")
+                shared = shared or any(s is o for s in seen_st)
+            seen_st.append(a._st)
             seen[sid] = a
     return SHARED_VIEWS if shared else None
 
@@ -722,6 +757,24 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
                                  "append, an attribute...): the program would not repeat that on later calls")
+            # NOTE [numpy views in a trace]: a tensor's numpy view (``w = p.detach().numpy()``,
+            # NOTE [numpy bridge]) is the storage's memory, which a trace does not write: what the
+            # function reads through the view after the traced write is the old value, and what it
+            # writes through it the program's write-back overwrites; both are Python-side work
+            # the program would not repeat. A value-changing write shows in ``changed`` above;
+            # a read, or a write of the value already there, does not: break on the view itself.
+            hosts = [st._np[0] for st, a in zip(storages, state)
+                     if getattr(st, "_np", None) is not None and st.array is not a]
+            shared = numpy_sharing(py_snap, hosts) if hosts else None
+            if hosts and any(o is not st and any(o is s for s in storages)
+                             for st, a in zip(storages, state) if st.array is not a for o in overlapping(st)):
+                raise GraphBreak("the function writes a tensor made by from_numpy over an array another "
+                                 "tensor it reads also shares: the program would not see one's writes "
+                                 "in the other")
+            if shared is not None:
+                raise GraphBreak(f"the function uses '{shared}', a numpy view of a tensor it updates: "
+                                 "the program would not see its reads and writes through it (use the "
+                                 "view before or after the call)")
             cap.hooks_changed()
             info["hooks"] = list(cap.hooks.values())
             if plan.absorb(cap):
@@ -736,7 +789,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             outside = {id(r()) for _, r in live if r() is not None} | {id(o) for o in owners} \
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
-            recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside)
+            recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside,
+                                                       {id(st): (st, r) for st, r in live})
             # the Python places the call bound tensors to (read before ``_escapes`` cuts the
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
@@ -1024,7 +1078,7 @@ def _leaves_reached(results):
     return out
 
 
-def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
+def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
     """``outside``: ids of tensor objects that existed before the call (parameters, buffers,
     optimizer state, ``.grad``s): returned as themselves, as eager returns them. A result
     returned twice comes back twice as one object; a result that is a view of another result,
@@ -1074,11 +1128,20 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
             if i is not None:
                 leaves.append(("alias", (i, t._vc is call_leaves[i]._vc)))
                 continue
+            # ``p.detach()``/``p.data`` of a state tensor (a Parameter, a buffer): its storage, as
+            # eager's, not a copy: the caller's writes through it (in place, through numpy) reach
+            # the parameter. Only a whole-storage alias without a view chain; the storage is
+            # held weakly (the orphan guard counts references) and the version counter object is
+            # the state tensor's (``.detach()``) or the alias's own (``.data``)
+            ref = _state_alias_ref(t, t, state)
+            if ref is not None:
+                leaves.append(("state alias", ref))
+                continue
         rg = t.requires_grad
         how = None
         if rg and t.grad_fn is not None:
             how = "dead" if consumed else "diff"
-        root = _view_root(t, call_leaves, whole, outside) if t._chain else None
+        root = _view_root(t, call_leaves, whole, outside, state) if t._chain else None
         if root is not None and how == "diff":
             # a view of a leaf from outside (``w[:2]`` of a Parameter) aliases it, as eager's; its
             # grad_fn is made from the base's view chain as eager's is (no region VJP needed).
@@ -1106,7 +1169,7 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside):
     return OutRecipe(r_def, leaves), arrays, diff
 
 
-def _view_root(t, call_leaves, whole, outside):
+def _view_root(t, call_leaves, whole, outside, state=None):
     """What the view result ``t`` views, rebuilt after each call: ("out", position of an
     earlier plain result), ("arg", index), ("detached arg", (index, same version counter)) for
     a view of ``arg.detach()``/``arg.data``, or ("state", the outside tensor); None otherwise."""
@@ -1122,7 +1185,8 @@ def _view_root(t, call_leaves, whole, outside):
     b = t._base
     if b is not None and id(b) in outside and b._st is t._st:
         return ("state", b)
-    return None
+    ref = None if b is None or b._chain else _state_alias_ref(b, t, state)
+    return None if ref is None else ("state alias", ref)    # a view of ``p.detach()``
 
 
 def _arg_grads(kinds, leaves, wrappers, vjp):

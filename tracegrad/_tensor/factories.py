@@ -194,7 +194,10 @@ def from_numpy(ndarray):
             t = Tensor._make(st.array)
             t._st = st
             return t
-    return Tensor._make(jnp.asarray(ndarray))
+    t = Tensor._make(jnp.asarray(ndarray))
+    if ndarray.flags.writeable and _state.CAPTURE[0] is not None:
+        _state.CAPTURE[0].numpy_copy(t._st)        # a write to it is a graph break
+    return t
 
 
 @with_x64

@@ -27,6 +27,7 @@ shared storage reports a new generation on every read (views recompute from the 
 from __future__ import annotations
 
 import itertools
+import weakref
 
 import jax
 import numpy as np
@@ -40,6 +41,7 @@ _READ = object()                 # slot marker: copy the numpy array on each rea
 _ALIGN = 64                      # XLA:CPU aliases host memory aligned to this only
 _SNAPSHOT_BYTES = 256 << 10      # larger unaliasable user arrays are copied once (see NOTE)
 _TICK = itertools.count(1 << 40)
+_LIVE = weakref.WeakSet()         # every HostSharedStorage (``overlapping``)
 
 
 class HostSharedStorage(Storage):
@@ -52,8 +54,7 @@ class HostSharedStorage(Storage):
     def array(self):
         a = _SLOT.__get__(self)
         if a is _READ:
-            with x64_scope():
-                return jax.device_put(np.array(self._np[0]))
+            return _host_copy(self._np[0])
         return a
 
     @array.setter
@@ -83,6 +84,7 @@ def demote(st, value):
     dtype, as torch cannot resize a numpy-owned buffer either) and holds ``value``."""
     st.__class__ = Storage
     st._np = None
+    _LIVE.discard(st)
     st.array = value
 
 
@@ -109,7 +111,19 @@ def _make_shared(st, host, alias, first):
     snapshot = alias is None and host.nbytes > _SNAPSHOT_BYTES
     st._np = (host, alias, snapshot)
     _SLOT.__set__(st, first if snapshot else alias if alias is not None else _READ)
+    _LIVE.add(st)
     return st
+
+
+def overlapping(st):
+    """The other storages sharing memory with ``st`` through numpy (``from_numpy`` twice on one
+    array, or on overlapping views of it): torch's tensors over them see each other's writes,
+    which tracegrad's storages do only when read eagerly. Empty for a storage that shares no
+    numpy array."""
+    if type(st) is not HostSharedStorage:
+        return []
+    host = st._np[0]
+    return [o for o in list(_LIVE) if o is not st and np.may_share_memory(o._np[0], host)]
 
 
 def storage_for_numpy(host):
@@ -147,9 +161,16 @@ def owned_array(st):
     keep the current value: an in-place op's snapshot of its input, a deepcopy."""
     a = st.array
     if type(st) is HostSharedStorage and not isinstance(a, jax.core.Tracer):
-        with x64_scope():
-            return jax.device_put(np.array(a))
+        return _host_copy(a)
     return a
+
+
+def _host_copy(host):
+    """A concrete ``jax.Array`` copy of ``host`` (an ndarray or a concrete array), also while a
+    program is being traced: there ``device_put`` would give the trace's tracer, which a capture
+    keeping the storage's value from before the trace would leak out of it."""
+    with x64_scope(), jax.ensure_compile_time_eval():
+        return jax.device_put(np.array(host))
 
 
 def aligned_empty(shape, dtype):
