@@ -807,10 +807,9 @@ class Tensor(TensorBase):
         if self.dtype in _dt.LIMITED and self.dtype.is_floating_point:
             raise TypeError(f"numpy(): numpy has no {self.dtype.name} dtype (torch raises too); convert with "
                             ".float() first")
-        # shared where the view is a strided window on the storage by torch's formulas (not a
-        # conj view, which numpy(force=True) resolves into a copy)
-        shareable = self.dtype.np is not None and not (self._chain and (
-            _chain_is_conj(self._chain) or not chain_layout_of(self)))
+        # shared wherever the view is a strided window on the storage (not a conj view, which
+        # numpy(force=True) resolves into a copy)
+        shareable = self.dtype.np is not None and not (self._chain and _chain_is_conj(self._chain))
         host = share_storage(self._st) if shareable else None
         view = None if host is None else strided_view(host, self.dtype.np, tuple(self.shape),
                                                       storage_offset_of(self), strides_of(self))
