@@ -26,12 +26,14 @@ def test_from_jax_and_jax_share_the_array():
         tracegrad.from_jax(np.ones(2))
 
 
-def test_from_numpy_keeps_dtype_and_copies():
+def test_from_numpy_keeps_dtype_and_shares_memory():
     arr = np.arange(3, dtype=np.int32)
     t = tracegrad.from_numpy(arr)
     assert t.dtype == tracegrad.int32
-    arr[0] = 7                   # documented difference: a copy, so no shared writes
-    assert t.tolist() == [0, 1, 2]
+    arr[0] = 7                   # torch's from_numpy shares the array's memory both ways
+    assert t.tolist() == [7, 1, 2]
+    t[1] = 5
+    assert arr.tolist() == [7, 5, 2]
 
 
 def test_dlpack_with_torch_and_numpy():

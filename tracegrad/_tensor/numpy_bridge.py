@@ -101,6 +101,9 @@ def _alias(host):
 
 
 def _on_cpu(a) -> bool:
+    # Under a user's jax.jit trace device_put gives a tracer: no memory to share, so a copy.
+    if isinstance(a, jax.core.Tracer):
+        return False
     devices = a.devices()
     return len(devices) == 1 and next(iter(devices)).platform == "cpu"
 
