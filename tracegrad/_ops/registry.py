@@ -36,6 +36,7 @@ from .. import _state
 from .._x64 import x64_enter, x64_exit
 from . import limited
 from .errors import index_dims, integral_dims, op_error, static_kind_error
+from .xla_options import eager_jit, nested_options_error
 
 OPS: dict[str, "Op"] = {}
 _NEVER_EDGE = {"alpha", "beta", "condition", "mask", "index", "indices", "rounding_mode"}
@@ -193,7 +194,7 @@ class Op:
             # (x.unsqueeze(1) after x.unsqueeze(1.0)) reuses it, so it must not bake in a float
             static_fn = integral_dims(static)
             fn = partial(self.fn, **dict(static_fn)) if static_fn else self.fn
-            f = self._fwd[static] = jax.jit(limited.guarded(self.name, self.view, fn, static_fn))
+            f = self._fwd[static] = eager_jit(limited.guarded(self.name, self.view, fn, static_fn))
         return f
 
     def run(self, arrays, static: tuple):
@@ -203,17 +204,23 @@ class Op:
         trace). JAX's exceptions become torch's (NOTE [errors at the dispatch boundary])."""
         for a in arrays:
             if isinstance(a, jax.core.Tracer):
-                limited.check_complex(self.name, arrays)
-                out = self.fn(*arrays, **dict(static)) if static else self.fn(*arrays)
-                limited.check(self.name, self.view, arrays, static, out)
-                return out
+                return self._inline(arrays, static)
         prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
         try:
             return self.forward(static)(*map(as_arg, arrays))
         except Exception as e:
+            if nested_options_error(e):     # concrete arrays inside someone's trace
+                return self._inline(arrays, static)
             raise op_error(self, arrays, static, e) from None
         finally:
             x64_exit(prev)
+
+    def _inline(self, arrays, static: tuple):
+        """The pure forward, for JAX's current trace to trace through."""
+        limited.check_complex(self.name, arrays)
+        out = self.fn(*arrays, **dict(static)) if static else self.fn(*arrays)
+        limited.check(self.name, self.view, arrays, static, out)
+        return out
 
     def backward_op(self, static, layout: SavedLayout, ns, nc):
         """The backward as an op of its own ``(*saved, *consts, *grads) -> grads``, so that

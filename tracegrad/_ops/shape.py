@@ -12,6 +12,7 @@ from jax import lax
 from .. import _state
 from .._x64 import x64_enter, x64_exit
 from .registry import CONST, OPS, BACKWARD_NAMES, Op, _make_backward, defop
+from .xla_options import eager_jit
 
 # NOTE [dynamic positions]
 # Eager ops are jitted per static arguments (registry.Op.forward). For the view ops that pick
@@ -98,11 +99,11 @@ class DynViewOp(Op):
         if not dyn:    # kept apart from the bounded dict: never rebuilt
             f = self._dfwd.get((None, static))
             if f is None:
-                f = self._dfwd[(None, static)] = jax.jit(partial(self.fn, **dict(static)) if static else self.fn)
+                f = self._dfwd[(None, static)] = eager_jit(partial(self.fn, **dict(static)) if static else self.fn)
         else:
             j = self._dfwd.get(struct)
             if j is None:
-                j = self._dfwd[struct] = jax.jit(partial(self.dfn, **dict(struct)))
+                j = self._dfwd[struct] = eager_jit(partial(self.dfn, **dict(struct)))
             pos = tuple(pos_arg(v) for v in dyn)
 
             def f(x):
@@ -132,7 +133,7 @@ class DynViewOp(Op):
             def flat(*a):   # (*saved, *consts, *positions, *grads)
                 out = fn(a[:ns], a[ns:ns + nc + k], a[ns + nc + k:])
                 return tuple(out) if n > 1 else out[0]
-            shared = self._dbwd[skey] = (flat, jax.jit(flat))
+            shared = self._dbwd[skey] = (flat, eager_jit(flat))
         raw, jitted = shared
         m = ns + nc
         pos = tuple(pos_arg(v) for v in dyn)

@@ -33,6 +33,7 @@ from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_app
                           chain_split, pos_arg)
 from .._ops.errors import not_self as _not_self
 from .._ops.registry import OPS as _OPS
+from .._ops.xla_options import eager_jit, nested_options_error
 from .._x64 import astype as _astype64, with_x64
 from .convert import SizeBase, TensorBase, legacy_array
 from .device import device_of
@@ -93,14 +94,20 @@ def _bound_chain_fn(kind, chain, cache, impl):
         struct, dyn = chain_split(chain)
         g = cache.get(struct)
         if g is None:
-            g = cache[struct] = with_x64(jax.jit(partial(impl, struct)))
+            g = cache[struct] = (with_x64(eager_jit(partial(impl, struct))), with_x64(partial(impl, struct)))
+        jitted, inline = g
         pos = tuple(pos_arg(v) for v in dyn)
         if len(_chain_bound) > _BOUND_LIMIT:
             _chain_bound.clear()
-        if kind == "r":
-            f = _chain_bound[(kind, chain)] = lambda root: g(root, pos)
-        else:
-            f = _chain_bound[(kind, chain)] = lambda root, new: g(root, new, pos)
+
+        def f(*arrays):     # (root,) or (root, new)
+            try:
+                return jitted(*arrays, pos)
+            except ValueError as e:
+                if not nested_options_error(e):
+                    raise
+                return inline(*arrays, pos)     # a concrete root inside someone's trace
+        _chain_bound[(kind, chain)] = f
     return f
 
 
