@@ -8,6 +8,7 @@ import numpy as np
 import tracegrad
 from tracegrad import _state
 from tracegrad.distributed import _jax as djax
+from _fresh_process import fresh_process
 
 TENSOR_CACHES = ["_tensor._chain_fwd", "_tensor._chain_write", "_tensor._chain_bound", "_tensor._positions",
                  "_tensor._layout_facts"]
@@ -51,6 +52,7 @@ def test_library_caches_are_registered():
     assert _state._CACHES["distributed._jax.process_mesh"] is djax.process_mesh
 
 
+@fresh_process
 def test_clearing_empties_them_and_everything_runs_again():
     first = _run()
     sizes = _state.cache_sizes()
@@ -67,6 +69,7 @@ def test_clearing_empties_them_and_everything_runs_again():
     assert all(sizes[n] > 0 for n in MINE), {n: sizes[n] for n in MINE}
 
 
+@fresh_process
 def test_clear_caches_between_calls_keeps_results():
     expected = _run()
     for _ in range(2):

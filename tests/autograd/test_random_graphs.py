@@ -137,7 +137,7 @@ class Program:
         return self.add(lambda m, a: a.expand(*new), (i,), f"expand{new}")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_random_graph_leaf_grads_match_torch(data):
     prog = Program(data)

@@ -63,7 +63,7 @@ def _program(m, prog, arrays):
     return events, status, a.grad, w.grad
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.lists(st.tuples(st.sampled_from(sorted(VIEWS)), st.sampled_from(WRITES),
                           st.sampled_from(["none", "tensor", "node", "pre"])), min_size=1, max_size=6),
        st.integers(0, 1000))

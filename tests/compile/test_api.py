@@ -7,6 +7,7 @@ import pytest
 import tracegrad
 
 from ._harness import check_compiled, data, np_init, snapshot, assert_same
+from _fresh_process import fresh_process
 
 
 def program(fail_rows=None, scale=None):
@@ -92,6 +93,7 @@ def test_reset_forgets_programs():
     check_compiled(program(), calls=4, between=between)
 
 
+@fresh_process
 def test_programs_are_in_the_cache_registry():
     """Compiled programs are reachable from ``_state``'s cache registry (issue 7): sized there,
     and ``clear_caches()`` forgets them as ``compiler.reset()`` does; the next calls still give
