@@ -1126,3 +1126,34 @@ def test_binarynet_legacy_inplace_function():
             log("eval", model(data).argmax(1))
 
     run_both(program)
+
+
+# pytorch-crf's ``torch.where(mask[i].unsqueeze(1), ...)`` on its ``uint8`` masks, at every time
+# step of every call: torch's deprecation warning is a TORCH_WARN_ONCE (given once per process;
+# every time under ``set_warn_always(True)``), so a training loop is not flooded with it and a
+# compiled step is not broken by a warning "issued on every eager call".
+def test_where_uint8_condition_warns_once_per_process():
+    import warnings
+
+    import tracegrad
+
+    for mod in (torch, tracegrad):
+        mask = mod.tensor([1, 0, 1], dtype=mod.uint8)
+        a, b = mod.ones(3), mod.zeros(3)
+        mod.where(mask, a, b)    # the process's first (maybe not: another test's) warning
+        was = mod.is_warn_always_enabled()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(3):
+                    out = mod.where(mask, a, b)
+                quiet = len(caught)
+                mod.set_warn_always(True)
+                for _ in range(2):
+                    a.where(mask, b)
+        finally:
+            mod.set_warn_always(was)
+        assert out.tolist() == [1.0, 0.0, 1.0]
+        assert quiet == 0, mod.__name__
+        assert len(caught) == 2, mod.__name__
+        assert "uint8 condition" in str(caught[0].message) and caught[0].filename == __file__
