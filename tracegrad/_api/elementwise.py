@@ -4,7 +4,6 @@ and Tensor's arithmetic, comparison and bitwise operators (each registered where
 from __future__ import annotations
 
 import builtins
-import warnings
 
 import numpy as np
 
@@ -13,6 +12,7 @@ from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
+from .._ops.warn import warn_once
 from .._tensor.convert import check_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
@@ -525,9 +525,9 @@ def where(condition, input=_ABSENT, other=_ABSENT):
         input, other = (None if v is _ABSENT else v for v in (input, other))
         raise TypeError(f"where() received an invalid combination of arguments: input={type(input).__name__}, "
                         f"other={type(other).__name__}; pass both (where(condition, input, other)) or neither")
-    if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning
-        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
-                      "a future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
+    if condition.dtype is _dt.uint8:   # deprecated in torch, still accepted with a warning given once per process
+        warn_once("where received a uint8 condition tensor. This behavior is deprecated and will be removed in "
+                  "a future version of PyTorch. Use a boolean condition instead.")
         condition = condition.bool()
     if condition.dtype is not _dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
