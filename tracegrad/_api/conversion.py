@@ -9,6 +9,7 @@ from ..autograd.grad_mode import STATE as _GRAD_MODE, no_grad
 from .._ops import dtypes as _dt
 from .._ops.errors import not_self
 from .._ops.registry import OPS
+from .._ops.warn import warn_once
 from .._tensor import memory_format as _mf
 from .._tensor.device import device as _device
 from .._tensor.meta import abstract, check_not_meta
@@ -21,6 +22,11 @@ from .promotion import check_tensors
 
 
 # ---- dtype and device -------------------------------------------------------------------
+def warn_complex_to_real():
+    """torch's once-per-process UserWarning when a copy casts complex values to a real dtype."""
+    warn_once("Casting complex values to real discards the imaginary part")
+
+
 @method()
 def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
     """Mirrors ``torch.Tensor.to``: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
@@ -45,6 +51,8 @@ def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, mem
     if dtype is not None:
         d = _dt.to_dtype(dtype)
         if d is not self.dtype or copy:
+            if self.dtype.is_complex and not d.is_complex and d.name != "bool":
+                warn_complex_to_real()
             if d.is_floating_point or d.is_complex or not self._rg:
                 out = apply_op(OPS["to_copy"], (self,), (("dtype", d.np),))
             else:   # an integer/bool result is not differentiable: no history (as torch)

@@ -19,7 +19,7 @@ from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
 from ._registry import METHODS, inplace_operator, method
-from .conversion import _grad_on
+from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits
 from .argcheck import strict_error
 from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
@@ -204,6 +204,8 @@ def copy_(self, src, non_blocking=False):
         _check_broadcast(self, src)
         if np.broadcast_shapes(tuple(src.shape), tuple(self.shape)) != tuple(self.shape):
             _check_expand(tuple(src.shape), tuple(self.shape))
+    if src.dtype.is_complex and not self.dtype.is_complex and self.dtype.name != "bool":
+        warn_complex_to_real()
     if src._st is not self._st or src is self:
         return apply_inplace(OPS["copy"], self, (src,))
     return _overlapping_copy(self, src)

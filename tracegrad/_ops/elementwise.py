@@ -334,8 +334,12 @@ def cast(x, dtype):
     NOTE [float to int casts]: XLA saturates (inf -> INT_MAX, nan -> 0); torch's CPU kernel
     truncates to int64 (for int64) or int32 (for every narrower type, which then keeps the low
     bits: 300.0 -> uint8 44, -2.0 -> uint8 254), and an out-of-range or nan value becomes that
-    integer type's minimum (so 0 for int8/int16/uint8). Other casts are plain ``astype``."""
+    integer type's minimum (so 0 for int8/int16/uint8). A complex value cast to a real or
+    integer dtype keeps its real part (torch's rule; JAX's astype deprecates that cast); to bool
+    it is ``!= 0``. Other casts are plain ``astype``."""
     dt = jnp.dtype(dtype)
+    if jnp.iscomplexobj(x) and dt.kind not in "cb":
+        x = jnp.real(x)
     if dt.kind not in "iu" or dt.itemsize > 4 and dt.kind == "u" or not jnp.issubdtype(x.dtype, jnp.floating):
         return x.astype(dt)
     wide = jnp.int64 if dt.itemsize == 8 else jnp.int32

@@ -46,27 +46,30 @@ def _reduce_flat(data, index, valid, counts, reduce, segments, initial):
     if reduce == "prod":
         out = got.prod(2)
         return out if initial is None else out * initial
-    out = _extreme(reduce, got, valid.reshape(got.shape[:3] + (1,)))
-    if initial is not None:
-        out = (jnp.maximum if reduce == "max" else jnp.minimum)(out, jnp.asarray(initial, data.dtype))
-    return out
+    return _extreme(reduce, initial, got, valid.reshape(got.shape[:3] + (1,)))
 
 
 # NOTE [segment max gradient]: torch's backward for max/min (SegmentReduce.cpp) gives every element
 # equal to its segment's result (and every NaN) the incoming gradient, then, where there are
 # several, divides only the positive ones by their count: a tie of two gets (g/2, g/2) for g > 0
 # but (g, g) for g < 0. JAX's max splits every tie evenly, so the rule is written out here.
-@partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _extreme(reduce, got, valid):
-    return got.max(2) if reduce == "max" else got.min(2)
+# ``initial`` joins the reduction inside the rule: it is no element, so an element tied with it
+# takes the whole gradient and a NaN element keeps its share (outside, jnp.maximum would split
+# the tie with ``initial`` and give a NaN nothing).
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def _extreme(reduce, initial, got, valid):
+    out = got.max(2) if reduce == "max" else got.min(2)
+    if initial is not None:
+        out = (jnp.maximum if reduce == "max" else jnp.minimum)(out, jnp.asarray(initial, got.dtype))
+    return out
 
 
-def _extreme_fwd(reduce, got, valid):
-    out = _extreme(reduce, got, valid)
+def _extreme_fwd(reduce, initial, got, valid):
+    out = _extreme(reduce, initial, got, valid)
     return out, (got, valid, out)
 
 
-def _extreme_bwd(reduce, res, g):
+def _extreme_bwd(reduce, initial, res, g):
     got, valid, out = res
     hit = valid & ((got == out[:, :, None]) | jnp.isnan(got))
     count = hit.sum(2, keepdims=True)

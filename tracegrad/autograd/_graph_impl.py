@@ -136,7 +136,7 @@ class Node:
 _node_classes: dict = {}
 # torch names its C++-only nodes with their namespace in name()
 _QUALIFIED = {"AccumulateGrad": "torch::autograd::AccumulateGrad", "CopySlices": "torch::autograd::CopySlices",
-              "Error": "torch::autograd::Error"}
+              "Error": "torch::autograd::Error", "CopyBackwards": "torch::autograd::CopyBackwards"}
 
 
 def node_class(name: str, base):

@@ -93,6 +93,8 @@ def _compare_tensors(actual, expected, *, rtol, atol, equal_nan, check_device, c
     if check_stride and actual.stride() != expected.stride():
         raise _Mismatch(AssertionError, f"The values for attribute 'stride()' do not match: "
                                         f"{actual.stride()} != {expected.stride()}.")
+    if actual.device.type == "meta" or expected.device.type == "meta":
+        return                                  # a meta tensor has no values: only the attributes compare
     rtol, atol = _tolerances(actual.dtype, expected.dtype, rtol=rtol, atol=atol)
     actual, expected = actual.detach(), expected.detach()
     if actual.device != expected.device:
@@ -136,14 +138,30 @@ def _is_tensor_like(x):
     return isinstance(x, (Tensor, np.ndarray))
 
 
+def _numpy_strides(x):
+    return tuple(st // x.itemsize for st in x.strides)
+
+
 def _compare(actual, expected, path, **kw):
-    if actual is None and expected is None:
-        return
+    if actual is None or expected is None:
+        if actual is None and expected is None:
+            return
+        raise _Mismatch(AssertionError, f"None mismatch: {actual} is not {expected}", path)
+    # numpy scalars (np.float32(1), np.bool_(True)) compare as the Python numbers they hold, as torch
+    actual, expected = (x.item() if isinstance(x, (np.number, np.bool_)) else x for x in (actual, expected))
+    if kw["check_stride"] and isinstance(actual, np.ndarray) and isinstance(expected, np.ndarray) and \
+            actual.shape == expected.shape and _numpy_strides(actual) != _numpy_strides(expected):
+        # torch compares the strides of the tensors from_numpy gives, numpy's strides in elements
+        raise _Mismatch(AssertionError, f"The values for attribute 'stride()' do not match: "
+                                        f"{_numpy_strides(actual)} != {_numpy_strides(expected)}.", path)
     # a tensor is compared with a tensor and an ndarray with an ndarray, never across (as torch)
+    # ... and a tensor subclass (Parameter) only with allow_subclasses, as torch
     if _is_tensor_like(actual) and _is_tensor_like(expected) and \
-            isinstance(actual, Tensor) == isinstance(expected, Tensor):
+            isinstance(actual, Tensor) == isinstance(expected, Tensor) and \
+            (kw["allow_subclasses"] or type(actual) is type(expected)):
         try:
-            return _compare_tensors(_as_tensor(actual), _as_tensor(expected), **kw)
+            return _compare_tensors(_as_tensor(actual), _as_tensor(expected),
+                                    **{k: v for k, v in kw.items() if k != "allow_subclasses"})
         except _Mismatch as m:
             raise _Mismatch(m.cls, m.msg, path) from None
     if _is_number(actual) and _is_number(expected):
@@ -178,7 +196,7 @@ def _compare(actual, expected, path, **kw):
 
 
 def _type(x):
-    return "<class 'tracegrad.Tensor'>" if isinstance(x, Tensor) else str(type(x))
+    return "<class 'tracegrad.Tensor'>" if type(x) is Tensor else str(type(x))
 
 
 def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None, equal_nan=False,
@@ -199,16 +217,22 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
     differences and their indices (and which item of a sequence/mapping failed); TypeError
     for an uncomparable pair (a tensor against a number or list); ValueError when only one of
     ``rtol``/``atol`` is given.
+    ``None`` matches only ``None``; numpy scalars compare as Python numbers; a meta tensor
+    compares only its attributes.
     Differs from torch: no sparse, quantized or nested layouts (tracegrad has none);
-    ``allow_subclasses`` and ``check_layout`` are accepted and have nothing to check.
+    ``check_layout`` is accepted and has nothing to check. ``allow_subclasses=False``: a tensor
+    subclass (``nn.Parameter``) against a plain tensor is the TypeError of an uncomparable pair.
     """
     try:
         _compare(actual, expected, (), rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=check_device,
-                 check_dtype=check_dtype, check_stride=check_stride)
+                 check_dtype=check_dtype, check_stride=check_stride, allow_subclasses=allow_subclasses)
     except _Mismatch as m:
         text = m.msg
-        if m.cls is AssertionError and msg is not None:
-            text = msg(text) if callable(msg) else msg
-        elif m.path:
-            text += "\n\nThe failure occurred for item " + "".join(f"[{k!r}]" for k in m.path)
+        if m.cls is AssertionError and isinstance(msg, str):
+            text = msg
+        else:
+            if m.path:
+                text += "\n\nThe failure occurred for item " + "".join(f"[{k!r}]" for k in m.path)
+            if m.cls is AssertionError and callable(msg):
+                text = msg(text)            # the callable sees the message with the item's path
         raise m.cls(text) from None
