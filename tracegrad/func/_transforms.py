@@ -123,15 +123,23 @@ def grad_and_value(func, argnums=0, has_aux=False):
     tuple over argnums when ``argnums`` is a tuple); inputs may be trees (dicts, tuples) of
     floating Tensors. Raises RuntimeError for bad ``argnums``, a non-scalar or non-Tensor
     output, integer inputs; ValueError for non-Tensor differentiated inputs (torch's classes).
+    An integer or bool output is not differentiable: its gradient is zeros, as torch's.
     """
     def wrapper(*args, **kwargs):
         positions = _argnums(argnums, len(args))
         _diff_leaves(args, positions, "grad_and_value")
         checked = _scalar_fn(lambda *a: func(*a, **kwargs), has_aux, "grad_and_value")
         jf = _wrap.pure(checked, args, positions, "reverse")
+
+        def real_valued(*d):
+            # an integer or bool output has a zero gradient in torch (it is not differentiable);
+            # JAX's grad refuses such outputs, so differentiate it as a float, keep the value as is
+            res = jf(*d)
+            out = res[0] if has_aux else res
+            return (out if jnp.issubdtype(out.dtype, jnp.inexact) else out.astype(jnp.float32)), res
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
-        value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
-                                                        has_aux=has_aux), *diff)
+        (_, value), grads = _wrap.run_jax(jax.value_and_grad(real_valued, argnums=_jax_argnums(argnums, positions),
+                                                             has_aux=True), *diff)
         # under no_grad inside an outer reverse-mode transform, a constant of it
         return _closure.constant_of_level((_wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)))
     return _wrap.recorded(wrapper, func)
@@ -160,9 +168,10 @@ def vjp(func, *primals, has_aux=False):
     ``has_aux``). ``vjp_fn(cotangents)`` takes Tensors shaped as ``output`` and returns a tuple
     with one gradient per primal. Output and gradients stay differentiable with respect to
     primals/cotangents that require grad (see the module docstring). Raises ValueError for
-    non-Tensor primals, RuntimeError for a cotangent whose shape differs from the output's."""
+    non-Tensor primals, RuntimeError for an integer or bool output (as torch) or a cotangent
+    whose shape differs from the output's."""
     _diff_leaves(primals, range(len(primals)), "vjp")
-    fn = _checked_outputs(func, has_aux, "vjp(f, *primals)")
+    fn = _checked_outputs(func, has_aux, "vjp(f, *primals)", float_outputs=True)
     first = []   # (output arrays, pullback[, aux]) of the call on the given primals
 
     def linearize(prims):
