@@ -264,7 +264,8 @@ def _size(shape):
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """Mirrors ``torch.func.jvp``: ``(func(*primals), J @ tangents)`` (plus ``aux`` with
     ``has_aux``), on ``jax.jvp``. ``primals`` and ``tangents`` are tuples of the same structure
-    and shapes. Raises RuntimeError for non-tuples, mismatched structure or shapes."""
+    and shapes. Raises RuntimeError for non-tuples, mismatched structure or shapes; ValueError for
+    an integer primal or tangent. An integer or bool output's tangent is zeros, as torch's."""
     return _wrap.differentiable(lambda p, t: _jvp(func, p, t, strict, has_aux), (primals, tangents))
 
 
@@ -284,6 +285,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
         if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
             raise ValueError(f"jvp(f, primals, tangents): Expected primal to be floating point or complex, but got: "
                              f"{leaf.dtype}")
+    for leaf in _wrap.tensor_leaves(tangents):
+        if isinstance(leaf, Tensor) and np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+            raise ValueError(f"jvp(f, primals, tangents): Expected tangent to be floating point or complex, but "
+                             f"got: {leaf.dtype}")
     p_arr, t_arr = _wrap.to_arrays(primals), _wrap.to_arrays(tangents)
     sp, st = jax.tree_util.tree_structure(p_arr), jax.tree_util.tree_structure(t_arr)
     if sp != st:
@@ -299,7 +304,13 @@ def _jvp(func, primals, tangents, strict, has_aux):
 
     fn = _checked_outputs(func, has_aux, "jvp(f, primals, tangents)")
     jf = _wrap.pure(fn, primals, range(len(primals)), "forward")
-    res = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=has_aux), p_arr, t_arr)
+    def run(ps, ts):
+        res = jax.jvp(jf, ps, ts, has_aux=has_aux)
+        # an integer or bool output's tangent is JAX's empty float0: torch's is zeros of the output
+        tan = jax.tree_util.tree_map(lambda o, t: jnp.zeros(o.shape, o.dtype) if t.dtype == jax.dtypes.float0 else t,
+                                     res[0], res[1])
+        return (res[0], tan) + tuple(res[2:])
+    res = _wrap.run_jax(run, p_arr, t_arr)
     return tuple(_wrap.to_tensors(r) for r in res)
 
 
