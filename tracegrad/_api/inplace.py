@@ -30,10 +30,11 @@ from .shape import squeeze, t, transpose, unsqueeze
 def check_index_dtype(index, api, message=None):
     """torch's index kernels take int32 or int64 index tensors only (an int16/uint8/bool/float
     index is a RuntimeError there, where XLA would read it as positions): ``message`` is the
-    words after ``api(): `` (torch's differ from kernel to kernel)."""
+    words after ``api(): `` (torch's differ from kernel to kernel; those given are torch's exactly)."""
     if isinstance(index, Tensor) and index.dtype not in (_dt.int32, _dt.int64):
-        said = message or f"Expected dtype int32/int64 for index but got: {_SCALAR_NAME[index.dtype.name]}"
-        raise RuntimeError(f"{api}(): {said}; convert the index with .long()")
+        said = message or (f"Expected dtype int32/int64 for index but got: {_SCALAR_NAME[index.dtype.name]}; "
+                           "convert the index with .long()")
+        raise RuntimeError(f"{api}(): {said}")
 
 
 def index_add_args(self, dim, index, source, alpha, api):
