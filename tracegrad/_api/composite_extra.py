@@ -23,7 +23,7 @@ from ._registry import function, method
 from .composite import float_power
 from .composite_more import flat_index
 from .elementwise import where
-from .inplace import copy_
+from .inplace import check_index_dtype, copy_
 from .shape import cat, chunk, split
 from .._tensor.out import accepts_out
 
@@ -358,6 +358,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     another ``reduce``, a non-1-d index or mismatched sizes."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    check_index_dtype(index, "index_reduce_")
     if input.dim() == 0 and source.dim() == 0:     # torch: a 0-d tensor is one row
         return index_reduce(input.reshape(1), dim, index, source.reshape(1), reduce,
                             include_self=include_self).reshape(())

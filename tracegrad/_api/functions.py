@@ -15,7 +15,7 @@ from ._registry import FUNCTIONS, function
 from .argcheck import guard_all
 from .numpy_names import add_numpy_names
 from .out_functions import add_out
-from .promotion import check_tensor_seq, check_tensors, check_same_dtype, result_dtype
+from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors, check_same_dtype, result_dtype
 
 
 @function()
@@ -111,6 +111,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     for name, x in (("X1", x1), ("X2", x2)):
         if x.dim() < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.dim()}D")
+        if not x.dtype.is_floating_point:   # complex too: torch has no complex kernel
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_SCALAR_NAME[x.dtype.name]}")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)

@@ -17,7 +17,7 @@ from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
 from .promotion import _SCALAR_NAME
 from .argcheck import strict_error
-from .inplace import _check_expand, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
+from .inplace import _check_expand, check_index_dtype, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
 from .promotion import _CPP_NAME, _check_scalar_value
 from .shape import expand, flatten
 
@@ -470,8 +470,13 @@ def index_put(self, indices, values, accumulate=False):
 
 
 def _index_arg(index, name):
-    if not isinstance(index, Tensor) or index.dtype.is_floating_point or index.dtype is _dt.bool_:
+    """An index tensor of int32 or int64 (torch's RuntimeError for any other, or a non-tensor)."""
+    if not isinstance(index, Tensor):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    words = "Expected dtype int32 or int64 for index" if name == "index_select" else None
+    # scatter's kernels all say scatter() (scatter_add, scatter_reduce too), as torch
+    check_index_dtype(index, "scatter" if name.startswith("scatter") else name,
+                      words or "Expected dtype int32/int64 for index")
 
 
 @method(function=True)

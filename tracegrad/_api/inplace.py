@@ -27,11 +27,22 @@ from .shape import squeeze, t, transpose, unsqueeze
 
 
 # ---- in-place ---------------------------------------------------------------------------
+def check_index_dtype(index, api, message=None):
+    """torch's index kernels take int32 or int64 index tensors only (an int16/uint8/bool/float
+    index is a RuntimeError there, where XLA would read it as positions): ``message`` is the
+    words after ``api(): `` (torch's differ from kernel to kernel; those given are torch's exactly)."""
+    if isinstance(index, Tensor) and index.dtype not in (_dt.int32, _dt.int64):
+        said = message or (f"Expected dtype int32/int64 for index but got: {_SCALAR_NAME[index.dtype.name]}; "
+                           "convert the index with .long()")
+        raise RuntimeError(f"{api}(): {said}")
+
+
 def index_add_args(self, dim, index, source, alpha, api):
     """torch's checks on ``index_add(dim, index, source, alpha=)``: an integer index of at most
     one dim inside ``dim`` (IndexError), ``source`` of self's dtype (RuntimeError) and shape
     except along ``dim``. Returns the wrapped dim and ``alpha`` as self's kind of number (an
     integer tensor truncates it, as torch)."""
+    check_index_dtype(index, api)
     d = _wrap_dim(dim, self.ndim)
     if isinstance(index, Tensor) and index.ndim > 1:
         raise IndexError(f"{api}(): Index is supposed to be a vector, got {index.ndim} dims")
@@ -339,6 +350,10 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     if src is None:
         raise TypeError("scatter_() received an invalid combination of arguments: give src (a Tensor) or value (a number)")
     check_scatter_reduce(reduce, "scatter_")
+    check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index")
+    if isinstance(src, Tensor) and src.dtype is not self.dtype:
+        raise RuntimeError(f"scatter_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
+                           f"{src.dtype}, convert src with .to(self.dtype)")
     check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
@@ -350,6 +365,10 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
 def scatter_add_(self, dim, index, src):
     if not isinstance(src, Tensor):   # no Scalar overload in torch (scatter_ has one)
         raise strict_error("scatter_add_", "src", "Tensor", src, 3)
+    check_index_dtype(index, "scatter", "Expected dtype int32/int64 for index")
+    if src.dtype is not self.dtype:
+        raise RuntimeError(f"scatter_add_(): Expected self.dtype to be equal to src.dtype; got {self.dtype} and "
+                           f"{src.dtype}, convert src with .to(self.dtype)")
     check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_add_")

@@ -88,8 +88,14 @@ def _check_norm_dtype(input, weight, kernel, api, *params):
     """torch's dtype rules for normalisation: weight and the other ``params`` (bias, running
     stats) share the input's dtype, except float32 parameters beside float16/bfloat16 input
     (RuntimeError, no promotion). For integer input, a float weight beside it is a mixed-dtype
-    RuntimeError, otherwise the kernel is NotImplementedError for that dtype."""
-    if input.dtype.is_floating_point or input.dtype.is_complex:
+    RuntimeError, otherwise the kernel is NotImplementedError for that dtype (complex input too:
+    torch has no complex normalisation kernel)."""
+    # (torch's layer_norm compares its parameters' dtypes before it dispatches on the input's)
+    mixed = api == "layer_norm" and any(p is not None and p.dtype is not input.dtype for p in (weight,) + params)
+    if input.dtype.is_complex and not mixed:
+        raise NotImplementedError(f"{api}: \"{kernel}\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                                  "normalise .real and .imag apart (view_as_real)")
+    if input.dtype.is_floating_point:
         half = input.dtype.name in ("float16", "bfloat16")
         for p in (weight,) + params:
             if p is not None and p.dtype is not input.dtype and not (half and p.dtype.name == "float32"):

@@ -55,7 +55,17 @@ _NO_COMPLEX = {
     "polygamma": "polygamma", "softplus": "softplus_cpu", "elu": "elu_cpu", "leaky_relu": "leaky_relu_cpu",
     "gelu": "GeluKernelImpl", "mish": "mish_cpu", "softmax": "softmax_lastdim_kernel_impl",
     "log_softmax": "log_softmax_lastdim_kernel_impl", "atan2": "atan2_cpu",
+    # losses, pools and normalizations (JAX computes them on complex numbers with real-only formulas)
+    "mse_loss": "mse_cpu", "smooth_l1_loss": "smooth_l1_cpu", "huber_loss": "huber_cpu",
+    "binary_cross_entropy": "binary_cross_entropy", "binary_cross_entropy_with_logits": "log_sigmoid_cpu",
+    "max_pool2d": "max_pool2d", "max_pool2d_with_indices": "max_pool2d", "max_pool3d": "max_pool3d",
+    "max_pool3d_with_indices": "max_pool3d", "avg_pool2d": "avg_pool2d", "avg_pool3d": "avg_pool3d_out_frame",
+    "adaptive_avg_pool2d": "adaptive_avg_pool2d", "adaptive_max_pool2d": "adaptive_max_pool2d",
+    "native_layer_norm": "LayerNormKernelImpl", "native_group_norm": "GroupNormKernelImpl",
+    "native_batch_norm": "batch_norm",
 }
+# clamps: torch's own words (no kernel name) for a complex input
+_NO_COMPLEX_CLAMP = {"clamp", "clamp_tensor", "clamp_min", "clamp_min_tensor", "clamp_max", "clamp_max_tensor"}
 # the ones torch refuses with a RuntimeError of its own words instead
 _NO_COMPLEX_RUNTIME = {"fmax", "fmin"}
 
@@ -65,13 +75,16 @@ def check_complex(name, arrays) -> None:
     NotImplementedError naming the kernel (RuntimeError for fmax/fmin), torch's exact classes;
     ``dtype_refusal`` marks it for the dispatch boundary (``errors.op_error``) to pass unchanged."""
     kernel = _NO_COMPLEX.get(name)
-    if kernel is None and name not in _NO_COMPLEX_RUNTIME:
+    if kernel is None and name not in _NO_COMPLEX_RUNTIME and name not in _NO_COMPLEX_CLAMP:
         return
     d = next((_dtype(a) for a in arrays if _dtype(a) is not None and jnp.issubdtype(_dtype(a), jnp.complexfloating)),
              None)
     if d is None:
         return
-    if kernel is None:
+    if name in _NO_COMPLEX_CLAMP:
+        err = NotImplementedError(f"tracegrad.{name}: clamp is not supported for complex types; clamp .real and "
+                                  ".imag apart")
+    elif kernel is None:
         err = RuntimeError(f"{name} not implemented for complex tensors; compare .real or .abs() instead")
     else:
         scalar = "ComplexDouble" if d == jnp.complex128 else "ComplexFloat"

@@ -168,7 +168,7 @@ def set_rng_state(new_state):
 
 def key_for(generator):
     try:   # free on the success path; a generator= of another kind is torch's parser TypeError
-        return (generator or default_generator).next_key()
+        return (default_generator if generator is None else generator).next_key()
     except AttributeError:
         if generator is None or isinstance(generator, Generator):
             raise
@@ -179,4 +179,7 @@ def key_for(generator):
 def peek_key(generator):
     """The key the next draw from ``generator`` (None: the default one) would use, without
     advancing it (a meta tensor's draw, which takes no randomness: NOTE [meta tensors])."""
-    return (generator or default_generator)._current_key()
+    if generator is not None and not isinstance(generator, Generator):
+        raise TypeError(f"random draw received an invalid combination of arguments: got "
+                        f"generator={type(generator).__name__}; pass a tracegrad.Generator (or None)")
+    return (default_generator if generator is None else generator)._current_key()

@@ -18,6 +18,9 @@ class detect_anomaly:
                       "should only be enabled for debugging.", stacklevel=2)
 
     def __enter__(self):
+        if type(self.check_nan) is not bool:   # torch's set_anomaly_enabled parser, on entering
+            raise TypeError(f"set_anomaly_enabled(): argument 'check_nan' (position 2) must be bool, not "
+                            f"{type(self.check_nan).__name__}; pass True or False")
         self.prev = tuple(ANOMALY)
         ANOMALY[0], ANOMALY[1] = True, self.check_nan
 

@@ -123,15 +123,23 @@ def grad_and_value(func, argnums=0, has_aux=False):
     tuple over argnums when ``argnums`` is a tuple); inputs may be trees (dicts, tuples) of
     floating Tensors. Raises RuntimeError for bad ``argnums``, a non-scalar or non-Tensor
     output, integer inputs; ValueError for non-Tensor differentiated inputs (torch's classes).
+    An integer or bool output is not differentiable: its gradient is zeros, as torch's.
     """
     def wrapper(*args, **kwargs):
         positions = _argnums(argnums, len(args))
         _diff_leaves(args, positions, "grad_and_value")
         checked = _scalar_fn(lambda *a: func(*a, **kwargs), has_aux, "grad_and_value")
         jf = _wrap.pure(checked, args, positions, "reverse")
+
+        def real_valued(*d):
+            # an integer or bool output has a zero gradient in torch (it is not differentiable);
+            # JAX's grad refuses such outputs, so differentiate it as a float, keep the value as is
+            res = jf(*d)
+            out = res[0] if has_aux else res
+            return (out if jnp.issubdtype(out.dtype, jnp.inexact) else out.astype(jnp.float32)), res
         diff = tuple(_wrap.to_arrays(args[p]) for p in positions)
-        value, grads = _wrap.run_jax(jax.value_and_grad(jf, argnums=_jax_argnums(argnums, positions),
-                                                        has_aux=has_aux), *diff)
+        (_, value), grads = _wrap.run_jax(jax.value_and_grad(real_valued, argnums=_jax_argnums(argnums, positions),
+                                                             has_aux=True), *diff)
         # under no_grad inside an outer reverse-mode transform, a constant of it
         return _closure.constant_of_level((_wrap.to_tensors(_conj_complex(grads)), _wrap.to_tensors(value)))
     return _wrap.recorded(wrapper, func)
@@ -160,9 +168,10 @@ def vjp(func, *primals, has_aux=False):
     ``has_aux``). ``vjp_fn(cotangents)`` takes Tensors shaped as ``output`` and returns a tuple
     with one gradient per primal. Output and gradients stay differentiable with respect to
     primals/cotangents that require grad (see the module docstring). Raises ValueError for
-    non-Tensor primals, RuntimeError for a cotangent whose shape differs from the output's."""
+    non-Tensor primals, RuntimeError for an integer or bool output (as torch) or a cotangent
+    whose shape differs from the output's."""
     _diff_leaves(primals, range(len(primals)), "vjp")
-    fn = _checked_outputs(func, has_aux, "vjp(f, *primals)")
+    fn = _checked_outputs(func, has_aux, "vjp(f, *primals)", float_outputs=True)
     first = []   # (output arrays, pullback[, aux]) of the call on the given primals
 
     def linearize(prims):
@@ -255,7 +264,8 @@ def _size(shape):
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     """Mirrors ``torch.func.jvp``: ``(func(*primals), J @ tangents)`` (plus ``aux`` with
     ``has_aux``), on ``jax.jvp``. ``primals`` and ``tangents`` are tuples of the same structure
-    and shapes. Raises RuntimeError for non-tuples, mismatched structure or shapes."""
+    and shapes. Raises RuntimeError for non-tuples, mismatched structure or shapes; ValueError for
+    an integer primal or tangent. An integer or bool output's tangent is zeros, as torch's."""
     return _wrap.differentiable(lambda p, t: _jvp(func, p, t, strict, has_aux), (primals, tangents))
 
 
@@ -275,6 +285,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
         if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
             raise ValueError(f"jvp(f, primals, tangents): Expected primal to be floating point or complex, but got: "
                              f"{leaf.dtype}")
+    for leaf in _wrap.tensor_leaves(tangents):
+        if isinstance(leaf, Tensor) and np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:
+            raise ValueError(f"jvp(f, primals, tangents): Expected tangent to be floating point or complex, but "
+                             f"got: {leaf.dtype}")
     p_arr, t_arr = _wrap.to_arrays(primals), _wrap.to_arrays(tangents)
     sp, st = jax.tree_util.tree_structure(p_arr), jax.tree_util.tree_structure(t_arr)
     if sp != st:
@@ -290,7 +304,13 @@ def _jvp(func, primals, tangents, strict, has_aux):
 
     fn = _checked_outputs(func, has_aux, "jvp(f, primals, tangents)")
     jf = _wrap.pure(fn, primals, range(len(primals)), "forward")
-    res = _wrap.run_jax(functools.partial(jax.jvp, jf, has_aux=has_aux), p_arr, t_arr)
+    def run(ps, ts):
+        res = jax.jvp(jf, ps, ts, has_aux=has_aux)
+        # an integer or bool output's tangent is JAX's empty float0: torch's is zeros of the output
+        tan = jax.tree_util.tree_map(lambda o, t: jnp.zeros(o.shape, o.dtype) if t.dtype == jax.dtypes.float0 else t,
+                                     res[0], res[1])
+        return (res[0], tan) + tuple(res[2:])
+    res = _wrap.run_jax(run, p_arr, t_arr)
     return tuple(_wrap.to_tensors(r) for r in res)
 
 

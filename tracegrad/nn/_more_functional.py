@@ -185,6 +185,9 @@ def glu(input, dim=-1):
     an odd size. Differs from torch: grad_fn is the composite's (torch: ``GluBackward0``)."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.is_complex():   # torch has no complex kernel (JAX would compute one)
+        name = "ComplexDouble" if input.dtype == tracegrad.complex128 else "ComplexFloat"
+        raise NotImplementedError(f"glu: \"glu_cpu\" not implemented for '{name}'; take .real or .abs() first")
     size = input.shape[dim]
     if size % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size {size}")

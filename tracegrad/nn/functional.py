@@ -800,6 +800,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     input, target = _autocast.cast("fp32", "kl_div", input, target)
     if type(log_target) is not bool and type(log_target).__name__ != "bool_":   # torch's parser: a bool only
         raise TypeError(f"kl_div(): argument 'log_target' must be bool, not {type(log_target).__name__}")
+    if any(getattr(t, "is_complex", lambda: False)() for t in (input, target)):
+        raise RuntimeError("kl_div: Complex inputs not supported. Take .real or .abs() of the log-probabilities")
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean" and not legacy:
