@@ -719,6 +719,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
+                    if "_inference" in leaves[i].__dict__:
+                        # an inference tensor's stand-in is one as well, so that saving it for
+                        # backward or writing it in place raises as eagerly (keyed: compiler._key)
+                        w._inference = True
                     call_leaves[i] = w
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
             cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
