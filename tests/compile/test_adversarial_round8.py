@@ -276,6 +276,31 @@ def test_inference_mode_tensors_as_arguments():
     compare(build)
 
 
+# inference_mode() entered inside the compiled function: what it makes there is an inference
+# tensor after every call (an in-place write to it outside raises), what it makes after is not
+# (found here: the program's results were plain tensors from the second call on)
+def test_inference_mode_inside_the_function():
+    def build(T, wrap):
+        def fn(x):
+            with T.inference_mode():
+                y = x * 2
+            z = x * 3
+            return y, z, y.is_inference(), z.is_inference()
+        f = wrap(fn)
+
+        def run(i):
+            y, z, a, b = f(_rand(T, i, 3))
+            before = y.tolist()     # torch writes before it raises: compared before the write
+            try:
+                y.add_(1)
+                err = None
+            except RuntimeError as e:
+                err = "inference" in str(e).lower()
+            return before, z, a, b, y.is_inference(), z.is_inference(), err
+        return run
+    compare(build)
+
+
 # requires_grad_ toggled on a parameter between calls (a layer frozen, then thawed): grads,
 # updates and the momentum state follow each call's flags
 def test_requires_grad_toggled_between_calls():
@@ -328,3 +353,34 @@ def test_exception_after_in_place_writes_keeps_them():
             return out, x, net.weight, net.bias
         return run
     compare(build, calls=5)
+
+
+# tensors the compiled function's graph saved for backward (its argument for sin, its result
+# for exp, a parameter for the Linear) written in place after the call: backward raises eager's
+# "modified by an inplace operation" RuntimeError, on every call (the region's backward read
+# the residuals the program returned and gave stale gradients silently); what nothing saved (an
+# add's operands) may be written, and the gradient is eager's
+def test_saved_tensors_written_after_the_call_fail_the_backward():
+    def build(T, wrap):
+        lin = _linear(T, seed=7)
+        f = wrap(lambda x, b: (x.sin(), x.exp(), x + b, lin(x)))
+
+        def run(i):
+            x = _rand(T, i, 4, 3).requires_grad_()
+            b = _rand(T, i + 1, 4, 3).requires_grad_()
+            h = x * 1
+            s, e, a, y = f(h, b)
+            steps = [(lambda: e.mul_(2), e), (lambda: b.add_(1), a), (lambda: lin.bias.add_(0.5), y),
+                     (lambda: h.add_(1), s), (lambda: lin.weight.mul_(0.5), y)]
+            seen = []
+            for write, out in steps:
+                with T.no_grad():
+                    write()
+                try:
+                    out.sum().backward(retain_graph=True)
+                    seen.append(None)
+                except RuntimeError as err:
+                    seen.append("modified by an inplace operation" in str(err))
+            return seen, x.grad, b.grad, lin.weight.grad, lin.bias.grad, h
+        return run
+    compare(build)

@@ -419,7 +419,7 @@ class Region:
             ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
-            vjp = (pullback, edges)
+            vjp = (pullback, edges, self.saved)
         for st, a in zip(self.storages, state):
             if a is not None:
                 st.array = a
@@ -519,7 +519,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -537,9 +537,9 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls = v
+                rg, how, cls, made_inference = v
                 t = cls._make(next(it))
-                if inference:
+                if inference or made_inference:
                     t._inference = True
                 if rg:
                     t._rg = True
@@ -568,9 +568,14 @@ class OutRecipe:
                 out.append(v)
         diff += kept
         if diff:
-            pullback, edges = vjp
+            pullback, edges, (s_args, s_out, s_state) = vjp
+            # NOTE [saved versions of a compiled region]: versions as the call left them
+            saved = [(arg_leaves[i], o) for i, o in s_args] + [(out[k], o) for k, o in s_out] \
+                + [(r(), o) for r, o in s_state]
             node = CompiledFunctionBackward(edges, _bwd_program, pullback,
-                                            [(t._value.shape, t._value.dtype) for t in diff])
+                                            [(t._value.shape, t._value.dtype) for t in diff],
+                                            [(t._vc, t._vc[0], t.dtype, tuple(t.shape), o) for t, o in saved
+                                             if t is not None])
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return out
@@ -809,6 +814,21 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if diff_out and not plan.vjp and grad_mode.STATE[0]:
                 plan.vjp = True
                 raise Retrace()
+            # NOTE [saved versions of a compiled region]: eager's backward raises when a tensor
+            # its ops saved (an argument, a result, a parameter) was written in place after the
+            # call; the region's backward reads residuals the program returned, which such a
+            # write does not change, so it would use the old values silently. The arguments,
+            # results and state tensors that the traced graph of the differentiable results saved
+            # get their versions checked instead.
+            saved_ids = _saved_in_graph([t for t, (kind, v) in zip(r_leaves, recipe.leaves)
+                                         if kind == "new" and v[1] == "diff"])
+            info["saved"] = (tuple((i, saved_ids[id(call_leaves[i]._vc)]) for i in data_in
+                                   if id(call_leaves[i]._vc) in saved_ids),
+                             tuple((k, saved_ids[id(t._vc)])
+                                   for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
+                                   if kind == "new" and id(t._vc) in saved_ids),
+                             tuple((r, saved_ids[id(r()._vc)]) for _, r in live
+                                   if r() is not None and id(r()._vc) in saved_ids))
             owners_end = [(o, o._grad) for o in owners]
             grad_kinds = [_grad_kind(t, g0, cap) for (_, t), g0 in zip(owners_end, saved[1])]
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
@@ -953,6 +973,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["checked"] = False
     region.checked = info["checked"]
     region.unreached = info.get("unreached", frozenset())
+    region.saved = info.get("saved", ((), (), ()))
     # the Python values the hooks that ran read are guarded as the function's own
     # (NOTE [hooks in a trace])
     refs += tuple(r for h in info["hooks"] for r in h.refs)
@@ -1168,9 +1189,32 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
         # an ``nn.Parameter(...)`` made inside comes back a Parameter, as eager's (other tensor
         # subclasses may keep state their __init__ sets: those come back plain tensors)
         cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
-        leaves.append(("new", (rg, how, cls)))
+        # made under inference_mode() inside the function: an inference tensor on every call
+        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__)))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
+
+
+def _saved_in_graph(roots) -> dict:
+    """{id of a version counter (shared by a tensor, its views and detached aliases): the
+    positions in ``roots`` whose traced graph saved that tensor for backward} (ops' saved
+    tensors, custom Functions' ``save_for_backward``; not those a saved_tensors_hooks pair
+    packed): NOTE [saved versions of a compiled region]. The traced graph ends at the
+    arguments' stand-ins and the state tensors, which are leaves in it."""
+    ids = {}
+    for k, root in enumerate(roots):
+        seen, stack = set(), [root._gf]
+        while stack:
+            n = stack.pop()
+            if n is None or id(n) in seen:
+                continue
+            seen.add(id(n))
+            for s in getattr(n, "saved", None) or getattr(n, "_saved", None) or ():
+                t = getattr(s, "tensor", None)
+                if t is not None:
+                    ids[id(t._vc)] = ids.get(id(t._vc), frozenset()) | {k}
+            stack.extend(e[0] for e in n.next_functions if e is not None)
+    return ids
 
 
 def _view_root(t, call_leaves, whole, outside, state=None):
