@@ -337,3 +337,43 @@ def test_non_leaf_argument_mutated_before_its_backward():
             return out, y, y.requires_grad, y.is_leaf, x.grad, w.grad
         return run
     compare(build)
+
+
+# MiscTests-style fullgraph=True failures found only after the function returned (a list it was
+# passed appended to, a closed-over counter changed, a generator returned): the GraphBreak names
+# this file and the line defining the function (it named the caller's line before), and the
+# caller's list and counter are as they were; without fullgraph the calls run as eagerly
+def test_fullgraph_breaks_found_after_the_call_name_the_function():
+    count = [0]
+
+    def appends(x, acc):
+        acc.append(x.sum())
+        return x * 2
+
+    def counts(x, acc):
+        count[0] += 1
+        return x * count[0]
+
+    def generates(x, acc):
+        yield x * 3
+
+    for fn in (appends, counts, generates):
+        f = tracegrad.compile(fn, fullgraph=True)
+        acc, before = [], count[0]
+        line = fn.__code__.co_firstlineno
+        with pytest.raises(tracegrad.compiler.GraphBreak,
+                           match=rf"test_dynamo_ported_round16\.py:{line}, in {fn.__name__}"):
+            f(tracegrad.ones(2), acc)
+        assert acc == [] and count[0] == before
+
+    def build(T, wrap):
+        n = [0]
+
+        def step(x, acc):
+            n[0] += 1
+            acc.append(x.sum() * n[0])
+            return list((x * k for k in range(n[0])))
+        f = wrap(step)
+        acc = []
+        return lambda i: (f(_rand(T, i, 2), acc), list(acc), n[0])
+    compare(build, calls=3)

@@ -43,7 +43,7 @@ from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
-from .capture import Capture, GraphBreak, guard_output
+from .capture import Capture, GraphBreak, def_site, guard_output
 from .deferred import DeferredItem, check_kept
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
@@ -737,27 +737,30 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            # what the checks below find happened somewhere in the function, not at one op: named
+            # by the function's definition (the caller's line said nothing about where)
+            after = def_site(fn)
             if os.environ != env:
                 raise GraphBreak("the function changes os.environ: the program would not change it on "
-                                 "later calls")
+                                 "later calls", where=after)
             if _global_modes() != modes:
                 raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
-                                 "algorithms, thread counts): the program would not change it on later calls")
+                                 "algorithms, thread counts): the program would not change it on later calls", where=after)
             if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
-                                 "the program would do that to a stand-in, not to the caller's tensor")
+                                 "the program would do that to a stand-in, not to the caller's tensor", where=after)
             if any(call_leaves[i]._chain for i in data_in):
                 # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
                 # ``as_strided_``): the caller's tensor would keep its shape and strides
                 raise GraphBreak("an in-place op changes the shape or strides of a tensor argument (t_, "
                                  "resize_, unsqueeze_, as_strided_...): the program can write the caller's "
-                                 "values, not its layout")
+                                 "values, not its layout", where=after)
             if _arguments_changed(a2, kw2, treedef, call_leaves):
                 # the function got rebuilt copies of its list/dict arguments; eagerly it changes
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
                 raise GraphBreak("the function changes a list or dict it was passed (an append, an item "
-                                 "set): the program would not repeat that on later calls")
+                                 "set): the program would not repeat that on later calls", where=after)
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
@@ -765,7 +768,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             moved = changed(refs, effects0)
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
-                                 "append, an attribute...): the program would not repeat that on later calls")
+                                 "append, an attribute...): the program would not repeat that on later calls", where=after)
             # NOTE [numpy views in a trace]: a tensor's numpy view (``w = p.detach().numpy()``,
             # NOTE [numpy bridge]) is the storage's memory, which a trace does not write: what the
             # function reads through the view after the traced write is the old value, and what it
@@ -779,11 +782,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                              for st, a in zip(storages, state) if st.array is not a for o in overlapping(st)):
                 raise GraphBreak("the function writes a tensor made by from_numpy over an array another "
                                  "tensor it reads also shares: the program would not see one's writes "
-                                 "in the other")
+                                 "in the other", where=after)
             if shared is not None:
                 raise GraphBreak(f"the function uses '{shared}', a numpy view of a tensor it updates: "
                                  "the program would not see its reads and writes through it (use the "
-                                 "view before or after the call)")
+                                 "view before or after the call)", where=after)
             cap.hooks_changed()
             info["hooks"] = list(cap.hooks.values())
             if plan.absorb(cap):
@@ -799,7 +802,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
             recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside,
-                                                       {id(st): (st, r) for st, r in live})
+                                                       {id(st): (st, r) for st, r in live}, after)
             # the Python places the call bound tensors to (read before ``_escapes`` cuts the
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
@@ -1103,7 +1106,7 @@ def _leaves_reached(results):
     return out
 
 
-def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
+def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=None):
     """``outside``: ids of tensor objects that existed before the call (parameters, buffers,
     optimizer state, ``.grad``s): returned as themselves, as eager returns them. A result
     returned twice comes back twice as one object; a result that is a view of another result,
@@ -1127,13 +1130,13 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
                 # another object than the caller's tensor on every call: the program would return
                 # a stale number (``id`` is a builtin the capture does not see)
                 raise GraphBreak("id() of a tensor argument returned: the program runs on a stand-in, not on "
-                                 "the caller's tensor object")
+                                 "the caller's tensor object", where)
             if isinstance(t, collections.abc.Iterator):
                 # a generator (the function is a generator function), ``iter``/``zip``/``map``
                 # made while tracing: kept as a constant, later calls would get that one
                 # object, already used up
                 raise GraphBreak(f"the function returns a {type(t).__name__} (an iterator made by the call): "
-                                 "the program would hand back the one made while tracing")
+                                 "the program would hand back the one made while tracing", where)
             leaves.append(("const", t))
             continue
         if id(t) in seen:
