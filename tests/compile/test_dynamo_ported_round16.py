@@ -377,3 +377,40 @@ def test_fullgraph_breaks_found_after_the_call_name_the_function():
         acc = []
         return lambda i: (f(_rand(T, i, 2), acc), list(acc), n[0])
     compare(build, calls=3)
+
+
+# NNModuleTests (BatchNorm in a compiled step) and test_optimizers.py (options changed between
+# steps): running statistics updated by every call, train/eval and the BatchNorm momentum
+# switched between calls, the optimizer's weight_decay and momentum changed and a parameter
+# group added: each call is eager's (few calls: each change traces again)
+def test_module_flags_and_optimizer_options_changed_between_calls():
+    def build(T, wrap):
+        net = T.nn.Sequential(T.nn.Linear(3, 3), T.nn.BatchNorm1d(3), T.nn.Linear(3, 1))
+        with T.no_grad():
+            for k, p in enumerate(net.parameters()):
+                p.copy_(_rand(T, 20 + k, *p.shape) * 0.5)
+        extra = T.nn.Parameter(_rand(T, 30, 1))
+        opt = T.optim.SGD(list(net[0].parameters()) + list(net[2].parameters()), lr=0.1, momentum=0.5)
+
+        def step(x):
+            opt.zero_grad()
+            loss = (net(x) * (1 + extra)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                net.eval()
+                opt.param_groups[0]["weight_decay"] = 0.1
+            if i == 3:
+                net.train()
+                net[1].momentum = 0.5
+                opt.add_param_group({"params": [extra], "lr": 0.05})
+                opt.param_groups[0]["momentum"] = 0.0
+            out = f(_rand(T, i, 4, 3))
+            return out, net[1].running_mean, net[1].running_var, net[1].num_batches_tracked, \
+                net[0].weight, extra
+        return run
+    compare(build, calls=4)
