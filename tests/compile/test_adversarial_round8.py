@@ -388,3 +388,49 @@ def test_saved_tensors_written_after_the_call_fail_the_backward():
             return seen, x.grad, b.grad, lin.weight.grad, lin.bias.grad, h
         return run
     compare(build)
+
+
+# two compiled forwards, then an optimizer step between their backwards: the Linear saved its
+# weight, so the second backward raises as eagerly (on the calls that step), and a custom
+# Function's save_for_backward of an argument written after the call fails the same way
+def test_optimizer_step_between_two_compiled_forwards_and_a_saved_custom_function_input():
+    def build(T, wrap):
+        class Sq(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 2 * x * g
+
+        lin = _linear(T, seed=8)
+        opt = T.optim.SGD(lin.parameters(), lr=0.1)
+        f = wrap(lambda x: lin(x).pow(2).sum())
+        g = wrap(lambda x: Sq.apply(x).sum())
+
+        def attempt(loss):
+            try:
+                loss.backward()
+                return None
+            except RuntimeError as e:
+                return "modified by an inplace operation" in str(e)
+
+        def run(i):
+            x = _rand(T, i, 2, 3).requires_grad_()
+            h = x * 1
+            l1, l2 = f(h), f(x * 2)
+            opt.zero_grad()
+            l1.backward()
+            if i % 2:
+                opt.step()
+            r2 = attempt(l2)
+            l3, l4 = f(h), g(h)
+            if i % 2 == 0:
+                with T.no_grad():
+                    h.add_(1)
+            return r2, attempt(l3), attempt(l4), lin.weight, lin.weight.grad, x.grad
+        return run
+    compare(build)
