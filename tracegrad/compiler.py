@@ -345,9 +345,12 @@ def _key(leaves, treedef, kinds):
                 parts.append(_unhashable_key(a))
         else:
             v = a._value
-            # a data argument's leaf-ness and view-ness: NOTE [argument stand-ins] (capture.py)
+            # a data argument's leaf-ness, view-ness and inference-ness: NOTE [argument
+            # stand-ins] (capture.py); an inference tensor's stand-in is one too (it must raise
+            # where eager's would: saved for backward, written in place)
             parts.append((k, v.shape, v.dtype, a._rg,
-                          id(a) if k == "state" else (a._grad is None, a._gf is None, not a._chain)))
+                          id(a) if k == "state" else (a._grad is None, a._gf is None, not a._chain,
+                                                      "_inference" in a.__dict__)))
     # the default dtype decides what factories inside make (torch.zeros(3), tensor(1.5)); the
     # saved_tensors_hooks active around the call must run on every call (a trace under them
     # reaches the hooks: a graph break unless allow_in_graph)

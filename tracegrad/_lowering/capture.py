@@ -95,6 +95,26 @@ def user_frame(stack=None) -> str | None:
     return None
 
 
+def def_site(fn) -> str | None:
+    """``file:line, in name`` of where the compiled function ``fn`` (a function, a bound method,
+    a module's ``forward``, a ``functools.partial``) is defined, followed by the caller's line:
+    for a graph break found after the call (a list it was passed appended to, a counter
+    changed), which no single op of the function raised."""
+    f = fn
+    for _ in range(4):        # partial -> func, module -> forward, method -> __func__
+        if getattr(f, "__code__", None) is not None:
+            break
+        f = getattr(f, "func", None) or getattr(f, "forward", None) or getattr(f, "__func__", None)
+        if f is None:
+            return user_frame()
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return user_frame()
+    caller = user_frame()
+    return (f"{code.co_filename}:{code.co_firstlineno}, in {code.co_name}"
+            + (f"; called at {caller}" if caller else ""))
+
+
 class StreamGuard:
     """``sys.stdout``/``sys.stderr`` while a trace runs: a write (``print``) is a graph break,
     because the program would print only while tracing, not on every call. The write raises

@@ -43,7 +43,7 @@ from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
 from ..autograd._graph_impl import edge as _edge
 from . import hyper
-from .capture import Capture, GraphBreak, guard_output
+from .capture import Capture, GraphBreak, def_site, guard_output
 from .deferred import DeferredItem, check_kept
 from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
@@ -419,7 +419,7 @@ class Region:
             ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
-            vjp = (pullback, edges)
+            vjp = (pullback, edges, self.saved)
         for st, a in zip(self.storages, state):
             if a is not None:
                 st.array = a
@@ -519,7 +519,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -537,9 +537,9 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls = v
+                rg, how, cls, made_inference = v
                 t = cls._make(next(it))
-                if inference:
+                if inference or made_inference:
                     t._inference = True
                 if rg:
                     t._rg = True
@@ -568,9 +568,14 @@ class OutRecipe:
                 out.append(v)
         diff += kept
         if diff:
-            pullback, edges = vjp
+            pullback, edges, (s_args, s_out, s_state) = vjp
+            # NOTE [saved versions of a compiled region]: versions as the call left them
+            saved = [(arg_leaves[i], o) for i, o in s_args] + [(out[k], o) for k, o in s_out] \
+                + [(r(), o) for r, o in s_state]
             node = CompiledFunctionBackward(edges, _bwd_program, pullback,
-                                            [(t._value.shape, t._value.dtype) for t in diff])
+                                            [(t._value.shape, t._value.dtype) for t in diff],
+                                            [(t._vc, t._vc[0], t.dtype, tuple(t.shape), o) for t, o in saved
+                                             if t is not None])
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return out
@@ -719,6 +724,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     w = Tensor._make(next(d))
                     data_in[i] = w._st.array
                     w._rg = leaves[i]._rg
+                    if "_inference" in leaves[i].__dict__:
+                        # an inference tensor's stand-in is one as well, so that saving it for
+                        # backward or writing it in place raises as eagerly (keyed: compiler._key)
+                        w._inference = True
                     call_leaves[i] = w
             w = None     # the last wrapper would otherwise look kept (an escape) to _escapes
             cap.stand_ins = {id(call_leaves[i]._st): leaves[i] for i in data_in}
@@ -728,27 +737,30 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             with guard_output():
                 result = fn(*a2, **kw2)
             _state.CAPTURE[0] = prev_cap
+            # what the checks below find happened somewhere in the function, not at one op: named
+            # by the function's definition (the caller's line said nothing about where)
+            after = def_site(fn)
             if os.environ != env:
                 raise GraphBreak("the function changes os.environ: the program would not change it on "
-                                 "later calls")
+                                 "later calls", where=after)
             if _global_modes() != modes:
                 raise GraphBreak("the function leaves a global setting changed (grad mode, the default dtype "
                                  "or device, anomaly mode, print options, matmul precision, deterministic "
-                                 "algorithms, thread counts): the program would not change it on later calls")
+                                 "algorithms, thread counts): the program would not change it on later calls", where=after)
             if any((call_leaves[i]._rg, set(vars(call_leaves[i]))) != w for i, w in wrappers.items()):
                 raise GraphBreak("the function sets requires_grad or a Python attribute on a tensor argument: "
-                                 "the program would do that to a stand-in, not to the caller's tensor")
+                                 "the program would do that to a stand-in, not to the caller's tensor", where=after)
             if any(call_leaves[i]._chain for i in data_in):
                 # the stand-in became a view of itself (``x.t_()``, ``resize_``, ``unsqueeze_``,
                 # ``as_strided_``): the caller's tensor would keep its shape and strides
                 raise GraphBreak("an in-place op changes the shape or strides of a tensor argument (t_, "
                                  "resize_, unsqueeze_, as_strided_...): the program can write the caller's "
-                                 "values, not its layout")
+                                 "values, not its layout", where=after)
             if _arguments_changed(a2, kw2, treedef, call_leaves):
                 # the function got rebuilt copies of its list/dict arguments; eagerly it changes
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
                 raise GraphBreak("the function changes a list or dict it was passed (an append, an item "
-                                 "set): the program would not repeat that on later calls")
+                                 "set): the program would not repeat that on later calls", where=after)
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
@@ -756,7 +768,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             moved = changed(refs, effects0)
             if moved is not None:
                 raise GraphBreak(f"the function changes the Python value '{moved}' (a counter, an "
-                                 "append, an attribute...): the program would not repeat that on later calls")
+                                 "append, an attribute...): the program would not repeat that on later calls", where=after)
             # NOTE [numpy views in a trace]: a tensor's numpy view (``w = p.detach().numpy()``,
             # NOTE [numpy bridge]) is the storage's memory, which a trace does not write: what the
             # function reads through the view after the traced write is the old value, and what it
@@ -770,11 +782,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                              for st, a in zip(storages, state) if st.array is not a for o in overlapping(st)):
                 raise GraphBreak("the function writes a tensor made by from_numpy over an array another "
                                  "tensor it reads also shares: the program would not see one's writes "
-                                 "in the other")
+                                 "in the other", where=after)
             if shared is not None:
                 raise GraphBreak(f"the function uses '{shared}', a numpy view of a tensor it updates: "
                                  "the program would not see its reads and writes through it (use the "
-                                 "view before or after the call)")
+                                 "view before or after the call)", where=after)
             cap.hooks_changed()
             info["hooks"] = list(cap.hooks.values())
             if plan.absorb(cap):
@@ -790,7 +802,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 | {id(g) for g in saved[1] if g is not None} \
                 | {id(a) for a, k in zip(leaves, kinds) if k == "state"}
             recipe, res_arrays, diff_out = _out_recipe(r_leaves, r_def, call_leaves, cap, outside,
-                                                       {id(st): (st, r) for st, r in live})
+                                                       {id(st): (st, r) for st, r in live}, after)
             # the Python places the call bound tensors to (read before ``_escapes`` cuts the
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
@@ -805,6 +817,21 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             if diff_out and not plan.vjp and grad_mode.STATE[0]:
                 plan.vjp = True
                 raise Retrace()
+            # NOTE [saved versions of a compiled region]: eager's backward raises when a tensor
+            # its ops saved (an argument, a result, a parameter) was written in place after the
+            # call; the region's backward reads residuals the program returned, which such a
+            # write does not change, so it would use the old values silently. The arguments,
+            # results and state tensors that the traced graph of the differentiable results saved
+            # get their versions checked instead.
+            saved_ids = _saved_in_graph([t for t, (kind, v) in zip(r_leaves, recipe.leaves)
+                                         if kind == "new" and v[1] == "diff"])
+            info["saved"] = (tuple((i, saved_ids[id(call_leaves[i]._vc)]) for i in data_in
+                                   if id(call_leaves[i]._vc) in saved_ids),
+                             tuple((k, saved_ids[id(t._vc)])
+                                   for k, (t, (kind, _)) in enumerate(zip(r_leaves, recipe.leaves))
+                                   if kind == "new" and id(t._vc) in saved_ids),
+                             tuple((r, saved_ids[id(r()._vc)]) for _, r in live
+                                   if r() is not None and id(r()._vc) in saved_ids))
             owners_end = [(o, o._grad) for o in owners]
             grad_kinds = [_grad_kind(t, g0, cap) for (_, t), g0 in zip(owners_end, saved[1])]
             grads_end = [None if t is None else t._st.array for _, t in owners_end]
@@ -949,6 +976,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["checked"] = False
     region.checked = info["checked"]
     region.unreached = info.get("unreached", frozenset())
+    region.saved = info.get("saved", ((), (), ()))
     # the Python values the hooks that ran read are guarded as the function's own
     # (NOTE [hooks in a trace])
     refs += tuple(r for h in info["hooks"] for r in h.refs)
@@ -1078,7 +1106,7 @@ def _leaves_reached(results):
     return out
 
 
-def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
+def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=None):
     """``outside``: ids of tensor objects that existed before the call (parameters, buffers,
     optimizer state, ``.grad``s): returned as themselves, as eager returns them. A result
     returned twice comes back twice as one object; a result that is a view of another result,
@@ -1102,13 +1130,13 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
                 # another object than the caller's tensor on every call: the program would return
                 # a stale number (``id`` is a builtin the capture does not see)
                 raise GraphBreak("id() of a tensor argument returned: the program runs on a stand-in, not on "
-                                 "the caller's tensor object")
+                                 "the caller's tensor object", where)
             if isinstance(t, collections.abc.Iterator):
                 # a generator (the function is a generator function), ``iter``/``zip``/``map``
                 # made while tracing: kept as a constant, later calls would get that one
                 # object, already used up
                 raise GraphBreak(f"the function returns a {type(t).__name__} (an iterator made by the call): "
-                                 "the program would hand back the one made while tracing")
+                                 "the program would hand back the one made while tracing", where)
             leaves.append(("const", t))
             continue
         if id(t) in seen:
@@ -1164,9 +1192,32 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None):
         # an ``nn.Parameter(...)`` made inside comes back a Parameter, as eager's (other tensor
         # subclasses may keep state their __init__ sets: those come back plain tensors)
         cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
-        leaves.append(("new", (rg, how, cls)))
+        # made under inference_mode() inside the function: an inference tensor on every call
+        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__)))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
+
+
+def _saved_in_graph(roots) -> dict:
+    """{id of a version counter (shared by a tensor, its views and detached aliases): the
+    positions in ``roots`` whose traced graph saved that tensor for backward} (ops' saved
+    tensors, custom Functions' ``save_for_backward``; not those a saved_tensors_hooks pair
+    packed): NOTE [saved versions of a compiled region]. The traced graph ends at the
+    arguments' stand-ins and the state tensors, which are leaves in it."""
+    ids = {}
+    for k, root in enumerate(roots):
+        seen, stack = set(), [root._gf]
+        while stack:
+            n = stack.pop()
+            if n is None or id(n) in seen:
+                continue
+            seen.add(id(n))
+            for s in getattr(n, "saved", None) or getattr(n, "_saved", None) or ():
+                t = getattr(s, "tensor", None)
+                if t is not None:
+                    ids[id(t._vc)] = ids.get(id(t._vc), frozenset()) | {k}
+            stack.extend(e[0] for e in n.next_functions if e is not None)
+    return ids
 
 
 def _view_root(t, call_leaves, whole, outside, state=None):

@@ -19,12 +19,16 @@ class CompiledFunctionBackward(Node):
     """One node for a compiled region: ``next_functions`` are the edges of the region's
     differentiable inputs (parameters' AccumulateGrad, the arguments' grad_fns)."""
 
-    __slots__ = ("_bwd", "_pullback", "_avals", "released")
+    __slots__ = ("_bwd", "_pullback", "_avals", "released", "_versions")
 
-    def __init__(self, edges, bwd, pullback, avals):
+    def __init__(self, edges, bwd, pullback, avals, versions=()):
         super().__init__(edges)
         self._bwd, self._pullback, self._avals = bwd, pullback, avals
         self.released = False
+        # (version counter, its value after the call, dtype, shape, the results whose graph
+        # saved it) of the arguments, results and state tensors the region's ops saved (NOTE [saved versions of a compiled region],
+        # region.py); the counters, not the tensors: a result holding its own node is a cycle
+        self._versions = versions
 
     def num_outputs(self) -> int:
         return len(self._avals)
@@ -32,6 +36,14 @@ class CompiledFunctionBackward(Node):
     def apply(self, grads, create_graph=False):
         if self.released or self._pullback is None:
             raise RuntimeError(MSG_FREED)
+        for vc, version, dtype, shape, outs in self._versions:
+            # only a backward from a result whose graph saved it fails, as eager's
+            if vc[0] != version and any(k < len(grads) and grads[k] is not None for k in outs):
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{dtype.name}{list(shape)}] is at version {vc[0]}; "
+                    f"expected version {version} instead (saved by CompiledFunctionBackward). Hint: "
+                    "write a clone() of it, or write it after the backward.")
         prev = x64_enter()
         try:
             cts = [jnp.zeros(shape, dtype) if g is None else g._value
@@ -54,6 +66,7 @@ class CompiledFunctionBackward(Node):
     def release(self):
         self.released = True
         self._pullback = None
+        self._versions = ()
 
 
 class _Freed(Node):
