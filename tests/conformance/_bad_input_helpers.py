@@ -26,3 +26,12 @@ def assert_same_class(name, fn, torch, tracegrad):
     got, msg = outcome(fn, tracegrad)
     assert got is expected, f"{name}: torch raises {expected} ({tmsg[:200]}), tracegrad {got}: {msg[:300]}"
     assert not FOREIGN.search(msg), f"{name}: foreign text leaked: {msg[:300]}"
+
+
+def assert_gist(name, fn, gist, torch, tracegrad):
+    """Both messages of ``fn`` hold ``gist`` (case-insensitive): torch's, so that a changed torch
+    message is seen as such, and tracegrad's."""
+    _, want = outcome(fn, torch)
+    _, got = outcome(fn, tracegrad)
+    assert gist.lower() in want.lower(), f"torch's message changed: {want[:200]}"
+    assert gist.lower() in got.lower(), f"{name}: {got[:300]}"
