@@ -13,7 +13,7 @@ from .._ops.elementwise import FLOAT_UNARY
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
-from .._tensor.convert import check_fits
+from .._tensor.convert import check_fits, check_float_fits
 from .._tensor.factories import tensor as _new_tensor
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor, NO_HOST_VALUES
@@ -481,6 +481,7 @@ def clamp(self, min=None, max=None):
     for bound in (min, max):
         if dt._cat == 1 and isinstance(bound, int):
             check_fits(np.asarray(bound), dt, "clamp")   # torch refuses a bound the integer dtype cannot hold
+        check_float_fits(bound, dt, "clamp")
     op = OPS["clamp_tensor"] if isinstance(min, Tensor) or isinstance(max, Tensor) else OPS["clamp"]
     return apply_op(op, (self, min, max), (("dtype", dt.np),))
 
@@ -532,8 +533,9 @@ def where(condition, input=_ABSENT, other=_ABSENT):
     if condition.dtype is not _dt.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {_SCALAR_NAME[condition.dtype.name]}")
     dt = result_dtype(input, other)
-    for v in (input, other):   # a number the result's integer dtype cannot hold: RuntimeError, as torch
+    for v in (input, other):   # a number the result's dtype cannot hold: RuntimeError, as torch
         check_number_fits(v, dt, "where")
+        check_float_fits(v, dt, "where", through_float=True)
     return apply_op(OPS["where"], (condition, input, other), (("dtype", dt.np),))
 
 

@@ -12,6 +12,7 @@ from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt, limited
 from .._ops.errors import broadcast_shape
 from .._ops.registry import OPS
+from .._tensor.convert import check_float_fits
 from .._tensor.factories import tensor
 from .._tensor.tensor import Tensor, _concrete, NO_HOST_VALUES, _wrap_dim
 from ._registry import method
@@ -539,6 +540,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     _check_src_dtype(self, src, "scatter")
     if isinstance(src, Tensor):
         return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
+    check_float_fits(src, self.dtype, "scatter")
     return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))
 
 

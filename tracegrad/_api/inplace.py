@@ -20,7 +20,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
 from ._registry import METHODS, inplace_operator, method
 from .conversion import _grad_on, warn_complex_to_real
-from .._tensor.convert import check_fits
+from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
 from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
@@ -274,6 +274,7 @@ def fill_(self, value):
         return apply_inplace(OPS["fill_tensor"], self, (value,))
     if self.dtype._cat == 1 and not isinstance(value, (bool, np.bool_)):
         check_fits(np.asarray(value), self.dtype, "fill_")   # torch refuses a value the dtype cannot hold
+    check_float_fits(value, self.dtype, "fill_", through_float=self.numel() == 1)
     return _fill_overlapping(OPS["fill"], self, (value,))
 
 
@@ -357,6 +358,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     check_scatter_shapes(self, index, src, dim)
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
+    check_float_fits(src, self.dtype, "scatter_")
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
     return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
 

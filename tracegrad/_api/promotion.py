@@ -10,7 +10,7 @@ from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
-from .._tensor.convert import check_fits
+from .._tensor.convert import check_fits, check_float_fits
 from .._tensor.tensor import Tensor
 
 
@@ -121,13 +121,14 @@ def check_not_two_numbers(api, a, b):
 def _check_scalar_value(value, api, sig, dtype=None):
     """TypeError, as torch's argument parser, when a fill value is neither a tensor nor a
     number (a str, None, a list, a numpy array). ``sig`` is the tensor signature torch lists.
-    With ``dtype`` (the filled tensor's), RuntimeError when a number does not fit that integer
-    dtype (``check_fits``: c10's overflow check)."""
+    With ``dtype`` (the filled tensor's), RuntimeError when a number does not fit that dtype
+    (c10's overflow check: ``check_fits`` for integers, ``check_float_fits`` for floats)."""
     if not isinstance(value, (Tensor,) + _Number):
         raise TypeError(f"{api}() received an invalid combination of arguments - got ({type(value).__name__}), but "
                         f"expected one of: ({sig}) or a Number value; pass a Python number or a 0-dim tensor")
     if dtype is not None:
         check_number_fits(value, dtype, api)
+        check_float_fits(value, dtype, api)
 
 
 def check_number_fits(value, dtype, api):

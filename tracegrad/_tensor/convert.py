@@ -18,6 +18,7 @@ import numpy as np
 
 from .._ops import dtypes as _dt
 from .._x64 import with_x64
+from .host import filled, to_device
 
 
 class SizeBase(tuple):
@@ -169,6 +170,32 @@ def check_fits(arr, d, api):
                            f"(values span [{amin}, {amax}], {d.name} holds [{lo}, {hi}])")
 
 
+# c10's checked conversion of a number to a floating type compares it with the type's largest
+# value before rounding (complex64: each part with float32's)
+_F32_MAX = float(np.finfo(np.float32).max)
+_FLOAT_LIMIT = {"float16": 65504.0, "bfloat16": float(jnp.finfo(jnp.bfloat16).max), "float32": _F32_MAX,
+                "complex64": _F32_MAX}
+
+
+def check_float_fits(value, d, api, through_float=False):
+    """RuntimeError, as torch, when the Python or numpy number ``value`` converted to the
+    floating or complex dtype ``d`` is finite but beyond ``d``'s largest magnitude (a fill
+    value, a clamp bound: ``full((2,), 1e40)`` raises where ``tensor([1e40])`` gives inf). nan
+    and inf pass; float64 holds every Python float. ``through_float``: torch's path converts
+    the number to float32 (checked) and then to float16/bfloat16 unchecked (``where``, a
+    one-element ``fill_``), so those two dtypes get inf instead of an error."""
+    lim = _FLOAT_LIMIT.get(d.name)
+    if lim is None or not isinstance(value, (numbers.Number, np.generic)) or isinstance(value, (bool, np.bool_)):
+        return
+    if through_float and d.itemsize == 2:
+        return
+    c = complex(value)
+    for part in (c.real, c.imag):
+        if abs(part) > lim and part - part == 0:       # finite and too large
+            raise RuntimeError(f"{api}: value cannot be converted to type {d.name} without overflow "
+                               f"({value} is beyond {d.name}'s largest value {lim:g}); pass a wider dtype")
+
+
 def _number_of(t):
     """A one-element tensor as a 0-d numpy array numpy can combine with others (bfloat16 is
     widened to float32: numpy has no common type for it and float16)."""
@@ -276,7 +303,7 @@ def to_array(data, dtype=None):
                             "pass a complex dtype or real data")
     if big:
         if d is _dt.uint64:   # torch reads ints up to 2**64 - 1 into uint64 (OverflowError past it, as numpy)
-            return jnp.asarray(np.array(data, dtype=np.uint64)), d
+            return to_device(np.array(data, dtype=np.uint64)), d
         if d._cat <= 1 and d is not _dt.bool_:   # torch reads Python ints as int64 before converting to an integer dtype
             raise ValueError("tensor(): Overflow when unpacking long long (a Python int outside the int64 "
                              "range; pass dtype=tracegrad.float64 to keep it approximately)")
@@ -284,7 +311,7 @@ def to_array(data, dtype=None):
             arr = np.array(data, dtype=np.complex128 if d.is_complex else np.float64)
         except ValueError as e:
             raise _ragged(data, e) from None
-        return jnp.asarray(arr.astype(d.np)), d
+        return to_device(arr.astype(d.np)), d
     try:
         arr = to_numpy(data)
     except ValueError as e:
@@ -295,7 +322,7 @@ def to_array(data, dtype=None):
         check_fits(arr, d, "tensor()")
     with np.errstate(over="ignore"):   # 1e40 -> float32 is inf, as torch
         arr = arr.astype(d.np)
-    return jnp.asarray(arr), d
+    return to_device(arr), d
 
 
 def check_legacy_device(args, device, form="constructor"):
@@ -340,4 +367,4 @@ def legacy_array_of(d, *args):
                         f"tracegrad.tensor(value)")
     if len(args) == 1 and not isinstance(args[0], (int, np.integer, SizeBase)):
         return to_array(args[0], d)[0]
-    return jnp.zeros(size_tuple(args), d.np)
+    return filled(size_tuple(args), 0, d.np)

@@ -23,8 +23,9 @@ from . import memory_format as _mf
 from . import runtime as _runtime
 from .meta import ShapeDtypeStruct as _Abstract, abstract, make_meta
 from .numpy_bridge import storage_for_numpy
-from .convert import INT64_MAX, INT64_MIN, check_fits, check_numpy_strides, int_bounds, size_tuple, to_array
+from .convert import INT64_MAX, INT64_MIN, check_fits, check_float_fits, check_numpy_strides, int_bounds, size_tuple, to_array
 from .device import device as _device
+from .host import filled, put, small, to_device
 from .layout import strided
 from .storage import Storage, TypedStorage
 from .._ops import dtypes as _dt, limited
@@ -194,7 +195,7 @@ def from_numpy(ndarray):
             t = Tensor._make(st.array)
             t._st = st
             return t
-    t = Tensor._make(jnp.asarray(ndarray))
+    t = Tensor._make(to_device(np.array(ndarray)))      # a copy the user cannot write
     if ndarray.flags.writeable and _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].numpy_copy(t._st)        # a write to it is a graph break
     return t
@@ -204,8 +205,10 @@ def from_numpy(ndarray):
 def from_file_array(ndarray):
     """``from_numpy`` for an array the library read from a file itself (``torch.load``): those
     are often read-only views of the file's bytes, which only the loader holds, so the
-    read-only warning meant for a user's array would be noise (torch.load does not warn)."""
-    return Tensor._make(jnp.asarray(ndarray))
+    read-only warning meant for a user's array would be noise (torch.load does not warn).
+    Copied: a state dict's arrays have many shapes, each of which ``asarray`` would compile for
+    (NOTE [host arrays]), and the file's bytes must not become a tensor's memory."""
+    return Tensor._make(to_device(np.array(ndarray)))
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
@@ -265,7 +268,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
     _dense_layout(layout, "zeros")
     d = _fdt(dtype)
     shape = size_tuple(size)
-    return _fresh(shape, d, device, requires_grad, lambda: jnp.zeros(shape, d.np))
+    return _fresh(shape, d, device, requires_grad, lambda: filled(shape, 0, d.np))
 
 
 @with_x64
@@ -276,7 +279,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
     _dense_layout(layout, "ones")
     d = _fdt(dtype)
     shape = size_tuple(size)
-    return _fresh(shape, d, device, requires_grad, lambda: jnp.ones(shape, d.np))
+    return _fresh(shape, d, device, requires_grad, lambda: filled(shape, 1, d.np))
 
 
 @accepts_out(dtype_from_out=True)
@@ -353,7 +356,8 @@ def _full(size, fill_value, dtype, device, requires_grad, api):
     elif isinstance(fill_value, float) and d._cat == 1:   # nan, inf and out-of-range floats
         check_fits(np.asarray(fill_value), d, f"{api}()")
     shape = size_tuple((size,))
-    return _fresh(shape, d, device, requires_grad, lambda: jnp.full(shape, fill_value, d.np))
+    check_float_fits(fill_value, d, f"{api}()", through_float=int(np.prod(shape, dtype=np.int64)) == 1)
+    return _fresh(shape, d, device, requires_grad, lambda: filled(shape, fill_value, d.np))
 
 
 _NO_M = object()   # eye(n): m not given (None given is torch's TypeError)
@@ -374,7 +378,8 @@ def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, layout=None
             raise RuntimeError(f"eye(): {name} must be greater or equal to 0, got {v}")
     d = _fdt(dtype)
     m = n if m is None else m
-    return _fresh((n, m), d, device, requires_grad, lambda: jnp.eye(n, m, dtype=d.np))
+    return _fresh((n, m), d, device, requires_grad, lambda: put(np.eye(n, m, dtype=d.np)) if small((n, m), d.np)
+                  else jnp.eye(n, m, dtype=d.np))
 
 
 # an argument left out (arange's start/end, bernoulli's p), where torch refuses an explicit None
@@ -442,7 +447,7 @@ def arange(start=_NO_P, end=_NO_P, step=1, *, dtype=None, device=None, requires_
             arr = np.arange(n, dtype=np.float64) * float(vals[2]) + float(vals[0])
         else:
             arr = np.arange(n, dtype=np.int64) * ints[2] + ints[0]
-        return jnp.asarray(arr.astype(d.np))
+        return to_device(arr.astype(d.np))
     return _fresh((max(n, 0),), d, device, requires_grad, values, sizes_given=False)
 
 
@@ -461,7 +466,7 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False, o
         raise RuntimeError("range(): step must be nonzero")
     n = int(np.floor((end - start) / step)) + 1
     arr = np.arange(max(n, 0), dtype=np.float64) * step + start
-    return _finish(jnp.asarray(arr.astype(d.np)), d, device, requires_grad)
+    return _finish(to_device(arr.astype(d.np)), d, device, requires_grad)
 
 
 def _check_steps(steps, api):
@@ -522,7 +527,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     _dense_layout(layout, "linspace")
     points, d = _spaced(start, end, steps, dtype, "linspace")
     exact = torch_linspace(*_endpoints(start, end, "linspace"), len(points), d.np)   # torch's last-place rounding
-    return _finish(jnp.asarray(points.astype(d.np) if exact is None else exact), d, device, requires_grad)
+    return _finish(to_device(points.astype(d.np) if exact is None else exact), d, device, requires_grad)
 
 
 @with_x64
@@ -536,7 +541,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     exponents, d = _spaced(start, end, steps, dtype, "logspace")
     with np.errstate(all="ignore"):
         points = np.power(np.asarray(base, dtype=exponents.dtype), exponents)
-    return _finish(jnp.asarray(points.astype(d.np)), d, device, requires_grad)
+    return _finish(to_device(points.astype(d.np)), d, device, requires_grad)
 
 
 def _check_like(input, api):

@@ -10,12 +10,12 @@ as torch's.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
 from .._x64 import with_x64
+from .host import to_device
 from .tensor import Tensor
 
 
@@ -66,7 +66,7 @@ class Generator:
         ``set_state`` also restores ``initial_seed()``, as torch's does)."""
         key = np.asarray(self._current_key(), dtype=np.uint32)
         raw = np.concatenate([key.astype("<u4").view(np.uint8), np.array([self._seed % 2 ** 64], "<u8").view(np.uint8)])
-        t = Tensor._make(jnp.asarray(raw))
+        t = Tensor._make(to_device(raw))
         if _state.in_inference_mode():   # as every factory (factories._finish)
             t._inference = True
         return t
@@ -83,7 +83,7 @@ class Generator:
                                f"get_state()), but found the input RNG state size to be {raw.size}")
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_generator(self)
-        self._key = jnp.asarray(raw[:8].view("<u4").astype(np.uint32))
+        self._key = to_device(raw[:8].view("<u4").astype(np.uint32))
         self._seed = int(raw[8:].view("<u8")[0])
         return self
 

@@ -167,10 +167,10 @@ def _meta_storage(shape, dtype):
 
 def _storage_from_numpy(array):
     """Rebuild a pickled ``Storage`` (a copy of its numpy array, 64-bit dtypes kept)."""
-    import jax.numpy as jnp   # only unpickling needs it
     from .._x64 import x64_scope
+    from .host import to_device
     with x64_scope():
-        return Storage(jnp.asarray(array))
+        return Storage(to_device(np.array(array)))
 
 
 def _check_index(idx, size):
