@@ -127,12 +127,15 @@ def interleaved(calls, steps, warmup, block=10):
     return {label: statistics.median(v) * 1e3 for label, v in times.items()}
 
 
-def torch_style(torch, name, opt_name, compiled, schedule=False, device=None, item=False):
+def torch_style(torch, name, opt_name, compiled, schedule=False, device=None, item=False, zero_end=False):
     """``(call, first-call s, compiled function, (x, y))`` for tracegrad or torch, eager or
     compiled: ``call()`` runs one step and waits for the loss; with ``schedule`` it also steps
     an lr scheduler (lr changes on every call). ``device``: where torch puts the model and
     data (tracegrad uses JAX's default device). ``item``: the step itself returns
-    ``loss.item()`` (a Python number out of the compiled step: NOTE [deferred item])."""
+    ``loss.item()`` (a Python number out of the compiled step: NOTE [deferred item]).
+    ``zero_end``: ``opt.zero_grad()`` after ``opt.step()`` instead of before the forward: no
+    ``.grad`` is left after the call, so the program need not return the gradients (the
+    observable result of the JAX+optax step)."""
     torch.manual_seed(0)
     model = build(torch, name)
     if device is not None:
@@ -145,10 +148,13 @@ def torch_style(torch, name, opt_name, compiled, schedule=False, device=None, it
     F = torch.nn.functional
 
     def step(x, y):
-        opt.zero_grad()
+        if not zero_end:
+            opt.zero_grad()
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        if zero_end:
+            opt.zero_grad()
         return loss.item() if item else loss
     f = torch.compile(step) if compiled else step
 
@@ -309,10 +315,13 @@ def main():
             grads_call, grads_first = jax_optax(name, opt, with_grads=True)
             item_call, _, item_f, _ = torch_style(tracegrad, name, opt, True, item=True)
             item_call()
+            end_call, _, _, _ = torch_style(tracegrad, name, opt, True, zero_end=True)
+            end_call()
             # "alone": the compiled step's program with its state reads and write-back but no
             # guards (whole call minus it = the per-call Python the cache lookup costs)
             ms = interleaved({"ref": ref_call, "tc": tc_call, "grads": grads_call,
-                              "alone": program_alone(f, list(xy)), "new": new_batches(f, xy), "item": item_call},
+                              "alone": program_alone(f, list(xy)), "new": new_batches(f, xy), "item": item_call,
+                              "end": end_call},
                              args.steps, args.warmup)
             ref_ms, tc_ms, ms_grads = ms["ref"], ms["tc"], ms["grads"]
             # the same compiled step with an lr scheduler stepping between calls: one trace
@@ -329,6 +338,7 @@ def main():
                     ("tracegrad.compile", tc_ms, tc_first),
                     ("  a new batch tensor every call", ms["new"], None),
                     ("  the step returning loss.item()", ms["item"], None),
+                    ("  zero_grad() after step (no .grad out)", ms["end"], None),
                     ("  its program alone (no guards)", ms["alone"], None), ("tracegrad eager", te_ms, None)]
             where = "1 thread" if args.torch_device == "cpu" else args.torch_device
             for label, key in ((f"torch eager ({where})", "eager"), (f"torch.compile ({where})", "compile")):
