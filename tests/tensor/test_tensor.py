@@ -252,6 +252,35 @@ def test_value_first_overload(case):
     check_parity(case, torch)
 
 
+BETA_FIRST = [   # torch's deprecated addmm(Number beta, [Number alpha,] mat1, mat2): old re-id code's
+    # dist.addmm_(1, -2, x, x.t()); the function form puts beta before input. grad_fn names are not
+    # compared where tracegrad composes the op (AddBackward0) or writes in place through copy_
+    C("addmm__beta_alpha_first", lambda t, d, x: _quiet(lambda: d.clone().addmm_(1, -2, x, x.t())), [F(3, 3), F(3, 2)], no_grad_fn=True),
+    C("addmm_beta_first", lambda t, d, x, y: _quiet(lambda: d.addmm(0.5, x, y)), [F(3, 3), F(3, 2), F(2, 3)]),
+    C("torch_addmm_beta_input_alpha", lambda t, d, x: _quiet(lambda: t.addmm(0.5, d, -2, x, x.t())), [F(3, 3), F(3, 2)]),
+    C("addmm_0d_tensor_beta", lambda t, d, x: _quiet(lambda: d.addmm(t.tensor(0.5), x, x.t())), [F(3, 3), F(3, 2)]),
+    C("baddbmm__beta_first", lambda t, d, a, b: _quiet(lambda: d.clone().baddbmm_(2, a, b)), [F(2, 3, 3), F(2, 3, 2), F(2, 2, 3)], no_grad_fn=True),
+    C("torch_addbmm_beta_first", lambda t, d, a, b: _quiet(lambda: t.addbmm(0.5, d, 2, a, b)), [F(3, 3), F(2, 3, 2), F(2, 2, 3)], no_grad_fn=True),
+    C("addmv_beta_alpha_first", lambda t, v, m, w: _quiet(lambda: v.addmv(0.5, -2, m, w)), [F(3), F(3, 2), F(2)], no_grad_fn=True),
+    C("addr__beta_first", lambda t, d, v, w: _quiet(lambda: d.clone().addr_(3, v, w)), [F(3, 2), F(3), F(2)], no_grad_fn=True),
+    C("addmm_trailing_beta_raises", lambda t, d, x: d.addmm(x, x.t(), 0.5), [F(3, 3), F(3, 2)], raises=True),
+    C("addmm_keyword_and_positional_beta_raises", lambda t, d, x: _quiet(lambda: d.addmm(0.5, x, x.t(), beta=2)),
+      [F(3, 3), F(3, 2)], raises=True),
+]
+
+
+@params(BETA_FIRST)
+def test_beta_first_overload(case):
+    check_parity(case, torch)
+
+
+@pytest.mark.parametrize("name", ["addmm", "addmm_"])
+def test_beta_first_overload_warns(name):
+    x = tracegrad.ones(2, 2)
+    with pytest.warns(UserWarning, match="overload of addmm is deprecated"):
+        getattr(x, name)(1, -2, tracegrad.ones(2, 2), tracegrad.ones(2, 2))
+
+
 @pytest.mark.parametrize("name", ["addcmul", "addcmul_", "addcdiv", "addcdiv_"])
 def test_value_first_overload_warns(name):
     x = tracegrad.ones(2)

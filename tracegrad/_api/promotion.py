@@ -234,6 +234,48 @@ def value_first(api, tensor1, tensor2, rest, value):
                     f"(pass value by keyword: {api}(tensor1, tensor2, value=...))")
 
 
+def beta_first(api, input, a, b, rest, beta, alpha, names=("mat1", "mat2")):
+    """torch's deprecated overloads with the scalars first: ``x.addmm(Number beta, [Number alpha,]
+    Tensor mat1, Tensor mat2)`` (method and in-place) and ``torch.addmm(Number beta, Tensor input,
+    [Number alpha,] Tensor mat1, Tensor mat2)`` (also ``addbmm``, ``baddbmm``, ``addmv``,
+    ``addr``), still accepted with a UserWarning by torch and used by old metric-learning code
+    (``dist.addmm_(1, -2, x, x.t())``). ``input, a, b, rest`` are the positional arguments as
+    the keyword-scalar signature binds them; a 0-dim tensor binds as a Number. Returns
+    ``(input, a, b, beta, alpha)``; TypeError, as torch, for any other extra positional argument."""
+    if not rest:
+        return input, a, b, beta, alpha
+
+    def scalar(v):
+        return isinstance(v, _Number) or (isinstance(v, Tensor) and v.ndim == 0)
+
+    def num(v):
+        return v.item() if isinstance(v, Tensor) else v
+
+    defaults = type(beta) is int and beta == 1 and type(alpha) is int and alpha == 1
+    m1, m2 = names
+    new = None
+    if defaults and len(rest) in (1, 2) and all(isinstance(t, Tensor) and t.ndim > 0 for t in rest):
+        if scalar(input) and isinstance(a, Tensor):           # the function form: beta, input first
+            if len(rest) == 1 and isinstance(b, Tensor):
+                new = (a, b, rest[0], num(input), 1)
+            elif len(rest) == 2 and scalar(b):
+                new = (a, rest[0], rest[1], num(input), num(b))
+        elif isinstance(input, Tensor) and scalar(a):         # the method form: self, beta first
+            if len(rest) == 1 and isinstance(b, Tensor):
+                new = (input, b, rest[0], num(a), 1)
+            elif len(rest) == 2 and scalar(b):
+                new = (input, rest[0], rest[1], num(a), num(b))
+    if new is None:
+        raise TypeError(f"{api}() takes 3 positional arguments but {3 + len(rest)} were given "
+                        f"(pass beta and alpha by keyword: {api}(input, {m1}, {m2}, beta=..., alpha=...))")
+    sig = "Number beta, Number alpha" if len(rest) == 2 else "Number beta"
+    warnings.warn(f"This overload of {api} is deprecated:\n\t{api}({sig}, Tensor {m1}, Tensor {m2})\n"
+                  f"Consider using one of the following signatures instead:\n"
+                  f"\t{api}(Tensor {m1}, Tensor {m2}, *, Number beta = 1, Number alpha = 1)",
+                  UserWarning, stacklevel=3)
+    return new
+
+
 def check_lerp_end(api, end):
     """torch's lerp overloads take a Tensor ``end`` (the weight may be a number): TypeError otherwise."""
     if not isinstance(end, Tensor):
