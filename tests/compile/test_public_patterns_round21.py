@@ -11,15 +11,11 @@ sizes, numpy data):
   ``backward(mone)`` calls accumulating into the critic's ``.grad`` and the program's own
   ``torch.rand`` interpolation weights (so compiled == eager only, the generator state
   included): one trace, no break;
-- KaiyangZhou/deep-person-reid: the batch-hard triplet + label-smoothing step; its
-  ``dist[i][mask[i]]`` rows have data-dependent sizes, so the step breaks there, as
-  torch.compile's does, and every call runs eagerly with torch's values.
+- KaiyangZhou/deep-person-reid: the batch-hard triplet + label-smoothing step; the deprecated
+  ``dist.addmm_(1, -2, x, x.t())`` traces (its warning is once per process, as torch's), but the
+  ``dist[i][mask[i]]`` rows have data-dependent sizes, so the step breaks there (``nonzero()``),
+  as torch.compile's does, and every call runs eagerly with torch's values.
 """
-import warnings
-
-import numpy as np
-import pytest
-
 from ._harness import check_compiled, data, labels, np_init
 
 
@@ -149,7 +145,7 @@ def test_reid_batch_hard_triplet_step_breaks_on_mask_rows():
                 n = inputs.size(0)
                 dist = mod.pow(inputs, 2).sum(dim=1, keepdim=True).expand(n, n)
                 dist = dist + dist.t()
-                dist.addmm_(inputs, inputs.t(), beta=1, alpha=-2)   # its later keyword form
+                dist.addmm_(1, -2, inputs, inputs.t())
                 dist = dist.clamp(min=1e-12).sqrt()
                 mask = targets.expand(n, n).eq(targets.expand(n, n).t())
                 dist_ap, dist_an = [], []
@@ -192,5 +188,7 @@ def test_reid_batch_hard_triplet_step_breaks_on_mask_rows():
 
     run = check_compiled(make, calls=2, torch_too=True, rtol=1e-4, atol=1e-5)
     breaks = run.step.stats["graph_breaks"]
-    assert breaks, run.step.stats
-    assert run.step.stats["eager_calls"] == 2, run.step.stats
+    # the boolean-mask row read, not the deprecated addmm_ overload (it warns once per process,
+    # as torch's, so tracing it is no break)
+    assert len(breaks) == 1 and "nonzero()" in breaks[0][0], run.step.stats
+    assert run.step.stats["eager_calls"] == 2 and run.step.stats["traces"] == 0, run.step.stats
