@@ -11,10 +11,9 @@
   ``view`` on a transposed ``eq``) is an xfail: tracegrad's ``view`` succeeds there;
 - KaiyangZhou/deep-person-reid: ``TripletLoss`` with batch-hard mining (the deprecated
   ``dist.addmm_(1, -2, x, x.t())``, ``clamp(min=1e-12).sqrt()``, boolean-mask rows
-  ``dist[i][mask[i]]`` / ``mask[i] == 0``, ``MarginRankingLoss``), the label-smoothing
-  ``CrossEntropyLoss`` (``zeros(...).scatter_(1, targets.unsqueeze(1).data.cpu(), 1)``) and
-  ``CenterLoss`` (``warnings.warn``, ``expand(...).t()``, ``labels.eq(classes.expand(...))``),
-  all three trained together on a tiny embedding net;
+  ``dist[i][mask[i]]`` / ``mask[i] == 0``, ``MarginRankingLoss``) and the label-smoothing
+  ``CrossEntropyLoss`` (``zeros(...).scatter_(1, targets.unsqueeze(1).data.cpu(), 1)``), trained
+  together on a tiny embedding net;
 - caogang/wgan-gp gan_toy.py: the WGAN-GP critic and generator steps with ``weights_init``
   through ``classname.find``, ``calc_gradient_penalty`` (``autograd.grad`` with ``grad_outputs``,
   ``create_graph=True``, ``only_inputs=True``, then ``norm(2, dim=1)``), ``backward(one)`` /
@@ -34,7 +33,7 @@
   inverted (a round trip) and sampled.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
-(``init_params``/``randn``) in place of downloads and random streams; where a program's own code
+(``init_params``) in place of downloads and random streams; where a program's own code
 had to change, the comment above its test says how and why.
 """
 import math
@@ -43,7 +42,7 @@ import warnings
 import numpy as np
 import pytest
 
-from parity import init_params, randn, run_both
+from parity import init_params, run_both
 
 torch = pytest.importorskip("torch")
 
@@ -319,13 +318,12 @@ def test_supcontrast_accuracy_top2_view_of_transposed_eq():
     run_both(program)
 
 
-# KaiyangZhou/deep-person-reid torchreid/losses/hard_mine_triplet_loss.py (TripletLoss),
-# cross_entropy_loss.py (CrossEntropyLoss with label smoothing) and center_loss.py (CenterLoss),
-# unchanged but for docstrings and ``use_gpu=False``; CenterLoss's ``torch.randn`` centers are
-# re-drawn from numpy. They train a tiny embedding + classifier the way its engine combines them
-# (``loss = xent + triplet + 0.01 * center``, centers with their own SGD). Sizes: 6 samples of 4
-# features (3 identities x 2), embedding 3, two steps.
-def test_deep_person_reid_triplet_xent_center():
+# KaiyangZhou/deep-person-reid torchreid/losses/hard_mine_triplet_loss.py (TripletLoss) and
+# cross_entropy_loss.py (CrossEntropyLoss with label smoothing), unchanged but for docstrings and
+# ``use_gpu=False``. They train a tiny embedding + classifier the way its engine combines them
+# (``loss = xent + triplet``). Sizes: 6 samples of 4 features (3 identities x 2), embedding 3,
+# two steps.
+def test_deep_person_reid_triplet_xent():
     def program(torch, log):
         nn = torch.nn
 
@@ -372,40 +370,6 @@ def test_deep_person_reid_triplet_xent_center():
                 targets = (1 - self.epsilon) * targets + self.epsilon / self.num_classes
                 return (- targets * log_probs).mean(0).sum()
 
-        class CenterLoss(nn.Module):
-            def __init__(self, num_classes=10, feat_dim=2, use_gpu=True):
-                super(CenterLoss, self).__init__()
-                warnings.warn("This method is deprecated")
-                self.num_classes = num_classes
-                self.feat_dim = feat_dim
-                self.use_gpu = use_gpu
-
-                if self.use_gpu:
-                    self.centers = nn.Parameter(torch.randn(self.num_classes, self.feat_dim).cuda())
-                else:
-                    self.centers = nn.Parameter(randn(torch, (self.num_classes, self.feat_dim), 5))
-
-            def forward(self, x, labels):
-                batch_size = x.size(0)
-                distmat = torch.pow(x, 2).sum(dim=1, keepdim=True).expand(batch_size, self.num_classes) + \
-                          torch.pow(self.centers, 2).sum(dim=1, keepdim=True).expand(self.num_classes, batch_size).t()
-                distmat.addmm_(1, -2, x, self.centers.t())
-
-                classes = torch.arange(self.num_classes).long()
-                if self.use_gpu: classes = classes.cuda()
-                labels = labels.unsqueeze(1).expand(batch_size, self.num_classes)
-                mask = labels.eq(classes.expand(batch_size, self.num_classes))
-
-                dist = []
-                for i in range(batch_size):
-                    value = distmat[i][mask[i]]
-                    value = value.clamp(min=1e-12, max=1e+12) # for numerical stability
-                    dist.append(value)
-                dist = torch.cat(dist)
-                loss = dist.mean()
-
-                return loss
-
         class Net(nn.Module):   # the backbone's role: features for the metric losses, logits for xent
             def __init__(self):
                 super().__init__()
@@ -422,30 +386,19 @@ def test_deep_person_reid_triplet_xent_center():
         model = init_params(torch, Net(), seed=2, scale=0.5)
         criterion_x = CrossEntropyLoss(num_classes=3, use_gpu=False)
         criterion_t = TripletLoss(margin=0.3)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            criterion_c = CenterLoss(num_classes=3, feat_dim=3, use_gpu=False)
-        log("center_warning", [str(w.message) for w in caught if "deprecated" in str(w.message)])
         optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
-        optimizer_c = torch.optim.SGD(criterion_c.parameters(), lr=0.5)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")   # addmm_'s deprecated-overload warning (torch warns once)
             for step in range(2):
                 logits, feats = model(x)
                 loss_x = criterion_x(logits, pids)
                 loss_t = criterion_t(feats, pids)
-                loss_c = criterion_c(feats, pids)
-                loss = loss_x + loss_t + 0.01 * loss_c
+                loss = loss_x + loss_t
                 optimizer.zero_grad()
-                optimizer_c.zero_grad()
                 loss.backward()
                 optimizer.step()
-                for param in criterion_c.parameters():   # center loss's centers step unscaled by 0.01
-                    param.grad.data *= (1. / 0.01)
-                optimizer_c.step()
-                log(f"losses{step}", [loss_x, loss_t, loss_c])
+                log(f"losses{step}", [loss_x, loss_t])
                 log(f"grad_w{step}", model.feat[2].weight.grad)
-                log(f"centers{step}", criterion_c.centers)
             with torch.no_grad():
                 log("no_smooth", CrossEntropyLoss(3, use_gpu=False, label_smooth=False)(logits, pids))
 
@@ -919,9 +872,10 @@ def test_pyhessian_eigen_trace_density():
             except IndexError as e:
                 log("density", str(e))
 
-            # the DataLoader variant: the Hessian averaged over batches
+            # the DataLoader variant (the Hessian averaged over batches; one batch of all 6 points,
+            # to reuse the shapes above)
             model.zero_grad()
-            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(inputs, targets), batch_size=3)
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(inputs, targets), batch_size=6)
             hessian_dl = hessian(model, criterion, dataloader=loader, cuda=False)
             log("dl_gradsH", hessian_dl.gradsH)
             log("dl_eigenvalues", hessian_dl.eigenvalues(maxIter=2)[0])
