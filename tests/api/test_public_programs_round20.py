@@ -4,10 +4,10 @@
 
 - HobbitLong/SupContrast: ``SupConLoss`` (``torch.eq(labels, labels.T)`` masks, ``torch.scatter``
   of self-contrast zeros, ``unbind``/``cat`` of the views, SupCon / SimCLR / explicit-mask
-  modes, its ``ValueError`` checks) behind ``main_supcon.py``'s loop: ``TwoCropTransform`` samples collated by
-  a ``DataLoader`` into a list of two batches, ``torch.split(features, [bsz, bsz])``, the
-  ``warmup_learning_rate``/``adjust_learning_rate`` cosine schedule written into
-  ``param_groups``, ``AverageMeter``; its ``accuracy`` at top-2 (a known torch 2.x failure of
+  modes, its ``ValueError`` checks) behind ``main_supcon.py``'s loop: ``TwoCropTransform``
+  samples collated by a ``DataLoader`` into a list of two batches, ``torch.split(features,
+  [bsz, bsz])``, the ``warmup_learning_rate``/``adjust_learning_rate`` cosine schedule written
+  into ``param_groups``, ``AverageMeter``; its ``accuracy`` at top-2 (a known torch 2.x failure of
   ``view`` on a transposed ``eq``) is an xfail: tracegrad's ``view`` succeeds there;
 - KaiyangZhou/deep-person-reid: ``TripletLoss`` with batch-hard mining (the deprecated
   ``dist.addmm_(1, -2, x, x.t())``, ``clamp(min=1e-12).sqrt()``, boolean-mask rows
@@ -31,6 +31,9 @@
   ``torch.inverse``, the cached ``W_inv``'s ambiguous truth value) and ``MAF`` (autoregressive
   column writes ``z[:, i] = ...`` into ``zeros_like``, ``flip``), trained with Adam, then
   inverted (a round trip) and sampled.
+
+Every program is kept to a few dozen distinct (op, shape) pairs: a cold run compiles each once
+(tracegrad's eager ops are XLA programs), so batches of 6 and widths of 2-4 recur across them.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
 (``init_params``) in place of downloads and random streams; where a program's own code
