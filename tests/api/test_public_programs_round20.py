@@ -898,7 +898,6 @@ def test_tonyduan_normalizing_flows():
 
     def program(torch, log):
         nn = torch.nn
-        F = torch.nn.functional
         init = torch.nn.init
         MultivariateNormal = torch.distributions.MultivariateNormal
         np_rs = np.random.RandomState(9)
