@@ -231,7 +231,7 @@ def test_random_inplace():
 
 @pytest.mark.parametrize("call", [lambda t, x, y: x.add(2.0, y), lambda t, x, y: t.sub(x, 2.0, y),
                                   lambda t, x, y: x.add_(2, y), lambda t, x, y: x.sub_(2.0, y)])
-def test_alpha_first_overload_warns(call):
+def test_alpha_first_overload_warns(call, fresh_warn_once):
     """tracegrad warns as torch does (torch warns once per process, so only tracegrad is checked here)."""
     import tracegrad
     with pytest.warns(UserWarning, match="deprecated"):
@@ -252,8 +252,62 @@ def test_value_first_overload(case):
     check_parity(case, torch)
 
 
+BETA_FIRST = [   # torch's deprecated addmm(Number beta, [Number alpha,] mat1, mat2): old re-id code's
+    # dist.addmm_(1, -2, x, x.t()); the function form puts beta before input. grad_fn names are not
+    # compared where tracegrad composes the op (AddBackward0) or writes in place through copy_
+    C("addmm__beta_alpha_first", lambda t, d, x: _quiet(lambda: d.clone().addmm_(1, -2, x, x.t())), [F(3, 3), F(3, 2)], no_grad_fn=True),
+    C("addmm_beta_first", lambda t, d, x, y: _quiet(lambda: d.addmm(0.5, x, y)), [F(3, 3), F(3, 2), F(2, 3)]),
+    C("torch_addmm_beta_input_alpha", lambda t, d, x: _quiet(lambda: t.addmm(0.5, d, -2, x, x.t())), [F(3, 3), F(3, 2)]),
+    C("addmm_0d_tensor_beta", lambda t, d, x: _quiet(lambda: d.addmm(t.tensor(0.5), x, x.t())), [F(3, 3), F(3, 2)]),
+    C("baddbmm__beta_first", lambda t, d, a, b: _quiet(lambda: d.clone().baddbmm_(2, a, b)), [F(2, 3, 3), F(2, 3, 2), F(2, 2, 3)], no_grad_fn=True),
+    C("torch_addbmm_beta_first", lambda t, d, a, b: _quiet(lambda: t.addbmm(0.5, d, 2, a, b)), [F(3, 3), F(2, 3, 2), F(2, 2, 3)], no_grad_fn=True),
+    C("addmv_beta_alpha_first", lambda t, v, m, w: _quiet(lambda: v.addmv(0.5, -2, m, w)), [F(3), F(3, 2), F(2)], no_grad_fn=True),
+    C("addr__beta_first", lambda t, d, v, w: _quiet(lambda: d.clone().addr_(3, v, w)), [F(3, 2), F(3), F(2)], no_grad_fn=True),
+    C("addmm_trailing_beta_raises", lambda t, d, x: d.addmm(x, x.t(), 0.5), [F(3, 3), F(3, 2)], raises=True),
+    C("addmm_keyword_and_positional_beta_raises", lambda t, d, x: _quiet(lambda: d.addmm(0.5, x, x.t(), beta=2)),
+      [F(3, 3), F(3, 2)], raises=True),
+]
+
+
+@params(BETA_FIRST)
+def test_beta_first_overload(case):
+    check_parity(case, torch)
+
+
+@pytest.mark.parametrize("name", ["addmm", "addmm_"])
+def test_beta_first_overload_warns(name, fresh_warn_once):
+    x = tracegrad.ones(2, 2)
+    with pytest.warns(UserWarning, match="overload of addmm is deprecated"):
+        getattr(x, name)(1, -2, tracegrad.ones(2, 2), tracegrad.ones(2, 2))
+
+
+def test_deprecated_overloads_warn_once_per_process(fresh_warn_once):
+    """torch warns about its deprecated signatures from one TORCH_WARN_ONCE site: the first use of
+    any of them warns (at the caller's line), later ones of any op stay silent unless
+    set_warn_always(True)."""
+    import warnings
+    for mod in (torch, tracegrad):
+        x = mod.ones(2, 2)
+        x.add_(1, x)      # the process's first (in torch maybe not: another test's) warning
+        was = mod.is_warn_always_enabled()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                x.addmm_(1, -2, x, x)
+                x.addcmul_(0.5, x, x)
+                x.sub_(2, x)
+                quiet = len(caught)
+                mod.set_warn_always(True)
+                x.baddbmm(0.5, x[None], x[None])
+        finally:
+            mod.set_warn_always(was)
+        assert quiet == 0, mod.__name__
+        assert len(caught) == 1 and "overload of baddbmm is deprecated" in str(caught[0].message), mod.__name__
+        assert caught[0].filename == __file__, (mod.__name__, caught[0].filename)
+
+
 @pytest.mark.parametrize("name", ["addcmul", "addcmul_", "addcdiv", "addcdiv_"])
-def test_value_first_overload_warns(name):
+def test_value_first_overload_warns(name, fresh_warn_once):
     x = tracegrad.ones(2)
     with pytest.warns(UserWarning, match=f"overload of {name} is deprecated"):
         getattr(x, name)(2, tracegrad.ones(2), tracegrad.ones(2))

@@ -23,7 +23,7 @@ from .argcheck import check_kinds
 from .composite import _host
 from .elementwise import where
 from .linalg import bmm
-from .promotion import check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
+from .promotion import beta_first, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
 from .reduction import check_sortable, return_types
 from .shape import cat, stack
 from .._tensor.out import accepts_out
@@ -34,11 +34,14 @@ def _name(t):
 
 
 @method("baddbmm", function=True)
-def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def baddbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     """Mirrors ``torch.baddbmm``: ``beta * input + alpha * (batch1 @ batch2)`` for ``(b, n, m)``
     and ``(b, m, p)`` batches; ``input`` broadcasts to ``(b, n, p)``. With ``beta=0`` the
     input is ignored (its NaNs do not propagate), as torch. RuntimeError for shapes or dtypes
-    that differ (from ``bmm``). Under autocast all three go to its dtype first (torch's list)."""
+    that differ (from ``bmm``). Under autocast all three go to its dtype first (torch's list).
+    torch's deprecated scalars-first overloads (``x.baddbmm(beta, alpha, b1, b2)``) warn and bind."""
+    input, batch1, batch2, beta, alpha = beta_first("baddbmm", input, batch1, batch2, rest, beta, alpha,
+                                                    ("batch1", "batch2"))
     input, batch1, batch2 = _autocast.cast("lower", "baddbmm", input, batch1, batch2)
     prod = bmm(batch1, batch2)
     if input.dtype is not prod.dtype:

@@ -19,7 +19,7 @@ from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_, inplace_via_copy
-from .promotion import _SCALAR_NAME, refuse_complex, result_dtype
+from .promotion import _SCALAR_NAME, beta_first, refuse_complex, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -140,19 +140,21 @@ def _add_scaled(input, prod, beta, alpha, api):
 
 
 @method("addmv", function=True)
-def addmv(input, mat, vec, *, beta=1, alpha=1):
+def addmv(input, mat, vec, *rest, beta=1, alpha=1):
     """Mirrors ``torch.addmv``: ``beta * input + alpha * (mat @ vec)``, mat ``(n, m)``, vec ``(m,)``,
     input broadcastable to ``(n,)``. grad_fn: ``AddBackward0`` (torch: ``AddmvBackward0``)."""
+    input, mat, vec, beta, alpha = beta_first("addmv", input, mat, vec, rest, beta, alpha, ("mat", "vec"))
     if mat.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"addmv: vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
     return _add_scaled(input, matmul(mat, vec), beta, alpha, "addmv")
 
 
 @method("addr", function=True)
-def addr(input, vec1, vec2, *, beta=1, alpha=1):
+def addr(input, vec1, vec2, *rest, beta=1, alpha=1):
     """Mirrors ``torch.addr``: ``beta * input + alpha * outer(vec1, vec2)``; input broadcastable
     to ``(n, m)``; the three promote to one dtype, as torch. grad_fn: ``AddBackward0`` (torch:
     ``AddrBackward0``)."""
+    input, vec1, vec2, beta, alpha = beta_first("addr", input, vec1, vec2, rest, beta, alpha, ("vec1", "vec2"))
     dt = result_dtype(input, vec1, vec2)
     if not (dt.is_floating_point or dt.is_complex):
         for name, v in (("beta", beta), ("alpha", alpha)):
@@ -164,10 +166,11 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
 
 
 @method("addbmm", function=True)
-def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+def addbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     """Mirrors ``torch.addbmm``: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])`` for
     ``(b, n, m)`` and ``(b, m, p)``; input broadcastable to ``(n, p)``. grad_fn: ``AddBackward0``
     (torch: ``AddbmmBackward0``). Under autocast all three go to its dtype first (torch's list)."""
+    input, batch1, batch2, beta, alpha = beta_first("addbmm", input, batch1, batch2, rest, beta, alpha, ("batch1", "batch2"))
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError(f"addbmm: batch1 must be a 3D tensor, got {batch1.ndim}D and {batch2.ndim}D")
     input, batch1, batch2 = _autocast.cast("lower", "addbmm", input, batch1, batch2)

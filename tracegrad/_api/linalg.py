@@ -8,7 +8,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul, operator, reflected
-from .promotion import _CPP_NAME, _SCALAR_NAME, check_tensors
+from .promotion import _CPP_NAME, _SCALAR_NAME, beta_first, check_tensors
 from .shape import unsqueeze
 
 
@@ -102,8 +102,10 @@ def dot(self, other):
 
 
 @method(function=True)
-def addmm(self, mat1, mat2, *, beta=1, alpha=1):
-    """Mirrors ``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``. Autograd: ``AddmmBackward0``."""
+def addmm(self, mat1, mat2, *rest, beta=1, alpha=1):
+    """Mirrors ``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``. Autograd: ``AddmmBackward0``.
+    torch's deprecated scalars-first overloads (``x.addmm_(1, -2, a, b)``) warn and bind."""
+    self, mat1, mat2, beta, alpha = beta_first("addmm", self, mat1, mat2, rest, beta, alpha)
     if mat1.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError("mat1 must be a matrix, got {}-D tensor".format(mat1.ndim))
     if mat1.shape[1] != mat2.shape[0]:

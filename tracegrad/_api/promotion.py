@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import builtins
-import warnings
 
 import numpy as np
 
 from ..autograd._dispatch import apply_op
 from .._ops import dtypes as _dt
+from .._ops import warn as _warn
 from .._ops.errors import not_a_tensor
 from .._ops.registry import OPS
 from .._tensor.convert import check_fits, check_float_fits
@@ -190,9 +190,23 @@ def alpha_arg(alpha):
     return None if alpha is None or (not isinstance(alpha, Tensor) and alpha == 1) else alpha
 
 
+_DEPRECATED_KEY = "<torch's deprecated signatures>"
+
+
+def warn_deprecated_overload(message):
+    """torch warns about its deprecated signatures (``add_(Number alpha, Tensor other)``,
+    ``addcmul(Number value, ...)``, ``addmm(Number beta, ...)``) from one ``TORCH_WARN_ONCE`` site:
+    the first use of any of them in a process warns, at the user's line; later uses (of any op)
+    are silent unless ``set_warn_always(True)``. A compiled step calling one then does not
+    warn on every call either."""
+    if _warn.WARN_ALWAYS[0] or _DEPRECATED_KEY not in _warn._WARNED_ONCE:
+        _warn._WARNED_ONCE.add(_DEPRECATED_KEY)
+        _warn.warn(message, UserWarning)
+
+
 def alpha_first(api, other, rest, alpha):
     """torch's deprecated overload ``add(Number alpha, Tensor other)`` (also ``add_``, ``sub``,
-    ``sub_``), still accepted with a UserWarning by torch and used by old tutorials
+    ``sub_``), still accepted by torch (``warn_deprecated_overload``) and used by old tutorials
     (``p.data.add_(-lr, p.grad.data)``). Returns ``(other, alpha)``; TypeError, as torch, for any
     other extra positional argument."""
     if not rest:
@@ -200,9 +214,9 @@ def alpha_first(api, other, rest, alpha):
     # a 0-dim tensor also binds as the Number alpha (torch.add(t, tensor(True), True))
     scalar = isinstance(other, _Number) or (isinstance(other, Tensor) and other._value.ndim == 0)
     if len(rest) == 1 and scalar and isinstance(rest[0], (Tensor,) + _Number) and type(alpha) is int and alpha == 1:
-        warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
-                      f"Consider using one of the following signatures instead:\n"
-                      f"\t{api}(Tensor other, *, Number alpha = 1)", UserWarning, stacklevel=3)
+        warn_deprecated_overload(f"This overload of {api} is deprecated:\n\t{api}(Number alpha, Tensor other)\n"
+                                 f"Consider using one of the following signatures instead:\n"
+                                 f"\t{api}(Tensor other, *, Number alpha = 1)")
         return rest[0], other.item() if isinstance(other, Tensor) else other
     raise TypeError(f"{api}() takes 1 positional argument but {1 + len(rest)} were given "
                     f"(pass alpha by keyword: {api}(other, alpha=...))")
@@ -219,7 +233,7 @@ def check_scalar_tensor(api, name, v):
 
 def value_first(api, tensor1, tensor2, rest, value):
     """torch's deprecated overload ``addcmul(Number value, Tensor tensor1, Tensor tensor2)`` (also
-    ``addcmul_``, ``addcdiv``, ``addcdiv_``), still accepted with a UserWarning and used by old
+    ``addcmul_``, ``addcdiv``, ``addcdiv_``), still accepted (``warn_deprecated_overload``) and used by old
     optimizer code (``exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)``). Returns
     ``(tensor1, tensor2, value)``; TypeError, as torch, for any other extra positional argument."""
     if isinstance(value, Tensor):
@@ -227,12 +241,53 @@ def value_first(api, tensor1, tensor2, rest, value):
     if not rest:
         return tensor1, tensor2, value
     if len(rest) == 1 and isinstance(tensor1, _Number) and isinstance(tensor2, Tensor) and isinstance(rest[0], Tensor):
-        warnings.warn(f"This overload of {api} is deprecated:\n\t{api}(Number value, Tensor tensor1, Tensor tensor2)\n"
-                      f"Consider using one of the following signatures instead:\n"
-                      f"\t{api}(Tensor tensor1, Tensor tensor2, *, Number value = 1)", UserWarning, stacklevel=3)
+        warn_deprecated_overload(f"This overload of {api} is deprecated:\n\t{api}(Number value, Tensor tensor1, Tensor tensor2)\n"
+                                 f"Consider using one of the following signatures instead:\n"
+                                 f"\t{api}(Tensor tensor1, Tensor tensor2, *, Number value = 1)")
         return tensor2, rest[0], tensor1
     raise TypeError(f"{api}() takes 2 positional arguments but {2 + len(rest)} were given "
                     f"(pass value by keyword: {api}(tensor1, tensor2, value=...))")
+
+
+def beta_first(api, input, a, b, rest, beta, alpha, names=("mat1", "mat2")):
+    """torch's deprecated overloads with the scalars first: ``x.addmm(Number beta, [Number alpha,]
+    Tensor mat1, Tensor mat2)`` (method and in-place) and ``torch.addmm(Number beta, Tensor input,
+    [Number alpha,] Tensor mat1, Tensor mat2)`` (also ``addbmm``, ``baddbmm``, ``addmv``,
+    ``addr``), still accepted by torch (``warn_deprecated_overload``) and used by old metric-learning code
+    (``dist.addmm_(1, -2, x, x.t())``). ``input, a, b, rest`` are the positional arguments as
+    the keyword-scalar signature binds them; a 0-dim tensor binds as a Number. Returns
+    ``(input, a, b, beta, alpha)``; TypeError, as torch, for any other extra positional argument."""
+    if not rest:
+        return input, a, b, beta, alpha
+
+    def scalar(v):
+        return isinstance(v, _Number) or (isinstance(v, Tensor) and v.ndim == 0)
+
+    def num(v):
+        return v.item() if isinstance(v, Tensor) else v
+
+    defaults = type(beta) is int and beta == 1 and type(alpha) is int and alpha == 1
+    m1, m2 = names
+    new = None
+    if defaults and len(rest) in (1, 2) and all(isinstance(t, Tensor) and t.ndim > 0 for t in rest):
+        if scalar(input) and isinstance(a, Tensor):           # the function form: beta, input first
+            if len(rest) == 1 and isinstance(b, Tensor):
+                new = (a, b, rest[0], num(input), 1)
+            elif len(rest) == 2 and scalar(b):
+                new = (a, rest[0], rest[1], num(input), num(b))
+        elif isinstance(input, Tensor) and scalar(a):         # the method form: self, beta first
+            if len(rest) == 1 and isinstance(b, Tensor):
+                new = (input, b, rest[0], num(a), 1)
+            elif len(rest) == 2 and scalar(b):
+                new = (input, rest[0], rest[1], num(a), num(b))
+    if new is None:
+        raise TypeError(f"{api}() takes 3 positional arguments but {3 + len(rest)} were given "
+                        f"(pass beta and alpha by keyword: {api}(input, {m1}, {m2}, beta=..., alpha=...))")
+    sig = "Number beta, Number alpha" if len(rest) == 2 else "Number beta"
+    warn_deprecated_overload(f"This overload of {api} is deprecated:\n\t{api}({sig}, Tensor {m1}, Tensor {m2})\n"
+                             f"Consider using one of the following signatures instead:\n"
+                             f"\t{api}(Tensor {m1}, Tensor {m2}, *, Number beta = 1, Number alpha = 1)")
+    return new
 
 
 def check_lerp_end(api, end):
