@@ -4,7 +4,9 @@ test_loss_equal_input_target_shape, test_KLDivLoss_* and the criterion tests' dt
 expectations) for the loss kernels' dtype and argument rules: huber_loss and soft_margin_loss
 compute in the input's dtype, binary_cross_entropy_with_logits in the target's, kl_div refuses
 integer operands, soft_margin_loss has no gradient for its target and never grows its input by
-broadcasting (grad_fn ``SoftMarginLossBackward0`` with one edge). Each program runs with torch
+broadcasting (grad_fn ``SoftMarginLossBackward0`` with one edge); and TestNN.test_rnn_args_check's
+neighbour: an RNN/LSTM/GRU (or cell) hidden state of another dtype than the input is refused, as
+torch's kernels refuse it. Each program runs with torch
 (the oracle) and tracegrad (``run_cases``/``same_outcome``): equal values, dtypes, shapes and
 grad_fn names, or the same exception class. Float tensors of shape (2, 3) only."""
 import numpy as np
@@ -111,3 +113,22 @@ def test_loss_argument_errors():
     run_cases({name: fn for name, (fn, _) in ERRORS.items()})
     for name, (fn, gist) in ERRORS.items():
         assert_gist(name, fn, gist, torch, tracegrad)
+
+
+def _rnn_hidden(mode, cell, dtype):
+    def fn(T):
+        m = getattr(T.nn, mode + ("Cell" if cell else ""))(3, 4)
+        x = T.ones(2, 3) if cell else T.ones(2, 1, 3)
+        shape = (2, 4) if cell else (1, 1, 4)
+        h = T.zeros(shape, dtype=getattr(T, dtype))
+        return m(x, (h, T.zeros(shape)) if mode == "LSTM" else h)
+    return fn
+
+
+def test_rnn_hidden_state_dtype_must_match_input():
+    cases = {f"{mode}{'Cell' if cell else ''}_{dt}": _rnn_hidden(mode, cell, dt)
+             for mode in ("RNN", "LSTM", "GRU") for cell in (False, True) for dt in ("float64", "float16")}
+    cases["RNN_double_module_float_hidden"] = lambda T: T.nn.RNN(3, 4).double()(T.ones(2, 1, 3, dtype=T.float64),
+                                                                                 T.zeros(1, 1, 4))
+    cases["RNN_unbatched_double_hidden"] = lambda T: T.nn.RNN(3, 4)(T.ones(2, 3), T.zeros(1, 4, dtype=T.float64))
+    run_cases(cases)
