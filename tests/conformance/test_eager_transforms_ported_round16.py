@@ -177,6 +177,23 @@ CASES = {
     "jacrev_inplace_on_clone": lambda T: T.func.jacrev(lambda x: x.clone().add_(1) * x)(t(T, X3)),
     "hessian_inplace_on_clone": lambda T: T.func.hessian(lambda x: (x.clone().mul_(x) ** 2).sum())(t(T, X3)),
     "grad_detach_then_inplace": lambda T: grad_(T, lambda x: (x.detach().mul_(2), x.sum())[1], t(T, X3)),
+    "grad_setitem_on_input": lambda T: grad_(T, lambda x: (x.__setitem__(0, 5.0), x.sum())[1], t(T, X3)),
+    "grad_copy_into_input": lambda T: grad_(T, lambda x: x.copy_(x * 2).sum(), t(T, X3)),
+    "grad_zero_input": lambda T: grad_(T, lambda x: x.zero_().sum(), t(T, X3)),
+    "vjp_inplace_on_second_input": lambda T: T.func.vjp(lambda x, y: x * y.add_(1), t(T, X3), t(T, X3))[0],
+    "grad_setitem_on_input_no_grad": lambda T: grad_(
+        T, lambda x: (under_no_grad(T, lambda: x.__setitem__(0, 5.0)), (x * x).sum())[1], t(T, X3)),
+    "grad_view_sees_no_grad_write_to_base": lambda T: grad_(
+        T, lambda x: (lambda v: (under_no_grad(T, lambda: x.mul_(2)), (v * v).sum())[1])(x[:2]), t(T, X3)),
+    # x.detach() / x.data share x's storage: a write through them changes x's value
+    "grad_write_through_detach_reaches_input": lambda T: grad_(
+        T, lambda x: (x.detach().mul_(2), (x * x).sum())[1], t(T, X3)),
+    "grad_write_through_data_reaches_input": lambda T: grad_(
+        T, lambda x: (x.data.mul_(2), (x * x).sum())[1], t(T, X3)),
+    # torch.func refuses requires_grad_() on any tensor inside a transform
+    "requires_grad_inside_grad": lambda T: grad_(T, lambda x: (T.ones(3, dtype=T.float64).requires_grad_() * x).sum(),
+                                                 t(T, X3)),
+    "requires_grad_inside_vmap": lambda T: T.func.vmap(lambda r: r.requires_grad_() * 2)(t(T, X3)),
     "nograd_write_input": nograd_write_input,
     "nograd_write_intermediate": nograd_write_intermediate,
     "nograd_write_view_of_input": nograd_write_view_of_input,
@@ -212,6 +229,15 @@ XFAIL = {
     "autograd_grad_inside_grad": _TRACED + "torch.autograd.grad inside torch.func.grad differentiates at that level",
     "item_inside_grad": "inside a tracegrad.func transform values are JAX-traced: .item() has no concrete value "
                         "(torch.func runs eagerly and returns it)",
+    "grad_write_through_detach_reaches_input": "inside a tracegrad.func transform x.detach() is a copy behind "
+                                               "stop_gradient (a storage of its own): writes through it do not "
+                                               "reach x; sharing it needs a change in _tensor/tensor.py",
+    "grad_write_through_data_reaches_input": "inside a tracegrad.func transform x.data does not share x's traced "
+                                             "storage: writes through it do not reach x",
+    "requires_grad_inside_grad": "Tensor.requires_grad_() does not check for an open tracegrad.func transform "
+                                 "(torch raises); tracegrad's own code calls it inside transforms too, so the check "
+                                 "needs a core change in _tensor/tensor.py",
+    "requires_grad_inside_vmap": "as requires_grad_inside_grad, under vmap",
     "escaped_value": "a tensor stashed inside a tracegrad.func transform still holds the JAX trace's value after "
                      "it; using it raises JAX's leaked-value error (torch unwraps it to a plain tensor)",
 }
