@@ -57,19 +57,12 @@ def _transforms(m, cache_size):
     return {
         "power_tensor": (T.PowerTransform(d64(m, [[0.5], [-1.5]]), cache_size=c), POS23),
         "affine_rows": (T.AffineTransform(d64(m, X23[0]), d64(m, -POS23[1]), cache_size=c), X23),
-        "softplus": (T.SoftplusTransform(cache_size=c), X23),
-        "abs": (T.AbsTransform(cache_size=c), X23),
         "lower_cholesky": (T.LowerCholeskyTransform(cache_size=c), X33),
         "corr_cholesky": (T.CorrCholeskyTransform(cache_size=c), X23[:, :1].repeat(3, 1) * 0.7 + X23),
         "positive_definite": (T.PositiveDefiniteTransform(cache_size=c), X33),
         "compose_affine_exp": (T.ComposeTransform([T.AffineTransform(d64(m, X23), d64(m, POS23), cache_size=c),
                                                    T.ExpTransform(cache_size=c)], cache_size=c), X23),
-        "compose_affines": (T.ComposeTransform([T.AffineTransform(0.0, 1.0, cache_size=c),
-                                                T.AffineTransform(1.0, -2.0, cache_size=c),
-                                                T.AffineTransform(d64(m, X23), d64(m, POS23), cache_size=c)]), X23),
         "reshape": (T.ReshapeTransform((2, 3), (3, 2)), X23),
-        "independent_affine": (T.IndependentTransform(T.AffineTransform(d64(m, X23[0]), d64(m, POS23[0]),
-                                                                        cache_size=c), 1, cache_size=c), X23),
         "corr_cholesky_inv": (T.CorrCholeskyTransform(cache_size=c).inv, CORR_L),
         "softmax_inv": (T.SoftmaxTransform(cache_size=c).inv, SIMPLEX23),
         "power_tensor_inv": (T.PowerTransform(d64(m, [[0.5], [-1.5]]), cache_size=c).inv, POS23),
@@ -83,6 +76,8 @@ def _transforms(m, cache_size):
 
 
 TRANSFORM_NAMES = list(_transforms(torch, 0))
+# the log-det's gradient for the transforms no earlier port differentiates (a backward compile each)
+GRAD_CHECKED = {"power_tensor", "corr_cholesky", "corr_cholesky_inv", "cat", "stack", "cdf"}
 
 
 def _round_trip(m, name, cache_size):
@@ -100,7 +95,7 @@ def _round_trip(m, name, cache_size):
     out.append(ladj)
     if not isinstance(ladj, str):
         out += [ladj.shape, ladj.requires_grad]
-        if ladj.requires_grad:
+        if ladj.requires_grad and name in GRAD_CHECKED:
             out.append(m.autograd.grad(ladj.sum(), x, allow_unused=True))
     return out
 
@@ -144,7 +139,7 @@ def _compose_shapes(m):
     e, s, lc = T.ExpTransform(), T.SoftmaxTransform(), T.LowerCholeskyTransform()
     out = [[t.event_dim for t in (e, s, lc)],
            [T.ComposeTransform(p).event_dim for p in ([e, s], [e, lc], [s, lc], [lc, e], [s, e])]]
-    for dims in [(0,), (1,), (2, 0), (0, 1, 2), (1, 2, 0), (2, 0, 1)]:
+    for dims in [(1,), (2, 0), (0, 1, 2)]:
         parts = [T.AffineTransform(m.zeros((1,) * k, dtype=m.float64), 1.0, event_dim=k) for k in dims]
         comp = T.ComposeTransform(parts)
         base = D.Normal(d64(m, 0.0), d64(m, 1.0))
@@ -181,8 +176,7 @@ def _transformed_distribution_grid(m):
     out = []
     # (base batch dims, base event dims, affine dims, number of transforms): the cases where the
     # base is too small for the chain, an empty chain, each reshape, an event-dim affine
-    for base_batch, base_event, tdim, ntrans in ((0, 0, 2, 1), (1, 0, 0, 2), (2, 0, 1, 3), (1, 2, 1, 3),
-                                                 (0, 2, 2, 1)):
+    for base_batch, base_event, tdim, ntrans in ((0, 0, 2, 1), (2, 0, 1, 3), (1, 2, 1, 3)):
         base = D.Normal(d64(m, 0.0), d64(m, 1.0)).expand(shape[4 - base_batch - base_event:])
         if base_event:
             base = D.Independent(base, base_event)
@@ -239,14 +233,11 @@ def _constraint_examples(m):
 def _bounded_constraints(m):
     c = m.distributions.constraints
     lo, hi = d64(m, [-4.0, -2.0, 0.0]), d64(m, [-3.0, 3.0, 1.0])
+    # the scalar-bounded ones are in test_distributions_ported.py's registry test
     return {
-        "real": c.real, "real_vector": c.real_vector, "positive": c.positive,
-        "greater_than_tensor": c.greater_than(lo), "greater_than_2": c.greater_than(2.0),
-        "greater_than_eq_neg": c.greater_than_eq(-2.0), "less_than_tensor": c.less_than(hi),
-        "less_than_neg": c.less_than(-2.0), "unit_interval": c.unit_interval, "interval_tensor": c.interval(lo, hi),
-        "interval_1_2": c.interval(1.0, 2.0), "half_open_tensor": c.half_open_interval(lo, hi),
-        "half_open_neg": c.half_open_interval(-2.0, -1.0), "simplex": c.simplex, "corr_cholesky": c.corr_cholesky,
-        "lower_cholesky": c.lower_cholesky, "positive_definite": c.positive_definite,
+        "greater_than_tensor": c.greater_than(lo), "less_than_tensor": c.less_than(hi),
+        "interval_tensor": c.interval(lo, hi), "half_open_tensor": c.half_open_interval(lo, hi),
+        "corr_cholesky": c.corr_cholesky, "lower_cholesky": c.lower_cholesky, "positive_definite": c.positive_definite,
         "cat": c.cat([c.positive, c.unit_interval], dim=0, lengths=[1, 2]),
         "stack": c.stack([c.positive, c.real, c.less_than(1.0)], dim=1),
     }
@@ -258,7 +249,7 @@ def _biject_and_transform_to(m):
     D = m.distributions
     out = []
     for name, k in _bounded_constraints(m).items():
-        x = d64(m, X23[:, :1] * 0.3 + X23 if name == "corr_cholesky" else (X33 if name != "cat" else X23.T))
+        x = d64(m, X23[:, :1] * 0.3 + X23 if name == "corr_cholesky" else X33)
         for reg in (D.biject_to, D.transform_to):
             t = attempt(lambda: reg(k))
             if isinstance(t, str):
