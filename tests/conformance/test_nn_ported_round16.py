@@ -132,3 +132,20 @@ def test_rnn_hidden_state_dtype_must_match_input():
                                                                                  T.zeros(1, 1, 4))
     cases["RNN_unbatched_double_hidden"] = lambda T: T.nn.RNN(3, 4)(T.ones(2, 3), T.zeros(1, 4, dtype=T.float64))
     run_cases(cases)
+
+
+def test_native_channel_shuffle_matches_channel_shuffle():
+    # TestNN.test_channel_shuffle_*: torch.native_channel_shuffle gives channel_shuffle's values
+    # and errors (torch has no derivative for it; tracegrad's is channel_shuffle's, so grads and
+    # grad_fn are not compared)
+    def values(T, fn):
+        x = T.arange(16.).reshape(1, 4, 2, 2)
+        return fn(T)(x, 2), fn(T)(x.reshape(2, 8)[:1].reshape(1, 8), 4)
+    run_cases({
+        "values": lambda T: values(T, lambda T: T.native_channel_shuffle),
+        "same_as_channel_shuffle": lambda T: bool(T.equal(values(T, lambda T: T.native_channel_shuffle)[0],
+                                                           values(T, lambda T: T.nn.functional.channel_shuffle)[0])),
+        "groups_not_dividing": lambda T: T.native_channel_shuffle(T.ones(1, 4, 2, 2), 3),
+        "groups_zero": lambda T: T.native_channel_shuffle(T.ones(1, 4, 2, 2), 0),
+        "one_dim_input": lambda T: T.native_channel_shuffle(T.ones(4), 2),
+    })
