@@ -81,6 +81,13 @@ def nograd_write_int_into_constant(T):
     return grad_(T, f, t(T, X3))
 
 
+def compiled_nograd_write_input(T):
+    # compiled == eager (tracegrad.compile; torch runs the plain function: torch.compile is slow)
+    compile_ = T.compile if T.__name__ == "tracegrad" else (lambda fn: fn)
+    step = compile_(lambda x: T.func.grad(lambda a: (under_no_grad(T, lambda: a.mul_(2)), (a * 3).sum())[1])(x))
+    return step(t(T, X3)), step(t(T, X3 * 2))
+
+
 def inplace_on_view_base(T):
     # test_inplace_on_view_base: a view taken before its base is written sees the write
     def f(x):
@@ -200,6 +207,7 @@ CASES = {
     "vjp_nograd_write": vjp_nograd_write,
     "jvp_of_grad_nograd_write": jvp_of_grad_nograd_write,
     "nograd_write_int_into_constant": nograd_write_int_into_constant,
+    "compiled_nograd_write_input": compiled_nograd_write_input,
     "inplace_on_view_base": inplace_on_view_base,
     "inplace_on_view": inplace_on_view,
     "manual_seed_inside_grad": manual_seed_inside_grad,
