@@ -293,6 +293,7 @@ from .nn.functional import conv_tbc as conv_tbc  # noqa: E402
 from .nn._toplevel import (  # noqa: E402
     alpha_dropout as alpha_dropout, alpha_dropout_ as alpha_dropout_, bilinear as bilinear, celu_ as celu_,
     binary_cross_entropy_with_logits as binary_cross_entropy_with_logits, channel_shuffle as channel_shuffle,
+    native_channel_shuffle as native_channel_shuffle,
     conv_transpose3d as conv_transpose3d, cosine_embedding_loss as cosine_embedding_loss, ctc_loss as ctc_loss,
     dropout_ as dropout_, feature_alpha_dropout as feature_alpha_dropout,
     feature_alpha_dropout_ as feature_alpha_dropout_, hardshrink as hardshrink,

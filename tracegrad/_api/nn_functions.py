@@ -722,6 +722,8 @@ _nn = types.SimpleNamespace(
         "smooth_l1_loss", input, target, reduction=_red(reduction), beta=float(beta)),
     huber_loss=lambda input, target, reduction="mean", delta=1.0: _loss(
         "huber_loss", input, target, reduction=_red(reduction), delta=float(delta)),
+    soft_margin_loss=lambda input, target, reduction="mean": _loss(
+        "soft_margin_loss", input, target, reduction=_red(reduction)),
     binary_cross_entropy=lambda input, target, weight=None, reduction="mean": _loss(
         "binary_cross_entropy", input, target, weight, reduction=_red(reduction)),
     binary_cross_entropy_with_logits=lambda input, target, weight=None, pos_weight=None, reduction="mean": _loss(

@@ -366,6 +366,8 @@ def _huber(x, t, *, reduction, delta):
 
 
 defop("huber_loss", _huber, args=("self", "target"), grad_fn="HuberLossBackward0", saves=("self", "target"))
+defop("soft_margin_loss", lambda x, t, reduction: _reduce(jnp.log1p(jnp.exp(-x * t)), reduction),
+      args=("self", "target"), grad_fn="SoftMarginLossBackward0", saves=("self", "target"), no_edge=("target",))
 
 
 def _logsumexp3(a, b, c):

@@ -1004,6 +1004,11 @@ def _concrete(t, what):
             raise RuntimeError(
                 "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. "
                 "We don't support that yet: use tracegrad.where or move the branch out of the vmapped function.")
+        if _state.FUNC_LEVELS and _CAPTURE[0] is None:
+            raise RuntimeError(
+                f"{what} needs a concrete value, but this tensor is being traced by a tracegrad.func "
+                f"transform (grad, vjp, jacrev, jacfwd, hessian, jvp); keep the computation in tensor ops "
+                f"(tracegrad.where instead of if/else) or move {what} outside the transformed function")
         raise RuntimeError(
             f"{what} needs a concrete value, but this tensor is being traced (inside "
             f"tracegrad.compile or a checkpointed region); keep the computation in tensor ops "

@@ -4,6 +4,7 @@ import contextlib
 import weakref
 
 from .._tensor.tensor import Tensor, chain_value_fn
+from ._graph_impl import SAVED_HOOKS as _SAVED_HOOKS
 from ._graph_impl import SAVED_HOOKS_DISABLED as _DISABLED
 from ._graph_impl import Node as Node
 from ._graph_impl import increment_version as increment_version
@@ -22,10 +23,17 @@ __all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks", "
 def disable_saved_tensors_hooks(error_message):
     """Mirrors ``torch.autograd.graph.disable_saved_tensors_hooks(error_message)``: within the
     block, entering ``saved_tensors_hooks`` (or ``save_on_cpu``) raises
-    ``RuntimeError(error_message)``. Nests: the outer message is back after the block."""
+    ``RuntimeError(error_message)``. Nests: the outer message is back after the block.
+
+    Raises:
+        RuntimeError(error_message): on entry, when ``saved_tensors_hooks`` are already active
+        (as torch: the hooks in force could not be honoured inside the block).
+    """
     prev = _DISABLED[0]
     _DISABLED[0] = error_message
     try:
+        if _SAVED_HOOKS:
+            raise RuntimeError(error_message)
         yield
     finally:
         _DISABLED[0] = prev

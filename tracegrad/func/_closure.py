@@ -40,6 +40,52 @@ _INTERPOSE = _state.INTERPOSE
 # open transform kinds, innermost last (``_state.FUNC_LEVELS``: autograd.Function reads it).
 LEVELS = _state.FUNC_LEVELS
 
+# NOTE [inputs of a reverse-mode level]: inside torch.func's grad/vjp/jacrev the differentiated
+# inputs are leaves that require grad at that level. So an in-place op on one of them (or on a
+# view of it) with grad mode on raises torch's leaf error, and an in-place op under ``no_grad``
+# (on an input or on any value of the level) records nothing: the write changes the value but
+# the gradient passes through it as through an identity, as torch's unchanged history does.
+# ``INPUTS`` holds, per open transform level (innermost last), the storage ids of its
+# differentiated inputs (an empty set for a forward-mode level).
+INPUTS: list = []
+
+
+@jax.custom_jvp
+def _keeps_derivative(old, new):
+    """``new``'s value with ``old``'s derivative: an unrecorded write (NOTE [inputs of a
+    reverse-mode level])."""
+    return new
+
+
+@_keeps_derivative.defjvp
+def _keeps_derivative_jvp(primals, tangents):
+    return primals[1], tangents[0]
+
+
+def _reverse_level():
+    return bool(LEVELS) and LEVELS[-1] == "reverse"
+
+
+def check_input_write(target):
+    """torch's leaf error for an in-place op, with grad mode on, on a differentiated input of
+    the innermost reverse-mode level or a view of one (NOTE [inputs of a reverse-mode level])."""
+    if _reverse_level() and _state.GRAD_MODE[0] and INPUTS and id(target._st) in INPUTS[-1]:
+        what = "a view of a leaf Variable" if target._base is not None else "a leaf Variable"
+        raise RuntimeError(f"{what} that requires grad is being used in an in-place operation. Inside a "
+                           "tracegrad.func grad/vjp/jacrev transform the differentiated inputs are leaves; "
+                           "write into a clone() of the input instead.")
+
+
+def unrecorded_write(st, old):
+    """After an in-place op under ``no_grad`` inside a reverse-mode level: the storage ``st``
+    (which held ``old``) keeps ``old``'s derivative (NOTE [inputs of a reverse-mode level])."""
+    new = st.array
+    if (not _reverse_level() or _state.GRAD_MODE[0] or new is old or not isinstance(old, _Tracer)
+            or new.shape != old.shape or new.dtype != old.dtype or not jax.numpy.issubdtype(old.dtype, jax.numpy.inexact)):
+        return
+    st.array = _keeps_derivative(old, new)
+    st.gen += 1     # views cached the plain new value
+
 
 def constant_of_level(tree):
     """``tree``'s traced arrays behind ``stop_gradient`` when computed under ``no_grad`` inside
@@ -135,7 +181,12 @@ class Reads:
     def apply_inplace(self, op, target, args, static):
         if _concrete(target):
             self._note_write(op, target, args)
+        else:
+            check_input_write(target)
+        st = target._st
+        old = st.array
         out = self._run(_dispatch.apply_inplace, op, target, self.see(args, _ALL) if self.lifted else args, static)
+        unrecorded_write(st, old)
         if self.collect and op.grad_fn is not None and _differentiable(target, None):
             self.see((target, *args), op.no_edge_pos)
         return out

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._tensor.tensor import Tensor
-from . import _closure, _wrap
+from . import _closure, _vmap, _wrap
 
 _FLOAT_KINDS = "fc"
 
@@ -295,6 +295,8 @@ def _jvp(func, primals, tangents, strict, has_aux):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same python "
                            f"structure. For example, if primals is a tuple of 3 tensors, tangents also must be. "
                            f"Got primals with structure {_shown(sp)} and tangents with structure {_shown(st)}")
+    if not jax.tree_util.tree_leaves(p_arr):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to contain at least one Tensor.")
     for p, t in zip(jax.tree_util.tree_leaves(p_arr), jax.tree_util.tree_leaves(t_arr)):
         if tuple(p.shape) != tuple(t.shape):
             raise RuntimeError("Trying to set a forward gradient that has a different size than that of the "
@@ -355,10 +357,22 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """Mirrors ``torch.func.jacfwd`` on ``jax.jacfwd``; same result layout as :func:`jacrev`.
-    RuntimeError for a ``randomness`` other than 'error', 'different' or 'same'."""
+    ``randomness='error'`` (default): a random draw inside ``func`` raises RuntimeError, as
+    torch's (its jacfwd is a vmap over basis vectors); 'same' and 'different' both draw once for
+    all basis vectors.
+    Raises: RuntimeError for a ``randomness`` other than 'error', 'different' or 'same'.
+    Differs from torch: 'different' draws the same values for every basis vector."""
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
-    return _jacobian(jax.jacfwd, "jacfwd", func, argnums, has_aux)
+    jac = _jacobian(jax.jacfwd, "jacfwd", func, argnums, has_aux)
+    if randomness != "error":
+        return jac
+
+    @functools.wraps(jac)
+    def guarded(*args, **kwargs):
+        with _vmap._random_guard("error"):
+            return jac(*args, **kwargs)
+    return guarded
 
 
 def hessian(func, argnums=0):

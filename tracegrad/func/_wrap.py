@@ -135,6 +135,9 @@ def pure(fn, args, positions, kind=None):
             return to_arrays(fn(*call))
         levels = _closure.LEVELS
         levels.append(kind)
+        # the differentiated inputs' storages (NOTE [inputs of a reverse-mode level] in _closure)
+        _closure.INPUTS.append({id(t._st) for p in positions for t in tensor_leaves(call[p]) if isinstance(t, Tensor)}
+                               if kind == "reverse" else set())
         prev = _state.GRAD_MODE[0]
         if kind == "reverse":
             _state.GRAD_MODE[0] = True
@@ -142,6 +145,7 @@ def pure(fn, args, positions, kind=None):
             return to_arrays(fn(*call))
         finally:
             levels.pop()
+            _closure.INPUTS.pop()
             _state.GRAD_MODE[0] = prev
     return jax_fn
 

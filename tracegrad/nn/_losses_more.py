@@ -10,7 +10,7 @@ import math
 
 import tracegrad
 from tracegrad._api import nn_functions as _F
-from tracegrad._api.promotion import check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
 
 from . import _reduction
 from ._vision_functional import pairwise_distance
@@ -90,10 +90,34 @@ def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, r
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """Mirrors ``torch.nn.functional.soft_margin_loss``: ``log(1 + exp(-target * input))``."""
+    """Mirrors ``torch.nn.functional.soft_margin_loss``: ``log(1 + exp(-target * input))``,
+    grad_fn ``SoftMarginLossBackward0``. As torch's kernel, the result has the input's shape and
+    dtype (``target`` broadcasts to it).
+    Raises: ValueError for an unknown ``reduction``; RuntimeError when ``target`` requires grad
+    (torch has no gradient for it), when broadcasting would grow ``input``, or for an integer
+    ``input`` (the loss is floating)."""
     reduction = _legacy(size_average, reduce, reduction)
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if isinstance(target, tracegrad.Tensor) and isinstance(input, tracegrad.Tensor):
+        if target.requires_grad and tracegrad.is_grad_enabled():
+            raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument "
+                               "'target'. This input cannot have requires_grad True; pass target.detach()")
+        shape = tracegrad.broadcast_shapes(input.shape, target.shape)
+        if tuple(shape) != tuple(input.shape):
+            raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape "
+                               f"{list(shape)}: soft_margin_loss writes a loss per input element")
+        common = tracegrad.promote_types(input.dtype, target.dtype)
+        if not (input.dtype.is_floating_point or input.dtype.is_complex):
+            common = common if common.is_floating_point else tracegrad.get_default_dtype()
+            raise RuntimeError(f"result type {_SCALAR_NAME[common.name]} can't be cast to the desired "
+                               f"output type {_SCALAR_NAME[input.dtype.name]}; convert the input with "
+                               ".float() first")
+        if target.dtype is not input.dtype and (input.dtype.is_floating_point or input.dtype.is_complex):
+            target = target.to(input.dtype)
+        if tuple(target.shape) != tuple(input.shape):
+            target = target.expand(input.shape)
+        return _F._nn.soft_margin_loss(input, target, reduction)    # grad_fn SoftMarginLossBackward0
     return _reduce((-input * target).exp().log1p(), reduction)
 
 

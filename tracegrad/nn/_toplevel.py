@@ -19,6 +19,7 @@ from . import functional as F
 
 __all__ = ["alpha_dropout", "alpha_dropout_", "feature_alpha_dropout", "feature_alpha_dropout_", "dropout_",
            "celu_", "selu_", "rrelu", "rrelu_", "threshold", "threshold_", "hardshrink", "channel_shuffle",
+           "native_channel_shuffle",
            "pixel_shuffle", "pixel_unshuffle", "pdist", "pairwise_distance", "prelu", "bilinear", "rms_norm",
            "conv_transpose3d", "max_pool3d", "instance_norm", "kl_div", "binary_cross_entropy_with_logits",
            "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "poisson_nll_loss",
@@ -95,6 +96,12 @@ def hardshrink(input, lambd=0.5):
 def channel_shuffle(input, groups):
     """Mirrors ``torch.channel_shuffle``: ``F.channel_shuffle``."""
     return F.channel_shuffle(input, groups)
+
+
+def native_channel_shuffle(input, groups):
+    """Mirrors ``torch.native_channel_shuffle``: ``F.native_channel_shuffle`` (the same values,
+    errors and autograd as ``channel_shuffle``)."""
+    return F.native_channel_shuffle(input, groups)
 
 
 def pixel_shuffle(input, upscale_factor):

@@ -681,6 +681,8 @@ def _bcast(input, target, name):
                                    f"to the desired output type {_SCALAR_NAME[input.dtype.name]}; "
                                    f"convert the input with .float() first")
             input = input.to(common)
+        elif name == "huber_loss" and (input.dtype.is_floating_point or input.dtype.is_complex):
+            target = target.to(input.dtype)   # torch's huber kernel computes in the input's dtype
     if name != "l1_loss" and input.dtype.is_floating_point is False and not input.dtype.is_complex:
         raise NotImplementedError(f"{name}(): not implemented for integer or bool input ({input.dtype}): "
                                   "convert it with .float() first")
@@ -788,6 +790,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                "pass a floating target (target.float())")
         raise RuntimeError(f"result type {_SCALAR_NAME[input.dtype.name]} can't be cast to the desired output type "
                            f"{_SCALAR_NAME[target.dtype.name]}; pass a floating target (target.float())")
+    if isinstance(target, tracegrad.Tensor) and target.dtype is not input.dtype:
+        # torch's kernel computes in the target's dtype: (float64 input, float32 target) -> float32
+        input, weight, pos_weight = (t.to(target.dtype) if isinstance(t, tracegrad.Tensor) else t
+                                     for t in (input, weight, pos_weight))
     return _nn.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
 
 
@@ -802,6 +808,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         raise TypeError(f"kl_div(): argument 'log_target' must be bool, not {type(log_target).__name__}")
     if any(getattr(t, "is_complex", lambda: False)() for t in (input, target)):
         raise RuntimeError("kl_div: Complex inputs not supported. Take .real or .abs() of the log-probabilities")
+    if any(isinstance(t, tracegrad.Tensor) and not t.dtype.is_floating_point for t in (input, target)):
+        raise RuntimeError("kl_div: Integral inputs not supported. Convert the input and target with .float()")
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction == "mean" and not legacy:

@@ -174,7 +174,8 @@ class RNNBase(Module):
         ``(num_layers * num_directions, B, P)`` (``c_0``: hidden_size), zeros when None.
         Returns ``(output, h_n)`` (``(output, (h_n, c_n))`` for LSTM); output
         ``(T, B, num_directions * P)``, a PackedSequence for packed input.
-        Raises ValueError for a wrong input rank or dtype, RuntimeError for wrong sizes; TypeError
+        Raises ValueError for a wrong input rank or dtype, RuntimeError for wrong sizes or a hidden
+        state whose dtype is not the input's; TypeError
         for a ``bidirectional`` that is not a bool (torch's kernel parses it at the call)."""
         if type(self.bidirectional) is not bool:
             raise TypeError(f"{self.mode.lower()}() received an invalid combination of arguments: bidirectional="
@@ -210,6 +211,12 @@ class RNNBase(Module):
                 self.check_hidden_size(hx[1], exp_c, "Expected hidden[1] size {}, got {}")
             else:
                 self.check_hidden_size(hx, exp_h)
+            want = (data if packed else input).dtype
+            for i, h in enumerate(_states(hx)):
+                if h.dtype is not want:    # torch's kernel fails in its matmul (or mkldnn) on this
+                    name = f"hidden[{i}]" if lstm else "hidden"
+                    raise RuntimeError(f"{type(self).__name__}: expected {name} to have the input's dtype {want}, "
+                                       f"but got {h.dtype}; convert it with .to({want})")
             if sorted_indices is not None:     # the caller's batch order -> the packed (sorted) order
                 hx = tuple(h.index_select(1, sorted_indices) for h in _states(hx))
                 hx = hx if lstm else hx[0]
