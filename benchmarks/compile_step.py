@@ -338,7 +338,7 @@ def main():
                     ("tracegrad.compile", tc_ms, tc_first),
                     ("  a new batch tensor every call", ms["new"], None),
                     ("  the step returning loss.item()", ms["item"], None),
-                    ("  zero_grad() after step (no .grad out)", ms["end"], None),
+                    ("  zero_grad() after opt.step()", ms["end"], None),
                     ("  its program alone (no guards)", ms["alone"], None), ("tracegrad eager", te_ms, None)]
             where = "1 thread" if args.torch_device == "cpu" else args.torch_device
             for label, key in ((f"torch eager ({where})", "eager"), (f"torch.compile ({where})", "compile")):
