@@ -235,8 +235,6 @@ XFAIL = {
     "flags_inside_grad": _TRACED + "torch's GradTrackingTensor does (a core change to emulate)",
     "flags_inside_vjp": _TRACED + "torch's GradTrackingTensor does (a core change to emulate)",
     "autograd_grad_inside_grad": _TRACED + "torch.autograd.grad inside torch.func.grad differentiates at that level",
-    "item_inside_grad": "inside a tracegrad.func transform values are JAX-traced: .item() has no concrete value "
-                        "(torch.func runs eagerly and returns it)",
     "grad_write_through_detach_reaches_input": "inside a tracegrad.func transform x.detach() is a copy behind "
                                                "stop_gradient (a storage of its own): writes through it do not "
                                                "reach x; sharing it needs a change in _tensor/tensor.py",
@@ -246,8 +244,6 @@ XFAIL = {
                                  "(torch raises); tracegrad's own code calls it inside transforms too, so the check "
                                  "needs a core change in _tensor/tensor.py",
     "requires_grad_inside_vmap": "as requires_grad_inside_grad, under vmap",
-    "escaped_value": "a tensor stashed inside a tracegrad.func transform still holds the JAX trace's value after "
-                     "it; using it raises JAX's leaked-value error (torch unwraps it to a plain tensor)",
 }
 
 

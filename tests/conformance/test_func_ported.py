@@ -308,8 +308,6 @@ def test_vmap_random_inplace_on_captured(randomness):
 
 
 GRAD_XFAIL = {
-    "item_inside_grad": "Tensor.item() on a tensor traced by grad raises (tracegrad/_tensor refuses traced values); "
-                        "torch's grad returns the primal number",
     "requires_grad_inside_grad": "requires_grad_() on a traced tensor is allowed (tracegrad.compile needs it); torch's "
                                  "grad raises RuntimeError",
 }

@@ -618,9 +618,8 @@ def masked_select(self, mask):
 def nonzero(self, *, as_tuple=False):
     """Mirrors ``torch.nonzero``: int64 ``(n, ndim)`` indices, or a tuple of 1-D index tensors
     with ``as_tuple=True``. Needs concrete values (the output shape depends on the data)."""
-    _concrete(self, "nonzero()")
+    arr = np.asarray(_concrete(self, "nonzero()"))
     limited.check_dtype("nonzero()", self.dtype)
-    arr = np.asarray(self._value)
     nz = np.nonzero(arr) if arr.ndim else np.nonzero(arr.reshape(1))
     if as_tuple:
         return tuple(tensor(a.astype(np.int64)) for a in nz)

@@ -36,6 +36,7 @@ from .. import _state
 from .._x64 import x64_enter, x64_exit
 from . import limited
 from .errors import index_dims, integral_dims, op_error, static_kind_error
+from .tracers import live
 from .xla_options import eager_jit, nested_options_error
 
 OPS: dict[str, "Op"] = {}
@@ -204,7 +205,10 @@ class Op:
         trace). JAX's exceptions become torch's (NOTE [errors at the dispatch boundary])."""
         for a in arrays:
             if isinstance(a, jax.core.Tracer):
-                return self._inline(arrays, static)
+                arrays = [live(b) for b in arrays]     # NOTE [concrete primals]: escaped ones
+                if any(isinstance(b, jax.core.Tracer) for b in arrays):
+                    return self._inline(arrays, static)
+                break
         prev = x64_enter()  # float64/int64 for tracegrad's own JAX calls only (_x64.py)
         try:
             return self.forward(static)(*map(as_arg, arrays))

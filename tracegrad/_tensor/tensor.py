@@ -33,6 +33,7 @@ from .._ops.shape import (POSITIONS as _POSITIONS, chain_apply_dyn as _chain_app
                           chain_split, pos_arg)
 from .._ops.errors import not_self as _not_self
 from .._ops.registry import OPS as _OPS
+from .._ops.tracers import concrete_primal
 from .._ops.xla_options import eager_jit, nested_options_error
 from .._x64 import astype as _astype64, with_x64
 from .convert import SizeBase, TensorBase, legacy_array
@@ -856,8 +857,7 @@ class Tensor(TensorBase):
 
     def tolist(self):
         """Mirrors ``torch.Tensor.tolist``: nested Python lists of Python numbers."""
-        _concrete(self, "tolist()")
-        return np.asarray(self._value).tolist()
+        return np.asarray(_concrete(self, "tolist()")).tolist()
 
     def item(self):
         """Mirrors ``torch.Tensor.item``: the Python number of a one-element tensor.
@@ -872,8 +872,7 @@ class Tensor(TensorBase):
             d = _CAPTURE[0].deferred_item(self)     # NOTE [deferred item] in _lowering/deferred.py
             if d is not None:
                 return d
-        _concrete(self, "item()")
-        return np.asarray(v).item()
+        return np.asarray(_concrete(self, "item()")).item()
 
     def __float__(self):
         if self._value.size != 1:
@@ -905,8 +904,7 @@ class Tensor(TensorBase):
         v = self._value
         if v.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        _concrete(self, "bool()")
-        return bool(np.asarray(v).reshape(()))
+        return bool(np.asarray(_concrete(self, "bool()")).reshape(()))
 
     def __len__(self):
         s = self._value.shape
@@ -990,11 +988,19 @@ def _grad_enabled():
 
 
 def _concrete(t, what):
+    """``t``'s concrete array for a Python-side read (``what``: ``item()``, ``bool()``...): under
+    a tracegrad.func transform traced over eager values the primal behind the tracer (NOTE
+    [concrete primals]). RuntimeError for a meta tensor or a value that is only traced (in
+    tracegrad.compile, vmap)."""
     if type(t._st.array) is _Abstract:     # NOTE [meta tensors]: no data to read
         check_not_meta(t, what)
     if _CAPTURE[0] is not None:
         _CAPTURE[0].python_read(t, what)
-    if isinstance(t._value, _JaxTracer):
+    v = t._value
+    if isinstance(v, _JaxTracer):
+        p = concrete_primal(v) if _CAPTURE[0] is None else None
+        if p is not None:
+            return p
         if type(t._value).__name__ == "BatchTracer" and what in ("item()", "bool()"):   # (JAX keeps the class private)
             # inside tracegrad.vmap: torch's own messages
             if what == "item()":
@@ -1013,6 +1019,7 @@ def _concrete(t, what):
             f"{what} needs a concrete value, but this tensor is being traced (inside "
             f"tracegrad.compile or a checkpointed region); keep the computation in tensor ops "
             f"(tracegrad.where instead of if/else) or move {what} outside the compiled function")
+    return v
 
 
 def _wrap_dim(dim, ndim):

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _state
 from .._ops import dtypes as _dt
+from .._ops.tracers import concrete_primal
 
 _JaxTracer = jax.core.Tracer
 _OPTS = _state.PRINT_OPTS
@@ -159,6 +160,9 @@ def tensor_repr(t, prefix="tensor("):
     """torch's ``repr`` of tensor ``t``, read duck-typed (``_value``, ``dtype``, ``device``,
     ``grad_fn``, ``requires_grad``): this module sits below ``tensor.py``, which imports it."""
     v = t._value
+    if isinstance(v, _JaxTracer) and _state.CAPTURE[0] is None:
+        p = concrete_primal(v)             # NOTE [concrete primals]: a func transform's value
+        v = v if p is None else p
     dtype = t.dtype
     suffixes = []
     if t.device.type != "cpu":
