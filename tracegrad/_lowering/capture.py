@@ -284,6 +284,7 @@ class Capture:
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.outside_writes = 0                # in-place writes to storages made before the trace
+        self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
         self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
@@ -368,6 +369,7 @@ class Capture:
                              "pass it in)")
         if t._st not in self.created:
             self.outside_writes += 1
+            self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
         if self._external(t):
             self.found.setdefault(id(t._st), (t, t._st.array, t._st))
 

@@ -265,6 +265,7 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
+        self.bumps = self.arg_bumps = ()   # NOTE [versions of written state]
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
         self.precheck = None   # or the checks alone, run before the program (``Program.split_checks``)
@@ -424,6 +425,8 @@ class Region:
             if a is not None:
                 st.array = a
                 st.gen += 1
+        for vc, n in self.bumps:              # NOTE [versions of written state]
+            vc[0] += n
         for g, k in zip(self.generators, keys):
             g._key = k
         for g, seed in self.seeds:
@@ -460,8 +463,9 @@ class Region:
         rest = escapes[len(self.escapes):]
         for i, a in zip(self.arg_grads, rest):
             arg_leaves[i]._grad = Tensor._make(a)   # the eager backward's leaf .grad
-        for i, a in zip(self.arg_writes, rest[len(self.arg_grads):]):
+        for i, a, n in zip(self.arg_writes, rest[len(self.arg_grads):], self.arg_bumps):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
+            arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
         out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept)
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
@@ -844,6 +848,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
+            # an argument gets one bump from ``_write`` in ``write_back``, the rest from here
+            info["arg_bumps"] = tuple(max(call_leaves[i]._vc[0] - 1, 0) for i, _ in arg_writes)
             if views_shared and arg_writes:
                 raise SharedArgsWritten(SHARED_VIEWS)
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
@@ -873,6 +879,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
             failed = _any_failed(cap.value_checks)
             info["checked"] = failed is not None
+            # NOTE [versions of written state]: eager's in-place ops on outside tensors (an
+            # optimizer's ``p.add_``, a buffer's ``+= 1``) bump their version counters on every
+            # call; the trace bumped them once (put back below), the program not at all. Each run
+            # adds what the trace added, so a graph built before the call that saved such a
+            # tensor raises at backward as eagerly, instead of using the new values silently.
+            info["bumps"] = tuple((vc, vc[0] - v0) for vc, v0 in cap.versions.values() if vc[0] != v0)
             return (res_arrays, state_end, grads_end, keys_end,
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
         except BaseException:
@@ -886,6 +898,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         finally:
             _state.CAPTURE[0] = prev_cap
             _swap_out(storages, owners, plan.generators, saved)
+            for vc, v0 in cap.versions.values():   # NOTE [versions of written state]
+                vc[0] = v0
             cap.restore_found()
             for k, (t, g) in cap.grad_owners.items():
                 if k not in owner_ids:
@@ -1000,6 +1014,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
+    region.bumps, region.arg_bumps = info["bumps"], info["arg_bumps"]
     region.seeds = info["seeds"]
     region.contiguous_args = info["contiguous_args"]
     region.arg_boxes = info["arg_boxes"]
