@@ -448,6 +448,7 @@ class Region:
         kept = []
         for r in self.rebinds:                # a new tensor per call, as eager binds
             t = Tensor._make(escapes[r.index])
+            t._vc[0] = r.version                # as eager's in-place ops inside left it
             if r.requires_grad:
                 t._rg = True
                 if r.diff and vjp is not None:
@@ -523,7 +524,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls, inference)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference, version)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -541,8 +542,9 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls, made_inference = v
+                rg, how, cls, made_inference, version = v
                 t = cls._make(next(it))
+                t._vc[0] = version
                 if inference or made_inference:
                     t._inference = True
                 if rg:
@@ -1208,7 +1210,8 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         # subclasses may keep state their __init__ sets: those come back plain tensors)
         cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
         # made under inference_mode() inside the function: an inference tensor on every call
-        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__)))
+        # and with the version its in-place ops gave it (``z = x.clone(); z.add_(1)``: 1)
+        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0])))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
 
