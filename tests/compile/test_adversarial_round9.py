@@ -13,6 +13,7 @@ after every call (``_dynamo_port.compare``). Found here and fixed: a cached prog
 parameters, ``.grad``s, optimizer state and in-place-updated arguments without bumping their
 version counters, so backward through a graph built before the call (which saved a parameter)
 used the updated values silently where eager raises "modified by an inplace operation"."""
+import logging
 import warnings
 
 import numpy as np
@@ -76,7 +77,7 @@ def test_version_counters_after_cached_calls_and_the_saved_tensor_check():
                                              st["exp_avg_sq"], st["step"])]
             return loss, x, y, net.weight, err, early.grad, versions
         return run
-    compare(build, calls=5)
+    compare(build)
 
 
 # lr as a tensor (changed in place, then replaced by a float), a scheduler stepping inside the
@@ -174,16 +175,14 @@ def test_python_numbers_submodules_and_forward_changed_between_calls():
                 m.drop.p, m.norm.eps = 1.0, 0.5
             if i == 2:
                 m.drop.p, m.temperature, Net.sign = 0.0, 3.0, -1.0
-            if i == 3:
                 cfg.extra["bias"], cfg.inner.mode = -1.0, "sum"
-            if i == 4:
+            if i == 3:
                 cfg.inner.k = 0.25
                 m.act = T.nn.Tanh()
-            if i == 5:
                 m.forward = lambda x: forward(x) * 10
             return f(_rand(T, i, 4, 3))
         return run
-    compare(build, calls=6)
+    compare(build)
 
 
 # a forward storing its attention weights and its input on self: read after the call, the
@@ -297,8 +296,99 @@ def test_checkpoint_inside_over_dict_and_list_arguments_of_changing_length():
         f = wrap(step)
 
         def run(i):
-            batch = {f"k{j}": _rand(T, i + j, 4, 3) for j in range(1 + i % 3)}
-            extras = [_rand(T, 9 + j, 4, 3) for j in range(2 - i % 2)]
+            batch = {f"k{j}": _rand(T, i + j, 4, 3) for j in range(1 + i // 2)}
+            extras = [_rand(T, 9 + j, 4, 3) for j in range(2 - i // 2)]
             return f(batch, extras), net.weight, head.weight
         return run
-    compare(build, calls=5)
+    compare(build)
+
+
+# results and tensors stored on the module come back with the versions the in-place ops inside
+# gave them (eager: 2 and 2; a cached call gave 0)
+def test_versions_of_results_and_stored_tensors_written_inside():
+    def build(T, wrap):
+        class Net(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin, self.stats = _linear(T), None
+
+            def forward(self, x):
+                y = self.lin(x)
+                s = T.zeros(2)
+                s.add_(y.detach().mean(0))
+                s.mul_(2)
+                self.stats = s
+                z = y.detach().clone()
+                z.add_(1)
+                z[0].mul_(2)
+                return y.sum(), z, z[1]
+        m = Net()
+        f = wrap(m)
+
+        def run(i):
+            loss, z, row = f(_rand(T, i, 4, 3))
+            return loss, z, m.stats, [z._version, row._version, m.stats._version]
+        return run
+    compare(build)
+
+
+# torch's once-per-process warnings (``x.T`` on 3 dims, ``meshgrid`` without ``indexing``) under
+# an "always" filter: shown once, on the first call, and the function still compiles whole
+# (fullgraph=True raised before); under set_warn_always(True) they come on every call, as torch's
+def test_once_per_process_warnings_inside_a_compiled_step(fresh_warn_once):
+    def fn(x):
+        a, _ = tracegrad.meshgrid(x[0, 0], x[0, 1])
+        return x.T.sum(0) * 2 + a.sum()
+    f = tracegrad.compile(fn, fullgraph=True)
+    shown = []
+    for i in range(3):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = f(_rand(tracegrad, i, 2, 3, 4))
+        shown.append(sorted(str(w.message)[:20] for w in seen))
+        x = _rand(torch, i, 2, 3, 4)
+        same(x.permute(2, 1, 0).sum(0) * 2 + x[0, 0].sum() * 4, out)
+    assert shown == [["The use of `x.T` on ", "torch.meshgrid: in a"], [], []]
+    assert f.stats["traces"] == 1 and f.stats["eager_calls"] == 0
+    g = tracegrad.compile(lambda x: x.T.sum())
+    tracegrad.set_warn_always(True)
+    try:
+        for i in range(3):
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                out = g(_rand(tracegrad, i, 2, 3, 4))
+            assert [str(w.message)[:20] for w in seen if "x.T" in str(w.message)] == ["The use of `x.T` on "]
+            same(_rand(torch, i, 2, 3, 4).sum(), out)
+    finally:
+        tracegrad.set_warn_always(False)
+
+
+# a logging call inside the step: a record on every call (the step runs eagerly), and under
+# fullgraph=True the error names the user's line, not the logging package's
+def test_logging_inside_the_step_every_call_and_fullgraph_names_the_line(caplog):
+    def build(T, wrap):
+        net = _linear(T)
+        logger = logging.getLogger("tests.round9")
+
+        def step(x):
+            y = net(x).sum()
+            logger.warning("step %d", x.shape[0])
+            return y
+        f = wrap(step)
+
+        def run(i):
+            caplog.clear()
+            with caplog.at_level(logging.WARNING, logger="tests.round9"):
+                out = f(_rand(T, i, 4, 3))
+            return out, [r.getMessage() for r in caplog.records if r.name == "tests.round9"]
+        return run
+    compare(build, calls=3)
+    logger = logging.getLogger("tests.round9")
+
+    def step(x):
+        y = x * 2
+        logging.LoggerAdapter(logger, {}).warning("here")
+        return y
+    with pytest.raises(tracegrad.compiler.GraphBreak,
+                       match=rf"{__file__}:{step.__code__.co_firstlineno + 2}\)"):
+        tracegrad.compile(step, fullgraph=True)(tracegrad.ones(2))

@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
+from .._ops import warn as _warn
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
@@ -40,6 +41,9 @@ from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the standard library's logging package: a graph break raised from a logging call names the
+# user's line that made the call, not logging's own frames
+_LOGGING = os.path.dirname(os.path.abspath(logging.__file__)) + os.sep
 
 
 def _own_attributes(opt):
@@ -86,11 +90,13 @@ class GraphBreak(Unsupported):
 
 
 def user_frame(stack=None) -> str | None:
-    """``file:line`` of the innermost frame outside the tracegrad package (and outside JAX)."""
+    """``file:line`` of the innermost frame outside the tracegrad package (and outside JAX,
+    contextlib and the logging package)."""
     frames = stack if stack is not None else traceback.extract_stack()
     for fr in reversed(frames):
         f = os.path.abspath(fr.filename)
-        if not f.startswith(_PKG) and f"{os.sep}jax{os.sep}" not in f and "contextlib" not in f:
+        if not f.startswith(_PKG) and f"{os.sep}jax{os.sep}" not in f and "contextlib" not in f \
+                and not f.startswith(_LOGGING):
             return f"{fr.filename}:{fr.lineno}"
     return None
 
@@ -154,8 +160,11 @@ def guard_output():
 
     def _show(msg):
         # under an "always" filter (pytest.warns, simplefilter("always")) eager warns on every
-        # call; under the others it warns once per place, which the trace does as well
-        if threading.get_ident() == thread and _action(msg) == "always" \
+        # call; under the others it warns once per place, which the trace does as well. A
+        # once-per-process warning (torch's TORCH_WARN_ONCE: ``x.T`` on 3 dims, ``meshgrid``
+        # without ``indexing``) comes once whatever the filter, in eager and in the trace alike
+        once = _warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]
+        if threading.get_ident() == thread and _action(msg) == "always" and not once \
                 and f"{os.sep}jax" not in msg.filename:
             raise GraphBreak(f"a {msg.category.__name__} (warnings.warn) is issued on every eager call "
                              "under an 'always' filter, but only once while tracing")
