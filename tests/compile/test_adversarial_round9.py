@@ -392,3 +392,130 @@ def test_logging_inside_the_step_every_call_and_fullgraph_names_the_line(caplog)
     with pytest.raises(tracegrad.compiler.GraphBreak,
                        match=rf"{__file__}:{step.__code__.co_firstlineno + 2}\)"):
         tracegrad.compile(step, fullgraph=True)(tracegrad.ones(2))
+
+
+# a one-shot hook removing itself when it first fires (registered again before call 2): a
+# cached program kept applying it, and a fullgraph trace dropped it on its first call; now the
+# removal is a graph break (the hook then fires once per registration, as eagerly) and
+# fullgraph=True names the line that removes it, leaving the hook registered
+def test_hook_removing_itself_when_it_fires():
+    def build(T, wrap):
+        net = _linear(T)
+        handles = []
+
+        def once(g):
+            handles[-1].remove()
+            return g * 2
+        handles.append(net.weight.register_hook(once))
+
+        def step(x):
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            if i == 2:
+                handles.append(net.weight.register_hook(once))
+            loss = f(_rand(T, i, 4, 3))
+            g = net.weight.grad
+            net.weight.grad = None
+            return loss, g
+        return run
+    compare(build)
+    net = _linear(tracegrad)
+    box = []
+
+    def once(g):
+        box[0].remove()
+        return g * 2
+    box.append(net.weight.register_hook(once))
+    x = _rand(tracegrad, 0, 4, 3)
+    step = tracegrad.compile(lambda x: net(x).sum().backward(), fullgraph=True)
+    with pytest.raises(tracegrad.compiler.GraphBreak,
+                       match=rf"hook is removed .*{__file__}:{once.__code__.co_firstlineno + 1}\)"):
+        step(x)
+    assert net.weight.grad is None
+    net(x).sum().backward()          # still registered: doubles this gradient, then goes
+    same(x.sum(0).expand(2, 3) * 2, net.weight.grad)
+
+
+# requires_grad_ flipped inside the step on a parameter (every other call trains the bias): the
+# trace flipped it, a retrace flipped it back, and every later call ran a program that never
+# flipped or trained it; now a graph break, and under fullgraph=True an error naming the line.
+# Setting the flag it already has (freezing inside every step) stays compiled.
+def test_requires_grad_flipped_inside_the_step():
+    def build(T, wrap):
+        net = _linear(T)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(x, freeze_weight):
+            opt.zero_grad()
+            net.bias.requires_grad_(not net.bias.requires_grad)
+            net.weight.requires_grad_(not freeze_weight)
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+        f = wrap(step)
+
+        def run(i):
+            loss = f(_rand(T, i, 4, 3), i == 3)
+            return loss, net.weight, net.bias, net.bias.requires_grad, net.weight.requires_grad, net.bias.grad
+        return run
+    compare(build)
+    net = _linear(tracegrad)
+
+    def freeze(x):
+        net.weight.requires_grad_(False)
+        return net(x).sum()
+    f = tracegrad.compile(freeze)
+    for i in range(3):
+        same(_linear(torch)(_rand(torch, i, 4, 3)).sum(), f(_rand(tracegrad, i, 4, 3)))
+    assert f.stats["traces"] == 1 and not f.stats["graph_breaks"]
+    net.weight.requires_grad_(True)
+    g = tracegrad.compile(freeze, fullgraph=True)
+    with pytest.raises(tracegrad.compiler.GraphBreak,
+                       match=rf"requires_grad_\(\) changes .*{__file__}:{freeze.__code__.co_firstlineno + 1}\)"):
+        g(_rand(tracegrad, 0, 4, 3))
+    assert net.weight.requires_grad
+
+
+# Python attributes on tensors: a counter kept on a parameter (``p.steps += 1``) and a stat
+# stashed on a buffer were frozen at the value the trace (and its retrace) left; a tag set on a
+# result was missing from every cached call's result. Now the first is a graph break (the step
+# runs eagerly, the counter moves on every call), the tag comes back on every result, and a
+# mutable value on a result is a graph break too
+def test_python_attributes_on_parameters_and_results():
+    def build(T, wrap):
+        net = _linear(T)
+
+        def step(x):
+            net.weight.steps = getattr(net.weight, "steps", 0) + 1
+            y = net(x)
+            net.bias.last_mean = y.detach().mean()
+            return y.sum() * net.weight.steps
+        f = wrap(step)
+
+        def run(i):
+            return f(_rand(T, i, 4, 3)), net.weight.steps, net.bias.last_mean
+
+        return run
+    compare(build)
+
+    def build_tags(T, wrap):
+        net = _linear(T)
+
+        def fwd(x):
+            y = net(x)
+            y.tag, y.shape_seen = "logits", (4, 2)
+            h = y.detach()
+            h.info = {"calls": 1} if x.shape[0] == 2 else None
+            return y, h
+        f = wrap(fwd)
+
+        def run(i):
+            y, h = f(_rand(T, i, 2 if i == 3 else 4, 3))
+            return y, y.tag, y.shape_seen, h.info
+        return run
+    compare(build_tags)

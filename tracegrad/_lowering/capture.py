@@ -184,15 +184,51 @@ def guard_output():
                              "baked into the program, what it writes written once, while tracing")
         return real_open(*args, **kwargs)
     builtins.open = io.open = _open
+    attrs = {n: Tensor.__dict__.get(n) for n in ("__setattr__", "__delattr__")}
+    Tensor.__setattr__, Tensor.__delattr__ = _tensor_attr_guard(thread)
     try:
         yield
     finally:
+        for n, real in attrs.items():     # as they were (a nested trace leaves the outer's)
+            if real is None:
+                delattr(Tensor, n)
+            else:
+                setattr(Tensor, n, real)
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
         warnings._showwarnmsg = show
         for n, real in clocks.items():
             setattr(time, n, real)
         builtins.open = io.open = real_open
+
+
+# the tensor attributes that are not Python attributes in ``__dict__``
+_SLOTS = frozenset(n for c in Tensor.__mro__ for n in getattr(c, "__slots__", ()))
+
+
+def _tensor_attr_guard(thread):
+    """``Tensor.__setattr__``/``__delattr__`` while tracing: the user's code setting or deleting
+    a Python attribute on a tensor made before the call (``p.counter = p.counter + 1``,
+    ``p.last_norm = g.norm()``) is a side effect the program would not repeat (it happened only
+    while tracing, and a retrace repeated it), so a graph break, raised before the change.
+    Tracegrad's own attributes (the ``__slots__``) and tensors made in the trace pass."""
+    def check(t, name):
+        cap = _state.CAPTURE[0]
+        if name in _SLOTS or cap is None or threading.get_ident() != thread:
+            return
+        st = getattr(t, "_st", None)
+        if st is not None and st not in cap.created and _user_code(sys._getframe(2).f_code):
+            raise GraphBreak(f"the function sets the Python attribute '{name}' of a tensor made outside it: "
+                             "the program would not repeat that on later calls")
+
+    def set_(t, name, value):
+        check(t, name)
+        object.__setattr__(t, name, value)
+
+    def del_(t, name):
+        check(t, name)
+        object.__delattr__(t, name)
+    return set_, del_
 
 
 # a clock read by the user's code while tracing would be read once and its value baked into the
@@ -422,8 +458,9 @@ class Capture:
         if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:
             return
         if fn is None:
-            raise GraphBreak("a hook is registered inside the compiled function (it would be "
-                             "registered once, while tracing)")
+            what = "removed" if kind == "removal" else "registered"
+            raise GraphBreak(f"a hook is {what} inside the compiled function (it would be "
+                             f"{what} once, while tracing)")
         if kind not in _TRACED_HOOKS:
             raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' runs inside the compiled function; its "
                              "Python side effects would happen only while tracing")
@@ -489,6 +526,16 @@ class Capture:
         if real is not None and t._rg and t._gf is None and not t._chain and (real._gf is not None or real._chain):
             raise GraphBreak("grad_fn or is_leaf of a tensor argument that is not a leaf: the program "
                              "runs on a leaf stand-in for it")
+
+    def see_requires_grad(self, t):
+        """``t.requires_grad_()`` is about to change ``t``'s flag while tracing."""
+        if t._st not in self.created:
+            # eager flips a parameter's flag on every call (``p.requires_grad_(not
+            # p.requires_grad)``); the program would flip it once, while tracing, and train
+            # with whichever flag a retrace found
+            raise GraphBreak("requires_grad_() changes the flag of a tensor made outside the compiled "
+                             "function: eager changes it on every call, the program would only while "
+                             "tracing (change it outside, between calls)")
 
     def see_version(self, t):
         if t._st not in self.created or self._argument(t) is not None:

@@ -524,7 +524,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls, inference, version)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference, version, attrs)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -542,9 +542,11 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls, made_inference, version = v
+                rg, how, cls, made_inference, version, attrs = v
                 t = cls._make(next(it))
                 t._vc[0] = version
+                if attrs:
+                    t.__dict__.update(attrs)
                 if inference or made_inference:
                     t._inference = True
                 if rg:
@@ -1210,10 +1212,26 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         # subclasses may keep state their __init__ sets: those come back plain tensors)
         cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
         # made under inference_mode() inside the function: an inference tensor on every call
-        # and with the version its in-place ops gave it (``z = x.clone(); z.add_(1)``: 1)
-        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0])))
+        # and with the version its in-place ops gave it (``z = x.clone(); z.add_(1)``: 1) and the
+        # Python attributes the function set on it (``logits.tag = "head"``)
+        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where))))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
+
+
+_IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
+
+
+def _result_attrs(t, where=None):
+    """The Python attributes the function set on the result ``t`` (a name, a flag), for every
+    call's result to carry; None when there are none. A value that is not an immutable
+    scalar or a tuple of them (a tensor, a dict the caller might change) is a graph break."""
+    attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
+    for k, v in attrs.items():
+        if not (isinstance(v, _IMMUTABLE) or (type(v) is tuple and all(isinstance(e, _IMMUTABLE) for e in v))):
+            raise GraphBreak(f"the function sets the attribute '{k}' of a result to a {type(v).__name__}: "
+                             "a program's result can carry only numbers, strings and tuples of them", where)
+    return attrs or None
 
 
 def _saved_in_graph(roots) -> dict:
