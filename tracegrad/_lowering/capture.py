@@ -202,19 +202,16 @@ def guard_output():
         builtins.open = io.open = real_open
 
 
-# the tensor attributes that are not Python attributes in ``__dict__``
-_SLOTS = frozenset(n for c in Tensor.__mro__ for n in getattr(c, "__slots__", ()))
-
-
 def _tensor_attr_guard(thread):
     """``Tensor.__setattr__``/``__delattr__`` while tracing: the user's code setting or deleting
     a Python attribute on a tensor made before the call (``p.counter = p.counter + 1``,
     ``p.last_norm = g.norm()``) is a side effect the program would not repeat (it happened only
     while tracing, and a retrace repeated it), so a graph break, raised before the change.
-    Tracegrad's own attributes (the ``__slots__``) and tensors made in the trace pass."""
+    Tracegrad's own attributes (the ``__slots__``), properties the capture follows (``grad``,
+    ``data``, ``requires_grad``) and tensors made in the trace pass."""
     def check(t, name):
         cap = _state.CAPTURE[0]
-        if name in _SLOTS or cap is None or threading.get_ident() != thread:
+        if cap is None or hasattr(getattr(type(t), name, None), "__set__") or threading.get_ident() != thread:
             return
         st = getattr(t, "_st", None)
         if st is not None and st not in cap.created and _user_code(sys._getframe(2).f_code):
