@@ -43,7 +43,8 @@ def _tracegrad_only(build, calls=4):
 
 
 # The bug this round found: version counters. Eager's optimizer step and in-place ops bump the
-# version of every tensor they write (params, .grad, optimizer state, arguments); a cached
+# version of every tensor they write (params, .grad, optimizer state, arguments; and
+# ``increment_version``); a cached
 # program wrote them back without a bump, so a graph built before the call that saved a
 # parameter (here: the weight saved for x's gradient) backpropagated through the new value.
 def test_version_counters_after_cached_calls_and_the_saved_tensor_check():
@@ -56,6 +57,7 @@ def test_version_counters_after_cached_calls_and_the_saved_tensor_check():
             x.add_(1.0)
             x.mul_(0.5)
             y[0].zero_()
+            T.autograd.graph.increment_version(net.bias)
             loss = net(x).pow(2).mean()
             loss.backward()
             opt.step()

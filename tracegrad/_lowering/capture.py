@@ -524,6 +524,11 @@ class Capture:
             raise GraphBreak("grad_fn or is_leaf of a tensor argument that is not a leaf: the program "
                              "runs on a leaf stand-in for it")
 
+    def see_bump(self, t):
+        """``increment_version(t)`` while tracing: NOTE [versions of written state]."""
+        if t._st not in self.created:
+            self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
+
     def see_requires_grad(self, t):
         """``t.requires_grad_()`` is about to change ``t``'s flag while tracing."""
         if t._st not in self.created:
