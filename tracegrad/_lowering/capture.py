@@ -327,6 +327,7 @@ class Capture:
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.outside_writes = 0                # in-place writes to storages made before the trace
         self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
+        self.rg_flips = {}                     # id(outside tensor) -> (it, requires_grad before, user line)
         self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
@@ -530,14 +531,26 @@ class Capture:
             self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
 
     def see_requires_grad(self, t):
-        """``t.requires_grad_()`` is about to change ``t``'s flag while tracing."""
-        if t._st not in self.created:
-            # eager flips a parameter's flag on every call (``p.requires_grad_(not
-            # p.requires_grad)``); the program would flip it once, while tracing, and train
-            # with whichever flag a retrace found
-            raise GraphBreak("requires_grad_() changes the flag of a tensor made outside the compiled "
-                             "function: eager changes it on every call, the program would only while "
-                             "tracing (change it outside, between calls)")
+        """``t.requires_grad_()`` is about to change ``t``'s flag while tracing: remembered with
+        its flag before the trace and the user's line (``flag_left_changed``)."""
+        if t._st not in self.created and id(t) not in self.rg_flips:
+            self.rg_flips[id(t)] = (t, t._rg, user_frame())
+
+    # A flag flipped and set back within the call (a GAN step freezing the discriminator for the
+    # generator's update) is the same on every call: the program stays valid. A flag the call
+    # leaves changed (``p.requires_grad_(not p.requires_grad)``) would change only while tracing
+    # (and a retrace flipped it back): a graph break.
+    def flag_left_changed(self):
+        """The user's line that left an outside tensor's ``requires_grad`` changed, or None."""
+        for t, rg, where in self.rg_flips.values():
+            if t._rg != rg:
+                return where or "?"
+        return None
+
+    def restore_flags(self):
+        """Put back the ``requires_grad`` flags the trace changed (an abandoned trace)."""
+        for t, rg, _ in self.rg_flips.values():
+            t._rg = rg
 
     def see_version(self, t):
         if t._st not in self.created or self._argument(t) is not None:

@@ -769,6 +769,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
                 raise GraphBreak("the function changes a list or dict it was passed (an append, an item "
                                  "set): the program would not repeat that on later calls", where=after)
+            flipped = cap.flag_left_changed()
+            if flipped is not None:
+                raise GraphBreak("requires_grad_() leaves the flag of a tensor made outside the compiled "
+                                 "function changed: eager changes it on every call, the program would only "
+                                 "while tracing (change it outside, between calls, or set it back before "
+                                 "returning)", where=flipped)
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
@@ -893,6 +899,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
         except BaseException:
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
+            cap.restore_flags()
             restore(py_snap)
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
