@@ -510,10 +510,11 @@ def test_requires_grad_flipped_inside_the_step():
 
 
 # Python attributes on tensors: a counter kept on a parameter (``p.steps += 1``) and a stat
-# stashed on a buffer were frozen at the value the trace (and its retrace) left; a tag set on a
-# result was missing from every cached call's result. Now the first is a graph break (the step
-# runs eagerly, the counter moves on every call), the tag comes back on every result, and a
-# mutable value on a result is a graph break too
+# stashed on one were frozen at the value the trace (and its retrace) left; a scale kept on a
+# parameter and changed between calls was baked in; a tag set on a result was missing from every
+# cached call's result. Now the first is a graph break (the step runs eagerly, the counter moves
+# on every call), the scale is guarded (a new value traces again), the tag comes back on every
+# result, and a mutable value on a result is a graph break
 def test_python_attributes_on_parameters_and_results():
     def build(T, wrap):
         net = _linear(T)
@@ -547,3 +548,19 @@ def test_python_attributes_on_parameters_and_results():
             return y, y.tag, y.shape_seen, h.info
         return run
     compare(build_tags)
+
+    def build_scale(T, wrap):
+        net = _linear(T)
+        net.weight.lr_scale, net.weight.flag = 1.0, True
+
+        def step(x):
+            net.weight.flag = True        # the object it already holds: the same on every call
+            return net(x).sum() * net.weight.lr_scale
+        f = wrap(step)
+
+        def run(i):
+            if i == 3:
+                net.weight.lr_scale = 3.0
+            return f(_rand(T, i, 4, 3))
+        return run
+    compare(build_scale, calls=5)

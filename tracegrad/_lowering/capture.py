@@ -204,19 +204,19 @@ def guard_output():
 
 def _tensor_attr_guard(thread):
     """``Tensor.__setattr__``/``__delattr__`` while tracing: the user's code setting or deleting
-    a Python attribute on a tensor made before the call (``p.counter = p.counter + 1``,
-    ``p.last_norm = g.norm()``) is a side effect the program would not repeat (it happened only
-    while tracing, and a retrace repeated it), so a graph break, raised before the change.
-    Tracegrad's own attributes (the ``__slots__``), properties the capture follows (``grad``,
-    ``data``, ``requires_grad``) and tensors made in the trace pass."""
+    a Python attribute on a tensor made before the call is remembered with the tensor's
+    attributes before it (``Capture.attrs_left_changed``). Tracegrad's own attributes (the
+    ``__slots__``), properties the capture follows (``grad``, ``data``, ``requires_grad``) and
+    tensors made in the trace pass."""
     def check(t, name):
         cap = _state.CAPTURE[0]
         if cap is None or hasattr(getattr(type(t), name, None), "__set__") or threading.get_ident() != thread:
             return
         st = getattr(t, "_st", None)
-        if st is not None and st not in cap.created and _user_code(sys._getframe(2).f_code):
-            raise GraphBreak(f"the function sets the Python attribute '{name}' of a tensor made outside it: "
-                             "the program would not repeat that on later calls")
+        if st is not None and st not in cap.created and id(t) not in cap.tensor_attrs:
+            frame = sys._getframe(2)
+            if _user_code(frame.f_code):
+                cap.tensor_attrs[id(t)] = (t, dict(t.__dict__), f"{frame.f_code.co_filename}:{frame.f_lineno}")
 
     def set_(t, name, value):
         check(t, name)
@@ -328,6 +328,7 @@ class Capture:
         self.outside_writes = 0                # in-place writes to storages made before the trace
         self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
         self.rg_flips = {}                     # id(outside tensor) -> (it, requires_grad before, user line)
+        self.tensor_attrs = {}                 # id(outside tensor) -> (it, its __dict__ before, user line)
         self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
@@ -546,6 +547,25 @@ class Capture:
             if t._rg != rg:
                 return where or "?"
         return None
+
+    # NOTE [tensor attributes]: a Python attribute the call leaves changed on a tensor from
+    # outside (``p.steps = p.steps + 1``, ``p.last_norm = g.norm()``) would change only while
+    # tracing (and a retrace changed it again): a graph break. One set to the object it already
+    # held, or set and put back within the call, is the same on every call.
+    def attrs_left_changed(self):
+        """``(name, the user's line)`` of an attribute the call left changed on an outside tensor."""
+        for t, before, where in self.tensor_attrs.values():
+            now = t.__dict__
+            for k in set(now) | set(before):
+                if now.get(k, before) is not before.get(k, now):
+                    return k, where
+        return None
+
+    def restore_attrs(self):
+        """Put back the Python attributes of outside tensors (an abandoned trace)."""
+        for t, before, _ in self.tensor_attrs.values():
+            t.__dict__.clear()
+            t.__dict__.update(before)
 
     def restore_flags(self):
         """Put back the ``requires_grad`` flags the trace changed (an abandoned trace)."""

@@ -266,6 +266,7 @@ class Region:
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
         self.bumps = self.arg_bumps = ()   # NOTE [versions of written state]
+        self.tensor_attr_guards = ()       # (weakref to an outside tensor, its Python attributes)
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
         self.precheck = None   # or the checks alone, run before the program (``Program.split_checks``)
@@ -308,6 +309,10 @@ class Region:
             return False
         for m, t in zip(self.modules, self.training):
             if m.training is not t:
+                return False
+        for ref, attrs in self.tensor_attr_guards:     # NOTE [tensor attributes] in capture.py
+            t = ref()
+            if t is not None and not _same_attrs(t.__dict__, attrs):
                 return False
         for d, name, shape, dtype in self.attr_guards:
             v = d.get(name)
@@ -775,6 +780,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                                  "function changed: eager changes it on every call, the program would only "
                                  "while tracing (change it outside, between calls, or set it back before "
                                  "returning)", where=flipped)
+            moved = cap.attrs_left_changed()
+            if moved is not None:     # NOTE [tensor attributes] in capture.py
+                raise GraphBreak(f"the function sets the Python attribute '{moved[0]}' of a tensor made outside "
+                                 "it: the program would not repeat that on later calls", where=moved[1])
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
@@ -900,6 +909,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         except BaseException:
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
             cap.restore_flags()
+            cap.restore_attrs()
             restore(py_snap)
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
@@ -1007,6 +1017,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     refs += tuple(r for h in info["hooks"] for r in h.refs)
     ref_names += tuple(n for h in info["hooks"] for n in h.names)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
+    region.tensor_attr_guards = _tensor_attr_guards([r() for _, r in live] + list(plan.owners.values()) + [
+        t for m in region.modules for d in (m.__dict__.get("_parameters"), m.__dict__.get("_buffers")) if d
+        for t in d.values()])
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
@@ -1227,6 +1240,33 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
 
 
 _IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
+
+
+def _tensor_attr_guards(tensors):
+    """Guards on the Python attributes of the outside tensors the trace used (parameters,
+    buffers, state): a number kept on a parameter (``p.lr_scale``) that the function reads is
+    baked into the program, so a new value there traces again, as a closure's number does.
+    Only tensors that have such attributes get one."""
+    out, seen = [], set()
+    for t in tensors:
+        if isinstance(t, Tensor) and id(t) not in seen:
+            seen.add(id(t))
+            attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
+            if attrs:
+                out.append((weakref.ref(t), attrs))
+    return tuple(out)
+
+
+def _same_attrs(now, attrs) -> bool:
+    """``now`` (a tensor's ``__dict__``) holds what ``attrs`` held: equal numbers and strings,
+    the same other objects."""
+    if len(now) - ("_inference" in now) != len(attrs):
+        return False
+    for k, v in attrs.items():
+        w = now.get(k, _same_attrs)
+        if w is not v and not (type(w) is type(v) and isinstance(v, _IMMUTABLE) and w == v):
+            return False
+    return True
 
 
 def _result_attrs(t, where=None):
