@@ -12,7 +12,13 @@ tracegrad eager and ``tracegrad.compile`` run each program from the same state a
 after every call (``_dynamo_port.compare``). Found here and fixed: a cached program wrote the
 parameters, ``.grad``s, optimizer state and in-place-updated arguments without bumping their
 version counters, so backward through a graph built before the call (which saved a parameter)
-used the updated values silently where eager raises "modified by an inplace operation"."""
+used the updated values silently where eager raises "modified by an inplace operation" (and
+results came back at version 0); a hook removing itself, ``requires_grad_`` flipping a
+parameter's flag and a counter kept as a Python attribute on a parameter were done once while
+tracing and then frozen; a number kept on a parameter was baked in; attributes set on a result
+were missing from cached calls' results; torch's once-per-process warnings under an "always"
+filter broke the trace (fullgraph=True raised); a graph break from a logging call named the
+logging package's line instead of the user's."""
 import logging
 import warnings
 
@@ -42,11 +48,10 @@ def _tracegrad_only(build, calls=4):
         same(runs[0](i), runs[1](i), f"call{i} compiled vs eager")
 
 
-# The bug this round found: version counters. Eager's optimizer step and in-place ops bump the
-# version of every tensor they write (params, .grad, optimizer state, arguments; and
-# ``increment_version``); a cached
-# program wrote them back without a bump, so a graph built before the call that saved a
-# parameter (here: the weight saved for x's gradient) backpropagated through the new value.
+# Version counters: eager's optimizer step and in-place ops bump the version of every tensor they
+# write (params, .grad, optimizer state, arguments; and ``increment_version``); a cached program
+# wrote them back without a bump, so a graph built before the call that saved a parameter (here:
+# the weight saved for x's gradient) backpropagated through the new value.
 def test_version_counters_after_cached_calls_and_the_saved_tensor_check():
     def build(T, wrap):
         net = _linear(T)
