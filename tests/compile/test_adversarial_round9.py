@@ -26,7 +26,9 @@ import numpy as np
 import pytest
 
 import tracegrad
-from ._dynamo_port import compare, same, randn32 as _rand
+
+from ._dynamo_port import compare, same
+from ._dynamo_port import randn32 as _rand
 
 torch = pytest.importorskip("torch")
 
