@@ -12,6 +12,7 @@ from .. import _state
 from .._ops import dtypes as _dt
 from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
+from .._ops.warn import warn_once
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
 from ._registry import function, method, prop
 from .argcheck import check_kinds, require_int
@@ -714,22 +715,17 @@ def vstack(tensors):
     return cat([t_ if t_.ndim > 1 else t_.reshape(1, -1) for t_ in _stack_list(tensors, "vstack")], 0)
 
 
-_WARNED_T = set()   # torch warns once per process about each misuse of ``.T``
-
-
 @prop("T")
 def _t_property(self):
-    """Mirrors ``Tensor.T``: the dims reversed; torch's one-time UserWarning for other than 2 dims."""
+    """Mirrors ``Tensor.T``: the dims reversed; torch's once-per-process UserWarning (every time
+    under ``set_warn_always(True)``) for other than 2 dims."""
     if self.ndim != 2:
-        kind = "0-d" if self.ndim == 0 else "n-d"
-        if kind not in _WARNED_T:
-            _WARNED_T.add(kind)
-            warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
-                          if self.ndim == 0 else
-                          "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
-                          "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
-                          "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
-                          "tensor.", UserWarning, stacklevel=2)
+        warn_once("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases."
+                  if self.ndim == 0 else
+                  "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+                  "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+                  "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+                  "tensor.")
     return permute(self, tuple(reversed(range(self.ndim))))
 
 

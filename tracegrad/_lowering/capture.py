@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _state
+from .._ops import warn as _warn
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from ..autograd._graph_impl import AccumulateGrad, _seq as _node_seq
 from .pystate import (_attr_signature, _copy, _plain_object, _put_back, _user_code, changed, clock_reads,
@@ -40,6 +41,9 @@ from .exc import Unsupported
 
 _Tracer = jax.core.Tracer
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the standard library's logging package: a graph break raised from a logging call names the
+# user's line that made the call, not logging's own frames
+_LOGGING = os.path.dirname(os.path.abspath(logging.__file__)) + os.sep
 
 
 def _own_attributes(opt):
@@ -86,11 +90,13 @@ class GraphBreak(Unsupported):
 
 
 def user_frame(stack=None) -> str | None:
-    """``file:line`` of the innermost frame outside the tracegrad package (and outside JAX)."""
+    """``file:line`` of the innermost frame outside the tracegrad package (and outside JAX,
+    contextlib and the logging package)."""
     frames = stack if stack is not None else traceback.extract_stack()
     for fr in reversed(frames):
         f = os.path.abspath(fr.filename)
-        if not f.startswith(_PKG) and f"{os.sep}jax{os.sep}" not in f and "contextlib" not in f:
+        if not f.startswith(_PKG) and f"{os.sep}jax{os.sep}" not in f and "contextlib" not in f \
+                and not f.startswith(_LOGGING):
             return f"{fr.filename}:{fr.lineno}"
     return None
 
@@ -154,8 +160,11 @@ def guard_output():
 
     def _show(msg):
         # under an "always" filter (pytest.warns, simplefilter("always")) eager warns on every
-        # call; under the others it warns once per place, which the trace does as well
-        if threading.get_ident() == thread and _action(msg) == "always" \
+        # call; under the others it warns once per place, which the trace does as well. A
+        # once-per-process warning (torch's TORCH_WARN_ONCE: ``x.T`` on 3 dims, ``meshgrid``
+        # without ``indexing``) comes once whatever the filter, in eager and in the trace alike
+        once = _warn.ISSUING_ONCE[0] and not _warn.WARN_ALWAYS[0]
+        if threading.get_ident() == thread and _action(msg) == "always" and not once \
                 and f"{os.sep}jax" not in msg.filename:
             raise GraphBreak(f"a {msg.category.__name__} (warnings.warn) is issued on every eager call "
                              "under an 'always' filter, but only once while tracing")
@@ -175,15 +184,48 @@ def guard_output():
                              "baked into the program, what it writes written once, while tracing")
         return real_open(*args, **kwargs)
     builtins.open = io.open = _open
+    attrs = {n: Tensor.__dict__.get(n) for n in ("__setattr__", "__delattr__")}
+    Tensor.__setattr__, Tensor.__delattr__ = _tensor_attr_guard(thread)
     try:
         yield
     finally:
+        for n, real in attrs.items():     # as they were (a nested trace leaves the outer's)
+            if real is None:
+                delattr(Tensor, n)
+            else:
+                setattr(Tensor, n, real)
         sys.stdout, sys.stderr = out, err
         logging.Logger._log = log
         warnings._showwarnmsg = show
         for n, real in clocks.items():
             setattr(time, n, real)
         builtins.open = io.open = real_open
+
+
+def _tensor_attr_guard(thread):
+    """``Tensor.__setattr__``/``__delattr__`` while tracing: the user's code setting or deleting
+    a Python attribute on a tensor made before the call is remembered with the tensor's
+    attributes before it (``Capture.attrs_left_changed``). Tracegrad's own attributes (the
+    ``__slots__``), properties the capture follows (``grad``, ``data``, ``requires_grad``) and
+    tensors made in the trace pass."""
+    def check(t, name):
+        cap = _state.CAPTURE[0]
+        if cap is None or hasattr(getattr(type(t), name, None), "__set__") or threading.get_ident() != thread:
+            return
+        st = getattr(t, "_st", None)
+        if st is not None and st not in cap.created and id(t) not in cap.tensor_attrs:
+            frame = sys._getframe(2)
+            if _user_code(frame.f_code):
+                cap.tensor_attrs[id(t)] = (t, dict(t.__dict__), f"{frame.f_code.co_filename}:{frame.f_lineno}")
+
+    def set_(t, name, value):
+        check(t, name)
+        object.__setattr__(t, name, value)
+
+    def del_(t, name):
+        check(t, name)
+        object.__delattr__(t, name)
+    return set_, del_
 
 
 # a clock read by the user's code while tracing would be read once and its value baked into the
@@ -284,6 +326,9 @@ class Capture:
         self.attr_stores = {}                  # id(module) -> its attribute dicts before the trace
         self.uses_remat = False                # a checkpoint recomputes behind a barrier
         self.outside_writes = 0                # in-place writes to storages made before the trace
+        self.versions = {}                     # NOTE [versions of written state]: id(counter) -> (it, value before)
+        self.rg_flips = {}                     # id(outside tensor) -> (it, requires_grad before, user line)
+        self.tensor_attrs = {}                 # id(outside tensor) -> (it, its __dict__ before, user line)
         self.hooks = {}                        # id(hook) -> TracedHook (NOTE [hooks in a trace])
         self.current_grads = ()                # the gradients the engine's running node got
         self.first_node = next(_node_seq)      # autograd nodes numbered from here are the trace's
@@ -368,6 +413,7 @@ class Capture:
                              "pass it in)")
         if t._st not in self.created:
             self.outside_writes += 1
+            self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
         if self._external(t):
             self.found.setdefault(id(t._st), (t, t._st.array, t._st))
 
@@ -411,8 +457,9 @@ class Capture:
         if getattr(fn, "_tracegrad_traceable", False) or id(fn) in self.hooks:
             return
         if fn is None:
-            raise GraphBreak("a hook is registered inside the compiled function (it would be "
-                             "registered once, while tracing)")
+            what = "removed" if kind == "removal" else "registered"
+            raise GraphBreak(f"a hook is {what} inside the compiled function (it would be "
+                             f"{what} once, while tracing)")
         if kind not in _TRACED_HOOKS:
             raise GraphBreak(f"the {kind} hook '{_hook_name(fn)}' runs inside the compiled function; its "
                              "Python side effects would happen only while tracing")
@@ -478,6 +525,52 @@ class Capture:
         if real is not None and t._rg and t._gf is None and not t._chain and (real._gf is not None or real._chain):
             raise GraphBreak("grad_fn or is_leaf of a tensor argument that is not a leaf: the program "
                              "runs on a leaf stand-in for it")
+
+    def see_bump(self, t):
+        """``increment_version(t)`` while tracing: NOTE [versions of written state]."""
+        if t._st not in self.created:
+            self.versions.setdefault(id(t._vc), (t._vc, t._vc[0]))
+
+    def see_requires_grad(self, t):
+        """``t.requires_grad_()`` is about to change ``t``'s flag while tracing: remembered with
+        its flag before the trace and the user's line (``flag_left_changed``)."""
+        if t._st not in self.created and id(t) not in self.rg_flips:
+            self.rg_flips[id(t)] = (t, t._rg, user_frame())
+
+    # A flag flipped and set back within the call (a GAN step freezing the discriminator for the
+    # generator's update) is the same on every call: the program stays valid. A flag the call
+    # leaves changed (``p.requires_grad_(not p.requires_grad)``) would change only while tracing
+    # (and a retrace flipped it back): a graph break.
+    def flag_left_changed(self):
+        """The user's line that left an outside tensor's ``requires_grad`` changed, or None."""
+        for t, rg, where in self.rg_flips.values():
+            if t._rg != rg:
+                return where or "?"
+        return None
+
+    # NOTE [tensor attributes]: a Python attribute the call leaves changed on a tensor from
+    # outside (``p.steps = p.steps + 1``, ``p.last_norm = g.norm()``) would change only while
+    # tracing (and a retrace changed it again): a graph break. One set to the object it already
+    # held, or set and put back within the call, is the same on every call.
+    def attrs_left_changed(self):
+        """``(name, the user's line)`` of an attribute the call left changed on an outside tensor."""
+        for t, before, where in self.tensor_attrs.values():
+            now = t.__dict__
+            for k in set(now) | set(before):
+                if now.get(k, before) is not before.get(k, now):
+                    return k, where
+        return None
+
+    def restore_attrs(self):
+        """Put back the Python attributes of outside tensors (an abandoned trace)."""
+        for t, before, _ in self.tensor_attrs.values():
+            t.__dict__.clear()
+            t.__dict__.update(before)
+
+    def restore_flags(self):
+        """Put back the ``requires_grad`` flags the trace changed (an abandoned trace)."""
+        for t, rg, _ in self.rg_flips.values():
+            t._rg = rg
 
     def see_version(self, t):
         if t._st not in self.created or self._argument(t) is not None:

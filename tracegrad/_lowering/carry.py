@@ -43,13 +43,14 @@ class Rebind:
     ``carried`` set, program input ``carried`` is the tensor the first place holds, when it has
     ``read_rg`` (the ``requires_grad`` of the tensor the trace read there)."""
 
-    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph", "diff")
+    __slots__ = ("index", "slots", "carried", "read_rg", "requires_grad", "kept_graph", "diff", "version")
 
     def __init__(self, index, slots, carried, requires_grad, kept_graph):
         # ``diff``: a differentiable output of the region's VJP (NOTE [kept graphs] in region.py)
         self.diff = False
         self.index, self.slots, self.carried, self.read_rg = index, slots, carried, None
         self.requires_grad, self.kept_graph = requires_grad, kept_graph
+        self.version = 0   # the bound tensor's version counter at the end of the trace
 
 
 class InSequence:
@@ -235,6 +236,7 @@ def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), re
         r = out.get(i)
         if r is None:
             r = out[i] = Rebind(i, [], None, after._rg, after._gf is not None)
+            r.version = after._vc[0]
         r.slots.append(slot)
         _carry(r, before, inputs, escapes[i].array)
     # one place feeds one input: a second rebind claiming it reads by identity as before

@@ -265,6 +265,8 @@ class Region:
     def __init__(self, plan, storages, program, arg_kinds, out_recipe, owners_end, escapes, structure,
                  diff_state, diff_args, modules, hyper):
         self.arg_grads = self.arg_writes = self.fresh_in = self.seeds = self.contiguous_args = ()
+        self.bumps = self.arg_bumps = ()   # NOTE [versions of written state]
+        self.tensor_attr_guards = ()       # (weakref to an outside tensor, its Python attributes)
         self.arg_boxes = False     # results hold ``ArgBox`` leaves (``fill_arg_boxes``)
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
         self.precheck = None   # or the checks alone, run before the program (``Program.split_checks``)
@@ -307,6 +309,10 @@ class Region:
             return False
         for m, t in zip(self.modules, self.training):
             if m.training is not t:
+                return False
+        for ref, attrs in self.tensor_attr_guards:     # NOTE [tensor attributes] in capture.py
+            t = ref()
+            if t is not None and not _same_attrs(t.__dict__, attrs):
                 return False
         for d, name, shape, dtype in self.attr_guards:
             v = d.get(name)
@@ -424,6 +430,8 @@ class Region:
             if a is not None:
                 st.array = a
                 st.gen += 1
+        for vc, n in self.bumps:              # NOTE [versions of written state]
+            vc[0] += n
         for g, k in zip(self.generators, keys):
             g._key = k
         for g, seed in self.seeds:
@@ -445,6 +453,7 @@ class Region:
         kept = []
         for r in self.rebinds:                # a new tensor per call, as eager binds
             t = Tensor._make(escapes[r.index])
+            t._vc[0] = r.version                # as eager's in-place ops inside left it
             if r.requires_grad:
                 t._rg = True
                 if r.diff and vjp is not None:
@@ -460,8 +469,9 @@ class Region:
         rest = escapes[len(self.escapes):]
         for i, a in zip(self.arg_grads, rest):
             arg_leaves[i]._grad = Tensor._make(a)   # the eager backward's leaf .grad
-        for i, a in zip(self.arg_writes, rest[len(self.arg_grads):]):
+        for i, a, n in zip(self.arg_writes, rest[len(self.arg_grads):], self.arg_bumps):
             arg_leaves[i]._write(a)                 # an in-place op on the argument
+            arg_leaves[i]._vc[0] += n               # the eager ops' other bumps
         out = self.out_recipe.leaves_out(res, arg_leaves, vjp, kept)
         for s in self.shared:                 # the result itself, or a detached alias of it
             t = out[s.result]
@@ -519,7 +529,7 @@ class OutRecipe:
     """How the program's result arrays become the Python value ``fn`` returned."""
 
     def __init__(self, treedef, leaves):
-        # leaves: ("new", (rg, how, cls, inference)) | ("const", value) | ("arg", index) | ("same", position)
+        # leaves: ("new", (rg, how, cls, inference, version, attrs)) | ("const", value) | ("arg", index) | ("same", position)
         # | ("view", (root, chain, rg, how)) | ("alias", (index, same_version))
         # | ("state alias", (storage weakref, version counter)): see _out_recipe
         self.treedef, self.leaves = treedef, leaves
@@ -537,8 +547,11 @@ class OutRecipe:
         inference = _state.INFERENCE_DEPTH[0] and grad_mode.STATE[1]
         for kind, v in self.leaves:
             if kind == "new":
-                rg, how, cls, made_inference = v
+                rg, how, cls, made_inference, version, attrs = v
                 t = cls._make(next(it))
+                t._vc[0] = version
+                if attrs:
+                    t.__dict__.update(attrs)
                 if inference or made_inference:
                     t._inference = True
                 if rg:
@@ -761,6 +774,16 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
                 # the caller's own (``acc.append(loss)``, ``batch["x"] = ...``)
                 raise GraphBreak("the function changes a list or dict it was passed (an append, an item "
                                  "set): the program would not repeat that on later calls", where=after)
+            flipped = cap.flag_left_changed()
+            if flipped is not None:
+                raise GraphBreak("requires_grad_() leaves the flag of a tensor made outside the compiled "
+                                 "function changed: eager changes it on every call, the program would only "
+                                 "while tracing (change it outside, between calls, or set it back before "
+                                 "returning)", where=flipped)
+            moved = cap.attrs_left_changed()
+            if moved is not None:     # NOTE [tensor attributes] in capture.py
+                raise GraphBreak(f"the function sets the Python attribute '{moved[0]}' of a tensor made outside "
+                                 "it: the program would not repeat that on later calls", where=moved[1])
             if cap.broken is not None:
                 # ``try: v = loss.item() except Exception: v = 0``: the function went on past a
                 # break with a value eager would not have; the break stands
@@ -844,6 +867,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             arg_grads = _arg_grads(kinds, leaves, call_leaves, plan.vjp)
             arg_writes = [(i, w._st.array) for i, (w, k) in enumerate(zip(call_leaves, kinds))
                           if k == "data" and w._st.array is not data_in[i]]
+            # an argument gets one bump from ``_write`` in ``write_back``, the rest from here
+            info["arg_bumps"] = tuple(max(call_leaves[i]._vc[0] - 1, 0) for i, _ in arg_writes)
             if views_shared and arg_writes:
                 raise SharedArgsWritten(SHARED_VIEWS)
             wrappers = [(i, weakref.ref(w)) for i, (w, k) in enumerate(zip(call_leaves, kinds)) if k == "data"]
@@ -873,10 +898,18 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["contiguous_args"] = tuple(i for i in data_in if id(leaves[i]) in cap.contiguous_args)
             failed = _any_failed(cap.value_checks)
             info["checked"] = failed is not None
+            # NOTE [versions of written state]: eager's in-place ops on outside tensors (an
+            # optimizer's ``p.add_``, a buffer's ``+= 1``) bump their version counters on every
+            # call; the trace bumped them once (put back below), the program not at all. Each run
+            # adds what the trace added, so a graph built before the call that saved such a
+            # tensor raises at backward as eagerly, instead of using the new values silently.
+            info["bumps"] = tuple((vc, vc[0] - v0) for vc, v0 in cap.versions.values() if vc[0] != v0)
             return (res_arrays, state_end, grads_end, keys_end,
                     [st.array for st in escapes] + [g for _, g in arg_grads] + [a for _, a in arg_writes], failed)
         except BaseException:
             cap.restore_hooks()       # before the function's own: its snapshot is the older one
+            cap.restore_flags()
+            cap.restore_attrs()
             restore(py_snap)
             cap.restore_objects()
             if os.environ != env:       # an abandoned trace: the eager rerun sets it again
@@ -886,6 +919,8 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
         finally:
             _state.CAPTURE[0] = prev_cap
             _swap_out(storages, owners, plan.generators, saved)
+            for vc, v0 in cap.versions.values():   # NOTE [versions of written state]
+                vc[0] = v0
             cap.restore_found()
             for k, (t, g) in cap.grad_owners.items():
                 if k not in owner_ids:
@@ -982,6 +1017,9 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     refs += tuple(r for h in info["hooks"] for r in h.refs)
     ref_names += tuple(n for h in info["hooks"] for n in h.names)
     region.py_refs, region.py_scalars = refs, scalar_signature(refs)
+    region.tensor_attr_guards = _tensor_attr_guards([r() for _, r in live] + list(plan.owners.values()) + [
+        t for m in region.modules for d in (m.__dict__.get("_parameters"), m.__dict__.get("_buffers")) if d
+        for t in d.values()])
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
@@ -1000,6 +1038,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
+    region.bumps, region.arg_bumps = info["bumps"], info["arg_bumps"]
     region.seeds = info["seeds"]
     region.contiguous_args = info["contiguous_args"]
     region.arg_boxes = info["arg_boxes"]
@@ -1193,9 +1232,53 @@ def _out_recipe(r_leaves, r_def, call_leaves, cap, outside, state=None, where=No
         # subclasses may keep state their __init__ sets: those come back plain tensors)
         cls = type(t) if type(t).__module__ == "tracegrad.nn.parameter" else Tensor
         # made under inference_mode() inside the function: an inference tensor on every call
-        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__)))
+        # and with the version its in-place ops gave it (``z = x.clone(); z.add_(1)``: 1) and the
+        # Python attributes the function set on it (``logits.tag = "head"``)
+        leaves.append(("new", (rg, how, cls, "_inference" in t.__dict__, t._vc[0], _result_attrs(t, where))))
         arrays.append(v)
     return OutRecipe(r_def, leaves), arrays, diff
+
+
+_IMMUTABLE = (int, float, bool, str, bytes, complex, type(None))
+
+
+def _tensor_attr_guards(tensors):
+    """Guards on the Python attributes of the outside tensors the trace used (parameters,
+    buffers, state): a number kept on a parameter (``p.lr_scale``) that the function reads is
+    baked into the program, so a new value there traces again, as a closure's number does.
+    Only tensors that have such attributes get one."""
+    out, seen = [], set()
+    for t in tensors:
+        if isinstance(t, Tensor) and id(t) not in seen:
+            seen.add(id(t))
+            attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
+            if attrs:
+                out.append((weakref.ref(t), attrs))
+    return tuple(out)
+
+
+def _same_attrs(now, attrs) -> bool:
+    """``now`` (a tensor's ``__dict__``) holds what ``attrs`` held: equal numbers and strings,
+    the same other objects."""
+    if len(now) - ("_inference" in now) != len(attrs):
+        return False
+    for k, v in attrs.items():
+        w = now.get(k, _same_attrs)
+        if w is not v and not (type(w) is type(v) and isinstance(v, _IMMUTABLE) and w == v):
+            return False
+    return True
+
+
+def _result_attrs(t, where=None):
+    """The Python attributes the function set on the result ``t`` (a name, a flag), for every
+    call's result to carry; None when there are none. A value that is not an immutable
+    scalar or a tuple of them (a tensor, a dict the caller might change) is a graph break."""
+    attrs = {k: v for k, v in t.__dict__.items() if k != "_inference"}
+    for k, v in attrs.items():
+        if not (isinstance(v, _IMMUTABLE) or (type(v) is tuple and all(isinstance(e, _IMMUTABLE) for e in v))):
+            raise GraphBreak(f"the function sets the attribute '{k}' of a result to a {type(v).__name__}: "
+                             "a program's result can carry only numbers, strings and tuples of them", where)
+    return attrs or None
 
 
 def _saved_in_graph(roots) -> dict:

@@ -29,6 +29,9 @@ _WARNED_ONCE: set = set()
 # torch.set_warn_always(True): once-per-process warnings are given every time, as torch's
 # TORCH_WARN_ONCE does under that flag (read by tracegrad.set_warn_always/is_warn_always_enabled)
 WARN_ALWAYS = [False]
+# > 0 while ``warn_once`` issues its warning: a compiled trace lets it through even under an
+# "always" filter (eager gives it once per process too), unless WARN_ALWAYS is set
+ISSUING_ONCE = [0]
 
 
 def warn_once(message, category=UserWarning) -> None:
@@ -40,4 +43,8 @@ def warn_once(message, category=UserWarning) -> None:
         frame, level = sys._getframe(1), 2
         while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
             frame, level = frame.f_back, level + 1
-        warnings.warn(message, category, stacklevel=level)
+        ISSUING_ONCE[0] += 1
+        try:
+            warnings.warn(message, category, stacklevel=level)
+        finally:
+            ISSUING_ONCE[0] -= 1

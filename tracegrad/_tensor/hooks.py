@@ -32,6 +32,11 @@ class RemovableHandle:
         for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
             d = ref()
             if d is not None and self.id in d:
+                if _state.CAPTURE[0] is not None:
+                    # inside a compiled trace (a hook removing itself after its first call): the
+                    # program would keep running the hook, eager would not; raised before the
+                    # removal, so an abandoned trace leaves the hook in place for the eager rerun
+                    _state.CAPTURE[0].on_hook("removal", None)
                 del d[self.id]
                 _state.bump_structure()
 

@@ -657,6 +657,8 @@ class Tensor(TensorBase):
                                "not allowed. Clone it outside inference_mode() (or use it inside one).")
         if requires_grad and not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if self._rg != bool(requires_grad) and _CAPTURE[0] is not None:
+            _CAPTURE[0].see_requires_grad(self)      # a flip inside a compiled trace
         if self._rg != bool(requires_grad) and id(self._st) in _state.HELD_STORAGES:
             # only state a compiled program reads (a parameter frozen between calls); a new
             # tensor made with requires_grad=True changes no program

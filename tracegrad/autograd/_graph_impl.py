@@ -431,4 +431,6 @@ def increment_version(tensor):
     for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
         if t.__dict__.get("_inference"):
             continue
+        if _state.CAPTURE[0] is not None:     # a compiled program repeats the bump every call
+            _state.CAPTURE[0].see_bump(t)
         t._vc[0] += 1
