@@ -70,6 +70,17 @@ def randn32(T, i, *shape):
     return T.tensor(np.random.RandomState(i).randn(*shape).astype("float32"))
 
 
+def seeded_linear(T, n_in=3, n_out=2, seed=0):
+    """``T.nn.Linear(n_in, n_out)`` with weights drawn from ``seed`` (the same in torch and
+    tracegrad)."""
+    net = T.nn.Linear(n_in, n_out)
+    rs = np.random.RandomState(seed)
+    with T.no_grad():
+        for p in net.parameters():
+            p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
+    return net
+
+
 def rand(T, i, *shape, rg=False, seed=0):
     t = T.tensor(np.random.RandomState(seed + i).randn(*shape).astype("float32"))
     return t.requires_grad_() if rg else t

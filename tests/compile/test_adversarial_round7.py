@@ -13,18 +13,9 @@ import numpy as np
 import pytest
 
 import tracegrad
-from ._dynamo_port import CALLS, compare, randn32 as _rand
+from ._dynamo_port import compare, randn32 as _rand, seeded_linear as _linear
 
 torch = pytest.importorskip("torch")
-
-
-def _linear(T, n_in=3, n_out=2, seed=0):
-    net = T.nn.Linear(n_in, n_out)
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for p in net.parameters():
-            p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
-    return net
 
 
 def _unaligned(*shape):

@@ -10,22 +10,11 @@ saved it for backward and trained on it instead of raising; results made under
 inference_mode() inside the function were plain tensors from the second call on; a tensor the
 compiled function's graph saved (an argument, a result, a parameter) written in place after
 the call gave stale gradients instead of eager's "modified by an inplace operation" error."""
-import numpy as np
 import pytest
 
-import tracegrad
-from ._dynamo_port import CALLS, compare, randn32 as _rand
+from ._dynamo_port import compare, randn32 as _rand, seeded_linear as _linear
 
 torch = pytest.importorskip("torch")
-
-
-def _linear(T, n_in=3, n_out=2, seed=0):
-    net = T.nn.Linear(n_in, n_out)
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for p in net.parameters():
-            p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
-    return net
 
 
 # a training step closing over a dict, a list and a nonlocal counter: values changed between

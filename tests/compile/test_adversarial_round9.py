@@ -22,24 +22,14 @@ logging package's line instead of the user's."""
 import logging
 import warnings
 
-import numpy as np
 import pytest
 
 import tracegrad
 
-from ._dynamo_port import compare, same
+from ._dynamo_port import compare, same, seeded_linear as _linear
 from ._dynamo_port import randn32 as _rand
 
 torch = pytest.importorskip("torch")
-
-
-def _linear(T, n_in=3, n_out=2, seed=0):
-    net = T.nn.Linear(n_in, n_out)
-    rs = np.random.RandomState(seed)
-    with T.no_grad():
-        for p in net.parameters():
-            p.copy_(T.tensor(rs.randn(*p.shape).astype("float32") * 0.4))
-    return net
 
 
 def _tracegrad_only(build, calls=4):
