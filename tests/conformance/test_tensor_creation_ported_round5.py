@@ -1545,13 +1545,17 @@ def test_empty_overflow(T):
 
 def test_eye(T):
     # TestTensorCreation.test_eye (bfloat16 skipped as the original)
-    for name in ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
-                 "complex64", "complex128"]:
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+             "complex64", "complex128"]
+    for name in names:
         dt = getattr(T, name)
         for n, m in ((-1, 1), (1, -1), (-1, -1)):
             with pytest.raises(RuntimeError, match="must be greater or equal to"):
                 T.eye(n, m, dtype=dt)
-        for n, m in [(3, None), (5, None), (3, 5), (7, 3)]:
+        # values: one or two dtypes of each class (each (dtype, shape) compiles five programs)
+        if name not in ("bool", "uint8", "int32", "float16", "float64", "complex64"):
+            continue
+        for n, m in [(3, None), (3, 5), (5, 3)]:    # square, wide, tall
             res1 = T.eye(n, dtype=dt) if m is None else T.eye(n, m, dtype=dt)
             naive = T.zeros(n, n if m is None else m, dtype=dt)
             naive.diagonal(dim1=-2, dim2=-1).fill_(1)
