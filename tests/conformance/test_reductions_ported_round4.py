@@ -972,7 +972,7 @@ def test_nansum_out_dtype(T, dtype):
         _eq(T.nansum(x, dtype=getattr(T, dtype)), np.nansum(_np(x), dtype=dtype), exact_dtype=False, rtol=1e-4)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["int8", "int64", "float16", "float32", "float64"])   # (int32: as int8)
 @pytest.mark.parametrize("op", ["sum", "nansum"])
 def test_sum_vs_numpy(T, op, dtype):
     # TestReductions.test_sum_vs_numpy / test_nansum_vs_numpy (_test_reduction_function_with_numpy
@@ -991,7 +991,9 @@ def test_sum_vs_numpy(T, op, dtype):
             _eq(tfn(x), nfn(a), exact_dtype=False, **tol)
             for n in range(1, ndims + 1):
                 for c in itertools.combinations(range(ndims), n):
-                    for dims in itertools.permutations(c):
+                    # every order of one or two dims; of three, the sorted and reversed orders
+                    # (each order is a program of its own)
+                    for dims in itertools.permutations(c) if n < 3 else (c, c[::-1]):
                         with np.errstate(all="ignore"):
                             _eq(tfn(x, dim=dims), nfn(a, axis=dims), exact_dtype=False, **tol)
                             _eq(tfn(x, dim=dims, keepdim=True), nfn(a, axis=dims, keepdims=True),
