@@ -12,7 +12,9 @@ import pytest
 from _nn_files_helpers import xfail_tracegrad
 
 DT3 = ["int64", "float32", "complex128"]          # @dtypes(torch.int64, torch.float, torch.complex128)
-FLIP_DT = ["bool", "uint8", "int16", "int64", "float16", "bfloat16", "float32", "float64", "complex64"]
+# (the original's int16, bfloat16 and float64 go uint8/int64's, float16's and float32's way: flip
+# moves elements, and each dtype compiles ~70 flip programs)
+FLIP_DT = ["bool", "uint8", "int64", "float16", "float32", "complex64"]
 
 
 def _np(t):
@@ -101,8 +103,10 @@ def test_movedim_invalid(T, dtype):
 def test_movedim(T, dtype):
     # TestShapeOps.test_movedim: every (source, destination) pair and a sample of sequences,
     # positive and negative, against np.moveaxis (sizes cut to 2..4)
-    rng = np.random.default_rng(1)
     for fn in (T.moveaxis, T.movedim):
+        # the same draws for both names (the alias runs the programs moveaxis compiled; fresh
+        # draws for it compiled ~40% more permutations, checking the same code)
+        rng = np.random.default_rng(1)
         for nd in range(5):
             shape = tuple(int(s) for s in rng.integers(2, 4, nd))
             x = _make(T, shape, dtype, seed=nd)
