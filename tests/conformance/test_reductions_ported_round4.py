@@ -165,7 +165,8 @@ def test_sum_dim_reduction_uint8_overflow(T):
     _eq(x.sum(0, dtype=T.uint8), y)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
+# (int16/int32 accumulate in int64 as int8 does: each dtype compiles ~45 programs)
+@pytest.mark.parametrize("dtype", ["int8", "int64", "float16", "bfloat16", "float32", "float64"])
 def test_dim_reduction(T, dtype):
     # TestReductions.test_dim_reduction: sum/mean/prod/min/max/amin/amax/argmin/argmax values,
     # keepdim and result dtypes on one small example
