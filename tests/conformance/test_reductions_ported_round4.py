@@ -165,7 +165,8 @@ def test_sum_dim_reduction_uint8_overflow(T):
     _eq(x.sum(0, dtype=T.uint8), y)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
+# (int16/int32 accumulate in int64 as int8 does: each dtype compiles ~45 programs)
+@pytest.mark.parametrize("dtype", ["int8", "int64", "float16", "bfloat16", "float32", "float64"])
 def test_dim_reduction(T, dtype):
     # TestReductions.test_dim_reduction: sum/mean/prod/min/max/amin/amax/argmin/argmax values,
     # keepdim and result dtypes on one small example
@@ -235,7 +236,9 @@ def _integer_upcast(T, fn, has_out=True):
     # dtype= casts first; out= decides the dtype and a different dtype= with it is refused
     shape = (3, 4, 5)
     reduced = fn(T.ones(shape)).shape
-    for name in ("uint8", "int8", "int16", "int32", "int64", "float32", "float64", "complex64", "complex128"):
+    # (int8/int16 go the way uint8/int32 do, and complex128 is complex64's dtype= target: each
+    # input dtype compiles a dozen conversions and reductions, so one or two of each class)
+    for name in ("uint8", "int32", "int64", "float32", "float64", "complex64"):
         dt = getattr(T, name)
         x = T.ones(shape, dtype=dt)
         exp = dt if (dt.is_floating_point or dt.is_complex) else T.int64
@@ -377,7 +380,9 @@ def _dim_ops_inputs(T, shape, floating=True, integral=True, complex_=False, seed
 
 
 def _dim_ops(T, tfn, nfn, **which):
-    for shape, dims in [((5, 40), [1]), ((3, 5, 7), [0, 2]), ((6, 6, 6), [(1, -1), (0, 2, 1)])]:
+    # (the original's (5, 40) and (6, 6, 6) inputs are folded into one shape: every program
+    # of the input's making and each reduction compiles per shape, the dims are what differ)
+    for shape, dims in [((3, 5, 7), [0, 2, (1, -1), (0, 2, 1)])]:
         for t in _dim_ops_inputs(T, shape, **which):
             for d in dims:
                 want = nfn(_np(t), d)
@@ -846,12 +851,15 @@ def test_quantile(T, dtype):
     # TestReductions.test_quantile (a fixed sample of the original's random product) against
     # np.quantile / np.nanquantile, with every interpolation, each dim and out=
     r = _rng(9)
-    inputs = [(2, 4), 0.75, [[nan, nan], [1, 2]]]
+    # (the original's [[nan, nan], [1, 2]] input is folded into the random one, laid out the
+    # same way: row 0 all nan, row 1 without nan, so each column holds one nan; the programs
+    # are compiled once, not twice)
+    inputs = [(2, 4), 0.75]
     qs = [(), tuple(r.random(2)), 0.5]
     for x, q, op in itertools.product(inputs, qs, ("quantile", "nanquantile")):
         if isinstance(x, tuple):
             a = r.standard_normal(x).astype(dtype)
-            a[r.integers(0, 20, x) == 0] = np.nan
+            a[0] = np.nan
             a = T.tensor(a)
         else:
             a = T.tensor(x, dtype=getattr(T, dtype))
@@ -966,7 +974,7 @@ def test_nansum_out_dtype(T, dtype):
         _eq(T.nansum(x, dtype=getattr(T, dtype)), np.nansum(_np(x), dtype=dtype), exact_dtype=False, rtol=1e-4)
 
 
-@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "float16", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["int8", "int64", "float16", "float32", "float64"])   # (int32: as int8)
 @pytest.mark.parametrize("op", ["sum", "nansum"])
 def test_sum_vs_numpy(T, op, dtype):
     # TestReductions.test_sum_vs_numpy / test_nansum_vs_numpy (_test_reduction_function_with_numpy
@@ -985,7 +993,9 @@ def test_sum_vs_numpy(T, op, dtype):
             _eq(tfn(x), nfn(a), exact_dtype=False, **tol)
             for n in range(1, ndims + 1):
                 for c in itertools.combinations(range(ndims), n):
-                    for dims in itertools.permutations(c):
+                    # every order of one or two dims; of three, the sorted and reversed orders
+                    # (each order is a program of its own)
+                    for dims in itertools.permutations(c) if n < 3 else (c, c[::-1]):
                         with np.errstate(all="ignore"):
                             _eq(tfn(x, dim=dims), nfn(a, axis=dims), exact_dtype=False, **tol)
                             _eq(tfn(x, dim=dims, keepdim=True), nfn(a, axis=dims, keepdims=True),

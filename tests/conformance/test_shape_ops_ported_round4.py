@@ -12,7 +12,9 @@ import pytest
 from _nn_files_helpers import xfail_tracegrad
 
 DT3 = ["int64", "float32", "complex128"]          # @dtypes(torch.int64, torch.float, torch.complex128)
-FLIP_DT = ["bool", "uint8", "int16", "int64", "float16", "bfloat16", "float32", "float64", "complex64"]
+# (the original's int16, bfloat16 and float64 go uint8/int64's, float16's and float32's way: flip
+# moves elements, and each dtype compiles ~70 flip programs)
+FLIP_DT = ["bool", "uint8", "int64", "float16", "float32", "complex64"]
 
 
 def _np(t):
@@ -101,8 +103,10 @@ def test_movedim_invalid(T, dtype):
 def test_movedim(T, dtype):
     # TestShapeOps.test_movedim: every (source, destination) pair and a sample of sequences,
     # positive and negative, against np.moveaxis (sizes cut to 2..4)
-    rng = np.random.default_rng(1)
     for fn in (T.moveaxis, T.movedim):
+        # the same draws for both names (the alias runs the programs moveaxis compiled; fresh
+        # draws for it compiled ~40% more permutations, checking the same code)
+        rng = np.random.default_rng(1)
         for nd in range(5):
             shape = tuple(int(s) for s in rng.integers(2, 4, nd))
             x = _make(T, shape, dtype, seed=nd)
@@ -149,7 +153,8 @@ def test_diagonal_multidim(T):
     _eq(T.diagonal(xp, 0, -2, -1), _np(xp).diagonal(0, -2, -1))
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64", "float32", "float64"])
+# (int8/int16 accumulate in int64 as uint8/int32 do: each dtype compiles its five shapes' programs)
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
 def test_trace(T, dtype):
     # TestShapeOps.test_trace: against np.trace accumulated in the dtype sum() gives
     for shape in ([10, 1], [1, 10], [20, 20], [8, 20], [20, 8]):
@@ -370,12 +375,13 @@ def test_nonzero_no_warning(T):
     assert len(w) == 0
 
 
-@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64", "float16", "bfloat16", "float32", "float64"])
+# (int32 and float64 go int64's and float32's way; each dtype compiles nonzero for every shape)
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float16", "bfloat16", "float32"])
 def test_nonzero(T, dtype):
     # TestShapeOps.test_nonzero: functional, method and out= forms against np.nonzero; a float
     # out tensor is refused
     rng = np.random.default_rng(4)
-    for shape in [(12,), (12, 1), (1, 12), (6, 2), (3, 2, 2), (5, 5, 5)]:
+    for shape in [(12,), (12, 1), (1, 12), (6, 2), (3, 2, 2)]:   # (the original: also (5, 5, 5))
         t = T.tensor(rng.integers(0, 2, shape)).to(getattr(T, dtype))
         want = np.stack(_np(t).nonzero()).T
         dst3 = T.empty([], dtype=T.long)

@@ -195,7 +195,9 @@ def test_block_diag(T):
     r = T.block_diag()
     _eq(r, T.empty(1, 0))
     assert r.device.type == "cpu"
-    dts = ["uint8", "int8", "int16", "int32", "int64", "float32", "float64", "complex64", "complex128"]
+    # promotion across kinds and widths (uint8 with int8 gives int16, float64 with complex64
+    # complex128); each pair compiles block_diag once, so int16/int32/complex128 only as results
+    dts = ["uint8", "int8", "int64", "float32", "float64", "complex64"]
     for d1, d2 in product(dts, dts):
         a = T.tensor(1, dtype=getattr(T, d1))
         b = T.tensor(2, dtype=getattr(T, d2))
@@ -344,8 +346,8 @@ def test_cat_out(T):
         _eq(x, expected_x)
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64", "float32", "float64",
-                                   "complex64", "complex128"])
+# (one or two dtypes of each class: int8/int16/int32 go int64's way, complex128 complex64's)
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "float32", "float64", "complex64"])
 def test_cat_out_fast_path_dim0_dim1(T, dtype):
     # TestTensorCreation.test_cat_out_fast_path_dim0_dim1
     y = _rand(T, (4, 6), dtype, low=0, high=100) if dtype in INT_DT else _rand(T, (4, 6), dtype)
@@ -1545,13 +1547,17 @@ def test_empty_overflow(T):
 
 def test_eye(T):
     # TestTensorCreation.test_eye (bfloat16 skipped as the original)
-    for name in ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
-                 "complex64", "complex128"]:
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+             "complex64", "complex128"]
+    for name in names:
         dt = getattr(T, name)
         for n, m in ((-1, 1), (1, -1), (-1, -1)):
             with pytest.raises(RuntimeError, match="must be greater or equal to"):
                 T.eye(n, m, dtype=dt)
-        for n, m in [(3, None), (5, None), (3, 5), (7, 3)]:
+        # values: one or two dtypes of each class (each (dtype, shape) compiles five programs)
+        if name not in ("bool", "uint8", "int32", "float16", "float64", "complex64"):
+            continue
+        for n, m in [(3, None), (3, 5), (5, 3)]:    # square, wide, tall
             res1 = T.eye(n, dtype=dt) if m is None else T.eye(n, m, dtype=dt)
             naive = T.zeros(n, n if m is None else m, dtype=dt)
             naive.diagonal(dim1=-2, dim2=-1).fill_(1)

@@ -777,7 +777,9 @@ def test_broadcast_tensors_shapes_to(T):
     # TestOldViewOps.test_broadcast_tensors / test_broadcast_shapes / test_broadcast_to
     y0, y1, y2 = T.broadcast_tensors(T.zeros(2, 1, 3), T.zeros(3), T.zeros(3, 1))
     assert all(tuple(y.size()) == (2, 3, 3) for y in (y0, y1, y2))
-    examples = [(), (1,), (2,), (1, 1), (3, 1), (3, 2), (4, 1, 1), (4, 3, 2)]
+    # (the original's (1, 1) left out: (1,) and (4, 1, 1) cover size-1 dims that broadcast, and
+    # each pair's broadcast_tensors/broadcast_to compiles its expand programs)
+    examples = [(), (1,), (2,), (3, 1), (3, 2), (4, 1, 1), (4, 3, 2)]
     for s0 in examples:
         assert T.broadcast_shapes(s0) == T.broadcast_tensors(T.zeros(s0))[0].shape
         for s1 in examples:

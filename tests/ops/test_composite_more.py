@@ -129,8 +129,27 @@ def _as(arrays, dtype):
     return [a.astype(dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in arrays]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-@pytest.mark.parametrize("name,fn,arrays,grad", CASES, ids=[c[0] for c in CASES])
+# Cases that run in float32 only: a method form or argument variant of an op whose float64 path
+# another case checks, pure data movement (values copied, no float64 arithmetic to get wrong),
+# and the integer-only cases (float32 and float64 runs were the same run). Each float64 run
+# compiles the op (and its backward) afresh, so these would cost without checking more.
+F32_ONLY = {
+    "baddbmm_broadcast_method", "baddbmm_beta0_nan", "diag_embed_offset_dims", "diag_embed_neg_swapped",
+    "take_method", "dist_p3_method", "dist_0", "trapezoid_dx_dim", "trapezoid_x_1d", "combinations_replacement",
+    "combinations_r0_rbig", "vander_n_increasing", "histc_range_method", "histc_equal_bounds", "mode_dim_keepdim",
+    "unique_consecutive_dim", "polygamma_method", "logcumsumexp_method_neg_dim", "cummax_ties_nan", "det_method",
+    "inverse_method", "svd_full_method", "cross_dim_method", "cosine_similarity_broadcast_dim",
+    # integer inputs only
+    "trapz_int", "vander_int", "mode_int", "unique_consecutive", "lgamma_int", "i0_int", "ldexp_int",
+    "cummin_int_ties",
+}
+assert F32_ONLY <= {c[0] for c in CASES}
+MATCH_PARAMS = [pytest.param(*c, dt, id=f"{c[0]}-{dt_id}") for c in CASES
+                for dt, dt_id in ((np.float32, "f32"), (np.float64, "f64"))
+                if dt is np.float32 or c[0] not in F32_ONLY]
+
+
+@pytest.mark.parametrize("name,fn,arrays,grad,dtype", MATCH_PARAMS)
 def test_matches_torch(name, fn, arrays, grad, dtype):
     arrays = _as(arrays, dtype)
     (ref, gref), (got, ggot) = _run(torch, fn, arrays, grad), _run(tracegrad, fn, arrays, grad)
@@ -250,18 +269,20 @@ def test_dist_is_one_node_with_torchs_gradient_at_zero(p):
     assert run(tracegrad) == run(torch)
 
 
-@pytest.mark.parametrize("scale,n", [(30, 50), (100, 300), (1000, 40)])
-def test_logcumsumexp_float32_gradient_within_torch_error_of_the_float64_one(scale, n):
+def test_logcumsumexp_float32_gradient_within_torch_error_of_the_float64_one():
     # inputs with a large spread: torch's float32 backward (log-space reversed scans of log|grad|)
-    # is off the float64 gradient by up to ~5e-4; JAX's derivative of the scan must be no further
-    rng = np.random.default_rng(n)
-    x, g = (rng.standard_normal((2, n)) * scale).astype(np.float32), rng.standard_normal((2, n)).astype(np.float32)
+    # is off the float64 gradient by up to ~5e-4; JAX's derivative of the scan must be no further.
+    # Two rows at each scale in one tensor (rows are independent along dim 1), compared row by row
+    rng = np.random.default_rng(50)
+    scale = np.repeat([30.0, 100.0, 1000.0], 2)[:, None]
+    x = (rng.standard_normal((6, 300)) * scale).astype(np.float32)
+    g = rng.standard_normal((6, 300)).astype(np.float32)
 
     def grad(mod, dtype):
         t = mod.tensor(x.astype(dtype), requires_grad=True)
         mod.logcumsumexp(t, 1).backward(mod.tensor(g.astype(dtype)))
         return t.grad.numpy().astype(np.float64)
     exact = grad(torch, np.float64)
-    torch_err = np.abs(grad(torch, np.float32) - exact).max()
-    ours_err = np.abs(grad(tracegrad, np.float32) - exact).max()
-    assert ours_err <= max(torch_err, 1e-6), (ours_err, torch_err)
+    torch_err = np.abs(grad(torch, np.float32) - exact).max(1)
+    ours_err = np.abs(grad(tracegrad, np.float32) - exact).max(1)
+    assert (ours_err <= np.maximum(torch_err, 1e-6)).all(), (ours_err, torch_err)
