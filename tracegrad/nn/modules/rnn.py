@@ -31,7 +31,7 @@ _NAMES = {"LSTM": "LSTM", "GRU": "GRU", "RNN_TANH": "RNN", "RNN_RELU": "RNN"}
 
 
 def _states(hx):
-    return hx if isinstance(hx, tuple) else (hx,)
+    return tuple(hx) if isinstance(hx, (tuple, list)) else (hx,)   # an LSTM pair may be a list
 
 
 def _check_int(value, name):
