@@ -15,16 +15,7 @@ from parity import outcome_params, same_outcome
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture(autouse=True)
-def _validation_on():
-    # torch's default is validate_args=True, but the first torch.compile in the process (any
-    # earlier test) turns it off globally (torch._dynamo's patch_torch): compare both with it on
-    olds = [lib.distributions.Distribution._validate_args for lib in (torch, tracegrad)]
-    for lib in (torch, tracegrad):
-        lib.distributions.Distribution.set_default_validate_args(True)
-    yield
-    for lib, old in zip((torch, tracegrad), olds):
-        lib.distributions.Distribution.set_default_validate_args(old)
+from _distributions_helpers import validation_on  # noqa: E402,F401  (autouse fixture)
 
 R = np.random.default_rng(3)
 LOC = R.standard_normal((2, 3))

@@ -10,7 +10,6 @@ Shapes stay at (2, 3), (3, 3) and (2, 3, 3) in float64 to keep the XLA programs 
 import numpy as np
 import pytest
 
-import tracegrad
 from parity import same_outcome
 
 torch = pytest.importorskip("torch")
@@ -26,15 +25,7 @@ CORR_L = _L / np.linalg.norm(_L, axis=-1, keepdims=True)
 CORR_L[:, range(3), range(3)] = np.abs(CORR_L[:, range(3), range(3)])
 
 
-@pytest.fixture(autouse=True)
-def _validation_on():
-    # torch.compile (any earlier test) turns torch's default validate_args off: keep it on here
-    olds = [lib.distributions.Distribution._validate_args for lib in (torch, tracegrad)]
-    for lib in (torch, tracegrad):
-        lib.distributions.Distribution.set_default_validate_args(True)
-    yield
-    for lib, old in zip((torch, tracegrad), olds):
-        lib.distributions.Distribution.set_default_validate_args(old)
+from _distributions_helpers import validation_on  # noqa: E402,F401  (autouse fixture)
 
 
 def d64(m, a, grad=False):
