@@ -71,3 +71,17 @@ def test_scalar_arguments_raise_where_torch_does():
         for name in theirs:
             want, got = _outcome(theirs[name]), _outcome(ours[name])
             assert got == want, f"{name} value={value} dtype={dt}: {got} != torch {want}"
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_lerp_16bit_computes_in_float32(dt):
+    """lerp on 16-bit floats computes in float32 and rounds once (torch's opmath): a number
+    weight beyond float16's range is a finite weight there (no nan), and ordinary weights give
+    torch's digits; a 16-bit tensor weight holds inf, as torch's."""
+    a = [1.0, 2.0, -3.5, 0.125, 7.0]
+    b = [1.0, 2.5, 4.0, -0.375, 7.0]
+    for w in (1e5, 70000.0, 0.3, 0.77, -2.0):
+        for weight in (lambda M: w, lambda M: M.tensor(w).to(getattr(M, dt))):
+            want, got = (M.lerp(M.tensor(a, dtype=getattr(M, dt)), M.tensor(b, dtype=getattr(M, dt)), weight(M))
+                         for M in (torch, tracegrad))
+            assert [str(v) for v in got.float().tolist()] == [str(v) for v in want.float().tolist()], (w, dt)

@@ -266,6 +266,13 @@ BETA_FIRST = [   # torch's deprecated addmm(Number beta, [Number alpha,] mat1, m
     C("addmm_trailing_beta_raises", lambda t, d, x: d.addmm(x, x.t(), 0.5), [F(3, 3), F(3, 2)], raises=True),
     C("addmm_keyword_and_positional_beta_raises", lambda t, d, x: _quiet(lambda: d.addmm(0.5, x, x.t(), beta=2)),
       [F(3, 3), F(3, 2)], raises=True),
+    # the function form has beta before input only: the method's order is a TypeError there
+    C("torch_addmm_input_then_beta_raises", lambda t, d, x: _quiet(lambda: t.addmm(d, 0.5, x, x.t())), [F(3, 3), F(3, 2)],
+      raises=True),
+    C("torch_baddbmm_input_then_beta_alpha_raises", lambda t, d, a, b: _quiet(lambda: t.baddbmm(d, 2, 1, a, b)),
+      [F(2, 3, 3), F(2, 3, 2), F(2, 2, 3)], raises=True),
+    C("torch_addr_input_then_beta_raises", lambda t, d, v, w: _quiet(lambda: t.addr(d, 3, v, w)), [F(3, 2), F(3), F(2)],
+      raises=True),
 ]
 
 

@@ -15,7 +15,7 @@ from ._registry import FUNCTIONS, function
 from .argcheck import guard_all
 from .numpy_names import add_numpy_names
 from .out_functions import add_out
-from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors, check_same_dtype, result_dtype
+from .promotion import _SCALAR_NAME, check_tensor_seq, check_tensors, check_same_dtype, function_form_of, result_dtype
 
 
 @function()
@@ -193,6 +193,8 @@ _first_parameter_named_input(FUNCTIONS)
 add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True): the same objects as Tensor's
 add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
 guard_all(FUNCTIONS)   # torch's TypeError for an argument of the wrong kind (argcheck.py), on failure only
+for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr"):
+    FUNCTIONS[_name] = function_form_of(_name, FUNCTIONS[_name])
 __all__ = sorted(FUNCTIONS)
 
 

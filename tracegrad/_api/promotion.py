@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import functools
 
 import numpy as np
 
@@ -288,6 +289,20 @@ def beta_first(api, input, a, b, rest, beta, alpha, names=("mat1", "mat2")):
                              f"Consider using one of the following signatures instead:\n"
                              f"\t{api}(Tensor {m1}, Tensor {m2}, *, Number beta = 1, Number alpha = 1)")
     return new
+
+
+def function_form_of(api, fn):
+    """``tracegrad.<api>`` for a ``beta_first`` op: torch's function form has its deprecated
+    scalars-first overloads with beta before ``input`` only (``torch.addmm(0.5, x, a, b)``);
+    ``torch.addmm(x, 0.5, a, b)``, the method form's order, is a TypeError there, as in torch."""
+    @functools.wraps(fn)
+    def function_form(*args, **kwargs):
+        if len(args) > 3 and isinstance(args[0], Tensor) and args[0].ndim > 0:
+            raise TypeError(f"{api}() received an invalid combination of arguments: {len(args)} positional "
+                            f"arguments with a tensor first; pass beta and alpha by keyword "
+                            f"({api}(input, a, b, beta=..., alpha=...))")
+        return fn(*args, **kwargs)
+    return function_form
 
 
 def check_lerp_end(api, end):

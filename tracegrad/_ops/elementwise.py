@@ -313,9 +313,12 @@ defop("clamp_max_tensor", lambda x, hi, dtype: _clamp(x, None, hi, dtype), args=
 def _lerp(a, b, w, dtype):
     # torch's formula: from the nearer end, so a weight near 1 gives ``end`` to the last bit
     # (one ulp of difference here is amplified by Muon's bfloat16 orthogonalization)
-    a, b, w = _c(a, dtype), _c(b, dtype), _c(w, dtype)
+    # 16-bit floats compute in float32 and round once, as torch's opmath kernels: a scalar
+    # weight beyond float16's range (1e5) is still a finite weight there
+    wide = jnp.float32 if jnp.dtype(dtype) in (jnp.float16, jnp.bfloat16) else dtype
+    a, b, w = _c(a, wide), _c(b, wide), _c(w, wide)
     d = b - a
-    return jnp.where(jnp.abs(w) < 0.5, a + w * d, b - d * (1 - w))
+    return jnp.where(jnp.abs(w) < 0.5, a + w * d, b - d * (1 - w)).astype(dtype)
 
 
 defop("lerp", _lerp, args=("self", "end", "weight"), grad_fn="LerpBackward0", no_edge=("weight",))
