@@ -191,10 +191,10 @@ def _first_parameter_named_input(table):
 
 _first_parameter_named_input(FUNCTIONS)
 add_numpy_names(FUNCTIONS)   # torch.sum(x, axis=0, keepdims=True): the same objects as Tensor's
+for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr"):   # their deprecated overloads differ
+    FUNCTIONS[_name] = function_form_of(_name, FUNCTIONS[_name])
 add_out(FUNCTIONS)   # after every family registered: torch.add(a, b, out=c)
 guard_all(FUNCTIONS)   # torch's TypeError for an argument of the wrong kind (argcheck.py), on failure only
-for _name in ("addmm", "addbmm", "baddbmm", "addmv", "addr"):
-    FUNCTIONS[_name] = function_form_of(_name, FUNCTIONS[_name])
 __all__ = sorted(FUNCTIONS)
 
 

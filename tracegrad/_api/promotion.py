@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
 
 import numpy as np
 
@@ -302,6 +303,7 @@ def function_form_of(api, fn):
                             f"arguments with a tensor first; pass beta and alpha by keyword "
                             f"({api}(input, a, b, beta=..., alpha=...))")
         return fn(*args, **kwargs)
+    function_form.__signature__ = inspect.signature(fn)
     return function_form
 
 
