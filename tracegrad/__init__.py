@@ -282,7 +282,8 @@ from ._linalg_functions import (  # noqa: E402
     cross as cross, det as det, inverse as inverse, logdet as logdet, matrix_power as matrix_power,
     pinverse as pinverse, slogdet as slogdet, svd as svd, cholesky as cholesky, cholesky_solve as cholesky_solve,
     cholesky_inverse as cholesky_inverse, lu as lu, lu_unpack as lu_unpack, lu_solve as lu_solve, qr as qr,
-    triangular_solve as triangular_solve, matrix_exp as matrix_exp, geqrf as geqrf, orgqr as orgqr, ormqr as ormqr
+    triangular_solve as triangular_solve, matrix_exp as matrix_exp, geqrf as geqrf, orgqr as orgqr, ormqr as ormqr,
+    nuclear_norm as nuclear_norm, frobenius_norm as frobenius_norm
 )
 # randomized low-rank SVD/PCA and LOBPCG (torch._lowrank, torch._lobpcg; L7, on tracegrad.linalg)
 from ._lowrank import pca_lowrank as pca_lowrank, svd_lowrank as svd_lowrank  # noqa: E402

@@ -25,7 +25,7 @@ from ._api.out_functions import method_form
 
 __all__ = ["det", "inverse", "logdet", "slogdet", "svd", "cross", "matrix_power", "pinverse", "cholesky",
            "cholesky_solve", "cholesky_inverse", "lu", "lu_unpack", "lu_solve", "qr", "triangular_solve", "matrix_exp",
-           "geqrf", "orgqr", "ormqr"]
+           "geqrf", "orgqr", "ormqr", "nuclear_norm", "frobenius_norm"]
 
 SVDResult = _structseq("svd", ["U", "S", "V"])
 SlogdetResult = _structseq("slogdet", ["sign", "logabsdet"])
@@ -223,6 +223,38 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 def matrix_exp(input):
     """Mirrors ``torch.matrix_exp``: ``tracegrad.linalg.matrix_exp``."""
     return linalg.matrix_exp(input)
+
+
+@accepts_out(exact_dtype=True)
+def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
+    """Mirrors the deprecated ``torch.nuclear_norm(input, keepdim=False)`` and
+    ``torch.nuclear_norm(input, dim, keepdim=False)``: the sum of singular values over the
+    matrices in ``dim`` (default the last two), ``linalg.matrix_norm(input, 'nuc', dim,
+    keepdim)``, warning once as torch does. An int ``dim`` names one dim twice: RuntimeError
+    (the two dims must differ)."""
+    if isinstance(dim, bool):           # the (input, keepdim) overload
+        dim, keepdim = None, dim
+    warn_once("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
+              "future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead", UserWarning)
+    dim = (-2, -1) if dim is None else (dim, dim) if isinstance(dim, int) else tuple(dim)
+    return linalg.matrix_norm(input, "nuc", dim, keepdim)
+
+
+@accepts_out(exact_dtype=True)
+def frobenius_norm(input, dim, keepdim=False, *, out=None):
+    """Mirrors the deprecated ``torch.frobenius_norm(input, dim, keepdim=False)``: the 2-norm
+    over at most two dims (``()``: all of them), ``linalg.vector_norm(input, 2, dim, keepdim)``,
+    warning once as torch does. RuntimeError for more than two dims, a repeated dim or an
+    integer input; IndexError for a dim out of range."""
+    warn_once("at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will be removed in a "
+              "future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead", UserWarning)
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dim) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dim)} dimensions instead.")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
+                           f"{str(input.dtype).split('.')[-1].capitalize()} instead.")
+    return linalg.vector_norm(input, 2, dim or None, keepdim)
 
 
 geqrf = _linalg_decomp.geqrf

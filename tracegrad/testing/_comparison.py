@@ -236,3 +236,29 @@ def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=Non
             if m.cls is AssertionError and callable(msg):
                 text = msg(text)            # the callable sees the message with the item's path
         raise m.cls(text) from None
+
+
+# torch.testing.assert_allclose's own (looser) defaults; other dtypes compare exactly
+_ALLCLOSE_TOLERANCES = {tracegrad.float16: (1e-3, 1e-3), tracegrad.float32: (1e-4, 1e-5),
+                        tracegrad.float64: (1e-5, 1e-8)}
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """Mirrors ``torch.testing.assert_allclose`` (deprecated since torch 1.12, still used by
+    older test suites): warns FutureWarning, turns non-tensors into tensors (``expected`` in
+    ``actual``'s dtype), then compares as ``assert_close`` with NaNs equal by default and the
+    dtypes free to differ. Default tolerances, the larger of the two dtypes': float16
+    ``(1e-3, 1e-3)``, float32 ``(1e-4, 1e-5)``, float64 ``(1e-5, 1e-8)``, other dtypes exact.
+    Raises AssertionError (or ValueError for one of rtol/atol alone), as ``assert_close``."""
+    import warnings
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be removed in a future "
+                  "release. Please use `torch.testing.assert_close()` instead.", FutureWarning, stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = tracegrad.tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = tracegrad.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        pairs = [_ALLCLOSE_TOLERANCES.get(d, (0.0, 0.0)) for d in (actual.dtype, expected.dtype)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan, check_device=True,
+                 check_dtype=False, check_stride=False, msg=msg or None)
