@@ -366,7 +366,12 @@ class Optimizer:
     # ----- grads and step --------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Mirrors ``torch.optim.Optimizer.zero_grad``: sets every parameter's ``.grad`` to
-        None (default), or detaches it and fills it with zeros in place."""
+        None (default), or detaches it and fills it with zeros in place.
+
+        Like torch's, it reads ``self.defaults`` (torch picks its foreach path from it), so a
+        subclass that never ran ``Optimizer.__init__`` (e.g. a ``Lookahead`` wrapper sharing its
+        inner optimizer's ``param_groups``) gets torch's AttributeError here."""
+        self.defaults.get("foreach", False)
         if compiler._tracing():
             compiler.traced_optimizer_zero_grad(self)
         with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):

@@ -1,0 +1,705 @@
+"""A twenty-first round of public PyTorch programs run eagerly with torch and with tracegrad
+(``parity.run_both``: every logged value and everything printed must agree), in the style of
+``test_public_programs_round20.py``, from repositories no earlier round used:
+
+- lucidrains/lion-pytorch: the ``Lion`` optimizer (a ``torch.optim.Optimizer`` subclass with a
+  ``@torch.no_grad()`` ``step``, ``filter`` over params without ``.grad``, ``p.data.mul_`` weight
+  decay, ``exp_avg.clone().mul_(beta1).add(grad, alpha=...).sign_()``, ``decoupled_weight_decay``
+  dividing by the initial lr, a closure run under ``torch.enable_grad()``) on two param groups;
+- LiyuanLucasLiu/RAdam: ``RAdam`` (the per-group ``buffer`` list shared through ``defaults``, the
+  ``N_sma`` rectification switching from its SGD branch to its adaptive one at step 6,
+  ``p.data.float()`` aliasing the parameter's storage so ``p_data_fp32.addcdiv_`` writes through),
+  ``PlainRAdam`` and the file's ``AdamW`` (the deprecated ``addcmul_(value, t1, t2)``,
+  ``add_(value, t)``, ``addcdiv_(value, t1, t2)`` overloads);
+- alphadl/lookahead.pytorch: ``Lookahead`` wrapping ``torch.optim.Adam``, an ``Optimizer``
+  subclass that never calls ``Optimizer.__init__`` (shares the inner ``param_groups``, keeps slow
+  weights in its own ``defaultdict`` state, syncs every k steps), its ``state_dict`` keyed by
+  ``id(param)`` and the ``zero_grad``/``load_state_dict`` of the base class that need the missing
+  ``__init__`` attributes;
+- Harry24k/bayesian-neural-network-pytorch (torchbnn): ``BayesLinear`` (``torch.Tensor(out, in)``
+  storage, ``weight_eps`` buffers, ``.data.uniform_``/``fill_`` init) frozen on fixed noise, the
+  ``bayesian_kl_loss``/``BKLLoss`` closed-form Normal KL (``torch.Tensor([0])`` accumulated in
+  place with ``+=``, ``len(t.view(-1))``) and the ``freeze``/``unfreeze`` walkers, trained with
+  cross entropy + KL as its demo notebooks do;
+- allegro/allRank: the learning-to-rank losses ``listNet``, ``listMLE`` (``randperm`` shuffle:
+  without ties its loss does not depend on the permutation), ``rankNet`` (fancy indexing by a list
+  of ``itertools.product`` pairs, ``BCEWithLogitsLoss(weight=...)``), ``lambdaLoss`` with the
+  ``ndcgLoss2PP`` scheme (``-inf`` padding through ``sort``/``gather``/``isfinite``, NaN pair
+  differences masked out by boolean indexing), ``approxNDCGLoss`` (``diagonal().zero_()`` on a bool
+  mask) and ``neuralNDCG`` (NeuralSort + Sinkhorn with a data-dependent ``break``, ``dcg`` with
+  ``torch.arange(n - m)`` of a 0-d tensor) on a padded batch of slates.
+
+Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
+(``init_params``) in place of downloads and random streams; where a program's own code had to
+change, the comment above its test says how and why. ``from torch.x import y`` lines become
+attribute reads of the module the program is given (``torch`` is either library).
+"""
+import math
+import warnings
+from collections import defaultdict
+from itertools import product
+
+import numpy as np
+import pytest
+
+from parity import init_params, run_both
+
+torch = pytest.importorskip("torch")
+
+
+def _xy(torch, n=6, d=4, k=3, seed=0):
+    rs = np.random.RandomState(seed)
+    x = torch.tensor(rs.standard_normal((n, d)).astype(np.float32))
+    y = torch.tensor(rs.randint(0, k, n))
+    return x, y
+
+
+# lucidrains/lion-pytorch lion_pytorch/lion_pytorch.py (update_fn and Lion, unchanged but for the
+# triton branch and the ``from torch.optim.optimizer import Optimizer`` line). Trained on a 4-3-3 MLP
+# with two param groups (the second without weight decay), 3 closure steps, then a step where one
+# parameter has no grad (``filter(lambda p: exists(p.grad), ...)`` skips it).
+def test_lion_pytorch_optimizer():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Optimizer = torch.optim.Optimizer
+
+        def exists(val):
+            return val is not None
+
+        def update_fn(p, grad, exp_avg, lr, wd, beta1, beta2):
+            # stepweight decay
+            p.data.mul_(1. - lr * wd)
+            # weight update
+            update = exp_avg.clone().mul_(beta1).add(grad, alpha = 1. - beta1).sign_()
+            p.add_(update, alpha = -lr)
+            # decay the momentum running average coefficient
+            exp_avg.mul_(beta2).add_(grad, alpha = 1. - beta2)
+
+        class Lion(Optimizer):
+            def __init__(self, params, lr: float = 1e-4, betas=(0.9, 0.99), weight_decay: float = 0.0,
+                         use_triton: bool = False, decoupled_weight_decay: bool = False):
+                assert lr > 0.
+                assert all([0. <= beta <= 1. for beta in betas])
+                self._init_lr = lr
+                self.decoupled_wd = decoupled_weight_decay
+                defaults = dict(lr = lr, betas = betas, weight_decay = weight_decay)
+                super().__init__(params, defaults)
+                self.update_fn = update_fn
+
+            @torch.no_grad()
+            def step(self, closure = None):
+                loss = None
+                if exists(closure):
+                    with torch.enable_grad():
+                        loss = closure()
+
+                for group in self.param_groups:
+                    for p in filter(lambda p: exists(p.grad), group['params']):
+                        grad, lr, wd, beta1, beta2, state, decoupled_wd, init_lr = p.grad, group['lr'], group['weight_decay'], *group['betas'], self.state[p], self.decoupled_wd, self._init_lr
+                        # maybe decoupled weight decay
+                        if decoupled_wd:
+                            wd /= init_lr
+                        # init state - exponential moving average of gradient values
+                        if len(state) == 0:
+                            state['exp_avg'] = torch.zeros_like(p)
+                        exp_avg = state['exp_avg']
+                        self.update_fn(p, grad, exp_avg, lr, wd, beta1, beta2)
+                return loss
+
+        x, y = _xy(torch)
+        model = init_params(torch, nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 3)), seed=1, scale=0.5)
+        opt = Lion([{'params': model[0].parameters()},
+                    {'params': model[2].parameters(), 'lr': 3e-2, 'weight_decay': 0.}],
+                   lr=1e-2, betas=(0.9, 0.99), weight_decay=1e-2, decoupled_weight_decay=True)
+        log("defaults", repr(sorted(opt.defaults.items())))
+
+        def closure():
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            log("grad_enabled_in_closure", torch.is_grad_enabled())
+            loss.backward()
+            return loss
+
+        for _ in range(3):
+            loss = opt.step(closure)
+            log("loss", loss)
+            log("loss_requires_grad", loss.requires_grad)
+        for name, p in model.named_parameters():
+            log(name, p)
+            log(name + "_exp_avg", opt.state[p]['exp_avg'])
+        # one parameter without a grad: Lion leaves it and its state alone
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        model[0].bias.grad = None
+        before = model[0].bias.detach().clone()
+        opt.step()
+        log("skipped_unchanged", bool((model[0].bias == before).all()))
+        log("weight", model[0].weight)
+        sd = opt.state_dict()
+        log("sd_groups", repr([(g['params'], g['lr'], g['weight_decay']) for g in sd['param_groups']]))
+        log("sd_state_keys", sorted(sd['state']))
+        try:
+            Lion(model.parameters(), lr=0.)
+            log("bad_lr", "no error")
+        except AssertionError:
+            log("bad_lr", "AssertionError")
+
+    run_both(program)
+
+
+# LiyuanLucasLiu/RAdam radam/radam.py (RAdam, PlainRAdam, AdamW, unchanged but for the
+# ``from torch.optim.optimizer import Optimizer, required`` line). Each trains its own copy of a
+# 4-3-3 MLP for 6 steps with beta2=0.9, so the rectification term N_sma crosses 5 at step 6: steps
+# 1-5 take RAdam's SGD branch (degenerated_to_sgd) and step 6 the adaptive one.
+def test_radam_optimizers():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Optimizer = torch.optim.Optimizer
+
+        class RAdam(Optimizer):
+
+            def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, degenerated_to_sgd=False):
+                if not 0.0 <= lr:
+                    raise ValueError("Invalid learning rate: {}".format(lr))
+                if not 0.0 <= eps:
+                    raise ValueError("Invalid epsilon value: {}".format(eps))
+                if not 0.0 <= betas[0] < 1.0:
+                    raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+                if not 0.0 <= betas[1] < 1.0:
+                    raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
+
+                self.degenerated_to_sgd = degenerated_to_sgd
+                if isinstance(params, (list, tuple)) and len(params) > 0 and isinstance(params[0], dict):
+                    for param in params:
+                        if 'betas' in param and (param['betas'][0] != betas[0] or param['betas'][1] != betas[1]):
+                            param['buffer'] = [[None, None, None] for _ in range(10)]
+                defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, buffer=[[None, None, None] for _ in range(10)])
+                super(RAdam, self).__init__(params, defaults)
+
+            def __setstate__(self, state):
+                super(RAdam, self).__setstate__(state)
+
+            def step(self, closure=None):
+
+                loss = None
+                if closure is not None:
+                    loss = closure()
+
+                for group in self.param_groups:
+
+                    for p in group['params']:
+                        if p.grad is None:
+                            continue
+                        grad = p.grad.data.float()
+                        if grad.is_sparse:
+                            raise RuntimeError('RAdam does not support sparse gradients')
+
+                        p_data_fp32 = p.data.float()
+
+                        state = self.state[p]
+
+                        if len(state) == 0:
+                            state['step'] = 0
+                            state['exp_avg'] = torch.zeros_like(p_data_fp32)
+                            state['exp_avg_sq'] = torch.zeros_like(p_data_fp32)
+                        else:
+                            state['exp_avg'] = state['exp_avg'].type_as(p_data_fp32)
+                            state['exp_avg_sq'] = state['exp_avg_sq'].type_as(p_data_fp32)
+
+                        exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                        beta1, beta2 = group['betas']
+
+                        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value = 1 - beta2)
+                        exp_avg.mul_(beta1).add_(grad, alpha = 1 - beta1)
+
+                        state['step'] += 1
+                        buffered = group['buffer'][int(state['step'] % 10)]
+                        if state['step'] == buffered[0]:
+                            N_sma, step_size = buffered[1], buffered[2]
+                        else:
+                            buffered[0] = state['step']
+                            beta2_t = beta2 ** state['step']
+                            N_sma_max = 2 / (1 - beta2) - 1
+                            N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+                            buffered[1] = N_sma
+
+                            # more conservative since it's an approximated value
+                            if N_sma >= 5:
+                                step_size = math.sqrt((1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) / N_sma * N_sma_max / (N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                            elif self.degenerated_to_sgd:
+                                step_size = 1.0 / (1 - beta1 ** state['step'])
+                            else:
+                                step_size = -1
+                            buffered[2] = step_size
+
+                        # more conservative since it's an approximated value
+                        if N_sma >= 5:
+                            if group['weight_decay'] != 0:
+                                p_data_fp32.add_(p_data_fp32, alpha = -group['weight_decay'] * group['lr'])
+                            denom = exp_avg_sq.sqrt().add_(group['eps'])
+                            p_data_fp32.addcdiv_(exp_avg, denom, value = -step_size * group['lr'])
+                            p.data.copy_(p_data_fp32)
+                        elif step_size > 0:
+                            if group['weight_decay'] != 0:
+                                p_data_fp32.add_(p_data_fp32, alpha = -group['weight_decay'] * group['lr'])
+                            p_data_fp32.add_(exp_avg, alpha = -step_size * group['lr'])
+                            p.data.copy_(p_data_fp32)
+
+                return loss
+
+        class PlainRAdam(Optimizer):
+
+            def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, degenerated_to_sgd=False):
+                if not 0.0 <= lr:
+                    raise ValueError("Invalid learning rate: {}".format(lr))
+                self.degenerated_to_sgd = degenerated_to_sgd
+                defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay)
+
+                super(PlainRAdam, self).__init__(params, defaults)
+
+            def step(self, closure=None):
+
+                loss = None
+                if closure is not None:
+                    loss = closure()
+
+                for group in self.param_groups:
+
+                    for p in group['params']:
+                        if p.grad is None:
+                            continue
+                        grad = p.grad.data.float()
+                        p_data_fp32 = p.data.float()
+
+                        state = self.state[p]
+
+                        if len(state) == 0:
+                            state['step'] = 0
+                            state['exp_avg'] = torch.zeros_like(p_data_fp32)
+                            state['exp_avg_sq'] = torch.zeros_like(p_data_fp32)
+                        else:
+                            state['exp_avg'] = state['exp_avg'].type_as(p_data_fp32)
+                            state['exp_avg_sq'] = state['exp_avg_sq'].type_as(p_data_fp32)
+
+                        exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                        beta1, beta2 = group['betas']
+
+                        exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)
+                        exp_avg.mul_(beta1).add_(1 - beta1, grad)
+
+                        state['step'] += 1
+                        beta2_t = beta2 ** state['step']
+                        N_sma_max = 2 / (1 - beta2) - 1
+                        N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+
+                        # more conservative since it's an approximated value
+                        if N_sma >= 5:
+                            if group['weight_decay'] != 0:
+                                p_data_fp32.add_(-group['weight_decay'] * group['lr'], p_data_fp32)
+                            step_size = group['lr'] * math.sqrt((1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) / N_sma * N_sma_max / (N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                            denom = exp_avg_sq.sqrt().add_(group['eps'])
+                            p_data_fp32.addcdiv_(-step_size, exp_avg, denom)
+                            p.data.copy_(p_data_fp32)
+                        elif self.degenerated_to_sgd:
+                            if group['weight_decay'] != 0:
+                                p_data_fp32.add_(-group['weight_decay'] * group['lr'], p_data_fp32)
+                            step_size = group['lr'] / (1 - beta1 ** state['step'])
+                            p_data_fp32.add_(-step_size, exp_avg)
+                            p.data.copy_(p_data_fp32)
+
+                return loss
+
+        class AdamW(Optimizer):
+
+            def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, warmup = 0):
+                defaults = dict(lr=lr, betas=betas, eps=eps,
+                                weight_decay=weight_decay, warmup = warmup)
+                super(AdamW, self).__init__(params, defaults)
+
+            def step(self, closure=None):
+                loss = None
+                if closure is not None:
+                    loss = closure()
+
+                for group in self.param_groups:
+
+                    for p in group['params']:
+                        if p.grad is None:
+                            continue
+                        grad = p.grad.data.float()
+                        p_data_fp32 = p.data.float()
+
+                        state = self.state[p]
+
+                        if len(state) == 0:
+                            state['step'] = 0
+                            state['exp_avg'] = torch.zeros_like(p_data_fp32)
+                            state['exp_avg_sq'] = torch.zeros_like(p_data_fp32)
+                        else:
+                            state['exp_avg'] = state['exp_avg'].type_as(p_data_fp32)
+                            state['exp_avg_sq'] = state['exp_avg_sq'].type_as(p_data_fp32)
+
+                        exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                        beta1, beta2 = group['betas']
+
+                        state['step'] += 1
+
+                        exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)
+                        exp_avg.mul_(beta1).add_(1 - beta1, grad)
+
+                        denom = exp_avg_sq.sqrt().add_(group['eps'])
+                        bias_correction1 = 1 - beta1 ** state['step']
+                        bias_correction2 = 1 - beta2 ** state['step']
+
+                        if group['warmup'] > state['step']:
+                            scheduled_lr = 1e-8 + state['step'] * group['lr'] / group['warmup']
+                        else:
+                            scheduled_lr = group['lr']
+
+                        step_size = scheduled_lr * math.sqrt(bias_correction2) / bias_correction1
+
+                        if group['weight_decay'] != 0:
+                            p_data_fp32.add_(-group['weight_decay'] * scheduled_lr, p_data_fp32)
+
+                        p_data_fp32.addcdiv_(-step_size, exp_avg, denom)
+
+                        p.data.copy_(p_data_fp32)
+
+                return loss
+
+        x, y = _xy(torch)
+        for name, make in (
+                ("radam", lambda ps: RAdam(ps, lr=0.05, betas=(0.9, 0.9), weight_decay=1e-2, degenerated_to_sgd=True)),
+                ("plain", lambda ps: PlainRAdam(ps, lr=0.05, betas=(0.9, 0.9), weight_decay=1e-2, degenerated_to_sgd=True)),
+                ("adamw", lambda ps: AdamW(ps, lr=0.05, betas=(0.9, 0.9), weight_decay=1e-2, warmup=3))):
+            model = init_params(torch, nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 3)), seed=2, scale=0.5)
+            opt = make(model.parameters())
+            w = model[0].weight
+            for step in range(6):
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                log(f"{name}_loss{step}", loss)
+            log(name + "_w", w)
+            log(name + "_same_w_object", w is model[0].weight)
+            log(name + "_w_version_bumped", w._version > 0)
+            st = opt.state[w]
+            log(name + "_step", st['step'])
+            log(name + "_exp_avg_sq", st['exp_avg_sq'])
+            if name == "radam":
+                log("buffer", [[b[0], b[1], b[2]] for b in opt.param_groups[0]['buffer'] if b[0] is not None])
+        try:
+            RAdam(model.parameters(), betas=(0.9, 1.0))
+            log("bad_beta", "no error")
+        except ValueError as e:
+            log("bad_beta", str(e))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # the deprecated overloads' warning
+        run_both(program)
+
+
+# alphadl/lookahead.pytorch lookahead.py (Lookahead, unchanged). It wraps torch.optim.Adam (k=2,
+# alpha=0.5) on the 4-3-3 MLP for 4 steps, then round-trips its state_dict into a fresh wrapper.
+# It never calls ``Optimizer.__init__``, so the base class's ``zero_grad`` and ``load_state_dict``
+# meet missing attributes (both libraries raise AttributeError); the program zeroes grads through
+# the model, as the repo's README does.
+def test_lookahead_wrapping_adam():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Optimizer = torch.optim.Optimizer
+
+        class Lookahead(Optimizer):
+            def __init__(self, optimizer, k=5, alpha=0.5):
+                self.optimizer = optimizer
+                self.k = k
+                self.alpha = alpha
+                self.param_groups = self.optimizer.param_groups
+                self.state = defaultdict(dict)
+                self.fast_state = self.optimizer.state
+                for group in self.param_groups:
+                    group["counter"] = 0
+
+            def update(self, group):
+                for fast in group["params"]:
+                    param_state = self.state[fast]
+                    if "slow_param" not in param_state:
+                        param_state["slow_param"] = torch.zeros_like(fast.data)
+                        param_state["slow_param"].copy_(fast.data)
+                    slow = param_state["slow_param"]
+                    slow += (fast.data - slow) * self.alpha
+                    fast.data.copy_(slow)
+
+            def update_lookahead(self):
+                for group in self.param_groups:
+                    self.update(group)
+
+            def step(self, closure=None):
+                loss = self.optimizer.step(closure)
+                for group in self.param_groups:
+                    if group["counter"] == 0:
+                        self.update(group)
+                    group["counter"] += 1
+                    if group["counter"] >= self.k:
+                        group["counter"] = 0
+                return loss
+
+            def state_dict(self):
+                fast_state_dict = self.optimizer.state_dict()
+                slow_state = {
+                    (id(k) if isinstance(k, torch.Tensor) else k): v
+                    for k, v in self.state.items()
+                }
+                fast_state = fast_state_dict["state"]
+                param_groups = fast_state_dict["param_groups"]
+                return {
+                    "fast_state": fast_state,
+                    "slow_state": slow_state,
+                    "param_groups": param_groups,
+                }
+
+            def load_state_dict(self, state_dict):
+                slow_state_dict = {
+                    "state": state_dict["slow_state"],
+                    "param_groups": state_dict["param_groups"],
+                }
+                fast_state_dict = {
+                    "state": state_dict["fast_state"],
+                    "param_groups": state_dict["param_groups"],
+                }
+                super(Lookahead, self).load_state_dict(slow_state_dict)
+                self.optimizer.load_state_dict(fast_state_dict)
+                self.fast_state = self.optimizer.state
+
+            def add_param_group(self, param_group):
+                param_group["counter"] = 0
+                self.optimizer.add_param_group(param_group)
+
+        x, y = _xy(torch)
+        model = init_params(torch, nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 3)), seed=3, scale=0.5)
+        base = torch.optim.Adam(model.parameters(), lr=0.05)
+        opt = Lookahead(base, k=2, alpha=0.5)
+        log("shares_groups", opt.param_groups is base.param_groups)
+        try:
+            opt.zero_grad()
+            log("zero_grad", "no error")
+        except AttributeError:
+            log("zero_grad", "AttributeError")
+        w = model[0].weight
+        for step in range(4):
+            model.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            log(f"loss{step}", loss)
+            log(f"w{step}", w)
+            log(f"slow{step}", opt.state[w]["slow_param"])
+            log(f"counter{step}", opt.param_groups[0]["counter"])
+        sd = opt.state_dict()
+        log("slow_keys_are_ids", sorted(sd["slow_state"]) == sorted(id(p) for p in model.parameters()))
+        log("fast_state_steps", [float(s["step"]) for s in sd["fast_state"].values()])
+        log("group_keys", sorted(k for k in sd["param_groups"][0] if k != "params"))
+        opt2 = Lookahead(torch.optim.Adam(model.parameters(), lr=0.05), k=2)
+        try:
+            opt2.load_state_dict(sd)
+            log("load", "no error")
+        except AttributeError:
+            log("load", "AttributeError")
+        # the inner optimizer loads on its own; the wrapped step then continues from its moments
+        opt2.optimizer.load_state_dict({"state": sd["fast_state"], "param_groups": sd["param_groups"]})
+        log("loaded_exp_avg", opt2.optimizer.state[w]["exp_avg"])
+        opt2.add_param_group({"params": [nn.Parameter(torch.ones(2))]})
+        log("added_group", [g["counter"] for g in opt2.param_groups])
+        model.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt2.step()
+        log("after_reload_w", w)
+
+    run_both(program)
+
+
+# Harry24k/bayesian-neural-network-pytorch torchbnn/modules/linear.py (BayesLinear, commit
+# 1a3761a), torchbnn/functional.py (_kl_loss, bayesian_kl_loss), modules/loss.py (BKLLoss) and
+# utils/freeze_model.py (freeze, unfreeze), unchanged but for BayesConv2d/BayesBatchNorm2d left out
+# of the isinstance checks. The demo's ``nn.Sequential(BayesLinear, ReLU, BayesLinear)`` classifier
+# trains with ``ce + kl_weight * kl`` and Adam; the random ``weight_eps``/``bias_eps`` buffers are
+# overwritten with numpy draws and the model frozen (its ``freeze`` keeps them fixed), 3 steps;
+# then unfrozen, a forward redraws the buffers (only their change is compared).
+def test_torchbnn_bayes_linear_kl():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Module, Parameter = torch.nn.Module, torch.nn.Parameter
+
+        class BayesLinear(Module):
+            __constants__ = ['prior_mu', 'prior_sigma', 'bias', 'in_features', 'out_features']
+
+            def __init__(self, prior_mu, prior_sigma, in_features, out_features, bias=True):
+                super(BayesLinear, self).__init__()
+                self.in_features = in_features
+                self.out_features = out_features
+
+                self.prior_mu = prior_mu
+                self.prior_sigma = prior_sigma
+                self.prior_log_sigma = math.log(prior_sigma)
+
+                self.freeze = False
+
+                self.weight_mu = Parameter(torch.Tensor(out_features, in_features))
+                self.weight_log_sigma = Parameter(torch.Tensor(out_features, in_features))
+                self.register_buffer('weight_eps', torch.Tensor(out_features, in_features))
+
+                self.bias = bias
+                if bias:
+                    self.bias_mu = Parameter(torch.Tensor(out_features))
+                    self.bias_log_sigma = Parameter(torch.Tensor(out_features))
+                    self.register_buffer('bias_eps', torch.Tensor(out_features))
+                else:
+                    self.register_parameter('bias_mu', None)
+                    self.register_parameter('bias_log_sigma', None)
+                    self.register_buffer('bias_eps', None)
+
+                self.reset_parameters()
+
+            def reset_parameters(self):
+                # Initialization method of Adv-BNN
+                stdv = 1. / math.sqrt(self.weight_mu.size(1))
+                self.weight_mu.data.uniform_(-stdv, stdv)
+                self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+                self.weight_eps.normal_()
+                if self.bias :
+                    self.bias_mu.data.uniform_(-stdv, stdv)
+                    self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+                    self.bias_eps.normal_()
+
+            def forward(self, input):
+                if not self.freeze :
+                    self.weight_eps.normal_()
+                weight = self.weight_mu + torch.exp(self.weight_log_sigma) * self.weight_eps
+
+                if self.bias:
+                    if not self.freeze :
+                        self.bias_eps.normal_()
+                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * self.bias_eps
+                else :
+                    bias = None
+
+                return F.linear(input, weight, bias)
+
+            def extra_repr(self):
+                return 'prior_mu={}, prior_sigma={}, in_features={}, out_features={}, bias={}'.format(self.prior_mu, self.prior_sigma, self.in_features, self.out_features, self.bias is not None)
+
+        def _kl_loss(mu_0, log_sigma_0, mu_1, log_sigma_1) :
+            kl = log_sigma_1 - log_sigma_0 + \
+            (torch.exp(log_sigma_0)**2 + (mu_0-mu_1)**2)/(2*math.exp(log_sigma_1)**2) - 0.5
+            return kl.sum()
+
+        def bayesian_kl_loss(model, reduction='mean', last_layer_only=False) :
+            device = torch.device("cuda" if next(model.parameters()).is_cuda else "cpu")
+            kl = torch.Tensor([0]).to(device)
+            kl_sum = torch.Tensor([0]).to(device)
+            n = 0
+
+            for m in model.modules() :
+                if isinstance(m, (BayesLinear,)):
+                    kl = _kl_loss(m.weight_mu, m.weight_log_sigma, m.prior_mu, m.prior_log_sigma)
+                    kl_sum += kl
+                    n += len(m.weight_mu.view(-1))
+
+                    if m.bias :
+                        kl = _kl_loss(m.bias_mu, m.bias_log_sigma, m.prior_mu, m.prior_log_sigma)
+                        kl_sum += kl
+                        n += len(m.bias_mu.view(-1))
+
+            if last_layer_only :
+                return kl
+
+            if reduction == 'mean' :
+                return kl_sum/n
+            elif reduction == 'sum' :
+                return kl_sum
+            else :
+                raise ValueError(reduction + " is not valid")
+
+        class _Loss(Module):
+            def __init__(self, reduction='mean'):
+                super(_Loss, self).__init__()
+                self.reduction = reduction
+
+        class BKLLoss(_Loss):
+            __constants__ = ['reduction']
+
+            def __init__(self, reduction='mean', last_layer_only=False):
+                super(BKLLoss, self).__init__(reduction)
+                self.last_layer_only = last_layer_only
+
+            def forward(self, model):
+                return bayesian_kl_loss(model, reduction=self.reduction, last_layer_only=self.last_layer_only)
+
+        bayes_layer = (BayesLinear,)
+
+        def freeze(module):
+            if isinstance(module, bayes_layer) :
+                module.freeze = True
+            for submodule in module.children() :
+                freeze(submodule)
+
+        def unfreeze(module):
+            if isinstance(module, bayes_layer) :
+                module.freeze = False
+            for submodule in module.children() :
+                unfreeze(submodule)
+
+        x, y = _xy(torch)
+        model = nn.Sequential(
+            BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=4, out_features=3),
+            nn.ReLU(),
+            BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=3, out_features=3),
+        )
+        log("repr", repr(model))
+        log("names", [n for n, _ in model.named_parameters()])
+        log("buffers", [(n, tuple(b.shape)) for n, b in model.named_buffers()])
+        log("init_log_sigma", model[0].weight_log_sigma)
+        # numpy values for the mean parameters (the log sigmas keep their fill_) and the noise
+        rs = np.random.RandomState(4)
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("_mu"):
+                    p.copy_(torch.tensor(rs.uniform(-0.5, 0.5, tuple(p.shape)).astype(np.float32)))
+            for _, b in model.named_buffers():
+                b.copy_(torch.tensor(rs.standard_normal(tuple(b.shape)).astype(np.float32)))
+        freeze(model)
+        log("frozen", [getattr(m, "freeze", None) for m in model])
+
+        ce_loss = nn.CrossEntropyLoss()
+        kl_loss = BKLLoss(reduction='mean', last_layer_only=False)
+        kl_weight = 0.01
+        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+        for step in range(3):
+            pre = model(x)
+            ce = ce_loss(pre, y)
+            kl = kl_loss(model)
+            cost = ce + kl_weight*kl
+            optimizer.zero_grad()
+            cost.backward()
+            optimizer.step()
+            log(f"ce{step}", ce)
+            log(f"kl{step}", kl)
+            log(f"kl_grad_fn{step}", type(kl.grad_fn).__name__)
+        for name, p in model.named_parameters():
+            log(name, p)
+            log(name + "_grad", p.grad)
+        log("kl_sum", BKLLoss(reduction='sum')(model))
+        log("kl_last", BKLLoss(last_layer_only=True)(model))
+        _, predicted = torch.max(pre.data, 1)
+        log("correct", (predicted == y).sum().item())
+        try:
+            BKLLoss(reduction='none')(model)
+        except ValueError as e:
+            log("bad_reduction", str(e))
+        unfreeze(model)
+        eps = model[2].weight_eps.clone()
+        model(x)
+        log("redrawn", bool((model[2].weight_eps != eps).any()))
+
+    run_both(program)
