@@ -25,9 +25,8 @@
   without ties its loss does not depend on the permutation), ``rankNet`` (fancy indexing by a list
   of ``itertools.product`` pairs, ``BCEWithLogitsLoss(weight=...)``), ``lambdaLoss`` with the
   ``ndcgLoss2PP`` scheme (``-inf`` padding through ``sort``/``gather``/``isfinite``, NaN pair
-  differences masked out by boolean indexing), ``approxNDCGLoss`` (``diagonal().zero_()`` on a bool
-  mask) and ``neuralNDCG`` (NeuralSort + Sinkhorn with a data-dependent ``break``, ``dcg`` with
-  ``torch.arange(n - m)`` of a 0-d tensor) on a padded batch of slates.
+  differences masked out by boolean indexing) and ``approxNDCGLoss`` (``diagonal().zero_()`` on a
+  bool mask) on a padded batch of slates.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
 (``init_params``) in place of downloads and random streams; where a program's own code had to
@@ -701,5 +700,243 @@ def test_torchbnn_bayes_linear_kl():
         eps = model[2].weight_eps.clone()
         model(x)
         log("redrawn", bool((model[2].weight_eps != eps).any()))
+
+    run_both(program)
+
+
+# allegro/allRank allrank/models/losses/{listNet,listMLE,rankNet,lambdaLoss,approxNDCG}.py,
+# unchanged but for the imports (PADDED_Y_VALUE = -1, DEFAULT_EPS = 1e-10), docstrings and the
+# ``globals()[weighing_scheme]`` lookup (a dict of the schemes: they are local here). A 3-4-1
+# scorer (allRank's FCModel-like ``Linear -> ReLU -> Linear``, squeezed to [batch, slate]) ranks 2
+# slates of 4 documents, the second padded at its last place; each loss in turn takes one SGD
+# step of one shared model (its loss and gradients compared).
+def test_allrank_learning_to_rank_losses():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        BCEWithLogitsLoss = torch.nn.BCEWithLogitsLoss
+        PADDED_Y_VALUE = -1
+        DEFAULT_EPS = 1e-10
+
+        def listNet(y_pred, y_true, eps=DEFAULT_EPS, padded_value_indicator=PADDED_Y_VALUE):
+            y_pred = y_pred.clone()
+            y_true = y_true.clone()
+
+            mask = y_true == padded_value_indicator
+            y_pred[mask] = float('-inf')
+            y_true[mask] = float('-inf')
+
+            preds_smax = F.softmax(y_pred, dim=1)
+            true_smax = F.softmax(y_true, dim=1)
+
+            preds_smax = preds_smax + eps
+            preds_log = torch.log(preds_smax)
+
+            return torch.mean(-torch.sum(true_smax * preds_log, dim=1))
+
+        def listMLE(y_pred, y_true, padded_value_indicator=PADDED_Y_VALUE, epsilon=DEFAULT_EPS):
+            # shuffle for randomised tie resolution
+            random_indices = torch.randperm(y_pred.shape[-1])
+            y_pred_shuffled = y_pred[:, random_indices]
+            y_true_shuffled = y_true[:, random_indices]
+
+            y_true_sorted, indices = y_true_shuffled.sort(descending=True, dim=-1)
+
+            mask = y_true_sorted == padded_value_indicator
+
+            preds_sorted_by_true = torch.gather(y_pred_shuffled, dim=1, index=indices)
+            preds_sorted_by_true[mask] = float("-inf")
+
+            max_pred_values, _ = preds_sorted_by_true.max(dim=1, keepdim=True)
+
+            preds_sorted_by_true_minus_max = preds_sorted_by_true - max_pred_values
+
+            cumsums = torch.cumsum(preds_sorted_by_true_minus_max.exp().flip(dims=[1]), dim=1).flip(dims=[1])
+
+            observation_loss = torch.log(cumsums + epsilon) - preds_sorted_by_true_minus_max
+
+            observation_loss[mask] = 0.0
+
+            return torch.mean(torch.sum(observation_loss, dim=1))
+
+        def rankNet(y_pred, y_true, padded_value_indicator=PADDED_Y_VALUE,
+                    weight_by_diff=False, weight_by_diff_powed=False):
+            y_pred = y_pred.clone()
+            y_true = y_true.clone()
+
+            mask = y_true == padded_value_indicator
+            y_pred[mask] = float('-inf')
+            y_true[mask] = float('-inf')
+
+            # here we generate every pair of indices from the range of document length in the batch
+            document_pairs_candidates = list(product(range(y_true.shape[1]), repeat=2))
+
+            pairs_true = y_true[:, document_pairs_candidates]
+            selected_pred = y_pred[:, document_pairs_candidates]
+
+            # here we calculate the relative true relevance of every candidate pair
+            true_diffs = pairs_true[:, :, 0] - pairs_true[:, :, 1]
+            pred_diffs = selected_pred[:, :, 0] - selected_pred[:, :, 1]
+
+            the_mask = (true_diffs > 0) & (~torch.isinf(true_diffs))
+
+            pred_diffs = pred_diffs[the_mask]
+
+            weight = None
+            if weight_by_diff:
+                abs_diff = torch.abs(true_diffs)
+                weight = abs_diff[the_mask]
+            elif weight_by_diff_powed:
+                true_pow_diffs = torch.pow(pairs_true[:, :, 0], 2) - torch.pow(pairs_true[:, :, 1], 2)
+                abs_diff = torch.abs(true_pow_diffs)
+                weight = abs_diff[the_mask]
+
+            true_diffs = (true_diffs > 0).type(torch.float32)
+            true_diffs = true_diffs[the_mask]
+
+            return BCEWithLogitsLoss(weight=weight)(pred_diffs, true_diffs)
+
+        def lambdaLoss(y_pred, y_true, eps=DEFAULT_EPS, padded_value_indicator=PADDED_Y_VALUE, weighing_scheme=None, k=None, sigma=1., mu=10.,
+                       reduction="sum", reduction_log="binary"):
+            device = y_pred.device
+            y_pred = y_pred.clone()
+            y_true = y_true.clone()
+
+            padded_mask = y_true == padded_value_indicator
+            y_pred[padded_mask] = float("-inf")
+            y_true[padded_mask] = float("-inf")
+
+            # Here we sort the true and predicted relevancy scores.
+            y_pred_sorted, indices_pred = y_pred.sort(descending=True, dim=-1)
+            y_true_sorted, _ = y_true.sort(descending=True, dim=-1)
+
+            # After sorting, we can mask out the pairs of indices (i, j) containing index of a padded element.
+            true_sorted_by_preds = torch.gather(y_true, dim=1, index=indices_pred)
+            true_diffs = true_sorted_by_preds[:, :, None] - true_sorted_by_preds[:, None, :]
+            padded_pairs_mask = torch.isfinite(true_diffs)
+
+            if weighing_scheme != "ndcgLoss1_scheme":
+                padded_pairs_mask = padded_pairs_mask & (true_diffs > 0)
+
+            ndcg_at_k_mask = torch.zeros((y_pred.shape[1], y_pred.shape[1]), dtype=torch.bool, device=device)
+            ndcg_at_k_mask[:k, :k] = 1
+
+            # Here we clamp the -infs to get correct gains and ideal DCGs (maxDCGs)
+            true_sorted_by_preds.clamp_(min=0.)
+            y_true_sorted.clamp_(min=0.)
+
+            # Here we find the gains, discounts and ideal DCGs per slate.
+            pos_idxs = torch.arange(1, y_pred.shape[1] + 1).to(device)
+            D = torch.log2(1. + pos_idxs.float())[None, :]
+            maxDCGs = torch.sum(((torch.pow(2, y_true_sorted) - 1) / D)[:, :k], dim=-1).clamp(min=eps)
+            G = (torch.pow(2, true_sorted_by_preds) - 1) / maxDCGs[:, None]
+
+            # Here we apply appropriate weighing scheme - ndcgLoss1, ndcgLoss2, ndcgLoss2++ or no weights (=1.0)
+            if weighing_scheme is None:
+                weights = 1.
+            else:
+                weights = schemes[weighing_scheme](G, D, mu, true_sorted_by_preds)  # type: ignore
+
+            # We are clamping the array entries to maintain correct backprop (log(0) and division by 0)
+            scores_diffs = (y_pred_sorted[:, :, None] - y_pred_sorted[:, None, :]).clamp(min=-1e8, max=1e8)
+            scores_diffs.masked_fill(torch.isnan(scores_diffs), 0.)
+            weighted_probas = (torch.sigmoid(sigma * scores_diffs).clamp(min=eps) ** weights).clamp(min=eps)
+            if reduction_log == "natural":
+                losses = torch.log(weighted_probas)
+            elif reduction_log == "binary":
+                losses = torch.log2(weighted_probas)
+            else:
+                raise ValueError("Reduction logarithm base can be either natural or binary")
+
+            if reduction == "sum":
+                loss = -torch.sum(losses[padded_pairs_mask & ndcg_at_k_mask])
+            elif reduction == "mean":
+                loss = -torch.mean(losses[padded_pairs_mask & ndcg_at_k_mask])
+            else:
+                raise ValueError("Reduction method can be either sum or mean")
+
+            return loss
+
+        def ndcgLoss2_scheme(G, D, *args):
+            pos_idxs = torch.arange(1, G.shape[1] + 1, device=G.device)
+            delta_idxs = torch.abs(pos_idxs[:, None] - pos_idxs[None, :])
+            deltas = torch.abs(torch.pow(torch.abs(D[0, delta_idxs - 1]), -1.) - torch.pow(torch.abs(D[0, delta_idxs]), -1.))
+            deltas.diagonal().zero_()
+
+            return deltas[None, :, :] * torch.abs(G[:, :, None] - G[:, None, :])
+
+        def lambdaRank_scheme(G, D, *args):
+            return torch.abs(torch.pow(D[:, :, None], -1.) - torch.pow(D[:, None, :], -1.)) * torch.abs(G[:, :, None] - G[:, None, :])
+
+        def ndcgLoss2PP_scheme(G, D, *args):
+            return args[0] * ndcgLoss2_scheme(G, D) + lambdaRank_scheme(G, D)
+
+        schemes = {"ndcgLoss2PP_scheme": ndcgLoss2PP_scheme, "lambdaRank_scheme": lambdaRank_scheme}
+
+        def approxNDCGLoss(y_pred, y_true, padded_value_indicator=PADDED_Y_VALUE, alpha=1.):
+            device = y_pred.device
+            y_pred = y_pred.clone()
+            y_true = y_true.clone()
+
+            padded_mask = y_true == padded_value_indicator
+            y_pred[padded_mask] = float("-inf")
+            y_true[padded_mask] = float("-inf")
+
+            # Here we sort the true and predicted relevancy scores.
+            y_pred_sorted, indices_pred = y_pred.sort(descending=True, dim=-1)
+            y_true_sorted, _ = y_true.sort(descending=True, dim=-1)
+
+            # After sorting, we can mask out the pairs of indices (i, j) containing index of a padded element.
+            true_sorted_by_preds = torch.gather(y_true, dim=1, index=indices_pred)
+            true_diffs = true_sorted_by_preds[:, :, None] - true_sorted_by_preds[:, None, :]
+            padded_pairs_mask = torch.isfinite(true_diffs)
+            padded_pairs_mask.diagonal(dim1=-2, dim2=-1).zero_()
+
+            # Here we clamp the -infs to get correct gains and ideal DCGs (maxDCGs)
+            true_sorted_by_preds.clamp_(min=0.)
+            y_true_sorted.clamp_(min=0.)
+
+            # Here we find the gains, discounts and ideal DCGs per listing.
+            pos_idxs = torch.arange(1, y_pred.shape[1] + 1).to(device)
+            D = torch.log2(1. + pos_idxs.float())[None, :]
+            maxDCGs = torch.sum((torch.pow(2, y_true_sorted) - 1) / D, dim=-1).clamp(min=DEFAULT_EPS)
+            G = (torch.pow(2, true_sorted_by_preds) - 1) / maxDCGs[:, None]
+
+            # Here we approximate the ranking positions according to Eqs 19-20 and later approximate NDCG (Eq 21)
+            scores_diffs = (y_pred_sorted[:, :, None] - y_pred_sorted[:, None, :])
+            scores_diffs[~padded_pairs_mask] = 0.
+            approx_pos = 1. + torch.sum(padded_pairs_mask.float() * (torch.sigmoid(-alpha * scores_diffs).clamp(min=DEFAULT_EPS)), dim=-1)
+            approx_D = torch.log2(1. + approx_pos)
+            approx_NDCG = torch.sum((G / approx_D), dim=-1)
+
+            return -torch.mean(approx_NDCG)
+
+        rs = np.random.RandomState(5)
+        X = torch.tensor(rs.standard_normal((2, 4, 3)).astype(np.float32))
+        y_true = torch.tensor([[2., 0., 1., 3.], [1., 2., 0., -1.]])
+        losses = {
+            "listNet": listNet,
+            "rankNet_weightByGTDiff": lambda p, t: rankNet(p, t, weight_by_diff=True),
+            "lambdaLoss_ndcgLoss2PP": lambda p, t: lambdaLoss(p, t, weighing_scheme="ndcgLoss2PP_scheme", k=3),
+            "approxNDCG": approxNDCGLoss,
+        }
+        model = init_params(torch, nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)), seed=6, scale=0.6)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for name, loss_fn in losses.items():
+            y_pred = model(X).squeeze(-1)
+            loss = loss_fn(y_pred, y_true)
+            optimizer.zero_grad()
+            loss.backward()
+            log(name, loss)
+            log(name + "_grads", [p.grad for p in model.parameters()])
+            optimizer.step()
+        # listMLE shuffles with randperm: without ties in y_true its loss does not depend on the draw
+        log("listMLE", listMLE(y_pred, y_true))
+        log("y_true_unchanged", y_true)
+        for bad in (lambda: lambdaLoss(y_pred, y_true, reduction="none"),
+                    lambda: lambdaLoss(y_pred, y_true, reduction_log="ten")):
+            try:
+                bad()
+            except ValueError as e:
+                log("bad", str(e))
 
     run_both(program)
