@@ -1,0 +1,257 @@
+"""Round-21 public programs (``tests/api/test_public_programs_round21.py`` runs them whole and
+eagerly against torch), each condensed to its model, loss, optimizer and training step and run
+compiled == eager (and == torch: none of these steps draws random numbers) with the harness
+(tiny sizes, numpy data):
+
+- lucidrains/lion-pytorch: a user ``Optimizer`` subclass (``Lion``) whose ``@torch.no_grad()``
+  ``step`` clones, ``sign_``s and writes ``p.data.mul_`` inside the compiled step: one trace, no
+  break;
+- Harry24k/bayesian-neural-network-pytorch (torchbnn): frozen ``BayesLinear`` layers (buffers of
+  fixed noise) trained on cross entropy + ``bayesian_kl_loss`` (a ``torch.Tensor([0])`` made inside
+  the step and accumulated with ``+=``) with Adam: one trace, no break;
+- allegro/allRank: ``approxNDCGLoss`` + ``listNet`` (``-inf`` written through boolean masks,
+  ``sort``/``gather``, ``diagonal().zero_()`` on a bool mask, ``scores_diffs[~mask] = 0.``) trace
+  whole: every mask is written to, never used to select; ``lambdaLoss`` selects its pair losses with
+  ``losses[mask]`` (a data-dependent size), so that step breaks there (``nonzero()``), as
+  torch.compile's does, and runs eagerly with torch's values.
+"""
+import math
+
+import numpy as np
+
+from ._harness import check_compiled, data, labels, np_init
+
+
+def _mlp(mod, seed):
+    nn = mod.nn
+    return np_init(nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 3)), mod, seed=seed, scale=0.5)
+
+
+# ---- lucidrains/lion-pytorch lion_pytorch/lion_pytorch.py (update_fn, Lion) -----------------------
+def test_lion_user_optimizer_step():
+    def make(mod, wrap):
+        F = mod.nn.functional
+
+        def update_fn(p, grad, exp_avg, lr, wd, beta1, beta2):
+            p.data.mul_(1. - lr * wd)
+            update = exp_avg.clone().mul_(beta1).add(grad, alpha = 1. - beta1).sign_()
+            p.add_(update, alpha = -lr)
+            exp_avg.mul_(beta2).add_(grad, alpha = 1. - beta2)
+
+        class Lion(mod.optim.Optimizer):
+            def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, decoupled_weight_decay=False):
+                assert lr > 0.
+                self._init_lr = lr
+                self.decoupled_wd = decoupled_weight_decay
+                super().__init__(params, dict(lr = lr, betas = betas, weight_decay = weight_decay))
+                self.update_fn = update_fn
+
+            @mod.no_grad()
+            def step(self, closure = None):
+                loss = None
+                if closure is not None:
+                    with mod.enable_grad():
+                        loss = closure()
+                for group in self.param_groups:
+                    for p in filter(lambda p: p.grad is not None, group['params']):
+                        grad, lr, wd, beta1, beta2, state, decoupled_wd, init_lr = p.grad, group['lr'], group['weight_decay'], *group['betas'], self.state[p], self.decoupled_wd, self._init_lr
+                        if decoupled_wd:
+                            wd /= init_lr
+                        if len(state) == 0:
+                            state['exp_avg'] = mod.zeros_like(p)
+                        self.update_fn(p, grad, state['exp_avg'], lr, wd, beta1, beta2)
+                return loss
+
+        model = _mlp(mod, 1)
+        opt = Lion([{'params': model[0].parameters()}, {'params': model[2].parameters(), 'lr': 3e-2, 'weight_decay': 0.}],
+                   lr=1e-2, weight_decay=1e-2, decoupled_weight_decay=True)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return wrap(step), {"model": model, "opt": opt}, lambda i: (data(mod, i, 6, 4), labels(mod, i, 6, 3))
+
+    run = check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
+    assert not run.step.stats["graph_breaks"], run.step.stats
+    assert run.step.stats["traces"] == 1, run.step.stats
+
+
+# ---- Harry24k/bayesian-neural-network-pytorch torchbnn (BayesLinear frozen, bayesian_kl_loss) ------
+def test_torchbnn_frozen_bayes_step():
+    def make(mod, wrap):
+        nn, F = mod.nn, mod.nn.functional
+
+        class BayesLinear(nn.Module):
+            def __init__(self, prior_mu, prior_sigma, in_features, out_features):
+                super().__init__()
+                self.prior_mu, self.prior_sigma = prior_mu, prior_sigma
+                self.prior_log_sigma = math.log(prior_sigma)
+                self.freeze = True
+                self.weight_mu = nn.Parameter(mod.Tensor(out_features, in_features))
+                self.weight_log_sigma = nn.Parameter(mod.Tensor(out_features, in_features))
+                self.register_buffer('weight_eps', mod.Tensor(out_features, in_features))
+                self.bias = True
+                self.bias_mu = nn.Parameter(mod.Tensor(out_features))
+                self.bias_log_sigma = nn.Parameter(mod.Tensor(out_features))
+                self.register_buffer('bias_eps', mod.Tensor(out_features))
+                with mod.no_grad():
+                    self.weight_log_sigma.data.fill_(self.prior_log_sigma)
+                    self.bias_log_sigma.data.fill_(self.prior_log_sigma)
+
+            def forward(self, input):
+                if not self.freeze:
+                    self.weight_eps.normal_()
+                weight = self.weight_mu + mod.exp(self.weight_log_sigma) * self.weight_eps
+                if not self.freeze:
+                    self.bias_eps.normal_()
+                bias = self.bias_mu + mod.exp(self.bias_log_sigma) * self.bias_eps
+                return F.linear(input, weight, bias)
+
+        def _kl_loss(mu_0, log_sigma_0, mu_1, log_sigma_1):
+            kl = log_sigma_1 - log_sigma_0 + \
+                (mod.exp(log_sigma_0)**2 + (mu_0-mu_1)**2)/(2*math.exp(log_sigma_1)**2) - 0.5
+            return kl.sum()
+
+        def bayesian_kl_loss(model):
+            kl_sum = mod.Tensor([0])
+            n = 0
+            for m in model.modules():
+                if isinstance(m, BayesLinear):
+                    kl_sum += _kl_loss(m.weight_mu, m.weight_log_sigma, m.prior_mu, m.prior_log_sigma)
+                    n += len(m.weight_mu.view(-1))
+                    kl_sum += _kl_loss(m.bias_mu, m.bias_log_sigma, m.prior_mu, m.prior_log_sigma)
+                    n += len(m.bias_mu.view(-1))
+            return kl_sum/n
+
+        model = nn.Sequential(BayesLinear(0, 0.1, 4, 3), nn.ReLU(), BayesLinear(0, 0.1, 3, 3))
+        rs = np.random.RandomState(4)
+        with mod.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith("_mu"):
+                    p.copy_(mod.tensor(rs.uniform(-0.5, 0.5, tuple(p.shape)).astype(np.float32)))
+            for _, b in model.named_buffers():
+                b.copy_(mod.tensor(rs.standard_normal(tuple(b.shape)).astype(np.float32)))
+        optimizer = mod.optim.Adam(model.parameters(), lr=0.01)
+        ce_loss = nn.CrossEntropyLoss()
+
+        def step(x, y):
+            pre = model(x)
+            ce = ce_loss(pre, y)
+            kl = bayesian_kl_loss(model)
+            cost = ce + 0.01 * kl
+            optimizer.zero_grad()
+            cost.backward()
+            optimizer.step()
+            return ce, kl
+
+        return wrap(step), {"model": model, "opt": optimizer}, lambda i: (data(mod, i, 6, 4), labels(mod, i, 6, 3))
+
+    run = check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
+    assert not run.step.stats["graph_breaks"], run.step.stats
+    assert run.step.stats["traces"] == 1, run.step.stats
+
+
+# ---- allegro/allRank allrank/models/losses (approxNDCG, listNet, lambdaLoss) ----------------------
+def _allrank(mod):
+    F = mod.nn.functional
+
+    def listNet(y_pred, y_true, eps=1e-10, padded_value_indicator=-1):
+        y_pred = y_pred.clone()
+        y_true = y_true.clone()
+        mask = y_true == padded_value_indicator
+        y_pred[mask] = float('-inf')
+        y_true[mask] = float('-inf')
+        preds_smax = F.softmax(y_pred, dim=1)
+        true_smax = F.softmax(y_true, dim=1)
+        preds_log = mod.log(preds_smax + eps)
+        return mod.mean(-mod.sum(true_smax * preds_log, dim=1))
+
+    def approxNDCGLoss(y_pred, y_true, padded_value_indicator=-1, alpha=1.):
+        y_pred = y_pred.clone()
+        y_true = y_true.clone()
+        padded_mask = y_true == padded_value_indicator
+        y_pred[padded_mask] = float("-inf")
+        y_true[padded_mask] = float("-inf")
+        y_pred_sorted, indices_pred = y_pred.sort(descending=True, dim=-1)
+        y_true_sorted, _ = y_true.sort(descending=True, dim=-1)
+        true_sorted_by_preds = mod.gather(y_true, dim=1, index=indices_pred)
+        true_diffs = true_sorted_by_preds[:, :, None] - true_sorted_by_preds[:, None, :]
+        padded_pairs_mask = mod.isfinite(true_diffs)
+        padded_pairs_mask.diagonal(dim1=-2, dim2=-1).zero_()
+        true_sorted_by_preds.clamp_(min=0.)
+        y_true_sorted.clamp_(min=0.)
+        pos_idxs = mod.arange(1, y_pred.shape[1] + 1)
+        D = mod.log2(1. + pos_idxs.float())[None, :]
+        maxDCGs = mod.sum((mod.pow(2, y_true_sorted) - 1) / D, dim=-1).clamp(min=1e-10)
+        G = (mod.pow(2, true_sorted_by_preds) - 1) / maxDCGs[:, None]
+        scores_diffs = (y_pred_sorted[:, :, None] - y_pred_sorted[:, None, :])
+        scores_diffs[~padded_pairs_mask] = 0.
+        approx_pos = 1. + mod.sum(padded_pairs_mask.float() * (mod.sigmoid(-alpha * scores_diffs).clamp(min=1e-10)), dim=-1)
+        approx_D = mod.log2(1. + approx_pos)
+        return -mod.mean(mod.sum((G / approx_D), dim=-1))
+
+    def lambdaLoss(y_pred, y_true, eps=1e-10, padded_value_indicator=-1, sigma=1.):
+        # weighing_scheme=None, k=None, reduction="sum", reduction_log="binary"
+        y_pred = y_pred.clone()
+        y_true = y_true.clone()
+        padded_mask = y_true == padded_value_indicator
+        y_pred[padded_mask] = float("-inf")
+        y_true[padded_mask] = float("-inf")
+        y_pred_sorted, indices_pred = y_pred.sort(descending=True, dim=-1)
+        true_sorted_by_preds = mod.gather(y_true, dim=1, index=indices_pred)
+        true_diffs = true_sorted_by_preds[:, :, None] - true_sorted_by_preds[:, None, :]
+        padded_pairs_mask = mod.isfinite(true_diffs) & (true_diffs > 0)
+        ndcg_at_k_mask = mod.zeros((y_pred.shape[1], y_pred.shape[1]), dtype=mod.bool)
+        k = None
+        ndcg_at_k_mask[:k, :k] = 1
+        scores_diffs = (y_pred_sorted[:, :, None] - y_pred_sorted[:, None, :]).clamp(min=-1e8, max=1e8)
+        scores_diffs.masked_fill(mod.isnan(scores_diffs), 0.)
+        weighted_probas = (mod.sigmoid(sigma * scores_diffs).clamp(min=eps) ** 1.).clamp(min=eps)
+        losses = mod.log2(weighted_probas)
+        return -mod.sum(losses[padded_pairs_mask & ndcg_at_k_mask])
+
+    return listNet, approxNDCGLoss, lambdaLoss
+
+
+def _slates(mod, i):
+    return (mod.tensor(np.random.RandomState(50 + i).randn(2, 4, 3).astype("float32")),
+            mod.tensor([[2., 0., 1., 3.], [1., 2., 0., -1.]]))
+
+
+def _ranker(mod, wrap, loss_fn):
+    nn = mod.nn
+    model = np_init(nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)), mod, seed=6, scale=0.6)
+    optimizer = mod.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(X, y_true):
+        loss = loss_fn(model(X).squeeze(-1), y_true)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return wrap(step), {"model": model, "opt": optimizer}, lambda i: _slates(mod, i)
+
+
+def test_allrank_approx_ndcg_listnet_step_traces_whole():
+    def make(mod, wrap):
+        listNet, approxNDCGLoss, _ = _allrank(mod)
+        return _ranker(mod, wrap, lambda p, t: approxNDCGLoss(p, t) + 0.5 * listNet(p, t))
+
+    run = check_compiled(make, calls=2, torch_too=True, rtol=1e-4, atol=1e-5)
+    assert not run.step.stats["graph_breaks"], run.step.stats
+    assert run.step.stats["traces"] == 1, run.step.stats
+
+
+def test_allrank_lambda_loss_step_breaks_on_pair_selection():
+    def make(mod, wrap):
+        return _ranker(mod, wrap, _allrank(mod)[2])
+
+    run = check_compiled(make, calls=2, torch_too=True, rtol=1e-4, atol=1e-5)
+    breaks = run.step.stats["graph_breaks"]
+    assert len(breaks) == 1 and "nonzero()" in breaks[0][0], run.step.stats
+    assert run.step.stats["eager_calls"] == 2 and run.step.stats["traces"] == 0, run.step.stats
