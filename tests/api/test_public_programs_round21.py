@@ -26,7 +26,12 @@
   of ``itertools.product`` pairs, ``BCEWithLogitsLoss(weight=...)``), ``lambdaLoss`` with the
   ``ndcgLoss2PP`` scheme (``-inf`` padding through ``sort``/``gather``/``isfinite``, NaN pair
   differences masked out by boolean indexing) and ``approxNDCGLoss`` (``diagonal().zero_()`` on a
-  bool mask) on a padded batch of slates.
+  bool mask) on a padded batch of slates;
+- lucidrains/mixture-of-experts: ``Top2Gating`` + ``MoE`` (``einsum`` with ``...`` dispatch and
+  combine, ``topk`` values squeezed and then divided in place, ``F.one_hot`` and its
+  ``safe_one_hot`` of a tensor-valued length, ``cumsum_exclusive`` through ``F.pad`` of the
+  second-to-last dim, expert capacity dropping tokens, ``combine_tensor.bool().to(combine_tensor)``),
+  trained on MSE + its load-balancing loss; its 'threshold' policy's broadcast error in both.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
 (``init_params``) in place of downloads and random streams; where a program's own code had to
@@ -938,5 +943,271 @@ def test_allrank_learning_to_rank_losses():
                 bad()
             except ValueError as e:
                 log("bad", str(e))
+
+    run_both(program)
+
+
+# lucidrains/mixture-of-experts mixture_of_experts/mixture_of_experts.py (helpers, Experts,
+# Top2Gating, MoE), unchanged but for the GELU_ fallback (nn.GELU exists); HeirarchicalMoE is left
+# out (it doubles the test's cold time). The gate's second-expert policy is chosen through the
+# constructor: 'all' when training ('random' draws ``uniform_``, whose streams differ; 'threshold'
+# raises, see the end of the program) and 'none' in eval mode. Sizes: 2 sequences of 6 tokens of
+# width 4, 4 experts of hidden width 3, so the expert capacity (4) drops tokens; two SGD steps on
+# an MSE + balancing loss, then an eval-mode forward.
+def test_lucidrains_mixture_of_experts_top2_gating():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        from inspect import isfunction
+
+        MIN_EXPERT_CAPACITY = 4
+
+        def default(val, default_val):
+            default_val = default_val() if isfunction(default_val) else default_val
+            return val if val is not None else default_val
+
+        def cast_tuple(el):
+            return el if isinstance(el, tuple) else (el,)
+
+        def top1(t):
+            values, index = t.topk(k=1, dim=-1)
+            values, index = map(lambda x: x.squeeze(dim=-1), (values, index))
+            return values, index
+
+        def cumsum_exclusive(t, dim=-1):
+            num_dims = len(t.shape)
+            num_pad_dims = - dim - 1
+            pre_padding = (0, 0) * num_pad_dims
+            pre_slice   = (slice(None),) * num_pad_dims
+            padded_t = F.pad(t, (*pre_padding, 1, 0)).cumsum(dim=dim)
+            return padded_t[(..., slice(None, -1), *pre_slice)]
+
+        def safe_one_hot(indexes, max_length):
+            max_index = indexes.max() + 1
+            return F.one_hot(indexes, max(max_index + 1, max_length))[..., :max_length]
+
+        def init_(t):
+            dim = t.shape[-1]
+            std = 1 / math.sqrt(dim)
+            return t.uniform_(-std, std)
+
+        GELU = nn.GELU
+
+        class Experts(nn.Module):
+            def __init__(self,
+                dim,
+                num_experts = 16,
+                hidden_dim = None,
+                activation = GELU):
+                super().__init__()
+
+                hidden_dim = default(hidden_dim, dim * 4)
+                num_experts = cast_tuple(num_experts)
+
+                w1 = torch.zeros(*num_experts, dim, hidden_dim)
+                w2 = torch.zeros(*num_experts, hidden_dim, dim)
+
+                w1 = init_(w1)
+                w2 = init_(w2)
+
+                self.w1 = nn.Parameter(w1)
+                self.w2 = nn.Parameter(w2)
+                self.act = activation()
+
+            def forward(self, x):
+                hidden = torch.einsum('...nd,...dh->...nh', x, self.w1)
+                hidden = self.act(hidden)
+                out    = torch.einsum('...nh,...hd->...nd', hidden, self.w2)
+                return out
+
+        class Top2Gating(nn.Module):
+            def __init__(
+                self,
+                dim,
+                num_gates,
+                eps = 1e-9,
+                outer_expert_dims = tuple(),
+                second_policy_train = 'random',
+                second_policy_eval = 'random',
+                second_threshold_train = 0.2,
+                second_threshold_eval = 0.2,
+                capacity_factor_train = 1.25,
+                capacity_factor_eval = 2.):
+                super().__init__()
+
+                self.eps = eps
+                self.num_gates = num_gates
+                self.w_gating = nn.Parameter(torch.randn(*outer_expert_dims, dim, num_gates))
+
+                self.second_policy_train = second_policy_train
+                self.second_policy_eval = second_policy_eval
+                self.second_threshold_train = second_threshold_train
+                self.second_threshold_eval = second_threshold_eval
+                self.capacity_factor_train = capacity_factor_train
+                self.capacity_factor_eval = capacity_factor_eval
+
+            def forward(self, x, importance = None):
+                *_, b, group_size, dim = x.shape
+                num_gates = self.num_gates
+
+                if self.training:
+                    policy = self.second_policy_train
+                    threshold = self.second_threshold_train
+                    capacity_factor = self.capacity_factor_train
+                else:
+                    policy = self.second_policy_eval
+                    threshold = self.second_threshold_eval
+                    capacity_factor = self.capacity_factor_eval
+
+                raw_gates = torch.einsum('...bnd,...de->...bne', x, self.w_gating)
+                raw_gates = raw_gates.softmax(dim=-1)
+
+                gate_1, index_1 = top1(raw_gates)
+                mask_1 = F.one_hot(index_1, num_gates).float()
+                density_1_proxy = raw_gates
+
+                if importance is not None:
+                    equals_one_mask = (importance == 1.).float()
+                    mask_1 *= equals_one_mask[..., None]
+                    gate_1 *= equals_one_mask
+                    density_1_proxy = density_1_proxy * equals_one_mask[..., None]
+                    del equals_one_mask
+
+                gates_without_top_1 = raw_gates * (1. - mask_1)
+
+                gate_2, index_2 = top1(gates_without_top_1)
+                mask_2 = F.one_hot(index_2, num_gates).float()
+
+                if importance is not None:
+                    greater_zero_mask = (importance > 0.).float()
+                    mask_2 *= greater_zero_mask[..., None]
+                    del greater_zero_mask
+
+                # normalize top2 gate scores
+                denom = gate_1 + gate_2 + self.eps
+                gate_1 /= denom
+                gate_2 /= denom
+
+                density_1 = mask_1.mean(dim=-2)
+                density_1_proxy = density_1_proxy.mean(dim=-2)
+                loss = (density_1_proxy * density_1).mean() * float(num_gates ** 2)
+
+                if policy == "all":
+                    pass
+                elif policy == "none":
+                    mask_2 = torch.zeros_like(mask_2)
+                elif policy == "threshold":
+                    mask_2 *= (gate_2 > threshold).float()
+                elif policy == "random":
+                    probs = torch.zeros_like(gate_2).uniform_(0., 1.)
+                    mask_2 *= (probs < (gate_2 / max(threshold, self.eps))).float().unsqueeze(-1)
+                else:
+                    raise ValueError(f"Unknown policy {policy}")
+
+                expert_capacity = min(group_size, int((group_size * capacity_factor) / num_gates))
+                expert_capacity = max(expert_capacity, MIN_EXPERT_CAPACITY)
+                expert_capacity_f = float(expert_capacity)
+
+                position_in_expert_1 = cumsum_exclusive(mask_1, dim=-2) * mask_1
+                mask_1 *= (position_in_expert_1 < expert_capacity_f).float()
+                mask_1_count = mask_1.sum(dim=-2, keepdim=True)
+                mask_1_flat = mask_1.sum(dim=-1)
+                position_in_expert_1 = position_in_expert_1.sum(dim=-1)
+                gate_1 *= mask_1_flat
+
+                position_in_expert_2 = cumsum_exclusive(mask_2, dim=-2) + mask_1_count
+                position_in_expert_2 *= mask_2
+                mask_2 *= (position_in_expert_2 < expert_capacity_f).float()
+                mask_2_flat = mask_2.sum(dim=-1)
+
+                position_in_expert_2 = position_in_expert_2.sum(dim=-1)
+                gate_2 *= mask_2_flat
+
+                combine_tensor = (
+                    gate_1[..., None, None]
+                    * mask_1_flat[..., None, None]
+                    * F.one_hot(index_1, num_gates)[..., None]
+                    * safe_one_hot(position_in_expert_1.long(), expert_capacity)[..., None, :] +
+                    gate_2[..., None, None]
+                    * mask_2_flat[..., None, None]
+                    * F.one_hot(index_2, num_gates)[..., None]
+                    * safe_one_hot(position_in_expert_2.long(), expert_capacity)[..., None, :]
+                )
+
+                dispatch_tensor = combine_tensor.bool().to(combine_tensor)
+                return dispatch_tensor, combine_tensor, loss
+
+        class MoE(nn.Module):
+            def __init__(self,
+                dim,
+                num_experts = 16,
+                hidden_dim = None,
+                activation = nn.ReLU,
+                second_policy_train = 'random',
+                second_policy_eval = 'random',
+                second_threshold_train = 0.2,
+                second_threshold_eval = 0.2,
+                capacity_factor_train = 1.25,
+                capacity_factor_eval = 2.,
+                loss_coef = 1e-2,
+                experts = None):
+                super().__init__()
+
+                self.num_experts = num_experts
+
+                gating_kwargs = {'second_policy_train': second_policy_train, 'second_policy_eval': second_policy_eval, 'second_threshold_train': second_threshold_train, 'second_threshold_eval': second_threshold_eval, 'capacity_factor_train': capacity_factor_train, 'capacity_factor_eval': capacity_factor_eval}
+                self.gate = Top2Gating(dim, num_gates = num_experts, **gating_kwargs)
+                self.experts = default(experts, lambda: Experts(dim, num_experts = num_experts, hidden_dim = hidden_dim, activation = activation))
+                self.loss_coef = loss_coef
+
+            def forward(self, inputs, **kwargs):
+                b, n, d, e = *inputs.shape, self.num_experts
+                dispatch_tensor, combine_tensor, loss = self.gate(inputs)
+                expert_inputs = torch.einsum('bnd,bnec->ebcd', inputs, dispatch_tensor)
+
+                orig_shape = expert_inputs.shape
+                expert_inputs = expert_inputs.reshape(e, -1, d)
+                expert_outputs = self.experts(expert_inputs)
+                expert_outputs = expert_outputs.reshape(*orig_shape)
+
+                output = torch.einsum('ebcd,bnec->bnd', expert_outputs, combine_tensor)
+                return output, loss * self.loss_coef
+
+        rs = np.random.RandomState(7)
+        inputs = torch.tensor(rs.standard_normal((2, 6, 4)).astype(np.float32))
+        target = torch.tensor(rs.standard_normal((2, 6, 4)).astype(np.float32))
+        for name, moe in (("moe", MoE(dim=4, num_experts=4, hidden_dim=3, second_policy_train='all',
+                                      second_policy_eval='none')),):
+            init_params(torch, moe, seed=8, scale=0.8)
+            log(name + "_params", [(n, tuple(p.shape)) for n, p in moe.named_parameters()])
+            opt = torch.optim.SGD(moe.parameters(), lr=0.1)
+            for step in range(2):
+                out, aux_loss = moe(inputs)
+                loss = F.mse_loss(out, target) + aux_loss
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                log(f"{name}_out{step}", out)
+                log(f"{name}_aux{step}", aux_loss)
+                log(f"{name}_grads{step}", [p.grad for p in moe.parameters()])
+            moe.eval()
+            with torch.no_grad():
+                out, aux_loss = moe(inputs)
+            log(name + "_eval", out)
+            log(name + "_eval_aux", aux_loss)
+        dispatch, combine, _ = moe.gate(inputs)
+        log("dispatch", dispatch)
+        log("combine", combine)
+        log("cumsum_exclusive", cumsum_exclusive(torch.arange(6.).view(2, 3), dim=-1))
+        log("safe_one_hot", safe_one_hot(torch.tensor([0, 5, 2]), 4))
+        try:
+            MoE(dim=4, num_experts=4, second_policy_eval='sometimes').eval()(inputs)
+        except ValueError as e:
+            log("bad_policy", str(e))
+        # the 'threshold' policy multiplies the [b, n, e] mask by a [b, n] one (no unsqueeze(-1)):
+        # a broadcast error in both libraries
+        try:
+            MoE(dim=4, num_experts=4, second_policy_train='threshold')(inputs)
+        except RuntimeError:
+            log("threshold_policy", "RuntimeError")
 
     run_both(program)
