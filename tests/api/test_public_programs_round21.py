@@ -16,22 +16,23 @@
   weights in its own ``defaultdict`` state, syncs every k steps), its ``state_dict`` keyed by
   ``id(param)`` and the ``zero_grad``/``load_state_dict`` of the base class that need the missing
   ``__init__`` attributes;
-- Harry24k/bayesian-neural-network-pytorch (torchbnn): ``BayesLinear`` (``torch.Tensor(out, in)``
-  storage, ``weight_eps`` buffers, ``.data.uniform_``/``fill_`` init) frozen on fixed noise, the
-  ``bayesian_kl_loss``/``BKLLoss`` closed-form Normal KL (``torch.Tensor([0])`` accumulated in
-  place with ``+=``, ``len(t.view(-1))``) and the ``freeze``/``unfreeze`` walkers, trained with
-  cross entropy + KL as its demo notebooks do;
-- allegro/allRank: the learning-to-rank losses ``listNet``, ``listMLE`` (``randperm`` shuffle:
-  without ties its loss does not depend on the permutation), ``rankNet`` (fancy indexing by a list
-  of ``itertools.product`` pairs, ``BCEWithLogitsLoss(weight=...)``), ``lambdaLoss`` with the
+- allegro/allRank: the learning-to-rank losses ``listMLE`` (``randperm`` shuffle: without ties its
+  loss does not depend on the permutation), ``rankNet`` (fancy indexing by a list of
+  ``itertools.product`` pairs, ``BCEWithLogitsLoss(weight=...)``) and ``lambdaLoss`` with the
   ``ndcgLoss2PP`` scheme (``-inf`` padding through ``sort``/``gather``/``isfinite``, NaN pair
-  differences masked out by boolean indexing) and ``approxNDCGLoss`` (``diagonal().zero_()`` on a
-  bool mask) on a padded batch of slates;
+  differences masked out by boolean indexing, ``deltas.diagonal().zero_()``) on a padded batch of
+  slates (its ``listNet`` and ``approxNDCGLoss`` are compared with torch in
+  ``tests/compile/test_public_patterns_round22.py``);
 - lucidrains/mixture-of-experts: ``Top2Gating`` + ``MoE`` (``einsum`` with ``...`` dispatch and
   combine, ``topk`` values squeezed and then divided in place, ``F.one_hot`` and its
   ``safe_one_hot`` of a tensor-valued length, ``cumsum_exclusive`` through ``F.pad`` of the
   second-to-last dim, expert capacity dropping tokens, ``combine_tensor.bool().to(combine_tensor)``),
-  trained on MSE + its load-balancing loss; its 'threshold' policy's broadcast error in both.
+  trained on MSE + its load-balancing loss; its 'threshold' policy's broadcast error in both;
+- msurtsukov/neural-ode: the notebook's Neural ODE, an ``autograd.Function`` (``ODEAdjoint``)
+  taking a module as a non-tensor input and solving the adjoint ODE backwards in its ``backward``
+  with Euler steps whose count comes from ``.item()``, ``autograd.grad(..., allow_unused=True)``
+  under ``set_grad_enabled(True)``, ``adj_p[:] += ...`` writes and ``bmm``; gradients for the
+  parameters, the initial state and the observation times.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters
 (``init_params``) in place of downloads and random streams; where a program's own code had to
@@ -523,193 +524,7 @@ def test_lookahead_wrapping_adam():
     run_both(program)
 
 
-# Harry24k/bayesian-neural-network-pytorch torchbnn/modules/linear.py (BayesLinear, commit
-# 1a3761a), torchbnn/functional.py (_kl_loss, bayesian_kl_loss), modules/loss.py (BKLLoss) and
-# utils/freeze_model.py (freeze, unfreeze), unchanged but for BayesConv2d/BayesBatchNorm2d left out
-# of the isinstance checks. The demo's ``nn.Sequential(BayesLinear, ReLU, BayesLinear)`` classifier
-# trains with ``ce + kl_weight * kl`` and Adam; the random ``weight_eps``/``bias_eps`` buffers are
-# overwritten with numpy draws and the model frozen (its ``freeze`` keeps them fixed), 3 steps;
-# then unfrozen, a forward redraws the buffers (only their change is compared).
-def test_torchbnn_bayes_linear_kl():
-    def program(torch, log):
-        nn, F = torch.nn, torch.nn.functional
-        Module, Parameter = torch.nn.Module, torch.nn.Parameter
-
-        class BayesLinear(Module):
-            __constants__ = ['prior_mu', 'prior_sigma', 'bias', 'in_features', 'out_features']
-
-            def __init__(self, prior_mu, prior_sigma, in_features, out_features, bias=True):
-                super(BayesLinear, self).__init__()
-                self.in_features = in_features
-                self.out_features = out_features
-
-                self.prior_mu = prior_mu
-                self.prior_sigma = prior_sigma
-                self.prior_log_sigma = math.log(prior_sigma)
-
-                self.freeze = False
-
-                self.weight_mu = Parameter(torch.Tensor(out_features, in_features))
-                self.weight_log_sigma = Parameter(torch.Tensor(out_features, in_features))
-                self.register_buffer('weight_eps', torch.Tensor(out_features, in_features))
-
-                self.bias = bias
-                if bias:
-                    self.bias_mu = Parameter(torch.Tensor(out_features))
-                    self.bias_log_sigma = Parameter(torch.Tensor(out_features))
-                    self.register_buffer('bias_eps', torch.Tensor(out_features))
-                else:
-                    self.register_parameter('bias_mu', None)
-                    self.register_parameter('bias_log_sigma', None)
-                    self.register_buffer('bias_eps', None)
-
-                self.reset_parameters()
-
-            def reset_parameters(self):
-                # Initialization method of Adv-BNN
-                stdv = 1. / math.sqrt(self.weight_mu.size(1))
-                self.weight_mu.data.uniform_(-stdv, stdv)
-                self.weight_log_sigma.data.fill_(self.prior_log_sigma)
-                self.weight_eps.normal_()
-                if self.bias :
-                    self.bias_mu.data.uniform_(-stdv, stdv)
-                    self.bias_log_sigma.data.fill_(self.prior_log_sigma)
-                    self.bias_eps.normal_()
-
-            def forward(self, input):
-                if not self.freeze :
-                    self.weight_eps.normal_()
-                weight = self.weight_mu + torch.exp(self.weight_log_sigma) * self.weight_eps
-
-                if self.bias:
-                    if not self.freeze :
-                        self.bias_eps.normal_()
-                    bias = self.bias_mu + torch.exp(self.bias_log_sigma) * self.bias_eps
-                else :
-                    bias = None
-
-                return F.linear(input, weight, bias)
-
-            def extra_repr(self):
-                return 'prior_mu={}, prior_sigma={}, in_features={}, out_features={}, bias={}'.format(self.prior_mu, self.prior_sigma, self.in_features, self.out_features, self.bias is not None)
-
-        def _kl_loss(mu_0, log_sigma_0, mu_1, log_sigma_1) :
-            kl = log_sigma_1 - log_sigma_0 + \
-            (torch.exp(log_sigma_0)**2 + (mu_0-mu_1)**2)/(2*math.exp(log_sigma_1)**2) - 0.5
-            return kl.sum()
-
-        def bayesian_kl_loss(model, reduction='mean', last_layer_only=False) :
-            device = torch.device("cuda" if next(model.parameters()).is_cuda else "cpu")
-            kl = torch.Tensor([0]).to(device)
-            kl_sum = torch.Tensor([0]).to(device)
-            n = 0
-
-            for m in model.modules() :
-                if isinstance(m, (BayesLinear,)):
-                    kl = _kl_loss(m.weight_mu, m.weight_log_sigma, m.prior_mu, m.prior_log_sigma)
-                    kl_sum += kl
-                    n += len(m.weight_mu.view(-1))
-
-                    if m.bias :
-                        kl = _kl_loss(m.bias_mu, m.bias_log_sigma, m.prior_mu, m.prior_log_sigma)
-                        kl_sum += kl
-                        n += len(m.bias_mu.view(-1))
-
-            if last_layer_only :
-                return kl
-
-            if reduction == 'mean' :
-                return kl_sum/n
-            elif reduction == 'sum' :
-                return kl_sum
-            else :
-                raise ValueError(reduction + " is not valid")
-
-        class _Loss(Module):
-            def __init__(self, reduction='mean'):
-                super(_Loss, self).__init__()
-                self.reduction = reduction
-
-        class BKLLoss(_Loss):
-            __constants__ = ['reduction']
-
-            def __init__(self, reduction='mean', last_layer_only=False):
-                super(BKLLoss, self).__init__(reduction)
-                self.last_layer_only = last_layer_only
-
-            def forward(self, model):
-                return bayesian_kl_loss(model, reduction=self.reduction, last_layer_only=self.last_layer_only)
-
-        bayes_layer = (BayesLinear,)
-
-        def freeze(module):
-            if isinstance(module, bayes_layer) :
-                module.freeze = True
-            for submodule in module.children() :
-                freeze(submodule)
-
-        def unfreeze(module):
-            if isinstance(module, bayes_layer) :
-                module.freeze = False
-            for submodule in module.children() :
-                unfreeze(submodule)
-
-        x, y = _xy(torch)
-        model = nn.Sequential(
-            BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=4, out_features=3),
-            nn.ReLU(),
-            BayesLinear(prior_mu=0, prior_sigma=0.1, in_features=3, out_features=3),
-        )
-        log("repr", repr(model))
-        log("names", [n for n, _ in model.named_parameters()])
-        log("buffers", [(n, tuple(b.shape)) for n, b in model.named_buffers()])
-        log("init_log_sigma", model[0].weight_log_sigma)
-        # numpy values for the mean parameters (the log sigmas keep their fill_) and the noise
-        rs = np.random.RandomState(4)
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                if name.endswith("_mu"):
-                    p.copy_(torch.tensor(rs.uniform(-0.5, 0.5, tuple(p.shape)).astype(np.float32)))
-            for _, b in model.named_buffers():
-                b.copy_(torch.tensor(rs.standard_normal(tuple(b.shape)).astype(np.float32)))
-        freeze(model)
-        log("frozen", [getattr(m, "freeze", None) for m in model])
-
-        ce_loss = nn.CrossEntropyLoss()
-        kl_loss = BKLLoss(reduction='mean', last_layer_only=False)
-        kl_weight = 0.01
-        optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-        for step in range(3):
-            pre = model(x)
-            ce = ce_loss(pre, y)
-            kl = kl_loss(model)
-            cost = ce + kl_weight*kl
-            optimizer.zero_grad()
-            cost.backward()
-            optimizer.step()
-            log(f"ce{step}", ce)
-            log(f"kl{step}", kl)
-            log(f"kl_grad_fn{step}", type(kl.grad_fn).__name__)
-        for name, p in model.named_parameters():
-            log(name, p)
-            log(name + "_grad", p.grad)
-        log("kl_sum", BKLLoss(reduction='sum')(model))
-        log("kl_last", BKLLoss(last_layer_only=True)(model))
-        _, predicted = torch.max(pre.data, 1)
-        log("correct", (predicted == y).sum().item())
-        try:
-            BKLLoss(reduction='none')(model)
-        except ValueError as e:
-            log("bad_reduction", str(e))
-        unfreeze(model)
-        eps = model[2].weight_eps.clone()
-        model(x)
-        log("redrawn", bool((model[2].weight_eps != eps).any()))
-
-    run_both(program)
-
-
-# allegro/allRank allrank/models/losses/{listNet,listMLE,rankNet,lambdaLoss,approxNDCG}.py,
+# allegro/allRank allrank/models/losses/{listMLE,rankNet,lambdaLoss}.py,
 # unchanged but for the imports (PADDED_Y_VALUE = -1, DEFAULT_EPS = 1e-10), docstrings and the
 # ``globals()[weighing_scheme]`` lookup (a dict of the schemes: they are local here). A 3-4-1
 # scorer (allRank's FCModel-like ``Linear -> ReLU -> Linear``, squeezed to [batch, slate]) ranks 2
@@ -717,26 +532,10 @@ def test_torchbnn_bayes_linear_kl():
 # step of one shared model (its loss and gradients compared).
 def test_allrank_learning_to_rank_losses():
     def program(torch, log):
-        nn, F = torch.nn, torch.nn.functional
+        nn = torch.nn
         BCEWithLogitsLoss = torch.nn.BCEWithLogitsLoss
         PADDED_Y_VALUE = -1
         DEFAULT_EPS = 1e-10
-
-        def listNet(y_pred, y_true, eps=DEFAULT_EPS, padded_value_indicator=PADDED_Y_VALUE):
-            y_pred = y_pred.clone()
-            y_true = y_true.clone()
-
-            mask = y_true == padded_value_indicator
-            y_pred[mask] = float('-inf')
-            y_true[mask] = float('-inf')
-
-            preds_smax = F.softmax(y_pred, dim=1)
-            true_smax = F.softmax(y_true, dim=1)
-
-            preds_smax = preds_smax + eps
-            preds_log = torch.log(preds_smax)
-
-            return torch.mean(-torch.sum(true_smax * preds_log, dim=1))
 
         def listMLE(y_pred, y_true, padded_value_indicator=PADDED_Y_VALUE, epsilon=DEFAULT_EPS):
             # shuffle for randomised tie resolution
@@ -877,52 +676,12 @@ def test_allrank_learning_to_rank_losses():
 
         schemes = {"ndcgLoss2PP_scheme": ndcgLoss2PP_scheme, "lambdaRank_scheme": lambdaRank_scheme}
 
-        def approxNDCGLoss(y_pred, y_true, padded_value_indicator=PADDED_Y_VALUE, alpha=1.):
-            device = y_pred.device
-            y_pred = y_pred.clone()
-            y_true = y_true.clone()
-
-            padded_mask = y_true == padded_value_indicator
-            y_pred[padded_mask] = float("-inf")
-            y_true[padded_mask] = float("-inf")
-
-            # Here we sort the true and predicted relevancy scores.
-            y_pred_sorted, indices_pred = y_pred.sort(descending=True, dim=-1)
-            y_true_sorted, _ = y_true.sort(descending=True, dim=-1)
-
-            # After sorting, we can mask out the pairs of indices (i, j) containing index of a padded element.
-            true_sorted_by_preds = torch.gather(y_true, dim=1, index=indices_pred)
-            true_diffs = true_sorted_by_preds[:, :, None] - true_sorted_by_preds[:, None, :]
-            padded_pairs_mask = torch.isfinite(true_diffs)
-            padded_pairs_mask.diagonal(dim1=-2, dim2=-1).zero_()
-
-            # Here we clamp the -infs to get correct gains and ideal DCGs (maxDCGs)
-            true_sorted_by_preds.clamp_(min=0.)
-            y_true_sorted.clamp_(min=0.)
-
-            # Here we find the gains, discounts and ideal DCGs per listing.
-            pos_idxs = torch.arange(1, y_pred.shape[1] + 1).to(device)
-            D = torch.log2(1. + pos_idxs.float())[None, :]
-            maxDCGs = torch.sum((torch.pow(2, y_true_sorted) - 1) / D, dim=-1).clamp(min=DEFAULT_EPS)
-            G = (torch.pow(2, true_sorted_by_preds) - 1) / maxDCGs[:, None]
-
-            # Here we approximate the ranking positions according to Eqs 19-20 and later approximate NDCG (Eq 21)
-            scores_diffs = (y_pred_sorted[:, :, None] - y_pred_sorted[:, None, :])
-            scores_diffs[~padded_pairs_mask] = 0.
-            approx_pos = 1. + torch.sum(padded_pairs_mask.float() * (torch.sigmoid(-alpha * scores_diffs).clamp(min=DEFAULT_EPS)), dim=-1)
-            approx_D = torch.log2(1. + approx_pos)
-            approx_NDCG = torch.sum((G / approx_D), dim=-1)
-
-            return -torch.mean(approx_NDCG)
-
         rs = np.random.RandomState(5)
         X = torch.tensor(rs.standard_normal((2, 4, 3)).astype(np.float32))
         y_true = torch.tensor([[2., 0., 1., 3.], [1., 2., 0., -1.]])
         losses = {
-            "listNet": listNet,
             "rankNet_weightByGTDiff": lambda p, t: rankNet(p, t, weight_by_diff=True),
             "lambdaLoss_ndcgLoss2PP": lambda p, t: lambdaLoss(p, t, weighing_scheme="ndcgLoss2PP_scheme", k=3),
-            "approxNDCG": approxNDCGLoss,
         }
         model = init_params(torch, nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 1)), seed=6, scale=0.6)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -1209,5 +968,247 @@ def test_lucidrains_mixture_of_experts_top2_gating():
             MoE(dim=4, num_experts=4, second_policy_train='threshold')(inputs)
         except RuntimeError:
             log("threshold_policy", "RuntimeError")
+
+    run_both(program)
+
+
+# msurtsukov/neural-ode "Neural ODEs.ipynb" (ode_solve, ODEF, ODEAdjoint, NeuralODE, TestODEF,
+# NNODEF and conduct_experiment's training step), unchanged but for the plotting and data cells:
+# the true dynamics (TestODEF with the notebook's matrices) give 3 observations at t = 0, 0.12,
+# 0.24 (3 Euler steps of h <= 0.05 per interval; numpy noise in place of ``randn_like``), and a
+# time-dependent NNODEF(2, 4) is fitted for 2 Adam steps on the whole window (create_batch's
+# random windows dropped). Its gradients come from the adjoint ODE solved backwards inside the
+# custom ``autograd.Function``'s backward (``autograd.grad`` with ``allow_unused`` under
+# ``set_grad_enabled(True)``, ``adj_z[:] = ...``/``adj_p[:] += ...`` writes, ``bmm``).
+def test_neural_ode_adjoint_function():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Tensor = torch.Tensor
+        Variable = torch.autograd.Variable
+
+        def ode_solve(z0, t0, t1, f):
+            """
+            Simplest Euler ODE initial value solver
+            """
+            h_max = 0.05
+            n_steps = math.ceil((abs(t1 - t0)/h_max).max().item())
+
+            h = (t1 - t0)/n_steps
+            t = t0
+            z = z0
+
+            for i_step in range(n_steps):
+                z = z + h * f(z, t)
+                t = t + h
+            return z
+
+        class ODEF(nn.Module):
+            def forward_with_grad(self, z, t, grad_outputs):
+                """Compute f and a df/dz, a df/dp, a df/dt"""
+                batch_size = z.shape[0]
+
+                out = self.forward(z, t)
+
+                a = grad_outputs
+                adfdz, adfdt, *adfdp = torch.autograd.grad(
+                    (out,), (z, t) + tuple(self.parameters()), grad_outputs=(a),
+                    allow_unused=True, retain_graph=True
+                )
+                # grad method automatically sums gradients for batch items, we have to expand them back
+                if adfdp is not None:
+                    adfdp = torch.cat([p_grad.flatten() for p_grad in adfdp]).unsqueeze(0)
+                    adfdp = adfdp.expand(batch_size, -1) / batch_size
+                if adfdt is not None:
+                    adfdt = adfdt.expand(batch_size, 1) / batch_size
+                return out, adfdz, adfdt, adfdp
+
+            def flatten_parameters(self):
+                p_shapes = []
+                flat_parameters = []
+                for p in self.parameters():
+                    p_shapes.append(p.size())
+                    flat_parameters.append(p.flatten())
+                return torch.cat(flat_parameters)
+
+        class ODEAdjoint(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, z0, t, flat_parameters, func):
+                assert isinstance(func, ODEF)
+                bs, *z_shape = z0.size()
+                time_len = t.size(0)
+
+                with torch.no_grad():
+                    z = torch.zeros(time_len, bs, *z_shape).to(z0)
+                    z[0] = z0
+                    for i_t in range(time_len - 1):
+                        z0 = ode_solve(z0, t[i_t], t[i_t+1], func)
+                        z[i_t+1] = z0
+
+                ctx.func = func
+                ctx.save_for_backward(t, z.clone(), flat_parameters)
+                return z
+
+            @staticmethod
+            def backward(ctx, dLdz):
+                """
+                dLdz shape: time_len, batch_size, *z_shape
+                """
+                func = ctx.func
+                t, z, flat_parameters = ctx.saved_tensors
+                time_len, bs, *z_shape = z.size()
+                n_dim = np.prod(z_shape)
+                n_params = flat_parameters.size(0)
+
+                # Dynamics of augmented system to be calculated backwards in time
+                def augmented_dynamics(aug_z_i, t_i):
+                    """
+                    tensors here are temporal slices
+                    t_i - is tensor with size: bs, 1
+                    aug_z_i - is tensor with size: bs, n_dim*2 + n_params + 1
+                    """
+                    z_i, a = aug_z_i[:, :n_dim], aug_z_i[:, n_dim:2*n_dim]  # ignore parameters and time
+
+                    # Unflatten z and a
+                    z_i = z_i.view(bs, *z_shape)
+                    a = a.view(bs, *z_shape)
+                    with torch.set_grad_enabled(True):
+                        t_i = t_i.detach().requires_grad_(True)
+                        z_i = z_i.detach().requires_grad_(True)
+                        func_eval, adfdz, adfdt, adfdp = func.forward_with_grad(z_i, t_i, grad_outputs=a)  # bs, *z_shape
+                        adfdz = adfdz.to(z_i) if adfdz is not None else torch.zeros(bs, *z_shape).to(z_i)
+                        adfdp = adfdp.to(z_i) if adfdp is not None else torch.zeros(bs, n_params).to(z_i)
+                        adfdt = adfdt.to(z_i) if adfdt is not None else torch.zeros(bs, 1).to(z_i)
+
+                    # Flatten f and adfdz
+                    func_eval = func_eval.view(bs, n_dim)
+                    adfdz = adfdz.view(bs, n_dim)
+                    return torch.cat((func_eval, -adfdz, -adfdp, -adfdt), dim=1)
+
+                dLdz = dLdz.view(time_len, bs, n_dim)  # flatten dLdz for convenience
+                with torch.no_grad():
+                    ## Create placeholders for output gradients
+                    # Prev computed backwards adjoints to be adjusted by direct gradients
+                    adj_z = torch.zeros(bs, n_dim).to(dLdz)
+                    adj_p = torch.zeros(bs, n_params).to(dLdz)
+                    # In contrast to z and p we need to return gradients for all times
+                    adj_t = torch.zeros(time_len, bs, 1).to(dLdz)
+
+                    for i_t in range(time_len-1, 0, -1):
+                        z_i = z[i_t]
+                        t_i = t[i_t]
+                        f_i = func(z_i, t_i).view(bs, n_dim)
+
+                        # Compute direct gradients
+                        dLdz_i = dLdz[i_t]
+                        dLdt_i = torch.bmm(torch.transpose(dLdz_i.unsqueeze(-1), 1, 2), f_i.unsqueeze(-1))[:, 0]
+
+                        # Adjusting adjoints with direct gradients
+                        adj_z += dLdz_i
+                        adj_t[i_t] = adj_t[i_t] - dLdt_i
+
+                        # Pack augmented variable
+                        aug_z = torch.cat((z_i.view(bs, n_dim), adj_z, torch.zeros(bs, n_params).to(z), adj_t[i_t]), dim=-1)
+
+                        # Solve augmented system backwards
+                        aug_ans = ode_solve(aug_z, t_i, t[i_t-1], augmented_dynamics)
+
+                        # Unpack solved backwards augmented system
+                        adj_z[:] = aug_ans[:, n_dim:2*n_dim]
+                        adj_p[:] += aug_ans[:, 2*n_dim:2*n_dim + n_params]
+                        adj_t[i_t-1] = aug_ans[:, 2*n_dim + n_params:]
+
+                        del aug_z, aug_ans
+
+                    ## Adjust 0 time adjoint with direct gradients
+                    # Compute direct gradients
+                    dLdz_0 = dLdz[0]
+                    dLdt_0 = torch.bmm(torch.transpose(dLdz_0.unsqueeze(-1), 1, 2), f_i.unsqueeze(-1))[:, 0]
+
+                    # Adjust adjoints
+                    adj_z += dLdz_0
+                    adj_t[0] = adj_t[0] - dLdt_0
+                return adj_z.view(bs, *z_shape), adj_t, adj_p, None
+
+        class NeuralODE(nn.Module):
+            def __init__(self, func):
+                super(NeuralODE, self).__init__()
+                assert isinstance(func, ODEF)
+                self.func = func
+
+            def forward(self, z0, t=Tensor([0., 1.]), return_whole_sequence=False):
+                t = t.to(z0)
+                z = ODEAdjoint.apply(z0, t, self.func.flatten_parameters(), self.func)
+                if return_whole_sequence:
+                    return z
+                else:
+                    return z[-1]
+
+        class TestODEF(ODEF):
+            def __init__(self, A, B, x0):
+                super(TestODEF, self).__init__()
+                self.A = nn.Linear(2, 2, bias=False)
+                self.A.weight = nn.Parameter(A)
+                self.B = nn.Linear(2, 2, bias=False)
+                self.B.weight = nn.Parameter(B)
+                self.x0 = nn.Parameter(x0)
+
+            def forward(self, x, t):
+                xTx0 = torch.sum(x*self.x0, dim=1)
+                dxdt = torch.sigmoid(xTx0) * self.A(x - self.x0) + torch.sigmoid(-xTx0) * self.B(x + self.x0)
+                return dxdt
+
+        class NNODEF(ODEF):
+            def __init__(self, in_dim, hid_dim, time_invariant=False):
+                super(NNODEF, self).__init__()
+                self.time_invariant = time_invariant
+
+                if time_invariant:
+                    self.lin1 = nn.Linear(in_dim, hid_dim)
+                else:
+                    self.lin1 = nn.Linear(in_dim+1, hid_dim)
+                self.lin2 = nn.Linear(hid_dim, hid_dim)
+                self.lin3 = nn.Linear(hid_dim, in_dim)
+                self.elu = nn.ELU(inplace=True)
+
+            def forward(self, x, t):
+                if not self.time_invariant:
+                    x = torch.cat((x, t), dim=-1)
+
+                h = self.elu(self.lin1(x))
+                h = self.elu(self.lin2(h))
+                out = self.lin3(h)
+                return out
+
+        func = TestODEF(Tensor([[-0.1, -0.5], [0.5, -0.1]]), Tensor([[0.2, 1.], [-1, 0.2]]), Tensor([[-1., 0.]]))
+        ode_true = NeuralODE(func)
+        ode_trained = NeuralODE(init_params(torch, NNODEF(2, 4, time_invariant=False), seed=9, scale=0.5))
+
+        z0 = Variable(torch.Tensor([[0.6, 0.3]]))
+        times_np = np.linspace(0, 0.24, num=3)
+        times_np = np.hstack([times_np[:, None]])
+        times = torch.from_numpy(times_np[:, :, None]).to(z0)
+        obs = ode_true(z0, times, return_whole_sequence=True).detach()
+        obs = obs + torch.tensor(np.random.RandomState(10).standard_normal(tuple(obs.shape)).astype(np.float32)) * 0.01
+        log("obs", obs)
+
+        optimizer = torch.optim.Adam(ode_trained.parameters(), lr=0.01)
+        obs_, ts_ = obs, times
+        for i in range(2):
+            z_ = ode_trained(obs_[0], ts_, return_whole_sequence=True)
+            log(f"z_grad_fn{i}", type(z_.grad_fn).__name__)
+            loss = F.mse_loss(z_, obs_.detach())
+
+            optimizer.zero_grad()
+            loss.backward(retain_graph=True)
+            log(f"loss{i}", loss)
+            log(f"grads{i}", [p.grad for p in ode_trained.parameters()])
+            optimizer.step()
+        # the gradients for z0 and the observation times come out of the same backward
+        z0g = obs[0].clone().requires_grad_()
+        tg = times.clone().requires_grad_()
+        out = ode_trained(z0g, tg)
+        gz, gt = torch.autograd.grad(out.sum(), (z0g, tg))
+        log("grad_z0", gz)
+        log("grad_t", gt)
 
     run_both(program)
