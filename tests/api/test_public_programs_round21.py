@@ -11,6 +11,9 @@
   ``p.data.float()`` aliasing the parameter's storage so ``p_data_fp32.addcdiv_`` writes through),
   ``PlainRAdam`` and the file's ``AdamW`` (the deprecated ``addcmul_(value, t1, t2)``,
   ``add_(value, t)``, ``addcdiv_(value, t1, t2)`` overloads);
+- juntang-zhuang/Adabelief-Optimizer: ``AdaBelief`` (gated on ``torch.__version__ >= "1.5.0"``,
+  ``zeros_like(memory_format=torch.preserve_format)``, AMSGrad through ``torch.max(a, b, out=a)``,
+  coupled weight decay written into ``p.grad.data`` in place, the constructor's prints);
 - alphadl/lookahead.pytorch: ``Lookahead`` wrapping ``torch.optim.Adam``, an ``Optimizer``
   subclass that never calls ``Optimizer.__init__`` (shares the inner ``param_groups``, keeps slow
   weights in its own ``defaultdict`` state, syncs every k steps), its ``state_dict`` keyed by
@@ -403,6 +406,208 @@ def test_radam_optimizers():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")   # the deprecated overloads' warning
         run_both(program)
+
+
+# juntang-zhuang/Adabelief-Optimizer pypi_packages/adabelief_pytorch0.2.0/adabelief_pytorch/AdaBelief.py
+# (AdaBelief, unchanged but for the import lines: tabulate/colorama are only used by the change-log
+# banner, which ``print_change_log=False`` skips). Its module-level ``version_higher = (
+# torch.__version__ >= "1.5.0")`` picks ``zeros_like(..., memory_format=torch.preserve_format)``;
+# the constructor prints its options (compared). Two runs of the 4-3-3 MLP, 6 steps each with
+# beta2=0.9 (the rectification turns on at step 6): decoupled weight decay + AMSGrad
+# (``torch.max(a, b, out=a)``), then coupled decay without rectification; then ``reset()``.
+def test_adabelief_optimizer():
+    def program(torch, log):
+        nn, F = torch.nn, torch.nn.functional
+        Optimizer = torch.optim.Optimizer
+
+        version_higher = ( torch.__version__ >= "1.5.0" )
+
+        class AdaBelief(Optimizer):
+
+            def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-16,
+                         weight_decay=0, amsgrad=False, weight_decouple=True, fixed_decay=False, rectify=True,
+                         degenerated_to_sgd=True, print_change_log = True):
+
+                if not 0.0 <= lr:
+                    raise ValueError("Invalid learning rate: {}".format(lr))
+                if not 0.0 <= eps:
+                    raise ValueError("Invalid epsilon value: {}".format(eps))
+                if not 0.0 <= betas[0] < 1.0:
+                    raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+                if not 0.0 <= betas[1] < 1.0:
+                    raise ValueError("Invalid beta parameter at index 1: {}".format(betas[1]))
+
+                self.degenerated_to_sgd = degenerated_to_sgd
+                if isinstance(params, (list, tuple)) and len(params) > 0 and isinstance(params[0], dict):
+                    for param in params:
+                        if 'betas' in param and (param['betas'][0] != betas[0] or param['betas'][1] != betas[1]):
+                            param['buffer'] = [[None, None, None] for _ in range(10)]
+
+                defaults = dict(lr=lr, betas=betas, eps=eps,
+                                weight_decay=weight_decay, amsgrad=amsgrad, buffer=[[None, None, None] for _ in range(10)])
+                super(AdaBelief, self).__init__(params, defaults)
+
+                self.degenerated_to_sgd = degenerated_to_sgd
+                self.weight_decouple = weight_decouple
+                self.rectify = rectify
+                self.fixed_decay = fixed_decay
+                if self.weight_decouple:
+                    print('Weight decoupling enabled in AdaBelief')
+                    if self.fixed_decay:
+                        print('Weight decay fixed')
+                if self.rectify:
+                    print('Rectification enabled in AdaBelief')
+                if amsgrad:
+                    print('AMSGrad enabled in AdaBelief')
+
+            def __setstate__(self, state):
+                super(AdaBelief, self).__setstate__(state)
+                for group in self.param_groups:
+                    group.setdefault('amsgrad', False)
+
+            def reset(self):
+                for group in self.param_groups:
+                    for p in group['params']:
+                        state = self.state[p]
+                        amsgrad = group['amsgrad']
+
+                        # State initialization
+                        state['step'] = 0
+                        # Exponential moving average of gradient values
+                        state['exp_avg'] = torch.zeros_like(p.data,memory_format=torch.preserve_format) \
+                            if version_higher else torch.zeros_like(p.data)
+
+                        # Exponential moving average of squared gradient values
+                        state['exp_avg_var'] = torch.zeros_like(p.data,memory_format=torch.preserve_format) \
+                            if version_higher else torch.zeros_like(p.data)
+
+                        if amsgrad:
+                            # Maintains max of all exp. moving avg. of sq. grad. values
+                            state['max_exp_avg_var'] = torch.zeros_like(p.data,memory_format=torch.preserve_format) \
+                                if version_higher else torch.zeros_like(p.data)
+
+            def step(self, closure=None):
+                loss = None
+                if closure is not None:
+                    loss = closure()
+
+                for group in self.param_groups:
+                    for p in group['params']:
+                        if p.grad is None:
+                            continue
+                        grad = p.grad.data
+                        if grad.is_sparse:
+                            raise RuntimeError(
+                                'AdaBelief does not support sparse gradients, please consider SparseAdam instead')
+                        amsgrad = group['amsgrad']
+
+                        state = self.state[p]
+
+                        beta1, beta2 = group['betas']
+
+                        # State initialization
+                        if len(state) == 0:
+                            state['step'] = 0
+                            # Exponential moving average of gradient values
+                            state['exp_avg'] = torch.zeros_like(p.data,memory_format=torch.preserve_format) \
+                                if version_higher else torch.zeros_like(p.data)
+                            # Exponential moving average of squared gradient values
+                            state['exp_avg_var'] = torch.zeros_like(p.data,memory_format=torch.preserve_format) \
+                                if version_higher else torch.zeros_like(p.data)
+                            if amsgrad:
+                                # Maintains max of all exp. moving avg. of sq. grad. values
+                                state['max_exp_avg_var'] = torch.zeros_like(p.data,memory_format=torch.preserve_format) \
+                                    if version_higher else torch.zeros_like(p.data)
+
+                        # perform weight decay, check if decoupled weight decay
+                        if self.weight_decouple:
+                            if not self.fixed_decay:
+                                p.data.mul_(1.0 - group['lr'] * group['weight_decay'])
+                            else:
+                                p.data.mul_(1.0 - group['weight_decay'])
+                        else:
+                            if group['weight_decay'] != 0:
+                                grad.add_(p.data, alpha=group['weight_decay'])
+
+                        # get current state variable
+                        exp_avg, exp_avg_var = state['exp_avg'], state['exp_avg_var']
+
+                        state['step'] += 1
+                        bias_correction1 = 1 - beta1 ** state['step']
+                        bias_correction2 = 1 - beta2 ** state['step']
+
+                        # Update first and second moment running average
+                        exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                        grad_residual = grad - exp_avg
+                        exp_avg_var.mul_(beta2).addcmul_( grad_residual, grad_residual, value=1 - beta2)
+
+                        if amsgrad:
+                            max_exp_avg_var = state['max_exp_avg_var']
+                            # Maintains the maximum of all 2nd moment running avg. till now
+                            torch.max(max_exp_avg_var, exp_avg_var.add_(group['eps']), out=max_exp_avg_var)
+
+                            # Use the max. for normalizing running avg. of gradient
+                            denom = (max_exp_avg_var.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                        else:
+                            denom = (exp_avg_var.add_(group['eps']).sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+
+                        # update
+                        if not self.rectify:
+                            # Default update
+                            step_size = group['lr'] / bias_correction1
+                            p.data.addcdiv_( exp_avg, denom, value=-step_size)
+
+                        else:  # Rectified update, forked from RAdam
+                            buffered = group['buffer'][int(state['step'] % 10)]
+                            if state['step'] == buffered[0]:
+                                N_sma, step_size = buffered[1], buffered[2]
+                            else:
+                                buffered[0] = state['step']
+                                beta2_t = beta2 ** state['step']
+                                N_sma_max = 2 / (1 - beta2) - 1
+                                N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+                                buffered[1] = N_sma
+
+                                # more conservative since it's an approximated value
+                                if N_sma >= 5:
+                                    step_size = math.sqrt(
+                                        (1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) / N_sma * N_sma_max / (
+                                                N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                                elif self.degenerated_to_sgd:
+                                    step_size = 1.0 / (1 - beta1 ** state['step'])
+                                else:
+                                    step_size = -1
+                                buffered[2] = step_size
+
+                            if N_sma >= 5:
+                                denom = exp_avg_var.sqrt().add_(group['eps'])
+                                p.data.addcdiv_(exp_avg, denom, value=-step_size * group['lr'])
+                            elif step_size > 0:
+                                p.data.add_( exp_avg, alpha=-step_size * group['lr'])
+
+                return loss
+
+        log("version_higher", version_higher)
+        x, y = _xy(torch)
+        for name, kw in (("decoupled_amsgrad", dict(weight_decay=1e-2, amsgrad=True, fixed_decay=True)),
+                         ("coupled_plain", dict(weight_decay=1e-2, weight_decouple=False, rectify=False))):
+            model = init_params(torch, nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 3)), seed=2, scale=0.5)
+            opt = AdaBelief(model.parameters(), lr=0.05, betas=(0.9, 0.9), eps=1e-8, print_change_log=False, **kw)
+            for step in range(6):
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                log(f"{name}_loss{step}", loss)
+            w = model[0].weight
+            log(name + "_w", w)
+            log(name + "_grad_decayed", w.grad)      # coupled decay adds into p.grad.data in place
+            log(name + "_state", sorted(opt.state[w]))
+            log(name + "_exp_avg_var", opt.state[w]['exp_avg_var'])
+        opt.reset()
+        log("reset", [(s['step'], float(s['exp_avg'].abs().sum())) for s in opt.state.values()])
+
+    run_both(program)
 
 
 # alphadl/lookahead.pytorch lookahead.py (Lookahead, unchanged). It wraps torch.optim.Adam (k=2,
