@@ -6,12 +6,17 @@ compiled == eager (and == torch: none of these steps draws random numbers) with 
 - lucidrains/lion-pytorch: a user ``Optimizer`` subclass (``Lion``) whose ``@torch.no_grad()``
   ``step`` clones, ``sign_``s and writes ``p.data.mul_`` inside the compiled step: one trace, no
   break;
+- LiyuanLucasLiu/RAdam: ``RAdam.step`` keeps ``state['step']`` as a Python int (and writes the
+  group's ``buffer`` list); a compiled step cannot replay that side effect, so it breaks there and
+  every call runs eagerly, with torch's values through the switch to the rectified update;
 - allegro/allRank: ``approxNDCGLoss`` + ``listNet`` (``-inf`` written through boolean masks,
   ``sort``/``gather``, ``diagonal().zero_()`` on a bool mask, ``scores_diffs[~mask] = 0.``) trace
   whole: every mask is written to, never used to select; ``lambdaLoss`` selects its pair losses with
   ``losses[mask]`` (a data-dependent size), so that step breaks there (``nonzero()``), as
   torch.compile's does, and runs eagerly with torch's values.
 """
+import math
+
 import numpy as np
 
 from ._harness import check_compiled, data, labels, np_init
@@ -73,6 +78,88 @@ def test_lion_user_optimizer_step():
     run = check_compiled(make, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
     assert not run.step.stats["graph_breaks"], run.step.stats
     assert run.step.stats["traces"] == 1, run.step.stats
+
+
+# ---- LiyuanLucasLiu/RAdam radam/radam.py (RAdam; the argument checks and __setstate__ left out) -----
+def test_radam_step_breaks_on_python_int_state():
+    # state['step'] is a Python int the step increments (and group['buffer'] a Python list it
+    # writes): a compiled program would replay one value, so the step breaks there and every call
+    # runs eagerly -- 7 calls, so the rectified branch (step 6) runs too.
+    def make(mod, wrap):
+        F = mod.nn.functional
+
+        class RAdam(mod.optim.Optimizer):
+            def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, degenerated_to_sgd=True):
+                self.degenerated_to_sgd = degenerated_to_sgd
+                defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, buffer=[[None, None, None] for _ in range(10)])
+                super().__init__(params, defaults)
+
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    for p in group['params']:
+                        if p.grad is None:
+                            continue
+                        grad = p.grad.data.float()
+                        p_data_fp32 = p.data.float()
+                        state = self.state[p]
+                        if len(state) == 0:
+                            state['step'] = 0
+                            state['exp_avg'] = mod.zeros_like(p_data_fp32)
+                            state['exp_avg_sq'] = mod.zeros_like(p_data_fp32)
+                        else:
+                            state['exp_avg'] = state['exp_avg'].type_as(p_data_fp32)
+                            state['exp_avg_sq'] = state['exp_avg_sq'].type_as(p_data_fp32)
+                        exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                        beta1, beta2 = group['betas']
+                        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value = 1 - beta2)
+                        exp_avg.mul_(beta1).add_(grad, alpha = 1 - beta1)
+                        state['step'] += 1
+                        buffered = group['buffer'][int(state['step'] % 10)]
+                        if state['step'] == buffered[0]:
+                            N_sma, step_size = buffered[1], buffered[2]
+                        else:
+                            buffered[0] = state['step']
+                            beta2_t = beta2 ** state['step']
+                            N_sma_max = 2 / (1 - beta2) - 1
+                            N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+                            buffered[1] = N_sma
+                            if N_sma >= 5:
+                                step_size = math.sqrt((1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) / N_sma * N_sma_max / (N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                            elif self.degenerated_to_sgd:
+                                step_size = 1.0 / (1 - beta1 ** state['step'])
+                            else:
+                                step_size = -1
+                            buffered[2] = step_size
+                        if N_sma >= 5:
+                            if group['weight_decay'] != 0:
+                                p_data_fp32.add_(p_data_fp32, alpha = -group['weight_decay'] * group['lr'])
+                            denom = exp_avg_sq.sqrt().add_(group['eps'])
+                            p_data_fp32.addcdiv_(exp_avg, denom, value = -step_size * group['lr'])
+                            p.data.copy_(p_data_fp32)
+                        elif step_size > 0:
+                            if group['weight_decay'] != 0:
+                                p_data_fp32.add_(p_data_fp32, alpha = -group['weight_decay'] * group['lr'])
+                            p_data_fp32.add_(exp_avg, alpha = -step_size * group['lr'])
+                            p.data.copy_(p_data_fp32)
+
+        model = _mlp(mod, 2)
+        opt = RAdam(model.parameters(), lr=0.05, betas=(0.9, 0.9), weight_decay=1e-2)
+        log = []
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            log.append(opt.state[model[0].weight]['step'])
+            return loss
+
+        return wrap(step), {"model": model, "opt": opt, "log": log, "buffer": opt.param_groups[0]['buffer']}, lambda i: (data(mod, i, 6, 4), labels(mod, i, 6, 3))
+
+    run = check_compiled(make, calls=7, torch_too=True, rtol=1e-4, atol=1e-5)
+    breaks = run.step.stats["graph_breaks"]
+    assert len(breaks) == 1 and "Python int" in breaks[0][0] and "'step'" in breaks[0][0], run.step.stats
+    assert run.step.stats["eager_calls"] == 7 and run.step.stats["traces"] == 0, run.step.stats
 
 
 # ---- allegro/allRank allrank/models/losses (approxNDCG, listNet, lambdaLoss) ----------------------
