@@ -294,6 +294,11 @@ def test_version_compares_as_the_torch_it_mirrors():
         for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
             assert getattr(v, op)(other) == getattr(want, op)(other), (other, op)
     assert {v: 1}[str(v)] == 1 and int(v.split(".")[0]) == int(torch.__version__.split(".")[0])
+    # the class, as torch.torch_version exposes it (libraries build their own: "1.10" > "1.9")
+    assert type(v).__name__ == type(torch.__version__).__name__ == "TorchVersion"
+    assert isinstance(v, tracegrad.torch_version.TorchVersion)
+    assert both(lambda m: [m.torch_version.TorchVersion("1.10.0a0") > c for c in ("1.9", (1, 10), "1.10.0")]) \
+        == [[True, False, False]] * 2
     with pytest.raises(TypeError):
         v > 3  # noqa: B015 -- torch's raises as well
 
