@@ -155,8 +155,9 @@ def test_lion_pytorch_optimizer():
     run_both(program)
 
 
-# LiyuanLucasLiu/RAdam radam/radam.py (RAdam, PlainRAdam, AdamW, unchanged but for the
-# ``from torch.optim.optimizer import Optimizer, required`` line). Each trains its own copy of a
+# LiyuanLucasLiu/RAdam radam/radam.py (RAdam, PlainRAdam, AdamW), unchanged but for the
+# ``from torch.optim.optimizer import Optimizer, required`` line and, in PlainRAdam and AdamW, the
+# argument checks, ``__setstate__`` and sparse-gradient checks RAdam shows. Each trains its own copy of a
 # 4-3-3 MLP for 6 steps with beta2=0.9, so the rectification term N_sma crosses 5 at step 6: steps
 # 1-5 take RAdam's SGD branch (degenerated_to_sgd) and step 6 the adaptive one.
 def test_radam_optimizers():
@@ -613,8 +614,8 @@ def test_adabelief_optimizer():
 # alphadl/lookahead.pytorch lookahead.py (Lookahead, unchanged). It wraps torch.optim.Adam (k=2,
 # alpha=0.5) on the 4-3-3 MLP for 4 steps, then round-trips its state_dict into a fresh wrapper.
 # It never calls ``Optimizer.__init__``, so the base class's ``zero_grad`` and ``load_state_dict``
-# meet missing attributes (both libraries raise AttributeError); the program zeroes grads through
-# the model, as the repo's README does.
+# meet missing attributes (both libraries raise AttributeError: the README's
+# ``lookahead.zero_grad()`` fails under torch 2.x), so the program zeroes grads through the model.
 def test_lookahead_wrapping_adam():
     def program(torch, log):
         nn, F = torch.nn, torch.nn.functional
