@@ -364,6 +364,7 @@ from . import overrides as overrides, _C as _C  # noqa: E402  (torch imports bot
 from .library import ops as ops  # noqa: E402  (torch.ops.<namespace>.<operator>)
 
 from .version import __version__ as __version__  # noqa: E402
+from . import torch_version as torch_version  # noqa: E402
 from . import version as version, multiprocessing as multiprocessing  # noqa: E402
 from .func import to_dlpack as to_dlpack  # noqa: E402
 

@@ -507,3 +507,28 @@ def test_adam_group_scalars_mixed_dtypes_and_shared_step(name):
             np.testing.assert_allclose(to_np(b), a.detach().numpy(), rtol=1e-6, atol=1e-7)
         _compare_state(opt_t, opt_g, p_t, p_g)
         assert [float(opt_g.state[p]["step"]) for p in p_g] == [float(opt_t.state[p]["step"]) for p in p_t]
+
+
+def test_optimizer_module_annotation_aliases():
+    """User optimizers annotate with torch.optim.optimizer's aliases (``params: ParamsT``,
+    ``-> StateDict``) and import ``required``; the names exist, and a subclass annotated with them
+    builds and resolves its hints under both libraries."""
+    import importlib
+    import typing
+    for mod in (torch, tracegrad):
+        o = importlib.import_module(mod.__name__ + ".optim.optimizer")   # from torch.optim.optimizer import ...
+        for name in ("ParamsT", "StateDict", "Args", "Kwargs", "GlobalOptimizerPreHook",
+                     "GlobalOptimizerPostHook", "required", "Optimizer"):
+            assert hasattr(o, name), (mod.__name__, name)
+
+        class Opt(o.Optimizer):
+            def __init__(self, params: o.ParamsT, lr: float = o.required) -> None:
+                super().__init__(params, {"lr": lr})
+
+            def state_dict(self) -> o.StateDict:
+                return super().state_dict()
+
+        opt = Opt([mod.nn.Parameter(mod.ones(2))], lr=0.5)
+        assert sorted(typing.get_type_hints(Opt.__init__)) == ["lr", "params", "return"]
+        assert opt.state_dict()["param_groups"][0]["lr"] == 0.5
+        assert repr(o.required) == "<required parameter>"

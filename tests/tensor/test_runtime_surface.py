@@ -277,6 +277,32 @@ def test_norm_submodules_keep_functions_bound():
     assert sorted(m.state_dict()) == sorted(tm.state_dict())
 
 
+def test_version_compares_as_the_torch_it_mirrors():
+    """``tracegrad.__version__`` is the torch release tracegrad follows, compared the way
+    ``torch.__version__`` compares (a ``str`` against strings, tuples and ``Version``s), so
+    version-gated programs take torch 2.13's branches (AdaBelief's ``torch.__version__ >=
+    "1.5.0"``). The oracle is torch's own ``TorchVersion`` on the same string."""
+    from torch.torch_version import TorchVersion
+    from torch._vendor.packaging.version import Version   # what torch's TorchVersion compares with
+    v = tracegrad.__version__
+    assert v is tracegrad.version.__version__ and isinstance(v, str)
+    assert v.split("+")[0] == torch.__version__.split("+")[0]
+    want = TorchVersion(str(v))
+    for other in ("1.5.0", "1.10", "2.9", "2.10", "2.13", "2.13.0", "2.13.0+cpu", "2.13.0rc1",
+                  "2.13.1", "3", "parrot", (2, 12), (2, 13, 0), (3,), [2, 13], Version("2.13"),
+                  Version("2.14.0")):
+        for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+            assert getattr(v, op)(other) == getattr(want, op)(other), (other, op)
+    assert {v: 1}[str(v)] == 1 and int(v.split(".")[0]) == int(torch.__version__.split(".")[0])
+    # the class, as torch.torch_version exposes it (libraries build their own: "1.10" > "1.9")
+    assert type(v).__name__ == type(torch.__version__).__name__ == "TorchVersion"
+    assert isinstance(v, tracegrad.torch_version.TorchVersion)
+    assert both(lambda m: [m.torch_version.TorchVersion("1.10.0a0") > c for c in ("1.9", (1, 10), "1.10.0")]) \
+        == [[True, False, False]] * 2
+    with pytest.raises(TypeError):
+        v > 3  # noqa: B015 -- torch's raises as well
+
+
 def test_constants_version_and_device_modules():
     """``torch.pi``/``e``/``inf``/``nan``/``newaxis``, ``torch.version``'s fields as torch's CPU
     build reports them, ``get_device_module`` and ``nn.factory_kwargs`` behave as torch's."""

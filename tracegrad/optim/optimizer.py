@@ -19,7 +19,8 @@ import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias
 
 from .. import (Tensor, compiler, enable_grad, float32, full_like, is_grad_enabled, set_grad_enabled, tensor,
                 view_as_complex, view_as_real)
@@ -38,6 +39,16 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
+
+# The annotation aliases torch.optim.optimizer defines, which user optimizers import
+# (``def __init__(self, params: ParamsT, ...)``): parameters as tensors, param-group dicts or
+# (name, tensor) pairs; a state_dict; hook arguments.
+ParamsT: TypeAlias = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+StateDict: TypeAlias = dict[str, Any]
+Args: TypeAlias = tuple[Any, ...]
+Kwargs: TypeAlias = dict[str, Any]
+GlobalOptimizerPreHook: TypeAlias = Callable[["Optimizer", Args, Kwargs], "tuple[Args, Kwargs] | None"]
+GlobalOptimizerPostHook: TypeAlias = Callable[["Optimizer", Args, Kwargs], None]
 
 _global_optimizer_pre_hooks: "OrderedDict[int, Any]" = OrderedDict()
 _global_optimizer_post_hooks: "OrderedDict[int, Any]" = OrderedDict()
@@ -366,7 +377,12 @@ class Optimizer:
     # ----- grads and step --------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Mirrors ``torch.optim.Optimizer.zero_grad``: sets every parameter's ``.grad`` to
-        None (default), or detaches it and fills it with zeros in place."""
+        None (default), or detaches it and fills it with zeros in place.
+
+        Like torch's, it reads ``self.defaults`` (torch picks its foreach path from it), so a
+        subclass that never ran ``Optimizer.__init__`` (e.g. a ``Lookahead`` wrapper sharing its
+        inner optimizer's ``param_groups``) gets torch's AttributeError here."""
+        self.defaults.get("foreach", False)
         if compiler._tracing():
             compiler.traced_optimizer_zero_grad(self)
         with profiler.record_function(f"Optimizer.zero_grad#{type(self).__name__}.zero_grad"):
