@@ -242,7 +242,7 @@ def _with_metadata(t, metadata):
 
 
 def _requires_grad(t, requires_grad):
-    return t.requires_grad_(True) if requires_grad else t
+    return t._set_requires_grad(True) if requires_grad else t
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride):

@@ -221,7 +221,7 @@ def _freq(api, values, n, d, dtype, requires_grad):
     # torch scales the arange by 1 / (n * d) in the result's dtype; d = 0 gives inf/nan, as torch
     scale = 1.0 / (n * d) if n * d else math.copysign(math.inf, n * d)
     out = _tensor(np.asarray(values, np.float64), dtype=dt) * scale
-    return out.requires_grad_() if requires_grad else out
+    return out._set_requires_grad(True) if requires_grad else out
 
 
 @accepts_out()

@@ -343,7 +343,7 @@ def _decode_tensor(kind, node, arrays, place):
         t = t.conj()
     if kind == "parameter" and _parameter_class() is not None:
         return _parameter_class()(t, requires_grad=node["requires_grad"])
-    return t.requires_grad_(True) if node["requires_grad"] else t
+    return t._set_requires_grad(True) if node["requires_grad"] else t
 
 
 def _decode_view(node, arr, place):

@@ -240,10 +240,6 @@ XFAIL = {
                                                "reach x; sharing it needs a change in _tensor/tensor.py",
     "grad_write_through_data_reaches_input": "inside a tracegrad.func transform x.data does not share x's traced "
                                              "storage: writes through it do not reach x",
-    "requires_grad_inside_grad": "Tensor.requires_grad_() does not check for an open tracegrad.func transform "
-                                 "(torch raises); tracegrad's own code calls it inside transforms too, so the check "
-                                 "needs a core change in _tensor/tensor.py",
-    "requires_grad_inside_vmap": "as requires_grad_inside_grad, under vmap",
 }
 
 

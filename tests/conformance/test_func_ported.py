@@ -307,10 +307,7 @@ def test_vmap_random_inplace_on_captured(randomness):
     both(_captured_inplace(randomness))
 
 
-GRAD_XFAIL = {
-    "requires_grad_inside_grad": "requires_grad_() on a traced tensor is allowed (tracegrad.compile needs it); torch's "
-                                 "grad raises RuntimeError",
-}
+GRAD_XFAIL = {}
 GRAD.update({
     "item_inside_grad": lambda m: m.func.grad(lambda x: x.sin().sum() * x.sum().item())(t(m, X)),
     "requires_grad_inside_grad": lambda m: m.func.grad(lambda x: (x.requires_grad_() * 2).sum())(t(m, X)),

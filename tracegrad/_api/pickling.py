@@ -24,7 +24,7 @@ def _rebuild_tensor(storage, offset, size, stride, requires_grad, cls, state):
         t._base = None
     if cls is not Tensor:
         t = cls(t, requires_grad) if _takes_requires_grad(cls) else _as_class(t, cls)
-    t.requires_grad_(requires_grad)
+    t._set_requires_grad(requires_grad)
     if state:
         t.__dict__.update(state)
     return t

@@ -154,10 +154,14 @@ class SparseCooTensor(Tensor):
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self.requires_grad_(value)
+        self._set_requires_grad(value)
 
     def requires_grad_(self, requires_grad=True):
         self._sp_values.requires_grad_(requires_grad)
+        return self
+
+    def _set_requires_grad(self, requires_grad):
+        self._sp_values._set_requires_grad(requires_grad)
         return self
 
     @property
@@ -362,7 +366,7 @@ class SparseCooTensor(Tensor):
 
     def __deepcopy__(self, memo):
         if id(self) not in memo:
-            values = self._sp_values.detach().clone().requires_grad_(self._sp_values.requires_grad)
+            values = self._sp_values.detach().clone()._set_requires_grad(self._sp_values.requires_grad)
             memo[id(self)] = make_sparse(self._sp_indices.clone(), values, self._sp_size, self._sp_coalesced)
         return memo[id(self)]
 
@@ -539,7 +543,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                 raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is {size[d]} but found "
                                    f"index {hi}")
     if requires_grad:
-        values = values.detach().requires_grad_(True)
+        values = values.detach()._set_requires_grad(True)
     elif values.requires_grad:
         # torch's tensor is a node over the values it was given
         values = apply_op(OPS["sparse_coo_values"], (values,))

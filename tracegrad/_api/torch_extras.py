@@ -247,7 +247,7 @@ def make_subclass(cls, data, require_grad=False):
         raise TypeError(f"_make_subclass(): cls must be a subclass of Tensor, got {cls!r}")
     out = data.detach().as_subclass(cls)
     out._base = None     # a fresh leaf over the same storage, not a view for autograd
-    return out.requires_grad_(require_grad)
+    return out._set_requires_grad(require_grad)
 
 
 # ---- higher-order control flow, eager semantics ---------------------------------------------

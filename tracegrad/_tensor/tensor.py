@@ -623,7 +623,7 @@ class Tensor(TensorBase):
                 "you can only change requires_grad flags of leaf variables. If you want to use a "
                 "computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().")
-        self.requires_grad_(value)
+        self._set_requires_grad(value)     # the attribute is allowed inside tracegrad.func transforms
 
     @requires_grad.deleter
     def requires_grad(self):
@@ -635,7 +635,7 @@ class Tensor(TensorBase):
         torch's factories word the integer-dtype refusal with a capital "Only"."""
         if not (self.dtype.is_floating_point or self.dtype.is_complex):
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        return self.requires_grad_(True)
+        return self._set_requires_grad(True)
 
     def requires_grad_(self, requires_grad=True):
         """Mirrors ``torch.Tensor.requires_grad_``. RuntimeError on a non-leaf (use detach())
@@ -645,6 +645,19 @@ class Tensor(TensorBase):
                             f"{type(requires_grad).__name__}; pass True or False")
         if not isinstance(self, Tensor):   # NOTE [unbound self]
             raise _not_self("requires_grad_", self)
+        if _state.FUNC_LEVELS or _state.VMAP_SAME:
+            # torch refuses the method (not the attribute, not factories' requires_grad=) while
+            # any torch.func transform runs, for every tensor
+            raise RuntimeError(
+                "You are attempting to call Tensor.requires_grad_() (or perhaps using "
+                "torch.autograd.functional.* APIs) inside of a function being transformed by a tracegrad.func "
+                "transform. This is unsupported: use the tracegrad.func transforms (grad, vjp, jacrev, jacfwd, "
+                "hessian) or call requires_grad_() outside of the transformed function instead.")
+        return self._set_requires_grad(requires_grad)
+
+    def _set_requires_grad(self, requires_grad):
+        """``requires_grad_`` without its argument checks and transform refusal: the attribute
+        setter, factories and tracegrad's own code (a Parameter made inside a transform)."""
         if self._gf is not None:
             if not requires_grad:
                 raise RuntimeError(

@@ -674,7 +674,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
                 g = _factories.zeros_like(t)
                 if create_graph:          # as torch: a leaf the caller can differentiate again
-                    g.requires_grad_(True)
+                    g._set_requires_grad(True)
             elif not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                                    "Set allow_unused=True if this is the desired behavior.")

@@ -481,7 +481,7 @@ def once_differentiable(fn):
         outs = (outputs,) if single else outputs
         # as torch: one Error node over detached aliases (that require grad) of all the outputs,
         # with an edge per output (None for a None gradient), so double backward reaches it
-        fakes = tuple(o.detach().requires_grad_()
+        fakes = tuple(o.detach()._set_requires_grad(True)
                       if isinstance(o, Tensor) and (o.dtype.is_floating_point or o.dtype.is_complex) else o
                       for o in outs)
         wrapped = _DelayedError.apply(ctx.name(), *fakes)

@@ -47,7 +47,7 @@ class Variable(metaclass=_VariableMeta):
             if requires_grad:
                 raise ValueError("Variable can't be volatile and require_grad at the same time!")
         if data is None:
-            return _tensor([]).requires_grad_(requires_grad)
+            return _tensor([])._set_requires_grad(requires_grad)
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-        return data.detach().requires_grad_(requires_grad)
+        return data.detach()._set_requires_grad(requires_grad)

@@ -211,7 +211,7 @@ def stack_module_state(models):
             if len(flags) != 1:
                 raise RuntimeError(f"Expected {k} from each model to have the same .requires_grad")
             s = tracegrad.stack(ts)
-            out[k] = s.detach().requires_grad_() if flags == {True} else s
+            out[k] = s.detach()._set_requires_grad(True) if flags == {True} else s
         return out
     return stacked(lambda m: m.named_parameters()), stacked(lambda m: m.named_buffers())
 

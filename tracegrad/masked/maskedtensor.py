@@ -144,7 +144,7 @@ class MaskedTensor(tracegrad.Tensor):
         _check(data, mask)
         out = _wrap(data.detach().clone(), mask.detach().clone())
         if requires_grad:
-            out.requires_grad_(True)
+            out._set_requires_grad(True)
         return out
 
     def __init__(self, data, mask, requires_grad=False):

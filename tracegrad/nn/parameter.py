@@ -47,7 +47,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
             raise RuntimeError(f"Parameter(): Only Tensors of floating point and complex dtype can require gradients "
                                f"(got {data.dtype}); pass requires_grad=False or convert with .float()")
         if type(data) is not Tensor and not isinstance(data, (Parameter, Buffer)) and type(data) is not cls:
-            t = data.detach().requires_grad_(requires_grad)
+            t = data.detach()._set_requires_grad(requires_grad)
             if type(t) is not type(data):
                 raise RuntimeError(f"Creating a Parameter from an instance of type {type(data).__name__} requires "
                                    f"that detach() returns an instance of the same type, but return type "

@@ -399,7 +399,7 @@ class Optimizer:
                         if g.grad_fn is not None:
                             g.detach_()
                         else:
-                            g.requires_grad_(False)
+                            g._set_requires_grad(False)
                         g.zero_()
 
     @_use_grad_for_differentiable

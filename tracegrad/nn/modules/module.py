@@ -724,7 +724,7 @@ class Module:
                     if g.grad_fn is not None:
                         g.detach_()
                     else:
-                        g.requires_grad_(False)
+                        g._set_requires_grad(False)
                     g.zero_()
 
     def _apply(self, fn, recurse=True):
@@ -745,7 +745,7 @@ class Module:
                 with tracegrad.no_grad():
                     g = fn(grad)
                 if g is not grad and _overwrite_on_conversion(grad, g):
-                    p._grad = g.requires_grad_(grad.requires_grad)
+                    p._grad = g._set_requires_grad(grad.requires_grad)
                 elif g is not grad:
                     grad.data = g   # as torch: the .grad object is kept, its data replaced
                     p._grad = grad
@@ -1011,7 +1011,7 @@ class Module:
                 elif assign:
                     if name in module._parameters:
                         if isinstance(src, Parameter):   # a Parameter is taken as it is (keep_vars dicts)
-                            module._parameters[name] = src.requires_grad_(t.requires_grad)
+                            module._parameters[name] = src._set_requires_grad(t.requires_grad)
                         else:
                             module._parameters[name] = Parameter(src, requires_grad=t.requires_grad)
                     else:
