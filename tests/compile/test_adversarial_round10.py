@@ -1,0 +1,294 @@
+"""Tenth round of adversarial compiled-vs-eager programs: results that alias each other, the
+arguments or a parameter and are written by the caller; in-place ops on transposed, sliced and
+expanded arguments; int/bool/complex/float16/bfloat16, 0-dim and empty tensors through the
+function; leaves made inside the function (``nn.Parameter(...)``, ``requires_grad=True``) and
+returned; hooks, ``retain_grad`` and ``autograd.grad`` at a result another result was computed
+from (``return logits, loss``); ``zero_grad(set_to_none=False)`` when some parameters get no
+gradient; bound methods and several compiled functions sharing one model; ``model.compile()``
+with hooks and a ``state_dict`` round trip; batch sizes and Python ints changing past the
+cache size limit. torch eager, tracegrad eager and ``tracegrad.compile`` run each program from
+the same state and must agree after every call (``_dynamo_port.compare``).
+
+Found here and fixed: a leaf made inside the compiled function that a returned result's graph
+reached came back detached from that graph (a backward after the call left its ``.grad`` None;
+now a graph break); a hook or ``retain_grad()`` on a result, or ``autograd.grad`` with it as an
+input, missed the gradient flowing through it from another result computed from it (silently
+None or partial; now a clear RuntimeError, NOTE [results computed from results])."""
+import warnings
+
+import pytest
+
+import tracegrad
+
+from ._dynamo_port import compare, same, seeded_linear as _linear
+from ._dynamo_port import randn32 as _rand
+
+torch = pytest.importorskip("torch")
+
+
+def test_results_aliasing_each_other_the_arguments_and_a_parameter_written_by_the_caller():
+    """``return y, y.view(-1), w.t(), x[0]``: the caller's writes through one reach the others,
+    the argument and the parameter; in-place ops on a transposed and a strided-slice argument
+    reach their bases; an in-place op on an expanded argument raises torch's error."""
+    def build(T, wrap):
+        net = _linear(T)
+
+        def f(x, a, b):
+            y = x * 2 + 1
+            a.add_(1.0)             # a transposed view: its base changes
+            b.mul_(2.0)             # every second row of the caller's tensor
+            return y, y.view(-1), net.weight.t(), x[0], (a * b).sum()
+
+        def g(e):
+            e.add_(1.0)
+            return e
+        f, g = wrap(f), wrap(g)
+
+        def run(i):
+            x, base, big = _rand(T, i, 2, 3), _rand(T, i + 1, 3, 2), _rand(T, i + 2, 4, 3)
+            y, yv, wt, x0, s = f(x, base.t(), big[::2])
+            with T.no_grad():
+                y.add_(1.0)
+                x0.mul_(3.0)
+                wt[0, 0] = float(i)
+            try:
+                g(_rand(T, i, 1, 3).expand(2, 3))
+                err = None
+            except RuntimeError as e:
+                err = "single memory location" in str(e)
+            return (y, yv, x, net.weight, s, base, big, err, yv._base is y, x0._base is x,
+                    wt._base is net.weight, y._version, x._version)
+        return run
+    compare(build)
+
+
+def test_dtypes_zero_dim_and_empty_tensors_through_the_function():
+    """int64/bool/float16/bfloat16/complex64 arguments, a 0-dim and an empty one: values,
+    dtypes and shapes of everything returned, a boolean-mask select included."""
+    def build(T, wrap):
+        def f(n, m, h, bf, z, s, e):
+            k = (n * 2 + m.to(n.dtype)).sum()
+            zz = z * z.conj() + s
+            return (k, h * h + 1, (bf * 3).float(), zz.real, z.imag * 2, z.abs(), s * 2, s.dim(),
+                    m.any(), n.sum(1) // 2, str((h.sum() + bf.sum()).dtype).split(".")[-1], e.sum(), e.shape,
+                    T.cat([s.reshape(1), e.reshape(-1)]), n > s)
+        f = wrap(f)
+
+        def run(i):
+            n = T.arange(6).reshape(2, 3) + i
+            m = T.tensor([[True, False, True], [False, False, i % 2 == 0]])
+            h = _rand(T, i, 2, 3).half()
+            bf = _rand(T, i + 1, 2, 3).to(T.bfloat16)
+            z = T.complex(_rand(T, i, 3), _rand(T, i + 2, 3))
+            out = f(n, m, h, bf, z, T.tensor(float(i)), T.zeros(0, 3))
+            return [str(o.dtype).split(".")[-1] if hasattr(o, "dtype") else None for o in out], \
+                [o.float() if hasattr(o, "dtype") and o.dtype in (T.float16, T.bfloat16) else o for o in out]
+        return run
+    compare(build)
+
+
+def test_leaves_made_inside_and_returned_get_their_gradients():
+    """A new ``nn.Parameter`` and a ``zeros(requires_grad=True)`` made inside, returned with a
+    result computed from them: a backward after the call fills their ``.grad`` as eagerly (the
+    program cannot: a graph break, and ``fullgraph=True`` names the line)."""
+    def build(T, wrap):
+        def f(x):
+            p = T.nn.Parameter(x * 2)
+            q = T.zeros(3, requires_grad=True)
+            frozen = T.nn.Parameter(x.clone(), requires_grad=False)
+            return p, q, frozen, (p * 3 + q * x).sum()
+        f = wrap(f)
+        made = []
+
+        def run(i):
+            x = _rand(T, i, 3)
+            p, q, frozen, s = f(x)
+            s.backward()
+            made.append(p)
+            return (p, q, frozen, p.grad, q.grad, type(p).__name__, type(frozen).__name__, p.is_leaf,
+                    q.is_leaf, len({id(t) for t in made}))
+        return run
+    compiled = compare(build)
+    assert compiled is not None
+    g = tracegrad.compile(lambda x: (lambda w: (w, (w * x).sum()))(tracegrad.nn.Parameter(x + 1)),
+                          fullgraph=True)
+    with pytest.raises(tracegrad.compiler.GraphBreak, match=r"leaf tensor made inside.*test_adversarial_round10"):
+        g(tracegrad.ones(3))
+    # a leaf made inside whose graph is used up inside (the backward ran there) compiles
+    h = tracegrad.compile(lambda x: _inner_backward(tracegrad, x))
+    for i in range(3):
+        same(_inner_backward(torch, _rand(torch, i, 3)), h(_rand(tracegrad, i, 3)), f"call{i}")
+    assert h.stats["traces"] == 1 and h.stats["graph_breaks"] == []
+
+
+def _inner_backward(T, x):
+    w = T.zeros(3, requires_grad=True)
+    (w * x).pow(2).sum().backward()
+    return w.grad * 2, w.detach() + 1
+
+
+def test_gradient_at_a_result_another_result_was_computed_from():
+    """``return h, loss(h)``: a backward from ``loss`` alone (the usual ``logits, loss``) and one
+    from ``h`` with a hook on it match eager; a hook, ``retain_grad()``, ``autograd.grad`` or
+    ``backward(inputs=...)`` at ``h`` while backpropagating from ``loss`` raise a clear error
+    instead of silently missing the gradient flowing through ``h``."""
+    def f(T, x):
+        h = x * 2
+        return h, (h ** 2).sum(), h.view(-1)
+
+    def observe(T, fn, i, what):
+        x = _rand(T, i, 3).requires_grad_()
+        h, s, hv = fn(x)
+        seen = []
+        if what == "plain":
+            s.backward()
+            return x.grad
+        if what == "from h":
+            h.register_hook(lambda g: seen.append(g * 1))
+            (h * 3).sum().backward()
+            return x.grad, seen
+        if what == "hook":
+            h.register_hook(lambda g: seen.append(g * 1))
+            s.backward()
+        elif what == "retain":
+            h.retain_grad()
+            s.backward()
+            return x.grad, h.grad
+        elif what == "grad":
+            return T.autograd.grad(s, h)
+        elif what == "inputs":
+            s.backward(inputs=[h])
+            return h.grad
+        return x.grad, seen
+
+    fn = tracegrad.compile(lambda x: f(tracegrad, x))
+    for i, what in enumerate(["plain", "plain", "from h", "plain", "from h"]):
+        same(observe(torch, lambda x: f(torch, x), i, what), observe(tracegrad, fn, i, what), what)
+    # (a hook registered on a result makes the next call trace again: _state.STRUCTURE)
+    assert fn.stats["traces"] >= 1 and fn.stats["graph_breaks"] == []
+    for what in ("hook", "retain", "grad", "inputs"):
+        observe(torch, lambda x: f(torch, x), 0, what)          # fine eagerly
+        with pytest.raises(RuntimeError, match="result of a compiled function.*computed from it"):
+            observe(tracegrad, fn, 0, what)
+
+
+def test_zero_grad_without_none_when_some_parameters_get_no_gradient():
+    """``zero_grad(set_to_none=False)`` then a step where one layer is used on one call only:
+    before it the layer's ``.grad`` stays None and Adam skips it; after it Adam keeps moving
+    it from zero gradients and its moments, as eagerly."""
+    def build(T, wrap):
+        a, b = _linear(T, seed=0), _linear(T, seed=1)
+        opt = T.optim.Adam(list(a.parameters()) + list(b.parameters()), lr=0.1)
+
+        def step(x, use_b):
+            opt.zero_grad(set_to_none=False)
+            out = a(x)
+            if use_b:
+                out = out + b(x)
+            out.pow(2).sum().backward()
+            opt.step()
+        step = wrap(step)
+
+        def run(i):
+            step(_rand(T, i, 4, 3), i == 2)
+            return a.weight, b.weight, b.bias.grad, b.weight.grad, len(opt.state)
+        return run
+    compare(build)
+
+
+def test_bound_method_and_compiled_functions_sharing_a_model():
+    """A compiled bound method reading attributes the caller changes (a number, a tensor
+    rebound), and a compiled train step and a compiled eval step on one model, with an eager
+    step between calls."""
+    def build(T, wrap):
+        class Scaler:
+            def __init__(self):
+                self.scale, self.w = 1.0, _rand(T, 9, 3)
+
+            def apply(self, x):
+                return x * self.w * self.scale
+        sc = Scaler()
+        net = _linear(T)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.5)
+
+        def train(x):
+            opt.zero_grad()
+            loss = net(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        def evaluate(x):
+            with T.no_grad():
+                return net(x).sum()
+        meth, tr, ev = wrap(sc.apply), wrap(train), wrap(evaluate)
+
+        def run(i):
+            x = _rand(T, i, 4, 3)
+            out = (meth(x[0]), ev(x), tr(x), ev(x))
+            if i == 2:
+                train(x)
+                sc.w = _rand(T, 10, 3)
+            sc.scale = 2.0 + i
+            return out, net.weight, opt.state[net.weight]["momentum_buffer"]
+        return run
+    compare(build, calls=5)
+
+
+def _probe():
+    pass
+
+
+def test_module_compile_with_hooks_and_a_state_dict_round_trip():
+    """``model.compile()`` with a forward hook that scales an output, a pre-hook that edits
+    the input and a ``state_dict`` saved and loaded back (scaled) between calls: outputs,
+    grads, the keys (no ``_orig_mod.`` prefix) and the loaded values as eagerly; the calls
+    really run a program."""
+    nets = []
+
+    def build(T, wrap):
+        net = T.nn.Sequential(_linear(T, 3, 4), T.nn.ReLU(), _linear(T, 4, 2, seed=3))
+        nets.append(net)
+        net[0].register_forward_hook(lambda m, a, o: o * 0.5)
+        net.register_forward_pre_hook(lambda m, a: (a[0] + 1,))
+        if wrap(_probe) is not _probe:      # the compiled run
+            net.compile()
+
+        def run(i):
+            out = net(_rand(T, i, 2, 3))
+            out.sum().backward()
+            sd = net.state_dict()
+            if i == 1:
+                net.load_state_dict({k: v * 0.5 for k, v in sd.items()})
+                net.zero_grad()
+            return out, list(sd), net[0].weight.grad, net[2].bias
+        return run
+    compare(build)
+    st = nets[2].__dict__["_compiled_call"].stats
+    assert st["traces"] >= 1 and st["graph_breaks"] == [], st
+
+
+def test_batch_size_and_python_ints_changing_past_the_cache_size_limit():
+    """Batch sizes 1, 2, 3, ... and a Python int argument changing every call: each value is
+    traced into its own program (never a frozen constant), up to ``cache_size_limit``; past it
+    the calls run eagerly with one warning (with the hint about the changing number), the
+    programs already made still run, and every result equals torch's."""
+    import tracegrad._dynamo as tdynamo
+    old = tdynamo.config.cache_size_limit
+    tdynamo.config.cache_size_limit = 3
+    try:
+        net_t, net = _linear(torch), _linear(tracegrad)
+        f = tracegrad.compile(lambda x, n: (net(x).relu().sum(0) * n, x.repeat(n, 1).shape))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for i, (b, n) in enumerate([(1, 1), (2, 1), (3, 1), (1, 2), (1, 3), (4, 1), (2, 1), (1, 4)]):
+                x = _rand(torch, i, b, 3)
+                same((net_t(x).relu().sum(0) * n, x.repeat(n, 1).shape),
+                     f(_rand(tracegrad, i, b, 3), n), f"batch {b}, n {n}")
+        msgs = [str(m.message) for m in w if "tracegrad.compile" in str(m.message)]
+        assert len(msgs) == 1 and "cache_size_limit" in msgs[0] and "position 1" in msgs[0], msgs
+        # the first call ran eagerly; (2,1) (3,1) (1,2) were traced; (1,3) (4,1) (1,4) ran
+        # eagerly; (2,1) again ran its program
+        assert f.stats["traces"] == 3 and f.stats["eager_calls"] == 4, f.stats
+    finally:
+        tdynamo.config.cache_size_limit = old
