@@ -292,3 +292,47 @@ def test_batch_size_and_python_ints_changing_past_the_cache_size_limit():
         assert f.stats["traces"] == 3 and f.stats["eager_calls"] == 4, f.stats
     finally:
         tdynamo.config.cache_size_limit = old
+
+
+def test_backward_inside_reaching_an_argument_with_a_graph_from_outside():
+    """``step(loss)`` calling ``loss.backward()`` on a loss built before the call: eager's
+    backward carries on into the graph outside (the parameters' grads), which a program cannot:
+    the calls run eagerly (``fullgraph=True`` names the backward's line, before the function
+    reads a ``.grad`` the trace left None). A gradient penalty taking ``autograd.grad`` w.r.t. a
+    non-leaf argument stays in the program and equals eager."""
+    def build(T, wrap):
+        net = _linear(T)
+        opt = T.optim.SGD(net.parameters(), lr=0.1)
+
+        def step(loss):
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return net.weight.grad.clone()
+
+        def penalty(x_hat):
+            out = net(x_hat).sum()
+            g, = T.autograd.grad(out, x_hat, create_graph=True)
+            return (g.norm(dim=1) - 1).pow(2).mean()
+        step, penalty = wrap(step), wrap(penalty)
+        pens.append(penalty)
+
+        def run(i):
+            x = _rand(T, i, 4, 3).requires_grad_()
+            x_hat = x * 0.5 + 1
+            gp = penalty(x_hat)
+            gp.backward()
+            loss = net(x).pow(2).mean()
+            return step(loss), net.weight, gp, x.grad
+        return run
+    pens = []
+    compare(build)
+    assert pens[2].stats["graph_breaks"] == [] and pens[2].stats["traces"] == 1
+    net = tracegrad.nn.Linear(3, 2)
+
+    def bad(loss):
+        loss.backward()
+        return net.weight.grad * 2
+    with pytest.raises(tracegrad.compiler.GraphBreak, match=r"argument whose graph was built outside.*round10.py:%d"
+                       % (bad.__code__.co_firstlineno + 1)):
+        tracegrad.compile(bad, fullgraph=True)(net(tracegrad.ones(1, 3)).sum())

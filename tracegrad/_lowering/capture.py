@@ -684,8 +684,17 @@ class Capture:
         was = self.data_sets.get(id(t))
         return (t._st if was is None else was[1]) in self.created
 
-    def see_grad_owner(self, t):
-        """``t.grad`` is about to change: it is state (call before the change)."""
+    def see_grad_owner(self, t, accumulate=False):
+        """``t.grad`` is about to change: it is state (call before the change). ``accumulate``:
+        a backward's AccumulateGrad changes it. An argument with a graph from outside
+        (``step(loss)`` calling ``loss.backward()``) is a leaf stand-in in the trace, where
+        eager's backward would carry on into that graph: a graph break,
+        raised at the backward's line before the function reads ``.grad``s it would not fill
+        (``_arg_grads`` in region.py would find it only after the function returned)."""
+        arg = self.stand_ins.get(id(t._st)) if accumulate and self.stand_ins else None
+        if arg is not None and (arg._gf is not None or arg._base is not None):
+            raise GraphBreak("backward() inside the compiled function reaches a tensor argument whose graph "
+                             "was built outside it")
         if id(t) not in self.grad_owners:
             self.grad_owners[id(t)] = (t, t._grad)
 
