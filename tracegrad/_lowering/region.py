@@ -831,8 +831,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
             if plan.vjp:
+                seen_after = [t for t in r_leaves if isinstance(t, Tensor)] + [a for _, _, a in places]
+                seen_after += [t._base for t in seen_after if t._base is not None]
                 reached = _leaves_reached(list(r_leaves) + [a for _, _, a in places if a._gf is not None],
-                                          None if cap.backward_ran else cap, after, call_leaves)
+                                          None if cap.backward_ran else cap, after,
+                                          {id(t) for t in seen_after if not any(t is w for w in call_leaves)})
+                del seen_after
                 ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
                 info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
                 del ends    # it holds the arguments' stand-ins (the kept-reference check below)
@@ -1131,18 +1135,20 @@ def _swap_out(storages, owners, generators, saved):
         g._key, g._seed = k, s
 
 
-def _leaves_reached(results, cap=None, where=None, call_leaves=()):
+def _leaves_reached(results, cap=None, where=None, seen_after=frozenset()):
     """ids of the leaf tensors whose AccumulateGrad the traced autograd graph of ``results``
     reaches: JAX's VJP of the region gives every differentiable input a gradient (zeros where
     the result does not depend on it differentiably, ``hinge_embedding_loss``'s target), eager
     only those its graph reaches (the others keep ``.grad`` None).
 
     With ``cap``: a leaf made during the trace (``w = nn.Parameter(x * 2)``,
-    ``zeros(3, requires_grad=True)``) that a differentiable result's graph reaches is a graph
-    break. The region's backward node has edges to the program's inputs only, and the leaf
-    comes back as a new tensor on every call, so a backward outside would never reach it
-    (``.grad`` None where eager accumulates into it). The arguments' stand-ins
-    (``call_leaves``) are made by the trace too, but they are the program's inputs."""
+    ``zeros(3, requires_grad=True)``) that a differentiable result's graph reaches and that the
+    caller can see after the call (``seen_after``: ids of the results, the tensors bound to
+    Python places and their bases; not the arguments' stand-ins) is a graph break. The region's
+    backward node has edges to the program's inputs only, and the leaf comes back as a new
+    tensor on every call, so a backward outside would never reach it (``.grad`` None where
+    eager accumulates into it). A leaf the caller cannot see (``x.detach().requires_grad_()``
+    for an input-gradient penalty) stays in the program: its ``.grad`` is never read."""
     todo = [t.grad_fn for t in results if isinstance(t, Tensor) and t.grad_fn is not None]
     seen, out = set(), set()
     while todo:
@@ -1153,7 +1159,7 @@ def _leaves_reached(results, cap=None, where=None, call_leaves=()):
         v = getattr(n, "variable", None)
         if v is not None:
             out.add(id(v))
-            if cap is not None and cap.made_here(v) and not any(v is w for w in call_leaves):
+            if cap is not None and id(v) in seen_after and cap.made_here(v):
                 raise GraphBreak("a result's autograd graph reaches a leaf tensor made inside the function "
                                  "(an nn.Parameter or a tensor created with requires_grad=True): a backward "
                                  "after the call would not reach it (return it detached, or run the backward "
