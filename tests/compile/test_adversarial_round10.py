@@ -360,3 +360,29 @@ def test_backward_inside_reaching_an_argument_with_a_graph_from_outside():
     with pytest.raises(tracegrad.compiler.GraphBreak, match=r"argument whose graph was built outside.*round10.py:%d"
                        % (bad.__code__.co_firstlineno + 1)):
         tracegrad.compile(bad, fullgraph=True)(net(tracegrad.ones(1, 3)).sum())
+
+
+def test_integer_division_by_a_zero_tensor_raises_on_every_call():
+    """``//``, ``%``, ``fmod`` and an in-place ``//=`` by an integer tensor that holds a zero on
+    some calls: torch raises ZeroDivisionError after the step's earlier in-place write; the
+    program checks the divisor when it runs (it used to return XLA's garbage silently)."""
+    def build(T, wrap):
+        count = T.zeros(2, dtype=T.int64)
+
+        def f(a, b):
+            count.add_(1)
+            q = a // b
+            a %= 5
+            a.fmod_(b)
+            return q, a
+        f = wrap(f)
+
+        def run(i):
+            a, b = T.tensor([7, -9]) + i, T.tensor([2, 1 if i % 2 else 0])
+            try:
+                out = f(a, b)
+            except RuntimeError as e:
+                out = "ZeroDivisionError" in str(e)
+            return out, a, count
+        return run
+    compare(build, calls=5)

@@ -7,6 +7,7 @@ import builtins
 
 import numpy as np
 
+from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
@@ -151,9 +152,13 @@ def _concrete(v):
 
 def _check_int_divisor(other):
     """torch raises for an integer division or remainder by zero (XLA gives garbage); one
-    host read of the divisor, only for integer dtypes."""
+    host read of the divisor, only for integer dtypes. Inside a compiled trace the divisor has
+    no value yet: the program checks it when it runs (NOTE [value checks at run time]), and a
+    zero makes that call run eagerly, raising here."""
     v = _concrete(other)
-    if v is not None and not np.all(v):
+    if v is None:
+        _state.check_values(other._value, lambda d: d == 0)
+    elif not np.all(v):
         raise RuntimeError("ZeroDivisionError")
 
 
