@@ -386,3 +386,26 @@ def test_integer_division_by_a_zero_tensor_raises_on_every_call():
             return out, a, count
         return run
     compare(build, calls=5)
+
+
+def test_value_dependent_results_and_errors_of_traced_operands():
+    """Integer powers by a tensor of exponents that turn negative (torch: 0, 1 or -1; XLA's
+    integer pow gave garbage), ``quantile`` with a ``q`` tensor outside [0, 1] and
+    ``masked_scatter`` with fewer source elements than the mask's ones on some calls (torch
+    raises; the program returned NaN and a repeated element)."""
+    def build(T, wrap):
+        def f(a, e, x, q, m):
+            out = [a ** e, 2 ** e, a.clone().pow_(e)]
+            for g in (lambda: x.quantile(q), lambda: x[:4].masked_scatter(m, x[:2])):
+                try:
+                    out.append(g())
+                except RuntimeError as err:
+                    out.append(str(err)[:24])
+            return out
+        f = wrap(f)
+
+        def run(i):
+            return f(T.tensor([2, -1, 1, 3]), T.tensor([2, -3, -2, 1 - i]), _rand(T, i, 5),
+                     T.tensor([0.5, 0.2 if i % 2 else 1.5]), T.tensor([True, i % 2 == 0, True, False]))
+        return run
+    compare(build)

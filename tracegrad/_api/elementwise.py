@@ -249,7 +249,11 @@ def check_int_pow(base, exponent):
     if result_dtype(base, exponent)._cat != 1:
         return False
     neg = _concrete(exponent)
-    if neg is None or not (neg < 0).any():
+    if neg is None:
+        # a traced exponent (tracegrad.compile) has no values to look at: the composite gives
+        # torch's values whatever their signs (XLA's integer pow gives garbage for negative ones)
+        return True
+    if not (neg < 0).any():
         return False
     if not isinstance(exponent, Tensor):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -260,7 +264,8 @@ def _int_pow_negative(base, exponent):
     """Integer ``base ** exponent`` where some exponents are negative, as torch computes it:
     ``1 ** -n`` is 1, ``(-1) ** -n`` is +-1 by parity, any other base gives 0 (XLA gives
     garbage). Integer results carry no history, so a composite is safe here."""
-    safe = pow(base, clamp_min(exponent, 0))
+    # the op itself, not ``pow``: a traced exponent would bring ``pow`` back here
+    safe = apply_op(OPS["pow_tensor"], (base, clamp_min(exponent, 0)), (("dtype", result_dtype(base, exponent).np),))
     zero = mul(safe, 0)   # result's shape and dtype
     by_parity = where(ne(remainder(exponent, 2), 0), zero - 1, zero + 1)
     neg_val = where(eq(base, 1), zero + 1, where(eq(base, -1), by_parity, zero))
