@@ -390,17 +390,20 @@ def test_integer_division_by_a_zero_tensor_raises_on_every_call():
 
 def test_value_dependent_results_and_errors_of_traced_operands():
     """Integer powers by a tensor of exponents that turn negative (torch: 0, 1 or -1; XLA's
-    integer pow gave garbage), ``quantile`` with a ``q`` tensor outside [0, 1] and
-    ``masked_scatter`` with fewer source elements than the mask's ones on some calls (torch
-    raises; the program returned NaN and a repeated element)."""
+    integer pow gave garbage), ``quantile`` with a ``q`` tensor outside [0, 1],
+    ``masked_scatter`` with fewer source elements than the mask's ones and ``gaussian_nll_loss``
+    with a negative variance on some calls (torch raises; the program returned NaN, a repeated
+    element and a number), ``index_reduce_`` with an index out of range (torch's IndexError)."""
     def build(T, wrap):
         def f(a, e, x, q, m):
             out = [a ** e, 2 ** e, a.clone().pow_(e)]
-            for g in (lambda: x.quantile(q), lambda: x[:4].masked_scatter(m, x[:2])):
+            for g in (lambda: x.quantile(q), lambda: x[:4].masked_scatter(m, x[:2]),
+                      lambda: T.nn.functional.gaussian_nll_loss(x[:2], x[2:4], q - 0.6),
+                      lambda: x[:3].clone().index_reduce_(0, e[2:] + 2, x[3:], "amax")):
                 try:
                     out.append(g())
-                except RuntimeError as err:
-                    out.append(str(err)[:24])
+                except (RuntimeError, ValueError, IndexError) as err:
+                    out.append(type(err).__name__)
             return out
         f = wrap(f)
 
