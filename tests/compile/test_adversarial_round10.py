@@ -6,18 +6,26 @@ returned; hooks, ``retain_grad`` and ``autograd.grad`` at a result another resul
 from (``return logits, loss``); ``zero_grad(set_to_none=False)`` when some parameters get no
 gradient; bound methods and several compiled functions sharing one model; ``model.compile()``
 with hooks and a ``state_dict`` round trip; batch sizes and Python ints changing past the
-cache size limit. torch eager, tracegrad eager and ``tracegrad.compile`` run each program from
-the same state and must agree after every call (``_dynamo_port.compare``).
+cache size limit; ``step(loss)`` running the backward of a graph built outside; values that
+decide results or errors (integer division by zero, negative integer powers, quantile's q,
+masked_scatter's source count, a negative Gaussian NLL variance). torch eager, tracegrad eager
+and ``tracegrad.compile`` run each program from the same state and must agree after every call
+(``_dynamo_port.compare``).
 
 Found here and fixed: a leaf made inside the compiled function that a returned result's graph
 reached came back detached from that graph (a backward after the call left its ``.grad`` None;
-now a graph break); a hook or ``retain_grad()`` on a result, or ``autograd.grad`` with it as an
-input, missed the gradient flowing through it from another result computed from it (silently
-None or partial; now a clear RuntimeError, NOTE [results computed from results]); a hook
-registered on a result between calls made the next call trace again (past the cache size limit
-every call ran eagerly); ``step(loss)`` calling ``loss.backward()`` on a graph from outside was
-found after the function had read ``.grad``s the trace left None, and ``fullgraph=True`` named the
-caller's line instead of the backward's."""
+now a graph break when the caller can see the leaf); a hook or ``retain_grad()`` on a result,
+or ``autograd.grad`` with it as an input, missed the gradient flowing through it from another
+result computed from it (silently None or partial; now a clear RuntimeError, NOTE [results
+computed from results]); a hook registered on a result between calls made the next call trace
+again (past the cache size limit every call ran eagerly); ``step(loss)`` calling
+``loss.backward()`` on a graph from outside was found only after the function had read
+``.grad``s the trace left None, and ``fullgraph=True`` named the caller's line instead of the
+backward's; integer ``//``/``%``/``fmod`` by a zero, integer powers by negative exponents,
+``quantile`` with q outside [0, 1], ``masked_scatter`` with too short a source and
+``gaussian_nll_loss`` with a negative variance gave XLA's numbers in a program where eager
+raises or gives torch's values (now run-time value checks, NOTE [value checks at run time]);
+``index_reduce_`` raised RuntimeError where torch raises IndexError."""
 import warnings
 
 import pytest
