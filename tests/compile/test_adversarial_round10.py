@@ -203,6 +203,24 @@ def test_gradient_at_a_result_another_result_was_computed_from():
         with pytest.raises(RuntimeError, match="result of a compiled function.*computed from it"):
             observe(tracegrad, fn, 0, what)
 
+    # the same through a tensor the forward stores on the module (``self.h = ...``)
+    class Keeps(tracegrad.nn.Module):
+        def forward(self, x):
+            self.h = x * 2
+            return (self.h ** 2).sum()
+    m = Keeps()
+    c = tracegrad.compile(m)
+    for i in range(3):
+        x = _rand(tracegrad, i, 3).requires_grad_()
+        loss = c(x)
+        if i < 2:
+            loss.backward()
+            same(x.detach() * 8, x.grad)
+        else:
+            m.h.retain_grad()
+            with pytest.raises(RuntimeError, match="result of a compiled function.*computed from it"):
+                loss.backward()
+
 
 def test_zero_grad_without_none_when_some_parameters_get_no_gradient():
     """``zero_grad(set_to_none=False)`` then a step where one layer is used on one call only:

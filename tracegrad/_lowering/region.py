@@ -854,8 +854,13 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # get their versions checked instead.
             diff_results = [t for t, (kind, v) in zip(r_leaves, recipe.leaves) if kind == "new" and v[1] == "diff"]
             saved_ids = _saved_in_graph(diff_results)
-            info["through"] = _through(diff_results)
-            del diff_results
+            # NOTE [results computed from results]: over the results and the tensors bound to
+            # Python places (NOTE [kept graphs]; which of those become outputs is known after
+            # ``plan_rebinds``, when ``_escapes`` has cut their graphs: matched by storage below)
+            kept_graphs = [a for _, _, a in places if a._gf is not None]
+            through = _through(diff_results + kept_graphs)
+            n_results, kept_sts = len(diff_results), [id(a._st) for a in kept_graphs]
+            del diff_results, kept_graphs
             info["saved"] = (tuple((i, saved_ids[id(call_leaves[i]._vc)]) for i in data_in
                                    if id(call_leaves[i]._vc) in saved_ids),
                              tuple((k, saved_ids[id(t._vc)])
@@ -886,6 +891,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["rebinds"], info["shared"] = plan_rebinds(
                 places, escapes, storages, cap.created,
                 {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
+            info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
             if not plan.vjp and grad_mode.STATE[0] and not cap.backward_ran \
                     and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
@@ -1352,6 +1358,26 @@ def _through(results):
                     through.setdefault(k, set()).add(j)
                 stack.append(e[0])
     return tuple((k, frozenset(js)) for k, js in sorted(through.items()))
+
+
+def _through_outputs(through, n_results, kept_sts, rebinds, escapes):
+    """``_through`` over (results, tensors with a graph bound to places) in the positions of
+    the region's backward node: the results, then the kept tensors in ``rebinds`` order (those
+    ``write_back`` makes differentiable outputs); places that are not outputs dropped."""
+    pos = {k: k for k in range(n_results)}
+    kept = [r for r in rebinds if r.requires_grad and r.kept_graph]
+    for j, r in enumerate(kept):
+        st = id(escapes[r.index])
+        for p, s in enumerate(kept_sts):
+            if s == st:
+                pos.setdefault(n_results + p, n_results + j)
+    out = []
+    for k, js in through:
+        if k in pos:
+            js = frozenset(pos[j] for j in js if j in pos)
+            if js:
+                out.append((pos[k], js))
+    return tuple(out)
 
 
 def _view_root(t, call_leaves, whole, outside, state=None):
