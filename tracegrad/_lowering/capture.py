@@ -708,10 +708,17 @@ class Capture:
         for gen, (key, seed) in self.found_generators.items():
             gen._key, gen._seed = key, seed
 
-    def see_data_set(self, t):
+    def see_data_set(self, t, value=None):
         """``t.data = value`` is about to bind ``t`` to a new storage (holding a traced value):
         an abandoned trace must put the old one back (``restore_objects``), or the retrace and
-        the eager rerun would read the dead trace's value through ``t``."""
+        the eager rerun would read the dead trace's value through ``t``. ``value`` on a tensor
+        argument's memory (``p.data = w``, ``w[0]``) with ``t`` from outside is a graph break:
+        eagerly ``t`` shares the caller's tensor from then on (its later writes reach ``t``);
+        the program has only the argument's stand-in, a copy."""
+        if value is not None and self.stand_ins.get(id(value._st)) is not None and not self.made_here(t):
+            raise GraphBreak("a tensor from outside moved onto a tensor argument's memory (t.data = arg, "
+                             "t.set_(arg)): eagerly the two share memory after the call, a program cannot "
+                             "make them")
         if id(t) not in self.data_sets:
             self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
 
