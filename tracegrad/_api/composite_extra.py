@@ -23,7 +23,7 @@ from ._registry import function, method
 from .composite import float_power
 from .composite_more import flat_index
 from .elementwise import where
-from .inplace import check_index_dtype, copy_
+from .inplace import check_index_dtype, check_index_range, copy_
 from .shape import cat, chunk, split
 from .._tensor.out import accepts_out
 
@@ -355,7 +355,7 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     along ``dim`` reduced with ``source``'s row ``i`` by ``reduce`` ('prod', 'mean', 'amax',
     'amin'), counting the original row unless ``include_self=False`` (rows no index names stay
     as they are). Gradients as ``scatter_reduce``, which it is built on. RuntimeError for
-    another ``reduce``, a non-1-d index or mismatched sizes."""
+    another ``reduce``, a non-1-d index or mismatched sizes; IndexError for an index out of range."""
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     check_index_dtype(index, "index_reduce_")
@@ -368,6 +368,8 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):
     if source.dim() != input.dim() or source.shape[d] != index.numel():
         raise RuntimeError(f"index_reduce_(): source must have the input's dims and index.numel() = {index.numel()} "
                            f"rows along dim {dim}, got source of shape {list(source.shape)}")
+    # torch's IndexError for an index outside [0, size) (negative ones too), not scatter_reduce's
+    check_index_range(index, input.shape[d], d, "index_reduce_", error=IndexError)
     shape = [1] * source.dim()
     shape[d] = -1
     idx = index.reshape(shape).expand(source.shape)

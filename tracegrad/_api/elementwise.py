@@ -7,6 +7,7 @@ import builtins
 
 import numpy as np
 
+from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.elementwise import FLOAT_UNARY
@@ -151,9 +152,13 @@ def _concrete(v):
 
 def _check_int_divisor(other):
     """torch raises for an integer division or remainder by zero (XLA gives garbage); one
-    host read of the divisor, only for integer dtypes."""
+    host read of the divisor, only for integer dtypes. Inside a compiled trace the divisor has
+    no value yet: the program checks it when it runs (NOTE [value checks at run time]), and a
+    zero makes that call run eagerly, raising here."""
     v = _concrete(other)
-    if v is not None and not np.all(v):
+    if v is None:
+        _state.check_values(other._value, lambda d: d == 0)
+    elif not np.all(v):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -244,7 +249,11 @@ def check_int_pow(base, exponent):
     if result_dtype(base, exponent)._cat != 1:
         return False
     neg = _concrete(exponent)
-    if neg is None or not (neg < 0).any():
+    if neg is None:
+        # a traced exponent (tracegrad.compile) has no values to look at: the composite gives
+        # torch's values whatever their signs (XLA's integer pow gives garbage for negative ones)
+        return True
+    if not (neg < 0).any():
         return False
     if not isinstance(exponent, Tensor):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -255,7 +264,8 @@ def _int_pow_negative(base, exponent):
     """Integer ``base ** exponent`` where some exponents are negative, as torch computes it:
     ``1 ** -n`` is 1, ``(-1) ** -n`` is +-1 by parity, any other base gives 0 (XLA gives
     garbage). Integer results carry no history, so a composite is safe here."""
-    safe = pow(base, clamp_min(exponent, 0))
+    # the op itself, not ``pow``: a traced exponent would bring ``pow`` back here
+    safe = apply_op(OPS["pow_tensor"], (base, clamp_min(exponent, 0)), (("dtype", result_dtype(base, exponent).np),))
     zero = mul(safe, 0)   # result's shape and dtype
     by_parity = where(ne(remainder(exponent, 2), 0), zero - 1, zero + 1)
     neg_val = where(eq(base, 1), zero + 1, where(eq(base, -1), by_parity, zero))

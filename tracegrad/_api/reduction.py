@@ -15,7 +15,7 @@ from ._registry import method
 from .argcheck import require_int
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
-from .. import return_types
+from .. import _state, return_types
 
 
 
@@ -483,7 +483,9 @@ def quantile_op(api, self, q, dim, keepdim, interpolation):
         raise RuntimeError(f"{api}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
     qv = q._value if isinstance(q, Tensor) else q
-    if not isinstance(qv, NO_HOST_VALUES) and not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
+    if isinstance(qv, NO_HOST_VALUES):     # traced: checked when the program runs
+        _state.check_values(qv, lambda v: (v < 0) | (v > 1))     # NOTE [value checks at run time]
+    elif not bool(np.all((np.asarray(qv) >= 0) & (np.asarray(qv) <= 1))):
         raise RuntimeError(f"{api}() q values must be in the range [0, 1]")
     d = None if dim is None else _wrap_dim(dim, self.ndim)
     if self.ndim == 0:   # torch: one element, and no dim to keep

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _state
 from ..autograd._dispatch import apply_inplace, apply_op
 from .._ops import dtypes as _dt
 from .._ops.errors import broadcast_shape
@@ -126,8 +127,14 @@ def _masked_scatter_args(self, mask, source):
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{_cpp(self.dtype)} and {got}")
     m = mask._value
-    if not isinstance(m, NO_HOST_VALUES):   # eager only: a compiled program cannot raise on values
-        ones = int(np.broadcast_to(np.asarray(m), broadcast_shape((m.shape, self.shape), "masked_scatter")).sum())
+    shape = broadcast_shape((m.shape, self.shape), "masked_scatter")
+    if isinstance(m, NO_HOST_VALUES):
+        # traced: the count is checked when the program runs (NOTE [value checks at run time]);
+        # XLA would repeat the source's last element silently
+        n = source.numel()
+        _state.check_values(mask, lambda t: expand(t, shape).sum() > n)
+    else:
+        ones = int(np.broadcast_to(np.asarray(m), shape).sum())
         if source.numel() < ones:
             raise RuntimeError(f"Number of elements of source < number of ones in mask ({source.numel()} < {ones})")
 

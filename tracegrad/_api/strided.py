@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import math
 
+from .. import _state
 from ..autograd._dispatch import apply_op
 from ..autograd.grad_mode import STATE as _GRAD_MODE
 from .._ops.errors import not_a_tensor, not_self
@@ -180,6 +181,10 @@ def set_(self, source=_NO_SOURCE, storage_offset=0, size=None, stride=None):
         new = as_strided(carrier, size, stride, storage_offset)
     else:
         raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
+    if _state.CAPTURE[0] is not None:
+        # inside a compiled trace: moving ``self`` onto another storage is ``self.data = new``
+        # to the capture (undone if the trace is abandoned; onto an argument's memory, a break)
+        _state.CAPTURE[0].see_data_set(self, new)
     return _retarget(self, new)
 
 

@@ -684,8 +684,17 @@ class Capture:
         was = self.data_sets.get(id(t))
         return (t._st if was is None else was[1]) in self.created
 
-    def see_grad_owner(self, t):
-        """``t.grad`` is about to change: it is state (call before the change)."""
+    def see_grad_owner(self, t, accumulate=False):
+        """``t.grad`` is about to change: it is state (call before the change). ``accumulate``:
+        a backward's AccumulateGrad changes it. An argument with a graph from outside
+        (``step(loss)`` calling ``loss.backward()``) is a leaf stand-in in the trace, where
+        eager's backward would carry on into that graph: a graph break,
+        raised at the backward's line before the function reads ``.grad``s it would not fill
+        (``_arg_grads`` in region.py would find it only after the function returned)."""
+        arg = self.stand_ins.get(id(t._st)) if accumulate and self.stand_ins else None
+        if arg is not None and (arg._gf is not None or arg._base is not None):
+            raise GraphBreak("backward() inside the compiled function reaches a tensor argument whose graph "
+                             "was built outside it")
         if id(t) not in self.grad_owners:
             self.grad_owners[id(t)] = (t, t._grad)
 
@@ -699,10 +708,17 @@ class Capture:
         for gen, (key, seed) in self.found_generators.items():
             gen._key, gen._seed = key, seed
 
-    def see_data_set(self, t):
+    def see_data_set(self, t, value=None):
         """``t.data = value`` is about to bind ``t`` to a new storage (holding a traced value):
         an abandoned trace must put the old one back (``restore_objects``), or the retrace and
-        the eager rerun would read the dead trace's value through ``t``."""
+        the eager rerun would read the dead trace's value through ``t``. ``value`` on a tensor
+        argument's memory (``p.data = w``, ``w[0]``) with ``t`` from outside is a graph break:
+        eagerly ``t`` shares the caller's tensor from then on (its later writes reach ``t``);
+        the program has only the argument's stand-in, a copy."""
+        if value is not None and self.stand_ins.get(id(value._st)) is not None and not self.made_here(t):
+            raise GraphBreak("a tensor from outside moved onto a tensor argument's memory (t.data = arg, "
+                             "t.set_(arg)): eagerly the two share memory after the call, a program cannot "
+                             "make them")
         if id(t) not in self.data_sets:
             self.data_sets[id(t)] = (t, t._st, t._chain, t._vcache)
 

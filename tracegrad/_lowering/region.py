@@ -271,6 +271,7 @@ class Region:
         self.checked = False   # the program reports failed value checks (NOTE [value checks at run time])
         self.precheck = None   # or the checks alone, run before the program (``Program.split_checks``)
         self.unreached = frozenset()   # positions of the VJP's inputs no result's graph reaches
+        self.through = ()              # NOTE [results computed from results]: ``_through``
         self.grad_kinds = (_OTHER,) * len(owners_end)     # set by trace_region
         self.dead = False
         self.py_refs, self.py_scalars, self.value_guards = (), (), ()
@@ -425,7 +426,7 @@ class Region:
             ends = [r() for r in self.diff_state] + [arg_leaves[i] for i in self.diff_args]
             # a leaf no differentiable result's graph reaches gets no gradient, as eagerly (not zeros)
             edges = tuple(reversed([(None, 0) if k in self.unreached else _edge(t) for k, t in enumerate(ends)]))
-            vjp = (pullback, edges, self.saved)
+            vjp = (pullback, edges, self.saved, self.through)
         for st, a in zip(self.storages, state):
             if a is not None:
                 st.array = a
@@ -581,14 +582,14 @@ class OutRecipe:
                 out.append(v)
         diff += kept
         if diff:
-            pullback, edges, (s_args, s_out, s_state) = vjp
+            pullback, edges, (s_args, s_out, s_state), through = vjp
             # NOTE [saved versions of a compiled region]: versions as the call left them
             saved = [(arg_leaves[i], o) for i, o in s_args] + [(out[k], o) for k, o in s_out] \
                 + [(r(), o) for r, o in s_state]
             node = CompiledFunctionBackward(edges, _bwd_program, pullback,
                                             [(t._value.shape, t._value.dtype) for t in diff],
                                             [(t._vc, t._vc[0], t.dtype, tuple(t.shape), o) for t, o in saved
-                                             if t is not None])
+                                             if t is not None], through)
             for i, t in enumerate(diff):
                 t._gf, t._out_nr = node, i
         return out
@@ -830,7 +831,12 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
             if plan.vjp:
-                reached = _leaves_reached(list(r_leaves) + [a for _, _, a in places if a._gf is not None])
+                seen_after = [t for t in r_leaves if isinstance(t, Tensor)] + [a for _, _, a in places]
+                seen_after += [t._base for t in seen_after if t._base is not None]
+                reached = _leaves_reached(list(r_leaves) + [a for _, _, a in places if a._gf is not None],
+                                          None if cap.backward_ran else cap, after,
+                                          {id(t) for t in seen_after if not any(t is w for w in call_leaves)})
+                del seen_after
                 ends = [r() for _, r in (live[i] for i in diff_storages)] + [call_leaves[i] for i in diff_args]
                 info["unreached"] = frozenset(k for k, t in enumerate(ends) if id(t) not in reached)
                 del ends    # it holds the arguments' stand-ins (the kept-reference check below)
@@ -846,8 +852,15 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # write does not change, so it would use the old values silently. The arguments,
             # results and state tensors that the traced graph of the differentiable results saved
             # get their versions checked instead.
-            saved_ids = _saved_in_graph([t for t, (kind, v) in zip(r_leaves, recipe.leaves)
-                                         if kind == "new" and v[1] == "diff"])
+            diff_results = [t for t, (kind, v) in zip(r_leaves, recipe.leaves) if kind == "new" and v[1] == "diff"]
+            saved_ids = _saved_in_graph(diff_results)
+            # NOTE [results computed from results]: over the results and the tensors bound to
+            # Python places (NOTE [kept graphs]; which of those become outputs is known after
+            # ``plan_rebinds``, when ``_escapes`` has cut their graphs: matched by storage below)
+            kept_graphs = [a for _, _, a in places if a._gf is not None]
+            through = _through(diff_results + kept_graphs)
+            n_results, kept_sts = len(diff_results), [id(a._st) for a in kept_graphs]
+            del diff_results, kept_graphs
             info["saved"] = (tuple((i, saved_ids[id(call_leaves[i]._vc)]) for i in data_in
                                    if id(call_leaves[i]._vc) in saved_ids),
                              tuple((k, saved_ids[id(t._vc)])
@@ -878,6 +891,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             info["rebinds"], info["shared"] = plan_rebinds(
                 places, escapes, storages, cap.created,
                 {id(o) for o, _ in owners_end} | set(cap.grad_owners), results)
+            info["through"] = _through_outputs(through, n_results, kept_sts, info["rebinds"], escapes)
             if not plan.vjp and grad_mode.STATE[0] and not cap.backward_ran \
                     and any(r.requires_grad and r.kept_graph for r in info["rebinds"]):
                 plan.vjp = True       # NOTE [kept graphs]: a stored tensor is differentiable
@@ -1012,6 +1026,7 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.checked = info["checked"]
     region.unreached = info.get("unreached", frozenset())
     region.saved = info.get("saved", ((), (), ()))
+    region.through = info.get("through", ())
     # the Python values the hooks that ran read are guarded as the function's own
     # (NOTE [hooks in a trace])
     refs += tuple(r for h in info["hooks"] for r in h.refs)
@@ -1126,11 +1141,20 @@ def _swap_out(storages, owners, generators, saved):
         g._key, g._seed = k, s
 
 
-def _leaves_reached(results):
+def _leaves_reached(results, cap=None, where=None, seen_after=frozenset()):
     """ids of the leaf tensors whose AccumulateGrad the traced autograd graph of ``results``
     reaches: JAX's VJP of the region gives every differentiable input a gradient (zeros where
     the result does not depend on it differentiably, ``hinge_embedding_loss``'s target), eager
-    only those its graph reaches (the others keep ``.grad`` None)."""
+    only those its graph reaches (the others keep ``.grad`` None).
+
+    With ``cap``: a leaf made during the trace (``w = nn.Parameter(x * 2)``,
+    ``zeros(3, requires_grad=True)``) that a differentiable result's graph reaches and that the
+    caller can see after the call (``seen_after``: ids of the results, the tensors bound to
+    Python places and their bases; not the arguments' stand-ins) is a graph break. The region's
+    backward node has edges to the program's inputs only, and the leaf comes back as a new
+    tensor on every call, so a backward outside would never reach it (``.grad`` None where
+    eager accumulates into it). A leaf the caller cannot see (``x.detach().requires_grad_()``
+    for an input-gradient penalty) stays in the program: its ``.grad`` is never read."""
     todo = [t.grad_fn for t in results if isinstance(t, Tensor) and t.grad_fn is not None]
     seen, out = set(), set()
     while todo:
@@ -1141,6 +1165,11 @@ def _leaves_reached(results):
         v = getattr(n, "variable", None)
         if v is not None:
             out.add(id(v))
+            if cap is not None and id(v) in seen_after and cap.made_here(v):
+                raise GraphBreak("a result's autograd graph reaches a leaf tensor made inside the function "
+                                 "(an nn.Parameter or a tensor created with requires_grad=True): a backward "
+                                 "after the call would not reach it (return it detached, or run the backward "
+                                 "inside)", where)
         todo.extend(e[0] for e in n.next_functions)
     return out
 
@@ -1301,6 +1330,54 @@ def _saved_in_graph(roots) -> dict:
                     ids[id(t._vc)] = ids.get(id(t._vc), frozenset()) | {k}
             stack.extend(e[0] for e in n.next_functions if e is not None)
     return ids
+
+
+def _through(results):
+    """NOTE [results computed from results]: ((k, positions of the other ``results`` whose
+    traced graph goes through result ``k``), ...) for the differentiable results of a region
+    (``return logits, loss``: loss's graph goes through logits). The region's backward is one
+    node with one output per result, so a gradient from ``loss`` reaches the inputs without
+    passing through ``logits``' slot: a hook, ``retain_grad()``, ``autograd.grad`` or
+    ``backward(inputs=...)`` at ``logits`` would see only ``logits``' own gradient, where eager's
+    sees the part coming from ``loss`` too. ``CompiledFunctionBackward.check_through`` raises in
+    that case instead."""
+    at = {(id(t._gf), t._out_nr): k for k, t in enumerate(results)}
+    through = {}
+    for j, t in enumerate(results):
+        seen, stack = set(), [t._gf]
+        while stack:
+            n = stack.pop()
+            if n is None or id(n) in seen:
+                continue
+            seen.add(id(n))
+            for e in n.next_functions:
+                if e is None or e[0] is None:
+                    continue
+                k = at.get((id(e[0]), e[1]))
+                if k is not None and k != j:
+                    through.setdefault(k, set()).add(j)
+                stack.append(e[0])
+    return tuple((k, frozenset(js)) for k, js in sorted(through.items()))
+
+
+def _through_outputs(through, n_results, kept_sts, rebinds, escapes):
+    """``_through`` over (results, tensors with a graph bound to places) in the positions of
+    the region's backward node: the results, then the kept tensors in ``rebinds`` order (those
+    ``write_back`` makes differentiable outputs); places that are not outputs dropped."""
+    pos = {k: k for k in range(n_results)}
+    kept = [r for r in rebinds if r.requires_grad and r.kept_graph]
+    for j, r in enumerate(kept):
+        st = id(escapes[r.index])
+        for p, s in enumerate(kept_sts):
+            if s == st:
+                pos.setdefault(n_results + p, n_results + j)
+    out = []
+    for k, js in through:
+        if k in pos:
+            js = frozenset(pos[j] for j in js if j in pos)
+            if js:
+                out.append((pos[k], js))
+    return tuple(out)
 
 
 def _view_root(t, call_leaves, whole, outside, state=None):

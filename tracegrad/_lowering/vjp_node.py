@@ -19,9 +19,9 @@ class CompiledFunctionBackward(Node):
     """One node for a compiled region: ``next_functions`` are the edges of the region's
     differentiable inputs (parameters' AccumulateGrad, the arguments' grad_fns)."""
 
-    __slots__ = ("_bwd", "_pullback", "_avals", "released", "_versions")
+    __slots__ = ("_bwd", "_pullback", "_avals", "released", "_versions", "_through")
 
-    def __init__(self, edges, bwd, pullback, avals, versions=()):
+    def __init__(self, edges, bwd, pullback, avals, versions=(), through=()):
         super().__init__(edges)
         self._bwd, self._pullback, self._avals = bwd, pullback, avals
         self.released = False
@@ -29,6 +29,22 @@ class CompiledFunctionBackward(Node):
         # saved it) of the arguments, results and state tensors the region's ops saved (NOTE [saved versions of a compiled region],
         # region.py); the counters, not the tensors: a result holding its own node is a cycle
         self._versions = versions
+        # ((k, outputs whose traced graph went through output k), ...): NOTE [results computed
+        # from results] in region.py
+        self._through = through
+
+    def check_through(self, grads, captures):
+        """Called by the engine before this node's hooks: raises where a gradient from one
+        result would have to be seen at another result it was computed from (a hook,
+        ``retain_grad``, ``autograd.grad``/``backward(inputs=...)`` at that result): the
+        region's one node cannot split it out (NOTE [results computed from results])."""
+        for k, js in self._through:
+            if not any(j < len(grads) and grads[j] is not None for j in js):
+                continue
+            retained = self._retains_grad and self._retains_grad.get(k)
+            if self.tensor_pre_hooks(k) or (retained is not None and retained and retained() is not None) \
+                    or (self, k) in captures:
+                raise RuntimeError(MSG_THROUGH)
 
     def num_outputs(self) -> int:
         return len(self._avals)
@@ -82,6 +98,14 @@ MSG_KEPT = ("this tensor was stored by a compiled function while it ran; its val
             "every call, but its graph exists only inside the compiled program, so there is nothing "
             "to backward through. Store tensor.detach(), or run the function uncompiled "
             "(tracegrad.compile(..., disable=True)) when you need its graph.")
+
+
+MSG_THROUGH = ("tracegrad.compile: the gradient at a result of a compiled function was asked for (a hook or "
+               "retain_grad() on it, autograd.grad or backward(inputs=...) with it as an input) while "
+               "backpropagating from another result the function computed from it (return logits, loss): "
+               "the compiled function's single backward node cannot give the part of the gradient that "
+               "flows through the first result. Take that gradient inside the compiled function, or call "
+               "it uncompiled (tracegrad.compile(..., disable=True)).")
 
 
 MSG_DOUBLE = ("tracegrad.compile: backward through the gradient of a compiled function (double "

@@ -17,11 +17,16 @@ from .. import _state
 class RemovableHandle:
     next_id: int = 0
 
-    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
+    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None, _structure: bool = True) -> None:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
-        _state.bump_structure()   # compiled programs re-check which hooks exist
+        # ``_structure`` False: a hook no compiled program can have baked in (a tensor hook on a
+        # node made outside any trace, ``autograd/_tensor_hooks.register_hook``): adding or
+        # removing it leaves the cached programs valid
+        self._structure = _structure
+        if _structure:
+            _state.bump_structure()   # compiled programs re-check which hooks exist
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].on_hook("registration", None)
         extras = extra_dict if isinstance(extra_dict, (list, tuple)) else ([extra_dict] if extra_dict is not None else [])
@@ -38,7 +43,8 @@ class RemovableHandle:
                     # removal, so an abandoned trace leaves the hook in place for the eager rerun
                     _state.CAPTURE[0].on_hook("removal", None)
                 del d[self.id]
-                _state.bump_structure()
+                if getattr(self, "_structure", True):
+                    _state.bump_structure()
 
     def __getstate__(self):
         # pickled with its dicts (a lazy module keeps handles to its own hooks): the weak

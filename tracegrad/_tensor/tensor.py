@@ -800,7 +800,7 @@ class Tensor(TensorBase):
             # (TestAutograd.test_set_data_self_requires_grad)
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         if _CAPTURE[0] is not None:       # inside a compiled trace: undone if it is abandoned
-            _CAPTURE[0].see_data_set(self)
+            _CAPTURE[0].see_data_set(self, value)
         # the tensor now shares the value's storage (a view of it where the value is one), as
         # torch's set_data: a later in-place write through either is seen by the other, and
         # ``p.data -= x`` leaves ``p`` on the storage it was on. Its own version counter stays.

@@ -305,7 +305,7 @@ class AccumulateGrad(Node):
         if g is None:
             return []
         if _state.CAPTURE[0] is not None:
-            _state.CAPTURE[0].see_grad_owner(var)
+            _state.CAPTURE[0].see_grad_owner(var, accumulate=True)
         with _ACCUMULATE_LOCK:
             self._accumulate(var, g, create_graph)
         if var._post_acc_hooks:

@@ -33,7 +33,10 @@ def register_hook(self, hook):
         d = self._hooks
     else:
         d = gf._tensor_hooks_for(self._out_nr)
-    h = RemovableHandle(d)
+    # a hook on a node recorded outside any compiled trace (``out.register_hook`` on a compiled
+    # call's result, every step) runs in the eager engine, never inside a program: the cached
+    # programs stay valid (no ``_state.STRUCTURE`` bump, which would trace again every call)
+    h = RemovableHandle(d, _structure=gf is None or _state.CAPTURE[0] is not None)
     d[h.id] = hook
     return h
 

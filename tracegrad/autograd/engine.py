@@ -458,6 +458,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=(), a
         while heap:
             _, _, node = heapq.heappop(heap)
             grads = buffers.pop(node, None) or []
+            if getattr(node, "_through", None):   # a compiled region's node (its check_through)
+                node.check_through(grads, captures)
             # torch captures the raw gradient of a node it will also execute, and the hooked
             # one of a node it only captures from (engine.cpp: evaluate_function)
             raw = list(grads) if captures and execute is not None and node in execute else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import tracegrad
+from tracegrad import _state
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.promotion import _SCALAR_NAME, check_tensors
 
@@ -219,14 +220,18 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     """Mirrors ``torch.nn.functional.gaussian_nll_loss``: ``0.5 * (log(var) + (input - target)^2 /
     var)`` (+ ``0.5 * log(2 pi)`` with ``full``), ``var`` clamped to ``eps`` without gradient
     through the clamp. ``var`` may be a float, the input's shape, the input's shape less the last
-    dim, or broadcastable with one mismatched size. Raises ValueError for a negative var (checked
-    eagerly only: no value is read inside ``tracegrad.compile``), a var of another size, or an
-    unknown reduction."""
+    dim, or broadcastable with one mismatched size. Raises ValueError for a negative var (inside
+    ``tracegrad.compile`` checked when the program runs), a var of another size, or an unknown
+    reduction."""
     if isinstance(var, (int, float)):
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = var * tracegrad.ones_like(input)
-    elif not tracegrad.compiler._tracing() and bool((var < 0).any()):
+    elif tracegrad.compiler._tracing():
+        # inside tracegrad.compile: checked when the program runs (a negative entry makes that
+        # call run eagerly, raising here); NOTE [value checks at run time]
+        _state.check_values(var, lambda t: t < 0)
+    elif bool((var < 0).any()):
         raise ValueError("var has negative entry/entries")
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
