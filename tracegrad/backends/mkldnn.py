@@ -1,12 +1,15 @@
 """Mirrors ``torch.backends.mkldnn`` (oneDNN). tracegrad runs on XLA, which does not use
 oneDNN, so ``is_available()`` is False; the flags (``enabled``, ``deterministic``,
 ``allow_tf32``, ``fp32_precision``) are stored and read back for programs that set them, and
-change no result. ``flags(...)`` sets them for a ``with`` block, as torch."""
+change no result. ``flags(...)`` sets them for a ``with`` block, as torch. ``allow_tf32``
+reads None, as on torch builds without an Intel GPU (TF32 on oneDNN is an Intel-GPU feature);
+setting it through ``set_flags``/``flags`` warns and leaves it None, as there."""
+import warnings
 from contextlib import contextmanager
 
 enabled = True
 deterministic = False
-allow_tf32 = True
+allow_tf32 = None
 fp32_precision = "none"
 
 VERBOSE_OFF = 0
@@ -40,7 +43,8 @@ def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precis
     if _deterministic is not None:
         deterministic = _deterministic
     if _allow_tf32 is not None:
-        allow_tf32 = _allow_tf32
+        warnings.warn("torch.backends.mkldnn: TF32 on oneDNN needs an Intel GPU build; tracegrad has no "
+                      "oneDNN, so allow_tf32 stays None", UserWarning, stacklevel=3)
     if _fp32_precision is not None:
         fp32_precision = _fp32_precision
     return orig
