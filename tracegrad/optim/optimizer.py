@@ -25,7 +25,7 @@ from typing import Any, TypeAlias
 from .. import (Tensor, compiler, enable_grad, float32, float64, full_like, get_default_dtype, is_grad_enabled,
                 set_grad_enabled, stack, tensor, view_as_complex, view_as_real)
 from .. import profiler
-from ..nn.parameter import Parameter
+from .. import nn
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -211,7 +211,7 @@ def _disable_dynamo_if_unsupported(single_tensor_fn=None):
     return wrapper
 
 
-_foreach_supported_types = [Tensor, Parameter]   # exact types: a Tensor subclass takes torch's for-loop
+_foreach_supported_types = [Tensor, nn.Parameter]   # exact types: a Tensor subclass takes torch's for-loop
 
 # Parameter descriptions torch's optimizers share in their docstrings (copied optimizer code
 # concatenates them into its own class docstrings); worded for tracegrad.
