@@ -140,10 +140,53 @@ def test_optimizer_private_helpers_match_torch():
     assert c.tolist() == [2 + 2j, 3 + 0j]
     assert tO._disable_dynamo_if_unsupported(single_tensor_fn=None)(len)([1, 2]) == 2
     assert tO._foreach_supported_types == [tracegrad.Tensor, tracegrad.nn.Parameter]
+    # grouping parallel lists by (device, dtype) for a foreach update, as torch (both spellings)
+    from torch.utils._foreach_utils import _group_tensors_by_device_and_dtype as torch_group
+    from tracegrad.utils._foreach_utils import _group_tensors_by_device_and_dtype as ours_group
+    ours = _foreach_sgd(tracegrad, tO, ours_group)
+    theirs = _foreach_sgd(torch, O, torch_group)
+    assert ours[2] == theirs[2] == {"float32": [0, 2], "float64": [1]}
+    for a, b in zip(ours[0] + ours[1], theirs[0] + theirs[1]):    # writes reach the original tensors
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-6)
+    lists = [[tracegrad.zeros(1), tracegrad.zeros(1, dtype=tracegrad.float64)], [None, None]]
+    got = tracegrad.optim.Optimizer._group_tensors_by_device_and_dtype(lists)
+    assert sorted(str(k[1]) for k in got) == ["tracegrad.float32", "tracegrad.float64"]
+    assert all(idx == [] and bs == [None] for (_, bs), idx in got.values())
+    assert tO._group_tensors_by_device_and_dtype(lists, True).keys() == got.keys()
+    import tracegrad.utils._foreach_utils as fu
+    import torch.utils._foreach_utils as tfu
+    assert fu._get_foreach_kernels_supported_devices() == tO._get_foreach_kernels_supported_devices() == \
+        [d if d != tfu.torch._C._get_privateuse1_backend_name() else "privateuseone"
+         for d in tfu._get_foreach_kernels_supported_devices()]
+    assert fu._has_foreach_support([tracegrad.zeros(1), None], tracegrad.device("cpu")) is \
+        tfu._has_foreach_support([torch.zeros(1), None], torch.device("cpu")) is True
+    for group, lib in [(ours_group, tracegrad), (torch_group, torch)]:
+        one, two = lib.zeros(1), lib.ones(1)
+        (lists, _), = group([[one, two], []]).values()       # an empty later list is allowed
+        assert lists[0][0] is one and lists[0][1] is two and lists[1] == []
+        for bad in ([[]], [[one, two], [one]]):
+            with pytest.raises(RuntimeError):
+                group(bad)
     # while compiling, _get_value keeps the tensor (no host read of a traced value)
     f = tracegrad.compile(lambda t: tO._get_value(t) * 2)
     out = f(tracegrad.tensor(3.0))
     assert isinstance(out, tracegrad.Tensor) and float(out) == 6.0
+
+
+def _foreach_sgd(lib, opt, group):
+    """The foreach branch of a vendored SGD: tensors grouped by (device, dtype), one
+    ``_foreach_*`` call per group; returns {dtype name: indices} of the grouping."""
+    params = [lib.tensor([1.0, -2.0]), lib.tensor([0.5], dtype=lib.float64), lib.tensor([3.0, 0.25, 1.0])]
+    grads = [lib.tensor([0.5, 0.25]), lib.tensor([-1.0], dtype=lib.float64), lib.tensor([0.1, 0.2, -0.3])]
+    bufs = [None, lib.tensor([0.2], dtype=lib.float64), None]
+    groups = group([params, grads, bufs], with_indices=True)
+    seen = {}
+    for (device, dtype), ((ps, gs, bs), indices) in groups.items():
+        assert device.type == "cpu"
+        seen[str(dtype).split(".")[-1]] = indices
+        lib._foreach_mul_(gs, 0.5)
+        lib._foreach_add_(ps, gs, alpha=-0.1)
+    return params, grads, seen
 
 
 def _fresh(lib, value):

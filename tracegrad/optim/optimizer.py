@@ -134,16 +134,18 @@ def _get_scalar_dtype(is_fused=None):
 
 
 def _get_foreach_kernels_supported_devices() -> list[str]:
-    """Mirrors ``torch.utils._foreach_utils._get_foreach_kernels_supported_devices``: the
-    device types for which torch picks its foreach path by default (not CPU). tracegrad runs
+    """Mirrors the name ``torch.optim.optimizer`` imports from ``torch.utils._foreach_utils``:
+    the device types for which torch picks its foreach path by default (not CPU). tracegrad runs
     one XLA implementation everywhere, so the flag only records the choice."""
-    return ["cuda", "xpu", "privateuseone"]
+    from .. import utils
+    return utils._foreach_utils._get_foreach_kernels_supported_devices()
 
 
 def _get_fused_kernels_supported_devices() -> list[str]:
-    """Mirrors ``torch.utils._foreach_utils._get_fused_kernels_supported_devices``: the device
-    types that accept ``fused=True``."""
-    return ["mps", "cuda", "xpu", "hpu", "cpu", "privateuseone"]
+    """Mirrors the name ``torch.optim.optimizer`` imports from ``torch.utils._foreach_utils``:
+    the device types that accept ``fused=True``."""
+    from .. import utils
+    return utils._foreach_utils._get_fused_kernels_supported_devices()
 
 
 def _get_capturable_supported_devices(supports_xla: bool = True) -> list[str]:
@@ -200,6 +202,14 @@ def _view_as_real(params, *state_and_grads) -> None:
             params[i] = view_as_real(params[i])
             for s in state_and_grads:
                 s[i] = view_as_real(s[i])
+
+
+def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices: bool = False):
+    """Mirrors the name ``torch.optim.optimizer`` imports from ``torch.utils._foreach_utils``:
+    parallel tensor lists split by the first list's (device, dtype), as
+    ``{(device, dtype): (lists, indices)}`` (see ``tracegrad.utils._foreach_utils``)."""
+    from .. import utils
+    return utils._foreach_utils._group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
 
 
 def _disable_dynamo_if_unsupported(single_tensor_fn=None):
@@ -449,6 +459,15 @@ class Optimizer:
             if result is not None:
                 state_dict = result
         return state_dict
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+        """Mirrors ``torch.optim.Optimizer._group_tensors_by_device_and_dtype``: the lists split
+        by (device, dtype) (``tracegrad.utils._foreach_utils``); while compiling, one group
+        ``{(None, None): (tensorlistlist, all indices)}``, as torch."""
+        if compiler.is_compiling():
+            return {(None, None): (tensorlistlist, list(range(len(tensorlistlist[0]))))}
+        return _group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
 
     @staticmethod
     def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):
