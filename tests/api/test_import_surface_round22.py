@@ -243,6 +243,17 @@ def test_functional_forms_match_torch():
             assert (a[0] is None) == (b[0] is None), name
             if a[0] is not None:     # moments, step counts, sgd's buffer made on the first step
                 np.testing.assert_allclose(_np(a[0]), _np(b[0]), rtol=1e-5, atol=1e-7, err_msg=name)
+    # a compiled step calling a functional form updates the same state (step counts stay tensors)
+    kw = _FUNCTIONAL["adamw"][1]
+    p = tracegrad.tensor(_P)
+    m, v, s = tracegrad.zeros_like(p), tracegrad.zeros_like(p), tracegrad.tensor(0.0)
+    step = tracegrad.compile(lambda g: tF.adamw([p], [g], [m], [v], [], [s], **kw))
+    for g in _G:
+        step(tracegrad.tensor(g))
+    tp, tlists = _run_functional(torch, F, "adamw")
+    np.testing.assert_allclose(_np(p), _np(tp), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(_np(v), _np(tlists[1][0]), rtol=1e-5, atol=1e-9)
+    assert float(s) == 2.0
     # the per-optimizer modules export the same functions, as torch's
     from tracegrad.optim import adamw as adamw_module, sgd as sgd_module
     assert adamw_module.adamw is tF.adamw and "adamw" in adamw_module.__all__
