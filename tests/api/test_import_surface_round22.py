@@ -171,6 +171,13 @@ def test_optimizer_private_helpers_match_torch():
     f = tracegrad.compile(lambda t: tO._get_value(t) * 2)
     out = f(tracegrad.tensor(3.0))
     assert isinstance(out, tracegrad.Tensor) and float(out) == 6.0
+    # older vendored sources ask torch._utils.is_compiling (deprecated: a warning, same answer)
+    for lib in (torch, tracegrad):
+        with pytest.warns(UserWarning, match="compiler.is_compiling"):
+            assert lib._utils.is_compiling() is False
+    with pytest.warns(UserWarning, match="compiler.is_compiling"):
+        g = tracegrad.compile(lambda t: t * (2.0 if tracegrad._utils.is_compiling() else 3.0))
+        assert float(g(tracegrad.tensor(1.0))) == 2.0
 
 
 def _foreach_sgd(lib, opt, group):
