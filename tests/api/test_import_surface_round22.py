@@ -279,6 +279,9 @@ def test_backends_mkldnn_openmp_config_collect_env():
     # no oneDNN / OpenMP in an XLA build (torch's CPU wheel has both: True there)
     assert tracegrad.backends.mkldnn.is_available() is False and mk.is_acl_available() is False
     assert tracegrad.backends.openmp.is_available() is False
+    assert tracegrad.backends.mkl.is_available() is False       # no oneMKL either
+    with tracegrad.backends.mkl.verbose(tracegrad.backends.mkl.VERBOSE_ON) as v:
+        assert v.enable == 1
     assert torch.backends.mkldnn.is_available() in (True, False)
     names = ("enabled", "deterministic", "allow_tf32")
     assert [getattr(mk, n) for n in names] == [getattr(torch.backends.mkldnn, n) for n in names]
