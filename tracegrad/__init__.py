@@ -410,6 +410,7 @@ def _assert(condition, message):
     assert condition, message
 
 
+from . import __config__ as __config__  # noqa: E402  (torch.__config__: show(), parallel_info())
 from . import functional as functional  # noqa: E402  (torch.functional; it reads the names above)
 from . import fx as fx  # noqa: E402  (torch imports torch.fx at import, too)
 from . import _dynamo_backends  # noqa: E402,F401  (user backends get FX graphs: it registers itself with compile)

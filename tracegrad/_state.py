@@ -33,6 +33,9 @@ from __future__ import annotations
 import threading
 
 CAPTURE: list = [None]
+# depth of compiled functions running their Python eagerly (compiler.is_compiling reads it with
+# CAPTURE; here so that layers below the compiler can ask too: torch._utils.is_compiling)
+IN_COMPILED: list = [0]
 STRUCTURE: list = [0]
 # NOTE [interposer]
 # ``INTERPOSE[0]`` is the one slot dispatch (``apply_op``/``apply_inplace``) reads per op: None,

@@ -575,7 +575,7 @@ def _tracing() -> bool:
     return _state.CAPTURE[0] is not None
 
 
-_IN_COMPILED = [0]     # depth of compiled functions running their Python eagerly
+_IN_COMPILED = _state.IN_COMPILED     # depth of compiled functions running their Python eagerly
 
 
 is_dynamo_compiling = is_compiling

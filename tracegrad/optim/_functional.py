@@ -19,7 +19,10 @@ from .. import Tensor, float64, is_grad_enabled, sparse_coo_tensor, stack, where
 
 __all__ = ["sgd_step", "adam_step", "adam_bias_corrections", "rmsprop_step", "adagrad_step", "adadelta_step", "adamax_step",
            "nadam_step", "radam_step", "rprop_step", "asgd_step", "adafactor_step", "muon_step",
-           "sparse_adam_step"]
+           "sparse_adam_step",
+           # torch's functional forms
+           "adadelta", "adagrad", "adam", "adamax", "adamw", "asgd", "nadam", "radam", "rmsprop", "rprop", "sgd",
+           "sparse_adam"]
 
 
 def _scalar(x):
@@ -461,3 +464,183 @@ def sparse_adam_step(param, grad, exp_avg, exp_avg_sq, step, *, lr, beta1, beta2
     denom = exp_avg_sq_update.add_(old_exp_avg_sq).sqrt_().add_(eps)
     step_size = lr * math.sqrt(1 - beta2 ** step) / (1 - beta1 ** step)
     param.add_(rows(-step_size * numer.div_(denom)))
+
+
+# ---------------------------------------------------------------------------------------------
+# torch's functional optimizer forms (``torch.optim._functional.adam``, also importable as
+# ``torch.optim.adam.adam`` ...): lists of parameters, gradients and state tensors, updated in
+# place, one parameter at a time with the rules above (values as torch's for-loop path). The
+# ``foreach``/``fused``/``capturable`` switches choose torch kernels; tracegrad has one
+# implementation, so they are accepted and computed the same way.
+
+def _check_steps(name, state_steps):
+    from .. import compiler
+    if not compiler.is_compiling() and not all(isinstance(t, Tensor) for t in state_steps):
+        raise RuntimeError(f"{name}: API has changed, `state_steps` argument must contain a list of singleton "
+                           "tensors (e.g. tracegrad.tensor(0.0) per parameter)")
+
+
+def _no_scaler(name, grad_scale, found_inf):
+    if grad_scale is not None or found_inf is not None:
+        raise RuntimeError(f"{name}: grad_scale and found_inf (torch's fused path) are not supported by "
+                           "tracegrad's functional form; unscale the gradients first (GradScaler.unscale_) "
+                           "and pass grad_scale=None, found_inf=None")
+
+
+def _real(*ts):
+    """A complex parameter's tensors as real views (torch's ``_view_as_real`` per parameter);
+    None entries stay None."""
+    from .. import view_as_real
+    if ts[0].is_complex():
+        return tuple(None if t is None else view_as_real(t) for t in ts)
+    return ts
+
+
+def _adam_each(name, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, grad_scale,
+               found_inf, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize, decoupled):
+    _check_steps(name, state_steps)
+    _no_scaler(name, grad_scale, found_inf)
+    for i, param in enumerate(params):
+        step = state_steps[i]
+        max_sq = max_exp_avg_sqs[i] if amsgrad else None
+        p, g, m, v, mx = _real(param, grads[i], exp_avgs[i], exp_avg_sqs[i], max_sq)
+        step.add_(1)
+        (step_size,), (inv_bc2,) = adam_bias_corrections([step], lr, beta1, beta2, [p.dtype])
+        adam_step(p, g, m, v, mx, step_size, inv_bc2, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                  weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                  decoupled_weight_decay=decoupled)
+
+
+def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+         differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False,
+         decoupled_weight_decay=False, *, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize):
+    """Mirrors ``torch.optim._functional.adam`` (``torch.optim.adam.adam``): one Adam step over
+    the lists, in place; each ``state_steps`` tensor is incremented first (RuntimeError when
+    they are not tensors). ``decoupled_weight_decay=True`` is AdamW."""
+    _adam_each("adam", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, grad_scale, found_inf,
+               amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps,
+               maximize=maximize, decoupled=decoupled_weight_decay)
+
+
+def adamw(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, foreach=None, capturable=False,
+          differentiable=False, fused=None, grad_scale=None, found_inf=None, has_complex=False, *, amsgrad,
+          beta1, beta2, lr, weight_decay, eps, maximize):
+    """Mirrors ``torch.optim._functional.adamw`` (``torch.optim.adamw.adamw``): ``adam`` with
+    decoupled weight decay (``param *= 1 - lr * weight_decay``)."""
+    _adam_each("adamw", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, grad_scale,
+               found_inf, amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=lr, weight_decay=weight_decay,
+               eps=eps, maximize=maximize, decoupled=True)
+
+
+def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None,
+        grad_scale=None, found_inf=None, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
+    """Mirrors ``torch.optim._functional.sgd`` (``torch.optim.sgd.sgd``): one SGD step in place;
+    a ``None`` entry of ``momentum_buffer_list`` is replaced in the list by the new buffer (the
+    first step's clone of the gradient), as torch."""
+    _no_scaler("sgd", grad_scale, found_inf)
+    for i, param in enumerate(params):
+        buf = sgd_step(param, d_p_list[i], momentum_buffer_list[i], lr=lr, momentum=momentum,
+                       dampening=dampening, nesterov=nesterov, weight_decay=weight_decay, maximize=maximize)
+        if momentum != 0:
+            momentum_buffer_list[i] = buf
+
+
+def rmsprop(params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, foreach=None,
+            maximize=False, differentiable=False, capturable=False, has_complex=False, *, lr, alpha, eps,
+            weight_decay, momentum, centered):
+    """Mirrors ``torch.optim._functional.rmsprop``: one RMSprop step in place (``grad_avgs``
+    read when ``centered``, ``momentum_buffer_list`` when ``momentum > 0``)."""
+    _check_steps("rmsprop", state_steps)
+    for i, param in enumerate(params):
+        ga = grad_avgs[i] if centered else None
+        mb = momentum_buffer_list[i] if momentum > 0 else None
+        p, g, sq, ga, mb = _real(param, grads[i], square_avgs[i], ga, mb)
+        rmsprop_step(p, g, sq, ga, mb, state_steps[i], lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                     momentum=momentum, centered=centered, maximize=maximize)
+
+
+def adagrad(params, grads, state_sums, state_steps, fused=None, grad_scale=None, found_inf=None,
+            has_sparse_grad=False, foreach=None, differentiable=False, has_complex=False, *, lr, weight_decay,
+            lr_decay, eps, maximize):
+    """Mirrors ``torch.optim._functional.adagrad``: one Adagrad step in place (sparse COO
+    gradients update only their rows)."""
+    _check_steps("adagrad", state_steps)
+    _no_scaler("adagrad", grad_scale, found_inf)
+    for i, param in enumerate(params):
+        p, g, s = (param, grads[i], state_sums[i]) if grads[i].is_sparse else _real(param, grads[i], state_sums[i])
+        adagrad_step(p, g, s, state_steps[i], lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                     maximize=maximize)
+
+
+def adadelta(params, grads, square_avgs, acc_deltas, state_steps, capturable=False, foreach=None,
+             differentiable=False, has_complex=False, *, lr, rho, eps, weight_decay, maximize):
+    """Mirrors ``torch.optim._functional.adadelta``: one Adadelta step in place."""
+    _check_steps("adadelta", state_steps)
+    for i, param in enumerate(params):
+        p, g, sq, ad = _real(param, grads[i], square_avgs[i], acc_deltas[i])
+        adadelta_step(p, g, sq, ad, state_steps[i], lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                      maximize=maximize)
+
+
+def adamax(params, grads, exp_avgs, exp_infs, state_steps, foreach=None, maximize=False, differentiable=False,
+           capturable=False, has_complex=False, *, eps, beta1, beta2, lr, weight_decay):
+    """Mirrors ``torch.optim._functional.adamax``: one Adamax step in place."""
+    _check_steps("adamax", state_steps)
+    for i, param in enumerate(params):
+        p, g, m, u = _real(param, grads[i], exp_avgs[i], exp_infs[i])
+        adamax_step(p, g, m, u, state_steps[i], lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                    weight_decay=weight_decay, maximize=maximize)
+
+
+def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoupled_weight_decay=False,
+          foreach=None, capturable=False, differentiable=False, has_complex=False, maximize=False, *, beta1,
+          beta2, lr, weight_decay, momentum_decay, eps):
+    """Mirrors ``torch.optim._functional.nadam``: one NAdam step in place (``mu_products``:
+    float32 0-d running products, updated)."""
+    _check_steps("nadam", state_steps)
+    for i, param in enumerate(params):
+        p, g, m, v = _real(param, grads[i], exp_avgs[i], exp_avg_sqs[i])
+        nadam_step(p, g, m, v, mu_products[i], state_steps[i], lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                   weight_decay=weight_decay, momentum_decay=momentum_decay, maximize=maximize,
+                   decoupled_weight_decay=decoupled_weight_decay)
+
+
+def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_decay=False, foreach=None,
+          differentiable=False, capturable=False, has_complex=False, maximize=False, *, beta1, beta2, lr,
+          weight_decay, eps):
+    """Mirrors ``torch.optim._functional.radam``: one RAdam step in place."""
+    _check_steps("radam", state_steps)
+    for i, param in enumerate(params):
+        p, g, m, v = _real(param, grads[i], exp_avgs[i], exp_avg_sqs[i])
+        radam_step(p, g, m, v, state_steps[i], lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                   weight_decay=weight_decay, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay)
+
+
+def rprop(params, grads, prevs, step_sizes, state_steps, foreach=None, capturable=False, maximize=False,
+          differentiable=False, has_complex=False, *, step_size_min, step_size_max, etaminus, etaplus):
+    """Mirrors ``torch.optim._functional.rprop``: one Rprop step in place."""
+    _check_steps("rprop", state_steps)
+    for i, param in enumerate(params):
+        p, g, pv, ss = _real(param, grads[i], prevs[i], step_sizes[i])
+        rprop_step(p, g, pv, ss, state_steps[i], etaminus=etaminus, etaplus=etaplus,
+                   step_size_min=step_size_min, step_size_max=step_size_max, maximize=maximize)
+
+
+def asgd(params, grads, axs, mus, etas, state_steps, foreach=None, maximize=False, differentiable=False,
+         capturable=False, has_complex=False, *, lambd, lr, t0, alpha, weight_decay):
+    """Mirrors ``torch.optim._functional.asgd``: one ASGD step in place (``etas``/``mus``:
+    0-d tensors, updated)."""
+    _check_steps("asgd", state_steps)
+    for i, param in enumerate(params):
+        p, g, ax = _real(param, grads[i], axs[i])
+        asgd_step(p, g, ax, etas[i], mus[i], state_steps[i], lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                  weight_decay=weight_decay, maximize=maximize)
+
+
+def sparse_adam(params, grads, exp_avgs, exp_avg_sqs, state_steps, *, eps, beta1, beta2, lr, maximize):
+    """Mirrors ``torch.optim._functional.sparse_adam``: one SparseAdam step in place for sparse
+    COO gradients; ``state_steps`` are the Python int counts after this step (not incremented
+    here, as torch)."""
+    for i, param in enumerate(params):
+        sparse_adam_step(param, grads[i], exp_avgs[i], exp_avg_sqs[i], state_steps[i], lr=lr, beta1=beta1,
+                         beta2=beta2, eps=eps, maximize=maximize)

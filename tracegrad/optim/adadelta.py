@@ -6,7 +6,7 @@ from ._functional import adadelta_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["Adadelta"]
+__all__ = ["Adadelta", "adadelta"]
 
 
 class Adadelta(Optimizer):
@@ -40,3 +40,6 @@ class Adadelta(Optimizer):
         adadelta_step(p, grad, state["square_avg"], state["acc_delta"], state["step"],
                       lr=group["lr"], rho=group["rho"], eps=group["eps"],
                       weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+# torch.optim.adadelta.adadelta: the functional form (defined with the other rules in _functional.py)
+from ._functional import adadelta as adadelta  # noqa: E402,F401

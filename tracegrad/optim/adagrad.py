@@ -6,7 +6,7 @@ from ._functional import adagrad_step
 from ._simple import check_common
 from .optimizer import Optimizer, full_like_reals
 
-__all__ = ["Adagrad"]
+__all__ = ["Adagrad", "adagrad"]
 
 
 class Adagrad(Optimizer):
@@ -66,3 +66,6 @@ class Adagrad(Optimizer):
         adagrad_step(p, grad, state["sum"], state["step"], lr=group["lr"],
                      lr_decay=group["lr_decay"], eps=group["eps"],
                      weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+# torch.optim.adagrad.adagrad: the functional form (defined with the other rules in _functional.py)
+from ._functional import adagrad as adagrad  # noqa: E402,F401

@@ -6,7 +6,7 @@ from ._functional import _scalar, adam_bias_corrections, adam_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["Adam"]
+__all__ = ["Adam", "adam"]
 
 
 class Adam(Optimizer):
@@ -112,3 +112,6 @@ def _check_betas(betas, *, foreach, capturable):
         raise ValueError("betas must be either both floats or both Tensors")
     for i, b in enumerate(betas):
         _check_tensor_hyperparameter(f"betas[{i}]", b, foreach=foreach, capturable=capturable)
+
+# torch.optim.adam.adam: the functional form (defined with the other rules in _functional.py)
+from ._functional import adam as adam  # noqa: E402,F401

@@ -6,7 +6,7 @@ from ._functional import adamax_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["Adamax"]
+__all__ = ["Adamax", "adamax"]
 
 
 class Adamax(Optimizer):
@@ -38,3 +38,6 @@ class Adamax(Optimizer):
         adamax_step(p, grad, state["exp_avg"], state["exp_inf"], state["step"], lr=group["lr"],
                     beta1=beta1, beta2=beta2, eps=group["eps"],
                     weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+# torch.optim.adamax.adamax: the functional form (defined with the other rules in _functional.py)
+from ._functional import adamax as adamax  # noqa: E402,F401

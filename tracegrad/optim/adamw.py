@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .adam import Adam
 
-__all__ = ["AdamW"]
+__all__ = ["AdamW", "adamw"]
 
 
 class AdamW(Adam):
@@ -23,3 +23,6 @@ class AdamW(Adam):
         super().__setstate__(state)
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True
+
+# torch.optim.adamw.adamw: the functional form (defined with the other rules in _functional.py)
+from ._functional import adamw as adamw  # noqa: E402,F401

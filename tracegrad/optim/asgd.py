@@ -6,7 +6,7 @@ from ._functional import asgd_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["ASGD"]
+__all__ = ["ASGD", "asgd"]
 
 
 class ASGD(Optimizer):
@@ -41,3 +41,6 @@ class ASGD(Optimizer):
         asgd_step(p, grad, state["ax"], state["eta"], state["mu"], state["step"], lr=group["lr"],
                   lambd=group["lambd"], alpha=group["alpha"], t0=group["t0"],
                   weight_decay=group["weight_decay"], maximize=group["maximize"])
+
+# torch.optim.asgd.asgd: the functional form (defined with the other rules in _functional.py)
+from ._functional import asgd as asgd  # noqa: E402,F401

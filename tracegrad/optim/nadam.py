@@ -6,7 +6,7 @@ from ._functional import nadam_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["NAdam"]
+__all__ = ["NAdam", "nadam"]
 
 
 class NAdam(Optimizer):
@@ -47,3 +47,6 @@ class NAdam(Optimizer):
                    weight_decay=group["weight_decay"], momentum_decay=group["momentum_decay"],
                    maximize=group["maximize"],
                    decoupled_weight_decay=group["decoupled_weight_decay"])
+
+# torch.optim.nadam.nadam: the functional form (defined with the other rules in _functional.py)
+from ._functional import nadam as nadam  # noqa: E402,F401

@@ -22,9 +22,10 @@ from itertools import chain
 from collections.abc import Callable, Iterable
 from typing import Any, TypeAlias
 
-from .. import (Tensor, compiler, enable_grad, float32, full_like, is_grad_enabled, set_grad_enabled, tensor,
-                view_as_complex, view_as_real)
+from .. import (Tensor, compiler, enable_grad, float32, float64, full_like, get_default_dtype, is_grad_enabled,
+                set_grad_enabled, stack, tensor, view_as_complex, view_as_real)
 from .. import profiler
+from .. import nn
 from ..utils.hooks import RemovableHandle
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -83,6 +84,162 @@ def _use_grad_for_differentiable(func):
         finally:
             set_grad_enabled(prev)
     return _use_grad
+
+
+# Helpers torch.optim.optimizer defines and that copies of torch's optimizer sources import
+# (``from torch.optim.optimizer import _get_value, _default_to_fused_or_foreach, ...``).
+import math as _math   # noqa: E402
+
+
+def _get_value(x):
+    """Mirrors ``torch.optim.optimizer._get_value``: a Tensor's Python number (``x.item()``),
+    any other value unchanged; while compiling (``compiler.is_compiling()``), ``x`` itself, so
+    that a traced step count stays a tensor."""
+    if compiler.is_compiling():
+        return x
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _stack_if_compiling(x):
+    """Mirrors ``torch.optim.optimizer._stack_if_compiling``: a list of tensors stacked into
+    one while compiling, else the list unchanged."""
+    if compiler.is_compiling():
+        return stack(x)
+    return x
+
+
+def _dispatch_sqrt(x):
+    """Mirrors older torch's ``torch.optim.optimizer._dispatch_sqrt`` (removed before 2.13,
+    still imported by vendored copies): ``x.sqrt()`` for a Tensor, ``math.sqrt(x)`` for a
+    number."""
+    if isinstance(x, Tensor):
+        return x.sqrt()
+    return _math.sqrt(x)
+
+
+def _to_scalar(x):
+    """Mirrors ``torch.optim.optimizer._to_scalar``: a one-element Tensor of any rank as a 0-d
+    tensor (squeezed); a 0-d tensor or a Python number unchanged."""
+    if isinstance(x, Tensor) and x.dim() != 0:
+        return x.squeeze()
+    return x
+
+
+def _get_scalar_dtype(is_fused=None):
+    """Mirrors ``torch.optim.optimizer._get_scalar_dtype``: the dtype of a step counter --
+    float32 for the fused path, else float64 when that is the default dtype, else float32."""
+    if is_fused:
+        return float32
+    return float64 if get_default_dtype() == float64 else float32
+
+
+def _get_foreach_kernels_supported_devices() -> list[str]:
+    """Mirrors the name ``torch.optim.optimizer`` imports from ``torch.utils._foreach_utils``:
+    the device types for which torch picks its foreach path by default (not CPU). tracegrad runs
+    one XLA implementation everywhere, so the flag only records the choice."""
+    from .. import utils
+    return utils._foreach_utils._get_foreach_kernels_supported_devices()
+
+
+def _get_fused_kernels_supported_devices() -> list[str]:
+    """Mirrors the name ``torch.optim.optimizer`` imports from ``torch.utils._foreach_utils``:
+    the device types that accept ``fused=True``."""
+    from .. import utils
+    return utils._foreach_utils._get_fused_kernels_supported_devices()
+
+
+def _get_capturable_supported_devices(supports_xla: bool = True) -> list[str]:
+    """Mirrors ``torch.optim.optimizer._get_capturable_supported_devices``: the device types
+    where ``capturable=True`` is accepted (never CPU), with ``"xla"`` unless ``supports_xla``
+    is False."""
+    devices = ["cuda", "xpu", "hpu", "privateuseone"]
+    if supports_xla:
+        devices.append("xla")
+    return devices
+
+
+def _is_plain_tensor(p):
+    return type(p) in _foreach_supported_types
+
+
+def _default_to_fused_or_foreach(params, differentiable: bool, use_fused: bool = False):
+    """Mirrors ``torch.optim.optimizer._default_to_fused_or_foreach``: ``(fused, foreach)``,
+    torch's default choice for ``params``: both False when ``differentiable``; fused only when
+    asked (``use_fused``) and every parameter is a floating-point plain Tensor on a fused
+    device; else foreach when every parameter is a plain Tensor on a foreach device (so False
+    on CPU, as torch). ``None`` entries are skipped. tracegrad computes the same values on every
+    path; the answer only tells copied optimizer code which branch to take."""
+    if differentiable:
+        return False, False
+    fused_devices = _get_fused_kernels_supported_devices()
+    foreach_devices = _get_foreach_kernels_supported_devices()
+    fused = use_fused and all(p is None or (_is_plain_tensor(p) and p.device.type in fused_devices
+                                            and p.is_floating_point()) for p in params)
+    foreach = not fused and all(p is None or (_is_plain_tensor(p) and p.device.type in foreach_devices)
+                                for p in params)
+    return fused, foreach
+
+
+def _device_dtype_check_for_fused(p, cuda_unsupported: bool = False) -> None:
+    """Mirrors ``torch.optim.optimizer._device_dtype_check_for_fused``: RuntimeError unless
+    ``p`` is a floating-point tensor on a device type that takes ``fused=True`` (CUDA left out
+    when ``cuda_unsupported``)."""
+    devices = _get_fused_kernels_supported_devices()
+    if cuda_unsupported:
+        devices.remove("cuda")
+    if not (p.device.type in devices and p.is_floating_point()):
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                           f"devices: {devices} but {p.dtype} and {p.device.type}; pass fused=False or "
+                           "floating-point parameters")
+
+
+def _view_as_real(params, *state_and_grads) -> None:
+    """Mirrors ``torch.optim.optimizer._view_as_real``: in the lists ``params`` and each of
+    ``state_and_grads``, every entry at the index of a complex parameter is replaced, in place
+    in the list, by its ``view_as_real`` (a view: updating it updates the complex tensor)."""
+    for i, p in enumerate(params):
+        if p.is_complex():
+            params[i] = view_as_real(params[i])
+            for s in state_and_grads:
+                s[i] = view_as_real(s[i])
+
+
+def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices: bool = False):
+    """Mirrors the name ``torch.optim.optimizer`` imports from ``torch.utils._foreach_utils``:
+    parallel tensor lists split by the first list's (device, dtype), as
+    ``{(device, dtype): (lists, indices)}`` (see ``tracegrad.utils._foreach_utils``)."""
+    from .. import utils
+    return utils._foreach_utils._group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
+
+
+def _disable_dynamo_if_unsupported(single_tensor_fn=None):
+    """Mirrors ``torch.optim.optimizer._disable_dynamo_if_unsupported``: a decorator factory
+    for functional optimizer forms. torch uses it to run some foreach steps outside its
+    compiler; tracegrad compiles every path, so the decorated function is returned unchanged."""
+    def wrapper(func):
+        return func
+    return wrapper
+
+
+_foreach_supported_types = [Tensor, nn.Parameter]   # exact types: a Tensor subclass takes torch's for-loop
+
+# Parameter descriptions torch's optimizers share in their docstrings (copied optimizer code
+# concatenates them into its own class docstrings); worded for tracegrad.
+_params_doc = r"""params (iterable): the tensors to optimize, or (name, tensor) pairs from
+            named_parameters(), or dicts each defining a parameter group"""
+_foreach_doc = r"""foreach (bool, optional): torch's choice between its for-loop and foreach
+            (multi-tensor) implementations. tracegrad computes the same values either way and
+            records the flag (default: None)"""
+_fused_doc = r"""fused (bool, optional): torch's fused implementation switch, for floating-point
+            parameters; tracegrad records it and computes the same values (default: None)"""
+_capturable_doc = r"""capturable (bool, optional): whether the step keeps its state on the
+            parameters' accelerator so that it can be captured in a graph; such parameters
+            must not be on CPU (default: False)"""
+_differentiable_doc = r"""differentiable (bool, optional): whether the step runs with grad mode
+            on, so that autograd can differentiate through the update; otherwise it runs under
+            no_grad (default: False)"""
+_maximize_doc = r"""maximize (bool, optional): step to increase the objective rather than decrease
+            it (default: False)"""
 
 
 def _hooked_step(func):
@@ -302,6 +459,15 @@ class Optimizer:
             if result is not None:
                 state_dict = result
         return state_dict
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+        """Mirrors ``torch.optim.Optimizer._group_tensors_by_device_and_dtype``: the lists split
+        by (device, dtype) (``tracegrad.utils._foreach_utils``); while compiling, one group
+        ``{(None, None): (tensorlistlist, all indices)}``, as torch."""
+        if compiler.is_compiling():
+            return {(None, None): (tensorlistlist, list(range(len(tensorlistlist[0]))))}
+        return _group_tensors_by_device_and_dtype(tensorlistlist, with_indices)
 
     @staticmethod
     def _process_value_according_to_param_policy(param, value, param_id, param_groups, key=None):

@@ -6,7 +6,7 @@ from ._functional import radam_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["RAdam"]
+__all__ = ["RAdam", "radam"]
 
 
 class RAdam(Optimizer):
@@ -42,3 +42,6 @@ class RAdam(Optimizer):
                    beta1=beta1, beta2=beta2, eps=group["eps"],
                    weight_decay=group["weight_decay"], maximize=group["maximize"],
                    decoupled_weight_decay=group["decoupled_weight_decay"])
+
+# torch.optim.radam.radam: the functional form (defined with the other rules in _functional.py)
+from ._functional import radam as radam  # noqa: E402,F401

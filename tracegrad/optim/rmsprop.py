@@ -6,7 +6,7 @@ from ._functional import rmsprop_step
 from ._simple import check_common
 from .optimizer import Optimizer
 
-__all__ = ["RMSprop"]
+__all__ = ["RMSprop", "rmsprop"]
 
 
 class RMSprop(Optimizer):
@@ -68,3 +68,6 @@ class RMSprop(Optimizer):
                      alpha=group["alpha"], eps=group["eps"], weight_decay=group["weight_decay"],
                      momentum=group["momentum"], centered=group["centered"],
                      maximize=group["maximize"])
+
+# torch.optim.rmsprop.rmsprop: the functional form (defined with the other rules in _functional.py)
+from ._functional import rmsprop as rmsprop  # noqa: E402,F401

@@ -6,7 +6,7 @@ from ._functional import rprop_step
 from ._simple import check_common
 from .optimizer import Optimizer, full_like_reals
 
-__all__ = ["Rprop"]
+__all__ = ["Rprop", "rprop"]
 
 
 class Rprop(Optimizer):
@@ -43,3 +43,6 @@ class Rprop(Optimizer):
         lo, hi = group["step_sizes"]
         rprop_step(p, grad, state["prev"], state["step_size"], state["step"], etaminus=etaminus,
                    etaplus=etaplus, step_size_min=lo, step_size_max=hi, maximize=group["maximize"])
+
+# torch.optim.rprop.rprop: the functional form (defined with the other rules in _functional.py)
+from ._functional import rprop as rprop  # noqa: E402,F401

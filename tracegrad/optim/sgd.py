@@ -5,7 +5,7 @@ from .. import Tensor
 from ._functional import sgd_step
 from .optimizer import Optimizer
 
-__all__ = ["SGD"]
+__all__ = ["SGD", "sgd"]
 
 
 class SGD(Optimizer):
@@ -70,3 +70,6 @@ class SGD(Optimizer):
                        maximize=group["maximize"])
         if group["momentum"] != 0:
             state["momentum_buffer"] = buf
+
+# torch.optim.sgd.sgd: the functional form (defined with the other rules in _functional.py)
+from ._functional import sgd as sgd  # noqa: E402,F401

@@ -1,0 +1,79 @@
+"""Mirrors ``torch.backends.mkldnn`` (oneDNN). tracegrad runs on XLA, which does not use
+oneDNN, so ``is_available()`` is False; the flags (``enabled``, ``deterministic``,
+``allow_tf32``, ``fp32_precision``) are stored and read back for programs that set them, and
+change no result. ``flags(...)`` sets them for a ``with`` block, as torch. ``allow_tf32``
+reads None, as on torch builds without an Intel GPU (TF32 on oneDNN is an Intel-GPU feature);
+setting it through ``set_flags``/``flags`` warns and leaves it None, as there."""
+import warnings
+from contextlib import contextmanager
+
+enabled = True
+deterministic = False
+allow_tf32 = None
+fp32_precision = "none"
+
+VERBOSE_OFF = 0
+VERBOSE_ON = 1
+VERBOSE_ON_CREATION = 2
+
+_FP32_PRECISIONS = ("none", "ieee", "tf32", "bf16")
+
+
+def is_available() -> bool:
+    """Mirrors ``torch.backends.mkldnn.is_available``: False -- tracegrad is not built with
+    oneDNN (XLA generates its own CPU kernels)."""
+    return False
+
+
+def is_acl_available() -> bool:
+    """Mirrors ``torch.backends.mkldnn.is_acl_available``: False (no Arm Compute Library)."""
+    return False
+
+
+def set_flags(_enabled=None, _deterministic=None, _allow_tf32=None, _fp32_precision="none"):
+    """Mirrors ``torch.backends.mkldnn.set_flags``: sets each flag given (``None`` keeps it)
+    and returns the previous ``(enabled, deterministic, allow_tf32, fp32_precision)``."""
+    global enabled, deterministic, allow_tf32, fp32_precision
+    orig = (enabled, deterministic, allow_tf32, fp32_precision)
+    if _fp32_precision is not None and _fp32_precision not in _FP32_PRECISIONS:
+        raise RuntimeError(f"torch.backends.mkldnn.set_flags: fp32_precision must be one of "
+                           f"{list(_FP32_PRECISIONS)}, got {_fp32_precision!r}")
+    if _enabled is not None:
+        enabled = _enabled
+    if _deterministic is not None:
+        deterministic = _deterministic
+    if _allow_tf32 is not None:
+        warnings.warn("torch.backends.mkldnn: TF32 on oneDNN needs an Intel GPU build; tracegrad has no "
+                      "oneDNN, so allow_tf32 stays None", UserWarning, stacklevel=3)
+    if _fp32_precision is not None:
+        fp32_precision = _fp32_precision
+    return orig
+
+
+@contextmanager
+def flags(enabled=False, deterministic=False, allow_tf32=True, fp32_precision="none"):
+    """Mirrors ``torch.backends.mkldnn.flags``: a context manager that sets the flags (note
+    torch's default ``enabled=False``) and restores the previous values on exit."""
+    orig = set_flags(enabled, deterministic, allow_tf32, fp32_precision)
+    try:
+        yield
+    finally:
+        set_flags(*orig)
+
+
+class verbose:
+    """Mirrors ``torch.backends.mkldnn.verbose``: a context manager for oneDNN's verbose log
+    level (``VERBOSE_OFF``/``VERBOSE_ON``/``VERBOSE_ON_CREATION``). Without oneDNN there is
+    nothing to log: the level is checked and kept in ``level``."""
+
+    def __init__(self, level):
+        if level not in (VERBOSE_OFF, VERBOSE_ON, VERBOSE_ON_CREATION):
+            raise RuntimeError(f"torch.backends.mkldnn.verbose: level must be VERBOSE_OFF, VERBOSE_ON or "
+                               f"VERBOSE_ON_CREATION (0, 1, 2), got {level!r}")
+        self.level = level
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        return False
