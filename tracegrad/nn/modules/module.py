@@ -213,6 +213,19 @@ def _typename(v):
     return t.__qualname__ if mod in ("builtins", None) else f"{mod}.{t.__qualname__}"
 
 
+def _owner_prefix(root, key):
+    """The dotted name of the module under ``root`` whose entries ``key`` sits among: follow
+    the key's components down through child modules while they name one."""
+    parts = key.split(".")
+    module, depth = root, 0
+    while depth < len(parts) - 1:
+        child = module._modules.get(parts[depth])
+        if child is None:
+            break
+        module, depth = child, depth + 1
+    return ".".join(parts[:depth])
+
+
 def _legacy_wrapper(hook, module):
     def wrapped(grad_input, grad_output):
         return hook(module, grad_input, grad_output)
@@ -984,9 +997,12 @@ class Module:
                 continue
             module._scan_local(state_dict, p, assign, missing, errors, todo, expected)
             # keys under this module's prefix that no module claims are unexpected
-        for key in state_dict:
-            if key not in expected:
-                unexpected.append(key)
+        # torch reports them module by module (pre-order), each module's in the dict's order
+        order = {}
+        for i, (mprefix, _) in enumerate(modules):
+            order.setdefault(mprefix, i)
+        unexpected.extend(sorted((k for k in state_dict if k not in expected),
+                                 key=lambda k: order[_owner_prefix(self, k)]))
         post = [m for _, m in reversed(modules) if m.__dict__.get("_load_state_dict_post_hooks")]
         if post:
             # torch runs post-hooks on the loaded module, before the strict check (they may edit
