@@ -279,3 +279,29 @@ def test_parametrization_api():
         log("missing tensor", err(lambda: P.register_parametrization(lin(T), "nope", T.nn.Identity())) is not None)
 
     run_both(program)
+
+
+def test_init_error_inputs():
+    # test/nn/test_init.py: TestNNInit.test_trunc_normal (an empty [a, b] range),
+    # test_calculate_gain_*, test_xavier_*_errors_on_inputs_smaller_than_2d, test_dirac_*
+    def program(T, log):
+        I = T.nn.init
+        cases = {
+            "trunc_normal_ a > b": lambda: I.trunc_normal_(T.ones(3), a=2, b=-2),
+            "xavier on 1-d": lambda: I.xavier_uniform_(T.ones(3)),
+            "kaiming mode": lambda: I.kaiming_normal_(T.ones(3, 3), mode="x"),
+            "orthogonal on 1-d": lambda: I.orthogonal_(T.ones(3)),
+            "sparse on 3-d": lambda: I.sparse_(T.ones(3, 3, 3), 0.1),
+            "eye on 3-d": lambda: I.eye_(T.ones(3, 3, 3)),
+            "dirac on 2-d": lambda: I.dirac_(T.ones(3, 3)),
+            "dirac groups": lambda: I.dirac_(T.ones(3, 3, 3), groups=2),
+            "gain name": lambda: I.calculate_gain("x"),
+            "gain param": lambda: I.calculate_gain("leaky_relu", "a"),
+            "gain bool param": lambda: I.calculate_gain("leaky_relu", True),
+        }
+        log("errors", {k: (err(f) or "").split(";")[0] for k, f in cases.items()})
+        log("gains", [I.calculate_gain(n) for n in ("tanh", "selu", "relu", "sigmoid")] +
+            [I.calculate_gain("leaky_relu", 0.2), I.calculate_gain("leaky_relu", 1), I.calculate_gain("leaky_relu")])
+        log("fan in/out", [I._calculate_fan_in_and_fan_out(T.ones(3, 4, 5)), I.trunc_normal_(T.ones(3), a=1, b=1)])
+
+    run_both(program)
