@@ -3,6 +3,7 @@
 views of views and their strides/offsets), test/test_shape_ops.py (TestShapeOps.test_diagonal:
 identical dims refused), test/test_indexing.py (TestIndexing.test_index_put_accumulate_*,
 test_setitem_expansion_error, test_step / test_step_assignment: a zero or negative slice step,
+test_out_of_bound_index: which position an out-of-range int index is named by,
 index_put's value-shape check) and test/test_linalg.py / test/nn/test_linear (addmm's and
 Linear's dtype mismatch words). Each program runs under torch (the oracle) and tracegrad
 (``run_both``): equal logs of values, strides, offsets and messages' gists. Tensors of shape
@@ -91,6 +92,10 @@ def test_index_put_and_slice_steps():
             "bool mask": err(lambda: T.zeros(5, 2).index_put_((T.tensor([True, False, True, False, False]),), v3)),
             "setitem, leading dims": err(lambda: T.zeros(2, 3, 4).__setitem__(0, T.ones(2))),
         })
+        # an int index out of range: torch names its position in the key (None and ... count)
+        z = T.zeros(2, 3, 4)
+        log("out of range", [err(lambda: z[None, -3]), err(lambda: z[0, None, 5]), err(lambda: z[..., 7]),
+                             err(lambda: z[:, None, 3]), err(lambda: z.__setitem__((None, None, Ellipsis, 9), 1.0))])
         log("broadcast value is fine", T.zeros(5, 2).index_put_((i2,), T.tensor([[1.0, 2.0]])))
         log("slice steps", [err(lambda: x[::0]), err(lambda: x[::-1]), err(lambda: x.__setitem__(slice(None, None, 0), 1.0)),
                             err(lambda: x.__setitem__(slice(None, None, -1), 1.0)), x[1::2].stride()])

@@ -80,7 +80,7 @@ def _parse_key(self, key):
         raise IndexError(f"too many indices for tensor of dimension {len(shp)}")
     markers, arrays = [], []
     dim = 0
-    for k in key:
+    for pos, k in enumerate(key):
         if k is None:
             markers.append(("n",))
         elif k is Ellipsis:
@@ -98,8 +98,8 @@ def _parse_key(self, key):
         elif isinstance(k, (int, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating_point and k.dtype is not _dt.bool_):
             i = int(k)
             size = shp[dim]
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+            if not -size <= i < size:   # torch names the index's position in the key (None and ... count)
+                raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")
             markers.append(("i", i % size))
             dim += 1
         else:
