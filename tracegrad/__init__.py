@@ -394,9 +394,19 @@ from ._api.threads import (  # noqa: E402
 
 
 def typename(obj):
-    """``torch.typename``, simplified: the type's name (``'Tensor'`` where torch says
-    ``'torch.FloatTensor'``)."""
-    return type(obj).__name__
+    """Mirrors ``torch.typename``: a tensor's legacy type string (``obj.type()``, e.g.
+    ``'torch.FloatTensor'``); otherwise ``module.qualname`` of ``obj`` when it has a
+    ``__qualname__`` (a class or function), else of its class, with the module left off
+    for builtins (``typename(3) == 'int'``)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    if hasattr(obj, "__qualname__") or hasattr(obj, "__name__"):
+        module = getattr(obj, "__module__", "") or ""
+        qualname = getattr(obj, "__qualname__", None) or obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        qualname = type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
 def _assert(condition, message):

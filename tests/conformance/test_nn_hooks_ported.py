@@ -217,17 +217,13 @@ def test_full_backward_hook_non_tensor_input(T):
     assert T.allclose(x.grad, T.full((2,), 3.0))
 
 
-def test_full_backward_hook_inplace_on_output_raises(T, request):
-    if T.__name__ == "tracegrad":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=(
-            "engine: the identity node full backward hooks put on a module's outputs does not make "
-            "them views, so an in-place op on them is not rejected as torch does")))
+def test_full_backward_hook_inplace_on_output_raises(T):
     # TestModuleHookNN.test_hook_inplace: modifying a hooked module's output in-place raises
     m = T.nn.Identity()
     m.register_full_backward_hook(lambda *a: None)
     x = T.ones(2, requires_grad=True)
     y = m(x * 1)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="BackwardHookFunction is a view and is being modified inplace"):
         y.mul_(2)
 
 

@@ -28,14 +28,17 @@ def view_dtype(self, dtype):
         if self.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {how}")
         strides = strides_of(self)
+        r = b // a
+        if b > a:   # torch checks the last size and the offset before the last stride
+            for what, v in [("self.size(-1)", self.shape[-1]), ("self.storage_offset()", storage_offset_of(self))]:
+                if v % r:
+                    raise RuntimeError(f"{what} must be divisible by {r} {how}, but got {v}")
         if strides[-1] != 1:
             raise RuntimeError(f"self.stride(-1) must be 1 {how}, but got {strides[-1]}")
         if b > a:
-            r = b // a
-            for what, v in [("self.size(-1)", self.shape[-1]), ("self.storage_offset()", storage_offset_of(self))] + \
-                    [(f"self.stride({i})", s) for i, s in enumerate(strides[:-1])]:
+            for i, v in enumerate(strides[:-1]):
                 if v % r:
-                    raise RuntimeError(f"{what} must be divisible by {r} {how}, but got {v}")
+                    raise RuntimeError(f"self.stride({i}) must be divisible by {r} {how}, but got {v}")
     out = apply_op(OPS["view_dtype"], (self,), (("dtype", d.np), ("src", self._value.dtype)))
     out._base, out._rg = None, False
     out.__dict__.pop("_cmeta", None)

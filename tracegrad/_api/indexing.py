@@ -80,7 +80,7 @@ def _parse_key(self, key):
         raise IndexError(f"too many indices for tensor of dimension {len(shp)}")
     markers, arrays = [], []
     dim = 0
-    for k in key:
+    for pos, k in enumerate(key):
         if k is None:
             markers.append(("n",))
         elif k is Ellipsis:
@@ -89,7 +89,7 @@ def _parse_key(self, key):
         elif isinstance(k, slice):
             step = k.step
             if step is not None and step <= 0:
-                raise ValueError("step must be greater than zero")
+                raise ValueError("slice step cannot be zero" if step == 0 else "step must be greater than zero")
             if k.start is None and k.stop is None and step is None:
                 markers.append(("s", None, None, None))
             else:   # bounds in range: the start is a runtime operand (NOTE [dynamic positions])
@@ -98,8 +98,8 @@ def _parse_key(self, key):
         elif isinstance(k, (int, np.integer)) or (isinstance(k, Tensor) and k.ndim == 0 and not k.dtype.is_floating_point and k.dtype is not _dt.bool_):
             i = int(k)
             size = shp[dim]
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {size}")
+            if not -size <= i < size:   # torch names the index's position in the key (None and ... count)
+                raise IndexError(f"index {i} is out of bounds for dimension {pos} with size {size}")
             markers.append(("i", i % size))
             dim += 1
         else:
@@ -439,8 +439,15 @@ def index_put_(self, indices, values, accumulate=False, *, markers=None):
         _check_byte_mask_fill(indices, values, accumulate)
         indices = _byte_masks_as_bool(tuple(indices))
         _check_index_put(self, indices, values, "index_put_")
+        key = indices
         indices = _mask_to_indices(indices)
         markers = tuple(("t",) for _ in indices)
+        _check_put_dtype(self, values)
+        try:
+            return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
+        except RuntimeError:
+            _check_value_fits(self, key, values)    # torch's "shape mismatch" message when that is the cause
+            raise
     _check_put_dtype(self, values)
     return apply_inplace(OPS["index_put"], self, (values, *indices), (("key", markers), ("accumulate", accumulate)))
 
@@ -458,16 +465,22 @@ def _check_byte_mask_fill(indices, values, accumulate):
 def index_put(self, indices, values, accumulate=False):
     """Mirrors ``torch.index_put``: ``self[indices] = values`` (``+=`` with ``accumulate``) out of
     place. A bool mask among ``indices`` stands for the int indices of its True elements, as torch
-    (so it needs concrete values). RuntimeError when values' dtype is not self's; IndexError for
-    float indices, too many indices or an index out of range."""
+    (so it needs concrete values). RuntimeError when values' dtype is not self's or values do not
+    broadcast to ``self[indices]``'s shape; IndexError for float indices, too many indices or an
+    index out of range."""
     _check_indices_tuple(indices, "index_put")
     _check_byte_mask_fill(indices, values, accumulate)
     indices = _byte_masks_as_bool(tuple(indices))
     _check_index_put(self, indices, values, "index_put")
+    key = indices
     indices = _mask_to_indices(indices)
     markers = tuple(("t",) for _ in indices)
     _check_put_dtype(self, values)
-    return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
+    try:
+        return apply_op(OPS["index_put"], (self, values, *indices), (("key", markers), ("accumulate", accumulate)))
+    except RuntimeError:
+        _check_value_fits(self, key, values)    # torch's "shape mismatch" message when that is the cause
+        raise
 
 
 def _index_arg(index, name):

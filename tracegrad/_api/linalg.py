@@ -111,10 +111,12 @@ def addmm(self, mat1, mat2, *rest, beta=1, alpha=1):
     if mat1.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     self, mat1, mat2 = _autocast.cast("lower", "addmm", self, mat1, mat2)
-    if isinstance(self, Tensor) and self.dtype is not mat2.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_CPP_NAME[self.dtype.name]} and "
-                           f"{_CPP_NAME[mat2.dtype.name]}; convert them to one dtype (nn.Linear: cast the input "
-                           "or the module)")
+    # torch compares self with mat2 first, then mat1 with mat2
+    for what, a in (("self", self), ("mat1", mat1)):
+        if isinstance(a, Tensor) and a.dtype is not mat2.dtype:
+            raise RuntimeError(f"{what} and mat2 must have the same dtype, but got {_SCALAR_NAME[a.dtype.name]} and "
+                               f"{_SCALAR_NAME[mat2.dtype.name]}; convert them to one dtype (nn.Linear: cast the "
+                               "input or the module)")
     return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), _mm_dtype(mat1, mat2, "addmm"))
 
 

@@ -739,5 +739,10 @@ _nn = types.SimpleNamespace(
 
 def _backward_hook_function(*tensors):
     """The identity node torch's module backward hooks hang on (``BackwardHookFunctionBackward``):
-    returns new tensors, one per input, all sharing one node."""
-    return apply_op(OPS["backward_hook_function"], tensors)
+    returns new tensors, one per input, all sharing one node. As in torch, where they are inputs
+    returned as-is from a custom Function, writing one in place with grad enabled raises
+    (``ReLU(inplace=True)`` under a full backward hook): clone it first."""
+    out = apply_op(OPS["backward_hook_function"], tensors)
+    for i, t in enumerate(out):
+        t._cfn = (i, "BackwardHookFunction")
+    return out

@@ -621,8 +621,11 @@ def diag(self, diagonal=0):
 
 @method(function=True)
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    """Mirrors ``torch.diagonal``: a view."""
-    return apply_op(OPS["diagonal"], (self,), (("offset", offset), ("dim1", _wrap_dim(dim1, _ndim(self, "diagonal"))), ("dim2", _wrap_dim(dim2, self.ndim))))
+    """Mirrors ``torch.diagonal``: a view. RuntimeError when ``dim1`` and ``dim2`` name the same dim."""
+    d1, d2 = _wrap_dim(dim1, _ndim(self, "diagonal")), _wrap_dim(dim2, self.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply_op(OPS["diagonal"], (self,), (("offset", offset), ("dim1", d1), ("dim2", d2)))
 
 
 @method(function=True)

@@ -68,9 +68,13 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Mirrors ``torch.nn.init.trunc_normal_``: N(mean, std^2) truncated to [a, b] (inverse CDF)."""
+    """Mirrors ``torch.nn.init.trunc_normal_``: N(mean, std^2) truncated to [a, b] (inverse CDF).
+    RuntimeError, with torch's words, when ``a > b``."""
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    if a > b:   # torch 2.13 draws uniform_(a, b) there, which refuses the empty range
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}; "
+                           "trunc_normal_ needs a <= b")
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)

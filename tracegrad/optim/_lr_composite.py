@@ -99,7 +99,9 @@ class ChainedScheduler(LRScheduler):
                                  f"scheduler, but got one at index {i}.")
             if optimizer is not s.optimizer:
                 raise ValueError(f"{self.__class__.__name__} expects all schedulers to belong to "
-                                 f"the same optimizer, but got one at index {i} that does not.")
+                                 f"the same optimizer, but got scheduler {s.__class__.__name__} at index "
+                                 f"{i} has {s.optimizer}, which is different from "
+                                 f"{optimizer.__class__.__name__}.")
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")

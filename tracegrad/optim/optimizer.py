@@ -814,7 +814,5 @@ def _write_back(state, views, before) -> None:
 
 
 def _typename(obj) -> str:
-    if isinstance(obj, Tensor):
-        return "tracegrad.Tensor"
-    t = type(obj)
-    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    from .. import typename   # (defined after tracegrad imports optim)
+    return typename(obj)   # a tensor: its legacy type string, as torch's message

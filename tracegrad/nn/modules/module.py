@@ -213,6 +213,19 @@ def _typename(v):
     return t.__qualname__ if mod in ("builtins", None) else f"{mod}.{t.__qualname__}"
 
 
+def _owner_prefix(root, key):
+    """The dotted name of the module under ``root`` whose entries ``key`` sits among: follow
+    the key's components down through child modules while they name one."""
+    parts = key.split(".")
+    module, depth = root, 0
+    while depth < len(parts) - 1:
+        child = module._modules.get(parts[depth])
+        if child is None:
+            break
+        module, depth = child, depth + 1
+    return ".".join(parts[:depth])
+
+
 def _legacy_wrapper(hook, module):
     def wrapped(grad_input, grad_output):
         return hook(module, grad_input, grad_output)
@@ -582,7 +595,7 @@ class Module:
                 if marked or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                        f"(torch.Tensor or None expected)")
+                                        f"(torch.nn.Buffer, torch.Tensor or None expected)")
                     if marked:
                         if buffers is None:
                             raise AttributeError("cannot assign buffer before Module.__init__() call")
@@ -961,21 +974,35 @@ class Module:
             p = mprefix + "." if mprefix else ""
             local_meta = meta.get(mprefix, {}) if meta is not None else {}
             module._upgrade_state_dict(state_dict, p, local_meta)
-            for h in tuple(module.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
-                hook_args = (state_dict, p, local_meta, True, missing, unexpected, errors)
+            pre_hooks = tuple(module.__dict__.get("_load_state_dict_pre_hooks", {}).values())
+            override = module._overrides("_load_from_state_dict")
+            # as torch, a submodule's pre-hooks and loader see only the entries under its prefix
+            # (a copy); what they change there is written back for the modules after it
+            local = (state_dict if not p or not (pre_hooks or override)
+                     else OrderedDict((k, v) for k, v in state_dict.items() if k.startswith(p)))
+            for h in pre_hooks:
+                hook_args = (local, p, local_meta, True, missing, unexpected, errors)
                 h.fn(module, *hook_args) if h.with_kwargs else h.fn(*hook_args)
-            if module._overrides("_load_from_state_dict"):
+            if override:
                 # a module with its own loader reads (and checks) its entries itself, as torch
                 # calls it: the keys under its prefix that are not its children's are its own
-                module._load_from_state_dict(state_dict, p, local_meta, strict, missing, unexpected, errors)
+                module._load_from_state_dict(local, p, local_meta, strict, missing, unexpected, errors)
+            if local is not state_dict:
+                for k in [k for k in state_dict if k.startswith(p) and k not in local]:
+                    del state_dict[k]
+                state_dict.update((k, v) for k, v in local.items() if k.startswith(p))
+            if override:
                 expected.update(k for k in state_dict
                                 if k.startswith(p) and k[len(p):].split(".", 1)[0] not in module._modules)
                 continue
             module._scan_local(state_dict, p, assign, missing, errors, todo, expected)
             # keys under this module's prefix that no module claims are unexpected
-        for key in state_dict:
-            if key not in expected:
-                unexpected.append(key)
+        # torch reports them module by module (pre-order), each module's in the dict's order
+        order = {}
+        for i, (mprefix, _) in enumerate(modules):
+            order.setdefault(mprefix, i)
+        unexpected.extend(sorted((k for k in state_dict if k not in expected),
+                                 key=lambda k: order[_owner_prefix(self, k)]))
         post = [m for _, m in reversed(modules) if m.__dict__.get("_load_state_dict_post_hooks")]
         if post:
             # torch runs post-hooks on the loaded module, before the strict check (they may edit
