@@ -37,6 +37,7 @@ import contextlib
 import importlib
 import io
 import os
+import re
 import warnings
 
 import numpy as np
@@ -695,3 +696,16 @@ def torch_logger_restored(T):
         logger.filters[:] = filters
         logger.propagate = propagate
         logger.setLevel(level)
+
+
+def error_gist(fn):
+    """``'Class: gist'`` of what ``fn()`` raises (None when it does not raise), warnings silenced:
+    the message up to its first ';' or line break (tracegrad may add what to do after that)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn()
+    except (RuntimeError, TypeError, ValueError, KeyError, IndexError) as e:
+        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)   # (str() quotes a KeyError)
+        return f"{type(e).__name__}: " + re.split(r";|\n", msg)[0].rstrip(". ")
+    return None

@@ -7,27 +7,16 @@ add_param_group and load_state_dict mismatches, tensor lr), test/test_torch.py
 cooldown, absolute threshold and per-group min_lr, state_dict round trips). Each program runs
 under torch (the oracle) and tracegrad (``run_both``): equal logs of values and messages' gists.
 Parameters of shape (2,) / (3,) float32 only."""
-import re
 import warnings
 
 import pytest
 
-from parity import run_both
+from parity import error_gist, run_both
 
 torch = pytest.importorskip("torch")
 
 
-def err(fn):
-    """``'Class: gist'`` of what ``fn()`` raises (None when it does not raise): the message up to
-    its first ';' or line break (tracegrad may add what to do after that)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn()
-    except (RuntimeError, TypeError, ValueError, KeyError) as e:
-        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)   # (str() quotes a KeyError)
-        return f"{type(e).__name__}: " + re.split(r";|\n", msg)[0].rstrip(". ")
-    return None
+err = error_gist
 
 
 def test_typename():

@@ -8,26 +8,15 @@ index_put's value-shape check) and test/test_linalg.py / test/nn/test_linear (ad
 Linear's dtype mismatch words). Each program runs under torch (the oracle) and tracegrad
 (``run_both``): equal logs of values, strides, offsets and messages' gists. Tensors of shape
 (2, 3, 4) / (3, 4) / (5,) float32 only."""
-import re
-import warnings
 
 import pytest
 
-from parity import run_both
+from parity import error_gist, run_both
 
 torch = pytest.importorskip("torch")
 
 
-def err(fn):
-    """``'Class: gist'`` of what ``fn()`` raises (None when it does not raise): the message up to
-    its first ';' or line break (tracegrad may add what to do after that)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fn()
-    except (RuntimeError, TypeError, ValueError, IndexError) as e:
-        return f"{type(e).__name__}: " + re.split(r";|\n", str(e))[0].rstrip(". ")
-    return None
+err = error_gist
 
 
 def test_view_errors_and_layouts():

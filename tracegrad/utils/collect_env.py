@@ -10,6 +10,8 @@ import platform
 import sys
 from collections import namedtuple
 
+from ..__config__ import _version   # the installed version of a distribution, or None
+
 __all__ = ["SystemEnv", "get_env_info", "get_pretty_env_info", "main"]
 
 SystemEnv = namedtuple("SystemEnv", [
@@ -18,12 +20,6 @@ SystemEnv = namedtuple("SystemEnv", [
 ])
 
 
-def _version(dist):
-    from importlib import metadata
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def get_env_info() -> SystemEnv:
