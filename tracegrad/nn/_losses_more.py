@@ -147,7 +147,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduction="mean"):
     """Mirrors ``torch.nn.functional.multi_margin_loss``: for each sample ``sum over i != y of
     max(0, margin - x[y] + x[i])^p / C`` (times ``weight[y]``); input ``(N, C)`` or ``(C)``,
-    int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D."""
+    int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D,
+    RuntimeError for a weight of another length than C."""
     reduction = _legacy(size_average, reduce, reduction)
     _reduction.get_enum(reduction)   # a bad name is torch's first error, before any on the inputs
     if p != 1 and p != 2:
@@ -161,6 +162,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if t.numel() != n:
         raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}; give one weight per class")
     onehot = tracegrad.nn.functional.one_hot(t, c).to(x.dtype)
     xy = (x * onehot).sum(1, keepdim=True)
     z = _relu(margin - xy + x)

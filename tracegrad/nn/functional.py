@@ -549,13 +549,16 @@ def _check_class_loss_kinds(kernel, weight, ignore_index):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.nll_loss``: input ``(N, C, *)`` or ``(C,)`` log-probabilities,
     target int64 ``(N, *)``/``()``. grad_fn ``NllLossBackward0`` (``NllLoss2DBackward0`` for 4-D).
-    ValueError for a bad reduction; RuntimeError for a floating target; IndexError for a class
-    index outside [0, C) (not ignore_index)."""
+    ValueError for a bad reduction or a 0-d input; RuntimeError for a floating target; IndexError
+    for a class index outside [0, C) (not ignore_index)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     check_tensors("nll_loss", input, target, names=("input", "target"))
     input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
     _check_class_loss_kinds("nll_loss_nd", weight, ignore_index)
+    if input.ndim == 0:
+        raise ValueError("nll_loss: Expected 1 or more dimensions (got 0); the input holds log-probabilities "
+                         "of shape (C,) or (N, C, ...)")
     # torch checks the batch sizes before the target's dtype
     # (a 0-d target against a batch counts as a batch of 0, in torch's message; against an empty
     # batch torch then reads its size(0))

@@ -1,0 +1,118 @@
+"""Bad-input parity, round 15 (nn): a probe over ~400 wrong calls to nn layers and functionals
+(Conv*, pooling, Embedding, norms, MultiheadAttention/Transformer masks, interpolate, pad,
+fold/unfold, pixel_shuffle, grid_sample, losses, optimizers, schedulers, DataLoader and samplers)
+left these differences from torch 2.13, fixed here: bool input to max pooling and integer input
+to the 1-D max pool (NotImplementedError, was a generic RuntimeError or a result), integer input
+to fold/unfold (NotImplementedError, was a result), integer logits to gumbel_softmax (was a
+sample), a 0-d input to nll_loss (ValueError, was Python's IndexError), a multi_margin_loss
+weight of another length than C (RuntimeError; a longer one was silently read in part) and a
+weight_norm dim the weight does not have (IndexError, was accepted). Each call runs under torch
+(the oracle) and tracegrad: the same exception class (or none), no text of the layers below
+tracegrad; the ``_ok`` calls are ones torch accepts."""
+import pytest
+
+import tracegrad
+
+from _bad_input_helpers import assert_gist, assert_same_class
+
+torch = pytest.importorskip("torch")
+
+
+def _F(T):
+    return T.nn.functional
+
+
+def _x(T, dt="float32", *shape):
+    return T.ones(*(shape or (1, 1, 4, 4)), dtype=getattr(T, dt))
+
+
+CASES = {
+    # max pooling: no bool kernel in torch (the 1-D one has no integer kernel either)
+    "max_pool2d(bool)": lambda T: _F(T).max_pool2d(_x(T, "bool"), 2),
+    "max_pool2d(bool, return_indices)": lambda T: _F(T).max_pool2d(_x(T, "bool"), 2, return_indices=True),
+    "MaxPool2d(2)(bool)": lambda T: T.nn.MaxPool2d(2)(_x(T, "bool")),
+    "max_pool1d(bool)": lambda T: _F(T).max_pool1d(_x(T, "bool", 1, 1, 4), 2),
+    "max_pool1d(int64)": lambda T: _F(T).max_pool1d(_x(T, "int64", 1, 1, 4), 2),
+    "max_pool1d(uint8)": lambda T: _F(T).max_pool1d(_x(T, "uint8", 1, 1, 4), 2),
+    "max_pool1d(bool, return_indices)": lambda T: _F(T).max_pool1d(_x(T, "bool", 1, 1, 4), 2, return_indices=True),
+    "max_pool3d(bool)": lambda T: _F(T).max_pool3d(_x(T, "bool", 1, 1, 2, 2, 2), 2),
+    "max_pool3d(bool, return_indices)": lambda T: _F(T).max_pool3d(_x(T, "bool", 1, 1, 2, 2, 2), 2, return_indices=True),
+    "max_pool2d(bool, kernel too big) shape first": lambda T: _F(T).max_pool2d(_x(T, "bool"), 9),
+    "max_pool1d(int64, kernel 0) shape first": lambda T: _F(T).max_pool1d(_x(T, "int64", 1, 1, 4), 0),
+    "max_pool2d(int64)_ok": lambda T: _F(T).max_pool2d(_x(T, "int64"), 2),
+    "max_pool1d(int64, return_indices)_ok": lambda T: _F(T).max_pool1d(_x(T, "int64", 1, 1, 4), 2, return_indices=True),
+    "max_pool1d(float64)_ok": lambda T: _F(T).max_pool1d(_x(T, "float64", 1, 1, 4), 2),
+    # im2col/col2im: floating, complex and bool kernels, no integer ones
+    "unfold(int64)": lambda T: _F(T).unfold(_x(T, "int64"), 2),
+    "unfold(uint8)": lambda T: _F(T).unfold(_x(T, "uint8"), 2),
+    "nn.Unfold(2)(int32)": lambda T: T.nn.Unfold(2)(_x(T, "int32")),
+    "fold(int64)": lambda T: _F(T).fold(_x(T, "int64", 1, 4, 4), 3, 2),
+    "nn.Fold(3, 2)(int16)": lambda T: T.nn.Fold(3, 2)(_x(T, "int16", 1, 4, 4)),
+    "unfold(int64, kernel too big) shape first": lambda T: _F(T).unfold(_x(T, "int64"), 5),
+    "unfold(bool)_ok": lambda T: _F(T).unfold(_x(T, "bool"), 2),
+    "unfold(float64)_ok": lambda T: _F(T).unfold(_x(T, "float64"), 2),
+    # gumbel_softmax draws exponential noise: a floating dtype only
+    "gumbel_softmax(int64)": lambda T: _F(T).gumbel_softmax(T.ones(2, 3, dtype=T.long)),
+    "gumbel_softmax(bool, hard)": lambda T: _F(T).gumbel_softmax(T.ones(2, 3, dtype=T.bool), hard=True),
+    "gumbel_softmax(float64)_ok": lambda T: _F(T).gumbel_softmax(T.ones(2, 3, dtype=T.float64)),
+    # nll_loss / cross_entropy of a 0-d input
+    "nll_loss(0-d input)": lambda T: _F(T).nll_loss(T.tensor(1.), T.tensor(0)),
+    "NLLLoss()(0-d input)": lambda T: T.nn.NLLLoss()(T.tensor(1.), T.tensor(0)),
+    "nll_loss(1-d input, 0-d target)_ok": lambda T: _F(T).nll_loss(T.zeros(3), T.tensor(0)),
+    # multi_margin_loss weight: one per class
+    "multi_margin_loss(weight 2 for 3 classes)": lambda T: _F(T).multi_margin_loss(T.zeros(2, 3), T.tensor([0, 2]),
+                                                                                   weight=T.ones(2)),
+    "multi_margin_loss(weight 4 for 3 classes)": lambda T: _F(T).multi_margin_loss(T.zeros(2, 3), T.tensor([0, 2]),
+                                                                                   weight=T.ones(4)),
+    "MultiMarginLoss(weight 4)(3 classes)": lambda T: T.nn.MultiMarginLoss(weight=T.ones(4))(T.zeros(2, 3),
+                                                                                            T.tensor([0, 2])),
+    "multi_margin_loss(weight 3)_ok": lambda T: _F(T).multi_margin_loss(T.zeros(2, 3), T.tensor([0, 2]),
+                                                                        weight=T.ones(3)),
+    # weight_norm's dim must index the weight (-1 and None: the whole tensor)
+    "weight_norm(dim 2 of 2-D)": lambda T: T.nn.utils.weight_norm(T.nn.Linear(2, 2), dim=2),
+    "weight_norm(dim -3 of 2-D)": lambda T: T.nn.utils.weight_norm(T.nn.Linear(2, 2), dim=-3),
+    "parametrizations.weight_norm(dim 5)": lambda T: T.nn.utils.parametrizations.weight_norm(T.nn.Linear(2, 2), dim=5),
+    "weight_norm(dim -2)_ok": lambda T: T.nn.utils.weight_norm(T.nn.Linear(2, 2), dim=-2),
+    "weight_norm(dim None)_ok": lambda T: T.nn.utils.weight_norm(T.nn.Linear(2, 2), dim=None),
+    "parametrizations.weight_norm(dim 1)_ok": lambda T: T.nn.utils.parametrizations.weight_norm(T.nn.Linear(2, 2), dim=1),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_same_class_as_torch(name):
+    assert_same_class(name, CASES[name], torch, tracegrad)
+
+
+GIST = {
+    "max_pool2d(bool)": "\"max_pool2d\" not implemented for 'Bool'",
+    "max_pool1d(int64)": "\"max_pool1d_impl\" not implemented for 'Long'",
+    "max_pool3d(bool)": "\"max_pool3d\" not implemented for 'Bool'",
+    "unfold(uint8)": "\"im2col_out_cpu\" not implemented for 'Byte'",
+    "fold(int64)": "\"col2im_out_cpu\" not implemented for 'Long'",
+    "gumbel_softmax(int64)": "dtype must be a floating point but you specified Long",
+    "nll_loss(0-d input)": "Expected 1 or more dimensions (got 0)",
+    "multi_margin_loss(weight 4 for 3 classes)": "inconsistent weight size, expected 3 but got [4]",
+    "weight_norm(dim 2 of 2-D)": "expected to be in range of [-2, 1], but got 2",
+}
+
+
+@pytest.mark.parametrize("name", list(GIST))
+def test_message_gist(name):
+    assert_gist(name, CASES[name], GIST[name], torch, tracegrad)
+
+
+def test_accepted_calls_keep_torchs_values():
+    # what the new checks let through still computes torch's values
+    for T in (torch, tracegrad):
+        F = _F(T)
+        x = T.arange(16).reshape(1, 1, 4, 4)
+        got = [F.max_pool2d(x, 2).tolist(), F.max_pool1d(x[0].double(), 2).tolist(),
+               F.unfold(x.bool(), 3).sum().item(), F.unfold(x.double(), 3)[0, :, 0].tolist(),
+               F.multi_margin_loss(T.tensor([[0.1, 0.5, 0.2]]), T.tensor([1]),
+                                   weight=T.tensor([1., 3., 2.])).item()]
+        got.append(tuple(T.nn.utils.weight_norm(T.nn.Linear(2, 2), dim=-2).weight_g.shape))
+        if T is torch:
+            want = got
+    assert got[:4] == want[:4]
+    assert got[4] == pytest.approx(want[4])
+    assert got[5] == want[5]
