@@ -22,7 +22,7 @@ from ._registry import METHODS, inplace_operator, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
-from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import ADDCDIV_INT, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -138,6 +138,8 @@ def _inplace_binary(opname):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported (sub_). If you "
                                "are trying to invert a mask, use the `~` or `logical_not_()` operator instead.")
         try:
+            if opname in ("add", "sub"):
+                check_alpha(opname + "_", self, other, alpha)
             _check_inplace_broadcast(self, other)
             dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
         except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
@@ -400,6 +402,7 @@ def addcmul_(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
     _check_addc_cast(self, tensor1, tensor2)
+    check_real_scalars("addcmul_", self.dtype, value=value)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -411,6 +414,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
     _check_addc_cast(self, tensor1, tensor2)
+    check_real_scalars("addcdiv_", self.dtype, value=value)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -420,6 +424,7 @@ def lerp_(self, end, weight):
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
+    check_real_scalars("lerp_", self.dtype, weight=weight)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 

@@ -8,7 +8,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul, operator, reflected
-from .promotion import _CPP_NAME, _SCALAR_NAME, beta_first, check_tensors
+from .promotion import _CPP_NAME, _SCALAR_NAME, beta_first, check_real_scalars, check_tensors
 from .shape import unsqueeze
 
 
@@ -115,6 +115,7 @@ def addmm(self, mat1, mat2, *rest, beta=1, alpha=1):
         raise RuntimeError(f"self and mat2 must have the same dtype, but got {_CPP_NAME[self.dtype.name]} and "
                            f"{_CPP_NAME[mat2.dtype.name]}; convert them to one dtype (nn.Linear: cast the input "
                            "or the module)")
+    check_real_scalars("addmm", mat2.dtype, beta=beta, alpha=alpha)
     return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), _mm_dtype(mat1, mat2, "addmm"))
 
 

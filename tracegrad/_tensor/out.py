@@ -179,10 +179,25 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
                 raise RuntimeError(f"{label}(): output with shape {list(out.shape)} doesn't match the broadcast "
                                    f"shape {list(result.shape)}; an out= tensor that is also an input is not "
                                    "resized: pass a separate out tensor")
+            if label in _COMPLEX_TO_REAL and isinstance(out, Tensor) and args and isinstance(args[0], Tensor) \
+                    and args[0].dtype.is_complex:
+                return _write_complex_to_real(label, args[0], result, out)
             return write_out(label, result, out, **how)
         with_out._kinds_checked = True   # _api.argcheck.guard_all adds no second AttributeError guard
         return with_out
     return wrap
+
+
+# torch's abs of a complex tensor (unary_op_impl_with_complex_to_float_out): its real result is
+# cast into a real ``out`` (the usual rule) or written into a complex ``out`` of the input's dtype
+_COMPLEX_TO_REAL = frozenset(("abs", "absolute"))
+
+
+def _write_complex_to_real(label, input, result, out):
+    if out.dtype.is_complex and out.dtype != input.dtype:
+        raise RuntimeError(f"{label}: Found dtype {scalar_name(out.dtype.np)} but expected "
+                           f"{scalar_name(input.dtype.np)}; a complex out= must have the input's dtype")
+    return write_out(label, result, out)
 
 
 def _check_out_overlap(label, args, out, fully=False):
