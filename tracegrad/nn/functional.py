@@ -7,6 +7,7 @@ Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` function
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import warnings
@@ -414,13 +415,16 @@ def relu6(input, inplace=False):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Mirrors ``torch.nn.functional.hardtanh``: grad_fn ``HardtanhBackward0``. ValueError when
-    ``min_val > max_val``."""
+    ``min_val > max_val``; RuntimeError for bool input, or uint8 input with a negative limit."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
         raise NotImplementedError("hardtanh: clamp is not supported for complex types")
+    if getattr(input, "dtype", None) is tracegrad.uint8 and min(min_val, max_val) < 0:
+        raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (min_val={min_val}, "
+                           f"max_val={max_val}); pass limits of 0 or more, or a signed input")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
@@ -740,7 +744,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.binary_cross_entropy``: probabilities in [0, 1], log clamped
-    at -100. grad_fn ``BinaryCrossEntropyBackward0``. ValueError if sizes differ."""
+    at -100. grad_fn ``BinaryCrossEntropyBackward0``. ValueError if sizes differ, RuntimeError
+    for dtypes that differ, NotImplementedError for integer or bool tensors."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target, weight = _autocast.cast("fp32", "binary_cross_entropy", input, target, weight)
     _check_reduction(reduction)
@@ -750,6 +755,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.dtype is not input.dtype:
         raise RuntimeError(f"binary_cross_entropy: Found dtype {_SCALAR_NAME[target.dtype.name]} but expected "
                            f"{_SCALAR_NAME[input.dtype.name]}; convert the target with .to(input.dtype)")
+    _refuse_no_kernel(input, "binary_cross_entropy")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(input.shape)
     _check_probabilities(input)
@@ -778,13 +784,15 @@ def _check_probabilities(input, what="input"):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Mirrors ``torch.nn.functional.binary_cross_entropy_with_logits`` (``pos_weight`` broadcast
-    over the last dim). grad_fn ``BinaryCrossEntropyWithLogitsBackward0``. ValueError if sizes differ."""
+    over the last dim). grad_fn ``BinaryCrossEntropyWithLogitsBackward0``. ValueError if sizes differ,
+    NotImplementedError for integer or bool logits."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target, weight, pos_weight = _autocast.cast("fp32", "binary_cross_entropy_with_logits", input, target,
                                                        weight, pos_weight)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    _refuse_no_kernel(input, "log_sigmoid_cpu")      # torch's kernel reads log_sigmoid(input) first
     if isinstance(target, tracegrad.Tensor) and not (target.dtype.is_floating_point or target.dtype.is_complex):
         # torch's kernel writes into a tensor of the target's dtype (an integer target fails the
         # in-place cast; a bool one fails its bool subtraction first)
@@ -1166,6 +1174,82 @@ _FLOATING_KERNELS = {
 
 for _name, _kernel in _FLOATING_KERNELS.items():
     globals()[_name] = _floating_input(globals()[_name], _kernel)
+del _name, _kernel
+
+
+def _refuse_no_kernel(input, kernel, ints=True, halves=False):
+    """torch's NotImplementedError for a CPU kernel ``kernel`` that has no bool version and, with
+    ``ints`` True, no integer one (``"int64"``: int64 is its only integer one); with ``halves``,
+    no float16/bfloat16 one either; where the layer below would compute one."""
+    dt = getattr(input, "dtype", None)
+    if not isinstance(dt, tracegrad.dtype):
+        return
+    if (not (dt.is_floating_point or dt.is_complex) and
+            (dt is tracegrad.bool or ints is True or (ints == "int64" and dt is not tracegrad.int64))) or \
+            (halves and dt in (tracegrad.float16, tracegrad.bfloat16)):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert the "
+                                  f"input with .float()")
+
+
+def _no_kernel_for(fn, kernel, ints=True, halves=False):
+    """``fn`` checking its input's dtype first (``_refuse_no_kernel``); ``kernel`` is torch's
+    kernel name or a function of ``fn``'s arguments giving it (None: the call is not refused)."""
+    @functools.wraps(fn)
+    def checked(input, *args, **kwargs):
+        name = kernel(input, *args, **kwargs) if callable(kernel) else kernel
+        if name is not None:
+            _refuse_no_kernel(input, name, ints, halves)
+        return fn(input, *args, **kwargs)
+    return checked
+
+
+def _pad_kernel(input, pad=(), mode="constant", value=None):
+    if mode in ("reflect", "replicate") and isinstance(pad, (list, tuple)) and 2 <= len(pad) <= 6:
+        return f"{'reflection' if mode == 'reflect' else 'replication'}_pad{len(pad) // 2}d"
+    return None
+
+
+def _by_rank(two, three):
+    return lambda input, *a, **k: two if getattr(input, "ndim", 0) <= 4 else three
+
+
+# functions whose torch CPU kernel is floating (and complex) only: integer and bool inputs are
+# torch's NotImplementedError, where JAX computes them (kernel names as torch's messages)
+_FLOATING_ONLY = {
+    "glu": "glu_cpu", "multi_margin_loss": "multi_margin_loss_cpu_kernel", "rms_norm": "rms_norm",
+    "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
+    "max_unpool1d": "max_unpool2d", "max_unpool2d": "max_unpool2d", "max_unpool3d": "max_unpool3d",
+    "grid_sample": _by_rank("grid_sampler_2d_cpu_kernel_impl", "grid_sampler3d_cpu"),
+    "nll_loss": lambda input, *a, **k: "nll_loss2d_forward_out_frame" if getattr(input, "ndim", 0) == 4
+    else "nll_loss_out_frame",
+    # (a weight of another dtype is prelu's own RuntimeError first)
+    "prelu": lambda input, weight=None, *a, **k: "prelu_cpu" if getattr(weight, "dtype", None) is
+    getattr(input, "dtype", None) else None,
+}
+# ... those whose kernel has integer versions but no bool one
+_NO_BOOL = {
+    "conv1d": "slow_conv2d_cpu", "conv2d": "slow_conv2d_cpu", "conv3d": "slow_conv3d_cpu",
+    "threshold": "threshold_cpu", "threshold_": "threshold_cpu", "bilinear": "bmm", "pad": _pad_kernel,
+}
+# ... and those whose one integer kernel is int64's
+_INT64_ONLY = {
+    "conv_transpose1d": "slow_conv_transpose2d_out_cpu", "conv_transpose2d": "slow_conv_transpose2d_out_cpu",
+    "conv_transpose3d": "slow_conv_transpose3d_out_cpu",
+    "avg_pool1d": "avg_pool2d", "avg_pool2d": "avg_pool2d", "avg_pool3d": "avg_pool3d_out_frame",
+    "local_response_norm": lambda input, *a, **k: "avg_pool2d" if getattr(input, "ndim", 0) == 3
+    else "avg_pool3d_out_frame",
+}
+for _name, _kernel in _FLOATING_ONLY.items():
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel,
+                                      halves=_name in ("multi_margin_loss", "multilabel_margin_loss"))
+# (pdist's integer and bool inputs are its own RuntimeError)
+globals()["pdist"] = _no_kernel_for(pdist, lambda input, *a, **k: "pdist" if getattr(input, "is_floating_point",
+                                                                                   lambda: False)() else None,
+                                    halves=True)
+for _name, _kernel in _NO_BOOL.items():
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints=False)
+for _name, _kernel in _INT64_ONLY.items():
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints="int64")
 del _name, _kernel
 
 # torch's native nn functions take ``out=`` (the result's own dtype only)
