@@ -41,7 +41,8 @@ def add(self, other, *rest, alpha=1):
     """Mirrors ``torch.add(input, other, alpha=1, out=None)`` (``out=`` on the function form only, as torch): ``input + alpha * other`` with torch's
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
-    with integral inputs, a bool alpha with non-bool results, or an ``out`` of a lower category."""
+    with integral inputs, a complex alpha with real ones, a bool alpha with non-bool results, or
+    an ``out`` of a lower category."""
     try:
         other, alpha = alpha_first("add", other, rest, alpha)
         self, other = _wrap_numbers(self, other)
@@ -522,7 +523,8 @@ def where(condition, input=_ABSENT, other=_ABSENT):
 @method("lerp", function=True)
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
-    RuntimeError when ``end`` has another dtype (torch does not promote it)."""
+    RuntimeError when ``end`` has another dtype (torch does not promote it) or a complex
+    ``weight`` meets real tensors."""
     check_lerp_end("lerp", end)
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
@@ -536,7 +538,8 @@ def lerp(self, end, weight):
 @method("addcmul", function=True)
 def addcmul(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
-    ``addcmul(value, tensor1, tensor2)``, with its warning)."""
+    ``addcmul(value, tensor1, tensor2)``, with its warning). RuntimeError for a complex ``value``
+    (nonzero imaginary part) with real tensors."""
     tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, rest, value)
     dt = result_dtype(self, tensor1, tensor2)
     check_real_scalars("addcmul", dt, value=value)
