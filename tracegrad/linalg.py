@@ -386,6 +386,8 @@ def cross(input, other, *, dim=-1, out=None):
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions; got {input.ndim} and "
                            f"{other.ndim}")
     check_same_dtype("linalg.cross", input, other)
+    if input.dtype is _dt.bool_:
+        raise NotImplementedError("linalg.cross: \"cross\" not implemented for 'Bool'; convert the inputs with .long()")
     d = _wrap_dim(dim, input.ndim)
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "

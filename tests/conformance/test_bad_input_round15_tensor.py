@@ -7,7 +7,10 @@ below) and ``add_``/``sub_`` with a float alpha on integer tensors or a bool alp
 hstack (torch's parser TypeError), index_copy's source of another slice shape (RuntimeError,
 was IndexError), ``transpose(0, -1)`` of a 0-d tensor (torch allows it), device strings with a
 zero-padded ordinal or an index given twice (RuntimeError) and ``abs`` of a complex tensor into a
-complex or wider real ``out=`` (torch allows it). Each call runs under torch (the oracle) and
+complex or wider real ``out=`` (torch allows it); ``+`` of a bool tensor, bool einsum
+contractions (torch's bmm has no bool kernel) and bool ``linalg.cross`` (NotImplementedError,
+the last one was a TypeError in the words of the layer below), and a one-operand bool einsum
+that sums (torch counts in int64; tracegrad gave a bool). Each call runs under torch (the oracle) and
 tracegrad: the same exception class (or none), no text of the layers below tracegrad; the
 ``_ok`` calls are ones torch accepts."""
 import warnings
@@ -126,6 +129,14 @@ CASES = {
     "device('cpu', 0)_ok": lambda T: T.device("cpu", 0),
     "device('cpu:10')_ok": lambda T: T.device("cpu:10"),
     "device('cpu', None)_ok": lambda T: T.device("cpu", None),
+    # bool tensors: no unary +, no bmm (einsum's contractions), no cross kernel
+    "+bool": lambda T: +T.ones(2, dtype=T.bool),
+    "+long_ok": lambda T: +_l(T),
+    "einsum('i,i->', bool)": lambda T: T.einsum("i,i->", *(T.ones(2, dtype=T.bool),) * 2),
+    "einsum('ij,jk', bool)": lambda T: T.einsum("ij,jk", *(T.ones(2, 2, dtype=T.bool),) * 2),
+    "einsum('i,j->ij', bool)_ok": lambda T: T.einsum("i,j->ij", *(T.ones(2, dtype=T.bool),) * 2),
+    "einsum('ij->', bool)_ok": lambda T: T.einsum("ij->", T.ones(2, 2, dtype=T.bool)),
+    "linalg.cross(bool)": lambda T: T.linalg.cross(*(T.ones(3, dtype=T.bool),) * 2),
 }
 
 
@@ -177,4 +188,8 @@ def test_accepted_calls_keep_torchs_values():
             (b * 3).backward()
             r.append((tuple(b.shape), b._base is a, a.grad.item()))
             r.append(str(T.device("cpu", 0)))
+            b = T.tensor([[True, False], [True, True]])
+            for eq in ("ij->", "ii", "ij->i", "ii->i"):      # a bool operand summed counts, in int64
+                e = T.einsum(eq, b)
+                r.append((eq, str(e.dtype).split(".")[-1], e.tolist()))
     assert got[tracegrad] == got[torch]

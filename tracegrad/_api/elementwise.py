@@ -650,7 +650,12 @@ method("__rmod__")(reflected(lambda s, o: remainder(_full_like_scalar(s, o), s))
 method("__pow__")(operator(pow))
 method("__rpow__")(reflected(_rpow))
 method("__neg__")(_unaries["neg"])
-method("__pos__")(lambda s: s)
+@method("__pos__")
+def _pos(self):
+    # torch's unary + is ``positive``: refused for bool tensors
+    if self.dtype is _dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported; use the tensor itself")
+    return self
 method("__abs__")(_unaries["abs"])
 
 
