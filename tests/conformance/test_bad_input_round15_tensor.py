@@ -10,7 +10,9 @@ zero-padded ordinal or an index given twice (RuntimeError) and ``abs`` of a comp
 complex or wider real ``out=`` (torch allows it); ``+`` of a bool tensor, bool einsum
 contractions (torch's bmm has no bool kernel) and bool ``linalg.cross`` (NotImplementedError,
 the last one was a TypeError in the words of the layer below), and a one-operand bool einsum
-that sums (torch counts in int64; tracegrad gave a bool). Each call runs under torch (the oracle) and
+that sums (torch counts in int64; tracegrad gave a bool). Last, ``out=`` of another shape:
+torch's factories and random draws resize it without the deprecation warning tracegrad gave
+(and linspace/logspace keep its shape for the same element count). Each call runs under torch (the oracle) and
 tracegrad: the same exception class (or none), no text of the layers below tracegrad; the
 ``_ok`` calls are ones torch accepts."""
 import warnings
@@ -193,3 +195,35 @@ def test_accepted_calls_keep_torchs_values():
                 e = T.einsum(eq, b)
                 r.append((eq, str(e.dtype).split(".")[-1], e.tolist()))
     assert got[tracegrad] == got[torch]
+
+
+# out= of another shape: torch's factories and random draws resize it silently (linspace and
+# logspace keep its shape when the element count matches, as arange/range); the other ops
+# resize with the deprecation warning
+_OUT_RESIZE = {
+    "zeros": lambda T: T.zeros(3, out=T.empty(5)),
+    "full(same count)": lambda T: T.full((2, 2), 1., out=T.empty(4)),
+    "eye": lambda T: T.eye(2, out=T.empty(5)),
+    "rand(same count)": lambda T: T.rand(2, 2, out=T.empty(4)),
+    "randint": lambda T: T.randint(3, (3,), out=T.empty(5, dtype=T.long)),
+    "randperm": lambda T: T.randperm(3, out=T.empty(5, dtype=T.long)),
+    "normal(size)": lambda T: T.normal(0., 1., (3,), out=T.empty(5)),
+    "bernoulli": lambda T: T.bernoulli(T.ones(2, 2) / 2, out=T.empty(4)),
+    "multinomial": lambda T: T.multinomial(T.ones(2), 1, out=T.empty(3, dtype=T.long)),
+    "linspace(same count)": lambda T: T.linspace(0, 1, 4, out=T.empty(2, 2)),
+    "logspace(other count)": lambda T: T.logspace(0, 1, 3, out=T.empty(5)),
+    "normal(tensors)": lambda T: T.normal(T.zeros(2), T.ones(2), out=T.empty(3)),
+    "add": lambda T: T.add(T.ones(2), T.ones(2), out=T.empty(3)),
+    "cat(empty out)": lambda T: T.cat([T.ones(2)], out=T.empty(0)),
+}
+
+
+@pytest.mark.parametrize("name", list(_OUT_RESIZE))
+def test_out_resize_warns_as_torch(name):
+    seen = {}
+    for T in (torch, tracegrad):
+        with warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            r = _OUT_RESIZE[name](T)
+        seen[T] = (tuple(r.shape), [("resized" in str(w.message)) for w in rec])
+    assert seen[tracegrad] == seen[torch]

@@ -36,13 +36,15 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
     ``max(x, y)``); ``cast_error``: the class raised for a cast to a lower category;
     ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``);
     ``keep_shape``: an ``out`` with as many elements keeps its shape and takes the values in
-    row-major order (torch's ``arange``/``range`` resize only on a different count; ``"warn"``:
-    with arange's own warning)."""
+    row-major order (torch's ``arange``/``range``/``linspace`` resize only on a different count,
+    silently; ``"warn"``: with arange's own warning); ``"resize"``: ``out`` takes the result's
+    shape without the deprecation warning (torch's factories and random draws resize their
+    ``out`` silently)."""
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         if keep_shape and tuple(out.shape) != tuple(result.shape):
-            if out.numel() == result.numel():
+            if out.numel() == result.numel() and keep_shape != "resize":
                 result = result.reshape(out.shape)
             else:   # resized with arange's own warning (range's silently), not the generic one
                 if keep_shape == "warn" and out.numel():
