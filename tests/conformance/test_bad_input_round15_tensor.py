@@ -2,7 +2,9 @@
 shape ops, cat/stack, in-place casts, out=, Python scalars, reductions) left these differences
 from torch 2.13, fixed here. Silent wrong results before: a complex ``alpha``/``value``/
 ``weight``/``beta`` on real tensors (the imaginary part was dropped, with a warning of the layer
-below) and ``add_``/``sub_`` with a float alpha on integer tensors or a bool alpha on float ones
+below; also masked_fill_/scatter/index_add_ values, a complex 0-d lerp_ weight, pad and
+nan_to_num fill values, linspace/logspace complex endpoints with a real dtype) and
+``add_``/``sub_`` with a float alpha on integer tensors or a bool alpha on float ones
 (torch refuses; tracegrad truncated). Also: a generator, iterator or set given to cat/stack/
 hstack (torch's parser TypeError), index_copy's source of another slice shape (RuntimeError,
 was IndexError), ``transpose(0, -1)`` of a 0-d tensor (torch allows it), device strings with a
@@ -84,6 +86,20 @@ CASES = {
     "addcmul(complex, value 1j)_ok": lambda T: T.addcmul(_c(T), _f(T), _f(T), value=1j),
     "addmm(complex, alpha 1j)_ok": lambda T: T.addmm(*(T.ones(2, 2, dtype=T.complex64),) * 3, alpha=1j),
     "long.addcmul(value 0.5)_ok": lambda T: T.addcmul(_l(T), _l(T), _l(T), value=0.5),
+    "masked_fill_(value 1j)": lambda T: _f(T).masked_fill_(T.ones(2, dtype=T.bool), 1j),
+    "scatter_(value 1j)": lambda T: _f(T).scatter_(0, T.tensor([0]), 1j),
+    "scatter(value 1j)": lambda T: T.scatter(_f(T), 0, T.tensor([0]), value=1j),
+    "index_add_(alpha 1j)": lambda T: _f(T).index_add_(0, T.tensor([0]), T.ones(1), alpha=1j),
+    "lerp_(complex 0-d weight)": lambda T: _f(T).lerp_(_f(T), T.tensor(1j)),
+    "F.pad(value 1j)": lambda T: T.nn.functional.pad(_f(T), (1, 1), value=1j),
+    "nan_to_num(nan 1j)": lambda T: T.nan_to_num(_f(T), nan=1j),
+    "nan_to_num(posinf 1j)": lambda T: T.nan_to_num(_f(T), posinf=1j),
+    "linspace(0, 1j, dtype float32)": lambda T: T.linspace(0, 1j, 3, dtype=T.float32),
+    "logspace(1j, 1, dtype float64)": lambda T: T.logspace(1j, 1, 3, dtype=T.float64),
+    "masked_fill_(complex, 1j)_ok": lambda T: _c(T).masked_fill_(T.ones(2, dtype=T.bool), 1j),
+    "scatter_(complex, value 1j)_ok": lambda T: _c(T).scatter_(0, T.tensor([0]), 1j),
+    "linspace(0, 1j)_ok": lambda T: T.linspace(0, 1j, 3),
+    "linspace(0, 1j, complex128)_ok": lambda T: T.linspace(0, 1j, 3, dtype=T.complex128),
     # abs of a complex tensor: a real out= casts, a complex one must have the input's dtype
     "abs(complex64, out complex64)_ok": lambda T: _abs_out(T, "complex64"),
     "absolute(complex64, out complex64)_ok": lambda T: _abs_out(T, "complex64", "absolute"),
@@ -156,6 +172,9 @@ GIST = {
     "lerp(weight 1j)": "value cannot be converted to type float without overflow",
     "baddbmm(alpha 1j)": "value cannot be converted to type float without overflow",
     "long.addcmul(value 1j)": "value cannot be converted to type int64_t without overflow",
+    "scatter_(value 1j)": "value cannot be converted to type float without overflow",
+    "F.pad(value 1j)": "must be float, not complex",
+    "linspace(0, 1j, dtype float32)": "can't be safely cast to passed dtype Float",
     "abs(complex64, out complex128)": "Found dtype ComplexDouble but expected ComplexFloat",
     "abs(complex64, out int64)": "result type Float can't be cast to the desired output type Long",
     "cat(generator)": "must be tuple of Tensors, not generator",

@@ -55,6 +55,7 @@ def index_add_args(self, dim, index, source, alpha, api):
                                                       if k != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    check_real_scalars(api, self.dtype, alpha=alpha)
     if not (self.dtype.is_floating_point or self.dtype.is_complex) and isinstance(alpha, float):
         alpha = int(alpha)
     return d, alpha
@@ -298,10 +299,12 @@ def _fill_overlapping(op, self, args):
 
 @method()
 def masked_fill_(self, mask, value):
-    """Mirrors ``torch.Tensor.masked_fill_``."""
+    """Mirrors ``torch.Tensor.masked_fill_``. RuntimeError for a non-bool mask or a complex value
+    on a real tensor (its imaginary part would be dropped)."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks")
     _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value", self.dtype)
+    check_real_scalars("masked_fill_", self.dtype, value=value)
     if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
@@ -361,6 +364,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     check_float_fits(src, self.dtype, "scatter_")
+    check_real_scalars("scatter_", self.dtype, value=src)
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
     return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
 
@@ -425,6 +429,9 @@ def lerp_(self, end, weight):
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
     check_real_scalars("lerp_", self.dtype, weight=weight)
+    if isinstance(weight, Tensor) and weight.is_complex() and not self.is_complex():
+        raise RuntimeError(f"lerp_: result type {_SCALAR_NAME[weight.dtype.name]} can't be cast to the desired "
+                           f"output type {_SCALAR_NAME[self.dtype.name]}; pass a real weight")
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 

@@ -504,6 +504,11 @@ def _spaced(start, end, steps, dtype, api):
         if d is _dt.bool_:
             raise NotImplementedError(f"\"{api}_cpu\" not implemented for 'Bool': make the points in an integer "
                                       "dtype and compare")
+        if not d.is_complex and any(isinstance(v, complex) for v in (start, end)):
+            # (the imaginary parts would be dropped)
+            inferred = _dt.SCALAR_NAMES[_dt.to_complex(_dt.get_default_dtype()).name]
+            raise RuntimeError(f"torch.{api}(): inferred dtype {inferred} can't be safely cast to passed dtype "
+                               f"{_dt.SCALAR_NAMES[d.name]}; pass a complex dtype or real endpoints")
     elif any(isinstance(v, complex) for v in (start, end)):
         d = _dt.to_complex(_dt.get_default_dtype())
     else:

@@ -326,7 +326,7 @@ def pad(input, pad, mode="constant", value=None):
     circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
     TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
     _check_pad_ints(pad)
-    if value is not None and not isinstance(value, (numbers.Number, tracegrad.Tensor)):
+    if value is not None and (not isinstance(value, (numbers.Number, tracegrad.Tensor)) or isinstance(value, complex)):
         raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
                         "pass a number")
     if mode == "constant":
