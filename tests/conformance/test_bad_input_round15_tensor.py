@@ -11,7 +11,8 @@ was IndexError), ``transpose(0, -1)`` of a 0-d tensor (torch allows it), device 
 zero-padded ordinal or an index given twice (RuntimeError) and ``abs`` of a complex tensor into a
 complex or wider real ``out=`` (torch allows it); ``+`` of a bool tensor, bool einsum
 contractions (torch's bmm has no bool kernel) and bool ``linalg.cross`` (NotImplementedError,
-the last one was a TypeError in the words of the layer below), and a one-operand bool einsum
+the last one was a TypeError in the words of the layer below), float16/bfloat16 inputs to
+special.erfcx/log_ndtr/zeta, cdist and quantile (torch has no such CPU kernel; a result before), and a one-operand bool einsum
 that sums (torch counts in int64; tracegrad gave a bool). Last, ``out=`` of another shape:
 torch's factories and random draws resize it without the deprecation warning tracegrad gave
 (and linspace/logspace keep its shape for the same element count). Each call runs under torch (the oracle) and
@@ -155,6 +156,15 @@ CASES = {
     "einsum('i,j->ij', bool)_ok": lambda T: T.einsum("i,j->ij", *(T.ones(2, dtype=T.bool),) * 2),
     "einsum('ij->', bool)_ok": lambda T: T.einsum("ij->", T.ones(2, 2, dtype=T.bool)),
     "linalg.cross(bool)": lambda T: T.linalg.cross(*(T.ones(3, dtype=T.bool),) * 2),
+    # float16/bfloat16: kernels torch's CPU build does not have
+    "special.erfcx(float16)": lambda T: T.special.erfcx(T.ones(2, dtype=T.float16)),
+    "special.log_ndtr(bfloat16)": lambda T: T.special.log_ndtr(T.ones(2, dtype=T.bfloat16)),
+    "special.zeta(float16, 2.)": lambda T: T.special.zeta(T.ones(2, dtype=T.float16), 2.),
+    "quantile(float16)": lambda T: T.quantile(T.ones(2, dtype=T.float16), 0.5),
+    "nanquantile(bfloat16)": lambda T: T.nanquantile(T.ones(2, dtype=T.bfloat16), 0.5),
+    "cdist(float16)": lambda T: T.cdist(*(T.ones(2, 2, dtype=T.float16),) * 2),
+    "special.erfcx(float64)_ok": lambda T: T.special.erfcx(T.ones(2, dtype=T.float64)),
+    "special.erfcx(int64)_ok": lambda T: T.special.erfcx(_l(T)),
 }
 
 
@@ -173,6 +183,8 @@ GIST = {
     "baddbmm(alpha 1j)": "value cannot be converted to type float without overflow",
     "long.addcmul(value 1j)": "value cannot be converted to type int64_t without overflow",
     "scatter_(value 1j)": "value cannot be converted to type float without overflow",
+    "special.erfcx(float16)": "\"erfcx_cpu\" not implemented for 'Half'",
+    "quantile(float16)": "input tensor must be either float or double dtype",
     "F.pad(value 1j)": "must be float, not complex",
     "linspace(0, 1j, dtype float32)": "can't be safely cast to passed dtype Float",
     "abs(complex64, out complex128)": "Found dtype ComplexDouble but expected ComplexFloat",
