@@ -165,6 +165,10 @@ CASES = {
     "cdist(float16)": lambda T: T.cdist(*(T.ones(2, 2, dtype=T.float16),) * 2),
     "special.erfcx(float64)_ok": lambda T: T.special.erfcx(T.ones(2, dtype=T.float64)),
     "special.erfcx(int64)_ok": lambda T: T.special.erfcx(_l(T)),
+    "stft(bool)": lambda T: T.stft(T.ones(8, dtype=T.bool), 4, return_complex=True),
+    "stft(bool, replicate)": lambda T: T.stft(T.ones(8, dtype=T.bool), 4, return_complex=True, pad_mode="replicate"),
+    "stft(bool, center=False)": lambda T: T.stft(T.ones(8, dtype=T.bool), 4, return_complex=True, center=False),
+    "stft(int64)": lambda T: T.stft(T.ones(8, dtype=T.long), 4, return_complex=True),
 }
 
 
