@@ -126,6 +126,11 @@ for _op, (_fn, _bad, _ok) in _KERNEL_DTYPES.items():
     for _d in _bad + _ok:
         CASES[f"{_op}({_d}){'_ok' if _d in _ok else ''}"] = (lambda fn, d: lambda T: fn(T, d))(_fn, _d)
 CASES.update({
+    # the checks read an input passed by keyword too
+    "bilinear(bool, by keyword)": lambda T: _F(T).bilinear(input1=_x(T, "bool", 1, 2), input2=_x(T, "bool", 1, 2),
+                                                           weight=_x(T, "bool", 1, 2, 2)),
+    "pad(bool, reflect, by keyword)": lambda T: _F(T).pad(input=_x(T, "bool", 1, 1, 4), pad=(1, 1), mode="reflect"),
+    "conv1d(float32, by keyword)_ok": lambda T: _F(T).conv1d(input=_x(T, "float32", 1, 1, 3), weight=_x(T, "float32", 1, 1, 2)),
     "hardtanh(uint8)": lambda T: _F(T).hardtanh(_x(T, "uint8", 2)),
     "hardtanh_(uint8, -1, 2)": lambda T: _F(T).hardtanh_(_x(T, "uint8", 2), -1., 2.),
     "hardtanh(uint8, 0, 1)_ok": lambda T: _F(T).hardtanh(_x(T, "uint8", 2), 0., 1.),

@@ -8,6 +8,7 @@ Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` function
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -1194,12 +1195,19 @@ def _refuse_no_kernel(input, kernel, ints=True, halves=False):
 def _no_kernel_for(fn, kernel, ints=True, halves=False):
     """``fn`` checking its input's dtype first (``_refuse_no_kernel``); ``kernel`` is torch's
     kernel name or a function of ``fn``'s arguments giving it (None: the call is not refused)."""
+    first = next(iter(inspect.signature(fn).parameters))     # (the input passed by keyword too)
+
     @functools.wraps(fn)
-    def checked(input, *args, **kwargs):
-        name = kernel(input, *args, **kwargs) if callable(kernel) else kernel
+    def checked(*args, **kwargs):
+        input = args[0] if args else kwargs.get(first)
+        if callable(kernel):
+            rest = {k: v for k, v in kwargs.items() if k != first}
+            name = kernel(input, *args[1:], **rest) if args else kernel(input, **rest)
+        else:
+            name = kernel
         if name is not None:
             _refuse_no_kernel(input, name, ints, halves)
-        return fn(input, *args, **kwargs)
+        return fn(*args, **kwargs)
     return checked
 
 
