@@ -134,6 +134,8 @@ CASES.update({
     "hardtanh(uint8)": lambda T: _F(T).hardtanh(_x(T, "uint8", 2)),
     "hardtanh_(uint8, -1, 2)": lambda T: _F(T).hardtanh_(_x(T, "uint8", 2), -1., 2.),
     "hardtanh(uint8, 0, 1)_ok": lambda T: _F(T).hardtanh(_x(T, "uint8", 2), 0., 1.),
+    "leaky_relu(slope 1j)": lambda T: _F(T).leaky_relu(_x(T, "float32", 2), 1j),
+    "elu(alpha 2j)": lambda T: _F(T).elu(_x(T, "float32", 2), 2j),
     "multi_margin_loss(target 2x1)": lambda T: _F(T).multi_margin_loss(T.zeros(2, 3), T.zeros(2, 1, dtype=T.long)),
     "multi_margin_loss(1-D input, target of 1)_ok": lambda T: _F(T).multi_margin_loss(T.zeros(3), T.zeros(1, dtype=T.long)),
     "ctc_loss(concatenated targets 5 for lengths 3+3)": lambda T: _F(T).ctc_loss(

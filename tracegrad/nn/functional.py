@@ -21,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_int
-from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
 
 from . import _activations_more as _act
@@ -432,7 +432,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``."""
+    """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``. RuntimeError for
+    a complex slope (torch's checked Scalar conversion)."""
+    if isinstance(input, tracegrad.Tensor):
+        check_real_scalars("leaky_relu", input.dtype, negative_slope=negative_slope)
     if inplace:
         return _write_activation(input, lambda x: _nn.leaky_relu(x, negative_slope))
     return _nn.leaky_relu(input, negative_slope)
@@ -460,7 +463,10 @@ def mish(input, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``."""
+    """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``. RuntimeError for a complex
+    alpha (torch's checked Scalar conversion)."""
+    if isinstance(input, tracegrad.Tensor):
+        check_real_scalars("elu", input.dtype, alpha=alpha)
     if inplace:
         return _write_activation(input, lambda x: _nn.elu(x, alpha))
     return _nn.elu(input, alpha)
