@@ -124,6 +124,14 @@ def has_error(info):
     return not isinstance(info._value, _JaxTracer) and bool((info != 0).any())
 
 
+def first_error(info):
+    """``(prefix, code)`` of the first nonzero ``info`` code, as torch's error messages name it:
+    ``"(Batch element i): "`` (``i`` the flat batch index) for a batch, ``""`` for one matrix."""
+    codes = np.asarray(info.detach()._value).reshape(-1)
+    i = int(np.flatnonzero(codes)[0])
+    return (f"(Batch element {i}): " if info.dim() else ""), int(codes[i])
+
+
 def _mT(x):
     return jnp.swapaxes(x, -1, -2)
 
@@ -202,8 +210,9 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     L = _cholesky_ex(A)
     info = _cholesky_info(A.detach()) if A.shape[-1] else _zeros(tuple(A.shape[:-2]), dtype=_dt.int32)
     if check_errors and has_error(info):
-        raise LinAlgError("linalg.cholesky_ex: The factorization could not be completed because the input "
-                              f"is not positive-definite (the leading minor of order {int(info.max())} is not).")
+        where, k = first_error(info)
+        raise LinAlgError(f"linalg.cholesky_ex: {where}The factorization could not be completed because the input "
+                          f"is not positive-definite (the leading minor of order {k} is not positive-definite).")
     return CholeskyExResult(L.mH if upper else L, info.detach())
 
 
@@ -267,7 +276,9 @@ def inv_ex(A, *, check_errors=False, out=None):
     _check(A, "inv_ex")
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
-        raise LinAlgError("linalg.inv_ex: The input matrix is singular, so it cannot be inverted.")
+        where, k = first_error(info)
+        raise LinAlgError(f"linalg.inv_ex: {where}The diagonal element {k} is zero, the inversion could not be "
+                          "completed because the input matrix is singular.")
     return InvExResult(_inv_ex(A), info)
 
 
@@ -278,7 +289,8 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     _check(A, "solve_ex")
     info = _singular_info(A.detach()).detach()
     if check_errors and has_error(info):
-        raise LinAlgError("linalg.solve_ex: The solver failed because the input matrix is singular.")
+        raise LinAlgError(f"linalg.solve_ex: {first_error(info)[0]}The solver failed because the input matrix "
+                          "is singular.")
     vector = _check_rhs("solve_ex", A, B, left)
     if not left:
         return SolveExResult(_solve_ex(A.mT, B.mT, vector=False).mT, info)
@@ -298,7 +310,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     packed in ``LU`` (``L`` unit lower below the diagonal, ``U`` on and above it), ``pivots``
     int32 (1-based row swaps, LAPACK's), ``info`` int32 (1 + index of the first zero pivot,
     else 0). Rectangular and batched inputs work. RuntimeError for ``pivot=False`` (torch has
-    it on CUDA only), LinAlgError with ``check_errors=True`` for an exactly singular ``A``."""
+    it on CUDA only), and with ``check_errors=True`` for a zero pivot (an exactly singular ``A``;
+    a RuntimeError, not LinAlgError, as torch)."""
     if isinstance(A, Tensor) and not (A.is_floating_point() or A.is_complex()):
         raise NotImplementedError(f"linalg.lu_factor: \"linalg_lu_factor_ex_out\" not implemented for "
                                   f"'{A.dtype}'; convert the input with .double() or .float()")
@@ -308,19 +321,25 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
     LU, piv, info = _lu_factor(A)
     piv, info = _ints(piv, info)
     if check_errors and has_error(info):
-        raise LinAlgError(f"linalg.lu_factor_ex: U[{int(info.max())},{int(info.max())}] is zero and "
-                              "using it on lu_solve would result in a division by zero.")
+        _raise_zero_pivot("lu_factor_ex", info)
     return LUFactorExResult(LU, piv, info)
+
+
+def _raise_zero_pivot(api, info):
+    # torch's LU checks raise a plain RuntimeError (not LinAlgError), for rectangular inputs too
+    where, k = first_error(info)
+    raise RuntimeError(f"linalg.{api}: {where}U[{k},{k}] is zero and using it on lu_solve would result in a "
+                       f"division by zero. If you still want to perform the factorization, call linalg.lu(A) or "
+                       f"linalg.lu_factor_ex(A), which return it with the error code instead")
 
 
 @accepts_out(exact_dtype=True)
 def lu_factor(A, *, pivot=True, out=None):
-    """Mirrors ``torch.linalg.lu_factor``: ``(LU, pivots)`` of ``lu_factor_ex``; LinAlgError
-    for an exactly singular (square) ``A``, as torch."""
+    """Mirrors ``torch.linalg.lu_factor``: ``(LU, pivots)`` of ``lu_factor_ex``; RuntimeError
+    (not LinAlgError, as torch) when ``U`` has a zero pivot, square or rectangular ``A``."""
     LU, piv, info = lu_factor_ex(A, pivot=pivot)
-    if A.shape[-1] == A.shape[-2] and has_error(info):
-        raise LinAlgError("linalg.lu_factor: The factorization could not be completed because the input "
-                              "is singular; use linalg.lu_factor_ex to get the error code instead")
+    if has_error(info):
+        _raise_zero_pivot("lu_factor", info)
     return LUFactorResult(LU, piv)
 
 

@@ -168,17 +168,14 @@ def cholesky_inverse(input, upper=False, *, out=None):
 @accepts_out(any_dtype=True)
 def lu(A, pivot=True, get_infos=False, out=None):
     """Mirrors ``torch.lu``: ``(LU, pivots)`` of ``linalg.lu_factor`` (``(LU, pivots, infos)``
-    with ``get_infos=True``; without it a singular matrix raises LinAlgError, as torch), with
-    torch's deprecation warning. TypeError for a flag that is not a bool."""
+    with ``get_infos=True``; a singular matrix is factorized without an error either way, as
+    torch), with torch's deprecation warning. TypeError for a flag that is not a bool."""
     check_kinds("lu", pivot=pivot, get_infos=get_infos)
     warn_once("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
               "removed in a future PyTorch release.", UserWarning)
     LU, piv, info = linalg.lu_factor_ex(A, pivot=pivot)
     if get_infos:
         return LUResult(LU, piv, info)
-    if _linalg_decomp.has_error(info):
-        raise linalg.LinAlgError("torch.lu: The factorization could not be completed because the input is "
-                                 "singular; pass get_infos=True to get the error code instead")
     return LU, piv
 
 

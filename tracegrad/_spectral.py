@@ -182,6 +182,10 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a 1D or "
                            f"2D tensor, got {input.dim()}D")
+    if center and input.dtype.name == "bool" and pad_mode in ("reflect", "replicate"):
+        # torch pads before it checks the dtype, and its padding kernels have no bool version
+        kernel = "reflection_pad1d" if pad_mode == "reflect" else "replication_pad1d"
+        raise NotImplementedError(f"stft: \"{kernel}\" not implemented for 'Bool'; convert the input with .float()")
     if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(f"{_describe('stft', input, n_fft, hop_length, win_length, window)}: expected a tensor of "
                            "floating point or complex values; convert the input with .float()")

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _state
 from ._linalg_decomp import LinAlgError, _check, _check_rhs, _cholesky_ex, _hermitian_from, _solve_ex
+from ._linalg_decomp import _cholesky_info, _singular_info, first_error, has_error
 from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations and solves)
     cholesky_ex as cholesky_ex, eig as eig, eigvals as eigvals, householder_product as householder_product,
     inv_ex as inv_ex, lstsq as lstsq, lu as lu, lu_factor as lu_factor, lu_factor_ex as lu_factor_ex,
@@ -30,6 +31,7 @@ from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations 
 )
 from ._linalg_ldl import ldl_factor as ldl_factor, ldl_factor_ex as ldl_factor_ex, ldl_solve as ldl_solve  # noqa: E402
 from ._api.promotion import check_same_dtype
+from ._ops.errors import broadcast_shape
 from ._api import reduction as _reduction
 from .return_types import _structseq
 from ._ops import dtypes as _dt, reduction as _reduction_ops
@@ -55,12 +57,20 @@ SVDResult = _structseq("linalg_svd", ["U", "S", "Vh"])
 EighResult = _structseq("linalg_eigh", ["eigenvalues", "eigenvectors"])
 
 
-def _finite_or_raise(out, api, why):
+def _finite_or_raise(out, api, why, A=None, info_of=None, detail=None):
+    """``out``, or LinAlgError when it holds a non-finite value (eagerly). With ``A``, ``info_of``
+    (the op giving LAPACK's ``info`` codes) and ``detail`` (a code -> message function), the
+    message names the first failing batch element and code, as torch's does."""
     if isinstance(out._value, jax.core.Tracer):
         # checked when a compiled program runs (NOTE [value checks at run time])
         _state.check_values(out._value, lambda v: ~jnp.isfinite(v))
         return out
     if not bool(np.isfinite(np.asarray(out.detach()._value)).all()):
+        if info_of is not None:
+            info = info_of(A.detach()).detach()
+            if has_error(info):      # (a NaN input has no zero pivot: the plain message then)
+                where, k = first_error(info)
+                raise LinAlgError(f"linalg.{api}: {where}{detail(k)}")
         raise LinAlgError(f"linalg.{api}: {why}")
     return out
 
@@ -186,7 +196,9 @@ def _inv(A):
 def inv(A, *, out=None):
     """Mirrors ``torch.linalg.inv`` (batched). Raises LinAlgError for a singular matrix (eagerly)."""
     _check(A, "inv")
-    return _finite_or_raise(_inv(A), "inv", "The input matrix is singular, so it cannot be inverted.")
+    return _finite_or_raise(_inv(A), "inv", "The input matrix is singular, so it cannot be inverted.", A,
+                            _singular_info, lambda k: f"The diagonal element {k} is zero, the inversion could not "
+                                                      f"be completed because the input matrix is singular.")
 
 
 @_op("LinalgDet")
@@ -226,7 +238,8 @@ def solve(A, B, *, left=True, out=None):
     if not left:
         return solve(A.mT, B.mT).mT
     return _finite_or_raise(_solve_ex(A, B, vector=vector), "solve",
-                            "The solver failed because the input matrix is singular.")
+                            "The solver failed because the input matrix is singular.", A, _singular_info,
+                            lambda k: "The solver failed because the input matrix is singular.")
 
 
 @accepts_out(exact_dtype=True)
@@ -235,7 +248,10 @@ def cholesky(A, *, upper=False, out=None):
     with ``upper=True``). Raises LinAlgError when ``A`` is not positive-definite (eagerly)."""
     _check(A, "cholesky")
     L = _finite_or_raise(_cholesky_ex(A), "cholesky",
-                         "The factorization could not be completed because the input is not positive-definite.")
+                         "The factorization could not be completed because the input is not positive-definite.",
+                         A, _cholesky_info, lambda k: f"The factorization could not be completed because the input "
+                                                      f"is not positive-definite (the leading minor of order {k} "
+                                                      f"is not positive-definite).")
     return L.mH if upper else L
 
 
@@ -364,14 +380,19 @@ def _cross(a, b, *, dim):
 @accepts_out(exact_dtype=True)
 def cross(input, other, *, dim=-1, out=None):
     """Mirrors ``torch.linalg.cross``: the cross product of 3-vectors along ``dim`` (inputs
-    broadcast). Raises RuntimeError when that dim is not of size 3 or the ranks differ."""
+    broadcast). Raises RuntimeError when that dim is not of size 3, the ranks differ or the
+    other dims do not broadcast; IndexError for a dim out of range."""
     if input.ndim != other.ndim:
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions; got {input.ndim} and "
                            f"{other.ndim}")
     check_same_dtype("linalg.cross", input, other)
-    if input.shape[dim] != 3 or other.shape[dim] != 3:
+    if input.dtype is _dt.bool_:
+        raise NotImplementedError("linalg.cross: \"cross\" not implemented for 'Bool'; convert the inputs with .long()")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. "
-                           f"Got {input.shape[dim]} and {other.shape[dim]}")
+                           f"Got {input.shape[d]} and {other.shape[d]}")
+    broadcast_shape([input.shape, other.shape], "linalg.cross")   # torch's RuntimeError, not the layer below's
     return _cross(input, other, dim=dim)
 
 

@@ -176,7 +176,11 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """Mirrors ``torch.nan_to_num``: NaN -> ``nan``, +inf -> ``posinf`` (default: the dtype's
     largest finite value), -inf -> ``neginf`` (default: its lowest); ``nan=None`` means 0, as
     torch. Integers are returned as a copy; a complex tensor has its real and imaginary parts
-    replaced separately, as torch."""
+    replaced separately, as torch. TypeError for a complex replacement (torch's parser takes
+    floats)."""
+    for name, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if isinstance(v, (complex, np.complexfloating)):
+            raise TypeError(f"nan_to_num(): argument '{name}' must be float, not complex; pass a real number")
     nan = 0.0 if nan is None else nan
     if input.is_complex():
         return nan_to_num(input.real, nan, posinf, neginf) + nan_to_num(input.imag, nan, posinf, neginf) * 1j

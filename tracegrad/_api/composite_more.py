@@ -23,7 +23,7 @@ from .argcheck import check_kinds
 from .composite import _host
 from .elementwise import where
 from .linalg import bmm
-from .promotion import beta_first, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
+from .promotion import beta_first, check_real_scalars, check_tensor_seq, check_tensors, _SCALAR_NAME, result_dtype
 from .reduction import check_sortable, return_types
 from .shape import cat, stack
 from .._tensor.out import accepts_out
@@ -47,6 +47,7 @@ def baddbmm(input, batch1, batch2, *rest, beta=1, alpha=1):
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"baddbmm: expected self and batch1 to have the same dtype, but got: "
                            f"{_name(input)} != {_name(prod)}; convert them to one dtype")
+    check_real_scalars("baddbmm", input.dtype, beta=beta, alpha=alpha)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:     # zeros of input's shape, with a zero gradient for input (as torch's grad * beta)

@@ -19,7 +19,7 @@ from ._registry import FUNCTIONS, METHODS, _put, function, method
 from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_, inplace_via_copy
-from .promotion import _SCALAR_NAME, beta_first, refuse_complex, result_dtype
+from .promotion import _SCALAR_NAME, beta_first, check_real_scalars, refuse_complex, result_dtype
 from .composite import logaddexp
 from .elementwise import where
 from .linalg import bmm, dot, matmul, mm, outer
@@ -126,10 +126,12 @@ def vdot(input, other):
 def _add_scaled(input, prod, beta, alpha, api):
     """``beta * input + alpha * prod`` with torch's rules: ``beta=0`` ignores input's values (its
     NaNs do not propagate) but keeps its shape and a zero gradient; dtypes must match. Integer
-    operands take integer scalars (torch truncates ``beta=0.5`` to 0)."""
+    operands take integer scalars (torch truncates ``beta=0.5`` to 0); a complex scalar needs
+    complex operands (RuntimeError)."""
     if input.dtype is not prod.dtype:
         raise RuntimeError(f"{api}: expected input and the product to have the same dtype, got {input.dtype} "
                            f"and {prod.dtype}; convert them to one dtype")
+    check_real_scalars(api, input.dtype, beta=beta, alpha=alpha)
     if not (input.is_floating_point() or input.is_complex()):
         beta, alpha = int(beta), int(alpha)
     if alpha != 1:

@@ -21,7 +21,7 @@ from .._tensor.tensor import Tensor, NO_HOST_VALUES
 from ._registry import function, inplace_operator, method
 from .indexing import nonzero
 from .inplace import _inplace_unary, check_bound_kinds, copy_, inplace_via_copy
-from .promotion import (ADDCDIV_INT, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
+from .promotion import (ADDCDIV_INT, check_alpha as _check_alpha, check_real_scalars, check_number_fits, check_rounding_mode, _SCALAR_NAME, _Number, _binary, alpha_arg, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _float_dtype, value_first, check_scalar_tensor,
                         check_not_two_numbers, check_operand_kinds, check_tensors, result_dtype)
 
 
@@ -37,32 +37,13 @@ def _wrap_numbers(self, other):
     return self, other
 
 
-def _check_alpha(api, self, other, alpha):
-    """torch's alpha rules: a Number (an explicit None is the parser's TypeError); a bool alpha only
-    for bool results; no float alpha for integral ones."""
-    if type(alpha) is int:   # the default (1) and ints: nothing to check
-        return
-    if isinstance(alpha, Tensor):
-        check_scalar_tensor(api, "alpha", alpha)
-        return
-    if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
-        raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")
-    cat = result_dtype(self, other)._cat
-    if isinstance(alpha, bool):
-        if cat != 0:
-            raise RuntimeError(f"{api}: Boolean alpha only supported for Boolean results; pass alpha=1")
-        return
-    if cat <= 1 and isinstance(alpha, (float, complex)):
-        raise RuntimeError(f"{api}: For integral input tensors, argument alpha must not be a floating point "
-                           "number; pass an int alpha or a float tensor")
-
-
 @method("add", function=True)
 def add(self, other, *rest, alpha=1):
     """Mirrors ``torch.add(input, other, alpha=1, out=None)`` (``out=`` on the function form only, as torch): ``input + alpha * other`` with torch's
     type promotion (and torch's deprecated ``add(alpha, other)``, with its warning). Two numbers
     are wrapped into 0-dim tensors. Autograd: ``AddBackward0``. RuntimeError for a float alpha
-    with integral inputs, a bool alpha with non-bool results, or an ``out`` of a lower category."""
+    with integral inputs, a complex alpha with real ones, a bool alpha with non-bool results, or
+    an ``out`` of a lower category."""
     try:
         other, alpha = alpha_first("add", other, rest, alpha)
         self, other = _wrap_numbers(self, other)
@@ -552,12 +533,14 @@ def where(condition, input=_ABSENT, other=_ABSENT):
 @method("lerp", function=True)
 def lerp(self, end, weight):
     """Mirrors ``torch.lerp(input, end, weight)``: ``input + weight * (end - input)``.
-    RuntimeError when ``end`` has another dtype (torch does not promote it)."""
+    RuntimeError when ``end`` has another dtype (torch does not promote it) or a complex
+    ``weight`` meets real tensors."""
     check_lerp_end("lerp", end)
     # a weight with dims must match too; a 0-d weight of another dtype is accepted, as torch
     check_same_dtype("lerp", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
     dt = result_dtype(self, end)
+    check_real_scalars("lerp", dt, weight=weight)
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_op(op, (self, end, weight), (("dtype", dt.np),))
 
@@ -565,9 +548,11 @@ def lerp(self, end, weight):
 @method("addcmul", function=True)
 def addcmul(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.addcmul``: ``input + value * tensor1 * tensor2`` (and the deprecated
-    ``addcmul(value, tensor1, tensor2)``, with its warning)."""
+    ``addcmul(value, tensor1, tensor2)``, with its warning). RuntimeError for a complex ``value``
+    (nonzero imaginary part) with real tensors."""
     tensor1, tensor2, value = value_first("addcmul", tensor1, tensor2, rest, value)
     dt = result_dtype(self, tensor1, tensor2)
+    check_real_scalars("addcmul", dt, value=value)
     return apply_op(OPS["addcmul"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
@@ -580,6 +565,7 @@ def addcdiv(self, tensor1, tensor2, *rest, value=1):
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
     dt = _float_dtype(result_dtype(self, tensor1, tensor2))
+    check_real_scalars("addcdiv", dt, value=value)
     return apply_op(OPS["addcdiv"], (self, tensor1, tensor2, value), (("dtype", dt.np),))
 
 
@@ -674,7 +660,12 @@ method("__rmod__")(reflected(lambda s, o: remainder(_full_like_scalar(s, o), s))
 method("__pow__")(operator(pow))
 method("__rpow__")(reflected(_rpow))
 method("__neg__")(_unaries["neg"])
-method("__pos__")(lambda s: s)
+@method("__pos__")
+def _pos(self):
+    # torch's unary + is ``positive``: refused for bool tensors
+    if self.dtype is _dt.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported; use the tensor itself")
+    return self
 method("__abs__")(_unaries["abs"])
 
 

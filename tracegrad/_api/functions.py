@@ -103,7 +103,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     torch's cdist formulas: p=1 gives ``sign(diff)`` (0 where the coordinates agree), p=inf
     gives ``sign(diff)`` to every coordinate reaching the maximum (not split between ties).
     RuntimeError when the dtypes differ (torch does not promote), for inputs below 2-D or a
-    negative ``p``; ValueError for an unknown ``compute_mode``."""
+    negative ``p``; ValueError for an unknown ``compute_mode``; NotImplementedError for
+    float16/bfloat16."""
     check_tensors("cdist", x1, x2, names=("x1", "x2"))
     if compute_mode not in _CDIST_MODES:
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode; use one of {list(_CDIST_MODES)}")
@@ -113,6 +114,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.dim()}D")
         if not x.dtype.is_floating_point:   # complex too: torch has no complex kernel
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_SCALAR_NAME[x.dtype.name]}")
+    if x1.dtype.name in ("float16", "bfloat16"):   # torch's CPU kernel: float32/float64 only
+        raise NotImplementedError(f"\"cdist\" not implemented for '{_SCALAR_NAME[x1.dtype.name]}'; compute the "
+                                  f"distances in float32 (.float())")
     if p < 0:
         raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)

@@ -19,7 +19,7 @@ from ._registry import method
 from .promotion import _SCALAR_NAME
 from .argcheck import strict_error
 from .inplace import _check_expand, check_index_dtype, check_index_range, check_scatter_reduce, check_scatter_shapes, index_add_args, copy_
-from .promotion import _CPP_NAME, _check_scalar_value
+from .promotion import _CPP_NAME, _check_scalar_value, check_real_scalars
 from .shape import expand, flatten
 
 
@@ -554,6 +554,7 @@ def scatter(self, dim, index, src=None, *, value=None, reduce=None):
     if isinstance(src, Tensor):
         return apply_op(OPS["scatter"], (self, index, src), (("dim", d), ("reduce", reduce)))
     check_float_fits(src, self.dtype, "scatter")
+    check_real_scalars("scatter", self.dtype, value=src)
     return apply_op(OPS["scatter_value"], (self, index, src), (("dim", d), ("reduce", reduce)))
 
 

@@ -22,7 +22,7 @@ from ._registry import METHODS, inplace_operator, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
-from .promotion import ADDCDIV_INT, alpha_arg, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
+from .promotion import ADDCDIV_INT, alpha_arg, check_alpha, check_real_scalars, check_rounding_mode, _SCALAR_NAME, _Number, alpha_first, check_lerp_dtype, check_lerp_end, check_same_dtype, _check_broadcast, _check_operand, _check_scalar_value, _float_dtype, result_dtype, value_first, check_scalar_tensor
 from .shape import squeeze, t, transpose, unsqueeze
 
 
@@ -55,6 +55,7 @@ def index_add_args(self, dim, index, source, alpha, api):
                                                       if k != d)):
         raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+    check_real_scalars(api, self.dtype, alpha=alpha)
     if not (self.dtype.is_floating_point or self.dtype.is_complex) and isinstance(alpha, float):
         alpha = int(alpha)
     return d, alpha
@@ -138,6 +139,8 @@ def _inplace_binary(opname):
             raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported (sub_). If you "
                                "are trying to invert a mask, use the `~` or `logical_not_()` operator instead.")
         try:
+            if opname in ("add", "sub"):
+                check_alpha(opname + "_", self, other, alpha)
             _check_inplace_broadcast(self, other)
             dt = self._value.dtype if (isinstance(other, Tensor) and other._value.dtype == self._value.dtype) else result_dtype(self, other).np
         except SparseOperand as e:   # a sparse COO operand (NOTE in _tensor/layout.py)
@@ -296,10 +299,12 @@ def _fill_overlapping(op, self, args):
 
 @method()
 def masked_fill_(self, mask, value):
-    """Mirrors ``torch.Tensor.masked_fill_``."""
+    """Mirrors ``torch.Tensor.masked_fill_``. RuntimeError for a non-bool mask or a complex value
+    on a real tensor (its imaginary part would be dropped)."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dt.bool_:
         raise RuntimeError("masked_fill_ only supports boolean masks")
     _check_scalar_value(value, "masked_fill_", "Tensor mask, Tensor value", self.dtype)
+    check_real_scalars("masked_fill_", self.dtype, value=value)
     if isinstance(value, Tensor) and value.ndim != 0:   # as the out-of-place form
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.ndim} "
                            "dimension(s).")
@@ -359,6 +364,7 @@ def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
     d = _wrap_dim(dim, self.ndim)
     check_index_range(index, self.shape[d] if self.ndim else 1, d, "scatter_")
     check_float_fits(src, self.dtype, "scatter_")
+    check_real_scalars("scatter_", self.dtype, value=src)
     op = OPS["scatter"] if isinstance(src, Tensor) else OPS["scatter_value"]
     return apply_inplace(op, self, (index, src), (("dim", d), ("reduce", reduce)))
 
@@ -400,6 +406,7 @@ def addcmul_(self, tensor1, tensor2, *rest, value=1):
     """Mirrors ``torch.Tensor.addcmul_`` (and the deprecated ``addcmul_(value, tensor1, tensor2)``)."""
     tensor1, tensor2, value = value_first("addcmul_", tensor1, tensor2, rest, value)
     _check_addc_cast(self, tensor1, tensor2)
+    check_real_scalars("addcmul_", self.dtype, value=value)
     return apply_inplace(OPS["addcmul"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -411,6 +418,7 @@ def addcdiv_(self, tensor1, tensor2, *rest, value=1):
     if all(isinstance(v, Tensor) and v.dtype._cat <= 1 for v in (tensor1, tensor2)):
         raise RuntimeError(ADDCDIV_INT)
     _check_addc_cast(self, tensor1, tensor2)
+    check_real_scalars("addcdiv_", self.dtype, value=value)
     return apply_inplace(OPS["addcdiv"], self, (tensor1, tensor2, value), (("dtype", self._value.dtype),))
 
 
@@ -420,6 +428,10 @@ def lerp_(self, end, weight):
     # a weight with dims must have self's dtype too, as lerp's
     check_same_dtype("lerp_", self, end, weight if isinstance(weight, Tensor) and weight.ndim else None)
     check_lerp_dtype(self)
+    check_real_scalars("lerp_", self.dtype, weight=weight)
+    if isinstance(weight, Tensor) and weight.is_complex() and not self.is_complex():
+        raise RuntimeError(f"lerp_: result type {_SCALAR_NAME[weight.dtype.name]} can't be cast to the desired "
+                           f"output type {_SCALAR_NAME[self.dtype.name]}; pass a real weight")
     op = OPS["lerp_tensor"] if isinstance(weight, Tensor) else OPS["lerp"]
     return apply_inplace(op, self, (end, weight), (("dtype", self._value.dtype),))
 

@@ -8,7 +8,7 @@ from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Tensor
 from ._registry import function, method
 from .elementwise import mul, operator, reflected
-from .promotion import _CPP_NAME, _SCALAR_NAME, beta_first, check_tensors
+from .promotion import _CPP_NAME, _SCALAR_NAME, beta_first, check_real_scalars, check_tensors
 from .shape import unsqueeze
 
 
@@ -117,6 +117,7 @@ def addmm(self, mat1, mat2, *rest, beta=1, alpha=1):
             raise RuntimeError(f"{what} and mat2 must have the same dtype, but got {_SCALAR_NAME[a.dtype.name]} and "
                                f"{_SCALAR_NAME[mat2.dtype.name]}; convert them to one dtype (nn.Linear: cast the "
                                "input or the module)")
+    check_real_scalars("addmm", mat2.dtype, beta=beta, alpha=alpha)
     return apply_op(OPS["addmm"], (self, mat1, mat2, beta, alpha), _mm_dtype(mat1, mat2, "addmm"))
 
 
@@ -156,7 +157,8 @@ def _sublist_equation(args):
 def einsum(equation, *operands):
     """Mirrors ``torch.einsum(equation, *operands)`` (operands may also be one list, or the
     sublist form ``einsum(op0, [0, 1], op1, [1, 2], [0, 2])``). RuntimeError for operands of
-    different dtypes; ValueError for a sublist subscript outside ``[0, 52)``, as torch."""
+    different dtypes; ValueError for a sublist subscript outside ``[0, 52)``, as torch;
+    NotImplementedError for bool operands summed over a shared subscript (torch's bmm)."""
     if isinstance(equation, Tensor):
         equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -172,7 +174,38 @@ def einsum(equation, *operands):
         if isinstance(t, Tensor) and isinstance(operands[0], Tensor) and t.dtype is not operands[0].dtype:
             raise RuntimeError(f"einsum(): expected scalar type {_CPP_NAME[operands[0].dtype.name]} but found "
                                f"{_CPP_NAME[t.dtype.name]}; convert the operands to one dtype")
-    return apply_op(OPS["einsum"], operands, (("equation", equation.replace(" ", "")),))
+    equation = equation.replace(" ", "")
+    if len(operands) > 1 and all(isinstance(t, Tensor) and t.dtype.name == "bool" for t in operands) \
+            and _contracts(equation):   # torch sums products through bmm, which has no bool kernel
+        raise NotImplementedError("einsum(): \"bmm\" not implemented for 'Bool'; contract integer operands "
+                                  "(.long()) and compare the result with 0")
+    if len(operands) == 1 and isinstance(operands[0], Tensor) and operands[0].dtype.name == "bool" \
+            and _sums(equation):   # torch sums a bool operand with sum(): an int64 count
+        operands = (operands[0].long(),)
+    return apply_op(OPS["einsum"], operands, (("equation", equation),))
+
+
+def _sums(equation):
+    """Whether a one-operand einsum ``equation`` sums over a subscript (drops it from the output)."""
+    lhs, arrow, out = equation.partition("->")
+    letters = lhs.replace(".", "")
+    if not arrow:
+        return any(letters.count(c) > 1 for c in letters)
+    return any(c not in out for c in letters)
+
+
+def _contracts(equation):
+    """Whether an einsum ``equation`` sums over a subscript shared by two operands (a product
+    that torch computes with ``bmm``)."""
+    lhs, _, out = equation.partition("->")
+    terms = [set(t.replace(".", "")) for t in lhs.split(",")]
+    if "->" not in equation:     # implicit output: the subscripts that appear once
+        counts = {}
+        for t in lhs.split(","):
+            for c in t.replace(".", ""):
+                counts[c] = counts.get(c, 0) + 1
+        out = "".join(c for c, n in counts.items() if n == 1)
+    return any(sum(c in t for t in terms) > 1 and c not in out for c in set().union(*terms))
 
 
 method("__matmul__")(operator(matmul))

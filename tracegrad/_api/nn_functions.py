@@ -264,10 +264,19 @@ def _pool_args(nd, kernel_size, stride, padding, dilation, name, input=None, cei
     return k, s, p, d
 
 
+def check_max_pool_dtype(input, kernel):
+    """torch has no bool max-pooling kernel: NotImplementedError naming ``kernel`` (its CPU
+    kernel's name, as torch's message), after the shape checks (as torch)."""
+    if isinstance(input, Tensor) and input.dtype is _dt.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'; max-pool a bool mask as "
+                                  f"uint8 (.byte()) or float (.float()) and compare the result")
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Mirrors ``torch.max_pool2d``: input ``(N, C, H, W)`` or ``(C, H, W)``; padding is -inf.
-    grad_fn ``MaxPool2DWithIndicesBackward0``."""
+    grad_fn ``MaxPool2DWithIndicesBackward0``. NotImplementedError for bool input."""
     k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d", input, ceil_mode)
+    check_max_pool_dtype(input, "max_pool2d")
     return apply_op(OPS["max_pool2d"], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
                                                   ("ceil_mode", bool(ceil_mode))))
 
@@ -275,14 +284,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Mirrors ``torch._C._nn.max_pool2d_with_indices``: (values, int64 flat indices into H*W)."""
     k, s, p, d = _pool_args(2, kernel_size, stride, padding, dilation, "max_pool2d", input, ceil_mode)
+    check_max_pool_dtype(input, "max_pool2d")
     return apply_op(OPS["max_pool2d_with_indices"], (input,),
                     (("kernel", k), ("stride", s), ("padding", p), ("dilation", d), ("ceil_mode", bool(ceil_mode))))
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
     """Mirrors ``torch.max_pool1d``: input ``(N, C, L)`` or ``(C, L)``; as torch, a 2-D pool over
-    ``input.unsqueeze(-2)`` then ``squeeze(-2)`` (grad_fn ``SqueezeBackward1``)."""
+    ``input.unsqueeze(-2)`` then ``squeeze(-2)`` (grad_fn ``SqueezeBackward1``).
+    NotImplementedError for integer or bool input (torch's 1-D kernel is floating only)."""
     k, s, p, d = _pool_args(1, kernel_size, stride, padding, dilation, "max_pool1d", input, ceil_mode)
+    if isinstance(input, Tensor) and input.dtype._cat <= 1:   # torch's 1-D kernel: floating types only
+        raise NotImplementedError(f"\"max_pool1d_impl\" not implemented for '{_scalar_name(input.dtype.np)}'; "
+                                  f"convert the input with .float() (max_pool2d also takes integers)")
     return max_pool2d(input.unsqueeze(-2), (1,) + k, (1,) + s, (0,) + p, (1,) + d, ceil_mode).squeeze(-2)
 
 

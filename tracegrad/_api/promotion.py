@@ -224,6 +224,49 @@ def alpha_first(api, other, rest, alpha):
                     f"(pass alpha by keyword: {api}(other, alpha=...))")
 
 
+def check_alpha(api, self, other, alpha):
+    """torch's alpha rules for add/sub/rsub and their in-place forms: a Number (an explicit None
+    is the parser's TypeError); a bool alpha only for bool results; no float alpha for integral
+    ones; no complex alpha for real ones (the imaginary part would be dropped)."""
+    if type(alpha) is int:   # the default (1) and ints: nothing to check
+        return
+    if isinstance(alpha, Tensor):
+        check_scalar_tensor(api, "alpha", alpha)
+        return
+    if alpha is None or not isinstance(alpha, (float, complex, bool)) and type(alpha).__module__ != "numpy":
+        raise TypeError(f"{api}(): argument 'alpha' must be Number, not {type(alpha).__name__}; leave it out for alpha=1")
+    cat = result_dtype(self, other)._cat
+    if isinstance(alpha, (bool, np.bool_)):
+        if cat != 0:
+            raise RuntimeError(f"{api}: Boolean alpha only supported for Boolean results; pass alpha=1")
+        return
+    if cat <= 1 and isinstance(alpha, (float, complex, np.floating, np.complexfloating)):
+        raise RuntimeError(f"{api}: For integral input tensors, argument alpha must not be a floating point "
+                           "number; pass an int alpha or a float tensor")
+    if cat <= 2 and isinstance(alpha, (complex, np.complexfloating)):
+        raise RuntimeError(f"{api}: For non-complex input tensors, argument alpha must not be a complex number "
+                           f"(got {alpha}); pass a real alpha, or complex tensors")
+
+
+# c10's names of the C++ types a Scalar argument is converted to, for its overflow message
+_CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "int64_t", "int32": "int", "int16": "int16_t", "int8": "int8_t", "uint8": "uint8_t",
+             "bool": "bool"}
+
+
+def check_real_scalars(api, dtype, **scalars):
+    """RuntimeError, as torch's checked Scalar conversion, for a complex number with a nonzero
+    imaginary part passed as ``value=``/``alpha=``/``beta=``/``weight=`` of an op whose
+    result ``dtype`` is not complex (the imaginary part would be dropped silently)."""
+    if dtype.is_complex:
+        return
+    for name, v in scalars.items():
+        if isinstance(v, (complex, np.complexfloating)) and v.imag != 0:
+            raise RuntimeError(f"{api}: value cannot be converted to type {_CPP_TYPE.get(dtype.name, dtype.name)} "
+                               f"without overflow ({name}={v} has an imaginary part and the result is "
+                               f"{dtype.name}); pass a real {name}, or complex tensors")
+
+
 def check_scalar_tensor(api, name, v):
     """torch's parser binds a Tensor to a Number argument (``value=``, ``alpha=``) only when it is
     0-dim and does not require grad (a gradient could not flow through a Number); otherwise the

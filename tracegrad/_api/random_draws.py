@@ -36,13 +36,19 @@ def standard_gamma(concentration, generator=None):
 
 
 @function()
-@accepts_out()
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Mirrors ``torch.normal``'s four overloads: tensor ``mean`` and/or ``std`` (broadcast;
     the other may be a float) give one draw per element, in the tensor's dtype, with a node
     (``NormalBackward1/2/3``) whose gradient for ``mean`` and ``std`` is zero, as torch's; two
-    floats and ``size`` give a fresh tensor (``tracegrad.normal`` of the factories).
+    floats and ``size`` give a fresh tensor (``tracegrad.normal`` of the factories), written
+    into an ``out=`` of another shape without the resize warning, as torch's factories.
     RuntimeError for a negative ``std`` (tensor values checked in eager only)."""
+    draw = _normal_of_tensors if isinstance(mean, Tensor) or isinstance(std, Tensor) else _normal_of_size
+    return draw(mean, std, size, generator=generator, dtype=dtype, device=device, requires_grad=requires_grad,
+                out=out)
+
+
+def _normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     if not (isinstance(mean, Tensor) or isinstance(std, Tensor)):
         return _factories.normal(mean, std, size, generator=generator, dtype=dtype, device=device,
                                  requires_grad=requires_grad)
@@ -62,6 +68,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if isinstance(mean, Tensor):
         return apply_op(OPS["normal_tensor_float"], (mean, sample))
     return apply_op(OPS["normal_float_tensor"], (std, sample))
+
+
+_normal_of_tensors = accepts_out("normal")(_normal)
+_normal_of_size = accepts_out("normal", keep_shape="resize")(_normal)
 
 
 @function()

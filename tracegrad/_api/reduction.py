@@ -456,7 +456,7 @@ def topk(self, k, dim=-1, largest=True, sorted=True):
 def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
     """Mirrors ``torch.quantile``: ``q`` a float or 1-D tensor in [0, 1] (its dim comes first
     in the result); ``interpolation`` one of linear, lower, higher, midpoint, nearest.
-    RuntimeError for q outside [0, 1] or a non-floating input."""
+    RuntimeError for q outside [0, 1] or an input that is not float32/float64."""
     return quantile_op("quantile", self, q, dim, keepdim, interpolation)
 
 
@@ -473,7 +473,7 @@ def quantile_op(api, self, q, dim, keepdim, interpolation):
         raise RuntimeError(f"{api}() input tensor must be non-empty")
     if isinstance(q, Tensor) and q.ndim > 1:
         raise RuntimeError(f"{api}() q must be a scalar or 1D tensor")
-    if not self.dtype.is_floating_point:
+    if not self.dtype.is_floating_point or self.dtype.name in ("float16", "bfloat16"):
         raise RuntimeError(f"{api}() input tensor must be either float or double dtype")
     if isinstance(q, Tensor) and q.dtype != self.dtype:
         raise RuntimeError(f"{api}() q tensor must be same dtype as the input tensor")

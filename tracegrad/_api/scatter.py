@@ -57,6 +57,12 @@ def _index_copy_args(self, dim, index, source, api):
         want[d] = n
     # torch lets 0-d and 1-element target/source mix when one position is copied
     if list(source.shape) != want and not (source.ndim <= 1 and source.numel() == 1 and n == 1 and self.ndim <= 1):
+        if source.ndim == self.ndim > 0 and [s for i, s in enumerate(source.shape) if i != d] != \
+                [s for i, s in enumerate(self.shape) if i != d]:
+            # torch: slices of another shape are a RuntimeError; counts and ranks an IndexError
+            raise RuntimeError(f"{api.rstrip('_')}_(): Source/destination tensor must have same slice shapes: source of shape "
+                               f"{list(source.shape)} does not fit: expected {want} (self's shape with dimension "
+                               f"{d} the number of indices, {n})")
         raise IndexError(f"{api}(): source of shape {list(source.shape)} does not fit: expected {want} "
                          f"(self's shape with dimension {d} the number of indices, {n})")
     return d, index.reshape(-1), source.reshape(want) if self.ndim else source.reshape(())
@@ -68,8 +74,8 @@ def index_copy(self, dim, index, source):
     source[..., i, ...]`` along ``dim``. index: int64, 0-D or 1-D; source: input's dtype and
     shape with ``dim`` of length ``index.numel()``. Autograd: ``IndexCopyBackward0``; a repeated
     index gives every source slice the gradient of its position, as torch.
-    Raises: RuntimeError (index dtype, source dtype), IndexError (index dims, out-of-range index
-    in eager, source shape)."""
+    Raises: RuntimeError (index dtype, source dtype, source slices of another shape), IndexError
+    (index dims, out-of-range index in eager, source rank or length along ``dim``)."""
     d, index, source = _index_copy_args(self, dim, index, source, "index_copy")
     return apply_op(OPS["index_copy"], (self, index, source), (("dim", d),))
 

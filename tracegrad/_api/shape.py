@@ -639,14 +639,25 @@ def trace(self):
     return apply_op(OPS["trace"], (self,))
 
 
+def _tensor_sequence(tensors, api):
+    """The ``tensors`` argument of cat/stack/hstack... as a list. torch's parser takes a sequence
+    (a list, a tuple, anything indexable but a dict) and refuses a Tensor, a generator, an
+    iterator or a set with TypeError: they have no order or length to check first."""
+    if isinstance(tensors, (list, tuple)):
+        return list(tensors)
+    if isinstance(tensors, (Tensor, dict)) or not hasattr(type(tensors), "__getitem__") \
+            or not hasattr(tensors, "__len__"):
+        raise TypeError(f"{api}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        f"{type(tensors).__name__}; pass a list or tuple (list(...) of a generator)")
+    return list(tensors)
+
+
 @function("cat", "concat", "concatenate")
 @accepts_out(cast_error=TypeError)
 def cat(tensors, dim=0, *, out=None):
     """Mirrors ``torch.cat(tensors, dim=0)`` with dtype promotion. RuntimeError for mismatched
     shapes or an empty list."""
-    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
-        raise TypeError(f"cat(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
-    tensors = [t for t in tensors]
+    tensors = _tensor_sequence(tensors, "cat")
     if not tensors:
         raise ValueError("tracegrad.cat(): expected a non-empty list of Tensors")
     for i, t_ in enumerate(tensors):   # (not tensors.index(t_): == on tensors is elementwise)
@@ -673,9 +684,7 @@ def cat(tensors, dim=0, *, out=None):
 @accepts_out(cast_error=TypeError)
 def stack(tensors, dim=0, *, out=None):
     """Mirrors ``torch.stack``: RuntimeError unless all shapes are equal."""
-    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
-        raise TypeError(f"stack(): argument 'tensors' (position 1) must be tuple of Tensors, not {type(tensors).__name__}")
-    tensors = list(tensors)
+    tensors = _tensor_sequence(tensors, "stack")
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     for i, t_ in enumerate(tensors):
@@ -695,10 +704,7 @@ def stack(tensors, dim=0, *, out=None):
 def _stack_list(tensors, api):
     """The tensors of hstack/vstack/dstack as a list; RuntimeError when empty (torch's class, where
     ``cat`` raises ValueError); TypeError for one tensor instead of a sequence, as torch's parser."""
-    if isinstance(tensors, Tensor) or not hasattr(tensors, "__iter__"):
-        raise TypeError(f"{api}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        f"{type(tensors).__name__}")
-    tensors = list(tensors)
+    tensors = _tensor_sequence(tensors, api)
     if not tensors:
         raise RuntimeError(f"{api} expects a non-empty TensorList")
     return tensors

@@ -24,12 +24,18 @@ from .promotion import check_tensors, refuse_complex, require_floating, result_d
 from .reduction import check_sortable, return_types
 
 
-def _float_unary(name):
+def _float_unary(name, half_kernel=None):
+    """The function form of the floating unary op ``name`` (integers compute in the default
+    float dtype); ``half_kernel``: torch's CPU kernel has no float16/bfloat16 version
+    (NotImplementedError naming it)."""
     op = OPS[name]
 
     def f(input):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        if half_kernel and input.dtype.name in ("float16", "bfloat16"):
+            raise NotImplementedError(f"\"{half_kernel}\" not implemented for '{_dt.SCALAR_NAMES[input.dtype.name]}'; "
+                                      f"compute {name} in float32 (.float())")
         if input.is_floating_point():
             return apply_op(op, (input,))
         if input.is_complex():
@@ -54,9 +60,9 @@ _special_i0e = _float_unary("i0e")
 _special_i1 = _float_unary("i1")
 _special_i1e = _float_unary("i1e")
 _special_ndtri = _float_unary("ndtri")
-_special_log_ndtr = _float_unary("log_ndtr")
+_special_log_ndtr = _float_unary("log_ndtr", "log_ndtr_cpu")
 _special_entr = _float_unary("entr")
-_special_erfcx = _float_unary("erfcx")
+_special_erfcx = _float_unary("erfcx", "erfcx_cpu")
 
 
 @method("logit", function=True)
@@ -211,7 +217,8 @@ igammac_ = method("igammac_")(_inplace_binary("igammac"))
 
 def special_zeta(input, other):
     """``torch.special.zeta(input, other)``: the Hurwitz zeta function ``sum_k (k + other) ** -input``,
-    broadcasting (numbers allowed on either side), promoted to floating. No gradient, as torch."""
+    broadcasting (numbers allowed on either side), promoted to floating. No gradient, as torch.
+    NotImplementedError for float16/bfloat16 (torch has no such kernel)."""
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         raise TypeError("special_zeta(): expected at least one Tensor argument")
     ref = input if isinstance(input, Tensor) else other
@@ -220,4 +227,7 @@ def special_zeta(input, other):
     dt = result_dtype(input, other)
     if not dt.is_floating_point:
         dt = _dt.get_default_dtype()
+    if dt.name in ("float16", "bfloat16"):
+        raise NotImplementedError(f"\"zeta_cpu\" not implemented for '{_dt.SCALAR_NAMES[dt.name]}'; compute zeta in "
+                                  f"float32 (.float())")
     return apply_op(OPS["zeta"], (input, other), (("dtype", dt.np),))

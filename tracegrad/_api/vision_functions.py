@@ -16,7 +16,7 @@ from .._ops.vision import UPSAMPLE_OPS, fold_out_hw
 from .._tensor.factories import arange, zeros
 from .._tensor.tensor import Tensor
 from .sparse_embedding import sparse_embedding_bag
-from .nn_functions import _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
+from .nn_functions import check_max_pool_dtype, _check_divisor, _check_traced_range, _host_values, _out_size, _pool_args, _tup, adaptive_avg_pool1d, adaptive_avg_pool2d
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
@@ -155,6 +155,14 @@ def _fold_args(kernel_size, dilation, padding, stride):
     return static
 
 
+def _check_fold_dtype(input, kernel):
+    """torch's im2col/col2im CPU kernels take floating, complex and bool tensors but no integer
+    ones: NotImplementedError naming the kernel, after the shape checks (as torch)."""
+    if input.dtype._cat == 1:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt.SCALAR_NAMES[input.dtype.name]}'; "
+                                  f"convert the input with .float()")
+
+
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """Mirrors ``torch.nn.functional.unfold`` (im2col): ``(N, C, H, W)`` or ``(C, H, W)`` ->
     ``(N, C*kh*kw, L)``, L the number of sliding-window positions. grad_fn ``Im2ColBackward0``.
@@ -174,6 +182,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Given input with spatial size {list(x.shape[2:])}, kernel_size={k}, dilation={d}, "
                            f"padding={p}, calculated shape of the array of sliding blocks is non-positive; "
                            f"use a smaller kernel or more padding")
+    _check_fold_dtype(input, "im2col_out_cpu")
     return apply_op(OPS["im2col"], (input,), static)
 
 
@@ -197,6 +206,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise RuntimeError(f"Given output_size={osz}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
                            f"expected size of input's dimension 2 to match the calculated number of sliding blocks "
                            f"{oh} * {ow} = {oh * ow}, but got input.size(2)={x.shape[2]}.")
+    _check_fold_dtype(input, "col2im_out_cpu")
     return apply_op(OPS["col2im"], (input,), (("output_size", osz),) + static)
 
 
@@ -223,9 +233,10 @@ def _check_pool3d(input, name):
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Mirrors ``torch.max_pool3d``: ``(N, C, D, H, W)`` or ``(C, D, H, W)``; padding is -inf.
     ``return_indices`` also gives int64 flat indices into ``D*H*W``.
-    grad_fn ``MaxPool3DWithIndicesBackward0``."""
+    grad_fn ``MaxPool3DWithIndicesBackward0``. NotImplementedError for bool input."""
     _check_pool3d(input, "max_pool3d")
     k, s, p, d = _pool_args(3, kernel_size, stride, padding, dilation, "max_pool3d", input, ceil_mode)
+    check_max_pool_dtype(input, "max_pool3d")
     name = "max_pool3d_with_indices" if return_indices else "max_pool3d"
     return apply_op(OPS[name], (input,), (("kernel", k), ("stride", s), ("padding", p), ("dilation", d),
                                           ("ceil_mode", bool(ceil_mode))))

@@ -244,7 +244,8 @@ defop("squeeze", lambda x, dim: jnp.squeeze(x, dim), grad_fn="SqueezeBackward0",
 defop("squeeze_dim", lambda x, dim: jnp.squeeze(x, dim), grad_fn="SqueezeBackward1", view=True)
 defop("squeeze_dims", lambda x, dim: jnp.squeeze(x, dim), grad_fn="SqueezeBackward2", view=True)
 defop("t", lambda x: x.T, grad_fn="TBackward0", view=True)
-defop("transpose", lambda x, dim0, dim1: jnp.swapaxes(x, dim0, dim1), grad_fn="TransposeBackward0",
+# (a 0-d tensor: torch's dims 0 and -1 both name its one implicit dim, and nothing moves)
+defop("transpose", lambda x, dim0, dim1: jnp.swapaxes(x, dim0, dim1) if x.ndim else x, grad_fn="TransposeBackward0",
       view=True)
 defop("permute", lambda x, dims: jnp.transpose(x, dims), grad_fn="PermuteBackward0", view=True)
 defop("expand", lambda x, size: jnp.broadcast_to(x, size), grad_fn="ExpandBackward0", view="overlap")

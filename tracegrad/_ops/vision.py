@@ -197,6 +197,9 @@ def _col2im(x, *, output_size, kernel, dilation, padding, stride):
     if x.ndim == 2:
         return _col2im(x[None], output_size=output_size, kernel=kernel, dilation=dilation, padding=padding,
                        stride=stride)[0]
+    if x.dtype == jnp.bool_:     # torch sums bool windows as a logical or
+        return _col2im(x.astype(jnp.int32), output_size=output_size, kernel=kernel, dilation=dilation,
+                       padding=padding, stride=stride) != 0
     n = x.shape[0]
     kk = kernel[0] * kernel[1]
     c = x.shape[1] // kk

@@ -12,6 +12,9 @@ _TYPES = ("cpu", "cuda", "meta", "ipu", "xpu", "mkldnn", "opengl", "opencl", "id
           "fpga", "maia", "xla", "lazy", "vulkan", "mps", "hpu", "mtia", "privateuseone")
 
 
+_UNSET = object()   # device()'s index default: an explicit None counts as passed, as torch's parser
+
+
 class device:
     """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
     ``type`` is one of torch's device types ('mps', 'xpu', ... can be named; tensors live on
@@ -19,16 +22,23 @@ class device:
     devices; 'meta' tensors hold no data (NOTE [meta tensors] in _tensor/meta.py). As a
     context manager (``with tracegrad.device('meta'):``) it is the default device of factories
     inside the block, as torch's (``__enter__``/``__exit__`` come from ``runtime.py``, which
-    owns the default device)."""
+    owns the default device). RuntimeError, as torch, for an ordinal that is not plain digits
+    ('cuda:x', 'cuda:01') and for an index given both in the string and as ``index``."""
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type, index=None):
+    def __init__(self, type, index=_UNSET):
+        explicit = index is not _UNSET    # torch refuses 'cuda:0' with any index argument, None too
+        index = None if index is _UNSET else index
         if isinstance(type, device):
             type, index = type.type, type.index
         elif isinstance(type, str) and ":" in type:
+            if explicit:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: "
+                                   f"{type}; pass device('{type.split(':', 1)[0]}', {index}) or device('{type}')")
             type, idx = type.split(":", 1)
-            if not idx.isdigit():
+            # torch's ordinal: ASCII digits without a leading zero ('cuda:01' is refused)
+            if not (idx.isascii() and idx.isdigit()) or (len(idx) > 1 and idx[0] == "0"):
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
         elif isinstance(type, int) and not isinstance(type, bool):

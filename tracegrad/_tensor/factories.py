@@ -261,7 +261,7 @@ def _fdt(dtype):
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.zeros(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
@@ -272,7 +272,7 @@ def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.ones(*size)``; default dtype float32. NotImplementedError for a sparse layout."""
@@ -282,7 +282,7 @@ def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=N
     return _fresh(shape, d, device, requires_grad, lambda: filled(shape, 1, d.np))
 
 
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.empty``; ``memory_format`` (default ``contiguous_format``) lays it out
@@ -315,7 +315,7 @@ def uninitialized_fill(dtype):
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
     """Mirrors ``torch.full``: dtype inferred from ``fill_value`` (bool/int64/float32).
     TypeError when ``fill_value`` is not a number (or a 0-d tensor); RuntimeError when it does
@@ -364,7 +364,7 @@ _NO_M = object()   # eye(n): m not given (None given is torch's TypeError)
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 def eye(n, m=_NO_M, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.eye(n, m=None)``: an ``(n, m)`` identity matrix. RuntimeError for a
     negative ``n`` or ``m``; NotImplementedError for a sparse layout."""
@@ -504,6 +504,11 @@ def _spaced(start, end, steps, dtype, api):
         if d is _dt.bool_:
             raise NotImplementedError(f"\"{api}_cpu\" not implemented for 'Bool': make the points in an integer "
                                       "dtype and compare")
+        if not d.is_complex and any(isinstance(v, complex) for v in (start, end)):
+            # (the imaginary parts would be dropped)
+            inferred = _dt.SCALAR_NAMES[_dt.to_complex(_dt.get_default_dtype()).name]
+            raise RuntimeError(f"torch.{api}(): inferred dtype {inferred} can't be safely cast to passed dtype "
+                               f"{_dt.SCALAR_NAMES[d.name]}; pass a complex dtype or real endpoints")
     elif any(isinstance(v, complex) for v in (start, end)):
         d = _dt.to_complex(_dt.get_default_dtype())
     else:
@@ -517,7 +522,7 @@ def _spaced(start, end, steps, dtype, api):
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape=True)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None, layout=None,
              pin_memory=False):
     """Mirrors ``torch.linspace``: ``steps`` evenly spaced points from start to end inclusive
@@ -531,7 +536,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape=True)
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, layout=None,
              pin_memory=False):
     """Mirrors ``torch.logspace``: ``base ** linspace(start, end, steps)``, computed in double
@@ -589,7 +594,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 # ---- random -----------------------------------------------------------------------------
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.rand``: uniform on [0, 1). JAX PRNG: streams differ from torch's.
@@ -603,7 +608,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 @_size_keyword
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None, pin_memory=False):
     """Mirrors ``torch.randn``: standard normal. JAX PRNG: streams differ from torch's.
@@ -617,7 +622,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)   # torch's randint(..., out=t) draws in t's dtype
+@accepts_out(dtype_from_out=True, keep_shape="resize")   # torch's randint(..., out=t) draws in t's dtype
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None,
             pin_memory=False):
     """Mirrors ``torch.randint(low=0, high, size)``: int64 uniform on [low, high).
@@ -659,7 +664,7 @@ def _randint_bounds(low, high, d):
 
 
 @with_x64
-@accepts_out(dtype_from_out=True)
+@accepts_out(dtype_from_out=True, keep_shape="resize")
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """Mirrors ``torch.randperm``: a random permutation of ``0..n-1`` (int64). RuntimeError for
     a negative ``n``; NotImplementedError for ``dtype=bool``."""
@@ -747,7 +752,7 @@ def meta_draw(operands, shape, dtype):
 
 
 @with_x64
-@accepts_out(any_dtype=True)   # torch draws into an out of any dtype (they take no dtype= to pass)
+@accepts_out(any_dtype=True, keep_shape="resize")   # torch draws into an out of any dtype (they take no dtype= to pass)
 def bernoulli(input, p=_NO_P, *, generator=None, out=None):
     """Mirrors ``torch.bernoulli``: 1 with probability ``input`` (elementwise), same dtype.
     RuntimeError for a probability outside [0, 1] or NaN (tensor values checked in eager only);
@@ -773,7 +778,7 @@ def bernoulli(input, p=_NO_P, *, generator=None, out=None):
 
 
 @with_x64
-@accepts_out(exact_dtype=True)   # torch: an int64 out only
+@accepts_out(exact_dtype=True, keep_shape="resize")   # torch: an int64 out only
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Mirrors ``torch.multinomial``: int64 indices drawn from the rows of ``input`` (1-D or 2-D,
     floating). RuntimeError, as torch, for ``num_samples <= 0``, more samples than categories

@@ -36,13 +36,15 @@ def write_out(name, result, out, exact_dtype=False, cast_error=RuntimeError, any
     ``max(x, y)``); ``cast_error``: the class raised for a cast to a lower category;
     ``any_dtype``: any cast is allowed (functions written in Python over ``copy_``, as ``torch.lu``);
     ``keep_shape``: an ``out`` with as many elements keeps its shape and takes the values in
-    row-major order (torch's ``arange``/``range`` resize only on a different count; ``"warn"``:
-    with arange's own warning)."""
+    row-major order (torch's ``arange``/``range``/``linspace`` resize only on a different count,
+    silently; ``"warn"``: with arange's own warning); ``"resize"``: ``out`` takes the result's
+    shape without the deprecation warning (torch's factories and random draws resize their
+    ``out`` silently)."""
     if isinstance(result, Tensor):
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         if keep_shape and tuple(out.shape) != tuple(result.shape):
-            if out.numel() == result.numel():
+            if out.numel() == result.numel() and keep_shape != "resize":
                 result = result.reshape(out.shape)
             else:   # resized with arange's own warning (range's silently), not the generic one
                 if keep_shape == "warn" and out.numel():
@@ -179,10 +181,25 @@ def accepts_out(name=None, dtype_from_out=False, iter_alias=False, **how):
                 raise RuntimeError(f"{label}(): output with shape {list(out.shape)} doesn't match the broadcast "
                                    f"shape {list(result.shape)}; an out= tensor that is also an input is not "
                                    "resized: pass a separate out tensor")
+            if label in _COMPLEX_TO_REAL and isinstance(out, Tensor) and args and isinstance(args[0], Tensor) \
+                    and args[0].dtype.is_complex:
+                return _write_complex_to_real(label, args[0], result, out)
             return write_out(label, result, out, **how)
         with_out._kinds_checked = True   # _api.argcheck.guard_all adds no second AttributeError guard
         return with_out
     return wrap
+
+
+# torch's abs of a complex tensor (unary_op_impl_with_complex_to_float_out): its real result is
+# cast into a real ``out`` (the usual rule) or written into a complex ``out`` of the input's dtype
+_COMPLEX_TO_REAL = frozenset(("abs", "absolute"))
+
+
+def _write_complex_to_real(label, input, result, out):
+    if out.dtype.is_complex and out.dtype != input.dtype:
+        raise RuntimeError(f"{label}: Found dtype {scalar_name(out.dtype.np)} but expected "
+                           f"{scalar_name(input.dtype.np)}; a complex out= must have the input's dtype")
+    return write_out(label, result, out)
 
 
 def _check_out_overlap(label, args, out, fully=False):

@@ -140,6 +140,8 @@ def _step(op, st, idx, shape, strides, off):
             return shape, strides, off
         return shape[::-1], strides[::-1], off
     if name == "transpose":
+        if nd == 0:    # a 0-d transpose (dims 0/-1) moves nothing
+            return shape, strides, off
         a, b = st["dim0"] % nd, st["dim1"] % nd
         shape, strides = list(shape), list(strides)
         shape[a], shape[b], strides[a], strides[b] = shape[b], shape[a], strides[b], strides[a]

@@ -113,5 +113,9 @@ def leaky_relu_(input, negative_slope=0.01):
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    """Mirrors ``torch.nn.functional.hardtanh_`` (in place)."""
+    """Mirrors ``torch.nn.functional.hardtanh_`` (in place). RuntimeError for uint8 input with a
+    negative limit, as torch."""
+    if getattr(input, "dtype", None) is tracegrad.uint8 and min(min_val, max_val) < 0:
+        raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (min_val={min_val}, "
+                           f"max_val={max_val}); pass limits of 0 or more, or a signed input")
     return _write(input, lambda x: _F.hardtanh(x, min_val, max_val))

@@ -52,7 +52,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    # torch's margin is a C++ double: integer inputs give a floating loss
+    return _reduce((-target * (input1 - input2) + float(margin)).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
@@ -61,6 +62,9 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     target is neither contributes both terms)."""
     reduction = _legacy(size_average, reduce, reduction)
     margin_clamp = (margin - input).clamp_min(0)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex or input.dtype is tracegrad.bool):
+        # torch keeps an integer input's dtype (the margin part truncated): 'mean' then refuses it
+        margin_clamp = margin_clamp.to(input.dtype)
     out = (tracegrad.where(target != 1, margin_clamp, _zeros(margin_clamp))
            + tracegrad.where(target != -1, input, _zeros(input)))
     return _reduce(out, reduction)
@@ -148,7 +152,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                       reduction="mean"):
     """Mirrors ``torch.nn.functional.multi_margin_loss``: for each sample ``sum over i != y of
     max(0, margin - x[y] + x[i])^p / C`` (times ``weight[y]``); input ``(N, C)`` or ``(C)``,
-    int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D."""
+    int64 target ``(N)`` or ``()``. Raises ValueError for p not 1/2 or a weight that is not 1-D,
+    RuntimeError for a weight of another length than C."""
     reduction = _legacy(size_average, reduce, reduction)
     _reduction.get_enum(reduction)   # a bad name is torch's first error, before any on the inputs
     if p != 1 and p != 2:
@@ -159,9 +164,13 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     x = input.reshape(-1, input.shape[-1]) if input.dim() else input.reshape(1, 1)
     n, c = x.shape
     t = target.reshape(-1).long()
-    if t.numel() != n:
-        raise RuntimeError(f"multi_margin_loss: inconsistent target size: {list(target.shape)} for input of size: "
-                           f"{list(input.shape)}")
+    if t.numel() != n or target.dim() > 1:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of input "
+                           f"samples (batch size). Expected target size [{n}], but got {list(target.shape)}. Input "
+                           f"has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"multi_margin_loss: inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}; give one weight per class")
     onehot = tracegrad.nn.functional.one_hot(t, c).to(x.dtype)
     xy = (x * onehot).sum(1, keepdim=True)
     z = _relu(margin - xy + x)
@@ -322,7 +331,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     The recursion is one op with a JAX-derived backward (``_ops/nn_ops.py``); as torch, the
     gradient given to ``log_probs`` is ``exp(log_probs) - posterior`` (right for the logits
     behind a ``log_softmax``). Raises RuntimeError for a bad layout or a blank outside
-    ``[0, C)`` or negative lengths or lengths beyond ``T``/``S`` (checked eagerly only); ValueError
+    ``[0, C)`` or negative lengths or lengths beyond ``T``/``S`` or concatenated targets of
+    another length than ``sum(target_lengths)`` (checked eagerly only); ValueError
     for an unknown reduction; NotImplementedError for log_probs other than float32/float64."""
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -349,6 +359,10 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     tg_len = _lengths(target_lengths, n, "target_lengths")
     if targets.dim() == 1:                      # concatenated: gather each sample's run into a padded row
         total = targets.numel()
+        if not tracegrad.compiler._tracing() and int(tg_len.sum()) != total:   # (one host read, eagerly)
+            raise RuntimeError(f"ctc_loss: Expected tensor to have size {int(tg_len.sum())} at dimension 0, but got "
+                               f"size {total} for argument #2 'targets': concatenated targets hold "
+                               f"sum(target_lengths) labels")
         offsets = tg_len.cumsum(0) - tg_len
         idx = (offsets.unsqueeze(1) + tracegrad.arange(max(total, 1)).unsqueeze(0)).clamp(0, max(total - 1, 0))
         targets = targets[idx] if total else tracegrad.zeros((n, 0), dtype=tracegrad.long)

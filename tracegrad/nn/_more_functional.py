@@ -9,6 +9,8 @@ import warnings
 
 import tracegrad
 
+from tracegrad._api.promotion import _SCALAR_NAME
+
 from . import _reduction
 from ._vision_functional import pairwise_distance
 
@@ -242,7 +244,12 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """Mirrors ``torch.nn.functional.gumbel_softmax``: ``softmax((logits + g) / tau, dim)`` with
     Gumbel(0, 1) noise ``g``; ``hard=True`` returns the one-hot of the argmax in the forward
     pass with the soft sample's gradient (straight-through). ``eps`` is unused, as in torch.
-    Returns logits' shape and dtype."""
+    Returns logits' shape and dtype. RuntimeError for integer or bool logits (torch's
+    exponential draw needs a floating dtype)."""
+    if isinstance(logits, tracegrad.Tensor) and not (logits.is_floating_point() or logits.is_complex()):
+        raise RuntimeError(f"gumbel_softmax: Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {_SCALAR_NAME[logits.dtype.name]}; "
+                           f"convert the logits with .float()")
     gumbels = -tracegrad.empty_like(logits).exponential_().log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:

@@ -7,6 +7,8 @@ Written against tracegrad's public API: Tensor methods, ``tracegrad.*`` function
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -19,7 +21,7 @@ from tracegrad._ops.warn import warn as _warn
 from tracegrad._api.out_functions import add_out as _add_out
 from tracegrad._api import nn_functions as _F
 from tracegrad._api.argcheck import _is_int
-from tracegrad._api.promotion import _SCALAR_NAME, check_same_dtype, check_tensors
+from tracegrad._api.promotion import _SCALAR_NAME, check_real_scalars, check_same_dtype, check_tensors
 from tracegrad._api.argcheck import floating_input as _floating_input, guard_all as _guard_all
 
 from . import _activations_more as _act
@@ -325,7 +327,7 @@ def pad(input, pad, mode="constant", value=None):
     circular. Differs from torch: circular padding's node is ``IndexSelectBackward0`` (torch: ``CopySlices``).
     TypeError (torch's parser) for a ``pad`` that is not a sequence of ints."""
     _check_pad_ints(pad)
-    if value is not None and not isinstance(value, (numbers.Number, tracegrad.Tensor)):
+    if value is not None and (not isinstance(value, (numbers.Number, tracegrad.Tensor)) or isinstance(value, complex)):
         raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}; "
                         "pass a number")
     if mode == "constant":
@@ -414,20 +416,26 @@ def relu6(input, inplace=False):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Mirrors ``torch.nn.functional.hardtanh``: grad_fn ``HardtanhBackward0``. ValueError when
-    ``min_val > max_val``."""
+    ``min_val > max_val``; RuntimeError for bool input, or uint8 input with a negative limit."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if getattr(input, "dtype", None) is tracegrad.bool:   # JAX would clamp it; torch's kernel refuses
         raise RuntimeError("Bool inputs not supported for hardtanh; convert the tensor with .float() or .int()")
     if getattr(input, "is_complex", lambda: False)():   # torch's hardtanh is a clamp
         raise NotImplementedError("hardtanh: clamp is not supported for complex types")
+    if getattr(input, "dtype", None) is tracegrad.uint8 and min(min_val, max_val) < 0:
+        raise RuntimeError(f"cannot do hardtanh on an unsigned type with negative limits (min_val={min_val}, "
+                           f"max_val={max_val}); pass limits of 0 or more, or a signed input")
     if inplace:
         return _write_activation(input, lambda x: _F.hardtanh(x, min_val, max_val))
     return _F.hardtanh(input, min_val, max_val)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``."""
+    """Mirrors ``torch.nn.functional.leaky_relu``: grad_fn ``LeakyReluBackward0``. RuntimeError for
+    a complex slope (torch's checked Scalar conversion)."""
+    if isinstance(input, tracegrad.Tensor):
+        check_real_scalars("leaky_relu", input.dtype, negative_slope=negative_slope)
     if inplace:
         return _write_activation(input, lambda x: _nn.leaky_relu(x, negative_slope))
     return _nn.leaky_relu(input, negative_slope)
@@ -455,7 +463,10 @@ def mish(input, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``."""
+    """Mirrors ``torch.nn.functional.elu``: grad_fn ``EluBackward0``. RuntimeError for a complex
+    alpha (torch's checked Scalar conversion)."""
+    if isinstance(input, tracegrad.Tensor):
+        check_real_scalars("elu", input.dtype, alpha=alpha)
     if inplace:
         return _write_activation(input, lambda x: _nn.elu(x, alpha))
     return _nn.elu(input, alpha)
@@ -549,13 +560,16 @@ def _check_class_loss_kinds(kernel, weight, ignore_index):
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.nll_loss``: input ``(N, C, *)`` or ``(C,)`` log-probabilities,
     target int64 ``(N, *)``/``()``. grad_fn ``NllLossBackward0`` (``NllLoss2DBackward0`` for 4-D).
-    ValueError for a bad reduction; RuntimeError for a floating target; IndexError for a class
-    index outside [0, C) (not ignore_index)."""
+    ValueError for a bad reduction or a 0-d input; RuntimeError for a floating target; IndexError
+    for a class index outside [0, C) (not ignore_index)."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     check_tensors("nll_loss", input, target, names=("input", "target"))
     input, weight = _autocast.cast("fp32", "nll_loss", input, weight)
     _check_reduction(reduction)
     _check_class_loss_kinds("nll_loss_nd", weight, ignore_index)
+    if input.ndim == 0:
+        raise ValueError("nll_loss: Expected 1 or more dimensions (got 0); the input holds log-probabilities "
+                         "of shape (C,) or (N, C, ...)")
     # torch checks the batch sizes before the target's dtype
     # (a 0-d target against a batch counts as a batch of 0, in torch's message; against an empty
     # batch torch then reads its size(0))
@@ -737,7 +751,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Mirrors ``torch.nn.functional.binary_cross_entropy``: probabilities in [0, 1], log clamped
-    at -100. grad_fn ``BinaryCrossEntropyBackward0``. ValueError if sizes differ."""
+    at -100. grad_fn ``BinaryCrossEntropyBackward0``. ValueError if sizes differ, RuntimeError
+    for dtypes that differ, NotImplementedError for integer or bool tensors."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target, weight = _autocast.cast("fp32", "binary_cross_entropy", input, target, weight)
     _check_reduction(reduction)
@@ -747,6 +762,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.dtype is not input.dtype:
         raise RuntimeError(f"binary_cross_entropy: Found dtype {_SCALAR_NAME[target.dtype.name]} but expected "
                            f"{_SCALAR_NAME[input.dtype.name]}; convert the target with .to(input.dtype)")
+    _refuse_no_kernel(input, "binary_cross_entropy")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(input.shape)
     _check_probabilities(input)
@@ -775,13 +791,15 @@ def _check_probabilities(input, what="input"):
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Mirrors ``torch.nn.functional.binary_cross_entropy_with_logits`` (``pos_weight`` broadcast
-    over the last dim). grad_fn ``BinaryCrossEntropyWithLogitsBackward0``. ValueError if sizes differ."""
+    over the last dim). grad_fn ``BinaryCrossEntropyWithLogitsBackward0``. ValueError if sizes differ,
+    NotImplementedError for integer or bool logits."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target, weight, pos_weight = _autocast.cast("fp32", "binary_cross_entropy_with_logits", input, target,
                                                        weight, pos_weight)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    _refuse_no_kernel(input, "log_sigmoid_cpu")      # torch's kernel reads log_sigmoid(input) first
     if isinstance(target, tracegrad.Tensor) and not (target.dtype.is_floating_point or target.dtype.is_complex):
         # torch's kernel writes into a tensor of the target's dtype (an integer target fails the
         # in-place cast; a bool one fails its bool subtraction first)
@@ -1163,6 +1181,89 @@ _FLOATING_KERNELS = {
 
 for _name, _kernel in _FLOATING_KERNELS.items():
     globals()[_name] = _floating_input(globals()[_name], _kernel)
+del _name, _kernel
+
+
+def _refuse_no_kernel(input, kernel, ints=True, halves=False):
+    """torch's NotImplementedError for a CPU kernel ``kernel`` that has no bool version and, with
+    ``ints`` True, no integer one (``"int64"``: int64 is its only integer one); with ``halves``,
+    no float16/bfloat16 one either; where the layer below would compute one."""
+    dt = getattr(input, "dtype", None)
+    if not isinstance(dt, tracegrad.dtype):
+        return
+    if (not (dt.is_floating_point or dt.is_complex) and
+            (dt is tracegrad.bool or ints is True or (ints == "int64" and dt is not tracegrad.int64))) or \
+            (halves and dt in (tracegrad.float16, tracegrad.bfloat16)):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[dt.name]}'; convert the "
+                                  f"input with .float()")
+
+
+def _no_kernel_for(fn, kernel, ints=True, halves=False):
+    """``fn`` checking its input's dtype first (``_refuse_no_kernel``); ``kernel`` is torch's
+    kernel name or a function of ``fn``'s arguments giving it (None: the call is not refused)."""
+    first = next(iter(inspect.signature(fn).parameters))     # (the input passed by keyword too)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        input = args[0] if args else kwargs.get(first)
+        if callable(kernel):
+            rest = {k: v for k, v in kwargs.items() if k != first}
+            name = kernel(input, *args[1:], **rest) if args else kernel(input, **rest)
+        else:
+            name = kernel
+        if name is not None:
+            _refuse_no_kernel(input, name, ints, halves)
+        return fn(*args, **kwargs)
+    return checked
+
+
+def _pad_kernel(input, pad=(), mode="constant", value=None):
+    if mode in ("reflect", "replicate") and isinstance(pad, (list, tuple)) and 2 <= len(pad) <= 6:
+        return f"{'reflection' if mode == 'reflect' else 'replication'}_pad{len(pad) // 2}d"
+    return None
+
+
+def _by_rank(two, three):
+    return lambda input, *a, **k: two if getattr(input, "ndim", 0) <= 4 else three
+
+
+# functions whose torch CPU kernel is floating (and complex) only: integer and bool inputs are
+# torch's NotImplementedError, where JAX computes them (kernel names as torch's messages)
+_FLOATING_ONLY = {
+    "glu": "glu_cpu", "multi_margin_loss": "multi_margin_loss_cpu_kernel", "rms_norm": "rms_norm",
+    "multilabel_margin_loss": "multilabel_margin_loss_forward_out_frame",
+    "max_unpool1d": "max_unpool2d", "max_unpool2d": "max_unpool2d", "max_unpool3d": "max_unpool3d",
+    "grid_sample": _by_rank("grid_sampler_2d_cpu_kernel_impl", "grid_sampler3d_cpu"),
+    "nll_loss": lambda input, *a, **k: "nll_loss2d_forward_out_frame" if getattr(input, "ndim", 0) == 4
+    else "nll_loss_out_frame",
+    # (a weight of another dtype is prelu's own RuntimeError first)
+    "prelu": lambda input, weight=None, *a, **k: "prelu_cpu" if getattr(weight, "dtype", None) is
+    getattr(input, "dtype", None) else None,
+}
+# ... those whose kernel has integer versions but no bool one
+_NO_BOOL = {
+    "conv1d": "slow_conv2d_cpu", "conv2d": "slow_conv2d_cpu", "conv3d": "slow_conv3d_cpu",
+    "threshold": "threshold_cpu", "threshold_": "threshold_cpu", "bilinear": "bmm", "pad": _pad_kernel,
+}
+# ... and those whose one integer kernel is int64's
+_INT64_ONLY = {
+    "conv_transpose1d": "slow_conv_transpose2d_out_cpu", "conv_transpose2d": "slow_conv_transpose2d_out_cpu",
+    "conv_transpose3d": "slow_conv_transpose3d_out_cpu",
+    "avg_pool1d": "avg_pool2d", "avg_pool2d": "avg_pool2d", "avg_pool3d": "avg_pool3d_out_frame",
+    "local_response_norm": lambda input, *a, **k: "avg_pool2d" if getattr(input, "ndim", 0) == 3
+    else "avg_pool3d_out_frame",
+}
+for _name, _kernel in _FLOATING_ONLY.items():
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel,
+                                      halves=_name in ("multi_margin_loss", "multilabel_margin_loss"))
+# (pdist's integer and bool inputs are its own RuntimeError)
+globals()["pdist"] = _no_kernel_for(pdist, lambda input, *a, **k: "pdist" if getattr(input, "is_floating_point",
+                                                                                   lambda: False)() else None,
+                                    halves=True)
+for _name, _kernel in _NO_BOOL.items():
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints=False)
+for _name, _kernel in _INT64_ONLY.items():
+    globals()[_name] = _no_kernel_for(globals()[_name], _kernel, ints="int64")
 del _name, _kernel
 
 # torch's native nn functions take ``out=`` (the result's own dtype only)

@@ -24,6 +24,15 @@ def _norm_except_dim(v, dim):
     return (v * v).sum(dim=dims, keepdim=True).sqrt()
 
 
+def check_weight_norm_dim(weight, dim):
+    """IndexError, as torch, for a weight_norm ``dim`` outside ``[-weight.dim(), weight.dim() - 1]``
+    (-1 and None mean the whole tensor and are always accepted)."""
+    n = weight.dim()
+    if dim != -1 and not -n <= dim < n:
+        raise IndexError(f"weight_norm: Dimension out of range (expected to be in range of [{-n}, {n - 1}], but "
+                         f"got {dim}); pass the dim that indexes the output features, or None for the whole tensor")
+
+
 def _check_initialized(module, what):
     if any(is_lazy(p) for p in module.parameters()):
         raise ValueError(f"The module passed to `{what}` can't have uninitialized parameters. Make sure to run the "
@@ -56,7 +65,8 @@ def weight_norm(module, name="weight", dim=0):
     """Mirrors ``torch.nn.utils.weight_norm`` (the hook version): replaces parameter ``name`` by
     ``name_g`` (norm over every dim but ``dim``; the whole tensor when ``dim=None``) and
     ``name_v``, recomputing ``module.<name>`` before each forward. Raises RuntimeError when
-    ``name`` already has a weight_norm hook, ValueError for a lazy module not run yet."""
+    ``name`` already has a weight_norm hook, ValueError for a lazy module not run yet, IndexError
+    for a ``dim`` the weight does not have."""
     warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                   "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning, stacklevel=2)
     _check_initialized(module, "WeightNorm")
@@ -65,6 +75,7 @@ def weight_norm(module, name="weight", dim=0):
     if dim is None:
         dim = -1
     weight = getattr(module, name)
+    check_weight_norm_dim(weight, dim)
     if dim < -1:
         dim += weight.dim()
     fn = _WeightNormHook(name, dim)

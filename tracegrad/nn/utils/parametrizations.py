@@ -5,6 +5,7 @@ import tracegrad
 
 from ..modules.module import Module
 from . import parametrize
+from ._norm_hooks import check_weight_norm_dim
 
 __all__ = ["weight_norm", "spectral_norm", "orthogonal"]
 
@@ -32,7 +33,9 @@ def weight_norm(module, name="weight", dim=0):
     """Mirrors ``torch.nn.utils.parametrizations.weight_norm``: ``module.<name>`` becomes
     ``g * v / ||v||`` (norm over every dim but ``dim``; the whole tensor when ``dim=None``), with
     g at ``parametrizations.<name>.original0`` and v at ``original1``. Raises ValueError when the
-    module has no tensor ``name``."""
+    module has no tensor ``name``, IndexError for a ``dim`` it does not have."""
+    if dim is not None and isinstance(getattr(module, name, None), tracegrad.Tensor):
+        check_weight_norm_dim(getattr(module, name), dim)
     if dim is not None and dim < -1:
         dim = dim + getattr(module, name).dim()
     parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
