@@ -202,9 +202,18 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     L = _cholesky_ex(A)
     info = _cholesky_info(A.detach()) if A.shape[-1] else _zeros(tuple(A.shape[:-2]), dtype=_dt.int32)
     if check_errors and has_error(info):
-        raise LinAlgError("linalg.cholesky_ex: The factorization could not be completed because the input "
-                              f"is not positive-definite (the leading minor of order {int(info.max())} is not).")
+        raise LinAlgError(_cholesky_error("cholesky_ex", info))
     return CholeskyExResult(L.mH if upper else L, info.detach())
+
+
+def _cholesky_error(api, info):
+    """torch's message for a failed Cholesky given the ``info`` codes: the first failing batch
+    element (row-major; named only for batched input) and its leading minor's order."""
+    codes = np.asarray(info.detach()._value).reshape(-1)
+    bad = int(np.flatnonzero(codes)[0])
+    batch = f"(Batch element {bad}): " if info.dim() else ""
+    return (f"linalg.{api}: {batch}The factorization could not be completed because the input is not "
+            f"positive-definite (the leading minor of order {int(codes[bad])} is not positive-definite).")
 
 
 def _tril_ste(L, upper):

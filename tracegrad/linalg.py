@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _state
 from ._linalg_decomp import LinAlgError, _check, _check_rhs, _cholesky_ex, _hermitian_from, _solve_ex
+from ._linalg_decomp import _cholesky_error, _cholesky_info, has_error
 from ._linalg_decomp import (  # noqa: F401  (tracegrad.linalg's factorizations and solves)
     cholesky_ex as cholesky_ex, eig as eig, eigvals as eigvals, householder_product as householder_product,
     inv_ex as inv_ex, lstsq as lstsq, lu as lu, lu_factor as lu_factor, lu_factor_ex as lu_factor_ex,
@@ -234,8 +235,16 @@ def cholesky(A, *, upper=False, out=None):
     """Mirrors ``torch.linalg.cholesky``: lower-triangular ``L`` with ``A = L @ L.mH`` (``L.mH``
     with ``upper=True``). Raises LinAlgError when ``A`` is not positive-definite (eagerly)."""
     _check(A, "cholesky")
-    L = _finite_or_raise(_cholesky_ex(A), "cholesky",
-                         "The factorization could not be completed because the input is not positive-definite.")
+    L = _cholesky_ex(A)
+    if isinstance(L._value, jax.core.Tracer):
+        _finite_or_raise(L, "cholesky", "The factorization could not be completed because the input is not "
+                                        "positive-definite.")
+    elif A.shape[-1] and not bool(np.isfinite(np.asarray(L.detach()._value)).all()):
+        info = _cholesky_info(A.detach())
+        if has_error(info):
+            raise LinAlgError(_cholesky_error("cholesky", info))
+        raise LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
+                          "positive-definite.")
     return L.mH if upper else L
 
 
