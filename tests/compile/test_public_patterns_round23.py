@@ -153,7 +153,7 @@ def test_step_storing_its_argument_on_a_module_traces():
 
 
 # ---- kumar-shridhar/PyTorch-BayesianCNN layers/BBB/BBBLinear.py, layers/misc.py, metrics.py, utils.py,
-# main_bayesian.py train_model's body (device lines dropped; one BBBLinear keeps the file cheap) -------------------------------------------
+# main_bayesian.py train_model's body (device lines dropped; one BBBLinear keeps the file cheap) ----------
 def _bbb_program(mod, wrap):
     nn, F, Parameter = mod.nn, mod.nn.functional, mod.nn.Parameter
 
