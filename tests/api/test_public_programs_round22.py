@@ -330,7 +330,7 @@ def test_bayesian_cnn_bbb_linear_elbo():
 
         def validate_model(net, criterion, validloader, num_ens=1, beta_type=0.1, epoch=None, num_epochs=None):
             """Calculate ensemble accuracy and NLL Loss"""
-            net.train()
+            net.eval()
             valid_loss = 0.0
             accs = []
 
