@@ -124,7 +124,10 @@ def cholesky(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky`` (deprecated in torch, which warns the same): ``linalg.cholesky``
     with ``upper``. LinAlgError for a matrix that is not positive-definite."""
     _deprecated("cholesky", "cholesky")
-    return linalg.cholesky(input, upper=upper)
+    try:
+        return linalg.cholesky(input, upper=upper)
+    except linalg.LinAlgError as e:     # torch names the deprecated function
+        raise linalg.LinAlgError(str(e).replace("linalg.cholesky:", "cholesky:", 1)) from None
 
 
 def _check_pair(api, a, b, a_name, b_name):

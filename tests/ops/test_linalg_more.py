@@ -186,3 +186,23 @@ def test_compiled_factorizations_equal_eager():
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
     stats = [v for k, v in tracegrad.compiler.stats().items() if k.endswith("step")]
     assert stats and all(v["graph_breaks"] == [] for v in stats)
+
+
+def test_cholesky_errors_name_the_leading_minor_and_batch_element():
+    # torch's messages: the failing leading minor's order, and for a batch the first failing
+    # element; torch.cholesky names itself rather than linalg.cholesky
+    bad = NOGRAD.arr
+    cases = [(lambda m, a: m.linalg.cholesky(a), bad),
+             (lambda m, a: m.linalg.cholesky(a), np.stack([np.eye(3), np.eye(3), bad])),
+             (lambda m, a: m.linalg.cholesky_ex(a, check_errors=True), np.stack([np.eye(3), bad])),
+             (lambda m, a: m.cholesky(a, upper=True), bad)]
+    for fn, a in cases:
+        msgs = []
+        for m in (torch, tracegrad):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # torch.cholesky's deprecation warning
+                with pytest.raises(m.linalg.LinAlgError) as e:
+                    fn(m, m.tensor(a))
+            msgs.append(str(e.value))
+        assert msgs[0] == msgs[1]
+        assert "leading minor of order 2" in msgs[1]
