@@ -475,10 +475,6 @@ def test_a_parameter_moved_onto_an_argument_s_memory_inside():
         tracegrad.compile(g, fullgraph=True)(tracegrad.ones(2, 3))
 
 
-@pytest.mark.xfail(strict=True, reason="p.data = new inside a compiled function, then the caller moves p "
-                   "onto another storage between calls (p.data = zeros): the cached program still runs and "
-                   "its new value never reaches p (p stays zeros; eager: w * 2). The carried-state design "
-                   "of _lowering (carry_over, _moved_off_inputs) would need to follow the move")
 def test_data_set_inside_then_moved_again_between_calls():
     def build(T, wrap):
         net = _linear(T)

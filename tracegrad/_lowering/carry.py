@@ -199,6 +199,27 @@ class Shared:
         self.carried = self.read_rg = None
 
 
+def argument_places(places, stand_ins, storages):
+    """The places (``rebound_places``) the call bound one of its tensor arguments to as itself
+    (``self.X = X``): eagerly they hold the caller's tensor after the call, so after every
+    call the region binds the caller's tensor there (``Region.write_back``); the trace's
+    stand-in (``stand_ins[i]``) is bound nowhere. Returns ``(other places, ((i, slots), ...))``.
+    A place whose previous tensor the program reads is a graph break: the next call would read
+    the argument bound there, which is no input of the program."""
+    inputs = {id(st) for st in storages}
+    other, binds = [], {}
+    for slot, before, after in places:
+        i = next((i for i, w in enumerate(stand_ins) if w is after), None)
+        if i is None:
+            other.append((slot, before, after))
+            continue
+        if isinstance(before, Tensor) and id(before._st) in inputs:
+            raise GraphBreak(f"the function binds its tensor argument {i} to {describe(slot)}, which held a tensor "
+                             "it reads: the next call would read the argument bound there")
+        binds.setdefault(i, []).append(slot)
+    return other, tuple((i, tuple(slots)) for i, slots in binds.items())
+
+
 def plan_rebinds(places, escapes, storages, created, grad_owners=frozenset(), results=None):
     """The ``Rebind`` of each escape (a storage made in the trace that outlives it) bound to
     found places as a whole tensor. ``storages``: the program's input storages, for the

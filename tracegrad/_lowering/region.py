@@ -38,6 +38,7 @@ from .. import _state
 from .._api import threads
 from .._tensor import runtime
 from .._tensor.numpy_bridge import overlapping
+from .._tensor.storage import Storage
 from .._tensor.tensor import Tensor, chain_is_contiguous
 from .._x64 import x64_enter, x64_exit
 from ..autograd import grad_mode
@@ -45,7 +46,7 @@ from ..autograd._graph_impl import edge as _edge
 from . import hyper
 from .capture import Capture, GraphBreak, def_site, guard_output
 from .deferred import DeferredItem, check_kept
-from .carry import attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
+from .carry import argument_places, attribute_places, carry_over, get as slot_get, plan_rebinds, put as slot_put, rebound_places
 from .program import EXACT_PRECISION, Program
 from .guards import _Probe, guards_hold, outside_containers, value_guards
 from .pystate import (changed, clock_reads, effects_signature, numpy_sharing, python_refs, restore,
@@ -289,6 +290,9 @@ class Region:
         self.structure = structure
         self.storages = list(storages)     # a carried input follows its place (NOTE [carried state])
         self.rebinds = self.carried = self.shared = ()
+        self.arg_binds = ()        # (argument index, places the call binds it to), ``argument_places``
+        self.data_owners = {}      # NOTE [.data set in a trace]: escape index -> weakref to its tensor
+        self.readers = ()          # per input storage: (index, weakref to the tensor read through it or None)
         self.place_groups = ()     # NOTE [tensors read by place] in guards.py
         self.generators, self.optimizers = tuple(plan.generators), tuple(plan.optimizers)
         # a carried-over escape is an input storage too: the region holds it twice
@@ -340,13 +344,22 @@ class Region:
                 st = t._st
             if st is not self.storages[j] and not self._follow_storage(j, st):
                 return False
-        for st in self.storages:
-            # held only by regions (and the loop variable and the call argument): the user's
+        storages = self.storages
+        for j, r in self.readers:
+            t = r() if r is not None else None
+            if t is not None:
+                # NOTE [tensors moved off their storage]; a tensor on it: no orphan
+                if t._st is not storages[j] and not self._follow_reader(j, t):
+                    return False
+                continue
+            st = storages[j]
+            # held only by regions (and this variable and the call's argument): the user's
             # tensors moved to other storages (``p.data = ...``, an optimizer's load_state_dict).
             # For good: no tensor can refer to that storage again (``dead``: drop the region)
             if sys.getrefcount(st) <= 2 + _HELD[id(st)]:
                 self.dead = True
                 return False
+        st = None
         return hyper.holds(self.hyper) and hyper.signs_hold(self.hyper_signs)
 
     def args_contiguous(self, leaves) -> bool:
@@ -359,6 +372,25 @@ class Region:
         (``carry["h"] = torch.zeros(...)``): read ``t`` from now on, when it can stand for the
         traced tensor."""
         return not t._chain and t._base is None and self._follow_storage(r.carried, t._st)
+
+    # NOTE [tensors moved off their storage]
+    # A program reads state by storage: the storages the trace found (``Plan.storages``). A
+    # tensor moved to another storage between calls (``p.data = new``, ``p.set_(new)``, a
+    # compiled step's ``.data =`` that must leave a kept alias alone, NOTE [.data set in a
+    # trace]) left the program reading the old one. When nothing else holds that storage the
+    # orphan guard below drops the region; when something does (``w = p.data`` kept, a
+    # ``p.detach()``), the old storage is alive and the program would silently read it. So the
+    # tensor each storage was read through (weakly held; not the places NOTE [carried state]
+    # and NOTE [tensors read by place] follow themselves) is checked to be on it still, and
+    # followed onto its new storage when it moved.
+    def _follow_reader(self, j, t) -> bool:
+        """NOTE [tensors moved off their storage]: the tensor the trace read input storage ``j``
+        through is on another storage now (``p.data = new``, ``p.set_(new)`` outside, while
+        another tensor still shares the old one): read its new storage from now on, when the
+        program can (else a new trace)."""
+        st = t._st    # a plain one: numpy's memory or a layout is the trace's to see
+        return not t._chain and t._base is None and type(st) is Storage and not getattr(st, "_layout", False) \
+            and self._follow_storage(j, st)
 
     def _follow_storage(self, j, st) -> bool:
         """Input storage ``j`` is ``st`` from now on, when it has the traced shape and dtype
@@ -376,6 +408,39 @@ class Region:
         self._held[self._held.index(id(self.storages[j]))] = id(st)
         _HELD[id(st)] = _HELD.get(id(st), 0) + 1
         self.storages[j] = st
+
+    def _write_data(self, k, a):
+        """NOTE [.data set in a trace]: escape ``k`` is the storage the function's ``t.data = new``
+        left ``t`` on. Eagerly ``t`` is on a new storage after every call; writing the new value
+        ``a`` into the old one is the same only while ``t`` is still on it and no other tensor
+        shares it (a ``t.detach()``/``t.data`` kept from an earlier call keeps that call's values;
+        a ``t`` the caller moved must still get this call's value). Otherwise ``t`` gets a new
+        storage, which the program reads and writes from then on."""
+        t = self.data_owners[k]()
+        old = self.escapes[k]
+        if t is None or t._st is old and self._only_tensor(old):
+            old.array = a
+            old.gen += 1
+            return
+        new = Storage(a)
+        t._st, t._vcache = new, None
+        self.escapes[k] = new
+        for j, st in enumerate(self.storages):
+            if st is old:       # carried over (``carry_over``): the program reads it next call
+                self._hold(j, new)
+                ids = self._held
+                if id(old) in ids:      # its second count, as the escape
+                    _release([id(old)])
+                    ids[ids.index(id(old))] = id(new)
+                    _HELD[id(new)] = _HELD.get(id(new), 0) + 1
+
+    def _only_tensor(self, st) -> bool:
+        """Whether a single tensor refers to escape storage ``st``. The other references: the
+        escapes list, the regions' input
+        lists (``_HELD``, where an escape that is this region's input too counts twice: its
+        escapes entry included), the caller's and this frame's variables, getrefcount's argument."""
+        others = 3 + _HELD.get(id(st), 0) + (0 if any(st is s for s in self.storages) else 1)
+        return sys.getrefcount(st) - others <= 1
 
     def _grads_unshared(self) -> bool:
         """Whether the ``.grad`` tensors this call replaces by new ones (NOTE [new .grad per
@@ -447,10 +512,14 @@ class Region:
                 t._st.array = a
                 t._st.gen += 1
             o._grad = t
-        for st, a in zip(self.escapes, escapes):
-            if st is not None:
+        owners = self.data_owners
+        for k, (st, a) in enumerate(zip(self.escapes, escapes)):
+            if st is not None and k not in owners:
                 st.array = a
                 st.gen += 1
+        st = None      # (no reference of this frame may count in ``_write_data``)
+        for k in owners:
+            self._write_data(k, escapes[k])
         kept = []
         for r in self.rebinds:                # a new tensor per call, as eager binds
             t = Tensor._make(escapes[r.index])
@@ -465,6 +534,9 @@ class Region:
                 slot_put(slot, t)
             if r.carried is not None:
                 self._hold(r.carried, t._st)
+        for i, slots in self.arg_binds:      # ``self.X = X``: the caller's tensor
+            for slot in slots:
+                slot_put(slot, arg_leaves[i])
         for m, flag in self.training_end:     # train()/eval() called inside the function
             object.__setattr__(m, "training", flag)
         rest = escapes[len(self.escapes):]
@@ -604,13 +676,16 @@ def _state_alias_ref(alias, t, state):
     if st is None or alias._value.shape != st.array.shape:
         return None
     owner = r() if r is not None else None
-    return weakref.ref(st), (alias._vc if owner is not None and owner._vc is alias._vc else None)
+    return weakref.ref(st), (alias._vc if owner is not None and owner._vc is alias._vc else None), r
 
 
-def _state_alias(ref, vc):
+def _state_alias(ref, vc, owner):
     """A tensor over the state storage ``ref()`` with version counter ``vc`` (a new one for
-    None)."""
-    st = ref()
+    None); over the storage of the state tensor ``owner()`` the storage was read through, when
+    it lives: the program follows it onto another storage (NOTE [tensors moved off their
+    storage])."""
+    t = owner() if owner is not None else None
+    st = t._st if t is not None and not t._chain else ref()
     t = Tensor._make(st.array)
     t._st, t._vc = st, [0] if vc is None else vc
     return t
@@ -830,6 +905,10 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
             # the Python places the call bound tensors to (read before ``_escapes`` cuts the
             # graphs of kept tensors: those graphs reach leaves too, NOTE [kept graphs])
             places = rebound_places(py_snap, cap.attr_stores.values())
+            places, info["arg_binds"] = argument_places(places, call_leaves, storages)
+            for i, slots in info["arg_binds"]:
+                for slot in slots:          # the caller's tensor, as eagerly: the stand-in dies
+                    slot_put(slot, leaves[i])
             if plan.vjp:
                 seen_after = [t for t in r_leaves if isinstance(t, Tensor)] + [a for _, _, a in places]
                 seen_after += [t._base for t in seen_after if t._base is not None]
@@ -1035,9 +1114,11 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     region.tensor_attr_guards = _tensor_attr_guards([r() for _, r in live] + list(plan.owners.values()) + [
         t for m in region.modules for d in (m.__dict__.get("_parameters"), m.__dict__.get("_buffers")) if d
         for t in d.values()])
+    readers = [r for _, r in live]
     del live
     region.hyper_slots = hyper_slots
     region.rebinds = tuple(rebinds)
+    region.arg_binds = info["arg_binds"]
     region.shared = tuple(info["shared"])
     region.carried = tuple(r for r in (*rebinds, *region.shared) if r.carried is not None)
     follows, region.attr_guards = attribute_places(region.modules, storages, info.pop("attr_stores"),
@@ -1048,8 +1129,14 @@ def trace_region(fn, args, kwargs, plan: Plan, jit_options) -> Region:
     followable = {id(st): j for j, st in enumerate(storages)
                   if j not in carried and not info["state_written"][j]}
     checks, places = value_guards(fn, refs, region.modules, ref_names, pinned, followable)
-    region.value_guards = checks + info["kept"] + _moved_off_inputs(info.pop("data_sets"), storages)
+    data_sets = info.pop("data_sets")
+    region.value_guards = checks + info["kept"] + _moved_off_inputs(data_sets, region.storages)
+    at = {id(st): k for k, st in enumerate(escapes) if st is not None}
+    region.data_owners = {at[id(t._st)]: weakref.ref(t) for t, _ in data_sets if id(t._st) in at}
     region.place_groups = tuple(places)
+    followed = carried | {j for j, _, _ in places}
+    # the places followed have no reader: the orphan guard alone (a dead weakref: the same)
+    region.readers = tuple((j, None if j in followed else r) for j, r in enumerate(readers))
     region.hyper_signs = info["hyper_signs"]
     region.arg_grads = tuple(info["arg_grads"])
     region.arg_writes = tuple(info["arg_writes"])
@@ -1070,12 +1157,15 @@ def _moved_off_inputs(data_sets, storages):
     one the trace made. ``carry_over`` points ``p`` back at ``st`` when nothing else refers to
     ``st`` (the program then writes the new value where it reads it next call); otherwise the
     next call's ``p`` is not the program's input, and a program run would read ``st``'s stale
-    value: a check that ``p`` is on ``st`` again, failing into a new trace."""
+    value: a check that ``p`` is on ``st`` again, failing into a new trace.
+    ``storages`` is the region's list: an input ``Region._write_data`` gave a new storage is
+    checked as that one."""
     checks = []
     for t, st in data_sets:
-        if any(st is s for s in storages):
-            t_ref, st_ref = weakref.ref(t), weakref.ref(st)
-            checks.append((_Probe(lambda t_ref=t_ref, st_ref=st_ref: t_ref() is None or t_ref()._st is st_ref()),
+        j = next((j for j, s in enumerate(storages) if st is s), None)
+        if j is not None:
+            t_ref = weakref.ref(t)
+            checks.append((_Probe(lambda t_ref=t_ref, j=j: t_ref() is None or t_ref()._st is storages[j]),
                            None, True, None))
     return tuple(checks)
 
