@@ -323,7 +323,7 @@ def test_lovasz_softmax_demo():
 # models.py (Encoder, MuSigmaEncoder, Decoder), neural_process.py (NeuralProcess), datasets.py
 # (SineData), utils.py (context_target_split) and training.py (NeuralProcessTrainer, without its
 # image branch), driven as example-1d.ipynb does: train, then ``neuralprocess.training = False``
-# and predict from a context. Sizes: r/z/h dims 4, 4 sine functions of 10 points in batches of 2,
+# and predict from a context. Sizes: r/z/h dims 2 (most weights share one shape), 4 sine functions of 10 points in batches of 2,
 # 3 context points and no extra target points (context and target encoders then share shapes:
 # fewer programs to compile), one epoch (2 Adam steps), 6 prediction points. Changed lines: ``Normal.rsample``'s
 # noise comes from numpy (a ``Normal`` subclass overriding ``rsample`` as loc + eps * scale; the
@@ -536,9 +536,9 @@ def test_neural_process_sine_regression():
         dataset = SineData(amplitude_range=(-1., 1.), shift_range=(-.5, .5), num_samples=4, num_points=10)
         x_dim = 1
         y_dim = 1
-        r_dim = 4
-        z_dim = 4
-        h_dim = 4
+        r_dim = 2
+        z_dim = 2
+        h_dim = 2
         neuralprocess = init_params(torch, NeuralProcess(x_dim, y_dim, r_dim, z_dim, h_dim), 1, scale=0.5)
         batch_size = 2
         num_context = 3
@@ -573,7 +573,7 @@ def test_neural_process_sine_regression():
 # ---- swyoon/pytorch-energy-based-model ---------------------------------------------------------
 # langevin.py (sample_langevin), models.py (FCNet, get_activation), data.py (potential_fn,
 # sample_2d_data's '8gaussians' branch) and train_energy_based_model.py's loop, driven as
-# make_langevin_gif.py (Langevin dynamics on the potential 'u3': the energy on a float64 grid,
+# make_langevin_gif.py (Langevin dynamics on the potential 'u2': the energy on a float64 grid,
 # intermediate samples and dynamics) and the training script do. Sizes: a 2x2 grid, 4 Langevin
 # particles and 2 Langevin steps, 8 training points in batches of 4, FCNet hidden (8, 8), one
 # epoch. Changed lines: ``torch.randn``/``torch.randn_like``/``torch.randint`` draw from numpy
@@ -691,7 +691,7 @@ def test_energy_based_model_langevin():
         n_grid = 2
         stepsize = 0.03
         n_steps = 2
-        energy_fn = potential_fn('u3')
+        energy_fn = potential_fn('u2')
         xs = np.linspace(- grid_lim, grid_lim, n_grid)
         ys = np.linspace(- grid_lim, grid_lim, n_grid)
         XX, YY = np.meshgrid(xs, ys)
