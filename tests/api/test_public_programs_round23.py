@@ -2,14 +2,16 @@
 (``parity.run_both``: every logged value and everything printed must agree), in the style of
 ``test_public_programs_round22.py``, from repositories no earlier round used:
 
-- bermanmaxim/LovaszSoftmax: the Lovasz-Softmax and Lovasz hinge losses (``torch.sort``
-  descending, the permutation reused as an index, ``cumsum``, ``lovasz_grad``'s in-place
-  ``jaccard[1:p] = ...`` slice write, ``torch.dot``, void pixels dropped through a bool mask and
+- bermanmaxim/LovaszSoftmax: the Lovasz-Softmax loss (``torch.sort`` descending, the
+  permutation reused as an index, ``cumsum``, ``lovasz_grad``'s in-place ``jaccard[1:p] = ...``
+  slice write, ``torch.dot``, void pixels dropped through a bool mask and
   ``valid.nonzero().squeeze()``, the generator ``mean`` with ``acc += v``), trained with Adam as
-  its multiclass and binary demo notebooks do, with the ``iou``/``iou_binary`` metrics;
+  its multiclass demo notebook does, with the ``iou``/``iou_binary`` metrics;
 - EmilienDupont/neural-processes: the 1-d Neural Process (``Encoder`` / ``MuSigmaEncoder`` /
   ``Decoder``, ``Normal`` latents, ``kl_divergence``), its ``SineData`` dataset through a
-  ``DataLoader``, ``context_target_split``'s numpy index arrays and ``NeuralProcessTrainer``;
+  ``DataLoader``, ``context_target_split``'s numpy index arrays and ``NeuralProcessTrainer``
+  (``Normal(loc, scale).loc`` is ``loc`` itself when the shapes agree: its ``grad_fn`` is the
+  decoder's ``ViewBackward0``, not an ``ExpandBackward0``);
 - swyoon/pytorch-energy-based-model: ``sample_langevin`` (``autograd.grad(..., only_inputs=True)``
   on a non-leaf chain) over the float64 toy potentials of ``potential_fn`` and over an ``FCNet``
   energy, and ``train_energy_based_model.py``'s contrastive-divergence loop on the ``rings``
