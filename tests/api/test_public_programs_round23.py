@@ -325,13 +325,14 @@ def test_lovasz_softmax_demo():
 # models.py (Encoder, MuSigmaEncoder, Decoder), neural_process.py (NeuralProcess), datasets.py
 # (SineData), utils.py (context_target_split) and training.py (NeuralProcessTrainer, without its
 # image branch), driven as example-1d.ipynb does: train, then ``neuralprocess.training = False``
-# and predict from a context. Sizes: r/z/h dims 2 (most weights share one shape), 4 sine functions of 10 points in batches of 2,
-# 3 context points and no extra target points (context and target encoders then share shapes:
-# fewer programs to compile), one epoch (2 Adam steps), 6 prediction points. Changed lines: ``Normal.rsample``'s
-# noise comes from numpy (a ``Normal`` subclass overriding ``rsample`` as loc + eps * scale; the
-# random streams differ), ``shuffle=True`` -> ``shuffle=False`` (the sampler draws from torch's
-# generator), weights are numpy-seeded, and ``print`` logs the numbers it prints (full-precision
-# floats compare with tolerances).
+# and predict from a context. Sizes: r/z/h dims 2 (most weights share one shape), 4 sine
+# functions of 10 points in batches of 2, 3 context points and no extra target points (context
+# and target encoders then share shapes: fewer programs to compile), one epoch (2 Adam steps), 6
+# prediction points. Changed lines: ``Normal.rsample``'s noise comes from numpy (a ``Normal``
+# subclass overriding ``rsample`` as loc + eps * scale; the random streams differ),
+# ``shuffle=True`` -> ``shuffle=False`` (the sampler draws from torch's generator), weights are
+# numpy-seeded, and ``print`` logs the numbers it prints (full-precision floats compare with
+# tolerances).
 def test_neural_process_sine_regression():
     def program(torch, log):
         nn, F = torch.nn, torch.nn.functional
