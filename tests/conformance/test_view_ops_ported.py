@@ -777,6 +777,13 @@ def test_broadcast_tensors_shapes_to(T):
     # TestOldViewOps.test_broadcast_tensors / test_broadcast_shapes / test_broadcast_to
     y0, y1, y2 = T.broadcast_tensors(T.zeros(2, 1, 3), T.zeros(3), T.zeros(3, 1))
     assert all(tuple(y.size()) == (2, 3, 3) for y in (y0, y1, y2))
+    # an input that already has the common shape comes back itself (no ExpandBackward0 view:
+    # distributions' broadcast_all keeps a parameter's own grad_fn); the others are expanded
+    a = T.zeros(2, 3, requires_grad=True) * 2
+    b = T.zeros(3, requires_grad=True)
+    x, y = T.broadcast_tensors(a, b)
+    assert x is a and type(x.grad_fn).__name__ == "MulBackward0"
+    assert type(y.grad_fn).__name__ == "ExpandBackward0" and y._base is b
     # (the original's (1, 1) left out: (1,) and (4, 1, 1) cover size-1 dims that broadcast, and
     # each pair's broadcast_tensors/broadcast_to compiles its expand programs)
     examples = [(), (1,), (2,), (3, 1), (3, 2), (4, 1, 1), (4, 3, 2)]

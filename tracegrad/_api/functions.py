@@ -61,10 +61,11 @@ def numel(t) -> int:
 
 @function()
 def broadcast_tensors(*tensors):
-    """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape."""
+    """Mirrors ``torch.broadcast_tensors``: views expanded to the common shape; as torch, a tensor
+    that already has the common shape is returned itself (no ``ExpandBackward0`` view)."""
     check_tensor_seq("broadcast_tensors", tensors)
-    shape = broadcast_shape([t.shape for t in tensors], "broadcast_tensors")
-    return tuple(t.expand(tuple(shape)) for t in tensors)
+    shape = tuple(broadcast_shape([t.shape for t in tensors], "broadcast_tensors"))
+    return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in tensors)
 
 
 @function()
