@@ -197,7 +197,14 @@ def overloaded_args(values, with_plain=False) -> list:
 
 def has_torch_function(values) -> bool:
     """Mirrors ``torch.overrides.has_torch_function``: a mode is active or one of ``values`` has
-    an override (exact Tensors and Parameters do not count)."""
+    an override (exact Tensors and Parameters do not count). ``values`` must be iterable, as
+    torch's (a TypeError "expected a sequence" otherwise)."""
+    if type(values) is not tuple and type(values) is not list:
+        try:
+            values = tuple(values)
+        except TypeError:
+            raise TypeError("has_torch_function: expected a sequence of arguments (a tuple or "
+                            f"list), got {type(values).__name__}") from None
     st = STATE
     if st.level == ALL_DISABLED:
         return False
