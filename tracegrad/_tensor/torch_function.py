@@ -174,25 +174,29 @@ def _add(out, arg):
 
 
 def overloaded_args(values, with_plain=False) -> list:
-    """The arguments among ``values`` (and one level into lists and tuples) whose
+    """The arguments among ``values`` (and into lists and tuples: one level, then tuples only) whose
     ``__torch_function__`` is to be called, in calling order; plain Tensors count only with
     ``with_plain`` (torch's Python-level functions count them, its C++ ones do not). Empty while
     subclass dispatch is off."""
     if STATE.level != ENABLED:
         return []
     out: list = []
+    _collect(out, values, with_plain, True)
+    return out
+
+
+def _collect(out, values, with_plain, top):
     for v in values:
         ty = type(v)
         if ty is list or ty is tuple:
-            for w in v:
-                k = type_kind(type(w))
-                if k == OVERLOADED or (k == PLAIN and with_plain):
-                    _add(out, w)
+            if top:
+                _collect(out, v, with_plain, False)
+            elif ty is tuple:      # an index tuple inside a tuple (``x[0, (i, j)]``): torch looks in too
+                _collect(out, v, with_plain, False)
             continue
         k = type_kind(ty)
         if k == OVERLOADED or (k == PLAIN and with_plain):
             _add(out, v)
-    return out
 
 
 def has_torch_function(values) -> bool:
@@ -321,8 +325,18 @@ def _dispatch_slow(st, public, kind, impl, args, kwargs):
             for a in overloaded_args(kwargs.values(), base == PY_KIND):
                 _add(overloaded, a)
     if st.modes or _is_dispatching(overloaded):
+        normalize = OVERRIDE_ARGS.get(public) if OVERRIDE_ARGS else None
+        if normalize is not None:
+            args, kwargs = normalize(args, kwargs)
         return handle(public, overloaded, args, kwargs, base == PY_KIND)
     return _run_implementation(st, kind, impl, args, kwargs)
+
+
+# public function -> (args, kwargs) -> the (args, kwargs) its overrides receive, for the Python
+# functions of torch that normalize their arguments before handle_torch_function
+# (torch.autograd.grad hands over (outputs, inputs) as tuples and every option as a keyword);
+# filled by the layers that define those functions
+OVERRIDE_ARGS: dict = {}
 
 
 def _run_implementation(st, kind, impl, args, kwargs):
