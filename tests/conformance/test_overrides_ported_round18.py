@@ -360,3 +360,156 @@ def test_duck_objects_as_indices_and_inside_lists():
         return out
     theirs, ours = _both(program)
     assert ours == theirs
+
+
+def test_torch_function_modes():
+    # TestTorchFunctionMode: test_basic / test_factory_override / test_modes_handle_first /
+    # test_modes_return_notimplemented / test_with_mode(_created_separately) / test_with_nested_modes /
+    # test_nested_same_mode / test_error_using_class_method_on_mode / test_restacking_with_ancestor /
+    # test_get_cur_mode / test_get_mode_stack / test_nested_modes_with_python_has_torch_function /
+    # test_reentrant_mode_idiom / test_getitem_call / test_distributions_bernoulli /
+    # test_mode_notimplemented_loop / test_disable_subclass_(not_)mode / test_disable_enable_* /
+    # test_torch_function_all_disabled_api; TestTorchFunctionRedispatch.test_mode_with_redispatch(_reentrant)
+    def program(lib):
+        ov = lib.overrides
+        foo, bar, _, _ = _python_functions(lib)
+        _, _, Sub = _family(lib, foo, bar, bar)
+        out = []
+
+        class Answer(ov.TorchFunctionMode):
+            def __init__(self, value):
+                self.value = value
+
+            def __torch_function__(self, *args, **kwargs):
+                return self.value
+        x = lib.ones(1)
+        s = lib.ones(2, 2).as_subclass(Sub)
+        with Answer(-1):
+            out += [lib.randn(3), lib.add(x, x), lib.split(None, [2]), bar(x), lib.tensor([1]), lib.as_tensor([1]),
+                    lib.neg(s), lib.mean(s), lib.mm(s, s), bar(s), x[0], x.shape]
+        with Answer(NotImplemented):      # declined: the subclass's own override answers
+            out += [lib.mean(s), lib.mm(s, s), bar(s), _attempt(lambda: lib.max(s, s))]
+        mode = Answer(NotImplemented)
+        with mode:
+            try:
+                lib.max(s, s)
+            except TypeError as e:
+                out.append("Sub" in str(e))
+
+        class Failure(RuntimeError):
+            pass
+
+        class Raising(ov.TorchFunctionMode):
+            def __torch_function__(self, *args, **kwargs):
+                raise Failure
+        separately = Raising()
+        for m in (Raising(), separately):
+            try:
+                with m:
+                    lib.empty([])
+            except Failure:
+                out.append("raised")
+        log = []
+
+        class Logging(ov.TorchFunctionMode):
+            def __init__(self, msg):
+                self.msg = msg
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                log.append((self.msg, func.__name__))
+                if func is lib.sub:
+                    with self:
+                        return lib.add(*args, alpha=-1)
+                return func(*args, **(kwargs or {}))
+        with Logging("outer"):
+            with Logging("inner"):
+                y = bar(lib.ones(2))
+                lib.empty([])
+        with Logging("same") as same:
+            with same:
+                lib.empty([])
+        with Logging("reentrant"):
+            z = lib.sub(lib.ones(1), lib.ones(1))
+            n = len(log)
+            lib.zeros(5)[lib.tensor(0)]
+            m = len(log)
+            lib.distributions.Bernoulli(0.3)
+        out += [y.tolist(), z.tolist(), log[:n], ("reentrant", "__getitem__") in log[n:m], len(log) > m]
+
+        class Cls(ov.TorchFunctionMode):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func(*args, **(kwargs or {}))
+        try:
+            with Cls():
+                x + x
+        except RuntimeError as e:
+            out.append("classmethod is not supported" in str(e))
+
+        class Plain(ov.TorchFunctionMode):
+            pass
+        with Plain():
+            with Plain() as inner:
+                pass
+        with inner:
+            out.append(ov._get_current_function_mode() is inner)
+        with Plain() as m1:
+            out.append(ov._get_current_function_mode_stack() == [m1])
+        with m1:
+            with Plain() as m2:
+                out += [ov._get_current_function_mode() is m2, ov._get_current_function_mode_stack() == [m1, m2]]
+        out.append(ov._get_current_function_mode_stack() == [])
+
+        class Sub2(lib.Tensor):
+            pass
+        calls = [0]
+
+        class Picky(ov.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                calls[0] += 1
+                if any(t is not lib.Tensor for t in types):
+                    return NotImplemented       # the subclass's default override sends it back as a Tensor
+                return func(*args, **(kwargs or {}))
+        b = lib.ones(2).as_subclass(Sub2)
+        with Picky():
+            r1 = lib.neg(b)
+            r2 = bar(b)
+        out += [type(r1).__name__, type(r2).__name__, calls[0]]
+        seen = []
+
+        class Seen(ov.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(func.__name__)
+                return func(*args, **(kwargs or {}))
+        sb = Sub2(lib.arange(5.0))
+        with Seen():
+            with lib._C.DisableTorchFunctionSubclass():
+                out.append(type(lib.sum(sb)).__name__)
+            with lib._C.DisableTorchFunction():
+                out.append(type(lib.sum(sb)).__name__)
+        out.append(seen)
+        with lib._C.DisableTorchFunction():
+            with ov._enable_torch_function():
+                out.append(type(lib.sum(sb)).__name__)
+        states = [lib._C._is_torch_function_all_disabled()]
+        with lib._C.DisableTorchFunction():
+            states.append(lib._C._is_torch_function_all_disabled())
+        with lib._C.DisableTorchFunctionSubclass():
+            states.append(lib._C._is_torch_function_all_disabled())
+        out.append(states)
+        for reenter in (False, True):
+            names = []
+
+            class Redispatching(ov.TorchFunctionMode):
+                def __torch_function__(self, func, types, args, kwargs=None):
+                    names.append(func.__name__)
+                    if reenter:
+                        with self:
+                            return ov.redispatch_function(func, types, args, kwargs)
+                    return ov.redispatch_function(func, types, args, kwargs)
+            with Redispatching():
+                r = foo(lib.tensor([1.0]), lib.tensor([2.0]), lib.tensor([3.0]))
+            out += [r.tolist(), [n for n in names if n in ("foo", "add")]]
+        return out
+    theirs, ours = _both(program)
+    assert ours == theirs

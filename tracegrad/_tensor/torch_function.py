@@ -249,7 +249,11 @@ def handle(public, overloaded, args, kwargs, python=True):
     if st.modes and st.level != ALL_DISABLED:
         mode = pop_mode()
         try:
-            result = mode.__torch_function__(public, types, args, kwargs)
+            override = mode.__torch_function__
+            if getattr(override, "__self__", None) is type(mode):
+                raise RuntimeError(f"{type(mode).__name__}.__torch_function__: classmethod is not supported, please "
+                                   "make it a plain method")
+            result = override(public, types, args, kwargs)
         finally:
             st.modes.append(mode)
             st.refresh()
