@@ -513,3 +513,38 @@ def test_torch_function_modes():
         return out
     theirs, ours = _both(program)
     assert ours == theirs
+
+
+def test_autograd_entry_points_resolve_name_and_no_warnings():
+    # test_grad (the arguments autograd.grad/backward and Tensor.backward hand an override are
+    # normalized first) / TestResolveName / TestDisabledUserWarnings
+    def program(lib):
+        log = []
+
+        class Logged(lib.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                if func.__name__ in ("grad", "backward"):
+                    log.append((func.__name__, [type(a).__name__ for a in args],
+                                sorted((k, type(v).__name__) for k, v in (kwargs or {}).items())))
+                return super().__torch_function__(func, types, args, kwargs)
+        x = lib.ones(2, requires_grad=True)
+        xs = x.as_subclass(Logged)
+        y = (xs * 2).sum()
+        g1 = lib.autograd.grad(y, xs, retain_graph=True)
+        g2 = lib.autograd.grad([y], [xs], None, True, materialize_grads=True)
+        y.backward(retain_graph=True)
+        y.backward(None, True)
+        lib.autograd.backward(y, inputs=xs)
+        return log, [g.tolist() for g in g1 + g2], [type(g).__name__ for g in g1], x.grad.tolist()
+    theirs, ours = _both(program)
+    assert ours == theirs
+    ov = tracegrad.overrides
+    for fns in ov.get_overridable_functions().values():
+        for f in fns:
+            assert eval(ov.resolve_name(f), {"torch": tracegrad}) == f, ov.resolve_name(f)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ov.get_ignored_functions(), ov.get_testing_overrides(), ov.resolve_name(tracegrad.Tensor.add)
+        ov.is_tensor_method_or_property(tracegrad.Tensor.add)
