@@ -510,6 +510,18 @@ def test_torch_function_modes():
             with Redispatching():
                 r = foo(lib.tensor([1.0]), lib.tensor([2.0]), lib.tensor([3.0]))
             out += [r.tolist(), [n for n in names if n in ("foo", "add")]]
+
+        class Rewriting(ov.TorchFunctionMode):      # test_custom_device_type, on 'meta'
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                kwargs = dict(kwargs or {})
+                if func == lib.device:
+                    if args and isinstance(args[0], int):
+                        args = ("meta", args[0])
+                    elif isinstance(kwargs.get("device"), int):
+                        kwargs["device"] = f"meta:{kwargs['device']}"
+                return func(*args, **kwargs)
+        with Rewriting():
+            out += [str(lib.device(0)), str(lib.device(device=0)), str(lib.ones(1).device)]
         return out
     theirs, ours = _both(program)
     assert ours == theirs
