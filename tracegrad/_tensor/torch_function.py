@@ -189,9 +189,7 @@ def _collect(out, values, with_plain, top):
     for v in values:
         ty = type(v)
         if ty is list or ty is tuple:
-            if top:
-                _collect(out, v, with_plain, False)
-            elif ty is tuple:      # an index tuple inside a tuple (``x[0, (i, j)]``): torch looks in too
+            if top or ty is tuple:    # (a tuple inside a tuple: an index ``x[0, (i, j)]``, where torch looks too)
                 _collect(out, v, with_plain, False)
             continue
         k = type_kind(ty)

@@ -19,7 +19,6 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
-
 def _backward_override_args(args, kwargs):
     """The arguments torch's Tensor.backward gives an override: ``(self,)`` and every option by
     keyword (``gradient``, ``retain_graph``, ``create_graph``, ``inputs``)."""
@@ -31,6 +30,7 @@ def _backward_override_args(args, kwargs):
 
 
 engine._tf.OVERRIDE_ARGS[backward] = _backward_override_args
+
 
 def register_hook(self, hook):
     """Mirrors ``torch.Tensor.register_hook``: ``hook(grad) -> Tensor or None`` runs each time
