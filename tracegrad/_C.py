@@ -29,6 +29,13 @@ def _len_torch_function_stack() -> int:
     return len(_tf.STATE.modes)
 
 
+def _is_torch_function_all_disabled() -> bool:
+    """Mirrors ``torch._C._is_torch_function_all_disabled``: True inside
+    ``DisableTorchFunction`` (modes and subclasses off), False otherwise (also inside
+    ``DisableTorchFunctionSubclass``, which leaves modes on)."""
+    return _tf.STATE.level == _tf.ALL_DISABLED
+
+
 def _push_on_torch_function_stack(mode) -> None:
     """Mirrors ``torch._C._push_on_torch_function_stack``."""
     _tf.push_mode(mode)

@@ -282,9 +282,17 @@ def _tensor_jax(self):
 def _tensor_dlpack(self, *, stream=None, max_version=None, dl_device=None, copy=None):
     """The DLPack protocol (``torch.from_dlpack(t)``, ``np.from_dlpack(t)``): exports the
     JAX array without a copy where the device allows. BufferError on a tensor that requires
-    grad, as torch's ``__dlpack__``."""
+    grad or has its conjugate bit set, as torch's ``__dlpack__``; on the CPU ``stream`` must be
+    None (torch's AssertionError) and an int or None anywhere (TypeError)."""
     if self.requires_grad:
         raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    if self.is_conj():
+        raise BufferError("Can't export tensors with the conjugate bit set; call resolve_conj() first")
+    if stream is not None:
+        if type(stream) is not int:
+            raise TypeError(f"__dlpack__: stream must be ``int`` or ``none`` (got {type(stream).__name__})")
+        if self.device.type == "cpu":
+            raise AssertionError(f"__dlpack__: stream should be None on cpu. (got stream={stream})")
     return export_dlpack(self, stream, max_version, dl_device, copy)
 
 

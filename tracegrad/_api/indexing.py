@@ -348,6 +348,12 @@ def setitem(self, key, value):
         raise
 
 
+# torch's names: an override that looks at ``func.__name__`` sees ``__getitem__``, as with torch
+for _fn, _name in ((getitem, "__getitem__"), (setitem, "__setitem__"), (delitem, "__delitem__")):
+    _fn.__name__ = _fn.__qualname__ = _name
+del _fn, _name
+
+
 def _check_value_fits(self, key, value):
     """RuntimeError, as torch, when ``value`` does not broadcast to ``self[key]``'s shape (read
     only on error paths: a dtype mismatch, where torch names the shape first, or a failed put)."""

@@ -288,6 +288,10 @@ def to_array(data, dtype=None):
         return jnp.asarray(data, d.np), d
     if isinstance(data, (str, bytes)):
         raise TypeError(f"tensor(): new(): invalid data type '{type(data).__name__}'")
+    if (hasattr(type(data), "__dlpack__") and hasattr(type(data), "__dlpack_device__")
+            and not isinstance(data, np.ndarray)):
+        # any DLPack producer (torch's tensor(obj) reads it through the protocol, not item by item)
+        data = np.from_dlpack(data)
     big = False
     data = plain_sequences(data)
     if isinstance(data, np.ndarray):

@@ -4,6 +4,8 @@ from __future__ import annotations
 import builtins
 import jax
 
+from . import torch_function as _tf
+
 
 # torch's device types: all may be named (``device('mps')`` in code that checks for Apple GPUs);
 # only cpu, cuda (JAX's GPUs) and meta hold tensors here. JAX's platform name 'gpu' is not one
@@ -15,7 +17,20 @@ _TYPES = ("cpu", "cuda", "meta", "ipu", "xpu", "mkldnn", "opengl", "opencl", "id
 _UNSET = object()   # device()'s index default: an explicit None counts as passed, as torch's parser
 
 
-class device:
+class _DeviceType(type):
+    """``device(...)`` first asks an active TorchFunctionMode, or an argument with
+    ``__torch_function__``, as torch's constructor does (a mode can rewrite ``device(0)``)."""
+
+    def __call__(cls, *args, **kwargs):
+        st = _tf.STATE
+        if (st.modes or (args and builtins.type(args[0]) not in (str, int, cls))) and not st.inside:
+            overloaded = _tf.overloaded_args(args) + _tf.overloaded_args(kwargs.values())
+            if (st.modes and st.level != _tf.ALL_DISABLED) or overloaded:
+                return _tf.handle(cls, overloaded, args, kwargs, python=False)
+        return super().__call__(*args, **kwargs)
+
+
+class device(metaclass=_DeviceType):
     """Mirrors ``torch.device``: ``device('cpu')``, ``device('cuda', 0)``, ``device('cuda:1')``.
     ``type`` is one of torch's device types ('mps', 'xpu', ... can be named; tensors live on
     'cpu', 'cuda' or 'meta', the others raise torch's errors); ``index`` the ordinal or None. CUDA maps to JAX's GPU
@@ -27,7 +42,14 @@ class device:
 
     __slots__ = ("type", "index")
 
-    def __init__(self, type, index=_UNSET):
+    def __init__(self, type=_UNSET, index=_UNSET, **kwargs):
+        if kwargs:     # torch's other signature: device(device=...)
+            if list(kwargs) != ["device"] or type is not _UNSET or index is not _UNSET:
+                raise TypeError(f"device() received an invalid combination of arguments (keywords {list(kwargs)}); "
+                                "pass device(type, index) or device(device=...) alone")
+            type = kwargs["device"]
+        elif type is _UNSET:
+            raise TypeError("device() missing required argument 'type' (pos 1); pass a string such as 'cpu'")
         explicit = index is not _UNSET    # torch refuses 'cuda:0' with any index argument, None too
         index = None if index is _UNSET else index
         if isinstance(type, device):
@@ -119,8 +141,14 @@ def device_of(array) -> device:
         d = next(iter(array.devices()))
     except Exception:  # a tracer: report the default device; a meta storage's abstract array: meta
         if type(array) is jax.ShapeDtypeStruct:
-            return device("meta")
+            return _make("meta")
         d = jax.devices()[0]
     if d.platform == "cpu":
-        return device("cpu")
-    return device("cuda", d.id)
+        return _make("cpu")
+    return _make("cuda", d.id)
+
+
+def _make(*args) -> device:
+    """A device built by tracegrad itself (``t.device``): no TorchFunctionMode sees it, as no
+    mode sees the devices torch's C++ code makes."""
+    return type.__call__(device, *args)

@@ -9,6 +9,7 @@ import warnings
 import jax
 
 from .._ops.linalg import MATMUL_PRECISION
+from . import device as _device_mod
 from .device import cuda_devices, device
 from .device import device as _device    # set_default_device's argument is named device, as torch's
 
@@ -41,7 +42,7 @@ def get_default_device() -> device:
     if _default_device[0] is not None:
         return _default_device[0]
     d = jax.devices()[0]
-    return device("cpu") if d.platform == "cpu" else device("cuda", d.id)
+    return _device_mod._make("cpu") if d.platform == "cpu" else _device_mod._make("cuda", d.id)
 
 
 def set_default_device(device) -> None:

@@ -406,8 +406,8 @@ class Tensor(TensorBase):
     """Mirrors ``torch.Tensor``: an n-dimensional array on a JAX device with autograd state.
 
     Build tensors with ``tracegrad.tensor`` and the other factories; ``Tensor(data)`` also
-    works (like ``torch.Tensor``, it gives float32). See the package README for what differs
-    from torch.
+    works (like ``torch.Tensor``, it gives float32; ``Tensor(other)`` aliases a tensor). See the
+    package README for what differs from torch.
     """
 
     # numpy defers a binary operator to the operand with the higher priority: ``np.float64(2) * t``
@@ -419,6 +419,14 @@ class Tensor(TensorBase):
                  "_is_param", "__dict__", "__weakref__")
 
     def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            # torch's Tensor(other) / Subclass(other): an alias of ``other`` (its dtype, its
+            # storage, a view whose ``_base`` is ``other``, on the autograd graph), not a copy
+            if kwargs:
+                raise RuntimeError(f"Legacy tensor constructor of the form {cls.__name__}(tensor, "
+                                   f"{', '.join(kwargs)}=...) is not supported; use tracegrad.tensor(...) or "
+                                   "tracegrad.as_tensor(...) instead")
+            return args[0].as_subclass(cls)      # (a method the API layer registers)
         self = cls._make(None)
         if args or kwargs:   # torch's legacy constructor: Tensor(data) / Tensor(*sizes)
             _init_from(self, legacy_array(*args, **kwargs))

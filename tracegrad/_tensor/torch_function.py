@@ -174,30 +174,39 @@ def _add(out, arg):
 
 
 def overloaded_args(values, with_plain=False) -> list:
-    """The arguments among ``values`` (and one level into lists and tuples) whose
+    """The arguments among ``values`` (and into lists and tuples: one level, then tuples only) whose
     ``__torch_function__`` is to be called, in calling order; plain Tensors count only with
     ``with_plain`` (torch's Python-level functions count them, its C++ ones do not). Empty while
     subclass dispatch is off."""
     if STATE.level != ENABLED:
         return []
     out: list = []
+    _collect(out, values, with_plain, True)
+    return out
+
+
+def _collect(out, values, with_plain, top):
     for v in values:
         ty = type(v)
         if ty is list or ty is tuple:
-            for w in v:
-                k = type_kind(type(w))
-                if k == OVERLOADED or (k == PLAIN and with_plain):
-                    _add(out, w)
+            if top or ty is tuple:    # (a tuple inside a tuple: an index ``x[0, (i, j)]``, where torch looks too)
+                _collect(out, v, with_plain, False)
             continue
         k = type_kind(ty)
         if k == OVERLOADED or (k == PLAIN and with_plain):
             _add(out, v)
-    return out
 
 
 def has_torch_function(values) -> bool:
     """Mirrors ``torch.overrides.has_torch_function``: a mode is active or one of ``values`` has
-    an override (exact Tensors and Parameters do not count)."""
+    an override (exact Tensors and Parameters do not count). ``values`` must be iterable, as
+    torch's (a TypeError "expected a sequence" otherwise)."""
+    if type(values) is not tuple and type(values) is not list:
+        try:
+            values = tuple(values)
+        except TypeError:
+            raise TypeError("has_torch_function: expected a sequence of arguments (a tuple or "
+                            f"list), got {type(values).__name__}") from None
     st = STATE
     if st.level == ALL_DISABLED:
         return False
@@ -238,7 +247,11 @@ def handle(public, overloaded, args, kwargs, python=True):
     if st.modes and st.level != ALL_DISABLED:
         mode = pop_mode()
         try:
-            result = mode.__torch_function__(public, types, args, kwargs)
+            override = mode.__torch_function__
+            if getattr(override, "__self__", None) is type(mode):
+                raise RuntimeError(f"{type(mode).__name__}.__torch_function__: classmethod is not supported, please "
+                                   "make it a plain method")
+            result = override(public, types, args, kwargs)
         finally:
             st.modes.append(mode)
             st.refresh()
@@ -314,8 +327,18 @@ def _dispatch_slow(st, public, kind, impl, args, kwargs):
             for a in overloaded_args(kwargs.values(), base == PY_KIND):
                 _add(overloaded, a)
     if st.modes or _is_dispatching(overloaded):
+        normalize = OVERRIDE_ARGS.get(public) if OVERRIDE_ARGS else None
+        if normalize is not None:
+            args, kwargs = normalize(args, kwargs)
         return handle(public, overloaded, args, kwargs, base == PY_KIND)
     return _run_implementation(st, kind, impl, args, kwargs)
+
+
+# public function -> (args, kwargs) -> the (args, kwargs) its overrides receive, for the Python
+# functions of torch that normalize their arguments before handle_torch_function
+# (torch.autograd.grad hands over (outputs, inputs) as tuples and every option as a keyword);
+# filled by the layers that define those functions
+OVERRIDE_ARGS: dict = {}
 
 
 def _run_implementation(st, kind, impl, args, kwargs):

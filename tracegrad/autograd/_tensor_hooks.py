@@ -19,6 +19,19 @@ def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=
     engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
 
+def _backward_override_args(args, kwargs):
+    """The arguments torch's Tensor.backward gives an override: ``(self,)`` and every option by
+    keyword (``gradient``, ``retain_graph``, ``create_graph``, ``inputs``)."""
+    given = dict(zip(("self", "gradient", "retain_graph", "create_graph", "inputs"), args), **kwargs)
+    if "self" not in given:
+        return args, kwargs
+    this = given.pop("self")
+    return (this,), {"gradient": None, "retain_graph": None, "create_graph": False, "inputs": None, **given}
+
+
+engine._tf.OVERRIDE_ARGS[backward] = _backward_override_args
+
+
 def register_hook(self, hook):
     """Mirrors ``torch.Tensor.register_hook``: ``hook(grad) -> Tensor or None`` runs each time
     the gradient w.r.t. this tensor is computed; a returned tensor replaces the gradient.

@@ -25,6 +25,7 @@ from .._tensor import factories as _factories
 from .. import _state
 from .._ops.registry import OPS
 from .._tensor.tensor import Tensor
+from .._tensor import torch_function as _tf
 from . import grad_mode
 from ._graph_impl import ANOMALY, AccumulateGrad, edge as _graph_edge
 from . import _dispatch
@@ -622,6 +623,45 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     run_backward(tensors, grads, retain_graph, create_graph, ins, accumulate_grad=True)
 
 
+def _tensor_like(v) -> bool:
+    return type(v) is Tensor or hasattr(type(v), "__torch_function__")
+
+
+def _as_override_tuple(v):
+    return (v,) if _tensor_like(v) or isinstance(v, GradientEdge) else tuple(v)
+
+
+def _grad_override_args(args, kwargs):
+    """The arguments torch.autograd.grad gives an override: ``(outputs, inputs)`` as tuples,
+    every option by keyword (a dict ``inputs`` is left as it is)."""
+    names = ("outputs", "inputs", "grad_outputs", "retain_graph", "create_graph", "only_inputs", "allow_unused",
+             "is_grads_batched", "materialize_grads")
+    kw = {"grad_outputs": None, "retain_graph": None, "create_graph": False, "only_inputs": True,
+          "allow_unused": None, "is_grads_batched": False, "materialize_grads": False}
+    given = dict(zip(names, args), **kwargs)
+    if "outputs" not in given or given.get("inputs") is None or type(given["inputs"]) is dict:
+        return args, kwargs
+    kw.update(given)
+    if kw["allow_unused"] is None:
+        kw["allow_unused"] = kw["materialize_grads"]
+    outs, ins = _as_override_tuple(kw.pop("outputs")), _as_override_tuple(kw.pop("inputs"))
+    return (outs, ins), kw
+
+
+def _backward_override_args(args, kwargs):
+    """The arguments torch.autograd.backward gives an override: ``tensors`` as a tuple, the
+    options by keyword (``inputs`` a tuple)."""
+    names = ("tensors", "grad_tensors", "retain_graph", "create_graph", "grad_variables", "inputs")
+    given = dict(zip(names, args), **kwargs)
+    if "tensors" not in given:
+        return args, kwargs
+    kw = {"grad_tensors": given.get("grad_tensors"), "retain_graph": given.get("retain_graph"),
+          "create_graph": given.get("create_graph", False)}
+    ins = given.get("inputs")
+    kw["inputs"] = None if ins is None else _as_override_tuple(ins)
+    return (_as_override_tuple(given["tensors"]),), kw
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Mirrors ``torch.autograd.grad``: returns the gradients of ``outputs`` w.r.t. ``inputs``
@@ -720,3 +760,7 @@ def _stack(ts):
     """``tracegrad.stack(ts)`` for rows of one gradient (equal shapes and dtype: no checks or
     promotion needed), through the op table instead of the API layer above autograd."""
     return _dispatch.apply_op(OPS["stack"], tuple(ts), (("dim", 0), ("dtype", ts[0].dtype.np)))
+
+
+_tf.OVERRIDE_ARGS[grad] = _grad_override_args
+_tf.OVERRIDE_ARGS[backward] = _backward_override_args

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numbers
 
 import tracegrad
+from tracegrad.overrides import is_tensor_like
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs", "probs_to_logits",
            "tril_matrix_to_vec", "vec_to_tril_matrix"]
@@ -17,15 +18,20 @@ def delegated(owner, name):
 
 def broadcast_all(*values):
     """Mirrors ``broadcast_all``: Python numbers become tensors (the dtype and device of the first
-    tensor argument, else the default dtype) and everything is broadcast to one shape.
-    Raises: ValueError for an argument that is neither a number nor a tensor."""
-    if not all(isinstance(v, (tracegrad.Tensor, numbers.Number)) for v in values):
+    tensor argument, else the default dtype) and everything is broadcast to one shape. Objects
+    with ``__torch_function__`` (a wrapper that is no Tensor) count as tensors and are handed to
+    ``broadcast_tensors`` as they are, so their override runs, as in torch.
+    Raises: ValueError for an argument that is neither a number nor tensor-like."""
+    tensor_like = [is_tensor_like(v) for v in values]
+    if not all(t or isinstance(v, numbers.Number) for t, v in zip(tensor_like, values)):
         raise ValueError("Input arguments must all be instances of numbers.Number, tracegrad.Tensor or objects "
                          "implementing __torch_function__.")
-    like = next((v for v in values if isinstance(v, tracegrad.Tensor)), None)
-    opts = dict(dtype=like.dtype, device=like.device) if like is not None else dict(dtype=tracegrad.get_default_dtype())
-    tensors = [v if isinstance(v, tracegrad.Tensor) else tracegrad.tensor(v, **opts) for v in values]
-    return tuple(tracegrad.broadcast_tensors(*tensors))
+    if not all(tensor_like):
+        like = next((v for v in values if isinstance(v, tracegrad.Tensor)), None)
+        opts = (dict(dtype=like.dtype, device=like.device) if like is not None
+                else dict(dtype=tracegrad.get_default_dtype()))
+        values = [v if t else tracegrad.tensor(v, **opts) for t, v in zip(tensor_like, values)]
+    return tuple(tracegrad.broadcast_tensors(*values))
 
 
 def clamp_probs(probs):

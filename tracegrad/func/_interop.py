@@ -45,10 +45,14 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     can alias it (CPU arrays with JAX's alignment; JAX may copy otherwise). ``ext_tensor`` is
     any object with ``__dlpack__`` (a torch tensor, numpy array, JAX array, another Tensor) or a
     DLPack capsule (assumed to be on the CPU). ``device`` moves the result there; ``copy=True``
-    gives a Tensor of its own. Writing to the source afterwards is undefined, as for JAX's own
+    gives a Tensor of its own. A Tensor comes back as an alias (``detach()``: same storage,
+    writes show on both); for other sources writing afterwards is undefined, as for JAX's own
     ``from_dlpack``. Raises RuntimeError for other objects (torch's "invalid capsule")."""
     if isinstance(ext_tensor, Tensor):
-        out = Tensor._make(ext_tensor._value)
+        # through its own __dlpack__ checks (BufferError for a tensor requiring grad, as torch's);
+        # the result shares its storage, strides and view, as torch's import of a torch tensor
+        ext_tensor.__dlpack__()
+        out = ext_tensor.detach()
     else:
         if type(ext_tensor).__name__ == "PyCapsule":
             ext_tensor = _Capsule(ext_tensor, (1, 0))

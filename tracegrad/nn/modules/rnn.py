@@ -257,6 +257,12 @@ class RNNBase(Module):
         if hx is None:
             h0 = tracegrad.zeros(exp_h, dtype=x.dtype)
             hx = (h0, tracegrad.zeros(exp_c, dtype=x.dtype)) if self.mode == "LSTM" else h0
+        if not isinstance(x, tracegrad.Tensor):
+            # a tensor-like that is no Tensor (it has __torch_function__): hand it to the public
+            # kernel function (tracegrad.rnn_tanh, lstm...), whose override unwraps it, as torch's _VF
+            res = getattr(tracegrad, self.mode.lower())(x, hx, self._flat_weights, self.bias, self.num_layers,
+                                                        self.dropout, self.training, self.bidirectional, False)
+            return res[0], tuple(res[1:])
         return run_stack(self.mode, x, hx, self.all_weights, self.bias, self.num_layers, self.dropout,
                          self.training, self.bidirectional, lengths)
 
