@@ -24,6 +24,7 @@ import numpy as np
 from .. import _state
 from .._tensor.meta import is_meta
 from .._tensor.tensor import Tensor
+from .._ops.xla_options import eager_compiler_options
 from .._x64 import x64_enter, x64_exit
 from . import hyper
 from .program import Program
@@ -130,7 +131,11 @@ def _trace(fn, arrays, numbers, donate):
     STATS["traces"] += 1
     prev = x64_enter()
     try:
-        program = Program.trace(pure, (arrays, [np.float64(v) for v in numbers]), {})
+        # eager's compile options (NOTE [eager compile options]): an update of 8 parameters
+        # compiled in about half the time (SGD with momentum 1.0 -> 0.54 s, AdamW 1.5 -> 1.3 s
+        # on a loaded machine), running as fast
+        program = Program.trace(pure, (arrays, [np.float64(v) for v in numbers]),
+                                {"compiler_options": dict(eager_compiler_options())})
     except Exception:      # whatever the trace could not do, the per-op path does (or raises)
         return _NOT_FUSABLE
     finally:
