@@ -16,7 +16,7 @@ from .._tensor.meta import abstract, check_not_meta
 from .._x64 import x64_scope
 from .._tensor.tensor import _JaxTracer as _Tracer
 from .._tensor.memory_format import contiguous_format
-from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
+from .._tensor.tensor import Tensor, _no_dims, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method
 from .promotion import check_tensors
 
@@ -90,6 +90,8 @@ def _to_overload(args, dtype, device, non_blocking, copy):
     a, rest = args[0], list(args[1:])
     if type(a) is str and not rest and device is None:   # the common to('cpu')
         return dtype, a, non_blocking, copy
+    if len(args) > 4:   # no overload takes more (to(device, dtype, non_blocking, copy))
+        raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were given")
     kinds = ", ".join(type(v).__name__ for v in args)
     if isinstance(a, Tensor):
         if dtype is not None or device is not None:
@@ -266,7 +268,11 @@ def stride(self, dim=None):
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout(self, "stride()")
     out = strides_of(self)
-    return out if dim is None else out[_wrap_dim(dim, len(out))]
+    if dim is None:
+        return out
+    if not out and type(dim) is int:
+        raise _no_dims(dim, "stride")
+    return out[_wrap_dim(dim, len(out))]
 
 
 # JAX and DLPack interop (tracegrad.func's from_jax/from_dlpack are the other direction)

@@ -14,7 +14,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
-from ._registry import function, method, prop
+from ._registry import function, int_list_method, method, prop
 from .argcheck import check_kinds, require_int
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
@@ -196,9 +196,11 @@ def unflatten(self, dim, sizes):
     return view(self, shp[:d] + inner + shp[d + 1:])
 
 
-@method(function=True)
+@int_list_method
+@function()
 def squeeze(self, dim=None):
-    """Mirrors ``torch.squeeze``: drops size-1 dims (all, one, or a tuple of dims)."""
+    """Mirrors ``torch.squeeze``: drops size-1 dims (all, one, or a tuple of dims; the method
+    also takes several dims as separate arguments, ``x.squeeze(0, 2)``)."""
     shp = tuple(self.shape)
     if dim is None:
         dims = tuple(i for i, s in enumerate(shp) if s == 1)
@@ -328,8 +330,11 @@ def expand_as(self, other):
     return expand(self, _shape_of("expand_as", other))
 
 
-@method(function=True)
+@int_list_method
+@function()
 def broadcast_to(self, size):
+    """Mirrors ``torch.broadcast_to``: ``self.expand(size)`` (the method also takes the sizes as
+    separate arguments, ``x.broadcast_to(2, 3)``)."""
     return expand(self, tuple(size))
 
 

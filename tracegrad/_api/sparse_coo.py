@@ -588,6 +588,49 @@ def to_dense(self, dtype=None, *, masked_grad=None):
     return self if dtype is None else self.to(dtype)
 
 
+def _strided_refusal(name, layout):
+    """torch's RuntimeError for a sparse accessor called on a strided (dense) tensor."""
+    return RuntimeError(f"{name} expected {layout} layout but got Strided (Tensor.{name} reads a sparse tensor: "
+                        f"make one with .to_sparse() or tracegrad.sparse_coo_tensor)")
+
+
+@method()
+def coalesce(self):
+    """Mirrors ``torch.Tensor.coalesce`` on a dense tensor: RuntimeError (sparse COO only)."""
+    raise _strided_refusal("coalesce", "sparse coordinate tensor")
+
+
+@method()
+def is_coalesced(self):
+    """Mirrors ``torch.Tensor.is_coalesced`` on a dense tensor: RuntimeError (sparse COO only)."""
+    raise _strided_refusal("is_coalesced", "sparse coordinate tensor")
+
+
+@method()
+def indices(self):
+    """Mirrors ``torch.Tensor.indices`` on a dense tensor: RuntimeError (sparse COO only)."""
+    raise _strided_refusal("indices", "sparse coordinate tensor")
+
+
+@method()
+def values(self):
+    """Mirrors ``torch.Tensor.values`` on a dense tensor: RuntimeError (sparse tensors only)."""
+    raise _strided_refusal("values", "sparse tensor")
+
+
+def _no_dense_kernel(name):
+    def refuse(self):
+        raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the 'CPU' backend: "
+                                  f"Tensor.{name} reads a sparse COO tensor, and this one is strided (dense)")
+    refuse.__name__ = name
+    refuse.__doc__ = f"Mirrors ``torch.Tensor.{name}`` on a dense tensor: NotImplementedError (sparse COO only)."
+    return method(name)(refuse)
+
+
+for _name in ("_indices", "_values", "_nnz"):
+    _no_dense_kernel(_name)
+
+
 @method()
 def sparse_mask(self, mask):
     """Mirrors ``torch.Tensor.sparse_mask``: a sparse COO tensor with ``mask``'s (coalesced)
