@@ -258,6 +258,8 @@ def sum_to_size(self, *size, **kwargs):
     """Mirrors ``Tensor.sum_to_size(*size)`` (or ``size=``): self summed down to ``size``, which
     must expand to self's shape (leading dims dropped, size-1 dims kept). RuntimeError otherwise."""
     size = by_keyword(size, kwargs, "size", "sum_to_size")
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"; pass the size to sum to')
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
     shape = tuple(self.shape)
     lead = len(shape) - len(size)

@@ -196,8 +196,8 @@ for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
 
 
 @method()
-def cpu(self, memory_format=None):
-    """Mirrors ``torch.Tensor.cpu``."""
+def cpu(self, *, memory_format=None):
+    """Mirrors ``torch.Tensor.cpu`` (``memory_format`` by keyword only, as torch's)."""
     return to(self, "cpu", memory_format=memory_format)
 
 
@@ -237,7 +237,7 @@ def contiguous(self, *, memory_format=contiguous_format):
     ``preserve_format`` (as torch) or a channels-last format at the wrong rank."""
     if not isinstance(self, Tensor):   # NOTE [unbound self]
         raise not_self("contiguous", self)
-    if is_contiguous(self, memory_format):
+    if is_contiguous(self, memory_format=memory_format):
         return self
     if memory_format is _mf.preserve_format:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator; pass "
@@ -246,7 +246,7 @@ def contiguous(self, *, memory_format=contiguous_format):
 
 
 @method()
-def is_contiguous(self, memory_format=contiguous_format) -> bool:
+def is_contiguous(self, *, memory_format=contiguous_format) -> bool:
     """Mirrors ``torch.Tensor.is_contiguous(memory_format=torch.contiguous_format)``: elements sit
     at consecutive storage positions in the format's dim order (row-major for
     ``contiguous_format`` and ``preserve_format``; NHWC for ``channels_last`` on a 4-d tensor,

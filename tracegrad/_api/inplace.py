@@ -457,7 +457,7 @@ def swapaxes_(self, axis0, axis1):
     return transpose_(self, axis0, axis1)
 
 
-@int_list_method
+@int_list_method(none=False)
 def squeeze_(self, dim=None):
     """Mirrors ``torch.Tensor.squeeze_`` (grad_fn ``SqueezeBackward3/4/5`` for no dim, one
     dim, several dims; those also as separate arguments, ``x.squeeze_(0, 2)``)."""

@@ -557,13 +557,22 @@ def to_sparse_coo(self):
     return to_sparse(self)
 
 
+_ALL_DIMS = object()   # to_sparse() with no sparse_dim (an explicit None is torch's TypeError)
+
+
 @method()
-def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+def to_sparse(self, sparse_dim=_ALL_DIMS, *, layout=None, blocksize=None, dense_dim=None):
     """Mirrors ``torch.Tensor.to_sparse``: the nonzero entries as a coalesced sparse COO tensor
     (``sparse_dim`` leading dims indexed, default all; a value slice is kept when any of it is
     nonzero). Values are gathered from ``self``, so gradients flow back to it.
     Raises: RuntimeError for ``sparse_dim`` outside ``[0, ndim]``; NotImplementedError for a
-    layout other than sparse_coo or a blocksize (CSR/BSR are not provided)."""
+    layout other than sparse_coo or a blocksize (CSR/BSR are not provided); TypeError for
+    ``sparse_dim=None`` (leave it out for every dim), as torch's parser."""
+    if sparse_dim is None:
+        raise TypeError("to_sparse() received an invalid combination of arguments - got sparse_dim=None: pass an "
+                        "int, or leave it out to index every dim")
+    if sparse_dim is _ALL_DIMS:
+        sparse_dim = None
     if layout is not None and not isinstance(layout, type(sparse_coo)):   # the parser's TypeError
         raise TypeError(f"to_sparse() received an invalid combination of arguments - got layout of type "
                         f"{type(layout).__name__}; pass layout=tracegrad.sparse_coo (or leave it out)")
