@@ -578,7 +578,7 @@ def _uniform(k, shape, dtype, *args, **kw):
     # torch's parameters are named ``from`` and ``to`` (a Python keyword: given as **{"from": ...})
     if len(args) > 2:
         raise TypeError(f"uniform_() takes from 0 to 2 positional arguments but {len(args)} were given")
-    for i, name in enumerate(("from", "to")[:len(args)]):
+    for name in ("from", "to")[:len(args)]:
         if name in kw:
             raise TypeError(f"uniform_() got multiple values for argument '{name}'")
     a, b = (tuple(args) + (kw.get("from", 0.0), kw.get("to", 1.0))[len(args):])
