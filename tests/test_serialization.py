@@ -20,9 +20,9 @@ ALL_DTYPES = [tracegrad.float16, tracegrad.bfloat16, tracegrad.float32, tracegra
 
 
 def sample(dtype, shape):
-    x = tracegrad.randn(*shape, dtype=tracegrad.float64) * 50
+    x = tracegrad.randn(shape, dtype=tracegrad.float64) * 50
     if dtype.is_complex:
-        return (x + 1j * tracegrad.randn(*shape, dtype=tracegrad.float64)).to(dtype)
+        return (x + 1j * tracegrad.randn(shape, dtype=tracegrad.float64)).to(dtype)
     if dtype is tracegrad.bool:
         return x > 0
     if dtype is tracegrad.uint8:

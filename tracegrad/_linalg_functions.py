@@ -16,6 +16,7 @@ from . import _linalg_decomp, linalg
 from ._api.argcheck import check_kinds
 from ._api.promotion import check_tensors
 from ._ops.errors import broadcast_shape
+from ._ops import dtypes as _dt
 from .return_types import _structseq
 from ._ops.warn import warn_once
 from ._tensor.factories import zeros
@@ -115,7 +116,10 @@ def matrix_power(input, n):
 
 def pinverse(input, rcond=1e-15):
     """Mirrors ``torch.pinverse``: ``tracegrad.linalg.pinv`` with ``rtol=rcond`` (singular values
-    at or below ``rcond`` times the largest count as zero)."""
+    at or below ``rcond`` times the largest count as zero). TypeError for an ``rcond`` that is not a
+    number (None too), as torch's parser."""
+    if isinstance(rcond, bool) or not isinstance(rcond, (int, float)):
+        raise TypeError(f"pinverse(): argument 'rcond' (position 2) must be float, not {type(rcond).__name__}")
     return linalg.pinv(input, rtol=rcond)
 
 
@@ -124,10 +128,19 @@ def cholesky(input, upper=False, *, out=None):
     """Mirrors ``torch.cholesky`` (deprecated in torch, which warns the same): ``linalg.cholesky``
     with ``upper``. LinAlgError for a matrix that is not positive-definite."""
     _deprecated("cholesky", "cholesky")
+    if isinstance(input, Tensor):   # the deprecated kernel's dtype refusal (linalg.cholesky's is RuntimeError)
+        _floating_kernel("cholesky", input, "cholesky_cpu")
     try:
         return linalg.cholesky(input, upper=upper)
     except linalg.LinAlgError as e:     # torch names the deprecated function
         raise linalg.LinAlgError(str(e).replace("linalg.cholesky:", "cholesky:", 1)) from None
+
+
+def _floating_kernel(api, t, kernel):
+    """torch's NotImplementedError for an integer or bool input to a floating-only linalg kernel."""
+    if not (t.dtype.is_floating_point or t.dtype.is_complex):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dt.SCALAR_NAMES.get(t.dtype.name, t.dtype.name)}'"
+                                  f"; {api} needs a floating point or complex input")
 
 
 def _check_pair(api, a, b, a_name, b_name):
@@ -140,6 +153,7 @@ def _check_pair(api, a, b, a_name, b_name):
     if a.dtype is not b.dtype:
         raise RuntimeError(f"{api}: Expected b and A to have the same dtype, but found b of type {a.dtype} and A "
                            f"of type {b.dtype} instead.")
+    _floating_kernel(api, a, f"{api}_cpu")
 
 
 @accepts_out()
@@ -165,6 +179,7 @@ def cholesky_inverse(input, upper=False, *, out=None):
     if input.dim() < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but got shape "
                            f"{tuple(input.shape)}")
+    _floating_kernel("cholesky_inverse", input, "cholesky_inverse_out_cpu")
     return _linalg_decomp.cholesky_inverse_op(input, upper)
 
 

@@ -19,10 +19,14 @@ def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="device
     block do not change the stream outside it. ``enabled=False`` makes it do nothing.
 
     ``devices``/``device_type`` are accepted and not needed: tracegrad has one generator for
-    every device. Differs from torch: no warning about forking many CUDA devices."""
+    every device (TypeError, as torch, when ``devices`` is not iterable). Differs from torch: no
+    warning about forking many CUDA devices."""
     if not enabled:
         yield
         return
+    if devices is not None and not hasattr(devices, "__iter__"):   # torch traverses them
+        raise TypeError(f"'{type(devices).__name__}' object is not iterable ({_caller}: {_devices_kw} is a "
+                        f"list of devices, e.g. [0])")
     saved_seed, saved_state = initial_seed(), get_rng_state()
     try:
         yield

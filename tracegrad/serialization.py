@@ -467,13 +467,36 @@ def _path(f, api, method):
                              f"with {method}(), not {type(f).__name__}") from None
 
 
-def _whole_pickle(data) -> bool:
-    """Whether ``data`` opens with one complete pickle (its opcodes parsed, nothing run)."""
+# the opcodes a weights-only read takes (those of torch's weights-only unpickler: protocol 2's
+# binary forms; no FRAME, text or bytes opcode): any other is refused before a legacy file's
+# magic number is compared, as is a GLOBAL that is not allowlisted
+_WEIGHTS_ONLY_OPS = frozenset((
+    "PROTO", "STOP", "MARK", "GLOBAL", "NEWOBJ", "REDUCE", "BUILD", "APPEND", "APPENDS", "SETITEM", "SETITEMS",
+    "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_TUPLE", "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "NONE",
+    "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "LONG1", "BINFLOAT", "BINUNICODE", "SHORT_BINSTRING",
+    "BINPERSID", "BINGET", "LONG_BINGET", "BINPUT", "LONG_BINPUT"))
+
+
+def _pickled_global_allowed(arg):
+    """Whether a GLOBAL opcode's ``"module name"`` is one a weights-only read takes (protocol 2
+    names ``builtins`` as ``__builtin__``, and bytes as ``_codecs.encode``)."""
+    import _compat_pickle
+    module, _, name = str(arg).partition(" ")
+    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    return f"{module}.{name}" == "_codecs.encode" or _allowed(f"{module}.{name}")
+
+
+def _whole_pickle(data, plain=False) -> bool:
+    """Whether ``data`` opens with one complete pickle (its opcodes parsed, nothing run); with
+    ``plain``, one that a weights-only read gets through (see ``_WEIGHTS_ONLY_OPS``)."""
     import pickletools
     try:
-        for op, _arg, _pos in pickletools.genops(io.BytesIO(data)):
+        for op, arg, _pos in pickletools.genops(io.BytesIO(data)):
             if op.name == "STOP":
                 return True
+            if plain and (op.name not in _WEIGHTS_ONLY_OPS
+                          or op.name == "GLOBAL" and not _pickled_global_allowed(arg)):
+                return False
     except Exception:   # noqa: BLE001 -- any parse failure: not a pickle
         return False
     return False
@@ -699,8 +722,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     data = bytes(data)
     header = _header(data)
     if header is None:
-        if not weights_only and _whole_pickle(data):
+        if _whole_pickle(data, plain=weights_only):
             # torch's legacy reader unpickles a magic number first and finds another object
+            # (under weights_only, one that names no global: a class is refused before that)
             raise RuntimeError(f"tracegrad.load: Invalid magic number; corrupt file? {name!r} is a plain pickle, "
                                f"not a checkpoint written by save (read it with pickle.load)")
         raise _unreadable_class(data)(

@@ -35,6 +35,10 @@ DIFFERENT_METHOD_AND_FUNCTION = {
     "reshape": "Tensor.reshape(*shape) takes its sizes unpacked too vs tracegrad.reshape(input, shape): one sequence",
     "permute": "Tensor.permute(*dims) takes its dims unpacked too vs tracegrad.permute(input, dims): one sequence",
     "flip": "Tensor.flip(*dims) takes its dims unpacked too vs tracegrad.flip(input, dims): one sequence",
+    # torch's parser takes a method's only int[] argument unpacked too (_registry.int_list_method)
+    **{n: f"Tensor.{n}(*ints) takes its int list unpacked too vs tracegrad.{n}(input, one argument)"
+       for n in ("squeeze", "count_nonzero", "broadcast_to", "hsplit", "vsplit", "dsplit")},
+    "repeat_interleave": "Tensor.repeat_interleave(repeats, ...) requires repeats vs tracegrad.repeat_interleave(counts)",
 }
 # Tensor's class body names the registry may replace, with why (the registry's definition wins).
 CLASS_BODY_STUBS: dict = {}

@@ -50,6 +50,33 @@ def method(*names, function=False):
     return register
 
 
+def int_list_method(fn=None, name=None, arg="dim", none=True):
+    """Register ``Tensor.<name>`` as ``fn`` that also takes its one ``int[]`` argument as separate
+    ints: torch's parser reads ``x.squeeze(0, 2)`` as ``x.squeeze((0, 2))`` for a method whose only
+    argument is an int list (``count_nonzero``, ``broadcast_to``, ``hsplit``...), while the
+    function form keeps one argument (``torch.squeeze(x, 0, 2)`` is its TypeError). ``none=False``:
+    an explicit None for it is the parser's TypeError too (``x.squeeze(None)``). Returns ``fn``
+    (used bare, ``@int_list_method``, or with arguments, ``@int_list_method(none=False)``)."""
+    if fn is None:
+        return lambda f: int_list_method(f, name, arg, none)
+    api = name or fn.__name__
+
+    def method_form(self, *args, **kwargs):
+        if not none and (args[:1] == (None,) or arg in kwargs and kwargs[arg] is None):
+            raise TypeError(f"{api}() received an invalid combination of arguments - got {arg}=None: pass an int or "
+                            f"a tuple of ints, or no {arg} at all")
+        if len(args) > 1:
+            if arg in kwargs:
+                raise TypeError(f"{api}() got multiple values for argument '{arg}'")
+            args = (tuple(args),)
+        return fn(self, *args, **kwargs)
+    method_form.__name__ = method_form.__qualname__ = api
+    method_form.__doc__ = fn.__doc__
+    method_form.__module__ = fn.__module__
+    _put(METHODS, (api,), method_form, "Tensor.")
+    return fn
+
+
 def inplace_operator(name, inplace):
     """Register ``Tensor.<name>`` (``__iadd__``, ``__imod__``...) as the augmented assignment
     ``x op= o``: the method named ``inplace`` (``add_``), looked up on the tensor when called. A

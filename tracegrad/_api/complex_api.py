@@ -126,7 +126,10 @@ def is_conj(input) -> bool:
 
 @method("is_neg", function=True)
 def is_neg(input) -> bool:
-    """Mirrors ``torch.is_neg``: whether the negative bit is set; always False in tracegrad."""
+    """Mirrors ``torch.is_neg``: whether the negative bit is set; always False in tracegrad.
+    TypeError for a non-tensor, as torch."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"is_neg(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
     return False
 
 

@@ -55,7 +55,10 @@ def tile(input, dims):
 
 @method("tile")
 def _tile_method(self, *dims, **kwargs):
-    """Mirrors ``torch.Tensor.tile(*dims)``: the dims unpacked, as one sequence, or ``dims=``."""
+    """Mirrors ``torch.Tensor.tile(*dims)``: the dims unpacked, as one sequence, or ``dims=``.
+    TypeError, as torch, when no dims are given."""
+    if not dims and not kwargs:
+        raise TypeError('tile() missing 1 required positional arguments: "dims"; pass the repeats per dim')
     if kwargs:
         dims = by_keyword(dims, kwargs, "dims", "tile")
     return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)

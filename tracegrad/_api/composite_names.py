@@ -15,7 +15,7 @@ from .._ops.registry import OPS
 from ..autograd._dispatch import apply_op
 from .shape import by_keyword
 from .._tensor.tensor import Tensor, _wrap_dim as _wrap
-from ._registry import FUNCTIONS, METHODS, _put, function, method
+from ._registry import FUNCTIONS, METHODS, _put, function, int_list_method, method
 from .argcheck import guard
 from .complex_api import conj
 from .inplace import copy_, inplace_via_copy
@@ -200,20 +200,23 @@ def _split_along(input, indices_or_sections, dim, api, min_dims):
     return tuple(input.narrow(dim, a, b - a) for a, b in zip(bounds, bounds[1:]))
 
 
-@method("hsplit", function=True)
+@int_list_method
+@function("hsplit")
 def hsplit(input, indices_or_sections):
     """Mirrors ``torch.hsplit``: ``tensor_split`` along dim 1 (dim 0 for 1-D input); an int must
     divide that dim (RuntimeError otherwise)."""
     return _split_along(input, indices_or_sections, 1 if input.ndim > 1 else 0, "hsplit", 1)
 
 
-@method("vsplit", function=True)
+@int_list_method
+@function("vsplit")
 def vsplit(input, indices_or_sections):
     """Mirrors ``torch.vsplit``: ``tensor_split`` along dim 0 of an at least 2-D input."""
     return _split_along(input, indices_or_sections, 0, "vsplit", 2)
 
 
-@method("dsplit", function=True)
+@int_list_method
+@function("dsplit")
 def dsplit(input, indices_or_sections):
     """Mirrors ``torch.dsplit``: ``tensor_split`` along dim 2 of an at least 3-D input."""
     return _split_along(input, indices_or_sections, 2, "dsplit", 3)
@@ -255,6 +258,8 @@ def sum_to_size(self, *size, **kwargs):
     """Mirrors ``Tensor.sum_to_size(*size)`` (or ``size=``): self summed down to ``size``, which
     must expand to self's shape (leading dims dropped, size-1 dims kept). RuntimeError otherwise."""
     size = by_keyword(size, kwargs, "size", "sum_to_size")
+    if not size:
+        raise TypeError('sum_to_size() missing 1 required positional arguments: "size"; pass the size to sum to')
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else tuple(size)
     shape = tuple(self.shape)
     lead = len(shape) - len(size)

@@ -16,7 +16,7 @@ from .._tensor.meta import abstract, check_not_meta
 from .._x64 import x64_scope
 from .._tensor.tensor import _JaxTracer as _Tracer
 from .._tensor.memory_format import contiguous_format
-from .._tensor.tensor import Tensor, _wrap_dim, chain_is_contiguous, strides_of
+from .._tensor.tensor import Tensor, _no_dims, _wrap_dim, chain_is_contiguous, strides_of
 from ._registry import method
 from .promotion import check_tensors
 
@@ -90,6 +90,8 @@ def _to_overload(args, dtype, device, non_blocking, copy):
     a, rest = args[0], list(args[1:])
     if type(a) is str and not rest and device is None:   # the common to('cpu')
         return dtype, a, non_blocking, copy
+    if len(args) > 4:   # no overload takes more (to(device, dtype, non_blocking, copy))
+        raise TypeError(f"to() takes from 0 to 4 positional arguments but {len(args)} were given")
     kinds = ", ".join(type(v).__name__ for v in args)
     if isinstance(a, Tensor):
         if dtype is not None or device is not None:
@@ -194,8 +196,8 @@ for _name, _d in (("float", _dt.float32), ("double", _dt.float64), ("half", _dt.
 
 
 @method()
-def cpu(self, memory_format=None):
-    """Mirrors ``torch.Tensor.cpu``."""
+def cpu(self, *, memory_format=None):
+    """Mirrors ``torch.Tensor.cpu`` (``memory_format`` by keyword only, as torch's)."""
     return to(self, "cpu", memory_format=memory_format)
 
 
@@ -235,7 +237,7 @@ def contiguous(self, *, memory_format=contiguous_format):
     ``preserve_format`` (as torch) or a channels-last format at the wrong rank."""
     if not isinstance(self, Tensor):   # NOTE [unbound self]
         raise not_self("contiguous", self)
-    if is_contiguous(self, memory_format):
+    if is_contiguous(self, memory_format=memory_format):
         return self
     if memory_format is _mf.preserve_format:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator; pass "
@@ -244,7 +246,7 @@ def contiguous(self, *, memory_format=contiguous_format):
 
 
 @method()
-def is_contiguous(self, memory_format=contiguous_format) -> bool:
+def is_contiguous(self, *, memory_format=contiguous_format) -> bool:
     """Mirrors ``torch.Tensor.is_contiguous(memory_format=torch.contiguous_format)``: elements sit
     at consecutive storage positions in the format's dim order (row-major for
     ``contiguous_format`` and ``preserve_format``; NHWC for ``channels_last`` on a 4-d tensor,
@@ -266,7 +268,11 @@ def stride(self, dim=None):
     if _state.CAPTURE[0] is not None:
         _state.CAPTURE[0].see_layout(self, "stride()")
     out = strides_of(self)
-    return out if dim is None else out[_wrap_dim(dim, len(out))]
+    if dim is None:
+        return out
+    if not out and type(dim) is int:
+        raise _no_dims(dim, "stride")
+    return out[_wrap_dim(dim, len(out))]
 
 
 # JAX and DLPack interop (tracegrad.func's from_jax/from_dlpack are the other direction)

@@ -95,13 +95,23 @@ def _sizes(size):
     return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
 
 
+def _new_size(size, kwargs, api):
+    """A ``new_*`` method's size as one tuple (``()`` for a 0-d tensor); TypeError, as torch,
+    when none is given."""
+    size = by_keyword(size, kwargs, "size", api)
+    if not size:
+        raise TypeError(f'{api}() missing 1 required positional arguments: "size"; pass the sizes, or () for a '
+                        f"0-d tensor")
+    return tuple(_sizes(size))
+
+
 @method()
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False,
               **kwargs):
     """Mirrors ``torch.Tensor.new_zeros``: zeros of ``size`` (arguments, a sequence, or
     ``size=``) with ``self``'s dtype and device unless given."""
     d, dev = _like(self, dtype, device)
-    return zeros(*_sizes(by_keyword(size, kwargs, "size", "new_zeros")), dtype=d, device=dev, requires_grad=requires_grad)
+    return zeros(_new_size(size, kwargs, "new_zeros"), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
@@ -109,7 +119,7 @@ def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=N
              **kwargs):
     """Mirrors ``torch.Tensor.new_ones``."""
     d, dev = _like(self, dtype, device)
-    return ones(*_sizes(by_keyword(size, kwargs, "size", "new_ones")), dtype=d, device=dev, requires_grad=requires_grad)
+    return ones(_new_size(size, kwargs, "new_ones"), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()
@@ -117,7 +127,7 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=
               **kwargs):
     """Mirrors ``torch.Tensor.new_empty`` (zero-filled, as ``tracegrad.empty``)."""
     d, dev = _like(self, dtype, device)
-    return empty(*_sizes(by_keyword(size, kwargs, "size", "new_empty")), dtype=d, device=dev, requires_grad=requires_grad)
+    return empty(_new_size(size, kwargs, "new_empty"), dtype=d, device=dev, requires_grad=requires_grad)
 
 
 @method()

@@ -18,7 +18,7 @@ from .._tensor.factories import tensor
 from .._tensor import tensor as _tensor_mod
 from .._tensor.tensor import Tensor, NO_HOST_VALUES, _wrap_dim
 from .._x64 import with_x64
-from ._registry import METHODS, inplace_operator, method
+from ._registry import METHODS, inplace_operator, int_list_method, method
 from .conversion import _grad_on, warn_complex_to_real
 from .._tensor.convert import check_fits, check_float_fits
 from .argcheck import strict_error
@@ -457,10 +457,10 @@ def swapaxes_(self, axis0, axis1):
     return transpose_(self, axis0, axis1)
 
 
-@method()
+@int_list_method(none=False)
 def squeeze_(self, dim=None):
     """Mirrors ``torch.Tensor.squeeze_`` (grad_fn ``SqueezeBackward3/4/5`` for no dim, one
-    dim, several dims)."""
+    dim, several dims; those also as separate arguments, ``x.squeeze_(0, 2)``)."""
     name = "SqueezeBackward3" if dim is None else "SqueezeBackward5" if isinstance(dim, (tuple, list)) \
         else "SqueezeBackward4"
     return _restride_(self, squeeze, (dim,), name)
@@ -522,11 +522,22 @@ def _number_arguments(api, args, kwargs, ints):
     return args, kwargs
 
 
+# the keywords of torch's in-place draws (any other is its parser's TypeError)
+_DRAW_KEYWORDS = {"normal_": ("mean", "std"), "uniform_": ("from", "to"), "bernoulli_": ("p",),
+                  "random_": ("from", "to"), "exponential_": ("lambd",), "geometric_": ("p",),
+                  "log_normal_": ("mean", "std"), "cauchy_": ("median", "sigma")}
+
+
 def _random_inplace(fn):
     fn = with_x64(fn)   # draws and casts to self's dtype make 64-bit arrays
     api, ints = fn.__name__[1:] + "_", fn.__name__ == "_random"
+    keywords = _DRAW_KEYWORDS[api]
 
     def f(self, *args, generator=None, **kwargs):
+        for k in kwargs:
+            if k not in keywords:
+                raise TypeError(f"{api}() got an unexpected keyword argument '{k}' (Tensor.{api} takes "
+                                f"{', '.join(keywords)} and generator)")
         for v in args + tuple(kwargs.values()):   # one type check per argument on the common path
             if type(v) is not int and (ints or type(v) is not float):
                 args, kwargs = _number_arguments(api, args, kwargs, ints)
@@ -563,13 +574,24 @@ def _normal(k, shape, dtype, mean=0.0, std=1.0):
     return _rnd.normal(k, shape, dtype, mean, std)
 
 
-def _uniform(k, shape, dtype, a=0.0, b=1.0, *, from_=None, to=None):
+def _uniform(k, shape, dtype, *args, **kw):
+    # torch's parameters are named ``from`` and ``to`` (a Python keyword: given as **{"from": ...})
+    if len(args) > 2:
+        raise TypeError(f"uniform_() takes from 0 to 2 positional arguments but {len(args)} were given")
+    for name in ("from", "to")[:len(args)]:
+        if name in kw:
+            raise TypeError(f"uniform_() got multiple values for argument '{name}'")
+    a, b = (tuple(args) + (kw.get("from", 0.0), kw.get("to", 1.0))[len(args):])
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     return _rnd.uniform(k, shape, dtype, a, b)
 
 
 def _bernoulli(k, shape, dtype, p=0.5):
+    if np.dtype(dtype).kind == "c":   # torch's kernels fill real tensors only
+        kernel = "bernoulli_tensor_cpu_self_" if hasattr(p, "shape") else "bernoulli_scalar_cpu_"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_NAME[np.dtype(dtype).name]}'; "
+                                  "bernoulli_ fills real tensors only")
     ps = tuple(getattr(p, "shape", ()))
     if ps != tuple(shape) and ps:   # p expands to self's shape (as torch), never the other way
         lead = len(shape) - len(ps)
@@ -599,6 +621,12 @@ def _random(k, shape, dtype, a=_UNSET, b=_NO_TO, **kw):
     if "from" in kw or "to" in kw:   # the keyword spellings random_(from=..., to=...)
         a, b = kw.get("from", 0 if a is _UNSET else a), kw.get("to", b)
     name = np.dtype(dtype).name
+    if np.dtype(dtype).kind == "c":   # torch draws integers into real tensors only
+        if a is _UNSET:
+            raise NotImplementedError(f"\"random_kernel_cpu\" not implemented for '{_SCALAR_NAME[name]}'; random_ "
+                                      "fills real tensors only")
+        raise RuntimeError("check_random_bounds handles only integral, floating-point and boolean types (random_ "
+                           "fills real tensors only)")
     if name == "bool":
         lo, hi, top = 0, 1, 1
     elif np.issubdtype(dtype, np.integer):

@@ -11,7 +11,7 @@ from .._ops.registry import OPS
 from .._tensor.layout import SparseOperand
 from .._tensor.tensor import Size, Tensor, NO_HOST_VALUES, _wrap_dim
 from .._ops.warn import warn as _warn
-from ._registry import method
+from ._registry import function, int_list_method, method
 from .argcheck import require_int
 from .elementwise import _unaries, maximum, minimum
 from .promotion import _SCALAR_NAME
@@ -385,8 +385,11 @@ def any(self, dim=None, keepdim=False):
     return apply_op(OPS["any"], (self,), (("dim", _dims(dim, self.ndim)), ("keepdim", keepdim)))
 
 
-@method(function=True)
+@int_list_method
+@function()
 def count_nonzero(self, dim=None):
+    """Mirrors ``torch.count_nonzero``: the nonzero entries, over ``dim`` (an int or a tuple; the
+    method also takes several dims as separate arguments, ``x.count_nonzero(0, 1)``)."""
     return apply_op(OPS["count_nonzero"], (self,), (("dim", _dims(dim, self.ndim)),))
 
 

@@ -14,7 +14,7 @@ from .._ops.errors import not_a_tensor, not_self
 from .._ops.registry import OPS
 from .._ops.warn import warn_once
 from .._tensor.tensor import Size, Tensor, _wrap_dim, can_view_as
-from ._registry import function, method, prop
+from ._registry import function, int_list_method, method, prop
 from .argcheck import check_kinds, require_int
 from .dtype_views import view_dtype
 from .promotion import _SCALAR_NAME, result_dtype
@@ -196,9 +196,11 @@ def unflatten(self, dim, sizes):
     return view(self, shp[:d] + inner + shp[d + 1:])
 
 
-@method(function=True)
+@int_list_method(none=False)
+@function()
 def squeeze(self, dim=None):
-    """Mirrors ``torch.squeeze``: drops size-1 dims (all, one, or a tuple of dims)."""
+    """Mirrors ``torch.squeeze``: drops size-1 dims (all, one, or a tuple of dims; the method
+    also takes several dims as separate arguments, ``x.squeeze(0, 2)``)."""
     shp = tuple(self.shape)
     if dim is None:
         dims = tuple(i for i, s in enumerate(shp) if s == 1)
@@ -224,6 +226,20 @@ def unsqueeze(self, dim):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return apply_op(OPS["unsqueeze"], (self,), (("dim", dim % n),))
+
+
+_NO_REPEATS = object()
+
+
+@method("repeat_interleave")
+def repeat_interleave_method(self, repeats=_NO_REPEATS, dim=None, *, output_size=None):
+    """Mirrors ``torch.Tensor.repeat_interleave(repeats, dim=None, *, output_size=None)``: as
+    ``tracegrad.repeat_interleave(self, repeats, ...)``; ``repeats`` is required (TypeError
+    without it or for None, as torch's parser: the counts-only form is the function's)."""
+    if repeats is _NO_REPEATS or repeats is None:
+        raise TypeError("repeat_interleave() received an invalid combination of arguments - got no repeats: pass "
+                        "repeats (an int or a tensor of counts)")
+    return repeat_interleave(self, repeats, dim, output_size=output_size)
 
 
 @method("transpose", "swapdims", function=True)
@@ -328,8 +344,11 @@ def expand_as(self, other):
     return expand(self, _shape_of("expand_as", other))
 
 
-@method(function=True)
+@int_list_method
+@function()
 def broadcast_to(self, size):
+    """Mirrors ``torch.broadcast_to``: ``self.expand(size)`` (the method also takes the sizes as
+    separate arguments, ``x.broadcast_to(2, 3)``)."""
     return expand(self, tuple(size))
 
 
@@ -343,7 +362,7 @@ def repeat(self, *repeats, **kwargs):
     return apply_op(OPS["repeat"], (self,), (("repeats", r),))
 
 
-@method(function=True)
+@function()
 def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
     """Mirrors ``torch.repeat_interleave(input, repeats, dim=None, *, output_size=None)`` (int or
     1-D tensor repeats; flattens when dim is None). ``repeat_interleave(repeats)`` alone (a 1-D
@@ -362,6 +381,9 @@ def repeat_interleave(self, repeats=None, dim=None, *, output_size=None):
             raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {n} but got {output_size}")
         return out
     if repeats is None:
+        if self.dtype._cat != 1:   # the counts: an integer tensor (torch's kernel has no other)
+            raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{_SCALAR_NAME[self.dtype.name]}'"
+                                      f"; repeat_interleave(repeats) takes integer counts")
         if self.ndim != 1:
             raise RuntimeError(f"repeat_interleave only accept 1D vector as repeat (got {self.ndim} dims)")
         return repeat_interleave(_factories.arange(self.shape[0]), self)

@@ -557,13 +557,22 @@ def to_sparse_coo(self):
     return to_sparse(self)
 
 
+_ALL_DIMS = object()   # to_sparse() with no sparse_dim (an explicit None is torch's TypeError)
+
+
 @method()
-def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
+def to_sparse(self, sparse_dim=_ALL_DIMS, *, layout=None, blocksize=None, dense_dim=None):
     """Mirrors ``torch.Tensor.to_sparse``: the nonzero entries as a coalesced sparse COO tensor
     (``sparse_dim`` leading dims indexed, default all; a value slice is kept when any of it is
     nonzero). Values are gathered from ``self``, so gradients flow back to it.
     Raises: RuntimeError for ``sparse_dim`` outside ``[0, ndim]``; NotImplementedError for a
-    layout other than sparse_coo or a blocksize (CSR/BSR are not provided)."""
+    layout other than sparse_coo or a blocksize (CSR/BSR are not provided); TypeError for
+    ``sparse_dim=None`` (leave it out for every dim), as torch's parser."""
+    if sparse_dim is None:
+        raise TypeError("to_sparse() received an invalid combination of arguments - got sparse_dim=None: pass an "
+                        "int, or leave it out to index every dim")
+    if sparse_dim is _ALL_DIMS:
+        sparse_dim = None
     if layout is not None and not isinstance(layout, type(sparse_coo)):   # the parser's TypeError
         raise TypeError(f"to_sparse() received an invalid combination of arguments - got layout of type "
                         f"{type(layout).__name__}; pass layout=tracegrad.sparse_coo (or leave it out)")
@@ -586,6 +595,49 @@ def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=N
 def to_dense(self, dtype=None, *, masked_grad=None):
     """Mirrors ``torch.Tensor.to_dense`` on a dense tensor: ``self`` (or a ``dtype`` copy)."""
     return self if dtype is None else self.to(dtype)
+
+
+def _strided_refusal(name, layout):
+    """torch's RuntimeError for a sparse accessor called on a strided (dense) tensor."""
+    return RuntimeError(f"{name} expected {layout} layout but got Strided (Tensor.{name} reads a sparse tensor: "
+                        f"make one with .to_sparse() or tracegrad.sparse_coo_tensor)")
+
+
+@method()
+def coalesce(self):
+    """Mirrors ``torch.Tensor.coalesce`` on a dense tensor: RuntimeError (sparse COO only)."""
+    raise _strided_refusal("coalesce", "sparse coordinate tensor")
+
+
+@method()
+def is_coalesced(self):
+    """Mirrors ``torch.Tensor.is_coalesced`` on a dense tensor: RuntimeError (sparse COO only)."""
+    raise _strided_refusal("is_coalesced", "sparse coordinate tensor")
+
+
+@method()
+def indices(self):
+    """Mirrors ``torch.Tensor.indices`` on a dense tensor: RuntimeError (sparse COO only)."""
+    raise _strided_refusal("indices", "sparse coordinate tensor")
+
+
+@method()
+def values(self):
+    """Mirrors ``torch.Tensor.values`` on a dense tensor: RuntimeError (sparse tensors only)."""
+    raise _strided_refusal("values", "sparse tensor")
+
+
+def _no_dense_kernel(name):
+    def refuse(self):
+        raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the 'CPU' backend: "
+                                  f"Tensor.{name} reads a sparse COO tensor, and this one is strided (dense)")
+    refuse.__name__ = name
+    refuse.__doc__ = f"Mirrors ``torch.Tensor.{name}`` on a dense tensor: NotImplementedError (sparse COO only)."
+    return method(name)(refuse)
+
+
+for _name in ("_indices", "_values", "_nnz"):
+    _no_dense_kernel(_name)
 
 
 @method()

@@ -291,7 +291,10 @@ def resize_(self, *sizes, memory_format=None):
     zeros, or NaN / the integer max under deterministic fill; uninitialized in torch). Unchanged
     shape: nothing happens. RuntimeError for a tensor that requires grad or a negative size, or
     for growing one that shares a NumPy array's memory (torch's unresizable storage). Differs from torch: growing the storage gives self a new one (views of the
-    old storage keep it)."""
+    old storage keep it). TypeError, as torch, when no size is given."""
+    if not sizes:
+        raise TypeError('resize_() missing 1 required positional arguments: "size"; pass the new sizes, or () '
+                        'for a 0-d tensor')
     shape = tuple(int(s) for s in (sizes[0] if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes))
     if shape == tuple(self.shape):
         return self

@@ -199,19 +199,39 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
 method("narrow_copy")(method_form(FUNCTIONS["narrow_copy"], "narrow_copy"))
 
 
+def _same_numel_resize(self, sizes):
+    """torch's autograd resize keeps the element count: RuntimeError for any other."""
+    shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+    if not all(isinstance(s, int) for s in shape):
+        return   # resize_ refuses them
+    n = 1
+    for s in shape:
+        n *= s
+    if n != self.numel():
+        def shown(shp):
+            return "x".join(map(str, shp))
+        raise RuntimeError(f"requested resize to {shown(shape)} ({n} elements in total), but the given tensor has a "
+                           f"size of {shown(self.shape)} ({self.numel()} elements). autograd's resize can only change "
+                           f"the shape of a given tensor, while preserving the number of elements. (Use resize_ to "
+                           f"change the element count, or reshape.)")
+
+
 @method()
 def resize(self, *sizes):
     """Mirrors the deprecated ``torch.Tensor.resize``: a resized copy (``resize_`` on a clone);
-    warns as torch."""
+    warns as torch. RuntimeError, as torch, for sizes with another element count."""
     warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    _same_numel_resize(self, sizes)
     with no_grad():
         return self.detach().clone().resize_(*sizes)
 
 
 @method()
 def resize_as(self, other):
-    """Mirrors the deprecated ``torch.Tensor.resize_as``: a copy resized to ``other``'s shape."""
+    """Mirrors the deprecated ``torch.Tensor.resize_as``: a copy resized to ``other``'s shape.
+    RuntimeError, as torch, when ``other`` has another element count."""
     warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    _same_numel_resize(self, (tuple(other.shape),))
     with no_grad():
         return self.detach().clone().resize_(other.shape)
 

@@ -183,10 +183,32 @@ def check_multinomial(probs, num_samples, replacement, api="multinomial"):
         raise RuntimeError(f"{api}: invalid multinomial distribution (sum of probabilities <= 0)")
 
 
+# torch's C type names of the floating dtypes in its bound messages (a complex draw's parts)
+_BOUND_TYPE = {"float32": ("float", "Float"), "complex64": ("float", "Float"), "float64": ("double", "Double"),
+               "complex128": ("double", "Double"), "float16": ("c10::Half", "Half"),
+               "bfloat16": ("c10::BFloat16", "BFloat16")}
+
+
 def uniform(k, shape, dtype, low=0.0, high=1.0, api="uniform_"):
+    """Uniform [low, high) draws. RuntimeError, as torch, for a bound that is not a finite value
+    of the dtype (inf, nan, past its largest), ``low > high``, or a range wider than the dtype's
+    largest value (the draw would overflow to inf)."""
     check_floating(dtype, api, "check_uniform_bounds")
-    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high:
-        raise RuntimeError(f"{api}: uniform_ expects to return a [from, to) range, but found from={low:g} > to={high:g}")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)):
+        name = np.dtype(dtype).name
+        cname, tname = _BOUND_TYPE.get(name, (name, name))
+        top = float(jnp.finfo(jnp.float32 if name == "complex64" else jnp.float64 if name == "complex128"
+                              else dtype).max)
+        for what, v in (("from", low), ("to", high)):
+            if not -top <= v <= top:
+                raise RuntimeError(f"{what} is out of bounds for {cname} ({api}: the bounds must be finite values "
+                                   f"of the tensor's dtype)")
+        if low > high:
+            raise RuntimeError(f"{api}: uniform_ expects to return a [from, to) range, but found from={low:g} > "
+                               f"to={high:g}")
+        if high - low > top:
+            raise RuntimeError(f"uniform_ expects to-from <= std::numeric_limits<{tname}>::max(), but found "
+                               f"to={high:g} and from={low:g} which result in to-from to exceed the limit")
     return _draw(k, lambda g: g.uniform(low, high, shape).astype(_np_float(dtype)), shape, dtype)
 
 
@@ -250,6 +272,10 @@ def multinomial(k, probs, num_samples, replacement):
 
 
 def exponential(k, shape, dtype):
+    """Exponential(1) draws; real floating dtypes only (RuntimeError, as torch, otherwise)."""
+    if np.dtype(dtype).kind != "f" and np.dtype(dtype).name != "bfloat16":
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. dtype must be a "
+                           f"floating point but you specified {scalar_name(dtype)}")
     return _draw(k, lambda g: g.exponential(1.0, shape).astype(_np_float(dtype)), shape, dtype)
 
 
@@ -331,25 +357,29 @@ def binomial(k, count, prob):
 
 
 def geometric(k, shape, dtype, p):
-    """Geometric(``p``) counts of trials up to the first success (1, 2, ...); any dtype."""
+    """Geometric(``p``) counts of trials up to the first success (1, 2, ...); any real numeric
+    dtype (NotImplementedError for a complex or bool one, as torch's kernel)."""
+    if np.dtype(dtype).kind in "cb":
+        raise NotImplementedError(f"\"geometric_cpu\" not implemented for '{scalar_name(dtype)}'; geometric_ fills "
+                                  "real numeric tensors only")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _draw(k, lambda g: g.geometric(p, shape).astype(np.dtype(dtype)), shape, dtype)
 
 
 def log_normal(k, shape, dtype, mean, std):
-    """``exp(Normal(mean, std))`` draws; floating dtypes only."""
-    if np.dtype(dtype).kind not in "fc" and np.dtype(dtype).name != "bfloat16":
+    """``exp(Normal(mean, std))`` draws; real floating dtypes only."""
+    if np.dtype(dtype).kind != "f" and np.dtype(dtype).name != "bfloat16":
         raise NotImplementedError(f"\"log_normal_cpu\" not implemented for '{scalar_name(dtype)}'; "
-                                  "log_normal_ fills floating tensors only")
+                                  "log_normal_ fills real floating tensors only")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
     return _draw(k, lambda g: g.lognormal(mean, std, shape).astype(_np_float(dtype)), shape, dtype)
 
 
 def cauchy(k, shape, dtype, median, sigma):
-    """Cauchy(``median``, ``sigma``) draws; floating dtypes only."""
-    if np.dtype(dtype).kind not in "fc" and np.dtype(dtype).name != "bfloat16":
+    """Cauchy(``median``, ``sigma``) draws; real floating dtypes only."""
+    if np.dtype(dtype).kind != "f" and np.dtype(dtype).name != "bfloat16":
         raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype must be a floating "
                            f"point but you specified {scalar_name(dtype)}")
     if not sigma > 0:

@@ -231,9 +231,13 @@ def _SCALAR_NAME_OF(d):
 
 def _size_keyword(fn):
     """torch's ``zeros(size=(2, 3))`` spelling of ``zeros(2, 3)`` for the ``*size`` factories
-    (gat/main.py: ``torch.empty(size=(in_features, out_features))``)."""
+    (gat/main.py: ``torch.empty(size=(in_features, out_features))``); TypeError, as torch, when no
+    size is given at all."""
     @functools.wraps(fn)
     def with_size(*size, **kwargs):
+        if not size and "size" not in kwargs:   # torch's size is required (zeros(()) is the 0-d tensor)
+            raise TypeError(f'{fn.__name__}() missing 1 required positional arguments: "size"; pass the sizes, '
+                            f"or () for a 0-d tensor")
         if "size" in kwargs:
             if size:
                 raise TypeError(f"{fn.__name__}() got multiple values for argument 'size'")
@@ -561,7 +565,8 @@ def _like(fn):
         # a sparse input would give torch a sparse result: not a silently dense one here
         _dense_layout(input.layout if layout is None else layout, fn.__name__ + "_like")
         d = dtype if dtype is not None else input.dtype
-        out = fn(*args, *input.shape, dtype=d, device=_like_device(input, device), requires_grad=requires_grad)
+        size = (*args, *input.shape) if args else (tuple(input.shape),)   # () for a 0-d input: one argument
+        out = fn(*size, dtype=d, device=_like_device(input, device), requires_grad=requires_grad)
         return _laid_out_like(out, input, memory_format, like.__name__)
     like.__name__ = fn.__name__ + "_like"
     like.__doc__ = (f"Mirrors ``torch.{fn.__name__}_like``: same shape (and dtype unless given) as ``input``, "
@@ -685,7 +690,7 @@ def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=F
     (draws from ``generator`` when given)."""
     _check_like(input, "rand_like")
     _dense_layout(input.layout if layout is None else layout, "rand_like")
-    out = rand(*input.shape, generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
+    out = rand(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
                requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "rand_like")
 
@@ -696,7 +701,7 @@ def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=
     (draws from ``generator`` when given)."""
     _check_like(input, "randn_like")
     _dense_layout(input.layout if layout is None else layout, "randn_like")
-    out = randn(*input.shape, generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
+    out = randn(tuple(input.shape), generator=generator, dtype=dtype or input.dtype, device=_like_device(input, device),
                 requires_grad=requires_grad)
     return _laid_out_like(out, input, memory_format, "randn_like")
 

@@ -37,8 +37,10 @@ class Generator:
     def manual_seed(self, seed):
         if _state.CAPTURE[0] is not None:
             _state.CAPTURE[0].see_generator(self)
+        if type(seed) is not int and isinstance(seed, int) and not isinstance(seed, bool):
+            seed = int(seed)                   # an int subclass (an IntEnum member) is a long to torch
         if type(seed) is not int:
-            if isinstance(seed, (bool, float, str, Tensor)) or seed is None or not hasattr(seed, "__index__"):
+            if not isinstance(seed, np.integer):   # torch's "long" check passes ints and NumPy's ints only
                 raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}; pass a Python int "
                                    "(tracegrad.manual_seed converts with int() first)")
             raise TypeError(f"Generator.manual_seed: an integer is required (got {type(seed).__name__}); pass int(seed)")

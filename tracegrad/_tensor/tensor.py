@@ -533,6 +533,8 @@ class Tensor(TensorBase):
             raise _not_self("size", self) from None
         if dim is None:
             return _trusted_size(s)
+        if not s and type(dim) is int:
+            raise _no_dims(dim, "size")
         return s[_wrap_dim(dim, len(s))]
 
     @property
@@ -1043,6 +1045,12 @@ def _concrete(t, what):
             f"tracegrad.compile or a checkpointed region); keep the computation in tensor ops "
             f"(tracegrad.where instead of if/else) or move {what} outside the compiled function")
     return v
+
+
+def _no_dims(dim, api):
+    """torch's IndexError for one dim of a 0-d tensor (``size(0)``, ``stride(-1)``)."""
+    return IndexError(f"Dimension specified as {dim} but tensor has no dimensions ({api}({dim}) of a 0-d tensor; "
+                      f"{api}() gives the empty tuple)")
 
 
 def _wrap_dim(dim, ndim):

@@ -25,8 +25,8 @@ def is_autocast_available(device_type: str) -> bool:
 
 def _device_type(device_type, api):
     if not isinstance(device_type, str):
-        raise TypeError(f"{api}(): device_type must be a str such as 'cpu' or 'cuda', not "
-                        f"{type(device_type).__name__}")
+        raise TypeError(f"{api}: argument 'device_type' (position 1) must be str, not {type(device_type).__name__}; "
+                        f"pass 'cpu' or 'cuda'")
     if device_type not in _KNOWN:
         raise RuntimeError(f"Expected one of {', '.join(n for n in _KNOWN if n != 'xla')} device type at start of device string: "
                            f"{device_type}")
@@ -34,13 +34,21 @@ def _device_type(device_type, api):
 
 
 def get_autocast_dtype(device_type: str):
-    """Mirrors ``torch.get_autocast_dtype``: the active (or configured) autocast dtype."""
+    """Mirrors ``torch.get_autocast_dtype``: the active (or configured) autocast dtype.
+    TypeError for a device_type that is not a str; RuntimeError for an unknown one."""
+    device_type = _device_type(device_type, "get_autocast_dtype")
     return _autocast.dtype_for(device_type) or _DEFAULT.get(device_type, _dt.float16)
 
 
-def is_autocast_enabled(device_type: str | None = None) -> bool:
-    """Mirrors ``torch.is_autocast_enabled``: no argument means 'cuda', as torch."""
-    return _autocast.dtype_for(device_type or "cuda") is not None
+_NO_DEVICE_TYPE = object()
+
+
+def is_autocast_enabled(device_type: str = _NO_DEVICE_TYPE) -> bool:
+    """Mirrors ``torch.is_autocast_enabled``: no argument means 'cuda', as torch. TypeError for a
+    device_type that is not a str (None too); RuntimeError for an unknown one."""
+    if device_type is _NO_DEVICE_TYPE:
+        device_type = "cuda"
+    return _autocast.dtype_for(_device_type(device_type, "is_autocast_enabled")) is not None
 
 
 def set_autocast_enabled(device_type, enabled=None) -> None:

@@ -217,6 +217,9 @@ def vjp(func, *primals, has_aux=False):
             raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree structure of "
                                f"outputs to the function. cotangents: {_shown(got)}, primal output: {_shown(want)}")
         for o, c in zip(jax.tree_util.tree_leaves(out), jax.tree_util.tree_leaves(cts)):
+            if not hasattr(c, "shape"):   # a Python number: torch's autograd refuses it by class
+                raise TypeError(f"gradients can be either Tensors or None, but got {type(c).__name__} "
+                                "(vjp_fn: pass cotangents as Tensors shaped as the outputs)")
             if tuple(o.shape) != tuple(c.shape):
                 raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {_size(c.shape)} and "
                                    f"output[0] has a shape of {_size(o.shape)}.")
@@ -280,6 +283,10 @@ def _jvp(func, primals, tangents, strict, has_aux):
     for leaf in _wrap.tensor_leaves(primals):   # torch's class here is RuntimeError (not ValueError)
         if not isinstance(leaf, Tensor):
             raise RuntimeError(f"jvp(f, primals, tangents): Expected primals to only contain Tensors, got "
+                               f"{type(leaf)}")
+    for leaf in _wrap.tensor_leaves(tangents):
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"jvp(f, primals, tangents): Expected tangents to only contain Tensors, got "
                                f"{type(leaf)}")
     for leaf in _wrap.check_tensor_tree(primals, "jvp"):
         if np.dtype(leaf._value.dtype).kind not in _FLOAT_KINDS:

@@ -68,8 +68,9 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Mirrors ``torch.nn.init.trunc_normal_``: N(mean, std^2) truncated to [a, b] (inverse CDF).
-    RuntimeError, with torch's words, when ``a > b``."""
+    """Mirrors ``torch.nn.init.trunc_normal_``: N(mean, std^2) truncated to [a, b] (inverse CDF;
+    a negative std reads as its absolute value, as torch's sampler). RuntimeError, with torch's
+    words, when ``a > b``; ZeroDivisionError for ``std=0``."""
     def norm_cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
     if a > b:   # torch 2.13 draws uniform_(a, b) there, which refuses the empty range
@@ -78,11 +79,13 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of values "
                       "may be incorrect.", stacklevel=2)
+    # a negative std draws as its absolute value (torch's sampler reads std only squared)
+    scale = abs(std) if std else std   # (a zero std is torch's ZeroDivisionError, below)
     with tracegrad.no_grad():
-        lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
+        lo, hi = norm_cdf((a - mean) / scale), norm_cdf((b - mean) / scale)
         tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
         tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
+        tensor.mul_(scale * math.sqrt(2.0))
         tensor.add_(mean)
         tensor.clamp_(min=a, max=b)
         return tensor
@@ -186,8 +189,8 @@ def orthogonal_(tensor, gain=1, generator=None):
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    with tracegrad.no_grad():
-        return tensor.copy_(tracegrad.tensor(q.reshape(tuple(tensor.shape)) * gain, dtype=tensor.dtype))
+    with tracegrad.no_grad():   # the gain scales the tensor as torch's mul_ does (its TypeError for a str)
+        return tensor.copy_(tracegrad.tensor(q.reshape(tuple(tensor.shape)), dtype=tensor.dtype)).mul_(gain)
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):

@@ -104,9 +104,11 @@ def remove_weight_norm(module, name="weight"):
 
 
 def _to_matrix(weight, dim):
+    """``weight`` as the matrix spectral norm works on: ``dim`` first, the rest flattened (a 1-D
+    weight is a column; a 0-d one is torch's IndexError from ``size(0)``)."""
     if dim != 0:
         weight = weight.permute(dim, *[d for d in range(weight.dim()) if d != dim])
-    return weight.flatten(1)
+    return weight.reshape(weight.size(0), -1)
 
 
 class _SpectralNormHook:

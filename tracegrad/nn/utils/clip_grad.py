@@ -77,10 +77,14 @@ def _scale(grads, max_norm, total_norm):
 def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     """Mirrors ``torch.nn.utils.clip_grads_with_norm_``: scales every ``.grad`` of ``parameters``
     in place by ``min(1, max_norm / (total_norm + 1e-6))`` for a ``total_norm`` computed
-    beforehand (e.g. by ``get_total_norm``). Returns None."""
+    beforehand (e.g. by ``get_total_norm``). Returns None. TypeError, as torch's arithmetic, for
+    a ``total_norm`` that is neither a Tensor nor a number."""
     grads = _grads(parameters)
     if not grads:
         return
+    if not isinstance(total_norm, (Tensor, int, float)):
+        raise TypeError(f"clip_grads_with_norm_: total_norm must be a Tensor or a number (as get_total_norm "
+                        f"returns), not {type(total_norm).__name__}")
     total_norm = total_norm if isinstance(total_norm, Tensor) else tracegrad.tensor(float(total_norm))
     _scale(grads, max_norm, total_norm)
 
