@@ -855,7 +855,7 @@ def test_gradual_warmup_scheduler_chains():
 # ``pad_sequence`` under a DataLoader, ``CrossEntropyLoss(ignore_index=pad_index)``,
 # ``clip_grad_norm_``, ``train_fn``/``evaluate_fn`` and the best-model ``torch.save``). Vocabularies
 # of 9 and 8 tokens, widths 256/512 -> 6/8, dropout 0.5 -> 0 (dropout masks come from each
-# library's own random stream), 4 sentence pairs in batches of 2, 2 epochs. ``init_weights``'s
+# library's own random stream), 4 sentence pairs in batches of 2 (and 2 to validate), 2 epochs. ``init_weights``'s
 # ``normal_`` draws from the random stream, so ``init_params`` replaces the weights after the zeroed
 # biases are checked.
 def test_seq2seq_additive_attention_gru(tmp_path):
@@ -1030,9 +1030,11 @@ def test_seq2seq_additive_attention_gru(tmp_path):
         def sentence(vocab, n):
             return torch.tensor([sos] + list(rs.randint(4, vocab, size=n)) + [eos])
 
+        # every batch pads to the same lengths (a new length runs the GRUs and the decoder at
+        # new shapes: more programs, no new behaviour); the padding sits in other rows
         train_data = [{"de_ids": sentence(9, n), "en_ids": sentence(8, m)}
-                      for n, m in ((3, 4), (5, 2), (2, 2), (4, 5))]
-        valid_data = [{"de_ids": sentence(9, 3), "en_ids": sentence(8, 3)}]
+                      for n, m in ((3, 4), (5, 2), (5, 2), (3, 4))]
+        valid_data = [{"de_ids": sentence(9, n), "en_ids": sentence(8, m)} for n, m in ((3, 4), (5, 2))]
         train_data_loader = get_data_loader(train_data, 2, pad_index)
         valid_data_loader = get_data_loader(valid_data, 2, pad_index)
         first = next(iter(train_data_loader))

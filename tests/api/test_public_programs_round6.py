@@ -64,7 +64,8 @@ def _mnist_main(torch, log, model, shape, lr, seed, log_interval):
 
     device = torch.device("cpu")
     train_loader = torch.utils.data.DataLoader(_images(torch, 12, shape, seed), batch_size=4)
-    test_loader = torch.utils.data.DataLoader(_images(torch, 6, shape, seed + 1), batch_size=6)
+    # the test batch has the training batches' size: another size runs the model at new shapes
+    test_loader = torch.utils.data.DataLoader(_images(torch, 4, shape, seed + 1), batch_size=4)
     model = init_params(torch, model.to(device), seed)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=lr)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
@@ -1267,7 +1268,7 @@ def test_nanogpt_train_and_sample(tmp_path):
         x = (torch.tensor([3, 1, 4], dtype=torch.long, device=device)[None, ...])
         with torch.no_grad():
             with ctx:
-                y = model.generate(x, 2, temperature=0.8, top_k=1)
+                y = model.generate(x, 1, temperature=0.8, top_k=1)    # each new length is a new set of programs
                 log("sample", y[0].tolist())
         log("exp_avg_sq", checkpoint['optimizer']['state'][0]['exp_avg_sq'])
     run_both(program)

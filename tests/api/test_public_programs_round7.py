@@ -419,7 +419,7 @@ def test_llama2c_train_compiled(tmp_path):
         log("best_val_loss", checkpoint["best_val_loss"])
         log("wq", model.layers[0].attention.wq.weight)
         model.eval()
-        y = model.generate(torch.tensor([[1, 2, 3]]), 3, temperature=0.0)
+        y = model.generate(torch.tensor([[1, 2, 3]]), 2, temperature=0.0)   # each new length: new programs
         log("sample", y[0].tolist())
         log("exp_avg", optimizer.state_dict()["state"][1]["exp_avg"])
     run_compiled(program)

@@ -229,7 +229,12 @@ def run_seed(seed, torch_too=True):
                           torch_too=torch_too, rtol=1e-4, atol=1e-4)
 
 
-SEEDS = list(range(20))
+# 12 seeds that together draw every choice the first 20 seeds drew (each layer, activation,
+# norm, tensor-code op, loss, optimizer, flag and between-calls action; every pair of the yes/no
+# flags; every choice again in a program compared with torch, i.e. without dropout), picked
+# greedily from seeds 0..599 preferring small programs: each seed is a few dozen eager programs
+# and a compiled step, so fewer seeds make the suite faster without losing what was checked
+SEEDS = [4, 5, 15, 43, 123, 135, 286, 453, 495, 532, 597, 599]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
