@@ -9,7 +9,13 @@
   ``torch.all`` as the loop's stop test), and ``learnMemories`` (float64 leaf memories,
   ``torch.chunk`` neuron batches, ``torch.max(..., axis=0).values``, the masked write
   ``m[m < precision] = precision``, ``self.memories -= ...`` and ``clamp_`` on a leaf under
-  ``no_grad``, ``.grad = None``), with the example script's ``measureSimilarities``.
+  ``no_grad``, ``.grad = None``), with the example script's ``measureSimilarities``;
+- esceptico/perceiver-io: ``PerceiverIO`` (``PerceiverEncoder``'s trainable latents
+  ``repeat(batch_size, 1, 1)`` into a ``CrossAttention``, a weight-shared ``SelfAttention`` block
+  run ``num_blocks`` times, the ``MultiHeadAttention`` with ``x.view(*dims, seq, heads, hd)``
+  star-unpacked sizes, ``transpose(-3, -2)``, ``torch.finfo(dtype).min`` additive masks) with its
+  ``ProjectionDecoder``, trained for classification with SGD; the masked path's
+  ``masked_fill(1 - mask, ...)`` refuses a non-bool mask on both sides.
 
 Each keeps its program's code at tiny sizes, with numpy-seeded data and parameters in place of
 downloads and random streams; where a program's own code had to change, the comment above its
@@ -21,7 +27,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from parity import run_both
+from parity import init_params, run_both
 
 torch = pytest.importorskip("torch")
 
@@ -337,5 +343,270 @@ def test_hmcalister_modern_hopfield_network():
         network.relaxStates(x, maxIterations=4)
         log("learned relaxed", (x, network.energy(x)))
         measureSimilarities(learnedStates.double(), x, "Learned Memory Storage")
+
+    run_both(program)
+
+
+# ---- esceptico/perceiver-io ---------------------------------------------------------------------
+def _perceiver_module(torch):
+    """src/perceiver_io/{attention,encoder,decoders,perceiver}.py, unchanged but for docstrings
+    (``PerceiverDecoder``/``ClassificationDecoder`` left out: they pass a ``head_dim`` this
+    version of ``CrossAttention`` does not take)."""
+    from abc import ABCMeta, abstractmethod
+    from typing import Optional
+    nn = torch.nn
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, kv_dim: int, q_dim: int, *, qk_out_dim: Optional[int] = None,
+                     v_out_dim: Optional[int] = None, output_dim: Optional[int] = None,
+                     num_heads: int = 1, dropout: float = 0.0):
+            super().__init__()
+
+            if qk_out_dim is None:
+                qk_out_dim = q_dim
+            if v_out_dim is None:
+                v_out_dim = qk_out_dim
+            if output_dim is None:
+                output_dim = v_out_dim
+
+            self.num_heads = num_heads
+            self.qk_head_dim = qk_out_dim // num_heads
+            self.v_head_dim = v_out_dim // num_heads
+
+            self.k = nn.Linear(kv_dim, qk_out_dim)
+            self.q = nn.Linear(q_dim, qk_out_dim)
+            self.v = nn.Linear(kv_dim, v_out_dim)
+            self.projection = nn.Linear(v_out_dim, output_dim)
+            self.dropout = nn.Dropout(dropout)
+            self.scale = self.qk_head_dim ** -0.5
+
+        def transform_for_scores(self, x: torch.Tensor, head_dim: int):
+            # (..., seq_len, dim) -> (..., n_heads, seq_len, head_dim)
+            *dims, seq, hid = x.size()
+            x = x.view(*dims, seq, self.num_heads, head_dim)
+            return x.transpose(-3, -2)
+
+        def forward(self, inputs_kv: torch.Tensor, inputs_q: torch.Tensor,
+                    attention_mask: Optional[torch.Tensor] = None):
+            keys, queries, values = self.k(inputs_kv), self.q(inputs_q), self.v(inputs_kv)
+            keys = self.transform_for_scores(keys, self.qk_head_dim)
+            queries = self.transform_for_scores(queries, self.qk_head_dim)
+            values = self.transform_for_scores(values, self.v_head_dim)
+            attention = (queries @ keys.transpose(-2, -1) * self.scale)
+            if attention_mask is not None:
+                min_value = torch.finfo(attention.dtype).min
+                extended_mask = (1 - attention_mask) * min_value
+                attention = attention + extended_mask
+            attention = attention.softmax(dim=-1)
+            attention = self.dropout(attention)
+            if attention_mask is not None:
+                attention = attention.masked_fill(1 - attention_mask, value=0)
+            weighted = attention @ values
+            # (..., n_heads, seq_len, head_dim) -> (..., seq_len, hid)
+            *dims, n_heads, seq, hid = weighted.size()
+            weighted = weighted.transpose(-3, -2)
+            weighted = weighted.reshape(*dims, seq, n_heads * hid)
+            return self.projection(weighted)
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim: int, widening_factor: int = 4, dropout: float = 0.0):
+            super().__init__()
+            self.mlp = nn.Sequential(
+                nn.Linear(dim, dim * widening_factor),
+                nn.GELU(),
+                nn.Linear(dim * widening_factor, dim),
+                nn.Dropout(dropout)
+            )
+
+        def forward(self, x: torch.Tensor):
+            return self.mlp(x)
+
+    class SelfAttention(nn.Module):
+        def __init__(self, *, hidden_dim: int, qk_out_dim: Optional[int] = None,
+                     v_out_dim: Optional[int] = None, widening_factor: int = 4, num_heads: int = 1,
+                     dropout: float = 0.0, attention_dropout: float = 0.0):
+            super().__init__()
+            self.layer_norm = nn.LayerNorm(hidden_dim)
+            self.qkv_layer_norm = nn.LayerNorm(hidden_dim)
+            self.attention = MultiHeadAttention(
+                kv_dim=hidden_dim,
+                q_dim=hidden_dim,
+                qk_out_dim=qk_out_dim,
+                v_out_dim=v_out_dim,
+                output_dim=hidden_dim,
+                num_heads=num_heads,
+                dropout=attention_dropout
+            )
+            self.dropout = nn.Dropout(dropout)
+            self.mlp = FeedForward(hidden_dim, widening_factor, dropout)
+
+        def forward(self, x: torch.Tensor, attention_mask: Optional[torch.Tensor] = None):
+            x_norm = self.layer_norm(x)
+            attention = self.attention(
+                inputs_kv=x_norm,
+                inputs_q=x_norm,
+                attention_mask=attention_mask
+            )
+            attention = self.dropout(attention)
+            x = x + attention
+            x = x + self.mlp(self.qkv_layer_norm(x))
+            return x
+
+    class CrossAttention(nn.Module):
+        def __init__(self, *, kv_dim: int, q_dim: int, qk_out_dim: Optional[int] = None,
+                     v_out_dim: Optional[int] = None, widening_factor: int = 1, num_heads: int = 1,
+                     use_query_residual: bool = True, dropout: float = 0.0,
+                     attention_dropout: float = 0.0):
+            super().__init__()
+            self.use_query_residual = use_query_residual
+            self.kv_layer_norm = nn.LayerNorm(kv_dim)
+            self.q_layer_norm = nn.LayerNorm(q_dim)
+            self.qkv_layer_norm = nn.LayerNorm(q_dim)
+            self.attention = MultiHeadAttention(
+                kv_dim=kv_dim,
+                q_dim=q_dim,
+                qk_out_dim=qk_out_dim,
+                v_out_dim=v_out_dim,
+                output_dim=q_dim,
+                num_heads=num_heads,
+                dropout=attention_dropout
+            )
+            self.dropout = nn.Dropout(dropout)
+            self.mlp = FeedForward(q_dim, widening_factor, dropout)
+
+        def forward(self, inputs_kv: torch.Tensor, inputs_q: torch.Tensor,
+                    attention_mask: Optional[torch.Tensor] = None):
+            attention = self.attention(
+                inputs_kv=self.kv_layer_norm(inputs_kv),
+                inputs_q=self.q_layer_norm(inputs_q),
+                attention_mask=attention_mask
+            )
+            attention = self.dropout(attention)
+            if self.use_query_residual:
+                x = inputs_q + attention
+            else:
+                x = attention
+            x = x + self.mlp(self.qkv_layer_norm(x))
+            return x
+
+    class PerceiverEncoder(nn.Module):
+        def __init__(self, num_latents: int, latent_dim: int, input_dim: int,
+                     num_self_attn_per_block: int = 2, num_blocks: int = 4,
+                     qk_out_dim: Optional[int] = None, v_out_dim: Optional[int] = None,
+                     num_cross_attn_heads: int = 1, num_self_attn_heads: int = 8,
+                     cross_attn_widening_factor: int = 1, self_attn_widening_factor: int = 1,
+                     use_query_residual: bool = True, dropout: float = 0.0,
+                     cross_attention_dropout: float = 0.0, self_attention_dropout: float = 0.0):
+            super().__init__()
+            self.num_blocks = num_blocks
+
+            self.latents = nn.Parameter(torch.randn(num_latents, latent_dim))
+            self.cross_attn = CrossAttention(
+                kv_dim=input_dim,
+                q_dim=latent_dim,
+                widening_factor=cross_attn_widening_factor,
+                num_heads=num_cross_attn_heads,
+                qk_out_dim=qk_out_dim,
+                v_out_dim=v_out_dim,
+                use_query_residual=use_query_residual,
+                dropout=dropout,
+                attention_dropout=cross_attention_dropout
+            )
+            self.self_attention_block = nn.ModuleList([
+                SelfAttention(
+                    hidden_dim=latent_dim,
+                    widening_factor=self_attn_widening_factor,
+                    num_heads=num_self_attn_heads,
+                    qk_out_dim=qk_out_dim,
+                    v_out_dim=v_out_dim,
+                    dropout=dropout,
+                    attention_dropout=self_attention_dropout
+                ) for _ in range(num_self_attn_per_block)
+            ])
+
+        def forward(self, x: torch.Tensor, kv_mask: Optional[torch.Tensor] = None):
+            batch_size = x.size(0)
+            if kv_mask is not None:
+                kv_mask = kv_mask[:, None, None, :]
+
+            latents = self.cross_attn(
+                inputs_kv=x,
+                inputs_q=self.latents.repeat(batch_size, 1, 1),
+                attention_mask=kv_mask
+            )
+            for _ in range(self.num_blocks):
+                for self_attn_layer in self.self_attention_block:
+                    latents = self_attn_layer(latents)
+            return latents
+
+    class BasePerceiverDecoder(nn.Module, metaclass=ABCMeta):
+        @abstractmethod
+        def forward(self, *, query: torch.Tensor, latents: torch.Tensor,
+                    q_mask: Optional[torch.Tensor] = None):
+            return NotImplementedError
+
+    class ProjectionDecoder(BasePerceiverDecoder):
+        def __init__(self, latent_dim: int, num_classes: int):
+            super().__init__()
+            self.projection = nn.Linear(latent_dim, num_classes)
+
+        def forward(self, *, query: torch.Tensor, latents: torch.Tensor,
+                    q_mask: Optional[torch.Tensor] = None):
+            latents = latents.mean(dim=1)
+            logits = self.projection(latents)
+            return logits
+
+    class PerceiverIO(nn.Module):
+        def __init__(self, encoder: PerceiverEncoder, decoder: BasePerceiverDecoder):
+            super().__init__()
+            self.encoder = encoder
+            self.decoder = decoder
+
+        def forward(self, inputs: torch.Tensor, query: Optional[torch.Tensor] = None,
+                    input_mask: Optional[torch.Tensor] = None,
+                    query_mask: Optional[torch.Tensor] = None):
+            latents = self.encoder(inputs, kv_mask=input_mask)
+            outputs = self.decoder(
+                query=query,
+                latents=latents,
+                q_mask=query_mask
+            )
+            return outputs
+
+    return PerceiverEncoder, ProjectionDecoder, PerceiverIO
+
+
+# test1.py's construction at tiny sizes (4 latents of width 8, inputs (2, 4, 8): the cross-
+# and self-attention share shapes, so programs; 2 heads each, one self-attention layer run in 2
+# weight-shared blocks, 3 classes) with a ProjectionDecoder, trained
+# two SGD steps on cross-entropy (the repository's train scripts use pytorch-lightning; plain SGD
+# keeps the test cheap: its update is one program per parameter chunk); numpy inputs and
+# parameters (``init_params``) in place of ``randn``.
+def test_esceptico_perceiver_io_classifier():
+    def program(torch, log):
+        PerceiverEncoder, ProjectionDecoder, PerceiverIO = _perceiver_module(torch)
+        encoder = PerceiverEncoder(num_latents=4, latent_dim=8, input_dim=8, num_self_attn_per_block=1,
+                                   num_blocks=2, num_cross_attn_heads=2, num_self_attn_heads=2)
+        model = init_params(torch, PerceiverIO(encoder, ProjectionDecoder(latent_dim=8, num_classes=3)), 24)
+        log("params", [(n, tuple(p.shape)) for n, p in model.named_parameters()])
+        rs = np.random.RandomState(5)
+        inputs = torch.tensor(rs.standard_normal((2, 4, 8)).astype(np.float32))
+        labels = torch.tensor([2, 0])
+        mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.uint8)
+        try:
+            model(inputs, input_mask=mask)
+        except RuntimeError as e:
+            log("masked", ("RuntimeError", "boolean masks" in str(e)))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for step in range(2):
+            opt.zero_grad()
+            logits = model(inputs)
+            loss = torch.nn.functional.cross_entropy(logits, labels)
+            loss.backward()
+            log("step", (logits, loss, type(loss.grad_fn).__name__, encoder.latents.grad,
+                         encoder.self_attention_block[0].attention.q.weight.grad,
+                         encoder.cross_attn.kv_layer_norm.bias.grad))
+            opt.step()
+        log("latents", encoder.latents)
 
     run_both(program)
