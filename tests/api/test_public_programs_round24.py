@@ -610,3 +610,24 @@ def test_esceptico_perceiver_io_classifier():
         log("latents", encoder.latents)
 
     run_both(program)
+
+
+def test_chunk_and_split_size_arguments():
+    # ModernHopfieldNetwork passes ``np.ceil(...).astype(int)`` (a numpy int) to torch.chunk:
+    # chunk takes any __index__ count but a bool; split takes a one-element tensor (read with
+    # int()) but refuses a numpy int or a float size, naming split_with_sizes
+    import tracegrad
+
+    def outcome(mod, fn):
+        try:
+            return [p.tolist() for p in fn(mod, mod.arange(7))]
+        except TypeError as e:
+            return ("TypeError", str(e).split("(")[0])
+
+    cases = [lambda m, t: m.chunk(t, np.int64(3)), lambda m, t: t.chunk(m.tensor(2)),
+             lambda m, t: t.chunk(True), lambda m, t: m.chunk(t, 2.0),
+             lambda m, t: t.split(m.tensor([3])), lambda m, t: m.split(t, m.tensor(4)),
+             lambda m, t: m.split(t, np.int32(3)), lambda m, t: t.split(2.0),
+             lambda m, t: m.split(t, [np.int64(5), 2])]
+    for fn in cases:
+        assert outcome(tracegrad, fn) == outcome(torch, fn)
