@@ -10,7 +10,7 @@ compiled == eager == torch with the harness (tiny sizes, numpy data):
 """
 from typing import Optional
 
-import numpy as np
+import tracegrad
 
 from ._harness import check_compiled, data, labels, np_init
 
@@ -181,6 +181,6 @@ def test_perceiver_io_train_step_compiled():
     run = check_compiled(_perceiver_program, calls=3, torch_too=True, rtol=1e-4, atol=1e-5)
     assert not run.step.stats["graph_breaks"], run.step.stats
     assert run.step.stats["traces"] == 1 and run.step.stats["eager_calls"] == 1, run.step.stats
-    loss, logits = run.step(data(__import__("tracegrad"), 7, 2, 4, 8), labels(__import__("tracegrad"), 7, 2, 3))
+    loss, logits = run.step(data(tracegrad, 7, 2, 4, 8), labels(tracegrad, 7, 2, 3))
     assert run.step.stats["traces"] == 1, run.step.stats
     assert tuple(logits.shape) == (2, 3) and logits.grad_fn is not None and loss.dim() == 0

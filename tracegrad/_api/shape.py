@@ -436,7 +436,8 @@ def unbind(self, dim=0):
 
 @function()
 def split(tensor, split_size_or_sections, dim=0):
-    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes.
+    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller; a one-element tensor
+    is read with ``int()``) or the given sizes; a numpy int or a float size is torch's TypeError.
     RuntimeError for a 0-d tensor, a negative size, a zero ``split_size`` of a non-empty dim, or
     sizes that do not sum to the dim's size."""
     _check_splittable(tensor, "split")
