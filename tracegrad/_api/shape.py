@@ -458,12 +458,15 @@ def unbind(self, dim=0):
 
 @function()
 def split(tensor, split_size_or_sections, dim=0):
-    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller) or the given sizes.
+    """Mirrors ``torch.split``: chunks of ``split_size`` (last may be smaller; a one-element tensor
+    is read with ``int()``) or the given sizes; a numpy int or a float size is torch's TypeError.
     RuntimeError for a 0-d tensor, a negative size, a zero ``split_size`` of a non-empty dim, or
     sizes that do not sum to the dim's size."""
     _check_splittable(tensor, "split")
     d = _wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() == 1:
+        split_size_or_sections = int(split_size_or_sections)   # torch's Tensor.split reads it with int()
     if isinstance(split_size_or_sections, int):
         s = split_size_or_sections
         if s < 0 or (s == 0 and n):
@@ -474,6 +477,9 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.numel() != 1:
         raise TypeError("split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not Tensor; "
                         "pass split_size_or_sections.tolist()")
+    if not hasattr(split_size_or_sections, "__iter__"):   # a numpy int, a float: torch's parser TypeError
+        raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not "
+                        f"{type(split_size_or_sections).__name__}; pass a Python int or a list of ints")
     sizes = _index_all(tuple(split_size_or_sections), "split_with_sizes", "split_sizes")   # a float, a str: TypeError
     if builtins.any(x < 0 for x in sizes):
         raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
@@ -493,8 +499,13 @@ def _split_method(self, split_size, dim=0):
 @method(function=True)
 def chunk(self, chunks, dim=0):
     """Mirrors ``torch.chunk``: up to ``chunks`` pieces of size ceil(n / chunks); a dim of size 0
-    gives ``chunks`` empty pieces. RuntimeError for a 0-d tensor or ``chunks`` below 1."""
+    gives ``chunks`` empty pieces. ``chunks`` is anything with ``__index__`` but a bool (a numpy
+    int, a one-element integer tensor). RuntimeError for a 0-d tensor or ``chunks`` below 1."""
     _check_splittable(self, "chunk")
+    if type(chunks) is not int:
+        if isinstance(chunks, bool):
+            raise TypeError("chunk(): argument 'chunks' (position 1) must be int, not bool; pass an int")
+        chunks = operator.index(require_int("chunk", "chunks", chunks, 1))
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = _wrap_dim(dim, self.ndim)
