@@ -610,6 +610,11 @@ def _put_back(v, copy):
     elif isinstance(v, collections.deque):
         v.clear()
         v.extend(shallow)
+    elif isinstance(v, collections.OrderedDict):
+        # its own methods: it keeps its order apart from dict's storage, and dict.clear/update
+        # would leave a move_to_end made while tracing in place (an LRU cache moved twice)
+        collections.OrderedDict.clear(v)
+        collections.OrderedDict.update(v, shallow)
     elif isinstance(v, dict):         # dict's methods: a subclass may report writes (ParamGroup)
         dict.clear(v)
         dict.update(v, shallow)
