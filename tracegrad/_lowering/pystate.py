@@ -184,6 +184,13 @@ def _scan(f, depth, add, queue, top=False):
         # code whose closure cells and globals are read and changed like the function's own
         for m in _user_methods(type(f)):
             queue.append((m, depth))
+        # the modules it holds (a compiled module's call, a trainer's ``self.model``): their
+        # Python state below (NOTE [module attributes])
+        try:
+            held = list(attributes(f).values())
+        except Exception:        # an object whose attributes cannot be listed: not looked into
+            held = ()
+        queue += [(a, depth) for a in held if _captured_module(a)]
         return
     elif isinstance(f, Tensor):
         # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
@@ -207,9 +214,11 @@ def _scan(f, depth, add, queue, top=False):
         return
     elif getattr(type(f), "_tracegrad_state_is_captured", False) and not isinstance(f, type):
         # a module (each submodule) or an optimizer: the user-written methods of its classes
-        subs = f.modules() if callable(getattr(f, "modules", None)) else (f,)
+        subs = list(f.modules()) if callable(getattr(f, "modules", None)) else [f]
         for cls in {type(m) for m in subs}:
             queue += [(m, depth) for m in _user_methods(cls)]
+        for m in subs:
+            _module_attributes(m, add)
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -247,6 +256,42 @@ def _scan(f, depth, add, queue, top=False):
             queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
         elif _callable_value(v):
             queue.append((v, depth + 1))
+
+
+# NOTE [module attributes]: a user module's forward may change Python state it keeps on
+# itself without rebinding an attribute (which ``Module.__setattr__`` reports): a counter in a
+# dict (``self.stats["n"] += 1``), a list it appends to, a plain object's attribute
+# (``self.meter.count += 1``). Those attributes of every user-class module reached (not the
+# ones every ``Module`` has: its parameter, buffer, submodule and hook registries) are
+# references like a global: a change while tracing is a side effect (a graph break) and an
+# abandoned trace puts it back. Without it the trace made the change once (or twice: the
+# trace and the eager rerun) and the program never again.
+_MODULE_BASE_ATTRS: dict = {}      # the base module class -> the attribute names a bare one has
+
+
+def _captured_module(v) -> bool:
+    return getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
+        and not isinstance(v, type)
+
+
+def _module_attributes(m, add) -> None:
+    cls = type(m)
+    if not _user_class(cls):
+        return
+    base = next((k for k in reversed(cls.__mro__) if k.__dict__.get("_tracegrad_state_is_captured")), None)
+    internal = _MODULE_BASE_ATTRS.get(base)
+    if internal is None:
+        try:
+            internal = frozenset(vars(base()))
+        except Exception:      # noqa: BLE001 -- no bare instance: only the registries by name
+            internal = frozenset()
+        _MODULE_BASE_ATTRS[base] = internal
+    for k, a in list(vars(m).items()):
+        if k in internal or isinstance(a, Tensor) or not (
+                isinstance(a, _CONTAINERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
+            continue
+        label = f"{cls.__name__}.{k}"
+        add((label, None, {label: a}), _object_names(type(a), set()) if _plain_object(a) else ())
 
 
 # NOTE [getters and classes]: reading ``r.scale`` may run a property getter (or ``__getattr__``)
