@@ -333,3 +333,55 @@ def test_lru_cache_in_an_ordered_dict_and_held_references():
             return out, list(cache.items()), loss, dict(held), g is net.weight.grad
         return run
     compare(build, calls=5)
+
+
+@dataclasses.dataclass
+class _Meter:
+    count: int = 0
+    total: float = 0.0
+
+
+def test_module_forward_changing_python_state_it_keeps_on_itself():
+    """A user module whose forward bumps a counter in a dict, a dataclass meter's fields and a
+    list it keeps on itself, compiled three ways (``compile(model)``, ``model.compile()``, a
+    trainer's bound step): the state moves on every call as eagerly (the trace changed it
+    once, or twice with the eager rerun, and the cached program never again)."""
+    def build(T, wrap):
+        class Net(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = _linear(T)
+                self.stats, self.meter, self.sizes = {"n": 0}, _Meter(), []
+
+            def forward(self, x):
+                self.stats["n"] += 1
+                self.meter.count += 1
+                self.sizes.append(x.shape[0])
+                return self.lin(x).sum(1) * len(self.sizes)
+
+        class Trainer:
+            def __init__(self):
+                self.model = Net()
+                self.opt = T.optim.SGD(self.model.parameters(), lr=0.1)
+
+            def step(self, x):
+                self.opt.zero_grad()
+                loss = self.model(x).pow(2).mean()
+                loss.backward()
+                self.opt.step()
+                return loss
+        a, b, tr = Net(), Net(), Trainer()
+        fa, step = wrap(a), wrap(tr.step)
+        if wrap(_probe) is not _probe:      # the compiled run
+            b.compile()
+
+        def run(i):
+            x = _rand(T, i, 2, 3)
+            return ([fa(x), b(x), step(x)], [(m.stats, m.meter.count, m.sizes) for m in (a, b, tr.model)],
+                    tr.model.lin.weight)
+        return run
+    compare(build)
+
+
+def _probe():
+    pass
