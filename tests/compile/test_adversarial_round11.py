@@ -342,19 +342,24 @@ class _Meter:
 
 
 def test_module_forward_changing_python_state_it_keeps_on_itself():
-    """A user module whose forward bumps a counter in a dict, a dataclass meter's fields and a
-    list it keeps on itself, compiled three ways (``compile(model)``, ``model.compile()``, a
-    trainer's bound step): the state moves on every call as eagerly (the trace changed it
-    once, or twice with the eager rerun, and the cached program never again)."""
+    """A user module whose forward bumps a counter in a dict, a dataclass meter's fields, a list
+    and a dict inside a tuple it keeps on itself, compiled three ways (``compile(model)``,
+    ``model.compile()``, a trainer's bound step that also counts in a NamedTuple of a dict it
+    closes over): the state moves on every call as eagerly (the trace changed it once, or twice
+    with the eager rerun, and the cached program never again)."""
+    import collections
+    Totals = collections.namedtuple("Totals", "counts names")
     def build(T, wrap):
         class Net(T.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.lin = _linear(T)
                 self.stats, self.meter, self.sizes = {"n": 0}, _Meter(), []
+                self.pair = ({"k": 0}, [])
 
             def forward(self, x):
                 self.stats["n"] += 1
+                self.pair[0]["k"] += 2
                 self.meter.count += 1
                 self.sizes.append(x.shape[0])
                 return self.lin(x).sum(1) * len(self.sizes)
@@ -369,7 +374,9 @@ def test_module_forward_changing_python_state_it_keeps_on_itself():
                 loss = self.model(x).pow(2).mean()
                 loss.backward()
                 self.opt.step()
+                totals.counts["steps"] += 1
                 return loss
+        totals = Totals({"steps": 0}, ("a",))
         a, b, tr = Net(), Net(), Trainer()
         fa, step = wrap(a), wrap(tr.step)
         if wrap(_probe) is not _probe:      # the compiled run
@@ -377,8 +384,8 @@ def test_module_forward_changing_python_state_it_keeps_on_itself():
 
         def run(i):
             x = _rand(T, i, 2, 3)
-            return ([fa(x), b(x), step(x)], [(m.stats, m.meter.count, m.sizes) for m in (a, b, tr.model)],
-                    tr.model.lin.weight)
+            return ([fa(x), b(x), step(x)], [(m.stats, m.meter.count, m.sizes, m.pair) for m in (a, b, tr.model)],
+                    tr.model.lin.weight, totals)
         return run
     compare(build)
 

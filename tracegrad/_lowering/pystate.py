@@ -45,6 +45,9 @@ from .._tensor.tensor import Tensor, is_tensor_container
 _SCALARS = (int, float, bool, str, complex, type(None))
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, functools.partial)
 _CONTAINERS = (list, dict, set, collections.deque)
+# looked into as containers are, though not changed themselves: a tuple (a NamedTuple) holding a
+# list or a dict the function changes (``STATE = ([], {})``, ``STATE[1]["n"] += 1``)
+_HOLDERS = _CONTAINERS + (tuple,)
 # written in place by index (``hist[i] = 1``): compared by their bytes, put back from a copy
 _BUFFERS = (np.ndarray, array.array, bytearray)
 _BUFFER_COPY_MAX = 64 << 20     # bytes; a larger buffer a trace wrote is still a break, not undone
@@ -288,7 +291,7 @@ def _module_attributes(m, add) -> None:
         _MODULE_BASE_ATTRS[base] = internal
     for k, a in list(vars(m).items()):
         if k in internal or isinstance(a, Tensor) or not (
-                isinstance(a, _CONTAINERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
+                isinstance(a, _HOLDERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
             continue
         label = f"{cls.__name__}.{k}"
         add((label, None, {label: a}), _object_names(type(a), set()) if _plain_object(a) else ())
@@ -562,7 +565,7 @@ def _leaf(v, depth=_NESTED):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
     if _tensors(v) is not None:
         return _tensors(v)
-    if depth > 1 and isinstance(v, _CONTAINERS) and len(v) <= _NESTED_MAX:
+    if depth > 1 and isinstance(v, _HOLDERS) and len(v) <= _NESTED_MAX:
         return (id(v),) + _items(v, depth - 1)
     return id(v)
 
@@ -573,13 +576,13 @@ def _items(v, depth=_NESTED):
     ``stats["train"]["n"] += 1``) changes them; a tensor stored there does not."""
     if isinstance(v, dict):
         return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a, depth)) for k, a in v.items())
-    if isinstance(v, (list, collections.deque)):
+    if isinstance(v, (list, collections.deque, tuple)):
         return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a, depth)) for i, a in enumerate(v))
     return (("len", len(v)),)
 
 
 def _attr_signature(v):
-    if isinstance(v, _CONTAINERS):
+    if isinstance(v, _HOLDERS):
         return (id(v),) + _items(v)
     return _leaf(v)
 
@@ -612,7 +615,7 @@ def _copy(v, depth=_NESTED):
     if isinstance(v, _BUFFERS):
         size = v.nbytes if isinstance(v, np.ndarray) else len(v) * getattr(v, "itemsize", 1)
         return None if size > _BUFFER_COPY_MAX else (_BUF, v.copy() if isinstance(v, np.ndarray) else v[:])
-    if not isinstance(v, _CONTAINERS):
+    if not isinstance(v, _HOLDERS) or (type(v) is tuple and len(v) > _NESTED_MAX):
         return None
     shallow = dict(v) if isinstance(v, dict) else set(v) if isinstance(v, set) else list(v)
     inner = () if depth <= 1 or isinstance(v, set) or len(v) > _NESTED_MAX else tuple(
@@ -650,7 +653,9 @@ def _put_back(v, copy):
         else:
             v[:] = inner
         return
-    if isinstance(v, list):
+    if isinstance(v, tuple):
+        pass                          # itself unchanged: the containers in it are put back below
+    elif isinstance(v, list):
         v[:] = shallow
     elif isinstance(v, collections.deque):
         v.clear()
@@ -815,7 +820,7 @@ def effects_signature(refs):
             out.append((name, v))
         elif isinstance(v, Tensor) or _tensors(v) is not None:
             out.append((name, _leaf(v)))      # rebinding tensors is carried state
-        elif isinstance(v, _CONTAINERS):
+        elif isinstance(v, _HOLDERS) and (type(v) is not tuple or len(v) <= _NESTED_MAX):
             out.append((name, id(v), _ATTRS, _items(v)))
         elif isinstance(v, _BUFFERS):
             out.append((name, _buffer_signature(v)))
