@@ -1,4 +1,23 @@
-"""Eleventh round of adversarial compiled-vs-eager programs."""
+"""Eleventh round of adversarial compiled-vs-eager programs: a compiled module whose buffers,
+parameters, submodules, ModuleList and tensor attributes change between calls; closures over
+lists and dicts of tensors changed between calls; results nested in dicts/lists/dataclasses
+with Python values, ``None`` and generators returned; micro-batch gradient accumulation with
+two optimizers and schedulers stepped between calls and inside; inputs with and without
+``requires_grad`` alternately, ``detach_``/``requires_grad_(False)`` inside, one backward per
+result; checkpoint over dropout with ``manual_seed(seed)`` from an argument; a user exception on
+the Nth call; an LRU cache in an ``OrderedDict`` and references held across calls; a module's
+forward changing Python state it keeps on itself. torch eager, tracegrad eager and
+``tracegrad.compile`` run each program from the same state and must agree after every call
+(``_dynamo_port.compare``).
+
+Found here and fixed: an abandoned trace put an ``OrderedDict`` back with dict's methods, which
+left a ``move_to_end`` made while tracing in place (the eager rerun moved the key twice); a
+user module's forward changing a dict, list or plain object it keeps on itself
+(``self.stats["n"] += 1``, ``self.meter.count += 1``), or a list/dict inside a tuple or
+NamedTuple, was not seen as a side effect: done while tracing, then never by the cached program;
+a second backward through another result of the same compiled call raised torch.compile's bare
+"backward through the graph a second time" (the results share one node): the message now says
+why and what to do."""
 import dataclasses
 import warnings
 
