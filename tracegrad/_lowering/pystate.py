@@ -220,8 +220,9 @@ def _scan(f, depth, add, queue, top=False):
         subs = list(f.modules()) if callable(getattr(f, "modules", None)) else [f]
         for cls in {type(m) for m in subs}:
             queue += [(m, depth) for m in _user_methods(cls)]
-        for m in subs:
-            _module_attributes(m, add)
+        if _captured_module(f):      # not an optimizer: its state is carried (capture.py)
+            for m in subs:
+                _module_attributes(m, add)
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
