@@ -18,6 +18,7 @@ NamedTuple, was not seen as a side effect: done while tracing, then never by the
 a second backward through another result of the same compiled call raised torch.compile's bare
 "backward through the graph a second time" (the results share one node): the message now says
 why and what to do."""
+import collections
 import dataclasses
 import warnings
 
@@ -25,8 +26,9 @@ import pytest
 
 import tracegrad
 
-from ._dynamo_port import compare, same, seeded_linear as _linear
+from ._dynamo_port import compare, same
 from ._dynamo_port import randn32 as _rand
+from ._dynamo_port import seeded_linear as _linear
 
 torch = pytest.importorskip("torch")
 
@@ -108,10 +110,6 @@ def test_closures_over_lists_and_dicts_of_tensors_changed_between_calls():
             return f(_rand(T, i, 2, 3)), list(ws), dict(table), list(hist)
         return run
     compare(build, calls=5)
-
-
-class _Pair(tuple):
-    pass
 
 
 @dataclasses.dataclass
@@ -318,7 +316,6 @@ def test_lru_cache_in_an_ordered_dict_and_held_references():
     left in place, so the eager rerun moved the key back); references the caller holds across
     calls to a ``state_dict()`` returned by the step, a detached weight, ``.grad`` (zeroed, not
     set to None) and the momentum buffer keep seeing the updates of later calls."""
-    import collections
 
     def build(T, wrap):
         cache = collections.OrderedDict(a=T.ones(3), b=T.full((3,), 2.0))
@@ -366,7 +363,6 @@ def test_module_forward_changing_python_state_it_keeps_on_itself():
     ``model.compile()``, a trainer's bound step that also counts in a NamedTuple of a dict it
     closes over): the state moves on every call as eagerly (the trace changed it once, or twice
     with the eager rerun, and the cached program never again)."""
-    import collections
     Totals = collections.namedtuple("Totals", "counts names")
     def build(T, wrap):
         class Net(T.nn.Module):

@@ -191,7 +191,7 @@ def _scan(f, depth, add, queue, top=False):
         # Python state below (NOTE [module attributes])
         try:
             held = list(attributes(f).values())
-        except Exception:        # an object whose attributes cannot be listed: not looked into
+        except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
             held = ()
         queue += [(a, depth) for a in held if _captured_module(a)]
         return
