@@ -149,16 +149,16 @@ def test_nested_results_none_and_generators_returned():
 
 def test_micro_batch_accumulation_two_optimizers_and_schedulers_in_one_step():
     """One compiled step: a loop of backward calls over micro-batches (grads accumulate), grad
-    clipping, two optimizers (SGD with momentum for the body, Adam for the head); the number of
-    micro-batches changes between calls; schedulers stepped between calls (lr is an input of
-    the program: no new trace) and, on the last call, inside the step (a Python side effect:
-    that call runs eagerly)."""
+    clipping, two optimizers (SGD with momentum for the body, with Nesterov momentum and weight
+    decay for the head); schedulers stepped between calls (lr is an input of the program: no new
+    trace) and, on the last call, inside the step (a Python side effect: that call runs
+    eagerly)."""
     steps = []
 
     def build(T, wrap):
         body, head = _linear(T, 3, 3), _linear(T, 3, 2, seed=1)
         o1 = T.optim.SGD(body.parameters(), lr=0.1, momentum=0.9)
-        o2 = T.optim.Adam(head.parameters(), lr=0.01)
+        o2 = T.optim.SGD(head.parameters(), lr=0.05, momentum=0.5, nesterov=True, weight_decay=0.1)
         s1 = T.optim.lr_scheduler.StepLR(o1, step_size=2, gamma=0.5)
         s2 = T.optim.lr_scheduler.LambdaLR(o2, lambda e: 1.0 / (e + 1))
 
@@ -186,7 +186,7 @@ def test_micro_batch_accumulation_two_optimizers_and_schedulers_in_one_step():
                 s1.step()
                 s2.step()
             return (loss, body.weight, head.weight, head.bias.grad, o1.param_groups[0]["lr"],
-                    o2.param_groups[0]["lr"], o2.state[head.weight]["exp_avg_sq"])
+                    o2.param_groups[0]["lr"], o2.state[head.weight]["momentum_buffer"])
         return run
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
