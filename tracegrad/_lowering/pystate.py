@@ -45,6 +45,9 @@ from .._tensor.tensor import Tensor, is_tensor_container
 _SCALARS = (int, float, bool, str, complex, type(None))
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, functools.partial)
 _CONTAINERS = (list, dict, set, collections.deque)
+# looked into as containers are, though not changed themselves: a tuple (a NamedTuple) holding a
+# list or a dict the function changes (``STATE = ([], {})``, ``STATE[1]["n"] += 1``)
+_HOLDERS = _CONTAINERS + (tuple,)
 # written in place by index (``hist[i] = 1``): compared by their bytes, put back from a copy
 _BUFFERS = (np.ndarray, array.array, bytearray)
 _BUFFER_COPY_MAX = 64 << 20     # bytes; a larger buffer a trace wrote is still a break, not undone
@@ -184,6 +187,13 @@ def _scan(f, depth, add, queue, top=False):
         # code whose closure cells and globals are read and changed like the function's own
         for m in _user_methods(type(f)):
             queue.append((m, depth))
+        # the modules it holds (a compiled module's call, a trainer's ``self.model``): their
+        # Python state below (NOTE [module attributes])
+        try:
+            held = list(attributes(f).values())
+        except Exception:        # noqa: BLE001 -- attributes that cannot be listed: not looked into
+            held = ()
+        queue += [(a, depth) for a in held if _captured_module(a)]
         return
     elif isinstance(f, Tensor):
         # an argument of a user Tensor subclass: its methods (an overridden ``exp`` that
@@ -207,9 +217,12 @@ def _scan(f, depth, add, queue, top=False):
         return
     elif getattr(type(f), "_tracegrad_state_is_captured", False) and not isinstance(f, type):
         # a module (each submodule) or an optimizer: the user-written methods of its classes
-        subs = f.modules() if callable(getattr(f, "modules", None)) else (f,)
+        subs = list(f.modules()) if callable(getattr(f, "modules", None)) else [f]
         for cls in {type(m) for m in subs}:
             queue += [(m, depth) for m in _user_methods(cls)]
+        if _captured_module(f):      # not an optimizer: its state is carried (capture.py)
+            for m in subs:
+                _module_attributes(m, add)
         return
     if not isinstance(f, types.FunctionType) or not (top or _user_code(f.__code__)):
         return
@@ -247,6 +260,42 @@ def _scan(f, depth, add, queue, top=False):
             queue += [(ns[a], depth + 1) for a in sorted(names) if a in ns and isinstance(ns[a], types.FunctionType)]
         elif _callable_value(v):
             queue.append((v, depth + 1))
+
+
+# NOTE [module attributes]: a user module's forward may change Python state it keeps on
+# itself without rebinding an attribute (which ``Module.__setattr__`` reports): a counter in a
+# dict (``self.stats["n"] += 1``), a list it appends to, a plain object's attribute
+# (``self.meter.count += 1``). Those attributes of every user-class module reached (not the
+# ones every ``Module`` has: its parameter, buffer, submodule and hook registries) are
+# references like a global: a change while tracing is a side effect (a graph break) and an
+# abandoned trace puts it back. Without it the trace made the change once (or twice: the
+# trace and the eager rerun) and the program never again.
+_MODULE_BASE_ATTRS: dict = {}      # the base module class -> the attribute names a bare one has
+
+
+def _captured_module(v) -> bool:
+    return getattr(type(v), "_tracegrad_state_is_captured", False) and callable(getattr(v, "modules", None)) \
+        and not isinstance(v, type)
+
+
+def _module_attributes(m, add) -> None:
+    cls = type(m)
+    if not _user_class(cls):
+        return
+    base = next((k for k in reversed(cls.__mro__) if k.__dict__.get("_tracegrad_state_is_captured")), None)
+    internal = _MODULE_BASE_ATTRS.get(base)
+    if internal is None:
+        try:
+            internal = frozenset(vars(base()))
+        except Exception:      # noqa: BLE001 -- no bare instance: only the registries by name
+            internal = frozenset()
+        _MODULE_BASE_ATTRS[base] = internal
+    for k, a in list(vars(m).items()):
+        if k in internal or isinstance(a, Tensor) or not (
+                isinstance(a, _HOLDERS + _BUFFERS) or (_plain_object(a) and not callable(a))):
+            continue
+        label = f"{cls.__name__}.{k}"
+        add((label, None, {label: a}), _object_names(type(a), set()) if _plain_object(a) else ())
 
 
 # NOTE [getters and classes]: reading ``r.scale`` may run a property getter (or ``__getattr__``)
@@ -517,7 +566,7 @@ def _leaf(v, depth=_NESTED):
         return "tensor"          # rebinding a tensor is carried state, not a side effect
     if _tensors(v) is not None:
         return _tensors(v)
-    if depth > 1 and isinstance(v, _CONTAINERS) and len(v) <= _NESTED_MAX:
+    if depth > 1 and isinstance(v, _HOLDERS) and len(v) <= _NESTED_MAX:
         return (id(v),) + _items(v, depth - 1)
     return id(v)
 
@@ -528,13 +577,13 @@ def _items(v, depth=_NESTED):
     ``stats["train"]["n"] += 1``) changes them; a tensor stored there does not."""
     if isinstance(v, dict):
         return (("len", len(v)),) + tuple((f"[{k!r}]", _leaf(a, depth)) for k, a in v.items())
-    if isinstance(v, (list, collections.deque)):
+    if isinstance(v, (list, collections.deque, tuple)):
         return (("len", len(v)),) + tuple((f"[{i}]", _leaf(a, depth)) for i, a in enumerate(v))
     return (("len", len(v)),)
 
 
 def _attr_signature(v):
-    if isinstance(v, _CONTAINERS):
+    if isinstance(v, _HOLDERS):
         return (id(v),) + _items(v)
     return _leaf(v)
 
@@ -567,7 +616,7 @@ def _copy(v, depth=_NESTED):
     if isinstance(v, _BUFFERS):
         size = v.nbytes if isinstance(v, np.ndarray) else len(v) * getattr(v, "itemsize", 1)
         return None if size > _BUFFER_COPY_MAX else (_BUF, v.copy() if isinstance(v, np.ndarray) else v[:])
-    if not isinstance(v, _CONTAINERS):
+    if not isinstance(v, _HOLDERS) or (type(v) is tuple and len(v) > _NESTED_MAX):
         return None
     shallow = dict(v) if isinstance(v, dict) else set(v) if isinstance(v, set) else list(v)
     inner = () if depth <= 1 or isinstance(v, set) or len(v) > _NESTED_MAX else tuple(
@@ -605,11 +654,18 @@ def _put_back(v, copy):
         else:
             v[:] = inner
         return
-    if isinstance(v, list):
+    if isinstance(v, tuple):
+        pass                          # itself unchanged: the containers in it are put back below
+    elif isinstance(v, list):
         v[:] = shallow
     elif isinstance(v, collections.deque):
         v.clear()
         v.extend(shallow)
+    elif isinstance(v, collections.OrderedDict):
+        # its own methods: it keeps its order apart from dict's storage, and dict.clear/update
+        # would leave a move_to_end made while tracing in place (an LRU cache moved twice)
+        collections.OrderedDict.clear(v)
+        collections.OrderedDict.update(v, shallow)
     elif isinstance(v, dict):         # dict's methods: a subclass may report writes (ParamGroup)
         dict.clear(v)
         dict.update(v, shallow)
@@ -765,7 +821,7 @@ def effects_signature(refs):
             out.append((name, v))
         elif isinstance(v, Tensor) or _tensors(v) is not None:
             out.append((name, _leaf(v)))      # rebinding tensors is carried state
-        elif isinstance(v, _CONTAINERS):
+        elif isinstance(v, _HOLDERS) and (type(v) is not tuple or len(v) <= _NESTED_MAX):
             out.append((name, id(v), _ATTRS, _items(v)))
         elif isinstance(v, _BUFFERS):
             out.append((name, _buffer_signature(v)))

@@ -51,7 +51,10 @@ class CompiledFunctionBackward(Node):
 
     def apply(self, grads, create_graph=False):
         if self.released or self._pullback is None:
-            raise RuntimeError(MSG_FREED)
+            # torch.compile's message, plus why it can come without a second backward from one
+            # result: every result of the call shares this node, so a backward from one frees
+            # it for the others (eager's results have separate graphs)
+            raise RuntimeError(MSG_FREED + MSG_SHARED)
         for vc, version, dtype, shape, outs in self._versions:
             # only a backward from a result whose graph saved it fails, as eager's
             if vc[0] != version and any(k < len(grads) and grads[k] is not None for k in outs):
@@ -98,6 +101,12 @@ MSG_KEPT = ("this tensor was stored by a compiled function while it ran; its val
             "every call, but its graph exists only inside the compiled program, so there is nothing "
             "to backward through. Store tensor.detach(), or run the function uncompiled "
             "(tracegrad.compile(..., disable=True)) when you need its graph.")
+
+
+MSG_SHARED = (" (tracegrad.compile: the differentiable results of one call of a compiled function share "
+              "one backward node, so a backward from one of them frees the graph of all of them; "
+              "backpropagate from all of them at once (torch.autograd.backward([a.sum(), b.sum()])), or pass "
+              "retain_graph=True to the first backward.)")
 
 
 MSG_THROUGH = ("tracegrad.compile: the gradient at a result of a compiled function was asked for (a hook or "
